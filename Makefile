@@ -1,0 +1,49 @@
+# Two commands matter: `make run` and `make test`. Both install missing Debian packages first.
+BUILD ?= build
+DATA ?= ./data
+LISTEN ?= 127.0.0.1:9000
+JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 20
+
+.PHONY: all deps build run test test-unit test-asan test-fuzz bench clean
+
+all: build
+
+deps:
+	@bash scripts/deps.sh
+
+build: deps
+	@cmake --preset default >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	@bash scripts/run.sh $(BUILD) $(DATA) $(LISTEN)
+
+# Every test: unit + functional (real wharfd, aws, boto3, s3cmd, rclone, libwharf, Python),
+# then the same under ASan+UBSan, then each libFuzzer driver for a bounded time.
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j 2
+	$(MAKE) test-asan
+	$(MAKE) test-fuzz
+
+test-unit: build
+	cd $(BUILD) && ctest --output-on-failure -j 2 -R '^unit/'
+
+test-asan: deps
+	@cmake --preset asan >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+	  ctest --output-on-failure -j 2 -E '^python$$'
+
+test-fuzz: deps
+	@cmake --preset fuzz -DFUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
+	@cmake --build build-fuzz -j $(JOBS)
+	cd build-fuzz && ctest --output-on-failure -R '^fuzz/'
+
+bench: build
+	@echo "see docs/benchmarks.md"
+
+clean:
+	rm -rf build build-asan build-fuzz

@@ -1,0 +1,214 @@
+/* libwharf: the wharf S3-over-RDMA client. Stable C ABI.
+ *
+ * Rules of this ABI:
+ * - Only opaque handles cross it. Config, option and report structs begin with a size field that
+ *   the matching wharf_*_init(&x, sizeof x) sets; new fields are only ever added at the end.
+ * - Every function returns a wharf_status_t (0 is OK, negatives are errors). On error, the calling
+ *   thread's wharf_last_error() says what failed and what to do.
+ * - A wharf_client_t is thread-safe: any number of threads may run transfers on one client, into
+ *   disjoint ranges of one registered buffer.
+ * - A client survives fork(): in the child it re-initialises its transport and connections on
+ *   first use (registrations made in the parent are re-registered lazily).
+ */
+#ifndef WHARF_WHARF_H
+#define WHARF_WHARF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(WHARF_BUILD)
+#define WHARF_API __attribute__((visibility("default")))
+#else
+#define WHARF_API
+#endif
+
+#define WHARF_ABI_VERSION 1
+
+/* Status codes. Values match the library's internal status list one for one. */
+typedef enum wharf_status {
+    WHARF_OK = 0,
+    WHARF_ERR_INVALID = -1,      /* a bad argument; the message names it */
+    WHARF_ERR_NOMEM = -2,
+    WHARF_ERR_IO = -3,
+    WHARF_ERR_NOT_FOUND = -4,    /* no such bucket or key (404) */
+    WHARF_ERR_EXISTS = -5,
+    WHARF_ERR_UNSUPPORTED = -6,
+    WHARF_ERR_DECLINED = -7,     /* the server declined RDMA (501) and fallback is "fail" */
+    WHARF_ERR_AUTH = -8,         /* 403: bad credentials, signature or clock */
+    WHARF_ERR_TIMEOUT = -9,
+    WHARF_ERR_TRANSPORT = -10,   /* the data path failed (connection lost, fabric error) */
+    WHARF_ERR_CHECKSUM = -11,    /* bytes landed do not match the server's checksum */
+    WHARF_ERR_PROTOCOL = -12,    /* the server's reply broke the protocol */
+    WHARF_ERR_HTTP = -13,        /* another HTTP error; the message has the S3 code */
+    WHARF_ERR_BUSY = -14,
+    WHARF_ERR_RANGE = -15,       /* 416, or a range outside the object */
+    WHARF_ERR_TOO_LARGE = -16,   /* destination smaller than the data */
+    WHARF_ERR_NOT_EMPTY = -17,
+    WHARF_ERR_CANCELED = -18,
+    WHARF_ERR_PRECONDITION = -19,
+    WHARF_ERR_INTERNAL = -20,
+} wharf_status_t;
+
+/* A static string for a status. */
+WHARF_API const char *wharf_status_str(wharf_status_t st);
+/* The calling thread's message for its last failed call. Valid until that thread's next call. */
+WHARF_API const char *wharf_last_error(void);
+/* "0.1.0" */
+WHARF_API const char *wharf_version(void);
+
+typedef struct wharf_client wharf_client_t;
+typedef struct wharf_mem wharf_mem_t;
+
+typedef enum wharf_fallback {
+    WHARF_FALLBACK_FAIL = 0, /* default: an RDMA decline or failure is an error */
+    WHARF_FALLBACK_HTTP = 1, /* re-send over plain HTTP; the report says so and why */
+} wharf_fallback_t;
+
+typedef enum wharf_transport {
+    WHARF_TRANSPORT_AUTO = 0, /* options: RDMA when the client has a provider, else HTTP */
+    WHARF_TRANSPORT_RDMA = 1,
+    WHARF_TRANSPORT_HTTP = 2,
+    WHARF_TRANSPORT_NONE = 3, /* reports: no bytes moved */
+} wharf_transport_t;
+
+typedef enum wharf_mem_kind {
+    WHARF_MEM_HOST = 0,
+    WHARF_MEM_CUDA = 1, /* reserved: device memory (needs an hmem-capable provider) */
+} wharf_mem_kind_t;
+
+typedef struct wharf_client_config {
+    size_t size;                  /* set by wharf_client_config_init */
+    const char *endpoint;         /* "http://127.0.0.1:9000" (required) */
+    const char *access_key;       /* required */
+    const char *secret_key;       /* required */
+    const char *region;           /* default "us-east-1" */
+    /* Data-path provider: "ofi+shm", "ofi+tcp", "ofi+verbs", ... ; "none" or NULL = HTTP only;
+     * "auto" tries shm (same host) then tcp. */
+    const char *provider;
+    /* For ofi+shm the HTTP requests go over this Unix socket, where the server can prove
+     * who the peer is (SO_PEERCRED). NULL: "<endpoint's data dir>/wharfd.sock" is not guessed,
+     * so shm needs it set (the wharf CLI reads WHARF_UNIX_SOCKET). */
+    const char *unix_socket;
+    unsigned concurrency;         /* parallel requests per operation; default 4 */
+    uint64_t chunk_size;          /* bytes per ranged request of a large GET; default 64 MiB */
+    uint64_t multipart_threshold; /* PUTs at or above this go multipart; default 256 MiB */
+    uint64_t part_size;           /* multipart part size; default 64 MiB */
+    wharf_fallback_t fallback;    /* default WHARF_FALLBACK_FAIL */
+    int verify_checksum;          /* check each reply's crc64nvme of landed bytes; default 1 */
+    unsigned timeout_ms;          /* per request; default 120000 */
+    unsigned max_retries;         /* on connection errors; default 2 */
+} wharf_client_config_t;
+
+WHARF_API void wharf_client_config_init(wharf_client_config_t *cfg, size_t size);
+/* Creates a client. *out is owned by the caller; free with wharf_client_destroy. */
+WHARF_API wharf_status_t wharf_client_create(const wharf_client_config_t *cfg,
+                                             wharf_client_t **out);
+/* Waits for nothing: the caller must have finished all operations. NULL-safe. */
+WHARF_API void wharf_client_destroy(wharf_client_t *c);
+/* The data-path provider actually in use ("ofi+shm", ...) or "none". Owned by the client. */
+WHARF_API const char *wharf_client_provider(wharf_client_t *c);
+
+/* Registers [addr, addr+len) for RDMA. The memory must stay valid until deregistered; the
+ * client keeps the registration in its cache, so get/put find it from the pointer alone. */
+WHARF_API wharf_status_t wharf_mem_register(wharf_client_t *c, void *addr, size_t len,
+                                            wharf_mem_kind_t kind, wharf_mem_t **out);
+/* NULL-safe. No transfer into the region may be in flight. */
+WHARF_API void wharf_mem_deregister(wharf_mem_t *m);
+
+/* Per-operation report. */
+typedef struct wharf_report {
+    size_t size;                  /* set by wharf_report_init */
+    wharf_status_t status;
+    wharf_transport_t transport;  /* which transport moved the bytes */
+    uint64_t bytes;               /* payload bytes moved */
+    uint32_t requests;            /* HTTP requests sent */
+    uint32_t retries;
+    int fell_back;                /* 1 if RDMA was attempted and HTTP moved the bytes */
+    char fallback_reason[256];    /* why (server message or local reason) */
+    double wall_s;
+    double first_byte_s;          /* time to the first reply header */
+    uint64_t crc64nvme;           /* of the bytes moved, when known */
+    char etag[80];                /* quoted, as the server sent it */
+    char provider[32];            /* "ofi+shm", ... when RDMA */
+} wharf_report_t;
+
+WHARF_API void wharf_report_init(wharf_report_t *r, size_t size);
+
+/* Options for one transfer. NULL means defaults. */
+typedef struct wharf_xfer_opts {
+    size_t size;                  /* set by wharf_xfer_opts_init */
+    wharf_transport_t transport;  /* AUTO (default), RDMA or HTTP */
+    int verify_checksum;          /* -1 = client default, 0 = off, 1 = on */
+    unsigned concurrency;         /* 0 = client default */
+} wharf_xfer_opts_t;
+
+WHARF_API void wharf_xfer_opts_init(wharf_xfer_opts_t *o, size_t size);
+
+#define WHARF_WHOLE UINT64_MAX
+
+/* GET [offset, offset+length) of an object into dst. length WHARF_WHOLE means to the end of the
+ * object. dst_len must hold the bytes; the report's bytes say how many landed. Over RDMA, dst
+ * must lie inside a registered region of this client. Large requests split into parallel ranged
+ * requests of chunk_size. */
+WHARF_API wharf_status_t wharf_object_get(wharf_client_t *c, const char *bucket,
+                                          const char *key, void *dst, uint64_t dst_len,
+                                          uint64_t offset, uint64_t length,
+                                          const wharf_xfer_opts_t *opts, wharf_report_t *report);
+
+/* PUT len bytes from src. Over RDMA, src must lie inside a registered region. At or above the
+ * multipart threshold it uploads parts in parallel and completes them. */
+WHARF_API wharf_status_t wharf_object_put(wharf_client_t *c, const char *bucket,
+                                          const char *key, const void *src, uint64_t len,
+                                          const wharf_xfer_opts_t *opts, wharf_report_t *report);
+
+typedef struct wharf_stat {
+    size_t size;         /* set by wharf_stat_init */
+    uint64_t length;     /* object size in bytes */
+    int64_t mtime;       /* seconds since the epoch */
+    char etag[80];
+    char content_type[128];
+    uint64_t crc64nvme;  /* when has_crc64nvme */
+    int has_crc64nvme;
+} wharf_stat_t;
+
+WHARF_API void wharf_stat_init(wharf_stat_t *s, size_t size);
+WHARF_API wharf_status_t wharf_object_stat(wharf_client_t *c, const char *bucket,
+                                           const char *key, wharf_stat_t *out);
+WHARF_API wharf_status_t wharf_object_delete(wharf_client_t *c, const char *bucket,
+                                             const char *key);
+
+/* Called once per entry; a non-zero return stops the listing (the call then returns
+ * WHARF_ERR_CANCELED). key and etag are valid only during the call. */
+typedef int (*wharf_list_cb)(void *arg, const char *key, uint64_t length, int64_t mtime,
+                             const char *etag);
+/* Lists keys under prefix (NULL = all), following continuation tokens. */
+WHARF_API wharf_status_t wharf_object_list(wharf_client_t *c, const char *bucket,
+                                           const char *prefix, wharf_list_cb cb, void *arg);
+
+WHARF_API wharf_status_t wharf_bucket_create(wharf_client_t *c, const char *bucket);
+WHARF_API wharf_status_t wharf_bucket_delete(wharf_client_t *c, const char *bucket);
+/* Entries come with length 0 and etag "". */
+WHARF_API wharf_status_t wharf_bucket_list(wharf_client_t *c, wharf_list_cb cb, void *arg);
+
+/* Client-wide counters since creation. */
+typedef struct wharf_stats {
+    size_t size;                  /* set by wharf_stats_init */
+    uint64_t rdma_ops, rdma_bytes;
+    uint64_t http_ops, http_bytes;
+    uint64_t fallbacks;           /* RDMA attempts that HTTP finished */
+    uint64_t declines;            /* 501 answers from the server */
+    uint64_t retries;
+    uint64_t checksum_failures;
+} wharf_stats_t;
+
+WHARF_API void wharf_stats_init(wharf_stats_t *s, size_t size);
+WHARF_API wharf_status_t wharf_client_stats(wharf_client_t *c, wharf_stats_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

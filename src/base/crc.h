@@ -1,0 +1,22 @@
+/* Checksums used by S3 and by the RDMA reply: CRC-64/NVME (x-amz-checksum-crc64nvme) and
+ * CRC-32C (x-amz-checksum-crc32c). Both take and return the finished (post-xor) value, so a
+ * running checksum is crc = wh_crc64nvme(crc, p, n) starting from 0. */
+#ifndef WH_BASE_CRC_H
+#define WH_BASE_CRC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+uint64_t wh_crc64nvme(uint64_t crc, const void *p, size_t n);
+uint32_t wh_crc32c(uint32_t crc, const void *p, size_t n);
+
+/* crc(A||B) from crc(A), crc(B) and len(B). */
+uint64_t wh_crc64nvme_combine(uint64_t crc_a, uint64_t crc_b, uint64_t len_b);
+
+/* S3 wire form: base64 of the big-endian checksum bytes. out needs 13 bytes (crc64) / 9 (crc32). */
+void wh_crc64nvme_b64(uint64_t crc, char out[13]);
+void wh_crc32c_b64(uint32_t crc, char out[9]);
+int wh_crc64nvme_from_b64(const char *s, uint64_t *out);
+int wh_crc32c_from_b64(const char *s, uint32_t *out);
+
+#endif

@@ -1,0 +1,30 @@
+/* aws-chunked request bodies: STREAMING-AWS4-HMAC-SHA256-PAYLOAD(-TRAILER) with chunk signatures
+ * verified, and STREAMING-UNSIGNED-PAYLOAD-TRAILER with x-amz-checksum-* trailers.
+ * Incremental: feed the raw body in any pieces; decoded payload goes to the sink. */
+#ifndef WH_S3_CHUNKED_H
+#define WH_S3_CHUNKED_H
+
+#include "s3/errors.h"
+#include "s3/sigv4.h"
+
+#include <stddef.h>
+
+typedef struct s3_chunked s3_chunked_t;
+
+/* Return 0 to go on, non-zero to stop (feed then returns S3_ERR_INTERNAL). */
+typedef int (*s3_chunked_sink_cb)(void *arg, const void *data, size_t len);
+
+/* auth: the verified request (mode and signing key); copied. */
+s3_chunked_t *s3_chunked_new(const s3_auth_t *auth);
+void s3_chunked_free(s3_chunked_t *c);
+/* On error writes a reason into msg (e.g. "chunk 3 signature mismatch"). */
+s3_err_t s3_chunked_feed(s3_chunked_t *c, const void *data, size_t len, s3_chunked_sink_cb sink,
+                         void *arg, char *msg, size_t msglen);
+/* Call at the end of the body: checks that the final chunk and trailers were complete. */
+s3_err_t s3_chunked_finish(s3_chunked_t *c, char *msg, size_t msglen);
+/* A trailer's value by lowercase name (e.g. "x-amz-checksum-crc32c"), or NULL. */
+const char *s3_chunked_trailer(const s3_chunked_t *c, const char *lname);
+/* Decoded payload bytes so far. */
+uint64_t s3_chunked_decoded(const s3_chunked_t *c);
+
+#endif

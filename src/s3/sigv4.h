@@ -1,0 +1,103 @@
+/* AWS Signature Version 4: one implementation for the server (verify) and the client (sign).
+ * Covers the Authorization header, presigned URLs (X-Amz-* query) and the seed signature
+ * of aws-chunked streaming uploads (see s3/chunked.h for the chunk signatures). */
+#ifndef WH_S3_SIGV4_H
+#define WH_S3_SIGV4_H
+
+#include "base/util.h"
+#include "s3/errors.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define S3_UNSIGNED_PAYLOAD "UNSIGNED-PAYLOAD"
+#define S3_STREAMING_SIGNED "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+#define S3_STREAMING_SIGNED_TRAILER "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
+#define S3_STREAMING_UNSIGNED_TRAILER "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+#define S3_EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+#define S3_MAX_SKEW_S (15 * 60)
+
+/* What the verifier needs from a request. Header lookup is by lowercase name; it returns NULL
+ * when absent. A header that appears several times must be returned comma-joined. */
+typedef struct s3_http_req {
+    const char *method;
+    const char *path;  /* as received on the wire: percent-encoded, no query */
+    const char *query; /* raw query string after '?', or NULL */
+    const char *(*get_header)(void *arg, const char *lname);
+    void *arg;
+} s3_http_req_t;
+
+typedef enum {
+    S3_PAYLOAD_SHA256 = 0,       /* hex hash of the body, checked by the caller */
+    S3_PAYLOAD_UNSIGNED,         /* UNSIGNED-PAYLOAD */
+    S3_PAYLOAD_STREAMING_SIGNED, /* aws-chunked with chunk signatures (optionally trailer) */
+    S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER,
+    S3_PAYLOAD_EMPTY,            /* no x-amz-content-sha256 (presigned) = UNSIGNED */
+} s3_payload_mode_t;
+
+/* The outcome of a successful verification; what later stages need. */
+typedef struct s3_auth {
+    char access_key[128];
+    char region[64];
+    char amz_date[17];        /* 20130524T000000Z */
+    char scope[160];          /* 20130524/us-east-1/s3/aws4_request */
+    char signature[65];       /* the request's (seed) signature */
+    char signed_headers[1024];/* ";"-separated, lowercase */
+    char payload_hash[65];    /* when mode is S3_PAYLOAD_SHA256 */
+    uint8_t signing_key[32];  /* kSigning, for chunk signatures */
+    s3_payload_mode_t mode;
+    int presigned;
+    int has_trailer;          /* x-amz-trailer present */
+    time_t req_time;
+} s3_auth_t;
+
+/* Returns the secret for access_key, or NULL when unknown. */
+typedef const char *(*s3_secret_cb)(void *arg, const char *access_key);
+
+/* Verifies the request's SigV4 (header or presigned form). On failure returns the S3 error and
+ * writes a specific reason into msg (e.g. "x-amz-rdma-token is not in SignedHeaders").
+ * Anonymous requests (no auth at all) give S3_ERR_ACCESS_DENIED. */
+s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void *cb_arg,
+                         time_t now, s3_auth_t *out, char *msg, size_t msglen);
+
+/* True if the lowercase header name is among the request's signed headers. */
+int s3_auth_header_signed(const s3_auth_t *a, const char *lname);
+
+/* Client side. headers: n name/value pairs (any case); they are all signed. They must include
+ * host, x-amz-date and x-amz-content-sha256 (payload_hash is what the latter says).
+ * canonical_uri must already be URI-encoded (s3_uri_encode with encode_slash=0).
+ * query: the raw query string (may be NULL); it is canonicalised (sorted) here.
+ * Writes the Authorization header value into out. Returns 0, or -1 if it does not fit. */
+typedef struct s3_sign_input {
+    const char *method;
+    const char *canonical_uri;
+    const char *query;
+    const char *const *header_names;
+    const char *const *header_values;
+    size_t n_headers;
+    const char *payload_hash;
+    const char *access_key;
+    const char *secret_key;
+    const char *region;
+    time_t when;
+} s3_sign_input_t;
+
+int s3_sigv4_sign(const s3_sign_input_t *in, char *out, size_t outlen);
+
+/* Presigned URL query string (without '?'), for method/uri with expires seconds; host is the
+ * only signed header. Appends to out. */
+int s3_sigv4_presign(const char *method, const char *canonical_uri, const char *host,
+                     const char *access_key, const char *secret_key, const char *region,
+                     time_t when, unsigned expires, wh_sbuf_t *out);
+
+/* Percent-encodes per SigV4 (unreserved A-Za-z0-9-._~ kept; '/' kept unless encode_slash). */
+void s3_uri_encode(const char *s, size_t n, int encode_slash, wh_sbuf_t *out);
+/* Percent-decodes; returns 0 or -1 on a bad escape. '+' is kept as '+'. */
+int s3_uri_decode(const char *s, size_t n, wh_sbuf_t *out);
+
+/* Derives kSigning = HMAC chain over date(YYYYMMDD), region, "s3", "aws4_request". */
+void s3_sigv4_signing_key(const char *secret, const char *date8, const char *region,
+                          uint8_t out[32]);
+
+#endif

@@ -1,0 +1,55 @@
+/* x-amz-rdma-token: the one parser (and packer) of every token dialect, shared by server and
+ * client. All dialects put base and size first.
+ *
+ * ofi1  (Ceph OSD-direct RFC form):  <base>:<size>:ofi1:<provider>:<ep-name hex>:<key hex>
+ *       base and size are lowercase hex without 0x (1..16 digits); provider is a libfabric
+ *       provider name ("shm", "tcp;ofi_rxm", "verbs;ofi_rxm", "efa", "cxi": [a-z0-9_;]{1,31});
+ *       ep-name is the endpoint's raw address (fi_getname) in hex (2..512 hex digits, even);
+ *       key is the remote key in hex (1..16 digits).
+ * cuobj (NVIDIA DC descriptor): exactly 81 characters, 7 lowercase hex fields of widths
+ *       16:8:8:4:6:1:32 (addr:size:rkey:lid:dctn:gid_present:gid). The 115-character form
+ *       with a trailing ":addr:size" is rejected explicitly. */
+#ifndef WH_XFER_TOKEN_H
+#define WH_XFER_TOKEN_H
+
+#include "base/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TOKEN_MAX_LEN 1200
+#define TOKEN_MAX_EP_NAME 256
+#define TOKEN_MAX_PROVIDER 32
+
+typedef enum { TOKEN_DIALECT_OFI1 = 1, TOKEN_DIALECT_CUOBJ = 2 } token_dialect_t;
+
+typedef struct token {
+    token_dialect_t dialect;
+    uint64_t base;
+    uint64_t size;
+    uint64_t key; /* ofi1 key; cuobj rkey */
+    /* ofi1 */
+    char provider[TOKEN_MAX_PROVIDER];
+    uint8_t ep_name[TOKEN_MAX_EP_NAME];
+    size_t ep_name_len;
+    /* cuobj */
+    uint16_t lid;
+    uint32_t dctn;
+    uint8_t gid_present;
+    uint8_t gid[16];
+} token_t;
+
+/* Parses s (len bytes, need not be NUL-terminated). On failure returns WH_ERR_INVALID and
+ * writes a message naming the bad field into err (e.g. "token field 'size': not hex");
+ * an unknown dialect gives WH_ERR_UNSUPPORTED ("unknown token dialect 'xyz'"). */
+wh_status_t token_parse(const char *s, size_t len, token_t *out, char *err, size_t errlen);
+
+/* Packs an ofi1 token into out. Returns WH_ERR_INVALID if it does not fit or a field is bad. */
+wh_status_t token_pack_ofi1(uint64_t base, uint64_t size, const char *provider,
+                            const void *ep_name, size_t ep_name_len, uint64_t key, char *out,
+                            size_t outlen);
+
+/* Packs a cuobj token (81 chars + NUL) - used by tests and clients of DC fabrics. */
+wh_status_t token_pack_cuobj(const token_t *t, char out[82]);
+
+#endif

@@ -1,0 +1,155 @@
+"""The one way to start a wharfd for tests and benchmarks.
+
+WharfServer starts a real wharfd on a free 127.0.0.1 port with a temporary data directory,
+waits for /health, and stops it with SIGTERM (SIGKILL after a bounded wait). Every wait here
+is bounded in time.
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+ACCESS_KEY = "wharftest"
+SECRET_KEY = "wharftest-secret-key"
+REGION = "us-east-1"
+
+
+def build_dir():
+    d = os.environ.get("WHARF_BUILD_DIR")
+    if d:
+        return d
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.join(here, "..", "..", "build")
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class WharfServer:
+    def __init__(self, data_dir=None, extra_args=(), env=None, providers=None, log_level="info"):
+        self.owns_dir = data_dir is None
+        self.data_dir = data_dir or tempfile.mkdtemp(prefix="wharf-test-")
+        self.port = None
+        self.proc = None
+        self.extra_args = list(extra_args)
+        self.providers = providers
+        self.log_level = log_level
+        self.env = dict(os.environ)
+        self.env.update({"WHARF_ACCESS_KEY": ACCESS_KEY, "WHARF_SECRET_KEY": SECRET_KEY})
+        if env:
+            self.env.update(env)
+        self.log_path = os.path.join(self.data_dir, "wharfd.log")
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def unix_socket(self):
+        return os.path.join(self.data_dir, "wharfd.sock")
+
+    @property
+    def binary(self):
+        return os.path.join(build_dir(), "wharfd")
+
+    def start(self, timeout=15.0):
+        self.port = free_port()
+        args = [self.binary, "serve", "--data", self.data_dir,
+                "--listen", f"127.0.0.1:{self.port}", "--log-level", self.log_level]
+        if self.providers is not None:
+            args += ["--providers", self.providers]
+        args += self.extra_args
+        self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(args, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"wharfd exited with {self.proc.returncode}: {self.log_tail()}")
+            try:
+                with urllib.request.urlopen(self.endpoint + "/health", timeout=1) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"wharfd did not become healthy in {timeout}s: {self.log_tail()}")
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout=15.0):
+        """SIGTERM and wait; returns the exit code (SIGKILL after timeout)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=timeout)
+        rc = self.proc.returncode
+        self.proc = None
+        self._log.close()
+        return rc
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def cleanup(self):
+        self.stop()
+        if self.owns_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def log_tail(self, n=4000):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read()[-n:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def metrics(self):
+        """Parsed /metrics: {name_with_labels: float}."""
+        with urllib.request.urlopen(self.endpoint + "/metrics", timeout=5) as r:
+            text = r.read().decode()
+        out = {}
+        for line in text.splitlines():
+            if not line or line.startswith("#"):
+                continue
+            name, _, val = line.rpartition(" ")
+            try:
+                out[name] = float(val)
+            except ValueError:
+                pass
+        return out
+
+    def metric_sum(self, prefix):
+        """Sum of every series whose name (before labels) equals prefix."""
+        return sum(v for k, v in self.metrics().items() if k.split("{")[0] == prefix)
+
+    def client_env(self):
+        """Environment for aws/boto3/s3cmd/rclone/wharf CLI subprocesses."""
+        env = dict(os.environ)
+        env.pop("AWS_CA_BUNDLE", None)
+        env.update({
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+            "AWS_DEFAULT_REGION": REGION, "AWS_EC2_METADATA_DISABLED": "true",
+            "WHARF_ENDPOINT": self.endpoint, "WHARF_ACCESS_KEY": ACCESS_KEY,
+            "WHARF_SECRET_KEY": SECRET_KEY, "WHARF_UNIX_SOCKET": self.unix_socket,
+        })
+        return env
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.cleanup()

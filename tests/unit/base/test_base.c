@@ -1,0 +1,96 @@
+#include "base/codec.h"
+#include "base/crc.h"
+#include "base/digest.h"
+#include "base/status.h"
+#include "base/util.h"
+#include "check.h"
+
+#include <stdlib.h>
+
+static void test_crc(void)
+{
+    const char *s = "123456789";
+    CHECK_EQ_U64(wh_crc64nvme(0, s, 9), 0xae8b14860a799888ULL);
+    CHECK_EQ_U64(wh_crc32c(0, s, 9), 0xe3069283U);
+    /* incremental == one shot */
+    uint64_t c = wh_crc64nvme(0, s, 4);
+    c = wh_crc64nvme(c, s + 4, 5);
+    CHECK_EQ_U64(c, 0xae8b14860a799888ULL);
+    CHECK_EQ_U64(wh_crc32c(wh_crc32c(0, s, 3), s + 3, 6), 0xe3069283U);
+    /* combine */
+    uint64_t a = wh_crc64nvme(0, s, 2), b = wh_crc64nvme(0, s + 2, 7);
+    CHECK_EQ_U64(wh_crc64nvme_combine(a, b, 7), 0xae8b14860a799888ULL);
+    /* large buffer, odd alignment, against byte-at-a-time */
+    size_t n = 100003;
+    unsigned char *buf = malloc(n + 8);
+    for (size_t i = 0; i < n + 8; i++)
+        buf[i] = (unsigned char)(i * 131 + 7);
+    uint64_t ref = 0;
+    for (size_t i = 0; i < n; i++)
+        ref = wh_crc64nvme(ref, buf + 3 + i, 1);
+    CHECK_EQ_U64(wh_crc64nvme(0, buf + 3, n), ref);
+    free(buf);
+    char b64[13];
+    wh_crc64nvme_b64(0xae8b14860a799888ULL, b64);
+    uint64_t back;
+    CHECK(wh_crc64nvme_from_b64(b64, &back) == 0);
+    CHECK_EQ_U64(back, 0xae8b14860a799888ULL);
+}
+
+static void test_codec(void)
+{
+    char hex[9];
+    wh_hex_encode("\x01\xab\xff\x00", 4, hex);
+    CHECK_STR(hex, "01abff00");
+    unsigned char out[4];
+    CHECK(wh_hex_decode("01ABff00", 8, out, 4) == 0 && out[1] == 0xab);
+    CHECK(wh_hex_decode("01Ag", 4, out, 2) == -1);
+    uint64_t v;
+    CHECK(wh_hex_u64("ffffffffffffffff", 16, &v) == 0 && v == UINT64_MAX);
+    CHECK(wh_hex_u64("1ffffffffffffffff", 17, &v) == -1);
+    char b[32];
+    wh_base64_encode("hello", 5, b);
+    CHECK_STR(b, "aGVsbG8=");
+    char d[16];
+    CHECK(wh_base64_decode("aGVsbG8=", 8, d, sizeof d) == 5 && memcmp(d, "hello", 5) == 0);
+    CHECK(wh_base64_decode("aGVs=G8=", 8, d, sizeof d) == -1);
+    CHECK(wh_parse_u64("18446744073709551615", 20, &v) == 0 && v == UINT64_MAX);
+    CHECK(wh_parse_u64("18446744073709551616", 20, &v) == -1);
+    CHECK(wh_parse_u64("12a", 3, &v) == -1);
+}
+
+static void test_digest(void)
+{
+    char hex[65];
+    wh_sha256_hex("", 0, hex);
+    CHECK_STR(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    unsigned char md[16];
+    wh_md5("abc", 3, md);
+    char mh[33];
+    wh_hex_encode(md, 16, mh);
+    CHECK_STR(mh, "900150983cd24fb0d6963f7d28e17f72");
+}
+
+static void test_dates(void)
+{
+    char s[30];
+    wh_http_date(784111777, s);
+    CHECK_STR(s, "Sun, 06 Nov 1994 08:49:37 GMT");
+    time_t t;
+    CHECK(wh_http_date_parse("Sun, 06 Nov 1994 08:49:37 GMT", &t) == 0 && t == 784111777);
+    CHECK(wh_http_date_parse("garbage", &t) == -1);
+    char a[17];
+    wh_amz_date(1369353600, a);
+    CHECK_STR(a, "20130524T000000Z");
+    CHECK(wh_amz_date_parse("20130524T000000Z", &t) == 0 && t == 1369353600);
+    CHECK_STR(wh_status_str(WH_ERR_DECLINED), "RDMA transfer declined by the server");
+}
+
+int main(void)
+{
+    RUN(test_crc);
+    RUN(test_codec);
+    RUN(test_digest);
+    RUN(test_dates);
+    return check_done();
+}
