@@ -1,0 +1,218 @@
+/* xfer: the data-path transport behind one ops table, shared by the server (wharfd) and the
+ * client (libwharf).
+ *
+ * Two roles use one xfer_t:
+ * - CLIENT (target): opens an endpoint whose address goes into the token, registers memory
+ *   for remote read/write, packs tokens for sub-ranges of a registration, and drives progress
+ *   while a request is outstanding (providers such as tcp;ofi_rxm need target-side progress).
+ * - SERVER (initiator): resolves the token's endpoint through a bounded per-peer cache and
+ *   moves bytes one-sided (write = GET, read = PUT) in chunks with a bounded window of
+ *   outstanding operations, from/into its own registered buffers.
+ *
+ * Providers are chosen by name: "ofi+shm", "ofi+tcp" (tcp;ofi_rxm), "ofi+verbs"
+ * (verbs;ofi_rxm), "ofi+efa", "ofi+cxi". The transport family prefix ("ofi+") selects an ops
+ * table (struct xfer_ops); a UCX family ("ucx+...") can be added as a second table without
+ * changing this API.
+ *
+ * Thread-safety: every function may be called from any thread on one xfer_t, except
+ * xfer_close (no other call may be in flight) and xfer_forget_after_fork (see there).
+ * Errors are logged once where detected; functions that take err/errlen also write a
+ * human-readable reason there ("what was wrong, what to do"). */
+#ifndef WH_XFER_XFER_H
+#define WH_XFER_XFER_H
+
+#include "base/status.h"
+#include "xfer/token.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct xfer xfer_t;             /* one transport instance (fabric, domain, ep, cq, av) */
+typedef struct xfer_mr xfer_mr_t;       /* one memory registration */
+typedef struct xfer_batch xfer_batch_t; /* server: the ops of one request against one token */
+
+typedef enum { XFER_ROLE_CLIENT = 1, XFER_ROLE_SERVER = 2 } xfer_role_t;
+typedef enum { XFER_OP_WRITE = 1, XFER_OP_READ = 2 } xfer_op_t; /* write: local -> remote */
+
+/* ---- provider names ---------------------------------------------------------------------- */
+
+/* Maps a wharf provider name ("ofi+tcp") to the libfabric provider string that a token carries
+ * ("tcp;ofi_rxm"), and back. NULL if unknown. Static strings. */
+const char *xfer_fabric_name(const char *wharf_name);
+const char *xfer_wharf_name(const char *fabric_name);
+/* The known names in preference order ("ofi+shm", "ofi+tcp", "ofi+verbs", "ofi+efa",
+ * "ofi+cxi"), NULL-terminated; "auto" on the client means: try them in this order. */
+const char *const *xfer_known_names(void);
+
+/* ---- open / close ------------------------------------------------------------------------ */
+
+typedef struct xfer_config {
+    const char *provider;  /* "ofi+shm", "ofi+tcp", ... (required) */
+    xfer_role_t role;      /* required */
+    /* server role: */
+    uint64_t chunk_size;   /* max bytes per fabric op; default 4 MiB */
+    unsigned window;       /* max outstanding ops per batch; default 4 */
+    unsigned max_peers;    /* endpoint (address vector) cache bound, LRU eviction; default 256 */
+    unsigned timeout_ms;   /* a batch fails when none of its ops completes for this long;
+                              default 10000 */
+    /* client role: */
+    bool progress_thread;  /* run a progress thread gated by xfer_progress_begin/end;
+                              default true (only started if the provider needs it) */
+} xfer_config_t;
+
+void xfer_config_init(xfer_config_t *cfg);
+
+/* Opens the transport. The order of attempted providers for the family is logged. On failure
+ * returns WH_ERR_UNSUPPORTED (unknown name, provider not present on this host) or
+ * WH_ERR_TRANSPORT, with a reason in err. *out is owned by the caller (xfer_close). */
+wh_status_t xfer_open(const xfer_config_t *cfg, xfer_t **out, char *err, size_t errlen);
+/* Closes everything; every mr must have been deregistered and every batch ended. NULL-safe. */
+void xfer_close(xfer_t *x);
+
+/* "ofi+shm" etc. (the name it was opened with) and the fabric name for tokens ("shm"). */
+const char *xfer_name(const xfer_t *x);
+const char *xfer_fabric(const xfer_t *x);
+
+/* After fork(), in the child: makes x inert without calling into the provider or taking any
+ * lock (the parent's progress thread does not exist in the child and may have held one).
+ * Afterwards xfer_mr_dereg() and xfer_close() on x and its registrations only free wharf's own
+ * memory (the provider's state is leaked in the child, never touched). Every other call
+ * returns WH_ERR_INVALID. libwharf then opens a fresh xfer_t and re-registers. */
+void xfer_forget_after_fork(xfer_t *x);
+
+/* ---- memory registration (both roles) --------------------------------------------------- */
+
+/* Registers [addr, addr+len) with FI_REMOTE_READ|FI_REMOTE_WRITE (client) or local access
+ * (server). Keys are chosen by the provider (FI_MR_PROV_KEY) or random and unique per
+ * registration. The memory must stay valid until xfer_mr_dereg. *out owned by the caller. */
+wh_status_t xfer_mr_reg(xfer_t *x, void *addr, size_t len, xfer_mr_t **out);
+/* NULL-safe. No transfer into or out of the region may be in flight. */
+void xfer_mr_dereg(xfer_mr_t *mr);
+void *xfer_mr_addr(const xfer_mr_t *mr);
+size_t xfer_mr_len(const xfer_mr_t *mr);
+
+/* ---- client role ------------------------------------------------------------------------ */
+
+/* Packs an ofi1 token naming [addr, addr+len) inside mr, for x's endpoint, into out (NUL-
+ * terminated; TOKEN_MAX_LEN bytes always suffice). WH_ERR_INVALID if the range is not inside
+ * mr. Different sub-ranges of one mr may be packed and used concurrently. */
+wh_status_t xfer_token_pack(xfer_t *x, const xfer_mr_t *mr, const void *addr, uint64_t len,
+                            char *out, size_t outlen);
+
+/* Brackets one outstanding request whose data moves into/out of this client's memory: call
+ * begin before sending the HTTP request and end after its reply (success or not). Between
+ * them a progress thread drives the provider (only for providers that need target-side
+ * progress, e.g. tcp;ofi_rxm); with no request outstanding it sleeps on a condvar and costs
+ * no CPU. Nests and counts: any number of threads may bracket concurrently. */
+void xfer_progress_begin(xfer_t *x);
+void xfer_progress_end(xfer_t *x);
+/* True when the provider needs target-side progress (informational, for reports). */
+bool xfer_needs_progress(const xfer_t *x);
+
+/* ---- server role ------------------------------------------------------------------------ */
+
+/* Called when a batch that ended with WH_ERR_BUSY (ops still in flight after a failure) has
+ * finally drained: only then may the caller reuse the local buffers it posted. */
+typedef void (*xfer_idle_cb)(void *arg);
+
+typedef struct xfer_target {
+    const token_t *token;   /* parsed ofi1 token whose provider equals xfer_fabric(x) */
+    /* > 0: the provider may only touch the process with this pid (SO_PEERCRED of the
+     * requester). For shm, the batch is refused with WH_ERR_AUTH unless the pid libfabric
+     * will target is exactly this one. 0: no binding (trusted hosts, or network providers
+     * where the fabric address already identifies the peer). */
+    pid_t bind_pid;
+    xfer_idle_cb on_idle;   /* see xfer_idle_cb; may be NULL if buffers are never reused */
+    void *on_idle_arg;
+} xfer_target_t;
+
+/* Starts a batch: resolves the token's endpoint (cached per address, LRU bounded), checks
+ * provider and peer binding. No bytes move. Errors: WH_ERR_INVALID (token not for this
+ * provider, bad address), WH_ERR_AUTH (peer binding failed), WH_ERR_TRANSPORT; reason in err.
+ * *out must be ended with xfer_batch_end. */
+wh_status_t xfer_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t **out, char *err,
+                             size_t errlen);
+
+/* Posts a transfer of len bytes between local (inside mr) and the token's region at
+ * [base + roff, base + roff + len). Never touches anything outside [base, base+size): returns
+ * WH_ERR_INVALID instead. Splits into ops of at most chunk_size and blocks (driving progress)
+ * while the window is full. tag (0..63) groups ops so the caller can wait for one buffer.
+ * A failure of any op makes the batch failed: this and later calls return its status. */
+wh_status_t xfer_batch_post(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *local,
+                            size_t len, uint64_t roff, unsigned tag);
+/* Waits until every op posted with tag has completed (tag = XFER_TAG_ALL: all ops). Bounded
+ * by the inactivity timeout (WH_ERR_TIMEOUT). */
+#define XFER_TAG_ALL 64u
+wh_status_t xfer_batch_wait(xfer_batch_t *b, unsigned tag);
+/* The batch's first error message ("" if none). Valid until xfer_batch_end. */
+const char *xfer_batch_error(const xfer_batch_t *b);
+/* Bytes completed successfully so far. */
+uint64_t xfer_batch_bytes(const xfer_batch_t *b);
+/* Ends the batch. Returns WH_OK when nothing is in flight (local buffers free to reuse), or
+ * WH_ERR_BUSY when ops are still in flight after a failure/timeout: the batch then lives on
+ * inside x and calls tgt->on_idle once they drain; until then the buffers must not be reused. */
+wh_status_t xfer_batch_end(xfer_batch_t *b);
+
+/* Drives completions (server role) once, without blocking. Normally not needed: post and wait
+ * drive progress themselves. */
+void xfer_progress(xfer_t *x);
+
+/* ---- the ops table (providers implement this; callers use the functions above) ---------- */
+
+/* Every slot is required: a provider that cannot do something points the slot to
+ * xfer_unsupported_* (returns WH_ERR_UNSUPPORTED). xfer_open rejects a table with a NULL slot.
+ * A provider's private structs embed struct xfer / struct xfer_mr / struct xfer_batch as their
+ * first field. */
+struct xfer_ops {
+    const char *family; /* "ofi" */
+    /* cfg->provider's part after "<family>+" is passed as sub ("shm", "tcp", ...). */
+    wh_status_t (*open)(const xfer_config_t *cfg, const char *sub, xfer_t **out, char *err,
+                        size_t errlen);
+    void (*close)(xfer_t *x);
+    void (*forget_after_fork)(xfer_t *x);
+    wh_status_t (*mr_reg)(xfer_t *x, void *addr, size_t len, xfer_mr_t **out);
+    void (*mr_dereg)(xfer_mr_t *mr);
+    wh_status_t (*token_pack)(xfer_t *x, const xfer_mr_t *mr, const void *addr, uint64_t len,
+                              char *out, size_t outlen);
+    void (*progress_begin)(xfer_t *x);
+    void (*progress_end)(xfer_t *x);
+    void (*progress)(xfer_t *x);
+    wh_status_t (*batch_begin)(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t **out,
+                               char *err, size_t errlen);
+    wh_status_t (*batch_post)(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *local,
+                              size_t len, uint64_t roff, unsigned tag);
+    wh_status_t (*batch_wait)(xfer_batch_t *b, unsigned tag);
+    wh_status_t (*batch_end)(xfer_batch_t *b);
+};
+
+/* Public bases. Fields starting with _ belong to the xfer core and providers. */
+struct xfer {
+    const struct xfer_ops *_ops;
+    char _name[32];   /* "ofi+shm" */
+    char _fabric[32]; /* "shm" */
+    xfer_role_t _role;
+    bool _forgotten;
+    bool _needs_progress;
+};
+struct xfer_mr {
+    xfer_t *_x;
+    void *_addr;
+    size_t _len;
+};
+struct xfer_batch {
+    xfer_t *_x;
+    uint64_t _bytes_done;
+    wh_status_t _status;
+    char _err[256];
+};
+
+/* Shared stubs for unsupported slots. */
+wh_status_t xfer_unsupported_token_pack(xfer_t *x, const xfer_mr_t *mr, const void *addr,
+                                        uint64_t len, char *out, size_t outlen);
+wh_status_t xfer_unsupported_batch_begin(xfer_t *x, const xfer_target_t *tgt,
+                                         xfer_batch_t **out, char *err, size_t errlen);
+void xfer_noop(xfer_t *x);
+
+#endif
