@@ -11,7 +11,9 @@ import socket
 import subprocess
 import tempfile
 import time
+import hashlib
 import urllib.request
+import uuid
 
 ACCESS_KEY = "wharftest"
 SECRET_KEY = "wharftest-secret-key"
@@ -148,8 +150,98 @@ class WharfServer:
         })
         return env
 
+    def data_files(self):
+        """Relative paths of the plain files under the data directory that hold objects or
+        leftovers: everything except the metadata database (meta.db*), the log and the socket.
+        Tests compare two snapshots to prove a failed request stored nothing and left no temp
+        file behind."""
+        return data_dir_files(self.data_dir)
+
     def __enter__(self):
         return self.start()
 
     def __exit__(self, *exc):
         self.cleanup()
+
+
+# ---- helpers for checking results (shared by the functional suites) ----
+
+_SKIP_DATA_FILES = ("wharfd.log", "wharfd.sock")
+
+
+def data_dir_files(data_dir):
+    """See WharfServer.data_files: a set of relative paths under data_dir."""
+    out = set()
+    for root, _dirs, files in os.walk(data_dir):
+        for f in files:
+            rel = os.path.relpath(os.path.join(root, f), data_dir)
+            if rel in _SKIP_DATA_FILES or os.path.basename(rel).startswith("meta.db"):
+                continue
+            out.add(rel)
+    return out
+
+
+def wait_until(pred, timeout=10.0, interval=0.05):
+    """Polls pred() until it returns a true value or timeout seconds pass; returns the last
+    value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v or time.monotonic() >= deadline:
+            return v
+        time.sleep(interval)
+
+
+def unique_bucket(prefix):
+    """A valid, unique S3 bucket name: prefix-<12 hex>."""
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def md5_hex(data):
+    return hashlib.md5(data).hexdigest()
+
+
+def file_md5_hex(path):
+    h = hashlib.md5()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def multipart_etag(data, part_size):
+    """S3's multipart ETag (md5 of the parts' binary md5s, then -N) for data cut into
+    part_size pieces, without quotes."""
+    digests = b"".join(hashlib.md5(data[i:i + part_size]).digest()
+                       for i in range(0, len(data), part_size))
+    n = (len(data) + part_size - 1) // part_size
+    return f"{hashlib.md5(digests).hexdigest()}-{n}"
+
+
+def _crc32c_table():
+    t = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        t.append(c)
+    return t
+
+
+_CRC32C = _crc32c_table()
+
+
+def crc32c(data, crc=0):
+    """CRC-32C (Castagnoli) in pure Python: an independent check of the server's ISA-L value.
+    Slow (about 5 MB/s): use it on small bodies."""
+    crc ^= 0xFFFFFFFF
+    t = _CRC32C
+    for b in data:
+        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def crc32c_b64(data):
+    """The S3 wire form (x-amz-checksum-crc32c): base64 of the big-endian CRC."""
+    import base64
+    return base64.b64encode(crc32c(data).to_bytes(4, "big")).decode()
