@@ -25,10 +25,142 @@ static void crc64_tables(void)
             g_tab[t][i] = (g_tab[t - 1][i] >> 8) ^ g_tab[0][g_tab[t - 1][i] & 0xff];
 }
 
+/* ---- PCLMULQDQ folding (Gopal et al., "Fast CRC Computation for Generic Polynomials Using
+ * PCLMULQDQ", Intel 2009), for the reflected 64-bit polynomial. Constants are derived at start-up
+ * from the polynomial, so the table code above is the reference they are tested against. */
+#include <cpuid.h>
+#include <immintrin.h>
+
+#define CRC64NVME_POLY 0xad93d23594c93659ULL /* normal form, x^64 implied */
+
+static struct {
+    __m128i fold1; /* fold 128 bits:  {x^(128+64), x^128} mod P, reflected << 1 */
+    __m128i fold4; /* fold 512 bits:  {x^(512+64), x^512} */
+    __m128i fold2, fold3; /* 256 and 384, to merge the four lanes */
+    __m128i barrett;      /* {mu, P'} */
+    int ok;
+} g_k;
+
+static uint64_t bitrev64(uint64_t v)
+{
+    v = ((v >> 1) & 0x5555555555555555ULL) | ((v & 0x5555555555555555ULL) << 1);
+    v = ((v >> 2) & 0x3333333333333333ULL) | ((v & 0x3333333333333333ULL) << 2);
+    v = ((v >> 4) & 0x0f0f0f0f0f0f0f0fULL) | ((v & 0x0f0f0f0f0f0f0f0fULL) << 4);
+    v = ((v >> 8) & 0x00ff00ff00ff00ffULL) | ((v & 0x00ff00ff00ff00ffULL) << 8);
+    v = ((v >> 16) & 0x0000ffff0000ffffULL) | ((v & 0x0000ffff0000ffffULL) << 16);
+    return (v >> 32) | (v << 32);
+}
+
+/* x^e mod P (e >= 64), P normal form with x^64 implied. */
+static uint64_t xpow_mod(unsigned e, uint64_t poly)
+{
+    uint64_t d = poly; /* x^64 mod P */
+    for (unsigned i = 64; i < e; i++)
+        d = (d << 1) ^ ((d >> 63) ? poly : 0);
+    return d;
+}
+
+/* floor(x^128 / P) without its x^64 term. */
+static uint64_t x128_div(uint64_t poly)
+{
+    uint64_t q = 0, h = poly;
+    for (unsigned i = 0; i < 64; i++) {
+        q |= (h & (1ULL << 63)) >> i;
+        h = (h << 1) ^ ((h >> 63) ? poly : 0);
+    }
+    return q;
+}
+
+/* Fold constants for a distance of dist bits. pclmul of two bit-reflected 64-bit values yields
+ * the reflected product divided by x (127 bits in 128), so each constant carries one extra x:
+ * x^(dist+64) and x^dist become reflect(x^(dist+63) mod P) and reflect(x^(dist-1) mod P).
+ * (The common "reflect(x^e mod P) << 1" form equals this only when x^(e-1) mod P has no x^63
+ * term, which happens to hold for dist=128 here but not for 384.) */
+static __m128i kpair(unsigned dist)
+{
+    uint64_t lo = bitrev64(xpow_mod(dist + 63, CRC64NVME_POLY));
+    uint64_t hi = bitrev64(xpow_mod(dist - 1, CRC64NVME_POLY));
+    return _mm_set_epi64x((long long)hi, (long long)lo);
+}
+
+static void crc64_consts(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_PCLMUL) || !(c & bit_SSE4_1))
+        return;
+    g_k.fold1 = kpair(128);
+    g_k.fold2 = kpair(256);
+    g_k.fold3 = kpair(384);
+    g_k.fold4 = kpair(512);
+    uint64_t mu = (bitrev64(x128_div(CRC64NVME_POLY)) << 1) | 1;
+    uint64_t pr = (bitrev64(CRC64NVME_POLY) << 1) | 1;
+    g_k.barrett = _mm_set_epi64x((long long)pr, (long long)mu);
+    g_k.ok = 1;
+}
+
+static inline __m128i fold(__m128i acc, __m128i k)
+{
+    return _mm_xor_si128(_mm_clmulepi64_si128(acc, k, 0x00), _mm_clmulepi64_si128(acc, k, 0x11));
+}
+
+/* CRC state (pre/post inversion is the caller's) over n bytes, n a multiple of 16, n >= 16. */
+static uint64_t crc64_clmul(uint64_t state, const uint8_t *p, size_t n)
+{
+    __m128i acc0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p),
+                                 _mm_set_epi64x(0, (long long)state));
+    p += 16;
+    n -= 16;
+    if (n >= 48) {
+        __m128i acc1 = _mm_loadu_si128((const __m128i *)p);
+        __m128i acc2 = _mm_loadu_si128((const __m128i *)(p + 16));
+        __m128i acc3 = _mm_loadu_si128((const __m128i *)(p + 32));
+        p += 48;
+        n -= 48;
+        while (n >= 64) {
+            acc0 = _mm_xor_si128(fold(acc0, g_k.fold4), _mm_loadu_si128((const __m128i *)p));
+            acc1 = _mm_xor_si128(fold(acc1, g_k.fold4), _mm_loadu_si128((const __m128i *)(p + 16)));
+            acc2 = _mm_xor_si128(fold(acc2, g_k.fold4), _mm_loadu_si128((const __m128i *)(p + 32)));
+            acc3 = _mm_xor_si128(fold(acc3, g_k.fold4), _mm_loadu_si128((const __m128i *)(p + 48)));
+            p += 64;
+            n -= 64;
+        }
+        acc0 = _mm_xor_si128(_mm_xor_si128(fold(acc0, g_k.fold3), fold(acc1, g_k.fold2)),
+                             _mm_xor_si128(fold(acc2, g_k.fold1), acc3));
+    }
+    while (n >= 16) {
+        acc0 = _mm_xor_si128(fold(acc0, g_k.fold1), _mm_loadu_si128((const __m128i *)p));
+        p += 16;
+        n -= 16;
+    }
+    /* Append the 64 implied zero bits, then Barrett-reduce 128 -> 64. */
+    acc0 = _mm_xor_si128(_mm_clmulepi64_si128(acc0, g_k.fold1, 0x10), _mm_srli_si128(acc0, 8));
+    __m128i t1 = _mm_clmulepi64_si128(acc0, g_k.barrett, 0x00);
+    acc0 = _mm_xor_si128(acc0, _mm_xor_si128(_mm_clmulepi64_si128(t1, g_k.barrett, 0x10),
+                                             _mm_slli_si128(t1, 8)));
+    return (uint64_t)_mm_extract_epi64(acc0, 1);
+}
+
+static void crc64_init(void)
+{
+    crc64_tables();
+    crc64_consts();
+}
+
 uint64_t wh_crc64nvme(uint64_t crc, const void *p, size_t n)
 {
     const uint8_t *b = p;
-    pthread_once(&g_once, crc64_tables);
+    pthread_once(&g_once, crc64_init);
+    if (!g_k.ok || n < 64)
+        return wh_crc64nvme_ref(crc, p, n);
+    size_t bulk = n & ~(size_t)15;
+    uint64_t st = crc64_clmul(~crc, b, bulk);
+    return wh_crc64nvme_ref(~st, b + bulk, n - bulk);
+}
+
+uint64_t wh_crc64nvme_ref(uint64_t crc, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    pthread_once(&g_once, crc64_init);
     crc = ~crc;
     while (n && ((uintptr_t)b & 7)) {
         crc = g_tab[0][(crc ^ *b++) & 0xff] ^ (crc >> 8);

@@ -8,6 +8,8 @@
 #include <stdint.h>
 
 uint64_t wh_crc64nvme(uint64_t crc, const void *p, size_t n);
+/* Table-driven reference (slower); the fast path above is tested against it. */
+uint64_t wh_crc64nvme_ref(uint64_t crc, const void *p, size_t n);
 uint32_t wh_crc32c(uint32_t crc, const void *p, size_t n);
 
 /* crc(A||B) from crc(A), crc(B) and len(B). */
