@@ -1,0 +1,49 @@
+/* libFuzzer driver for token_parse: never crashes, never reads past len, and whatever parses
+ * re-packs to a token that parses to the same fields (cuobj: to the very same bytes). */
+#include "xfer/token.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char err[256];
+    token_t t, u;
+    /* A private copy of exactly size bytes, so ASan catches any read past len. */
+    char *s = malloc(size ? size : 1);
+    if (!s)
+        return 0;
+    memcpy(s, data, size);
+    wh_status_t st = token_parse(s, size, &t, err, sizeof err);
+    if (st != WH_OK) {
+        if (err[0] == '\0' || strlen(err) >= sizeof err)
+            abort(); /* every failure says why */
+        free(s);
+        return 0;
+    }
+    if (t.base + t.size < t.base)
+        abort();
+    if (t.dialect == TOKEN_DIALECT_OFI1) {
+        char buf[TOKEN_MAX_LEN + 1];
+        if (token_pack_ofi1(t.base, t.size, t.provider, t.ep_name, t.ep_name_len, t.key, buf,
+                            sizeof buf) != WH_OK)
+            abort();
+        if (token_parse(buf, strlen(buf), &u, err, sizeof err) != WH_OK)
+            abort();
+        if (u.base != t.base || u.size != t.size || u.key != t.key ||
+            u.ep_name_len != t.ep_name_len || memcmp(u.ep_name, t.ep_name, t.ep_name_len) ||
+            strcmp(u.provider, t.provider))
+            abort();
+    } else if (t.dialect == TOKEN_DIALECT_CUOBJ) {
+        char out[82];
+        if (size != 81 || token_pack_cuobj(&t, out) != WH_OK || memcmp(out, s, 81) != 0)
+            abort();
+    } else {
+        abort();
+    }
+    free(s);
+    return 0;
+}
