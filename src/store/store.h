@@ -115,7 +115,8 @@ wh_status_t store_mpu_create(store_t *st, const char *bucket, const char *key,
 /* Checks the upload exists for bucket/key: WH_ERR_NOT_FOUND otherwise. */
 wh_status_t store_mpu_check(store_t *st, const char *bucket, const char *key,
                             const char *upload_id);
-/* Commits a writer as part N (1..10000), replacing any earlier part N. etag_out: hex md5 [33]. */
+/* Commits a writer as part N (1..10000), replacing any earlier part N. etag_out: hex md5 [33].
+ * Consumes w on success and on failure, like store_writer_commit. */
 wh_status_t store_mpu_part_commit(store_t *st, const char *bucket, const char *key,
                                   const char *upload_id, uint32_t part, store_writer_t *w,
                                   char etag_out[33]);
@@ -150,6 +151,8 @@ typedef struct store_complete_part {
     const char *etag; /* without quotes */
 } store_complete_part_t;
 enum { STORE_MPU_BAD_PART = 1, STORE_MPU_BAD_ORDER = 2, STORE_MPU_TOO_SMALL = 3 };
+/* *bad = 4: the list named no parts (S3 answers MalformedXML). */
+enum { STORE_MPU_NO_PARTS = 4 };
 wh_status_t store_mpu_complete(store_t *st, const char *bucket, const char *key,
                                const char *upload_id, const store_complete_part_t *parts,
                                size_t n, store_obj_meta_t *out_meta, int *bad);

@@ -1,0 +1,325 @@
+/* Multipart uploads: parts are ordinary files under objects/ referenced from the parts table;
+ * completion concatenates them in the kernel (copy_file_range) into a new object file and
+ * derives the whole object's CRC-64/NVME from the stored per-part CRCs without re-reading. */
+#include "base/codec.h"
+#include "base/crc.h"
+#include "base/digest.h"
+#include "base/log.h"
+#include "store/store_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+static bool mpu_id_valid(const char *upload_id)
+{
+    if (!upload_id || strlen(upload_id) != META_ID_LEN)
+        return false;
+    for (size_t i = 0; i < META_ID_LEN; i++) {
+        char c = upload_id[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            return false;
+    }
+    return true;
+}
+
+wh_status_t store_mpu_create(store_t *st, const char *bucket, const char *key,
+                             const store_obj_meta_t *meta, char upload_id[65])
+{
+    size_t klen = strlen(key);
+    if (!store_key_valid(key, klen)) {
+        wh_warn("store", "rejecting multipart upload with an invalid key (%zu bytes)", klen);
+        return WH_ERR_INVALID;
+    }
+    char id[META_ID_LEN + 1];
+    wh_status_t s = store_random_id(id);
+    if (s != WH_OK)
+        return s;
+    s = meta_upload_create(st->meta, bucket, key, id, meta, time(NULL));
+    if (s == WH_OK)
+        memcpy(upload_id, id, sizeof id);
+    return s;
+}
+
+wh_status_t store_mpu_check(store_t *st, const char *bucket, const char *key,
+                            const char *upload_id)
+{
+    if (!mpu_id_valid(upload_id))
+        return WH_ERR_NOT_FOUND;
+    return meta_upload_get(st->meta, bucket, key, upload_id, NULL);
+}
+
+wh_status_t store_mpu_part_commit(store_t *st, const char *bucket, const char *key,
+                                  const char *upload_id, uint32_t part, store_writer_t *w,
+                                  char etag_out[33])
+{
+    wh_status_t s;
+    if (part < 1 || part > STORE_MAX_PARTS) {
+        wh_warn("store", "part number %u out of range 1..%d", part, STORE_MAX_PARTS);
+        s = WH_ERR_INVALID;
+        goto err;
+    }
+    if (!mpu_id_valid(upload_id)) {
+        s = WH_ERR_NOT_FOUND;
+        goto err;
+    }
+    if (w->broken) {
+        s = WH_ERR_IO;
+        goto err;
+    }
+    store_part_info_t info;
+    memset(&info, 0, sizeof info);
+    info.number = part;
+    info.size = w->size;
+    info.mtime = time(NULL);
+    store_writer_md5_hex(w, info.etag);
+    wh_crc64nvme_b64(w->crc64, info.crc64nvme);
+    wh_crc32c_b64(w->crc32c, info.crc32c);
+    s = store_writer_publish(w);
+    if (s != WH_OK)
+        goto err;
+    char old[META_ID_LEN + 1];
+    s = meta_part_put(st->meta, bucket, key, upload_id, &info, w->id, old);
+    if (s != WH_OK)
+        goto err;
+    store_file_unlink(st, old);
+    store_writer_free(w);
+    memcpy(etag_out, info.etag, sizeof info.etag);
+    return WH_OK;
+err:
+    store_writer_abort(w);
+    return s;
+}
+
+wh_status_t store_mpu_list_parts(store_t *st, const char *bucket, const char *key,
+                                 const char *upload_id, uint32_t marker, uint32_t max,
+                                 store_part_info_t **out, size_t *n, bool *truncated)
+{
+    if (!mpu_id_valid(upload_id))
+        return WH_ERR_NOT_FOUND;
+    meta_part_t *parts = NULL;
+    size_t np = 0;
+    bool trunc = false;
+    wh_status_t s = meta_part_list(st->meta, bucket, key, upload_id, marker, max, &parts, &np,
+                                   &trunc);
+    if (s != WH_OK)
+        return s;
+    store_part_info_t *arr = malloc((np ? np : 1) * sizeof *arr);
+    if (!arr) {
+        free(parts);
+        return WH_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < np; i++)
+        arr[i] = parts[i].info;
+    free(parts);
+    *out = arr;
+    *n = np;
+    if (truncated)
+        *truncated = trunc;
+    return WH_OK;
+}
+
+wh_status_t store_mpu_list_uploads(store_t *st, const char *bucket, const char *prefix,
+                                   store_upload_info_t **out, size_t *n)
+{
+    return meta_upload_list(st->meta, bucket, prefix, out, n);
+}
+
+void store_upload_info_free(store_upload_info_t *u, size_t n)
+{
+    if (!u)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(u[i].key);
+    free(u);
+}
+
+wh_status_t store_mpu_abort(store_t *st, const char *bucket, const char *key,
+                            const char *upload_id)
+{
+    if (!mpu_id_valid(upload_id))
+        return WH_ERR_NOT_FOUND;
+    meta_part_t *parts = NULL;
+    size_t np = 0;
+    wh_status_t s = meta_upload_delete(st->meta, bucket, key, upload_id, &parts, &np);
+    if (s != WH_OK)
+        return s;
+    for (size_t i = 0; i < np; i++)
+        store_file_unlink(st, parts[i].file_id);
+    free(parts);
+    return WH_OK;
+}
+
+/* Compares a client's ETag with a stored one: quotes around the client's are tolerated, and
+ * hex case is not significant. */
+static bool mpu_etag_eq(const char *given, const char *stored)
+{
+    if (!given)
+        return false;
+    size_t n = strlen(given);
+    if (n >= 2 && given[0] == '"' && given[n - 1] == '"') {
+        given++;
+        n -= 2;
+    }
+    return n == strlen(stored) && strncasecmp(given, stored, n) == 0;
+}
+
+wh_status_t store_mpu_complete(store_t *st, const char *bucket, const char *key,
+                               const char *upload_id, const store_complete_part_t *parts,
+                               size_t n, store_obj_meta_t *out_meta, int *bad)
+{
+    meta_part_t *have = NULL, *use = NULL, *all = NULL;
+    size_t nhave = 0, nall = 0;
+    store_writer_t *w = NULL;
+    store_obj_meta_t om;
+    memset(&om, 0, sizeof om);
+    *bad = 0;
+    if (!mpu_id_valid(upload_id))
+        return WH_ERR_NOT_FOUND;
+    wh_status_t s = meta_upload_get(st->meta, bucket, key, upload_id, &om);
+    if (s != WH_OK)
+        return s;
+    if (n == 0) {
+        wh_warn("store", "complete of upload=%s lists no parts", upload_id);
+        *bad = STORE_MPU_NO_PARTS;
+        s = WH_ERR_INVALID;
+        goto out;
+    }
+    if (n > STORE_MAX_PARTS) {
+        *bad = STORE_MPU_BAD_PART;
+        s = WH_ERR_INVALID;
+        goto out;
+    }
+    s = meta_part_list(st->meta, bucket, key, upload_id, 0, 0, &have, &nhave, NULL);
+    if (s != WH_OK)
+        goto out;
+    use = calloc(n, sizeof *use);
+    if (!use) {
+        s = WH_ERR_NOMEM;
+        goto out;
+    }
+
+    /* Validate: order, then existence and ETag, then sizes (what S3 reports first). */
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && parts[i].number <= parts[i - 1].number) {
+            wh_info("store", "complete of upload=%s: part %u follows part %u; list parts in "
+                    "ascending order", upload_id, parts[i].number, parts[i - 1].number);
+            *bad = STORE_MPU_BAD_ORDER;
+            s = WH_ERR_INVALID;
+            goto out;
+        }
+        while (j < nhave && have[j].info.number < parts[i].number)
+            j++;
+        if (j == nhave || have[j].info.number != parts[i].number ||
+            !mpu_etag_eq(parts[i].etag, have[j].info.etag)) {
+            wh_info("store", "complete of upload=%s: part %u %s", upload_id, parts[i].number,
+                    (j == nhave || have[j].info.number != parts[i].number)
+                        ? "was not uploaded"
+                        : "has a different etag");
+            *bad = STORE_MPU_BAD_PART;
+            s = WH_ERR_INVALID;
+            goto out;
+        }
+        use[i] = have[j];
+    }
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (use[i].info.size < STORE_MIN_PART_SIZE) {
+            wh_info("store", "complete of upload=%s: part %u is %llu bytes, below the %llu "
+                    "minimum for all but the last part", upload_id, use[i].info.number,
+                    (unsigned long long)use[i].info.size, STORE_MIN_PART_SIZE);
+            *bad = STORE_MPU_TOO_SMALL;
+            s = WH_ERR_INVALID;
+            goto out;
+        }
+    }
+
+    /* Concatenate in the kernel; md5-of-md5s and combined CRC from the stored per-part values. */
+    s = store_writer_open(st, &w);
+    if (s != WH_OK)
+        goto out;
+    wh_md5_t mm;
+    if (wh_md5_init(&mm) != 0) {
+        s = WH_ERR_INTERNAL;
+        goto out;
+    }
+    uint64_t off = 0, crc = 0;
+    for (size_t i = 0; i < n; i++) {
+        const meta_part_t *pp = &use[i];
+        uint8_t raw[WH_MD5_LEN];
+        uint64_t pcrc;
+        if (wh_hex_decode(pp->info.etag, strlen(pp->info.etag), raw, sizeof raw) != 0 ||
+            wh_crc64nvme_from_b64(pp->info.crc64nvme, &pcrc) != 0) {
+            wh_error("store", "upload=%s part %u has a damaged etag or crc in metadata",
+                     upload_id, pp->info.number);
+            wh_md5_free(&mm);
+            s = WH_ERR_INTERNAL;
+            goto out;
+        }
+        wh_md5_update(&mm, raw, sizeof raw);
+        crc = i == 0 ? pcrc : wh_crc64nvme_combine(crc, pcrc, pp->info.size);
+
+        char rel[META_ID_LEN + 4];
+        store_file_relpath(pp->file_id, rel);
+        int pfd = openat(st->obj_fd, rel, O_RDONLY | O_CLOEXEC);
+        if (pfd < 0) {
+            if (errno == ENOENT) {
+                /* Replaced or aborted concurrently. */
+                wh_info("store", "upload=%s part %u vanished during completion", upload_id,
+                        pp->info.number);
+                s = WH_ERR_PRECONDITION;
+            } else {
+                wh_error("store", "cannot open part file %s: %m", rel);
+                s = wh_status_from_errno(errno);
+            }
+            wh_md5_free(&mm);
+            goto out;
+        }
+        s = store_copy_range(pfd, 0, w->fd, off, pp->info.size);
+        close(pfd);
+        if (s != WH_OK) {
+            wh_md5_free(&mm);
+            goto out;
+        }
+        off += pp->info.size;
+    }
+    uint8_t dig[WH_MD5_LEN];
+    wh_md5_final(&mm, dig);
+    w->size = off;
+
+    wh_hex_encode(dig, sizeof dig, om.etag);
+    snprintf(om.etag + 2 * WH_MD5_LEN, sizeof om.etag - 2 * WH_MD5_LEN, "-%zu", n);
+    om.size = off;
+    om.mtime = time(NULL);
+    om.parts = (uint32_t)n;
+    om.crc32c[0] = '\0'; /* S3's multipart crc32c is a composite; not derived here */
+    wh_crc64nvme_b64(crc, om.crc64nvme);
+
+    s = store_writer_publish(w);
+    if (s != WH_OK)
+        goto out;
+    char old[META_ID_LEN + 1];
+    s = meta_upload_complete(st->meta, bucket, key, upload_id, use, n, &om, w->id, old, &all,
+                             &nall);
+    if (s != WH_OK)
+        goto out;
+    store_writer_free(w);
+    w = NULL;
+    store_file_unlink(st, old);
+    for (size_t i = 0; i < nall; i++)
+        store_file_unlink(st, all[i].file_id);
+    if (out_meta) {
+        *out_meta = om;
+        om.user_meta_json = NULL; /* moved */
+    }
+out:
+    store_writer_abort(w);
+    store_obj_meta_free(&om);
+    free(all);
+    free(use);
+    free(have);
+    return s;
+}

@@ -1,0 +1,138 @@
+/* Shared helpers of the store unit tests: a temporary data directory and small PUT/GET helpers. */
+#ifndef WH_TEST_STORE_HELPERS_H
+#define WH_TEST_STORE_HELPERS_H
+
+#include "check.h"
+#include "store/store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int th_rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* mkdtemp under /tmp; the caller removes it with th_rmdir. */
+static char *th_mkdtemp(void)
+{
+    static char buf[64];
+    snprintf(buf, sizeof buf, "/tmp/wh-store-test-XXXXXX");
+    char *d = mkdtemp(buf);
+    if (!d) {
+        perror("mkdtemp");
+        exit(2);
+    }
+    return d;
+}
+
+static void th_rmdir(const char *dir)
+{
+    nftw(dir, th_rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* PUT of n bytes; returns the status of the commit, fills *meta (etag, size...). */
+static wh_status_t th_put(store_t *st, const char *bucket, const char *key, const void *p,
+                          size_t n, store_obj_meta_t *meta)
+{
+    store_writer_t *w = NULL;
+    wh_status_t s = store_writer_open(st, &w);
+    if (s != WH_OK)
+        return s;
+    /* Feed in uneven chunks, as a network front would. */
+    size_t off = 0, chunk = 7;
+    while (off < n) {
+        size_t k = n - off < chunk ? n - off : chunk;
+        s = store_writer_write(w, (const char *)p + off, k);
+        if (s != WH_OK) {
+            store_writer_abort(w);
+            return s;
+        }
+        off += k;
+        chunk = chunk * 3 + 1;
+    }
+    store_obj_meta_t m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.content_type, sizeof m.content_type, "application/octet-stream");
+    s = store_writer_commit(w, bucket, key, &m);
+    if (meta)
+        *meta = m;
+    return s;
+}
+
+/* Reads an fd fully from offset 0 into a malloc'd buffer. */
+static char *th_read_fd(int fd, size_t *n)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) != 0)
+        return NULL;
+    char *buf = malloc((size_t)sb.st_size + 1);
+    size_t off = 0;
+    while (off < (size_t)sb.st_size) {
+        ssize_t r = pread(fd, buf + off, (size_t)sb.st_size - off, (off_t)off);
+        if (r <= 0)
+            break;
+        off += (size_t)r;
+    }
+    buf[off] = '\0';
+    *n = off;
+    return buf;
+}
+
+/* GET: the object's bytes (malloc'd) or NULL with *status set. */
+static char *th_get(store_t *st, const char *bucket, const char *key, size_t *n,
+                    wh_status_t *status)
+{
+    store_obj_meta_t m;
+    int fd = -1;
+    *status = store_object_open(st, bucket, key, &m, &fd);
+    if (*status != WH_OK)
+        return NULL;
+    char *b = th_read_fd(fd, n);
+    close(fd);
+    store_obj_meta_free(&m);
+    return b;
+}
+
+/* Number of regular files in DIR/sub and its subdirectories (one level). */
+static int th_count_files(const char *dir, const char *sub)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, sub);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char p2[1024];
+        snprintf(p2, sizeof p2, "%s/%s", path, de->d_name);
+        struct stat sb;
+        if (stat(p2, &sb) != 0)
+            continue;
+        if (S_ISREG(sb.st_mode)) {
+            n++;
+        } else if (S_ISDIR(sb.st_mode)) {
+            DIR *d2 = opendir(p2);
+            struct dirent *e2;
+            while (d2 && (e2 = readdir(d2)))
+                if (e2->d_name[0] != '.')
+                    n++;
+            if (d2)
+                closedir(d2);
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+#endif

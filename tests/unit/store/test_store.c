@@ -1,0 +1,452 @@
+/* Tests of src/store/store.c: validation, buckets, PUT/GET/overwrite/delete/copy, recovery. */
+#include "base/crc.h"
+#include "base/digest.h"
+#include "base/codec.h"
+#include "base/log.h"
+#include "helpers.h"
+
+#include <errno.h>
+#include <sys/wait.h>
+
+static void test_bucket_names(void)
+{
+    const char *good[] = {"abc", "my-bucket", "my.bucket.name", "a1b2c3", "123", "1.2.3",
+                          "1.2.3.4.5", "a-b.c-d", "000",
+                          "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij123"};
+    const char *bad[] = {"ab", "", "ABC", "my_bucket", "-abc", "abc-", ".abc", "abc.", "a..b",
+                         "192.168.5.4", "1.2.3.4", "xn--abc", "sthree-abc", "abc-s3alias",
+                         "abc--ol-s3", "a b", "abc/", "ab\xc3\xa9",
+                         "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij1234"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        if (!store_bucket_name_valid(good[i]))
+            fprintf(stderr, "  expected valid: %s\n", good[i]);
+        CHECK(store_bucket_name_valid(good[i]));
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (store_bucket_name_valid(bad[i]))
+            fprintf(stderr, "  expected invalid: %s\n", bad[i]);
+        CHECK(!store_bucket_name_valid(bad[i]));
+    }
+    CHECK(!store_bucket_name_valid(NULL));
+}
+
+static void test_key_valid(void)
+{
+    CHECK(store_key_valid("a", 1));
+    CHECK(store_key_valid("a/b/../c d", 10));
+    CHECK(store_key_valid("\xc3\xa9t\xc3\xa9", 5));             /* été */
+    CHECK(store_key_valid("\xe2\x82\xac", 3));                  /* € */
+    CHECK(store_key_valid("\xf0\x9f\x98\x80", 4));              /* 😀 */
+    CHECK(store_key_valid("\xf4\x8f\xbf\xbf", 4));              /* U+10FFFF */
+    CHECK(store_key_valid("\xed\x9f\xbf", 3));                  /* U+D7FF */
+    CHECK(!store_key_valid("", 0));
+    CHECK(!store_key_valid("a\0b", 3));                         /* NUL */
+    CHECK(!store_key_valid("\xc0\xaf", 2));                     /* overlong '/' */
+    CHECK(!store_key_valid("\xc1\xbf", 2));                     /* overlong */
+    CHECK(!store_key_valid("\xe0\x80\xaf", 3));                 /* overlong 3-byte */
+    CHECK(!store_key_valid("\xf0\x80\x80\xaf", 4));             /* overlong 4-byte */
+    CHECK(!store_key_valid("\xed\xa0\x80", 3));                 /* surrogate D800 */
+    CHECK(!store_key_valid("\xed\xbf\xbf", 3));                 /* surrogate DFFF */
+    CHECK(!store_key_valid("\xf4\x90\x80\x80", 4));             /* > U+10FFFF */
+    CHECK(!store_key_valid("\xf5\x80\x80\x80", 4));
+    CHECK(!store_key_valid("\xff", 1));
+    CHECK(!store_key_valid("\x80", 1));                         /* lone continuation */
+    CHECK(!store_key_valid("\xc3", 1));                         /* truncated */
+    CHECK(!store_key_valid("\xe2\x82", 2));                     /* truncated */
+    CHECK(!store_key_valid("\xe2\x28\xa1", 3));                 /* bad continuation */
+    char k[STORE_MAX_KEY + 1];
+    memset(k, 'k', sizeof k);
+    CHECK(store_key_valid(k, STORE_MAX_KEY));
+    CHECK(!store_key_valid(k, STORE_MAX_KEY + 1));
+}
+
+static void test_buckets(void)
+{
+    char *dir = th_mkdtemp();
+    store_t *st = NULL;
+    CHECK(store_open(dir, &st) == WH_OK);
+    if (!st)
+        return;
+    CHECK(store_bucket_create(st, "bkt-b") == WH_OK);
+    CHECK(store_bucket_create(st, "bkt-a") == WH_OK);
+    CHECK(store_bucket_create(st, "bkt-a") == WH_ERR_EXISTS);
+    CHECK(store_bucket_create(st, "Bad_Name") == WH_ERR_INVALID);
+    CHECK(store_bucket_exists(st, "bkt-a") == WH_OK);
+    CHECK(store_bucket_exists(st, "nope") == WH_ERR_NOT_FOUND);
+    store_bucket_info_t *bl = NULL;
+    size_t n = 0;
+    CHECK(store_bucket_list(st, &bl, &n) == WH_OK);
+    CHECK_EQ_U64(n, 2);
+    if (n == 2) {
+        CHECK_STR(bl[0].name, "bkt-a");
+        CHECK_STR(bl[1].name, "bkt-b");
+        CHECK(bl[0].created > 0 && bl[0].created <= time(NULL));
+    }
+    free(bl);
+
+    /* Not empty with an object, nor with an in-progress upload. */
+    CHECK(th_put(st, "bkt-a", "x", "1", 1, NULL) == WH_OK);
+    CHECK(store_bucket_delete(st, "bkt-a") == WH_ERR_NOT_EMPTY);
+    CHECK(store_object_delete(st, "bkt-a", "x") == WH_OK);
+    char uid[65];
+    CHECK(store_mpu_create(st, "bkt-a", "up", NULL, uid) == WH_OK);
+    CHECK(store_bucket_delete(st, "bkt-a") == WH_ERR_NOT_EMPTY);
+    CHECK(store_mpu_abort(st, "bkt-a", "up", uid) == WH_OK);
+    CHECK(store_bucket_delete(st, "bkt-a") == WH_OK);
+    CHECK(store_bucket_delete(st, "bkt-a") == WH_ERR_NOT_FOUND);
+    CHECK(store_bucket_exists(st, "bkt-a") == WH_ERR_NOT_FOUND);
+    /* A PUT into a missing bucket. */
+    CHECK(th_put(st, "bkt-a", "x", "1", 1, NULL) == WH_ERR_NOT_FOUND);
+    CHECK_EQ_U64(th_count_files(dir, "tmp"), 0);
+    CHECK_EQ_U64(th_count_files(dir, "objects"), 0);
+
+    /* Two opens of one directory: the second is refused. */
+    store_t *st2 = NULL;
+    CHECK(store_open(dir, &st2) == WH_ERR_BUSY);
+    CHECK(st2 == NULL);
+    store_close(st);
+    th_rmdir(dir);
+}
+
+static void test_put_get(void)
+{
+    char *dir = th_mkdtemp();
+    store_t *st = NULL;
+    CHECK(store_open(dir, &st) == WH_OK);
+    if (!st)
+        return;
+    CHECK(store_bucket_create(st, "data") == WH_OK);
+
+    /* Digests and metadata of a PUT. */
+    size_t n = 300000;
+    char *buf = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (char)(i * 7 + (i >> 9));
+    store_obj_meta_t m;
+    CHECK(th_put(st, "data", "dir/file.bin", buf, n, &m) == WH_OK);
+    uint8_t md5[16];
+    char hex[33], b64[13];
+    wh_md5(buf, n, md5);
+    wh_hex_encode(md5, 16, hex);
+    wh_crc64nvme_b64(wh_crc64nvme(0, buf, n), b64);
+    CHECK_STR(m.etag, hex);
+    CHECK_EQ_U64(m.size, n);
+    CHECK_STR(m.crc64nvme, b64);
+    CHECK(m.mtime > 0);
+
+    store_obj_meta_t hm;
+    CHECK(store_object_open(st, "data", "dir/file.bin", &hm, NULL) == WH_OK); /* HEAD */
+    CHECK_STR(hm.etag, hex);
+    CHECK_EQ_U64(hm.size, n);
+    CHECK_STR(hm.content_type, "application/octet-stream");
+    CHECK_STR(hm.crc64nvme, b64);
+    CHECK(hm.user_meta_json == NULL);
+    CHECK_EQ_U64(hm.parts, 0);
+    store_obj_meta_free(&hm);
+
+    wh_status_t s;
+    size_t gn = 0;
+    char *got = th_get(st, "data", "dir/file.bin", &gn, &s);
+    CHECK(s == WH_OK && got && gn == n && memcmp(got, buf, n) == 0);
+    free(got);
+
+    /* Missing key, missing bucket. */
+    CHECK(store_object_open(st, "data", "nope", &hm, NULL) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_open(st, "nobucket", "dir/file.bin", &hm, NULL) == WH_ERR_NOT_FOUND);
+
+    /* Writer digests are readable before commit, and a set crc32c/user meta is kept. */
+    store_writer_t *w = NULL;
+    CHECK(store_writer_open(st, &w) == WH_OK);
+    CHECK(store_writer_write(w, "hello", 5) == WH_OK);
+    CHECK_EQ_U64(store_writer_size(w), 5);
+    CHECK_EQ_U64(store_writer_crc64nvme(w), wh_crc64nvme(0, "hello", 5));
+    CHECK_EQ_U64(store_writer_crc32c(w), wh_crc32c(0, "hello", 5));
+    char wm[33];
+    store_writer_md5_hex(w, wm);
+    CHECK_STR(wm, "5d41402abc4b2a76b9719d911017c592");
+    store_writer_md5_hex(w, wm); /* a second call returns the same */
+    CHECK_STR(wm, "5d41402abc4b2a76b9719d911017c592");
+    store_obj_meta_t um;
+    memset(&um, 0, sizeof um);
+    snprintf(um.content_type, sizeof um.content_type, "text/plain");
+    um.user_meta_json = "{\"x-amz-meta-a\":\"b\"}";
+    wh_crc32c_b64(wh_crc32c(0, "hello", 5), um.crc32c);
+    CHECK(store_writer_commit(w, "data", "hello.txt", &um) == WH_OK);
+    CHECK(store_object_open(st, "data", "hello.txt", &hm, NULL) == WH_OK);
+    CHECK_STR(hm.content_type, "text/plain");
+    CHECK_STR(hm.user_meta_json ? hm.user_meta_json : "", "{\"x-amz-meta-a\":\"b\"}");
+    CHECK_STR(hm.crc32c, um.crc32c);
+    CHECK_STR(hm.etag, "5d41402abc4b2a76b9719d911017c592");
+    store_obj_meta_free(&hm);
+
+    /* A size the caller expected but did not get: rejected, nothing stored. */
+    CHECK(store_writer_open(st, &w) == WH_OK);
+    CHECK(store_writer_write(w, "abc", 3) == WH_OK);
+    memset(&um, 0, sizeof um);
+    um.size = 4;
+    CHECK(store_writer_commit(w, "data", "short", &um) == WH_ERR_INVALID);
+    CHECK(store_object_open(st, "data", "short", &hm, NULL) == WH_ERR_NOT_FOUND);
+
+    /* Empty object. */
+    CHECK(th_put(st, "data", "empty", "", 0, &m) == WH_OK);
+    CHECK_STR(m.etag, "d41d8cd98f00b204e9800998ecf8427e");
+    got = th_get(st, "data", "empty", &gn, &s);
+    CHECK(s == WH_OK && gn == 0);
+    free(got);
+
+    /* Abort leaves nothing. */
+    CHECK(store_writer_open(st, &w) == WH_OK);
+    CHECK(store_writer_write(w, "zzz", 3) == WH_OK);
+    CHECK_EQ_U64(th_count_files(dir, "tmp"), 1);
+    store_writer_abort(w);
+    CHECK_EQ_U64(th_count_files(dir, "tmp"), 0);
+    store_writer_abort(NULL);
+
+    free(buf);
+    store_close(st);
+    th_rmdir(dir);
+}
+
+static void test_overwrite_open_fd(void)
+{
+    char *dir = th_mkdtemp();
+    store_t *st = NULL;
+    CHECK(store_open(dir, &st) == WH_OK);
+    if (!st)
+        return;
+    CHECK(store_bucket_create(st, "data") == WH_OK);
+    CHECK(th_put(st, "data", "k", "version-one", 11, NULL) == WH_OK);
+    store_obj_meta_t m;
+    int fd = -1;
+    CHECK(store_object_open(st, "data", "k", &m, &fd) == WH_OK);
+    CHECK(th_put(st, "data", "k", "version-two!", 12, NULL) == WH_OK);
+    /* The held fd still reads the old version; a new open sees the new one. */
+    size_t n = 0;
+    char *old = th_read_fd(fd, &n);
+    CHECK(n == 11 && memcmp(old, "version-one", 11) == 0);
+    free(old);
+    close(fd);
+    store_obj_meta_free(&m);
+    wh_status_t s;
+    char *cur = th_get(st, "data", "k", &n, &s);
+    CHECK(s == WH_OK && n == 12 && memcmp(cur, "version-two!", 12) == 0);
+    free(cur);
+    /* The old file is gone from disk: one file for one object. */
+    CHECK_EQ_U64(th_count_files(dir, "objects"), 1);
+
+    /* Delete while open: still readable through the fd, gone for new opens. */
+    CHECK(store_object_open(st, "data", "k", &m, &fd) == WH_OK);
+    CHECK(store_object_delete(st, "data", "k") == WH_OK);
+    CHECK(store_object_delete(st, "data", "k") == WH_OK); /* idempotent */
+    CHECK(store_object_delete(st, "nobucket", "k") == WH_ERR_NOT_FOUND);
+    old = th_read_fd(fd, &n);
+    CHECK(n == 12 && memcmp(old, "version-two!", 12) == 0);
+    free(old);
+    close(fd);
+    store_obj_meta_free(&m);
+    CHECK(store_object_open(st, "data", "k", &m, NULL) == WH_ERR_NOT_FOUND);
+    CHECK_EQ_U64(th_count_files(dir, "objects"), 0);
+    store_close(st);
+    th_rmdir(dir);
+}
+
+static void test_odd_keys(void)
+{
+    char *dir = th_mkdtemp();
+    store_t *st = NULL;
+    CHECK(store_open(dir, &st) == WH_OK);
+    if (!st)
+        return;
+    CHECK(store_bucket_create(st, "data") == WH_OK);
+    static char longkey[STORE_MAX_KEY + 2];
+    memset(longkey, 'L', STORE_MAX_KEY);
+    longkey[STORE_MAX_KEY] = '\0';
+    const char *keys[] = {"a/b/c", "..", "../../etc/passwd", "/leading", "trailing/", "a//b",
+                          "with space", " ", "\xc3\xa9t\xc3\xa9/\xe6\x97\xa5\xe6\x9c\xac",
+                          "\xf0\x9f\x98\x80", ".", "%2F", "a\\b", "\t\n", longkey};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char body[64];
+        int bl = snprintf(body, sizeof body, "body-%zu", i);
+        CHECK(th_put(st, "data", keys[i], body, (size_t)bl, NULL) == WH_OK);
+    }
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char body[64];
+        int bl = snprintf(body, sizeof body, "body-%zu", i);
+        size_t n = 0;
+        wh_status_t s;
+        char *got = th_get(st, "data", keys[i], &n, &s);
+        if (s != WH_OK)
+            fprintf(stderr, "  key %zu: %s\n", i, wh_status_str(s));
+        CHECK(s == WH_OK && n == (size_t)bl && memcmp(got, body, n) == 0);
+        free(got);
+    }
+    /* Nothing named after a key appeared anywhere: only ids under objects/. */
+    CHECK_EQ_U64(th_count_files(dir, "objects"), sizeof keys / sizeof keys[0]);
+    char p[512];
+    snprintf(p, sizeof p, "%s/objects/../etc", dir);
+    CHECK(access(p, F_OK) != 0);
+
+    /* Invalid keys are refused and leave no file behind. */
+    longkey[STORE_MAX_KEY] = 'L';
+    longkey[STORE_MAX_KEY + 1] = '\0';
+    CHECK(th_put(st, "data", longkey, "x", 1, NULL) == WH_ERR_INVALID);
+    CHECK(th_put(st, "data", "bad\xc0\xafkey", "x", 1, NULL) == WH_ERR_INVALID);
+    CHECK(th_put(st, "data", "sur\xed\xa0\x80", "x", 1, NULL) == WH_ERR_INVALID);
+    CHECK(th_put(st, "data", "", "x", 1, NULL) == WH_ERR_INVALID);
+    CHECK_EQ_U64(th_count_files(dir, "tmp"), 0);
+    CHECK_EQ_U64(th_count_files(dir, "objects"), sizeof keys / sizeof keys[0]);
+    store_close(st);
+    th_rmdir(dir);
+}
+
+static void test_copy(void)
+{
+    char *dir = th_mkdtemp();
+    store_t *st = NULL;
+    CHECK(store_open(dir, &st) == WH_OK);
+    if (!st)
+        return;
+    CHECK(store_bucket_create(st, "src") == WH_OK);
+    CHECK(store_bucket_create(st, "dst") == WH_OK);
+    size_t n = 1 << 20;
+    char *buf = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (char)(i ^ (i >> 8));
+    store_writer_t *w = NULL;
+    CHECK(store_writer_open(st, &w) == WH_OK);
+    CHECK(store_writer_write(w, buf, n) == WH_OK);
+    store_obj_meta_t m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.content_type, sizeof m.content_type, "image/png");
+    m.user_meta_json = "{\"x-amz-meta-k\":\"v\"}";
+    CHECK(store_writer_commit(w, "src", "orig", &m) == WH_OK);
+
+    store_obj_meta_t out;
+    CHECK(store_object_copy(st, "src", "orig", "dst", "copy", NULL, &out) == WH_OK);
+    CHECK_STR(out.etag, m.etag);
+    CHECK_EQ_U64(out.size, n);
+    CHECK_STR(out.content_type, "image/png");
+    CHECK_STR(out.user_meta_json ? out.user_meta_json : "", "{\"x-amz-meta-k\":\"v\"}");
+    store_obj_meta_free(&out);
+    wh_status_t s;
+    size_t gn;
+    char *got = th_get(st, "dst", "copy", &gn, &s);
+    CHECK(s == WH_OK && gn == n && memcmp(got, buf, n) == 0);
+    free(got);
+    store_obj_meta_t hm;
+    CHECK(store_object_open(st, "dst", "copy", &hm, NULL) == WH_OK);
+    CHECK_STR(hm.crc64nvme, m.crc64nvme);
+    store_obj_meta_free(&hm);
+
+    /* Replace metadata in place (copy onto itself). */
+    store_obj_meta_t rm;
+    memset(&rm, 0, sizeof rm);
+    snprintf(rm.content_type, sizeof rm.content_type, "text/csv");
+    CHECK(store_object_copy(st, "src", "orig", "src", "orig", &rm, &out) == WH_OK);
+    store_obj_meta_free(&out);
+    CHECK(store_object_open(st, "src", "orig", &hm, NULL) == WH_OK);
+    CHECK_STR(hm.content_type, "text/csv");
+    CHECK(hm.user_meta_json == NULL);
+    CHECK_EQ_U64(hm.size, n);
+    store_obj_meta_free(&hm);
+    got = th_get(st, "src", "orig", &gn, &s);
+    CHECK(s == WH_OK && gn == n && memcmp(got, buf, n) == 0);
+    free(got);
+
+    /* The copy is a separate file: deleting the source keeps it. */
+    CHECK(store_object_delete(st, "src", "orig") == WH_OK);
+    got = th_get(st, "dst", "copy", &gn, &s);
+    CHECK(s == WH_OK && gn == n && memcmp(got, buf, n) == 0);
+    free(got);
+    CHECK(store_object_copy(st, "src", "orig", "dst", "x", NULL, &out) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_copy(st, "dst", "copy", "nobucket", "x", NULL, &out) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_copy(st, "dst", "copy", "dst", "bad\xff", NULL, &out) == WH_ERR_INVALID);
+    CHECK_EQ_U64(th_count_files(dir, "objects"), 1);
+    CHECK_EQ_U64(th_count_files(dir, "tmp"), 0);
+    free(buf);
+    store_close(st);
+    th_rmdir(dir);
+}
+
+static void test_recovery(void)
+{
+    char *dir = th_mkdtemp();
+    char uid[65] = "", etag[33] = "";
+    /* A child process commits data, then dies with a writer in flight (its temp file stays). */
+    int pfd[2];
+    CHECK(pipe(pfd) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        store_t *cs = NULL;
+        store_writer_t *w = NULL;
+        if (store_open(dir, &cs) != WH_OK || store_bucket_create(cs, "data") != WH_OK ||
+            th_put(cs, "data", "kept", "committed bytes", 15, NULL) != WH_OK ||
+            store_mpu_create(cs, "data", "mp", NULL, uid) != WH_OK ||
+            store_writer_open(cs, &w) != WH_OK || store_writer_write(w, "part", 4) != WH_OK ||
+            store_mpu_part_commit(cs, "data", "mp", uid, 1, w, etag) != WH_OK ||
+            store_writer_open(cs, &w) != WH_OK || store_writer_write(w, "partial", 7) != WH_OK)
+            _exit(1);
+        if (write(pfd[1], uid, 65) != 65 || write(pfd[1], etag, 33) != 33)
+            _exit(1);
+        _exit(0); /* no close, no abort: the crash */
+    }
+    close(pfd[1]);
+    CHECK(read(pfd[0], uid, 65) == 65);
+    CHECK(read(pfd[0], etag, 33) == 33);
+    close(pfd[0]);
+    int wst = 0;
+    CHECK(waitpid(pid, &wst, 0) == pid && WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+    store_t *st = NULL;
+
+    /* An orphan object file (renamed in, but the metadata commit never happened) and junk. */
+    char p[512];
+    snprintf(p, sizeof p, "%s/objects/ab/ab00000000000000000000000000beef", dir);
+    int fd = open(p, O_CREAT | O_WRONLY, 0640);
+    CHECK(fd >= 0);
+    if (fd >= 0) {
+        CHECK(write(fd, "orphan", 6) == 6);
+        close(fd);
+    }
+    snprintf(p, sizeof p, "%s/tmp/leftover", dir);
+    fd = open(p, O_CREAT | O_WRONLY, 0640);
+    CHECK(fd >= 0);
+    if (fd >= 0)
+        close(fd);
+    CHECK_EQ_U64(th_count_files(dir, "tmp"), 2);
+    CHECK_EQ_U64(th_count_files(dir, "objects"), 3); /* object, part, orphan */
+
+    CHECK(store_open(dir, &st) == WH_OK);
+    if (!st)
+        return;
+    CHECK_EQ_U64(th_count_files(dir, "tmp"), 0);
+    CHECK_EQ_U64(th_count_files(dir, "objects"), 2); /* the object and the part */
+    snprintf(p, sizeof p, "%s/objects/ab/ab00000000000000000000000000beef", dir);
+    CHECK(access(p, F_OK) != 0);
+    wh_status_t s;
+    size_t n;
+    char *got = th_get(st, "data", "kept", &n, &s);
+    CHECK(s == WH_OK && n == 15 && memcmp(got, "committed bytes", 15) == 0);
+    free(got);
+    store_part_info_t *parts = NULL;
+    size_t np = 0;
+    bool trunc = true;
+    CHECK(store_mpu_list_parts(st, "data", "mp", uid, 0, 0, &parts, &np, &trunc) == WH_OK);
+    CHECK(np == 1 && !trunc && parts && strcmp(parts[0].etag, etag) == 0);
+    free(parts);
+    store_close(st);
+    th_rmdir(dir);
+}
+
+int main(void)
+{
+    wh_log_set_level(WH_LOG_ERROR);
+    RUN(test_bucket_names);
+    RUN(test_key_valid);
+    RUN(test_buckets);
+    RUN(test_put_get);
+    RUN(test_overwrite_open_fd);
+    RUN(test_odd_keys);
+    RUN(test_copy);
+    RUN(test_recovery);
+    return check_done();
+}
