@@ -50,6 +50,7 @@ typedef struct s3_auth {
     int presigned;
     int has_trailer;          /* x-amz-trailer present */
     time_t req_time;
+    int signed_trailer;       /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER: the trailer is signed */
 } s3_auth_t;
 
 /* Returns the secret for access_key, or NULL when unknown. */
@@ -99,5 +100,25 @@ int s3_uri_decode(const char *s, size_t n, wh_sbuf_t *out);
 /* Derives kSigning = HMAC chain over date(YYYYMMDD), region, "s3", "aws4_request". */
 void s3_sigv4_signing_key(const char *secret, const char *date8, const char *region,
                           uint8_t out[32]);
+
+/* --- Additions (same algorithm, more knobs) --- */
+
+/* s3_sigv4_sign for any service name (AWS's generic test suite signs for "service").
+ * canonical_request, when not NULL, receives the canonical request (for tests and debugging). */
+int s3_sigv4_sign_service(const s3_sign_input_t *in, const char *service,
+                          wh_sbuf_t *canonical_request, char *out, size_t outlen);
+void s3_sigv4_signing_key_service(const char *secret, const char *date8, const char *region,
+                                  const char *service, uint8_t out[32]);
+
+/* Canonical query string of a raw query (NULL or "" gives ""): each name and value is
+ * percent-decoded ('+' read as a space, as form encoding and S3 do), re-encoded with
+ * s3_uri_encode(encode_slash=1), and the pairs sorted by encoded name, then value.
+ * A parameter whose decoded name equals skip_name exactly is left out (NULL: none).
+ * Appends to out. Returns 0, or -1 on a bad %-escape or more than 1000 parameters. */
+int s3_sigv4_canonical_query(const char *query, const char *skip_name, wh_sbuf_t *out);
+
+/* The first query parameter named name (exact, case-sensitive), decoded like above, appended
+ * to out. Returns 1 when found, 0 when absent, -1 on a bad %-escape in its value. */
+int s3_query_param(const char *query, const char *name, wh_sbuf_t *out);
 
 #endif
