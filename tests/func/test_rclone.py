@@ -1,0 +1,145 @@
+"""Debian's rclone 1.60 against a real wharfd: copy a tree, then check (hashes), lsjson,
+delete and purge. The remote "w" is configured through RCLONE_CONFIG_W_* variables."""
+import hashlib
+import json
+import os
+import subprocess
+
+import pytest
+
+from wharfd import ACCESS_KEY, SECRET_KEY, REGION, file_md5_hex, unique_bucket
+
+RCLONE = "/usr/bin/rclone"
+MIB = 1024 * 1024
+
+
+class Rclone:
+    def __init__(self, env):
+        self.env = env
+
+    def run(self, *args, check=True, timeout=240):
+        # Retries would hide a server error behind a later success: fail on the first one.
+        cmd = [RCLONE, "--retries", "1", "--low-level-retries", "1",
+               "--s3-upload-cutoff", "16M", "--s3-chunk-size", "16M"] + [str(a) for a in args]
+        r = subprocess.run(cmd, env=self.env, capture_output=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise AssertionError(f"{' '.join(cmd)} failed ({r.returncode}):\n"
+                                 f"{r.stdout.decode(errors='replace')[-2000:]}\n"
+                                 f"{r.stderr.decode(errors='replace')[-3000:]}")
+        return r
+
+    def lsjson(self, *args):
+        return json.loads(self.run("lsjson", *args).stdout)
+
+
+@pytest.fixture(scope="module")
+def rclone(wharfd, tmp_path_factory):
+    d = tmp_path_factory.mktemp("rclone")
+    (d / "rclone.conf").write_text("")
+    env = wharfd.client_env()
+    env.pop("AWS_CA_BUNDLE", None)
+    env.update({
+        "RCLONE_CONFIG": str(d / "rclone.conf"),
+        "RCLONE_CONFIG_W_TYPE": "s3", "RCLONE_CONFIG_W_PROVIDER": "Other",
+        "RCLONE_CONFIG_W_ENDPOINT": wharfd.endpoint,
+        "RCLONE_CONFIG_W_ACCESS_KEY_ID": ACCESS_KEY,
+        "RCLONE_CONFIG_W_SECRET_ACCESS_KEY": SECRET_KEY,
+        "RCLONE_CONFIG_W_REGION": REGION, "RCLONE_CONFIG_W_FORCE_PATH_STYLE": "true",
+        "RCLONE_CONFIG_W_ENV_AUTH": "false",
+        "HOME": str(d), "XDG_CACHE_HOME": str(d / "cache"),
+    })
+    return Rclone(env)
+
+
+BIG = 64 * MIB + 4099  # > upload cutoff 16M: a 5-part multipart upload
+FILES = {
+    "top.txt": b"top level\n",
+    "empty": b"",
+    "d1/a.txt": b"aaaa",
+    "d1/d2/b.bin": None,      # random 70000 bytes
+    "d1/d2/d3/deep.txt": b"deep",
+    "ünïcødé ñame €.txt": "unicode name".encode(),
+    "big/big.bin": None,      # BIG random bytes
+}
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rclone-src") / "src"
+    for rel, content in FILES.items():
+        if content is None:
+            content = os.urandom(BIG if rel.startswith("big/") else 70000)
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(content)
+    return root
+
+
+def _local_files(root):
+    return {str(p.relative_to(root)): p for p in root.rglob("*") if p.is_file()}
+
+
+def test_rclone_copy_check_lsjson_delete_purge(rclone, tree):
+    bucket = unique_bucket("rclone")
+    remote = f"w:{bucket}/tree"
+    rclone.run("mkdir", f"w:{bucket}")
+    rclone.run("copy", tree, remote)
+
+    # check: sizes and MD5s on both sides (the multipart object's MD5 comes from the metadata
+    # rclone stored with it, so this also proves user metadata round-trips).
+    r = rclone.run("check", tree, remote)
+    log = r.stderr.decode(errors="replace")
+    assert "0 differences found" in log, log
+    assert f"{len(FILES)} matching files" in log, log
+    assert "hashes could not be checked" not in log, log
+
+    # Per-file MD5 as rclone sees it, against our own.
+    local = _local_files(tree)
+    sums = {}
+    for line in rclone.run("md5sum", remote).stdout.decode().splitlines():
+        h, _, path = line.partition("  ")
+        sums[path] = h
+    assert sums == {rel: file_md5_hex(p) for rel, p in local.items()}
+
+    # lsjson: every file with its size, and the modification time rclone stored.
+    entries = [e for e in rclone.lsjson("-R", remote) if not e["IsDir"]]
+    assert sorted(e["Path"] for e in entries) == sorted(local)
+    for e in entries:
+        st = local[e["Path"]].stat()
+        assert e["Size"] == st.st_size, e
+    assert any(e["Size"] == BIG for e in entries)
+
+    # Same size, different bytes: check must notice (it compares hashes, not just sizes).
+    p = f"{remote}/d1/a.txt"
+    subprocess.run([RCLONE, "rcat", p], input=b"AAAA", env=rclone.env, check=True,
+                   capture_output=True, timeout=60)
+    r = rclone.run("check", tree, remote, check=False)
+    log = r.stderr.decode(errors="replace")
+    assert r.returncode != 0 and "1 differences found" in log, log
+
+    # copy --checksum repairs it, then check passes again.
+    rclone.run("copy", "--checksum", tree, remote)
+    rclone.run("check", tree, remote)
+
+    # delete removes the files under a path and keeps the rest.
+    rclone.run("delete", f"{remote}/d1")
+    left = sorted(e["Path"] for e in rclone.lsjson("-R", "--files-only", remote))
+    assert left == sorted(k for k in local if not k.startswith("d1/"))
+
+    # purge removes everything, the bucket included.
+    rclone.run("purge", f"w:{bucket}")
+    buckets = [e["Path"] for e in rclone.lsjson("w:")]
+    assert bucket not in buckets
+
+
+def test_rclone_download_matches(rclone, tree, tmp_path):
+    """copy up, copy back down (the big object via ranged/multi-thread GETs), compare bytes."""
+    bucket = unique_bucket("rclone-dl")
+    rclone.run("mkdir", f"w:{bucket}")
+    rclone.run("copy", tree / "big", f"w:{bucket}/big")
+    rclone.run("copy", "--multi-thread-streams", "4", "--multi-thread-cutoff", "16M",
+               f"w:{bucket}/big", tmp_path / "down")
+    a = hashlib.md5((tree / "big/big.bin").read_bytes()).hexdigest()
+    b = hashlib.md5((tmp_path / "down/big.bin").read_bytes()).hexdigest()
+    assert a == b
+    rclone.run("purge", f"w:{bucket}")
