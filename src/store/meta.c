@@ -124,6 +124,7 @@ struct meta {
     sqlite3 *db;
     pthread_mutex_t lock;
     sqlite3_stmt *stmt[S_COUNT];
+    uint64_t list_rows;
 };
 
 /* ---- small helpers ---- */
@@ -337,6 +338,24 @@ void meta_close(meta_t *m)
         wh_error("store", "closing metadata database failed: %s", sqlite3_errstr(rc));
     pthread_mutex_destroy(&m->lock);
     free(m);
+}
+
+wh_status_t meta_set_durable(meta_t *m, bool durable)
+{
+    pthread_mutex_lock(&m->lock);
+    int rc = sqlite3_exec(m->db, durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=OFF",
+                          NULL, NULL, NULL);
+    wh_status_t st = rc == SQLITE_OK ? WH_OK : meta_fail(m, rc, "pragma synchronous");
+    pthread_mutex_unlock(&m->lock);
+    return st;
+}
+
+uint64_t meta_list_rows(meta_t *m)
+{
+    pthread_mutex_lock(&m->lock);
+    uint64_t n = m->list_rows;
+    pthread_mutex_unlock(&m->lock);
+    return n;
 }
 
 /* ---- buckets ---- */
@@ -708,6 +727,7 @@ wh_status_t meta_object_list(meta_t *m, const char *bucket, const store_list_par
         bool jumped = false, finished = false;
         int rc;
         while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+            m->list_rows++;
             const char *key = sqlite3_column_blob(s, 0);
             size_t klen = (size_t)sqlite3_column_bytes(s, 0);
             if (!key || klen < plen || memcmp(key, prefix, plen) != 0) {

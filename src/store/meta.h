@@ -17,6 +17,12 @@ typedef struct meta meta_t;
 /* Opens (creating if needed) the database at path, WAL, synchronous=FULL, busy_timeout. */
 wh_status_t meta_open(const char *path, meta_t **out);
 void meta_close(meta_t *m); /* NULL-safe */
+/* durable=false turns off SQLite's fsync at commit (PRAGMA synchronous=OFF): for tests and
+ * throw-away benchmark stores only, never for data anyone wants back after a power cut. */
+wh_status_t meta_set_durable(meta_t *m, bool durable);
+/* Rows read by meta_object_list since open: shows that a delimiter listing skips past the
+ * keys under each common prefix instead of reading them. */
+uint64_t meta_list_rows(meta_t *m);
 
 /* ---- buckets ---- */
 wh_status_t meta_bucket_create(meta_t *m, const char *name, time_t created); /* EXISTS */

@@ -65,7 +65,8 @@ bool store_bucket_name_valid(const char *name)
     }
     /* Prefixes and suffixes AWS reserves. */
     static const char *const bad_prefix[] = {"xn--", "sthree-", "amzn-s3-demo-"};
-    static const char *const bad_suffix[] = {"-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"};
+    static const char *const bad_suffix[] = {"-s3alias", "--ol-s3", ".mrap", "--x-s3",
+                                             "--table-s3"};
     for (size_t i = 0; i < WH_ARRAY_SIZE(bad_prefix); i++)
         if (strncmp(name, bad_prefix[i], strlen(bad_prefix[i])) == 0)
             return false;

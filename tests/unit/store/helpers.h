@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int th_rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+static inline int th_rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
     (void)sb;
     (void)flag;
@@ -21,7 +21,7 @@ static int th_rm_cb(const char *path, const struct stat *sb, int flag, struct FT
 }
 
 /* mkdtemp under /tmp; the caller removes it with th_rmdir. */
-static char *th_mkdtemp(void)
+static inline char *th_mkdtemp(void)
 {
     static char buf[64];
     snprintf(buf, sizeof buf, "/tmp/wh-store-test-XXXXXX");
@@ -33,13 +33,13 @@ static char *th_mkdtemp(void)
     return d;
 }
 
-static void th_rmdir(const char *dir)
+static inline void th_rmdir(const char *dir)
 {
     nftw(dir, th_rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* PUT of n bytes; returns the status of the commit, fills *meta (etag, size...). */
-static wh_status_t th_put(store_t *st, const char *bucket, const char *key, const void *p,
+static inline wh_status_t th_put(store_t *st, const char *bucket, const char *key, const void *p,
                           size_t n, store_obj_meta_t *meta)
 {
     store_writer_t *w = NULL;
@@ -68,7 +68,7 @@ static wh_status_t th_put(store_t *st, const char *bucket, const char *key, cons
 }
 
 /* Reads an fd fully from offset 0 into a malloc'd buffer. */
-static char *th_read_fd(int fd, size_t *n)
+static inline char *th_read_fd(int fd, size_t *n)
 {
     struct stat sb;
     if (fstat(fd, &sb) != 0)
@@ -87,7 +87,7 @@ static char *th_read_fd(int fd, size_t *n)
 }
 
 /* GET: the object's bytes (malloc'd) or NULL with *status set. */
-static char *th_get(store_t *st, const char *bucket, const char *key, size_t *n,
+static inline char *th_get(store_t *st, const char *bucket, const char *key, size_t *n,
                     wh_status_t *status)
 {
     store_obj_meta_t m;
@@ -102,7 +102,7 @@ static char *th_get(store_t *st, const char *bucket, const char *key, size_t *n,
 }
 
 /* Number of regular files in DIR/sub and its subdirectories (one level). */
-static int th_count_files(const char *dir, const char *sub)
+static inline int th_count_files(const char *dir, const char *sub)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, sub);
