@@ -10,12 +10,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Appends s with &, <, >, ", ' escaped. */
+/* Request bodies larger than this are rejected (check Content-Length before reading). */
+#define S3_XML_MAX_BYTES (4u << 20)
+#define S3_XML_MAX_DELETE_KEYS 1000
+#define S3_XML_MAX_PARTS 10000
+
+/* Appends s with &, <, >, ", ' escaped (and control characters as &#xN;). */
 void s3_xml_escape(wh_sbuf_t *b, const char *s);
 /* <name>escaped text</name> */
 void s3_xml_elem(wh_sbuf_t *b, const char *name, const char *text);
 void s3_xml_elem_u64(wh_sbuf_t *b, const char *name, uint64_t v);
-/* The S3 error document. */
+/* <?xml version="1.0" encoding="UTF-8"?> and a newline. */
+void s3_xml_decl(wh_sbuf_t *b);
+/* The S3 error document (with the declaration); resource and request_id may be NULL. */
 void s3_xml_error(wh_sbuf_t *b, const char *code, const char *message, const char *resource,
                   const char *request_id);
 
