@@ -1,0 +1,209 @@
+/* wharfd: the S3 server. `wharfd serve --data DIR --listen HOST:PORT` */
+#include "base/log.h"
+#include "base/util.h"
+#include "server/server.h"
+
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEV_ACCESS_KEY "wharfadmin"
+#define DEV_SECRET_KEY "wharfadmin-secret"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: wharfd serve --data DIR --listen HOST:PORT [options]\n"
+            "       wharfd --help | --version\n"
+            "\n"
+            "An S3-compatible object server whose data path can bypass HTTP: a signed request\n"
+            "carrying x-amz-rdma-token has its bytes moved by one-sided RDMA.\n"
+            "\n"
+            "options of serve:\n"
+            "  --data DIR           data directory (objects and the SQLite metadata); created\n"
+            "  --listen HOST:PORT   TCP address to serve HTTP on (default 127.0.0.1:9000)\n"
+            "  --unix PATH          Unix-domain socket to also serve on (default DIR/wharfd.sock;\n"
+            "                       \"none\" disables it). Peers proven over it (SO_PEERCRED)\n"
+            "                       may use the same-host shm transport.\n"
+            "  --region NAME        S3 region (default us-east-1)\n"
+            "  --log-level LEVEL    error, warn, info (default), debug, trace\n"
+            "  --providers LIST     RDMA providers, comma-separated: shm,tcp (default) or none\n"
+            "  --rdma-mem BYTES     registered buffer budget for RDMA (default 256M; K/M/G ok)\n"
+            "  --shm-trust-local    serve shm to TCP peers too (trusted single-user hosts only)\n"
+            "\n"
+            "Credentials come from WHARF_ACCESS_KEY and WHARF_SECRET_KEY; when unset, the\n"
+            "development defaults " DEV_ACCESS_KEY " / " DEV_SECRET_KEY " are used and printed.\n"
+            "SIGTERM or SIGINT stops accepting, lets in-flight requests finish, and exits 0.\n");
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+    size_t n = strlen(s);
+    uint64_t mult = 1;
+    if (n && (s[n - 1] == 'K' || s[n - 1] == 'k'))
+        mult = 1ULL << 10;
+    else if (n && (s[n - 1] == 'M' || s[n - 1] == 'm'))
+        mult = 1ULL << 20;
+    else if (n && (s[n - 1] == 'G' || s[n - 1] == 'g'))
+        mult = 1ULL << 30;
+    if (mult > 1)
+        n--;
+    uint64_t v;
+    if (n == 0 || wh_parse_u64(s, n, &v) != 0 || v > UINT64_MAX / mult)
+        return -1;
+    *out = v * mult;
+    return 0;
+}
+
+static int parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s || (size_t)(colon - s) >= hostlen)
+        return -1;
+    uint64_t p;
+    if (wh_parse_u64(colon + 1, strlen(colon + 1), &p) != 0 || p > 65535)
+        return -1;
+    memcpy(host, s, (size_t)(colon - s));
+    host[colon - s] = '\0';
+    *port = (uint16_t)p;
+    return 0;
+}
+
+static int bad_usage(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "wharfd: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nrun 'wharfd --help' for the options\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+                      strcmp(argv[1], "help") == 0)) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc >= 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0)) {
+        printf("wharfd %s\n", SRV_VERSION);
+        return 0;
+    }
+    if (argc < 2 || strcmp(argv[1], "serve") != 0)
+        return bad_usage("expected the command 'serve', got '%s'", argc < 2 ? "" : argv[1]);
+
+    srv_config_t cfg;
+    srv_config_init(&cfg);
+    char host[64] = "127.0.0.1";
+    const char *listen_arg = NULL;
+    wh_log_level_t lvl = WH_LOG_INFO;
+
+    enum { O_DATA = 1, O_LISTEN, O_UNIX, O_REGION, O_LOG, O_PROV, O_MEM, O_SHM, O_HELP };
+    static const struct option opts[] = {
+        {"data", required_argument, NULL, O_DATA},
+        {"listen", required_argument, NULL, O_LISTEN},
+        {"unix", required_argument, NULL, O_UNIX},
+        {"region", required_argument, NULL, O_REGION},
+        {"log-level", required_argument, NULL, O_LOG},
+        {"providers", required_argument, NULL, O_PROV},
+        {"rdma-mem", required_argument, NULL, O_MEM},
+        {"shm-trust-local", no_argument, NULL, O_SHM},
+        {"help", no_argument, NULL, O_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    optind = 2;
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case O_DATA:
+            cfg.data_dir = optarg;
+            break;
+        case O_LISTEN:
+            listen_arg = optarg;
+            if (parse_listen(optarg, host, sizeof host, &cfg.listen_port) != 0)
+                return bad_usage("--listen wants HOST:PORT (e.g. 127.0.0.1:9000), got '%s'",
+                                 optarg);
+            break;
+        case O_UNIX:
+            cfg.unix_path = strcmp(optarg, "none") == 0 ? "" : optarg;
+            break;
+        case O_REGION:
+            if (!*optarg || strlen(optarg) > 63)
+                return bad_usage("--region wants a region name, got '%s'", optarg);
+            cfg.region = optarg;
+            break;
+        case O_LOG:
+            if (wh_log_parse_level(optarg, &lvl) != 0)
+                return bad_usage("--log-level wants error, warn, info, debug or trace, got '%s'",
+                                 optarg);
+            break;
+        case O_PROV:
+            cfg.rdma.providers = optarg;
+            break;
+        case O_MEM:
+            if (parse_size(optarg, &cfg.rdma.mem_budget) != 0 || cfg.rdma.mem_budget == 0)
+                return bad_usage("--rdma-mem wants a byte count such as 268435456 or 256M, "
+                                 "got '%s'", optarg);
+            break;
+        case O_SHM:
+            cfg.rdma.shm_trust_local = true;
+            break;
+        case O_HELP:
+            usage(stdout);
+            return 0;
+        case ':':
+            return bad_usage("option %s needs a value", argv[optind - 1]);
+        default:
+            return bad_usage("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return bad_usage("unexpected argument '%s'", argv[optind]);
+    if (!cfg.data_dir)
+        return bad_usage("%s--data DIR is required", "");
+    (void)listen_arg;
+    cfg.listen_host = host;
+    wh_log_set_level(lvl);
+
+    cfg.access_key = getenv("WHARF_ACCESS_KEY");
+    cfg.secret_key = getenv("WHARF_SECRET_KEY");
+    if (!cfg.access_key || !*cfg.access_key || !cfg.secret_key || !*cfg.secret_key) {
+        cfg.access_key = DEV_ACCESS_KEY;
+        cfg.secret_key = DEV_SECRET_KEY;
+        fprintf(stderr, "wharfd: WHARF_ACCESS_KEY/WHARF_SECRET_KEY unset; using the development "
+                        "credentials access_key=%s secret_key=%s\n", cfg.access_key,
+                cfg.secret_key);
+    }
+
+    if (wh_mkdir_p(cfg.data_dir, 0755) != 0) {
+        wh_error("main", "cannot create the data directory %s: %m", cfg.data_dir);
+        return 1;
+    }
+
+    /* Every thread MHD starts inherits this mask, so the signals reach sigwait below only. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN); /* sendfile to a closed socket */
+
+    srv_t *srv = NULL;
+    wh_status_t st = srv_start(&cfg, &srv);
+    if (st != WH_OK) {
+        fprintf(stderr, "wharfd: cannot start: %s (see the log above)\n", wh_status_str(st));
+        return 1;
+    }
+    printf("wharfd %s serving http://%s:%u data=%s access_key=%s\n", SRV_VERSION, host,
+           (unsigned)cfg.listen_port, cfg.data_dir, cfg.access_key);
+    fflush(stdout);
+
+    int sig = 0;
+    sigwait(&set, &sig);
+    wh_info("main", "signal received sig=%s, shutting down", sig == SIGTERM ? "TERM" : "INT");
+    srv_stop(srv);
+    return 0;
+}

@@ -1,0 +1,34 @@
+/* Server metrics: lock-free counters rendered as Prometheus text on GET /metrics. */
+#ifndef WH_SERVER_METRICS_H
+#define WH_SERVER_METRICS_H
+
+#include "base/util.h"
+#include "server/route.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define SRV_METRICS_MAX_STATUS 600
+#define SRV_METRICS_NBUCKETS 15
+
+typedef struct srv_metrics {
+    _Atomic uint64_t requests[SRV_API__COUNT][SRV_METRICS_MAX_STATUS];
+    _Atomic uint64_t lat_bucket[SRV_API__COUNT][SRV_METRICS_NBUCKETS]; /* non-cumulative */
+    _Atomic uint64_t lat_count[SRV_API__COUNT];
+    _Atomic uint64_t lat_sum_ns[SRV_API__COUNT];
+    _Atomic uint64_t http_rx_bytes;    /* request body bytes received */
+    _Atomic uint64_t http_tx_bytes;    /* response body bytes sent (completed responses) */
+    _Atomic uint64_t http_read_bytes;  /* object bytes served by GET over HTTP */
+    _Atomic uint64_t http_read_ops;
+    _Atomic uint64_t http_write_bytes; /* object bytes received by PUT/UploadPart over HTTP */
+    _Atomic uint64_t http_write_ops;
+    _Atomic int64_t inflight;
+    double start_time;
+} srv_metrics_t;
+
+void srv_metrics_init(srv_metrics_t *m);
+void srv_metrics_request(srv_metrics_t *m, srv_api_t api, int status, uint64_t dur_ns);
+/* Appends the HTTP-side metrics (the RDMA engine appends its own). */
+void srv_metrics_render(srv_metrics_t *m, wh_sbuf_t *out);
+
+#endif

@@ -1,0 +1,157 @@
+/* wharfd's HTTP front: two libmicrohttpd daemons (TCP and a Unix-domain socket), one request
+ * object per HTTP request, SigV4 on everything except /health and /metrics, and the S3
+ * handlers of s3api.c. Each connection has its own thread (MHD_USE_THREAD_PER_CONNECTION),
+ * so handlers may block on disk and on RDMA transfers. */
+#ifndef WH_SERVER_SERVER_H
+#define WH_SERVER_SERVER_H
+
+#include "base/digest.h"
+#include "base/status.h"
+#include "base/util.h"
+#include "s3/chunked.h"
+#include "s3/errors.h"
+#include "s3/sigv4.h"
+#include "server/metrics.h"
+#include "server/rdma.h"
+#include "server/route.h"
+#include "store/store.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct MHD_Connection;
+struct MHD_Daemon;
+struct MHD_Response;
+
+#define SRV_VERSION "0.1.0"
+#define SRV_SERVER_HEADER "wharfd/" SRV_VERSION
+/* Request header section cap (names + values), as S3 refuses large header sections. */
+#define SRV_MAX_HEADER_BYTES (16 * 1024)
+/* Largest XML request body (CompleteMultipartUpload with 10000 parts, DeleteObjects). */
+#define SRV_MAX_XML_BODY (8u << 20)
+/* S3's single-PUT limit. */
+#define SRV_MAX_PUT_SIZE (5ULL << 30)
+
+typedef struct srv_config {
+    const char *data_dir;
+    const char *listen_host;  /* "127.0.0.1" */
+    uint16_t listen_port;
+    const char *unix_path;    /* NULL: DIR/wharfd.sock; "" disables the Unix socket */
+    const char *region;
+    const char *access_key;
+    const char *secret_key;
+    srv_rdma_config_t rdma;
+    unsigned shutdown_grace_s; /* bounded wait for in-flight requests at stop */
+    unsigned conn_timeout_s;   /* idle/stalled connection timeout */
+} srv_config_t;
+
+void srv_config_init(srv_config_t *cfg);
+
+typedef struct srv srv_t;
+
+/* Opens the store and the RDMA engine, starts both listeners. */
+wh_status_t srv_start(const srv_config_t *cfg, srv_t **out);
+/* Stops accepting, waits up to shutdown_grace_s for in-flight requests, stops the daemons,
+ * closes the RDMA engine and the store. NULL-safe. */
+void srv_stop(srv_t *s);
+
+/* ------------------------------------------------------------------------------------------
+ * Internal: shared by http.c (the MHD glue) and s3api.c (the handlers). */
+
+typedef struct srv_listener {
+    struct srv *srv;
+    bool is_unix;
+} srv_listener_t;
+
+struct srv {
+    srv_config_t cfg;
+    srv_listener_t tcp_l, unix_l;
+    char *unix_path;
+    int unix_fd;
+    struct MHD_Daemon *tcp_d;
+    struct MHD_Daemon *unix_d;
+    store_t *store;
+    srv_rdma_t *rdma;
+    srv_metrics_t metrics;
+    _Atomic uint64_t req_seq;
+    uint64_t id_salt;
+};
+
+typedef struct srv_hdr {
+    char *lname; /* lowercase */
+    char *value; /* repeated headers are joined with "," */
+} srv_hdr_t;
+
+typedef enum {
+    SRV_BODY_NONE = 0, /* the API takes no body; a response is queued on the first call */
+    SRV_BODY_DISCARD,  /* an error is pending: read and drop the rest */
+    SRV_BODY_BUFFER,   /* XML bodies: kept in memory up to SRV_MAX_XML_BODY */
+    SRV_BODY_WRITER,   /* object bytes: streamed into a store writer */
+} srv_body_kind_t;
+
+typedef struct srv_req {
+    srv_t *srv;
+    struct MHD_Connection *conn;
+    char id[17];
+    uint64_t t0_ns;
+    char *raw_uri;
+    char *path;  /* raw path, percent-encoded */
+    char *query; /* raw query or NULL */
+    const char *method;
+    srv_hdr_t *hdrs;
+    size_t nhdrs, hdrs_cap, hdr_bytes;
+    srv_peer_t peer;
+    srv_route_t route;
+    s3_auth_t auth;
+    bool started, responded, head;
+    bool deferred; /* no body: request_begin runs on the second call */
+    bool token_req; /* carries x-amz-rdma-token: error replies have no body */
+    int status;
+    uint64_t tx_body;
+    bool http_read; /* counts tx_body as GET bytes served over HTTP */
+
+    /* Request body pipeline: raw -> (sha256 | aws-chunked decoder) -> sink. */
+    srv_body_kind_t body;
+    uint64_t rx, decoded;
+    wh_sbuf_t buf;
+    store_writer_t *w;
+    s3_chunked_t *chunked;
+    wh_sha256_t sha;
+    bool sha_on;
+    s3_err_t body_err;
+    char body_msg[256];
+
+    /* Per-API state set at begin, used at finish. */
+    uint8_t content_md5[WH_MD5_LEN];
+    bool has_md5;
+    uint32_t part_number;
+    char *upload_id;
+} srv_req_t;
+
+/* Header value by lowercase name, or NULL. */
+const char *srv_hdr(const srv_req_t *r, const char *lname);
+
+/* Replies. Each queues exactly one response (later calls are ignored) and records the status.
+ * Common headers (x-amz-request-id, Server) are added here. resp is consumed. */
+void srv_reply(srv_req_t *r, int status, struct MHD_Response *resp);
+void srv_reply_empty(srv_req_t *r, int status);
+/* Takes the XML document out of xml. */
+void srv_reply_xml(srv_req_t *r, int status, wh_sbuf_t *xml);
+/* S3 error: the XML error document, or for HEAD and RDMA-token requests no body and the code
+ * and message in x-amz-error-code / x-amz-error-message. msg NULL: the default message. */
+void srv_reply_err(srv_req_t *r, s3_err_t e, const char *msg);
+void srv_reply_err_raw(srv_req_t *r, int status, const char *code, const char *msg,
+                       struct MHD_Response *resp);
+/* Adds a header; returns false on failure (logged). */
+bool srv_resp_header(struct MHD_Response *resp, const char *name, const char *value);
+struct MHD_Response *srv_resp_buffer(void *data, size_t len); /* takes malloc'd data */
+struct MHD_Response *srv_resp_empty(void);
+
+/* s3api.c: begin runs on the first call after auth; it replies at once or sets r->body to
+ * receive a body. finish runs after the whole body arrived (no pending body error). */
+void srv_s3_begin(srv_req_t *r);
+void srv_s3_finish(srv_req_t *r);
+/* Called when the request ends; aborts an uncommitted writer. */
+void srv_s3_cleanup(srv_req_t *r);
+
+#endif
