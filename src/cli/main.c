@@ -1,0 +1,814 @@
+/* wharf: the command-line client. mb, rb, ls, rm, stat, cp, verify; bench and report dispatch to
+ * src/cli/bench.c. Everything goes through libwharf's public ABI.
+ *
+ * Global flags (anywhere on the command line) and their environment variables:
+ *   --endpoint URL      WHARF_ENDPOINT      default http://127.0.0.1:9000
+ *   --access-key K      WHARF_ACCESS_KEY    default wharfadmin
+ *   --secret-key S      WHARF_SECRET_KEY    default wharfadmin-secret
+ *   --region R          WHARF_REGION        default us-east-1
+ *   --provider P        WHARF_PROVIDER      default auto (ofi+shm with a unix socket, else ofi+tcp)
+ *   --unix-socket PATH  WHARF_UNIX_SOCKET   default ./data/wharfd.sock when it exists and the
+ *                                           endpoint is the default one (what `make run` starts)
+ *   --fallback fail|http WHARF_FALLBACK     default fail */
+#include "cli/cli.h"
+
+#include "cli/bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_ENDPOINT "http://127.0.0.1:9000"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: wharf [global flags] <command> [args]\n"
+            "commands:\n"
+            "  mb s3://bucket                 create a bucket\n"
+            "  rb s3://bucket                 delete an empty bucket\n"
+            "  ls [s3://bucket[/prefix]]      list buckets, or objects under a prefix\n"
+            "  rm s3://bucket/key             delete an object\n"
+            "  stat s3://bucket/key           show an object's size, etag, mtime, checksum\n"
+            "  cp SRC DST                     copy a local file to s3://bucket/key or back\n"
+            "       --transport rdma|http|auto  (default auto: rdma when a provider is open)\n"
+            "  verify                         PUT and GET 64 MiB over RDMA and check that the\n"
+            "                                 server counted it as RDMA; prints PASS or FAIL\n"
+            "       --size BYTES  --bucket NAME\n"
+            "  bench ..., report ...          the benchmark (src/cli/bench.c)\n"
+            "global flags (env):\n"
+            "  --endpoint URL (WHARF_ENDPOINT, default " DEFAULT_ENDPOINT ")\n"
+            "  --access-key K (WHARF_ACCESS_KEY)  --secret-key S (WHARF_SECRET_KEY)\n"
+            "  --region R (WHARF_REGION, default us-east-1)\n"
+            "  --provider auto|ofi+shm|ofi+tcp|none (WHARF_PROVIDER, default auto)\n"
+            "  --unix-socket PATH (WHARF_UNIX_SOCKET, default ./data/wharfd.sock if present)\n"
+            "  --fallback fail|http (WHARF_FALLBACK, default fail)\n"
+            "  --concurrency N  --chunk-size BYTES  --no-verify  --quiet\n");
+}
+
+/* ---- small helpers ---------------------------------------------------------------------- */
+
+int cli_parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *s == '-')
+        return -1;
+    uint64_t mul = 1;
+    if (!strcmp(end, "") || !strcmp(end, "B"))
+        mul = 1;
+    else if (!strcasecmp(end, "K") || !strcasecmp(end, "KiB"))
+        mul = 1ull << 10;
+    else if (!strcasecmp(end, "M") || !strcasecmp(end, "MiB"))
+        mul = 1ull << 20;
+    else if (!strcasecmp(end, "G") || !strcasecmp(end, "GiB"))
+        mul = 1ull << 30;
+    else
+        return -1;
+    if (v > UINT64_MAX / mul)
+        return -1;
+    *out = v * mul;
+    return 0;
+}
+
+int cli_parse_s3(const char *url, char *bucket, size_t blen, const char **key)
+{
+    if (strncmp(url, "s3://", 5) != 0)
+        return -1;
+    const char *b = url + 5;
+    const char *slash = strchr(b, '/');
+    size_t n = slash ? (size_t)(slash - b) : strlen(b);
+    if (n == 0 || n >= blen)
+        return -1;
+    memcpy(bucket, b, n);
+    bucket[n] = '\0';
+    *key = slash ? slash + 1 : "";
+    return 0;
+}
+
+void cli_fmt_bytes(uint64_t n, char *out, size_t outlen)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)n;
+    unsigned i = 0;
+    while (v >= 1024 && i < 4) {
+        v /= 1024;
+        i++;
+    }
+    if (i == 0)
+        snprintf(out, outlen, "%" PRIu64 " B", n);
+    else
+        snprintf(out, outlen, "%.1f %s", v, u[i]);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static const char *transport_name(wharf_transport_t t)
+{
+    switch (t) {
+    case WHARF_TRANSPORT_RDMA: return "rdma";
+    case WHARF_TRANSPORT_HTTP: return "http";
+    case WHARF_TRANSPORT_NONE: return "none";
+    default: return "auto";
+    }
+}
+
+void cli_print_report(FILE *f, const char *what, const wharf_report_t *r)
+{
+    char b[32];
+    cli_fmt_bytes(r->bytes, b, sizeof b);
+    double mbs = r->wall_s > 0 ? (double)r->bytes / r->wall_s / 1e6 : 0;
+    fprintf(f, "%s: transport %s%s%s%s, %s (%" PRIu64 " bytes) in %.3f s (%.1f MB/s), "
+            "%u requests, %u retries, crc64nvme %016" PRIx64 "%s%s\n",
+            what, transport_name(r->transport), r->provider[0] ? " (" : "", r->provider,
+            r->provider[0] ? ")" : "", b, r->bytes, r->wall_s, mbs, r->requests, r->retries,
+            r->crc64nvme, r->etag[0] ? ", etag " : "", r->etag);
+    if (r->fell_back)
+        fprintf(f, "%s: fell back to HTTP: %s\n", what, r->fallback_reason);
+}
+
+static wharf_fallback_t parse_fallback(const char *s, bool *ok)
+{
+    *ok = true;
+    if (!s || !strcmp(s, "fail"))
+        return WHARF_FALLBACK_FAIL;
+    if (!strcmp(s, "http"))
+        return WHARF_FALLBACK_HTTP;
+    *ok = false;
+    return WHARF_FALLBACK_FAIL;
+}
+
+int cli_client(const cli_t *g, wharf_client_t **out)
+{
+    wharf_client_config_t cfg;
+    wharf_client_config_init(&cfg, sizeof cfg);
+    cfg.endpoint = g->endpoint;
+    cfg.access_key = g->access_key;
+    cfg.secret_key = g->secret_key;
+    cfg.region = g->region;
+    cfg.provider = g->provider;
+    cfg.unix_socket = g->unix_socket;
+    cfg.fallback = g->fallback;
+    if (g->concurrency)
+        cfg.concurrency = g->concurrency;
+    if (g->chunk_size)
+        cfg.chunk_size = g->chunk_size;
+    cfg.verify_checksum = g->verify;
+    wharf_status_t st = wharf_client_create(&cfg, out);
+    if (st != WHARF_OK) {
+        fprintf(stderr, "wharf: cannot create the client: %s (%s)\n", wharf_last_error(),
+                wharf_status_str(st));
+        return 1;
+    }
+    return 0;
+}
+
+int cli_fail(const char *what, wharf_status_t st)
+{
+    const char *m = wharf_last_error();
+    fprintf(stderr, "wharf %s: %s\n", what, m && *m ? m : wharf_status_str(st));
+    return 1;
+}
+
+/* ---- simple commands -------------------------------------------------------------------- */
+
+static int need_bucket(const char *cmd, int argc, char **argv, char *bucket, const char **key)
+{
+    if (argc != 1 || cli_parse_s3(argv[0], bucket, 256, key) != 0) {
+        fprintf(stderr, "wharf %s: expected one s3://bucket%s argument\n", cmd,
+                strcmp(cmd, "mb") && strcmp(cmd, "rb") ? "/key" : "");
+        return 2;
+    }
+    return 0;
+}
+
+static int cmd_mb_rb(const cli_t *g, const char *cmd, int argc, char **argv)
+{
+    char bucket[256];
+    const char *key;
+    int rc = need_bucket(cmd, argc, argv, bucket, &key);
+    if (rc)
+        return rc;
+    wharf_client_t *c;
+    if (cli_client(g, &c))
+        return 1;
+    wharf_status_t st = !strcmp(cmd, "mb") ? wharf_bucket_create(c, bucket)
+                                            : wharf_bucket_delete(c, bucket);
+    if (st == WHARF_OK && !g->quiet)
+        printf("%s: s3://%s\n", !strcmp(cmd, "mb") ? "make_bucket" : "remove_bucket", bucket);
+    rc = st == WHARF_OK ? 0 : cli_fail(cmd, st);
+    wharf_client_destroy(c);
+    return rc;
+}
+
+static void fmt_time(int64_t t, char out[20])
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    strftime(out, 20, "%Y-%m-%d %H:%M:%S", &tm);
+}
+
+static int ls_bucket_cb(void *arg, const char *name, uint64_t length, int64_t mtime,
+                        const char *etag)
+{
+    char t[20];
+    fmt_time(mtime, t);
+    printf("%s  %s\n", t, name);
+    return 0;
+}
+
+static int ls_object_cb(void *arg, const char *key, uint64_t length, int64_t mtime,
+                        const char *etag)
+{
+    char t[20];
+    fmt_time(mtime, t);
+    printf("%s %12" PRIu64 " %s\n", t, length, key);
+    return 0;
+}
+
+static int cmd_ls(const cli_t *g, int argc, char **argv)
+{
+    char bucket[256];
+    const char *prefix = NULL;
+    if (argc > 1 || (argc == 1 && cli_parse_s3(argv[0], bucket, sizeof bucket, &prefix) != 0)) {
+        fprintf(stderr, "wharf ls: expected no argument or one s3://bucket[/prefix]\n");
+        return 2;
+    }
+    wharf_client_t *c;
+    if (cli_client(g, &c))
+        return 1;
+    wharf_status_t st = argc == 0 ? wharf_bucket_list(c, ls_bucket_cb, NULL)
+                                  : wharf_object_list(c, bucket, prefix, ls_object_cb, NULL);
+    int rc = st == WHARF_OK ? 0 : cli_fail("ls", st);
+    wharf_client_destroy(c);
+    return rc;
+}
+
+static int cmd_rm(const cli_t *g, int argc, char **argv)
+{
+    char bucket[256];
+    const char *key;
+    int rc = need_bucket("rm", argc, argv, bucket, &key);
+    if (rc)
+        return rc;
+    if (!*key) {
+        fprintf(stderr, "wharf rm: %s names no key; use rb to delete a bucket\n", argv[0]);
+        return 2;
+    }
+    wharf_client_t *c;
+    if (cli_client(g, &c))
+        return 1;
+    wharf_status_t st = wharf_object_delete(c, bucket, key);
+    if (st == WHARF_OK && !g->quiet)
+        printf("delete: s3://%s/%s\n", bucket, key);
+    rc = st == WHARF_OK ? 0 : cli_fail("rm", st);
+    wharf_client_destroy(c);
+    return rc;
+}
+
+static int cmd_stat(const cli_t *g, int argc, char **argv)
+{
+    char bucket[256];
+    const char *key;
+    int rc = need_bucket("stat", argc, argv, bucket, &key);
+    if (rc)
+        return rc;
+    if (!*key) {
+        fprintf(stderr, "wharf stat: %s names no key\n", argv[0]);
+        return 2;
+    }
+    wharf_client_t *c;
+    if (cli_client(g, &c))
+        return 1;
+    wharf_stat_t s;
+    wharf_stat_init(&s, sizeof s);
+    wharf_status_t st = wharf_object_stat(c, bucket, key, &s);
+    if (st == WHARF_OK) {
+        char t[20];
+        fmt_time(s.mtime, t);
+        printf("key: s3://%s/%s\nsize: %" PRIu64 "\netag: %s\nlast-modified: %s UTC\n"
+               "content-type: %s\n", bucket, key, s.length, s.etag, t, s.content_type);
+        if (s.has_crc64nvme)
+            printf("crc64nvme: %016" PRIx64 "\n", s.crc64nvme);
+    }
+    rc = st == WHARF_OK ? 0 : cli_fail("stat", st);
+    wharf_client_destroy(c);
+    return rc;
+}
+
+/* ---- cp --------------------------------------------------------------------------------- */
+
+typedef struct progress {
+    const char *label;
+    uint64_t total;
+    _Atomic uint64_t done;
+    atomic_bool stop;
+    bool known; /* done is meaningful (GET in segments); else elapsed time only */
+    double t0;
+    pthread_t th;
+    bool running;
+} progress_t;
+
+static void progress_draw(progress_t *p, bool final)
+{
+    char a[32], b[32];
+    uint64_t done = atomic_load(&p->done);
+    double el = now_s() - p->t0;
+    cli_fmt_bytes(done, a, sizeof a);
+    cli_fmt_bytes(p->total, b, sizeof b);
+    if (p->known || final) {
+        int pct = p->total ? (int)(done * 100 / p->total) : 100;
+        int w = 30, fill = pct * w / 100;
+        char bar[32];
+        for (int i = 0; i < w; i++)
+            bar[i] = i < fill ? '#' : '.';
+        bar[w] = '\0';
+        fprintf(stderr, "\r%s [%s] %3d%% %s/%s %.1fs ", p->label, bar, pct, a, b, el);
+    } else {
+        static const char spin[] = "|/-\\";
+        fprintf(stderr, "\r%s [%c] %s %.1fs ", p->label, spin[(int)(el * 5) % 4], b, el);
+    }
+    if (final)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static void *progress_main(void *arg)
+{
+    progress_t *p = arg;
+    while (!atomic_load(&p->stop)) {
+        progress_draw(p, false);
+        usleep(200000);
+    }
+    return NULL;
+}
+
+static void progress_start(progress_t *p, const cli_t *g, const char *label, uint64_t total,
+                           bool known)
+{
+    memset(p, 0, sizeof *p);
+    p->label = label;
+    p->total = total;
+    p->known = known;
+    p->t0 = now_s();
+    if (g->quiet || !isatty(STDERR_FILENO))
+        return;
+    p->running = pthread_create(&p->th, NULL, progress_main, p) == 0;
+}
+
+static void progress_stop(progress_t *p, bool ok)
+{
+    if (!p->running)
+        return;
+    atomic_store(&p->stop, true);
+    pthread_join(p->th, NULL);
+    if (ok)
+        atomic_store(&p->done, p->total);
+    progress_draw(p, true);
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static int parse_transport(const char *s, wharf_transport_t *t)
+{
+    if (!s || !strcmp(s, "auto"))
+        *t = WHARF_TRANSPORT_AUTO;
+    else if (!strcmp(s, "rdma"))
+        *t = WHARF_TRANSPORT_RDMA;
+    else if (!strcmp(s, "http"))
+        *t = WHARF_TRANSPORT_HTTP;
+    else
+        return -1;
+    return 0;
+}
+
+static int cp_upload(const cli_t *g, wharf_client_t *c, const char *path, const char *bucket,
+                     const char *key, wharf_transport_t t)
+{
+    int rc = 1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "wharf cp: cannot open %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fprintf(stderr, "wharf cp: %s is not a regular file\n", path);
+        close(fd);
+        return 1;
+    }
+    uint64_t size = (uint64_t)sb.st_size;
+    void *p = NULL;
+    wharf_mem_t *m = NULL;
+    static const char empty[1];
+    if (size) {
+        p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED) {
+            fprintf(stderr, "wharf cp: cannot map %s: %s\n", path, strerror(errno));
+            close(fd);
+            return 1;
+        }
+        madvise(p, size, MADV_SEQUENTIAL);
+        if (t != WHARF_TRANSPORT_HTTP && strcmp(wharf_client_provider(c), "none") != 0) {
+            wharf_status_t st = wharf_mem_register(c, p, size, WHARF_MEM_HOST, &m);
+            if (st != WHARF_OK) {
+                rc = cli_fail("cp", st);
+                goto out;
+            }
+        }
+    }
+    wharf_xfer_opts_t o;
+    wharf_xfer_opts_init(&o, sizeof o);
+    o.transport = t;
+    wharf_report_t r;
+    wharf_report_init(&r, sizeof r);
+    progress_t pr;
+    char label[256];
+    snprintf(label, sizeof label, "upload %s", base_name(path));
+    progress_start(&pr, g, label, size, false);
+    wharf_status_t st = wharf_object_put(c, bucket, key, size ? p : empty, size, &o, &r);
+    progress_stop(&pr, st == WHARF_OK);
+    if (st != WHARF_OK) {
+        rc = cli_fail("cp", st);
+        goto out;
+    }
+    if (!g->quiet) {
+        printf("upload: %s to s3://%s/%s\n", path, bucket, key);
+        cli_print_report(stdout, "cp", &r);
+    }
+    rc = 0;
+out:
+    wharf_mem_deregister(m);
+    if (size)
+        munmap(p, size);
+    close(fd);
+    return rc;
+}
+
+static int cp_download(const cli_t *g, wharf_client_t *c, const char *bucket, const char *key,
+                       const char *path, wharf_transport_t t)
+{
+    wharf_stat_t s;
+    wharf_stat_init(&s, sizeof s);
+    wharf_status_t st = wharf_object_stat(c, bucket, key, &s);
+    if (st != WHARF_OK)
+        return cli_fail("cp", st);
+    int rc = 1;
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "wharf cp: cannot create %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    uint64_t size = s.length;
+    void *p = NULL;
+    wharf_mem_t *m = NULL;
+    wharf_report_t total;
+    wharf_report_init(&total, sizeof total);
+    if (size == 0) {
+        rc = 0;
+        goto done;
+    }
+    if (ftruncate(fd, (off_t)size) != 0) {
+        fprintf(stderr, "wharf cp: cannot size %s to %" PRIu64 " bytes: %s\n", path, size,
+                strerror(errno));
+        goto out;
+    }
+    p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        p = NULL;
+        fprintf(stderr, "wharf cp: cannot map %s: %s\n", path, strerror(errno));
+        goto out;
+    }
+    if (t != WHARF_TRANSPORT_HTTP && strcmp(wharf_client_provider(c), "none") != 0) {
+        st = wharf_mem_register(c, p, size, WHARF_MEM_HOST, &m);
+        if (st != WHARF_OK) {
+            rc = cli_fail("cp", st);
+            goto out;
+        }
+    }
+    wharf_xfer_opts_t o;
+    wharf_xfer_opts_init(&o, sizeof o);
+    o.transport = t;
+    /* In segments, so the progress bar moves; each segment still runs in parallel pieces. */
+    uint64_t seg = 256ull << 20;
+    progress_t pr;
+    char label[256];
+    snprintf(label, sizeof label, "download %s", base_name(key));
+    progress_start(&pr, g, label, size, true);
+    double t0 = now_s();
+    for (uint64_t off = 0; off < size; off += seg) {
+        uint64_t n = size - off < seg ? size - off : seg;
+        wharf_report_t r;
+        wharf_report_init(&r, sizeof r);
+        st = wharf_object_get(c, bucket, key, (char *)p + off, n, off, n, &o, &r);
+        if (st != WHARF_OK)
+            break;
+        if (r.bytes != n) {
+            st = WHARF_ERR_PROTOCOL;
+            fprintf(stderr, "wharf cp: got %" PRIu64 " of %" PRIu64 " bytes at offset %" PRIu64
+                    " (did the object change?)\n", r.bytes, n, off);
+            break;
+        }
+        if (off == 0) {
+            total = r;
+        } else {
+            total.bytes += r.bytes;
+            total.requests += r.requests;
+            total.retries += r.retries;
+            if (r.transport == WHARF_TRANSPORT_HTTP)
+                total.transport = WHARF_TRANSPORT_HTTP;
+            if (r.fell_back && !total.fell_back) {
+                total.fell_back = 1;
+                memcpy(total.fallback_reason, r.fallback_reason, sizeof r.fallback_reason);
+            }
+            total.crc64nvme = 0; /* per segment only */
+        }
+        atomic_fetch_add(&pr.done, n);
+    }
+    total.wall_s = now_s() - t0;
+    progress_stop(&pr, st == WHARF_OK);
+    if (st != WHARF_OK) {
+        rc = st == WHARF_ERR_PROTOCOL && !*wharf_last_error() ? 1 : cli_fail("cp", st);
+        goto out;
+    }
+    if (msync(p, size, MS_SYNC) != 0) {
+        fprintf(stderr, "wharf cp: writing %s failed: %s\n", path, strerror(errno));
+        goto out;
+    }
+    rc = 0;
+done:
+    if (!g->quiet) {
+        printf("download: s3://%s/%s to %s\n", bucket, key, path);
+        cli_print_report(stdout, "cp", &total);
+    }
+out:
+    wharf_mem_deregister(m);
+    if (p)
+        munmap(p, size);
+    close(fd);
+    if (rc != 0)
+        unlink(path);
+    return rc;
+}
+
+static int cmd_cp(const cli_t *g, int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "wharf cp: expected SRC DST (one of them s3://bucket/key)\n");
+        return 2;
+    }
+    wharf_transport_t t;
+    if (parse_transport(g->transport, &t) != 0) {
+        fprintf(stderr, "wharf cp: --transport must be rdma, http or auto, not %s\n",
+                g->transport);
+        return 2;
+    }
+    bool s3src = !strncmp(argv[0], "s3://", 5), s3dst = !strncmp(argv[1], "s3://", 5);
+    if (s3src == s3dst) {
+        fprintf(stderr, "wharf cp: exactly one of SRC and DST must be s3://bucket/key\n");
+        return 2;
+    }
+    char bucket[256], keybuf[1200], pathbuf[4096];
+    const char *key;
+    if (cli_parse_s3(s3src ? argv[0] : argv[1], bucket, sizeof bucket, &key) != 0) {
+        fprintf(stderr, "wharf cp: bad s3 URL %s\n", s3src ? argv[0] : argv[1]);
+        return 2;
+    }
+    wharf_client_t *c;
+    if (cli_client(g, &c))
+        return 1;
+    int rc;
+    if (s3dst) {
+        if (!*key || key[strlen(key) - 1] == '/') {
+            snprintf(keybuf, sizeof keybuf, "%s%s", key, base_name(argv[0]));
+            key = keybuf;
+        }
+        rc = cp_upload(g, c, argv[0], bucket, key, t);
+    } else {
+        if (!*key) {
+            fprintf(stderr, "wharf cp: %s names no key\n", argv[0]);
+            wharf_client_destroy(c);
+            return 2;
+        }
+        const char *path = argv[1];
+        struct stat sb;
+        size_t pl = strlen(path);
+        if ((stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) || (pl && path[pl - 1] == '/')) {
+            snprintf(pathbuf, sizeof pathbuf, "%s%s%s", path, pl && path[pl - 1] == '/' ? "" : "/",
+                     base_name(key));
+            path = pathbuf;
+        }
+        rc = cp_download(g, c, bucket, key, path, t);
+    }
+    wharf_client_destroy(c);
+    return rc;
+}
+
+/* ---- globals and dispatch --------------------------------------------------------------- */
+
+static const char *env_or(const char *name, const char *def)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : def;
+}
+
+static bool is_default_endpoint(const char *ep)
+{
+    return !strcmp(ep, DEFAULT_ENDPOINT) || !strcmp(ep, DEFAULT_ENDPOINT "/") ||
+           !strcmp(ep, "http://localhost:9000") || !strcmp(ep, "http://localhost:9000/");
+}
+
+/* Pulls the global flags (and per-command flags: --transport, --size, --bucket) out of argv,
+ * leaving the command and its positional arguments in rest. */
+static int parse_args(int argc, char **argv, cli_t *g, int *rargc, char **rest)
+{
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        static const char *const with_val[] = {
+            "--endpoint", "--access-key", "--secret-key", "--region", "--provider",
+            "--unix-socket", "--fallback", "--transport", "--concurrency", "--chunk-size",
+            "--size", "--bucket", NULL};
+        const char *val = NULL;
+        const char *flag = NULL;
+        if (!strcmp(a, "--")) {
+            while (++i < argc)
+                rest[n++] = argv[i];
+            break;
+        }
+        if (n == 0 && (!strcmp(a, "bench") || !strcmp(a, "report"))) {
+            /* the benchmark parses its own flags: hand over the rest untouched */
+            while (i < argc)
+                rest[n++] = argv[i++];
+            break;
+        }
+        for (size_t k = 0; with_val[k]; k++) {
+            size_t fl = strlen(with_val[k]);
+            if (!strncmp(a, with_val[k], fl) && (a[fl] == '\0' || a[fl] == '=')) {
+                flag = with_val[k];
+                if (a[fl] == '=') {
+                    val = a + fl + 1;
+                } else if (i + 1 < argc) {
+                    val = argv[++i];
+                } else {
+                    fprintf(stderr, "wharf: %s needs a value\n", flag);
+                    return 2;
+                }
+                break;
+            }
+        }
+        if (flag) {
+            if (!strcmp(flag, "--endpoint")) g->endpoint = val;
+            else if (!strcmp(flag, "--access-key")) g->access_key = val;
+            else if (!strcmp(flag, "--secret-key")) g->secret_key = val;
+            else if (!strcmp(flag, "--region")) g->region = val;
+            else if (!strcmp(flag, "--provider")) g->provider = val;
+            else if (!strcmp(flag, "--unix-socket")) g->unix_socket = val;
+            else if (!strcmp(flag, "--fallback")) g->fallback_s = val;
+            else if (!strcmp(flag, "--transport")) g->transport = val;
+            else if (!strcmp(flag, "--bucket")) g->bucket = val;
+            else if (!strcmp(flag, "--concurrency")) {
+                uint64_t v;
+                if (cli_parse_size(val, &v) != 0 || v == 0 || v > 64) {
+                    fprintf(stderr, "wharf: --concurrency must be 1..64\n");
+                    return 2;
+                }
+                g->concurrency = (unsigned)v;
+            } else {
+                uint64_t v;
+                if (cli_parse_size(val, &v) != 0 || v == 0) {
+                    fprintf(stderr, "wharf: %s takes a size such as 64M, not %s\n", flag, val);
+                    return 2;
+                }
+                if (!strcmp(flag, "--size"))
+                    g->size = v;
+                else
+                    g->chunk_size = v;
+            }
+            continue;
+        }
+        if (!strcmp(a, "--no-verify"))
+            g->verify = 0;
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q"))
+            g->quiet = true;
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+            g->help = true;
+        else if (!strcmp(a, "--version"))
+            g->version = true;
+        else
+            rest[n++] = argv[i];
+    }
+    *rargc = n;
+    return 0;
+}
+
+static int run_bench(const cli_t *g, int argc, char **argv)
+{
+    setenv("WHARF_ENDPOINT", g->endpoint, 1);
+    setenv("WHARF_ACCESS_KEY", g->access_key, 1);
+    setenv("WHARF_SECRET_KEY", g->secret_key, 1);
+    setenv("WHARF_REGION", g->region, 1);
+    setenv("WHARF_PROVIDER", g->provider, 1);
+    setenv("WHARF_FALLBACK", g->fallback_s ? g->fallback_s : "fail", 1);
+    if (g->unix_socket)
+        setenv("WHARF_UNIX_SOCKET", g->unix_socket, 1);
+    else
+        unsetenv("WHARF_UNIX_SOCKET");
+    return cli_bench_main(argc, argv);
+}
+
+int main(int argc, char **argv)
+{
+    cli_t g;
+    memset(&g, 0, sizeof g);
+    g.verify = 1;
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    if (!rest)
+        return 1;
+    int n = 0;
+    int rc = parse_args(argc, argv, &g, &n, rest);
+    if (rc)
+        goto out;
+    if (g.version) {
+        printf("wharf %s\n", wharf_version());
+        goto out;
+    }
+    if (g.help || n == 0) {
+        usage(g.help ? stdout : stderr);
+        rc = g.help ? 0 : 2;
+        goto out;
+    }
+    if (!g.endpoint)
+        g.endpoint = env_or("WHARF_ENDPOINT", DEFAULT_ENDPOINT);
+    if (!g.access_key)
+        g.access_key = env_or("WHARF_ACCESS_KEY", "wharfadmin");
+    if (!g.secret_key)
+        g.secret_key = env_or("WHARF_SECRET_KEY", "wharfadmin-secret");
+    if (!g.region)
+        g.region = env_or("WHARF_REGION", "us-east-1");
+    if (!g.provider)
+        g.provider = env_or("WHARF_PROVIDER", "auto");
+    if (!g.fallback_s)
+        g.fallback_s = env_or("WHARF_FALLBACK", "fail");
+    if (!g.unix_socket)
+        g.unix_socket = env_or("WHARF_UNIX_SOCKET", NULL);
+    if (!g.unix_socket && is_default_endpoint(g.endpoint) &&
+        access("./data/wharfd.sock", F_OK) == 0)
+        g.unix_socket = "./data/wharfd.sock";
+    if (g.unix_socket && !*g.unix_socket)
+        g.unix_socket = NULL;
+    bool ok;
+    g.fallback = parse_fallback(g.fallback_s, &ok);
+    if (!ok) {
+        fprintf(stderr, "wharf: --fallback must be fail or http, not %s\n", g.fallback_s);
+        rc = 2;
+        goto out;
+    }
+
+    const char *cmd = rest[0];
+    int cargc = n - 1;
+    char **cargv = rest + 1;
+    if (!strcmp(cmd, "mb") || !strcmp(cmd, "rb"))
+        rc = cmd_mb_rb(&g, cmd, cargc, cargv);
+    else if (!strcmp(cmd, "ls"))
+        rc = cmd_ls(&g, cargc, cargv);
+    else if (!strcmp(cmd, "rm"))
+        rc = cmd_rm(&g, cargc, cargv);
+    else if (!strcmp(cmd, "stat"))
+        rc = cmd_stat(&g, cargc, cargv);
+    else if (!strcmp(cmd, "cp"))
+        rc = cmd_cp(&g, cargc, cargv);
+    else if (!strcmp(cmd, "verify"))
+        rc = cli_verify(&g, cargc, cargv);
+    else if (!strcmp(cmd, "bench") || !strcmp(cmd, "report"))
+        rc = run_bench(&g, n, rest);
+    else {
+        fprintf(stderr, "wharf: unknown command %s\n", cmd);
+        usage(stderr);
+        rc = 2;
+    }
+out:
+    free(rest);
+    return rc;
+}
