@@ -208,6 +208,50 @@ typedef struct wharf_stats {
 WHARF_API void wharf_stats_init(wharf_stats_t *s, size_t size);
 WHARF_API wharf_status_t wharf_client_stats(wharf_client_t *c, wharf_stats_t *out);
 
+/* ==== safetensors headers (python/wharf and the loaders plan ranged GETs from these) ====
+ *
+ * A safetensors file is: u64 little-endian N, N bytes of JSON header, then the data section.
+ * Reading one takes two steps: wharf_st_header_len() on the first 8 bytes gives N, then
+ * wharf_st_parse() on the first 8+N bytes validates the whole header strictly (dtype names,
+ * shapes, offsets consistent with the data section, no overlaps or holes, no duplicates) and
+ * returns the table. Errors name the tensor and the field. */
+typedef struct wharf_st wharf_st_t;
+
+/* The reference implementation's limit on N; larger is refused as a "header bomb". */
+#define WHARF_ST_MAX_HEADER 100000000ull
+/* Most dimensions a tensor may have. */
+#define WHARF_ST_MAX_DIMS 64
+
+/* Reads N from prefix8 (8 bytes). file_size is the object's size (WHARF_WHOLE if unknown).
+ * Refuses N > WHARF_ST_MAX_HEADER, N < 2 and 8+N > file_size. */
+WHARF_API wharf_status_t wharf_st_header_len(const void *prefix8, uint64_t file_size,
+                                             uint64_t *n);
+/* Parses the header in buf[0..len) (len >= 8+N; bytes past 8+N are ignored). file_size is the
+ * object's size, so the data section is [8+N, file_size); with WHARF_WHOLE the data section is
+ * taken to end where the last tensor ends. *out is owned by the caller (wharf_st_free). */
+WHARF_API wharf_status_t wharf_st_parse(const void *buf, size_t len, uint64_t file_size,
+                                        wharf_st_t **out);
+/* Number of tensors (the __metadata__ entry is not one). */
+WHARF_API size_t wharf_st_count(const wharf_st_t *st);
+/* 8+N: where the data section starts in the file. */
+WHARF_API uint64_t wharf_st_data_offset(const wharf_st_t *st);
+/* Bytes in the data section. */
+WHARF_API uint64_t wharf_st_data_len(const wharf_st_t *st);
+/* Tensor i (0..count-1, in order of data offset). name and dtype ("BF16", ...) are owned by
+ * st. shape must hold shape_cap entries; *ndim is always set, and WHARF_ERR_TOO_LARGE is
+ * returned when shape_cap < *ndim. begin/end are relative to the data section. Any output
+ * pointer may be NULL. */
+WHARF_API wharf_status_t wharf_st_tensor(const wharf_st_t *st, size_t i, const char **name,
+                                         const char **dtype, uint32_t *ndim, uint64_t *shape,
+                                         uint32_t shape_cap, uint64_t *begin, uint64_t *end);
+/* The __metadata__ object re-serialised as compact JSON (a string-to-string map), or NULL when
+ * the header has none. Owned by st. */
+WHARF_API const char *wharf_st_metadata_json(const wharf_st_t *st);
+/* Bits per element of a safetensors dtype name ("F4": 4, "BF16": 16), 0 if unknown. */
+WHARF_API unsigned wharf_st_dtype_bits(const char *dtype);
+/* NULL-safe. */
+WHARF_API void wharf_st_free(wharf_st_t *st);
+
 #ifdef __cplusplus
 }
 #endif
