@@ -66,16 +66,16 @@ wh_status_t store_mpu_part_commit(store_t *st, const char *bucket, const char *k
         s = WH_ERR_NOT_FOUND;
         goto err;
     }
+    store_part_info_t info;
+    memset(&info, 0, sizeof info);
+    store_writer_md5_hex(w, info.etag); /* may mark the writer broken */
     if (w->broken) {
         s = WH_ERR_IO;
         goto err;
     }
-    store_part_info_t info;
-    memset(&info, 0, sizeof info);
     info.number = part;
     info.size = w->size;
     info.mtime = time(NULL);
-    store_writer_md5_hex(w, info.etag);
     wh_crc64nvme_b64(w->crc64, info.crc64nvme);
     wh_crc32c_b64(w->crc32c, info.crc32c);
     s = store_writer_publish(w);

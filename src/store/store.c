@@ -21,6 +21,10 @@
 #define STORE_DIR_MODE 0750
 /* Start writeback every this many bytes, so the fsync at commit has little left to do. */
 #define STORE_WRITEBACK_CHUNK (8ULL << 20)
+/* A writer moves its MD5 to a helper thread once this much was written (small PUTs stay
+ * inline: a thread costs more than hashing a few MiB). */
+#define STORE_MD5_THREAD_MIN (4ULL << 20)
+#define STORE_MD5_CHUNK (1U << 20)
 
 /* ---- validation ---- */
 
@@ -454,6 +458,76 @@ err:
     return s;
 }
 
+static void *store_md5_main(void *arg)
+{
+    store_writer_t *w = arg;
+    char *buf = malloc(STORE_MD5_CHUNK);
+    pthread_mutex_lock(&w->md5_lock);
+    if (!buf)
+        w->md5_err = ENOMEM;
+    while (!w->md5_err) {
+        while (w->md5_hashed == w->md5_avail && !w->md5_stop)
+            pthread_cond_wait(&w->md5_cond, &w->md5_lock);
+        if (w->md5_stop == 2 || w->md5_hashed == w->md5_avail)
+            break;
+        uint64_t from = w->md5_hashed, to = w->md5_avail;
+        pthread_mutex_unlock(&w->md5_lock);
+        int e = 0;
+        while (from < to && !e) {
+            size_t n = (size_t)WH_MIN(to - from, (uint64_t)STORE_MD5_CHUNK);
+            e = wh_pread_all(w->fd, buf, n, from);
+            if (!e) {
+                wh_md5_update(&w->md5, buf, n);
+                from += n;
+            }
+        }
+        pthread_mutex_lock(&w->md5_lock);
+        if (e)
+            w->md5_err = -e;
+        w->md5_hashed = from;
+    }
+    pthread_mutex_unlock(&w->md5_lock);
+    free(buf);
+    return NULL;
+}
+
+static void store_md5_start(store_writer_t *w)
+{
+    w->md5_avail = w->md5_hashed = w->size;
+    w->md5_stop = 0;
+    w->md5_err = 0;
+    pthread_mutex_init(&w->md5_lock, NULL);
+    pthread_cond_init(&w->md5_cond, NULL);
+    if (pthread_create(&w->md5_thread, NULL, store_md5_main, w) != 0) {
+        /* Not fatal: keep hashing inline. */
+        wh_debug("store", "cannot start md5 helper thread, hashing inline");
+        pthread_mutex_destroy(&w->md5_lock);
+        pthread_cond_destroy(&w->md5_cond);
+        return;
+    }
+    w->md5_threaded = true;
+}
+
+/* Stops the helper: how=1 waits until everything written is hashed, how=2 abandons it. */
+static void store_md5_join(store_writer_t *w, int how)
+{
+    if (!w->md5_threaded)
+        return;
+    pthread_mutex_lock(&w->md5_lock);
+    w->md5_stop = how;
+    pthread_cond_signal(&w->md5_cond);
+    pthread_mutex_unlock(&w->md5_lock);
+    pthread_join(w->md5_thread, NULL);
+    pthread_mutex_destroy(&w->md5_lock);
+    pthread_cond_destroy(&w->md5_cond);
+    w->md5_threaded = false;
+    if (how == 1 && (w->md5_err || w->md5_hashed != w->size)) {
+        errno = w->md5_err ? w->md5_err : EIO;
+        wh_error("store", "re-reading temp file %s/tmp/%s for md5 failed: %m", w->st->dir, w->id);
+        w->broken = true;
+    }
+}
+
 wh_status_t store_writer_write(store_writer_t *w, const void *p, size_t n)
 {
     if (w->broken)
@@ -473,10 +547,19 @@ wh_status_t store_writer_write(store_writer_t *w, const void *p, size_t n)
         w->broken = true;
         return wh_status_from_errno(-e);
     }
-    wh_md5_update(&w->md5, p, n);
     w->crc64 = wh_crc64nvme(w->crc64, p, n);
     w->crc32c = wh_crc32c(w->crc32c, p, n);
     w->size += n;
+    if (w->md5_threaded) {
+        pthread_mutex_lock(&w->md5_lock);
+        w->md5_avail = w->size;
+        pthread_cond_signal(&w->md5_cond);
+        pthread_mutex_unlock(&w->md5_lock);
+    } else {
+        wh_md5_update(&w->md5, p, n);
+        if (w->size >= STORE_MD5_THREAD_MIN)
+            store_md5_start(w);
+    }
     if (w->size - w->synced >= STORE_WRITEBACK_CHUNK) {
         /* Asynchronous: only starts writeback, so a large PUT does not end in one long fsync. */
         sync_file_range(w->fd, (off64_t)w->synced, (off64_t)(w->size - w->synced),
@@ -494,6 +577,7 @@ uint64_t store_writer_size(const store_writer_t *w)
 void store_writer_md5_hex(store_writer_t *w, char out[33])
 {
     if (!w->md5_done) {
+        store_md5_join(w, 1);
         uint8_t d[WH_MD5_LEN];
         wh_md5_final(&w->md5, d);
         wh_hex_encode(d, sizeof d, w->md5_hex);
@@ -534,6 +618,7 @@ void store_writer_free(store_writer_t *w)
 {
     if (!w)
         return;
+    store_md5_join(w, 2);
     if (w->fd >= 0)
         close(w->fd);
     if (!w->md5_done)
@@ -564,6 +649,8 @@ wh_status_t store_writer_commit(store_writer_t *w, const char *bucket, const cha
         s = WH_ERR_INVALID;
         goto err;
     }
+    char md5[33];
+    store_writer_md5_hex(w, md5); /* may mark the writer broken */
     if (w->broken) {
         s = WH_ERR_IO;
         goto err;
@@ -574,8 +661,6 @@ wh_status_t store_writer_commit(store_writer_t *w, const char *bucket, const cha
         s = WH_ERR_INVALID;
         goto err;
     }
-    char md5[33];
-    store_writer_md5_hex(w, md5);
     meta->size = w->size;
     if (!meta->etag[0])
         memcpy(meta->etag, md5, sizeof md5);
