@@ -1,0 +1,34 @@
+"""wharf: Python bindings of libwharf (the wharf S3-over-RDMA client), through ctypes over the
+public C ABI only.
+
+    import wharf
+    c = wharf.Client("http://127.0.0.1:9000", "ak", "sk", provider="ofi+shm",
+                     unix_socket="/data/wharfd.sock")
+    rep = c.get_into("bucket", "key", numpy_array_or_tensor)   # a Report: transport, bytes...
+
+wharf.torch (imported separately: it needs torch) has checkpoints, Hugging Face weights and
+datasets.
+"""
+from ._lib import WHOLE, lib as _lib_handle
+from .client import Client, ObjectInfo, Registration, Report, Stat, client_from_env
+from .errors import (AuthError, ChecksumError, DeclinedError, IncompleteCheckpointError,
+                     NotFoundError, SafetensorsError, WharfError)
+
+__version__ = "0.1.0"
+
+
+def library_version():
+    """libwharf's version string (loads the library)."""
+    return _lib_handle.wharf_version().decode()
+
+
+def library_path():
+    """Path of the libwharf loaded (loads it)."""
+    _lib_handle._load()
+    return _lib_handle.path
+
+
+__all__ = ["Client", "Report", "Stat", "ObjectInfo", "Registration", "WharfError",
+           "NotFoundError", "DeclinedError", "AuthError", "ChecksumError", "SafetensorsError",
+           "IncompleteCheckpointError", "client_from_env", "library_version", "library_path",
+           "WHOLE"]

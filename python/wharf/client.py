@@ -1,0 +1,601 @@
+"""wharf.Client: buckets and objects over libwharf, with RDMA into numpy arrays, torch tensors
+and any Python buffer.
+
+Registration is handled for the caller: a transfer over RDMA needs its buffer registered with
+the client, so the client keeps a small cache of registrations keyed by address range. A buffer
+found inside a cached range reuses it; otherwise the buffer is registered and cached. The cache
+holds a weak reference to the buffer's owner when the owner supports one (numpy arrays, torch
+tensors): the registration is dropped when the owner dies. Owners that cannot be weakly
+referenced (bytearray, memoryview) are held strongly, in a bounded LRU (max_cached_regs). For
+long-lived buffers, client.register(buf) pins a registration until .close().
+"""
+import ctypes
+import dataclasses
+import sys
+import threading
+import weakref
+
+from . import _lib
+from ._lib import lib
+from .errors import WharfError, check, from_status
+
+_TRANSPORTS = {"auto": _lib.TRANSPORT_AUTO, "rdma": _lib.TRANSPORT_RDMA,
+               "http": _lib.TRANSPORT_HTTP}
+_TRANSPORT_NAMES = {_lib.TRANSPORT_AUTO: "auto", _lib.TRANSPORT_RDMA: "rdma",
+                    _lib.TRANSPORT_HTTP: "http", _lib.TRANSPORT_NONE: "none"}
+
+
+@dataclasses.dataclass
+class Report:
+    """What one operation did. transport is "rdma", "http" or "none" (no bytes moved);
+    fell_back is True when RDMA was attempted and HTTP moved the bytes, reason says why."""
+    status: int
+    transport: str
+    bytes: int
+    requests: int
+    retries: int
+    fell_back: bool
+    reason: str
+    wall_s: float
+    first_byte_s: float
+    crc64nvme: int
+    etag: str
+    provider: str
+
+    @classmethod
+    def _from_c(cls, r):
+        return cls(status=r.status, transport=_TRANSPORT_NAMES.get(r.transport, str(r.transport)),
+                   bytes=r.bytes, requests=r.requests, retries=r.retries,
+                   fell_back=bool(r.fell_back),
+                   reason=r.fallback_reason.decode("utf-8", "replace"), wall_s=r.wall_s,
+                   first_byte_s=r.first_byte_s, crc64nvme=r.crc64nvme,
+                   etag=r.etag.decode("utf-8", "replace"),
+                   provider=r.provider.decode("utf-8", "replace"))
+
+
+@dataclasses.dataclass
+class Stat:
+    length: int
+    mtime: int
+    etag: str
+    content_type: str
+    crc64nvme: int = None
+
+
+@dataclasses.dataclass
+class ObjectInfo:
+    key: str
+    length: int
+    mtime: int
+    etag: str
+
+
+class _Buf:
+    """A contiguous buffer: address, length, owner (kept alive during the call), kind."""
+    __slots__ = ("addr", "nbytes", "owner", "kind", "writable", "weakable")
+
+    def __init__(self, addr, nbytes, owner, kind, writable, weakable):
+        self.addr, self.nbytes, self.owner = addr, nbytes, owner
+        self.kind, self.writable, self.weakable = kind, writable, weakable
+
+
+def _as_buf(obj, what):
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch.Tensor):
+        if obj.is_sparse or obj.layout != torch.strided:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"{what}: a {obj.layout} tensor has no "
+                             "contiguous bytes; pass a dense tensor")
+        if not obj.is_contiguous():
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"{what}: the tensor is not contiguous "
+                             "(transfers need one address range); pass t.contiguous()")
+        if obj.device.type not in ("cpu", "cuda"):
+            raise WharfError(_lib.WHARF_ERR_INVALID,
+                             f"{what}: tensors on {obj.device} are not supported")
+        kind = _lib.MEM_CUDA if obj.device.type == "cuda" else _lib.MEM_HOST
+        return _Buf(obj.data_ptr(), obj.numel() * obj.element_size(), obj, kind, True, True)
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(obj, np.ndarray):
+        if not (obj.flags.c_contiguous or obj.flags.f_contiguous):
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"{what}: the array is not contiguous "
+                             "(transfers need one address range); pass np.ascontiguousarray(a)")
+        return _Buf(obj.__array_interface__["data"][0], obj.nbytes, obj, _lib.MEM_HOST,
+                    bool(obj.flags.writeable), True)
+    try:
+        mv = memoryview(obj)
+    except TypeError:
+        raise WharfError(_lib.WHARF_ERR_INVALID,
+                         f"{what}: expected a numpy array, a torch tensor or a buffer "
+                         f"(bytes, bytearray, memoryview), not {type(obj).__name__}") from None
+    if not mv.contiguous:
+        raise WharfError(_lib.WHARF_ERR_INVALID, f"{what}: the buffer is not contiguous")
+    nbytes = mv.nbytes
+    if nbytes == 0:
+        return _Buf(0, 0, mv, _lib.MEM_HOST, not mv.readonly, False)
+    if mv.readonly:
+        import numpy
+        arr = numpy.frombuffer(mv, dtype=numpy.uint8)
+        addr = arr.__array_interface__["data"][0]
+        owner = arr
+    else:
+        flat = mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv
+        addr = ctypes.addressof((ctypes.c_char * nbytes).from_buffer(flat))
+        owner = mv
+    return _Buf(addr, nbytes, owner, _lib.MEM_HOST, not mv.readonly, False)
+
+
+class _Reg:
+    __slots__ = ("addr", "end", "handle", "kind", "ref", "strong", "inuse", "dead", "pinned",
+                 "__weakref__")
+
+    def __init__(self, addr, end, handle, kind):
+        self.addr, self.end, self.handle, self.kind = addr, end, handle, kind
+        self.ref = self.strong = None
+        self.inuse = 0
+        self.dead = False
+        self.pinned = False
+
+
+class Registration:
+    """A registration pinned by client.register(buf); deregistered by close() (or with)."""
+
+    def __init__(self, client, reg, owner):
+        self._client, self._reg, self._owner = client, reg, owner
+
+    @property
+    def addr(self):
+        return self._reg.addr
+
+    @property
+    def nbytes(self):
+        return self._reg.end - self._reg.addr
+
+    def close(self):
+        if self._reg is not None:
+            self._client._unpin(self._reg)
+            self._reg = self._owner = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Client:
+    """A libwharf client. Thread-safe: several threads may transfer at once, each into its own
+    buffer (or disjoint ranges of one). Survives fork: a DataLoader worker may use a client
+    made in the parent (libwharf re-initialises its transport in the child).
+
+    provider: "ofi+shm" (needs unix_socket, the server's Unix socket), "ofi+tcp", "auto",
+    or None/"none"/"http" for HTTP only. fallback: "fail" (default: an RDMA decline is an
+    error) or "http" (re-sent over HTTP; the Report says so and why)."""
+
+    def __init__(self, endpoint, access_key, secret_key, region="us-east-1", provider=None,
+                 unix_socket=None, concurrency=None, chunk_size=None, multipart_threshold=None,
+                 part_size=None, fallback="fail", verify_checksum=True, timeout_ms=None,
+                 max_retries=None, max_cached_regs=64):
+        if provider in ("http",):
+            provider = "none"
+        if fallback not in ("fail", "http"):
+            raise WharfError(_lib.WHARF_ERR_INVALID,
+                             f'fallback must be "fail" or "http", not {fallback!r}')
+        self._h = None
+        cfg = _lib.ClientConfig()
+        lib.wharf_client_config_init(ctypes.byref(cfg), ctypes.sizeof(cfg))
+        self._keep = []  # the config's strings must outlive the create call
+
+        def s(v):
+            if v is None:
+                return None
+            b = str(v).encode()
+            self._keep.append(b)
+            return b
+        cfg.endpoint, cfg.access_key, cfg.secret_key = s(endpoint), s(access_key), s(secret_key)
+        cfg.region = s(region) if region else cfg.region
+        cfg.provider = s(provider)
+        cfg.unix_socket = s(unix_socket)
+        if concurrency:
+            cfg.concurrency = int(concurrency)
+        if chunk_size:
+            cfg.chunk_size = int(chunk_size)
+        if multipart_threshold:
+            cfg.multipart_threshold = int(multipart_threshold)
+        if part_size:
+            cfg.part_size = int(part_size)
+        cfg.fallback = _lib.FALLBACK_HTTP if fallback == "http" else _lib.FALLBACK_FAIL
+        cfg.verify_checksum = 1 if verify_checksum else 0
+        if timeout_ms:
+            cfg.timeout_ms = int(timeout_ms)
+        if max_retries is not None:
+            cfg.max_retries = int(max_retries)
+        h = ctypes.c_void_p()
+        check(lib.wharf_client_create(ctypes.byref(cfg), ctypes.byref(h)),
+              f"creating a client for {endpoint}")
+        self._h = h
+        self.endpoint = endpoint
+        self.config = dict(endpoint=endpoint, access_key=access_key, secret_key=secret_key,
+                           region=region, provider=provider, unix_socket=unix_socket,
+                           concurrency=concurrency, chunk_size=chunk_size,
+                           multipart_threshold=multipart_threshold, part_size=part_size,
+                           fallback=fallback, verify_checksum=verify_checksum,
+                           timeout_ms=timeout_ms, max_retries=max_retries)
+        self._regs = []          # _Reg, most recently used last
+        self._reg_lock = threading.RLock()
+        self._max_cached = max_cached_regs
+        self._tls = threading.local()
+
+    # ---- lifetime --------------------------------------------------------------------------
+
+    def close(self):
+        """Drops every registration and destroys the client (no transfer may be in flight)."""
+        if self._h is None:
+            return
+        with self._reg_lock:
+            for r in self._regs:
+                lib.wharf_mem_deregister(r.handle)
+                r.handle = None
+            self._regs = []
+        lib.wharf_client_destroy(self._h)
+        self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _handle(self):
+        if self._h is None:
+            raise WharfError(_lib.WHARF_ERR_INVALID, "the client is closed")
+        return self._h
+
+    @property
+    def provider(self):
+        """The data-path provider in use ("ofi+shm", ...) or "none" (HTTP only)."""
+        p = lib.wharf_client_provider(self._handle())
+        return p.decode() if p else "none"
+
+    @property
+    def rdma(self):
+        return self.provider != "none"
+
+    def stats(self):
+        """Client-wide counters since creation (a dict)."""
+        st = _lib.CStats()
+        lib.wharf_stats_init(ctypes.byref(st), ctypes.sizeof(st))
+        check(lib.wharf_client_stats(self._handle(), ctypes.byref(st)), "client stats")
+        return {f: getattr(st, f) for f, _ in st._fields_ if f != "size"}
+
+    @property
+    def last_report(self):
+        """The Report of this thread's last get() on this client (get returns bytes)."""
+        return getattr(self._tls, "report", None)
+
+    # ---- buckets ---------------------------------------------------------------------------
+
+    def create_bucket(self, bucket):
+        check(lib.wharf_bucket_create(self._handle(), _enc(bucket, "bucket")),
+              f"create bucket {bucket}")
+
+    def delete_bucket(self, bucket):
+        check(lib.wharf_bucket_delete(self._handle(), _enc(bucket, "bucket")),
+              f"delete bucket {bucket}")
+
+    def list_buckets(self):
+        out = []
+        self._list(lambda k, n, m, e: out.append(k), lib.wharf_bucket_list, "list buckets",
+                   self._handle())
+        return out
+
+    # ---- objects ---------------------------------------------------------------------------
+
+    def stat(self, bucket, key):
+        st = _lib.CStat()
+        lib.wharf_stat_init(ctypes.byref(st), ctypes.sizeof(st))
+        check(lib.wharf_object_stat(self._handle(), _enc(bucket, "bucket"), _enc(key, "key"),
+                                    ctypes.byref(st)), f"stat {bucket}/{key}")
+        return Stat(length=st.length, mtime=st.mtime, etag=st.etag.decode(),
+                    content_type=st.content_type.decode(),
+                    crc64nvme=st.crc64nvme if st.has_crc64nvme else None)
+
+    def exists(self, bucket, key):
+        try:
+            self.stat(bucket, key)
+            return True
+        except WharfError as e:
+            if e.status == _lib.WHARF_ERR_NOT_FOUND:
+                return False
+            raise
+
+    def delete(self, bucket, key):
+        check(lib.wharf_object_delete(self._handle(), _enc(bucket, "bucket"), _enc(key, "key")),
+              f"delete {bucket}/{key}")
+
+    def list(self, bucket, prefix=None):
+        """[ObjectInfo] of the keys under prefix, in the server's (lexicographic) order."""
+        out = []
+        self._list(lambda k, n, m, e: out.append(ObjectInfo(k, n, m, e)), lib.wharf_object_list,
+                   f"list {bucket}/{prefix or ''}", self._handle(), _enc(bucket, "bucket"),
+                   None if prefix is None else _enc(prefix, "prefix"))
+        return out
+
+    def _list(self, sink, fn, what, *args):
+        err = []
+
+        def cb(arg, key, length, mtime, etag):
+            try:
+                sink(key.decode("utf-8", "replace"), length, mtime,
+                     etag.decode("utf-8", "replace") if etag else "")
+                return 0
+            except BaseException as e:  # stop the listing, re-raise below
+                err.append(e)
+                return 1
+        ccb = _lib.LIST_CB(cb)
+        st = fn(*args, ccb, None)
+        if err:
+            raise err[0]
+        check(st, what)
+
+    def put(self, bucket, key, data, transport="auto", verify=None, concurrency=None):
+        """PUT bytes (or any buffer) as one object. Returns a Report."""
+        if isinstance(data, str):
+            data = data.encode()
+        return self.put_from(bucket, key, data, transport=transport, verify=verify,
+                             concurrency=concurrency, cache=False)
+
+    def get(self, bucket, key, offset=0, length=None, transport="auto", verify=None,
+            concurrency=None):
+        """GET an object (or [offset, offset+length)) as bytes. The Report is in
+        client.last_report."""
+        if length is None:
+            size = self.stat(bucket, key).length
+            if offset > size:
+                raise WharfError(_lib.WHARF_ERR_RANGE, f"get {bucket}/{key}: offset {offset} is "
+                                 f"past the end of the {size}-byte object")
+            length = size - offset
+        buf = bytearray(length)
+        rep = self.get_into(bucket, key, buf, offset=offset, length=length, transport=transport,
+                            verify=verify, concurrency=concurrency, cache=False)
+        self._tls.report = rep
+        return bytes(buf) if rep.bytes == length else bytes(memoryview(buf)[:rep.bytes])
+
+    def get_into(self, bucket, key, buf, offset=0, length=None, transport="auto", verify=None,
+                 concurrency=None, cache=True):
+        """GET [offset, offset+length) of an object into buf (numpy array, torch tensor or
+        writable buffer; length None = to the end of the object, which must fit). Returns a
+        Report whose .bytes says how many bytes landed."""
+        b = _as_buf(buf, f"get_into {bucket}/{key}")
+        if not b.writable:
+            raise WharfError(_lib.WHARF_ERR_INVALID,
+                             f"get_into {bucket}/{key}: the destination is read-only")
+        if length is not None and length > b.nbytes:
+            raise WharfError(_lib.WHARF_ERR_TOO_LARGE, f"get_into {bucket}/{key}: length "
+                             f"{length} is larger than the {b.nbytes}-byte destination")
+        return self._xfer(True, bucket, key, b, offset,
+                          _lib.WHOLE if length is None else int(length), transport, verify,
+                          concurrency, cache)
+
+    def put_from(self, bucket, key, buf, offset=0, length=None, transport="auto", verify=None,
+                 concurrency=None, cache=True):
+        """PUT bytes [offset, offset+length) of buf (numpy array, torch tensor or any buffer)
+        as one object. Returns a Report."""
+        b = _as_buf(buf, f"put_from {bucket}/{key}")
+        if offset < 0 or offset > b.nbytes:
+            raise WharfError(_lib.WHARF_ERR_RANGE, f"put_from {bucket}/{key}: offset {offset} "
+                             f"is outside the {b.nbytes}-byte buffer")
+        n = b.nbytes - offset if length is None else int(length)
+        if n < 0 or offset + n > b.nbytes:
+            raise WharfError(_lib.WHARF_ERR_RANGE, f"put_from {bucket}/{key}: [{offset}, "
+                             f"{offset + n}) is outside the {b.nbytes}-byte buffer")
+        sub = _Buf(b.addr + offset, n, b.owner, b.kind, b.writable, b.weakable)
+        return self._xfer(False, bucket, key, sub, 0, n, transport, verify, concurrency, cache,
+                          full=b)
+
+    # ---- the data path ---------------------------------------------------------------------
+
+    def _xfer(self, is_get, bucket, key, b, offset, length, transport, verify, concurrency,
+              cache, full=None):
+        h = self._handle()
+        if transport not in _TRANSPORTS:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f'transport must be "auto", "rdma" or '
+                             f'"http", not {transport!r}')
+        t = _TRANSPORTS[transport]
+        if t == _lib.TRANSPORT_AUTO and not self.rdma:
+            t = _lib.TRANSPORT_HTTP
+        if b.kind == _lib.MEM_CUDA and t == _lib.TRANSPORT_HTTP:
+            return self._bounce(is_get, bucket, key, b, offset, length, verify, concurrency)
+        opts = _lib.XferOpts()
+        lib.wharf_xfer_opts_init(ctypes.byref(opts), ctypes.sizeof(opts))
+        opts.transport = t
+        opts.verify_checksum = -1 if verify is None else (1 if verify else 0)
+        opts.concurrency = int(concurrency or 0)
+        rep = _lib.CReport()
+        lib.wharf_report_init(ctypes.byref(rep), ctypes.sizeof(rep))
+        reg = None
+        if t != _lib.TRANSPORT_HTTP and b.nbytes > 0:
+            reg = self._acquire(full or b, cache, b.addr, b.nbytes)
+        try:
+            bk, kk = _enc(bucket, "bucket"), _enc(key, "key")
+            if is_get:
+                st = lib.wharf_object_get(h, bk, kk, b.addr or None, b.nbytes, int(offset),
+                                          length, ctypes.byref(opts), ctypes.byref(rep))
+            else:
+                st = lib.wharf_object_put(h, bk, kk, b.addr or None, length, ctypes.byref(opts),
+                                          ctypes.byref(rep))
+            if st != _lib.OK:
+                raise from_status(st, f"{'GET' if is_get else 'PUT'} {bucket}/{key}",
+                                  Report._from_c(rep))
+        finally:
+            if reg is not None:
+                self._release(reg)
+        return Report._from_c(rep)
+
+    def _bounce(self, is_get, bucket, key, b, offset, length, verify, concurrency):
+        """A CUDA tensor over HTTP: through a host copy (HTTP cannot write device memory)."""
+        import torch
+        t = b.owner
+        flat = t.view(-1).view(torch.uint8) if t.numel() else torch.empty(0, dtype=torch.uint8)
+        if is_get:
+            host = torch.empty(b.nbytes, dtype=torch.uint8)
+            rep = self.get_into(bucket, key, host, offset=offset,
+                                length=None if length == _lib.WHOLE else length,
+                                transport="http", verify=verify, concurrency=concurrency,
+                                cache=False)
+            flat[:rep.bytes].copy_(host[:rep.bytes])
+            return rep
+        host = flat.cpu()
+        addr_off = b.addr - t.data_ptr()
+        return self.put_from(bucket, key, host, offset=addr_off, length=length,
+                             transport="http", verify=verify, concurrency=concurrency,
+                             cache=False)
+
+    # ---- registrations ---------------------------------------------------------------------
+
+    def register(self, buf):
+        """Registers buf for RDMA and pins the registration until the returned object's
+        close() (it is a context manager). Transfers into any part of buf then reuse it."""
+        b = _as_buf(buf, "register")
+        if b.nbytes == 0:
+            raise WharfError(_lib.WHARF_ERR_INVALID, "register: the buffer is empty")
+        reg = self._new_reg(b)
+        reg.pinned = True
+        reg.strong = b.owner
+        with self._reg_lock:
+            self._regs.append(reg)
+        return Registration(self, reg, b.owner)
+
+    def deregister(self, buf):
+        """Drops cached (not pinned) registrations that overlap buf."""
+        b = _as_buf(buf, "deregister")
+        with self._reg_lock:
+            for r in list(self._regs):
+                if not r.pinned and r.addr < b.addr + b.nbytes and b.addr < r.end:
+                    r.dead = True
+                    self._maybe_drop(r)
+
+    def clear_registrations(self):
+        """Drops every cached (not pinned) registration."""
+        with self._reg_lock:
+            for r in list(self._regs):
+                if not r.pinned:
+                    r.dead = True
+                    self._maybe_drop(r)
+
+    def _new_reg(self, b):
+        if not self.rdma:
+            raise WharfError(_lib.WHARF_ERR_UNSUPPORTED, f"register: the client has no RDMA "
+                             f"provider (provider {self.provider}); use transport=\"http\"")
+        m = ctypes.c_void_p()
+        check(lib.wharf_mem_register(self._handle(), ctypes.c_void_p(b.addr), b.nbytes, b.kind,
+                                     ctypes.byref(m)), f"register {b.nbytes} bytes")
+        return _Reg(b.addr, b.addr + b.nbytes, m, b.kind)
+
+    def _acquire(self, b, cache, addr, n):
+        """A registration holding [addr, addr+n), in use until _release."""
+        with self._reg_lock:
+            for i in range(len(self._regs) - 1, -1, -1):
+                r = self._regs[i]
+                if not r.dead and r.addr <= addr and addr + n <= r.end and r.kind == b.kind:
+                    r.inuse += 1
+                    if not r.pinned:
+                        self._regs.append(self._regs.pop(i))
+                    return r
+        reg = self._new_reg(b)
+        reg.inuse = 1
+        if not cache:
+            reg.dead = True  # dropped at release
+            return reg
+        if b.weakable:
+            try:
+                reg.ref = weakref.ref(b.owner, self._owner_died_cb(reg))
+            except TypeError:
+                reg.strong = b.owner
+        else:
+            reg.strong = b.owner
+        with self._reg_lock:
+            self._regs.append(reg)
+            self._evict()
+        return reg
+
+    def _owner_died_cb(self, reg):
+        wself = weakref.ref(self)
+
+        def cb(_):
+            c = wself()
+            if c is None:
+                return
+            with c._reg_lock:
+                reg.dead = True
+                c._maybe_drop(reg)
+        return cb
+
+    def _release(self, reg):
+        with self._reg_lock:
+            reg.inuse -= 1
+            self._maybe_drop(reg)
+
+    def _unpin(self, reg):
+        with self._reg_lock:
+            reg.pinned = False
+            reg.dead = True
+            self._maybe_drop(reg)
+
+    def _maybe_drop(self, reg):
+        # under _reg_lock
+        if reg.dead and reg.inuse == 0 and reg.handle is not None:
+            if reg in self._regs:
+                self._regs.remove(reg)
+            if self._h is not None:
+                lib.wharf_mem_deregister(reg.handle)
+            reg.handle = None
+            reg.strong = None
+
+    def _evict(self):
+        cached = [r for r in self._regs if not r.pinned]
+        excess = len(cached) - self._max_cached
+        for r in cached:
+            if excess <= 0:
+                break
+            if r.inuse == 0:
+                r.dead = True
+                self._maybe_drop(r)
+                excess -= 1
+
+    def _cached_regs(self):
+        """(addr, nbytes, pinned) of the live registrations (for tests)."""
+        with self._reg_lock:
+            return [(r.addr, r.end - r.addr, r.pinned) for r in self._regs if not r.dead]
+
+
+def _enc(s, what):
+    if not isinstance(s, str) or not s:
+        raise WharfError(_lib.WHARF_ERR_INVALID, f"{what} must be a non-empty string, not "
+                         f"{s!r}")
+    if "\0" in s:
+        raise WharfError(_lib.WHARF_ERR_INVALID, f"{what} {s!r} contains a NUL character")
+    return s.encode()
+
+
+def client_from_env(**kw):
+    """A Client from WHARF_ENDPOINT, WHARF_ACCESS_KEY, WHARF_SECRET_KEY, WHARF_REGION,
+    WHARF_PROVIDER and WHARF_UNIX_SOCKET (keyword arguments override them)."""
+    import os
+    args = dict(endpoint=os.environ.get("WHARF_ENDPOINT"),
+                access_key=os.environ.get("WHARF_ACCESS_KEY"),
+                secret_key=os.environ.get("WHARF_SECRET_KEY"),
+                region=os.environ.get("WHARF_REGION", "us-east-1"),
+                provider=os.environ.get("WHARF_PROVIDER"),
+                unix_socket=os.environ.get("WHARF_UNIX_SOCKET"))
+    args.update(kw)
+    if not args["endpoint"] or not args["access_key"] or not args["secret_key"]:
+        raise WharfError(_lib.WHARF_ERR_INVALID, "no client given and WHARF_ENDPOINT, "
+                         "WHARF_ACCESS_KEY and WHARF_SECRET_KEY are not all set; pass "
+                         "client=wharf.Client(...)")
+    return Client(**args)
+
