@@ -71,14 +71,19 @@ class Response:
 
     def error_code(self):
         m = re.search(rb"<Code>([^<]*)</Code>", self.body or b"")
-        return m.group(1).decode() if m else None
+        # Bodiless error replies (HEAD, x-amz-rdma-token requests) carry the code in a header.
+        return m.group(1).decode() if m else self.headers.get("x-amz-error-code")
 
     def __repr__(self):
         return f"Response({self.status}, {self.error_code()!r}, {self.body[:300]!r})"
 
 
 class S3Raw:
-    def __init__(self, endpoint, access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION):
+    def __init__(self, endpoint, access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION,
+                 unix_socket=None):
+        """unix_socket: send over wharfd's Unix-domain socket instead of TCP (the Host header
+        and the signature still name endpoint)."""
+        self.unix_socket = unix_socket
         u = urllib.parse.urlsplit(endpoint)
         self.host = u.hostname
         self.port = u.port or 80
@@ -135,6 +140,19 @@ class S3Raw:
         return f"{uri_encode(path)}?{wire_query(q)}"
 
     # ---- requests ----
+    def _connection(self, timeout):
+        if not self.unix_socket:
+            return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        path = self.unix_socket
+
+        class _Unix(http.client.HTTPConnection):
+            def connect(self):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.settimeout(timeout)
+                s.connect(path)
+                self.sock = s
+        return _Unix("localhost", timeout=timeout)
+
     def request(self, method, path, query=None, headers=None, body=b"", sign=True,
                 payload_hash=None, raw_path=False, timeout=30, extra_unsigned=None, **sign_kw):
         """One request on a fresh connection. payload_hash defaults to sha256(body).
@@ -152,7 +170,7 @@ class S3Raw:
         q = wire_query(query)
         if q:
             url += "?" + q
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        conn = self._connection(timeout)
         try:
             conn.putrequest(method, url, skip_host=True, skip_accept_encoding=True)
             conn.putheader("Host", self.netloc)

@@ -1,0 +1,174 @@
+"""wharfd's RDMA hook-up as far as it can be tested without a transfer (../shared/DESIGN.md,
+"The protocol"): the token must be signed, declines are 501 with x-amz-rdma-reply: 501 and no
+body, a declined or refused PUT stores nothing, HEAD with a token is a plain HEAD, and a token
+PUT must be body-less and UNSIGNED-PAYLOAD.
+
+The servers here run with --providers none, so every well-formed request is declined whatever
+the RDMA engine can do; the token used names an unknown dialect, which the design also answers
+with 501. Both arms run over TCP and over the Unix socket.
+"""
+import pytest
+
+from s3raw import S3Raw, UNSIGNED
+from wharfd import WharfServer, unique_bucket
+
+# Well-formed shape (base:size:dialect:...), dialect that no wharf knows.
+TOKEN = "0x7f0000001000:4096:nosuch9:shm:00:00"
+
+
+@pytest.fixture(scope="module")
+def srv():
+    s = WharfServer(providers="none")
+    s.start()
+    yield s
+    rc = s.stop()
+    s.cleanup()
+    assert rc == 0
+
+
+@pytest.fixture(params=["tcp", "unix"])
+def raw(request, srv):
+    if request.param == "tcp":
+        return S3Raw(srv.endpoint)
+    return S3Raw(srv.endpoint, unix_socket=srv.unix_socket)
+
+
+@pytest.fixture()
+def bucket(raw):
+    b = unique_bucket("rdma")
+    assert raw.request("PUT", f"/{b}").status == 200
+    return b
+
+
+def put_plain(raw, bucket, key, data):
+    r = raw.request("PUT", f"/{bucket}/{key}", body=data)
+    assert r.status == 200, r
+    return r
+
+
+def assert_no_object(raw, bucket, key):
+    r = raw.request("HEAD", f"/{bucket}/{key}")
+    assert r.status == 404, r
+
+
+def assert_decline(r):
+    assert r.status == 501, r
+    assert r.headers.get("x-amz-rdma-reply") == "501", r.headers
+    assert r.headers.get("content-length") == "0", r.headers
+    assert r.body == b""
+    assert r.error_code() == "NotImplemented"
+    assert r.headers.get("x-amz-error-message"), "a decline must say why"
+
+
+def test_get_token_not_signed_is_403(raw, bucket):
+    put_plain(raw, bucket, "obj", b"abc" * 100)
+    r = raw.request("GET", f"/{bucket}/obj", extra_unsigned={"x-amz-rdma-token": TOKEN})
+    assert r.status == 403, r
+    assert r.error_code() == "AccessDenied"
+    assert "x-amz-rdma-token" in r.headers.get("x-amz-error-message", "")
+    assert r.body == b"", "no body on a token request, not even the object"
+
+
+def test_put_token_not_signed_is_403_and_stores_nothing(raw, srv, bucket):
+    before = srv.data_files()
+    r = raw.request("PUT", f"/{bucket}/unsigned", payload_hash=UNSIGNED,
+                    extra_unsigned={"x-amz-rdma-token": TOKEN})
+    assert r.status == 403, r
+    assert r.error_code() == "AccessDenied"
+    assert_no_object(raw, bucket, "unsigned")
+    assert srv.data_files() == before
+
+
+def test_get_declined_501_no_body(raw, bucket):
+    put_plain(raw, bucket, "obj", b"x" * 5000)
+    r = raw.request("GET", f"/{bucket}/obj", headers={"x-amz-rdma-token": TOKEN})
+    assert_decline(r)
+
+
+def test_ranged_get_declined_501(raw, bucket):
+    put_plain(raw, bucket, "obj", b"x" * 5000)
+    r = raw.request("GET", f"/{bucket}/obj",
+                    headers={"x-amz-rdma-token": TOKEN, "range": "bytes=10-99"})
+    assert_decline(r)
+
+
+def test_get_token_missing_object_is_404_without_body(raw, bucket):
+    r = raw.request("GET", f"/{bucket}/nope", headers={"x-amz-rdma-token": TOKEN})
+    assert r.status == 404, r
+    assert r.body == b""
+    assert r.error_code() == "NoSuchKey"
+
+
+def test_put_declined_stores_nothing(raw, srv, bucket):
+    before = srv.data_files()
+    r = raw.request("PUT", f"/{bucket}/declined", headers={"x-amz-rdma-token": TOKEN},
+                    payload_hash=UNSIGNED)
+    assert_decline(r)
+    assert_no_object(raw, bucket, "declined")
+    assert srv.data_files() == before
+
+
+def test_put_declined_keeps_existing_object(raw, bucket):
+    put_plain(raw, bucket, "keep", b"old contents")
+    r = raw.request("PUT", f"/{bucket}/keep", headers={"x-amz-rdma-token": TOKEN},
+                    payload_hash=UNSIGNED)
+    assert_decline(r)
+    g = raw.request("GET", f"/{bucket}/keep")
+    assert g.status == 200 and g.body == b"old contents"
+
+
+def test_upload_part_declined_stores_no_part(raw, bucket):
+    r = raw.request("POST", f"/{bucket}/mp", query={"uploads": None})
+    assert r.status == 200, r
+    upload_id = r.body.split(b"<UploadId>")[1].split(b"</UploadId>")[0].decode()
+    r = raw.request("PUT", f"/{bucket}/mp", query={"partNumber": "1", "uploadId": upload_id},
+                    headers={"x-amz-rdma-token": TOKEN}, payload_hash=UNSIGNED)
+    assert_decline(r)
+    r = raw.request("GET", f"/{bucket}/mp", query={"uploadId": upload_id})
+    assert r.status == 200, r
+    assert b"<Part>" not in r.body
+    assert raw.request("DELETE", f"/{bucket}/mp", query={"uploadId": upload_id}).status == 204
+
+
+def test_put_token_with_body_is_400(raw, srv, bucket):
+    before = srv.data_files()
+    r = raw.request("PUT", f"/{bucket}/withbody", headers={"x-amz-rdma-token": TOKEN},
+                    body=b"not allowed", payload_hash=UNSIGNED)
+    assert r.status == 400, r
+    assert r.error_code() == "InvalidArgument"
+    assert r.body == b""
+    assert_no_object(raw, bucket, "withbody")
+    assert srv.data_files() == before
+
+
+def test_put_token_needs_unsigned_payload(raw, bucket):
+    r = raw.request("PUT", f"/{bucket}/signedpayload", headers={"x-amz-rdma-token": TOKEN})
+    assert r.status == 400, r
+    assert r.error_code() == "InvalidArgument"
+    assert "UNSIGNED-PAYLOAD" in r.headers.get("x-amz-error-message", "")
+    assert_no_object(raw, bucket, "signedpayload")
+
+
+def test_head_with_token_is_plain_head(raw, bucket):
+    put_plain(raw, bucket, "h", b"y" * 1234)
+    plain = raw.request("HEAD", f"/{bucket}/h")
+    tok = raw.request("HEAD", f"/{bucket}/h", headers={"x-amz-rdma-token": TOKEN})
+    assert tok.status == 200, tok
+    assert tok.headers["content-length"] == "1234"
+    assert tok.headers["etag"] == plain.headers["etag"]
+    assert "x-amz-rdma-reply" not in tok.headers
+
+
+def test_token_on_other_api_is_refused(raw, bucket):
+    r = raw.request("GET", f"/{bucket}", headers={"x-amz-rdma-token": TOKEN})
+    assert r.status == 400, r
+    assert r.error_code() == "InvalidRequest"
+    assert r.body == b""
+
+
+def test_declines_are_counted_per_api(srv, raw, bucket):
+    put_plain(raw, bucket, "m", b"z")
+    key = 'wharf_requests_total{api="GetObject",status="501"}'
+    before = srv.metrics().get(key, 0)
+    assert_decline(raw.request("GET", f"/{bucket}/m", headers={"x-amz-rdma-token": TOKEN}))
+    assert srv.metrics().get(key, 0) == before + 1
