@@ -120,16 +120,24 @@ static const char *const META_SQL[S_COUNT] = {
     [S_PART_DELETE_ALL] = "DELETE FROM parts WHERE upload_id = ?1",
 };
 
-struct meta {
+/* One SQLite connection and its statements, used under its mutex. */
+typedef struct meta_conn {
     sqlite3 *db;
     pthread_mutex_t lock;
     sqlite3_stmt *stmt[S_COUNT];
     uint64_t list_rows;
+} meta_conn_t;
+
+/* Two connections: every mutation goes through wr; lookups and listings through rd. In WAL
+ * mode a reader never waits for a writer's commit (and its fsync), so a GET is not stuck
+ * behind a PUT that is committing. */
+struct meta {
+    meta_conn_t wr, rd;
 };
 
 /* ---- small helpers ---- */
 
-static wh_status_t meta_fail(meta_t *m, int rc, const char *what)
+static wh_status_t meta_fail(meta_conn_t *m, int rc, const char *what)
 {
     wh_error("store", "sqlite %s failed: %s (rc %d)", what, sqlite3_errmsg(m->db), rc);
     switch (rc & 0xff) {
@@ -147,7 +155,7 @@ static wh_status_t meta_fail(meta_t *m, int rc, const char *what)
 }
 
 /* Statement ready for binding. Every use ends with meta_done(). */
-static sqlite3_stmt *meta_stmt(meta_t *m, int which)
+static sqlite3_stmt *meta_stmt(meta_conn_t *m, int which)
 {
     return m->stmt[which];
 }
@@ -211,7 +219,7 @@ static bool grow(void **arr, size_t *cap, size_t want, size_t elem)
 }
 
 /* Runs a statement that returns no rows. */
-static wh_status_t meta_exec_stmt(meta_t *m, sqlite3_stmt *s, const char *what)
+static wh_status_t meta_exec_stmt(meta_conn_t *m, sqlite3_stmt *s, const char *what)
 {
     int rc = sqlite3_step(s);
     wh_status_t st = (rc == SQLITE_DONE || rc == SQLITE_ROW) ? WH_OK : meta_fail(m, rc, what);
@@ -219,12 +227,12 @@ static wh_status_t meta_exec_stmt(meta_t *m, sqlite3_stmt *s, const char *what)
     return st;
 }
 
-static wh_status_t meta_begin(meta_t *m)
+static wh_status_t meta_begin(meta_conn_t *m)
 {
     return meta_exec_stmt(m, meta_stmt(m, S_BEGIN), "begin");
 }
 
-static wh_status_t meta_commit(meta_t *m)
+static wh_status_t meta_commit(meta_conn_t *m)
 {
     wh_status_t st = meta_exec_stmt(m, meta_stmt(m, S_COMMIT), "commit");
     if (st != WH_OK && !sqlite3_get_autocommit(m->db))
@@ -232,14 +240,14 @@ static wh_status_t meta_commit(meta_t *m)
     return st;
 }
 
-static void meta_rollback(meta_t *m)
+static void meta_rollback(meta_conn_t *m)
 {
     if (!sqlite3_get_autocommit(m->db))
         meta_exec_stmt(m, meta_stmt(m, S_ROLLBACK), "rollback");
 }
 
 /* WH_OK if a row exists for a one-parameter-text query. */
-static wh_status_t meta_row_exists(meta_t *m, int which, const char *arg, const char *what)
+static wh_status_t meta_row_exists(meta_conn_t *m, int which, const char *arg, const char *what)
 {
     sqlite3_stmt *s = meta_stmt(m, which);
     bind_text(s, 1, arg);
@@ -251,34 +259,33 @@ static wh_status_t meta_row_exists(meta_t *m, int which, const char *arg, const 
     return st;
 }
 
-static wh_status_t meta_bucket_check(meta_t *m, const char *bucket)
+static wh_status_t meta_bucket_check(meta_conn_t *m, const char *bucket)
 {
     return meta_row_exists(m, S_BUCKET_GET, bucket, "bucket lookup");
 }
 
 /* ---- open/close ---- */
 
-wh_status_t meta_open(const char *path, meta_t **out)
+/* Opens one connection. The writer (schema=true) switches the database to WAL and creates the
+ * schema; the reader only sets its pragmas. */
+static wh_status_t meta_conn_open(meta_conn_t *c, const char *path, bool schema)
 {
     wh_status_t st = WH_ERR_IO;
-    meta_t *m = calloc(1, sizeof *m);
-    if (!m)
-        return WH_ERR_NOMEM;
-    int rc = sqlite3_open_v2(path, &m->db,
+    int rc = sqlite3_open_v2(path, &c->db,
                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                              NULL);
     if (rc != SQLITE_OK) {
         wh_error("store", "cannot open metadata database path=%s: %s; check the data directory "
-                 "is writable", path, m->db ? sqlite3_errmsg(m->db) : sqlite3_errstr(rc));
+                 "is writable", path, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
         goto err_close;
     }
-    sqlite3_busy_timeout(m->db, META_BUSY_TIMEOUT_MS);
-    sqlite3_extended_result_codes(m->db, 1);
+    sqlite3_busy_timeout(c->db, META_BUSY_TIMEOUT_MS);
+    sqlite3_extended_result_codes(c->db, 1);
 
     /* WAL: readers never block the writer. synchronous=FULL: a commit is durable once
      * store_writer_commit returns, as the S3 contract promises. */
     sqlite3_stmt *s = NULL;
-    rc = sqlite3_prepare_v2(m->db, "PRAGMA journal_mode=WAL", -1, &s, NULL);
+    rc = sqlite3_prepare_v2(c->db, "PRAGMA journal_mode=WAL", -1, &s, NULL);
     if (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
         const char *mode = (const char *)sqlite3_column_text(s, 0);
         if (!mode || strcmp(mode, "wal") != 0) {
@@ -288,7 +295,7 @@ wh_status_t meta_open(const char *path, meta_t **out)
             goto err_close;
         }
     } else {
-        wh_error("store", "cannot set WAL on path=%s: %s", path, sqlite3_errmsg(m->db));
+        wh_error("store", "cannot set WAL on path=%s: %s", path, sqlite3_errmsg(c->db));
         sqlite3_finalize(s);
         goto err_close;
     }
@@ -296,34 +303,67 @@ wh_status_t meta_open(const char *path, meta_t **out)
 
     char *err = NULL;
     char sql[4096];
-    snprintf(sql, sizeof sql,
-             "PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF; %s PRAGMA user_version=%d;",
-             META_SCHEMA, META_SCHEMA_VERSION);
-    rc = sqlite3_exec(m->db, sql, NULL, NULL, &err);
+    if (schema)
+        snprintf(sql, sizeof sql,
+                 "PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF; %s PRAGMA user_version=%d;",
+                 META_SCHEMA, META_SCHEMA_VERSION);
+    else
+        snprintf(sql, sizeof sql, "PRAGMA synchronous=FULL; PRAGMA query_only=1;");
+    rc = sqlite3_exec(c->db, sql, NULL, NULL, &err);
     if (rc != SQLITE_OK) {
-        wh_error("store", "cannot create metadata schema path=%s: %s", path, err ? err : "?");
+        wh_error("store", "cannot set up metadata database path=%s: %s", path, err ? err : "?");
         sqlite3_free(err);
         goto err_close;
     }
     for (int i = 0; i < S_COUNT; i++) {
-        rc = sqlite3_prepare_v3(m->db, META_SQL[i], -1, SQLITE_PREPARE_PERSISTENT, &m->stmt[i],
+        rc = sqlite3_prepare_v3(c->db, META_SQL[i], -1, SQLITE_PREPARE_PERSISTENT, &c->stmt[i],
                                 NULL);
         if (rc != SQLITE_OK) {
             wh_error("store", "cannot prepare statement %d (%s): %s", i, META_SQL[i],
-                     sqlite3_errmsg(m->db));
+                     sqlite3_errmsg(c->db));
             st = WH_ERR_INTERNAL;
             goto err_close;
         }
     }
-    pthread_mutex_init(&m->lock, NULL);
-    *out = m;
+    pthread_mutex_init(&c->lock, NULL);
     return WH_OK;
 
 err_close:
     for (int i = 0; i < S_COUNT; i++)
-        sqlite3_finalize(m->stmt[i]);
-    sqlite3_close(m->db);
-    free(m);
+        sqlite3_finalize(c->stmt[i]);
+    sqlite3_close(c->db);
+    memset(c, 0, sizeof *c);
+    return st;
+}
+
+static void meta_conn_close(meta_conn_t *c)
+{
+    if (!c->db)
+        return;
+    for (int i = 0; i < S_COUNT; i++)
+        sqlite3_finalize(c->stmt[i]);
+    int rc = sqlite3_close(c->db);
+    if (rc != SQLITE_OK)
+        wh_error("store", "closing metadata database failed: %s", sqlite3_errstr(rc));
+    pthread_mutex_destroy(&c->lock);
+    memset(c, 0, sizeof *c);
+}
+
+wh_status_t meta_open(const char *path, meta_t **out)
+{
+    meta_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return WH_ERR_NOMEM;
+    wh_status_t st = meta_conn_open(&m->wr, path, true);
+    if (st != WH_OK)
+        goto err;
+    st = meta_conn_open(&m->rd, path, false);
+    if (st != WH_OK)
+        goto err;
+    *out = m;
+    return WH_OK;
+err:
+    meta_close(m);
     return st;
 }
 
@@ -331,17 +371,14 @@ void meta_close(meta_t *m)
 {
     if (!m)
         return;
-    for (int i = 0; i < S_COUNT; i++)
-        sqlite3_finalize(m->stmt[i]);
-    int rc = sqlite3_close(m->db);
-    if (rc != SQLITE_OK)
-        wh_error("store", "closing metadata database failed: %s", sqlite3_errstr(rc));
-    pthread_mutex_destroy(&m->lock);
+    meta_conn_close(&m->rd);
+    meta_conn_close(&m->wr); /* last: the final close checkpoints the WAL */
     free(m);
 }
 
-wh_status_t meta_set_durable(meta_t *m, bool durable)
+wh_status_t meta_set_durable(meta_t *mm, bool durable)
 {
+    meta_conn_t *m = &mm->wr;
     pthread_mutex_lock(&m->lock);
     int rc = sqlite3_exec(m->db, durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=OFF",
                           NULL, NULL, NULL);
@@ -350,8 +387,9 @@ wh_status_t meta_set_durable(meta_t *m, bool durable)
     return st;
 }
 
-uint64_t meta_list_rows(meta_t *m)
+uint64_t meta_list_rows(meta_t *mm)
 {
+    meta_conn_t *m = &mm->rd;
     pthread_mutex_lock(&m->lock);
     uint64_t n = m->list_rows;
     pthread_mutex_unlock(&m->lock);
@@ -360,8 +398,9 @@ uint64_t meta_list_rows(meta_t *m)
 
 /* ---- buckets ---- */
 
-wh_status_t meta_bucket_create(meta_t *m, const char *name, time_t created)
+wh_status_t meta_bucket_create(meta_t *mm, const char *name, time_t created)
 {
+    meta_conn_t *m = &mm->wr;
     pthread_mutex_lock(&m->lock);
     sqlite3_stmt *s = meta_stmt(m, S_BUCKET_INSERT);
     bind_text(s, 1, name);
@@ -377,8 +416,9 @@ wh_status_t meta_bucket_create(meta_t *m, const char *name, time_t created)
     return st;
 }
 
-wh_status_t meta_bucket_delete(meta_t *m, const char *name)
+wh_status_t meta_bucket_delete(meta_t *mm, const char *name)
 {
+    meta_conn_t *m = &mm->wr;
     pthread_mutex_lock(&m->lock);
     wh_status_t st = meta_begin(m);
     if (st != WH_OK)
@@ -414,16 +454,18 @@ out:
     return st;
 }
 
-wh_status_t meta_bucket_exists(meta_t *m, const char *name)
+wh_status_t meta_bucket_exists(meta_t *mm, const char *name)
 {
+    meta_conn_t *m = &mm->rd;
     pthread_mutex_lock(&m->lock);
     wh_status_t st = meta_bucket_check(m, name);
     pthread_mutex_unlock(&m->lock);
     return st;
 }
 
-wh_status_t meta_bucket_list(meta_t *m, store_bucket_info_t **out, size_t *n)
+wh_status_t meta_bucket_list(meta_t *mm, store_bucket_info_t **out, size_t *n)
 {
+    meta_conn_t *m = &mm->rd;
     store_bucket_info_t *arr = NULL;
     size_t cnt = 0, cap = 0;
     wh_status_t st = WH_OK;
@@ -455,7 +497,7 @@ wh_status_t meta_bucket_list(meta_t *m, store_bucket_info_t **out, size_t *n)
 /* ---- objects ---- */
 
 /* The current file id of bucket/key into id ("" when none). Lock held. */
-static wh_status_t meta_obj_file(meta_t *m, const char *bucket, const char *key, size_t klen,
+static wh_status_t meta_obj_file(meta_conn_t *m, const char *bucket, const char *key, size_t klen,
                                  char id[META_ID_LEN + 1])
 {
     sqlite3_stmt *s = meta_stmt(m, S_OBJ_FILE);
@@ -472,38 +514,44 @@ static wh_status_t meta_obj_file(meta_t *m, const char *bucket, const char *key,
     return st;
 }
 
-wh_status_t meta_object_get(meta_t *m, const char *bucket, const char *key, size_t klen,
+wh_status_t meta_object_get(meta_t *mm, const char *bucket, const char *key, size_t klen,
                             store_obj_meta_t *meta, char file_id[META_ID_LEN + 1],
                             int objdir_fd, int *fd)
 {
+    meta_conn_t *m = &mm->rd;
     wh_status_t st = WH_OK;
+    int ofd = -1;
     pthread_mutex_lock(&m->lock);
     sqlite3_stmt *s = meta_stmt(m, S_OBJ_GET);
-    bind_text(s, 1, bucket);
-    bind_key(s, 2, key, klen);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_DONE) {
-        st = WH_ERR_NOT_FOUND;
-        goto out;
-    }
-    if (rc != SQLITE_ROW) {
-        st = meta_fail(m, rc, "object lookup");
-        goto out;
-    }
-    char id[META_ID_LEN + 1];
-    col_copy(s, 8, id, sizeof id);
-    int ofd = -1;
-    if (fd) {
-        char rel[META_ID_LEN + 4];
-        store_file_relpath(id, rel);
-        ofd = openat(objdir_fd, rel, O_RDONLY | O_CLOEXEC);
-        if (ofd < 0) {
-            st = wh_status_from_errno(errno);
-            if (st == WH_ERR_NOT_FOUND)
-                st = WH_ERR_IO; /* a row without its file is damage, not a missing key */
-            wh_error("store", "cannot open object file bucket=%s file=%s: %m", bucket, rel);
+    /* The writer unlinks a replaced file right after its commit, without waiting for readers:
+     * a lookup that read the old row just before may find the file gone. The row has then
+     * changed, so look again (twice is plenty; a third miss is real damage). */
+    for (int attempt = 0;; attempt++) {
+        bind_text(s, 1, bucket);
+        bind_key(s, 2, key, klen);
+        int rc = sqlite3_step(s);
+        if (rc == SQLITE_DONE) {
+            st = WH_ERR_NOT_FOUND;
             goto out;
         }
+        if (rc != SQLITE_ROW) {
+            st = meta_fail(m, rc, "object lookup");
+            goto out;
+        }
+        if (!fd)
+            break;
+        char rel[META_ID_LEN + 4];
+        store_file_relpath((const char *)sqlite3_column_text(s, 8), rel);
+        ofd = openat(objdir_fd, rel, O_RDONLY | O_CLOEXEC);
+        if (ofd >= 0)
+            break;
+        if (errno == ENOENT && attempt < 2) {
+            meta_done(s);
+            continue;
+        }
+        st = errno == ENOENT ? WH_ERR_IO : wh_status_from_errno(errno);
+        wh_error("store", "cannot open object file bucket=%s file=%s: %m", bucket, rel);
+        goto out;
     }
     if (meta) {
         memset(meta, 0, sizeof *meta);
@@ -514,8 +562,6 @@ wh_status_t meta_object_get(meta_t *m, const char *bucket, const char *key, size
         if (sqlite3_column_type(s, 4) != SQLITE_NULL) {
             meta->user_meta_json = col_dup(s, 4);
             if (!meta->user_meta_json) {
-                if (ofd >= 0)
-                    close(ofd);
                 st = WH_ERR_NOMEM;
                 goto out;
             }
@@ -525,19 +571,24 @@ wh_status_t meta_object_get(meta_t *m, const char *bucket, const char *key, size
         meta->parts = (uint32_t)sqlite3_column_int64(s, 7);
     }
     if (file_id)
-        memcpy(file_id, id, sizeof id);
-    if (fd)
+        col_copy(s, 8, file_id, META_ID_LEN + 1);
+    if (fd) {
         *fd = ofd;
+        ofd = -1;
+    }
 out:
+    if (ofd >= 0)
+        close(ofd);
     meta_done(s);
     pthread_mutex_unlock(&m->lock);
     return st;
 }
 
-wh_status_t meta_object_put(meta_t *m, const char *bucket, const char *key, size_t klen,
+wh_status_t meta_object_put(meta_t *mm, const char *bucket, const char *key, size_t klen,
                             const store_obj_meta_t *meta, const char *file_id,
                             char old_file_id[META_ID_LEN + 1])
 {
+    meta_conn_t *m = &mm->wr;
     pthread_mutex_lock(&m->lock);
     wh_status_t st = meta_begin(m);
     if (st != WH_OK)
@@ -575,9 +626,10 @@ out:
     return st;
 }
 
-wh_status_t meta_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
+wh_status_t meta_object_delete(meta_t *mm, const char *bucket, const char *key, size_t klen,
                                char old_file_id[META_ID_LEN + 1])
 {
+    meta_conn_t *m = &mm->wr;
     old_file_id[0] = '\0';
     pthread_mutex_lock(&m->lock);
     wh_status_t st = meta_begin(m);
@@ -606,8 +658,9 @@ out:
     return st;
 }
 
-wh_status_t meta_file_referenced(meta_t *m, const char *file_id)
+wh_status_t meta_file_referenced(meta_t *mm, const char *file_id)
 {
+    meta_conn_t *m = &mm->rd;
     pthread_mutex_lock(&m->lock);
     wh_status_t st = meta_row_exists(m, S_FILE_REF, file_id, "file reference lookup");
     pthread_mutex_unlock(&m->lock);
@@ -666,9 +719,10 @@ static char *strndup_bytes(const void *p, size_t n)
  * after the prefix rolls up into a common prefix, and the walk then jumps past every key
  * under that prefix with one range query (key >= prefix-end), so a directory of a million
  * keys costs one row, not a million. Entries and common prefixes both count toward max_keys. */
-wh_status_t meta_object_list(meta_t *m, const char *bucket, const store_list_params_t *p,
+wh_status_t meta_object_list(meta_t *mm, const char *bucket, const store_list_params_t *p,
                              store_list_result_t *out)
 {
+    meta_conn_t *m = &mm->rd;
     memset(out, 0, sizeof *out);
     const char *prefix = p->prefix ? p->prefix : "";
     size_t plen = strlen(prefix);
@@ -795,7 +849,7 @@ out:
 
 /* ---- multipart ---- */
 
-static wh_status_t meta_upload_check(meta_t *m, const char *bucket, const char *key,
+static wh_status_t meta_upload_check(meta_conn_t *m, const char *bucket, const char *key,
                                      const char *upload_id, store_obj_meta_t *meta)
 {
     sqlite3_stmt *s = meta_stmt(m, S_UPLOAD_GET);
@@ -819,10 +873,11 @@ static wh_status_t meta_upload_check(meta_t *m, const char *bucket, const char *
     return st;
 }
 
-wh_status_t meta_upload_create(meta_t *m, const char *bucket, const char *key,
+wh_status_t meta_upload_create(meta_t *mm, const char *bucket, const char *key,
                                const char *upload_id, const store_obj_meta_t *meta,
                                time_t initiated)
 {
+    meta_conn_t *m = &mm->wr;
     pthread_mutex_lock(&m->lock);
     wh_status_t st = meta_begin(m);
     if (st != WH_OK)
@@ -852,19 +907,21 @@ out:
     return st;
 }
 
-wh_status_t meta_upload_get(meta_t *m, const char *bucket, const char *key,
+wh_status_t meta_upload_get(meta_t *mm, const char *bucket, const char *key,
                             const char *upload_id, store_obj_meta_t *meta)
 {
+    meta_conn_t *m = &mm->rd;
     pthread_mutex_lock(&m->lock);
     wh_status_t st = meta_upload_check(m, bucket, key, upload_id, meta);
     pthread_mutex_unlock(&m->lock);
     return st;
 }
 
-wh_status_t meta_part_put(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+wh_status_t meta_part_put(meta_t *mm, const char *bucket, const char *key, const char *upload_id,
                           const store_part_info_t *info, const char *file_id,
                           char old_file_id[META_ID_LEN + 1])
 {
+    meta_conn_t *m = &mm->wr;
     old_file_id[0] = '\0';
     pthread_mutex_lock(&m->lock);
     wh_status_t st = meta_begin(m);
@@ -909,7 +966,7 @@ out:
 }
 
 /* Reads parts with number > marker, at most max (0 = all). Lock held. */
-static wh_status_t meta_parts_read(meta_t *m, const char *upload_id, uint32_t marker,
+static wh_status_t meta_parts_read(meta_conn_t *m, const char *upload_id, uint32_t marker,
                                    uint32_t max, meta_part_t **out, size_t *n, bool *truncated)
 {
     meta_part_t *arr = NULL;
@@ -953,10 +1010,11 @@ static wh_status_t meta_parts_read(meta_t *m, const char *upload_id, uint32_t ma
     return WH_OK;
 }
 
-wh_status_t meta_part_list(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+wh_status_t meta_part_list(meta_t *mm, const char *bucket, const char *key, const char *upload_id,
                            uint32_t marker, uint32_t max, meta_part_t **out, size_t *n,
                            bool *truncated)
 {
+    meta_conn_t *m = &mm->rd;
     pthread_mutex_lock(&m->lock);
     wh_status_t st = meta_upload_check(m, bucket, key, upload_id, NULL);
     if (st == WH_OK)
@@ -966,7 +1024,7 @@ wh_status_t meta_part_list(meta_t *m, const char *bucket, const char *key, const
 }
 
 /* Deletes an upload's part rows and its row. Lock held, inside a transaction. */
-static wh_status_t meta_upload_drop(meta_t *m, const char *upload_id)
+static wh_status_t meta_upload_drop(meta_conn_t *m, const char *upload_id)
 {
     sqlite3_stmt *s = meta_stmt(m, S_PART_DELETE_ALL);
     bind_text(s, 1, upload_id);
@@ -978,9 +1036,10 @@ static wh_status_t meta_upload_drop(meta_t *m, const char *upload_id)
     return meta_exec_stmt(m, s, "upload delete");
 }
 
-wh_status_t meta_upload_delete(meta_t *m, const char *bucket, const char *key,
+wh_status_t meta_upload_delete(meta_t *mm, const char *bucket, const char *key,
                                const char *upload_id, meta_part_t **files, size_t *n)
 {
+    meta_conn_t *m = &mm->wr;
     meta_part_t *parts = NULL;
     size_t np = 0;
     pthread_mutex_lock(&m->lock);
@@ -1011,12 +1070,13 @@ out:
     return st;
 }
 
-wh_status_t meta_upload_complete(meta_t *m, const char *bucket, const char *key,
+wh_status_t meta_upload_complete(meta_t *mm, const char *bucket, const char *key,
                                  const char *upload_id, const meta_part_t *parts, size_t n,
                                  const store_obj_meta_t *meta, const char *file_id,
                                  char old_file_id[META_ID_LEN + 1], meta_part_t **all_parts,
                                  size_t *n_all)
 {
+    meta_conn_t *m = &mm->wr;
     meta_part_t *all = NULL;
     size_t na = 0;
     size_t klen = strlen(key);
@@ -1086,9 +1146,10 @@ out:
     return st;
 }
 
-wh_status_t meta_upload_list(meta_t *m, const char *bucket, const char *prefix,
+wh_status_t meta_upload_list(meta_t *mm, const char *bucket, const char *prefix,
                              store_upload_info_t **out, size_t *n)
 {
+    meta_conn_t *m = &mm->rd;
     store_upload_info_t *arr = NULL;
     size_t cnt = 0, cap = 0;
     const char *pfx = prefix ? prefix : "";

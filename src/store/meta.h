@@ -1,10 +1,11 @@
 /* Metadata of the storage engine in SQLite (WAL): buckets, objects, multipart uploads, parts.
  *
- * Private to src/store. One connection behind one mutex; every meta_* call takes the mutex
- * itself and is atomic (mutations run in one BEGIN IMMEDIATE transaction). Keys are stored as
- * BLOBs, so SQLite compares them with memcmp: listing order is S3's UTF-8 byte order.
- * Files are referred to by their 32-hex id; the meta layer never touches object bytes except
- * for opening an object's file under the lock (see meta_object_get). */
+ * Private to src/store. Two connections, each behind its mutex: mutations go through the writer
+ * (one BEGIN IMMEDIATE transaction each), lookups and listings through the reader, which WAL
+ * never makes wait for a commit. Every meta_* call takes the mutex itself and is atomic.
+ * Keys are stored as BLOBs, so SQLite compares them with memcmp: listing order is S3's UTF-8
+ * byte order. Files are referred to by their 32-hex id; the meta layer never touches object
+ * bytes except for opening an object's file (see meta_object_get). */
 #ifndef WH_STORE_META_H
 #define WH_STORE_META_H
 
@@ -31,9 +32,10 @@ wh_status_t meta_bucket_exists(meta_t *m, const char *name);
 wh_status_t meta_bucket_list(meta_t *m, store_bucket_info_t **out, size_t *n);
 
 /* ---- objects ---- */
-/* Reads an object's row into *meta (may be NULL) and its file id into file_id. When fd is not
- * NULL, also opens the file (objdir_fd-relative, read-only) while still holding the lock, so a
- * concurrent overwrite cannot unlink it in between. WH_ERR_NOT_FOUND: no such bucket or key. */
+/* Reads an object's row into *meta (may be NULL) and its file id into file_id (may be NULL).
+ * When fd is not NULL, also opens the file (objdir_fd-relative, read-only); if a concurrent
+ * overwrite unlinked it between lookup and open, looks up again, so *fd always matches *meta.
+ * WH_ERR_NOT_FOUND: no such bucket or key. */
 wh_status_t meta_object_get(meta_t *m, const char *bucket, const char *key, size_t klen,
                             store_obj_meta_t *meta, char file_id[META_ID_LEN + 1],
                             int objdir_fd, int *fd);
