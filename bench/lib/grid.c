@@ -66,7 +66,7 @@ typedef struct g_cfg {
     unsigned narms;
     unsigned repeats;
     uint64_t budget, mem_cap;
-    unsigned objects; /* per size; 0 = min(64, max(4, 2 GiB / size)) */
+    unsigned objects; /* per size; 0 = min(64, max(4, 1 GiB / size)) */
     unsigned op_conc;
     uint64_t chunk_size, part_size, mp_threshold;
     int client_crc;
@@ -77,6 +77,7 @@ typedef struct g_cfg {
     char results[512], tag[64];
     unsigned timeout_s;
     int skip_upload, keep_put_objects;
+    int get_whole; /* GET with WHARF_WHOLE (HEAD + GET) instead of the known length */
 } g_cfg_t;
 
 /* ---- parent <-> worker messages (SOCK_SEQPACKET) ---- */
@@ -177,7 +178,7 @@ static void stream_op(g_stream_t *st, unsigned j, int timed)
     wharf_status_t rc;
     if (w->cmd.op == G_GET)
         rc = wharf_object_get(w->clients[w->cmd.arm], cfg->bucket_get, key, p, w->cmd.size, 0,
-                              WHARF_WHOLE, &o, &r);
+                              cfg->get_whole ? WHARF_WHOLE : w->cmd.size, &o, &r);
     else
         rc = wharf_object_put(w->clients[w->cmd.arm], cfg->bucket_put, key, p, w->cmd.size, &o,
                               &r);
@@ -897,7 +898,7 @@ static unsigned objects_for(const g_cfg_t *cfg, uint64_t size)
 {
     if (cfg->objects)
         return cfg->objects;
-    uint64_t n = 2 * WB_GIB / size;
+    uint64_t n = WB_GIB / size;
     return (unsigned)(n < 4 ? 4 : n > 64 ? 64 : n);
 }
 
@@ -1191,12 +1192,15 @@ static json_t *params_json(const g_cfg_t *cfg)
     json_object_set_new(p, "mem_cap_bytes", json_integer((json_int_t)cfg->mem_cap));
     json_object_set_new(p, "objects_per_size",
                         cfg->objects ? json_integer(cfg->objects)
-                                     : json_string("min(64, max(4, 2 GiB / size))"));
+                                     : json_string("min(64, max(4, 1 GiB / size))"));
     json_object_set_new(p, "op_concurrency", json_integer(cfg->op_conc));
     json_object_set_new(p, "chunk_size", json_integer((json_int_t)cfg->chunk_size));
     json_object_set_new(p, "part_size", json_integer((json_int_t)cfg->part_size));
     json_object_set_new(p, "multipart_threshold", json_integer((json_int_t)cfg->mp_threshold));
     json_object_set_new(p, "client_crc_check", json_boolean(cfg->client_crc));
+    json_object_set_new(p, "get_length",
+                        json_string(cfg->get_whole ? "WHARF_WHOLE (HEAD + GET)"
+                                                   : "known size (one ranged GET per chunk)"));
     json_object_set_new(p, "witness_min", json_real(cfg->witness_min));
     json_object_set_new(
         p, "method",
@@ -1504,7 +1508,7 @@ static void usage(FILE *f)
         "  --repeats N           paired repeats per cell (default 3, at least 3 for a report)\n"
         "  --budget MIB          bytes per measurement (default 512)\n"
         "  --mem-cap MIB         client buffer cap over all processes (default 4096)\n"
-        "  --objects N           objects per size (default min(64, max(4, 2 GiB/size)))\n"
+        "  --objects N           objects per size (default min(64, max(4, 1 GiB/size)))\n"
         "  --op-concurrency N    libwharf requests per transfer (default 1, both arms)\n"
         "  --chunk-size MIB --part-size MIB --multipart-threshold MIB   client config\n"
         "  --client-crc 0|1      libwharf's crc check of landed bytes in the window (default 0;\n"
@@ -1515,6 +1519,8 @@ static void usage(FILE *f)
         "  --timeout S           per phase of one measurement (default 300)\n"
         "  --skip-upload         trust objects already in the bucket\n"
         "  --keep-put-objects    do not delete b1put/ objects at the end\n"
+        "  --get-whole           GET with length WHARF_WHOLE (libwharf HEADs first) instead of\n"
+        "                        the known object size (the seed's get_object(size))\n"
         "presets:\n"
         "  rdma3 = --sizes 256 --concurrency 1,4 --ops get,put --arms rdma:ofi+shm,rdma:ofi+tcp,http\n"
         "          (issue 3's goals; the run's JSON has results.goals_issue3)\n");
@@ -1659,6 +1665,8 @@ int wb_bench_main(int argc, char **argv)
                 cfg.skip_upload = 1;
             else if (strcmp(a, "--keep-put-objects") == 0)
                 cfg.keep_put_objects = 1;
+            else if (strcmp(a, "--get-whole") == 0)
+                cfg.get_whole = 1;
             else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
                 usage(stdout);
                 return 0;

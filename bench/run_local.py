@@ -1,0 +1,76 @@
+#!/usr/bin/python3
+"""Runs `wharf bench ...` against a wharfd of its own on this host.
+
+  /usr/bin/python3 bench/run_local.py [--providers shm,tcp] [--rdma-mem 512M] [--data DIR] \
+      -- fetch --sizes 64,256 --concurrency 1,4
+
+wharfd is started by tests/lib/wharfd.py (the one way to start a server) on a free loopback port
+with a temporary data directory (or --data), and the benchmark gets its endpoint, credentials
+and Unix socket through the environment (WHARF_ENDPOINT, WHARF_ACCESS_KEY, WHARF_SECRET_KEY,
+WHARF_UNIX_SOCKET). Everything after "--" goes to `wharf bench`. The server's log is kept
+under the results folder when the run fails.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "lib"))
+
+import benchlib as bl  # noqa: E402
+from wharfd import WharfServer  # noqa: E402
+
+
+def main():
+    argv = sys.argv[1:]
+    rest = []
+    if "--" in argv:
+        k = argv.index("--")
+        argv, rest = argv[:k], argv[k + 1:]
+    ap = argparse.ArgumentParser(description="wharf bench against a local wharfd")
+    ap.add_argument("--providers", default=None, help="wharfd --providers (default: its own)")
+    ap.add_argument("--rdma-mem", default=None, help="wharfd --rdma-mem")
+    ap.add_argument("--data", default=None, help="data directory (default: a temporary one)")
+    ap.add_argument("--log-level", default="warn")
+    ap.add_argument("--timeout", type=int, default=3600, help="bound on the whole run, seconds")
+    a = ap.parse_args(argv)
+    if not rest:
+        ap.error("give the benchmark after --, e.g. -- fetch --sizes 64")
+    extra = []
+    if a.rdma_mem:
+        extra += ["--rdma-mem", a.rdma_mem]
+    exe = os.path.join(bl.build_dir(), "wharf")
+    cmd = [exe, "bench"] + rest
+    if not os.path.exists(exe):
+        cmd = [os.path.join(bl.build_dir(), "bench", "wharf_bench")] + rest
+    srv = WharfServer(data_dir=a.data, extra_args=extra, providers=a.providers,
+                      log_level=a.log_level)
+    srv.start()
+    rc = 1
+    try:
+        env = srv.client_env()
+        print(f"run_local: wharfd {srv.endpoint} data {srv.data_dir}; {' '.join(cmd)}",
+              file=sys.stderr, flush=True)
+        p = subprocess.run(cmd, env=env, timeout=a.timeout)
+        rc = p.returncode
+        if not srv.alive():
+            print("run_local: wharfd died during the run:\n" + srv.log_tail(), file=sys.stderr)
+            rc = rc or 1
+    except subprocess.TimeoutExpired:
+        print(f"run_local: the benchmark ran past {a.timeout} s and was killed", file=sys.stderr)
+    finally:
+        if rc != 0:
+            print("run_local: wharfd log tail:\n" + srv.log_tail(3000), file=sys.stderr)
+        stop_rc = srv.stop()
+        if stop_rc not in (0, None):
+            print(f"run_local: wharfd exited {stop_rc} on SIGTERM", file=sys.stderr)
+        if a.data is None:
+            shutil.rmtree(srv.data_dir, ignore_errors=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
