@@ -355,6 +355,11 @@ wh_status_t store_open(const char *dir, store_t **out)
             goto err;
         }
     }
+    /* Make the layout itself durable before any object is committed into it. */
+    if (fsync(s->obj_fd) < 0 || fsync(s->tmp_fd) < 0 || fsync(dfd) < 0) {
+        wh_error("store", "fsync of data directory %s failed: %m", dir);
+        goto err;
+    }
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/meta.db", dir) >= sizeof path) {
         wh_error("store", "data directory path is too long: %s", dir);
