@@ -143,7 +143,7 @@ class _Flatten:
         self.keep = []      # keeps ids stable while walking
 
     def name_for(self, path):
-        base = self.prefix + (".".join(path) if path else "tensor")
+        base = self.prefix + (".".join(_path_part(p) for p in path) if path else "tensor")
         name, n = base, 1
         while name in self.names:
             n += 1
@@ -173,15 +173,15 @@ class _Flatten:
         if isinstance(obj, dict) and type(obj) in (dict, collections.OrderedDict):
             items = []
             for k, v in obj.items():
-                items.append([self.enc_key(k, path), self.enc(v, path + [_path_part(k)])])
+                items.append([self.enc_key(k, path), self.enc(v, path + [k])])
             out = {"__dict__": items}
             if type(obj) is collections.OrderedDict:
                 out["__type__"] = "OrderedDict"
             return out
         if type(obj) is list:
-            return [self.enc(v, path + [str(i)]) for i, v in enumerate(obj)]
+            return [self.enc(v, path + [i]) for i, v in enumerate(obj)]
         if type(obj) is tuple:
-            return {"__tuple__": [self.enc(v, path + [str(i)]) for i, v in enumerate(obj)]}
+            return {"__tuple__": [self.enc(v, path + [i]) for i, v in enumerate(obj)]}
         raise WharfError(_lib.WHARF_ERR_INVALID,
                          f"cannot save {type(obj).__module__}.{type(obj).__qualname__} at "
                          f"{_show_path(path)}: supported are tensors, numpy arrays, dict, "
@@ -337,7 +337,7 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
     items = []  # (name, stored tensor, dtype, special)
     for name, t, _ in fl.tensors:
         s, dt, special = _prepare(name, t)
-        items.append((name, s, dt, special))
+        items.append((name, s, dt, special, t.element_size()))
 
     # Shards: greedy in walk order; inside a shard, larger items first keeps every offset a
     # multiple of its item size (the reference writer's order).
@@ -353,9 +353,10 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
     nsh = len(shards)
     plans = []
     for i, sh in enumerate(shards):
-        sh = sorted(sh, key=lambda it: -_itemsize(it[2]))
+        # the original element size: complex128 stored as F64 pairs needs 16-byte alignment
+        sh = sorted(sh, key=lambda it: -max(it[4], _itemsize(it[2])))
         entries, specials, off = [], {}, 0
-        for name, s, dt, special in sh:
+        for name, s, dt, special, _ in sh:
             nb = s.numel() * s.element_size()
             entries.append((name, dt, tuple(s.shape), off, off + nb))
             if special:
@@ -434,7 +435,7 @@ def _upload_shards(c, bucket, prefix, plans, transport, checksums, concurrency):
                 hl = len(p["header"])
                 buf[:hl].copy_(torch.frombuffer(bytearray(p["header"]), dtype=torch.uint8))
                 npbuf = buf.numpy()
-                for (name, s, dt, special), (_, _, _, b, e) in zip(p["items"], p["entries"]):
+                for (name, s, dt, special, _), (_, _, _, b, e) in zip(p["items"], p["entries"]):
                     if e > b:
                         buf[hl + b:hl + e].copy_(_as_bytes(s))
                     info = {}
@@ -592,7 +593,11 @@ def load(url, client=None, device="cpu", verify=False, rank=None, transport="aut
                 if got != info["crc32"]:
                     bad.append(name)
             if info.get("as") in _FROM_REAL:
-                tensors[name] = torch.view_as_complex(tensors[name])
+                t = tensors[name]
+                try:
+                    tensors[name] = torch.view_as_complex(t)
+                except RuntimeError:  # misaligned for the complex type: a copy
+                    tensors[name] = torch.view_as_complex(t.clone())
         out.append(_decode(recs[r]["structure"], tensors))
     if bad:
         raise ChecksumError(_lib.WHARF_ERR_CHECKSUM, f"{url}: {len(bad)} tensors do not match "
