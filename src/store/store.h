@@ -75,7 +75,9 @@ void store_writer_abort(store_writer_t *w);
 
 /* ---- GET/HEAD ---- */
 /* Opens the object's current version. *fd is owned by the caller (close it); it keeps that
- * version readable even if the key is overwritten or deleted meanwhile. Pass fd NULL for HEAD. */
+ * version readable even if the key is overwritten or deleted meanwhile. Pass fd NULL for HEAD.
+ * *meta is filled on WH_OK only (free with store_obj_meta_free). WH_ERR_NOT_FOUND covers a
+ * missing key and a missing bucket alike: call store_bucket_exists to tell them apart. */
 wh_status_t store_object_open(store_t *st, const char *bucket, const char *key,
                               store_obj_meta_t *meta, int *fd);
 wh_status_t store_object_delete(store_t *st, const char *bucket, const char *key); /* idempotent */
@@ -145,7 +147,9 @@ wh_status_t store_mpu_abort(store_t *st, const char *bucket, const char *key,
 /* Completes with the listed parts (numbers strictly ascending; etags must match).
  * Errors: WH_ERR_NOT_FOUND (upload), and via *s3err-like codes:
  *   WH_ERR_INVALID + *bad = 1 InvalidPart, 2 InvalidPartOrder, 3 EntityTooSmall.
- * The final object's etag is md5-of-md5s "-N"; its crc64nvme covers the whole object. */
+ * The final object's etag is md5-of-md5s "-N"; its crc64nvme covers the whole object.
+ * WH_ERR_PRECONDITION: a listed part was replaced by a concurrent UploadPart meanwhile; retry.
+ * Unlisted parts are discarded with the upload. */
 typedef struct store_complete_part {
     uint32_t number;
     const char *etag; /* without quotes */
