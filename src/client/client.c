@@ -262,6 +262,13 @@ static void atfork_child(void)
 
 static void global_init(void)
 {
+    /* A library is quiet unless asked: warnings and errors only, WHARF_LOG_LEVEL for more.
+     * (libwharf's copy of the base layer is private, so this does not touch a host program.) */
+    wh_log_level_t lvl = WH_LOG_WARN;
+    const char *env = getenv("WHARF_LOG_LEVEL");
+    if (env && wh_log_parse_level(env, &lvl) != 0)
+        lvl = WH_LOG_WARN;
+    wh_log_set_level(lvl);
     g_curl_ok = curl_global_init(CURL_GLOBAL_ALL) == CURLE_OK;
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
@@ -304,7 +311,7 @@ static wh_status_t setup_provider(wharf_client_t *c)
             }
             err[0] = '\0';
             if (open_xfer(c, order[i], err, sizeof err) == WH_OK) {
-                wh_info(MOD, "provider chosen=%s order=ofi+shm,ofi+tcp", order[i]);
+                wh_debug(MOD, "provider chosen=%s order=ofi+shm,ofi+tcp", order[i]);
                 wh_sbuf_free(&why);
                 return WH_OK;
             }
@@ -312,7 +319,7 @@ static wh_status_t setup_provider(wharf_client_t *c)
         }
         snprintf(c->no_rdma_reason, sizeof c->no_rdma_reason, "provider auto found none: %s",
                  why.data ? why.data : "");
-        wh_info(MOD, "provider chosen=none reason=\"%s\"", c->no_rdma_reason);
+        wh_debug(MOD, "provider chosen=none reason=\"%s\"", c->no_rdma_reason);
         wh_sbuf_free(&why);
         return WH_OK;
     }

@@ -120,7 +120,7 @@ static bool op_declined(wc_op_t *op, const char *what, const wc_resp_t *r)
     if (!op->fell_back) {
         op->fell_back = true;
         snprintf(op->reason, sizeof op->reason, "server declined RDMA (501: %.200s)", why);
-        wh_info(MOD, "fallback to http op=\"%s\" reason=\"%s\"", what, why);
+        wh_debug(MOD, "fallback to http op=\"%s\" reason=\"%s\"", what, why);
     }
     pthread_mutex_unlock(&op->mu);
     atomic_store(&op->force_http, true);
