@@ -115,6 +115,11 @@ static size_t header_cb(char *buf, size_t size, size_t nitems, void *arg)
         trim_copy(tmp, sizeof tmp, v, vl);
         r->has_crc64 = wh_crc64nvme_from_b64(tmp, &r->crc64) == 0;
         r->bad_crc64 = !r->has_crc64;
+    } else if (IS("x-amz-error-code")) {
+        /* bodiless error replies (HEAD, and every token request) carry the S3 error here */
+        trim_copy(r->s3_code, sizeof r->s3_code, v, vl);
+    } else if (IS("x-amz-error-message")) {
+        trim_copy(r->s3_message, sizeof r->s3_message, v, vl);
     } else if (IS("x-amz-request-id")) {
         trim_copy(r->request_id, sizeof r->request_id, v, vl);
     }
