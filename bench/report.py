@@ -419,6 +419,36 @@ def generic_section(run):
              f"`{os.path.basename(run['_path'])}` — benchmark **{run.get('benchmark')}**, "
              f"{run.get('timestamp', '')}.", ""]
     res = run.get("results", {})
+    lines += limits_md(run.get("limits")) if run.get("limits") else []
+    arms = res.get("arms") if isinstance(res, dict) else None
+    if isinstance(arms, dict) and arms:
+        # {arm: {phase: {metric: summary}}} or {arm: {metric: summary}}
+        rows = []
+        for arm, v in arms.items():
+            if not isinstance(v, dict):
+                continue
+            phases = v if all(isinstance(x, dict) and not {"median", "n"} <= set(x)
+                              for x in v.values()) else {"": v}
+            for phase, m in phases.items():
+                if not isinstance(m, dict):
+                    continue
+                for metric, summ in m.items():
+                    if isinstance(summ, dict) and "median" in summ:
+                        rows.append(f"| {arm} | {phase} | {metric} | {fmt(summ['median'])} | "
+                                    f"{rng(summ)} |")
+        if rows:
+            lines += ["| arm | phase | figure | median | min–max |", "|---|---|---|---|---|"]
+            lines += rows + [""]
+        ratios = res.get("ratios")
+        if ratios:
+            lines += ["Ratios: `" + json.dumps(ratios, sort_keys=True)[:1500] + "`", ""]
+        for key in ("goals", "goals_issue4"):
+            if isinstance(res.get(key), list):
+                try:
+                    lines += goals_md(res[key], key)
+                except (KeyError, TypeError):
+                    pass
+        return lines
     summary = res.get("summary") if isinstance(res, dict) else None
     if isinstance(summary, list) and summary and isinstance(summary[0], dict):
         keys = list(summary[0].keys())
