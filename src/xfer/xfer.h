@@ -60,6 +60,9 @@ typedef struct xfer_config {
     /* client role: */
     bool progress_thread;  /* run a progress thread gated by xfer_progress_begin/end;
                               default true (only started if the provider needs it) */
+    /* both roles: the local address to bind network providers to ("127.0.0.1"); NULL: the
+     * environment variable WHARF_OFI_NODE, else the provider's first interface. */
+    const char *node;
 } xfer_config_t;
 
 void xfer_config_init(xfer_config_t *cfg);
@@ -119,13 +122,19 @@ typedef void (*xfer_idle_cb)(void *arg);
 
 typedef struct xfer_target {
     const token_t *token;   /* parsed ofi1 token whose provider equals xfer_fabric(x) */
-    /* > 0: the provider may only touch the process with this pid (SO_PEERCRED of the
-     * requester). For shm, the batch is refused with WH_ERR_AUTH unless the pid libfabric
-     * will target is exactly this one. 0: no binding (trusted hosts, or network providers
-     * where the fabric address already identifies the peer). */
+    /* > 0: the requester's pid as the kernel reports it (SO_PEERCRED). For shm the server
+     * then moves bytes with process_vm_writev/readv into exactly this pid (never a pid read
+     * from the peer-writable shm region, which libfabric 1.17 re-reads on every op), after
+     * checking that the token's shm endpoint belongs to this pid and that the process has
+     * bind_uid; a mismatch is WH_ERR_AUTH. 0: no binding (--shm-trust-local: libfabric's shm
+     * initiator is used as is; network providers). */
     pid_t bind_pid;
     xfer_idle_cb on_idle;   /* see xfer_idle_cb; may be NULL if buffers are never reused */
     void *on_idle_arg;
+    uid_t bind_uid;         /* with bind_pid: the requester's uid (SO_PEERCRED); (uid_t)-1: any */
+    /* Network providers: when set ("127.0.0.1"), the token's fabric address must be on this
+     * host (the HTTP peer's IP), so a request cannot aim the server at a third machine. */
+    const char *bind_host;
 } xfer_target_t;
 
 /* Starts a batch: resolves the token's endpoint (cached per address, LRU bounded), checks
@@ -203,6 +212,7 @@ struct xfer_mr {
 };
 struct xfer_batch {
     xfer_t *_x;
+    uint64_t _rbase, _rsize; /* the token's region: posts are checked against it */
     uint64_t _bytes_done;
     wh_status_t _status;
     char _err[256];

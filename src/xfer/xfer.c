@@ -1,0 +1,306 @@
+/* xfer core: provider names, the family registry, slot checks, and the dispatch wrappers that
+ * enforce what every provider must honour (bounds of the token's region, fork inertness). */
+#include "xfer/xfer.h"
+#include "base/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+extern const struct xfer_ops xfer_ofi_ops;
+
+/* Families in lookup order. A UCX table goes here when it exists. */
+static const struct xfer_ops *const g_families[] = {&xfer_ofi_ops};
+
+static const struct {
+    const char *wharf;
+    const char *fabric;
+} g_names[] = {
+    {"ofi+shm", "shm"},
+    {"ofi+tcp", "tcp;ofi_rxm"},
+    {"ofi+verbs", "verbs;ofi_rxm"},
+    {"ofi+efa", "efa"},
+    {"ofi+cxi", "cxi"},
+};
+
+static const char *const g_known[] = {"ofi+shm", "ofi+tcp", "ofi+verbs", "ofi+efa", "ofi+cxi",
+                                      NULL};
+
+static void xfer_seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void xfer_seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+const char *xfer_fabric_name(const char *wharf_name)
+{
+    if (!wharf_name)
+        return NULL;
+    for (size_t i = 0; i < sizeof g_names / sizeof g_names[0]; i++)
+        if (strcmp(g_names[i].wharf, wharf_name) == 0)
+            return g_names[i].fabric;
+    return NULL;
+}
+
+const char *xfer_wharf_name(const char *fabric_name)
+{
+    if (!fabric_name)
+        return NULL;
+    for (size_t i = 0; i < sizeof g_names / sizeof g_names[0]; i++)
+        if (strcmp(g_names[i].fabric, fabric_name) == 0)
+            return g_names[i].wharf;
+    return NULL;
+}
+
+const char *const *xfer_known_names(void)
+{
+    return g_known;
+}
+
+void xfer_config_init(xfer_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->chunk_size = 4ULL << 20;
+    cfg->window = 4;
+    cfg->max_peers = 256;
+    cfg->timeout_ms = 10000;
+    cfg->progress_thread = true;
+}
+
+/* Every slot is required; a provider that lacks a capability points it at a stub. */
+static bool xfer_ops_complete(const struct xfer_ops *o)
+{
+    return o->family && o->open && o->close && o->forget_after_fork && o->mr_reg &&
+           o->mr_dereg && o->token_pack && o->progress_begin && o->progress_end && o->progress &&
+           o->batch_begin && o->batch_post && o->batch_wait && o->batch_end;
+}
+
+wh_status_t xfer_open(const xfer_config_t *cfg, xfer_t **out, char *err, size_t errlen)
+{
+    char order[128];
+    size_t off = 0;
+    order[0] = '\0';
+    for (size_t i = 0; g_known[i]; i++)
+        off += (size_t)snprintf(order + off, sizeof order - off, "%s%s", i ? "," : "",
+                                g_known[i]);
+    if (!cfg || !cfg->provider || !out ||
+        (cfg->role != XFER_ROLE_CLIENT && cfg->role != XFER_ROLE_SERVER)) {
+        xfer_seterr(err, errlen, "xfer: a provider name and a role are required");
+        return WH_ERR_INVALID;
+    }
+    const char *plus = strchr(cfg->provider, '+');
+    if (!plus || !xfer_fabric_name(cfg->provider)) {
+        xfer_seterr(err, errlen,
+                    "unknown data-path provider '%.40s'; known providers in preference order: "
+                    "%s",
+                    cfg->provider, order);
+        return WH_ERR_UNSUPPORTED;
+    }
+    for (size_t i = 0; i < sizeof g_families / sizeof g_families[0]; i++) {
+        const struct xfer_ops *o = g_families[i];
+        if (strlen(o->family) != (size_t)(plus - cfg->provider) ||
+            strncmp(o->family, cfg->provider, (size_t)(plus - cfg->provider)) != 0)
+            continue;
+        if (!xfer_ops_complete(o)) {
+            wh_error("xfer", "provider table lacks a required slot family=%s", o->family);
+            xfer_seterr(err, errlen, "xfer family '%s' is incomplete (a required slot is NULL)",
+                        o->family);
+            return WH_ERR_INTERNAL;
+        }
+        wh_info("xfer", "opening data-path provider provider=%s role=%s order=%s",
+                cfg->provider, cfg->role == XFER_ROLE_CLIENT ? "client" : "server", order);
+        xfer_t *x = NULL;
+        wh_status_t st = o->open(cfg, plus + 1, &x, err, errlen);
+        if (st != WH_OK)
+            return st;
+        x->_ops = o;
+        snprintf(x->_name, sizeof x->_name, "%s", cfg->provider);
+        snprintf(x->_fabric, sizeof x->_fabric, "%s", xfer_fabric_name(cfg->provider));
+        x->_role = cfg->role;
+        *out = x;
+        return WH_OK;
+    }
+    xfer_seterr(err, errlen, "no transport family for '%.40s'", cfg->provider);
+    return WH_ERR_UNSUPPORTED;
+}
+
+void xfer_close(xfer_t *x)
+{
+    if (x)
+        x->_ops->close(x);
+}
+
+const char *xfer_name(const xfer_t *x)
+{
+    return x->_name;
+}
+
+const char *xfer_fabric(const xfer_t *x)
+{
+    return x->_fabric;
+}
+
+void xfer_forget_after_fork(xfer_t *x)
+{
+    if (!x)
+        return;
+    x->_forgotten = true;
+    x->_ops->forget_after_fork(x);
+}
+
+wh_status_t xfer_mr_reg(xfer_t *x, void *addr, size_t len, xfer_mr_t **out)
+{
+    if (!x || x->_forgotten || !addr || !len || !out)
+        return WH_ERR_INVALID;
+    return x->_ops->mr_reg(x, addr, len, out);
+}
+
+void xfer_mr_dereg(xfer_mr_t *mr)
+{
+    if (mr)
+        mr->_x->_ops->mr_dereg(mr);
+}
+
+void *xfer_mr_addr(const xfer_mr_t *mr)
+{
+    return mr->_addr;
+}
+
+size_t xfer_mr_len(const xfer_mr_t *mr)
+{
+    return mr->_len;
+}
+
+static bool xfer_inside(const xfer_mr_t *mr, const void *addr, uint64_t len)
+{
+    uintptr_t a = (uintptr_t)addr, b = (uintptr_t)mr->_addr;
+    return a >= b && a - b <= mr->_len && len <= mr->_len - (a - b);
+}
+
+wh_status_t xfer_token_pack(xfer_t *x, const xfer_mr_t *mr, const void *addr, uint64_t len,
+                            char *out, size_t outlen)
+{
+    if (!x || x->_forgotten || !mr || mr->_x != x || !out || !xfer_inside(mr, addr, len))
+        return WH_ERR_INVALID;
+    return x->_ops->token_pack(x, mr, addr, len, out, outlen);
+}
+
+void xfer_progress_begin(xfer_t *x)
+{
+    if (x && !x->_forgotten)
+        x->_ops->progress_begin(x);
+}
+
+void xfer_progress_end(xfer_t *x)
+{
+    if (x && !x->_forgotten)
+        x->_ops->progress_end(x);
+}
+
+bool xfer_needs_progress(const xfer_t *x)
+{
+    return x && x->_needs_progress;
+}
+
+void xfer_progress(xfer_t *x)
+{
+    if (x && !x->_forgotten)
+        x->_ops->progress(x);
+}
+
+wh_status_t xfer_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t **out, char *err,
+                             size_t errlen)
+{
+    if (!x || x->_forgotten || x->_role != XFER_ROLE_SERVER || !tgt || !tgt->token || !out) {
+        xfer_seterr(err, errlen, "xfer: batches need an open server-role transport");
+        return WH_ERR_INVALID;
+    }
+    const token_t *t = tgt->token;
+    if (t->dialect != TOKEN_DIALECT_OFI1 || strcmp(t->provider, x->_fabric) != 0) {
+        xfer_seterr(err, errlen, "token provider '%s' is not this transport's '%s'",
+                    t->dialect == TOKEN_DIALECT_OFI1 ? t->provider : "(cuobj)", x->_fabric);
+        return WH_ERR_INVALID;
+    }
+    xfer_batch_t *b = NULL;
+    wh_status_t st = x->_ops->batch_begin(x, tgt, &b, err, errlen);
+    if (st != WH_OK)
+        return st;
+    b->_x = x;
+    b->_rbase = t->base;
+    b->_rsize = t->size;
+    b->_bytes_done = 0;
+    b->_status = WH_OK;
+    b->_err[0] = '\0';
+    *out = b;
+    return WH_OK;
+}
+
+wh_status_t xfer_batch_post(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *local,
+                            size_t len, uint64_t roff, unsigned tag)
+{
+    if (b->_status != WH_OK)
+        return b->_status;
+    /* The security boundary: never outside [base, base+size) of the token. */
+    if (roff > b->_rsize || len > b->_rsize - roff || tag >= XFER_TAG_ALL || !mr ||
+        !xfer_inside(mr, local, len) || (op != XFER_OP_WRITE && op != XFER_OP_READ)) {
+        snprintf(b->_err, sizeof b->_err,
+                 "transfer of 0x%zx bytes at offset 0x%llx is outside the token's region of "
+                 "0x%llx bytes (or outside the local buffer)",
+                 len, (unsigned long long)roff, (unsigned long long)b->_rsize);
+        wh_error("xfer", "refused out-of-region post len=%zu roff=%llu size=%llu", len,
+                 (unsigned long long)roff, (unsigned long long)b->_rsize);
+        return WH_ERR_INVALID;
+    }
+    if (len == 0)
+        return WH_OK;
+    return b->_x->_ops->batch_post(b, op, mr, local, len, roff, tag);
+}
+
+wh_status_t xfer_batch_wait(xfer_batch_t *b, unsigned tag)
+{
+    if (tag > XFER_TAG_ALL)
+        return WH_ERR_INVALID;
+    return b->_x->_ops->batch_wait(b, tag);
+}
+
+const char *xfer_batch_error(const xfer_batch_t *b)
+{
+    return b->_err;
+}
+
+uint64_t xfer_batch_bytes(const xfer_batch_t *b)
+{
+    return b->_bytes_done;
+}
+
+wh_status_t xfer_batch_end(xfer_batch_t *b)
+{
+    if (!b)
+        return WH_OK;
+    return b->_x->_ops->batch_end(b);
+}
+
+/* ---- shared stubs ---- */
+
+wh_status_t xfer_unsupported_token_pack(xfer_t *x, const xfer_mr_t *mr, const void *addr,
+                                        uint64_t len, char *out, size_t outlen)
+{
+    return WH_ERR_UNSUPPORTED;
+}
+
+wh_status_t xfer_unsupported_batch_begin(xfer_t *x, const xfer_target_t *tgt,
+                                         xfer_batch_t **out, char *err, size_t errlen)
+{
+    xfer_seterr(err, errlen, "provider %s cannot initiate transfers", x->_name);
+    return WH_ERR_UNSUPPORTED;
+}
+
+void xfer_noop(xfer_t *x)
+{
+}
