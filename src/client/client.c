@@ -361,7 +361,7 @@ static void reinit_after_fork(wharf_client_t *c)
             if (open_xfer(c, name, err, sizeof err) != WH_OK) {
                 snprintf(c->provider, sizeof c->provider, "none");
                 snprintf(c->no_rdma_reason, sizeof c->no_rdma_reason,
-                         "re-opening %s in the forked child failed: %s", name, err);
+                         "re-opening %s in the forked child failed: %.180s", name, err);
                 wh_warn(MOD, "fork child lost rdma provider=%s err=\"%s\"", name, err);
             }
         }
@@ -523,7 +523,9 @@ WHARF_API void wharf_client_destroy(wharf_client_t *c)
 {
     if (!c)
         return;
-    wc_client_enter(c);
+    /* No re-initialisation in a fork child: a forgotten transport and its registrations only
+     * free wharf's own memory below, and the child has no workers to join. */
+    wc_clear_error();
     pthread_mutex_lock(&g_clients_mu);
     for (wharf_client_t **pp = &g_clients; *pp; pp = &(*pp)->all_next) {
         if (*pp == c) {
