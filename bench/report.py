@@ -131,7 +131,8 @@ def plot_throughput(run, op, cells, out):
     concs = sorted({c["concurrency"] for c in cells})
     procs = min({c["processes"] for c in cells})
     n = len(concs)
-    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.2), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, n, figsize=(max(8.0, 4.2 * n), 4.6), sharey=True,
+                             squeeze=False)
     arms = sorted({c["arm"] for c in cells})
     lim = run.get("limits")
     lim_keys = ("process_vm_writev_1", "process_vm_writev_n", "tcp_loopback_1",
@@ -160,9 +161,12 @@ def plot_throughput(run, op, cells, out):
     axes[0][0].set_ylabel("GB/s (1e9 B/s), median of paired repeats")
     axes[0][0].set_ylim(bottom=0)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(5, len(labels)), fontsize=8)
-    fig.suptitle(f"{run['_name']}: throughput against size (x = failed cell)")
-    fig.tight_layout(rect=(0, 0.1 + 0.03 * (len(labels) // 5), 1, 0.95))
+    ncol = 3
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8)
+    fig.suptitle(f"{op.upper()} throughput against size (x = failed cell) — {run['_name']}",
+                 fontsize=10)
+    rows = (len(labels) + ncol - 1) // ncol
+    fig.tight_layout(rect=(0, 0.05 + 0.045 * rows, 1, 0.95))
     fig.savefig(out, dpi=90)
     plt.close(fig)
 
@@ -198,8 +202,8 @@ def plot_cpu(run, op, cells, out):
         ax.grid(True, alpha=0.3)
     axes[0][0].set_ylabel("CPU-seconds per GB moved")
     axes[0][0].legend(fontsize=8)
-    fig.suptitle(f"{run['_name']}: {op.upper()} CPU per GB, {conc} streams x {procs} proc "
-                 "(lower is better)")
+    fig.suptitle(f"{op.upper()} CPU per GB, {conc} streams x {procs} proc (lower is better) — "
+                 f"{run['_name']}", fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     fig.savefig(out, dpi=90)
     plt.close(fig)
@@ -209,7 +213,7 @@ def plot_latency(run, op, cells, out):
     conc = ref_conc(cells)
     procs = min({c["processes"] for c in cells})
     arms = sorted({c["arm"] for c in cells})
-    fig, axes = plt.subplots(1, len(arms), figsize=(4.5 * len(arms), 4.2), sharey=True,
+    fig, axes = plt.subplots(1, len(arms), figsize=(max(7.0, 4.5 * len(arms)), 4.2), sharey=True,
                              squeeze=False)
     for ax, arm in zip(axes[0], arms):
         pts = sorted((c["size_bytes"], c) for c in cells
@@ -227,8 +231,8 @@ def plot_latency(run, op, cells, out):
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
     axes[0][0].set_ylabel("latency per transfer (ms)")
-    fig.suptitle(f"{run['_name']}: {op.upper()} latency percentiles, {conc} streams x {procs} "
-                 "proc")
+    fig.suptitle(f"{op.upper()} latency percentiles, {conc} streams x {procs} proc — "
+                 f"{run['_name']}", fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     fig.savefig(out, dpi=90)
     plt.close(fig)
@@ -261,7 +265,8 @@ def plot_processes(run, op, cells, out):
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
-    ax.set_title(f"{run['_name']}: {op.upper()} aggregate throughput against processes")
+    ax.set_title(f"{op.upper()} aggregate throughput against client processes\n{run['_name']}",
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=90)
     plt.close(fig)
