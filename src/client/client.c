@@ -3,11 +3,14 @@
 
 #include "base/log.h"
 
+#include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 /* The public status enum is the internal one, value for value. */
 _Static_assert((int)WHARF_OK == (int)WH_OK, "status OK");
@@ -273,12 +276,63 @@ static void global_init(void)
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
+/* The local address this host uses to reach the endpoint's host (what the server sees as the
+ * HTTP peer): a network provider binds there, so the server can check that the token's
+ * endpoint belongs to the requester. No packet is sent (UDP connect only routes). */
+static bool local_addr_toward(const char *hostport, char *out, size_t outlen)
+{
+    char host[256], port[16] = "80";
+    const char *h = hostport, *colon;
+    size_t hl;
+    if (*h == '[') {
+        const char *e = strchr(h, ']');
+        if (!e)
+            return false;
+        hl = (size_t)(e - h - 1);
+        h++;
+        colon = e[1] == ':' ? e + 1 : NULL;
+    } else {
+        colon = strrchr(h, ':');
+        hl = colon ? (size_t)(colon - h) : strlen(h);
+    }
+    if (hl == 0 || hl >= sizeof host)
+        return false;
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    if (colon)
+        snprintf(port, sizeof port, "%s", colon + 1);
+    struct addrinfo hints, *ai = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_socktype = SOCK_DGRAM;
+    if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai)
+        return false;
+    bool ok = false;
+    int fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+            ok = getnameinfo((struct sockaddr *)&ss, sl, out, (socklen_t)outlen, NULL, 0,
+                             NI_NUMERICHOST) == 0;
+    }
+    if (fd >= 0)
+        close(fd);
+    freeaddrinfo(ai);
+    return ok;
+}
+
 static wh_status_t open_xfer(wharf_client_t *c, const char *name, char *err, size_t errlen)
 {
     xfer_config_t xc;
     xfer_config_init(&xc);
     xc.provider = name;
     xc.role = XFER_ROLE_CLIENT;
+    char node[128];
+    if (strcmp(name, "ofi+shm") != 0 && !getenv("WHARF_OFI_NODE") &&
+        local_addr_toward(c->host, node, sizeof node)) {
+        xc.node = node;
+        wh_debug(MOD, "provider=%s binds node=%s (route to %s)", name, node, c->host);
+    }
     xfer_t *x = NULL;
     wh_status_t st = xfer_open(&xc, &x, err, errlen);
     if (st != WH_OK)
