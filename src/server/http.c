@@ -140,10 +140,12 @@ void srv_reply(srv_req_t *r, int status, struct MHD_Response *resp)
         status = 500;
         if (!resp) {
             r->status = 500;
+            srv_metrics_count(&r->srv->metrics, r->route.api, 500);
             return; /* MHD closes the connection */
         }
     }
     r->status = status;
+    srv_metrics_count(&r->srv->metrics, r->route.api, status);
     srv_resp_header(resp, "x-amz-request-id", r->id);
     srv_resp_header(resp, "x-amz-id-2", r->id);
     srv_resp_header(resp, MHD_HTTP_HEADER_SERVER, SRV_SERVER_HEADER);
@@ -324,7 +326,9 @@ static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls,
     uint64_t dur = wh_now_ns() - r->t0_ns;
     int status = r->responded ? r->status : 0;
     bool ok = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
-    srv_metrics_request(&s->metrics, r->route.api, status, dur);
+    if (!r->responded)
+        srv_metrics_count(&s->metrics, r->route.api, 0); /* status "0": no reply was sent */
+    srv_metrics_latency(&s->metrics, r->route.api, dur);
     atomic_fetch_add(&s->metrics.http_rx_bytes, r->rx);
     if (ok && r->tx_body) {
         atomic_fetch_add(&s->metrics.http_tx_bytes, r->tx_body);

@@ -15,13 +15,19 @@ void srv_metrics_init(srv_metrics_t *m)
     m->start_time = (double)time(NULL);
 }
 
-void srv_metrics_request(srv_metrics_t *m, srv_api_t api, int status, uint64_t dur_ns)
+void srv_metrics_count(srv_metrics_t *m, srv_api_t api, int status)
 {
     if ((unsigned)api >= SRV_API__COUNT)
         api = SRV_API_UNKNOWN;
     if (status < 0 || status >= SRV_METRICS_MAX_STATUS)
         status = 0;
     atomic_fetch_add_explicit(&m->requests[api][status], 1, memory_order_relaxed);
+}
+
+void srv_metrics_latency(srv_metrics_t *m, srv_api_t api, uint64_t dur_ns)
+{
+    if ((unsigned)api >= SRV_API__COUNT)
+        api = SRV_API_UNKNOWN;
     double s = (double)dur_ns / 1e9;
     size_t b = 0;
     while (b < SRV_METRICS_NBUCKETS - 1 && s > g_bounds[b])

@@ -27,7 +27,10 @@ typedef struct srv_metrics {
 } srv_metrics_t;
 
 void srv_metrics_init(srv_metrics_t *m);
-void srv_metrics_request(srv_metrics_t *m, srv_api_t api, int status, uint64_t dur_ns);
+/* Counted when the reply is queued, so a client that has its reply also sees it counted. */
+void srv_metrics_count(srv_metrics_t *m, srv_api_t api, int status);
+/* Recorded when the request ends (the reply sent, or the connection gone). */
+void srv_metrics_latency(srv_metrics_t *m, srv_api_t api, uint64_t dur_ns);
 /* Appends the HTTP-side metrics (the RDMA engine appends its own). */
 void srv_metrics_render(srv_metrics_t *m, wh_sbuf_t *out);
 

@@ -25,7 +25,7 @@ from botocore.exceptions import ClientError
 
 from s3raw import S3Raw, UNSIGNED, amz_now
 from wharfd import (ACCESS_KEY, REGION, SECRET_KEY, WharfServer, crc32c_b64, md5_hex,
-                    multipart_etag, unique_bucket)
+                    multipart_etag, unique_bucket, wait_until)
 
 MIB = 1024 * 1024
 
@@ -719,10 +719,19 @@ def test_metrics(wharfd, s3, bucket):
     assert s3.get_object(Bucket=bucket, Key="met")["Body"].read() == data
     with pytest.raises(ClientError):
         s3.get_object(Bucket=bucket, Key="ghost")
-    m1 = wharfd.metrics()
+    # Request counts are taken when the reply is queued; bytes and latency when the request
+    # ends, which can be a moment after the client has its last byte.
+    m1 = {}
 
     def d(k):
         return m1.get(k, 0) - m0.get(k, 0)
+
+    def settled():
+        m1.clear()
+        m1.update(wharfd.metrics())
+        return d("wharf_http_read_ops_total") >= 1 and \
+            d('wharf_request_duration_seconds_count{api="GetObject"}') >= 2
+    assert wait_until(settled, timeout=10)
 
     assert d('wharf_requests_total{api="PutObject",status="200"}') == 1
     assert d('wharf_requests_total{api="GetObject",status="200"}') == 1
