@@ -368,8 +368,10 @@ static void rdma_put(srv_req_t *r, bool part)
     }
     srv_rdma_result_t res;
     memset(&res, 0, sizeof res);
+    uint64_t t0 = wh_now_ns();
     st = srv_rdma_put(r->srv->rdma, srv_hdr(r, "x-amz-rdma-token"), &r->peer, rdma_sink, r->w,
                       &res);
+    uint64_t t1 = wh_now_ns();
     if (st != WH_OK) {
         store_writer_abort(r->w);
         r->w = NULL;
@@ -432,8 +434,9 @@ static void rdma_put(srv_req_t *r, bool part)
         srv_resp_header(resp, "x-amz-rdma-reply", "200");
         add_u64_header(resp, "x-amz-rdma-bytes-transferred", res.bytes);
     }
-    wh_debug(MOD, "rdma put id=%s bytes=%llu provider=%s", r->id, (unsigned long long)res.bytes,
-             res.provider ? res.provider : "-");
+    wh_debug(MOD, "rdma put id=%s bytes=%llu provider=%s xfer_ms=%.3f commit_ms=%.3f", r->id,
+             (unsigned long long)res.bytes, res.provider ? res.provider : "-",
+             (double)(t1 - t0) / 1e6, (double)(wh_now_ns() - t1) / 1e6);
     srv_reply(r, 200, resp);
 }
 
@@ -616,8 +619,12 @@ static void get_object(srv_req_t *r)
         /* RDMA GET: the bytes go by one-sided write; the reply has headers only. */
         srv_rdma_result_t res;
         memset(&res, 0, sizeof res);
+        uint64_t t0 = wh_now_ns();
         st = srv_rdma_get(r->srv->rdma, srv_hdr(r, "x-amz-rdma-token"), &r->peer, fd, off, len,
                           &res);
+        wh_debug(MOD, "rdma get id=%s bytes=%llu provider=%s xfer_ms=%.3f st=%s", r->id,
+                 (unsigned long long)res.bytes, res.provider ? res.provider : "-",
+                 (double)(wh_now_ns() - t0) / 1e6, wh_status_str(st));
         if (st != WH_OK) {
             rdma_fail(r, &res, st);
             goto out;
