@@ -25,12 +25,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define MOD "rdma"
 #define RDMA_MAX_PROV 5
 #define RDMA_MAX_SLOTS 64 /* xfer tags */
 #define RDMA_POOL_WAIT_MS 5000
+#define RDMA_DIRECT_WINDOW (8u << 20) /* bytes per mmap window on the direct path */
 
 typedef struct rdma_prov {
     const char *short_name; /* "shm", "tcp" (metrics label, result->provider) */
@@ -437,22 +439,65 @@ static void rdma_fail_transfer(srv_rdma_result_t *res, wh_status_t st, const cha
 
 /* ---- GET: disk reader thread + transfer on the request thread --------------------------- */
 
+/* Two sources for chunk k, filled by a reader thread ahead of the transfer:
+ * - staged: pread into a registered pool buffer (every fabric provider);
+ * - direct (bound shm): an mmap of the object's window, MAP_POPULATE so no fault per page,
+ *   and the cross-memory copy goes straight from the page cache: one copy, as raw
+ *   process_vm_writev makes.
+ * Either way the reader also computes the running crc64nvme while the bytes are cache-warm,
+ * so checksum and disk read overlap the transfer of the previous chunk. */
+#define RDMA_DIRECT_SLOTS 3
+
 enum { SLOT_EMPTY = 0, SLOT_FILLED, SLOT_SENT };
 
 typedef struct get_pipe {
-    srv_rdma_t *r;
     int fd;
     uint64_t off, len, chunk;
     unsigned nslots;
-    uint8_t *buf[RDMA_MAX_SLOTS];
+    bool direct;
+    uint8_t *buf[RDMA_MAX_SLOTS];  /* staged: pool buffer; direct: start of the bytes */
+    void *map[RDMA_MAX_SLOTS];     /* direct: the mapping to unmap */
+    size_t map_len[RDMA_MAX_SLOTS];
     int state[RDMA_MAX_SLOTS];
     size_t n[RDMA_MAX_SLOTS];
-    uint64_t crc;           /* running crc64nvme of every chunk read, in order */
-    int read_err;           /* errno of a failed pread */
+    uint64_t crc;  /* running crc64nvme of every chunk filled, in order */
+    int read_err;  /* errno of a failed pread/mmap */
     bool abort;
     pthread_mutex_t lock;
     pthread_cond_t cond;
 } get_pipe_t;
+
+/* Fills slot s with chunk k. Returns 0 or an errno. */
+static int get_fill(get_pipe_t *g, unsigned s, uint64_t k)
+{
+    size_t n = (size_t)WH_MIN(g->chunk, g->len - k * g->chunk);
+    uint64_t at = g->off + k * g->chunk;
+    if (g->direct) {
+        uint64_t aoff = at & ~(uint64_t)4095, delta = at - aoff;
+        void *m = mmap(NULL, (size_t)delta + n, PROT_READ, MAP_SHARED | MAP_POPULATE, g->fd,
+                       (off_t)aoff);
+        if (m == MAP_FAILED)
+            return errno;
+        g->map[s] = m;
+        g->map_len[s] = (size_t)delta + n;
+        g->buf[s] = (uint8_t *)m + delta;
+    } else {
+        int rc = wh_pread_all(g->fd, g->buf[s], n, at);
+        if (rc != 0)
+            return -rc;
+    }
+    g->crc = wh_crc64nvme(g->crc, g->buf[s], n);
+    g->n[s] = n;
+    return 0;
+}
+
+static void get_unmap(get_pipe_t *g, unsigned s)
+{
+    if (g->direct && g->map[s]) {
+        munmap(g->map[s], g->map_len[s]);
+        g->map[s] = NULL;
+    }
+}
 
 static void *get_reader(void *arg)
 {
@@ -467,20 +512,17 @@ static void *get_reader(void *arg)
         pthread_mutex_unlock(&g->lock);
         if (stop)
             break;
-        size_t n = (size_t)WH_MIN(g->chunk, g->len - k * g->chunk);
-        int rc = wh_pread_all(g->fd, g->buf[s], n, g->off + k * g->chunk);
+        int e = get_fill(g, s, k); /* g->crc is only touched by this thread while running */
         pthread_mutex_lock(&g->lock);
-        if (rc != 0) {
-            g->read_err = -rc;
+        if (e) {
+            g->read_err = e;
             g->abort = true;
         } else {
-            g->crc = wh_crc64nvme(g->crc, g->buf[s], n); /* bytes are cache-hot here */
-            g->n[s] = n;
             g->state[s] = SLOT_FILLED;
         }
         pthread_cond_broadcast(&g->cond);
         pthread_mutex_unlock(&g->lock);
-        if (rc != 0)
+        if (e)
             break;
     }
     return NULL;
@@ -496,23 +538,12 @@ wh_status_t srv_rdma_get(srv_rdma_t *r, const char *token, const srv_peer_t *pee
     if (!rdma_vet(r, token, peer, len, &tok, &p, res))
         return res->http_status == 501 ? WH_ERR_DECLINED : WH_ERR_INVALID;
 
-    uint64_t chunk = r->buf_len;
-    uint64_t nchunks = (len + chunk - 1) / chunk;
-    unsigned want = (unsigned)WH_MIN(nchunks ? nchunks : 1, (uint64_t)r->cfg.window + 2);
     rdma_late_t *late = calloc(1, sizeof *late);
     if (!late) {
         res_set(res, 500, "InternalError", "out of memory");
         return WH_ERR_NOMEM;
     }
     late->r = r;
-    late->n = pool_take(r, want, late->idx, RDMA_POOL_WAIT_MS);
-    if (late->n == 0) {
-        free(late);
-        res_set(res, 503, "SlowDown",
-                "all %u RDMA buffers are busy (--rdma-mem); retry later", r->nbuf);
-        decline(r, DECL_BUSY, res);
-        return WH_ERR_BUSY;
-    }
     if ((st = rdma_begin(r, p, &tok, peer, late, &b, res)) != WH_OK) {
         rdma_end(r, NULL, late);
         return st;
@@ -520,14 +551,34 @@ wh_status_t srv_rdma_get(srv_rdma_t *r, const char *token, const srv_peer_t *pee
 
     get_pipe_t g;
     memset(&g, 0, sizeof g);
-    g.r = r;
     g.fd = fd;
     g.off = off;
     g.len = len;
-    g.chunk = chunk;
-    g.nslots = late->n;
-    for (unsigned i = 0; i < g.nslots; i++)
-        g.buf[i] = pool_buf(r, late->idx[i]);
+    g.direct = xfer_batch_direct(b);
+    g.chunk = g.direct ? RDMA_DIRECT_WINDOW : r->buf_len;
+    uint64_t chunk = g.chunk, nchunks = (len + chunk - 1) / chunk;
+    if (g.direct) {
+        struct stat sb;
+        if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size < off + len) {
+            res_set(res, 500, "InternalError", "object file is shorter than the range");
+            rdma_end(r, b, late);
+            return WH_ERR_IO;
+        }
+        g.nslots = RDMA_DIRECT_SLOTS;
+    } else {
+        unsigned want = (unsigned)WH_MIN(nchunks ? nchunks : 1, (uint64_t)r->cfg.window + 2);
+        late->n = pool_take(r, want, late->idx, RDMA_POOL_WAIT_MS);
+        if (late->n == 0) {
+            rdma_end(r, b, late);
+            res_set(res, 503, "SlowDown",
+                    "all %u RDMA buffers are busy (--rdma-mem); retry later", r->nbuf);
+            decline(r, DECL_BUSY, res);
+            return WH_ERR_BUSY;
+        }
+        g.nslots = late->n;
+        for (unsigned i = 0; i < g.nslots; i++)
+            g.buf[i] = pool_buf(r, late->idx[i]);
+    }
     pthread_mutex_init(&g.lock, NULL);
     pthread_cond_init(&g.cond, NULL);
 
@@ -536,37 +587,42 @@ wh_status_t srv_rdma_get(srv_rdma_t *r, const char *token, const srv_peer_t *pee
     if (threaded && pthread_create(&rd, NULL, get_reader, &g) != 0)
         threaded = false;
     if (!threaded)
-        g.nslots = 1; /* read, send, read, send: correct, not overlapped */
+        g.nslots = 1; /* fill, send, fill, send: correct, not overlapped */
 
     unsigned sent_q[RDMA_MAX_SLOTS], qh = 0, qn = 0; /* FIFO of SENT slots */
     for (uint64_t k = 0; k < nchunks && st == WH_OK; k++) {
         unsigned s = (unsigned)(k % g.nslots);
         if (!threaded) {
-            size_t n = (size_t)WH_MIN(chunk, len - k * chunk);
-            int rc = wh_pread_all(fd, g.buf[s], n, off + k * chunk);
-            if (rc != 0) {
-                g.read_err = -rc;
+            int e = get_fill(&g, s, k);
+            if (e) {
+                g.read_err = e;
                 st = WH_ERR_IO;
                 break;
             }
-            g.crc = wh_crc64nvme(g.crc, g.buf[s], n);
-            g.n[s] = n;
         } else {
             pthread_mutex_lock(&g.lock);
             while (g.state[s] != SLOT_FILLED && !g.abort)
                 pthread_cond_wait(&g.cond, &g.lock);
-            bool ab = g.abort;
+            bool ab = g.state[s] != SLOT_FILLED;
             pthread_mutex_unlock(&g.lock);
             if (ab) {
                 st = WH_ERR_IO;
                 break;
             }
         }
-        st = xfer_batch_post(b, XFER_OP_WRITE, p->mr, g.buf[s], g.n[s], k * chunk, s);
+        st = xfer_batch_post(b, XFER_OP_WRITE, g.direct ? NULL : p->mr, g.buf[s], g.n[s],
+                             k * chunk, s);
         if (st != WH_OK)
             break;
-        if (!threaded) {
-            st = xfer_batch_wait(b, s);
+        if (g.direct || !threaded) {
+            /* direct posts are synchronous; staged unthreaded: wait for this one */
+            if (!g.direct)
+                st = xfer_batch_wait(b, s);
+            get_unmap(&g, s);
+            pthread_mutex_lock(&g.lock);
+            g.state[s] = SLOT_EMPTY;
+            pthread_cond_broadcast(&g.cond);
+            pthread_mutex_unlock(&g.lock);
             continue;
         }
         pthread_mutex_lock(&g.lock);
@@ -595,6 +651,8 @@ wh_status_t srv_rdma_get(srv_rdma_t *r, const char *token, const srv_peer_t *pee
         pthread_mutex_unlock(&g.lock);
         pthread_join(rd, NULL);
     }
+    for (unsigned i = 0; i < RDMA_MAX_SLOTS; i++)
+        get_unmap(&g, i);
     uint64_t moved = xfer_batch_bytes(b);
     if (st == WH_OK && moved == len) {
         res->http_status = 200;

@@ -351,6 +351,10 @@ static void ofi_close(xfer_t *x)
         wh_warn("xfer", "closing with transfers still in flight provider=%s",
                 x->_name);
     ofi_close_fids(o);
+    /* The endpoint is closed: nothing touches the zombies' buffers any more. */
+    for (ofi_batch_t *b = o->zombies; b; b = b->next)
+        if (b->on_idle)
+            b->on_idle(b->on_idle_arg);
     ofi_free_lists(o);
     pthread_mutex_destroy(&o->lock);
     pthread_mutex_destroy(&o->plock);
@@ -894,6 +898,7 @@ static wh_status_t ofi_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_bat
     }
     pthread_mutex_unlock(&o->lock);
     b->cma_pid = cma ? tgt->bind_pid : 0;
+    b->base._direct = cma;
     b->key = t->key;
     b->last_ns = wh_now_ns();
     b->on_idle = tgt->on_idle;

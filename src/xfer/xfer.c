@@ -247,8 +247,9 @@ wh_status_t xfer_batch_post(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *
     if (b->_status != WH_OK)
         return b->_status;
     /* The security boundary: never outside [base, base+size) of the token. */
-    if (roff > b->_rsize || len > b->_rsize - roff || tag >= XFER_TAG_ALL || !mr ||
-        !xfer_inside(mr, local, len) || (op != XFER_OP_WRITE && op != XFER_OP_READ)) {
+    bool local_ok = mr ? xfer_inside(mr, local, len) : (b->_direct && local != NULL);
+    if (roff > b->_rsize || len > b->_rsize - roff || tag >= XFER_TAG_ALL || !local_ok ||
+        (op != XFER_OP_WRITE && op != XFER_OP_READ)) {
         snprintf(b->_err, sizeof b->_err,
                  "transfer of 0x%zx bytes at offset 0x%llx is outside the token's region of "
                  "0x%llx bytes (or outside the local buffer)",
@@ -267,6 +268,11 @@ wh_status_t xfer_batch_wait(xfer_batch_t *b, unsigned tag)
     if (tag > XFER_TAG_ALL)
         return WH_ERR_INVALID;
     return b->_x->_ops->batch_wait(b, tag);
+}
+
+bool xfer_batch_direct(const xfer_batch_t *b)
+{
+    return b->_direct;
 }
 
 const char *xfer_batch_error(const xfer_batch_t *b)

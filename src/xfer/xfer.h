@@ -151,6 +151,10 @@ wh_status_t xfer_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t *
  * A failure of any op makes the batch failed: this and later calls return its status. */
 wh_status_t xfer_batch_post(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *local,
                             size_t len, uint64_t roff, unsigned tag);
+/* True when the batch moves bytes by a direct cross-memory copy (bound shm): its posts may
+ * then pass mr = NULL and any readable/writable local address (e.g. an mmap of the file, so
+ * a GET makes one copy instead of two). */
+bool xfer_batch_direct(const xfer_batch_t *b);
 /* Waits until every op posted with tag has completed (tag = XFER_TAG_ALL: all ops). Bounded
  * by the inactivity timeout (WH_ERR_TIMEOUT). */
 #define XFER_TAG_ALL 64u
@@ -214,6 +218,7 @@ struct xfer_batch {
     xfer_t *_x;
     uint64_t _rbase, _rsize; /* the token's region: posts are checked against it */
     uint64_t _bytes_done;
+    bool _direct;
     wh_status_t _status;
     char _err[256];
 };
