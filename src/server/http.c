@@ -446,6 +446,14 @@ static void request_begin(srv_req_t *r)
                                                "SignedHeaders");
         return;
     }
+    const char *cl = srv_hdr(r, "content-length");
+    bool wire_body = (cl && strcmp(cl, "0") != 0) || srv_hdr(r, "transfer-encoding");
+    if (!wire_body && r->auth.mode == S3_PAYLOAD_SHA256 &&
+        strcmp(r->auth.payload_hash, S3_EMPTY_SHA256) != 0) {
+        srv_reply_err(r, S3_ERR_CONTENT_SHA256_MISMATCH,
+                      "x-amz-content-sha256 names a body but the request has none");
+        return;
+    }
     if (r->route.api == SRV_API_BAD_REQUEST) {
         srv_reply_err(r, S3_ERR_INVALID_REQUEST, r->route.why);
         return;

@@ -171,3 +171,10 @@ def test_not_signed_health_metrics_only(wharfd):
         text = r.read().decode()
     assert "wharf_requests_total" in text and "process_cpu_seconds_total" in text
     assert "# TYPE wharf_request_duration_seconds histogram" in text
+
+
+def test_sha256_of_absent_body_is_checked(raw):
+    import hashlib
+    r = raw.request("GET", "/", payload_hash=hashlib.sha256(b"a body never sent").hexdigest())
+    assert r.status == 400 and r.error_code() == "XAmzContentSHA256Mismatch", r
+    assert raw.request("GET", "/").status == 200
