@@ -8,6 +8,7 @@
 #include "xfer/xfer.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -395,8 +396,48 @@ static void test_names(void)
         xfer_close(x);
 }
 
-int main(void)
+/* `unit_xfer_test_ofi victim`: the victim process of tests/func/test_rdma_shm_attack.py. It
+ * registers 1 MiB of a known pattern over ofi+shm, prints its token and its pid, then answers
+ * "check" with "unchanged" or "changed" and exits on "quit" or EOF. */
+static int victim_main(void)
 {
+    xfer_config_t cfg;
+    xfer_t *x = NULL;
+    xfer_mr_t *mr = NULL;
+    char err[256], tok[TOKEN_MAX_LEN + 1], line[64];
+    size_t n = 1u << 20;
+    unsigned char *buf = malloc(n);
+    xfer_config_init(&cfg);
+    cfg.provider = "ofi+shm";
+    cfg.role = XFER_ROLE_CLIENT;
+    if (!buf || xfer_open(&cfg, &x, err, sizeof err) != WH_OK)
+        return 2;
+    for (size_t i = 0; i < n; i++)
+        buf[i] = pat(i, 0x77);
+    if (xfer_mr_reg(x, buf, n, &mr) != WH_OK ||
+        xfer_token_pack(x, mr, buf, n, tok, sizeof tok) != WH_OK)
+        return 3;
+    xfer_progress_begin(x);
+    printf("token %s\npid %d\n", tok, (int)getpid());
+    fflush(stdout);
+    while (fgets(line, sizeof line, stdin) && strncmp(line, "quit", 4) != 0) {
+        bool same = true;
+        for (size_t i = 0; i < n && same; i++)
+            same = buf[i] == pat(i, 0x77);
+        printf("%s\n", same ? "unchanged" : "changed");
+        fflush(stdout);
+    }
+    xfer_progress_end(x);
+    xfer_mr_dereg(mr);
+    xfer_close(x);
+    free(buf);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "victim") == 0)
+        return victim_main();
     signal(SIGPIPE, SIG_IGN);
     alarm(240); /* the whole test is bounded */
     RUN(test_names);
