@@ -80,7 +80,7 @@ def run_wharf(arm, c, sd, bucket, key, srv, nbytes, do_verify, concurrency):
                        flatten_s=rep["flatten_s"], upload_s=rep["upload_s"],
                        commit_s=rep["commit_s"], shards=len(rep["shards"]),
                        transports=rep["transports"], rdma_witness=w.witness(), **w.cpu(nbytes))
-    err = w.gate(arm, "write", nbytes)
+    err = w.gate(arm, "put", nbytes)
     if err:
         out["save"]["error"] = err + "-on-save"
     del rep
@@ -92,7 +92,7 @@ def run_wharf(arm, c, sd, bucket, key, srv, nbytes, do_verify, concurrency):
                        header_s=lrep["header_s"], download_s=lrep["download_s"],
                        rebuild_s=lrep["rebuild_s"], transports=lrep["transports"],
                        fell_back=lrep["fell_back"], rdma_witness=w.witness(), **w.cpu(nbytes))
-    err = w.gate(arm, "read", nbytes)
+    err = w.gate(arm, "get", nbytes)
     if err:
         out["load"]["error"] = err
     if do_verify:

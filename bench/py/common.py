@@ -82,8 +82,9 @@ class Window:
         self.host_cpu_s = bl.host_busy_s(self.h0, bl.host_cpu())
         m1 = scrape(self.srv)
         self.delta = bl.metrics_delta(self.m0, m1)
-        self.rdma_read = self.delta.get("wharf_rdma_read_bytes_total", 0.0)
-        self.rdma_write = self.delta.get("wharf_rdma_write_bytes_total", 0.0)
+        # the server's view: it writes into client memory for a GET, reads from it for a PUT
+        self.rdma_get = self.delta.get("wharf_rdma_write_bytes_total", 0.0)
+        self.rdma_put = self.delta.get("wharf_rdma_read_bytes_total", 0.0)
 
     def cpu(self, nbytes):
         gb = nbytes / 1e9 if nbytes else float("nan")
@@ -93,15 +94,17 @@ class Window:
                 "host_cpu_s_per_gb": self.host_cpu_s / gb}
 
     def witness(self):
-        return {"rdma_read_bytes": self.rdma_read, "rdma_write_bytes": self.rdma_write,
-                "rdma_read_ops": self.delta.get("wharf_rdma_read_ops_total", 0.0),
-                "rdma_write_ops": self.delta.get("wharf_rdma_write_ops_total", 0.0)}
+        return {"rdma_get_bytes": self.rdma_get, "rdma_put_bytes": self.rdma_put,
+                "wharf_rdma_write_bytes_total": self.rdma_get,
+                "wharf_rdma_write_ops_total": self.delta.get("wharf_rdma_write_ops_total", 0.0),
+                "wharf_rdma_read_bytes_total": self.rdma_put,
+                "wharf_rdma_read_ops_total": self.delta.get("wharf_rdma_read_ops_total", 0.0)}
 
     def gate(self, arm, direction, payload):
-        """None, or the reason the RDMA figure fails its gate."""
+        """None, or the reason the RDMA figure fails its gate. direction: "get" or "put"."""
         if not arm.startswith("rdma"):
             return None
-        got = self.rdma_read if direction == "read" else self.rdma_write
+        got = self.rdma_get if direction == "get" else self.rdma_put
         if got < GATE * payload:
             return (f"rdma-not-used: server counted {int(got)} RDMA {direction} bytes of "
                     f"{payload} ({got / max(1, payload):.3f} < {GATE})")

@@ -176,7 +176,7 @@ def main():
                 cell = {"arm": arm, "repeat": r, "wall_s": w.wall_s, "bytes": nbytes,
                         "gbps": nbytes / w.wall_s / 1e9, "num_tensors": len(got),
                         "rdma_witness": w.witness(), **extra, **w.cpu(nbytes)}
-                err = w.gate(arm, "read", nbytes)
+                err = w.gate(arm, "get", nbytes)
                 if err:
                     cell["error"] = err
                 if r == 0:

@@ -100,7 +100,7 @@ def main():
                         "median_step_ms": float(np.median(steps)) * 1e3,
                         "transports": sorted(stt["transports"]),
                         "rdma_witness": w.witness(), **w.cpu(stt["bytes"])}
-                err = w.gate(arm, "read", stt["bytes"])
+                err = w.gate(arm, "get", stt["bytes"])
                 if err:
                     cell["error"] = err
                 # verification, outside the window: first token of each batch's first row

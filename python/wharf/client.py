@@ -71,12 +71,44 @@ class ObjectInfo:
 
 
 class _Buf:
-    """A contiguous buffer: address, length, owner (kept alive during the call), kind."""
-    __slots__ = ("addr", "nbytes", "owner", "kind", "writable", "weakable")
+    """A contiguous buffer: address, length, owner (kept alive during the call), kind; and the
+    range worth registering (root: the whole array or tensor a view belongs to, so that
+    later views of it find the registration)."""
+    __slots__ = ("addr", "nbytes", "owner", "kind", "writable", "weakable", "root_addr",
+                 "root_nbytes", "root")
 
-    def __init__(self, addr, nbytes, owner, kind, writable, weakable):
+    def __init__(self, addr, nbytes, owner, kind, writable, weakable, root=None):
         self.addr, self.nbytes, self.owner = addr, nbytes, owner
         self.kind, self.writable, self.weakable = kind, writable, weakable
+        self.root_addr, self.root_nbytes, self.root = root or (addr, nbytes, owner)
+
+    def sub(self, offset, n):
+        return _Buf(self.addr + offset, n, self.owner, self.kind, self.writable, self.weakable,
+                    (self.root_addr, self.root_nbytes, self.root))
+
+
+def _torch_root(t):
+    """(addr, nbytes, tensor) of the contiguous tensor t is a view of, or of t itself."""
+    base = getattr(t, "_base", None)
+    if base is not None and base.is_contiguous() and base.device == t.device:
+        a, n = base.data_ptr(), base.numel() * base.element_size()
+        if a <= t.data_ptr() and t.data_ptr() + t.numel() * t.element_size() <= a + n:
+            return a, n, base
+    return None
+
+
+def _numpy_root(arr):
+    import numpy
+    root = arr
+    while isinstance(root.base, numpy.ndarray):
+        root = root.base
+    if root is arr or not (root.flags.c_contiguous or root.flags.f_contiguous):
+        return None
+    a, n = root.__array_interface__["data"][0], root.nbytes
+    b = arr.__array_interface__["data"][0]
+    if a <= b and b + arr.nbytes <= a + n:
+        return a, n, root
+    return None
 
 
 def _as_buf(obj, what):
@@ -92,14 +124,15 @@ def _as_buf(obj, what):
             raise WharfError(_lib.WHARF_ERR_INVALID,
                              f"{what}: tensors on {obj.device} are not supported")
         kind = _lib.MEM_CUDA if obj.device.type == "cuda" else _lib.MEM_HOST
-        return _Buf(obj.data_ptr(), obj.numel() * obj.element_size(), obj, kind, True, True)
+        return _Buf(obj.data_ptr(), obj.numel() * obj.element_size(), obj, kind, True, True,
+                    _torch_root(obj))
     np = sys.modules.get("numpy")
     if np is not None and isinstance(obj, np.ndarray):
         if not (obj.flags.c_contiguous or obj.flags.f_contiguous):
             raise WharfError(_lib.WHARF_ERR_INVALID, f"{what}: the array is not contiguous "
                              "(transfers need one address range); pass np.ascontiguousarray(a)")
         return _Buf(obj.__array_interface__["data"][0], obj.nbytes, obj, _lib.MEM_HOST,
-                    bool(obj.flags.writeable), True)
+                    bool(obj.flags.writeable), True, _numpy_root(obj))
     try:
         mv = memoryview(obj)
     except TypeError:
@@ -393,14 +426,13 @@ class Client:
         if n < 0 or offset + n > b.nbytes:
             raise WharfError(_lib.WHARF_ERR_RANGE, f"put_from {bucket}/{key}: [{offset}, "
                              f"{offset + n}) is outside the {b.nbytes}-byte buffer")
-        sub = _Buf(b.addr + offset, n, b.owner, b.kind, b.writable, b.weakable)
-        return self._xfer(False, bucket, key, sub, 0, n, transport, verify, concurrency, cache,
-                          full=b)
+        return self._xfer(False, bucket, key, b.sub(offset, n), 0, n, transport, verify,
+                          concurrency, cache)
 
     # ---- the data path ---------------------------------------------------------------------
 
     def _xfer(self, is_get, bucket, key, b, offset, length, transport, verify, concurrency,
-              cache, full=None):
+              cache):
         h = self._handle()
         if transport not in _TRANSPORTS:
             raise WharfError(_lib.WHARF_ERR_INVALID, f'transport must be "auto", "rdma" or '
@@ -419,7 +451,7 @@ class Client:
         lib.wharf_report_init(ctypes.byref(rep), ctypes.sizeof(rep))
         reg = None
         if t != _lib.TRANSPORT_HTTP and b.nbytes > 0:
-            reg = self._acquire(full or b, cache, b.addr, b.nbytes)
+            reg = self._acquire(b, cache)
         try:
             bk, kk = _enc(bucket, "bucket"), _enc(key, "key")
             if is_get:
@@ -463,7 +495,7 @@ class Client:
         b = _as_buf(buf, "register")
         if b.nbytes == 0:
             raise WharfError(_lib.WHARF_ERR_INVALID, "register: the buffer is empty")
-        reg = self._new_reg(b)
+        reg = self._new_reg(b.addr, b.nbytes, b.kind)
         reg.pinned = True
         reg.strong = b.owner
         with self._reg_lock:
@@ -487,17 +519,19 @@ class Client:
                     r.dead = True
                     self._maybe_drop(r)
 
-    def _new_reg(self, b):
+    def _new_reg(self, addr, nbytes, kind):
         if not self.rdma:
             raise WharfError(_lib.WHARF_ERR_UNSUPPORTED, f"register: the client has no RDMA "
                              f"provider (provider {self.provider}); use transport=\"http\"")
         m = ctypes.c_void_p()
-        check(lib.wharf_mem_register(self._handle(), ctypes.c_void_p(b.addr), b.nbytes, b.kind,
-                                     ctypes.byref(m)), f"register {b.nbytes} bytes")
-        return _Reg(b.addr, b.addr + b.nbytes, m, b.kind)
+        check(lib.wharf_mem_register(self._handle(), ctypes.c_void_p(addr), nbytes, kind,
+                                     ctypes.byref(m)), f"register {nbytes} bytes")
+        return _Reg(addr, addr + nbytes, m, kind)
 
-    def _acquire(self, b, cache, addr, n):
-        """A registration holding [addr, addr+n), in use until _release."""
+    def _acquire(self, b, cache):
+        """A registration holding b's range, in use until _release. A new one covers b's
+        root (the whole array or tensor b views) and follows the root's life."""
+        addr, n = b.addr, b.nbytes
         with self._reg_lock:
             for i in range(len(self._regs) - 1, -1, -1):
                 r = self._regs[i]
@@ -506,18 +540,21 @@ class Client:
                     if not r.pinned:
                         self._regs.append(self._regs.pop(i))
                     return r
-        reg = self._new_reg(b)
+        if cache:
+            reg = self._new_reg(b.root_addr, b.root_nbytes, b.kind)
+        else:
+            reg = self._new_reg(addr, n, b.kind)
         reg.inuse = 1
         if not cache:
             reg.dead = True  # dropped at release
             return reg
         if b.weakable:
             try:
-                reg.ref = weakref.ref(b.owner, self._owner_died_cb(reg))
+                reg.ref = weakref.ref(b.root, self._owner_died_cb(reg))
             except TypeError:
-                reg.strong = b.owner
+                reg.strong = b.root
         else:
-            reg.strong = b.owner
+            reg.strong = b.root
         with self._reg_lock:
             self._regs.append(reg)
             self._evict()

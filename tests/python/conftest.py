@@ -64,7 +64,9 @@ class Witness:
         self.delta = {k: self.after[k] - self.before[k] for k in self.after}
 
     def _read(self):
-        return {d: self.srv.metric_sum(f"wharf_rdma_{d}_bytes_total") for d in ("read", "write")}
+        # the server's view: it writes into client memory for a GET, reads from it for a PUT
+        return {"get": self.srv.metric_sum("wharf_rdma_write_bytes_total"),
+                "put": self.srv.metric_sum("wharf_rdma_read_bytes_total")}
 
 
 def expect_transport(srv, provider, witness, rep, nbytes, direction):

@@ -41,12 +41,12 @@ def test_put_get_stat_list_delete(client, bucket, wharfd, provider):
     data = pattern(3 << 20, 1).tobytes()
     with Witness(wharfd) as w:
         rep = client.put(bucket, "dir/a.bin", data)
-    expect_transport(wharfd, provider, w, rep, len(data), "write")
+    expect_transport(wharfd, provider, w, rep, len(data), "put")
     assert rep.bytes == len(data) and rep.etag.startswith('"')
     with Witness(wharfd) as w:
         got = client.get(bucket, "dir/a.bin")
     assert got == data
-    expect_transport(wharfd, provider, w, client.last_report, len(data), "read")
+    expect_transport(wharfd, provider, w, client.last_report, len(data), "get")
     st = client.stat(bucket, "dir/a.bin")
     assert st.length == len(data) and st.etag == rep.etag
     client.put(bucket, "dir/b.bin", b"")
@@ -70,11 +70,11 @@ def test_numpy_whole_and_ranges(client, bucket, wharfd, provider):
     src = np.random.default_rng(2).standard_normal(1 << 20).astype(np.float32)  # 4 MiB
     with Witness(wharfd) as w:
         rep = client.put_from(bucket, "np", src)
-    expect_transport(wharfd, provider, w, rep, src.nbytes, "write")
+    expect_transport(wharfd, provider, w, rep, src.nbytes, "put")
     dst = np.zeros_like(src)
     with Witness(wharfd) as w:
         rep = client.get_into(bucket, "np", dst)
-    expect_transport(wharfd, provider, w, rep, src.nbytes, "read")
+    expect_transport(wharfd, provider, w, rep, src.nbytes, "get")
     assert rep.bytes == src.nbytes and np.array_equal(dst, src)
     # a range of the object into a slice of a bigger array
     big = np.zeros(4096, dtype=np.float32)
@@ -95,7 +95,7 @@ def test_torch_tensors(client, bucket, wharfd, provider):
     t = torch.randn(512, 1024, dtype=torch.float32)
     with Witness(wharfd) as w:
         rep = client.put_from(bucket, "t", t)
-    expect_transport(wharfd, provider, w, rep, t.numel() * 4, "write")
+    expect_transport(wharfd, provider, w, rep, t.numel() * 4, "put")
     out = torch.empty_like(t)
     rep = client.get_into(bucket, "t", out)
     assert torch.equal(out, t) and rep.bytes == t.numel() * 4
@@ -240,7 +240,7 @@ def test_http_transport_forced(client, bucket, wharfd):
     dst = np.zeros_like(src)
     with Witness(wharfd) as w:
         rep = client.get_into(bucket, "forced", dst, transport="http")
-    assert rep.transport == "http" and w.delta["read"] == 0 and np.array_equal(dst, src)
+    assert rep.transport == "http" and w.delta["get"] == 0 and np.array_equal(dst, src)
 
 
 def test_rdma_on_http_client_is_an_error(http_client):

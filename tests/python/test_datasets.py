@@ -55,7 +55,7 @@ def test_token_dataset(client, bucket, wharfd, provider):
     assert st["bytes"] == 200 * SEQ * 4 and st["buffers"] == 2
     assert st["transports"] == ({"http"} if provider == "http" else {"rdma"})
     if provider != "http":
-        assert w.delta["read"] >= st["bytes"]
+        assert w.delta["get"] >= st["bytes"]
 
 
 def test_token_batches_ranks_and_zero_copy(client, bucket):
@@ -201,7 +201,7 @@ def test_jpeg_tar_shards(client, bucket, wharfd, provider):
     with Witness(wharfd) as w:
         got = list(ds)
     assert [(d, lab) for d, lab in got] == [(d, lab) for _, d, lab in all_samples]
-    assert ds.last_stats["transports"] == {"http"} and w.delta["read"] == 0
+    assert ds.last_stats["transports"] == {"http"} and w.delta["get"] == 0
     # decode hook, ranks and DataLoader workers
     ds = JpegTarShards(client, bucket, prefix="jpeg/", rank=1, world_size=2,
                        decode=lambda b: torch.frombuffer(bytearray(b), dtype=torch.uint8))

@@ -80,7 +80,7 @@ def test_single_file_every_dtype(client, bucket, wharfd, provider):
     data_bytes = sum(len(v[2]) for v in T.values())
     assert rep["bytes"] == data_bytes
     if provider != "http":
-        assert rep["transports"] == ["rdma"] and w.delta["read"] >= data_bytes
+        assert rep["transports"] == ["rdma"] and w.delta["get"] >= data_bytes
     native = {"BOOL": torch.bool, "U8": torch.uint8, "I8": torch.int8, "I16": torch.int16,
               "I32": torch.int32, "I64": torch.int64, "F16": torch.float16,
               "BF16": torch.bfloat16, "F32": torch.float32, "F64": torch.float64,
