@@ -57,9 +57,9 @@ def test_kill9_mid_put_then_restart(fresh_wharfd):
     try:
         for _ in range(sent // MIB):
             sock.sendall(block)
-        # Give the server time to write part of it to disk: wait (bounded) until a new file
-        # under the data dir holds some MiB. Where the engine keeps temp files is its choice,
-        # so only the crash and restart below are asserted, not this.
+        # Wait (bounded) until the upload's temp file under the data dir holds some MiB, so the
+        # crash leaves a real leftover for start-up to clean (store.h: temp files live under
+        # DIR; if that ever changes, this wait must look where they went).
         def grown():
             for rel in srv.data_files() - before:
                 try:
@@ -73,8 +73,8 @@ def test_kill9_mid_put_then_restart(fresh_wharfd):
         srv.proc.wait(timeout=10)
     finally:
         sock.close()
-    if temp:
-        assert os.path.exists(os.path.join(srv.data_dir, temp))  # it was there at the crash
+    assert temp, f"no temp file grew under {srv.data_dir} during the PUT"
+    assert os.path.exists(os.path.join(srv.data_dir, temp))  # still there after the crash
 
     again = WharfServer(data_dir=srv.data_dir)
     again.start()
