@@ -8,6 +8,7 @@ import filecmp
 import json
 import os
 import subprocess
+import urllib.request
 
 import pytest
 
@@ -106,6 +107,16 @@ def test_s3_cp_up_down_small(aws, bucket, tmp_path):
     head = aws.json("s3api", "head-object", "--bucket", bucket, "--key", "empty")
     assert head["ContentLength"] == 0
     assert head["ETag"] == f'"{md5_hex(b"")}"'
+    # From stdin (size unknown to aws), and a presigned URL made by aws, fetched by urllib.
+    r = subprocess.run([AWS, "--endpoint-url", aws.endpoint, "s3", "cp", "-",
+                        f"s3://{bucket}/from-stdin"], input=data, env=aws.env,
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    url = aws.run("s3", "presign", f"s3://{bucket}/from-stdin", "--expires-in", "300")
+    url = url.stdout.decode().strip()
+    assert "X-Amz-Signature=" in url, url
+    with urllib.request.urlopen(url, timeout=30) as resp:
+        assert resp.status == 200 and resp.read() == data
     # Missing key.
     err = aws.fails("s3", "cp", f"s3://{bucket}/nope", tmp_path / "nope")
     assert "404" in err or "Not Found" in err, err

@@ -267,6 +267,29 @@ def test_bad_signature(srv, raw, bucket):
     check_clean(srv, raw, bucket, [], before)
 
 
+def test_expect_continue_refused_before_body(srv, raw, bucket):
+    """A 32 MiB PUT with Expect: 100-continue and a bad signature (or no such bucket) gets its
+    error at once instead of 100 Continue: the body is never invited, nothing is stored."""
+    before = srv.data_files()
+    wrong = S3Raw(srv.endpoint, ACCESS_KEY, SECRET_KEY + "x")
+    for client, path, code in ((wrong, f"/{bucket}/expect", b"SignatureDoesNotMatch"),
+                               (raw, f"/{unique_bucket('nosuch')}/expect", b"NoSuchBucket")):
+        s = client.open_socket("PUT", path, 32 * MIB, headers={"expect": "100-continue"})
+        try:
+            s.settimeout(10)
+            buf = b""
+            while b"</Error>" not in buf and len(buf) < 65536:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+        finally:
+            s.close()
+        assert not buf.startswith(b"HTTP/1.1 100"), buf[:200]
+        assert buf.split(b" ", 2)[1] in (b"403", b"404") and code in buf, buf[:400]
+    check_clean(srv, raw, bucket, [], before)
+
+
 def test_unknown_access_key(srv, raw, bucket):
     before = srv.data_files()
     stranger = S3Raw(srv.endpoint, "NOSUCHKEY", SECRET_KEY)
