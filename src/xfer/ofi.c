@@ -989,6 +989,46 @@ static wh_status_t ofi_wait_until(ofi_batch_t *b, unsigned tag, bool for_slot)
     }
 }
 
+/* libfabric 1.17 shm's fast RMA path completes inside fi_write/fi_read, and reports a failure
+ * (dead peer) as a CQ error without op_context. Settle the op just posted right away,
+ * attributing such an error to it, so a failed op never stays "in flight" forever. */
+static void ofi_shm_settle(ofi_xfer_t *o, ofi_op_t *slot)
+{
+    struct fi_cq_data_entry e;
+    xfer_idle_cb cbs[64];
+    void *args[64];
+    unsigned nz = 0;
+    pthread_mutex_lock(&o->lock);
+    for (int i = 0; i < 64 && slot->busy; i++) {
+        ofi_batch_t *z = NULL;
+        ssize_t n = fi_cq_read(o->cq, &e, 1);
+        if (n == 1) {
+            z = ofi_complete(o, (ofi_op_t *)e.op_context, 0, NULL);
+        } else if (n == -FI_EAVAIL) {
+            struct fi_cq_err_entry ee;
+            memset(&ee, 0, sizeof ee);
+            if (fi_cq_readerr(o->cq, &ee, 0) <= 0)
+                break;
+            char msg[200];
+            snprintf(msg, sizeof msg, "shm transfer failed: %s (client process gone?)",
+                     fi_strerror(ee.err ? ee.err : FI_EIO));
+            ofi_op_t *op = ee.op_context ? (ofi_op_t *)ee.op_context : slot;
+            z = ofi_complete(o, op, ee.err ? ee.err : FI_EIO, msg);
+        } else {
+            break; /* nothing there: the op went the slow path and completes later */
+        }
+        if (z) { /* another batch's late op drained it: release its buffers after unlock */
+            cbs[nz] = z->on_idle;
+            args[nz++] = z->on_idle_arg;
+            ofi_batch_recycle(o, z);
+        }
+    }
+    pthread_mutex_unlock(&o->lock);
+    for (unsigned i = 0; i < nz; i++)
+        if (cbs[i])
+            cbs[i](args[i]);
+}
+
 /* A write completes only once the bytes are in the client's memory (FI_DELIVERY_COMPLETE):
  * the HTTP reply that follows must never overtake the data. shm's fast path is a synchronous
  * cross-memory copy, already delivered when it completes, and the flag would force its slow
@@ -1075,6 +1115,8 @@ static wh_status_t ofi_batch_post(xfer_batch_t *xb, xfer_op_t op, xfer_mr_t *mr,
                     fi_strerror((int)-rc));
             return st;
         }
+        if (o->is_shm)
+            ofi_shm_settle(o, slot);
         done += n;
     }
     return WH_OK;

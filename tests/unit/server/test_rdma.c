@@ -411,17 +411,47 @@ static void test_metrics(srv_rdma_t *r)
     wh_sbuf_free(&b);
 }
 
+/* Best-of-n GB/s of srv_rdma_get (whole file) and srv_rdma_put (whole region) for one
+ * provider against child c. */
+static void perf_arm(const char *providers, child_t *c, const srv_peer_t *peer, int fd,
+                     size_t size, uint64_t fcrc, double *get, double *put)
+{
+    srv_rdma_t *r = open_rdma(providers, false);
+    srv_rdma_result_t res;
+    *get = *put = 0;
+    if (!r)
+        return;
+    for (int rep = 0; rep < 4; rep++) {
+        uint64_t t0 = wh_now_ns();
+        CHECK(srv_rdma_get(r, c->token, peer, fd, 0, size, &res) == WH_OK);
+        double gbs = (double)size / (double)(wh_now_ns() - t0);
+        *get = gbs > *get ? gbs : *get;
+        CHECK_EQ_U64(res.crc64nvme, fcrc);
+    }
+    sinkbuf_t sb = {.p = malloc(size), .cap = size};
+    for (int rep = 0; rep < 4; rep++) {
+        sb.len = 0;
+        uint64_t t0 = wh_now_ns();
+        CHECK(srv_rdma_put(r, c->token, peer, sink, &sb, &res) == WH_OK);
+        double gbs = (double)size / (double)(wh_now_ns() - t0);
+        *put = gbs > *put ? gbs : *put;
+    }
+    free(sb.p);
+    srv_rdma_fini(r);
+}
+
 static void perf(void)
 {
     size_t size = 256u << 20;
     uint64_t fcrc;
     fprintf(stderr, "== perf: 256 MiB, page cache\n");
     int fd = make_file("perf", size, &fcrc);
-    child_t c;
+    child_t c, ct;
     CHECK(child_start(&c, "ofi+shm", size) == 0);
+    CHECK(child_start(&ct, "ofi+tcp", size) == 0);
     unsigned char *src = malloc(size);
     CHECK(wh_pread_all(fd, src, size, 0) == 0); /* file is now in page cache too */
-    double raw = 0, get = 0;
+    double raw = 0, sg, sp, tg, tp;
     for (int rep = 0; rep < 5; rep++) {
         uint64_t t0 = wh_now_ns();
         for (size_t off = 0; off < size; off += 4u << 20) {
@@ -432,22 +462,19 @@ static void perf(void)
         double gbs = (double)size / (double)(wh_now_ns() - t0);
         raw = gbs > raw ? gbs : raw;
     }
-    srv_rdma_t *r = open_rdma("shm", false);
-    srv_peer_t peer;
-    peer_unix(&peer, c.pid);
-    srv_rdma_result_t res;
-    for (int rep = 0; rep < 5; rep++) {
-        uint64_t t0 = wh_now_ns();
-        CHECK(srv_rdma_get(r, c.token, &peer, fd, 0, size, &res) == WH_OK);
-        double gbs = (double)size / (double)(wh_now_ns() - t0);
-        get = gbs > get ? gbs : get;
-    }
-    CHECK_EQ_U64(res.crc64nvme, fcrc);
-    fprintf(stderr, "  raw process_vm_writev %.2f GB/s, srv_rdma_get over shm %.2f GB/s: %.2fx\n",
-            raw, get, get / raw);
-    printf("perf raw_cma_gbs=%.3f rdma_get_shm_gbs=%.3f ratio=%.3f\n", raw, get, get / raw);
-    srv_rdma_fini(r);
+    srv_peer_t up, tpeer;
+    peer_unix(&up, c.pid);
+    peer_tcp(&tpeer, "127.0.0.1:1");
+    perf_arm("shm", &c, &up, fd, size, fcrc, &sg, &sp);
+    perf_arm("tcp", &ct, &tpeer, fd, size, fcrc, &tg, &tp);
+    fprintf(stderr, "  raw process_vm_writev %.2f GB/s; shm GET %.2f GB/s (%.2fx raw), PUT %.2f "
+                    "GB/s; tcp GET %.2f GB/s, PUT %.2f GB/s\n",
+            raw, sg, sg / raw, sp, tg, tp);
+    printf("perf raw_cma_gbs=%.3f shm_get_gbs=%.3f ratio=%.3f shm_put_gbs=%.3f tcp_get_gbs=%.3f "
+           "tcp_put_gbs=%.3f\n",
+           raw, sg, sg / raw, sp, tg, tp);
     child_stop(&c);
+    child_stop(&ct);
     free(src);
     close(fd);
 }
