@@ -441,7 +441,8 @@ class Client:
         if t == _lib.TRANSPORT_AUTO and not self.rdma:
             t = _lib.TRANSPORT_HTTP
         if b.kind == _lib.MEM_CUDA and t == _lib.TRANSPORT_HTTP:
-            return self._bounce(is_get, bucket, key, b, offset, length, verify, concurrency)
+            return self._bounce(is_get, bucket, key, b, offset, length, verify, concurrency,
+                                "http")
         opts = _lib.XferOpts()
         lib.wharf_xfer_opts_init(ctypes.byref(opts), ctypes.sizeof(opts))
         opts.transport = t
@@ -451,7 +452,15 @@ class Client:
         lib.wharf_report_init(ctypes.byref(rep), ctypes.sizeof(rep))
         reg = None
         if t != _lib.TRANSPORT_HTTP and b.nbytes > 0:
-            reg = self._acquire(b, cache)
+            try:
+                reg = self._acquire(b, cache)
+            except WharfError as e:
+                # device memory this libwharf/provider cannot register: through host memory
+                if b.kind != _lib.MEM_CUDA or e.status not in (_lib.WHARF_ERR_UNSUPPORTED,
+                                                               _lib.WHARF_ERR_INVALID):
+                    raise
+                return self._bounce(is_get, bucket, key, b, offset, length, verify,
+                                    concurrency, _TRANSPORT_NAMES[t])
         try:
             bk, kk = _enc(bucket, "bucket"), _enc(key, "key")
             if is_get:
@@ -468,8 +477,9 @@ class Client:
                 self._release(reg)
         return Report._from_c(rep)
 
-    def _bounce(self, is_get, bucket, key, b, offset, length, verify, concurrency):
-        """A CUDA tensor over HTTP: through a host copy (HTTP cannot write device memory)."""
+    def _bounce(self, is_get, bucket, key, b, offset, length, verify, concurrency, transport):
+        """A CUDA tensor through a host copy (HTTP cannot write device memory, and a provider
+        without device registration cannot either). The Report says "via host" in reason."""
         import torch
         t = b.owner
         flat = t.view(-1).view(torch.uint8) if t.numel() else torch.empty(0, dtype=torch.uint8)
@@ -477,15 +487,16 @@ class Client:
             host = torch.empty(b.nbytes, dtype=torch.uint8)
             rep = self.get_into(bucket, key, host, offset=offset,
                                 length=None if length == _lib.WHOLE else length,
-                                transport="http", verify=verify, concurrency=concurrency,
+                                transport=transport, verify=verify, concurrency=concurrency,
                                 cache=False)
             flat[:rep.bytes].copy_(host[:rep.bytes])
-            return rep
-        host = flat.cpu()
-        addr_off = b.addr - t.data_ptr()
-        return self.put_from(bucket, key, host, offset=addr_off, length=length,
-                             transport="http", verify=verify, concurrency=concurrency,
-                             cache=False)
+        else:
+            host = flat.cpu()
+            rep = self.put_from(bucket, key, host, offset=b.addr - t.data_ptr(), length=length,
+                                transport=transport, verify=verify, concurrency=concurrency,
+                                cache=False)
+        rep.reason = (rep.reason + "; " if rep.reason else "") + "device memory via host copy"
+        return rep
 
     # ---- registrations ---------------------------------------------------------------------
 

@@ -278,3 +278,16 @@ def test_large_multipart_put(wharfd, provider):
         assert rep.requests >= 2  # 4 MiB chunks
     finally:
         c.close()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
+def test_cuda_tensors(client, bucket):
+    src = torch.randn(1 << 18, device="cuda")
+    rep = client.put_from(bucket, "cuda", src)
+    assert rep.bytes == src.numel() * 4
+    dst = torch.zeros_like(src)
+    rep = client.get_into(bucket, "cuda", dst)
+    assert rep.bytes == src.numel() * 4 and torch.equal(dst, src)
+    part = torch.zeros(1000, device="cuda")
+    client.get_into(bucket, "cuda", part, offset=4000, length=4000)
+    assert torch.equal(part, src[1000:2000])

@@ -388,3 +388,14 @@ def test_default_client_from_env(wharfd, monkeypatch):
         assert torch.equal(wt.load(f"s3://{b}/k")["a"], torch.ones(2))
     finally:
         wt.set_default_client(None)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
+def test_cuda_save_and_load_to_device(client, url):
+    sd = {"w": torch.randn(64, 64, device="cuda"), "b": torch.arange(10),
+          "h": torch.randn(5, device="cuda").half()}
+    wt.save(sd, url, client=client)
+    got = wt.load(url, client=client, device="cuda")
+    for k in sd:
+        assert got[k].device.type == "cuda"
+        assert torch.equal(got[k].cpu(), sd[k].cpu())
