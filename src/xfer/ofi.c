@@ -30,6 +30,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <rdma/fabric.h>
@@ -803,6 +804,30 @@ static wh_status_t ofi_shm_check_owner(ofi_xfer_t *o, const token_t *t, pid_t pi
 
 /* ---- server: tcp-like peer binding -------------------------------------------------------- */
 
+/* Is numeric address a (from inet_ntop) one of this host's interface addresses? */
+static bool ofi_host_local(const char *a)
+{
+    struct ifaddrs *ifs = NULL;
+    bool found = false;
+    if (getifaddrs(&ifs) != 0)
+        return false;
+    for (struct ifaddrs *i = ifs; i && !found; i = i->ifa_next) {
+        char buf[INET6_ADDRSTRLEN];
+        if (!i->ifa_addr)
+            continue;
+        if (i->ifa_addr->sa_family == AF_INET)
+            inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, buf, sizeof buf);
+        else if (i->ifa_addr->sa_family == AF_INET6)
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, buf,
+                      sizeof buf);
+        else
+            continue;
+        found = strcmp(buf, a) == 0;
+    }
+    freeifaddrs(ifs);
+    return found;
+}
+
 static wh_status_t ofi_check_host(ofi_xfer_t *o, const token_t *t, const char *host, char *err,
                                   size_t errlen)
 {
@@ -827,9 +852,10 @@ static wh_status_t ofi_check_host(ofi_xfer_t *o, const token_t *t, const char *h
     } else {
         return WH_OK; /* not an IP address (verbs GIDs, efa, cxi): the fabric binds it */
     }
-    /* A loopback HTTP peer may name any loopback or local address of this host. */
+    /* A loopback HTTP peer is on this host: it may name any address of this host. */
     bool loop = strncmp(p, "127.", 4) == 0 || strcmp(p, "::1") == 0;
-    if (strcmp(got, p) == 0 || (loop && (strncmp(got, "127.", 4) == 0 || !strcmp(got, "::1"))))
+    if (strcmp(got, p) == 0 ||
+        (loop && (strncmp(got, "127.", 4) == 0 || !strcmp(got, "::1") || ofi_host_local(got))))
         return WH_OK;
     ofi_seterr(err, errlen,
                "token field 'ep-name': endpoint address %s is not the requester's address %s",

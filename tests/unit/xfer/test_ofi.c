@@ -7,7 +7,10 @@
 #include "base/util.h"
 #include "xfer/xfer.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <poll.h>
 #include <signal.h>
@@ -374,6 +377,63 @@ static void test_shm_attack(void)
     xfer_close(s);
 }
 
+/* tcp: a loopback HTTP peer may name any address of this host, a remote peer only its own,
+ * and nobody a third machine. */
+static void test_tcp_host_binding(void)
+{
+    xfer_t *s = server_open("ofi+tcp", 4);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    struct ifaddrs *ifs = NULL, *i;
+    char local[INET_ADDRSTRLEN] = "";
+    if (getifaddrs(&ifs) == 0) {
+        for (i = ifs; i; i = i->ifa_next)
+            if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+                ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr != htonl(INADDR_LOOPBACK)) {
+                inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, local,
+                          sizeof local);
+                break;
+            }
+        freeifaddrs(ifs);
+    }
+    const char *cases[][3] = {
+        /* token address, HTTP peer, expect ok */
+        {"127.0.0.1", "127.0.0.1:5000", "1"},
+        {"203.0.113.9", "127.0.0.1:5000", "0"},
+        {"203.0.113.9", "203.0.113.9:5000", "1"},
+        {"127.0.0.1", "198.51.100.7:5000", "0"},
+        {local, "127.0.0.1:5000", "1"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        if (!cases[k][0][0])
+            continue; /* no non-loopback IPv4 interface here */
+        struct sockaddr_in sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sin_family = AF_INET;
+        sa.sin_port = htons(9);
+        inet_pton(AF_INET, cases[k][0], &sa.sin_addr);
+        char tok[TOKEN_MAX_LEN], err[256];
+        token_t t;
+        CHECK(token_pack_ofi1(0, 16, "tcp;ofi_rxm", &sa, sizeof sa, 1, tok, sizeof tok) == WH_OK);
+        CHECK(token_parse(tok, strlen(tok), &t, err, sizeof err) == WH_OK);
+        xfer_target_t tgt;
+        target_init(&tgt, &t, 0);
+        tgt.bind_host = cases[k][1];
+        xfer_batch_t *b = NULL;
+        wh_status_t st = xfer_batch_begin(s, &tgt, &b, err, sizeof err);
+        if ((st == WH_OK) != (cases[k][2][0] == '1'))
+            fprintf(stderr, "  host binding %s from %s: %s %s\n", cases[k][0], cases[k][1],
+                    wh_status_str(st), err);
+        CHECK((st == WH_OK) == (cases[k][2][0] == '1'));
+        if (st == WH_OK)
+            CHECK(xfer_batch_end(b) == WH_OK);
+        else
+            CHECK(st == WH_ERR_AUTH);
+    }
+    xfer_close(s);
+}
+
 static void test_names(void)
 {
     CHECK_STR(xfer_fabric_name("ofi+tcp"), "tcp;ofi_rxm");
@@ -444,5 +504,6 @@ int main(int argc, char **argv)
     test_provider("ofi+shm");
     test_provider("ofi+tcp");
     RUN(test_shm_attack);
+    RUN(test_tcp_host_binding);
     return check_done();
 }
