@@ -106,9 +106,12 @@ wh_status_t xfer_token_pack(xfer_t *x, const xfer_mr_t *mr, const void *addr, ui
 
 /* Brackets one outstanding request whose data moves into/out of this client's memory: call
  * begin before sending the HTTP request and end after its reply (success or not). Between
- * them a progress thread drives the provider (only for providers that need target-side
- * progress, e.g. tcp;ofi_rxm); with no request outstanding it sleeps on a condvar and costs
- * no CPU. Nests and counts: any number of threads may bracket concurrently. */
+ * them a progress thread drives the provider (tcp;ofi_rxm moves the bytes in the target's
+ * progress; shm drains its command queue, which would otherwise fill after 1024 ops): it
+ * blocks in fi_cq_sread (10 ms) where the provider supports it, else polls with a backoff up
+ * to 1 ms sleeps. With no request outstanding it sleeps on a condvar and costs no CPU. Nests
+ * and counts: any number of threads may bracket concurrently. The thread starts on the first
+ * begin and stops in xfer_close. */
 void xfer_progress_begin(xfer_t *x);
 void xfer_progress_end(xfer_t *x);
 /* True when the provider needs target-side progress (informational, for reports). */
