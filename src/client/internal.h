@@ -64,6 +64,8 @@ wh_status_t wc_pool_ensure(wc_pool_t *p, unsigned n);
 /* Queues t; it runs on a worker with that worker's own connection. t must stay valid until
  * its fn has returned. */
 void wc_pool_submit(wc_pool_t *p, wc_task_t *t);
+/* Removes t from the queue if no worker has taken it yet; true when removed (it will not run). */
+bool wc_pool_cancel(wc_pool_t *p, wc_task_t *t);
 /* Stops and joins the workers. */
 void wc_pool_fini(wc_pool_t *p);
 /* In a fork child: the workers do not exist there. Forget them and their queue. */

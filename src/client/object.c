@@ -156,6 +156,11 @@ static void op_execute(wc_op_t *op)
     wc_conn_t *conn = wc_client_conn_get(c);
     op_runner(op, conn); /* NULL conn: each piece fails with NOMEM */
     wc_client_conn_put(c, conn);
+    /* Every piece is taken: helpers still queued (behind other operations' work) have nothing
+     * left to do, so take them back instead of waiting for a worker to reach them. */
+    for (unsigned k = 0; k < helpers; k++)
+        if (wc_pool_cancel(&c->pool, &op->tasks[k]))
+            wc_group_done(&op->group);
     wc_group_wait(&op->group);
     wc_group_fini(&op->group);
 }

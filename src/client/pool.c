@@ -75,6 +75,23 @@ void wc_pool_submit(wc_pool_t *p, wc_task_t *t)
     pthread_mutex_unlock(&p->mu);
 }
 
+bool wc_pool_cancel(wc_pool_t *p, wc_task_t *t)
+{
+    bool found = false;
+    pthread_mutex_lock(&p->mu);
+    for (wc_task_t **pp = &p->head, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->next) {
+        if (*pp == t) {
+            *pp = t->next;
+            if (p->tail == t)
+                p->tail = prev;
+            found = true;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    return found;
+}
+
 void wc_pool_fini(wc_pool_t *p)
 {
     pthread_mutex_lock(&p->mu);
