@@ -2,7 +2,8 @@
 
 - kill -9 in the middle of a large PUT, restart on the same data directory: the partial object
   is absent, objects acknowledged before the crash are intact, no temp file is left.
-- SIGTERM while a GET is streaming: the GET completes with every byte, then wharfd exits 0.
+- SIGTERM while a GET is streaming or a PUT body is arriving: the request completes, then
+  wharfd exits 0.
 """
 import hashlib
 import os
@@ -182,5 +183,40 @@ def test_kill9_after_ack_keeps_objects(fresh_wharfd):
             g = raw2.request("GET", f"/{bucket}/{k}")
             assert g.status == 200 and g.body == v, k
         assert raw2.request("HEAD", f"/{bucket}/k4").status == 404
+    finally:
+        assert again.stop() == 0
+
+
+def test_sigterm_lets_inflight_put_finish(fresh_wharfd):
+    """SIGTERM while a PUT body is half sent: the PUT completes and is stored, then wharfd
+    exits 0; a restart on the same directory serves the object."""
+    srv = fresh_wharfd
+    raw = S3Raw(srv.endpoint)
+    bucket = unique_bucket("termput")
+    assert raw.request("PUT", f"/{bucket}").status == 200
+    size = 32 * MIB
+    block = os.urandom(MIB)
+    want = hashlib.md5(block * (size // MIB)).hexdigest()
+    sock = raw.open_socket("PUT", f"/{bucket}/obj", size)
+    deadline = time.monotonic() + 60
+    try:
+        for _ in range(size // MIB // 2):
+            sock.sendall(block)
+        srv.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        assert srv.proc.poll() is None, "wharfd exited with a PUT still in flight"
+        for _ in range(size // MIB // 2):
+            sock.sendall(block)
+        status, headers, _ = _read_headers(sock, deadline)
+        assert status == 200, (status, headers)
+        assert headers["etag"] == f'"{want}"'
+    finally:
+        sock.close()
+    assert srv.proc.wait(timeout=20) == 0, srv.log_tail()
+    again = WharfServer(data_dir=srv.data_dir)
+    again.start()
+    try:
+        r = S3Raw(again.endpoint).request("HEAD", f"/{bucket}/obj")
+        assert r.status == 200 and r.headers["etag"] == f'"{want}"', r
     finally:
         assert again.stop() == 0
