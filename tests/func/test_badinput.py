@@ -367,6 +367,22 @@ def test_streaming_unsigned_trailer(srv, raw, bucket):
     check_clean(srv, raw, bucket, ["tr"], before)
 
 
+def test_wrong_checksum_headers_not_stored(srv, raw, bucket):
+    """A PUT whose x-amz-checksum-* value (of the right length) does not match the body is
+    refused for every algorithm S3 defines, never stored with a checksum nobody verified.
+    An algorithm the server does not implement may be refused with 501 NotImplemented."""
+    before = srv.data_files()
+    body = b"hello, checksums"
+    zeros = {"crc32": 4, "crc32c": 4, "crc64nvme": 8, "sha1": 20, "sha256": 32}
+    for algo, n in zeros.items():
+        wrong = base64.b64encode(b"\x01" * n).decode()
+        r = raw.request("PUT", f"/{bucket}/ck-{algo}", body=body,
+                        headers={f"x-amz-checksum-{algo}": wrong})
+        assert (r.status, r.error_code()) in ((400, "BadDigest"), (501, "NotImplemented")), \
+            (algo, r)
+    check_clean(srv, raw, bucket, [], before)
+
+
 # ---- oversized headers ----
 
 def _raw_exchange(srv, data, timeout=10):
