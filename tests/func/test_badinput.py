@@ -383,6 +383,33 @@ def test_wrong_checksum_headers_not_stored(srv, raw, bucket):
     check_clean(srv, raw, bucket, [], before)
 
 
+def test_streaming_trailer_unverifiable_refused(srv, raw, bucket):
+    """An unsigned-payload upload is only as safe as its trailer checksum: a declared trailer
+    that never arrives, or a wrong one of another S3 algorithm, must not be stored."""
+    before = srv.data_files()
+    data = os.urandom(100_000)
+    # Declared in x-amz-trailer (and signed), but the body ends without it.
+    h, body = raw.chunked_trailer("PUT", f"/{bucket}/no-trailer", data,
+                                  "x-amz-checksum-crc32c", crc32c_b64(data))
+    body = body[:body.rindex(b"0\r\nx-amz-checksum-crc32c:") + 3] + b"\r\n"
+    hdrs = {k: v for k, v in h.items()
+            if k not in ("authorization", "host", "x-amz-date", "x-amz-content-sha256")}
+    hdrs["content-length"] = str(len(body))
+    h, _ = raw.sign_headers("PUT", f"/{bucket}/no-trailer", None, hdrs,
+                            "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+    r = raw.send_prepared("PUT", f"/{bucket}/no-trailer", h, body)
+    assert r.status == 400, r
+    # Wrong values of the other algorithms.
+    for algo, n in (("crc32", 4), ("sha1", 20), ("sha256", 32), ("crc64nvme", 8)):
+        wrong = base64.b64encode(b"\x01" * n).decode()
+        h, body = raw.chunked_trailer("PUT", f"/{bucket}/tr-{algo}", data,
+                                      f"x-amz-checksum-{algo}", wrong)
+        r = raw.send_prepared("PUT", f"/{bucket}/tr-{algo}", h, body)
+        assert (r.status, r.error_code()) in ((400, "BadDigest"), (501, "NotImplemented")), \
+            (algo, r)
+    check_clean(srv, raw, bucket, [], before)
+
+
 # ---- oversized headers ----
 
 def _raw_exchange(srv, data, timeout=10):
