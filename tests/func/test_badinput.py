@@ -347,6 +347,38 @@ def test_streaming_signed_chunks(srv, raw, bucket):
     check_clean(srv, raw, bucket, ["chunked"], before)
 
 
+def test_streaming_bad_chunk_framing(srv, raw, bucket):
+    """aws-chunked bodies whose framing lies (same total length, so the server cannot just
+    wait for more bytes): a non-hex size, a size past the end of the body, a size one off."""
+    before = srv.data_files()
+    data = os.urandom(1000)
+    h, body = raw.chunked_signed("PUT", f"/{bucket}/framing", data)
+    assert body.startswith(b"3e8;")
+    for bad_size, codes in ((b"zzz;", ("IncompleteBody", "InvalidArgument", "InvalidRequest")),
+                            (b"fff;", ("IncompleteBody", "InvalidArgument", "InvalidRequest")),
+                            (b"3e9;", ("SignatureDoesNotMatch", "IncompleteBody"))):
+        r = raw.send_prepared("PUT", f"/{bucket}/framing", h, bad_size + body[4:])
+        assert r.status in (400, 403) and r.error_code() in codes, (bad_size, r)
+    check_clean(srv, raw, bucket, [], before)
+
+
+def test_bad_query_arguments(srv, raw, bucket):
+    before = srv.data_files()
+    for query in ([("list-type", "2"), ("max-keys", "-1")],
+                  [("list-type", "2"), ("max-keys", "abc")],
+                  [("list-type", "2"), ("continuation-token", "!!!not-a-token")],
+                  [("list-type", "2"), ("encoding-type", "zip")]):
+        r = raw.request("GET", f"/{bucket}", query=query)
+        assert (r.status, r.error_code()) == (400, "InvalidArgument"), (query, r)
+    for part in ("0", "10001", "-1", "x"):
+        r = raw.request("PUT", f"/{bucket}/k", query=[("partNumber", part), ("uploadId", "u")],
+                        body=b"z")
+        assert (r.status, r.error_code()) == (400, "InvalidArgument"), (part, r)
+    r = raw.request("PUT", f"/{bucket}/cp", headers={"x-amz-copy-source": "nonsense"})
+    assert (r.status, r.error_code()) == (400, "InvalidArgument"), r
+    check_clean(srv, raw, bucket, [], before)
+
+
 def test_streaming_unsigned_trailer(srv, raw, bucket):
     """STREAMING-UNSIGNED-PAYLOAD-TRAILER with x-amz-checksum-crc32c: a right trailer is
     stored and returned on HEAD; a wrong one is BadDigest and nothing is stored."""
