@@ -50,6 +50,7 @@ import collections
 import concurrent.futures as cf
 import json
 import math
+import resource
 import threading
 import time
 import zlib
@@ -322,7 +323,8 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
     """Saves obj (a state dict or any nested structure of tensors and plain values) as
     safetensors shards under url (s3://bucket/key), then commits it (see the module doc for
     several ranks). Returns a dict: bytes, shards, index (its key, or None when a commit is
-    still due), transports, flatten_s, upload_s, commit_s, wall_s, reports."""
+    still due), transports, flatten_s, upload_s (of which fill_s copying into the staging
+    buffer, crc_s checksumming, put_wait_s waiting for PUTs), commit_s, wall_s, reports."""
     t0 = time.perf_counter()
     c = _client(client)
     bucket, prefix = parse_url(url)
@@ -380,8 +382,8 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
         torch.distributed.barrier()
 
     t1 = time.perf_counter()
-    reports, tensor_info = _upload_shards(c, bucket, prefix, plans, transport, checksums,
-                                          concurrency)
+    reports, tensor_info, ustats = _upload_shards(c, bucket, prefix, plans, transport,
+                                                  checksums, concurrency)
     upload_s = time.perf_counter() - t1
 
     rank_rec = {"rank": rank, "structure": skeleton,
@@ -405,7 +407,7 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
     commit_s = time.perf_counter() - t2
     return {"bytes": sum(p["size"] for p in plans), "shards": [p["file"] for p in plans],
             "index": committed, "transports": sorted({r.transport for r in reports}),
-            "flatten_s": flatten_s, "upload_s": upload_s, "commit_s": commit_s,
+            "flatten_s": flatten_s, "upload_s": upload_s, "commit_s": commit_s, **ustats,
             "wall_s": time.perf_counter() - t0, "reports": reports}
 
 
@@ -426,35 +428,51 @@ def _upload_shards(c, bucket, prefix, plans, transport, checksums, concurrency):
     regs = [c.register(b) for b in staging] if use_rdma else []
     tensor_info = {}
     futs = []
+    stats = {"fill_s": 0.0, "crc_s": 0.0, "put_wait_s": 0.0}
     try:
         with cf.ThreadPoolExecutor(1, thread_name_prefix="wharf-save") as ex:
             for i, p in enumerate(plans):
+                t = time.perf_counter()
                 if i >= nbuf:
                     futs[i - nbuf].result()  # its buffer is free again
+                stats["put_wait_s"] += time.perf_counter() - t
                 buf = staging[i % nbuf]
+                cpu0 = _cpu_s()
                 hl = len(p["header"])
                 buf[:hl].copy_(torch.frombuffer(bytearray(p["header"]), dtype=torch.uint8))
                 npbuf = buf.numpy()
                 for (name, s, dt, special, _), (_, _, _, b, e) in zip(p["items"], p["entries"]):
+                    t = time.perf_counter()
                     if e > b:
                         buf[hl + b:hl + e].copy_(_as_bytes(s))
+                    t2 = time.perf_counter()
+                    stats["fill_s"] += t2 - t
                     info = {}
                     if checksums:
                         info["crc32"] = zlib.crc32(npbuf[hl + b:hl + e])
+                        stats["crc_s"] += time.perf_counter() - t2
                     if special:
                         info["as"] = special
                     tensor_info[name] = info
+                stats["fill_cpu_s"] = stats.get("fill_cpu_s", 0.0) + _cpu_s() - cpu0
                 key = _join(prefix, p["file"])
                 futs.append(ex.submit(c.put_from, bucket, key, buf, 0, p["size"], transport,
                                       None, concurrency))
+            t = time.perf_counter()
             reports = [f.result() for f in futs]
+            stats["put_wait_s"] += time.perf_counter() - t
     finally:
         for f in futs:
             if not f.done():
                 f.cancel()
         for r in regs:
             r.close()
-    return reports, tensor_info
+    return reports, tensor_info, stats
+
+
+def _cpu_s():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def _write_index(c, bucket, prefix, world, rank_recs):
