@@ -7,15 +7,12 @@
 #include "client/internal.h"
 
 #include "base/log.h"
-#include "base/crc.h"
 #include "s3/sigv4.h"
 #include "s3/xml.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,80 +47,10 @@ void wc_resp_fini(wc_resp_t *resp)
 
 /* ---- curl callbacks --------------------------------------------------------------------- */
 
-static void trim_copy(char *dst, size_t dstlen, const char *v, size_t n)
-{
-    while (n && isspace((unsigned char)*v)) {
-        v++;
-        n--;
-    }
-    while (n && isspace((unsigned char)v[n - 1]))
-        n--;
-    if (n >= dstlen)
-        n = dstlen - 1;
-    memcpy(dst, v, n);
-    dst[n] = '\0';
-}
-
 static size_t header_cb(char *buf, size_t size, size_t nitems, void *arg)
 {
-    wc_resp_t *r = arg;
     size_t n = size * nitems;
-    if (n >= 5 && !strncmp(buf, "HTTP/", 5)) {
-        /* a new status line (after 100 Continue, too): headers start over */
-        const wc_req_t *req = r->_req;
-        unsigned retries = r->retries;
-        double t_first = r->t_first;
-        wh_sbuf_t eb = r->err_body;
-        uint64_t roff = r->_read_off;
-        memset(r, 0, offsetof(wc_resp_t, retries));
-        r->retries = retries;
-        r->err_body = eb;
-        r->_req = req;
-        r->_read_off = roff;
-        r->t_first = t_first ? t_first : wh_now_s();
-        const char *sp = memchr(buf, ' ', n);
-        if (sp && (size_t)(sp - buf) + 4 <= n)
-            r->status = strtol(sp + 1, NULL, 10);
-        return n;
-    }
-    const char *colon = memchr(buf, ':', n);
-    if (!colon)
-        return n;
-    size_t nl = (size_t)(colon - buf);
-    const char *v = colon + 1;
-    size_t vl = n - nl - 1;
-    char tmp[128];
-#define IS(name) (nl == sizeof(name) - 1 && !strncasecmp(buf, name, nl))
-    if (IS("etag")) {
-        trim_copy(r->etag, sizeof r->etag, v, vl);
-    } else if (IS("content-length")) {
-        trim_copy(tmp, sizeof tmp, v, vl);
-        r->has_content_length = wh_parse_u64(tmp, strlen(tmp), &r->content_length) == 0;
-    } else if (IS("content-type")) {
-        trim_copy(r->content_type, sizeof r->content_type, v, vl);
-    } else if (IS("last-modified")) {
-        trim_copy(r->last_modified, sizeof r->last_modified, v, vl);
-    } else if (IS("content-range")) {
-        trim_copy(r->content_range, sizeof r->content_range, v, vl);
-    } else if (IS("x-amz-rdma-reply")) {
-        r->has_rdma_reply = true;
-        trim_copy(r->rdma_reply, sizeof r->rdma_reply, v, vl);
-    } else if (IS("x-amz-rdma-bytes-transferred")) {
-        trim_copy(tmp, sizeof tmp, v, vl);
-        r->has_rdma_bytes = wh_parse_u64(tmp, strlen(tmp), &r->rdma_bytes) == 0;
-    } else if (IS("x-amz-checksum-crc64nvme")) {
-        trim_copy(tmp, sizeof tmp, v, vl);
-        r->has_crc64 = wh_crc64nvme_from_b64(tmp, &r->crc64) == 0;
-        r->bad_crc64 = !r->has_crc64;
-    } else if (IS("x-amz-error-code")) {
-        /* bodiless error replies (HEAD, and every token request) carry the S3 error here */
-        trim_copy(r->s3_code, sizeof r->s3_code, v, vl);
-    } else if (IS("x-amz-error-message")) {
-        trim_copy(r->s3_message, sizeof r->s3_message, v, vl);
-    } else if (IS("x-amz-request-id")) {
-        trim_copy(r->request_id, sizeof r->request_id, v, vl);
-    }
-#undef IS
+    wc_reply_header(arg, buf, n);
     return n;
 }
 
@@ -179,9 +106,9 @@ static void err_walk_cb(void *arg, const char *path, const char *text, size_t le
 {
     wc_resp_t *r = arg;
     if (!strcmp(path, "Error/Code"))
-        trim_copy(r->s3_code, sizeof r->s3_code, text, len);
+        wc_trim_copy(r->s3_code, sizeof r->s3_code, text, len);
     else if (!strcmp(path, "Error/Message"))
-        trim_copy(r->s3_message, sizeof r->s3_message, text, len);
+        wc_trim_copy(r->s3_message, sizeof r->s3_message, text, len);
 }
 
 static void parse_error_body(wc_resp_t *r)

@@ -210,6 +210,18 @@ typedef struct wc_resp {
  * initialised here; release it with wc_resp_fini. */
 wh_status_t wc_http_do(wharf_client_t *c, wc_conn_t *conn, const wc_req_t *req, wc_resp_t *resp);
 void wc_resp_fini(wc_resp_t *resp);
+/* ---- reply parsing (reply.c; fuzzed by fuzz/fuzz_client_reply.c) ------------------------ */
+
+/* One header line as curl hands it over (status line included, not NUL-terminated): a status
+ * line resets the headers (100 Continue) and sets status; known headers fill resp fields. */
+void wc_reply_header(wc_resp_t *resp, const char *buf, size_t n);
+/* Content-Range "bytes a-b/total" (first, last, total) or, with first == NULL, the 416 form
+ * "bytes *\/total". total may be "*" (has_total false). Checks a <= b < total. */
+bool wc_content_range(const char *s, uint64_t *first, uint64_t *last, uint64_t *total,
+                      bool *has_total);
+/* Copies v[0..n) without surrounding whitespace into dst (truncating, NUL-terminated). */
+void wc_trim_copy(char *dst, size_t dstlen, const char *v, size_t n);
+
 /* Maps a non-2xx reply to a status. */
 wh_status_t wc_http_status_map(const wc_resp_t *resp);
 /* Writes "what failed and what to do" for a failed call (connection failure or non-2xx) into

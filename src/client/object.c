@@ -274,31 +274,6 @@ typedef struct get_op {
     get_piece_t *pieces;
 } get_op_t;
 
-/* "bytes a-b/total", or "bytes *\/total" on a 416 */
-static bool parse_content_range(const char *s, uint64_t *first, uint64_t *last,
-                                uint64_t *total, bool *has_total)
-{
-    *has_total = false;
-    if (strncmp(s, "bytes ", 6) != 0)
-        return false;
-    s += 6;
-    const char *slash = strchr(s, '/');
-    if (!slash)
-        return false;
-    if (slash[1] != '*') {
-        if (wh_parse_u64(slash + 1, strlen(slash + 1), total) != 0)
-            return false;
-        *has_total = true;
-    }
-    if (*s == '*')
-        return first == NULL;
-    const char *dash = memchr(s, '-', (size_t)(slash - s));
-    if (!dash || !first)
-        return false;
-    return wh_parse_u64(s, (size_t)(dash - s), first) == 0 &&
-           wh_parse_u64(dash + 1, (size_t)(slash - dash - 1), last) == 0 && *first <= *last;
-}
-
 /* How many bytes a 2xx reply to "bytes=off-(off+len-1)" carries: from Content-Range (206),
  * or the whole object (200, only valid when off == 0). */
 static bool reply_extent(const wc_resp_t *r, uint64_t off, uint64_t len, uint64_t *n,
@@ -307,7 +282,7 @@ static bool reply_extent(const wc_resp_t *r, uint64_t off, uint64_t len, uint64_
     if (r->status == 206) {
         uint64_t a, b, total;
         bool ht;
-        if (!parse_content_range(r->content_range, &a, &b, &total, &ht)) {
+        if (!wc_content_range(r->content_range, &a, &b, &total, &ht)) {
             snprintf(why, whylen, "206 with a bad Content-Range \"%s\"", r->content_range);
             return false;
         }
@@ -361,7 +336,7 @@ static void get_piece_http(get_op_t *g, unsigned i, wc_conn_t *conn, uint64_t of
         uint64_t total;
         bool ht;
         pc->r416 = true;
-        if (parse_content_range(r.content_range, NULL, NULL, &total, &ht) && ht) {
+        if (wc_content_range(r.content_range, NULL, NULL, &total, &ht) && ht) {
             pc->total = total;
             pc->has_total = true;
         }
@@ -441,7 +416,7 @@ static bool get_piece_rdma(get_op_t *g, unsigned i, wc_conn_t *conn, uint64_t of
         uint64_t total;
         bool ht;
         pc->r416 = true;
-        if (parse_content_range(r.content_range, NULL, NULL, &total, &ht) && ht) {
+        if (wc_content_range(r.content_range, NULL, NULL, &total, &ht) && ht) {
             pc->total = total;
             pc->has_total = true;
         }
