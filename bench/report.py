@@ -47,7 +47,7 @@ def size_axis(ax, cells):
 
 
 def arm_style(arm):
-    return ARM_STYLE.get(arm, ("black", "x"))
+    return ARM_STYLE.get(arm, ("black", "v"))
 
 
 def med(o, *path):
@@ -131,13 +131,18 @@ def plot_throughput(run, op, cells, out):
     concs = sorted({c["concurrency"] for c in cells})
     procs = min({c["processes"] for c in cells})
     n = len(concs)
-    fig, axes = plt.subplots(1, n, figsize=(max(8.0, 4.2 * n), 4.6), sharey=True,
-                             squeeze=False)
+    ncols = min(n, 3)
+    nrows = (n + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(max(8.0, 4.4 * ncols), 0.6 + 4.0 * nrows),
+                             sharey=True, squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[n:]:
+        ax.set_visible(False)
     arms = sorted({c["arm"] for c in cells})
     lim = run.get("limits")
     lim_keys = ("process_vm_writev_1", "process_vm_writev_n", "tcp_loopback_1",
                 "tcp_loopback_n", "memcpy_1") + (("md5_1",) if op == "put" else ())
-    for ax, conc in zip(axes[0], concs):
+    for ax, conc in zip(flat, concs):
         for arm in arms:
             pts = sorted((c["size_bytes"], c) for c in cells
                          if c["arm"] == arm and c["concurrency"] == conc
@@ -153,20 +158,22 @@ def plot_throughput(run, op, cells, out):
                         label=arm)
             for x, p in zip(xs, pts):
                 if p[1].get("status") != "ok":
-                    ax.plot([x], [p[1]["throughput_gbps_bytes"]["median"]], "kx", ms=12)
+                    ax.plot([x], [p[1]["throughput_gbps_bytes"]["median"]], "x", color="black",
+                            ms=14, mew=2.5)
         draw_limits(ax, lim, lim_keys)
         size_axis(ax, cells)
         ax.set_title(f"{op.upper()}, {conc} stream{'s' if conc > 1 else ''} x {procs} proc")
         ax.grid(True, alpha=0.3)
-    axes[0][0].set_ylabel("GB/s (1e9 B/s), median of paired repeats")
+    for row in axes:
+        row[0].set_ylabel("GB/s (1e9 B/s), median of repeats")
     axes[0][0].set_ylim(bottom=0)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    ncol = 3
+    ncol = 4
     fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8)
     fig.suptitle(f"{op.upper()} throughput against size (x = failed cell) — {run['_name']}",
                  fontsize=10)
     rows = (len(labels) + ncol - 1) // ncol
-    fig.tight_layout(rect=(0, 0.05 + 0.045 * rows, 1, 0.95))
+    fig.tight_layout(rect=(0, (0.05 + 0.045 * rows) / nrows, 1, 1 - 0.05 / nrows))
     fig.savefig(out, dpi=90)
     plt.close(fig)
 

@@ -925,7 +925,9 @@ static json_t *cell_json(const g_cfg_t *cfg, g_op_t op, const g_arm_t *arm, uint
     wb_lat_stats(lat, il, &ls);
     wb_lat_stats(tt, it, &ts);
     json_object_set_new(c, "latency", wb_lat_json(&ls));
-    json_object_set_new(c, "ttfb", it ? wb_lat_json(&ts) : json_null());
+    /* time to first byte means something only for http: an RDMA reply's header comes after
+     * the bytes have landed */
+    json_object_set_new(c, "ttfb", it && !arm->rdma ? wb_lat_json(&ts) : json_null());
     free(lat);
     free(tt);
     /* witness and verification */
@@ -1646,7 +1648,12 @@ int wb_bench_main(int argc, char **argv)
     memset(&cfg, 0, sizeof cfg);
     const char *sizes = "1,4,16,64,256", *concs = "1,4,8,16,32", *procs = "1";
     const char *arms = "rdma,http", *ops = NULL;
+    /* A bare "rdma" arm uses --provider, else $WHARF_PROVIDER, else ofi+shm. The CLI exports
+     * WHARF_PROVIDER=auto by default; auto would pick shm here too, but an arm must name the
+     * provider it measures, so auto and none mean the default. */
     const char *provider = env_or("WHARF_PROVIDER", NULL, "ofi+shm");
+    if (strcmp(provider, "auto") == 0 || strcmp(provider, "none") == 0)
+        provider = "ofi+shm";
     if (strcmp(mode, "fetch") == 0) {
         cfg.benchmark = "b1-fetch";
         ops = "get";
