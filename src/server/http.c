@@ -525,6 +525,7 @@ static int body_sink(void *arg, const void *p, size_t n)
                      "a single PUT may carry at most 5 GiB; use a multipart upload");
             return -1;
         }
+        srv_s3_body_digest(r, p, n);
         wh_status_t st = store_writer_write(r->w, p, n);
         if (st != WH_OK) {
             r->body_err = S3_ERR_INTERNAL;

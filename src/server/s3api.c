@@ -10,7 +10,9 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <isa-l/crc.h>
 #include <jansson.h>
+#include <openssl/evp.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,7 +200,7 @@ static char *user_meta_json(srv_req_t *r)
     return s;
 }
 
-static void add_meta_headers(struct MHD_Response *resp, const char *json)
+static void add_meta_headers(struct MHD_Response *resp, const char *json, bool whole)
 {
     if (!json)
         return;
@@ -209,6 +211,9 @@ static void add_meta_headers(struct MHD_Response *resp, const char *json)
     json_t *v;
     json_object_foreach(o, k, v)
     {
+        /* A stored checksum covers the whole object, not a range of it. */
+        if (!whole && strncmp(k, "x-amz-checksum-", 15) == 0)
+            continue;
         if (json_is_string(v))
             srv_resp_header(resp, k, json_string_value(v));
     }
@@ -225,13 +230,104 @@ static void fill_put_meta(srv_req_t *r, store_obj_meta_t *m)
 
 /* ---- checksums -------------------------------------------------------------------------- */
 
+/* The extra algorithms S3 defines: name, digest length. */
+enum { XSUM_CRC32, XSUM_SHA1, XSUM_SHA256, XSUM__COUNT };
+static const struct {
+    const char *hdr;
+    size_t len;
+} g_xsums[XSUM__COUNT] = {
+    {"x-amz-checksum-crc32", 4},
+    {"x-amz-checksum-sha1", 20},
+    {"x-amz-checksum-sha256", 32},
+};
+
 typedef struct want_sums {
     bool md5, c32, c64;
     uint8_t md5v[WH_MD5_LEN];
     uint32_t c32v;
     uint64_t c64v;
     char c32s[16], c64s[16];
+    bool x[XSUM__COUNT];
+    uint8_t xv[XSUM__COUNT][32];
+    char xs[XSUM__COUNT][48]; /* canonical base64 */
 } want_sums_t;
+
+/* True when the client names the header's algorithm, in the header or in x-amz-trailer. */
+static bool sum_named(srv_req_t *r, const char *hdr)
+{
+    if (srv_hdr(r, hdr))
+        return true;
+    const char *t = srv_hdr(r, "x-amz-trailer");
+    size_t n = strlen(hdr);
+    for (const char *p = t; p && *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        const char *z = e;
+        while (z > p && z[-1] == ' ')
+            z--;
+        if ((size_t)(z - p) == n && strncasecmp(p, hdr, n) == 0)
+            return true;
+        p = e;
+    }
+    return false;
+}
+
+/* Starts the extra digests the request names. Returns false (and replies) on failure. */
+static bool xsums_start(srv_req_t *r)
+{
+    r->x_crc32 = sum_named(r, g_xsums[XSUM_CRC32].hdr);
+    r->x_sha1 = sum_named(r, g_xsums[XSUM_SHA1].hdr);
+    r->x_sha256 = sum_named(r, g_xsums[XSUM_SHA256].hdr);
+    r->crc32 = 0;
+    if (r->x_sha1) {
+        r->sha1_ctx = EVP_MD_CTX_new();
+        if (!r->sha1_ctx || EVP_DigestInit_ex(r->sha1_ctx, EVP_sha1(), NULL) != 1) {
+            srv_reply_err(r, S3_ERR_INTERNAL, "cannot initialise sha1");
+            return false;
+        }
+    }
+    if (r->x_sha256 && wh_sha256_init(&r->sha256x) != 0) {
+        r->x_sha256 = false;
+        srv_reply_err(r, S3_ERR_INTERNAL, "cannot initialise sha256");
+        return false;
+    }
+    return true;
+}
+
+void srv_s3_body_digest(srv_req_t *r, const void *p, size_t n)
+{
+    if (r->x_crc32)
+        r->crc32 = crc32_gzip_refl(r->crc32, p, n);
+    if (r->sha1_ctx)
+        EVP_DigestUpdate(r->sha1_ctx, p, n);
+    if (r->x_sha256)
+        wh_sha256_update(&r->sha256x, p, n);
+}
+
+/* Finishes the extra digests into out (raw bytes per algorithm). */
+static void xsums_final(srv_req_t *r, uint8_t out[XSUM__COUNT][32])
+{
+    memset(out, 0, XSUM__COUNT * 32);
+    if (r->x_crc32) {
+        out[XSUM_CRC32][0] = (uint8_t)(r->crc32 >> 24);
+        out[XSUM_CRC32][1] = (uint8_t)(r->crc32 >> 16);
+        out[XSUM_CRC32][2] = (uint8_t)(r->crc32 >> 8);
+        out[XSUM_CRC32][3] = (uint8_t)r->crc32;
+    }
+    if (r->sha1_ctx) {
+        unsigned len = 0;
+        EVP_DigestFinal_ex(r->sha1_ctx, out[XSUM_SHA1], &len);
+        EVP_MD_CTX_free(r->sha1_ctx);
+        r->sha1_ctx = NULL;
+    }
+    if (r->x_sha256) {
+        wh_sha256_final(&r->sha256x, out[XSUM_SHA256]);
+        r->x_sha256 = false;
+    }
+}
 
 /* Reads Content-MD5 and x-amz-checksum-{crc32c,crc64nvme}; from the aws-chunked trailer when
  * there is one. Replies and returns false when one is malformed. */
@@ -273,6 +369,24 @@ static bool read_sums(srv_req_t *r, want_sums_t *w)
         w->c64 = true;
         wh_crc64nvme_b64(w->c64v, w->c64s);
     }
+    for (int i = 0; i < XSUM__COUNT; i++) {
+        const char *v = r->chunked ? s3_chunked_trailer(r->chunked, g_xsums[i].hdr) : NULL;
+        if (!v)
+            v = srv_hdr(r, g_xsums[i].hdr);
+        if (!v)
+            continue;
+        uint8_t d[40];
+        if (wh_base64_decode(v, strlen(v), d, sizeof d) != (long)g_xsums[i].len) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "Value for %s is invalid: base64 of %zu bytes",
+                     g_xsums[i].hdr, g_xsums[i].len);
+            srv_reply_err(r, S3_ERR_INVALID_REQUEST, msg);
+            return false;
+        }
+        w->x[i] = true;
+        memcpy(w->xv[i], d, g_xsums[i].len);
+        wh_base64_encode(d, g_xsums[i].len, w->xs[i]);
+    }
     return true;
 }
 
@@ -299,6 +413,18 @@ static bool check_sums(srv_req_t *r, const want_sums_t *w, store_writer_t *wr, c
                                   "checksum (%s).", w->c32s, got);
         srv_reply_err(r, S3_ERR_BAD_DIGEST, msg);
         return false;
+    }
+    uint8_t xd[XSUM__COUNT][32];
+    xsums_final(r, xd);
+    for (int i = 0; i < XSUM__COUNT; i++) {
+        if (w->x[i] && memcmp(w->xv[i], xd[i], g_xsums[i].len) != 0) {
+            char gs[48], msg[200];
+            wh_base64_encode(xd[i], g_xsums[i].len, gs);
+            snprintf(msg, sizeof msg, "%s is %s but the body's is %s", g_xsums[i].hdr,
+                     w->xs[i], gs);
+            srv_reply_err(r, S3_ERR_BAD_DIGEST, msg);
+            return false;
+        }
     }
     if (w->c64 && w->c64v != store_writer_crc64nvme(wr)) {
         char got[13];
@@ -334,7 +460,74 @@ static void rdma_fail(srv_req_t *r, const srv_rdma_result_t *res, wh_status_t st
 
 static wh_status_t rdma_sink(void *arg, const void *p, size_t n)
 {
-    return store_writer_write(arg, p, n);
+    srv_req_t *r = arg;
+    srv_s3_body_digest(r, p, n);
+    return store_writer_write(r->w, p, n);
+}
+
+/* The extra checksums the client sent and the server verified are kept with the object (in the
+ * metadata JSON, as the headers they are) and returned on whole-object GET/HEAD. */
+static void meta_add_sums(store_obj_meta_t *m, const want_sums_t *w)
+{
+    bool any = false;
+    for (int i = 0; i < XSUM__COUNT; i++)
+        any |= w->x[i];
+    if (!any)
+        return;
+    json_t *o = m->user_meta_json ? json_loads(m->user_meta_json, 0, NULL) : json_object();
+    if (!o)
+        return;
+    for (int i = 0; i < XSUM__COUNT; i++)
+        if (w->x[i])
+            json_object_set_new(o, g_xsums[i].hdr, json_string(w->xs[i]));
+    char *js = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    if (js) {
+        free(m->user_meta_json);
+        m->user_meta_json = js;
+    }
+}
+
+static void reply_add_sums(struct MHD_Response *resp, const want_sums_t *w)
+{
+    for (int i = 0; i < XSUM__COUNT; i++)
+        if (w->x[i])
+            srv_resp_header(resp, g_xsums[i].hdr, w->xs[i]);
+}
+
+/* Every trailer named in x-amz-trailer must have arrived: an unsigned payload is only as safe
+ * as its checksum. */
+static bool trailers_arrived(srv_req_t *r)
+{
+    const char *t = srv_hdr(r, "x-amz-trailer");
+    if (!t || !r->chunked)
+        return true;
+    for (const char *p = t; *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        const char *z = e;
+        while (z > p && z[-1] == ' ')
+            z--;
+        if (z > p) {
+            char name[64];
+            size_t n = (size_t)(z - p) < sizeof name - 1 ? (size_t)(z - p) : sizeof name - 1;
+            for (size_t i = 0; i < n; i++)
+                name[i] = (char)((p[i] >= 'A' && p[i] <= 'Z') ? p[i] - 'A' + 'a' : p[i]);
+            name[n] = '\0';
+            if (!s3_chunked_trailer(r->chunked, name)) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "x-amz-trailer declares %s but the body ended "
+                                          "without it", name);
+                srv_reply_err(r, S3_ERR_INCOMPLETE_BODY, msg);
+                return false;
+            }
+        }
+        p = e;
+    }
+    return true;
 }
 
 static void add_u64_header(struct MHD_Response *resp, const char *name, uint64_t v)
@@ -359,7 +552,7 @@ static void rdma_put(srv_req_t *r, bool part)
         return;
     }
     want_sums_t want;
-    if (!read_sums(r, &want))
+    if (!read_sums(r, &want) || !xsums_start(r))
         return;
     wh_status_t st = store_writer_open(ST(r), &r->w);
     if (st != WH_OK) {
@@ -369,7 +562,7 @@ static void rdma_put(srv_req_t *r, bool part)
     srv_rdma_result_t res;
     memset(&res, 0, sizeof res);
     uint64_t t0 = wh_now_ns();
-    st = srv_rdma_put(r->srv->rdma, srv_hdr(r, "x-amz-rdma-token"), &r->peer, rdma_sink, r->w,
+    st = srv_rdma_put(r->srv->rdma, srv_hdr(r, "x-amz-rdma-token"), &r->peer, rdma_sink, r,
                       &res);
     uint64_t t1 = wh_now_ns();
     if (st != WH_OK) {
@@ -410,6 +603,7 @@ static void rdma_put(srv_req_t *r, bool part)
         snprintf(m.etag, sizeof m.etag, "%s", md5);
         if (want.c32)
             snprintf(m.crc32c, sizeof m.crc32c, "%s", want.c32s);
+        meta_add_sums(&m, &want);
         st = store_writer_commit(r->w, B(r), K(r), &m);
         r->w = NULL;
         snprintf(etag, sizeof etag, "%s", m.etag);
@@ -424,6 +618,7 @@ static void rdma_put(srv_req_t *r, bool part)
     }
     struct MHD_Response *resp = srv_resp_empty();
     if (resp) {
+        reply_add_sums(resp, &want);
         char q[84], c64[13];
         etag_quoted(etag, q);
         srv_resp_header(resp, MHD_HTTP_HEADER_ETAG, q);
@@ -508,7 +703,7 @@ static void object_headers(srv_req_t *r, struct MHD_Response *resp, const store_
     wh_http_date(m->mtime, date);
     srv_resp_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, date);
     srv_resp_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
-    add_meta_headers(resp, m->user_meta_json);
+    add_meta_headers(resp, m->user_meta_json, whole);
     const char *ct = srv_route_q(&r->route, "response-content-type");
     srv_resp_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                     ct ? ct : (m->content_type[0] ? m->content_type : "binary/octet-stream"));
@@ -748,7 +943,7 @@ static void put_begin(srv_req_t *r, bool part)
         return;
     }
     want_sums_t want; /* validate the headers now; trailers are read at the end */
-    if (!read_sums(r, &want))
+    if (!read_sums(r, &want) || !xsums_start(r))
         return;
     wh_status_t st = store_writer_open(ST(r), &r->w);
     if (st != WH_OK) {
@@ -761,7 +956,7 @@ static void put_begin(srv_req_t *r, bool part)
 static void put_finish(srv_req_t *r, bool part)
 {
     want_sums_t want;
-    if (!read_sums(r, &want))
+    if (!trailers_arrived(r) || !read_sums(r, &want))
         return;
     char md5[33];
     if (!check_sums(r, &want, r->w, md5))
@@ -784,6 +979,7 @@ static void put_finish(srv_req_t *r, bool part)
         if (want.c32)
             snprintf(m.crc32c, sizeof m.crc32c, "%s", want.c32s);
         snprintf(m.crc64nvme, sizeof m.crc64nvme, "%s", c64);
+        meta_add_sums(&m, &want);
         st = store_writer_commit(r->w, B(r), K(r), &m);
         r->w = NULL;
         snprintf(etag, sizeof etag, "%s", m.etag);
@@ -806,6 +1002,7 @@ static void put_finish(srv_req_t *r, bool part)
         srv_resp_header(resp, "x-amz-checksum-crc64nvme", c64);
         if (want.c32)
             srv_resp_header(resp, "x-amz-checksum-crc32c", want.c32s);
+        reply_add_sums(resp, &want);
     }
     srv_reply(r, 200, resp);
 }
@@ -1677,6 +1874,15 @@ void srv_s3_finish(srv_req_t *r)
 
 void srv_s3_cleanup(srv_req_t *r)
 {
+    if (r->sha1_ctx) {
+        EVP_MD_CTX_free(r->sha1_ctx);
+        r->sha1_ctx = NULL;
+    }
+    if (r->x_sha256) {
+        wh_sha256_free(&r->sha256x);
+        r->x_sha256 = false;
+    }
+    r->x_crc32 = false;
     if (r->w) {
         store_writer_abort(r->w);
         r->w = NULL;

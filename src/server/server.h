@@ -121,6 +121,13 @@ typedef struct srv_req {
     s3_err_t body_err;
     char body_msg[256];
 
+    /* S3 checksums beyond crc32c/crc64nvme (which the store computes), computed over the body
+     * only when the client names them in a header or in x-amz-trailer. */
+    bool x_crc32, x_sha1, x_sha256;
+    uint32_t crc32;
+    void *sha1_ctx; /* EVP_MD_CTX */
+    wh_sha256_t sha256x;
+
     /* Per-API state set at begin, used at finish. */
     uint8_t content_md5[WH_MD5_LEN];
     bool has_md5;
@@ -153,5 +160,7 @@ void srv_s3_begin(srv_req_t *r);
 void srv_s3_finish(srv_req_t *r);
 /* Called when the request ends; aborts an uncommitted writer. */
 void srv_s3_cleanup(srv_req_t *r);
+/* Object bytes on their way to the writer (HTTP body or RDMA): the extra checksums. */
+void srv_s3_body_digest(srv_req_t *r, const void *p, size_t n);
 
 #endif

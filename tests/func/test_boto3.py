@@ -275,6 +275,22 @@ def test_checksum_crc32c(s3, bucket):
     assert g["ChecksumCRC32C"] == crc32c_b64(data)
 
 
+@pytest.mark.parametrize("algo", ["CRC32", "SHA1", "SHA256"])
+def test_checksum_other_algorithms(s3, bucket, algo):
+    import zlib
+    data = os.urandom(4000)
+    want = {"CRC32": base64.b64encode(struct.pack(">I", zlib.crc32(data))).decode(),
+            "SHA1": base64.b64encode(hashlib.sha1(data).digest()).decode(),
+            "SHA256": base64.b64encode(hashlib.sha256(data).digest()).decode()}[algo]
+    r = s3.put_object(Bucket=bucket, Key=algo, Body=data, ChecksumAlgorithm=algo)
+    assert r[f"Checksum{algo}"] == want
+    g = s3.get_object(Bucket=bucket, Key=algo, ChecksumMode="ENABLED")
+    assert g["Body"].read() == data and g[f"Checksum{algo}"] == want
+    # a range is not the whole object: no whole-object checksum on it
+    g = s3.get_object(Bucket=bucket, Key=algo, Range="bytes=0-9", ChecksumMode="ENABLED")
+    assert g["Body"].read() == data[:10] and f"Checksum{algo}" not in g
+
+
 def test_checksum_crc32c_mismatch(wharfd, bucket):
     raw = S3Raw(wharfd.endpoint)
     r = raw.request("PUT", f"/{bucket}/bad32", body=b"abc",
