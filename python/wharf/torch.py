@@ -50,6 +50,7 @@ import collections
 import concurrent.futures as cf
 import json
 import math
+import os
 import resource
 import threading
 import time
@@ -319,12 +320,15 @@ def _manifest_name(rank, world):
 
 
 def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_size=None,
-         transport="auto", checksums=True, concurrency=None):
+         transport="auto", checksums=True, concurrency=None, keep_staging=True):
     """Saves obj (a state dict or any nested structure of tensors and plain values) as
     safetensors shards under url (s3://bucket/key), then commits it (see the module doc for
     several ranks). Returns a dict: bytes, shards, index (its key, or None when a commit is
     still due), transports, flatten_s, upload_s (of which fill_s copying into the staging
-    buffer, crc_s checksumming, put_wait_s waiting for PUTs), commit_s, wall_s, reports."""
+    buffers and checksumming, put_wait_s waiting for PUTs), commit_s, wall_s, reports.
+    keep_staging: keep the staging buffers (two of the largest shard's size, registered) for
+    the next save; wharf.torch.free_staging() releases them. checksums: record each tensor's
+    CRC-32 in the index, for load(verify=True)."""
     t0 = time.perf_counter()
     c = _client(client)
     bucket, prefix = parse_url(url)
@@ -383,7 +387,7 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
 
     t1 = time.perf_counter()
     reports, tensor_info, ustats = _upload_shards(c, bucket, prefix, plans, transport,
-                                                  checksums, concurrency)
+                                                  checksums, concurrency, keep_staging)
     upload_s = time.perf_counter() - t1
 
     rank_rec = {"rank": rank, "structure": skeleton,
@@ -418,43 +422,116 @@ def _delete_quiet(c, bucket, key):
         pass
 
 
-def _upload_shards(c, bucket, prefix, plans, transport, checksums, concurrency):
+class _Staging:
+    """Staging buffers kept between saves (a training loop saves again and again: the second
+    save finds its buffers allocated, faulted in and registered). One set, for one client at a
+    time; a concurrent save gets buffers of its own. free_staging() drops them."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.bufs, self.client, self.regs = [], None, []
+
+    def take(self, c, n, cap, use_rdma, keep):
+        if not keep or not self.lock.acquire(blocking=False):
+            return self._fresh(c, n, cap, use_rdma), False
+        try:
+            if len(self.bufs) < n or any(b.numel() < cap for b in self.bufs[:n]):
+                self._drop()
+                self.bufs = [torch.empty(cap, dtype=torch.uint8) for _ in range(n)]
+            if use_rdma and (self.client is not c or len(self.regs) < n):
+                for r in self.regs:
+                    r.close()
+                self.regs, self.client = [c.register(b) for b in self.bufs[:n]], c
+            return self.bufs[:n], True
+        except BaseException:
+            self.lock.release()
+            raise
+
+    @staticmethod
+    def _fresh(c, n, cap, use_rdma):
+        bufs = [torch.empty(cap, dtype=torch.uint8) for _ in range(n)]
+        regs = [c.register(b) for b in bufs] if use_rdma else []
+        return _Fresh(bufs, regs)
+
+    def give(self, kept, bufs):
+        if kept:
+            self.lock.release()
+        else:
+            for r in bufs.regs:
+                r.close()
+
+    def _drop(self):
+        for r in self.regs:
+            r.close()
+        self.bufs, self.client, self.regs = [], None, []
+
+    def free(self):
+        with self.lock:
+            self._drop()
+
+
+class _Fresh(list):
+    def __init__(self, bufs, regs):
+        super().__init__(bufs)
+        self.regs = regs
+
+
+_staging = _Staging()
+
+
+def free_staging():
+    """Releases the staging buffers save() keeps between calls (and their registrations)."""
+    _staging.free()
+
+
+def _copy_workers():
+    return max(1, min(4, (os.cpu_count() or 2)))
+
+
+def _upload_shards(c, bucket, prefix, plans, transport, checksums, concurrency, keep):
     """Copies each shard into a staging buffer and PUTs it; the copy of shard i+1 overlaps the
-    upload of shard i (two staging buffers, each registered once)."""
+    upload of shard i (two staging buffers). The copies are plain memcpy (numpy) on a few
+    threads, each followed by that tensor's CRC-32: torch's own parallel copy would keep all
+    its OpenMP workers spinning between tensors, at many CPU-seconds per GB."""
     nbuf = min(2, len(plans))
     cap = max(p["size"] for p in plans)
-    staging = [torch.empty(cap, dtype=torch.uint8) for _ in range(nbuf)]
     use_rdma = c.rdma and transport != "http"
-    regs = [c.register(b) for b in staging] if use_rdma else []
+    staging, kept = _staging.take(c, nbuf, cap, use_rdma, keep)
     tensor_info = {}
     futs = []
-    stats = {"fill_s": 0.0, "crc_s": 0.0, "put_wait_s": 0.0}
+    stats = {"fill_s": 0.0, "put_wait_s": 0.0, "fill_cpu_s": 0.0, "staging_reused": kept}
+
+    def fill_one(npbuf, hl, item, entry):
+        name, s, dt, special, _ = item
+        b, e = entry[3], entry[4]
+        if e > b:
+            np.copyto(npbuf[hl + b:hl + e], _as_bytes(s).numpy())
+        info = {}
+        if checksums:
+            info["crc32"] = zlib.crc32(npbuf[hl + b:hl + e])
+        if special:
+            info["as"] = special
+        return name, info
+
     try:
-        with cf.ThreadPoolExecutor(1, thread_name_prefix="wharf-save") as ex:
+        with cf.ThreadPoolExecutor(1, thread_name_prefix="wharf-save") as ex, \
+                cf.ThreadPoolExecutor(_copy_workers(), thread_name_prefix="wharf-copy") as cp:
             for i, p in enumerate(plans):
                 t = time.perf_counter()
                 if i >= nbuf:
                     futs[i - nbuf].result()  # its buffer is free again
-                stats["put_wait_s"] += time.perf_counter() - t
-                buf = staging[i % nbuf]
+                t1 = time.perf_counter()
+                stats["put_wait_s"] += t1 - t
                 cpu0 = _cpu_s()
-                hl = len(p["header"])
-                buf[:hl].copy_(torch.frombuffer(bytearray(p["header"]), dtype=torch.uint8))
+                buf = staging[i % nbuf]
                 npbuf = buf.numpy()
-                for (name, s, dt, special, _), (_, _, _, b, e) in zip(p["items"], p["entries"]):
-                    t = time.perf_counter()
-                    if e > b:
-                        buf[hl + b:hl + e].copy_(_as_bytes(s))
-                    t2 = time.perf_counter()
-                    stats["fill_s"] += t2 - t
-                    info = {}
-                    if checksums:
-                        info["crc32"] = zlib.crc32(npbuf[hl + b:hl + e])
-                        stats["crc_s"] += time.perf_counter() - t2
-                    if special:
-                        info["as"] = special
+                hl = len(p["header"])
+                npbuf[:hl] = np.frombuffer(p["header"], dtype=np.uint8)
+                for name, info in cp.map(lambda ie: fill_one(npbuf, hl, *ie),
+                                         zip(p["items"], p["entries"])):
                     tensor_info[name] = info
-                stats["fill_cpu_s"] = stats.get("fill_cpu_s", 0.0) + _cpu_s() - cpu0
+                stats["fill_s"] += time.perf_counter() - t1
+                stats["fill_cpu_s"] += _cpu_s() - cpu0
                 key = _join(prefix, p["file"])
                 futs.append(ex.submit(c.put_from, bucket, key, buf, 0, p["size"], transport,
                                       None, concurrency))
@@ -465,8 +542,7 @@ def _upload_shards(c, bucket, prefix, plans, transport, checksums, concurrency):
         for f in futs:
             if not f.done():
                 f.cancel()
-        for r in regs:
-            r.close()
+        _staging.give(kept, staging)
     return reports, tensor_info, stats
 
 
