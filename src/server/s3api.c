@@ -956,11 +956,13 @@ static void put_begin(srv_req_t *r, bool part)
 static void put_finish(srv_req_t *r, bool part)
 {
     want_sums_t want;
+    uint64_t t_body = wh_now_ns();
     if (!trailers_arrived(r) || !read_sums(r, &want))
         return;
     char md5[33];
     if (!check_sums(r, &want, r->w, md5))
         return; /* cleanup aborts the writer */
+    uint64_t t_md5 = wh_now_ns();
     uint64_t size = store_writer_size(r->w);
     char etag[80];
     char c64[13];
@@ -985,6 +987,9 @@ static void put_finish(srv_req_t *r, bool part)
         snprintf(etag, sizeof etag, "%s", m.etag);
         store_obj_meta_free(&m);
     }
+    wh_debug(MOD, "put id=%s bytes=%llu body_ms=%.3f md5_wait_ms=%.3f commit_ms=%.3f", r->id,
+             (unsigned long long)size, (double)(t_body - r->t0_ns) / 1e6,
+             (double)(t_md5 - t_body) / 1e6, (double)(wh_now_ns() - t_md5) / 1e6);
     if (st != WH_OK) {
         if (st == WH_ERR_NOT_FOUND)
             reply_not_found(r, part ? S3_ERR_NO_SUCH_UPLOAD : S3_ERR_NO_SUCH_KEY);
