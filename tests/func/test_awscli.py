@@ -8,6 +8,7 @@ import filecmp
 import json
 import os
 import subprocess
+import time
 import urllib.request
 
 import pytest
@@ -143,10 +144,15 @@ def test_s3_cp_multipart_64mib(aws, bucket, tmp_path):
 
 
 def _tree(root, files):
+    # mtimes a minute in the past: S3's LastModified has one-second resolution, and aws sync
+    # re-uploads a file whose mtime is later than it, so files written in the same second as
+    # the upload would make the "nothing to do" check below racy.
+    old = time.time() - 60
     for rel, content in files.items():
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(content)
+        os.utime(p, (old, old))
 
 
 def _dirs_equal(a, b):
@@ -172,6 +178,8 @@ def test_s3_sync_up_down_delete(aws, bucket, tmp_path):
     # Change one (different size), add one, remove one; sync --delete mirrors it.
     (up / "a.txt").write_bytes(b"alpha, longer now\n")
     (up / "new.txt").write_bytes(b"new")
+    for p in (up / "a.txt", up / "new.txt"):
+        os.utime(p, (time.time() - 30, time.time() - 30))
     (up / "d1/b.bin").unlink()
     out = aws.run("s3", "sync", up, f"s3://{bucket}/t", "--delete").stdout.decode()
     assert "upload: " in out and "delete: s3://" in out, out
