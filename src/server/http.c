@@ -402,6 +402,15 @@ static void request_begin(srv_req_t *r)
     r->token_req = srv_hdr(r, "x-amz-rdma-token") != NULL;
     srv_route_parse(r->method, r->path, r->query, srv_hdr(r, "host"), s->cfg.listen_host,
                     srv_hdr(r, "x-amz-copy-source") != NULL, &r->route);
+    /* A dotted endpoint name (path-style clients of http://wharf.lan:9000/bucket/key) looks
+     * like virtual-host style; when the would-be bucket does not exist and the path names one,
+     * the path wins. A vhost request for "/" (CreateBucket, ListObjects) stays vhost. */
+    if (r->route.vhost && strcmp(r->path, "/") != 0 &&
+        store_bucket_exists(s->store, r->route.bucket) != WH_OK) {
+        srv_route_free(&r->route);
+        srv_route_parse(r->method, r->path, r->query, NULL, s->cfg.listen_host,
+                        srv_hdr(r, "x-amz-copy-source") != NULL, &r->route);
+    }
     if (r->hdr_bytes > SRV_MAX_HEADER_BYTES) {
         char msg[160];
         snprintf(msg, sizeof msg, "the request header section is %zu bytes; the limit is %u",

@@ -3,7 +3,9 @@
  * Addressing (documented in README): virtual-host style is used when the Host (port stripped)
  * is not an IP literal, contains a dot, and is not the endpoint host given to srv_route_parse;
  * the bucket is then the part before ".localhost" when the host ends in ".localhost", else the
- * first label. Every other request is path-style: /bucket/key. The key is the percent-decoded
+ * first label. Every other request is path-style: /bucket/key. (http.c falls back to path-style
+ * when such a vhost bucket does not exist and the path is not "/", so path-style clients of a
+ * dotted endpoint name keep working.) The key is the percent-decoded
  * rest of the path after "/bucket/" ('+' stays '+'); it is never used as a file path.
  *
  * Pure functions with no I/O, so a fuzzer can drive them. */

@@ -700,6 +700,18 @@ def test_virtual_host_style(wharfd, vhost_dns):
     assert b not in [x["Name"] for x in client(wharfd.endpoint).list_buckets()["Buckets"]]
 
 
+def test_path_style_with_dotted_endpoint_name(wharfd, vhost_dns):
+    """A path-style client whose endpoint name has dots (here wharf.localhost) must not be
+    mistaken for virtual-host style: no bucket "wharf" exists, so the path names the bucket."""
+    c = client(wharfd.endpoint.replace("127.0.0.1", "wharf.localhost"), "path")
+    b = unique_bucket("dotted")
+    c.create_bucket(Bucket=b)
+    c.put_object(Bucket=b, Key="k/1", Body=b"dotted")
+    assert c.get_object(Bucket=b, Key="k/1")["Body"].read() == b"dotted"
+    assert [o["Key"] for o in c.list_objects_v2(Bucket=b)["Contents"]] == ["k/1"]
+    assert b in [x["Name"] for x in client(wharfd.endpoint).list_buckets()["Buckets"]]
+
+
 # ---- overwrite atomicity, metrics, shutdown -----------------------------------------------
 
 def test_overwrite_is_atomic_for_readers(wharfd, s3, bucket):
