@@ -248,8 +248,10 @@ def plot_latency(run, op, cells, out):
 def plot_processes(run, op, cells, out):
     arms = sorted({c["arm"] for c in cells})
     keys = sorted({(c["size_bytes"], c["concurrency"]) for c in cells})
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for arm in arms:
+    procs_all = sorted({c["processes"] for c in cells})
+    fig, axes = plt.subplots(1, len(arms), figsize=(max(7.0, 4.4 * len(arms)), 4.6),
+                             sharey=True, squeeze=False)
+    for ax, arm in zip(axes[0], arms):
         color, _ = arm_style(arm)
         for i, (size, conc) in enumerate(keys):
             pts = sorted((c["processes"], c) for c in cells
@@ -261,20 +263,23 @@ def plot_processes(run, op, cells, out):
             ys = [p[1]["throughput_gbps_bytes"]["median"] for p in pts]
             lo = [y - p[1]["throughput_gbps_bytes"]["min"] for y, p in zip(ys, pts)]
             hi = [p[1]["throughput_gbps_bytes"]["max"] - y for y, p in zip(ys, pts)]
-            ax.errorbar(xs, ys, yerr=[lo, hi], color=color, capsize=3,
+            ax.errorbar([x + 0.04 * (i - len(keys) / 2) for x in xs], ys, yerr=[lo, hi],
+                        color=color, alpha=0.4 + 0.6 * (i + 1) / len(keys), capsize=3,
                         marker="os^Dv"[i % 5], ls=["-", "--", ":", "-."][i % 4],
-                        label=f"{arm} {size_label(size)} x{conc}/proc")
-    draw_limits(ax, run.get("limits"), ("process_vm_writev_1", "process_vm_writev_n",
-                                        "tcp_loopback_n"))
-    ax.set_xlabel("client processes")
-    ax.set_xticks(sorted({c["processes"] for c in cells}))
-    ax.set_ylabel("aggregate GB/s (bytes / span of all workers)")
-    ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
-    ax.set_title(f"{op.upper()} aggregate throughput against client processes\n{run['_name']}",
+                        label=f"{size_label(size)}, {conc} stream{'s' if conc > 1 else ''}/proc")
+        draw_limits(ax, run.get("limits"),
+                    ("process_vm_writev_n",) if arm.startswith("rdma-shm") else
+                    ("tcp_loopback_n",))
+        ax.set_xlabel("client processes")
+        ax.set_xticks(procs_all)
+        ax.set_title(arm)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    axes[0][0].set_ylabel("aggregate GB/s (bytes / span of all workers)")
+    axes[0][0].set_ylim(bottom=0)
+    fig.suptitle(f"{op.upper()} aggregate throughput against client processes — {run['_name']}",
                  fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.94))
     fig.savefig(out, dpi=90)
     plt.close(fig)
 
