@@ -320,7 +320,7 @@ def _manifest_name(rank, world):
 
 
 def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_size=None,
-         transport="auto", checksums=True, concurrency=None, keep_staging=True):
+         transport="auto", checksums=True, concurrency=None, keep_staging=True, save_id=None):
     """Saves obj (a state dict or any nested structure of tensors and plain values) as
     safetensors shards under url (s3://bucket/key), then commits it (see the module doc for
     several ranks). Returns a dict: bytes, shards, index (its key, or None when a commit is
@@ -328,7 +328,9 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
     buffers and checksumming, put_wait_s waiting for PUTs), commit_s, wall_s, reports.
     keep_staging: keep the staging buffers (two of the largest shard's size, registered) for
     the next save; wharf.torch.free_staging() releases them. checksums: record each tensor's
-    CRC-32 in the index, for load(verify=True)."""
+    CRC-32 in the index, for load(verify=True). save_id: with several ranks and no process
+    group, a string naming this save (the step, say), given to every rank and to commit(),
+    which then refuses a rank manifest left by another save."""
     t0 = time.perf_counter()
     c = _client(client)
     bucket, prefix = parse_url(url)
@@ -379,9 +381,12 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
                           header=header, size=len(header) + off, specials=specials))
     flatten_s = time.perf_counter() - t0
 
-    # Replace, never mix: the old index goes first (rank 0; the others wait for it).
+    # Replace, never mix: the old index goes first (rank 0; the others wait for it), and each
+    # rank's old manifest, so a commit cannot pick up a rank that has not finished this save.
     if rank == 0:
         _delete_quiet(c, bucket, index_key)
+    if world > 1:
+        _delete_quiet(c, bucket, _join(prefix, _manifest_name(rank, world)))
     if pg:
         torch.distributed.barrier()
 
@@ -390,7 +395,7 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
                                                   checksums, concurrency, keep_staging)
     upload_s = time.perf_counter() - t1
 
-    rank_rec = {"rank": rank, "structure": skeleton,
+    rank_rec = {"rank": rank, "save_id": save_id, "structure": skeleton,
                 "shards": [{"file": p["file"], "size": p["size"], "etag": r.etag}
                            for p, r in zip(plans, reports)],
                 "tensors": tensor_info,
@@ -405,7 +410,7 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
         if pg:
             torch.distributed.barrier()
             if rank == 0:
-                commit(url, world_size=world, client=c)
+                commit(url, world_size=world, client=c, save_id=save_id)
             torch.distributed.barrier()
             committed = index_key
     commit_s = time.perf_counter() - t2
@@ -566,10 +571,13 @@ def _write_index(c, bucket, prefix, world, rank_recs):
     return key
 
 
-def commit(url, world_size=None, client=None):
+def commit(url, world_size=None, client=None, save_id=None):
     """Writes the index of a checkpoint saved by several ranks without a process group, once
     every rank's save() has returned. world_size None: taken from the rank manifests found.
-    Refuses (IncompleteCheckpointError) while a rank's manifest or shard is missing."""
+    Refuses (IncompleteCheckpointError) while a rank's manifest or shard is missing, when the
+    manifests come from different saves (their save_id differ), or, with save_id given, when
+    a manifest is not from that save. Without save_id, a rank that has not started a new save
+    under the same key still has its previous manifest, which commit cannot tell apart."""
     c = _client(client)
     bucket, prefix = parse_url(url)
     if world_size is None:
@@ -590,6 +598,12 @@ def commit(url, world_size=None, client=None):
                 _lib.WHARF_ERR_NOT_FOUND, f"commit {url}: incomplete: rank {r} of {world_size} "
                 f"has not finished saving ({mkey} is missing); call commit after every rank's "
                 "save() has returned") from None
+        got_id = recs[-1].get("save_id")
+        want_id = save_id if save_id is not None else recs[0].get("save_id")
+        if got_id != want_id:
+            raise IncompleteCheckpointError(
+                _lib.WHARF_ERR_PRECONDITION, f"commit {url}: incomplete: rank {r}'s manifest is "
+                f"from save {got_id!r}, not {want_id!r} (rank {r} has not finished this save)")
         for sh in recs[-1]["shards"]:
             k = _join(prefix, sh["file"])
             try:

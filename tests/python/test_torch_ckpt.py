@@ -295,6 +295,20 @@ def test_ranks_without_process_group(client, bucket):
         wt.load(url, client=client)
     with pytest.raises(wharf.WharfError, match="not in"):
         wt.load(url, client=client, rank=3)
+    # saving again under a save_id: until every rank has saved anew, neither load nor commit
+    # mixes in the previous save's ranks
+    new = [{"w": torch.zeros(2) + r} for r in range(3)]
+    wt.save(new[0], url, client=client, rank=0, world_size=3, save_id="step-2")
+    with pytest.raises(wharf.IncompleteCheckpointError, match="incomplete"):
+        wt.load(url, client=client, rank=1)
+    wt.save(new[1], url, client=client, rank=1, world_size=3, save_id="step-2")
+    with pytest.raises(wharf.IncompleteCheckpointError, match="rank 2.*not 'step-2'"):
+        wt.commit(url, world_size=3, client=client, save_id="step-2")
+    with pytest.raises(wharf.IncompleteCheckpointError, match="rank 0's manifest is from"):
+        wt.commit(url, world_size=3, client=client, save_id="step-3")
+    wt.save(new[2], url, client=client, rank=2, world_size=3, save_id="step-2")
+    wt.commit(url, world_size=3, client=client, save_id="step-2")
+    same(wt.load(url, client=client, rank="all"), new)
 
 
 DDP_WORKER = textwrap.dedent("""
