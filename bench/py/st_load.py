@@ -100,7 +100,7 @@ def load_file(path):
     return out
 
 
-def run_download(s3, bucket, prefix, tmpdir):
+def run_download(s3, bucket, prefix, tmpdir, device):
     from boto3.s3.transfer import TransferConfig
     cfg = TransferConfig(use_threads=False)
     t0 = time.perf_counter()
@@ -116,6 +116,9 @@ def run_download(s3, bucket, prefix, tmpdir):
     out = {}
     for p in paths:
         out.update(load_file(p))
+    if device != "cpu":
+        out = {k: v.to(device) for k, v in out.items()}
+        torch.cuda.synchronize()
     t2 = time.perf_counter()
     return out, {"download_s": t1 - t0, "load_s": t2 - t1}
 
@@ -128,7 +131,7 @@ def check(tensors, layout, names):
         if t is None or t.dtype != DT[dt] or tuple(t.shape) != tuple(shape):
             bad.append(n)
             continue
-        raw = t.contiguous().view(-1).view(torch.uint8).numpy()
+        raw = t.contiguous().view(-1).view(torch.uint8).cpu().numpy()
         if not np.array_equal(raw, gen_tensor(n, raw.size)):
             bad.append(n)
     return {"ok": not bad, "tensors_checked": len(names), "mismatched": bad[:5]}
@@ -140,6 +143,7 @@ def main():
     ap.add_argument("--gib", type=float, default=3.0)
     ap.add_argument("--shards", type=int, default=4)
     ap.add_argument("--arms", default="rdma,http,download")
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda[:i] (the seed loads to VRAM)")
     ap.add_argument("--chunk-mib", type=int, default=64,
                     help="libwharf ranged-GET chunk (parallel pieces of a data section)")
     a = ap.parse_args()
@@ -166,13 +170,15 @@ def main():
                 extra = {}
                 with cm.Window(srv) as w:
                     if arm == "download":
-                        got, extra = run_download(s3, bucket, prefix, tmpdir)
+                        got, extra = run_download(s3, bucket, prefix, tmpdir, a.device)
                     else:
                         rep = {}
                         got = wt.load_safetensors(f"s3://{bucket}/{prefix}", client=clients[arm],
-                                                  report=rep)
+                                                  report=rep, device=a.device)
+                        if a.device != "cpu":
+                            torch.cuda.synchronize()
                         extra = {k: rep[k] for k in ("header_s", "download_s", "rebuild_s",
-                                                     "transports", "fell_back")}
+                                                     "transports", "fell_back", "arena")}
                 cell = {"arm": arm, "repeat": r, "wall_s": w.wall_s, "bytes": nbytes,
                         "gbps": nbytes / w.wall_s / 1e9, "num_tensors": len(got),
                         "rdma_witness": w.witness(), **extra, **w.cpu(nbytes)}
@@ -205,7 +211,8 @@ def main():
                                                       results["rdma"]["wall_s"]["median"])
         root = {"params": {"gib": a.gib, "bytes": nbytes, "shards": a.shards,
                            "tensors": len(names), "repeats": a.repeats, "arms": arms,
-                           "concurrency": a.concurrency, "chunk_bytes": a.chunk_mib * cm.MiB},
+                           "concurrency": a.concurrency, "chunk_bytes": a.chunk_mib * cm.MiB,
+                           "device": a.device},
                 "environment": dict(cm.bl.environment("ofi+shm"), torch=torch.__version__),
                 "limits": lim, "results": {"arms": results, "ratios": ratios, "runs": runs}}
         cm.write(a, "st_load", root)

@@ -730,37 +730,47 @@ def _fetch(c, bucket, shards, device, transport, rep, expect_etags=None):
         bases.append(total)
         total += h.data_len
     dev = torch.device(device)
-    arena, reg, copy_to = None, None, None
     use_rdma = c.rdma and transport != "http"
-    if dev.type == "cuda" and use_rdma:
+    arena, reg, host = None, None, None
+    if dev.type != "cpu":
         arena = torch.empty(total, dtype=torch.uint8, device=dev)
-        try:
-            reg = c.register(arena) if total else None
-        except WharfError:
-            arena = None  # no device registration here: stage through host memory
-    if arena is None:
-        arena = torch.empty(total, dtype=torch.uint8)
-        copy_to = dev if dev.type != "cpu" else None
         if use_rdma and total:
-            reg = c.register(arena)
+            try:
+                reg = c.register(arena)
+            except WharfError:
+                reg = None  # no device registration here: land in host memory, then copy
+        if reg is None:
+            host = torch.empty(total, dtype=torch.uint8)
+    else:
+        arena = torch.empty(total, dtype=torch.uint8)
+    if host is not None and use_rdma and total:
+        reg = c.register(host)
+    land = host if host is not None else arena
     reports = [None] * len(shards)
     try:
         def one(i):
             (key, _), h, base = shards[i], headers[i], bases[i]
             if h.data_len == 0:
                 return
-            r = c.get_into(bucket, key, arena[base:base + h.data_len], offset=h.data_offset,
+            r = c.get_into(bucket, key, land[base:base + h.data_len], offset=h.data_offset,
                            length=h.data_len, transport=transport, cache=False)
             if r.bytes != h.data_len:
                 raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"s3://{bucket}/{key}: {r.bytes} "
                                  f"bytes landed of {h.data_len}")
             reports[i] = r
+            if host is not None:  # this shard to the device while the next one downloads
+                arena[base:base + h.data_len].copy_(host[base:base + h.data_len])
         par = max(1, min(2, len(shards)))
         with cf.ThreadPoolExecutor(par, thread_name_prefix="wharf-get") as ex:
             list(ex.map(one, range(len(shards))))
+        if host is not None and dev.type == "cuda":
+            torch.cuda.synchronize(dev)
     finally:
         if reg is not None:
             reg.close()
+    arena_kind = ("host" if dev.type == "cpu" else
+                  f"{dev} (registered)" if host is None else f"{dev} (through host memory)")
+    del host, land
     t_get = time.perf_counter()
     if expect_etags:
         for (key, _), r, want in zip(shards, reports, expect_etags):
@@ -768,8 +778,6 @@ def _fetch(c, bucket, shards, device, transport, rep, expect_etags=None):
                 raise WharfError(_lib.WHARF_ERR_PRECONDITION, f"s3://{bucket}/{key} changed "
                                  f"after the checkpoint was committed (ETag {r.etag}, committed "
                                  f"{want}); save the checkpoint again")
-    if copy_to is not None:
-        arena = arena.to(copy_to)
     tensors = {}
     for (key, _), h, base in zip(shards, headers, bases):
         for ti in h.tensors:
@@ -778,7 +786,8 @@ def _fetch(c, bucket, shards, device, transport, rep, expect_etags=None):
                                        f"than one shard (again in s3://{bucket}/{key})")
             tensors[ti.name] = _view(arena, base + ti.begin, ti)
     t_end = time.perf_counter()
-    rep.update(bytes=sum(h.data_len for h in headers), shards=len(shards),
+    rep.update(arena=arena_kind,
+               bytes=sum(h.data_len for h in headers), shards=len(shards),
                header_s=t_hdr - t0, download_s=t_get - t_hdr, rebuild_s=t_end - t_get,
                transports=sorted({r.transport for r in reports if r is not None}),
                fell_back=any(r.fell_back for r in reports if r is not None),
