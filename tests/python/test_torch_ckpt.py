@@ -257,9 +257,20 @@ def run_save_and_die(wharfd, provider, url):
                                  prov=None if provider == "http" else provider,
                                  sock=wharfd.unix_socket if provider == "ofi+shm" else None,
                                  url=url)
-    p = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120,
-                       env=dict(os.environ))
-    assert p.returncode == -signal.SIGKILL, (p.returncode, p.stdout, p.stderr[-2000:])
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=dict(os.environ))
+    try:
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(timeout=10)
+        # libfabric shm names its region after the pid: a killed process leaves it behind, and
+        # a later process given the same pid would find the name taken
+        for f in os.listdir("/dev/shm"):
+            if f.startswith(f"{p.pid}:"):
+                os.unlink(os.path.join("/dev/shm", f))
+    assert p.returncode == -signal.SIGKILL, (p.returncode, out, err[-2000:])
 
 
 def test_save_killed_midway(client, bucket, wharfd, provider):
