@@ -140,8 +140,10 @@ def plot_throughput(run, op, cells, out):
         ax.set_visible(False)
     arms = sorted({c["arm"] for c in cells})
     lim = run.get("limits")
-    lim_keys = ("process_vm_writev_1", "process_vm_writev_n", "tcp_loopback_1",
-                "tcp_loopback_n", "memcpy_1") + (("md5_1",) if op == "put" else ())
+    lim_keys = (("process_vm_writev_1", "tcp_loopback_1", "md5_1") if op == "put" else
+                ("process_vm_writev_1", "process_vm_writev_n", "tcp_loopback_1",
+                 "tcp_loopback_n", "memcpy_1"))
+    top = 0.0
     for ax, conc in zip(flat, concs):
         for arm in arms:
             pts = sorted((c["size_bytes"], c) for c in cells
@@ -156,6 +158,7 @@ def plot_throughput(run, op, cells, out):
             color, marker = arm_style(arm)
             ax.errorbar(xs, ys, yerr=[lo, hi], color=color, marker=marker, capsize=3,
                         label=arm)
+            top = max([top] + [p[1]["throughput_gbps_bytes"]["max"] for p in pts])
             for x, p in zip(xs, pts):
                 if p[1].get("status") != "ok":
                     ax.plot([x], [p[1]["throughput_gbps_bytes"]["median"]], "x", color="black",
@@ -166,7 +169,11 @@ def plot_throughput(run, op, cells, out):
         ax.grid(True, alpha=0.3)
     for row in axes:
         row[0].set_ylabel("GB/s (1e9 B/s), median of repeats")
-    axes[0][0].set_ylim(bottom=0)
+    # keep the data readable: show limits up to ~3x the best figure (at least the lowest one)
+    lims = [lim[k]["median"] for k in lim_keys if lim and "error" not in lim and k in lim]
+    ymax = max(top * 1.3, min(lims) * 1.1 if lims else 0, min(max(lims), 3 * top) * 1.05
+               if lims else 0)
+    axes[0][0].set_ylim(0, ymax or None)
     handles, labels = axes[0][0].get_legend_handles_labels()
     ncol = 4
     fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8)
@@ -226,8 +233,9 @@ def plot_latency(run, op, cells, out):
         pts = sorted((c["size_bytes"], c) for c in cells
                      if c["arm"] == arm and c["concurrency"] == conc and c["processes"] == procs)
         xs = [p[0] / MIB for p in pts]
-        for key, ls in (("p50_ms", "-"), ("p90_ms", "--"), ("p99_ms", ":"), ("max_ms", "-.")):
-            ax.plot(xs, [p[1]["latency"][key] for p in pts], ls=ls, marker="o",
+        for key, ls, mk in (("p50_ms", "-", "o"), ("p90_ms", "--", "s"), ("p99_ms", ":", "^"),
+                            ("max_ms", "-.", "x")):
+            ax.plot(xs, [p[1]["latency"][key] for p in pts], ls=ls, marker=mk,
                     color=arm_style(arm)[0], label=key.replace("_ms", ""))
         if op == "get" and all(p[1].get("ttfb") for p in pts) and pts:
             ax.plot(xs, [p[1]["ttfb"]["p50_ms"] for p in pts], color="black", marker=".",
