@@ -55,6 +55,9 @@ def build_model(c, bucket, prefix, total, nshards):
         names.append((f"model.layers.{i}.mlp.up_proj.weight", "BF16", (f, d)))
         names.append((f"model.layers.{i}.mlp.down_proj.weight", "BF16", (d, f)))
         names.append((f"model.layers.{i}.input_layernorm.weight", "F32", (d,)))
+    used = sum(int(np.prod(sh)) * wst.dtype_bits(dt) // 8 for _, dt, sh in names)
+    if total - used >= 2 * d:  # the embedding takes the rest, so the model is `total` bytes
+        names.insert(0, ("model.embed_tokens.weight", "BF16", ((total - used) // (2 * d), d)))
     per_shard = -(-len(names) // nshards)
     wm, layout = {}, {}
     for s in range(nshards):
