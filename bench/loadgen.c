@@ -55,7 +55,7 @@ int main(int argc, char **argv)
     unsigned nkeys = 0, nconn = 16;
     double duration = 10, warmup = 1;
     long long expect = -1;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* every option takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) {
             usage();
@@ -81,7 +81,6 @@ int main(int argc, char **argv)
             usage();
             return 2;
         }
-        i++;
     }
     if (!fmt || !strstr(fmt, "%") || nkeys == 0 || nconn == 0 || nconn > LG_MAX_CONN ||
         duration <= 0 || duration > 600 || warmup < 0 || warmup > 60 || (region && !user)) {
