@@ -79,7 +79,7 @@ def run_wharf(arm, c, sd, bucket, key, srv, nbytes, do_verify, concurrency):
     out["save"] = dict(wall_s=w.wall_s, gbps=nbytes / w.wall_s / 1e9, bytes=rep["bytes"],
                        flatten_s=rep["flatten_s"], upload_s=rep["upload_s"],
                        fill_s=rep["fill_s"], put_wait_s=rep["put_wait_s"],
-                       fill_cpu_s=rep["fill_cpu_s"], staging_reused=rep["staging_reused"],
+                       fill_cpu_s=rep["fill_cpu_s"], staging=rep["staging"],
                        commit_s=rep["commit_s"], shards=len(rep["shards"]),
                        transports=rep["transports"], rdma_witness=w.witness(), **w.cpu(nbytes))
     err = w.gate(arm, "put", nbytes)

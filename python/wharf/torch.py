@@ -437,17 +437,20 @@ class _Staging:
         self.bufs, self.client, self.regs = [], None, []
 
     def take(self, c, n, cap, use_rdma, keep):
+        """(buffers, kept, how): how is "reused", "new" (kept for next time) or "temporary"."""
         if not keep or not self.lock.acquire(blocking=False):
-            return self._fresh(c, n, cap, use_rdma), False
+            return self._fresh(c, n, cap, use_rdma), False, "temporary"
         try:
+            how = "reused"
             if len(self.bufs) < n or any(b.numel() < cap for b in self.bufs[:n]):
                 self._drop()
                 self.bufs = [torch.empty(cap, dtype=torch.uint8) for _ in range(n)]
+                how = "new"
             if use_rdma and (self.client is not c or len(self.regs) < n):
                 for r in self.regs:
                     r.close()
                 self.regs, self.client = [c.register(b) for b in self.bufs[:n]], c
-            return self.bufs[:n], True
+            return self.bufs[:n], True, how
         except BaseException:
             self.lock.release()
             raise
@@ -501,10 +504,10 @@ def _upload_shards(c, bucket, prefix, plans, transport, checksums, concurrency, 
     nbuf = min(2, len(plans))
     cap = max(p["size"] for p in plans)
     use_rdma = c.rdma and transport != "http"
-    staging, kept = _staging.take(c, nbuf, cap, use_rdma, keep)
+    staging, kept, how = _staging.take(c, nbuf, cap, use_rdma, keep)
     tensor_info = {}
     futs = []
-    stats = {"fill_s": 0.0, "put_wait_s": 0.0, "fill_cpu_s": 0.0, "staging_reused": kept}
+    stats = {"fill_s": 0.0, "put_wait_s": 0.0, "fill_cpu_s": 0.0, "staging": how}
 
     def fill_one(npbuf, hl, item, entry):
         name, s, dt, special, _ = item

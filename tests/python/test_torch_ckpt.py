@@ -186,12 +186,13 @@ def test_shards_are_standard_safetensors(client, bucket, url):
 def test_overwrite_and_other_keys(client, bucket):
     a = {"x": torch.ones(10)}
     b = {"x": torch.zeros(10), "y": torch.arange(3)}
-    wt.save(a, f"s3://{bucket}/c/a", client=client)
-    rep = wt.save(b, f"s3://{bucket}/c/b", client=client)
-    assert rep["staging_reused"]  # kept from the previous save
+    wt.free_staging()
+    assert wt.save(b, f"s3://{bucket}/c/b", client=client)["staging"] == "new"
+    rep = wt.save(a, f"s3://{bucket}/c/a", client=client)
+    assert rep["staging"] == "reused"  # kept from the previous save, large enough
     wt.free_staging()
     rep = wt.save(b, f"s3://{bucket}/c/a", client=client, keep_staging=False)  # overwrite
-    assert not rep["staging_reused"]
+    assert rep["staging"] == "temporary"
     same(wt.load(f"s3://{bucket}/c/a", client=client), b)
     same(wt.load(f"s3://{bucket}/c/b", client=client), b)
 
