@@ -230,6 +230,39 @@ uint64_t wh_crc64nvme_combine(uint64_t crc_a, uint64_t crc_b, uint64_t len_b)
     return crc_a ^ crc_b;
 }
 
+void wh_crc64nvme_shift_init(wh_crc64_shift_t *op, uint64_t len_b)
+{
+    uint64_t cur[64], tmp[64], acc[64];
+    /* cur: the operator of one zero bit, squared three times: one zero byte */
+    cur[0] = CRC64NVME_POLY_REFL;
+    for (int n = 1; n < 64; n++)
+        cur[n] = 1ULL << (n - 1);
+    for (int i = 0; i < 3; i++) {
+        gf2_square(tmp, cur);
+        memcpy(cur, tmp, sizeof cur);
+    }
+    for (int n = 0; n < 64; n++)
+        acc[n] = 1ULL << n; /* identity */
+    while (len_b) {
+        if (len_b & 1) {
+            for (int n = 0; n < 64; n++)
+                tmp[n] = gf2_times(cur, acc[n]);
+            memcpy(acc, tmp, sizeof acc);
+        }
+        len_b >>= 1;
+        if (len_b) {
+            gf2_square(tmp, cur);
+            memcpy(cur, tmp, sizeof cur);
+        }
+    }
+    memcpy(op->m, acc, sizeof acc);
+}
+
+uint64_t wh_crc64nvme_shift_combine(const wh_crc64_shift_t *op, uint64_t crc_a, uint64_t crc_b)
+{
+    return gf2_times(op->m, crc_a) ^ crc_b;
+}
+
 void wh_crc64nvme_b64(uint64_t crc, char out[13])
 {
     uint8_t be[8];

@@ -15,6 +15,14 @@ uint32_t wh_crc32c(uint32_t crc, const void *p, size_t n);
 /* crc(A||B) from crc(A), crc(B) and len(B). */
 uint64_t wh_crc64nvme_combine(uint64_t crc_a, uint64_t crc_b, uint64_t len_b);
 
+/* combine for many pieces of one length: build the operator once (costly, ~100 us), then each
+ * combine is 64 shifts and xors. */
+typedef struct wh_crc64_shift {
+    uint64_t m[64];
+} wh_crc64_shift_t;
+void wh_crc64nvme_shift_init(wh_crc64_shift_t *op, uint64_t len_b);
+uint64_t wh_crc64nvme_shift_combine(const wh_crc64_shift_t *op, uint64_t crc_a, uint64_t crc_b);
+
 /* S3 wire form: base64 of the big-endian checksum bytes. out needs 13 bytes (crc64) / 9 (crc32). */
 void wh_crc64nvme_b64(uint64_t crc, char out[13]);
 void wh_crc32c_b64(uint32_t crc, char out[9]);

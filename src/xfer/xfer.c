@@ -244,8 +244,9 @@ wh_status_t xfer_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t *
 wh_status_t xfer_batch_post(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *local,
                             size_t len, uint64_t roff, unsigned tag)
 {
-    if (b->_status != WH_OK)
-        return b->_status;
+    wh_status_t bst = __atomic_load_n(&b->_status, __ATOMIC_ACQUIRE);
+    if (bst != WH_OK)
+        return bst;
     /* The security boundary: never outside [base, base+size) of the token. */
     bool local_ok = mr ? xfer_inside(mr, local, len) : (b->_direct && local != NULL);
     if (roff > b->_rsize || len > b->_rsize - roff || tag >= XFER_TAG_ALL || !local_ok ||
@@ -282,7 +283,7 @@ const char *xfer_batch_error(const xfer_batch_t *b)
 
 uint64_t xfer_batch_bytes(const xfer_batch_t *b)
 {
-    return b->_bytes_done;
+    return __atomic_load_n(&b->_bytes_done, __ATOMIC_ACQUIRE);
 }
 
 wh_status_t xfer_batch_end(xfer_batch_t *b)

@@ -156,7 +156,8 @@ wh_status_t xfer_batch_post(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *
                             size_t len, uint64_t roff, unsigned tag);
 /* True when the batch moves bytes by a direct cross-memory copy (bound shm): its posts may
  * then pass mr = NULL and any readable/writable local address (e.g. an mmap of the file, so
- * a GET makes one copy instead of two). */
+ * a GET makes one copy instead of two). Posts are synchronous, and several threads may post
+ * to one direct batch at once (disjoint ranges), so one request can use several cores. */
 bool xfer_batch_direct(const xfer_batch_t *b);
 /* Waits until every op posted with tag has completed (tag = XFER_TAG_ALL: all ops). Bounded
  * by the inactivity timeout (WH_ERR_TIMEOUT). */

@@ -20,6 +20,12 @@ static void test_crc(void)
     /* combine */
     uint64_t a = wh_crc64nvme(0, s, 2), b = wh_crc64nvme(0, s + 2, 7);
     CHECK_EQ_U64(wh_crc64nvme_combine(a, b, 7), 0xae8b14860a799888ULL);
+    /* the reusable shift operator agrees with combine */
+    wh_crc64_shift_t op;
+    wh_crc64nvme_shift_init(&op, 7);
+    CHECK_EQ_U64(wh_crc64nvme_shift_combine(&op, a, b), 0xae8b14860a799888ULL);
+    wh_crc64nvme_shift_init(&op, 0);
+    CHECK_EQ_U64(wh_crc64nvme_shift_combine(&op, a, 0), a);
     /* large buffer, odd alignment, against byte-at-a-time */
     size_t n = 100003;
     unsigned char *buf = malloc(n + 8);
@@ -42,6 +48,16 @@ static void test_crc(void)
                 bad++;
     CHECK(bad == 0);
     CHECK_EQ_U64(wh_crc64nvme(0, r + 5, big), wh_crc64nvme_ref(0, r + 5, big));
+    {
+        /* pieces of 4096 + a short tail, combined with one operator */
+        wh_crc64_shift_t op4k;
+        wh_crc64nvme_shift_init(&op4k, 4096);
+        uint64_t whole = wh_crc64nvme(0, r, 10 * 4096 + 100), acc = 0;
+        for (int i = 0; i < 10; i++)
+            acc = wh_crc64nvme_shift_combine(&op4k, acc, wh_crc64nvme(0, r + i * 4096, 4096));
+        acc = wh_crc64nvme_combine(acc, wh_crc64nvme(0, r + 40960, 100), 100);
+        CHECK_EQ_U64(acc, whole);
+    }
     uint64_t t0 = wh_now_ns();
     uint64_t acc = 0;
     for (int i = 0; i < 64; i++)
