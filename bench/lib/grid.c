@@ -681,8 +681,8 @@ static int measure(const g_cfg_t *cfg, g_pool_t *pool, g_op_t op, unsigned arm, 
      * has every byte. Let the witness counter settle (bounded: 2 s), outside the timing. */
     {
         const g_arm_t *a0 = &cfg->arms[arm];
-        const char *wname = a0->rdma ? (op == G_GET ? "wharf_rdma_write_bytes_total"
-                                                    : "wharf_rdma_read_bytes_total")
+        const char *wname = a0->rdma ? (op == G_GET ? "wharf_rdma_read_bytes_total"
+                                                    : "wharf_rdma_write_bytes_total")
                                      : (op == G_GET ? "wharf_http_read_bytes_total"
                                                     : "wharf_http_write_bytes_total");
         double want = (double)pool->n * conc * ops_per_stream * size * cfg->witness_min;
@@ -745,10 +745,10 @@ static int measure(const g_cfg_t *cfg, g_pool_t *pool, g_op_t op, unsigned arm, 
         m->server_cpu_s = cpu1 - cpu0;
         m->metrics_delta = wb_metrics_delta_json(&before, &after, g_metric_prefixes);
         const g_arm_t *a = &cfg->arms[arm];
-        const char *rdma_b = op == G_GET ? "wharf_rdma_write_bytes_total"
-                                         : "wharf_rdma_read_bytes_total";
-        const char *rdma_o = op == G_GET ? "wharf_rdma_write_ops_total"
-                                         : "wharf_rdma_read_ops_total";
+        const char *rdma_b = op == G_GET ? "wharf_rdma_read_bytes_total"
+                                         : "wharf_rdma_write_bytes_total";
+        const char *rdma_o = op == G_GET ? "wharf_rdma_read_ops_total"
+                                         : "wharf_rdma_write_ops_total";
         const char *http_b = op == G_GET ? "wharf_http_read_bytes_total"
                                          : "wharf_http_write_bytes_total";
         const char *http_o = op == G_GET ? "wharf_http_read_ops_total"
@@ -936,8 +936,8 @@ static json_t *cell_json(const g_cfg_t *cfg, g_op_t op, const g_arm_t *arm, uint
         wr[i] = ms[i].witness_ratio;
     json_t *wit = wb_summary_json(wr, nk);
     json_object_set_new(wit, "counter",
-                        json_string(arm->rdma ? (op == G_GET ? "wharf_rdma_write_bytes_total"
-                                                             : "wharf_rdma_read_bytes_total")
+                        json_string(arm->rdma ? (op == G_GET ? "wharf_rdma_read_bytes_total"
+                                                             : "wharf_rdma_write_bytes_total")
                                               : (op == G_GET ? "wharf_http_read_bytes_total"
                                                              : "wharf_http_write_bytes_total")));
     json_object_set_new(wit, "gate", json_real(cfg->witness_min));

@@ -83,8 +83,8 @@ class Window:
         m1 = scrape(self.srv)
         self.delta = bl.metrics_delta(self.m0, m1)
         # the server's view: it writes into client memory for a GET, reads from it for a PUT
-        self.rdma_get = self.delta.get("wharf_rdma_write_bytes_total", 0.0)
-        self.rdma_put = self.delta.get("wharf_rdma_read_bytes_total", 0.0)
+        self.rdma_get = self.delta.get("wharf_rdma_read_bytes_total", 0.0)
+        self.rdma_put = self.delta.get("wharf_rdma_write_bytes_total", 0.0)
 
     def cpu(self, nbytes):
         gb = nbytes / 1e9 if nbytes else float("nan")
@@ -95,10 +95,10 @@ class Window:
 
     def witness(self):
         return {"rdma_get_bytes": self.rdma_get, "rdma_put_bytes": self.rdma_put,
-                "wharf_rdma_write_bytes_total": self.rdma_get,
-                "wharf_rdma_write_ops_total": self.delta.get("wharf_rdma_write_ops_total", 0.0),
-                "wharf_rdma_read_bytes_total": self.rdma_put,
-                "wharf_rdma_read_ops_total": self.delta.get("wharf_rdma_read_ops_total", 0.0)}
+                "wharf_rdma_read_bytes_total": self.rdma_get,
+                "wharf_rdma_read_ops_total": self.delta.get("wharf_rdma_read_ops_total", 0.0),
+                "wharf_rdma_write_bytes_total": self.rdma_put,
+                "wharf_rdma_write_ops_total": self.delta.get("wharf_rdma_write_ops_total", 0.0)}
 
     def gate(self, arm, direction, payload):
         """None, or the reason the RDMA figure fails its gate. direction: "get" or "put"."""

@@ -1,10 +1,9 @@
 /* `wharf verify`: proves that the RDMA data path works end to end against a running wharfd.
  *   1. PUT and GET a random buffer (64 MiB by default) over RDMA, with no fallback allowed.
  *   2. The server's /metrics counter deltas must count at least 0.99 of the bytes as RDMA in
- *      each direction. The direction comes from MinIO's names, whose meaning DESIGN.md fixes
- *      (minio_api_rdma_read_bytes_total = bytes served by GET, _write_ = received by PUT); the
- *      wharf_rdma_{read,write}_bytes_total pair must also have grown by the bytes moved (their
- *      sum, so the check holds whichever way the server names the fabric direction).
+ *      each direction, in both families of names, which share DESIGN.md's direction:
+ *      read = bytes served by GET, write = bytes received by PUT
+ *      (minio_api_rdma_{read,write}_bytes_total and wharf_rdma_{read,write}_bytes_total).
  *   3. The bytes read back must equal the bytes written.
  * Prints PASS, or "FAIL: <reason>" and exits 1. */
 #include "cli/cli.h"
@@ -21,8 +20,8 @@
 
 #define M_PUT "minio_api_rdma_write_bytes_total"
 #define M_GET "minio_api_rdma_read_bytes_total"
-#define M_W_READ "wharf_rdma_read_bytes_total"
-#define M_W_WRITE "wharf_rdma_write_bytes_total"
+#define M_W_GET "wharf_rdma_read_bytes_total"
+#define M_W_PUT "wharf_rdma_write_bytes_total"
 
 typedef struct metrics_buf {
     char *data;
@@ -78,8 +77,8 @@ static double metric_sum(const char *text, const char *name, bool *found)
 }
 
 typedef struct scrape {
-    double put_bytes, get_bytes; /* MinIO names */
-    double wharf_bytes;          /* wharf_rdma_read + wharf_rdma_write */
+    double put_bytes, get_bytes;             /* MinIO names */
+    double wharf_put_bytes, wharf_get_bytes; /* wharf names */
     const char *missing;         /* a counter the server does not list (counted as 0) */
 } scrape_t;
 
@@ -119,9 +118,10 @@ static int scrape_metrics(const cli_t *g, scrape_t *out, char *err, size_t errle
     const char *t = b.data ? b.data : "";
     out->put_bytes = metric_sum(t, M_PUT, &f1);
     out->get_bytes = metric_sum(t, M_GET, &f2);
-    out->wharf_bytes = metric_sum(t, M_W_READ, &f3) + metric_sum(t, M_W_WRITE, &f4);
+    out->wharf_get_bytes = metric_sum(t, M_W_GET, &f3);
+    out->wharf_put_bytes = metric_sum(t, M_W_PUT, &f4);
     /* a server with RDMA disabled may not list the counters at all: they count as 0 */
-    out->missing = !f1 ? M_PUT : !f2 ? M_GET : !f3 ? M_W_READ : !f4 ? M_W_WRITE : NULL;
+    out->missing = !f1 ? M_PUT : !f2 ? M_GET : !f3 ? M_W_GET : !f4 ? M_W_PUT : NULL;
     rc = 0;
 out:
     free(b.data);
@@ -246,11 +246,11 @@ int cli_verify(const cli_t *g, int argc, char **argv)
         rc = fail("cannot read the server's counters: %s", err);
         goto out;
     }
-    double dput = m1.put_bytes - m0.put_bytes, wput = m1.wharf_bytes - m0.wharf_bytes;
+    double dput = m1.put_bytes - m0.put_bytes, wput = m1.wharf_put_bytes - m0.wharf_put_bytes;
     if (dput < 0.99 * (double)size || wput < 0.99 * (double)size) {
-        rc = fail("the server counted %.0f (%s) and %.0f (%s + %s) of %" PRIu64 " PUT bytes as "
+        rc = fail("the server counted %.0f (%s) and %.0f (%s) of %" PRIu64 " PUT bytes as "
                   "RDMA; both must be at least 0.99 of it%s%s",
-                  dput, M_PUT, wput, M_W_READ, M_W_WRITE, size,
+                  dput, M_PUT, wput, M_W_PUT, size,
                   m1.missing ? "; /metrics does not list " : "", m1.missing ? m1.missing : "");
         goto out;
     }
@@ -272,11 +272,11 @@ int cli_verify(const cli_t *g, int argc, char **argv)
         rc = fail("cannot read the server's counters: %s", err);
         goto out;
     }
-    double dget = m2.get_bytes - m1.get_bytes, wget = m2.wharf_bytes - m1.wharf_bytes;
+    double dget = m2.get_bytes - m1.get_bytes, wget = m2.wharf_get_bytes - m1.wharf_get_bytes;
     if (dget < 0.99 * (double)size || wget < 0.99 * (double)size) {
-        rc = fail("the server counted %.0f (%s) and %.0f (%s + %s) of %" PRIu64 " GET bytes as "
+        rc = fail("the server counted %.0f (%s) and %.0f (%s) of %" PRIu64 " GET bytes as "
                   "RDMA; both must be at least 0.99 of it%s%s",
-                  dget, M_GET, wget, M_W_READ, M_W_WRITE, size,
+                  dget, M_GET, wget, M_W_GET, size,
                   m2.missing ? "; /metrics does not list " : "", m2.missing ? m2.missing : "");
         goto out;
     }

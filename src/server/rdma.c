@@ -872,17 +872,19 @@ void srv_rdma_metrics(srv_rdma_t *r, struct wh_sbuf *out)
         const char *name, *help;
         size_t field;
     } m[] = {
-        {"wharf_rdma_write_bytes_total", "Bytes the server wrote into client memory (GET).",
+        /* Direction as for HTTP and MinIO: read = served by GET, write = received by PUT. */
+        {"wharf_rdma_read_bytes_total", "Bytes served by RDMA GET (written into client memory).",
          offsetof(rdma_prov_t, write_bytes)},
-        {"wharf_rdma_write_ops_total", "RDMA GET requests served.",
+        {"wharf_rdma_read_ops_total", "RDMA GET requests served.",
          offsetof(rdma_prov_t, write_ops)},
-        {"wharf_rdma_read_bytes_total", "Bytes the server read from client memory (PUT).",
+        {"wharf_rdma_write_bytes_total",
+         "Bytes received by RDMA PUT/UploadPart (read from client memory).",
          offsetof(rdma_prov_t, read_bytes)},
-        {"wharf_rdma_read_ops_total", "RDMA PUT/UploadPart requests served.",
+        {"wharf_rdma_write_ops_total", "RDMA PUT/UploadPart requests served.",
          offsetof(rdma_prov_t, read_ops)},
-        {"wharf_rdma_write_failures_total", "RDMA GET transfers that failed after starting.",
+        {"wharf_rdma_read_failures_total", "RDMA GET transfers that failed after starting.",
          offsetof(rdma_prov_t, write_fail)},
-        {"wharf_rdma_read_failures_total", "RDMA PUT transfers that failed after starting.",
+        {"wharf_rdma_write_failures_total", "RDMA PUT transfers that failed after starting.",
          offsetof(rdma_prov_t, read_fail)},
     };
     uint64_t tot[WH_ARRAY_SIZE(m)];

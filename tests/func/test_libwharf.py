@@ -58,11 +58,12 @@ def rdma_counters(srv):
 
     def s(name):
         return sum(v for k, v in m.items() if k.split("{")[0] == name)
-    # Direction from MinIO's names, whose meaning DESIGN.md fixes (read = served by GET); the
-    # wharf_rdma_{read,write} pair is summed so the check holds whichever way it names them.
+    # Both families share DESIGN.md's direction: read = served by GET, write = received by PUT.
     return {"get": s("minio_api_rdma_read_bytes_total"),
             "put": s("minio_api_rdma_write_bytes_total"),
-            "rdma": s("wharf_rdma_read_bytes_total") + s("wharf_rdma_write_bytes_total"),
+            "wharf_get": s("wharf_rdma_read_bytes_total"),
+            "wharf_put": s("wharf_rdma_write_bytes_total"),
+            "rdma": s("wharf_rdma_write_bytes_total") + s("wharf_rdma_read_bytes_total"),
             "http_get": s("wharf_http_read_bytes_total"),
             "http_put": s("wharf_http_write_bytes_total")}
 
@@ -81,6 +82,7 @@ def test_integrity(wharfd, provider, transport):
         # except the ranged checks the program makes over HTTP on purpose (416 cases: none)
         assert d["put"] >= 64 * MiB and d["get"] >= 2 * 64 * MiB, (d, out)
         assert d["rdma"] == d["put"] + d["get"], d
+        assert d["wharf_get"] == d["get"] and d["wharf_put"] == d["put"], d
         assert d["http_put"] == 0 and d["http_get"] == 0, (d, out)
     else:
         assert d["put"] == 0 and d["get"] == 0 and d["rdma"] == 0, d
@@ -95,6 +97,7 @@ def test_concurrent_into_one_registration(wharfd, provider, transport):
     if transport == "rdma":
         assert d["get"] >= 3 * 64 * MiB and d["put"] >= 64 * MiB, d
         assert d["rdma"] == d["put"] + d["get"], d
+        assert d["wharf_get"] == d["get"] and d["wharf_put"] == d["put"], d
 
 
 @pytest.mark.parametrize("provider,transport", ARMS)
@@ -120,7 +123,7 @@ def test_decline_and_fallback_policies(provider):
         def s(m, name):
             return sum(v for k, v in m.items() if k.split("{")[0] == name)
         assert s(m1, "wharf_rdma_declines_total") - s(m0, "wharf_rdma_declines_total") >= 6, out
-        for name in ("wharf_rdma_read_bytes_total", "wharf_rdma_write_bytes_total"):
+        for name in ("wharf_rdma_write_bytes_total", "wharf_rdma_read_bytes_total"):
             assert s(m1, name) == s(m0, name), name
         assert "fell back" in out and "declined" in out, out
 

@@ -65,8 +65,8 @@ class Witness:
 
     def _read(self):
         # the server's view: it writes into client memory for a GET, reads from it for a PUT
-        return {"get": self.srv.metric_sum("wharf_rdma_write_bytes_total"),
-                "put": self.srv.metric_sum("wharf_rdma_read_bytes_total")}
+        return {"get": self.srv.metric_sum("wharf_rdma_read_bytes_total"),
+                "put": self.srv.metric_sum("wharf_rdma_write_bytes_total")}
 
 
 def expect_transport(srv, provider, witness, rep, nbytes, direction):

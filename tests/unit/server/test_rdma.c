@@ -391,16 +391,16 @@ static void test_metrics(srv_rdma_t *r)
     CHECK(!b.oom && b.data);
     if (!b.data)
         return;
-    CHECK(strstr(b.data, "wharf_rdma_write_bytes_total{provider=\"shm\"} ") != NULL);
-    CHECK(strstr(b.data, "wharf_rdma_read_ops_total{provider=\"tcp\"} ") != NULL);
+    CHECK(strstr(b.data, "wharf_rdma_read_bytes_total{provider=\"shm\"} ") != NULL);
+    CHECK(strstr(b.data, "wharf_rdma_write_ops_total{provider=\"tcp\"} ") != NULL);
     CHECK(strstr(b.data, "wharf_rdma_declines_total{reason=\"peer\"} ") != NULL);
     /* Two successful GETs of the whole object + range per provider, and the MinIO name for
      * GET bytes is "read". */
     uint64_t shm_w = 0, tcp_w = 0, minio_r = 0;
     const char *p;
-    if ((p = strstr(b.data, "wharf_rdma_write_bytes_total{provider=\"shm\"} ")))
+    if ((p = strstr(b.data, "wharf_rdma_read_bytes_total{provider=\"shm\"} ")))
         shm_w = strtoull(strchr(p, '}') + 2, NULL, 10);
-    if ((p = strstr(b.data, "wharf_rdma_write_bytes_total{provider=\"tcp\"} ")))
+    if ((p = strstr(b.data, "wharf_rdma_read_bytes_total{provider=\"tcp\"} ")))
         tcp_w = strtoull(strchr(p, '}') + 2, NULL, 10);
     if ((p = strstr(b.data, "\nminio_api_rdma_read_bytes_total ")))
         minio_r = strtoull(p + strlen("\nminio_api_rdma_read_bytes_total "), NULL, 10);
