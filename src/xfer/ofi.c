@@ -26,6 +26,7 @@
 #include "base/util.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -174,6 +175,37 @@ static void ofi_close_fids(ofi_xfer_t *o)
     o->info = NULL;
 }
 
+
+/* libfabric 1.17 shm names an endpoint's region /dev/shm/<pid>:<domain>:<ep> and fails with
+ * EBUSY when that name exists. A process that died without closing (kill -9, a crash) leaves
+ * its regions behind, so a later process that gets the same pid could not open shm at all.
+ * Files named after our own pid were left by a dead process (we are that pid now), so the first
+ * shm open in each process (after fork too: the pid changes) removes them. Other pids' files
+ * are never touched: their owners may be alive, possibly in another pid namespace. */
+static void ofi_shm_remove_own_stale(void)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static pid_t done_for;
+    pid_t me = getpid();
+    pthread_mutex_lock(&lock);
+    if (done_for != me) {
+        done_for = me;
+        char prefix[32];
+        int pl = snprintf(prefix, sizeof prefix, "%d:", (int)me);
+        DIR *d = opendir("/dev/shm");
+        struct dirent *e;
+        while (d && (e = readdir(d)) != NULL) {
+            if (strncmp(e->d_name, prefix, (size_t)pl) != 0)
+                continue;
+            if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+                wh_info("xfer", "removed stale shm region name='/dev/shm/%s'", e->d_name);
+        }
+        if (d)
+            closedir(d);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
 static wh_status_t ofi_open(const xfer_config_t *cfg, const char *sub, xfer_t **out, char *err,
                             size_t errlen)
 {
@@ -196,6 +228,8 @@ static wh_status_t ofi_open(const xfer_config_t *cfg, const char *sub, xfer_t **
     o->max_peers = cfg->max_peers ? cfg->max_peers : 256;
     o->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : 10000;
     o->want_pthr = cfg->progress_thread;
+    if (o->is_shm)
+        ofi_shm_remove_own_stale();
 
     hints = fi_allocinfo();
     if (!hints) {
