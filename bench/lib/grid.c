@@ -660,7 +660,7 @@ static int measure(const g_cfg_t *cfg, g_pool_t *pool, g_op_t op, unsigned arm, 
         goto dead;
     for (unsigned i = 0; i < pool->n; i++)
         if (!reps[i].ok) {
-            snprintf(m->err, sizeof m->err, "prepare: %s", reps[i].err);
+            snprintf(m->err, sizeof m->err, "prepare: %.400s", reps[i].err);
             goto dead;
         }
     snprintf(m->provider, sizeof m->provider, "%s", reps[0].provider);
@@ -715,7 +715,7 @@ static int measure(const g_cfg_t *cfg, g_pool_t *pool, g_op_t op, unsigned arm, 
         m->requests += r->requests;
         if (!r->ok && !m->err[0])
             snprintf(m->err, sizeof m->err, "%" PRIu64 " failed ops, %" PRIu64
-                     " on the wrong transport; first: %s", r->op_errors, r->wrong_transport,
+                     " on the wrong transport; first: %.400s", r->op_errors, r->wrong_transport,
                      r->err);
     }
     m->wall_s = t1 - t0;
@@ -786,7 +786,7 @@ static int measure(const g_cfg_t *cfg, g_pool_t *pool, g_op_t op, unsigned arm, 
         m->unverified_bytes += reps[i].unverified_bytes;
         snprintf(m->verify_method, sizeof m->verify_method, "%s", reps[i].verify_method);
         if (!reps[i].ok && !m->err[0])
-            snprintf(m->err, sizeof m->err, "verification: %" PRIu64 " bad bytes; %s",
+            snprintf(m->err, sizeof m->err, "verification: %" PRIu64 " bad bytes; %.400s",
                      reps[i].bad_bytes, reps[i].err);
     }
     if (m->bytes != payload && !m->err[0])
@@ -1541,7 +1541,7 @@ static int parse_arms(g_cfg_t *cfg, const char *s, const char *provider)
             snprintf(a->provider, sizeof a->provider, "%s", t[4] ? t + 5 : provider);
             const char *short_name = strncmp(a->provider, "ofi+", 4) == 0 ? a->provider + 4
                                                                           : a->provider;
-            snprintf(a->name, sizeof a->name, "rdma-%s", short_name);
+            snprintf(a->name, sizeof a->name, "rdma-%.24s", short_name);
         } else {
             return -1;
         }
