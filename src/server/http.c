@@ -748,7 +748,10 @@ wh_status_t srv_start(const srv_config_t *cfg, srv_t **out)
         wh_error(MOD, "cannot open the store dir=%s: %s", cfg->data_dir, wh_status_str(st));
         goto err_free;
     }
-    st = srv_rdma_init(&cfg->rdma, &s->rdma);
+    srv_rdma_config_t rcfg = cfg->rdma;
+    if (!rcfg.node && strcmp(cfg->listen_host, "0.0.0.0") != 0)
+        rcfg.node = cfg->listen_host; /* fabric listeners only where HTTP listens */
+    st = srv_rdma_init(&rcfg, &s->rdma);
     if (st != WH_OK) {
         wh_error(MOD, "cannot start the rdma engine providers=%s: %s", cfg->rdma.providers,
                  wh_status_str(st));

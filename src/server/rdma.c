@@ -243,6 +243,7 @@ wh_status_t srv_rdma_init(const srv_rdma_config_t *cfg, srv_rdma_t **out)
             xc.chunk_size = r->cfg.chunk_size;
             xc.window = r->cfg.window;
             xc.max_peers = r->cfg.max_peers;
+            xc.node = r->cfg.node;
             rdma_prov_t *rp = &r->prov[r->nprov];
             if (xfer_open(&xc, &rp->x, err, sizeof err) != WH_OK) {
                 wh_warn(MOD, "rdma provider unavailable, not enabled provider=%s reason='%s'",

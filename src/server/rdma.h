@@ -24,6 +24,10 @@ typedef struct srv_rdma_config {
     unsigned window;         /* outstanding ops per request; default 4 */
     unsigned max_peers;      /* endpoint cache bound; default 256 */
     bool shm_trust_local;    /* serve shm to TCP peers too (trusted hosts only); default false */
+    /* Local address network providers (tcp, verbs) bind to; NULL: the provider's first
+     * interface. wharfd passes its HTTP listen host, so a server on 127.0.0.1 opens no
+     * fabric listener on any other address. */
+    const char *node;
 } srv_rdma_config_t;
 
 void srv_rdma_config_init(srv_rdma_config_t *cfg);
