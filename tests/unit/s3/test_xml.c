@@ -107,8 +107,8 @@ static void test_walk(void)
         "<!DOCTYPE a [<!ENTITY x \"y\">]><a>&x;</a>",
         "<!DOCTYPE a SYSTEM \"file:///etc/passwd\"><a/>",
         "<!DOCTYPE a><a/>",
-        "<?xml version=\"1.0\"?><!DOCTYPE lolz [<!ENTITY lol \"lol\"><!ENTITY lol2 "
-        "\"&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;\">]><lolz>&lol2;</lolz>",
+        ("<?xml version=\"1.0\"?><!DOCTYPE lolz [<!ENTITY lol \"lol\"><!ENTITY lol2 "
+         "\"&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;\">]><lolz>&lol2;</lolz>"),
     };
     for (size_t i = 0; i < WH_ARRAY_SIZE(bad); i++) {
         int r = walk(bad[i], &c);
