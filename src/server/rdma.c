@@ -784,6 +784,100 @@ done:;
 
 /* ---- PUT: chunked reads, sunk in order ------------------------------------------------- */
 
+/* Bound shm (direct) PUT: posts are synchronous copies, so a reader thread pulls chunk k+1
+ * from the client (process_vm_readv into a pool buffer) while the request thread checksums and
+ * sinks chunk k into the store; without it the two alternated on one core. */
+typedef struct put_direct {
+    srv_rdma_t *r;
+    rdma_prov_t *p;
+    xfer_batch_t *b;
+    const rdma_late_t *late;
+    uint64_t len, chunk, nchunks;
+    unsigned nslots;
+    bool filled[RDMA_MAX_SLOTS];
+    wh_status_t st; /* the reader's failure */
+    bool abort;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+} put_direct_t;
+
+static void *put_direct_reader(void *arg)
+{
+    put_direct_t *d = arg;
+    for (uint64_t k = 0; k < d->nchunks; k++) {
+        unsigned s = (unsigned)(k % d->nslots);
+        pthread_mutex_lock(&d->lock);
+        while (d->filled[s] && !d->abort)
+            pthread_cond_wait(&d->cond, &d->lock);
+        bool stop = d->abort;
+        pthread_mutex_unlock(&d->lock);
+        if (stop)
+            break;
+        size_t n = (size_t)WH_MIN(d->chunk, d->len - k * d->chunk);
+        wh_status_t st = xfer_batch_post(d->b, XFER_OP_READ, d->p->mr,
+                                         pool_buf(d->r, d->late->idx[s]), n, k * d->chunk, s);
+        pthread_mutex_lock(&d->lock);
+        if (st != WH_OK) {
+            d->st = st;
+            d->abort = true;
+        } else {
+            d->filled[s] = true;
+        }
+        pthread_cond_broadcast(&d->cond);
+        pthread_mutex_unlock(&d->lock);
+        if (st != WH_OK)
+            break;
+    }
+    return NULL;
+}
+
+/* Returns the first failure; *crc and *sunk describe what reached the sink. */
+static wh_status_t put_direct_run(put_direct_t *d, srv_rdma_sink_cb sink, void *arg,
+                                  uint64_t *crc, uint64_t *sunk, wh_status_t *sink_st)
+{
+    pthread_t th;
+    wh_status_t st = WH_OK;
+    pthread_mutex_init(&d->lock, NULL);
+    pthread_cond_init(&d->cond, NULL);
+    if (pthread_create(&th, NULL, put_direct_reader, d) != 0) {
+        pthread_mutex_destroy(&d->lock);
+        pthread_cond_destroy(&d->cond);
+        return WH_ERR_NOMEM;
+    }
+    for (uint64_t k = 0; k < d->nchunks; k++) {
+        unsigned s = (unsigned)(k % d->nslots);
+        pthread_mutex_lock(&d->lock);
+        while (!d->filled[s] && !d->abort)
+            pthread_cond_wait(&d->cond, &d->lock);
+        bool ok = d->filled[s];
+        pthread_mutex_unlock(&d->lock);
+        if (!ok)
+            break;
+        size_t n = (size_t)WH_MIN(d->chunk, d->len - k * d->chunk);
+        const uint8_t *q = pool_buf(d->r, d->late->idx[s]);
+        *crc = wh_crc64nvme(*crc, q, n);
+        if ((*sink_st = sink(arg, q, n)) != WH_OK) {
+            st = *sink_st;
+            break;
+        }
+        *sunk += n;
+        pthread_mutex_lock(&d->lock);
+        d->filled[s] = false;
+        pthread_cond_broadcast(&d->cond);
+        pthread_mutex_unlock(&d->lock);
+    }
+    pthread_mutex_lock(&d->lock);
+    d->abort = true;
+    pthread_cond_broadcast(&d->cond);
+    pthread_mutex_unlock(&d->lock);
+    pthread_join(th, NULL);
+    if (st == WH_OK)
+        st = d->st;
+    pthread_mutex_destroy(&d->lock);
+    pthread_cond_destroy(&d->cond);
+    return st;
+}
+
 wh_status_t srv_rdma_put(srv_rdma_t *r, const char *token, const srv_peer_t *peer,
                          srv_rdma_sink_cb sink, void *arg, srv_rdma_result_t *res)
 {
@@ -818,6 +912,13 @@ wh_status_t srv_rdma_put(srv_rdma_t *r, const char *token, const srv_peer_t *pee
     unsigned nslots = late->n;
     uint64_t crc = 0, sunk = 0, next_sink = 0;
     wh_status_t sink_st = WH_OK;
+    if (xfer_batch_direct(b) && nchunks > 1 && nslots > 1) {
+        put_direct_t d = {.r = r, .p = p, .b = b, .late = late, .len = len, .chunk = chunk,
+                          .nchunks = nchunks, .nslots = nslots};
+        st = put_direct_run(&d, sink, arg, &crc, &sunk, &sink_st);
+        next_sink = nchunks; /* skip the loop below */
+        nchunks = 0;
+    }
     /* Post reads for chunks [next_sink, next_sink + nslots) ahead; sink the oldest in order. */
     for (uint64_t k = 0; k < nchunks || next_sink < nchunks;) {
         if (k < nchunks && k - next_sink < nslots) {
