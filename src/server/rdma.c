@@ -442,14 +442,10 @@ static void rdma_fail_transfer(srv_rdma_result_t *res, wh_status_t st, const cha
 
 /* ---- GET: disk reader thread + transfer on the request thread --------------------------- */
 
-/* Two sources for chunk k, filled by a reader thread ahead of the transfer:
- * - staged: pread into a registered pool buffer (every fabric provider);
- * - direct (bound shm): an mmap of the object's window, MAP_POPULATE so no fault per page,
- *   and the cross-memory copy goes straight from the page cache: one copy, as raw
- *   process_vm_writev makes.
- * Either way the reader also computes the running crc64nvme while the bytes are cache-warm,
- * so checksum and disk read overlap the transfer of the previous chunk. */
-#define RDMA_DIRECT_SLOTS 3
+/* Fabric providers (staged): a reader thread preads chunk k+1 into a registered pool buffer
+ * and computes the running crc64nvme while the bytes are cache-warm, so disk read and checksum
+ * overlap the transfer of chunk k. Bound shm takes the direct path below instead (no staging
+ * copy: an mmap of the object, copied straight from the page cache). */
 
 enum { SLOT_EMPTY = 0, SLOT_FILLED, SLOT_SENT };
 
@@ -457,14 +453,11 @@ typedef struct get_pipe {
     int fd;
     uint64_t off, len, chunk;
     unsigned nslots;
-    bool direct;
-    uint8_t *buf[RDMA_MAX_SLOTS];  /* staged: pool buffer; direct: start of the bytes */
-    void *map[RDMA_MAX_SLOTS];     /* direct: the mapping to unmap */
-    size_t map_len[RDMA_MAX_SLOTS];
+    uint8_t *buf[RDMA_MAX_SLOTS];  /* pool buffers */
     int state[RDMA_MAX_SLOTS];
     size_t n[RDMA_MAX_SLOTS];
     uint64_t crc;  /* running crc64nvme of every chunk filled, in order */
-    int read_err;  /* errno of a failed pread/mmap */
+    int read_err;  /* errno of a failed pread, or of the direct path's mmap */
     bool abort;
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -475,31 +468,12 @@ static int get_fill(get_pipe_t *g, unsigned s, uint64_t k)
 {
     size_t n = (size_t)WH_MIN(g->chunk, g->len - k * g->chunk);
     uint64_t at = g->off + k * g->chunk;
-    if (g->direct) {
-        uint64_t aoff = at & ~(uint64_t)4095, delta = at - aoff;
-        void *m = mmap(NULL, (size_t)delta + n, PROT_READ, MAP_SHARED | MAP_POPULATE, g->fd,
-                       (off_t)aoff);
-        if (m == MAP_FAILED)
-            return errno;
-        g->map[s] = m;
-        g->map_len[s] = (size_t)delta + n;
-        g->buf[s] = (uint8_t *)m + delta;
-    } else {
-        int rc = wh_pread_all(g->fd, g->buf[s], n, at);
-        if (rc != 0)
-            return -rc;
-    }
+    int rc = wh_pread_all(g->fd, g->buf[s], n, at);
+    if (rc != 0)
+        return -rc;
     g->crc = wh_crc64nvme(g->crc, g->buf[s], n);
     g->n[s] = n;
     return 0;
-}
-
-static void get_unmap(get_pipe_t *g, unsigned s)
-{
-    if (g->direct && g->map[s]) {
-        munmap(g->map[s], g->map_len[s]);
-        g->map[s] = NULL;
-    }
 }
 
 static void *get_reader(void *arg)
@@ -650,24 +624,15 @@ wh_status_t srv_rdma_get(srv_rdma_t *r, const char *token, const srv_peer_t *pee
     g.fd = fd;
     g.off = off;
     g.len = len;
-    g.direct = xfer_batch_direct(b);
     pthread_mutex_init(&g.lock, NULL);
     pthread_cond_init(&g.cond, NULL);
-    if (g.direct) {
+    if (xfer_batch_direct(b)) {
         st = get_direct_run(r, b, fd, off, len, &g.crc, &g.read_err);
         goto done;
     }
-    g.chunk = g.direct ? RDMA_DIRECT_WINDOW : r->buf_len;
+    g.chunk = r->buf_len;
     uint64_t chunk = g.chunk, nchunks = (len + chunk - 1) / chunk;
-    if (g.direct) {
-        struct stat sb;
-        if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size < off + len) {
-            res_set(res, 500, "InternalError", "object file is shorter than the range");
-            rdma_end(r, b, late);
-            return WH_ERR_IO;
-        }
-        g.nslots = RDMA_DIRECT_SLOTS;
-    } else {
+    {
         unsigned want = (unsigned)WH_MIN(nchunks ? nchunks : 1, (uint64_t)r->cfg.window + 2);
         late->n = pool_take(r, want, late->idx, RDMA_POOL_WAIT_MS);
         if (late->n == 0) {
@@ -710,15 +675,11 @@ wh_status_t srv_rdma_get(srv_rdma_t *r, const char *token, const srv_peer_t *pee
                 break;
             }
         }
-        st = xfer_batch_post(b, XFER_OP_WRITE, g.direct ? NULL : p->mr, g.buf[s], g.n[s],
-                             k * chunk, s);
+        st = xfer_batch_post(b, XFER_OP_WRITE, p->mr, g.buf[s], g.n[s], k * chunk, s);
         if (st != WH_OK)
             break;
-        if (g.direct || !threaded) {
-            /* direct posts are synchronous; staged unthreaded: wait for this one */
-            if (!g.direct)
-                st = xfer_batch_wait(b, s);
-            get_unmap(&g, s);
+        if (!threaded) {
+            st = xfer_batch_wait(b, s); /* unthreaded: wait for this one */
             pthread_mutex_lock(&g.lock);
             g.state[s] = SLOT_EMPTY;
             pthread_cond_broadcast(&g.cond);
@@ -751,8 +712,6 @@ wh_status_t srv_rdma_get(srv_rdma_t *r, const char *token, const srv_peer_t *pee
         pthread_mutex_unlock(&g.lock);
         pthread_join(rd, NULL);
     }
-    for (unsigned i = 0; i < RDMA_MAX_SLOTS; i++)
-        get_unmap(&g, i);
 done:;
     uint64_t moved = xfer_batch_bytes(b);
     if (st == WH_OK && moved == len) {
