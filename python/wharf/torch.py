@@ -50,12 +50,10 @@ import collections
 import concurrent.futures as cf
 import json
 import math
-import mmap
 import os
 import resource
 import threading
 import time
-import warnings
 import zlib
 
 import numpy as np
@@ -721,27 +719,6 @@ def load(url, client=None, device="cpu", verify=False, rank=None, transport="aut
     return out if rank == "all" and world > 1 else out[0]
 
 
-_HUGE = 2 << 20
-
-
-def _host_arena(total):
-    """A CPU uint8 tensor of total bytes for data to land in. Large ones are an anonymous
-    mapping advised for transparent huge pages: a fresh arena is first touched by the
-    transfer itself, and with 4 KiB pages that costs one fault per page (half a million for
-    2 GiB, about a second on the 2-vCPU VM, paid by every transport alike); with 2 MiB pages
-    it is 512x fewer. The tensor keeps the mapping alive."""
-    if total < 4 * _HUGE or not hasattr(mmap, "MADV_HUGEPAGE"):
-        return torch.empty(total, dtype=torch.uint8)
-    m = mmap.mmap(-1, total, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    try:
-        m.madvise(mmap.MADV_HUGEPAGE)
-    except OSError:
-        pass  # THP off ("never"): plain pages, still correct
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # frombuffer's note on writable buffers
-        return torch.frombuffer(m, dtype=torch.uint8)
-
-
 def _fetch(c, bucket, shards, device, transport, rep, expect_etags=None):
     """Headers of shards [(key, size)], their data sections in one arena, and a dict of
     zero-copy views {name: tensor}."""
@@ -766,9 +743,9 @@ def _fetch(c, bucket, shards, device, transport, rep, expect_etags=None):
             except WharfError:
                 reg = None  # no device registration here: land in host memory, then copy
         if reg is None:
-            host = _host_arena(total)
+            host = torch.empty(total, dtype=torch.uint8)
     else:
-        arena = _host_arena(total)
+        arena = torch.empty(total, dtype=torch.uint8)
     if host is not None and use_rdma and total:
         reg = c.register(host)
     land = host if host is not None else arena
