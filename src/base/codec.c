@@ -12,7 +12,7 @@ void wh_hex_encode(const void *in, size_t len, char *out)
     out[2 * len] = '\0';
 }
 
-static int hexval(char c)
+int wh_hex_digit(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -29,7 +29,7 @@ int wh_hex_decode(const char *in, size_t inlen, void *out, size_t outlen)
     if (inlen != 2 * outlen)
         return -1;
     for (size_t i = 0; i < outlen; i++) {
-        int hi = hexval(in[2 * i]), lo = hexval(in[2 * i + 1]);
+        int hi = wh_hex_digit(in[2 * i]), lo = wh_hex_digit(in[2 * i + 1]);
         if (hi < 0 || lo < 0)
             return -1;
         o[i] = (uint8_t)(hi << 4 | lo);
@@ -43,7 +43,7 @@ int wh_hex_u64(const char *in, size_t inlen, uint64_t *out)
     if (inlen == 0 || inlen > 16)
         return -1;
     for (size_t i = 0; i < inlen; i++) {
-        int d = hexval(in[i]);
+        int d = wh_hex_digit(in[i]);
         if (d < 0)
             return -1;
         v = v << 4 | (uint64_t)d;

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Value of one hex digit (either case), or -1. */
+int wh_hex_digit(char c);
 /* Lowercase hex of len bytes into out (2*len+1 bytes, NUL-terminated). */
 void wh_hex_encode(const void *in, size_t len, char *out);
 /* Decodes exactly 2*outlen hex chars (either case). Returns 0, or -1 on a bad char or length. */

@@ -53,17 +53,6 @@ void s3_uri_encode(const char *s, size_t n, int encode_slash, wh_sbuf_t *out)
     wh_sbuf_append(out, buf, k);
 }
 
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static int uri_decode(const char *s, size_t n, int plus_is_space, wh_sbuf_t *out)
 {
     char buf[256];
@@ -77,7 +66,7 @@ static int uri_decode(const char *s, size_t n, int plus_is_space, wh_sbuf_t *out
         if (c == '%') {
             if (i + 2 >= n)
                 return -1;
-            int hi = hexval((unsigned char)s[i + 1]), lo = hexval((unsigned char)s[i + 2]);
+            int hi = wh_hex_digit((char)s[i + 1]), lo = wh_hex_digit((char)s[i + 2]);
             if (hi < 0 || lo < 0)
                 return -1;
             buf[k++] = (char)(hi << 4 | lo);
@@ -585,7 +574,7 @@ static s3_err_t parse_signature(const char *s, size_t n, sigv4_parsed_t *p, s3_e
     if (n != 64)
         return fail(msg, msglen, bad, "Signature must be 64 hex characters, got %zu", n);
     for (size_t i = 0; i < 64; i++) {
-        int v = hexval((unsigned char)s[i]);
+        int v = wh_hex_digit((char)s[i]);
         if (v < 0)
             return fail(msg, msglen, bad, "Signature has a non-hex character at offset %zu", i);
         p->signature[i] = "0123456789abcdef"[v];
@@ -668,11 +657,11 @@ static s3_err_t classify_payload(const char *v, s3_auth_t *a, char *msg, size_t 
     if (n == 64) {
         int ok = 1;
         for (size_t i = 0; i < 64 && ok; i++)
-            ok = hexval((unsigned char)v[i]) >= 0;
+            ok = wh_hex_digit((char)v[i]) >= 0;
         if (ok) {
             a->mode = S3_PAYLOAD_SHA256;
             for (size_t i = 0; i < 64; i++)
-                a->payload_hash[i] = "0123456789abcdef"[hexval((unsigned char)v[i])];
+                a->payload_hash[i] = "0123456789abcdef"[wh_hex_digit((char)v[i])];
             a->payload_hash[64] = '\0';
             return S3_OK;
         }
