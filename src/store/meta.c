@@ -496,6 +496,29 @@ wh_status_t meta_bucket_list(meta_t *mm, store_bucket_info_t **out, size_t *n)
 
 /* ---- objects ---- */
 
+/* Inserts or replaces the object row of bucket/key (PUT, copy and multipart completion alike).
+ * Write connection, transaction open. */
+static wh_status_t meta_obj_upsert(meta_conn_t *m, const char *bucket, const char *key,
+                                   size_t klen, const store_obj_meta_t *meta, const char *file_id)
+{
+    sqlite3_stmt *s = meta_stmt(m, S_OBJ_UPSERT);
+    bind_text(s, 1, bucket);
+    bind_key(s, 2, key, klen);
+    sqlite3_bind_int64(s, 3, (sqlite3_int64)meta->size);
+    sqlite3_bind_int64(s, 4, (sqlite3_int64)meta->mtime);
+    bind_text(s, 5, meta->etag);
+    bind_text(s, 6, meta->content_type);
+    if (meta->user_meta_json)
+        bind_text(s, 7, meta->user_meta_json);
+    else
+        sqlite3_bind_null(s, 7);
+    bind_text(s, 8, meta->crc32c);
+    bind_text(s, 9, meta->crc64nvme);
+    sqlite3_bind_int64(s, 10, meta->parts);
+    bind_text(s, 11, file_id);
+    return meta_exec_stmt(m, s, "object upsert");
+}
+
 /* The current file id of bucket/key into id ("" when none). Lock held. */
 static wh_status_t meta_obj_file(meta_conn_t *m, const char *bucket, const char *key, size_t klen,
                                  char id[META_ID_LEN + 1])
@@ -599,22 +622,7 @@ wh_status_t meta_object_put(meta_t *mm, const char *bucket, const char *key, siz
     st = meta_obj_file(m, bucket, key, klen, old_file_id);
     if (st != WH_OK)
         goto rollback;
-    sqlite3_stmt *s = meta_stmt(m, S_OBJ_UPSERT);
-    bind_text(s, 1, bucket);
-    bind_key(s, 2, key, klen);
-    sqlite3_bind_int64(s, 3, (sqlite3_int64)meta->size);
-    sqlite3_bind_int64(s, 4, (sqlite3_int64)meta->mtime);
-    bind_text(s, 5, meta->etag);
-    bind_text(s, 6, meta->content_type);
-    if (meta->user_meta_json)
-        bind_text(s, 7, meta->user_meta_json);
-    else
-        sqlite3_bind_null(s, 7);
-    bind_text(s, 8, meta->crc32c);
-    bind_text(s, 9, meta->crc64nvme);
-    sqlite3_bind_int64(s, 10, meta->parts);
-    bind_text(s, 11, file_id);
-    st = meta_exec_stmt(m, s, "object upsert");
+    st = meta_obj_upsert(m, bucket, key, klen, meta, file_id);
     if (st != WH_OK)
         goto rollback;
     st = meta_commit(m);
@@ -1107,22 +1115,7 @@ wh_status_t meta_upload_complete(meta_t *mm, const char *bucket, const char *key
     st = meta_obj_file(m, bucket, key, klen, old_file_id);
     if (st != WH_OK)
         goto rollback;
-    sqlite3_stmt *s = meta_stmt(m, S_OBJ_UPSERT);
-    bind_text(s, 1, bucket);
-    bind_key(s, 2, key, klen);
-    sqlite3_bind_int64(s, 3, (sqlite3_int64)meta->size);
-    sqlite3_bind_int64(s, 4, (sqlite3_int64)meta->mtime);
-    bind_text(s, 5, meta->etag);
-    bind_text(s, 6, meta->content_type);
-    if (meta->user_meta_json)
-        bind_text(s, 7, meta->user_meta_json);
-    else
-        sqlite3_bind_null(s, 7);
-    bind_text(s, 8, meta->crc32c);
-    bind_text(s, 9, meta->crc64nvme);
-    sqlite3_bind_int64(s, 10, meta->parts);
-    bind_text(s, 11, file_id);
-    st = meta_exec_stmt(m, s, "object upsert");
+    st = meta_obj_upsert(m, bucket, key, klen, meta, file_id);
     if (st != WH_OK)
         goto rollback;
     st = meta_upload_drop(m, upload_id);
