@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Runs `wharf bench ...` against a wharfd of its own on this host.
+"""Runs the benchmark program (bench/wharf_bench) against a wharfd of its own on this host.
 
   /usr/bin/python3 bench/run_local.py [--providers shm,tcp] [--rdma-mem 512M] [--data DIR] \
       -- fetch --sizes 64,256 --concurrency 1,4
@@ -7,7 +7,7 @@
 wharfd is started by tests/lib/wharfd.py (the one way to start a server) on a free loopback port
 with a temporary data directory (or --data), and the benchmark gets its endpoint, credentials
 and Unix socket through the environment (WHARF_ENDPOINT, WHARF_ACCESS_KEY, WHARF_SECRET_KEY,
-WHARF_UNIX_SOCKET). Everything after "--" goes to `wharf bench`. The server's log is kept
+WHARF_UNIX_SOCKET). Everything after "--" goes to wharf_bench. The server's log is kept
 under the results folder when the run fails.
 """
 import argparse
@@ -42,10 +42,7 @@ def main():
     extra = []
     if a.rdma_mem:
         extra += ["--rdma-mem", a.rdma_mem]
-    exe = os.path.join(bl.build_dir(), "wharf")
-    cmd = [exe, "bench"] + rest
-    if not os.path.exists(exe):
-        cmd = [os.path.join(bl.build_dir(), "bench", "wharf_bench")] + rest
+    cmd = [os.path.join(bl.build_dir(), "bench", "wharf_bench")] + rest
     srv = WharfServer(data_dir=a.data, extra_args=extra, providers=a.providers,
                       log_level=a.log_level)
     srv.start()

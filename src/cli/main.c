@@ -1,5 +1,5 @@
-/* wharf: the command-line client. mb, rb, ls, rm, stat, cp, verify; bench and report dispatch to
- * src/cli/bench.c. Everything goes through libwharf's public ABI.
+/* wharf: the command-line client. mb, rb, ls, rm, stat, cp, verify. Everything goes through
+ * libwharf's public ABI. (The benchmark is its own program, bench/wharf_bench.)
  *
  * Global flags (anywhere on the command line) and their environment variables:
  *   --endpoint URL      WHARF_ENDPOINT      default http://127.0.0.1:9000
@@ -11,8 +11,6 @@
  *                                           endpoint is the default one (what `make run` starts)
  *   --fallback fail|http WHARF_FALLBACK     default fail */
 #include "cli/cli.h"
-
-#include "cli/bench.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,7 +43,6 @@ static void usage(FILE *f)
             "  verify                         PUT and GET 64 MiB over RDMA and check that the\n"
             "                                 server counted it as RDMA; prints PASS or FAIL\n"
             "       --size BYTES  --bucket NAME\n"
-            "  bench ..., report ...          the benchmark (src/cli/bench.c)\n"
             "global flags (env):\n"
             "  --endpoint URL (WHARF_ENDPOINT, default " DEFAULT_ENDPOINT ")\n"
             "  --access-key K (WHARF_ACCESS_KEY)  --secret-key S (WHARF_SECRET_KEY)\n"
@@ -657,12 +654,6 @@ static int parse_args(int argc, char **argv, cli_t *g, int *rargc, char **rest)
                 rest[n++] = argv[i];
             break;
         }
-        if (n == 0 && (!strcmp(a, "bench") || !strcmp(a, "report"))) {
-            /* the benchmark parses its own flags: hand over the rest untouched */
-            while (i < argc)
-                rest[n++] = argv[i++];
-            break;
-        }
         for (size_t k = 0; with_val[k]; k++) {
             size_t fl = strlen(with_val[k]);
             if (!strncmp(a, with_val[k], fl) && (a[fl] == '\0' || a[fl] == '=')) {
@@ -721,21 +712,6 @@ static int parse_args(int argc, char **argv, cli_t *g, int *rargc, char **rest)
     }
     *rargc = n;
     return 0;
-}
-
-static int run_bench(const cli_t *g, int argc, char **argv)
-{
-    setenv("WHARF_ENDPOINT", g->endpoint, 1);
-    setenv("WHARF_ACCESS_KEY", g->access_key, 1);
-    setenv("WHARF_SECRET_KEY", g->secret_key, 1);
-    setenv("WHARF_REGION", g->region, 1);
-    setenv("WHARF_PROVIDER", g->provider, 1);
-    setenv("WHARF_FALLBACK", g->fallback_s ? g->fallback_s : "fail", 1);
-    if (g->unix_socket)
-        setenv("WHARF_UNIX_SOCKET", g->unix_socket, 1);
-    else
-        unsetenv("WHARF_UNIX_SOCKET");
-    return cli_bench_main(argc, argv);
 }
 
 int main(int argc, char **argv)
@@ -801,9 +777,11 @@ int main(int argc, char **argv)
         rc = cmd_cp(&g, cargc, cargv);
     else if (!strcmp(cmd, "verify"))
         rc = cli_verify(&g, cargc, cargv);
-    else if (!strcmp(cmd, "bench") || !strcmp(cmd, "report"))
-        rc = run_bench(&g, n, rest);
-    else {
+    else if (!strcmp(cmd, "bench") || !strcmp(cmd, "report")) {
+        fprintf(stderr, "wharf: %s is the benchmark program's now: build/bench/wharf_bench %s ...\n",
+                cmd, cmd);
+        rc = 2;
+    }    else {
         fprintf(stderr, "wharf: unknown command %s\n", cmd);
         usage(stderr);
         rc = 2;
