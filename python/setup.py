@@ -7,7 +7,7 @@ setup(
     name="wharf",
     version="0.1.0",
     description="Python bindings of libwharf (S3 with an RDMA data path), and wharf.torch",
-    packages=["wharf"],
+    packages=["wharf", "wharf.torch"],
     python_requires=">=3.9",
     install_requires=[],
     extras_require={"torch": ["torch", "numpy"]},

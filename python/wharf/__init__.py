@@ -6,13 +6,17 @@ public C ABI only.
                      unix_socket="/data/wharfd.sock")
     rep = c.get_into("bucket", "key", numpy_array_or_tensor)   # a Report: transport, bytes...
 
-wharf.torch (imported separately: it needs torch) has checkpoints, Hugging Face weights and
-datasets.
+wharf.torch (imported separately: it needs torch) has checkpoints, Hugging Face weights,
+datasets and (wharf.torch.dcp) torch.distributed.checkpoint storage; wharf.lightning a
+Lightning CheckpointIO. Every entry point takes s3://bucket/key URLs; credentials come from
+the environment as wharf.config says.
 """
 from ._lib import WHOLE, lib as _lib_handle
 from .client import Client, ObjectInfo, Registration, Report, Stat, client_from_env
-from .errors import (AuthError, ChecksumError, DeclinedError, IncompleteCheckpointError,
-                     NotFoundError, SafetensorsError, WharfError)
+from .config import parse_url, settings_from_env
+from .errors import (AuthError, ChecksumError, ConfigError, DeclinedError,
+                     IncompleteCheckpointError, MissingDependencyError, NotFoundError,
+                     SafetensorsError, WharfError)
 
 __version__ = "0.1.0"
 
@@ -30,5 +34,6 @@ def library_path():
 
 __all__ = ["Client", "Report", "Stat", "ObjectInfo", "Registration", "WharfError",
            "NotFoundError", "DeclinedError", "AuthError", "ChecksumError", "SafetensorsError",
-           "IncompleteCheckpointError", "client_from_env", "library_version", "library_path",
+           "IncompleteCheckpointError", "ConfigError", "MissingDependencyError",
+           "client_from_env", "parse_url", "settings_from_env", "library_version", "library_path",
            "WHOLE"]

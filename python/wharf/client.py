@@ -631,19 +631,7 @@ def _enc(s, what):
 
 
 def client_from_env(**kw):
-    """A Client from WHARF_ENDPOINT, WHARF_ACCESS_KEY, WHARF_SECRET_KEY, WHARF_REGION,
-    WHARF_PROVIDER and WHARF_UNIX_SOCKET (keyword arguments override them)."""
-    import os
-    args = dict(endpoint=os.environ.get("WHARF_ENDPOINT"),
-                access_key=os.environ.get("WHARF_ACCESS_KEY"),
-                secret_key=os.environ.get("WHARF_SECRET_KEY"),
-                region=os.environ.get("WHARF_REGION", "us-east-1"),
-                provider=os.environ.get("WHARF_PROVIDER"),
-                unix_socket=os.environ.get("WHARF_UNIX_SOCKET"))
-    args.update(kw)
-    if not args["endpoint"] or not args["access_key"] or not args["secret_key"]:
-        raise WharfError(_lib.WHARF_ERR_INVALID, "no client given and WHARF_ENDPOINT, "
-                         "WHARF_ACCESS_KEY and WHARF_SECRET_KEY are not all set; pass "
-                         "client=wharf.Client(...)")
-    return Client(**args)
-
+    """A Client from the environment (wharf.config says which variables, in which order);
+    keyword arguments override them."""
+    from .config import client_from_env as from_env
+    return from_env(**kw)

@@ -40,6 +40,18 @@ class IncompleteCheckpointError(WharfError):
     """A checkpoint whose index was never written: the save did not finish."""
 
 
+class ConfigError(WharfError):
+    """No endpoint or credentials: the message names the variables to set."""
+
+
+class MissingDependencyError(WharfError, ImportError):
+    """An optional package (torch.distributed.checkpoint, lightning, transformers) is missing
+    or too old: the message names it and the version needed."""
+
+    def __init__(self, message):
+        WharfError.__init__(self, _lib.WHARF_ERR_UNSUPPORTED, message)
+
+
 _BY_STATUS = {
     _lib.WHARF_ERR_NOT_FOUND: NotFoundError,
     _lib.WHARF_ERR_DECLINED: DeclinedError,

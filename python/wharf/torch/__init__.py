@@ -1,0 +1,22 @@
+"""wharf.torch: PyTorch over wharf. Every entry point takes s3://bucket/key URLs; without
+client= the client comes from set_default_client() or the environment (wharf.config).
+
+    checkpoint  save / load / commit: checkpoints as standard safetensors shards
+    hf          load_safetensors / load_pretrained: Hugging Face snapshots
+    dcp         WharfStorageWriter / WharfStorageReader for torch.distributed.checkpoint
+                (imported on its own: it needs a torch with DCP)
+    structure   the non-tensor structure of a saved object, as typed JSON
+    dtypes      torch dtypes <-> safetensors names
+    fetch       ranged GETs of safetensors data sections into one arena
+    datasets    TokenDataset, RawImageShards, JpegTarShards (from wharf.data)
+"""
+from ..config import parse_url
+from ._common import INDEX_NAME, set_default_client
+from .checkpoint import DEFAULT_SHARD_SIZE, FORMAT, commit, free_staging, load, save
+from .fetch import ARENA_ALIGN
+from .hf import load_pretrained, load_safetensors
+from ..data import JpegTarShards, RawImageShards, TokenDataset
+
+__all__ = ["save", "load", "commit", "free_staging", "load_safetensors", "load_pretrained",
+           "set_default_client", "parse_url", "TokenDataset", "RawImageShards",
+           "JpegTarShards", "FORMAT", "INDEX_NAME", "DEFAULT_SHARD_SIZE", "ARENA_ALIGN"]

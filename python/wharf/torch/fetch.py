@@ -1,0 +1,108 @@
+"""Landing safetensors files in memory: headers by small range GETs (libwharf's C parser),
+every data section by ranged GETs into one arena (host, or the device: registered when the
+provider can, else through host memory one shard at a time), tensors as zero-copy views."""
+import concurrent.futures as cf
+import time
+
+import torch
+
+from .. import _lib
+from .. import safetensors as st
+from ..errors import SafetensorsError, WharfError
+from ..progress import Progress
+from .dtypes import view as _view
+
+ARENA_ALIGN = 64
+# A shard's data section is fetched in pieces of at most this many bytes (each a ranged GET
+# that libwharf splits further by its chunk size): progress moves per piece, and a piece
+# landed in host memory goes on to the device while the next one downloads.
+PIECE = 1 << 30
+
+
+def fetch(c, bucket, shards, device, transport, rep, expect_etags=None, progress=False,
+          desc="load"):
+    """Headers of shards [(key, size)], their data sections in one arena, and a dict of
+    zero-copy views {name: tensor}."""
+    t0 = time.perf_counter()
+    nthreads = max(1, min(8, len(shards)))
+    with cf.ThreadPoolExecutor(nthreads, thread_name_prefix="wharf-hdr") as ex:
+        headers = list(ex.map(lambda ks: st.read_header(c, bucket, ks[0], ks[1]), shards))
+    t_hdr = time.perf_counter()
+    bases, total = [], 0
+    for h in headers:
+        total = (total + ARENA_ALIGN - 1) // ARENA_ALIGN * ARENA_ALIGN
+        bases.append(total)
+        total += h.data_len
+    dev = torch.device(device)
+    use_rdma = c.rdma and transport != "http"
+    arena, reg, host = None, None, None
+    if dev.type != "cpu":
+        arena = torch.empty(total, dtype=torch.uint8, device=dev)
+        if use_rdma and total:
+            try:
+                reg = c.register(arena)
+            except WharfError:
+                reg = None  # no device registration here: land in host memory, then copy
+        if reg is None:
+            host = torch.empty(total, dtype=torch.uint8)
+    else:
+        arena = torch.empty(total, dtype=torch.uint8)
+    if host is not None and use_rdma and total:
+        reg = c.register(host)
+    land = host if host is not None else arena
+    reports = [None] * len(shards)
+    all_reports = []
+    bar = Progress(total, f"{desc} s3://{bucket}", progress)
+    try:
+        def one(i):
+            (key, _), h, base = shards[i], headers[i], bases[i]
+            for p in range(0, h.data_len, PIECE):
+                n = min(PIECE, h.data_len - p)
+                r = c.get_into(bucket, key, land[base + p:base + p + n],
+                               offset=h.data_offset + p, length=n, transport=transport,
+                               cache=False)
+                if r.bytes != n:
+                    raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"s3://{bucket}/{key}: {r.bytes} "
+                                     f"bytes landed of {n} at {h.data_offset + p}")
+                if reports[i] is None:
+                    reports[i] = r
+                all_reports.append(r)
+                if host is not None:  # this piece to the device while the next downloads
+                    arena[base + p:base + p + n].copy_(host[base + p:base + p + n])
+                bar.update(n)
+        par = max(1, min(2, len(shards)))
+        with cf.ThreadPoolExecutor(par, thread_name_prefix="wharf-get") as ex:
+            list(ex.map(one, range(len(shards))))
+        if host is not None and dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+    finally:
+        bar.close()
+        if reg is not None:
+            reg.close()
+    arena_kind = ("host" if dev.type == "cpu" else
+                  f"{dev} (registered)" if host is None else f"{dev} (through host memory)")
+    host = land = None  # the host staging memory goes now
+    t_get = time.perf_counter()
+    if expect_etags:
+        for (key, _), r, want in zip(shards, reports, expect_etags):
+            if r is not None and want and r.etag and r.etag != want:
+                raise WharfError(_lib.WHARF_ERR_PRECONDITION, f"s3://{bucket}/{key} changed "
+                                 f"after the checkpoint was committed (ETag {r.etag}, committed "
+                                 f"{want}); save the checkpoint again")
+    tensors = {}
+    for (key, _), h, base in zip(shards, headers, bases):
+        for ti in h.tensors:
+            if ti.name in tensors:
+                raise SafetensorsError(_lib.WHARF_ERR_INVALID, f"tensor {ti.name!r} is in more "
+                                       f"than one shard (again in s3://{bucket}/{key})")
+            tensors[ti.name] = _view(arena, base + ti.begin, ti)
+    t_end = time.perf_counter()
+    rep.update(arena=arena_kind,
+               bytes=sum(h.data_len for h in headers), shards=len(shards),
+               header_s=t_hdr - t0, download_s=t_get - t_hdr, rebuild_s=t_end - t_get,
+               transports=sorted({r.transport for r in all_reports}),
+               fell_back=any(r.fell_back for r in all_reports),
+               reports=all_reports,
+               headers={k: h for (k, _), h in zip(shards, headers)})
+    return tensors
+
