@@ -1,7 +1,11 @@
 """Datasets over wharf objects (torch.utils.data.IterableDataset), each fed by a prefetcher
 that fetches windows of objects into a bounded set of registered buffers.
 
-Layouts (BENCH-SPEC "Layouts"):
+Each dataset takes an s3:// URL, TokenDataset("s3://bucket/tokens/", client=c, ...) (a prefix,
+or one object's key; without client= the default client of wharf.torch), or the older form
+TokenDataset(c, "bucket", prefix="tokens/") / (c, "bucket", keys=[...]).
+
+Layouts (docs/pytorch.md, "Dataset layouts"):
 - TokenDataset: <name>.bin (int32 little-endian tokens, sequences x seq_len, no header) with
   <name>.json {sequences, seq_len, dtype, bytes_per_token, vocab_size, sequence_bytes, ...}.
 - RawImageShards: <name>.raw (N x H x W x C uint8, no header; sample i at i*H*W*C) with
@@ -28,6 +32,7 @@ import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
 from . import _lib
+from .config import is_url
 from .errors import WharfError
 
 DEFAULT_BUFFER_BYTES = 256 * 1024 ** 2
@@ -45,6 +50,32 @@ def _rank_world(rank, world_size):
         raise WharfError(_lib.WHARF_ERR_INVALID,
                          f"rank {rank} is not in [0, world_size {world_size})")
     return rank, world_size
+
+
+def _source(source, bucket, keys, prefix, client, suffix):
+    """(client, bucket, keys, prefix) from either call form."""
+    if is_url(source):
+        if bucket is not None:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"{source}: pass an s3:// URL or (client, "
+                             "bucket), not both (the URL names the bucket)")
+        b, _, rest = source[5:].partition("/")
+        if not b:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"bad URL {source!r}: no bucket after s3://")
+        from .torch._common import _client
+        c = _client(client)
+        if keys is None and prefix is None:
+            if rest.endswith(suffix):
+                keys = [rest]
+            else:
+                prefix = rest
+        return c, b, keys, prefix
+    if client is not None:
+        raise WharfError(_lib.WHARF_ERR_INVALID, "client= goes with an s3:// URL; in the "
+                         "(client, bucket) form the client is the first argument")
+    if bucket is None:
+        raise WharfError(_lib.WHARF_ERR_INVALID, f"expected an s3://bucket/prefix URL or "
+                         f"(client, bucket), not {source!r}")
+    return source, bucket, keys, prefix
 
 
 def _keys(client, bucket, keys, prefix, suffix):
@@ -184,9 +215,11 @@ class TokenDataset(_Base):
     token stream of each shard (a tail shorter than seq_len is dropped, as is a last partial
     batch when drop_last)."""
 
-    def __init__(self, client, bucket, keys=None, prefix=None, seq_len=None, batch_size=None,
-                 rank=None, world_size=None, num_buffers=2, buffer_bytes=DEFAULT_BUFFER_BYTES,
-                 fetch_workers=2, transport="auto", copy=True, drop_last=True, repeat=1):
+    def __init__(self, source, bucket=None, keys=None, prefix=None, seq_len=None,
+                 batch_size=None, rank=None, world_size=None, num_buffers=2,
+                 buffer_bytes=DEFAULT_BUFFER_BYTES, fetch_workers=2, transport="auto", copy=True,
+                 drop_last=True, repeat=1, client=None):
+        client, bucket, keys, prefix = _source(source, bucket, keys, prefix, client, ".bin")
         super().__init__(client, bucket, num_buffers, buffer_bytes, fetch_workers, transport,
                          copy, rank, world_size)
         all_keys = _keys(client, bucket, keys, prefix, ".bin")
@@ -240,9 +273,10 @@ class RawImageShards(_Base):
     [B, H, W, C], int64 labels [B]) (a last partial batch of a window is yielded unless
     drop_last)."""
 
-    def __init__(self, client, bucket, keys=None, prefix=None, batch_size=None, rank=None,
+    def __init__(self, source, bucket=None, keys=None, prefix=None, batch_size=None, rank=None,
                  world_size=None, num_buffers=2, buffer_bytes=DEFAULT_BUFFER_BYTES,
-                 fetch_workers=2, transport="auto", copy=True, drop_last=False):
+                 fetch_workers=2, transport="auto", copy=True, drop_last=False, client=None):
+        client, bucket, keys, prefix = _source(source, bucket, keys, prefix, client, ".raw")
         super().__init__(client, bucket, num_buffers, buffer_bytes, fetch_workers, transport,
                          copy, rank, world_size)
         all_keys = _keys(client, bucket, keys, prefix, ".raw")
@@ -295,9 +329,10 @@ class JpegTarShards(_Base):
     to each JPEG's bytes (e.g. torchvision.io.decode_jpeg on a uint8 tensor); None gives bytes.
     check_jpeg: refuse a sample whose bytes do not start with the JPEG SOI marker FF D8."""
 
-    def __init__(self, client, bucket, keys=None, prefix=None, rank=None, world_size=None,
+    def __init__(self, source, bucket=None, keys=None, prefix=None, rank=None, world_size=None,
                  num_buffers=2, buffer_bytes=DEFAULT_BUFFER_BYTES, fetch_workers=2,
-                 transport="http", decode=None, check_jpeg=True):
+                 transport="http", decode=None, check_jpeg=True, client=None):
+        client, bucket, keys, prefix = _source(source, bucket, keys, prefix, client, ".tar")
         super().__init__(client, bucket, num_buffers, buffer_bytes, fetch_workers, transport,
                          True, rank, world_size)
         all_keys = _keys(client, bucket, keys, prefix, ".tar")

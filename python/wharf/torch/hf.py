@@ -106,7 +106,8 @@ def load_pretrained(url, model=None, device=None, client=None, strict=True, tran
     if hasattr(model, "tie_weights"):
         model.tie_weights()
     mine = model.state_dict()
-    loaded = {t.data_ptr() for t in sd.values() if t.numel()}
+    # a key the snapshot lacks is fine when tie_weights made it share a loaded key's memory
+    loaded = {mine[k].data_ptr() for k in sd if k in mine and mine[k].numel()}
     missing = [k for k in res.missing_keys
                if not (k in mine and mine[k].numel() and mine[k].data_ptr() in loaded)]
     if strict and (missing or res.unexpected_keys):

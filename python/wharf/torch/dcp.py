@@ -1,0 +1,491 @@
+"""torch.distributed.checkpoint (DCP) storage on wharf: WharfStorageWriter and
+WharfStorageReader, for dcp.save / dcp.async_save / dcp.load and everything built on them (FSDP,
+torchtitan). Names and arguments follow DCP's FileSystemWriter/Reader and s3torchconnector's
+S3StorageWriter/Reader where they overlap (thread_count, overwrite, checkpoint_id).
+
+    import torch.distributed.checkpoint as dcp
+    from wharf.torch.dcp import WharfStorageReader, WharfStorageWriter
+    dcp.save(state_dict, storage_writer=WharfStorageWriter("s3://ckpt/run1/step-100", client=c))
+    dcp.load(state_dict, storage_reader=WharfStorageReader("s3://ckpt/run1/step-100", client=c))
+
+Layout under the URL:
+    __<rank>_<save>_<n>.distcp   each rank's items, raw tensor bytes (64-byte aligned) and the
+                                 torch.save bytes of non-tensor items, packed into objects of
+                                 at most object_size (a larger tensor gets an object of its own)
+    .metadata                    the pickled DCP Metadata, whose storage_data maps every item
+                                 to (object, offset, length, dtype, shape); written LAST
+
+Commit rules. Every rank PUTs its own objects (RDMA from the tensors: a contiguous CPU tensor
+that fills an object goes straight from its memory, others through a staging buffer; CUDA
+tensors through the direct GPU path where libwharf can register device memory, else through
+host memory). The coordinator's finish() then checks that every object the ranks reported
+exists with the reported size, and only then PUTs .metadata. <save> is new for every save, so
+a save over an existing checkpoint never touches the objects the old .metadata points to:
+until the new .metadata lands, a reader sees the old checkpoint, whole; after, the new one.
+finish() then deletes the __*.distcp objects no longer referenced. A save that dies (a rank
+killed mid-write) leaves no new .metadata, and the reader refuses a URL without one
+(IncompleteCheckpointError when objects exist there). wharfd has no conditional PUT
+(If-None-Match) yet, so .metadata is a plain PUT after every data object is known durable;
+overwrite=False refuses to start a save where a .metadata exists.
+
+Reads: each item is a ranged GET of exactly its bytes. Items are sorted by (object, offset)
+and run on thread_count threads; a tensor whose stored region is contiguous lands directly in
+its destination (host or device memory, whatever the plan resolved), a strided region (a
+reshard along an inner dimension) lands its bounding rows in host memory and is copied; runs
+of small adjacent items share one GET.
+"""
+import concurrent.futures as cf
+import dataclasses
+import io
+import math
+import pickle
+import uuid
+
+import torch
+
+from .. import _lib
+from ..config import is_url, join, parse_url
+from ..errors import (IncompleteCheckpointError, MissingDependencyError, NotFoundError,
+                      WharfError)
+from ..progress import Progress
+from ._common import _client
+
+try:
+    from torch.distributed.checkpoint.planner import LoadItemType, WriteItemType
+    from torch.distributed.checkpoint.storage import StorageReader, StorageWriter, WriteResult
+except ImportError as e:  # torch < 2.0, or a build without distributed
+    raise MissingDependencyError(
+        f"wharf.torch.dcp needs torch.distributed.checkpoint (torch >= 2.2); torch "
+        f"{torch.__version__} has none ({e}). Use wharf.torch.save/load, or install a newer "
+        "torch") from None
+try:
+    from torch.distributed.checkpoint.metadata import StorageMeta
+except ImportError:
+    StorageMeta = None
+try:
+    from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
+except ImportError:
+    DefaultLoadPlanner = None
+
+METADATA = ".metadata"
+SUFFIX = ".distcp"
+DEFAULT_OBJECT_SIZE = 1 << 30
+ALIGN = 64
+SMALL_ITEM = 1 << 20          # items below this are fetched together with their neighbours
+SMALL_RUN = 16 << 20          # up to this many bytes per shared GET
+
+
+@dataclasses.dataclass(frozen=True)
+class WharfStorageInfo:
+    """Where one item lives: object name (relative to the checkpoint URL), byte offset and
+    length in it; for tensors the dtype name and the stored chunk's shape."""
+    key: str
+    offset: int
+    length: int
+    dtype: str = None
+    shape: tuple = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Prefix:
+    prefix: str
+
+
+def _dtype_name(dt):
+    return str(dt).replace("torch.", "")
+
+
+def _nbytes(t):
+    return t.numel() * t.element_size()
+
+
+class _Base:
+    def __init__(self, url, client, thread_count, transport, progress):
+        self._client_arg = client
+        self.thread_count = max(1, int(thread_count))
+        self.transport = transport
+        self.progress = progress
+        self._set_url(url)
+
+    def _set_url(self, url):
+        url = str(url)
+        self.bucket, self.prefix = parse_url(url)
+        self.url = url.rstrip("/")
+
+    @property
+    def client(self):
+        return _client(self._client_arg)
+
+    @property
+    def checkpoint_id(self):
+        return self.url
+
+    @classmethod
+    def validate_checkpoint_id(cls, checkpoint_id):
+        return is_url(str(checkpoint_id))
+
+    def _key(self, name):
+        return join(self.prefix, name)
+
+
+class WharfStorageWriter(_Base, StorageWriter):
+    """A DCP StorageWriter writing to url (s3://bucket/prefix). client: a wharf.Client (default:
+    wharf.torch's default client, from the environment). thread_count: objects written at
+    once per rank. object_size: the most bytes packed into one object. overwrite=False:
+    refuse a URL that already holds a checkpoint. progress=True: a progress bar per rank."""
+
+    def __init__(self, url, client=None, thread_count=4, object_size=DEFAULT_OBJECT_SIZE,
+                 overwrite=True, transport="auto", progress=False):
+        _Base.__init__(self, url, client, thread_count, transport, progress)
+        self.object_size = int(object_size)
+        self.overwrite = overwrite
+        self.save_id = uuid.uuid4().hex
+        self.is_coordinator = False
+        self.last_report = {}
+
+    def reset(self, checkpoint_id=None):
+        if checkpoint_id:
+            self._set_url(checkpoint_id)
+        self.save_id = uuid.uuid4().hex
+
+    def set_up_storage_writer(self, is_coordinator, *args, **kwargs):
+        self.is_coordinator = is_coordinator
+        self.rank = kwargs.get("rank")
+        if kwargs.get("use_collectives", True) is False:
+            raise WharfError(_lib.WHARF_ERR_UNSUPPORTED, f"{self.url}: rank-local checkpoints "
+                             "(use_collectives=False) are not supported by WharfStorageWriter; "
+                             "save with a process group")
+        if is_coordinator and not self.overwrite and self.client.exists(
+                self.bucket, self._key(METADATA)):
+            raise WharfError(_lib.WHARF_ERR_EXISTS, f"{self.url} already holds a checkpoint "
+                             "and overwrite=False; choose another URL or pass overwrite=True")
+
+    def storage_meta(self):
+        if StorageMeta is None:
+            return None
+        return StorageMeta(checkpoint_id=self.url, save_id=self.save_id)
+
+    def prepare_local_plan(self, plan):
+        return plan
+
+    def prepare_global_plan(self, plans):
+        sid = self.save_id[:12]
+        return [dataclasses.replace(p, storage_data=_Prefix(f"__{i}_{sid}_"))
+                for i, p in enumerate(plans)]
+
+    def write_data(self, plan, planner):
+        fut = torch.futures.Future()
+        try:
+            fut.set_result(self._write(plan, planner))
+        except BaseException as e:  # noqa: B902 (DCP collects the exception from the future)
+            fut.set_exception(e)
+        return fut
+
+    def _write(self, plan, planner):
+        c = self.client
+        prefix = plan.storage_data.prefix
+        sized = []
+        for item in plan.items:
+            if item.type == WriteItemType.BYTE_IO:
+                buf = planner.resolve_data(item)
+                data = buf.getvalue() if hasattr(buf, "getvalue") else bytes(buf)
+                sized.append((item, len(data), data))
+            else:
+                td = item.tensor_data
+                n = math.prod(td.size) * torch.empty(0, dtype=td.properties.dtype).element_size()
+                sized.append((item, n, None))
+        # Objects: greedy in plan order, each item 64-byte aligned; a large item alone.
+        objects, cur, off = [], [], 0
+        for item, n, data in sized:
+            start = (off + ALIGN - 1) // ALIGN * ALIGN
+            if cur and start + n > self.object_size:
+                objects.append(cur)
+                cur, start = [], 0
+            cur.append((item, start, n, data))
+            off = start + n
+        if cur:
+            objects.append(cur)
+        names = [f"{prefix}{i}{SUFFIX}" for i in range(len(objects))]
+        total = sum(n for _, n, _ in sized)
+        bar = Progress(total, f"dcp save {self.url}", self.progress)
+        try:
+            with cf.ThreadPoolExecutor(self.thread_count, thread_name_prefix="wharf-dcp-w") as ex:
+                parts = list(ex.map(lambda a: self._put_object(c, planner, *a, bar),
+                                    zip(names, objects)))
+        finally:
+            bar.close()
+        self.last_report = {"objects": len(objects), "bytes": total,
+                            "transports": sorted({t for _, t in parts})}
+        return [r for rs, _ in parts for r in rs]
+
+    def _put_object(self, c, planner, name, entries, bar):
+        key = self._key(name)
+        length = entries[-1][1] + entries[-1][2]
+        results, tensors = [], []
+        for item, off, n, data in entries:
+            if data is None:
+                t = planner.resolve_data(item).detach()
+                tensors.append(t)
+                info = WharfStorageInfo(name, off, n, _dtype_name(t.dtype), tuple(t.shape))
+            else:
+                tensors.append(None)
+                info = WharfStorageInfo(name, off, n)
+            results.append(WriteResult(index=item.index, size_in_bytes=n, storage_data=info))
+        t0, n0 = tensors[0], entries[0][2]
+        if len(entries) == 1 and t0 is not None and t0.is_contiguous() and n0 > 0 \
+                and t0.device.type in ("cpu", "cuda") and not (t0.is_conj() or t0.is_neg()):
+            rep = c.put_from(self.bucket, key, t0, transport=self.transport)  # no copy
+        else:
+            cuda = any(t is not None and t.is_cuda for t in tensors)
+            buf = torch.empty(max(1, length), dtype=torch.uint8, pin_memory=cuda)
+            for (item, off, n, data), t in zip(entries, tensors):
+                if n == 0:
+                    continue
+                if t is None:
+                    buf[off:off + n] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+                else:
+                    dst = buf[off:off + n].view(t.dtype).view(t.shape)
+                    dst.copy_(t.resolve_conj().resolve_neg() if t.is_complex() else t,
+                              non_blocking=cuda)
+            if cuda:
+                torch.cuda.synchronize()
+            rep = c.put_from(self.bucket, key, buf, 0, length, transport=self.transport,
+                             cache=False)
+        bar.update(sum(e[2] for e in entries))
+        return results, rep.transport
+
+    def finish(self, metadata, results):
+        c = self.client
+        storage = {}
+        sizes = {}
+        for rs in results:
+            for wr in rs:
+                storage[wr.index] = wr.storage_data
+                si = wr.storage_data
+                sizes[si.key] = max(sizes.get(si.key, 0), si.offset + si.length)
+        metadata.storage_data = storage
+        if hasattr(metadata, "storage_meta"):
+            metadata.storage_meta = self.storage_meta()
+        # Every data object must be there, whole, before the commit point is written.
+        for name, size in sorted(sizes.items()):
+            try:
+                got = c.stat(self.bucket, self._key(name)).length
+            except NotFoundError:
+                raise IncompleteCheckpointError(
+                    _lib.WHARF_ERR_NOT_FOUND, f"{self.url}: {name} was reported written but "
+                    "is not there; not committing (save again)") from None
+            if got < size:
+                raise IncompleteCheckpointError(
+                    _lib.WHARF_ERR_INVALID, f"{self.url}: {name} has {got} bytes, the ranks "
+                    f"wrote {size}; not committing (save again)")
+        c.put(self.bucket, self._key(METADATA), pickle.dumps(metadata), transport="http")
+        # The objects of earlier saves under this URL are no longer referenced.
+        mine = set(sizes)
+        base = self.prefix + "/"
+        for o in c.list(self.bucket, base):
+            rel = o.key[len(base):]
+            if rel.startswith("__") and rel.endswith(SUFFIX) and "/" not in rel \
+                    and rel not in mine:
+                try:
+                    c.delete(self.bucket, o.key)
+                except NotFoundError:
+                    pass
+
+
+class WharfStorageReader(_Base, StorageReader):
+    """A DCP StorageReader reading a checkpoint WharfStorageWriter wrote at url. thread_count:
+    ranged GETs in flight per rank. Refuses (IncompleteCheckpointError) a URL whose .metadata
+    is missing: its save never finished."""
+
+    def __init__(self, url, client=None, thread_count=8, transport="auto", progress=False):
+        _Base.__init__(self, url, client, thread_count, transport, progress)
+        self.storage_data = {}
+        self.load_id = uuid.uuid4().hex
+        self.last_report = {}
+
+    def reset(self, checkpoint_id=None):
+        self.storage_data = {}
+        if checkpoint_id:
+            self._set_url(checkpoint_id)
+        self.load_id = uuid.uuid4().hex
+
+    def read_metadata(self, *args, **kwargs):
+        c = self.client
+        try:
+            raw = c.get(self.bucket, self._key(METADATA), transport="http")
+        except NotFoundError:
+            others = c.list(self.bucket, self.prefix + "/")
+            if others:
+                raise IncompleteCheckpointError(
+                    _lib.WHARF_ERR_NOT_FOUND, f"checkpoint {self.url} is incomplete: "
+                    f"{len(others)} objects exist under it but not {METADATA}, which a save "
+                    "writes last (the save was interrupted); load an earlier checkpoint or "
+                    "save again") from None
+            raise NotFoundError(_lib.WHARF_ERR_NOT_FOUND, f"no checkpoint at {self.url}: "
+                                f"{METADATA} not found") from None
+        try:
+            md = pickle.loads(raw)
+        except Exception as e:
+            raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"{self.url}/{METADATA} is not a DCP "
+                             f"metadata pickle ({e}); was it written by WharfStorageWriter?")
+        if StorageMeta is not None and hasattr(md, "storage_meta"):
+            if getattr(md, "storage_meta", None) is None:
+                md.storage_meta = StorageMeta()
+            md.storage_meta.load_id = self.load_id
+        return md
+
+    def set_up_storage_reader(self, metadata, is_coordinator, *args, **kwargs):
+        self.storage_data = metadata.storage_data
+        if not self.storage_data:
+            raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"{self.url}: the metadata has no "
+                             "storage_data; it was not written by WharfStorageWriter")
+
+    def prepare_local_plan(self, plan):
+        return plan
+
+    def prepare_global_plan(self, plans):
+        return plans
+
+    def read_data(self, plan, planner):
+        fut = torch.futures.Future()
+        try:
+            self._read(plan, planner)
+            fut.set_result(None)
+        except BaseException as e:  # noqa: B902
+            fut.set_exception(e)
+        return fut
+
+    def _info(self, req):
+        try:
+            return self.storage_data[req.storage_index]
+        except KeyError:
+            raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"{self.url}: item {req.storage_index} is "
+                             "not in the checkpoint's metadata") from None
+
+    def _read(self, plan, planner):
+        c = self.client
+        reqs = sorted(plan.items, key=lambda r: (self._info(r).key, self._info(r).offset))
+        total = sum(self._info(r).length for r in reqs)
+        bar = Progress(total, f"dcp load {self.url}", self.progress)
+        parallel = (DefaultLoadPlanner is not None
+                    and type(planner).resolve_tensor is DefaultLoadPlanner.resolve_tensor
+                    and type(planner).commit_tensor is DefaultLoadPlanner.commit_tensor)
+        try:
+            if not parallel:  # a planner whose hooks may depend on order: one item at a time
+                for r in reqs:
+                    self._finish(planner, r, self._one(c, r, self._target(planner, r), bar))
+                return
+            targets = [self._target(planner, r) for r in reqs]
+            jobs, i = [], 0
+            while i < len(reqs):  # runs of small adjacent items share a GET
+                j = i + 1
+                info = self._info(reqs[i])
+                if info.length < SMALL_ITEM:
+                    end = info.offset + info.length
+                    while j < len(reqs):
+                        nx = self._info(reqs[j])
+                        if nx.key != info.key or nx.length >= SMALL_ITEM or \
+                                nx.offset < end or nx.offset - end > ALIGN or \
+                                nx.offset + nx.length - info.offset > SMALL_RUN:
+                            break
+                        end = nx.offset + nx.length
+                        j += 1
+                jobs.append((i, j))
+                i = j
+            with cf.ThreadPoolExecutor(self.thread_count, thread_name_prefix="wharf-dcp-r") as ex:
+                outs = list(ex.map(lambda ij: self._run(c, reqs, targets, ij, bar), jobs))
+            for (i, j), out in zip(jobs, outs):
+                for k in range(i, j):
+                    self._finish(planner, reqs[k], out[k - i])
+        finally:
+            bar.close()
+
+    @staticmethod
+    def _target(planner, r):
+        return None if r.type == LoadItemType.BYTE_IO else planner.resolve_tensor(r).detach()
+
+    def _finish(self, planner, r, out):
+        if r.type == LoadItemType.BYTE_IO:
+            planner.load_bytes(r, io.BytesIO(out))
+        else:
+            planner.commit_tensor(r, out)
+
+    def _run(self, c, reqs, targets, ij, bar):
+        i, j = ij
+        if j - i == 1:
+            return [self._one(c, reqs[i], targets[i], bar)]
+        first, last = self._info(reqs[i]), self._info(reqs[j - 1])
+        base, n = first.offset, last.offset + last.length - first.offset
+        buf = torch.empty(n, dtype=torch.uint8)
+        self._get(c, first.key, buf, base, n)
+        out = []
+        for k in range(i, j):
+            info = self._info(reqs[k])
+            raw = buf[info.offset - base:info.offset - base + info.length]
+            out.append(self._place(reqs[k], targets[k], info, raw))
+        bar.update(n)
+        return out
+
+    def _get(self, c, name, dst, offset, n):
+        if n == 0:
+            return
+        rep = c.get_into(self.bucket, self._key(name), dst, offset=offset, length=n,
+                         transport=self.transport, cache=False)
+        if rep.bytes != n:
+            raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"{self.url}/{name}: {rep.bytes} bytes "
+                             f"landed of {n} at {offset}; the object is shorter than the "
+                             "metadata says (overwritten by another save?)")
+
+    def _one(self, c, r, target, bar):
+        info = self._info(r)
+        if target is None:
+            buf = bytearray(info.length)
+            self._get(c, info.key, buf, info.offset, info.length)
+            bar.update(info.length)
+            return bytes(buf)
+        dt = getattr(torch, info.dtype)
+        shape = list(info.shape)
+        offs, lens = list(r.storage_offsets), list(r.lengths)
+        item = torch.empty(0, dtype=dt).element_size()
+        strides = [1] * len(shape)
+        for d in range(len(shape) - 2, -1, -1):
+            strides[d] = strides[d + 1] * shape[d + 1]
+        if tuple(target.shape) != tuple(lens):
+            raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"{self.url}: item {r.storage_index} "
+                             f"asks for {lens}, its destination is {list(target.shape)}")
+        # rows [offs[0], offs[0] + lens[0]) of the stored chunk hold the region
+        if shape:
+            row0, nrows = offs[0], lens[0]
+            start, n = row0 * strides[0] * item, nrows * strides[0] * item
+        else:
+            start, n = 0, item
+        inner_full = all(offs[d] == 0 and lens[d] == shape[d] for d in range(1, len(shape)))
+        direct = (inner_full and target.is_contiguous() and target.dtype == dt
+                  and target.device.type in ("cpu", "cuda")
+                  and not (target.is_conj() or target.is_neg()))
+        if direct:
+            self._get(c, info.key, target, info.offset + start, n)
+        else:
+            slab = torch.empty(n, dtype=torch.uint8)
+            self._get(c, info.key, slab, info.offset + start, n)
+            src = slab.view(dt).view([lens[0]] + shape[1:] if shape else [])
+            for d in range(1, len(shape)):
+                src = src.narrow(d, offs[d], lens[d])
+            target.copy_(src)
+        bar.update(n)
+        return target
+
+    def _place(self, r, target, info, raw):
+        """An item that arrived inside a shared GET (raw: its bytes in host memory)."""
+        if target is None:
+            return raw.numpy().tobytes()
+        dt = getattr(torch, info.dtype)
+        src = raw.view(dt).view(list(info.shape)) if raw.numel() else \
+            torch.empty(info.shape, dtype=dt)
+        for d, (o, n) in enumerate(zip(r.storage_offsets, r.lengths)):
+            src = src.narrow(d, o, n)
+        target.copy_(src)
+        return target
+
+
+__all__ = ["WharfStorageWriter", "WharfStorageReader", "WharfStorageInfo"]

@@ -1,0 +1,203 @@
+"""wharf.torch.dcp against a real wharfd: dcp.save / async_save / load with 2 gloo processes,
+loads resharded to 1 and 4 ranks (values compared shard by shard), a rank killed at three
+points of a save (never loaded as complete; an older checkpoint under the same URL stays
+whole), overwrite=False, and CUDA tensors. Needs torch.distributed.checkpoint (torch >= 2.2):
+skipped, with the reason, on older torch."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+try:
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.tensor import distribute_tensor  # noqa: F401 (DTensor is needed)
+    from wharf.torch.dcp import WharfStorageReader, WharfStorageWriter
+    HAVE_DCP = True
+    WHY = ""
+except ImportError as e:
+    HAVE_DCP = False
+    WHY = f"torch {torch.__version__} has no usable torch.distributed.checkpoint ({e})"
+
+import wharf
+from conftest import make_client
+from wharfd import free_port, unique_bucket
+
+pytestmark = pytest.mark.skipif(not HAVE_DCP, reason=WHY)
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "dcp_worker.py")
+PYDIR = os.path.normpath(os.path.join(HERE, "..", "..", "python"))
+
+
+@pytest.fixture(params=["ofi+shm", "http"])
+def dprov(request):
+    return request.param
+
+
+def env_for(srv, provider, seed=0):
+    env = dict(os.environ, **srv.client_env())
+    env["PYTHONPATH"] = PYDIR + os.pathsep + env.get("PYTHONPATH", "")
+    env["DCP_SEED"] = str(seed)
+    env.pop("WHARF_PROVIDER", None)
+    env.pop("WHARF_UNIX_SOCKET", None)
+    if provider != "http":
+        env["WHARF_PROVIDER"] = provider
+        env["WHARF_UNIX_SOCKET"] = srv.unix_socket
+    return env
+
+
+def run_ranks(mode, url, world, env, timeout=120, expect_ok=True):
+    """Starts WORLD ranks; once one exits non-zero the others are killed (a dead rank leaves
+    them waiting in a collective). Returns [(rc, output)]."""
+    port = str(free_port())
+    procs = [subprocess.Popen([sys.executable, WORKER, mode, url, str(r), str(world), port],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True) for r in range(world)]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rcs = [p.poll() for p in procs]
+        if all(rc is not None for rc in rcs):
+            break
+        if any(rc not in (None, 0) for rc in rcs):
+            time.sleep(1.0)
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+        time.sleep(0.1)
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+    out = [(p.wait(), p.stdout.read()) for p in procs]
+    if expect_ok:
+        for r, (rc, text) in enumerate(out):
+            assert rc == 0 and "OK" in text, f"rank {r} of {mode}: rc {rc}\n{text[-4000:]}"
+    return out
+
+
+def raises(cls, match):
+    """pytest.raises for an error DCP may hand back wrapped in a CheckpointException (one
+    per failed rank): the wharf error must be one of the failures."""
+    return _Raises(cls, match)
+
+
+class _Raises:
+    def __init__(self, cls, match):
+        self.cls, self.match = cls, match
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, typ, e, tb):
+        assert e is not None, f"no {self.cls.__name__} raised"
+        found = [e] + [f[0] if isinstance(f, tuple) else f
+                       for f in getattr(e, "failures", {}).values()]
+        assert any(isinstance(x, self.cls) for x in found), repr(e)
+        assert self.match in str(e), str(e)
+        return True
+
+
+def load_one(url, client, seed=0, device="cpu"):
+    """dcp.load in this process (no process group: DCP's single-rank mode)."""
+    sys.path.insert(0, HERE)
+    import dcp_worker as w
+    sd = w.state(1, seed, zeros=True)
+    sd = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in sd.items()}
+    dcp.load(sd, storage_reader=WharfStorageReader(url, client=client))
+    w.check({k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in sd.items()}, 1, seed)
+    return sd
+
+
+def test_save_2_ranks_load_1_and_4(wharfd, dprov):
+    c = make_client(wharfd, dprov)
+    b = unique_bucket("dcp")
+    c.create_bucket(b)
+    url = f"s3://{b}/run/step-1"
+    env = env_for(wharfd, dprov)
+    with_rdma = wharfd.metric_sum("wharf_rdma_write_bytes_total")
+    run_ranks("save", url, 2, env)
+    if dprov != "http":  # the ranks' tensor bytes went over RDMA
+        assert wharfd.metric_sum("wharf_rdma_write_bytes_total") - with_rdma >= 1_200_000
+    keys = sorted(o.key for o in c.list(b, "run/step-1/"))
+    assert "run/step-1/.metadata" in keys
+    assert any(k.split("/")[-1].startswith("__0_") for k in keys)
+    assert any(k.split("/")[-1].startswith("__1_") for k in keys)
+    load_one(url, c)
+    run_ranks("load", url, 4, env)
+    c.close()
+
+
+def test_async_save(wharfd):
+    c = make_client(wharfd, "ofi+shm")
+    b = unique_bucket("dcpa")
+    c.create_bucket(b)
+    url = f"s3://{b}/async"
+    env = env_for(wharfd, "ofi+shm", seed=3)
+    run_ranks("async", url, 2, env)
+    load_one(url, c, seed=3)
+    c.close()
+
+
+@pytest.mark.parametrize("point", ["write-start", "write-mid", "finish"])
+def test_killed_rank_never_complete(wharfd, point):
+    c = make_client(wharfd, "ofi+shm")
+    b = unique_bucket("dcpk")
+    c.create_bucket(b)
+    fresh, over = f"s3://{b}/fresh", f"s3://{b}/over"
+    # a complete checkpoint (seed 0) that a later, killed save (seed 5) tries to replace
+    run_ranks("save", over, 2, env_for(wharfd, "ofi+shm", seed=0))
+    env = env_for(wharfd, "ofi+shm", seed=5)
+    for url in (fresh, over):
+        out = run_ranks(f"die-{point}", url, 2, env, expect_ok=False)
+        assert any(rc != 0 for rc, _ in out), out
+    assert c.list(b, "fresh/"), "the killed save wrote nothing at all"
+    with raises(wharf.IncompleteCheckpointError, "incomplete"):
+        load_one(fresh, c, seed=5)
+    load_one(over, c, seed=0)   # the old checkpoint, whole: never a mix
+    # a later successful save commits and removes the dead save's objects
+    run_ranks("save", over, 2, env)
+    load_one(over, c, seed=5)
+    names = [o.key.split("/")[-1] for o in c.list(b, "over/")]
+    sids = {n.split("_")[3] for n in names if n.endswith(".distcp")}
+    assert len(sids) == 1, names
+    c.close()
+
+
+def test_missing_checkpoint_and_overwrite_false(wharfd):
+    c = make_client(wharfd, "http")
+    b = unique_bucket("dcpm")
+    c.create_bucket(b)
+    with raises(wharf.NotFoundError, "no checkpoint"):
+        load_one(f"s3://{b}/nothing", c)
+    sd = {"x": torch.arange(4.0)}
+    dcp.save(sd, storage_writer=WharfStorageWriter(f"s3://{b}/once", client=c))
+    with raises(wharf.WharfError, "overwrite=False"):
+        dcp.save(sd, storage_writer=WharfStorageWriter(f"s3://{b}/once", client=c,
+                                                        overwrite=False))
+    assert WharfStorageWriter.validate_checkpoint_id(f"s3://{b}/once")
+    assert not WharfStorageReader.validate_checkpoint_id("/tmp/ckpt")
+    # checkpoint_id= instead of a URL in the constructor
+    out = {"x": torch.zeros(4)}
+    dcp.load(out, checkpoint_id=f"s3://{b}/once",
+             storage_reader=WharfStorageReader(f"s3://{b}/elsewhere", client=c))
+    assert torch.equal(out["x"], sd["x"])
+    c.close()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_tensors_2_ranks(wharfd):
+    c = make_client(wharfd, "ofi+shm")
+    b = unique_bucket("dcpc")
+    c.create_bucket(b)
+    url = f"s3://{b}/cuda"
+    run_ranks("cuda-save", url, 2, env_for(wharfd, "ofi+shm"))
+    out = {"r0": torch.zeros(1000, device="cuda"), "r1": torch.zeros(1000, device="cuda"),
+           "shared": torch.zeros(5, device="cuda")}
+    dcp.load(out, storage_reader=WharfStorageReader(url, client=c))
+    for r in range(2):
+        assert torch.equal(out[f"r{r}"].cpu(), torch.arange(1000, dtype=torch.float32) + r)
+    assert torch.equal(out["shared"].cpu(), torch.ones(5))
+    c.close()
+
+
