@@ -328,7 +328,8 @@ static wh_status_t open_xfer(wharf_client_t *c, const char *name, char *err, siz
     xc.provider = name;
     xc.role = XFER_ROLE_CLIENT;
     char node[128];
-    if (strcmp(name, "ofi+shm") != 0 && !getenv("WHARF_OFI_NODE") &&
+    const xfer_provider_t *pv = xfer_provider_find(name, strlen(name));
+    if (pv && (pv->caps & XFER_CAP_NET_ADDR) && !getenv("WHARF_OFI_NODE") &&
         local_addr_toward(c->host, node, sizeof node)) {
         xc.node = node;
         wh_debug(MOD, "provider=%s binds node=%s (route to %s)", name, node, c->host);
@@ -355,21 +356,23 @@ static wh_status_t setup_provider(wharf_client_t *c)
         return WH_OK;
     }
     if (!strcmp(req, "auto")) {
+        /* The xfer table's XFER_CAP_AUTO providers, in its order. */
         wh_sbuf_t why;
         wh_sbuf_init(&why);
-        const char *order[] = {"ofi+shm", "ofi+tcp"};
-        for (size_t i = 0; i < WH_ARRAY_SIZE(order); i++) {
-            if (!strcmp(order[i], "ofi+shm") && !c->unix_socket) {
-                wh_sbuf_puts(&why, "ofi+shm: no unix_socket set; ");
+        for (const xfer_provider_t *p = xfer_providers(); p->name; p++) {
+            if (!(p->caps & XFER_CAP_AUTO))
+                continue;
+            if ((p->caps & XFER_CAP_BOUND_PEER) && !c->unix_socket) {
+                wh_sbuf_printf(&why, "%s: no unix_socket set; ", p->name);
                 continue;
             }
             err[0] = '\0';
-            if (open_xfer(c, order[i], err, sizeof err) == WH_OK) {
-                wh_debug(MOD, "provider chosen=%s order=ofi+shm,ofi+tcp", order[i]);
+            if (open_xfer(c, p->name, err, sizeof err) == WH_OK) {
+                wh_debug(MOD, "provider chosen=%s (auto)", p->name);
                 wh_sbuf_free(&why);
                 return WH_OK;
             }
-            wh_sbuf_printf(&why, "%s: %s; ", order[i], err);
+            wh_sbuf_printf(&why, "%s: %s; ", p->name, err);
         }
         snprintf(c->no_rdma_reason, sizeof c->no_rdma_reason, "provider auto found none: %s",
                  why.data ? why.data : "");
@@ -377,16 +380,21 @@ static wh_status_t setup_provider(wharf_client_t *c)
         wh_sbuf_free(&why);
         return WH_OK;
     }
-    if (!xfer_fabric_name(req)) {
-        wc_set_error("unknown provider \"%s\": use ofi+shm, ofi+tcp, ofi+verbs, ofi+efa, "
-                     "ofi+cxi, auto or none",
-                     req);
+    const xfer_provider_t *pv = NULL;
+    for (const xfer_provider_t *p = xfer_providers(); p->name; p++)
+        if (!strcmp(p->name, req))
+            pv = p;
+    if (!pv) {
+        char known[128];
+        wc_set_error("unknown provider \"%s\": use %s, auto or none", req,
+                     xfer_provider_list(known, sizeof known, XFER_NAME));
         return WH_ERR_INVALID;
     }
-    if (!strcmp(req, "ofi+shm") && !c->unix_socket) {
-        wc_set_error("provider ofi+shm needs unix_socket (the server serves shm only to peers "
-                     "it identifies over its Unix socket): set unix_socket to "
-                     "<wharfd data dir>/wharfd.sock, or use ofi+tcp");
+    if ((pv->caps & XFER_CAP_BOUND_PEER) && !c->unix_socket) {
+        wc_set_error("provider %s needs unix_socket (the server serves it only to peers it "
+                     "identifies over its Unix socket): set unix_socket to "
+                     "<wharfd data dir>/wharfd.sock, or use ofi+tcp",
+                     req);
         return WH_ERR_INVALID;
     }
     wh_status_t st = open_xfer(c, req, err, sizeof err);

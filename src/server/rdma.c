@@ -2,12 +2,14 @@
  * GET pipeline (disk read of chunk k+1 overlaps the transfer of chunk k), PUT by chunked
  * reads, and the counters /metrics shows.
  *
- * Peer binding (DESIGN.md "The data path is a security boundary"): shm is served only to
- * requests that came over the Unix socket, where the kernel reports the peer's pid and uid
- * (SO_PEERCRED); the bytes then move by process_vm_writev/readv into exactly that pid, and a
- * token whose shm endpoint belongs to another process is refused (see src/xfer/ofi.c for why
- * libfabric's own shm initiator cannot be bound safely). --shm-trust-local lifts this for
- * trusted hosts. Network providers must name an endpoint at the HTTP peer's address. */
+ * Peer binding (the data path is a security boundary): providers marked XFER_CAP_BOUND_PEER
+ * (shm) are served only to requests that came over the Unix socket, where the kernel reports
+ * the peer's pid and uid (SO_PEERCRED); the bytes then move by process_vm_writev/readv into
+ * exactly that pid, and a token whose shm endpoint belongs to another process is refused (see
+ * src/xfer/cma.c for why libfabric's own shm initiator cannot be bound safely).
+ * --shm-trust-local lifts this for trusted hosts. Network providers (XFER_CAP_NET_ADDR) must
+ * name an endpoint at the HTTP peer's address. Providers and their names come from the xfer
+ * provider table. */
 #include "server/rdma.h"
 #include "base/crc.h"
 #include "base/log.h"
@@ -29,13 +31,14 @@
 #include <time.h>
 
 #define MOD "rdma"
-#define RDMA_MAX_PROV 5
+#define RDMA_MAX_PROV 8
 #define RDMA_MAX_SLOTS 64 /* xfer tags */
 #define RDMA_POOL_WAIT_MS 5000
 #define RDMA_DIRECT_WINDOW (8u << 20) /* bytes per mmap window on the direct path */
 
 typedef struct rdma_prov {
-    const char *short_name; /* "shm", "tcp" (metrics label, result->provider) */
+    const xfer_provider_t *info; /* the xfer table's entry */
+    const char *short_name;      /* "shm", "tcp" (metrics label, result->provider) */
     xfer_t *x;
     xfer_mr_t *mr; /* the whole pool arena */
     atomic_uint_fast64_t write_bytes, write_ops, read_bytes, read_ops, write_fail, read_fail;
@@ -71,22 +74,16 @@ struct srv_rdma {
     wh_crc64_shift_t direct_shift; /* combines per-window crcs of RDMA_DIRECT_WINDOW bytes */
 };
 
-static const struct {
-    const char *short_name;
-    const char *wharf_name;
-} g_prov_names[] = {
-    {"shm", "ofi+shm"}, {"tcp", "ofi+tcp"}, {"verbs", "ofi+verbs"},
-    {"efa", "ofi+efa"}, {"cxi", "ofi+cxi"},
-};
-
 void srv_rdma_config_init(srv_rdma_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    cfg->providers = "shm,tcp";
+    xfer_config_t xc;
+    xfer_config_init(&xc); /* the transport defaults live in xfer */
+    cfg->providers = XFER_DEFAULT_SERVER_PROVIDERS;
     cfg->mem_budget = 256ULL << 20;
-    cfg->chunk_size = 4ULL << 20;
-    cfg->window = 4;
-    cfg->max_peers = 256;
+    cfg->chunk_size = xc.chunk_size;
+    cfg->window = xc.window;
+    cfg->max_peers = xc.max_peers;
 }
 
 /* ---- pool ------------------------------------------------------------------------------ */
@@ -147,19 +144,6 @@ static void rdma_late_release(void *arg)
 
 /* ---- init / fini ----------------------------------------------------------------------- */
 
-static const char *rdma_wharf_name(const char *name, size_t n, const char **short_name)
-{
-    for (size_t i = 0; i < WH_ARRAY_SIZE(g_prov_names); i++) {
-        const char *s = g_prov_names[i].short_name, *w = g_prov_names[i].wharf_name;
-        if ((strlen(s) == n && strncmp(s, name, n) == 0) ||
-            (strlen(w) == n && strncmp(w, name, n) == 0)) {
-            *short_name = s;
-            return w;
-        }
-    }
-    return NULL;
-}
-
 wh_status_t srv_rdma_init(const srv_rdma_config_t *cfg, srv_rdma_t **out)
 {
     wh_status_t st = WH_OK;
@@ -168,17 +152,19 @@ wh_status_t srv_rdma_init(const srv_rdma_config_t *cfg, srv_rdma_t **out)
         return WH_ERR_NOMEM;
     r->cfg = *cfg;
     wh_crc64nvme_shift_init(&r->direct_shift, RDMA_DIRECT_WINDOW);
+    xfer_config_t def;
+    xfer_config_init(&def);
     if (!r->cfg.chunk_size)
-        r->cfg.chunk_size = 4ULL << 20;
+        r->cfg.chunk_size = def.chunk_size;
     if (!r->cfg.window)
-        r->cfg.window = 4;
+        r->cfg.window = def.window;
     if (r->cfg.window > RDMA_MAX_SLOTS - 2)
         r->cfg.window = RDMA_MAX_SLOTS - 2;
     if (!r->cfg.max_peers)
-        r->cfg.max_peers = 256;
+        r->cfg.max_peers = def.max_peers;
     pthread_mutex_init(&r->plock, NULL);
     pthread_cond_init(&r->pcond, NULL);
-    const char *list = cfg->providers ? cfg->providers : "shm,tcp";
+    const char *list = cfg->providers ? cfg->providers : XFER_DEFAULT_SERVER_PROVIDERS;
 
     if (strcmp(list, "none") == 0 || list[0] == '\0') {
         wh_info(MOD, "rdma disabled providers=none");
@@ -222,23 +208,24 @@ wh_status_t srv_rdma_init(const srv_rdma_config_t *cfg, srv_rdma_t **out)
     for (const char *p = list; *p;) {
         const char *e = strchr(p, ',');
         size_t n = e ? (size_t)(e - p) : strlen(p);
-        const char *short_name = NULL, *wname = rdma_wharf_name(p, n, &short_name);
-        if (!wname) {
+        const xfer_provider_t *pv = xfer_provider_find(p, n);
+        if (!pv) {
+            char known[128];
             wh_error(MOD, "unknown rdma provider name='%.*s'", (int)n, p);
-            fprintf(stderr, "wharfd: unknown RDMA provider '%.*s' in --providers; known: shm, "
-                            "tcp, verbs, efa, cxi (or none)\n",
-                    (int)n, p);
+            fprintf(stderr, "wharfd: unknown RDMA provider '%.*s' in --providers; known: %s "
+                            "(or none)\n",
+                    (int)n, p, xfer_provider_list(known, sizeof known, XFER_NAME_SHORT));
             st = WH_ERR_INVALID;
             goto err;
         }
         bool dup = false;
         for (unsigned i = 0; i < r->nprov; i++)
-            dup |= strcmp(r->prov[i].short_name, short_name) == 0;
+            dup |= r->prov[i].info == pv;
         if (!dup && r->nprov < RDMA_MAX_PROV) {
             xfer_config_t xc;
             char err[256] = "";
             xfer_config_init(&xc);
-            xc.provider = wname;
+            xc.provider = pv->name;
             xc.role = XFER_ROLE_SERVER;
             xc.chunk_size = r->cfg.chunk_size;
             xc.window = r->cfg.window;
@@ -247,17 +234,18 @@ wh_status_t srv_rdma_init(const srv_rdma_config_t *cfg, srv_rdma_t **out)
             rdma_prov_t *rp = &r->prov[r->nprov];
             if (xfer_open(&xc, &rp->x, err, sizeof err) != WH_OK) {
                 wh_warn(MOD, "rdma provider unavailable, not enabled provider=%s reason='%s'",
-                        wname, err);
+                        pv->name, err);
             } else if (xfer_mr_reg(rp->x, r->arena, r->arena_len, &rp->mr) != WH_OK) {
                 wh_warn(MOD, "rdma pool registration failed, provider not enabled provider=%s",
-                        wname);
+                        pv->name);
                 xfer_close(rp->x);
                 rp->x = NULL;
             } else {
-                rp->short_name = short_name;
+                rp->info = pv;
+                rp->short_name = pv->short_name;
                 size_t l = strlen(r->enabled);
                 snprintf(r->enabled + l, sizeof r->enabled - l, "%s%s", l ? "," : "",
-                         short_name);
+                         pv->short_name);
                 r->nprov++;
             }
         }
@@ -341,15 +329,16 @@ static bool rdma_vet(srv_rdma_t *r, const char *token, const srv_peer_t *peer, u
             p = &r->prov[i];
     if (!p) {
         const char *w = xfer_wharf_name(tok->provider);
+        char known[128];
         if (w)
             res_set(res, 501, "NotImplemented",
                     "RDMA provider '%s' (%s) is not enabled on this server (enabled: %s)", w,
                     tok->provider, r->enabled[0] ? r->enabled : "none");
         else
             res_set(res, 501, "NotImplemented",
-                    "unknown RDMA provider '%s' (this server knows shm, tcp;ofi_rxm, "
-                    "verbs;ofi_rxm, efa, cxi; enabled: %s)",
-                    tok->provider, r->enabled[0] ? r->enabled : "none");
+                    "unknown RDMA provider '%s' (this server knows %s; enabled: %s)",
+                    tok->provider, xfer_provider_list(known, sizeof known, XFER_NAME_FABRIC),
+                    r->enabled[0] ? r->enabled : "none");
         return decline(r, DECL_PROVIDER, res);
     }
     if (tok->size < need) {
@@ -358,7 +347,7 @@ static bool rdma_vet(srv_rdma_t *r, const char *token, const srv_peer_t *peer, u
                 need);
         return decline(r, DECL_SIZE, res);
     }
-    if (strcmp(p->short_name, "shm") == 0 && !r->cfg.shm_trust_local &&
+    if ((p->info->caps & XFER_CAP_BOUND_PEER) && !r->cfg.shm_trust_local &&
         (!peer || !peer->is_unix || peer->pid <= 0)) {
         res_set(res, 501, "NotImplemented",
                 "shm is served only to requests over the server's Unix socket, where the "
@@ -388,14 +377,14 @@ static wh_status_t rdma_begin(srv_rdma_t *r, rdma_prov_t *p, const token_t *tok,
     char err[200];
     memset(&t, 0, sizeof t);
     t.token = tok;
-    bool shm = strcmp(p->short_name, "shm") == 0;
-    if (shm && peer && peer->is_unix && peer->pid > 0 && !r->cfg.shm_trust_local) {
+    bool bound = (p->info->caps & XFER_CAP_BOUND_PEER) != 0;
+    if (bound && peer && peer->is_unix && peer->pid > 0 && !r->cfg.shm_trust_local) {
         t.bind_pid = peer->pid;
         t.bind_uid = peer->uid;
     } else {
         t.bind_uid = (uid_t)-1;
     }
-    if (!shm && peer && !peer->is_unix && peer->addr[0])
+    if ((p->info->caps & XFER_CAP_NET_ADDR) && peer && !peer->is_unix && peer->addr[0])
         t.bind_host = peer->addr;
     t.on_idle = rdma_late_release;
     t.on_idle_arg = late;

@@ -1,5 +1,6 @@
-/* xfer core: provider names, the family registry, slot checks, and the dispatch wrappers that
- * enforce what every provider must honour (bounds of the token's region, fork inertness). */
+/* xfer core: defaults, opening a provider through its family (and the bound family beside
+ * it), slot checks, and the dispatch wrappers that enforce what every provider must honour
+ * (bounds of the token's region, fork inertness). The provider table is in provider.c. */
 #include "xfer/xfer.h"
 #include "base/log.h"
 
@@ -7,28 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const struct xfer_ops xfer_ofi_ops;
-
-/* Families in lookup order. A UCX table goes here when it exists. */
-static const struct xfer_ops *const g_families[] = {&xfer_ofi_ops};
-
-static const struct {
-    const char *wharf;
-    const char *fabric;
-} g_names[] = {
-    {"ofi+shm", "shm"},
-    {"ofi+tcp", "tcp;ofi_rxm"},
-    {"ofi+verbs", "verbs;ofi_rxm"},
-    {"ofi+efa", "efa"},
-    {"ofi+cxi", "cxi"},
-};
-
-static const char *const g_known[] = {"ofi+shm", "ofi+tcp", "ofi+verbs", "ofi+efa", "ofi+cxi",
-                                      NULL};
-
-static void xfer_seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void xfer_seterr(char *err, size_t errlen, const char *fmt, ...)
+void xfer_seterr(char *err, size_t errlen, const char *fmt, ...)
 {
     if (!err || !errlen)
         return;
@@ -38,39 +18,32 @@ static void xfer_seterr(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-const char *xfer_fabric_name(const char *wharf_name)
-{
-    if (!wharf_name)
-        return NULL;
-    for (size_t i = 0; i < sizeof g_names / sizeof g_names[0]; i++)
-        if (strcmp(g_names[i].wharf, wharf_name) == 0)
-            return g_names[i].fabric;
-    return NULL;
-}
-
-const char *xfer_wharf_name(const char *fabric_name)
-{
-    if (!fabric_name)
-        return NULL;
-    for (size_t i = 0; i < sizeof g_names / sizeof g_names[0]; i++)
-        if (strcmp(g_names[i].fabric, fabric_name) == 0)
-            return g_names[i].wharf;
-    return NULL;
-}
-
-const char *const *xfer_known_names(void)
-{
-    return g_known;
-}
-
 void xfer_config_init(xfer_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    cfg->chunk_size = 4ULL << 20;
-    cfg->window = 4;
-    cfg->max_peers = 256;
-    cfg->timeout_ms = 10000;
+    cfg->chunk_size = XFER_DEFAULT_CHUNK;
+    cfg->window = XFER_DEFAULT_WINDOW;
+    cfg->max_peers = XFER_DEFAULT_MAX_PEERS;
+    cfg->timeout_ms = XFER_DEFAULT_TIMEOUT_MS;
+    cfg->reap_ms = XFER_DEFAULT_REAP_MS;
     cfg->progress_thread = true;
+}
+
+/* Fields left 0 take the defaults, so a family never re-decides them. */
+static void xfer_config_fill(xfer_config_t *c)
+{
+    if (!c->chunk_size)
+        c->chunk_size = XFER_DEFAULT_CHUNK;
+    if (!c->window)
+        c->window = XFER_DEFAULT_WINDOW;
+    if (c->window > XFER_MAX_WINDOW)
+        c->window = XFER_MAX_WINDOW;
+    if (!c->max_peers)
+        c->max_peers = XFER_DEFAULT_MAX_PEERS;
+    if (!c->timeout_ms)
+        c->timeout_ms = XFER_DEFAULT_TIMEOUT_MS;
+    if (!c->reap_ms)
+        c->reap_ms = XFER_DEFAULT_REAP_MS;
 }
 
 /* Every slot is required; a provider that lacks a capability points it at a stub. */
@@ -81,59 +54,87 @@ static bool xfer_ops_complete(const struct xfer_ops *o)
            o->batch_begin && o->batch_post && o->batch_wait && o->batch_end;
 }
 
+/* Opens one family's instance of prov and fills the core's fields. */
+static wh_status_t xfer_open_family(const xfer_config_t *cfg, const xfer_provider_t *prov,
+                                    const char *family, xfer_t **out, char *err, size_t errlen)
+{
+    const struct xfer_ops *o = xfer_family(family);
+    if (!o) {
+        xfer_seterr(err, errlen, "no transport family '%s' in this build for '%s'", family,
+                    prov->name);
+        return WH_ERR_UNSUPPORTED;
+    }
+    if (!xfer_ops_complete(o)) {
+        wh_error("xfer", "provider table lacks a required slot family=%s", o->family);
+        xfer_seterr(err, errlen, "xfer family '%s' is incomplete (a required slot is NULL)",
+                    o->family);
+        return WH_ERR_INTERNAL;
+    }
+    xfer_t *x = NULL;
+    wh_status_t st = o->open(cfg, prov, &x, err, errlen);
+    if (st != WH_OK)
+        return st;
+    x->_ops = o;
+    x->_prov = prov;
+    x->_bound = NULL;
+    if (strcmp(family, prov->family) == 0)
+        snprintf(x->_name, sizeof x->_name, "%s", prov->name);
+    else
+        snprintf(x->_name, sizeof x->_name, "%s+%s", family, prov->short_name);
+    snprintf(x->_fabric, sizeof x->_fabric, "%s", prov->fabric);
+    x->_role = cfg->role;
+    *out = x;
+    return WH_OK;
+}
+
 wh_status_t xfer_open(const xfer_config_t *cfg, xfer_t **out, char *err, size_t errlen)
 {
     char order[128];
-    size_t off = 0;
-    order[0] = '\0';
-    for (size_t i = 0; g_known[i]; i++)
-        off += (size_t)snprintf(order + off, sizeof order - off, "%s%s", i ? "," : "",
-                                g_known[i]);
+    xfer_provider_list(order, sizeof order, XFER_NAME);
     if (!cfg || !cfg->provider || !out ||
         (cfg->role != XFER_ROLE_CLIENT && cfg->role != XFER_ROLE_SERVER)) {
         xfer_seterr(err, errlen, "xfer: a provider name and a role are required");
         return WH_ERR_INVALID;
     }
-    const char *plus = strchr(cfg->provider, '+');
-    if (!plus || !xfer_fabric_name(cfg->provider)) {
+    const xfer_provider_t *prov = NULL;
+    for (const xfer_provider_t *p = xfer_providers(); p->name; p++)
+        if (strcmp(p->name, cfg->provider) == 0)
+            prov = p;
+    if (!prov) {
         xfer_seterr(err, errlen,
                     "unknown data-path provider '%.40s'; known providers in preference order: "
                     "%s",
                     cfg->provider, order);
         return WH_ERR_UNSUPPORTED;
     }
-    for (size_t i = 0; i < sizeof g_families / sizeof g_families[0]; i++) {
-        const struct xfer_ops *o = g_families[i];
-        if (strlen(o->family) != (size_t)(plus - cfg->provider) ||
-            strncmp(o->family, cfg->provider, (size_t)(plus - cfg->provider)) != 0)
-            continue;
-        if (!xfer_ops_complete(o)) {
-            wh_error("xfer", "provider table lacks a required slot family=%s", o->family);
-            xfer_seterr(err, errlen, "xfer family '%s' is incomplete (a required slot is NULL)",
-                        o->family);
-            return WH_ERR_INTERNAL;
-        }
-        wh_info("xfer", "opening data-path provider provider=%s role=%s order=%s",
-                cfg->provider, cfg->role == XFER_ROLE_CLIENT ? "client" : "server", order);
-        xfer_t *x = NULL;
-        wh_status_t st = o->open(cfg, plus + 1, &x, err, errlen);
-        if (st != WH_OK)
+    xfer_config_t c = *cfg;
+    xfer_config_fill(&c);
+    wh_info("xfer", "opening data-path provider provider=%s role=%s order=%s", prov->name,
+            c.role == XFER_ROLE_CLIENT ? "client" : "server", order);
+    xfer_t *x = NULL;
+    wh_status_t st = xfer_open_family(&c, prov, prov->family, &x, err, errlen);
+    if (st != WH_OK)
+        return st;
+    /* A server serves kernel-identified peers of this provider through the bound family. */
+    if (c.role == XFER_ROLE_SERVER && (prov->caps & XFER_CAP_BOUND_PEER) && prov->bound_family) {
+        st = xfer_open_family(&c, prov, prov->bound_family, &x->_bound, err, errlen);
+        if (st != WH_OK) {
+            xfer_close(x);
             return st;
-        x->_ops = o;
-        snprintf(x->_name, sizeof x->_name, "%s", cfg->provider);
-        snprintf(x->_fabric, sizeof x->_fabric, "%s", xfer_fabric_name(cfg->provider));
-        x->_role = cfg->role;
-        *out = x;
-        return WH_OK;
+        }
     }
-    xfer_seterr(err, errlen, "no transport family for '%.40s'", cfg->provider);
-    return WH_ERR_UNSUPPORTED;
+    *out = x;
+    return WH_OK;
 }
 
 void xfer_close(xfer_t *x)
 {
-    if (x)
-        x->_ops->close(x);
+    if (!x)
+        return;
+    xfer_t *bound = x->_bound;
+    x->_ops->close(x);
+    if (bound)
+        bound->_ops->close(bound);
 }
 
 const char *xfer_name(const xfer_t *x)
@@ -152,6 +153,8 @@ void xfer_forget_after_fork(xfer_t *x)
         return;
     x->_forgotten = true;
     x->_ops->forget_after_fork(x);
+    if (x->_bound)
+        xfer_forget_after_fork(x->_bound);
 }
 
 wh_status_t xfer_mr_reg(xfer_t *x, void *addr, size_t len, xfer_mr_t **out)
@@ -210,8 +213,11 @@ bool xfer_needs_progress(const xfer_t *x)
 
 void xfer_progress(xfer_t *x)
 {
-    if (x && !x->_forgotten)
-        x->_ops->progress(x);
+    if (!x || x->_forgotten)
+        return;
+    x->_ops->progress(x);
+    if (x->_bound)
+        x->_bound->_ops->progress(x->_bound);
 }
 
 wh_status_t xfer_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t **out, char *err,
@@ -227,6 +233,9 @@ wh_status_t xfer_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t *
                     t->dialect == TOKEN_DIALECT_OFI1 ? t->provider : "(cuobj)", x->_fabric);
         return WH_ERR_INVALID;
     }
+    /* A peer the kernel identified is served by the bound family (cma for shm). */
+    if (tgt->bind_pid > 0 && x->_bound)
+        x = x->_bound;
     xfer_batch_t *b = NULL;
     wh_status_t st = x->_ops->batch_begin(x, tgt, &b, err, errlen);
     if (st != WH_OK)

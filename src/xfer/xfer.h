@@ -9,10 +9,12 @@
  *   moves bytes one-sided (write = GET, read = PUT) in chunks with a bounded window of
  *   outstanding operations, from/into its own registered buffers.
  *
- * Providers are chosen by name: "ofi+shm", "ofi+tcp" (tcp;ofi_rxm), "ofi+verbs"
- * (verbs;ofi_rxm), "ofi+efa", "ofi+cxi". The transport family prefix ("ofi+") selects an ops
- * table (struct xfer_ops); a UCX family ("ucx+...") can be added as a second table without
- * changing this API.
+ * Providers are chosen by name from one table (xfer_providers: "ofi+shm", "ofi+tcp"
+ * (tcp;ofi_rxm), "ofi+verbs" (verbs;ofi_rxm), "ofi+efa", "ofi+cxi"); each entry names the
+ * transport family that implements it, an ops table (struct xfer_ops), as UCX separates its
+ * transports. Families today: "ofi" (libfabric: ofi_iface.c, ofi_mr.c, ofi_peer.c,
+ * ofi_batch.c) and "cma" (cma.c: the server's own cross-memory copy into a kernel-identified
+ * pid, which serves shm tokens of bound peers). A UCX family is one more table.
  *
  * Thread-safety: every function may be called from any thread on one xfer_t, except
  * xfer_close (no other call may be in flight) and xfer_forget_after_fork (see there).
@@ -36,27 +38,84 @@ typedef struct xfer_batch xfer_batch_t; /* server: the ops of one request agains
 typedef enum { XFER_ROLE_CLIENT = 1, XFER_ROLE_SERVER = 2 } xfer_role_t;
 typedef enum { XFER_OP_WRITE = 1, XFER_OP_READ = 2 } xfer_op_t; /* write: local -> remote */
 
-/* ---- provider names ---------------------------------------------------------------------- */
+/* ---- the provider table ------------------------------------------------------------------
+ *
+ * The one list of data-path providers. Every layer that names a provider (wharfd's
+ * --providers, libwharf's provider setting, metrics labels, error messages) reads it here. */
+
+/* What a provider can do, and what serving it requires. */
+enum {
+    /* Reaches only processes on this host (shared memory). */
+    XFER_CAP_HOST_LOCAL = 1u << 0,
+    /* A server serves it only to requesters the kernel identifies (SO_PEERCRED over the Unix
+     * socket), and then moves the bytes itself through the family named in bound_family
+     * (cross-memory copy into exactly that pid) instead of through this provider. */
+    XFER_CAP_BOUND_PEER = 1u << 1,
+    /* The token's endpoint is a network address; a server checks that it is the HTTP
+     * requester's host (xfer_target_t.bind_host). */
+    XFER_CAP_NET_ADDR = 1u << 2,
+    /* The target must drive progress while a transfer into its memory runs. */
+    XFER_CAP_TARGET_PROGRESS = 1u << 3,
+    /* Tried, in table order, by a client asked for provider "auto". */
+    XFER_CAP_AUTO = 1u << 4,
+};
+
+typedef struct xfer_provider {
+    const char *name;         /* "ofi+tcp": what configs and the client API say */
+    const char *short_name;   /* "tcp": wharfd --providers, metrics label */
+    const char *fabric;       /* "tcp;ofi_rxm": the token's provider field */
+    const char *family;       /* "ofi": which ops table (struct xfer_ops) implements it */
+    const char *bound_family; /* with XFER_CAP_BOUND_PEER: the family serving bound peers */
+    unsigned caps;            /* XFER_CAP_* */
+} xfer_provider_t;
+
+/* The table in preference order, terminated by an entry whose name is NULL. */
+const xfer_provider_t *xfer_providers(void);
+/* Finds a provider by its name, short name or fabric name, n bytes of s (n = strlen for a
+ * C string); NULL if unknown. */
+const xfer_provider_t *xfer_provider_find(const char *s, size_t n);
+const xfer_provider_t *xfer_provider_by_fabric(const char *fabric);
+/* Writes the providers' names of one kind, comma-separated in table order, into out for
+ * messages ("ofi+shm, ofi+tcp, ...", "shm, tcp, ...", "shm, tcp;ofi_rxm, ..."); returns out. */
+typedef enum { XFER_NAME = 0, XFER_NAME_SHORT, XFER_NAME_FABRIC } xfer_name_kind_t;
+const char *xfer_provider_list(char *out, size_t outlen, xfer_name_kind_t kind);
+/* The family's ops table ("ofi", "cma"); NULL if none. */
+const struct xfer_ops *xfer_family(const char *family);
 
 /* Maps a wharf provider name ("ofi+tcp") to the libfabric provider string that a token carries
- * ("tcp;ofi_rxm"), and back. NULL if unknown. Static strings. */
+ * ("tcp;ofi_rxm"), and back. NULL if unknown. Static strings (from the table above). */
 const char *xfer_fabric_name(const char *wharf_name);
 const char *xfer_wharf_name(const char *fabric_name);
 /* The known names in preference order ("ofi+shm", "ofi+tcp", "ofi+verbs", "ofi+efa",
- * "ofi+cxi"), NULL-terminated; "auto" on the client means: try them in this order. */
+ * "ofi+cxi"), NULL-terminated; "auto" on the client means: try the XFER_CAP_AUTO ones. */
 const char *const *xfer_known_names(void);
 
 /* ---- open / close ------------------------------------------------------------------------ */
+
+/* Transport defaults: the one place they are set (xfer_config_init; xfer_open applies them
+ * to fields left 0; wharfd's engine starts from xfer_config_init too). */
+#define XFER_DEFAULT_CHUNK (4ULL << 20)
+#define XFER_DEFAULT_WINDOW 4u
+#define XFER_MAX_WINDOW 64u
+#define XFER_DEFAULT_MAX_PEERS 256u
+#define XFER_DEFAULT_TIMEOUT_MS 10000u
+/* After a batch ends with ops still in flight, how long the transport waits for them to
+ * drain before it cancels them by force (drops the peer's connection; see
+ * xfer_batch_end). */
+#define XFER_DEFAULT_REAP_MS 2000u
+/* What wharfd serves when not told otherwise (short names, comma-separated). */
+#define XFER_DEFAULT_SERVER_PROVIDERS "shm,tcp"
 
 typedef struct xfer_config {
     const char *provider;  /* "ofi+shm", "ofi+tcp", ... (required) */
     xfer_role_t role;      /* required */
     /* server role: */
-    uint64_t chunk_size;   /* max bytes per fabric op; default 4 MiB */
-    unsigned window;       /* max outstanding ops per batch; default 4 */
+    uint64_t chunk_size;   /* max bytes per fabric op; default XFER_DEFAULT_CHUNK */
+    unsigned window;       /* max outstanding ops per batch; default 4, at most 64 */
     unsigned max_peers;    /* endpoint (address vector) cache bound, LRU eviction; default 256 */
     unsigned timeout_ms;   /* a batch fails when none of its ops completes for this long;
                               default 10000 */
+    unsigned reap_ms;      /* see XFER_DEFAULT_REAP_MS */
     /* client role: */
     bool progress_thread;  /* run a progress thread gated by xfer_progress_begin/end;
                               default true (only started if the provider needs it) */
@@ -183,10 +242,10 @@ void xfer_progress(xfer_t *x);
  * A provider's private structs embed struct xfer / struct xfer_mr / struct xfer_batch as their
  * first field. */
 struct xfer_ops {
-    const char *family; /* "ofi" */
-    /* cfg->provider's part after "<family>+" is passed as sub ("shm", "tcp", ...). */
-    wh_status_t (*open)(const xfer_config_t *cfg, const char *sub, xfer_t **out, char *err,
-                        size_t errlen);
+    const char *family; /* "ofi", "cma" */
+    /* prov is the table entry; cfg has every default applied. */
+    wh_status_t (*open)(const xfer_config_t *cfg, const xfer_provider_t *prov, xfer_t **out,
+                        char *err, size_t errlen);
     void (*close)(xfer_t *x);
     void (*forget_after_fork)(xfer_t *x);
     wh_status_t (*mr_reg)(xfer_t *x, void *addr, size_t len, xfer_mr_t **out);
@@ -207,8 +266,10 @@ struct xfer_ops {
 /* Public bases. Fields starting with _ belong to the xfer core and providers. */
 struct xfer {
     const struct xfer_ops *_ops;
-    char _name[32];   /* "ofi+shm" */
-    char _fabric[32]; /* "shm" */
+    const xfer_provider_t *_prov;
+    struct xfer *_bound; /* server role, XFER_CAP_BOUND_PEER: the family for bound peers */
+    char _name[32];      /* "ofi+shm" */
+    char _fabric[32];    /* "shm" */
     xfer_role_t _role;
     bool _forgotten;
     bool _needs_progress;
@@ -227,7 +288,9 @@ struct xfer_batch {
     char _err[256];
 };
 
-/* Shared stubs for unsupported slots. */
+/* Shared stubs for unsupported slots, and the error-message helper providers use. */
+void xfer_seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 wh_status_t xfer_unsupported_token_pack(xfer_t *x, const xfer_mr_t *mr, const void *addr,
                                         uint64_t len, char *out, size_t outlen);
 wh_status_t xfer_unsupported_batch_begin(xfer_t *x, const xfer_target_t *tgt,

@@ -1,8 +1,9 @@
-/* ofi.c loopback, once per provider (ofi+shm, ofi+tcp): a forked "client" registers memory and
- * packs a token; this process, the "server", writes and reads it in chunks with a window and
- * compares bytes. Also: out-of-region posts refused, a dead or stopped peer fails within a
- * bounded time, the peer cache evicts, and (shm) a token naming another process is refused
- * while that process's memory stays unchanged. */
+/* The ofi family (ofi_*.c) and the cma family (cma.c), loopback, once per provider (ofi+shm,
+ * ofi+tcp): a forked "client" registers memory and packs a token; this process, the "server",
+ * writes and reads it in chunks with a window and compares bytes. Also: out-of-region posts
+ * refused, a dead or stopped peer fails within a bounded time, the peer cache evicts, and
+ * (shm) a token naming another process is refused while that process's memory stays
+ * unchanged. */
 #include "check.h"
 #include "base/util.h"
 #include "xfer/xfer.h"

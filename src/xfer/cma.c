@@ -1,0 +1,270 @@
+/* The cma family of xfer: wharfd's own cross-memory copy (process_vm_writev/readv) into the
+ * process the kernel named for the HTTP connection (SO_PEERCRED), serving shm tokens of bound
+ * peers. Server role only; clients keep using ofi+shm, whose endpoint name goes into the token.
+ *
+ * Why not libfabric's shm initiator: in libfabric 1.17 smr_rma_fast() calls
+ * process_vm_writev(peer_smr->pid, ...) with the pid read from the peer's shared-memory
+ * region on every op, under a spinlock that also lives in that region. The peer can rewrite
+ * both at any time, so a one-time check of the pid is racy (it can be flipped to a victim's pid
+ * after the check) and the spinlock lets a peer hang a server thread. Here the copy goes to
+ * the pid the kernel reported, bounds checked against the token by the xfer core. The token's
+ * shm endpoint is still checked to belong to that pid (1.17 region layout, verified against
+ * fi_version()), so a token naming another process's endpoint is refused up front.
+ *
+ * Posts are synchronous and may come from several threads at once (disjoint ranges), so one
+ * request can use several cores; nothing is ever in flight after a post returns, so a batch
+ * always ends idle. */
+#include "xfer/xfer.h"
+#include "base/log.h"
+#include "base/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <rdma/fabric.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+typedef struct cma_xfer {
+    struct xfer base; /* first */
+    uint64_t chunk;   /* bytes per process_vm_* call */
+} cma_xfer_t;
+
+typedef struct cma_batch {
+    struct xfer_batch base; /* first */
+    pid_t pid;
+} cma_batch_t;
+
+static wh_status_t cma_open(const xfer_config_t *cfg, const xfer_provider_t *prov, xfer_t **out,
+                            char *err, size_t errlen)
+{
+    if (cfg->role != XFER_ROLE_SERVER) {
+        xfer_seterr(err, errlen, "the cma transport only serves (server role); a client of %s "
+                    "opens %s", prov->short_name, prov->name);
+        return WH_ERR_UNSUPPORTED;
+    }
+    cma_xfer_t *o = calloc(1, sizeof *o);
+    if (!o)
+        return WH_ERR_NOMEM;
+    o->chunk = cfg->chunk_size;
+    *out = &o->base;
+    return WH_OK;
+}
+
+static void cma_close(xfer_t *x)
+{
+    free(x);
+}
+
+static void cma_forget_after_fork(xfer_t *x)
+{
+    (void)x; /* no provider state: nothing to leave alone */
+}
+
+/* Local memory needs no registration for a cross-memory copy; the handle only carries the
+ * range so the core can bounds-check posts. */
+static wh_status_t cma_mr_reg(xfer_t *x, void *addr, size_t len, xfer_mr_t **out)
+{
+    xfer_mr_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return WH_ERR_NOMEM;
+    m->_x = x;
+    m->_addr = addr;
+    m->_len = len;
+    *out = m;
+    return WH_OK;
+}
+
+static void cma_mr_dereg(xfer_mr_t *mr)
+{
+    free(mr);
+}
+
+/* ---- the token must name the requester's own shm endpoint -------------------------------- */
+
+/* The 1.17 shm region header: version byte 4, then resv, flags (u16), pid (int) at offset 4.
+ * Checked against the running libfabric's version; another version skips this consistency
+ * check (the data path stays bound to the kernel's pid either way). */
+#define SMR117_VERSION 4
+#define SMR117_PID_OFF 4
+
+static wh_status_t cma_check_owner(const token_t *t, pid_t pid, uid_t uid, char *err,
+                                   size_t errlen)
+{
+    char name[TOKEN_MAX_EP_NAME + 1], path[TOKEN_MAX_EP_NAME + 16];
+    size_t n = t->ep_name_len;
+    memcpy(name, t->ep_name, n);
+    name[n] = '\0';
+    if (n > 0 && strlen(name) != n && strlen(name) + 1 != n) {
+        xfer_seterr(err, errlen, "token field 'ep-name': not an shm endpoint name");
+        return WH_ERR_INVALID;
+    }
+    const char *s = strstr(name, "://");
+    s = s ? s + 3 : name;
+    if (!*s || strchr(s, '/') || strcmp(s, ".") == 0 || strcmp(s, "..") == 0) {
+        xfer_seterr(err, errlen, "token field 'ep-name': not an shm endpoint name");
+        return WH_ERR_INVALID;
+    }
+    for (const char *c = s; *c; c++)
+        if (*c < 0x21 || *c > 0x7e) {
+            xfer_seterr(err, errlen, "token field 'ep-name': not an shm endpoint name");
+            return WH_ERR_INVALID;
+        }
+
+    /* The process the kernel named must still have the requester's uid (narrows pid reuse). */
+    if (uid != (uid_t)-1) {
+        char sp[64], line[256];
+        snprintf(sp, sizeof sp, "/proc/%d/status", (int)pid);
+        FILE *f = fopen(sp, "re");
+        bool ok = false;
+        if (f) {
+            while (fgets(line, sizeof line, f)) {
+                unsigned r, e;
+                if (sscanf(line, "Uid: %u %u", &r, &e) == 2) {
+                    ok = r == (unsigned)uid;
+                    break;
+                }
+            }
+            fclose(f);
+        }
+        if (!ok) {
+            xfer_seterr(err, errlen, "requesting process %d is gone or no longer has uid %u",
+                       (int)pid, (unsigned)uid);
+            return WH_ERR_AUTH;
+        }
+    }
+
+    if (fi_version() != FI_VERSION(1, 17)) {
+        wh_debug("xfer", "shm region layout not verified for this libfabric, skipping "
+                         "endpoint owner check");
+        return WH_OK;
+    }
+    snprintf(path, sizeof path, "/dev/shm/%s", s);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        xfer_seterr(err, errlen,
+                   "token field 'ep-name': shm endpoint '%.64s' does not exist on this host", s);
+        return WH_ERR_INVALID;
+    }
+    struct stat stt;
+    unsigned char hdr[8];
+    wh_status_t st = WH_OK;
+    if (fstat(fd, &stt) != 0 || !S_ISREG(stt.st_mode) ||
+        pread(fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr) {
+        xfer_seterr(err, errlen, "token field 'ep-name': shm endpoint '%.64s' is not readable",
+                   s);
+        st = WH_ERR_INVALID;
+    } else if (uid != (uid_t)-1 && stt.st_uid != uid) {
+        xfer_seterr(err, errlen,
+                   "token's shm endpoint belongs to uid %u, but the request came from uid %u",
+                   (unsigned)stt.st_uid, (unsigned)uid);
+        st = WH_ERR_AUTH;
+    } else if (hdr[0] != SMR117_VERSION) {
+        wh_debug("xfer", "unknown shm region version, owner check skipped version=%u",
+                 hdr[0]);
+    } else {
+        int rpid;
+        memcpy(&rpid, hdr + SMR117_PID_OFF, sizeof rpid);
+        if (rpid != (int)pid) {
+            xfer_seterr(err, errlen,
+                       "token names the shm endpoint of process %d, but the request came from "
+                       "process %d; a client may only name its own memory",
+                       rpid, (int)pid);
+            st = WH_ERR_AUTH;
+        }
+    }
+    close(fd);
+    return st;
+}
+
+
+/* The kernel-named pid, chunked, synchronous. mr is not needed: the copy is the kernel's. */
+static wh_status_t cma_batch_post(xfer_batch_t *xb, xfer_op_t op, xfer_mr_t *mr, void *local,
+                                  size_t len, uint64_t roff, unsigned tag)
+{
+    cma_batch_t *b = (cma_batch_t *)xb;
+    const cma_xfer_t *o = (const cma_xfer_t *)xb->_x;
+    uint64_t raddr = xb->_rbase + roff;
+    size_t done = 0;
+    while (done < len) {
+        size_t n = WH_MIN(len - done, o->chunk);
+        struct iovec l = {(char *)local + done, n};
+        struct iovec r = {(void *)(uintptr_t)(raddr + done), n};
+        ssize_t got = op == XFER_OP_WRITE ? process_vm_writev(b->pid, &l, 1, &r, 1, 0)
+                                          : process_vm_readv(b->pid, &l, 1, &r, 1, 0);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            int e = got < 0 ? errno : EFAULT;
+            /* Direct batches take posts from several threads: the first failure reports. */
+            wh_status_t fail = e == EPERM ? WH_ERR_AUTH : WH_ERR_TRANSPORT, ok = WH_OK;
+            if (!__atomic_compare_exchange_n(&b->base._status, &ok, fail, false,
+                                             __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                return b->base._status;
+            const char *what = e == ESRCH    ? "the client process is gone"
+                               : e == EFAULT ? "the token's region is not mapped in the client"
+                               : e == EPERM  ? "no permission to access the client process"
+                                             : "cross-memory copy failed";
+            snprintf(b->base._err, sizeof b->base._err, "shm %s failed at offset 0x%llx: %s (%s)",
+                     op == XFER_OP_WRITE ? "write" : "read",
+                     (unsigned long long)(raddr - b->base._rbase + done), what, strerror(e));
+            wh_warn("xfer", "cma transfer failed pid=%d err='%s'", (int)b->pid,
+                    strerror(e));
+            return fail;
+        }
+        done += (size_t)got;
+        __atomic_fetch_add(&b->base._bytes_done, (uint64_t)got, __ATOMIC_RELAXED);
+    }
+    return WH_OK;
+}
+
+static wh_status_t cma_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t **out,
+                                   char *err, size_t errlen)
+{
+    if (tgt->bind_pid <= 0) {
+        xfer_seterr(err, errlen, "%s serves only peers the kernel identified", x->_name);
+        return WH_ERR_INVALID;
+    }
+    wh_status_t st = cma_check_owner(tgt->token, tgt->bind_pid, tgt->bind_uid, err, errlen);
+    if (st != WH_OK)
+        return st;
+    cma_batch_t *b = calloc(1, sizeof *b);
+    if (!b)
+        return WH_ERR_NOMEM;
+    b->pid = tgt->bind_pid;
+    b->base._direct = true;
+    *out = &b->base;
+    return WH_OK;
+}
+
+static wh_status_t cma_batch_wait(xfer_batch_t *xb, unsigned tag)
+{
+    (void)tag; /* posts are synchronous: nothing to wait for */
+    return __atomic_load_n(&xb->_status, __ATOMIC_ACQUIRE);
+}
+
+static wh_status_t cma_batch_end(xfer_batch_t *xb)
+{
+    free(xb);
+    return WH_OK;
+}
+
+const struct xfer_ops xfer_cma_ops = {
+    .family = "cma",
+    .open = cma_open,
+    .close = cma_close,
+    .forget_after_fork = cma_forget_after_fork,
+    .mr_reg = cma_mr_reg,
+    .mr_dereg = cma_mr_dereg,
+    .token_pack = xfer_unsupported_token_pack,
+    .progress_begin = xfer_noop,
+    .progress_end = xfer_noop,
+    .progress = xfer_noop,
+    .batch_begin = cma_batch_begin,
+    .batch_post = cma_batch_post,
+    .batch_wait = cma_batch_wait,
+    .batch_end = cma_batch_end,
+};

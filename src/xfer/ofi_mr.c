@@ -1,0 +1,72 @@
+/* ofi family, memory registration and tokens: registrations with keys that say nothing about
+ * each other, and ofi1 tokens naming a sub-range of one. */
+#include "xfer/ofi.h"
+#include "base/digest.h"
+#include "base/log.h"
+#include "base/util.h"
+
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <stdlib.h>
+
+wh_status_t ofi_mr_reg(xfer_t *x, void *addr, size_t len, xfer_mr_t **out)
+{
+    ofi_xfer_t *o = ofi_x(x);
+    uint64_t access = x->_role == XFER_ROLE_CLIENT ? FI_REMOTE_READ | FI_REMOTE_WRITE
+                                                   : FI_READ | FI_WRITE;
+    ofi_mr_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return WH_ERR_NOMEM;
+    int rc = -FI_ENOKEY;
+    for (int attempt = 0; attempt < 8 && rc == -FI_ENOKEY; attempt++) {
+        uint64_t key = 0;
+        /* Keys the caller chooses are random, so one registration's key says nothing about
+         * another's. */
+        if (!o->prov_key && wh_random_bytes(&key, sizeof key) != 0) {
+            free(m);
+            return WH_ERR_INTERNAL;
+        }
+        rc = fi_mr_reg(o->domain, addr, len, access, 0, key, 0, &m->mr, NULL);
+    }
+    if (rc) {
+        wh_error("xfer", "fi_mr_reg failed provider=%s len=%zu err='%s'", x->_name,
+                 len, fi_strerror(-rc));
+        free(m);
+        return rc == -FI_ENOMEM ? WH_ERR_NOMEM : WH_ERR_TRANSPORT;
+    }
+    if (o->mr_endpoint) {
+        if ((rc = fi_mr_bind(m->mr, &o->ep->fid, 0)) || (rc = fi_mr_enable(m->mr))) {
+            wh_error("xfer", "fi_mr_bind failed provider=%s err='%s'", x->_name,
+                     fi_strerror(-rc));
+            fi_close(&m->mr->fid);
+            free(m);
+            return WH_ERR_TRANSPORT;
+        }
+    }
+    m->key = fi_mr_key(m->mr);
+    m->desc = fi_mr_desc(m->mr);
+    m->base._x = x;
+    m->base._addr = addr;
+    m->base._len = len;
+    *out = &m->base;
+    return WH_OK;
+}
+
+void ofi_mr_dereg(xfer_mr_t *mr)
+{
+    ofi_mr_t *m = (ofi_mr_t *)mr;
+    if (!mr->_x->_forgotten && m->mr)
+        fi_close(&m->mr->fid);
+    free(m);
+}
+
+wh_status_t ofi_token_pack(xfer_t *x, const xfer_mr_t *mr, const void *addr, uint64_t len,
+                           char *out, size_t outlen)
+{
+    ofi_xfer_t *o = ofi_x(x);
+    const ofi_mr_t *m = (const ofi_mr_t *)mr;
+    /* Without FI_MR_VIRT_ADDR the target address is an offset into the registration. */
+    uint64_t base = o->virt_addr ? (uint64_t)(uintptr_t)addr
+                                 : (uint64_t)((uintptr_t)addr - (uintptr_t)mr->_addr);
+    return token_pack_ofi1(base, len, x->_fabric, o->name, o->name_len, m->key, out, outlen);
+}

@@ -1,0 +1,371 @@
+/* The xfer core (xfer.c, provider.c): the provider table and capability lookup, the defaults,
+ * xfer_open's errors, and the batch logic every family goes through (bounds of the token's
+ * region, tags, direct batches, the bound-peer dispatch to the cma family, byte counts, the
+ * sticky failure). Runs in one process: a client-role transport packs tokens for this
+ * process's own memory, and a server-role one moves bytes into it (shm bound to our own pid,
+ * and tcp over loopback). */
+#include "check.h"
+#include "base/util.h"
+#include "xfer/xfer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void test_table(void)
+{
+    const xfer_provider_t *t = xfer_providers();
+    const char *const *known = xfer_known_names();
+    size_t n = 0;
+    for (const xfer_provider_t *p = t; p->name; p++, n++) {
+        /* Every entry is complete and names a family this build has. */
+        CHECK(p->short_name && p->fabric && p->family);
+        CHECK(xfer_family(p->family) != NULL);
+        CHECK(strncmp(p->name, p->family, strlen(p->family)) == 0 &&
+              p->name[strlen(p->family)] == '+');
+        if (p->caps & XFER_CAP_BOUND_PEER)
+            CHECK(p->bound_family && xfer_family(p->bound_family) != NULL);
+        /* Names are unique and every kind finds the same entry. */
+        CHECK(xfer_provider_find(p->name, strlen(p->name)) == p);
+        CHECK(xfer_provider_find(p->short_name, strlen(p->short_name)) == p);
+        CHECK(xfer_provider_find(p->fabric, strlen(p->fabric)) == p);
+        CHECK(xfer_provider_by_fabric(p->fabric) == p);
+        CHECK_STR(xfer_fabric_name(p->name), p->fabric);
+        CHECK_STR(xfer_wharf_name(p->fabric), p->name);
+        /* The known-names list is the table, in its order. */
+        CHECK_STR(known[n], p->name);
+    }
+    CHECK(n == 5);
+    CHECK(known[n] == NULL);
+    CHECK_STR(t[0].name, "ofi+shm");
+    CHECK_STR(t[1].name, "ofi+tcp");
+    CHECK_STR(xfer_fabric_name("ofi+tcp"), "tcp;ofi_rxm");
+
+    /* Lookups by length: a comma list is parsed in place. */
+    const char *list = "tcp,shm";
+    CHECK(xfer_provider_find(list, 3) == &t[1]);
+    CHECK(xfer_provider_find(list + 4, 3) == &t[0]);
+    CHECK(xfer_provider_find(list, 2) == NULL); /* "tc" is no name */
+    CHECK(xfer_provider_find("ofi+nope", 8) == NULL);
+    CHECK(xfer_provider_find(NULL, 0) == NULL);
+    CHECK(xfer_provider_find("", 0) == NULL);
+    CHECK(xfer_fabric_name("ofi+nope") == NULL);
+    CHECK(xfer_wharf_name("nope") == NULL);
+    CHECK(xfer_fabric_name(NULL) == NULL);
+
+    char buf[128];
+    CHECK_STR(xfer_provider_list(buf, sizeof buf, XFER_NAME),
+              "ofi+shm, ofi+tcp, ofi+verbs, ofi+efa, ofi+cxi");
+    CHECK_STR(xfer_provider_list(buf, sizeof buf, XFER_NAME_SHORT), "shm, tcp, verbs, efa, cxi");
+    CHECK_STR(xfer_provider_list(buf, sizeof buf, XFER_NAME_FABRIC),
+              "shm, tcp;ofi_rxm, verbs;ofi_rxm, efa, cxi");
+    char tiny[8];
+    xfer_provider_list(tiny, sizeof tiny, XFER_NAME); /* truncates, stays terminated */
+    CHECK(strlen(tiny) < sizeof tiny);
+    CHECK(xfer_family("ofi") != NULL && xfer_family("cma") != NULL);
+    CHECK(xfer_family("ucx") == NULL && xfer_family(NULL) == NULL);
+}
+
+static void test_caps(void)
+{
+    const xfer_provider_t *shm = xfer_provider_find("shm", 3);
+    const xfer_provider_t *tcp = xfer_provider_find("tcp", 3);
+    const xfer_provider_t *verbs = xfer_provider_find("verbs", 5);
+    CHECK(shm && tcp && verbs);
+    if (!shm || !tcp || !verbs)
+        return;
+    CHECK(shm->caps & XFER_CAP_HOST_LOCAL);
+    CHECK(shm->caps & XFER_CAP_BOUND_PEER);
+    CHECK_STR(shm->bound_family, "cma");
+    CHECK(!(shm->caps & XFER_CAP_NET_ADDR));
+    CHECK(tcp->caps & XFER_CAP_NET_ADDR);
+    CHECK(!(tcp->caps & (XFER_CAP_HOST_LOCAL | XFER_CAP_BOUND_PEER)));
+    /* "auto" tries shm then tcp, nothing else. */
+    const char *autos[4];
+    size_t na = 0;
+    for (const xfer_provider_t *p = xfer_providers(); p->name; p++)
+        if ((p->caps & XFER_CAP_AUTO) && na < 4)
+            autos[na++] = p->name;
+    CHECK(na == 2);
+    CHECK_STR(autos[0], "ofi+shm");
+    CHECK_STR(autos[1], "ofi+tcp");
+    CHECK(!(verbs->caps & XFER_CAP_AUTO));
+    for (const xfer_provider_t *p = xfer_providers(); p->name; p++)
+        CHECK(p->caps & XFER_CAP_TARGET_PROGRESS);
+}
+
+static void test_defaults_and_open_errors(void)
+{
+    xfer_config_t c;
+    memset(&c, 0x5a, sizeof c);
+    xfer_config_init(&c);
+    CHECK_EQ_U64(c.chunk_size, XFER_DEFAULT_CHUNK);
+    CHECK_EQ_U64(c.window, XFER_DEFAULT_WINDOW);
+    CHECK_EQ_U64(c.max_peers, XFER_DEFAULT_MAX_PEERS);
+    CHECK_EQ_U64(c.timeout_ms, XFER_DEFAULT_TIMEOUT_MS);
+    CHECK_EQ_U64(c.reap_ms, XFER_DEFAULT_REAP_MS);
+    CHECK(c.progress_thread);
+    CHECK(c.provider == NULL && c.node == NULL);
+
+    char err[256] = "";
+    xfer_t *x = NULL;
+    c.role = XFER_ROLE_CLIENT;
+    c.provider = "ofi+nope";
+    CHECK(xfer_open(&c, &x, err, sizeof err) == WH_ERR_UNSUPPORTED);
+    CHECK(strstr(err, "ofi+nope") && strstr(err, "ofi+shm, ofi+tcp"));
+    c.provider = "shm"; /* a short name is not a provider name for xfer_open */
+    CHECK(xfer_open(&c, &x, err, sizeof err) == WH_ERR_UNSUPPORTED);
+    c.provider = NULL;
+    CHECK(xfer_open(&c, &x, err, sizeof err) == WH_ERR_INVALID);
+    c.provider = "ofi+tcp";
+    c.role = (xfer_role_t)7;
+    CHECK(xfer_open(&c, &x, err, sizeof err) == WH_ERR_INVALID);
+    CHECK(xfer_open(NULL, &x, err, sizeof err) == WH_ERR_INVALID);
+    CHECK(x == NULL);
+    xfer_close(NULL); /* NULL-safe */
+    xfer_mr_dereg(NULL);
+    CHECK(xfer_batch_end(NULL) == WH_OK);
+    /* Every family's table is complete (xfer_open would refuse it otherwise). */
+    const char *fams[] = {"ofi", "cma"};
+    for (size_t i = 0; i < 2; i++) {
+        const struct xfer_ops *o = xfer_family(fams[i]);
+        CHECK(o && o->open && o->close && o->forget_after_fork && o->mr_reg && o->mr_dereg &&
+              o->token_pack && o->progress_begin && o->progress_end && o->progress &&
+              o->batch_begin && o->batch_post && o->batch_wait && o->batch_end);
+    }
+}
+
+static xfer_t *open_role(const char *prov, xfer_role_t role, uint64_t chunk, unsigned window)
+{
+    xfer_config_t c;
+    xfer_config_init(&c);
+    c.provider = prov;
+    c.role = role;
+    c.chunk_size = chunk;
+    c.window = window;
+    c.timeout_ms = 3000;
+    c.node = "127.0.0.1";
+    char err[256] = "";
+    xfer_t *x = NULL;
+    if (xfer_open(&c, &x, err, sizeof err) != WH_OK) {
+        fprintf(stderr, "  open %s: %s\n", prov, err);
+        return NULL;
+    }
+    return x;
+}
+
+static unsigned char pat(size_t i, unsigned seed)
+{
+    return (unsigned char)((i * 2654435761u) >> 11 ^ seed);
+}
+
+#define TGT_LEN ((3u << 20) + 13u)
+
+/* Batch logic against this process's own memory: the client registers tgt, the server writes
+ * src into it in tagged pieces, reads it back, and every out-of-region post is refused. */
+static void batch_roundtrip(const char *prov, pid_t bind)
+{
+    fprintf(stderr, "  batch %s bind_pid=%d\n", prov, (int)bind);
+    xfer_t *cl = open_role(prov, XFER_ROLE_CLIENT, 0, 0);
+    xfer_t *sv = open_role(prov, XFER_ROLE_SERVER, 256u << 10, 3);
+    CHECK(cl && sv);
+    if (!cl || !sv) {
+        xfer_close(cl);
+        xfer_close(sv);
+        return;
+    }
+    CHECK_STR(xfer_name(sv), prov);
+    unsigned char *tgt = malloc(TGT_LEN + 64), *src = malloc(TGT_LEN), *back = malloc(TGT_LEN);
+    CHECK(tgt && src && back);
+    memset(tgt, 0xee, TGT_LEN + 64);
+    for (size_t i = 0; i < TGT_LEN; i++)
+        src[i] = pat(i, 0x42);
+    xfer_mr_t *cmr = NULL, *smr = NULL, *bmr = NULL;
+    CHECK(xfer_mr_reg(cl, tgt, TGT_LEN + 64, &cmr) == WH_OK);
+    CHECK(xfer_mr_reg(sv, src, TGT_LEN, &smr) == WH_OK);
+    CHECK(xfer_mr_reg(sv, back, TGT_LEN, &bmr) == WH_OK);
+    CHECK(xfer_mr_addr(smr) == src && xfer_mr_len(smr) == TGT_LEN);
+    char tok[TOKEN_MAX_LEN + 1], err[256] = "";
+    /* A token for a range outside the registration is refused. */
+    CHECK(xfer_token_pack(cl, cmr, tgt + 65, TGT_LEN, tok, sizeof tok) == WH_ERR_INVALID);
+    CHECK(xfer_token_pack(cl, cmr, tgt - 1, 4, tok, sizeof tok) == WH_ERR_INVALID);
+    CHECK(xfer_token_pack(sv, cmr, tgt, 4, tok, sizeof tok) == WH_ERR_INVALID); /* other x */
+    /* The token names [tgt + 32, tgt + 32 + TGT_LEN): 32 guard bytes on each side. */
+    CHECK(xfer_token_pack(cl, cmr, tgt + 32, TGT_LEN, tok, sizeof tok) == WH_OK);
+    token_t t;
+    CHECK(token_parse(tok, strlen(tok), &t, err, sizeof err) == WH_OK);
+    CHECK_STR(t.provider, xfer_fabric(sv));
+    xfer_progress_begin(cl);
+
+    xfer_target_t tg;
+    memset(&tg, 0, sizeof tg);
+    tg.token = &t;
+    tg.bind_pid = bind;
+    tg.bind_uid = bind ? getuid() : (uid_t)-1;
+    tg.bind_host = bind ? NULL : "127.0.0.1";
+    xfer_batch_t *b = NULL;
+    /* A client-role transport cannot start batches. */
+    CHECK(xfer_batch_begin(cl, &tg, &b, err, sizeof err) == WH_ERR_INVALID);
+    wh_status_t st = xfer_batch_begin(sv, &tg, &b, err, sizeof err);
+    CHECK(st == WH_OK);
+    if (st != WH_OK) {
+        fprintf(stderr, "  begin: %s\n", err);
+        goto out;
+    }
+    /* Bound shm goes to the cma family: a direct batch; anything else is staged. */
+    CHECK(xfer_batch_direct(b) == (bind > 0));
+    CHECK_EQ_U64(xfer_batch_bytes(b), 0);
+    CHECK_STR(xfer_batch_error(b), "");
+    /* Refused before anything moves: outside the region, a bad tag, a bad op, outside the
+     * local registration, no registration on a staged batch. */
+    CHECK(xfer_batch_post(b, XFER_OP_WRITE, smr, src, 2, TGT_LEN - 1, 0) == WH_ERR_INVALID);
+    CHECK(xfer_batch_post(b, XFER_OP_WRITE, smr, src, 1, TGT_LEN, 0) == WH_ERR_INVALID);
+    CHECK(xfer_batch_post(b, XFER_OP_WRITE, smr, src, 16, UINT64_MAX - 8, 0) == WH_ERR_INVALID);
+    CHECK(xfer_batch_post(b, XFER_OP_WRITE, smr, src, 1, 0, XFER_TAG_ALL) == WH_ERR_INVALID);
+    CHECK(xfer_batch_post(b, (xfer_op_t)9, smr, src, 1, 0, 0) == WH_ERR_INVALID);
+    CHECK(xfer_batch_post(b, XFER_OP_WRITE, smr, src + 1, TGT_LEN, 0, 0) == WH_ERR_INVALID);
+    CHECK(xfer_batch_wait(b, XFER_TAG_ALL + 1) == WH_ERR_INVALID);
+    CHECK(strstr(xfer_batch_error(b), "outside") != NULL);
+    if (bind == 0)
+        CHECK(xfer_batch_post(b, XFER_OP_WRITE, NULL, src, 1, 0, 0) == WH_ERR_INVALID);
+    CHECK(xfer_batch_post(b, XFER_OP_WRITE, smr, src, 0, TGT_LEN, 0) == WH_OK); /* empty */
+    CHECK_EQ_U64(xfer_batch_bytes(b), 0);
+    /* Three tagged pieces, waited for one tag at a time, then all. */
+    size_t a = (1u << 20) + 5, c2 = (1u << 20) + 3;
+    CHECK(xfer_batch_post(b, XFER_OP_WRITE, smr, src, a, 0, 1) == WH_OK);
+    CHECK(xfer_batch_post(b, XFER_OP_WRITE, smr, src + a, c2, a, 2) == WH_OK);
+    CHECK(xfer_batch_wait(b, 1) == WH_OK);
+    CHECK(xfer_batch_post(b, XFER_OP_WRITE, smr, src + a + c2, TGT_LEN - a - c2, a + c2, 63) ==
+          WH_OK);
+    CHECK(xfer_batch_wait(b, 2) == WH_OK);
+    CHECK(xfer_batch_wait(b, XFER_TAG_ALL) == WH_OK);
+    CHECK_EQ_U64(xfer_batch_bytes(b), TGT_LEN);
+    CHECK(memcmp(tgt + 32, src, TGT_LEN) == 0);
+    bool guards = true;
+    for (size_t i = 0; i < 32; i++)
+        guards &= tgt[i] == 0xee && tgt[32 + TGT_LEN + i] == 0xee;
+    CHECK(guards);
+    /* Read it back into another buffer. */
+    memset(back, 0, TGT_LEN);
+    CHECK(xfer_batch_post(b, XFER_OP_READ, bmr, back, TGT_LEN, 0, 5) == WH_OK);
+    CHECK(xfer_batch_wait(b, XFER_TAG_ALL) == WH_OK);
+    CHECK(memcmp(back, src, TGT_LEN) == 0);
+    CHECK_EQ_U64(xfer_batch_bytes(b), 2ull * TGT_LEN);
+    CHECK(xfer_batch_end(b) == WH_OK);
+
+    /* A token for another provider is refused by batch_begin. */
+    token_t other = t;
+    snprintf(other.provider, sizeof other.provider, "%s",
+             strcmp(t.provider, "shm") == 0 ? "tcp;ofi_rxm" : "shm");
+    tg.token = &other;
+    b = NULL;
+    CHECK(xfer_batch_begin(sv, &tg, &b, err, sizeof err) == WH_ERR_INVALID);
+    CHECK(strstr(err, "not this transport") != NULL);
+out:
+    xfer_progress_end(cl);
+    xfer_mr_dereg(cmr);
+    xfer_mr_dereg(smr);
+    xfer_mr_dereg(bmr);
+    xfer_close(sv);
+    xfer_close(cl);
+    free(tgt);
+    free(src);
+    free(back);
+}
+
+/* A bound batch whose process is gone fails, and the failure sticks: later posts return it. */
+static void test_cma_sticky_failure(void)
+{
+    xfer_t *cl = open_role("ofi+shm", XFER_ROLE_CLIENT, 0, 0);
+    xfer_t *sv = open_role("ofi+shm", XFER_ROLE_SERVER, 0, 0);
+    CHECK(cl && sv);
+    if (!cl || !sv) {
+        xfer_close(cl);
+        xfer_close(sv);
+        return;
+    }
+    static unsigned char tgt[4096], src[4096];
+    xfer_mr_t *cmr = NULL;
+    char tok[TOKEN_MAX_LEN + 1], err[256];
+    token_t t;
+    CHECK(xfer_mr_reg(cl, tgt, sizeof tgt, &cmr) == WH_OK);
+    CHECK(xfer_token_pack(cl, cmr, tgt, sizeof tgt, tok, sizeof tok) == WH_OK);
+    CHECK(token_parse(tok, strlen(tok), &t, err, sizeof err) == WH_OK);
+    /* The region is ours, but the token's base is moved to an unmapped address. */
+    t.base = 16;
+    xfer_target_t tg;
+    memset(&tg, 0, sizeof tg);
+    tg.token = &t;
+    tg.bind_pid = getpid();
+    tg.bind_uid = getuid();
+    xfer_batch_t *b = NULL;
+    CHECK(xfer_batch_begin(sv, &tg, &b, err, sizeof err) == WH_OK);
+    if (b) {
+        CHECK(xfer_batch_post(b, XFER_OP_WRITE, NULL, src, 64, 0, 0) == WH_ERR_TRANSPORT);
+        CHECK(strstr(xfer_batch_error(b), "not mapped") != NULL);
+        CHECK(xfer_batch_post(b, XFER_OP_WRITE, NULL, src, 64, 0, 0) == WH_ERR_TRANSPORT);
+        CHECK(xfer_batch_wait(b, XFER_TAG_ALL) == WH_ERR_TRANSPORT);
+        CHECK(xfer_batch_end(b) == WH_OK); /* synchronous: never anything in flight */
+    }
+    /* A wrong uid for the bound pid is refused before anything moves. */
+    tg.bind_uid = getuid() + 1;
+    CHECK(xfer_batch_begin(sv, &tg, &b, err, sizeof err) == WH_ERR_AUTH);
+    xfer_mr_dereg(cmr);
+    xfer_close(sv);
+    xfer_close(cl);
+}
+
+static void test_batches(void)
+{
+    batch_roundtrip("ofi+shm", getpid()); /* bound: the cma family */
+    batch_roundtrip("ofi+shm", 0);        /* trusted: libfabric's shm initiator */
+    batch_roundtrip("ofi+tcp", 0);
+}
+
+/* After fork, in the child: the transport is inert (no provider call, no lock), and closing
+ * it frees only wharf's memory. */
+static void test_forgotten(void)
+{
+    xfer_t *cl = open_role("ofi+shm", XFER_ROLE_CLIENT, 0, 0);
+    CHECK(cl != NULL);
+    if (!cl)
+        return;
+    static unsigned char buf[4096];
+    xfer_mr_t *mr = NULL;
+    CHECK(xfer_mr_reg(cl, buf, sizeof buf, &mr) == WH_OK);
+    xfer_progress_begin(cl); /* the parent's progress thread runs across the fork */
+    pid_t pid = fork();
+    if (pid == 0) {
+        char tok[TOKEN_MAX_LEN + 1];
+        xfer_mr_t *mr2 = NULL;
+        int bad = 0;
+        xfer_forget_after_fork(cl);
+        bad += xfer_mr_reg(cl, buf, sizeof buf, &mr2) != WH_ERR_INVALID;
+        bad += xfer_token_pack(cl, mr, buf, 16, tok, sizeof tok) != WH_ERR_INVALID;
+        xfer_progress_begin(cl);
+        xfer_progress_end(cl);
+        xfer_progress(cl);
+        xfer_mr_dereg(mr);
+        xfer_close(cl);
+        _exit(bad);
+    }
+    int ws = -1;
+    CHECK(pid > 0 && waitpid(pid, &ws, 0) == pid);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    xfer_progress_end(cl);
+    xfer_mr_dereg(mr);
+    xfer_close(cl);
+}
+
+int main(void)
+{
+    RUN(test_table);
+    RUN(test_caps);
+    RUN(test_defaults_and_open_errors);
+    RUN(test_batches);
+    RUN(test_cma_sticky_failure);
+    RUN(test_forgotten);
+    return check_done();
+}
