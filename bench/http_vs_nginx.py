@@ -408,7 +408,7 @@ def main():
             "small_gets": {"wharfd": lw, "nginx": ln, "ratio_ops_wharfd_over_nginx":
                            bl.summary(lratio)},
             "verification": verify,
-            "goals_issue2": goals,
+            "goals": goals,
         }
         res["limits"] = limits
         res["environment"] = bl.environment()

@@ -2,7 +2,7 @@
 """Runs the benchmark program (bench/wharf_bench) against a wharfd of its own on this host.
 
   /usr/bin/python3 bench/run_local.py [--providers shm,tcp] [--rdma-mem 512M] [--data DIR] \
-      -- fetch --sizes 64,256 --concurrency 1,4
+      -- fetch --sizes 64M,256M --concurrency 1,4
 
 wharfd is started by tests/lib/wharfd.py (the one way to start a server) on a free loopback port
 with a temporary data directory (or --data), and the benchmark gets its endpoint, credentials
@@ -38,7 +38,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=3600, help="bound on the whole run, seconds")
     a = ap.parse_args(argv)
     if not rest:
-        ap.error("give the benchmark after --, e.g. -- fetch --sizes 64")
+        ap.error("give the benchmark after --, e.g. -- fetch --sizes 64M")
     extra = []
     if a.rdma_mem:
         extra += ["--rdma-mem", a.rdma_mem]

@@ -13,14 +13,14 @@ run() { echo "== $*" >&2; "$py" "$here/run_local.py" --data "$data" -- "$@" --re
 
 # B1 default grid: sizes 1..256 MiB x concurrency 1..32, rdma (ofi+shm) vs http
 run fetch
-# issue 3: 256 MiB, c1 and c4, rdma-shm / rdma-tcp / http, GET and PUT
-run rdma3 --skip-upload
+# RDMA against HTTP: 256 MiB, c1 and c4, rdma-shm / rdma-tcp / http, GET and PUT
+run rdma-vs-http --skip-upload
 # scaling across client processes
-run fetch --sizes 64,256 --concurrency 1,4 --processes 1,2,4 \
+run fetch --sizes 64M,256M --concurrency 1,4 --processes 1,2,4 \
     --arms rdma:ofi+shm,rdma:ofi+tcp,http --skip-upload --tag scaling
 # PUT grid (small: PUT is server-bound here)
-run put --sizes 4,64,256 --concurrency 1,4 --arms rdma:ofi+shm,rdma:ofi+tcp,http
-# issue 2: wharfd vs nginx
+run put --sizes 4M,64M,256M --concurrency 1,4 --arms rdma:ofi+shm,rdma:ofi+tcp,http
+# wharfd against nginx over HTTP
 echo "== http_vs_nginx" >&2
 "$py" "$here/http_vs_nginx.py" --results "$results" || echo "== failed: http_vs_nginx" >&2
 "$py" "$here/report.py" "$results"

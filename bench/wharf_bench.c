@@ -1,5 +1,8 @@
-/* bench/wharf_bench: the same program as `wharf bench ...` and `wharf report ...`, for trees
- * where the wharf CLI is not built.   usage: wharf_bench fetch|put|rdma3|limits|report ... */
+/* bench/wharf_bench: the benchmark suite's one entry point (docs/benchmarks.md).
+ *   wharf_bench fetch|put|rdma-vs-http|limits [options]    the grid over libwharf (grid.c)
+ *   wharf_bench report RESULTS_DIR [--out DIR]              bench/report.py over result files
+ * It is a program of its own, not a subcommand of the wharf CLI, so that the CLI links only
+ * libwharf's public ABI and the benchmark's dependencies stay in bench/. */
 #include "wbench.h"
 
 #include <stdio.h>
@@ -8,7 +11,8 @@
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s fetch|put|rdma3|limits|report ... (--help)\n", argv[0]);
+        fprintf(stderr, "usage: %s fetch|put|rdma-vs-http|limits|report ... (--help)\n",
+                argv[0]);
         return 2;
     }
     if (strcmp(argv[1], "report") == 0)

@@ -1,8 +1,8 @@
 /* Shared code of the wharf benchmark suite: machine limits, statistics, CPU accounting,
  * /metrics scraping (the transport witness), environment capture and result files.
  *
- * Used by bench/limits.c, bench/loadgen.c, bench/wharf_bench.c and src/cli/bench.c. The grid
- * benchmarks (B1 fetch, put) use only libwharf's public ABI for data movement. */
+ * Used by bench/limits.c, bench/loadgen.c and bench/wharf_bench.c. The grid benchmarks (B1
+ * fetch, put) use only libwharf's public ABI for data movement. */
 #ifndef WBENCH_H
 #define WBENCH_H
 
@@ -108,8 +108,8 @@ static inline uint8_t wb_fill_byte(uint64_t i)
 /* Number of bytes in p[0..n) that differ from b. */
 uint64_t wb_count_not(const uint8_t *p, size_t n, uint8_t b);
 
-/* ---- grid benchmarks (bench/lib/grid.c) ---- */
-/* argv[0] is "fetch", "put", "rdma3" or "limits". Returns a process exit code. */
+/* ---- grid benchmarks (bench/lib/grid*.c) ---- */
+/* argv[0] is "fetch", "put", "rdma-vs-http" or "limits". Returns a process exit code. */
 int wb_bench_main(int argc, char **argv);
 /* Runs /usr/bin/python3 bench/report.py RESULTS_DIR [args]. */
 int wb_report_main(int argc, char **argv);

@@ -1,6 +1,8 @@
 #include "base/status.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 
 const char *wh_status_str(wh_status_t st)
 {
@@ -43,4 +45,15 @@ wh_status_t wh_status_from_errno(int err)
     default:
         return WH_ERR_IO;
     }
+}
+
+wh_status_t wh_errf(wh_status_t st, char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return st;
 }

@@ -4,6 +4,8 @@
 #ifndef WH_BASE_STATUS_H
 #define WH_BASE_STATUS_H
 
+#include <stddef.h>
+
 /* X(name, value, text) */
 #define WH_STATUS_LIST(X)                                                                  \
     X(WH_OK, 0, "success")                                                                 \
@@ -35,6 +37,12 @@ typedef enum {
 } wh_status_t;
 
 const char *wh_status_str(wh_status_t st);
+
+/* The one error-formatting helper: formats the message into err[errlen] (nothing when err is
+ * NULL or errlen 0, and always NUL-terminated, truncated to fit) and returns st, so a failure
+ * reads `return wh_errf(WH_ERR_INVALID, err, errlen, "bad %s", what);`. */
+wh_status_t wh_errf(wh_status_t st, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Map an errno value to a status (called where the system call failed). */
 wh_status_t wh_status_from_errno(int err);

@@ -1,5 +1,6 @@
 #include "base/util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,6 +174,40 @@ int wh_parse_u64(const char *s, size_t n, uint64_t *out)
         v = v * 10 + d;
     }
     *out = v;
+    return 0;
+}
+
+int wh_parse_size(const char *s, uint64_t *out)
+{
+    if (!s)
+        return -1;
+    size_t n = 0;
+    while (s[n] >= '0' && s[n] <= '9')
+        n++;
+    uint64_t v;
+    if (wh_parse_u64(s, n, &v) != 0)
+        return -1;
+    const char *u = s + n;
+    static const char units[] = "KMGT";
+    unsigned shift = 0;
+    if ((u[0] == 'B' || u[0] == 'b') && !u[1]) {
+        u++;
+    } else if (*u) {
+        const char *p = strchr(units, toupper((unsigned char)*u));
+        if (!p)
+            return -1;
+        shift = 10u * (unsigned)(p - units + 1);
+        u++;
+        if ((u[0] == 'i' || u[0] == 'I') && (u[1] == 'B' || u[1] == 'b'))
+            u += 2;
+        else if (u[0] == 'B' || u[0] == 'b')
+            u++;
+        if (*u)
+            return -1;
+    }
+    if (shift && v > (UINT64_MAX >> shift))
+        return -1;
+    *out = v << shift;
     return 0;
 }
 

@@ -25,13 +25,13 @@ typedef struct cli {
 int cli_client(const cli_t *g, wharf_client_t **out);
 /* Prints "wharf <what>: <last error>" and returns 1. */
 int cli_fail(const char *what, wharf_status_t st);
-/* "64M", "1G", "4096" -> bytes. */
-int cli_parse_size(const char *s, uint64_t *out);
 /* "s3://bucket/key" -> bucket (copied) and key (points into url, "" when absent). */
 int cli_parse_s3(const char *url, char *bucket, size_t blen, const char **key);
 void cli_fmt_bytes(uint64_t n, char *out, size_t outlen);
 void cli_print_report(FILE *f, const char *what, const wharf_report_t *r);
 
+/* `wharf cp` (cp.c). */
+int cli_cp(const cli_t *g, int argc, char **argv);
 /* `wharf verify` (verify.c). */
 int cli_verify(const cli_t *g, int argc, char **argv);
 

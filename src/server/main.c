@@ -1,4 +1,5 @@
 /* wharfd: the S3 server. `wharfd serve --data DIR --listen HOST:PORT` */
+#include "base/defaults.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "server/server.h"
@@ -10,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEV_ACCESS_KEY "wharfadmin"
-#define DEV_SECRET_KEY "wharfadmin-secret"
+#define DEV_ACCESS_KEY WH_DEV_ACCESS_KEY
+#define DEV_SECRET_KEY WH_DEV_SECRET_KEY
 
 static void usage(FILE *f)
 {
@@ -31,31 +32,13 @@ static void usage(FILE *f)
             "  --region NAME        S3 region (default us-east-1)\n"
             "  --log-level LEVEL    error, warn, info (default), debug, trace\n"
             "  --providers LIST     RDMA providers, comma-separated: shm,tcp (default) or none\n"
-            "  --rdma-mem BYTES     registered buffer budget for RDMA (default 256M; K/M/G ok)\n"
+            "  --rdma-mem SIZE      registered buffer budget for RDMA (default 256M); a bare\n"
+            "                       number is bytes, K/M/G/T (KiB/MiB/GiB/TiB) multiply by 1024^n\n"
             "  --shm-trust-local    serve shm to TCP peers too (trusted single-user hosts only)\n"
             "\n"
             "Credentials come from WHARF_ACCESS_KEY and WHARF_SECRET_KEY; when unset, the\n"
             "development defaults " DEV_ACCESS_KEY " / " DEV_SECRET_KEY " are used and printed.\n"
             "SIGTERM or SIGINT stops accepting, lets in-flight requests finish, and exits 0.\n");
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-    size_t n = strlen(s);
-    uint64_t mult = 1;
-    if (n && (s[n - 1] == 'K' || s[n - 1] == 'k'))
-        mult = 1ULL << 10;
-    else if (n && (s[n - 1] == 'M' || s[n - 1] == 'm'))
-        mult = 1ULL << 20;
-    else if (n && (s[n - 1] == 'G' || s[n - 1] == 'g'))
-        mult = 1ULL << 30;
-    if (mult > 1)
-        n--;
-    uint64_t v;
-    if (n == 0 || wh_parse_u64(s, n, &v) != 0 || v > UINT64_MAX / mult)
-        return -1;
-    *out = v * mult;
-    return 0;
 }
 
 static int parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port)
@@ -144,8 +127,8 @@ int main(int argc, char **argv)
             cfg.rdma.providers = optarg;
             break;
         case O_MEM:
-            if (parse_size(optarg, &cfg.rdma.mem_budget) != 0 || cfg.rdma.mem_budget == 0)
-                return bad_usage("--rdma-mem wants a byte count such as 268435456 or 256M, "
+            if (wh_parse_size(optarg, &cfg.rdma.mem_budget) != 0 || cfg.rdma.mem_budget == 0)
+                return bad_usage("--rdma-mem wants a size (" WH_SIZE_SYNTAX "), such as 256M, "
                                  "got '%s'", optarg);
             break;
         case O_SHM:

@@ -138,3 +138,67 @@ def test_cli_verify_fails_over_http_only(wharfd):
     p = wharf(env_for(wharfd, "none"), "verify", check=False)
     assert p.returncode != 0 and "FAIL: " in p.stdout, p.stdout
 
+
+
+def aws_only_env(srv):
+    """The server's endpoint and keys in the standard AWS variables only: no WHARF_* at all."""
+    env = {k: v for k, v in srv.client_env().items() if not k.startswith("WHARF_")}
+    for k in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION"):
+        env.pop(k, None)
+    env["AWS_ENDPOINT_URL_S3"] = srv.endpoint
+    env["AWS_ENDPOINT_URL"] = "http://127.0.0.1:1"  # the S3-specific one comes first
+    env["AWS_REGION"] = "us-east-1"
+    env["WHARF_PROVIDER"] = "none"
+    return env
+
+
+def test_cli_credentials_from_aws_variables(wharfd):
+    """With only AWS_* set, the CLI and the benchmark find the endpoint and the (non-default)
+    keys there; a WHARF_* variable still wins over its AWS_* counterpart."""
+    env = aws_only_env(wharfd)
+    bucket = f"cli-aws-{uuid.uuid4().hex[:8]}"
+    wharf(env, "mb", f"s3://{bucket}")
+    assert bucket in wharf(env, "ls").stdout
+    bad = dict(env, WHARF_SECRET_KEY="not-the-secret")
+    p = wharf(bad, "ls", check=False)
+    assert p.returncode != 0, p.stdout
+    bench = os.path.join(build_dir(), "bench", "wharf_bench")
+    p = subprocess.run([bench, "fetch", "--sizes", "4K", "--concurrency", "1", "--repeats", "1",
+                        "--no-limits", "--arms", "http", "--objects", "2", "--bucket", bucket,
+                        "--results", os.path.join(wharfd.data_dir, "..", "bench-aws")],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    wharf(env, "rb", f"s3://{bucket}", check=False)
+
+
+def test_sizes_are_bytes_everywhere(wharfd, tmp_path):
+    """One size parser: a bare number is bytes in wharfd, the CLI and the benchmark, and a
+    malformed size is refused by each with the same description of the syntax."""
+    syntax = "bytes, or with a suffix K, M, G, T"
+    env = env_for(wharfd, "none")
+    p = wharf(env, "--chunk-size", "1.5M", "ls", check=False)
+    assert p.returncode == 2 and syntax in p.stderr, p.stderr
+    bench = os.path.join(build_dir(), "bench", "wharf_bench")
+    p = subprocess.run([bench, "fetch", "--budget", "1.5M"], env=env, capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 2 and syntax in p.stderr, p.stderr
+    p = subprocess.run([os.path.join(build_dir(), "wharfd"), "serve", "--data",
+                        str(tmp_path / "d"), "--rdma-mem", "1.5M"], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 2 and syntax in p.stderr, p.stderr
+    # the benchmark's --sizes 4096 is 4096 bytes (it used to mean 4096 MiB)
+    results = tmp_path / "res"
+    bucket = f"sizes-{uuid.uuid4().hex[:8]}"
+    p = subprocess.run([bench, "fetch", "--sizes", "4096", "--concurrency", "1", "--repeats",
+                        "1", "--no-limits", "--arms", "http", "--objects", "2", "--bucket",
+                        bucket, "--results", str(results)], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    import glob
+    import json
+    (path,) = glob.glob(str(results / "b1-fetch-*.json"))
+    with open(path) as f:
+        run = json.load(f)
+    assert run["params"]["sizes_bytes"] == [4096]
+    sizes = {c["size_bytes"] for c in run["results"]["cells"]}
+    assert sizes == {4096}
