@@ -42,6 +42,9 @@ wh_status_t wh_status_from_errno(int err)
         return WH_ERR_UNSUPPORTED;
     case EFBIG:
         return WH_ERR_TOO_LARGE;
+    case ENOSPC:
+    case EDQUOT:
+        return WH_ERR_NO_SPACE;
     default:
         return WH_ERR_IO;
     }

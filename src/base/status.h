@@ -1,6 +1,8 @@
 /* wh_status_t: one status type for every internal layer. 0 is OK, negatives are errors.
  * The numbering is the same as the public wharf_status_t (include/wharf/wharf.h); the
- * client layer asserts that at compile time. */
+ * client layer asserts that at compile time. The last two (UNAVAILABLE: a backend such as the
+ * metadata database is unreachable; NO_SPACE: the storage is full) are server-side only and
+ * reach a client as HTTP 503 and 507. */
 #ifndef WH_BASE_STATUS_H
 #define WH_BASE_STATUS_H
 
@@ -28,7 +30,9 @@
     X(WH_ERR_NOT_EMPTY, -17, "not empty")                                                  \
     X(WH_ERR_CANCELED, -18, "canceled")                                                    \
     X(WH_ERR_PRECONDITION, -19, "precondition failed")                                     \
-    X(WH_ERR_INTERNAL, -20, "internal error")
+    X(WH_ERR_INTERNAL, -20, "internal error")                                              \
+    X(WH_ERR_UNAVAILABLE, -21, "service unavailable")                                     \
+    X(WH_ERR_NO_SPACE, -22, "storage is full")
 
 typedef enum {
 #define WH_STATUS_ENUM_(n, v, t) n = v,

@@ -1,5 +1,7 @@
 #include "s3/errors.h"
 
+#include "base/status.h"
+
 static const struct {
     const char *code;
     int http;
@@ -23,4 +25,19 @@ int s3_err_http_status(s3_err_t e)
 const char *s3_err_message(s3_err_t e)
 {
     return (unsigned)e < S3_ERR__COUNT ? g_errs[e].msg : "internal error";
+}
+
+s3_err_t s3_err_from_status(int wh_status)
+{
+    switch ((wh_status_t)wh_status) {
+    case WH_ERR_NO_SPACE:
+        return S3_ERR_INSUFFICIENT_STORAGE;
+    case WH_ERR_UNAVAILABLE:
+        return S3_ERR_SERVICE_UNAVAILABLE;
+    case WH_ERR_NOMEM:
+    case WH_ERR_BUSY:
+        return S3_ERR_SLOW_DOWN;
+    default:
+        return S3_ERR_INTERNAL;
+    }
 }

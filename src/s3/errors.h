@@ -41,7 +41,8 @@
     X(S3_ERR_REQUEST_HEADER_TOO_LARGE, "RequestHeaderSectionTooLarge", 400, "Your request header section exceeds the maximum allowed size.") \
     X(S3_ERR_SERVICE_UNAVAILABLE, "ServiceUnavailable", 503, "Reduce your request rate.")  \
     X(S3_ERR_INVALID_ENCODING, "InvalidArgument", 400, "Invalid Encoding Method specified in Request") \
-    X(S3_ERR_SLOW_DOWN, "SlowDown", 503, "Please reduce your request rate.")
+    X(S3_ERR_SLOW_DOWN, "SlowDown", 503, "Please reduce your request rate.")                \
+    X(S3_ERR_INSUFFICIENT_STORAGE, "InsufficientStorage", 507, "The storage is full: delete objects to free space, then retry.")
 
 typedef enum {
 #define S3_ERR_ENUM_(e, c, h, m) e,
@@ -53,5 +54,8 @@ typedef enum {
 const char *s3_err_code(s3_err_t e);
 int s3_err_http_status(s3_err_t e);
 const char *s3_err_message(s3_err_t e);
+/* The reply for a failed internal status: 507 InsufficientStorage for a full disk, 503
+ * ServiceUnavailable for an unreachable backend, SlowDown for memory, else InternalError. */
+s3_err_t s3_err_from_status(int wh_status);
 
 #endif

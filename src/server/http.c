@@ -377,6 +377,7 @@ static void serve_metrics(srv_req_t *r)
     wh_sbuf_init(&b);
     srv_metrics_render(&r->srv->metrics, &b);
     srv_rdma_metrics(r->srv->rdma, &b);
+    srv_metrics_storage(r->srv->store, &b);
     if (b.oom) {
         wh_sbuf_free(&b);
         srv_reply_err(r, S3_ERR_INTERNAL, "out of memory rendering metrics");
@@ -537,7 +538,7 @@ static int body_sink(void *arg, const void *p, size_t n)
         srv_s3_body_digest(r, p, n);
         wh_status_t st = store_writer_write(r->w, p, n);
         if (st != WH_OK) {
-            r->body_err = S3_ERR_INTERNAL;
+            r->body_err = s3_err_from_status(st);
             snprintf(r->body_msg, sizeof r->body_msg, "writing the object failed: %s",
                      wh_status_str(st));
             return -1;
@@ -743,7 +744,11 @@ wh_status_t srv_start(const srv_config_t *cfg, srv_t **out)
     wh_random_bytes(&salt, sizeof salt);
     s->id_salt = salt;
 
-    st = store_open(cfg->data_dir, &s->store);
+    store_config_t scfg = {.data_dir = cfg->data_dir,
+                           .meta_url = cfg->meta_url,
+                           .reserve_bytes = cfg->store_reserve,
+                           .high_water_pct = cfg->high_water_pct};
+    st = store_open_config(&scfg, &s->store);
     if (st != WH_OK) {
         wh_error(MOD, "cannot open the store dir=%s: %s", cfg->data_dir, wh_status_str(st));
         goto err_free;

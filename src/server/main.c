@@ -35,6 +35,12 @@ static void usage(FILE *f)
             "  --rdma-mem SIZE      registered buffer budget for RDMA (default 256M); a bare\n"
             "                       number is bytes, K/M/G/T (KiB/MiB/GiB/TiB) multiply by 1024^n\n"
             "  --shm-trust-local    serve shm to TCP peers too (trusted single-user hosts only)\n"
+            "  --meta URL           metadata in PostgreSQL (postgresql://USER@HOST:PORT/DB)\n"
+            "                       instead of SQLite in DIR\n"
+            "  --reserve BYTES      space held back so deletes work on a full disk (default 8M;\n"
+            "                       0 for none)\n"
+            "  --high-water PCT     refuse new writes (507) once the data file system is this\n"
+            "                       full, 1..100 (default 99; 100: only when full)\n"
             "\n"
             "Credentials come from WHARF_ACCESS_KEY and WHARF_SECRET_KEY; when unset, the\n"
             "development defaults " DEV_ACCESS_KEY " / " DEV_SECRET_KEY " are used and printed.\n"
@@ -83,7 +89,8 @@ int main(int argc, char **argv)
     const char *listen_arg = NULL;
     wh_log_level_t lvl = WH_LOG_INFO;
 
-    enum { O_DATA = 1, O_LISTEN, O_UNIX, O_REGION, O_LOG, O_PROV, O_MEM, O_SHM, O_HELP };
+    enum { O_DATA = 1, O_LISTEN, O_UNIX, O_REGION, O_LOG, O_PROV, O_MEM, O_SHM, O_HELP, O_META,
+           O_RESERVE, O_HIGH_WATER };
     static const struct option opts[] = {
         {"data", required_argument, NULL, O_DATA},
         {"listen", required_argument, NULL, O_LISTEN},
@@ -94,6 +101,9 @@ int main(int argc, char **argv)
         {"rdma-mem", required_argument, NULL, O_MEM},
         {"shm-trust-local", no_argument, NULL, O_SHM},
         {"help", no_argument, NULL, O_HELP},
+        {"meta", required_argument, NULL, O_META},
+        {"reserve", required_argument, NULL, O_RESERVE},
+        {"high-water", required_argument, NULL, O_HIGH_WATER},
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -137,6 +147,25 @@ int main(int argc, char **argv)
         case O_HELP:
             usage(stdout);
             return 0;
+        case O_META:
+            if (strncmp(optarg, "postgresql://", 13) != 0 && strncmp(optarg, "postgres://", 11) != 0)
+                return bad_usage("--meta wants postgresql://USER@HOST:PORT/DB, got '%s'", optarg);
+            cfg.meta_url = optarg;
+            break;
+        case O_RESERVE:
+            if (parse_size(optarg, &cfg.store_reserve) != 0)
+                return bad_usage("--reserve wants a byte count such as 8388608 or 8M, got '%s'",
+                                 optarg);
+            if (cfg.store_reserve == 0)
+                cfg.store_reserve = UINT64_MAX; /* none */
+            break;
+        case O_HIGH_WATER: {
+            uint64_t v;
+            if (wh_parse_u64(optarg, strlen(optarg), &v) != 0 || v < 1 || v > 100)
+                return bad_usage("--high-water wants a percentage 1..100, got '%s'", optarg);
+            cfg.high_water_pct = (unsigned)v;
+            break;
+        }
         case ':':
             return bad_usage("option %s needs a value", argv[optind - 1]);
         default:

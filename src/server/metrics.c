@@ -115,3 +115,23 @@ void srv_metrics_render(srv_metrics_t *m, wh_sbuf_t *o)
                       "# TYPE process_start_time_seconds gauge\n"
                       "process_start_time_seconds %.3f\n", m->start_time);
 }
+
+void srv_metrics_storage(store_t *st, wh_sbuf_t *o)
+{
+    store_space_t sp;
+    if (store_space(st, &sp) != WH_OK)
+        return;
+    wh_sbuf_printf(o, "# HELP wharf_storage_total_bytes Size of the file system holding objects.\n"
+                      "# TYPE wharf_storage_total_bytes gauge\nwharf_storage_total_bytes %llu\n"
+                      "# HELP wharf_storage_free_bytes Bytes free for new objects.\n"
+                      "# TYPE wharf_storage_free_bytes gauge\nwharf_storage_free_bytes %llu\n"
+                      "# HELP wharf_storage_reserve_bytes Space held back so deletes work on a "
+                      "full disk (0 while it is in use).\n"
+                      "# TYPE wharf_storage_reserve_bytes gauge\n"
+                      "wharf_storage_reserve_bytes %llu\n"
+                      "# HELP wharf_storage_high_water_ratio Fill above which new writes get "
+                      "507.\n# TYPE wharf_storage_high_water_ratio gauge\n"
+                      "wharf_storage_high_water_ratio %.2f\n",
+                   (unsigned long long)sp.total, (unsigned long long)sp.free,
+                   (unsigned long long)sp.reserve, sp.high_water_pct / 100.0);
+}

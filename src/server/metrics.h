@@ -4,6 +4,7 @@
 
 #include "base/util.h"
 #include "server/route.h"
+#include "store/store.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -33,5 +34,7 @@ void srv_metrics_count(srv_metrics_t *m, srv_api_t api, int status);
 void srv_metrics_latency(srv_metrics_t *m, srv_api_t api, uint64_t dur_ns);
 /* Appends the HTTP-side metrics (the RDMA engine appends its own). */
 void srv_metrics_render(srv_metrics_t *m, wh_sbuf_t *out);
+/* Gauges of the space where objects live (wharf_storage_*). */
+void srv_metrics_storage(store_t *st, wh_sbuf_t *out);
 
 #endif

@@ -11,6 +11,8 @@
  * name an endpoint at the HTTP peer's address. Providers and their names come from the xfer
  * provider table. */
 #include "server/rdma.h"
+
+#include "s3/errors.h"
 #include "base/crc.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -899,7 +901,8 @@ wh_status_t srv_rdma_put(srv_rdma_t *r, const char *token, const srv_peer_t *pee
         atomic_fetch_add(&p->read_ops, 1);
     } else {
         if (sink_st != WH_OK)
-            res_set(res, 500, "InternalError", "storing the object failed: %s",
+            res_set(res, s3_err_http_status(s3_err_from_status(sink_st)),
+                    s3_err_code(s3_err_from_status(sink_st)), "storing the object failed: %s",
                     wh_status_str(sink_st));
         else
             rdma_fail_transfer(res, st == WH_OK ? WH_ERR_TRANSPORT : st, xfer_batch_error(b));

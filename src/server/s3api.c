@@ -126,6 +126,13 @@ static void reply_status(srv_req_t *r, wh_status_t st, const char *what)
     case WH_ERR_NOMEM:
         srv_reply_err(r, S3_ERR_SLOW_DOWN, "the server is out of memory; retry later");
         return;
+    case WH_ERR_NO_SPACE:
+    case WH_ERR_UNAVAILABLE: {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%s failed: %s", what, s3_err_message(s3_err_from_status(st)));
+        srv_reply_err(r, s3_err_from_status(st), msg);
+        return;
+    }
     default: {
         char msg[200];
         snprintf(msg, sizeof msg, "%s failed: %s", what, wh_status_str(st));

@@ -34,6 +34,9 @@ struct MHD_Response;
 
 typedef struct srv_config {
     const char *data_dir;
+    const char *meta_url;     /* NULL: SQLite in data_dir; or postgresql://USER@HOST:PORT/DB */
+    uint64_t store_reserve;   /* 0: default; UINT64_MAX: none (store_config_t) */
+    unsigned high_water_pct;  /* 0: default (store_config_t) */
     const char *listen_host;  /* "127.0.0.1" */
     uint16_t listen_port;
     const char *unix_path;    /* NULL: DIR/wharfd.sock; "" disables the Unix socket */

@@ -1,93 +1,183 @@
-/* Metadata of the storage engine in SQLite (WAL): buckets, objects, multipart uploads, parts.
+/* The metadata table of the storage engine: buckets, objects, multipart uploads and parts,
+ * chunk maps, and for a cluster storage nodes, a garbage-collection queue and advisory locks.
  *
- * Private to src/store. Two connections, each behind its mutex: mutations go through the writer
- * (one BEGIN IMMEDIATE transaction each), lookups and listings through the reader, which WAL
- * never makes wait for a commit. Every meta_* call takes the mutex itself and is atomic.
- * Keys are stored as BLOBs, so SQLite compares them with memcmp: listing order is S3's UTF-8
- * byte order. Files are referred to by their 32-hex id; the meta layer never touches object
- * bytes except for opening an object's file (see meta_object_get). */
+ * An implementation is a meta_ops_t and an instance struct that starts with a meta_t:
+ *   SQLite (meta_sqlite*.c): the embedded default, DIR/meta.db in WAL mode;
+ *   PostgreSQL (meta_pg*.c): selected by a postgresql:// URL; several gateways may share one
+ *     database, since no state that matters for correctness lives in the process.
+ * meta_open picks one by its argument. The meta_* functions below dispatch through the table.
+ *
+ * The contract every implementation keeps:
+ * - Every call is atomic (one transaction per mutation, through the backend's transaction
+ *   helper, meta_tx_run) and thread-safe.
+ * - Keys are bytes: listing order is S3's UTF-8 byte order (memcmp).
+ * - A replaced or deleted object or part hands its data reference back in *old, for the data
+ *   table to release after the commit. Where data is chunked (a cluster), the same transaction
+ *   also queues the dropped chunks for garbage collection, and gc_take never hands out a chunk
+ *   that a committed object or part still references.
+ * - WH_ERR_UNAVAILABLE: the database cannot be reached (the server answers 503); nothing
+ *   committed is lost, and the next call tries to reconnect. WH_ERR_NO_SPACE: the disk under
+ *   the database is full. */
 #ifndef WH_STORE_META_H
 #define WH_STORE_META_H
 
+#include "store/data.h"
 #include "store/store.h"
 
-#define META_ID_LEN 32 /* hex chars of a file or upload id */
+#define META_ID_LEN STORE_DATA_ID_LEN
 
 typedef struct meta meta_t;
+typedef struct meta_ops meta_ops_t;
 
-/* Opens (creating if needed) the database at path, WAL, synchronous=FULL, busy_timeout. */
-wh_status_t meta_open(const char *path, meta_t **out);
-void meta_close(meta_t *m); /* NULL-safe */
-/* durable=false turns off SQLite's fsync at commit (PRAGMA synchronous=OFF): for tests and
- * throw-away benchmark stores only, never for data anyone wants back after a power cut. */
-wh_status_t meta_set_durable(meta_t *m, bool durable);
-/* Rows read by meta_object_list since open: shows that a delimiter listing skips past the
- * keys under each common prefix instead of reading them. */
-uint64_t meta_list_rows(meta_t *m);
+struct meta {
+    const meta_ops_t *ops;
+    uint64_t list_rows; /* rows read by listings (atomic): shows a delimiter walk skips */
+};
 
-/* ---- buckets ---- */
-wh_status_t meta_bucket_create(meta_t *m, const char *name, time_t created); /* EXISTS */
-wh_status_t meta_bucket_delete(meta_t *m, const char *name); /* NOT_FOUND, NOT_EMPTY */
-wh_status_t meta_bucket_exists(meta_t *m, const char *name);
-wh_status_t meta_bucket_list(meta_t *m, store_bucket_info_t **out, size_t *n);
-
-/* ---- objects ---- */
-/* Reads an object's row into *meta (may be NULL) and its file id into file_id (may be NULL).
- * When fd is not NULL, also opens the file (objdir_fd-relative, read-only); if a concurrent
- * overwrite unlinked it between lookup and open, looks up again, so *fd always matches *meta.
- * WH_ERR_NOT_FOUND: no such bucket or key. */
-wh_status_t meta_object_get(meta_t *m, const char *bucket, const char *key, size_t klen,
-                            store_obj_meta_t *meta, char file_id[META_ID_LEN + 1],
-                            int objdir_fd, int *fd);
-/* Inserts or replaces the row. old_file_id receives the replaced row's file id, or "".
- * WH_ERR_NOT_FOUND if the bucket does not exist. */
-wh_status_t meta_object_put(meta_t *m, const char *bucket, const char *key, size_t klen,
-                            const store_obj_meta_t *meta, const char *file_id,
-                            char old_file_id[META_ID_LEN + 1]);
-/* Deletes the row; old_file_id receives its file id or "" when there was none.
- * WH_ERR_NOT_FOUND only if the bucket does not exist. */
-wh_status_t meta_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
-                               char old_file_id[META_ID_LEN + 1]);
-wh_status_t meta_object_list(meta_t *m, const char *bucket, const store_list_params_t *p,
-                             store_list_result_t *out);
-/* WH_OK if an object or a part row refers to file_id, WH_ERR_NOT_FOUND if none does. */
-wh_status_t meta_file_referenced(meta_t *m, const char *file_id);
-
-/* ---- multipart ---- */
 typedef struct meta_part {
     store_part_info_t info;
-    char file_id[META_ID_LEN + 1];
+    store_data_ref_t ref;
 } meta_part_t;
+void meta_parts_free(meta_part_t *p, size_t n);
 
-/* The upload row keeps the object's content type and user metadata until completion. */
-wh_status_t meta_upload_create(meta_t *m, const char *bucket, const char *key,
-                               const char *upload_id, const store_obj_meta_t *meta,
-                               time_t initiated); /* NOT_FOUND: bucket */
-/* WH_OK if the upload exists for bucket/key; *meta (may be NULL) gets content type and user
- * metadata (user_meta_json malloc'd). */
-wh_status_t meta_upload_get(meta_t *m, const char *bucket, const char *key,
-                            const char *upload_id, store_obj_meta_t *meta);
-/* Inserts or replaces part info->number; old_file_id gets the replaced part's file or "". */
-wh_status_t meta_part_put(meta_t *m, const char *bucket, const char *key, const char *upload_id,
-                          const store_part_info_t *info, const char *file_id,
-                          char old_file_id[META_ID_LEN + 1]);
-/* Parts with number > marker in order, at most max (0 = all); *out malloc'd. */
-wh_status_t meta_part_list(meta_t *m, const char *bucket, const char *key, const char *upload_id,
-                           uint32_t marker, uint32_t max, meta_part_t **out, size_t *n,
-                           bool *truncated);
-/* Deletes the upload and its parts; *files (malloc'd, n ids) are the part files to unlink. */
-wh_status_t meta_upload_delete(meta_t *m, const char *bucket, const char *key,
-                               const char *upload_id, meta_part_t **files, size_t *n);
-/* Completion, atomically: checks the upload still exists and that parts[i].number still maps
- * to parts[i].file_id (WH_ERR_PRECONDITION if a part changed meanwhile), upserts the object
- * row, deletes the upload and all its part rows. *all_parts (malloc'd) receives every part
- * file of the upload to unlink; old_file_id the replaced object's file or "". */
-wh_status_t meta_upload_complete(meta_t *m, const char *bucket, const char *key,
-                                 const char *upload_id, const meta_part_t *parts, size_t n,
-                                 const store_obj_meta_t *meta, const char *file_id,
-                                 char old_file_id[META_ID_LEN + 1], meta_part_t **all_parts,
-                                 size_t *n_all);
-wh_status_t meta_upload_list(meta_t *m, const char *bucket, const char *prefix,
-                             store_upload_info_t **out, size_t *n);
+/* One row of a listing scan. Return 0 to go on, 1 to stop, or a negative wh_status_t. */
+typedef int (*meta_scan_fn)(void *arg, const void *key, size_t klen, uint64_t size, time_t mtime,
+                            const char *etag);
+
+/* A storage server of a cluster. */
+typedef struct meta_node {
+    uint32_t id;
+    char addr[256];    /* host:port of its internal API */
+    uint64_t capacity; /* bytes */
+    uint64_t free;
+    time_t heartbeat;  /* last one, database clock */
+    time_t now;        /* database clock when read (compare heartbeats with this) */
+} meta_node_t;
+
+/* A chunk whose bytes may be deleted from the listed nodes. */
+typedef struct meta_gc_item {
+    uint64_t seq;
+    char chunk_id[STORE_DATA_ID_LEN + 1];
+    uint32_t node;
+} meta_gc_item_t;
+
+struct meta_ops {
+    const char *name;
+    void (*close)(meta_t *m);
+    /* false: no fsync at commit (tests, throw-away benchmark stores). */
+    wh_status_t (*set_durable)(meta_t *m, bool durable);
+
+    wh_status_t (*bucket_create)(meta_t *m, const char *name, time_t created); /* EXISTS */
+    wh_status_t (*bucket_delete)(meta_t *m, const char *name); /* NOT_FOUND, NOT_EMPTY */
+    wh_status_t (*bucket_exists)(meta_t *m, const char *name);
+    wh_status_t (*bucket_list)(meta_t *m, store_bucket_info_t **out, size_t *n);
+
+    /* meta and ref may be NULL. ref->chunks malloc'd. NOT_FOUND: no such bucket or key. */
+    wh_status_t (*object_get)(meta_t *m, const char *bucket, const char *key, size_t klen,
+                              store_obj_meta_t *meta, store_data_ref_t *ref);
+    /* Inserts or replaces; *old gets the replaced reference ("" if none). NOT_FOUND: bucket. */
+    wh_status_t (*object_put)(meta_t *m, const char *bucket, const char *key, size_t klen,
+                              const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                              store_data_ref_t *old);
+    /* *old "" when there was no such key (WH_OK: idempotent). NOT_FOUND: bucket. */
+    wh_status_t (*object_delete)(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                 store_data_ref_t *old);
+    /* Rows of bucket in key order from `from` (inclusive or not) until fn stops or keys end. */
+    wh_status_t (*object_scan)(meta_t *m, const char *bucket, const void *from, size_t flen,
+                               bool inclusive, meta_scan_fn fn, void *arg);
+    /* WH_OK if an object or part row refers to data id, WH_ERR_NOT_FOUND if none does. */
+    wh_status_t (*data_referenced)(meta_t *m, const char *id);
+
+    /* The upload row keeps the object's content type and user metadata until completion. */
+    wh_status_t (*upload_create)(meta_t *m, const char *bucket, const char *key,
+                                 const char *upload_id, const store_obj_meta_t *meta,
+                                 time_t initiated);
+    wh_status_t (*upload_get)(meta_t *m, const char *bucket, const char *key,
+                              const char *upload_id, store_obj_meta_t *meta);
+    wh_status_t (*part_put)(meta_t *m, const char *bucket, const char *key,
+                            const char *upload_id, const store_part_info_t *info,
+                            const store_data_ref_t *ref, store_data_ref_t *old);
+    /* Numbers > marker in order, at most max (0 = all); free with meta_parts_free. */
+    wh_status_t (*part_list)(meta_t *m, const char *bucket, const char *key,
+                             const char *upload_id, uint32_t marker, uint32_t max,
+                             meta_part_t **out, size_t *n, bool *truncated);
+    /* Drops the upload and its parts; *parts receives them (their data to release). */
+    wh_status_t (*upload_delete)(meta_t *m, const char *bucket, const char *key,
+                                 const char *upload_id, meta_part_t **parts, size_t *n);
+    /* Atomically: the upload exists, each parts[i].info.number still maps to parts[i].ref.id
+     * (else WH_ERR_PRECONDITION), the object row is upserted with ref, and the upload and its
+     * parts are dropped. *all gets every part (data to release unless ref reuses it: a chunked
+     * table that completes by reference shares chunk ids, which are then not released). */
+    wh_status_t (*upload_complete)(meta_t *m, const char *bucket, const char *key,
+                                   const char *upload_id, const meta_part_t *parts, size_t n,
+                                   const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                                   store_data_ref_t *old, meta_part_t **all, size_t *n_all);
+    wh_status_t (*upload_list)(meta_t *m, const char *bucket, const char *prefix,
+                               store_upload_info_t **out, size_t *n);
+
+    /* ---- cluster members: optional (NULL in SQLite: WH_ERR_UNSUPPORTED) ---- */
+    /* Inserts or updates the node at addr; *id is stable for that address. */
+    wh_status_t (*node_register)(meta_t *m, const char *addr, uint64_t capacity, uint64_t free,
+                                 uint32_t *id);
+    wh_status_t (*node_heartbeat)(meta_t *m, uint32_t id, uint64_t capacity, uint64_t free);
+    wh_status_t (*node_list)(meta_t *m, meta_node_t **out, size_t *n);
+    /* Up to max queued chunk copies no committed row references any more, oldest first. */
+    wh_status_t (*gc_take)(meta_t *m, size_t max, meta_gc_item_t **out, size_t *n);
+    wh_status_t (*gc_done)(meta_t *m, const meta_gc_item_t *items, size_t n);
+    /* Session-level advisory lock (one-at-a-time repair): WH_OK if taken, WH_ERR_BUSY if
+     * another process holds it. Released by lock_release or when the process dies. */
+    wh_status_t (*lock_try)(meta_t *m, int64_t key);
+    wh_status_t (*lock_release)(meta_t *m, int64_t key);
+};
+
+/* url NULL/"" or a path: SQLite at that path (a path is required). "postgresql://...": the
+ * PostgreSQL backend. */
+wh_status_t meta_open(const char *url_or_path, meta_t **out);
+wh_status_t meta_sqlite_open(const char *path, meta_t **out);
+wh_status_t meta_pg_open(const char *url, meta_t **out);
+bool meta_url_is_pg(const char *url);
+void meta_close(meta_t *m); /* NULL-safe */
+uint64_t meta_list_rows(meta_t *m);
+
+/* One transaction helper for every backend: begin, fn, commit; rollback on failure; retried
+ * (a bounded number of times) while the backend calls the failure retryable. */
+typedef struct meta_tx_ops {
+    wh_status_t (*begin)(void *conn);
+    wh_status_t (*commit)(void *conn);
+    void (*rollback)(void *conn);
+    bool (*retryable)(void *conn, wh_status_t st); /* NULL: never */
+} meta_tx_ops_t;
+typedef wh_status_t (*meta_tx_fn)(void *conn, void *arg);
+wh_status_t meta_tx_run(const meta_tx_ops_t *ops, void *conn, meta_tx_fn fn, void *arg);
+
+/* S3 listing over object_scan (store/list.c). */
+wh_status_t meta_object_list(meta_t *m, const char *bucket, const store_list_params_t *p,
+                             store_list_result_t *out);
+
+#define META_CALL_(m, op, ...) ((m)->ops->op ? (m)->ops->op((m), __VA_ARGS__) : WH_ERR_UNSUPPORTED)
+#define meta_set_durable(m, ...) META_CALL_(m, set_durable, __VA_ARGS__)
+#define meta_bucket_create(m, ...) META_CALL_(m, bucket_create, __VA_ARGS__)
+#define meta_bucket_delete(m, ...) META_CALL_(m, bucket_delete, __VA_ARGS__)
+#define meta_bucket_exists(m, ...) META_CALL_(m, bucket_exists, __VA_ARGS__)
+#define meta_bucket_list(m, ...) META_CALL_(m, bucket_list, __VA_ARGS__)
+#define meta_object_get(m, ...) META_CALL_(m, object_get, __VA_ARGS__)
+#define meta_object_put(m, ...) META_CALL_(m, object_put, __VA_ARGS__)
+#define meta_object_delete(m, ...) META_CALL_(m, object_delete, __VA_ARGS__)
+#define meta_object_scan(m, ...) META_CALL_(m, object_scan, __VA_ARGS__)
+#define meta_data_referenced(m, ...) META_CALL_(m, data_referenced, __VA_ARGS__)
+#define meta_upload_create(m, ...) META_CALL_(m, upload_create, __VA_ARGS__)
+#define meta_upload_get(m, ...) META_CALL_(m, upload_get, __VA_ARGS__)
+#define meta_part_put(m, ...) META_CALL_(m, part_put, __VA_ARGS__)
+#define meta_part_list(m, ...) META_CALL_(m, part_list, __VA_ARGS__)
+#define meta_upload_delete(m, ...) META_CALL_(m, upload_delete, __VA_ARGS__)
+#define meta_upload_complete(m, ...) META_CALL_(m, upload_complete, __VA_ARGS__)
+#define meta_upload_list(m, ...) META_CALL_(m, upload_list, __VA_ARGS__)
+#define meta_node_register(m, ...) META_CALL_(m, node_register, __VA_ARGS__)
+#define meta_node_heartbeat(m, ...) META_CALL_(m, node_heartbeat, __VA_ARGS__)
+#define meta_node_list(m, ...) META_CALL_(m, node_list, __VA_ARGS__)
+#define meta_gc_take(m, ...) META_CALL_(m, gc_take, __VA_ARGS__)
+#define meta_gc_done(m, ...) META_CALL_(m, gc_done, __VA_ARGS__)
+#define meta_lock_try(m, ...) META_CALL_(m, lock_try, __VA_ARGS__)
+#define meta_lock_release(m, ...) META_CALL_(m, lock_release, __VA_ARGS__)
 
 #endif

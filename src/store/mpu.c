@@ -1,18 +1,16 @@
-/* Multipart uploads: parts are ordinary files under objects/ referenced from the parts table;
- * completion concatenates them in the kernel (copy_file_range) into a new object file and
- * derives the whole object's CRC-64/NVME from the stored per-part CRCs without re-reading. */
+/* Multipart uploads: parts are written through the data table like objects and referenced
+ * from part rows; completion appends them in order into a new object (local files: in the
+ * kernel, copy_file_range) and derives the whole object's CRC-64/NVME from the stored per-part
+ * CRCs without re-reading. */
 #include "base/codec.h"
 #include "base/crc.h"
 #include "base/digest.h"
 #include "base/log.h"
 #include "store/store_int.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 static bool mpu_id_valid(const char *upload_id)
 {
@@ -57,6 +55,9 @@ wh_status_t store_mpu_part_commit(store_t *st, const char *bucket, const char *k
                                   char etag_out[33])
 {
     wh_status_t s;
+    store_data_ref_t ref, old;
+    memset(&ref, 0, sizeof ref);
+    memset(&old, 0, sizeof old);
     if (part < 1 || part > STORE_MAX_PARTS) {
         wh_warn("store", "part number %u out of range 1..%d", part, STORE_MAX_PARTS);
         s = WH_ERR_INVALID;
@@ -78,18 +79,20 @@ wh_status_t store_mpu_part_commit(store_t *st, const char *bucket, const char *k
     info.mtime = time(NULL);
     wh_crc64nvme_b64(w->crc64, info.crc64nvme);
     wh_crc32c_b64(w->crc32c, info.crc32c);
-    s = store_writer_publish(w);
+    s = store_writer_finish(w, &ref);
     if (s != WH_OK)
         goto err;
-    char old[META_ID_LEN + 1];
-    s = meta_part_put(st->meta, bucket, key, upload_id, &info, w->id, old);
+    s = meta_part_put(st->meta, bucket, key, upload_id, &info, &ref, &old);
     if (s != WH_OK)
         goto err;
-    store_file_unlink(st, old);
+    store_release(st, &old);
+    store_data_ref_clear(&old);
+    store_data_ref_clear(&ref);
     store_writer_free(w);
     memcpy(etag_out, info.etag, sizeof info.etag);
     return WH_OK;
 err:
+    store_data_ref_clear(&ref);
     store_writer_abort(w);
     return s;
 }
@@ -109,12 +112,12 @@ wh_status_t store_mpu_list_parts(store_t *st, const char *bucket, const char *ke
         return s;
     store_part_info_t *arr = malloc((np ? np : 1) * sizeof *arr);
     if (!arr) {
-        free(parts);
+        meta_parts_free(parts, np);
         return WH_ERR_NOMEM;
     }
     for (size_t i = 0; i < np; i++)
         arr[i] = parts[i].info;
-    free(parts);
+    meta_parts_free(parts, np);
     *out = arr;
     *n = np;
     if (truncated)
@@ -137,20 +140,44 @@ void store_upload_info_free(store_upload_info_t *u, size_t n)
     free(u);
 }
 
+typedef struct {
+    const char *bucket, *key, *upload_id;
+} mpu_abort_arg_t;
+
+static wh_status_t store_mpu_abort_fn(store_t *st, void *arg)
+{
+    mpu_abort_arg_t *a = arg;
+    meta_part_t *parts = NULL;
+    size_t np = 0;
+    wh_status_t s = meta_upload_delete(st->meta, a->bucket, a->key, a->upload_id, &parts, &np);
+    if (s != WH_OK)
+        return s;
+    for (size_t i = 0; i < np; i++)
+        store_release(st, &parts[i].ref);
+    meta_parts_free(parts, np);
+    return WH_OK;
+}
+
 wh_status_t store_mpu_abort(store_t *st, const char *bucket, const char *key,
                             const char *upload_id)
 {
     if (!mpu_id_valid(upload_id))
         return WH_ERR_NOT_FOUND;
-    meta_part_t *parts = NULL;
-    size_t np = 0;
-    wh_status_t s = meta_upload_delete(st->meta, bucket, key, upload_id, &parts, &np);
-    if (s != WH_OK)
-        return s;
-    for (size_t i = 0; i < np; i++)
-        store_file_unlink(st, parts[i].file_id);
-    free(parts);
-    return WH_OK;
+    mpu_abort_arg_t a = {bucket, key, upload_id};
+    return store_run_freeing(st, store_mpu_abort_fn, &a);
+}
+
+/* true if the completed object's bytes reuse a part's (a chunked table that completes by
+ * reference keeps the part's chunk ids): that part's bytes must then not be released. */
+static bool mpu_ref_shares(const store_data_ref_t *obj, const store_data_ref_t *part)
+{
+    if (strcmp(obj->id, part->id) == 0)
+        return true;
+    for (size_t i = 0; i < part->n_chunks; i++)
+        for (size_t j = 0; j < obj->n_chunks; j++)
+            if (strcmp(part->chunks[i].id, obj->chunks[j].id) == 0)
+                return true;
+    return false;
 }
 
 /* Compares a client's ETag with a stored one: quotes around the client's are tolerated, and
@@ -174,6 +201,9 @@ wh_status_t store_mpu_complete(store_t *st, const char *bucket, const char *key,
     meta_part_t *have = NULL, *use = NULL, *all = NULL;
     size_t nhave = 0, nall = 0;
     store_writer_t *w = NULL;
+    store_data_ref_t ref, old;
+    memset(&ref, 0, sizeof ref);
+    memset(&old, 0, sizeof old);
     store_obj_meta_t om;
     memset(&om, 0, sizeof om);
     *bad = 0;
@@ -262,24 +292,20 @@ wh_status_t store_mpu_complete(store_t *st, const char *bucket, const char *key,
         wh_md5_update(&mm, raw, sizeof raw);
         crc = i == 0 ? pcrc : wh_crc64nvme_combine(crc, pcrc, pp->info.size);
 
-        char rel[META_ID_LEN + 4];
-        store_file_relpath(pp->file_id, rel);
-        int pfd = openat(st->obj_fd, rel, O_RDONLY | O_CLOEXEC);
-        if (pfd < 0) {
-            if (errno == ENOENT) {
+        store_reader_t *pr = NULL;
+        s = store_reader_open_ref(st, &pp->ref, pp->info.size, &pr);
+        if (s != WH_OK) {
+            if (s == WH_ERR_NOT_FOUND) {
                 /* Replaced or aborted concurrently. */
                 wh_info("store", "upload=%s part %u vanished during completion", upload_id,
                         pp->info.number);
                 s = WH_ERR_PRECONDITION;
-            } else {
-                wh_error("store", "cannot open part file %s: %m", rel);
-                s = wh_status_from_errno(errno);
             }
             wh_md5_free(&mm);
             goto out;
         }
-        s = store_copy_range(pfd, 0, w->fd, off, pp->info.size);
-        close(pfd);
+        s = store_writer_append(w, pr, 0, pp->info.size);
+        store_reader_close(pr);
         if (s != WH_OK) {
             wh_md5_free(&mm);
             goto out;
@@ -288,7 +314,6 @@ wh_status_t store_mpu_complete(store_t *st, const char *bucket, const char *key,
     }
     uint8_t dig[WH_MD5_LEN];
     wh_md5_final(&mm, dig);
-    w->size = off;
 
     wh_hex_encode(dig, sizeof dig, om.etag);
     snprintf(om.etag + 2 * WH_MD5_LEN, sizeof om.etag - 2 * WH_MD5_LEN, "-%zu", n);
@@ -298,19 +323,19 @@ wh_status_t store_mpu_complete(store_t *st, const char *bucket, const char *key,
     om.crc32c[0] = '\0'; /* S3's multipart crc32c is a composite; not derived here */
     wh_crc64nvme_b64(crc, om.crc64nvme);
 
-    s = store_writer_publish(w);
+    s = store_writer_finish(w, &ref);
     if (s != WH_OK)
         goto out;
-    char old[META_ID_LEN + 1];
-    s = meta_upload_complete(st->meta, bucket, key, upload_id, use, n, &om, w->id, old, &all,
+    s = meta_upload_complete(st->meta, bucket, key, upload_id, use, n, &om, &ref, &old, &all,
                              &nall);
     if (s != WH_OK)
         goto out;
     store_writer_free(w);
     w = NULL;
-    store_file_unlink(st, old);
+    store_release(st, &old);
     for (size_t i = 0; i < nall; i++)
-        store_file_unlink(st, all[i].file_id);
+        if (!mpu_ref_shares(&ref, &all[i].ref))
+            store_release(st, &all[i].ref);
     if (out_meta) {
         *out_meta = om;
         om.user_meta_json = NULL; /* moved */
@@ -318,8 +343,10 @@ wh_status_t store_mpu_complete(store_t *st, const char *bucket, const char *key,
 out:
     store_writer_abort(w);
     store_obj_meta_free(&om);
-    free(all);
-    free(use);
-    free(have);
+    store_data_ref_clear(&ref);
+    store_data_ref_clear(&old);
+    meta_parts_free(all, nall);
+    free(use); /* its refs are shallow copies of have's */
+    meta_parts_free(have, nhave);
     return s;
 }

@@ -1,5 +1,5 @@
-/* The storage engine: data directory, validation, PUT writers, GET/HEAD/DELETE/COPY, listing.
- * Layout of DIR: meta.db (SQLite WAL), objects/<2 hex>/<32 hex id>, tmp/<32 hex id>, lock. */
+/* The storage engine over its two tables (store.h): validation, open, buckets, GET/HEAD,
+ * DELETE, COPY, listing. Writers are in writer.c, multipart in mpu.c. */
 #include "store/store.h"
 
 #include "base/codec.h"
@@ -8,23 +8,12 @@
 #include "base/util.h"
 #include "store/store_int.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-#define STORE_FILE_MODE 0640
-#define STORE_DIR_MODE 0750
-/* Start writeback every this many bytes, so the fsync at commit has little left to do. */
-#define STORE_WRITEBACK_CHUNK (8ULL << 20)
-/* A writer moves its MD5 to a helper thread once this much was written (small PUTs stay
- * inline: a thread costs more than hashing a few MiB). */
-#define STORE_MD5_THREAD_MIN (4ULL << 20)
-#define STORE_MD5_CHUNK (1U << 20)
 
 /* ---- validation ---- */
 
@@ -128,259 +117,87 @@ bool store_key_valid(const char *key, size_t len)
     return true;
 }
 
-/* ---- files ---- */
-
 wh_status_t store_random_id(char out[META_ID_LEN + 1])
 {
     uint8_t raw[META_ID_LEN / 2];
     if (wh_random_bytes(raw, sizeof raw) != 0) {
-        wh_error("store", "cannot get random bytes for a file id");
+        wh_error("store", "cannot get random bytes for an id");
         return WH_ERR_INTERNAL;
     }
     wh_hex_encode(raw, sizeof raw, out);
     return WH_OK;
 }
 
-static bool store_id_valid(const char *s)
-{
-    if (strlen(s) != META_ID_LEN)
-        return false;
-    for (size_t i = 0; i < META_ID_LEN; i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-            return false;
-    return true;
-}
-
-void store_file_unlink(store_t *st, const char *id)
-{
-    if (!id || !id[0])
-        return;
-    char rel[META_ID_LEN + 4];
-    store_file_relpath(id, rel);
-    if (unlinkat(st->obj_fd, rel, 0) < 0 && errno != ENOENT)
-        wh_error("store", "cannot remove replaced file=%s: %m; it will be removed at next start",
-                 rel);
-}
-
-static wh_status_t store_fsync_dir(int parent_fd, const char *name)
-{
-    int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        wh_error("store", "cannot open directory %s for fsync: %m", name);
-        return wh_status_from_errno(errno);
-    }
-    wh_status_t st = WH_OK;
-    if (fsync(fd) < 0) {
-        wh_error("store", "fsync of directory %s failed: %m", name);
-        st = WH_ERR_IO;
-    }
-    close(fd);
-    return st;
-}
-
-wh_status_t store_copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off,
-                             uint64_t len)
-{
-    loff_t io = (loff_t)in_off, oo = (loff_t)out_off;
-    while (len > 0) {
-        size_t chunk = (size_t)WH_MIN(len, (uint64_t)1 << 30);
-        ssize_t r = copy_file_range(in_fd, &io, out_fd, &oo, chunk, 0);
-        if (r > 0) {
-            len -= (uint64_t)r;
-            continue;
-        }
-        if (r == 0) {
-            wh_error("store", "copy_file_range hit end of file with %llu bytes left; the source "
-                     "file is shorter than its metadata says", (unsigned long long)len);
-            return WH_ERR_IO;
-        }
-        if (errno == EINTR)
-            continue;
-        if (errno != EXDEV && errno != ENOSYS && errno != EOPNOTSUPP && errno != EINVAL) {
-            wh_error("store", "copy_file_range failed: %m");
-            return wh_status_from_errno(errno);
-        }
-        /* The file system cannot copy in the kernel: copy through a bounded buffer. */
-        wh_debug("store", "copy_file_range unsupported here (%m), copying in user space");
-        size_t bsz = 1 << 20;
-        char *buf = malloc(bsz);
-        if (!buf)
-            return WH_ERR_NOMEM;
-        while (len > 0) {
-            size_t n = (size_t)WH_MIN(len, (uint64_t)bsz);
-            int e = wh_pread_all(in_fd, buf, n, (uint64_t)io);
-            if (e == 0)
-                e = wh_pwrite_all(out_fd, buf, n, (uint64_t)oo);
-            if (e < 0) {
-                errno = -e;
-                wh_error("store", "copying file data failed: %m");
-                free(buf);
-                return wh_status_from_errno(-e);
-            }
-            io += (loff_t)n;
-            oo += (loff_t)n;
-            len -= n;
-        }
-        free(buf);
-    }
-    return WH_OK;
-}
-
-/* Removes everything in DIR/tmp and every object/part file no row refers to. */
-static wh_status_t store_recover(store_t *st)
-{
-    unsigned tmp_removed = 0, orphans = 0;
-    int fd = dup(st->tmp_fd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        wh_error("store", "cannot read %s/tmp: %m", st->dir);
-        if (fd >= 0)
-            close(fd);
-        return WH_ERR_IO;
-    }
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        if (unlinkat(st->tmp_fd, de->d_name, 0) == 0)
-            tmp_removed++;
-        else
-            wh_warn("store", "cannot remove leftover temp file=%s/tmp/%s: %m", st->dir,
-                    de->d_name);
-    }
-    closedir(d);
-
-    for (int b = 0; b < 256; b++) {
-        char sub[3];
-        snprintf(sub, sizeof sub, "%02x", b);
-        int sfd = openat(st->obj_fd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (sfd < 0) {
-            wh_error("store", "cannot open %s/objects/%s: %m", st->dir, sub);
-            return WH_ERR_IO;
-        }
-        d = fdopendir(sfd);
-        if (!d) {
-            close(sfd);
-            return WH_ERR_IO;
-        }
-        while ((de = readdir(d))) {
-            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                continue;
-            bool keep = false;
-            if (store_id_valid(de->d_name) && strncmp(de->d_name, sub, 2) == 0) {
-                wh_status_t s = meta_file_referenced(st->meta, de->d_name);
-                if (s != WH_OK && s != WH_ERR_NOT_FOUND) {
-                    closedir(d);
-                    return s;
-                }
-                keep = s == WH_OK;
-            }
-            if (keep)
-                continue;
-            if (unlinkat(dirfd(d), de->d_name, 0) == 0)
-                orphans++;
-            else
-                wh_warn("store", "cannot remove orphan file=%s/objects/%s/%s: %m", st->dir, sub,
-                        de->d_name);
-        }
-        closedir(d);
-    }
-    if (tmp_removed || orphans)
-        wh_info("store", "recovery removed temp_files=%u orphan_files=%u dir=%s", tmp_removed,
-                orphans, st->dir);
-    return WH_OK;
-}
-
 /* ---- open/close ---- */
 
-static int store_open_dir(int parent, const char *name, const char *dir)
+static wh_status_t store_referenced(void *arg, const char *id)
 {
-    if (mkdirat(parent, name, STORE_DIR_MODE) < 0 && errno != EEXIST) {
-        wh_error("store", "cannot create %s/%s: %m", dir, name);
-        return -1;
+    return meta_data_referenced((meta_t *)arg, id);
+}
+
+wh_status_t store_open_tables(meta_t *meta, store_data_t *data, store_t **out)
+{
+    store_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        meta_close(meta);
+        if (data)
+            data->ops->close(data);
+        return WH_ERR_NOMEM;
     }
-    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        wh_error("store", "cannot open %s/%s: %m", dir, name);
-    return fd;
+    s->meta = meta;
+    s->data = data;
+    wh_status_t st = data->ops->recover ? data->ops->recover(data, store_referenced, meta)
+                                        : WH_OK;
+    if (st != WH_OK) {
+        store_close(s);
+        return st;
+    }
+    *out = s;
+    return WH_OK;
+}
+
+wh_status_t store_open_config(const store_config_t *cfg, store_t **out)
+{
+    if (!cfg->data_dir || !cfg->data_dir[0]) {
+        wh_error("store", "no data directory given");
+        return WH_ERR_INVALID;
+    }
+    store_local_config_t lc = {
+        .dir = cfg->data_dir,
+        .reserve_bytes = cfg->reserve_bytes ? cfg->reserve_bytes : STORE_DEFAULT_RESERVE,
+        .high_water_pct = cfg->high_water_pct ? cfg->high_water_pct : STORE_DEFAULT_HIGH_WATER,
+    };
+    if (cfg->reserve_bytes == UINT64_MAX)
+        lc.reserve_bytes = 0; /* explicitly none */
+    /* Local data first: it takes the directory's lock, and on a full disk lets go of the
+     * reserve before SQLite needs any room to open. */
+    store_data_t *data = NULL;
+    wh_status_t st = store_data_local_open(&lc, &data);
+    if (st != WH_OK)
+        return st;
+    meta_t *meta = NULL;
+    if (cfg->meta_url && cfg->meta_url[0]) {
+        st = meta_open(cfg->meta_url, &meta);
+    } else {
+        char path[4096];
+        if ((size_t)snprintf(path, sizeof path, "%s/meta.db", cfg->data_dir) >= sizeof path) {
+            wh_error("store", "data directory path is too long: %s", cfg->data_dir);
+            st = WH_ERR_INVALID;
+        } else {
+            st = meta_sqlite_open(path, &meta);
+        }
+    }
+    if (st != WH_OK) {
+        data->ops->close(data);
+        return st;
+    }
+    return store_open_tables(meta, data, out);
 }
 
 wh_status_t store_open(const char *dir, store_t **out)
 {
-    wh_status_t st = WH_ERR_IO;
-    store_t *s = calloc(1, sizeof *s);
-    if (!s)
-        return WH_ERR_NOMEM;
-    s->lock_fd = s->obj_fd = s->tmp_fd = -1;
-    int dfd = -1;
-    if (!(s->dir = strdup(dir))) {
-        st = WH_ERR_NOMEM;
-        goto err;
-    }
-    int e = wh_mkdir_p(dir, STORE_DIR_MODE);
-    if (e < 0) {
-        errno = -e;
-        wh_error("store", "cannot create data directory %s: %m", dir);
-        st = wh_status_from_errno(-e);
-        goto err;
-    }
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) {
-        wh_error("store", "cannot open data directory %s: %m", dir);
-        goto err;
-    }
-    s->lock_fd = openat(dfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC, STORE_FILE_MODE);
-    if (s->lock_fd < 0) {
-        wh_error("store", "cannot create %s/lock: %m", dir);
-        goto err;
-    }
-    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-        if (errno == EWOULDBLOCK) {
-            wh_error("store", "data directory %s is in use by another process; stop it or use "
-                     "another --data", dir);
-            st = WH_ERR_BUSY;
-        } else {
-            wh_error("store", "cannot lock %s/lock: %m", dir);
-        }
-        goto err;
-    }
-    if ((s->obj_fd = store_open_dir(dfd, "objects", dir)) < 0 ||
-        (s->tmp_fd = store_open_dir(dfd, "tmp", dir)) < 0)
-        goto err;
-    for (int b = 0; b < 256; b++) {
-        char sub[3];
-        snprintf(sub, sizeof sub, "%02x", b);
-        if (mkdirat(s->obj_fd, sub, STORE_DIR_MODE) < 0 && errno != EEXIST) {
-            wh_error("store", "cannot create %s/objects/%s: %m", dir, sub);
-            goto err;
-        }
-    }
-    /* Make the layout itself durable before any object is committed into it. */
-    if (fsync(s->obj_fd) < 0 || fsync(s->tmp_fd) < 0 || fsync(dfd) < 0) {
-        wh_error("store", "fsync of data directory %s failed: %m", dir);
-        goto err;
-    }
-    char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/meta.db", dir) >= sizeof path) {
-        wh_error("store", "data directory path is too long: %s", dir);
-        st = WH_ERR_INVALID;
-        goto err;
-    }
-    st = meta_open(path, &s->meta);
-    if (st != WH_OK)
-        goto err;
-    st = store_recover(s);
-    if (st != WH_OK)
-        goto err;
-    close(dfd);
-    *out = s;
-    return WH_OK;
-
-err:
-    if (dfd >= 0)
-        close(dfd);
-    store_close(s);
-    return st;
+    store_config_t cfg = {.data_dir = dir};
+    return store_open_config(&cfg, out);
 }
 
 void store_close(store_t *st)
@@ -388,14 +205,47 @@ void store_close(store_t *st)
     if (!st)
         return;
     meta_close(st->meta);
-    if (st->tmp_fd >= 0)
-        close(st->tmp_fd);
-    if (st->obj_fd >= 0)
-        close(st->obj_fd);
-    if (st->lock_fd >= 0)
-        close(st->lock_fd); /* releases the flock */
-    free(st->dir);
+    if (st->data)
+        st->data->ops->close(st->data);
     free(st);
+}
+
+meta_t *store_meta(store_t *st)
+{
+    return st->meta;
+}
+
+store_data_t *store_data(store_t *st)
+{
+    return st->data;
+}
+
+wh_status_t store_space(store_t *st, store_space_t *out)
+{
+    if (!st->data->ops->space) {
+        memset(out, 0, sizeof *out);
+        return WH_ERR_UNSUPPORTED;
+    }
+    return st->data->ops->space(st->data, out);
+}
+
+wh_status_t store_run_freeing(store_t *st, store_freeing_fn fn, void *arg)
+{
+    const store_data_ops_t *ops = st->data->ops;
+    wh_status_t s = fn(st, arg);
+    if (s == WH_ERR_NO_SPACE && ops->reserve_release) {
+        ops->reserve_release(st->data);
+        s = fn(st, arg);
+    }
+    if (ops->reserve_rearm)
+        ops->reserve_rearm(st->data);
+    return s;
+}
+
+void store_release(store_t *st, const store_data_ref_t *ref)
+{
+    if (ref && ref->id[0])
+        st->data->ops->release(st->data, ref);
 }
 
 /* ---- buckets ---- */
@@ -407,9 +257,14 @@ wh_status_t store_bucket_create(store_t *st, const char *bucket)
     return meta_bucket_create(st->meta, bucket, time(NULL));
 }
 
+static wh_status_t store_bucket_delete_fn(store_t *st, void *arg)
+{
+    return meta_bucket_delete(st->meta, (const char *)arg);
+}
+
 wh_status_t store_bucket_delete(store_t *st, const char *bucket)
 {
-    return meta_bucket_delete(st->meta, bucket);
+    return store_run_freeing(st, store_bucket_delete_fn, (void *)bucket);
 }
 
 wh_status_t store_bucket_exists(store_t *st, const char *bucket)
@@ -430,265 +285,83 @@ void store_obj_meta_free(store_obj_meta_t *m)
     m->user_meta_json = NULL;
 }
 
-/* ---- writer ---- */
+/* ---- readers ---- */
 
-wh_status_t store_writer_open(store_t *st, store_writer_t **out)
+wh_status_t store_reader_open_ref(store_t *st, const store_data_ref_t *ref, uint64_t size,
+                                  store_reader_t **out)
 {
-    store_writer_t *w = calloc(1, sizeof *w);
-    if (!w)
-        return WH_ERR_NOMEM;
-    w->st = st;
-    w->fd = -1;
-    wh_status_t s = store_random_id(w->id);
-    if (s != WH_OK)
-        goto err;
-    if (wh_md5_init(&w->md5) != 0) {
-        wh_error("store", "cannot initialise md5");
-        s = WH_ERR_INTERNAL;
-        goto err;
-    }
-    w->fd = openat(st->tmp_fd, w->id, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, STORE_FILE_MODE);
-    if (w->fd < 0) {
-        wh_error("store", "cannot create temp file %s/tmp/%s: %m", st->dir, w->id);
-        s = wh_status_from_errno(errno);
-        goto err_md5;
-    }
-    *out = w;
-    return WH_OK;
-
-err_md5:
-    wh_md5_free(&w->md5);
-err:
-    free(w);
-    return s;
+    return st->data->ops->reader_open(st->data, ref, size, out);
 }
 
-static void *store_md5_main(void *arg)
+wh_status_t store_object_reader(store_t *st, const char *bucket, const char *key,
+                                store_obj_meta_t *meta, store_reader_t **out)
 {
-    store_writer_t *w = arg;
-    char *buf = malloc(STORE_MD5_CHUNK);
-    pthread_mutex_lock(&w->md5_lock);
-    if (!buf)
-        w->md5_err = ENOMEM;
-    while (!w->md5_err) {
-        while (w->md5_hashed == w->md5_avail && !w->md5_stop)
-            pthread_cond_wait(&w->md5_cond, &w->md5_lock);
-        if (w->md5_stop == 2 || w->md5_hashed == w->md5_avail)
-            break;
-        uint64_t from = w->md5_hashed, to = w->md5_avail;
-        pthread_mutex_unlock(&w->md5_lock);
-        int e = 0;
-        while (from < to && !e) {
-            size_t n = (size_t)WH_MIN(to - from, (uint64_t)STORE_MD5_CHUNK);
-            e = wh_pread_all(w->fd, buf, n, from);
-            if (!e) {
-                wh_md5_update(&w->md5, buf, n);
-                from += n;
-            }
-        }
-        pthread_mutex_lock(&w->md5_lock);
-        if (e)
-            w->md5_err = -e;
-        w->md5_hashed = from;
-    }
-    pthread_mutex_unlock(&w->md5_lock);
-    free(buf);
-    return NULL;
-}
-
-static void store_md5_start(store_writer_t *w)
-{
-    w->md5_avail = w->md5_hashed = w->size;
-    w->md5_stop = 0;
-    w->md5_err = 0;
-    pthread_mutex_init(&w->md5_lock, NULL);
-    pthread_cond_init(&w->md5_cond, NULL);
-    if (pthread_create(&w->md5_thread, NULL, store_md5_main, w) != 0) {
-        /* Not fatal: keep hashing inline. */
-        wh_debug("store", "cannot start md5 helper thread, hashing inline");
-        pthread_mutex_destroy(&w->md5_lock);
-        pthread_cond_destroy(&w->md5_cond);
-        return;
-    }
-    w->md5_threaded = true;
-}
-
-/* Stops the helper: how=1 waits until everything written is hashed, how=2 abandons it. */
-static void store_md5_join(store_writer_t *w, int how)
-{
-    if (!w->md5_threaded)
-        return;
-    pthread_mutex_lock(&w->md5_lock);
-    w->md5_stop = how;
-    pthread_cond_signal(&w->md5_cond);
-    pthread_mutex_unlock(&w->md5_lock);
-    pthread_join(w->md5_thread, NULL);
-    pthread_mutex_destroy(&w->md5_lock);
-    pthread_cond_destroy(&w->md5_cond);
-    w->md5_threaded = false;
-    if (how == 1 && (w->md5_err || w->md5_hashed != w->size)) {
-        errno = w->md5_err ? w->md5_err : EIO;
-        wh_error("store", "re-reading temp file %s/tmp/%s for md5 failed: %m", w->st->dir, w->id);
-        w->broken = true;
-    }
-}
-
-wh_status_t store_writer_write(store_writer_t *w, const void *p, size_t n)
-{
-    if (w->broken)
-        return WH_ERR_IO;
-    if (w->md5_done) {
-        wh_error("store", "write after the md5 was finalised; finish writing before asking for "
-                 "the digest");
-        w->broken = true;
-        return WH_ERR_INVALID;
-    }
-    if (n == 0)
-        return WH_OK;
-    int e = wh_write_all(w->fd, p, n);
-    if (e < 0) {
-        errno = -e;
-        wh_error("store", "write to temp file %s/tmp/%s failed: %m", w->st->dir, w->id);
-        w->broken = true;
-        return wh_status_from_errno(-e);
-    }
-    w->crc64 = wh_crc64nvme(w->crc64, p, n);
-    w->crc32c = wh_crc32c(w->crc32c, p, n);
-    w->size += n;
-    if (w->md5_threaded) {
-        pthread_mutex_lock(&w->md5_lock);
-        w->md5_avail = w->size;
-        pthread_cond_signal(&w->md5_cond);
-        pthread_mutex_unlock(&w->md5_lock);
-    } else {
-        wh_md5_update(&w->md5, p, n);
-        if (w->size >= STORE_MD5_THREAD_MIN)
-            store_md5_start(w);
-    }
-    if (w->size - w->synced >= STORE_WRITEBACK_CHUNK) {
-        /* Asynchronous: only starts writeback, so a large PUT does not end in one long fsync. */
-        sync_file_range(w->fd, (off64_t)w->synced, (off64_t)(w->size - w->synced),
-                        SYNC_FILE_RANGE_WRITE);
-        w->synced = w->size;
-    }
-    return WH_OK;
-}
-
-uint64_t store_writer_size(const store_writer_t *w)
-{
-    return w->size;
-}
-
-void store_writer_md5_hex(store_writer_t *w, char out[33])
-{
-    if (!w->md5_done) {
-        store_md5_join(w, 1);
-        uint8_t d[WH_MD5_LEN];
-        wh_md5_final(&w->md5, d);
-        wh_hex_encode(d, sizeof d, w->md5_hex);
-        w->md5_done = true;
-    }
-    memcpy(out, w->md5_hex, 33);
-}
-
-uint64_t store_writer_crc64nvme(const store_writer_t *w)
-{
-    return w->crc64;
-}
-
-uint32_t store_writer_crc32c(const store_writer_t *w)
-{
-    return w->crc32c;
-}
-
-wh_status_t store_writer_publish(store_writer_t *w)
-{
-    store_t *st = w->st;
-    if (fsync(w->fd) < 0) {
-        wh_error("store", "fsync of temp file %s/tmp/%s failed: %m", st->dir, w->id);
-        return WH_ERR_IO;
-    }
-    char rel[META_ID_LEN + 4];
-    store_file_relpath(w->id, rel);
-    if (renameat(st->tmp_fd, w->id, st->obj_fd, rel) < 0) {
-        wh_error("store", "cannot move temp file %s into %s/objects/%s: %m", w->id, st->dir, rel);
-        return wh_status_from_errno(errno);
-    }
-    w->published = true;
-    char sub[3] = {w->id[0], w->id[1], '\0'};
-    return store_fsync_dir(st->obj_fd, sub);
-}
-
-void store_writer_free(store_writer_t *w)
-{
-    if (!w)
-        return;
-    store_md5_join(w, 2);
-    if (w->fd >= 0)
-        close(w->fd);
-    if (!w->md5_done)
-        wh_md5_free(&w->md5);
-    free(w);
-}
-
-void store_writer_abort(store_writer_t *w)
-{
-    if (!w)
-        return;
-    if (w->published) {
-        store_file_unlink(w->st, w->id);
-    } else if (unlinkat(w->st->tmp_fd, w->id, 0) < 0 && errno != ENOENT) {
-        wh_warn("store", "cannot remove temp file %s/tmp/%s: %m", w->st->dir, w->id);
-    }
-    store_writer_free(w);
-}
-
-wh_status_t store_writer_commit(store_writer_t *w, const char *bucket, const char *key,
-                                store_obj_meta_t *meta)
-{
-    wh_status_t s;
     size_t klen = strlen(key);
-    if (!store_key_valid(key, klen)) {
-        wh_warn("store", "rejecting invalid object key (%zu bytes): keys are 1..%d bytes of "
-                "valid UTF-8 without NUL", klen, STORE_MAX_KEY);
-        s = WH_ERR_INVALID;
-        goto err;
+    store_obj_meta_t m;
+    store_data_ref_t ref;
+    memset(&ref, 0, sizeof ref);
+    /* A writer releases replaced bytes right after its commit, without waiting for readers:
+     * a lookup that read the old row just before may find them gone. The row has then
+     * changed, so look again (twice is plenty; a third miss is real damage). */
+    for (int attempt = 0;; attempt++) {
+        wh_status_t s = meta_object_get(st->meta, bucket, key, klen, &m, &ref);
+        if (s != WH_OK)
+            return s;
+        s = store_reader_open_ref(st, &ref, m.size, out);
+        if (s == WH_ERR_NOT_FOUND && attempt < 2) {
+            store_obj_meta_free(&m);
+            store_data_ref_clear(&ref);
+            continue;
+        }
+        if (s == WH_ERR_NOT_FOUND) {
+            wh_error("store", "the bytes of bucket=%s data=%s are missing", bucket, ref.id);
+            s = WH_ERR_IO;
+        }
+        store_data_ref_clear(&ref);
+        if (s != WH_OK) {
+            store_obj_meta_free(&m);
+            return s;
+        }
+        if (meta)
+            *meta = m;
+        else
+            store_obj_meta_free(&m);
+        return WH_OK;
     }
-    char md5[33];
-    store_writer_md5_hex(w, md5); /* may mark the writer broken */
-    if (w->broken) {
-        s = WH_ERR_IO;
-        goto err;
-    }
-    if (meta->size && meta->size != w->size) {
-        wh_warn("store", "object size mismatch bucket=%s: expected %llu bytes, received %llu",
-                bucket, (unsigned long long)meta->size, (unsigned long long)w->size);
-        s = WH_ERR_INVALID;
-        goto err;
-    }
-    meta->size = w->size;
-    if (!meta->etag[0])
-        memcpy(meta->etag, md5, sizeof md5);
-    if (!meta->crc64nvme[0])
-        wh_crc64nvme_b64(w->crc64, meta->crc64nvme);
-    meta->mtime = time(NULL);
-    meta->parts = 0;
+}
 
-    s = store_writer_publish(w);
-    if (s != WH_OK)
-        goto err;
-    char old[META_ID_LEN + 1];
-    s = meta_object_put(w->st->meta, bucket, key, klen, meta, w->id, old);
-    if (s != WH_OK)
-        goto err;
-    /* Only now may the old version go: a reader that opened it keeps its fd. */
-    store_file_unlink(w->st, old);
-    store_writer_free(w);
-    return WH_OK;
+uint64_t store_reader_size(const store_reader_t *r)
+{
+    return r->size;
+}
 
-err:
-    store_writer_abort(w);
-    return s;
+int store_reader_fd(const store_reader_t *r)
+{
+    return r->data->ops->reader_fd ? r->data->ops->reader_fd(r) : -1;
+}
+
+wh_status_t store_reader_pread(store_reader_t *r, void *buf, size_t n, uint64_t off)
+{
+    if (off > r->size || n > r->size - off)
+        return WH_ERR_RANGE;
+    return r->data->ops->reader_pread(r, buf, n, off);
+}
+
+wh_status_t store_reader_rdma_get(store_reader_t *r, const char *token, const store_peer_t *peer,
+                                  uint64_t off, uint64_t len, store_rdma_result_t *res)
+{
+    memset(res, 0, sizeof *res);
+    if (!r->data->ops->rdma_get)
+        return WH_ERR_UNSUPPORTED;
+    if (off > r->size || len > r->size - off)
+        return WH_ERR_RANGE;
+    return r->data->ops->rdma_get(r, token, peer, off, len, res);
+}
+
+void store_reader_close(store_reader_t *r)
+{
+    if (r)
+        r->data->ops->reader_close(r);
 }
 
 /* ---- objects ---- */
@@ -696,16 +369,54 @@ err:
 wh_status_t store_object_open(store_t *st, const char *bucket, const char *key,
                               store_obj_meta_t *meta, int *fd)
 {
-    return meta_object_get(st->meta, bucket, key, strlen(key), meta, NULL, st->obj_fd, fd);
+    if (!fd)
+        return meta_object_get(st->meta, bucket, key, strlen(key), meta, NULL);
+    store_reader_t *r = NULL;
+    store_obj_meta_t m;
+    wh_status_t s = store_object_reader(st, bucket, key, &m, &r);
+    if (s != WH_OK)
+        return s;
+    int rfd = store_reader_fd(r);
+    int dfd = rfd >= 0 ? fcntl(rfd, F_DUPFD_CLOEXEC, 0) : -1;
+    if (dfd < 0) {
+        s = rfd < 0 ? WH_ERR_UNSUPPORTED : wh_status_from_errno(errno);
+        if (rfd >= 0)
+            wh_error("store", "cannot duplicate an object file descriptor: %m");
+        store_reader_close(r);
+        store_obj_meta_free(&m);
+        return s;
+    }
+    store_reader_close(r);
+    *fd = dfd;
+    if (meta)
+        *meta = m;
+    else
+        store_obj_meta_free(&m);
+    return WH_OK;
+}
+
+typedef struct {
+    const char *bucket, *key;
+    store_data_ref_t old;
+} store_del_arg_t;
+
+static wh_status_t store_object_delete_fn(store_t *st, void *arg)
+{
+    store_del_arg_t *a = arg;
+    wh_status_t s = meta_object_delete(st->meta, a->bucket, a->key, strlen(a->key), &a->old);
+    if (s == WH_OK)
+        store_release(st, &a->old);
+    store_data_ref_clear(&a->old);
+    return s;
 }
 
 wh_status_t store_object_delete(store_t *st, const char *bucket, const char *key)
 {
-    char old[META_ID_LEN + 1];
-    wh_status_t s = meta_object_delete(st->meta, bucket, key, strlen(key), old);
-    if (s == WH_OK)
-        store_file_unlink(st, old);
-    return s;
+    store_del_arg_t a;
+    memset(&a, 0, sizeof a);
+    a.bucket = bucket;
+    a.key = key;
+    return store_run_freeing(st, store_object_delete_fn, &a);
 }
 
 wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey,
@@ -713,23 +424,25 @@ wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey
                               const store_obj_meta_t *replace_meta, store_obj_meta_t *out_meta)
 {
     store_obj_meta_t src;
-    int sfd = -1;
+    store_reader_t *r = NULL;
     store_writer_t *w = NULL;
+    store_data_ref_t ref, old;
+    memset(&ref, 0, sizeof ref);
+    memset(&old, 0, sizeof old);
     size_t dklen = strlen(dkey);
     if (!store_key_valid(dkey, dklen)) {
         wh_warn("store", "rejecting invalid destination key (%zu bytes)", dklen);
         return WH_ERR_INVALID;
     }
-    wh_status_t s = store_object_open(st, sbucket, skey, &src, &sfd);
+    wh_status_t s = store_object_reader(st, sbucket, skey, &src, &r);
     if (s != WH_OK)
         return s;
     s = store_writer_open(st, &w);
     if (s != WH_OK)
         goto out;
-    s = store_copy_range(sfd, 0, w->fd, 0, src.size);
+    s = store_writer_append(w, r, 0, src.size);
     if (s != WH_OK)
         goto out;
-    w->size = src.size;
 
     store_obj_meta_t nm = src;
     nm.user_meta_json = src.user_meta_json;
@@ -738,14 +451,13 @@ wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey
         nm.user_meta_json = replace_meta->user_meta_json;
     }
     nm.mtime = time(NULL);
-    s = store_writer_publish(w);
+    s = store_writer_finish(w, &ref);
     if (s != WH_OK)
         goto out;
-    char old[META_ID_LEN + 1];
-    s = meta_object_put(st->meta, dbucket, dkey, dklen, &nm, w->id, old);
+    s = meta_object_put(st->meta, dbucket, dkey, dklen, &nm, &ref, &old);
     if (s != WH_OK)
         goto out;
-    store_file_unlink(st, old);
+    store_release(st, &old);
     if (out_meta) {
         *out_meta = nm;
         out_meta->user_meta_json = nm.user_meta_json ? strdup(nm.user_meta_json) : NULL;
@@ -754,7 +466,9 @@ wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey
     w = NULL;
 out:
     store_writer_abort(w);
-    close(sfd);
+    store_reader_close(r);
+    store_data_ref_clear(&ref);
+    store_data_ref_clear(&old);
     store_obj_meta_free(&src);
     return s;
 }

@@ -1,11 +1,22 @@
-/* The storage engine: buckets, objects and multipart uploads on one node.
+/* The storage engine: buckets, objects and multipart uploads. This is the API the S3 handlers
+ * call; behind it are two ops tables.
  *
- * Object bytes live in files named by random ids under DIR/objects/ (a key never becomes a
- * path); metadata lives in SQLite (WAL) at DIR/meta.db. A PUT goes to a temp file, is fsynced,
- * renamed into place, and only then committed to metadata, so readers never see partial data.
- * An overwrite replaces the metadata row; the old file is unlinked after the commit, and a GET
- * that already opened it keeps reading the old version (POSIX unlink semantics).
- * Anything left over from a crash (temp files, files without a row) is removed at open.
+ * Two tables, each with its own implementations:
+ * - the metadata table (store/meta.h, meta_ops_t): buckets, object rows, uploads and parts,
+ *   chunk maps, and for a cluster storage nodes, a GC queue and advisory locks. Implemented by
+ *   SQLite (meta_sqlite*.c, the embedded default, DIR/meta.db) and PostgreSQL (meta_pg*.c,
+ *   selected by a postgresql:// URL).
+ * - the data table (store/data.h, store_data_ops_t): where an object's bytes live. Implemented
+ *   by local files (data_local.c: DIR/objects/<2 hex>/<32 hex id>); a cluster's gateway
+ *   implements it remotely over storage servers.
+ * The metadata row of an object names its bytes by a data reference (store_data_ref_t: an id,
+ * and for chunked objects a chunk map), never by a path, so a key never becomes a path.
+ *
+ * Write order (any data table): bytes go to the data table's writer and are made durable
+ * (local: temp file, fsync, rename), and only then is the metadata committed, so readers never
+ * see partial data. An overwrite replaces the row; the replaced bytes are released after the
+ * commit, and a reader that already opened them keeps reading the old version (local: POSIX
+ * unlink semantics). Anything left over from a crash is removed at open.
  *
  * Thread-safe: one store is shared by all request threads. */
 #ifndef WH_STORE_STORE_H
@@ -23,9 +34,39 @@
 #define STORE_MIN_PART_SIZE (5ULL * 1024 * 1024)
 
 typedef struct store store_t;
+struct meta;
+struct store_data;
 
+/* How to open a store. Zeroed fields take the defaults. */
+typedef struct store_config {
+    const char *data_dir;     /* local object files, and SQLite's meta.db without meta_url */
+    const char *meta_url;     /* NULL/"": SQLite in data_dir; "postgresql://USER@HOST:PORT/DB" */
+    uint64_t reserve_bytes;   /* space held back for deletes on a full disk; default 8 MiB */
+    unsigned high_water_pct;  /* refuse new writes above this fill of the data file system
+                               * (1..100, default 99; 100: only when full) */
+} store_config_t;
+#define STORE_DEFAULT_RESERVE (8ULL << 20)
+#define STORE_DEFAULT_HIGH_WATER 99
+
+/* The embedded default: SQLite and local files under dir. */
 wh_status_t store_open(const char *dir, store_t **out);
+wh_status_t store_open_config(const store_config_t *cfg, store_t **out);
+/* A store over tables the caller opened (a cluster gateway: PostgreSQL and remote data).
+ * Takes ownership of both, also on failure. */
+wh_status_t store_open_tables(struct meta *meta, struct store_data *data, store_t **out);
 void store_close(store_t *st); /* NULL-safe */
+/* The tables behind a store (for /metrics, and for the cluster's GC and repair). */
+struct meta *store_meta(store_t *st);
+struct store_data *store_data(store_t *st);
+
+/* Space where bytes live, for /metrics and the high-water mark. */
+typedef struct store_space {
+    uint64_t total;      /* bytes of the file system (or cluster) */
+    uint64_t free;       /* bytes available to new objects */
+    uint64_t reserve;    /* bytes held back for deletes (included in neither) */
+    unsigned high_water_pct;
+} store_space_t;
+wh_status_t store_space(store_t *st, store_space_t *out);
 
 /* Validates an S3 bucket name (3-63, lowercase, digits, '.', '-', rules of AWS). */
 bool store_bucket_name_valid(const char *name);
@@ -73,11 +114,53 @@ wh_status_t store_writer_commit(store_writer_t *w, const char *bucket, const cha
 /* Discards the temp file. NULL-safe. */
 void store_writer_abort(store_writer_t *w);
 
+/* ---- RDMA delegated to the data table ----
+ * Who sent the request, as the server verified it (over the Unix socket the kernel vouches for
+ * pid and uid); a remote data table forwards it inside its signed internal token. */
+typedef struct store_peer {
+    bool is_unix;
+    int pid;
+    unsigned uid;
+    char addr[64]; /* "127.0.0.1:54321" or "unix" */
+} store_peer_t;
+typedef struct store_rdma_result {
+    uint64_t bytes;     /* moved */
+    uint64_t crc64nvme; /* of the bytes moved */
+    char md5_hex[33];   /* PUT: md5 of the whole object, or "" if the table cannot give it */
+    char message[256];  /* why it failed, naming what was wrong */
+} store_rdma_result_t;
+/* PUT: the data table pulls size bytes from the client's region itself (storage servers reading
+ * client memory). WH_ERR_UNSUPPORTED: not offered (local files): the server runs its own RDMA
+ * engine and feeds store_writer_write. On WH_OK the writer holds exactly those bytes, and
+ * store_writer_size/crc64nvme/md5 report them. */
+wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const store_peer_t *peer,
+                                  uint64_t size, store_rdma_result_t *res);
+
 /* ---- GET/HEAD ---- */
+/* An open object version. The bytes may be local (an fd the server can sendfile or hand to its
+ * own RDMA engine) or remote (only pread into a buffer, and maybe delegated RDMA). It keeps its
+ * version readable even if the key is overwritten or deleted meanwhile. */
+typedef struct store_reader store_reader_t;
+/* *meta filled on WH_OK (free with store_obj_meta_free); NOT_FOUND as store_object_open. */
+wh_status_t store_object_reader(store_t *st, const char *bucket, const char *key,
+                                store_obj_meta_t *meta, store_reader_t **out);
+uint64_t store_reader_size(const store_reader_t *r);
+/* The local file, owned by the reader; -1 when the bytes are not local. */
+int store_reader_fd(const store_reader_t *r);
+/* Exactly n bytes at off (WH_ERR_RANGE past the end). */
+wh_status_t store_reader_pread(store_reader_t *r, void *buf, size_t n, uint64_t off);
+/* GET: the data table writes [off, off+len) into the client's region itself (storage servers
+ * writing client memory); res->crc64nvme covers exactly what landed. WH_ERR_UNSUPPORTED: not
+ * offered (local files): use the server's own engine with store_reader_fd. */
+wh_status_t store_reader_rdma_get(store_reader_t *r, const char *token, const store_peer_t *peer,
+                                  uint64_t off, uint64_t len, store_rdma_result_t *res);
+void store_reader_close(store_reader_t *r); /* NULL-safe */
+
 /* Opens the object's current version. *fd is owned by the caller (close it); it keeps that
  * version readable even if the key is overwritten or deleted meanwhile. Pass fd NULL for HEAD.
  * *meta is filled on WH_OK only (free with store_obj_meta_free). WH_ERR_NOT_FOUND covers a
- * missing key and a missing bucket alike: call store_bucket_exists to tell them apart. */
+ * missing key and a missing bucket alike: call store_bucket_exists to tell them apart.
+ * WH_ERR_UNSUPPORTED when the bytes are not local: use store_object_reader. */
 wh_status_t store_object_open(store_t *st, const char *bucket, const char *key,
                               store_obj_meta_t *meta, int *fd);
 wh_status_t store_object_delete(store_t *st, const char *bucket, const char *key); /* idempotent */

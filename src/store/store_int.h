@@ -1,9 +1,10 @@
-/* Internals shared by store.c, meta.c and mpu.c: the store and writer structs and the file
- * helpers. Not for use outside src/store. */
+/* Internals shared by the store's files (store.c, writer.c, mpu.c): the store and writer
+ * structs. Not for use outside src/store. */
 #ifndef WH_STORE_STORE_INT_H
 #define WH_STORE_STORE_INT_H
 
 #include "base/digest.h"
+#include "store/data.h"
 #include "store/meta.h"
 #include "store/store.h"
 
@@ -11,28 +12,24 @@
 #include <stdio.h>
 
 struct store {
-    char *dir;
-    int lock_fd; /* flock'd DIR/lock: one process per data directory */
-    int obj_fd;  /* DIR/objects */
-    int tmp_fd;  /* DIR/tmp */
     meta_t *meta;
+    store_data_t *data;
 };
 
+/* A PUT in progress: the data table's writer plus the digests of what went through it. */
 struct store_writer {
     store_t *st;
-    int fd;                     /* the temp file, then (after publish) the object file */
-    char id[META_ID_LEN + 1];   /* file id: DIR/tmp/<id>, then DIR/objects/<id[0:2]>/<id> */
-    bool published;             /* renamed into objects/ */
+    store_data_writer_t *dw;
     uint64_t size;
-    uint64_t synced;            /* bytes already handed to writeback (sync_file_range) */
     wh_md5_t md5;
     bool md5_done;
     char md5_hex[33];
     uint64_t crc64;
     uint32_t crc32c;
-    bool broken;                /* a write failed: the file is not what the digests say */
-    /* Large PUTs hash MD5 on a helper thread that re-reads the file from the page cache behind
-     * the writer (MD5 runs at about 0.6 GB/s per core, the slowest step of a PUT). */
+    bool broken;                /* a write failed: the bytes are not what the digests say */
+    /* Large PUTs hash MD5 on a helper thread that reads the bytes back from the data table
+     * (local: the page cache) behind the writer (MD5 runs at about 0.6 GB/s per core, the
+     * slowest step of a PUT). Only where the table offers writer_pread. */
     bool md5_threaded;
     pthread_t md5_thread;
     pthread_mutex_t md5_lock;
@@ -40,26 +37,28 @@ struct store_writer {
     uint64_t md5_avail;         /* bytes written that the helper may hash */
     uint64_t md5_hashed;        /* bytes the helper has hashed */
     int md5_stop;               /* 1: finish what is written, then exit; 2: exit now */
-    int md5_err;                /* errno of a failed re-read */
+    int md5_err;                /* status of a failed read-back */
 };
 
-/* "ab/ab01..." relative to DIR/objects; out needs META_ID_LEN + 4 bytes. */
-static inline void store_file_relpath(const char *id, char out[META_ID_LEN + 4])
-{
-    snprintf(out, META_ID_LEN + 4, "%.2s/%s", id, id);
-}
-
-/* 32 random lowercase hex chars. */
+/* 32 random lowercase hex chars (upload ids). */
 wh_status_t store_random_id(char out[META_ID_LEN + 1]);
-/* fsync the temp file, rename it into objects/, fsync that directory. */
-wh_status_t store_writer_publish(store_writer_t *w);
-/* Closes and frees a writer without touching its file. NULL-safe. */
+/* Makes the writer's bytes durable; *ref then names them for the metadata commit. */
+wh_status_t store_writer_finish(store_writer_t *w, store_data_ref_t *ref);
+/* Frees a writer and keeps its bytes (after the commit). NULL-safe. */
 void store_writer_free(store_writer_t *w);
-/* Unlinks a published object or part file; "" is a no-op. Logs failures other than ENOENT. */
-void store_file_unlink(store_t *st, const char *id);
-/* Copies len bytes in the kernel (copy_file_range), falling back to pread/pwrite only where
- * the file system refuses. */
-wh_status_t store_copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off,
-                             uint64_t len);
+/* Appends [off, off+len) of an open reader (copy, multipart completion); the digests are not
+ * updated: the caller derives them. */
+wh_status_t store_writer_append(store_writer_t *w, store_reader_t *r, uint64_t off,
+                                uint64_t len);
+/* After a commit that dropped ref: frees its bytes. "" is a no-op. */
+void store_release(store_t *st, const store_data_ref_t *ref);
+/* Opens the bytes of a committed reference. */
+wh_status_t store_reader_open_ref(store_t *st, const store_data_ref_t *ref, uint64_t size,
+                                  store_reader_t **out);
+/* Runs a metadata mutation that frees space (delete, abort). On a full disk the data table's
+ * reserve is released and the mutation retried once; afterwards the reserve is taken again
+ * if there is room. */
+typedef wh_status_t (*store_freeing_fn)(store_t *st, void *arg);
+wh_status_t store_run_freeing(store_t *st, store_freeing_fn fn, void *arg);
 
 #endif

@@ -21,9 +21,12 @@ static wh_status_t put_row(meta_t *m, const char *bucket, const char *key, uint6
     om.size = size;
     om.mtime = 1700000000;
     snprintf(om.etag, sizeof om.etag, "%032x", (unsigned)size);
-    char fid[META_ID_LEN + 1], old[META_ID_LEN + 1];
-    snprintf(fid, sizeof fid, "%032x", ++g_fid);
-    return meta_object_put(m, bucket, key, strlen(key), &om, fid, old);
+    store_data_ref_t ref, old;
+    memset(&ref, 0, sizeof ref);
+    snprintf(ref.id, sizeof ref.id, "%032x", ++g_fid);
+    wh_status_t s = meta_object_put(m, bucket, key, strlen(key), &om, &ref, &old);
+    store_data_ref_clear(&old);
+    return s;
 }
 
 static meta_t *open_meta(const char *dir)
@@ -160,27 +163,89 @@ static void test_rows(void)
     CHECK(put_row(m, "b", "k", 1) == WH_ERR_NOT_FOUND); /* no bucket */
     CHECK(meta_bucket_create(m, "b", 1) == WH_OK);
     CHECK(put_row(m, "b", "k", 1) == WH_OK);
-    char fid[META_ID_LEN + 1], old[META_ID_LEN + 1];
+    store_data_ref_t ref, old, nref;
+    memset(&nref, 0, sizeof nref);
     store_obj_meta_t om;
-    CHECK(meta_object_get(m, "b", "k", 1, &om, fid, -1, NULL) == WH_OK);
+    CHECK(meta_object_get(m, "b", "k", 1, &om, &ref) == WH_OK);
     CHECK_EQ_U64(om.size, 1);
-    CHECK(meta_file_referenced(m, fid) == WH_OK);
-    /* A replace hands back the previous file id. */
+    CHECK(meta_data_referenced(m, ref.id) == WH_OK);
+    /* A replace hands back the previous data reference. */
     memset(&om, 0, sizeof om);
-    CHECK(meta_object_put(m, "b", "k", 1, &om, "ffffffffffffffffffffffffffffffff", old) == WH_OK);
-    CHECK_STR(old, fid);
-    CHECK(meta_file_referenced(m, fid) == WH_ERR_NOT_FOUND);
-    CHECK(meta_object_delete(m, "b", "k", 1, old) == WH_OK);
-    CHECK_STR(old, "ffffffffffffffffffffffffffffffff");
-    CHECK(meta_object_delete(m, "b", "k", 1, old) == WH_OK);
-    CHECK_STR(old, "");
-    CHECK(meta_object_get(m, "b", "k", 1, &om, fid, -1, NULL) == WH_ERR_NOT_FOUND);
+    snprintf(nref.id, sizeof nref.id, "ffffffffffffffffffffffffffffffff");
+    CHECK(meta_object_put(m, "b", "k", 1, &om, &nref, &old) == WH_OK);
+    CHECK_STR(old.id, ref.id);
+    CHECK(meta_data_referenced(m, ref.id) == WH_ERR_NOT_FOUND);
+    CHECK(meta_object_delete(m, "b", "k", 1, &old) == WH_OK);
+    CHECK_STR(old.id, "ffffffffffffffffffffffffffffffff");
+    CHECK(meta_object_delete(m, "b", "k", 1, &old) == WH_OK);
+    CHECK_STR(old.id, "");
+    CHECK(meta_object_get(m, "b", "k", 1, &om, &ref) == WH_ERR_NOT_FOUND);
     /* A key is bytes: "k" and "k\xc3\xa9" and "K" are distinct rows. */
     CHECK(put_row(m, "b", "k", 1) == WH_OK);
     CHECK(put_row(m, "b", "k\xc3\xa9", 2) == WH_OK);
     CHECK(put_row(m, "b", "K", 3) == WH_OK);
-    CHECK(meta_object_get(m, "b", "K", 1, &om, NULL, -1, NULL) == WH_OK && om.size == 3);
+    CHECK(meta_object_get(m, "b", "K", 1, &om, NULL) == WH_OK && om.size == 3);
     CHECK(meta_bucket_delete(m, "b") == WH_ERR_NOT_EMPTY);
+    meta_close(m);
+    th_rmdir(dir);
+}
+
+/* A chunked object: its chunk map comes back whole, and a replace hands the old map back. */
+static void test_chunk_map(void)
+{
+    char *dir = th_mkdtemp();
+    meta_t *m = open_meta(dir);
+    if (!m)
+        return;
+    CHECK(meta_bucket_create(m, "c", 1) == WH_OK);
+    store_chunk_t ch[3];
+    memset(ch, 0, sizeof ch);
+    for (int i = 0; i < 3; i++) {
+        snprintf(ch[i].id, sizeof ch[i].id, "%032x", 0xc0 + i);
+        ch[i].offset = (uint64_t)i << 26;
+        ch[i].length = i == 2 ? 12345 : 1ULL << 26;
+        ch[i].crc64nvme = 0xfedcba9876543210ULL ^ (uint64_t)i;
+        ch[i].n_replicas = (uint32_t)i + 1;
+        for (int r = 0; r <= i; r++)
+            ch[i].replicas[r] = 100u + (uint32_t)(i * 10 + r);
+    }
+    ch[1].ec_k = 4;
+    ch[1].ec_m = 2;
+    ch[1].ec_index = 5;
+    ch[1].ec_stripe = 7;
+    store_data_ref_t ref = {.chunks = ch, .n_chunks = 3}, got, old;
+    snprintf(ref.id, sizeof ref.id, "%032x", 0xabc);
+    store_obj_meta_t om;
+    memset(&om, 0, sizeof om);
+    om.size = (2ULL << 26) + 12345;
+    CHECK(meta_object_put(m, "c", "big", 3, &om, &ref, &old) == WH_OK);
+    CHECK_STR(old.id, "");
+    CHECK(meta_object_get(m, "c", "big", 3, NULL, &got) == WH_OK);
+    CHECK_STR(got.id, ref.id);
+    CHECK_EQ_U64(got.n_chunks, 3);
+    for (size_t i = 0; i < got.n_chunks && i < 3; i++) {
+        CHECK_STR(got.chunks[i].id, ch[i].id);
+        CHECK_EQ_U64(got.chunks[i].offset, ch[i].offset);
+        CHECK_EQ_U64(got.chunks[i].length, ch[i].length);
+        CHECK_EQ_U64(got.chunks[i].crc64nvme, ch[i].crc64nvme);
+        CHECK_EQ_U64(got.chunks[i].n_replicas, ch[i].n_replicas);
+        CHECK(memcmp(got.chunks[i].replicas, ch[i].replicas, sizeof ch[i].replicas) == 0);
+        CHECK_EQ_U64(got.chunks[i].ec_k, ch[i].ec_k);
+        CHECK_EQ_U64(got.chunks[i].ec_index, ch[i].ec_index);
+        CHECK_EQ_U64(got.chunks[i].ec_stripe, ch[i].ec_stripe);
+    }
+    store_data_ref_clear(&got);
+    store_data_ref_t plain;
+    memset(&plain, 0, sizeof plain);
+    snprintf(plain.id, sizeof plain.id, "%032x", 0xdef);
+    CHECK(meta_object_put(m, "c", "big", 3, &om, &plain, &old) == WH_OK);
+    CHECK_STR(old.id, ref.id);
+    CHECK_EQ_U64(old.n_chunks, 3);
+    CHECK(old.n_chunks == 3 && strcmp(old.chunks[2].id, ch[2].id) == 0);
+    store_data_ref_clear(&old);
+    CHECK(meta_object_get(m, "c", "big", 3, NULL, &got) == WH_OK);
+    CHECK_EQ_U64(got.n_chunks, 0);
+    store_data_ref_clear(&got);
     meta_close(m);
     th_rmdir(dir);
 }
@@ -412,6 +477,7 @@ int main(void)
 {
     wh_log_set_level(WH_LOG_ERROR);
     RUN(test_rows);
+    RUN(test_chunk_map);
     RUN(test_list_order_and_basics);
     RUN(test_list_random_vs_reference);
     RUN(test_list_many_keys_skips);

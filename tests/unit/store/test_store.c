@@ -570,6 +570,52 @@ static void test_concurrency(void)
     th_rmdir(dir);
 }
 
+/* The reader API the handlers use for local and remote data alike: pread anywhere inside,
+ * an fd for local files, and delegated RDMA declined by the local table. */
+static void test_reader_api(void)
+{
+    char *dir = th_mkdtemp();
+    store_t *st = NULL;
+    CHECK(store_open(dir, &st) == WH_OK);
+    if (!st)
+        return;
+    CHECK(store_bucket_create(st, "data") == WH_OK);
+    CHECK(th_put(st, "data", "k", "0123456789abcdef", 16, NULL) == WH_OK);
+    store_obj_meta_t m;
+    store_reader_t *r = NULL;
+    CHECK(store_object_reader(st, "data", "k", &m, &r) == WH_OK);
+    if (!r)
+        return;
+    CHECK_EQ_U64(m.size, 16);
+    CHECK_EQ_U64(store_reader_size(r), 16);
+    CHECK(store_reader_fd(r) >= 0);
+    char buf[8];
+    CHECK(store_reader_pread(r, buf, 6, 10) == WH_OK && memcmp(buf, "abcdef", 6) == 0);
+    CHECK(store_reader_pread(r, buf, 7, 10) == WH_ERR_RANGE);
+    store_peer_t peer = {.addr = "127.0.0.1:1"};
+    store_rdma_result_t res;
+    CHECK(store_reader_rdma_get(r, "tok", &peer, 0, 16, &res) == WH_ERR_UNSUPPORTED);
+    /* Overwritten while open: the reader keeps its version. */
+    CHECK(th_put(st, "data", "k", "ZZ", 2, NULL) == WH_OK);
+    CHECK(store_reader_pread(r, buf, 4, 0) == WH_OK && memcmp(buf, "0123", 4) == 0);
+    store_reader_close(r);
+    store_obj_meta_free(&m);
+    CHECK(store_object_reader(st, "data", "nokey", &m, &r) == WH_ERR_NOT_FOUND);
+
+    store_writer_t *w = NULL;
+    CHECK(store_writer_open(st, &w) == WH_OK);
+    CHECK(store_writer_rdma_put(w, "tok", &peer, 16, &res) == WH_ERR_UNSUPPORTED);
+    store_writer_abort(w);
+
+    store_space_t sp;
+    CHECK(store_space(st, &sp) == WH_OK);
+    CHECK(sp.total > 0 && sp.free > 0 && sp.free <= sp.total);
+    CHECK_EQ_U64(sp.reserve, STORE_DEFAULT_RESERVE);
+    CHECK_EQ_U64(sp.high_water_pct, STORE_DEFAULT_HIGH_WATER);
+    store_close(st);
+    th_rmdir(dir);
+}
+
 int main(void)
 {
     wh_log_set_level(WH_LOG_ERROR);
@@ -578,6 +624,7 @@ int main(void)
     RUN(test_buckets);
     RUN(test_put_get);
     RUN(test_overwrite_open_fd);
+    RUN(test_reader_api);
     RUN(test_odd_keys);
     RUN(test_copy);
     RUN(test_recovery);

@@ -1,0 +1,210 @@
+/* S3 listing over the metadata table's ordered scan, the same for every backend.
+ *
+ * Walks keys in byte order from the cursor; a key that contains the delimiter after the prefix
+ * rolls up into a common prefix, and the walk then jumps past every key under that prefix with
+ * a new scan (key >= prefix-end), so a directory of a million keys costs one row, not a
+ * million. Entries and common prefixes both count toward max_keys. */
+#include "base/util.h"
+#include "store/meta.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A growable byte string: the listing cursor. */
+typedef struct {
+    unsigned char *p;
+    size_t n, cap;
+} list_bytes_t;
+
+static bool list_grow(void **arr, size_t *cap, size_t want, size_t elem)
+{
+    if (want <= *cap)
+        return true;
+    size_t nc = *cap ? *cap * 2 : 16;
+    while (nc < want)
+        nc *= 2;
+    void *p = realloc(*arr, nc * elem);
+    if (!p)
+        return false;
+    *arr = p;
+    *cap = nc;
+    return true;
+}
+
+static bool bytes_set(list_bytes_t *b, const void *p, size_t n)
+{
+    if (!list_grow((void **)&b->p, &b->cap, n + 1, 1))
+        return false;
+    if (n)
+        memcpy(b->p, p, n);
+    b->n = n;
+    return true;
+}
+
+/* The smallest byte string greater than every string that starts with b (in place).
+ * false if there is none (b is empty or all 0xff). */
+static bool bytes_prefix_end(list_bytes_t *b)
+{
+    while (b->n > 0 && b->p[b->n - 1] == 0xff)
+        b->n--;
+    if (b->n == 0)
+        return false;
+    b->p[b->n - 1]++;
+    return true;
+}
+
+static int bytes_cmp(const void *a, size_t an, const void *b, size_t bn)
+{
+    int c = memcmp(a, b, WH_MIN(an, bn));
+    if (c)
+        return c;
+    return an < bn ? -1 : an > bn ? 1 : 0;
+}
+
+static char *strndup_bytes(const void *p, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, p, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+typedef struct {
+    meta_t *m;
+    store_list_result_t *out;
+    const char *prefix, *delim;
+    size_t plen, dlen;
+    uint32_t max;
+    size_t cap_e, cap_p, count;
+    const char *last; /* last item returned: the next marker if truncated */
+    list_bytes_t cur;
+    bool jumped, finished;
+} list_walk_t;
+
+static int list_row(void *arg, const void *kp, size_t klen, uint64_t size, time_t mtime,
+                    const char *etag)
+{
+    list_walk_t *w = arg;
+    store_list_result_t *out = w->out;
+    const char *key = kp;
+    __atomic_add_fetch(&w->m->list_rows, 1, __ATOMIC_RELAXED);
+    if (!key || klen < w->plen || memcmp(key, w->prefix, w->plen) != 0) {
+        w->finished = true;
+        return 1;
+    }
+    const char *d = w->delim ? memmem(key + w->plen, klen - w->plen, w->delim, w->dlen) : NULL;
+    if (w->count == w->max) {
+        out->truncated = true;
+        w->finished = true;
+        return 1;
+    }
+    if (d) {
+        size_t cplen = (size_t)(d - key) + w->dlen;
+        if (!list_grow((void **)&out->prefixes, &w->cap_p, out->n_prefixes + 1, sizeof(char *)) ||
+            !(out->prefixes[out->n_prefixes] = strndup_bytes(key, cplen)) ||
+            !bytes_set(&w->cur, key, cplen))
+            return WH_ERR_NOMEM;
+        w->last = out->prefixes[out->n_prefixes++];
+        w->count++;
+        if (!bytes_prefix_end(&w->cur))
+            w->finished = true;
+        else
+            w->jumped = true;
+        return 1;
+    }
+    if (!list_grow((void **)&out->entries, &w->cap_e, out->n_entries + 1, sizeof *out->entries))
+        return WH_ERR_NOMEM;
+    store_list_entry_t *e = &out->entries[out->n_entries];
+    memset(e, 0, sizeof *e);
+    if (!(e->key = strndup_bytes(key, klen)))
+        return WH_ERR_NOMEM;
+    e->size = size;
+    e->mtime = mtime;
+    snprintf(e->etag, sizeof e->etag, "%s", etag ? etag : "");
+    w->last = e->key;
+    out->n_entries++;
+    w->count++;
+    return 0;
+}
+
+wh_status_t meta_object_list(meta_t *m, const char *bucket, const store_list_params_t *p,
+                             store_list_result_t *out)
+{
+    memset(out, 0, sizeof *out);
+    list_walk_t w;
+    memset(&w, 0, sizeof w);
+    w.m = m;
+    w.out = out;
+    w.prefix = p->prefix ? p->prefix : "";
+    w.plen = strlen(w.prefix);
+    w.delim = p->delimiter && p->delimiter[0] ? p->delimiter : NULL;
+    w.dlen = w.delim ? strlen(w.delim) : 0;
+    w.max = WH_MIN(p->max_keys, 1000u);
+    const char *after = p->start_after && p->start_after[0] ? p->start_after : NULL;
+    bool inclusive = true;
+
+    wh_status_t st = meta_bucket_exists(m, bucket);
+    if (st != WH_OK || w.max == 0)
+        goto out;
+
+    /* The starting point: after start_after (past its whole group if it is a common prefix,
+     * as returned in a previous page's marker), and never before the prefix. */
+    if (!bytes_set(&w.cur, w.prefix, w.plen)) {
+        st = WH_ERR_NOMEM;
+        goto out;
+    }
+    if (after) {
+        size_t alen = strlen(after);
+        list_bytes_t a = {0};
+        bool a_incl = false;
+        if (!bytes_set(&a, after, alen)) {
+            st = WH_ERR_NOMEM;
+            goto out;
+        }
+        if (w.delim && alen > w.plen && memcmp(after, w.prefix, w.plen) == 0) {
+            const char *d = memmem(after + w.plen, alen - w.plen, w.delim, w.dlen);
+            if (d && (size_t)(d - after) + w.dlen == alen) {
+                if (!bytes_prefix_end(&a)) {
+                    free(a.p);
+                    goto out; /* nothing sorts after this group */
+                }
+                a_incl = true;
+            }
+        }
+        if (bytes_cmp(a.p, a.n, w.cur.p, w.cur.n) >= 0) {
+            free(w.cur.p);
+            w.cur = a;
+            inclusive = a_incl;
+        } else {
+            free(a.p);
+        }
+    }
+
+    for (;;) {
+        w.jumped = w.finished = false;
+        /* The scan reads the cursor before the callback changes it: pass a copy. */
+        list_bytes_t from = {0};
+        if (!bytes_set(&from, w.cur.p, w.cur.n)) {
+            st = WH_ERR_NOMEM;
+            break;
+        }
+        st = meta_object_scan(m, bucket, from.p, from.n, inclusive, list_row, &w);
+        free(from.p);
+        if (st != WH_OK || w.finished || !w.jumped)
+            break;
+        inclusive = true;
+    }
+    if (st == WH_OK && out->truncated) {
+        out->next_marker = strdup(w.last);
+        if (!out->next_marker)
+            st = WH_ERR_NOMEM;
+    }
+out:
+    free(w.cur.p);
+    if (st != WH_OK)
+        store_list_result_free(out);
+    return st;
+}

@@ -1,0 +1,517 @@
+/* SQLite metadata backend: connections, schema, the transaction helper, buckets. See
+ * meta_sqlite.h; objects in meta_sqlite_obj.c, multipart in meta_sqlite_mpu.c. */
+#include "store/meta_sqlite.h"
+
+#include "base/log.h"
+#include "base/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* 1: buckets, objects, uploads, parts. 2: chunk maps. */
+#define META_SCHEMA_VERSION 2
+#define META_BUSY_TIMEOUT_MS 10000
+
+static const char META_SCHEMA[] =
+    "CREATE TABLE IF NOT EXISTS buckets("
+    "  name TEXT PRIMARY KEY COLLATE BINARY,"
+    "  created INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS objects("
+    "  bucket TEXT NOT NULL COLLATE BINARY,"
+    "  key BLOB NOT NULL,"
+    "  size INTEGER NOT NULL,"
+    "  mtime INTEGER NOT NULL,"
+    "  etag TEXT NOT NULL,"
+    "  content_type TEXT NOT NULL,"
+    "  user_meta TEXT,"
+    "  crc32c TEXT NOT NULL,"
+    "  crc64nvme TEXT NOT NULL,"
+    "  parts INTEGER NOT NULL,"
+    "  file_id TEXT NOT NULL,"
+    "  PRIMARY KEY(bucket, key)) WITHOUT ROWID;"
+    "CREATE UNIQUE INDEX IF NOT EXISTS objects_file ON objects(file_id);"
+    "CREATE TABLE IF NOT EXISTS uploads("
+    "  upload_id TEXT PRIMARY KEY,"
+    "  bucket TEXT NOT NULL COLLATE BINARY,"
+    "  key BLOB NOT NULL,"
+    "  initiated INTEGER NOT NULL,"
+    "  content_type TEXT NOT NULL,"
+    "  user_meta TEXT);"
+    "CREATE INDEX IF NOT EXISTS uploads_key ON uploads(bucket, key, initiated);"
+    "CREATE TABLE IF NOT EXISTS parts("
+    "  upload_id TEXT NOT NULL,"
+    "  number INTEGER NOT NULL,"
+    "  size INTEGER NOT NULL,"
+    "  etag TEXT NOT NULL,"
+    "  mtime INTEGER NOT NULL,"
+    "  crc64nvme TEXT NOT NULL,"
+    "  crc32c TEXT NOT NULL,"
+    "  file_id TEXT NOT NULL,"
+    "  PRIMARY KEY(upload_id, number)) WITHOUT ROWID;"
+    "CREATE UNIQUE INDEX IF NOT EXISTS parts_file ON parts(file_id);"
+    /* The chunk map of a data id (an object's or a part's bytes), in object order. */
+    "CREATE TABLE IF NOT EXISTS chunks("
+    "  data_id TEXT NOT NULL,"
+    "  idx INTEGER NOT NULL,"
+    "  chunk_id TEXT NOT NULL,"
+    "  off INTEGER NOT NULL,"
+    "  len INTEGER NOT NULL,"
+    "  crc64nvme INTEGER NOT NULL,"
+    "  replicas TEXT NOT NULL,"
+    "  ec_k INTEGER NOT NULL, ec_m INTEGER NOT NULL, ec_index INTEGER NOT NULL,"
+    "  ec_stripe INTEGER NOT NULL,"
+    "  PRIMARY KEY(data_id, idx)) WITHOUT ROWID;";
+
+static const char *const META_SQL[S_COUNT] = {
+    [S_BEGIN] = "BEGIN IMMEDIATE",
+    [S_COMMIT] = "COMMIT",
+    [S_ROLLBACK] = "ROLLBACK",
+    [S_BUCKET_INSERT] = "INSERT INTO buckets(name, created) VALUES(?1, ?2)",
+    [S_BUCKET_DELETE] = "DELETE FROM buckets WHERE name = ?1",
+    [S_BUCKET_GET] = "SELECT created FROM buckets WHERE name = ?1",
+    [S_BUCKET_LIST] = "SELECT name, created FROM buckets ORDER BY name",
+    [S_BUCKET_HAS_OBJ] = "SELECT 1 FROM objects WHERE bucket = ?1 LIMIT 1",
+    [S_BUCKET_HAS_UPLOAD] = "SELECT 1 FROM uploads WHERE bucket = ?1 LIMIT 1",
+    [S_OBJ_GET] = "SELECT size, mtime, etag, content_type, user_meta, crc32c, crc64nvme, parts,"
+                  " file_id FROM objects WHERE bucket = ?1 AND key = ?2",
+    [S_OBJ_FILE] = "SELECT file_id FROM objects WHERE bucket = ?1 AND key = ?2",
+    [S_OBJ_UPSERT] = "INSERT OR REPLACE INTO objects(bucket, key, size, mtime, etag, content_type,"
+                     " user_meta, crc32c, crc64nvme, parts, file_id)"
+                     " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    [S_OBJ_DELETE] = "DELETE FROM objects WHERE bucket = ?1 AND key = ?2",
+    [S_OBJ_LIST_GT] = "SELECT key, size, mtime, etag FROM objects"
+                      " WHERE bucket = ?1 AND key > ?2 ORDER BY key",
+    [S_OBJ_LIST_GE] = "SELECT key, size, mtime, etag FROM objects"
+                      " WHERE bucket = ?1 AND key >= ?2 ORDER BY key",
+    [S_FILE_REF] = "SELECT 1 FROM objects WHERE file_id = ?1"
+                   " UNION ALL SELECT 1 FROM parts WHERE file_id = ?1 LIMIT 1",
+    [S_CHUNK_INSERT] = "INSERT INTO chunks(data_id, idx, chunk_id, off, len, crc64nvme, replicas,"
+                       " ec_k, ec_m, ec_index, ec_stripe)"
+                       " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    [S_CHUNK_GET] = "SELECT chunk_id, off, len, crc64nvme, replicas, ec_k, ec_m, ec_index,"
+                    " ec_stripe FROM chunks WHERE data_id = ?1 ORDER BY idx",
+    [S_CHUNK_DELETE] = "DELETE FROM chunks WHERE data_id = ?1",
+    [S_UPLOAD_INSERT] = "INSERT INTO uploads(upload_id, bucket, key, initiated, content_type,"
+                        " user_meta) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+    [S_UPLOAD_GET] = "SELECT initiated, content_type, user_meta FROM uploads"
+                     " WHERE upload_id = ?1 AND bucket = ?2 AND key = ?3",
+    [S_UPLOAD_DELETE] = "DELETE FROM uploads WHERE upload_id = ?1",
+    [S_UPLOAD_LIST] = "SELECT key, upload_id, initiated FROM uploads"
+                      " WHERE bucket = ?1 AND key >= ?2 ORDER BY key, initiated, upload_id",
+    [S_PART_UPSERT] = "INSERT OR REPLACE INTO parts(upload_id, number, size, etag, mtime,"
+                      " crc64nvme, crc32c, file_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [S_PART_FILE] = "SELECT file_id FROM parts WHERE upload_id = ?1 AND number = ?2",
+    [S_PART_LIST] = "SELECT number, size, etag, mtime, crc64nvme, crc32c, file_id FROM parts"
+                    " WHERE upload_id = ?1 AND number > ?2 ORDER BY number",
+    [S_PART_DELETE_ALL] = "DELETE FROM parts WHERE upload_id = ?1",
+};
+
+/* ---- small helpers ---- */
+
+wh_status_t sq_fail(sq_conn_t *c, int rc, const char *what)
+{
+    int sys = sqlite3_system_errno(c->db);
+    wh_error("store", "sqlite %s failed: %s (rc %d)", what, sqlite3_errmsg(c->db), rc);
+    switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return WH_ERR_BUSY;
+    case SQLITE_NOMEM:
+        return WH_ERR_NOMEM;
+    case SQLITE_FULL:
+        return WH_ERR_NO_SPACE;
+    case SQLITE_IOERR:
+        /* Growing the WAL or its index on a full disk fails as an I/O error with ENOSPC. */
+        return sys == ENOSPC || sys == EDQUOT ? WH_ERR_NO_SPACE : WH_ERR_IO;
+    default:
+        return WH_ERR_INTERNAL;
+    }
+}
+
+void sq_done(sqlite3_stmt *s)
+{
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+}
+
+void sq_bind_text(sqlite3_stmt *s, int i, const char *v)
+{
+    sqlite3_bind_text(s, i, v ? v : "", -1, SQLITE_STATIC);
+}
+
+/* Keys are always bound as BLOBs: a TEXT key would sort apart from BLOB keys. */
+void sq_bind_key(sqlite3_stmt *s, int i, const void *p, size_t n)
+{
+    sqlite3_bind_blob(s, i, n ? p : "", (int)n, SQLITE_STATIC);
+}
+
+void sq_col_copy(sqlite3_stmt *s, int i, char *dst, size_t cap)
+{
+    const unsigned char *v = sqlite3_column_text(s, i);
+    size_t n = v ? (size_t)sqlite3_column_bytes(s, i) : 0;
+    if (n >= cap)
+        n = cap - 1;
+    if (n)
+        memcpy(dst, v, n);
+    dst[n] = '\0';
+}
+
+char *sq_col_dup(sqlite3_stmt *s, int i)
+{
+    if (sqlite3_column_type(s, i) == SQLITE_NULL)
+        return NULL;
+    const void *v = sqlite3_column_blob(s, i);
+    size_t n = (size_t)sqlite3_column_bytes(s, i);
+    char *d = malloc(n + 1);
+    if (!d)
+        return NULL;
+    if (n)
+        memcpy(d, v, n);
+    d[n] = '\0';
+    return d;
+}
+
+bool sq_grow(void **arr, size_t *cap, size_t want, size_t elem)
+{
+    if (want <= *cap)
+        return true;
+    size_t nc = *cap ? *cap * 2 : 16;
+    while (nc < want)
+        nc *= 2;
+    void *p = realloc(*arr, nc * elem);
+    if (!p)
+        return false;
+    *arr = p;
+    *cap = nc;
+    return true;
+}
+
+/* Runs a statement that returns no rows. */
+wh_status_t sq_exec_stmt(sq_conn_t *c, sqlite3_stmt *s, const char *what)
+{
+    int rc = sqlite3_step(s);
+    wh_status_t st = (rc == SQLITE_DONE || rc == SQLITE_ROW) ? WH_OK : sq_fail(c, rc, what);
+    sq_done(s);
+    return st;
+}
+
+/* WH_OK if a row exists for a one-parameter-text query. */
+wh_status_t sq_row_exists(sq_conn_t *c, int which, const char *arg, const char *what)
+{
+    sqlite3_stmt *s = c->stmt[which];
+    sq_bind_text(s, 1, arg);
+    int rc = sqlite3_step(s);
+    wh_status_t st = rc == SQLITE_ROW    ? WH_OK
+                     : rc == SQLITE_DONE ? WH_ERR_NOT_FOUND
+                                         : sq_fail(c, rc, what);
+    sq_done(s);
+    return st;
+}
+
+wh_status_t sq_bucket_check(sq_conn_t *c, const char *bucket)
+{
+    return sq_row_exists(c, S_BUCKET_GET, bucket, "bucket lookup");
+}
+
+/* ---- the transaction helper ---- */
+
+static wh_status_t sq_tx_begin(void *conn)
+{
+    sq_conn_t *c = conn;
+    return sq_exec_stmt(c, c->stmt[S_BEGIN], "begin");
+}
+
+static wh_status_t sq_tx_commit(void *conn)
+{
+    sq_conn_t *c = conn;
+    wh_status_t st = sq_exec_stmt(c, c->stmt[S_COMMIT], "commit");
+    if (st != WH_OK && !sqlite3_get_autocommit(c->db))
+        sq_exec_stmt(c, c->stmt[S_ROLLBACK], "rollback");
+    return st;
+}
+
+static void sq_tx_rollback(void *conn)
+{
+    sq_conn_t *c = conn;
+    if (!sqlite3_get_autocommit(c->db))
+        sq_exec_stmt(c, c->stmt[S_ROLLBACK], "rollback");
+}
+
+/* No retry: busy_timeout already waits for a competing writer (another process). */
+static const meta_tx_ops_t SQ_TX = {
+    .begin = sq_tx_begin,
+    .commit = sq_tx_commit,
+    .rollback = sq_tx_rollback,
+    .retryable = NULL,
+};
+
+wh_status_t sq_write(sq_meta_t *m, meta_tx_fn fn, void *arg)
+{
+    pthread_mutex_lock(&m->wr.lock);
+    wh_status_t st = meta_tx_run(&SQ_TX, &m->wr, fn, arg);
+    pthread_mutex_unlock(&m->wr.lock);
+    return st;
+}
+
+/* ---- open/close ---- */
+
+static int sq_user_version(sqlite3 *db)
+{
+    sqlite3_stmt *s = NULL;
+    int v = -1;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+/* Opens one connection. The writer (schema=true) switches the database to WAL and creates or
+ * migrates the schema; the reader only sets its pragmas. Opening an existing, current database
+ * writes nothing, so a restart on a full disk works. */
+static wh_status_t sq_conn_open(sq_conn_t *c, const char *path, bool schema)
+{
+    wh_status_t st = WH_ERR_IO;
+    int rc = sqlite3_open_v2(path, &c->db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                             NULL);
+    if (rc != SQLITE_OK) {
+        wh_error("store", "cannot open metadata database path=%s: %s; check the data directory "
+                 "is writable", path, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+        goto err_close;
+    }
+    sqlite3_busy_timeout(c->db, META_BUSY_TIMEOUT_MS);
+    sqlite3_extended_result_codes(c->db, 1);
+    /* Keep the WAL file (and the space it holds) across close: a restart then needs no new
+     * space for it, and a delete's commit on a full disk reuses its pages. */
+    int persist = 1;
+    sqlite3_file_control(c->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+
+    /* WAL: readers never block the writer. synchronous=FULL: a commit is durable once
+     * store_writer_commit returns, as the S3 contract promises. */
+    sqlite3_stmt *s = NULL;
+    rc = sqlite3_prepare_v2(c->db, "PRAGMA journal_mode=WAL", -1, &s, NULL);
+    if (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
+        const char *mode = (const char *)sqlite3_column_text(s, 0);
+        if (!mode || strcmp(mode, "wal") != 0) {
+            wh_error("store", "metadata database path=%s refused WAL mode (got %s); put the data "
+                     "directory on a local file system", path, mode ? mode : "?");
+            sqlite3_finalize(s);
+            goto err_close;
+        }
+    } else {
+        wh_error("store", "cannot set WAL on path=%s: %s", path, sqlite3_errmsg(c->db));
+        st = sq_fail(c, rc == SQLITE_OK ? sqlite3_errcode(c->db) : rc, "journal_mode");
+        sqlite3_finalize(s);
+        goto err_close;
+    }
+    sqlite3_finalize(s);
+
+    char *err = NULL;
+    char sql[4096];
+    if (schema && sq_user_version(c->db) != META_SCHEMA_VERSION)
+        snprintf(sql, sizeof sql,
+                 "PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF; BEGIN; %s "
+                 "PRAGMA user_version=%d; COMMIT;", META_SCHEMA, META_SCHEMA_VERSION);
+    else if (schema)
+        snprintf(sql, sizeof sql, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;");
+    else
+        snprintf(sql, sizeof sql, "PRAGMA synchronous=FULL; PRAGMA query_only=1;");
+    rc = sqlite3_exec(c->db, sql, NULL, NULL, &err);
+    if (rc != SQLITE_OK) {
+        wh_error("store", "cannot set up metadata database path=%s: %s", path, err ? err : "?");
+        sqlite3_free(err);
+        st = sq_fail(c, rc, "schema");
+        goto err_close;
+    }
+    for (int i = 0; i < S_COUNT; i++) {
+        rc = sqlite3_prepare_v3(c->db, META_SQL[i], -1, SQLITE_PREPARE_PERSISTENT, &c->stmt[i],
+                                NULL);
+        if (rc != SQLITE_OK) {
+            wh_error("store", "cannot prepare statement %d (%s): %s", i, META_SQL[i],
+                     sqlite3_errmsg(c->db));
+            st = WH_ERR_INTERNAL;
+            goto err_close;
+        }
+    }
+    pthread_mutex_init(&c->lock, NULL);
+    return WH_OK;
+
+err_close:
+    for (int i = 0; i < S_COUNT; i++)
+        sqlite3_finalize(c->stmt[i]);
+    sqlite3_close(c->db);
+    memset(c, 0, sizeof *c);
+    return st;
+}
+
+static void sq_conn_close(sq_conn_t *c)
+{
+    if (!c->db)
+        return;
+    for (int i = 0; i < S_COUNT; i++)
+        sqlite3_finalize(c->stmt[i]);
+    int rc = sqlite3_close(c->db);
+    if (rc != SQLITE_OK)
+        wh_error("store", "closing metadata database failed: %s", sqlite3_errstr(rc));
+    pthread_mutex_destroy(&c->lock);
+    memset(c, 0, sizeof *c);
+}
+
+static void sq_close(meta_t *mm)
+{
+    sq_meta_t *m = SQ(mm);
+    sq_conn_close(&m->rd);
+    sq_conn_close(&m->wr); /* last: the final close checkpoints the WAL */
+    free(m);
+}
+
+static wh_status_t sq_set_durable(meta_t *mm, bool durable)
+{
+    sq_conn_t *c = &SQ(mm)->wr;
+    pthread_mutex_lock(&c->lock);
+    int rc = sqlite3_exec(c->db, durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=OFF",
+                          NULL, NULL, NULL);
+    wh_status_t st = rc == SQLITE_OK ? WH_OK : sq_fail(c, rc, "pragma synchronous");
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+/* ---- buckets ---- */
+
+typedef struct {
+    const char *name;
+    time_t created;
+} sq_bucket_arg_t;
+
+static wh_status_t tx_bucket_create(void *conn, void *arg)
+{
+    sq_conn_t *c = conn;
+    sq_bucket_arg_t *a = arg;
+    sqlite3_stmt *s = c->stmt[S_BUCKET_INSERT];
+    sq_bind_text(s, 1, a->name);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)a->created);
+    int rc = sqlite3_step(s);
+    wh_status_t st = WH_OK;
+    if ((rc & 0xff) == SQLITE_CONSTRAINT)
+        st = WH_ERR_EXISTS;
+    else if (rc != SQLITE_DONE)
+        st = sq_fail(c, rc, "bucket insert");
+    sq_done(s);
+    return st;
+}
+
+static wh_status_t sq_bucket_create(meta_t *m, const char *name, time_t created)
+{
+    sq_bucket_arg_t a = {name, created};
+    return sq_write(SQ(m), tx_bucket_create, &a);
+}
+
+static wh_status_t tx_bucket_delete(void *conn, void *arg)
+{
+    sq_conn_t *c = conn;
+    const char *name = arg;
+    wh_status_t st = sq_bucket_check(c, name);
+    if (st != WH_OK)
+        return st;
+    static const int checks[] = {S_BUCKET_HAS_OBJ, S_BUCKET_HAS_UPLOAD};
+    for (size_t i = 0; i < WH_ARRAY_SIZE(checks); i++) {
+        st = sq_row_exists(c, checks[i], name, "bucket emptiness check");
+        if (st == WH_OK)
+            return WH_ERR_NOT_EMPTY;
+        if (st != WH_ERR_NOT_FOUND)
+            return st;
+    }
+    sqlite3_stmt *s = c->stmt[S_BUCKET_DELETE];
+    sq_bind_text(s, 1, name);
+    return sq_exec_stmt(c, s, "bucket delete");
+}
+
+static wh_status_t sq_bucket_delete(meta_t *m, const char *name)
+{
+    return sq_write(SQ(m), tx_bucket_delete, (void *)name);
+}
+
+static wh_status_t sq_bucket_exists(meta_t *mm, const char *name)
+{
+    sq_conn_t *c = &SQ(mm)->rd;
+    pthread_mutex_lock(&c->lock);
+    wh_status_t st = sq_bucket_check(c, name);
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+static wh_status_t sq_bucket_list(meta_t *mm, store_bucket_info_t **out, size_t *n)
+{
+    sq_conn_t *c = &SQ(mm)->rd;
+    store_bucket_info_t *arr = NULL;
+    size_t cnt = 0, cap = 0;
+    wh_status_t st = WH_OK;
+    int rc;
+    pthread_mutex_lock(&c->lock);
+    sqlite3_stmt *s = c->stmt[S_BUCKET_LIST];
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (!sq_grow((void **)&arr, &cap, cnt + 1, sizeof *arr)) {
+            st = WH_ERR_NOMEM;
+            break;
+        }
+        sq_col_copy(s, 0, arr[cnt].name, sizeof arr[cnt].name);
+        arr[cnt].created = (time_t)sqlite3_column_int64(s, 1);
+        cnt++;
+    }
+    if (st == WH_OK && rc != SQLITE_DONE)
+        st = sq_fail(c, rc, "bucket list");
+    sq_done(s);
+    pthread_mutex_unlock(&c->lock);
+    if (st != WH_OK) {
+        free(arr);
+        return st;
+    }
+    *out = arr;
+    *n = cnt;
+    return WH_OK;
+}
+
+static const meta_ops_t SQ_OPS = {
+    .name = "sqlite",
+    .close = sq_close,
+    .set_durable = sq_set_durable,
+    .bucket_create = sq_bucket_create,
+    .bucket_delete = sq_bucket_delete,
+    .bucket_exists = sq_bucket_exists,
+    .bucket_list = sq_bucket_list,
+    .object_get = sq_object_get,
+    .object_put = sq_object_put,
+    .object_delete = sq_object_delete,
+    .object_scan = sq_object_scan,
+    .data_referenced = sq_data_referenced,
+    .upload_create = sq_upload_create,
+    .upload_get = sq_upload_get,
+    .part_put = sq_part_put,
+    .part_list = sq_part_list,
+    .upload_delete = sq_upload_delete,
+    .upload_complete = sq_upload_complete,
+    .upload_list = sq_upload_list,
+    /* One process, one node: no cluster members, GC queue or locks. */
+};
+
+wh_status_t meta_sqlite_open(const char *path, meta_t **out)
+{
+    sq_meta_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return WH_ERR_NOMEM;
+    m->base.ops = &SQ_OPS;
+    wh_status_t st = sq_conn_open(&m->wr, path, true);
+    if (st != WH_OK)
+        goto err;
+    st = sq_conn_open(&m->rd, path, false);
+    if (st != WH_OK)
+        goto err;
+    *out = &m->base;
+    return WH_OK;
+err:
+    sq_close(&m->base);
+    return st;
+}

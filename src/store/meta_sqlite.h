@@ -1,0 +1,115 @@
+/* Internals of the SQLite metadata backend (meta_sqlite*.c). Not for use outside src/store.
+ *
+ * Two connections, each behind its mutex: mutations go through the writer (one BEGIN IMMEDIATE
+ * transaction each, through meta_tx_run), lookups and listings through the reader, which WAL
+ * never makes wait for a commit (and its fsync), so a GET is not stuck behind a committing PUT.
+ * Keys are stored as BLOBs, so SQLite compares them with memcmp: listing order is S3's UTF-8
+ * byte order. */
+#ifndef WH_STORE_META_SQLITE_H
+#define WH_STORE_META_SQLITE_H
+
+#include "store/meta.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+
+enum {
+    S_BEGIN,
+    S_COMMIT,
+    S_ROLLBACK,
+    S_BUCKET_INSERT,
+    S_BUCKET_DELETE,
+    S_BUCKET_GET,
+    S_BUCKET_LIST,
+    S_BUCKET_HAS_OBJ,
+    S_BUCKET_HAS_UPLOAD,
+    S_OBJ_GET,
+    S_OBJ_FILE,
+    S_OBJ_UPSERT,
+    S_OBJ_DELETE,
+    S_OBJ_LIST_GT,
+    S_OBJ_LIST_GE,
+    S_FILE_REF,
+    S_CHUNK_INSERT,
+    S_CHUNK_GET,
+    S_CHUNK_DELETE,
+    S_UPLOAD_INSERT,
+    S_UPLOAD_GET,
+    S_UPLOAD_DELETE,
+    S_UPLOAD_LIST,
+    S_PART_UPSERT,
+    S_PART_FILE,
+    S_PART_LIST,
+    S_PART_DELETE_ALL,
+    S_COUNT
+};
+
+/* One SQLite connection and its statements, used under its mutex. */
+typedef struct sq_conn {
+    sqlite3 *db;
+    pthread_mutex_t lock;
+    sqlite3_stmt *stmt[S_COUNT];
+} sq_conn_t;
+
+typedef struct sq_meta {
+    meta_t base;
+    sq_conn_t wr, rd;
+} sq_meta_t;
+
+#define SQ(m) ((sq_meta_t *)(m))
+
+/* Runs fn inside one write transaction on the writer connection. */
+wh_status_t sq_write(sq_meta_t *m, meta_tx_fn fn, void *arg);
+wh_status_t sq_fail(sq_conn_t *c, int rc, const char *what);
+void sq_done(sqlite3_stmt *s);
+void sq_bind_text(sqlite3_stmt *s, int i, const char *v);
+void sq_bind_key(sqlite3_stmt *s, int i, const void *p, size_t n);
+void sq_col_copy(sqlite3_stmt *s, int i, char *dst, size_t cap);
+char *sq_col_dup(sqlite3_stmt *s, int i);
+bool sq_grow(void **arr, size_t *cap, size_t want, size_t elem);
+wh_status_t sq_exec_stmt(sq_conn_t *c, sqlite3_stmt *s, const char *what);
+wh_status_t sq_row_exists(sq_conn_t *c, int which, const char *arg, const char *what);
+wh_status_t sq_bucket_check(sq_conn_t *c, const char *bucket);
+
+/* Chunk maps (meta_sqlite_obj.c): rows of data id; lock held. */
+wh_status_t sq_chunks_put(sq_conn_t *c, const store_data_ref_t *ref);
+wh_status_t sq_chunks_get(sq_conn_t *c, store_data_ref_t *ref);
+wh_status_t sq_chunks_drop(sq_conn_t *c, const char *id);
+/* The object row's data ref ("" when none), with its chunk map. Lock held. */
+wh_status_t sq_obj_ref(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
+                       store_data_ref_t *ref);
+wh_status_t sq_obj_upsert(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
+                          const store_obj_meta_t *meta, const store_data_ref_t *ref);
+
+/* Operations (meta_sqlite_obj.c, meta_sqlite_mpu.c). */
+wh_status_t sq_object_get(meta_t *m, const char *bucket, const char *key, size_t klen,
+                          store_obj_meta_t *meta, store_data_ref_t *ref);
+wh_status_t sq_object_put(meta_t *m, const char *bucket, const char *key, size_t klen,
+                          const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                          store_data_ref_t *old);
+wh_status_t sq_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
+                             store_data_ref_t *old);
+wh_status_t sq_object_scan(meta_t *m, const char *bucket, const void *from, size_t flen,
+                           bool inclusive, meta_scan_fn fn, void *arg);
+wh_status_t sq_data_referenced(meta_t *m, const char *id);
+wh_status_t sq_upload_create(meta_t *m, const char *bucket, const char *key,
+                             const char *upload_id, const store_obj_meta_t *meta,
+                             time_t initiated);
+wh_status_t sq_upload_get(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                          store_obj_meta_t *meta);
+wh_status_t sq_part_put(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                        const store_part_info_t *info, const store_data_ref_t *ref,
+                        store_data_ref_t *old);
+wh_status_t sq_part_list(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                         uint32_t marker, uint32_t max, meta_part_t **out, size_t *n,
+                         bool *truncated);
+wh_status_t sq_upload_delete(meta_t *m, const char *bucket, const char *key,
+                             const char *upload_id, meta_part_t **parts, size_t *n);
+wh_status_t sq_upload_complete(meta_t *m, const char *bucket, const char *key,
+                               const char *upload_id, const meta_part_t *parts, size_t n,
+                               const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                               store_data_ref_t *old, meta_part_t **all, size_t *n_all);
+wh_status_t sq_upload_list(meta_t *m, const char *bucket, const char *prefix,
+                           store_upload_info_t **out, size_t *n);
+
+#endif

@@ -1,0 +1,301 @@
+/* PUT writers: bytes go to the data table's writer while MD5, CRC32C and CRC-64/NVME are
+ * computed as they pass; commit makes them durable and then commits the metadata row. */
+#include "base/codec.h"
+#include "base/crc.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "store/store_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A writer moves its MD5 to a helper thread once this much was written (small PUTs stay
+ * inline: a thread costs more than hashing a few MiB). */
+#define STORE_MD5_THREAD_MIN (4ULL << 20)
+#define STORE_MD5_CHUNK (1U << 20)
+
+wh_status_t store_writer_open(store_t *st, store_writer_t **out)
+{
+    store_writer_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return WH_ERR_NOMEM;
+    w->st = st;
+    wh_status_t s = WH_OK;
+    if (wh_md5_init(&w->md5) != 0) {
+        wh_error("store", "cannot initialise md5");
+        s = WH_ERR_INTERNAL;
+        goto err;
+    }
+    s = st->data->ops->writer_open(st->data, &w->dw);
+    if (s != WH_OK)
+        goto err_md5;
+    *out = w;
+    return WH_OK;
+
+err_md5:
+    wh_md5_free(&w->md5);
+err:
+    free(w);
+    return s;
+}
+
+static void *store_md5_main(void *arg)
+{
+    store_writer_t *w = arg;
+    const store_data_ops_t *ops = w->dw->data->ops;
+    char *buf = malloc(STORE_MD5_CHUNK);
+    pthread_mutex_lock(&w->md5_lock);
+    if (!buf)
+        w->md5_err = WH_ERR_NOMEM;
+    while (!w->md5_err) {
+        while (w->md5_hashed == w->md5_avail && !w->md5_stop)
+            pthread_cond_wait(&w->md5_cond, &w->md5_lock);
+        if (w->md5_stop == 2 || w->md5_hashed == w->md5_avail)
+            break;
+        uint64_t from = w->md5_hashed, to = w->md5_avail;
+        pthread_mutex_unlock(&w->md5_lock);
+        wh_status_t e = WH_OK;
+        while (from < to && e == WH_OK) {
+            size_t n = (size_t)WH_MIN(to - from, (uint64_t)STORE_MD5_CHUNK);
+            e = ops->writer_pread(w->dw, buf, n, from);
+            if (e == WH_OK) {
+                wh_md5_update(&w->md5, buf, n);
+                from += n;
+            }
+        }
+        pthread_mutex_lock(&w->md5_lock);
+        if (e != WH_OK)
+            w->md5_err = e;
+        w->md5_hashed = from;
+    }
+    pthread_mutex_unlock(&w->md5_lock);
+    free(buf);
+    return NULL;
+}
+
+static void store_md5_start(store_writer_t *w)
+{
+    if (!w->dw->data->ops->writer_pread)
+        return; /* bytes are not kept here: hash inline */
+    w->md5_avail = w->md5_hashed = w->size;
+    w->md5_stop = 0;
+    w->md5_err = 0;
+    pthread_mutex_init(&w->md5_lock, NULL);
+    pthread_cond_init(&w->md5_cond, NULL);
+    if (pthread_create(&w->md5_thread, NULL, store_md5_main, w) != 0) {
+        /* Not fatal: keep hashing inline. */
+        wh_debug("store", "cannot start md5 helper thread, hashing inline");
+        pthread_mutex_destroy(&w->md5_lock);
+        pthread_cond_destroy(&w->md5_cond);
+        return;
+    }
+    w->md5_threaded = true;
+}
+
+/* Stops the helper: how=1 waits until everything written is hashed, how=2 abandons it. */
+static void store_md5_join(store_writer_t *w, int how)
+{
+    if (!w->md5_threaded)
+        return;
+    pthread_mutex_lock(&w->md5_lock);
+    w->md5_stop = how;
+    pthread_cond_signal(&w->md5_cond);
+    pthread_mutex_unlock(&w->md5_lock);
+    pthread_join(w->md5_thread, NULL);
+    pthread_mutex_destroy(&w->md5_lock);
+    pthread_cond_destroy(&w->md5_cond);
+    w->md5_threaded = false;
+    if (how == 1 && (w->md5_err || w->md5_hashed != w->size)) {
+        wh_error("store", "reading back written bytes for md5 failed: %s",
+                 wh_status_str(w->md5_err ? (wh_status_t)w->md5_err : WH_ERR_IO));
+        w->broken = true;
+    }
+}
+
+wh_status_t store_writer_write(store_writer_t *w, const void *p, size_t n)
+{
+    if (w->broken)
+        return WH_ERR_IO;
+    if (w->md5_done) {
+        wh_error("store", "write after the md5 was finalised; finish writing before asking for "
+                 "the digest");
+        w->broken = true;
+        return WH_ERR_INVALID;
+    }
+    if (n == 0)
+        return WH_OK;
+    wh_status_t s = w->dw->data->ops->write(w->dw, p, n);
+    if (s != WH_OK) {
+        w->broken = true;
+        return s;
+    }
+    w->crc64 = wh_crc64nvme(w->crc64, p, n);
+    w->crc32c = wh_crc32c(w->crc32c, p, n);
+    w->size += n;
+    if (w->md5_threaded) {
+        pthread_mutex_lock(&w->md5_lock);
+        w->md5_avail = w->size;
+        pthread_cond_signal(&w->md5_cond);
+        pthread_mutex_unlock(&w->md5_lock);
+    } else {
+        wh_md5_update(&w->md5, p, n);
+        if (w->size >= STORE_MD5_THREAD_MIN)
+            store_md5_start(w);
+    }
+    return WH_OK;
+}
+
+wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const store_peer_t *peer,
+                                  uint64_t size, store_rdma_result_t *res)
+{
+    memset(res, 0, sizeof *res);
+    const store_data_ops_t *ops = w->dw->data->ops;
+    if (!ops->rdma_put)
+        return WH_ERR_UNSUPPORTED;
+    if (w->size || w->md5_done) {
+        snprintf(res->message, sizeof res->message, "an RDMA PUT must be the writer's only input");
+        return WH_ERR_INVALID;
+    }
+    wh_status_t s = ops->rdma_put(w->dw, token, peer, size, res);
+    if (s != WH_OK) {
+        w->broken = true;
+        return s;
+    }
+    w->size = res->bytes;
+    w->crc64 = res->crc64nvme;
+    /* The bytes never passed through here: the table's digests stand for them. */
+    store_md5_join(w, 2);
+    wh_md5_free(&w->md5);
+    w->md5_done = true;
+    memcpy(w->md5_hex, res->md5_hex, sizeof w->md5_hex);
+    return WH_OK;
+}
+
+wh_status_t store_writer_append(store_writer_t *w, store_reader_t *r, uint64_t off,
+                                uint64_t len)
+{
+    if (w->broken)
+        return WH_ERR_IO;
+    wh_status_t s = w->dw->data->ops->append(w->dw, r, off, len);
+    if (s != WH_OK) {
+        w->broken = true;
+        return s;
+    }
+    w->size += len;
+    return WH_OK;
+}
+
+uint64_t store_writer_size(const store_writer_t *w)
+{
+    return w->size;
+}
+
+void store_writer_md5_hex(store_writer_t *w, char out[33])
+{
+    if (!w->md5_done) {
+        store_md5_join(w, 1);
+        uint8_t d[WH_MD5_LEN];
+        wh_md5_final(&w->md5, d);
+        wh_hex_encode(d, sizeof d, w->md5_hex);
+        w->md5_done = true;
+    }
+    memcpy(out, w->md5_hex, 33);
+}
+
+uint64_t store_writer_crc64nvme(const store_writer_t *w)
+{
+    return w->crc64;
+}
+
+uint32_t store_writer_crc32c(const store_writer_t *w)
+{
+    return w->crc32c;
+}
+
+wh_status_t store_writer_finish(store_writer_t *w, store_data_ref_t *ref)
+{
+    return w->dw->data->ops->finish(w->dw, ref);
+}
+
+void store_writer_free(store_writer_t *w)
+{
+    if (!w)
+        return;
+    store_md5_join(w, 2);
+    w->dw->data->ops->writer_free(w->dw);
+    if (!w->md5_done)
+        wh_md5_free(&w->md5);
+    free(w);
+}
+
+void store_writer_abort(store_writer_t *w)
+{
+    if (!w)
+        return;
+    store_md5_join(w, 2);
+    w->dw->data->ops->writer_abort(w->dw);
+    if (!w->md5_done)
+        wh_md5_free(&w->md5);
+    free(w);
+}
+
+wh_status_t store_writer_commit(store_writer_t *w, const char *bucket, const char *key,
+                                store_obj_meta_t *meta)
+{
+    wh_status_t s;
+    store_data_ref_t ref, old;
+    memset(&ref, 0, sizeof ref);
+    memset(&old, 0, sizeof old);
+    size_t klen = strlen(key);
+    if (!store_key_valid(key, klen)) {
+        wh_warn("store", "rejecting invalid object key (%zu bytes): keys are 1..%d bytes of "
+                "valid UTF-8 without NUL", klen, STORE_MAX_KEY);
+        s = WH_ERR_INVALID;
+        goto err;
+    }
+    char md5[33];
+    store_writer_md5_hex(w, md5); /* may mark the writer broken */
+    if (w->broken) {
+        s = WH_ERR_IO;
+        goto err;
+    }
+    if (meta->size && meta->size != w->size) {
+        wh_warn("store", "object size mismatch bucket=%s: expected %llu bytes, received %llu",
+                bucket, (unsigned long long)meta->size, (unsigned long long)w->size);
+        s = WH_ERR_INVALID;
+        goto err;
+    }
+    meta->size = w->size;
+    if (!meta->etag[0]) {
+        if (!md5[0]) {
+            wh_error("store", "the data table gave no md5 for an RDMA PUT and no etag was set");
+            s = WH_ERR_INTERNAL;
+            goto err;
+        }
+        memcpy(meta->etag, md5, sizeof md5);
+    }
+    if (!meta->crc64nvme[0])
+        wh_crc64nvme_b64(w->crc64, meta->crc64nvme);
+    meta->mtime = time(NULL);
+    meta->parts = 0;
+
+    s = store_writer_finish(w, &ref);
+    if (s != WH_OK)
+        goto err;
+    s = meta_object_put(w->st->meta, bucket, key, klen, meta, &ref, &old);
+    if (s != WH_OK)
+        goto err;
+    /* Only now may the old version go: a reader that opened it keeps it. */
+    store_release(w->st, &old);
+    store_data_ref_clear(&old);
+    store_data_ref_clear(&ref);
+    store_writer_free(w);
+    return WH_OK;
+
+err:
+    store_data_ref_clear(&ref);
+    store_writer_abort(w);
+    return s;
+}
