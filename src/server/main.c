@@ -153,7 +153,7 @@ int main(int argc, char **argv)
             cfg.meta_url = optarg;
             break;
         case O_RESERVE:
-            if (parse_size(optarg, &cfg.store_reserve) != 0)
+            if (wh_parse_size(optarg, &cfg.store_reserve) != 0)
                 return bad_usage("--reserve wants a byte count such as 8388608 or 8M, got '%s'",
                                  optarg);
             if (cfg.store_reserve == 0)
