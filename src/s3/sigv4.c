@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Canonical headers ("name:value\n" for each signed header) into out. A signed header that the
  * request lacks is an error: the client signed something we did not receive. */
@@ -41,6 +42,63 @@ static s3_err_t canon_headers(const s3_http_req_t *req, const char *signed_heade
         c = semi + 1;
     }
     return S3_OK;
+}
+
+/* True if name (any case, n bytes) is in the ';'-separated lowercase list. */
+static int list_has(const char *list, const char *name, size_t n)
+{
+    const char *c = list;
+    while (*c) {
+        const char *semi = strchr(c, ';');
+        size_t len = semi ? (size_t)(semi - c) : strlen(c);
+        if (len == n && strncasecmp(c, name, n) == 0)
+            return 1;
+        if (!semi)
+            break;
+        c = semi + 1;
+    }
+    return 0;
+}
+
+/* Every x-amz-* header must be signed: unsigned ones could change what the request does
+ * (x-amz-copy-source, x-amz-rdma-token, x-amz-meta-*, x-amz-acl, ...) without the signer's
+ * consent. Exempt are the headers the signature binds by value anyway (see sigv4.h). The
+ * reply names the offenders, after S3's wording. */
+static s3_err_t check_unsigned(const s3_http_req_t *req, const char *signed_headers,
+                               int presigned, char *msg, size_t msglen)
+{
+    if (!req->header_at)
+        return sigv4_fail(msg, msglen, S3_ERR_INTERNAL,
+                          "the request's headers cannot be enumerated to check their signing");
+    wh_sbuf_t bad;
+    wh_sbuf_init(&bad);
+    size_t nbad = 0;
+    const char *name, *value;
+    for (size_t i = 0; (name = req->header_at(req->arg, i, &value)) != NULL; i++) {
+        size_t n = strlen(name);
+        if (n < 6 || strncasecmp(name, "x-amz-", 6) != 0)
+            continue;
+        if (strcasecmp(name, "x-amz-content-sha256") == 0 ||
+            (!presigned && strcasecmp(name, "x-amz-date") == 0))
+            continue;
+        if (list_has(signed_headers, name, n))
+            continue;
+        if (nbad++ < 8) {
+            wh_sbuf_puts(&bad, nbad > 1 ? ", " : ": ");
+            for (size_t k = 0; k < n && k < 64; k++) {
+                char ch = name[k];
+                ch = (ch >= 'A' && ch <= 'Z') ? (char)(ch - 'A' + 'a') : ch;
+                wh_sbuf_append(&bad, &ch, 1);
+            }
+        }
+    }
+    s3_err_t e = S3_OK;
+    if (nbad)
+        e = sigv4_fail(msg, msglen, S3_ERR_ACCESS_DENIED,
+                       "There were headers present in the request which were not signed%s%s",
+                       bad.data && !bad.oom ? bad.data : "", nbad > 8 ? ", ..." : "");
+    wh_sbuf_free(&bad);
+    return e;
 }
 
 s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void *cb_arg,
@@ -227,6 +285,8 @@ s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void 
                  h, p.signed_headers);
         goto cleanup;
     }
+    if ((e = check_unsigned(req, p.signed_headers, a.presigned, msg, msglen)) != S3_OK)
+        goto cleanup;
 
     snprintf(a.access_key, sizeof a.access_key, "%s", p.access_key);
     snprintf(a.region, sizeof a.region, "%s", p.region);

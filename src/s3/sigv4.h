@@ -19,12 +19,16 @@
 #define S3_MAX_SKEW_S (15 * 60)
 
 /* What the verifier needs from a request. Header lookup is by lowercase name; it returns NULL
- * when absent. A header that appears several times must be returned comma-joined. */
+ * when absent. A header that appears several times must be returned comma-joined.
+ * header_at enumerates the request's headers (each name once, any case): the i-th name, its
+ * value in *value, NULL past the last. It is required: verification walks the headers to
+ * refuse x-amz-* headers that the signature does not cover. */
 typedef struct s3_http_req {
     const char *method;
     const char *path;  /* as received on the wire: percent-encoded, no query */
     const char *query; /* raw query string after '?', or NULL */
     const char *(*get_header)(void *arg, const char *lname);
+    const char *(*header_at)(void *arg, size_t i, const char **value);
     void *arg;
 } s3_http_req_t;
 
@@ -58,7 +62,11 @@ typedef const char *(*s3_secret_cb)(void *arg, const char *access_key);
 
 /* Verifies the request's SigV4 (header or presigned form). On failure returns the S3 error and
  * writes a specific reason into msg (e.g. "x-amz-rdma-token is not in SignedHeaders").
- * Anonymous requests (no auth at all) give S3_ERR_ACCESS_DENIED. */
+ * Anonymous requests (no auth at all) give S3_ERR_ACCESS_DENIED. Every x-amz-* header must be
+ * signed, as S3 requires (an unsigned x-amz-copy-source would turn a presigned PUT into a
+ * copy of any object): otherwise S3_ERR_ACCESS_DENIED naming the unsigned headers. Exempt are
+ * only headers whose value the signature binds anyway: x-amz-content-sha256 (the canonical
+ * request's payload line) and, in the header form, x-amz-date (the string to sign). */
 s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void *cb_arg,
                          time_t now, s3_auth_t *out, char *msg, size_t msglen);
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -31,13 +32,26 @@ void srv_config_init(srv_config_t *cfg)
     srv_rdma_config_init(&cfg->rdma);
 }
 
-/* ---- headers ---------------------------------------------------------------------------- */
+/* ---- headers ----------------------------------------------------------------------------
+ * The header section is collected once, in time linear in its size: each line is appended
+ * (no lookups while collecting), the collection stops at the size and count limits, and the
+ * array is then sorted by lowercase name (stable, so repeated headers keep their order) and
+ * repeats are comma-joined. Lookups are binary searches. A linear duplicate search per line
+ * made 10,000 header lines cost a fifth of a second of CPU before authentication. */
 
 const char *srv_hdr(const srv_req_t *r, const char *lname)
 {
-    for (size_t i = 0; i < r->nhdrs; i++)
-        if (strcmp(r->hdrs[i].lname, lname) == 0)
-            return r->hdrs[i].value;
+    size_t lo = 0, hi = r->nhdrs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(r->hdrs[mid].lname, lname);
+        if (c == 0)
+            return r->hdrs[mid].value;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return NULL;
 }
 
@@ -45,55 +59,121 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
                                       const char *value)
 {
     srv_req_t *r = cls;
+    (void)kind;
     if (!key)
         return MHD_YES;
     if (!value)
         value = "";
-    r->hdr_bytes += strlen(key) + strlen(value) + 4;
-    char lname[256];
-    size_t n = strlen(key);
-    if (n >= sizeof lname)
-        return MHD_YES; /* over-long names fail the header size check anyway */
-    for (size_t i = 0; i <= n; i++) {
-        char c = key[i];
-        lname[i] = (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
-    }
-    for (size_t i = 0; i < r->nhdrs; i++) {
-        if (strcmp(r->hdrs[i].lname, lname) == 0) {
-            size_t a = strlen(r->hdrs[i].value), b = strlen(value);
-            char *j = malloc(a + b + 2);
-            if (!j)
-                return MHD_NO;
-            memcpy(j, r->hdrs[i].value, a);
-            j[a] = ',';
-            memcpy(j + a + 1, value, b + 1);
-            free(r->hdrs[i].value);
-            r->hdrs[i].value = j;
-            return MHD_YES;
-        }
-    }
+    size_t kn = strlen(key), vn = strlen(value);
+    r->hdr_bytes += kn + vn + 4; /* "name: value\r\n" */
+    r->hdr_lines++;
+    if (r->hdr_bytes > SRV_MAX_HEADER_BYTES || r->hdr_lines > SRV_MAX_HEADER_LINES)
+        return MHD_NO; /* over a limit: the request is refused, the rest is not looked at */
     if (r->nhdrs == r->hdrs_cap) {
         size_t cap = r->hdrs_cap ? r->hdrs_cap * 2 : 32;
         srv_hdr_t *h = realloc(r->hdrs, cap * sizeof *h);
         if (!h)
-            return MHD_NO;
+            goto oom;
         r->hdrs = h;
         r->hdrs_cap = cap;
     }
-    r->hdrs[r->nhdrs].lname = strdup(lname);
-    r->hdrs[r->nhdrs].value = strdup(value);
-    if (!r->hdrs[r->nhdrs].lname || !r->hdrs[r->nhdrs].value) {
-        free(r->hdrs[r->nhdrs].lname);
-        free(r->hdrs[r->nhdrs].value);
-        return MHD_NO;
+    char *lname = malloc(kn + 1);
+    char *v = malloc(vn + 1);
+    if (!lname || !v) {
+        free(lname);
+        free(v);
+        goto oom;
     }
+    for (size_t i = 0; i <= kn; i++) {
+        char c = key[i];
+        lname[i] = (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+    }
+    memcpy(v, value, vn + 1);
+    r->hdrs[r->nhdrs].lname = lname;
+    r->hdrs[r->nhdrs].value = v;
     r->nhdrs++;
     return MHD_YES;
+oom:
+    r->hdr_oom = true;
+    return MHD_NO;
+}
+
+typedef struct hdr_sort {
+    srv_hdr_t h;
+    size_t seq;
+} hdr_sort_t;
+
+static int hdr_sort_cmp(const void *a, const void *b)
+{
+    const hdr_sort_t *x = a, *y = b;
+    int c = strcmp(x->h.lname, y->h.lname);
+    if (c)
+        return c;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Sorts the collected headers by name and joins repeats with ",". Returns false on OOM. */
+static bool hdrs_index(srv_req_t *r)
+{
+    if (r->nhdrs < 2)
+        return true;
+    hdr_sort_t *t = malloc(r->nhdrs * sizeof *t);
+    if (!t)
+        return false;
+    for (size_t i = 0; i < r->nhdrs; i++)
+        t[i] = (hdr_sort_t){r->hdrs[i], i};
+    qsort(t, r->nhdrs, sizeof *t, hdr_sort_cmp);
+    bool ok = true;
+    size_t out = 0;
+    for (size_t i = 0; i < r->nhdrs;) {
+        size_t j = i + 1, len = strlen(t[i].h.value);
+        while (j < r->nhdrs && strcmp(t[j].h.lname, t[i].h.lname) == 0)
+            len += 1 + strlen(t[j++].h.value);
+        srv_hdr_t h = t[i].h;
+        if (j > i + 1) {
+            char *joined = ok ? malloc(len + 1) : NULL;
+            if (joined) {
+                size_t k = 0;
+                for (size_t m = i; m < j; m++) {
+                    size_t n = strlen(t[m].h.value);
+                    if (m > i)
+                        joined[k++] = ',';
+                    memcpy(joined + k, t[m].h.value, n);
+                    k += n;
+                }
+                joined[k] = '\0';
+            } else {
+                ok = false;
+            }
+            for (size_t m = i + 1; m < j; m++) {
+                free(t[m].h.lname);
+                free(t[m].h.value);
+            }
+            if (joined) {
+                free(h.value);
+                h.value = joined;
+            }
+        }
+        r->hdrs[out++] = h;
+        i = j;
+    }
+    r->nhdrs = out;
+    free(t);
+    return ok;
 }
 
 static const char *sigv4_get_header(void *arg, const char *lname)
 {
     return srv_hdr(arg, lname);
+}
+
+static const char *sigv4_header_at(void *arg, size_t i, const char **value)
+{
+    const srv_req_t *r = arg;
+    if (i >= r->nhdrs)
+        return NULL;
+    *value = r->hdrs[i].value;
+    return r->hdrs[i].lname;
 }
 
 static const char *secret_cb(void *arg, const char *access_key)
@@ -396,7 +476,24 @@ static void request_begin(srv_req_t *r)
     srv_t *s = r->srv;
     r->head = strcmp(r->method, "HEAD") == 0;
     if (!split_uri(r) ||
-        MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_header, r) < 0) {
+        MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_header, r) < 0 ||
+        r->hdr_oom) {
+        srv_reply_err(r, S3_ERR_INTERNAL, "out of memory reading the request");
+        return;
+    }
+    /* The header limits come before any other work (routing looks the bucket up). */
+    if (r->hdr_bytes > SRV_MAX_HEADER_BYTES || r->hdr_lines > SRV_MAX_HEADER_LINES) {
+        char msg[200];
+        if (r->hdr_lines > SRV_MAX_HEADER_LINES)
+            snprintf(msg, sizeof msg, "the request has more than %u header lines",
+                     SRV_MAX_HEADER_LINES);
+        else
+            snprintf(msg, sizeof msg, "the request header section exceeds %u bytes",
+                     SRV_MAX_HEADER_BYTES);
+        srv_reply_err(r, S3_ERR_REQUEST_HEADER_TOO_LARGE, msg);
+        return;
+    }
+    if (!hdrs_index(r)) {
         srv_reply_err(r, S3_ERR_INTERNAL, "out of memory reading the request");
         return;
     }
@@ -411,13 +508,6 @@ static void request_begin(srv_req_t *r)
         srv_route_free(&r->route);
         srv_route_parse(r->method, r->path, r->query, NULL, s->cfg.listen_host,
                         srv_hdr(r, "x-amz-copy-source") != NULL, &r->route);
-    }
-    if (r->hdr_bytes > SRV_MAX_HEADER_BYTES) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "the request header section is %zu bytes; the limit is %u",
-                 r->hdr_bytes, SRV_MAX_HEADER_BYTES);
-        srv_reply_err(r, S3_ERR_REQUEST_HEADER_TOO_LARGE, msg);
-        return;
     }
     switch (r->route.api) {
     case SRV_API_HEALTH: {
@@ -443,6 +533,7 @@ static void request_begin(srv_req_t *r)
         .path = r->path,
         .query = r->query,
         .get_header = sigv4_get_header,
+        .header_at = sigv4_header_at,
         .arg = r,
     };
     char msg[256] = "";
@@ -637,6 +728,16 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
          * next call. One with a body is vetted now, so a refusal is sent before the body. */
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
+        if (te && strcasecmp(te, "chunked") != 0) {
+            /* libmicrohttpd frames only "chunked"; any other coding would be read as a body
+             * that ends when the client closes, and the client would wait for a reply that
+             * never comes. Refuse it before reading on; the connection closes after this. */
+            char msg[200];
+            snprintf(msg, sizeof msg, "Transfer-Encoding: %.64s is not implemented; request "
+                                      "bodies may be chunked or have a Content-Length", te);
+            srv_reply_err(r, S3_ERR_NOT_IMPLEMENTED, msg);
+            return MHD_YES;
+        }
         if ((cl && strcmp(cl, "0") != 0) || te)
             request_begin(r);
         else

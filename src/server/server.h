@@ -27,6 +27,8 @@ struct MHD_Response;
 #define SRV_SERVER_HEADER "wharfd/" SRV_VERSION
 /* Request header section cap (names + values), as S3 refuses large header sections. */
 #define SRV_MAX_HEADER_BYTES (16 * 1024)
+/* Request header line cap: no client sends more than a few dozen. */
+#define SRV_MAX_HEADER_LINES 500
 /* Largest XML request body (CompleteMultipartUpload with 10000 parts, DeleteObjects). */
 #define SRV_MAX_XML_BODY (8u << 20)
 /* S3's single-PUT limit. */
@@ -102,7 +104,8 @@ typedef struct srv_req {
     char *query; /* raw query or NULL */
     const char *method;
     srv_hdr_t *hdrs;
-    size_t nhdrs, hdrs_cap, hdr_bytes;
+    size_t nhdrs, hdrs_cap, hdr_bytes, hdr_lines; /* sorted by lname, repeats joined */
+    bool hdr_oom;
     srv_peer_t peer;
     srv_route_t route;
     s3_auth_t auth;

@@ -87,6 +87,17 @@ static const char *treq_get(void *arg, const char *lname)
     return NULL;
 }
 
+static const char *treq_at(void *arg, size_t i, const char **value)
+{
+    const char *const *h = arg;
+    for (size_t k = 0; h[0]; h += 2, k++)
+        if (k == i) {
+            *value = h[1];
+            return h[0];
+        }
+    return NULL;
+}
+
 static const char *secret_of(void *arg, const char *ak)
 {
     (void)arg;
@@ -134,7 +145,7 @@ static void doc_auth(s3_auth_t *a)
         NULL, NULL,
     };
     s3_http_req_t r = {.method = "PUT", .path = "/examplebucket/chunkObject.txt",
-                       .get_header = treq_get, .arg = (void *)hdrs};
+                       .get_header = treq_get, .header_at = treq_at, .arg = (void *)hdrs};
     char msg[256];
     time_t now;
     wh_amz_date_parse("20130524T000100Z", &now);
@@ -484,7 +495,8 @@ static void test_round_trip(void)
     const char *hdrs[] = {"host", hv[0], "x-amz-date", amz, "x-amz-content-sha256", hv[2],
                           "content-encoding", hv[3], "x-amz-decoded-content-length", hv[4],
                           "authorization", authz, NULL, NULL};
-    s3_http_req_t r = {.method = "PUT", .path = "/b/k", .get_header = treq_get, .arg = hdrs};
+    s3_http_req_t r = {.method = "PUT", .path = "/b/k", .get_header = treq_get,
+                       .header_at = treq_at, .arg = hdrs};
     s3_auth_t a;
     char msg[256];
     CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_OK);

@@ -31,6 +31,15 @@ static const char *treq_get(void *arg, const char *lname)
     return NULL;
 }
 
+static const char *treq_at(void *arg, size_t i, const char **value)
+{
+    treq_t *t = arg;
+    if (i >= t->n)
+        return NULL;
+    *value = t->values[i];
+    return t->names[i];
+}
+
 static void treq_set(treq_t *t, const char *name, const char *value)
 {
     for (size_t i = 0; i < t->n; i++)
@@ -415,7 +424,8 @@ static void test_verify_examples(void)
     s3_auth_t a;
     time_t now = at("20130524T000500Z");
     treq_t t = {0};
-    s3_http_req_t r = {.method = "GET", .path = "/test.txt", .get_header = treq_get, .arg = &t};
+    s3_http_req_t r = {.method = "GET", .path = "/test.txt", .get_header = treq_get,
+                       .header_at = treq_at, .arg = &t};
     treq_set(&t, "Host", "examplebucket.s3.amazonaws.com");
     treq_set(&t, "Range", "bytes=0-9");
     treq_set(&t, "x-amz-content-sha256", EMPTY);
@@ -546,7 +556,8 @@ static void rt_make(rt_t *x, const char *payload, int use_date_header)
     treq_set(&x->t, "Authorization", auth);
     treq_set(&x->t, "User-Agent", "not signed");
     x->r = (s3_http_req_t){.method = "PUT", .path = x->path, .query = x->query,
-                           .get_header = treq_get, .arg = &x->t};
+                           .get_header = treq_get, .header_at = treq_at,
+                           .arg = &x->t};
 }
 
 static s3_err_t rt_verify(rt_t *x, time_t now, s3_auth_t *a, char *msg, size_t msglen)
@@ -754,10 +765,12 @@ static void test_round_trip(void)
         if (modes[i].mode == S3_PAYLOAD_SHA256)
             CHECK_STR(a.payload_hash, modes[i].v);
     }
+    /* x-amz-trailer names what the trailer checks: sent unsigned, it is refused (the signed
+     * form is what real clients send: tests/func/test_server_http.py). */
     rt_make(&x, S3_STREAMING_UNSIGNED_TRAILER, 0);
     treq_set(&x.t, "x-amz-trailer", "x-amz-checksum-crc32c");
-    CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_OK);
-    CHECK(a.has_trailer);
+    CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_ERR_ACCESS_DENIED);
+    CHECK(strstr(msg, "x-amz-trailer") != NULL);
     const char *not_modes[] = {"STREAMING-AWS4-HMAC-SHA256-EVENTS", "unsigned-payload",
                                "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b07",
                                "", "zzce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072"};
@@ -784,7 +797,8 @@ static void test_presign_round_trip(void)
     treq_t t = {0};
     treq_set(&t, "Host", "localhost:9000");
     s3_http_req_t r = {.method = "PUT", .path = "/bucket/a%20b", .query = q.data,
-                       .get_header = treq_get, .arg = &t};
+                       .get_header = treq_get, .header_at = treq_at,
+                       .arg = &t};
     CHECK(s3_sigv4_verify(&r, secret_of, NULL, when + 10, &a, msg, sizeof msg) == S3_OK);
     CHECK(a.presigned && a.mode == S3_PAYLOAD_EMPTY);
     CHECK_STR(a.signed_headers, "host");
@@ -854,6 +868,75 @@ static void test_presign_round_trip(void)
     wh_sbuf_free(&q);
 }
 
+/* x-amz-* headers the signature does not cover are refused, in both forms; the ones whose
+ * value is bound anyway are not. */
+static void test_unsigned_amz_headers(void)
+{
+    char msg[512];
+    s3_auth_t a;
+    rt_t x;
+    rt_make(&x, S3_UNSIGNED_PAYLOAD, 0);
+    CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_OK);
+    treq_set(&x.t, "X-Amz-Copy-Source", "/secret/creds");
+    CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_ERR_ACCESS_DENIED);
+    CHECK_STR(msg, "There were headers present in the request which were not signed: "
+                   "x-amz-copy-source");
+    treq_set(&x.t, "x-amz-meta-a", "1");
+    CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_ERR_ACCESS_DENIED);
+    CHECK(strstr(msg, "signed: x-amz-copy-source, x-amz-meta-a") != NULL);
+    treq_del(&x.t, "X-Amz-Copy-Source");
+    treq_del(&x.t, "x-amz-meta-a");
+    /* Non-x-amz headers (User-Agent is unsigned here) need no signing, as in S3. */
+    treq_set(&x.t, "Content-Type", "text/plain");
+    treq_set(&x.t, "x-amzfoo", "not the x-amz- prefix");
+    CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_OK);
+
+    /* An unsigned x-amz-date (header form) is the string to sign's date: bound anyway. */
+    rt_make(&x, S3_UNSIGNED_PAYLOAD, 1); /* signed with Date */
+    CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_OK);
+    char amz[17];
+    wh_amz_date(x.when, amz);
+    treq_set(&x.t, "x-amz-date", amz);
+    CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_OK);
+
+    /* Presigned: only host is signed. */
+    time_t when = at("20240601T120000Z");
+    wh_sbuf_t q;
+    wh_sbuf_init(&q);
+    CHECK(s3_sigv4_presign("PUT", "/pub/upload", "h:1", "wharf-dev", "wharf-dev-secret",
+                           "us-east-1", when, 600, &q) == 0);
+    treq_t t = {0};
+    treq_set(&t, "Host", "h:1");
+    s3_http_req_t r = {.method = "PUT", .path = "/pub/upload", .query = q.data,
+                       .get_header = treq_get, .header_at = treq_at, .arg = &t};
+    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_OK);
+    treq_set(&t, "x-amz-content-sha256", S3_UNSIGNED_PAYLOAD); /* the payload line */
+    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_OK);
+    treq_set(&t, "x-amz-copy-source", "/secret/creds");
+    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) ==
+          S3_ERR_ACCESS_DENIED);
+    CHECK(strstr(msg, "not signed: x-amz-copy-source") != NULL);
+    treq_del(&t, "x-amz-copy-source");
+    treq_set(&t, "x-amz-date", "20240601T120000Z"); /* not what a presigned URL is dated by */
+    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) ==
+          S3_ERR_ACCESS_DENIED);
+    CHECK(strstr(msg, "not signed: x-amz-date") != NULL);
+    treq_del(&t, "x-amz-date");
+    /* More than eight: the first eight are named. */
+    static const char *const many[] = {"x-amz-a", "x-amz-b", "x-amz-c", "x-amz-d", "x-amz-e",
+                                       "x-amz-f", "x-amz-g", "x-amz-h", "x-amz-i"};
+    for (size_t i = 0; i < WH_ARRAY_SIZE(many); i++)
+        treq_set(&t, many[i], "v");
+    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) ==
+          S3_ERR_ACCESS_DENIED);
+    CHECK(strstr(msg, "x-amz-h, ...") != NULL && !strstr(msg, "x-amz-i"));
+    /* A caller that cannot enumerate headers is refused rather than trusted. */
+    t.n = 1;
+    r.header_at = NULL;
+    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_ERR_INTERNAL);
+    wh_sbuf_free(&q);
+}
+
 int main(void)
 {
     RUN(test_uri);
@@ -863,5 +946,6 @@ int main(void)
     RUN(test_verify_examples);
     RUN(test_round_trip);
     RUN(test_presign_round_trip);
+    RUN(test_unsigned_amz_headers);
     return check_done();
 }

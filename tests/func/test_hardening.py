@@ -1,0 +1,255 @@
+"""Hostile requests against a real wharfd: unsigned x-amz-* headers, huge header sections,
+transfer codings libmicrohttpd does not frame.
+
+Each case sends the exact bytes over a socket or through boto3's presigner, checks the S3
+error, that nothing was stored or changed, and that the server still answers.
+"""
+import http.client
+import os
+import socket
+import time
+import urllib.parse
+
+import boto3
+import pytest
+from botocore.config import Config
+
+from s3raw import UNSIGNED, S3Raw
+from wharfd import ACCESS_KEY, REGION, SECRET_KEY, WharfServer, unique_bucket
+
+
+@pytest.fixture(scope="module")
+def srv():
+    s = WharfServer()
+    s.start()
+    yield s
+    rc = s.stop()
+    s.cleanup()
+    assert rc == 0, f"wharfd exited with {rc} on SIGTERM"
+
+
+@pytest.fixture(scope="module")
+def raw(srv):
+    return S3Raw(srv.endpoint)
+
+
+@pytest.fixture(scope="module")
+def s3(srv):
+    return boto3.session.Session().client(
+        "s3", endpoint_url=srv.endpoint, aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY, region_name=REGION,
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
+                      signature_version="s3v4"))
+
+
+@pytest.fixture()
+def buckets(s3):
+    """A public-upload bucket and a bucket holding a secret object."""
+    pub, sec = unique_bucket("pub"), unique_bucket("secret")
+    s3.create_bucket(Bucket=pub)
+    s3.create_bucket(Bucket=sec)
+    s3.put_object(Bucket=sec, Key="creds", Body=b"the secret bytes")
+    return pub, sec
+
+
+def send_url(srv, method, url, headers, body=b""):
+    """Sends method url (path?query) with exactly these headers; returns (status, headers,
+    body)."""
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
+    try:
+        conn.putrequest(method, u.path + ("?" + u.query if u.query else ""), skip_host=True,
+                        skip_accept_encoding=True)
+        conn.putheader("Host", u.netloc)
+        for k, v in headers.items():
+            conn.putheader(k, v)
+        conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body or None)
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
+
+
+def exchange(srv, data, timeout=10.0):
+    """Sends raw bytes, reads until the server closes or timeout; returns the bytes."""
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=timeout)
+    try:
+        s.sendall(data)
+        out = b""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                d = s.recv(65536)
+            except (socket.timeout, ConnectionResetError):
+                break
+            if not d:
+                break
+            out += d
+        return out
+    finally:
+        s.close()
+
+
+def object_absent(s3, bucket, key):
+    try:
+        s3.head_object(Bucket=bucket, Key=key)
+    except s3.exceptions.ClientError as e:
+        return e.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    return False
+
+
+# ---- unsigned x-amz-* headers ------------------------------------------------------------
+
+def test_presigned_put_with_unsigned_copy_source_is_refused(srv, s3, buckets):
+    pub, sec = buckets
+    url = s3.generate_presigned_url("put_object", Params={"Bucket": pub, "Key": "upload"},
+                                    ExpiresIn=300)
+    assert "X-Amz-SignedHeaders=host" in url
+    st, h, body = send_url(srv, "PUT", url, {"x-amz-copy-source": f"/{sec}/creds"})
+    assert st == 403, body
+    assert b"<Code>AccessDenied</Code>" in body
+    assert b"There were headers present in the request which were not signed" in body
+    assert b"x-amz-copy-source" in body
+    assert object_absent(s3, pub, "upload")
+    # The presigned GET of the target does not hand out the secret either.
+    get = s3.generate_presigned_url("get_object", Params={"Bucket": pub, "Key": "upload"},
+                                    ExpiresIn=300)
+    st, _, body = send_url(srv, "GET", get, {})
+    assert st == 404 and b"the secret bytes" not in body
+    # The same URL, sent as signed, works: the refusal was for the header, not the URL.
+    st, _, body = send_url(srv, "PUT", url, {}, b"public bytes")
+    assert st == 200, body
+    assert s3.get_object(Bucket=pub, Key="upload")["Body"].read() == b"public bytes"
+
+
+def test_presigned_put_with_unsigned_metadata_is_refused(srv, s3, buckets):
+    pub, _ = buckets
+    url = s3.generate_presigned_url("put_object", Params={"Bucket": pub, "Key": "m"},
+                                    ExpiresIn=300)
+    st, _, body = send_url(srv, "PUT", url, {"x-amz-meta-owner": "mallory",
+                                             "X-Amz-Storage-Class": "STANDARD"}, b"x")
+    assert st == 403, body
+    assert b"x-amz-meta-owner" in body and b"x-amz-storage-class" in body
+    assert object_absent(s3, pub, "m")
+
+
+def test_presigned_put_with_signed_metadata_is_accepted(srv, s3, buckets):
+    """boto3 signs the x-amz-meta-* it presigns for (SignedHeaders=host;x-amz-meta-...)."""
+    pub, _ = buckets
+    url = s3.generate_presigned_url("put_object", Params={"Bucket": pub, "Key": "sm",
+                                                          "Metadata": {"owner": "alice"}},
+                                    ExpiresIn=300)
+    qs = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)
+    assert "x-amz-meta-owner" in qs["X-Amz-SignedHeaders"][0]
+    st, _, body = send_url(srv, "PUT", url, {"x-amz-meta-owner": "alice"}, b"x")
+    assert st == 200, body
+    assert s3.head_object(Bucket=pub, Key="sm")["Metadata"] == {"owner": "alice"}
+
+
+def test_presigned_unsigned_content_sha256_is_bound_anyway(srv, s3, buckets):
+    """x-amz-content-sha256 need not be listed: its value is the canonical request's payload
+    line, so a value the presigner did not use fails the signature instead."""
+    pub, _ = buckets
+    url = s3.generate_presigned_url("put_object", Params={"Bucket": pub, "Key": "c"},
+                                    ExpiresIn=300)
+    st, _, body = send_url(srv, "PUT", url, {"x-amz-content-sha256": UNSIGNED}, b"x")
+    assert st == 200, body
+    st, _, body = send_url(srv, "PUT", url, {"x-amz-content-sha256": "a" * 64}, b"x")
+    assert st == 403 and b"SignatureDoesNotMatch" in body, body
+
+
+def test_header_signed_request_with_unsigned_copy_source_is_refused(srv, raw, s3, buckets):
+    pub, sec = buckets
+    r = raw.request("PUT", f"/{pub}/hdr", extra_unsigned={"x-amz-copy-source": f"/{sec}/creds"})
+    assert r.status == 403, r
+    assert r.error_code() == "AccessDenied"
+    assert b"not signed: x-amz-copy-source" in r.body
+    assert object_absent(s3, pub, "hdr")
+    # Signed, the same copy is a copy (the caller holds the credentials).
+    r = raw.request("PUT", f"/{pub}/hdr", headers={"x-amz-copy-source": f"/{sec}/creds"})
+    assert r.status == 200, r
+    # Unsigned metadata on a header-signed PUT: refused too; upper case names included.
+    r = raw.request("PUT", f"/{pub}/hdr2", body=b"x", extra_unsigned={"X-Amz-Meta-A": "1"})
+    assert r.status == 403 and b"x-amz-meta-a" in r.body, r
+    assert object_absent(s3, pub, "hdr2")
+
+
+def test_header_signed_standard_headers_need_no_signing(srv, raw, buckets):
+    """Only x-amz-* must be signed (as in S3): an unsigned Content-Type is fine."""
+    pub, _ = buckets
+    r = raw.request("PUT", f"/{pub}/ct", body=b"x", extra_unsigned={"Content-Type": "text/x"})
+    assert r.status == 200, r
+
+
+# ---- header sections -----------------------------------------------------------------------
+
+def _cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_many_headers_are_refused_in_linear_time(srv):
+    """14,000 distinct empty header lines: refused with an S3 error before any other work,
+    for little CPU. The quadratic collection cost about 0.2 s of CPU per such request; five
+    of them must now cost well under that in total."""
+    lines = b"".join(b"X-H%d:\r\n" % i for i in range(14000))
+    req = b"GET /b/k HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + lines + b"\r\n"
+    c0 = _cpu_seconds(srv.proc.pid)
+    for _ in range(5):
+        out = exchange(srv, req)
+        assert out.startswith(b"HTTP/1.1 400 "), out[:200]
+        assert b"<Code>RequestHeaderSectionTooLarge</Code>" in out
+        assert b"more than 500 header lines" in out
+    used = _cpu_seconds(srv.proc.pid) - c0
+    assert used < 0.25, f"five 14,000-header requests cost {used:.2f} s of server CPU"
+
+
+def test_header_bytes_limit(srv, raw):
+    r = raw.request("GET", "/", extra_unsigned={"x-pad": "a" * 17000})
+    assert r.status == 400 and r.error_code() == "RequestHeaderSectionTooLarge", r
+    # Under the limit, repeated headers still join (the signature covers the joined value).
+    r = raw.request("GET", "/", extra_unsigned={"x-pad": "a" * 8000})
+    assert r.status == 200, r
+
+
+def test_repeated_headers_are_joined_in_order(srv, raw, s3, buckets):
+    """Two X-Amz-Meta-A lines are one value "1,3" (signed as such); order is kept."""
+    pub, _ = buckets
+    h, _ = raw.sign_headers("PUT", f"/{pub}/rep", headers={"x-amz-meta-a": "1,3",
+                                                          "x-amz-meta-b": "2"},
+                            payload_hash=UNSIGNED)
+    lines = [f"PUT /{pub}/rep HTTP/1.1", "Content-Length: 0", "Connection: close",
+             "X-Amz-Meta-A: 1", "X-Amz-Meta-B: 2", "x-amz-meta-a: 3"]
+    lines += [f"{k}: {v}" for k, v in h.items() if not k.startswith("x-amz-meta-")]
+    out = exchange(srv, ("\r\n".join(lines) + "\r\n\r\n").encode())
+    assert out.startswith(b"HTTP/1.1 200 "), out[:400]
+    assert s3.head_object(Bucket=pub, Key="rep")["Metadata"] == {"a": "1,3", "b": "2"}
+
+
+# ---- transfer codings ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("method", ["PUT", "GET", "POST"])
+@pytest.mark.parametrize("coding", ["identity", "gzip, chunked", "gzip"])
+def test_unframed_transfer_encoding_is_501(srv, raw, method, coding):
+    t0 = time.monotonic()
+    out = exchange(srv, (f"{method} /b/k HTTP/1.1\r\nHost: x\r\n"
+                         f"Transfer-Encoding: {coding}\r\n\r\nhello").encode())
+    assert out.startswith(b"HTTP/1.1 501 "), out[:300]
+    assert b"<Code>NotImplemented</Code>" in out
+    assert f"Transfer-Encoding: {coding} is not implemented".encode() in out
+    assert time.monotonic() - t0 < 5, "the answer must not wait for the client to close"
+    assert srv.alive()
+    assert raw.request("GET", "/").status == 200
+
+
+def test_chunked_transfer_encoding_still_works(srv, raw, s3, buckets):
+    pub, _ = buckets
+    h, _ = raw.sign_headers("PUT", f"/{pub}/te", payload_hash=UNSIGNED)
+    body = b"5\r\nhello\r\n0\r\n\r\n"
+    lines = [f"PUT /{pub}/te HTTP/1.1", "Transfer-Encoding: Chunked", "Connection: close"]
+    lines += [f"{k}: {v}" for k, v in h.items()]
+    out = exchange(srv, ("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+    assert out.startswith(b"HTTP/1.1 200 "), out[:300]
+    assert s3.get_object(Bucket=pub, Key="te")["Body"].read() == b"hello"
