@@ -1,8 +1,9 @@
 /* libFuzzer driver for s3_sigv4_verify with the request taken from the input:
  *   line 1 method, line 2 path, line 3 query (empty: none), then "name: value" header lines.
  * Checks: verify never crashes and every failure says why; and the same request, signed by
- * s3_sigv4_sign (with host, x-amz-date and x-amz-content-sha256 set), always verifies, and
- * stops verifying when one signature character changes. */
+ * s3_sigv4_sign (with host, x-amz-date and x-amz-content-sha256 set), always verifies, stops
+ * verifying when one signature character changes, and is refused with an unsigned x-amz-*
+ * header added. */
 #include "s3/sigv4.h"
 
 #include <stdint.h>
@@ -27,6 +28,15 @@ static const char *fz_get(void *arg, const char *lname)
         if (strcasecmp(r->names[i], lname) == 0)
             return r->values[i];
     return NULL;
+}
+
+static const char *fz_at(void *arg, size_t i, const char **value)
+{
+    fz_req_t *r = arg;
+    if (i >= r->n)
+        return NULL;
+    *value = r->values[i];
+    return r->names[i];
 }
 
 static const char *fz_secret(void *arg, const char *ak)
@@ -83,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         r.values[r.n++] = v;
     }
     s3_http_req_t req = {.method = method, .path = path, .query = query, .get_header = fz_get,
-                         .arg = &r};
+                         .header_at = fz_at, .arg = &r};
     time_t now;
     wh_amz_date_parse("20130524T000500Z", &now);
     s3_auth_t a;
@@ -130,6 +140,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (s3_sigv4_verify(&req, fz_secret, NULL, now, &a, msg, sizeof msg) !=
             S3_ERR_SIGNATURE_MISMATCH)
             abort();
+        sig[5] = sig[5] == '0' ? '1' : '0';
+        /* An x-amz-* header that the signature does not cover is refused. */
+        if (!fz_get(&s, "x-amz-fuzz-unsigned")) {
+            s.names[s.n] = "X-Amz-Fuzz-Unsigned", s.values[s.n++] = "1";
+            if (s3_sigv4_verify(&req, fz_secret, NULL, now, &a, msg, sizeof msg) !=
+                S3_ERR_ACCESS_DENIED)
+                abort();
+        }
     }
     free(buf);
     return 0;
