@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""B7: TokenDataset tokens/s, RDMA against HTTP.
+"""B7: TokenDataset tokens/s, RDMA against HTTP (into host memory, or --device cuda: into GPU
+memory).
 
 Token shards in the llm-tokens layout (int32 LE, sequences x seq_len, + JSON) are uploaded
 once; then the arms alternate (rdma http rdma http ...), each iterating TokenDataset over the
@@ -47,6 +48,8 @@ def main():
     ap.add_argument("--buffer-mib", type=int, default=128)
     ap.add_argument("--fetch-workers", type=int, default=2)
     ap.add_argument("--arms", default="rdma,http")
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda: every batch is copied "
+                    "into GPU memory (from page-locked prefetch buffers) and touched there")
     a = ap.parse_args()
     arms = a.arms.split(",")
     lim = cm.limits(a)
@@ -78,15 +81,20 @@ def main():
                                     buffer_bytes=a.buffer_mib * cm.MiB,
                                     fetch_workers=a.fetch_workers, transport="auto",
                                     copy=False)
+                warm.pin_memory = a.device.startswith("cuda")
                 for b in warm:
-                    int(b[0, 0])
+                    int(b.to(a.device)[0, 0])
                 ds = TokenDataset(c, bucket, keys=keys[a.warmup_shards:], batch_size=a.batch,
                                   num_buffers=a.buffers, buffer_bytes=a.buffer_mib * cm.MiB,
                                   fetch_workers=a.fetch_workers, transport="auto", copy=False)
                 firsts, steps = [], []
+                dev = torch.device(a.device)
+                ds.pin_memory = dev.type == "cuda"
                 with cm.Window(srv) as w:
                     t = time.perf_counter()
                     for b in ds:
+                        if dev.type == "cuda":
+                            b = b.to(dev)     # synchronous: the buffer is refilled next
                         firsts.append(int(b[0, 0]))  # the touch
                         now = time.perf_counter()
                         steps.append(now - t)
@@ -130,7 +138,7 @@ def main():
                            "batch": a.batch, "buffers": a.buffers,
                            "buffer_bytes": a.buffer_mib * cm.MiB,
                            "fetch_workers": a.fetch_workers, "concurrency": a.concurrency,
-                           "repeats": a.repeats, "arms": arms},
+                           "repeats": a.repeats, "arms": arms, "device": a.device},
                 "environment": dict(cm.bl.environment("ofi+shm"), torch=torch.__version__),
                 "limits": lim, "results": {"arms": results, "ratios": ratio, "runs": runs}}
         cm.write(a, "tokens", root)

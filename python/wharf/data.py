@@ -113,7 +113,7 @@ class Prefetcher:
     fetch_s."""
 
     def __init__(self, client, bucket, windows, num_buffers=2, buffer_bytes=None, workers=2,
-                 transport="auto"):
+                 transport="auto", pin_memory=False):
         if num_buffers < 1 or workers < 1:
             raise WharfError(_lib.WHARF_ERR_INVALID, "num_buffers and workers must be >= 1")
         self.client, self.bucket, self.windows = client, bucket, list(windows)
@@ -123,7 +123,7 @@ class Prefetcher:
         if need > self.buffer_bytes:
             raise WharfError(_lib.WHARF_ERR_TOO_LARGE, f"a window of {need} bytes does not fit "
                              f"buffers of {self.buffer_bytes}")
-        self.workers, self.transport = workers, transport
+        self.workers, self.transport, self.pin_memory = workers, transport, pin_memory
         self.stats = dict(fetch_wait_s=0.0, bytes=0, windows=0, transports=set(), fetch_s=0.0,
                           buffers=self.num_buffers)
 
@@ -131,8 +131,8 @@ class Prefetcher:
         if not self.windows:
             return
         c = self.client
-        bufs = [torch.empty(max(1, self.buffer_bytes), dtype=torch.uint8)
-                for _ in range(self.num_buffers)]
+        bufs = [torch.empty(max(1, self.buffer_bytes), dtype=torch.uint8,
+                            pin_memory=self.pin_memory) for _ in range(self.num_buffers)]
         regs = []
         free = queue.SimpleQueue()
         for b in bufs:
@@ -188,6 +188,8 @@ class Prefetcher:
 
 
 class _Base(IterableDataset):
+    pin_memory = False  # page-locked prefetch buffers: faster copies to a GPU
+
     def __init__(self, client, bucket, num_buffers, buffer_bytes, fetch_workers, transport,
                  copy, rank, world_size):
         self.client, self.bucket = client, bucket
@@ -204,7 +206,7 @@ class _Base(IterableDataset):
 
     def _prefetch(self, windows):
         p = Prefetcher(self.client, self.bucket, windows, self.num_buffers, self.buffer_bytes,
-                       self.fetch_workers, self.transport)
+                       self.fetch_workers, self.transport, self.pin_memory)
         self.last_stats = p.stats
         return p
 

@@ -149,6 +149,9 @@ class WharfStorageWriter(_Base, StorageWriter):
         self.save_id = uuid.uuid4().hex
 
     def set_up_storage_writer(self, is_coordinator, *args, **kwargs):
+        # A new save id for every save, also when DCP reuses this writer without reset():
+        # a save must never write over objects the current .metadata points to.
+        self.save_id = uuid.uuid4().hex
         self.is_coordinator = is_coordinator
         self.rank = kwargs.get("rank")
         if kwargs.get("use_collectives", True) is False:
@@ -191,8 +194,9 @@ class WharfStorageWriter(_Base, StorageWriter):
                 data = buf.getvalue() if hasattr(buf, "getvalue") else bytes(buf)
                 sized.append((item, len(data), data))
             else:
-                td = item.tensor_data
-                n = math.prod(td.size) * torch.empty(0, dtype=td.properties.dtype).element_size()
+                td = item.tensor_data   # td.size is the whole tensor's; this item is its chunk
+                n = math.prod(td.chunk.sizes) * \
+                    torch.empty(0, dtype=td.properties.dtype).element_size()
                 sized.append((item, n, None))
         # Objects: greedy in plan order, each item 64-byte aligned; a large item alone.
         objects, cur, off = [], [], 0
@@ -225,6 +229,9 @@ class WharfStorageWriter(_Base, StorageWriter):
         for item, off, n, data in entries:
             if data is None:
                 t = planner.resolve_data(item).detach()
+                if _nbytes(t) != n:
+                    raise WharfError(_lib.WHARF_ERR_INTERNAL, f"{self.url}: item {item.index} "
+                                     f"resolved to {_nbytes(t)} bytes, its plan says {n}")
                 tensors.append(t)
                 info = WharfStorageInfo(name, off, n, _dtype_name(t.dtype), tuple(t.shape))
             else:
