@@ -133,6 +133,25 @@ def limit_rates(lim):
     return out
 
 
+class Incremental:
+    """One result file per run, rewritten after every cell: a run stopped by its time limit
+    still leaves every cell it finished (root["complete"] says whether it ended)."""
+
+    def __init__(self, args, benchmark):
+        self.args, self.benchmark, self.path = args, benchmark, None
+
+    def write(self, root, complete):
+        import json
+        root["complete"] = complete
+        if self.path is None:
+            self.path = write(self.args, self.benchmark, root)
+        else:
+            tmp = self.path + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(root, f, indent=1, sort_keys=True)
+            os.replace(tmp, self.path)
+
+
 def write(args, benchmark, root):
     path = bl.write_result(args.results, benchmark, root, tag=getattr(args, "tag", ""),
                            backend="wharf")

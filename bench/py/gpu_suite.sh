@@ -18,17 +18,17 @@ for part in $PARTS; do
   echo "== $(date -u +%T) $part"
   case $part in
     tests)
-      timeout 300 $PY -m pytest -q -p no:cacheprovider -rs -n 8 tests/python \
+      timeout 170 $PY -m pytest -q -p no:cacheprovider -rs -n 8 tests/python \
         --ignore=tests/python/test_package.py 2>&1 | tee "$OUT/pytest-h200.log" | tail -40 ;;
     b7)
-      timeout 150 $PY bench/py/tokens.py --device cuda --shards 4 --shard-mib 256 \
-        --repeats 3 --results "$OUT" --tag gpu 2>&1 | tail -12 ;;
+      timeout 60 $PY bench/py/tokens.py --device cuda --shards 3 --shard-mib 256 \
+        --repeats 2 --results "$OUT" --tag gpu 2>&1 | tail -12 ;;
     b3)
-      timeout 240 $PY bench/py/train.py --steps 20 --batch 256 --repeats 4 --workers 8 \
+      timeout 120 $PY bench/py/train.py --steps 20 --batch 256 --repeats 4 --workers 8 \
         --no-limits --results "$OUT" 2>&1 | tail -22 ;;
     b8)
-      PYTHONPATH="$PYTHONPATH${BOTO3_SITE:+:$BOTO3_SITE}" timeout 330 $PY bench/py/hf_load.py \
-        --repeats 2 --no-limits --results "$OUT" 2>&1 | tail -16 ;;
+      PYTHONPATH="$PYTHONPATH${BOTO3_SITE:+:$BOTO3_SITE}" timeout 230 $PY bench/py/hf_load.py \
+        --repeats 2 --boto3-repeats 1 --no-limits --results "$OUT" 2>&1 | tail -16 ;;
   esac
 done
 echo "== $(date -u +%T) done"

@@ -129,6 +129,8 @@ def main():
     ap.add_argument("--download-dir", default=None, help="where boto3 downloads to (default: "
                     "the snapshot's file system, else /dev/shm when it lacks the room)")
     ap.add_argument("--arms", default=",".join(ARMS))
+    ap.add_argument("--boto3-repeats", type=int, default=1000,
+                    help="run the (slow) boto3 arm only in the first N repeats")
     a = ap.parse_args()
     arms = a.arms.split(",")
     lim = cm.limits(a)
@@ -164,10 +166,44 @@ def main():
                 while fh.read(64 << 20):
                     pass
         print(f"uploaded in {upload_s:.1f}s; boto3 downloads to {dl_dir}", file=sys.stderr)
+        inc = cm.Incremental(a, "hf_load")
+
+        def report(complete):
+            results = {}
+            for arm in arms:
+                ok = [x for x in runs if x["arm"] == arm and "error" not in x]
+                results[arm] = {k: cm.bl.summary([x[k] for x in ok if k in x])
+                                for k in ("wall_s", "gbps", "client_cpu_s_per_gb",
+                                          "host_cpu_s_per_gb")}
+                results[arm]["failures"] = [x["error"] for x in runs
+                                            if x["arm"] == arm and "error" in x]
+            ratios = {}
+            for base in ("wharf-http", "from-pretrained", "boto3"):
+                x, y = results.get("wharf-rdma"), results.get(base)
+                if x and y and x["wall_s"]["n"] and y["wall_s"]["n"]:
+                    ratios[f"wharf_rdma_vs_{base.replace('-', '_')}"] = \
+                        y["wall_s"]["median"] / x["wall_s"]["median"]
+            import transformers
+            root = {"params": {"layers": a.layers, "params": n_params, "max_shard_size": a.shard,
+                               "shard_bytes": shard_sizes, "data_bytes": total,
+                               "shards_over_4gib": sum(s > 4 * cm.GiB for s in shard_sizes),
+                               "concurrency": a.concurrency, "repeats": a.repeats, "arms": arms,
+                               "boto3_repeats": min(a.repeats, a.boto3_repeats),
+                               "download_dir": dl_dir, "init_s": init_s,
+                               "save_pretrained_s": save_s, "upload_s": upload_s},
+                    "environment": dict(cm.bl.environment("ofi+shm"), torch=torch.__version__,
+                                        transformers=transformers.__version__,
+                                        gpu=torch.cuda.get_device_name()),
+                    "limits": lim, "results": {"arms": results, "ratios": ratios, "runs": runs}}
+            inc.write(root, complete)
+            return results, ratios
+
         for r in range(a.repeats):
             order = (["from-pretrained"] + [x for x in arms if x != "from-pretrained"]
                      if r == 0 and "from-pretrained" in arms else arms)
             for arm in order:
+                if arm == "boto3" and r >= a.boto3_repeats:
+                    continue
                 gc.collect()
                 torch.cuda.empty_cache()
                 cell = {"arm": arm, "repeat": r}
@@ -206,33 +242,9 @@ def main():
                       f"{cell['host_cpu_s']:.1f}s " if "wall_s" in cell else "") +
                       f"{cell.get('verified', '')} {cell.get('error', '')}",
                       file=sys.stderr, flush=True)
+                report(False)
         ref = None
-        results = {}
-        for arm in arms:
-            ok = [x for x in runs if x["arm"] == arm and "error" not in x]
-            results[arm] = {k: cm.bl.summary([x[k] for x in ok if k in x])
-                            for k in ("wall_s", "gbps", "client_cpu_s_per_gb",
-                                      "host_cpu_s_per_gb")}
-            results[arm]["failures"] = [x["error"] for x in runs
-                                        if x["arm"] == arm and "error" in x]
-        ratios = {}
-        for base in ("wharf-http", "from-pretrained", "boto3"):
-            x, y = results.get("wharf-rdma"), results.get(base)
-            if x and y and x["wall_s"]["n"] and y["wall_s"]["n"]:
-                ratios[f"wharf_rdma_vs_{base.replace('-', '_')}"] = \
-                    y["wall_s"]["median"] / x["wall_s"]["median"]
-        import transformers
-        root = {"params": {"layers": a.layers, "params": n_params, "max_shard_size": a.shard,
-                           "shard_bytes": shard_sizes, "data_bytes": total,
-                           "shards_over_4gib": sum(s > 4 * cm.GiB for s in shard_sizes),
-                           "concurrency": a.concurrency, "repeats": a.repeats, "arms": arms,
-                           "download_dir": dl_dir, "init_s": init_s,
-                           "save_pretrained_s": save_s, "upload_s": upload_s},
-                "environment": dict(cm.bl.environment("ofi+shm"), torch=torch.__version__,
-                                    transformers=transformers.__version__,
-                                    gpu=torch.cuda.get_device_name()),
-                "limits": lim, "results": {"arms": results, "ratios": ratios, "runs": runs}}
-        cm.write(a, "hf_load", root)
+        results, ratios = report(True)
         for arm in arms:
             x = results[arm]
             if x["wall_s"]["n"]:

@@ -299,6 +299,44 @@ def main():
         for arm in arms:  # untimed: first touches, the JPEG workers' start
             run_arm(arm, clients, bucket, a, model, opt, mean, std, want_sums, want_means,
                     srv, steps=3)
+        inc = cm.Incremental(a, "train")
+
+        def report(complete):
+            results = {}
+            for arm in arms:
+                ok = [x for x in runs if x["arm"] == arm and "error" not in x]
+                results[arm] = {k: cm.bl.summary([x[k] for x in ok])
+                                for k in ("wall_s", "images_per_s", "storage_wait_s", "compute_s",
+                                          "host_cpu_s", "client_cpu_s", "server_cpu_s")}
+                results[arm]["failures"] = [x["error"] for x in runs
+                                            if x["arm"] == arm and "error" in x]
+            ratios = {}
+
+            def med(arm, k="images_per_s"):
+                v = results.get(arm, {}).get(k, {})
+                return v.get("median") if v.get("n") else None
+            if med("raw-http") and med("jpeg-http"):
+                ratios["layout_raw_http_vs_jpeg_http"] = med("raw-http") / med("jpeg-http")
+            if med("raw-rdma") and med("raw-http"):
+                ratios["transport_raw_rdma_vs_raw_http"] = med("raw-rdma") / med("raw-http")
+            if med("raw-rdma") and med("jpeg-http"):
+                ratios["raw_rdma_vs_jpeg_http"] = med("raw-rdma") / med("jpeg-http")
+            root = {"params": {"steps": a.steps, "batch": a.batch, "images_per_run": n,
+                               "images_stored": total, "shards": a.shards,
+                               "image_shape": [H, W, C], "raw_bytes_stored": total * H * W * C,
+                               "jpeg_bytes": jpeg_bytes, "workers": a.workers,
+                               "concurrency": a.concurrency, "repeats": a.repeats, "arms": arms,
+                               "model": a.model, "device": a.device,
+                               "precision": "bf16 autocast" if a.device == "cuda" else "fp32",
+                               "compute_only_images_per_s": compute_only},
+                    "environment": dict(cm.bl.environment("ofi+shm"), torch=torch.__version__,
+                                        torchvision=_version("torchvision"),
+                                        gpu=torch.cuda.get_device_name()
+                                        if torch.cuda.is_available() else None),
+                    "limits": lim, "results": {"arms": results, "ratios": ratios, "runs": runs}}
+            inc.write(root, complete)
+            return results, ratios
+
         runs = []
         for r in range(a.repeats):
             order = arms[r % len(arms):] + arms[:r % len(arms)]
@@ -316,39 +354,8 @@ def main():
                     f"{cell['host_cpu_s']:.1f}s verified {cell['verified']['ok']} "
                     if "wall_s" in cell else "") + cell.get("error", ""),
                     file=sys.stderr, flush=True)
-        results = {}
-        for arm in arms:
-            ok = [x for x in runs if x["arm"] == arm and "error" not in x]
-            results[arm] = {k: cm.bl.summary([x[k] for x in ok])
-                            for k in ("wall_s", "images_per_s", "storage_wait_s", "compute_s",
-                                      "host_cpu_s", "client_cpu_s", "server_cpu_s")}
-            results[arm]["failures"] = [x["error"] for x in runs
-                                        if x["arm"] == arm and "error" in x]
-        ratios = {}
-
-        def med(arm, k="images_per_s"):
-            v = results.get(arm, {}).get(k, {})
-            return v.get("median") if v.get("n") else None
-        if med("raw-http") and med("jpeg-http"):
-            ratios["layout_raw_http_vs_jpeg_http"] = med("raw-http") / med("jpeg-http")
-        if med("raw-rdma") and med("raw-http"):
-            ratios["transport_raw_rdma_vs_raw_http"] = med("raw-rdma") / med("raw-http")
-        if med("raw-rdma") and med("jpeg-http"):
-            ratios["raw_rdma_vs_jpeg_http"] = med("raw-rdma") / med("jpeg-http")
-        root = {"params": {"steps": a.steps, "batch": a.batch, "images_per_run": n,
-                           "images_stored": total, "shards": a.shards,
-                           "image_shape": [H, W, C], "raw_bytes_stored": total * H * W * C,
-                           "jpeg_bytes": jpeg_bytes, "workers": a.workers,
-                           "concurrency": a.concurrency, "repeats": a.repeats, "arms": arms,
-                           "model": a.model, "device": a.device,
-                           "precision": "bf16 autocast" if a.device == "cuda" else "fp32",
-                           "compute_only_images_per_s": compute_only},
-                "environment": dict(cm.bl.environment("ofi+shm"), torch=torch.__version__,
-                                    torchvision=_version("torchvision"),
-                                    gpu=torch.cuda.get_device_name()
-                                    if torch.cuda.is_available() else None),
-                "limits": lim, "results": {"arms": results, "ratios": ratios, "runs": runs}}
-        cm.write(a, "train", root)
+                report(False)
+        results, ratios = report(True)
         for arm in arms:
             x = results[arm]
             if x["images_per_s"]["n"]:
