@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 2's HTTP benchmark: wharfd against Debian's nginx (sendfile) on loopback, one run.
+"""wharfd against Debian's nginx (sendfile) over HTTP on loopback, one run.
 
   /usr/bin/python3 bench/http_vs_nginx.py [--size-mib 1024] [--repeats 5] [--results results]
 

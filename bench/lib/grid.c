@@ -1,5 +1,6 @@
 /* bench/wharf_bench fetch|put|rdma-vs-http|limits: the fetch/put grid over libwharf (the B1
- * benchmark of docs/benchmarks.md), with paired arms.
+ * benchmark of docs/benchmarks.md), with paired arms. "The seed" in this code is the public
+ * benchmark suite wharf's is a superset of (minio/rdma-training); its formats are kept.
  *
  * Method (docs/benchmarks.md has the long form):
  * - Objects are written over HTTP first (bucket bench-fetch, keys b1/<size>/<i:05d>.bin, object

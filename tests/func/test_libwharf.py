@@ -58,7 +58,8 @@ def rdma_counters(srv):
 
     def s(name):
         return sum(v for k, v in m.items() if k.split("{")[0] == name)
-    # Both families share DESIGN.md's direction: read = served by GET, write = received by PUT.
+    # Both families share one direction (docs/design.md): read = served by GET, write =
+    # received by PUT.
     return {"get": s("minio_api_rdma_read_bytes_total"),
             "put": s("minio_api_rdma_write_bytes_total"),
             "wharf_get": s("wharf_rdma_read_bytes_total"),

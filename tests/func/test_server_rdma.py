@@ -1,5 +1,5 @@
-"""wharfd's RDMA hook-up as far as it can be tested without a transfer (../shared/DESIGN.md,
-"The protocol"): the token must be signed, declines are 501 with x-amz-rdma-reply: 501 and no
+"""wharfd's RDMA hook-up as far as it can be tested without a transfer (docs/design.md,
+"The wire protocol"): the token must be signed, declines are 501 with x-amz-rdma-reply: 501 and no
 body, a declined or refused PUT stores nothing, HEAD with a token is a plain HEAD, and a token
 PUT must be body-less and UNSIGNED-PAYLOAD.
 
