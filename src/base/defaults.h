@@ -23,8 +23,10 @@
 #define WH_DEFAULT_RDMA_MEM (256ull << 20)
 #define WH_DEFAULT_PROVIDERS "shm,tcp"
 
-/* libwharf: an object GET is split into ranged requests of this size, run in parallel; a PUT
+/* libwharf: an object GET is split into ranged requests of this size, run by up to
+ * CONCURRENCY runners in parallel; a PUT
  * at or above the threshold is multipart with parts of part size (S3's minimum part is 5 MiB). */
+#define WH_DEFAULT_CLIENT_CONCURRENCY 4
 #define WH_DEFAULT_CLIENT_CHUNK (64ull << 20)
 #define WH_DEFAULT_MULTIPART_THRESHOLD (256ull << 20)
 #define WH_DEFAULT_PART_SIZE (64ull << 20)

@@ -1,6 +1,7 @@
 /* libwharf: the client object, configuration, errors, counters, and fork handling. */
 #include "client/internal.h"
 
+#include "base/defaults.h"
 #include "base/log.h"
 
 #include <netdb.h>
@@ -125,11 +126,11 @@ WHARF_API void wharf_client_config_init(wharf_client_config_t *cfg, size_t size)
     wharf_client_config_t d;
     memset(&d, 0, sizeof d);
     d.size = size;
-    d.region = "us-east-1";
-    d.concurrency = 4;
-    d.chunk_size = 64ull << 20;
-    d.multipart_threshold = 256ull << 20;
-    d.part_size = 64ull << 20;
+    d.region = WH_DEFAULT_REGION;
+    d.concurrency = WH_DEFAULT_CLIENT_CONCURRENCY;
+    d.chunk_size = WH_DEFAULT_CLIENT_CHUNK;
+    d.multipart_threshold = WH_DEFAULT_MULTIPART_THRESHOLD;
+    d.part_size = WH_DEFAULT_PART_SIZE;
     d.fallback = WHARF_FALLBACK_FAIL;
     d.verify_checksum = 1;
     d.timeout_ms = 120000;
@@ -519,7 +520,7 @@ WHARF_API wharf_status_t wharf_client_create(const wharf_client_config_t *ucfg,
         goto err_free;
     c->access_key = strdup(cfg.access_key);
     c->secret_key = strdup(cfg.secret_key);
-    c->region = strdup(cfg.region && *cfg.region ? cfg.region : "us-east-1");
+    c->region = strdup(cfg.region && *cfg.region ? cfg.region : WH_DEFAULT_REGION);
     c->provider_req = dup_or_null(cfg.provider);
     c->unix_socket = cfg.unix_socket && *cfg.unix_socket ? strdup(cfg.unix_socket) : NULL;
     if (!c->access_key || !c->secret_key || !c->region ||
@@ -528,13 +529,14 @@ WHARF_API wharf_status_t wharf_client_create(const wharf_client_config_t *ucfg,
         wc_set_error("wharf_client_create: out of memory");
         goto err_free;
     }
-    c->concurrency = cfg.concurrency ? cfg.concurrency : 4;
+    c->concurrency = cfg.concurrency ? cfg.concurrency : WH_DEFAULT_CLIENT_CONCURRENCY;
     if (c->concurrency > WC_POOL_MAX_THREADS)
         c->concurrency = WC_POOL_MAX_THREADS;
-    c->chunk_size = cfg.chunk_size ? cfg.chunk_size : 64ull << 20;
-    c->multipart_threshold = cfg.multipart_threshold ? cfg.multipart_threshold : 256ull << 20;
-    c->part_size = cfg.part_size ? cfg.part_size : 64ull << 20;
-    if (c->part_size < (5ull << 20)) {
+    c->chunk_size = cfg.chunk_size ? cfg.chunk_size : WH_DEFAULT_CLIENT_CHUNK;
+    c->multipart_threshold =
+        cfg.multipart_threshold ? cfg.multipart_threshold : WH_DEFAULT_MULTIPART_THRESHOLD;
+    c->part_size = cfg.part_size ? cfg.part_size : WH_DEFAULT_PART_SIZE;
+    if (c->part_size < WH_MIN_PART_SIZE) {
         wc_set_error("wharf_client_create: part_size %llu is below S3's 5 MiB minimum",
                      (unsigned long long)c->part_size);
         st = WH_ERR_INVALID;

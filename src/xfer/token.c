@@ -15,19 +15,7 @@ typedef struct tok_field {
     size_t n;
 } tok_field_t;
 
-static wh_status_t tok_fail(wh_status_t st, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static wh_status_t tok_fail(wh_status_t st, char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
+/* Errors: wh_errf (base/status.h) formats the reason and returns the status. */
 
 static int tok_lhex(char c)
 {
@@ -92,33 +80,33 @@ static wh_status_t tok_parse_ofi1(const tok_field_t *f, size_t nf, token_t *t, c
 {
     const char *why;
     if (nf != 6)
-        return tok_fail(WH_ERR_INVALID, err, errlen,
+        return wh_errf(WH_ERR_INVALID, err, errlen,
                         "token: ofi1 has 6 fields <base>:<size>:ofi1:<provider>:<ep-name>:<key>, "
                         "got %zu",
                         nf);
     if ((why = tok_hex_u64(&f[0], 0, &t->base)))
-        return tok_fail(WH_ERR_INVALID, err, errlen, "token field 'base': %s", why);
+        return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'base': %s", why);
     if ((why = tok_hex_u64(&f[1], 0, &t->size)))
-        return tok_fail(WH_ERR_INVALID, err, errlen, "token field 'size': %s", why);
+        return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'size': %s", why);
     if (t->base + t->size < t->base)
-        return tok_fail(WH_ERR_INVALID, err, errlen,
+        return wh_errf(WH_ERR_INVALID, err, errlen,
                         "token field 'size': base 0x%llx + size 0x%llx wraps past 2^64",
                         (unsigned long long)t->base, (unsigned long long)t->size);
     if (!tok_provider_valid(f[3].p, f[3].n))
-        return tok_fail(WH_ERR_INVALID, err, errlen,
+        return wh_errf(WH_ERR_INVALID, err, errlen,
                         "token field 'provider': must be 1..%d of [a-z0-9_;]",
                         TOKEN_MAX_PROVIDER - 1);
     memcpy(t->provider, f[3].p, f[3].n);
     t->provider[f[3].n] = '\0';
     if (f[4].n < 2 || f[4].n > 2 * TOKEN_MAX_EP_NAME || (f[4].n & 1))
-        return tok_fail(WH_ERR_INVALID, err, errlen,
+        return wh_errf(WH_ERR_INVALID, err, errlen,
                         "token field 'ep-name': must be an even number of hex digits, 2..%d",
                         2 * TOKEN_MAX_EP_NAME);
     if ((why = tok_hex_bytes(&f[4], t->ep_name)))
-        return tok_fail(WH_ERR_INVALID, err, errlen, "token field 'ep-name': %s", why);
+        return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'ep-name': %s", why);
     t->ep_name_len = f[4].n / 2;
     if ((why = tok_hex_u64(&f[5], 0, &t->key)))
-        return tok_fail(WH_ERR_INVALID, err, errlen, "token field 'key': %s", why);
+        return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'key': %s", why);
     t->dialect = TOKEN_DIALECT_OFI1;
     return WH_OK;
 }
@@ -146,29 +134,29 @@ static wh_status_t tok_parse_cuobj(const tok_field_t *f, size_t nf, size_t len, 
     const char *why;
     uint64_t v[6];
     if (nf == 9)
-        return tok_fail(WH_ERR_INVALID, err, errlen,
+        return wh_errf(WH_ERR_INVALID, err, errlen,
                         "token: the %zu-character cuobj form with a trailing ':addr:size' (the "
                         "older 115-character form) is not accepted; send the exactly "
                         "%d-character form addr:size:rkey:lid:dctn:gid_present:gid",
                         len, CUOBJ_LEN);
     if (nf != 7)
-        return tok_fail(WH_ERR_INVALID, err, errlen,
+        return wh_errf(WH_ERR_INVALID, err, errlen,
                         "token: cuobj has 7 fields addr:size:rkey:lid:dctn:gid_present:gid, "
                         "got %zu",
                         nf);
     for (size_t i = 0; i < 6; i++) {
         if ((why = tok_hex_u64(&f[i], g_cuobj_width[i], &v[i])))
-            return tok_fail(WH_ERR_INVALID, err, errlen,
+            return wh_errf(WH_ERR_INVALID, err, errlen,
                             "token field '%s': %s (cuobj wants %zu lowercase hex digits)",
                             g_cuobj_name[i], why, g_cuobj_width[i]);
     }
     if (f[6].n != 32)
-        return tok_fail(WH_ERR_INVALID, err, errlen,
+        return wh_errf(WH_ERR_INVALID, err, errlen,
                         "token field 'gid': wrong width (cuobj wants 32 lowercase hex digits)");
     if ((why = tok_hex_bytes(&f[6], t->gid)))
-        return tok_fail(WH_ERR_INVALID, err, errlen, "token field 'gid': %s", why);
+        return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'gid': %s", why);
     if (v[5] > 1)
-        return tok_fail(WH_ERR_INVALID, err, errlen, "token field 'gid_present': must be 0 or 1");
+        return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'gid_present': must be 0 or 1");
     t->base = v[0];
     t->size = v[1];
     t->key = v[2];
@@ -176,7 +164,7 @@ static wh_status_t tok_parse_cuobj(const tok_field_t *f, size_t nf, size_t len, 
     t->dctn = (uint32_t)v[4];
     t->gid_present = (uint8_t)v[5];
     if (t->base + t->size < t->base)
-        return tok_fail(WH_ERR_INVALID, err, errlen,
+        return wh_errf(WH_ERR_INVALID, err, errlen,
                         "token field 'size': addr + size wraps past 2^64");
     t->dialect = TOKEN_DIALECT_CUOBJ;
     return WH_OK;
@@ -194,14 +182,14 @@ wh_status_t token_parse(const char *s, size_t len, token_t *out, char *err, size
     if (err && errlen)
         err[0] = '\0';
     if (!s || len == 0)
-        return tok_fail(WH_ERR_INVALID, err, errlen, "token: empty");
+        return wh_errf(WH_ERR_INVALID, err, errlen, "token: empty");
     if (len > TOKEN_MAX_LEN)
-        return tok_fail(WH_ERR_INVALID, err, errlen, "token: longer than %d characters",
+        return wh_errf(WH_ERR_INVALID, err, errlen, "token: longer than %d characters",
                         TOKEN_MAX_LEN);
     for (size_t i = 0; i <= len; i++) {
         if (i == len || s[i] == ':') {
             if (nf == TOKEN_MAX_FIELDS)
-                return tok_fail(WH_ERR_INVALID, err, errlen,
+                return wh_errf(WH_ERR_INVALID, err, errlen,
                                 "token: more than %d ':'-separated fields", TOKEN_MAX_FIELDS);
             f[nf].p = s + start;
             f[nf].n = i - start;
@@ -221,14 +209,14 @@ wh_status_t token_parse(const char *s, size_t len, token_t *out, char *err, size
             ident = (f[2].p[i] >= 'a' && f[2].p[i] <= 'z') ||
                     (f[2].p[i] >= '0' && f[2].p[i] <= '9') || f[2].p[i] == '_';
         if (ident)
-            return tok_fail(WH_ERR_UNSUPPORTED, err, errlen,
+            return wh_errf(WH_ERR_UNSUPPORTED, err, errlen,
                             "unknown token dialect '%.*s' (this server knows ofi1 and cuobj)",
                             (int)f[2].n, f[2].p);
-        return tok_fail(WH_ERR_INVALID, err, errlen,
+        return wh_errf(WH_ERR_INVALID, err, errlen,
                         "token: not a known dialect (ofi1 <base>:<size>:ofi1:..., or the "
                         "81-character cuobj form)");
     } else
-        return tok_fail(WH_ERR_INVALID, err, errlen,
+        return wh_errf(WH_ERR_INVALID, err, errlen,
                         "token: not a known dialect (ofi1 <base>:<size>:ofi1:..., or the "
                         "81-character cuobj form)");
     if (st == WH_OK)
