@@ -1434,8 +1434,9 @@ static json_t *sk_lat_merged(sk_client_t *cls, unsigned n, unsigned op)
         tot += cls[i].lat[op].n;
     double *v = malloc((tot ? tot : 1) * sizeof *v);
     size_t k = 0;
-    for (unsigned i = 0; i < n; i++) {
-        memcpy(v + k, cls[i].lat[op].v, cls[i].lat[op].n * sizeof *v);
+    for (unsigned i = 0; i < n && v; i++) {
+        if (cls[i].lat[op].n)
+            memcpy(v + k, cls[i].lat[op].v, cls[i].lat[op].n * sizeof *v);
         k += cls[i].lat[op].n;
     }
     wb_lat_t l;

@@ -48,7 +48,7 @@ def third_means(samples, key):
 
 def run_soak(srv, out, extra=()):
     # under ASan everything is several times slower: fewer clients, smaller objects
-    clients, max_size = ("9", "4M") if ASAN else ("24", "16M")
+    clients, max_size = ("9", "12M") if ASAN else ("24", "16M")
     args = [soak_bin(), "--endpoint", srv.endpoint, "--pid", str(srv.proc.pid),
             "--unix-socket", srv.unix_socket, "--duration", str(DURATION),
             "--warmup", str(WARMUP), "--clients", clients, "--bad-clients", "10",
@@ -57,6 +57,7 @@ def run_soak(srv, out, extra=()):
     # bounded: the run, plus one op timeout (with retries) for the last requests to end
     p = subprocess.run(args, env=srv.client_env(), capture_output=True, text=True,
                        timeout=DURATION + 400)
+    assert os.path.exists(out), f"soak exited {p.returncode} with no result:\n{p.stderr[-6000:]}"
     with open(out) as f:
         return p, json.load(f)
 
@@ -119,6 +120,7 @@ def test_soak_checker_catches_a_wrong_byte(tmp_path):
                 "--inject-wrong-byte", "1", "--out", str(tmp_path / "wrong.json")]
         p = subprocess.run(args, env=srv.client_env(), capture_output=True, text=True,
                            timeout=300)
+        assert os.path.exists(tmp_path / "wrong.json"), p.stderr[-6000:]
         with open(tmp_path / "wrong.json") as f:
             res = json.load(f)
         assert p.returncode == 1, p.stderr
