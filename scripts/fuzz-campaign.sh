@@ -5,20 +5,20 @@
 # stays small; crashes, hangs, OOMs and leaks are copied to fuzz/regressions/<name>/; a summary
 # JSON gives each driver's executions, speed, corpus growth and failures.
 #
-#   scripts/fuzz-campaign.sh [--runs 10000000] [--jobs N] [--drivers sigv4,xml]
-#                            [--build-dir build-fuzz] [--no-build] [--max-time S]
+#   scripts/fuzz-campaign.sh [--runs 10000000] [--chunk 1000000] [--jobs N] [--drivers a,b]
+#                            [--deadline S] [--max-time S] [--build-dir build-fuzz] [--no-build]
 #                            [--summary FILE] [--work DIR] [--no-merge] [--export FILE.tar]
 #   scripts/fuzz-campaign.sh --pack DIR      # drivers + the libraries they need, to run elsewhere
 #
-# --runs is per driver: with more cores than drivers a driver gets several workers (distinct
-# seeds, one shared output corpus) that split its runs. --jobs defaults to the online cores.
-# --max-time bounds each worker's wall time (0: none). --export writes the files the campaign
-# added under fuzz/ plus the summary into one tar (for a campaign run on another machine:
-# untar it in the checkout). Exit status: 0 when no driver failed, 1 when one did, 2 for bad
-# usage.
+# --runs is per driver, run as chunks of --chunk executions (one libFuzzer process each, its
+# own seed) spread over --jobs processes at a time (default: the online cores). --deadline
+# bounds the whole campaign's wall time: no chunk starts after it; a driver that got fewer
+# runs than asked is marked incomplete in the summary. --max-time bounds each chunk (0: none).
+# --export writes the files the campaign added under fuzz/ plus the summary into one tar (for
+# a campaign run on another machine: untar it in the checkout). Exit status: 0 when no driver
+# failed, 1 when one did, 2 for bad usage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$(pwd)
 
 RUNS=10000000
 JOBS=$(nproc)
@@ -31,8 +31,10 @@ WORK=""
 MERGE=1
 EXPORT=""
 PACK=""
+CHUNK=""
+DEADLINE=0
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) RUNS=$2; shift 2 ;;
@@ -41,6 +43,8 @@ while [ $# -gt 0 ]; do
     --build-dir) BUILD=$2; shift 2 ;;
     --no-build) DO_BUILD=0; shift ;;
     --max-time) MAX_TIME=$2; shift 2 ;;
+    --chunk) CHUNK=$2; shift 2 ;;
+    --deadline) DEADLINE=$2; shift 2 ;;
     --summary) SUMMARY=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     --no-merge) MERGE=0; shift ;;
@@ -50,7 +54,8 @@ while [ $# -gt 0 ]; do
     *) echo "fuzz-campaign: unknown option $1" >&2; usage ;;
   esac
 done
-[[ "$RUNS" =~ ^[0-9]+$ && "$JOBS" =~ ^[0-9]+$ && "$MAX_TIME" =~ ^[0-9]+$ ]] || usage
+[[ "$RUNS" =~ ^[0-9]+$ && "$JOBS" =~ ^[0-9]+$ && "$MAX_TIME" =~ ^[0-9]+$ &&
+   "$DEADLINE" =~ ^[0-9]+$ && "$CHUNK" =~ ^[0-9]*$ ]] || usage
 [ "$JOBS" -ge 1 ] || JOBS=1
 
 # The drivers: fuzz/fuzz_<name>.c, optionally only those named.
@@ -94,30 +99,42 @@ fi
 mkdir -p "$WORK"
 [ -n "$SUMMARY" ] || SUMMARY="$WORK/summary.json"
 before="$WORK/files.before"
-find fuzz/corpus fuzz/regressions -type f 2>/dev/null | sort > "$before" || true
+{ find fuzz/corpus fuzz/regressions -type f 2>/dev/null || true; } | sort > "$before"
 
-# Workers: with more cores than drivers, each driver gets JOBS/drivers of them (at least one);
-# they split the driver's runs and share its output corpus (libFuzzer reloads it).
+# The work is cut into chunks of --chunk runs (a libFuzzer process each, its own seed), queued
+# round-robin over the drivers and run JOBS at a time: slow drivers keep cores busy while fast
+# ones finish, and a driver's chunks share its output corpus, so each starts from what the
+# earlier ones found. With --deadline, no chunk starts after it and each running one is
+# limited to the time left.
 nd=${#names[@]}
-per=$(( JOBS / nd )); [ "$per" -ge 1 ] || per=1
+[ -n "$CHUNK" ] || CHUNK=$(( RUNS < 1000000 ? RUNS : 1000000 ))
+[ "$CHUNK" -ge 1 ] || CHUNK=1
+nchunks=$(( (RUNS + CHUNK - 1) / CHUNK ))
 tasks="$WORK/tasks"
 : > "$tasks"
-seed=1
-for n in "${names[@]}"; do
-  mkdir -p "$WORK/$n/new" "$WORK/$n/artifacts" "fuzz/corpus/$n"
-  share=$(( (RUNS + per - 1) / per ))
-  for ((w = 0; w < per; w++)); do
-    echo "$n $w $share $seed" >> "$tasks"
-    seed=$((seed + 1))
+for n in "${names[@]}"; do mkdir -p "$WORK/$n/new" "$WORK/$n/artifacts" "fuzz/corpus/$n"; done
+for ((k = 0; k < nchunks; k++)); do
+  left=$(( RUNS - k * CHUNK )); r=$(( left < CHUNK ? left : CHUNK ))
+  i=0
+  for n in "${names[@]}"; do
+    echo "$n $k $r $(( k * nd + i + 1 ))" >> "$tasks"
+    i=$((i + 1))
   done
 done
 
-run_one() { # name worker runs seed
-  local n=$1 w=$2 r=$3 s=$4 b
+t_start=$(date +%s)
+END_AT=0; [ "$DEADLINE" -gt 0 ] && END_AT=$(( t_start + DEADLINE ))
+run_one() { # name chunk runs seed
+  local n=$1 w=$2 r=$3 s=$4 b lim=$MAX_TIME
   b=$(bin "$n")
+  if [ "$END_AT" -gt 0 ]; then
+    local left=$(( END_AT - $(date +%s) ))
+    if [ "$left" -lt 5 ]; then echo "skipped 0" > "$WORK/$n/rc.$w"; return 0; fi
+    if [ "$lim" -eq 0 ] || [ "$lim" -gt "$left" ]; then lim=$left; fi
+  fi
   local t0; t0=$(date +%s.%N)
   set +e
-  "$b" -runs="$r" -seed="$s" -rss_limit_mb=2048 -timeout=25 -max_total_time="$MAX_TIME" \
+  "$b" -runs="$r" -seed="$s" -rss_limit_mb=2048 -timeout=25 -max_total_time="$lim" \
        -print_final_stats=1 -artifact_prefix="$WORK/$n/artifacts/" \
        "$WORK/$n/new" "fuzz/corpus/$n" > "$WORK/$n/log.$w" 2>&1
   local rc=$?
@@ -126,9 +143,8 @@ run_one() { # name worker runs seed
   echo "$rc $(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" > "$WORK/$n/rc.$w"
 }
 export -f run_one bin
-export WORK BUILD MAX_TIME
-echo "fuzz-campaign: ${nd} drivers, ${per} worker(s) each, ${RUNS} runs per driver, ${JOBS} at a time; work in $WORK" >&2
-t_start=$(date +%s)
+export WORK BUILD MAX_TIME END_AT
+echo "fuzz-campaign: ${nd} drivers x ${RUNS} runs in ${nchunks} chunk(s) of ${CHUNK}, ${JOBS} at a time; work in $WORK" >&2
 xargs -P "$JOBS" -L 1 bash -c 'run_one "$@"' _ < "$tasks"
 t_end=$(date +%s)
 
@@ -151,41 +167,44 @@ done
 
 # The summary.
 set +e
-python3 - "$WORK" "$SUMMARY" "$RUNS" "$JOBS" "$per" "$t_start" "$t_end" "${names[@]}" <<'PY'
+python3 - "$WORK" "$SUMMARY" "$RUNS" "$JOBS" "$CHUNK" "$t_start" "$t_end" "$DEADLINE" "${names[@]}" <<'PY'
 import glob, json, os, platform, re, subprocess, sys, time
-work, out, runs, jobs, per, t0, t1 = sys.argv[1:8]
-names = sys.argv[8:]
+work, out, runs, jobs, chunk, t0, t1, deadline = sys.argv[1:9]
+names = sys.argv[9:]
 def sh(cmd):
     try:
         return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=20).stdout.strip()
     except Exception:
         return ""
 res = {"runs_per_driver_requested": int(runs), "parallel_jobs": int(jobs),
-       "workers_per_driver": int(per), "wall_s": int(t1) - int(t0),
+       "runs_per_chunk": int(chunk), "deadline_s": int(deadline), "wall_s": int(t1) - int(t0),
        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(t0))),
        "host": {"cpu_cores": os.cpu_count(), "machine": platform.machine(),
                 "kernel": platform.release(), "clang": sh("clang --version | head -1")},
        "git_commit": sh("git rev-parse HEAD"), "drivers": {}}
 failed = 0
 for n in names:
-    d = {"executions": 0, "workers": 0, "worker_rc": [], "seconds": 0.0, "failures": []}
-    for log in sorted(glob.glob(f"{work}/{n}/log.*")):
-        w = log.rsplit(".", 1)[1]
-        text = open(log, errors="replace").read()
+    d = {"executions": 0, "chunks_run": 0, "chunks_skipped": 0, "cpu_seconds": 0.0,
+         "failures": []}
+    for rcf in sorted(glob.glob(f"{work}/{n}/rc.*")):
+        w = rcf.rsplit(".", 1)[1]
+        rc, secs = open(rcf).read().split()
+        if rc == "skipped":
+            d["chunks_skipped"] += 1
+            continue
+        text = open(f"{work}/{n}/log.{w}", errors="replace").read()
         m = re.findall(r"stat::number_of_executed_units: (\d+)", text)
         if m:
             execs = int(m[-1])
         else:  # a worker that died early prints no final stats: its last status line
             m = re.findall(r"^#(\d+)\s", text, re.M)
             execs = int(m[-1]) if m else 0
-        rc, secs = open(f"{work}/{n}/rc.{w}").read().split()
         d["executions"] += execs
-        d["workers"] += 1
-        d["worker_rc"].append(int(rc))
-        d["seconds"] = max(d["seconds"], float(secs))
+        d["chunks_run"] += 1
+        d["cpu_seconds"] += float(secs)
         if int(rc) != 0:
             s = re.findall(r"^SUMMARY: .*$", text, re.M)
-            d["failures"].append({"worker": int(w), "rc": int(rc),
+            d["failures"].append({"chunk": int(w), "rc": int(rc),
                                   "summary": s[-1] if s else text.strip().splitlines()[-1:]})
     arts = sorted(os.path.basename(a) for a in glob.glob(f"{work}/{n}/artifacts/*")
                   if re.match(r"(crash|timeout|oom|leak)-", os.path.basename(a)))
@@ -193,19 +212,23 @@ for n in names:
     c0, c1 = open(f"{work}/{n}/corpus.count").read().split()
     d["corpus_files_before"], d["corpus_files_after"] = int(c0), int(c1)
     d["new_inputs_found"] = len(os.listdir(f"{work}/{n}/new"))
-    d["exec_per_s"] = round(d["executions"] / d["seconds"], 1) if d["seconds"] else 0
+    d["cpu_seconds"] = round(d["cpu_seconds"], 1)
+    d["exec_per_s"] = round(d["executions"] / d["cpu_seconds"], 1) if d["cpu_seconds"] else 0
+    d["complete"] = d["executions"] >= int(runs)
     if d["failures"] or arts:
         failed += 1
     res["drivers"][n] = d
 res["total_executions"] = sum(d["executions"] for d in res["drivers"].values())
 res["drivers_failed"] = failed
+res["drivers_incomplete"] = sorted(n for n, d in res["drivers"].items() if not d["complete"])
 with open(out, "w") as f:
     json.dump(res, f, indent=1, sort_keys=True)
     f.write("\n")
 print(f"{'driver':16} {'executions':>12} {'exec/s':>9} {'corpus':>11} failures")
 for n, d in res["drivers"].items():
     print(f"{n:16} {d['executions']:12d} {d['exec_per_s']:9.0f} "
-          f"{d['corpus_files_before']:5d}->{d['corpus_files_after']:<5d} {len(d['failures'])}")
+          f"{d['corpus_files_before']:5d}->{d['corpus_files_after']:<5d} {len(d['failures'])}"
+          + ("" if d["complete"] else "  (short of the runs asked for)"))
 print(f"summary: {out}")
 sys.exit(1 if failed else 0)
 PY
@@ -213,7 +236,7 @@ rc=$?
 set -e
 
 if [ -n "$EXPORT" ]; then
-  find fuzz/corpus fuzz/regressions -type f 2>/dev/null | sort > "$WORK/files.after"
+  { find fuzz/corpus fuzz/regressions -type f 2>/dev/null || true; } | sort > "$WORK/files.after"
   comm -13 "$before" "$WORK/files.after" > "$WORK/files.added"
   cp "$SUMMARY" "$WORK/fuzz-campaign-summary.json"
   tar -cf "$EXPORT" -T "$WORK/files.added" -C "$WORK" fuzz-campaign-summary.json
