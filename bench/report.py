@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""wharf report: a folder of benchmark result JSONs -> a Markdown report with PNG plots.
+"""wharf_bench report: a folder of benchmark result JSONs -> a Markdown report with PNG plots.
 
   /usr/bin/python3 bench/report.py RESULTS_DIR [--out DIR]
   (also: build/bench/wharf_bench report RESULTS_DIR)

@@ -30,7 +30,7 @@ def main():
     if "--" in argv:
         k = argv.index("--")
         argv, rest = argv[:k], argv[k + 1:]
-    ap = argparse.ArgumentParser(description="wharf bench against a local wharfd")
+    ap = argparse.ArgumentParser(description="bench/wharf_bench against a local wharfd")
     ap.add_argument("--providers", default=None, help="wharfd --providers (default: its own)")
     ap.add_argument("--rdma-mem", default=None, help="wharfd --rdma-mem")
     ap.add_argument("--data", default=None, help="data directory (default: a temporary one)")

@@ -7,8 +7,9 @@ Arms, paired in one run (A B C A B C ..., each repeat r writes and reads key-r):
   torch  torch.save into a BytesIO + boto3 upload_fileobj; restore with download_fileobj into
          a BytesIO + torch.load (the usual baseline), same wharfd, same concurrency
 
-Workload (BENCH-SPEC B4): 64 bf16 weights (every 4th at half size), each with an equal-size
-exp_avg, in {model, optimizer{state{int:{exp_avg, step}}, param_groups}, step, epoch}.
+Workload (B4 of the public suite compared with, docs/benchmarks.md): 64 bf16 weights (every 4th
+at half size), each with an equal-size exp_avg, in
+{model, optimizer{state{int:{exp_avg, step}}, param_groups}, step, epoch}.
 Gates: an rdma save must show server RDMA write bytes >= 0.99 of the payload, an rdma restore
 RDMA read bytes >= 0.99; else the cell carries error "rdma-not-used...". Repeat 0 of every arm
 is verified after restore, outside the timer (shape, dtype and all values of every tensor).

@@ -1,4 +1,4 @@
-"""Shared parts of the issue-4 benchmark programs (bench/py/*.py, run with /usr/bin/python3).
+"""Shared parts of the PyTorch benchmark programs (bench/py/*.py, run with /usr/bin/python3).
 
 Each program starts its own wharfd (tests/lib/wharfd.py), runs its arms paired A B C A B C
 over the same server state, gates every RDMA figure on the server's /metrics counters
