@@ -51,6 +51,7 @@ from ..progress import Progress
 from ._common import _client
 
 try:
+    from torch.distributed.checkpoint.metadata import Metadata
     from torch.distributed.checkpoint.planner import LoadItemType, WriteItemType
     from torch.distributed.checkpoint.storage import StorageReader, StorageWriter, WriteResult
 except ImportError as e:  # torch < 2.0, or a build without distributed
@@ -309,6 +310,7 @@ class WharfStorageReader(_Base, StorageReader):
         self.storage_data = {}
         self.load_id = uuid.uuid4().hex
         self.last_report = {}
+        self._missing = None
 
     def reset(self, checkpoint_id=None):
         self.storage_data = {}
@@ -317,6 +319,18 @@ class WharfStorageReader(_Base, StorageReader):
         self.load_id = uuid.uuid4().hex
 
     def read_metadata(self, *args, **kwargs):
+        """The checkpoint's Metadata. Without a .metadata (no checkpoint, or one whose save
+        never finished) it returns an empty Metadata and set_up_storage_reader raises the
+        error saying so: dcp.load (torch 2.11) swallows read_metadata's exceptions while it
+        looks for rank-local metadata, and would report only "metadata is None"."""
+        self._missing = None
+        try:
+            return self._read_metadata()
+        except NotFoundError as e:  # IncompleteCheckpointError too
+            self._missing = e
+            return Metadata(state_dict_metadata={})
+
+    def _read_metadata(self):
         c = self.client
         try:
             raw = c.get(self.bucket, self._key(METADATA), transport="http")
@@ -342,6 +356,8 @@ class WharfStorageReader(_Base, StorageReader):
         return md
 
     def set_up_storage_reader(self, metadata, is_coordinator, *args, **kwargs):
+        if getattr(self, "_missing", None) is not None:
+            raise self._missing
         self.storage_data = metadata.storage_data
         if not self.storage_data:
             raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"{self.url}: the metadata has no "
