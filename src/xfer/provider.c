@@ -9,6 +9,7 @@
 
 extern const struct xfer_ops xfer_ofi_ops;
 extern const struct xfer_ops xfer_cma_ops;
+extern const struct xfer_ops xfer_cuda_ops;
 
 /* Preference order: shared memory first (no copy through a NIC), then the network ones. */
 static const xfer_provider_t g_providers[] = {
@@ -20,6 +21,10 @@ static const xfer_provider_t g_providers[] = {
      XFER_CAP_NET_ADDR | XFER_CAP_TARGET_PROGRESS},
     {"ofi+efa", "efa", "efa", "ofi", NULL, XFER_CAP_NET_ADDR | XFER_CAP_TARGET_PROGRESS},
     {"ofi+cxi", "cxi", "cxi", "ofi", NULL, XFER_CAP_NET_ADDR | XFER_CAP_TARGET_PROGRESS},
+    /* GPU memory on this host: the server opens the client's CUDA IPC handle and copies
+     * itself; never "auto" (a client picks it by registering device memory). */
+    {"cuda+ipc", "cuda", "cuda", "cuda", NULL,
+     XFER_CAP_HOST_LOCAL | XFER_CAP_PEER_PID | XFER_CAP_DEVICE_MEM},
     {NULL, NULL, NULL, NULL, NULL, 0},
 };
 
@@ -36,7 +41,7 @@ static void xfer_known_fill(void)
 }
 
 /* Families: every ops table this build has. */
-static const struct xfer_ops *const g_families[] = {&xfer_ofi_ops, &xfer_cma_ops};
+static const struct xfer_ops *const g_families[] = {&xfer_ofi_ops, &xfer_cma_ops, &xfer_cuda_ops};
 
 const xfer_provider_t *xfer_providers(void)
 {

@@ -1,4 +1,4 @@
-/* x-amz-rdma-token dialects: ofi1 and cuobj. Strict: every field has one accepted form
+/* x-amz-rdma-token dialects: ofi1, cuda1 and cuobj. Strict: every field has one accepted form
  * (lowercase hex of the stated width), and an error names the field that broke it. */
 #include "xfer/token.h"
 #include "base/codec.h"
@@ -170,6 +170,48 @@ static wh_status_t tok_parse_cuobj(const tok_field_t *f, size_t nf, size_t len, 
     return WH_OK;
 }
 
+/* ---- cuda1 --------------------------------------------------------------------------------- */
+
+static wh_status_t tok_parse_cuda1(const tok_field_t *f, size_t nf, token_t *t, char *err,
+                                   size_t errlen)
+{
+    const char *why;
+    if (nf != 6)
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                        "token: cuda1 has 6 fields <base>:<size>:cuda1:<device-uuid>:<ipc-handle>"
+                        ":<alloc-offset>, got %zu",
+                        nf);
+    if ((why = tok_hex_u64(&f[0], 0, &t->base)))
+        return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'base': %s", why);
+    if ((why = tok_hex_u64(&f[1], 0, &t->size)))
+        return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'size': %s", why);
+    if (t->base + t->size < t->base)
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                        "token field 'size': base 0x%llx + size 0x%llx wraps past 2^64",
+                        (unsigned long long)t->base, (unsigned long long)t->size);
+    if (f[3].n != 32)
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                        "token field 'device-uuid': wrong width (cuda1 wants 32 lowercase hex "
+                        "digits)");
+    if ((why = tok_hex_bytes(&f[3], t->cuda_uuid)))
+        return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'device-uuid': %s", why);
+    if (f[4].n != 2 * TOKEN_CUDA_IPC_LEN)
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                        "token field 'ipc-handle': wrong width (cuda1 wants %d lowercase hex "
+                        "digits)",
+                        2 * TOKEN_CUDA_IPC_LEN);
+    if ((why = tok_hex_bytes(&f[4], t->cuda_ipc)))
+        return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'ipc-handle': %s", why);
+    if ((why = tok_hex_u64(&f[5], 0, &t->cuda_off)))
+        return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'alloc-offset': %s", why);
+    if (t->cuda_off + t->size < t->cuda_off)
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                        "token field 'alloc-offset': offset + size wraps past 2^64");
+    memcpy(t->provider, "cuda", 5);
+    t->dialect = TOKEN_DIALECT_CUDA1;
+    return WH_OK;
+}
+
 /* ---- entry points ------------------------------------------------------------------------- */
 
 wh_status_t token_parse(const char *s, size_t len, token_t *out, char *err, size_t errlen)
@@ -200,6 +242,8 @@ wh_status_t token_parse(const char *s, size_t len, token_t *out, char *err, size
     memset(&t, 0, sizeof t);
     if (nf >= 3 && f[2].n == 4 && memcmp(f[2].p, "ofi1", 4) == 0)
         st = tok_parse_ofi1(f, nf, &t, err, errlen);
+    else if (nf >= 3 && f[2].n == 5 && memcmp(f[2].p, "cuda1", 5) == 0)
+        st = tok_parse_cuda1(f, nf, &t, err, errlen);
     else if (tok_looks_cuobj(f, nf))
         st = tok_parse_cuobj(f, nf, len, &t, err, errlen);
     else if (nf >= 3) {
@@ -210,7 +254,8 @@ wh_status_t token_parse(const char *s, size_t len, token_t *out, char *err, size
                     (f[2].p[i] >= '0' && f[2].p[i] <= '9') || f[2].p[i] == '_';
         if (ident)
             return wh_errf(WH_ERR_UNSUPPORTED, err, errlen,
-                            "unknown token dialect '%.*s' (this server knows ofi1 and cuobj)",
+                           "unknown token dialect '%.*s' (this server knows ofi1, cuda1 and "
+                           "cuobj)",
                             (int)f[2].n, f[2].p);
         return wh_errf(WH_ERR_INVALID, err, errlen,
                         "token: not a known dialect (ofi1 <base>:<size>:ofi1:..., or the "
@@ -255,5 +300,21 @@ wh_status_t token_pack_cuobj(const token_t *t, char out[82])
     if (n != 81)
         return WH_ERR_INTERNAL;
     memcpy(out, tmp, 82);
+    return WH_OK;
+}
+
+wh_status_t token_pack_cuda1(uint64_t base, uint64_t size, const uint8_t uuid[16],
+                             const uint8_t ipc[TOKEN_CUDA_IPC_LEN], uint64_t alloc_off,
+                             char *out, size_t outlen)
+{
+    char uhex[33], ihex[2 * TOKEN_CUDA_IPC_LEN + 1];
+    if (!uuid || !ipc || !out || base + size < base || alloc_off + size < alloc_off)
+        return WH_ERR_INVALID;
+    wh_hex_encode(uuid, 16, uhex);
+    wh_hex_encode(ipc, TOKEN_CUDA_IPC_LEN, ihex);
+    int n = snprintf(out, outlen, "%llx:%llx:cuda1:%s:%s:%llx", (unsigned long long)base,
+                     (unsigned long long)size, uhex, ihex, (unsigned long long)alloc_off);
+    if (n < 0 || (size_t)n >= outlen)
+        return WH_ERR_INVALID;
     return WH_OK;
 }

@@ -6,6 +6,12 @@
  *       provider name ("shm", "tcp;ofi_rxm", "verbs;ofi_rxm", "efa", "cxi": [a-z0-9_;]{1,31});
  *       ep-name is the endpoint's raw address (fi_getname) in hex (2..512 hex digits, even);
  *       key is the remote key in hex (1..16 digits).
+ * cuda1 (same-host GPU memory): <base>:<size>:cuda1:<device-uuid>:<ipc-handle>:<alloc-offset>
+ *       base and size as in ofi1 (base is the client's device address, informational); the
+ *       device UUID is 32 hex digits (cuDeviceGetUuid), the ipc handle 128 hex digits (the 64
+ *       bytes of cuIpcGetMemHandle for the allocation holding the region), alloc-offset the
+ *       region's offset inside that allocation. The server opens the handle and checks
+ *       alloc-offset + size against the allocation's real size before it moves a byte.
  * cuobj (NVIDIA DC descriptor): exactly 81 characters, 7 lowercase hex fields of widths
  *       16:8:8:4:6:1:32 (addr:size:rkey:lid:dctn:gid_present:gid). The 115-character form
  *       with a trailing ":addr:size" is rejected explicitly. */
@@ -21,7 +27,13 @@
 #define TOKEN_MAX_EP_NAME 256
 #define TOKEN_MAX_PROVIDER 32
 
-typedef enum { TOKEN_DIALECT_OFI1 = 1, TOKEN_DIALECT_CUOBJ = 2 } token_dialect_t;
+typedef enum {
+    TOKEN_DIALECT_OFI1 = 1,
+    TOKEN_DIALECT_CUOBJ = 2,
+    TOKEN_DIALECT_CUDA1 = 3
+} token_dialect_t;
+
+#define TOKEN_CUDA_IPC_LEN 64
 
 typedef struct token {
     token_dialect_t dialect;
@@ -37,6 +49,10 @@ typedef struct token {
     uint32_t dctn;
     uint8_t gid_present;
     uint8_t gid[16];
+    /* cuda1 (provider is set to "cuda") */
+    uint8_t cuda_uuid[16];
+    uint8_t cuda_ipc[TOKEN_CUDA_IPC_LEN];
+    uint64_t cuda_off;
 } token_t;
 
 /* Parses s (len bytes, need not be NUL-terminated). On failure returns WH_ERR_INVALID and
@@ -48,6 +64,11 @@ wh_status_t token_parse(const char *s, size_t len, token_t *out, char *err, size
 wh_status_t token_pack_ofi1(uint64_t base, uint64_t size, const char *provider,
                             const void *ep_name, size_t ep_name_len, uint64_t key, char *out,
                             size_t outlen);
+
+/* Packs a cuda1 token into out (TOKEN_MAX_LEN always suffices). */
+wh_status_t token_pack_cuda1(uint64_t base, uint64_t size, const uint8_t uuid[16],
+                             const uint8_t ipc[TOKEN_CUDA_IPC_LEN], uint64_t alloc_off,
+                             char *out, size_t outlen);
 
 /* Packs a cuobj token (81 chars + NUL) - used by tests and clients of DC fabrics. */
 wh_status_t token_pack_cuobj(const token_t *t, char out[82]);

@@ -228,9 +228,10 @@ wh_status_t xfer_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t *
         return WH_ERR_INVALID;
     }
     const token_t *t = tgt->token;
-    if (t->dialect != TOKEN_DIALECT_OFI1 || strcmp(t->provider, x->_fabric) != 0) {
+    if ((t->dialect != TOKEN_DIALECT_OFI1 && t->dialect != TOKEN_DIALECT_CUDA1) ||
+        strcmp(t->provider, x->_fabric) != 0) {
         xfer_seterr(err, errlen, "token provider '%s' is not this transport's '%s'",
-                    t->dialect == TOKEN_DIALECT_OFI1 ? t->provider : "(cuobj)", x->_fabric);
+                    t->dialect != TOKEN_DIALECT_CUOBJ ? t->provider : "(cuobj)", x->_fabric);
         return WH_ERR_INVALID;
     }
     /* A peer the kernel identified is served by the bound family (cma for shm). */

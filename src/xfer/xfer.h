@@ -58,6 +58,11 @@ enum {
     XFER_CAP_TARGET_PROGRESS = 1u << 3,
     /* Tried, in table order, by a client asked for provider "auto". */
     XFER_CAP_AUTO = 1u << 4,
+    /* Served only to requesters the kernel identifies (Unix socket), always (no trust-local
+     * override): the provider itself moves the bytes for exactly that pid. */
+    XFER_CAP_PEER_PID = 1u << 5,
+    /* Registers and reaches device (GPU) memory. */
+    XFER_CAP_DEVICE_MEM = 1u << 6,
 };
 
 typedef struct xfer_provider {
