@@ -28,7 +28,10 @@ _TRANSPORT_NAMES = {_lib.TRANSPORT_AUTO: "auto", _lib.TRANSPORT_RDMA: "rdma",
 @dataclasses.dataclass
 class Report:
     """What one operation did. transport is "rdma", "http" or "none" (no bytes moved);
-    fell_back is True when RDMA was attempted and HTTP moved the bytes, reason says why."""
+    fell_back is True when RDMA was attempted and HTTP moved the bytes, reason says why.
+    memory is "host" or "cuda" (the caller's buffer); staged is True when a GPU buffer was
+    reached through a host copy instead of directly, and reason then says why. provider
+    "cuda+ipc" means the server wrote into (or read from) the GPU memory itself."""
     status: int
     transport: str
     bytes: int
@@ -41,6 +44,8 @@ class Report:
     crc64nvme: int
     etag: str
     provider: str
+    memory: str = "host"
+    staged: bool = False
 
     @classmethod
     def _from_c(cls, r):
@@ -442,7 +447,7 @@ class Client:
             t = _lib.TRANSPORT_HTTP
         if b.kind == _lib.MEM_CUDA and t == _lib.TRANSPORT_HTTP:
             return self._bounce(is_get, bucket, key, b, offset, length, verify, concurrency,
-                                "http")
+                                "http", "HTTP cannot reach GPU memory")
         opts = _lib.XferOpts()
         lib.wharf_xfer_opts_init(ctypes.byref(opts), ctypes.sizeof(opts))
         opts.transport = t
@@ -460,7 +465,7 @@ class Client:
                                                                _lib.WHARF_ERR_INVALID):
                     raise
                 return self._bounce(is_get, bucket, key, b, offset, length, verify,
-                                    concurrency, _TRANSPORT_NAMES[t])
+                                    concurrency, _TRANSPORT_NAMES[t], e.message)
         try:
             bk, kk = _enc(bucket, "bucket"), _enc(key, "key")
             if is_get:
@@ -470,16 +475,27 @@ class Client:
                 st = lib.wharf_object_put(h, bk, kk, b.addr or None, length, ctypes.byref(opts),
                                           ctypes.byref(rep))
             if st != _lib.OK:
-                raise from_status(st, f"{'GET' if is_get else 'PUT'} {bucket}/{key}",
+                err = from_status(st, f"{'GET' if is_get else 'PUT'} {bucket}/{key}",
                                   Report._from_c(rep))
+                if b.kind != _lib.MEM_CUDA or st not in (_lib.WHARF_ERR_DECLINED,
+                                                         _lib.WHARF_ERR_UNSUPPORTED):
+                    raise err
+                reason = err.message
         finally:
             if reg is not None:
                 self._release(reg)
-        return Report._from_c(rep)
+        if st != _lib.OK:  # the server cannot reach this GPU directly: stage, and say so
+            return self._bounce(is_get, bucket, key, b, offset, length, verify, concurrency,
+                                _TRANSPORT_NAMES[t], reason)
+        out = Report._from_c(rep)
+        out.memory = "cuda" if b.kind == _lib.MEM_CUDA else "host"
+        return out
 
-    def _bounce(self, is_get, bucket, key, b, offset, length, verify, concurrency, transport):
-        """A CUDA tensor through a host copy (HTTP cannot write device memory, and a provider
-        without device registration cannot either). The Report says "via host" in reason."""
+    def _bounce(self, is_get, bucket, key, b, offset, length, verify, concurrency, transport,
+                why):
+        """A CUDA tensor through a host copy (HTTP cannot write device memory; a client or
+        server without the CUDA driver, or a remote server, cannot either). The Report says
+        staged=True and reason says why."""
         import torch
         t = b.owner
         flat = t.view(-1).view(torch.uint8) if t.numel() else torch.empty(0, dtype=torch.uint8)
@@ -495,7 +511,9 @@ class Client:
             rep = self.put_from(bucket, key, host, offset=b.addr - t.data_ptr(), length=length,
                                 transport=transport, verify=verify, concurrency=concurrency,
                                 cache=False)
-        rep.reason = (rep.reason + "; " if rep.reason else "") + "device memory via host copy"
+        rep.reason = (rep.reason + "; " if rep.reason else "") + \
+            f"staged through host memory: {why}"
+        rep.memory, rep.staged = "cuda", True
         return rep
 
     # ---- registrations ---------------------------------------------------------------------

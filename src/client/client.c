@@ -414,6 +414,7 @@ static void reinit_after_fork(wharf_client_t *c)
     pthread_mutex_lock(&c->fork_mu);
     if (atomic_load(&c->need_reinit)) {
         pthread_mutex_lock(&c->xfer_mu);
+        c->xfer_cuda = NULL; /* CUDA is unusable in a fork child: leaked, never touched */
         if (c->xfer) {
             char name[32];
             snprintf(name, sizeof name, "%s", c->provider);
@@ -601,6 +602,7 @@ WHARF_API void wharf_client_destroy(wharf_client_t *c)
     wc_pool_fini(&c->pool);
     wc_mem_orphan_all(c);
     xfer_close(c->xfer);
+    xfer_close(c->xfer_cuda);
     for (wc_conn_t *n = c->free_conns, *next; n; n = next) {
         next = n->next;
         wc_conn_free(n);

@@ -101,6 +101,7 @@ struct wharf_client {
     /* data path: NULL when HTTP only */
     pthread_mutex_t xfer_mu;
     xfer_t *xfer;
+    xfer_t *xfer_cuda; /* "cuda+ipc", opened on the first CUDA registration (under xfer_mu) */
     char provider[32];         /* in use: "ofi+shm", ... or "none" */
     char no_rdma_reason[256];  /* why xfer is NULL (for messages) */
 
@@ -144,6 +145,9 @@ void wc_client_conn_put(wharf_client_t *c, wc_conn_t *conn);
 
 /* Finds the registration holding [p, p+n) and its (re-registered if needed) transport mr.
  * WH_ERR_INVALID with a message when none holds it. */
+bool wc_mr_is_device(const xfer_mr_t *mr);
+/* True when [p, p+n) lies in a GPU-memory registration of c. */
+bool wc_mem_is_cuda(wharf_client_t *c, const void *p, uint64_t n);
 wh_status_t wc_mem_find(wharf_client_t *c, const void *p, uint64_t n, xfer_mr_t **mr_out);
 /* Child after fork: releases the parent's registrations (wharf memory only). Called with
  * the old xfer forgotten, before it is closed. */

@@ -12,6 +12,44 @@
 
 #define MOD "client"
 
+/* GPU memory: the same-host CUDA IPC transport (cuda+ipc), opened on first use. The server
+ * writes into it directly over its Unix socket; network providers would register it through
+ * FI_HMEM instead (not built: no NIC to run it on). Caller holds xfer_mu. */
+static wh_status_t wc_mem_reg_cuda(wharf_client_t *c, void *addr, size_t len, xfer_mr_t **mr)
+{
+    if (!c->unix_socket) {
+        wc_set_error("wharf_mem_register: GPU memory is reached directly only by a server on "
+                     "this host, over its Unix socket: set unix_socket in the client config");
+        return WH_ERR_UNSUPPORTED;
+    }
+    char err[256] = "";
+    if (!c->xfer_cuda) {
+        xfer_config_t xc;
+        xfer_config_init(&xc);
+        xc.provider = "cuda+ipc";
+        xc.role = XFER_ROLE_CLIENT;
+        wh_status_t st = xfer_open(&xc, &c->xfer_cuda, err, sizeof err);
+        if (st != WH_OK) {
+            c->xfer_cuda = NULL;
+            wc_set_error("wharf_mem_register: GPU memory needs the CUDA driver: %s", err);
+            return st;
+        }
+    }
+    wh_status_t st = xfer_mr_reg(c->xfer_cuda, addr, len, mr);
+    if (st != WH_OK)
+        wc_set_error("wharf_mem_register: %p (+%zu) is not exportable GPU memory (%s): it must "
+                     "lie inside one cudaMalloc allocation (a tensor's storage); see the log",
+                     addr, len, wh_status_str(st));
+    return st;
+}
+
+/* True when mr is GPU memory (its bytes cannot be read or written by the CPU). */
+bool wc_mr_is_device(const xfer_mr_t *mr)
+{
+    const xfer_t *x = xfer_mr_owner(mr);
+    return x && strcmp(xfer_fabric(x), "cuda") == 0;
+}
+
 /* First index whose addr is > p. */
 static size_t reg_upper(wharf_client_t *c, uintptr_t p)
 {
@@ -40,6 +78,15 @@ static wharf_mem_t *reg_lookup(wharf_client_t *c, uintptr_t p, uint64_t n)
     return NULL;
 }
 
+bool wc_mem_is_cuda(wharf_client_t *c, const void *p, uint64_t n)
+{
+    pthread_rwlock_rdlock(&c->reg_lock);
+    wharf_mem_t *m = reg_lookup(c, (uintptr_t)p, n ? n : 1);
+    bool cuda = m && m->kind == WHARF_MEM_CUDA;
+    pthread_rwlock_unlock(&c->reg_lock);
+    return cuda;
+}
+
 WHARF_API wharf_status_t wharf_mem_register(wharf_client_t *c, void *addr, size_t len,
                                             wharf_mem_kind_t kind, wharf_mem_t **out)
 {
@@ -49,12 +96,7 @@ WHARF_API wharf_status_t wharf_mem_register(wharf_client_t *c, void *addr, size_
                      "required");
         return WHARF_ERR_INVALID;
     }
-    if (kind == WHARF_MEM_CUDA) {
-        wc_set_error("wharf_mem_register: CUDA memory is not supported yet (needs an "
-                     "hmem-capable provider); register host memory");
-        return WHARF_ERR_UNSUPPORTED;
-    }
-    if (kind != WHARF_MEM_HOST) {
+    if (kind != WHARF_MEM_HOST && kind != WHARF_MEM_CUDA) {
         wc_set_error("wharf_mem_register: unknown memory kind %d", (int)kind);
         return WHARF_ERR_INVALID;
     }
@@ -86,7 +128,9 @@ WHARF_API wharf_status_t wharf_mem_register(wharf_client_t *c, void *addr, size_
         c->regs_cap = cap;
     }
     pthread_mutex_lock(&c->xfer_mu);
-    if (c->xfer) {
+    if (kind == WHARF_MEM_CUDA) {
+        st = wc_mem_reg_cuda(c, addr, len, &m->mr);
+    } else if (c->xfer) {
         st = xfer_mr_reg(c->xfer, addr, len, &m->mr);
         if (st != WH_OK)
             wc_set_error("wharf_mem_register: registering %zu bytes at %p with %s failed "
@@ -155,7 +199,11 @@ wh_status_t wc_mem_find(wharf_client_t *c, const void *p, uint64_t n, xfer_mr_t 
     wh_status_t st = WH_OK;
     pthread_rwlock_wrlock(&c->reg_lock);
     m = reg_lookup(c, (uintptr_t)p, n ? n : 1);
-    if (m && !m->mr) {
+    if (m && !m->mr && m->kind == WHARF_MEM_CUDA) {
+        st = WH_ERR_UNSUPPORTED;
+        wc_set_error("GPU memory registered before fork() cannot be used in the child; "
+                     "register it again there");
+    } else if (m && !m->mr) {
         pthread_mutex_lock(&c->xfer_mu);
         if (!c->xfer)
             st = WH_ERR_UNSUPPORTED;

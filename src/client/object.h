@@ -38,6 +38,7 @@ typedef struct wc_op {
     atomic_bool failed;
     atomic_bool force_http; /* after a decline under fallback=http */
     bool fell_back;
+    bool device; /* the caller's buffer is GPU memory (moved by cuda+ipc) */
     char reason[256];
     bool any_rdma, any_http;
     double first_byte;  /* seconds from t0, 0 = none yet */

@@ -22,6 +22,7 @@ typedef struct get_op {
     uint8_t *dst;
     uint64_t offset, length, chunk;
     xfer_mr_t *mr;
+    bool dev;       /* dst is GPU memory: the CPU never touches it */
     bool crc_all;   /* compute crc of HTTP pieces too (whole-object check) */
     wc_get_piece_t *pieces;
 } get_op_t;
@@ -35,6 +36,12 @@ static void get_piece_http(get_op_t *g, unsigned i, wc_conn_t *conn, uint64_t of
     char range[64], what[128];
     snprintf(range, sizeof range, "bytes=%" PRIu64 "-%" PRIu64, off, off + len - 1);
     snprintf(what, sizeof what, "GET %s/%s (%s, http)", op->bucket, op->key, range);
+    if (g->dev) {
+        op_fail(op, WH_ERR_UNSUPPORTED, "%s: HTTP cannot land bytes in GPU memory and libwharf "
+                "does not stage; GET into host memory and copy (wharf.torch stages and says so)",
+                what);
+        return;
+    }
     wc_req_t req = {.method = "GET", .bucket = op->bucket, .key = op->key};
     wc_req_header(&req, "range", range);
     req.dst = dst;
@@ -97,7 +104,8 @@ static bool get_piece_rdma(get_op_t *g, unsigned i, wc_conn_t *conn, uint64_t of
     snprintf(range, sizeof range, "bytes=%" PRIu64 "-%" PRIu64, off, off + len - 1);
     snprintf(what, sizeof what, "GET %s/%s (%s, rdma %s)", op->bucket, op->key, range,
              c->provider);
-    wh_status_t st = xfer_token_pack(c->xfer, g->mr, dst, len, token, sizeof token);
+    wh_status_t st = xfer_token_pack(xfer_mr_owner(g->mr), g->mr, dst, len, token,
+                                     sizeof token);
     if (st != WH_OK) {
         wc_op_fail(op, st, "%s: packing the token for [%p, +%" PRIu64 ") failed (%s)", what,
                 (void *)dst, len, wh_status_str(st));
@@ -142,11 +150,18 @@ static bool get_piece_rdma(get_op_t *g, unsigned i, wc_conn_t *conn, uint64_t of
         goto out;
     }
     pc->got = n;
-    if (op->verify || g->crc_all) {
+    if (g->dev) {
+        /* GPU memory: the CPU cannot read the landed bytes, so the crc is the server's (of
+         * exactly the bytes it moved); reading them back would cost a second copy. */
+        if (r.has_crc64) {
+            pc->crc = r.crc64;
+            pc->has_crc = true;
+        }
+    } else if (op->verify || g->crc_all) {
         pc->crc = wh_crc64nvme(0, dst, n);
         pc->has_crc = true;
     }
-    if (op->verify) {
+    if (op->verify && !g->dev) {
         if (!r.has_crc64) {
             wc_op_fail(op, WH_ERR_PROTOCOL, "%s: the reply lacks x-amz-checksum-crc64nvme%s; the "
                     "landed bytes cannot be checked (turn verify_checksum off to skip)", what,
@@ -245,8 +260,19 @@ WHARF_API wharf_status_t wharf_object_get(wharf_client_t *c, const char *bucket,
     g.length = length;
     g.chunk = c->chunk_size;
     g.crc_all = op->verify && have_stat && sb.has_crc64nvme && offset == 0;
+    if (!op->rdma && wc_mem_is_cuda(c, dst, length)) {
+        st = WH_ERR_UNSUPPORTED;
+        wc_set_error("GET %s/%s: the destination is GPU memory, which only the RDMA path "
+                     "(cuda1 over the Unix socket) reaches; HTTP cannot land bytes there",
+                     bucket, key);
+        goto out;
+    }
     if (op->rdma) {
         st = wc_mem_find(c, dst, length, &g.mr);
+        g.dev = st == WH_OK && wc_mr_is_device(g.mr);
+        op->device = g.dev;
+        if (g.dev)
+            g.crc_all = false;
         if (st != WH_OK) {
             if (c->fallback != WHARF_FALLBACK_HTTP)
                 goto out; /* message set by wc_mem_find */

@@ -27,6 +27,7 @@ typedef struct put_op {
     const uint8_t *src;
     uint64_t len, part;
     xfer_mr_t *mr;
+    bool dev;              /* src is GPU memory */
     const char *upload_id; /* NULL: single PUT */
     put_part_t *parts;
 } put_op_t;
@@ -56,7 +57,12 @@ static bool put_one(put_op_t *p, unsigned i, wc_conn_t *conn, bool rdma)
                  rdma ? c->provider : "http");
     }
     uint64_t crc = 0;
-    if (op->verify) {
+    if (p->dev && !rdma) {
+        op_fail(op, WH_ERR_UNSUPPORTED, "%s: HTTP cannot read a body from GPU memory and "
+                "libwharf does not stage; copy to host memory first", what);
+        return true;
+    }
+    if (op->verify && !p->dev) { /* GPU source: the server's crc of what it pulled is kept */
         crc = wh_crc64nvme(0, src, len);
         wh_crc64nvme_b64(crc, crcb64);
         wc_req_header(&req, "x-amz-checksum-crc64nvme", crcb64);
@@ -64,7 +70,8 @@ static bool put_one(put_op_t *p, unsigned i, wc_conn_t *conn, bool rdma)
     req.has_body = true;
     req.payload_hash = S3_UNSIGNED_PAYLOAD;
     if (rdma) {
-        wh_status_t pst = xfer_token_pack(c->xfer, p->mr, src, len, token, sizeof token);
+        wh_status_t pst = xfer_token_pack(xfer_mr_owner(p->mr), p->mr, src, len, token,
+                                          sizeof token);
         if (pst != WH_OK) {
             wc_op_fail(op, pst, "%s: packing the token for [%p, +%" PRIu64 ") failed (%s)", what,
                     (const void *)src, len, wh_status_str(pst));
@@ -113,7 +120,9 @@ static bool put_one(put_op_t *p, unsigned i, wc_conn_t *conn, bool rdma)
             goto out;
         }
     }
-    if (op->verify && r.has_crc64 && r.crc64 != crc) {
+    if (p->dev && r.has_crc64)
+        crc = r.crc64;
+    else if (op->verify && r.has_crc64 && r.crc64 != crc) {
         atomic_fetch_add(&c->st_checksum_failures, 1);
         wc_op_fail(op, WH_ERR_CHECKSUM, "%s: the server stored crc64nvme %016" PRIx64
                 " but the source's is %016" PRIx64, what, r.crc64, crc);
@@ -357,8 +366,17 @@ WHARF_API wharf_status_t wharf_object_put(wharf_client_t *c, const char *bucket,
         /* Nothing to move; an RDMA token of size 0 names no memory. Plain empty PUT. */
         op->rdma = false;
     }
+    if (!op->rdma && wc_mem_is_cuda(c, src, len)) {
+        st = WH_ERR_UNSUPPORTED;
+        wc_set_error("PUT %s/%s: the source is GPU memory, which only the RDMA path (cuda1 "
+                     "over the Unix socket) reads; HTTP cannot send a body from there",
+                     bucket, key);
+        goto out;
+    }
     if (op->rdma) {
         st = wc_mem_find(c, src, len, &p.mr);
+        p.dev = st == WH_OK && wc_mr_is_device(p.mr);
+        op->device = p.dev;
         if (st != WH_OK) {
             if (c->fallback != WHARF_FALLBACK_HTTP)
                 goto out;

@@ -19,6 +19,7 @@
 #include "xfer/token.h"
 #include "xfer/xfer.h"
 
+#include <unistd.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -37,6 +38,7 @@
 #define RDMA_MAX_SLOTS 64 /* xfer tags */
 #define RDMA_POOL_WAIT_MS 5000
 #define RDMA_DIRECT_WINDOW (8u << 20) /* bytes per mmap window on the direct path */
+#define RDMA_DIRECT_MAX_THREADS 64    /* bound on copy threads per request */
 
 typedef struct rdma_prov {
     const xfer_provider_t *info; /* the xfer table's entry */
@@ -74,6 +76,8 @@ struct srv_rdma {
 
     atomic_uint_fast64_t declines[DECL_MAX];
     wh_crc64_shift_t direct_shift; /* combines per-window crcs of RDMA_DIRECT_WINDOW bytes */
+    unsigned copy_threads;         /* direct-path copy threads shared by all requests */
+    unsigned direct_active;        /* direct GETs in flight (atomic) */
 };
 
 void srv_rdma_config_init(srv_rdma_config_t *cfg)
@@ -156,6 +160,12 @@ wh_status_t srv_rdma_init(const srv_rdma_config_t *cfg, srv_rdma_t **out)
     wh_crc64nvme_shift_init(&r->direct_shift, RDMA_DIRECT_WINDOW);
     xfer_config_t def;
     xfer_config_init(&def);
+    /* Copy threads from the host: every online core (memory bandwidth, not one core's copy
+     * rate, bounds the direct path), unless configured. */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    r->copy_threads = cfg->copy_threads ? cfg->copy_threads : (unsigned)(ncpu > 0 ? ncpu : 2);
+    if (r->copy_threads > RDMA_DIRECT_MAX_THREADS)
+        r->copy_threads = RDMA_DIRECT_MAX_THREADS;
     if (!r->cfg.chunk_size)
         r->cfg.chunk_size = def.chunk_size;
     if (!r->cfg.window)
@@ -357,6 +367,12 @@ static bool rdma_vet(srv_rdma_t *r, const char *token, const srv_peer_t *peer, u
                 "--shm-trust-local on a trusted host");
         return decline(r, DECL_PEER, res);
     }
+    if ((p->info->caps & XFER_CAP_PEER_PID) && (!peer || !peer->is_unix || peer->pid <= 0)) {
+        res_set(res, 501, "NotImplemented",
+                "GPU memory (cuda1 tokens) is served only to requests over the server's Unix "
+                "socket, where the kernel proves which process is asking; connect there");
+        return decline(r, DECL_PEER, res);
+    }
     *prov = p;
     res->provider = p->short_name;
     return true;
@@ -380,7 +396,9 @@ static wh_status_t rdma_begin(srv_rdma_t *r, rdma_prov_t *p, const token_t *tok,
     memset(&t, 0, sizeof t);
     t.token = tok;
     bool bound = (p->info->caps & XFER_CAP_BOUND_PEER) != 0;
-    if (bound && peer && peer->is_unix && peer->pid > 0 && !r->cfg.shm_trust_local) {
+    bool pid_only = (p->info->caps & XFER_CAP_PEER_PID) != 0;
+    if (((bound && !r->cfg.shm_trust_local) || pid_only) && peer && peer->is_unix &&
+        peer->pid > 0) {
         t.bind_pid = peer->pid;
         t.bind_uid = peer->uid;
     } else {
@@ -496,13 +514,12 @@ static void *get_reader(void *arg)
     return NULL;
 }
 
-/* Bound shm (direct) GET: RDMA_DIRECT_THREADS workers, the request thread among them, each
- * take the next window of the object, map it (MAP_POPULATE), checksum it and copy it into the
- * client with process_vm_writev, so one request uses every core the host gives it (a single
- * stream was capped by one thread's copy rate, 0.64x of it with the reader/sender split).
+/* Direct GET (bound shm, GPU memory): up to copy_threads workers, the request thread among
+ * them, each take the next window of the object, map it (MAP_POPULATE), checksum it and copy
+ * it into the client, so one request uses the cores the host gives it (a single stream was
+ * capped by one thread's copy rate). The threads are shared out among the direct requests in
+ * flight: a request gets copy_threads / active, at least one, at most one per window.
  * Per-window crcs are combined in order at the end with one precomputed shift operator. */
-#define RDMA_DIRECT_THREADS 2
-
 typedef struct get_direct {
     srv_rdma_t *r;
     xfer_batch_t *b;
@@ -566,14 +583,18 @@ static wh_status_t get_direct_run(srv_rdma_t *r, xfer_batch_t *b, int fd, uint64
     d.crc = malloc(d.nwin * sizeof *d.crc);
     if (!d.crc)
         return WH_ERR_NOMEM;
-    pthread_t th[RDMA_DIRECT_THREADS];
-    unsigned nth = 0;
-    for (unsigned i = 1; i < RDMA_DIRECT_THREADS && i < d.nwin; i++)
+    pthread_t th[RDMA_DIRECT_MAX_THREADS];
+    unsigned nth = 0, active = __atomic_add_fetch(&r->direct_active, 1, __ATOMIC_ACQ_REL);
+    unsigned want = r->copy_threads / active;
+    if (want < 1)
+        want = 1;
+    for (unsigned i = 1; i < want && i < d.nwin; i++)
         if (pthread_create(&th[nth], NULL, get_direct_worker, &d) == 0)
             nth++;
     get_direct_worker(&d);
     for (unsigned i = 0; i < nth; i++)
         pthread_join(th[i], NULL);
+    __atomic_sub_fetch(&r->direct_active, 1, __ATOMIC_ACQ_REL);
     wh_status_t st = d.read_err ? WH_ERR_IO : d.st;
     *read_err = d.read_err;
     if (st == WH_OK) {

@@ -18,7 +18,7 @@
 typedef struct srv_rdma srv_rdma_t;
 
 typedef struct srv_rdma_config {
-    const char *providers;   /* comma list: "shm,tcp" (default), "none" disables RDMA */
+    const char *providers;   /* comma list: "shm,tcp,cuda" (default), "none" disables RDMA */
     uint64_t mem_budget;     /* bytes of registered buffers in the pool; default 256 MiB */
     uint64_t chunk_size;     /* bytes per transfer op; default 4 MiB */
     unsigned window;         /* outstanding ops per request; default 4 */
@@ -28,6 +28,9 @@ typedef struct srv_rdma_config {
      * interface. wharfd passes its HTTP listen host, so a server on 127.0.0.1 opens no
      * fabric listener on any other address. */
     const char *node;
+    /* Copy threads of the direct path (bound shm, GPU memory), shared by the requests in
+     * flight; 0: one per online core. */
+    unsigned copy_threads;
 } srv_rdma_config_t;
 
 void srv_rdma_config_init(srv_rdma_config_t *cfg);

@@ -150,6 +150,17 @@ static void cx_forget_after_fork(xfer_t *xx)
 static wh_status_t cx_mr_reg(xfer_t *xx, void *addr, size_t len, xfer_mr_t **out)
 {
     cuda_x_t *x = (cuda_x_t *)xx;
+    if (xx->_role == XFER_ROLE_SERVER) {
+        /* The server's own buffers are host memory that its posts copy through staging. */
+        cuda_mr_t *h = calloc(1, sizeof *h);
+        if (!h)
+            return WH_ERR_NOMEM;
+        h->base._x = xx;
+        h->base._addr = addr;
+        h->base._len = len;
+        *out = &h->base;
+        return WH_OK;
+    }
     const cuda_api_t *cu = x->cu;
     cu_deviceptr_t p = (cu_deviceptr_t)(uintptr_t)addr;
     unsigned mtype = 0;

@@ -170,6 +170,11 @@ void xfer_mr_dereg(xfer_mr_t *mr)
         mr->_x->_ops->mr_dereg(mr);
 }
 
+xfer_t *xfer_mr_owner(const xfer_mr_t *mr)
+{
+    return mr ? mr->_x : NULL;
+}
+
 void *xfer_mr_addr(const xfer_mr_t *mr)
 {
     return mr->_addr;

@@ -109,7 +109,7 @@ const char *const *xfer_known_names(void);
  * xfer_batch_end). */
 #define XFER_DEFAULT_REAP_MS 2000u
 /* What wharfd serves when not told otherwise (short names, comma-separated). */
-#define XFER_DEFAULT_SERVER_PROVIDERS "shm,tcp"
+#define XFER_DEFAULT_SERVER_PROVIDERS "shm,tcp,cuda"
 
 typedef struct xfer_config {
     const char *provider;  /* "ofi+shm", "ofi+tcp", ... (required) */
@@ -158,6 +158,8 @@ wh_status_t xfer_mr_reg(xfer_t *x, void *addr, size_t len, xfer_mr_t **out);
 /* NULL-safe. No transfer into or out of the region may be in flight. */
 void xfer_mr_dereg(xfer_mr_t *mr);
 void *xfer_mr_addr(const xfer_mr_t *mr);
+/* The transport mr belongs to (a client may hold registrations of several: host and GPU). */
+xfer_t *xfer_mr_owner(const xfer_mr_t *mr);
 size_t xfer_mr_len(const xfer_mr_t *mr);
 
 /* ---- client role ------------------------------------------------------------------------ */

@@ -1,0 +1,173 @@
+"""GPU memory as a destination and a source, directly: wharfd opens the client's CUDA IPC
+handle (a cuda1 token over its Unix socket) and copies between the object and device memory
+itself. Needs a CUDA GPU on the server's host; skips with the reason elsewhere.
+
+Each case checks the bytes on the GPU against the source, the report (provider cuda+ipc, not
+staged), and the server's counters (the witness: the server moved them)."""
+import ctypes
+import threading
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from conftest import Witness, make_client  # noqa: E402
+from s3raw import UNSIGNED, S3Raw  # noqa: E402
+from wharfd import unique_bucket  # noqa: E402
+
+import wharf  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
+                                reason="no CUDA device on this host (the direct GPU path "
+                                       "runs on the GPU machine)")
+
+
+@pytest.fixture()
+def gclient(wharfd):
+    c = make_client(wharfd, "ofi+shm")
+    yield c
+    c.close()
+
+
+@pytest.fixture()
+def gbucket(gclient):
+    name = unique_bucket("gpu")
+    gclient.create_bucket(name)
+    return name
+
+
+def _host_bytes(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 256, (n,), dtype=torch.uint8, generator=g)
+
+
+@pytest.mark.parametrize("size", [1, 4095, 1 << 20, (64 << 20) + 12345])
+def test_get_into_device(wharfd, gclient, gbucket, size):
+    src = _host_bytes(size, size)
+    gclient.put_from(gbucket, f"o{size}", src.numpy(), transport="http")
+    dst = torch.zeros(size, dtype=torch.uint8, device="cuda")
+    with Witness(wharfd) as w:
+        rep = gclient.get_into(gbucket, f"o{size}", dst)
+    assert rep.transport == "rdma" and rep.provider == "cuda+ipc", rep
+    assert rep.memory == "cuda" and not rep.staged, rep
+    assert w.delta["get"] >= size
+    assert torch.equal(dst.cpu(), src)
+
+
+@pytest.mark.parametrize("size", [1, 3 << 20, (40 << 20) + 7])
+def test_put_from_device(wharfd, gclient, gbucket, size):
+    src = _host_bytes(size, 7 + size).cuda()
+    with Witness(wharfd) as w:
+        rep = gclient.put_from(gbucket, f"p{size}", src)
+    assert rep.transport == "rdma" and rep.provider == "cuda+ipc" and not rep.staged, rep
+    assert w.delta["put"] >= size
+    back = gclient.get(gbucket, f"p{size}", transport="http")
+    assert bytes(back) == bytes(src.cpu().numpy())
+
+
+def test_offsets_and_ranges(gclient, gbucket):
+    n = 9 << 20
+    src = _host_bytes(n, 3)
+    gclient.put_from(gbucket, "r", src.numpy(), transport="http")
+    big = torch.full((n + 8192,), 0xee, dtype=torch.uint8, device="cuda")
+    # a sub-range of the object into an odd offset inside one allocation
+    view = big[4097:4097 + 5000001]
+    rep = gclient.get_into(gbucket, "r", view, offset=123457, length=5000001)
+    assert rep.bytes == 5000001 and rep.provider == "cuda+ipc"
+    host = big.cpu()
+    assert torch.equal(host[4097:4097 + 5000001], src[123457:123457 + 5000001])
+    assert bool((host[:4097] == 0xee).all()) and bool((host[4097 + 5000001:] == 0xee).all())
+
+
+def test_concurrent_into_one_allocation(gclient, gbucket):
+    parts, n = 8, 3 << 20
+    srcs = [_host_bytes(n, 100 + i) for i in range(parts)]
+    for i, s in enumerate(srcs):
+        gclient.put_from(gbucket, f"c{i}", s.numpy(), transport="http")
+    dst = torch.zeros(parts * n, dtype=torch.uint8, device="cuda")
+    errs = []
+
+    def one(i):
+        try:
+            gclient.get_into(gbucket, f"c{i}", dst[i * n:(i + 1) * n])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errs.append(e)
+
+    th = [threading.Thread(target=one, args=(i,)) for i in range(parts)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join(timeout=120)
+    assert not errs, errs
+    host = dst.cpu()
+    for i in range(parts):
+        assert torch.equal(host[i * n:(i + 1) * n], srcs[i]), i
+
+
+def test_token_past_allocation_is_refused(wharfd, gbucket, gclient):
+    """A token whose region runs past its allocation is refused before a byte moves, and the
+    memory around it is untouched. The token is forged with the client's real IPC handle and
+    a larger size, sent over the Unix socket by a raw signed request."""
+    n = 1 << 20
+    gclient.put_from(gbucket, "big", _host_bytes(4 * n, 9).numpy(), transport="http")
+    dst = torch.full((n,), 0x5a, dtype=torch.uint8, device="cuda")
+    torch.cuda.synchronize()
+    # Export the handle of the tensor's allocation here, as libwharf would.
+    cu = ctypes.CDLL("libcuda.so.1")
+    handle = (ctypes.c_char * 64)()
+    base, size = ctypes.c_uint64(), ctypes.c_size_t()
+    assert cu.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size),
+                                      ctypes.c_uint64(dst.data_ptr())) == 0
+    assert cu.cuIpcGetMemHandle(handle, base) == 0
+    uuid = (ctypes.c_char * 16)()
+    assert cu.cuDeviceGetUuid(uuid, 0) == 0
+    off = dst.data_ptr() - base.value
+    too_big = size.value - off + 4096  # runs 4 KiB past the allocation
+    tok = "%x:%x:cuda1:%s:%s:%x" % (dst.data_ptr(), too_big, bytes(uuid).hex(),
+                                     bytes(handle).hex(), off)
+    raw = S3Raw(wharfd.endpoint, unix_socket=wharfd.unix_socket)
+    r = raw.request("GET", f"/{gbucket}/big", headers={"x-amz-rdma-token": tok},
+                    payload_hash=UNSIGNED)
+    assert r.status == 400, (r.status, r.body)
+    assert b"runs past its CUDA allocation" in r.body, r.body
+    assert bool((dst.cpu() == 0x5a).all())
+
+
+def test_staged_fallback_is_reported(wharfd, gbucket, gclient):
+    """HTTP cannot reach device memory: the report says staged, and why."""
+    src = _host_bytes(1 << 20, 5)
+    gclient.put_from(gbucket, "s", src.numpy(), transport="http")
+    dst = torch.zeros(1 << 20, dtype=torch.uint8, device="cuda")
+    rep = gclient.get_into(gbucket, "s", dst, transport="http")
+    assert rep.staged and rep.memory == "cuda" and "staged" in rep.reason, rep
+    assert torch.equal(dst.cpu(), src)
+
+
+def test_libwharf_refuses_http_into_device(wharfd, gbucket):
+    """libwharf itself never lets HTTP write device memory: a clean error, no crash."""
+    c = make_client(wharfd, "ofi+shm")
+    try:
+        dst = torch.zeros(4096, dtype=torch.uint8, device="cuda")
+        c.put_from(gbucket, "h", _host_bytes(4096, 1).numpy(), transport="http")
+        with c.register(dst):
+            with pytest.raises(wharf.WharfError) as ei:
+                # straight to libwharf: the Python layer would stage instead
+                _raw_http_get(c, gbucket, "h", dst)
+            assert "GPU memory" in str(ei.value)
+    finally:
+        c.close()
+
+
+def _raw_http_get(c, bucket, key, dst):
+    from wharf import _lib
+    lib = _lib.lib
+    opts = _lib.XferOpts()
+    lib.wharf_xfer_opts_init(ctypes.byref(opts), ctypes.sizeof(opts))
+    opts.transport = _lib.TRANSPORT_HTTP
+    rep = _lib.CReport()
+    lib.wharf_report_init(ctypes.byref(rep), ctypes.sizeof(rep))
+    st = lib.wharf_object_get(c._handle(), bucket.encode(), key.encode(),
+                              ctypes.c_void_p(dst.data_ptr()), dst.numel(), 0, _lib.WHOLE,
+                              ctypes.byref(opts), ctypes.byref(rep))
+    if st != _lib.OK:
+        raise wharf.errors.from_status(st, "raw GET")
