@@ -147,8 +147,8 @@ void wc_op_report(wc_op_t *op, wh_status_t st, uint64_t bytes, uint64_t crc,
     r.first_byte_s = op->first_byte;
     r.crc64nvme = crc;
     snprintf(r.etag, sizeof r.etag, "%s", op->etag);
-    if (op->any_rdma)
-        snprintf(r.provider, sizeof r.provider, "%s", op->c->provider);
+    if (op->any_rdma) /* GPU memory moves over cuda+ipc, whatever the host provider is */
+        snprintf(r.provider, sizeof r.provider, "%s", op->device ? "cuda+ipc" : op->c->provider);
     wc_copy_out(report, &r, sizeof r);
 }
 

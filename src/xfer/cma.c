@@ -267,4 +267,5 @@ const struct xfer_ops xfer_cma_ops = {
     .batch_post = cma_batch_post,
     .batch_wait = cma_batch_wait,
     .batch_end = cma_batch_end,
+    .batch_post_crc = xfer_unsupported_post_crc,
 };

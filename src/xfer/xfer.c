@@ -51,7 +51,7 @@ static bool xfer_ops_complete(const struct xfer_ops *o)
 {
     return o->family && o->open && o->close && o->forget_after_fork && o->mr_reg &&
            o->mr_dereg && o->token_pack && o->progress_begin && o->progress_end && o->progress &&
-           o->batch_begin && o->batch_post && o->batch_wait && o->batch_end;
+           o->batch_begin && o->batch_post && o->batch_wait && o->batch_end && o->batch_post_crc;
 }
 
 /* Opens one family's instance of prov and fills the core's fields. */
@@ -277,6 +277,28 @@ wh_status_t xfer_batch_post(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *
     if (len == 0)
         return WH_OK;
     return b->_x->_ops->batch_post(b, op, mr, local, len, roff, tag);
+}
+
+wh_status_t xfer_batch_post_crc(xfer_batch_t *b, const void *local, size_t len, uint64_t roff,
+                                uint64_t *crc)
+{
+    wh_status_t bst = __atomic_load_n(&b->_status, __ATOMIC_ACQUIRE);
+    if (bst != WH_OK)
+        return bst;
+    if (!b->_direct || !local || roff > b->_rsize || len > b->_rsize - roff) {
+        snprintf(b->_err, sizeof b->_err,
+                 "transfer of 0x%zx bytes at offset 0x%llx is outside the token's region of "
+                 "0x%llx bytes",
+                 len, (unsigned long long)roff, (unsigned long long)b->_rsize);
+        return WH_ERR_INVALID;
+    }
+    return b->_x->_ops->batch_post_crc(b, local, len, roff, crc);
+}
+
+wh_status_t xfer_unsupported_post_crc(xfer_batch_t *b, const void *local, size_t len,
+                                      uint64_t roff, uint64_t *crc)
+{
+    return WH_ERR_UNSUPPORTED;
 }
 
 wh_status_t xfer_batch_wait(xfer_batch_t *b, unsigned tag)

@@ -225,6 +225,11 @@ wh_status_t xfer_batch_post(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *
  * a GET makes one copy instead of two). Posts are synchronous, and several threads may post
  * to one direct batch at once (disjoint ranges), so one request can use several cores. */
 bool xfer_batch_direct(const xfer_batch_t *b);
+/* Direct batches: writes [local, local+len) to the token's region at roff, like a direct
+ * xfer_batch_post, and returns in *crc the crc64nvme of those bytes, computed inside the copy.
+ * WH_ERR_UNSUPPORTED (nothing moved) when the transport cannot: checksum, then post. */
+wh_status_t xfer_batch_post_crc(xfer_batch_t *b, const void *local, size_t len, uint64_t roff,
+                                uint64_t *crc);
 /* Waits until every op posted with tag has completed (tag = XFER_TAG_ALL: all ops). Bounded
  * by the inactivity timeout (WH_ERR_TIMEOUT). */
 #define XFER_TAG_ALL 64u
@@ -267,6 +272,11 @@ struct xfer_ops {
     wh_status_t (*batch_post)(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *local,
                               size_t len, uint64_t roff, unsigned tag);
     wh_status_t (*batch_wait)(xfer_batch_t *b, unsigned tag);
+    /* Direct batches only: a WRITE that also returns the crc64nvme of the bytes, computed
+     * while they are cache-hot in the copy (one pass over memory fewer). Unsupported:
+     * xfer_unsupported_post_crc. */
+    wh_status_t (*batch_post_crc)(xfer_batch_t *b, const void *local, size_t len,
+                                  uint64_t roff, uint64_t *crc);
     wh_status_t (*batch_end)(xfer_batch_t *b);
 };
 
@@ -303,5 +313,7 @@ wh_status_t xfer_unsupported_token_pack(xfer_t *x, const xfer_mr_t *mr, const vo
 wh_status_t xfer_unsupported_batch_begin(xfer_t *x, const xfer_target_t *tgt,
                                          xfer_batch_t **out, char *err, size_t errlen);
 void xfer_noop(xfer_t *x);
+wh_status_t xfer_unsupported_post_crc(xfer_batch_t *b, const void *local, size_t len,
+                                      uint64_t roff, uint64_t *crc);
 
 #endif
