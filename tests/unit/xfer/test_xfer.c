@@ -37,7 +37,7 @@ static void test_table(void)
         /* The known-names list is the table, in its order. */
         CHECK_STR(known[n], p->name);
     }
-    CHECK(n == 5);
+    CHECK(n == 6);
     CHECK(known[n] == NULL);
     CHECK_STR(t[0].name, "ofi+shm");
     CHECK_STR(t[1].name, "ofi+tcp");
@@ -57,14 +57,16 @@ static void test_table(void)
 
     char buf[128];
     CHECK_STR(xfer_provider_list(buf, sizeof buf, XFER_NAME),
-              "ofi+shm, ofi+tcp, ofi+verbs, ofi+efa, ofi+cxi");
-    CHECK_STR(xfer_provider_list(buf, sizeof buf, XFER_NAME_SHORT), "shm, tcp, verbs, efa, cxi");
+              "ofi+shm, ofi+tcp, ofi+verbs, ofi+efa, ofi+cxi, cuda+ipc");
+    CHECK_STR(xfer_provider_list(buf, sizeof buf, XFER_NAME_SHORT),
+              "shm, tcp, verbs, efa, cxi, cuda");
     CHECK_STR(xfer_provider_list(buf, sizeof buf, XFER_NAME_FABRIC),
-              "shm, tcp;ofi_rxm, verbs;ofi_rxm, efa, cxi");
+              "shm, tcp;ofi_rxm, verbs;ofi_rxm, efa, cxi, cuda");
     char tiny[8];
     xfer_provider_list(tiny, sizeof tiny, XFER_NAME); /* truncates, stays terminated */
     CHECK(strlen(tiny) < sizeof tiny);
     CHECK(xfer_family("ofi") != NULL && xfer_family("cma") != NULL);
+    CHECK(xfer_family("cuda") != NULL);
     CHECK(xfer_family("ucx") == NULL && xfer_family(NULL) == NULL);
 }
 
@@ -92,8 +94,13 @@ static void test_caps(void)
     CHECK_STR(autos[0], "ofi+shm");
     CHECK_STR(autos[1], "ofi+tcp");
     CHECK(!(verbs->caps & XFER_CAP_AUTO));
+    /* Every fabric provider needs target progress; GPU memory (the server copies) does not,
+     * is never tried by "auto", and is served only to kernel-identified peers. */
     for (const xfer_provider_t *p = xfer_providers(); p->name; p++)
-        CHECK(p->caps & XFER_CAP_TARGET_PROGRESS);
+        CHECK(!!(p->caps & XFER_CAP_TARGET_PROGRESS) == (strcmp(p->family, "ofi") == 0));
+    const xfer_provider_t *cuda = xfer_provider_find("cuda", 4);
+    CHECK(cuda && (cuda->caps & XFER_CAP_PEER_PID) && (cuda->caps & XFER_CAP_DEVICE_MEM) &&
+          !(cuda->caps & XFER_CAP_AUTO));
 }
 
 static void test_defaults_and_open_errors(void)
