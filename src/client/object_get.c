@@ -37,7 +37,7 @@ static void get_piece_http(get_op_t *g, unsigned i, wc_conn_t *conn, uint64_t of
     snprintf(range, sizeof range, "bytes=%" PRIu64 "-%" PRIu64, off, off + len - 1);
     snprintf(what, sizeof what, "GET %s/%s (%s, http)", op->bucket, op->key, range);
     if (g->dev) {
-        op_fail(op, WH_ERR_UNSUPPORTED, "%s: HTTP cannot land bytes in GPU memory and libwharf "
+        wc_op_fail(op, WH_ERR_UNSUPPORTED, "%s: HTTP cannot land bytes in GPU memory and libwharf "
                 "does not stage; GET into host memory and copy (wharf.torch stages and says so)",
                 what);
         return;

@@ -58,7 +58,7 @@ static bool put_one(put_op_t *p, unsigned i, wc_conn_t *conn, bool rdma)
     }
     uint64_t crc = 0;
     if (p->dev && !rdma) {
-        op_fail(op, WH_ERR_UNSUPPORTED, "%s: HTTP cannot read a body from GPU memory and "
+        wc_op_fail(op, WH_ERR_UNSUPPORTED, "%s: HTTP cannot read a body from GPU memory and "
                 "libwharf does not stage; copy to host memory first", what);
         return true;
     }
