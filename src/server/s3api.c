@@ -85,19 +85,29 @@ static void xml_enc(wh_sbuf_t *b, const char *name, const char *text, bool url)
     wh_sbuf_free(&e);
 }
 
+static void reply_status(srv_req_t *r, wh_status_t st, const char *what);
+
 /* NoSuchBucket when the bucket is missing, else the given error. */
 static void reply_not_found(srv_req_t *r, s3_err_t otherwise)
 {
-    if (store_bucket_exists(ST(r), B(r)) != WH_OK)
+    wh_status_t bs = store_bucket_exists(ST(r), B(r));
+    if (bs == WH_ERR_NOT_FOUND)
         srv_reply_err(r, S3_ERR_NO_SUCH_BUCKET, NULL);
+    else if (bs != WH_OK)
+        srv_reply_err(r, s3_err_from_status(bs), NULL); /* e.g. metadata unreachable: 503 */
     else
         srv_reply_err(r, otherwise, NULL);
 }
 
 static bool need_bucket(srv_req_t *r)
 {
-    if (store_bucket_exists(ST(r), B(r)) != WH_OK) {
+    wh_status_t bs = store_bucket_exists(ST(r), B(r));
+    if (bs == WH_ERR_NOT_FOUND) {
         srv_reply_err(r, S3_ERR_NO_SUCH_BUCKET, NULL);
+        return false;
+    }
+    if (bs != WH_OK) {
+        reply_status(r, bs, "looking up the bucket");
         return false;
     }
     return true;

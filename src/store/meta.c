@@ -5,11 +5,15 @@
 #include "base/log.h"
 
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define META_TX_ATTEMPTS 5
+/* Serialization conflicts under SERIALIZABLE are normal when writers share a key: retry with a
+ * growing, jittered pause (about 1.5 s in all at most); an unreachable database fails fast. */
+#define META_TX_ATTEMPTS 24
+#define META_TX_UNAVAILABLE_ATTEMPTS 3
 
 bool meta_url_is_pg(const char *url)
 {
@@ -77,6 +81,18 @@ wh_status_t store_data_ref_copy(store_data_ref_t *dst, const store_data_ref_t *s
     return WH_OK;
 }
 
+/* Cheap per-thread jitter, so retrying writers spread out. */
+static uint32_t meta_jitter(void)
+{
+    static __thread uint32_t x;
+    if (!x)
+        x = (uint32_t)(uintptr_t)&x ^ (uint32_t)time(NULL) ^ 0x9e3779b9u;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return x;
+}
+
 wh_status_t meta_tx_run(const meta_tx_ops_t *ops, void *conn, meta_tx_fn fn, void *arg)
 {
     wh_status_t st = WH_OK;
@@ -90,18 +106,14 @@ wh_status_t meta_tx_run(const meta_tx_ops_t *ops, void *conn, meta_tx_fn fn, voi
                 ops->rollback(conn);
         }
         if (st == WH_OK || attempt == META_TX_ATTEMPTS || !ops->retryable ||
-            !ops->retryable(conn, st))
+            !ops->retryable(conn, st) ||
+            (st == WH_ERR_UNAVAILABLE && attempt >= META_TX_UNAVAILABLE_ATTEMPTS))
             return st;
-        /* A serialization conflict or a lost connection: back off a little, then again. */
-        struct timespec ts = {0, 2000000L * attempt};
+        /* A serialization conflict or a lost connection: back off, then again. */
+        long cap_us = 1000L << (attempt < 6 ? attempt : 6); /* 2 ms .. 64 ms */
+        long us = cap_us / 2 + (long)(meta_jitter() % (uint32_t)(cap_us / 2 + 1));
+        struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
         nanosleep(&ts, NULL);
     }
 }
 
-/* Placeholder until the PostgreSQL backend lands in meta_pg.c. */
-wh_status_t meta_pg_open(const char *url, meta_t **out)
-{
-    (void)out;
-    wh_error("store", "PostgreSQL metadata (%s) is not available in this build yet", url);
-    return WH_ERR_UNSUPPORTED;
-}

@@ -31,10 +31,8 @@ static wh_status_t put_row(meta_t *m, const char *bucket, const char *key, uint6
 
 static meta_t *open_meta(const char *dir)
 {
-    char path[256];
-    snprintf(path, sizeof path, "%s/meta.db", dir);
     meta_t *m = NULL;
-    CHECK(meta_open(path, &m) == WH_OK);
+    CHECK(th_meta_open(dir, &m) == WH_OK);
     if (m)
         CHECK(meta_set_durable(m, false) == WH_OK); /* thousands of rows: no fsync each */
     return m;

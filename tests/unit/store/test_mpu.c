@@ -41,7 +41,7 @@ static store_t *open_store(char **dir)
 {
     *dir = th_mkdtemp();
     store_t *st = NULL;
-    CHECK(store_open(*dir, &st) == WH_OK);
+    CHECK(th_store_open(*dir, &st) == WH_OK);
     if (st)
         CHECK(store_bucket_create(st, "mpu") == WH_OK);
     return st;

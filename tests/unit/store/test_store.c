@@ -65,7 +65,7 @@ static void test_buckets(void)
 {
     char *dir = th_mkdtemp();
     store_t *st = NULL;
-    CHECK(store_open(dir, &st) == WH_OK);
+    CHECK(th_store_open(dir, &st) == WH_OK);
     if (!st)
         return;
     CHECK(store_bucket_create(st, "bkt-b") == WH_OK);
@@ -103,7 +103,7 @@ static void test_buckets(void)
 
     /* Two opens of one directory: the second is refused. */
     store_t *st2 = NULL;
-    CHECK(store_open(dir, &st2) == WH_ERR_BUSY);
+    CHECK(th_store_open(dir, &st2) == WH_ERR_BUSY);
     CHECK(st2 == NULL);
     store_close(st);
     th_rmdir(dir);
@@ -113,7 +113,7 @@ static void test_put_get(void)
 {
     char *dir = th_mkdtemp();
     store_t *st = NULL;
-    CHECK(store_open(dir, &st) == WH_OK);
+    CHECK(th_store_open(dir, &st) == WH_OK);
     if (!st)
         return;
     CHECK(store_bucket_create(st, "data") == WH_OK);
@@ -241,7 +241,7 @@ static void test_overwrite_open_fd(void)
 {
     char *dir = th_mkdtemp();
     store_t *st = NULL;
-    CHECK(store_open(dir, &st) == WH_OK);
+    CHECK(th_store_open(dir, &st) == WH_OK);
     if (!st)
         return;
     CHECK(store_bucket_create(st, "data") == WH_OK);
@@ -284,7 +284,7 @@ static void test_odd_keys(void)
 {
     char *dir = th_mkdtemp();
     store_t *st = NULL;
-    CHECK(store_open(dir, &st) == WH_OK);
+    CHECK(th_store_open(dir, &st) == WH_OK);
     if (!st)
         return;
     CHECK(store_bucket_create(st, "data") == WH_OK);
@@ -333,7 +333,7 @@ static void test_copy(void)
 {
     char *dir = th_mkdtemp();
     store_t *st = NULL;
-    CHECK(store_open(dir, &st) == WH_OK);
+    CHECK(th_store_open(dir, &st) == WH_OK);
     if (!st)
         return;
     CHECK(store_bucket_create(st, "src") == WH_OK);
@@ -409,7 +409,7 @@ static void test_recovery(void)
     if (pid == 0) {
         store_t *cs = NULL;
         store_writer_t *w = NULL;
-        if (store_open(dir, &cs) != WH_OK || store_bucket_create(cs, "data") != WH_OK ||
+        if (th_store_open(dir, &cs) != WH_OK || store_bucket_create(cs, "data") != WH_OK ||
             th_put(cs, "data", "kept", "committed bytes", 15, NULL) != WH_OK ||
             store_mpu_create(cs, "data", "mp", NULL, uid) != WH_OK ||
             store_writer_open(cs, &w) != WH_OK || store_writer_write(w, "part", 4) != WH_OK ||
@@ -445,7 +445,7 @@ static void test_recovery(void)
     CHECK_EQ_U64(th_count_files(dir, "tmp"), 2);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 3); /* object, part, orphan */
 
-    CHECK(store_open(dir, &st) == WH_OK);
+    CHECK(th_store_open(dir, &st) == WH_OK);
     if (!st)
         return;
     CHECK_EQ_U64(th_count_files(dir, "tmp"), 0);
@@ -547,7 +547,7 @@ static void test_concurrency(void)
 {
     char *dir = th_mkdtemp();
     store_t *st = NULL;
-    CHECK(store_open(dir, &st) == WH_OK);
+    CHECK(th_store_open(dir, &st) == WH_OK);
     if (!st)
         return;
     CHECK(store_bucket_create(st, "conc") == WH_OK);
@@ -576,7 +576,7 @@ static void test_reader_api(void)
 {
     char *dir = th_mkdtemp();
     store_t *st = NULL;
-    CHECK(store_open(dir, &st) == WH_OK);
+    CHECK(th_store_open(dir, &st) == WH_OK);
     if (!st)
         return;
     CHECK(store_bucket_create(st, "data") == WH_OK);

@@ -1,0 +1,133 @@
+/* Internals of the PostgreSQL metadata backend (meta_pg*.c). Not for use outside src/store.
+ *
+ * A small pool of connections, each used by one call at a time. Every mutation is one
+ * SERIALIZABLE transaction through meta_tx_run, retried on a serialization failure, so
+ * several gateways may share the database without any lock in the process. A connection that
+ * broke (PostgreSQL restarted) is reset before its next use; while that fails, calls answer
+ * WH_ERR_UNAVAILABLE. A commit whose outcome is unknown (the connection died during COMMIT)
+ * is never retried.
+ *
+ * Keys are bytea (sent as binary parameters, read back hex-encoded): ordering is memcmp, S3's
+ * UTF-8 byte order. Bucket names are text COLLATE "C". */
+#ifndef WH_STORE_META_PG_H
+#define WH_STORE_META_PG_H
+
+#include "store/meta.h"
+
+#include <libpq-fe.h>
+#include <pthread.h>
+
+#define PG_POOL 8
+#define PG_MAX_PARAMS 16
+#define PG_MAX_LOCKS 16
+
+typedef struct pg_conn {
+    PGconn *c;
+    struct pg_meta *m;
+    bool in_tx;
+    bool retryable;   /* the last failure may be retried from the start */
+} pg_conn_t;
+
+typedef struct pg_meta {
+    meta_t base;
+    char *url;
+    pg_conn_t pool[PG_POOL];
+    bool busy[PG_POOL];
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool durable;
+    /* Session-level advisory locks live on their own connection. */
+    pthread_mutex_t lock_mu;
+    pg_conn_t lockc;
+    int64_t held[PG_MAX_LOCKS];
+    size_t n_held;
+} pg_meta_t;
+
+#define PGM(m) ((pg_meta_t *)(m))
+
+/* Parameters of one statement. Text unless added with pp_bytes. */
+typedef struct pg_params {
+    const char *v[PG_MAX_PARAMS];
+    int len[PG_MAX_PARAMS];
+    int fmt[PG_MAX_PARAMS];
+    char num[PG_MAX_PARAMS][24];
+    int n;
+} pg_params_t;
+void pp_text(pg_params_t *p, const char *s);
+void pp_bytes(pg_params_t *p, const void *b, size_t n);
+void pp_i64(pg_params_t *p, int64_t v);
+
+/* A pooled connection for one call; pg_put gives it back. */
+pg_conn_t *pg_get(pg_meta_t *m);
+void pg_put(pg_conn_t *c);
+/* Runs one statement. *res (may be NULL) receives the result to PQclear. */
+wh_status_t pg_exec(pg_conn_t *c, const char *sql, const pg_params_t *p, PGresult **res,
+                    const char *what);
+/* Runs fn in one transaction on a pooled connection (the one transaction helper). */
+wh_status_t pg_write(pg_meta_t *m, meta_tx_fn fn, void *arg);
+/* Runs fn outside a transaction on a pooled connection (single-statement reads). */
+wh_status_t pg_read(pg_meta_t *m, meta_tx_fn fn, void *arg);
+
+int64_t pg_i64(const PGresult *r, int row, int col);
+void pg_copy(const PGresult *r, int row, int col, char *dst, size_t cap);
+char *pg_dup(const PGresult *r, int row, int col); /* NULL for SQL NULL (or no memory) */
+/* A hex-encoded bytea column into malloc'd bytes (NUL-terminated); *n its length. */
+char *pg_hexcol(const PGresult *r, int row, int col, size_t *n);
+
+/* Shared pieces (meta_pg.c), on a connection inside a transaction. */
+wh_status_t pg_bucket_check(pg_conn_t *c, const char *bucket);
+wh_status_t pg_chunks_put(pg_conn_t *c, const store_data_ref_t *ref);
+wh_status_t pg_chunks_get(pg_conn_t *c, store_data_ref_t *ref);
+/* Queues the chunk map of id for garbage collection and drops it. */
+wh_status_t pg_chunks_drop(pg_conn_t *c, const char *id);
+wh_status_t pg_obj_ref(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
+                       store_data_ref_t *ref);
+wh_status_t pg_obj_upsert(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
+                          const store_obj_meta_t *meta, const store_data_ref_t *ref);
+
+/* Objects (meta_pg_obj.c). */
+wh_status_t pg_object_get(meta_t *m, const char *bucket, const char *key, size_t klen,
+                          store_obj_meta_t *meta, store_data_ref_t *ref);
+wh_status_t pg_object_put(meta_t *m, const char *bucket, const char *key, size_t klen,
+                          const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                          store_data_ref_t *old);
+wh_status_t pg_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
+                             store_data_ref_t *old);
+wh_status_t pg_object_scan(meta_t *m, const char *bucket, const void *from, size_t flen,
+                           bool inclusive, meta_scan_fn fn, void *arg);
+wh_status_t pg_data_referenced(meta_t *m, const char *id);
+
+/* Multipart (meta_pg_mpu.c). */
+wh_status_t pg_upload_create(meta_t *m, const char *bucket, const char *key,
+                             const char *upload_id, const store_obj_meta_t *meta,
+                             time_t initiated);
+wh_status_t pg_upload_get(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                          store_obj_meta_t *meta);
+wh_status_t pg_part_put(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                        const store_part_info_t *info, const store_data_ref_t *ref,
+                        store_data_ref_t *old);
+wh_status_t pg_part_list(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                         uint32_t marker, uint32_t max, meta_part_t **out, size_t *n,
+                         bool *truncated);
+wh_status_t pg_upload_delete(meta_t *m, const char *bucket, const char *key,
+                             const char *upload_id, meta_part_t **parts, size_t *n);
+wh_status_t pg_upload_complete(meta_t *m, const char *bucket, const char *key,
+                               const char *upload_id, const meta_part_t *parts, size_t n,
+                               const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                               store_data_ref_t *old, meta_part_t **all, size_t *n_all);
+wh_status_t pg_upload_list(meta_t *m, const char *bucket, const char *prefix,
+                           store_upload_info_t **out, size_t *n);
+
+/* Cluster members, GC queue, advisory locks (meta_pg_cluster.c). */
+wh_status_t pg_node_register(meta_t *m, const char *addr, uint64_t capacity, uint64_t free,
+                             uint32_t *id);
+wh_status_t pg_node_heartbeat(meta_t *m, uint32_t id, uint64_t capacity, uint64_t free);
+wh_status_t pg_node_list(meta_t *m, meta_node_t **out, size_t *n);
+wh_status_t pg_gc_take(meta_t *m, size_t max, meta_gc_item_t **out, size_t *n);
+wh_status_t pg_gc_done(meta_t *m, const meta_gc_item_t *items, size_t n);
+wh_status_t pg_lock_try(meta_t *m, int64_t key);
+wh_status_t pg_lock_release(meta_t *m, int64_t key);
+/* Drops the advisory-lock connection's state (meta_pg_cluster.c). */
+void pg_locks_close(pg_meta_t *m);
+
+#endif

@@ -1,0 +1,398 @@
+/* PostgreSQL metadata backend: object rows, chunk maps and the listing scan. See meta_pg.h. */
+#include "base/log.h"
+#include "base/util.h"
+#include "store/meta_pg.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PG_SCAN_BATCH 256
+
+/* ---- chunk maps ---- */
+
+/* The chunk columns, in this order, as selected by every query that returns chunks. */
+#define PG_CHUNK_COLS "c.chunk_id, c.off, c.len, c.crc64nvme, array_to_string(c.replicas, ','),"\
+                      " c.ec_k, c.ec_m, c.ec_index, c.ec_stripe"
+
+static void pg_chunk_read(const PGresult *r, int row, int col, store_chunk_t *ch)
+{
+    memset(ch, 0, sizeof *ch);
+    pg_copy(r, row, col, ch->id, sizeof ch->id);
+    ch->offset = (uint64_t)pg_i64(r, row, col + 1);
+    ch->length = (uint64_t)pg_i64(r, row, col + 2);
+    ch->crc64nvme = (uint64_t)pg_i64(r, row, col + 3);
+    const char *s = PQgetvalue(r, row, col + 4);
+    while (s && *s && ch->n_replicas < STORE_CHUNK_MAX_REPLICAS) {
+        char *end;
+        unsigned long v = strtoul(s, &end, 10);
+        if (end == s)
+            break;
+        ch->replicas[ch->n_replicas++] = (uint32_t)v;
+        s = *end == ',' ? end + 1 : end;
+    }
+    ch->ec_k = (uint32_t)pg_i64(r, row, col + 5);
+    ch->ec_m = (uint32_t)pg_i64(r, row, col + 6);
+    ch->ec_index = (uint32_t)pg_i64(r, row, col + 7);
+    ch->ec_stripe = (uint64_t)pg_i64(r, row, col + 8);
+}
+
+/* Appends the chunk of row (when its chunk column is not NULL) to ref. */
+static wh_status_t pg_chunk_add(const PGresult *r, int row, int col, store_data_ref_t *ref)
+{
+    if (PQgetisnull(r, row, col))
+        return WH_OK;
+    store_chunk_t *n = realloc(ref->chunks, (ref->n_chunks + 1) * sizeof *n);
+    if (!n)
+        return WH_ERR_NOMEM;
+    ref->chunks = n;
+    pg_chunk_read(r, row, col, &ref->chunks[ref->n_chunks++]);
+    return WH_OK;
+}
+
+wh_status_t pg_chunks_put(pg_conn_t *c, const store_data_ref_t *ref)
+{
+    if (!ref->n_chunks)
+        return WH_OK;
+    /* One statement for the whole map: arrays, unnested server-side. */
+    wh_sbuf_t a[9];
+    for (int i = 0; i < 9; i++) {
+        wh_sbuf_init(&a[i]);
+        wh_sbuf_puts(&a[i], "{");
+    }
+    for (size_t i = 0; i < ref->n_chunks; i++) {
+        const store_chunk_t *ch = &ref->chunks[i];
+        const char *sep = i ? "," : "";
+        wh_sbuf_printf(&a[0], "%s\"%s\"", sep, ch->id);
+        wh_sbuf_printf(&a[1], "%s%" PRId64, sep, (int64_t)ch->offset);
+        wh_sbuf_printf(&a[2], "%s%" PRId64, sep, (int64_t)ch->length);
+        wh_sbuf_printf(&a[3], "%s%" PRId64, sep, (int64_t)ch->crc64nvme);
+        wh_sbuf_printf(&a[4], "%s\"", sep);
+        for (uint32_t k = 0; k < ch->n_replicas && k < STORE_CHUNK_MAX_REPLICAS; k++)
+            wh_sbuf_printf(&a[4], k ? ",%u" : "%u", ch->replicas[k]);
+        wh_sbuf_puts(&a[4], "\"");
+        wh_sbuf_printf(&a[5], "%s%u", sep, ch->ec_k);
+        wh_sbuf_printf(&a[6], "%s%u", sep, ch->ec_m);
+        wh_sbuf_printf(&a[7], "%s%u", sep, ch->ec_index);
+        wh_sbuf_printf(&a[8], "%s%" PRId64, sep, (int64_t)ch->ec_stripe);
+    }
+    bool oom = false;
+    pg_params_t p = {0};
+    pp_text(&p, ref->id);
+    for (int i = 0; i < 9; i++) {
+        wh_sbuf_puts(&a[i], "}");
+        oom |= a[i].oom;
+        pp_text(&p, a[i].data);
+    }
+    wh_status_t st = oom ? WH_ERR_NOMEM
+                         : pg_exec(c,
+                                   "INSERT INTO chunks(data_id, idx, chunk_id, off, len, crc64nvme,"
+                                   " replicas, ec_k, ec_m, ec_index, ec_stripe)"
+                                   " SELECT $1, (t.ord - 1)::int, t.cid, t.off, t.len, t.crc,"
+                                   " coalesce(string_to_array(nullif(t.reps, ''), ',')::integer[],"
+                                   " '{}'), t.k, t.m, t.ix, t.st"
+                                   " FROM unnest($2::text[], $3::bigint[], $4::bigint[],"
+                                   " $5::bigint[], $6::text[], $7::int[], $8::int[], $9::int[],"
+                                   " $10::bigint[]) WITH ORDINALITY"
+                                   " AS t(cid, off, len, crc, reps, k, m, ix, st, ord)",
+                                   &p, NULL, "chunk map insert");
+    for (int i = 0; i < 9; i++)
+        wh_sbuf_free(&a[i]);
+    return st;
+}
+
+wh_status_t pg_chunks_get(pg_conn_t *c, store_data_ref_t *ref)
+{
+    pg_params_t p = {0};
+    pp_text(&p, ref->id);
+    PGresult *r;
+    wh_status_t st = pg_exec(c, "SELECT " PG_CHUNK_COLS " FROM chunks c WHERE c.data_id = $1"
+                                " ORDER BY c.idx", &p, &r, "chunk map lookup");
+    for (int i = 0; st == WH_OK && i < PQntuples(r); i++)
+        st = pg_chunk_add(r, i, 0, ref);
+    PQclear(r);
+    return st;
+}
+
+wh_status_t pg_chunks_drop(pg_conn_t *c, const char *id)
+{
+    if (!id[0])
+        return WH_OK;
+    pg_params_t p = {0};
+    pp_text(&p, id);
+    return pg_exec(c, "WITH d AS (DELETE FROM chunks WHERE data_id = $1"
+                      " RETURNING chunk_id, replicas)"
+                      " INSERT INTO gc_queue(chunk_id, node)"
+                      " SELECT chunk_id, unnest(replicas) FROM d", &p, NULL,
+                   "chunk map drop");
+}
+
+/* ---- objects ---- */
+
+wh_status_t pg_obj_ref(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
+                       store_data_ref_t *ref)
+{
+    pg_params_t p = {0};
+    pp_text(&p, bucket);
+    pp_bytes(&p, key, klen);
+    PGresult *r;
+    store_data_ref_clear(ref);
+    wh_status_t st = pg_exec(c, "SELECT data_id FROM objects WHERE bucket = $1 AND key = $2",
+                             &p, &r, "object data lookup");
+    if (st == WH_OK && PQntuples(r) > 0)
+        pg_copy(r, 0, 0, ref->id, sizeof ref->id);
+    PQclear(r);
+    if (st == WH_OK && ref->id[0])
+        st = pg_chunks_get(c, ref);
+    return st;
+}
+
+wh_status_t pg_obj_upsert(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
+                          const store_obj_meta_t *meta, const store_data_ref_t *ref)
+{
+    pg_params_t p = {0};
+    pp_text(&p, bucket);
+    pp_bytes(&p, key, klen);
+    pp_i64(&p, (int64_t)meta->size);
+    pp_i64(&p, (int64_t)meta->mtime);
+    pp_text(&p, meta->etag);
+    pp_text(&p, meta->content_type);
+    pp_text(&p, meta->user_meta_json);
+    p.v[p.n - 1] = meta->user_meta_json; /* NULL stays SQL NULL */
+    pp_text(&p, meta->crc32c);
+    pp_text(&p, meta->crc64nvme);
+    pp_i64(&p, meta->parts);
+    pp_text(&p, ref->id);
+    wh_status_t st = pg_exec(c,
+                             "INSERT INTO objects(bucket, key, size, mtime, etag, content_type,"
+                             " user_meta, crc32c, crc64nvme, parts, data_id)"
+                             " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+                             " ON CONFLICT (bucket, key) DO UPDATE SET size = EXCLUDED.size,"
+                             " mtime = EXCLUDED.mtime, etag = EXCLUDED.etag,"
+                             " content_type = EXCLUDED.content_type,"
+                             " user_meta = EXCLUDED.user_meta, crc32c = EXCLUDED.crc32c,"
+                             " crc64nvme = EXCLUDED.crc64nvme, parts = EXCLUDED.parts,"
+                             " data_id = EXCLUDED.data_id",
+                             &p, NULL, "object upsert");
+    return st == WH_OK ? pg_chunks_put(c, ref) : st;
+}
+
+typedef struct {
+    const char *bucket, *key;
+    size_t klen;
+    store_obj_meta_t *meta;
+    store_data_ref_t *ref;
+} pg_get_arg_t;
+
+static wh_status_t rd_object_get(void *conn, void *arg)
+{
+    pg_get_arg_t *a = arg;
+    pg_params_t p = {0};
+    pp_text(&p, a->bucket);
+    pp_bytes(&p, a->key, a->klen);
+    PGresult *r;
+    /* One statement, one snapshot: the row and its chunk map agree. */
+    wh_status_t st = pg_exec(conn,
+                             "SELECT o.size, o.mtime, o.etag, o.content_type, o.user_meta,"
+                             " o.crc32c, o.crc64nvme, o.parts, o.data_id, " PG_CHUNK_COLS
+                             " FROM objects o LEFT JOIN chunks c ON c.data_id = o.data_id"
+                             " WHERE o.bucket = $1 AND o.key = $2 ORDER BY c.idx",
+                             &p, &r, "object lookup");
+    if (st != WH_OK)
+        return st;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return WH_ERR_NOT_FOUND;
+    }
+    store_obj_meta_t *m = a->meta;
+    if (m) {
+        store_obj_meta_free(m);
+        memset(m, 0, sizeof *m);
+        m->size = (uint64_t)pg_i64(r, 0, 0);
+        m->mtime = (time_t)pg_i64(r, 0, 1);
+        pg_copy(r, 0, 2, m->etag, sizeof m->etag);
+        pg_copy(r, 0, 3, m->content_type, sizeof m->content_type);
+        if (!PQgetisnull(r, 0, 4) && !(m->user_meta_json = pg_dup(r, 0, 4)))
+            st = WH_ERR_NOMEM;
+        pg_copy(r, 0, 5, m->crc32c, sizeof m->crc32c);
+        pg_copy(r, 0, 6, m->crc64nvme, sizeof m->crc64nvme);
+        m->parts = (uint32_t)pg_i64(r, 0, 7);
+    }
+    if (a->ref) {
+        store_data_ref_clear(a->ref);
+        pg_copy(r, 0, 8, a->ref->id, sizeof a->ref->id);
+        for (int i = 0; st == WH_OK && i < PQntuples(r); i++)
+            st = pg_chunk_add(r, i, 9, a->ref);
+    }
+    PQclear(r);
+    return st;
+}
+
+wh_status_t pg_object_get(meta_t *m, const char *bucket, const char *key, size_t klen,
+                          store_obj_meta_t *meta, store_data_ref_t *ref)
+{
+    if (meta)
+        memset(meta, 0, sizeof *meta);
+    if (ref)
+        memset(ref, 0, sizeof *ref);
+    pg_get_arg_t a = {bucket, key, klen, meta, ref};
+    wh_status_t st = pg_read(PGM(m), rd_object_get, &a);
+    if (st != WH_OK) {
+        store_obj_meta_free(meta);
+        store_data_ref_clear(ref);
+    }
+    return st;
+}
+
+typedef struct {
+    const char *bucket, *key;
+    size_t klen;
+    const store_obj_meta_t *meta;
+    const store_data_ref_t *ref;
+    store_data_ref_t *old;
+} pg_obj_arg_t;
+
+static wh_status_t tx_object_put(void *conn, void *arg)
+{
+    pg_obj_arg_t *a = arg;
+    wh_status_t st = pg_bucket_check(conn, a->bucket);
+    if (st == WH_OK)
+        st = pg_obj_ref(conn, a->bucket, a->key, a->klen, a->old);
+    if (st == WH_OK)
+        st = pg_chunks_drop(conn, a->old->id);
+    if (st == WH_OK)
+        st = pg_obj_upsert(conn, a->bucket, a->key, a->klen, a->meta, a->ref);
+    return st;
+}
+
+wh_status_t pg_object_put(meta_t *m, const char *bucket, const char *key, size_t klen,
+                          const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                          store_data_ref_t *old)
+{
+    memset(old, 0, sizeof *old);
+    pg_obj_arg_t a = {bucket, key, klen, meta, ref, old};
+    wh_status_t st = pg_write(PGM(m), tx_object_put, &a);
+    if (st != WH_OK)
+        store_data_ref_clear(old);
+    return st;
+}
+
+static wh_status_t tx_object_delete(void *conn, void *arg)
+{
+    pg_obj_arg_t *a = arg;
+    wh_status_t st = pg_bucket_check(conn, a->bucket);
+    if (st == WH_OK)
+        st = pg_obj_ref(conn, a->bucket, a->key, a->klen, a->old);
+    if (st != WH_OK || !a->old->id[0])
+        return st; /* nothing to delete: WH_OK, idempotent */
+    st = pg_chunks_drop(conn, a->old->id);
+    if (st != WH_OK)
+        return st;
+    pg_params_t p = {0};
+    pp_text(&p, a->bucket);
+    pp_bytes(&p, a->key, a->klen);
+    return pg_exec(conn, "DELETE FROM objects WHERE bucket = $1 AND key = $2", &p, NULL,
+                   "object delete");
+}
+
+wh_status_t pg_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
+                             store_data_ref_t *old)
+{
+    memset(old, 0, sizeof *old);
+    pg_obj_arg_t a = {bucket, key, klen, NULL, NULL, old};
+    wh_status_t st = pg_write(PGM(m), tx_object_delete, &a);
+    if (st != WH_OK)
+        store_data_ref_clear(old);
+    return st;
+}
+
+static wh_status_t rd_data_referenced(void *conn, void *arg)
+{
+    pg_params_t p = {0};
+    pp_text(&p, arg);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn, "SELECT 1 FROM objects WHERE data_id = $1"
+                                   " UNION ALL SELECT 1 FROM parts WHERE data_id = $1 LIMIT 1",
+                             &p, &r, "data reference lookup");
+    if (st == WH_OK && PQntuples(r) == 0)
+        st = WH_ERR_NOT_FOUND;
+    PQclear(r);
+    return st;
+}
+
+wh_status_t pg_data_referenced(meta_t *m, const char *id)
+{
+    return pg_read(PGM(m), rd_data_referenced, (void *)id);
+}
+
+typedef struct {
+    const char *bucket;
+    const void *from;
+    size_t flen;
+    bool inclusive;
+    meta_scan_fn fn;
+    void *arg;
+} pg_scan_arg_t;
+
+/* In batches: each one a single statement from the last key seen. */
+static wh_status_t rd_object_scan(void *conn, void *arg)
+{
+    pg_scan_arg_t *a = arg;
+    char *cur = NULL;
+    size_t clen = 0;
+    const void *from = a->from;
+    size_t flen = a->flen;
+    bool incl = a->inclusive;
+    wh_status_t st = WH_OK;
+    for (;;) {
+        pg_params_t p = {0};
+        pp_text(&p, a->bucket);
+        pp_bytes(&p, from, flen);
+        pp_i64(&p, PG_SCAN_BATCH);
+        PGresult *r;
+        st = pg_exec(conn,
+                     incl ? "SELECT encode(key, 'hex'), size, mtime, etag FROM objects"
+                            " WHERE bucket = $1 AND key >= $2 ORDER BY key LIMIT $3"
+                          : "SELECT encode(key, 'hex'), size, mtime, etag FROM objects"
+                            " WHERE bucket = $1 AND key > $2 ORDER BY key LIMIT $3",
+                     &p, &r, "object list");
+        if (st != WH_OK)
+            break;
+        int n = PQntuples(r), stop = 0;
+        for (int i = 0; i < n && !stop; i++) {
+            size_t klen;
+            char *k = pg_hexcol(r, i, 0, &klen);
+            if (!k) {
+                st = WH_ERR_NOMEM;
+                break;
+            }
+            stop = a->fn(a->arg, k, klen, (uint64_t)pg_i64(r, i, 1), (time_t)pg_i64(r, i, 2),
+                         PQgetvalue(r, i, 3));
+            free(cur);
+            cur = k;
+            clen = klen;
+        }
+        PQclear(r);
+        if (stop < 0)
+            st = (wh_status_t)stop;
+        if (st != WH_OK || stop || n < PG_SCAN_BATCH)
+            break;
+        from = cur;
+        flen = clen;
+        incl = false;
+    }
+    free(cur);
+    return st;
+}
+
+wh_status_t pg_object_scan(meta_t *m, const char *bucket, const void *from, size_t flen,
+                           bool inclusive, meta_scan_fn fn, void *arg)
+{
+    pg_scan_arg_t a = {bucket, from, flen, inclusive, fn, arg};
+    /* Not retried on a lost connection: the walk may already have handed rows out. */
+    pg_conn_t *c = pg_get(PGM(m));
+    wh_status_t st = rd_object_scan(c, &a);
+    pg_put(c);
+    return st;
+}

@@ -1,0 +1,208 @@
+/* Tests of the metadata table's cluster members: storage nodes, the garbage-collection queue
+ * (a chunk is never handed out while a committed row references it), advisory locks, and two
+ * processes' worth of metadata sharing one database. PostgreSQL only (the /pg run); against
+ * SQLite they check that the members are declined. */
+#include "base/log.h"
+#include "helpers.h"
+
+#include <libpq-fe.h>
+
+static bool g_pg;
+
+static void mk_chunk(store_chunk_t *c, unsigned id, uint64_t off, uint64_t len, uint32_t n1,
+                     uint32_t n2)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->id, sizeof c->id, "%032x", id);
+    c->offset = off;
+    c->length = len;
+    c->crc64nvme = 0x8000000000000000ULL | id; /* the top bit survives bigint storage */
+    c->n_replicas = 2;
+    c->replicas[0] = n1;
+    c->replicas[1] = n2;
+}
+
+static size_t gc_drain(meta_t *m, char ids[][STORE_DATA_ID_LEN + 1], uint32_t *nodes, size_t cap)
+{
+    meta_gc_item_t *it = NULL;
+    size_t n = 0;
+    CHECK(meta_gc_take(m, 100, &it, &n) == WH_OK);
+    for (size_t i = 0; i < n && i < cap; i++) {
+        memcpy(ids[i], it[i].chunk_id, sizeof ids[i]);
+        nodes[i] = it[i].node;
+    }
+    CHECK(meta_gc_done(m, it, n) == WH_OK);
+    free(it);
+    return n;
+}
+
+static void test_nodes(void)
+{
+    char *dir = th_mkdtemp();
+    meta_t *m = NULL;
+    CHECK(th_meta_open(dir, &m) == WH_OK);
+    if (!m)
+        return;
+    uint32_t a = 0, b = 0, a2 = 0;
+    if (!g_pg) {
+        CHECK(meta_node_register(m, "10.0.0.1:9100", 1, 1, &a) == WH_ERR_UNSUPPORTED);
+        CHECK(meta_lock_try(m, 1) == WH_ERR_UNSUPPORTED);
+        meta_close(m);
+        th_rmdir(dir);
+        return;
+    }
+    CHECK(meta_node_register(m, "10.0.0.1:9100", 1000, 600, &a) == WH_OK);
+    CHECK(meta_node_register(m, "10.0.0.2:9100", 2000, 1500, &b) == WH_OK);
+    CHECK(a != b);
+    CHECK(meta_node_register(m, "10.0.0.1:9100", 1000, 500, &a2) == WH_OK);
+    CHECK_EQ_U64(a2, a); /* stable per address */
+    CHECK(meta_node_heartbeat(m, b, 2000, 1400) == WH_OK);
+    CHECK(meta_node_heartbeat(m, 999999, 1, 1) == WH_ERR_NOT_FOUND);
+    CHECK(meta_node_register(m, "", 1, 1, &a2) == WH_ERR_INVALID);
+    meta_node_t *nodes = NULL;
+    size_t n = 0;
+    CHECK(meta_node_list(m, &nodes, &n) == WH_OK);
+    CHECK_EQ_U64(n, 2);
+    if (n == 2) {
+        CHECK_STR(nodes[0].addr, "10.0.0.1:9100");
+        CHECK_EQ_U64(nodes[0].free, 500);
+        CHECK_EQ_U64(nodes[1].free, 1400);
+        CHECK_EQ_U64(nodes[1].capacity, 2000);
+        CHECK(nodes[0].heartbeat > 0 && nodes[0].heartbeat <= nodes[0].now + 1);
+    }
+    free(nodes);
+    meta_close(m);
+    th_rmdir(dir);
+}
+
+static void test_gc_queue(void)
+{
+    if (!g_pg)
+        return;
+    char *dir = th_mkdtemp();
+    meta_t *m = NULL;
+    CHECK(th_meta_open(dir, &m) == WH_OK);
+    if (!m)
+        return;
+    char ids[16][STORE_DATA_ID_LEN + 1];
+    uint32_t nodes[16];
+    CHECK(meta_bucket_create(m, "gc", 1) == WH_OK);
+    store_chunk_t ch[2];
+    mk_chunk(&ch[0], 0xa1, 0, 100, 1, 2);
+    mk_chunk(&ch[1], 0xa2, 100, 50, 2, 3);
+    store_data_ref_t ref = {.chunks = ch, .n_chunks = 2}, old, got;
+    snprintf(ref.id, sizeof ref.id, "%032x", 0x1);
+    store_obj_meta_t om;
+    memset(&om, 0, sizeof om);
+    om.size = 150;
+    CHECK(meta_object_put(m, "gc", "k", 1, &om, &ref, &old) == WH_OK);
+    CHECK(meta_object_get(m, "gc", "k", 1, NULL, &got) == WH_OK);
+    CHECK(got.n_chunks == 2 && got.chunks[0].crc64nvme == ch[0].crc64nvme);
+    store_data_ref_clear(&got);
+    CHECK_EQ_U64(gc_drain(m, ids, nodes, 16), 0); /* referenced: nothing to delete */
+
+    /* Overwrite: both chunks, on each of their replicas, are queued by the same commit. */
+    store_data_ref_t plain;
+    memset(&plain, 0, sizeof plain);
+    snprintf(plain.id, sizeof plain.id, "%032x", 0x2);
+    CHECK(meta_object_put(m, "gc", "k", 1, &om, &plain, &old) == WH_OK);
+    CHECK(old.n_chunks == 2);
+    store_data_ref_clear(&old);
+    size_t n = gc_drain(m, ids, nodes, 16);
+    CHECK_EQ_U64(n, 4);
+    int seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(ids[i], ch[0].id) == 0 && (nodes[i] == 1 || nodes[i] == 2))
+            seen++;
+        if (strcmp(ids[i], ch[1].id) == 0 && (nodes[i] == 2 || nodes[i] == 3))
+            seen++;
+    }
+    CHECK_EQ_U64(seen, 4);
+    CHECK_EQ_U64(gc_drain(m, ids, nodes, 16), 0); /* done: gone from the queue */
+
+    /* Multipart completed by reference: the part's chunk lives on in the object. */
+    CHECK(meta_upload_create(m, "gc", "mp", "00000000000000000000000000000abc", NULL, 1) ==
+          WH_OK);
+    store_chunk_t pc;
+    mk_chunk(&pc, 0xb1, 0, 10, 4, 5);
+    store_data_ref_t pref = {.chunks = &pc, .n_chunks = 1};
+    snprintf(pref.id, sizeof pref.id, "%032x", 0x3);
+    store_part_info_t info;
+    memset(&info, 0, sizeof info);
+    info.number = 1;
+    info.size = 10;
+    CHECK(meta_part_put(m, "gc", "mp", "00000000000000000000000000000abc", &info, &pref, &old) ==
+          WH_OK);
+    meta_part_t *parts = NULL, *all = NULL;
+    size_t np = 0, nall = 0;
+    CHECK(meta_part_list(m, "gc", "mp", "00000000000000000000000000000abc", 0, 0, &parts, &np,
+                         NULL) == WH_OK);
+    CHECK(np == 1 && parts[0].ref.n_chunks == 1 && strcmp(parts[0].ref.chunks[0].id, pc.id) == 0);
+    store_data_ref_t oref = {.chunks = &pc, .n_chunks = 1};
+    snprintf(oref.id, sizeof oref.id, "%032x", 0x4);
+    om.size = 10;
+    CHECK(meta_upload_complete(m, "gc", "mp", "00000000000000000000000000000abc", parts, np, &om,
+                               &oref, &old, &all, &nall) == WH_OK);
+    CHECK_EQ_U64(nall, 1);
+    meta_parts_free(all, nall);
+    meta_parts_free(parts, np);
+    CHECK_EQ_U64(gc_drain(m, ids, nodes, 16), 0); /* still referenced by the object */
+    CHECK(meta_object_delete(m, "gc", "mp", 2, &old) == WH_OK);
+    store_data_ref_clear(&old);
+    n = gc_drain(m, ids, nodes, 16);
+    CHECK_EQ_U64(n, 2);
+    CHECK(n >= 1 && strcmp(ids[0], pc.id) == 0);
+    meta_close(m);
+    th_rmdir(dir);
+}
+
+static void test_shared_database(void)
+{
+    if (!g_pg)
+        return;
+    char *dir = th_mkdtemp();
+    meta_t *m1 = NULL, *m2 = NULL;
+    CHECK(th_meta_open(dir, &m1) == WH_OK);
+    CHECK(th_meta_open(dir, &m2) == WH_OK); /* a second gateway on the same database */
+    if (!m1 || !m2)
+        return;
+    CHECK(meta_bucket_create(m1, "shared", 1) == WH_OK);
+    CHECK(meta_bucket_exists(m2, "shared") == WH_OK);
+    CHECK(meta_bucket_create(m2, "shared", 1) == WH_ERR_EXISTS);
+
+    /* One repairer at a time: the advisory lock. */
+    CHECK(meta_lock_try(m1, 4242) == WH_OK);
+    CHECK(meta_lock_try(m1, 4242) == WH_OK); /* held already: still ours */
+    CHECK(meta_lock_try(m2, 4242) == WH_ERR_BUSY);
+    CHECK(meta_lock_release(m1, 4242) == WH_OK);
+    CHECK(meta_lock_try(m2, 4242) == WH_OK);
+    CHECK(meta_lock_try(m1, 4242) == WH_ERR_BUSY);
+    meta_close(m2); /* its session ends: the lock goes with it (the server notices shortly) */
+    wh_status_t ls = WH_ERR_BUSY;
+    for (int i = 0; i < 100 && ls == WH_ERR_BUSY; i++) {
+        ls = meta_lock_try(m1, 4242);
+        if (ls == WH_ERR_BUSY)
+            usleep(20000);
+    }
+    CHECK(ls == WH_OK);
+
+    /* The schema version is recorded. */
+    const char *url = th_meta_url(dir);
+    PGconn *c = PQconnectdb(url);
+    PGresult *r = PQexec(c, "SELECT max(version) FROM wharf_schema");
+    CHECK(PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "1") == 0);
+    PQclear(r);
+    PQfinish(c);
+    meta_close(m1);
+    th_rmdir(dir);
+}
+
+int main(void)
+{
+    wh_log_set_level(WH_LOG_ERROR);
+    g_pg = getenv("WHARF_TEST_PG_URL") && *getenv("WHARF_TEST_PG_URL");
+    RUN(test_nodes);
+    RUN(test_gc_queue);
+    RUN(test_shared_database);
+    return check_done();
+}
