@@ -326,7 +326,7 @@ class WharfStorageReader(_Base, StorageReader):
         self._missing = None
         try:
             return self._read_metadata()
-        except NotFoundError as e:  # IncompleteCheckpointError too
+        except (NotFoundError, IncompleteCheckpointError) as e:
             self._missing = e
             return Metadata(state_dict_metadata={})
 
