@@ -1,5 +1,5 @@
-/* Defaults shared by the server, the transports, libwharf, the CLI and the benchmarks, in one
- * place so that a client and a server built from the same tree agree. Sizes are bytes. */
+/* Defaults shared by the server, libwharf, the CLI and the benchmarks, in one place so that a
+ * client and a server built from the same tree agree. Sizes are bytes. */
 #ifndef WH_BASE_DEFAULTS_H
 #define WH_BASE_DEFAULTS_H
 
@@ -17,15 +17,13 @@
 #define WH_DEV_ACCESS_KEY "wharfadmin"
 #define WH_DEV_SECRET_KEY "wharfadmin-secret"
 
-/* Transport (src/xfer, src/server/rdma.c): bytes per RDMA operation, and the server's budget
- * of registered (pinned) buffer memory. */
-#define WH_DEFAULT_XFER_CHUNK (4ull << 20)
-#define WH_DEFAULT_RDMA_MEM (256ull << 20)
-#define WH_DEFAULT_PROVIDERS "shm,tcp"
+/* The transport's own tuning (bytes per RDMA operation, window, peer cache, the server's
+ * providers) is the xfer layer's: XFER_DEFAULT_* in src/xfer/xfer.h, the one place for it.
+ * This header holds what more than one layer or program must agree on. */
 
-/* libwharf: an object GET is split into ranged requests of this size, run by up to
- * CONCURRENCY runners in parallel; a PUT
- * at or above the threshold is multipart with parts of part size (S3's minimum part is 5 MiB). */
+/* libwharf: an object GET is split into ranged requests of CLIENT_CHUNK bytes, run by up to
+ * CLIENT_CONCURRENCY runners in parallel; a PUT at or above the threshold is multipart with
+ * parts of PART_SIZE (S3's minimum part is 5 MiB). */
 #define WH_DEFAULT_CLIENT_CONCURRENCY 4
 #define WH_DEFAULT_CLIENT_CHUNK (64ull << 20)
 #define WH_DEFAULT_MULTIPART_THRESHOLD (256ull << 20)

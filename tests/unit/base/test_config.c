@@ -144,7 +144,7 @@ static void test_defaults(void)
     snprintf(want, sizeof want, "http://%s:%d", WH_DEFAULT_LISTEN_HOST, WH_DEFAULT_LISTEN_PORT);
     CHECK_STR(WH_DEFAULT_ENDPOINT, want);
     CHECK(WH_DEFAULT_PART_SIZE >= WH_MIN_PART_SIZE);
-    CHECK(WH_DEFAULT_RDMA_MEM >= WH_DEFAULT_XFER_CHUNK);
+    CHECK(WH_DEFAULT_MULTIPART_THRESHOLD >= WH_DEFAULT_PART_SIZE);
 }
 
 int main(void)
