@@ -63,6 +63,7 @@ typedef struct sk_params {
     double duration, warmup, interval;
     unsigned clients, bad_clients, keys_per_client, think_ms, op_timeout_ms;
     int inject_wrong; /* test of the checker itself: store one wrong byte at the end */
+    int bad_sources;  /* misbehaving clients connect from 127.0.0.2.. */
     uint64_t max_size, mem_budget, seed;
     char host[256];
     int port;
@@ -878,11 +879,31 @@ static void sk_nap(double s)
         usleep(20000);
 }
 
-static int sk_connect(void)
+/* Misbehaving client i connects from 127.0.0.(2+i) when --bad-sources is on: hostile clients are
+ * other hosts, so a server's per-address connection limit may stop them without touching the
+ * well-behaved clients on 127.0.0.1 (with it off, all share 127.0.0.1). */
+static void sk_bad_source(const sk_bad_t *b, char *out, size_t outlen)
+{
+    out[0] = 0;
+    if (P.bad_sources && !strncmp(P.host, "127.", 4))
+        snprintf(out, outlen, "127.0.0.%u", 2 + b->id % 250);
+}
+
+static int sk_connect(const sk_bad_t *b)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
+    char src[32];
+    sk_bad_source(b, src, sizeof src);
+    if (src[0]) {
+        struct sockaddr_in l = {.sin_family = AF_INET};
+        inet_pton(AF_INET, src, &l.sin_addr);
+        if (bind(fd, (struct sockaddr *)&l, sizeof l) != 0) {
+            close(fd);
+            return -1;
+        }
+    }
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)P.port)};
     inet_pton(AF_INET, P.host, &a.sin_addr);
     if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
@@ -921,7 +942,7 @@ static const char *sk_read_answer(int fd, double s, char *cls, size_t clslen)
 
 static void sb_slow_headers(sk_bad_t *b)
 {
-    int fd = sk_connect();
+    int fd = sk_connect(b);
     if (fd < 0) {
         sk_bad_outcome(sb_name[b->kind], "connect_failed");
         return;
@@ -976,12 +997,18 @@ static size_t sk_discard(char *p, size_t sz, size_t nm, void *arg)
     return sz * nm;
 }
 
-static CURL *sk_curl(const char *path, struct curl_slist **hdrs, const char *secret)
+static CURL *sk_curl(const sk_bad_t *b, const char *path, struct curl_slist **hdrs,
+                     const char *secret)
 {
-    static _Thread_local char userpwd[512], sigv4[128], url[1024];
+    char userpwd[512], sigv4[128], url[1024], src[32], iface[48];
     CURL *h = curl_easy_init();
     if (!h)
         return NULL;
+    sk_bad_source(b, src, sizeof src);
+    if (src[0]) {
+        snprintf(iface, sizeof iface, "host!%s", src);
+        curl_easy_setopt(h, CURLOPT_INTERFACE, iface);
+    }
     snprintf(url, sizeof url, "http://%s:%d%s", P.host, P.port, path);
     snprintf(userpwd, sizeof userpwd, "%s:%s", P.ak, secret ? secret : P.sk);
     snprintf(sigv4, sizeof sigv4, "aws:amz:%s:s3", P.region);
@@ -1017,7 +1044,7 @@ static void sb_put_cut(sk_bad_t *b, double stall_s)
     snprintf(key, sizeof key, "bad/%u/cut-%" PRIu64, b->id, b->n);
     snprintf(path, sizeof path, "/%s/%s", P.bucket, key);
     struct curl_slist *hdrs;
-    CURL *h = sk_curl(path, &hdrs, NULL);
+    CURL *h = sk_curl(b, path, &hdrs, NULL);
     if (!h)
         return;
     sb_body_t s = {.total = sk_between(&b->rng, 64 << 10, 4 * WB_MIB), .stall_s = stall_s,
@@ -1055,7 +1082,7 @@ static void sb_put_cut(sk_bad_t *b, double stall_s)
 
 static void sb_garbage(sk_bad_t *b)
 {
-    int fd = sk_connect();
+    int fd = sk_connect(b);
     if (fd < 0) {
         sk_bad_outcome(sb_name[b->kind], "connect_failed");
         return;
@@ -1129,7 +1156,7 @@ static void sb_cut_response(sk_bad_t *b)
     char path[256];
     snprintf(path, sizeof path, "/%s/%s", P.bucket, g_big_key);
     struct curl_slist *hdrs;
-    CURL *h = sk_curl(path, &hdrs, NULL);
+    CURL *h = sk_curl(b, path, &hdrs, NULL);
     if (!h)
         return;
     sb_cut_t c = {0, sk_between(&b->rng, 1, g_big_size / 2)};
@@ -1169,7 +1196,7 @@ static void sb_idle(sk_bad_t *b)
     int fds[16];
     unsigned n = 0;
     for (; n < 16; n++)
-        if ((fds[n] = sk_connect()) < 0)
+        if ((fds[n] = sk_connect(b)) < 0)
             break;
     sk_nap(5 + sk_unit(&b->rng) * 15);
     unsigned closed = 0;
@@ -1190,14 +1217,14 @@ static void sb_bad_auth(sk_bad_t *b)
     CURLcode rc;
     if (sk_rand(&b->rng) % 2) {
         snprintf(path, sizeof path, "/%s/%s", P.bucket, g_big_key);
-        if (!(h = sk_curl(path, &hdrs, "not-the-secret")))
+        if (!(h = sk_curl(b, path, &hdrs, "not-the-secret")))
             return;
         rc = curl_easy_perform(h);
         sk_curl_outcome("bad_auth_get", h, rc);
     } else { /* a multipart upload begun, one part sent, never completed nor aborted */
         snprintf(path, sizeof path, "/%s/bad/%u/abandoned-%" PRIu64 "?uploads=", P.bucket, b->id,
                  b->n);
-        if (!(h = sk_curl(path, &hdrs, NULL)))
+        if (!(h = sk_curl(b, path, &hdrs, NULL)))
             return;
         curl_easy_setopt(h, CURLOPT_POST, 1L);
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
@@ -1402,7 +1429,7 @@ static void usage(void)
             "            [--warmup S] [--clients 64] [--bad-clients 10]\n"
             "            [--transports http,shm,tcp]\n"
             "            [--max-size 64M] [--mem-budget 2G] [--keys-per-client 8] [--think-ms 0]\n"
-            "            [--op-timeout-ms 120000]\n"
+            "            [--op-timeout-ms 120000] [--bad-sources 1]\n"
             "            [--interval 1] [--bucket NAME] [--seed N] [--out FILE.json]\n"
             "            [--inject-wrong-byte 1] (checks the checker: exits 1)\n"
             "credentials: --access-key/--secret-key or WHARF_ACCESS_KEY/WHARF_SECRET_KEY\n");
@@ -1451,7 +1478,7 @@ int main(int argc, char **argv)
     uint64_t child_size = 0;
     P = (sk_params_t){.region = "us-east-1", .transports = "http,shm,tcp", .duration = 600,
                       .warmup = -1, .interval = 1, .clients = 64, .bad_clients = 10,
-                      .keys_per_client = 8, .op_timeout_ms = 120000, .max_size = 64 * WB_MIB, .mem_budget = 2 * WB_GIB};
+                      .keys_per_client = 8, .op_timeout_ms = 120000, .bad_sources = 1, .max_size = 64 * WB_MIB, .mem_budget = 2 * WB_GIB};
     P.ak = sk_env("WHARF_ACCESS_KEY", "wharfadmin");
     P.sk = sk_env("WHARF_SECRET_KEY", "wharfadmin-secret");
     P.unix_socket = sk_env("WHARF_UNIX_SOCKET", NULL);
@@ -1483,6 +1510,7 @@ int main(int argc, char **argv)
         else if (OPT("--seed")) P.seed = strtoull(v, NULL, 0);
         else if (OPT("--out")) P.out = v;
         else if (OPT("--inject-wrong-byte")) P.inject_wrong = atoi(v);
+        else if (OPT("--bad-sources")) P.bad_sources = atoi(v);
         else if (OPT("--role")) role = v;
         else if (OPT("--key")) key = v;
         else if (OPT("--size")) child_size = strtoull(v, NULL, 0);
@@ -1619,13 +1647,13 @@ int main(int argc, char **argv)
     json_object_set_new(root, "environment", wb_env_json(P.transports));
     json_object_set_new(
         root, "parameters",
-        json_pack("{s:s,s:f,s:f,s:f,s:i,s:i,s:s,s:I,s:I,s:i,s:i,s:i,s:s,s:I,s:i}", "endpoint",
+        json_pack("{s:s,s:f,s:f,s:f,s:i,s:i,s:s,s:I,s:I,s:i,s:i,s:i,s:b,s:s,s:I,s:i}", "endpoint",
                   P.endpoint, "duration_s", P.duration, "warmup_s", P.warmup, "interval_s",
                   P.interval, "clients", (int)P.clients, "bad_clients", (int)P.bad_clients,
                   "transports", P.transports, "max_object_bytes", (json_int_t)P.max_size,
                   "mem_budget_bytes", (json_int_t)P.mem_budget, "keys_per_client",
                   (int)P.keys_per_client, "think_ms", (int)P.think_ms, "op_timeout_ms",
-                  (int)P.op_timeout_ms, "bucket", P.bucket,
+                  (int)P.op_timeout_ms, "bad_sources", P.bad_sources, "bucket", P.bucket,
                   "seed", (json_int_t)P.seed, "server_pid", P.pid));
     json_t *ops = json_object(), *lat = json_object();
     uint64_t total_ops = 0;
