@@ -105,6 +105,17 @@ wh_status_t store_writer_write(store_writer_t *w, const void *p, size_t n);
 uint64_t store_writer_size(const store_writer_t *w);
 /* Digests of what was written, valid after any write: md5 hex into out[33]. */
 void store_writer_md5_hex(store_writer_t *w, char out[33]);   /* finalises md5: call once */
+/* Switches a fresh writer to part ETags: instead of one MD5 over the object, the MD5 of each
+ * part_size part, hashed in parallel, combined as S3 combines a multipart upload's parts
+ * ("hex-N"); an object of one part keeps its plain MD5. Call before the first write, and only
+ * where no whole-object MD5 is needed (no Content-MD5 to check, not an UploadPart):
+ * store_writer_md5_hex is then unavailable (it answers ""). */
+void store_writer_use_part_etag(store_writer_t *w, uint64_t part_size);
+/* The ETag of what was written (no quotes): the MD5, or the part form above. Finalises. */
+wh_status_t store_writer_etag(store_writer_t *w, char out[48]);
+/* Part size of part ETags unless configured (WHARF_ETAG_PART_SIZE): objects up to this size
+ * keep the plain MD5 ETag. */
+#define STORE_ETAG_PART_DEFAULT (64ULL << 20)
 uint64_t store_writer_crc64nvme(const store_writer_t *w);
 uint32_t store_writer_crc32c(const store_writer_t *w);
 /* fsync, rename, commit metadata. meta->size/etag are filled by the store if zero/empty.

@@ -38,6 +38,10 @@ struct store_writer {
     uint64_t md5_hashed;        /* bytes the helper has hashed */
     int md5_stop;               /* 1: finish what is written, then exit; 2: exit now */
     int md5_err;                /* status of a failed read-back */
+    /* Part ETags (store_writer_use_part_etag): no whole-object MD5 at all; parts of
+     * part_size are hashed in parallel by `etag` once the object outgrows the inline size. */
+    uint64_t part_size;         /* 0: whole-object MD5 (the default) */
+    struct store_etag *etag;
 };
 
 /* 32 random lowercase hex chars (upload ids). */

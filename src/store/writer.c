@@ -4,6 +4,7 @@
 #include "base/crc.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "store/etag.h"
 #include "store/store_int.h"
 
 #include <errno.h>
@@ -134,6 +135,19 @@ wh_status_t store_writer_write(store_writer_t *w, const void *p, size_t n)
     w->crc64 = wh_crc64nvme(w->crc64, p, n);
     w->crc32c = wh_crc32c(w->crc32c, p, n);
     w->size += n;
+    if (w->part_size) { /* part ETags: inline while small, then parallel helpers from 0 */
+        if (w->etag) {
+            store_etag_avail(w->etag, w->size);
+        } else if (w->size < STORE_MD5_THREAD_MIN ||
+                   store_etag_start(w->dw, w->part_size, &w->etag) != WH_OK) {
+            wh_md5_update(&w->md5, p, n);
+            if (w->size >= STORE_MD5_THREAD_MIN)
+                w->part_size = 0; /* no helpers: stay a plain MD5, inline */
+        } else {
+            store_etag_avail(w->etag, w->size);
+        }
+        return WH_OK;
+    }
     if (w->md5_threaded) {
         pthread_mutex_lock(&w->md5_lock);
         w->md5_avail = w->size;
@@ -187,6 +201,35 @@ wh_status_t store_writer_append(store_writer_t *w, store_reader_t *r, uint64_t o
     return WH_OK;
 }
 
+void store_writer_use_part_etag(store_writer_t *w, uint64_t part_size)
+{
+    if (w->size == 0 && !w->md5_done && part_size >= STORE_MD5_THREAD_MIN)
+        w->part_size = part_size;
+}
+
+wh_status_t store_writer_etag(store_writer_t *w, char out[48])
+{
+    if (!w->part_size || !w->etag) { /* a plain MD5 (also a small part-ETag object) */
+        char m[33];
+        store_writer_md5_hex(w, m);
+        memcpy(out, m, 33);
+        return w->broken ? WH_ERR_IO : WH_OK;
+    }
+    store_etag_t *e = w->etag;
+    w->etag = NULL;
+    wh_status_t s = store_etag_finish(e, w->size, out);
+    if (s != WH_OK) {
+        wh_error("store", "reading back written bytes for the etag failed: %s",
+                 wh_status_str(s));
+        w->broken = true;
+        out[0] = '\0';
+    }
+    wh_md5_free(&w->md5);
+    w->md5_done = true;
+    w->md5_hex[0] = '\0';
+    return s;
+}
+
 uint64_t store_writer_size(const store_writer_t *w)
 {
     return w->size;
@@ -194,6 +237,10 @@ uint64_t store_writer_size(const store_writer_t *w)
 
 void store_writer_md5_hex(store_writer_t *w, char out[33])
 {
+    if (w->part_size && w->etag) {
+        out[0] = '\0'; /* part ETags: there is no whole-object MD5 */
+        return;
+    }
     if (!w->md5_done) {
         store_md5_join(w, 1);
         uint8_t d[WH_MD5_LEN];
@@ -224,6 +271,7 @@ void store_writer_free(store_writer_t *w)
     if (!w)
         return;
     store_md5_join(w, 2);
+    store_etag_abort(w->etag);
     w->dw->data->ops->writer_free(w->dw);
     if (!w->md5_done)
         wh_md5_free(&w->md5);
@@ -235,6 +283,7 @@ void store_writer_abort(store_writer_t *w)
     if (!w)
         return;
     store_md5_join(w, 2);
+    store_etag_abort(w->etag);
     w->dw->data->ops->writer_abort(w->dw);
     if (!w->md5_done)
         wh_md5_free(&w->md5);
@@ -255,8 +304,8 @@ wh_status_t store_writer_commit(store_writer_t *w, const char *bucket, const cha
         s = WH_ERR_INVALID;
         goto err;
     }
-    char md5[33];
-    store_writer_md5_hex(w, md5); /* may mark the writer broken */
+    char md5[48];
+    store_writer_etag(w, md5); /* may mark the writer broken */
     if (w->broken) {
         s = WH_ERR_IO;
         goto err;
