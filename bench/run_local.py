@@ -35,6 +35,7 @@ def main():
     ap.add_argument("--rdma-mem", default=None, help="wharfd --rdma-mem")
     ap.add_argument("--data", default=None, help="data directory (default: a temporary one)")
     ap.add_argument("--log-level", default="warn")
+    ap.add_argument("--copy-threads", default=None, help="wharfd --copy-threads")
     ap.add_argument("--timeout", type=int, default=3600, help="bound on the whole run, seconds")
     a = ap.parse_args(argv)
     if not rest:
@@ -42,6 +43,8 @@ def main():
     extra = []
     if a.rdma_mem:
         extra += ["--rdma-mem", a.rdma_mem]
+    if a.copy_threads:
+        extra += ["--copy-threads", a.copy_threads]
     cmd = [os.path.join(bl.build_dir(), "bench", "wharf_bench")] + rest
     srv = WharfServer(data_dir=a.data, extra_args=extra, providers=a.providers,
                       log_level=a.log_level)

@@ -35,6 +35,8 @@ static void usage(FILE *f)
             "  --rdma-mem SIZE      registered buffer budget for RDMA (default 256M); a bare\n"
             "                       number is bytes, K/M/G/T (KiB/MiB/GiB/TiB) multiply by 1024^n\n"
             "  --shm-trust-local    serve shm to TCP peers too (trusted single-user hosts only)\n"
+            "  --copy-threads N     copy threads of the direct path (bound shm, GPU memory),\n"
+            "                       shared by the requests in flight (default: one per core)\n"
             "  --meta URL           metadata in PostgreSQL (postgresql://USER@HOST:PORT/DB)\n"
             "                       instead of SQLite in DIR\n"
             "  --reserve BYTES      space held back so deletes work on a full disk (default 8M;\n"
@@ -89,7 +91,7 @@ int main(int argc, char **argv)
     const char *listen_arg = NULL;
     wh_log_level_t lvl = WH_LOG_INFO;
 
-    enum { O_DATA = 1, O_LISTEN, O_UNIX, O_REGION, O_LOG, O_PROV, O_MEM, O_SHM, O_HELP, O_META,
+    enum { O_DATA = 1, O_LISTEN, O_UNIX, O_REGION, O_LOG, O_PROV, O_MEM, O_SHM, O_COPY, O_HELP, O_META,
            O_RESERVE, O_HIGH_WATER };
     static const struct option opts[] = {
         {"data", required_argument, NULL, O_DATA},
@@ -100,6 +102,7 @@ int main(int argc, char **argv)
         {"providers", required_argument, NULL, O_PROV},
         {"rdma-mem", required_argument, NULL, O_MEM},
         {"shm-trust-local", no_argument, NULL, O_SHM},
+        {"copy-threads", required_argument, NULL, O_COPY},
         {"help", no_argument, NULL, O_HELP},
         {"meta", required_argument, NULL, O_META},
         {"reserve", required_argument, NULL, O_RESERVE},
@@ -144,6 +147,14 @@ int main(int argc, char **argv)
         case O_SHM:
             cfg.rdma.shm_trust_local = true;
             break;
+        case O_COPY: {
+            char *end = NULL;
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (!*optarg || *end || v == 0 || v > 64)
+                return bad_usage("--copy-threads wants a count 1..64, got '%s'", optarg);
+            cfg.rdma.copy_threads = (unsigned)v;
+            break;
+        }
         case O_HELP:
             usage(stdout);
             return 0;
