@@ -39,6 +39,11 @@
 #define RDMA_POOL_WAIT_MS 5000
 #define RDMA_DIRECT_WINDOW (8u << 20) /* bytes per mmap window on the direct path */
 #define RDMA_DIRECT_MAX_THREADS 64    /* bound on copy threads per request */
+#ifdef MADV_POPULATE_READ
+#define RDMA_MADV_POPULATE_READ MADV_POPULATE_READ
+#else
+#define RDMA_MADV_POPULATE_READ 22 /* Linux 5.14; older kernels answer EINVAL: faults instead */
+#endif
 
 typedef struct rdma_prov {
     const xfer_provider_t *info; /* the xfer table's entry */
@@ -526,6 +531,7 @@ typedef struct get_direct {
     int fd;
     uint64_t off, len, nwin;
     uint64_t *crc;         /* per window */
+    const uint8_t *map;    /* the whole range, mapped once (d->off is at map + delta) */
     uint64_t next;         /* next window to take (atomic) */
     int read_err;          /* first mmap errno (atomic, 0 = none) */
     wh_status_t st;        /* first transfer failure (atomic) */
@@ -539,18 +545,12 @@ static void *get_direct_worker(void *arg)
         if (k >= d->nwin || __atomic_load_n(&d->read_err, __ATOMIC_RELAXED) ||
             __atomic_load_n(&d->st, __ATOMIC_RELAXED) != WH_OK)
             break;
-        uint64_t at = d->off + k * RDMA_DIRECT_WINDOW;
         size_t n = (size_t)WH_MIN((uint64_t)RDMA_DIRECT_WINDOW, d->len - k * RDMA_DIRECT_WINDOW);
-        uint64_t aoff = at & ~(uint64_t)4095, delta = at - aoff;
-        void *m = mmap(NULL, (size_t)delta + n, PROT_READ, MAP_SHARED | MAP_POPULATE, d->fd,
-                       (off_t)aoff);
-        if (m == MAP_FAILED) {
-            int zero = 0;
-            __atomic_compare_exchange_n(&d->read_err, &zero, errno, false, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE);
-            break;
-        }
-        const uint8_t *src = (const uint8_t *)m + delta;
+        const uint8_t *src = d->map + k * RDMA_DIRECT_WINDOW;
+        /* Fault the window in here, in parallel with the other workers (one mapping for the
+         * request: unmapping per window made every worker's munmap a TLB shootdown). */
+        uintptr_t pa = (uintptr_t)src & ~(uintptr_t)4095;
+        madvise((void *)pa, (uintptr_t)src + n - pa, RDMA_MADV_POPULATE_READ);
         /* A transport that checksums inside its copy saves a pass over memory (GPU memory:
          * the host's memory bandwidth, not a core, bounds the copy). */
         wh_status_t st = xfer_batch_post_crc(d->b, src, n, k * RDMA_DIRECT_WINDOW, &d->crc[k]);
@@ -559,7 +559,6 @@ static void *get_direct_worker(void *arg)
             st = xfer_batch_post(d->b, XFER_OP_WRITE, NULL, (void *)(uintptr_t)src, n,
                                  k * RDMA_DIRECT_WINDOW, 0);
         }
-        munmap(m, (size_t)delta + n);
         if (st != WH_OK) {
             wh_status_t ok = WH_OK;
             __atomic_compare_exchange_n(&d->st, &ok, st, false, __ATOMIC_ACQ_REL,
@@ -588,6 +587,14 @@ static wh_status_t get_direct_run(srv_rdma_t *r, xfer_batch_t *b, int fd, uint64
     d.crc = malloc(d.nwin * sizeof *d.crc);
     if (!d.crc)
         return WH_ERR_NOMEM;
+    uint64_t aoff = off & ~(uint64_t)4095, delta = off - aoff;
+    void *m = mmap(NULL, (size_t)(delta + len), PROT_READ, MAP_SHARED, fd, (off_t)aoff);
+    if (m == MAP_FAILED) {
+        *read_err = errno;
+        free(d.crc);
+        return WH_ERR_IO;
+    }
+    d.map = (const uint8_t *)m + delta;
     pthread_t th[RDMA_DIRECT_MAX_THREADS];
     unsigned nth = 0, active = __atomic_add_fetch(&r->direct_active, 1, __ATOMIC_ACQ_REL);
     unsigned want = r->copy_threads / active;
@@ -600,6 +607,7 @@ static wh_status_t get_direct_run(srv_rdma_t *r, xfer_batch_t *b, int fd, uint64
     for (unsigned i = 0; i < nth; i++)
         pthread_join(th[i], NULL);
     __atomic_sub_fetch(&r->direct_active, 1, __ATOMIC_ACQ_REL);
+    munmap(m, (size_t)(delta + len));
     wh_status_t st = d.read_err ? WH_ERR_IO : d.st;
     *read_err = d.read_err;
     if (st == WH_OK) {
