@@ -148,15 +148,21 @@ echo "fuzz-campaign: ${nd} drivers x ${RUNS} runs in ${nchunks} chunk(s) of ${CH
 xargs -P "$JOBS" -L 1 bash -c 'run_one "$@"' _ < "$tasks"
 t_end=$(date +%s)
 
-# Merge what the workers found into the committed corpora; keep the failures as regressions.
-for n in "${names[@]}"; do
-  c0=$(find "fuzz/corpus/$n" -type f | wc -l)
+# Merge what the workers found into the committed corpora (one merge per driver, in parallel);
+# keep the failures as regressions.
+merge_one() {
+  local n=$1
   if [ "$MERGE" = 1 ] && [ -n "$(ls -A "$WORK/$n/new")" ]; then
     "$(bin "$n")" -merge=1 -rss_limit_mb=2048 -timeout=25 "fuzz/corpus/$n" "$WORK/$n/new" \
       > "$WORK/$n/merge.log" 2>&1 || echo "fuzz-campaign: merge of $n failed (see $WORK/$n/merge.log)" >&2
   fi
-  c1=$(find "fuzz/corpus/$n" -type f | wc -l)
-  echo "$c0 $c1" > "$WORK/$n/corpus.count"
+}
+export -f merge_one
+export MERGE
+for n in "${names[@]}"; do find "fuzz/corpus/$n" -type f | wc -l > "$WORK/$n/corpus.before"; done
+printf '%s\n' "${names[@]}" | xargs -P "$JOBS" -I{} bash -c 'merge_one {}'
+for n in "${names[@]}"; do
+  echo "$(cat "$WORK/$n/corpus.before") $(find "fuzz/corpus/$n" -type f | wc -l)" > "$WORK/$n/corpus.count"
   for a in "$WORK/$n/artifacts"/*; do
     [ -f "$a" ] || continue
     case "$(basename "$a")" in crash-*|timeout-*|oom-*|leak-*) ;; *) continue ;; esac
