@@ -1,5 +1,7 @@
 #!/usr/bin/python3
-"""B4/B5: checkpoint save and restore of a synthetic N GiB state dict (CPU tensors here).
+"""B4/B5: checkpoint save and restore of a synthetic N GiB state dict (CPU tensors, or GPU
+tensors with --device cuda: restore then lands in GPU memory, through wharfd's direct path
+where the host has one).
 
 Arms, paired in one run (A B C A B C ..., each repeat r writes and reads key-r):
   rdma   wharf.torch.save / load over ofi+shm (the server moves the bytes)
@@ -48,6 +50,21 @@ def state_dict(total_bytes):
             "step": 100, "epoch": 1}
 
 
+def to_device(obj, dev):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(dev)
+    if isinstance(obj, dict):
+        return {k: to_device(v, dev) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [to_device(v, dev) for v in obj]
+    return obj
+
+
+def sync(dev):
+    if str(dev).startswith("cuda"):
+        torch.cuda.synchronize()
+
+
 def tensors_of(obj, path="", out=None):
     out = {} if out is None else out
     if isinstance(obj, torch.Tensor):
@@ -72,7 +89,7 @@ def payload_bytes(sd):
     return sum(t.numel() * t.element_size() for t in tensors_of(sd).values())
 
 
-def run_wharf(arm, c, sd, bucket, key, srv, nbytes, do_verify, concurrency):
+def run_wharf(arm, c, sd, bucket, key, srv, nbytes, do_verify, concurrency, dev="cpu"):
     url = f"s3://{bucket}/{key}"
     out = {"arm": arm}
     with cm.Window(srv) as w:
@@ -90,11 +107,13 @@ def run_wharf(arm, c, sd, bucket, key, srv, nbytes, do_verify, concurrency):
     gc.collect()
     lrep = {}
     with cm.Window(srv) as w:
-        got = wt.load(url, client=c, report=lrep)
+        got = wt.load(url, client=c, report=lrep, device=dev)
+        sync(dev)
     out["load"] = dict(wall_s=w.wall_s, gbps=nbytes / w.wall_s / 1e9, bytes=lrep["bytes"],
                        header_s=lrep["header_s"], download_s=lrep["download_s"],
                        rebuild_s=lrep["rebuild_s"], transports=lrep["transports"],
-                       fell_back=lrep["fell_back"], rdma_witness=w.witness(), **w.cpu(nbytes))
+                       fell_back=lrep["fell_back"], arena=lrep.get("arena"),
+                       rdma_witness=w.witness(), **w.cpu(nbytes))
     err = w.gate(arm, "get", nbytes)
     if err:
         out["load"]["error"] = err
@@ -105,7 +124,7 @@ def run_wharf(arm, c, sd, bucket, key, srv, nbytes, do_verify, concurrency):
     return out
 
 
-def run_torch(s3, sd, bucket, key, srv, nbytes, do_verify, concurrency):
+def run_torch(s3, sd, bucket, key, srv, nbytes, do_verify, concurrency, dev="cpu"):
     from boto3.s3.transfer import TransferConfig
     cfg = TransferConfig(multipart_threshold=64 * cm.MiB, multipart_chunksize=64 * cm.MiB,
                          max_concurrency=concurrency, use_threads=True)
@@ -130,7 +149,8 @@ def run_torch(s3, sd, bucket, key, srv, nbytes, do_verify, concurrency):
         s3.download_fileobj(bucket, key, buf, Config=cfg)
         t1 = time.perf_counter()
         buf.seek(0)
-        got = torch.load(buf)
+        got = torch.load(buf, map_location=dev)
+        sync(dev)
         t2 = time.perf_counter()
     out["load"] = dict(wall_s=w.wall_s, gbps=nbytes / w.wall_s / 1e9, bytes=size,
                        download_s=t1 - t0, deserialize_s=t2 - t1, rdma_witness=w.witness(),
@@ -152,12 +172,14 @@ def main():
     cm.common_args(ap)
     ap.add_argument("--gib", type=float, default=2.0)
     ap.add_argument("--arms", default="rdma,http,torch")
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda: the state dict lives there "
+                    "and restores land there")
     a = ap.parse_args()
     arms = a.arms.split(",")
     lim = cm.limits(a)
     srv = cm.start_server(a)
     try:
-        sd = state_dict(int(a.gib * cm.GiB))
+        sd = to_device(state_dict(int(a.gib * cm.GiB)), a.device)
         nbytes = payload_bytes(sd)
         print(f"state dict: {nbytes / cm.GiB:.2f} GiB, {len(tensors_of(sd))} tensors",
               file=sys.stderr)
@@ -172,11 +194,12 @@ def main():
                 key = f"ckpt-{arm}-{r}"
                 print(f"repeat {r} arm {arm}", file=sys.stderr, flush=True)
                 if arm == "torch":
-                    res = run_torch(s3, sd, bucket, key, srv, nbytes, r == 0, a.concurrency)
+                    res = run_torch(s3, sd, bucket, key, srv, nbytes, r == 0, a.concurrency,
+                                    a.device)
                     s3.delete_object(Bucket=bucket, Key=key)
                 else:
                     res = run_wharf(arm, clients[arm], sd, bucket, key, srv, nbytes, r == 0,
-                                    a.concurrency)
+                                    a.concurrency, a.device)
                     cleanup(clients[arm], bucket, key + "/")
                 res["repeat"] = r
                 runs.append(res)
