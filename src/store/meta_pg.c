@@ -179,8 +179,15 @@ static wh_status_t pg_fail(pg_conn_t *c, const PGresult *r, const char *what)
 
 static PGconn *pg_connect(const char *url)
 {
-    const char *const keys[] = {"dbname", "connect_timeout", "application_name", NULL};
-    const char *const vals[] = {url, "3", "wharfd", NULL};
+    /* Bounded waits on a database that stopped answering (a paused or unplugged host): the
+     * connect gives up after 3 s, and unacknowledged traffic or silent keepalives after about
+     * 10 s, so a request then fails with 503 instead of hanging. */
+    /* The URL comes last: what it sets wins over these defaults. */
+    const char *const keys[] = {"connect_timeout", "application_name", "keepalives",
+                                "keepalives_idle", "keepalives_interval", "keepalives_count",
+                                "tcp_user_timeout", "dbname", NULL};
+    const char *const vals[] = {"3", "wharfd", "1", "5", "2", "3", "10000", url, NULL};
+    /* expand_dbname: the "dbname" value is the URL, expanded in place */
     return PQconnectdbParams(keys, vals, 1);
 }
 

@@ -148,6 +148,9 @@ def test_fill_delete_write_restart(tmpfs):
         for k, size in list(stored.items())[12:] + list(more_sizes.items()):
             r = raw.request("GET", f"/{b}/{k}")
             assert r.status == 200 and r.body == _body(int(k[1:]), size), k
+        # Started by letting the reserve go (no free space was needed); until deletes make
+        # room for it again, new writes are refused.
+        assert srv.metrics()["wharf_storage_reserve_bytes"] == 0
         r = raw.request("PUT", f"/{b}/on-full-restart", body=_body(5))
         _assert_full(r)
         assert _delete_objects(raw, b, more).status == 200

@@ -8,6 +8,7 @@ private PostgreSQL started by tests/lib/pgserver.py.
 """
 import hashlib
 import os
+import subprocess
 
 import pytest
 
@@ -130,3 +131,17 @@ def test_postgresql_restart(pg, how):
         assert raw.request("GET", f"/{b}/during").status == 404
         assert raw.request("PUT", f"/{b}/after", body=b"after").status == 200
         assert raw.request("GET", f"/{b}/after").body == b"after"
+
+
+def test_bad_meta_urls_are_refused_clearly(pg, tmp_path):
+    wharfd = WharfServer().binary
+    r = subprocess.run([wharfd, "serve", "--data", str(tmp_path / "d1"), "--meta", "mysql://x/y"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "--meta wants postgresql://" in r.stderr, r
+    # Nothing listens on port 1: the start fails at once, naming the database.
+    (tmp_path / "d2").mkdir()
+    srv = WharfServer(data_dir=str(tmp_path / "d2"),
+                      extra_args=["--meta", "postgresql://postgres@127.0.0.1:1/none"])
+    with pytest.raises(RuntimeError):
+        srv.start(timeout=20)
+    assert "cannot open PostgreSQL metadata" in srv.log_tail(), srv.log_tail()
