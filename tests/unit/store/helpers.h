@@ -159,6 +159,27 @@ static inline char *th_get(store_t *st, const char *bucket, const char *key, siz
     return b;
 }
 
+/* GET through the reader API (any data table, fd or not). */
+static inline char *th_get_reader(store_t *st, const char *bucket, const char *key, size_t *n,
+                                  wh_status_t *status)
+{
+    store_obj_meta_t m;
+    store_reader_t *r = NULL;
+    *status = store_object_reader(st, bucket, key, &m, &r);
+    if (*status != WH_OK)
+        return NULL;
+    *n = (size_t)store_reader_size(r);
+    char *b = malloc(*n + 1);
+    *status = store_reader_pread(r, b, *n, 0);
+    store_reader_close(r);
+    store_obj_meta_free(&m);
+    if (*status != WH_OK) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
 /* Number of regular files in DIR/sub and its subdirectories (one level). */
 static inline int th_count_files(const char *dir, const char *sub)
 {
