@@ -45,6 +45,8 @@ wh_layer_probe(s3 LINK wh_s3 ALLOW s3/sigv4.h base/util.h
   DENY xfer/xfer.h store/store.h server/server.h client/internal.h)
 wh_layer_probe(store LINK wh_store ALLOW store/store.h base/util.h
   DENY server/server.h xfer/xfer.h s3/sigv4.h client/internal.h)
+wh_layer_probe(cluster LINK wh_cluster ALLOW cluster/itoken.h store/store.h xfer/xfer.h base/util.h
+  DENY server/server.h s3/sigv4.h client/internal.h)
 wh_layer_probe(server LINK wh_server ALLOW server/server.h store/store.h s3/sigv4.h xfer/xfer.h
   DENY client/internal.h cli/cli.h)
 wh_layer_probe(client LINK wh_client ALLOW client/internal.h wharf/wharf.h s3/sigv4.h xfer/xfer.h

@@ -1,0 +1,79 @@
+/* The internal token: what a gateway signs for a storage server, once per chunk operation.
+ *
+ * Every request from a gateway to a storage server carries one in the x-wharf-itoken header.
+ * It names the operation, the chunk, the byte range, the expiry, what the gateway verified
+ * about the S3 client (its HTTP peer address; over the Unix socket the SO_PEERCRED pid and
+ * uid) and, for RDMA operations, the client's memory token (already narrowed by the gateway
+ * to the sub-region this chunk lands in). The storage server verifies it with
+ * cl_itoken_verify before it reads or writes a byte, on the HTTP and the RDMA path alike, and
+ * answers 403 otherwise. The key is WHARF_CLUSTER_SECRET, shared by gateways and storage
+ * servers.
+ *
+ * Wire form (one line of printable ASCII, fields separated by '|'):
+ *   wit1|OP|CHUNK|OFF|LEN|EXP|PEER|ADDR|PID|UID|MTOK|MAC
+ * OP is get, put, del, rget (storage writes into client memory: an S3 GET) or rput (storage
+ * reads client memory: an S3 PUT); CHUNK is the chunk id (32 lowercase hex); OFF and LEN are
+ * lowercase hex (the range inside the chunk; for put/rput LEN is the whole chunk); EXP is a
+ * decimal Unix time; PEER is tcp or unix; ADDR the client's address ("127.0.0.1:4711" or
+ * "unix"); PID and UID decimal (0 and 4294967295 when not known); MTOK the memory token or
+ * "-"; MAC the lowercase hex HMAC-SHA256 of everything before "|MAC". */
+#ifndef WH_CLUSTER_ITOKEN_H
+#define WH_CLUSTER_ITOKEN_H
+
+#include "base/status.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define CL_CHUNK_ID_LEN 32
+#define CL_ITOKEN_MAX 1800      /* the memory token is at most 1200 bytes */
+#define CL_ITOKEN_MAX_LIFE 300  /* seconds: a token whose expiry is further away is refused */
+#define CL_ITOKEN_HEADER "x-wharf-itoken"
+
+typedef enum {
+    CL_OP_GET = 1,  /* HTTP: storage sends [off, off+len) of the chunk */
+    CL_OP_PUT = 2,  /* HTTP: storage receives the chunk's len bytes */
+    CL_OP_DEL = 3,  /* storage deletes the chunk (garbage collection) */
+    CL_OP_RGET = 4, /* RDMA: storage writes [off, off+len) into the memory token's region */
+    CL_OP_RPUT = 5, /* RDMA: storage reads the chunk (len bytes) from the memory token */
+} cl_op_t;
+
+typedef struct cl_itoken {
+    cl_op_t op;
+    char chunk[CL_CHUNK_ID_LEN + 1];
+    uint64_t off, len;
+    int64_t expires;       /* Unix seconds */
+    bool peer_unix;        /* the S3 client came over the gateway's Unix socket */
+    char peer_addr[64];    /* "127.0.0.1:54321" or "unix" */
+    pid_t peer_pid;        /* SO_PEERCRED, 0 when not known */
+    uid_t peer_uid;        /* SO_PEERCRED, (uid_t)-1 when not known */
+    char mtok[1201];       /* the client's memory token for rget/rput, else "" */
+} cl_itoken_t;
+
+const char *cl_op_name(cl_op_t op);
+
+/* Signs t with key into out (NUL-terminated). WH_ERR_INVALID when a field cannot be carried
+ * (a '|' or a non-printable byte in the address or memory token, a bad chunk id), with the
+ * field named in err. */
+wh_status_t cl_itoken_sign(const void *key, size_t klen, const cl_itoken_t *t, char *out,
+                           size_t outlen, char *err, size_t errlen);
+
+/* Parses s (len bytes, need not be NUL-terminated), checks the MAC (constant time) and the
+ * expiry against now: expired or valid for more than CL_ITOKEN_MAX_LIFE seconds is refused.
+ * WH_ERR_INVALID for a malformed token (field named), WH_ERR_AUTH for a bad MAC or expiry;
+ * reason in err. *out is filled only on WH_OK. */
+wh_status_t cl_itoken_verify(const void *key, size_t klen, const char *s, size_t len,
+                             time_t now, cl_itoken_t *out, char *err, size_t errlen);
+
+/* Parses without checking the MAC (for the fuzzer and for logs). */
+wh_status_t cl_itoken_parse(const char *s, size_t len, cl_itoken_t *out, size_t *mac_at,
+                            char *err, size_t errlen);
+
+/* A fresh random chunk id (32 lowercase hex). */
+wh_status_t cl_chunk_id_new(char out[CL_CHUNK_ID_LEN + 1]);
+bool cl_chunk_id_valid(const char *s, size_t len);
+
+#endif

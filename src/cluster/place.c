@@ -1,0 +1,53 @@
+/* Weighted rendezvous hashing (see place.h). */
+#include "cluster/place.h"
+#include "base/digest.h"
+
+#include <math.h>
+#include <string.h>
+
+double cl_place_score(const char *chunk_id, const char *node_id, uint64_t free_bytes)
+{
+    uint8_t h[WH_SHA256_LEN];
+    char buf[256];
+    size_t a = strlen(chunk_id), b = strlen(node_id);
+    if (a + b + 1 > sizeof buf) {
+        a = a > 127 ? 127 : a;
+        b = b > 127 ? 127 : b;
+    }
+    memcpy(buf, chunk_id, a);
+    buf[a] = '/';
+    memcpy(buf + a + 1, node_id, b);
+    wh_sha256(buf, a + 1 + b, h);
+    uint64_t x = 0;
+    for (int i = 0; i < 8; i++)
+        x = x << 8 | h[i];
+    /* 53 random bits into (0, 1): never 0, never 1, so -ln(u) is finite and positive. */
+    double u = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
+    double w = (double)(free_bytes ? free_bytes : 1ULL << 30) / (double)(1ULL << 30);
+    return w / -log(u);
+}
+
+size_t cl_place(const cl_place_node_t *nodes, size_t n, const char *chunk_id, unsigned replicas,
+                size_t *out)
+{
+    double best[CL_MAX_REPLICAS];
+    size_t k = 0;
+    if (replicas > CL_MAX_REPLICAS)
+        replicas = CL_MAX_REPLICAS;
+    for (size_t i = 0; i < n; i++) {
+        double s = cl_place_score(chunk_id, nodes[i].id, nodes[i].free_bytes);
+        size_t j = k < replicas ? k++ : replicas;
+        if (j == replicas && s <= best[replicas - 1])
+            continue;
+        if (j == replicas)
+            j = replicas - 1;
+        while (j > 0 && best[j - 1] < s) { /* insertion into the sorted top list */
+            best[j] = best[j - 1];
+            out[j] = out[j - 1];
+            j--;
+        }
+        best[j] = s;
+        out[j] = i;
+    }
+    return k;
+}

@@ -1,0 +1,27 @@
+/* Placement: which storage servers hold a chunk. Weighted rendezvous hashing (highest random
+ * weight): every (chunk, node) pair gets a score weight / -ln(u), u a hash of both ids mapped
+ * into (0, 1), and the chunk goes to the nodes with the highest scores. Deterministic for a
+ * given membership, spreads chunks in proportion to the weights (free space), and when a node
+ * joins or leaves only the chunks whose top set changes move. */
+#ifndef WH_CLUSTER_PLACE_H
+#define WH_CLUSTER_PLACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CL_MAX_REPLICAS 3
+
+typedef struct cl_place_node {
+    const char *id;       /* stable node id */
+    uint64_t free_bytes;  /* the weight; 0 counts as 1 GiB so an empty report is not fatal */
+} cl_place_node_t;
+
+/* Writes the indexes of the min(replicas, n) best nodes for chunk_id into out, best first;
+ * returns how many. */
+size_t cl_place(const cl_place_node_t *nodes, size_t n, const char *chunk_id, unsigned replicas,
+                size_t *out);
+
+/* The score itself (exposed for tests). */
+double cl_place_score(const char *chunk_id, const char *node_id, uint64_t free_bytes);
+
+#endif

@@ -1,0 +1,150 @@
+/* Tests of src/cluster/itoken.c: sign/verify round trip, and every way a token is refused:
+ * wrong key, a changed field, expiry, too long a life, malformed fields, op/mtok mismatch. */
+#include "check.h"
+#include "cluster/itoken.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char KEY[] = "cluster-secret";
+#define K KEY, strlen(KEY)
+
+static cl_itoken_t sample(cl_op_t op)
+{
+    cl_itoken_t t;
+    memset(&t, 0, sizeof t);
+    t.op = op;
+    memcpy(t.chunk, "0123456789abcdef0123456789abcdef", 33);
+    t.off = 0x1000;
+    t.len = 0x800000;
+    t.expires = 1700000060;
+    snprintf(t.peer_addr, sizeof t.peer_addr, "127.0.0.1:40000");
+    t.peer_uid = (uid_t)-1;
+    if (op == CL_OP_RGET || op == CL_OP_RPUT) {
+        t.peer_unix = true;
+        snprintf(t.peer_addr, sizeof t.peer_addr, "unix");
+        t.peer_pid = 4242;
+        t.peer_uid = 1000;
+        snprintf(t.mtok, sizeof t.mtok, "7f0000001000:800000:ofi1:shm:0a0b0c:1f");
+    }
+    return t;
+}
+
+static void test_round_trip(void)
+{
+    for (int op = CL_OP_GET; op <= CL_OP_RPUT; op++) {
+        cl_itoken_t t = sample((cl_op_t)op), u;
+        char s[CL_ITOKEN_MAX], err[256] = "";
+        CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_OK);
+        CHECK(cl_itoken_verify(K, s, strlen(s), 1700000000, &u, err, sizeof err) == WH_OK);
+        CHECK(u.op == t.op && u.off == t.off && u.len == t.len && u.expires == t.expires);
+        CHECK_STR(u.chunk, t.chunk);
+        CHECK_STR(u.peer_addr, t.peer_addr);
+        CHECK_STR(u.mtok, t.mtok);
+        CHECK(u.peer_unix == t.peer_unix && u.peer_pid == t.peer_pid &&
+              u.peer_uid == t.peer_uid);
+    }
+}
+
+static void test_refusals(void)
+{
+    cl_itoken_t t = sample(CL_OP_RGET), u;
+    char s[CL_ITOKEN_MAX], m[CL_ITOKEN_MAX], err[256];
+    CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_OK);
+    /* another key */
+    CHECK(cl_itoken_verify("other", 5, s, strlen(s), 1700000000, &u, err, sizeof err) ==
+          WH_ERR_AUTH);
+    CHECK(strstr(err, "signature") != NULL);
+    /* expired, and valid too far ahead */
+    CHECK(cl_itoken_verify(K, s, strlen(s), 1700000061, &u, err, sizeof err) == WH_ERR_AUTH);
+    CHECK(strstr(err, "expired") != NULL);
+    CHECK(cl_itoken_verify(K, s, strlen(s), 1700000060 - CL_ITOKEN_MAX_LIFE - 1, &u, err,
+                           sizeof err) == WH_ERR_AUTH);
+    /* every single-byte change of the signed part is caught */
+    size_t n = strlen(s), caught = 0, tried = 0;
+    for (size_t i = 0; i + 65 < n; i++) {
+        memcpy(m, s, n + 1);
+        m[i] = m[i] == '1' ? '2' : '1';
+        tried++;
+        caught += cl_itoken_verify(K, m, n, 1700000000, &u, err, sizeof err) != WH_OK;
+    }
+    CHECK_EQ_U64(caught, tried);
+    /* a widened range with the old MAC */
+    cl_itoken_t w = t;
+    w.len = 0x1000000;
+    char s2[CL_ITOKEN_MAX];
+    CHECK(cl_itoken_sign(K, &w, s2, sizeof s2, err, sizeof err) == WH_OK);
+    memcpy(m, s2, strlen(s2) - 64);
+    memcpy(m + strlen(s2) - 64, s + strlen(s) - 64, 65);
+    CHECK(cl_itoken_verify(K, m, strlen(m), 1700000000, &u, err, sizeof err) == WH_ERR_AUTH);
+    /* truncated */
+    CHECK(cl_itoken_verify(K, s, n - 1, 1700000000, &u, err, sizeof err) == WH_ERR_INVALID);
+    CHECK(strstr(err, "mac") != NULL);
+}
+
+static void test_malformed(void)
+{
+    static const struct {
+        const char *s, *field;
+    } bad[] = {
+        {"", "fields"},
+        {"wit1|get|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|-", "fields"},
+        {"wit1|get|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|-|x|y", "fields"},
+        {"wit2|get|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|-|"
+         "0000000000000000000000000000000000000000000000000000000000000000", "version"},
+        {"wit1|cat|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|-|"
+         "0000000000000000000000000000000000000000000000000000000000000000", "op"},
+        {"wit1|get|0123456789ABCDEF0123456789abcdef|0|10|1700000060|tcp|a|0|0|-|"
+         "0000000000000000000000000000000000000000000000000000000000000000", "chunk"},
+        {"wit1|get|0123456789abcdef0123456789abcdef|x|10|1700000060|tcp|a|0|0|-|"
+         "0000000000000000000000000000000000000000000000000000000000000000", "off"},
+        {"wit1|get|0123456789abcdef0123456789abcdef|ffffffffffffffff|10|1700000060|tcp|a|0|"
+         "0|-|0000000000000000000000000000000000000000000000000000000000000000", "overflow"},
+        {"wit1|get|0123456789abcdef0123456789abcdef|0|10|-5|tcp|a|0|0|-|"
+         "0000000000000000000000000000000000000000000000000000000000000000", "exp"},
+        {"wit1|get|0123456789abcdef0123456789abcdef|0|10|1700000060|udp|a|0|0|-|"
+         "0000000000000000000000000000000000000000000000000000000000000000", "peer"},
+        {"wit1|get|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp||0|0|-|"
+         "0000000000000000000000000000000000000000000000000000000000000000", "addr"},
+        {"wit1|get|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|1:2:ofi1|"
+         "0000000000000000000000000000000000000000000000000000000000000000", "mtok"},
+        {"wit1|rget|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|-|"
+         "0000000000000000000000000000000000000000000000000000000000000000", "mtok"},
+        {"wit1|get|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|-|"
+         "000000000000000000000000000000000000000000000000000000000000000g", "mac"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cl_itoken_t u;
+        char err[256] = "";
+        wh_status_t st = cl_itoken_verify(K, bad[i].s, strlen(bad[i].s), 1700000000, &u, err,
+                                          sizeof err);
+        CHECK(st == WH_ERR_INVALID);
+        if (!strstr(err, bad[i].field))
+            fprintf(stderr, "case %zu: '%s' does not name '%s'\n", i, err, bad[i].field);
+        CHECK(strstr(err, bad[i].field) != NULL);
+    }
+}
+
+static void test_sign_refuses(void)
+{
+    char s[CL_ITOKEN_MAX], err[256];
+    cl_itoken_t t = sample(CL_OP_GET);
+    snprintf(t.peer_addr, sizeof t.peer_addr, "a|b");
+    CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_ERR_INVALID);
+    t = sample(CL_OP_RPUT);
+    t.mtok[0] = '\0';
+    CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_ERR_INVALID);
+    t = sample(CL_OP_GET);
+    CHECK(cl_itoken_sign(K, &t, s, 40, err, sizeof err) == WH_ERR_INVALID);
+    char id[33];
+    CHECK(cl_chunk_id_new(id) == WH_OK && cl_chunk_id_valid(id, strlen(id)));
+}
+
+int main(void)
+{
+    RUN(test_round_trip);
+    RUN(test_refusals);
+    RUN(test_malformed);
+    RUN(test_sign_refuses);
+    return check_done();
+}
