@@ -2,6 +2,7 @@
 #include "base/defaults.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "server/roles.h"
 #include "server/server.h"
 
 #include <getopt.h>
@@ -18,6 +19,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: wharfd serve --data DIR --listen HOST:PORT [options]\n"
+            "       wharfd gateway --meta URL --listen HOST:PORT [options]  (a cluster's S3 front)\n"
+            "       wharfd storage --meta URL --data DIR --listen HOST:PORT  (a cluster's storage)\n"
             "       wharfd --help | --version\n"
             "\n"
             "An S3-compatible object server whose data path can bypass HTTP: a signed request\n"
@@ -82,6 +85,10 @@ int main(int argc, char **argv)
         printf("wharfd %s\n", SRV_VERSION);
         return 0;
     }
+    if (argc >= 2 && strcmp(argv[1], "storage") == 0)
+        return srv_storage_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "gateway") == 0)
+        return srv_gateway_main(argc, argv);
     if (argc < 2 || strcmp(argv[1], "serve") != 0)
         return bad_usage("expected the command 'serve', got '%s'", argc < 2 ? "" : argv[1]);
 

@@ -1,0 +1,73 @@
+/* The gateway's chunk client: internal requests to storage servers over libcurl, many at once
+ * (one curl multi per call), each with its own internal token, retried on the next replica.
+ *
+ * Bounds (documented in docs/cluster.md): connect 1 s; a request that makes no progress
+ * (no byte sent or received) for CL_STALL_MS fails and moves to the next candidate; an RDMA
+ * request, whose reply only comes after the transfer, may take CL_STALL_MS plus 1 s per
+ * 256 MiB. Connections are reused through one shared connection cache. */
+#ifndef WH_CLUSTER_CLIENT_H
+#define WH_CLUSTER_CLIENT_H
+
+#include "base/status.h"
+#include "cluster/itoken.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CL_STALL_MS 3000
+#define CL_CONNECT_MS 1000
+#define CL_MAX_CANDIDATES 8
+
+typedef struct cl_client cl_client_t;
+
+/* What the gateway verified about the S3 client; goes into every token. */
+typedef struct cl_peer {
+    bool is_unix;
+    int pid;
+    unsigned uid;
+    char addr[64];
+} cl_peer_t;
+
+typedef struct cl_job {
+    /* in */
+    cl_op_t op;
+    const char *chunk;
+    uint64_t off, len;          /* range in the chunk (put/rput: off 0, len the chunk) */
+    const char *cand[CL_MAX_CANDIDATES]; /* storage addresses "host:port", tried in order */
+    uint32_t cand_id[CL_MAX_CANDIDATES]; /* their node ids (reported back in used_id) */
+    size_t ncand;
+    const void *body;           /* put: len bytes */
+    void *dst;                  /* get: len bytes */
+    char mtok[1201];            /* rget/rput: the memory token narrowed to this chunk */
+    /* out */
+    wh_status_t st;
+    int http;                   /* last HTTP status (0: no reply) */
+    size_t used;                /* index of the candidate that served it */
+    uint32_t used_id;
+    uint64_t bytes, crc;        /* x-wharf-bytes / x-wharf-crc64nvme (get: computed here) */
+    unsigned attempts;
+    char err[256];
+    /* private */
+    size_t _pos;
+    size_t _try;
+    void *_easy;
+    void *_hdrs;
+} cl_job_t;
+
+wh_status_t cl_client_new(const char *secret, cl_client_t **out);
+void cl_client_free(cl_client_t *c); /* NULL-safe */
+
+/* Runs every job, at most parallel at a time, each against its candidates in order until one
+ * succeeds. Returns WH_OK when all succeeded, else the first failure (each job has its own
+ * st and err). peer is put into every token. */
+wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned parallel,
+                          const cl_peer_t *peer);
+
+/* Counters for /metrics. */
+typedef struct cl_client_stats {
+    uint64_t requests, failures, retries;
+} cl_client_stats_t;
+void cl_client_stats(cl_client_t *c, cl_client_stats_t *out);
+
+#endif

@@ -1,0 +1,190 @@
+/* The cluster roles' command lines: `wharfd storage ...` and `wharfd gateway ...`.
+ * main.c dispatches here by the first argument; `wharfd serve` stays in main.c. */
+#include "server/roles.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "server/storage.h"
+
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int role_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: wharfd storage --meta postgresql://USER@HOST:PORT/DB --data DIR\n"
+            "                      --listen HOST:PORT [--providers LIST] [--rdma-mem BYTES]\n"
+            "\n"
+            "A storage server of a cluster: registers itself in the metadata database\n"
+            "(address, capacity, heartbeat), keeps chunks under DIR, serves gateways over an\n"
+            "internal HTTP API and moves bytes to and from client memory by RDMA itself.\n"
+            "Every internal request must carry a token signed with WHARF_CLUSTER_SECRET\n"
+            "(environment; the same on every gateway and storage server).\n"
+            "\n"
+            "  --listen HOST:PORT   address of the internal API; gateways reach it there, so\n"
+            "                       give an address they can route to (not 0.0.0.0)\n"
+            "  --providers LIST     RDMA providers: shm,tcp (default) or none\n"
+            "  --rdma-mem BYTES     registered buffer budget (default 256M; K/M/G ok)\n"
+            "  --log-level LEVEL    error, warn, info (default), debug, trace\n");
+    return 0;
+}
+
+static int bad(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "wharfd: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nrun 'wharfd %s --help' for the options\n", "storage");
+    return 2;
+}
+
+int srv_parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s || (size_t)(colon - s) >= hostlen)
+        return -1;
+    uint64_t p;
+    if (wh_parse_u64(colon + 1, strlen(colon + 1), &p) != 0 || p == 0 || p > 65535)
+        return -1;
+    memcpy(host, s, (size_t)(colon - s));
+    host[colon - s] = '\0';
+    *port = (uint16_t)p;
+    return 0;
+}
+
+int srv_parse_bytes(const char *s, uint64_t *out)
+{
+    size_t n = strlen(s);
+    uint64_t mult = 1;
+    if (n && strchr("kK", s[n - 1]))
+        mult = 1ULL << 10;
+    else if (n && strchr("mM", s[n - 1]))
+        mult = 1ULL << 20;
+    else if (n && strchr("gG", s[n - 1]))
+        mult = 1ULL << 30;
+    if (mult > 1)
+        n--;
+    uint64_t v;
+    if (n == 0 || wh_parse_u64(s, n, &v) != 0 || v > UINT64_MAX / mult)
+        return -1;
+    *out = v * mult;
+    return 0;
+}
+
+const char *srv_cluster_secret(void)
+{
+    const char *s = getenv("WHARF_CLUSTER_SECRET");
+    if (!s || strlen(s) < 16) {
+        fprintf(stderr, "wharfd: WHARF_CLUSTER_SECRET must be set to the cluster's shared "
+                        "secret (16 characters or more), the same on every gateway and "
+                        "storage server\n");
+        return NULL;
+    }
+    return s;
+}
+
+/* Blocks TERM/INT in every thread (MHD's inherit the mask) and waits for one. */
+static void wait_for_signal(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    int sig = 0;
+    sigwait(&set, &sig);
+    wh_info("main", "signal received sig=%s, shutting down", sig == SIGTERM ? "TERM" : "INT");
+}
+
+void srv_block_signals(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+int srv_storage_main(int argc, char **argv)
+{
+    srv_storage_config_t cfg;
+    srv_storage_config_init(&cfg);
+    char host[64] = "127.0.0.1";
+    bool have_listen = false;
+    wh_log_level_t lvl = WH_LOG_INFO;
+    enum { O_META = 1, O_DATA, O_LISTEN, O_PROV, O_MEM, O_LOG, O_HELP };
+    static const struct option opts[] = {
+        {"meta", required_argument, NULL, O_META},
+        {"data", required_argument, NULL, O_DATA},
+        {"listen", required_argument, NULL, O_LISTEN},
+        {"providers", required_argument, NULL, O_PROV},
+        {"rdma-mem", required_argument, NULL, O_MEM},
+        {"log-level", required_argument, NULL, O_LOG},
+        {"help", no_argument, NULL, O_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    optind = 2;
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case O_META:
+            cfg.meta_url = optarg;
+            break;
+        case O_DATA:
+            cfg.data_dir = optarg;
+            break;
+        case O_LISTEN:
+            if (srv_parse_listen(optarg, host, sizeof host, &cfg.listen_port) != 0)
+                return bad("--listen wants HOST:PORT (e.g. 10.0.0.2:9100), got '%s'", optarg);
+            have_listen = true;
+            break;
+        case O_PROV:
+            cfg.rdma.providers = optarg;
+            break;
+        case O_MEM:
+            if (srv_parse_bytes(optarg, &cfg.rdma.mem_budget) != 0 || !cfg.rdma.mem_budget)
+                return bad("--rdma-mem wants a byte count such as 256M, got '%s'", optarg);
+            break;
+        case O_LOG:
+            if (wh_log_parse_level(optarg, &lvl) != 0)
+                return bad("--log-level wants error, warn, info, debug or trace, got '%s'",
+                           optarg);
+            break;
+        case O_HELP:
+            return role_usage(stdout);
+        case ':':
+            return bad("option %s needs a value", argv[optind - 1]);
+        default:
+            return bad("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return bad("unexpected argument '%s'", argv[optind]);
+    if (!cfg.data_dir)
+        return bad("%s--data DIR is required", "");
+    if (!cfg.meta_url)
+        return bad("%s--meta postgresql://USER@HOST:PORT/DB is required", "");
+    if (!have_listen)
+        return bad("%s--listen HOST:PORT is required (the address gateways reach)", "");
+    if (!(cfg.secret = srv_cluster_secret()))
+        return 2;
+    cfg.listen_host = host;
+    wh_log_set_level(lvl);
+    srv_block_signals();
+    srv_storage_t *s = NULL;
+    wh_status_t st = srv_storage_start(&cfg, &s);
+    if (st != WH_OK) {
+        fprintf(stderr, "wharfd: cannot start the storage server: %s (see the log above)\n",
+                wh_status_str(st));
+        return 1;
+    }
+    printf("wharfd storage serving http://%s:%u data=%s\n", host, (unsigned)cfg.listen_port,
+           cfg.data_dir);
+    fflush(stdout);
+    wait_for_signal();
+    srv_storage_stop(s);
+    return 0;
+}
