@@ -35,7 +35,14 @@ def free_port():
 
 
 class WharfServer:
-    def __init__(self, data_dir=None, extra_args=(), env=None, providers=None, log_level="info"):
+    def __init__(self, data_dir=None, extra_args=(), env=None, providers=None, log_level="info",
+                 role="serve", host="127.0.0.1", prefix=()):
+        """role: serve (default), gateway or storage (tests/lib/cluster.py starts those);
+        host: the address to listen on; prefix: a command to run wharfd under (e.g.
+        ip netns exec NS)."""
+        self.role = role
+        self.host = host
+        self.prefix = list(prefix)
         self.owns_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="wharf-test-")
         self.port = None
@@ -51,7 +58,7 @@ class WharfServer:
 
     @property
     def endpoint(self):
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     @property
     def unix_socket(self):
@@ -61,10 +68,14 @@ class WharfServer:
     def binary(self):
         return os.path.join(build_dir(), "wharfd")
 
-    def start(self, timeout=15.0):
-        self.port = free_port()
-        args = [self.binary, "serve", "--data", self.data_dir,
-                "--listen", f"127.0.0.1:{self.port}", "--log-level", self.log_level]
+    def start(self, timeout=15.0, port=None):
+        # Cluster members keep their port across restarts (a storage server is known by its
+        # address); a plain server takes a fresh one each start.
+        self.port = port or (self.port if self.role != "serve" else None) or free_port()
+        args = self.prefix + [self.binary, self.role]
+        if self.role != "gateway":
+            args += ["--data", self.data_dir]
+        args += ["--listen", f"{self.host}:{self.port}", "--log-level", self.log_level]
         if self.providers is not None:
             args += ["--providers", self.providers]
         args += self.extra_args
@@ -81,6 +92,7 @@ class WharfServer:
             except OSError:
                 time.sleep(0.05)
         self.stop()
+        self.port = None
         raise RuntimeError(f"wharfd did not become healthy in {timeout}s: {self.log_tail()}")
 
     def alive(self):

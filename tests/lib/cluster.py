@@ -1,0 +1,285 @@
+"""The one harness for every cluster test and the cluster benchmark.
+
+Cluster starts a private PostgreSQL (tests/lib/pgserver.py), N storage servers and one (or
+more) gateways, each a real wharfd on a free port, all sharing WHARF_CLUSTER_SECRET. Every
+process goes through WharfServer (tests/lib/wharfd.py), the one way to start a wharfd.
+
+netns mode (Cluster(netns=True)) puts each storage server in a network namespace of its own,
+joined by veth pairs to a bridge that the test creates (and removes), on the test's own
+private addresses (10.231.<test>.0/24 by default); the gateway and the clients stay in the
+root namespace on the bridge's address. RDMA then goes over the tcp provider between
+namespaces. netns_available() says whether the machine allows it, and why not.
+
+Every wait is bounded in time.
+"""
+import hashlib
+import hmac
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.request
+import uuid
+
+from wharfd import WharfServer, build_dir, wait_until
+
+SECRET = "wharf-test-cluster-secret-" + "0123456789abcdef"
+
+
+def sign_itoken(op, chunk, off, length, expires=None, peer="tcp", addr="127.0.0.1:1",
+                pid=0, uid=4294967295, mtok="-", secret=SECRET):
+    """An internal token as a gateway signs it (an independent implementation, so tests can
+    forge, alter and replay tokens against a storage server)."""
+    if expires is None:
+        expires = int(time.time()) + 60
+    body = f"wit1|{op}|{chunk}|{off:x}|{length:x}|{expires}|{peer}|{addr}|{pid}|{uid}|{mtok}|"
+    mac = hmac.new(secret.encode(), body[:-1].encode(), hashlib.sha256).hexdigest()
+    return body + mac
+
+
+def new_chunk_id():
+    return uuid.uuid4().hex
+
+
+def _run(args, check=True):
+    return subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=20,
+                          check=check)
+
+
+def netns_available():
+    """(True, "") when this process may create network namespaces, veths and a bridge; else
+    (False, why)."""
+    if shutil.which("ip") is None:
+        return False, "the ip command (iproute2) is not installed"
+    name = "whprobe" + uuid.uuid4().hex[:6]
+    r = _run(["ip", "netns", "add", name], check=False)
+    if r.returncode != 0:
+        return False, "ip netns add is refused here: " + r.stdout.decode(errors="replace").strip()
+    try:
+        r = _run(["ip", "link", "add", "whp" + name[-6:], "type", "bridge"], check=False)
+        if r.returncode != 0:
+            return False, "creating a bridge is refused: " + r.stdout.decode().strip()
+        _run(["ip", "link", "del", "whp" + name[-6:]], check=False)
+    finally:
+        _run(["ip", "netns", "del", name], check=False)
+    return True, ""
+
+
+class Netns:
+    """A bridge in the root namespace and one namespace per member, each joined by a veth
+    pair. Addresses: bridge .1, members .2, .3, ... of subnet (a /24 of the test's own)."""
+
+    def __init__(self, n, subnet=None):
+        tag = uuid.uuid4().hex[:6]
+        self.tag = tag
+        third = int(tag[:2], 16) % 200 + 20
+        self.prefix = subnet or f"10.231.{third}"
+        self.bridge = "whbr" + tag
+        self.names = [f"whns{tag}{i}" for i in range(n)]
+        self.host_addr = f"{self.prefix}.1"
+        self.addrs = [f"{self.prefix}.{i + 2}" for i in range(n)]
+        self.made = []
+
+    def create(self):
+        _run(["ip", "link", "add", self.bridge, "type", "bridge"])
+        self.made.append(("link", self.bridge))
+        _run(["ip", "addr", "add", f"{self.host_addr}/24", "dev", self.bridge])
+        _run(["ip", "link", "set", self.bridge, "up"])
+        for i, ns in enumerate(self.names):
+            _run(["ip", "netns", "add", ns])
+            self.made.append(("netns", ns))
+            host_end, ns_end = f"whv{self.tag}{i}", f"whp{self.tag}{i}"
+            _run(["ip", "link", "add", host_end, "type", "veth", "peer", "name", ns_end])
+            self.made.append(("link", host_end))
+            _run(["ip", "link", "set", host_end, "master", self.bridge])
+            _run(["ip", "link", "set", host_end, "up"])
+            _run(["ip", "link", "set", ns_end, "netns", ns])
+            ex = ["ip", "netns", "exec", ns]
+            _run(ex + ["ip", "addr", "add", f"{self.addrs[i]}/24", "dev", ns_end])
+            _run(ex + ["ip", "link", "set", ns_end, "up"])
+            _run(ex + ["ip", "link", "set", "lo", "up"])
+            _run(ex + ["ip", "route", "add", "default", "via", self.host_addr])
+        return self
+
+    def exec_prefix(self, i):
+        return ["ip", "netns", "exec", self.names[i]]
+
+    def remove(self):
+        for kind, name in reversed(self.made):
+            if kind == "netns":
+                _run(["ip", "netns", "del", name], check=False)
+            else:
+                _run(["ip", "link", "del", name], check=False)
+        self.made = []
+
+
+class Cluster:
+    """A PostgreSQL, `storage` storage servers and `gateways` gateways.
+
+    replicas, chunk_size: the gateway's --replicas and --chunk-size. providers: RDMA
+    providers of every member. netns: put each storage server in its own namespace."""
+
+    def __init__(self, storage=3, gateways=1, replicas=2, chunk_size=None, providers=None,
+                 netns=False, gateway_args=(), storage_args=(), log_level="info",
+                 pg=None, env=None):
+        self.n_storage = storage
+        self.n_gateways = gateways
+        self.replicas = replicas
+        self.chunk_size = chunk_size
+        self.providers = providers
+        self.use_netns = netns
+        self.gateway_args = list(gateway_args)
+        self.storage_args = list(storage_args)
+        self.log_level = log_level
+        self.pg = pg
+        self.own_pg = pg is None
+        self.env = {"WHARF_CLUSTER_SECRET": SECRET}
+        if env:
+            self.env.update(env)
+        self.netns = None
+        self.storage = []
+        self.gateways = []
+        self.root = tempfile.mkdtemp(prefix="wharf-cluster-")
+
+    # ---- lifecycle ----
+    def start(self, timeout=30.0):
+        try:
+            if self.pg is None:
+                from pgserver import PgServer
+                self.pg = PgServer()
+                self.pg.start()
+            if self.use_netns:
+                self.netns = Netns(self.n_storage).create()
+            for i in range(self.n_storage):
+                self.add_storage(timeout=timeout)
+            for _ in range(self.n_gateways):
+                self.add_gateway(timeout=timeout)
+            self.wait_nodes_up(self.n_storage, timeout=timeout)
+        except Exception:
+            self.cleanup()
+            raise
+        return self
+
+    @property
+    def meta_url(self):
+        return self.pg.url
+
+    @property
+    def gateway(self):
+        return self.gateways[0]
+
+    def add_storage(self, timeout=30.0):
+        i = len(self.storage)
+        host, prefix = "127.0.0.1", ()
+        if self.netns:
+            host, prefix = self.netns.addrs[i], self.netns.exec_prefix(i)
+        d = os.path.join(self.root, f"storage{i}")
+        os.makedirs(d, exist_ok=True)
+        s = WharfServer(data_dir=d, role="storage", host=host, prefix=prefix,
+                        providers=self.providers, log_level=self.log_level, env=self.env,
+                        extra_args=["--meta", self.meta_url] + self.storage_args)
+        s.start(timeout=timeout)
+        self.storage.append(s)
+        return s
+
+    def add_gateway(self, timeout=30.0):
+        i = len(self.gateways)
+        d = os.path.join(self.root, f"gateway{i}")
+        os.makedirs(d, exist_ok=True)
+        args = ["--meta", self.meta_url, "--replicas", str(self.replicas),
+                "--unix", os.path.join(d, "wharfd.sock")]
+        if self.chunk_size:
+            args += ["--chunk-size", str(self.chunk_size)]
+        host = self.netns.host_addr if self.netns else "127.0.0.1"
+        g = WharfServer(data_dir=d, role="gateway", host=host, providers=self.providers,
+                        log_level=self.log_level, env=self.env,
+                        extra_args=args + self.gateway_args)
+        g.start(timeout=timeout)
+        self.gateways.append(g)
+        return g
+
+    def stop(self):
+        for g in self.gateways:
+            g.stop()
+        for s in self.storage:
+            if s.proc is not None and s.proc.poll() is None:
+                try:
+                    s.proc.send_signal(signal.SIGCONT)
+                except OSError:
+                    pass
+            s.stop()
+
+    def cleanup(self):
+        self.stop()
+        for m in self.gateways + self.storage:
+            m.cleanup()
+        if self.netns:
+            self.netns.remove()
+        if self.own_pg and self.pg is not None:
+            self.pg.cleanup()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.cleanup()
+
+    # ---- observation ----
+    def nodes_up(self, gw=None):
+        try:
+            return int((gw or self.gateway).metric_sum("wharf_storage_nodes_up"))
+        except OSError:
+            return -1
+
+    def wait_nodes_up(self, n, timeout=30.0):
+        ok = wait_until(lambda: self.nodes_up() == n, timeout=timeout, interval=0.1)
+        if not ok:
+            raise RuntimeError(f"gateway sees {self.nodes_up()} storage servers up, want {n}: "
+                               + self.gateway.log_tail(2000))
+
+    def storage_sum(self, name):
+        """Sum of a counter over every running storage server (the cluster's witness)."""
+        return sum(s.metric_sum(name) for s in self.storage if s.alive())
+
+    def gateway_sum(self, name):
+        return sum(g.metric_sum(name) for g in self.gateways if g.alive())
+
+    def chunk_files(self):
+        """{storage index: set of chunk ids on its disk}."""
+        out = {}
+        for i, s in enumerate(self.storage):
+            ids = set()
+            for root, _d, files in os.walk(os.path.join(s.data_dir, "chunks")):
+                ids.update(files)
+            out[i] = ids
+        return out
+
+    def tmp_files(self):
+        return sum(len(os.listdir(os.path.join(s.data_dir, "tmp")))
+                   for s in self.storage if os.path.isdir(os.path.join(s.data_dir, "tmp")))
+
+    def client_env(self, gw=None):
+        return (gw or self.gateway).client_env()
+
+    def boto3(self, gw=None):
+        import boto3
+        from botocore.config import Config
+        from wharfd import ACCESS_KEY, SECRET_KEY, REGION
+        return boto3.client("s3", endpoint_url=(gw or self.gateway).endpoint,
+                            aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
+                            region_name=REGION,
+                            config=Config(retries={"max_attempts": 1},
+                                          connect_timeout=5, read_timeout=60))
+
+
+def http(method, url, headers=None, body=None, timeout=10):
+    """(status, headers dict lowercased, body bytes) of one plain HTTP request."""
+    req = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read()
