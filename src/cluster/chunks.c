@@ -32,6 +32,8 @@ struct cl_chunk_writer {
     char tmp[CL_CHUNK_ID_LEN + 24];
     uint64_t size, crc;
     bool broken;
+    bool md5_on;
+    wh_md5_t md5;
 };
 
 static int open_dir_at(int at, const char *name)
@@ -114,7 +116,8 @@ static void rel_path(const char *id, char out[CL_CHUNK_ID_LEN + 4])
     snprintf(out, CL_CHUNK_ID_LEN + 4, "%.2s/%s", id, id);
 }
 
-wh_status_t cl_chunk_writer_open(cl_chunks_t *cs, const char *id, cl_chunk_writer_t **out)
+wh_status_t cl_chunk_writer_open(cl_chunks_t *cs, const char *id, bool want_md5,
+                                 cl_chunk_writer_t **out)
 {
     if (!cl_chunk_id_valid(id, strlen(id)))
         return WH_ERR_INVALID;
@@ -134,6 +137,11 @@ wh_status_t cl_chunk_writer_open(cl_chunks_t *cs, const char *id, cl_chunk_write
         free(w);
         return WH_ERR_IO;
     }
+    if (want_md5 && wh_md5_init(&w->md5) != 0) {
+        cl_chunk_writer_abort(w);
+        return WH_ERR_NOMEM;
+    }
+    w->md5_on = want_md5;
     *out = w;
     return WH_OK;
 }
@@ -163,6 +171,8 @@ wh_status_t cl_chunk_writer_write(cl_chunk_writer_t *w, const void *p, size_t n)
         return errno == ENOSPC ? WH_ERR_TOO_LARGE : WH_ERR_IO;
     }
     w->crc = wh_crc64nvme(w->crc, p, n);
+    if (w->md5_on)
+        wh_md5_update(&w->md5, p, n);
     w->size += n;
     return WH_OK;
 }
@@ -178,10 +188,12 @@ void cl_chunk_writer_abort(cl_chunk_writer_t *w)
         return;
     close(w->fd);
     unlinkat(w->cs->tmp_fd, w->tmp, 0);
+    if (w->md5_on)
+        wh_md5_free(&w->md5);
     free(w);
 }
 
-wh_status_t cl_chunk_writer_commit(cl_chunk_writer_t *w, uint64_t *crc)
+wh_status_t cl_chunk_writer_commit(cl_chunk_writer_t *w, uint64_t *crc, uint8_t md5[16])
 {
     uint8_t foot[CL_CHUNK_FOOTER] = {'W', 'H', 'C', '1'};
     for (int i = 0; i < 8; i++)
@@ -199,6 +211,12 @@ wh_status_t cl_chunk_writer_commit(cl_chunk_writer_t *w, uint64_t *crc)
     }
     close(sfd);
     *crc = w->crc;
+    if (w->md5_on) {
+        wh_md5_final(&w->md5, md5);
+        w->md5_on = false;
+    } else if (md5) {
+        memset(md5, 0, 16);
+    }
     close(w->fd);
     free(w);
     return WH_OK;

@@ -24,12 +24,15 @@ void cl_chunks_close(cl_chunks_t *cs); /* NULL-safe */
 wh_status_t cl_chunks_space(cl_chunks_t *cs, uint64_t *capacity, uint64_t *avail);
 
 /* ---- write ---- */
-wh_status_t cl_chunk_writer_open(cl_chunks_t *cs, const char *id, cl_chunk_writer_t **out);
+/* want_md5: also hash the bytes (an RDMA PUT's ETag is built from the chunks' MD5s, since the
+ * gateway never sees the bytes). */
+wh_status_t cl_chunk_writer_open(cl_chunks_t *cs, const char *id, bool want_md5,
+                                 cl_chunk_writer_t **out);
 wh_status_t cl_chunk_writer_write(cl_chunk_writer_t *w, const void *p, size_t n);
 uint64_t cl_chunk_writer_size(const cl_chunk_writer_t *w);
 /* Appends the footer, fsyncs, renames into place (replacing an earlier copy of the same id:
  * ids are never reused for different bytes), fsyncs the directory. Consumes w. */
-wh_status_t cl_chunk_writer_commit(cl_chunk_writer_t *w, uint64_t *crc);
+wh_status_t cl_chunk_writer_commit(cl_chunk_writer_t *w, uint64_t *crc, uint8_t md5[16]);
 void cl_chunk_writer_abort(cl_chunk_writer_t *w); /* NULL-safe; removes the temp file */
 
 /* ---- read ---- */

@@ -1,5 +1,6 @@
 /* The gateway's chunk client over libcurl multi (see client.h). */
 #include "cluster/client.h"
+#include "base/codec.h"
 #include "base/crc.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -126,6 +127,9 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *arg)
         j->bytes = v;
     else if (sscanf(line, "x-wharf-crc64nvme: %llx", &v) == 1)
         j->crc = v;
+    else if (strncmp(line, "x-wharf-md5: ", 13) == 0 && n >= 13 + 32 &&
+             wh_hex_decode(line + 13, 32, j->md5, 16) == 0)
+        j->has_md5 = true;
     return n;
 }
 
@@ -201,6 +205,7 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const cl_pee
     j->http = 0;
     j->bytes = 0;
     j->crc = 0;
+    j->has_md5 = false;
     j->_easy = e;
     j->_hdrs = h;
     j->attempts++;

@@ -46,6 +46,8 @@ typedef struct cl_job {
     size_t used;                /* index of the candidate that served it */
     uint32_t used_id;
     uint64_t bytes, crc;        /* x-wharf-bytes / x-wharf-crc64nvme (get: computed here) */
+    uint8_t md5[16];            /* rput: x-wharf-md5 */
+    bool has_md5;
     unsigned attempts;
     char err[256];
     /* private */

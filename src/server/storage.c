@@ -1,5 +1,6 @@
 /* The storage role (see storage.h): the internal chunk API over libmicrohttpd. */
 #include "server/storage.h"
+#include "base/codec.h"
 #include "base/crc.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -67,15 +68,20 @@ static void reply_text(struct MHD_Connection *c, sreq_t *q, int status, const ch
         q->responded = true;
 }
 
-static void reply_sum(struct MHD_Connection *c, sreq_t *q, uint64_t bytes, uint64_t crc)
+static void reply_sum(struct MHD_Connection *c, sreq_t *q, uint64_t bytes, uint64_t crc,
+                      const uint8_t *md5)
 {
-    char b[24], h[24];
+    char b[24], h[24], m[33];
     snprintf(b, sizeof b, "%" PRIu64, bytes);
     snprintf(h, sizeof h, "%016" PRIx64, crc);
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     if (resp) {
         MHD_add_response_header(resp, "x-wharf-bytes", b);
         MHD_add_response_header(resp, "x-wharf-crc64nvme", h);
+        if (md5) {
+            wh_hex_encode(md5, 16, m);
+            MHD_add_response_header(resp, "x-wharf-md5", m);
+        }
         MHD_queue_response(c, 200, resp);
         MHD_destroy_response(resp);
     }
@@ -185,13 +191,13 @@ static void serve_read(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
         reply_text(c, q, 500, "chunk %s: checksum mismatch (damaged on disk)", q->chunk);
         return;
     }
-    reply_sum(c, q, res.bytes, res.crc64nvme);
+    reply_sum(c, q, res.bytes, res.crc64nvme, NULL);
 }
 
 static void serve_rput(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
 {
     cl_chunk_writer_t *w = NULL;
-    wh_status_t st = cl_chunk_writer_open(s->chunks, q->chunk, &w);
+    wh_status_t st = cl_chunk_writer_open(s->chunks, q->chunk, true, &w);
     if (st != WH_OK) {
         reply_text(c, q, 500, "chunk %s: cannot create: %s", q->chunk, wh_status_str(st));
         return;
@@ -213,12 +219,13 @@ static void serve_rput(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
         return;
     }
     uint64_t crc = 0;
-    if ((st = cl_chunk_writer_commit(w, &crc)) != WH_OK) {
+    uint8_t md5[16];
+    if ((st = cl_chunk_writer_commit(w, &crc, md5)) != WH_OK) {
         reply_text(c, q, 507, "chunk %s: cannot store: %s", q->chunk, wh_status_str(st));
         return;
     }
     atomic_fetch_add(&s->chunks_written, 1);
-    reply_sum(c, q, res.bytes, crc);
+    reply_sum(c, q, res.bytes, crc, md5);
 }
 
 /* The token is checked here, before any byte of the chunk is read or written. */
@@ -279,7 +286,7 @@ static void request_begin(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q,
         reply_text(c, q, st == WH_OK ? 200 : 500, "%s", st == WH_OK ? "deleted" : "failed");
         return;
     case CL_OP_PUT:
-        if ((st = cl_chunk_writer_open(s->chunks, q->chunk, &q->w)) != WH_OK)
+        if ((st = cl_chunk_writer_open(s->chunks, q->chunk, false, &q->w)) != WH_OK)
             reply_text(c, q, 500, "chunk %s: cannot create: %s", q->chunk, wh_status_str(st));
         return; /* the body follows */
     }
@@ -299,14 +306,14 @@ static void put_finish(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
         return;
     }
     uint64_t crc = 0;
-    wh_status_t st = cl_chunk_writer_commit(w, &crc);
+    wh_status_t st = cl_chunk_writer_commit(w, &crc, NULL);
     if (st != WH_OK) {
         reply_text(c, q, 507, "chunk %s: cannot store: %s", q->chunk, wh_status_str(st));
         return;
     }
     atomic_fetch_add(&s->chunks_written, 1);
     atomic_fetch_add(&s->http_write_bytes, q->tok.len);
-    reply_sum(c, q, q->tok.len, crc);
+    reply_sum(c, q, q->tok.len, crc, NULL);
 }
 
 static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char *url,

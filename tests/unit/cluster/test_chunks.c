@@ -1,6 +1,7 @@
 /* Tests of src/cluster/chunks.c: durable write and read back with the footer's crc, abort and
  * leftover temp files leave nothing, damage is detected. */
 #include "base/crc.h"
+#include "base/digest.h"
 #include "check.h"
 #include "cluster/chunks.h"
 
@@ -23,12 +24,15 @@ static void test_write_read(void)
     for (size_t i = 0; i < sizeof buf; i++)
         buf[i] = (uint8_t)(i * 31 + 7);
     cl_chunk_writer_t *w;
-    CHECK(cl_chunk_writer_open(cs, ID, &w) == WH_OK);
+    CHECK(cl_chunk_writer_open(cs, ID, true, &w) == WH_OK);
     CHECK(cl_chunk_writer_write(w, buf, 1000) == WH_OK);
     CHECK(cl_chunk_writer_write(w, buf + 1000, sizeof buf - 1000) == WH_OK);
     uint64_t crc = 0;
-    CHECK(cl_chunk_writer_commit(w, &crc) == WH_OK);
+    uint8_t md5[16], want[16];
+    CHECK(cl_chunk_writer_commit(w, &crc, md5) == WH_OK);
     CHECK_EQ_U64(crc, wh_crc64nvme(0, buf, sizeof buf));
+    wh_md5(buf, sizeof buf, want);
+    CHECK(memcmp(md5, want, 16) == 0);
     int fd;
     uint64_t size, c2;
     CHECK(cl_chunk_open(cs, ID, &fd, &size, &c2) == WH_OK);
@@ -59,10 +63,10 @@ static void test_write_read(void)
     CHECK(cl_chunk_open(cs, "../etc/passwd", &fd, &size, &c2) == WH_ERR_INVALID);
 
     /* abort and a crash's leftover */
-    CHECK(cl_chunk_writer_open(cs, ID, &w) == WH_OK);
+    CHECK(cl_chunk_writer_open(cs, ID, true, &w) == WH_OK);
     CHECK(cl_chunk_writer_write(w, buf, 10) == WH_OK);
     cl_chunk_writer_abort(w);
-    CHECK(cl_chunk_writer_open(cs, ID, &w) == WH_OK); /* left open: a crash */
+    CHECK(cl_chunk_writer_open(cs, ID, true, &w) == WH_OK); /* left open: a crash */
     CHECK(cl_chunk_writer_write(w, buf, 10) == WH_OK);
     cl_chunks_close(cs);
     CHECK(cl_chunks_open(dir, &cs) == WH_OK); /* removes the temp file */
