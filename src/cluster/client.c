@@ -244,6 +244,12 @@ static bool job_judge(cl_client_t *c, cl_job_t *j, CURLcode rc, const char *errb
                      who, j->bytes, j->len);
             goto retry;
         }
+        if (j->check_crc && j->crc != j->expect_crc) {
+            snprintf(j->err, sizeof j->err, "storage %s: chunk %s crc64nvme %016" PRIx64
+                     " differs from the chunk map's %016" PRIx64, who, j->chunk, j->crc,
+                     j->expect_crc);
+            goto retry;
+        }
         j->st = WH_OK;
         j->used = j->_try;
         j->used_id = j->cand_id[j->_try];

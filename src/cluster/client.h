@@ -40,6 +40,8 @@ typedef struct cl_job {
     const void *body;           /* put: len bytes */
     void *dst;                  /* get: len bytes */
     char mtok[1201];            /* rget/rput: the memory token narrowed to this chunk */
+    bool check_crc;             /* get/rget: the reply's crc must equal expect_crc, else the */
+    uint64_t expect_crc;        /* next replica is tried (a damaged copy never lands as good) */
     /* out */
     wh_status_t st;
     int http;                   /* last HTTP status (0: no reply) */

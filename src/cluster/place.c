@@ -30,10 +30,10 @@ double cl_place_score(const char *chunk_id, const char *node_id, uint64_t free_b
 size_t cl_place(const cl_place_node_t *nodes, size_t n, const char *chunk_id, unsigned replicas,
                 size_t *out)
 {
-    double best[CL_MAX_REPLICAS];
+    double best[CL_PLACE_MAX];
     size_t k = 0;
-    if (replicas > CL_MAX_REPLICAS)
-        replicas = CL_MAX_REPLICAS;
+    if (replicas > CL_PLACE_MAX)
+        replicas = CL_PLACE_MAX;
     for (size_t i = 0; i < n; i++) {
         double s = cl_place_score(chunk_id, nodes[i].id, nodes[i].free_bytes);
         size_t j = k < replicas ? k++ : replicas;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #define CL_MAX_REPLICAS 3
+#define CL_PLACE_MAX 8 /* most nodes one call ranks */
 
 typedef struct cl_place_node {
     const char *id;       /* stable node id */
@@ -17,7 +18,7 @@ typedef struct cl_place_node {
 } cl_place_node_t;
 
 /* Writes the indexes of the min(replicas, n) best nodes for chunk_id into out, best first;
- * returns how many. */
+ * returns how many. replicas is capped at CL_PLACE_MAX (a replica set plus its spares). */
 size_t cl_place(const cl_place_node_t *nodes, size_t n, const char *chunk_id, unsigned replicas,
                 size_t *out);
 
