@@ -23,7 +23,9 @@ struct srv_storage {
     struct MHD_Daemon *d;
 
     /* membership */
-    char node_id[33];         /* DIR/node-id: stable across restarts */
+    char addr[96];            /* host:port of the internal API, as registered */
+    uint32_t node_id;         /* from the database: stable for the address */
+    bool registered;
     struct meta *meta;
     pthread_t hb_thread;
     bool hb_started;
