@@ -1,0 +1,191 @@
+"""A cluster on loopback (tests/lib/cluster.py: a private PostgreSQL, one gateway, storage
+servers) through real S3 clients over HTTP: boto3 and aws. Checks the layout on disk (every
+chunk on --replicas distinct servers, spread over all of them), ranged reads across chunk
+boundaries, multipart, copy, overwrite and delete (their chunks garbage-collected, shared
+chunks kept), the storage servers' internal-token checks, and that a PUT the cluster cannot
+place fails cleanly and leaves nothing behind."""
+import hashlib
+import os
+import subprocess
+import time
+
+import pytest
+
+from cluster import Cluster, http, new_chunk_id, sign_itoken
+from wharfd import multipart_etag, unique_bucket, wait_until
+
+CHUNK = 256 * 1024
+MIB = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def cl():
+    c = Cluster(storage=3, replicas=2, chunk_size=CHUNK, providers="none")
+    c.start()
+    yield c
+    c.cleanup()
+
+
+@pytest.fixture()
+def s3(cl):
+    return cl.boto3()
+
+
+@pytest.fixture()
+def bucket(s3):
+    b = unique_bucket("cl")
+    s3.create_bucket(Bucket=b)
+    return b
+
+
+def new_chunks(cl, before):
+    after = cl.chunk_files()
+    return {i: after[i] - before.get(i, set()) for i in after}
+
+
+def test_members_registered_and_healthy(cl):
+    assert cl.nodes_up() == 3
+    for m in cl.storage + cl.gateways:
+        st, _h, body = http("GET", m.endpoint + "/health")
+        assert st == 200, (m.endpoint, st, body)
+    assert cl.gateway.metric_sum("wharf_storage_nodes") == 3
+
+
+def test_put_get_layout_and_ranges(cl, s3, bucket):
+    data = os.urandom(3 * MIB + 17)
+    before = cl.chunk_files()
+    r = s3.put_object(Bucket=bucket, Key="obj", Body=data)
+    assert r["ETag"].strip('"') == hashlib.md5(data).hexdigest()
+    got = s3.get_object(Bucket=bucket, Key="obj")["Body"].read()
+    assert got == data
+    nchunks = (len(data) + CHUNK - 1) // CHUNK
+    new = new_chunks(cl, before)
+    copies = {}
+    for i, ids in new.items():
+        for c in ids:
+            copies.setdefault(c, set()).add(i)
+    assert len(copies) == nchunks, (len(copies), nchunks)
+    assert all(len(v) == 2 for v in copies.values()), copies  # two distinct servers each
+    assert all(len(ids) > 0 for ids in new.values()), "every server holds some chunks"
+    # ranges inside a chunk, across a boundary, the last byte, to the end
+    for a, b in [(0, 0), (5, 1000), (CHUNK - 10, CHUNK + 10), (len(data) - 1, len(data) - 1),
+                 (2 * CHUNK, len(data) - 1), (CHUNK, 3 * CHUNK - 1)]:
+        part = s3.get_object(Bucket=bucket, Key="obj", Range=f"bytes={a}-{b}")["Body"].read()
+        assert part == data[a:b + 1], (a, b)
+    head = s3.head_object(Bucket=bucket, Key="obj")
+    assert head["ContentLength"] == len(data)
+
+
+def test_empty_and_small(cl, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="empty", Body=b"")
+    assert s3.get_object(Bucket=bucket, Key="empty")["Body"].read() == b""
+    s3.put_object(Bucket=bucket, Key="tiny", Body=b"x")
+    assert s3.get_object(Bucket=bucket, Key="tiny")["Body"].read() == b"x"
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]]
+    assert keys == ["empty", "tiny"]
+
+
+def test_awscli_multipart(cl, bucket, tmp_path):
+    cfg = tmp_path / "config"
+    cfg.write_text("[default]\nregion = us-east-1\ns3 =\n  multipart_threshold = 8MB\n"
+                   "  multipart_chunksize = 8MB\n")
+    env = cl.client_env()
+    env.update({"AWS_CONFIG_FILE": str(cfg), "AWS_PAGER": "",
+                "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none")})
+    data = os.urandom(20 * MIB + 5)
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.write_bytes(data)
+    aws = ["/usr/bin/aws", "--endpoint-url", cl.gateway.endpoint, "--no-cli-pager"]
+    subprocess.run(aws + ["s3", "cp", str(src), f"s3://{bucket}/big"], env=env, check=True,
+                   capture_output=True, timeout=180)
+    subprocess.run(aws + ["s3", "cp", f"s3://{bucket}/big", str(dst)], env=env, check=True,
+                   capture_output=True, timeout=180)
+    assert dst.read_bytes() == data
+    out = subprocess.run(aws + ["s3api", "head-object", "--bucket", bucket, "--key", "big"],
+                         env=env, check=True, capture_output=True, timeout=60).stdout.decode()
+    assert multipart_etag(data, 8 * MIB) in out, out
+
+
+def test_overwrite_and_delete_collect_chunks(cl, s3, bucket):
+    before = cl.chunk_files()
+    s3.put_object(Bucket=bucket, Key="k", Body=os.urandom(CHUNK * 2 + 1))
+    first = new_chunks(cl, before)
+    first_ids = set().union(*first.values())
+    assert len(first_ids) == 3
+    s3.put_object(Bucket=bucket, Key="k", Body=b"second version")
+    assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == b"second version"
+    gone = wait_until(lambda: not (set().union(*cl.chunk_files().values()) & first_ids),
+                      timeout=20)
+    assert gone, "the overwritten version's chunks were not collected"
+    mid = cl.chunk_files()
+    s3.delete_object(Bucket=bucket, Key="k")
+    with pytest.raises(s3.exceptions.NoSuchKey):
+        s3.get_object(Bucket=bucket, Key="k")
+    assert wait_until(lambda: cl.chunk_files() != mid and
+                      sum(len(v) for v in cl.chunk_files().values()) <
+                      sum(len(v) for v in mid.values()), timeout=20)
+    assert cl.gateway.metric_sum("wharf_cluster_gc_deleted_total") > 0
+
+
+def test_copy_shares_chunks_until_both_are_gone(cl, s3, bucket):
+    data = os.urandom(CHUNK * 3)
+    s3.put_object(Bucket=bucket, Key="src", Body=data)
+    s3.copy_object(Bucket=bucket, Key="dst", CopySource={"Bucket": bucket, "Key": "src"})
+    s3.delete_object(Bucket=bucket, Key="src")
+    time.sleep(3)  # a GC pass or more
+    assert s3.get_object(Bucket=bucket, Key="dst")["Body"].read() == data
+
+
+def test_storage_refuses_without_a_valid_token(cl):
+    st0 = cl.storage[0]
+    c = new_chunk_id()
+    url = f"{st0.endpoint}/chunk/{c}"
+    body = b"z" * 100
+    ok = sign_itoken("put", c, 0, len(body))
+    assert http("PUT", url, {"x-wharf-itoken": ok}, body)[0] == 200
+    rejects0 = st0.metric_sum("wharf_storage_token_rejects_total")
+    cases = {
+        "none": {},
+        "bad-mac": {"x-wharf-itoken": sign_itoken("get", c, 0, 100, secret="x" * 40)},
+        "expired": {"x-wharf-itoken": sign_itoken("get", c, 0, 100,
+                                                  expires=int(time.time()) - 5)},
+        "op": {"x-wharf-itoken": sign_itoken("del", c, 0, 0)},
+        "other-chunk": {"x-wharf-itoken": sign_itoken("get", new_chunk_id(), 0, 100)},
+        "garbage": {"x-wharf-itoken": "wit1|get|zz"},
+    }
+    for name, hdrs in cases.items():
+        status, _h, msg = http("GET", url, hdrs)
+        assert status == 403, (name, status, msg)
+        assert msg.strip(), name
+    # a widened range keeps the old MAC: refused
+    t = sign_itoken("get", c, 0, 10)
+    forged = t.replace("|0|a|", "|0|64|", 1)
+    assert forged != t and http("GET", url, {"x-wharf-itoken": forged})[0] == 403
+    assert st0.metric_sum("wharf_storage_token_rejects_total") == rejects0 + len(cases) + 1
+    st, _h, got = http("GET", url, {"x-wharf-itoken": sign_itoken("get", c, 10, 20)})
+    assert st == 200 and got == body[10:30]
+    assert http("DELETE", url, {"x-wharf-itoken": sign_itoken("del", c, 0, 0)})[0] == 200
+
+
+def test_put_that_cannot_be_placed_fails_cleanly(tmp_path):
+    """Two storage servers, replicas 2, one killed: a PUT gets 503 naming the chunk, no
+    object appears, and no chunk or temp file of it remains on the survivor."""
+    with Cluster(storage=2, replicas=2, chunk_size=CHUNK, providers="none") as c:
+        s3 = c.boto3()
+        b = unique_bucket("clfail")
+        s3.create_bucket(Bucket=b)
+        s3.put_object(Bucket=b, Key="before", Body=b"ok")
+        c.storage[1].kill()
+        before = c.chunk_files()
+        from botocore.exceptions import ClientError
+        with pytest.raises(ClientError) as e:
+            s3.put_object(Bucket=b, Key="lost", Body=os.urandom(CHUNK * 2))
+        err = e.value.response
+        assert err["ResponseMetadata"]["HTTPStatusCode"] == 503, err
+        assert "chunk" in err["Error"]["Message"], err
+        with pytest.raises(s3.exceptions.NoSuchKey):
+            s3.get_object(Bucket=b, Key="lost")
+        assert c.chunk_files()[0] == before[0]
+        assert c.tmp_files() == 0
+        # and the survivor still serves what it has (replicas 2: it holds everything)
+        assert s3.get_object(Bucket=b, Key="before")["Body"].read() == b"ok"
