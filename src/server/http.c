@@ -458,6 +458,8 @@ static void serve_metrics(srv_req_t *r)
     srv_metrics_render(&r->srv->metrics, &b);
     srv_rdma_metrics(r->srv->rdma, &b);
     srv_metrics_storage(r->srv->store, &b);
+    if (r->srv->cfg.metrics_extra)
+        r->srv->cfg.metrics_extra(r->srv->cfg.metrics_extra_arg, &b);
     if (b.oom) {
         wh_sbuf_free(&b);
         srv_reply_err(r, S3_ERR_INTERNAL, "out of memory rendering metrics");
@@ -849,7 +851,12 @@ wh_status_t srv_start(const srv_config_t *cfg, srv_t **out)
                            .meta_url = cfg->meta_url,
                            .reserve_bytes = cfg->store_reserve,
                            .high_water_pct = cfg->high_water_pct};
-    st = store_open_config(&scfg, &s->store);
+    if (cfg->store) {
+        s->store = cfg->store;
+        st = WH_OK;
+    } else {
+        st = store_open_config(&scfg, &s->store);
+    }
     if (st != WH_OK) {
         wh_error(MOD, "cannot open the store dir=%s: %s", cfg->data_dir, wh_status_str(st));
         goto err_free;
@@ -884,7 +891,7 @@ wh_status_t srv_start(const srv_config_t *cfg, srv_t **out)
         if (cfg->unix_path)
             wh_sbuf_puts(&p, cfg->unix_path);
         else
-            wh_sbuf_printf(&p, "%s/wharfd.sock", cfg->data_dir);
+            wh_sbuf_printf(&p, "%s/wharfd.sock", cfg->data_dir ? cfg->data_dir : ".");
         s->unix_path = wh_sbuf_steal(&p);
         s->unix_fd = s->unix_path ? unix_listen(s->unix_path) : -1;
         if (s->unix_fd < 0) {
@@ -900,7 +907,7 @@ wh_status_t srv_start(const srv_config_t *cfg, srv_t **out)
     }
     wh_info(MOD, "listening endpoint=http://%s:%u unix=%s region=%s data=%s", cfg->listen_host,
             (unsigned)cfg->listen_port, s->unix_path ? s->unix_path : "off", cfg->region,
-            cfg->data_dir);
+            cfg->data_dir ? cfg->data_dir : "cluster");
     *out = s;
     return WH_OK;
 

@@ -1,6 +1,7 @@
 /* The S3 API handlers: buckets, objects, listings, multipart, and the RDMA data path hook-up
  * (x-amz-rdma-token on GET, ranged GET, PUT and UploadPart; ../shared/DESIGN.md "The
  * protocol"). http.c has verified SigV4 before any of this runs. */
+#include "server/delegate.h"
 #include "server/server.h"
 #include "base/codec.h"
 #include "base/crc.h"
@@ -579,8 +580,12 @@ static void rdma_put(srv_req_t *r, bool part)
     srv_rdma_result_t res;
     memset(&res, 0, sizeof res);
     uint64_t t0 = wh_now_ns();
-    st = srv_rdma_put(r->srv->rdma, srv_hdr(r, "x-amz-rdma-token"), &r->peer, rdma_sink, r,
-                      &res);
+    /* A cluster's storage servers pull the bytes themselves; else this server's engine. */
+    char table_etag[48] = "";
+    st = srv_delegate_rdma_put(r, srv_hdr(r, "x-amz-rdma-token"), &res, table_etag);
+    if (st == WH_ERR_UNSUPPORTED)
+        st = srv_rdma_put(r->srv->rdma, srv_hdr(r, "x-amz-rdma-token"), &r->peer, rdma_sink, r,
+                          &res);
     uint64_t t1 = wh_now_ns();
     if (st != WH_OK) {
         store_writer_abort(r->w);
@@ -617,7 +622,7 @@ static void rdma_put(srv_req_t *r, bool part)
         store_obj_meta_t m;
         memset(&m, 0, sizeof m);
         fill_put_meta(r, &m);
-        snprintf(m.etag, sizeof m.etag, "%s", md5);
+        snprintf(m.etag, sizeof m.etag, "%s", md5[0] ? md5 : table_etag);
         if (want.c32)
             snprintf(m.crc32c, sizeof m.crc32c, "%s", want.c32s);
         meta_add_sums(&m, &want);
@@ -760,7 +765,10 @@ static void get_object(srv_req_t *r)
     store_obj_meta_t m;
     memset(&m, 0, sizeof m);
     int fd = -1;
+    store_reader_t *rd = NULL; /* bytes that are not local (a cluster): through the table */
     wh_status_t st = store_object_open(ST(r), B(r), K(r), &m, r->head ? NULL : &fd);
+    if (st == WH_ERR_UNSUPPORTED && !r->head)
+        st = store_object_reader(ST(r), B(r), K(r), &m, &rd);
     if (st != WH_OK) {
         reply_status(r, st, "opening the object");
         return;
@@ -832,8 +840,11 @@ static void get_object(srv_req_t *r)
         srv_rdma_result_t res;
         memset(&res, 0, sizeof res);
         uint64_t t0 = wh_now_ns();
-        st = srv_rdma_get(r->srv->rdma, srv_hdr(r, "x-amz-rdma-token"), &r->peer, fd, off, len,
-                          &res);
+        if (rd)
+            st = srv_delegate_rdma_get(r, rd, srv_hdr(r, "x-amz-rdma-token"), off, len, &res);
+        else
+            st = srv_rdma_get(r->srv->rdma, srv_hdr(r, "x-amz-rdma-token"), &r->peer, fd, off,
+                              len, &res);
         wh_debug(MOD, "rdma get id=%s bytes=%llu provider=%s xfer_ms=%.3f st=%s", r->id,
                  (unsigned long long)res.bytes, res.provider ? res.provider : "-",
                  (double)(wh_now_ns() - t0) / 1e6, wh_status_str(st));
@@ -873,6 +884,13 @@ static void get_object(srv_req_t *r)
         resp = MHD_create_response_from_callback(len, 4096, no_body_reader, NULL, NULL);
     } else if (len == 0) {
         resp = srv_resp_empty();
+    } else if (rd) {
+        resp = srv_reader_response(rd, off, len);
+        if (resp) {
+            rd = NULL;
+            r->tx_body = len;
+            r->http_read = true;
+        }
     } else {
         /* sendfile(2) from the version this request opened; MHD closes fd. */
         resp = MHD_create_response_from_fd_at_offset64(len, fd, off);
@@ -895,6 +913,7 @@ static void get_object(srv_req_t *r)
 out:
     if (fd >= 0)
         close(fd);
+    store_reader_close(rd);
     store_obj_meta_free(&m);
 }
 

@@ -48,6 +48,12 @@ typedef struct srv_config {
     srv_rdma_config_t rdma;
     unsigned shutdown_grace_s; /* bounded wait for in-flight requests at stop */
     unsigned conn_timeout_s;   /* idle/stalled connection timeout */
+    /* A cluster gateway: a store opened over its own tables (PostgreSQL, storage servers),
+     * owned by the server from srv_start on (also on failure); data_dir is then unused.
+     * metrics_extra appends the gateway's cluster metrics to /metrics. */
+    store_t *store;
+    void (*metrics_extra)(void *arg, wh_sbuf_t *out);
+    void *metrics_extra_arg;
 } srv_config_t;
 
 void srv_config_init(srv_config_t *cfg);

@@ -138,6 +138,8 @@ typedef struct store_rdma_result {
     uint64_t bytes;     /* moved */
     uint64_t crc64nvme; /* of the bytes moved */
     char md5_hex[33];   /* PUT: md5 of the whole object, or "" if the table cannot give it */
+    char etag[48];      /* PUT without md5_hex: the ETag the table vouches for instead (a
+                         * cluster: "<md5 of the chunks' MD5s>-<chunks>"), or "" */
     char message[256];  /* why it failed, naming what was wrong */
 } store_rdma_result_t;
 /* PUT: the data table pulls size bytes from the client's region itself (storage servers reading

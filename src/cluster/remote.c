@@ -1,0 +1,829 @@
+/* The gateway's data table over storage servers (see remote.h). */
+#include "cluster/remote.h"
+#include "base/codec.h"
+#include "base/crc.h"
+#include "base/digest.h"
+#include "base/log.h"
+#include "cluster/place.h"
+#include "cluster/remote_int.h"
+#include "xfer/token.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MOD "remote"
+#define READ_AHEAD 4 /* chunks fetched at once by a sequential HTTP reader */
+
+void cl_remote_config_init(cl_remote_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->chunk_size = CL_DEFAULT_CHUNK;
+    cfg->replicas = CL_DEFAULT_REPLICAS;
+    cfg->parallel = 16;
+    cfg->down_after_ms = 5000;
+    cfg->refresh_ms = 1000;
+    cfg->gc_period_ms = 2000;
+}
+
+static void jobs_free_cands(cl_job_t *jobs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; k < jobs[i].ncand; k++)
+            free((char *)jobs[i].cand[k]);
+        jobs[i].ncand = 0;
+    }
+}
+
+static void msg(char *out, size_t outlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void msg(char *out, size_t outlen, const char *fmt, ...)
+{
+    if (!out || !outlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out, outlen, fmt, ap);
+    va_end(ap);
+}
+
+static cl_peer_t peer_of(const store_peer_t *p)
+{
+    cl_peer_t c;
+    memset(&c, 0, sizeof c);
+    if (p) {
+        c.is_unix = p->is_unix;
+        c.pid = p->pid;
+        c.uid = p->uid;
+        snprintf(c.addr, sizeof c.addr, "%s", p->addr);
+    } else {
+        c.uid = (unsigned)-1;
+        snprintf(c.addr, sizeof c.addr, "gateway");
+    }
+    return c;
+}
+
+/* ==== writers ============================================================================ */
+
+typedef struct rw {
+    store_data_writer_t base;
+    cl_remote_t *r;
+    char id[STORE_DATA_ID_LEN + 1];
+    uint8_t *buf;
+    size_t fill;
+    uint64_t total;
+    store_chunk_t *ch;
+    size_t n, cap;
+    wh_status_t failed;
+    char err[256];
+} rw_t;
+
+static wh_status_t rw_push(rw_t *w, const store_chunk_t *c)
+{
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 16;
+        store_chunk_t *v = realloc(w->ch, cap * sizeof *v);
+        if (!v)
+            return WH_ERR_NOMEM;
+        w->ch = v;
+        w->cap = cap;
+    }
+    w->ch[w->n++] = *c;
+    return WH_OK;
+}
+
+/* Writes len bytes (HTTP: data; RDMA: the memory tokens in jobs' mtok) as one new chunk at
+ * object offset off to `replicas` servers. jobs: replicas entries, op and body/mtok set. */
+static wh_status_t place_and_run(cl_remote_t *r, const char *cid, cl_job_t *jobs, size_t per,
+                                 size_t nchunks, const cl_peer_t *peer, char *err,
+                                 size_t errlen)
+{
+    for (size_t k = 0; k < nchunks; k++) {
+        size_t up = cl_members_for_write(r, jobs[k * per].chunk, (unsigned)per, &jobs[k * per]);
+        if (up < per) {
+            atomic_fetch_add(&r->unavailable, 1);
+            msg(err, errlen, "chunk %s: %zu storage servers up, %zu replicas wanted",
+                jobs[k * per].chunk, up, per);
+            jobs_free_cands(jobs, nchunks * per);
+            return WH_ERR_UNAVAILABLE;
+        }
+    }
+    (void)cid;
+    wh_status_t st = cl_client_run(r->client, jobs, nchunks * per, r->cfg.parallel, peer);
+    if (st != WH_OK) {
+        for (size_t i = 0; i < nchunks * per; i++)
+            if (jobs[i].st != WH_OK) {
+                msg(err, errlen, "chunk %s: no storage server took it: %s", jobs[i].chunk,
+                    jobs[i].err);
+                break;
+            }
+        atomic_fetch_add(&r->unavailable, 1);
+        if (st != WH_ERR_AUTH && st != WH_ERR_INVALID)
+            st = WH_ERR_UNAVAILABLE;
+    }
+    return st;
+}
+
+/* Best effort: removes the chunk copies a failed or aborted write left behind. Whatever this
+ * misses is not referenced by any row. */
+static void delete_copies(cl_remote_t *r, const store_chunk_t *ch, size_t n)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += ch[i].n_replicas;
+    if (!total)
+        return;
+    cl_job_t *jobs = calloc(total, sizeof *jobs);
+    if (!jobs)
+        return;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t q = 0; q < ch[i].n_replicas; q++) {
+            char a[256];
+            jobs[k].op = CL_OP_DEL;
+            jobs[k].chunk = ch[i].id;
+            if (cl_members_addr(r, ch[i].replicas[q], a) && (jobs[k].cand[0] = strdup(a))) {
+                jobs[k].cand_id[0] = ch[i].replicas[q];
+                jobs[k].ncand = 1;
+            }
+            k++;
+        }
+    cl_client_run(r->client, jobs, k, r->cfg.parallel, NULL);
+    jobs_free_cands(jobs, k);
+    free(jobs);
+}
+
+static wh_status_t rw_flush(rw_t *w)
+{
+    cl_remote_t *r = w->r;
+    unsigned R = r->cfg.replicas;
+    store_chunk_t c;
+    memset(&c, 0, sizeof c);
+    wh_status_t st = cl_chunk_id_new(c.id);
+    if (st != WH_OK)
+        return st;
+    c.offset = w->total;
+    c.length = w->fill;
+    c.crc64nvme = wh_crc64nvme(0, w->buf, w->fill);
+    cl_job_t jobs[CL_MAX_REPLICAS];
+    memset(jobs, 0, sizeof jobs);
+    for (unsigned i = 0; i < R; i++) {
+        jobs[i].op = CL_OP_PUT;
+        jobs[i].chunk = c.id;
+        jobs[i].len = w->fill;
+        jobs[i].body = w->buf;
+    }
+    cl_peer_t peer = peer_of(NULL);
+    st = place_and_run(r, c.id, jobs, R, 1, &peer, w->err, sizeof w->err);
+    for (unsigned i = 0; i < R; i++) {
+        if (jobs[i].st == WH_OK)
+            c.replicas[c.n_replicas++] = jobs[i].used_id;
+        if (jobs[i].st == WH_OK && jobs[i].crc != c.crc64nvme) {
+            msg(w->err, sizeof w->err, "chunk %s: storage server stored crc %016" PRIx64
+                ", sent %016" PRIx64, c.id, jobs[i].crc, c.crc64nvme);
+            st = WH_ERR_CHECKSUM;
+        }
+    }
+    jobs_free_cands(jobs, R);
+    if (st == WH_OK)
+        st = rw_push(w, &c);
+    if (st != WH_OK) {
+        delete_copies(r, &c, 1);
+        w->failed = st;
+        wh_warn(MOD, "chunk write failed: %s", w->err);
+        return st;
+    }
+    atomic_fetch_add(&r->chunks_put, 1);
+    atomic_fetch_add(&r->bytes_put, w->fill);
+    w->total += w->fill;
+    w->fill = 0;
+    return WH_OK;
+}
+
+static wh_status_t rw_open(store_data_t *d, store_data_writer_t **out)
+{
+    cl_remote_t *r = (cl_remote_t *)d;
+    rw_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return WH_ERR_NOMEM;
+    w->base.data = d;
+    w->r = r;
+    if (cl_chunk_id_new(w->id) != WH_OK) {
+        free(w);
+        return WH_ERR_IO;
+    }
+    *out = &w->base;
+    return WH_OK;
+}
+
+static wh_status_t rw_write(store_data_writer_t *bw, const void *p, size_t n)
+{
+    rw_t *w = (rw_t *)bw;
+    cl_remote_t *r = w->r;
+    if (w->failed)
+        return w->failed;
+    if (!w->buf && !(w->buf = malloc(r->cfg.chunk_size)))
+        return WH_ERR_NOMEM;
+    const uint8_t *q = p;
+    while (n) {
+        size_t k = WH_MIN(n, (size_t)r->cfg.chunk_size - w->fill);
+        memcpy(w->buf + w->fill, q, k);
+        w->fill += k;
+        q += k;
+        n -= k;
+        if (w->fill == r->cfg.chunk_size) {
+            wh_status_t st = rw_flush(w);
+            if (st != WH_OK)
+                return st;
+        }
+    }
+    return WH_OK;
+}
+
+static wh_status_t rw_finish(store_data_writer_t *bw, store_data_ref_t *ref)
+{
+    rw_t *w = (rw_t *)bw;
+    if (w->failed)
+        return w->failed;
+    if (w->fill) {
+        wh_status_t st = rw_flush(w);
+        if (st != WH_OK)
+            return st;
+    }
+    store_data_ref_clear(ref);
+    snprintf(ref->id, sizeof ref->id, "%s", w->id);
+    if (w->n) {
+        ref->chunks = malloc(w->n * sizeof *ref->chunks);
+        if (!ref->chunks)
+            return WH_ERR_NOMEM;
+        memcpy(ref->chunks, w->ch, w->n * sizeof *ref->chunks);
+    }
+    ref->n_chunks = w->n;
+    return WH_OK;
+}
+
+static void rw_free(store_data_writer_t *bw)
+{
+    rw_t *w = (rw_t *)bw;
+    if (!w)
+        return;
+    free(w->buf);
+    free(w->ch);
+    free(w);
+}
+
+static void rw_abort(store_data_writer_t *bw)
+{
+    rw_t *w = (rw_t *)bw;
+    if (!w)
+        return;
+    delete_copies(w->r, w->ch, w->n);
+    rw_free(bw);
+}
+
+/* RDMA PUT: every replica pulls its chunk from the client's region. */
+static wh_status_t rw_rdma_put(store_data_writer_t *bw, const char *token,
+                               const store_peer_t *speer, uint64_t size,
+                               store_rdma_result_t *res)
+{
+    rw_t *w = (rw_t *)bw;
+    cl_remote_t *r = w->r;
+    token_t tok;
+    char err[200];
+    memset(res, 0, sizeof *res);
+    if (w->total || w->fill)
+        return WH_ERR_INVALID;
+    wh_status_t st = token_parse(token, strlen(token), &tok, err, sizeof err);
+    if (st != WH_OK) {
+        msg(res->message, sizeof res->message, "x-amz-rdma-token: %s", err);
+        return st;
+    }
+    if (tok.dialect != TOKEN_DIALECT_OFI1) {
+        msg(res->message, sizeof res->message,
+            "the cluster's storage servers take ofi1 tokens only");
+        return WH_ERR_DECLINED;
+    }
+    if (tok.size < size) {
+        msg(res->message, sizeof res->message,
+            "token size 0x%" PRIx64 " is smaller than the object's 0x%" PRIx64, tok.size, size);
+        return WH_ERR_INVALID;
+    }
+    unsigned R = r->cfg.replicas;
+    uint64_t cs = r->cfg.chunk_size, nch = (size + cs - 1) / cs;
+    cl_job_t *jobs = calloc(nch * R + 1, sizeof *jobs);
+    store_chunk_t *ch = calloc(nch + 1, sizeof *ch);
+    if (!jobs || !ch) {
+        free(jobs);
+        free(ch);
+        return WH_ERR_NOMEM;
+    }
+    for (uint64_t k = 0; k < nch && st == WH_OK; k++) {
+        ch[k].offset = k * cs;
+        ch[k].length = WH_MIN(cs, size - k * cs);
+        st = cl_chunk_id_new(ch[k].id);
+        for (unsigned i = 0; i < R && st == WH_OK; i++) {
+            cl_job_t *j = &jobs[k * R + i];
+            j->op = CL_OP_RPUT;
+            j->chunk = ch[k].id;
+            j->len = ch[k].length;
+            st = token_pack_ofi1(tok.base + ch[k].offset, ch[k].length, tok.provider,
+                                 tok.ep_name, tok.ep_name_len, tok.key, j->mtok,
+                                 sizeof j->mtok);
+        }
+    }
+    cl_peer_t peer = peer_of(speer);
+    if (st == WH_OK)
+        st = place_and_run(r, NULL, jobs, R, nch, &peer, res->message, sizeof res->message);
+    /* Every replica of a chunk must hold the same bytes (the client's memory must not change
+     * during the PUT). */
+    wh_md5_t md5;
+    bool md5_ok = wh_md5_init(&md5) == 0;
+    uint64_t crc = 0;
+    for (uint64_t k = 0; k < nch; k++) {
+        for (unsigned i = 0; i < R; i++) {
+            cl_job_t *j = &jobs[k * R + i];
+            if (j->st != WH_OK)
+                continue;
+            ch[k].replicas[ch[k].n_replicas++] = j->used_id;
+            if (i == 0) {
+                ch[k].crc64nvme = j->crc;
+            } else if (st == WH_OK && (j->crc != jobs[k * R].crc ||
+                                       memcmp(j->md5, jobs[k * R].md5, 16) != 0)) {
+                msg(res->message, sizeof res->message,
+                    "chunk %s: replicas read different bytes (did the client's memory change "
+                    "during the PUT?)", ch[k].id);
+                st = WH_ERR_CHECKSUM;
+            }
+            if (st == WH_OK && !j->has_md5) {
+                msg(res->message, sizeof res->message, "chunk %s: storage sent no MD5",
+                    ch[k].id);
+                st = WH_ERR_PROTOCOL;
+            }
+        }
+        if (st == WH_OK) {
+            crc = k ? wh_crc64nvme_combine(crc, ch[k].crc64nvme, ch[k].length)
+                    : ch[k].crc64nvme;
+            if (md5_ok)
+                wh_md5_update(&md5, jobs[k * R].md5, 16);
+        }
+    }
+    uint8_t digest[16];
+    if (md5_ok)
+        wh_md5_final(&md5, digest);
+    jobs_free_cands(jobs, nch * R);
+    free(jobs);
+    if (st == WH_OK) {
+        for (uint64_t k = 0; k < nch && st == WH_OK; k++)
+            st = rw_push(w, &ch[k]);
+    }
+    if (st != WH_OK) {
+        delete_copies(r, ch, nch);
+        free(ch);
+        w->n = 0;
+        w->failed = st;
+        if (st != WH_ERR_INVALID && st != WH_ERR_AUTH && st != WH_ERR_CHECKSUM &&
+            st != WH_ERR_PROTOCOL && st != WH_ERR_NOMEM)
+            st = WH_ERR_UNAVAILABLE;
+        return st;
+    }
+    free(ch);
+    w->total = size;
+    atomic_fetch_add(&r->chunks_put, nch);
+    res->bytes = size;
+    res->crc64nvme = size ? crc : 0;
+    /* The gateway never sees the bytes: the ETag is S3's multipart form over the chunks'
+     * MD5s, "<md5 of the chunk MD5s>-<chunks>". */
+    if (md5_ok && nch) {
+        char hex[33];
+        wh_hex_encode(digest, 16, hex);
+        snprintf(res->etag, sizeof res->etag, "%s-%u", hex, (unsigned)nch);
+    }
+    return WH_OK;
+}
+
+/* ==== readers ============================================================================ */
+
+typedef struct rr_slot {
+    int64_t idx; /* chunk index, -1 empty */
+    uint8_t *buf;
+    uint64_t len;
+    uint64_t used; /* LRU stamp */
+} rr_slot_t;
+
+typedef struct rr {
+    store_reader_t base;
+    cl_remote_t *r;
+    store_data_ref_t ref;
+    rr_slot_t slot[READ_AHEAD];
+    int64_t last;
+    uint64_t stamp;
+} rr_t;
+
+static wh_status_t rr_open(store_data_t *d, const store_data_ref_t *ref, uint64_t size,
+                           store_reader_t **out)
+{
+    rr_t *q = calloc(1, sizeof *q);
+    if (!q)
+        return WH_ERR_NOMEM;
+    q->base.data = d;
+    q->base.size = size;
+    q->r = (cl_remote_t *)d;
+    q->last = -2;
+    for (int i = 0; i < READ_AHEAD; i++)
+        q->slot[i].idx = -1;
+    wh_status_t st = store_data_ref_copy(&q->ref, ref);
+    if (st != WH_OK) {
+        free(q);
+        return st;
+    }
+    *out = &q->base;
+    return WH_OK;
+}
+
+static void rr_close(store_reader_t *br)
+{
+    rr_t *q = (rr_t *)br;
+    if (!q)
+        return;
+    for (int i = 0; i < READ_AHEAD; i++)
+        free(q->slot[i].buf);
+    store_data_ref_clear(&q->ref);
+    free(q);
+}
+
+/* Index of the chunk holding object offset off (chunks are in offset order). */
+static int64_t chunk_at(const store_data_ref_t *ref, uint64_t off)
+{
+    size_t lo = 0, hi = ref->n_chunks;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const store_chunk_t *c = &ref->chunks[mid];
+        if (off < c->offset)
+            hi = mid;
+        else if (off >= c->offset + c->length)
+            lo = mid + 1;
+        else
+            return (int64_t)mid;
+    }
+    return -1;
+}
+
+static rr_slot_t *slot_of(rr_t *q, int64_t idx)
+{
+    for (int i = 0; i < READ_AHEAD; i++)
+        if (q->slot[i].idx == idx)
+            return &q->slot[i];
+    return NULL;
+}
+
+/* Fetches chunks [k, k+n) that are not cached into free (least recently used) slots. */
+static wh_status_t rr_fetch(rr_t *q, int64_t k, int n)
+{
+    cl_remote_t *r = q->r;
+    cl_job_t jobs[READ_AHEAD];
+    rr_slot_t *dst[READ_AHEAD];
+    int64_t idx[READ_AHEAD];
+    int nj = 0;
+    memset(jobs, 0, sizeof jobs);
+    for (int i = 0; i < n && k + i < (int64_t)q->ref.n_chunks; i++) {
+        if (slot_of(q, k + i))
+            continue;
+        rr_slot_t *s = NULL;
+        for (int j = 0; j < READ_AHEAD; j++) {
+            rr_slot_t *c = &q->slot[j];
+            bool busy = false;
+            for (int t = 0; t < nj; t++)
+                busy |= dst[t] == c;
+            if (busy || (c->idx >= k && c->idx < k + n && c->idx >= 0))
+                continue;
+            if (!s || c->idx < 0 || (s->idx >= 0 && c->used < s->used))
+                s = c;
+        }
+        if (!s)
+            break;
+        const store_chunk_t *c = &q->ref.chunks[k + i];
+        if (s->len < c->length || !s->buf) {
+            free(s->buf);
+            s->buf = malloc(c->length ? c->length : 1);
+            s->len = s->buf ? c->length : 0;
+            if (!s->buf)
+                return WH_ERR_NOMEM;
+        }
+        s->idx = -1;
+        cl_job_t *j = &jobs[nj];
+        j->op = CL_OP_GET;
+        j->chunk = c->id;
+        j->off = 0;
+        j->len = c->length;
+        j->dst = s->buf;
+        j->check_crc = true;
+        j->expect_crc = c->crc64nvme;
+        cl_members_for_read(r, c, j);
+        idx[nj] = k + i;
+        dst[nj++] = s;
+    }
+    if (!nj)
+        return WH_OK;
+    cl_peer_t peer = peer_of(NULL);
+    wh_status_t st = cl_client_run(r->client, jobs, (size_t)nj, r->cfg.parallel, &peer);
+    for (int i = 0; i < nj; i++) {
+        if (jobs[i].st == WH_OK) {
+            dst[i]->idx = idx[i];
+            atomic_fetch_add(&r->chunks_got, 1);
+            atomic_fetch_add(&r->bytes_got, jobs[i].len);
+        } else if (i == 0 || st == WH_OK) {
+            wh_warn(MOD, "chunk unavailable chunk=%s reason='%s'", jobs[i].chunk, jobs[i].err);
+        }
+    }
+    jobs_free_cands(jobs, (size_t)nj);
+    if (st != WH_OK) {
+        atomic_fetch_add(&r->unavailable, 1);
+        return WH_ERR_UNAVAILABLE;
+    }
+    return WH_OK;
+}
+
+static wh_status_t rr_pread(store_reader_t *br, void *buf, size_t n, uint64_t off)
+{
+    rr_t *q = (rr_t *)br;
+    if (off > q->base.size || n > q->base.size - off)
+        return WH_ERR_RANGE;
+    uint8_t *p = buf;
+    while (n) {
+        int64_t k = chunk_at(&q->ref, off);
+        if (k < 0)
+            return WH_ERR_INTERNAL; /* the chunk map does not cover the object */
+        rr_slot_t *s = slot_of(q, k);
+        if (!s) {
+            /* Sequential reading fetches READ_AHEAD chunks at once; a jump fetches one. */
+            bool seq = k == q->last + 1 || k == q->last;
+            wh_status_t st = rr_fetch(q, k, seq ? READ_AHEAD : 1);
+            if (st != WH_OK)
+                return st;
+            if (!(s = slot_of(q, k)))
+                return WH_ERR_UNAVAILABLE;
+        }
+        const store_chunk_t *c = &q->ref.chunks[k];
+        uint64_t in = off - c->offset;
+        size_t m = (size_t)WH_MIN((uint64_t)n, c->length - in);
+        memcpy(p, s->buf + in, m);
+        s->used = ++q->stamp;
+        q->last = k;
+        p += m;
+        off += m;
+        n -= m;
+    }
+    return WH_OK;
+}
+
+/* RDMA GET: one live replica per chunk writes its piece into the client's region. */
+static wh_status_t rr_rdma_get(store_reader_t *br, const char *token, const store_peer_t *speer,
+                               uint64_t off, uint64_t len, store_rdma_result_t *res)
+{
+    rr_t *q = (rr_t *)br;
+    cl_remote_t *r = q->r;
+    token_t tok;
+    char err[200];
+    memset(res, 0, sizeof *res);
+    wh_status_t st = token_parse(token, strlen(token), &tok, err, sizeof err);
+    if (st != WH_OK) {
+        msg(res->message, sizeof res->message, "x-amz-rdma-token: %s", err);
+        return st;
+    }
+    if (tok.dialect != TOKEN_DIALECT_OFI1) {
+        msg(res->message, sizeof res->message,
+            "the cluster's storage servers take ofi1 tokens only");
+        return WH_ERR_DECLINED;
+    }
+    if (tok.size < len || off > q->base.size || len > q->base.size - off) {
+        msg(res->message, sizeof res->message, "range does not fit the token or the object");
+        return WH_ERR_INVALID;
+    }
+    if (len == 0)
+        return WH_OK;
+    int64_t k0 = chunk_at(&q->ref, off), k1 = chunk_at(&q->ref, off + len - 1);
+    if (k0 < 0 || k1 < k0)
+        return WH_ERR_INTERNAL;
+    size_t nj = (size_t)(k1 - k0 + 1);
+    cl_job_t *jobs = calloc(nj, sizeof *jobs);
+    if (!jobs)
+        return WH_ERR_NOMEM;
+    for (size_t i = 0; i < nj && st == WH_OK; i++) {
+        const store_chunk_t *c = &q->ref.chunks[k0 + (int64_t)i];
+        uint64_t a = WH_MAX(off, c->offset), b = WH_MIN(off + len, c->offset + c->length);
+        cl_job_t *j = &jobs[i];
+        j->op = CL_OP_RGET;
+        j->chunk = c->id;
+        j->off = a - c->offset;
+        j->len = b - a;
+        /* A whole chunk is checked against the map's crc (a damaged copy is retried). */
+        j->check_crc = j->off == 0 && j->len == c->length;
+        j->expect_crc = c->crc64nvme;
+        st = token_pack_ofi1(tok.base + (a - off), b - a, tok.provider, tok.ep_name,
+                             tok.ep_name_len, tok.key, j->mtok, sizeof j->mtok);
+        cl_members_for_read(r, c, j);
+    }
+    cl_peer_t peer = peer_of(speer);
+    if (st == WH_OK)
+        st = cl_client_run(r->client, jobs, nj, r->cfg.parallel, &peer);
+    uint64_t crc = 0;
+    if (st == WH_OK) {
+        for (size_t i = 0; i < nj; i++)
+            crc = i ? wh_crc64nvme_combine(crc, jobs[i].crc, jobs[i].len) : jobs[i].crc;
+        res->bytes = len;
+        res->crc64nvme = crc;
+        atomic_fetch_add(&r->chunks_got, nj);
+    } else {
+        for (size_t i = 0; i < nj; i++)
+            if (jobs[i].st != WH_OK) {
+                msg(res->message, sizeof res->message,
+                    "chunk %s (object bytes %" PRIu64 "-%" PRIu64 ") is unavailable: %s",
+                    jobs[i].chunk, q->ref.chunks[k0 + (int64_t)i].offset,
+                    q->ref.chunks[k0 + (int64_t)i].offset +
+                        q->ref.chunks[k0 + (int64_t)i].length - 1,
+                    jobs[i].err[0] ? jobs[i].err : "no replica is up");
+                break;
+            }
+        atomic_fetch_add(&r->unavailable, 1);
+        if (st != WH_ERR_AUTH && st != WH_ERR_INVALID)
+            st = WH_ERR_UNAVAILABLE;
+    }
+    jobs_free_cands(jobs, nj);
+    free(jobs);
+    return st;
+}
+
+/* Appends [off, off+len) of a reader: whole chunks of another remote object by reference
+ * (copy and multipart completion move no bytes), anything else by reading and writing. */
+static wh_status_t rw_append(store_data_writer_t *bw, store_reader_t *br, uint64_t off,
+                             uint64_t len)
+{
+    rw_t *w = (rw_t *)bw;
+    if (w->failed)
+        return w->failed;
+    if (br->data == bw->data && len) {
+        rr_t *q = (rr_t *)br;
+        int64_t k0 = chunk_at(&q->ref, off), k1 = chunk_at(&q->ref, off + len - 1);
+        if (k0 >= 0 && k1 >= k0 && q->ref.chunks[k0].offset == off &&
+            q->ref.chunks[k1].offset + q->ref.chunks[k1].length == off + len) {
+            wh_status_t st = w->fill ? rw_flush(w) : WH_OK;
+            for (int64_t k = k0; k <= k1 && st == WH_OK; k++) {
+                store_chunk_t c = q->ref.chunks[k];
+                c.offset = w->total;
+                st = rw_push(w, &c);
+                w->total += c.length;
+            }
+            return st;
+        }
+    }
+    uint64_t piece = w->r->cfg.chunk_size;
+    uint8_t *tmp = malloc((size_t)piece);
+    if (!tmp)
+        return WH_ERR_NOMEM;
+    wh_status_t st = WH_OK;
+    for (uint64_t done = 0; done < len && st == WH_OK;) {
+        size_t n = (size_t)WH_MIN(piece, len - done);
+        st = br->data->ops->reader_pread(br, tmp, n, off + done);
+        if (st == WH_OK)
+            st = rw_write(bw, tmp, n);
+        done += n;
+    }
+    free(tmp);
+    return st;
+}
+
+/* ==== the table ========================================================================== */
+
+static void remote_close(store_data_t *d)
+{
+    cl_remote_t *r = (cl_remote_t *)d;
+    if (!r)
+        return;
+    cl_members_stop(r);
+    cl_client_free(r->client);
+    free(r->members);
+    pthread_mutex_destroy(&r->lock);
+    pthread_cond_destroy(&r->cond);
+    free(r);
+}
+
+static wh_status_t remote_recover(store_data_t *d, store_data_referenced_fn fn, void *arg)
+{
+    return WH_OK; /* chunk copies are collected through the metadata's GC queue */
+}
+
+static wh_status_t remote_space(store_data_t *d, store_space_t *out)
+{
+    cl_remote_t *r = (cl_remote_t *)d;
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&r->lock);
+    for (size_t i = 0; i < r->n_members; i++)
+        if (r->members[i].up)
+            out->free += r->members[i].free;
+    pthread_mutex_unlock(&r->lock);
+    out->total = out->free;
+    out->high_water_pct = 100;
+    return WH_OK;
+}
+
+static void remote_release(store_data_t *d, const store_data_ref_t *ref)
+{
+    cl_members_nudge((cl_remote_t *)d); /* the commit already queued the chunks */
+}
+
+static const store_data_ops_t g_remote_ops = {
+    .name = "cluster",
+    .close = remote_close,
+    .recover = remote_recover,
+    .space = remote_space,
+    .writer_open = rw_open,
+    .write = rw_write,
+    .append = rw_append,
+    .rdma_put = rw_rdma_put,
+    .finish = rw_finish,
+    .writer_free = rw_free,
+    .writer_abort = rw_abort,
+    .reader_open = rr_open,
+    .reader_pread = rr_pread,
+    .rdma_get = rr_rdma_get,
+    .reader_close = rr_close,
+    .release = remote_release,
+};
+
+wh_status_t cl_remote_open(const cl_remote_config_t *cfg, store_data_t **out)
+{
+    cl_remote_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return WH_ERR_NOMEM;
+    r->base.ops = &g_remote_ops;
+    r->cfg = *cfg;
+    if (!r->cfg.chunk_size)
+        r->cfg.chunk_size = CL_DEFAULT_CHUNK;
+    if (r->cfg.replicas < 1 || r->cfg.replicas > CL_MAX_REPLICAS)
+        r->cfg.replicas = CL_DEFAULT_REPLICAS;
+    if (!r->cfg.parallel)
+        r->cfg.parallel = 16;
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->cond, NULL);
+    wh_status_t st = cl_client_new(cfg->secret, &r->client);
+    if (st == WH_OK)
+        st = cl_members_start(r);
+    if (st != WH_OK) {
+        remote_close(&r->base);
+        return st;
+    }
+    wh_info(MOD, "cluster data table ready chunk=%" PRIu64 " replicas=%u parallel=%u",
+            r->cfg.chunk_size, r->cfg.replicas, r->cfg.parallel);
+    *out = &r->base;
+    return WH_OK;
+}
+
+int cl_remote_nodes_up(store_data_t *d)
+{
+    cl_remote_t *r = (cl_remote_t *)d;
+    int n = 0;
+    pthread_mutex_lock(&r->lock);
+    if (!r->known)
+        n = -1;
+    for (size_t i = 0; n >= 0 && i < r->n_members; i++)
+        n += r->members[i].up;
+    pthread_mutex_unlock(&r->lock);
+    return n;
+}
+
+void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
+{
+    cl_remote_t *r = (cl_remote_t *)d;
+    int up = cl_remote_nodes_up(d);
+    size_t known;
+    pthread_mutex_lock(&r->lock);
+    known = r->n_members;
+    pthread_mutex_unlock(&r->lock);
+    cl_client_stats_t cs;
+    cl_client_stats(r->client, &cs);
+    wh_sbuf_printf(out,
+                   "# HELP wharf_storage_nodes_up Storage servers with a fresh heartbeat.\n"
+                   "# TYPE wharf_storage_nodes_up gauge\nwharf_storage_nodes_up %d\n"
+                   "# TYPE wharf_storage_nodes gauge\nwharf_storage_nodes %zu\n"
+                   "# TYPE wharf_cluster_leader gauge\nwharf_cluster_leader %d\n",
+                   up < 0 ? 0 : up, known, (int)atomic_load(&r->leader));
+    const struct {
+        const char *name;
+        uint64_t v;
+    } m[] = {
+        {"wharf_cluster_chunk_requests_total", cs.requests},
+        {"wharf_cluster_chunk_failures_total", cs.failures},
+        {"wharf_cluster_chunk_retries_total", cs.retries},
+        {"wharf_cluster_chunks_written_total", atomic_load(&r->chunks_put)},
+        {"wharf_cluster_chunks_read_total", atomic_load(&r->chunks_got)},
+        {"wharf_cluster_unavailable_total", atomic_load(&r->unavailable)},
+        {"wharf_cluster_gc_deleted_total", atomic_load(&r->gc_deleted)},
+        {"wharf_cluster_gc_failed_total", atomic_load(&r->gc_failed)},
+        {"wharf_cluster_meta_failures_total", atomic_load(&r->meta_failures)},
+    };
+    for (size_t i = 0; i < WH_ARRAY_SIZE(m); i++)
+        wh_sbuf_printf(out, "# TYPE %s counter\n%s %" PRIu64 "\n", m[i].name, m[i].name,
+                       m[i].v);
+}

@@ -1,0 +1,50 @@
+/* The gateway's data table (store/data.h) over storage servers.
+ *
+ * An object's bytes are a list of chunks (chunk_size bytes, the last one shorter), each
+ * written to `replicas` distinct live storage servers chosen by weighted rendezvous hashing
+ * (place.h) and recorded in the object's chunk map, which the metadata commit stores. The
+ * gateway keeps no state of its own: membership comes from the metadata database (storage
+ * servers register and heartbeat there), refreshed once a second.
+ *
+ * Data paths:
+ * - HTTP PUT: the gateway cuts the stream into chunks and sends each to its replicas in
+ *   parallel (a replica that fails is replaced by the next node in placement order);
+ * - HTTP GET: chunks are fetched from one live replica each (the next one on failure), with a
+ *   read-ahead of a few chunks for sequential reads;
+ * - RDMA PUT: each replica's storage server pulls its chunk from the client's region itself
+ *   (the memory token narrowed to that chunk) and acks with crc64nvme and MD5;
+ * - RDMA GET: one live replica per chunk writes its part into the client's region at the
+ *   right offset, all chunks in parallel; the crcs are combined in order.
+ * A chunk that no replica can serve fails the request with WH_ERR_UNAVAILABLE and a message
+ * naming the chunk; nothing is ever reported as moved that did not land. */
+#ifndef WH_CLUSTER_REMOTE_H
+#define WH_CLUSTER_REMOTE_H
+
+#include "base/util.h"
+#include "store/data.h"
+#include "store/meta.h"
+
+#define CL_DEFAULT_CHUNK (8ULL << 20)
+#define CL_DEFAULT_REPLICAS 2
+
+typedef struct cl_remote_config {
+    meta_t *meta;            /* the store's metadata table (borrowed: outlives the table) */
+    const char *secret;      /* WHARF_CLUSTER_SECRET */
+    uint64_t chunk_size;     /* default CL_DEFAULT_CHUNK */
+    unsigned replicas;       /* 1..3, default 2 */
+    unsigned parallel;       /* chunk requests in flight per S3 request; default 16 */
+    unsigned down_after_ms;  /* a node whose heartbeat is older is down; default 5000 */
+    unsigned refresh_ms;     /* membership refresh period; default 1000 */
+    unsigned gc_period_ms;   /* garbage-collection pass period; default 2000 */
+} cl_remote_config_t;
+
+void cl_remote_config_init(cl_remote_config_t *cfg);
+wh_status_t cl_remote_open(const cl_remote_config_t *cfg, store_data_t **out);
+
+/* For the gateway's /metrics: wharf_storage_nodes_up and the cluster's counters. */
+void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out);
+/* Storage servers currently up (heartbeat fresh), -1 when membership is unknown (database
+ * unreachable since start). */
+int cl_remote_nodes_up(store_data_t *d);
+
+#endif

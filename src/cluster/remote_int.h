@@ -1,0 +1,56 @@
+/* Internals of the remote data table shared by remote.c (writers, readers, RDMA) and
+ * members.c (membership cache, placement candidates, garbage collection). */
+#ifndef WH_CLUSTER_REMOTE_INT_H
+#define WH_CLUSTER_REMOTE_INT_H
+
+#include "cluster/client.h"
+#include "cluster/remote.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+/* The advisory lock one gateway holds to run garbage collection (and repair). */
+#define CL_LOCK_MAINTENANCE 0x7768617266310001LL
+
+typedef struct cl_member {
+    uint32_t id;
+    char addr[256];
+    uint64_t free;
+    bool up;
+} cl_member_t;
+
+typedef struct cl_remote {
+    store_data_t base;
+    cl_remote_config_t cfg;
+    cl_client_t *client;
+
+    pthread_mutex_t lock; /* members */
+    cl_member_t *members;
+    size_t n_members;
+    bool known;           /* at least one membership read succeeded */
+
+    pthread_t thread;     /* membership refresh + maintenance */
+    bool thread_started, stop, nudge;
+    pthread_cond_t cond;
+
+    _Atomic uint64_t chunks_put, chunks_got, bytes_put, bytes_got, unavailable;
+    _Atomic uint64_t gc_deleted, gc_failed, meta_failures;
+    _Atomic bool leader;
+} cl_remote_t;
+
+/* Candidates for writing a new chunk: job i of `replicas` gets its primary and spares
+ * (distinct per job). Returns the number of up nodes (0: none). */
+size_t cl_members_for_write(cl_remote_t *r, const char *chunk_id, unsigned replicas,
+                            cl_job_t *jobs);
+/* Candidates for reading a chunk: its replicas that are up first, then the others (a
+ * heartbeat may lag); unknown nodes are skipped. */
+void cl_members_for_read(cl_remote_t *r, const store_chunk_t *c, cl_job_t *j);
+/* Address of node id (false if not a member). */
+bool cl_members_addr(cl_remote_t *r, uint32_t id, char addr[256]);
+
+wh_status_t cl_members_start(cl_remote_t *r);
+void cl_members_stop(cl_remote_t *r);
+void cl_members_nudge(cl_remote_t *r);
+
+#endif

@@ -1,0 +1,198 @@
+/* The gateway role: `wharfd gateway --meta URL --listen HOST:PORT ...`: the S3 front (the
+ * same HTTP server and handlers as `wharfd serve`) over a store whose metadata table is
+ * PostgreSQL and whose data table is the cluster's storage servers (cluster/remote.h). The
+ * process keeps no state of its own, so any number of gateways may serve one cluster. */
+#include "base/log.h"
+#include "cluster/remote.h"
+#include "server/roles.h"
+#include "server/server.h"
+#include "store/meta.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEV_ACCESS_KEY "wharfadmin"
+#define DEV_SECRET_KEY "wharfadmin-secret"
+
+static int gw_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: wharfd gateway --meta postgresql://USER@HOST:PORT/DB --listen HOST:PORT\n"
+            "                      [--unix PATH] [--replicas N] [--providers LIST] [options]\n"
+            "\n"
+            "A cluster's S3 front: SigV4, buckets, listings, multipart and placement, with\n"
+            "metadata in PostgreSQL and object bytes on the storage servers that registered\n"
+            "there. Stateless: run as many as you like against one database.\n"
+            "\n"
+            "  --meta URL           the cluster's PostgreSQL (schema created and migrated here)\n"
+            "  --listen HOST:PORT   S3 endpoint (default 127.0.0.1:9000)\n"
+            "  --unix PATH          also serve on this Unix socket (peers proven over it may use\n"
+            "                       shm RDMA with storage servers on this host); default none\n"
+            "  --replicas N         copies of each chunk on distinct storage servers, 1..3\n"
+            "                       (default 2)\n"
+            "  --chunk-size BYTES   bytes per chunk (default 8M; K/M/G ok; 64K..1G)\n"
+            "  --providers LIST     RDMA providers this gateway vets tokens for: shm,tcp\n"
+            "                       (default) or none; the bytes move between storage servers\n"
+            "                       and clients, never through the gateway\n"
+            "  --region NAME        S3 region (default us-east-1)\n"
+            "  --log-level LEVEL    error, warn, info (default), debug, trace\n"
+            "\n"
+            "Environment: WHARF_CLUSTER_SECRET (required, shared with the storage servers),\n"
+            "WHARF_ACCESS_KEY / WHARF_SECRET_KEY (S3 credentials).\n");
+    return 0;
+}
+
+static int gw_bad(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "wharfd: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nrun 'wharfd gateway --help' for the options\n");
+    return 2;
+}
+
+static void gw_metrics(void *arg, wh_sbuf_t *out)
+{
+    cl_remote_metrics(arg, out);
+}
+
+int srv_gateway_main(int argc, char **argv)
+{
+    srv_config_t cfg;
+    srv_config_init(&cfg);
+    cl_remote_config_t rc;
+    cl_remote_config_init(&rc);
+    char host[64] = "127.0.0.1";
+    const char *meta_url = NULL;
+    wh_log_level_t lvl = WH_LOG_INFO;
+    cfg.unix_path = "";
+    enum { O_META = 1, O_LISTEN, O_UNIX, O_REPL, O_CHUNK, O_PROV, O_REGION, O_LOG, O_MEM,
+           O_HELP };
+    static const struct option opts[] = {
+        {"meta", required_argument, NULL, O_META},
+        {"listen", required_argument, NULL, O_LISTEN},
+        {"unix", required_argument, NULL, O_UNIX},
+        {"replicas", required_argument, NULL, O_REPL},
+        {"chunk-size", required_argument, NULL, O_CHUNK},
+        {"providers", required_argument, NULL, O_PROV},
+        {"region", required_argument, NULL, O_REGION},
+        {"log-level", required_argument, NULL, O_LOG},
+        {"rdma-mem", required_argument, NULL, O_MEM},
+        {"help", no_argument, NULL, O_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    optind = 2;
+    int c;
+    uint64_t v;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case O_META:
+            meta_url = optarg;
+            break;
+        case O_LISTEN:
+            if (srv_parse_listen(optarg, host, sizeof host, &cfg.listen_port) != 0)
+                return gw_bad("--listen wants HOST:PORT (e.g. 127.0.0.1:9000), got '%s'",
+                              optarg);
+            break;
+        case O_UNIX:
+            cfg.unix_path = strcmp(optarg, "none") == 0 ? "" : optarg;
+            break;
+        case O_REPL:
+            if (wh_parse_u64(optarg, strlen(optarg), &v) != 0 || v < 1 || v > 3)
+                return gw_bad("--replicas wants 1, 2 or 3, got '%s'", optarg);
+            rc.replicas = (unsigned)v;
+            break;
+        case O_CHUNK:
+            if (srv_parse_bytes(optarg, &v) != 0 || v < (64u << 10) || v > (1ULL << 30))
+                return gw_bad("--chunk-size wants 64K..1G (e.g. 8M), got '%s'", optarg);
+            rc.chunk_size = v;
+            break;
+        case O_PROV:
+            cfg.rdma.providers = optarg;
+            break;
+        case O_REGION:
+            if (!*optarg || strlen(optarg) > 63)
+                return gw_bad("--region wants a region name, got '%s'", optarg);
+            cfg.region = optarg;
+            break;
+        case O_LOG:
+            if (wh_log_parse_level(optarg, &lvl) != 0)
+                return gw_bad("--log-level wants error, warn, info, debug or trace, got '%s'",
+                              optarg);
+            break;
+        case O_MEM:
+            if (srv_parse_bytes(optarg, &cfg.rdma.mem_budget) != 0 || !cfg.rdma.mem_budget)
+                return gw_bad("--rdma-mem wants a byte count such as 64M, got '%s'", optarg);
+            break;
+        case O_HELP:
+            return gw_usage(stdout);
+        case ':':
+            return gw_bad("option %s needs a value", argv[optind - 1]);
+        default:
+            return gw_bad("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return gw_bad("unexpected argument '%s'", argv[optind]);
+    if (!meta_url || !meta_url_is_pg(meta_url))
+        return gw_bad("--meta postgresql://USER@HOST:PORT/DB is required, got '%s'",
+                      meta_url ? meta_url : "");
+    if (!(rc.secret = srv_cluster_secret()))
+        return 2;
+    cfg.listen_host = host;
+    wh_log_set_level(lvl);
+    cfg.access_key = getenv("WHARF_ACCESS_KEY");
+    cfg.secret_key = getenv("WHARF_SECRET_KEY");
+    if (!cfg.access_key || !*cfg.access_key || !cfg.secret_key || !*cfg.secret_key) {
+        cfg.access_key = DEV_ACCESS_KEY;
+        cfg.secret_key = DEV_SECRET_KEY;
+        fprintf(stderr, "wharfd: WHARF_ACCESS_KEY/WHARF_SECRET_KEY unset; using the development "
+                        "credentials access_key=%s secret_key=%s\n", cfg.access_key,
+                cfg.secret_key);
+    }
+    srv_block_signals();
+
+    meta_t *meta = NULL;
+    store_data_t *data = NULL;
+    store_t *st = NULL;
+    wh_status_t s = meta_open(meta_url, &meta);
+    if (s != WH_OK) {
+        fprintf(stderr, "wharfd: cannot open the metadata database %s: %s\n", meta_url,
+                wh_status_str(s));
+        return 1;
+    }
+    rc.meta = meta;
+    if ((s = cl_remote_open(&rc, &data)) != WH_OK) {
+        meta_close(meta);
+        fprintf(stderr, "wharfd: cannot start the cluster data table: %s\n", wh_status_str(s));
+        return 1;
+    }
+    if ((s = store_open_tables(meta, data, &st)) != WH_OK) {
+        fprintf(stderr, "wharfd: cannot open the store: %s\n", wh_status_str(s));
+        return 1;
+    }
+    cfg.store = st;
+    cfg.metrics_extra = gw_metrics;
+    cfg.metrics_extra_arg = data;
+    srv_t *srv = NULL;
+    if ((s = srv_start(&cfg, &srv)) != WH_OK) {
+        fprintf(stderr, "wharfd: cannot start: %s (see the log above)\n", wh_status_str(s));
+        return 1;
+    }
+    printf("wharfd gateway serving http://%s:%u replicas=%u chunk=%llu access_key=%s\n", host,
+           (unsigned)cfg.listen_port, rc.replicas, (unsigned long long)rc.chunk_size,
+           cfg.access_key);
+    fflush(stdout);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    int sig = 0;
+    sigwait(&set, &sig);
+    wh_info("main", "signal received, shutting down");
+    srv_stop(srv);
+    return 0;
+}
