@@ -146,29 +146,15 @@ wh_status_t cl_chunk_writer_open(cl_chunks_t *cs, const char *id, bool want_md5,
     return WH_OK;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-    const uint8_t *q = p;
-    while (n) {
-        ssize_t k = write(fd, q, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        q += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 wh_status_t cl_chunk_writer_write(cl_chunk_writer_t *w, const void *p, size_t n)
 {
     if (w->broken)
         return WH_ERR_IO;
-    if (write_all(w->fd, p, n) != 0) {
-        wh_error(MOD, "writing a chunk failed id=%s err='%s'", w->id, strerror(errno));
+    int e = wh_write_all(w->fd, p, n);
+    if (e) {
+        wh_error(MOD, "writing a chunk failed id=%s err='%s'", w->id, strerror(-e));
         w->broken = true;
-        return errno == ENOSPC ? WH_ERR_TOO_LARGE : WH_ERR_IO;
+        return e == -ENOSPC || e == -EDQUOT ? WH_ERR_NO_SPACE : WH_ERR_IO;
     }
     w->crc = wh_crc64nvme(w->crc, p, n);
     if (w->md5_on)
@@ -200,7 +186,7 @@ wh_status_t cl_chunk_writer_commit(cl_chunk_writer_t *w, uint64_t *crc, uint8_t 
         foot[8 + i] = (uint8_t)(w->crc >> (8 * i));
     char rel[CL_CHUNK_ID_LEN + 4], sub[3] = {w->id[0], w->id[1], 0};
     rel_path(w->id, rel);
-    if (w->broken || write_all(w->fd, foot, sizeof foot) != 0 || fsync(w->fd) != 0)
+    if (w->broken || wh_write_all(w->fd, foot, sizeof foot) != 0 || fsync(w->fd) != 0)
         goto err;
     int sfd = open_dir_at(w->cs->chunks_fd, sub);
     if (sfd < 0)

@@ -274,7 +274,7 @@ retry:
         atomic_fetch_add(&c->retries, 1);
         return false;
     }
-    j->st = WH_ERR_TRANSPORT;
+    j->st = WH_ERR_UNAVAILABLE;
     return true;
 }
 
@@ -295,7 +295,7 @@ wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned par
     }
     size_t next = 0, active = 0, done = 0;
     for (size_t i = 0; i < n; i++) {
-        jobs[i].st = WH_ERR_TRANSPORT;
+        jobs[i].st = WH_ERR_UNAVAILABLE;
         jobs[i]._try = 0;
         jobs[i].attempts = 0;
         jobs[i].err[0] = '\0';

@@ -65,12 +65,12 @@ static void refresh(cl_remote_t *r)
     pthread_mutex_unlock(&r->lock);
 }
 
-size_t cl_members_for_write(cl_remote_t *r, const char *chunk_id, unsigned replicas,
-                            cl_job_t *jobs)
+size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
+                       char (*addrs_out)[256], size_t max)
 {
     cl_place_node_t pn[64];
     uint32_t ids[64];
-    char addrs[64][256];
+    char addrs[64][256], idstr[64][12];
     size_t n = 0;
     pthread_mutex_lock(&r->lock);
     for (size_t i = 0; i < r->n_members && n < 64; i++) {
@@ -82,25 +82,37 @@ size_t cl_members_for_write(cl_remote_t *r, const char *chunk_id, unsigned repli
         n++;
     }
     pthread_mutex_unlock(&r->lock);
-    char idstr[64][12];
     for (size_t i = 0; i < n; i++) {
         snprintf(idstr[i], sizeof idstr[i], "%" PRIu32, ids[i]);
         pn[i].id = idstr[i];
     }
     size_t rank[CL_PLACE_MAX];
-    size_t k = cl_place(pn, n, chunk_id, CL_PLACE_MAX, rank);
+    size_t k = cl_place(pn, n, chunk_id, (unsigned)WH_MIN(max, (size_t)CL_PLACE_MAX), rank);
+    for (size_t q = 0; q < k; q++) {
+        ids_out[q] = ids[rank[q]];
+        snprintf(addrs_out[q], 256, "%s", addrs[rank[q]]);
+    }
+    return k;
+}
+
+size_t cl_members_for_write(cl_remote_t *r, const char *chunk_id, unsigned replicas,
+                            cl_job_t *jobs)
+{
+    uint32_t ids[CL_PLACE_MAX];
+    char addrs[CL_PLACE_MAX][256];
+    size_t k = cl_members_rank(r, chunk_id, ids, addrs, CL_PLACE_MAX);
     for (unsigned j = 0; j < replicas; j++) {
         jobs[j].ncand = 0;
         /* job j: rank j, then spares j+R, j+2R ... (distinct per job) */
         for (size_t q = j; q < k && jobs[j].ncand < CL_MAX_CANDIDATES; q += replicas) {
-            char *a = strdup(addrs[rank[q]]);
+            char *a = strdup(addrs[q]);
             if (!a)
                 break;
             jobs[j].cand[jobs[j].ncand] = a;
-            jobs[j].cand_id[jobs[j].ncand++] = ids[rank[q]];
+            jobs[j].cand_id[jobs[j].ncand++] = ids[q];
         }
     }
-    return n;
+    return k;
 }
 
 void cl_members_for_read(cl_remote_t *r, const store_chunk_t *c, cl_job_t *j)

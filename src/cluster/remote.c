@@ -94,26 +94,90 @@ static wh_status_t rw_push(rw_t *w, const store_chunk_t *c)
     return WH_OK;
 }
 
-/* Writes len bytes (HTTP: data; RDMA: the memory tokens in jobs' mtok) as one new chunk at
- * object offset off to `replicas` servers. jobs: replicas entries, op and body/mtok set. */
-static wh_status_t place_and_run(cl_remote_t *r, const char *cid, cl_job_t *jobs, size_t per,
-                                 size_t nchunks, const cl_peer_t *peer, char *err,
-                                 size_t errlen)
+/* Runs the writes of nchunks chunks, `per` replica jobs each (op, chunk, body or mtok set),
+ * on distinct live servers in placement order. A replica that fails moves to a spare; after
+ * the first round, a job still failing is retried (twice at most) on the best-ranked node that
+ * neither it nor a sibling has used, so a dead server costs one retry, not the PUT. */
+static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, size_t nchunks,
+                                 const cl_peer_t *peer, char *err, size_t errlen)
 {
+    size_t total = nchunks * per;
     for (size_t k = 0; k < nchunks; k++) {
         size_t up = cl_members_for_write(r, jobs[k * per].chunk, (unsigned)per, &jobs[k * per]);
         if (up < per) {
             atomic_fetch_add(&r->unavailable, 1);
             msg(err, errlen, "chunk %s: %zu storage servers up, %zu replicas wanted",
                 jobs[k * per].chunk, up, per);
-            jobs_free_cands(jobs, nchunks * per);
+            jobs_free_cands(jobs, total);
             return WH_ERR_UNAVAILABLE;
         }
     }
-    (void)cid;
-    wh_status_t st = cl_client_run(r->client, jobs, nchunks * per, r->cfg.parallel, peer);
+    wh_status_t st = cl_client_run(r->client, jobs, total, r->cfg.parallel, peer);
+    for (int round = 0; round < 2 && st != WH_OK && st != WH_ERR_AUTH && st != WH_ERR_INVALID;
+         round++) {
+        cl_job_t *again = calloc(total, sizeof *again);
+        size_t *from = calloc(total, sizeof *from), na = 0;
+        if (!again || !from) {
+            free(again);
+            free(from);
+            break;
+        }
+        for (size_t i = 0; i < total; i++) {
+            if (jobs[i].st == WH_OK)
+                continue;
+            size_t k = i / per;
+            uint32_t ids[CL_PLACE_MAX];
+            char addrs[CL_PLACE_MAX][256];
+            size_t n = cl_members_rank(r, jobs[i].chunk, ids, addrs, CL_PLACE_MAX);
+            for (size_t q = 0; q < n; q++) {
+                bool taken = false;
+                for (size_t s2 = k * per; s2 < (k + 1) * per; s2++) {
+                    if (jobs[s2].st == WH_OK && jobs[s2].used_id == ids[q])
+                        taken = true;
+                    for (size_t c = 0; c < jobs[s2].ncand; c++)
+                        taken |= s2 == i && jobs[s2].cand_id[c] == ids[q];
+                }
+                for (size_t a = 0; a < na; a++) /* a sibling's retry this round */
+                    taken |= from[a] / per == k && again[a].cand_id[0] == ids[q];
+                if (taken)
+                    continue;
+                again[na] = jobs[i];
+                again[na].ncand = 0;
+                if ((again[na].cand[0] = strdup(addrs[q])) != NULL) {
+                    again[na].cand_id[0] = ids[q];
+                    again[na].ncand = 1;
+                    from[na++] = i;
+                }
+                break;
+            }
+        }
+        if (na == 0) {
+            free(again);
+            free(from);
+            break;
+        }
+        wh_info(MOD, "retrying %zu chunk writes on other storage servers", na);
+        cl_client_run(r->client, again, na, r->cfg.parallel, peer);
+        st = WH_OK;
+        for (size_t a = 0; a < na; a++) {
+            cl_job_t *j = &jobs[from[a]];
+            if (again[a].st == WH_OK) {
+                jobs_free_cands(j, 1);
+                *j = again[a]; /* takes its candidate list */
+                j->used = 0;
+            } else {
+                snprintf(j->err, sizeof j->err, "%s", again[a].err);
+                jobs_free_cands(&again[a], 1);
+            }
+        }
+        for (size_t i = 0; i < total; i++)
+            if (jobs[i].st != WH_OK && st == WH_OK)
+                st = jobs[i].st;
+        free(again);
+        free(from);
+    }
     if (st != WH_OK) {
-        for (size_t i = 0; i < nchunks * per; i++)
+        for (size_t i = 0; i < total; i++)
             if (jobs[i].st != WH_OK) {
                 msg(err, errlen, "chunk %s: no storage server took it: %s", jobs[i].chunk,
                     jobs[i].err);
@@ -176,7 +240,7 @@ static wh_status_t rw_flush(rw_t *w)
         jobs[i].body = w->buf;
     }
     cl_peer_t peer = peer_of(NULL);
-    st = place_and_run(r, c.id, jobs, R, 1, &peer, w->err, sizeof w->err);
+    st = place_and_run(r, jobs, R, 1, &peer, w->err, sizeof w->err);
     for (unsigned i = 0; i < R; i++) {
         if (jobs[i].st == WH_OK)
             c.replicas[c.n_replicas++] = jobs[i].used_id;
@@ -335,7 +399,7 @@ static wh_status_t rw_rdma_put(store_data_writer_t *bw, const char *token,
     }
     cl_peer_t peer = peer_of(speer);
     if (st == WH_OK)
-        st = place_and_run(r, NULL, jobs, R, nch, &peer, res->message, sizeof res->message);
+        st = place_and_run(r, jobs, R, nch, &peer, res->message, sizeof res->message);
     /* Every replica of a chunk must hold the same bytes (the client's memory must not change
      * during the PUT). */
     wh_md5_t md5;

@@ -43,6 +43,9 @@ typedef struct cl_remote {
  * (distinct per job). Returns the number of up nodes (0: none). */
 size_t cl_members_for_write(cl_remote_t *r, const char *chunk_id, unsigned replicas,
                             cl_job_t *jobs);
+/* The up nodes in placement order for chunk_id (at most max, <= CL_PLACE_MAX). */
+size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids,
+                       char (*addrs)[256], size_t max);
 /* Candidates for reading a chunk: its replicas that are up first, then the others (a
  * heartbeat may lag); unknown nodes are skipped. */
 void cl_members_for_read(cl_remote_t *r, const store_chunk_t *c, cl_job_t *j);

@@ -106,7 +106,7 @@ int srv_gateway_main(int argc, char **argv)
             rc.replicas = (unsigned)v;
             break;
         case O_CHUNK:
-            if (srv_parse_bytes(optarg, &v) != 0 || v < (64u << 10) || v > (1ULL << 30))
+            if (wh_parse_size(optarg, &v) != 0 || v < (64u << 10) || v > (1ULL << 30))
                 return gw_bad("--chunk-size wants 64K..1G (e.g. 8M), got '%s'", optarg);
             rc.chunk_size = v;
             break;
@@ -124,7 +124,7 @@ int srv_gateway_main(int argc, char **argv)
                               optarg);
             break;
         case O_MEM:
-            if (srv_parse_bytes(optarg, &cfg.rdma.mem_budget) != 0 || !cfg.rdma.mem_budget)
+            if (wh_parse_size(optarg, &cfg.rdma.mem_budget) != 0 || !cfg.rdma.mem_budget)
                 return gw_bad("--rdma-mem wants a byte count such as 64M, got '%s'", optarg);
             break;
         case O_HELP:

@@ -54,25 +54,6 @@ int srv_parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port)
     return 0;
 }
 
-int srv_parse_bytes(const char *s, uint64_t *out)
-{
-    size_t n = strlen(s);
-    uint64_t mult = 1;
-    if (n && strchr("kK", s[n - 1]))
-        mult = 1ULL << 10;
-    else if (n && strchr("mM", s[n - 1]))
-        mult = 1ULL << 20;
-    else if (n && strchr("gG", s[n - 1]))
-        mult = 1ULL << 30;
-    if (mult > 1)
-        n--;
-    uint64_t v;
-    if (n == 0 || wh_parse_u64(s, n, &v) != 0 || v > UINT64_MAX / mult)
-        return -1;
-    *out = v * mult;
-    return 0;
-}
-
 const char *srv_cluster_secret(void)
 {
     const char *s = getenv("WHARF_CLUSTER_SECRET");
@@ -145,7 +126,7 @@ int srv_storage_main(int argc, char **argv)
             cfg.rdma.providers = optarg;
             break;
         case O_MEM:
-            if (srv_parse_bytes(optarg, &cfg.rdma.mem_budget) != 0 || !cfg.rdma.mem_budget)
+            if (wh_parse_size(optarg, &cfg.rdma.mem_budget) != 0 || !cfg.rdma.mem_budget)
                 return bad("--rdma-mem wants a byte count such as 256M, got '%s'", optarg);
             break;
         case O_LOG:

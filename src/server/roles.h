@@ -10,7 +10,6 @@ int srv_gateway_main(int argc, char **argv);
 
 /* Shared option helpers. */
 int srv_parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port);
-int srv_parse_bytes(const char *s, uint64_t *out); /* 256M, 4K, 1G, or bytes */
 const char *srv_cluster_secret(void);             /* NULL (and says why) when unset/short */
 void srv_block_signals(void);
 
