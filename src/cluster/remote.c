@@ -459,10 +459,15 @@ static wh_status_t rw_rdma_put(store_data_writer_t *bw, const char *token,
     res->crc64nvme = size ? crc : 0;
     /* The gateway never sees the bytes: the ETag is S3's multipart form over the chunks'
      * MD5s, "<md5 of the chunk MD5s>-<chunks>". */
+    if (nch == 0) /* the empty object: its MD5 is known without a byte */
+        snprintf(res->md5_hex, sizeof res->md5_hex, "d41d8cd98f00b204e9800998ecf8427e");
     if (md5_ok && nch) {
         char hex[33];
         wh_hex_encode(digest, 16, hex);
         snprintf(res->etag, sizeof res->etag, "%s-%u", hex, (unsigned)nch);
+        /* Also the writer's digest: an UploadPart's ETag is this hex, so completion's
+         * md5-of-part-ETags works as for any part. */
+        memcpy(res->md5_hex, hex, sizeof res->md5_hex);
     }
     return WH_OK;
 }

@@ -622,7 +622,7 @@ static void rdma_put(srv_req_t *r, bool part)
         store_obj_meta_t m;
         memset(&m, 0, sizeof m);
         fill_put_meta(r, &m);
-        snprintf(m.etag, sizeof m.etag, "%s", md5[0] ? md5 : table_etag);
+        snprintf(m.etag, sizeof m.etag, "%s", table_etag[0] ? table_etag : md5);
         if (want.c32)
             snprintf(m.crc32c, sizeof m.crc32c, "%s", want.c32s);
         meta_add_sums(&m, &want);
