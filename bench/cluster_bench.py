@@ -1,0 +1,303 @@
+#!/usr/bin/python3
+"""The cluster benchmark: one client against a wharf cluster (tests/lib/cluster.py, the same
+harness as the cluster tests), paired arms in one run.
+
+Sections (each can be chosen with --only):
+  scale     GET throughput with 1, 2 and 4 storage servers, every object's chunks spread over
+            all of them; arms rdma (ofi+shm on loopback, or ofi+tcp across network namespaces
+            with --netns) and http (through the gateway), alternating A B A B over the same
+            objects; CPU-seconds per GB of the gateway and of the storage servers; the witness
+            of each RDMA cell is the sum of the storage servers' counters (>= 0.99 of the
+            payload, else the cell fails) and the gateway's RDMA counters must stay at zero.
+  serve     GET and PUT through a 2-server cluster against the same operations on `wharfd
+            serve`, same machine, same objects.
+  faults    GET throughput per second across a kill -9 of a storage server and a 15 s SIGSTOP
+            of another, as a timeline (JSON, and a PNG with --plot).
+Every byte is verified outside the timed windows. Results: one JSON per run under --results.
+"""
+import argparse
+import hashlib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "lib"))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+
+import benchlib  # noqa: E402
+import wharf  # noqa: E402
+from cluster import Cluster, netns_available  # noqa: E402
+from wharfd import ACCESS_KEY, REGION, SECRET_KEY, WharfServer  # noqa: E402
+
+MIB = 1 << 20
+
+
+def client(endpoint, provider, unix_socket=None, concurrency=8):
+    return wharf.Client(endpoint, ACCESS_KEY, SECRET_KEY, region=REGION,
+                        provider=None if provider == "http" else provider,
+                        unix_socket=unix_socket, concurrency=concurrency,
+                        multipart_threshold=1 << 40)
+
+
+def pids_cpu(pids):
+    return sum(benchlib.proc_cpu_s(p) for p in pids)
+
+
+def witness(cl):
+    return (cl.storage_sum("wharf_rdma_read_bytes_total"),
+            cl.gateway_sum("wharf_rdma_read_bytes_total") +
+            cl.gateway_sum("wharf_rdma_write_bytes_total"))
+
+
+def timed_gets(c, bucket, keys, nbytes, buf, transport):
+    t0 = time.monotonic()
+    for k in keys:
+        rep = c.get_into(bucket, k, buf, transport=transport)
+        if rep.bytes != nbytes:
+            raise RuntimeError(f"short GET of {k}: {rep.bytes}")
+        if transport == "rdma" and rep.transport != "rdma":
+            raise RuntimeError(f"GET of {k} went {rep.transport}: {rep.reason}")
+    return time.monotonic() - t0
+
+
+def scale_cell(args, n_storage, netns):
+    prov = "ofi+tcp" if netns else "ofi+shm"
+    cl = Cluster(storage=n_storage, replicas=1, chunk_size=args.chunk_mib * MIB,
+                 providers="tcp" if netns else "shm,tcp", netns=netns, log_level="warn")
+    cl.start()
+    try:
+        g = cl.gateway
+        sock = os.path.join(g.data_dir, "wharfd.sock")
+        arms = {"rdma": client(g.endpoint, prov, sock if prov == "ofi+shm" else None,
+                               args.concurrency),
+                "http": client(g.endpoint, "http", concurrency=args.concurrency)}
+        bucket = "bench-cluster"
+        arms["http"].create_bucket(bucket)
+        nbytes = args.object_mib * MIB
+        keys, digests = [], {}
+        for i in range(args.objects):
+            data = os.urandom(nbytes)
+            k = f"o{i}"
+            arms["http"].put(bucket, k, data, transport="http")
+            keys.append(k)
+            digests[k] = hashlib.md5(data).hexdigest()
+        # the chunks are spread over every server
+        spread = [s.metric_sum("wharf_storage_chunks") for s in cl.storage]
+        buf = bytearray(nbytes)
+        cell = {"storage_servers": n_storage, "provider": prov, "object_bytes": nbytes,
+                "objects": args.objects, "chunk_bytes": args.chunk_mib * MIB,
+                "chunks_per_server": spread, "arms": {}}
+        gw_pids = benchlib.tree_pids(g.proc.pid)
+        st_pids = [p for s in cl.storage for p in benchlib.tree_pids(s.proc.pid)]
+        raw = {a: {"gbps": [], "gw_cpu_s_per_gb": [], "st_cpu_s_per_gb": [], "witness": []}
+               for a in arms}
+        for rep in range(args.repeats):
+            for arm in ("rdma", "http"):
+                w0 = witness(cl)
+                g0, s0 = pids_cpu(gw_pids), pids_cpu(st_pids)
+                dt = timed_gets(arms[arm], bucket, keys, nbytes, buf, arm)
+                g1, s1 = pids_cpu(gw_pids), pids_cpu(st_pids)
+                w1 = witness(cl)
+                gb = nbytes * len(keys) / 1e9
+                raw[arm]["gbps"].append(gb / dt)
+                raw[arm]["gw_cpu_s_per_gb"].append((g1 - g0) / gb)
+                raw[arm]["st_cpu_s_per_gb"].append((s1 - s0) / gb)
+                if arm == "rdma":
+                    frac = (w1[0] - w0[0]) / (nbytes * len(keys))
+                    raw[arm]["witness"].append({"storage_fraction": frac,
+                                                "gateway_rdma_bytes": w1[1] - w0[1]})
+                    if frac < 0.99 or w1[1] != w0[1]:
+                        cell["failed"] = f"witness: storage {frac:.3f}, gateway {w1[1] - w0[1]}"
+        # verify every byte outside the timed windows
+        for k in keys:
+            for arm in arms:
+                arms[arm].get_into(bucket, k, buf, transport=arm)
+                if hashlib.md5(buf).hexdigest() != digests[k]:
+                    cell["failed"] = f"wrong bytes for {k} over {arm}"
+        for arm, r in raw.items():
+            cell["arms"][arm] = {"throughput_gbps": benchlib.summary(r["gbps"]),
+                                 "gateway_cpu_s_per_gb": benchlib.summary(r["gw_cpu_s_per_gb"]),
+                                 "storage_cpu_s_per_gb": benchlib.summary(r["st_cpu_s_per_gb"]),
+                                 "witness": r["witness"]}
+        for c in arms.values():
+            c.close()
+        return cell
+    finally:
+        cl.cleanup()
+
+
+def serve_section(args):
+    """GET and PUT: cluster (2 servers, 1 replica... and 2) against wharfd serve."""
+    nbytes = args.object_mib * MIB
+    datas = [os.urandom(nbytes) for _ in range(args.objects)]
+    out = {}
+    targets = []
+    srv = WharfServer(log_level="warn")
+    srv.start()
+    targets.append(("serve", srv.endpoint, srv.unix_socket, None))
+    cl = Cluster(storage=2, replicas=2, chunk_size=args.chunk_mib * MIB, log_level="warn")
+    cl.start()
+    g = cl.gateway
+    targets.append(("cluster-2x2", g.endpoint, os.path.join(g.data_dir, "wharfd.sock"), cl))
+    try:
+        for name, ep, sock, _c in targets:
+            res = {}
+            for arm, prov in (("rdma", "ofi+shm"), ("http", "http")):
+                c = client(ep, prov, sock if prov == "ofi+shm" else None, args.concurrency)
+                b = f"bench-{arm}"
+                try:
+                    c.create_bucket(b)
+                except wharf.WharfError:
+                    pass
+                put_s, get_s = [], []
+                buf = bytearray(nbytes)
+                for _ in range(args.repeats):
+                    t0 = time.monotonic()
+                    for i, d in enumerate(datas):
+                        c.put(b, f"o{i}", d, transport=arm)
+                    put_s.append(time.monotonic() - t0)
+                    t0 = time.monotonic()
+                    for i in range(len(datas)):
+                        c.get_into(b, f"o{i}", buf, transport=arm)
+                    get_s.append(time.monotonic() - t0)
+                for i, d in enumerate(datas):
+                    c.get_into(b, f"o{i}", buf, transport=arm)
+                    if bytes(buf) != d:
+                        res["failed"] = f"wrong bytes {arm} o{i}"
+                gb = nbytes * len(datas) / 1e9
+                res[arm] = {"put_gbps": benchlib.summary([gb / s for s in put_s]),
+                            "get_gbps": benchlib.summary([gb / s for s in get_s])}
+                c.close()
+            out[name] = res
+    finally:
+        srv.cleanup()
+        cl.cleanup()
+    return out
+
+
+def faults_section(args):
+    cl = Cluster(storage=3, replicas=2, chunk_size=args.chunk_mib * MIB, log_level="warn")
+    cl.start()
+    try:
+        g = cl.gateway
+        sock = os.path.join(g.data_dir, "wharfd.sock")
+        c = client(g.endpoint, "ofi+shm", sock, args.concurrency)
+        b = "bench-faults"
+        c.create_bucket(b)
+        nbytes = args.object_mib * MIB
+        datas = {f"o{i}": os.urandom(nbytes) for i in range(args.objects)}
+        for k, d in datas.items():
+            c.put(b, k, d, transport="http")
+        samples, wrong, failed = [], [], []
+        stop = threading.Event()
+        buf = bytearray(nbytes)
+        t_start = time.monotonic()
+
+        def load():
+            i = 0
+            keys = sorted(datas)
+            while not stop.is_set():
+                k = keys[i % len(keys)]
+                t0 = time.monotonic()
+                try:
+                    c.get_into(b, k, buf, transport="rdma")
+                    ok = bytes(buf) == datas[k]
+                    if not ok:
+                        wrong.append(k)
+                except wharf.WharfError as e:
+                    failed.append(str(e))
+                    ok = False
+                samples.append((time.monotonic() - t_start, time.monotonic() - t0,
+                                nbytes if ok else 0))
+                i += 1
+
+        th = threading.Thread(target=load, daemon=True)
+        th.start()
+        events = []
+        time.sleep(args.fault_gap)
+        events.append((time.monotonic() - t_start, "kill -9 storage 1"))
+        cl.storage[1].kill()
+        time.sleep(args.fault_gap)
+        events.append((time.monotonic() - t_start, "SIGSTOP storage 2 (15 s)"))
+        cl.storage[2].proc.send_signal(signal.SIGSTOP)
+        time.sleep(15)
+        cl.storage[2].proc.send_signal(signal.SIGCONT)
+        events.append((time.monotonic() - t_start, "SIGCONT storage 2"))
+        time.sleep(args.fault_gap)
+        stop.set()
+        th.join(timeout=60)
+        c.close()
+        end = max(s[0] for s in samples) if samples else 0
+        per_s = [0.0] * (int(end) + 1)
+        for t, _d, n in samples:
+            per_s[int(t)] += n / 1e9
+        return {"per_second_gbps": per_s, "events": events, "wrong_objects": wrong,
+                "failed_gets": failed, "gets": len(samples),
+                "max_get_s": max((s[1] for s in samples), default=0)}
+    finally:
+        cl.cleanup()
+
+
+def plot_faults(f, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    ax.plot(range(len(f["per_second_gbps"])), f["per_second_gbps"], drawstyle="steps-post")
+    for t, what in f["events"]:
+        ax.axvline(t, color="red", linestyle="--", linewidth=1)
+        ax.text(t, ax.get_ylim()[1] * 0.95, " " + what, rotation=90, va="top", fontsize=8)
+    ax.set_xlabel("seconds")
+    ax.set_ylabel("GET GB/s (RDMA, bytes verified)")
+    ax.set_title("One client's GETs through a 3-server cluster (2 replicas) across faults")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", choices=["scale", "serve", "faults"], action="append")
+    ap.add_argument("--servers", default="1,2,4")
+    ap.add_argument("--objects", type=int, default=4)
+    ap.add_argument("--object-mib", type=int, default=64)
+    ap.add_argument("--chunk-mib", type=int, default=8)
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--netns", action="store_true", help="rdma arm over ofi+tcp between "
+                    "network namespaces (skipped with the reason where refused)")
+    ap.add_argument("--fault-gap", type=float, default=5.0)
+    ap.add_argument("--results", default=os.path.join(HERE, "results"))
+    ap.add_argument("--plot", default=None, help="PNG path for the fault timeline")
+    args = ap.parse_args()
+    sections = args.only or ["scale", "serve", "faults"]
+    root = {"params": vars(args), "environment": benchlib.environment("ofi+shm"),
+            "results": {}}
+    t0 = time.monotonic()
+    if "scale" in sections:
+        netns = False
+        if args.netns:
+            ok, why = netns_available()
+            root["results"]["netns"] = "used" if ok else f"skipped: {why}"
+            netns = ok
+        root["results"]["scale"] = [scale_cell(args, int(n), netns)
+                                    for n in args.servers.split(",")]
+    if "serve" in sections:
+        root["results"]["cluster_vs_serve"] = serve_section(args)
+    if "faults" in sections:
+        f = faults_section(args)
+        root["results"]["faults"] = f
+        if args.plot:
+            plot_faults(f, args.plot)
+    root["wall_s"] = time.monotonic() - t0
+    path = benchlib.write_result(args.results, "cluster", root)
+    print(json.dumps(root["results"], indent=1))
+    print("result:", path)
+
+
+if __name__ == "__main__":
+    main()
