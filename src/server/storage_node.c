@@ -14,6 +14,13 @@
 
 static void beat(srv_storage_t *s)
 {
+    if (!s->meta) { /* the database was down at start: keep trying */
+        if (meta_open(s->cfg.meta_url, &s->meta) != WH_OK) {
+            s->meta = NULL;
+            atomic_fetch_add(&s->heartbeat_failures, 1);
+            return;
+        }
+    }
     uint64_t cap = 0, avail = 0;
     cl_chunks_space(s->chunks, &cap, &avail);
     wh_status_t st;
@@ -65,11 +72,16 @@ wh_status_t srv_storage_membership_start(srv_storage_t *s)
     snprintf(s->addr, sizeof s->addr, "%s:%u", s->cfg.listen_host,
              (unsigned)s->cfg.listen_port);
     wh_status_t st = meta_open(s->cfg.meta_url, &s->meta);
-    if (st != WH_OK) {
+    if (st == WH_ERR_UNAVAILABLE) {
+        s->meta = NULL; /* serve chunks anyway; the heartbeat thread connects when it can */
+        wh_warn(MOD, "metadata database unreachable at start; retrying every %u ms",
+                s->cfg.heartbeat_ms);
+    } else if (st != WH_OK) {
         wh_error(MOD, "cannot open the metadata database: %s", wh_status_str(st));
         return st;
+    } else {
+        beat(s);
     }
-    beat(s); /* the first registration is not required to succeed: the thread retries */
     pthread_mutex_init(&s->hb_lock, NULL);
     pthread_cond_init(&s->hb_cond, NULL);
     if (pthread_create(&s->hb_thread, NULL, hb_main, s) != 0)
@@ -90,7 +102,8 @@ void srv_storage_membership_stop(srv_storage_t *s)
         pthread_cond_destroy(&s->hb_cond);
         s->hb_started = false;
     }
-    meta_close(s->meta);
+    if (s->meta)
+        meta_close(s->meta);
     s->meta = NULL;
 }
 

@@ -146,12 +146,16 @@ class Cluster:
     # ---- lifecycle ----
     def start(self, timeout=30.0):
         try:
-            if self.pg is None:
-                from pgserver import PgServer
-                self.pg = PgServer()
-                self.pg.start()
             if self.use_netns:
                 self.netns = Netns(self.n_storage).create()
+            if self.pg is None:
+                from pgserver import PgServer
+                if self.netns:  # reachable from the namespaces, over the bridge
+                    self.pg = PgServer(listen=(self.netns.host_addr, "127.0.0.1"),
+                                       trust=(f"{self.netns.prefix}.0/24",))
+                else:
+                    self.pg = PgServer()
+                self.pg.start()
             for i in range(self.n_storage):
                 self.add_storage(timeout=timeout)
             for _ in range(self.n_gateways):
@@ -218,7 +222,7 @@ class Cluster:
         if self.netns:
             self.netns.remove()
         if self.own_pg and self.pg is not None:
-            self.pg.cleanup()
+            self.pg.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self):
