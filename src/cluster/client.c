@@ -23,7 +23,15 @@ struct cl_client {
     CURLSH *share;
     pthread_mutex_t locks[CURL_LOCK_DATA_LAST];
     _Atomic uint64_t requests, failures, retries;
+    cl_node_fail_fn on_fail;
+    void *on_fail_arg;
 };
+
+void cl_client_on_node_fail(cl_client_t *c, cl_node_fail_fn fn, void *arg)
+{
+    c->on_fail = fn;
+    c->on_fail_arg = arg;
+}
 
 static void share_lock(CURL *h, curl_lock_data d, curl_lock_access a, void *arg)
 {
@@ -178,6 +186,11 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const cl_pee
     /* "No progress for CL_STALL_MS": below 1 byte/s for that long. */
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)(CL_STALL_MS / 1000));
+    /* libcurl's speed check starts late on a peer that accepted and then stopped (a SIGSTOP'd
+     * server: the kernel completes the handshake and buffers the body), so a wall-clock bound
+     * too: CL_STALL_MS plus the chunk at CL_MIN_RATE. */
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
+                     (long)(CL_STALL_MS + j->len * 1000 / CL_MIN_RATE));
     switch (j->op) {
     case CL_OP_GET:
         break;
@@ -197,8 +210,6 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const cl_pee
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, 0L);
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, 0L);
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
-                         (long)(CL_STALL_MS + 1000 * (j->len >> 28)));
         break;
     }
     j->_pos = 0;
@@ -256,9 +267,12 @@ static bool job_judge(cl_client_t *c, cl_job_t *j, CURLcode rc, const char *errb
         j->err[0] = '\0';
         return true;
     }
-    if (rc != CURLE_OK)
+    if (rc != CURLE_OK) {
         snprintf(j->err, sizeof j->err, "storage %s: %s", who,
                  errbuf[0] ? errbuf : curl_easy_strerror(rc));
+        if (c->on_fail) /* refused, reset or stalled: the node, not the request */
+            c->on_fail(c->on_fail_arg, j->cand_id[j->_try]);
+    }
     else
         snprintf(j->err, sizeof j->err, "storage %s answered %ld", who, code);
 retry:

@@ -1,10 +1,10 @@
 /* The gateway's chunk client: internal requests to storage servers over libcurl, many at once
  * (one curl multi per call), each with its own internal token, retried on the next replica.
  *
- * Bounds (documented in docs/cluster.md): connect 1 s; a request that makes no progress
- * (no byte sent or received) for CL_STALL_MS fails and moves to the next candidate; an RDMA
- * request, whose reply only comes after the transfer, may take CL_STALL_MS plus 1 s per
- * 256 MiB. Connections are reused through one shared connection cache. */
+ * Bounds (documented in docs/cluster.md): connect 1 s; a request fails and moves to the next
+ * candidate when it makes no progress for CL_STALL_MS, or when it takes longer than
+ * CL_STALL_MS plus its bytes at CL_MIN_RATE (an 8 MiB chunk: 3.25 s). Connections are reused
+ * through one shared connection cache. */
 #ifndef WH_CLUSTER_CLIENT_H
 #define WH_CLUSTER_CLIENT_H
 
@@ -17,6 +17,7 @@
 
 #define CL_STALL_MS 3000
 #define CL_CONNECT_MS 1000
+#define CL_MIN_RATE (32ULL << 20) /* bytes/s a chunk request must at least reach */
 #define CL_MAX_CANDIDATES 8
 
 typedef struct cl_client cl_client_t;
@@ -67,6 +68,11 @@ void cl_client_free(cl_client_t *c); /* NULL-safe */
  * st and err). peer is put into every token. */
 wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned parallel,
                           const cl_peer_t *peer);
+
+/* Called (from the thread running cl_client_run) when a storage server failed to answer a
+ * request: refused, reset, or no progress within the stall bound. Not for HTTP errors. */
+typedef void (*cl_node_fail_fn)(void *arg, uint32_t node_id);
+void cl_client_on_node_fail(cl_client_t *c, cl_node_fail_fn fn, void *arg);
 
 /* Counters for /metrics. */
 typedef struct cl_client_stats {

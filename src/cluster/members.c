@@ -58,10 +58,34 @@ static void refresh(cl_remote_t *r)
             wh_info(MOD, "storage node %s id=%" PRIu32 " addr=%s", v[i].up ? "up" : "down",
                     v[i].id, v[i].addr);
     }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < r->n_members; j++)
+            if (r->members[j].id == v[i].id)
+                v[i].suspect_until = r->members[j].suspect_until;
     free(r->members);
     r->members = v;
     r->n_members = n;
     r->known = true;
+    pthread_mutex_unlock(&r->lock);
+}
+
+static bool usable(const cl_member_t *m, uint64_t now_ms)
+{
+    return m->up && now_ms >= m->suspect_until;
+}
+
+void cl_members_suspect(void *arg, uint32_t id)
+{
+    cl_remote_t *r = arg;
+    uint64_t until = wh_now_ns() / 1000000 + r->cfg.down_after_ms;
+    pthread_mutex_lock(&r->lock);
+    for (size_t i = 0; i < r->n_members; i++)
+        if (r->members[i].id == id && r->members[i].suspect_until < until) {
+            if (usable(&r->members[i], until - r->cfg.down_after_ms))
+                wh_info(MOD, "storage node suspect id=%" PRIu32 " addr=%s: avoided for %u ms",
+                        id, r->members[i].addr, r->cfg.down_after_ms);
+            r->members[i].suspect_until = until;
+        }
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -73,8 +97,9 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
     char addrs[64][256], idstr[64][12];
     size_t n = 0;
     pthread_mutex_lock(&r->lock);
+    uint64_t now = wh_now_ns() / 1000000;
     for (size_t i = 0; i < r->n_members && n < 64; i++) {
-        if (!r->members[i].up)
+        if (!usable(&r->members[i], now))
             continue;
         snprintf(addrs[n], sizeof addrs[n], "%s", r->members[i].addr);
         ids[n] = r->members[i].id;
@@ -118,12 +143,13 @@ size_t cl_members_for_write(cl_remote_t *r, const char *chunk_id, unsigned repli
 void cl_members_for_read(cl_remote_t *r, const store_chunk_t *c, cl_job_t *j)
 {
     j->ncand = 0;
+    uint64_t now = wh_now_ns() / 1000000;
     pthread_mutex_lock(&r->lock);
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t i = 0; i < c->n_replicas && j->ncand < CL_MAX_CANDIDATES; i++) {
             for (size_t m = 0; m < r->n_members; m++) {
                 const cl_member_t *mb = &r->members[m];
-                if (mb->id != c->replicas[i] || mb->up != (pass == 0))
+                if (mb->id != c->replicas[i] || usable(mb, now) != (pass == 0))
                     continue;
                 char *a = strdup(mb->addr);
                 if (a) {

@@ -17,7 +17,8 @@ typedef struct cl_member {
     uint32_t id;
     char addr[256];
     uint64_t free;
-    bool up;
+    bool up;               /* heartbeat fresh */
+    uint64_t suspect_until; /* ms (wh_now_ns clock): failed a request, avoided until then */
 } cl_member_t;
 
 typedef struct cl_remote {
@@ -51,6 +52,10 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids,
 void cl_members_for_read(cl_remote_t *r, const store_chunk_t *c, cl_job_t *j);
 /* Address of node id (false if not a member). */
 bool cl_members_addr(cl_remote_t *r, uint32_t id, char addr[256]);
+
+/* A request to node id failed at the transport level: avoid it for down_after_ms (by then
+ * its heartbeat, or its absence, tells). */
+void cl_members_suspect(void *r, uint32_t id);
 
 wh_status_t cl_members_start(cl_remote_t *r);
 void cl_members_stop(cl_remote_t *r);

@@ -204,9 +204,10 @@ void store_close(store_t *st)
 {
     if (!st)
         return;
-    meta_close(st->meta);
+    /* Data first: a cluster's data table uses the metadata table until it stops. */
     if (st->data)
         st->data->ops->close(st->data);
+    meta_close(st->meta);
     free(st);
 }
 

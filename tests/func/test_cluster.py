@@ -23,7 +23,9 @@ def cl():
     c = Cluster(storage=3, replicas=2, chunk_size=CHUNK, providers="none")
     c.start()
     yield c
+    rcs = c.stop()
     c.cleanup()
+    assert rcs == [0] * len(rcs), f"members exited with {rcs} on SIGTERM"
 
 
 @pytest.fixture()

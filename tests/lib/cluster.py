@@ -205,15 +205,17 @@ class Cluster:
         return g
 
     def stop(self):
-        for g in self.gateways:
-            g.stop()
+        """SIGTERM to every member (a paused one is continued first); returns their exit
+        codes, gateways first (None for one that was not running)."""
+        rcs = [g.stop() for g in self.gateways]
         for s in self.storage:
             if s.proc is not None and s.proc.poll() is None:
                 try:
                     s.proc.send_signal(signal.SIGCONT)
                 except OSError:
                     pass
-            s.stop()
+            rcs.append(s.stop())
+        return rcs
 
     def cleanup(self):
         self.stop()
