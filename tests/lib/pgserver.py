@@ -62,7 +62,10 @@ def free_port():
 
 
 class PgServer:
-    def __init__(self, fsync=False, port=None):
+    def __init__(self, fsync=False, port=None, listen=("127.0.0.1",), trust=()):
+        """listen: addresses to accept TCP on (the first is the URL's host); trust: extra
+        networks ("10.231.5.0/24") allowed in without a password, e.g. a test's network
+        namespaces."""
         reason = missing_reason()
         if reason:
             raise RuntimeError(reason)
@@ -71,6 +74,7 @@ class PgServer:
         self.data = os.path.join(self.dir, "data")
         self.port = port or free_port()
         self.fsync = fsync
+        self.listen = list(listen)
         self.proc = None
         self.log_path = os.path.join(self.dir, "postgres.log")
         self._as = None
@@ -81,13 +85,17 @@ class PgServer:
         os.chmod(self.dir, 0o700)
         self._run([os.path.join(self.bin, "initdb"), "-D", self.data, "-U", "postgres",
                    "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"], timeout=120)
+        if trust:
+            with open(os.path.join(self.data, "pg_hba.conf"), "a") as f:
+                for net in trust:
+                    f.write(f"host all all {net} trust\n")
 
     @property
     def url(self):
         return self.db_url("postgres")
 
     def db_url(self, db):
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{db}"
+        return f"postgresql://postgres@{self.listen[0]}:{self.port}/{db}"
 
     def _demote(self):
         if self._as:
@@ -105,7 +113,7 @@ class PgServer:
         """Starts postgres and waits until it accepts connections."""
         log = open(self.log_path, "ab")
         argv = [os.path.join(self.bin, "postgres"), "-D", self.data, "-p", str(self.port),
-                "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={self.dir}",
+                "-c", "listen_addresses=" + ",".join(self.listen), "-c", f"unix_socket_directories={self.dir}",
                 "-c", "max_connections=200", "-c", f"fsync={'on' if self.fsync else 'off'}",
                 "-c", "shared_buffers=32MB", "-c", "max_locks_per_transaction=256",
                 "-c", "log_min_messages=warning"]
