@@ -109,6 +109,8 @@ static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, siz
             msg(err, errlen, "chunk %s: %zu storage servers up, %zu replicas wanted",
                 jobs[k * per].chunk, up, per);
             jobs_free_cands(jobs, total);
+            for (size_t i = 0; i < total; i++)
+                jobs[i].st = WH_ERR_UNAVAILABLE; /* none of them ran */
             return WH_ERR_UNAVAILABLE;
         }
     }
@@ -242,9 +244,10 @@ static wh_status_t rw_flush(rw_t *w)
     cl_peer_t peer = peer_of(NULL);
     st = place_and_run(r, jobs, R, 1, &peer, w->err, sizeof w->err);
     for (unsigned i = 0; i < R; i++) {
-        if (jobs[i].st == WH_OK)
-            c.replicas[c.n_replicas++] = jobs[i].used_id;
-        if (jobs[i].st == WH_OK && jobs[i].crc != c.crc64nvme) {
+        if (jobs[i].st != WH_OK)
+            continue;
+        c.replicas[c.n_replicas++] = jobs[i].used_id; /* also to delete it on failure */
+        if (st == WH_OK && jobs[i].crc != c.crc64nvme) {
             msg(w->err, sizeof w->err, "chunk %s: storage server stored crc %016" PRIx64
                 ", sent %016" PRIx64, c.id, jobs[i].crc, c.crc64nvme);
             st = WH_ERR_CHECKSUM;
