@@ -202,3 +202,14 @@ def test_sizes_are_bytes_everywhere(wharfd, tmp_path):
     assert run["params"]["sizes_bytes"] == [4096]
     sizes = {c["size_bytes"] for c in run["results"]["cells"]}
     assert sizes == {4096}
+
+
+def test_cli_bench_is_its_own_program(wharfd):
+    """There is one benchmark entry point, bench/wharf_bench; `wharf bench` says where it is."""
+    env = env_for(wharfd, "none")
+    for cmd, want in (("bench", "wharf_bench fetch"), ("report", "wharf_bench report")):
+        p = wharf(env, cmd, "fetch", check=False)
+        assert p.returncode == 2 and want in p.stderr, p.stderr
+    bench = os.path.join(build_dir(), "bench", "wharf_bench")
+    p = subprocess.run([bench, "fetch", "--help"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and "rdma-vs-http" in p.stdout, p.stdout + p.stderr
