@@ -152,7 +152,7 @@ def aws_only_env(srv):
     return env
 
 
-def test_cli_credentials_from_aws_variables(wharfd):
+def test_cli_credentials_from_aws_variables(wharfd, tmp_path):
     """With only AWS_* set, the CLI and the benchmark find the endpoint and the (non-default)
     keys there; a WHARF_* variable still wins over its AWS_* counterpart."""
     env = aws_only_env(wharfd)
@@ -163,9 +163,9 @@ def test_cli_credentials_from_aws_variables(wharfd):
     p = wharf(bad, "ls", check=False)
     assert p.returncode != 0, p.stdout
     bench = os.path.join(build_dir(), "bench", "wharf_bench")
-    p = subprocess.run([bench, "fetch", "--sizes", "4K", "--concurrency", "1", "--repeats", "1",
-                        "--no-limits", "--arms", "http", "--objects", "2", "--bucket", bucket,
-                        "--results", os.path.join(wharfd.data_dir, "..", "bench-aws")],
+    p = subprocess.run([bench, "fetch", "--sizes", "4K", "--budget", "64K", "--concurrency", "1",
+                        "--repeats", "1", "--no-limits", "--arms", "http", "--objects", "2",
+                        "--bucket", bucket, "--results", str(tmp_path / "res")],
                        env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]
     wharf(env, "rb", f"s3://{bucket}", check=False)
@@ -189,10 +189,10 @@ def test_sizes_are_bytes_everywhere(wharfd, tmp_path):
     # the benchmark's --sizes 4096 is 4096 bytes (it used to mean 4096 MiB)
     results = tmp_path / "res"
     bucket = f"sizes-{uuid.uuid4().hex[:8]}"
-    p = subprocess.run([bench, "fetch", "--sizes", "4096", "--concurrency", "1", "--repeats",
-                        "1", "--no-limits", "--arms", "http", "--objects", "2", "--bucket",
-                        bucket, "--results", str(results)], env=env, capture_output=True,
-                       text=True, timeout=120)
+    p = subprocess.run([bench, "fetch", "--sizes", "4096", "--budget", "65536", "--concurrency",
+                        "1", "--repeats", "1", "--no-limits", "--arms", "http", "--objects", "2",
+                        "--bucket", bucket, "--results", str(results)], env=env,
+                       capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]
     import glob
     import json
