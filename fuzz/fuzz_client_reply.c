@@ -1,8 +1,9 @@
 /* libFuzzer driver for libwharf's reply parsing (src/client/reply.c): header lines as curl hands
  * them over (status line, x-amz-rdma-*, checksum, error and length headers) and Content-Range.
  * Input: lines separated by '\n'; each is given, unterminated and in an exact-size heap copy, to
- * wc_reply_header, and NUL-terminated to wc_content_range in both forms. */
+ * wc_reply_header, and NUL-terminated to s3_content_range_parse in both forms. */
 #include "client/internal.h"
+#include "s3/range.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,9 +35,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         z[n] = '\0';
         uint64_t a = 0, b = 0, t = 0;
         bool ht = false;
-        if (wc_content_range(z, &a, &b, &t, &ht) && (a > b || (ht && b >= t)))
+        if (s3_content_range_parse(z, &a, &b, &t, &ht) && (a > b || (ht && b >= t)))
             abort();
-        (void)wc_content_range(z, NULL, NULL, &t, &ht);
+        (void)s3_content_range_parse(z, NULL, NULL, &t, &ht);
         free(z);
         i += n;
     }

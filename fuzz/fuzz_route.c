@@ -1,6 +1,7 @@
 /* libFuzzer driver for wharfd's request routing (src/server/route.c). The input is split at
  * NUL bytes into method, raw path, raw query and Host; routing must not crash, must always
- * name an API, and a key it decodes must be exactly key_len bytes long. */
+ * name an API (and a srv_ops row for that API when it names one), and a key it decodes must be
+ * exactly key_len bytes long. */
 #include "server/route.h"
 
 #include <stdint.h>
@@ -36,6 +37,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (r.key && r.key_len < strlen(r.key))
         abort();
     if (r.api == SRV_API_BAD_REQUEST && !r.why)
+        abort();
+    /* the srv_ops row the router picked is for the API it named, and has a handler */
+    if (r.op && (r.op->api != r.api || !r.op->begin))
         abort();
     for (size_t i = 0; i < r.nq; i++)
         if (!r.q[i].name || !r.q[i].value)

@@ -219,10 +219,6 @@ void wc_resp_fini(wc_resp_t *resp);
 /* One header line as curl hands it over (status line included, not NUL-terminated): a status
  * line resets the headers (100 Continue) and sets status; known headers fill resp fields. */
 void wc_reply_header(wc_resp_t *resp, const char *buf, size_t n);
-/* Content-Range "bytes a-b/total" (first, last, total) or, with first == NULL, the 416 form
- * "bytes *\/total". total may be "*" (has_total false). Checks a <= b < total. */
-bool wc_content_range(const char *s, uint64_t *first, uint64_t *last, uint64_t *total,
-                      bool *has_total);
 /* Copies v[0..n) without surrounding whitespace into dst (truncating, NUL-terminated). */
 void wc_trim_copy(char *dst, size_t dstlen, const char *v, size_t n);
 

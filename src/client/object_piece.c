@@ -5,6 +5,7 @@
 
 #include "base/crc.h"
 #include "base/util.h"
+#include "s3/range.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,7 +26,7 @@ bool wc_get_reply_extent(const wc_resp_t *r, uint64_t off, uint64_t len, uint64_
     if (r->status == 206) {
         uint64_t a, b, total;
         bool ht;
-        if (!wc_content_range(r->content_range, &a, &b, &total, &ht)) {
+        if (!s3_content_range_parse(r->content_range, &a, &b, &total, &ht)) {
             snprintf(why, whylen, "206 with a bad Content-Range \"%s\"", r->content_range);
             return false;
         }
@@ -58,7 +59,7 @@ void wc_get_piece_416(const wc_resp_t *r, wc_get_piece_t *pc)
     uint64_t total;
     bool ht;
     pc->r416 = true;
-    if (wc_content_range(r->content_range, NULL, NULL, &total, &ht) && ht) {
+    if (s3_content_range_parse(r->content_range, NULL, NULL, &total, &ht) && ht) {
         pc->total = total;
         pc->has_total = true;
     }

@@ -1,6 +1,7 @@
 /* libwharf: parsing what the server sends back in headers: the status line, the headers the
- * protocol checks (x-amz-rdma-*, checksums, Content-Range, errors of bodiless replies) and
- * Content-Range. Free of curl calls, so fuzz/fuzz_client_reply.c compiles it in. */
+ * protocol checks (x-amz-rdma-*, checksums, Content-Range, errors of bodiless replies).
+ * Content-Range values are parsed by s3/range.h, the same family the server formats them with.
+ * Free of curl calls, so fuzz/fuzz_client_reply.c compiles it in. */
 #include "client/internal.h"
 
 #include "base/crc.h"
@@ -87,30 +88,4 @@ void wc_reply_header(wc_resp_t *r, const char *buf, size_t n)
         wc_trim_copy(r->request_id, sizeof r->request_id, v, vl);
     }
 #undef IS
-}
-
-bool wc_content_range(const char *s, uint64_t *first, uint64_t *last, uint64_t *total,
-                      bool *has_total)
-{
-    *has_total = false;
-    if (strncmp(s, "bytes ", 6) != 0)
-        return false;
-    s += 6;
-    const char *slash = strchr(s, '/');
-    if (!slash)
-        return false;
-    if (slash[1] != '*' || slash[2] != '\0') {
-        if (wh_parse_u64(slash + 1, strlen(slash + 1), total) != 0)
-            return false;
-        *has_total = true;
-    }
-    if (*s == '*')
-        return first == NULL && slash == s + 1;
-    const char *dash = memchr(s, '-', (size_t)(slash - s));
-    if (!dash || !first)
-        return false;
-    if (wh_parse_u64(s, (size_t)(dash - s), first) != 0 ||
-        wh_parse_u64(dash + 1, (size_t)(slash - dash - 1), last) != 0 || *first > *last)
-        return false;
-    return !*has_total || *last < *total;
 }

@@ -145,65 +145,26 @@ static bool has_q(const srv_route_t *r, const char *name)
     return srv_route_q(r, name) != NULL;
 }
 
-static srv_api_t route_service(const char *m)
+static bool op_matches(const srv_op_t *op, srv_level_t level, const char *m,
+                       const srv_route_t *r, bool copy)
 {
-    if (strcmp(m, "GET") == 0)
-        return SRV_API_LIST_BUCKETS;
-    return SRV_API_METHOD_NOT_ALLOWED;
+    if (op->level != level || strcmp(op->method, m) != 0 || (op->copy && !copy))
+        return false;
+    if (op->q1) {
+        const char *v = srv_route_q(r, op->q1);
+        if (!v || (op->q1_value && strcmp(v, op->q1_value) != 0))
+            return false;
+    }
+    return !op->q2 || has_q(r, op->q2);
 }
 
-static srv_api_t route_bucket(const char *m, const srv_route_t *r)
+static const srv_op_t *route_op(srv_level_t level, const char *m, const srv_route_t *r,
+                                bool copy)
 {
-    bool get = strcmp(m, "GET") == 0;
-    if (strcmp(m, "PUT") == 0)
-        return SRV_API_CREATE_BUCKET;
-    if (strcmp(m, "DELETE") == 0)
-        return SRV_API_DELETE_BUCKET;
-    if (strcmp(m, "HEAD") == 0)
-        return SRV_API_HEAD_BUCKET;
-    if (strcmp(m, "POST") == 0)
-        return has_q(r, "delete") ? SRV_API_DELETE_OBJECTS : SRV_API_METHOD_NOT_ALLOWED;
-    if (!get)
-        return SRV_API_METHOD_NOT_ALLOWED;
-    if (has_q(r, "location"))
-        return SRV_API_GET_BUCKET_LOCATION;
-    if (has_q(r, "versioning"))
-        return SRV_API_GET_BUCKET_VERSIONING;
-    if (has_q(r, "versions"))
-        return SRV_API_LIST_OBJECT_VERSIONS;
-    if (has_q(r, "uploads"))
-        return SRV_API_LIST_MULTIPART_UPLOADS;
-    const char *lt = srv_route_q(r, "list-type");
-    if (lt && strcmp(lt, "2") == 0)
-        return SRV_API_LIST_OBJECTS_V2;
-    return SRV_API_LIST_OBJECTS;
-}
-
-static srv_api_t route_object(const char *m, const srv_route_t *r, bool copy)
-{
-    bool upload_id = has_q(r, "uploadId");
-    if (strcmp(m, "GET") == 0)
-        return upload_id ? SRV_API_LIST_PARTS : SRV_API_GET_OBJECT;
-    if (strcmp(m, "HEAD") == 0)
-        return SRV_API_HEAD_OBJECT;
-    if (strcmp(m, "PUT") == 0) {
-        if (upload_id || has_q(r, "partNumber")) {
-            if (!upload_id || !has_q(r, "partNumber"))
-                return SRV_API_BAD_REQUEST;
-            return copy ? SRV_API_UPLOAD_PART_COPY : SRV_API_UPLOAD_PART;
-        }
-        return copy ? SRV_API_COPY_OBJECT : SRV_API_PUT_OBJECT;
-    }
-    if (strcmp(m, "DELETE") == 0)
-        return upload_id ? SRV_API_ABORT_MPU : SRV_API_DELETE_OBJECT;
-    if (strcmp(m, "POST") == 0) {
-        if (has_q(r, "uploads"))
-            return SRV_API_CREATE_MPU;
-        if (upload_id)
-            return SRV_API_COMPLETE_MPU;
-        return SRV_API_METHOD_NOT_ALLOWED;
-    }
-    return SRV_API_METHOD_NOT_ALLOWED;
+    for (size_t i = 0; i < srv_ops_count; i++)
+        if (op_matches(&srv_ops[i], level, m, r, copy))
+            return &srv_ops[i];
+    return NULL;
 }
 
 void srv_route_parse(const char *method, const char *raw_path, const char *raw_query,
@@ -274,12 +235,10 @@ void srv_route_parse(const char *method, const char *raw_path, const char *raw_q
         out->api = SRV_API_NOT_IMPLEMENTED;
         return;
     }
-    if (!out->bucket)
-        out->api = route_service(method);
-    else if (!out->key)
-        out->api = route_bucket(method, out);
-    else
-        out->api = route_object(method, out, has_copy_source);
+    srv_level_t level = !out->bucket ? SRV_AT_SERVICE : !out->key ? SRV_AT_BUCKET : SRV_AT_OBJECT;
+    const srv_op_t *op = route_op(level, method, out, has_copy_source);
+    out->api = op ? op->api : SRV_API_METHOD_NOT_ALLOWED;
+    out->op = op && op->begin ? op : NULL;
     if (out->api == SRV_API_BAD_REQUEST)
         out->why = "partNumber and uploadId must be given together";
 }

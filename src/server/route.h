@@ -8,6 +8,11 @@
  * dotted endpoint name keep working.) The key is the percent-decoded
  * rest of the path after "/bucket/" ('+' stays '+'); it is never used as a file path.
  *
+ * Which API a request is comes from one table, srv_ops (s3api.c): each row matches a level
+ * (service, bucket, object), a method, the sub-resources that must be present and whether
+ * x-amz-copy-source is, and names the API, the body it takes, whether an x-amz-rdma-token is
+ * allowed, and its handlers. The first matching row wins; no row is MethodNotAllowed.
+ *
  * Pure functions with no I/O, so a fuzzer can drive them. */
 #ifndef WH_SERVER_ROUTE_H
 #define WH_SERVER_ROUTE_H
@@ -55,6 +60,38 @@ typedef enum {
 
 const char *srv_api_name(srv_api_t api);
 
+/* What a handler reads after its begin step. */
+typedef enum {
+    SRV_BODY_NONE = 0, /* the API takes no body; a response is queued on the first call */
+    SRV_BODY_DISCARD,  /* an error is pending: read and drop the rest */
+    SRV_BODY_BUFFER,   /* XML bodies: kept in memory up to SRV_MAX_XML_BODY */
+    SRV_BODY_WRITER,   /* object bytes: streamed into a store writer */
+} srv_body_kind_t;
+
+typedef enum { SRV_AT_SERVICE, SRV_AT_BUCKET, SRV_AT_OBJECT } srv_level_t;
+
+struct srv_req;
+struct srv_out;
+/* A handler step: returns the HTTP status of its answer, which it put in *out (s3api.h), or 0
+ * when it wants the request body first (begin steps of APIs with a body). */
+typedef int (*srv_handler_cb)(struct srv_req *r, struct srv_out *out);
+
+typedef struct srv_op {
+    srv_level_t level;
+    const char *method;
+    const char *q1, *q2;  /* query parameters that must be present (NULL: none) */
+    const char *q1_value; /* the value q1 must have, or NULL for any */
+    bool copy;            /* matches only with an x-amz-copy-source header */
+    srv_api_t api;
+    srv_body_kind_t body; /* what begin may ask for by returning 0 */
+    bool rdma;            /* an x-amz-rdma-token is allowed */
+    srv_handler_cb begin;
+    srv_handler_cb finish; /* after the whole body arrived; NULL when body is NONE */
+} srv_op_t;
+
+extern const srv_op_t srv_ops[];
+extern const size_t srv_ops_count;
+
 /* One decoded query parameter; value is "" when the raw form had no '='. */
 typedef struct srv_qparam {
     char *name;
@@ -74,6 +111,7 @@ typedef struct srv_route {
     size_t nq;
     const char *unsupported; /* subresource that made it NotImplemented (static or a q name) */
     const char *why;         /* reason for SRV_API_BAD_REQUEST (static) */
+    const srv_op_t *op;      /* the matching srv_ops row; NULL for the others */
 } srv_route_t;
 
 /* method: "GET", ...; raw_path: as received (percent-encoded, starts with '/'); raw_query: after

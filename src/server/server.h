@@ -1,6 +1,6 @@
 /* wharfd's HTTP front: two libmicrohttpd daemons (TCP and a Unix-domain socket), one request
  * object per HTTP request, SigV4 on everything except /health and /metrics, and the S3
- * handlers of s3api.c. Each connection has its own thread (MHD_USE_THREAD_PER_CONNECTION),
+ * handlers (s3api.c dispatches to one file per API family, s3api.h). Each connection has its own thread (MHD_USE_THREAD_PER_CONNECTION),
  * so handlers may block on disk and on RDMA transfers. */
 #ifndef WH_SERVER_SERVER_H
 #define WH_SERVER_SERVER_H
@@ -8,6 +8,7 @@
 #include "base/digest.h"
 #include "base/status.h"
 #include "base/util.h"
+#include "s3/checksum.h"
 #include "s3/chunked.h"
 #include "s3/errors.h"
 #include "s3/sigv4.h"
@@ -67,7 +68,7 @@ wh_status_t srv_start(const srv_config_t *cfg, srv_t **out);
 void srv_stop(srv_t *s);
 
 /* ------------------------------------------------------------------------------------------
- * Internal: shared by http.c (the MHD glue) and s3api.c (the handlers). */
+ * Internal: shared by http.c (the MHD glue) and the S3 handlers (s3api.h). */
 
 typedef struct srv_listener {
     struct srv *srv;
@@ -92,13 +93,6 @@ typedef struct srv_hdr {
     char *lname; /* lowercase */
     char *value; /* repeated headers are joined with "," */
 } srv_hdr_t;
-
-typedef enum {
-    SRV_BODY_NONE = 0, /* the API takes no body; a response is queued on the first call */
-    SRV_BODY_DISCARD,  /* an error is pending: read and drop the rest */
-    SRV_BODY_BUFFER,   /* XML bodies: kept in memory up to SRV_MAX_XML_BODY */
-    SRV_BODY_WRITER,   /* object bytes: streamed into a store writer */
-} srv_body_kind_t;
 
 typedef struct srv_req {
     srv_t *srv;
@@ -135,10 +129,7 @@ typedef struct srv_req {
 
     /* S3 checksums beyond crc32c/crc64nvme (which the store computes), computed over the body
      * only when the client names them in a header or in x-amz-trailer. */
-    bool x_crc32, x_sha1, x_sha256;
-    uint32_t crc32;
-    void *sha1_ctx; /* EVP_MD_CTX */
-    wh_sha256_t sha256x;
+    s3_sum_ctx_t sums;
 
     /* Per-API state set at begin, used at finish. */
     uint8_t content_md5[WH_MD5_LEN];
@@ -167,7 +158,8 @@ struct MHD_Response *srv_resp_buffer(void *data, size_t len); /* takes malloc'd 
 struct MHD_Response *srv_resp_empty(void);
 
 /* s3api.c: begin runs on the first call after auth; it replies at once or sets r->body to
- * receive a body. finish runs after the whole body arrived (no pending body error). */
+ * receive a body (the kind its srv_ops row names). finish runs after the whole body arrived
+ * (no pending body error). */
 void srv_s3_begin(srv_req_t *r);
 void srv_s3_finish(srv_req_t *r);
 /* Called when the request ends; aborts an uncommitted writer. */

@@ -1,0 +1,333 @@
+/* Multipart uploads: CreateMultipartUpload, UploadPart (the PUT body path of s3_write.c, or
+ * RDMA), UploadPartCopy, CompleteMultipartUpload, AbortMultipartUpload, ListParts and
+ * ListMultipartUploads. */
+#include "server/s3api.h"
+#include "s3/range.h"
+#include "s3/xml.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int srv_mpu_part_query(srv_req_t *r, srv_out_t *o)
+{
+    const char *pn = srv_route_q(&r->route, "partNumber");
+    uint64_t n;
+    if (!pn || wh_parse_u64(pn, strlen(pn), &n) != 0 || n < 1 || n > STORE_MAX_PARTS)
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                       "Part number must be an integer between 1 and 10000, inclusive");
+    r->part_number = (uint32_t)n;
+    free(r->upload_id);
+    r->upload_id = strdup(srv_route_q(&r->route, "uploadId"));
+    if (!r->upload_id)
+        return srv_err(o, S3_ERR_INTERNAL, "out of memory");
+    wh_status_t st = store_mpu_check(srv_st(r), srv_b(r), srv_k(r), r->upload_id);
+    if (st == WH_ERR_NOT_FOUND)
+        return srv_err_not_found(r, o, S3_ERR_NO_SUCH_UPLOAD);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "looking up the upload");
+    return 0;
+}
+
+int srv_mpu_part_begin(srv_req_t *r, srv_out_t *o)
+{
+    int ret;
+    if ((ret = srv_key_check(r, o)) || (ret = srv_mpu_part_query(r, o)))
+        return ret;
+    return srv_put_begin(r, o, true);
+}
+
+int srv_mpu_part_finish(srv_req_t *r, srv_out_t *o)
+{
+    return srv_put_finish(r, o, true);
+}
+
+/* Copies [off, off+len) of fd into the request's writer. */
+static int copy_range(srv_req_t *r, srv_out_t *o, int fd, uint64_t off, uint64_t len)
+{
+    const size_t chunk = 4u << 20;
+    char *buf = malloc(chunk);
+    if (!buf)
+        return srv_err(o, S3_ERR_INTERNAL, "out of memory");
+    int ret = 0;
+    for (uint64_t done = 0; done < len;) {
+        size_t n = (size_t)WH_MIN((uint64_t)chunk, len - done);
+        if (wh_pread_all(fd, buf, n, off + done) < 0 ||
+            store_writer_write(r->w, buf, n) != WH_OK) {
+            ret = srv_err(o, S3_ERR_INTERNAL, "reading the copy source failed");
+            break;
+        }
+        done += n;
+    }
+    free(buf);
+    return ret;
+}
+
+int srv_mpu_part_copy(srv_req_t *r, srv_out_t *o)
+{
+    int ret;
+    if ((ret = srv_key_check(r, o)) || (ret = srv_mpu_part_query(r, o)))
+        return ret;
+    srv_copy_src_t c;
+    if ((ret = srv_copy_src_parse(r, o, &c)))
+        return ret;
+    store_obj_meta_t sm;
+    memset(&sm, 0, sizeof sm);
+    int fd = -1;
+    if ((ret = srv_copy_src_open(r, o, &c, &sm, &fd)))
+        goto out;
+    uint64_t off = 0, len = sm.size;
+    const char *rng = srv_hdr(r, "x-amz-copy-source-range");
+    if (rng && s3_copy_range_parse(rng, sm.size, &off, &len) != S3_RANGE_OK) {
+        ret = srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                      "x-amz-copy-source-range must be bytes=first-last within the source");
+        goto out;
+    }
+    wh_status_t st = store_writer_open(srv_st(r), &r->w);
+    if (st != WH_OK) {
+        ret = srv_err_status(r, o, st, "opening a temp file");
+        goto out;
+    }
+    if ((ret = copy_range(r, o, fd, off, len)))
+        goto out;
+    char e[33];
+    st = store_mpu_part_commit(srv_st(r), srv_b(r), srv_k(r), r->upload_id, r->part_number, r->w,
+                               e);
+    r->w = NULL;
+    if (st == WH_ERR_NOT_FOUND) {
+        ret = srv_err_not_found(r, o, S3_ERR_NO_SUCH_UPLOAD);
+        goto out;
+    }
+    if (st != WH_OK) {
+        ret = srv_err_status(r, o, st, "committing the part");
+        goto out;
+    }
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    wh_sbuf_puts(&b, XML_DECL "<CopyPartResult xmlns=\"" S3_XMLNS "\">");
+    srv_xml_time(&b, "LastModified", time(NULL));
+    srv_xml_etag(&b, e);
+    wh_sbuf_puts(&b, "</CopyPartResult>");
+    ret = srv_ok_xml(o, 200, &b);
+out:
+    if (fd >= 0)
+        close(fd);
+    store_obj_meta_free(&sm);
+    srv_copy_src_free(&c);
+    return ret;
+}
+
+int srv_mpu_create(srv_req_t *r, srv_out_t *o)
+{
+    int ret;
+    if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)))
+        return ret;
+    store_obj_meta_t m;
+    memset(&m, 0, sizeof m);
+    char id[65];
+    if ((ret = srv_meta_from_request(r, o, &m))) {
+        store_obj_meta_free(&m);
+        return ret;
+    }
+    wh_status_t st = store_mpu_create(srv_st(r), srv_b(r), srv_k(r), &m, id);
+    store_obj_meta_free(&m);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "creating the upload");
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    wh_sbuf_puts(&b, XML_DECL "<InitiateMultipartUploadResult xmlns=\"" S3_XMLNS "\">");
+    s3_xml_elem(&b, "Bucket", srv_b(r));
+    s3_xml_elem(&b, "Key", srv_k(r));
+    s3_xml_elem(&b, "UploadId", id);
+    wh_sbuf_puts(&b, "</InitiateMultipartUploadResult>");
+    return srv_ok_xml(o, 200, &b);
+}
+
+int srv_mpu_complete_begin(srv_req_t *r, srv_out_t *o)
+{
+    int ret = srv_key_check(r, o);
+    if (ret)
+        return ret;
+    const char *id = srv_route_q(&r->route, "uploadId");
+    wh_status_t st = store_mpu_check(srv_st(r), srv_b(r), srv_k(r), id);
+    if (st == WH_ERR_NOT_FOUND)
+        return srv_err_not_found(r, o, S3_ERR_NO_SUCH_UPLOAD);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "looking up the upload");
+    return 0; /* read the part list */
+}
+
+static int complete_xml(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m)
+{
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    wh_sbuf_puts(&b, XML_DECL "<CompleteMultipartUploadResult xmlns=\"" S3_XMLNS "\">");
+    const char *host = srv_hdr(r, "host");
+    wh_sbuf_t loc;
+    wh_sbuf_init(&loc);
+    wh_sbuf_printf(&loc, "http://%s/%s/", host ? host : "localhost", srv_b(r));
+    s3_uri_encode(srv_k(r), strlen(srv_k(r)), 0, &loc);
+    s3_xml_elem(&b, "Location", loc.data ? loc.data : "");
+    wh_sbuf_free(&loc);
+    s3_xml_elem(&b, "Bucket", srv_b(r));
+    s3_xml_elem(&b, "Key", srv_k(r));
+    srv_xml_etag(&b, m->etag);
+    if (m->crc64nvme[0])
+        s3_xml_elem(&b, "ChecksumCRC64NVME", m->crc64nvme);
+    wh_sbuf_puts(&b, "</CompleteMultipartUploadResult>");
+    return srv_ok_xml(o, 200, &b);
+}
+
+int srv_mpu_complete_finish(srv_req_t *r, srv_out_t *o)
+{
+    int ret = srv_body_md5_check(r, o);
+    if (ret)
+        return ret;
+    s3_part_ref_t *parts = NULL;
+    store_complete_part_t *cp = NULL;
+    size_t n = 0;
+    store_obj_meta_t m;
+    memset(&m, 0, sizeof m);
+    s3_err_t e = s3_xml_parse_complete(r->buf.data ? r->buf.data : "", r->buf.len, &parts, &n);
+    if (e != S3_OK)
+        return srv_err(o, e, NULL);
+    if (n == 0) {
+        ret = srv_err(o, S3_ERR_MALFORMED_XML, "CompleteMultipartUpload lists no parts");
+        goto out;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if (parts[i].number <= parts[i - 1].number) {
+            ret = srv_err(o, S3_ERR_INVALID_PART_ORDER, NULL);
+            goto out;
+        }
+    }
+    cp = calloc(n, sizeof *cp);
+    if (!cp) {
+        ret = srv_err(o, S3_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        cp[i].number = parts[i].number;
+        cp[i].etag = parts[i].etag;
+    }
+    int bad = 0;
+    wh_status_t st = store_mpu_complete(srv_st(r), srv_b(r), srv_k(r),
+                                        srv_route_q(&r->route, "uploadId"), cp, n, &m, &bad);
+    if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_PART)
+        ret = srv_err(o, S3_ERR_INVALID_PART, NULL);
+    else if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_ORDER)
+        ret = srv_err(o, S3_ERR_INVALID_PART_ORDER, NULL);
+    else if (st == WH_ERR_INVALID && bad == STORE_MPU_TOO_SMALL)
+        ret = srv_err(o, S3_ERR_ENTITY_TOO_SMALL, NULL);
+    else if (st == WH_ERR_NOT_FOUND)
+        ret = srv_err_not_found(r, o, S3_ERR_NO_SUCH_UPLOAD);
+    else if (st != WH_OK)
+        ret = srv_err_status(r, o, st, "completing the upload");
+    else
+        ret = complete_xml(r, o, &m);
+out:
+    store_obj_meta_free(&m);
+    free(cp);
+    free(parts);
+    return ret;
+}
+
+int srv_mpu_abort(srv_req_t *r, srv_out_t *o)
+{
+    int ret = srv_key_check(r, o);
+    if (ret)
+        return ret;
+    wh_status_t st =
+        store_mpu_abort(srv_st(r), srv_b(r), srv_k(r), srv_route_q(&r->route, "uploadId"));
+    if (st == WH_OK)
+        return srv_ok(o, 204);
+    if (st == WH_ERR_NOT_FOUND)
+        return srv_err_not_found(r, o, S3_ERR_NO_SUCH_UPLOAD);
+    return srv_err_status(r, o, st, "aborting the upload");
+}
+
+int srv_mpu_list_parts(srv_req_t *r, srv_out_t *o)
+{
+    uint64_t marker, max;
+    int ret;
+    if ((ret = srv_key_check(r, o)) ||
+        (ret = srv_q_uint(r, o, "part-number-marker", 0, &marker)) ||
+        (ret = srv_q_uint(r, o, "max-parts", 1000, &max)))
+        return ret;
+    if (max > 1000)
+        max = 1000;
+    if (marker > STORE_MAX_PARTS)
+        marker = STORE_MAX_PARTS;
+    const char *id = srv_route_q(&r->route, "uploadId");
+    store_part_info_t *ps = NULL;
+    size_t n = 0;
+    bool trunc = false;
+    wh_status_t st = store_mpu_list_parts(srv_st(r), srv_b(r), srv_k(r), id, (uint32_t)marker,
+                                          (uint32_t)max, &ps, &n, &trunc);
+    if (st == WH_ERR_NOT_FOUND)
+        return srv_err_not_found(r, o, S3_ERR_NO_SUCH_UPLOAD);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "listing parts");
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    wh_sbuf_puts(&b, XML_DECL "<ListPartsResult xmlns=\"" S3_XMLNS "\">");
+    s3_xml_elem(&b, "Bucket", srv_b(r));
+    s3_xml_elem(&b, "Key", srv_k(r));
+    s3_xml_elem(&b, "UploadId", id);
+    srv_xml_owner(r, &b, "Initiator");
+    srv_xml_owner(r, &b, "Owner");
+    s3_xml_elem(&b, "StorageClass", "STANDARD");
+    s3_xml_elem_u64(&b, "PartNumberMarker", marker);
+    s3_xml_elem_u64(&b, "NextPartNumberMarker", n ? ps[n - 1].number : marker);
+    s3_xml_elem_u64(&b, "MaxParts", max);
+    s3_xml_elem(&b, "IsTruncated", trunc ? "true" : "false");
+    for (size_t i = 0; i < n; i++) {
+        wh_sbuf_puts(&b, "<Part>");
+        s3_xml_elem_u64(&b, "PartNumber", ps[i].number);
+        srv_xml_time(&b, "LastModified", ps[i].mtime);
+        srv_xml_etag(&b, ps[i].etag);
+        s3_xml_elem_u64(&b, "Size", ps[i].size);
+        if (ps[i].crc64nvme[0])
+            s3_xml_elem(&b, "ChecksumCRC64NVME", ps[i].crc64nvme);
+        wh_sbuf_puts(&b, "</Part>");
+    }
+    wh_sbuf_puts(&b, "</ListPartsResult>");
+    free(ps);
+    return srv_ok_xml(o, 200, &b);
+}
+
+int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o)
+{
+    int ret = srv_need_bucket(r, o);
+    if (ret)
+        return ret;
+    const char *prefix = srv_route_q(&r->route, "prefix");
+    store_upload_info_t *us = NULL;
+    size_t n = 0;
+    wh_status_t st = store_mpu_list_uploads(srv_st(r), srv_b(r), prefix, &us, &n);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "listing uploads");
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    wh_sbuf_puts(&b, XML_DECL "<ListMultipartUploadsResult xmlns=\"" S3_XMLNS "\">");
+    s3_xml_elem(&b, "Bucket", srv_b(r));
+    s3_xml_elem(&b, "KeyMarker", "");
+    s3_xml_elem(&b, "UploadIdMarker", "");
+    s3_xml_elem(&b, "Prefix", prefix ? prefix : "");
+    s3_xml_elem_u64(&b, "MaxUploads", 10000);
+    s3_xml_elem(&b, "IsTruncated", "false");
+    for (size_t i = 0; i < n; i++) {
+        wh_sbuf_puts(&b, "<Upload>");
+        s3_xml_elem(&b, "Key", us[i].key);
+        s3_xml_elem(&b, "UploadId", us[i].upload_id);
+        srv_xml_owner(r, &b, "Initiator");
+        srv_xml_owner(r, &b, "Owner");
+        s3_xml_elem(&b, "StorageClass", "STANDARD");
+        srv_xml_time(&b, "Initiated", us[i].initiated);
+        wh_sbuf_puts(&b, "</Upload>");
+    }
+    wh_sbuf_puts(&b, "</ListMultipartUploadsResult>");
+    store_upload_info_free(us, n);
+    return srv_ok_xml(o, 200, &b);
+}

@@ -1,0 +1,122 @@
+/* The x-amz-rdma-token data path of object writes (PutObject, UploadPart): the body is read
+ * from the client's memory by the RDMA engine instead of arriving on the connection. Also how
+ * any refused transfer is answered. */
+#include "server/s3api.h"
+#include "server/delegate.h"
+#include "base/crc.h"
+#include "base/log.h"
+
+#include <microhttpd.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MOD "s3"
+
+int srv_rdma_refuse(srv_req_t *r, srv_out_t *o, const srv_rdma_result_t *res, wh_status_t st)
+{
+    int status = res->http_status >= 400 ? res->http_status : 500;
+    const char *code = res->s3_code ? res->s3_code : "InternalError";
+    char msg[300];
+    if (res->message[0])
+        snprintf(msg, sizeof msg, "%s", res->message);
+    else
+        snprintf(msg, sizeof msg, "RDMA transfer failed: %s", wh_status_str(st));
+    wh_info(MOD, "rdma refused id=%s peer=%s status=%d code=%s reason=\"%s\"", r->id,
+            r->peer.addr, status, code, msg);
+    /* A decline tells the client to fall back to HTTP. */
+    if (status == 501)
+        srv_out_header(o, "x-amz-rdma-reply", "501");
+    return srv_err_raw(o, status, code, msg);
+}
+
+static wh_status_t rdma_sink(void *arg, const void *p, size_t n)
+{
+    srv_req_t *r = arg;
+    srv_s3_body_digest(r, p, n);
+    return store_writer_write(r->w, p, n);
+}
+
+/* The writer holds exactly what the transport says it moved. */
+static int moved_check(srv_req_t *r, srv_out_t *o, const srv_rdma_result_t *res)
+{
+    uint64_t got = store_writer_size(r->w);
+    if (res->bytes == got && res->crc64nvme == store_writer_crc64nvme(r->w))
+        return 0;
+    wh_error(MOD, "rdma put inconsistent id=%s moved=%llu stored=%llu", r->id,
+             (unsigned long long)res->bytes, (unsigned long long)got);
+    srv_rdma_result_t bad = {.http_status = 500, .s3_code = "InternalError"};
+    snprintf(bad.message, sizeof bad.message,
+             "the transport reported %llu bytes but %llu reached the store",
+             (unsigned long long)res->bytes, (unsigned long long)got);
+    return srv_rdma_refuse(r, o, &bad, WH_ERR_TRANSPORT);
+}
+
+int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part)
+{
+    const char *cl = srv_hdr(r, "content-length");
+    if ((cl && strcmp(cl, "0") != 0) || srv_hdr(r, "transfer-encoding"))
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                       "a PUT with x-amz-rdma-token carries no body: send Content-Length: 0");
+    if (r->auth.mode != S3_PAYLOAD_UNSIGNED)
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT, "a PUT with x-amz-rdma-token must send "
+                                                   "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    s3_sums_t want;
+    int ret;
+    if ((ret = srv_sums_read(r, o, &want)) || (ret = srv_sums_start(r, o)))
+        return ret;
+    wh_status_t st = store_writer_open(srv_st(r), &r->w);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "opening a temp file");
+    srv_rdma_result_t res;
+    memset(&res, 0, sizeof res);
+    uint64_t t0 = wh_now_ns();
+    /* A cluster's storage servers pull the bytes themselves; else this server's engine. */
+    char table_etag[48] = "";
+    st = srv_delegate_rdma_put(r, srv_hdr(r, "x-amz-rdma-token"), &res, table_etag);
+    if (st == WH_ERR_UNSUPPORTED)
+        st = srv_rdma_put(r->srv->rdma, srv_hdr(r, "x-amz-rdma-token"), &r->peer, rdma_sink, r,
+                          &res);
+    uint64_t t1 = wh_now_ns();
+    if (st != WH_OK)
+        return srv_rdma_refuse(r, o, &res, st); /* cleanup aborts the writer */
+    char md5[33];
+    if ((ret = moved_check(r, o, &res)) || (ret = srv_sums_check(r, o, &want, r->w, md5)))
+        return ret;
+    char etag[80];
+    if (part) {
+        char e[33];
+        st = store_mpu_part_commit(srv_st(r), srv_b(r), srv_k(r), r->upload_id, r->part_number,
+                                   r->w, e);
+        r->w = NULL;
+        snprintf(etag, sizeof etag, "%s", e);
+    } else {
+        store_obj_meta_t m;
+        memset(&m, 0, sizeof m);
+        if ((ret = srv_meta_from_request(r, o, &m))) {
+            store_obj_meta_free(&m);
+            return ret;
+        }
+        snprintf(m.etag, sizeof m.etag, "%s", table_etag[0] ? table_etag : md5);
+        srv_sums_to_meta(&m, &want);
+        st = store_writer_commit(r->w, srv_b(r), srv_k(r), &m);
+        r->w = NULL;
+        snprintf(etag, sizeof etag, "%s", m.etag);
+        store_obj_meta_free(&m);
+    }
+    if (st == WH_ERR_NOT_FOUND)
+        return srv_err_not_found(r, o, part ? S3_ERR_NO_SUCH_UPLOAD : S3_ERR_NO_SUCH_KEY);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "committing the object");
+    srv_sums_to_out(o, &want);
+    char q[84], c64[13];
+    srv_etag_quoted(etag, q);
+    srv_out_header(o, MHD_HTTP_HEADER_ETAG, q);
+    wh_crc64nvme_b64(res.crc64nvme, c64);
+    srv_out_header(o, "x-amz-checksum-crc64nvme", c64);
+    srv_out_header(o, "x-amz-rdma-reply", "200");
+    srv_out_header_u64(o, "x-amz-rdma-bytes-transferred", res.bytes);
+    wh_debug(MOD, "rdma put id=%s bytes=%llu provider=%s xfer_ms=%.3f commit_ms=%.3f", r->id,
+             (unsigned long long)res.bytes, res.provider ? res.provider : "-",
+             (double)(t1 - t0) / 1e6, (double)(wh_now_ns() - t1) / 1e6);
+    return srv_ok(o, 200);
+}

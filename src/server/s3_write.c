@@ -1,0 +1,292 @@
+/* Object writes: PutObject (the HTTP body path, shared with UploadPart), CopyObject,
+ * DeleteObject and DeleteObjects. */
+#include "server/s3api.h"
+#include "base/crc.h"
+#include "base/log.h"
+#include "s3/xml.h"
+
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MOD "s3"
+
+/* ---- PUT (object and part) -------------------------------------------------------------- */
+
+int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part)
+{
+    if (r->token_req)
+        return srv_rdma_put_object(r, o, part);
+    const char *cl = srv_hdr(r, "content-length");
+    const char *te = srv_hdr(r, "transfer-encoding");
+    if (!cl && !te)
+        return srv_err(o, S3_ERR_MISSING_CONTENT_LENGTH, NULL);
+    uint64_t size = 0;
+    const char *dcl = srv_hdr(r, "x-amz-decoded-content-length");
+    const char *sz = dcl ? dcl : cl;
+    if (sz && wh_parse_u64(sz, strlen(sz), &size) != 0)
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT, "Content-Length must be a decimal number");
+    if (!part && size > SRV_MAX_PUT_SIZE)
+        return srv_err(o, S3_ERR_ENTITY_TOO_LARGE,
+                       "a single PUT may carry at most 5 GiB; use a multipart upload");
+    s3_sums_t want; /* validate the headers now; trailers are read at the end */
+    int ret;
+    if ((ret = srv_sums_read(r, o, &want)) || (ret = srv_sums_start(r, o)))
+        return ret;
+    wh_status_t st = store_writer_open(srv_st(r), &r->w);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "opening a temp file");
+    return 0; /* the body goes to r->w */
+}
+
+int srv_put_finish(srv_req_t *r, srv_out_t *o, bool part)
+{
+    s3_sums_t want;
+    uint64_t t_body = wh_now_ns();
+    int ret;
+    if ((ret = srv_trailers_check(r, o)) || (ret = srv_sums_read(r, o, &want)))
+        return ret;
+    char md5[33];
+    if ((ret = srv_sums_check(r, o, &want, r->w, md5)))
+        return ret; /* cleanup aborts the writer */
+    uint64_t t_md5 = wh_now_ns();
+    uint64_t size = store_writer_size(r->w);
+    char etag[80];
+    char c64[13];
+    wh_crc64nvme_b64(store_writer_crc64nvme(r->w), c64);
+    wh_status_t st;
+    if (part) {
+        char e[33];
+        st = store_mpu_part_commit(srv_st(r), srv_b(r), srv_k(r), r->upload_id, r->part_number,
+                                   r->w, e);
+        r->w = NULL;
+        snprintf(etag, sizeof etag, "%s", e);
+    } else {
+        store_obj_meta_t m;
+        memset(&m, 0, sizeof m);
+        if ((ret = srv_meta_from_request(r, o, &m))) {
+            store_obj_meta_free(&m);
+            return ret;
+        }
+        snprintf(m.etag, sizeof m.etag, "%s", md5);
+        snprintf(m.crc64nvme, sizeof m.crc64nvme, "%s", c64);
+        srv_sums_to_meta(&m, &want);
+        st = store_writer_commit(r->w, srv_b(r), srv_k(r), &m);
+        r->w = NULL;
+        snprintf(etag, sizeof etag, "%s", m.etag);
+        store_obj_meta_free(&m);
+    }
+    wh_debug(MOD, "put id=%s bytes=%llu body_ms=%.3f md5_wait_ms=%.3f commit_ms=%.3f", r->id,
+             (unsigned long long)size, (double)(t_body - r->t0_ns) / 1e6,
+             (double)(t_md5 - t_body) / 1e6, (double)(wh_now_ns() - t_md5) / 1e6);
+    if (st == WH_ERR_NOT_FOUND)
+        return srv_err_not_found(r, o, part ? S3_ERR_NO_SUCH_UPLOAD : S3_ERR_NO_SUCH_KEY);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "committing the object");
+    atomic_fetch_add(&r->srv->metrics.http_write_bytes, size);
+    atomic_fetch_add(&r->srv->metrics.http_write_ops, 1);
+    char q[84];
+    srv_etag_quoted(etag, q);
+    srv_out_header(o, MHD_HTTP_HEADER_ETAG, q);
+    srv_out_header(o, "x-amz-checksum-crc64nvme", c64);
+    srv_sums_to_out(o, &want);
+    return srv_ok(o, 200);
+}
+
+int srv_write_put_begin(srv_req_t *r, srv_out_t *o)
+{
+    int ret;
+    if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)))
+        return ret;
+    return srv_put_begin(r, o, false);
+}
+
+int srv_write_put_finish(srv_req_t *r, srv_out_t *o)
+{
+    return srv_put_finish(r, o, false);
+}
+
+/* ---- copy ------------------------------------------------------------------------------- */
+
+void srv_copy_src_free(srv_copy_src_t *c)
+{
+    free(c->bucket);
+    free(c->key);
+    c->bucket = c->key = NULL;
+}
+
+int srv_copy_src_parse(srv_req_t *r, srv_out_t *o, srv_copy_src_t *c)
+{
+    memset(c, 0, sizeof *c);
+    const char *h = srv_hdr(r, "x-amz-copy-source");
+    const char *q = strchr(h, '?');
+    size_t n = q ? (size_t)(q - h) : strlen(h);
+    if (q && (strncmp(q, "?versionId=", 11) != 0 || strcmp(q + 11, "null") != 0))
+        return srv_err(o, S3_ERR_NOT_IMPLEMENTED, "x-amz-copy-source may only name "
+                                                  "versionId=null: objects are unversioned");
+    wh_sbuf_t d;
+    wh_sbuf_init(&d);
+    if (s3_uri_decode(h, n, &d) != 0 || d.oom || !d.data) {
+        wh_sbuf_free(&d);
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                       "x-amz-copy-source is not valid: a bad percent-escape");
+    }
+    const char *s = d.data;
+    if (*s == '/')
+        s++;
+    const char *slash = strchr(s, '/');
+    if (!slash || slash == s || !slash[1]) {
+        wh_sbuf_free(&d);
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                       "x-amz-copy-source must be bucket/key (URL-encoded)");
+    }
+    c->bucket = strndup(s, (size_t)(slash - s));
+    c->key = strdup(slash + 1);
+    size_t klen = d.len - (size_t)(slash + 1 - d.data);
+    wh_sbuf_free(&d);
+    if (!c->bucket || !c->key) {
+        srv_copy_src_free(c);
+        return srv_err(o, S3_ERR_INTERNAL, "out of memory");
+    }
+    if (klen != strlen(c->key) || !store_key_valid(c->key, klen)) {
+        srv_copy_src_free(c);
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT, "the x-amz-copy-source key is not valid");
+    }
+    return 0;
+}
+
+int srv_copy_src_open(srv_req_t *r, srv_out_t *o, const srv_copy_src_t *c,
+                      store_obj_meta_t *m, int *fd)
+{
+    wh_status_t st = store_object_open(srv_st(r), c->bucket, c->key, m, fd);
+    if (st == WH_ERR_NOT_FOUND) {
+        if (store_bucket_exists(srv_st(r), c->bucket) != WH_OK)
+            return srv_err(o, S3_ERR_NO_SUCH_BUCKET, "the copy source bucket does not exist");
+        return srv_err(o, S3_ERR_NO_SUCH_KEY, "the copy source key does not exist");
+    }
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "opening the copy source");
+    if (srv_preconditions(r, m, "x-amz-copy-source-")) {
+        if (fd && *fd >= 0) {
+            close(*fd);
+            *fd = -1;
+        }
+        store_obj_meta_free(m);
+        return srv_err(o, S3_ERR_PRECONDITION_FAILED, NULL);
+    }
+    return 0;
+}
+
+int srv_write_copy(srv_req_t *r, srv_out_t *o)
+{
+    int ret;
+    if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)))
+        return ret;
+    srv_copy_src_t c;
+    if ((ret = srv_copy_src_parse(r, o, &c)))
+        return ret;
+    store_obj_meta_t sm, nm, out_m;
+    memset(&sm, 0, sizeof sm);
+    memset(&nm, 0, sizeof nm);
+    memset(&out_m, 0, sizeof out_m);
+    const char *dir = srv_hdr(r, "x-amz-metadata-directive");
+    bool replace = dir && strcmp(dir, "REPLACE") == 0;
+    if (dir && !replace && strcmp(dir, "COPY") != 0) {
+        ret = srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                      "x-amz-metadata-directive must be COPY or REPLACE");
+        goto out;
+    }
+    if (!replace && strcmp(c.bucket, srv_b(r)) == 0 && strcmp(c.key, srv_k(r)) == 0) {
+        ret = srv_err(o, S3_ERR_INVALID_REQUEST,
+                      "This copy request is illegal because it is trying to copy an object to "
+                      "itself without changing the object's metadata, storage class, website "
+                      "redirect location or encryption attributes.");
+        goto out;
+    }
+    if ((ret = srv_copy_src_open(r, o, &c, &sm, NULL)))
+        goto out;
+    if (replace && (ret = srv_meta_from_request(r, o, &nm)))
+        goto out;
+    wh_status_t st = store_object_copy(srv_st(r), c.bucket, c.key, srv_b(r), srv_k(r),
+                                       replace ? &nm : NULL, &out_m);
+    if (st == WH_ERR_NOT_FOUND) {
+        ret = srv_err(o, S3_ERR_NO_SUCH_KEY, "the copy source vanished or the bucket is gone");
+        goto out;
+    }
+    if (st != WH_OK) {
+        ret = srv_err_status(r, o, st, "copying the object");
+        goto out;
+    }
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    wh_sbuf_puts(&b, XML_DECL "<CopyObjectResult xmlns=\"" S3_XMLNS "\">");
+    srv_xml_time(&b, "LastModified", out_m.mtime);
+    srv_xml_etag(&b, out_m.etag);
+    if (out_m.crc64nvme[0])
+        s3_xml_elem(&b, "ChecksumCRC64NVME", out_m.crc64nvme);
+    wh_sbuf_puts(&b, "</CopyObjectResult>");
+    ret = srv_ok_xml(o, 200, &b);
+out:
+    store_obj_meta_free(&sm);
+    store_obj_meta_free(&nm);
+    store_obj_meta_free(&out_m);
+    srv_copy_src_free(&c);
+    return ret;
+}
+
+/* ---- delete ----------------------------------------------------------------------------- */
+
+int srv_write_delete(srv_req_t *r, srv_out_t *o)
+{
+    int ret;
+    if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)))
+        return ret;
+    wh_status_t st = store_object_delete(srv_st(r), srv_b(r), srv_k(r));
+    if (st != WH_OK && st != WH_ERR_NOT_FOUND)
+        return srv_err_status(r, o, st, "deleting the object");
+    return srv_ok(o, 204);
+}
+
+int srv_write_delete_many_begin(srv_req_t *r, srv_out_t *o)
+{
+    return srv_need_bucket(r, o); /* 0: read the XML body */
+}
+
+int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o)
+{
+    int ret = srv_body_md5_check(r, o);
+    if (ret)
+        return ret;
+    s3_delete_req_t d;
+    memset(&d, 0, sizeof d);
+    s3_err_t e = s3_xml_parse_delete(r->buf.data ? r->buf.data : "", r->buf.len, &d);
+    if (e != S3_OK)
+        return srv_err(o, e, NULL);
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    wh_sbuf_puts(&b, XML_DECL "<DeleteResult xmlns=\"" S3_XMLNS "\">");
+    for (size_t i = 0; i < d.n; i++) {
+        const char *k = d.keys[i];
+        size_t kl = strlen(k);
+        wh_status_t st = store_key_valid(k, kl) ? store_object_delete(srv_st(r), srv_b(r), k)
+                                                : WH_ERR_INVALID;
+        if (st == WH_OK || st == WH_ERR_NOT_FOUND) {
+            if (!d.quiet) {
+                wh_sbuf_puts(&b, "<Deleted>");
+                s3_xml_elem(&b, "Key", k);
+                wh_sbuf_puts(&b, "</Deleted>");
+            }
+        } else {
+            wh_sbuf_puts(&b, "<Error>");
+            s3_xml_elem(&b, "Key", k);
+            s3_xml_elem(&b, "Code", st == WH_ERR_INVALID ? "InvalidArgument" : "InternalError");
+            s3_xml_elem(&b, "Message", wh_status_str(st));
+            wh_sbuf_puts(&b, "</Error>");
+        }
+    }
+    wh_sbuf_puts(&b, "</DeleteResult>");
+    s3_delete_req_free(&d);
+    return srv_ok_xml(o, 200, &b);
+}

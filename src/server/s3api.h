@@ -1,0 +1,168 @@
+/* The S3 handlers, one file per API family, and what they share.
+ *
+ *   s3api.c     the srv_ops table (route.h) and the dispatch: begin, finish, one reply sender
+ *   s3_read.c   GetObject, HeadObject
+ *   s3_write.c  PutObject, CopyObject, DeleteObject, DeleteObjects
+ *   s3_rdma.c   the x-amz-rdma-token data path for PUT and UploadPart, and RDMA refusals
+ *   s3_bucket.c ListBuckets, Create/Delete/HeadBucket, GetBucketLocation/Versioning
+ *   s3_list.c   ListObjects, ListObjectsV2, ListObjectVersions
+ *   s3_mpu.c    multipart: create, parts (and part copy), complete, abort, list parts/uploads
+ *   s3_util.c   XML pieces, metadata headers, preconditions, store-status mapping, checksums
+ *
+ * A handler never queues a response itself: it returns the HTTP status and fills a srv_out_t
+ * (an S3 error with its message, or a success with its headers and body), and srv_s3_send
+ * turns that into the one reply. http.c has verified SigV4 before any handler runs. */
+#ifndef WH_SERVER_S3API_H
+#define WH_SERVER_S3API_H
+
+#include "server/server.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
+#define XML_DECL "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+
+/* A handler's answer. Owned by the dispatcher, which sends and releases it. */
+typedef struct srv_out {
+    int status;                /* HTTP status; 0 while nothing is decided */
+    const char *code;          /* S3 error code (static), NULL for a success */
+    char msg[320];             /* the error message */
+    bool has_xml;              /* success body: xml (application/xml) */
+    wh_sbuf_t xml;
+    struct MHD_Response *resp; /* success body other than XML (object bytes); NULL: empty */
+    wh_sbuf_t hdrs;            /* extra headers, "name\0value\0" pairs, on either kind */
+    uint64_t tx_body;          /* bytes of object body the response carries (metrics) */
+} srv_out_t;
+
+/* ---- building an answer (s3api.c); each returns the status for the handler to return -- */
+
+/* An S3 error with its default status; msg NULL or "": the default message. */
+int srv_err(srv_out_t *o, s3_err_t e, const char *msg);
+int srv_errf(srv_out_t *o, s3_err_t e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* An error whose code is not in s3/errors.h (an RDMA refusal's, a region mismatch's). */
+int srv_err_raw(srv_out_t *o, int status, const char *code, const char *msg);
+/* Success with an XML document (taken out of xml), or with no body, or with resp's body. */
+int srv_ok_xml(srv_out_t *o, int status, wh_sbuf_t *xml);
+int srv_ok(srv_out_t *o, int status);
+int srv_ok_resp(srv_out_t *o, int status, struct MHD_Response *resp, uint64_t tx_body);
+/* Adds a header to whatever the answer becomes. */
+void srv_out_header(srv_out_t *o, const char *name, const char *value);
+void srv_out_header_u64(srv_out_t *o, const char *name, uint64_t v);
+
+/* ---- shared helpers (s3_util.c) --------------------------------------------------------- */
+
+static inline store_t *srv_st(const srv_req_t *r)
+{
+    return r->srv->store;
+}
+static inline const char *srv_b(const srv_req_t *r)
+{
+    return r->route.bucket;
+}
+static inline const char *srv_k(const srv_req_t *r)
+{
+    return r->route.key;
+}
+
+void srv_xml_owner(const srv_req_t *r, wh_sbuf_t *b, const char *elem);
+void srv_etag_quoted(const char *etag, char out[84]);
+void srv_xml_etag(wh_sbuf_t *b, const char *etag);
+void srv_xml_time(wh_sbuf_t *b, const char *name, time_t t);
+/* The text of an element, URL-encoded when the request asked for encoding-type=url. */
+void srv_xml_enc(wh_sbuf_t *b, const char *name, const char *text, bool url);
+
+/* Each returns 0 when the check passes, else the status of the error put in o. */
+int srv_need_bucket(srv_req_t *r, srv_out_t *o);
+int srv_key_check(srv_req_t *r, srv_out_t *o);
+/* Optional non-negative integer query parameter. */
+int srv_q_uint(srv_req_t *r, srv_out_t *o, const char *name, uint64_t dflt, uint64_t *out);
+int srv_q_encoding_url(srv_req_t *r, srv_out_t *o, bool *url);
+/* Content-MD5 of a buffered (XML) body. */
+int srv_body_md5_check(srv_req_t *r, srv_out_t *o);
+
+/* NoSuchBucket when the bucket is missing, else the given error. */
+int srv_err_not_found(srv_req_t *r, srv_out_t *o, s3_err_t otherwise);
+/* A store status as an S3 error: NOT_FOUND as NoSuchKey (or NoSuchBucket), NOMEM as SlowDown,
+ * the rest as InternalError naming what failed. */
+int srv_err_status(srv_req_t *r, srv_out_t *o, wh_status_t st, const char *what);
+
+/* Object metadata from the request (Content-Type, x-amz-meta-*, kept standard headers) into
+ * m; an error status when a value cannot be kept as sent. */
+int srv_meta_from_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m);
+/* The object's headers on a GET/HEAD answer; whole: the reply is the whole object. */
+void srv_object_headers(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, bool whole);
+/* If-Match & co (pfx "" or "x-amz-copy-source-"): 0 to go on, or 304 / 412. */
+int srv_preconditions(srv_req_t *r, const store_obj_meta_t *m, const char *pfx);
+
+/* Checksums of an object body (HTTP or RDMA). srv_sums_start switches on the extra digests
+ * the request names; srv_sums_read reads the claims (trailer first); srv_sums_check compares
+ * them with what the writer and the digests computed (md5_hex gets the writer's MD5). */
+int srv_sums_start(srv_req_t *r, srv_out_t *o);
+int srv_sums_read(srv_req_t *r, srv_out_t *o, s3_sums_t *w);
+int srv_sums_check(srv_req_t *r, srv_out_t *o, const s3_sums_t *w, store_writer_t *wr,
+                   char md5_hex[33]);
+/* The verified extra checksums, kept with the object and echoed on the PUT answer. */
+void srv_sums_to_meta(store_obj_meta_t *m, const s3_sums_t *w);
+void srv_sums_to_out(srv_out_t *o, const s3_sums_t *w);
+/* Every trailer x-amz-trailer names has arrived. */
+int srv_trailers_check(srv_req_t *r, srv_out_t *o);
+
+/* ---- shared between families ------------------------------------------------------------ */
+
+/* s3_rdma.c: a failed or declined transfer as its answer (never 200, never a body). */
+int srv_rdma_refuse(srv_req_t *r, srv_out_t *o, const srv_rdma_result_t *res, wh_status_t st);
+/* s3_rdma.c: PUT or UploadPart whose body comes by RDMA read from the client's memory. */
+int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part);
+
+/* s3_write.c: the PUT body path shared by PutObject and UploadPart. */
+int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part);
+int srv_put_finish(srv_req_t *r, srv_out_t *o, bool part);
+
+/* s3_write.c: x-amz-copy-source, parsed and opened (preconditions applied). */
+typedef struct srv_copy_src {
+    char *bucket;
+    char *key;
+} srv_copy_src_t;
+int srv_copy_src_parse(srv_req_t *r, srv_out_t *o, srv_copy_src_t *c);
+int srv_copy_src_open(srv_req_t *r, srv_out_t *o, const srv_copy_src_t *c,
+                      store_obj_meta_t *m, int *fd);
+void srv_copy_src_free(srv_copy_src_t *c);
+
+/* s3_mpu.c: partNumber and uploadId of UploadPart(Copy), with the upload looked up. */
+int srv_mpu_part_query(srv_req_t *r, srv_out_t *o);
+
+/* ---- handler steps (the srv_ops rows) --------------------------------------------------- */
+
+int srv_read_object(srv_req_t *r, srv_out_t *o);
+
+int srv_write_put_begin(srv_req_t *r, srv_out_t *o);
+int srv_write_put_finish(srv_req_t *r, srv_out_t *o);
+int srv_write_copy(srv_req_t *r, srv_out_t *o);
+int srv_write_delete(srv_req_t *r, srv_out_t *o);
+int srv_write_delete_many_begin(srv_req_t *r, srv_out_t *o);
+int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o);
+
+int srv_bucket_list_all(srv_req_t *r, srv_out_t *o);
+int srv_bucket_create_begin(srv_req_t *r, srv_out_t *o);
+int srv_bucket_create_finish(srv_req_t *r, srv_out_t *o);
+int srv_bucket_delete(srv_req_t *r, srv_out_t *o);
+int srv_bucket_head(srv_req_t *r, srv_out_t *o);
+int srv_bucket_location(srv_req_t *r, srv_out_t *o);
+int srv_bucket_versioning(srv_req_t *r, srv_out_t *o);
+
+int srv_list_v1(srv_req_t *r, srv_out_t *o);
+int srv_list_v2(srv_req_t *r, srv_out_t *o);
+int srv_list_versions(srv_req_t *r, srv_out_t *o);
+
+int srv_mpu_create(srv_req_t *r, srv_out_t *o);
+int srv_mpu_part_begin(srv_req_t *r, srv_out_t *o);
+int srv_mpu_part_finish(srv_req_t *r, srv_out_t *o);
+int srv_mpu_part_copy(srv_req_t *r, srv_out_t *o);
+int srv_mpu_complete_begin(srv_req_t *r, srv_out_t *o);
+int srv_mpu_complete_finish(srv_req_t *r, srv_out_t *o);
+int srv_mpu_abort(srv_req_t *r, srv_out_t *o);
+int srv_mpu_list_parts(srv_req_t *r, srv_out_t *o);
+int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o);
+
+#endif
