@@ -1,6 +1,6 @@
-/* The server's RDMA engine over src/xfer: token vetting, a pool of registered buffers, the
- * GET pipeline (disk read of chunk k+1 overlaps the transfer of chunk k), PUT by chunked
- * reads, and the counters /metrics shows.
+/* The server's RDMA engine over src/xfer: configuration, the providers and their endpoints,
+ * token vetting, starting and ending one request's transfer, and the counters /metrics shows.
+ * The buffer pool is rdma_pool.c, the GET pipeline rdma_get.c, PUT rdma_put.c.
  *
  * Peer binding (the data path is a security boundary): providers marked XFER_CAP_BOUND_PEER
  * (shm) are served only to requests that came over the Unix socket, where the kernel reports
@@ -9,148 +9,203 @@
  * src/xfer/cma.c for why libfabric's own shm initiator cannot be bound safely).
  * --shm-trust-local lifts this for trusted hosts. Network providers (XFER_CAP_NET_ADDR) must
  * name an endpoint at the HTTP peer's address. Providers and their names come from the xfer
- * provider table. */
-#include "server/rdma.h"
-
-#include "s3/errors.h"
-#include "base/crc.h"
+ * provider table.
+ *
+ * Stalled clients: a transfer whose client stops acknowledging (a stopped tcp client) fails by
+ * xfer's inactivity timeout (timeout_ms, 10 s by default) and ends with its ops in flight; its
+ * buffers stay held while the ops might still drain. When they have not drained within
+ * reap_ms (2 s), the provider's endpoint is replaced (rdma_drive, run by a reaper thread every
+ * reap_ms / 4 and by requests waiting for buffers): new requests go to a fresh endpoint, and
+ * the old one is closed once its last request has ended, which ends the stalled ops and gives
+ * their buffers back. The bound: a stalled client's buffers are back at most timeout_ms +
+ * reap_ms + 0.5 s after it stalled, plus however long a request that was already running on
+ * the old endpoint still takes (at most timeout_ms once it stops progressing). Until then the
+ * client holds at most its share of the pool (rdma_pool.c), and the stalled client itself is
+ * served again, over a fresh connection, once it resumes. */
+#include "server/rdma_internal.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "xfer/token.h"
-#include "xfer/xfer.h"
 
-#include <unistd.h>
-#include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
-#define MOD "rdma"
-#define RDMA_MAX_PROV 8
-#define RDMA_MAX_SLOTS 64 /* xfer tags */
 #define RDMA_POOL_WAIT_MS 5000
-#define RDMA_DIRECT_WINDOW (8u << 20) /* bytes per mmap window on the direct path */
-#define RDMA_DIRECT_MAX_THREADS 64    /* bound on copy threads per request */
-#ifdef MADV_POPULATE_READ
-#define RDMA_MADV_POPULATE_READ MADV_POPULATE_READ
-#else
-#define RDMA_MADV_POPULATE_READ 22 /* Linux 5.14; older kernels answer EINVAL: faults instead */
-#endif
 
-typedef struct rdma_prov {
-    const xfer_provider_t *info; /* the xfer table's entry */
-    const char *short_name;      /* "shm", "tcp" (metrics label, result->provider) */
-    xfer_t *x;
-    xfer_mr_t *mr; /* the whole pool arena */
-    atomic_uint_fast64_t write_bytes, write_ops, read_bytes, read_ops, write_fail, read_fail;
-} rdma_prov_t;
-
-enum {
-    DECL_TOKEN,    /* malformed (400) */
-    DECL_DIALECT,  /* unknown dialect or cuobj (501) */
-    DECL_PROVIDER, /* provider unknown or not enabled (501) */
-    DECL_SIZE,     /* region too small (400) */
-    DECL_PEER,     /* peer binding (403 / 501) */
-    DECL_BUSY,     /* no buffers (503) */
-    DECL_MAX
-};
 static const char *const g_decl_names[DECL_MAX] = {"bad_token", "dialect",  "provider",
                                                    "size",      "peer",     "busy"};
 
-struct srv_rdma {
-    srv_rdma_config_t cfg;
-    rdma_prov_t prov[RDMA_MAX_PROV];
-    unsigned nprov;
-    char enabled[96];
-
-    /* pool: nbuf buffers of buf_len bytes in one prefaulted, registered arena */
-    uint8_t *arena;
-    size_t arena_len, buf_len;
-    unsigned nbuf, nfree;
-    unsigned *free_idx;
-    pthread_mutex_t plock;
-    pthread_cond_t pcond;
-
-    atomic_uint_fast64_t declines[DECL_MAX];
-    wh_crc64_shift_t direct_shift; /* combines per-window crcs of RDMA_DIRECT_WINDOW bytes */
-    unsigned copy_threads;         /* direct-path copy threads shared by all requests */
-    unsigned direct_active;        /* direct GETs in flight (atomic) */
-};
-
 void srv_rdma_config_init(srv_rdma_config_t *cfg)
 {
-    memset(cfg, 0, sizeof *cfg);
     xfer_config_t xc;
     xfer_config_init(&xc); /* the transport defaults live in xfer */
+    memset(cfg, 0, sizeof *cfg);
     cfg->providers = XFER_DEFAULT_SERVER_PROVIDERS;
-    cfg->mem_budget = 256ULL << 20;
+    cfg->mem_budget = 0; /* sized from the host (rdma_pool.c) */
     cfg->chunk_size = xc.chunk_size;
     cfg->window = xc.window;
     cfg->max_peers = xc.max_peers;
+    cfg->timeout_ms = xc.timeout_ms;
+    cfg->reap_ms = xc.reap_ms;
+    cfg->pool_wait_ms = RDMA_POOL_WAIT_MS;
 }
 
-/* ---- pool ------------------------------------------------------------------------------ */
-
-/* Takes between 1 and want buffers (all it can get up to want), waiting at most wait_ms for
- * at least one. Returns the count, 0 on timeout. */
-static unsigned pool_take(srv_rdma_t *r, unsigned want, unsigned *idx, unsigned wait_ms)
+void rdma_sync_init(srv_rdma_t *r, pthread_mutex_t *m, pthread_cond_t *c)
 {
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += wait_ms / 1000;
-    dl.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
+    pthread_mutex_init(m, NULL);
+    pthread_cond_init(c, NULL);
+    atomic_fetch_add(&r->pipelines, 1);
+}
+
+void rdma_sync_destroy(srv_rdma_t *r, pthread_mutex_t *m, pthread_cond_t *c)
+{
+    pthread_mutex_destroy(m);
+    pthread_cond_destroy(c);
+    atomic_fetch_sub(&r->pipelines, 1);
+}
+
+/* ---- endpoints -------------------------------------------------------------------------- */
+
+static rdma_gen_t *rdma_gen_open(srv_rdma_t *r, const xfer_provider_t *pv, char *err,
+                                 size_t errlen)
+{
+    xfer_config_t xc;
+    xfer_config_init(&xc);
+    xc.provider = pv->name;
+    xc.role = XFER_ROLE_SERVER;
+    xc.chunk_size = r->cfg.chunk_size;
+    xc.window = r->cfg.window;
+    xc.max_peers = r->cfg.max_peers;
+    xc.timeout_ms = r->cfg.timeout_ms;
+    xc.reap_ms = r->cfg.reap_ms;
+    xc.node = r->cfg.node;
+    rdma_gen_t *g = calloc(1, sizeof *g);
+    if (!g) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
     }
-    pthread_mutex_lock(&r->plock);
-    while (r->nfree == 0) {
-        if (pthread_cond_timedwait(&r->pcond, &r->plock, &dl) == ETIMEDOUT && r->nfree == 0) {
-            pthread_mutex_unlock(&r->plock);
-            return 0;
+    if (xfer_open(&xc, &g->x, err, errlen) != WH_OK) {
+        free(g);
+        return NULL;
+    }
+    if (xfer_mr_reg(g->x, r->arena, r->arena_len, &g->mr) != WH_OK) {
+        snprintf(err, errlen, "registering the buffer pool failed");
+        xfer_close(g->x);
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* Closing the transport ends whatever it still had in flight: the zombies' buffers come back
+ * (their on_idle runs inside xfer_close). */
+static void rdma_gen_close(rdma_gen_t *g)
+{
+    if (!g)
+        return;
+    xfer_mr_dereg(g->mr);
+    xfer_close(g->x);
+    free(g);
+}
+
+static rdma_gen_t *rdma_gen_acquire(rdma_prov_t *p)
+{
+    pthread_mutex_lock(&p->glock);
+    rdma_gen_t *g = p->cur;
+    if (g)
+        g->active++;
+    pthread_mutex_unlock(&p->glock);
+    return g;
+}
+
+static void rdma_gen_release(rdma_prov_t *p, rdma_gen_t *g)
+{
+    if (!g)
+        return;
+    bool close = false;
+    pthread_mutex_lock(&p->glock);
+    g->active--;
+    if (g->retired && g->active == 0) {
+        rdma_gen_t **pp = &p->retired;
+        while (*pp && *pp != g)
+            pp = &(*pp)->next;
+        if (*pp)
+            *pp = g->next;
+        p->nretired--;
+        close = true;
+    }
+    pthread_mutex_unlock(&p->glock);
+    if (close) {
+        wh_info(MOD, "replaced rdma endpoint closed; stalled transfers ended provider=%s",
+                p->short_name);
+        rdma_gen_close(g);
+    }
+}
+
+void rdma_drive(srv_rdma_t *r, rdma_prov_t *p)
+{
+    rdma_gen_t *g = rdma_gen_acquire(p);
+    if (!g)
+        return;
+    unsigned stalled = xfer_stalled(g->x); /* drives completions too */
+    bool replace = false;
+    if (stalled) {
+        pthread_mutex_lock(&p->glock);
+        replace = p->cur == g && p->nretired < RDMA_MAX_RETIRED;
+        pthread_mutex_unlock(&p->glock);
+    }
+    rdma_gen_t *ng = NULL;
+    char err[256] = "";
+    if (replace && (ng = rdma_gen_open(r, p->info, err, sizeof err)) == NULL)
+        wh_warn(MOD, "cannot open a replacement rdma endpoint provider=%s reason='%s'",
+                p->short_name, err);
+    if (ng) {
+        pthread_mutex_lock(&p->glock);
+        if (p->cur == g) {
+            g->retired = true;
+            g->next = p->retired;
+            p->retired = g;
+            p->nretired++;
+            p->cur = ng;
+            ng = NULL;
+            atomic_fetch_add(&p->replacements, 1);
         }
+        pthread_mutex_unlock(&p->glock);
+        if (!ng)
+            wh_warn(MOD, "replacing rdma endpoint: %u ended transfers stalled with buffers held "
+                         "(client stopped?); the old endpoint closes when its last request ends "
+                         "provider=%s",
+                    stalled, p->short_name);
+        rdma_gen_close(ng); /* lost a race with another replacement */
     }
-    unsigned n = WH_MIN(want, r->nfree);
-    for (unsigned i = 0; i < n; i++)
-        idx[i] = r->free_idx[--r->nfree];
-    pthread_mutex_unlock(&r->plock);
-    return n;
+    rdma_gen_release(p, g); /* closes the old endpoint if nothing else uses it */
 }
 
-static void pool_give(srv_rdma_t *r, const unsigned *idx, unsigned n)
+/* Every reap_ms / 4 (50..500 ms): stalled transfers' buffers come back in bounded time even
+ * when no request arrives to notice them. */
+static void *rdma_reaper_main(void *arg)
 {
-    pthread_mutex_lock(&r->plock);
-    for (unsigned i = 0; i < n; i++)
-        r->free_idx[r->nfree++] = idx[i];
-    pthread_cond_broadcast(&r->pcond);
-    pthread_mutex_unlock(&r->plock);
-}
-
-static uint8_t *pool_buf(srv_rdma_t *r, unsigned i)
-{
-    return r->arena + (size_t)i * r->buf_len;
-}
-
-/* Buffers held by a batch that ended with ops in flight: released when they drain. */
-typedef struct rdma_late {
-    srv_rdma_t *r;
-    unsigned n;
-    unsigned idx[RDMA_MAX_SLOTS];
-} rdma_late_t;
-
-static void rdma_late_release(void *arg)
-{
-    rdma_late_t *l = arg;
-    pool_give(l->r, l->idx, l->n);
-    free(l);
+    srv_rdma_t *r = arg;
+    unsigned ms = WH_MIN(WH_MAX(r->cfg.reap_ms / 4, 50u), 500u);
+    pthread_mutex_lock(&r->rlock);
+    while (!r->stopping) {
+        struct timespec ts;
+        rdma_deadline(&ts, ms);
+        pthread_cond_timedwait(&r->rcond, &r->rlock, &ts);
+        if (r->stopping)
+            break;
+        pthread_mutex_unlock(&r->rlock);
+        for (unsigned i = 0; i < r->nprov; i++)
+            rdma_drive(r, &r->prov[i]);
+        pthread_mutex_lock(&r->rlock);
+    }
+    pthread_mutex_unlock(&r->rlock);
+    return NULL;
 }
 
 /* ---- init / fini ----------------------------------------------------------------------- */
@@ -163,14 +218,14 @@ wh_status_t srv_rdma_init(const srv_rdma_config_t *cfg, srv_rdma_t **out)
         return WH_ERR_NOMEM;
     r->cfg = *cfg;
     wh_crc64nvme_shift_init(&r->direct_shift, RDMA_DIRECT_WINDOW);
-    xfer_config_t def;
-    xfer_config_init(&def);
     /* Copy threads from the host: every online core (memory bandwidth, not one core's copy
      * rate, bounds the direct path), unless configured. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     r->copy_threads = cfg->copy_threads ? cfg->copy_threads : (unsigned)(ncpu > 0 ? ncpu : 2);
     if (r->copy_threads > RDMA_DIRECT_MAX_THREADS)
         r->copy_threads = RDMA_DIRECT_MAX_THREADS;
+    srv_rdma_config_t def;
+    srv_rdma_config_init(&def);
     if (!r->cfg.chunk_size)
         r->cfg.chunk_size = def.chunk_size;
     if (!r->cfg.window)
@@ -179,8 +234,18 @@ wh_status_t srv_rdma_init(const srv_rdma_config_t *cfg, srv_rdma_t **out)
         r->cfg.window = RDMA_MAX_SLOTS - 2;
     if (!r->cfg.max_peers)
         r->cfg.max_peers = def.max_peers;
+    if (!r->cfg.timeout_ms)
+        r->cfg.timeout_ms = def.timeout_ms;
+    if (!r->cfg.reap_ms)
+        r->cfg.reap_ms = def.reap_ms;
+    if (!r->cfg.pool_wait_ms)
+        r->cfg.pool_wait_ms = def.pool_wait_ms;
     pthread_mutex_init(&r->plock, NULL);
     pthread_cond_init(&r->pcond, NULL);
+    pthread_mutex_init(&r->rlock, NULL);
+    pthread_cond_init(&r->rcond, NULL);
+    for (unsigned i = 0; i < RDMA_MAX_PROV; i++)
+        pthread_mutex_init(&r->prov[i].glock, NULL);
     const char *list = cfg->providers ? cfg->providers : XFER_DEFAULT_SERVER_PROVIDERS;
 
     if (strcmp(list, "none") == 0 || list[0] == '\0') {
@@ -189,39 +254,10 @@ wh_status_t srv_rdma_init(const srv_rdma_config_t *cfg, srv_rdma_t **out)
         return WH_OK;
     }
 
-    /* The pool: registered once, prefaulted (a fault costs ~12 us on these VMs). */
-    r->buf_len = (size_t)r->cfg.chunk_size;
-    r->nbuf = (unsigned)WH_MIN(r->cfg.mem_budget / r->buf_len, 4096);
-    if (r->nbuf < 2) {
-        wh_error(MOD, "rdma memory budget too small budget=%" PRIu64 " chunk=%zu",
-                 r->cfg.mem_budget, r->buf_len);
-        fprintf(stderr, "wharfd: --rdma-mem %" PRIu64 " is smaller than two chunks of %zu "
-                        "bytes; raise it or use --providers none\n",
-                r->cfg.mem_budget, r->buf_len);
-        st = WH_ERR_INVALID;
-        goto err;
-    }
-    r->arena_len = (size_t)r->nbuf * r->buf_len;
-    r->arena = mmap(NULL, r->arena_len, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (r->arena == MAP_FAILED) {
-        r->arena = NULL;
-        wh_error(MOD, "cannot map rdma pool bytes=%zu err='%s'", r->arena_len, strerror(errno));
-        st = WH_ERR_NOMEM;
-        goto err;
-    }
-    for (size_t off = 0; off < r->arena_len; off += 4096)
-        r->arena[off] = 0; /* MAP_POPULATE may be partial under pressure */
-    r->free_idx = calloc(r->nbuf, sizeof *r->free_idx);
-    if (!r->free_idx) {
-        st = WH_ERR_NOMEM;
-        goto err;
-    }
-    for (unsigned i = 0; i < r->nbuf; i++)
-        r->free_idx[i] = r->nbuf - 1 - i;
-    r->nfree = r->nbuf;
-
-    /* Providers, in the configured order (which is logged). */
+    /* The providers asked for, in the configured order (which is logged). */
+    const xfer_provider_t *want[RDMA_MAX_PROV];
+    unsigned nwant = 0;
+    bool pins = false;
     for (const char *p = list; *p;) {
         const char *e = strchr(p, ',');
         size_t n = e ? (size_t)(e - p) : strlen(p);
@@ -236,42 +272,39 @@ wh_status_t srv_rdma_init(const srv_rdma_config_t *cfg, srv_rdma_t **out)
             goto err;
         }
         bool dup = false;
-        for (unsigned i = 0; i < r->nprov; i++)
-            dup |= r->prov[i].info == pv;
-        if (!dup && r->nprov < RDMA_MAX_PROV) {
-            xfer_config_t xc;
-            char err[256] = "";
-            xfer_config_init(&xc);
-            xc.provider = pv->name;
-            xc.role = XFER_ROLE_SERVER;
-            xc.chunk_size = r->cfg.chunk_size;
-            xc.window = r->cfg.window;
-            xc.max_peers = r->cfg.max_peers;
-            xc.node = r->cfg.node;
-            rdma_prov_t *rp = &r->prov[r->nprov];
-            if (xfer_open(&xc, &rp->x, err, sizeof err) != WH_OK) {
-                wh_warn(MOD, "rdma provider unavailable, not enabled provider=%s reason='%s'",
-                        pv->name, err);
-            } else if (xfer_mr_reg(rp->x, r->arena, r->arena_len, &rp->mr) != WH_OK) {
-                wh_warn(MOD, "rdma pool registration failed, provider not enabled provider=%s",
-                        pv->name);
-                xfer_close(rp->x);
-                rp->x = NULL;
-            } else {
-                rp->info = pv;
-                rp->short_name = pv->short_name;
-                size_t l = strlen(r->enabled);
-                snprintf(r->enabled + l, sizeof r->enabled - l, "%s%s", l ? "," : "",
-                         pv->short_name);
-                r->nprov++;
-            }
+        for (unsigned i = 0; i < nwant; i++)
+            dup |= want[i] == pv;
+        if (!dup && nwant < RDMA_MAX_PROV) {
+            want[nwant++] = pv;
+            pins |= (pv->caps & XFER_CAP_PINS_MEMORY) != 0;
         }
         p = e ? e + 1 : p + n;
     }
+    if ((st = rdma_pool_init(r, pins)) != WH_OK)
+        goto err;
+    for (unsigned i = 0; i < nwant; i++) {
+        char err[256] = "";
+        rdma_prov_t *rp = &r->prov[r->nprov];
+        rdma_gen_t *g = rdma_gen_open(r, want[i], err, sizeof err);
+        if (!g) {
+            wh_warn(MOD, "rdma provider unavailable, not enabled provider=%s reason='%s'",
+                    want[i]->name, err);
+            continue;
+        }
+        rp->cur = g;
+        rp->info = want[i];
+        rp->short_name = want[i]->short_name;
+        size_t l = strlen(r->enabled);
+        snprintf(r->enabled + l, sizeof r->enabled - l, "%s%s", l ? "," : "",
+                 want[i]->short_name);
+        r->nprov++;
+    }
+    if (r->nprov > 0 && pthread_create(&r->reaper, NULL, rdma_reaper_main, r) == 0)
+        r->reaper_started = true;
     wh_info(MOD, "rdma ready providers=%s order=%s pool_buffers=%u chunk=%zu window=%u "
-                 "shm_trust_local=%d",
+                 "client_share=%u timeout_ms=%u reap_ms=%u shm_trust_local=%d",
             r->enabled[0] ? r->enabled : "none", list, r->nbuf, r->buf_len, r->cfg.window,
-            (int)r->cfg.shm_trust_local);
+            r->peer_cap, r->cfg.timeout_ms, r->cfg.reap_ms, (int)r->cfg.shm_trust_local);
     *out = r;
     return WH_OK;
 
@@ -284,23 +317,34 @@ void srv_rdma_fini(srv_rdma_t *r)
 {
     if (!r)
         return;
-    for (unsigned i = 0; i < r->nprov; i++) {
-        xfer_mr_dereg(r->prov[i].mr);
-        xfer_close(r->prov[i].x);
+    if (r->reaper_started) {
+        pthread_mutex_lock(&r->rlock);
+        r->stopping = true;
+        pthread_cond_broadcast(&r->rcond);
+        pthread_mutex_unlock(&r->rlock);
+        pthread_join(r->reaper, NULL);
     }
-    if (r->arena)
-        munmap(r->arena, r->arena_len);
-    free(r->free_idx);
+    for (unsigned i = 0; i < r->nprov; i++) {
+        rdma_prov_t *p = &r->prov[i];
+        rdma_gen_close(p->cur);
+        for (rdma_gen_t *g = p->retired, *n; g; g = n) {
+            n = g->next;
+            rdma_gen_close(g);
+        }
+    }
+    for (unsigned i = 0; i < RDMA_MAX_PROV; i++)
+        pthread_mutex_destroy(&r->prov[i].glock);
+    rdma_pool_fini(r);
     pthread_mutex_destroy(&r->plock);
     pthread_cond_destroy(&r->pcond);
+    pthread_mutex_destroy(&r->rlock);
+    pthread_cond_destroy(&r->rcond);
     free(r);
 }
 
 /* ---- vetting --------------------------------------------------------------------------- */
 
-static void res_set(srv_rdma_result_t *res, int http, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void res_set(srv_rdma_result_t *res, int http, const char *code, const char *fmt, ...)
+void rdma_res_set(srv_rdma_result_t *res, int http, const char *code, const char *fmt, ...)
 {
     res->http_status = http;
     res->s3_code = code;
@@ -310,75 +354,77 @@ static void res_set(srv_rdma_result_t *res, int http, const char *code, const ch
     va_end(ap);
 }
 
-static bool decline(srv_rdma_t *r, int reason, srv_rdma_result_t *res)
+bool rdma_decline(srv_rdma_t *r, int reason, srv_rdma_result_t *res)
 {
     atomic_fetch_add(&r->declines[reason], 1);
     return false;
 }
 
-/* Parses and vets; on success *tok and *prov are set. */
-static bool rdma_vet(srv_rdma_t *r, const char *token, const srv_peer_t *peer, uint64_t need,
-                     token_t *tok, rdma_prov_t **prov, srv_rdma_result_t *res)
+/* Parses and vets into t (t->tok, t->p); no endpoint reference yet. */
+static bool rdma_vet_token(srv_rdma_t *r, const char *token, const srv_peer_t *peer,
+                           uint64_t need, rdma_xfer_t *t, srv_rdma_result_t *res)
 {
     char err[200];
+    token_t *tok = &t->tok;
     memset(res, 0, sizeof *res);
     if (!token) {
-        res_set(res, 400, "InvalidArgument", "x-amz-rdma-token: missing");
-        return decline(r, DECL_TOKEN, res);
+        rdma_res_set(res, 400, "InvalidArgument", "x-amz-rdma-token: missing");
+        return rdma_decline(r, DECL_TOKEN, res);
     }
     wh_status_t st = token_parse(token, strlen(token), tok, err, sizeof err);
     if (st == WH_ERR_UNSUPPORTED) {
-        res_set(res, 501, "NotImplemented", "x-amz-rdma-token: %s", err);
-        return decline(r, DECL_DIALECT, res);
+        rdma_res_set(res, 501, "NotImplemented", "x-amz-rdma-token: %s", err);
+        return rdma_decline(r, DECL_DIALECT, res);
     }
     if (st != WH_OK) {
-        res_set(res, 400, "InvalidArgument", "x-amz-rdma-token: %s", err);
-        return decline(r, DECL_TOKEN, res);
+        rdma_res_set(res, 400, "InvalidArgument", "x-amz-rdma-token: %s", err);
+        return rdma_decline(r, DECL_TOKEN, res);
     }
     if (tok->dialect == TOKEN_DIALECT_CUOBJ) {
-        res_set(res, 501, "NotImplemented",
+        rdma_res_set(res, 501, "NotImplemented",
                 "no DC-capable provider is enabled (cuobj dialect needs one)");
-        return decline(r, DECL_DIALECT, res);
+        return rdma_decline(r, DECL_DIALECT, res);
     }
     rdma_prov_t *p = NULL;
     for (unsigned i = 0; i < r->nprov; i++)
-        if (strcmp(xfer_fabric(r->prov[i].x), tok->provider) == 0)
+        if (strcmp(r->prov[i].info->fabric, tok->provider) == 0)
             p = &r->prov[i];
     if (!p) {
         const char *w = xfer_wharf_name(tok->provider);
         char known[128];
         if (w)
-            res_set(res, 501, "NotImplemented",
+            rdma_res_set(res, 501, "NotImplemented",
                     "RDMA provider '%s' (%s) is not enabled on this server (enabled: %s)", w,
                     tok->provider, r->enabled[0] ? r->enabled : "none");
         else
-            res_set(res, 501, "NotImplemented",
+            rdma_res_set(res, 501, "NotImplemented",
                     "unknown RDMA provider '%s' (this server knows %s; enabled: %s)",
                     tok->provider, xfer_provider_list(known, sizeof known, XFER_NAME_FABRIC),
                     r->enabled[0] ? r->enabled : "none");
-        return decline(r, DECL_PROVIDER, res);
+        return rdma_decline(r, DECL_PROVIDER, res);
     }
     if (tok->size < need) {
-        res_set(res, 400, "InvalidArgument",
+        rdma_res_set(res, 400, "InvalidArgument",
                 "token size 0x%" PRIx64 " is smaller than range length 0x%" PRIx64, tok->size,
                 need);
-        return decline(r, DECL_SIZE, res);
+        return rdma_decline(r, DECL_SIZE, res);
     }
     if ((p->info->caps & XFER_CAP_BOUND_PEER) && !r->cfg.shm_trust_local &&
         (!peer || !peer->is_unix || peer->pid <= 0)) {
-        res_set(res, 501, "NotImplemented",
+        rdma_res_set(res, 501, "NotImplemented",
                 "shm is served only to requests over the server's Unix socket, where the "
                 "kernel proves which process is asking; connect there, or start wharfd with "
                 "--shm-trust-local on a trusted host");
-        return decline(r, DECL_PEER, res);
+        return rdma_decline(r, DECL_PEER, res);
     }
     if ((p->info->caps & XFER_CAP_PEER_PID) && (!peer || !peer->is_unix || peer->pid <= 0)) {
-        res_set(res, 501, "NotImplemented",
-                "GPU memory (cuda1 tokens) is served only to requests over the server's Unix "
-                "socket, where the kernel proves which process is asking; connect there");
-        return decline(r, DECL_PEER, res);
+        rdma_res_set(res, 501, "NotImplemented",
+                     "GPU memory (cuda1 tokens) is served only to requests over the server's "
+                     "Unix socket, where the kernel proves which process is asking; connect "
+                     "there");
+        return rdma_decline(r, DECL_PEER, res);
     }
-    *prov = p;
+    t->p = p;
     res->provider = p->short_name;
     return true;
 }
@@ -386,20 +432,35 @@ static bool rdma_vet(srv_rdma_t *r, const char *token, const srv_peer_t *peer, u
 bool srv_rdma_check(srv_rdma_t *r, const char *token, const srv_peer_t *peer, uint64_t need,
                     srv_rdma_result_t *res)
 {
-    token_t tok;
-    rdma_prov_t *p;
-    return rdma_vet(r, token, peer, need, &tok, &p, res);
+    rdma_xfer_t t;
+    memset(&t, 0, sizeof t);
+    return rdma_vet_token(r, token, peer, need, &t, res);
 }
 
-/* Starts the xfer batch bound to the peer; maps failures to replies. */
-static wh_status_t rdma_begin(srv_rdma_t *r, rdma_prov_t *p, const token_t *tok,
-                              const srv_peer_t *peer, rdma_late_t *late, xfer_batch_t **b,
-                              srv_rdma_result_t *res)
+bool rdma_vet(srv_rdma_t *r, const char *token, const srv_peer_t *peer, uint64_t need,
+              rdma_xfer_t *t, srv_rdma_result_t *res)
 {
+    memset(t, 0, sizeof *t);
+    t->r = r;
+    if (!rdma_vet_token(r, token, peer, need, t, res))
+        return false;
+    t->g = rdma_gen_acquire(t->p);
+    if (!t->g) {
+        rdma_res_set(res, 500, "InternalError", "RDMA provider %s has no endpoint",
+                     t->p->short_name);
+        return false;
+    }
+    return true;
+}
+
+wh_status_t rdma_begin(rdma_xfer_t *x, const srv_peer_t *peer, srv_rdma_result_t *res)
+{
+    srv_rdma_t *r = x->r;
+    rdma_prov_t *p = x->p;
     xfer_target_t t;
     char err[200];
     memset(&t, 0, sizeof t);
-    t.token = tok;
+    t.token = &x->tok;
     bool bound = (p->info->caps & XFER_CAP_BOUND_PEER) != 0;
     bool pid_only = (p->info->caps & XFER_CAP_PEER_PID) != 0;
     if (((bound && !r->cfg.shm_trust_local) || pid_only) && peer && peer->is_unix &&
@@ -412,543 +473,45 @@ static wh_status_t rdma_begin(srv_rdma_t *r, rdma_prov_t *p, const token_t *tok,
     if ((p->info->caps & XFER_CAP_NET_ADDR) && peer && !peer->is_unix && peer->addr[0])
         t.bind_host = peer->addr;
     t.on_idle = rdma_late_release;
-    t.on_idle_arg = late;
-    wh_status_t st = xfer_batch_begin(p->x, &t, b, err, sizeof err);
+    t.on_idle_arg = x->late;
+    wh_status_t st = xfer_batch_begin(x->g->x, &t, &x->b, err, sizeof err);
     if (st == WH_OK)
         return WH_OK;
     if (st == WH_ERR_AUTH) {
-        res_set(res, 403, "AccessDenied", "x-amz-rdma-token: %s", err);
-        decline(r, DECL_PEER, res);
+        rdma_res_set(res, 403, "AccessDenied", "x-amz-rdma-token: %s", err);
+        rdma_decline(r, DECL_PEER, res);
     } else if (st == WH_ERR_INVALID) {
-        res_set(res, 400, "InvalidArgument", "x-amz-rdma-token: %s", err);
-        decline(r, DECL_TOKEN, res);
+        rdma_res_set(res, 400, "InvalidArgument", "x-amz-rdma-token: %s", err);
+        rdma_decline(r, DECL_TOKEN, res);
     } else if (st == WH_ERR_BUSY) {
-        res_set(res, 503, "SlowDown", "%s", err);
-        decline(r, DECL_BUSY, res);
+        rdma_res_set(res, 503, "SlowDown", "%s", err);
+        rdma_decline(r, DECL_BUSY, res);
     } else {
-        res_set(res, 500, "InternalError", "RDMA setup failed: %s", err);
+        rdma_res_set(res, 500, "InternalError", "RDMA setup failed: %s", err);
     }
     return st;
 }
 
-/* Ends the batch; if ops are still in flight the buffers go back only when they drain. */
-static void rdma_end(srv_rdma_t *r, xfer_batch_t *b, rdma_late_t *late)
+void rdma_end(rdma_xfer_t *t)
 {
-    if (!b) {
-        pool_give(r, late->idx, late->n);
-        free(late);
-        return;
-    }
-    if (xfer_batch_end(b) == WH_OK) {
-        pool_give(r, late->idx, late->n);
-        free(late);
-    } /* else: rdma_late_release runs later and frees late */
+    /* With ops still in flight the buffers go back only when they drain or the endpoint is
+     * closed: rdma_late_release runs then and frees late. */
+    if (t->late && (!t->b || xfer_batch_end(t->b) == WH_OK))
+        rdma_late_release(t->late);
+    t->late = NULL;
+    t->b = NULL;
+    if (t->g)
+        rdma_gen_release(t->p, t->g);
+    t->g = NULL;
 }
 
-static void rdma_fail_transfer(srv_rdma_result_t *res, wh_status_t st, const char *why)
+void rdma_fail_transfer(srv_rdma_result_t *res, wh_status_t st, const char *why)
 {
     if (st == WH_ERR_AUTH)
-        res_set(res, 403, "AccessDenied", "RDMA transfer refused: %s", why);
+        rdma_res_set(res, 403, "AccessDenied", "RDMA transfer refused: %s", why);
     else
-        res_set(res, st == WH_ERR_TIMEOUT ? 504 : 502, "InternalError",
+        rdma_res_set(res, st == WH_ERR_TIMEOUT ? 504 : 502, "InternalError",
                 "RDMA transfer failed: %s", why[0] ? why : wh_status_str(st));
-}
-
-/* ---- GET: disk reader thread + transfer on the request thread --------------------------- */
-
-/* Fabric providers (staged): a reader thread preads chunk k+1 into a registered pool buffer
- * and computes the running crc64nvme while the bytes are cache-warm, so disk read and checksum
- * overlap the transfer of chunk k. Bound shm takes the direct path below instead (no staging
- * copy: an mmap of the object, copied straight from the page cache). */
-
-enum { SLOT_EMPTY = 0, SLOT_FILLED, SLOT_SENT };
-
-typedef struct get_pipe {
-    int fd;
-    uint64_t off, len, chunk;
-    unsigned nslots;
-    uint8_t *buf[RDMA_MAX_SLOTS];  /* pool buffers */
-    int state[RDMA_MAX_SLOTS];
-    size_t n[RDMA_MAX_SLOTS];
-    uint64_t crc;  /* running crc64nvme of every chunk filled, in order */
-    int read_err;  /* errno of a failed pread, or of the direct path's mmap */
-    bool abort;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-} get_pipe_t;
-
-/* Fills slot s with chunk k. Returns 0 or an errno. */
-static int get_fill(get_pipe_t *g, unsigned s, uint64_t k)
-{
-    size_t n = (size_t)WH_MIN(g->chunk, g->len - k * g->chunk);
-    uint64_t at = g->off + k * g->chunk;
-    int rc = wh_pread_all(g->fd, g->buf[s], n, at);
-    if (rc != 0)
-        return -rc;
-    g->crc = wh_crc64nvme(g->crc, g->buf[s], n);
-    g->n[s] = n;
-    return 0;
-}
-
-static void *get_reader(void *arg)
-{
-    get_pipe_t *g = arg;
-    uint64_t nchunks = (g->len + g->chunk - 1) / g->chunk;
-    for (uint64_t k = 0; k < nchunks; k++) {
-        unsigned s = (unsigned)(k % g->nslots);
-        pthread_mutex_lock(&g->lock);
-        while (g->state[s] != SLOT_EMPTY && !g->abort)
-            pthread_cond_wait(&g->cond, &g->lock);
-        bool stop = g->abort;
-        pthread_mutex_unlock(&g->lock);
-        if (stop)
-            break;
-        int e = get_fill(g, s, k); /* g->crc is only touched by this thread while running */
-        pthread_mutex_lock(&g->lock);
-        if (e) {
-            g->read_err = e;
-            g->abort = true;
-        } else {
-            g->state[s] = SLOT_FILLED;
-        }
-        pthread_cond_broadcast(&g->cond);
-        pthread_mutex_unlock(&g->lock);
-        if (e)
-            break;
-    }
-    return NULL;
-}
-
-/* Direct GET (bound shm, GPU memory): up to copy_threads workers, the request thread among
- * them, each take the next window of the object, map it (MAP_POPULATE), checksum it and copy
- * it into the client, so one request uses the cores the host gives it (a single stream was
- * capped by one thread's copy rate). The threads are shared out among the direct requests in
- * flight: a request gets copy_threads / active, at least one, at most one per window.
- * Per-window crcs are combined in order at the end with one precomputed shift operator. */
-typedef struct get_direct {
-    srv_rdma_t *r;
-    xfer_batch_t *b;
-    int fd;
-    uint64_t off, len, nwin;
-    uint64_t *crc;         /* per window */
-    const uint8_t *map;    /* the whole range, mapped once (d->off is at map + delta) */
-    uint64_t next;         /* next window to take (atomic) */
-    int read_err;          /* first mmap errno (atomic, 0 = none) */
-    wh_status_t st;        /* first transfer failure (atomic) */
-} get_direct_t;
-
-static void *get_direct_worker(void *arg)
-{
-    get_direct_t *d = arg;
-    for (;;) {
-        uint64_t k = __atomic_fetch_add(&d->next, 1, __ATOMIC_RELAXED);
-        if (k >= d->nwin || __atomic_load_n(&d->read_err, __ATOMIC_RELAXED) ||
-            __atomic_load_n(&d->st, __ATOMIC_RELAXED) != WH_OK)
-            break;
-        size_t n = (size_t)WH_MIN((uint64_t)RDMA_DIRECT_WINDOW, d->len - k * RDMA_DIRECT_WINDOW);
-        const uint8_t *src = d->map + k * RDMA_DIRECT_WINDOW;
-        /* Fault the window in here, in parallel with the other workers (one mapping for the
-         * request: unmapping per window made every worker's munmap a TLB shootdown). */
-        uintptr_t pa = (uintptr_t)src & ~(uintptr_t)4095;
-        madvise((void *)pa, (uintptr_t)src + n - pa, RDMA_MADV_POPULATE_READ);
-        /* A transport that checksums inside its copy saves a pass over memory (GPU memory:
-         * the host's memory bandwidth, not a core, bounds the copy). */
-        wh_status_t st = xfer_batch_post_crc(d->b, src, n, k * RDMA_DIRECT_WINDOW, &d->crc[k]);
-        if (st == WH_ERR_UNSUPPORTED) {
-            d->crc[k] = wh_crc64nvme(0, src, n);
-            st = xfer_batch_post(d->b, XFER_OP_WRITE, NULL, (void *)(uintptr_t)src, n,
-                                 k * RDMA_DIRECT_WINDOW, 0);
-        }
-        if (st != WH_OK) {
-            wh_status_t ok = WH_OK;
-            __atomic_compare_exchange_n(&d->st, &ok, st, false, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE);
-            break;
-        }
-    }
-    return NULL;
-}
-
-/* Runs the direct GET; fills *crc on success. Returns the first failure. */
-static wh_status_t get_direct_run(srv_rdma_t *r, xfer_batch_t *b, int fd, uint64_t off,
-                                  uint64_t len, uint64_t *crc, int *read_err)
-{
-    get_direct_t d = {.r = r, .b = b, .fd = fd, .off = off, .len = len};
-    d.nwin = (len + RDMA_DIRECT_WINDOW - 1) / RDMA_DIRECT_WINDOW;
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size < off + len) {
-        *read_err = EIO;
-        return WH_ERR_IO;
-    }
-    if (d.nwin == 0) {
-        *crc = 0;
-        return WH_OK;
-    }
-    d.crc = malloc(d.nwin * sizeof *d.crc);
-    if (!d.crc)
-        return WH_ERR_NOMEM;
-    uint64_t aoff = off & ~(uint64_t)4095, delta = off - aoff;
-    void *m = mmap(NULL, (size_t)(delta + len), PROT_READ, MAP_SHARED, fd, (off_t)aoff);
-    if (m == MAP_FAILED) {
-        *read_err = errno;
-        free(d.crc);
-        return WH_ERR_IO;
-    }
-    d.map = (const uint8_t *)m + delta;
-    pthread_t th[RDMA_DIRECT_MAX_THREADS];
-    unsigned nth = 0, active = __atomic_add_fetch(&r->direct_active, 1, __ATOMIC_ACQ_REL);
-    unsigned want = r->copy_threads / active;
-    if (want < 1)
-        want = 1;
-    for (unsigned i = 1; i < want && i < d.nwin; i++)
-        if (pthread_create(&th[nth], NULL, get_direct_worker, &d) == 0)
-            nth++;
-    get_direct_worker(&d);
-    for (unsigned i = 0; i < nth; i++)
-        pthread_join(th[i], NULL);
-    __atomic_sub_fetch(&r->direct_active, 1, __ATOMIC_ACQ_REL);
-    munmap(m, (size_t)(delta + len));
-    wh_status_t st = d.read_err ? WH_ERR_IO : d.st;
-    *read_err = d.read_err;
-    if (st == WH_OK) {
-        uint64_t c = d.crc[0];
-        for (uint64_t k = 1; k + 1 < d.nwin; k++)
-            c = wh_crc64nvme_shift_combine(&r->direct_shift, c, d.crc[k]);
-        if (d.nwin > 1)
-            c = wh_crc64nvme_combine(c, d.crc[d.nwin - 1],
-                                     len - (d.nwin - 1) * RDMA_DIRECT_WINDOW);
-        *crc = c;
-    }
-    free(d.crc);
-    return st;
-}
-
-wh_status_t srv_rdma_get(srv_rdma_t *r, const char *token, const srv_peer_t *peer, int fd,
-                         uint64_t off, uint64_t len, srv_rdma_result_t *res)
-{
-    token_t tok;
-    rdma_prov_t *p;
-    xfer_batch_t *b = NULL;
-    wh_status_t st = WH_OK;
-    if (!rdma_vet(r, token, peer, len, &tok, &p, res))
-        return res->http_status == 501 ? WH_ERR_DECLINED : WH_ERR_INVALID;
-
-    rdma_late_t *late = calloc(1, sizeof *late);
-    if (!late) {
-        res_set(res, 500, "InternalError", "out of memory");
-        return WH_ERR_NOMEM;
-    }
-    late->r = r;
-    if ((st = rdma_begin(r, p, &tok, peer, late, &b, res)) != WH_OK) {
-        rdma_end(r, NULL, late);
-        return st;
-    }
-
-    get_pipe_t g;
-    memset(&g, 0, sizeof g);
-    g.fd = fd;
-    g.off = off;
-    g.len = len;
-    pthread_mutex_init(&g.lock, NULL);
-    pthread_cond_init(&g.cond, NULL);
-    if (xfer_batch_direct(b)) {
-        st = get_direct_run(r, b, fd, off, len, &g.crc, &g.read_err);
-        goto done;
-    }
-    g.chunk = r->buf_len;
-    uint64_t chunk = g.chunk, nchunks = (len + chunk - 1) / chunk;
-    {
-        unsigned want = (unsigned)WH_MIN(nchunks ? nchunks : 1, (uint64_t)r->cfg.window + 2);
-        late->n = pool_take(r, want, late->idx, RDMA_POOL_WAIT_MS);
-        if (late->n == 0) {
-            rdma_end(r, b, late);
-            res_set(res, 503, "SlowDown",
-                    "all %u RDMA buffers are busy (--rdma-mem); retry later", r->nbuf);
-            decline(r, DECL_BUSY, res);
-            return WH_ERR_BUSY;
-        }
-        g.nslots = late->n;
-        for (unsigned i = 0; i < g.nslots; i++)
-            g.buf[i] = pool_buf(r, late->idx[i]);
-    }
-
-    pthread_t rd;
-    bool threaded = nchunks > 1 && g.nslots > 1;
-    if (threaded && pthread_create(&rd, NULL, get_reader, &g) != 0)
-        threaded = false;
-    if (!threaded)
-        g.nslots = 1; /* fill, send, fill, send: correct, not overlapped */
-
-    unsigned sent_q[RDMA_MAX_SLOTS], qh = 0, qn = 0; /* FIFO of SENT slots */
-    for (uint64_t k = 0; k < nchunks && st == WH_OK; k++) {
-        unsigned s = (unsigned)(k % g.nslots);
-        if (!threaded) {
-            int e = get_fill(&g, s, k);
-            if (e) {
-                g.read_err = e;
-                st = WH_ERR_IO;
-                break;
-            }
-        } else {
-            pthread_mutex_lock(&g.lock);
-            while (g.state[s] != SLOT_FILLED && !g.abort)
-                pthread_cond_wait(&g.cond, &g.lock);
-            bool ab = g.state[s] != SLOT_FILLED;
-            pthread_mutex_unlock(&g.lock);
-            if (ab) {
-                st = WH_ERR_IO;
-                break;
-            }
-        }
-        st = xfer_batch_post(b, XFER_OP_WRITE, p->mr, g.buf[s], g.n[s], k * chunk, s);
-        if (st != WH_OK)
-            break;
-        if (!threaded) {
-            st = xfer_batch_wait(b, s); /* unthreaded: wait for this one */
-            pthread_mutex_lock(&g.lock);
-            g.state[s] = SLOT_EMPTY;
-            pthread_cond_broadcast(&g.cond);
-            pthread_mutex_unlock(&g.lock);
-            continue;
-        }
-        pthread_mutex_lock(&g.lock);
-        g.state[s] = SLOT_SENT;
-        pthread_mutex_unlock(&g.lock);
-        sent_q[(qh + qn++) % RDMA_MAX_SLOTS] = s;
-        /* Keep one slot for the reader to fill while the others are in flight. */
-        while (qn > 0 && qn + 1 >= g.nslots) {
-            unsigned o = sent_q[qh];
-            if ((st = xfer_batch_wait(b, o)) != WH_OK)
-                break;
-            qh = (qh + 1) % RDMA_MAX_SLOTS;
-            qn--;
-            pthread_mutex_lock(&g.lock);
-            g.state[o] = SLOT_EMPTY;
-            pthread_cond_broadcast(&g.cond);
-            pthread_mutex_unlock(&g.lock);
-        }
-    }
-    if (st == WH_OK)
-        st = xfer_batch_wait(b, XFER_TAG_ALL);
-    if (threaded) {
-        pthread_mutex_lock(&g.lock);
-        g.abort = true;
-        pthread_cond_broadcast(&g.cond);
-        pthread_mutex_unlock(&g.lock);
-        pthread_join(rd, NULL);
-    }
-done:;
-    uint64_t moved = xfer_batch_bytes(b);
-    if (st == WH_OK && moved == len) {
-        res->http_status = 200;
-        res->bytes = moved;
-        res->crc64nvme = g.crc;
-        atomic_fetch_add(&p->write_bytes, moved);
-        atomic_fetch_add(&p->write_ops, 1);
-    } else {
-        if (g.read_err) {
-            res_set(res, 500, "InternalError", "reading the object failed: %s",
-                    strerror(g.read_err));
-            st = WH_ERR_IO;
-        } else {
-            rdma_fail_transfer(res, st == WH_OK ? WH_ERR_TRANSPORT : st, xfer_batch_error(b));
-            if (st == WH_OK)
-                st = WH_ERR_TRANSPORT;
-        }
-        res->bytes = moved;
-        atomic_fetch_add(&p->write_fail, 1);
-        wh_warn(MOD, "rdma get failed provider=%s moved=%" PRIu64 " of=%" PRIu64 " reason='%s'",
-                p->short_name, moved, len, res->message);
-    }
-    rdma_end(r, b, late);
-    pthread_mutex_destroy(&g.lock);
-    pthread_cond_destroy(&g.cond);
-    return st;
-}
-
-/* ---- PUT: chunked reads, sunk in order ------------------------------------------------- */
-
-/* Bound shm (direct) PUT: posts are synchronous copies, so a reader thread pulls chunk k+1
- * from the client (process_vm_readv into a pool buffer) while the request thread checksums and
- * sinks chunk k into the store; without it the two alternated on one core. */
-typedef struct put_direct {
-    srv_rdma_t *r;
-    rdma_prov_t *p;
-    xfer_batch_t *b;
-    const rdma_late_t *late;
-    uint64_t len, chunk, nchunks;
-    unsigned nslots;
-    bool filled[RDMA_MAX_SLOTS];
-    wh_status_t st; /* the reader's failure */
-    bool abort;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-} put_direct_t;
-
-static void *put_direct_reader(void *arg)
-{
-    put_direct_t *d = arg;
-    for (uint64_t k = 0; k < d->nchunks; k++) {
-        unsigned s = (unsigned)(k % d->nslots);
-        pthread_mutex_lock(&d->lock);
-        while (d->filled[s] && !d->abort)
-            pthread_cond_wait(&d->cond, &d->lock);
-        bool stop = d->abort;
-        pthread_mutex_unlock(&d->lock);
-        if (stop)
-            break;
-        size_t n = (size_t)WH_MIN(d->chunk, d->len - k * d->chunk);
-        wh_status_t st = xfer_batch_post(d->b, XFER_OP_READ, d->p->mr,
-                                         pool_buf(d->r, d->late->idx[s]), n, k * d->chunk, s);
-        pthread_mutex_lock(&d->lock);
-        if (st != WH_OK) {
-            d->st = st;
-            d->abort = true;
-        } else {
-            d->filled[s] = true;
-        }
-        pthread_cond_broadcast(&d->cond);
-        pthread_mutex_unlock(&d->lock);
-        if (st != WH_OK)
-            break;
-    }
-    return NULL;
-}
-
-/* Returns the first failure; *crc and *sunk describe what reached the sink. */
-static wh_status_t put_direct_run(put_direct_t *d, srv_rdma_sink_cb sink, void *arg,
-                                  uint64_t *crc, uint64_t *sunk, wh_status_t *sink_st)
-{
-    pthread_t th;
-    wh_status_t st = WH_OK;
-    pthread_mutex_init(&d->lock, NULL);
-    pthread_cond_init(&d->cond, NULL);
-    if (pthread_create(&th, NULL, put_direct_reader, d) != 0) {
-        pthread_mutex_destroy(&d->lock);
-        pthread_cond_destroy(&d->cond);
-        return WH_ERR_NOMEM;
-    }
-    for (uint64_t k = 0; k < d->nchunks; k++) {
-        unsigned s = (unsigned)(k % d->nslots);
-        pthread_mutex_lock(&d->lock);
-        while (!d->filled[s] && !d->abort)
-            pthread_cond_wait(&d->cond, &d->lock);
-        bool ok = d->filled[s];
-        pthread_mutex_unlock(&d->lock);
-        if (!ok)
-            break;
-        size_t n = (size_t)WH_MIN(d->chunk, d->len - k * d->chunk);
-        const uint8_t *q = pool_buf(d->r, d->late->idx[s]);
-        *crc = wh_crc64nvme(*crc, q, n);
-        if ((*sink_st = sink(arg, q, n)) != WH_OK) {
-            st = *sink_st;
-            break;
-        }
-        *sunk += n;
-        pthread_mutex_lock(&d->lock);
-        d->filled[s] = false;
-        pthread_cond_broadcast(&d->cond);
-        pthread_mutex_unlock(&d->lock);
-    }
-    pthread_mutex_lock(&d->lock);
-    d->abort = true;
-    pthread_cond_broadcast(&d->cond);
-    pthread_mutex_unlock(&d->lock);
-    pthread_join(th, NULL);
-    if (st == WH_OK)
-        st = d->st;
-    pthread_mutex_destroy(&d->lock);
-    pthread_cond_destroy(&d->cond);
-    return st;
-}
-
-wh_status_t srv_rdma_put(srv_rdma_t *r, const char *token, const srv_peer_t *peer,
-                         srv_rdma_sink_cb sink, void *arg, srv_rdma_result_t *res)
-{
-    token_t tok;
-    rdma_prov_t *p;
-    xfer_batch_t *b = NULL;
-    wh_status_t st = WH_OK;
-    if (!rdma_vet(r, token, peer, 0, &tok, &p, res))
-        return res->http_status == 501 ? WH_ERR_DECLINED : WH_ERR_INVALID;
-
-    uint64_t len = tok.size, chunk = r->buf_len;
-    uint64_t nchunks = (len + chunk - 1) / chunk;
-    unsigned want = (unsigned)WH_MIN(nchunks ? nchunks : 1, (uint64_t)r->cfg.window + 1);
-    rdma_late_t *late = calloc(1, sizeof *late);
-    if (!late) {
-        res_set(res, 500, "InternalError", "out of memory");
-        return WH_ERR_NOMEM;
-    }
-    late->r = r;
-    late->n = pool_take(r, want, late->idx, RDMA_POOL_WAIT_MS);
-    if (late->n == 0) {
-        free(late);
-        res_set(res, 503, "SlowDown",
-                "all %u RDMA buffers are busy (--rdma-mem); retry later", r->nbuf);
-        decline(r, DECL_BUSY, res);
-        return WH_ERR_BUSY;
-    }
-    if ((st = rdma_begin(r, p, &tok, peer, late, &b, res)) != WH_OK) {
-        rdma_end(r, NULL, late);
-        return st;
-    }
-    unsigned nslots = late->n;
-    uint64_t crc = 0, sunk = 0, next_sink = 0;
-    wh_status_t sink_st = WH_OK;
-    if (xfer_batch_direct(b) && nchunks > 1 && nslots > 1) {
-        put_direct_t d = {.r = r, .p = p, .b = b, .late = late, .len = len, .chunk = chunk,
-                          .nchunks = nchunks, .nslots = nslots};
-        st = put_direct_run(&d, sink, arg, &crc, &sunk, &sink_st);
-        next_sink = nchunks; /* skip the loop below */
-        nchunks = 0;
-    }
-    /* Post reads for chunks [next_sink, next_sink + nslots) ahead; sink the oldest in order. */
-    for (uint64_t k = 0; k < nchunks || next_sink < nchunks;) {
-        if (k < nchunks && k - next_sink < nslots) {
-            unsigned s = (unsigned)(k % nslots);
-            size_t n = (size_t)WH_MIN(chunk, len - k * chunk);
-            if ((st = xfer_batch_post(b, XFER_OP_READ, p->mr, pool_buf(r, late->idx[s]), n,
-                                      k * chunk, s)) != WH_OK)
-                break;
-            k++;
-            continue;
-        }
-        unsigned s = (unsigned)(next_sink % nslots);
-        size_t n = (size_t)WH_MIN(chunk, len - next_sink * chunk);
-        if ((st = xfer_batch_wait(b, s)) != WH_OK)
-            break;
-        const uint8_t *q = pool_buf(r, late->idx[s]);
-        crc = wh_crc64nvme(crc, q, n);
-        if ((sink_st = sink(arg, q, n)) != WH_OK) {
-            st = sink_st;
-            break;
-        }
-        sunk += n;
-        next_sink++;
-    }
-    if (st == WH_OK && sunk == len) {
-        res->http_status = 200;
-        res->bytes = sunk;
-        res->crc64nvme = crc;
-        atomic_fetch_add(&p->read_bytes, sunk);
-        atomic_fetch_add(&p->read_ops, 1);
-    } else {
-        if (sink_st != WH_OK)
-            res_set(res, s3_err_http_status(s3_err_from_status(sink_st)),
-                    s3_err_code(s3_err_from_status(sink_st)), "storing the object failed: %s",
-                    wh_status_str(sink_st));
-        else
-            rdma_fail_transfer(res, st == WH_OK ? WH_ERR_TRANSPORT : st, xfer_batch_error(b));
-        if (st == WH_OK)
-            st = WH_ERR_TRANSPORT;
-        res->bytes = sunk;
-        atomic_fetch_add(&p->read_fail, 1);
-        wh_warn(MOD, "rdma put failed provider=%s stored=%" PRIu64 " of=%" PRIu64 " reason='%s'",
-                p->short_name, sunk, len, res->message);
-    }
-    rdma_end(r, b, late);
-    return st;
 }
 
 /* ---- metrics --------------------------------------------------------------------------- */
@@ -1001,6 +564,28 @@ void srv_rdma_metrics(srv_rdma_t *r, struct wh_sbuf *out)
     for (size_t i = 0; i < WH_ARRAY_SIZE(mm); i++)
         wh_sbuf_printf(out, "# TYPE %s counter\n%s %" PRIu64 "\n", mm[i].name, mm[i].name,
                        tot[mm[i].src]);
+    wh_sbuf_printf(out, "# HELP wharf_rdma_endpoint_replacements_total Endpoints replaced because "
+                        "transfers of stalled clients held buffers.\n# TYPE "
+                        "wharf_rdma_endpoint_replacements_total counter\n");
+    for (unsigned j = 0; r && j < r->nprov; j++)
+        wh_sbuf_printf(out, "wharf_rdma_endpoint_replacements_total{provider=\"%s\"} %" PRIu64 "\n",
+                       r->prov[j].short_name, (uint64_t)atomic_load(&r->prov[j].replacements));
+    unsigned total = 0, nfree = 0;
+    if (r) {
+        pthread_mutex_lock(&r->plock);
+        total = r->nbuf;
+        nfree = r->nfree;
+        pthread_mutex_unlock(&r->plock);
+    }
+    wh_sbuf_printf(out, "# HELP wharf_rdma_pool_buffers Registered RDMA buffers, all and free.\n"
+                        "# TYPE wharf_rdma_pool_buffers gauge\n"
+                        "wharf_rdma_pool_buffers{state=\"total\"} %u\n"
+                        "wharf_rdma_pool_buffers{state=\"free\"} %u\n",
+                   total, nfree);
+    wh_sbuf_printf(out, "# HELP wharf_rdma_pipelines_active RDMA GET/PUT pipelines alive (0 when "
+                        "no RDMA request is running).\n# TYPE wharf_rdma_pipelines_active gauge\n"
+                        "wharf_rdma_pipelines_active %" PRIu64 "\n",
+                   r ? (uint64_t)atomic_load(&r->pipelines) : 0);
     wh_sbuf_printf(out, "# HELP wharf_rdma_declines_total RDMA token requests refused before "
                         "any byte moved, by reason.\n# TYPE wharf_rdma_declines_total counter\n");
     for (int i = 0; i < DECL_MAX; i++)

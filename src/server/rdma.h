@@ -19,10 +19,17 @@ typedef struct srv_rdma srv_rdma_t;
 
 typedef struct srv_rdma_config {
     const char *providers;   /* comma list: "shm,tcp,cuda" (default), "none" disables RDMA */
-    uint64_t mem_budget;     /* bytes of registered buffers in the pool; default 256 MiB */
+    /* bytes of registered buffers in the pool; 0 (default): 1/64 of the host's RAM, between
+     * 64 MiB and 1 GiB, and at most RLIMIT_MEMLOCK when a provider pins memory */
+    uint64_t mem_budget;
     uint64_t chunk_size;     /* bytes per transfer op; default 4 MiB */
     unsigned window;         /* outstanding ops per request; default 4 */
     unsigned max_peers;      /* endpoint cache bound; default 256 */
+    /* A transfer fails when none of its ops completes for timeout_ms (default 10 s); if its
+     * ops are still in flight reap_ms (default 2 s) later, the provider's endpoint is
+     * replaced and the old one closed once idle, which gives their buffers back. */
+    unsigned timeout_ms, reap_ms;
+    unsigned pool_wait_ms;   /* how long a request waits for a buffer before 503; default 5 s */
     bool shm_trust_local;    /* serve shm to TCP peers too (trusted hosts only); default false */
     /* Local address network providers (tcp, verbs) bind to; NULL: the provider's first
      * interface. wharfd passes its HTTP listen host, so a server on 127.0.0.1 opens no

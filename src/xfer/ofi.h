@@ -8,7 +8,7 @@
  * - ofi_peer.c: the server's peer cache (fabric address -> AV entry, LRU bounded) and the
  *   check that a network token names the requester's host;
  * - ofi_batch.c: batches (chunked posts with a bounded window), completions, zombies (batches
- *   that ended with ops in flight) and their reaping.
+ *   that ended with ops in flight) and the count of stalled ones (xfer_stalled).
  *
  * Server role (initiator): one endpoint, one CQ, one AV. Any thread that waits drains the
  * shared CQ and dispatches completions to their batches; a batch fails when none of its ops
@@ -54,8 +54,7 @@ typedef struct ofi_peer {
     uint64_t hash;
     fi_addr_t fi_addr;
     unsigned refs;
-    bool bad;     /* an op failed: drop the address once nobody uses it */
-    bool removed; /* reaped: already out of the AV (and the hash map), freed at refs == 0 */
+    bool bad; /* an op failed: drop the address once nobody uses it */
 } ofi_peer_t;
 
 struct ofi_batch {
@@ -66,7 +65,7 @@ struct ofi_batch {
     unsigned outstanding;
     unsigned tag_out[XFER_TAG_ALL];
     uint64_t last_ns;   /* last completion (or start): the inactivity timeout runs from here */
-    uint64_t zombie_ns; /* when it became a zombie: the reap deadline runs from here */
+    uint64_t zombie_ns; /* when it became a zombie: xfer_stalled counts from here */
     bool zombie;
     xfer_idle_cb on_idle;
     void *on_idle_arg;
@@ -126,8 +125,6 @@ wh_status_t ofi_token_pack(xfer_t *x, const xfer_mr_t *mr, const void *addr, uin
 wh_status_t ofi_peer_get(ofi_xfer_t *o, const uint8_t *name, size_t len, ofi_peer_t **out,
                          char *err, size_t errlen);
 void ofi_peer_put(ofi_xfer_t *o, ofi_peer_t *p);
-/* Takes p out of the AV and the map now, though batches still refer to it (reaping). */
-void ofi_peer_remove(ofi_xfer_t *o, ofi_peer_t *p);
 void ofi_peers_free(ofi_xfer_t *o);
 wh_status_t ofi_check_host(ofi_xfer_t *o, const token_t *t, const char *host, char *err,
                            size_t errlen);
@@ -139,9 +136,10 @@ wh_status_t ofi_batch_post(xfer_batch_t *xb, xfer_op_t op, xfer_mr_t *mr, void *
                            size_t len, uint64_t roff, unsigned tag);
 wh_status_t ofi_batch_wait(xfer_batch_t *xb, unsigned tag);
 wh_status_t ofi_batch_end(xfer_batch_t *xb);
-/* Drains the CQ once and reaps overdue zombies. Caller must not hold o->lock. Returns the
- * number of completions handled. */
+/* Drains the CQ once. Caller must not hold o->lock. Returns the number of completions
+ * handled. */
 unsigned ofi_drain(ofi_xfer_t *o);
+unsigned ofi_stalled(xfer_t *x);
 void ofi_batches_free(ofi_xfer_t *o);
 /* Hands every zombie's buffers back (the endpoint is closed: nothing touches them now). */
 void ofi_zombies_release(ofi_xfer_t *o);

@@ -1,7 +1,8 @@
 /* ofi family, batches: one request's ops against one token, chunked into ops of at most
  * chunk_size with at most `window` outstanding. Completions come through the one shared CQ:
  * any thread that waits drains it and dispatches to the op's batch. A batch that ends with
- * ops in flight becomes a zombie; its buffers go back (on_idle) when they drain. */
+ * ops in flight becomes a zombie; its buffers go back (on_idle) when they drain, or when the
+ * transport is closed (see ofi_stalled for why that is sometimes the only way). */
 #include "xfer/ofi.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -379,6 +380,27 @@ wh_status_t ofi_batch_end(xfer_batch_t *xb)
     return WH_OK;
 }
 
+/* ---- stalled zombies --------------------------------------------------------------------- */
+
+/* A zombie's ops may never complete by themselves: a stopped (SIGSTOP) or wedged tcp peer keeps
+ * its connection open and never acknowledges, so the ops, and the server buffers they hold,
+ * would stay in flight for good. libfabric 1.17's rxm cancels them neither on fi_cancel nor on
+ * fi_av_remove, and once its connection to an address has failed it never reconnects to that
+ * address on this endpoint. Closing the endpoint is what ends them: xfer_stalled tells the
+ * owner when that is needed. */
+unsigned ofi_stalled(xfer_t *x)
+{
+    ofi_xfer_t *o = ofi_x(x);
+    ofi_drain(o); /* settle what has completed meanwhile */
+    uint64_t now = wh_now_ns(), grace = (uint64_t)o->reap_ms * 1000000ULL;
+    unsigned n = 0;
+    pthread_mutex_lock(&o->lock);
+    for (ofi_batch_t *z = o->zombies; z; z = z->next)
+        n += now - z->zombie_ns >= grace;
+    pthread_mutex_unlock(&o->lock);
+    return n;
+}
+
 /* ---- close ------------------------------------------------------------------------------ */
 
 void ofi_zombies_release(ofi_xfer_t *o)
@@ -388,15 +410,12 @@ void ofi_zombies_release(ofi_xfer_t *o)
             b->on_idle(b->on_idle_arg);
 }
 
-/* Frees the batch structs. Peers still in the map are ofi_peers_free's; a reaped (removed)
- * peer is freed here with the last batch that refers to it. No provider call: this also runs
+/* Frees the batch structs (their peers are ofi_peers_free's). No provider call: this also runs
  * in a forked child. */
 static void ofi_batch_list_free(ofi_batch_t *b)
 {
     while (b) {
         ofi_batch_t *n = b->next;
-        if (b->peer && b->peer->removed && --b->peer->refs == 0)
-            free(b->peer);
         free(b);
         b = n;
     }

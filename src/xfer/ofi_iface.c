@@ -361,4 +361,5 @@ const struct xfer_ops xfer_ofi_ops = {
     .batch_wait = ofi_batch_wait,
     .batch_end = ofi_batch_end,
     .batch_post_crc = xfer_unsupported_post_crc,
+    .stalled = ofi_stalled,
 };

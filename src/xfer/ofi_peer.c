@@ -50,27 +50,6 @@ static void ofi_peer_drop(ofi_xfer_t *o, ofi_peer_t *p)
     free(p);
 }
 
-void ofi_peer_remove(ofi_xfer_t *o, ofi_peer_t *p)
-{
-    if (p->removed)
-        return;
-    ofi_peer_t **pp = &o->buckets[p->hash & (o->nbuckets - 1)];
-    while (*pp && *pp != p)
-        pp = &(*pp)->hnext;
-    if (*pp)
-        *pp = p->hnext;
-    ofi_lru_unlink(p);
-    /* For rxm this also drops the connection to the peer, which is what cancels the ops
-     * still queued on it (they complete with an error on the next CQ read). */
-    if (o->av)
-        fi_av_remove(o->av, &p->fi_addr, 1, 0);
-    o->npeers--;
-    p->bad = true;
-    p->removed = true;
-    p->hnext = NULL;
-    p->lprev = p->lnext = p;
-}
-
 /* Finds or inserts the peer; takes a reference. Caller holds o->lock. */
 wh_status_t ofi_peer_get(ofi_xfer_t *o, const uint8_t *name, size_t len, ofi_peer_t **out,
                          char *err, size_t errlen)
@@ -128,15 +107,11 @@ wh_status_t ofi_peer_get(ofi_xfer_t *o, const uint8_t *name, size_t len, ofi_pee
 
 void ofi_peer_put(ofi_xfer_t *o, ofi_peer_t *p)
 {
-    if (!p || --p->refs > 0)
-        return;
-    if (p->removed)
-        free(p);
-    else if (p->bad)
+    if (p && --p->refs == 0 && p->bad)
         ofi_peer_drop(o, p);
 }
 
-/* Close: the peers in the map (removed ones go with the last batch that refers to them). */
+/* Close: every peer. */
 void ofi_peers_free(ofi_xfer_t *o)
 {
     for (unsigned i = 0; o->buckets && i < o->nbuckets; i++) {

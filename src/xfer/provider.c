@@ -18,9 +18,11 @@ static const xfer_provider_t g_providers[] = {
     {"ofi+tcp", "tcp", "tcp;ofi_rxm", "ofi", NULL,
      XFER_CAP_NET_ADDR | XFER_CAP_TARGET_PROGRESS | XFER_CAP_AUTO},
     {"ofi+verbs", "verbs", "verbs;ofi_rxm", "ofi", NULL,
-     XFER_CAP_NET_ADDR | XFER_CAP_TARGET_PROGRESS},
-    {"ofi+efa", "efa", "efa", "ofi", NULL, XFER_CAP_NET_ADDR | XFER_CAP_TARGET_PROGRESS},
-    {"ofi+cxi", "cxi", "cxi", "ofi", NULL, XFER_CAP_NET_ADDR | XFER_CAP_TARGET_PROGRESS},
+     XFER_CAP_NET_ADDR | XFER_CAP_TARGET_PROGRESS | XFER_CAP_PINS_MEMORY},
+    {"ofi+efa", "efa", "efa", "ofi", NULL,
+     XFER_CAP_NET_ADDR | XFER_CAP_TARGET_PROGRESS | XFER_CAP_PINS_MEMORY},
+    {"ofi+cxi", "cxi", "cxi", "ofi", NULL,
+     XFER_CAP_NET_ADDR | XFER_CAP_TARGET_PROGRESS | XFER_CAP_PINS_MEMORY},
     /* GPU memory on this host: the server opens the client's CUDA IPC handle and copies
      * itself; never "auto" (a client picks it by registering device memory). */
     {"cuda+ipc", "cuda", "cuda", "cuda", NULL,

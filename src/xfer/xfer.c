@@ -51,7 +51,8 @@ static bool xfer_ops_complete(const struct xfer_ops *o)
 {
     return o->family && o->open && o->close && o->forget_after_fork && o->mr_reg &&
            o->mr_dereg && o->token_pack && o->progress_begin && o->progress_end && o->progress &&
-           o->batch_begin && o->batch_post && o->batch_wait && o->batch_end && o->batch_post_crc;
+           o->batch_begin && o->batch_post && o->batch_wait && o->batch_end && o->batch_post_crc &&
+           o->stalled;
 }
 
 /* Opens one family's instance of prov and fills the core's fields. */
@@ -347,4 +348,16 @@ wh_status_t xfer_unsupported_batch_begin(xfer_t *x, const xfer_target_t *tgt,
 
 void xfer_noop(xfer_t *x)
 {
+}
+
+unsigned xfer_none_stalled(xfer_t *x)
+{
+    return 0;
+}
+
+unsigned xfer_stalled(xfer_t *x)
+{
+    if (!x || x->_forgotten || x->_role != XFER_ROLE_SERVER)
+        return 0;
+    return x->_ops->stalled(x) + (x->_bound ? x->_bound->_ops->stalled(x->_bound) : 0);
 }

@@ -63,6 +63,8 @@ enum {
     XFER_CAP_PEER_PID = 1u << 5,
     /* Registers and reaches device (GPU) memory. */
     XFER_CAP_DEVICE_MEM = 1u << 6,
+    /* Registering memory pins it (counts against RLIMIT_MEMLOCK). */
+    XFER_CAP_PINS_MEMORY = 1u << 7,
 };
 
 typedef struct xfer_provider {
@@ -104,9 +106,8 @@ const char *const *xfer_known_names(void);
 #define XFER_MAX_WINDOW 64u
 #define XFER_DEFAULT_MAX_PEERS 256u
 #define XFER_DEFAULT_TIMEOUT_MS 10000u
-/* After a batch ends with ops still in flight, how long the transport waits for them to
- * drain before it cancels them by force (drops the peer's connection; see
- * xfer_batch_end). */
+/* After a batch ends with ops still in flight, how long they may take to drain before the
+ * batch counts as stalled (xfer_stalled). */
 #define XFER_DEFAULT_REAP_MS 2000u
 /* What wharfd serves when not told otherwise (short names, comma-separated). */
 #define XFER_DEFAULT_SERVER_PROVIDERS "shm,tcp,cuda"
@@ -120,7 +121,7 @@ typedef struct xfer_config {
     unsigned max_peers;    /* endpoint (address vector) cache bound, LRU eviction; default 256 */
     unsigned timeout_ms;   /* a batch fails when none of its ops completes for this long;
                               default 10000 */
-    unsigned reap_ms;      /* see XFER_DEFAULT_REAP_MS */
+    unsigned reap_ms;      /* see XFER_DEFAULT_REAP_MS (server role) */
     /* client role: */
     bool progress_thread;  /* run a progress thread gated by xfer_progress_begin/end;
                               default true (only started if the provider needs it) */
@@ -244,8 +245,17 @@ uint64_t xfer_batch_bytes(const xfer_batch_t *b);
 wh_status_t xfer_batch_end(xfer_batch_t *b);
 
 /* Drives completions (server role) once, without blocking. Normally not needed: post and wait
- * drive progress themselves. */
+ * drive progress themselves; a thread waiting for buffers that zombies hold calls it. */
 void xfer_progress(xfer_t *x);
+
+/* Server role: how many ended batches have had ops in flight for longer than reap_ms. Such ops
+ * may never complete by themselves (a stopped tcp peer never acknowledges, and libfabric 1.17
+ * can neither cancel them nor reconnect to that peer on this endpoint), so their buffers come
+ * back only when x is closed (xfer_close runs their on_idle). When this is > 0 the owner opens
+ * a replacement transport, moves new batches there, and once x's last active batch has ended
+ * deregisters x's memory and closes it: the buffers then come back at most timeout_ms after
+ * that batch stops progressing. Drives completions first. */
+unsigned xfer_stalled(xfer_t *x);
 
 /* ---- the ops table (providers implement this; callers use the functions above) ---------- */
 
@@ -278,6 +288,7 @@ struct xfer_ops {
     wh_status_t (*batch_post_crc)(xfer_batch_t *b, const void *local, size_t len,
                                   uint64_t roff, uint64_t *crc);
     wh_status_t (*batch_end)(xfer_batch_t *b);
+    unsigned (*stalled)(xfer_t *x);
 };
 
 /* Public bases. Fields starting with _ belong to the xfer core and providers. */
@@ -315,5 +326,6 @@ wh_status_t xfer_unsupported_batch_begin(xfer_t *x, const xfer_target_t *tgt,
 void xfer_noop(xfer_t *x);
 wh_status_t xfer_unsupported_post_crc(xfer_batch_t *b, const void *local, size_t len,
                                       uint64_t roff, uint64_t *crc);
+unsigned xfer_none_stalled(xfer_t *x);
 
 #endif

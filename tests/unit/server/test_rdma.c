@@ -10,6 +10,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -411,6 +412,208 @@ static void test_metrics(srv_rdma_t *r)
     wh_sbuf_free(&b);
 }
 
+/* The value of one metrics line ("name{labels} value"), or ~0 if absent. */
+static uint64_t metric(srv_rdma_t *r, const char *series)
+{
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    srv_rdma_metrics(r, &b);
+    uint64_t v = ~0ull;
+    char want[160];
+    snprintf(want, sizeof want, "\n%s ", series);
+    const char *p = b.data ? strstr(b.data, want) : NULL;
+    if (p)
+        v = strtoull(p + strlen(want), NULL, 10);
+    wh_sbuf_free(&b);
+    return v;
+}
+
+/* A sink that blocks until released: a PUT parked in it holds its pool buffers. */
+typedef struct parked {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool entered, release;
+    srv_rdma_t *r;
+    const char *token;
+    srv_peer_t peer;
+    wh_status_t st;
+} parked_t;
+
+static wh_status_t park_sink(void *arg, const void *p, size_t n)
+{
+    parked_t *k = arg;
+    pthread_mutex_lock(&k->mu);
+    k->entered = true;
+    pthread_cond_broadcast(&k->cv);
+    while (!k->release)
+        pthread_cond_wait(&k->cv, &k->mu);
+    pthread_mutex_unlock(&k->mu);
+    return WH_OK;
+}
+
+static void *park_put(void *arg)
+{
+    parked_t *k = arg;
+    srv_rdma_result_t res;
+    k->st = srv_rdma_put(k->r, k->token, &k->peer, park_sink, k, &res);
+    return NULL;
+}
+
+/* With every pool buffer held (two clients' PUTs parked in their sinks, one buffer each: a
+ * client's share of a two-buffer pool), GETs answer 503 SlowDown, many times over, and each
+ * leaves nothing behind: no pipeline (mutex + condvar) stays alive, and once the holders are
+ * done the whole pool is free again. A client at its share hears so. */
+static void test_busy(void)
+{
+    fprintf(stderr, "== busy pool\n");
+    srv_rdma_config_t cfg;
+    srv_rdma_t *r = NULL;
+    srv_rdma_config_init(&cfg);
+    cfg.providers = "tcp";
+    cfg.mem_budget = 8ull << 20; /* two 4 MiB buffers */
+    cfg.pool_wait_ms = 20;
+    CHECK(srv_rdma_init(&cfg, &r) == WH_OK);
+    if (!r)
+        return;
+    CHECK_EQ_U64(metric(r, "wharf_rdma_pool_buffers{state=\"total\"}"), 2);
+    uint64_t fcrc;
+    int fd = make_file("busy", 4u << 20, &fcrc);
+    child_t a, a2, b;
+    CHECK(child_start(&a, "ofi+tcp", 12u << 20) == 0);
+    CHECK(child_start(&a2, "ofi+tcp", 12u << 20) == 0);
+    CHECK(child_start(&b, "ofi+tcp", 4u << 20) == 0);
+    parked_t ks[2] = {
+        {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .r = r,
+         .token = a.token},
+        {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .r = r,
+         .token = a2.token},
+    };
+    parked_t *kp = &ks[0];
+    pthread_t th[2];
+    for (int j = 0; j < 2; j++) {
+        parked_t *k = &ks[j];
+        peer_tcp(&k->peer, "127.0.0.1:4242");
+        CHECK(pthread_create(&th[j], NULL, park_put, k) == 0);
+        pthread_mutex_lock(&k->mu);
+        for (int i = 0; i < 200 && !k->entered; i++) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 50000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&k->cv, &k->mu, &ts);
+        }
+        bool parked = k->entered;
+        pthread_mutex_unlock(&k->mu);
+        CHECK(parked);
+    }
+    CHECK_EQ_U64(metric(r, "wharf_rdma_pool_buffers{state=\"free\"}"), 0);
+
+    srv_rdma_result_t res;
+    int busy = 0;
+    for (int i = 0; i < 200; i++) {
+        wh_status_t st = srv_rdma_get(r, b.token, &kp->peer, fd, 0, 4u << 20, &res);
+        busy += st == WH_ERR_BUSY && res.http_status == 503 &&
+                strcmp(res.s3_code, "SlowDown") == 0 && strstr(res.message, "all 2 RDMA");
+    }
+    CHECK_EQ_U64(busy, 200);
+    /* No GET left a pipeline (its mutex and condvar) behind. */
+    CHECK_EQ_U64(metric(r, "wharf_rdma_pipelines_active"), 0);
+    /* The holder itself is at its share. */
+    CHECK(srv_rdma_get(r, a.token, &kp->peer, fd, 0, 4u << 20, &res) == WH_ERR_BUSY);
+    CHECK(strstr(res.message, "its share") != NULL);
+
+    for (int j = 0; j < 2; j++) {
+        parked_t *k = &ks[j];
+        pthread_mutex_lock(&k->mu);
+        k->release = true;
+        pthread_cond_broadcast(&k->cv);
+        pthread_mutex_unlock(&k->mu);
+        pthread_join(th[j], NULL);
+        CHECK(k->st == WH_OK);
+    }
+    CHECK_EQ_U64(metric(r, "wharf_rdma_pool_buffers{state=\"free\"}"), 2);
+    CHECK_EQ_U64(metric(r, "wharf_rdma_pipelines_active"), 0);
+    CHECK(srv_rdma_get(r, b.token, &kp->peer, fd, 0, 4u << 20, &res) == WH_OK);
+    CHECK_EQ_U64(child_crc(&b, 0, 4u << 20), fcrc);
+    CHECK(metric(r, "wharf_rdma_declines_total{reason=\"busy\"}") == 201);
+    child_stop(&a2);
+    child_stop(&a);
+    child_stop(&b);
+    close(fd);
+    srv_rdma_fini(r);
+}
+
+/* A tcp client stopped mid-GET: the GET fails by the inactivity timeout with its ops still in
+ * flight (the client never acknowledges), holding its buffers. A later request finds the
+ * transfers stalled, the endpoint is replaced, the old one closes, and every buffer is back
+ * while the client is still stopped; other clients are served meanwhile; and once resumed,
+ * the stalled client is served again. */
+static void test_stalled_client(void)
+{
+    fprintf(stderr, "== stalled tcp client\n");
+    srv_rdma_config_t cfg;
+    srv_rdma_t *r = NULL;
+    srv_rdma_config_init(&cfg);
+    cfg.providers = "tcp";
+    cfg.mem_budget = 64ull << 20;
+    cfg.timeout_ms = 1000;
+    cfg.reap_ms = 300;
+    cfg.pool_wait_ms = 200;
+    CHECK(srv_rdma_init(&cfg, &r) == WH_OK);
+    if (!r)
+        return;
+    size_t size = 48u << 20;
+    uint64_t fcrc;
+    int fd = make_file("stall", size, &fcrc);
+    child_t a, c;
+    CHECK(child_start(&a, "ofi+tcp", size) == 0);
+    CHECK(child_start(&c, "ofi+tcp", size) == 0);
+    srv_peer_t peer;
+    peer_tcp(&peer, "127.0.0.1:4242");
+    srv_rdma_result_t res;
+    CHECK(srv_rdma_get(r, c.token, &peer, fd, 0, 1u << 20, &res) == WH_OK); /* connected */
+    uint64_t total = metric(r, "wharf_rdma_pool_buffers{state=\"total\"}");
+    CHECK_EQ_U64(total, 16);
+
+    kill(c.pid, SIGSTOP);
+    uint64_t t0 = wh_now_ns();
+    CHECK(srv_rdma_get(r, c.token, &peer, fd, 0, size, &res) == WH_ERR_TIMEOUT);
+    CHECK_EQ_U64(res.http_status, 504);
+    fprintf(stderr, "  stopped client: %d %s (%.2fs)\n", res.http_status, res.message,
+            (double)(wh_now_ns() - t0) / 1e9);
+    uint64_t held = total - metric(r, "wharf_rdma_pool_buffers{state=\"free\"}");
+    CHECK(held > 0); /* ops still in flight: the buffers must not be reused yet */
+
+    /* Another client is served at once (the stalled one holds only its share)... */
+    CHECK(srv_rdma_get(r, a.token, &peer, fd, 0, size, &res) == WH_OK);
+    CHECK_EQ_U64(child_crc(&a, 0, size), fcrc);
+    /* ...and within the reap time plus a little, the buffers come back, client still stopped. */
+    uint64_t t1 = wh_now_ns();
+    for (int i = 0; i < 100 && metric(r, "wharf_rdma_pool_buffers{state=\"free\"}") != total;
+         i++) {
+        CHECK(srv_rdma_get(r, a.token, &peer, fd, 0, 1u << 20, &res) == WH_OK);
+        usleep(50000);
+    }
+    double back = (double)(wh_now_ns() - t1) / 1e9;
+    fprintf(stderr, "  %llu buffers back %.2fs after the failure\n", (unsigned long long)held,
+            back);
+    CHECK_EQ_U64(metric(r, "wharf_rdma_pool_buffers{state=\"free\"}"), total);
+    CHECK(back < 3.0);
+    CHECK_EQ_U64(metric(r, "wharf_rdma_endpoint_replacements_total{provider=\"tcp\"}"), 1);
+    CHECK_EQ_U64(metric(r, "wharf_rdma_pipelines_active"), 0);
+
+    kill(c.pid, SIGCONT);
+    CHECK(srv_rdma_get(r, c.token, &peer, fd, 0, size, &res) == WH_OK);
+    CHECK_EQ_U64(child_crc(&c, 0, size), fcrc);
+    child_stop(&a);
+    child_stop(&c);
+    close(fd);
+    srv_rdma_fini(r);
+}
+
 /* Best-of-n GB/s of srv_rdma_get (whole file) and srv_rdma_put (whole region) for one
  * provider against child c. */
 static void perf_arm(const char *providers, child_t *c, const srv_peer_t *peer, int fd,
@@ -501,6 +704,8 @@ int main(void)
             test_metrics(r);
             srv_rdma_fini(r);
         }
+        test_busy();
+        test_stalled_client();
         /* providers none: everything declines, metrics still render. */
         srv_rdma_t *n = open_rdma("none", false);
         srv_rdma_result_t res;

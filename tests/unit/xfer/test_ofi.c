@@ -24,6 +24,7 @@
 #define REG_OFF 4099u          /* token names [REG_OFF, REG_OFF + REG_LEN) */
 #define REG_LEN ((9u << 20) + 7u)
 #define TIMEOUT_MS 1500
+#define REAP_MS 500
 
 typedef struct child {
     pid_t pid;
@@ -164,6 +165,7 @@ static xfer_t *server_open(const char *prov, unsigned max_peers)
     cfg.window = 3;
     cfg.max_peers = max_peers;
     cfg.timeout_ms = TIMEOUT_MS;
+    cfg.reap_ms = REAP_MS;
     cfg.node = "127.0.0.1";
     if (xfer_open(&cfg, &x, err, sizeof err) != WH_OK) {
         fprintf(stderr, "server open %s: %s\n", prov, err);
@@ -323,6 +325,71 @@ static void test_provider(const char *prov)
         expect_dead(s, tok1, 0, "killed peer, trusted mode", 0);
     child_stop(&c2);
     xfer_close(s);
+}
+
+/* A tcp peer stopped for good mid-transfer: its ops never complete on this endpoint (the
+ * connection stays open, nothing is acknowledged). Once the batch has ended, xfer_stalled
+ * counts it after REAP_MS; a replacement transport serves another peer meanwhile; closing the
+ * stalled transport hands the buffer back (on_idle) with the peer still stopped; and once
+ * resumed, the peer is served by the replacement. */
+static void test_tcp_stalled_replace(void)
+{
+    static volatile int idle;
+    xfer_t *s = server_open("ofi+tcp", 8), *s2 = NULL;
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    child_t a, c;
+    CHECK(child_start(&a, "ofi+tcp", 0x44) == 0);
+    CHECK(child_start(&c, "ofi+tcp", 0x55) == 0);
+    roundtrip(s, &c, 0x55, 0); /* connected */
+    kill(c.pid, SIGSTOP);
+
+    size_t n = 8u << 20;
+    unsigned char *src = calloc(1, n);
+    xfer_mr_t *ms = NULL;
+    token_t tok;
+    char err[256];
+    xfer_target_t tgt;
+    xfer_batch_t *b = NULL;
+    CHECK(src && xfer_mr_reg(s, src, n, &ms) == WH_OK);
+    CHECK(token_parse(c.token, strlen(c.token), &tok, err, sizeof err) == WH_OK);
+    target_init(&tgt, &tok, 0);
+    idle = 0;
+    tgt.on_idle = on_idle;
+    tgt.on_idle_arg = (void *)&idle;
+    CHECK(xfer_batch_begin(s, &tgt, &b, err, sizeof err) == WH_OK);
+    wh_status_t st = xfer_batch_post(b, XFER_OP_WRITE, ms, src, n, 0, 0);
+    if (st == WH_OK)
+        st = xfer_batch_wait(b, XFER_TAG_ALL);
+    CHECK(st == WH_ERR_TIMEOUT);
+    CHECK(xfer_batch_end(b) == WH_ERR_BUSY); /* ops in flight, the peer never acknowledges */
+    CHECK(xfer_stalled(s) == 0);             /* not yet: they may still drain */
+    for (int i = 0; i < 100 && !xfer_stalled(s); i++)
+        usleep(20000);
+    CHECK(xfer_stalled(s) == 1);
+    CHECK(!idle);
+
+    s2 = server_open("ofi+tcp", 8);
+    CHECK(s2 != NULL);
+    if (s2)
+        roundtrip(s2, &a, 0x44, 0); /* others are served meanwhile */
+    uint64_t t0 = wh_now_ns();
+    xfer_mr_dereg(ms);
+    xfer_close(s); /* ends the stalled ops: the endpoint and its connections are gone */
+    double secs = (double)(wh_now_ns() - t0) / 1e9;
+    fprintf(stderr, "  stalled transport closed in %.3fs, buffer released %d\n", secs, idle);
+    CHECK(idle);
+    CHECK(secs < 2.0);
+    kill(c.pid, SIGCONT);
+    if (s2) {
+        roundtrip(s2, &c, 0x55, 0); /* the resumed peer, over a fresh connection */
+        CHECK(child_ask(&c, 'V') == 1);
+    }
+    child_stop(&a);
+    child_stop(&c);
+    xfer_close(s2);
+    free(src);
 }
 
 /* shm: a requester whose token names another process's endpoint is refused, and that
@@ -504,6 +571,7 @@ int main(int argc, char **argv)
     RUN(test_names);
     test_provider("ofi+shm");
     test_provider("ofi+tcp");
+    RUN(test_tcp_stalled_replace);
     RUN(test_shm_attack);
     RUN(test_tcp_host_binding);
     return check_done();

@@ -94,6 +94,9 @@ static void test_caps(void)
     CHECK_STR(autos[0], "ofi+shm");
     CHECK_STR(autos[1], "ofi+tcp");
     CHECK(!(verbs->caps & XFER_CAP_AUTO));
+    /* Only the hardware providers pin registered memory (the pool is sized by memlock). */
+    CHECK(verbs->caps & XFER_CAP_PINS_MEMORY);
+    CHECK(!(shm->caps & XFER_CAP_PINS_MEMORY) && !(tcp->caps & XFER_CAP_PINS_MEMORY));
     /* Every fabric provider needs target progress; GPU memory (the server copies) does not,
      * is never tried by "auto", and is served only to kernel-identified peers. */
     for (const xfer_provider_t *p = xfer_providers(); p->name; p++)
@@ -135,12 +138,13 @@ static void test_defaults_and_open_errors(void)
     xfer_mr_dereg(NULL);
     CHECK(xfer_batch_end(NULL) == WH_OK);
     /* Every family's table is complete (xfer_open would refuse it otherwise). */
-    const char *fams[] = {"ofi", "cma"};
-    for (size_t i = 0; i < 2; i++) {
+    const char *fams[] = {"ofi", "cma", "cuda"};
+    for (size_t i = 0; i < 3; i++) {
         const struct xfer_ops *o = xfer_family(fams[i]);
         CHECK(o && o->open && o->close && o->forget_after_fork && o->mr_reg && o->mr_dereg &&
               o->token_pack && o->progress_begin && o->progress_end && o->progress &&
-              o->batch_begin && o->batch_post && o->batch_wait && o->batch_end);
+              o->batch_begin && o->batch_post && o->batch_wait && o->batch_end &&
+              o->batch_post_crc && o->stalled);
     }
 }
 
