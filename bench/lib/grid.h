@@ -67,8 +67,8 @@ enum { M_PREP = 1, M_GO, M_VERIFY, M_QUIT };
 
 typedef struct g_cmd {
     int type;
-    int op;       /* g_op_t */
-    int arm;      /* index into cfg arms */
+    int op;  /* g_op_t */
+    int arm; /* index into cfg arms */
     uint64_t size;
     unsigned conc, ops_per_stream, nobjects;
     unsigned worker_base; /* first global stream index of this worker */
@@ -125,7 +125,7 @@ typedef struct g_pool {
 typedef struct g_meas {
     int ok;
     char err[G_ERR];
-    double wall_s;      /* span: first worker start to last worker end */
+    double wall_s; /* span: first worker start to last worker end */
     double worker_wall[G_MAX_PROCS];
     uint64_t bytes, ops;
     double gbps, ops_per_s;
@@ -148,25 +148,23 @@ typedef struct g_lim {
     double gbps;
 } g_lim_t;
 
-void grid_obj_key(const g_cfg_t *cfg, g_op_t op, uint64_t size, uint64_t idx, char *out,
-                    size_t n);
+void grid_obj_key(const g_cfg_t *cfg, g_op_t op, uint64_t size, uint64_t idx, char *out, size_t n);
 void grid_worker_main(const g_cfg_t *cfg, unsigned index, int fd, size_t buf_len, double *lat,
-                        double *ttfb, size_t max_ops);
+                      double *ttfb, size_t max_ops);
 int grid_pool_start(g_pool_t *p, const g_cfg_t *cfg, unsigned n, size_t buf_len, size_t max_ops,
-                      char *err, size_t errlen);
+                    char *err, size_t errlen);
 int grid_pool_send(g_pool_t *p, const g_cmd_t *base, unsigned conc, char *err, size_t n);
 int grid_pool_collect(g_pool_t *p, g_reply_t *reps, unsigned timeout_s, char *err, size_t n);
 void grid_pool_stop(g_pool_t *p, int force);
 double *grid_pool_lat(g_pool_t *p, unsigned w);
 double *grid_pool_ttfb(g_pool_t *p, unsigned w);
 int grid_measure(const g_cfg_t *cfg, g_pool_t *pool, g_op_t op, unsigned arm, uint64_t size,
-                   unsigned conc, unsigned ops_per_stream, unsigned nobjects, int warmup,
-                   g_meas_t *m);
+                 unsigned conc, unsigned ops_per_stream, unsigned nobjects, int warmup,
+                 g_meas_t *m);
 void grid_meas_free(g_meas_t *m);
 json_t *grid_cell_json(const g_cfg_t *cfg, g_op_t op, const g_arm_t *arm, uint64_t size,
-                         unsigned conc, unsigned procs, unsigned ops_per_stream,
-                         unsigned nobjects, g_meas_t *ms, unsigned n, const g_lim_t *lims,
-                         unsigned nlims);
+                       unsigned conc, unsigned procs, unsigned ops_per_stream, unsigned nobjects,
+                       g_meas_t *ms, unsigned n, const g_lim_t *lims, unsigned nlims);
 unsigned grid_objects_for(const g_cfg_t *cfg, uint64_t size);
 int grid_setup_objects(const g_cfg_t *cfg, char *err, size_t n);
 void grid_cleanup_put_objects(const g_cfg_t *cfg);

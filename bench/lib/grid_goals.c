@@ -114,13 +114,13 @@ json_t *grid_goals_rdma_vs_http(const g_cfg_t *cfg, json_t *cells, const wb_limi
                           : NULL;
                 json_t *pr = paired_ratio(rg, http_get, "throughput_gbps_bytes");
                 snprintf(name, sizeof name, "GET 256 MiB c%u: %s / http >= 1.8", conc, an);
-                goal_add(goals, name, pr, json_number_value(json_object_get(pr, "median")), 1.8,
-                         1, bad);
+                goal_add(goals, name, pr, json_number_value(json_object_get(pr, "median")), 1.8, 1,
+                         bad);
                 pr = paired_ratio(rg, http_get, "client_cpu_s_per_gb");
-                snprintf(name, sizeof name,
-                         "GET 256 MiB c%u: client CPU-s/GB %s / http <= 0.1", conc, an);
-                goal_add(goals, name, pr, json_number_value(json_object_get(pr, "median")), 0.1,
-                         0, bad);
+                snprintf(name, sizeof name, "GET 256 MiB c%u: client CPU-s/GB %s / http <= 0.1",
+                         conc, an);
+                goal_add(goals, name, pr, json_number_value(json_object_get(pr, "median")), 0.1, 0,
+                         bad);
             }
             if (rp && http_put) {
                 bad = json_is_string(json_object_get(rp, "error"))
@@ -130,8 +130,8 @@ json_t *grid_goals_rdma_vs_http(const g_cfg_t *cfg, json_t *cells, const wb_limi
                           : NULL;
                 json_t *pr = paired_ratio(rp, http_put, "throughput_gbps_bytes");
                 snprintf(name, sizeof name, "PUT 256 MiB c%u: %s / http >= 1.5", conc, an);
-                goal_add(goals, name, pr, json_number_value(json_object_get(pr, "median")), 1.5,
-                         1, bad);
+                goal_add(goals, name, pr, json_number_value(json_object_get(pr, "median")), 1.5, 1,
+                         bad);
             }
         }
     }

@@ -91,8 +91,8 @@ int grid_setup_objects(const g_cfg_t *cfg, char *err, size_t n)
             grid_obj_key(cfg, G_GET, size, i, key, sizeof key);
             wharf_stat_t st;
             wharf_stat_init(&st, sizeof st);
-            int have = wharf_object_stat(c, cfg->bucket_get, key, &st) == WHARF_OK &&
-                       st.length == size;
+            int have =
+                wharf_object_stat(c, cfg->bucket_get, key, &st) == WHARF_OK && st.length == size;
             if (have && cfg->skip_upload)
                 continue;
             memset(buf, wb_fill_byte(i), size);
@@ -122,8 +122,7 @@ cleanup:
     return rc;
 }
 
-static int delete_cb(void *arg, const char *key, uint64_t length, int64_t mtime,
-                     const char *etag)
+static int delete_cb(void *arg, const char *key, uint64_t length, int64_t mtime, const char *etag)
 {
     void **a = arg;
     wharf_object_delete(a[0], a[1], key);

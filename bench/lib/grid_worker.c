@@ -33,11 +33,11 @@ static uint64_t op_index(const g_worker_t *w, unsigned s, unsigned j)
     return (uint64_t)(w->cmd.worker_base + s) * w->cmd.ops_per_stream + j;
 }
 
-void grid_obj_key(const g_cfg_t *cfg, g_op_t op, uint64_t size, uint64_t idx, char *out,
-                    size_t n)
+void grid_obj_key(const g_cfg_t *cfg, g_op_t op, uint64_t size, uint64_t idx, char *out, size_t n)
 {
-    snprintf(out, n, op == G_GET ? "b1/%" PRIu64 "/%05" PRIu64 ".bin"
-                                 : "b1put/%" PRIu64 "/%05" PRIu64 ".bin",
+    snprintf(out, n,
+             op == G_GET ? "b1/%" PRIu64 "/%05" PRIu64 ".bin"
+                         : "b1put/%" PRIu64 "/%05" PRIu64 ".bin",
              size, idx);
 }
 
@@ -70,8 +70,7 @@ static void stream_op(g_stream_t *st, unsigned j, int timed)
         rc = wharf_object_get(w->clients[w->cmd.arm], cfg->bucket_get, key, p, w->cmd.size, 0,
                               cfg->get_whole ? WHARF_WHOLE : w->cmd.size, &o, &r);
     else
-        rc = wharf_object_put(w->clients[w->cmd.arm], cfg->bucket_put, key, p, w->cmd.size, &o,
-                              &r);
+        rc = wharf_object_put(w->clients[w->cmd.arm], cfg->bucket_put, key, p, w->cmd.size, &o, &r);
     double dt = wb_now() - t0;
     if (!timed)
         return;
@@ -164,8 +163,7 @@ static int worker_clients(g_worker_t *w, char *err, size_t errlen)
             return -1;
         }
         if (cfg->arms[a].rdma) {
-            rc = wharf_mem_register(w->clients[a], w->buf, w->buf_len, WHARF_MEM_HOST,
-                                    &w->mems[a]);
+            rc = wharf_mem_register(w->clients[a], w->buf, w->buf_len, WHARF_MEM_HOST, &w->mems[a]);
             if (rc != WHARF_OK) {
                 snprintf(err, errlen, "arm %s: registering %zu bytes failed: %s: %s",
                          cfg->arms[a].name, w->buf_len, wharf_status_str(rc), wharf_last_error());
@@ -201,8 +199,7 @@ static int verify_put_slow(g_worker_t *w, unsigned s, unsigned j, uint64_t want_
     o.transport = WHARF_TRANSPORT_HTTP;
     wharf_report_t r;
     wharf_report_init(&r, sizeof r);
-    if (wharf_object_get(cl, w->cfg->bucket_put, key, p, c->size, 0, c->size, &o, &r) !=
-            WHARF_OK ||
+    if (wharf_object_get(cl, w->cfg->bucket_put, key, p, c->size, 0, c->size, &o, &r) != WHARF_OK ||
         r.bytes != c->size)
         return -1;
     *method = "read back over HTTP and compared";
@@ -221,8 +218,8 @@ static void worker_verify(g_worker_t *w, g_reply_t *rep)
                 continue;
             }
             if (c->op == G_GET) {
-                uint64_t bad = wb_count_not(slice_ptr(w, s, j), c->size,
-                                            wb_fill_byte(obj_for_op(w, s, j)));
+                uint64_t bad =
+                    wb_count_not(slice_ptr(w, s, j), c->size, wb_fill_byte(obj_for_op(w, s, j)));
                 rep->bad_bytes += bad;
                 rep->verified_bytes += c->size - bad;
             } else if (w->got_crc[li] == 0) {
@@ -246,7 +243,7 @@ static void worker_verify(g_worker_t *w, g_reply_t *rep)
 }
 
 void grid_worker_main(const g_cfg_t *cfg, unsigned index, int fd, size_t buf_len, double *lat,
-                        double *ttfb, size_t max_ops)
+                      double *ttfb, size_t max_ops)
 {
     g_worker_t *w = calloc(1, sizeof *w);
     g_reply_t rep = {0};
@@ -421,14 +418,14 @@ int grid_pool_collect(g_pool_t *p, g_reply_t *reps, unsigned timeout_s, char *er
 }
 
 int grid_pool_start(g_pool_t *p, const g_cfg_t *cfg, unsigned n, size_t buf_len, size_t max_ops,
-                      char *err, size_t errlen)
+                    char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
     p->n = n;
     p->max_ops = max_ops ? max_ops : 1;
     p->shared_len = (size_t)n * 2 * p->max_ops * sizeof(double);
-    p->shared = mmap(NULL, p->shared_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
-                     0);
+    p->shared =
+        mmap(NULL, p->shared_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p->shared == MAP_FAILED) {
         p->shared = NULL;
         snprintf(err, errlen, "mmap of %zu shared bytes failed: %s", p->shared_len,
@@ -455,7 +452,8 @@ int grid_pool_start(g_pool_t *p, const g_cfg_t *cfg, unsigned n, size_t buf_len,
             close(sv[0]);
             for (unsigned k = 0; k < i; k++)
                 close(p->fd[k]);
-            grid_worker_main(cfg, i, sv[1], buf_len, grid_pool_lat(p, i), grid_pool_ttfb(p, i), p->max_ops);
+            grid_worker_main(cfg, i, sv[1], buf_len, grid_pool_lat(p, i), grid_pool_ttfb(p, i),
+                             p->max_ops);
         }
         close(sv[1]);
         p->pid[i] = pid;

@@ -27,13 +27,13 @@
 typedef struct wc_op {
     wharf_client_t *c;
     const char *bucket, *key;
-    bool rdma;          /* try RDMA first */
+    bool rdma; /* try RDMA first */
     bool verify;
     unsigned conc;
     double t0;
 
     pthread_mutex_t mu;
-    wh_status_t st;     /* first error */
+    wh_status_t st; /* first error */
     char err[WC_ERR_LEN];
     atomic_bool failed;
     atomic_bool force_http; /* after a decline under fallback=http */
@@ -41,7 +41,7 @@ typedef struct wc_op {
     bool device; /* the caller's buffer is GPU memory (moved by cuda+ipc) */
     char reason[256];
     bool any_rdma, any_http;
-    double first_byte;  /* seconds from t0, 0 = none yet */
+    double first_byte; /* seconds from t0, 0 = none yet */
     char etag[80];
     _Atomic uint32_t requests, retries;
 
@@ -61,17 +61,16 @@ void wc_op_note_reply(wc_op_t *op, const wc_resp_t *r);
 bool wc_op_declined(wc_op_t *op, const char *what, const wc_resp_t *r);
 void wc_op_execute(wc_op_t *op);
 void wc_op_report(wc_op_t *op, wh_status_t st, uint64_t bytes, uint64_t crc,
-                      wharf_report_t *report);
+                  wharf_report_t *report);
 wh_status_t wc_op_choose(wc_op_t *op, const wharf_xfer_opts_t *o);
-wh_status_t wc_opts_resolve(wharf_client_t *c, const wharf_xfer_opts_t *uo,
-                                wharf_xfer_opts_t *o);
+wh_status_t wc_opts_resolve(wharf_client_t *c, const wharf_xfer_opts_t *uo, wharf_xfer_opts_t *o);
 bool wc_name_ok(const char *bucket, const char *key);
 
 /* ---- a GET's pieces (object_piece.c): pure functions, unit-tested ------------------------ */
 
 typedef struct wc_get_piece {
-    uint64_t got;   /* bytes landed */
-    uint64_t crc;   /* of the landed bytes (when computed) */
+    uint64_t got; /* bytes landed */
+    uint64_t crc; /* of the landed bytes (when computed) */
     bool has_crc;
     bool r416;      /* the piece starts at or past the end of the object */
     uint64_t total; /* object size from Content-Range, 0 = unknown */
@@ -98,9 +97,9 @@ bool wc_get_rdma_reply(const wc_resp_t *r, uint64_t off, uint64_t len, uint64_t 
  * object ends, then pieces that start past the end and carry nothing). *bytes gets the total
  * landed and *crc the crc64nvme of it, combined from the pieces' (meaningful when each piece
  * has one). WH_ERR_PROTOCOL with why when the pieces do not stitch. */
-wh_status_t wc_get_stitch(const wc_get_piece_t *pieces, unsigned n, uint64_t chunk,
-                          uint64_t offset, uint64_t length, uint64_t *bytes, uint64_t *crc,
-                          char *why, size_t whylen);
+wh_status_t wc_get_stitch(const wc_get_piece_t *pieces, unsigned n, uint64_t chunk, uint64_t offset,
+                          uint64_t length, uint64_t *bytes, uint64_t *crc, char *why,
+                          size_t whylen);
 
 /* ---- HEAD (object_get.c) ---------------------------------------------------------------- */
 

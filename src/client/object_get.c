@@ -22,8 +22,8 @@ typedef struct get_op {
     uint8_t *dst;
     uint64_t offset, length, chunk;
     xfer_mr_t *mr;
-    bool dev;       /* dst is GPU memory: the CPU never touches it */
-    bool crc_all;   /* compute crc of HTTP pieces too (whole-object check) */
+    bool dev;     /* dst is GPU memory: the CPU never touches it */
+    bool crc_all; /* compute crc of HTTP pieces too (whole-object check) */
     wc_get_piece_t *pieces;
 } get_op_t;
 
@@ -37,9 +37,10 @@ static void get_piece_http(get_op_t *g, unsigned i, wc_conn_t *conn, uint64_t of
     snprintf(range, sizeof range, "bytes=%" PRIu64 "-%" PRIu64, off, off + len - 1);
     snprintf(what, sizeof what, "GET %s/%s (%s, http)", op->bucket, op->key, range);
     if (g->dev) {
-        wc_op_fail(op, WH_ERR_UNSUPPORTED, "%s: HTTP cannot land bytes in GPU memory and libwharf "
-                "does not stage; GET into host memory and copy (wharf.torch stages and says so)",
-                what);
+        wc_op_fail(op, WH_ERR_UNSUPPORTED,
+                   "%s: HTTP cannot land bytes in GPU memory and libwharf "
+                   "does not stage; GET into host memory and copy (wharf.torch stages and says so)",
+                   what);
         return;
     }
     wc_req_t req = {.method = "GET", .bucket = op->bucket, .key = op->key};
@@ -75,8 +76,9 @@ static void get_piece_http(get_op_t *g, unsigned i, wc_conn_t *conn, uint64_t of
         goto out;
     }
     if (n != UINT64_MAX && r.body_len != n) {
-        wc_op_fail(op, WH_ERR_PROTOCOL, "%s: Content-Range says %" PRIu64 " bytes but %" PRIu64
-                " arrived", what, n, r.body_len);
+        wc_op_fail(op, WH_ERR_PROTOCOL,
+                   "%s: Content-Range says %" PRIu64 " bytes but %" PRIu64 " arrived", what, n,
+                   r.body_len);
         goto out;
     }
     pc->got = r.body_len;
@@ -102,13 +104,11 @@ static bool get_piece_rdma(get_op_t *g, unsigned i, wc_conn_t *conn, uint64_t of
     wc_get_piece_t *pc = &g->pieces[i];
     char range[64], what[160], token[TOKEN_MAX_LEN];
     snprintf(range, sizeof range, "bytes=%" PRIu64 "-%" PRIu64, off, off + len - 1);
-    snprintf(what, sizeof what, "GET %s/%s (%s, rdma %s)", op->bucket, op->key, range,
-             c->provider);
-    wh_status_t st = xfer_token_pack(xfer_mr_owner(g->mr), g->mr, dst, len, token,
-                                     sizeof token);
+    snprintf(what, sizeof what, "GET %s/%s (%s, rdma %s)", op->bucket, op->key, range, c->provider);
+    wh_status_t st = xfer_token_pack(xfer_mr_owner(g->mr), g->mr, dst, len, token, sizeof token);
     if (st != WH_OK) {
         wc_op_fail(op, st, "%s: packing the token for [%p, +%" PRIu64 ") failed (%s)", what,
-                (void *)dst, len, wh_status_str(st));
+                   (void *)dst, len, wh_status_str(st));
         return true;
     }
     wc_req_t req = {.method = "GET", .bucket = op->bucket, .key = op->key};
@@ -163,16 +163,19 @@ static bool get_piece_rdma(get_op_t *g, unsigned i, wc_conn_t *conn, uint64_t of
     }
     if (op->verify && !g->dev) {
         if (!r.has_crc64) {
-            wc_op_fail(op, WH_ERR_PROTOCOL, "%s: the reply lacks x-amz-checksum-crc64nvme%s; the "
-                    "landed bytes cannot be checked (turn verify_checksum off to skip)", what,
-                    r.bad_crc64 ? " (malformed)" : "");
+            wc_op_fail(op, WH_ERR_PROTOCOL,
+                       "%s: the reply lacks x-amz-checksum-crc64nvme%s; the "
+                       "landed bytes cannot be checked (turn verify_checksum off to skip)",
+                       what, r.bad_crc64 ? " (malformed)" : "");
             goto out;
         }
         if (r.crc64 != pc->crc) {
             atomic_fetch_add(&c->st_checksum_failures, 1);
-            wc_op_fail(op, WH_ERR_CHECKSUM, "%s: crc64nvme of the landed bytes is %016" PRIx64
-                    " but the server sent %016" PRIx64 "; the transport did not land the data "
-                    "it reported", what, pc->crc, r.crc64);
+            wc_op_fail(op, WH_ERR_CHECKSUM,
+                       "%s: crc64nvme of the landed bytes is %016" PRIx64
+                       " but the server sent %016" PRIx64 "; the transport did not land the data "
+                       "it reported",
+                       what, pc->crc, r.crc64);
             goto out;
         }
     }
@@ -200,10 +203,10 @@ static void get_run(wc_op_t *op, unsigned i, wc_conn_t *conn)
     get_piece_http(g, i, conn, off, len, dst);
 }
 
-WHARF_API wharf_status_t wharf_object_get(wharf_client_t *c, const char *bucket,
-                                          const char *key, void *dst, uint64_t dst_len,
-                                          uint64_t offset, uint64_t length,
-                                          const wharf_xfer_opts_t *uopts, wharf_report_t *report)
+WHARF_API wharf_status_t wharf_object_get(wharf_client_t *c, const char *bucket, const char *key,
+                                          void *dst, uint64_t dst_len, uint64_t offset,
+                                          uint64_t length, const wharf_xfer_opts_t *uopts,
+                                          wharf_report_t *report)
 {
     wc_client_enter(c);
     if (!c || !wc_name_ok(bucket, key) || (!dst && dst_len)) {
@@ -236,7 +239,8 @@ WHARF_API wharf_status_t wharf_object_get(wharf_client_t *c, const char *bucket,
         if (offset > sb.length) {
             st = WH_ERR_RANGE;
             wc_set_error("GET %s/%s: offset %" PRIu64 " is past the end of the object (%" PRIu64
-                         " bytes)", bucket, key, offset, sb.length);
+                         " bytes)",
+                         bucket, key, offset, sb.length);
             goto out;
         }
         length = sb.length - offset;
@@ -244,8 +248,8 @@ WHARF_API wharf_status_t wharf_object_get(wharf_client_t *c, const char *bucket,
     if (length > dst_len) {
         st = WH_ERR_TOO_LARGE;
         wc_set_error("GET %s/%s: the destination holds %" PRIu64 " bytes but %" PRIu64
-                     " are asked for; pass a larger buffer or a shorter range", bucket, key,
-                     dst_len, length);
+                     " are asked for; pass a larger buffer or a shorter range",
+                     bucket, key, dst_len, length);
         goto out;
     }
     if (offset + length < offset) {
@@ -308,8 +312,8 @@ WHARF_API wharf_status_t wharf_object_get(wharf_client_t *c, const char *bucket,
         atomic_fetch_add(&c->st_checksum_failures, 1);
         st = WH_ERR_CHECKSUM;
         wc_set_error("GET %s/%s: crc64nvme of the %" PRIu64 " bytes received is %016" PRIx64
-                     " but the object's is %016" PRIx64, bucket, key, bytes, crc,
-                     sb.crc64nvme);
+                     " but the object's is %016" PRIx64,
+                     bucket, key, bytes, crc, sb.crc64nvme);
         goto out;
     }
 out:
@@ -324,7 +328,7 @@ out:
 /* ---- stat (HEAD) ------------------------------------------------------------------------ */
 
 wh_status_t wc_head_object(wharf_client_t *c, const char *bucket, const char *key,
-                               wharf_stat_t *out, wc_op_t *op)
+                           wharf_stat_t *out, wc_op_t *op)
 {
     wc_conn_t *conn = wc_client_conn_get(c);
     if (!conn)
@@ -370,8 +374,8 @@ out:
     return st;
 }
 
-WHARF_API wharf_status_t wharf_object_stat(wharf_client_t *c, const char *bucket,
-                                           const char *key, wharf_stat_t *out)
+WHARF_API wharf_status_t wharf_object_stat(wharf_client_t *c, const char *bucket, const char *key,
+                                           wharf_stat_t *out)
 {
     wc_client_enter(c);
     if (!c || !wc_name_ok(bucket, key) || !out || out->size < sizeof(size_t)) {

@@ -70,8 +70,9 @@ bool wc_op_declined(wc_op_t *op, const char *what, const wc_resp_t *r)
     const char *why = r->s3_message[0] ? r->s3_message : "no reason given";
     if (c->fallback != WHARF_FALLBACK_HTTP) {
         wc_op_fail(op, WH_ERR_DECLINED,
-                "%s: server declined RDMA (501: %s); set fallback=http to allow HTTP, or use "
-                "transport http", what, why);
+                   "%s: server declined RDMA (501: %s); set fallback=http to allow HTTP, or use "
+                   "transport http",
+                   what, why);
         return false;
     }
     pthread_mutex_lock(&op->mu);
@@ -123,8 +124,7 @@ void wc_op_execute(wc_op_t *op)
     wc_group_fini(&op->group);
 }
 
-void wc_op_report(wc_op_t *op, wh_status_t st, uint64_t bytes, uint64_t crc,
-                      wharf_report_t *report)
+void wc_op_report(wc_op_t *op, wh_status_t st, uint64_t bytes, uint64_t crc, wharf_report_t *report)
 {
     if (!report)
         return;
@@ -187,8 +187,7 @@ wh_status_t wc_op_choose(wc_op_t *op, const wharf_xfer_opts_t *o)
     }
 }
 
-wh_status_t wc_opts_resolve(wharf_client_t *c, const wharf_xfer_opts_t *uo,
-                                wharf_xfer_opts_t *o)
+wh_status_t wc_opts_resolve(wharf_client_t *c, const wharf_xfer_opts_t *uo, wharf_xfer_opts_t *o)
 {
     wharf_xfer_opts_init(o, sizeof *o);
     if (uo) {
@@ -197,8 +196,7 @@ wh_status_t wc_opts_resolve(wharf_client_t *c, const wharf_xfer_opts_t *uo,
             return WH_ERR_INVALID;
         }
         size_t n = WH_MIN(uo->size, sizeof *o);
-        memcpy((char *)o + sizeof(size_t), (const char *)uo + sizeof(size_t),
-               n - sizeof(size_t));
+        memcpy((char *)o + sizeof(size_t), (const char *)uo + sizeof(size_t), n - sizeof(size_t));
     }
     if (o->verify_checksum < 0)
         o->verify_checksum = c->verify_checksum;

@@ -69,7 +69,8 @@ bool wc_get_rdma_reply(const wc_resp_t *r, uint64_t off, uint64_t len, uint64_t 
                        wc_get_piece_t *pc, char *why, size_t whylen)
 {
     if (!r->has_rdma_reply) {
-        snprintf(why, whylen, "the reply has no x-amz-rdma-reply header, so the server ignored "
+        snprintf(why, whylen,
+                 "the reply has no x-amz-rdma-reply header, so the server ignored "
                  "the token (is it an RDMA-capable wharfd?)");
         return false;
     }
@@ -78,8 +79,9 @@ bool wc_get_rdma_reply(const wc_resp_t *r, uint64_t off, uint64_t len, uint64_t 
     if (*n == UINT64_MAX)
         *n = len; /* 200 for the whole object: all of the range */
     if (!r->has_rdma_bytes || r->rdma_bytes != *n) {
-        snprintf(why, whylen, "x-amz-rdma-bytes-transferred is %s%" PRIu64 " but %" PRIu64
-                 " bytes were due", r->has_rdma_bytes ? "" : "missing, ", r->rdma_bytes, *n);
+        snprintf(why, whylen,
+                 "x-amz-rdma-bytes-transferred is %s%" PRIu64 " but %" PRIu64 " bytes were due",
+                 r->has_rdma_bytes ? "" : "missing, ", r->rdma_bytes, *n);
         return false;
     }
     if (r->body_len != 0 || (r->has_content_length && r->content_length != 0)) {
@@ -90,9 +92,8 @@ bool wc_get_rdma_reply(const wc_resp_t *r, uint64_t off, uint64_t len, uint64_t 
     return true;
 }
 
-wh_status_t wc_get_stitch(const wc_get_piece_t *pieces, unsigned n, uint64_t chunk,
-                          uint64_t offset, uint64_t length, uint64_t *bytes, uint64_t *crc,
-                          char *why, size_t whylen)
+wh_status_t wc_get_stitch(const wc_get_piece_t *pieces, unsigned n, uint64_t chunk, uint64_t offset,
+                          uint64_t length, uint64_t *bytes, uint64_t *crc, char *why, size_t whylen)
 {
     uint64_t total = 0;
     bool has_total = false;
@@ -125,8 +126,8 @@ wh_status_t wc_get_stitch(const wc_get_piece_t *pieces, unsigned n, uint64_t chu
         if (!has_total || offset + rel + pc->got != total)
             return wh_errf(WH_ERR_PROTOCOL, why, whylen,
                            "piece %u at %" PRIu64 " got %" PRIu64 " of %" PRIu64
-                           " bytes and the object does not end there", i, offset + rel,
-                           pc->got, len);
+                           " bytes and the object does not end there",
+                           i, offset + rel, pc->got, len);
         if (pc->has_crc)
             *crc = wh_crc64nvme_combine(*crc, pc->crc, pc->got);
         *bytes += pc->got;

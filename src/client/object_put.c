@@ -58,8 +58,10 @@ static bool put_one(put_op_t *p, unsigned i, wc_conn_t *conn, bool rdma)
     }
     uint64_t crc = 0;
     if (p->dev && !rdma) {
-        wc_op_fail(op, WH_ERR_UNSUPPORTED, "%s: HTTP cannot read a body from GPU memory and "
-                "libwharf does not stage; copy to host memory first", what);
+        wc_op_fail(op, WH_ERR_UNSUPPORTED,
+                   "%s: HTTP cannot read a body from GPU memory and "
+                   "libwharf does not stage; copy to host memory first",
+                   what);
         return true;
     }
     if (op->verify && !p->dev) { /* GPU source: the server's crc of what it pulled is kept */
@@ -70,11 +72,11 @@ static bool put_one(put_op_t *p, unsigned i, wc_conn_t *conn, bool rdma)
     req.has_body = true;
     req.payload_hash = S3_UNSIGNED_PAYLOAD;
     if (rdma) {
-        wh_status_t pst = xfer_token_pack(xfer_mr_owner(p->mr), p->mr, src, len, token,
-                                          sizeof token);
+        wh_status_t pst =
+            xfer_token_pack(xfer_mr_owner(p->mr), p->mr, src, len, token, sizeof token);
         if (pst != WH_OK) {
             wc_op_fail(op, pst, "%s: packing the token for [%p, +%" PRIu64 ") failed (%s)", what,
-                    (const void *)src, len, wh_status_str(pst));
+                       (const void *)src, len, wh_status_str(pst));
             return true;
         }
         wc_req_header(&req, "x-amz-rdma-token", token);
@@ -109,14 +111,17 @@ static bool put_one(put_op_t *p, unsigned i, wc_conn_t *conn, bool rdma)
     }
     if (rdma) {
         if (!r.has_rdma_reply) {
-            wc_op_fail(op, WH_ERR_PROTOCOL, "%s: the reply has no x-amz-rdma-reply header: the "
-                    "server ignored the token (and may have stored an empty object)", what);
+            wc_op_fail(op, WH_ERR_PROTOCOL,
+                       "%s: the reply has no x-amz-rdma-reply header: the "
+                       "server ignored the token (and may have stored an empty object)",
+                       what);
             goto out;
         }
         if (!r.has_rdma_bytes || r.rdma_bytes != len) {
-            wc_op_fail(op, WH_ERR_PROTOCOL, "%s: x-amz-rdma-bytes-transferred is %s%" PRIu64
-                    " but %" PRIu64 " bytes were sent", what,
-                    r.has_rdma_bytes ? "" : "missing, ", r.rdma_bytes, len);
+            wc_op_fail(op, WH_ERR_PROTOCOL,
+                       "%s: x-amz-rdma-bytes-transferred is %s%" PRIu64 " but %" PRIu64
+                       " bytes were sent",
+                       what, r.has_rdma_bytes ? "" : "missing, ", r.rdma_bytes, len);
             goto out;
         }
     }
@@ -124,8 +129,9 @@ static bool put_one(put_op_t *p, unsigned i, wc_conn_t *conn, bool rdma)
         crc = r.crc64;
     else if (op->verify && r.has_crc64 && r.crc64 != crc) {
         atomic_fetch_add(&c->st_checksum_failures, 1);
-        wc_op_fail(op, WH_ERR_CHECKSUM, "%s: the server stored crc64nvme %016" PRIx64
-                " but the source's is %016" PRIx64, what, r.crc64, crc);
+        wc_op_fail(op, WH_ERR_CHECKSUM,
+                   "%s: the server stored crc64nvme %016" PRIx64 " but the source's is %016" PRIx64,
+                   what, r.crc64, crc);
         goto out;
     }
     if (!r.etag[0]) {
@@ -223,9 +229,8 @@ static wh_status_t mp_post(put_op_t *p, wc_conn_t *conn, const char *query, cons
         goto out;
     }
     if (w.code[0]) { /* CompleteMultipartUpload can fail inside a 200 */
-        st = !strcmp(w.code, "InvalidPart") || !strcmp(w.code, "InvalidPartOrder")
-                 ? WH_ERR_INVALID
-                 : WH_ERR_HTTP;
+        st = !strcmp(w.code, "InvalidPart") || !strcmp(w.code, "InvalidPartOrder") ? WH_ERR_INVALID
+                                                                                   : WH_ERR_HTTP;
         wc_op_fail(op, st, "%s: 200 carrying error %s: %s", what, w.code, w.message);
         goto out;
     }
@@ -260,8 +265,8 @@ static void mp_abort(put_op_t *p, wc_conn_t *conn, const char *upload_id)
     wc_resp_t r;
     wh_status_t st = wc_http_do(op->c, conn, &req, &r);
     if (st != WH_OK || r.status >= 300)
-        wh_warn(MOD, "abort multipart failed bucket=%s key=%s upload=%s status=%ld",
-                op->bucket, op->key, upload_id, r.status);
+        wh_warn(MOD, "abort multipart failed bucket=%s key=%s upload=%s status=%ld", op->bucket,
+                op->key, upload_id, r.status);
     wc_resp_fini(&r);
     wh_sbuf_free(&q);
 }
@@ -336,8 +341,8 @@ out:
     return st;
 }
 
-WHARF_API wharf_status_t wharf_object_put(wharf_client_t *c, const char *bucket,
-                                          const char *key, const void *src, uint64_t len,
+WHARF_API wharf_status_t wharf_object_put(wharf_client_t *c, const char *bucket, const char *key,
+                                          const void *src, uint64_t len,
                                           const wharf_xfer_opts_t *uopts, wharf_report_t *report)
 {
     wc_client_enter(c);
