@@ -83,13 +83,15 @@ for n in "${names[@]}"; do
 done
 
 if [ -n "$PACK" ]; then
-  # the drivers link the sanitizers statically; of their shared libraries, these two are the
-  # ones a stock Ubuntu or Debian image without the project's build dependencies lacks
+  # the drivers link the sanitizers statically; of their shared libraries, these are the ones
+  # a stock Ubuntu or Debian image without the project's build dependencies lacks (libpq with
+  # the LDAP and SASL libraries it needs, whose sonames differ between releases)
   rm -rf "$PACK" && mkdir -p "$PACK/fuzz" "$PACK/lib"
   for n in "${names[@]}"; do cp "$(bin "$n")" "$PACK/fuzz/"; done
-  for so in libmicrohttpd.so.12 libisal.so.2; do
-    p=$(ldconfig -p | awk -v s="$so" '$1==s {print $NF; exit}')
-    [ -n "$p" ] && cp -L "$p" "$PACK/lib/"
+  for so in libmicrohttpd.so.12 libisal.so.2 libpq.so.5 libldap-2.5.so.0 liblber-2.5.so.0 \
+            libsasl2.so.2; do
+    p=$(ldconfig -p | awk -v s="$so" '$1==s && !f {print $NF; f=1}')
+    if [ -n "$p" ]; then cp -L "$p" "$PACK/lib/"; fi
   done
   du -sh "$PACK" | awk '{print "fuzz-campaign: packed " $2 " (" $1 "); run there with LD_LIBRARY_PATH=" $2 "/lib and --no-build --build-dir " $2}'
   exit 0
