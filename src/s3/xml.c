@@ -133,6 +133,10 @@ static void XMLCALL walk_start(void *ud, const XML_Char *name, const XML_Char **
         return;
     }
     const char *ln = local_name(name);
+    if (!*ln) { /* "<a:/>" or "<:/>": well-formed XML 1.0, but no local name to put in a path */
+        walk_abort(w);
+        return;
+    }
     if (w->depth == 0)
         snprintf(w->root, sizeof w->root, "%s", ln);
     else

@@ -107,6 +107,7 @@ static void test_walk(void)
         "<!DOCTYPE a [<!ENTITY x \"y\">]><a>&x;</a>",
         "<!DOCTYPE a SYSTEM \"file:///etc/passwd\"><a/>",
         "<!DOCTYPE a><a/>",
+        "<:/>", "<a:/>", "<a><b:></b:></a>", /* no local name (found by fuzz_xml) */
         ("<?xml version=\"1.0\"?><!DOCTYPE lolz [<!ENTITY lol \"lol\"><!ENTITY lol2 "
          "\"&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;\">]><lolz>&lol2;</lolz>"),
     };
