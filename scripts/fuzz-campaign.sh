@@ -88,6 +88,9 @@ if [ -n "$PACK" ]; then
   # the LDAP and SASL libraries it needs, whose sonames differ between releases)
   rm -rf "$PACK" && mkdir -p "$PACK/fuzz" "$PACK/lib"
   for n in "${names[@]}"; do cp "$(bin "$n")" "$PACK/fuzz/"; done
+  # what they were built from (a copy of the tree elsewhere may carry no or a stale .git)
+  echo "$(git rev-parse HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo -dirty)" \
+    > "$PACK/BUILT_FROM"
   for so in libmicrohttpd.so.12 libisal.so.2 libpq.so.5 libldap-2.5.so.0 liblber-2.5.so.0 \
             libsasl2.so.2; do
     p=$(ldconfig -p | awk -v s="$so" '$1==s && !f {print $NF; f=1}')
@@ -103,51 +106,96 @@ mkdir -p "$WORK"
 before="$WORK/files.before"
 { find fuzz/corpus fuzz/regressions -type f 2>/dev/null || true; } | sort > "$before"
 
-# The work is cut into chunks of --chunk runs (a libFuzzer process each, its own seed), queued
-# round-robin over the drivers and run JOBS at a time: slow drivers keep cores busy while fast
-# ones finish, and a driver's chunks share its output corpus, so each starts from what the
-# earlier ones found. With --deadline, no chunk starts after it and each running one is
-# limited to the time left.
+# The work is cut into chunks of --chunk runs (a libFuzzer process each, its own seed), run JOBS
+# at a time. A driver's chunks share its output corpus, so each starts from what the earlier
+# ones found. A free core goes first to a driver that has not run yet, then to the one with the
+# least estimated work left (chunks left x its mean chunk time): the fast drivers finish early
+# and the slow ones then get every core. With --deadline, no chunk starts after it and each
+# running one is limited to the time left.
 nd=${#names[@]}
 [ -n "$CHUNK" ] || CHUNK=$(( RUNS < 1000000 ? RUNS : 1000000 ))
 [ "$CHUNK" -ge 1 ] || CHUNK=1
-nchunks=$(( (RUNS + CHUNK - 1) / CHUNK ))
-tasks="$WORK/tasks"
-: > "$tasks"
 for n in "${names[@]}"; do mkdir -p "$WORK/$n/new" "$WORK/$n/artifacts" "fuzz/corpus/$n"; done
-for ((k = 0; k < nchunks; k++)); do
-  left=$(( RUNS - k * CHUNK )); r=$(( left < CHUNK ? left : CHUNK ))
-  i=0
-  for n in "${names[@]}"; do
-    echo "$n $k $r $(( k * nd + i + 1 ))" >> "$tasks"
-    i=$((i + 1))
-  done
-done
-
+echo "fuzz-campaign: ${nd} drivers x ${RUNS} runs in chunks of ${CHUNK}, ${JOBS} at a time; work in $WORK" >&2
 t_start=$(date +%s)
-END_AT=0; [ "$DEADLINE" -gt 0 ] && END_AT=$(( t_start + DEADLINE ))
-run_one() { # name chunk runs seed
-  local n=$1 w=$2 r=$3 s=$4 b lim=$MAX_TIME
-  b=$(bin "$n")
-  if [ "$END_AT" -gt 0 ]; then
-    local left=$(( END_AT - $(date +%s) ))
-    if [ "$left" -lt 5 ]; then echo "skipped 0" > "$WORK/$n/rc.$w"; return 0; fi
-    if [ "$lim" -eq 0 ] || [ "$lim" -gt "$left" ]; then lim=$left; fi
-  fi
-  local t0; t0=$(date +%s.%N)
-  set +e
-  "$b" -runs="$r" -seed="$s" -rss_limit_mb=2048 -timeout=25 -max_total_time="$lim" \
-       -print_final_stats=1 -artifact_prefix="$WORK/$n/artifacts/" \
-       "$WORK/$n/new" "fuzz/corpus/$n" > "$WORK/$n/log.$w" 2>&1
-  local rc=$?
-  set -e
-  local t1; t1=$(date +%s.%N)
-  echo "$rc $(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" > "$WORK/$n/rc.$w"
-}
-export -f run_one bin
-export WORK BUILD MAX_TIME END_AT
-echo "fuzz-campaign: ${nd} drivers x ${RUNS} runs in ${nchunks} chunk(s) of ${CHUNK}, ${JOBS} at a time; work in $WORK" >&2
-xargs -P "$JOBS" -L 1 bash -c 'run_one "$@"' _ < "$tasks"
+python3 - "$WORK" "$RUNS" "$CHUNK" "$JOBS" "$DEADLINE" "$MAX_TIME" "$BUILD" "${names[@]}" <<'PY'
+import os, subprocess, sys, time
+work, build = sys.argv[1], sys.argv[7]
+runs, chunk, jobs, deadline, max_time = (int(x) for x in sys.argv[2:7])
+names = sys.argv[8:]
+
+
+def binary(n):
+    p = os.path.join(build, "fuzz", "fuzz_" + n)
+    return p if os.access(p, os.X_OK) else os.path.join(build, "fuzz_" + n)
+
+
+nchunks = (runs + chunk - 1) // chunk
+todo = {n: list(range(nchunks)) for n in names}
+done = {n: [] for n in names}  # seconds of each finished chunk
+running = {}  # Popen -> (name, chunk, start, log file)
+t0 = time.time()
+end = t0 + deadline if deadline else None
+seed = int(t0) % 100000 * 1000
+
+
+def estimate(n):
+    """Mean seconds of a chunk of n; a running first chunk counts its time so far."""
+    el = [time.time() - v[2] for v in running.values() if v[0] == n]
+    if done[n]:
+        return max(sum(done[n]) / len(done[n]), max(el, default=0))
+    return max(el, default=0)
+
+
+def pick():
+    cand = [n for n in names if todo[n]]
+    fresh = [n for n in cand if not done[n] and all(v[0] != n for v in running.values())]
+    if fresh:
+        return fresh[0]
+    return min(cand, key=lambda n: len(todo[n]) * estimate(n), default=None)
+
+
+def record(n, k, text):
+    with open(f"{work}/{n}/rc.{k}", "w") as f:
+        f.write(text + "\n")
+
+
+try:
+    while True:
+        for p in [p for p in running if p.poll() is not None]:
+            n, k, st, f = running.pop(p)
+            f.close()
+            done[n].append(time.time() - st)
+            record(n, k, f"{p.returncode} {done[n][-1]:.3f}")
+        now = time.time()
+        if end and now >= end - 5:
+            for n in names:
+                for k in todo[n]:
+                    record(n, k, "skipped 0")
+                todo[n] = []
+        while len(running) < jobs:
+            n = pick()
+            if n is None:
+                break
+            k = todo[n].pop(0)
+            lim = max_time
+            if end:
+                left = int(end - now)
+                lim = left if lim == 0 or lim > left else lim
+            seed += 1
+            f = open(f"{work}/{n}/log.{k}", "w")
+            cmd = [binary(n), f"-runs={min(chunk, runs - k * chunk)}", f"-seed={seed}",
+                   "-rss_limit_mb=2048", "-timeout=25", f"-max_total_time={lim}",
+                   "-print_final_stats=1", f"-artifact_prefix={work}/{n}/artifacts/",
+                   f"{work}/{n}/new", f"fuzz/corpus/{n}"]
+            running[subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT)] = (n, k, now, f)
+        if not running and not any(todo.values()):
+            break
+        time.sleep(0.2)
+finally:
+    for p in running:
+        p.kill()
+PY
 t_end=$(date +%s)
 
 # Merge what the workers found into the committed corpora (one merge per driver, in parallel);
@@ -159,8 +207,8 @@ merge_one() {
       > "$WORK/$n/merge.log" 2>&1 || echo "fuzz-campaign: merge of $n failed (see $WORK/$n/merge.log)" >&2
   fi
 }
-export -f merge_one
-export MERGE
+export -f merge_one bin
+export MERGE WORK BUILD
 for n in "${names[@]}"; do find "fuzz/corpus/$n" -type f | wc -l > "$WORK/$n/corpus.before"; done
 printf '%s\n' "${names[@]}" | xargs -P "$JOBS" -I{} bash -c 'merge_one {}'
 for n in "${names[@]}"; do
@@ -190,6 +238,9 @@ res = {"runs_per_driver_requested": int(runs), "parallel_jobs": int(jobs),
        "host": {"cpu_cores": os.cpu_count(), "machine": platform.machine(),
                 "kernel": platform.release(), "clang": sh("clang --version | head -1")},
        "git_commit": sh("git rev-parse HEAD"), "drivers": {}}
+built = os.path.join(os.environ.get("BUILD", ""), "BUILT_FROM")
+if os.path.exists(built):
+    res["drivers_built_from"] = open(built).read().strip()
 failed = 0
 for n in names:
     d = {"executions": 0, "chunks_run": 0, "chunks_skipped": 0, "cpu_seconds": 0.0,
