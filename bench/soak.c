@@ -1301,7 +1301,8 @@ static int sk_rdma_child(const char *key, uint64_t size, double duration)
 typedef struct sk_sample {
     double t;
     double rss, threads, fds, vm_lck, vm_pin, registered, inflight;
-    int alive, metrics_ok, has_registered;
+    double pool_total, pool_free, pipelines;
+    int alive, metrics_ok, has_registered, has_pool, has_pipelines;
     uint64_t ops, errors, wrong_bytes;
 } sk_sample_t;
 
@@ -1341,25 +1342,98 @@ static void sk_proc_sample(sk_sample_t *s)
     }
 }
 
-/* The first /metrics series whose name says registered memory, if the server exposes one. */
+typedef struct sk_text {
+    char *p;
+    size_t n;
+} sk_text_t;
+
+static size_t sk_text_cb(char *d, size_t sz, size_t nm, void *arg)
+{
+    sk_text_t *t = arg;
+    size_t n = sz * nm;
+    char *np = realloc(t->p, t->n + n + 1);
+    if (!np)
+        return 0;
+    memcpy(np + t->n, d, n);
+    t->p = np;
+    t->n += n;
+    t->p[t->n] = 0;
+    return n;
+}
+
+/* GET /metrics as text (signed when the server wants it); NULL when it cannot be had. */
+static char *sk_metrics_text(void)
+{
+    char url[1024], userpwd[512], sigv4[128];
+    snprintf(url, sizeof url, "%s/metrics", P.endpoint);
+    for (int sign = 0; sign < 2; sign++) {
+        CURL *h = curl_easy_init();
+        if (!h)
+            return NULL;
+        sk_text_t t = {0};
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sk_text_cb);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        if (sign) {
+            snprintf(userpwd, sizeof userpwd, "%s:%s", P.ak, P.sk);
+            snprintf(sigv4, sizeof sigv4, "aws:amz:%s:s3", P.region);
+            curl_easy_setopt(h, CURLOPT_USERPWD, userpwd);
+            curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sigv4);
+        }
+        long code = 0;
+        CURLcode rc = curl_easy_perform(h);
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+        curl_easy_cleanup(h);
+        if (rc == CURLE_OK && code == 200 && t.p)
+            return t.p;
+        free(t.p);
+        if (rc != CURLE_OK || (code != 401 && code != 403))
+            return NULL;
+    }
+    return NULL;
+}
+
+/* From /metrics: requests in flight, the RDMA buffer pool (all and free buffers), live RDMA
+ * pipelines, and registered memory if wharfd exposes a series whose name says so. Read per
+ * label set (the pool's total and free are one series name). */
 static void sk_metrics_sample(sk_sample_t *s)
 {
-    wb_metrics_t m;
-    if (wb_metrics_scrape(P.endpoint, P.ak, P.sk, P.region, &m) != 0) {
-        wb_metrics_free(&m);
+    char *text = sk_metrics_text();
+    if (!text)
         return;
-    }
     s->metrics_ok = 1;
-    s->inflight = wb_metrics_get(&m, "wharf_inflight_requests", NULL);
-    if (!g_registered_metric[0])
-        for (size_t i = 0; i < m.n; i++)
-            if (strstr(m.m[i].name, "registered") && strstr(m.m[i].name, "bytes")) {
-                snprintf(g_registered_metric, sizeof g_registered_metric, "%s", m.m[i].name);
-                break;
-            }
-    if (g_registered_metric[0])
-        s->registered = wb_metrics_get(&m, g_registered_metric, &s->has_registered);
-    wb_metrics_free(&m);
+    for (char *line = text, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = 0;
+        if (line[0] == '#')
+            continue;
+        char *sp = strrchr(line, ' ');
+        if (!sp)
+            continue;
+        double v = strtod(sp + 1, NULL);
+        *sp = 0;
+        if (!strcmp(line, "wharf_inflight_requests")) {
+            s->inflight = v;
+        } else if (!strcmp(line, "wharf_rdma_pool_buffers{state=\"total\"}")) {
+            s->pool_total = v;
+            s->has_pool = 1;
+        } else if (!strcmp(line, "wharf_rdma_pool_buffers{state=\"free\"}")) {
+            s->pool_free = v;
+        } else if (!strcmp(line, "wharf_rdma_pipelines_active")) {
+            s->pipelines = v;
+            s->has_pipelines = 1;
+        } else if (strstr(line, "registered") && strstr(line, "bytes")) {
+            if (!g_registered_metric[0])
+                snprintf(g_registered_metric, sizeof g_registered_metric, "%.*s",
+                         (int)strcspn(line, "{"), line);
+            s->registered += v;
+            s->has_registered = 1;
+        }
+    }
+    free(text);
 }
 
 static void *sk_sampler_main(void *arg)
@@ -1720,6 +1794,12 @@ int main(int argc, char **argv)
             json_object_set_new(o, "registered_bytes", json_integer((json_int_t)s->registered));
         if (s->metrics_ok)
             json_object_set_new(o, "inflight_requests", json_integer((json_int_t)s->inflight));
+        if (s->has_pool)
+            json_object_set_new(o, "rdma_pool_busy",
+                                json_integer((json_int_t)(s->pool_total - s->pool_free)));
+        if (s->has_pipelines)
+            json_object_set_new(o, "rdma_pipelines_active",
+                                json_integer((json_int_t)s->pipelines));
         json_array_append_new(samples, o);
     }
     json_object_set_new(root, "samples", samples);

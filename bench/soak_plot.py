@@ -44,6 +44,9 @@ def main():
     series = [("RSS (MiB)", [x["rss_bytes"] / MiB for x in s], "MiB"),
               ("open fds", [x["fds"] for x in s], "fds"),
               ("threads", [x["threads"] for x in s], "threads")]
+    if any("rdma_pool_busy" in x for x in s):
+        series.append(("RDMA pool buffers in use", [x.get("rdma_pool_busy", 0) for x in s],
+                       "buffers"))
     if any(x.get("registered_bytes") for x in s):
         series.append(("registered RDMA memory (MiB)",
                        [x.get("registered_bytes", 0) / MiB for x in s], "MiB"))

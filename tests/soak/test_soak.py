@@ -4,8 +4,9 @@ Well-behaved clients over HTTP, RDMA ofi+shm and RDMA ofi+tcp run a mix of GET, 
 PUT, multipart PUT, DELETE, HEAD and LIST with every byte checked, while ten misbehaving
 clients stall, hang up mid-body and mid-response, send garbage, hold idle sockets and get
 SIGSTOPped mid-RDMA-GET. Asserted: no error for a well-behaved client, no wrong byte, a
-healthy server at the end, and its fds and threads back near where they started once the
-load is gone (a leak of one per request would be thousands here). Sized for a loaded 2-core
+healthy server at the end, and, once the load is gone, its fds and threads back near where they
+started (a leak of one per request would be thousands here) and every RDMA pool buffer and
+pipeline given back. Sized for a loaded 2-core
 machine; the 10-minute, 64-client run is `scripts/soak.sh` (docs/soak.md).
 """
 import json
@@ -98,13 +99,23 @@ def test_soak_60s(tmp_path):
             r_first, r_last = third_means(after, "rss_bytes")
             assert r_last - r_first <= 256 * MiB, f"RSS grew {(r_last - r_first) / MiB:.0f} MiB"
 
-        # once the clients are gone, what they held is given back
+        # once the clients are gone, what they held is given back: fds, threads, and every
+        # RDMA pool buffer and pipeline (a SIGSTOPped client must not keep one)
+        def rdma_held():
+            m = srv.metrics()
+            total = m.get('wharf_rdma_pool_buffers{state="total"}')
+            free = m.get('wharf_rdma_pool_buffers{state="free"}')
+            busy = total - free if total is not None and free is not None else 0
+            return busy, m.get("wharf_rdma_pipelines_active", 0)
+
         def settled():
             fds, threads = proc_counts(srv.proc.pid)
-            return (fds, threads) if fds <= fds0 + 16 and threads <= threads0 + 16 else None
+            return (fds <= fds0 + 16 and threads <= threads0 + 16
+                    and rdma_held() == (0, 0))
         got = wait_until(settled, timeout=60, interval=0.5)
-        assert got, (f"after the soak wharfd holds {proc_counts(srv.proc.pid)} (fds, threads); "
-                     f"it started with {(fds0, threads0)}")
+        assert got, (f"after the soak wharfd holds {proc_counts(srv.proc.pid)} (fds, threads) "
+                     f"and {rdma_held()} (RDMA pool buffers, pipelines); it started with "
+                     f"{(fds0, threads0)}")
         assert srv.stop() == 0, srv.log_tail()
     finally:
         srv.cleanup()
