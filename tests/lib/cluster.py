@@ -123,7 +123,7 @@ class Cluster:
 
     def __init__(self, storage=3, gateways=1, replicas=2, chunk_size=None, providers=None,
                  netns=False, gateway_args=(), storage_args=(), log_level="info",
-                 pg=None, env=None):
+                 pg=None, env=None, storage_prefix=()):
         self.n_storage = storage
         self.n_gateways = gateways
         self.replicas = replicas
@@ -132,6 +132,7 @@ class Cluster:
         self.use_netns = netns
         self.gateway_args = list(gateway_args)
         self.storage_args = list(storage_args)
+        self.storage_prefix = list(storage_prefix)  # e.g. prlimit --memlock=... --
         self.log_level = log_level
         self.pg = pg
         self.own_pg = pg is None
@@ -181,7 +182,8 @@ class Cluster:
             host, prefix = self.netns.addrs[i], self.netns.exec_prefix(i)
         d = os.path.join(self.root, f"storage{i}")
         os.makedirs(d, exist_ok=True)
-        s = WharfServer(data_dir=d, role="storage", host=host, prefix=prefix,
+        s = WharfServer(data_dir=d, role="storage", host=host,
+                        prefix=list(prefix) + self.storage_prefix,
                         providers=self.providers, log_level=self.log_level, env=self.env,
                         extra_args=["--meta", self.meta_url] + self.storage_args)
         s.start(timeout=timeout)

@@ -1,0 +1,108 @@
+"""Storage servers under resource limits.
+
+- Locked memory: each storage server's registered (pinned) buffer pool is derived from
+  RLIMIT_MEMLOCK. Under `ulimit -l 8192` (8 MiB) the pool is 6 MiB of 1 MiB buffers, and
+  RDMA GETs and PUTs (ofi+shm and ofi+tcp) still work with every byte checked; the
+  throughput is printed (docs/cluster.md records it).
+- Memory: each storage server in a memory cgroup capped far below the data it holds (1/7),
+  so a pass over every object must come from disk; bytes checked. Skipped, with the reason,
+  where cgroups are not writable."""
+import os
+import time
+import uuid
+
+import pytest
+
+import wharf
+from cluster import Cluster
+from wharfd import ACCESS_KEY, REGION, SECRET_KEY, unique_bucket, wait_until
+
+MIB = 1 << 20
+
+
+def test_memlock_8mib_budget():
+    limit = 8192 * 1024
+    with Cluster(storage=2, replicas=2, chunk_size=MIB, providers="shm,tcp",
+                 storage_prefix=["prlimit", f"--memlock={limit}:{limit}", "--"]) as cl:
+        for s in cl.storage:
+            assert "rdma budget from RLIMIT_MEMLOCK limit=8388608 budget=6291456" in \
+                s.log_tail(20000), s.log_tail(3000)
+        g = cl.gateway
+        data = os.urandom(24 * MIB + 3)
+        for prov in ("ofi+shm", "ofi+tcp"):
+            c = wharf.Client(g.endpoint, ACCESS_KEY, SECRET_KEY, region=REGION, provider=prov,
+                             unix_socket=os.path.join(g.data_dir, "wharfd.sock")
+                             if prov == "ofi+shm" else None, multipart_threshold=1 << 40)
+            b = unique_bucket("clmem")
+            c.create_bucket(b)
+            w0 = cl.storage_sum("wharf_rdma_read_bytes_total")
+            t0 = time.monotonic()
+            assert c.put(b, "o", data, transport="rdma").transport == "rdma"
+            t1 = time.monotonic()
+            got = c.get(b, "o", transport="rdma")
+            t2 = time.monotonic()
+            assert got == data
+            assert cl.storage_sum("wharf_rdma_read_bytes_total") - w0 >= 0.99 * len(data)
+            print(f"memlock 8 MiB {prov}: PUT {len(data) / (t1 - t0) / 1e9:.3f} GB/s "
+                  f"GET {len(data) / (t2 - t1) / 1e9:.3f} GB/s")
+            c.close()
+
+
+def _memory_cgroup():
+    """(make, add, remove) for a memory cgroup of the test's own, or a reason string."""
+    v2 = "/sys/fs/cgroup/unified" if os.path.exists("/sys/fs/cgroup/unified/cgroup.procs") \
+        else "/sys/fs/cgroup"
+    if os.path.exists("/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        root, limit_file = "/sys/fs/cgroup/memory", "memory.limit_in_bytes"
+    elif os.path.exists(os.path.join(v2, "cgroup.controllers")) and \
+            "memory" in open(os.path.join(v2, "cgroup.controllers")).read():
+        root, limit_file = v2, "memory.max"
+    else:
+        return "no memory cgroup controller is mounted"
+    path = os.path.join(root, f"wharf-test-{uuid.uuid4().hex[:8]}")
+    try:
+        os.mkdir(path)
+    except OSError as e:
+        return f"cannot create a memory cgroup under {root}: {e}"
+    return path, limit_file
+
+
+def test_cgroup_capped_storage_reads_from_disk():
+    cg = _memory_cgroup()
+    if isinstance(cg, str):
+        pytest.skip(cg)
+    path, limit_file = cg
+    cap = 32 * MIB
+    try:
+        try:
+            with open(os.path.join(path, limit_file), "w") as f:
+                f.write(str(cap))
+        except OSError as e:
+            pytest.skip(f"cannot set {limit_file}: {e}")
+        with Cluster(storage=2, replicas=1, chunk_size=4 * MIB, providers="none") as cl:
+            for s in cl.storage:
+                with open(os.path.join(path, "cgroup.procs"), "w") as f:
+                    f.write(str(s.proc.pid))
+            s3 = cl.boto3()
+            b = unique_bucket("clcg")
+            s3.create_bucket(Bucket=b)
+            per = 8 * MIB
+            n = (2 * 7 * cap) // per  # seven times each server's cap, over two servers
+            seeds = {}
+            for i in range(n):
+                seed = os.urandom(16)
+                seeds[f"o{i}"] = seed
+                s3.put_object(Bucket=b, Key=f"o{i}", Body=seed * (per // 16))
+            for i in range(n):
+                k = f"o{i}"
+                body = s3.get_object(Bucket=b, Key=k)["Body"].read()
+                assert body == seeds[k] * (per // 16), k
+            held = sum(sum(os.path.getsize(os.path.join(r, f)) for f in fs)
+                       for s in cl.storage
+                       for r, _d, fs in os.walk(os.path.join(s.data_dir, "chunks")))
+            assert held >= 6 * cap, held
+            assert all(s.alive() for s in cl.storage), "a capped storage server died"
+    finally:
+        # members are gone by now; the cgroup is empty and can go
+        wait_until(lambda: not open(os.path.join(path, "cgroup.procs")).read().strip(), 10)
+        os.rmdir(path)
