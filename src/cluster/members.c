@@ -43,6 +43,7 @@ static void refresh(cl_remote_t *r)
         v[i].free = nodes[i].free;
         int64_t age_ms = ((int64_t)nodes[i].now - (int64_t)nodes[i].heartbeat) * 1000;
         v[i].up = age_ms <= (int64_t)r->cfg.down_after_ms;
+        v[i].age_s = age_ms / 1000;
     }
     free(nodes);
     qsort(v, n, sizeof *v, member_cmp);
@@ -219,6 +220,101 @@ out:
     free(items);
 }
 
+/* Re-replicates one chunk that had a copy on `dead`: read it from a live replica (checked
+ * against its crc), write it to the best-ranked live server that holds no copy, then move the
+ * replica in the chunk map (which also queues the dead copy for GC). */
+static bool repair_chunk(cl_remote_t *r, const store_chunk_t *c, uint32_t dead)
+{
+    uint32_t ids[CL_PLACE_MAX];
+    char addrs[CL_PLACE_MAX][256];
+    size_t k = cl_members_rank(r, c->id, ids, addrs, CL_PLACE_MAX);
+    size_t t = k;
+    for (size_t q = 0; q < k && t == k; q++) {
+        bool has = false;
+        for (uint32_t i = 0; i < c->n_replicas; i++)
+            has |= c->replicas[i] == ids[q];
+        if (!has)
+            t = q;
+    }
+    if (t == k)
+        return false; /* no server without a copy is up */
+    uint8_t *buf = malloc(c->length ? c->length : 1);
+    if (!buf)
+        return false;
+    cl_job_t get;
+    memset(&get, 0, sizeof get);
+    get.op = CL_OP_GET;
+    get.chunk = c->id;
+    get.len = c->length;
+    get.dst = buf;
+    get.check_crc = true;
+    get.expect_crc = c->crc64nvme;
+    store_chunk_t others = *c;
+    others.n_replicas = 0;
+    for (uint32_t i = 0; i < c->n_replicas; i++)
+        if (c->replicas[i] != dead)
+            others.replicas[others.n_replicas++] = c->replicas[i];
+    cl_members_for_read(r, &others, &get);
+    bool ok = cl_client_run(r->client, &get, 1, 1, NULL) == WH_OK;
+    for (size_t i = 0; i < get.ncand; i++)
+        free((char *)get.cand[i]);
+    cl_job_t put;
+    memset(&put, 0, sizeof put);
+    put.op = CL_OP_PUT;
+    put.chunk = c->id;
+    put.len = c->length;
+    put.body = buf;
+    put.cand[0] = strdup(addrs[t]);
+    put.cand_id[0] = ids[t];
+    put.ncand = put.cand[0] ? 1 : 0;
+    if (ok)
+        ok = cl_record_intents(r, &put, 1) == WH_OK &&
+             cl_client_run(r->client, &put, 1, 1, NULL) == WH_OK &&
+             put.crc == c->crc64nvme &&
+             meta_chunk_move(r->cfg.meta, c->id, dead, ids[t]) == WH_OK;
+    free((char *)put.cand[0]);
+    free(buf);
+    if (ok) {
+        atomic_fetch_add(&r->repair_chunks, 1);
+        atomic_fetch_add(&r->repair_bytes, c->length);
+    } else {
+        atomic_fetch_add(&r->repair_failures, 1);
+        wh_warn(MOD, "repair of chunk %s (copy on node %" PRIu32 ") failed; retried next pass",
+                c->id, dead);
+    }
+    return ok;
+}
+
+/* One repair pass over the servers down longer than repair_after_s: at most REPAIR_BATCH
+ * chunks each. */
+static void repair_pass(cl_remote_t *r)
+{
+    enum { REPAIR_BATCH = 64 };
+    uint32_t dead[64];
+    size_t nd = 0;
+    pthread_mutex_lock(&r->lock);
+    for (size_t i = 0; i < r->n_members && nd < 64; i++)
+        if (!r->members[i].up && r->members[i].age_s >= (int64_t)r->cfg.repair_after_s)
+            dead[nd++] = r->members[i].id;
+    pthread_mutex_unlock(&r->lock);
+    uint64_t pending = 0;
+    for (size_t d = 0; d < nd; d++) {
+        store_chunk_t *cs = NULL;
+        size_t n = 0;
+        if (meta_chunks_on_node(r->cfg.meta, dead[d], "", REPAIR_BATCH, &cs, &n) != WH_OK)
+            continue;
+        if (n)
+            wh_info(MOD, "repairing chunks of node %" PRIu32 " batch=%zu", dead[d], n);
+        pending += n;
+        for (size_t i = 0; i < n; i++)
+            if (repair_chunk(r, &cs[i], dead[d]))
+                pending--;
+        free(cs);
+    }
+    atomic_store(&r->repair_nodes, nd);
+    atomic_store(&r->repair_pending, pending);
+}
+
 static void *members_main(void *arg)
 {
     cl_remote_t *r = arg;
@@ -236,8 +332,10 @@ static void *members_main(void *arg)
                 atomic_store(&r->leader, true);
                 wh_info(MOD, "this gateway now runs garbage collection and repair");
             }
-            if (atomic_load(&r->leader))
+            if (atomic_load(&r->leader)) {
                 gc_pass(r);
+                repair_pass(r);
+            }
         }
         pthread_mutex_lock(&r->lock);
         if (r->stop)

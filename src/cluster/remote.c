@@ -26,6 +26,32 @@ void cl_remote_config_init(cl_remote_config_t *cfg)
     cfg->down_after_ms = 5000;
     cfg->refresh_ms = 1000;
     cfg->gc_period_ms = 2000;
+    cfg->orphan_grace_s = 3600;
+    cfg->repair_after_s = 120;
+}
+
+/* Queues every candidate copy of jobs[0..n) for garbage collection after the orphan grace:
+ * a commit that lists a copy makes its entry stale; a PUT that dies leaves entries that
+ * remove what it wrote. */
+wh_status_t cl_record_intents(cl_remote_t *r, const cl_job_t *jobs, size_t n)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += jobs[i].ncand;
+    meta_gc_item_t *items = calloc(total ? total : 1, sizeof *items);
+    if (!items)
+        return WH_ERR_NOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t c = 0; c < jobs[i].ncand; c++) {
+            snprintf(items[k].chunk_id, sizeof items[k].chunk_id, "%s", jobs[i].chunk);
+            items[k++].node = jobs[i].cand_id[c];
+        }
+    wh_status_t st = meta_gc_defer(r->cfg.meta, items, k, r->cfg.orphan_grace_s);
+    free(items);
+    if (st != WH_OK)
+        wh_warn(MOD, "cannot record chunk write intents: %s", wh_status_str(st));
+    return st == WH_ERR_UNSUPPORTED ? WH_OK : st;
 }
 
 static void jobs_free_cands(cl_job_t *jobs, size_t n)
@@ -114,7 +140,16 @@ static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, siz
             return WH_ERR_UNAVAILABLE;
         }
     }
-    wh_status_t st = cl_client_run(r->client, jobs, total, r->cfg.parallel, peer);
+    wh_status_t st = cl_record_intents(r, jobs, total);
+    if (st != WH_OK) {
+        msg(err, errlen, "cannot record the chunk writes in the metadata database: %s",
+            wh_status_str(st));
+        jobs_free_cands(jobs, total);
+        for (size_t i = 0; i < total; i++)
+            jobs[i].st = WH_ERR_UNAVAILABLE;
+        return WH_ERR_UNAVAILABLE;
+    }
+    st = cl_client_run(r->client, jobs, total, r->cfg.parallel, peer);
     for (int round = 0; round < 2 && st != WH_OK && st != WH_ERR_AUTH && st != WH_ERR_INVALID;
          round++) {
         cl_job_t *again = calloc(total, sizeof *again);
@@ -159,6 +194,13 @@ static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, siz
             break;
         }
         wh_info(MOD, "retrying %zu chunk writes on other storage servers", na);
+        if (cl_record_intents(r, again, na) != WH_OK) {
+            for (size_t a = 0; a < na; a++)
+                jobs_free_cands(&again[a], 1);
+            free(again);
+            free(from);
+            break;
+        }
         cl_client_run(r->client, again, na, r->cfg.parallel, peer);
         st = WH_OK;
         for (size_t a = 0; a < na; a++) {
@@ -833,6 +875,8 @@ wh_status_t cl_remote_open(const cl_remote_config_t *cfg, store_data_t **out)
     r->cfg = *cfg;
     if (!r->cfg.chunk_size)
         r->cfg.chunk_size = CL_DEFAULT_CHUNK;
+    if (!r->cfg.orphan_grace_s)
+        r->cfg.orphan_grace_s = 3600;
     if (r->cfg.replicas < 1 || r->cfg.replicas > CL_MAX_REPLICAS)
         r->cfg.replicas = CL_DEFAULT_REPLICAS;
     if (!r->cfg.parallel)
@@ -881,8 +925,14 @@ void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
                    "# HELP wharf_storage_nodes_up Storage servers with a fresh heartbeat.\n"
                    "# TYPE wharf_storage_nodes_up gauge\nwharf_storage_nodes_up %d\n"
                    "# TYPE wharf_storage_nodes gauge\nwharf_storage_nodes %zu\n"
-                   "# TYPE wharf_cluster_leader gauge\nwharf_cluster_leader %d\n",
-                   up < 0 ? 0 : up, known, (int)atomic_load(&r->leader));
+                   "# TYPE wharf_cluster_leader gauge\nwharf_cluster_leader %d\n"
+                   "# HELP wharf_cluster_repair_pending Chunks with a copy on a server down "
+                   "longer than --repair-after, as of the last repair pass.\n"
+                   "# TYPE wharf_cluster_repair_pending gauge\nwharf_cluster_repair_pending %llu\n"
+                   "# TYPE wharf_cluster_repair_nodes gauge\nwharf_cluster_repair_nodes %llu\n",
+                   up < 0 ? 0 : up, known, (int)atomic_load(&r->leader),
+                   (unsigned long long)atomic_load(&r->repair_pending),
+                   (unsigned long long)atomic_load(&r->repair_nodes));
     const struct {
         const char *name;
         uint64_t v;
@@ -896,6 +946,9 @@ void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
         {"wharf_cluster_gc_deleted_total", atomic_load(&r->gc_deleted)},
         {"wharf_cluster_gc_failed_total", atomic_load(&r->gc_failed)},
         {"wharf_cluster_meta_failures_total", atomic_load(&r->meta_failures)},
+        {"wharf_cluster_repair_chunks_total", atomic_load(&r->repair_chunks)},
+        {"wharf_cluster_repair_bytes_total", atomic_load(&r->repair_bytes)},
+        {"wharf_cluster_repair_failures_total", atomic_load(&r->repair_failures)},
     };
     for (size_t i = 0; i < WH_ARRAY_SIZE(m); i++)
         wh_sbuf_printf(out, "# TYPE %s counter\n%s %" PRIu64 "\n", m[i].name, m[i].name,

@@ -35,7 +35,13 @@ typedef struct cl_remote_config {
     unsigned parallel;       /* chunk requests in flight per S3 request; default 16 */
     unsigned down_after_ms;  /* a node whose heartbeat is older is down; default 5000 */
     unsigned refresh_ms;     /* membership refresh period; default 1000 */
-    unsigned gc_period_ms;   /* garbage-collection pass period; default 2000 */
+    unsigned gc_period_ms;   /* garbage-collection (and repair) pass period; default 2000 */
+    /* Every chunk copy is queued for GC before it is written, deletable after this many
+     * seconds unless a commit lists it: a PUT must commit within it. Default 3600. */
+    unsigned orphan_grace_s;
+    /* A storage server down (no heartbeat) this long has its chunks copied from the other
+     * replicas to other servers, by the gateway holding the maintenance lock. Default 120. */
+    unsigned repair_after_s;
 } cl_remote_config_t;
 
 void cl_remote_config_init(cl_remote_config_t *cfg);

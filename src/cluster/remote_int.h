@@ -18,6 +18,7 @@ typedef struct cl_member {
     char addr[256];
     uint64_t free;
     bool up;               /* heartbeat fresh */
+    int64_t age_s;         /* seconds since its last heartbeat (database clock) */
     uint64_t suspect_until; /* ms (wh_now_ns clock): failed a request, avoided until then */
 } cl_member_t;
 
@@ -37,6 +38,7 @@ typedef struct cl_remote {
 
     _Atomic uint64_t chunks_put, chunks_got, bytes_put, bytes_got, unavailable;
     _Atomic uint64_t gc_deleted, gc_failed, meta_failures;
+    _Atomic uint64_t repair_chunks, repair_bytes, repair_failures, repair_pending, repair_nodes;
     _Atomic bool leader;
 } cl_remote_t;
 
@@ -56,6 +58,9 @@ bool cl_members_addr(cl_remote_t *r, uint32_t id, char addr[256]);
 /* A request to node id failed at the transport level: avoid it for down_after_ms (by then
  * its heartbeat, or its absence, tells). */
 void cl_members_suspect(void *r, uint32_t id);
+
+/* Queues every candidate copy of jobs for GC after the orphan grace (see remote.h). */
+wh_status_t cl_record_intents(cl_remote_t *r, const cl_job_t *jobs, size_t n);
 
 wh_status_t cl_members_start(cl_remote_t *r);
 void cl_members_stop(cl_remote_t *r);

@@ -37,6 +37,11 @@ static int gw_usage(FILE *f)
             "  --providers LIST     RDMA providers this gateway vets tokens for: shm,tcp\n"
             "                       (default) or none; the bytes move between storage servers\n"
             "                       and clients, never through the gateway\n"
+            "  --repair-after SECS  re-replicate the chunks of a storage server whose heartbeat\n"
+            "                       is older than this (default 120); one gateway at a time\n"
+            "  --orphan-grace SECS  chunk copies of a PUT that never commits are deleted this\n"
+            "                       long after they were written (default 3600; a PUT must\n"
+            "                       commit within it)\n"
             "  --region NAME        S3 region (default us-east-1)\n"
             "  --log-level LEVEL    error, warn, info (default), debug, trace\n"
             "\n"
@@ -69,7 +74,7 @@ int srv_gateway_main(int argc, char **argv)
     wh_log_level_t lvl = WH_LOG_INFO;
     cfg.unix_path = "";
     enum { O_META = 1, O_LISTEN, O_UNIX, O_REPL, O_CHUNK, O_PROV, O_REGION, O_LOG, O_MEM,
-           O_HELP };
+           O_REPAIR, O_GRACE, O_HELP };
     static const struct option opts[] = {
         {"meta", required_argument, NULL, O_META},
         {"listen", required_argument, NULL, O_LISTEN},
@@ -80,6 +85,8 @@ int srv_gateway_main(int argc, char **argv)
         {"region", required_argument, NULL, O_REGION},
         {"log-level", required_argument, NULL, O_LOG},
         {"rdma-mem", required_argument, NULL, O_MEM},
+        {"repair-after", required_argument, NULL, O_REPAIR},
+        {"orphan-grace", required_argument, NULL, O_GRACE},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -126,6 +133,16 @@ int srv_gateway_main(int argc, char **argv)
         case O_MEM:
             if (wh_parse_size(optarg, &cfg.rdma.mem_budget) != 0 || !cfg.rdma.mem_budget)
                 return gw_bad("--rdma-mem wants a byte count such as 64M, got '%s'", optarg);
+            break;
+        case O_REPAIR:
+            if (wh_parse_u64(optarg, strlen(optarg), &v) != 0 || v < 1 || v > 86400 * 30)
+                return gw_bad("--repair-after wants seconds (1..2592000), got '%s'", optarg);
+            rc.repair_after_s = (unsigned)v;
+            break;
+        case O_GRACE:
+            if (wh_parse_u64(optarg, strlen(optarg), &v) != 0 || v < 1 || v > 86400 * 7)
+                return gw_bad("--orphan-grace wants seconds (1..604800), got '%s'", optarg);
+            rc.orphan_grace_s = (unsigned)v;
             break;
         case O_HELP:
             return gw_usage(stdout);

@@ -124,6 +124,18 @@ struct meta_ops {
     /* Up to max queued chunk copies no committed row references any more, oldest first. */
     wh_status_t (*gc_take)(meta_t *m, size_t max, meta_gc_item_t **out, size_t *n);
     wh_status_t (*gc_done)(meta_t *m, const meta_gc_item_t *items, size_t n);
+    /* Queues chunk copies that become deletable only after delay_s seconds unless a committed
+     * row lists the node among the chunk's replicas by then: a cluster gateway records every
+     * copy it is about to write this way, so a PUT that dies before its commit leaves nothing
+     * that outlives GC. (seq of items is ignored.) */
+    wh_status_t (*gc_defer)(meta_t *m, const meta_gc_item_t *items, size_t n, unsigned delay_s);
+    /* Repair: the distinct chunks with a copy on node, chunk ids > after ("" first), at most
+     * max; offset is 0 in the results. */
+    wh_status_t (*chunks_on_node)(meta_t *m, uint32_t node, const char *after, size_t max,
+                                  store_chunk_t **out, size_t *n);
+    /* Repair: every row of chunk_id lists to instead of from, and from's copy is queued for
+     * garbage collection, in one transaction. */
+    wh_status_t (*chunk_move)(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to);
     /* Session-level advisory lock (one-at-a-time repair): WH_OK if taken, WH_ERR_BUSY if
      * another process holds it. Released by lock_release or when the process dies. */
     wh_status_t (*lock_try)(meta_t *m, int64_t key);
@@ -177,6 +189,9 @@ wh_status_t meta_object_list(meta_t *m, const char *bucket, const store_list_par
 #define meta_node_list(m, ...) META_CALL_(m, node_list, __VA_ARGS__)
 #define meta_gc_take(m, ...) META_CALL_(m, gc_take, __VA_ARGS__)
 #define meta_gc_done(m, ...) META_CALL_(m, gc_done, __VA_ARGS__)
+#define meta_gc_defer(m, ...) META_CALL_(m, gc_defer, __VA_ARGS__)
+#define meta_chunks_on_node(m, ...) META_CALL_(m, chunks_on_node, __VA_ARGS__)
+#define meta_chunk_move(m, ...) META_CALL_(m, chunk_move, __VA_ARGS__)
 #define meta_lock_try(m, ...) META_CALL_(m, lock_try, __VA_ARGS__)
 #define meta_lock_release(m, ...) META_CALL_(m, lock_release, __VA_ARGS__)
 

@@ -85,6 +85,11 @@ static const char *const PG_MIGRATIONS[] = {
     "  chunk_id text NOT NULL,"
     "  node integer NOT NULL,"
     "  queued timestamptz NOT NULL DEFAULT now());",
+    /* 2: copies queued before they are written (a cluster PUT's intent) wait until not_before;
+     * an entry is stale once a row lists its node among the chunk's replicas. */
+    "ALTER TABLE gc_queue ADD COLUMN not_before timestamptz NOT NULL DEFAULT now();"
+    "CREATE INDEX gc_queue_chunk ON gc_queue(chunk_id);"
+    "CREATE INDEX chunks_replicas ON chunks USING gin(replicas);",
 };
 #define PG_SCHEMA_VERSION ((int)WH_ARRAY_SIZE(PG_MIGRATIONS))
 
@@ -560,6 +565,9 @@ static const meta_ops_t PG_OPS = {
     .node_list = pg_node_list,
     .gc_take = pg_gc_take,
     .gc_done = pg_gc_done,
+    .gc_defer = pg_gc_defer,
+    .chunks_on_node = pg_chunks_on_node,
+    .chunk_move = pg_chunk_move,
     .lock_try = pg_lock_try,
     .lock_release = pg_lock_release,
 };

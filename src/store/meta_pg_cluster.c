@@ -131,18 +131,19 @@ typedef struct {
 static wh_status_t tx_gc_take(void *conn, void *arg)
 {
     pg_gc_arg_t *a = arg;
-    /* Entries whose chunk a committed row references again (completion by reference) are
-     * stale: drop them. The rest are the chunks no row references: safe to delete. */
+    /* Entries whose copy a committed row lists (completion by reference, a PUT's intent once
+     * committed) are stale: drop them. The rest are copies no row lists: safe to delete. */
     wh_status_t st = pg_exec(conn, "DELETE FROM gc_queue g WHERE EXISTS"
-                                   " (SELECT 1 FROM chunks c WHERE c.chunk_id = g.chunk_id)",
+                                   " (SELECT 1 FROM chunks c WHERE c.chunk_id = g.chunk_id"
+                                   "  AND g.node = ANY(c.replicas))",
                              NULL, NULL, "gc queue prune");
     if (st != WH_OK)
         return st;
     pg_params_t p = {0};
     pp_i64(&p, (int64_t)a->max);
     PGresult *r;
-    st = pg_exec(conn, "SELECT seq, chunk_id, node FROM gc_queue ORDER BY seq LIMIT $1", &p, &r,
-                 "gc queue take");
+    st = pg_exec(conn, "SELECT seq, chunk_id, node FROM gc_queue WHERE not_before <= now()"
+                       " ORDER BY seq LIMIT $1", &p, &r, "gc queue take");
     if (st != WH_OK)
         return st;
     int rows = PQntuples(r);
@@ -192,6 +193,129 @@ wh_status_t pg_gc_done(meta_t *m, const meta_gc_item_t *items, size_t n)
 {
     pg_gc_arg_t a = {0, NULL, n, items};
     return pg_write(PGM(m), tx_gc_done, &a);
+}
+
+typedef struct {
+    const meta_gc_item_t *items;
+    size_t n;
+    unsigned delay;
+} pg_defer_arg_t;
+
+static wh_status_t tx_gc_defer(void *conn, void *arg)
+{
+    pg_defer_arg_t *a = arg;
+    wh_status_t st = WH_OK;
+    for (size_t i = 0; st == WH_OK && i < a->n; i++) {
+        pg_params_t p = {0};
+        pp_text(&p, a->items[i].chunk_id);
+        pp_i64(&p, a->items[i].node);
+        pp_i64(&p, a->delay);
+        st = pg_exec(conn, "INSERT INTO gc_queue(chunk_id, node, not_before)"
+                           " VALUES($1, $2, now() + make_interval(secs => $3))",
+                     &p, NULL, "gc defer");
+    }
+    return st;
+}
+
+wh_status_t pg_gc_defer(meta_t *m, const meta_gc_item_t *items, size_t n, unsigned delay_s)
+{
+    pg_defer_arg_t a = {items, n, delay_s};
+    return n ? pg_write(PGM(m), tx_gc_defer, &a) : WH_OK;
+}
+
+typedef struct {
+    uint32_t node;
+    const char *after;
+    size_t max;
+    store_chunk_t *arr;
+    size_t n;
+} pg_onnode_arg_t;
+
+static wh_status_t rd_chunks_on_node(void *conn, void *arg)
+{
+    pg_onnode_arg_t *a = arg;
+    pg_params_t p = {0};
+    pp_i64(&p, a->node);
+    pp_text(&p, a->after);
+    pp_i64(&p, (int64_t)a->max);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn, "SELECT DISTINCT ON (chunk_id) chunk_id, len, crc64nvme,"
+                                   " array_to_string(replicas, ',') FROM chunks"
+                                   " WHERE $1 = ANY(replicas) AND chunk_id > $2"
+                                   " ORDER BY chunk_id LIMIT $3", &p, &r, "chunks on node");
+    if (st != WH_OK)
+        return st;
+    int rows = PQntuples(r);
+    free(a->arr);
+    a->n = 0;
+    a->arr = calloc(rows ? (size_t)rows : 1, sizeof *a->arr);
+    if (!a->arr) {
+        PQclear(r);
+        return WH_ERR_NOMEM;
+    }
+    for (int i = 0; i < rows; i++) {
+        store_chunk_t *c = &a->arr[i];
+        pg_copy(r, i, 0, c->id, sizeof c->id);
+        c->length = (uint64_t)pg_i64(r, i, 1);
+        c->crc64nvme = (uint64_t)pg_i64(r, i, 2);
+        const char *s = PQgetvalue(r, i, 3);
+        while (s && *s && c->n_replicas < STORE_CHUNK_MAX_REPLICAS) {
+            char *end;
+            unsigned long v = strtoul(s, &end, 10);
+            if (end == s)
+                break;
+            c->replicas[c->n_replicas++] = (uint32_t)v;
+            s = *end == ',' ? end + 1 : end;
+        }
+    }
+    a->n = (size_t)rows;
+    PQclear(r);
+    return WH_OK;
+}
+
+wh_status_t pg_chunks_on_node(meta_t *m, uint32_t node, const char *after, size_t max,
+                              store_chunk_t **out, size_t *n)
+{
+    pg_onnode_arg_t a = {node, after ? after : "", max ? max : 1, NULL, 0};
+    wh_status_t st = pg_read(PGM(m), rd_chunks_on_node, &a);
+    if (st != WH_OK) {
+        free(a.arr);
+        return st;
+    }
+    *out = a.arr;
+    *n = a.n;
+    return WH_OK;
+}
+
+typedef struct {
+    const char *chunk;
+    uint32_t from, to;
+} pg_move_arg_t;
+
+static wh_status_t tx_chunk_move(void *conn, void *arg)
+{
+    pg_move_arg_t *a = arg;
+    pg_params_t p = {0};
+    pp_text(&p, a->chunk);
+    pp_i64(&p, a->from);
+    pp_i64(&p, a->to);
+    wh_status_t st = pg_exec(conn, "UPDATE chunks SET replicas = array_replace(replicas,"
+                                   " $2::integer, $3::integer) WHERE chunk_id = $1"
+                                   " AND $2 = ANY(replicas) AND NOT $3 = ANY(replicas)",
+                             &p, NULL, "chunk move");
+    if (st != WH_OK)
+        return st;
+    pg_params_t q = {0};
+    pp_text(&q, a->chunk);
+    pp_i64(&q, a->from);
+    return pg_exec(conn, "INSERT INTO gc_queue(chunk_id, node) VALUES($1, $2)", &q, NULL,
+                   "chunk move gc");
+}
+
+wh_status_t pg_chunk_move(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to)
+{
+    pg_move_arg_t a = {chunk_id, from, to};
+    return pg_write(PGM(m), tx_chunk_move, &a);
 }
 
 /* ---- advisory locks ---- */
