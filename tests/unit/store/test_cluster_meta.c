@@ -186,11 +186,11 @@ static void test_shared_database(void)
     }
     CHECK(ls == WH_OK);
 
-    /* The schema version is recorded. */
+    /* The schema version is recorded (2: GC entries with not_before, the cluster's repair). */
     const char *url = th_meta_url(dir);
     PGconn *c = PQconnectdb(url);
     PGresult *r = PQexec(c, "SELECT max(version) FROM wharf_schema");
-    CHECK(PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "1") == 0);
+    CHECK(PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "2") == 0);
     PQclear(r);
     PQfinish(c);
     meta_close(m1);
