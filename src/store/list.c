@@ -17,24 +17,9 @@ typedef struct {
     size_t n, cap;
 } list_bytes_t;
 
-static bool list_grow(void **arr, size_t *cap, size_t want, size_t elem)
-{
-    if (want <= *cap)
-        return true;
-    size_t nc = *cap ? *cap * 2 : 16;
-    while (nc < want)
-        nc *= 2;
-    void *p = realloc(*arr, nc * elem);
-    if (!p)
-        return false;
-    *arr = p;
-    *cap = nc;
-    return true;
-}
-
 static bool bytes_set(list_bytes_t *b, const void *p, size_t n)
 {
-    if (!list_grow((void **)&b->p, &b->cap, n + 1, 1))
+    if (!meta_grow((void **)&b->p, &b->cap, n + 1, 1))
         return false;
     if (n)
         memcpy(b->p, p, n);
@@ -103,7 +88,7 @@ static int list_row(void *arg, const void *kp, size_t klen, uint64_t size, time_
     }
     if (d) {
         size_t cplen = (size_t)(d - key) + w->dlen;
-        if (!list_grow((void **)&out->prefixes, &w->cap_p, out->n_prefixes + 1, sizeof(char *)) ||
+        if (!meta_grow((void **)&out->prefixes, &w->cap_p, out->n_prefixes + 1, sizeof(char *)) ||
             !(out->prefixes[out->n_prefixes] = strndup_bytes(key, cplen)) ||
             !bytes_set(&w->cur, key, cplen))
             return WH_ERR_NOMEM;
@@ -115,7 +100,7 @@ static int list_row(void *arg, const void *kp, size_t klen, uint64_t size, time_
             w->jumped = true;
         return 1;
     }
-    if (!list_grow((void **)&out->entries, &w->cap_e, out->n_entries + 1, sizeof *out->entries))
+    if (!meta_grow((void **)&out->entries, &w->cap_e, out->n_entries + 1, sizeof *out->entries))
         return WH_ERR_NOMEM;
     store_list_entry_t *e = &out->entries[out->n_entries];
     memset(e, 0, sizeof *e);

@@ -117,3 +117,57 @@ wh_status_t meta_tx_run(const meta_tx_ops_t *ops, void *conn, meta_tx_fn fn, voi
     }
 }
 
+
+bool meta_grow(void **arr, size_t *cap, size_t want, size_t elem)
+{
+    if (want <= *cap)
+        return true;
+    size_t nc = *cap ? *cap * 2 : 16;
+    while (nc < want)
+        nc *= 2;
+    void *p = realloc(*arr, nc * elem);
+    if (!p)
+        return false;
+    *arr = p;
+    *cap = nc;
+    return true;
+}
+
+void meta_replicas_format(const store_chunk_t *c, char *out, size_t cap)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    for (uint32_t i = 0; i < c->n_replicas && i < STORE_CHUNK_MAX_REPLICAS && o < cap; i++)
+        o += (size_t)snprintf(out + o, cap - o, i ? ",%u" : "%u", c->replicas[i]);
+}
+
+void meta_replicas_parse(const char *s, store_chunk_t *c)
+{
+    c->n_replicas = 0;
+    while (s && *s && c->n_replicas < STORE_CHUNK_MAX_REPLICAS) {
+        char *end;
+        unsigned long v = strtoul(s, &end, 10);
+        if (end == s)
+            break;
+        c->replicas[c->n_replicas++] = (uint32_t)v;
+        s = *end == ',' ? end + 1 : end;
+    }
+}
+
+wh_status_t meta_parts_unchanged(const char *upload_id, const meta_part_t *listed, size_t n,
+                                 const meta_part_t *all, size_t n_all)
+{
+    /* Both lists ascend by number: a merge walk. */
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        while (j < n_all && all[j].info.number < listed[i].info.number)
+            j++;
+        if (j == n_all || all[j].info.number != listed[i].info.number ||
+            strcmp(all[j].ref.id, listed[i].ref.id) != 0) {
+            wh_warn("store", "upload=%s part=%u changed during completion; retry", upload_id,
+                    listed[i].info.number);
+            return WH_ERR_PRECONDITION;
+        }
+    }
+    return WH_OK;
+}

@@ -162,6 +162,16 @@ typedef struct meta_tx_ops {
 typedef wh_status_t (*meta_tx_fn)(void *conn, void *arg);
 wh_status_t meta_tx_run(const meta_tx_ops_t *ops, void *conn, meta_tx_fn fn, void *arg);
 
+/* Helpers the backends share (meta.c). */
+bool meta_grow(void **arr, size_t *cap, size_t want, size_t elem); /* doubling realloc */
+/* Replica node ids as text "1,2,3" (how both backends hand them over). */
+void meta_replicas_format(const store_chunk_t *c, char *out, size_t cap);
+void meta_replicas_parse(const char *s, store_chunk_t *c);
+/* Completion check: every listed part (ascending) still maps to the same data id among all of
+ * the upload's parts (ascending). WH_ERR_PRECONDITION if one changed meanwhile. */
+wh_status_t meta_parts_unchanged(const char *upload_id, const meta_part_t *listed, size_t n,
+                                 const meta_part_t *all, size_t n_all);
+
 /* S3 listing over object_scan (store/list.c). */
 wh_status_t meta_object_list(meta_t *m, const char *bucket, const store_list_params_t *p,
                              store_list_result_t *out);

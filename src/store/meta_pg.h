@@ -74,7 +74,13 @@ char *pg_dup(const PGresult *r, int row, int col); /* NULL for SQL NULL (or no m
 /* A hex-encoded bytea column into malloc'd bytes (NUL-terminated); *n its length. */
 char *pg_hexcol(const PGresult *r, int row, int col, size_t *n);
 
-/* Shared pieces (meta_pg.c), on a connection inside a transaction. */
+/* The chunk columns, in this order, as selected (from chunks c) by every query that returns
+ * chunk maps; pg_chunk_add appends the chunk at column col of row (when not NULL) to ref. */
+#define PG_CHUNK_COLS "c.chunk_id, c.off, c.len, c.crc64nvme, array_to_string(c.replicas, ','),"\
+                      " c.ec_k, c.ec_m, c.ec_index, c.ec_stripe"
+wh_status_t pg_chunk_add(const PGresult *r, int row, int col, store_data_ref_t *ref);
+
+/* Shared pieces (meta_pg.c, meta_pg_obj.c), on a connection inside a transaction. */
 wh_status_t pg_bucket_check(pg_conn_t *c, const char *bucket);
 wh_status_t pg_chunks_put(pg_conn_t *c, const store_data_ref_t *ref);
 wh_status_t pg_chunks_get(pg_conn_t *c, store_data_ref_t *ref);

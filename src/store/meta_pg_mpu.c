@@ -5,9 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PG_CHUNK_COLS "c.chunk_id, c.off, c.len, c.crc64nvme, array_to_string(c.replicas, ','),"\
-                      " c.ec_k, c.ec_m, c.ec_index, c.ec_stripe"
-
 static wh_status_t pg_upload_check(pg_conn_t *c, const char *bucket, const char *key,
                                    const char *upload_id, store_obj_meta_t *meta, bool lock)
 {
@@ -193,34 +190,7 @@ static wh_status_t pg_parts_read(pg_conn_t *c, const char *upload_id, uint32_t m
             pg_copy(r, i, 5, pp->info.crc32c, sizeof pp->info.crc32c);
             pg_copy(r, i, 6, pp->ref.id, sizeof pp->ref.id);
         }
-        if (!PQgetisnull(r, i, 7)) {
-            store_data_ref_t *ref = &arr[cnt - 1].ref;
-            store_chunk_t *nc = realloc(ref->chunks, (ref->n_chunks + 1) * sizeof *nc);
-            if (!nc) {
-                st = WH_ERR_NOMEM;
-                break;
-            }
-            ref->chunks = nc;
-            store_chunk_t *ch = &ref->chunks[ref->n_chunks++];
-            memset(ch, 0, sizeof *ch);
-            pg_copy(r, i, 7, ch->id, sizeof ch->id);
-            ch->offset = (uint64_t)pg_i64(r, i, 8);
-            ch->length = (uint64_t)pg_i64(r, i, 9);
-            ch->crc64nvme = (uint64_t)pg_i64(r, i, 10);
-            const char *s = PQgetvalue(r, i, 11);
-            while (s && *s && ch->n_replicas < STORE_CHUNK_MAX_REPLICAS) {
-                char *end;
-                unsigned long v = strtoul(s, &end, 10);
-                if (end == s)
-                    break;
-                ch->replicas[ch->n_replicas++] = (uint32_t)v;
-                s = *end == ',' ? end + 1 : end;
-            }
-            ch->ec_k = (uint32_t)pg_i64(r, i, 12);
-            ch->ec_m = (uint32_t)pg_i64(r, i, 13);
-            ch->ec_index = (uint32_t)pg_i64(r, i, 14);
-            ch->ec_stripe = (uint64_t)pg_i64(r, i, 15);
-        }
+        st = pg_chunk_add(r, i, 7, &arr[cnt - 1].ref);
     }
     PQclear(r);
     if (st != WH_OK) {
@@ -345,18 +315,9 @@ static wh_status_t tx_upload_complete(void *conn, void *arg)
         st = pg_parts_read(conn, a->upload_id, 0, 0, &a->all, &a->n_all, NULL);
     if (st != WH_OK)
         return st;
-    /* Both lists ascend by number: a merge walk checks nothing moved under us. */
-    size_t j = 0;
-    for (size_t i = 0; i < a->n; i++) {
-        while (j < a->n_all && a->all[j].info.number < a->parts[i].info.number)
-            j++;
-        if (j == a->n_all || a->all[j].info.number != a->parts[i].info.number ||
-            strcmp(a->all[j].ref.id, a->parts[i].ref.id) != 0) {
-            wh_warn("store", "upload=%s part=%u changed during completion; retry", a->upload_id,
-                    a->parts[i].info.number);
-            return WH_ERR_PRECONDITION;
-        }
-    }
+    st = meta_parts_unchanged(a->upload_id, a->parts, a->n, a->all, a->n_all);
+    if (st != WH_OK)
+        return st;
     st = pg_obj_ref(conn, a->bucket, a->key, klen, a->old);
     if (st == WH_OK)
         st = pg_chunks_drop(conn, a->old->id);

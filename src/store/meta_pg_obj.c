@@ -12,10 +12,6 @@
 
 /* ---- chunk maps ---- */
 
-/* The chunk columns, in this order, as selected by every query that returns chunks. */
-#define PG_CHUNK_COLS "c.chunk_id, c.off, c.len, c.crc64nvme, array_to_string(c.replicas, ','),"\
-                      " c.ec_k, c.ec_m, c.ec_index, c.ec_stripe"
-
 static void pg_chunk_read(const PGresult *r, int row, int col, store_chunk_t *ch)
 {
     memset(ch, 0, sizeof *ch);
@@ -23,23 +19,14 @@ static void pg_chunk_read(const PGresult *r, int row, int col, store_chunk_t *ch
     ch->offset = (uint64_t)pg_i64(r, row, col + 1);
     ch->length = (uint64_t)pg_i64(r, row, col + 2);
     ch->crc64nvme = (uint64_t)pg_i64(r, row, col + 3);
-    const char *s = PQgetvalue(r, row, col + 4);
-    while (s && *s && ch->n_replicas < STORE_CHUNK_MAX_REPLICAS) {
-        char *end;
-        unsigned long v = strtoul(s, &end, 10);
-        if (end == s)
-            break;
-        ch->replicas[ch->n_replicas++] = (uint32_t)v;
-        s = *end == ',' ? end + 1 : end;
-    }
+    meta_replicas_parse(PQgetvalue(r, row, col + 4), ch);
     ch->ec_k = (uint32_t)pg_i64(r, row, col + 5);
     ch->ec_m = (uint32_t)pg_i64(r, row, col + 6);
     ch->ec_index = (uint32_t)pg_i64(r, row, col + 7);
     ch->ec_stripe = (uint64_t)pg_i64(r, row, col + 8);
 }
 
-/* Appends the chunk of row (when its chunk column is not NULL) to ref. */
-static wh_status_t pg_chunk_add(const PGresult *r, int row, int col, store_data_ref_t *ref)
+wh_status_t pg_chunk_add(const PGresult *r, int row, int col, store_data_ref_t *ref)
 {
     if (PQgetisnull(r, row, col))
         return WH_OK;

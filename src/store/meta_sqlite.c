@@ -173,21 +173,6 @@ char *sq_col_dup(sqlite3_stmt *s, int i)
     return d;
 }
 
-bool sq_grow(void **arr, size_t *cap, size_t want, size_t elem)
-{
-    if (want <= *cap)
-        return true;
-    size_t nc = *cap ? *cap * 2 : 16;
-    while (nc < want)
-        nc *= 2;
-    void *p = realloc(*arr, nc * elem);
-    if (!p)
-        return false;
-    *arr = p;
-    *cap = nc;
-    return true;
-}
-
 /* Runs a statement that returns no rows. */
 wh_status_t sq_exec_stmt(sq_conn_t *c, sqlite3_stmt *s, const char *what)
 {
@@ -453,7 +438,7 @@ static wh_status_t sq_bucket_list(meta_t *mm, store_bucket_info_t **out, size_t 
     pthread_mutex_lock(&c->lock);
     sqlite3_stmt *s = c->stmt[S_BUCKET_LIST];
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (!sq_grow((void **)&arr, &cap, cnt + 1, sizeof *arr)) {
+        if (!meta_grow((void **)&arr, &cap, cnt + 1, sizeof *arr)) {
             st = WH_ERR_NOMEM;
             break;
         }

@@ -66,7 +66,6 @@ void sq_bind_text(sqlite3_stmt *s, int i, const char *v);
 void sq_bind_key(sqlite3_stmt *s, int i, const void *p, size_t n);
 void sq_col_copy(sqlite3_stmt *s, int i, char *dst, size_t cap);
 char *sq_col_dup(sqlite3_stmt *s, int i);
-bool sq_grow(void **arr, size_t *cap, size_t want, size_t elem);
 wh_status_t sq_exec_stmt(sq_conn_t *c, sqlite3_stmt *s, const char *what);
 wh_status_t sq_row_exists(sq_conn_t *c, int which, const char *arg, const char *what);
 wh_status_t sq_bucket_check(sq_conn_t *c, const char *bucket);

@@ -146,7 +146,7 @@ static wh_status_t sq_parts_read(sq_conn_t *c, const char *upload_id, uint32_t m
             trunc = true;
             break;
         }
-        if (!sq_grow((void **)&arr, &cap, cnt + 1, sizeof *arr)) {
+        if (!meta_grow((void **)&arr, &cap, cnt + 1, sizeof *arr)) {
             st = WH_ERR_NOMEM;
             break;
         }
@@ -261,18 +261,9 @@ static wh_status_t tx_upload_complete(void *conn, void *arg)
         st = sq_parts_read(c, a->upload_id, 0, 0, &a->all, &a->n_all, NULL);
     if (st != WH_OK)
         return st;
-    /* Both lists ascend by number: a merge walk checks nothing moved under us. */
-    size_t j = 0;
-    for (size_t i = 0; i < a->n; i++) {
-        while (j < a->n_all && a->all[j].info.number < a->parts[i].info.number)
-            j++;
-        if (j == a->n_all || a->all[j].info.number != a->parts[i].info.number ||
-            strcmp(a->all[j].ref.id, a->parts[i].ref.id) != 0) {
-            wh_warn("store", "upload=%s part=%u changed during completion; retry", a->upload_id,
-                    a->parts[i].info.number);
-            return WH_ERR_PRECONDITION;
-        }
-    }
+    st = meta_parts_unchanged(a->upload_id, a->parts, a->n, a->all, a->n_all);
+    if (st != WH_OK)
+        return st;
     st = sq_obj_ref(c, a->bucket, a->key, klen, a->old);
     if (st == WH_OK)
         st = sq_chunks_drop(c, a->old->id);
@@ -322,7 +313,7 @@ wh_status_t sq_upload_list(meta_t *mm, const char *bucket, const char *prefix,
         size_t klen = (size_t)sqlite3_column_bytes(s, 0);
         if (!key || klen < plen || memcmp(key, pfx, plen) != 0)
             break;
-        if (!sq_grow((void **)&arr, &cap, cnt + 1, sizeof *arr)) {
+        if (!meta_grow((void **)&arr, &cap, cnt + 1, sizeof *arr)) {
             st = WH_ERR_NOMEM;
             break;
         }

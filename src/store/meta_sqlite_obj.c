@@ -8,33 +8,12 @@
 
 /* ---- chunk maps ---- */
 
-static void replicas_format(const store_chunk_t *c, char *out, size_t cap)
-{
-    size_t o = 0;
-    out[0] = '\0';
-    for (uint32_t i = 0; i < c->n_replicas && i < STORE_CHUNK_MAX_REPLICAS && o < cap; i++)
-        o += (size_t)snprintf(out + o, cap - o, i ? ",%u" : "%u", c->replicas[i]);
-}
-
-static void replicas_parse(const char *s, store_chunk_t *c)
-{
-    c->n_replicas = 0;
-    while (s && *s && c->n_replicas < STORE_CHUNK_MAX_REPLICAS) {
-        char *end;
-        unsigned long v = strtoul(s, &end, 10);
-        if (end == s)
-            break;
-        c->replicas[c->n_replicas++] = (uint32_t)v;
-        s = *end == ',' ? end + 1 : end;
-    }
-}
-
 wh_status_t sq_chunks_put(sq_conn_t *c, const store_data_ref_t *ref)
 {
     for (size_t i = 0; i < ref->n_chunks; i++) {
         const store_chunk_t *ch = &ref->chunks[i];
         char reps[STORE_CHUNK_MAX_REPLICAS * 11 + 1];
-        replicas_format(ch, reps, sizeof reps);
+        meta_replicas_format(ch, reps, sizeof reps);
         sqlite3_stmt *s = c->stmt[S_CHUNK_INSERT];
         sq_bind_text(s, 1, ref->id);
         sqlite3_bind_int64(s, 2, (sqlite3_int64)i);
@@ -62,7 +41,7 @@ wh_status_t sq_chunks_get(sq_conn_t *c, store_data_ref_t *ref)
     sqlite3_stmt *s = c->stmt[S_CHUNK_GET];
     sq_bind_text(s, 1, ref->id);
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (!sq_grow((void **)&ref->chunks, &cap, ref->n_chunks + 1, sizeof *ref->chunks)) {
+        if (!meta_grow((void **)&ref->chunks, &cap, ref->n_chunks + 1, sizeof *ref->chunks)) {
             st = WH_ERR_NOMEM;
             break;
         }
@@ -72,7 +51,7 @@ wh_status_t sq_chunks_get(sq_conn_t *c, store_data_ref_t *ref)
         ch->offset = (uint64_t)sqlite3_column_int64(s, 1);
         ch->length = (uint64_t)sqlite3_column_int64(s, 2);
         ch->crc64nvme = (uint64_t)sqlite3_column_int64(s, 3);
-        replicas_parse((const char *)sqlite3_column_text(s, 4), ch);
+        meta_replicas_parse((const char *)sqlite3_column_text(s, 4), ch);
         ch->ec_k = (uint32_t)sqlite3_column_int64(s, 5);
         ch->ec_m = (uint32_t)sqlite3_column_int64(s, 6);
         ch->ec_index = (uint32_t)sqlite3_column_int64(s, 7);
