@@ -41,7 +41,8 @@ struct store_data;
 typedef struct store_config {
     const char *data_dir;     /* local object files, and SQLite's meta.db without meta_url */
     const char *meta_url;     /* NULL/"": SQLite in data_dir; "postgresql://USER@HOST:PORT/DB" */
-    uint64_t reserve_bytes;   /* space held back for deletes on a full disk; default 8 MiB */
+    uint64_t reserve_bytes;   /* space held back for deletes on a full disk; 0: 8 MiB,
+                               * UINT64_MAX: none */
     unsigned high_water_pct;  /* refuse new writes above this fill of the data file system
                                * (1..100, default 99; 100: only when full) */
 } store_config_t;
