@@ -23,6 +23,7 @@
     X(S3_ERR_INVALID_REQUEST, "InvalidRequest", 400, "Invalid Request")                    \
     X(S3_ERR_KEY_TOO_LONG, "KeyTooLongError", 400, "Your key is too long.")                \
     X(S3_ERR_MALFORMED_XML, "MalformedXML", 400, "The XML you provided was not well-formed or did not validate against our published schema.") \
+    X(S3_ERR_METADATA_TOO_LARGE, "MetadataTooLarge", 400, "Your metadata headers exceed the maximum allowed metadata size.") \
     X(S3_ERR_METHOD_NOT_ALLOWED, "MethodNotAllowed", 405, "The specified method is not allowed against this resource.") \
     X(S3_ERR_MISSING_CONTENT_LENGTH, "MissingContentLength", 411, "You must provide the Content-Length HTTP header.") \
     X(S3_ERR_MISSING_SECURITY_HEADER, "MissingSecurityHeader", 400, "Your request was missing a required header.") \

@@ -5,6 +5,7 @@
 #include "server/delegate.h"
 #include "base/crc.h"
 #include "base/log.h"
+#include "xfer/token.h"
 
 #include <microhttpd.h>
 #include <stdio.h>
@@ -60,6 +61,18 @@ int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part)
     if (r->auth.mode != S3_PAYLOAD_UNSIGNED)
         return srv_err(o, S3_ERR_INVALID_ARGUMENT, "a PUT with x-amz-rdma-token must send "
                                                    "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    /* The token's size is the body's size: it meets the limit Content-Length would, before
+     * any byte moves. A token that does not parse is left to the engine, which names the bad
+     * field. */
+    const char *tokstr = srv_hdr(r, "x-amz-rdma-token");
+    token_t tok;
+    char terr[160];
+    if (token_parse(tokstr, strlen(tokstr), &tok, terr, sizeof terr) == WH_OK &&
+        tok.size > SRV_MAX_PUT_SIZE)
+        return srv_errf(o, S3_ERR_ENTITY_TOO_LARGE,
+                        "the x-amz-rdma-token names %llu bytes; a %s may carry at most 5 GiB%s",
+                        (unsigned long long)tok.size, part ? "part" : "single PUT",
+                        part ? "" : "; use a multipart upload");
     s3_sums_t want;
     int ret;
     if ((ret = srv_sums_read(r, o, &want)) || (ret = srv_sums_start(r, o)))
@@ -82,35 +95,9 @@ int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part)
     char md5[33];
     if ((ret = moved_check(r, o, &res)) || (ret = srv_sums_check(r, o, &want, r->w, md5)))
         return ret;
-    char etag[80];
-    if (part) {
-        char e[33];
-        st = store_mpu_part_commit(srv_st(r), srv_b(r), srv_k(r), r->upload_id, r->part_number,
-                                   r->w, e);
-        r->w = NULL;
-        snprintf(etag, sizeof etag, "%s", e);
-    } else {
-        store_obj_meta_t m;
-        memset(&m, 0, sizeof m);
-        if ((ret = srv_meta_from_request(r, o, &m))) {
-            store_obj_meta_free(&m);
-            return ret;
-        }
-        snprintf(m.etag, sizeof m.etag, "%s", table_etag[0] ? table_etag : md5);
-        srv_sums_to_meta(&m, &want);
-        st = store_writer_commit(r->w, srv_b(r), srv_k(r), &m);
-        r->w = NULL;
-        snprintf(etag, sizeof etag, "%s", m.etag);
-        store_obj_meta_free(&m);
-    }
-    if (st == WH_ERR_NOT_FOUND)
-        return srv_err_not_found(r, o, part ? S3_ERR_NO_SUCH_UPLOAD : S3_ERR_NO_SUCH_KEY);
-    if (st != WH_OK)
-        return srv_err_status(r, o, st, "committing the object");
-    srv_sums_to_out(o, &want);
-    char q[84], c64[13];
-    srv_etag_quoted(etag, q);
-    srv_out_header(o, MHD_HTTP_HEADER_ETAG, q);
+    if ((ret = srv_put_commit(r, o, part, &want, table_etag[0] ? table_etag : md5, NULL)))
+        return ret;
+    char c64[13];
     wh_crc64nvme_b64(res.crc64nvme, c64);
     srv_out_header(o, "x-amz-checksum-crc64nvme", c64);
     srv_out_header(o, "x-amz-rdma-reply", "200");

@@ -1,5 +1,5 @@
 /* What the S3 handler families share: XML pieces, request checks, store-status mapping,
- * object metadata headers, conditional requests and the body checksums. */
+ * conditional requests and the body checksums. */
 #include "server/s3api.h"
 #include "base/codec.h"
 #include "base/crc.h"
@@ -142,111 +142,6 @@ int srv_body_md5_check(srv_req_t *r, srv_out_t *o)
     if (memcmp(d, got, WH_MD5_LEN) != 0)
         return srv_err(o, S3_ERR_BAD_DIGEST, "Content-MD5 does not match the request body");
     return 0;
-}
-
-/* ---- metadata headers ------------------------------------------------------------------- */
-
-/* Standard headers kept with the object and returned on GET/HEAD, besides Content-Type. */
-static const char *const g_kept_headers[] = {
-    "cache-control", "content-disposition", "content-encoding", "content-language", "expires",
-};
-
-/* x-amz-meta-* and the kept headers as a JSON object, or NULL when there are none. */
-static char *user_meta_json(srv_req_t *r)
-{
-    json_t *o = json_object();
-    if (!o)
-        return NULL;
-    for (size_t i = 0; i < r->nhdrs; i++) {
-        const char *n = r->hdrs[i].lname, *v = r->hdrs[i].value;
-        bool keep = strncmp(n, "x-amz-meta-", 11) == 0 && n[11];
-        for (size_t j = 0; !keep && j < WH_ARRAY_SIZE(g_kept_headers); j++)
-            keep = strcmp(n, g_kept_headers[j]) == 0;
-        if (!keep)
-            continue;
-        if (strcmp(n, "content-encoding") == 0) {
-            /* aws-chunked is transport framing, not the object's encoding. */
-            if (strcasecmp(v, "aws-chunked") == 0)
-                continue;
-            if (strncasecmp(v, "aws-chunked,", 12) == 0)
-                v += 12;
-        }
-        json_object_set_new(o, n, json_string(v));
-    }
-    char *s = json_object_size(o) ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-    json_decref(o);
-    return s;
-}
-
-int srv_meta_from_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m)
-{
-    const char *ct = srv_hdr(r, "content-type");
-    snprintf(m->content_type, sizeof m->content_type, "%s",
-             ct && *ct ? ct : "binary/octet-stream");
-    m->user_meta_json = user_meta_json(r);
-    return 0;
-}
-
-static void add_meta_headers(srv_out_t *o, const char *json, bool whole)
-{
-    if (!json)
-        return;
-    json_t *j = json_loads(json, 0, NULL);
-    if (!j)
-        return;
-    const char *k;
-    json_t *v;
-    json_object_foreach(j, k, v)
-    {
-        /* A stored checksum covers the whole object, not a range of it. */
-        if (!whole && strncmp(k, "x-amz-checksum-", 15) == 0)
-            continue;
-        if (json_is_string(v))
-            srv_out_header(o, k, json_string_value(v));
-    }
-    json_decref(j);
-}
-
-void srv_object_headers(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, bool whole)
-{
-    char q[84], date[30];
-    srv_etag_quoted(m->etag, q);
-    srv_out_header(o, MHD_HTTP_HEADER_ETAG, q);
-    wh_http_date(m->mtime, date);
-    srv_out_header(o, MHD_HTTP_HEADER_LAST_MODIFIED, date);
-    srv_out_header(o, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
-    /* response-* query parameters replace the stored header of the same name. */
-    static const char *const overrides[][3] = {
-        {"response-content-disposition", "content-disposition", "Content-Disposition"},
-        {"response-content-encoding", "content-encoding", "Content-Encoding"},
-        {"response-content-language", "content-language", "Content-Language"},
-        {"response-cache-control", "cache-control", "Cache-Control"},
-        {"response-expires", "expires", "Expires"},
-    };
-    json_t *j = m->user_meta_json ? json_loads(m->user_meta_json, 0, NULL) : NULL;
-    for (size_t i = 0; j && i < WH_ARRAY_SIZE(overrides); i++)
-        if (srv_route_q(&r->route, overrides[i][0]))
-            json_object_del(j, overrides[i][1]);
-    char *js = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_decref(j);
-    add_meta_headers(o, js, whole);
-    free(js);
-    for (size_t i = 0; i < WH_ARRAY_SIZE(overrides); i++) {
-        const char *v = srv_route_q(&r->route, overrides[i][0]);
-        if (v)
-            srv_out_header(o, overrides[i][2], v);
-    }
-    const char *ct = srv_route_q(&r->route, "response-content-type");
-    srv_out_header(o, MHD_HTTP_HEADER_CONTENT_TYPE,
-                   ct ? ct : (m->content_type[0] ? m->content_type : "binary/octet-stream"));
-    if (whole) {
-        if (m->crc32c[0])
-            srv_out_header(o, "x-amz-checksum-crc32c", m->crc32c);
-        if (m->crc64nvme[0])
-            srv_out_header(o, "x-amz-checksum-crc64nvme", m->crc64nvme);
-    }
-    if (m->parts)
-        srv_out_header_u64(o, "x-amz-mp-parts-count", m->parts);
 }
 
 /* ---- conditional requests --------------------------------------------------------------- */

@@ -17,6 +17,16 @@
 
 int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part)
 {
+    int ret;
+    if (!part) {
+        /* Metadata that cannot be kept is refused before the body, not after it. */
+        store_obj_meta_t m;
+        memset(&m, 0, sizeof m);
+        ret = srv_meta_from_request(r, o, &m);
+        store_obj_meta_free(&m);
+        if (ret)
+            return ret;
+    }
     if (r->token_req)
         return srv_rdma_put_object(r, o, part);
     const char *cl = srv_hdr(r, "content-length");
@@ -28,17 +38,58 @@ int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part)
     const char *sz = dcl ? dcl : cl;
     if (sz && wh_parse_u64(sz, strlen(sz), &size) != 0)
         return srv_err(o, S3_ERR_INVALID_ARGUMENT, "Content-Length must be a decimal number");
-    if (!part && size > SRV_MAX_PUT_SIZE)
+    /* S3's limit is the same for an object and for a part; the body path enforces it again
+     * on the bytes that arrive (aws-chunked bodies may not declare a length). */
+    if (size > SRV_MAX_PUT_SIZE)
         return srv_err(o, S3_ERR_ENTITY_TOO_LARGE,
-                       "a single PUT may carry at most 5 GiB; use a multipart upload");
+                       part ? "a part may carry at most 5 GiB"
+                            : "a single PUT may carry at most 5 GiB; use a multipart upload");
     s3_sums_t want; /* validate the headers now; trailers are read at the end */
-    int ret;
     if ((ret = srv_sums_read(r, o, &want)) || (ret = srv_sums_start(r, o)))
         return ret;
     wh_status_t st = store_writer_open(srv_st(r), &r->w);
     if (st != WH_OK)
         return srv_err_status(r, o, st, "opening a temp file");
     return 0; /* the body goes to r->w */
+}
+
+int srv_put_commit(srv_req_t *r, srv_out_t *o, bool part, const s3_sums_t *want,
+                   const char *etag_hex, const char *c64)
+{
+    wh_status_t st;
+    char etag[80];
+    if (part) {
+        char e[33];
+        st = store_mpu_part_commit(srv_st(r), srv_b(r), srv_k(r), r->upload_id, r->part_number,
+                                   r->w, e);
+        r->w = NULL;
+        snprintf(etag, sizeof etag, "%s", e);
+    } else {
+        store_obj_meta_t m;
+        memset(&m, 0, sizeof m);
+        int ret = srv_meta_from_request(r, o, &m);
+        if (ret) {
+            store_obj_meta_free(&m);
+            return ret;
+        }
+        snprintf(m.etag, sizeof m.etag, "%s", etag_hex);
+        if (c64)
+            snprintf(m.crc64nvme, sizeof m.crc64nvme, "%s", c64);
+        srv_sums_to_meta(&m, want);
+        st = store_writer_commit(r->w, srv_b(r), srv_k(r), &m);
+        r->w = NULL;
+        snprintf(etag, sizeof etag, "%s", m.etag);
+        store_obj_meta_free(&m);
+    }
+    if (st == WH_ERR_NOT_FOUND)
+        return srv_err_not_found(r, o, part ? S3_ERR_NO_SUCH_UPLOAD : S3_ERR_NO_SUCH_KEY);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, part ? "committing the part" : "committing the object");
+    char q[84];
+    srv_etag_quoted(etag, q);
+    srv_out_header(o, MHD_HTTP_HEADER_ETAG, q);
+    srv_sums_to_out(o, want);
+    return 0;
 }
 
 int srv_put_finish(srv_req_t *r, srv_out_t *o, bool part)
@@ -53,45 +104,17 @@ int srv_put_finish(srv_req_t *r, srv_out_t *o, bool part)
         return ret; /* cleanup aborts the writer */
     uint64_t t_md5 = wh_now_ns();
     uint64_t size = store_writer_size(r->w);
-    char etag[80];
     char c64[13];
     wh_crc64nvme_b64(store_writer_crc64nvme(r->w), c64);
-    wh_status_t st;
-    if (part) {
-        char e[33];
-        st = store_mpu_part_commit(srv_st(r), srv_b(r), srv_k(r), r->upload_id, r->part_number,
-                                   r->w, e);
-        r->w = NULL;
-        snprintf(etag, sizeof etag, "%s", e);
-    } else {
-        store_obj_meta_t m;
-        memset(&m, 0, sizeof m);
-        if ((ret = srv_meta_from_request(r, o, &m))) {
-            store_obj_meta_free(&m);
-            return ret;
-        }
-        snprintf(m.etag, sizeof m.etag, "%s", md5);
-        snprintf(m.crc64nvme, sizeof m.crc64nvme, "%s", c64);
-        srv_sums_to_meta(&m, &want);
-        st = store_writer_commit(r->w, srv_b(r), srv_k(r), &m);
-        r->w = NULL;
-        snprintf(etag, sizeof etag, "%s", m.etag);
-        store_obj_meta_free(&m);
-    }
+    ret = srv_put_commit(r, o, part, &want, md5, c64);
     wh_debug(MOD, "put id=%s bytes=%llu body_ms=%.3f md5_wait_ms=%.3f commit_ms=%.3f", r->id,
              (unsigned long long)size, (double)(t_body - r->t0_ns) / 1e6,
              (double)(t_md5 - t_body) / 1e6, (double)(wh_now_ns() - t_md5) / 1e6);
-    if (st == WH_ERR_NOT_FOUND)
-        return srv_err_not_found(r, o, part ? S3_ERR_NO_SUCH_UPLOAD : S3_ERR_NO_SUCH_KEY);
-    if (st != WH_OK)
-        return srv_err_status(r, o, st, "committing the object");
+    if (ret)
+        return ret;
     atomic_fetch_add(&r->srv->metrics.http_write_bytes, size);
     atomic_fetch_add(&r->srv->metrics.http_write_ops, 1);
-    char q[84];
-    srv_etag_quoted(etag, q);
-    srv_out_header(o, MHD_HTTP_HEADER_ETAG, q);
     srv_out_header(o, "x-amz-checksum-crc64nvme", c64);
-    srv_sums_to_out(o, &want);
     return srv_ok(o, 200);
 }
 

@@ -7,7 +7,8 @@
  *   s3_bucket.c ListBuckets, Create/Delete/HeadBucket, GetBucketLocation/Versioning
  *   s3_list.c   ListObjects, ListObjectsV2, ListObjectVersions
  *   s3_mpu.c    multipart: create, parts (and part copy), complete, abort, list parts/uploads
- *   s3_util.c   XML pieces, metadata headers, preconditions, store-status mapping, checksums
+ *   s3_meta.c   object metadata: what is kept from a request, the headers sent back
+ *   s3_util.c   XML pieces, preconditions, store-status mapping, checksums
  *
  * A handler never queues a response itself: it returns the HTTP status and fills a srv_out_t
  * (an S3 error with its message, or a success with its headers and body), and srv_s3_send
@@ -118,6 +119,11 @@ int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part);
 /* s3_write.c: the PUT body path shared by PutObject and UploadPart. */
 int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part);
 int srv_put_finish(srv_req_t *r, srv_out_t *o, bool part);
+/* Commits r->w as the object (with the request's metadata, etag_hex and, when not NULL, the
+ * crc64nvme c64) or as the part; adds ETag and the verified checksums to the answer. 0 or the
+ * error's status. */
+int srv_put_commit(srv_req_t *r, srv_out_t *o, bool part, const s3_sums_t *want,
+                   const char *etag_hex, const char *c64);
 
 /* s3_write.c: x-amz-copy-source, parsed and opened (preconditions applied). */
 typedef struct srv_copy_src {
