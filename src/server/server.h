@@ -1,7 +1,8 @@
 /* wharfd's HTTP front: two libmicrohttpd daemons (TCP and a Unix-domain socket), one request
  * object per HTTP request, SigV4 on everything except /health and /metrics, and the S3
- * handlers (s3api.c dispatches to one file per API family, s3api.h). Each connection has its own thread (MHD_USE_THREAD_PER_CONNECTION),
- * so handlers may block on disk and on RDMA transfers. */
+ * handlers (s3api.c dispatches to one file per API family; s3api.h lists them). Each
+ * connection has its own thread (MHD_USE_THREAD_PER_CONNECTION), so handlers may block on disk
+ * and on RDMA transfers. */
 #ifndef WH_SERVER_SERVER_H
 #define WH_SERVER_SERVER_H
 
