@@ -564,6 +564,7 @@ def rank_main(a, rank, world, local_rank, local_world):
 
 def run(ctx, a, backend):
     lim = cm.limits(a) if ctx.rank == 0 else None
+    ctx.barrier()  # the limits ran on a quiet host: the others wait before making their state
     ctx.sd = rank_state(int(a.gib_per_rank * cm.GiB), ctx.rank, ctx.device)
     _sync(ctx.device)
     mine = ckpt.payload_bytes(ctx.sd)
