@@ -19,19 +19,6 @@ const char *cl_op_name(cl_op_t op)
     return op >= CL_OP_GET && op <= CL_OP_RPUT ? g_ops[op] : "?";
 }
 
-static wh_status_t fail(char *err, size_t errlen, wh_status_t st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static wh_status_t fail(char *err, size_t errlen, wh_status_t st, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
-
 bool cl_chunk_id_valid(const char *s, size_t len)
 {
     if (len != CL_CHUNK_ID_LEN)
@@ -71,25 +58,25 @@ wh_status_t cl_itoken_sign(const void *key, size_t klen, const cl_itoken_t *t, c
                            size_t outlen, char *err, size_t errlen)
 {
     if (t->op < CL_OP_GET || t->op > CL_OP_RPUT)
-        return fail(err, errlen, WH_ERR_INVALID, "itoken field 'op': unknown operation");
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'op': unknown operation");
     if (!cl_chunk_id_valid(t->chunk, strlen(t->chunk)))
-        return fail(err, errlen, WH_ERR_INVALID, "itoken field 'chunk': not 32 hex digits");
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'chunk': not 32 hex digits");
     if (!t->peer_addr[0] || !field_ok(t->peer_addr))
-        return fail(err, errlen, WH_ERR_INVALID, "itoken field 'addr': empty or has '|'");
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'addr': empty or has '|'");
     if (t->mtok[0] && !field_ok(t->mtok))
-        return fail(err, errlen, WH_ERR_INVALID,
-                    "itoken field 'mtok': has '|' or a non-printable byte");
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                       "itoken field 'mtok': has '|' or a non-printable byte");
     bool rdma = t->op == CL_OP_RGET || t->op == CL_OP_RPUT;
     if (rdma != (t->mtok[0] != '\0'))
-        return fail(err, errlen, WH_ERR_INVALID,
-                    "itoken field 'mtok': required exactly for rget and rput");
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                       "itoken field 'mtok': required exactly for rget and rput");
     int n = snprintf(out, outlen,
                      "wit1|%s|%s|%" PRIx64 "|%" PRIx64 "|%" PRId64 "|%s|%s|%ld|%lu|%s|",
                      g_ops[t->op], t->chunk, t->off, t->len, t->expires,
                      t->peer_unix ? "unix" : "tcp", t->peer_addr, (long)t->peer_pid,
                      (unsigned long)t->peer_uid, t->mtok[0] ? t->mtok : "-");
     if (n < 0 || (size_t)n + 65 > outlen)
-        return fail(err, errlen, WH_ERR_INVALID, "itoken does not fit in %zu bytes", outlen);
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken does not fit in %zu bytes", outlen);
     mac_hex(key, klen, out, (size_t)n - 1, out + n); /* the MAC covers up to the last '|' */
     return WH_OK;
 }
@@ -108,75 +95,73 @@ wh_status_t cl_itoken_parse(const char *s, size_t len, cl_itoken_t *out, size_t 
     const char *f[NFIELDS];
     size_t fl[NFIELDS], nf = 0, start = 0;
     if (len > CL_ITOKEN_MAX)
-        return fail(err, errlen, WH_ERR_INVALID, "itoken longer than %d bytes", CL_ITOKEN_MAX);
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken longer than %d bytes", CL_ITOKEN_MAX);
     for (size_t i = 0; i <= len; i++) {
         if (i < len && s[i] != '|')
             continue;
         if (nf == NFIELDS)
-            return fail(err, errlen, WH_ERR_INVALID, "itoken has more than %d fields",
-                        NFIELDS);
+            return wh_errf(WH_ERR_INVALID, err, errlen, "itoken has more than %d fields", NFIELDS);
         f[nf] = s + start;
         fl[nf++] = i - start;
         start = i + 1;
     }
     if (nf != NFIELDS)
-        return fail(err, errlen, WH_ERR_INVALID, "itoken has %zu fields, want %d", nf,
-                    NFIELDS);
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken has %zu fields, want %d", nf, NFIELDS);
     for (size_t i = 0; i < NFIELDS; i++)
         for (size_t j = 0; j < fl[i]; j++)
             if (f[i][j] < 0x21 || f[i][j] > 0x7e)
-                return fail(err, errlen, WH_ERR_INVALID,
-                            "itoken field '%s': non-printable byte", names[i]);
+                return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field '%s': non-printable byte",
+                               names[i]);
     cl_itoken_t t;
     memset(&t, 0, sizeof t);
     if (fl[0] != 4 || memcmp(f[0], "wit1", 4) != 0)
-        return fail(err, errlen, WH_ERR_INVALID, "itoken field 'version': not wit1");
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'version': not wit1");
     for (int op = CL_OP_GET; op <= CL_OP_RPUT; op++)
         if (strlen(g_ops[op]) == fl[1] && memcmp(g_ops[op], f[1], fl[1]) == 0)
             t.op = (cl_op_t)op;
     if (!t.op)
-        return fail(err, errlen, WH_ERR_INVALID, "itoken field 'op': unknown operation");
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'op': unknown operation");
     if (!cl_chunk_id_valid(f[2], fl[2]))
-        return fail(err, errlen, WH_ERR_INVALID, "itoken field 'chunk': not 32 hex digits");
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'chunk': not 32 hex digits");
     memcpy(t.chunk, f[2], CL_CHUNK_ID_LEN);
     if (wh_hex_u64(f[3], fl[3], &t.off) != 0)
-        return fail(err, errlen, WH_ERR_INVALID, "itoken field 'off': not hex");
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'off': not hex");
     if (wh_hex_u64(f[4], fl[4], &t.len) != 0)
-        return fail(err, errlen, WH_ERR_INVALID, "itoken field 'len': not hex");
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'len': not hex");
     if (t.off + t.len < t.off)
-        return fail(err, errlen, WH_ERR_INVALID, "itoken fields 'off'+'len' overflow");
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken fields 'off'+'len' overflow");
     uint64_t v;
     if (dec_u64(f[5], fl[5], &v) != 0 || v > INT64_MAX)
-        return fail(err, errlen, WH_ERR_INVALID, "itoken field 'exp': not a Unix time");
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'exp': not a Unix time");
     t.expires = (int64_t)v;
     if (fl[6] == 4 && memcmp(f[6], "unix", 4) == 0)
         t.peer_unix = true;
     else if (!(fl[6] == 3 && memcmp(f[6], "tcp", 3) == 0))
-        return fail(err, errlen, WH_ERR_INVALID, "itoken field 'peer': not tcp or unix");
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'peer': not tcp or unix");
     if (fl[7] == 0 || fl[7] >= sizeof t.peer_addr)
-        return fail(err, errlen, WH_ERR_INVALID, "itoken field 'addr': empty or too long");
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'addr': empty or too long");
     memcpy(t.peer_addr, f[7], fl[7]);
     if (dec_u64(f[8], fl[8], &v) != 0 || v > INT32_MAX)
-        return fail(err, errlen, WH_ERR_INVALID, "itoken field 'pid': not a pid");
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'pid': not a pid");
     t.peer_pid = (pid_t)v;
     if (dec_u64(f[9], fl[9], &v) != 0 || v > UINT32_MAX)
-        return fail(err, errlen, WH_ERR_INVALID, "itoken field 'uid': not a uid");
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'uid': not a uid");
     t.peer_uid = (uid_t)v;
     bool rdma = t.op == CL_OP_RGET || t.op == CL_OP_RPUT;
     if (fl[10] == 1 && f[10][0] == '-') {
         if (rdma)
-            return fail(err, errlen, WH_ERR_INVALID,
-                        "itoken field 'mtok': an RDMA operation needs a memory token");
+            return wh_errf(WH_ERR_INVALID, err, errlen,
+                           "itoken field 'mtok': an RDMA operation needs a memory token");
     } else {
         if (!rdma)
-            return fail(err, errlen, WH_ERR_INVALID,
-                        "itoken field 'mtok': only rget and rput carry a memory token");
+            return wh_errf(WH_ERR_INVALID, err, errlen,
+                           "itoken field 'mtok': only rget and rput carry a memory token");
         if (fl[10] == 0 || fl[10] >= sizeof t.mtok)
-            return fail(err, errlen, WH_ERR_INVALID, "itoken field 'mtok': empty or too long");
+            return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'mtok': empty or too long");
         memcpy(t.mtok, f[10], fl[10]);
     }
     if (fl[11] != 64 || wh_hex_decode(f[11], 64, (uint8_t[32]){0}, 32) != 0)
-        return fail(err, errlen, WH_ERR_INVALID, "itoken field 'mac': not 64 hex digits");
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'mac': not 64 hex digits");
     *mac_at = (size_t)(f[11] - s);
     *out = t;
     return WH_OK;
@@ -196,16 +181,16 @@ wh_status_t cl_itoken_verify(const void *key, size_t klen, const char *s, size_t
     for (size_t i = 0; i < 64; i++) /* constant time; the received MAC may be upper case */
         diff |= (unsigned)(want[i] ^ (char)(s[mac_at + i] | 0x20));
     if (diff)
-        return fail(err, errlen, WH_ERR_AUTH,
-                    "itoken signature does not match (is WHARF_CLUSTER_SECRET the same on "
-                    "gateway and storage server?)");
+        return wh_errf(WH_ERR_AUTH, err, errlen,
+                       "itoken signature does not match (is WHARF_CLUSTER_SECRET the same on "
+                       "gateway and storage server?)");
     if (t.expires < (int64_t)now)
-        return fail(err, errlen, WH_ERR_AUTH, "itoken expired %" PRId64 " s ago",
-                    (int64_t)now - t.expires);
+        return wh_errf(WH_ERR_AUTH, err, errlen, "itoken expired %" PRId64 " s ago",
+                       (int64_t)now - t.expires);
     if (t.expires > (int64_t)now + CL_ITOKEN_MAX_LIFE)
-        return fail(err, errlen, WH_ERR_AUTH,
-                    "itoken expiry is more than %d s ahead (clock skew, or forged)",
-                    CL_ITOKEN_MAX_LIFE);
+        return wh_errf(WH_ERR_AUTH, err, errlen,
+                       "itoken expiry is more than %d s ahead (clock skew, or forged)",
+                       CL_ITOKEN_MAX_LIFE);
     *out = t;
     return WH_OK;
 }

@@ -43,9 +43,10 @@ static wh_status_t cma_open(const xfer_config_t *cfg, const xfer_provider_t *pro
                             char *err, size_t errlen)
 {
     if (cfg->role != XFER_ROLE_SERVER) {
-        xfer_seterr(err, errlen, "the cma transport only serves (server role); a client of %s "
-                    "opens %s", prov->short_name, prov->name);
-        return WH_ERR_UNSUPPORTED;
+        return wh_errf(WH_ERR_UNSUPPORTED, err, errlen,
+                       "the cma transport only serves (server role); a client of %s "
+                       "opens %s",
+                       prov->short_name, prov->name);
     }
     cma_xfer_t *o = calloc(1, sizeof *o);
     if (!o)
@@ -100,19 +101,19 @@ static wh_status_t cma_check_owner(const token_t *t, pid_t pid, uid_t uid, char 
     memcpy(name, t->ep_name, n);
     name[n] = '\0';
     if (n > 0 && strlen(name) != n && strlen(name) + 1 != n) {
-        xfer_seterr(err, errlen, "token field 'ep-name': not an shm endpoint name");
-        return WH_ERR_INVALID;
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                       "token field 'ep-name': not an shm endpoint name");
     }
     const char *s = strstr(name, "://");
     s = s ? s + 3 : name;
     if (!*s || strchr(s, '/') || strcmp(s, ".") == 0 || strcmp(s, "..") == 0) {
-        xfer_seterr(err, errlen, "token field 'ep-name': not an shm endpoint name");
-        return WH_ERR_INVALID;
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                       "token field 'ep-name': not an shm endpoint name");
     }
     for (const char *c = s; *c; c++)
         if (*c < 0x21 || *c > 0x7e) {
-            xfer_seterr(err, errlen, "token field 'ep-name': not an shm endpoint name");
-            return WH_ERR_INVALID;
+            return wh_errf(WH_ERR_INVALID, err, errlen,
+                           "token field 'ep-name': not an shm endpoint name");
         }
 
     /* The process the kernel named must still have the requester's uid (narrows pid reuse). */
@@ -132,9 +133,9 @@ static wh_status_t cma_check_owner(const token_t *t, pid_t pid, uid_t uid, char 
             fclose(f);
         }
         if (!ok) {
-            xfer_seterr(err, errlen, "requesting process %d is gone or no longer has uid %u",
-                       (int)pid, (unsigned)uid);
-            return WH_ERR_AUTH;
+            return wh_errf(WH_ERR_AUTH, err, errlen,
+                           "requesting process %d is gone or no longer has uid %u", (int)pid,
+                           (unsigned)uid);
         }
     }
 
@@ -146,22 +147,22 @@ static wh_status_t cma_check_owner(const token_t *t, pid_t pid, uid_t uid, char 
     snprintf(path, sizeof path, "/dev/shm/%s", s);
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
-        xfer_seterr(err, errlen,
-                   "token field 'ep-name': shm endpoint '%.64s' does not exist on this host", s);
-        return WH_ERR_INVALID;
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                       "token field 'ep-name': shm endpoint '%.64s' does not exist on this host",
+                       s);
     }
     struct stat stt;
     unsigned char hdr[8];
     wh_status_t st = WH_OK;
     if (fstat(fd, &stt) != 0 || !S_ISREG(stt.st_mode) ||
         pread(fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr) {
-        xfer_seterr(err, errlen, "token field 'ep-name': shm endpoint '%.64s' is not readable",
-                   s);
+        wh_errf(WH_OK, err, errlen, "token field 'ep-name': shm endpoint '%.64s' is not readable",
+                s);
         st = WH_ERR_INVALID;
     } else if (uid != (uid_t)-1 && stt.st_uid != uid) {
-        xfer_seterr(err, errlen,
-                   "token's shm endpoint belongs to uid %u, but the request came from uid %u",
-                   (unsigned)stt.st_uid, (unsigned)uid);
+        wh_errf(WH_OK, err, errlen,
+                "token's shm endpoint belongs to uid %u, but the request came from uid %u",
+                (unsigned)stt.st_uid, (unsigned)uid);
         st = WH_ERR_AUTH;
     } else if (hdr[0] != SMR117_VERSION) {
         wh_debug("xfer", "unknown shm region version, owner check skipped version=%u",
@@ -170,10 +171,10 @@ static wh_status_t cma_check_owner(const token_t *t, pid_t pid, uid_t uid, char 
         int rpid;
         memcpy(&rpid, hdr + SMR117_PID_OFF, sizeof rpid);
         if (rpid != (int)pid) {
-            xfer_seterr(err, errlen,
-                       "token names the shm endpoint of process %d, but the request came from "
-                       "process %d; a client may only name its own memory",
-                       rpid, (int)pid);
+            wh_errf(WH_OK, err, errlen,
+                    "token names the shm endpoint of process %d, but the request came from "
+                    "process %d; a client may only name its own memory",
+                    rpid, (int)pid);
             st = WH_ERR_AUTH;
         }
     }
@@ -247,8 +248,8 @@ static wh_status_t cma_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_bat
                                    char *err, size_t errlen)
 {
     if (tgt->bind_pid <= 0) {
-        xfer_seterr(err, errlen, "%s serves only peers the kernel identified", x->_name);
-        return WH_ERR_INVALID;
+        return wh_errf(WH_ERR_INVALID, err, errlen, "%s serves only peers the kernel identified",
+                       x->_name);
     }
     wh_status_t st = cma_check_owner(tgt->token, tgt->bind_pid, tgt->bind_uid, err, errlen);
     if (st != WH_OK)

@@ -116,18 +116,6 @@ const char *cuda_strerror(cu_result_t r)
     return buf;
 }
 
-static void cuda_seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void cuda_seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* Caller holds g_dev_mu. Retains every device's primary context once. */
 static wh_status_t cuda_enum_devices(char *err, size_t errlen)
 {
@@ -136,8 +124,7 @@ static wh_status_t cuda_enum_devices(char *err, size_t errlen)
     int n = 0;
     cu_result_t r = g_api.cuDeviceGetCount(&n);
     if (r != 0) {
-        cuda_seterr(err, errlen, "cuDeviceGetCount: %s", cuda_strerror(r));
-        return WH_ERR_TRANSPORT;
+        return wh_errf(WH_ERR_TRANSPORT, err, errlen, "cuDeviceGetCount: %s", cuda_strerror(r));
     }
     if (n > CUDA_MAX_DEVICES)
         n = CUDA_MAX_DEVICES;
@@ -170,14 +157,13 @@ wh_status_t cuda_use_device_uuid(const uint8_t uuid[16], char *err, size_t errle
     if (st != WH_OK)
         return st;
     if (!ctx) {
-        cuda_seterr(err, errlen, "no GPU on this host has the token's device UUID; the client's "
-                                 "GPU must be on the server's host");
-        return WH_ERR_NOT_FOUND;
+        return wh_errf(WH_ERR_NOT_FOUND, err, errlen,
+                       "no GPU on this host has the token's device UUID; the client's "
+                       "GPU must be on the server's host");
     }
     cu_result_t r = g_api.cuCtxSetCurrent(ctx);
     if (r != 0) {
-        cuda_seterr(err, errlen, "cuCtxSetCurrent: %s", cuda_strerror(r));
-        return WH_ERR_TRANSPORT;
+        return wh_errf(WH_ERR_TRANSPORT, err, errlen, "cuCtxSetCurrent: %s", cuda_strerror(r));
     }
     return WH_OK;
 }

@@ -82,18 +82,6 @@ typedef struct cuda_batch {
     uint8_t uuid[16];
 } cuda_batch_t;
 
-static void cx_seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void cx_seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static wh_status_t cx_open(const xfer_config_t *cfg, const xfer_provider_t *prov, xfer_t **out,
                            char *err, size_t errlen)
 {
@@ -279,8 +267,8 @@ static wh_status_t cx_ipc_get(cuda_x_t *x, const token_t *t, pid_t pid, cuda_ipc
         free_e = lru;
     }
     if (!free_e) {
-        cx_seterr(err, errlen, "all %d CUDA IPC mappings are in use; retry", CUDA_IPC_CACHE);
-        return WH_ERR_BUSY;
+        return wh_errf(WH_ERR_BUSY, err, errlen, "all %d CUDA IPC mappings are in use; retry",
+                       CUDA_IPC_CACHE);
     }
     wh_status_t st = cuda_use_device_uuid(t->cuda_uuid, err, errlen);
     if (st != WH_OK)
@@ -290,18 +278,17 @@ static wh_status_t cx_ipc_get(cuda_x_t *x, const token_t *t, pid_t pid, cuda_ipc
     cu_deviceptr_t d = 0;
     cu_result_t r = x->cu->cuIpcOpenMemHandle(&d, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
     if (r != 0) {
-        cx_seterr(err, errlen, "the token's CUDA IPC handle does not open (%s): the "
-                               "allocation is gone or the handle is not one",
-                  cuda_strerror(r));
-        return WH_ERR_INVALID;
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                       "the token's CUDA IPC handle does not open (%s): the "
+                       "allocation is gone or the handle is not one",
+                       cuda_strerror(r));
     }
     cu_deviceptr_t b = 0;
     size_t sz = 0;
     if ((r = x->cu->cuMemGetAddressRange(&b, &sz, d)) != 0 || b != d) {
         x->cu->cuIpcCloseMemHandle(d);
-        cx_seterr(err, errlen, "cannot size the token's CUDA allocation (%s)",
-                  r ? cuda_strerror(r) : "base mismatch");
-        return WH_ERR_INVALID;
+        return wh_errf(WH_ERR_INVALID, err, errlen, "cannot size the token's CUDA allocation (%s)",
+                       r ? cuda_strerror(r) : "base mismatch");
     }
     memcpy(free_e->handle, t->cuda_ipc, TOKEN_CUDA_IPC_LEN);
     memcpy(free_e->uuid, t->cuda_uuid, 16);
@@ -321,9 +308,9 @@ static wh_status_t cx_batch_begin(xfer_t *xx, const xfer_target_t *tgt, xfer_bat
     cuda_x_t *x = (cuda_x_t *)xx;
     const token_t *t = tgt->token;
     if (tgt->bind_pid <= 0) {
-        cx_seterr(err, errlen, "GPU memory (cuda1) is served only to requests over the "
-                               "server's Unix socket, where the kernel identifies the peer");
-        return WH_ERR_AUTH;
+        return wh_errf(WH_ERR_AUTH, err, errlen,
+                       "GPU memory (cuda1) is served only to requests over the "
+                       "server's Unix socket, where the kernel identifies the peer");
     }
     cuda_batch_t *b = calloc(1, sizeof *b);
     if (!b)
@@ -336,11 +323,10 @@ static wh_status_t cx_batch_begin(xfer_t *xx, const xfer_target_t *tgt, xfer_bat
         return st;
     }
     if (t->cuda_off > b->ent->alloc_size || t->size > b->ent->alloc_size - t->cuda_off) {
-        cx_seterr(err, errlen,
-                  "token region (offset 0x%llx + size 0x%llx) runs past its CUDA allocation "
-                  "of 0x%zx bytes",
-                  (unsigned long long)t->cuda_off, (unsigned long long)t->size,
-                  b->ent->alloc_size);
+        wh_errf(WH_OK, err, errlen,
+                "token region (offset 0x%llx + size 0x%llx) runs past its CUDA allocation "
+                "of 0x%zx bytes",
+                (unsigned long long)t->cuda_off, (unsigned long long)t->size, b->ent->alloc_size);
         pthread_mutex_lock(&x->mu);
         b->ent->refs--;
         pthread_mutex_unlock(&x->mu);
@@ -455,8 +441,8 @@ static wh_status_t cx_copy(cuda_x_t *x, cuda_slot_t *s, xfer_op_t op, cu_devicep
     }
 done:
     if (r) {
-        cx_seterr(err, errlen, "CUDA copy of %zu bytes failed: %s", len, cuda_strerror(r));
-        return WH_ERR_TRANSPORT;
+        return wh_errf(WH_ERR_TRANSPORT, err, errlen, "CUDA copy of %zu bytes failed: %s", len,
+                       cuda_strerror(r));
     }
     return WH_OK;
 }

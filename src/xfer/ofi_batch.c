@@ -130,19 +130,19 @@ wh_status_t ofi_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t **
     if (!o->is_shm && o->info->addr_format == FI_SOCKADDR_IN &&
         (t->ep_name_len != sizeof(struct sockaddr_in) ||
          ((const struct sockaddr *)t->ep_name)->sa_family != AF_INET)) {
-        xfer_seterr(err, errlen, "token field 'ep-name': not an IPv4 %s address", x->_fabric);
-        return WH_ERR_INVALID;
+        return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'ep-name': not an IPv4 %s address",
+                       x->_fabric);
     }
     if (!o->is_shm && o->info->addr_format == FI_SOCKADDR_IN6 &&
         (t->ep_name_len != sizeof(struct sockaddr_in6) ||
          ((const struct sockaddr *)t->ep_name)->sa_family != AF_INET6)) {
-        xfer_seterr(err, errlen, "token field 'ep-name': not an IPv6 %s address", x->_fabric);
-        return WH_ERR_INVALID;
+        return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'ep-name': not an IPv6 %s address",
+                       x->_fabric);
     }
     if (o->is_shm && (t->ep_name_len < 2 || t->ep_name[t->ep_name_len - 1] != '\0' ||
                               strlen((const char *)t->ep_name) + 1 != t->ep_name_len)) {
-        xfer_seterr(err, errlen, "token field 'ep-name': not an shm endpoint name");
-        return WH_ERR_INVALID;
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                       "token field 'ep-name': not an shm endpoint name");
     }
 
     pthread_mutex_lock(&o->lock);

@@ -131,10 +131,10 @@ static wh_status_t ofi_open(const xfer_config_t *cfg, const xfer_provider_t *pv,
     if (rc) {
         wh_warn("xfer", "fi_getinfo failed provider=%s node=%s err='%s'", prov,
                 node ? node : "-", fi_strerror(-rc));
-        xfer_seterr(err, errlen,
-                   "libfabric provider '%s' is not available on this host (fi_getinfo: %s); "
-                   "check `fi_info -p \"%s\"`",
-                   prov, fi_strerror(-rc), prov);
+        wh_errf(WH_OK, err, errlen,
+                "libfabric provider '%s' is not available on this host (fi_getinfo: %s); "
+                "check `fi_info -p \"%s\"`",
+                prov, fi_strerror(-rc), prov);
         st = WH_ERR_UNSUPPORTED;
         goto err_free;
     }
@@ -156,8 +156,8 @@ static wh_status_t ofi_open(const xfer_config_t *cfg, const xfer_provider_t *pv,
 
     if ((rc = fi_fabric(o->info->fabric_attr, &o->fabric, NULL)) ||
         (rc = fi_domain(o->fabric, o->info, &o->domain, NULL))) {
-        xfer_seterr(err, errlen, "libfabric %s: opening fabric/domain failed: %s", prov,
-                   fi_strerror(-rc));
+        wh_errf(WH_OK, err, errlen, "libfabric %s: opening fabric/domain failed: %s", prov,
+                fi_strerror(-rc));
         goto err_free;
     }
     /* shm's blocking CQ read does not honour its timeout in 1.17: poll it instead. */
@@ -169,7 +169,7 @@ static wh_status_t ofi_open(const xfer_config_t *cfg, const xfer_provider_t *pv,
         rc = fi_cq_open(o->domain, &cqa, &o->cq, NULL);
     }
     if (rc) {
-        xfer_seterr(err, errlen, "libfabric %s: fi_cq_open failed: %s", prov, fi_strerror(-rc));
+        wh_errf(WH_OK, err, errlen, "libfabric %s: fi_cq_open failed: %s", prov, fi_strerror(-rc));
         goto err_free;
     }
     o->use_sread = cqa.wait_obj != FI_WAIT_NONE;
@@ -178,13 +178,13 @@ static wh_status_t ofi_open(const xfer_config_t *cfg, const xfer_provider_t *pv,
         (rc = fi_endpoint(o->domain, o->info, &o->ep, NULL)) ||
         (rc = fi_ep_bind(o->ep, &o->cq->fid, FI_TRANSMIT | FI_RECV)) ||
         (rc = fi_ep_bind(o->ep, &o->av->fid, 0)) || (rc = fi_enable(o->ep))) {
-        xfer_seterr(err, errlen, "libfabric %s: endpoint setup failed: %s", prov,
-                   fi_strerror(-rc));
+        wh_errf(WH_OK, err, errlen, "libfabric %s: endpoint setup failed: %s", prov,
+                fi_strerror(-rc));
         goto err_free;
     }
     o->name_len = sizeof o->name;
     if ((rc = fi_getname(&o->ep->fid, o->name, &o->name_len))) {
-        xfer_seterr(err, errlen, "libfabric %s: fi_getname failed: %s", prov, fi_strerror(-rc));
+        wh_errf(WH_OK, err, errlen, "libfabric %s: fi_getname failed: %s", prov, fi_strerror(-rc));
         goto err_free;
     }
     o->nbuckets = 1;

@@ -72,11 +72,10 @@ wh_status_t ofi_peer_get(ofi_xfer_t *o, const uint8_t *name, size_t len, ofi_pee
                 break;
             }
         if (!victim) {
-            xfer_seterr(err, errlen,
-                       "endpoint cache full: %u peers, all with transfers in flight; retry "
-                       "later or raise max_peers",
-                       o->max_peers);
-            return WH_ERR_BUSY;
+            return wh_errf(WH_ERR_BUSY, err, errlen,
+                           "endpoint cache full: %u peers, all with transfers in flight; retry "
+                           "later or raise max_peers",
+                           o->max_peers);
         }
         wh_debug("xfer", "evicting peer provider=%s", o->base._name);
         ofi_peer_drop(o, victim);
@@ -90,11 +89,10 @@ wh_status_t ofi_peer_get(ofi_xfer_t *o, const uint8_t *name, size_t len, ofi_pee
     int rc = fi_av_insert(o->av, name, 1, &p->fi_addr, 0, NULL);
     if (rc != 1) {
         free(p);
-        xfer_seterr(err, errlen,
-                   "token field 'ep-name': libfabric %s cannot use this address (fi_av_insert: "
-                   "%s)",
-                   o->base._fabric, rc < 0 ? fi_strerror(-rc) : "not inserted");
-        return WH_ERR_INVALID;
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                       "token field 'ep-name': libfabric %s cannot use this address (fi_av_insert: "
+                       "%s)",
+                       o->base._fabric, rc < 0 ? fi_strerror(-rc) : "not inserted");
     }
     p->refs = 1;
     p->hnext = o->buckets[h & (o->nbuckets - 1)];
@@ -181,8 +179,7 @@ wh_status_t ofi_check_host(ofi_xfer_t *o, const token_t *t, const char *host, ch
     if (strcmp(got, p) == 0 ||
         (loop && (strncmp(got, "127.", 4) == 0 || !strcmp(got, "::1") || ofi_host_local(got))))
         return WH_OK;
-    xfer_seterr(err, errlen,
-               "token field 'ep-name': endpoint address %s is not the requester's address %s",
-               got, p);
-    return WH_ERR_AUTH;
+    return wh_errf(WH_ERR_AUTH, err, errlen,
+                   "token field 'ep-name': endpoint address %s is not the requester's address %s",
+                   got, p);
 }

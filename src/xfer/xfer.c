@@ -8,16 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-void xfer_seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 void xfer_config_init(xfer_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -61,15 +51,13 @@ static wh_status_t xfer_open_family(const xfer_config_t *cfg, const xfer_provide
 {
     const struct xfer_ops *o = xfer_family(family);
     if (!o) {
-        xfer_seterr(err, errlen, "no transport family '%s' in this build for '%s'", family,
-                    prov->name);
-        return WH_ERR_UNSUPPORTED;
+        return wh_errf(WH_ERR_UNSUPPORTED, err, errlen,
+                       "no transport family '%s' in this build for '%s'", family, prov->name);
     }
     if (!xfer_ops_complete(o)) {
         wh_error("xfer", "provider table lacks a required slot family=%s", o->family);
-        xfer_seterr(err, errlen, "xfer family '%s' is incomplete (a required slot is NULL)",
-                    o->family);
-        return WH_ERR_INTERNAL;
+        return wh_errf(WH_ERR_INTERNAL, err, errlen,
+                       "xfer family '%s' is incomplete (a required slot is NULL)", o->family);
     }
     xfer_t *x = NULL;
     wh_status_t st = o->open(cfg, prov, &x, err, errlen);
@@ -94,19 +82,18 @@ wh_status_t xfer_open(const xfer_config_t *cfg, xfer_t **out, char *err, size_t 
     xfer_provider_list(order, sizeof order, XFER_NAME);
     if (!cfg || !cfg->provider || !out ||
         (cfg->role != XFER_ROLE_CLIENT && cfg->role != XFER_ROLE_SERVER)) {
-        xfer_seterr(err, errlen, "xfer: a provider name and a role are required");
-        return WH_ERR_INVALID;
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                       "xfer: a provider name and a role are required");
     }
     const xfer_provider_t *prov = NULL;
     for (const xfer_provider_t *p = xfer_providers(); p->name; p++)
         if (strcmp(p->name, cfg->provider) == 0)
             prov = p;
     if (!prov) {
-        xfer_seterr(err, errlen,
-                    "unknown data-path provider '%.40s'; known providers in preference order: "
-                    "%s",
-                    cfg->provider, order);
-        return WH_ERR_UNSUPPORTED;
+        return wh_errf(WH_ERR_UNSUPPORTED, err, errlen,
+                       "unknown data-path provider '%.40s'; known providers in preference order: "
+                       "%s",
+                       cfg->provider, order);
     }
     xfer_config_t c = *cfg;
     xfer_config_fill(&c);
@@ -230,15 +217,15 @@ wh_status_t xfer_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t *
                              size_t errlen)
 {
     if (!x || x->_forgotten || x->_role != XFER_ROLE_SERVER || !tgt || !tgt->token || !out) {
-        xfer_seterr(err, errlen, "xfer: batches need an open server-role transport");
-        return WH_ERR_INVALID;
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                       "xfer: batches need an open server-role transport");
     }
     const token_t *t = tgt->token;
     if ((t->dialect != TOKEN_DIALECT_OFI1 && t->dialect != TOKEN_DIALECT_CUDA1) ||
         strcmp(t->provider, x->_fabric) != 0) {
-        xfer_seterr(err, errlen, "token provider '%s' is not this transport's '%s'",
-                    t->dialect != TOKEN_DIALECT_CUOBJ ? t->provider : "(cuobj)", x->_fabric);
-        return WH_ERR_INVALID;
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                       "token provider '%s' is not this transport's '%s'",
+                       t->dialect != TOKEN_DIALECT_CUOBJ ? t->provider : "(cuobj)", x->_fabric);
     }
     /* A peer the kernel identified is served by the bound family (cma for shm). */
     if (tgt->bind_pid > 0 && x->_bound)
@@ -342,8 +329,8 @@ wh_status_t xfer_unsupported_token_pack(xfer_t *x, const xfer_mr_t *mr, const vo
 wh_status_t xfer_unsupported_batch_begin(xfer_t *x, const xfer_target_t *tgt,
                                          xfer_batch_t **out, char *err, size_t errlen)
 {
-    xfer_seterr(err, errlen, "provider %s cannot initiate transfers", x->_name);
-    return WH_ERR_UNSUPPORTED;
+    return wh_errf(WH_ERR_UNSUPPORTED, err, errlen, "provider %s cannot initiate transfers",
+                   x->_name);
 }
 
 void xfer_noop(xfer_t *x)

@@ -316,9 +316,7 @@ struct xfer_batch {
     char _err[256];
 };
 
-/* Shared stubs for unsupported slots, and the error-message helper providers use. */
-void xfer_seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* Shared stubs for unsupported slots. (Error messages: base's wh_errf.) */
 wh_status_t xfer_unsupported_token_pack(xfer_t *x, const xfer_mr_t *mr, const void *addr,
                                         uint64_t len, char *out, size_t outlen);
 wh_status_t xfer_unsupported_batch_begin(xfer_t *x, const xfer_target_t *tgt,
