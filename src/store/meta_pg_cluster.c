@@ -258,15 +258,7 @@ static wh_status_t rd_chunks_on_node(void *conn, void *arg)
         pg_copy(r, i, 0, c->id, sizeof c->id);
         c->length = (uint64_t)pg_i64(r, i, 1);
         c->crc64nvme = (uint64_t)pg_i64(r, i, 2);
-        const char *s = PQgetvalue(r, i, 3);
-        while (s && *s && c->n_replicas < STORE_CHUNK_MAX_REPLICAS) {
-            char *end;
-            unsigned long v = strtoul(s, &end, 10);
-            if (end == s)
-                break;
-            c->replicas[c->n_replicas++] = (uint32_t)v;
-            s = *end == ',' ? end + 1 : end;
-        }
+        meta_replicas_parse(PQgetvalue(r, i, 3), c);
     }
     a->n = (size_t)rows;
     PQclear(r);

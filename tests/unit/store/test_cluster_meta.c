@@ -197,6 +197,68 @@ static void test_shared_database(void)
     th_rmdir(dir);
 }
 
+/* Repair's view: the chunks with a copy on a node, and moving that copy elsewhere (the old
+ * copy then goes to garbage collection). */
+static void test_repair_queries(void)
+{
+    if (!g_pg)
+        return;
+    char *dir = th_mkdtemp();
+    meta_t *m = NULL;
+    CHECK(th_meta_open(dir, &m) == WH_OK);
+    if (!m)
+        return;
+    char ids[64][STORE_DATA_ID_LEN + 1];
+    uint32_t nodes[64];
+    CHECK(meta_bucket_create(m, "rep", 1) == WH_OK);
+    store_chunk_t ch[30];
+    for (unsigned i = 0; i < 30; i++)
+        mk_chunk(&ch[i], 0x100 + i, i * 10ULL, 10, i % 3 == 0 ? 7 : 8, 9);
+    store_data_ref_t ref = {.chunks = ch, .n_chunks = 30}, old;
+    snprintf(ref.id, sizeof ref.id, "%032x", 0x77);
+    store_obj_meta_t om;
+    memset(&om, 0, sizeof om);
+    om.size = 300;
+    CHECK(meta_object_put(m, "rep", "k", 1, &om, &ref, &old) == WH_OK);
+    gc_drain(m, ids, nodes, 64);
+    /* Node 7 holds every third chunk: 10 of them, read in pages of 4. */
+    char after[STORE_DATA_ID_LEN + 1] = "";
+    size_t total = 0;
+    for (int page = 0; page < 10; page++) {
+        store_chunk_t *got = NULL;
+        size_t n = 0;
+        CHECK(meta_chunks_on_node(m, 7, after, 4, &got, &n) == WH_OK);
+        for (size_t i = 0; i < n; i++)
+            CHECK(got[i].n_replicas == 2 && got[i].replicas[0] == 7 && got[i].length == 10);
+        total += n;
+        if (n)
+            memcpy(after, got[n - 1].id, sizeof after);
+        free(got);
+        if (n < 4)
+            break;
+    }
+    CHECK_EQ_U64(total, 10);
+    /* Re-replicated from node 7 to node 11: the map says so, node 7's copy is collected. */
+    CHECK(meta_chunk_move(m, ch[0].id, 7, 11) == WH_OK);
+    store_data_ref_t got;
+    CHECK(meta_object_get(m, "rep", "k", 1, NULL, &got) == WH_OK);
+    CHECK(got.n_chunks == 30 && got.chunks[0].n_replicas == 2 && got.chunks[0].replicas[0] == 11 &&
+          got.chunks[0].replicas[1] == 9);
+    store_data_ref_clear(&got);
+    size_t n = gc_drain(m, ids, nodes, 64);
+    CHECK(n == 1 && strcmp(ids[0], ch[0].id) == 0 && nodes[0] == 7);
+    store_chunk_t *left = NULL;
+    size_t nl = 0;
+    CHECK(meta_chunks_on_node(m, 7, "", 100, &left, &nl) == WH_OK);
+    CHECK_EQ_U64(nl, 9);
+    free(left);
+    CHECK(meta_chunks_on_node(m, 11, "", 100, &left, &nl) == WH_OK);
+    CHECK(nl == 1 && strcmp(left[0].id, ch[0].id) == 0);
+    free(left);
+    meta_close(m);
+    th_rmdir(dir);
+}
+
 int main(void)
 {
     wh_log_set_level(WH_LOG_ERROR);
@@ -204,5 +266,6 @@ int main(void)
     RUN(test_nodes);
     RUN(test_gc_queue);
     RUN(test_shared_database);
+    RUN(test_repair_queries);
     return check_done();
 }
