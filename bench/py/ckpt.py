@@ -30,19 +30,20 @@ import torch
 import wharf.torch as wt
 
 
-def state_dict(total_bytes):
-    """The B4 synthetic state: 64 bf16 weights + equal exp_avg, about total_bytes in all."""
+def state_dict(total_bytes, seed=1234, device="cpu"):
+    """The B4 synthetic state: 64 bf16 weights + equal exp_avg, about total_bytes in all,
+    made on device (ddp_ckpt.py: each rank on its own GPU, with a seed of its own)."""
     n = 64
     units = sum(0.5 if i % 4 == 3 else 1.0 for i in range(n))
-    per = int(total_bytes / 2 / units / 2)  # elements per full-size weight (bf16, 2 copies)
-    g = torch.Generator().manual_seed(1234)
+    per = max(2, int(total_bytes / 2 / units / 2))  # per full-size weight (bf16, 2 copies)
+    g = torch.Generator(device=device).manual_seed(seed)
     model, state = {}, {}
     for i in range(n):
         numel = per // 2 if i % 4 == 3 else per
-        w = torch.randn(numel, generator=g, dtype=torch.float32).to(torch.bfloat16)
+        w = torch.randn(numel, generator=g, dtype=torch.float32, device=device).to(torch.bfloat16)
         model[f"layers.{i}.weight"] = w
-        state[i] = {"exp_avg": torch.randn(numel, generator=g).to(torch.bfloat16),
-                    "step": torch.tensor(100.0)}
+        state[i] = {"exp_avg": torch.randn(numel, generator=g, device=device).to(torch.bfloat16),
+                    "step": torch.tensor(100.0, device=device)}
     return {"model": model,
             "optimizer": {"state": state, "param_groups": [
                 {"lr": 1e-4, "betas": (0.9, 0.95), "eps": 1e-8, "weight_decay": 0.1,

@@ -76,27 +76,9 @@ BENCHMARK = "ddp-ckpt"
 
 
 def rank_state(total_bytes, rank, device):
-    """ckpt.state_dict's layout, about total_bytes of tensors, generated on device, with a
-    seed of its own per rank."""
-    n = 64
-    units = sum(0.5 if i % 4 == 3 else 1.0 for i in range(n))
-    per = max(1, int(total_bytes / 2 / units / 2))
-    g = torch.Generator(device=device).manual_seed(1234 + 7919 * rank)
-
-    def rnd(numel):
-        return torch.randn(numel, generator=g, device=device).to(torch.bfloat16)
-
-    model, state = {}, {}
-    for i in range(n):
-        numel = max(1, per // 2) if i % 4 == 3 else per
-        model[f"layers.{i}.weight"] = rnd(numel)
-        state[i] = {"exp_avg": rnd(numel),
-                    "step": torch.tensor(100.0 + rank, device=device)}
-    return {"model": model,
-            "optimizer": {"state": state, "param_groups": [
-                {"lr": 1e-4, "betas": (0.9, 0.95), "eps": 1e-8, "weight_decay": 0.1,
-                 "params": list(range(n))}]},
-            "step": 100, "epoch": 1}
+    """ckpt.state_dict's layout, about total_bytes of tensors, made on device, with a seed of
+    its own per rank."""
+    return ckpt.state_dict(total_bytes, seed=1234 + 7919 * rank, device=device)
 
 
 def flat_state(sd, rank):
