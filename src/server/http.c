@@ -1,36 +1,20 @@
-/* The HTTP front: libmicrohttpd daemons, the request object's life, SigV4, the body pipeline
- * and reply helpers. The S3 semantics live in s3api.c. */
-#include "server/server.h"
+/* The HTTP front, request side: the request object's life, the header collection, SigV4, the
+ * body pipeline and the hand-off of S3 handlers to handler threads. The daemons and their
+ * limits are in http_front.c, the replies in http_reply.c, the S3 semantics in s3api.c. */
+#include "server/http_int.h"
 #include "base/codec.h"
 #include "base/log.h"
-#include "s3/xml.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
-#include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
-#include <unistd.h>
 
 #define MOD "http"
-
-void srv_config_init(srv_config_t *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-    cfg->listen_host = "127.0.0.1";
-    cfg->listen_port = 9000;
-    cfg->region = "us-east-1";
-    cfg->shutdown_grace_s = 10;
-    cfg->conn_timeout_s = 120;
-    srv_rdma_config_init(&cfg->rdma);
-}
 
 /* ---- headers ----------------------------------------------------------------------------
  * The header section is collected once, in time linear in its size: each line is appended
@@ -182,130 +166,6 @@ static const char *secret_cb(void *arg, const char *access_key)
     return strcmp(access_key, s->cfg.access_key) == 0 ? s->cfg.secret_key : NULL;
 }
 
-/* ---- replies ---------------------------------------------------------------------------- */
-
-bool srv_resp_header(struct MHD_Response *resp, const char *name, const char *value)
-{
-    if (MHD_add_response_header(resp, name, value) != MHD_YES) {
-        wh_warn(MOD, "cannot add response header name=%s", name);
-        return false;
-    }
-    return true;
-}
-
-struct MHD_Response *srv_resp_buffer(void *data, size_t len)
-{
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
-    if (!resp)
-        free(data);
-    return resp;
-}
-
-struct MHD_Response *srv_resp_empty(void)
-{
-    return MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-}
-
-void srv_reply(srv_req_t *r, int status, struct MHD_Response *resp)
-{
-    if (r->responded) {
-        if (resp)
-            MHD_destroy_response(resp);
-        return;
-    }
-    r->responded = true;
-    if (!resp) {
-        resp = srv_resp_empty();
-        status = 500;
-        if (!resp) {
-            r->status = 500;
-            srv_metrics_count(&r->srv->metrics, r->route.api, 500);
-            return; /* MHD closes the connection */
-        }
-    }
-    r->status = status;
-    srv_metrics_count(&r->srv->metrics, r->route.api, status);
-    srv_resp_header(resp, "x-amz-request-id", r->id);
-    srv_resp_header(resp, "x-amz-id-2", r->id);
-    srv_resp_header(resp, MHD_HTTP_HEADER_SERVER, SRV_SERVER_HEADER);
-    if (MHD_queue_response(r->conn, (unsigned)status, resp) != MHD_YES)
-        wh_warn(MOD, "cannot queue response id=%s status=%d", r->id, status);
-    MHD_destroy_response(resp);
-}
-
-void srv_reply_empty(srv_req_t *r, int status)
-{
-    srv_reply(r, status, srv_resp_empty());
-}
-
-void srv_reply_xml(srv_req_t *r, int status, wh_sbuf_t *xml)
-{
-    if (xml->oom) {
-        wh_sbuf_free(xml);
-        srv_reply_err(r, S3_ERR_INTERNAL, "out of memory building the reply");
-        return;
-    }
-    size_t len = xml->len;
-    struct MHD_Response *resp = srv_resp_buffer(wh_sbuf_steal(xml), len);
-    if (resp)
-        srv_resp_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/xml");
-    if (!r->head)
-        r->tx_body = len;
-    srv_reply(r, status, resp);
-}
-
-void srv_reply_err_raw(srv_req_t *r, int status, const char *code, const char *msg,
-                       struct MHD_Response *resp)
-{
-    if (r->responded) {
-        if (resp)
-            MHD_destroy_response(resp);
-        return;
-    }
-    wh_debug(MOD, "error reply id=%s status=%d code=%s message=%s", r->id, status, code, msg);
-    if (r->head || r->token_req || status == 304) {
-        /* No body: HEAD replies have none, and a token request is never answered with one. */
-        if (!resp)
-            resp = srv_resp_empty();
-        if (resp && status != 304) {
-            srv_resp_header(resp, "x-amz-error-code", code);
-            /* Header values must not carry CR/LF; messages are ours, but keys can be echoed. */
-            char clean[512];
-            size_t i = 0;
-            for (; msg[i] && i < sizeof clean - 1; i++)
-                clean[i] = (msg[i] == '\r' || msg[i] == '\n') ? ' ' : msg[i];
-            clean[i] = '\0';
-            srv_resp_header(resp, "x-amz-error-message", clean);
-        }
-        srv_reply(r, status, resp);
-        return;
-    }
-    if (resp)
-        MHD_destroy_response(resp); /* only used for the bodiless form */
-    wh_sbuf_t b;
-    wh_sbuf_init(&b);
-    wh_sbuf_t res;
-    wh_sbuf_init(&res);
-    if (r->route.bucket) {
-        wh_sbuf_printf(&res, "/%s", r->route.bucket);
-        if (r->route.key)
-            wh_sbuf_printf(&res, "/%s", r->route.key);
-    } else {
-        wh_sbuf_puts(&res, r->path ? r->path : "/");
-    }
-    s3_xml_error(&b, code, msg, res.data ? res.data : "", r->id);
-    wh_sbuf_free(&res);
-    r->body_err = S3_OK;
-    srv_reply_xml(r, status, &b);
-}
-
-void srv_reply_err(srv_req_t *r, s3_err_t e, const char *msg)
-{
-    srv_reply_err_raw(r, s3_err_http_status(e), s3_err_code(e),
-                      msg && *msg ? msg : s3_err_message(e), NULL);
-}
-
 /* ---- request life ----------------------------------------------------------------------- */
 
 static void fill_peer(srv_req_t *r, bool is_unix, struct MHD_Connection *c)
@@ -344,7 +204,7 @@ static void fill_peer(srv_req_t *r, bool is_unix, struct MHD_Connection *c)
     snprintf(r->peer.addr, sizeof r->peer.addr, "%s:%u", host, port);
 }
 
-static void *uri_log_cb(void *cls, const char *uri, struct MHD_Connection *c)
+void *srv_http_uri_cb(void *cls, const char *uri, struct MHD_Connection *c)
 {
     srv_listener_t *l = cls;
     srv_t *s = l->srv;
@@ -394,10 +254,12 @@ static const char *toe_name(enum MHD_RequestTerminationCode toe)
     }
 }
 
-static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls,
-                         enum MHD_RequestTerminationCode toe)
+void srv_http_completed_cb(void *cls, struct MHD_Connection *c, void **con_cls,
+                           enum MHD_RequestTerminationCode toe)
 {
+    (void)cls;
     srv_req_t *r = *con_cls;
+    srv_conn_request_done(r ? r->srv : cls, c);
     if (!r)
         return;
     *con_cls = NULL;
@@ -460,6 +322,7 @@ static void serve_metrics(srv_req_t *r)
     srv_metrics_storage(r->srv->store, &b);
     if (r->srv->cfg.metrics_extra)
         r->srv->cfg.metrics_extra(r->srv->cfg.metrics_extra_arg, &b);
+    srv_http_metrics(r->srv, &b);
     if (b.oom) {
         wh_sbuf_free(&b);
         srv_reply_err(r, S3_ERR_INTERNAL, "out of memory rendering metrics");
@@ -473,7 +336,9 @@ static void serve_metrics(srv_req_t *r)
     srv_reply(r, 200, resp);
 }
 
-static void request_begin(srv_req_t *r)
+/* Everything before the S3 handler, all of it CPU work: the header limits, routing, /health
+ * and /metrics, SigV4, the checks every API shares. Replies when the request goes no further. */
+static void request_front(srv_req_t *r)
 {
     srv_t *s = r->srv;
     r->head = strcmp(r->method, "HEAD") == 0;
@@ -572,7 +437,11 @@ static void request_begin(srv_req_t *r)
         srv_reply_err(r, S3_ERR_METHOD_NOT_ALLOWED, NULL);
         return;
     }
+}
 
+/* The S3 handler's first step, then the payload pipeline for the body it wants. */
+static void request_s3_begin(srv_req_t *r)
+{
     srv_s3_begin(r);
     if (r->responded)
         return;
@@ -713,18 +582,84 @@ static void request_finish(srv_req_t *r)
         srv_reply_err(r, S3_ERR_INTERNAL, "handler did not reply");
 }
 
-static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char *url,
-                                 const char *method, const char *version,
-                                 const char *upload_data, size_t *upload_data_size,
-                                 void **con_cls)
+/* True when the client closed its side with a Content-Length body still short: the request
+ * can never complete, so the connection is closed now (and an uncommitted object dropped).
+ * libmicrohttpd's epoll mode can miss such a close: it takes a short read as "socket
+ * drained", so a FIN that came with the last bytes raises no further event and would only be
+ * noticed at the idle timeout. A peek at the socket sees it. */
+static bool body_abandoned(srv_req_t *r)
 {
+    if (!r->body_len || r->rx >= r->body_len)
+        return false;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    char b;
+    if (!ci || recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != 0)
+        return false;
+    wh_debug(MOD, "client closed with the body incomplete id=%s rx=%llu of %llu", r->id,
+             (unsigned long long)r->rx, (unsigned long long)r->body_len);
+    return true;
+}
+
+/* ---- handler threads ---------------------------------------------------------------------
+ * S3 handlers block: on disk and SQLite commits, and on RDMA transfers that take as long as
+ * the client's memory takes. An event thread serves many connections, so a handler must not
+ * run on it: the connection is suspended, the handler runs on a handler thread, and its reply
+ * is queued when libmicrohttpd resumes the connection and calls access again. */
+
+static void job_run(void *arg)
+{
+    srv_req_t *r = arg;
+    if (r->job_begin)
+        request_s3_begin(r);
+    if (!r->responded)
+        request_finish(r);
+    struct MHD_Connection *c = r->conn;
+    r->in_job = false;
+    r->job_done = true;
+    MHD_resume_connection(c); /* r may be gone once this returns */
+}
+
+static void job_start(srv_req_t *r, bool begin)
+{
+    r->job_begin = begin;
+    r->job = (srv_job_t){.fn = job_run, .arg = r};
+    r->in_job = true;
+    MHD_suspend_connection(r->conn);
+    if (!srv_jobs_submit(r->srv, &r->job))
+        job_run(r); /* no handler thread: run here, as a thread per connection would */
+}
+
+static enum MHD_Result queue_pending(srv_req_t *r)
+{
+    r->job_done = false;
+    struct MHD_Response *resp = r->pending;
+    r->pending = NULL;
+    if (!resp)
+        return MHD_NO; /* no reply could be built: close the connection */
+    enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)r->pending_status, resp);
+    if (ok != MHD_YES)
+        wh_warn(MOD, "cannot queue response id=%s status=%d", r->id, r->pending_status);
+    MHD_destroy_response(resp);
+    return ok;
+}
+
+enum MHD_Result srv_http_access_cb(void *cls, struct MHD_Connection *c, const char *url,
+                                   const char *method, const char *version,
+                                   const char *upload_data, size_t *upload_data_size,
+                                   void **con_cls)
+{
+    (void)cls, (void)url, (void)version;
     srv_req_t *r = *con_cls;
     if (!r)
         return MHD_NO; /* the request object could not be allocated: drop the connection */
+    if (r->job_done)
+        return queue_pending(r);
     if (!r->started) {
         r->started = true;
         r->conn = c;
         r->method = method;
+        srv_conn_headers_done(r->srv, c);
         /* libmicrohttpd closes the connection after a response queued on this first call
          * (it cannot know the body was read), so a request without a body is handled on the
          * next call. One with a body is vetted now, so a refusal is sent before the body. */
@@ -740,222 +675,39 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
             srv_reply_err(r, S3_ERR_NOT_IMPLEMENTED, msg);
             return MHD_YES;
         }
-        if ((cl && strcmp(cl, "0") != 0) || te)
-            request_begin(r);
-        else
+        if ((cl && strcmp(cl, "0") != 0) || te) {
+            uint64_t n;
+            if (cl && !te && wh_parse_u64(cl, strlen(cl), &n) == 0)
+                r->body_len = n;
+            if (body_abandoned(r))
+                return MHD_NO;
+            request_front(r);
+            if (!r->responded)
+                request_s3_begin(r);
+        } else {
             r->deferred = true;
+        }
         return MHD_YES;
     }
     if (r->deferred) {
         r->deferred = false;
-        request_begin(r);
-        if (r->responded)
-            return MHD_YES;
+        request_front(r);
+        if (!r->responded)
+            job_start(r, true);
+        return MHD_YES;
     }
     if (*upload_data_size) {
         r->rx += *upload_data_size;
         if (!r->responded)
             body_feed(r, upload_data, *upload_data_size);
         *upload_data_size = 0;
+        if (body_abandoned(r)) {
+            body_fail(r);
+            return MHD_NO;
+        }
         return MHD_YES;
     }
     if (!r->responded)
-        request_finish(r);
+        job_start(r, false);
     return MHD_YES;
-}
-
-static void mhd_log(void *cls, const char *fmt, va_list ap)
-{
-    char line[512];
-    vsnprintf(line, sizeof line, fmt, ap);
-    size_t n = strlen(line);
-    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-        line[--n] = '\0';
-    wh_debug("mhd", "%s", line);
-}
-
-/* ---- start/stop ------------------------------------------------------------------------- */
-
-static int unix_listen(const char *path)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof sa.sun_path) {
-        wh_error(MOD, "unix socket path is too long (%zu bytes, max %zu): %s; pass a shorter "
-                      "--unix PATH", strlen(path), sizeof sa.sun_path - 1, path);
-        return -1;
-    }
-    strcpy(sa.sun_path, path);
-    struct stat stt;
-    if (lstat(path, &stt) == 0) {
-        if (!S_ISSOCK(stt.st_mode)) {
-            wh_error(MOD, "unix socket path exists and is not a socket: %s", path);
-            return -1;
-        }
-        unlink(path); /* a stale socket from an earlier run */
-    }
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        wh_error(MOD, "socket(AF_UNIX) failed: %m");
-        return -1;
-    }
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        wh_error(MOD, "cannot bind unix socket %s: %m", path);
-        close(fd);
-        return -1;
-    }
-    if (listen(fd, 1024) != 0) {
-        wh_error(MOD, "listen on unix socket %s failed: %m", path);
-        close(fd);
-        unlink(path);
-        return -1;
-    }
-    return fd;
-}
-
-static struct MHD_Daemon *start_daemon(srv_t *s, srv_listener_t *l, int listen_fd,
-                                       const struct sockaddr *bind_addr)
-{
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                     MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
-    struct MHD_OptionItem opts[] = {
-        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, 1 << 20, NULL},
-        {MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.conn_timeout_s, NULL},
-        {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)uri_log_cb, l},
-        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed_cb, s},
-        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, s},
-        {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL},
-        {listen_fd >= 0 ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR,
-         listen_fd >= 0 ? listen_fd : 0, (void *)bind_addr},
-        {MHD_OPTION_END, 0, NULL},
-    };
-    return MHD_start_daemon(flags, 0, NULL, NULL, access_cb, l, MHD_OPTION_ARRAY, opts,
-                            MHD_OPTION_END);
-}
-
-wh_status_t srv_start(const srv_config_t *cfg, srv_t **out)
-{
-    wh_status_t st;
-    srv_t *s = calloc(1, sizeof *s);
-    if (!s)
-        return WH_ERR_NOMEM;
-    s->cfg = *cfg;
-    s->unix_fd = -1;
-    s->tcp_l = (srv_listener_t){s, false};
-    s->unix_l = (srv_listener_t){s, true};
-    srv_metrics_init(&s->metrics);
-    uint64_t salt = 0;
-    wh_random_bytes(&salt, sizeof salt);
-    s->id_salt = salt;
-
-    store_config_t scfg = {.data_dir = cfg->data_dir,
-                           .meta_url = cfg->meta_url,
-                           .reserve_bytes = cfg->store_reserve,
-                           .high_water_pct = cfg->high_water_pct};
-    if (cfg->store) {
-        s->store = cfg->store;
-        st = WH_OK;
-    } else {
-        st = store_open_config(&scfg, &s->store);
-    }
-    if (st != WH_OK) {
-        wh_error(MOD, "cannot open the store dir=%s: %s", cfg->data_dir, wh_status_str(st));
-        goto err_free;
-    }
-    srv_rdma_config_t rcfg = cfg->rdma;
-    if (!rcfg.node && strcmp(cfg->listen_host, "0.0.0.0") != 0)
-        rcfg.node = cfg->listen_host; /* fabric listeners only where HTTP listens */
-    st = srv_rdma_init(&rcfg, &s->rdma);
-    if (st != WH_OK) {
-        wh_error(MOD, "cannot start the rdma engine providers=%s: %s", cfg->rdma.providers,
-                 wh_status_str(st));
-        goto err_store;
-    }
-
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(cfg->listen_port)};
-    if (inet_pton(AF_INET, cfg->listen_host, &sin.sin_addr) != 1) {
-        wh_error(MOD, "listen host must be an IPv4 address, got %s", cfg->listen_host);
-        st = WH_ERR_INVALID;
-        goto err_rdma;
-    }
-    s->tcp_d = start_daemon(s, &s->tcp_l, -1, (const struct sockaddr *)&sin);
-    if (!s->tcp_d) {
-        wh_error(MOD, "cannot listen on %s:%u (is the port in use?)", cfg->listen_host,
-                 (unsigned)cfg->listen_port);
-        st = WH_ERR_IO;
-        goto err_rdma;
-    }
-
-    if (!cfg->unix_path || *cfg->unix_path) {
-        wh_sbuf_t p;
-        wh_sbuf_init(&p);
-        if (cfg->unix_path)
-            wh_sbuf_puts(&p, cfg->unix_path);
-        else
-            wh_sbuf_printf(&p, "%s/wharfd.sock", cfg->data_dir ? cfg->data_dir : ".");
-        s->unix_path = wh_sbuf_steal(&p);
-        s->unix_fd = s->unix_path ? unix_listen(s->unix_path) : -1;
-        if (s->unix_fd < 0) {
-            st = WH_ERR_IO;
-            goto err_tcp;
-        }
-        s->unix_d = start_daemon(s, &s->unix_l, s->unix_fd, NULL);
-        if (!s->unix_d) {
-            wh_error(MOD, "cannot serve the unix socket %s", s->unix_path);
-            st = WH_ERR_IO;
-            goto err_unix;
-        }
-    }
-    wh_info(MOD, "listening endpoint=http://%s:%u unix=%s region=%s data=%s", cfg->listen_host,
-            (unsigned)cfg->listen_port, s->unix_path ? s->unix_path : "off", cfg->region,
-            cfg->data_dir ? cfg->data_dir : "cluster");
-    *out = s;
-    return WH_OK;
-
-err_unix:
-    close(s->unix_fd);
-    unlink(s->unix_path);
-err_tcp:
-    free(s->unix_path);
-    MHD_stop_daemon(s->tcp_d);
-err_rdma:
-    srv_rdma_fini(s->rdma);
-err_store:
-    store_close(s->store);
-err_free:
-    free(s);
-    return st;
-}
-
-void srv_stop(srv_t *s)
-{
-    if (!s)
-        return;
-    /* Stop accepting; in-flight requests go on. */
-    MHD_socket tcp_ls = s->tcp_d ? MHD_quiesce_daemon(s->tcp_d) : MHD_INVALID_SOCKET;
-    if (s->unix_d)
-        MHD_quiesce_daemon(s->unix_d);
-    uint64_t deadline = wh_now_ns() + (uint64_t)s->cfg.shutdown_grace_s * 1000000000ULL;
-    int64_t n;
-    while ((n = atomic_load(&s->metrics.inflight)) > 0 && wh_now_ns() < deadline) {
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    if (n > 0)
-        wh_warn(MOD, "stopping with requests still in flight count=%lld", (long long)n);
-    if (s->unix_d)
-        MHD_stop_daemon(s->unix_d);
-    if (s->tcp_d)
-        MHD_stop_daemon(s->tcp_d);
-    if (tcp_ls != MHD_INVALID_SOCKET)
-        close(tcp_ls);
-    if (s->unix_fd >= 0)
-        close(s->unix_fd);
-    if (s->unix_path) {
-        unlink(s->unix_path);
-        free(s->unix_path);
-    }
-    srv_rdma_fini(s->rdma);
-    store_close(s->store);
-    wh_info(MOD, "stopped");
-    free(s);
 }

@@ -48,6 +48,18 @@ static void usage(FILE *f)
             "  --high-water PCT     refuse new writes (507) once the data file system is this\n"
             "                       full, 1..100 (default 99; 100: only when full)\n"
             "\n"
+            "HTTP front (defaults derived from the host):\n"
+            "  --http-threads N     event threads (default: the CPU count)\n"
+            "  --handler-threads N  most S3 handlers running at once; they may wait on disk\n"
+            "                       or RDMA (default 256)\n"
+            "  --max-conns N        connections open at once (default: RLIMIT_NOFILE, raised\n"
+            "                       to its hard limit, less a reserve for files)\n"
+            "  --max-conns-per-ip N connections open at once from one address (default: a\n"
+            "                       quarter of --max-conns)\n"
+            "  --idle-timeout S     close a connection that moves no byte for S s (default 30)\n"
+            "  --header-timeout S   close a connection whose request headers are not complete\n"
+            "                       S s after it opened or its last request ended (default 20)\n"
+            "\n"
             "Credentials come from WHARF_ACCESS_KEY and WHARF_SECRET_KEY; when unset, the\n"
             "development defaults " DEV_ACCESS_KEY " / " DEV_SECRET_KEY " are used and printed.\n"
             "SIGTERM or SIGINT stops accepting, lets in-flight requests finish, and exits 0.\n");
@@ -99,8 +111,9 @@ int main(int argc, char **argv)
     const char *listen_arg = NULL;
     wh_log_level_t lvl = WH_LOG_INFO;
 
-    enum { O_DATA = 1, O_LISTEN, O_UNIX, O_REGION, O_LOG, O_PROV, O_MEM, O_SHM, O_COPY, O_HELP, O_META,
-           O_RESERVE, O_HIGH_WATER };
+    enum { O_DATA = 1, O_LISTEN, O_UNIX, O_REGION, O_LOG, O_PROV, O_MEM, O_SHM, O_COPY, O_HELP,
+           O_META, O_RESERVE, O_HIGH_WATER, O_HTTP_THREADS, O_HANDLER_THREADS, O_MAX_CONNS,
+           O_MAX_CONNS_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT };
     static const struct option opts[] = {
         {"data", required_argument, NULL, O_DATA},
         {"listen", required_argument, NULL, O_LISTEN},
@@ -115,6 +128,12 @@ int main(int argc, char **argv)
         {"meta", required_argument, NULL, O_META},
         {"reserve", required_argument, NULL, O_RESERVE},
         {"high-water", required_argument, NULL, O_HIGH_WATER},
+        {"http-threads", required_argument, NULL, O_HTTP_THREADS},
+        {"handler-threads", required_argument, NULL, O_HANDLER_THREADS},
+        {"max-conns", required_argument, NULL, O_MAX_CONNS},
+        {"max-conns-per-ip", required_argument, NULL, O_MAX_CONNS_IP},
+        {"idle-timeout", required_argument, NULL, O_IDLE_TIMEOUT},
+        {"header-timeout", required_argument, NULL, O_HEADER_TIMEOUT},
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -183,6 +202,33 @@ int main(int argc, char **argv)
             if (wh_parse_u64(optarg, strlen(optarg), &v) != 0 || v < 1 || v > 100)
                 return bad_usage("--high-water wants a percentage 1..100, got '%s'", optarg);
             cfg.high_water_pct = (unsigned)v;
+            break;
+        }
+        case O_HTTP_THREADS:
+        case O_HANDLER_THREADS:
+        case O_MAX_CONNS:
+        case O_MAX_CONNS_IP:
+        case O_IDLE_TIMEOUT:
+        case O_HEADER_TIMEOUT: {
+            /* In enum order: the HTTP front's counts and seconds. */
+            static const struct {
+                const char *name;
+                unsigned max;
+            } lim[] = {{"--http-threads", 256},      {"--handler-threads", 65536},
+                       {"--max-conns", 1000000},     {"--max-conns-per-ip", 1000000},
+                       {"--idle-timeout", 86400},    {"--header-timeout", 86400}};
+            unsigned *dst[] = {&cfg.http_threads, &cfg.handler_threads, &cfg.max_conns,
+                               &cfg.max_conns_per_ip, &cfg.conn_timeout_s,
+                               &cfg.header_timeout_s};
+            size_t i = (size_t)(c - O_HTTP_THREADS);
+            uint64_t v;
+            if (wh_parse_u64(optarg, strlen(optarg), &v) != 0 || v < 1 || v > lim[i].max) {
+                fprintf(stderr, "wharfd: %s wants a whole number from 1 to %u, got '%s'\n"
+                                "run 'wharfd --help' for the options\n",
+                        lim[i].name, lim[i].max, optarg);
+                return 2;
+            }
+            *dst[i] = (unsigned)v;
             break;
         }
         case ':':

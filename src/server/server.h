@@ -1,8 +1,9 @@
 /* wharfd's HTTP front: two libmicrohttpd daemons (TCP and a Unix-domain socket), one request
  * object per HTTP request, SigV4 on everything except /health and /metrics, and the S3
- * handlers (s3api.c dispatches to one file per API family; s3api.h lists them). Each
- * connection has its own thread (MHD_USE_THREAD_PER_CONNECTION), so handlers may block on disk
- * and on RDMA transfers. */
+ * handlers (s3api.c dispatches to one file per API family; s3api.h lists them). A few event
+ * threads (libmicrohttpd's epoll mode with a thread pool) serve every connection; the S3
+ * handlers, which may block on disk and on RDMA transfers, run on handler threads while their
+ * connection is suspended. */
 #ifndef WH_SERVER_SERVER_H
 #define WH_SERVER_SERVER_H
 
@@ -49,7 +50,13 @@ typedef struct srv_config {
     const char *secret_key;
     srv_rdma_config_t rdma;
     unsigned shutdown_grace_s; /* bounded wait for in-flight requests at stop */
-    unsigned conn_timeout_s;   /* idle/stalled connection timeout */
+    /* The HTTP front (0: derived from the host by srv_config_resolve). */
+    unsigned conn_timeout_s;   /* idle timeout: no byte moved for this long closes */
+    unsigned header_timeout_s; /* a request's headers must be complete within this */
+    unsigned http_threads;     /* event threads (libmicrohttpd's epoll thread pool) */
+    unsigned handler_threads;  /* most handlers running at once (they may block) */
+    unsigned max_conns;        /* connections open at once, all clients */
+    unsigned max_conns_per_ip; /* connections open at once from one client address */
     /* A cluster gateway: a store opened over its own tables (PostgreSQL, storage servers),
      * owned by the server from srv_start on (also on failure); data_dir is then unused.
      * metrics_extra appends the gateway's cluster metrics to /metrics. */
@@ -59,6 +66,9 @@ typedef struct srv_config {
 } srv_config_t;
 
 void srv_config_init(srv_config_t *cfg);
+/* Fills the HTTP front's zero fields from the host: event threads from the CPU count, the
+ * connection limits from RLIMIT_NOFILE. */
+void srv_config_resolve(srv_config_t *cfg);
 
 typedef struct srv srv_t;
 
@@ -70,6 +80,15 @@ void srv_stop(srv_t *s);
 
 /* ------------------------------------------------------------------------------------------
  * Internal: shared by http.c (the MHD glue) and the S3 handlers (s3api.h). */
+
+typedef struct srv_job {
+    void (*fn)(void *arg);
+    void *arg;
+    struct srv_job *next;
+} srv_job_t;
+
+typedef struct srv_conns srv_conns_t;
+typedef struct srv_jobs srv_jobs_t;
 
 typedef struct srv_listener {
     struct srv *srv;
@@ -88,6 +107,8 @@ struct srv {
     srv_metrics_t metrics;
     _Atomic uint64_t req_seq;
     uint64_t id_salt;
+    srv_conns_t *conns; /* open connections, header deadlines */
+    srv_jobs_t *jobs;   /* handler threads */
 };
 
 typedef struct srv_hdr {
@@ -112,6 +133,12 @@ typedef struct srv_req {
     s3_auth_t auth;
     bool started, responded, head;
     bool deferred; /* no body: request_begin runs on the second call */
+    /* The handler runs on a handler thread while libmicrohttpd holds the connection
+     * suspended; its reply is kept here and queued when the connection resumes. */
+    srv_job_t job;
+    bool in_job, job_done, job_begin;
+    struct MHD_Response *pending;
+    int pending_status;
     bool token_req; /* carries x-amz-rdma-token: error replies have no body */
     int status;
     uint64_t tx_body;
@@ -120,6 +147,7 @@ typedef struct srv_req {
     /* Request body pipeline: raw -> (sha256 | aws-chunked decoder) -> sink. */
     srv_body_kind_t body;
     uint64_t rx, decoded;
+    uint64_t body_len; /* Content-Length of a body without Transfer-Encoding, else 0 */
     wh_sbuf_t buf;
     store_writer_t *w;
     s3_chunked_t *chunked;
