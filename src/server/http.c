@@ -39,20 +39,15 @@ const char *srv_hdr(const srv_req_t *r, const char *lname)
     return NULL;
 }
 
-static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                      const char *value)
+bool srv_req_add_header(srv_req_t *r, const char *key, const char *value)
 {
-    srv_req_t *r = cls;
-    (void)kind;
-    if (!key)
-        return MHD_YES;
     if (!value)
         value = "";
     size_t kn = strlen(key), vn = strlen(value);
     r->hdr_bytes += kn + vn + 4; /* "name: value\r\n" */
     r->hdr_lines++;
     if (r->hdr_bytes > SRV_MAX_HEADER_BYTES || r->hdr_lines > SRV_MAX_HEADER_LINES)
-        return MHD_NO; /* over a limit: the request is refused, the rest is not looked at */
+        return false; /* over a limit: the request is refused, the rest is not looked at */
     if (r->nhdrs == r->hdrs_cap) {
         size_t cap = r->hdrs_cap ? r->hdrs_cap * 2 : 32;
         srv_hdr_t *h = realloc(r->hdrs, cap * sizeof *h);
@@ -76,10 +71,19 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
     r->hdrs[r->nhdrs].lname = lname;
     r->hdrs[r->nhdrs].value = v;
     r->nhdrs++;
-    return MHD_YES;
+    return true;
 oom:
     r->hdr_oom = true;
-    return MHD_NO;
+    return false;
+}
+
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value)
+{
+    (void)kind;
+    if (!key)
+        return MHD_YES;
+    return srv_req_add_header(cls, key, value) ? MHD_YES : MHD_NO;
 }
 
 typedef struct hdr_sort {
@@ -97,7 +101,7 @@ static int hdr_sort_cmp(const void *a, const void *b)
 }
 
 /* Sorts the collected headers by name and joins repeats with ",". Returns false on OOM. */
-static bool hdrs_index(srv_req_t *r)
+bool srv_req_index_headers(srv_req_t *r)
 {
     if (r->nhdrs < 2)
         return true;
@@ -166,6 +170,19 @@ static const char *secret_cb(void *arg, const char *access_key)
     return strcmp(access_key, s->cfg.access_key) == 0 ? s->cfg.secret_key : NULL;
 }
 
+s3_err_t srv_req_verify(srv_req_t *r, time_t now, char *msg, size_t msglen)
+{
+    s3_http_req_t hr = {
+        .method = r->method,
+        .path = r->path,
+        .query = r->query,
+        .get_header = sigv4_get_header,
+        .header_at = sigv4_header_at,
+        .arg = r,
+    };
+    return s3_sigv4_verify(&hr, secret_cb, r->srv, now, &r->auth, msg, msglen);
+}
+
 /* ---- request life ----------------------------------------------------------------------- */
 
 static void fill_peer(srv_req_t *r, bool is_unix, struct MHD_Connection *c)
@@ -223,7 +240,7 @@ void *srv_http_uri_cb(void *cls, const char *uri, struct MHD_Connection *c)
     return r;
 }
 
-static void req_free(srv_req_t *r)
+void srv_req_free(srv_req_t *r)
 {
     srv_route_free(&r->route);
     for (size_t i = 0; i < r->nhdrs; i++) {
@@ -290,11 +307,11 @@ void srv_http_completed_cb(void *cls, struct MHD_Connection *c, void **con_cls,
                     (unsigned long long)r->rx, (unsigned long long)r->tx_body,
                     (double)dur / 1e6, toe_name(toe));
     }
-    req_free(r);
+    srv_req_free(r);
 }
 
 /* Splits the raw request target into path and query. */
-static bool split_uri(srv_req_t *r)
+bool srv_req_split_uri(srv_req_t *r)
 {
     const char *u = r->raw_uri;
     if (strncmp(u, "http://", 7) == 0 || strncmp(u, "https://", 8) == 0) {
@@ -342,7 +359,7 @@ static void request_front(srv_req_t *r)
 {
     srv_t *s = r->srv;
     r->head = strcmp(r->method, "HEAD") == 0;
-    if (!split_uri(r) ||
+    if (!srv_req_split_uri(r) ||
         MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_header, r) < 0 ||
         r->hdr_oom) {
         srv_reply_err(r, S3_ERR_INTERNAL, "out of memory reading the request");
@@ -360,7 +377,7 @@ static void request_front(srv_req_t *r)
         srv_reply_err(r, S3_ERR_REQUEST_HEADER_TOO_LARGE, msg);
         return;
     }
-    if (!hdrs_index(r)) {
+    if (!srv_req_index_headers(r)) {
         srv_reply_err(r, S3_ERR_INTERNAL, "out of memory reading the request");
         return;
     }
@@ -395,16 +412,8 @@ static void request_front(srv_req_t *r)
     }
 
     /* Everything else is S3 and needs SigV4. */
-    s3_http_req_t hr = {
-        .method = r->method,
-        .path = r->path,
-        .query = r->query,
-        .get_header = sigv4_get_header,
-        .header_at = sigv4_header_at,
-        .arg = r,
-    };
     char msg[256] = "";
-    s3_err_t e = s3_sigv4_verify(&hr, secret_cb, s, time(NULL), &r->auth, msg, sizeof msg);
+    s3_err_t e = srv_req_verify(r, time(NULL), msg, sizeof msg);
     if (e != S3_OK) {
         srv_reply_err(r, e, msg);
         return;

@@ -6,6 +6,7 @@
 #include "server/server.h"
 
 #include <microhttpd.h>
+#include <time.h>
 
 /* ---- http.c: libmicrohttpd callbacks ---- */
 
@@ -16,6 +17,20 @@ enum MHD_Result srv_http_access_cb(void *cls, struct MHD_Connection *c, const ch
 void *srv_http_uri_cb(void *cls, const char *uri, struct MHD_Connection *c);
 void srv_http_completed_cb(void *cls, struct MHD_Connection *c, void **con_cls,
                            enum MHD_RequestTerminationCode toe);
+
+/* The request path before any S3 handler, without libmicrohttpd (the fuzz driver calls it
+ * the way the callbacks do). A request starts zeroed with srv, method and raw_uri set. */
+/* Adds one header line as libmicrohttpd hands it over; false once the size or line limit
+ * is passed (or on OOM, with hdr_oom set): the request is to be refused. */
+bool srv_req_add_header(srv_req_t *r, const char *key, const char *value);
+/* Sorts the headers by name and joins repeats; false on OOM. */
+bool srv_req_index_headers(srv_req_t *r);
+/* Splits raw_uri into path and query; false on OOM. */
+bool srv_req_split_uri(srv_req_t *r);
+/* SigV4 over the collected request, with the server's credentials; fills r->auth. */
+s3_err_t srv_req_verify(srv_req_t *r, time_t now, char *msg, size_t msglen);
+/* Frees everything the request holds, and r. */
+void srv_req_free(srv_req_t *r);
 
 /* ---- http_front.c ---- */
 
