@@ -664,6 +664,8 @@ enum MHD_Result srv_http_access_cb(void *cls, struct MHD_Connection *c, const ch
         return MHD_NO; /* the request object could not be allocated: drop the connection */
     if (r->job_done)
         return queue_pending(r);
+    if (r->pending && !*upload_data_size)
+        return queue_pending(r); /* a refusal held until its body was read */
     if (!r->started) {
         r->started = true;
         r->conn = c;
@@ -690,9 +692,14 @@ enum MHD_Result srv_http_access_cb(void *cls, struct MHD_Connection *c, const ch
                 r->body_len = n;
             if (body_abandoned(r))
                 return MHD_NO;
+            /* A client that waits for 100-continue sends no body after a refusal. */
+            const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
+            r->drain = r->body_len && r->body_len <= SRV_DRAIN_MAX &&
+                       !(expect && strcasecmp(expect, "100-continue") == 0);
             request_front(r);
             if (!r->responded)
                 request_s3_begin(r);
+            r->drain = false;
         } else {
             r->deferred = true;
         }

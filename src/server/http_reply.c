@@ -55,9 +55,12 @@ void srv_reply(srv_req_t *r, int status, struct MHD_Response *resp)
     srv_resp_header(resp, "x-amz-request-id", r->id);
     srv_resp_header(resp, "x-amz-id-2", r->id);
     srv_resp_header(resp, MHD_HTTP_HEADER_SERVER, SRV_SERVER_HEADER);
-    if (r->in_job) {
+    if (r->in_job || r->drain) {
         /* On a handler thread, the connection suspended: libmicrohttpd takes responses from
-         * its own thread only, so this one is queued when the connection resumes. */
+         * its own thread only, so this one is queued when the connection resumes. Or a
+         * refusal before a small body: the body is read and dropped first (see drain). */
+        if (r->drain)
+            r->body = SRV_BODY_DISCARD;
         r->pending = resp;
         r->pending_status = status;
         return;

@@ -34,6 +34,8 @@ struct MHD_Response;
 #define SRV_MAX_HEADER_LINES 500
 /* Largest XML request body (CompleteMultipartUpload with 10000 parts, DeleteObjects). */
 #define SRV_MAX_XML_BODY (8u << 20)
+/* Largest body read and dropped to deliver a refusal sent before it (see srv_req_t.drain). */
+#define SRV_DRAIN_MAX (8u << 20)
 /* S3's single-PUT limit. */
 #define SRV_MAX_PUT_SIZE (5ULL << 30)
 
@@ -137,6 +139,10 @@ typedef struct srv_req {
      * suspended; its reply is kept here and queued when the connection resumes. */
     srv_job_t job;
     bool in_job, job_done, job_begin;
+    /* A reply before the body is held until the body is read (at most SRV_DRAIN_MAX bytes):
+     * answering at once and closing would reset the connection under a client still
+     * sending, which then never reads the answer. */
+    bool drain;
     struct MHD_Response *pending;
     int pending_status;
     bool token_req; /* carries x-amz-rdma-token: error replies have no body */

@@ -253,3 +253,36 @@ def test_chunked_transfer_encoding_still_works(srv, raw, s3, buckets):
     out = exchange(srv, ("\r\n".join(lines) + "\r\n\r\n").encode() + body)
     assert out.startswith(b"HTTP/1.1 200 "), out[:300]
     assert s3.get_object(Bucket=pub, Key="te")["Body"].read() == b"hello"
+
+
+# ---- refusals before a body ----------------------------------------------------------------
+
+def test_refusal_before_a_small_body_is_delivered(srv, raw, buckets):
+    """A PUT refused on its headers (here: a wrong secret) by a client that sends its body
+    without waiting for 100-continue: the server reads and drops the body (up to 8 MiB),
+    then answers, so the client gets the 403 rather than a reset; the connection stays
+    usable. Answering at once and closing reset the connection under the sending client."""
+    pub, _ = buckets
+    bad = S3Raw(srv.endpoint, secret_key="not-the-secret")
+    body = b"z" * (1 << 20)
+    for i in range(3):
+        h, _ = bad.sign_headers("PUT", f"/{pub}/refused{i}", payload_hash=UNSIGNED)
+        lines = [f"PUT /{pub}/refused{i} HTTP/1.1", f"Content-Length: {len(body)}"]
+        lines += [f"{k}: {v}" for k, v in h.items()]
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        try:
+            s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+            time.sleep(0.2)  # the refusal is decided by now
+            s.sendall(body)
+            out = b""
+            while b"</Error>" not in out:
+                d = s.recv(65536)
+                assert d, out[:300]
+                out += d
+            assert out.startswith(b"HTTP/1.1 403 "), out[:300]
+            assert b"<Code>SignatureDoesNotMatch</Code>" in out
+            # Same connection, next request.
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: h\r\n\r\n")
+            assert s.recv(4096).startswith(b"HTTP/1.1 200 ")
+        finally:
+            s.close()
