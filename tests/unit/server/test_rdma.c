@@ -139,6 +139,15 @@ static void child_fill(child_t *c, unsigned char seed)
     CHECK(write(c->to, cmd, 2) == 2 && read_full(c->from, &ok, 1, 20000) == 0);
 }
 
+/* Stops a child and returns once it is stopped (SIGSTOP is delivered asynchronously: a
+ * transfer started right after kill() could still complete). */
+static void stop_child(pid_t pid)
+{
+    int ws;
+    kill(pid, SIGSTOP);
+    waitpid(pid, &ws, WUNTRACED);
+}
+
 static void child_stop(child_t *c)
 {
     char q = 'Q';
@@ -578,7 +587,7 @@ static void test_stalled_client(void)
     uint64_t total = metric(r, "wharf_rdma_pool_buffers{state=\"total\"}");
     CHECK_EQ_U64(total, 16);
 
-    kill(c.pid, SIGSTOP);
+    stop_child(c.pid);
     uint64_t t0 = wh_now_ns();
     CHECK(srv_rdma_get(r, c.token, &peer, fd, 0, size, &res) == WH_ERR_TIMEOUT);
     CHECK_EQ_U64(res.http_status, 504);

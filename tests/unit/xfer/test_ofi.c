@@ -136,6 +136,15 @@ static int child_ask(child_t *c, char cmd)
     return ok;
 }
 
+/* Stops a child and returns once it is stopped (SIGSTOP is delivered asynchronously: a
+ * transfer started right after kill() could still complete). */
+static void stop_child(pid_t pid)
+{
+    int ws;
+    kill(pid, SIGSTOP);
+    waitpid(pid, &ws, WUNTRACED);
+}
+
 static void child_stop(child_t *c)
 {
     char q = 'Q';
@@ -309,7 +318,7 @@ static void test_provider(const char *prov)
 
     if (!shm) {
         /* A stopped peer: no progress, no TCP error; the inactivity timeout fails it. */
-        kill(c2.pid, SIGSTOP);
+        stop_child(c2.pid);
         expect_dead(s, c2.token, 0, "stopped peer", c2.pid);
     }
     /* A killed peer. */
@@ -343,7 +352,7 @@ static void test_tcp_stalled_replace(void)
     CHECK(child_start(&a, "ofi+tcp", 0x44) == 0);
     CHECK(child_start(&c, "ofi+tcp", 0x55) == 0);
     roundtrip(s, &c, 0x55, 0); /* connected */
-    kill(c.pid, SIGSTOP);
+    stop_child(c.pid);
 
     size_t n = 8u << 20;
     unsigned char *src = calloc(1, n);
