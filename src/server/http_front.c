@@ -45,6 +45,7 @@ void srv_config_init(srv_config_t *cfg)
     cfg->listen_port = 9000;
     cfg->region = "us-east-1";
     cfg->shutdown_grace_s = 10;
+    cfg->etag_part_size = STORE_ETAG_PART_DEFAULT;
     srv_rdma_config_init(&cfg->rdma);
 }
 

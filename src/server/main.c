@@ -41,6 +41,9 @@ static void usage(FILE *f)
             "  --shm-trust-local    serve shm to TCP peers too (trusted single-user hosts only)\n"
             "  --copy-threads N     copy threads of the direct path (bound shm, GPU memory),\n"
             "                       shared by the requests in flight (default: one per core)\n"
+            "  --etag-part-size SIZE  PutObject ETags above SIZE (default 64M) are the md5 of\n"
+            "                       their SIZE parts' md5s, \"-N\", hashed in parallel; 0: always\n"
+            "                       one MD5 (a Content-MD5 or an UploadPart always gets one)\n"
             "  --meta URL           metadata in PostgreSQL (postgresql://USER@HOST:PORT/DB)\n"
             "                       instead of SQLite in DIR\n"
             "  --reserve BYTES      space held back so deletes work on a full disk (default 8M;\n"
@@ -111,7 +114,7 @@ int main(int argc, char **argv)
     const char *listen_arg = NULL;
     wh_log_level_t lvl = WH_LOG_INFO;
 
-    enum { O_DATA = 1, O_LISTEN, O_UNIX, O_REGION, O_LOG, O_PROV, O_MEM, O_SHM, O_COPY, O_HELP,
+    enum { O_DATA = 1, O_LISTEN, O_UNIX, O_REGION, O_LOG, O_PROV, O_MEM, O_SHM, O_COPY, O_ETAG, O_HELP,
            O_META, O_RESERVE, O_HIGH_WATER, O_HTTP_THREADS, O_HANDLER_THREADS, O_MAX_CONNS,
            O_MAX_CONNS_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT };
     static const struct option opts[] = {
@@ -124,6 +127,7 @@ int main(int argc, char **argv)
         {"rdma-mem", required_argument, NULL, O_MEM},
         {"shm-trust-local", no_argument, NULL, O_SHM},
         {"copy-threads", required_argument, NULL, O_COPY},
+        {"etag-part-size", required_argument, NULL, O_ETAG},
         {"help", no_argument, NULL, O_HELP},
         {"meta", required_argument, NULL, O_META},
         {"reserve", required_argument, NULL, O_RESERVE},
@@ -182,6 +186,12 @@ int main(int argc, char **argv)
             cfg.rdma.copy_threads = (unsigned)v;
             break;
         }
+        case O_ETAG:
+            if (wh_parse_size(optarg, &cfg.etag_part_size) != 0 ||
+                (cfg.etag_part_size && cfg.etag_part_size < (4ULL << 20)))
+                return bad_usage("--etag-part-size wants a size of at least 4M (" WH_SIZE_SYNTAX
+                                 "), or 0 for whole-object MD5 ETags, got '%s'", optarg);
+            break;
         case O_HELP:
             usage(stdout);
             return 0;

@@ -80,6 +80,7 @@ int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part)
     wh_status_t st = store_writer_open(srv_st(r), &r->w);
     if (st != WH_OK)
         return srv_err_status(r, o, st, "opening a temp file");
+    srv_put_etag_mode(r, part);
     srv_rdma_result_t res;
     memset(&res, 0, sizeof res);
     uint64_t t0 = wh_now_ns();

@@ -50,6 +50,7 @@ int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part)
     wh_status_t st = store_writer_open(srv_st(r), &r->w);
     if (st != WH_OK)
         return srv_err_status(r, o, st, "opening a temp file");
+    srv_put_etag_mode(r, part);
     return 0; /* the body goes to r->w */
 }
 
@@ -90,6 +91,14 @@ int srv_put_commit(srv_req_t *r, srv_out_t *o, bool part, const s3_sums_t *want,
     srv_out_header(o, MHD_HTTP_HEADER_ETAG, q);
     srv_sums_to_out(o, want);
     return 0;
+}
+
+void srv_put_etag_mode(srv_req_t *r, bool part)
+{
+    /* A part's ETag must be its MD5 (CompleteMultipartUpload hashes the parts' MD5s), and a
+     * Content-MD5 needs the whole-object MD5; otherwise large objects take part ETags. */
+    if (!part && r->srv->cfg.etag_part_size && !srv_hdr(r, "content-md5"))
+        store_writer_use_part_etag(r->w, r->srv->cfg.etag_part_size);
 }
 
 int srv_put_finish(srv_req_t *r, srv_out_t *o, bool part)

@@ -124,6 +124,8 @@ int srv_put_finish(srv_req_t *r, srv_out_t *o, bool part);
  * error's status. */
 int srv_put_commit(srv_req_t *r, srv_out_t *o, bool part, const s3_sums_t *want,
                    const char *etag_hex, const char *c64);
+/* After store_writer_open for a PUT or UploadPart: part ETags where allowed (see srv_config_t). */
+void srv_put_etag_mode(srv_req_t *r, bool part);
 
 /* s3_write.c: x-amz-copy-source, parsed and opened (preconditions applied). */
 typedef struct srv_copy_src {

@@ -59,6 +59,10 @@ typedef struct srv_config {
     unsigned handler_threads;  /* most handlers running at once (they may block) */
     unsigned max_conns;        /* connections open at once, all clients */
     unsigned max_conns_per_ip; /* connections open at once from one client address */
+    /* PutObject without Content-MD5: objects above this size get a part ETag (the md5 of
+     * the md5s of its parts of this size, "-N", hashed in parallel; store_writer_use_part_etag)
+     * instead of one MD5 at one core's speed. 0: always the whole-object MD5. */
+    uint64_t etag_part_size;
     /* A cluster gateway: a store opened over its own tables (PostgreSQL, storage servers),
      * owned by the server from srv_start on (also on failure); data_dir is then unused.
      * metrics_extra appends the gateway's cluster metrics to /metrics. */
