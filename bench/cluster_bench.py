@@ -222,6 +222,11 @@ def faults_section(args):
         events.append((time.monotonic() - t_start, "kill -9 storage 1"))
         cl.storage[1].kill()
         time.sleep(args.fault_gap)
+        # one fault at a time: the killed server comes back before the next one
+        events.append((time.monotonic() - t_start, "restart storage 1"))
+        cl.storage[1].start()
+        cl.wait_nodes_up(3, timeout=30)
+        time.sleep(args.fault_gap)
         events.append((time.monotonic() - t_start, "SIGSTOP storage 2 (15 s)"))
         cl.storage[2].proc.send_signal(signal.SIGSTOP)
         time.sleep(15)
