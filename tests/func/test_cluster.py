@@ -191,3 +191,46 @@ def test_put_that_cannot_be_placed_fails_cleanly(tmp_path):
         assert c.tmp_files() == 0
         # and the survivor still serves what it has (replicas 2: it holds everything)
         assert s3.get_object(Bucket=b, Key="before")["Body"].read() == b"ok"
+
+
+def test_s3cmd_and_rclone(cl, tmp_path):
+    """The other two clients of the suite: s3cmd (multipart at 5 MiB) and rclone copy/check
+    through the gateway."""
+    from wharfd import ACCESS_KEY, REGION, SECRET_KEY
+    env = cl.client_env()
+    env["HOME"] = str(tmp_path)
+    host = f"127.0.0.1:{cl.gateway.port}"
+    cfg = tmp_path / "s3cfg"
+    cfg.write_text(f"[default]\naccess_key = {ACCESS_KEY}\nsecret_key = {SECRET_KEY}\n"
+                   f"host_base = {host}\nhost_bucket = {host}\nuse_https = False\n"
+                   "signature_v2 = False\nbucket_location = us-east-1\n"
+                   "check_ssl_certificate = False\nprogress_meter = False\n"
+                   "multipart_chunk_size_mb = 5\n")
+    b = unique_bucket("cls3cmd")
+    s3c = ["/usr/bin/s3cmd", "-c", str(cfg)]
+    data = os.urandom(12 * MIB + 9)
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.write_bytes(data)
+    for args in (["mb", f"s3://{b}"], ["put", str(src), f"s3://{b}/obj"],
+                 ["get", f"s3://{b}/obj", str(dst)]):
+        r = subprocess.run(s3c + args, env=env, capture_output=True, timeout=180)
+        assert r.returncode == 0, (args, r.stdout[-500:], r.stderr[-1500:])
+    assert dst.read_bytes() == data
+
+    tree = tmp_path / "tree"
+    (tree / "d").mkdir(parents=True)
+    (tree / "a.txt").write_bytes(b"a" * 1000)
+    (tree / "d" / "b.bin").write_bytes(os.urandom(3 * CHUNK + 5))
+    env.pop("AWS_CA_BUNDLE", None)
+    env.update({"RCLONE_CONFIG": str(tmp_path / "rclone.conf"),
+                "RCLONE_CONFIG_W_TYPE": "s3", "RCLONE_CONFIG_W_PROVIDER": "Other",
+                "RCLONE_CONFIG_W_ENDPOINT": cl.gateway.endpoint,
+                "RCLONE_CONFIG_W_ACCESS_KEY_ID": ACCESS_KEY,
+                "RCLONE_CONFIG_W_SECRET_ACCESS_KEY": SECRET_KEY,
+                "RCLONE_CONFIG_W_REGION": REGION, "RCLONE_CONFIG_W_FORCE_PATH_STYLE": "true",
+                "RCLONE_CONFIG_W_ENV_AUTH": "false", "XDG_CACHE_HOME": str(tmp_path / "c")})
+    (tmp_path / "rclone.conf").write_text("")
+    for args in (["copy", str(tree), f"w:{b}/tree"], ["check", str(tree), f"w:{b}/tree"]):
+        r = subprocess.run(["/usr/bin/rclone"] + args, env=env, capture_output=True,
+                           timeout=180)
+        assert r.returncode == 0, (args, r.stdout[-500:], r.stderr[-1500:])
