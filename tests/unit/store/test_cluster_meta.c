@@ -156,6 +156,67 @@ static void test_gc_queue(void)
     th_rmdir(dir);
 }
 
+/* The cluster's intents and repair: a deferred copy waits for its grace and is dropped once a
+ * commit lists it; chunks_on_node and chunk_move re-home a replica and queue the old copy. */
+static void test_intents_and_repair(void)
+{
+    meta_t *m = NULL;
+    char *dir = th_mkdtemp();
+    CHECK(th_meta_open(dir, &m) == WH_OK);
+    if (!m)
+        return;
+    meta_gc_item_t it[3];
+    memset(it, 0, sizeof it);
+    if (!g_pg) {
+        CHECK(meta_gc_defer(m, it, 1, 1) == WH_ERR_UNSUPPORTED);
+        meta_close(m);
+        th_rmdir(dir);
+        return;
+    }
+    char ids[16][STORE_DATA_ID_LEN + 1];
+    uint32_t nodes[16];
+    CHECK(meta_bucket_create(m, "rp", 1) == WH_OK);
+    /* intents for chunk c1 on nodes 7, 8, 9; the commit lists 7 and 8 */
+    for (int i = 0; i < 3; i++) {
+        snprintf(it[i].chunk_id, sizeof it[i].chunk_id, "%032x", 0xc1);
+        it[i].node = (uint32_t)(7 + i);
+    }
+    CHECK(meta_gc_defer(m, it, 3, 1) == WH_OK);
+    CHECK_EQ_U64(gc_drain(m, ids, nodes, 16), 0); /* not before the grace */
+    store_chunk_t c;
+    mk_chunk(&c, 0xc1, 0, 64, 7, 8);
+    store_data_ref_t ref = {.chunks = &c, .n_chunks = 1}, old;
+    snprintf(ref.id, sizeof ref.id, "%032x", 0x11);
+    store_obj_meta_t om;
+    memset(&om, 0, sizeof om);
+    om.size = 64;
+    CHECK(meta_object_put(m, "rp", "k", 1, &om, &ref, &old) == WH_OK);
+    sleep(2);
+    size_t n = gc_drain(m, ids, nodes, 16); /* only the copy no row lists: node 9 */
+    CHECK_EQ_U64(n, 1);
+    CHECK(n == 1 && nodes[0] == 9 && strcmp(ids[0], c.id) == 0);
+
+    store_chunk_t *on = NULL;
+    size_t non = 0;
+    CHECK(meta_chunks_on_node(m, 8, "", 10, &on, &non) == WH_OK);
+    CHECK(non == 1 && strcmp(on[0].id, c.id) == 0 && on[0].length == 64 &&
+          on[0].crc64nvme == c.crc64nvme && on[0].n_replicas == 2);
+    free(on);
+    CHECK(meta_chunk_move(m, c.id, 8, 5) == WH_OK);
+    CHECK(meta_chunks_on_node(m, 8, "", 10, &on, &non) == WH_OK && non == 0);
+    free(on);
+    CHECK(meta_chunks_on_node(m, 5, "", 10, &on, &non) == WH_OK && non == 1);
+    free(on);
+    store_data_ref_t got;
+    CHECK(meta_object_get(m, "rp", "k", 1, NULL, &got) == WH_OK);
+    CHECK(got.n_chunks == 1 && got.chunks[0].replicas[0] == 7 && got.chunks[0].replicas[1] == 5);
+    store_data_ref_clear(&got);
+    n = gc_drain(m, ids, nodes, 16); /* the moved-away copy */
+    CHECK(n == 1 && nodes[0] == 8);
+    meta_close(m);
+    th_rmdir(dir);
+}
+
 static void test_shared_database(void)
 {
     if (!g_pg)
@@ -265,6 +326,7 @@ int main(void)
     g_pg = getenv("WHARF_TEST_PG_URL") && *getenv("WHARF_TEST_PG_URL");
     RUN(test_nodes);
     RUN(test_gc_queue);
+    RUN(test_intents_and_repair);
     RUN(test_shared_database);
     RUN(test_repair_queries);
     return check_done();
