@@ -27,8 +27,8 @@ static int role_usage(FILE *f)
             "  --listen HOST:PORT   address of the internal API; gateways reach it there, so\n"
             "                       give an address they can route to (not 0.0.0.0)\n"
             "  --providers LIST     RDMA providers: shm,tcp (default) or none\n"
-            "  --rdma-mem BYTES     registered buffer budget (default: 256M, or 3/4 of\n"
-            "                       RLIMIT_MEMLOCK when that is lower; K/M/G ok)\n"
+            "  --rdma-mem BYTES     registered buffer budget (default: sized from the host,\n"
+            "                       within RLIMIT_MEMLOCK where the provider pins; K/M/G ok)\n"
             "  --log-level LEVEL    error, warn, info (default), debug, trace\n");
     return 0;
 }
@@ -129,7 +129,6 @@ int srv_storage_main(int argc, char **argv)
         case O_MEM:
             if (wh_parse_size(optarg, &cfg.rdma.mem_budget) != 0 || !cfg.rdma.mem_budget)
                 return bad("--rdma-mem wants a byte count such as 256M, got '%s'", optarg);
-            cfg.rdma_mem_explicit = true;
             break;
         case O_LOG:
             if (wh_log_parse_level(optarg, &lvl) != 0)

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #define MOD "storage"
@@ -384,29 +383,6 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     wh_debug("mhd", "%s", line);
 }
 
-/* Registered memory is pinned on fabrics that pin (verbs, efa): the pool must fit the locked
- * memory the process may hold. Without --rdma-mem the budget is 3/4 of RLIMIT_MEMLOCK when
- * that is below the default (the rest is left to the provider's own registrations), and the
- * transfer op shrinks so the pool still has at least 4 buffers: with `ulimit -l 8192` that is
- * 6 MiB of 1 MiB buffers. */
-static void memlock_budget(srv_rdma_config_t *rc)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
-        return;
-    uint64_t cap = (uint64_t)rl.rlim_cur / 4 * 3;
-    if (cap >= rc->mem_budget)
-        return;
-    uint64_t chunk = rc->chunk_size ? rc->chunk_size : 4ULL << 20;
-    while (chunk > (64u << 10) && cap / chunk < 4)
-        chunk /= 2;
-    rc->mem_budget = cap / chunk * chunk;
-    rc->chunk_size = chunk;
-    wh_info(MOD, "rdma budget from RLIMIT_MEMLOCK limit=%llu budget=%llu op=%llu",
-            (unsigned long long)rl.rlim_cur, (unsigned long long)rc->mem_budget,
-            (unsigned long long)chunk);
-}
-
 wh_status_t srv_storage_start(const srv_storage_config_t *cfg, srv_storage_t **out)
 {
     wh_status_t st;
@@ -418,9 +394,7 @@ wh_status_t srv_storage_start(const srv_storage_config_t *cfg, srv_storage_t **o
     s->secret_len = strlen(cfg->secret);
     if ((st = cl_chunks_open(cfg->data_dir, &s->chunks)) != WH_OK)
         goto err;
-    srv_rdma_config_t rcfg = cfg->rdma;
-    if (!cfg->rdma_mem_explicit)
-        memlock_budget(&rcfg);
+    srv_rdma_config_t rcfg = cfg->rdma; /* the pool follows RLIMIT_MEMLOCK (rdma_pool.c) */
     if (!rcfg.node && strcmp(cfg->listen_host, "0.0.0.0") != 0)
         rcfg.node = cfg->listen_host;
     if ((st = srv_rdma_init(&rcfg, &s->rdma)) != WH_OK)

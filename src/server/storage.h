@@ -27,7 +27,6 @@ typedef struct srv_storage_config {
     const char *meta_url;     /* postgresql://...: registration and heartbeat */
     const char *secret;       /* WHARF_CLUSTER_SECRET */
     srv_rdma_config_t rdma;
-    bool rdma_mem_explicit;   /* --rdma-mem given; else the budget comes from RLIMIT_MEMLOCK */
     unsigned heartbeat_ms;    /* default 1000 */
     unsigned conn_timeout_s;  /* default 60 */
 } srv_storage_config_t;
