@@ -584,6 +584,7 @@ static void test_stalled_client(void)
     peer_tcp(&peer, "127.0.0.1:4242");
     srv_rdma_result_t res;
     CHECK(srv_rdma_get(r, c.token, &peer, fd, 0, 1u << 20, &res) == WH_OK); /* connected */
+    CHECK(srv_rdma_get(r, a.token, &peer, fd, 0, 1u << 20, &res) == WH_OK);
     uint64_t total = metric(r, "wharf_rdma_pool_buffers{state=\"total\"}");
     CHECK_EQ_U64(total, 16);
 
