@@ -568,8 +568,8 @@ static void test_stalled_client(void)
     srv_rdma_config_init(&cfg);
     cfg.providers = "tcp";
     cfg.mem_budget = 64ull << 20;
-    cfg.timeout_ms = 1000;
-    cfg.reap_ms = 300;
+    cfg.timeout_ms = 3000; /* short, but no false timeouts of the others on a loaded machine */
+    cfg.reap_ms = 500;
     cfg.pool_wait_ms = 200;
     CHECK(srv_rdma_init(&cfg, &r) == WH_OK);
     if (!r)
@@ -611,7 +611,7 @@ static void test_stalled_client(void)
     fprintf(stderr, "  %llu buffers back %.2fs after the failure\n", (unsigned long long)held,
             back);
     CHECK_EQ_U64(metric(r, "wharf_rdma_pool_buffers{state=\"free\"}"), total);
-    CHECK(back < 3.0);
+    CHECK(back < 5.0);
     CHECK_EQ_U64(metric(r, "wharf_rdma_endpoint_replacements_total{provider=\"tcp\"}"), 1);
     CHECK_EQ_U64(metric(r, "wharf_rdma_pipelines_active"), 0);
 
