@@ -15,7 +15,6 @@
 #include <string.h>
 
 #define MOD "remote"
-#define READ_AHEAD 4 /* chunks fetched at once by a sequential HTTP reader */
 
 void cl_remote_config_init(cl_remote_config_t *cfg)
 {
@@ -54,7 +53,7 @@ wh_status_t cl_record_intents(cl_remote_t *r, const cl_job_t *jobs, size_t n)
     return st == WH_ERR_UNSUPPORTED ? WH_OK : st;
 }
 
-static void jobs_free_cands(cl_job_t *jobs, size_t n)
+void cl_jobs_free_cands(cl_job_t *jobs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         for (size_t k = 0; k < jobs[i].ncand; k++)
@@ -63,9 +62,8 @@ static void jobs_free_cands(cl_job_t *jobs, size_t n)
     }
 }
 
-static void msg(char *out, size_t outlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void msg(char *out, size_t outlen, const char *fmt, ...)
+void cl_msg(char *out, size_t outlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void cl_msg(char *out, size_t outlen, const char *fmt, ...)
 {
     if (!out || !outlen)
         return;
@@ -75,7 +73,7 @@ static void msg(char *out, size_t outlen, const char *fmt, ...)
     va_end(ap);
 }
 
-static cl_peer_t peer_of(const store_peer_t *p)
+cl_peer_t cl_peer_of(const store_peer_t *p)
 {
     cl_peer_t c;
     memset(&c, 0, sizeof c);
@@ -132,9 +130,9 @@ static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, siz
         size_t up = cl_members_for_write(r, jobs[k * per].chunk, (unsigned)per, &jobs[k * per]);
         if (up < per) {
             atomic_fetch_add(&r->unavailable, 1);
-            msg(err, errlen, "chunk %s: %zu storage servers up, %zu replicas wanted",
-                jobs[k * per].chunk, up, per);
-            jobs_free_cands(jobs, total);
+            cl_msg(err, errlen, "chunk %s: %zu storage servers up, %zu replicas wanted",
+                   jobs[k * per].chunk, up, per);
+            cl_jobs_free_cands(jobs, total);
             for (size_t i = 0; i < total; i++)
                 jobs[i].st = WH_ERR_UNAVAILABLE; /* none of them ran */
             return WH_ERR_UNAVAILABLE;
@@ -142,9 +140,9 @@ static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, siz
     }
     wh_status_t st = cl_record_intents(r, jobs, total);
     if (st != WH_OK) {
-        msg(err, errlen, "cannot record the chunk writes in the metadata database: %s",
-            wh_status_str(st));
-        jobs_free_cands(jobs, total);
+        cl_msg(err, errlen, "cannot record the chunk writes in the metadata database: %s",
+               wh_status_str(st));
+        cl_jobs_free_cands(jobs, total);
         for (size_t i = 0; i < total; i++)
             jobs[i].st = WH_ERR_UNAVAILABLE;
         return WH_ERR_UNAVAILABLE;
@@ -196,7 +194,7 @@ static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, siz
         wh_info(MOD, "retrying %zu chunk writes on other storage servers", na);
         if (cl_record_intents(r, again, na) != WH_OK) {
             for (size_t a = 0; a < na; a++)
-                jobs_free_cands(&again[a], 1);
+                cl_jobs_free_cands(&again[a], 1);
             free(again);
             free(from);
             break;
@@ -206,12 +204,12 @@ static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, siz
         for (size_t a = 0; a < na; a++) {
             cl_job_t *j = &jobs[from[a]];
             if (again[a].st == WH_OK) {
-                jobs_free_cands(j, 1);
+                cl_jobs_free_cands(j, 1);
                 *j = again[a]; /* takes its candidate list */
                 j->used = 0;
             } else {
                 snprintf(j->err, sizeof j->err, "%s", again[a].err);
-                jobs_free_cands(&again[a], 1);
+                cl_jobs_free_cands(&again[a], 1);
             }
         }
         for (size_t i = 0; i < total; i++)
@@ -223,8 +221,8 @@ static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, siz
     if (st != WH_OK) {
         for (size_t i = 0; i < total; i++)
             if (jobs[i].st != WH_OK) {
-                msg(err, errlen, "chunk %s: no storage server took it: %s", jobs[i].chunk,
-                    jobs[i].err);
+                cl_msg(err, errlen, "chunk %s: no storage server took it: %s", jobs[i].chunk,
+                       jobs[i].err);
                 break;
             }
         atomic_fetch_add(&r->unavailable, 1);
@@ -259,7 +257,7 @@ static void delete_copies(cl_remote_t *r, const store_chunk_t *ch, size_t n)
             k++;
         }
     cl_client_run(r->client, jobs, k, r->cfg.parallel, NULL);
-    jobs_free_cands(jobs, k);
+    cl_jobs_free_cands(jobs, k);
     free(jobs);
 }
 
@@ -283,19 +281,20 @@ static wh_status_t rw_flush(rw_t *w)
         jobs[i].len = w->fill;
         jobs[i].body = w->buf;
     }
-    cl_peer_t peer = peer_of(NULL);
+    cl_peer_t peer = cl_peer_of(NULL);
     st = place_and_run(r, jobs, R, 1, &peer, w->err, sizeof w->err);
     for (unsigned i = 0; i < R; i++) {
         if (jobs[i].st != WH_OK)
             continue;
         c.replicas[c.n_replicas++] = jobs[i].used_id; /* also to delete it on failure */
         if (st == WH_OK && jobs[i].crc != c.crc64nvme) {
-            msg(w->err, sizeof w->err, "chunk %s: storage server stored crc %016" PRIx64
-                ", sent %016" PRIx64, c.id, jobs[i].crc, c.crc64nvme);
+            cl_msg(w->err, sizeof w->err,
+                   "chunk %s: storage server stored crc %016" PRIx64 ", sent %016" PRIx64, c.id,
+                   jobs[i].crc, c.crc64nvme);
             st = WH_ERR_CHECKSUM;
         }
     }
-    jobs_free_cands(jobs, R);
+    cl_jobs_free_cands(jobs, R);
     if (st == WH_OK)
         st = rw_push(w, &c);
     if (st != WH_OK) {
@@ -394,8 +393,7 @@ static void rw_abort(store_data_writer_t *bw)
 
 /* RDMA PUT: every replica pulls its chunk from the client's region. */
 static wh_status_t rw_rdma_put(store_data_writer_t *bw, const char *token,
-                               const store_peer_t *speer, uint64_t size,
-                               store_rdma_result_t *res)
+                               const store_peer_t *speer, uint64_t size, store_rdma_result_t *res)
 {
     rw_t *w = (rw_t *)bw;
     cl_remote_t *r = w->r;
@@ -406,17 +404,17 @@ static wh_status_t rw_rdma_put(store_data_writer_t *bw, const char *token,
         return WH_ERR_INVALID;
     wh_status_t st = token_parse(token, strlen(token), &tok, err, sizeof err);
     if (st != WH_OK) {
-        msg(res->message, sizeof res->message, "x-amz-rdma-token: %s", err);
+        cl_msg(res->message, sizeof res->message, "x-amz-rdma-token: %s", err);
         return st;
     }
     if (tok.dialect != TOKEN_DIALECT_OFI1) {
-        msg(res->message, sizeof res->message,
-            "the cluster's storage servers take ofi1 tokens only");
+        cl_msg(res->message, sizeof res->message,
+               "the cluster's storage servers take ofi1 tokens only");
         return WH_ERR_DECLINED;
     }
     if (tok.size < size) {
-        msg(res->message, sizeof res->message,
-            "token size 0x%" PRIx64 " is smaller than the object's 0x%" PRIx64, tok.size, size);
+        cl_msg(res->message, sizeof res->message,
+               "token size 0x%" PRIx64 " is smaller than the object's 0x%" PRIx64, tok.size, size);
         return WH_ERR_INVALID;
     }
     unsigned R = r->cfg.replicas;
@@ -437,12 +435,11 @@ static wh_status_t rw_rdma_put(store_data_writer_t *bw, const char *token,
             j->op = CL_OP_RPUT;
             j->chunk = ch[k].id;
             j->len = ch[k].length;
-            st = token_pack_ofi1(tok.base + ch[k].offset, ch[k].length, tok.provider,
-                                 tok.ep_name, tok.ep_name_len, tok.key, j->mtok,
-                                 sizeof j->mtok);
+            st = token_pack_ofi1(tok.base + ch[k].offset, ch[k].length, tok.provider, tok.ep_name,
+                                 tok.ep_name_len, tok.key, j->mtok, sizeof j->mtok);
         }
     }
-    cl_peer_t peer = peer_of(speer);
+    cl_peer_t peer = cl_peer_of(speer);
     if (st == WH_OK)
         st = place_and_run(r, jobs, R, nch, &peer, res->message, sizeof res->message);
     /* Every replica of a chunk must hold the same bytes (the client's memory must not change
@@ -458,22 +455,22 @@ static wh_status_t rw_rdma_put(store_data_writer_t *bw, const char *token,
             ch[k].replicas[ch[k].n_replicas++] = j->used_id;
             if (i == 0) {
                 ch[k].crc64nvme = j->crc;
-            } else if (st == WH_OK && (j->crc != jobs[k * R].crc ||
-                                       memcmp(j->md5, jobs[k * R].md5, 16) != 0)) {
-                msg(res->message, sizeof res->message,
-                    "chunk %s: replicas read different bytes (did the client's memory change "
-                    "during the PUT?)", ch[k].id);
+            } else if (st == WH_OK &&
+                       (j->crc != jobs[k * R].crc || memcmp(j->md5, jobs[k * R].md5, 16) != 0)) {
+                cl_msg(res->message, sizeof res->message,
+                       "chunk %s: replicas read different bytes (did the client's memory change "
+                       "during the PUT?)",
+                       ch[k].id);
                 st = WH_ERR_CHECKSUM;
             }
             if (st == WH_OK && !j->has_md5) {
-                msg(res->message, sizeof res->message, "chunk %s: storage sent no MD5",
-                    ch[k].id);
+                cl_msg(res->message, sizeof res->message, "chunk %s: storage sent no MD5",
+                       ch[k].id);
                 st = WH_ERR_PROTOCOL;
             }
         }
         if (st == WH_OK) {
-            crc = k ? wh_crc64nvme_combine(crc, ch[k].crc64nvme, ch[k].length)
-                    : ch[k].crc64nvme;
+            crc = k ? wh_crc64nvme_combine(crc, ch[k].crc64nvme, ch[k].length) : ch[k].crc64nvme;
             if (md5_ok)
                 wh_md5_update(&md5, jobs[k * R].md5, 16);
         }
@@ -481,7 +478,7 @@ static wh_status_t rw_rdma_put(store_data_writer_t *bw, const char *token,
     uint8_t digest[16];
     if (md5_ok)
         wh_md5_final(&md5, digest);
-    jobs_free_cands(jobs, nch * R);
+    cl_jobs_free_cands(jobs, nch * R);
     free(jobs);
     if (st == WH_OK) {
         for (uint64_t k = 0; k < nch && st == WH_OK; k++)
@@ -517,258 +514,6 @@ static wh_status_t rw_rdma_put(store_data_writer_t *bw, const char *token,
     return WH_OK;
 }
 
-/* ==== readers ============================================================================ */
-
-typedef struct rr_slot {
-    int64_t idx; /* chunk index, -1 empty */
-    uint8_t *buf;
-    uint64_t len;
-    uint64_t used; /* LRU stamp */
-} rr_slot_t;
-
-typedef struct rr {
-    store_reader_t base;
-    cl_remote_t *r;
-    store_data_ref_t ref;
-    rr_slot_t slot[READ_AHEAD];
-    int64_t last;
-    uint64_t stamp;
-} rr_t;
-
-static wh_status_t rr_open(store_data_t *d, const store_data_ref_t *ref, uint64_t size,
-                           store_reader_t **out)
-{
-    rr_t *q = calloc(1, sizeof *q);
-    if (!q)
-        return WH_ERR_NOMEM;
-    q->base.data = d;
-    q->base.size = size;
-    q->r = (cl_remote_t *)d;
-    q->last = -2;
-    for (int i = 0; i < READ_AHEAD; i++)
-        q->slot[i].idx = -1;
-    wh_status_t st = store_data_ref_copy(&q->ref, ref);
-    if (st != WH_OK) {
-        free(q);
-        return st;
-    }
-    *out = &q->base;
-    return WH_OK;
-}
-
-static void rr_close(store_reader_t *br)
-{
-    rr_t *q = (rr_t *)br;
-    if (!q)
-        return;
-    for (int i = 0; i < READ_AHEAD; i++)
-        free(q->slot[i].buf);
-    store_data_ref_clear(&q->ref);
-    free(q);
-}
-
-/* Index of the chunk holding object offset off (chunks are in offset order). */
-static int64_t chunk_at(const store_data_ref_t *ref, uint64_t off)
-{
-    size_t lo = 0, hi = ref->n_chunks;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        const store_chunk_t *c = &ref->chunks[mid];
-        if (off < c->offset)
-            hi = mid;
-        else if (off >= c->offset + c->length)
-            lo = mid + 1;
-        else
-            return (int64_t)mid;
-    }
-    return -1;
-}
-
-static rr_slot_t *slot_of(rr_t *q, int64_t idx)
-{
-    for (int i = 0; i < READ_AHEAD; i++)
-        if (q->slot[i].idx == idx)
-            return &q->slot[i];
-    return NULL;
-}
-
-/* Fetches chunks [k, k+n) that are not cached into free (least recently used) slots. */
-static wh_status_t rr_fetch(rr_t *q, int64_t k, int n)
-{
-    cl_remote_t *r = q->r;
-    cl_job_t jobs[READ_AHEAD];
-    rr_slot_t *dst[READ_AHEAD];
-    int64_t idx[READ_AHEAD];
-    int nj = 0;
-    memset(jobs, 0, sizeof jobs);
-    for (int i = 0; i < n && k + i < (int64_t)q->ref.n_chunks; i++) {
-        if (slot_of(q, k + i))
-            continue;
-        rr_slot_t *s = NULL;
-        for (int j = 0; j < READ_AHEAD; j++) {
-            rr_slot_t *c = &q->slot[j];
-            bool busy = false;
-            for (int t = 0; t < nj; t++)
-                busy |= dst[t] == c;
-            if (busy || (c->idx >= k && c->idx < k + n && c->idx >= 0))
-                continue;
-            if (!s || c->idx < 0 || (s->idx >= 0 && c->used < s->used))
-                s = c;
-        }
-        if (!s)
-            break;
-        const store_chunk_t *c = &q->ref.chunks[k + i];
-        if (s->len < c->length || !s->buf) {
-            free(s->buf);
-            s->buf = malloc(c->length ? c->length : 1);
-            s->len = s->buf ? c->length : 0;
-            if (!s->buf)
-                return WH_ERR_NOMEM;
-        }
-        s->idx = -1;
-        cl_job_t *j = &jobs[nj];
-        j->op = CL_OP_GET;
-        j->chunk = c->id;
-        j->off = 0;
-        j->len = c->length;
-        j->dst = s->buf;
-        j->check_crc = true;
-        j->expect_crc = c->crc64nvme;
-        cl_members_for_read(r, c, j);
-        idx[nj] = k + i;
-        dst[nj++] = s;
-    }
-    if (!nj)
-        return WH_OK;
-    cl_peer_t peer = peer_of(NULL);
-    wh_status_t st = cl_client_run(r->client, jobs, (size_t)nj, r->cfg.parallel, &peer);
-    for (int i = 0; i < nj; i++) {
-        if (jobs[i].st == WH_OK) {
-            dst[i]->idx = idx[i];
-            atomic_fetch_add(&r->chunks_got, 1);
-            atomic_fetch_add(&r->bytes_got, jobs[i].len);
-        } else if (i == 0 || st == WH_OK) {
-            wh_warn(MOD, "chunk unavailable chunk=%s reason='%s'", jobs[i].chunk, jobs[i].err);
-        }
-    }
-    jobs_free_cands(jobs, (size_t)nj);
-    if (st != WH_OK) {
-        atomic_fetch_add(&r->unavailable, 1);
-        return WH_ERR_UNAVAILABLE;
-    }
-    return WH_OK;
-}
-
-static wh_status_t rr_pread(store_reader_t *br, void *buf, size_t n, uint64_t off)
-{
-    rr_t *q = (rr_t *)br;
-    if (off > q->base.size || n > q->base.size - off)
-        return WH_ERR_RANGE;
-    uint8_t *p = buf;
-    while (n) {
-        int64_t k = chunk_at(&q->ref, off);
-        if (k < 0)
-            return WH_ERR_INTERNAL; /* the chunk map does not cover the object */
-        rr_slot_t *s = slot_of(q, k);
-        if (!s) {
-            /* Sequential reading fetches READ_AHEAD chunks at once; a jump fetches one. */
-            bool seq = k == q->last + 1 || k == q->last;
-            wh_status_t st = rr_fetch(q, k, seq ? READ_AHEAD : 1);
-            if (st != WH_OK)
-                return st;
-            if (!(s = slot_of(q, k)))
-                return WH_ERR_UNAVAILABLE;
-        }
-        const store_chunk_t *c = &q->ref.chunks[k];
-        uint64_t in = off - c->offset;
-        size_t m = (size_t)WH_MIN((uint64_t)n, c->length - in);
-        memcpy(p, s->buf + in, m);
-        s->used = ++q->stamp;
-        q->last = k;
-        p += m;
-        off += m;
-        n -= m;
-    }
-    return WH_OK;
-}
-
-/* RDMA GET: one live replica per chunk writes its piece into the client's region. */
-static wh_status_t rr_rdma_get(store_reader_t *br, const char *token, const store_peer_t *speer,
-                               uint64_t off, uint64_t len, store_rdma_result_t *res)
-{
-    rr_t *q = (rr_t *)br;
-    cl_remote_t *r = q->r;
-    token_t tok;
-    char err[200];
-    memset(res, 0, sizeof *res);
-    wh_status_t st = token_parse(token, strlen(token), &tok, err, sizeof err);
-    if (st != WH_OK) {
-        msg(res->message, sizeof res->message, "x-amz-rdma-token: %s", err);
-        return st;
-    }
-    if (tok.dialect != TOKEN_DIALECT_OFI1) {
-        msg(res->message, sizeof res->message,
-            "the cluster's storage servers take ofi1 tokens only");
-        return WH_ERR_DECLINED;
-    }
-    if (tok.size < len || off > q->base.size || len > q->base.size - off) {
-        msg(res->message, sizeof res->message, "range does not fit the token or the object");
-        return WH_ERR_INVALID;
-    }
-    if (len == 0)
-        return WH_OK;
-    int64_t k0 = chunk_at(&q->ref, off), k1 = chunk_at(&q->ref, off + len - 1);
-    if (k0 < 0 || k1 < k0)
-        return WH_ERR_INTERNAL;
-    size_t nj = (size_t)(k1 - k0 + 1);
-    cl_job_t *jobs = calloc(nj, sizeof *jobs);
-    if (!jobs)
-        return WH_ERR_NOMEM;
-    for (size_t i = 0; i < nj && st == WH_OK; i++) {
-        const store_chunk_t *c = &q->ref.chunks[k0 + (int64_t)i];
-        uint64_t a = WH_MAX(off, c->offset), b = WH_MIN(off + len, c->offset + c->length);
-        cl_job_t *j = &jobs[i];
-        j->op = CL_OP_RGET;
-        j->chunk = c->id;
-        j->off = a - c->offset;
-        j->len = b - a;
-        /* A whole chunk is checked against the map's crc (a damaged copy is retried). */
-        j->check_crc = j->off == 0 && j->len == c->length;
-        j->expect_crc = c->crc64nvme;
-        st = token_pack_ofi1(tok.base + (a - off), b - a, tok.provider, tok.ep_name,
-                             tok.ep_name_len, tok.key, j->mtok, sizeof j->mtok);
-        cl_members_for_read(r, c, j);
-    }
-    cl_peer_t peer = peer_of(speer);
-    if (st == WH_OK)
-        st = cl_client_run(r->client, jobs, nj, r->cfg.parallel, &peer);
-    uint64_t crc = 0;
-    if (st == WH_OK) {
-        for (size_t i = 0; i < nj; i++)
-            crc = i ? wh_crc64nvme_combine(crc, jobs[i].crc, jobs[i].len) : jobs[i].crc;
-        res->bytes = len;
-        res->crc64nvme = crc;
-        atomic_fetch_add(&r->chunks_got, nj);
-    } else {
-        for (size_t i = 0; i < nj; i++)
-            if (jobs[i].st != WH_OK) {
-                msg(res->message, sizeof res->message,
-                    "chunk %s (object bytes %" PRIu64 "-%" PRIu64 ") is unavailable: %s",
-                    jobs[i].chunk, q->ref.chunks[k0 + (int64_t)i].offset,
-                    q->ref.chunks[k0 + (int64_t)i].offset +
-                        q->ref.chunks[k0 + (int64_t)i].length - 1,
-                    jobs[i].err[0] ? jobs[i].err : "no replica is up");
-                break;
-            }
-        atomic_fetch_add(&r->unavailable, 1);
-        if (st != WH_ERR_AUTH && st != WH_ERR_INVALID)
-            st = WH_ERR_UNAVAILABLE;
-    }
-    jobs_free_cands(jobs, nj);
-    free(jobs);
-    return st;
-}
-
 /* Appends [off, off+len) of a reader: whole chunks of another remote object by reference
  * (copy and multipart completion move no bytes), anything else by reading and writing. */
 static wh_status_t rw_append(store_data_writer_t *bw, store_reader_t *br, uint64_t off,
@@ -779,7 +524,7 @@ static wh_status_t rw_append(store_data_writer_t *bw, store_reader_t *br, uint64
         return w->failed;
     if (br->data == bw->data && len) {
         rr_t *q = (rr_t *)br;
-        int64_t k0 = chunk_at(&q->ref, off), k1 = chunk_at(&q->ref, off + len - 1);
+        int64_t k0 = cl_chunk_at(&q->ref, off), k1 = cl_chunk_at(&q->ref, off + len - 1);
         if (k0 >= 0 && k1 >= k0 && q->ref.chunks[k0].offset == off &&
             q->ref.chunks[k1].offset + q->ref.chunks[k1].length == off + len) {
             wh_status_t st = w->fill ? rw_flush(w) : WH_OK;
@@ -859,10 +604,10 @@ static const store_data_ops_t g_remote_ops = {
     .finish = rw_finish,
     .writer_free = rw_free,
     .writer_abort = rw_abort,
-    .reader_open = rr_open,
-    .reader_pread = rr_pread,
-    .rdma_get = rr_rdma_get,
-    .reader_close = rr_close,
+    .reader_open = cl_rr_open,
+    .reader_pread = cl_rr_pread,
+    .rdma_get = cl_rr_rdma_get,
+    .reader_close = cl_rr_close,
     .release = remote_release,
 };
 
@@ -951,6 +696,5 @@ void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
         {"wharf_cluster_repair_failures_total", atomic_load(&r->repair_failures)},
     };
     for (size_t i = 0; i < WH_ARRAY_SIZE(m); i++)
-        wh_sbuf_printf(out, "# TYPE %s counter\n%s %" PRIu64 "\n", m[i].name, m[i].name,
-                       m[i].v);
+        wh_sbuf_printf(out, "# TYPE %s counter\n%s %" PRIu64 "\n", m[i].name, m[i].name, m[i].v);
 }

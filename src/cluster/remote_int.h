@@ -17,8 +17,8 @@ typedef struct cl_member {
     uint32_t id;
     char addr[256];
     uint64_t free;
-    bool up;               /* heartbeat fresh */
-    int64_t age_s;         /* seconds since its last heartbeat (database clock) */
+    bool up;                /* heartbeat fresh */
+    int64_t age_s;          /* seconds since its last heartbeat (database clock) */
     uint64_t suspect_until; /* ms (wh_now_ns clock): failed a request, avoided until then */
 } cl_member_t;
 
@@ -30,9 +30,9 @@ typedef struct cl_remote {
     pthread_mutex_t lock; /* members */
     cl_member_t *members;
     size_t n_members;
-    bool known;           /* at least one membership read succeeded */
+    bool known; /* at least one membership read succeeded */
 
-    pthread_t thread;     /* membership refresh + maintenance */
+    pthread_t thread; /* membership refresh + maintenance */
     bool thread_started, stop, nudge;
     pthread_cond_t cond;
 
@@ -47,8 +47,8 @@ typedef struct cl_remote {
 size_t cl_members_for_write(cl_remote_t *r, const char *chunk_id, unsigned replicas,
                             cl_job_t *jobs);
 /* The up nodes in placement order for chunk_id (at most max, <= CL_PLACE_MAX). */
-size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids,
-                       char (*addrs)[256], size_t max);
+size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids, char (*addrs)[256],
+                       size_t max);
 /* Candidates for reading a chunk: its replicas that are up first, then the others (a
  * heartbeat may lag); unknown nodes are skipped. */
 void cl_members_for_read(cl_remote_t *r, const store_chunk_t *c, cl_job_t *j);
@@ -65,5 +65,37 @@ wh_status_t cl_record_intents(cl_remote_t *r, const cl_job_t *jobs, size_t n);
 wh_status_t cl_members_start(cl_remote_t *r);
 void cl_members_stop(cl_remote_t *r);
 void cl_members_nudge(cl_remote_t *r);
+
+/* ---- shared by remote.c (writers, the table) and remote_read.c (readers) ---- */
+
+void cl_jobs_free_cands(cl_job_t *jobs, size_t n);
+void cl_msg(char *out, size_t outlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+cl_peer_t cl_peer_of(const store_peer_t *p);
+
+#define READ_AHEAD 4 /* chunks fetched at once by a sequential HTTP reader */
+typedef struct rr_slot {
+    int64_t idx; /* chunk index, -1 empty */
+    uint8_t *buf;
+    uint64_t len;
+    uint64_t used; /* LRU stamp */
+} rr_slot_t;
+
+typedef struct rr {
+    store_reader_t base;
+    cl_remote_t *r;
+    store_data_ref_t ref;
+    rr_slot_t slot[READ_AHEAD];
+    int64_t last;
+    uint64_t stamp;
+} rr_t;
+
+wh_status_t cl_rr_open(store_data_t *d, const store_data_ref_t *ref, uint64_t size,
+                       store_reader_t **out);
+void cl_rr_close(store_reader_t *br);
+/* The index of the chunk holding byte off of ref, or -1. */
+int64_t cl_chunk_at(const store_data_ref_t *ref, uint64_t off);
+wh_status_t cl_rr_pread(store_reader_t *br, void *buf, size_t n, uint64_t off);
+wh_status_t cl_rr_rdma_get(store_reader_t *br, const char *token, const store_peer_t *speer,
+                           uint64_t off, uint64_t len, store_rdma_result_t *res);
 
 #endif
