@@ -93,7 +93,7 @@ wh_status_t store_mpu_part_commit(store_t *st, const char *bucket, const char *k
     return WH_OK;
 err:
     store_data_ref_clear(&ref);
-    store_writer_abort(w);
+    store_writer_fail(w, s);
     return s;
 }
 
@@ -341,7 +341,7 @@ wh_status_t store_mpu_complete(store_t *st, const char *bucket, const char *key,
         om.user_meta_json = NULL; /* moved */
     }
 out:
-    store_writer_abort(w);
+    store_writer_fail(w, s);
     store_obj_meta_free(&om);
     store_data_ref_clear(&ref);
     store_data_ref_clear(&old);

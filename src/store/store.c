@@ -466,7 +466,7 @@ wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey
     store_writer_free(w);
     w = NULL;
 out:
-    store_writer_abort(w);
+    store_writer_fail(w, s);
     store_reader_close(r);
     store_data_ref_clear(&ref);
     store_data_ref_clear(&old);

@@ -50,6 +50,9 @@ wh_status_t store_random_id(char out[META_ID_LEN + 1]);
 wh_status_t store_writer_finish(store_writer_t *w, store_data_ref_t *ref);
 /* Frees a writer and keeps its bytes (after the commit). NULL-safe. */
 void store_writer_free(store_writer_t *w);
+/* After a failed commit: aborts (removes the bytes), except when the commit's outcome is
+ * unknown (WH_ERR_UNAVAILABLE), where the bytes are kept. NULL-safe. */
+void store_writer_fail(store_writer_t *w, wh_status_t why);
 /* Appends [off, off+len) of an open reader (copy, multipart completion); the digests are not
  * updated: the caller derives them. */
 wh_status_t store_writer_append(store_writer_t *w, store_reader_t *r, uint64_t off,

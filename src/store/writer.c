@@ -278,6 +278,20 @@ void store_writer_free(store_writer_t *w)
     free(w);
 }
 
+void store_writer_fail(store_writer_t *w, wh_status_t why)
+{
+    if (w && why == WH_ERR_UNAVAILABLE) {
+        /* The metadata commit's outcome is unknown (the database went away during it): the
+         * row may exist and name these bytes, so they stay. If it does not, they are an
+         * orphan that recovery (local) or garbage collection (a cluster) removes later. */
+        wh_warn("store", "metadata unreachable during a commit: keeping the written bytes "
+                "until it is known whether they were committed");
+        store_writer_free(w);
+        return;
+    }
+    store_writer_abort(w);
+}
+
 void store_writer_abort(store_writer_t *w)
 {
     if (!w)
@@ -345,6 +359,6 @@ wh_status_t store_writer_commit(store_writer_t *w, const char *bucket, const cha
 
 err:
     store_data_ref_clear(&ref);
-    store_writer_abort(w);
+    store_writer_fail(w, s);
     return s;
 }
