@@ -11,6 +11,7 @@
  * header deadline ends with the headers, and a handler's own time (an RDMA transfer, a disk
  * commit) passes with the connection suspended, outside both. */
 #include "server/http_int.h"
+#include "base/defaults.h"
 #include "base/log.h"
 
 #include <arpa/inet.h>
@@ -41,9 +42,9 @@
 void srv_config_init(srv_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    cfg->listen_host = "127.0.0.1";
-    cfg->listen_port = 9000;
-    cfg->region = "us-east-1";
+    cfg->listen_host = WH_DEFAULT_LISTEN_HOST;
+    cfg->listen_port = WH_DEFAULT_LISTEN_PORT;
+    cfg->region = WH_DEFAULT_REGION;
     cfg->shutdown_grace_s = 10;
     cfg->etag_part_size = STORE_ETAG_PART_DEFAULT;
     srv_rdma_config_init(&cfg->rdma);
