@@ -73,6 +73,22 @@ static bool tok_provider_valid(const char *p, size_t n)
     return true;
 }
 
+/* The base and size every dialect but cuobj starts with (hex, and base + size must not wrap). */
+static wh_status_t tok_parse_base_size(const tok_field_t *f, token_t *t, char *err,
+                                       size_t errlen)
+{
+    const char *why;
+    if ((why = tok_hex_u64(&f[0], 0, &t->base)))
+        return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'base': %s", why);
+    if ((why = tok_hex_u64(&f[1], 0, &t->size)))
+        return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'size': %s", why);
+    if (t->base + t->size < t->base)
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                       "token field 'size': base 0x%llx + size 0x%llx wraps past 2^64",
+                       (unsigned long long)t->base, (unsigned long long)t->size);
+    return WH_OK;
+}
+
 /* ---- ofi1 ---------------------------------------------------------------------------------- */
 
 static wh_status_t tok_parse_ofi1(const tok_field_t *f, size_t nf, token_t *t, char *err,
@@ -84,14 +100,9 @@ static wh_status_t tok_parse_ofi1(const tok_field_t *f, size_t nf, token_t *t, c
                         "token: ofi1 has 6 fields <base>:<size>:ofi1:<provider>:<ep-name>:<key>, "
                         "got %zu",
                         nf);
-    if ((why = tok_hex_u64(&f[0], 0, &t->base)))
-        return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'base': %s", why);
-    if ((why = tok_hex_u64(&f[1], 0, &t->size)))
-        return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'size': %s", why);
-    if (t->base + t->size < t->base)
-        return wh_errf(WH_ERR_INVALID, err, errlen,
-                        "token field 'size': base 0x%llx + size 0x%llx wraps past 2^64",
-                        (unsigned long long)t->base, (unsigned long long)t->size);
+    wh_status_t st = tok_parse_base_size(f, t, err, errlen);
+    if (st != WH_OK)
+        return st;
     if (!tok_provider_valid(f[3].p, f[3].n))
         return wh_errf(WH_ERR_INVALID, err, errlen,
                         "token field 'provider': must be 1..%d of [a-z0-9_;]",
@@ -181,14 +192,9 @@ static wh_status_t tok_parse_cuda1(const tok_field_t *f, size_t nf, token_t *t, 
                         "token: cuda1 has 6 fields <base>:<size>:cuda1:<device-uuid>:<ipc-handle>"
                         ":<alloc-offset>, got %zu",
                         nf);
-    if ((why = tok_hex_u64(&f[0], 0, &t->base)))
-        return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'base': %s", why);
-    if ((why = tok_hex_u64(&f[1], 0, &t->size)))
-        return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'size': %s", why);
-    if (t->base + t->size < t->base)
-        return wh_errf(WH_ERR_INVALID, err, errlen,
-                        "token field 'size': base 0x%llx + size 0x%llx wraps past 2^64",
-                        (unsigned long long)t->base, (unsigned long long)t->size);
+    wh_status_t st = tok_parse_base_size(f, t, err, errlen);
+    if (st != WH_OK)
+        return st;
     if (f[3].n != 32)
         return wh_errf(WH_ERR_INVALID, err, errlen,
                         "token field 'device-uuid': wrong width (cuda1 wants 32 lowercase hex "
