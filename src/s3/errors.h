@@ -22,12 +22,15 @@
     X(S3_ERR_INVALID_RANGE, "InvalidRange", 416, "The requested range is not satisfiable") \
     X(S3_ERR_INVALID_REQUEST, "InvalidRequest", 400, "Invalid Request")                    \
     X(S3_ERR_KEY_TOO_LONG, "KeyTooLongError", 400, "Your key is too long.")                \
+    X(S3_ERR_MALFORMED_ACL, "MalformedACLError", 400, "The XML you provided was not well-formed or did not validate against our published schema.") \
+    X(S3_ERR_MALFORMED_POLICY, "MalformedPolicy", 400, "Policies must be valid JSON and the first byte must be '{'") \
     X(S3_ERR_MALFORMED_XML, "MalformedXML", 400, "The XML you provided was not well-formed or did not validate against our published schema.") \
     X(S3_ERR_METADATA_TOO_LARGE, "MetadataTooLarge", 400, "Your metadata headers exceed the maximum allowed metadata size.") \
     X(S3_ERR_METHOD_NOT_ALLOWED, "MethodNotAllowed", 405, "The specified method is not allowed against this resource.") \
     X(S3_ERR_MISSING_CONTENT_LENGTH, "MissingContentLength", 411, "You must provide the Content-Length HTTP header.") \
     X(S3_ERR_MISSING_SECURITY_HEADER, "MissingSecurityHeader", 400, "Your request was missing a required header.") \
     X(S3_ERR_NO_SUCH_BUCKET, "NoSuchBucket", 404, "The specified bucket does not exist.")  \
+    X(S3_ERR_NO_SUCH_BUCKET_POLICY, "NoSuchBucketPolicy", 404, "The bucket policy does not exist") \
     X(S3_ERR_NO_SUCH_KEY, "NoSuchKey", 404, "The specified key does not exist.")           \
     X(S3_ERR_NO_SUCH_UPLOAD, "NoSuchUpload", 404, "The specified multipart upload does not exist.") \
     X(S3_ERR_NOT_IMPLEMENTED, "NotImplemented", 501, "A header you provided implies functionality that is not implemented.") \
