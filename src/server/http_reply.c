@@ -12,6 +12,11 @@
 
 bool srv_resp_header(struct MHD_Response *resp, const char *name, const char *value)
 {
+    /* libmicrohttpd refuses an empty value, but S3 keeps empty x-amz-meta-* values and sends
+     * them back: a lone space is a field value of only optional whitespace, which every HTTP
+     * parser reads as "". */
+    if (!*value)
+        value = " ";
     if (MHD_add_response_header(resp, name, value) != MHD_YES) {
         wh_warn(MOD, "cannot add response header name=%s", name);
         return false;

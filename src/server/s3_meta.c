@@ -69,6 +69,32 @@ static char *value_bytes(const json_t *j)
     return out;
 }
 
+/* A Content-Encoding list without its aws-chunked entries (malloc'd; "" when none is left):
+ * "gzip, aws-chunked" keeps "gzip", "aws-chunked,br" keeps "br". NULL: no memory. */
+static char *content_encoding_kept(const char *v)
+{
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    for (const char *p = v; *p;) {
+        const char *e = strchr(p, ',');
+        if (!e)
+            e = p + strlen(p);
+        const char *a = p, *z = e;
+        while (a < z && (*a == ' ' || *a == '\t'))
+            a++;
+        while (z > a && (z[-1] == ' ' || z[-1] == '\t'))
+            z--;
+        if (z > a && !((size_t)(z - a) == 11 && strncasecmp(a, "aws-chunked", 11) == 0))
+            wh_sbuf_printf(&b, "%s%.*s", b.len ? ", " : "", (int)(z - a), a);
+        p = *e ? e + 1 : e;
+    }
+    if (b.oom) {
+        wh_sbuf_free(&b);
+        return NULL;
+    }
+    return wh_sbuf_steal(&b);
+}
+
 static bool kept_header(const char *n)
 {
     if (strncmp(n, META_PREFIX, META_PREFIX_LEN) == 0 && n[META_PREFIX_LEN])
@@ -96,14 +122,22 @@ int srv_meta_from_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m)
             continue;
         if (strncmp(n, META_PREFIX, META_PREFIX_LEN) == 0)
             user_bytes += strlen(n) - META_PREFIX_LEN + strlen(v);
+        char *ce = NULL;
         if (strcmp(n, "content-encoding") == 0) {
-            /* aws-chunked is transport framing, not the object's encoding. */
-            if (strcasecmp(v, "aws-chunked") == 0)
+            /* aws-chunked is transport framing, not the object's encoding: it leaves the list
+             * wherever it stands, and a list of only aws-chunked keeps no Content-Encoding. */
+            if (!(ce = content_encoding_kept(v))) {
+                ret = srv_err(o, S3_ERR_INTERNAL, "out of memory keeping the metadata");
+                goto out;
+            }
+            if (!*ce) {
+                free(ce);
                 continue;
-            if (strncasecmp(v, "aws-chunked,", 12) == 0)
-                v += 12;
+            }
+            v = ce;
         }
         json_t *jv = value_json(v);
+        free(ce);
         if (!jv || json_object_set_new(j, n, jv) != 0) {
             ret = srv_err(o, S3_ERR_INTERNAL, "out of memory keeping the metadata");
             goto out;

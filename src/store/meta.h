@@ -68,7 +68,9 @@ struct meta_ops {
     wh_status_t (*set_durable)(meta_t *m, bool durable);
 
     wh_status_t (*bucket_create)(meta_t *m, const char *name, time_t created); /* EXISTS */
-    wh_status_t (*bucket_delete)(meta_t *m, const char *name); /* NOT_FOUND, NOT_EMPTY */
+    /* NOT_FOUND; NOT_EMPTY while it holds objects. Its incomplete uploads are dropped with
+     * it, as S3 does: *parts gets their parts (data to release; free with meta_parts_free). */
+    wh_status_t (*bucket_delete)(meta_t *m, const char *name, meta_part_t **parts, size_t *n);
     wh_status_t (*bucket_exists)(meta_t *m, const char *name);
     wh_status_t (*bucket_list)(meta_t *m, store_bucket_info_t **out, size_t *n);
 

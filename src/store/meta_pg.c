@@ -432,29 +432,52 @@ static wh_status_t pg_bucket_create(meta_t *m, const char *name, time_t created)
     return pg_write(PGM(m), tx_bucket_create, &a);
 }
 
+typedef struct {
+    const char *name;
+    meta_part_t *parts;
+    size_t n;
+} pg_bdel_arg_t;
+
+/* Objects make the bucket not empty; incomplete uploads do not (S3 drops them with it). */
 static wh_status_t tx_bucket_delete(void *conn, void *arg)
 {
-    const char *name = arg;
-    wh_status_t st = pg_bucket_check(conn, name);
+    pg_bdel_arg_t *a = arg;
+    meta_parts_free(a->parts, a->n); /* a retried attempt starts afresh */
+    a->parts = NULL;
+    a->n = 0;
+    wh_status_t st = pg_bucket_check(conn, a->name);
     if (st != WH_OK)
         return st;
     pg_params_t p = {0};
-    pp_text(&p, name);
+    pp_text(&p, a->name);
     PGresult *r;
-    st = pg_exec(conn, "SELECT 1 FROM objects WHERE bucket = $1"
-                       " UNION ALL SELECT 1 FROM uploads WHERE bucket = $1 LIMIT 1",
-                 &p, &r, "bucket emptiness check");
-    if (st == WH_OK && PQntuples(r) > 0)
+    /* SERIALIZABLE: an object or upload created meanwhile makes one of the two retry. */
+    st = pg_exec(conn, "SELECT 1 FROM objects WHERE bucket = $1 LIMIT 1", &p, &r,
+                 "bucket emptiness check");
+    if (st != WH_OK)
+        return st;
+    if (PQntuples(r) > 0)
         st = WH_ERR_NOT_EMPTY;
     PQclear(r);
+    if (st == WH_OK)
+        st = pg_bucket_uploads_drop(conn, a->name, &a->parts, &a->n);
     if (st == WH_OK)
         st = pg_exec(conn, "DELETE FROM buckets WHERE name = $1", &p, NULL, "bucket delete");
     return st;
 }
 
-static wh_status_t pg_bucket_delete(meta_t *m, const char *name)
+static wh_status_t pg_bucket_delete(meta_t *m, const char *name, meta_part_t **parts, size_t *n)
 {
-    return pg_write(PGM(m), tx_bucket_delete, (void *)name);
+    pg_bdel_arg_t a = {name, NULL, 0};
+    wh_status_t st = pg_write(PGM(m), tx_bucket_delete, &a);
+    if (st != WH_OK) {
+        meta_parts_free(a.parts, a.n);
+        a.parts = NULL;
+        a.n = 0;
+    }
+    *parts = a.parts;
+    *n = a.n;
+    return st;
 }
 
 static wh_status_t rd_bucket_exists(void *conn, void *arg)

@@ -121,6 +121,9 @@ wh_status_t pg_upload_complete(meta_t *m, const char *bucket, const char *key,
                                const char *upload_id, const meta_part_t *parts, size_t n,
                                const store_obj_meta_t *meta, const store_data_ref_t *ref,
                                store_data_ref_t *old, meta_part_t **all, size_t *n_all);
+/* In a write transaction: drops the bucket's uploads, their parts appended to *parts. */
+wh_status_t pg_bucket_uploads_drop(pg_conn_t *c, const char *bucket, meta_part_t **parts,
+                                   size_t *n);
 wh_status_t pg_upload_list(meta_t *m, const char *bucket, const char *prefix,
                            store_upload_info_t **out, size_t *n);
 

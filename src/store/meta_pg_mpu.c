@@ -259,6 +259,41 @@ static wh_status_t pg_upload_drop(pg_conn_t *c, const char *upload_id, const met
     return st;
 }
 
+/* Drops every upload of a bucket with its parts (their chunks to the GC queue), appending the
+ * parts (their data to release) to *parts. In the bucket delete's transaction. */
+wh_status_t pg_bucket_uploads_drop(pg_conn_t *c, const char *bucket, meta_part_t **parts,
+                                   size_t *n)
+{
+    pg_params_t p = {0};
+    pp_text(&p, bucket);
+    PGresult *r;
+    wh_status_t st = pg_exec(c, "SELECT upload_id FROM uploads WHERE bucket = $1", &p,
+                             &r, "upload list");
+    if (st != WH_OK)
+        return st;
+    size_t pcap = *n;
+    for (int i = 0; st == WH_OK && i < PQntuples(r); i++) {
+        char id[65];
+        pg_copy(r, i, 0, id, sizeof id);
+        meta_part_t *ps = NULL;
+        size_t np = 0;
+        st = pg_parts_read(c, id, 0, 0, &ps, &np, NULL);
+        if (st == WH_OK)
+            st = pg_upload_drop(c, id, ps, np);
+        if (st == WH_OK && np && !meta_grow((void **)parts, &pcap, *n + np, sizeof **parts))
+            st = WH_ERR_NOMEM;
+        if (st != WH_OK) {
+            meta_parts_free(ps, np);
+            break;
+        }
+        memcpy(*parts + *n, ps, np * sizeof *ps); /* the chunk maps move with the copies */
+        *n += np;
+        free(ps);
+    }
+    PQclear(r);
+    return st;
+}
+
 typedef struct {
     const char *bucket, *key, *upload_id;
     const meta_part_t *parts;

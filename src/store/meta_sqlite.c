@@ -73,7 +73,6 @@ static const char *const META_SQL[S_COUNT] = {
     [S_BUCKET_GET] = "SELECT created FROM buckets WHERE name = ?1",
     [S_BUCKET_LIST] = "SELECT name, created FROM buckets ORDER BY name",
     [S_BUCKET_HAS_OBJ] = "SELECT 1 FROM objects WHERE bucket = ?1 LIMIT 1",
-    [S_BUCKET_HAS_UPLOAD] = "SELECT 1 FROM uploads WHERE bucket = ?1 LIMIT 1",
     [S_OBJ_GET] = "SELECT size, mtime, etag, content_type, user_meta, crc32c, crc64nvme, parts,"
                   " file_id FROM objects WHERE bucket = ?1 AND key = ?2",
     [S_OBJ_FILE] = "SELECT file_id FROM objects WHERE bucket = ?1 AND key = ?2",
@@ -394,29 +393,47 @@ static wh_status_t sq_bucket_create(meta_t *m, const char *name, time_t created)
     return sq_write(SQ(m), tx_bucket_create, &a);
 }
 
+typedef struct {
+    const char *name;
+    meta_part_t *parts;
+    size_t n;
+} sq_bdel_arg_t;
+
+/* Objects make the bucket not empty; incomplete uploads do not (S3 drops them with it). */
 static wh_status_t tx_bucket_delete(void *conn, void *arg)
 {
     sq_conn_t *c = conn;
-    const char *name = arg;
-    wh_status_t st = sq_bucket_check(c, name);
+    sq_bdel_arg_t *a = arg;
+    meta_parts_free(a->parts, a->n); /* a retried attempt starts afresh */
+    a->parts = NULL;
+    a->n = 0;
+    wh_status_t st = sq_bucket_check(c, a->name);
     if (st != WH_OK)
         return st;
-    static const int checks[] = {S_BUCKET_HAS_OBJ, S_BUCKET_HAS_UPLOAD};
-    for (size_t i = 0; i < WH_ARRAY_SIZE(checks); i++) {
-        st = sq_row_exists(c, checks[i], name, "bucket emptiness check");
-        if (st == WH_OK)
-            return WH_ERR_NOT_EMPTY;
-        if (st != WH_ERR_NOT_FOUND)
-            return st;
-    }
+    st = sq_row_exists(c, S_BUCKET_HAS_OBJ, a->name, "bucket emptiness check");
+    if (st == WH_OK)
+        return WH_ERR_NOT_EMPTY;
+    if (st != WH_ERR_NOT_FOUND)
+        return st;
+    if ((st = sq_bucket_uploads_drop(c, a->name, &a->parts, &a->n)) != WH_OK)
+        return st;
     sqlite3_stmt *s = c->stmt[S_BUCKET_DELETE];
-    sq_bind_text(s, 1, name);
+    sq_bind_text(s, 1, a->name);
     return sq_exec_stmt(c, s, "bucket delete");
 }
 
-static wh_status_t sq_bucket_delete(meta_t *m, const char *name)
+static wh_status_t sq_bucket_delete(meta_t *m, const char *name, meta_part_t **parts, size_t *n)
 {
-    return sq_write(SQ(m), tx_bucket_delete, (void *)name);
+    sq_bdel_arg_t a = {name, NULL, 0};
+    wh_status_t st = sq_write(SQ(m), tx_bucket_delete, &a);
+    if (st != WH_OK) {
+        meta_parts_free(a.parts, a.n);
+        a.parts = NULL;
+        a.n = 0;
+    }
+    *parts = a.parts;
+    *n = a.n;
+    return st;
 }
 
 static wh_status_t sq_bucket_exists(meta_t *mm, const char *name)

@@ -22,7 +22,6 @@ enum {
     S_BUCKET_GET,
     S_BUCKET_LIST,
     S_BUCKET_HAS_OBJ,
-    S_BUCKET_HAS_UPLOAD,
     S_OBJ_GET,
     S_OBJ_FILE,
     S_OBJ_UPSERT,
@@ -108,6 +107,9 @@ wh_status_t sq_upload_complete(meta_t *m, const char *bucket, const char *key,
                                const char *upload_id, const meta_part_t *parts, size_t n,
                                const store_obj_meta_t *meta, const store_data_ref_t *ref,
                                store_data_ref_t *old, meta_part_t **all, size_t *n_all);
+/* In a write transaction: drops the bucket's uploads, their parts appended to *parts. */
+wh_status_t sq_bucket_uploads_drop(sq_conn_t *c, const char *bucket, meta_part_t **parts,
+                                   size_t *n);
 wh_status_t sq_upload_list(meta_t *m, const char *bucket, const char *prefix,
                            store_upload_info_t **out, size_t *n);
 

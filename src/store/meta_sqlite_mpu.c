@@ -208,6 +208,49 @@ static wh_status_t sq_upload_drop(sq_conn_t *c, const char *upload_id, const met
     return sq_exec_stmt(c, s, "upload delete");
 }
 
+/* Drops every upload of a bucket with its parts, appending the parts (their data to release)
+ * to *parts. In the bucket delete's transaction, so no upload outlives its bucket. */
+wh_status_t sq_bucket_uploads_drop(sq_conn_t *c, const char *bucket, meta_part_t **parts,
+                                   size_t *n)
+{
+    char (*ids)[65] = NULL;
+    size_t cnt = 0, cap = 0;
+    wh_status_t st = WH_OK;
+    int rc;
+    sqlite3_stmt *s = c->stmt[S_UPLOAD_LIST];
+    sq_bind_text(s, 1, bucket);
+    sq_bind_key(s, 2, "", 0);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (!meta_grow((void **)&ids, &cap, cnt + 1, sizeof *ids)) {
+            st = WH_ERR_NOMEM;
+            break;
+        }
+        sq_col_copy(s, 1, ids[cnt++], sizeof *ids);
+    }
+    if (st == WH_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
+        st = sq_fail(c, rc, "upload list");
+    sq_done(s);
+    size_t pcap = *n;
+    for (size_t i = 0; st == WH_OK && i < cnt; i++) {
+        meta_part_t *ps = NULL;
+        size_t np = 0;
+        st = sq_parts_read(c, ids[i], 0, 0, &ps, &np, NULL);
+        if (st == WH_OK)
+            st = sq_upload_drop(c, ids[i], ps, np);
+        if (st == WH_OK && np && !meta_grow((void **)parts, &pcap, *n + np, sizeof **parts))
+            st = WH_ERR_NOMEM;
+        if (st != WH_OK) {
+            meta_parts_free(ps, np);
+            break;
+        }
+        memcpy(*parts + *n, ps, np * sizeof *ps); /* the chunk maps move with the copies */
+        *n += np;
+        free(ps);
+    }
+    free(ids);
+    return st;
+}
+
 typedef struct {
     const char *bucket, *key, *upload_id;
     const meta_part_t *parts; /* completion: the parts listed */

@@ -260,7 +260,15 @@ wh_status_t store_bucket_create(store_t *st, const char *bucket)
 
 static wh_status_t store_bucket_delete_fn(store_t *st, void *arg)
 {
-    return meta_bucket_delete(st->meta, (const char *)arg);
+    meta_part_t *parts = NULL;
+    size_t np = 0;
+    wh_status_t s = meta_bucket_delete(st->meta, (const char *)arg, &parts, &np);
+    if (s != WH_OK)
+        return s;
+    for (size_t i = 0; i < np; i++) /* the uploads dropped with the bucket */
+        store_release(st, &parts[i].ref);
+    meta_parts_free(parts, np);
+    return WH_OK;
 }
 
 wh_status_t store_bucket_delete(store_t *st, const char *bucket)

@@ -76,7 +76,9 @@ bool store_key_valid(const char *key, size_t len);
 
 /* ---- buckets ---- */
 wh_status_t store_bucket_create(store_t *st, const char *bucket); /* WH_ERR_EXISTS if there */
-wh_status_t store_bucket_delete(store_t *st, const char *bucket); /* WH_ERR_NOT_EMPTY, NOT_FOUND */
+/* WH_ERR_NOT_EMPTY while it holds objects, NOT_FOUND. Incomplete multipart uploads do not keep
+ * a bucket: they are dropped with it and their parts' data released, as S3 does. */
+wh_status_t store_bucket_delete(store_t *st, const char *bucket);
 wh_status_t store_bucket_exists(store_t *st, const char *bucket); /* WH_OK or WH_ERR_NOT_FOUND */
 typedef struct store_bucket_info {
     char name[64];

@@ -204,13 +204,14 @@ class S3Raw:
 
     # ---- aws-chunked bodies ----
     def chunked_signed(self, method, path, data, chunk_size=65536, headers=None,
-                       tamper_chunk=None, amz_date=None):
+                       tamper_chunk=None, amz_date=None, content_encoding="aws-chunked"):
         """(headers, body) for STREAMING-AWS4-HMAC-SHA256-PAYLOAD: every chunk signed and
         chained from the seed signature. tamper_chunk=i flips a byte of chunk i's data after
-        signing (its signature no longer matches)."""
+        signing (its signature no longer matches). content_encoding: the Content-Encoding
+        sent (a list such as "gzip, aws-chunked" names the object's own encoding too)."""
         amz_date = amz_date or amz_now()
         hdrs = dict(headers or {})
-        hdrs.update({"content-encoding": "aws-chunked",
+        hdrs.update({"content-encoding": content_encoding,
                      "x-amz-decoded-content-length": str(len(data))})
         chunks = [data[i:i + chunk_size] for i in range(0, len(data), chunk_size)] + [b""]
         body_len = sum(len(f"{len(c):x};chunk-signature=") + 64 + 2 + len(c) + 2

@@ -183,7 +183,9 @@ static void test_rows(void)
     CHECK(put_row(m, "b", "k\xc3\xa9", 2) == WH_OK);
     CHECK(put_row(m, "b", "K", 3) == WH_OK);
     CHECK(meta_object_get(m, "b", "K", 1, &om, NULL) == WH_OK && om.size == 3);
-    CHECK(meta_bucket_delete(m, "b") == WH_ERR_NOT_EMPTY);
+    meta_part_t *dp = NULL;
+    size_t ndp = 0;
+    CHECK(meta_bucket_delete(m, "b", &dp, &ndp) == WH_ERR_NOT_EMPTY && ndp == 0);
     meta_close(m);
     th_rmdir(dir);
 }

@@ -333,11 +333,55 @@ static void test_abort_and_list_uploads(void)
     th_rmdir(dir);
 }
 
+/* DeleteBucket with incomplete uploads: objects keep the bucket, uploads do not. The uploads
+ * go with the bucket and their part files are released. */
+static void test_bucket_delete_drops_uploads(void)
+{
+    char *dir;
+    store_t *st = open_store(&dir);
+    if (!st)
+        return;
+    char u1[65], u2[65], e[33];
+    CHECK(store_mpu_create(st, "mpu", "a", NULL, u1) == WH_OK);
+    CHECK(store_mpu_create(st, "mpu", "b/c", NULL, u2) == WH_OK);
+    CHECK(put_part(st, "a", u1, 1, "one", 3, e) == WH_OK);
+    CHECK(put_part(st, "a", u1, 2, "two", 3, e) == WH_OK);
+    CHECK(put_part(st, "b/c", u2, 7, "seven", 5, e) == WH_OK);
+    CHECK_EQ_U64(th_count_files(dir, "objects"), 3);
+    /* An object keeps the bucket, and the uploads stay with it. */
+    store_writer_t *w = NULL;
+    CHECK(store_writer_open(st, &w) == WH_OK);
+    CHECK(store_writer_write(w, "obj", 3) == WH_OK);
+    store_obj_meta_t om;
+    memset(&om, 0, sizeof om);
+    CHECK(store_writer_commit(w, "mpu", "o", &om) == WH_OK);
+    CHECK(store_bucket_delete(st, "mpu") == WH_ERR_NOT_EMPTY);
+    CHECK(store_mpu_check(st, "mpu", "a", u1) == WH_OK);
+    CHECK_EQ_U64(th_count_files(dir, "objects"), 4);
+    CHECK(store_object_delete(st, "mpu", "o") == WH_OK);
+    /* Now only uploads: the bucket goes, with them and their part files. */
+    CHECK(store_bucket_delete(st, "mpu") == WH_OK);
+    CHECK(store_bucket_exists(st, "mpu") == WH_ERR_NOT_FOUND);
+    CHECK(store_mpu_check(st, "mpu", "a", u1) == WH_ERR_NOT_FOUND);
+    CHECK_EQ_U64(th_count_files(dir, "objects"), 0);
+    /* A bucket of the same name starts with no uploads. */
+    CHECK(store_bucket_create(st, "mpu") == WH_OK);
+    store_upload_info_t *ul = NULL;
+    size_t n = 9;
+    CHECK(store_mpu_list_uploads(st, "mpu", NULL, &ul, &n) == WH_OK && n == 0);
+    store_upload_info_free(ul, n);
+    CHECK(put_part(st, "a", u1, 3, "late", 4, e) == WH_ERR_NOT_FOUND);
+    CHECK_EQ_U64(th_count_files(dir, "objects"), 0);
+    store_close(st);
+    th_rmdir(dir);
+}
+
 int main(void)
 {
     wh_log_set_level(WH_LOG_ERROR);
     RUN(test_complete);
     RUN(test_complete_errors);
     RUN(test_abort_and_list_uploads);
+    RUN(test_bucket_delete_drops_uploads);
     return check_done();
 }
