@@ -1,6 +1,7 @@
-/* Buckets: ListBuckets, CreateBucket, DeleteBucket, HeadBucket, GetBucketLocation and
+/* Buckets: ListBuckets (paged), CreateBucket, DeleteBucket, HeadBucket, GetBucketLocation and
  * GetBucketVersioning (objects are unversioned: the configuration is always empty). */
 #include "server/s3api.h"
+#include "base/codec.h"
 #include "s3/xml.h"
 
 #include <microhttpd.h>
@@ -8,25 +9,77 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int bucket_name_cmp(const void *a, const void *b)
+{
+    return strcmp(((const store_bucket_info_t *)a)->name, ((const store_bucket_info_t *)b)->name);
+}
+
+/* ListBuckets, with the paging of S3's ListBuckets: max-buckets (1..10000; without it every
+ * bucket), continuation-token (the base64 of the last name of the page before, answered as
+ * ContinuationToken while more remain), prefix, and bucket-region (this endpoint's one region,
+ * or none). Names are compared as bytes, so pages follow one order on every backend. */
 int srv_bucket_list_all(srv_req_t *r, srv_out_t *o)
 {
+    const char *mb = srv_route_q(&r->route, "max-buckets");
+    uint64_t max = 0;
+    if (mb && (wh_parse_u64(mb, strlen(mb), &max) != 0 || max < 1 || max > 10000))
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                       "max-buckets must be an integer between 1 and 10000");
+    const char *prefix = srv_route_q(&r->route, "prefix");
+    const char *region = srv_route_q(&r->route, "bucket-region");
+    const char *ctoken = srv_route_q(&r->route, "continuation-token");
+    char after[80] = "";
+    if (ctoken) {
+        size_t tl = strlen(ctoken);
+        long n = tl < 4 * ((sizeof after + 2) / 3)
+                     ? wh_base64_decode(ctoken, tl, after, sizeof after - 1) : -1;
+        if (n <= 0 || memchr(after, '\0', (size_t)n))
+            return srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                           "The continuation token provided is incorrect");
+        after[n] = '\0';
+    }
     store_bucket_info_t *bs = NULL;
     size_t n = 0;
     wh_status_t st = store_bucket_list(srv_st(r), &bs, &n);
     if (st != WH_OK)
         return srv_err_status(r, o, st, "listing buckets");
+    if (n > 1)
+        qsort(bs, n, sizeof *bs, bucket_name_cmp);
+    bool in_region = !region || strcmp(region, r->srv->cfg.region) == 0;
+    size_t plen = prefix ? strlen(prefix) : 0;
     wh_sbuf_t b;
     wh_sbuf_init(&b);
     wh_sbuf_puts(&b, XML_DECL "<ListAllMyBucketsResult xmlns=\"" S3_XMLNS "\">");
     srv_xml_owner(r, &b, "Owner");
     wh_sbuf_puts(&b, "<Buckets>");
-    for (size_t i = 0; i < n; i++) {
+    size_t shown = 0;
+    const char *last = NULL;
+    bool more = false;
+    for (size_t i = 0; in_region && i < n; i++) {
+        if ((after[0] && strcmp(bs[i].name, after) <= 0) ||
+            (plen && strncmp(bs[i].name, prefix, plen) != 0))
+            continue;
+        if (max && shown == max) {
+            more = true;
+            break;
+        }
         wh_sbuf_puts(&b, "<Bucket>");
         s3_xml_elem(&b, "Name", bs[i].name);
         srv_xml_time(&b, "CreationDate", bs[i].created);
+        s3_xml_elem(&b, "BucketRegion", r->srv->cfg.region);
         wh_sbuf_puts(&b, "</Bucket>");
+        last = bs[i].name;
+        shown++;
     }
-    wh_sbuf_puts(&b, "</Buckets></ListAllMyBucketsResult>");
+    wh_sbuf_puts(&b, "</Buckets>");
+    if (more && last) {
+        char tok[4 * ((sizeof bs->name + 2) / 3) + 1];
+        wh_base64_encode(last, strlen(last), tok);
+        s3_xml_elem(&b, "ContinuationToken", tok);
+    }
+    if (prefix)
+        s3_xml_elem(&b, "Prefix", prefix);
+    wh_sbuf_puts(&b, "</ListAllMyBucketsResult>");
     free(bs);
     return srv_ok_xml(o, 200, &b);
 }

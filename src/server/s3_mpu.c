@@ -297,37 +297,130 @@ int srv_mpu_list_parts(srv_req_t *r, srv_out_t *o)
     return srv_ok_xml(o, 200, &b);
 }
 
+/* Where a page of ListMultipartUploads starts: after key-marker, and within that key after
+ * upload-id-marker (the upload of that id where it is one, else ids greater than it, as S3
+ * words it); with a delimiter, a key-marker that is a common prefix skips the keys under it. */
+static bool upload_before_marker(const store_upload_info_t *u, const char *km, const char *um,
+                                 bool *seen_um, const char *delim)
+{
+    int c = strcmp(u->key, km);
+    if (c < 0)
+        return true;
+    if (c == 0) {
+        if (!um || !*um)
+            return true;
+        if (*seen_um)
+            return false;
+        if (strcmp(u->upload_id, um) == 0) {
+            *seen_um = true;
+            return true;
+        }
+        return strcmp(u->upload_id, um) < 0;
+    }
+    size_t kl = strlen(km), dl = delim ? strlen(delim) : 0;
+    return dl && kl >= dl && strcmp(km + kl - dl, delim) == 0 && strncmp(u->key, km, kl) == 0;
+}
+
 int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o)
 {
-    int ret = srv_need_bucket(r, o);
-    if (ret)
+    bool url;
+    uint64_t max;
+    int ret;
+    if ((ret = srv_q_encoding_url(r, o, &url)) ||
+        (ret = srv_q_uint(r, o, "max-uploads", 1000, &max)) || (ret = srv_need_bucket(r, o)))
         return ret;
+    if (max > 1000)
+        max = 1000;
     const char *prefix = srv_route_q(&r->route, "prefix");
+    const char *delim = srv_route_q(&r->route, "delimiter");
+    const char *km = srv_route_q(&r->route, "key-marker");
+    const char *um = srv_route_q(&r->route, "upload-id-marker");
+    if (delim && !*delim)
+        delim = NULL;
+    size_t plen = prefix ? strlen(prefix) : 0, dl = delim ? strlen(delim) : 0;
     store_upload_info_t *us = NULL;
     size_t n = 0;
     wh_status_t st = store_mpu_list_uploads(srv_st(r), srv_b(r), prefix, &us, &n);
     if (st != WH_OK)
         return srv_err_status(r, o, st, "listing uploads");
+    wh_sbuf_t up, cp;
+    wh_sbuf_init(&up);
+    wh_sbuf_init(&cp);
+    size_t shown = 0;
+    bool trunc = false, seen_um = false;
+    const char *next_key = NULL, *next_id = NULL, *last_cp = NULL;
+    size_t last_cp_len = 0;
+    for (size_t i = 0; i < n; i++) {
+        const store_upload_info_t *u = &us[i];
+        if (km && *km && upload_before_marker(u, km, um, &seen_um, delim))
+            continue;
+        /* With a delimiter, keys with it after the prefix roll up into one CommonPrefix. */
+        const char *d = dl ? strstr(u->key + plen, delim) : NULL;
+        size_t cl = d ? (size_t)(d - u->key) + dl : 0;
+        if (d && last_cp && cl == last_cp_len && strncmp(u->key, last_cp, cl) == 0)
+            continue;
+        if (shown == max) {
+            trunc = true;
+            break;
+        }
+        shown++;
+        if (d) {
+            last_cp = u->key;
+            last_cp_len = cl;
+            char *pfx = strndup(u->key, cl);
+            if (!pfx) {
+                cp.oom = true;
+                break;
+            }
+            wh_sbuf_puts(&cp, "<CommonPrefixes>");
+            srv_xml_enc(&cp, "Prefix", pfx, url);
+            wh_sbuf_puts(&cp, "</CommonPrefixes>");
+            free(pfx);
+            next_key = u->key; /* cut to the prefix below */
+            next_id = NULL;
+            continue;
+        }
+        wh_sbuf_puts(&up, "<Upload>");
+        srv_xml_enc(&up, "Key", u->key, url);
+        s3_xml_elem(&up, "UploadId", u->upload_id);
+        srv_xml_owner(r, &up, "Initiator");
+        srv_xml_owner(r, &up, "Owner");
+        s3_xml_elem(&up, "StorageClass", "STANDARD");
+        srv_xml_time(&up, "Initiated", u->initiated);
+        wh_sbuf_puts(&up, "</Upload>");
+        next_key = u->key;
+        next_id = u->upload_id;
+    }
     wh_sbuf_t b;
     wh_sbuf_init(&b);
     wh_sbuf_puts(&b, XML_DECL "<ListMultipartUploadsResult xmlns=\"" S3_XMLNS "\">");
     s3_xml_elem(&b, "Bucket", srv_b(r));
-    s3_xml_elem(&b, "KeyMarker", "");
-    s3_xml_elem(&b, "UploadIdMarker", "");
-    s3_xml_elem(&b, "Prefix", prefix ? prefix : "");
-    s3_xml_elem_u64(&b, "MaxUploads", 10000);
-    s3_xml_elem(&b, "IsTruncated", "false");
-    for (size_t i = 0; i < n; i++) {
-        wh_sbuf_puts(&b, "<Upload>");
-        s3_xml_elem(&b, "Key", us[i].key);
-        s3_xml_elem(&b, "UploadId", us[i].upload_id);
-        srv_xml_owner(r, &b, "Initiator");
-        srv_xml_owner(r, &b, "Owner");
-        s3_xml_elem(&b, "StorageClass", "STANDARD");
-        srv_xml_time(&b, "Initiated", us[i].initiated);
-        wh_sbuf_puts(&b, "</Upload>");
+    srv_xml_enc(&b, "KeyMarker", km ? km : "", url);
+    s3_xml_elem(&b, "UploadIdMarker", um ? um : "");
+    if (trunc && next_key) {
+        char *nk = next_id ? strdup(next_key) : strndup(next_key, last_cp_len);
+        if (nk)
+            srv_xml_enc(&b, "NextKeyMarker", nk, url);
+        else
+            b.oom = true;
+        free(nk);
+        s3_xml_elem(&b, "NextUploadIdMarker", next_id ? next_id : "");
     }
+    if (delim)
+        srv_xml_enc(&b, "Delimiter", delim, url);
+    srv_xml_enc(&b, "Prefix", prefix ? prefix : "", url);
+    s3_xml_elem_u64(&b, "MaxUploads", max);
+    if (url)
+        s3_xml_elem(&b, "EncodingType", "url");
+    s3_xml_elem(&b, "IsTruncated", trunc ? "true" : "false");
+    if (up.len)
+        wh_sbuf_append(&b, up.data, up.len);
+    if (cp.len)
+        wh_sbuf_append(&b, cp.data, cp.len);
     wh_sbuf_puts(&b, "</ListMultipartUploadsResult>");
+    b.oom |= up.oom || cp.oom;
+    wh_sbuf_free(&up);
+    wh_sbuf_free(&cp);
     store_upload_info_free(us, n);
     return srv_ok_xml(o, 200, &b);
 }

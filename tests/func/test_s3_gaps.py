@@ -253,3 +253,125 @@ def test_presigned_expires_out_of_range(srv, raw, bucket, s3, expires):
     ok = urllib.request.urlopen(srv.endpoint + raw.presign("GET", f"/{bucket}/p",
                                                            expires=604800), timeout=10)
     assert ok.status == 200 and ok.read() == b"presigned"
+
+
+# ---- ListBuckets paging --------------------------------------------------------------------
+
+def _xml(body):
+    import xml.etree.ElementTree as ET
+    root = ET.fromstring(body)
+    for el in root.iter():
+        el.tag = el.tag.split("}", 1)[-1]
+    return root
+
+
+def test_list_buckets_paging(srv, raw, s3):
+    """max-buckets, continuation-token (ContinuationToken while more remain), prefix and
+    bucket-region. Debian's botocore 1.29 has no MaxBuckets, so these are raw requests."""
+    pfx = unique_bucket("lbp")[:20]
+    names = sorted(f"{pfx}-{c}" for c in ("a", "b.c", "b-d", "c", "d0", "e"))
+    for n in names:
+        s3.create_bucket(Bucket=n)
+    got, token, pages = [], None, 0
+    while pages < 10:
+        q = {"max-buckets": "2", "prefix": pfx}
+        if token:
+            q["continuation-token"] = token
+        r = raw.request("GET", "/", query=q)
+        assert r.status == 200, r
+        x = _xml(r.body)
+        page = [b.findtext("Name") for b in x.find("Buckets")]
+        assert len(page) <= 2
+        assert all(b.findtext("BucketRegion") == REGION for b in x.find("Buckets"))
+        assert x.findtext("Prefix") == pfx
+        got += page
+        pages += 1
+        token = x.findtext("ContinuationToken")
+        if not token:
+            break
+    assert got == names and pages == 3
+    # Without max-buckets, every bucket, no token; prefix still applies.
+    x = _xml(raw.request("GET", "/", query={"prefix": pfx}).body)
+    assert [b.findtext("Name") for b in x.find("Buckets")] == names
+    assert x.find("ContinuationToken") is None
+    # bucket-region: this endpoint's region lists them, any other none.
+    x = _xml(raw.request("GET", "/", query={"prefix": pfx, "bucket-region": REGION}).body)
+    assert len(x.find("Buckets")) == len(names)
+    x = _xml(raw.request("GET", "/", query={"prefix": pfx, "bucket-region": "eu-west-3"}).body)
+    assert len(x.find("Buckets")) == 0
+    for bad in ("0", "10001", "x"):
+        r = raw.request("GET", "/", query={"max-buckets": bad})
+        assert r.status == 400 and r.error_code() == "InvalidArgument", r
+    r = raw.request("GET", "/", query={"continuation-token": "%%%"})
+    assert r.status == 400 and r.error_code() == "InvalidArgument"
+    # boto3's plain ListBuckets still sees them all.
+    assert set(names) <= {b["Name"] for b in s3.list_buckets()["Buckets"]}
+    for n in names:
+        s3.delete_bucket(Bucket=n)
+
+
+# ---- ListMultipartUploads paging -----------------------------------------------------------
+
+def test_list_multipart_uploads_paging(s3, raw, bucket):
+    keys = ["a/1", "a/2", "b", "b", "b", "c/x/y", "d"]
+    ids = {}
+    for k in keys:
+        ids.setdefault(k, []).append(
+            s3.create_multipart_upload(Bucket=bucket, Key=k)["UploadId"])
+    want = [(k, u) for k in sorted(ids) for u in ids[k]]
+    # Every page size walks every upload once, in order, through the markers boto3 follows.
+    for size in (1, 2, 3, 7, 1000):
+        seen = []
+        pager = s3.get_paginator("list_multipart_uploads")
+        for page in pager.paginate(Bucket=bucket, PaginationConfig={"PageSize": size}):
+            assert len(page.get("Uploads", [])) <= size
+            seen += [(u["Key"], u["UploadId"]) for u in page.get("Uploads", [])]
+        assert sorted(seen) == sorted(want) and len(seen) == len(want), size
+    # One page by hand: truncated, with both next markers, starting inside key "b".
+    r = s3.list_multipart_uploads(Bucket=bucket, MaxUploads=3)
+    assert r["IsTruncated"] is True and r["MaxUploads"] == 3
+    assert r["NextKeyMarker"] == "b"
+    first_b = [u for u in r["Uploads"] if u["Key"] == "b"]
+    assert len(first_b) == 1 and r["NextUploadIdMarker"] == first_b[0]["UploadId"]
+    r2 = s3.list_multipart_uploads(Bucket=bucket, MaxUploads=3, KeyMarker="b",
+                                   UploadIdMarker=r["NextUploadIdMarker"])
+    assert [u["Key"] for u in r2["Uploads"]] == ["b", "b", "c/x/y"]
+    assert first_b[0]["UploadId"] not in [u["UploadId"] for u in r2["Uploads"]]
+    # key-marker alone: keys after it.
+    r = s3.list_multipart_uploads(Bucket=bucket, KeyMarker="b")
+    assert [u["Key"] for u in r["Uploads"]] == ["c/x/y", "d"] and r["IsTruncated"] is False
+    # Prefix and delimiter: CommonPrefixes, each counted once against max-uploads.
+    r = s3.list_multipart_uploads(Bucket=bucket, Delimiter="/")
+    assert [p["Prefix"] for p in r["CommonPrefixes"]] == ["a/", "c/"]
+    assert [u["Key"] for u in r["Uploads"]] == ["b", "b", "b", "d"]
+    r = s3.list_multipart_uploads(Bucket=bucket, Delimiter="/", MaxUploads=1)
+    assert r["IsTruncated"] is True and r["NextKeyMarker"] == "a/"
+    assert [p["Prefix"] for p in r["CommonPrefixes"]] == ["a/"] and "Uploads" not in r
+    r = s3.list_multipart_uploads(Bucket=bucket, Delimiter="/", MaxUploads=1, KeyMarker="a/")
+    assert [u["Key"] for u in r["Uploads"]] == ["b"]
+    r = s3.list_multipart_uploads(Bucket=bucket, Prefix="c/", Delimiter="/")
+    assert [p["Prefix"] for p in r["CommonPrefixes"]] == ["c/x/"] and r["Prefix"] == "c/"
+    r = s3.list_multipart_uploads(Bucket=bucket, Prefix="a/")
+    assert [u["Key"] for u in r["Uploads"]] == ["a/1", "a/2"]
+    # encoding-type=url: keys URL-encoded.
+    s3.create_multipart_upload(Bucket=bucket, Key="sp ace")
+    x = _xml(raw.request("GET", f"/{bucket}", query={"uploads": None, "prefix": "sp",
+                                                       "encoding-type": "url"}).body)
+    assert x.find("Upload").findtext("Key") == "sp%20ace"
+    r = raw.request("GET", f"/{bucket}", query={"uploads": None, "max-uploads": "x"})
+    assert r.status == 400 and r.error_code() == "InvalidArgument"
+
+
+def test_awscli_list_multipart_uploads_pages(srv, s3, bucket, tmp_path):
+    for i in range(5):
+        s3.create_multipart_upload(Bucket=bucket, Key=f"k{i}")
+    env = srv.client_env()
+    env.pop("AWS_PROFILE", None)
+    env.update({"AWS_CONFIG_FILE": str(tmp_path / "none"),
+                "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"), "HOME": str(tmp_path)})
+    r = subprocess.run(["/usr/bin/aws", "--endpoint-url", srv.endpoint, "s3api",
+                        "list-multipart-uploads", "--bucket", bucket, "--page-size", "2",
+                        "--output", "json"], env=env, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    keys = [u["Key"] for u in json.loads(r.stdout)["Uploads"]]
+    assert keys == [f"k{i}" for i in range(5)]
