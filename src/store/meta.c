@@ -171,3 +171,12 @@ wh_status_t meta_parts_unchanged(const char *upload_id, const meta_part_t *liste
     }
     return WH_OK;
 }
+
+void meta_policies_free(meta_policy_t *p, size_t n)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(p[i].doc);
+    free(p);
+}

@@ -26,6 +26,14 @@
 
 #define META_ID_LEN STORE_DATA_ID_LEN
 
+/* The metadata schema version this build writes. Both backends keep a list of migration steps
+ * (step N takes version N-1 to N; meta_sqlite_schema.c, meta_pg_schema.c), applied in order in
+ * one transaction at open; each list must have exactly this many steps. A database newer than
+ * this build is refused. 1: buckets, objects, uploads, parts. 2: chunk maps (and, in
+ * PostgreSQL, the deferred GC queue). 3: users, access keys, user policies; owners, ACLs and
+ * bucket policies. */
+#define META_SCHEMA_VERSION 3
+
 typedef struct meta meta_t;
 typedef struct meta_ops meta_ops_t;
 
@@ -61,18 +69,56 @@ typedef struct meta_gc_item {
     uint32_t node;
 } meta_gc_item_t;
 
+/* ---- identity: IAM users, their access keys and inline policies ----
+ * Names follow IAM: [A-Za-z0-9+=,.@_-]{1,64} (users and policies). The store keeps secrets
+ * only sealed (server/identity.c: AES-256-GCM under the server key); it never sees them. */
+#define META_USER_MAX 64
+#define META_AK_MAX 128
+#define META_SEALED_MAX 256
+typedef struct meta_user {
+    char name[META_USER_MAX + 1];
+    char user_id[32];       /* "AIDA" + 17 upper-case alnum */
+    char canonical_id[65];  /* 64 hex */
+    time_t created;
+} meta_user_t;
+typedef struct meta_access_key {
+    char access_key[META_AK_MAX + 1];
+    char user[META_USER_MAX + 1];
+    char secret_sealed[META_SEALED_MAX]; /* text form of the sealed secret */
+    bool active;            /* false: Inactive, refused like an unknown key */
+    time_t created;
+    /* Filled by key_get (one indexed query joins the user): */
+    char user_id[32];
+    char canonical_id[65];
+} meta_access_key_t;
+typedef struct meta_policy {
+    char name[129];
+    char *doc;              /* malloc'd JSON text */
+} meta_policy_t;
+void meta_policies_free(meta_policy_t *p, size_t n);
+
 struct meta_ops {
     const char *name;
     void (*close)(meta_t *m);
     /* false: no fsync at commit (tests, throw-away benchmark stores). */
     wh_status_t (*set_durable)(meta_t *m, bool durable);
 
-    wh_status_t (*bucket_create)(meta_t *m, const char *name, time_t created); /* EXISTS */
+    /* owner: canonical id ("" = root); acl: the serialised ACL text or NULL. EXISTS. */
+    wh_status_t (*bucket_create)(meta_t *m, const char *name, time_t created, const char *owner,
+                                 const char *acl);
     /* NOT_FOUND; NOT_EMPTY while it holds objects. Its incomplete uploads are dropped with
      * it, as S3 does: *parts gets their parts (data to release; free with meta_parts_free). */
     wh_status_t (*bucket_delete)(meta_t *m, const char *name, meta_part_t **parts, size_t *n);
     wh_status_t (*bucket_exists)(meta_t *m, const char *name);
     wh_status_t (*bucket_list)(meta_t *m, store_bucket_info_t **out, size_t *n);
+    /* Owner, ACL and policy of a bucket (free with store_bucket_auth_free). NOT_FOUND. */
+    wh_status_t (*bucket_auth_get)(meta_t *m, const char *name, store_bucket_auth_t *out);
+    /* NULL acl or policy: none (the default ACL / no policy). NOT_FOUND: no such bucket. */
+    wh_status_t (*bucket_set_acl)(meta_t *m, const char *name, const char *acl);
+    wh_status_t (*bucket_set_policy)(meta_t *m, const char *name, const char *policy);
+    /* NOT_FOUND: no such bucket or key. */
+    wh_status_t (*object_set_acl)(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                  const char *acl);
 
     /* meta and ref may be NULL. ref->chunks malloc'd. NOT_FOUND: no such bucket or key. */
     wh_status_t (*object_get)(meta_t *m, const char *bucket, const char *key, size_t klen,
@@ -116,6 +162,31 @@ struct meta_ops {
                                    store_data_ref_t *old, meta_part_t **all, size_t *n_all);
     wh_status_t (*upload_list)(meta_t *m, const char *bucket, const char *prefix,
                                store_upload_info_t **out, size_t *n);
+
+    /* ---- identity ---- */
+    wh_status_t (*user_create)(meta_t *m, const meta_user_t *u); /* EXISTS */
+    wh_status_t (*user_get)(meta_t *m, const char *name, meta_user_t *out); /* NOT_FOUND */
+    wh_status_t (*user_list)(meta_t *m, meta_user_t **out, size_t *n); /* by name; free() */
+    /* force: also drops the user's keys and policies; else NOT_EMPTY while any remain. */
+    wh_status_t (*user_delete)(meta_t *m, const char *name, bool force);
+    /* NOT_FOUND: no such user; EXISTS: the access key id is taken. */
+    wh_status_t (*key_create)(meta_t *m, const meta_access_key_t *k);
+    /* The key with its user's ids, in one indexed query (the SigV4 lookup). NOT_FOUND. */
+    wh_status_t (*key_get)(meta_t *m, const char *access_key, meta_access_key_t *out);
+    /* The user's keys, oldest first; free(). NOT_FOUND: no such user. */
+    wh_status_t (*key_list)(meta_t *m, const char *user, meta_access_key_t **out, size_t *n);
+    wh_status_t (*key_delete)(meta_t *m, const char *access_key); /* NOT_FOUND */
+    wh_status_t (*key_set_active)(meta_t *m, const char *access_key, bool active);
+    /* Inserts or replaces the user's inline policy. NOT_FOUND: no such user. */
+    wh_status_t (*user_policy_put)(meta_t *m, const char *user, const char *name,
+                                   const char *doc);
+    wh_status_t (*user_policy_get)(meta_t *m, const char *user, const char *name,
+                                   char **doc); /* NOT_FOUND */
+    /* Every inline policy of the user with its document, by name (meta_policies_free).
+     * NOT_FOUND: no such user. */
+    wh_status_t (*user_policy_list)(meta_t *m, const char *user, meta_policy_t **out,
+                                    size_t *n);
+    wh_status_t (*user_policy_delete)(meta_t *m, const char *user, const char *name);
 
     /* ---- cluster members: optional (NULL in SQLite: WH_ERR_UNSUPPORTED) ---- */
     /* Inserts or updates the node at addr; *id is stable for that address. */
@@ -184,6 +255,23 @@ wh_status_t meta_object_list(meta_t *m, const char *bucket, const store_list_par
 #define meta_bucket_delete(m, ...) META_CALL_(m, bucket_delete, __VA_ARGS__)
 #define meta_bucket_exists(m, ...) META_CALL_(m, bucket_exists, __VA_ARGS__)
 #define meta_bucket_list(m, ...) META_CALL_(m, bucket_list, __VA_ARGS__)
+#define meta_bucket_auth_get(m, ...) META_CALL_(m, bucket_auth_get, __VA_ARGS__)
+#define meta_bucket_set_acl(m, ...) META_CALL_(m, bucket_set_acl, __VA_ARGS__)
+#define meta_bucket_set_policy(m, ...) META_CALL_(m, bucket_set_policy, __VA_ARGS__)
+#define meta_object_set_acl(m, ...) META_CALL_(m, object_set_acl, __VA_ARGS__)
+#define meta_user_create(m, ...) META_CALL_(m, user_create, __VA_ARGS__)
+#define meta_user_get(m, ...) META_CALL_(m, user_get, __VA_ARGS__)
+#define meta_user_list(m, ...) META_CALL_(m, user_list, __VA_ARGS__)
+#define meta_user_delete(m, ...) META_CALL_(m, user_delete, __VA_ARGS__)
+#define meta_key_create(m, ...) META_CALL_(m, key_create, __VA_ARGS__)
+#define meta_key_get(m, ...) META_CALL_(m, key_get, __VA_ARGS__)
+#define meta_key_list(m, ...) META_CALL_(m, key_list, __VA_ARGS__)
+#define meta_key_delete(m, ...) META_CALL_(m, key_delete, __VA_ARGS__)
+#define meta_key_set_active(m, ...) META_CALL_(m, key_set_active, __VA_ARGS__)
+#define meta_user_policy_put(m, ...) META_CALL_(m, user_policy_put, __VA_ARGS__)
+#define meta_user_policy_get(m, ...) META_CALL_(m, user_policy_get, __VA_ARGS__)
+#define meta_user_policy_list(m, ...) META_CALL_(m, user_policy_list, __VA_ARGS__)
+#define meta_user_policy_delete(m, ...) META_CALL_(m, user_policy_delete, __VA_ARGS__)
 #define meta_object_get(m, ...) META_CALL_(m, object_get, __VA_ARGS__)
 #define meta_object_put(m, ...) META_CALL_(m, object_put, __VA_ARGS__)
 #define meta_object_delete(m, ...) META_CALL_(m, object_delete, __VA_ARGS__)

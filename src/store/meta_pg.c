@@ -2,10 +2,7 @@
  * migrations, buckets. See meta_pg.h; objects in meta_pg_obj.c, multipart in meta_pg_mpu.c,
  * cluster members and the GC queue in meta_pg_cluster.c.
  *
- * Schema (recorded in wharf_schema.version, migrated forward at open under an advisory lock so
- * that gateways starting together do it once). Every table is keyed so that it can later be
- * partitioned without a key change: objects and uploads by (bucket, key) - PARTITION BY
- * LIST (bucket) or HASH (bucket, key) - and chunks by data_id. */
+ * The schema's steps are in meta_pg_schema.c; pg_migrate applies them at open. */
 #include "store/meta_pg.h"
 
 #include "base/codec.h"
@@ -16,82 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Any value: a key of pg_advisory_xact_lock only the migration takes. */
-#define PG_MIGRATE_LOCK 0x7768617266000001LL
-
-static const char *const PG_MIGRATIONS[] = {
-    /* 1 */
-    "CREATE TABLE buckets("
-    "  name text COLLATE \"C\" PRIMARY KEY,"
-    "  created bigint NOT NULL);"
-    "CREATE TABLE objects("
-    "  bucket text COLLATE \"C\" NOT NULL,"
-    "  key bytea NOT NULL,"
-    "  size bigint NOT NULL,"
-    "  mtime bigint NOT NULL,"
-    "  etag text NOT NULL,"
-    "  content_type text NOT NULL,"
-    "  user_meta text,"
-    "  crc32c text NOT NULL,"
-    "  crc64nvme text NOT NULL,"
-    "  parts integer NOT NULL,"
-    "  data_id text NOT NULL,"
-    "  PRIMARY KEY(bucket, key));"
-    "CREATE INDEX objects_data ON objects(data_id);"
-    "CREATE TABLE uploads("
-    "  upload_id text PRIMARY KEY,"
-    "  bucket text COLLATE \"C\" NOT NULL,"
-    "  key bytea NOT NULL,"
-    "  initiated bigint NOT NULL,"
-    "  content_type text NOT NULL,"
-    "  user_meta text);"
-    "CREATE INDEX uploads_key ON uploads(bucket, key, initiated);"
-    "CREATE TABLE parts("
-    "  upload_id text NOT NULL,"
-    "  number integer NOT NULL,"
-    "  size bigint NOT NULL,"
-    "  etag text NOT NULL,"
-    "  mtime bigint NOT NULL,"
-    "  crc64nvme text NOT NULL,"
-    "  crc32c text NOT NULL,"
-    "  data_id text NOT NULL,"
-    "  PRIMARY KEY(upload_id, number));"
-    "CREATE INDEX parts_data ON parts(data_id);"
-    /* The chunk map of a data id (an object's or a part's bytes), in object order. */
-    "CREATE TABLE chunks("
-    "  data_id text NOT NULL,"
-    "  idx integer NOT NULL,"
-    "  chunk_id text NOT NULL,"
-    "  off bigint NOT NULL,"
-    "  len bigint NOT NULL,"
-    "  crc64nvme bigint NOT NULL,"      /* the uint64 as two's complement */
-    "  replicas integer[] NOT NULL,"    /* storage node ids */
-    "  ec_k integer NOT NULL DEFAULT 0, ec_m integer NOT NULL DEFAULT 0,"
-    "  ec_index integer NOT NULL DEFAULT 0, ec_stripe bigint NOT NULL DEFAULT 0,"
-    "  PRIMARY KEY(data_id, idx));"
-    "CREATE INDEX chunks_chunk ON chunks(chunk_id);"
-    /* Storage servers of a cluster. */
-    "CREATE TABLE nodes("
-    "  id serial PRIMARY KEY,"
-    "  addr text NOT NULL UNIQUE,"
-    "  capacity bigint NOT NULL,"
-    "  free bigint NOT NULL,"
-    "  heartbeat timestamptz NOT NULL DEFAULT now(),"
-    "  registered timestamptz NOT NULL DEFAULT now());"
-    /* Chunk copies to delete; a chunk still in `chunks` is never handed out. */
-    "CREATE TABLE gc_queue("
-    "  seq bigserial PRIMARY KEY,"
-    "  chunk_id text NOT NULL,"
-    "  node integer NOT NULL,"
-    "  queued timestamptz NOT NULL DEFAULT now());",
-    /* 2: copies queued before they are written (a cluster PUT's intent) wait until not_before;
-     * an entry is stale once a row lists its node among the chunk's replicas. */
-    "ALTER TABLE gc_queue ADD COLUMN not_before timestamptz NOT NULL DEFAULT now();"
-    "CREATE INDEX gc_queue_chunk ON gc_queue(chunk_id);"
-    "CREATE INDEX chunks_replicas ON chunks USING gin(replicas);",
-};
-#define PG_SCHEMA_VERSION ((int)WH_ARRAY_SIZE(PG_MIGRATIONS))
 
 /* ---- parameters and columns ---- */
 
@@ -154,7 +75,7 @@ char *pg_hexcol(const PGresult *r, int row, int col, size_t *n)
 
 /* ---- connections and errors ---- */
 
-static wh_status_t pg_fail(pg_conn_t *c, const PGresult *r, const char *what)
+wh_status_t pg_fail(pg_conn_t *c, const PGresult *r, const char *what)
 {
     const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
     const char *msg = r ? PQresultErrorMessage(r) : "";
@@ -208,7 +129,7 @@ static wh_status_t pg_session(pg_conn_t *c)
 }
 
 /* Makes c usable: connects or resets a broken connection. */
-static wh_status_t pg_ensure(pg_conn_t *c)
+wh_status_t pg_ensure(pg_conn_t *c)
 {
     if (c->c && PQstatus(c->c) == CONNECTION_OK)
         return WH_OK;
@@ -225,6 +146,7 @@ static wh_status_t pg_ensure(pg_conn_t *c)
         return WH_ERR_UNAVAILABLE;
     }
     c->in_tx = false;
+    c->prepared = 0; /* a new session has no prepared statements */
     wh_info("store", "connected to PostgreSQL server_version=%d", PQserverVersion(c->c));
     return pg_session(c);
 }
@@ -342,6 +264,9 @@ wh_status_t pg_read(pg_meta_t *m, meta_tx_fn fn, void *arg)
     return st;
 }
 
+/* Any value: a key of pg_advisory_xact_lock only the migration takes. */
+#define PG_MIGRATE_LOCK 0x7768617266000001LL
+
 /* ---- schema ---- */
 
 static wh_status_t pg_migrate(pg_conn_t *c)
@@ -363,14 +288,14 @@ static wh_status_t pg_migrate(pg_conn_t *c)
                      "schema version");
     int have = st == WH_OK ? (int)pg_i64(r, 0, 0) : 0;
     PQclear(r);
-    if (st == WH_OK && have > PG_SCHEMA_VERSION) {
+    if (st == WH_OK && have > META_SCHEMA_VERSION) {
         wh_error("store", "the PostgreSQL schema is version %d, newer than this wharfd knows "
-                 "(%d); upgrade wharfd", have, PG_SCHEMA_VERSION);
+                 "(%d); upgrade wharfd", have, META_SCHEMA_VERSION);
         st = WH_ERR_UNSUPPORTED;
     }
-    for (int v = have + 1; st == WH_OK && v <= PG_SCHEMA_VERSION; v++) {
+    for (int v = have + 1; st == WH_OK && v <= META_SCHEMA_VERSION; v++) {
         /* Several statements: the simple protocol (PQexec), inside the open transaction. */
-        PGresult *mr = PQexec(c->c, PG_MIGRATIONS[v - 1]);
+        PGresult *mr = PQexec(c->c, pg_schema_steps[v - 1]);
         if (PQresultStatus(mr) != PGRES_COMMAND_OK)
             st = pg_fail(c, mr, "schema migration");
         PQclear(mr);
@@ -408,6 +333,7 @@ wh_status_t pg_bucket_check(pg_conn_t *c, const char *bucket)
 typedef struct {
     const char *name;
     time_t created;
+    const char *owner, *acl;
 } pg_bucket_arg_t;
 
 static wh_status_t tx_bucket_create(void *conn, void *arg)
@@ -416,8 +342,12 @@ static wh_status_t tx_bucket_create(void *conn, void *arg)
     pg_params_t p = {0};
     pp_text(&p, a->name);
     pp_i64(&p, (int64_t)a->created);
+    pp_text(&p, a->owner);
+    pp_text(&p, NULL);
+    p.v[p.n - 1] = a->acl; /* NULL stays SQL NULL */
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "INSERT INTO buckets(name, created) VALUES($1, $2)"
+    wh_status_t st = pg_exec(conn, "INSERT INTO buckets(name, created, owner, acl)"
+                                   " VALUES($1, $2, $3, $4)"
                                    " ON CONFLICT DO NOTHING RETURNING 1", &p, &r,
                              "bucket insert");
     if (st == WH_OK && PQntuples(r) == 0)
@@ -426,9 +356,10 @@ static wh_status_t tx_bucket_create(void *conn, void *arg)
     return st;
 }
 
-static wh_status_t pg_bucket_create(meta_t *m, const char *name, time_t created)
+static wh_status_t pg_bucket_create(meta_t *m, const char *name, time_t created,
+                                    const char *owner, const char *acl)
 {
-    pg_bucket_arg_t a = {name, created};
+    pg_bucket_arg_t a = {name, created, owner, acl};
     return pg_write(PGM(m), tx_bucket_create, &a);
 }
 
@@ -571,6 +502,10 @@ static const meta_ops_t PG_OPS = {
     .bucket_delete = pg_bucket_delete,
     .bucket_exists = pg_bucket_exists,
     .bucket_list = pg_bucket_list,
+    .bucket_auth_get = pg_bucket_auth_get,
+    .bucket_set_acl = pg_bucket_set_acl,
+    .bucket_set_policy = pg_bucket_set_policy,
+    .object_set_acl = pg_object_set_acl,
     .object_get = pg_object_get,
     .object_put = pg_object_put,
     .object_delete = pg_object_delete,
@@ -583,6 +518,19 @@ static const meta_ops_t PG_OPS = {
     .upload_delete = pg_upload_delete,
     .upload_complete = pg_upload_complete,
     .upload_list = pg_upload_list,
+    .user_create = pg_user_create,
+    .user_get = pg_user_get,
+    .user_list = pg_user_list,
+    .user_delete = pg_user_delete,
+    .key_create = pg_key_create,
+    .key_get = pg_key_get,
+    .key_list = pg_key_list,
+    .key_delete = pg_key_delete,
+    .key_set_active = pg_key_set_active,
+    .user_policy_put = pg_user_policy_put,
+    .user_policy_get = pg_user_policy_get,
+    .user_policy_list = pg_user_policy_list,
+    .user_policy_delete = pg_user_policy_delete,
     .node_register = pg_node_register,
     .node_heartbeat = pg_node_heartbeat,
     .node_list = pg_node_list,

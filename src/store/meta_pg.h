@@ -26,7 +26,9 @@ typedef struct pg_conn {
     struct pg_meta *m;
     bool in_tx;
     bool retryable;   /* the last failure may be retried from the start */
+    unsigned prepared; /* PG_PREP_* bits: statements prepared in this session */
 } pg_conn_t;
+#define PG_PREP_KEY_GET 1u
 
 typedef struct pg_meta {
     meta_t base;
@@ -60,6 +62,10 @@ void pp_i64(pg_params_t *p, int64_t v);
 /* A pooled connection for one call; pg_put gives it back. */
 pg_conn_t *pg_get(pg_meta_t *m);
 void pg_put(pg_conn_t *c);
+/* Makes c usable: connects, or resets a broken connection (WH_ERR_UNAVAILABLE when it cannot). */
+wh_status_t pg_ensure(pg_conn_t *c);
+/* The status of a failed result (marks the connection retryable where that is safe). */
+wh_status_t pg_fail(pg_conn_t *c, const PGresult *r, const char *what);
 /* Runs one statement. *res (may be NULL) receives the result to PQclear. */
 wh_status_t pg_exec(pg_conn_t *c, const char *sql, const pg_params_t *p, PGresult **res,
                     const char *what);
@@ -140,6 +146,29 @@ wh_status_t pg_chunks_on_node(meta_t *m, uint32_t node, const char *after, size_
 wh_status_t pg_chunk_move(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to);
 wh_status_t pg_lock_try(meta_t *m, int64_t key);
 wh_status_t pg_lock_release(meta_t *m, int64_t key);
+/* The schema's migration steps, META_SCHEMA_VERSION of them (meta_pg_schema.c). */
+extern const char *const pg_schema_steps[];
+
+/* Owners, ACLs, policies and identity (meta_pg_ident.c). */
+wh_status_t pg_bucket_auth_get(meta_t *m, const char *name, store_bucket_auth_t *out);
+wh_status_t pg_bucket_set_acl(meta_t *m, const char *name, const char *acl);
+wh_status_t pg_bucket_set_policy(meta_t *m, const char *name, const char *policy);
+wh_status_t pg_object_set_acl(meta_t *m, const char *bucket, const char *key, size_t klen,
+                              const char *acl);
+wh_status_t pg_user_create(meta_t *m, const meta_user_t *u);
+wh_status_t pg_user_get(meta_t *m, const char *name, meta_user_t *out);
+wh_status_t pg_user_list(meta_t *m, meta_user_t **out, size_t *n);
+wh_status_t pg_user_delete(meta_t *m, const char *name, bool force);
+wh_status_t pg_key_create(meta_t *m, const meta_access_key_t *k);
+wh_status_t pg_key_get(meta_t *m, const char *access_key, meta_access_key_t *out);
+wh_status_t pg_key_list(meta_t *m, const char *user, meta_access_key_t **out, size_t *n);
+wh_status_t pg_key_delete(meta_t *m, const char *access_key);
+wh_status_t pg_key_set_active(meta_t *m, const char *access_key, bool active);
+wh_status_t pg_user_policy_put(meta_t *m, const char *user, const char *name, const char *doc);
+wh_status_t pg_user_policy_get(meta_t *m, const char *user, const char *name, char **doc);
+wh_status_t pg_user_policy_list(meta_t *m, const char *user, meta_policy_t **out, size_t *n);
+wh_status_t pg_user_policy_delete(meta_t *m, const char *user, const char *name);
+
 /* Drops the advisory-lock connection's state (meta_pg_cluster.c). */
 void pg_locks_close(pg_meta_t *m);
 

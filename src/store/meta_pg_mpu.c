@@ -13,10 +13,10 @@ static wh_status_t pg_upload_check(pg_conn_t *c, const char *bucket, const char 
     pp_text(&p, bucket);
     pp_bytes(&p, key, strlen(key));
     PGresult *r;
-    wh_status_t st = pg_exec(c, lock ? "SELECT initiated, content_type, user_meta FROM uploads"
+    wh_status_t st = pg_exec(c, lock ? "SELECT initiated, content_type, user_meta, owner, acl FROM uploads"
                                        " WHERE upload_id = $1 AND bucket = $2 AND key = $3"
                                        " FOR UPDATE"
-                                     : "SELECT initiated, content_type, user_meta FROM uploads"
+                                     : "SELECT initiated, content_type, user_meta, owner, acl FROM uploads"
                                        " WHERE upload_id = $1 AND bucket = $2 AND key = $3",
                              &p, &r, "upload lookup");
     if (st != WH_OK)
@@ -29,6 +29,9 @@ static wh_status_t pg_upload_check(pg_conn_t *c, const char *bucket, const char 
         meta->mtime = (time_t)pg_i64(r, 0, 0);
         pg_copy(r, 0, 1, meta->content_type, sizeof meta->content_type);
         if (!PQgetisnull(r, 0, 2) && !(meta->user_meta_json = pg_dup(r, 0, 2)))
+            st = WH_ERR_NOMEM;
+        pg_copy(r, 0, 3, meta->owner, sizeof meta->owner);
+        if (st == WH_OK && !PQgetisnull(r, 0, 4) && !(meta->acl = pg_dup(r, 0, 4)))
             st = WH_ERR_NOMEM;
     }
     PQclear(r);
@@ -55,8 +58,12 @@ static wh_status_t tx_upload_create(void *conn, void *arg)
     pp_text(&p, a->meta ? a->meta->content_type : "");
     pp_text(&p, NULL);
     p.v[p.n - 1] = a->meta ? a->meta->user_meta_json : NULL;
+    pp_text(&p, a->meta ? a->meta->owner : "");
+    pp_text(&p, NULL);
+    p.v[p.n - 1] = a->meta ? a->meta->acl : NULL;
     return pg_exec(conn, "INSERT INTO uploads(upload_id, bucket, key, initiated, content_type,"
-                         " user_meta) VALUES($1, $2, $3, $4, $5, $6)", &p, NULL,
+                         " user_meta, owner, acl) VALUES($1, $2, $3, $4, $5, $6, $7, $8)",
+                   &p, NULL,
                    "upload insert");
 }
 

@@ -151,16 +151,20 @@ wh_status_t pg_obj_upsert(pg_conn_t *c, const char *bucket, const char *key, siz
     pp_text(&p, meta->crc64nvme);
     pp_i64(&p, meta->parts);
     pp_text(&p, ref->id);
+    pp_text(&p, meta->owner);
+    pp_text(&p, NULL);
+    p.v[p.n - 1] = meta->acl; /* NULL stays SQL NULL */
     wh_status_t st = pg_exec(c,
                              "INSERT INTO objects(bucket, key, size, mtime, etag, content_type,"
-                             " user_meta, crc32c, crc64nvme, parts, data_id)"
-                             " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+                             " user_meta, crc32c, crc64nvme, parts, data_id, owner, acl)"
+                             " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
                              " ON CONFLICT (bucket, key) DO UPDATE SET size = EXCLUDED.size,"
                              " mtime = EXCLUDED.mtime, etag = EXCLUDED.etag,"
                              " content_type = EXCLUDED.content_type,"
                              " user_meta = EXCLUDED.user_meta, crc32c = EXCLUDED.crc32c,"
                              " crc64nvme = EXCLUDED.crc64nvme, parts = EXCLUDED.parts,"
-                             " data_id = EXCLUDED.data_id",
+                             " data_id = EXCLUDED.data_id, owner = EXCLUDED.owner,"
+                             " acl = EXCLUDED.acl",
                              &p, NULL, "object upsert");
     return st == WH_OK ? pg_chunks_put(c, ref) : st;
 }
@@ -182,7 +186,8 @@ static wh_status_t rd_object_get(void *conn, void *arg)
     /* One statement, one snapshot: the row and its chunk map agree. */
     wh_status_t st = pg_exec(conn,
                              "SELECT o.size, o.mtime, o.etag, o.content_type, o.user_meta,"
-                             " o.crc32c, o.crc64nvme, o.parts, o.data_id, " PG_CHUNK_COLS
+                             " o.crc32c, o.crc64nvme, o.parts, o.data_id, o.owner, o.acl, "
+                             PG_CHUNK_COLS
                              " FROM objects o LEFT JOIN chunks c ON c.data_id = o.data_id"
                              " WHERE o.bucket = $1 AND o.key = $2 ORDER BY c.idx",
                              &p, &r, "object lookup");
@@ -205,12 +210,15 @@ static wh_status_t rd_object_get(void *conn, void *arg)
         pg_copy(r, 0, 5, m->crc32c, sizeof m->crc32c);
         pg_copy(r, 0, 6, m->crc64nvme, sizeof m->crc64nvme);
         m->parts = (uint32_t)pg_i64(r, 0, 7);
+        pg_copy(r, 0, 9, m->owner, sizeof m->owner);
+        if (st == WH_OK && !PQgetisnull(r, 0, 10) && !(m->acl = pg_dup(r, 0, 10)))
+            st = WH_ERR_NOMEM;
     }
     if (a->ref) {
         store_data_ref_clear(a->ref);
         pg_copy(r, 0, 8, a->ref->id, sizeof a->ref->id);
         for (int i = 0; st == WH_OK && i < PQntuples(r); i++)
-            st = pg_chunk_add(r, i, 9, a->ref);
+            st = pg_chunk_add(r, i, 11, a->ref);
     }
     PQclear(r);
     return st;

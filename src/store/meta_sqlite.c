@@ -10,75 +10,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* 1: buckets, objects, uploads, parts. 2: chunk maps. */
-#define META_SCHEMA_VERSION 2
 #define META_BUSY_TIMEOUT_MS 10000
-
-static const char META_SCHEMA[] =
-    "CREATE TABLE IF NOT EXISTS buckets("
-    "  name TEXT PRIMARY KEY COLLATE BINARY,"
-    "  created INTEGER NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS objects("
-    "  bucket TEXT NOT NULL COLLATE BINARY,"
-    "  key BLOB NOT NULL,"
-    "  size INTEGER NOT NULL,"
-    "  mtime INTEGER NOT NULL,"
-    "  etag TEXT NOT NULL,"
-    "  content_type TEXT NOT NULL,"
-    "  user_meta TEXT,"
-    "  crc32c TEXT NOT NULL,"
-    "  crc64nvme TEXT NOT NULL,"
-    "  parts INTEGER NOT NULL,"
-    "  file_id TEXT NOT NULL,"
-    "  PRIMARY KEY(bucket, key)) WITHOUT ROWID;"
-    "CREATE UNIQUE INDEX IF NOT EXISTS objects_file ON objects(file_id);"
-    "CREATE TABLE IF NOT EXISTS uploads("
-    "  upload_id TEXT PRIMARY KEY,"
-    "  bucket TEXT NOT NULL COLLATE BINARY,"
-    "  key BLOB NOT NULL,"
-    "  initiated INTEGER NOT NULL,"
-    "  content_type TEXT NOT NULL,"
-    "  user_meta TEXT);"
-    "CREATE INDEX IF NOT EXISTS uploads_key ON uploads(bucket, key, initiated);"
-    "CREATE TABLE IF NOT EXISTS parts("
-    "  upload_id TEXT NOT NULL,"
-    "  number INTEGER NOT NULL,"
-    "  size INTEGER NOT NULL,"
-    "  etag TEXT NOT NULL,"
-    "  mtime INTEGER NOT NULL,"
-    "  crc64nvme TEXT NOT NULL,"
-    "  crc32c TEXT NOT NULL,"
-    "  file_id TEXT NOT NULL,"
-    "  PRIMARY KEY(upload_id, number)) WITHOUT ROWID;"
-    "CREATE UNIQUE INDEX IF NOT EXISTS parts_file ON parts(file_id);"
-    /* The chunk map of a data id (an object's or a part's bytes), in object order. */
-    "CREATE TABLE IF NOT EXISTS chunks("
-    "  data_id TEXT NOT NULL,"
-    "  idx INTEGER NOT NULL,"
-    "  chunk_id TEXT NOT NULL,"
-    "  off INTEGER NOT NULL,"
-    "  len INTEGER NOT NULL,"
-    "  crc64nvme INTEGER NOT NULL,"
-    "  replicas TEXT NOT NULL,"
-    "  ec_k INTEGER NOT NULL, ec_m INTEGER NOT NULL, ec_index INTEGER NOT NULL,"
-    "  ec_stripe INTEGER NOT NULL,"
-    "  PRIMARY KEY(data_id, idx)) WITHOUT ROWID;";
 
 static const char *const META_SQL[S_COUNT] = {
     [S_BEGIN] = "BEGIN IMMEDIATE",
     [S_COMMIT] = "COMMIT",
     [S_ROLLBACK] = "ROLLBACK",
-    [S_BUCKET_INSERT] = "INSERT INTO buckets(name, created) VALUES(?1, ?2)",
+    [S_BUCKET_INSERT] = "INSERT INTO buckets(name, created, owner, acl) VALUES(?1, ?2, ?3, ?4)",
     [S_BUCKET_DELETE] = "DELETE FROM buckets WHERE name = ?1",
     [S_BUCKET_GET] = "SELECT created FROM buckets WHERE name = ?1",
     [S_BUCKET_LIST] = "SELECT name, created FROM buckets ORDER BY name",
     [S_BUCKET_HAS_OBJ] = "SELECT 1 FROM objects WHERE bucket = ?1 LIMIT 1",
     [S_OBJ_GET] = "SELECT size, mtime, etag, content_type, user_meta, crc32c, crc64nvme, parts,"
-                  " file_id FROM objects WHERE bucket = ?1 AND key = ?2",
+                  " file_id, owner, acl FROM objects WHERE bucket = ?1 AND key = ?2",
     [S_OBJ_FILE] = "SELECT file_id FROM objects WHERE bucket = ?1 AND key = ?2",
     [S_OBJ_UPSERT] = "INSERT OR REPLACE INTO objects(bucket, key, size, mtime, etag, content_type,"
-                     " user_meta, crc32c, crc64nvme, parts, file_id)"
-                     " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                     " user_meta, crc32c, crc64nvme, parts, file_id, owner, acl)"
+                     " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     [S_OBJ_DELETE] = "DELETE FROM objects WHERE bucket = ?1 AND key = ?2",
     [S_OBJ_LIST_GT] = "SELECT key, size, mtime, etag FROM objects"
                       " WHERE bucket = ?1 AND key > ?2 ORDER BY key",
@@ -93,8 +41,8 @@ static const char *const META_SQL[S_COUNT] = {
                     " ec_stripe FROM chunks WHERE data_id = ?1 ORDER BY idx",
     [S_CHUNK_DELETE] = "DELETE FROM chunks WHERE data_id = ?1",
     [S_UPLOAD_INSERT] = "INSERT INTO uploads(upload_id, bucket, key, initiated, content_type,"
-                        " user_meta) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
-    [S_UPLOAD_GET] = "SELECT initiated, content_type, user_meta FROM uploads"
+                        " user_meta, owner, acl) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [S_UPLOAD_GET] = "SELECT initiated, content_type, user_meta, owner, acl FROM uploads"
                      " WHERE upload_id = ?1 AND bucket = ?2 AND key = ?3",
     [S_UPLOAD_DELETE] = "DELETE FROM uploads WHERE upload_id = ?1",
     [S_UPLOAD_LIST] = "SELECT key, upload_id, initiated FROM uploads"
@@ -105,6 +53,35 @@ static const char *const META_SQL[S_COUNT] = {
     [S_PART_LIST] = "SELECT number, size, etag, mtime, crc64nvme, crc32c, file_id FROM parts"
                     " WHERE upload_id = ?1 AND number > ?2 ORDER BY number",
     [S_PART_DELETE_ALL] = "DELETE FROM parts WHERE upload_id = ?1",
+    [S_BUCKET_AUTH] = "SELECT owner, acl, policy FROM buckets WHERE name = ?1",
+    [S_BUCKET_SET_ACL] = "UPDATE buckets SET acl = ?2 WHERE name = ?1",
+    [S_BUCKET_SET_POLICY] = "UPDATE buckets SET policy = ?2 WHERE name = ?1",
+    [S_OBJ_SET_ACL] = "UPDATE objects SET acl = ?3 WHERE bucket = ?1 AND key = ?2",
+    [S_USER_INSERT] = "INSERT INTO users(name, user_id, canonical_id, created)"
+                      " VALUES(?1, ?2, ?3, ?4)",
+    [S_USER_GET] = "SELECT name, user_id, canonical_id, created FROM users WHERE name = ?1",
+    [S_USER_LIST] = "SELECT name, user_id, canonical_id, created FROM users ORDER BY name",
+    [S_USER_DELETE] = "DELETE FROM users WHERE name = ?1",
+    [S_USER_HAS_KEY] = "SELECT 1 FROM access_keys WHERE user_name = ?1 LIMIT 1",
+    [S_USER_HAS_POLICY] = "SELECT 1 FROM user_policies WHERE user_name = ?1 LIMIT 1",
+    [S_KEY_INSERT] = "INSERT INTO access_keys(access_key, user_name, secret_sealed, active,"
+                     " created) VALUES(?1, ?2, ?3, ?4, ?5)",
+    /* The SigV4 lookup: the primary key, and the user by its primary key. */
+    [S_KEY_GET] = "SELECT k.access_key, k.user_name, k.secret_sealed, k.active, k.created,"
+                  " u.user_id, u.canonical_id FROM access_keys k"
+                  " JOIN users u ON u.name = k.user_name WHERE k.access_key = ?1",
+    [S_KEY_LIST] = "SELECT access_key, user_name, secret_sealed, active, created FROM access_keys"
+                   " WHERE user_name = ?1 ORDER BY created, access_key",
+    [S_KEY_DELETE] = "DELETE FROM access_keys WHERE access_key = ?1",
+    [S_KEY_SET_ACTIVE] = "UPDATE access_keys SET active = ?2 WHERE access_key = ?1",
+    [S_KEYS_DELETE_USER] = "DELETE FROM access_keys WHERE user_name = ?1",
+    [S_POLICY_PUT] = "INSERT OR REPLACE INTO user_policies(user_name, policy_name, document)"
+                     " VALUES(?1, ?2, ?3)",
+    [S_POLICY_GET] = "SELECT document FROM user_policies WHERE user_name = ?1 AND policy_name = ?2",
+    [S_POLICY_LIST] = "SELECT policy_name, document FROM user_policies WHERE user_name = ?1"
+                      " ORDER BY policy_name",
+    [S_POLICY_DELETE] = "DELETE FROM user_policies WHERE user_name = ?1 AND policy_name = ?2",
+    [S_POLICIES_DELETE_USER] = "DELETE FROM user_policies WHERE user_name = ?1",
 };
 
 /* ---- small helpers ---- */
@@ -138,6 +115,14 @@ void sq_done(sqlite3_stmt *s)
 void sq_bind_text(sqlite3_stmt *s, int i, const char *v)
 {
     sqlite3_bind_text(s, i, v ? v : "", -1, SQLITE_STATIC);
+}
+
+void sq_bind_text_or_null(sqlite3_stmt *s, int i, const char *v)
+{
+    if (v)
+        sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(s, i);
 }
 
 /* Keys are always bound as BLOBs: a TEXT key would sort apart from BLOB keys. */
@@ -241,17 +226,6 @@ wh_status_t sq_write(sq_meta_t *m, meta_tx_fn fn, void *arg)
 
 /* ---- open/close ---- */
 
-static int sq_user_version(sqlite3 *db)
-{
-    sqlite3_stmt *s = NULL;
-    int v = -1;
-    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL) == SQLITE_OK &&
-        sqlite3_step(s) == SQLITE_ROW)
-        v = sqlite3_column_int(s, 0);
-    sqlite3_finalize(s);
-    return v;
-}
-
 /* Opens one connection. The writer (schema=true) switches the database to WAL and creates or
  * migrates the schema; the reader only sets its pragmas. Opening an existing, current database
  * writes nothing, so a restart on a full disk works. */
@@ -294,22 +268,17 @@ static wh_status_t sq_conn_open(sq_conn_t *c, const char *path, bool schema)
     sqlite3_finalize(s);
 
     char *err = NULL;
-    char sql[4096];
-    if (schema && sq_user_version(c->db) != META_SCHEMA_VERSION)
-        snprintf(sql, sizeof sql,
-                 "PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF; BEGIN; %s "
-                 "PRAGMA user_version=%d; COMMIT;", META_SCHEMA, META_SCHEMA_VERSION);
-    else if (schema)
-        snprintf(sql, sizeof sql, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;");
-    else
-        snprintf(sql, sizeof sql, "PRAGMA synchronous=FULL; PRAGMA query_only=1;");
-    rc = sqlite3_exec(c->db, sql, NULL, NULL, &err);
+    rc = sqlite3_exec(c->db, schema ? "PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;"
+                                    : "PRAGMA synchronous=FULL; PRAGMA query_only=1;",
+                      NULL, NULL, &err);
     if (rc != SQLITE_OK) {
         wh_error("store", "cannot set up metadata database path=%s: %s", path, err ? err : "?");
         sqlite3_free(err);
-        st = sq_fail(c, rc, "schema");
+        st = sq_fail(c, rc, "pragmas");
         goto err_close;
     }
+    if (schema && (st = sq_migrate(c, path)) != WH_OK)
+        goto err_close;
     for (int i = 0; i < S_COUNT; i++) {
         rc = sqlite3_prepare_v3(c->db, META_SQL[i], -1, SQLITE_PREPARE_PERSISTENT, &c->stmt[i],
                                 NULL);
@@ -368,6 +337,7 @@ static wh_status_t sq_set_durable(meta_t *mm, bool durable)
 typedef struct {
     const char *name;
     time_t created;
+    const char *owner, *acl;
 } sq_bucket_arg_t;
 
 static wh_status_t tx_bucket_create(void *conn, void *arg)
@@ -377,6 +347,8 @@ static wh_status_t tx_bucket_create(void *conn, void *arg)
     sqlite3_stmt *s = c->stmt[S_BUCKET_INSERT];
     sq_bind_text(s, 1, a->name);
     sqlite3_bind_int64(s, 2, (sqlite3_int64)a->created);
+    sq_bind_text(s, 3, a->owner);
+    sq_bind_text_or_null(s, 4, a->acl);
     int rc = sqlite3_step(s);
     wh_status_t st = WH_OK;
     if ((rc & 0xff) == SQLITE_CONSTRAINT)
@@ -387,9 +359,10 @@ static wh_status_t tx_bucket_create(void *conn, void *arg)
     return st;
 }
 
-static wh_status_t sq_bucket_create(meta_t *m, const char *name, time_t created)
+static wh_status_t sq_bucket_create(meta_t *m, const char *name, time_t created,
+                                    const char *owner, const char *acl)
 {
-    sq_bucket_arg_t a = {name, created};
+    sq_bucket_arg_t a = {name, created, owner, acl};
     return sq_write(SQ(m), tx_bucket_create, &a);
 }
 
@@ -484,6 +457,10 @@ static const meta_ops_t SQ_OPS = {
     .bucket_delete = sq_bucket_delete,
     .bucket_exists = sq_bucket_exists,
     .bucket_list = sq_bucket_list,
+    .bucket_auth_get = sq_bucket_auth_get,
+    .bucket_set_acl = sq_bucket_set_acl,
+    .bucket_set_policy = sq_bucket_set_policy,
+    .object_set_acl = sq_object_set_acl,
     .object_get = sq_object_get,
     .object_put = sq_object_put,
     .object_delete = sq_object_delete,
@@ -496,6 +473,19 @@ static const meta_ops_t SQ_OPS = {
     .upload_delete = sq_upload_delete,
     .upload_complete = sq_upload_complete,
     .upload_list = sq_upload_list,
+    .user_create = sq_user_create,
+    .user_get = sq_user_get,
+    .user_list = sq_user_list,
+    .user_delete = sq_user_delete,
+    .key_create = sq_key_create,
+    .key_get = sq_key_get,
+    .key_list = sq_key_list,
+    .key_delete = sq_key_delete,
+    .key_set_active = sq_key_set_active,
+    .user_policy_put = sq_user_policy_put,
+    .user_policy_get = sq_user_policy_get,
+    .user_policy_list = sq_user_policy_list,
+    .user_policy_delete = sq_user_policy_delete,
     /* One process, one node: no cluster members, GC queue or locks. */
 };
 

@@ -40,6 +40,27 @@ enum {
     S_PART_FILE,
     S_PART_LIST,
     S_PART_DELETE_ALL,
+    S_BUCKET_AUTH,
+    S_BUCKET_SET_ACL,
+    S_BUCKET_SET_POLICY,
+    S_OBJ_SET_ACL,
+    S_USER_INSERT,
+    S_USER_GET,
+    S_USER_LIST,
+    S_USER_DELETE,
+    S_USER_HAS_KEY,
+    S_USER_HAS_POLICY,
+    S_KEY_INSERT,
+    S_KEY_GET,
+    S_KEY_LIST,
+    S_KEY_DELETE,
+    S_KEY_SET_ACTIVE,
+    S_KEYS_DELETE_USER,
+    S_POLICY_PUT,
+    S_POLICY_GET,
+    S_POLICY_LIST,
+    S_POLICY_DELETE,
+    S_POLICIES_DELETE_USER,
     S_COUNT
 };
 
@@ -62,12 +83,15 @@ wh_status_t sq_write(sq_meta_t *m, meta_tx_fn fn, void *arg);
 wh_status_t sq_fail(sq_conn_t *c, int rc, const char *what);
 void sq_done(sqlite3_stmt *s);
 void sq_bind_text(sqlite3_stmt *s, int i, const char *v);
+void sq_bind_text_or_null(sqlite3_stmt *s, int i, const char *v); /* NULL stays SQL NULL */
 void sq_bind_key(sqlite3_stmt *s, int i, const void *p, size_t n);
 void sq_col_copy(sqlite3_stmt *s, int i, char *dst, size_t cap);
 char *sq_col_dup(sqlite3_stmt *s, int i);
 wh_status_t sq_exec_stmt(sq_conn_t *c, sqlite3_stmt *s, const char *what);
 wh_status_t sq_row_exists(sq_conn_t *c, int which, const char *arg, const char *what);
 wh_status_t sq_bucket_check(sq_conn_t *c, const char *bucket);
+/* Creates or migrates the schema (meta_sqlite_schema.c); on the writer, at open. */
+wh_status_t sq_migrate(sq_conn_t *c, const char *path);
 
 /* Chunk maps (meta_sqlite_obj.c): rows of data id; lock held. */
 wh_status_t sq_chunks_put(sq_conn_t *c, const store_data_ref_t *ref);
@@ -112,5 +136,25 @@ wh_status_t sq_bucket_uploads_drop(sq_conn_t *c, const char *bucket, meta_part_t
                                    size_t *n);
 wh_status_t sq_upload_list(meta_t *m, const char *bucket, const char *prefix,
                            store_upload_info_t **out, size_t *n);
+
+/* Owners, ACLs, policies and identity (meta_sqlite_ident.c). */
+wh_status_t sq_bucket_auth_get(meta_t *m, const char *name, store_bucket_auth_t *out);
+wh_status_t sq_bucket_set_acl(meta_t *m, const char *name, const char *acl);
+wh_status_t sq_bucket_set_policy(meta_t *m, const char *name, const char *policy);
+wh_status_t sq_object_set_acl(meta_t *m, const char *bucket, const char *key, size_t klen,
+                              const char *acl);
+wh_status_t sq_user_create(meta_t *m, const meta_user_t *u);
+wh_status_t sq_user_get(meta_t *m, const char *name, meta_user_t *out);
+wh_status_t sq_user_list(meta_t *m, meta_user_t **out, size_t *n);
+wh_status_t sq_user_delete(meta_t *m, const char *name, bool force);
+wh_status_t sq_key_create(meta_t *m, const meta_access_key_t *k);
+wh_status_t sq_key_get(meta_t *m, const char *access_key, meta_access_key_t *out);
+wh_status_t sq_key_list(meta_t *m, const char *user, meta_access_key_t **out, size_t *n);
+wh_status_t sq_key_delete(meta_t *m, const char *access_key);
+wh_status_t sq_key_set_active(meta_t *m, const char *access_key, bool active);
+wh_status_t sq_user_policy_put(meta_t *m, const char *user, const char *name, const char *doc);
+wh_status_t sq_user_policy_get(meta_t *m, const char *user, const char *name, char **doc);
+wh_status_t sq_user_policy_list(meta_t *m, const char *user, meta_policy_t **out, size_t *n);
+wh_status_t sq_user_policy_delete(meta_t *m, const char *user, const char *name);
 
 #endif

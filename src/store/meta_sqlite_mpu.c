@@ -25,6 +25,10 @@ static wh_status_t sq_upload_check(sq_conn_t *c, const char *bucket, const char 
         sq_col_copy(s, 1, meta->content_type, sizeof meta->content_type);
         if (sqlite3_column_type(s, 2) != SQLITE_NULL && !(meta->user_meta_json = sq_col_dup(s, 2)))
             st = WH_ERR_NOMEM;
+        sq_col_copy(s, 3, meta->owner, sizeof meta->owner);
+        if (st == WH_OK && sqlite3_column_type(s, 4) != SQLITE_NULL &&
+            !(meta->acl = sq_col_dup(s, 4)))
+            st = WH_ERR_NOMEM;
     }
     sq_done(s);
     return st;
@@ -53,6 +57,8 @@ static wh_status_t tx_upload_create(void *conn, void *arg)
         sq_bind_text(s, 6, a->meta->user_meta_json);
     else
         sqlite3_bind_null(s, 6);
+    sq_bind_text(s, 7, a->meta ? a->meta->owner : "");
+    sq_bind_text_or_null(s, 8, a->meta ? a->meta->acl : NULL);
     return sq_exec_stmt(c, s, "upload insert");
 }
 

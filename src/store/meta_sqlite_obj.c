@@ -92,6 +92,8 @@ wh_status_t sq_obj_upsert(sq_conn_t *c, const char *bucket, const char *key, siz
     sq_bind_text(s, 9, meta->crc64nvme);
     sqlite3_bind_int64(s, 10, meta->parts);
     sq_bind_text(s, 11, ref->id);
+    sq_bind_text(s, 12, meta->owner);
+    sq_bind_text_or_null(s, 13, meta->acl);
     wh_status_t st = sq_exec_stmt(c, s, "object upsert");
     return st == WH_OK ? sq_chunks_put(c, ref) : st;
 }
@@ -150,6 +152,11 @@ wh_status_t sq_object_get(meta_t *mm, const char *bucket, const char *key, size_
         sq_col_copy(s, 5, meta->crc32c, sizeof meta->crc32c);
         sq_col_copy(s, 6, meta->crc64nvme, sizeof meta->crc64nvme);
         meta->parts = (uint32_t)sqlite3_column_int64(s, 7);
+        sq_col_copy(s, 9, meta->owner, sizeof meta->owner);
+        if (sqlite3_column_type(s, 10) != SQLITE_NULL && !(meta->acl = sq_col_dup(s, 10))) {
+            st = WH_ERR_NOMEM;
+            goto out;
+        }
     }
     if (ref)
         sq_col_copy(s, 8, ref->id, sizeof ref->id);

@@ -339,6 +339,7 @@ wh_status_t store_mpu_complete(store_t *st, const char *bucket, const char *key,
     if (out_meta) {
         *out_meta = om;
         om.user_meta_json = NULL; /* moved */
+        om.acl = NULL;
     }
 out:
     store_writer_fail(w, s);

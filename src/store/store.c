@@ -253,9 +253,48 @@ void store_release(store_t *st, const store_data_ref_t *ref)
 
 wh_status_t store_bucket_create(store_t *st, const char *bucket)
 {
+    return store_bucket_create_owned(st, bucket, "", NULL);
+}
+
+wh_status_t store_bucket_create_owned(store_t *st, const char *bucket, const char *owner,
+                                      const char *acl)
+{
     if (!store_bucket_name_valid(bucket))
         return WH_ERR_INVALID;
-    return meta_bucket_create(st->meta, bucket, time(NULL));
+    return meta_bucket_create(st->meta, bucket, time(NULL), owner ? owner : "", acl);
+}
+
+wh_status_t store_bucket_auth_get(store_t *st, const char *bucket, store_bucket_auth_t *out)
+{
+    return meta_bucket_auth_get(st->meta, bucket, out);
+}
+
+void store_bucket_auth_free(store_bucket_auth_t *a)
+{
+    if (!a)
+        return;
+    free(a->acl);
+    free(a->policy);
+    a->acl = a->policy = NULL;
+}
+
+wh_status_t store_bucket_set_acl(store_t *st, const char *bucket, const char *acl)
+{
+    return meta_bucket_set_acl(st->meta, bucket, acl);
+}
+
+wh_status_t store_bucket_set_policy(store_t *st, const char *bucket, const char *policy)
+{
+    return meta_bucket_set_policy(st->meta, bucket, policy);
+}
+
+wh_status_t store_object_set_acl(store_t *st, const char *bucket, const char *key,
+                                 const char *acl)
+{
+    size_t klen = strlen(key);
+    if (!store_key_valid(key, klen))
+        return WH_ERR_INVALID;
+    return meta_object_set_acl(st->meta, bucket, key, klen, acl);
 }
 
 static wh_status_t store_bucket_delete_fn(store_t *st, void *arg)
@@ -292,6 +331,8 @@ void store_obj_meta_free(store_obj_meta_t *m)
         return;
     free(m->user_meta_json);
     m->user_meta_json = NULL;
+    free(m->acl);
+    m->acl = NULL;
 }
 
 /* ---- readers ---- */
@@ -455,9 +496,12 @@ wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey
 
     store_obj_meta_t nm = src;
     nm.user_meta_json = src.user_meta_json;
+    nm.acl = NULL; /* S3 never copies an ACL */
     if (replace_meta) {
         snprintf(nm.content_type, sizeof nm.content_type, "%s", replace_meta->content_type);
         nm.user_meta_json = replace_meta->user_meta_json;
+        snprintf(nm.owner, sizeof nm.owner, "%s", replace_meta->owner);
+        nm.acl = replace_meta->acl;
     }
     nm.mtime = time(NULL);
     s = store_writer_finish(w, &ref);
@@ -470,6 +514,7 @@ wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey
     if (out_meta) {
         *out_meta = nm;
         out_meta->user_meta_json = nm.user_meta_json ? strdup(nm.user_meta_json) : NULL;
+        out_meta->acl = nm.acl ? strdup(nm.acl) : NULL;
     }
     store_writer_free(w);
     w = NULL;

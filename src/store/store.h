@@ -76,6 +76,10 @@ bool store_key_valid(const char *key, size_t len);
 
 /* ---- buckets ---- */
 wh_status_t store_bucket_create(store_t *st, const char *bucket); /* WH_ERR_EXISTS if there */
+/* owner: the creator's canonical id ("" = root, as for buckets made before owners were kept);
+ * acl: the serialised ACL (its format is the authorization engine's) or NULL for the default. */
+wh_status_t store_bucket_create_owned(store_t *st, const char *bucket, const char *owner,
+                                      const char *acl);
 /* WH_ERR_NOT_EMPTY while it holds objects, NOT_FOUND. Incomplete multipart uploads do not keep
  * a bucket: they are dropped with it and their parts' data released, as S3 does. */
 wh_status_t store_bucket_delete(store_t *st, const char *bucket);
@@ -86,6 +90,17 @@ typedef struct store_bucket_info {
 } store_bucket_info_t;
 /* *out malloc'd, caller frees. */
 wh_status_t store_bucket_list(store_t *st, store_bucket_info_t **out, size_t *n);
+/* What authorization needs of a bucket. */
+typedef struct store_bucket_auth {
+    char owner[65];  /* canonical id; "" = root (buckets made before owners were kept) */
+    char *acl;       /* serialised ACL, malloc'd, or NULL: the default (owner FULL_CONTROL) */
+    char *policy;    /* bucket policy JSON, malloc'd, or NULL: none */
+} store_bucket_auth_t;
+wh_status_t store_bucket_auth_get(store_t *st, const char *bucket, store_bucket_auth_t *out);
+void store_bucket_auth_free(store_bucket_auth_t *a); /* frees acl and policy */
+/* NULL: back to the default ACL / no policy. WH_ERR_NOT_FOUND: no such bucket. */
+wh_status_t store_bucket_set_acl(store_t *st, const char *bucket, const char *acl);
+wh_status_t store_bucket_set_policy(store_t *st, const char *bucket, const char *policy);
 
 /* ---- object metadata ---- */
 typedef struct store_obj_meta {
@@ -97,8 +112,11 @@ typedef struct store_obj_meta {
     char crc32c[16];         /* base64 S3 wire form, or "" */
     char crc64nvme[16];      /* base64, or "" (always set by the server for new objects) */
     uint32_t parts;          /* 0 for a single PUT */
+    char owner[65];          /* canonical id of the writer; "" = root (and rows made before
+                              * owners were kept) */
+    char *acl;               /* serialised ACL, malloc'd, or NULL: the default (private) */
 } store_obj_meta_t;
-void store_obj_meta_free(store_obj_meta_t *m); /* frees user_meta_json only */
+void store_obj_meta_free(store_obj_meta_t *m); /* frees user_meta_json and acl */
 
 /* ---- PUT: a writer feeds bytes to a temp file and computes md5/crc as it goes ---- */
 typedef struct store_writer store_writer_t;
@@ -180,7 +198,11 @@ void store_reader_close(store_reader_t *r); /* NULL-safe */
 wh_status_t store_object_open(store_t *st, const char *bucket, const char *key,
                               store_obj_meta_t *meta, int *fd);
 wh_status_t store_object_delete(store_t *st, const char *bucket, const char *key); /* idempotent */
-/* Server-side copy (new file, same bytes). meta: NULL = copy metadata; else replace it. */
+/* Sets the ACL of the current object (NULL: the default). WH_ERR_NOT_FOUND: no such key. */
+wh_status_t store_object_set_acl(store_t *st, const char *bucket, const char *key,
+                                 const char *acl);
+/* Server-side copy (new file, same bytes). meta: NULL = copy metadata (the source's owner, and
+ * the default ACL: S3 never copies an ACL); else replace it, owner and acl included. */
 wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey,
                               const char *dbucket, const char *dkey,
                               const store_obj_meta_t *replace_meta, store_obj_meta_t *out_meta);

@@ -86,7 +86,7 @@ static void test_gc_queue(void)
         return;
     char ids[16][STORE_DATA_ID_LEN + 1];
     uint32_t nodes[16];
-    CHECK(meta_bucket_create(m, "gc", 1) == WH_OK);
+    CHECK(meta_bucket_create(m, "gc", 1, "", NULL) == WH_OK);
     store_chunk_t ch[2];
     mk_chunk(&ch[0], 0xa1, 0, 100, 1, 2);
     mk_chunk(&ch[1], 0xa2, 100, 50, 2, 3);
@@ -175,7 +175,7 @@ static void test_intents_and_repair(void)
     }
     char ids[16][STORE_DATA_ID_LEN + 1];
     uint32_t nodes[16];
-    CHECK(meta_bucket_create(m, "rp", 1) == WH_OK);
+    CHECK(meta_bucket_create(m, "rp", 1, "", NULL) == WH_OK);
     /* intents for chunk c1 on nodes 7, 8, 9; the commit lists 7 and 8 */
     for (int i = 0; i < 3; i++) {
         snprintf(it[i].chunk_id, sizeof it[i].chunk_id, "%032x", 0xc1);
@@ -227,9 +227,9 @@ static void test_shared_database(void)
     CHECK(th_meta_open(dir, &m2) == WH_OK); /* a second gateway on the same database */
     if (!m1 || !m2)
         return;
-    CHECK(meta_bucket_create(m1, "shared", 1) == WH_OK);
+    CHECK(meta_bucket_create(m1, "shared", 1, "", NULL) == WH_OK);
     CHECK(meta_bucket_exists(m2, "shared") == WH_OK);
-    CHECK(meta_bucket_create(m2, "shared", 1) == WH_ERR_EXISTS);
+    CHECK(meta_bucket_create(m2, "shared", 1, "", NULL) == WH_ERR_EXISTS);
 
     /* One repairer at a time: the advisory lock. */
     CHECK(meta_lock_try(m1, 4242) == WH_OK);
@@ -247,11 +247,11 @@ static void test_shared_database(void)
     }
     CHECK(ls == WH_OK);
 
-    /* The schema version is recorded (2: GC entries with not_before, the cluster's repair). */
+    /* The schema version is recorded (the current one: META_SCHEMA_VERSION). */
     const char *url = th_meta_url(dir);
     PGconn *c = PQconnectdb(url);
     PGresult *r = PQexec(c, "SELECT max(version) FROM wharf_schema");
-    CHECK(PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "2") == 0);
+    CHECK(PQresultStatus(r) == PGRES_TUPLES_OK && atoi(PQgetvalue(r, 0, 0)) == META_SCHEMA_VERSION);
     PQclear(r);
     PQfinish(c);
     meta_close(m1);
@@ -271,7 +271,7 @@ static void test_repair_queries(void)
         return;
     char ids[64][STORE_DATA_ID_LEN + 1];
     uint32_t nodes[64];
-    CHECK(meta_bucket_create(m, "rep", 1) == WH_OK);
+    CHECK(meta_bucket_create(m, "rep", 1, "", NULL) == WH_OK);
     store_chunk_t ch[30];
     for (unsigned i = 0; i < 30; i++)
         mk_chunk(&ch[i], 0x100 + i, i * 10ULL, 10, i % 3 == 0 ? 7 : 8, 9);

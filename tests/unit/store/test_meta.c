@@ -159,7 +159,7 @@ static void test_rows(void)
     if (!m)
         return;
     CHECK(put_row(m, "b", "k", 1) == WH_ERR_NOT_FOUND); /* no bucket */
-    CHECK(meta_bucket_create(m, "b", 1) == WH_OK);
+    CHECK(meta_bucket_create(m, "b", 1, "", NULL) == WH_OK);
     CHECK(put_row(m, "b", "k", 1) == WH_OK);
     store_data_ref_t ref, old, nref;
     memset(&nref, 0, sizeof nref);
@@ -197,7 +197,7 @@ static void test_chunk_map(void)
     meta_t *m = open_meta(dir);
     if (!m)
         return;
-    CHECK(meta_bucket_create(m, "c", 1) == WH_OK);
+    CHECK(meta_bucket_create(m, "c", 1, "", NULL) == WH_OK);
     store_chunk_t ch[3];
     memset(ch, 0, sizeof ch);
     for (int i = 0; i < 3; i++) {
@@ -256,7 +256,7 @@ static void test_list_order_and_basics(void)
     meta_t *m = open_meta(dir);
     if (!m)
         return;
-    CHECK(meta_bucket_create(m, "b", 1) == WH_OK);
+    CHECK(meta_bucket_create(m, "b", 1, "", NULL) == WH_OK);
     /* Byte order: 'B' (0x42) < 'a' < 'z' < '~' (0x7e) < 'é' (0xc3 0xa9) < '😀' (0xf0). */
     const char *ins[] = {"\xf0\x9f\x98\x80", "z", "a", "\xc3\xa9", "~", "B", "a/b", "a/c/d",
                          "ab"};
@@ -347,7 +347,7 @@ static void test_list_random_vs_reference(void)
     meta_t *m = open_meta(dir);
     if (!m)
         return;
-    CHECK(meta_bucket_create(m, "b", 1) == WH_OK);
+    CHECK(meta_bucket_create(m, "b", 1, "", NULL) == WH_OK);
     static const char *alpha[] = {"a", "b", "/", ".", "\xc3\xa9", "~", "-"};
     size_t n = 0, want = 700;
     char **keys = calloc(want, sizeof *keys);
@@ -402,8 +402,8 @@ static void test_list_many_keys_skips(void)
     meta_t *m = open_meta(dir);
     if (!m)
         return;
-    CHECK(meta_bucket_create(m, "b", 1) == WH_OK);
-    CHECK(meta_bucket_create(m, "other", 1) == WH_OK);
+    CHECK(meta_bucket_create(m, "b", 1, "", NULL) == WH_OK);
+    CHECK(meta_bucket_create(m, "other", 1, "", NULL) == WH_OK);
     int bad = 0;
     for (int d = 0; d < 10; d++)
         for (int i = 0; i < 2000; i++) {
