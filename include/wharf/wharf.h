@@ -134,6 +134,7 @@ typedef struct wharf_report {
     uint64_t crc64nvme;           /* of the bytes moved, when known */
     char etag[80];                /* quoted, as the server sent it */
     char provider[32];            /* "ofi+shm", ... when RDMA */
+    char version_id[128];         /* appended: x-amz-version-id of the reply ("" without one) */
 } wharf_report_t;
 
 WHARF_API void wharf_report_init(wharf_report_t *r, size_t size);
@@ -144,6 +145,14 @@ typedef struct wharf_xfer_opts {
     wharf_transport_t transport;  /* AUTO (default), RDMA or HTTP */
     int verify_checksum;          /* -1 = client default, 0 = off, 1 = on */
     unsigned concurrency;         /* 0 = client default */
+    /* Appended (a caller built before them passes a smaller size: they are then unset).
+     * Conditional writes: the server checks them in the transaction that commits the object
+     * (a multipart PUT: its completion), so of two writers at most one succeeds; the loser
+     * gets WHARF_ERR_PRECONDITION (412), or WHARF_ERR_NOT_FOUND for if_match on a missing
+     * key, and nothing of its is stored. */
+    int if_none_match;            /* PUT: 1 = store only if the key has no object (If-None-Match: *) */
+    const char *if_match;         /* PUT: store only if the key's ETag is this (quoted or not) */
+    const char *version_id;       /* GET: read this version of the object (NULL: the current) */
 } wharf_xfer_opts_t;
 
 WHARF_API void wharf_xfer_opts_init(wharf_xfer_opts_t *o, size_t size);
@@ -178,6 +187,10 @@ typedef struct wharf_stat {
 WHARF_API void wharf_stat_init(wharf_stat_t *s, size_t size);
 WHARF_API wharf_status_t wharf_object_stat(wharf_client_t *c, const char *bucket,
                                            const char *key, wharf_stat_t *out);
+/* HEAD of one version of an object (version_id NULL: the current one, as wharf_object_stat). */
+WHARF_API wharf_status_t wharf_object_stat_version(wharf_client_t *c, const char *bucket,
+                                                   const char *key, const char *version_id,
+                                                   wharf_stat_t *out);
 WHARF_API wharf_status_t wharf_object_delete(wharf_client_t *c, const char *bucket,
                                              const char *key);
 

@@ -51,13 +51,14 @@ class CReport(ctypes.Structure):
         ("requests", c_u32), ("retries", c_u32), ("fell_back", c_int),
         ("fallback_reason", ctypes.c_char * 256), ("wall_s", ctypes.c_double),
         ("first_byte_s", ctypes.c_double), ("crc64nvme", c_u64), ("etag", ctypes.c_char * 80),
-        ("provider", ctypes.c_char * 32),
+        ("provider", ctypes.c_char * 32), ("version_id", ctypes.c_char * 128),
     ]
 
 
 class XferOpts(ctypes.Structure):
     _fields_ = [("size", c_size_t), ("transport", c_int), ("verify_checksum", c_int),
-                ("concurrency", c_uint)]
+                ("concurrency", c_uint), ("if_none_match", c_int), ("if_match", c_char_p),
+                ("version_id", c_char_p)]
 
 
 class CStat(ctypes.Structure):
@@ -97,6 +98,8 @@ _SIGS = {
                                  ctypes.POINTER(XferOpts), ctypes.POINTER(CReport)]),
     "wharf_stat_init": (None, [ctypes.POINTER(CStat), c_size_t]),
     "wharf_object_stat": (c_int, [c_void_p, c_char_p, c_char_p, ctypes.POINTER(CStat)]),
+    "wharf_object_stat_version": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p,
+                                          ctypes.POINTER(CStat)]),
     "wharf_object_delete": (c_int, [c_void_p, c_char_p, c_char_p]),
     "wharf_object_list": (c_int, [c_void_p, c_char_p, c_char_p, LIST_CB, c_void_p]),
     "wharf_bucket_create": (c_int, [c_void_p, c_char_p]),

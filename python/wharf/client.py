@@ -46,6 +46,7 @@ class Report:
     provider: str
     memory: str = "host"
     staged: bool = False
+    version_id: str = ""  # the object version the server wrote or read ("" when unversioned)
 
     @classmethod
     def _from_c(cls, r):
@@ -55,7 +56,8 @@ class Report:
                    reason=r.fallback_reason.decode("utf-8", "replace"), wall_s=r.wall_s,
                    first_byte_s=r.first_byte_s, crc64nvme=r.crc64nvme,
                    etag=r.etag.decode("utf-8", "replace"),
-                   provider=r.provider.decode("utf-8", "replace"))
+                   provider=r.provider.decode("utf-8", "replace"),
+                   version_id=r.version_id.decode("utf-8", "replace"))
 
 
 @dataclasses.dataclass
@@ -333,11 +335,14 @@ class Client:
 
     # ---- objects ---------------------------------------------------------------------------
 
-    def stat(self, bucket, key):
+    def stat(self, bucket, key, version_id=None):
+        """HEAD of the object (version_id: of that version)."""
         st = _lib.CStat()
         lib.wharf_stat_init(ctypes.byref(st), ctypes.sizeof(st))
-        check(lib.wharf_object_stat(self._handle(), _enc(bucket, "bucket"), _enc(key, "key"),
-                                    ctypes.byref(st)), f"stat {bucket}/{key}")
+        vid = _enc(version_id, "version_id") if version_id else None
+        check(lib.wharf_object_stat_version(self._handle(), _enc(bucket, "bucket"),
+                                            _enc(key, "key"), vid, ctypes.byref(st)),
+              f"stat {bucket}/{key}" + (f" version {version_id}" if version_id else ""))
         return Stat(length=st.length, mtime=st.mtime, etag=st.etag.decode(),
                     content_type=st.content_type.decode(),
                     crc64nvme=st.crc64nvme if st.has_crc64nvme else None)
@@ -380,31 +385,37 @@ class Client:
             raise err[0]
         check(st, what)
 
-    def put(self, bucket, key, data, transport="auto", verify=None, concurrency=None):
-        """PUT bytes (or any buffer) as one object. Returns a Report."""
+    def put(self, bucket, key, data, transport="auto", verify=None, concurrency=None,
+            if_none_match=False, if_match=None):
+        """PUT bytes (or any buffer) as one object. Returns a Report. if_none_match=True
+        stores only if the key has no object, if_match=ETAG only if its ETag is that one
+        (checked by the server in the commit, so of racing writers one wins; the others get
+        PreconditionFailedError and store nothing)."""
         if isinstance(data, str):
             data = data.encode()
         return self.put_from(bucket, key, data, transport=transport, verify=verify,
-                             concurrency=concurrency, cache=False)
+                             concurrency=concurrency, cache=False, if_none_match=if_none_match,
+                             if_match=if_match)
 
     def get(self, bucket, key, offset=0, length=None, transport="auto", verify=None,
-            concurrency=None):
-        """GET an object (or [offset, offset+length)) as bytes. The Report is in
-        client.last_report."""
+            concurrency=None, version_id=None):
+        """GET an object (or [offset, offset+length); version_id: that version) as bytes.
+        The Report is in client.last_report."""
         if length is None:
-            size = self.stat(bucket, key).length
+            size = self.stat(bucket, key, version_id=version_id).length
             if offset > size:
                 raise WharfError(_lib.WHARF_ERR_RANGE, f"get {bucket}/{key}: offset {offset} is "
                                  f"past the end of the {size}-byte object")
             length = size - offset
         buf = bytearray(length)
         rep = self.get_into(bucket, key, buf, offset=offset, length=length, transport=transport,
-                            verify=verify, concurrency=concurrency, cache=False)
+                            verify=verify, concurrency=concurrency, cache=False,
+                            version_id=version_id)
         self._tls.report = rep
         return bytes(buf) if rep.bytes == length else bytes(memoryview(buf)[:rep.bytes])
 
     def get_into(self, bucket, key, buf, offset=0, length=None, transport="auto", verify=None,
-                 concurrency=None, cache=True):
+                 concurrency=None, cache=True, version_id=None):
         """GET [offset, offset+length) of an object into buf (numpy array, torch tensor or
         writable buffer; length None = to the end of the object, which must fit). Returns a
         Report whose .bytes says how many bytes landed."""
@@ -417,10 +428,10 @@ class Client:
                              f"{length} is larger than the {b.nbytes}-byte destination")
         return self._xfer(True, bucket, key, b, offset,
                           _lib.WHOLE if length is None else int(length), transport, verify,
-                          concurrency, cache)
+                          concurrency, cache, version_id=version_id)
 
     def put_from(self, bucket, key, buf, offset=0, length=None, transport="auto", verify=None,
-                 concurrency=None, cache=True):
+                 concurrency=None, cache=True, if_none_match=False, if_match=None):
         """PUT bytes [offset, offset+length) of buf (numpy array, torch tensor or any buffer)
         as one object. Returns a Report."""
         b = _as_buf(buf, f"put_from {bucket}/{key}")
@@ -432,12 +443,12 @@ class Client:
             raise WharfError(_lib.WHARF_ERR_RANGE, f"put_from {bucket}/{key}: [{offset}, "
                              f"{offset + n}) is outside the {b.nbytes}-byte buffer")
         return self._xfer(False, bucket, key, b.sub(offset, n), 0, n, transport, verify,
-                          concurrency, cache)
+                          concurrency, cache, if_none_match=if_none_match, if_match=if_match)
 
     # ---- the data path ---------------------------------------------------------------------
 
     def _xfer(self, is_get, bucket, key, b, offset, length, transport, verify, concurrency,
-              cache):
+              cache, if_none_match=False, if_match=None, version_id=None):
         h = self._handle()
         if transport not in _TRANSPORTS:
             raise WharfError(_lib.WHARF_ERR_INVALID, f'transport must be "auto", "rdma" or '
@@ -453,6 +464,12 @@ class Client:
         opts.transport = t
         opts.verify_checksum = -1 if verify is None else (1 if verify else 0)
         opts.concurrency = int(concurrency or 0)
+        # (bytes objects held in locals for the duration of the call)
+        im = _enc(if_match, "if_match") if if_match else None
+        vid = _enc(version_id, "version_id") if version_id else None
+        opts.if_none_match = 1 if if_none_match else 0
+        opts.if_match = im
+        opts.version_id = vid
         rep = _lib.CReport()
         lib.wharf_report_init(ctypes.byref(rep), ctypes.sizeof(rep))
         reg = None

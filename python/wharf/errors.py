@@ -32,6 +32,17 @@ class ChecksumError(WharfError):
     """The bytes landed (or a tensor loaded with verify=True) do not match their checksum."""
 
 
+class PreconditionFailedError(WharfError):
+    """412: a conditional write (if_none_match / if_match) found the key in another state, so
+    nothing was stored: another writer got there first."""
+
+
+class CheckpointConflictError(PreconditionFailedError):
+    """Another writer committed a checkpoint at the same URL while this save ran: the
+    commit point (index or .metadata) is written conditionally, so this save's commit was
+    refused and the other writer's checkpoint stands, whole."""
+
+
 class SafetensorsError(WharfError):
     """A malformed safetensors header or index (the message names the tensor and field)."""
 
@@ -57,6 +68,7 @@ _BY_STATUS = {
     _lib.WHARF_ERR_DECLINED: DeclinedError,
     _lib.WHARF_ERR_AUTH: AuthError,
     _lib.WHARF_ERR_CHECKSUM: ChecksumError,
+    _lib.WHARF_ERR_PRECONDITION: PreconditionFailedError,
 }
 
 

@@ -184,6 +184,7 @@ typedef struct wc_resp {
     bool has_content_length;
     uint64_t content_length;
     char etag[80];
+    char version_id[128]; /* x-amz-version-id */
     char content_type[128];
     char last_modified[64];
     char content_range[96];

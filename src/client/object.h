@@ -43,6 +43,8 @@ typedef struct wc_op {
     bool any_rdma, any_http;
     double first_byte; /* seconds from t0, 0 = none yet */
     char etag[80];
+    char version_id[128]; /* the last reply's x-amz-version-id */
+    char query[320];      /* GET/HEAD of one version: "versionId=..." ("": the current) */
     _Atomic uint32_t requests, retries;
 
     /* pieces */
@@ -105,6 +107,7 @@ wh_status_t wc_get_stitch(const wc_get_piece_t *pieces, unsigned n, uint64_t chu
 
 /* HEAD bucket/key into out; op (may be NULL) accounts the request. */
 wh_status_t wc_head_object(wharf_client_t *c, const char *bucket, const char *key,
-                           wharf_stat_t *out, wc_op_t *op);
+                           wharf_stat_t *out, wc_op_t *op,
+                           const char *query);
 
 #endif

@@ -43,7 +43,8 @@ static void get_piece_http(get_op_t *g, unsigned i, wc_conn_t *conn, uint64_t of
                    what);
         return;
     }
-    wc_req_t req = {.method = "GET", .bucket = op->bucket, .key = op->key};
+    wc_req_t req = {.method = "GET", .bucket = op->bucket, .key = op->key,
+                    .query = op->query[0] ? op->query : NULL};
     wc_req_header(&req, "range", range);
     req.dst = dst;
     req.dst_cap = len;
@@ -111,7 +112,8 @@ static bool get_piece_rdma(get_op_t *g, unsigned i, wc_conn_t *conn, uint64_t of
                    (void *)dst, len, wh_status_str(st));
         return true;
     }
-    wc_req_t req = {.method = "GET", .bucket = op->bucket, .key = op->key};
+    wc_req_t req = {.method = "GET", .bucket = op->bucket, .key = op->key,
+                    .query = op->query[0] ? op->query : NULL};
     wc_req_header(&req, "range", range);
     wc_req_header(&req, "x-amz-rdma-token", token);
     wc_resp_t r;
@@ -203,6 +205,28 @@ static void get_run(wc_op_t *op, unsigned i, wc_conn_t *conn)
     get_piece_http(g, i, conn, off, len, dst);
 }
 
+/* "versionId=<encoded>" into out ("" for NULL or ""). */
+static wh_status_t version_query(const char *vid, char *out, size_t cap, const char *what,
+                                 const char *bucket, const char *key)
+{
+    out[0] = '\0';
+    if (!vid || !vid[0])
+        return WH_OK;
+    wh_sbuf_t q;
+    wh_sbuf_init(&q);
+    wh_sbuf_puts(&q, "versionId=");
+    s3_uri_encode(vid, strlen(vid), 1, &q);
+    if (q.oom || q.len >= cap) {
+        wh_sbuf_free(&q);
+        wc_set_error("%s %s/%s: version_id is too long (%zu bytes)", what, bucket, key,
+                     strlen(vid));
+        return WH_ERR_INVALID;
+    }
+    memcpy(out, q.data, q.len + 1);
+    wh_sbuf_free(&q);
+    return WH_OK;
+}
+
 WHARF_API wharf_status_t wharf_object_get(wharf_client_t *c, const char *bucket, const char *key,
                                           void *dst, uint64_t dst_len, uint64_t offset,
                                           uint64_t length, const wharf_xfer_opts_t *uopts,
@@ -225,6 +249,10 @@ WHARF_API wharf_status_t wharf_object_get(wharf_client_t *c, const char *bucket,
     op->conc = o.concurrency;
     uint64_t bytes = 0, crc = 0;
     wharf_stat_t sb;
+    /* Every piece (and the HEAD that sizes a whole read) names the version. */
+    st = version_query(o.version_id, op->query, sizeof op->query, "GET", bucket, key);
+    if (st != WH_OK)
+        goto out;
     bool have_stat = false;
 
     st = wc_op_choose(op, &o);
@@ -232,7 +260,7 @@ WHARF_API wharf_status_t wharf_object_get(wharf_client_t *c, const char *bucket,
         goto out;
     if (length == WHARF_WHOLE) {
         wharf_stat_init(&sb, sizeof sb);
-        st = wc_head_object(c, bucket, key, &sb, op);
+        st = wc_head_object(c, bucket, key, &sb, op, op->query);
         if (st != WH_OK)
             goto out;
         have_stat = true;
@@ -328,12 +356,13 @@ out:
 /* ---- stat (HEAD) ------------------------------------------------------------------------ */
 
 wh_status_t wc_head_object(wharf_client_t *c, const char *bucket, const char *key,
-                           wharf_stat_t *out, wc_op_t *op)
+                           wharf_stat_t *out, wc_op_t *op, const char *query)
 {
     wc_conn_t *conn = wc_client_conn_get(c);
     if (!conn)
         return WH_ERR_NOMEM;
-    wc_req_t req = {.method = "HEAD", .bucket = bucket, .key = key};
+    wc_req_t req = {.method = "HEAD", .bucket = bucket, .key = key,
+                    .query = query && query[0] ? query : NULL};
     wc_req_header(&req, "x-amz-checksum-mode", "ENABLED");
     wc_resp_t r;
     char what[128], msg[WC_ERR_LEN];
@@ -383,5 +412,22 @@ WHARF_API wharf_status_t wharf_object_stat(wharf_client_t *c, const char *bucket
                      "wharf_stat_init) are required");
         return WHARF_ERR_INVALID;
     }
-    return (wharf_status_t)wc_head_object(c, bucket, key, out, NULL);
+    return (wharf_status_t)wc_head_object(c, bucket, key, out, NULL, NULL);
+}
+
+WHARF_API wharf_status_t wharf_object_stat_version(wharf_client_t *c, const char *bucket,
+                                                   const char *key, const char *version_id,
+                                                   wharf_stat_t *out)
+{
+    wc_client_enter(c);
+    if (!c || !wc_name_ok(bucket, key) || !out || out->size < sizeof(size_t)) {
+        wc_set_error("wharf_object_stat_version: client, bucket, key and out (set up with "
+                     "wharf_stat_init) are required");
+        return WHARF_ERR_INVALID;
+    }
+    char q[320];
+    wh_status_t st = version_query(version_id, q, sizeof q, "HEAD", bucket, key);
+    if (st != WH_OK)
+        return (wharf_status_t)st;
+    return (wharf_status_t)wc_head_object(c, bucket, key, out, NULL, q[0] ? q : NULL);
 }

@@ -58,6 +58,8 @@ void wc_op_note_reply(wc_op_t *op, const wc_resp_t *r)
     }
     if (r->etag[0] && !op->etag[0])
         snprintf(op->etag, sizeof op->etag, "%s", r->etag);
+    if (r->version_id[0])
+        snprintf(op->version_id, sizeof op->version_id, "%s", r->version_id);
     pthread_mutex_unlock(&op->mu);
 }
 
@@ -147,6 +149,7 @@ void wc_op_report(wc_op_t *op, wh_status_t st, uint64_t bytes, uint64_t crc, wha
     r.first_byte_s = op->first_byte;
     r.crc64nvme = crc;
     snprintf(r.etag, sizeof r.etag, "%s", op->etag);
+    snprintf(r.version_id, sizeof r.version_id, "%s", op->version_id);
     if (op->any_rdma) /* GPU memory moves over cuda+ipc, whatever the host provider is */
         snprintf(r.provider, sizeof r.provider, "%s", op->device ? "cuda+ipc" : op->c->provider);
     wc_copy_out(report, &r, sizeof r);

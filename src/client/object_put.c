@@ -30,7 +30,18 @@ typedef struct put_op {
     bool dev;              /* src is GPU memory */
     const char *upload_id; /* NULL: single PUT */
     put_part_t *parts;
+    bool if_none_match;    /* the write's condition: on the PUT, or on the completion */
+    const char *if_match;
 } put_op_t;
+
+/* The caller's condition, on the request that commits the object. */
+static void put_cond_headers(const put_op_t *p, wc_req_t *req)
+{
+    if (p->if_none_match)
+        wc_req_header(req, "if-none-match", "*");
+    else if (p->if_match)
+        wc_req_header(req, "if-match", p->if_match);
+}
 
 /* One PUT (object or part). Returns false when it must be re-sent over HTTP. */
 static bool put_one(put_op_t *p, unsigned i, wc_conn_t *conn, bool rdma)
@@ -71,6 +82,8 @@ static bool put_one(put_op_t *p, unsigned i, wc_conn_t *conn, bool rdma)
     }
     req.has_body = true;
     req.payload_hash = S3_UNSIGNED_PAYLOAD;
+    if (!p->upload_id)
+        put_cond_headers(p, &req);
     if (rdma) {
         wh_status_t pst =
             xfer_token_pack(xfer_mr_owner(p->mr), p->mr, src, len, token, sizeof token);
@@ -212,6 +225,8 @@ static wh_status_t mp_post(put_op_t *p, wc_conn_t *conn, const char *query, cons
     wh_sha256_hex(body ? body : "", req.body_len, sha);
     req.payload_hash = sha;
     req.body_out = &rb;
+    if (body) /* the completion commits the object */
+        put_cond_headers(p, &req);
     wc_resp_t r;
     wh_status_t st = wc_http_do(c, conn, &req, &r);
     wc_op_note_reply(op, &r);
@@ -362,6 +377,8 @@ WHARF_API wharf_status_t wharf_object_put(wharf_client_t *c, const char *bucket,
     op->conc = o.concurrency;
     p.src = src;
     p.len = len;
+    p.if_none_match = o.if_none_match != 0;
+    p.if_match = o.if_match && o.if_match[0] ? o.if_match : NULL;
     uint64_t crc = 0;
 
     st = wc_op_choose(op, &o);

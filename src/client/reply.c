@@ -84,6 +84,8 @@ void wc_reply_header(wc_resp_t *r, const char *buf, size_t n)
         wc_trim_copy(r->s3_code, sizeof r->s3_code, v, vl);
     } else if (IS("x-amz-error-message")) {
         wc_trim_copy(r->s3_message, sizeof r->s3_message, v, vl);
+    } else if (IS("x-amz-version-id")) {
+        wc_trim_copy(r->version_id, sizeof r->version_id, v, vl);
     } else if (IS("x-amz-request-id")) {
         wc_trim_copy(r->request_id, sizeof r->request_id, v, vl);
     }

@@ -46,6 +46,10 @@
     X(S3_ERR_SERVICE_UNAVAILABLE, "ServiceUnavailable", 503, "Reduce your request rate.")  \
     X(S3_ERR_INVALID_ENCODING, "InvalidArgument", 400, "Invalid Encoding Method specified in Request") \
     X(S3_ERR_SLOW_DOWN, "SlowDown", 503, "Please reduce your request rate.")                \
+    X(S3_ERR_CONDITIONAL_REQUEST_CONFLICT, "ConditionalRequestConflict", 409, "A conflicting operation occurred. If using PutObject you can retry the request. If using multipart upload you should initiate another CreateMultipartUpload request and re-upload each part.") \
+    X(S3_ERR_NO_SUCH_VERSION, "NoSuchVersion", 404, "The specified version does not exist.") \
+    X(S3_ERR_INVALID_TAG, "InvalidTag", 400, "The tag provided was not a valid tag.")      \
+    X(S3_ERR_INVALID_PART_NUMBER, "InvalidPartNumber", 416, "The requested partnumber is not satisfiable") \
     X(S3_ERR_INSUFFICIENT_STORAGE, "InsufficientStorage", 507, "The storage is full: delete objects to free space, then retry.")
 
 typedef enum {

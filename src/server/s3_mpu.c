@@ -212,9 +212,15 @@ int srv_mpu_complete_finish(srv_req_t *r, srv_out_t *o)
         cp[i].etag = parts[i].etag;
     }
     int bad = 0;
-    wh_status_t st = store_mpu_complete(srv_st(r), srv_b(r), srv_k(r),
-                                        srv_route_q(&r->route, "uploadId"), cp, n, &m, &bad);
-    if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_PART)
+    store_cond_t cond;
+    if ((ret = srv_write_cond(r, o, &cond)))
+        goto out;
+    wh_status_t st = store_mpu_complete_cond(srv_st(r), srv_b(r), srv_k(r),
+                                             srv_route_q(&r->route, "uploadId"), cp, n, &m, &bad,
+                                             &cond);
+    if (st != WH_OK && cond.failed)
+        ret = srv_write_cond_err(r, o, st, &cond, "completing the upload");
+    else if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_PART)
         ret = srv_err(o, S3_ERR_INVALID_PART, NULL);
     else if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_ORDER)
         ret = srv_err(o, S3_ERR_INVALID_PART_ORDER, NULL);
@@ -223,7 +229,7 @@ int srv_mpu_complete_finish(srv_req_t *r, srv_out_t *o)
     else if (st == WH_ERR_NOT_FOUND)
         ret = srv_err_not_found(r, o, S3_ERR_NO_SUCH_UPLOAD);
     else if (st != WH_OK)
-        ret = srv_err_status(r, o, st, "completing the upload");
+        ret = srv_write_cond_err(r, o, st, &cond, "completing the upload");
     else
         ret = complete_xml(r, o, &m);
 out:

@@ -203,6 +203,66 @@ int srv_preconditions(srv_req_t *r, const store_obj_meta_t *m, const char *pfx)
     return 0;
 }
 
+int srv_write_cond(srv_req_t *r, srv_out_t *o, store_cond_t *c)
+{
+    memset(c, 0, sizeof *c);
+    const char *inm = srv_hdr(r, "if-none-match");
+    const char *im = srv_hdr(r, "if-match");
+    if (inm && im)
+        return srv_err(o, S3_ERR_NOT_IMPLEMENTED,
+                       "If-None-Match and If-Match cannot be combined on a write");
+    if (inm) {
+        while (*inm == ' ' || *inm == '\t')
+            inm++;
+        size_t n = strlen(inm);
+        while (n && (inm[n - 1] == ' ' || inm[n - 1] == '\t'))
+            n--;
+        if (n != 1 || inm[0] != '*')
+            return srv_err(o, S3_ERR_NOT_IMPLEMENTED,
+                           "If-None-Match on a write takes only *: write only if the key has "
+                           "no object");
+        c->kind = STORE_COND_ABSENT;
+        return 0;
+    }
+    if (im) {
+        while (*im == ' ' || *im == '\t')
+            im++;
+        size_t n = strlen(im);
+        while (n && (im[n - 1] == ' ' || im[n - 1] == '\t'))
+            n--;
+        if (n >= 2 && im[0] == '"' && im[n - 1] == '"') {
+            im++;
+            n -= 2;
+        }
+        if (n == 0 || n >= sizeof c->etag || memchr(im, ',', n) || memchr(im, '"', n))
+            return srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                           "If-Match on a write takes one ETag (quoted or not)");
+        c->kind = STORE_COND_MATCH;
+        memcpy(c->etag, im, n);
+        c->etag[n] = '\0';
+    }
+    return 0;
+}
+
+int srv_write_cond_err(srv_req_t *r, srv_out_t *o, wh_status_t st, const store_cond_t *c,
+                       const char *what)
+{
+    if (c->kind != STORE_COND_NONE) {
+        if (st == WH_ERR_PRECONDITION && c->failed)
+            return srv_err(o, S3_ERR_PRECONDITION_FAILED,
+                           c->kind == STORE_COND_ABSENT
+                               ? "If-None-Match: * failed: the key already has an object"
+                               : "If-Match failed: the object's ETag is not the one given");
+        if (st == WH_ERR_NOT_FOUND && c->failed)
+            return srv_err(o, S3_ERR_NO_SUCH_KEY,
+                           "If-Match failed: the key has no object to match");
+        /* A concurrent change the store could not order against this write. */
+        if (st == WH_ERR_PRECONDITION || st == WH_ERR_BUSY)
+            return srv_err(o, S3_ERR_CONDITIONAL_REQUEST_CONFLICT, NULL);
+    }
+    return srv_err_status(r, o, st, what);
+}
+
 /* ---- checksums -------------------------------------------------------------------------- */
 
 static const char *req_hdr(void *arg, const char *lname)

@@ -19,12 +19,14 @@ int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part)
 {
     int ret;
     if (!part) {
-        /* Metadata that cannot be kept is refused before the body, not after it. */
+        /* Metadata that cannot be kept is refused before the body, not after it, and so is a
+         * condition that cannot be checked. */
         store_obj_meta_t m;
         memset(&m, 0, sizeof m);
+        store_cond_t cond;
         ret = srv_meta_from_request(r, o, &m);
         store_obj_meta_free(&m);
-        if (ret)
+        if (ret || (ret = srv_write_cond(r, o, &cond)))
             return ret;
     }
     if (r->token_req)
@@ -68,8 +70,9 @@ int srv_put_commit(srv_req_t *r, srv_out_t *o, bool part, const s3_sums_t *want,
     } else {
         store_obj_meta_t m;
         memset(&m, 0, sizeof m);
+        store_cond_t cond;
         int ret = srv_meta_from_request(r, o, &m);
-        if (ret) {
+        if (ret || (ret = srv_write_cond(r, o, &cond))) {
             store_obj_meta_free(&m);
             return ret;
         }
@@ -77,10 +80,12 @@ int srv_put_commit(srv_req_t *r, srv_out_t *o, bool part, const s3_sums_t *want,
         if (c64)
             snprintf(m.crc64nvme, sizeof m.crc64nvme, "%s", c64);
         srv_sums_to_meta(&m, want);
-        st = store_writer_commit(r->w, srv_b(r), srv_k(r), &m);
+        st = store_writer_commit_cond(r->w, srv_b(r), srv_k(r), &m, &cond);
         r->w = NULL;
         snprintf(etag, sizeof etag, "%s", m.etag);
         store_obj_meta_free(&m);
+        if (st != WH_OK && cond.kind != STORE_COND_NONE && (st != WH_ERR_NOT_FOUND || cond.failed))
+            return srv_write_cond_err(r, o, st, &cond, "committing the object");
     }
     if (st == WH_ERR_NOT_FOUND)
         return srv_err_not_found(r, o, part ? S3_ERR_NO_SUCH_UPLOAD : S3_ERR_NO_SUCH_KEY);

@@ -95,6 +95,14 @@ int srv_meta_from_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m);
 void srv_object_headers(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, bool whole);
 /* If-Match & co (pfx "" or "x-amz-copy-source-"): 0 to go on, or 304 / 412. */
 int srv_preconditions(srv_req_t *r, const store_obj_meta_t *m, const char *pfx);
+/* A write's If-None-Match: * / If-Match: ETAG (PutObject, CompleteMultipartUpload) into c,
+ * for the store to check in the committing transaction: 0, or the error's status (501 for an
+ * If-None-Match other than *, as S3 answers). */
+int srv_write_cond(srv_req_t *r, srv_out_t *o, store_cond_t *c);
+/* The answer to a failed conditional commit: 412 PreconditionFailed, NoSuchKey (If-Match on a
+ * missing key), 409 ConditionalRequestConflict for a conflict; else srv_err_status. */
+int srv_write_cond_err(srv_req_t *r, srv_out_t *o, wh_status_t st, const store_cond_t *c,
+                       const char *what);
 
 /* Checksums of an object body (HTTP or RDMA). srv_sums_start switches on the extra digests
  * the request names; srv_sums_read reads the claims (trailer first); srv_sums_check compares

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 /* Serialization conflicts under SERIALIZABLE are normal when writers share a key: retry with a
@@ -179,4 +180,36 @@ void meta_policies_free(meta_policy_t *p, size_t n)
     for (size_t i = 0; i < n; i++)
         free(p[i].doc);
     free(p);
+}
+
+/* S3 compares ETags as sent: quotes around the client's are tolerated, hex case is not
+ * significant (as for a completion's part ETags). */
+static bool meta_etag_eq(const char *given, const char *stored)
+{
+    size_t n = strlen(given);
+    if (n >= 2 && given[0] == '"' && given[n - 1] == '"') {
+        given++;
+        n -= 2;
+    }
+    return n == strlen(stored) && strncasecmp(given, stored, n) == 0;
+}
+
+wh_status_t meta_cond_check(store_cond_t *cond, bool exists, const char *etag)
+{
+    if (!cond || cond->kind == STORE_COND_NONE)
+        return WH_OK;
+    cond->failed = false;
+    if (cond->kind == STORE_COND_ABSENT && exists) {
+        cond->failed = true;
+        return WH_ERR_PRECONDITION;
+    }
+    if (cond->kind == STORE_COND_MATCH && !exists) {
+        cond->failed = true;
+        return WH_ERR_NOT_FOUND;
+    }
+    if (cond->kind == STORE_COND_MATCH && !meta_etag_eq(cond->etag, etag ? etag : "")) {
+        cond->failed = true;
+        return WH_ERR_PRECONDITION;
+    }
+    return WH_OK;
 }

@@ -123,10 +123,11 @@ struct meta_ops {
     /* meta and ref may be NULL. ref->chunks malloc'd. NOT_FOUND: no such bucket or key. */
     wh_status_t (*object_get)(meta_t *m, const char *bucket, const char *key, size_t klen,
                               store_obj_meta_t *meta, store_data_ref_t *ref);
-    /* Inserts or replaces; *old gets the replaced reference ("" if none). NOT_FOUND: bucket. */
+    /* Inserts or replaces; *old gets the replaced reference ("" if none). NOT_FOUND: bucket.
+     * cond (NULL: none) is checked in the same transaction (meta_cond_check). */
     wh_status_t (*object_put)(meta_t *m, const char *bucket, const char *key, size_t klen,
                               const store_obj_meta_t *meta, const store_data_ref_t *ref,
-                              store_data_ref_t *old);
+                              store_data_ref_t *old, store_cond_t *cond);
     /* *old "" when there was no such key (WH_OK: idempotent). NOT_FOUND: bucket. */
     wh_status_t (*object_delete)(meta_t *m, const char *bucket, const char *key, size_t klen,
                                  store_data_ref_t *old);
@@ -155,11 +156,13 @@ struct meta_ops {
     /* Atomically: the upload exists, each parts[i].info.number still maps to parts[i].ref.id
      * (else WH_ERR_PRECONDITION), the object row is upserted with ref, and the upload and its
      * parts are dropped. *all gets every part (data to release unless ref reuses it: a chunked
-     * table that completes by reference shares chunk ids, which are then not released). */
+     * table that completes by reference shares chunk ids, which are then not released).
+     * cond as object_put's, checked after the parts. */
     wh_status_t (*upload_complete)(meta_t *m, const char *bucket, const char *key,
                                    const char *upload_id, const meta_part_t *parts, size_t n,
                                    const store_obj_meta_t *meta, const store_data_ref_t *ref,
-                                   store_data_ref_t *old, meta_part_t **all, size_t *n_all);
+                                   store_data_ref_t *old, meta_part_t **all, size_t *n_all,
+                                   store_cond_t *cond);
     wh_status_t (*upload_list)(meta_t *m, const char *bucket, const char *prefix,
                                store_upload_info_t **out, size_t *n);
 
@@ -244,6 +247,11 @@ void meta_replicas_parse(const char *s, store_chunk_t *c);
  * the upload's parts (ascending). WH_ERR_PRECONDITION if one changed meanwhile. */
 wh_status_t meta_parts_unchanged(const char *upload_id, const meta_part_t *listed, size_t n,
                                  const meta_part_t *all, size_t n_all);
+
+/* A write's condition against the key's current object (exists: there is one, with etag):
+ * WH_OK to go on; WH_ERR_PRECONDITION (or NOT_FOUND for If-Match on a missing key) with
+ * cond->failed set. NULL cond passes. */
+wh_status_t meta_cond_check(store_cond_t *cond, bool exists, const char *etag);
 
 /* S3 listing over object_scan (store/list.c). */
 wh_status_t meta_object_list(meta_t *m, const char *bucket, const store_list_params_t *p,

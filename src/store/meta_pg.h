@@ -94,6 +94,9 @@ wh_status_t pg_chunks_get(pg_conn_t *c, store_data_ref_t *ref);
 wh_status_t pg_chunks_drop(pg_conn_t *c, const char *id);
 wh_status_t pg_obj_ref(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
                        store_data_ref_t *ref);
+/* A write's condition against the key's current row (in the write's transaction). */
+wh_status_t pg_obj_cond(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
+                        store_cond_t *cond);
 wh_status_t pg_obj_upsert(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
                           const store_obj_meta_t *meta, const store_data_ref_t *ref);
 
@@ -102,7 +105,7 @@ wh_status_t pg_object_get(meta_t *m, const char *bucket, const char *key, size_t
                           store_obj_meta_t *meta, store_data_ref_t *ref);
 wh_status_t pg_object_put(meta_t *m, const char *bucket, const char *key, size_t klen,
                           const store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          store_data_ref_t *old);
+                          store_data_ref_t *old, store_cond_t *cond);
 wh_status_t pg_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
                              store_data_ref_t *old);
 wh_status_t pg_object_scan(meta_t *m, const char *bucket, const void *from, size_t flen,
@@ -126,7 +129,8 @@ wh_status_t pg_upload_delete(meta_t *m, const char *bucket, const char *key,
 wh_status_t pg_upload_complete(meta_t *m, const char *bucket, const char *key,
                                const char *upload_id, const meta_part_t *parts, size_t n,
                                const store_obj_meta_t *meta, const store_data_ref_t *ref,
-                               store_data_ref_t *old, meta_part_t **all, size_t *n_all);
+                               store_data_ref_t *old, meta_part_t **all, size_t *n_all,
+                               store_cond_t *cond);
 /* In a write transaction: drops the bucket's uploads, their parts appended to *parts. */
 wh_status_t pg_bucket_uploads_drop(pg_conn_t *c, const char *bucket, meta_part_t **parts,
                                    size_t *n);

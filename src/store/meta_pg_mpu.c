@@ -310,6 +310,7 @@ typedef struct {
     store_data_ref_t *old;
     meta_part_t *all;
     size_t n_all;
+    store_cond_t *cond;
 } pg_done_arg_t;
 
 static void pg_done_reset(pg_done_arg_t *a)
@@ -358,6 +359,8 @@ static wh_status_t tx_upload_complete(void *conn, void *arg)
     if (st != WH_OK)
         return st;
     st = meta_parts_unchanged(a->upload_id, a->parts, a->n, a->all, a->n_all);
+    if (st == WH_OK)
+        st = pg_obj_cond(conn, a->bucket, a->key, klen, a->cond);
     if (st != WH_OK)
         return st;
     st = pg_obj_ref(conn, a->bucket, a->key, klen, a->old);
@@ -375,10 +378,11 @@ static wh_status_t tx_upload_complete(void *conn, void *arg)
 wh_status_t pg_upload_complete(meta_t *m, const char *bucket, const char *key,
                                const char *upload_id, const meta_part_t *parts, size_t n,
                                const store_obj_meta_t *meta, const store_data_ref_t *ref,
-                               store_data_ref_t *old, meta_part_t **all, size_t *n_all)
+                               store_data_ref_t *old, meta_part_t **all, size_t *n_all,
+                               store_cond_t *cond)
 {
     memset(old, 0, sizeof *old);
-    pg_done_arg_t a = {bucket, key, upload_id, parts, n, meta, ref, old, NULL, 0};
+    pg_done_arg_t a = {bucket, key, upload_id, parts, n, meta, ref, old, NULL, 0, cond};
     wh_status_t st = pg_write(PGM(m), tx_upload_complete, &a);
     if (st != WH_OK) {
         store_data_ref_clear(old);

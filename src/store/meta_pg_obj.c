@@ -135,6 +135,29 @@ wh_status_t pg_obj_ref(pg_conn_t *c, const char *bucket, const char *key, size_t
     return st;
 }
 
+wh_status_t pg_obj_cond(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
+                        store_cond_t *cond)
+{
+    if (!cond || cond->kind == STORE_COND_NONE)
+        return WH_OK;
+    pg_params_t p = {0};
+    pp_text(&p, bucket);
+    pp_bytes(&p, key, klen);
+    PGresult *r;
+    /* SERIALIZABLE: a racing writer that commits first makes this transaction fail and retry,
+     * and the retry sees its row. */
+    wh_status_t st = pg_exec(c, "SELECT etag FROM objects WHERE bucket = $1 AND key = $2", &p,
+                             &r, "object condition lookup");
+    if (st != WH_OK)
+        return st;
+    bool exists = PQntuples(r) > 0;
+    char etag[80] = "";
+    if (exists)
+        pg_copy(r, 0, 0, etag, sizeof etag);
+    PQclear(r);
+    return meta_cond_check(cond, exists, etag);
+}
+
 wh_status_t pg_obj_upsert(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
                           const store_obj_meta_t *meta, const store_data_ref_t *ref)
 {
@@ -246,12 +269,15 @@ typedef struct {
     const store_obj_meta_t *meta;
     const store_data_ref_t *ref;
     store_data_ref_t *old;
+    store_cond_t *cond;
 } pg_obj_arg_t;
 
 static wh_status_t tx_object_put(void *conn, void *arg)
 {
     pg_obj_arg_t *a = arg;
     wh_status_t st = pg_bucket_check(conn, a->bucket);
+    if (st == WH_OK)
+        st = pg_obj_cond(conn, a->bucket, a->key, a->klen, a->cond);
     if (st == WH_OK)
         st = pg_obj_ref(conn, a->bucket, a->key, a->klen, a->old);
     if (st == WH_OK)
@@ -263,10 +289,10 @@ static wh_status_t tx_object_put(void *conn, void *arg)
 
 wh_status_t pg_object_put(meta_t *m, const char *bucket, const char *key, size_t klen,
                           const store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          store_data_ref_t *old)
+                          store_data_ref_t *old, store_cond_t *cond)
 {
     memset(old, 0, sizeof *old);
-    pg_obj_arg_t a = {bucket, key, klen, meta, ref, old};
+    pg_obj_arg_t a = {bucket, key, klen, meta, ref, old, cond};
     wh_status_t st = pg_write(PGM(m), tx_object_put, &a);
     if (st != WH_OK)
         store_data_ref_clear(old);
@@ -295,7 +321,7 @@ wh_status_t pg_object_delete(meta_t *m, const char *bucket, const char *key, siz
                              store_data_ref_t *old)
 {
     memset(old, 0, sizeof *old);
-    pg_obj_arg_t a = {bucket, key, klen, NULL, NULL, old};
+    pg_obj_arg_t a = {bucket, key, klen, NULL, NULL, old, NULL};
     wh_status_t st = pg_write(PGM(m), tx_object_delete, &a);
     if (st != WH_OK)
         store_data_ref_clear(old);

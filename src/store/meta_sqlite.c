@@ -24,6 +24,7 @@ static const char *const META_SQL[S_COUNT] = {
     [S_OBJ_GET] = "SELECT size, mtime, etag, content_type, user_meta, crc32c, crc64nvme, parts,"
                   " file_id, owner, acl FROM objects WHERE bucket = ?1 AND key = ?2",
     [S_OBJ_FILE] = "SELECT file_id FROM objects WHERE bucket = ?1 AND key = ?2",
+    [S_OBJ_ETAG] = "SELECT etag FROM objects WHERE bucket = ?1 AND key = ?2",
     [S_OBJ_UPSERT] = "INSERT OR REPLACE INTO objects(bucket, key, size, mtime, etag, content_type,"
                      " user_meta, crc32c, crc64nvme, parts, file_id, owner, acl)"
                      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",

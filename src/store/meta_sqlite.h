@@ -24,6 +24,7 @@ enum {
     S_BUCKET_HAS_OBJ,
     S_OBJ_GET,
     S_OBJ_FILE,
+    S_OBJ_ETAG,
     S_OBJ_UPSERT,
     S_OBJ_DELETE,
     S_OBJ_LIST_GT,
@@ -100,6 +101,9 @@ wh_status_t sq_chunks_drop(sq_conn_t *c, const char *id);
 /* The object row's data ref ("" when none), with its chunk map. Lock held. */
 wh_status_t sq_obj_ref(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
                        store_data_ref_t *ref);
+/* A write's condition against the key's current row. Lock held. */
+wh_status_t sq_obj_cond(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
+                        store_cond_t *cond);
 wh_status_t sq_obj_upsert(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
                           const store_obj_meta_t *meta, const store_data_ref_t *ref);
 
@@ -108,7 +112,7 @@ wh_status_t sq_object_get(meta_t *m, const char *bucket, const char *key, size_t
                           store_obj_meta_t *meta, store_data_ref_t *ref);
 wh_status_t sq_object_put(meta_t *m, const char *bucket, const char *key, size_t klen,
                           const store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          store_data_ref_t *old);
+                          store_data_ref_t *old, store_cond_t *cond);
 wh_status_t sq_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
                              store_data_ref_t *old);
 wh_status_t sq_object_scan(meta_t *m, const char *bucket, const void *from, size_t flen,
@@ -130,7 +134,8 @@ wh_status_t sq_upload_delete(meta_t *m, const char *bucket, const char *key,
 wh_status_t sq_upload_complete(meta_t *m, const char *bucket, const char *key,
                                const char *upload_id, const meta_part_t *parts, size_t n,
                                const store_obj_meta_t *meta, const store_data_ref_t *ref,
-                               store_data_ref_t *old, meta_part_t **all, size_t *n_all);
+                               store_data_ref_t *old, meta_part_t **all, size_t *n_all,
+                               store_cond_t *cond);
 /* In a write transaction: drops the bucket's uploads, their parts appended to *parts. */
 wh_status_t sq_bucket_uploads_drop(sq_conn_t *c, const char *bucket, meta_part_t **parts,
                                    size_t *n);

@@ -266,6 +266,7 @@ typedef struct {
     store_data_ref_t *old;
     meta_part_t *all; /* every part of the upload */
     size_t n_all;
+    store_cond_t *cond;
 } sq_done_arg_t;
 
 static wh_status_t tx_upload_delete(void *conn, void *arg)
@@ -311,6 +312,8 @@ static wh_status_t tx_upload_complete(void *conn, void *arg)
     if (st != WH_OK)
         return st;
     st = meta_parts_unchanged(a->upload_id, a->parts, a->n, a->all, a->n_all);
+    if (st == WH_OK)
+        st = sq_obj_cond(c, a->bucket, a->key, klen, a->cond);
     if (st != WH_OK)
         return st;
     st = sq_obj_ref(c, a->bucket, a->key, klen, a->old);
@@ -326,10 +329,11 @@ static wh_status_t tx_upload_complete(void *conn, void *arg)
 wh_status_t sq_upload_complete(meta_t *m, const char *bucket, const char *key,
                                const char *upload_id, const meta_part_t *parts, size_t n,
                                const store_obj_meta_t *meta, const store_data_ref_t *ref,
-                               store_data_ref_t *old, meta_part_t **all, size_t *n_all)
+                               store_data_ref_t *old, meta_part_t **all, size_t *n_all,
+                               store_cond_t *cond)
 {
     memset(old, 0, sizeof *old);
-    sq_done_arg_t a = {bucket, key, upload_id, parts, n, meta, ref, old, NULL, 0};
+    sq_done_arg_t a = {bucket, key, upload_id, parts, n, meta, ref, old, NULL, 0, cond};
     wh_status_t st = sq_write(SQ(m), tx_upload_complete, &a);
     if (st != WH_OK) {
         store_data_ref_clear(old);

@@ -117,6 +117,25 @@ wh_status_t sq_obj_ref(sq_conn_t *c, const char *bucket, const char *key, size_t
     return st;
 }
 
+wh_status_t sq_obj_cond(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
+                        store_cond_t *cond)
+{
+    if (!cond || cond->kind == STORE_COND_NONE)
+        return WH_OK;
+    sqlite3_stmt *s = c->stmt[S_OBJ_ETAG];
+    sq_bind_text(s, 1, bucket);
+    sq_bind_key(s, 2, key, klen);
+    int rc = sqlite3_step(s);
+    char etag[80] = "";
+    wh_status_t st = WH_OK;
+    if (rc == SQLITE_ROW)
+        sq_col_copy(s, 0, etag, sizeof etag);
+    else if (rc != SQLITE_DONE)
+        st = sq_fail(c, rc, "object condition lookup");
+    sq_done(s);
+    return st == WH_OK ? meta_cond_check(cond, rc == SQLITE_ROW, etag) : st;
+}
+
 wh_status_t sq_object_get(meta_t *mm, const char *bucket, const char *key, size_t klen,
                           store_obj_meta_t *meta, store_data_ref_t *ref)
 {
@@ -182,6 +201,7 @@ typedef struct {
     const store_obj_meta_t *meta;
     const store_data_ref_t *ref;
     store_data_ref_t *old;
+    store_cond_t *cond;
 } sq_obj_arg_t;
 
 static wh_status_t tx_object_put(void *conn, void *arg)
@@ -189,6 +209,8 @@ static wh_status_t tx_object_put(void *conn, void *arg)
     sq_conn_t *c = conn;
     sq_obj_arg_t *a = arg;
     wh_status_t st = sq_bucket_check(c, a->bucket);
+    if (st == WH_OK)
+        st = sq_obj_cond(c, a->bucket, a->key, a->klen, a->cond);
     if (st == WH_OK)
         st = sq_obj_ref(c, a->bucket, a->key, a->klen, a->old);
     if (st == WH_OK)
@@ -200,9 +222,9 @@ static wh_status_t tx_object_put(void *conn, void *arg)
 
 wh_status_t sq_object_put(meta_t *m, const char *bucket, const char *key, size_t klen,
                           const store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          store_data_ref_t *old)
+                          store_data_ref_t *old, store_cond_t *cond)
 {
-    sq_obj_arg_t a = {bucket, key, klen, meta, ref, old};
+    sq_obj_arg_t a = {bucket, key, klen, meta, ref, old, cond};
     memset(old, 0, sizeof *old);
     wh_status_t st = sq_write(SQ(m), tx_object_put, &a);
     if (st != WH_OK)
@@ -231,7 +253,7 @@ static wh_status_t tx_object_delete(void *conn, void *arg)
 wh_status_t sq_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
                              store_data_ref_t *old)
 {
-    sq_obj_arg_t a = {bucket, key, klen, NULL, NULL, old};
+    sq_obj_arg_t a = {bucket, key, klen, NULL, NULL, old, NULL};
     memset(old, 0, sizeof *old);
     wh_status_t st = sq_write(SQ(m), tx_object_delete, &a);
     if (st != WH_OK)

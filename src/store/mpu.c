@@ -198,6 +198,14 @@ wh_status_t store_mpu_complete(store_t *st, const char *bucket, const char *key,
                                const char *upload_id, const store_complete_part_t *parts,
                                size_t n, store_obj_meta_t *out_meta, int *bad)
 {
+    return store_mpu_complete_cond(st, bucket, key, upload_id, parts, n, out_meta, bad, NULL);
+}
+
+wh_status_t store_mpu_complete_cond(store_t *st, const char *bucket, const char *key,
+                                    const char *upload_id, const store_complete_part_t *parts,
+                                    size_t n, store_obj_meta_t *out_meta, int *bad,
+                                    store_cond_t *cond)
+{
     meta_part_t *have = NULL, *use = NULL, *all = NULL;
     size_t nhave = 0, nall = 0;
     store_writer_t *w = NULL;
@@ -327,7 +335,7 @@ wh_status_t store_mpu_complete(store_t *st, const char *bucket, const char *key,
     if (s != WH_OK)
         goto out;
     s = meta_upload_complete(st->meta, bucket, key, upload_id, use, n, &om, &ref, &old, &all,
-                             &nall);
+                             &nall, cond);
     if (s != WH_OK)
         goto out;
     store_writer_free(w);

@@ -507,7 +507,7 @@ wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey
     s = store_writer_finish(w, &ref);
     if (s != WH_OK)
         goto out;
-    s = meta_object_put(st->meta, dbucket, dkey, dklen, &nm, &ref, &old);
+    s = meta_object_put(st->meta, dbucket, dkey, dklen, &nm, &ref, &old, NULL);
     if (s != WH_OK)
         goto out;
     store_release(st, &old);

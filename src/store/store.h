@@ -143,6 +143,24 @@ uint32_t store_writer_crc32c(const store_writer_t *w);
  * Consumes w on success and on failure. WH_ERR_NOT_FOUND if the bucket vanished. */
 wh_status_t store_writer_commit(store_writer_t *w, const char *bucket, const char *key,
                                 store_obj_meta_t *meta);
+/* A write's condition (S3's conditional writes: If-None-Match: * and If-Match: ETAG). The
+ * metadata transaction that commits the write checks it, so of writers racing on one key at
+ * most one passes; a check before the write could not promise that. On a failed check the
+ * commit answers WH_ERR_PRECONDITION with failed set (If-Match on a missing key: NOT_FOUND,
+ * failed set), and nothing is stored. */
+typedef enum {
+    STORE_COND_NONE = 0,
+    STORE_COND_ABSENT, /* If-None-Match: *: the key has no current object */
+    STORE_COND_MATCH,  /* If-Match: the current object's ETag is etag */
+} store_cond_kind_t;
+typedef struct store_cond {
+    store_cond_kind_t kind;
+    char etag[80];     /* STORE_COND_MATCH: without quotes */
+    bool failed;       /* out: the check failed (not a conflict or an error) */
+} store_cond_t;
+/* store_writer_commit under a condition (NULL: none). */
+wh_status_t store_writer_commit_cond(store_writer_t *w, const char *bucket, const char *key,
+                                     store_obj_meta_t *meta, store_cond_t *cond);
 /* Discards the temp file. NULL-safe. */
 void store_writer_abort(store_writer_t *w);
 
@@ -281,5 +299,11 @@ enum { STORE_MPU_NO_PARTS = 4 };
 wh_status_t store_mpu_complete(store_t *st, const char *bucket, const char *key,
                                const char *upload_id, const store_complete_part_t *parts,
                                size_t n, store_obj_meta_t *out_meta, int *bad);
+/* store_mpu_complete under a condition (NULL: none), checked in the completing transaction.
+ * WH_ERR_PRECONDITION without cond->failed: a listed part changed meanwhile (a conflict). */
+wh_status_t store_mpu_complete_cond(store_t *st, const char *bucket, const char *key,
+                                    const char *upload_id, const store_complete_part_t *parts,
+                                    size_t n, store_obj_meta_t *out_meta, int *bad,
+                                    store_cond_t *cond);
 
 #endif

@@ -307,6 +307,12 @@ void store_writer_abort(store_writer_t *w)
 wh_status_t store_writer_commit(store_writer_t *w, const char *bucket, const char *key,
                                 store_obj_meta_t *meta)
 {
+    return store_writer_commit_cond(w, bucket, key, meta, NULL);
+}
+
+wh_status_t store_writer_commit_cond(store_writer_t *w, const char *bucket, const char *key,
+                                     store_obj_meta_t *meta, store_cond_t *cond)
+{
     wh_status_t s;
     store_data_ref_t ref, old;
     memset(&ref, 0, sizeof ref);
@@ -347,7 +353,7 @@ wh_status_t store_writer_commit(store_writer_t *w, const char *bucket, const cha
     s = store_writer_finish(w, &ref);
     if (s != WH_OK)
         goto err;
-    s = meta_object_put(w->st->meta, bucket, key, klen, meta, &ref, &old);
+    s = meta_object_put(w->st->meta, bucket, key, klen, meta, &ref, &old, cond);
     if (s != WH_OK)
         goto err;
     /* Only now may the old version go: a reader that opened it keeps it. */

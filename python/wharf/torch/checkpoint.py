@@ -57,8 +57,8 @@ import numpy as np
 import torch
 
 from .. import _lib
-from ..errors import (ChecksumError, IncompleteCheckpointError, NotFoundError,
-                      SafetensorsError, WharfError)
+from ..errors import (CheckpointConflictError, ChecksumError, IncompleteCheckpointError,
+                      NotFoundError, PreconditionFailedError, SafetensorsError, WharfError)
 from ._common import INDEX_NAME, _client, _join, parse_url, rank_world as _rank_world
 from .dtypes import FROM_REAL as _FROM_REAL, as_bytes as _as_bytes, itemsize as _itemsize
 from .dtypes import prepare as _prepare
@@ -344,7 +344,22 @@ def _write_index(c, bucket, prefix, world, rank_recs):
                           "format": FORMAT, "world_size": world, "ranks": ranks},
              "weight_map": weight_map}
     key = _join(prefix, INDEX_NAME)
-    c.put(bucket, key, json.dumps(index, separators=(",", ":")).encode(), transport="http")
+    body = json.dumps(index, separators=(",", ":")).encode()
+    # The save removed the old index before it began, so the commit is a first write
+    # (If-None-Match: *): of two saves racing to one URL, only one commits.
+    try:
+        c.put(bucket, key, body, transport="http", if_none_match=True)
+    except PreconditionFailedError as e:
+        try:
+            if c.get(bucket, key, transport="http") == body:
+                return key  # this very commit, already made (a retried commit())
+        except NotFoundError:
+            pass
+        raise CheckpointConflictError(
+            _lib.WHARF_ERR_PRECONDITION,
+            f"s3://{bucket}/{key}: another save committed this checkpoint while this one "
+            "ran; this save was not committed (its shards may have been overwritten by the "
+            "other save: save again to a URL of its own)", e.report) from None
     return key
 
 

@@ -24,9 +24,12 @@ a save over an existing checkpoint never touches the objects the old .metadata p
 until the new .metadata lands, a reader sees the old checkpoint, whole; after, the new one.
 finish() then deletes the __*.distcp objects no longer referenced. A save that dies (a rank
 killed mid-write) leaves no new .metadata, and the reader refuses a URL without one
-(IncompleteCheckpointError when objects exist there). wharfd has no conditional PUT
-(If-None-Match) yet, so .metadata is a plain PUT after every data object is known durable;
-overwrite=False refuses to start a save where a .metadata exists.
+(IncompleteCheckpointError when objects exist there). .metadata is a conditional PUT, after
+every data object is known durable: If-None-Match: * when the URL had no checkpoint when the
+save started, else If-Match with the ETag the .metadata had then. So of two writers saving to
+one URL at once only one commits; the other gets CheckpointConflictError (and its objects are
+left unreferenced, for the next save's cleanup). overwrite=False refuses to start a save where
+a .metadata exists.
 
 Reads: each item is a ranged GET of exactly its bytes. Items are sorted by (object, offset)
 and run on thread_count threads; a tensor whose stored region is contiguous lands directly in
@@ -45,8 +48,8 @@ import torch
 
 from .. import _lib
 from ..config import is_url, join, parse_url
-from ..errors import (IncompleteCheckpointError, MissingDependencyError, NotFoundError,
-                      WharfError)
+from ..errors import (CheckpointConflictError, IncompleteCheckpointError,
+                      MissingDependencyError, NotFoundError, PreconditionFailedError, WharfError)
 from ..progress import Progress
 from ._common import _client
 
@@ -159,8 +162,13 @@ class WharfStorageWriter(_Base, StorageWriter):
             raise WharfError(_lib.WHARF_ERR_UNSUPPORTED, f"{self.url}: rank-local checkpoints "
                              "(use_collectives=False) are not supported by WharfStorageWriter; "
                              "save with a process group")
-        if is_coordinator and not self.overwrite and self.client.exists(
-                self.bucket, self._key(METADATA)):
+        self.base_etag = None  # the .metadata this save replaces (None: there was none)
+        if is_coordinator:
+            try:
+                self.base_etag = self.client.stat(self.bucket, self._key(METADATA)).etag
+            except NotFoundError:
+                pass
+        if is_coordinator and not self.overwrite and self.base_etag is not None:
             raise WharfError(_lib.WHARF_ERR_EXISTS, f"{self.url} already holds a checkpoint "
                              "and overwrite=False; choose another URL or pass overwrite=True")
 
@@ -286,7 +294,17 @@ class WharfStorageWriter(_Base, StorageWriter):
                 raise IncompleteCheckpointError(
                     _lib.WHARF_ERR_INVALID, f"{self.url}: {name} has {got} bytes, the ranks "
                     f"wrote {size}; not committing (save again)")
-        c.put(self.bucket, self._key(METADATA), pickle.dumps(metadata), transport="http")
+        # The commit point, conditionally: only over the .metadata this save started from.
+        base = getattr(self, "base_etag", None)
+        try:
+            c.put(self.bucket, self._key(METADATA), pickle.dumps(metadata), transport="http",
+                  if_none_match=base is None, if_match=base)
+        except (PreconditionFailedError, NotFoundError) as e:
+            raise CheckpointConflictError(
+                _lib.WHARF_ERR_PRECONDITION,
+                f"{self.url}: another writer committed a checkpoint here while this save ran "
+                f"(the .metadata is no longer {'absent' if base is None else base}); this "
+                "save was not committed and the other checkpoint stands", e.report) from None
         # The objects of earlier saves under this URL are no longer referenced.
         mine = set(sizes)
         base = self.prefix + "/"

@@ -95,7 +95,7 @@ static void test_gc_queue(void)
     store_obj_meta_t om;
     memset(&om, 0, sizeof om);
     om.size = 150;
-    CHECK(meta_object_put(m, "gc", "k", 1, &om, &ref, &old) == WH_OK);
+    CHECK(meta_object_put(m, "gc", "k", 1, &om, &ref, &old, NULL) == WH_OK);
     CHECK(meta_object_get(m, "gc", "k", 1, NULL, &got) == WH_OK);
     CHECK(got.n_chunks == 2 && got.chunks[0].crc64nvme == ch[0].crc64nvme);
     store_data_ref_clear(&got);
@@ -105,7 +105,7 @@ static void test_gc_queue(void)
     store_data_ref_t plain;
     memset(&plain, 0, sizeof plain);
     snprintf(plain.id, sizeof plain.id, "%032x", 0x2);
-    CHECK(meta_object_put(m, "gc", "k", 1, &om, &plain, &old) == WH_OK);
+    CHECK(meta_object_put(m, "gc", "k", 1, &om, &plain, &old, NULL) == WH_OK);
     CHECK(old.n_chunks == 2);
     store_data_ref_clear(&old);
     size_t n = gc_drain(m, ids, nodes, 16);
@@ -142,7 +142,7 @@ static void test_gc_queue(void)
     snprintf(oref.id, sizeof oref.id, "%032x", 0x4);
     om.size = 10;
     CHECK(meta_upload_complete(m, "gc", "mp", "00000000000000000000000000000abc", parts, np, &om,
-                               &oref, &old, &all, &nall) == WH_OK);
+                               &oref, &old, &all, &nall, NULL) == WH_OK);
     CHECK_EQ_U64(nall, 1);
     meta_parts_free(all, nall);
     meta_parts_free(parts, np);
@@ -190,7 +190,7 @@ static void test_intents_and_repair(void)
     store_obj_meta_t om;
     memset(&om, 0, sizeof om);
     om.size = 64;
-    CHECK(meta_object_put(m, "rp", "k", 1, &om, &ref, &old) == WH_OK);
+    CHECK(meta_object_put(m, "rp", "k", 1, &om, &ref, &old, NULL) == WH_OK);
     sleep(2);
     size_t n = gc_drain(m, ids, nodes, 16); /* only the copy no row lists: node 9 */
     CHECK_EQ_U64(n, 1);
@@ -280,7 +280,7 @@ static void test_repair_queries(void)
     store_obj_meta_t om;
     memset(&om, 0, sizeof om);
     om.size = 300;
-    CHECK(meta_object_put(m, "rep", "k", 1, &om, &ref, &old) == WH_OK);
+    CHECK(meta_object_put(m, "rep", "k", 1, &om, &ref, &old, NULL) == WH_OK);
     gc_drain(m, ids, nodes, 64);
     /* Node 7 holds every third chunk: 10 of them, read in pages of 4. */
     char after[STORE_DATA_ID_LEN + 1] = "";

@@ -195,7 +195,7 @@ static void test_owners_acls_policies(void)
     store_data_ref_t ref, old;
     memset(&ref, 0, sizeof ref);
     snprintf(ref.id, sizeof ref.id, "%032x", 1);
-    CHECK(meta_object_put(m, "owned", "k", 1, &om, &ref, &old) == WH_OK);
+    CHECK(meta_object_put(m, "owned", "k", 1, &om, &ref, &old, NULL) == WH_OK);
     store_data_ref_clear(&old);
     store_obj_meta_t g;
     CHECK(meta_object_get(m, "owned", "k", 1, &g, NULL) == WH_OK);
@@ -211,7 +211,7 @@ static void test_owners_acls_policies(void)
     om.acl = NULL;
     snprintf(om.owner, sizeof om.owner, "writer2");
     snprintf(ref.id, sizeof ref.id, "%032x", 2);
-    CHECK(meta_object_put(m, "owned", "k", 1, &om, &ref, &old) == WH_OK);
+    CHECK(meta_object_put(m, "owned", "k", 1, &om, &ref, &old, NULL) == WH_OK);
     store_data_ref_clear(&old);
     CHECK(meta_object_get(m, "owned", "k", 1, &g, NULL) == WH_OK);
     CHECK_STR(g.owner, "writer2");

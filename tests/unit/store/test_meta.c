@@ -24,7 +24,7 @@ static wh_status_t put_row(meta_t *m, const char *bucket, const char *key, uint6
     store_data_ref_t ref, old;
     memset(&ref, 0, sizeof ref);
     snprintf(ref.id, sizeof ref.id, "%032x", ++g_fid);
-    wh_status_t s = meta_object_put(m, bucket, key, strlen(key), &om, &ref, &old);
+    wh_status_t s = meta_object_put(m, bucket, key, strlen(key), &om, &ref, &old, NULL);
     store_data_ref_clear(&old);
     return s;
 }
@@ -170,7 +170,7 @@ static void test_rows(void)
     /* A replace hands back the previous data reference. */
     memset(&om, 0, sizeof om);
     snprintf(nref.id, sizeof nref.id, "ffffffffffffffffffffffffffffffff");
-    CHECK(meta_object_put(m, "b", "k", 1, &om, &nref, &old) == WH_OK);
+    CHECK(meta_object_put(m, "b", "k", 1, &om, &nref, &old, NULL) == WH_OK);
     CHECK_STR(old.id, ref.id);
     CHECK(meta_data_referenced(m, ref.id) == WH_ERR_NOT_FOUND);
     CHECK(meta_object_delete(m, "b", "k", 1, &old) == WH_OK);
@@ -218,7 +218,7 @@ static void test_chunk_map(void)
     store_obj_meta_t om;
     memset(&om, 0, sizeof om);
     om.size = (2ULL << 26) + 12345;
-    CHECK(meta_object_put(m, "c", "big", 3, &om, &ref, &old) == WH_OK);
+    CHECK(meta_object_put(m, "c", "big", 3, &om, &ref, &old, NULL) == WH_OK);
     CHECK_STR(old.id, "");
     CHECK(meta_object_get(m, "c", "big", 3, NULL, &got) == WH_OK);
     CHECK_STR(got.id, ref.id);
@@ -238,7 +238,7 @@ static void test_chunk_map(void)
     store_data_ref_t plain;
     memset(&plain, 0, sizeof plain);
     snprintf(plain.id, sizeof plain.id, "%032x", 0xdef);
-    CHECK(meta_object_put(m, "c", "big", 3, &om, &plain, &old) == WH_OK);
+    CHECK(meta_object_put(m, "c", "big", 3, &om, &plain, &old, NULL) == WH_OK);
     CHECK_STR(old.id, ref.id);
     CHECK_EQ_U64(old.n_chunks, 3);
     CHECK(old.n_chunks == 3 && strcmp(old.chunks[2].id, ch[2].id) == 0);

@@ -1,0 +1,161 @@
+"""Conditional writes through libwharf and what wharf.torch builds on them: Client.put with
+if_none_match / if_match over every transport (RDMA shm and tcp, HTTP; single PUT and
+multipart), and the checkpoint commit points (wharf.torch.save's index, the DCP writer's
+.metadata), which two writers saving to one URL at once cannot both pass: the second gets
+CheckpointConflictError and the first one's checkpoint loads whole."""
+import threading
+
+import pytest
+import torch
+
+import wharf
+import wharf.torch as wt
+from conftest import make_client
+from wharf.errors import CheckpointConflictError, NotFoundError, PreconditionFailedError
+from wharfd import md5_hex, unique_bucket
+
+MIB = 1024 * 1024
+
+
+def test_put_if_none_match(client, bucket):
+    rep = client.put(bucket, "k", b"first", if_none_match=True)
+    assert rep.etag == f'"{md5_hex(b"first")}"'
+    with pytest.raises(PreconditionFailedError, match="PreconditionFailed"):
+        client.put(bucket, "k", b"second", if_none_match=True)
+    assert client.get(bucket, "k") == b"first"
+
+
+def test_put_if_match(client, bucket):
+    with pytest.raises(NotFoundError):
+        client.put(bucket, "m", b"x", if_match='"' + md5_hex(b"x") + '"')
+    e1 = client.put(bucket, "m", b"v1").etag
+    e2 = client.put(bucket, "m", b"v2", if_match=e1).etag
+    with pytest.raises(PreconditionFailedError):
+        client.put(bucket, "m", b"v3", if_match=e1)
+    assert client.get(bucket, "m") == b"v2"
+    client.put(bucket, "m", b"v3", if_match=e2)
+    assert client.get(bucket, "m") == b"v3"
+
+
+def test_multipart_put_conditions(wharfd, provider):
+    """A multipart PUT carries the condition on its completion; a refused one is aborted."""
+    c = make_client(wharfd, provider, multipart_threshold=5 * MIB, part_size=5 * MIB)
+    try:
+        b = unique_bucket("pymp")
+        c.create_bucket(b)
+        data = bytes(range(256)) * (11 * MIB // 256)
+        buf = bytearray(data)
+        rep = c.put_from(b, "big", buf, if_none_match=True)
+        assert rep.etag.endswith('-3"')
+        with pytest.raises(PreconditionFailedError):
+            c.put_from(b, "big", bytearray(b"z" * len(data)), if_none_match=True)
+        assert c.get(b, "big") == data
+        c.put_from(b, "big", bytearray(b"y" * len(data)), if_match=rep.etag)
+        assert c.get(b, "big", length=4) == b"yyyy"
+    finally:
+        c.close()
+
+
+def _race(n, fn):
+    """n threads run fn(i) after a barrier; returns [result or exception]."""
+    barrier = threading.Barrier(n)
+    out = [None] * n
+
+    def run(i):
+        barrier.wait(timeout=30)
+        try:
+            out[i] = fn(i)
+        except Exception as e:  # noqa: BLE001 (collected and checked by the caller)
+            out[i] = e
+
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=120)
+    assert all(not t.is_alive() for t in ts), "a writer hung"
+    return out
+
+
+def test_put_race_one_winner(client, bucket):
+    for rnd in range(10):
+        out = _race(4, lambda i, rnd=rnd: client.put(bucket, f"r{rnd}", b"w%d" % i,
+                                                     if_none_match=True))
+        wins = [i for i, r in enumerate(out) if isinstance(r, wharf.Report)]
+        assert len(wins) == 1, out
+        assert all(isinstance(r, PreconditionFailedError) for i, r in enumerate(out)
+                   if i != wins[0]), out
+        assert client.get(bucket, f"r{rnd}") == b"w%d" % wins[0]
+
+
+def _state(seed):
+    g = torch.Generator().manual_seed(seed)
+    return {"w": torch.randn(64, 32, generator=g), "b": torch.randn(32, generator=g)}
+
+
+def test_save_index_race(http_client, monkeypatch):
+    """Two wharf.torch.save to one URL reach their commit together: one commits."""
+    import wharf.torch.checkpoint as ck
+    b = unique_bucket("pyck")
+    http_client.create_bucket(b)
+    url = f"s3://{b}/run/step-1"
+    real = ck._write_index
+    barrier = threading.Barrier(2)
+
+    def gated(*a, **kw):
+        barrier.wait(timeout=60)  # both saves have written their shards
+        return real(*a, **kw)
+
+    monkeypatch.setattr(ck, "_write_index", gated)
+    out = _race(2, lambda i: wt.save(_state(i), url, client=http_client, transport="http"))
+    ok = [i for i, r in enumerate(out) if isinstance(r, dict)]
+    bad = [r for r in out if isinstance(r, Exception)]
+    assert len(ok) == 1 and len(bad) == 1, out
+    assert isinstance(bad[0], CheckpointConflictError), bad[0]
+    assert "another save committed" in str(bad[0])
+    # A retried commit of the winner's own index is not a conflict.
+    monkeypatch.setattr(ck, "_write_index", real)
+    got = wt.load(url, client=http_client)
+    assert set(got) == {"w", "b"}
+
+
+try:
+    import torch.distributed.checkpoint as dcp
+    from wharf.torch.dcp import WharfStorageWriter, WharfStorageReader
+    HAVE_DCP = True
+except ImportError:
+    HAVE_DCP = False
+
+
+@pytest.mark.skipif(not HAVE_DCP, reason="torch has no usable torch.distributed.checkpoint")
+@pytest.mark.parametrize("first", [True, False], ids=["first-commit", "replace"])
+def test_dcp_metadata_race(http_client, first):
+    """Two DCP saves to one URL (each started before either committed): one .metadata wins;
+    the other save fails with CheckpointConflictError, and the winner's checkpoint loads."""
+    b = unique_bucket("pydcp")
+    http_client.create_bucket(b)
+    url = f"s3://{b}/dcp/step-1"
+    if not first:
+        dcp.save(_state(7), storage_writer=WharfStorageWriter(url, client=http_client,
+                                                              transport="http"))
+    barrier = threading.Barrier(2)
+
+    class Gated(WharfStorageWriter):
+        def finish(self, metadata, results):
+            barrier.wait(timeout=60)  # both have planned and written their objects
+            return super().finish(metadata, results)
+
+    out = _race(2, lambda i: dcp.save(_state(i), storage_writer=Gated(
+        url, client=http_client, transport="http")) or i)
+    wins = [r for r in out if isinstance(r, int)]
+    errs = [r for r in out if isinstance(r, Exception)]
+    assert len(wins) == 1 and len(errs) == 1, out
+    found = [errs[0]] + [f[0] if isinstance(f, tuple) else f
+                         for f in getattr(errs[0], "failures", {}).values()]
+    assert any(isinstance(x, CheckpointConflictError) for x in found), repr(errs[0])
+    assert "another writer committed" in str(errs[0])
+    want = _state(wins[0])
+    got = {k: torch.zeros_like(v) for k, v in want.items()}
+    dcp.load(got, storage_reader=WharfStorageReader(url, client=http_client))
+    for k in want:
+        assert torch.equal(got[k], want[k]), k
