@@ -4,6 +4,7 @@
  * process keeps no state of its own, so any number of gateways may serve one cluster. */
 #include "base/log.h"
 #include "cluster/remote.h"
+#include "server/identity.h"
 #include "server/roles.h"
 #include "server/server.h"
 #include "store/meta.h"
@@ -43,10 +44,15 @@ static int gw_usage(FILE *f)
             "                       long after they were written (default 3600; a PUT must\n"
             "                       commit within it)\n"
             "  --region NAME        S3 region (default us-east-1)\n"
+            "  --server-key-file F  the key that seals users' secret keys (64 hex characters);\n"
+            "                       the same file on every gateway (also WHARF_SERVER_KEY_FILE);\n"
+            "                       without it only the root key signs requests\n"
+            "  --account-id N       12-digit account of ARNs (default WHARF_ACCOUNT_ID or\n"
+            "                       000000000000)\n"
             "  --log-level LEVEL    error, warn, info (default), debug, trace\n"
             "\n"
             "Environment: WHARF_CLUSTER_SECRET (required, shared with the storage servers),\n"
-            "WHARF_ACCESS_KEY / WHARF_SECRET_KEY (S3 credentials).\n");
+            "WHARF_ACCESS_KEY / WHARF_SECRET_KEY (root's S3 credentials).\n");
     return 0;
 }
 
@@ -71,20 +77,18 @@ int srv_gateway_main(int argc, char **argv)
     cl_remote_config_init(&rc);
     char host[64] = "127.0.0.1";
     const char *meta_url = NULL;
-    wh_log_level_t lvl = WH_LOG_INFO;
+    srv_common_t co;
+    srv_common_init(&co, "gateway");
     cfg.unix_path = "";
-    enum { O_META = 1, O_LISTEN, O_UNIX, O_REPL, O_CHUNK, O_PROV, O_REGION, O_LOG, O_MEM,
-           O_REPAIR, O_GRACE, O_HELP };
+    enum { O_META = 1, O_LISTEN, O_UNIX, O_REPL, O_CHUNK, O_REPAIR, O_GRACE, O_HELP };
     static const struct option opts[] = {
         {"meta", required_argument, NULL, O_META},
         {"listen", required_argument, NULL, O_LISTEN},
         {"unix", required_argument, NULL, O_UNIX},
         {"replicas", required_argument, NULL, O_REPL},
         {"chunk-size", required_argument, NULL, O_CHUNK},
-        {"providers", required_argument, NULL, O_PROV},
-        {"region", required_argument, NULL, O_REGION},
-        {"log-level", required_argument, NULL, O_LOG},
-        {"rdma-mem", required_argument, NULL, O_MEM},
+        SRV_OPTS_RDMA,
+        SRV_OPTS_S3,
         {"repair-after", required_argument, NULL, O_REPAIR},
         {"orphan-grace", required_argument, NULL, O_GRACE},
         {"help", no_argument, NULL, O_HELP},
@@ -117,23 +121,6 @@ int srv_gateway_main(int argc, char **argv)
                 return gw_bad("--chunk-size wants 64K..1G (e.g. 8M), got '%s'", optarg);
             rc.chunk_size = v;
             break;
-        case O_PROV:
-            cfg.rdma.providers = optarg;
-            break;
-        case O_REGION:
-            if (!*optarg || strlen(optarg) > 63)
-                return gw_bad("--region wants a region name, got '%s'", optarg);
-            cfg.region = optarg;
-            break;
-        case O_LOG:
-            if (wh_log_parse_level(optarg, &lvl) != 0)
-                return gw_bad("--log-level wants error, warn, info, debug or trace, got '%s'",
-                              optarg);
-            break;
-        case O_MEM:
-            if (wh_parse_size(optarg, &cfg.rdma.mem_budget) != 0 || !cfg.rdma.mem_budget)
-                return gw_bad("--rdma-mem wants a byte count such as 64M, got '%s'", optarg);
-            break;
         case O_REPAIR:
             if (wh_parse_u64(optarg, strlen(optarg), &v) != 0 || v < 1 || v > 86400 * 30)
                 return gw_bad("--repair-after wants seconds (1..2592000), got '%s'", optarg);
@@ -148,8 +135,14 @@ int srv_gateway_main(int argc, char **argv)
             return gw_usage(stdout);
         case ':':
             return gw_bad("option %s needs a value", argv[optind - 1]);
-        default:
-            return gw_bad("unknown option '%s'", argv[optind - 1]);
+        default: {
+            int h = srv_common_opt(&co, c, optarg);
+            if (h == 2)
+                return 2;
+            if (h == 0)
+                return gw_bad("unknown option '%s'", argv[optind - 1]);
+            break;
+        }
         }
     }
     if (optind < argc)
@@ -160,7 +153,17 @@ int srv_gateway_main(int argc, char **argv)
     if (!(rc.secret = srv_cluster_secret()))
         return 2;
     cfg.listen_host = host;
-    wh_log_set_level(lvl);
+    if (co.providers)
+        cfg.rdma.providers = co.providers;
+    if (co.rdma_mem)
+        cfg.rdma.mem_budget = co.rdma_mem;
+    if (co.region)
+        cfg.region = co.region;
+    cfg.server_key_file = co.server_key_file;
+    cfg.account_id = srv_ident_account_arg(co.account_id);
+    if (!cfg.account_id)
+        return 2;
+    wh_log_set_level(co.log_level);
     cfg.access_key = getenv("WHARF_ACCESS_KEY");
     cfg.secret_key = getenv("WHARF_SECRET_KEY");
     if (!cfg.access_key || !*cfg.access_key || !cfg.secret_key || !*cfg.secret_key) {

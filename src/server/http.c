@@ -164,10 +164,25 @@ static const char *sigv4_header_at(void *arg, size_t i, const char **value)
     return r->hdrs[i].lname;
 }
 
+/* Root's key never touches the database; any other is one indexed lookup of the users' keys
+ * (identity.h), so a deleted or Inactive key fails at this very request. */
 static const char *secret_cb(void *arg, const char *access_key)
 {
-    srv_t *s = arg;
-    return strcmp(access_key, s->cfg.access_key) == 0 ? s->cfg.secret_key : NULL;
+    srv_req_t *r = arg;
+    srv_t *s = r->srv;
+    if (strcmp(access_key, s->cfg.access_key) == 0) {
+        srv_ident_root(s->ident, access_key, &r->who);
+        return s->cfg.secret_key;
+    }
+    wh_status_t st = srv_ident_lookup(s->ident, access_key, r->secret_buf, sizeof r->secret_buf,
+                                      &r->who);
+    if (st != WH_OK) {
+        if (st != WH_ERR_NOT_FOUND)
+            wh_warn(MOD, "access key lookup failed id=%s: %s", r->id, wh_status_str(st));
+        r->ident_err = st;
+        return NULL;
+    }
+    return r->secret_buf;
 }
 
 s3_err_t srv_req_verify(srv_req_t *r, time_t now, char *msg, size_t msglen)
@@ -180,7 +195,15 @@ s3_err_t srv_req_verify(srv_req_t *r, time_t now, char *msg, size_t msglen)
         .header_at = sigv4_header_at,
         .arg = r,
     };
-    return s3_sigv4_verify(&hr, secret_cb, r->srv, now, &r->auth, msg, msglen);
+    s3_err_t e = s3_sigv4_verify(&hr, secret_cb, r, now, &r->auth, msg, msglen);
+    memset(r->secret_buf, 0, sizeof r->secret_buf);
+    if (e != S3_OK)
+        memset(&r->who, 0, sizeof r->who); /* anonymous until a signature passes */
+    if (e == S3_ERR_INVALID_ACCESS_KEY && r->ident_err == WH_ERR_UNAVAILABLE) {
+        snprintf(msg, msglen, "the metadata database holding access keys is unreachable");
+        e = S3_ERR_SERVICE_UNAVAILABLE;
+    }
+    return e;
 }
 
 /* ---- request life ----------------------------------------------------------------------- */

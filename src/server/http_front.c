@@ -568,6 +568,20 @@ wh_status_t srv_start(const srv_config_t *cfg, srv_t **out)
         wh_error(MOD, "cannot open the store dir=%s: %s", cfg->data_dir, wh_status_str(st));
         goto err_free;
     }
+    {
+        char kbuf[1024];
+        bool create = false;
+        const char *kf = srv_ident_key_path(cfg->server_key_file, cfg->store ? NULL : cfg->data_dir,
+                                            kbuf, sizeof kbuf, &create);
+        srv_ident_config_t icfg = {.meta = store_meta(s->store), .key_file = kf,
+                                   .create_key = create, .account_id = cfg->account_id,
+                                   .root_access_key = cfg->access_key};
+        if (!kf)
+            wh_warn(MOD, "no server key file (--server-key-file): only the root key signs "
+                         "requests; users' access keys cannot be used");
+        if ((st = srv_ident_open(&icfg, &s->ident)) != WH_OK)
+            goto err_store;
+    }
     srv_rdma_config_t rcfg = cfg->rdma;
     if (!rcfg.node && strcmp(cfg->listen_host, "0.0.0.0") != 0)
         rcfg.node = cfg->listen_host; /* fabric listeners only where HTTP listens */
@@ -637,6 +651,7 @@ err_front:
     conns_stop(s);
     srv_rdma_fini(s->rdma);
 err_store:
+    srv_ident_close(s->ident);
     store_close(s->store);
 err_free:
     free(s);
@@ -681,6 +696,7 @@ void srv_stop(srv_t *s)
         free(s->unix_path);
     }
     srv_rdma_fini(s->rdma);
+    srv_ident_close(s->ident);
     store_close(s->store);
     wh_info(MOD, "stopped");
     free(s);

@@ -2,6 +2,7 @@
 #include "base/defaults.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "server/identity.h"
 #include "server/roles.h"
 #include "server/server.h"
 
@@ -21,6 +22,7 @@ static void usage(FILE *f)
             "usage: wharfd serve --data DIR --listen HOST:PORT [options]\n"
             "       wharfd gateway --meta URL --listen HOST:PORT [options]  (a cluster's S3 front)\n"
             "       wharfd storage --meta URL --data DIR --listen HOST:PORT  (a cluster's storage)\n"
+            "       wharfd user|key ...  (IAM users and access keys; wharfd user --help)\n"
             "       wharfd --help | --version\n"
             "\n"
             "An S3-compatible object server whose data path can bypass HTTP: a signed request\n"
@@ -50,6 +52,11 @@ static void usage(FILE *f)
             "                       0 for none)\n"
             "  --high-water PCT     refuse new writes (507) once the data file system is this\n"
             "                       full, 1..100 (default 99; 100: only when full)\n"
+            "  --server-key-file F  the key that seals users' secret keys (64 hex characters;\n"
+            "                       default WHARF_SERVER_KEY_FILE, else DIR/server.key, made\n"
+            "                       0600 on first start)\n"
+            "  --account-id N       12-digit account of ARNs (default WHARF_ACCOUNT_ID or\n"
+            "                       000000000000)\n"
             "\n"
             "HTTP front (defaults derived from the host):\n"
             "  --http-threads N     event threads (default: the CPU count)\n"
@@ -63,8 +70,9 @@ static void usage(FILE *f)
             "  --header-timeout S   close a connection whose request headers are not complete\n"
             "                       S s after it opened or its last request ended (default 20)\n"
             "\n"
-            "Credentials come from WHARF_ACCESS_KEY and WHARF_SECRET_KEY; when unset, the\n"
-            "development defaults " DEV_ACCESS_KEY " / " DEV_SECRET_KEY " are used and printed.\n"
+            "Root's credentials come from WHARF_ACCESS_KEY and WHARF_SECRET_KEY; when unset,\n"
+            "the development defaults " DEV_ACCESS_KEY " / " DEV_SECRET_KEY " are used and\n"
+            "printed. IAM users and their keys: wharfd user --help, or the IAM API.\n"
             "SIGTERM or SIGINT stops accepting, lets in-flight requests finish, and exits 0.\n");
 }
 
@@ -105,6 +113,8 @@ int main(int argc, char **argv)
         return srv_storage_main(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "gateway") == 0)
         return srv_gateway_main(argc, argv);
+    if (argc >= 2 && (strcmp(argv[1], "user") == 0 || strcmp(argv[1], "key") == 0))
+        return srv_user_main(argc, argv);
     if (argc < 2 || strcmp(argv[1], "serve") != 0)
         return bad_usage("expected the command 'serve', got '%s'", argc < 2 ? "" : argv[1]);
 
@@ -112,19 +122,18 @@ int main(int argc, char **argv)
     srv_config_init(&cfg);
     char host[64] = "127.0.0.1";
     const char *listen_arg = NULL;
-    wh_log_level_t lvl = WH_LOG_INFO;
+    srv_common_t co;
+    srv_common_init(&co, "serve");
 
-    enum { O_DATA = 1, O_LISTEN, O_UNIX, O_REGION, O_LOG, O_PROV, O_MEM, O_SHM, O_COPY, O_ETAG, O_HELP,
+    enum { O_DATA = 1, O_LISTEN, O_UNIX, O_SHM, O_COPY, O_ETAG, O_HELP,
            O_META, O_RESERVE, O_HIGH_WATER, O_HTTP_THREADS, O_HANDLER_THREADS, O_MAX_CONNS,
            O_MAX_CONNS_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT };
     static const struct option opts[] = {
         {"data", required_argument, NULL, O_DATA},
         {"listen", required_argument, NULL, O_LISTEN},
         {"unix", required_argument, NULL, O_UNIX},
-        {"region", required_argument, NULL, O_REGION},
-        {"log-level", required_argument, NULL, O_LOG},
-        {"providers", required_argument, NULL, O_PROV},
-        {"rdma-mem", required_argument, NULL, O_MEM},
+        SRV_OPTS_RDMA,
+        SRV_OPTS_S3,
         {"shm-trust-local", no_argument, NULL, O_SHM},
         {"copy-threads", required_argument, NULL, O_COPY},
         {"etag-part-size", required_argument, NULL, O_ETAG},
@@ -156,24 +165,6 @@ int main(int argc, char **argv)
             break;
         case O_UNIX:
             cfg.unix_path = strcmp(optarg, "none") == 0 ? "" : optarg;
-            break;
-        case O_REGION:
-            if (!*optarg || strlen(optarg) > 63)
-                return bad_usage("--region wants a region name, got '%s'", optarg);
-            cfg.region = optarg;
-            break;
-        case O_LOG:
-            if (wh_log_parse_level(optarg, &lvl) != 0)
-                return bad_usage("--log-level wants error, warn, info, debug or trace, got '%s'",
-                                 optarg);
-            break;
-        case O_PROV:
-            cfg.rdma.providers = optarg;
-            break;
-        case O_MEM:
-            if (wh_parse_size(optarg, &cfg.rdma.mem_budget) != 0 || cfg.rdma.mem_budget == 0)
-                return bad_usage("--rdma-mem wants a size (" WH_SIZE_SYNTAX "), such as 256M, "
-                                 "got '%s'", optarg);
             break;
         case O_SHM:
             cfg.rdma.shm_trust_local = true;
@@ -243,8 +234,14 @@ int main(int argc, char **argv)
         }
         case ':':
             return bad_usage("option %s needs a value", argv[optind - 1]);
-        default:
-            return bad_usage("unknown option '%s'", argv[optind - 1]);
+        default: {
+            int h = srv_common_opt(&co, c, optarg);
+            if (h == 2)
+                return 2;
+            if (h == 0)
+                return bad_usage("unknown option '%s'", argv[optind - 1]);
+            break;
+        }
         }
     }
     if (optind < argc)
@@ -253,7 +250,17 @@ int main(int argc, char **argv)
         return bad_usage("%s--data DIR is required", "");
     (void)listen_arg;
     cfg.listen_host = host;
-    wh_log_set_level(lvl);
+    if (co.providers)
+        cfg.rdma.providers = co.providers;
+    if (co.rdma_mem)
+        cfg.rdma.mem_budget = co.rdma_mem;
+    if (co.region)
+        cfg.region = co.region;
+    cfg.server_key_file = co.server_key_file;
+    cfg.account_id = srv_ident_account_arg(co.account_id);
+    if (!cfg.account_id)
+        return 2;
+    wh_log_set_level(co.log_level);
 
     cfg.access_key = getenv("WHARF_ACCESS_KEY");
     cfg.secret_key = getenv("WHARF_SECRET_KEY");

@@ -3,6 +3,7 @@
 #include "server/roles.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "server/identity.h"
 #include "server/storage.h"
 
 #include <getopt.h>
@@ -39,6 +40,55 @@ static int bad(const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\nrun 'wharfd %s --help' for the options\n", "storage");
     return 2;
+}
+
+void srv_common_init(srv_common_t *co, const char *cmd)
+{
+    memset(co, 0, sizeof *co);
+    co->cmd = cmd;
+    co->log_level = WH_LOG_INFO;
+}
+
+static int common_bad(const srv_common_t *co, const char *fmt, const char *arg)
+{
+    fprintf(stderr, "wharfd: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nrun 'wharfd %s --help' for the options\n", co->cmd);
+    return 2;
+}
+
+int srv_common_opt(srv_common_t *co, int c, const char *arg)
+{
+    switch (c) {
+    case SRV_OPT_REGION:
+        if (!*arg || strlen(arg) > 63)
+            return common_bad(co, "--region wants a region name, got '%s'", arg);
+        co->region = arg;
+        return 1;
+    case SRV_OPT_LOG:
+        if (wh_log_parse_level(arg, &co->log_level) != 0)
+            return common_bad(co, "--log-level wants error, warn, info, debug or trace, got '%s'",
+                              arg);
+        return 1;
+    case SRV_OPT_PROVIDERS:
+        co->providers = arg;
+        return 1;
+    case SRV_OPT_RDMA_MEM:
+        if (wh_parse_size(arg, &co->rdma_mem) != 0 || co->rdma_mem == 0)
+            return common_bad(co, "--rdma-mem wants a size (" WH_SIZE_SYNTAX "), such as 256M, "
+                                  "got '%s'", arg);
+        return 1;
+    case SRV_OPT_KEY_FILE:
+        co->server_key_file = arg;
+        return 1;
+    case SRV_OPT_ACCOUNT:
+        if (!srv_ident_account_arg(arg))
+            return 2;
+        co->account_id = arg;
+        return 1;
+    default:
+        return 0;
+    }
 }
 
 int srv_parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port)
@@ -95,15 +145,14 @@ int srv_storage_main(int argc, char **argv)
     srv_storage_config_init(&cfg);
     char host[64] = "127.0.0.1";
     bool have_listen = false;
-    wh_log_level_t lvl = WH_LOG_INFO;
-    enum { O_META = 1, O_DATA, O_LISTEN, O_PROV, O_MEM, O_LOG, O_HELP };
+    srv_common_t co;
+    srv_common_init(&co, "storage");
+    enum { O_META = 1, O_DATA, O_LISTEN, O_HELP };
     static const struct option opts[] = {
         {"meta", required_argument, NULL, O_META},
         {"data", required_argument, NULL, O_DATA},
         {"listen", required_argument, NULL, O_LISTEN},
-        {"providers", required_argument, NULL, O_PROV},
-        {"rdma-mem", required_argument, NULL, O_MEM},
-        {"log-level", required_argument, NULL, O_LOG},
+        SRV_OPTS_RDMA,
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -123,24 +172,18 @@ int srv_storage_main(int argc, char **argv)
                 return bad("--listen wants HOST:PORT (e.g. 10.0.0.2:9100), got '%s'", optarg);
             have_listen = true;
             break;
-        case O_PROV:
-            cfg.rdma.providers = optarg;
-            break;
-        case O_MEM:
-            if (wh_parse_size(optarg, &cfg.rdma.mem_budget) != 0 || !cfg.rdma.mem_budget)
-                return bad("--rdma-mem wants a byte count such as 256M, got '%s'", optarg);
-            break;
-        case O_LOG:
-            if (wh_log_parse_level(optarg, &lvl) != 0)
-                return bad("--log-level wants error, warn, info, debug or trace, got '%s'",
-                           optarg);
-            break;
         case O_HELP:
             return role_usage(stdout);
         case ':':
             return bad("option %s needs a value", argv[optind - 1]);
-        default:
-            return bad("unknown option '%s'", argv[optind - 1]);
+        default: {
+            int h = srv_common_opt(&co, c, optarg);
+            if (h == 2)
+                return 2;
+            if (h == 0)
+                return bad("unknown option '%s'", argv[optind - 1]);
+            break;
+        }
         }
     }
     if (optind < argc)
@@ -154,7 +197,11 @@ int srv_storage_main(int argc, char **argv)
     if (!(cfg.secret = srv_cluster_secret()))
         return 2;
     cfg.listen_host = host;
-    wh_log_set_level(lvl);
+    if (co.providers)
+        cfg.rdma.providers = co.providers;
+    if (co.rdma_mem)
+        cfg.rdma.mem_budget = co.rdma_mem;
+    wh_log_set_level(co.log_level);
     srv_block_signals();
     srv_storage_t *s = NULL;
     wh_status_t st = srv_storage_start(&cfg, &s);

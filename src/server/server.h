@@ -15,6 +15,8 @@
 #include "s3/errors.h"
 #include "s3/sigv4.h"
 #include "server/metrics.h"
+#include "s3/authz.h"
+#include "server/identity.h"
 #include "server/rdma.h"
 #include "server/route.h"
 #include "store/store.h"
@@ -48,8 +50,13 @@ typedef struct srv_config {
     uint16_t listen_port;
     const char *unix_path;    /* NULL: DIR/wharfd.sock; "" disables the Unix socket */
     const char *region;
-    const char *access_key;
+    const char *access_key;   /* root's key pair */
     const char *secret_key;
+    /* Users' access keys: the server key that seals their secrets (NULL: WHARF_SERVER_KEY_FILE,
+     * else DIR/server.key, created at first start) and the account id of ARNs (NULL:
+     * WHARF_ACCOUNT_ID or 000000000000). identity.h. */
+    const char *server_key_file;
+    const char *account_id;
     srv_rdma_config_t rdma;
     unsigned shutdown_grace_s; /* bounded wait for in-flight requests at stop */
     /* The HTTP front (0: derived from the host by srv_config_resolve). */
@@ -109,6 +116,7 @@ struct srv {
     struct MHD_Daemon *tcp_d;
     struct MHD_Daemon *unix_d;
     store_t *store;
+    srv_ident_t *ident; /* users and their keys (identity.h) */
     srv_rdma_t *rdma;
     srv_metrics_t metrics;
     _Atomic uint64_t req_seq;
@@ -137,6 +145,10 @@ typedef struct srv_req {
     srv_peer_t peer;
     srv_route_t route;
     s3_auth_t auth;
+    /* Who signed the request (identity.h), filled by the SigV4 step. */
+    s3_principal_t who;
+    char secret_buf[SRV_SECRET_MAX + 1]; /* a user's secret while SigV4 runs, then wiped */
+    wh_status_t ident_err;               /* why the key lookup failed (503 vs 403) */
     bool started, responded, head;
     bool deferred; /* no body: request_begin runs on the second call */
     /* The handler runs on a handler thread while libmicrohttpd holds the connection

@@ -1,6 +1,12 @@
 """Identity: IAM users and access keys kept in the metadata store, and the schema migration
 that brought them.
 
+- `wharfd user|key` while the server runs: a user's key signs S3 requests at once; a second
+  user's keys work too; a disabled or deleted key is refused (403 InvalidAccessKeyId) at the
+  very next request, and works again once enabled; deleting a user refuses all its keys;
+  bad names and duplicates are refused with a clear message;
+- secrets are not in plain text anywhere in the data directory (meta.db, its WAL);
+- the same on PostgreSQL (wharfd serve --meta, a shared --server-key-file);
 - a data directory written by the release at schema version 2 (tests/data/schema-v2.tar.gz)
   opens with this build and keeps every object byte for byte, its upload in progress still
   completes, and it has the new tables; the same on PostgreSQL, from a version-2 schema made
@@ -19,7 +25,9 @@ import pytest
 from botocore.config import Config
 
 import pgserver
-from wharfd import ACCESS_KEY, REGION, SECRET_KEY, WharfServer
+import users
+from botocore.exceptions import ClientError
+from wharfd import ACCESS_KEY, REGION, SECRET_KEY, WharfServer, unique_bucket
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(HERE, "..", "data", "schema-v2.tar.gz")
@@ -43,6 +51,135 @@ def v2_dir():
         manifest = json.load(f)
     yield d, manifest
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+def refused(fn, code="InvalidAccessKeyId", status=403):
+    with pytest.raises(ClientError) as ei:
+        fn()
+    err = ei.value.response
+    assert err["Error"]["Code"] == code, err
+    assert err["ResponseMetadata"]["HTTPStatusCode"] == status, err
+    return err
+
+
+def check_user_lifecycle(srv):
+    root = s3_client(srv.endpoint)
+    bucket = unique_bucket("users")
+    root.create_bucket(Bucket=bucket)
+    alice = users.create_user(srv, "alice")
+    assert alice.access_key.startswith("AKIA") and len(alice.access_key) == 20
+    assert len(alice.secret_key) == 40
+    assert alice.user_id.startswith("AIDA") and len(alice.user_id) == 21
+    assert alice.arn == "arn:aws:iam::000000000000:user/alice"
+    a = alice.boto3(srv)
+    a.put_object(Bucket=bucket, Key="from-alice", Body=b"alice wrote this")
+    assert root.get_object(Bucket=bucket, Key="from-alice")["Body"].read() == b"alice wrote this"
+    # A second user, with a key the operator chose.
+    bob = users.create_user(srv, "bob.ops@example.com", access_key="AKIABOBCHOSEKEY00001",
+                            secret_key="bob-secret-of-his-own")
+    assert bob.access_key == "AKIABOBCHOSEKEY00001"
+    b = bob.boto3(srv)
+    assert b.get_object(Bucket=bucket, Key="from-alice")["Body"].read() == b"alice wrote this"
+    assert [u[0] for u in users.list_users(srv)] == ["alice", "bob.ops@example.com"]
+    # A second key of alice's; disable and delete take effect at the next request.
+    ak2, sk2 = users.add_key(srv, "alice")
+    a2 = users.client(srv, ak2, sk2)
+    a2.head_object(Bucket=bucket, Key="from-alice")
+    assert users.list_keys(srv, "alice") == [(alice.access_key, "Active"), (ak2, "Active")]
+    users.disable_key(srv, ak2)
+    refused(lambda: a2.head_object(Bucket=bucket, Key="from-alice"), "403", 403)  # HEAD: no body
+    refused(lambda: a2.list_objects_v2(Bucket=bucket))
+    a.list_objects_v2(Bucket=bucket)  # her other key is untouched
+    assert users.list_keys(srv, "alice")[1] == (ak2, "Inactive")
+    users.enable_key(srv, ak2)
+    a2.list_objects_v2(Bucket=bucket)
+    users.delete_key(srv, ak2)
+    refused(lambda: a2.list_objects_v2(Bucket=bucket))
+    # A wrong secret for a real key is a signature mismatch, not an unknown key.
+    wrong = users.client(srv, alice.access_key, "not-" + alice.secret_key)
+    refused(lambda: wrong.list_objects_v2(Bucket=bucket), "SignatureDoesNotMatch")
+    # Deleting the user refuses all its keys; root is untouched.
+    users.delete_user(srv, "alice")
+    refused(lambda: a.list_objects_v2(Bucket=bucket))
+    b.list_objects_v2(Bucket=bucket)
+    root.list_objects_v2(Bucket=bucket)
+    return bob
+
+
+def test_users_and_keys_while_the_server_runs():
+    with WharfServer(providers="none") as srv:
+        bob = check_user_lifecycle(srv)
+        # Secrets never appear in plain text in the data directory (meta.db and its WAL).
+        for root_dir, _dirs, files in os.walk(srv.data_dir):
+            for f in files:
+                if not os.path.isfile(os.path.join(root_dir, f)) or f.endswith(".sock"):
+                    continue
+                with open(os.path.join(root_dir, f), "rb") as fh:
+                    data = fh.read()
+                assert bob.secret_key.encode() not in data, f
+        with open(os.path.join(srv.data_dir, "meta.db"), "rb") as fh:
+            assert b"AKIABOBCHOSEKEY00001" in fh.read() + open(
+                os.path.join(srv.data_dir, "meta.db-wal"), "rb").read()
+        assert oct(os.stat(os.path.join(srv.data_dir, "server.key")).st_mode & 0o777) == "0o600"
+
+
+def test_user_command_errors():
+    with WharfServer(providers="none") as srv:
+        r = users.wharfd_cmd(srv, "user", "create", "no spaces allowed", check=False)
+        assert r.returncode == 2 and "user names are 1 to 64" in r.stderr
+        users.create_user(srv, "carol")
+        r = users.wharfd_cmd(srv, "user", "create", "carol", check=False)
+        assert r.returncode == 3 and "already exists" in r.stderr
+        r = users.wharfd_cmd(srv, "key", "create", "nobody", check=False)
+        assert r.returncode == 3 and "no user named nobody" in r.stderr
+        r = users.wharfd_cmd(srv, "key", "delete", "AKIANOSUCHKEY0000000", check=False)
+        assert r.returncode == 3 and "not found" in r.stderr
+        r = users.wharfd_cmd(srv, "key", "create", "carol", "--access-key", "AKIA-bad-0123456789",
+                             "--secret-key", "long-enough-secret", check=False)
+        assert r.returncode == 2 and "letters and digits" in r.stderr
+        r = users.wharfd_cmd(srv, "key", "create", "carol", "--access-key", "AKIAGOODKEY000000001",
+                             check=False)
+        assert r.returncode == 2 and "go together" in r.stderr
+        r = users.wharfd_cmd(srv, "user", "frobnicate", "x", check=False)
+        assert r.returncode == 2 and "unknown user command" in r.stderr
+        # A failed key leaves no user behind (user create promises both).
+        r = users.wharfd_cmd(srv, "user", "create", "dave", "--access-key", "short",
+                             "--secret-key", "long-enough-secret", check=False)
+        assert r.returncode == 2
+        assert "dave" not in [u[0] for u in users.list_users(srv)]
+
+
+@pytest.mark.skipif(PG_REASON is not None, reason=PG_REASON or "")
+def test_users_and_keys_on_postgresql():
+    with pgserver.PgServer() as pg:
+        url = pg.create_db("users")
+        keydir = tempfile.mkdtemp(prefix="wharf-key-")
+        kf = os.path.join(keydir, "server.key")
+        with open(kf, "w") as f:
+            f.write(os.urandom(32).hex() + "\n")
+        os.chmod(kf, 0o600)
+        try:
+            with WharfServer(providers="none", extra_args=["--meta", url,
+                                                           "--server-key-file", kf]) as srv:
+                bob = check_user_lifecycle(srv)
+                sealed = pg.sql("SELECT secret_sealed FROM access_keys WHERE access_key ="
+                                f" '{bob.access_key}'", db="users")
+                assert sealed.startswith("g1:") and bob.secret_key not in sealed
+                dump = pg.sql("SELECT string_agg(secret_sealed, ',') FROM access_keys", db="users")
+                assert bob.secret_key not in dump
+                # A second wharfd on the same database and key file accepts the same key.
+                with WharfServer(providers="none", extra_args=["--meta", url,
+                                                               "--server-key-file", kf]) as srv2:
+                    bob.boto3(srv2).list_buckets()
+                # Another server key (serve --meta with a data directory of its own makes
+                # DIR/server.key) cannot open the secrets: users' keys are refused, root works.
+                with WharfServer(providers="none", extra_args=["--meta", url],
+                                 data_dir=tempfile.mkdtemp(prefix="wharf-other-")) as srv4:
+                    refused(lambda: bob.boto3(srv4).list_buckets(), "InvalidAccessKeyId")
+                    s3_client(srv4.endpoint).list_buckets()
+                    assert "does not open with this server key" in srv4.log_tail(20000)
+        finally:
+            shutil.rmtree(keydir, ignore_errors=True)
 
 
 def check_v2_contents(srv, manifest):
