@@ -21,6 +21,9 @@ repeat under a fresh key:
          restores land in place in tensors allocated outside the timed window
   torch  torch.save of each rank's state into a BytesIO + boto3 upload_fileobj; restore with
          download_fileobj + torch.load (skipped with the reason where boto3 is missing)
+  dcpfs  DCP's own FileSystemWriter / FileSystemReader into a directory (--fs-dir, default one
+         beside wharfd's data: the same file system), the same flat dict as dcp: the DCP
+         baseline without an object store (DCP's defaults: fsync on, one thread per rank)
 
 The state of rank r (the B4 layout of bench/py/ckpt.py, seeded by r so that no two ranks hold
 the same bytes): 64 bf16 weights, every 4th at half size, each with an equal exp_avg, in
@@ -67,7 +70,7 @@ import torch.distributed as dist
 import wharf
 import wharf.torch as wt
 
-ARMS = ("rdma", "http", "dcp", "torch")
+ARMS = ("rdma", "http", "dcp", "torch", "dcpfs")
 RDMA_ARMS = ("rdma", "dcp")
 BENCHMARK = "ddp-ckpt"
 
@@ -103,6 +106,7 @@ class Ctx:
         self.server_pid = None
         self.endpoint = self.unix_socket = None
         self.clients = {}
+        self.fs_dir = None         # the dcpfs arm's directory (rank 0 made it)
         self.s3 = None
         self.device = "cpu"
 
@@ -213,19 +217,27 @@ def setup(ctx, backend):
     ctx.bucket = ctx.bcast(f"bench-ddp-{uuid.uuid4().hex[:10]}" if ctx.rank == 0 else None)
     if ctx.rank == 0:
         ctx.clients["http"].create_bucket(ctx.bucket)
+    fs_dir = None
+    if "dcpfs" in ctx.arms and ctx.rank == 0:
+        import tempfile
+        base = a.fs_dir or (os.path.dirname(os.path.abspath(a.data)) if a.data else None)
+        fs_dir = tempfile.mkdtemp(prefix="dcpfs-", dir=base)
+    ctx.fs_dir = ctx.bcast(fs_dir)
     ctx.barrier()
 
 
 def arm_skips(arms):
     """{arm: reason} for the arms this host cannot run (the same on every rank)."""
     out = {}
-    if "dcp" in arms:
+    if "dcp" in arms or "dcpfs" in arms:
         try:
             importlib.import_module("torch.distributed.checkpoint")
             importlib.import_module("wharf.torch.dcp")
         except ImportError as e:
-            out["dcp"] = f"torch {torch.__version__}: no usable torch.distributed.checkpoint " \
-                         f"({e})"
+            for arm in ("dcp", "dcpfs"):
+                if arm in arms:
+                    out[arm] = f"torch {torch.__version__}: no usable " \
+                               f"torch.distributed.checkpoint ({e})"
     if "torch" in arms:
         try:
             importlib.import_module("boto3")
@@ -400,6 +412,29 @@ def arm_dcp(ctx, k, key):
     return save, None, load, prepare
 
 
+def arm_dcpfs(ctx, k, key):
+    import torch.distributed.checkpoint as dcp
+    path = os.path.join(ctx.fs_dir, key)
+    pg = ctx.sub[k]
+    flat = flat_state(ctx.sd, ctx.rank)
+    dest = {}
+
+    def save():
+        dcp.save(flat, storage_writer=dcp.FileSystemWriter(path), process_group=pg)
+        return None, {}
+
+    def load():
+        dcp.load(dest, storage_reader=dcp.FileSystemReader(path), process_group=pg)
+        return dest, {}
+
+    def prepare():
+        dest.clear()
+        dest.update({n: torch.empty_like(t) for n, t in flat.items()})
+        return flat
+
+    return save, None, load, prepare
+
+
 def arm_torch(ctx, k, key):
     from boto3.s3.transfer import TransferConfig
     a = ctx.a
@@ -435,6 +470,8 @@ def run_cell(ctx, arm, k, key):
     """Save then restore of one arm with k ranks, verified and cleaned up. Cells on rank 0."""
     if arm == "dcp":
         save, commit, load, prepare = arm_dcp(ctx, k, key)
+    elif arm == "dcpfs":
+        save, commit, load, prepare = arm_dcpfs(ctx, k, key)
     elif arm == "torch":
         save, commit, load, prepare = arm_torch(ctx, k, key)
     else:
@@ -463,6 +500,9 @@ def run_cell(ctx, arm, k, key):
         c = ctx.clients["http"]
         for o in c.list(ctx.bucket, key + "/"):
             c.delete(ctx.bucket, o.key)
+        if arm == "dcpfs":
+            import shutil
+            shutil.rmtree(os.path.join(ctx.fs_dir, key), ignore_errors=True)
     ctx.barrier()
     return scell, lcell
 
@@ -509,12 +549,16 @@ def build_results(ctx, cells):
         rk = ratios.setdefault(str(k), {})
         for ph, name in (("save", "save"), ("load", "restore")):
             base = t.get("rdma", {}).get(ph, {}).get("stall_s", {}).get("median")
-            for other in ("http", "dcp", "torch"):
+            for other in ("http", "dcp", "torch", "dcpfs"):
                 o = t.get(other, {}).get(ph, {}).get("stall_s", {}).get("median")
                 if base and o:
                     rk[f"{name}_speedup_rdma_vs_{other}"] = o / base
+            d = t.get("dcp", {}).get(ph, {}).get("stall_s", {}).get("median")
+            f = t.get("dcpfs", {}).get(ph, {}).get("stall_s", {}).get("median")
+            if d and f:  # DCP through wharf against DCP's own file system writer
+                rk[f"{name}_speedup_dcp_vs_dcpfs"] = f / d
             hb = t.get("rdma", {}).get(ph, {}).get("host_cpu_s_per_gb", {}).get("median")
-            for other in ("http", "dcp", "torch"):
+            for other in ("http", "dcp", "torch", "dcpfs"):
                 o = t.get(other, {}).get(ph, {}).get("host_cpu_s_per_gb", {}).get("median")
                 if hb and o:
                     rk[f"{name}_host_cpu_ratio_{other}_vs_rdma"] = o / hb
@@ -541,6 +585,9 @@ def rank_main(a, rank, world, local_rank, local_world):
             c.close()
         if ctx.srv is not None:
             ctx.srv.cleanup()
+        if ctx.fs_dir and ctx.rank == 0:
+            import shutil
+            shutil.rmtree(ctx.fs_dir, ignore_errors=True)
         dist.destroy_process_group()
 
 
@@ -661,6 +708,8 @@ def main():
     ap.add_argument("--endpoint", default=None, help="a running wharfd (default: rank 0 "
                     "starts one)")
     ap.add_argument("--unix-socket", default=None, help="its Unix socket (for ofi+shm)")
+    ap.add_argument("--fs-dir", default=None, help="the dcpfs arm's directory (default: "
+                    "beside --data, else the temporary directory)")
     ap.add_argument("--timeout-s", type=float, default=1800,
                     help="collective timeout: a rank that dies ends the others by then")
     a = ap.parse_args()
