@@ -128,6 +128,7 @@ static int run_grid(g_cfg_t *cfg)
     json_t *root = json_object(), *cells = json_array();
     wb_limits_t lim = {0};
     int failures = 0, rc = 1;
+    unsigned n_cells = 0, n_skipped = 0;
     double t_run = wb_now();
     char ts[32];
     wb_timestamp(ts);
@@ -177,8 +178,7 @@ static int run_grid(g_cfg_t *cfg)
                 max_buf = WB_MAX(max_buf, (size_t)(size * conc * ops));
                 max_ops = WB_MAX(max_ops, (size_t)conc * ops);
             }
-        if (max_buf == 0)
-            continue;
+        /* max_buf 0: no cell of this process count fits; each is recorded as skipped below */
         g_pool_t pool = {0};
         for (unsigned oi = 0; oi < cfg->nops; oi++) {
             g_op_t op = cfg->ops[oi];
@@ -187,7 +187,9 @@ static int run_grid(g_cfg_t *cfg)
                     uint64_t size = cfg->sizes[si];
                     unsigned conc = cfg->concs[ci];
                     unsigned streams = conc * procs;
+                    n_cells++;
                     if (size * streams > cfg->mem_cap || conc > 256) {
+                        n_skipped++;
                         for (unsigned a = 0; a < cfg->narms; a++) {
                             char why[256];
                             snprintf(why, sizeof why,
@@ -305,6 +307,12 @@ static int run_grid(g_cfg_t *cfg)
     fprintf(stderr, "bench: %d failed cells; %.0f s; results in %s\n", failures,
             wb_now() - t_run, path);
     rc = failures ? 1 : 0;
+    if (n_cells && n_skipped == n_cells) { /* e.g. --mem-cap 8192: 8 KiB, not 8 GiB */
+        fprintf(stderr, "bench: no cell was measured: all %u exceed --mem-cap %" PRIu64
+                " bytes (sizes take K/M/G suffixes; a bare number is bytes)\n", n_cells,
+                cfg->mem_cap);
+        rc = 2;
+    }
 out:
     json_decref(cells);
     json_decref(root);

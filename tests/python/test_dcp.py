@@ -6,6 +6,7 @@ skipped, with the reason, on older torch."""
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -50,11 +51,14 @@ def env_for(srv, provider, seed=0):
 
 def run_ranks(mode, url, world, env, timeout=120, expect_ok=True):
     """Starts WORLD ranks; once one exits non-zero the others are killed (a dead rank leaves
-    them waiting in a collective). Returns [(rc, output)]."""
+    them waiting in a collective). Returns [(rc, output)]. Each rank's output goes to a file
+    of its own, not a pipe: a rank that writes more than a pipe holds (torch's warnings, a
+    traceback per failed write) would block in write() until the timeout killed it."""
     port = str(free_port())
+    logs = [tempfile.TemporaryFile(mode="w+") for _ in range(world)]
     procs = [subprocess.Popen([sys.executable, WORKER, mode, url, str(r), str(world), port],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True) for r in range(world)]
+                              env=env, stdout=logs[r], stderr=subprocess.STDOUT, text=True)
+             for r in range(world)]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         rcs = [p.poll() for p in procs]
@@ -69,7 +73,12 @@ def run_ranks(mode, url, world, env, timeout=120, expect_ok=True):
     for p in procs:
         if p.poll() is None:
             p.kill()
-    out = [(p.wait(), p.stdout.read()) for p in procs]
+    out = []
+    for p, f in zip(procs, logs):
+        rc = p.wait()
+        f.seek(0)
+        out.append((rc, f.read()))
+        f.close()
     if expect_ok:
         for r, (rc, text) in enumerate(out):
             assert rc == 0 and "OK" in text, f"rank {r} of {mode}: rc {rc}\n{text[-4000:]}"
