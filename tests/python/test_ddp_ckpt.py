@@ -88,16 +88,16 @@ def test_two_gloo_ranks_every_arm(tmp_path):
     assert p["world_size"] == 2 and p["backend"] == "gloo" and p["device"] == "cpu"
     assert p["ranks"] == [2] and p["repeats"] == 3
     res = root["results"]
-    ran = [a for a in ("rdma", "http", "dcp", "torch") if a not in res["skipped"]]
+    ran = [a for a in ("rdma", "http", "dcp", "torch", "dcpfs") if a not in res["skipped"]]
     for arm, why in res["skipped"].items():   # a skipped arm says why
-        assert arm in ("dcp", "torch") and len(why) > 10, (arm, why)
+        assert arm in ("dcp", "torch", "dcpfs") and len(why) > 10, (arm, why)
     assert "rdma" in ran and "http" in ran, res["skipped"]
     try:
         import torch.distributed.checkpoint  # noqa: F401
     except ImportError:
-        assert "dcp" in res["skipped"]
+        assert "dcp" in res["skipped"] and "dcpfs" in res["skipped"]
     else:
-        assert "dcp" in ran, res["skipped"]
+        assert "dcp" in ran and "dcpfs" in ran, res["skipped"]
     try:
         import boto3  # noqa: F401
     except ImportError:
