@@ -110,6 +110,7 @@ s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void 
     memset(&a, 0, sizeof a);
     sigv4_parsed_t p;
     memset(&p, 0, sizeof p);
+    p.service = req->service ? req->service : "s3";
     s3_err_t e;
     const char *query = req->query;
     const char *authz = req->get_header(req->arg, "authorization");
@@ -212,6 +213,12 @@ s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void 
     if (csha) {
         if ((e = sigv4_classify_payload(csha, &a, msg, msglen)) != S3_OK)
             return e;
+    } else if (req->payload_hash) {
+        /* The caller hashed the body itself (the IAM API: its clients send no
+         * x-amz-content-sha256); the signature covers that hash. */
+        a.mode = S3_PAYLOAD_SHA256;
+        snprintf(a.payload_hash, sizeof a.payload_hash, "%s", req->payload_hash);
+        csha = req->payload_hash;
     } else if (a.presigned) {
         a.mode = S3_PAYLOAD_EMPTY;
     } else {
@@ -232,7 +239,7 @@ s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void 
     wh_sbuf_init(&rest);
     wh_sbuf_init(&creq);
     char scope[160];
-    snprintf(scope, sizeof scope, "%s/%s/s3/" SIGV4_TERM, p.date8, p.region);
+    snprintf(scope, sizeof scope, "%s/%s/%s/" SIGV4_TERM, p.date8, p.region, p.service);
     wh_sbuf_append(&rest, "\n", 1);
     if (s3_sigv4_canonical_query(query, a.presigned ? "X-Amz-Signature" : NULL, &rest) != 0) {
         e = sigv4_fail(msg, msglen, S3_ERR_INVALID_ARGUMENT,
@@ -248,7 +255,7 @@ s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void 
 
     uint8_t key[32];
     char sig[65];
-    s3_sigv4_signing_key(secret, p.date8, p.region, key);
+    s3_sigv4_signing_key_service(secret, p.date8, p.region, p.service, key);
     int norm_ok = sigv4_canon_path(req->path, &path) == 0;
     const char *raw = req->path && *req->path ? req->path : "/";
     for (int attempt = 0; attempt < 2 && !ok; attempt++) {

@@ -30,6 +30,10 @@ typedef struct s3_http_req {
     const char *(*get_header)(void *arg, const char *lname);
     const char *(*header_at)(void *arg, size_t i, const char **value);
     void *arg;
+    const char *service;      /* the credential scope's service: NULL is "s3"; "iam" */
+    /* Hex SHA-256 of the body the caller already read, signed as the payload when the request
+     * has no x-amz-content-sha256 (the IAM API's clients send none). NULL: none. */
+    const char *payload_hash;
 } s3_http_req_t;
 
 typedef enum {

@@ -36,6 +36,7 @@ typedef struct sigv4_parsed {
     char region[64];
     char signed_headers[1024];
     char signature[65];
+    const char *service;      /* the credential scope's service to accept ("s3", "iam") */
 } sigv4_parsed_t;
 
 /* Writes the formatted reason into msg (when given) and returns e. */

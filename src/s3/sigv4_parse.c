@@ -53,8 +53,9 @@ s3_err_t sigv4_parse_credential(const char *cred, size_t n, sigv4_parsed_t *p, s
     if (lens[0] != strlen(SIGV4_TERM) || memcmp(parts[0], SIGV4_TERM, lens[0]) != 0)
         return sigv4_fail(msg, msglen, bad, "credential must end in '/aws4_request', got '%.*s'",
                     (int)WH_MIN(lens[0], 64), parts[0]);
-    if (lens[1] != 2 || memcmp(parts[1], "s3", 2) != 0)
-        return sigv4_fail(msg, msglen, bad, "credential service must be 's3', got '%.*s'",
+    const char *want = p->service ? p->service : "s3";
+    if (lens[1] != strlen(want) || memcmp(parts[1], want, lens[1]) != 0)
+        return sigv4_fail(msg, msglen, bad, "credential service must be '%s', got '%.*s'", want,
                     (int)WH_MIN(lens[1], 64), parts[1]);
     if (lens[2] == 0 || lens[2] >= sizeof p->region)
         return sigv4_fail(msg, msglen, bad, "credential region must be 1 to %zu characters",

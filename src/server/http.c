@@ -185,7 +185,8 @@ static const char *secret_cb(void *arg, const char *access_key)
     return r->secret_buf;
 }
 
-s3_err_t srv_req_verify(srv_req_t *r, time_t now, char *msg, size_t msglen)
+static s3_err_t verify_as(srv_req_t *r, time_t now, const char *service,
+                          const char *payload_hash, char *msg, size_t msglen)
 {
     s3_http_req_t hr = {
         .method = r->method,
@@ -194,6 +195,8 @@ s3_err_t srv_req_verify(srv_req_t *r, time_t now, char *msg, size_t msglen)
         .get_header = sigv4_get_header,
         .header_at = sigv4_header_at,
         .arg = r,
+        .service = service,
+        .payload_hash = payload_hash,
     };
     s3_err_t e = s3_sigv4_verify(&hr, secret_cb, r, now, &r->auth, msg, msglen);
     memset(r->secret_buf, 0, sizeof r->secret_buf);
@@ -204,6 +207,17 @@ s3_err_t srv_req_verify(srv_req_t *r, time_t now, char *msg, size_t msglen)
         e = S3_ERR_SERVICE_UNAVAILABLE;
     }
     return e;
+}
+
+s3_err_t srv_req_verify(srv_req_t *r, time_t now, char *msg, size_t msglen)
+{
+    return verify_as(r, now, NULL, NULL, msg, msglen);
+}
+
+s3_err_t srv_req_verify_iam(srv_req_t *r, time_t now, const char *payload_hash, char *msg,
+                            size_t msglen)
+{
+    return verify_as(r, now, "iam", payload_hash, msg, msglen);
 }
 
 /* ---- request life ----------------------------------------------------------------------- */
@@ -434,6 +448,10 @@ static void request_front(srv_req_t *r)
         break;
     }
 
+    /* The IAM API (POST / with a form body): its signature covers the body's hash, which
+     * its clients do not send, so it is verified once the body is read (iam.c). */
+    if (r->route.api == SRV_API_IAM)
+        return;
     /* Everything else is S3 and needs SigV4. */
     char msg[256] = "";
     s3_err_t e = srv_req_verify(r, time(NULL), msg, sizeof msg);

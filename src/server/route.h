@@ -47,6 +47,7 @@
     X(SRV_API_COMPLETE_MPU, "CompleteMultipartUpload")                                     \
     X(SRV_API_ABORT_MPU, "AbortMultipartUpload")                                           \
     X(SRV_API_LIST_PARTS, "ListParts")                                                     \
+    X(SRV_API_IAM, "IAM")                                                                  \
     X(SRV_API_NOT_IMPLEMENTED, "NotImplemented")                                           \
     X(SRV_API_METHOD_NOT_ALLOWED, "MethodNotAllowed")                                      \
     X(SRV_API_BAD_REQUEST, "BadRequest")

@@ -25,6 +25,9 @@
 const srv_op_t srv_ops[] = {
     /* level method  q1            q2            q1 value copy api                             body   rdma  begin, finish */
     {SVC, "GET", NULL, NULL, NULL, false, SRV_API_LIST_BUCKETS, NONE_, false, srv_bucket_list_all, NULL},
+    /* The IAM API's query protocol (aws iam --endpoint-url): POST / with a form body; it
+     * authenticates and authorizes itself once the body is read (iam.c). */
+    {SVC, "POST", NULL, NULL, NULL, false, SRV_API_IAM, BUF_, false, srv_iam_begin, srv_iam_finish},
 
     {BKT, "PUT", NULL, NULL, NULL, false, SRV_API_CREATE_BUCKET, BUF_, false, srv_bucket_create_begin, srv_bucket_create_finish},
     {BKT, "DELETE", NULL, NULL, NULL, false, SRV_API_DELETE_BUCKET, NONE_, false, srv_bucket_delete, NULL},

@@ -181,4 +181,8 @@ int srv_mpu_abort(srv_req_t *r, srv_out_t *o);
 int srv_mpu_list_parts(srv_req_t *r, srv_out_t *o);
 int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o);
 
+/* iam.c: the IAM API (users, access keys, inline user policies). */
+int srv_iam_begin(srv_req_t *r, srv_out_t *o);
+int srv_iam_finish(srv_req_t *r, srv_out_t *o);
+
 #endif

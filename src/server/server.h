@@ -189,6 +189,11 @@ typedef struct srv_req {
     char *upload_id;
 } srv_req_t;
 
+/* SigV4 of an IAM API request (credential scope service "iam") whose body hashes to
+ * payload_hash (hex); fills r->auth and r->who (http.c). */
+s3_err_t srv_req_verify_iam(srv_req_t *r, time_t now, const char *payload_hash, char *msg,
+                            size_t msglen);
+
 /* Header value by lowercase name, or NULL. */
 const char *srv_hdr(const srv_req_t *r, const char *lname);
 
