@@ -213,9 +213,13 @@ static s3_err_t add_action(pctx_t *c, const char *s, void *slot, size_t i)
 {
     (void)i;
     pattern_t *p = slot;
-    if (strcmp(s, "*") != 0 && strncasecmp(s, "s3:", 3) != 0)
-        return bad(c, "Policy has invalid action \"%s\" (only s3: actions and * are allowed)", s);
-    if (!s[strcmp(s, "*") == 0 ? 0 : 3])
+    /* A user policy may also grant the IAM API's actions (iam:CreateUser, ...). */
+    size_t pfx = strcmp(s, "*") == 0 ? 0 : strncasecmp(s, "s3:", 3) == 0 ? 3
+                 : c->user && strncasecmp(s, "iam:", 4) == 0 ? 4 : (size_t)-1;
+    if (pfx == (size_t)-1)
+        return bad(c, "Policy has invalid action \"%s\" (only s3:%s actions and * are allowed)",
+                   s, c->user ? " and iam:" : "");
+    if (!s[pfx])
         return bad(c, "Policy has invalid action \"%s\"", s);
     if (!(p->s = arena_strdup(&c->pol->arena, s)))
         return oom(c);
@@ -226,6 +230,13 @@ static s3_err_t add_resource(pctx_t *c, const char *s, void *slot, size_t i)
 {
     (void)i;
     pattern_t *p = slot;
+    /* A user policy may name IAM users (arn:aws:iam::ACCOUNT:user/NAME) for iam: actions. */
+    if (c->user && strncmp(s, "arn:aws:iam::", 13) == 0 && s[13]) {
+        if (!(p->s = arena_strdup(&c->pol->arena, s)))
+            return oom(c);
+        p->has_var = has_var(c, s);
+        return S3_OK;
+    }
     if (strcmp(s, "*") != 0 && strncmp(s, "arn:aws:s3:::", 13) != 0)
         return bad(c, "Policy has invalid resource \"%s\" (an arn:aws:s3::: ARN or *)", s);
     if (strcmp(s, "*") != 0 && !s[13])

@@ -7,6 +7,11 @@ that brought them.
   bad names and duplicates are refused with a clear message;
 - secrets are not in plain text anywhere in the data directory (meta.db, its WAL);
 - the same on PostgreSQL (wharfd serve --meta, a shared --server-key-file);
+- the IAM API on the same port: `aws iam` (Debian's awscli) and boto3's iam client round trips
+  of users, access keys (UpdateAccessKey Inactive refuses the key at once) and inline user
+  policies (GetUserPolicy returns the document), IAM's error codes and statuses; a user whose
+  policy allows iam:* may administer, one without (or with a Deny) gets AccessDenied; a bad
+  signature or an unknown key gets IAM's own error document;
 - a data directory written by the release at schema version 2 (tests/data/schema-v2.tar.gz)
   opens with this build and keeps every object byte for byte, its upload in progress still
   completes, and it has the new tables; the same on PostgreSQL, from a version-2 schema made
@@ -14,6 +19,8 @@ that brought them.
 """
 import hashlib
 import json
+import subprocess
+import urllib.request
 import os
 import shutil
 import sqlite3
@@ -180,6 +187,146 @@ def test_users_and_keys_on_postgresql():
                     assert "does not open with this server key" in srv4.log_tail(20000)
         finally:
             shutil.rmtree(keydir, ignore_errors=True)
+
+
+def aws_iam(srv, *args, ak=ACCESS_KEY, sk=SECRET_KEY):
+    env = srv.client_env()
+    env.update({"AWS_ACCESS_KEY_ID": ak, "AWS_SECRET_ACCESS_KEY": sk})
+    r = subprocess.run(["/usr/bin/aws", "iam", "--endpoint-url", srv.endpoint, "--output", "json",
+                        *args], env=env, capture_output=True, text=True, timeout=60)
+    return r.returncode, (json.loads(r.stdout) if r.stdout.strip() else None), r.stderr
+
+
+def test_aws_iam_round_trips():
+    with WharfServer(providers="none") as srv:
+        rc, out, err = aws_iam(srv, "create-user", "--user-name", "ops")
+        assert rc == 0, err
+        assert out["User"]["UserName"] == "ops" and out["User"]["UserId"].startswith("AIDA")
+        assert out["User"]["Arn"] == "arn:aws:iam::000000000000:user/ops"
+        rc, _, err = aws_iam(srv, "create-user", "--user-name", "ops")
+        assert rc != 0 and "EntityAlreadyExists" in err
+        rc, out, _ = aws_iam(srv, "get-user", "--user-name", "ops")
+        assert rc == 0 and out["User"]["UserName"] == "ops"
+        rc, out, _ = aws_iam(srv, "list-users")
+        assert [u["UserName"] for u in out["Users"]] == ["ops"]
+        rc, out, err = aws_iam(srv, "create-access-key", "--user-name", "ops")
+        assert rc == 0, err
+        key = out["AccessKey"]
+        assert key["Status"] == "Active" and len(key["SecretAccessKey"]) == 40
+        # The new key signs S3 requests at once.
+        s3 = users.client(srv, key["AccessKeyId"], key["SecretAccessKey"])
+        s3.list_buckets()
+        rc, out, _ = aws_iam(srv, "list-access-keys", "--user-name", "ops")
+        assert [k["AccessKeyId"] for k in out["AccessKeyMetadata"]] == [key["AccessKeyId"]]
+        rc, _, err = aws_iam(srv, "update-access-key", "--user-name", "ops", "--access-key-id",
+                             key["AccessKeyId"], "--status", "Inactive")
+        assert rc == 0, err
+        refused(s3.list_buckets)
+        rc, out, _ = aws_iam(srv, "list-access-keys", "--user-name", "ops")
+        assert out["AccessKeyMetadata"][0]["Status"] == "Inactive"
+        aws_iam(srv, "update-access-key", "--user-name", "ops", "--access-key-id",
+                key["AccessKeyId"], "--status", "Active")
+        s3.list_buckets()
+        # Inline policies: the document comes back as it was put.
+        doc = {"Version": "2012-10-17",
+               "Statement": [{"Effect": "Allow", "Action": "s3:GetObject",
+                              "Resource": "arn:aws:s3:::data/*"}]}
+        rc, _, err = aws_iam(srv, "put-user-policy", "--user-name", "ops", "--policy-name",
+                             "read-data", "--policy-document", json.dumps(doc))
+        assert rc == 0, err
+        rc, out, _ = aws_iam(srv, "get-user-policy", "--user-name", "ops", "--policy-name",
+                             "read-data")
+        assert rc == 0 and out["PolicyDocument"] == doc and out["PolicyName"] == "read-data"
+        rc, out, _ = aws_iam(srv, "list-user-policies", "--user-name", "ops")
+        assert out["PolicyNames"] == ["read-data"]
+        rc, _, err = aws_iam(srv, "put-user-policy", "--user-name", "ops", "--policy-name", "bad",
+                             "--policy-document", '{"Statement": [{"Effect": "Maybe"}]}')
+        assert rc != 0 and "MalformedPolicyDocument" in err
+        # A user with keys or policies cannot be deleted; without, it can.
+        rc, _, err = aws_iam(srv, "delete-user", "--user-name", "ops")
+        assert rc != 0 and "DeleteConflict" in err
+        aws_iam(srv, "delete-user-policy", "--user-name", "ops", "--policy-name", "read-data")
+        rc, _, err = aws_iam(srv, "delete-user-policy", "--user-name", "ops", "--policy-name",
+                             "read-data")
+        assert rc != 0 and "NoSuchEntity" in err
+        rc, _, err = aws_iam(srv, "delete-access-key", "--user-name", "ops", "--access-key-id",
+                             key["AccessKeyId"])
+        assert rc == 0, err
+        refused(s3.list_buckets)
+        rc, _, err = aws_iam(srv, "delete-user", "--user-name", "ops")
+        assert rc == 0, err
+        rc, _, err = aws_iam(srv, "get-user", "--user-name", "ops")
+        assert rc != 0 and "NoSuchEntity" in err
+        # What the CLI sees is what `wharfd user list` sees (one store).
+        aws_iam(srv, "create-user", "--user-name", "from-iam")
+        assert [u[0] for u in users.list_users(srv)] == ["from-iam"]
+
+
+def iam_error(fn):
+    with pytest.raises(ClientError) as ei:
+        fn()
+    e = ei.value.response
+    return e["Error"]["Code"], e["ResponseMetadata"]["HTTPStatusCode"]
+
+
+def test_boto3_iam_errors_and_policies():
+    with WharfServer(providers="none") as srv:
+        iam = users.client(srv, ACCESS_KEY, SECRET_KEY, "iam")
+        iam.create_user(UserName="admin")
+        iam.create_user(UserName="worker")
+        assert iam_error(lambda: iam.create_user(UserName="admin")) == ("EntityAlreadyExists", 409)
+        assert iam_error(lambda: iam.get_user(UserName="ghost")) == ("NoSuchEntity", 404)
+        assert iam_error(lambda: iam.create_user(UserName="bad/name")) == ("ValidationError", 400)
+        assert iam_error(lambda: iam.put_user_policy(
+            UserName="admin", PolicyName="p", PolicyDocument="[]")) == ("MalformedPolicyDocument", 400)
+        assert iam_error(lambda: iam.put_user_policy(
+            UserName="admin", PolicyName="p",
+            PolicyDocument=json.dumps({"Statement": [{"Effect": "Allow", "Action": "iam:*",
+                                                      "Resource": "*", "Sid": "x" * 11000}]}))) \
+            == ("LimitExceeded", 409)
+        k1 = iam.create_access_key(UserName="worker")["AccessKey"]
+        iam.create_access_key(UserName="worker")
+        assert iam_error(lambda: iam.create_access_key(UserName="worker")) == ("LimitExceeded", 409)
+        assert iam_error(lambda: iam.update_access_key(
+            UserName="worker", AccessKeyId=k1["AccessKeyId"], Status="Sleeping")) == ("ValidationError", 400)
+        assert iam_error(lambda: iam.delete_access_key(
+            UserName="admin", AccessKeyId=k1["AccessKeyId"])) == ("NoSuchEntity", 404)  # not admin's
+        # A user may do IAM only as far as its policies allow.
+        worker = users.client(srv, k1["AccessKeyId"], k1["SecretAccessKey"], "iam")
+        assert iam_error(lambda: worker.list_users()) == ("AccessDenied", 403)
+        assert iam_error(lambda: worker.create_user(UserName="sneaky")) == ("AccessDenied", 403)
+        ka = iam.create_access_key(UserName="admin")["AccessKey"]
+        admin = users.client(srv, ka["AccessKeyId"], ka["SecretAccessKey"], "iam")
+        assert iam_error(lambda: admin.list_users()) == ("AccessDenied", 403)
+        iam.put_user_policy(UserName="admin", PolicyName="iam-admin", PolicyDocument=json.dumps(
+            {"Version": "2012-10-17",
+             "Statement": [{"Effect": "Allow", "Action": "iam:*", "Resource": "*"},
+                           {"Effect": "Deny", "Action": "iam:DeleteUser",
+                            "Resource": "arn:aws:iam::000000000000:user/admin"}]}))
+        assert sorted(u["UserName"] for u in admin.list_users()["Users"]) == ["admin", "worker"]
+        admin.create_user(UserName="hired")
+        kh = admin.create_access_key(UserName="hired")["AccessKey"]
+        users.client(srv, kh["AccessKeyId"], kh["SecretAccessKey"]).list_buckets()
+        # The explicit Deny wins over iam:*.
+        assert iam_error(lambda: admin.delete_user(UserName="admin")) == ("AccessDenied", 403)
+        # A user's own keys without UserName.
+        own = admin.list_access_keys()["AccessKeyMetadata"]
+        assert [k["AccessKeyId"] for k in own] == [ka["AccessKeyId"]]
+        assert admin.get_user()["User"]["UserName"] == "admin"
+        # Signature problems come back as IAM error documents.
+        bad = users.client(srv, ka["AccessKeyId"], "wrong-secret-0000000000000000000000000", "iam")
+        assert iam_error(lambda: bad.list_users()) == ("SignatureDoesNotMatch", 403)
+        ghost = users.client(srv, "AKIAGHOSTGHOSTGHOST0", "x" * 40, "iam")
+        assert iam_error(lambda: ghost.list_users()) == ("InvalidClientTokenId", 403)
+        # Unsigned, and not a form: refused without touching anything.
+        req = urllib.request.Request(srv.endpoint + "/", data=b"Action=ListUsers&Version=2010-05-08",
+                                     headers={"Content-Type": "application/x-www-form-urlencoded"})
+        with pytest.raises(urllib.error.HTTPError) as ei:
+            urllib.request.urlopen(req, timeout=10)
+        assert ei.value.code == 403 and b"<ErrorResponse" in ei.value.read()
+        # An unknown action is named.
+        r = users.client(srv, ACCESS_KEY, SECRET_KEY, "iam")
+        assert iam_error(lambda: r.list_groups()) == ("InvalidAction", 400)
 
 
 def check_v2_contents(srv, manifest):

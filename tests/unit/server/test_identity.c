@@ -197,11 +197,38 @@ static void test_names(void)
     CHECK(srv_ident_sk_invalid("tab\there!") != NULL);
 }
 
+/* User policies may grant the IAM API's actions on IAM user ARNs; bucket policies may not. */
+static void test_iam_actions_in_policies(void)
+{
+    const char *doc = "{\"Statement\":[{\"Effect\":\"Allow\",\"Action\":\"iam:Create*\","
+                      "\"Resource\":\"arn:aws:iam::123456789012:user/team-*\"}]}";
+    s3_policy_t *pol = NULL;
+    char msg[200] = "";
+    CHECK(s3_policy_parse_user(doc, strlen(doc), &pol, msg, sizeof msg) == S3_OK);
+    s3_principal_t who = {.kind = S3_PRINCIPAL_USER, .user = "boss"};
+    s3_authz_ctx_t ctx = {.who = &who, .account = "123456789012", .action = "iam:CreateUser",
+                          .resource = "arn:aws:iam::123456789012:user/team-a"};
+    CHECK(pol && s3_policy_eval(pol, &ctx) == S3_POLICY_ALLOW);
+    ctx.resource = "arn:aws:iam::123456789012:user/other";
+    CHECK(pol && s3_policy_eval(pol, &ctx) == S3_POLICY_NO_MATCH);
+    ctx.resource = "arn:aws:iam::123456789012:user/team-a";
+    ctx.action = "iam:DeleteUser";
+    CHECK(pol && s3_policy_eval(pol, &ctx) == S3_POLICY_NO_MATCH);
+    s3_policy_free(pol);
+    const char *bucket = "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\","
+                         "\"Action\":\"iam:CreateUser\",\"Resource\":\"*\"}]}";
+    pol = NULL;
+    CHECK(s3_policy_parse(bucket, strlen(bucket), &pol, msg, sizeof msg) != S3_OK);
+    CHECK(strstr(msg, "invalid action") != NULL);
+    s3_policy_free(pol);
+}
+
 int main(void)
 {
     wh_log_set_level(WH_LOG_ERROR + 0);
     RUN(test_seal);
     RUN(test_names);
     RUN(test_users_keys_lookup);
+    RUN(test_iam_actions_in_policies);
     return check_done();
 }
