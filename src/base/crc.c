@@ -196,10 +196,44 @@ static uint64_t gf2_times(const uint64_t *mat, uint64_t vec)
     return sum;
 }
 
+static void gf2_square_n(uint64_t *sq, const uint64_t *mat, int rows)
+{
+    for (int n = 0; n < rows; n++)
+        sq[n] = gf2_times(mat, mat[n]);
+}
+
 static void gf2_square(uint64_t *sq, const uint64_t *mat)
 {
-    for (int n = 0; n < 64; n++)
-        sq[n] = gf2_times(mat, mat[n]);
+    gf2_square_n(sq, mat, 64);
+}
+
+/* The same for CRC-32C (reflected 0x82f63b78): 32 rows. */
+uint32_t wh_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+{
+    uint64_t even[32], odd[32], a = crc_a;
+    if (len_b == 0)
+        return crc_a;
+    odd[0] = 0x82f63b78u;
+    uint64_t row = 1;
+    for (int n = 1; n < 32; n++) {
+        odd[n] = row;
+        row <<= 1;
+    }
+    gf2_square_n(even, odd, 32);
+    gf2_square_n(odd, even, 32);
+    do {
+        gf2_square_n(even, odd, 32);
+        if (len_b & 1)
+            a = gf2_times(even, a);
+        len_b >>= 1;
+        if (!len_b)
+            break;
+        gf2_square_n(odd, even, 32);
+        if (len_b & 1)
+            a = gf2_times(odd, a);
+        len_b >>= 1;
+    } while (len_b);
+    return (uint32_t)a ^ crc_b;
 }
 
 uint64_t wh_crc64nvme_combine(uint64_t crc_a, uint64_t crc_b, uint64_t len_b)

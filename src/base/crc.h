@@ -14,6 +14,7 @@ uint32_t wh_crc32c(uint32_t crc, const void *p, size_t n);
 
 /* crc(A||B) from crc(A), crc(B) and len(B). */
 uint64_t wh_crc64nvme_combine(uint64_t crc_a, uint64_t crc_b, uint64_t len_b);
+uint32_t wh_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 
 /* combine for many pieces of one length: build the operator once (costly, ~100 us), then each
  * combine is 64 shifts and xors. */

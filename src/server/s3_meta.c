@@ -203,8 +203,10 @@ void srv_object_headers(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, b
             long_ct = value_bytes(v);
             continue;
         }
-        /* A stored checksum covers the whole object, not a range of it. */
-        if ((!whole && strncmp(k, "x-amz-checksum-", 15) == 0) || overridden(r, k))
+        /* A stored checksum covers the whole object, not a range of it. What a multipart
+         * upload asked for is said by the checksum itself (below), not echoed. */
+        if ((!whole && strncmp(k, "x-amz-checksum-", 15) == 0) || overridden(r, k) ||
+            strcmp(k, SRV_MPU_SUM_ALGO) == 0 || strcmp(k, SRV_MPU_SUM_TYPE) == 0)
             continue;
         char *b = value_bytes(v);
         if (b)
@@ -227,6 +229,10 @@ void srv_object_headers(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, b
             srv_out_header(o, "x-amz-checksum-crc32c", m->crc32c);
         if (m->crc64nvme[0])
             srv_out_header(o, "x-amz-checksum-crc64nvme", m->crc64nvme);
+        /* A multipart object's CRC-32C of its parts' CRC-32Cs carries "-<parts>". */
+        if (m->crc32c[0] || m->crc64nvme[0])
+            srv_out_header(o, SRV_MPU_SUM_TYPE, strchr(m->crc32c, '-') ? "COMPOSITE"
+                                                                       : "FULL_OBJECT");
     }
     if (m->parts)
         srv_out_header_u64(o, "x-amz-mp-parts-count", m->parts);

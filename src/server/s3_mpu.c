@@ -126,7 +126,7 @@ int srv_mpu_create(srv_req_t *r, srv_out_t *o)
     store_obj_meta_t m;
     memset(&m, 0, sizeof m);
     char id[65];
-    if ((ret = srv_meta_from_request(r, o, &m))) {
+    if ((ret = srv_meta_from_request(r, o, &m)) || (ret = srv_mpu_sum_request(r, o, &m))) {
         store_obj_meta_free(&m);
         return ret;
     }
@@ -173,8 +173,11 @@ static int complete_xml(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m)
     s3_xml_elem(&b, "Bucket", srv_b(r));
     s3_xml_elem(&b, "Key", srv_k(r));
     srv_xml_etag(&b, m->etag);
+    if (m->crc32c[0])
+        s3_xml_elem(&b, "ChecksumCRC32C", m->crc32c);
     if (m->crc64nvme[0])
         s3_xml_elem(&b, "ChecksumCRC64NVME", m->crc64nvme);
+    s3_xml_elem(&b, "ChecksumType", strchr(m->crc32c, '-') ? "COMPOSITE" : "FULL_OBJECT");
     wh_sbuf_puts(&b, "</CompleteMultipartUploadResult>");
     return srv_ok_xml(o, 200, &b);
 }
@@ -186,6 +189,7 @@ int srv_mpu_complete_finish(srv_req_t *r, srv_out_t *o)
         return ret;
     s3_part_ref_t *parts = NULL;
     store_complete_part_t *cp = NULL;
+    const char **pc32 = NULL, **pc64 = NULL;
     size_t n = 0;
     store_obj_meta_t m;
     memset(&m, 0, sizeof m);
@@ -203,25 +207,45 @@ int srv_mpu_complete_finish(srv_req_t *r, srv_out_t *o)
         }
     }
     cp = calloc(n, sizeof *cp);
-    if (!cp) {
+    pc32 = calloc(n, sizeof *pc32);
+    pc64 = calloc(n, sizeof *pc64);
+    if (!cp || !pc32 || !pc64) {
         ret = srv_err(o, S3_ERR_INTERNAL, "out of memory");
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
         cp[i].number = parts[i].number;
         cp[i].etag = parts[i].etag;
+        pc32[i] = parts[i].crc32c[0] ? parts[i].crc32c : NULL;
+        pc64[i] = parts[i].crc64nvme[0] ? parts[i].crc64nvme : NULL;
     }
+    store_mpu_sums_t sums;
+    if ((ret = srv_mpu_sum_complete(r, o, &sums)))
+        goto out;
+    sums.part_crc32c = pc32;
+    sums.part_crc64nvme = pc64;
     int bad = 0;
     store_cond_t cond;
     if ((ret = srv_write_cond(r, o, &cond)))
         goto out;
-    wh_status_t st = store_mpu_complete_cond(srv_st(r), srv_b(r), srv_k(r),
-                                             srv_route_q(&r->route, "uploadId"), cp, n, &m, &bad,
-                                             &cond);
+    wh_status_t st = store_mpu_complete_sums(srv_st(r), srv_b(r), srv_k(r),
+                                             srv_route_q(&r->route, "uploadId"), cp, n, &sums,
+                                             &m, &bad, &cond);
     if (st != WH_OK && cond.failed)
         ret = srv_write_cond_err(r, o, st, &cond, "completing the upload");
     else if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_PART)
         ret = srv_err(o, S3_ERR_INVALID_PART, NULL);
+    else if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_PART_SUM)
+        ret = srv_err(o, S3_ERR_INVALID_PART, "One or more of the specified parts has a checksum "
+                                              "that does not match the uploaded part's");
+    else if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_SUM && sums.want_crc64nvme &&
+             !(m.crc64nvme[0] && strncmp(sums.want_crc64nvme, m.crc64nvme, 12) == 0))
+        ret = srv_errf(o, S3_ERR_BAD_DIGEST, "The CRC64NVME you specified (%.20s) did not match "
+                       "the calculated checksum (%s).", sums.want_crc64nvme, m.crc64nvme);
+    else if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_SUM)
+        ret = srv_errf(o, S3_ERR_BAD_DIGEST, "The CRC32C you specified (%.20s) did not match "
+                       "the calculated checksum (%s).", sums.want_crc32c ? sums.want_crc32c : "",
+                       m.crc32c[0] ? m.crc32c : "none: the upload names no CRC32C");
     else if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_ORDER)
         ret = srv_err(o, S3_ERR_INVALID_PART_ORDER, NULL);
     else if (st == WH_ERR_INVALID && bad == STORE_MPU_TOO_SMALL)
@@ -235,6 +259,8 @@ int srv_mpu_complete_finish(srv_req_t *r, srv_out_t *o)
 out:
     store_obj_meta_free(&m);
     free(cp);
+    free(pc32);
+    free(pc64);
     free(parts);
     return ret;
 }
@@ -294,6 +320,8 @@ int srv_mpu_list_parts(srv_req_t *r, srv_out_t *o)
         srv_xml_time(&b, "LastModified", ps[i].mtime);
         srv_xml_etag(&b, ps[i].etag);
         s3_xml_elem_u64(&b, "Size", ps[i].size);
+        if (ps[i].crc32c[0])
+            s3_xml_elem(&b, "ChecksumCRC32C", ps[i].crc32c);
         if (ps[i].crc64nvme[0])
             s3_xml_elem(&b, "ChecksumCRC64NVME", ps[i].crc64nvme);
         wh_sbuf_puts(&b, "</Part>");

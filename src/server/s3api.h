@@ -7,6 +7,7 @@
  *   s3_bucket.c ListBuckets, Create/Delete/HeadBucket, GetBucketLocation/Versioning
  *   s3_list.c   ListObjects, ListObjectsV2, ListObjectVersions
  *   s3_mpu.c    multipart: create, parts (and part copy), complete, abort, list parts/uploads
+ *   s3_mpu_sums.c  the whole-object checksum of a multipart upload (COMPOSITE, FULL_OBJECT)
  *   s3_meta.c   object metadata: what is kept from a request, the headers sent back
  *   s3_util.c   XML pieces, preconditions, store-status mapping, checksums
  *
@@ -144,6 +145,18 @@ int srv_copy_src_parse(srv_req_t *r, srv_out_t *o, srv_copy_src_t *c);
 int srv_copy_src_open(srv_req_t *r, srv_out_t *o, const srv_copy_src_t *c,
                       store_obj_meta_t *m, int *fd);
 void srv_copy_src_free(srv_copy_src_t *c);
+
+/* s3_mpu.c: the headers CreateMultipartUpload names the object's checksum with; kept in the
+ * upload's metadata JSON under the same names, never sent back as metadata. */
+#define SRV_MPU_SUM_ALGO "x-amz-checksum-algorithm"
+#define SRV_MPU_SUM_TYPE "x-amz-checksum-type"
+
+/* s3_mpu_sums.c: CreateMultipartUpload's x-amz-checksum-algorithm and -type, checked and kept
+ * in m's metadata JSON (and echoed on the answer); 0 or the error's status. */
+int srv_mpu_sum_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m);
+/* s3_mpu_sums.c: what CompleteMultipartUpload derives for the upload, and the whole-object
+ * values the client expects (x-amz-checksum-crc32c / -crc64nvme on the request). */
+int srv_mpu_sum_complete(srv_req_t *r, srv_out_t *o, store_mpu_sums_t *sums);
 
 /* s3_mpu.c: partNumber and uploadId of UploadPart(Copy), with the upload looked up. */
 int srv_mpu_part_query(srv_req_t *r, srv_out_t *o);

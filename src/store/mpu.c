@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "store/store_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -48,6 +49,14 @@ wh_status_t store_mpu_check(store_t *st, const char *bucket, const char *key,
     if (!mpu_id_valid(upload_id))
         return WH_ERR_NOT_FOUND;
     return meta_upload_get(st->meta, bucket, key, upload_id, NULL);
+}
+
+wh_status_t store_mpu_meta(store_t *st, const char *bucket, const char *key,
+                           const char *upload_id, store_obj_meta_t *meta)
+{
+    if (!mpu_id_valid(upload_id))
+        return WH_ERR_NOT_FOUND;
+    return meta_upload_get(st->meta, bucket, key, upload_id, meta);
 }
 
 wh_status_t store_mpu_part_commit(store_t *st, const char *bucket, const char *key,
@@ -194,6 +203,40 @@ static bool mpu_etag_eq(const char *given, const char *stored)
     return n == strlen(stored) && strncasecmp(given, stored, n) == 0;
 }
 
+/* Compares a base64 checksum the client gave with ours; a "-N" suffix on either is the parts
+ * count of a composite value, not part of the digest. */
+static bool mpu_sum_eq(const char *given, const char *ours)
+{
+    size_t gn = strcspn(given, "-"), on = strcspn(ours, "-");
+    return gn == on && strncmp(given, ours, gn) == 0;
+}
+
+/* The object's CRC-32C of the listed parts: COMPOSITE or FULL_OBJECT (sums->crc32c). */
+static wh_status_t mpu_crc32c(const meta_part_t *use, size_t n, store_sum_type_t type,
+                              char out[16])
+{
+    uint32_t acc = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t pc;
+        if (wh_crc32c_from_b64(use[i].info.crc32c, &pc) != 0)
+            return WH_ERR_INTERNAL;
+        if (type == STORE_SUM_FULL_OBJECT) {
+            acc = wh_crc32c_combine(acc, pc, use[i].info.size);
+        } else {
+            uint8_t be[4] = {(uint8_t)(pc >> 24), (uint8_t)(pc >> 16), (uint8_t)(pc >> 8),
+                             (uint8_t)pc};
+            acc = wh_crc32c(acc, be, sizeof be);
+        }
+    }
+    char b[9];
+    wh_crc32c_b64(acc, b);
+    if (type == STORE_SUM_FULL_OBJECT)
+        snprintf(out, 16, "%s", b);
+    else
+        snprintf(out, 16, "%s-%zu", b, n);
+    return WH_OK;
+}
+
 wh_status_t store_mpu_complete(store_t *st, const char *bucket, const char *key,
                                const char *upload_id, const store_complete_part_t *parts,
                                size_t n, store_obj_meta_t *out_meta, int *bad)
@@ -205,6 +248,15 @@ wh_status_t store_mpu_complete_cond(store_t *st, const char *bucket, const char 
                                     const char *upload_id, const store_complete_part_t *parts,
                                     size_t n, store_obj_meta_t *out_meta, int *bad,
                                     store_cond_t *cond)
+{
+    return store_mpu_complete_sums(st, bucket, key, upload_id, parts, n, NULL, out_meta, bad,
+                                   cond);
+}
+
+wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char *key,
+                                    const char *upload_id, const store_complete_part_t *parts,
+                                    size_t n, const store_mpu_sums_t *sums,
+                                    store_obj_meta_t *out_meta, int *bad, store_cond_t *cond)
 {
     meta_part_t *have = NULL, *use = NULL, *all = NULL;
     size_t nhave = 0, nall = 0;
@@ -259,6 +311,16 @@ wh_status_t store_mpu_complete_cond(store_t *st, const char *bucket, const char 
                         ? "was not uploaded"
                         : "has a different etag");
             *bad = STORE_MPU_BAD_PART;
+            s = WH_ERR_INVALID;
+            goto out;
+        }
+        const char *pc32 = sums && sums->part_crc32c ? sums->part_crc32c[i] : NULL;
+        const char *pc64 = sums && sums->part_crc64nvme ? sums->part_crc64nvme[i] : NULL;
+        if ((pc32 && !mpu_sum_eq(pc32, have[j].info.crc32c)) ||
+            (pc64 && !mpu_sum_eq(pc64, have[j].info.crc64nvme))) {
+            wh_info("store", "complete of upload=%s: part %u's checksum is not the one listed",
+                    upload_id, parts[i].number);
+            *bad = STORE_MPU_BAD_PART_SUM;
             s = WH_ERR_INVALID;
             goto out;
         }
@@ -328,8 +390,27 @@ wh_status_t store_mpu_complete_cond(store_t *st, const char *bucket, const char 
     om.size = off;
     om.mtime = time(NULL);
     om.parts = (uint32_t)n;
-    om.crc32c[0] = '\0'; /* S3's multipart crc32c is a composite; not derived here */
+    om.crc32c[0] = '\0';
+    if (sums && sums->crc32c != STORE_SUM_NONE &&
+        mpu_crc32c(use, n, sums->crc32c, om.crc32c) != WH_OK) {
+        wh_error("store", "upload=%s has a part with a damaged crc32c in metadata", upload_id);
+        s = WH_ERR_INTERNAL;
+        goto out;
+    }
     wh_crc64nvme_b64(crc, om.crc64nvme);
+    if (sums && ((sums->want_crc64nvme && !mpu_sum_eq(sums->want_crc64nvme, om.crc64nvme)) ||
+                 (sums->want_crc32c && (!om.crc32c[0] ||
+                                        !mpu_sum_eq(sums->want_crc32c, om.crc32c))))) {
+        wh_info("store", "complete of upload=%s: the object's checksum is not the one the "
+                "client expects", upload_id);
+        *bad = STORE_MPU_BAD_SUM;
+        s = WH_ERR_INVALID;
+        if (out_meta) { /* the values computed, for the error message */
+            memcpy(out_meta->crc32c, om.crc32c, sizeof om.crc32c);
+            memcpy(out_meta->crc64nvme, om.crc64nvme, sizeof om.crc64nvme);
+        }
+        goto out;
+    }
 
     s = store_writer_finish(w, &ref);
     if (s != WH_OK)

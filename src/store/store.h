@@ -256,6 +256,9 @@ wh_status_t store_mpu_create(store_t *st, const char *bucket, const char *key,
 /* Checks the upload exists for bucket/key: WH_ERR_NOT_FOUND otherwise. */
 wh_status_t store_mpu_check(store_t *st, const char *bucket, const char *key,
                             const char *upload_id);
+/* The upload's metadata as CreateMultipartUpload kept it (content type, metadata JSON). */
+wh_status_t store_mpu_meta(store_t *st, const char *bucket, const char *key,
+                           const char *upload_id, store_obj_meta_t *meta);
 /* Commits a writer as part N (1..10000), replacing any earlier part N. etag_out: hex md5 [33].
  * Consumes w on success and on failure, like store_writer_commit. */
 wh_status_t store_mpu_part_commit(store_t *st, const char *bucket, const char *key,
@@ -296,6 +299,9 @@ typedef struct store_complete_part {
 enum { STORE_MPU_BAD_PART = 1, STORE_MPU_BAD_ORDER = 2, STORE_MPU_TOO_SMALL = 3 };
 /* *bad = 4: the list named no parts (S3 answers MalformedXML). */
 enum { STORE_MPU_NO_PARTS = 4 };
+/* *bad = 5: a listed part's checksum, or the whole object's the client expects, differs from
+ * the stored one (S3 answers InvalidPart and BadDigest). */
+enum { STORE_MPU_BAD_PART_SUM = 5, STORE_MPU_BAD_SUM = 6 };
 wh_status_t store_mpu_complete(store_t *st, const char *bucket, const char *key,
                                const char *upload_id, const store_complete_part_t *parts,
                                size_t n, store_obj_meta_t *out_meta, int *bad);
@@ -305,5 +311,25 @@ wh_status_t store_mpu_complete_cond(store_t *st, const char *bucket, const char 
                                     const char *upload_id, const store_complete_part_t *parts,
                                     size_t n, store_obj_meta_t *out_meta, int *bad,
                                     store_cond_t *cond);
+/* The object's CRC-32C after completion, as S3's x-amz-checksum-type names it: none (S3's
+ * multipart default), COMPOSITE (the CRC-32C of the parts' CRC-32Cs, "<base64>-<parts>") or
+ * FULL_OBJECT (the CRC-32C of the whole object, combined from the parts' without re-reading).
+ * Its CRC-64/NVME is always the whole object's. */
+typedef enum { STORE_SUM_NONE, STORE_SUM_COMPOSITE, STORE_SUM_FULL_OBJECT } store_sum_type_t;
+typedef struct store_mpu_sums {
+    store_sum_type_t crc32c;
+    const char *want_crc32c;    /* NULL, or what the client expects of the object (base64;
+                                 * a "-N" suffix is tolerated) */
+    const char *want_crc64nvme; /* NULL, or the object's expected CRC-64/NVME */
+    /* NULL, or one entry per listed part: NULL or the part's checksum as the client lists it
+     * (base64), which must be the stored one. */
+    const char *const *part_crc32c;
+    const char *const *part_crc64nvme;
+} store_mpu_sums_t;
+/* store_mpu_complete_cond with the object's checksums (sums NULL: none asked). */
+wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char *key,
+                                    const char *upload_id, const store_complete_part_t *parts,
+                                    size_t n, const store_mpu_sums_t *sums,
+                                    store_obj_meta_t *out_meta, int *bad, store_cond_t *cond);
 
 #endif

@@ -11,8 +11,10 @@ requests (tests/lib/s3raw.py) where no SDK sends what is needed.
 - Presigned URLs with X-Amz-Expires 0 or above 604800 are refused with 400
   AuthorizationQueryParametersError.
 """
+import base64
 import json
 import os
+import struct
 import subprocess
 import urllib.error
 import urllib.request
@@ -24,7 +26,8 @@ from botocore.config import Config
 import pgserver
 from cluster import Cluster
 from s3raw import S3Raw
-from wharfd import ACCESS_KEY, REGION, SECRET_KEY, WharfServer, unique_bucket, wait_until
+from wharfd import (ACCESS_KEY, REGION, SECRET_KEY, WharfServer, crc32c, unique_bucket,
+                    wait_until)
 
 MIB = 1024 * 1024
 
@@ -375,3 +378,171 @@ def test_awscli_list_multipart_uploads_pages(srv, s3, bucket, tmp_path):
     assert r.returncode == 0, r.stderr.decode(errors="replace")
     keys = [u["Key"] for u in json.loads(r.stdout)["Uploads"]]
     assert keys == [f"k{i}" for i in range(5)]
+
+
+# ---- multipart checksums: COMPOSITE and FULL_OBJECT ----------------------------------------
+
+def _b64_u32(v):
+    return base64.b64encode(struct.pack(">I", v)).decode()
+
+
+@pytest.fixture(scope="module")
+def mpu_data():
+    first = os.urandom(5 * MIB)
+    tail = os.urandom(1000)
+    c1, c2 = crc32c(first), crc32c(tail)
+    return {"parts": [first, tail], "crc": [c1, c2],
+            "composite": _b64_u32(crc32c(struct.pack(">II", c1, c2))) + "-2",
+            "full": _b64_u32(crc32c(tail, crc32c(first)))}
+
+
+def _mpu_start(raw, bucket, key, headers):
+    r = raw.request("POST", f"/{bucket}/{key}", query={"uploads": None}, headers=headers)
+    return r, (_xml(r.body).findtext("UploadId") if r.status == 200 else None)
+
+
+def _mpu_parts(raw, bucket, key, uid, d, send_sums=True):
+    etags = []
+    for i, (p, c) in enumerate(zip(d["parts"], d["crc"]), 1):
+        h = {"x-amz-checksum-crc32c": _b64_u32(c)} if send_sums else {}
+        r = raw.request("PUT", f"/{bucket}/{key}", query={"partNumber": str(i), "uploadId": uid},
+                        headers=h, body=p)
+        assert r.status == 200, r
+        if send_sums:
+            assert r.headers["x-amz-checksum-crc32c"] == _b64_u32(c)
+        etags.append(r.headers["etag"])
+    return etags
+
+
+def _complete_body(etags, crcs=None):
+    parts = "".join(
+        f"<Part><PartNumber>{i}</PartNumber><ETag>{e}</ETag>"
+        + (f"<ChecksumCRC32C>{crcs[i - 1]}</ChecksumCRC32C>" if crcs else "") + "</Part>"
+        for i, e in enumerate(etags, 1))
+    return f"<CompleteMultipartUpload>{parts}</CompleteMultipartUpload>".encode()
+
+
+def test_mpu_crc32c_composite(raw, s3, bucket, mpu_data):
+    d = mpu_data
+    r, uid = _mpu_start(raw, bucket, "comp", {"x-amz-checksum-algorithm": "CRC32C"})
+    assert r.status == 200, r
+    assert r.headers["x-amz-checksum-algorithm"] == "CRC32C"
+    assert r.headers["x-amz-checksum-type"] == "COMPOSITE"  # S3's default for CRC32C
+    etags = _mpu_parts(raw, bucket, "comp", uid, d)
+    # ListParts carries each part's CRC-32C.
+    lp = s3.list_parts(Bucket=bucket, Key="comp", UploadId=uid)
+    assert [p["ChecksumCRC32C"] for p in lp["Parts"]] == [_b64_u32(c) for c in d["crc"]]
+    r = raw.request("POST", f"/{bucket}/comp", query={"uploadId": uid},
+                    body=_complete_body(etags, [_b64_u32(c) for c in d["crc"]]))
+    assert r.status == 200, r
+    x = _xml(r.body)
+    assert x.findtext("ChecksumCRC32C") == d["composite"]
+    assert x.findtext("ChecksumType") == "COMPOSITE"
+    # HEAD and GET with checksum mode, through boto3: the composite value and its type.
+    h = s3.head_object(Bucket=bucket, Key="comp", ChecksumMode="ENABLED")
+    assert h["ChecksumCRC32C"] == d["composite"]
+    assert h["ResponseMetadata"]["HTTPHeaders"]["x-amz-checksum-type"] == "COMPOSITE"
+    g = s3.get_object(Bucket=bucket, Key="comp", ChecksumMode="ENABLED")
+    assert g["ChecksumCRC32C"] == d["composite"]
+    assert g["Body"].read() == b"".join(d["parts"])
+    assert "x-amz-checksum-algorithm" not in g["ResponseMetadata"]["HTTPHeaders"]
+    assert g["Metadata"] == {}
+
+
+def test_mpu_crc32c_full_object_boto3(s3, bucket, mpu_data):
+    """boto3 1.29 sends the part checksums it is given and reads ChecksumCRC32C back; the
+    type header has no parameter there, so it rides on the request's headers."""
+    d = mpu_data
+
+    def add_type(params, **kw):
+        params["headers"]["x-amz-checksum-type"] = "FULL_OBJECT"
+    s3.meta.events.register("before-call.s3.CreateMultipartUpload", add_type)
+    try:
+        uid = s3.create_multipart_upload(Bucket=bucket, Key="full",
+                                         ChecksumAlgorithm="CRC32C")["UploadId"]
+    finally:
+        s3.meta.events.unregister("before-call.s3.CreateMultipartUpload", add_type)
+    parts = []
+    for i, (p, c) in enumerate(zip(d["parts"], d["crc"]), 1):
+        r = s3.upload_part(Bucket=bucket, Key="full", UploadId=uid, PartNumber=i, Body=p,
+                           ChecksumCRC32C=_b64_u32(c))
+        parts.append({"PartNumber": i, "ETag": r["ETag"], "ChecksumCRC32C": _b64_u32(c)})
+    r = s3.complete_multipart_upload(Bucket=bucket, Key="full", UploadId=uid,
+                                     MultipartUpload={"Parts": parts})
+    assert r["ChecksumCRC32C"] == d["full"]
+    h = s3.head_object(Bucket=bucket, Key="full", ChecksumMode="ENABLED")
+    assert h["ChecksumCRC32C"] == d["full"]
+    assert h["ResponseMetadata"]["HTTPHeaders"]["x-amz-checksum-type"] == "FULL_OBJECT"
+    # The same bytes in one PUT have the same CRC-32C and CRC-64/NVME.
+    one = s3.put_object(Bucket=bucket, Key="one", Body=b"".join(d["parts"]),
+                        ChecksumCRC32C=d["full"])
+    assert one["ChecksumCRC32C"] == d["full"]
+    assert (h["ResponseMetadata"]["HTTPHeaders"]["x-amz-checksum-crc64nvme"] ==
+            one["ResponseMetadata"]["HTTPHeaders"]["x-amz-checksum-crc64nvme"])
+
+
+def test_mpu_crc64nvme_full_object_and_expected_values(raw, s3, bucket, mpu_data):
+    d = mpu_data
+    whole = b"".join(d["parts"])
+    s3.put_object(Bucket=bucket, Key="ref", Body=whole)
+    c64 = s3.head_object(Bucket=bucket, Key="ref")["ResponseMetadata"]["HTTPHeaders"][
+        "x-amz-checksum-crc64nvme"]
+    r, uid = _mpu_start(raw, bucket, "c64", {"x-amz-checksum-algorithm": "crc64nvme"})
+    assert r.status == 200 and r.headers["x-amz-checksum-type"] == "FULL_OBJECT", r
+    etags = _mpu_parts(raw, bucket, "c64", uid, d, send_sums=False)
+    # A wrong expected whole-object value is BadDigest, and nothing is committed.
+    bad = base64.b64encode(b"\0" * 8).decode()
+    r = raw.request("POST", f"/{bucket}/c64", query={"uploadId": uid},
+                    headers={"x-amz-checksum-crc64nvme": bad}, body=_complete_body(etags))
+    assert r.status == 400 and r.error_code() == "BadDigest", r
+    assert c64.encode() in r.body
+    assert raw.request("HEAD", f"/{bucket}/c64").status == 404
+    r = raw.request("POST", f"/{bucket}/c64", query={"uploadId": uid},
+                    headers={"x-amz-checksum-crc64nvme": c64}, body=_complete_body(etags))
+    assert r.status == 200, r
+    x = _xml(r.body)
+    assert x.findtext("ChecksumCRC64NVME") == c64 and x.findtext("ChecksumType") == "FULL_OBJECT"
+    assert x.find("ChecksumCRC32C") is None
+    # A listed part checksum that is not the part's: InvalidPart.
+    r, uid = _mpu_start(raw, bucket, "badpart", {"x-amz-checksum-algorithm": "CRC32C"})
+    etags = _mpu_parts(raw, bucket, "badpart", uid, d)
+    wrong = [_b64_u32(d["crc"][0]), _b64_u32(d["crc"][1] ^ 1)]
+    r = raw.request("POST", f"/{bucket}/badpart", query={"uploadId": uid},
+                    body=_complete_body(etags, wrong))
+    assert r.status == 400 and r.error_code() == "InvalidPart", r
+    # An expected composite that differs: BadDigest; the right one (suffix or not) completes.
+    r = raw.request("POST", f"/{bucket}/badpart", query={"uploadId": uid},
+                    headers={"x-amz-checksum-crc32c": _b64_u32(1) + "-2"},
+                    body=_complete_body(etags))
+    assert r.status == 400 and r.error_code() == "BadDigest", r
+    r = raw.request("POST", f"/{bucket}/badpart", query={"uploadId": uid},
+                    headers={"x-amz-checksum-crc32c": d["composite"]}, body=_complete_body(etags))
+    assert r.status == 200, r
+
+
+@pytest.mark.parametrize("headers,why", [
+    ({"x-amz-checksum-type": "COMPOSITE"}, "only valid together"),
+    ({"x-amz-checksum-algorithm": "MD5"}, "must be one of"),
+    ({"x-amz-checksum-algorithm": "CRC32C", "x-amz-checksum-type": "PARTIAL"}, "COMPOSITE or"),
+    ({"x-amz-checksum-algorithm": "CRC64NVME", "x-amz-checksum-type": "COMPOSITE"},
+     "cannot be used"),
+    ({"x-amz-checksum-algorithm": "SHA256", "x-amz-checksum-type": "FULL_OBJECT"},
+     "cannot be used"),
+])
+def test_mpu_checksum_request_refused(raw, bucket, headers, why):
+    r, _ = _mpu_start(raw, bucket, "refused", headers)
+    assert r.status == 400 and r.error_code() == "InvalidRequest", r
+    assert why.encode() in r.body
+
+
+def test_mpu_without_checksum_request_unchanged(s3, bucket):
+    """No algorithm: no CRC-32C on the object (S3's multipart default), its CRC-64/NVME as
+    before, and the type says FULL_OBJECT."""
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="plain")["UploadId"]
+    p = s3.upload_part(Bucket=bucket, Key="plain", UploadId=uid, PartNumber=1, Body=b"abc")
+    r = s3.complete_multipart_upload(Bucket=bucket, Key="plain", UploadId=uid, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": p["ETag"]}]})
+    assert "ChecksumCRC32C" not in r
+    h = s3.head_object(Bucket=bucket, Key="plain", ChecksumMode="ENABLED")
+    assert "ChecksumCRC32C" not in h
+    assert h["ResponseMetadata"]["HTTPHeaders"]["x-amz-checksum-type"] == "FULL_OBJECT"

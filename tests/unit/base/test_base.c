@@ -20,6 +20,9 @@ static void test_crc(void)
     /* combine */
     uint64_t a = wh_crc64nvme(0, s, 2), b = wh_crc64nvme(0, s + 2, 7);
     CHECK_EQ_U64(wh_crc64nvme_combine(a, b, 7), 0xae8b14860a799888ULL);
+    for (size_t cut = 0; cut <= 9; cut++)
+        CHECK_EQ_U64(wh_crc32c_combine(wh_crc32c(0, s, cut), wh_crc32c(0, s + cut, 9 - cut),
+                                       9 - cut), 0xe3069283U);
     /* the reusable shift operator agrees with combine */
     wh_crc64_shift_t op;
     wh_crc64nvme_shift_init(&op, 7);
@@ -57,6 +60,13 @@ static void test_crc(void)
             acc = wh_crc64nvme_shift_combine(&op4k, acc, wh_crc64nvme(0, r + i * 4096, 4096));
         acc = wh_crc64nvme_combine(acc, wh_crc64nvme(0, r + 40960, 100), 100);
         CHECK_EQ_U64(acc, whole);
+        /* CRC-32C: 5 MiB pieces and a short tail, as a multipart object's parts */
+        uint32_t w32 = wh_crc32c(0, r, big), a32 = 0;
+        for (size_t off = 0; off < big; off += 300000) {
+            size_t len = WH_MIN((size_t)300000, big - off);
+            a32 = wh_crc32c_combine(a32, wh_crc32c(0, r + off, len), len);
+        }
+        CHECK_EQ_U64(a32, w32);
     }
     uint64_t t0 = wh_now_ns();
     uint64_t acc = 0;

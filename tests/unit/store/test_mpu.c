@@ -376,6 +376,63 @@ static void test_bucket_delete_drops_uploads(void)
     th_rmdir(dir);
 }
 
+/* The object's CRC-32C as the upload asks: COMPOSITE (the CRC-32C of the parts' big-endian
+ * CRC-32Cs, "-2") or FULL_OBJECT (of all the bytes); expected values and part checksums the
+ * client lists are checked before the commit. */
+static void test_complete_sums(void)
+{
+    char *dir;
+    store_t *st = open_store(&dir);
+    if (!st)
+        return;
+    size_t n1 = 5 * MiB, n2 = 777;
+    char *p1 = pattern(n1, 11), *p2 = pattern(n2, 12);
+    uint32_t c1 = wh_crc32c(0, p1, n1), c2 = wh_crc32c(0, p2, n2);
+    uint8_t be[8] = {(uint8_t)(c1 >> 24), (uint8_t)(c1 >> 16), (uint8_t)(c1 >> 8), (uint8_t)c1,
+                     (uint8_t)(c2 >> 24), (uint8_t)(c2 >> 16), (uint8_t)(c2 >> 8), (uint8_t)c2};
+    char comp[16], full[9], b1[9], wrong[9];
+    wh_crc32c_b64(wh_crc32c(0, be, 8), comp);
+    strcat(comp, "-2");
+    wh_crc32c_b64(wh_crc32c(c1, p2, n2), full);
+    wh_crc32c_b64(c1, b1);
+    wh_crc32c_b64(c1 ^ 1, wrong);
+    const store_sum_type_t types[] = {STORE_SUM_COMPOSITE, STORE_SUM_FULL_OBJECT};
+    for (int t = 0; t < 2; t++) {
+        const char *key = t == 0 ? "composite" : "full";
+        char uid[65], e1[33], e2[33];
+        CHECK(store_mpu_create(st, "mpu", key, NULL, uid) == WH_OK);
+        CHECK(put_part(st, key, uid, 1, p1, n1, e1) == WH_OK);
+        CHECK(put_part(st, key, uid, 2, p2, n2, e2) == WH_OK);
+        store_complete_part_t cp[2] = {{1, e1}, {2, e2}};
+        const char *pc[2] = {wrong, NULL};
+        store_mpu_sums_t sums = {types[t], NULL, NULL, pc, NULL};
+        store_obj_meta_t om;
+        memset(&om, 0, sizeof om);
+        int bad = 0;
+        CHECK(store_mpu_complete_sums(st, "mpu", key, uid, cp, 2, &sums, &om, &bad, NULL) ==
+              WH_ERR_INVALID);
+        CHECK_EQ_U64(bad, STORE_MPU_BAD_PART_SUM);
+        pc[0] = b1;
+        sums.want_crc32c = wrong;
+        CHECK(store_mpu_complete_sums(st, "mpu", key, uid, cp, 2, &sums, &om, &bad, NULL) ==
+              WH_ERR_INVALID);
+        CHECK_EQ_U64(bad, STORE_MPU_BAD_SUM);
+        CHECK(store_object_open(st, "mpu", key, NULL, NULL) == WH_ERR_NOT_FOUND);
+        sums.want_crc32c = t == 0 ? comp : full;
+        memset(&om, 0, sizeof om);
+        CHECK(store_mpu_complete_sums(st, "mpu", key, uid, cp, 2, &sums, &om, &bad, NULL) == WH_OK);
+        CHECK_STR(om.crc32c, t == 0 ? comp : full);
+        store_obj_meta_free(&om);
+        CHECK(store_object_open(st, "mpu", key, &om, NULL) == WH_OK);
+        CHECK_STR(om.crc32c, t == 0 ? comp : full);
+        store_obj_meta_free(&om);
+    }
+    free(p1);
+    free(p2);
+    store_close(st);
+    th_rmdir(dir);
+}
+
 int main(void)
 {
     wh_log_set_level(WH_LOG_ERROR);
@@ -383,5 +440,6 @@ int main(void)
     RUN(test_complete_errors);
     RUN(test_abort_and_list_uploads);
     RUN(test_bucket_delete_drops_uploads);
+    RUN(test_complete_sums);
     return check_done();
 }
