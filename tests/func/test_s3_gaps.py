@@ -546,3 +546,79 @@ def test_mpu_without_checksum_request_unchanged(s3, bucket):
     h = s3.head_object(Bucket=bucket, Key="plain", ChecksumMode="ENABLED")
     assert "ChecksumCRC32C" not in h
     assert h["ResponseMetadata"]["HTTPHeaders"]["x-amz-checksum-type"] == "FULL_OBJECT"
+
+
+# ---- README's S3 API table -----------------------------------------------------------------
+
+def test_readme_lists_every_served_operation():
+    """Every API of the dispatch table (srv_ops in src/server/s3api.c) that has a handler has
+    its row in README.md's S3 API table, with RDMA marked where the row takes a token."""
+    import re
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    src = open(os.path.join(root, "src/server/s3api.c")).read()
+    table = src[src.index("const srv_op_t srv_ops[]"):]
+    table = table[:table.index("};")]
+    names = dict(re.findall(r'X\((SRV_API_\w+), "(\w+)"\)',
+                            open(os.path.join(root, "src/server/route.h")).read()))
+    served = {}
+    for row in re.findall(r"\{(?:SVC|BKT|OBJ),[^\n]*\}", table):
+        api = re.search(r"SRV_API_\w+", row).group(0)
+        fields = [f.strip() for f in row.strip("{}").split(",")]
+        body = next(i for i, f in enumerate(fields) if f in ("NONE_", "BUF_", "WR_"))
+        rdma, begin = fields[body + 1], fields[body + 2]
+        if begin == "NULL":  # no begin step: the router answers it
+            continue
+        served.setdefault(names[api], False)
+        served[names[api]] |= rdma == "true"
+    readme = open(os.path.join(root, "README.md")).read()
+    rows = {m.group(1): m.group(2) for m in
+            re.finditer(r"^\| (\w+) \| [^|]+ \| yes \| ([^|]+) \|", readme, re.M)}
+    missing = sorted(set(served) - set(rows))
+    assert not missing, f"README.md's S3 API table has no row for {missing}"
+    for name, rdma in served.items():
+        assert (rows[name].strip() != "no") == rdma, f"{name}: README says RDMA {rows[name]!r}"
+
+
+# ---- answers that already matched S3 (pinned) ----------------------------------------------
+
+def test_create_bucket_us_east_1_constraint(srv, s3, raw, tmp_path):
+    """On a us-east-1 endpoint, LocationConstraint us-east-1 (boto3, aws s3api, rclone with
+    location_constraint) is accepted like none; another region is refused by name."""
+    b1, b2, b3 = (unique_bucket(p) for p in ("cbue", "cbcli", "cbrc"))
+    s3.create_bucket(Bucket=b1, CreateBucketConfiguration={"LocationConstraint": "us-east-1"})
+    env = srv.client_env()
+    env.pop("AWS_PROFILE", None)
+    env.update({"AWS_CONFIG_FILE": str(tmp_path / "none"),
+                "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"), "HOME": str(tmp_path)})
+    r = subprocess.run(["/usr/bin/aws", "--endpoint-url", srv.endpoint, "s3api", "create-bucket",
+                        "--bucket", b2, "--create-bucket-configuration",
+                        "LocationConstraint=us-east-1"], env=env, capture_output=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    env.update({"RCLONE_CONFIG": str(tmp_path / "rclone.conf"),
+                "RCLONE_CONFIG_W_TYPE": "s3", "RCLONE_CONFIG_W_PROVIDER": "Other",
+                "RCLONE_CONFIG_W_ENDPOINT": srv.endpoint,
+                "RCLONE_CONFIG_W_ACCESS_KEY_ID": ACCESS_KEY,
+                "RCLONE_CONFIG_W_SECRET_ACCESS_KEY": SECRET_KEY,
+                "RCLONE_CONFIG_W_REGION": REGION, "RCLONE_CONFIG_W_FORCE_PATH_STYLE": "true",
+                "RCLONE_CONFIG_W_LOCATION_CONSTRAINT": "us-east-1",
+                "RCLONE_CONFIG_W_ENV_AUTH": "false"})
+    (tmp_path / "rclone.conf").write_text("")
+    r = subprocess.run(["/usr/bin/rclone", "--retries", "1", "mkdir", f"w:{b3}"], env=env,
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    names = {b["Name"] for b in s3.list_buckets()["Buckets"]}
+    assert {b1, b2, b3} <= names
+    with pytest.raises(s3.exceptions.ClientError) as e:
+        s3.create_bucket(Bucket=unique_bucket("cbeu"),
+                         CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    assert e.value.response["Error"]["Code"] == "IllegalLocationConstraintException"
+
+
+def test_list_objects_v2_empty_continuation_token(raw, s3, bucket):
+    """S3 answers an empty continuation-token with 400 InvalidArgument (boto3 against AWS, in
+    MinIO's report of the difference), and so does wharf; an absent one lists from the start."""
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x")
+    r = raw.request("GET", f"/{bucket}", query={"list-type": "2", "continuation-token": ""})
+    assert r.status == 400 and r.error_code() == "InvalidArgument", r
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]] == ["k"]
