@@ -64,6 +64,7 @@ typedef struct sk_params {
     unsigned clients, bad_clients, keys_per_client, think_ms, op_timeout_ms;
     int inject_wrong; /* test of the checker itself: store one wrong byte at the end */
     int bad_sources;  /* misbehaving clients connect from 127.0.0.2.. */
+    const char *bad_kinds; /* behaviours the misbehaving clients take round-robin (all) */
     uint64_t max_size, mem_budget, seed;
     char host[256];
     int port;
@@ -868,6 +869,30 @@ typedef struct sk_bad {
     wharf_client_t *c; /* HTTP, for checking what a cut-off PUT left behind */
 } sk_bad_t;
 
+/* --bad-kinds "a,b": the behaviours named, round-robin; NULL: all of them. */
+static int sk_bad_kinds(const char *list, unsigned *kinds, unsigned *n)
+{
+    *n = 0;
+    for (const char *p = list; p && *p;) {
+        size_t l = strcspn(p, ",");
+        unsigned k = 0;
+        while (k < SB_N && (strlen(sb_name[k]) != l || strncmp(sb_name[k], p, l) != 0))
+            k++;
+        if (k == SB_N) {
+            fprintf(stderr, "soak: --bad-kinds: unknown behaviour '%.*s'\n", (int)l, p);
+            return -1;
+        }
+        if (*n < SB_N)
+            kinds[(*n)++] = k;
+        p += l + (p[l] == ',');
+    }
+    for (unsigned k = 0; *n == 0 && k < SB_N; k++)
+        kinds[k] = k;
+    if (*n == 0)
+        *n = SB_N;
+    return 0;
+}
+
 static const char *g_big_key = "bad/big-object";
 static uint64_t g_big_size;
 
@@ -1503,7 +1528,7 @@ static void usage(void)
             "            [--warmup S] [--clients 64] [--bad-clients 10]\n"
             "            [--transports http,shm,tcp]\n"
             "            [--max-size 64M] [--mem-budget 2G] [--keys-per-client 8] [--think-ms 0]\n"
-            "            [--op-timeout-ms 120000] [--bad-sources 1]\n"
+            "            [--op-timeout-ms 120000] [--bad-sources 1] [--bad-kinds LIST]\n"
             "            [--interval 1] [--bucket NAME] [--seed N] [--out FILE.json]\n"
             "            [--inject-wrong-byte 1] (checks the checker: exits 1)\n"
             "credentials: --access-key/--secret-key or WHARF_ACCESS_KEY/WHARF_SECRET_KEY\n");
@@ -1585,6 +1610,7 @@ int main(int argc, char **argv)
         else if (OPT("--out")) P.out = v;
         else if (OPT("--inject-wrong-byte")) P.inject_wrong = atoi(v);
         else if (OPT("--bad-sources")) P.bad_sources = atoi(v);
+        else if (OPT("--bad-kinds")) P.bad_kinds = v;
         else if (OPT("--role")) role = v;
         else if (OPT("--key")) key = v;
         else if (OPT("--size")) child_size = strtoull(v, NULL, 0);
@@ -1598,6 +1624,9 @@ int main(int argc, char **argv)
         usage();
         return 2;
     }
+    unsigned kinds[SB_N], nkinds = 0;
+    if (sk_bad_kinds(P.bad_kinds, kinds, &nkinds) != 0)
+        return 2;
     if (role && !strcmp(role, "rdma-child"))
         return P.bucket && key ? sk_rdma_child(key, child_size, WB_MIN(P.duration, 600)) : 2;
     if (P.clients == 0 || P.clients > SK_MAX_CLIENTS || P.bad_clients > SK_MAX_BAD ||
@@ -1690,7 +1719,8 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < P.clients; i++)
         pthread_create(&cls[i].th, NULL, sk_client_main, &cls[i]);
     for (unsigned i = 0; i < P.bad_clients; i++) {
-        bads[i] = (sk_bad_t){.id = i, .kind = i % SB_N, .rng = sk_mix(P.seed ^ (i + 1000))};
+        bads[i] = (sk_bad_t){.id = i, .kind = kinds[i % nkinds],
+                             .rng = sk_mix(P.seed ^ (i + 1000))};
         bads[i].c = sk_new_client("none", err, sizeof err);
         if (bads[i].c)
             pthread_create(&bads[i].th, NULL, sk_bad_main, &bads[i]);
@@ -1729,6 +1759,8 @@ int main(int argc, char **argv)
                   (int)P.keys_per_client, "think_ms", (int)P.think_ms, "op_timeout_ms",
                   (int)P.op_timeout_ms, "bad_sources", P.bad_sources, "bucket", P.bucket,
                   "seed", (json_int_t)P.seed, "server_pid", P.pid));
+    json_object_set_new(json_object_get(root, "parameters"), "bad_kinds",
+                        json_string(P.bad_kinds ? P.bad_kinds : "all"));
     json_t *ops = json_object(), *lat = json_object();
     uint64_t total_ops = 0;
     for (unsigned op = 0; op < SK_OP_N; op++) {

@@ -38,6 +38,7 @@ def main():
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--rdma-mem", default=None, help="wharfd --rdma-mem")
     ap.add_argument("--log-level", default="warn", help="wharfd's (default warn)")
+    ap.add_argument("--keep-log", default=None, help="copy wharfd's log here at the end")
     a = ap.parse_args(argv)
     exe = os.path.join(build_dir(), "bench", "soak")
     if not os.path.exists(exe):
@@ -71,6 +72,8 @@ def main():
         if stop_rc not in (0, None):
             print(f"soak_run: wharfd exited {stop_rc} on SIGTERM", file=sys.stderr)
             rc = rc or 1
+        if a.keep_log:
+            shutil.copyfile(srv.log_path, a.keep_log)
         shutil.rmtree(srv.data_dir, ignore_errors=True)
     if os.path.exists(out):
         print(f"soak_run: result {out}", file=sys.stderr)

@@ -46,6 +46,7 @@ typedef struct wc_op {
     char version_id[128]; /* the last reply's x-amz-version-id */
     char query[320];      /* GET/HEAD of one version: "versionId=..." ("": the current) */
     _Atomic uint32_t requests, retries;
+    xfer_t *unsettled; /* an RDMA request ended with its transfer maybe under way (mu) */
 
     /* pieces */
     unsigned n;
@@ -62,6 +63,12 @@ void wc_op_fail(wc_op_t *op, wh_status_t st, const char *fmt, ...)
 void wc_op_note_reply(wc_op_t *op, const wc_resp_t *r);
 bool wc_op_declined(wc_op_t *op, const char *what, const wc_resp_t *r);
 void wc_op_execute(wc_op_t *op);
+/* An RDMA piece's request ended (http_st: wc_http_do's result; r: its reply). Unless the
+ * server's transfer finished (finished) or it refused before moving a byte (4xx, 501, 503),
+ * the server may still be moving bytes for it: wc_op_execute then quiesces x before the
+ * caller gets its buffer back (xfer_quiesce). */
+void wc_op_rdma_ended(wc_op_t *op, xfer_t *x, wh_status_t http_st, const wc_resp_t *r,
+                      bool finished);
 void wc_op_report(wc_op_t *op, wh_status_t st, uint64_t bytes, uint64_t crc,
                   wharf_report_t *report);
 wh_status_t wc_op_choose(wc_op_t *op, const wharf_xfer_opts_t *o);

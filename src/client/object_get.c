@@ -106,8 +106,12 @@ static bool get_piece_rdma(get_op_t *g, unsigned i, wc_conn_t *conn, uint64_t of
     char range[64], what[160], token[TOKEN_MAX_LEN];
     snprintf(range, sizeof range, "bytes=%" PRIu64 "-%" PRIu64, off, off + len - 1);
     snprintf(what, sizeof what, "GET %s/%s (%s, rdma %s)", op->bucket, op->key, range, c->provider);
+    /* The bracket opens before the token is packed: the endpoint it names cannot be replaced
+     * (xfer_quiesce) until the reply is in. */
+    xfer_progress_begin(c->xfer);
     wh_status_t st = xfer_token_pack(xfer_mr_owner(g->mr), g->mr, dst, len, token, sizeof token);
     if (st != WH_OK) {
+        xfer_progress_end(c->xfer);
         wc_op_fail(op, st, "%s: packing the token for [%p, +%" PRIu64 ") failed (%s)", what,
                    (void *)dst, len, wh_status_str(st));
         return true;
@@ -117,10 +121,11 @@ static bool get_piece_rdma(get_op_t *g, unsigned i, wc_conn_t *conn, uint64_t of
     wc_req_header(&req, "range", range);
     wc_req_header(&req, "x-amz-rdma-token", token);
     wc_resp_t r;
-    xfer_progress_begin(c->xfer);
     st = wc_http_do(c, conn, &req, &r); /* body: counted, must be 0 */
     xfer_progress_end(c->xfer);
     wc_op_note_reply(op, &r);
+    wh_status_t http_st = st;
+    bool finished = false; /* the server's transfer ended and its bytes were checked */
     bool done = true;
     char msg[WC_ERR_LEN];
     if (st != WH_OK) {
@@ -186,7 +191,9 @@ static bool get_piece_rdma(get_op_t *g, unsigned i, wc_conn_t *conn, uint64_t of
     pthread_mutex_lock(&op->mu);
     op->any_rdma = true;
     pthread_mutex_unlock(&op->mu);
+    finished = true;
 out:
+    wc_op_rdma_ended(op, xfer_mr_owner(g->mr), http_st, &r, finished);
     wc_resp_fini(&r);
     return done;
 }

@@ -124,6 +124,33 @@ void wc_op_execute(wc_op_t *op)
             wc_group_done(&op->group);
     wc_group_wait(&op->group);
     wc_group_fini(&op->group);
+    /* Every piece has ended: no bracket of this operation is open. */
+    pthread_mutex_lock(&op->mu);
+    xfer_t *x = op->unsettled;
+    op->unsettled = NULL;
+    pthread_mutex_unlock(&op->mu);
+    if (x) {
+        wh_debug(MOD, "quiescing the data path after an unfinished rdma transfer bucket=%s "
+                      "key=%s",
+                 op->bucket, op->key);
+        xfer_quiesce(x);
+    }
+}
+
+void wc_op_rdma_ended(wc_op_t *op, xfer_t *x, wh_status_t http_st, const wc_resp_t *r,
+                      bool finished)
+{
+    if (!x)
+        return;
+    /* A retried request (a connection lost mid-request): the first attempt may have started a
+     * transfer that is still going, whatever the last one says. */
+    long status = r->status;
+    if (!r->retries && (finished || (http_st == WH_OK && ((status >= 400 && status < 500) ||
+                                                          status == 501 || status == 503))))
+        return; /* finished, or refused before the transfer began: nothing is under way */
+    pthread_mutex_lock(&op->mu);
+    op->unsettled = x;
+    pthread_mutex_unlock(&op->mu);
 }
 
 void wc_op_report(wc_op_t *op, wh_status_t st, uint64_t bytes, uint64_t crc, wharf_report_t *report)

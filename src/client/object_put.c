@@ -85,9 +85,12 @@ static bool put_one(put_op_t *p, unsigned i, wc_conn_t *conn, bool rdma)
     if (!p->upload_id)
         put_cond_headers(p, &req);
     if (rdma) {
+        /* Bracket first: the endpoint the token names stays until the reply (xfer_quiesce). */
+        xfer_progress_begin(c->xfer);
         wh_status_t pst =
             xfer_token_pack(xfer_mr_owner(p->mr), p->mr, src, len, token, sizeof token);
         if (pst != WH_OK) {
+            xfer_progress_end(c->xfer);
             wc_op_fail(op, pst, "%s: packing the token for [%p, +%" PRIu64 ") failed (%s)", what,
                        (const void *)src, len, wh_status_str(pst));
             return true;
@@ -100,12 +103,12 @@ static bool put_one(put_op_t *p, unsigned i, wc_conn_t *conn, bool rdma)
         req.body_len = len;
     }
     wc_resp_t r;
-    if (rdma)
-        xfer_progress_begin(c->xfer);
     wh_status_t st = wc_http_do(c, conn, &req, &r);
     if (rdma)
         xfer_progress_end(c->xfer);
     wc_op_note_reply(op, &r);
+    wh_status_t http_st = st;
+    bool finished = !rdma; /* over RDMA: once the server said its reads ended */
     bool done = true;
     if (st != WH_OK) {
         wc_http_describe(c, what, st, &r, msg, sizeof msg);
@@ -116,6 +119,7 @@ static bool put_one(put_op_t *p, unsigned i, wc_conn_t *conn, bool rdma)
         done = !wc_op_declined(op, what, &r);
         goto out;
     }
+    finished = r.status == 200 || !rdma; /* a 200: the server's reads have all ended */
     if (r.status != 200) {
         st = wc_http_status_map(&r);
         wc_http_describe(c, what, st, &r, msg, sizeof msg);
@@ -167,6 +171,8 @@ static bool put_one(put_op_t *p, unsigned i, wc_conn_t *conn, bool rdma)
         op->any_http = true;
     pthread_mutex_unlock(&op->mu);
 out:
+    if (rdma)
+        wc_op_rdma_ended(op, xfer_mr_owner(p->mr), http_st, &r, finished);
     wc_resp_fini(&r);
     return done;
 }

@@ -292,4 +292,5 @@ const struct xfer_ops xfer_cma_ops = {
     .batch_end = cma_batch_end,
     .batch_post_crc = cma_batch_post_crc,
     .stalled = xfer_none_stalled, /* synchronous: nothing is ever left in flight */
+    .quiesce = xfer_noop, /* synchronous: nothing arrives after a request ends */
 };

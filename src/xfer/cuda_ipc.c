@@ -579,4 +579,5 @@ const struct xfer_ops xfer_cuda_ops = {
     .batch_end = cx_batch_end,
     .batch_post_crc = cx_batch_post_crc,
     .stalled = xfer_none_stalled, /* synchronous copies: nothing is left in flight */
+    .quiesce = xfer_noop, /* synchronous: nothing arrives after a request ends */
 };

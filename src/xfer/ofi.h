@@ -105,7 +105,10 @@ typedef struct ofi_xfer {
     pthread_cond_t pcond;
     pthread_t pthr;
     bool pthr_started, stopping;
-    unsigned outstanding;
+    bool polling;        /* the progress thread is reading the CQ (plock) */
+    unsigned outstanding; /* open progress brackets (plock) */
+    unsigned quiescing;   /* ofi_quiesce calls waiting or replacing the endpoint (plock) */
+    unsigned quiesced;    /* endpoints replaced (plock) */
 } ofi_xfer_t;
 
 static inline ofi_xfer_t *ofi_x(xfer_t *x)

@@ -23,7 +23,9 @@ void ofi_sleep_us(unsigned us)
 
 /* ---- open / close -------------------------------------------------------------------------- */
 
-static void ofi_close_fids(ofi_xfer_t *o)
+/* The endpoint with its CQ and AV; the fabric, the domain and the memory registered there
+ * stay. Closing a network endpoint closes its connections: nothing more arrives through it. */
+static void ofi_close_ep(ofi_xfer_t *o)
 {
     if (o->ep)
         fi_close(&o->ep->fid);
@@ -31,15 +33,55 @@ static void ofi_close_fids(ofi_xfer_t *o)
         fi_close(&o->av->fid);
     if (o->cq)
         fi_close(&o->cq->fid);
+    o->ep = NULL;
+    o->av = NULL;
+    o->cq = NULL;
+}
+
+/* Opens the endpoint, its CQ and AV on o->domain (ofi_open, and ofi_quiesce again). */
+static wh_status_t ofi_open_ep(ofi_xfer_t *o, const char *prov, char *err, size_t errlen)
+{
+    /* shm's blocking CQ read does not honour its timeout in 1.17: poll it instead. */
+    struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_DATA, .size = 1024,
+                             .wait_obj = o->is_shm ? FI_WAIT_NONE : FI_WAIT_UNSPEC};
+    int rc = fi_cq_open(o->domain, &cqa, &o->cq, NULL);
+    if (rc && cqa.wait_obj != FI_WAIT_NONE) {
+        cqa.wait_obj = FI_WAIT_NONE;
+        rc = fi_cq_open(o->domain, &cqa, &o->cq, NULL);
+    }
+    if (rc) {
+        o->cq = NULL;
+        return wh_errf(WH_ERR_TRANSPORT, err, errlen, "libfabric %s: fi_cq_open failed: %s",
+                       prov, fi_strerror(-rc));
+    }
+    o->use_sread = cqa.wait_obj != FI_WAIT_NONE;
+    struct fi_av_attr ava = {.type = FI_AV_TABLE, .count = o->max_peers};
+    if ((rc = fi_av_open(o->domain, &ava, &o->av, NULL)) ||
+        (rc = fi_endpoint(o->domain, o->info, &o->ep, NULL)) ||
+        (rc = fi_ep_bind(o->ep, &o->cq->fid, FI_TRANSMIT | FI_RECV)) ||
+        (rc = fi_ep_bind(o->ep, &o->av->fid, 0)) || (rc = fi_enable(o->ep))) {
+        ofi_close_ep(o);
+        return wh_errf(WH_ERR_TRANSPORT, err, errlen, "libfabric %s: endpoint setup failed: %s",
+                       prov, fi_strerror(-rc));
+    }
+    o->name_len = sizeof o->name;
+    if ((rc = fi_getname(&o->ep->fid, o->name, &o->name_len))) {
+        ofi_close_ep(o);
+        return wh_errf(WH_ERR_TRANSPORT, err, errlen, "libfabric %s: fi_getname failed: %s",
+                       prov, fi_strerror(-rc));
+    }
+    return WH_OK;
+}
+
+static void ofi_close_fids(ofi_xfer_t *o)
+{
+    ofi_close_ep(o);
     if (o->domain)
         fi_close(&o->domain->fid);
     if (o->fabric)
         fi_close(&o->fabric->fid);
     if (o->info)
         fi_freeinfo(o->info);
-    o->ep = NULL;
-    o->av = NULL;
-    o->cq = NULL;
     o->domain = NULL;
     o->fabric = NULL;
     o->info = NULL;
@@ -160,33 +202,9 @@ static wh_status_t ofi_open(const xfer_config_t *cfg, const xfer_provider_t *pv,
                 fi_strerror(-rc));
         goto err_free;
     }
-    /* shm's blocking CQ read does not honour its timeout in 1.17: poll it instead. */
-    struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_DATA, .size = 1024,
-                             .wait_obj = o->is_shm ? FI_WAIT_NONE : FI_WAIT_UNSPEC};
-    rc = fi_cq_open(o->domain, &cqa, &o->cq, NULL);
-    if (rc && cqa.wait_obj != FI_WAIT_NONE) {
-        cqa.wait_obj = FI_WAIT_NONE;
-        rc = fi_cq_open(o->domain, &cqa, &o->cq, NULL);
-    }
-    if (rc) {
-        wh_errf(WH_OK, err, errlen, "libfabric %s: fi_cq_open failed: %s", prov, fi_strerror(-rc));
+    if ((st = ofi_open_ep(o, prov, err, errlen)) != WH_OK)
         goto err_free;
-    }
-    o->use_sread = cqa.wait_obj != FI_WAIT_NONE;
-    struct fi_av_attr ava = {.type = FI_AV_TABLE, .count = o->max_peers};
-    if ((rc = fi_av_open(o->domain, &ava, &o->av, NULL)) ||
-        (rc = fi_endpoint(o->domain, o->info, &o->ep, NULL)) ||
-        (rc = fi_ep_bind(o->ep, &o->cq->fid, FI_TRANSMIT | FI_RECV)) ||
-        (rc = fi_ep_bind(o->ep, &o->av->fid, 0)) || (rc = fi_enable(o->ep))) {
-        wh_errf(WH_OK, err, errlen, "libfabric %s: endpoint setup failed: %s", prov,
-                fi_strerror(-rc));
-        goto err_free;
-    }
-    o->name_len = sizeof o->name;
-    if ((rc = fi_getname(&o->ep->fid, o->name, &o->name_len))) {
-        wh_errf(WH_OK, err, errlen, "libfabric %s: fi_getname failed: %s", prov, fi_strerror(-rc));
-        goto err_free;
-    }
+    st = WH_ERR_TRANSPORT;
     o->nbuckets = 1;
     while (o->nbuckets < 2 * o->max_peers)
         o->nbuckets <<= 1;
@@ -288,6 +306,7 @@ static void *ofi_progress_main(void *arg)
             pthread_cond_wait(&o->pcond, &o->plock); /* no request: no CPU */
             continue;
         }
+        o->polling = true; /* o->cq is in use: ofi_quiesce waits */
         pthread_mutex_unlock(&o->plock);
         if (ofi_client_poll(o)) {
             idle = 0;
@@ -303,6 +322,9 @@ static void *ofi_progress_main(void *arg)
             ofi_sleep_us(nap_us);
         }
         pthread_mutex_lock(&o->plock);
+        o->polling = false;
+        if (o->quiescing)
+            pthread_cond_broadcast(&o->pcond);
     }
     pthread_mutex_unlock(&o->plock);
     return NULL;
@@ -311,9 +333,14 @@ static void *ofi_progress_main(void *arg)
 static void ofi_progress_begin(xfer_t *x)
 {
     ofi_xfer_t *o = ofi_x(x);
-    if (!o->want_pthr)
-        return;
     pthread_mutex_lock(&o->plock);
+    while (o->quiescing) /* the endpoint is being replaced: the request uses the new one */
+        pthread_cond_wait(&o->pcond, &o->plock);
+    if (!o->want_pthr) {
+        o->outstanding++;
+        pthread_mutex_unlock(&o->plock);
+        return;
+    }
     if (!o->pthr_started && !o->stopping) {
         if (pthread_create(&o->pthr, NULL, ofi_progress_main, o) == 0)
             o->pthr_started = true;
@@ -328,12 +355,49 @@ static void ofi_progress_begin(xfer_t *x)
 static void ofi_progress_end(xfer_t *x)
 {
     ofi_xfer_t *o = ofi_x(x);
-    if (!o->want_pthr)
+    pthread_mutex_lock(&o->plock);
+    if (o->outstanding > 0 && --o->outstanding == 0 && o->quiescing)
+        pthread_cond_broadcast(&o->pcond);
+    pthread_mutex_unlock(&o->plock);
+}
+
+/* Client role, after a request whose transfer the server did not report finished (it failed,
+ * timed out, or its reply was lost): the server may still be sending its bytes. tcp;ofi_rxm
+ * checks the key of a write once, when its header arrives, and then copies the payload in
+ * whatever later progress call reads it from the socket. So a write whose header came in before
+ * the request ended keeps landing at its address after the buffer was deregistered and handed
+ * back to the caller, who may have freed it, or mapped it again for something else (in the
+ * soak: another client thread's buffer, which then held bytes of an unrelated object).
+ * Deregistering cannot stop that; closing the endpoint does (its sockets go, and what they held
+ * is dropped). So: wait until no request of this client has a transfer open (new ones wait
+ * here), then replace the endpoint with a fresh one on the same domain. Registrations are
+ * the domain's and stay valid (providers that bind them to the endpoint are left as they are:
+ * none of them moves data in target-side software); the new endpoint has a new address, which
+ * the next token names, so the server connects afresh. */
+static void ofi_quiesce(xfer_t *x)
+{
+    ofi_xfer_t *o = ofi_x(x);
+    if (x->_role != XFER_ROLE_CLIENT || o->is_shm || o->mr_endpoint)
         return;
     pthread_mutex_lock(&o->plock);
-    if (o->outstanding > 0)
-        o->outstanding--;
+    o->quiescing++;
+    while (o->outstanding > 0 || o->polling)
+        pthread_cond_wait(&o->pcond, &o->plock);
+    char err[256] = "";
+    pthread_mutex_lock(&o->lock);
+    ofi_close_ep(o);
+    wh_status_t st = ofi_open_ep(o, x->_fabric, err, sizeof err);
+    pthread_mutex_unlock(&o->lock);
+    o->quiesced++;
+    o->quiescing--;
+    pthread_cond_broadcast(&o->pcond);
     pthread_mutex_unlock(&o->plock);
+    if (st != WH_OK)
+        wh_error("xfer", "replacing the client endpoint failed provider=%s err='%s'",
+                 x->_name, err);
+    else
+        wh_info("xfer", "client endpoint replaced after an unfinished transfer provider=%s",
+                x->_name);
 }
 
 static void ofi_progress(xfer_t *x)
@@ -362,4 +426,5 @@ const struct xfer_ops xfer_ofi_ops = {
     .batch_end = ofi_batch_end,
     .batch_post_crc = xfer_unsupported_post_crc,
     .stalled = ofi_stalled,
+    .quiesce = ofi_quiesce,
 };

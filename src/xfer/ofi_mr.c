@@ -8,6 +8,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 wh_status_t ofi_mr_reg(xfer_t *x, void *addr, size_t len, xfer_mr_t **out)
 {
@@ -68,5 +69,16 @@ wh_status_t ofi_token_pack(xfer_t *x, const xfer_mr_t *mr, const void *addr, uin
     /* Without FI_MR_VIRT_ADDR the target address is an offset into the registration. */
     uint64_t base = o->virt_addr ? (uint64_t)(uintptr_t)addr
                                  : (uint64_t)((uintptr_t)addr - (uintptr_t)mr->_addr);
-    return token_pack_ofi1(base, len, x->_fabric, o->name, o->name_len, m->key, out, outlen);
+    /* The endpoint's name changes when ofi_quiesce replaces the endpoint. */
+    uint8_t name[OFI_NAME_MAX];
+    pthread_mutex_lock(&o->lock);
+    size_t name_len = o->ep ? o->name_len : 0;
+    memcpy(name, o->name, name_len);
+    pthread_mutex_unlock(&o->lock);
+    if (!name_len) {
+        wh_error("xfer", "no endpoint to name in a token provider=%s (replacing it failed)",
+                 x->_name);
+        return WH_ERR_TRANSPORT;
+    }
+    return token_pack_ofi1(base, len, x->_fabric, name, name_len, m->key, out, outlen);
 }

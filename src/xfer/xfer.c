@@ -42,7 +42,7 @@ static bool xfer_ops_complete(const struct xfer_ops *o)
     return o->family && o->open && o->close && o->forget_after_fork && o->mr_reg &&
            o->mr_dereg && o->token_pack && o->progress_begin && o->progress_end && o->progress &&
            o->batch_begin && o->batch_post && o->batch_wait && o->batch_end && o->batch_post_crc &&
-           o->stalled;
+           o->stalled && o->quiesce;
 }
 
 /* Opens one family's instance of prov and fills the core's fields. */
@@ -197,6 +197,12 @@ void xfer_progress_end(xfer_t *x)
 {
     if (x && !x->_forgotten)
         x->_ops->progress_end(x);
+}
+
+void xfer_quiesce(xfer_t *x)
+{
+    if (x && !x->_forgotten && x->_role == XFER_ROLE_CLIENT)
+        x->_ops->quiesce(x);
 }
 
 bool xfer_needs_progress(const xfer_t *x)

@@ -181,6 +181,15 @@ wh_status_t xfer_token_pack(xfer_t *x, const xfer_mr_t *mr, const void *addr, ui
  * begin and stops in xfer_close. */
 void xfer_progress_begin(xfer_t *x);
 void xfer_progress_end(xfer_t *x);
+/* After a request whose transfer did not end with the server's word that it finished (an
+ * error reply, a timeout, a lost connection): makes sure nothing the server still sends for it
+ * lands in this client's memory once the caller has the buffer back. Waits until no request of
+ * this client has a progress bracket open (new brackets wait meanwhile), then, where the
+ * provider moves incoming data in target-side software (tcp;ofi_rxm), replaces the endpoint,
+ * whose connections are where such bytes would come from. Registrations stay valid; tokens
+ * packed afterwards name the new endpoint. Call it with no bracket of the caller's own open.
+ * A no-op for the synchronous transports (bound shm, cuda+ipc) and for xfer_t NULL. */
+void xfer_quiesce(xfer_t *x);
 /* True when the provider needs target-side progress (informational, for reports). */
 bool xfer_needs_progress(const xfer_t *x);
 
@@ -289,6 +298,7 @@ struct xfer_ops {
                                   uint64_t roff, uint64_t *crc);
     wh_status_t (*batch_end)(xfer_batch_t *b);
     unsigned (*stalled)(xfer_t *x);
+    void (*quiesce)(xfer_t *x); /* client role; nothing to do: xfer_noop */
 };
 
 /* Public bases. Fields starting with _ belong to the xfer core and providers. */

@@ -10,7 +10,17 @@ with ops in flight that the stopped clients never acknowledge. wharfd must:
   closes once its last request has ended), well inside BOUND_S;
 - serve the stalled clients' endpoints again, and keep working after they are killed.
 Before the fix the buffers never came back (every tcp GET and every RDMA PUT answered
-"503 SlowDown: all 64 RDMA buffers are busy", even after the clients were killed)."""
+"503 SlowDown: all 64 RDMA buffers are busy", even after the clients were killed).
+
+And the other side of a transfer that ends unfinished (test_no_bytes_land_after_a_failed_get):
+once libwharf has returned a failed ofi+tcp GET, nothing the server still sends for it may land
+in the buffer the caller got back. tcp;ofi_rxm checks a write's key when its header arrives and
+then copies its payload in later progress calls, so deregistering the buffer did not stop a
+write already begun: in the 10-minute soak such bytes landed in buffers that other client
+threads had mapped at the same addresses meanwhile (checksum mismatches on shm and HTTP GETs, a
+BadDigest on an shm UploadPart, an object stored with 3.8 MB of another's bytes), and the
+rejected writes that followed broke the client's connection, failing its next requests with
+502 "Transport endpoint is not connected"."""
 import os
 import select
 import signal
@@ -135,4 +145,50 @@ def test_stalled_tcp_clients_release_the_pool():
             if p.poll() is None:
                 p.kill()
                 p.wait(timeout=10)
+        srv.cleanup()
+
+
+LATE_SIZE = 256 * MiB
+LATE_TIMEOUT_MS = 150  # a 256 MiB tcp GET takes ~0.9 s here: the client gives up mid-stream
+LATE_RUNS = 3  # GETs that timed out while the server was writing
+LATE_ATTEMPTS = 10
+
+
+def test_no_bytes_land_after_a_failed_get():
+    """A GET that the client gives up on (its timeout) while the server is writing into it: after
+    the call returns, the buffer is deregistered and filled with 0x5a, and the same client makes
+    small RDMA GETs for 2 s, which drive its progress. Without the fix, some runs found up to
+    1.2 MB of the handed-back buffer overwritten, and in every run some small GETs failed with
+    502 "Transport endpoint is not connected (provider: Broken pipe)": the server's later
+    writes of the abandoned GET, refused by the client once the buffer was deregistered, had
+    broken its connection."""
+    srv = WharfServer(providers="shm,tcp")
+    srv.start()
+    try:
+        bucket = f"late-{uuid.uuid4().hex[:10]}"
+        for key, size in (("big", LATE_SIZE), ("small", SMALL)):
+            p = subprocess.run([client_bin(), "put", bucket, key, str(size)],
+                               env=env_for(srv, "none"), capture_output=True, text=True,
+                               timeout=120)
+            assert p.returncode == 0, p.stdout + p.stderr
+        tested = 0
+        for _ in range(LATE_ATTEMPTS):
+            if tested == LATE_RUNS:
+                break
+            p = subprocess.run([client_bin(), "late", bucket, "big", str(LATE_SIZE),
+                                str(LATE_TIMEOUT_MS)], env=env_for(srv, "ofi+tcp"),
+                               capture_output=True, text=True, timeout=120)
+            out = p.stdout + p.stderr
+            print(out)
+            if p.returncode in (4, 5):
+                continue  # the GET beat the timeout, or the server had not begun writing
+            tested += 1
+            assert "LATE changed=0 " in out and p.returncode == 0, (
+                f"bytes landed in the buffer after the failed GET returned, or the client's "
+                f"later GETs failed:\n{out}")
+        assert tested > 0, "no GET timed out mid-transfer: the test did not test anything"
+        ok, out = probe(srv, "ofi+tcp", bucket)
+        assert ok, out
+        assert srv.alive()
+    finally:
         srv.cleanup()
