@@ -163,6 +163,17 @@ void cl_members_for_read(cl_remote_t *r, const store_chunk_t *c, cl_job_t *j)
     pthread_mutex_unlock(&r->lock);
 }
 
+bool cl_members_can_read(cl_remote_t *r, const store_chunk_t *c)
+{
+    bool ok = false;
+    pthread_mutex_lock(&r->lock);
+    for (uint32_t i = 0; i < c->n_replicas && !ok; i++)
+        for (size_t m = 0; m < r->n_members && !ok; m++)
+            ok = r->members[m].id == c->replicas[i] && r->members[m].up;
+    pthread_mutex_unlock(&r->lock);
+    return ok;
+}
+
 bool cl_members_addr(cl_remote_t *r, uint32_t id, char addr[256])
 {
     bool ok = false;

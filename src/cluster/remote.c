@@ -607,6 +607,7 @@ static const store_data_ops_t g_remote_ops = {
     .reader_open = cl_rr_open,
     .reader_pread = cl_rr_pread,
     .rdma_get = cl_rr_rdma_get,
+    .reader_prepare = cl_rr_prepare,
     .reader_close = cl_rr_close,
     .release = remote_release,
 };

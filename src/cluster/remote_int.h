@@ -52,6 +52,8 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids, char
 /* Candidates for reading a chunk: its replicas that are up first, then the others (a
  * heartbeat may lag); unknown nodes are skipped. */
 void cl_members_for_read(cl_remote_t *r, const store_chunk_t *c, cl_job_t *j);
+/* Is some replica of c on a storage server whose heartbeat is fresh? */
+bool cl_members_can_read(cl_remote_t *r, const store_chunk_t *c);
 /* Address of node id (false if not a member). */
 bool cl_members_addr(cl_remote_t *r, uint32_t id, char addr[256]);
 
@@ -97,5 +99,7 @@ int64_t cl_chunk_at(const store_data_ref_t *ref, uint64_t off);
 wh_status_t cl_rr_pread(store_reader_t *br, void *buf, size_t n, uint64_t off);
 wh_status_t cl_rr_rdma_get(store_reader_t *br, const char *token, const store_peer_t *speer,
                            uint64_t off, uint64_t len, store_rdma_result_t *res);
+wh_status_t cl_rr_prepare(store_reader_t *br, uint64_t off, uint64_t len, char *msg,
+                          size_t msglen);
 
 #endif

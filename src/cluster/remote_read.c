@@ -171,6 +171,42 @@ wh_status_t cl_rr_pread(store_reader_t *br, void *buf, size_t n, uint64_t off)
     return WH_OK;
 }
 
+/* Before a streamed reply's header (store_reader_prepare). A chunk of the range whose every
+ * replica is on a storage server with a stale heartbeat cannot be read now: that is a 503
+ * before the header, not a 200 whose body stops at that chunk. The first chunks are fetched
+ * here (the first body read would fetch them anyway), so a reply whose first bytes cannot be
+ * read is a 503 too. A replica that fails later, mid-stream, still cuts the body short: the
+ * connection is then closed before Content-Length bytes (srv_reader_response). */
+wh_status_t cl_rr_prepare(store_reader_t *br, uint64_t off, uint64_t len, char *msg,
+                          size_t msglen)
+{
+    rr_t *q = (rr_t *)br;
+    int64_t k0 = cl_chunk_at(&q->ref, off), k1 = cl_chunk_at(&q->ref, off + len - 1);
+    if (k0 < 0 || k1 < k0)
+        return WH_ERR_INTERNAL; /* the chunk map does not cover the object */
+    for (int64_t k = k0; k <= k1; k++) {
+        const store_chunk_t *c = &q->ref.chunks[k];
+        if (!cl_members_can_read(q->r, c)) {
+            cl_msg(msg, msglen,
+                   "chunk %s (object bytes %" PRIu64 "-%" PRIu64 ") has no replica on a "
+                   "storage server that is up; retry later",
+                   c->id, c->offset, c->offset + c->length - 1);
+            atomic_fetch_add(&q->r->unavailable, 1);
+            return WH_ERR_UNAVAILABLE;
+        }
+    }
+    int n = (int)WH_MIN((int64_t)READ_AHEAD, k1 - k0 + 1);
+    wh_status_t st = rr_fetch(q, k0, n);
+    if (st != WH_OK) {
+        cl_msg(msg, msglen,
+               "the object's bytes from %" PRIu64 " could not be read from any replica; retry "
+               "later",
+               off);
+        return st;
+    }
+    return WH_OK;
+}
+
 /* RDMA GET: one live replica per chunk writes its piece into the client's region. */
 wh_status_t cl_rr_rdma_get(store_reader_t *br, const char *token, const store_peer_t *speer,
                            uint64_t off, uint64_t len, store_rdma_result_t *res)

@@ -123,6 +123,17 @@ int srv_read_object(srv_req_t *r, srv_out_t *o)
     } else if (len == 0) {
         resp = srv_resp_empty();
     } else if (rd) {
+        /* The header cannot be taken back once sent: what is known now to be unreadable is a
+         * 503 here, not a 200 whose body stops short. */
+        char why[320];
+        wh_status_t pst = store_reader_prepare(rd, off, len, why, sizeof why);
+        if (pst != WH_OK) {
+            wh_warn(MOD, "get refused before the header id=%s reason='%s'", r->id, why);
+            ret = pst == WH_ERR_UNAVAILABLE
+                      ? srv_errf(o, S3_ERR_SERVICE_UNAVAILABLE, "%s", why)
+                      : srv_err_status(r, o, pst, "reading the object");
+            goto out;
+        }
         resp = srv_reader_response(rd, off, len);
         if (resp) {
             rd = NULL; /* the response owns it */

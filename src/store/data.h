@@ -106,6 +106,9 @@ struct store_data_ops {
     wh_status_t (*reader_pread)(store_reader_t *r, void *buf, size_t n, uint64_t off);
     wh_status_t (*rdma_get)(store_reader_t *r, const char *token, const store_peer_t *peer,
                             uint64_t off, uint64_t len, store_rdma_result_t *res); /* optional */
+    /* Optional: before a streamed reply's header (store_reader_prepare). */
+    wh_status_t (*reader_prepare)(store_reader_t *r, uint64_t off, uint64_t len, char *msg,
+                                  size_t msglen);
     void (*reader_close)(store_reader_t *r);
 
     /* After the metadata commit that dropped ref. */

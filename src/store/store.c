@@ -408,6 +408,18 @@ wh_status_t store_reader_rdma_get(store_reader_t *r, const char *token, const st
     return r->data->ops->rdma_get(r, token, peer, off, len, res);
 }
 
+wh_status_t store_reader_prepare(store_reader_t *r, uint64_t off, uint64_t len, char *msg,
+                                 size_t msglen)
+{
+    if (msglen)
+        msg[0] = '\0';
+    if (off > r->size || len > r->size - off)
+        return WH_ERR_RANGE;
+    if (!r->data->ops->reader_prepare || len == 0)
+        return WH_OK;
+    return r->data->ops->reader_prepare(r, off, len, msg, msglen);
+}
+
 void store_reader_close(store_reader_t *r)
 {
     if (r)

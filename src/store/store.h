@@ -206,6 +206,13 @@ wh_status_t store_reader_pread(store_reader_t *r, void *buf, size_t n, uint64_t 
  * offered (local files): use the server's own engine with store_reader_fd. */
 wh_status_t store_reader_rdma_get(store_reader_t *r, const char *token, const store_peer_t *peer,
                                   uint64_t off, uint64_t len, store_rdma_result_t *res);
+/* Before the header of a reply that streams [off, off+len) by store_reader_pread: what can be
+ * known now about whether those bytes can be read. WH_ERR_UNAVAILABLE (a 503), with a reason
+ * in msg, when some of them are known to be unreadable now (a cluster: a chunk whose every
+ * replica is on a storage server that is down, or the first chunks failing to read); WH_OK
+ * otherwise (local files: always). A later read can still fail. */
+wh_status_t store_reader_prepare(store_reader_t *r, uint64_t off, uint64_t len, char *msg,
+                                 size_t msglen);
 void store_reader_close(store_reader_t *r); /* NULL-safe */
 
 /* Opens the object's current version. *fd is owned by the caller (close it); it keeps that
