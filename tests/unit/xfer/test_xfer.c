@@ -144,7 +144,7 @@ static void test_defaults_and_open_errors(void)
         CHECK(o && o->open && o->close && o->forget_after_fork && o->mr_reg && o->mr_dereg &&
               o->token_pack && o->progress_begin && o->progress_end && o->progress &&
               o->batch_begin && o->batch_post && o->batch_wait && o->batch_end &&
-              o->batch_post_crc && o->stalled);
+              o->batch_post_crc && o->stalled && o->quiesce);
     }
 }
 
@@ -335,6 +335,61 @@ static void test_batches(void)
     batch_roundtrip("ofi+tcp", 0);
 }
 
+/* xfer_quiesce on a tcp client replaces its endpoint: the next token names another address,
+ * and the registration made before still takes the server's writes through it. */
+static void test_quiesce(void)
+{
+    xfer_t *cl = open_role("ofi+tcp", XFER_ROLE_CLIENT, 0, 0);
+    xfer_t *sv = open_role("ofi+tcp", XFER_ROLE_SERVER, 256u << 10, 3);
+    CHECK(cl && sv);
+    if (!cl || !sv) {
+        xfer_close(cl);
+        xfer_close(sv);
+        return;
+    }
+    enum { N = (1u << 20) + 7 };
+    unsigned char *tgt = calloc(1, N), *src = malloc(N);
+    CHECK(tgt && src);
+    for (size_t i = 0; i < N; i++)
+        src[i] = pat(i, 0x17);
+    xfer_mr_t *cmr = NULL, *smr = NULL;
+    CHECK(xfer_mr_reg(cl, tgt, N, &cmr) == WH_OK);
+    CHECK(xfer_mr_reg(sv, src, N, &smr) == WH_OK);
+    char tok1[TOKEN_MAX_LEN + 1], tok2[TOKEN_MAX_LEN + 1], err[256] = "";
+    CHECK(xfer_token_pack(cl, cmr, tgt, N, tok1, sizeof tok1) == WH_OK);
+    xfer_quiesce(cl); /* no bracket open: returns at once, with a new endpoint */
+    xfer_quiesce(NULL);
+    xfer_quiesce(sv); /* server role: nothing to do */
+    CHECK(xfer_token_pack(cl, cmr, tgt, N, tok2, sizeof tok2) == WH_OK);
+    token_t t1, t2;
+    CHECK(token_parse(tok1, strlen(tok1), &t1, err, sizeof err) == WH_OK);
+    CHECK(token_parse(tok2, strlen(tok2), &t2, err, sizeof err) == WH_OK);
+    CHECK(t1.ep_name_len != t2.ep_name_len || memcmp(t1.ep_name, t2.ep_name, t1.ep_name_len));
+    CHECK(t1.key == t2.key); /* the same registration */
+    xfer_progress_begin(cl);
+    xfer_target_t tg;
+    memset(&tg, 0, sizeof tg);
+    tg.token = &t2;
+    tg.bind_uid = (uid_t)-1;
+    tg.bind_host = "127.0.0.1";
+    xfer_batch_t *b = NULL;
+    CHECK(xfer_batch_begin(sv, &tg, &b, err, sizeof err) == WH_OK);
+    if (b) {
+        CHECK(xfer_batch_post(b, XFER_OP_WRITE, smr, src, N, 0, 0) == WH_OK);
+        CHECK(xfer_batch_wait(b, XFER_TAG_ALL) == WH_OK);
+        CHECK_EQ_U64(xfer_batch_bytes(b), N);
+        CHECK(xfer_batch_end(b) == WH_OK);
+        CHECK(memcmp(tgt, src, N) == 0);
+    }
+    xfer_progress_end(cl);
+    xfer_mr_dereg(cmr);
+    xfer_mr_dereg(smr);
+    xfer_close(sv);
+    xfer_close(cl);
+    free(tgt);
+    free(src);
+}
+
 /* After fork, in the child: the transport is inert (no provider call, no lock), and closing
  * it frees only wharf's memory. */
 static void test_forgotten(void)
@@ -378,5 +433,6 @@ int main(void)
     RUN(test_batches);
     RUN(test_cma_sticky_failure);
     RUN(test_forgotten);
+    RUN(test_quiesce);
     return check_done();
 }
