@@ -169,6 +169,16 @@ def test_users_and_keys_on_postgresql():
             with WharfServer(providers="none", extra_args=["--meta", url,
                                                            "--server-key-file", kf]) as srv:
                 bob = check_user_lifecycle(srv)
+                # The IAM API over the same tables.
+                iam = users.client(srv, ACCESS_KEY, SECRET_KEY, "iam")
+                iam.create_user(UserName="pg-iam")
+                key = iam.create_access_key(UserName="pg-iam")["AccessKey"]
+                users.client(srv, key["AccessKeyId"], key["SecretAccessKey"]).list_buckets()
+                iam.update_access_key(UserName="pg-iam", AccessKeyId=key["AccessKeyId"],
+                                      Status="Inactive")
+                refused(lambda: users.client(srv, key["AccessKeyId"],
+                                             key["SecretAccessKey"]).list_buckets())
+                assert "pg-iam" in [u[0] for u in users.list_users(srv)]
                 sealed = pg.sql("SELECT secret_sealed FROM access_keys WHERE access_key ="
                                 f" '{bob.access_key}'", db="users")
                 assert sealed.startswith("g1:") and bob.secret_key not in sealed
