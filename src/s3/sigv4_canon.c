@@ -9,6 +9,7 @@
 #include "base/codec.h"
 #include "base/digest.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,8 +205,8 @@ int s3_query_param(const char *query, const char *name, wh_sbuf_t *out)
 /* ---------------------------------------------------------------------------------------- */
 /* Keys and signatures */
 
-void s3_sigv4_signing_key_service(const char *secret, const char *date8, const char *region,
-                                  const char *service, uint8_t out[32])
+static void sigv4_derive_key(const char *secret, const char *date8, const char *region,
+                             const char *service, uint8_t out[32])
 {
     uint8_t k[WH_SHA256_LEN];
     wh_sbuf_t ks;
@@ -217,6 +218,47 @@ void s3_sigv4_signing_key_service(const char *secret, const char *date8, const c
     wh_hmac_sha256(k, sizeof k, region, strlen(region), k);
     wh_hmac_sha256(k, sizeof k, service, strlen(service), k);
     wh_hmac_sha256(k, sizeof k, SIGV4_TERM, strlen(SIGV4_TERM), out);
+}
+
+/* The last key each thread derived, with what it was derived from: a server verifying many
+ * requests of one user on one day derives the same key each time (four HMACs per request), as
+ * AWS's SDKs avoid by caching it. The secret is held only as its SHA-256, compared in constant
+ * time; a date, region or service longer than its slot is not cached. */
+typedef struct sigv4_key_cache {
+    bool valid;
+    uint8_t secret_sha[WH_SHA256_LEN];
+    char date8[9], region[65], service[33];
+    uint8_t key[WH_SHA256_LEN];
+} sigv4_key_cache_t;
+
+static __thread sigv4_key_cache_t g_key_cache;
+
+void s3_sigv4_signing_key_service(const char *secret, const char *date8, const char *region,
+                                  const char *service, uint8_t out[32])
+{
+    sigv4_key_cache_t *c = &g_key_cache;
+    uint8_t sha[WH_SHA256_LEN];
+    bool fits = strlen(date8) < sizeof c->date8 && strlen(region) < sizeof c->region &&
+                strlen(service) < sizeof c->service;
+    if (fits) {
+        wh_sha256(secret, strlen(secret), sha);
+        if (c->valid &&
+            sigv4_ct_equal((const char *)c->secret_sha, (const char *)sha, sizeof sha) &&
+            strcmp(c->date8, date8) == 0 && strcmp(c->region, region) == 0 &&
+            strcmp(c->service, service) == 0) {
+            memcpy(out, c->key, WH_SHA256_LEN);
+            return;
+        }
+    }
+    sigv4_derive_key(secret, date8, region, service, out);
+    if (fits) {
+        memcpy(c->secret_sha, sha, sizeof sha);
+        strcpy(c->date8, date8);
+        strcpy(c->region, region);
+        strcpy(c->service, service);
+        memcpy(c->key, out, WH_SHA256_LEN);
+        c->valid = true;
+    }
 }
 
 void s3_sigv4_signing_key(const char *secret, const char *date8, const char *region,

@@ -5,7 +5,9 @@
 #include "base/util.h"
 #include "check.h"
 
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void test_crc(void)
 {
@@ -122,6 +124,33 @@ static void test_digest(void)
     CHECK_STR(mh, "900150983cd24fb0d6963f7d28e17f72");
 }
 
+/* RFC 4231 test cases 1, 2 and 6 (a key longer than the 64-byte block), and SigV4's
+ * in-place derivation (the output buffer is the key). */
+static void test_hmac(void)
+{
+    uint8_t mac[32], key[131];
+    char hex[65];
+    memset(key, 0x0b, 20);
+    wh_hmac_sha256(key, 20, "Hi There", 8, mac);
+    wh_hex_encode(mac, 32, hex);
+    CHECK_STR(hex, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+    wh_hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, mac);
+    wh_hex_encode(mac, 32, hex);
+    CHECK_STR(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    memset(key, 0xaa, sizeof key);
+    const char *m6 = "Test Using Larger Than Block-Size Key - Hash Key First";
+    wh_hmac_sha256(key, sizeof key, m6, strlen(m6), mac);
+    wh_hex_encode(mac, 32, hex);
+    CHECK_STR(hex, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+    memcpy(mac, "Jefe", 4);
+    wh_hmac_sha256(mac, 4, "what do ya want for nothing?", 28, mac);
+    wh_hex_encode(mac, 32, hex);
+    CHECK_STR(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    wh_hmac_sha256("", 0, "", 0, mac);
+    wh_hex_encode(mac, 32, hex);
+    CHECK_STR(hex, "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad");
+}
+
 static void test_dates(void)
 {
     char s[30];
@@ -142,6 +171,7 @@ int main(void)
     RUN(test_crc);
     RUN(test_codec);
     RUN(test_digest);
+    RUN(test_hmac);
     RUN(test_dates);
     return check_done();
 }

@@ -181,6 +181,48 @@ static void test_signing_key(void)
     CHECK_STR(hex, "f4780e2d9f65fa895f9c67b32ce1baf0b0d8a43505a000a1a9e090d414db404d");
 }
 
+/* The derived key is cached per thread: a change in any one input (a secret that extends
+ * the cached one, the next day, another region or service) must derive afresh, also for a
+ * long secret. Expected values from Python's hmac module. */
+static void test_signing_key_cache(void)
+{
+#define SK "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+    char longsk[201];
+    memset(longsk, 'A', 200);
+    longsk[200] = '\0';
+    static const struct {
+        const char *secret, *date8, *region, *service, *want;
+    } seq[] = {
+        {SK, "20120215", "us-east-1", "iam",
+         "f4780e2d9f65fa895f9c67b32ce1baf0b0d8a43505a000a1a9e090d414db404d"},
+        {SK, "20120215", "us-east-2", "iam",
+         "cb9cfff3dc8c1d5e574aa87a0070fed24650ead8868c0c99947ed44a3abef546"},
+        {SK, "20120215", "us-east-1", "iam",
+         "f4780e2d9f65fa895f9c67b32ce1baf0b0d8a43505a000a1a9e090d414db404d"},
+        {SK, "20120216", "us-east-1", "iam",
+         "fac62d6cf29d01863702722034d5d36bb97ca092d7de46348501b4233b4170e6"},
+        {SK "X", "20120215", "us-east-1", "iam",
+         "aee8c1bd06ea275437b88ff9019905978f462fd4386cc5cb0f9224419e30cf5d"},
+        {SK, "20120215", "us-east-1", "s3",
+         "f22dfcb5da3bb8d6c924d26e9bb28e9f96ba691a1b1791d907c06f10ede94251"},
+        {NULL, "20120215", "us-east-1", "s3",
+         "d0cd5709c4460d84030450b9f13c64a6b312aed12a1e061dcfea0d77e1ceb2c3"},
+        {SK, "20120215", "us-east-1", "s3",
+         "f22dfcb5da3bb8d6c924d26e9bb28e9f96ba691a1b1791d907c06f10ede94251"},
+        {SK, "20120215", "us-east-1", "s3",
+         "f22dfcb5da3bb8d6c924d26e9bb28e9f96ba691a1b1791d907c06f10ede94251"},
+    };
+    for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
+        uint8_t k[32];
+        char hex[65];
+        s3_sigv4_signing_key_service(seq[i].secret ? seq[i].secret : longsk, seq[i].date8,
+                                     seq[i].region, seq[i].service, k);
+        wh_hex_encode(k, 32, hex);
+        CHECK_STR(hex, seq[i].want);
+    }
+#undef SK
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* The generic suite: AKIDEXAMPLE, 20150830T123600Z, us-east-1, service "service". */
 
@@ -941,6 +983,7 @@ int main(void)
 {
     RUN(test_uri);
     RUN(test_signing_key);
+    RUN(test_signing_key_cache);
     RUN(test_generic_suite);
     RUN(test_s3_examples);
     RUN(test_verify_examples);
