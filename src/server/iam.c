@@ -245,15 +245,32 @@ static int authorize(iam_ctx_t *c, const char *target)
                    deny ? " with an explicit deny" : "");
 }
 
+/* The target user (UserName; or the caller's own user when self_ok and none is named),
+ * authorized for c->action. NULL after putting the error in c->o. */
+static const char *target_user(iam_ctx_t *c, bool self_ok, int *status)
+{
+    const char *name = self_ok ? user_or_self(c, status) : need_user(c, status);
+    if (name && (*status = authorize(c, name)))
+        return NULL;
+    return name;
+}
+
+/* NoSuchEntity for a missing policy: naming the user when it is the user that is missing. */
+static int no_policy(iam_ctx_t *c, const char *name, const char *pname)
+{
+    if (meta_user_get(c->m, name, NULL) == WH_ERR_NOT_FOUND)
+        return no_user(c, name);
+    return iam_err(c, 404, "NoSuchEntity", "The user policy with name %s cannot be found.",
+                   pname);
+}
+
 /* ---- actions ---- */
 
 static int act_create_user(iam_ctx_t *c)
 {
     int status = 0;
-    const char *name = need_user(c, &status);
+    const char *name = target_user(c, false, &status);
     if (!name)
-        return status;
-    if ((status = authorize(c, name)))
         return status;
     const char *path = param(c, "Path");
     if (path && strcmp(path, "/") != 0)
@@ -310,8 +327,8 @@ static int act_get_user(iam_ctx_t *c)
 static int act_delete_user(iam_ctx_t *c)
 {
     int status = 0;
-    const char *name = need_user(c, &status);
-    if (!name || (status = authorize(c, name)))
+    const char *name = target_user(c, false, &status);
+    if (!name)
         return status;
     wh_status_t st = meta_user_delete(c->m, name, false);
     if (st == WH_ERR_NOT_FOUND)
@@ -373,8 +390,8 @@ static int act_list_users(iam_ctx_t *c)
 static int act_create_key(iam_ctx_t *c)
 {
     int status = 0;
-    const char *name = user_or_self(c, &status);
-    if (!name || (status = authorize(c, name)))
+    const char *name = target_user(c, true, &status);
+    if (!name)
         return status;
     meta_access_key_t *ks = NULL;
     size_t n = 0;
@@ -410,8 +427,8 @@ static int act_create_key(iam_ctx_t *c)
 static int act_list_keys(iam_ctx_t *c)
 {
     int status = 0;
-    const char *name = user_or_self(c, &status);
-    if (!name || (status = authorize(c, name)))
+    const char *name = target_user(c, true, &status);
+    if (!name)
         return status;
     meta_access_key_t *ks = NULL;
     size_t n = 0;
@@ -453,8 +470,8 @@ static int key_of_user(iam_ctx_t *c, const char *name, const char *ak, meta_acce
 static int act_delete_key(iam_ctx_t *c)
 {
     int status = 0;
-    const char *name = user_or_self(c, &status);
-    if (!name || (status = authorize(c, name)))
+    const char *name = target_user(c, true, &status);
+    if (!name)
         return status;
     const char *ak = param(c, "AccessKeyId");
     meta_access_key_t k;
@@ -470,8 +487,8 @@ static int act_delete_key(iam_ctx_t *c)
 static int act_update_key(iam_ctx_t *c)
 {
     int status = 0;
-    const char *name = user_or_self(c, &status);
-    if (!name || (status = authorize(c, name)))
+    const char *name = target_user(c, true, &status);
+    if (!name)
         return status;
     const char *ak = param(c, "AccessKeyId");
     const char *stat = param(c, "Status");
@@ -502,8 +519,8 @@ static const char *need_policy_name(iam_ctx_t *c, int *status)
 static int act_put_policy(iam_ctx_t *c)
 {
     int status = 0;
-    const char *name = need_user(c, &status);
-    if (!name || (status = authorize(c, name)))
+    const char *name = target_user(c, false, &status);
+    if (!name)
         return status;
     const char *pname = need_policy_name(c, &status);
     if (!pname)
@@ -534,20 +551,16 @@ static int act_put_policy(iam_ctx_t *c)
 static int act_get_policy(iam_ctx_t *c)
 {
     int status = 0;
-    const char *name = need_user(c, &status);
-    if (!name || (status = authorize(c, name)))
+    const char *name = target_user(c, false, &status);
+    if (!name)
         return status;
     const char *pname = need_policy_name(c, &status);
     if (!pname)
         return status;
     char *doc = NULL;
     wh_status_t st = meta_user_policy_get(c->m, name, pname, &doc);
-    if (st == WH_ERR_NOT_FOUND) {
-        if (meta_user_get(c->m, name, NULL) == WH_ERR_NOT_FOUND)
-            return no_user(c, name);
-        return iam_err(c, 404, "NoSuchEntity", "The user policy with name %s cannot be found.",
-                       pname);
-    }
+    if (st == WH_ERR_NOT_FOUND)
+        return no_policy(c, name, pname);
     if (st != WH_OK)
         return iam_store_err(c, st, "reading the policy");
     wh_sbuf_t b, enc;
@@ -565,19 +578,15 @@ static int act_get_policy(iam_ctx_t *c)
 static int act_delete_policy(iam_ctx_t *c)
 {
     int status = 0;
-    const char *name = need_user(c, &status);
-    if (!name || (status = authorize(c, name)))
+    const char *name = target_user(c, false, &status);
+    if (!name)
         return status;
     const char *pname = need_policy_name(c, &status);
     if (!pname)
         return status;
     wh_status_t st = meta_user_policy_delete(c->m, name, pname);
-    if (st == WH_ERR_NOT_FOUND) {
-        if (meta_user_get(c->m, name, NULL) == WH_ERR_NOT_FOUND)
-            return no_user(c, name);
-        return iam_err(c, 404, "NoSuchEntity", "The user policy with name %s cannot be found.",
-                       pname);
-    }
+    if (st == WH_ERR_NOT_FOUND)
+        return no_policy(c, name, pname);
     if (st != WH_OK)
         return iam_store_err(c, st, "deleting the policy");
     wh_info(MOD, "user policy deleted user=%s policy=%s by=%s", name, pname, c->r->who.arn);
@@ -587,8 +596,8 @@ static int act_delete_policy(iam_ctx_t *c)
 static int act_list_policies(iam_ctx_t *c)
 {
     int status = 0;
-    const char *name = need_user(c, &status);
-    if (!name || (status = authorize(c, name)))
+    const char *name = target_user(c, false, &status);
+    if (!name)
         return status;
     meta_policy_t *pols = NULL;
     size_t n = 0;

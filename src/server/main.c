@@ -250,27 +250,9 @@ int main(int argc, char **argv)
         return bad_usage("%s--data DIR is required", "");
     (void)listen_arg;
     cfg.listen_host = host;
-    if (co.providers)
-        cfg.rdma.providers = co.providers;
-    if (co.rdma_mem)
-        cfg.rdma.mem_budget = co.rdma_mem;
-    if (co.region)
-        cfg.region = co.region;
-    cfg.server_key_file = co.server_key_file;
-    cfg.account_id = srv_ident_account_arg(co.account_id);
-    if (!cfg.account_id)
+    if (srv_common_apply(&co, &cfg) != 0)
         return 2;
-    wh_log_set_level(co.log_level);
 
-    cfg.access_key = getenv("WHARF_ACCESS_KEY");
-    cfg.secret_key = getenv("WHARF_SECRET_KEY");
-    if (!cfg.access_key || !*cfg.access_key || !cfg.secret_key || !*cfg.secret_key) {
-        cfg.access_key = DEV_ACCESS_KEY;
-        cfg.secret_key = DEV_SECRET_KEY;
-        fprintf(stderr, "wharfd: WHARF_ACCESS_KEY/WHARF_SECRET_KEY unset; using the development "
-                        "credentials access_key=%s secret_key=%s\n", cfg.access_key,
-                cfg.secret_key);
-    }
 
     if (wh_mkdir_p(cfg.data_dir, 0755) != 0) {
         wh_error("main", "cannot create the data directory %s: %m", cfg.data_dir);

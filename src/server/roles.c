@@ -3,7 +3,9 @@
 #include "server/roles.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "base/defaults.h"
 #include "server/identity.h"
+#include "server/server.h"
 #include "server/storage.h"
 
 #include <getopt.h>
@@ -89,6 +91,31 @@ int srv_common_opt(srv_common_t *co, int c, const char *arg)
     default:
         return 0;
     }
+}
+
+int srv_common_apply(const srv_common_t *co, srv_config_t *cfg)
+{
+    if (co->providers)
+        cfg->rdma.providers = co->providers;
+    if (co->rdma_mem)
+        cfg->rdma.mem_budget = co->rdma_mem;
+    if (co->region)
+        cfg->region = co->region;
+    cfg->server_key_file = co->server_key_file;
+    if (!(cfg->account_id = srv_ident_account_arg(co->account_id)))
+        return 2;
+    wh_log_set_level(co->log_level);
+    /* Root's key pair. */
+    cfg->access_key = getenv("WHARF_ACCESS_KEY");
+    cfg->secret_key = getenv("WHARF_SECRET_KEY");
+    if (!cfg->access_key || !*cfg->access_key || !cfg->secret_key || !*cfg->secret_key) {
+        cfg->access_key = WH_DEV_ACCESS_KEY;
+        cfg->secret_key = WH_DEV_SECRET_KEY;
+        fprintf(stderr, "wharfd: WHARF_ACCESS_KEY/WHARF_SECRET_KEY unset; using the development "
+                        "credentials access_key=%s secret_key=%s\n", cfg->access_key,
+                cfg->secret_key);
+    }
+    return 0;
 }
 
 int srv_parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port)

@@ -39,6 +39,12 @@ void srv_common_init(srv_common_t *co, const char *cmd);
  * (said on stderr): exit 2. */
 int srv_common_opt(srv_common_t *co, int c, const char *arg);
 
+struct srv_config;
+/* The common options into an S3 front's config (serve, gateway), and root's key pair from
+ * WHARF_ACCESS_KEY / WHARF_SECRET_KEY (the development pair, printed, when unset). 0, or 2
+ * after saying what is wrong. */
+int srv_common_apply(const srv_common_t *co, struct srv_config *cfg);
+
 /* Shared option helpers. */
 int srv_parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port);
 const char *srv_cluster_secret(void);             /* NULL (and says why) when unset/short */
