@@ -249,7 +249,8 @@ wh_status_t sq_bucket_uploads_drop(sq_conn_t *c, const char *bucket, meta_part_t
             meta_parts_free(ps, np);
             break;
         }
-        memcpy(*parts + *n, ps, np * sizeof *ps); /* the chunk maps move with the copies */
+        if (np) /* memcpy from NULL (no parts) is undefined even for 0 bytes */
+            memcpy(*parts + *n, ps, np * sizeof *ps); /* the chunk maps move with the copies */
         *n += np;
         free(ps);
     }
