@@ -95,6 +95,8 @@ s3_authz_t s3_authz_decide(const s3_authz_in_t *in)
             return S3_AUTHZ_ALLOW;
         break;
     case S3_ACL_OBJECT:
+        if (in->object_pending)
+            return S3_AUTHZ_NEED_OBJECT;
         if (in->object_acl)
             return s3_acl_allows(in->object_acl, who, m.perm) ? S3_AUTHZ_ALLOW
                                                               : S3_AUTHZ_DENY_IMPLICIT;
@@ -105,7 +107,11 @@ s3_authz_t s3_authz_decide(const s3_authz_in_t *in)
     case S3_ACL_NONE:
         /* Actions no ACL grants (DeleteBucket, the policy and configuration sub-resources):
          * the bucket owner, and for an object's own configuration (tagging), its owner. */
-        if (bowner || (in->object_acl && is_owner(who, in->object_acl->owner)))
+        if (bowner)
+            return S3_AUTHZ_ALLOW;
+        if (in->object_pending)
+            return S3_AUTHZ_NEED_OBJECT;
+        if (in->object_acl && is_owner(who, in->object_acl->owner))
             return S3_AUTHZ_ALLOW;
         break;
     }

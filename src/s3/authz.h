@@ -183,7 +183,12 @@ bool s3_action_is_service(const char *action);
 /* Writes "arn:aws:s3:::bucket[/key]" into out (S3_ARN_MAX); false when it does not fit. */
 bool s3_resource_arn(char *out, size_t outlen, const char *bucket, const char *key);
 
-typedef enum { S3_AUTHZ_ALLOW = 0, S3_AUTHZ_DENY_EXPLICIT, S3_AUTHZ_DENY_IMPLICIT } s3_authz_t;
+typedef enum {
+    S3_AUTHZ_ALLOW = 0,
+    S3_AUTHZ_DENY_EXPLICIT,
+    S3_AUTHZ_DENY_IMPLICIT,
+    S3_AUTHZ_NEED_OBJECT, /* object_pending, and only the object's ACL can decide */
+} s3_authz_t;
 
 /* What one decision weighs. Any pointer may be NULL (absent). */
 typedef struct s3_authz_in {
@@ -194,6 +199,7 @@ typedef struct s3_authz_in {
     const char *bucket_owner;    /* canonical id; NULL: service-level action */
     const s3_acl_t *bucket_acl;  /* for S3_ACL_BUCKET actions */
     const s3_acl_t *object_acl;  /* for S3_ACL_OBJECT actions (NULL: object missing) */
+    bool object_pending;         /* the object is not loaded yet: object_acl means nothing */
 } s3_authz_in_t;
 
 /* AWS's order: root allowed; explicit Deny in any policy; Allow from a user policy, the bucket

@@ -198,6 +198,23 @@ static s3_err_t verify_as(srv_req_t *r, time_t now, const char *service,
         .service = service,
         .payload_hash = payload_hash,
     };
+    /* No Authorization header and no presigned query: the anonymous principal, served only
+     * where an ACL or a bucket policy grants it (srv_authorize). */
+    if (!srv_hdr(r, "authorization") &&
+        !(r->query && (strstr(r->query, "X-Amz-Signature=") || strstr(r->query, "X-Amz-Credential=")))) {
+        memset(&r->auth, 0, sizeof r->auth);
+        const char *h = srv_hdr(r, "x-amz-content-sha256");
+        r->auth.mode = S3_PAYLOAD_UNSIGNED;
+        if (h && strlen(h) == 64 && strspn(h, "0123456789abcdef") == 64) {
+            r->auth.mode = S3_PAYLOAD_SHA256; /* a claimed body hash is still checked */
+            memcpy(r->auth.payload_hash, h, 65);
+        } else if (h && strcmp(h, "STREAMING-UNSIGNED-PAYLOAD-TRAILER") == 0) {
+            r->auth.mode = S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
+            r->auth.has_trailer = srv_hdr(r, "x-amz-trailer") != NULL;
+        }
+        s3_principal_anon(&r->who);
+        return S3_OK;
+    }
     s3_err_t e = s3_sigv4_verify(&hr, secret_cb, r, now, &r->auth, msg, msglen);
     memset(r->secret_buf, 0, sizeof r->secret_buf);
     if (e != S3_OK)
@@ -457,6 +474,11 @@ static void request_front(srv_req_t *r)
     s3_err_t e = srv_req_verify(r, time(NULL), msg, sizeof msg);
     if (e != S3_OK) {
         srv_reply_err(r, e, msg);
+        return;
+    }
+    if (r->token_req && r->who.kind == S3_PRINCIPAL_ANON) {
+        srv_reply_err(r, S3_ERR_ACCESS_DENIED, "x-amz-rdma-token needs a signed request: an "
+                                               "anonymous request cannot name client memory");
         return;
     }
     if (r->token_req && !s3_auth_header_signed(&r->auth, "x-amz-rdma-token")) {

@@ -20,12 +20,16 @@ const char *srv_api_name(srv_api_t api)
 /* Sub-resources S3 has and wharf does not serve: a request naming one gets NotImplemented
  * instead of being mistaken for a plain object or bucket request. */
 static const char *const g_unsupported[] = {
-    "accelerate", "acl", "analytics", "attributes", "cors", "encryption",
+    "accelerate", "analytics", "attributes", "cors", "encryption",
     "intelligent-tiering", "inventory", "legal-hold", "lifecycle", "logging", "metrics",
-    "notification", "object-lock", "ownershipControls", "policy", "policyStatus",
+    "notification", "object-lock", "ownershipControls",
     "publicAccessBlock", "replication", "requestPayment", "restore", "retention", "select",
     "tagging", "torrent", "website",
 };
+
+/* Sub-resources some rows serve: a request naming one matches only a row that names it, so
+ * that DELETE /bucket?acl is MethodNotAllowed rather than DeleteBucket. */
+static const char *const g_served_subres[] = {"acl", "policy", "policyStatus"};
 
 static char *decode_dup(const char *s, size_t n, bool plus_is_space)
 {
@@ -237,6 +241,11 @@ void srv_route_parse(const char *method, const char *raw_path, const char *raw_q
     }
     srv_level_t level = !out->bucket ? SRV_AT_SERVICE : !out->key ? SRV_AT_BUCKET : SRV_AT_OBJECT;
     const srv_op_t *op = route_op(level, method, out, has_copy_source);
+    for (size_t i = 0; op && i < WH_ARRAY_SIZE(g_served_subres); i++)
+        if (has_q(out, g_served_subres[i]) &&
+            !(op->q1 && strcmp(op->q1, g_served_subres[i]) == 0) &&
+            !(op->q2 && strcmp(op->q2, g_served_subres[i]) == 0))
+            op = NULL;
     out->api = op ? op->api : SRV_API_METHOD_NOT_ALLOWED;
     out->op = op && op->begin ? op : NULL;
     if (out->api == SRV_API_BAD_REQUEST)

@@ -48,6 +48,14 @@
     X(SRV_API_ABORT_MPU, "AbortMultipartUpload")                                           \
     X(SRV_API_LIST_PARTS, "ListParts")                                                     \
     X(SRV_API_IAM, "IAM")                                                                  \
+    X(SRV_API_GET_BUCKET_ACL, "GetBucketAcl")                                              \
+    X(SRV_API_PUT_BUCKET_ACL, "PutBucketAcl")                                              \
+    X(SRV_API_GET_OBJECT_ACL, "GetObjectAcl")                                              \
+    X(SRV_API_PUT_OBJECT_ACL, "PutObjectAcl")                                              \
+    X(SRV_API_GET_BUCKET_POLICY, "GetBucketPolicy")                                        \
+    X(SRV_API_PUT_BUCKET_POLICY, "PutBucketPolicy")                                        \
+    X(SRV_API_DELETE_BUCKET_POLICY, "DeleteBucketPolicy")                                  \
+    X(SRV_API_GET_BUCKET_POLICY_STATUS, "GetBucketPolicyStatus")                           \
     X(SRV_API_NOT_IMPLEMENTED, "NotImplemented")                                           \
     X(SRV_API_METHOD_NOT_ALLOWED, "MethodNotAllowed")                                      \
     X(SRV_API_BAD_REQUEST, "BadRequest")
@@ -88,6 +96,11 @@ typedef struct srv_op {
     bool rdma;            /* an x-amz-rdma-token is allowed */
     srv_handler_cb begin;
     srv_handler_cb finish; /* after the whole body arrived; NULL when body is NONE */
+    /* The IAM action srv_authorize checks before begin ("s3:GetObject"); NULL: root only. */
+    const char *action;
+    /* The decision may need the object's ACL, and the handler loads the object anyway: it
+     * calls srv_authz_object before any byte moves (one metadata lookup, not two). */
+    bool obj_acl;
 } srv_op_t;
 
 extern const srv_op_t srv_ops[];

@@ -59,6 +59,21 @@ int srv_bucket_list_all(srv_req_t *r, srv_out_t *o)
         if ((after[0] && strcmp(bs[i].name, after) <= 0) ||
             (plen && strncmp(bs[i].name, prefix, plen) != 0))
             continue;
+        /* Root sees every bucket; a user, the buckets it owns. */
+        if (r->who.kind != S3_PRINCIPAL_ROOT) {
+            store_bucket_auth_t a;
+            memset(&a, 0, sizeof a);
+            wh_status_t as = store_bucket_auth_get(srv_st(r), bs[i].name, &a);
+            bool mine = as == WH_OK && strcmp(a.owner, srv_owner_stored(r)) == 0;
+            store_bucket_auth_free(&a);
+            if (as != WH_OK && as != WH_ERR_NOT_FOUND) {
+                wh_sbuf_free(&b);
+                free(bs);
+                return srv_err_status(r, o, as, "listing buckets");
+            }
+            if (!mine)
+                continue;
+        }
         if (max && shown == max) {
             more = true;
             break;
@@ -82,6 +97,23 @@ int srv_bucket_list_all(srv_req_t *r, srv_out_t *o)
     wh_sbuf_puts(&b, "</ListAllMyBucketsResult>");
     free(bs);
     return srv_ok_xml(o, 200, &b);
+}
+
+/* CreateBucket on a name that is taken: the caller's own (or root's), or someone else's. */
+static int bucket_exists_err(srv_req_t *r, srv_out_t *o)
+{
+    store_bucket_auth_t a;
+    memset(&a, 0, sizeof a);
+    bool mine = r->who.kind == S3_PRINCIPAL_ROOT;
+    if (!mine && store_bucket_auth_get(srv_st(r), srv_b(r), &a) == WH_OK)
+        mine = strcmp(a.owner, srv_owner_stored(r)) == 0;
+    store_bucket_auth_free(&a);
+    if (mine)
+        return srv_err(o, S3_ERR_BUCKET_EXISTS, NULL);
+    return srv_err_raw(o, 409, "BucketAlreadyExists",
+                       "The requested bucket name is not available. The bucket namespace is "
+                       "shared by all users of the system. Please select a different name and "
+                       "try again.");
 }
 
 int srv_bucket_create_begin(srv_req_t *r, srv_out_t *o)
@@ -110,9 +142,16 @@ int srv_bucket_create_finish(srv_req_t *r, srv_out_t *o)
                                   "of this endpoint (%s).", loc, r->srv->cfg.region);
         return srv_err_raw(o, 400, "IllegalLocationConstraintException", msg);
     }
-    wh_status_t st = store_bucket_create(srv_st(r), srv_b(r));
+    /* Owned by its creator, with the ACL x-amz-acl or x-amz-grant-* name (else private). */
+    char owner[65], *acl = NULL;
+    srv_owner_id(r, srv_owner_stored(r), owner);
+    int ret2 = srv_acl_from_request(r, o, owner, owner, &acl);
+    if (ret2)
+        return ret2;
+    wh_status_t st = store_bucket_create_owned(srv_st(r), srv_b(r), srv_owner_stored(r), acl);
+    free(acl);
     if (st == WH_ERR_EXISTS)
-        return srv_err(o, S3_ERR_BUCKET_EXISTS, NULL);
+        return bucket_exists_err(r, o);
     if (st != WH_OK)
         return srv_err_status(r, o, st, "creating the bucket");
     char l[80];

@@ -163,6 +163,8 @@ int srv_meta_from_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m)
     m->user_meta_json = json_object_size(j) ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     if (json_object_size(j) && !m->user_meta_json)
         ret = srv_err(o, S3_ERR_INTERNAL, "out of memory keeping the metadata");
+    if (!ret)
+        ret = srv_acl_to_meta(r, o, m); /* its owner, and the ACL x-amz-acl/-grant-* name */
 out:
     json_decref(j);
     return ret;

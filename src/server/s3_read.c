@@ -80,8 +80,13 @@ int srv_read_object(srv_req_t *r, srv_out_t *o)
         st = store_object_reader(srv_st(r), srv_b(r), srv_k(r), &m, &rd);
     if (st != WH_OK) {
         store_obj_meta_free(&m);
+        if (st == WH_ERR_NOT_FOUND && (ret = srv_authz_object(r, o, NULL)))
+            return ret; /* who may not list the bucket does not learn that the key is absent */
         return srv_err_status(r, o, st, "opening the object");
     }
+    /* The object's ACL, before a byte moves (HTTP or RDMA). */
+    if ((ret = srv_authz_object(r, o, &m)))
+        goto out;
 
     int pc = srv_preconditions(r, &m, "");
     if (pc) {

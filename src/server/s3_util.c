@@ -14,15 +14,33 @@
 
 /* ---- XML pieces ------------------------------------------------------------------------- */
 
-void srv_xml_owner(const srv_req_t *r, wh_sbuf_t *b, const char *elem)
+static void xml_owner(wh_sbuf_t *b, const char *elem, const char *id, const char *name)
 {
-    char id[65];
-    const char *ak = r->srv->cfg.access_key;
-    wh_sha256_hex(ak, strlen(ak), id);
     wh_sbuf_printf(b, "<%s>", elem);
     s3_xml_elem(b, "ID", id);
-    s3_xml_elem(b, "DisplayName", ak);
+    s3_xml_elem(b, "DisplayName", name);
     wh_sbuf_printf(b, "</%s>", elem);
+}
+
+void srv_xml_owner(const srv_req_t *r, wh_sbuf_t *b, const char *elem)
+{
+    if (r->who.kind == S3_PRINCIPAL_USER) {
+        xml_owner(b, elem, r->who.canonical_id, r->who.user);
+        return;
+    }
+    srv_xml_owner_of(r, b, elem, "");
+}
+
+void srv_xml_owner_of(const srv_req_t *r, wh_sbuf_t *b, const char *elem, const char *stored)
+{
+    char id[65];
+    srv_owner_id(r, stored, id);
+    /* Names are known for root and for the caller; another user's id stands for its name. */
+    const char *name = !stored || !*stored ? r->srv->cfg.access_key
+                       : r->who.kind == S3_PRINCIPAL_USER && strcmp(stored, r->who.canonical_id) == 0
+                           ? r->who.user
+                           : id;
+    xml_owner(b, elem, id, name);
 }
 
 void srv_etag_quoted(const char *etag, char out[84])
@@ -71,6 +89,8 @@ int srv_err_not_found(srv_req_t *r, srv_out_t *o, s3_err_t otherwise)
 
 int srv_need_bucket(srv_req_t *r, srv_out_t *o)
 {
+    if (srv_authz_bucket_known(r))
+        return 0; /* srv_authorize looked it up */
     wh_status_t bs = store_bucket_exists(srv_st(r), srv_b(r));
     if (bs == WH_ERR_NOT_FOUND)
         return srv_err(o, S3_ERR_NO_SUCH_BUCKET, NULL);

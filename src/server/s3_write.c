@@ -198,6 +198,16 @@ int srv_copy_src_open(srv_req_t *r, srv_out_t *o, const srv_copy_src_t *c,
                       store_obj_meta_t *m, int *fd)
 {
     wh_status_t st = store_object_open(srv_st(r), c->bucket, c->key, m, fd);
+    /* Reading the source is s3:GetObject on it, decided before its bytes are read. */
+    int ret = srv_authz_other(r, o, "s3:GetObject", c->bucket, c->key, st == WH_OK ? m : NULL);
+    if (ret) {
+        if (fd && *fd >= 0) {
+            close(*fd);
+            *fd = -1;
+        }
+        store_obj_meta_free(m);
+        return ret;
+    }
     if (st == WH_ERR_NOT_FOUND) {
         if (store_bucket_exists(srv_st(r), c->bucket) != WH_OK)
             return srv_err(o, S3_ERR_NO_SUCH_BUCKET, "the copy source bucket does not exist");
@@ -246,8 +256,19 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
         goto out;
     if (replace && (ret = srv_meta_from_request(r, o, &nm)))
         goto out;
-    wh_status_t st = store_object_copy(srv_st(r), c.bucket, c.key, srv_b(r), srv_k(r),
-                                       replace ? &nm : NULL, &out_m);
+    if (!replace) {
+        /* The source's metadata, but the copy is the caller's, with the ACL its request
+         * names (S3 never copies an ACL). */
+        snprintf(nm.content_type, sizeof nm.content_type, "%s", sm.content_type);
+        if (sm.user_meta_json && !(nm.user_meta_json = strdup(sm.user_meta_json))) {
+            ret = srv_err(o, S3_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+        if ((ret = srv_acl_to_meta(r, o, &nm)))
+            goto out;
+    }
+    wh_status_t st = store_object_copy(srv_st(r), c.bucket, c.key, srv_b(r), srv_k(r), &nm,
+                                       &out_m);
     if (st == WH_ERR_NOT_FOUND) {
         ret = srv_err(o, S3_ERR_NO_SUCH_KEY, "the copy source vanished or the bucket is gone");
         goto out;
@@ -307,6 +328,18 @@ int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o)
     for (size_t i = 0; i < d.n; i++) {
         const char *k = d.keys[i];
         size_t kl = strlen(k);
+        /* s3:DeleteObject key by key, as S3 decides it: a refused key is an Error entry. */
+        srv_out_t ko;
+        memset(&ko, 0, sizeof ko);
+        if (store_key_valid(k, kl) && srv_authz_other(r, &ko, "s3:DeleteObject", srv_b(r), k,
+                                                      NULL)) {
+            wh_sbuf_puts(&b, "<Error>");
+            s3_xml_elem(&b, "Key", k);
+            s3_xml_elem(&b, "Code", ko.code ? ko.code : "AccessDenied");
+            s3_xml_elem(&b, "Message", ko.msg);
+            wh_sbuf_puts(&b, "</Error>");
+            continue;
+        }
         wh_status_t st = store_key_valid(k, kl) ? store_object_delete(srv_st(r), srv_b(r), k)
                                                 : WH_ERR_INVALID;
         if (st == WH_OK || st == WH_ERR_NOT_FOUND) {

@@ -23,36 +23,46 @@
 #define BUF_ SRV_BODY_BUFFER
 #define WR_ SRV_BODY_WRITER
 const srv_op_t srv_ops[] = {
-    /* level method  q1            q2            q1 value copy api                             body   rdma  begin, finish */
-    {SVC, "GET", NULL, NULL, NULL, false, SRV_API_LIST_BUCKETS, NONE_, false, srv_bucket_list_all, NULL},
+    /* level method  q1            q2            q1 value copy api                             body   rdma  begin, finish, IAM action, obj_acl */
+    {SVC, "GET", NULL, NULL, NULL, false, SRV_API_LIST_BUCKETS, NONE_, false, srv_bucket_list_all, NULL, "s3:ListAllMyBuckets", false},
     /* The IAM API's query protocol (aws iam --endpoint-url): POST / with a form body; it
      * authenticates and authorizes itself once the body is read (iam.c). */
-    {SVC, "POST", NULL, NULL, NULL, false, SRV_API_IAM, BUF_, false, srv_iam_begin, srv_iam_finish},
+    {SVC, "POST", NULL, NULL, NULL, false, SRV_API_IAM, BUF_, false, srv_iam_begin, srv_iam_finish, NULL, false},
 
-    {BKT, "PUT", NULL, NULL, NULL, false, SRV_API_CREATE_BUCKET, BUF_, false, srv_bucket_create_begin, srv_bucket_create_finish},
-    {BKT, "DELETE", NULL, NULL, NULL, false, SRV_API_DELETE_BUCKET, NONE_, false, srv_bucket_delete, NULL},
-    {BKT, "HEAD", NULL, NULL, NULL, false, SRV_API_HEAD_BUCKET, NONE_, false, srv_bucket_head, NULL},
-    {BKT, "POST", "delete", NULL, NULL, false, SRV_API_DELETE_OBJECTS, BUF_, false, srv_write_delete_many_begin, srv_write_delete_many_finish},
-    {BKT, "GET", "location", NULL, NULL, false, SRV_API_GET_BUCKET_LOCATION, NONE_, false, srv_bucket_location, NULL},
-    {BKT, "GET", "versioning", NULL, NULL, false, SRV_API_GET_BUCKET_VERSIONING, NONE_, false, srv_bucket_versioning, NULL},
-    {BKT, "GET", "versions", NULL, NULL, false, SRV_API_LIST_OBJECT_VERSIONS, NONE_, false, srv_list_versions, NULL},
-    {BKT, "GET", "uploads", NULL, NULL, false, SRV_API_LIST_MULTIPART_UPLOADS, NONE_, false, srv_mpu_list_uploads, NULL},
-    {BKT, "GET", "list-type", NULL, "2", false, SRV_API_LIST_OBJECTS_V2, NONE_, false, srv_list_v2, NULL},
-    {BKT, "GET", NULL, NULL, NULL, false, SRV_API_LIST_OBJECTS, NONE_, false, srv_list_v1, NULL},
+    {BKT, "GET", "acl", NULL, NULL, false, SRV_API_GET_BUCKET_ACL, NONE_, false, srv_acl_bucket_get, NULL, "s3:GetBucketAcl", false},
+    {BKT, "PUT", "acl", NULL, NULL, false, SRV_API_PUT_BUCKET_ACL, BUF_, false, srv_acl_put_begin, srv_acl_bucket_put_finish, "s3:PutBucketAcl", false},
+    {BKT, "GET", "policy", NULL, NULL, false, SRV_API_GET_BUCKET_POLICY, NONE_, false, srv_policy_get, NULL, "s3:GetBucketPolicy", false},
+    {BKT, "PUT", "policy", NULL, NULL, false, SRV_API_PUT_BUCKET_POLICY, BUF_, false, srv_policy_put_begin, srv_policy_put_finish, "s3:PutBucketPolicy", false},
+    {BKT, "DELETE", "policy", NULL, NULL, false, SRV_API_DELETE_BUCKET_POLICY, NONE_, false, srv_policy_delete, NULL, "s3:DeleteBucketPolicy", false},
+    {BKT, "GET", "policyStatus", NULL, NULL, false, SRV_API_GET_BUCKET_POLICY_STATUS, NONE_, false, srv_policy_status, NULL, "s3:GetBucketPolicyStatus", false},
+    {BKT, "PUT", NULL, NULL, NULL, false, SRV_API_CREATE_BUCKET, BUF_, false, srv_bucket_create_begin, srv_bucket_create_finish, "s3:CreateBucket", false},
+    {BKT, "DELETE", NULL, NULL, NULL, false, SRV_API_DELETE_BUCKET, NONE_, false, srv_bucket_delete, NULL, "s3:DeleteBucket", false},
+    {BKT, "HEAD", NULL, NULL, NULL, false, SRV_API_HEAD_BUCKET, NONE_, false, srv_bucket_head, NULL, "s3:ListBucket", false},
+    /* DeleteObjects checks s3:DeleteObject key by key (srv_authz_check), as S3 does. */
+    {BKT, "POST", "delete", NULL, NULL, false, SRV_API_DELETE_OBJECTS, BUF_, false, srv_write_delete_many_begin, srv_write_delete_many_finish, "s3:DeleteObject", false},
+    {BKT, "GET", "location", NULL, NULL, false, SRV_API_GET_BUCKET_LOCATION, NONE_, false, srv_bucket_location, NULL, "s3:GetBucketLocation", false},
+    {BKT, "GET", "versioning", NULL, NULL, false, SRV_API_GET_BUCKET_VERSIONING, NONE_, false, srv_bucket_versioning, NULL, "s3:GetBucketVersioning", false},
+    {BKT, "GET", "versions", NULL, NULL, false, SRV_API_LIST_OBJECT_VERSIONS, NONE_, false, srv_list_versions, NULL, "s3:ListBucketVersions", false},
+    {BKT, "GET", "uploads", NULL, NULL, false, SRV_API_LIST_MULTIPART_UPLOADS, NONE_, false, srv_mpu_list_uploads, NULL, "s3:ListBucketMultipartUploads", false},
+    {BKT, "GET", "list-type", NULL, "2", false, SRV_API_LIST_OBJECTS_V2, NONE_, false, srv_list_v2, NULL, "s3:ListBucket", false},
+    {BKT, "GET", NULL, NULL, NULL, false, SRV_API_LIST_OBJECTS, NONE_, false, srv_list_v1, NULL, "s3:ListBucket", false},
 
-    {OBJ, "GET", "uploadId", NULL, NULL, false, SRV_API_LIST_PARTS, NONE_, false, srv_mpu_list_parts, NULL},
-    {OBJ, "GET", NULL, NULL, NULL, false, SRV_API_GET_OBJECT, NONE_, true, srv_read_object, NULL},
-    {OBJ, "HEAD", NULL, NULL, NULL, false, SRV_API_HEAD_OBJECT, NONE_, true, srv_read_object, NULL},
-    {OBJ, "PUT", "uploadId", "partNumber", NULL, true, SRV_API_UPLOAD_PART_COPY, NONE_, false, srv_mpu_part_copy, NULL},
-    {OBJ, "PUT", "uploadId", "partNumber", NULL, false, SRV_API_UPLOAD_PART, WR_, true, srv_mpu_part_begin, srv_mpu_part_finish},
-    {OBJ, "PUT", "uploadId", NULL, NULL, false, SRV_API_BAD_REQUEST, NONE_, false, NULL, NULL},
-    {OBJ, "PUT", "partNumber", NULL, NULL, false, SRV_API_BAD_REQUEST, NONE_, false, NULL, NULL},
-    {OBJ, "PUT", NULL, NULL, NULL, true, SRV_API_COPY_OBJECT, NONE_, false, srv_write_copy, NULL},
-    {OBJ, "PUT", NULL, NULL, NULL, false, SRV_API_PUT_OBJECT, WR_, true, srv_write_put_begin, srv_write_put_finish},
-    {OBJ, "DELETE", "uploadId", NULL, NULL, false, SRV_API_ABORT_MPU, NONE_, false, srv_mpu_abort, NULL},
-    {OBJ, "DELETE", NULL, NULL, NULL, false, SRV_API_DELETE_OBJECT, NONE_, false, srv_write_delete, NULL},
-    {OBJ, "POST", "uploads", NULL, NULL, false, SRV_API_CREATE_MPU, NONE_, false, srv_mpu_create, NULL},
-    {OBJ, "POST", "uploadId", NULL, NULL, false, SRV_API_COMPLETE_MPU, BUF_, false, srv_mpu_complete_begin, srv_mpu_complete_finish},
+    {OBJ, "GET", "acl", NULL, NULL, false, SRV_API_GET_OBJECT_ACL, NONE_, false, srv_acl_object_get, NULL, "s3:GetObjectAcl", true},
+    {OBJ, "PUT", "acl", NULL, NULL, false, SRV_API_PUT_OBJECT_ACL, BUF_, false, srv_acl_put_begin, srv_acl_object_put_finish, "s3:PutObjectAcl", true},
+    {OBJ, "GET", "uploadId", NULL, NULL, false, SRV_API_LIST_PARTS, NONE_, false, srv_mpu_list_parts, NULL, "s3:ListMultipartUploadParts", false},
+    {OBJ, "GET", NULL, NULL, NULL, false, SRV_API_GET_OBJECT, NONE_, true, srv_read_object, NULL, "s3:GetObject", true},
+    {OBJ, "HEAD", NULL, NULL, NULL, false, SRV_API_HEAD_OBJECT, NONE_, true, srv_read_object, NULL, "s3:GetObject", true},
+    /* The copies also need s3:GetObject on the source (srv_copy_src_open checks it). */
+    {OBJ, "PUT", "uploadId", "partNumber", NULL, true, SRV_API_UPLOAD_PART_COPY, NONE_, false, srv_mpu_part_copy, NULL, "s3:PutObject", false},
+    {OBJ, "PUT", "uploadId", "partNumber", NULL, false, SRV_API_UPLOAD_PART, WR_, true, srv_mpu_part_begin, srv_mpu_part_finish, "s3:PutObject", false},
+    {OBJ, "PUT", "uploadId", NULL, NULL, false, SRV_API_BAD_REQUEST, NONE_, false, NULL, NULL, NULL, false},
+    {OBJ, "PUT", "partNumber", NULL, NULL, false, SRV_API_BAD_REQUEST, NONE_, false, NULL, NULL, NULL, false},
+    {OBJ, "PUT", NULL, NULL, NULL, true, SRV_API_COPY_OBJECT, NONE_, false, srv_write_copy, NULL, "s3:PutObject", false},
+    {OBJ, "PUT", NULL, NULL, NULL, false, SRV_API_PUT_OBJECT, WR_, true, srv_write_put_begin, srv_write_put_finish, "s3:PutObject", false},
+    {OBJ, "DELETE", "uploadId", NULL, NULL, false, SRV_API_ABORT_MPU, NONE_, false, srv_mpu_abort, NULL, "s3:AbortMultipartUpload", false},
+    {OBJ, "DELETE", NULL, NULL, NULL, false, SRV_API_DELETE_OBJECT, NONE_, false, srv_write_delete, NULL, "s3:DeleteObject", false},
+    {OBJ, "POST", "uploads", NULL, NULL, false, SRV_API_CREATE_MPU, NONE_, false, srv_mpu_create, NULL, "s3:PutObject", false},
+    {OBJ, "POST", "uploadId", NULL, NULL, false, SRV_API_COMPLETE_MPU, BUF_, false, srv_mpu_complete_begin, srv_mpu_complete_finish, "s3:PutObject", false},
 };
 const size_t srv_ops_count = sizeof srv_ops / sizeof srv_ops[0];
 #undef SVC
@@ -230,8 +240,9 @@ void srv_s3_begin(srv_req_t *r)
         status = srv_errf(&o, S3_ERR_INVALID_REQUEST,
                           "x-amz-rdma-token is served on GetObject, PutObject and UploadPart "
                           "only, not on %s", srv_api_name(op->api));
-    else
+    else if (!(status = srv_authorize(r, op, &o)))
         status = op->begin(r, &o);
+    status = srv_authz_guard(r, &o, status);
     if (status == 0) {
         out_free(&o);
         if (op->body == SRV_BODY_NONE || !op->finish) {
@@ -254,6 +265,7 @@ void srv_s3_finish(srv_req_t *r)
                                   : srv_err(&o, S3_ERR_INTERNAL, "no finish step for this API");
     if (status == 0)
         srv_err(&o, S3_ERR_INTERNAL, "handler did not reply");
+    srv_authz_guard(r, &o, status);
     srv_s3_send(r, &o);
     out_free(&o);
 }
@@ -265,6 +277,7 @@ void srv_s3_body_digest(srv_req_t *r, const void *p, size_t n)
 
 void srv_s3_cleanup(srv_req_t *r)
 {
+    srv_authz_release(r);
     s3_sum_ctx_free(&r->sums);
     if (r->w) {
         store_writer_abort(r->w);

@@ -10,14 +10,19 @@
  *   s3_mpu_sums.c  the whole-object checksum of a multipart upload (COMPOSITE, FULL_OBJECT)
  *   s3_meta.c   object metadata: what is kept from a request, the headers sent back
  *   s3_util.c   XML pieces, preconditions, store-status mapping, checksums
+ *   s3_authz.c  the authorization step (srv_authorize) and what it loads
+ *   s3_acl.c    ?acl and ?policy, and the ACL a new bucket or object gets from its request
  *
  * A handler never queues a response itself: it returns the HTTP status and fills a srv_out_t
  * (an S3 error with its message, or a success with its headers and body), and srv_s3_send
- * turns that into the one reply. http.c has verified SigV4 before any handler runs. */
+ * turns that into the one reply. http.c has verified SigV4 (or found no signature: the
+ * anonymous principal) before any handler runs, and srv_authorize has allowed the row's IAM
+ * action before its begin step. */
 #ifndef WH_SERVER_S3API_H
 #define WH_SERVER_S3API_H
 
 #include "server/server.h"
+#include "store/meta.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -67,7 +72,10 @@ static inline const char *srv_k(const srv_req_t *r)
     return r->route.key;
 }
 
+/* <elem><ID/><DisplayName/></elem> of the request's principal (ListBuckets). */
 void srv_xml_owner(const srv_req_t *r, wh_sbuf_t *b, const char *elem);
+/* The same for a stored owner ("" = root). */
+void srv_xml_owner_of(const srv_req_t *r, wh_sbuf_t *b, const char *elem, const char *stored);
 void srv_etag_quoted(const char *etag, char out[84]);
 void srv_xml_etag(wh_sbuf_t *b, const char *etag);
 void srv_xml_time(wh_sbuf_t *b, const char *name, time_t t);
@@ -117,6 +125,46 @@ void srv_sums_to_meta(store_obj_meta_t *m, const s3_sums_t *w);
 void srv_sums_to_out(srv_out_t *o, const s3_sums_t *w);
 /* Every trailer x-amz-trailer names has arrived. */
 int srv_trailers_check(srv_req_t *r, srv_out_t *o);
+
+/* ---- authorization (s3_authz.c) --------------------------------------------------------- */
+
+typedef struct srv_authz srv_authz_t;
+/* The row's action for r's principal: 0 to go on, else the error's status (AccessDenied,
+ * NoSuchBucket). Root: always 0, nothing loaded. */
+int srv_authorize(srv_req_t *r, const srv_op_t *op, srv_out_t *o);
+/* For obj_acl rows, after the handler looked the object up (m NULL: no such object) and
+ * before it moves a byte: 0 or the error's status. Nothing to do when not pending. */
+int srv_authz_object(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m);
+/* A decision besides the row's: action on bucket/key (key NULL: the bucket), m the object
+ * when the action reads it (the copy source), else NULL. 0 or the error's status. */
+int srv_authz_other(srv_req_t *r, srv_out_t *o, const char *action, const char *bucket,
+                    const char *key, const store_obj_meta_t *m);
+/* A success answered while an object check is pending becomes AccessDenied (a safety net). */
+int srv_authz_guard(srv_req_t *r, srv_out_t *o, int status);
+void srv_authz_release(srv_req_t *r);
+/* srv_authorize found the bucket (its lookup answers the handler's existence check). */
+bool srv_authz_bucket_known(const srv_req_t *r);
+/* The bucket owner's canonical id when srv_authorize loaded it, else NULL. */
+const char *srv_authz_bucket_owner(const srv_req_t *r);
+/* The principal's inline user policies (identity's store). */
+wh_status_t srv_user_policies(srv_req_t *r, meta_policy_t **out, size_t *n);
+
+const char *srv_account_id(const srv_req_t *r);
+/* A stored owner ("" = root) as a canonical id. */
+void srv_owner_id(const srv_req_t *r, const char *stored, char out[65]);
+/* The owner value a new bucket or object of r's principal is stored with. */
+const char *srv_owner_stored(const srv_req_t *r);
+
+/* ---- ACLs from requests (s3_acl.c) ------------------------------------------------------ */
+
+/* x-amz-acl or x-amz-grant-* of r (both: InvalidRequest) as the serialised ACL of a new
+ * resource owned by owner (canonical id) in a bucket owned by bucket_owner; *text NULL when
+ * the request names none (the default: private). 0 or the error's status. */
+int srv_acl_from_request(srv_req_t *r, srv_out_t *o, const char *owner,
+                         const char *bucket_owner, char **text);
+/* The owner and ACL of a new object of r into m (PutObject, CopyObject,
+ * CreateMultipartUpload). */
+int srv_acl_to_meta(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m);
 
 /* ---- shared between families ------------------------------------------------------------ */
 
@@ -197,5 +245,15 @@ int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o);
 /* iam.c: the IAM API (users, access keys, inline user policies). */
 int srv_iam_begin(srv_req_t *r, srv_out_t *o);
 int srv_iam_finish(srv_req_t *r, srv_out_t *o);
+int srv_acl_bucket_get(srv_req_t *r, srv_out_t *o);
+int srv_acl_object_get(srv_req_t *r, srv_out_t *o);
+int srv_acl_put_begin(srv_req_t *r, srv_out_t *o);
+int srv_acl_bucket_put_finish(srv_req_t *r, srv_out_t *o);
+int srv_acl_object_put_finish(srv_req_t *r, srv_out_t *o);
+int srv_policy_get(srv_req_t *r, srv_out_t *o);
+int srv_policy_put_begin(srv_req_t *r, srv_out_t *o);
+int srv_policy_put_finish(srv_req_t *r, srv_out_t *o);
+int srv_policy_delete(srv_req_t *r, srv_out_t *o);
+int srv_policy_status(srv_req_t *r, srv_out_t *o);
 
 #endif

@@ -149,6 +149,7 @@ typedef struct srv_req {
     s3_principal_t who;
     char secret_buf[SRV_SECRET_MAX + 1]; /* a user's secret while SigV4 runs, then wiped */
     wh_status_t ident_err;               /* why the key lookup failed (503 vs 403) */
+    struct srv_authz *az; /* what srv_authorize loaded (s3_authz.c); NULL for root */
     bool started, responded, head;
     bool deferred; /* no body: request_begin runs on the second call */
     /* The handler runs on a handler thread while libmicrohttpd holds the connection

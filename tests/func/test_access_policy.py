@@ -1,0 +1,230 @@
+"""Bucket policies against a real wharfd: PutBucketPolicy/GetBucketPolicy/DeleteBucketPolicy/
+GetBucketPolicyStatus with boto3 and the real awscli, every statement form and condition key
+wharf serves, allowed and denied, for the owner, another user, a read-only user and an
+anonymous client (plain urllib, no signature), and the MalformedPolicy answers that name the
+fault. Users come from tests/lib/users.py (identity's IAM API)."""
+import json
+import subprocess
+import urllib.error
+import urllib.request
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from wharfd import ACCESS_KEY, REGION, SECRET_KEY, unique_bucket
+
+AWS = "/usr/bin/aws"
+ACCOUNT = "000000000000"
+
+
+def client(endpoint, ak=ACCESS_KEY, sk=SECRET_KEY):
+    return boto3.session.Session().client(
+        "s3", endpoint_url=endpoint, aws_access_key_id=ak, aws_secret_access_key=sk,
+        region_name=REGION,
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
+                      signature_version="s3v4", connect_timeout=10, read_timeout=60))
+
+
+def code(excinfo):
+    return excinfo.value.response["Error"]["Code"]
+
+
+def anon(method, url, data=None):
+    """(status, body) of an unsigned request: no Authorization, no presign."""
+    req = urllib.request.Request(url, data=data, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def policy(*statements):
+    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
+
+
+@pytest.fixture(scope="module")
+def root(wharfd):
+    return client(wharfd.endpoint)
+
+
+@pytest.fixture()
+def bucket(root):
+    name = unique_bucket("pol")
+    root.create_bucket(Bucket=name)
+    root.put_object(Bucket=name, Key="pub/a", Body=b"public a")
+    root.put_object(Bucket=name, Key="priv/b", Body=b"private b")
+    yield name
+    for o in root.list_objects_v2(Bucket=name).get("Contents", []):
+        root.delete_object(Bucket=name, Key=o["Key"])
+    root.delete_bucket(Bucket=name)
+
+
+def test_anonymous_by_bucket_policy(wharfd, root, bucket):
+    url = f"{wharfd.endpoint}/{bucket}"
+    # No policy: the anonymous client gets nothing, not even whether a key exists.
+    assert anon("GET", f"{url}/pub/a")[0] == 403
+    assert anon("GET", f"{url}/pub/none")[0] == 403
+    root.put_bucket_policy(Bucket=bucket, Policy=policy(
+        {"Sid": "PublicPrefix", "Effect": "Allow", "Principal": "*",
+         "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{bucket}/pub/*"}))
+    st, body = anon("GET", f"{url}/pub/a")
+    assert (st, body) == (200, b"public a")
+    assert anon("HEAD", f"{url}/pub/a")[0] == 200
+    assert anon("GET", f"{url}/priv/b")[0] == 403
+    # Allowed to read but not to list: a missing key is 403, never 404.
+    assert anon("GET", f"{url}/pub/none")[0] == 403
+    assert anon("PUT", f"{url}/pub/new", b"x")[0] == 403
+    assert anon("DELETE", f"{url}/pub/a")[0] == 403
+    assert anon("GET", f"{url}?list-type=2")[0] == 403
+    assert root.get_object(Bucket=bucket, Key="pub/a")["Body"].read() == b"public a"
+    got = json.loads(root.get_bucket_policy(Bucket=bucket)["Policy"])
+    assert got["Statement"][0]["Sid"] == "PublicPrefix"
+    assert root.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"] is True
+    root.delete_bucket_policy(Bucket=bucket)
+    assert anon("GET", f"{url}/pub/a")[0] == 403
+    with pytest.raises(ClientError) as e:
+        root.get_bucket_policy(Bucket=bucket)
+    assert code(e) == "NoSuchBucketPolicy"
+
+
+def test_deny_beats_public_acl_and_list_with_prefix_condition(wharfd, root, bucket):
+    url = f"{wharfd.endpoint}/{bucket}"
+    root.put_bucket_acl(Bucket=bucket, ACL="public-read")
+    root.put_object_acl(Bucket=bucket, Key="priv/b", ACL="public-read")
+    assert anon("GET", f"{url}/priv/b")[0] == 200
+    assert anon("GET", f"{url}?list-type=2")[0] == 200
+    root.put_bucket_policy(Bucket=bucket, Policy=policy(
+        {"Effect": "Deny", "Principal": {"AWS": "*"}, "Action": "s3:GetObject",
+         "Resource": f"arn:aws:s3:::{bucket}/priv/*"},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:ListBucket",
+         "Resource": f"arn:aws:s3:::{bucket}",
+         "Condition": {"StringNotLike": {"s3:prefix": "pub/*"}}}))
+    assert anon("GET", f"{url}/priv/b")[0] == 403
+    assert anon("GET", f"{url}?list-type=2")[0] == 403            # no prefix: denied
+    assert anon("GET", f"{url}?list-type=2&prefix=priv/")[0] == 403
+    st, body = anon("GET", f"{url}?list-type=2&prefix=pub/")
+    assert st == 200 and b"<Key>pub/a</Key>" in body and b"priv/b" not in body
+    # Root is never locked out by a policy.
+    assert root.get_object(Bucket=bucket, Key="priv/b")["Body"].read() == b"private b"
+    assert root.list_objects_v2(Bucket=bucket)["KeyCount"] == 2
+
+
+def test_conditions_source_ip_max_keys_secure_transport(wharfd, root, bucket):
+    url = f"{wharfd.endpoint}/{bucket}"
+    res = f"arn:aws:s3:::{bucket}"
+    root.put_bucket_policy(Bucket=bucket, Policy=policy(
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": f"{res}/*",
+         "Condition": {"IpAddress": {"aws:SourceIp": ["127.0.0.0/8", "::1/128"]}}},
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:ListBucket", "Resource": res,
+         "Condition": {"NumericLessThanEquals": {"s3:max-keys": "10"}}}))
+    assert anon("GET", f"{url}/priv/b")[0] == 200
+    assert anon("GET", f"{url}?list-type=2&max-keys=10")[0] == 200
+    assert anon("GET", f"{url}?list-type=2&max-keys=11")[0] == 403
+    assert anon("GET", f"{url}?list-type=2")[0] == 403  # absent key: the condition fails
+    root.put_bucket_policy(Bucket=bucket, Policy=policy(
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": f"{res}/*",
+         "Condition": {"NotIpAddress": {"aws:SourceIp": "127.0.0.0/8"}}}))
+    assert anon("GET", f"{url}/priv/b")[0] == 403
+    # wharfd serves plain HTTP: aws:SecureTransport is false, so the usual "deny insecure"
+    # statement refuses everyone but root.
+    root.put_bucket_policy(Bucket=bucket, Policy=policy(
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": f"{res}/*"},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:*", "Resource": [res, f"{res}/*"],
+         "Condition": {"Bool": {"aws:SecureTransport": "false"}}}))
+    assert anon("GET", f"{url}/priv/b")[0] == 403
+    assert root.get_object(Bucket=bucket, Key="priv/b")["Body"].read() == b"private b"
+    assert root.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"] is True
+
+
+@pytest.mark.parametrize("doc,want", [
+    ("{not json", "not valid JSON"),
+    ('{"Version":"2012-10-17"}', "missing required field Statement"),
+    (policy({"Effect": "Permit", "Principal": "*", "Action": "s3:GetObject",
+             "Resource": "arn:aws:s3:::B/*"}), "Statement 1: Effect must be"),
+    (policy({"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+             "Resource": "arn:aws:s3:::B/*",
+             "Condition": {"StringEqualz": {"s3:prefix": "a"}}}),
+     "unknown condition operator \"StringEqualz\""),
+    (policy({"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+             "Resource": "arn:aws:s3:::another-bucket/*"}), "Policy has invalid resource"),
+    (policy({"Effect": "Allow", "Principal": {"AWS": "bob"}, "Action": "s3:GetObject",
+             "Resource": "arn:aws:s3:::B/*"}), "Invalid principal"),
+    (policy({"Effect": "Allow", "Principal": "*", "Action": "iam:CreateUser",
+             "Resource": "arn:aws:s3:::B/*"}), "invalid action"),
+    (policy({"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+             "Resource": "arn:aws:s3:::B/*",
+             "Condition": {"IpAddress": {"aws:SourceIp": "300.1.1.1"}}}),
+     "not an IP address or CIDR block"),
+    ('{"Version":"2012-10-17","Statement":[' + ",".join(
+        [json.dumps({"Sid": f"s{i}", "Effect": "Allow", "Principal": "*",
+                     "Action": "s3:GetObject", "Resource": "arn:aws:s3:::B/" + "k" * 200})
+         for i in range(80)]) + "]}", "maximum allowed document size"),
+])
+def test_malformed_policy_names_the_fault(wharfd, root, bucket, doc, want):
+    doc = doc.replace("arn:aws:s3:::B", f"arn:aws:s3:::{bucket}")
+    with pytest.raises(ClientError) as e:
+        root.put_bucket_policy(Bucket=bucket, Policy=doc)
+    assert code(e) == "MalformedPolicy"
+    assert want in e.value.response["Error"]["Message"]
+    with pytest.raises(ClientError) as e:
+        root.get_bucket_policy(Bucket=bucket)
+    assert code(e) == "NoSuchBucketPolicy"  # nothing was stored
+    assert wharfd.proc.poll() is None
+
+
+def test_policy_on_missing_bucket_and_routing(wharfd, root):
+    name = unique_bucket("nopol")
+    with pytest.raises(ClientError) as e:
+        root.put_bucket_policy(Bucket=name, Policy=policy(
+            {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+             "Resource": f"arn:aws:s3:::{name}/*"}))
+    assert code(e) == "NoSuchBucket"
+    # An anonymous client learns NoSuchBucket too (as S3 answers).
+    st, body = anon("GET", f"{wharfd.endpoint}/{name}/k")
+    assert st == 404 and b"NoSuchBucket" in body
+    # ?policy and ?acl with a method no row serves are not the plain request.
+    root.create_bucket(Bucket=name)
+    try:
+        req = urllib.request.Request(f"{wharfd.endpoint}/{name}?policy", method="POST")
+        st, _ = anon("POST", f"{wharfd.endpoint}/{name}?policy")
+        assert st in (403, 405)
+        assert root.head_bucket(Bucket=name)["ResponseMetadata"]["HTTPStatusCode"] == 200
+        del req
+    finally:
+        root.delete_bucket(Bucket=name)
+
+
+def test_awscli_put_get_delete_bucket_policy(wharfd, root, bucket, tmp_path):
+    env = wharfd.client_env()
+    env.pop("AWS_PROFILE", None)
+    (tmp_path / "config").write_text("[default]\nregion = us-east-1\n")
+    env.update({"AWS_CONFIG_FILE": str(tmp_path / "config"),
+                "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none")})
+    doc = policy({"Sid": "cli", "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+                  "Resource": f"arn:aws:s3:::{bucket}/pub/*"})
+    (tmp_path / "p.json").write_text(doc)
+
+    def aws(*args, check=True):
+        r = subprocess.run([AWS, "--endpoint-url", wharfd.endpoint, "--no-cli-pager", "s3api",
+                            *args], env=env, capture_output=True, timeout=120)
+        if check:
+            assert r.returncode == 0, r.stderr.decode(errors="replace")
+        return r
+
+    aws("put-bucket-policy", "--bucket", bucket, "--policy", f"file://{tmp_path / 'p.json'}")
+    out = json.loads(aws("get-bucket-policy", "--bucket", bucket).stdout)
+    assert json.loads(out["Policy"]) == json.loads(doc)
+    out = json.loads(aws("get-bucket-policy-status", "--bucket", bucket).stdout)
+    assert out["PolicyStatus"]["IsPublic"] is True
+    assert anon("GET", f"{wharfd.endpoint}/{bucket}/pub/a")[0] == 200
+    aws("delete-bucket-policy", "--bucket", bucket)
+    r = aws("get-bucket-policy", "--bucket", bucket, check=False)
+    assert r.returncode != 0 and b"NoSuchBucketPolicy" in r.stderr
+    assert anon("GET", f"{wharfd.endpoint}/{bucket}/pub/a")[0] == 403
+    (tmp_path / "bad.json").write_text('{"Statement": {"Effect": "Allow"}}')
+    r = aws("put-bucket-policy", "--bucket", bucket, "--policy",
+            f"file://{tmp_path / 'bad.json'}", check=False)
+    assert r.returncode != 0 and b"MalformedPolicy" in r.stderr
