@@ -284,3 +284,254 @@ def test_s3cmd_setacl_public_private(wharfd, root, bucket, tmp_path):
     assert anon("GET", f"{wharfd.endpoint}/{bucket}/pub.txt")[0] == 200
     info = s3cmd("info", f"s3://{bucket}/pub.txt")
     assert "*anon*: READ" in info
+
+
+# ---- several users ---------------------------------------------------------------------------
+
+import uuid  # noqa: E402
+
+import users  # noqa: E402
+import wharf  # noqa: E402
+
+
+
+def new_user(srv, tag):
+    u = users.create_user(srv, f"{tag}-{uuid.uuid4().hex[:10]}")
+    u.s3 = u.boto3(srv)
+    u.canonical = u.s3.list_buckets()["Owner"]["ID"]
+    return u
+
+
+def empty_bucket(root, name):
+    for o in root.list_objects_v2(Bucket=name).get("Contents", []):
+        root.delete_object(Bucket=name, Key=o["Key"])
+    root.delete_bucket(Bucket=name)
+
+
+def denied(fn, *a, **kw):
+    with pytest.raises(ClientError) as e:
+        fn(*a, **kw)
+    assert code(e) in ("AccessDenied", "403"), e.value.response
+    return e.value.response["Error"].get("Message", "")
+
+
+@pytest.fixture()
+def trio(wharfd, root):
+    """alice owns a bucket with one object; bob and carol are other users."""
+    alice, bob, carol = (new_user(wharfd, t) for t in ("alice", "bob", "carol"))
+    name = unique_bucket("own")
+    alice.s3.create_bucket(Bucket=name)
+    alice.s3.put_object(Bucket=name, Key="doc", Body=b"alice's doc")
+    yield alice, bob, carol, name
+    empty_bucket(root, name)
+
+
+def test_owner_only_by_default_and_list_buckets_shows_own(wharfd, root, root_id, trio):
+    alice, bob, _, name = trio
+    mine = alice.s3.list_buckets()
+    assert mine["Owner"]["ID"] == alice.canonical != root_id
+    assert mine["Owner"]["DisplayName"] == alice.name
+    assert [b["Name"] for b in mine["Buckets"]] == [name]
+    assert name not in [b["Name"] for b in bob.s3.list_buckets()["Buckets"]]
+    assert name in [b["Name"] for b in root.list_buckets()["Buckets"]]
+    # Everything on alice's bucket is refused to bob; root may do anything.
+    msg = denied(bob.s3.get_object, Bucket=name, Key="doc")
+    assert bob.arn in msg and "s3:GetObject" in msg
+    denied(bob.s3.put_object, Bucket=name, Key="x", Body=b"x")
+    denied(bob.s3.delete_object, Bucket=name, Key="doc")
+    denied(bob.s3.list_objects_v2, Bucket=name)
+    denied(bob.s3.get_bucket_acl, Bucket=name)
+    denied(bob.s3.put_bucket_acl, Bucket=name, ACL="public-read")
+    denied(bob.s3.delete_bucket, Bucket=name)
+    denied(bob.s3.put_bucket_policy, Bucket=name, Policy="{}")
+    assert root.get_object(Bucket=name, Key="doc")["Body"].read() == b"alice's doc"
+    # The namespace is shared: bob cannot take the name; alice already owns it.
+    with pytest.raises(ClientError) as e:
+        bob.s3.create_bucket(Bucket=name)
+    assert code(e) == "BucketAlreadyExists"
+    with pytest.raises(ClientError) as e:
+        alice.s3.create_bucket(Bucket=name)
+    assert code(e) == "BucketAlreadyOwnedByYou"
+    acl = alice.s3.get_bucket_acl(Bucket=name)
+    assert acl["Owner"]["ID"] == alice.canonical
+    assert grants(acl) == {(alice.canonical, "FULL_CONTROL")}
+    assert alice.s3.get_object_acl(Bucket=name, Key="doc")["Owner"]["ID"] == alice.canonical
+
+
+def test_grants_to_another_user_read_write_acp(wharfd, root, trio):
+    alice, bob, carol, name = trio
+    # READ on the bucket lists it; the object keeps its own ACL.
+    alice.s3.put_bucket_acl(Bucket=name, GrantRead=f'id="{bob.canonical}"',
+                            GrantFullControl=f'id="{alice.canonical}"')
+    assert [o["Key"] for o in bob.s3.list_objects_v2(Bucket=name)["Contents"]] == ["doc"]
+    denied(bob.s3.get_object, Bucket=name, Key="doc")
+    denied(carol.s3.list_objects_v2, Bucket=name)
+    alice.s3.put_object_acl(Bucket=name, Key="doc", GrantRead=f'id="{bob.canonical}"',
+                            GrantFullControl=f'id="{alice.canonical}"')
+    assert bob.s3.get_object(Bucket=name, Key="doc")["Body"].read() == b"alice's doc"
+    denied(bob.s3.get_object_acl, Bucket=name, Key="doc")
+    denied(bob.s3.put_object, Bucket=name, Key="bob1", Body=b"b")
+    # WRITE on the bucket: bob puts and deletes; his object is his (alice reads it only if
+    # he grants it, as S3's ObjectWriter ownership).
+    alice.s3.put_bucket_acl(Bucket=name, GrantRead=f'id="{bob.canonical}"',
+                            GrantWrite=f'id="{bob.canonical}"',
+                            GrantFullControl=f'id="{alice.canonical}"')
+    bob.s3.put_object(Bucket=name, Key="bob1", Body=b"by bob")
+    assert bob.s3.get_object_acl(Bucket=name, Key="bob1")["Owner"]["ID"] == bob.canonical
+    denied(alice.s3.get_object, Bucket=name, Key="bob1")
+    bob.s3.put_object(Bucket=name, Key="bob2", Body=b"for alice", ACL="bucket-owner-full-control")
+    assert alice.s3.get_object(Bucket=name, Key="bob2")["Body"].read() == b"for alice"
+    alice.s3.delete_object(Bucket=name, Key="bob1")  # the bucket owner may delete anything
+    bob.s3.delete_object(Bucket=name, Key="bob2")
+    # READ_ACP / WRITE_ACP on the object.
+    alice.s3.put_object_acl(Bucket=name, Key="doc", GrantReadACP=f'id="{carol.canonical}"',
+                            GrantWriteACP=f'id="{bob.canonical}"',
+                            GrantFullControl=f'id="{alice.canonical}"')
+    assert carol.s3.get_object_acl(Bucket=name, Key="doc")["Owner"]["ID"] == alice.canonical
+    denied(carol.s3.get_object, Bucket=name, Key="doc")
+    denied(carol.s3.put_object_acl, Bucket=name, Key="doc", ACL="public-read")
+    bob.s3.put_object_acl(Bucket=name, Key="doc", ACL="authenticated-read")
+    # authenticated-read: every signed user reads, the anonymous client does not.
+    assert carol.s3.get_object(Bucket=name, Key="doc")["Body"].read() == b"alice's doc"
+    assert anon("GET", f"{wharfd.endpoint}/{name}/doc")[0] == 403
+    # bob's WRITE_ACP is gone with the canned ACL; the owner keeps READ_ACP and WRITE_ACP.
+    denied(bob.s3.put_object_acl, Bucket=name, Key="doc", ACL="private")
+    alice.s3.put_object_acl(Bucket=name, Key="doc", ACL="private")
+
+
+def test_read_only_user_and_copy_and_delete_objects(wharfd, root, trio):
+    alice, bob, carol, name = trio
+    ro = carol
+    alice.s3.put_bucket_acl(Bucket=name, GrantRead=f'id="{ro.canonical}"',
+                            GrantFullControl=f'id="{alice.canonical}"')
+    # Explicit grants are the whole ACL: the owner names itself to keep its access.
+    alice.s3.put_object(Bucket=name, Key="shared", Body=b"shared", GrantRead=f'id="{ro.canonical}"',
+                        GrantFullControl=f'id="{alice.canonical}"')
+    assert ro.s3.get_object(Bucket=name, Key="shared")["Body"].read() == b"shared"
+    denied(ro.s3.put_object, Bucket=name, Key="shared", Body=b"overwrite")
+    denied(ro.s3.delete_object, Bucket=name, Key="shared")
+    denied(ro.s3.create_multipart_upload, Bucket=name, Key="mp")
+    r = ro.s3.delete_objects(Bucket=name, Delete={"Objects": [{"Key": "shared"},
+                                                              {"Key": "doc"}]})
+    assert sorted(e["Key"] for e in r["Errors"]) == ["doc", "shared"]
+    assert all(e["Code"] == "AccessDenied" for e in r["Errors"])
+    assert alice.s3.get_object(Bucket=name, Key="shared")["Body"].read() == b"shared"
+    # A copy needs s3:GetObject on the source and s3:PutObject on the destination.
+    dst = unique_bucket("ro-dst")
+    ro.s3.create_bucket(Bucket=dst)
+    try:
+        ro.s3.copy_object(Bucket=dst, Key="c", CopySource={"Bucket": name, "Key": "shared"})
+        assert ro.s3.get_object(Bucket=dst, Key="c")["Body"].read() == b"shared"
+        assert ro.s3.get_object_acl(Bucket=dst, Key="c")["Owner"]["ID"] == ro.canonical
+        denied(ro.s3.copy_object, Bucket=dst, Key="d", CopySource={"Bucket": name, "Key": "doc"})
+        denied(bob.s3.copy_object, Bucket=dst, Key="e", CopySource={"Bucket": name,
+                                                                     "Key": "shared"})
+        denied(ro.s3.copy_object, Bucket=name, Key="f", CopySource={"Bucket": dst, "Key": "c"})
+    finally:
+        empty_bucket(root, dst)
+
+
+def test_rclone_and_s3cmd_on_a_second_users_keys(wharfd, root, trio, tmp_path):
+    alice, bob, _, name = trio
+    alice.s3.put_bucket_acl(Bucket=name, GrantRead=f'id="{bob.canonical}"',
+                            GrantWrite=f'id="{bob.canonical}"',
+                            GrantFullControl=f'id="{alice.canonical}"')
+    env = dict(os.environ)
+    env.pop("AWS_CA_BUNDLE", None)
+    conf = tmp_path / "rclone.conf"
+    conf.write_text(f"[w]\ntype = s3\nprovider = Other\naccess_key_id = {bob.access_key}\n"
+                    f"secret_access_key = {bob.secret_key}\nendpoint = {wharfd.endpoint}\n"
+                    f"region = {REGION}\nforce_path_style = true\n")
+    src = tmp_path / "up"
+    src.mkdir()
+    (src / "r.txt").write_bytes(b"rclone by bob")
+
+    def rclone(*args, check=True):
+        r = subprocess.run(["rclone", "--config", str(conf), "--retries", "1",
+                            "--low-level-retries", "1", *args], env=env, capture_output=True,
+                           timeout=120)
+        if check:
+            assert r.returncode == 0, r.stderr.decode(errors="replace")
+        return r
+
+    rclone("copy", str(src), f"w:{name}/rc")
+    assert b"rc/r.txt" in rclone("ls", f"w:{name}").stdout
+    assert bob.s3.get_object(Bucket=name, Key="rc/r.txt")["Body"].read() == b"rclone by bob"
+    # Without a grant on alice's own object, bob's rclone cannot read it.
+    # (rclone takes the 403 of its HEAD for a missing object: it copies nothing.)
+    r = rclone("copyto", f"w:{name}/doc", str(tmp_path / "doc"), check=False)
+    assert not (tmp_path / "doc").exists(), r
+    assert b"alice's doc" not in rclone("cat", f"w:{name}/doc", check=False).stdout
+    # s3cmd on bob's keys: his own object made public, and refused on alice's.
+    cfg = tmp_path / "s3cfg"
+    host = wharfd.endpoint.replace("http://", "")
+    cfg.write_text(f"[default]\naccess_key = {bob.access_key}\nsecret_key = {bob.secret_key}\n"
+                   f"host_base = {host}\nhost_bucket = {host}\nuse_https = False\n"
+                   f"signature_v2 = False\nbucket_location = us-east-1\n")
+
+    def s3cmd(*args, check=True):
+        r = subprocess.run([S3CMD, "-c", str(cfg), *args], env=env, capture_output=True,
+                           timeout=120)
+        if check:
+            assert r.returncode == 0, r.stderr.decode(errors="replace")
+        return r
+
+    s3cmd("setacl", "--acl-public", f"s3://{name}/rc/r.txt")
+    assert anon("GET", f"{wharfd.endpoint}/{name}/rc/r.txt") == (200, b"rclone by bob")
+    r = s3cmd("setacl", "--acl-public", f"s3://{name}/doc", check=False)
+    assert r.returncode != 0
+    assert anon("GET", f"{wharfd.endpoint}/{name}/doc")[0] == 403
+
+
+# ---- the RDMA data path under the same rules ---------------------------------------------
+
+RDMA = [pytest.param("ofi+shm", id="shm"), pytest.param("ofi+tcp", id="tcp")]
+
+
+def rdma_client(srv, user, provider):
+    return wharf.Client(srv.endpoint, user.access_key, user.secret_key, region=REGION,
+                        provider=provider,
+                        unix_socket=srv.unix_socket if provider == "ofi+shm" else None)
+
+
+def rdma_bytes(srv):
+    m = srv.metrics()
+    return {k: sum(v for n, v in m.items() if n.split("{")[0] == k)
+            for k in ("wharf_rdma_write_bytes_total", "wharf_rdma_read_bytes_total")}
+
+
+@pytest.mark.parametrize("provider", RDMA)
+def test_rdma_follows_acls(wharfd, root, trio, provider):
+    alice, bob, carol, name = trio
+    ro = carol
+    data = os.urandom(1 << 20)
+    with rdma_client(wharfd, alice, provider) as a:
+        rep = a.put(name, "big", data, transport="rdma")
+        assert rep.transport == "rdma"
+        assert a.get(name, "big", transport="rdma") == data
+    alice.s3.put_bucket_acl(Bucket=name, GrantRead=f'id="{ro.canonical}"',
+                            GrantFullControl=f'id="{alice.canonical}"')
+    alice.s3.put_object_acl(Bucket=name, Key="big", GrantRead=f'id="{ro.canonical}"',
+                            GrantFullControl=f'id="{alice.canonical}"')
+    with rdma_client(wharfd, ro, provider) as c, rdma_client(wharfd, bob, provider) as b:
+        assert c.get(name, "big", transport="rdma") == data
+        # The read-only user's RDMA PUT: its buffer is registered, the token is signed, and the
+        # server refuses with 403 before it reads a byte of that memory.
+        buf = bytearray(os.urandom(1 << 20))
+        with c.register(buf):
+            before = rdma_bytes(wharfd)
+            with pytest.raises(wharf.WharfError) as e:
+                c.put_from(name, "big", buf, transport="rdma")
+            assert "403" in str(e.value) or "AccessDenied" in str(e.value), str(e.value)
+            assert rdma_bytes(wharfd) == before
+        assert alice.s3.get_object(Bucket=name, Key="big")["Body"].read() == data
+        # A user with no grant: no RDMA GET (nothing written into its memory) and no PUT.
+        out = bytearray(1 << 20)
+        with b.register(out):
+            before = rdma_bytes(wharfd)
+            with pytest.raises(wharf.WharfError):
+                b.get_into(name, "big", out, transport="rdma")
+            with pytest.raises(wharf.WharfError):
+                b.put_from(name, "new", out, transport="rdma")
+            assert rdma_bytes(wharfd) == before
+        assert out == bytearray(1 << 20)

@@ -228,3 +228,110 @@ def test_awscli_put_get_delete_bucket_policy(wharfd, root, bucket, tmp_path):
     r = aws("put-bucket-policy", "--bucket", bucket, "--policy",
             f"file://{tmp_path / 'bad.json'}", check=False)
     assert r.returncode != 0 and b"MalformedPolicy" in r.stderr
+
+
+# ---- several users ---------------------------------------------------------------------------
+
+import uuid  # noqa: E402
+import os  # noqa: E402
+
+import users  # noqa: E402
+
+
+
+def new_user(srv, tag):
+    u = users.create_user(srv, f"{tag}-{uuid.uuid4().hex[:10]}")
+    u.s3 = u.boto3(srv)
+    return u
+
+
+def denied(fn, *a, **kw):
+    with pytest.raises(ClientError) as e:
+        fn(*a, **kw)
+    assert code(e) in ("AccessDenied", "403"), e.value.response
+
+
+@pytest.fixture()
+def trio(wharfd, root):
+    alice, bob, carol = (new_user(wharfd, t) for t in ("alice", "bob", "carol"))
+    name = unique_bucket("upol")
+    alice.s3.create_bucket(Bucket=name)
+    for k in ("pub/a", "home/x/f", "secret/s"):
+        alice.s3.put_object(Bucket=name, Key=k, Body=k.encode())
+    alice.s3.put_object(Bucket=name, Key=f"home/{bob.name}/f", Body=b"bob's home")
+    yield alice, bob, carol, name
+    for o in root.list_objects_v2(Bucket=name).get("Contents", []):
+        root.delete_object(Bucket=name, Key=o["Key"])
+    root.delete_bucket(Bucket=name)
+
+
+def test_policy_grants_one_user_and_denies_another(wharfd, trio):
+    alice, bob, carol, name = trio
+    res = f"arn:aws:s3:::{name}"
+    alice.s3.put_bucket_policy(Bucket=name, Policy=policy(
+        {"Sid": "BobReadsAndWrites", "Effect": "Allow", "Principal": {"AWS": [bob.arn]},
+         "Action": ["s3:GetObject", "s3:PutObject", "s3:ListBucket"],
+         "Resource": [res, f"{res}/*"]},
+        {"Sid": "NoSecrets", "Effect": "Deny", "Principal": {"AWS": "*"},
+         "Action": "s3:*", "Resource": f"{res}/secret/*"}))
+    assert bob.s3.get_object(Bucket=name, Key="pub/a")["Body"].read() == b"pub/a"
+    bob.s3.put_object(Bucket=name, Key="pub/by-bob", Body=b"b")
+    assert bob.s3.list_objects_v2(Bucket=name, Prefix="pub/")["KeyCount"] == 2
+    denied(bob.s3.get_object, Bucket=name, Key="secret/s")
+    denied(bob.s3.put_object, Bucket=name, Key="secret/new", Body=b"x")
+    denied(bob.s3.delete_object, Bucket=name, Key="pub/a")
+    denied(carol.s3.get_object, Bucket=name, Key="pub/a")
+    # The Deny binds the owner too (root alone is above policies).
+    denied(alice.s3.get_object, Bucket=name, Key="secret/s")
+    assert alice.s3.get_object(Bucket=name, Key="pub/a")["Body"].read() == b"pub/a"
+    # Per key in DeleteObjects: the denied key is an error entry, the others go.
+    r = alice.s3.delete_objects(Bucket=name, Delete={"Objects": [{"Key": "secret/s"},
+                                                                 {"Key": "pub/by-bob"}]})
+    assert [e["Key"] for e in r["Errors"]] == ["secret/s"]
+    assert [d["Key"] for d in r["Deleted"]] == ["pub/by-bob"]
+    # Policies are the owner's: bob may not read or change this one.
+    denied(bob.s3.get_bucket_policy, Bucket=name)
+    denied(bob.s3.delete_bucket_policy, Bucket=name)
+
+
+def test_not_principal_account_principal_and_conditions(wharfd, trio):
+    alice, bob, carol, name = trio
+    res = f"arn:aws:s3:::{name}"
+    # Every user of the account may read pub/; everyone but alice is denied writes.
+    alice.s3.put_bucket_policy(Bucket=name, Policy=policy(
+        {"Effect": "Allow", "Principal": {"AWS": ACCOUNT}, "Action": "s3:GetObject",
+         "Resource": f"{res}/pub/*"},
+        {"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"},
+         "Action": "s3:PutObject", "Resource": f"{res}/drop/*"},
+        {"Effect": "Deny", "NotPrincipal": {"AWS": [alice.arn, bob.arn]},
+         "Action": "s3:PutObject", "Resource": f"{res}/*"}))
+    assert carol.s3.get_object(Bucket=name, Key="pub/a")["Body"].read() == b"pub/a"
+    assert anon("GET", f"{wharfd.endpoint}/{name}/pub/a")[0] == 403  # not in the account
+    bob.s3.put_object(Bucket=name, Key="drop/b", Body=b"b")
+    denied(carol.s3.put_object, Bucket=name, Key="drop/c", Body=b"c")
+    # aws:username: each user reads its own home/; aws:PrincipalArn with ArnLike.
+    alice.s3.put_bucket_policy(Bucket=name, Policy=policy(
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+         "Resource": f"{res}/home/${{aws:username}}/*"},
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:ListBucket", "Resource": res,
+         "Condition": {"StringLike": {"s3:prefix": "home/${aws:username}/*"}}},
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+         "Resource": f"{res}/pub/*",
+         "Condition": {"ArnLike": {"aws:PrincipalArn": f"arn:aws:iam::*:user/{carol.name}"}}}))
+    assert bob.s3.get_object(Bucket=name, Key=f"home/{bob.name}/f")["Body"].read() == \
+        b"bob's home"
+    denied(carol.s3.get_object, Bucket=name, Key=f"home/{bob.name}/f")
+    assert bob.s3.list_objects_v2(Bucket=name, Prefix=f"home/{bob.name}/")["KeyCount"] == 1
+    denied(bob.s3.list_objects_v2, Bucket=name, Prefix="home/")
+    assert carol.s3.get_object(Bucket=name, Key="pub/a")["Body"].read() == b"pub/a"
+    denied(bob.s3.get_object, Bucket=name, Key="pub/a")
+    # StringEquals on aws:username, and a Deny on a source address the clients have.
+    alice.s3.put_bucket_policy(Bucket=name, Policy=policy(
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": f"{res}/*",
+         "Condition": {"StringEquals": {"aws:username": [bob.name]}}},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject",
+         "Resource": f"{res}/secret/*",
+         "Condition": {"IpAddress": {"aws:SourceIp": "127.0.0.0/8"}}}))
+    assert bob.s3.get_object(Bucket=name, Key="pub/a")["Body"].read() == b"pub/a"
+    denied(bob.s3.get_object, Bucket=name, Key="secret/s")
+    denied(carol.s3.get_object, Bucket=name, Key="pub/a")
