@@ -122,7 +122,7 @@ static int list_objects(srv_req_t *r, srv_out_t *o, list_kind_t kind)
         srv_xml_etag(&b, e->etag);
         s3_xml_elem_u64(&b, "Size", e->size);
         if (fetch_owner)
-            srv_xml_owner(r, &b, "Owner");
+            srv_xml_owner_of(r, &b, "Owner", e->owner);
         s3_xml_elem(&b, "StorageClass", "STANDARD");
         wh_sbuf_puts(&b, kind == LIST_VERSIONS ? "</Version>" : "</Contents>");
     }

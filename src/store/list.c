@@ -70,7 +70,7 @@ typedef struct {
 } list_walk_t;
 
 static int list_row(void *arg, const void *kp, size_t klen, uint64_t size, time_t mtime,
-                    const char *etag)
+                    const char *etag, const char *owner)
 {
     list_walk_t *w = arg;
     store_list_result_t *out = w->out;
@@ -109,6 +109,7 @@ static int list_row(void *arg, const void *kp, size_t klen, uint64_t size, time_
     e->size = size;
     e->mtime = mtime;
     snprintf(e->etag, sizeof e->etag, "%s", etag ? etag : "");
+    snprintf(e->owner, sizeof e->owner, "%s", owner ? owner : "");
     w->last = e->key;
     out->n_entries++;
     w->count++;

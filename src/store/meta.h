@@ -50,7 +50,7 @@ void meta_parts_free(meta_part_t *p, size_t n);
 
 /* One row of a listing scan. Return 0 to go on, 1 to stop, or a negative wh_status_t. */
 typedef int (*meta_scan_fn)(void *arg, const void *key, size_t klen, uint64_t size, time_t mtime,
-                            const char *etag);
+                            const char *etag, const char *owner);
 
 /* A storage server of a cluster. */
 typedef struct meta_node {

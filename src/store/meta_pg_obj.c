@@ -373,9 +373,9 @@ static wh_status_t rd_object_scan(void *conn, void *arg)
         pp_i64(&p, PG_SCAN_BATCH);
         PGresult *r;
         st = pg_exec(conn,
-                     incl ? "SELECT encode(key, 'hex'), size, mtime, etag FROM objects"
+                     incl ? "SELECT encode(key, 'hex'), size, mtime, etag, owner FROM objects"
                             " WHERE bucket = $1 AND key >= $2 ORDER BY key LIMIT $3"
-                          : "SELECT encode(key, 'hex'), size, mtime, etag FROM objects"
+                          : "SELECT encode(key, 'hex'), size, mtime, etag, owner FROM objects"
                             " WHERE bucket = $1 AND key > $2 ORDER BY key LIMIT $3",
                      &p, &r, "object list");
         if (st != WH_OK)
@@ -389,7 +389,7 @@ static wh_status_t rd_object_scan(void *conn, void *arg)
                 break;
             }
             stop = a->fn(a->arg, k, klen, (uint64_t)pg_i64(r, i, 1), (time_t)pg_i64(r, i, 2),
-                         PQgetvalue(r, i, 3));
+                         PQgetvalue(r, i, 3), PQgetvalue(r, i, 4));
             free(cur);
             cur = k;
             clen = klen;

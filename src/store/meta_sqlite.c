@@ -29,9 +29,9 @@ static const char *const META_SQL[S_COUNT] = {
                      " user_meta, crc32c, crc64nvme, parts, file_id, owner, acl)"
                      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     [S_OBJ_DELETE] = "DELETE FROM objects WHERE bucket = ?1 AND key = ?2",
-    [S_OBJ_LIST_GT] = "SELECT key, size, mtime, etag FROM objects"
+    [S_OBJ_LIST_GT] = "SELECT key, size, mtime, etag, owner FROM objects"
                       " WHERE bucket = ?1 AND key > ?2 ORDER BY key",
-    [S_OBJ_LIST_GE] = "SELECT key, size, mtime, etag FROM objects"
+    [S_OBJ_LIST_GE] = "SELECT key, size, mtime, etag, owner FROM objects"
                       " WHERE bucket = ?1 AND key >= ?2 ORDER BY key",
     [S_FILE_REF] = "SELECT 1 FROM objects WHERE file_id = ?1"
                    " UNION ALL SELECT 1 FROM parts WHERE file_id = ?1 LIMIT 1",

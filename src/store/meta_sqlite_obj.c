@@ -281,11 +281,12 @@ wh_status_t sq_object_scan(meta_t *mm, const char *bucket, const void *from, siz
     sq_bind_text(s, 1, bucket);
     sq_bind_key(s, 2, from, flen);
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        char etag[80];
+        char etag[80], owner[65];
         sq_col_copy(s, 3, etag, sizeof etag);
+        sq_col_copy(s, 4, owner, sizeof owner);
         int r = fn(arg, sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0),
                    (uint64_t)sqlite3_column_int64(s, 1), (time_t)sqlite3_column_int64(s, 2),
-                   etag);
+                   etag, owner);
         if (r < 0)
             st = (wh_status_t)r;
         if (r != 0)

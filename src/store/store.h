@@ -244,6 +244,7 @@ typedef struct store_list_entry {
     uint64_t size;
     time_t mtime;
     char etag[80];
+    char owner[65]; /* canonical id of the writer; "" = root */
 } store_list_entry_t;
 typedef struct store_list_result {
     store_list_entry_t *entries;

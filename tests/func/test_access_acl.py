@@ -379,6 +379,11 @@ def test_grants_to_another_user_read_write_acp(wharfd, root, trio):
     bob.s3.put_object(Bucket=name, Key="bob1", Body=b"by bob")
     assert bob.s3.get_object_acl(Bucket=name, Key="bob1")["Owner"]["ID"] == bob.canonical
     denied(alice.s3.get_object, Bucket=name, Key="bob1")
+    owners = {o["Key"]: o["Owner"]["ID"]
+              for o in alice.s3.list_objects_v2(Bucket=name, FetchOwner=True)["Contents"]}
+    assert owners == {"doc": alice.canonical, "bob1": bob.canonical}
+    assert {o["Key"]: o["Owner"]["ID"] for o in root.list_objects(Bucket=name)["Contents"]} \
+        == owners
     bob.s3.put_object(Bucket=name, Key="bob2", Body=b"for alice", ACL="bucket-owner-full-control")
     assert alice.s3.get_object(Bucket=name, Key="bob2")["Body"].read() == b"for alice"
     alice.s3.delete_object(Bucket=name, Key="bob1")  # the bucket owner may delete anything

@@ -72,14 +72,16 @@ def refused(fn, code="InvalidAccessKeyId", status=403):
 def check_user_lifecycle(srv):
     root = s3_client(srv.endpoint)
     bucket = unique_bucket("users")
-    root.create_bucket(Bucket=bucket)
+    # Users write into root's bucket and read each other's object only as its ACLs allow.
+    root.create_bucket(Bucket=bucket, ACL="public-read-write")
     alice = users.create_user(srv, "alice")
     assert alice.access_key.startswith("AKIA") and len(alice.access_key) == 20
     assert len(alice.secret_key) == 40
     assert alice.user_id.startswith("AIDA") and len(alice.user_id) == 21
     assert alice.arn == "arn:aws:iam::000000000000:user/alice"
     a = alice.boto3(srv)
-    a.put_object(Bucket=bucket, Key="from-alice", Body=b"alice wrote this")
+    a.put_object(Bucket=bucket, Key="from-alice", Body=b"alice wrote this",
+                 ACL="authenticated-read")
     assert root.get_object(Bucket=bucket, Key="from-alice")["Body"].read() == b"alice wrote this"
     # A second user, with a key the operator chose.
     bob = users.create_user(srv, "bob.ops@example.com", access_key="AKIABOBCHOSEKEY00001",
