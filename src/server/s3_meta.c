@@ -69,9 +69,7 @@ static char *value_bytes(const json_t *j)
     return out;
 }
 
-/* A Content-Encoding list without its aws-chunked entries (malloc'd; "" when none is left):
- * "gzip, aws-chunked" keeps "gzip", "aws-chunked,br" keeps "br". NULL: no memory. */
-static char *content_encoding_kept(const char *v)
+char *srv_content_encoding_kept(const char *v)
 {
     wh_sbuf_t b;
     wh_sbuf_init(&b);
@@ -126,7 +124,7 @@ int srv_meta_from_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m)
         if (strcmp(n, "content-encoding") == 0) {
             /* aws-chunked is transport framing, not the object's encoding: it leaves the list
              * wherever it stands, and a list of only aws-chunked keeps no Content-Encoding. */
-            if (!(ce = content_encoding_kept(v))) {
+            if (!(ce = srv_content_encoding_kept(v))) {
                 ret = srv_err(o, S3_ERR_INTERNAL, "out of memory keeping the metadata");
                 goto out;
             }

@@ -100,6 +100,9 @@ int srv_err_status(srv_req_t *r, srv_out_t *o, wh_status_t st, const char *what)
 /* Object metadata from the request (Content-Type, x-amz-meta-*, kept standard headers) into
  * m; an error status when a value cannot be kept as sent. */
 int srv_meta_from_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m);
+/* A Content-Encoding list without its aws-chunked entries (malloc'd; "" when none is left):
+ * "gzip, aws-chunked" keeps "gzip", "aws-chunked,br" keeps "br". NULL: no memory. */
+char *srv_content_encoding_kept(const char *v);
 /* The object's headers on a GET/HEAD answer; whole: the reply is the whole object. */
 void srv_object_headers(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, bool whole);
 /* If-Match & co (pfx "" or "x-amz-copy-source-"): 0 to go on, or 304 / 412. */
