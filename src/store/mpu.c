@@ -87,7 +87,8 @@ wh_status_t store_mpu_part_commit(store_t *st, const char *bucket, const char *k
     info.size = w->size;
     info.mtime = time(NULL);
     wh_crc64nvme_b64(w->crc64, info.crc64nvme);
-    wh_crc32c_b64(w->crc32c, info.crc32c);
+    if (!w->crc32c_unknown) /* else "": no CRC-32C is known for this part */
+        wh_crc32c_b64(w->crc32c, info.crc32c);
     s = store_writer_finish(w, &ref);
     if (s != WH_OK)
         goto err;
@@ -218,6 +219,8 @@ static wh_status_t mpu_crc32c(const meta_part_t *use, size_t n, store_sum_type_t
     uint32_t acc = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t pc;
+        if (!use[i].info.crc32c[0])
+            return WH_ERR_UNSUPPORTED; /* a part whose bytes went by a table's own RDMA */
         if (wh_crc32c_from_b64(use[i].info.crc32c, &pc) != 0)
             return WH_ERR_INTERNAL;
         if (type == STORE_SUM_FULL_OBJECT) {
@@ -316,7 +319,7 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
         }
         const char *pc32 = sums && sums->part_crc32c ? sums->part_crc32c[i] : NULL;
         const char *pc64 = sums && sums->part_crc64nvme ? sums->part_crc64nvme[i] : NULL;
-        if ((pc32 && !mpu_sum_eq(pc32, have[j].info.crc32c)) ||
+        if ((pc32 && have[j].info.crc32c[0] && !mpu_sum_eq(pc32, have[j].info.crc32c)) ||
             (pc64 && !mpu_sum_eq(pc64, have[j].info.crc64nvme))) {
             wh_info("store", "complete of upload=%s: part %u's checksum is not the one listed",
                     upload_id, parts[i].number);
@@ -391,11 +394,19 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
     om.mtime = time(NULL);
     om.parts = (uint32_t)n;
     om.crc32c[0] = '\0';
-    if (sums && sums->crc32c != STORE_SUM_NONE &&
-        mpu_crc32c(use, n, sums->crc32c, om.crc32c) != WH_OK) {
-        wh_error("store", "upload=%s has a part with a damaged crc32c in metadata", upload_id);
-        s = WH_ERR_INTERNAL;
-        goto out;
+    if (sums && sums->crc32c != STORE_SUM_NONE) {
+        s = mpu_crc32c(use, n, sums->crc32c, om.crc32c);
+        if (s == WH_ERR_UNSUPPORTED) {
+            /* Parts a cluster's storage servers pulled by RDMA have no CRC-32C here: the
+             * object gets none rather than a wrong one. */
+            wh_info("store", "upload=%s: a part has no CRC-32C; the object gets none", upload_id);
+            om.crc32c[0] = '\0';
+            s = WH_OK;
+        } else if (s != WH_OK) {
+            wh_error("store", "upload=%s has a part with a damaged crc32c in metadata",
+                     upload_id);
+            goto out;
+        }
     }
     wh_crc64nvme_b64(crc, om.crc64nvme);
     if (sums && ((sums->want_crc64nvme && !mpu_sum_eq(sums->want_crc64nvme, om.crc64nvme)) ||

@@ -179,6 +179,7 @@ wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const st
     }
     w->size = res->bytes;
     w->crc64 = res->crc64nvme;
+    w->crc32c_unknown = true;
     /* The bytes never passed through here: the table's digests stand for them. */
     store_md5_join(w, 2);
     wh_md5_free(&w->md5);

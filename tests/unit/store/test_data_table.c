@@ -392,6 +392,31 @@ static void test_remote_style_table(void)
     CHECK(s == WH_OK && n == STORE_MIN_PART_SIZE + 3 && memcmp(g, p1, STORE_MIN_PART_SIZE) == 0 &&
           memcmp(g + STORE_MIN_PART_SIZE, "end", 3) == 0);
     free(g);
+
+    /* A part the table pulled by RDMA has no CRC-32C here (the bytes never passed through):
+     * it is kept as none, and an upload asking for a CRC-32C completes without one rather
+     * than with a wrong one. */
+    CHECK(store_mpu_create(st, "remote", "mq", NULL, uid) == WH_OK);
+    CHECK(store_writer_open(st, &w) == WH_OK);
+    CHECK(store_writer_write(w, "abc", 3) == WH_OK);
+    CHECK(store_mpu_part_commit(st, "remote", "mq", uid, 1, w, e1) == WH_OK);
+    CHECK(store_writer_open(st, &w) == WH_OK);
+    CHECK(store_writer_rdma_put(w, "end", &peer, 3, &res) == WH_OK);
+    CHECK(store_mpu_part_commit(st, "remote", "mq", uid, 2, w, e2) == WH_OK);
+    store_part_info_t *pi = NULL;
+    size_t np = 0;
+    CHECK(store_mpu_list_parts(st, "remote", "mq", uid, 0, 0, &pi, &np, NULL) == WH_OK);
+    CHECK(np == 2 && pi[0].crc32c[0] && !pi[1].crc32c[0]);
+    free(pi);
+    store_complete_part_t cq[1] = {{2, e2}}; /* the last part may be small */
+    store_mpu_sums_t sums = {STORE_SUM_COMPOSITE, NULL, NULL, NULL, NULL};
+    memset(&pm, 0, sizeof pm);
+    CHECK(store_mpu_complete_sums(st, "remote", "mq", uid, cq, 1, &sums, &pm, &bad, NULL) ==
+          WH_OK);
+    CHECK_STR(pm.crc32c, "");
+    CHECK(pm.crc64nvme[0] != '\0');
+    store_obj_meta_free(&pm);
+    CHECK(store_object_delete(st, "remote", "mq") == WH_OK);
     free(p1);
 
     /* Delete: released once; the row is gone. */
