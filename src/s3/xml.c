@@ -375,7 +375,7 @@ s3_err_t s3_xml_parse_complete(const char *xml, size_t len, s3_part_ref_t **part
 typedef struct delete_ctx {
     s3_delete_req_t d;
     size_t cap;
-    char *cur_key;
+    char *cur_key, *cur_vid;
     int have_quiet;
     s3_err_t err;
 } delete_ctx_t;
@@ -397,6 +397,16 @@ static int delete_cb(void *arg, const char *path, const char *text, size_t len)
             c->err = S3_ERR_INTERNAL;
             return -1;
         }
+    } else if (strcmp(path, "Delete/Object/VersionId") == 0) {
+        trim(&text, &len);
+        if (c->cur_vid || len == 0 || len > 128 || memchr(text, '\0', len)) {
+            c->err = S3_ERR_MALFORMED_XML;
+            return -1;
+        }
+        if (!(c->cur_vid = strndup(text, len))) {
+            c->err = S3_ERR_INTERNAL;
+            return -1;
+        }
     } else if (strcmp(path, "Delete/Object") == 0) {
         if (!c->cur_key || c->d.n == S3_XML_MAX_DELETE_KEYS) {
             c->err = S3_ERR_MALFORMED_XML;
@@ -405,15 +415,20 @@ static int delete_cb(void *arg, const char *path, const char *text, size_t len)
         if (c->d.n == c->cap) {
             size_t ncap = c->cap ? c->cap * 2 : 16;
             char **nk = realloc(c->d.keys, ncap * sizeof *nk);
-            if (!nk) {
+            if (nk)
+                c->d.keys = nk;
+            char **nv = nk ? realloc(c->d.version_ids, ncap * sizeof *nv) : NULL;
+            if (!nk || !nv) {
                 c->err = S3_ERR_INTERNAL;
                 return -1;
             }
-            c->d.keys = nk;
+            c->d.version_ids = nv;
             c->cap = ncap;
         }
+        c->d.version_ids[c->d.n] = c->cur_vid;
         c->d.keys[c->d.n++] = c->cur_key;
         c->cur_key = NULL;
+        c->cur_vid = NULL;
     } else if (strcmp(path, "Delete/Quiet") == 0) {
         trim(&text, &len);
         if (c->have_quiet) {
@@ -437,9 +452,12 @@ void s3_delete_req_free(s3_delete_req_t *d)
 {
     if (!d)
         return;
-    for (size_t i = 0; i < d->n; i++)
+    for (size_t i = 0; i < d->n; i++) {
         free(d->keys[i]);
+        free(d->version_ids[i]);
+    }
     free(d->keys);
+    free(d->version_ids);
     memset(d, 0, sizeof *d);
 }
 
@@ -451,6 +469,7 @@ s3_err_t s3_xml_parse_delete(const char *xml, size_t len, s3_delete_req_t *out)
     char root[64] = "";
     int rc = xml_walk(xml, len, S3_XML_MAX_BYTES, XML_REQ_MAX_DEPTH, delete_cb, &c, root);
     free(c.cur_key);
+    free(c.cur_vid);
     if (rc != 0 || strcmp(root, "Delete") != 0 || c.d.n == 0) {
         s3_err_t e = rc != 0 ? c.err : S3_ERR_MALFORMED_XML;
         s3_delete_req_free(&c.d);
@@ -507,5 +526,46 @@ s3_err_t s3_xml_parse_create_bucket(const char *xml, size_t len, char *out, size
     if (strcmp(root, "CreateBucketConfiguration") != 0)
         return S3_ERR_MALFORMED_XML;
     memcpy(out, tmp, strlen(tmp) + 1);
+    return S3_OK;
+}
+
+/* --- VersioningConfiguration --- */
+
+typedef struct versioning_ctx {
+    int status;
+    s3_err_t err;
+} versioning_ctx_t;
+
+static int versioning_cb(void *arg, const char *path, const char *text, size_t len)
+{
+    versioning_ctx_t *c = arg;
+    if (strcmp(path, "VersioningConfiguration/Status") != 0)
+        return 0; /* MfaDelete and the like: not kept */
+    trim(&text, &len);
+    if (c->status) {
+        c->err = S3_ERR_MALFORMED_XML;
+        return -1;
+    }
+    if (len == 7 && strncmp(text, "Enabled", 7) == 0) {
+        c->status = 1;
+    } else if (len == 9 && strncmp(text, "Suspended", 9) == 0) {
+        c->status = 2;
+    } else {
+        c->err = S3_ERR_MALFORMED_XML;
+        return -1;
+    }
+    return 0;
+}
+
+s3_err_t s3_xml_parse_versioning(const char *xml, size_t len, int *status)
+{
+    versioning_ctx_t c = {0, S3_ERR_MALFORMED_XML};
+    char root[64] = "";
+    int rc = xml_walk(xml, len, S3_XML_MAX_BYTES, XML_REQ_MAX_DEPTH, versioning_cb, &c, root);
+    if (rc != 0)
+        return c.err;
+    if (strcmp(root, "VersioningConfiguration") != 0 || !c.status)
+        return S3_ERR_MALFORMED_XML;
+    *status = c.status;
     return S3_OK;
 }

@@ -39,6 +39,7 @@ s3_err_t s3_xml_parse_complete(const char *xml, size_t len, s3_part_ref_t **part
 /* DeleteObjects request body. */
 typedef struct s3_delete_req {
     char **keys;
+    char **version_ids; /* parallel to keys: the Object's VersionId, or NULL where none */
     size_t n;
     int quiet;
 } s3_delete_req_t;
@@ -48,6 +49,10 @@ void s3_delete_req_free(s3_delete_req_t *d);
 /* CreateBucketConfiguration: LocationConstraint text into out (empty when absent). An empty
  * body is fine. */
 s3_err_t s3_xml_parse_create_bucket(const char *xml, size_t len, char *out, size_t outlen);
+
+/* PutBucketVersioning's VersioningConfiguration: Status Enabled (*status 1) or Suspended (2).
+ * A missing or other Status is MalformedXML. */
+s3_err_t s3_xml_parse_versioning(const char *xml, size_t len, int *status);
 
 /* Client side: generic flat extraction. Calls cb at the end of every element with its path
  * ("ListBucketResult/Contents/Key") and its text (len 0 for none), so a caller can group fields

@@ -226,18 +226,15 @@ void srv_route_parse(const char *method, const char *raw_path, const char *raw_q
     }
 
     for (size_t i = 0; i < WH_ARRAY_SIZE(g_unsupported); i++) {
+        /* Object tagging and GetObjectAttributes are served; a bucket's tagging is not. */
+        if (out->key && (strcmp(g_unsupported[i], "tagging") == 0 ||
+                         strcmp(g_unsupported[i], "attributes") == 0))
+            continue;
         if (has_q(out, g_unsupported[i])) {
             out->unsupported = g_unsupported[i];
             out->api = SRV_API_NOT_IMPLEMENTED;
             return;
         }
-    }
-    /* Objects are unversioned: "null" is the only version there is. */
-    const char *vid = srv_route_q(out, "versionId");
-    if (vid && strcmp(vid, "null") != 0) {
-        out->unsupported = "versionId";
-        out->api = SRV_API_NOT_IMPLEMENTED;
-        return;
     }
     srv_level_t level = !out->bucket ? SRV_AT_SERVICE : !out->key ? SRV_AT_BUCKET : SRV_AT_OBJECT;
     const srv_op_t *op = route_op(level, method, out, has_copy_source);

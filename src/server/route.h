@@ -32,6 +32,11 @@
     X(SRV_API_GET_BUCKET_LOCATION, "GetBucketLocation")                                    \
     X(SRV_API_GET_BUCKET_VERSIONING, "GetBucketVersioning")                                \
     X(SRV_API_LIST_OBJECT_VERSIONS, "ListObjectVersions")                                  \
+    X(SRV_API_PUT_BUCKET_VERSIONING, "PutBucketVersioning")                                \
+    X(SRV_API_GET_OBJECT_TAGGING, "GetObjectTagging")                                      \
+    X(SRV_API_PUT_OBJECT_TAGGING, "PutObjectTagging")                                      \
+    X(SRV_API_DELETE_OBJECT_TAGGING, "DeleteObjectTagging")                                \
+    X(SRV_API_GET_OBJECT_ATTRIBUTES, "GetObjectAttributes")                                \
     X(SRV_API_LIST_OBJECTS, "ListObjects")                                                 \
     X(SRV_API_LIST_OBJECTS_V2, "ListObjectsV2")                                            \
     X(SRV_API_LIST_MULTIPART_UPLOADS, "ListMultipartUploads")                              \

@@ -195,14 +195,3 @@ int srv_bucket_location(srv_req_t *r, srv_out_t *o)
     wh_sbuf_puts(&b, "</LocationConstraint>");
     return srv_ok_xml(o, 200, &b);
 }
-
-int srv_bucket_versioning(srv_req_t *r, srv_out_t *o)
-{
-    int ret = srv_need_bucket(r, o);
-    if (ret)
-        return ret;
-    wh_sbuf_t b;
-    wh_sbuf_init(&b);
-    wh_sbuf_puts(&b, XML_DECL "<VersioningConfiguration xmlns=\"" S3_XMLNS "\"/>");
-    return srv_ok_xml(o, 200, &b);
-}

@@ -254,8 +254,10 @@ int srv_mpu_complete_finish(srv_req_t *r, srv_out_t *o)
         ret = srv_err_not_found(r, o, S3_ERR_NO_SUCH_UPLOAD);
     else if (st != WH_OK)
         ret = srv_write_cond_err(r, o, st, &cond, "completing the upload");
-    else
+    else {
+        srv_out_version(o, m.version_id, false);
         ret = complete_xml(r, o, &m);
+    }
 out:
     store_obj_meta_free(&m);
     free(cp);

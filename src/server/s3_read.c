@@ -68,16 +68,26 @@ static int rdma_get(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, int f
 
 int srv_read_object(srv_req_t *r, srv_out_t *o)
 {
+    const char *vid;
     int ret = srv_key_check(r, o);
-    if (ret)
+    if (ret || (ret = srv_version_q(r, o, &vid)))
         return ret;
     store_obj_meta_t m;
     memset(&m, 0, sizeof m);
     int fd = -1;
     store_reader_t *rd = NULL; /* bytes that are not local (a cluster): through the table */
-    wh_status_t st = store_object_open(srv_st(r), srv_b(r), srv_k(r), &m, r->head ? NULL : &fd);
+    /* The version this request opened is the one served, by sendfile or by RDMA alike. */
+    wh_status_t st = store_object_open_version(srv_st(r), srv_b(r), srv_k(r), vid, &m,
+                                               r->head ? NULL : &fd);
     if (st == WH_ERR_UNSUPPORTED && !r->head)
-        st = store_object_reader(srv_st(r), srv_b(r), srv_k(r), &m, &rd);
+        st = store_object_reader_version(srv_st(r), srv_b(r), srv_k(r), vid, &m, &rd);
+    if (st == WH_ERR_NOT_FOUND) {
+        /* Who may not list the bucket does not learn that the key (or version) is absent. */
+        if (!(ret = srv_authz_object(r, o, NULL)))
+            ret = srv_version_not_found(r, o, &m, vid);
+        store_obj_meta_free(&m);
+        return ret;
+    }
     if (st != WH_OK) {
         store_obj_meta_free(&m);
         if (st == WH_ERR_NOT_FOUND && (ret = srv_authz_object(r, o, NULL)))
@@ -87,6 +97,7 @@ int srv_read_object(srv_req_t *r, srv_out_t *o)
     /* The object's ACL, before a byte moves (HTTP or RDMA). */
     if ((ret = srv_authz_object(r, o, &m)))
         goto out;
+    srv_out_version(o, m.version_id, vid != NULL);
 
     int pc = srv_preconditions(r, &m, "");
     if (pc) {

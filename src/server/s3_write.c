@@ -60,7 +60,7 @@ int srv_put_commit(srv_req_t *r, srv_out_t *o, bool part, const s3_sums_t *want,
                    const char *etag_hex, const char *c64)
 {
     wh_status_t st;
-    char etag[80];
+    char etag[80], vid[STORE_VERSION_ID_MAX] = "";
     if (part) {
         char e[33];
         st = store_mpu_part_commit(srv_st(r), srv_b(r), srv_k(r), r->upload_id, r->part_number,
@@ -83,6 +83,7 @@ int srv_put_commit(srv_req_t *r, srv_out_t *o, bool part, const s3_sums_t *want,
         st = store_writer_commit_cond(r->w, srv_b(r), srv_k(r), &m, &cond);
         r->w = NULL;
         snprintf(etag, sizeof etag, "%s", m.etag);
+        snprintf(vid, sizeof vid, "%s", m.version_id);
         store_obj_meta_free(&m);
         if (st != WH_OK && cond.kind != STORE_COND_NONE && (st != WH_ERR_NOT_FOUND || cond.failed))
             return srv_write_cond_err(r, o, st, &cond, "committing the object");
@@ -94,6 +95,7 @@ int srv_put_commit(srv_req_t *r, srv_out_t *o, bool part, const s3_sums_t *want,
     char q[84];
     srv_etag_quoted(etag, q);
     srv_out_header(o, MHD_HTTP_HEADER_ETAG, q);
+    srv_out_version(o, vid, false);
     srv_sums_to_out(o, want);
     return 0;
 }
@@ -160,9 +162,11 @@ int srv_copy_src_parse(srv_req_t *r, srv_out_t *o, srv_copy_src_t *c)
     const char *h = srv_hdr(r, "x-amz-copy-source");
     const char *q = strchr(h, '?');
     size_t n = q ? (size_t)(q - h) : strlen(h);
-    if (q && (strncmp(q, "?versionId=", 11) != 0 || strcmp(q + 11, "null") != 0))
-        return srv_err(o, S3_ERR_NOT_IMPLEMENTED, "x-amz-copy-source may only name "
-                                                  "versionId=null: objects are unversioned");
+    if (q && (strncmp(q, "?versionId=", 11) != 0 || !store_version_id_valid(q + 11)))
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                       "x-amz-copy-source may carry only ?versionId=<a version id>");
+    if (q)
+        snprintf(c->version_id, sizeof c->version_id, "%s", q + 11);
     wh_sbuf_t d;
     wh_sbuf_init(&d);
     if (s3_uri_decode(h, n, &d) != 0 || d.oom || !d.data) {
@@ -197,9 +201,12 @@ int srv_copy_src_parse(srv_req_t *r, srv_out_t *o, srv_copy_src_t *c)
 int srv_copy_src_open(srv_req_t *r, srv_out_t *o, const srv_copy_src_t *c,
                       store_obj_meta_t *m, int *fd)
 {
-    wh_status_t st = store_object_open(srv_st(r), c->bucket, c->key, m, fd);
-    /* Reading the source is s3:GetObject on it, decided before its bytes are read. */
-    int ret = srv_authz_other(r, o, "s3:GetObject", c->bucket, c->key, st == WH_OK ? m : NULL);
+    const char *vid = c->version_id[0] ? c->version_id : NULL;
+    wh_status_t st = store_object_open_version(srv_st(r), c->bucket, c->key, vid, m, fd);
+    /* Reading the source is s3:GetObject (of a version: s3:GetObjectVersion) on it, decided
+     * before its bytes are read. */
+    int ret = srv_authz_other(r, o, vid ? "s3:GetObjectVersion" : "s3:GetObject", c->bucket,
+                              c->key, st == WH_OK ? m : NULL);
     if (ret) {
         if (fd && *fd >= 0) {
             close(*fd);
@@ -211,7 +218,12 @@ int srv_copy_src_open(srv_req_t *r, srv_out_t *o, const srv_copy_src_t *c,
     if (st == WH_ERR_NOT_FOUND) {
         if (store_bucket_exists(srv_st(r), c->bucket) != WH_OK)
             return srv_err(o, S3_ERR_NO_SUCH_BUCKET, "the copy source bucket does not exist");
-        return srv_err(o, S3_ERR_NO_SUCH_KEY, "the copy source key does not exist");
+        if (m->delete_marker) /* S3: a delete marker is no copy source */
+            return srv_err(o, vid ? S3_ERR_INVALID_REQUEST : S3_ERR_NO_SUCH_KEY,
+                           "the copy source is a delete marker");
+        return srv_err(o, vid ? S3_ERR_NO_SUCH_VERSION : S3_ERR_NO_SUCH_KEY,
+                       vid ? "the copy source version does not exist"
+                           : "the copy source key does not exist");
     }
     if (st != WH_OK)
         return srv_err_status(r, o, st, "opening the copy source");
@@ -267,8 +279,9 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
         if ((ret = srv_acl_to_meta(r, o, &nm)))
             goto out;
     }
-    wh_status_t st = store_object_copy(srv_st(r), c.bucket, c.key, srv_b(r), srv_k(r), &nm,
-                                       &out_m);
+    wh_status_t st = store_object_copy_version(srv_st(r), c.bucket, c.key,
+                                               c.version_id[0] ? c.version_id : NULL, srv_b(r),
+                                               srv_k(r), &nm, &out_m);
     if (st == WH_ERR_NOT_FOUND) {
         ret = srv_err(o, S3_ERR_NO_SUCH_KEY, "the copy source vanished or the bucket is gone");
         goto out;
@@ -277,6 +290,9 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
         ret = srv_err_status(r, o, st, "copying the object");
         goto out;
     }
+    srv_out_version(o, out_m.version_id, false);
+    if (c.version_id[0])
+        srv_out_header(o, "x-amz-copy-source-version-id", c.version_id);
     wh_sbuf_t b;
     wh_sbuf_init(&b);
     wh_sbuf_puts(&b, XML_DECL "<CopyObjectResult xmlns=\"" S3_XMLNS "\">");
@@ -299,11 +315,20 @@ out:
 int srv_write_delete(srv_req_t *r, srv_out_t *o)
 {
     int ret;
-    if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)))
+    const char *vid;
+    if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)) ||
+        (ret = srv_version_q(r, o, &vid)))
         return ret;
-    wh_status_t st = store_object_delete(srv_st(r), srv_b(r), srv_k(r));
+    store_del_result_t res;
+    wh_status_t st = store_object_delete_version(srv_st(r), srv_b(r), srv_k(r), vid, &res);
     if (st != WH_OK && st != WH_ERR_NOT_FOUND)
         return srv_err_status(r, o, st, "deleting the object");
+    if (st == WH_OK) {
+        srv_out_version(o, vid && !res.version_id[0] ? vid : res.version_id,
+                        vid != NULL || res.delete_marker);
+        if (res.delete_marker)
+            srv_out_header(o, "x-amz-delete-marker", "true");
+    }
     return srv_ok(o, 204);
 }
 
@@ -327,12 +352,14 @@ int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o)
     wh_sbuf_puts(&b, XML_DECL "<DeleteResult xmlns=\"" S3_XMLNS "\">");
     for (size_t i = 0; i < d.n; i++) {
         const char *k = d.keys[i];
+        const char *vid = d.version_ids[i];
         size_t kl = strlen(k);
         /* s3:DeleteObject key by key, as S3 decides it: a refused key is an Error entry. */
         srv_out_t ko;
         memset(&ko, 0, sizeof ko);
-        if (store_key_valid(k, kl) && srv_authz_other(r, &ko, "s3:DeleteObject", srv_b(r), k,
-                                                      NULL)) {
+        if (store_key_valid(k, kl) &&
+            srv_authz_other(r, &ko, vid ? "s3:DeleteObjectVersion" : "s3:DeleteObject",
+                            srv_b(r), k, NULL)) {
             wh_sbuf_puts(&b, "<Error>");
             s3_xml_elem(&b, "Key", k);
             s3_xml_elem(&b, "Code", ko.code ? ko.code : "AccessDenied");
@@ -340,19 +367,36 @@ int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o)
             wh_sbuf_puts(&b, "</Error>");
             continue;
         }
-        wh_status_t st = store_key_valid(k, kl) ? store_object_delete(srv_st(r), srv_b(r), k)
-                                                : WH_ERR_INVALID;
+        store_del_result_t res;
+        memset(&res, 0, sizeof res);
+        wh_status_t st = !store_key_valid(k, kl)                ? WH_ERR_INVALID
+                         : vid && !store_version_id_valid(vid) ? WH_ERR_RANGE
+                                                                : store_object_delete_version(
+                                                                      srv_st(r), srv_b(r), k,
+                                                                      vid, &res);
         if (st == WH_OK || st == WH_ERR_NOT_FOUND) {
             if (!d.quiet) {
                 wh_sbuf_puts(&b, "<Deleted>");
                 s3_xml_elem(&b, "Key", k);
+                if (vid)
+                    s3_xml_elem(&b, "VersionId", vid);
+                if (res.delete_marker) {
+                    s3_xml_elem(&b, "DeleteMarker", "true");
+                    if (!vid) /* the marker this delete made */
+                        s3_xml_elem(&b, "DeleteMarkerVersionId", res.version_id);
+                }
                 wh_sbuf_puts(&b, "</Deleted>");
             }
         } else {
             wh_sbuf_puts(&b, "<Error>");
             s3_xml_elem(&b, "Key", k);
-            s3_xml_elem(&b, "Code", st == WH_ERR_INVALID ? "InvalidArgument" : "InternalError");
-            s3_xml_elem(&b, "Message", wh_status_str(st));
+            if (vid)
+                s3_xml_elem(&b, "VersionId", vid);
+            s3_xml_elem(&b, "Code", st == WH_ERR_INVALID || st == WH_ERR_RANGE
+                                        ? "InvalidArgument"
+                                        : "InternalError");
+            s3_xml_elem(&b, "Message", st == WH_ERR_RANGE ? "Invalid version id specified"
+                                                          : wh_status_str(st));
             wh_sbuf_puts(&b, "</Error>");
         }
     }

@@ -35,6 +35,7 @@ const srv_op_t srv_ops[] = {
     {BKT, "PUT", "policy", NULL, NULL, false, SRV_API_PUT_BUCKET_POLICY, BUF_, false, srv_policy_put_begin, srv_policy_put_finish, "s3:PutBucketPolicy", false},
     {BKT, "DELETE", "policy", NULL, NULL, false, SRV_API_DELETE_BUCKET_POLICY, NONE_, false, srv_policy_delete, NULL, "s3:DeleteBucketPolicy", false},
     {BKT, "GET", "policyStatus", NULL, NULL, false, SRV_API_GET_BUCKET_POLICY_STATUS, NONE_, false, srv_policy_status, NULL, "s3:GetBucketPolicyStatus", false},
+    {BKT, "PUT", "versioning", NULL, NULL, false, SRV_API_PUT_BUCKET_VERSIONING, BUF_, false, srv_bucket_versioning_put_begin, srv_bucket_versioning_put_finish, "s3:PutBucketVersioning", false},
     {BKT, "PUT", NULL, NULL, NULL, false, SRV_API_CREATE_BUCKET, BUF_, false, srv_bucket_create_begin, srv_bucket_create_finish, "s3:CreateBucket", false},
     {BKT, "DELETE", NULL, NULL, NULL, false, SRV_API_DELETE_BUCKET, NONE_, false, srv_bucket_delete, NULL, "s3:DeleteBucket", false},
     {BKT, "HEAD", NULL, NULL, NULL, false, SRV_API_HEAD_BUCKET, NONE_, false, srv_bucket_head, NULL, "s3:ListBucket", false},

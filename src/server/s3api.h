@@ -169,6 +169,15 @@ int srv_acl_from_request(srv_req_t *r, srv_out_t *o, const char *owner,
  * CreateMultipartUpload). */
 int srv_acl_to_meta(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m);
 
+/* s3_version.c: the versionId query (NULL when absent; 400 when malformed). */
+int srv_version_q(srv_req_t *r, srv_out_t *o, const char **vid);
+/* x-amz-version-id of a reply (the "null" version only when asked: the request named one). */
+void srv_out_version(srv_out_t *o, const char *vid, bool asked);
+/* A read that found no version: a delete marker (404 NoSuchKey, or 405 when asked by
+ * versionId; x-amz-delete-marker either way), NoSuchVersion, or NoSuchKey/NoSuchBucket. */
+int srv_version_not_found(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m,
+                          const char *vid);
+
 /* ---- shared between families ------------------------------------------------------------ */
 
 /* s3_rdma.c: a failed or declined transfer as its answer (never 200, never a body). */
@@ -191,6 +200,7 @@ void srv_put_etag_mode(srv_req_t *r, bool part);
 typedef struct srv_copy_src {
     char *bucket;
     char *key;
+    char version_id[STORE_VERSION_ID_MAX]; /* ?versionId= of the source, or "" */
 } srv_copy_src_t;
 int srv_copy_src_parse(srv_req_t *r, srv_out_t *o, srv_copy_src_t *c);
 int srv_copy_src_open(srv_req_t *r, srv_out_t *o, const srv_copy_src_t *c,
@@ -230,6 +240,8 @@ int srv_bucket_delete(srv_req_t *r, srv_out_t *o);
 int srv_bucket_head(srv_req_t *r, srv_out_t *o);
 int srv_bucket_location(srv_req_t *r, srv_out_t *o);
 int srv_bucket_versioning(srv_req_t *r, srv_out_t *o);
+int srv_bucket_versioning_put_begin(srv_req_t *r, srv_out_t *o);
+int srv_bucket_versioning_put_finish(srv_req_t *r, srv_out_t *o);
 
 int srv_list_v1(srv_req_t *r, srv_out_t *o);
 int srv_list_v2(srv_req_t *r, srv_out_t *o);

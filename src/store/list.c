@@ -194,3 +194,168 @@ out:
         store_list_result_free(out);
     return st;
 }
+
+/* ---- ListObjectVersions over version_scan: the same walk, one item per version ---- */
+
+typedef struct {
+    meta_t *m;
+    store_version_result_t *out;
+    const char *prefix, *delim;
+    size_t plen, dlen;
+    uint32_t max;
+    size_t cap_e, cap_p, count;
+    list_bytes_t cur;
+    bool jumped, finished;
+    /* key_marker with version_id_marker: the versions of that key up to the marker are
+     * skipped (the scan starts at the key itself). */
+    const char *skip_key, *skip_vid;
+    size_t skip_klen;
+    bool skipping;
+    const char *last_key, *last_vid;
+} ver_walk_t;
+
+static int ver_row(void *arg, const meta_version_row_t *row)
+{
+    ver_walk_t *w = arg;
+    store_version_result_t *out = w->out;
+    const char *key = row->key;
+    size_t klen = row->klen;
+    __atomic_add_fetch(&w->m->list_rows, 1, __ATOMIC_RELAXED);
+    if (!key || klen < w->plen || memcmp(key, w->prefix, w->plen) != 0) {
+        w->finished = true;
+        return 1;
+    }
+    if (w->skipping) {
+        if (klen == w->skip_klen && memcmp(key, w->skip_key, klen) == 0) {
+            if (strcmp(row->version_id, w->skip_vid) == 0)
+                w->skipping = false; /* the marker itself: the next row is the first */
+            return 0;
+        }
+        w->skipping = false; /* the marker's version is gone: the next key starts */
+    }
+    const char *d = w->delim ? memmem(key + w->plen, klen - w->plen, w->delim, w->dlen) : NULL;
+    if (w->count == w->max) {
+        out->truncated = true;
+        w->finished = true;
+        return 1;
+    }
+    if (d) {
+        size_t cplen = (size_t)(d - key) + w->dlen;
+        if (!meta_grow((void **)&out->prefixes, &w->cap_p, out->n_prefixes + 1, sizeof(char *)) ||
+            !(out->prefixes[out->n_prefixes] = strndup_bytes(key, cplen)) ||
+            !bytes_set(&w->cur, key, cplen))
+            return WH_ERR_NOMEM;
+        w->last_key = out->prefixes[out->n_prefixes++];
+        w->last_vid = "";
+        w->count++;
+        if (!bytes_prefix_end(&w->cur))
+            w->finished = true;
+        else
+            w->jumped = true;
+        return 1;
+    }
+    if (!meta_grow((void **)&out->entries, &w->cap_e, out->n_entries + 1, sizeof *out->entries))
+        return WH_ERR_NOMEM;
+    store_version_entry_t *e = &out->entries[out->n_entries];
+    memset(e, 0, sizeof *e);
+    if (!(e->key = strndup_bytes(key, klen)))
+        return WH_ERR_NOMEM;
+    snprintf(e->version_id, sizeof e->version_id, "%s", row->version_id);
+    e->latest = row->latest;
+    e->delete_marker = row->delete_marker;
+    e->size = row->size;
+    e->mtime = row->mtime;
+    snprintf(e->etag, sizeof e->etag, "%s", row->etag ? row->etag : "");
+    w->last_key = e->key;
+    w->last_vid = e->version_id;
+    out->n_entries++;
+    w->count++;
+    return 0;
+}
+
+wh_status_t meta_version_list(meta_t *m, const char *bucket, const store_version_params_t *p,
+                              store_version_result_t *out)
+{
+    memset(out, 0, sizeof *out);
+    ver_walk_t w;
+    memset(&w, 0, sizeof w);
+    w.m = m;
+    w.out = out;
+    w.prefix = p->prefix ? p->prefix : "";
+    w.plen = strlen(w.prefix);
+    w.delim = p->delimiter && p->delimiter[0] ? p->delimiter : NULL;
+    w.dlen = w.delim ? strlen(w.delim) : 0;
+    w.max = WH_MIN(p->max_keys, 1000u);
+    const char *km = p->key_marker && p->key_marker[0] ? p->key_marker : NULL;
+    const char *vm = km && p->version_id_marker && p->version_id_marker[0]
+                         ? p->version_id_marker
+                         : NULL;
+    bool inclusive = true;
+
+    wh_status_t st = meta_bucket_exists(m, bucket);
+    if (st != WH_OK || w.max == 0)
+        goto out;
+    if (!bytes_set(&w.cur, w.prefix, w.plen)) {
+        st = WH_ERR_NOMEM;
+        goto out;
+    }
+    if (km) {
+        size_t alen = strlen(km);
+        list_bytes_t a = {0};
+        bool a_incl = false;
+        if (!bytes_set(&a, km, alen)) {
+            st = WH_ERR_NOMEM;
+            goto out;
+        }
+        if (vm) {
+            /* Within the marker's key: from the key itself, skipping to after the version. */
+            a_incl = true;
+            w.skipping = true;
+            w.skip_key = km;
+            w.skip_klen = alen;
+            w.skip_vid = vm;
+        } else if (w.delim && alen > w.plen && memcmp(km, w.prefix, w.plen) == 0) {
+            const char *d = memmem(km + w.plen, alen - w.plen, w.delim, w.dlen);
+            if (d && (size_t)(d - km) + w.dlen == alen) {
+                if (!bytes_prefix_end(&a)) {
+                    free(a.p);
+                    goto out;
+                }
+                a_incl = true;
+            }
+        }
+        if (bytes_cmp(a.p, a.n, w.cur.p, w.cur.n) >= 0) {
+            free(w.cur.p);
+            w.cur = a;
+            inclusive = a_incl;
+        } else {
+            free(a.p);
+            w.skipping = false;
+        }
+    }
+    for (;;) {
+        w.jumped = w.finished = false;
+        list_bytes_t from = {0};
+        if (!bytes_set(&from, w.cur.p, w.cur.n)) {
+            st = WH_ERR_NOMEM;
+            break;
+        }
+        st = meta_version_scan(m, bucket, from.p, from.n, inclusive, ver_row, &w);
+        free(from.p);
+        if (st != WH_OK || w.finished || !w.jumped)
+            break;
+        inclusive = true;
+    }
+    if (st == WH_OK && out->truncated) {
+        out->next_key_marker = strdup(w.last_key);
+        snprintf(out->next_version_id_marker, sizeof out->next_version_id_marker, "%s",
+                 w.last_vid);
+        if (!out->next_key_marker)
+            st = WH_ERR_NOMEM;
+    }
+out:
+    free(w.cur.p);
+    if (st != WH_OK)
+        store_version_result_free(out);
+    return st;
+}

@@ -2,7 +2,11 @@
  * references. See meta.h. */
 #include "store/meta.h"
 
+#include "base/codec.h"
+#include "base/digest.h"
 #include "base/log.h"
+#include "base/util.h"
+#include <inttypes.h>
 
 #include <stdio.h>
 #include <stdint.h>
@@ -212,4 +216,26 @@ wh_status_t meta_cond_check(store_cond_t *cond, bool exists, const char *etag)
         return WH_ERR_PRECONDITION;
     }
     return WH_OK;
+}
+
+wh_status_t meta_version_id_new(uint64_t seq, char out[STORE_VERSION_ID_MAX])
+{
+    /* Inverted time first: the ids of one key sort newest first; 64 random bits after it
+     * make ids unique across gateways that commit in the same microsecond. */
+    uint8_t rnd[8];
+    if (wh_random_bytes(rnd, sizeof rnd) != 0) {
+        wh_error("store", "cannot get random bytes for a version id");
+        return WH_ERR_INTERNAL;
+    }
+    snprintf(out, STORE_VERSION_ID_MAX, "%016" PRIx64, UINT64_MAX - seq);
+    wh_hex_encode(rnd, sizeof rnd, out + 16);
+    return WH_OK;
+}
+
+uint64_t meta_version_seq_next(uint64_t cur_seq)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+    return now > cur_seq ? now : cur_seq + 1;
 }

@@ -31,8 +31,8 @@
  * one transaction at open; each list must have exactly this many steps. A database newer than
  * this build is refused. 1: buckets, objects, uploads, parts. 2: chunk maps (and, in
  * PostgreSQL, the deferred GC queue). 3: users, access keys, user policies; owners, ACLs and
- * bucket policies. */
-#define META_SCHEMA_VERSION 3
+ * bucket policies. 4: bucket versioning, older versions and delete markers, tags, part sizes. */
+#define META_SCHEMA_VERSION 4
 
 typedef struct meta meta_t;
 typedef struct meta_ops meta_ops_t;
@@ -51,6 +51,19 @@ void meta_parts_free(meta_part_t *p, size_t n);
 /* One row of a listing scan. Return 0 to go on, 1 to stop, or a negative wh_status_t. */
 typedef int (*meta_scan_fn)(void *arg, const void *key, size_t klen, uint64_t size, time_t mtime,
                             const char *etag, const char *owner);
+
+/* One version row of a version scan. */
+typedef struct meta_version_row {
+    const void *key;
+    size_t klen;
+    const char *version_id;
+    bool latest, delete_marker;
+    uint64_t size;
+    time_t mtime;
+    const char *etag;
+} meta_version_row_t;
+/* Return 0 to go on, 1 to stop, or a negative wh_status_t. */
+typedef int (*meta_version_fn)(void *arg, const meta_version_row_t *row);
 
 /* A storage server of a cluster. */
 typedef struct meta_node {
@@ -126,12 +139,31 @@ struct meta_ops {
     /* Inserts or replaces; *old gets the replaced reference ("" if none). NOT_FOUND: bucket.
      * cond (NULL: none) is checked in the same transaction (meta_cond_check). */
     wh_status_t (*object_put)(meta_t *m, const char *bucket, const char *key, size_t klen,
-                              const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                              store_obj_meta_t *meta, const store_data_ref_t *ref,
                               store_data_ref_t *old, store_cond_t *cond);
     /* *old "" when there was no such key (WH_OK: idempotent). NOT_FOUND: bucket. */
     wh_status_t (*object_delete)(meta_t *m, const char *bucket, const char *key, size_t klen,
                                  store_data_ref_t *old);
-    /* Rows of bucket in key order from `from` (inclusive or not) until fn stops or keys end. */
+    /* ---- versions (see store.h): object_put, upload_complete and object_delete follow the
+     * bucket's versioning state, read in their transaction. An archived version keeps its
+     * chunk map; only a removed version's data comes back in *old. ---- */
+    wh_status_t (*bucket_versioning_get)(meta_t *m, const char *bucket, int *state);
+    wh_status_t (*bucket_versioning_set)(meta_t *m, const char *bucket, int state);
+    /* version_id NULL: the current row, delete markers included (meta->delete_marker). */
+    wh_status_t (*object_get_version)(meta_t *m, const char *bucket, const char *key,
+                                      size_t klen, const char *version_id,
+                                      store_obj_meta_t *meta, store_data_ref_t *ref);
+    wh_status_t (*object_delete_version)(meta_t *m, const char *bucket, const char *key,
+                                         size_t klen, const char *version_id,
+                                         store_del_result_t *res, store_data_ref_t *old);
+    /* Keys from `from` in order (current rows, delete markers included), each followed by
+     * its older versions newest first, until fn stops or keys end. */
+    wh_status_t (*version_scan)(meta_t *m, const char *bucket, const void *from, size_t flen,
+                                bool inclusive, meta_version_fn fn, void *arg);
+    wh_status_t (*object_tags_set)(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                   const char *version_id, const char *tags);
+    /* Rows of bucket in key order from `from` (inclusive or not) until fn stops or keys end.
+     * Delete markers are not rows of this scan (ListObjects does not show them). */
     wh_status_t (*object_scan)(meta_t *m, const char *bucket, const void *from, size_t flen,
                                bool inclusive, meta_scan_fn fn, void *arg);
     /* WH_OK if an object or part row refers to data id, WH_ERR_NOT_FOUND if none does. */
@@ -160,7 +192,7 @@ struct meta_ops {
      * cond as object_put's, checked after the parts. */
     wh_status_t (*upload_complete)(meta_t *m, const char *bucket, const char *key,
                                    const char *upload_id, const meta_part_t *parts, size_t n,
-                                   const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                                   store_obj_meta_t *meta, const store_data_ref_t *ref,
                                    store_data_ref_t *old, meta_part_t **all, size_t *n_all,
                                    store_cond_t *cond);
     wh_status_t (*upload_list)(meta_t *m, const char *bucket, const char *prefix,
@@ -252,6 +284,13 @@ wh_status_t meta_parts_unchanged(const char *upload_id, const meta_part_t *liste
  * WH_OK to go on; WH_ERR_PRECONDITION (or NOT_FOUND for If-Match on a missing key) with
  * cond->failed set. NULL cond passes. */
 wh_status_t meta_cond_check(store_cond_t *cond, bool exists, const char *etag);
+/* A new version id for a commit at seq (microseconds, made monotonic per key by the caller). */
+wh_status_t meta_version_id_new(uint64_t seq, char out[STORE_VERSION_ID_MAX]);
+/* The seq of a new version of a key whose current version has cur_seq. */
+uint64_t meta_version_seq_next(uint64_t cur_seq);
+/* S3's listing of versions over version_scan (store/list.c). */
+wh_status_t meta_version_list(meta_t *m, const char *bucket, const store_version_params_t *p,
+                              store_version_result_t *out);
 
 /* S3 listing over object_scan (store/list.c). */
 wh_status_t meta_object_list(meta_t *m, const char *bucket, const store_list_params_t *p,
@@ -281,6 +320,12 @@ wh_status_t meta_object_list(meta_t *m, const char *bucket, const store_list_par
 #define meta_user_policy_list(m, ...) META_CALL_(m, user_policy_list, __VA_ARGS__)
 #define meta_user_policy_delete(m, ...) META_CALL_(m, user_policy_delete, __VA_ARGS__)
 #define meta_object_get(m, ...) META_CALL_(m, object_get, __VA_ARGS__)
+#define meta_bucket_versioning_get(m, ...) META_CALL_(m, bucket_versioning_get, __VA_ARGS__)
+#define meta_bucket_versioning_set(m, ...) META_CALL_(m, bucket_versioning_set, __VA_ARGS__)
+#define meta_object_get_version(m, ...) META_CALL_(m, object_get_version, __VA_ARGS__)
+#define meta_object_delete_version(m, ...) META_CALL_(m, object_delete_version, __VA_ARGS__)
+#define meta_version_scan(m, ...) META_CALL_(m, version_scan, __VA_ARGS__)
+#define meta_object_tags_set(m, ...) META_CALL_(m, object_tags_set, __VA_ARGS__)
 #define meta_object_put(m, ...) META_CALL_(m, object_put, __VA_ARGS__)
 #define meta_object_delete(m, ...) META_CALL_(m, object_delete, __VA_ARGS__)
 #define meta_object_scan(m, ...) META_CALL_(m, object_scan, __VA_ARGS__)

@@ -18,7 +18,7 @@
 #include <pthread.h>
 
 #define PG_POOL 8
-#define PG_MAX_PARAMS 16
+#define PG_MAX_PARAMS 24
 #define PG_MAX_LOCKS 16
 
 typedef struct pg_conn {
@@ -94,17 +94,29 @@ wh_status_t pg_chunks_get(pg_conn_t *c, store_data_ref_t *ref);
 wh_status_t pg_chunks_drop(pg_conn_t *c, const char *id);
 wh_status_t pg_obj_ref(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
                        store_data_ref_t *ref);
-/* A write's condition against the key's current row (in the write's transaction). */
-wh_status_t pg_obj_cond(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
-                        store_cond_t *cond);
+/* The columns of an object row, the same in objects (current versions) and versions (older
+ * versions and delete markers); pg_obj_row reads them in this order. */
+#define PG_OBJ_COLS "size, mtime, etag, content_type, user_meta, crc32c, crc64nvme, parts," \
+                    " data_id, owner, acl, version_id, seq, dm, tags, part_sizes"
+#define PG_OBJ_NCOLS 16
+/* The versioning-aware commit of a new current row (PUT, completion; meta_pg_ver.c): checks
+ * cond, archives or replaces the current version as the bucket's state says, sets
+ * meta->version_id; *old gets the data to release. In a write transaction. */
+wh_status_t pg_obj_commit(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
+                          store_obj_meta_t *meta, const store_data_ref_t *ref,
+                          store_data_ref_t *old, store_cond_t *cond);
+/* Reads the PG_OBJ_COLS of row from column col into meta (may be NULL) and ref's id. */
+wh_status_t pg_obj_row(const PGresult *r, int row, int col, store_obj_meta_t *meta,
+                       store_data_ref_t *ref);
 wh_status_t pg_obj_upsert(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
-                          const store_obj_meta_t *meta, const store_data_ref_t *ref);
+                          const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                          int64_t seq);
 
 /* Objects (meta_pg_obj.c). */
 wh_status_t pg_object_get(meta_t *m, const char *bucket, const char *key, size_t klen,
                           store_obj_meta_t *meta, store_data_ref_t *ref);
 wh_status_t pg_object_put(meta_t *m, const char *bucket, const char *key, size_t klen,
-                          const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                          store_obj_meta_t *meta, const store_data_ref_t *ref,
                           store_data_ref_t *old, store_cond_t *cond);
 wh_status_t pg_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
                              store_data_ref_t *old);
@@ -128,7 +140,7 @@ wh_status_t pg_upload_delete(meta_t *m, const char *bucket, const char *key,
                              const char *upload_id, meta_part_t **parts, size_t *n);
 wh_status_t pg_upload_complete(meta_t *m, const char *bucket, const char *key,
                                const char *upload_id, const meta_part_t *parts, size_t n,
-                               const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                               store_obj_meta_t *meta, const store_data_ref_t *ref,
                                store_data_ref_t *old, meta_part_t **all, size_t *n_all,
                                store_cond_t *cond);
 /* In a write transaction: drops the bucket's uploads, their parts appended to *parts. */
@@ -175,5 +187,19 @@ wh_status_t pg_user_policy_delete(meta_t *m, const char *user, const char *name)
 
 /* Drops the advisory-lock connection's state (meta_pg_cluster.c). */
 void pg_locks_close(pg_meta_t *m);
+
+/* Versions (meta_pg_ver.c). */
+wh_status_t pg_bucket_versioning_get(meta_t *m, const char *bucket, int *state);
+wh_status_t pg_bucket_versioning_set(meta_t *m, const char *bucket, int state);
+wh_status_t pg_object_get_version(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                  const char *version_id, store_obj_meta_t *meta,
+                                  store_data_ref_t *ref);
+wh_status_t pg_object_delete_version(meta_t *m, const char *bucket, const char *key,
+                                     size_t klen, const char *version_id,
+                                     store_del_result_t *res, store_data_ref_t *old);
+wh_status_t pg_version_scan(meta_t *m, const char *bucket, const void *from, size_t flen,
+                            bool inclusive, meta_version_fn fn, void *arg);
+wh_status_t pg_object_tags_set(meta_t *m, const char *bucket, const char *key, size_t klen,
+                               const char *version_id, const char *tags);
 
 #endif

@@ -306,7 +306,7 @@ typedef struct {
     const char *bucket, *key, *upload_id;
     const meta_part_t *parts;
     size_t n;
-    const store_obj_meta_t *meta;
+    store_obj_meta_t *meta;
     const store_data_ref_t *ref;
     store_data_ref_t *old;
     meta_part_t *all;
@@ -361,24 +361,17 @@ static wh_status_t tx_upload_complete(void *conn, void *arg)
         return st;
     st = meta_parts_unchanged(a->upload_id, a->parts, a->n, a->all, a->n_all);
     if (st == WH_OK)
-        st = pg_obj_cond(conn, a->bucket, a->key, klen, a->cond);
-    if (st != WH_OK)
-        return st;
-    st = pg_obj_ref(conn, a->bucket, a->key, klen, a->old);
-    if (st == WH_OK)
-        st = pg_chunks_drop(conn, a->old->id);
-    if (st == WH_OK)
         st = pg_upload_drop(conn, a->upload_id, a->all, a->n_all);
-    /* Inserted last: chunks the object shares with its parts are then referenced again in
-     * this same transaction, so their GC entries are never handed out. */
+    /* The object row last: chunks the object shares with its parts are then referenced again
+     * in this same transaction, so their GC entries are never handed out. */
     if (st == WH_OK)
-        st = pg_obj_upsert(conn, a->bucket, a->key, klen, a->meta, a->ref);
+        st = pg_obj_commit(conn, a->bucket, a->key, klen, a->meta, a->ref, a->old, a->cond);
     return st;
 }
 
 wh_status_t pg_upload_complete(meta_t *m, const char *bucket, const char *key,
                                const char *upload_id, const meta_part_t *parts, size_t n,
-                               const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                               store_obj_meta_t *meta, const store_data_ref_t *ref,
                                store_data_ref_t *old, meta_part_t **all, size_t *n_all,
                                store_cond_t *cond)
 {

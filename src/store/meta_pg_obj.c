@@ -135,31 +135,9 @@ wh_status_t pg_obj_ref(pg_conn_t *c, const char *bucket, const char *key, size_t
     return st;
 }
 
-wh_status_t pg_obj_cond(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
-                        store_cond_t *cond)
-{
-    if (!cond || cond->kind == STORE_COND_NONE)
-        return WH_OK;
-    pg_params_t p = {0};
-    pp_text(&p, bucket);
-    pp_bytes(&p, key, klen);
-    PGresult *r;
-    /* SERIALIZABLE: a racing writer that commits first makes this transaction fail and retry,
-     * and the retry sees its row. */
-    wh_status_t st = pg_exec(c, "SELECT etag FROM objects WHERE bucket = $1 AND key = $2", &p,
-                             &r, "object condition lookup");
-    if (st != WH_OK)
-        return st;
-    bool exists = PQntuples(r) > 0;
-    char etag[80] = "";
-    if (exists)
-        pg_copy(r, 0, 0, etag, sizeof etag);
-    PQclear(r);
-    return meta_cond_check(cond, exists, etag);
-}
-
 wh_status_t pg_obj_upsert(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
-                          const store_obj_meta_t *meta, const store_data_ref_t *ref)
+                          const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                          int64_t seq)
 {
     pg_params_t p = {0};
     pp_text(&p, bucket);
@@ -168,105 +146,74 @@ wh_status_t pg_obj_upsert(pg_conn_t *c, const char *bucket, const char *key, siz
     pp_i64(&p, (int64_t)meta->mtime);
     pp_text(&p, meta->etag);
     pp_text(&p, meta->content_type);
-    pp_text(&p, meta->user_meta_json);
-    p.v[p.n - 1] = meta->user_meta_json; /* NULL stays SQL NULL */
+    pp_text(&p, NULL);
+    p.v[p.n - 1] = meta->user_meta_json; /* NULL stays SQL NULL (and below) */
     pp_text(&p, meta->crc32c);
     pp_text(&p, meta->crc64nvme);
     pp_i64(&p, meta->parts);
     pp_text(&p, ref->id);
     pp_text(&p, meta->owner);
     pp_text(&p, NULL);
-    p.v[p.n - 1] = meta->acl; /* NULL stays SQL NULL */
+    p.v[p.n - 1] = meta->acl;
+    pp_text(&p, meta->version_id[0] ? meta->version_id : "null");
+    pp_i64(&p, seq);
+    pp_i64(&p, meta->delete_marker ? 1 : 0);
+    pp_text(&p, NULL);
+    p.v[p.n - 1] = meta->tags;
+    pp_text(&p, NULL);
+    p.v[p.n - 1] = meta->part_sizes;
     wh_status_t st = pg_exec(c,
-                             "INSERT INTO objects(bucket, key, size, mtime, etag, content_type,"
-                             " user_meta, crc32c, crc64nvme, parts, data_id, owner, acl)"
-                             " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+                             "INSERT INTO objects(bucket, key, " PG_OBJ_COLS ")"
+                             " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
+                             " $14, $15, $16, $17, $18)"
                              " ON CONFLICT (bucket, key) DO UPDATE SET size = EXCLUDED.size,"
                              " mtime = EXCLUDED.mtime, etag = EXCLUDED.etag,"
                              " content_type = EXCLUDED.content_type,"
                              " user_meta = EXCLUDED.user_meta, crc32c = EXCLUDED.crc32c,"
                              " crc64nvme = EXCLUDED.crc64nvme, parts = EXCLUDED.parts,"
                              " data_id = EXCLUDED.data_id, owner = EXCLUDED.owner,"
-                             " acl = EXCLUDED.acl",
+                             " acl = EXCLUDED.acl, version_id = EXCLUDED.version_id,"
+                             " seq = EXCLUDED.seq, dm = EXCLUDED.dm, tags = EXCLUDED.tags,"
+                             " part_sizes = EXCLUDED.part_sizes",
                              &p, NULL, "object upsert");
     return st == WH_OK ? pg_chunks_put(c, ref) : st;
+}
+
+wh_status_t pg_obj_row(const PGresult *r, int row, int col, store_obj_meta_t *m,
+                       store_data_ref_t *ref)
+{
+    if (ref)
+        pg_copy(r, row, col + 8, ref->id, sizeof ref->id);
+    if (!m)
+        return WH_OK;
+    m->size = (uint64_t)pg_i64(r, row, col + 0);
+    m->mtime = (time_t)pg_i64(r, row, col + 1);
+    pg_copy(r, row, col + 2, m->etag, sizeof m->etag);
+    pg_copy(r, row, col + 3, m->content_type, sizeof m->content_type);
+    pg_copy(r, row, col + 5, m->crc32c, sizeof m->crc32c);
+    pg_copy(r, row, col + 6, m->crc64nvme, sizeof m->crc64nvme);
+    m->parts = (uint32_t)pg_i64(r, row, col + 7);
+    pg_copy(r, row, col + 9, m->owner, sizeof m->owner);
+    pg_copy(r, row, col + 11, m->version_id, sizeof m->version_id);
+    m->delete_marker = pg_i64(r, row, col + 13) != 0;
+    static const int heap[] = {4, 10, 14, 15};
+    char **dst[] = {&m->user_meta_json, &m->acl, &m->tags, &m->part_sizes};
+    for (size_t i = 0; i < sizeof heap / sizeof heap[0]; i++)
+        if (!PQgetisnull(r, row, col + heap[i]) && !(*dst[i] = pg_dup(r, row, col + heap[i])))
+            return WH_ERR_NOMEM;
+    return WH_OK;
+}
+
+wh_status_t pg_object_get(meta_t *m, const char *bucket, const char *key, size_t klen,
+                          store_obj_meta_t *meta, store_data_ref_t *ref)
+{
+    return pg_object_get_version(m, bucket, key, klen, NULL, meta, ref);
 }
 
 typedef struct {
     const char *bucket, *key;
     size_t klen;
     store_obj_meta_t *meta;
-    store_data_ref_t *ref;
-} pg_get_arg_t;
-
-static wh_status_t rd_object_get(void *conn, void *arg)
-{
-    pg_get_arg_t *a = arg;
-    pg_params_t p = {0};
-    pp_text(&p, a->bucket);
-    pp_bytes(&p, a->key, a->klen);
-    PGresult *r;
-    /* One statement, one snapshot: the row and its chunk map agree. */
-    wh_status_t st = pg_exec(conn,
-                             "SELECT o.size, o.mtime, o.etag, o.content_type, o.user_meta,"
-                             " o.crc32c, o.crc64nvme, o.parts, o.data_id, o.owner, o.acl, "
-                             PG_CHUNK_COLS
-                             " FROM objects o LEFT JOIN chunks c ON c.data_id = o.data_id"
-                             " WHERE o.bucket = $1 AND o.key = $2 ORDER BY c.idx",
-                             &p, &r, "object lookup");
-    if (st != WH_OK)
-        return st;
-    if (PQntuples(r) == 0) {
-        PQclear(r);
-        return WH_ERR_NOT_FOUND;
-    }
-    store_obj_meta_t *m = a->meta;
-    if (m) {
-        store_obj_meta_free(m);
-        memset(m, 0, sizeof *m);
-        m->size = (uint64_t)pg_i64(r, 0, 0);
-        m->mtime = (time_t)pg_i64(r, 0, 1);
-        pg_copy(r, 0, 2, m->etag, sizeof m->etag);
-        pg_copy(r, 0, 3, m->content_type, sizeof m->content_type);
-        if (!PQgetisnull(r, 0, 4) && !(m->user_meta_json = pg_dup(r, 0, 4)))
-            st = WH_ERR_NOMEM;
-        pg_copy(r, 0, 5, m->crc32c, sizeof m->crc32c);
-        pg_copy(r, 0, 6, m->crc64nvme, sizeof m->crc64nvme);
-        m->parts = (uint32_t)pg_i64(r, 0, 7);
-        pg_copy(r, 0, 9, m->owner, sizeof m->owner);
-        if (st == WH_OK && !PQgetisnull(r, 0, 10) && !(m->acl = pg_dup(r, 0, 10)))
-            st = WH_ERR_NOMEM;
-    }
-    if (a->ref) {
-        store_data_ref_clear(a->ref);
-        pg_copy(r, 0, 8, a->ref->id, sizeof a->ref->id);
-        for (int i = 0; st == WH_OK && i < PQntuples(r); i++)
-            st = pg_chunk_add(r, i, 11, a->ref);
-    }
-    PQclear(r);
-    return st;
-}
-
-wh_status_t pg_object_get(meta_t *m, const char *bucket, const char *key, size_t klen,
-                          store_obj_meta_t *meta, store_data_ref_t *ref)
-{
-    if (meta)
-        memset(meta, 0, sizeof *meta);
-    if (ref)
-        memset(ref, 0, sizeof *ref);
-    pg_get_arg_t a = {bucket, key, klen, meta, ref};
-    wh_status_t st = pg_read(PGM(m), rd_object_get, &a);
-    if (st != WH_OK) {
-        store_obj_meta_free(meta);
-        store_data_ref_clear(ref);
-    }
-    return st;
-}
-
-typedef struct {
-    const char *bucket, *key;
-    size_t klen;
-    const store_obj_meta_t *meta;
     const store_data_ref_t *ref;
     store_data_ref_t *old;
     store_cond_t *cond;
@@ -275,20 +222,11 @@ typedef struct {
 static wh_status_t tx_object_put(void *conn, void *arg)
 {
     pg_obj_arg_t *a = arg;
-    wh_status_t st = pg_bucket_check(conn, a->bucket);
-    if (st == WH_OK)
-        st = pg_obj_cond(conn, a->bucket, a->key, a->klen, a->cond);
-    if (st == WH_OK)
-        st = pg_obj_ref(conn, a->bucket, a->key, a->klen, a->old);
-    if (st == WH_OK)
-        st = pg_chunks_drop(conn, a->old->id);
-    if (st == WH_OK)
-        st = pg_obj_upsert(conn, a->bucket, a->key, a->klen, a->meta, a->ref);
-    return st;
+    return pg_obj_commit(conn, a->bucket, a->key, a->klen, a->meta, a->ref, a->old, a->cond);
 }
 
 wh_status_t pg_object_put(meta_t *m, const char *bucket, const char *key, size_t klen,
-                          const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                          store_obj_meta_t *meta, const store_data_ref_t *ref,
                           store_data_ref_t *old, store_cond_t *cond)
 {
     memset(old, 0, sizeof *old);
@@ -299,33 +237,11 @@ wh_status_t pg_object_put(meta_t *m, const char *bucket, const char *key, size_t
     return st;
 }
 
-static wh_status_t tx_object_delete(void *conn, void *arg)
-{
-    pg_obj_arg_t *a = arg;
-    wh_status_t st = pg_bucket_check(conn, a->bucket);
-    if (st == WH_OK)
-        st = pg_obj_ref(conn, a->bucket, a->key, a->klen, a->old);
-    if (st != WH_OK || !a->old->id[0])
-        return st; /* nothing to delete: WH_OK, idempotent */
-    st = pg_chunks_drop(conn, a->old->id);
-    if (st != WH_OK)
-        return st;
-    pg_params_t p = {0};
-    pp_text(&p, a->bucket);
-    pp_bytes(&p, a->key, a->klen);
-    return pg_exec(conn, "DELETE FROM objects WHERE bucket = $1 AND key = $2", &p, NULL,
-                   "object delete");
-}
-
+/* S3's DELETE of a key: what it does follows the bucket's versioning (meta_pg_ver.c). */
 wh_status_t pg_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
                              store_data_ref_t *old)
 {
-    memset(old, 0, sizeof *old);
-    pg_obj_arg_t a = {bucket, key, klen, NULL, NULL, old, NULL};
-    wh_status_t st = pg_write(PGM(m), tx_object_delete, &a);
-    if (st != WH_OK)
-        store_data_ref_clear(old);
-    return st;
+    return pg_object_delete_version(m, bucket, key, klen, NULL, NULL, old);
 }
 
 static wh_status_t rd_data_referenced(void *conn, void *arg)
@@ -334,6 +250,7 @@ static wh_status_t rd_data_referenced(void *conn, void *arg)
     pp_text(&p, arg);
     PGresult *r;
     wh_status_t st = pg_exec(conn, "SELECT 1 FROM objects WHERE data_id = $1"
+                                   " UNION ALL SELECT 1 FROM versions WHERE data_id = $1"
                                    " UNION ALL SELECT 1 FROM parts WHERE data_id = $1 LIMIT 1",
                              &p, &r, "data reference lookup");
     if (st == WH_OK && PQntuples(r) == 0)
@@ -374,9 +291,9 @@ static wh_status_t rd_object_scan(void *conn, void *arg)
         PGresult *r;
         st = pg_exec(conn,
                      incl ? "SELECT encode(key, 'hex'), size, mtime, etag, owner FROM objects"
-                            " WHERE bucket = $1 AND key >= $2 ORDER BY key LIMIT $3"
+                            " WHERE bucket = $1 AND key >= $2 AND dm = 0 ORDER BY key LIMIT $3"
                           : "SELECT encode(key, 'hex'), size, mtime, etag, owner FROM objects"
-                            " WHERE bucket = $1 AND key > $2 ORDER BY key LIMIT $3",
+                            " WHERE bucket = $1 AND key > $2 AND dm = 0 ORDER BY key LIMIT $3",
                      &p, &r, "object list");
         if (st != WH_OK)
             break;

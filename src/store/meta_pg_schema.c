@@ -103,6 +103,36 @@ const char *const pg_schema_steps[] = {
     "  policy_name text COLLATE \"C\" NOT NULL,"
     "  document text NOT NULL,"
     "  PRIMARY KEY(user_name, policy_name));",
+    /* 4: versions, tags, part sizes (as SQLite's step 4 describes). dm: 1 for a delete
+     * marker (data_id ''). An archived version keeps its chunk map under its data id. */
+    "ALTER TABLE buckets ADD COLUMN versioning integer NOT NULL DEFAULT 0;"
+    "ALTER TABLE objects ADD COLUMN version_id text NOT NULL DEFAULT 'null';"
+    "ALTER TABLE objects ADD COLUMN seq bigint NOT NULL DEFAULT 0;"
+    "ALTER TABLE objects ADD COLUMN dm integer NOT NULL DEFAULT 0;"
+    "ALTER TABLE objects ADD COLUMN tags text;"
+    "ALTER TABLE objects ADD COLUMN part_sizes text;"
+    "CREATE TABLE versions("
+    "  bucket text COLLATE \"C\" NOT NULL,"
+    "  key bytea NOT NULL,"
+    "  size bigint NOT NULL,"
+    "  mtime bigint NOT NULL,"
+    "  etag text NOT NULL,"
+    "  content_type text NOT NULL,"
+    "  user_meta text,"
+    "  crc32c text NOT NULL,"
+    "  crc64nvme text NOT NULL,"
+    "  parts integer NOT NULL,"
+    "  data_id text NOT NULL,"
+    "  owner text NOT NULL DEFAULT '',"
+    "  acl text,"
+    "  version_id text NOT NULL,"
+    "  seq bigint NOT NULL,"
+    "  dm integer NOT NULL,"
+    "  tags text,"
+    "  part_sizes text,"
+    "  PRIMARY KEY(bucket, key, seq));"
+    "CREATE UNIQUE INDEX versions_vid ON versions(bucket, key, version_id);"
+    "CREATE INDEX versions_data ON versions(data_id);",
 };
 _Static_assert(WH_ARRAY_SIZE(pg_schema_steps) == META_SCHEMA_VERSION,
                "every schema version needs its PostgreSQL step");

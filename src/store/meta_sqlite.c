@@ -21,20 +21,45 @@ static const char *const META_SQL[S_COUNT] = {
     [S_BUCKET_GET] = "SELECT created FROM buckets WHERE name = ?1",
     [S_BUCKET_LIST] = "SELECT name, created FROM buckets ORDER BY name",
     [S_BUCKET_HAS_OBJ] = "SELECT 1 FROM objects WHERE bucket = ?1 LIMIT 1",
-    [S_OBJ_GET] = "SELECT size, mtime, etag, content_type, user_meta, crc32c, crc64nvme, parts,"
-                  " file_id, owner, acl FROM objects WHERE bucket = ?1 AND key = ?2",
+    [S_OBJ_GET] = "SELECT " SQ_OBJ_COLS " FROM objects WHERE bucket = ?1 AND key = ?2",
     [S_OBJ_FILE] = "SELECT file_id FROM objects WHERE bucket = ?1 AND key = ?2",
-    [S_OBJ_ETAG] = "SELECT etag FROM objects WHERE bucket = ?1 AND key = ?2",
-    [S_OBJ_UPSERT] = "INSERT OR REPLACE INTO objects(bucket, key, size, mtime, etag, content_type,"
-                     " user_meta, crc32c, crc64nvme, parts, file_id, owner, acl)"
-                     " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    [S_OBJ_CUR] = "SELECT version_id, seq, dm, etag FROM objects WHERE bucket = ?1 AND key = ?2",
+    [S_OBJ_UPSERT] = "INSERT OR REPLACE INTO objects(bucket, key, " SQ_OBJ_COLS ")"
+                     " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
+                     " ?16, ?17, ?18)",
     [S_OBJ_DELETE] = "DELETE FROM objects WHERE bucket = ?1 AND key = ?2",
     [S_OBJ_LIST_GT] = "SELECT key, size, mtime, etag, owner FROM objects"
-                      " WHERE bucket = ?1 AND key > ?2 ORDER BY key",
+                      " WHERE bucket = ?1 AND key > ?2 AND dm = 0 ORDER BY key",
     [S_OBJ_LIST_GE] = "SELECT key, size, mtime, etag, owner FROM objects"
-                      " WHERE bucket = ?1 AND key >= ?2 ORDER BY key",
+                      " WHERE bucket = ?1 AND key >= ?2 AND dm = 0 ORDER BY key",
     [S_FILE_REF] = "SELECT 1 FROM objects WHERE file_id = ?1"
+                   " UNION ALL SELECT 1 FROM versions WHERE file_id = ?1"
                    " UNION ALL SELECT 1 FROM parts WHERE file_id = ?1 LIMIT 1",
+    [S_VERSIONING_GET] = "SELECT versioning FROM buckets WHERE name = ?1",
+    [S_VERSIONING_SET] = "UPDATE buckets SET versioning = ?2 WHERE name = ?1",
+    [S_OBJ_GET_VID] = "SELECT " SQ_OBJ_COLS " FROM objects"
+                      " WHERE bucket = ?1 AND key = ?2 AND version_id = ?3",
+    [S_VER_GET] = "SELECT " SQ_OBJ_COLS " FROM versions"
+                  " WHERE bucket = ?1 AND key = ?2 AND version_id = ?3",
+    [S_VER_ARCHIVE] = "INSERT INTO versions(bucket, key, " SQ_OBJ_COLS ") SELECT bucket, key, "
+                      SQ_OBJ_COLS " FROM objects WHERE bucket = ?1 AND key = ?2",
+    [S_VER_PROMOTE] = "INSERT INTO objects(bucket, key, " SQ_OBJ_COLS ") SELECT bucket, key, "
+                      SQ_OBJ_COLS " FROM versions WHERE bucket = ?1 AND key = ?2"
+                      " ORDER BY seq DESC LIMIT 1",
+    [S_VER_DROP_PROMOTED] = "DELETE FROM versions WHERE bucket = ?1 AND key = ?2 AND seq ="
+                            " (SELECT seq FROM objects WHERE bucket = ?1 AND key = ?2)",
+    [S_VER_FIND] = "SELECT file_id, dm FROM versions"
+                   " WHERE bucket = ?1 AND key = ?2 AND version_id = ?3",
+    [S_VER_DELETE] = "DELETE FROM versions WHERE bucket = ?1 AND key = ?2 AND version_id = ?3",
+    [S_VER_SCAN_GT] = "SELECT key, version_id, dm, size, mtime, etag FROM objects"
+                      " WHERE bucket = ?1 AND key > ?2 ORDER BY key",
+    [S_VER_SCAN_GE] = "SELECT key, version_id, dm, size, mtime, etag FROM objects"
+                      " WHERE bucket = ?1 AND key >= ?2 ORDER BY key",
+    [S_VER_OF_KEY] = "SELECT version_id, dm, size, mtime, etag FROM versions"
+                     " WHERE bucket = ?1 AND key = ?2 ORDER BY seq DESC",
+    [S_TAGS_CUR] = "UPDATE objects SET tags = ?3 WHERE bucket = ?1 AND key = ?2 AND dm = 0",
+    [S_TAGS_VER] = "UPDATE versions SET tags = ?4"
+                   " WHERE bucket = ?1 AND key = ?2 AND version_id = ?3 AND dm = 0",
     [S_CHUNK_INSERT] = "INSERT INTO chunks(data_id, idx, chunk_id, off, len, crc64nvme, replicas,"
                        " ec_k, ec_m, ec_index, ec_stripe)"
                        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -466,6 +491,12 @@ static const meta_ops_t SQ_OPS = {
     .object_put = sq_object_put,
     .object_delete = sq_object_delete,
     .object_scan = sq_object_scan,
+    .bucket_versioning_get = sq_bucket_versioning_get,
+    .bucket_versioning_set = sq_bucket_versioning_set,
+    .object_get_version = sq_object_get_version,
+    .object_delete_version = sq_object_delete_version,
+    .version_scan = sq_version_scan,
+    .object_tags_set = sq_object_tags_set,
     .data_referenced = sq_data_referenced,
     .upload_create = sq_upload_create,
     .upload_get = sq_upload_get,

@@ -24,7 +24,21 @@ enum {
     S_BUCKET_HAS_OBJ,
     S_OBJ_GET,
     S_OBJ_FILE,
-    S_OBJ_ETAG,
+    S_OBJ_CUR,
+    S_VERSIONING_GET,
+    S_VERSIONING_SET,
+    S_OBJ_GET_VID,
+    S_VER_GET,
+    S_VER_ARCHIVE,
+    S_VER_PROMOTE,
+    S_VER_DROP_PROMOTED,
+    S_VER_FIND,
+    S_VER_DELETE,
+    S_VER_SCAN_GT,
+    S_VER_SCAN_GE,
+    S_VER_OF_KEY,
+    S_TAGS_CUR,
+    S_TAGS_VER,
     S_OBJ_UPSERT,
     S_OBJ_DELETE,
     S_OBJ_LIST_GT,
@@ -65,6 +79,12 @@ enum {
     S_COUNT
 };
 
+/* The columns of an object row, the same in objects (current versions) and versions (older
+ * versions and delete markers); sq_obj_row reads them in this order. */
+#define SQ_OBJ_COLS                                                                        \
+    "size, mtime, etag, content_type, user_meta, crc32c, crc64nvme, parts, file_id, owner, " \
+    "acl, version_id, seq, dm, tags, part_sizes"
+
 /* One SQLite connection and its statements, used under its mutex. */
 typedef struct sq_conn {
     sqlite3 *db;
@@ -101,17 +121,23 @@ wh_status_t sq_chunks_drop(sq_conn_t *c, const char *id);
 /* The object row's data ref ("" when none), with its chunk map. Lock held. */
 wh_status_t sq_obj_ref(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
                        store_data_ref_t *ref);
-/* A write's condition against the key's current row. Lock held. */
-wh_status_t sq_obj_cond(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
-                        store_cond_t *cond);
+/* The versioning-aware commit of a new current row (PUT, completion; meta_sqlite_ver.c):
+ * checks cond, archives or replaces the current version as the bucket's state says, sets
+ * meta->version_id; *old gets the data to release. Lock held, in a write transaction. */
+wh_status_t sq_obj_commit(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
+                          store_obj_meta_t *meta, const store_data_ref_t *ref,
+                          store_data_ref_t *old, store_cond_t *cond);
+/* Reads the SQ_OBJ_COLS of a row from column 0 into meta (may be NULL) and ref's id. */
+wh_status_t sq_obj_row(sqlite3_stmt *s, store_obj_meta_t *meta, store_data_ref_t *ref);
 wh_status_t sq_obj_upsert(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
-                          const store_obj_meta_t *meta, const store_data_ref_t *ref);
+                          const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                          int64_t seq);
 
 /* Operations (meta_sqlite_obj.c, meta_sqlite_mpu.c). */
 wh_status_t sq_object_get(meta_t *m, const char *bucket, const char *key, size_t klen,
                           store_obj_meta_t *meta, store_data_ref_t *ref);
 wh_status_t sq_object_put(meta_t *m, const char *bucket, const char *key, size_t klen,
-                          const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                          store_obj_meta_t *meta, const store_data_ref_t *ref,
                           store_data_ref_t *old, store_cond_t *cond);
 wh_status_t sq_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
                              store_data_ref_t *old);
@@ -133,7 +159,7 @@ wh_status_t sq_upload_delete(meta_t *m, const char *bucket, const char *key,
                              const char *upload_id, meta_part_t **parts, size_t *n);
 wh_status_t sq_upload_complete(meta_t *m, const char *bucket, const char *key,
                                const char *upload_id, const meta_part_t *parts, size_t n,
-                               const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                               store_obj_meta_t *meta, const store_data_ref_t *ref,
                                store_data_ref_t *old, meta_part_t **all, size_t *n_all,
                                store_cond_t *cond);
 /* In a write transaction: drops the bucket's uploads, their parts appended to *parts. */
@@ -161,5 +187,19 @@ wh_status_t sq_user_policy_put(meta_t *m, const char *user, const char *name, co
 wh_status_t sq_user_policy_get(meta_t *m, const char *user, const char *name, char **doc);
 wh_status_t sq_user_policy_list(meta_t *m, const char *user, meta_policy_t **out, size_t *n);
 wh_status_t sq_user_policy_delete(meta_t *m, const char *user, const char *name);
+
+/* Versions (meta_sqlite_ver.c). */
+wh_status_t sq_bucket_versioning_get(meta_t *m, const char *bucket, int *state);
+wh_status_t sq_bucket_versioning_set(meta_t *m, const char *bucket, int state);
+wh_status_t sq_object_get_version(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                  const char *version_id, store_obj_meta_t *meta,
+                                  store_data_ref_t *ref);
+wh_status_t sq_object_delete_version(meta_t *m, const char *bucket, const char *key,
+                                     size_t klen, const char *version_id,
+                                     store_del_result_t *res, store_data_ref_t *old);
+wh_status_t sq_version_scan(meta_t *m, const char *bucket, const void *from, size_t flen,
+                            bool inclusive, meta_version_fn fn, void *arg);
+wh_status_t sq_object_tags_set(meta_t *m, const char *bucket, const char *key, size_t klen,
+                               const char *version_id, const char *tags);
 
 #endif

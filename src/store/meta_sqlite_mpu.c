@@ -262,7 +262,7 @@ typedef struct {
     const char *bucket, *key, *upload_id;
     const meta_part_t *parts; /* completion: the parts listed */
     size_t n;
-    const store_obj_meta_t *meta;
+    store_obj_meta_t *meta;
     const store_data_ref_t *ref;
     store_data_ref_t *old;
     meta_part_t *all; /* every part of the upload */
@@ -314,22 +314,15 @@ static wh_status_t tx_upload_complete(void *conn, void *arg)
         return st;
     st = meta_parts_unchanged(a->upload_id, a->parts, a->n, a->all, a->n_all);
     if (st == WH_OK)
-        st = sq_obj_cond(c, a->bucket, a->key, klen, a->cond);
-    if (st != WH_OK)
-        return st;
-    st = sq_obj_ref(c, a->bucket, a->key, klen, a->old);
-    if (st == WH_OK)
-        st = sq_chunks_drop(c, a->old->id);
-    if (st == WH_OK)
         st = sq_upload_drop(c, a->upload_id, a->all, a->n_all);
     if (st == WH_OK)
-        st = sq_obj_upsert(c, a->bucket, a->key, klen, a->meta, a->ref);
+        st = sq_obj_commit(c, a->bucket, a->key, klen, a->meta, a->ref, a->old, a->cond);
     return st;
 }
 
 wh_status_t sq_upload_complete(meta_t *m, const char *bucket, const char *key,
                                const char *upload_id, const meta_part_t *parts, size_t n,
-                               const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                               store_obj_meta_t *meta, const store_data_ref_t *ref,
                                store_data_ref_t *old, meta_part_t **all, size_t *n_all,
                                store_cond_t *cond)
 {

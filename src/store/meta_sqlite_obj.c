@@ -75,7 +75,8 @@ wh_status_t sq_chunks_drop(sq_conn_t *c, const char *id)
 /* ---- objects ---- */
 
 wh_status_t sq_obj_upsert(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
-                          const store_obj_meta_t *meta, const store_data_ref_t *ref)
+                          const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                          int64_t seq)
 {
     sqlite3_stmt *s = c->stmt[S_OBJ_UPSERT];
     sq_bind_text(s, 1, bucket);
@@ -84,16 +85,18 @@ wh_status_t sq_obj_upsert(sq_conn_t *c, const char *bucket, const char *key, siz
     sqlite3_bind_int64(s, 4, (sqlite3_int64)meta->mtime);
     sq_bind_text(s, 5, meta->etag);
     sq_bind_text(s, 6, meta->content_type);
-    if (meta->user_meta_json)
-        sq_bind_text(s, 7, meta->user_meta_json);
-    else
-        sqlite3_bind_null(s, 7);
+    sq_bind_text_or_null(s, 7, meta->user_meta_json);
     sq_bind_text(s, 8, meta->crc32c);
     sq_bind_text(s, 9, meta->crc64nvme);
     sqlite3_bind_int64(s, 10, meta->parts);
     sq_bind_text(s, 11, ref->id);
     sq_bind_text(s, 12, meta->owner);
     sq_bind_text_or_null(s, 13, meta->acl);
+    sq_bind_text(s, 14, meta->version_id[0] ? meta->version_id : "null");
+    sqlite3_bind_int64(s, 15, (sqlite3_int64)seq);
+    sqlite3_bind_int(s, 16, meta->delete_marker ? 1 : 0);
+    sq_bind_text_or_null(s, 17, meta->tags);
+    sq_bind_text_or_null(s, 18, meta->part_sizes);
     wh_status_t st = sq_exec_stmt(c, s, "object upsert");
     return st == WH_OK ? sq_chunks_put(c, ref) : st;
 }
@@ -117,88 +120,45 @@ wh_status_t sq_obj_ref(sq_conn_t *c, const char *bucket, const char *key, size_t
     return st;
 }
 
-wh_status_t sq_obj_cond(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
-                        store_cond_t *cond)
+wh_status_t sq_obj_row(sqlite3_stmt *s, store_obj_meta_t *meta, store_data_ref_t *ref)
 {
-    if (!cond || cond->kind == STORE_COND_NONE)
+    if (ref)
+        sq_col_copy(s, 8, ref->id, sizeof ref->id);
+    if (!meta)
         return WH_OK;
-    sqlite3_stmt *s = c->stmt[S_OBJ_ETAG];
-    sq_bind_text(s, 1, bucket);
-    sq_bind_key(s, 2, key, klen);
-    int rc = sqlite3_step(s);
-    char etag[80] = "";
-    wh_status_t st = WH_OK;
-    if (rc == SQLITE_ROW)
-        sq_col_copy(s, 0, etag, sizeof etag);
-    else if (rc != SQLITE_DONE)
-        st = sq_fail(c, rc, "object condition lookup");
-    sq_done(s);
-    return st == WH_OK ? meta_cond_check(cond, rc == SQLITE_ROW, etag) : st;
+    meta->size = (uint64_t)sqlite3_column_int64(s, 0);
+    meta->mtime = (time_t)sqlite3_column_int64(s, 1);
+    sq_col_copy(s, 2, meta->etag, sizeof meta->etag);
+    sq_col_copy(s, 3, meta->content_type, sizeof meta->content_type);
+    meta->user_meta_json = sq_col_dup(s, 4);
+    sq_col_copy(s, 5, meta->crc32c, sizeof meta->crc32c);
+    sq_col_copy(s, 6, meta->crc64nvme, sizeof meta->crc64nvme);
+    meta->parts = (uint32_t)sqlite3_column_int64(s, 7);
+    sq_col_copy(s, 9, meta->owner, sizeof meta->owner);
+    meta->acl = sq_col_dup(s, 10);
+    sq_col_copy(s, 11, meta->version_id, sizeof meta->version_id);
+    meta->delete_marker = sqlite3_column_int(s, 13) != 0;
+    meta->tags = sq_col_dup(s, 14);
+    meta->part_sizes = sq_col_dup(s, 15);
+    /* sq_col_dup answers NULL for SQL NULL and on allocation failure: tell them apart. */
+    static const int cols[] = {4, 10, 14, 15};
+    char *const got[] = {meta->user_meta_json, meta->acl, meta->tags, meta->part_sizes};
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+        if (!got[i] && sqlite3_column_type(s, cols[i]) != SQLITE_NULL)
+            return WH_ERR_NOMEM;
+    return WH_OK;
 }
 
 wh_status_t sq_object_get(meta_t *mm, const char *bucket, const char *key, size_t klen,
                           store_obj_meta_t *meta, store_data_ref_t *ref)
 {
-    sq_conn_t *c = &SQ(mm)->rd;
-    wh_status_t st = WH_OK;
-    if (meta)
-        memset(meta, 0, sizeof *meta);
-    if (ref)
-        memset(ref, 0, sizeof *ref);
-    pthread_mutex_lock(&c->lock);
-    sqlite3_stmt *s = c->stmt[S_OBJ_GET];
-    sq_bind_text(s, 1, bucket);
-    sq_bind_key(s, 2, key, klen);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_DONE) {
-        st = WH_ERR_NOT_FOUND;
-        goto out;
-    }
-    if (rc != SQLITE_ROW) {
-        st = sq_fail(c, rc, "object lookup");
-        goto out;
-    }
-    if (meta) {
-        meta->size = (uint64_t)sqlite3_column_int64(s, 0);
-        meta->mtime = (time_t)sqlite3_column_int64(s, 1);
-        sq_col_copy(s, 2, meta->etag, sizeof meta->etag);
-        sq_col_copy(s, 3, meta->content_type, sizeof meta->content_type);
-        if (sqlite3_column_type(s, 4) != SQLITE_NULL &&
-            !(meta->user_meta_json = sq_col_dup(s, 4))) {
-            st = WH_ERR_NOMEM;
-            goto out;
-        }
-        sq_col_copy(s, 5, meta->crc32c, sizeof meta->crc32c);
-        sq_col_copy(s, 6, meta->crc64nvme, sizeof meta->crc64nvme);
-        meta->parts = (uint32_t)sqlite3_column_int64(s, 7);
-        sq_col_copy(s, 9, meta->owner, sizeof meta->owner);
-        if (sqlite3_column_type(s, 10) != SQLITE_NULL && !(meta->acl = sq_col_dup(s, 10))) {
-            st = WH_ERR_NOMEM;
-            goto out;
-        }
-    }
-    if (ref)
-        sq_col_copy(s, 8, ref->id, sizeof ref->id);
-out:
-    sq_done(s);
-    /* The reader connection has no open transaction: read the chunk map in one statement of
-     * its own. A concurrent replace may have dropped it meanwhile; the data table's open then
-     * fails with NOT_FOUND and the store looks again. */
-    if (st == WH_OK && ref)
-        st = sq_chunks_get(c, ref);
-    pthread_mutex_unlock(&c->lock);
-    if (st != WH_OK && meta) {
-        store_obj_meta_free(meta);
-    }
-    if (st != WH_OK && ref)
-        store_data_ref_clear(ref);
-    return st;
+    return sq_object_get_version(mm, bucket, key, klen, NULL, meta, ref);
 }
 
 typedef struct {
     const char *bucket, *key;
     size_t klen;
-    const store_obj_meta_t *meta;
+    store_obj_meta_t *meta;
     const store_data_ref_t *ref;
     store_data_ref_t *old;
     store_cond_t *cond;
@@ -208,20 +168,11 @@ static wh_status_t tx_object_put(void *conn, void *arg)
 {
     sq_conn_t *c = conn;
     sq_obj_arg_t *a = arg;
-    wh_status_t st = sq_bucket_check(c, a->bucket);
-    if (st == WH_OK)
-        st = sq_obj_cond(c, a->bucket, a->key, a->klen, a->cond);
-    if (st == WH_OK)
-        st = sq_obj_ref(c, a->bucket, a->key, a->klen, a->old);
-    if (st == WH_OK)
-        st = sq_chunks_drop(c, a->old->id);
-    if (st == WH_OK)
-        st = sq_obj_upsert(c, a->bucket, a->key, a->klen, a->meta, a->ref);
-    return st;
+    return sq_obj_commit(c, a->bucket, a->key, a->klen, a->meta, a->ref, a->old, a->cond);
 }
 
 wh_status_t sq_object_put(meta_t *m, const char *bucket, const char *key, size_t klen,
-                          const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                          store_obj_meta_t *meta, const store_data_ref_t *ref,
                           store_data_ref_t *old, store_cond_t *cond)
 {
     sq_obj_arg_t a = {bucket, key, klen, meta, ref, old, cond};
@@ -232,33 +183,11 @@ wh_status_t sq_object_put(meta_t *m, const char *bucket, const char *key, size_t
     return st;
 }
 
-static wh_status_t tx_object_delete(void *conn, void *arg)
-{
-    sq_conn_t *c = conn;
-    sq_obj_arg_t *a = arg;
-    wh_status_t st = sq_bucket_check(c, a->bucket);
-    if (st == WH_OK)
-        st = sq_obj_ref(c, a->bucket, a->key, a->klen, a->old);
-    if (st != WH_OK || !a->old->id[0])
-        return st; /* nothing to delete: WH_OK, idempotent */
-    st = sq_chunks_drop(c, a->old->id);
-    if (st != WH_OK)
-        return st;
-    sqlite3_stmt *s = c->stmt[S_OBJ_DELETE];
-    sq_bind_text(s, 1, a->bucket);
-    sq_bind_key(s, 2, a->key, a->klen);
-    return sq_exec_stmt(c, s, "object delete");
-}
-
+/* S3's DELETE of a key: what it does follows the bucket's versioning (meta_sqlite_ver.c). */
 wh_status_t sq_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
                              store_data_ref_t *old)
 {
-    sq_obj_arg_t a = {bucket, key, klen, NULL, NULL, old, NULL};
-    memset(old, 0, sizeof *old);
-    wh_status_t st = sq_write(SQ(m), tx_object_delete, &a);
-    if (st != WH_OK)
-        store_data_ref_clear(old);
-    return st;
+    return sq_object_delete_version(m, bucket, key, klen, NULL, NULL, old);
 }
 
 wh_status_t sq_data_referenced(meta_t *mm, const char *id)

@@ -87,6 +87,41 @@ static const char *const SQ_STEPS[] = {
     "  policy_name TEXT NOT NULL,"
     "  document TEXT NOT NULL,"
     "  PRIMARY KEY(user_name, policy_name)) WITHOUT ROWID;",
+    /* 4: versions, tags, part sizes. buckets.versioning: 0 never enabled, 1 Enabled, 2
+     * Suspended. objects keeps each key's current version (a delete marker too: dm, no
+     * file); versions keeps the older ones, same columns, newest first by seq (microseconds,
+     * monotonic per key). Rows written before this step are the "null" version. A delete
+     * marker has no file, so the file id's uniqueness covers only rows with one. */
+    "ALTER TABLE buckets ADD COLUMN versioning INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE objects ADD COLUMN version_id TEXT NOT NULL DEFAULT 'null';"
+    "ALTER TABLE objects ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE objects ADD COLUMN dm INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE objects ADD COLUMN tags TEXT;"
+    "ALTER TABLE objects ADD COLUMN part_sizes TEXT;"
+    "DROP INDEX IF EXISTS objects_file;"
+    "CREATE UNIQUE INDEX objects_file ON objects(file_id) WHERE file_id <> '';"
+    "CREATE TABLE versions("
+    "  bucket TEXT NOT NULL COLLATE BINARY,"
+    "  key BLOB NOT NULL,"
+    "  size INTEGER NOT NULL,"
+    "  mtime INTEGER NOT NULL,"
+    "  etag TEXT NOT NULL,"
+    "  content_type TEXT NOT NULL,"
+    "  user_meta TEXT,"
+    "  crc32c TEXT NOT NULL,"
+    "  crc64nvme TEXT NOT NULL,"
+    "  parts INTEGER NOT NULL,"
+    "  file_id TEXT NOT NULL,"
+    "  owner TEXT NOT NULL DEFAULT '',"
+    "  acl TEXT,"
+    "  version_id TEXT NOT NULL,"
+    "  seq INTEGER NOT NULL,"
+    "  dm INTEGER NOT NULL,"
+    "  tags TEXT,"
+    "  part_sizes TEXT,"
+    "  PRIMARY KEY(bucket, key, seq)) WITHOUT ROWID;"
+    "CREATE UNIQUE INDEX versions_vid ON versions(bucket, key, version_id);"
+    "CREATE INDEX versions_file ON versions(file_id) WHERE file_id <> '';",
 };
 _Static_assert(WH_ARRAY_SIZE(SQ_STEPS) == META_SCHEMA_VERSION,
                "every schema version needs its SQLite step");

@@ -6,6 +6,7 @@
 #include "base/crc.h"
 #include "base/digest.h"
 #include "base/log.h"
+#include "base/util.h"
 #include "store/store_int.h"
 
 #include <stdio.h>
@@ -408,6 +409,21 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
             goto out;
         }
     }
+    /* The part sizes stay with the object: GET ?partNumber=N and GetObjectAttributes. */
+    free(om.part_sizes);
+    om.part_sizes = NULL;
+    {
+        wh_sbuf_t ps;
+        wh_sbuf_init(&ps);
+        for (size_t i = 0; i < n; i++)
+            wh_sbuf_printf(&ps, i ? ",%llu" : "%llu", (unsigned long long)use[i].info.size);
+        if (ps.oom) {
+            wh_sbuf_free(&ps);
+            s = WH_ERR_NOMEM;
+            goto out;
+        }
+        om.part_sizes = wh_sbuf_steal(&ps);
+    }
     wh_crc64nvme_b64(crc, om.crc64nvme);
     if (sums && ((sums->want_crc64nvme && !mpu_sum_eq(sums->want_crc64nvme, om.crc64nvme)) ||
                  (sums->want_crc32c && (!om.crc32c[0] ||
@@ -440,6 +456,8 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
         *out_meta = om;
         om.user_meta_json = NULL; /* moved */
         om.acl = NULL;
+        om.tags = NULL;
+        om.part_sizes = NULL;
     }
 out:
     store_writer_fail(w, s);

@@ -333,6 +333,10 @@ void store_obj_meta_free(store_obj_meta_t *m)
     m->user_meta_json = NULL;
     free(m->acl);
     m->acl = NULL;
+    free(m->tags);
+    m->tags = NULL;
+    free(m->part_sizes);
+    m->part_sizes = NULL;
 }
 
 /* ---- readers ---- */
@@ -346,7 +350,29 @@ wh_status_t store_reader_open_ref(store_t *st, const store_data_ref_t *ref, uint
 wh_status_t store_object_reader(store_t *st, const char *bucket, const char *key,
                                 store_obj_meta_t *meta, store_reader_t **out)
 {
+    return store_object_reader_version(st, bucket, key, NULL, meta, out);
+}
+
+/* A delete marker as the answer of a read: NOT_FOUND, meta saying which marker. */
+static wh_status_t store_dm_answer(store_obj_meta_t *m, store_obj_meta_t *meta)
+{
+    if (meta) {
+        memset(meta, 0, sizeof *meta);
+        meta->delete_marker = true;
+        memcpy(meta->version_id, m->version_id, sizeof meta->version_id);
+        meta->mtime = m->mtime;
+    }
+    store_obj_meta_free(m);
+    return WH_ERR_NOT_FOUND;
+}
+
+wh_status_t store_object_reader_version(store_t *st, const char *bucket, const char *key,
+                                        const char *version_id, store_obj_meta_t *meta,
+                                        store_reader_t **out)
+{
     size_t klen = strlen(key);
+    if (meta)
+        memset(meta, 0, sizeof *meta);
     store_obj_meta_t m;
     store_data_ref_t ref;
     memset(&ref, 0, sizeof ref);
@@ -354,9 +380,14 @@ wh_status_t store_object_reader(store_t *st, const char *bucket, const char *key
      * a lookup that read the old row just before may find them gone. The row has then
      * changed, so look again (twice is plenty; a third miss is real damage). */
     for (int attempt = 0;; attempt++) {
-        wh_status_t s = meta_object_get(st->meta, bucket, key, klen, &m, &ref);
+        wh_status_t s =
+            meta_object_get_version(st->meta, bucket, key, klen, version_id, &m, &ref);
         if (s != WH_OK)
             return s;
+        if (m.delete_marker) {
+            store_data_ref_clear(&ref);
+            return store_dm_answer(&m, meta);
+        }
         s = store_reader_open_ref(st, &ref, m.size, out);
         if (s == WH_ERR_NOT_FOUND && attempt < 2) {
             store_obj_meta_free(&m);
@@ -431,13 +462,34 @@ void store_reader_close(store_reader_t *r)
 wh_status_t store_object_open(store_t *st, const char *bucket, const char *key,
                               store_obj_meta_t *meta, int *fd)
 {
-    if (!fd)
-        return meta_object_get(st->meta, bucket, key, strlen(key), meta, NULL);
+    return store_object_open_version(st, bucket, key, NULL, meta, fd);
+}
+
+wh_status_t store_object_open_version(store_t *st, const char *bucket, const char *key,
+                                      const char *version_id, store_obj_meta_t *meta, int *fd)
+{
+    if (!fd) {
+        store_obj_meta_t m;
+        wh_status_t s =
+            meta_object_get_version(st->meta, bucket, key, strlen(key), version_id, &m, NULL);
+        if (s != WH_OK)
+            return s;
+        if (m.delete_marker)
+            return store_dm_answer(&m, meta);
+        if (meta)
+            *meta = m;
+        else
+            store_obj_meta_free(&m);
+        return WH_OK;
+    }
     store_reader_t *r = NULL;
     store_obj_meta_t m;
-    wh_status_t s = store_object_reader(st, bucket, key, &m, &r);
-    if (s != WH_OK)
+    wh_status_t s = store_object_reader_version(st, bucket, key, version_id, &m, &r);
+    if (s != WH_OK) {
+        if (meta)
+            *meta = m; /* a delete marker says so */
         return s;
+    }
     int rfd = store_reader_fd(r);
     int dfd = rfd >= 0 ? fcntl(rfd, F_DUPFD_CLOEXEC, 0) : -1;
     if (dfd < 0) {
@@ -458,14 +510,17 @@ wh_status_t store_object_open(store_t *st, const char *bucket, const char *key,
 }
 
 typedef struct {
-    const char *bucket, *key;
+    const char *bucket, *key, *version_id;
+    store_del_result_t *res;
     store_data_ref_t old;
 } store_del_arg_t;
 
 static wh_status_t store_object_delete_fn(store_t *st, void *arg)
 {
     store_del_arg_t *a = arg;
-    wh_status_t s = meta_object_delete(st->meta, a->bucket, a->key, strlen(a->key), &a->old);
+    /* Only the data of a removed version comes back: an archived one keeps its bytes. */
+    wh_status_t s = meta_object_delete_version(st->meta, a->bucket, a->key, strlen(a->key),
+                                               a->version_id, a->res, &a->old);
     if (s == WH_OK)
         store_release(st, &a->old);
     store_data_ref_clear(&a->old);
@@ -474,16 +529,34 @@ static wh_status_t store_object_delete_fn(store_t *st, void *arg)
 
 wh_status_t store_object_delete(store_t *st, const char *bucket, const char *key)
 {
+    return store_object_delete_version(st, bucket, key, NULL, NULL);
+}
+
+wh_status_t store_object_delete_version(store_t *st, const char *bucket, const char *key,
+                                        const char *version_id, store_del_result_t *res)
+{
     store_del_arg_t a;
+    store_del_result_t dummy;
     memset(&a, 0, sizeof a);
     a.bucket = bucket;
     a.key = key;
+    a.version_id = version_id;
+    a.res = res ? res : &dummy;
     return store_run_freeing(st, store_object_delete_fn, &a);
 }
 
 wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey,
                               const char *dbucket, const char *dkey,
                               const store_obj_meta_t *replace_meta, store_obj_meta_t *out_meta)
+{
+    return store_object_copy_version(st, sbucket, skey, NULL, dbucket, dkey, replace_meta,
+                                     out_meta);
+}
+
+wh_status_t store_object_copy_version(store_t *st, const char *sbucket, const char *skey,
+                                      const char *sversion, const char *dbucket,
+                                      const char *dkey, const store_obj_meta_t *replace_meta,
+                                      store_obj_meta_t *out_meta)
 {
     store_obj_meta_t src;
     store_reader_t *r = NULL;
@@ -496,7 +569,7 @@ wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey
         wh_warn("store", "rejecting invalid destination key (%zu bytes)", dklen);
         return WH_ERR_INVALID;
     }
-    wh_status_t s = store_object_reader(st, sbucket, skey, &src, &r);
+    wh_status_t s = store_object_reader_version(st, sbucket, skey, sversion, &src, &r);
     if (s != WH_OK)
         return s;
     s = store_writer_open(st, &w);
@@ -527,6 +600,8 @@ wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey
         *out_meta = nm;
         out_meta->user_meta_json = nm.user_meta_json ? strdup(nm.user_meta_json) : NULL;
         out_meta->acl = nm.acl ? strdup(nm.acl) : NULL;
+        out_meta->tags = nm.tags ? strdup(nm.tags) : NULL;
+        out_meta->part_sizes = nm.part_sizes ? strdup(nm.part_sizes) : NULL;
     }
     store_writer_free(w);
     w = NULL;

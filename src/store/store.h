@@ -102,6 +102,21 @@ void store_bucket_auth_free(store_bucket_auth_t *a); /* frees acl and policy */
 wh_status_t store_bucket_set_acl(store_t *st, const char *bucket, const char *acl);
 wh_status_t store_bucket_set_policy(store_t *st, const char *bucket, const char *policy);
 
+/* ---- versions ----
+ * A bucket's versioning is off (never enabled), Enabled or Suspended (S3 cannot turn it off
+ * again). The current version of each key lives in the objects table, older versions and delete
+ * markers in a table of their own; bytes of a version stay until that version is deleted. A
+ * version id is 32 lowercase hex characters, the first 16 the inverted commit time (so ids of a
+ * key sort newest first), or "null". */
+#define STORE_VERSION_ID_MAX 40
+typedef enum {
+    STORE_VERSIONING_OFF = 0,
+    STORE_VERSIONING_ENABLED = 1,
+    STORE_VERSIONING_SUSPENDED = 2,
+} store_versioning_t;
+/* "null" or a generated id: a well-formed version id. */
+bool store_version_id_valid(const char *v);
+
 /* ---- object metadata ---- */
 typedef struct store_obj_meta {
     uint64_t size;
@@ -115,8 +130,15 @@ typedef struct store_obj_meta {
     char owner[65];          /* canonical id of the writer; "" = root (and rows made before
                               * owners were kept) */
     char *acl;               /* serialised ACL, malloc'd, or NULL: the default (private) */
+    /* Versions (the store sets these on a commit; "null" for an object written while the
+     * bucket's versioning was off or suspended, and for rows made before versions). */
+    char version_id[STORE_VERSION_ID_MAX];
+    bool delete_marker;      /* this version is a delete marker: no bytes */
+    char *tags;              /* the tag set as a query string "k=v&k2=v2" (encoded), or NULL */
+    char *part_sizes;        /* a completed multipart object: "size1,size2,..." or NULL */
 } store_obj_meta_t;
-void store_obj_meta_free(store_obj_meta_t *m); /* frees user_meta_json and acl */
+/* frees user_meta_json, acl, tags and part_sizes */
+void store_obj_meta_free(store_obj_meta_t *m);
 
 /* ---- PUT: a writer feeds bytes to a temp file and computes md5/crc as it goes ---- */
 typedef struct store_writer store_writer_t;
@@ -223,6 +245,69 @@ void store_reader_close(store_reader_t *r); /* NULL-safe */
 wh_status_t store_object_open(store_t *st, const char *bucket, const char *key,
                               store_obj_meta_t *meta, int *fd);
 wh_status_t store_object_delete(store_t *st, const char *bucket, const char *key); /* idempotent */
+
+/* ---- versions (versions.c) ---- */
+wh_status_t store_bucket_versioning_get(store_t *st, const char *bucket,
+                                        store_versioning_t *out); /* NOT_FOUND: bucket */
+/* ENABLED or SUSPENDED only (WH_ERR_INVALID otherwise). NOT_FOUND: bucket. */
+wh_status_t store_bucket_versioning_set(store_t *st, const char *bucket, store_versioning_t v);
+/* As store_object_open / store_object_reader, of one version (version_id NULL: the current).
+ * When that version is a delete marker the answer is WH_ERR_NOT_FOUND with meta->delete_marker
+ * set and meta->version_id naming it (the rest of meta zero); a missing version is NOT_FOUND
+ * with delete_marker false. */
+wh_status_t store_object_open_version(store_t *st, const char *bucket, const char *key,
+                                      const char *version_id, store_obj_meta_t *meta, int *fd);
+wh_status_t store_object_reader_version(store_t *st, const char *bucket, const char *key,
+                                        const char *version_id, store_obj_meta_t *meta,
+                                        store_reader_t **out);
+/* What a delete did: the version it removed, or the delete marker it made. */
+typedef struct store_del_result {
+    char version_id[STORE_VERSION_ID_MAX]; /* "" when nothing was there (unversioned) */
+    bool delete_marker;                    /* the removed version, or the new one, is a marker */
+} store_del_result_t;
+/* version_id NULL: S3's DELETE of the key (unversioned: removes it; Enabled: a new delete
+ * marker becomes current; Suspended: a "null" delete marker replaces the null version). Else
+ * removes exactly that version (the next newest becomes current). WH_OK when there was nothing
+ * to delete. res may be NULL. */
+wh_status_t store_object_delete_version(store_t *st, const char *bucket, const char *key,
+                                        const char *version_id, store_del_result_t *res);
+/* store_object_copy from one version of the source (NULL: the current). */
+wh_status_t store_object_copy_version(store_t *st, const char *sbucket, const char *skey,
+                                      const char *sversion, const char *dbucket,
+                                      const char *dkey, const store_obj_meta_t *replace_meta,
+                                      store_obj_meta_t *out_meta);
+/* Sets (tags non-NULL) or removes the tag set of one version (NULL: the current). NOT_FOUND:
+ * no such key or version, or a delete marker. */
+wh_status_t store_object_tags_set(store_t *st, const char *bucket, const char *key,
+                                  const char *version_id, const char *tags);
+
+/* ListObjectVersions: every version of every key, keys in byte order and each key's versions
+ * newest first; delimiter roll-up as store_object_list. Paging: key_marker alone starts after
+ * that key; with version_id_marker, after that version of key_marker. */
+typedef struct store_version_params {
+    const char *prefix, *delimiter, *key_marker, *version_id_marker;
+    uint32_t max_keys; /* 0..1000 */
+} store_version_params_t;
+typedef struct store_version_entry {
+    char *key;
+    char version_id[STORE_VERSION_ID_MAX];
+    bool latest, delete_marker;
+    uint64_t size;
+    time_t mtime;
+    char etag[80];
+} store_version_entry_t;
+typedef struct store_version_result {
+    store_version_entry_t *entries;
+    size_t n_entries;
+    char **prefixes;
+    size_t n_prefixes;
+    bool truncated;
+    char *next_key_marker;                      /* when truncated */
+    char next_version_id_marker[STORE_VERSION_ID_MAX]; /* "" after a common prefix */
+} store_version_result_t;
+wh_status_t store_version_list(store_t *st, const char *bucket, const store_version_params_t *p,
+                               store_version_result_t *out);
+void store_version_result_free(store_version_result_t *r);
 /* Sets the ACL of the current object (NULL: the default). WH_ERR_NOT_FOUND: no such key. */
 wh_status_t store_object_set_acl(store_t *st, const char *bucket, const char *key,
                                  const char *acl);

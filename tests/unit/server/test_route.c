@@ -101,7 +101,7 @@ static void test_subresources(void)
         {"PUT", "/b/k", NULL, true, SRV_API_COPY_OBJECT},
         {"HEAD", "/b/k", NULL, false, SRV_API_HEAD_OBJECT},
         {"DELETE", "/b/k", "versionId=null", false, SRV_API_DELETE_OBJECT},
-        {"DELETE", "/b/k", "versionId=3HL4kqtJ", false, SRV_API_NOT_IMPLEMENTED},
+        {"DELETE", "/b/k", "versionId=3HL4kqtJ", false, SRV_API_DELETE_OBJECT},
         {"GET", "/b", "tagging", false, SRV_API_NOT_IMPLEMENTED},
         {"PUT", "/b/k", "acl", false, SRV_API_PUT_OBJECT_ACL},
         {"GET", "/b/k", "acl", false, SRV_API_GET_OBJECT_ACL},

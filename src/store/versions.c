@@ -1,0 +1,67 @@
+/* The storage engine's versions (store.h, "versions"): bucket versioning state, version ids,
+ * tags. Reads, deletes and copies of one version are in store.c beside their unversioned
+ * forms; the version listing is in list.c. */
+#include "base/log.h"
+#include "store/store_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+bool store_version_id_valid(const char *v)
+{
+    if (!v)
+        return false;
+    if (strcmp(v, "null") == 0)
+        return true;
+    size_t n = strlen(v);
+    if (n != 32)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f')))
+            return false;
+    return true;
+}
+
+wh_status_t store_bucket_versioning_get(store_t *st, const char *bucket, store_versioning_t *out)
+{
+    int v = 0;
+    wh_status_t s = meta_bucket_versioning_get(st->meta, bucket, &v);
+    if (s == WH_OK)
+        *out = v == STORE_VERSIONING_ENABLED     ? STORE_VERSIONING_ENABLED
+               : v == STORE_VERSIONING_SUSPENDED ? STORE_VERSIONING_SUSPENDED
+                                                 : STORE_VERSIONING_OFF;
+    return s;
+}
+
+wh_status_t store_bucket_versioning_set(store_t *st, const char *bucket, store_versioning_t v)
+{
+    if (v != STORE_VERSIONING_ENABLED && v != STORE_VERSIONING_SUSPENDED)
+        return WH_ERR_INVALID; /* S3 never turns versioning off once it was on */
+    return meta_bucket_versioning_set(st->meta, bucket, (int)v);
+}
+
+wh_status_t store_object_tags_set(store_t *st, const char *bucket, const char *key,
+                                  const char *version_id, const char *tags)
+{
+    return meta_object_tags_set(st->meta, bucket, key, strlen(key), version_id, tags);
+}
+
+wh_status_t store_version_list(store_t *st, const char *bucket, const store_version_params_t *p,
+                               store_version_result_t *out)
+{
+    return meta_version_list(st->meta, bucket, p, out);
+}
+
+void store_version_result_free(store_version_result_t *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n_entries; i++)
+        free(r->entries[i].key);
+    free(r->entries);
+    for (size_t i = 0; i < r->n_prefixes; i++)
+        free(r->prefixes[i]);
+    free(r->prefixes);
+    free(r->next_key_marker);
+    memset(r, 0, sizeof *r);
+}
