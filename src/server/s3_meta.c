@@ -219,6 +219,7 @@ void srv_object_headers(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, b
         if (ov)
             srv_out_header(o, g_overrides[i][2], ov);
     }
+    srv_out_tag_count(o, m->tags);
     const char *ct = srv_route_q(&r->route, "response-content-type");
     if (!ct)
         ct = long_ct ? long_ct : m->content_type[0] ? m->content_type : "binary/octet-stream";

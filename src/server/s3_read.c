@@ -107,7 +107,12 @@ int srv_read_object(srv_req_t *r, srv_out_t *o)
 
     uint64_t off = 0, len = m.size;
     int status = 200;
-    const char *range = srv_hdr(r, "range");
+    bool part_ranged = false;
+    if ((ret = srv_part_range(r, o, &m, &off, &len, &part_ranged)))
+        goto out;
+    if (part_ranged)
+        status = 206;
+    const char *range = part_ranged ? NULL : srv_hdr(r, "range");
     if (range) {
         switch (s3_range_parse(range, m.size, &off, &len)) {
         case S3_RANGE_OK:

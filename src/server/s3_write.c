@@ -25,6 +25,8 @@ int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part)
         memset(&m, 0, sizeof m);
         store_cond_t cond;
         ret = srv_meta_from_request(r, o, &m);
+        if (!ret)
+            ret = srv_tags_from_request(r, o, &m.tags);
         store_obj_meta_free(&m);
         if (ret || (ret = srv_write_cond(r, o, &cond)))
             return ret;
@@ -72,6 +74,8 @@ int srv_put_commit(srv_req_t *r, srv_out_t *o, bool part, const s3_sums_t *want,
         memset(&m, 0, sizeof m);
         store_cond_t cond;
         int ret = srv_meta_from_request(r, o, &m);
+        if (!ret)
+            ret = srv_tags_from_request(r, o, &m.tags);
         if (ret || (ret = srv_write_cond(r, o, &cond))) {
             store_obj_meta_free(&m);
             return ret;
@@ -250,6 +254,7 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
     memset(&sm, 0, sizeof sm);
     memset(&nm, 0, sizeof nm);
     memset(&out_m, 0, sizeof out_m);
+    char *new_tags = NULL;
     const char *dir = srv_hdr(r, "x-amz-metadata-directive");
     bool replace = dir && strcmp(dir, "REPLACE") == 0;
     if (dir && !replace && strcmp(dir, "COPY") != 0) {
@@ -257,6 +262,15 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
                       "x-amz-metadata-directive must be COPY or REPLACE");
         goto out;
     }
+    const char *tdir = srv_hdr(r, "x-amz-tagging-directive");
+    bool tags_replace = tdir && strcmp(tdir, "REPLACE") == 0;
+    if (tdir && !tags_replace && strcmp(tdir, "COPY") != 0) {
+        ret = srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                      "x-amz-tagging-directive must be COPY or REPLACE");
+        goto out;
+    }
+    if (tags_replace && (ret = srv_tags_from_request(r, o, &new_tags)))
+        goto out;
     if (!replace && strcmp(c.bucket, srv_b(r)) == 0 && strcmp(c.key, srv_k(r)) == 0) {
         ret = srv_err(o, S3_ERR_INVALID_REQUEST,
                       "This copy request is illegal because it is trying to copy an object to "
@@ -290,6 +304,14 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
         ret = srv_err_status(r, o, st, "copying the object");
         goto out;
     }
+    /* REPLACE: the copy gets the request's tag set (the copied one until this lands). */
+    if (tags_replace && (!out_m.tags != !new_tags || (new_tags && strcmp(out_m.tags, new_tags)))) {
+        st = store_object_tags_set(srv_st(r), srv_b(r), srv_k(r), out_m.version_id, new_tags);
+        if (st != WH_OK) {
+            ret = srv_err_status(r, o, st, "setting the copy's tags");
+            goto out;
+        }
+    }
     srv_out_version(o, out_m.version_id, false);
     if (c.version_id[0])
         srv_out_header(o, "x-amz-copy-source-version-id", c.version_id);
@@ -307,6 +329,7 @@ out:
     store_obj_meta_free(&nm);
     store_obj_meta_free(&out_m);
     srv_copy_src_free(&c);
+    free(new_tags);
     return ret;
 }
 

@@ -51,6 +51,11 @@ const srv_op_t srv_ops[] = {
     {OBJ, "GET", "acl", NULL, NULL, false, SRV_API_GET_OBJECT_ACL, NONE_, false, srv_acl_object_get, NULL, "s3:GetObjectAcl", true},
     {OBJ, "PUT", "acl", NULL, NULL, false, SRV_API_PUT_OBJECT_ACL, BUF_, false, srv_acl_put_begin, srv_acl_object_put_finish, "s3:PutObjectAcl", true},
     {OBJ, "GET", "uploadId", NULL, NULL, false, SRV_API_LIST_PARTS, NONE_, false, srv_mpu_list_parts, NULL, "s3:ListMultipartUploadParts", false},
+    /* Tagging and attributes: decided by policies (object ACLs grant neither, as in S3). */
+    {OBJ, "GET", "tagging", NULL, NULL, false, SRV_API_GET_OBJECT_TAGGING, NONE_, false, srv_tagging_get, NULL, "s3:GetObjectTagging", false},
+    {OBJ, "PUT", "tagging", NULL, NULL, false, SRV_API_PUT_OBJECT_TAGGING, BUF_, false, srv_tagging_put_begin, srv_tagging_put_finish, "s3:PutObjectTagging", false},
+    {OBJ, "DELETE", "tagging", NULL, NULL, false, SRV_API_DELETE_OBJECT_TAGGING, NONE_, false, srv_tagging_delete, NULL, "s3:DeleteObjectTagging", false},
+    {OBJ, "GET", "attributes", NULL, NULL, false, SRV_API_GET_OBJECT_ATTRIBUTES, NONE_, false, srv_object_attributes, NULL, "s3:GetObjectAttributes", false},
     {OBJ, "GET", NULL, NULL, NULL, false, SRV_API_GET_OBJECT, NONE_, true, srv_read_object, NULL, "s3:GetObject", true},
     {OBJ, "HEAD", NULL, NULL, NULL, false, SRV_API_HEAD_OBJECT, NONE_, true, srv_read_object, NULL, "s3:GetObject", true},
     /* The copies also need s3:GetObject on the source (srv_copy_src_open checks it). */

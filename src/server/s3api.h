@@ -178,6 +178,15 @@ void srv_out_version(srv_out_t *o, const char *vid, bool asked);
 int srv_version_not_found(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m,
                           const char *vid);
 
+/* s3_attrs.c: ?partNumber=N of a GET/HEAD as the byte range of part N (*ranged: a 206 with
+ * Content-Range). 0 or the error's status (416 InvalidPartNumber). */
+int srv_part_range(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, uint64_t *off,
+                   uint64_t *len, bool *ranged);
+
+/* s3_tagging.c: x-amz-tagging of a write in the canonical stored form (*tags NULL: none). */
+int srv_tags_from_request(srv_req_t *r, srv_out_t *o, char **tags);
+void srv_out_tag_count(srv_out_t *o, const char *tags);
+
 /* ---- shared between families ------------------------------------------------------------ */
 
 /* s3_rdma.c: a failed or declined transfer as its answer (never 200, never a body). */
@@ -242,6 +251,12 @@ int srv_bucket_location(srv_req_t *r, srv_out_t *o);
 int srv_bucket_versioning(srv_req_t *r, srv_out_t *o);
 int srv_bucket_versioning_put_begin(srv_req_t *r, srv_out_t *o);
 int srv_bucket_versioning_put_finish(srv_req_t *r, srv_out_t *o);
+
+int srv_tagging_get(srv_req_t *r, srv_out_t *o);
+int srv_tagging_put_begin(srv_req_t *r, srv_out_t *o);
+int srv_tagging_put_finish(srv_req_t *r, srv_out_t *o);
+int srv_tagging_delete(srv_req_t *r, srv_out_t *o);
+int srv_object_attributes(srv_req_t *r, srv_out_t *o);
 
 int srv_list_v1(srv_req_t *r, srv_out_t *o);
 int srv_list_v2(srv_req_t *r, srv_out_t *o);

@@ -111,6 +111,7 @@ const char *const pg_schema_steps[] = {
     "ALTER TABLE objects ADD COLUMN dm integer NOT NULL DEFAULT 0;"
     "ALTER TABLE objects ADD COLUMN tags text;"
     "ALTER TABLE objects ADD COLUMN part_sizes text;"
+    "ALTER TABLE uploads ADD COLUMN tags text;"
     "CREATE TABLE versions("
     "  bucket text COLLATE \"C\" NOT NULL,"
     "  key bytea NOT NULL,"

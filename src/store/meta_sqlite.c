@@ -67,8 +67,8 @@ static const char *const META_SQL[S_COUNT] = {
                     " ec_stripe FROM chunks WHERE data_id = ?1 ORDER BY idx",
     [S_CHUNK_DELETE] = "DELETE FROM chunks WHERE data_id = ?1",
     [S_UPLOAD_INSERT] = "INSERT INTO uploads(upload_id, bucket, key, initiated, content_type,"
-                        " user_meta, owner, acl) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    [S_UPLOAD_GET] = "SELECT initiated, content_type, user_meta, owner, acl FROM uploads"
+                        " user_meta, owner, acl, tags) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    [S_UPLOAD_GET] = "SELECT initiated, content_type, user_meta, owner, acl, tags FROM uploads"
                      " WHERE upload_id = ?1 AND bucket = ?2 AND key = ?3",
     [S_UPLOAD_DELETE] = "DELETE FROM uploads WHERE upload_id = ?1",
     [S_UPLOAD_LIST] = "SELECT key, upload_id, initiated FROM uploads"

@@ -98,6 +98,7 @@ static const char *const SQ_STEPS[] = {
     "ALTER TABLE objects ADD COLUMN dm INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE objects ADD COLUMN tags TEXT;"
     "ALTER TABLE objects ADD COLUMN part_sizes TEXT;"
+    "ALTER TABLE uploads ADD COLUMN tags TEXT;"
     "DROP INDEX IF EXISTS objects_file;"
     "CREATE UNIQUE INDEX objects_file ON objects(file_id) WHERE file_id <> '';"
     "CREATE TABLE versions("

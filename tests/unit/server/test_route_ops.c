@@ -169,9 +169,13 @@ static void test_query_limits(void)
     CHECK(r.api == SRV_API_BAD_REQUEST && r.op == NULL);
     srv_route_free(&r);
     /* unsupported sub-resources are named, before any method routing */
-    r = R("DELETE", "/b/k", "tagging", false);
+    r = R("DELETE", "/b", "tagging", false);
     CHECK(r.api == SRV_API_NOT_IMPLEMENTED && r.op == NULL);
     CHECK_STR(r.unsupported, "tagging");
+    srv_route_free(&r);
+    /* ... an object's tagging is served (a bucket's is not) */
+    r = R("DELETE", "/b/k", "tagging", false);
+    CHECK(r.api == SRV_API_DELETE_OBJECT_TAGGING && r.op != NULL);
     srv_route_free(&r);
 }
 
