@@ -1,6 +1,7 @@
 /* libFuzzer driver for the S3 XML parsers. The first byte picks the parser (Complete, Delete,
- * CreateBucket, walk, or escape round trip); the rest is the document. Checks the limits the
- * parsers promise, and that s3_xml_escape output parses back to the same key. */
+ * CreateBucket, walk, escape round trip, VersioningConfiguration); the rest is the document.
+ * Checks the limits the parsers promise, and that s3_xml_escape output parses back to the
+ * same key. */
 #include "s3/xml.h"
 
 #include <stdint.h>
@@ -22,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    int which = data[0] % 5;
+    int which = data[0] % 6;
     char *xml = malloc(size);
     if (!xml)
         return 0;
@@ -49,7 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (d.n == 0 || d.n > S3_XML_MAX_DELETE_KEYS)
                 abort();
             for (size_t i = 0; i < d.n; i++)
-                if (strlen(d.keys[i]) > 1024)
+                if (strlen(d.keys[i]) > 1024 ||
+                    (d.version_ids[i] && (!d.version_ids[i][0] || strlen(d.version_ids[i]) > 128)))
                     abort();
             s3_delete_req_free(&d);
         }
@@ -64,6 +66,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 3: {
         size_t n = 0;
         (void)s3_xml_walk(xml, len, walk_cb, &n);
+        break;
+    }
+    case 5: {
+        int status = 0;
+        if (s3_xml_parse_versioning(xml, len, &status) == S3_OK && status != 1 && status != 2)
+            abort();
         break;
     }
     default: {

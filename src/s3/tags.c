@@ -22,20 +22,27 @@ static s3_err_t tag_fail(char *msg, size_t msglen, s3_err_t e, const char *fmt, 
     return e;
 }
 
-/* Code points of valid UTF-8 without NUL or control characters; -1 when invalid. */
+/* Code points of valid UTF-8 (no overlongs, surrogates or U+FFFE/U+FFFF: what an XML
+ * document can carry) without control characters; -1 when invalid. */
 static long utf8_chars(const char *s, size_t n)
 {
     long chars = 0;
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
         size_t k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        if (k == 0 || i + k > n || (k == 1 && c < 0x20) || c == 0x7f)
+        if (k == 0 || i + k > n || (k == 1 && (c < 0x20 || c == 0x7f)))
             return -1;
-        for (size_t j = 1; j < k; j++)
-            if (((unsigned char)s[i + j] & 0xc0) != 0x80)
+        unsigned long cp = k == 1 ? c : k == 2 ? c & 0x1f : k == 3 ? c & 0x0f : c & 0x07;
+        for (size_t j = 1; j < k; j++) {
+            unsigned char d = (unsigned char)s[i + j];
+            if ((d & 0xc0) != 0x80)
                 return -1;
-        if ((k == 2 && c < 0xc2) || (k == 4 && c > 0xf4))
-            return -1; /* overlong, or above U+10FFFF */
+            cp = (cp << 6) | (d & 0x3f);
+        }
+        static const unsigned long min[] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < min[k] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe ||
+            cp == 0xffff)
+            return -1;
         i += k;
         chars++;
     }

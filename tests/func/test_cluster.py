@@ -138,6 +138,26 @@ def test_copy_shares_chunks_until_both_are_gone(cl, s3, bucket):
     assert s3.get_object(Bucket=bucket, Key="dst")["Body"].read() == data
 
 
+def test_versions_keep_their_chunks(cl, s3, bucket):
+    """Garbage collection never takes the chunks of a non-current version; deleting that
+    version lets them go."""
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    before = cl.chunk_files()
+    data = os.urandom(CHUNK * 2 + 5)
+    v1 = s3.put_object(Bucket=bucket, Key="k", Body=data)["VersionId"]
+    ids = set().union(*new_chunks(cl, before).values())
+    assert len(ids) == 3
+    s3.put_object(Bucket=bucket, Key="k", Body=b"newer")
+    s3.delete_object(Bucket=bucket, Key="k")  # a delete marker on top
+    time.sleep(3)  # a GC pass or more
+    assert ids <= set().union(*cl.chunk_files().values())
+    assert s3.get_object(Bucket=bucket, Key="k", VersionId=v1)["Body"].read() == data
+    r = s3.get_object(Bucket=bucket, Key="k", VersionId=v1, Range="bytes=%d-%d" % (CHUNK, CHUNK + 9))
+    assert r["Body"].read() == data[CHUNK:CHUNK + 10]
+    s3.delete_object(Bucket=bucket, Key="k", VersionId=v1)
+    assert wait_until(lambda: not (set().union(*cl.chunk_files().values()) & ids), timeout=20)
+
+
 def test_storage_refuses_without_a_valid_token(cl):
     st0 = cl.storage[0]
     c = new_chunk_id()
