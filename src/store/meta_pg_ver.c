@@ -203,6 +203,9 @@ static wh_status_t rd_get_version(void *conn, void *arg)
     wh_status_t st = rd_get_from(conn, a, "objects");
     if (st == WH_ERR_NOT_FOUND && a->vid)
         st = rd_get_from(conn, a, "versions");
+    /* A version promoted to current between the two statements is in neither snapshot. */
+    if (st == WH_ERR_NOT_FOUND && a->vid)
+        st = rd_get_from(conn, a, "objects");
     return st;
 }
 

@@ -184,9 +184,13 @@ wh_status_t sq_object_get_version(meta_t *mm, const char *bucket, const char *ke
     if (!version_id) {
         st = sq_get_from(c, S_OBJ_GET, bucket, key, klen, NULL, meta, ref);
     } else {
+        /* Current first, then older. A version promoted to current between the two reads
+         * (its newer one deleted) is in neither snapshot: look at the current row again. */
         st = sq_get_from(c, S_OBJ_GET_VID, bucket, key, klen, version_id, meta, ref);
         if (st == WH_ERR_NOT_FOUND)
             st = sq_get_from(c, S_VER_GET, bucket, key, klen, version_id, meta, ref);
+        if (st == WH_ERR_NOT_FOUND)
+            st = sq_get_from(c, S_OBJ_GET_VID, bucket, key, klen, version_id, meta, ref);
     }
     /* The reader has no open transaction: the chunk map is read by a statement of its own. A
      * concurrent replace may have dropped it; the data table's open then fails with NOT_FOUND
