@@ -271,7 +271,9 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
     }
     if (tags_replace && (ret = srv_tags_from_request(r, o, &new_tags)))
         goto out;
-    if (!replace && strcmp(c.bucket, srv_b(r)) == 0 && strcmp(c.key, srv_k(r)) == 0) {
+    /* Onto itself only with a change: new metadata or tags, or an older version restored. */
+    if (!replace && !tags_replace && !c.version_id[0] && strcmp(c.bucket, srv_b(r)) == 0 &&
+        strcmp(c.key, srv_k(r)) == 0) {
         ret = srv_err(o, S3_ERR_INVALID_REQUEST,
                       "This copy request is illegal because it is trying to copy an object to "
                       "itself without changing the object's metadata, storage class, website "

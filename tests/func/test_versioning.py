@@ -235,6 +235,11 @@ def test_copy_from_version_and_multipart(s3, vbucket):
         s3.copy_object(Bucket=b, Key="dst", CopySource={"Bucket": b, "Key": "src",
                                                         "VersionId": "f" * 32})
     assert code(e) == "NoSuchVersion"
+    # Restoring an older version onto the key itself is a copy from that version.
+    r = s3.copy_object(Bucket=b, Key="src", CopySource={"Bucket": b, "Key": "src",
+                                                        "VersionId": v1})
+    assert s3.get_object(Bucket=b, Key="src")["Body"].read() == b"first"
+    assert len(all_versions(s3, b, Prefix="src")[0][1]) == 3
     up = s3.create_multipart_upload(Bucket=b, Key="mp")["UploadId"]
     parts = []
     for n, data in ((1, b"a" * (5 * MIB)), (2, b"tail")):
