@@ -319,6 +319,21 @@ int srv_authorize(srv_req_t *r, const srv_op_t *op, srv_out_t *o)
     if (!action)
         return srv_errf(o, S3_ERR_ACCESS_DENIED, "%s is served to the root user only",
                         srv_api_name(op->api));
+    /* A request for one version (?versionId) is the Version form of its action, as in S3. */
+    static const char *const versioned[][2] = {
+        {"s3:GetObject", "s3:GetObjectVersion"},
+        {"s3:DeleteObject", "s3:DeleteObjectVersion"},
+        {"s3:GetObjectAcl", "s3:GetObjectVersionAcl"},
+        {"s3:PutObjectAcl", "s3:PutObjectVersionAcl"},
+        {"s3:GetObjectTagging", "s3:GetObjectVersionTagging"},
+        {"s3:PutObjectTagging", "s3:PutObjectVersionTagging"},
+        {"s3:DeleteObjectTagging", "s3:DeleteObjectVersionTagging"},
+        {"s3:GetObjectAttributes", "s3:GetObjectVersionAttributes"},
+    };
+    if (op->level == SRV_AT_OBJECT && srv_route_q(&r->route, "versionId"))
+        for (size_t i = 0; i < sizeof versioned / sizeof versioned[0]; i++)
+            if (strcmp(action, versioned[i][0]) == 0)
+                action = versioned[i][1];
     srv_authz_t *az = az_get(r);
     if (!az)
         return srv_err(o, S3_ERR_INTERNAL, "out of memory authorizing the request");
