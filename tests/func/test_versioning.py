@@ -398,3 +398,39 @@ def test_versions_on_postgresql():
             raw = S3Raw(srv.endpoint)
             r = raw.request("GET", f"/{b}/k", query={"versionId": vs[0]})
             assert r.status == 200 and r.body == b"pg 0"
+
+
+def test_versioned_requests_need_the_version_actions(wharfd, s3):
+    """A user allowed s3:GetObject and s3:DeleteObject (a bucket policy) reads and deletes the
+    current version, but a request naming a version needs s3:GetObjectVersion /
+    s3:DeleteObjectVersion, as S3 decides it."""
+    import users
+    b = unique_bucket("vauth")
+    s3.create_bucket(Bucket=b)
+    s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
+    v1 = s3.put_object(Bucket=b, Key="k", Body=b"one")["VersionId"]
+    s3.put_object(Bucket=b, Key="k", Body=b"two")
+    u = users.create_user(wharfd, unique_bucket("vuser")[:40])
+    arn = f"arn:aws:s3:::{b}/*"
+
+    def allow(*actions):
+        s3.put_bucket_policy(Bucket=b, Policy=json.dumps({
+            "Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow", "Principal": {"AWS": [u.arn]}, "Action": list(actions),
+                "Resource": [arn]}]}))
+
+    allow("s3:GetObject", "s3:DeleteObject")
+    c = u.boto3(wharfd)
+    assert c.get_object(Bucket=b, Key="k")["Body"].read() == b"two"
+    with pytest.raises(ClientError) as e:
+        c.get_object(Bucket=b, Key="k", VersionId=v1)
+    assert code(e) == "AccessDenied"
+    with pytest.raises(ClientError) as e:
+        c.delete_object(Bucket=b, Key="k", VersionId=v1)
+    assert code(e) == "AccessDenied"
+    allow("s3:GetObject", "s3:GetObjectVersion", "s3:DeleteObjectVersion")
+    assert c.get_object(Bucket=b, Key="k", VersionId=v1)["Body"].read() == b"one"
+    c.delete_object(Bucket=b, Key="k", VersionId=v1)
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=b, Key="k", VersionId=v1)
+    assert code(e) == "NoSuchVersion"
