@@ -335,3 +335,45 @@ def test_not_principal_account_principal_and_conditions(wharfd, trio):
     assert bob.s3.get_object(Bucket=name, Key="pub/a")["Body"].read() == b"pub/a"
     denied(bob.s3.get_object, Bucket=name, Key="secret/s")
     denied(carol.s3.get_object, Bucket=name, Key="pub/a")
+
+
+def test_user_policies_read_only_user_and_allow_elsewhere(wharfd, root, trio):
+    """Inline user policies (the IAM API's PutUserPolicy): a Deny binds the user even in its
+    own bucket, over HTTP and RDMA; an Allow reaches another user's bucket."""
+    import wharf
+    alice, bob, carol, name = trio
+    iam = users.client(wharfd, ACCESS_KEY, SECRET_KEY, "iam")
+    mine = unique_bucket("ro-own")
+    carol.s3.create_bucket(Bucket=mine)
+    carol.s3.put_object(Bucket=mine, Key="k", Body=b"before")
+    iam.put_user_policy(UserName=carol.name, PolicyName="read-only", PolicyDocument=policy(
+        {"Effect": "Allow", "Action": ["s3:Get*", "s3:List*"], "Resource": "*"},
+        {"Effect": "Deny", "Action": ["s3:PutObject", "s3:DeleteObject", "s3:DeleteBucket"],
+         "Resource": "*"}))
+    try:
+        assert carol.s3.get_object(Bucket=mine, Key="k")["Body"].read() == b"before"
+        denied(carol.s3.put_object, Bucket=mine, Key="k", Body=b"after")
+        denied(carol.s3.delete_object, Bucket=mine, Key="k")
+        denied(carol.s3.delete_bucket, Bucket=mine)
+        # Its Allow reaches alice's bucket (no ACL or bucket policy there names carol).
+        assert carol.s3.get_object(Bucket=name, Key="pub/a")["Body"].read() == b"pub/a"
+        assert carol.s3.list_objects_v2(Bucket=name)["KeyCount"] == 4
+        denied(bob.s3.get_object, Bucket=name, Key="pub/a")
+        # The RDMA PUT of the read-only user: refused before a byte of its memory is read.
+        buf = bytearray(os.urandom(256 << 10))
+        with wharf.Client(wharfd.endpoint, carol.access_key, carol.secret_key, region=REGION,
+                          provider="ofi+shm", unix_socket=wharfd.unix_socket) as c:
+            with c.register(buf):
+                m0 = wharfd.metrics()
+                with pytest.raises(wharf.WharfError) as e:
+                    c.put_from(mine, "k", buf, transport="rdma")
+                assert "AccessDenied" in str(e.value), str(e.value)
+                m1 = wharfd.metrics()
+                for k in ("wharf_rdma_write_bytes_total", "wharf_rdma_read_bytes_total"):
+                    assert sum(v for n, v in m1.items() if n.split("{")[0] == k) == \
+                        sum(v for n, v in m0.items() if n.split("{")[0] == k)
+            assert c.get(mine, "k", transport="rdma") == b"before"
+    finally:
+        iam.delete_user_policy(UserName=carol.name, PolicyName="read-only")
+        carol.s3.delete_object(Bucket=mine, Key="k")
+        carol.s3.delete_bucket(Bucket=mine)
