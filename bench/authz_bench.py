@@ -71,9 +71,16 @@ class Arm:
         self.c.close()
 
 
-def run_cell(arm, op, size, transport, buf, seconds, max_ops):
-    """ops/s and bytes/s of one timed run (each op a whole object of size bytes)."""
+def server_cpu_s(srv):
+    return srv.metrics().get("process_cpu_seconds_total", 0.0)
+
+
+def run_cell(arm, op, size, transport, buf, seconds, max_ops, srv=None):
+    """ops/s and bytes/s of one timed run (each op a whole object of size bytes), and the
+    server's CPU time per operation (less disturbed by other load on a shared machine than
+    throughput is)."""
     key = f"{arm.name}/obj-{size}"
+    cpu0 = server_cpu_s(srv) if srv else 0.0
     n, t0 = 0, time.perf_counter()
     deadline = t0 + seconds
     while n < max_ops and (n == 0 or time.perf_counter() < deadline):
@@ -83,7 +90,33 @@ def run_cell(arm, op, size, transport, buf, seconds, max_ops):
             arm.c.put_from(arm.bucket, key, buf, length=size, transport=transport)
         n += 1
     dt = time.perf_counter() - t0
-    return {"ops": n, "seconds": dt, "ops_per_s": n / dt, "gbps": n * size / dt / 1e9}
+    out = {"ops": n, "seconds": dt, "ops_per_s": n / dt, "gbps": n * size / dt / 1e9}
+    if srv:
+        out["server_cpu_us_per_op"] = (server_cpu_s(srv) - cpu0) / n * 1e6
+    return out
+
+
+def report(path):
+    """The table docs/access.md shows: medians, and each user arm and the noise arm relative to
+    root (negative: slower than root)."""
+    with open(path) as f:
+        res = json.load(f)
+    print("| transport | op | size | unit | root | user1 | user10 | user1 vs root | "
+          "user10 vs root | noise (root vs root) | server CPU us/op root / user1 / user10 / "
+          "root again |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for c in res["results"]:
+        size = c["size_bytes"]
+        sz = f"{size >> 20} MiB" if size >= MIB else f"{size >> 10} KiB"
+        unit = "GB/s" if c["metric"] == "gbps" else "ops/s"
+        m = c["median"]
+        fmt = (lambda v: f"{v:.3f}") if unit == "GB/s" else (lambda v: f"{v:.0f}")
+        print(f"| {c['transport']} | {c['op'].upper()} | {sz} | {unit} | {fmt(m['root'])} | "
+              f"{fmt(m['user1'])} | {fmt(m['user10'])} | {c['user1_vs_root_pct']:+.1f}% | "
+              f"{c['user10_vs_root_pct']:+.1f}% | {c['noise_root_vs_root_pct']:+.1f}% | " +
+              (" / ".join(f"{c['server_cpu_us_per_op_median'][k]:.0f}"
+                          for k in ARMS + ("root_again",))
+               if "server_cpu_us_per_op_median" in c else "-") + " |")
 
 
 def main():
@@ -93,10 +126,14 @@ def main():
     ap.add_argument("--big-ops", type=int, default=3, help="256 MiB transfers per run")
     ap.add_argument("--quick", action="store_true", help="1 round, 0.5 s runs (smoke test)")
     ap.add_argument("--results", default=os.path.join(HERE, "..", "results"))
+    ap.add_argument("--report", metavar="JSON", help="print the markdown table of a result file")
     ap.add_argument("--data-parent", default="/dev/shm",
                     help="where the server's data directory goes (tmpfs by default: the disk's "
                          "fsync would hide what authorization costs)")
     a = ap.parse_args()
+    if a.report:
+        report(a.report)
+        return
     if a.quick:
         a.rounds, a.seconds, a.big_ops = 1, 0.5, 1
     t_start = time.monotonic()
@@ -133,11 +170,15 @@ def main():
                             arm = arms["root" if k == "root_again" else k]
                             big = size >= 256 * MIB
                             runs[k].append(run_cell(arm, op, size, transport, buf,
-                                                    a.seconds, a.big_ops if big else 10 ** 9))
+                                                    a.seconds, a.big_ops if big else 10 ** 9,
+                                                    srv))
                     metric = "gbps" if size >= 256 * MIB else "ops_per_s"
                     med = {k: statistics.median(r[metric] for r in v) for k, v in runs.items()}
+                    cpu = {k: statistics.median(r["server_cpu_us_per_op"] for r in v)
+                           for k, v in runs.items()}
                     cell = {"op": op, "size_bytes": size, "transport": transport,
                             "provider": provider, "metric": metric, "median": med,
+                            "server_cpu_us_per_op_median": cpu,
                             "runs": runs,
                             "noise_root_vs_root_pct": 100 * (med["root_again"] - med["root"]) /
                             med["root"],
@@ -154,7 +195,8 @@ def main():
                         "  ".join(f"{k}={med[k]:.4g}" for k in ARMS) +
                         f"  noise {cell['noise_root_vs_root_pct']:+.1f}%  user1 "
                         f"{cell['user1_vs_root_pct']:+.1f}%  user10 "
-                        f"{cell['user10_vs_root_pct']:+.1f}%")
+                        f"{cell['user10_vs_root_pct']:+.1f}%  server CPU us/op " +
+                        " ".join(f"{k}={cpu[k]:.0f}" for k in ARMS + ("root_again",)))
             for r in regs:
                 r.close()
             for arm in arms.values():
