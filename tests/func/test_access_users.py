@@ -192,8 +192,10 @@ def test_users_and_keys_on_postgresql():
                     bob.boto3(srv2).list_buckets()
                 # Another server key (serve --meta with a data directory of its own makes
                 # DIR/server.key) cannot open the secrets: users' keys are refused, root works.
+                other = os.path.join(keydir, "other-data")
+                os.makedirs(other)
                 with WharfServer(providers="none", extra_args=["--meta", url],
-                                 data_dir=tempfile.mkdtemp(prefix="wharf-other-")) as srv4:
+                                 data_dir=other) as srv4:
                     refused(lambda: bob.boto3(srv4).list_buckets(), "InvalidAccessKeyId")
                     s3_client(srv4.endpoint).list_buckets()
                     assert "does not open with this server key" in srv4.log_tail(20000)
