@@ -35,6 +35,8 @@
 #define OFI_NAME_MAX TOKEN_MAX_EP_NAME
 #define OFI_CQ_BATCH 16
 #define OFI_POLL_MAX_NAP_US 20000u
+/* A provider call that takes longer is logged: nothing else moves on that endpoint meanwhile. */
+#define OFI_SLOW_CALL_NS (500ull * 1000000ull)
 
 typedef struct ofi_batch ofi_batch_t;
 
@@ -98,6 +100,8 @@ typedef struct ofi_xfer {
     unsigned nbuckets, npeers;
     ofi_peer_t lru; /* sentinel */
     ofi_batch_t *free_batches, *zombies;
+    uint64_t drained_ns, drain_gap_ns; /* last CQ read's end; longest gap between reads since
+                                          the last timeout (diagnostics, under lock) */
 
     /* client progress */
     bool want_pthr;

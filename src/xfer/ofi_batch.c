@@ -68,7 +68,16 @@ unsigned ofi_drain(ofi_xfer_t *o)
 
     if (pthread_mutex_trylock(&o->lock) != 0)
         return 0; /* someone else is draining */
+    uint64_t t0 = wh_now_ns();
     ssize_t n = fi_cq_read(o->cq, e, OFI_CQ_BATCH);
+    uint64_t took = wh_now_ns() - t0;
+    uint64_t prev = o->drained_ns; /* the reaper drains every 500 ms even when idle */
+    o->drained_ns = t0 + took;
+    if (prev && t0 - prev > o->drain_gap_ns)
+        o->drain_gap_ns = t0 - prev;
+    if (took > OFI_SLOW_CALL_NS) /* every other transfer of this endpoint waited meanwhile */
+        wh_warn("xfer", "provider progress call blocked provider=%s ms=%.0f", o->base._name,
+                (double)took / 1e6);
     if (n > 0) {
         for (ssize_t i = 0; i < n; i++) {
             ofi_batch_t *z = ofi_complete(o, (ofi_op_t *)e[i].op_context, 0, NULL);
@@ -201,6 +210,11 @@ static wh_status_t ofi_wait_until(ofi_batch_t *b, unsigned tag, bool for_slot)
         }
         if (wh_now_ns() - last > (uint64_t)o->timeout_ms * 1000000ULL) {
             pthread_mutex_lock(&o->lock);
+            /* Was this endpoint driven meanwhile? A long gap means the server itself stalled
+             * (no thread of it got to the provider), not the client. */
+            double gap_ms = (double)o->drain_gap_ns / 1e6;
+            unsigned inflight = b->outstanding;
+            o->drain_gap_ns = 0;
             if (b->base._status == WH_OK) {
                 b->base._status = WH_ERR_TIMEOUT;
                 snprintf(b->base._err, sizeof b->base._err,
@@ -211,8 +225,9 @@ static wh_status_t ofi_wait_until(ofi_batch_t *b, unsigned tag, bool for_slot)
                     b->peer->bad = true;
             }
             pthread_mutex_unlock(&o->lock);
-            wh_warn("xfer", "transfer timed out provider=%s timeout_ms=%u",
-                    o->base._name, o->timeout_ms);
+            wh_warn("xfer", "transfer timed out provider=%s timeout_ms=%u ops_in_flight=%u "
+                            "longest_gap_between_progress_calls_ms=%.0f",
+                    o->base._name, o->timeout_ms, inflight, gap_ms);
             return WH_ERR_TIMEOUT;
         }
         if (++spins > 32)
@@ -315,11 +330,15 @@ wh_status_t ofi_batch_post(xfer_batch_t *xb, xfer_op_t op, xfer_mr_t *mr, void *
 
         uint64_t t0 = wh_now_ns();
         for (;;) {
+            uint64_t tp = wh_now_ns();
             ssize_t rc = op == XFER_OP_WRITE ? ofi_post_write(o, b, m, (char *)local + done, n,
                                                               raddr + done, slot)
                                              : fi_read(o->ep, (char *)local + done, n, m->desc,
                                                        b->peer->fi_addr, raddr + done, b->key,
                                                        &slot->ctx);
+            if (wh_now_ns() - tp > OFI_SLOW_CALL_NS)
+                wh_warn("xfer", "provider post call blocked provider=%s ms=%.0f",
+                        o->base._name, (double)(wh_now_ns() - tp) / 1e6);
             if (rc == 0)
                 break;
             if (rc == -FI_EAGAIN && wh_now_ns() - t0 < (uint64_t)o->timeout_ms * 1000000ULL) {

@@ -284,8 +284,12 @@ static void ofi_forget_after_fork(xfer_t *x)
 static bool ofi_client_poll(ofi_xfer_t *o)
 {
     struct fi_cq_data_entry e[OFI_CQ_BATCH];
+    uint64_t t0 = wh_now_ns();
     ssize_t n = o->use_sread ? fi_cq_sread(o->cq, e, OFI_CQ_BATCH, NULL, 10)
                              : fi_cq_read(o->cq, e, OFI_CQ_BATCH);
+    if (wh_now_ns() - t0 > OFI_SLOW_CALL_NS) /* no byte moved into this client meanwhile */
+        wh_warn("xfer", "client progress call blocked provider=%s ms=%.0f", o->base._name,
+                (double)(wh_now_ns() - t0) / 1e6);
     if (n == -FI_EAVAIL) {
         struct fi_cq_err_entry ee = {0};
         fi_cq_readerr(o->cq, &ee, 0);
