@@ -66,8 +66,8 @@ static void test_xml_and_round_trip(void)
     wh_sbuf_free(&b);
     static const char *const bad[] = {
         "<Tagging><TagSet><Tag><Key>k</Key></Tag></TagSet></Tagging>",
-        "<Tagging><TagSet><Tag><Key>k</Key><Key>j</Key><Value>v</Value></Tag></TagSet>"
-        "</Tagging>",
+        ("<Tagging><TagSet><Tag><Key>k</Key><Key>j</Key><Value>v</Value></Tag></TagSet>"
+         "</Tagging>"),
         "<Other><TagSet/></Other>",
         "<Tagging><TagSet><Tag><Key>k</Key><Value>v</Value></Tag>",
     };
