@@ -8,7 +8,6 @@ import os
 import subprocess
 import urllib.error
 import urllib.request
-import xml.etree.ElementTree as ET
 
 import boto3
 import pytest
@@ -292,6 +291,7 @@ import uuid  # noqa: E402
 
 import users  # noqa: E402
 import wharf  # noqa: E402
+from wharfd import CTYPES_UNDER_ASAN  # noqa: E402
 
 
 
@@ -505,6 +505,7 @@ def rdma_bytes(srv):
             for k in ("wharf_rdma_write_bytes_total", "wharf_rdma_read_bytes_total")}
 
 
+@pytest.mark.skipif(**CTYPES_UNDER_ASAN)
 @pytest.mark.parametrize("provider", RDMA)
 def test_rdma_follows_acls(wharfd, root, trio, provider):
     alice, bob, carol, name = trio

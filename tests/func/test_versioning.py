@@ -21,7 +21,8 @@ from botocore.exceptions import ClientError
 
 import pgserver
 from s3raw import S3Raw
-from wharfd import ACCESS_KEY, REGION, SECRET_KEY, WharfServer, md5_hex, unique_bucket
+from wharfd import (ACCESS_KEY, CTYPES_UNDER_ASAN, REGION, SECRET_KEY, WharfServer, md5_hex,
+                    unique_bucket)
 
 MIB = 1024 * 1024
 
@@ -319,6 +320,7 @@ def test_awscli_versions(wharfd, tmp_path):
     assert aws("list-object-versions", "--bucket", b)["DeleteMarkers"][0]["IsLatest"] is True
 
 
+@pytest.mark.skipif(**CTYPES_UNDER_ASAN)
 def test_rdma_get_of_a_version(wharfd):
     """GET by versionId over RDMA (libwharf over ofi+shm on the Unix socket): the bytes of
     the old version land, moved by RDMA, and the report names the version."""
