@@ -296,6 +296,10 @@ void *srv_http_uri_cb(void *cls, const char *uri, struct MHD_Connection *c)
 
 void srv_req_free(srv_req_t *r)
 {
+    /* A reply held for a body (drain) or for the connection's resume (a handler job) is
+     * never queued when the connection ends first: it goes with the request. */
+    if (r->pending)
+        MHD_destroy_response(r->pending);
     srv_route_free(&r->route);
     for (size_t i = 0; i < r->nhdrs; i++) {
         free(r->hdrs[i].lname);

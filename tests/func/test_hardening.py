@@ -286,3 +286,41 @@ def test_refusal_before_a_small_body_is_delivered(srv, raw, buckets):
             assert s.recv(4096).startswith(b"HTTP/1.1 200 ")
         finally:
             s.close()
+
+
+def test_refused_body_cut_short_frees_the_held_reply():
+    """The same refusal, but the client sends half its body and closes. The 403 is held
+    until the body is read; the connection ends first, and the held reply must be freed
+    with the request. It was not: under make test-asan, LeakSanitizer failed wharfd's exit
+    with one libmicrohttpd response (and its headers) per cut-off request. This test has its
+    own server so that its exit status is this test's verdict."""
+    pub = "cut-short"  # the signature is refused before the bucket is looked up
+    s = WharfServer()
+    s.start()
+    try:
+        bad = S3Raw(s.endpoint, secret_key="not-the-secret")
+        body = b"z" * (256 << 10)
+        for i in range(8):
+            h, _ = bad.sign_headers("PUT", f"/{pub}/cut{i}", payload_hash=UNSIGNED)
+            lines = [f"PUT /{pub}/cut{i} HTTP/1.1", f"Content-Length: {len(body)}"]
+            lines += [f"{k}: {v}" for k, v in h.items()]
+            c = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+            try:
+                c.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+                time.sleep(0.05)  # the refusal is decided and held
+                c.sendall(body[: len(body) // 2])
+            finally:
+                c.close()
+        # The server is still up and served every cut-off request to its end.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            st, _, _ = send_url(s, "GET", "/health", {"Host": f"127.0.0.1:{s.port}"})
+            assert st == 200
+            if "end=client_abort" in s.log_tail(20000) or "end=error" in s.log_tail(20000):
+                break
+            time.sleep(0.1)
+    finally:
+        rc = s.stop()
+        log = s.log_tail(6000)
+        s.cleanup()
+    assert rc == 0, f"wharfd exited with {rc}:\n{log}"
