@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,20 @@
 
 #define MOD "identity"
 
+/* Secrets already opened, by access key and the sealed text they came from: a user's
+ * requests skip the AES-GCM open while the stored key row is unchanged (the row itself is
+ * read through the store's generation-checked cache). Direct-mapped and bounded. */
+#define IDENT_OPENED_SLOTS 64u
+typedef struct ident_opened {
+    pthread_mutex_t mu;
+    char ak[META_AK_MAX + 1];
+    char sealed[META_SEALED_MAX];
+    char secret[SRV_SECRET_MAX + 1];
+} ident_opened_t;
+
 struct srv_ident {
     meta_t *meta;
+    ident_opened_t opened[IDENT_OPENED_SLOTS];
     bool has_key;
     uint8_t key[WH_SEAL_KEY_LEN];
     char account[13];
@@ -130,6 +143,8 @@ wh_status_t srv_ident_open(const srv_ident_config_t *cfg, srv_ident_t **out)
     srv_ident_t *id = calloc(1, sizeof *id);
     if (!id)
         return WH_ERR_NOMEM;
+    for (unsigned i = 0; i < IDENT_OPENED_SLOTS; i++)
+        pthread_mutex_init(&id->opened[i].mu, NULL);
     id->meta = cfg->meta;
     snprintf(id->account, sizeof id->account, "%s",
              cfg->account_id ? cfg->account_id : SRV_DEFAULT_ACCOUNT);
@@ -149,7 +164,7 @@ wh_status_t srv_ident_open(const srv_ident_config_t *cfg, srv_ident_t **out)
             else if (st == WH_ERR_IO)
                 wh_error(MOD, "cannot read or create the server key file %s: %s",
                          cfg->key_file, strerror(errno));
-            free(id);
+            srv_ident_close(id);
             return st;
         }
         id->has_key = true;
@@ -163,6 +178,10 @@ void srv_ident_close(srv_ident_t *id)
     if (!id)
         return;
     memset(id->key, 0, sizeof id->key);
+    for (unsigned i = 0; i < IDENT_OPENED_SLOTS; i++) {
+        memset(id->opened[i].secret, 0, sizeof id->opened[i].secret);
+        pthread_mutex_destroy(&id->opened[i].mu);
+    }
     free(id);
 }
 
@@ -201,6 +220,38 @@ void srv_ident_user_arn(const srv_ident_t *id, const char *name, char *out, size
     snprintf(out, cap, "arn:aws:iam::%s:user/%s", id->account, name);
 }
 
+static ident_opened_t *opened_slot(srv_ident_t *id, const char *ak)
+{
+    uint32_t h = 2166136261u;
+    for (const char *s = ak; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return &id->opened[h % IDENT_OPENED_SLOTS];
+}
+
+static bool opened_get(srv_ident_t *id, const meta_access_key_t *k, char *secret, size_t cap)
+{
+    ident_opened_t *e = opened_slot(id, k->access_key);
+    pthread_mutex_lock(&e->mu);
+    bool hit = strcmp(e->ak, k->access_key) == 0 && strcmp(e->sealed, k->secret_sealed) == 0 &&
+               strlen(e->secret) < cap;
+    if (hit)
+        memcpy(secret, e->secret, strlen(e->secret) + 1);
+    pthread_mutex_unlock(&e->mu);
+    return hit;
+}
+
+static void opened_put(srv_ident_t *id, const meta_access_key_t *k, const char *secret)
+{
+    if (strlen(secret) > SRV_SECRET_MAX)
+        return;
+    ident_opened_t *e = opened_slot(id, k->access_key);
+    pthread_mutex_lock(&e->mu);
+    snprintf(e->ak, sizeof e->ak, "%s", k->access_key);
+    snprintf(e->sealed, sizeof e->sealed, "%s", k->secret_sealed);
+    snprintf(e->secret, sizeof e->secret, "%s", secret);
+    pthread_mutex_unlock(&e->mu);
+}
+
 wh_status_t srv_ident_lookup(srv_ident_t *id, const char *access_key, char *secret, size_t cap,
                              s3_principal_t *who)
 {
@@ -220,11 +271,14 @@ wh_status_t srv_ident_lookup(srv_ident_t *id, const char *access_key, char *secr
         }
         return WH_ERR_NOT_FOUND;
     }
-    size_t n = 0;
-    if (wh_unseal(id->key, k.access_key, k.secret_sealed, secret, cap, &n) != 0) {
-        wh_error(MOD, "the secret of access key %s does not open with this server key; is "
-                 "the key file the one the key was made with?", access_key);
-        return WH_ERR_INTERNAL;
+    if (!opened_get(id, &k, secret, cap)) {
+        size_t n = 0;
+        if (wh_unseal(id->key, k.access_key, k.secret_sealed, secret, cap, &n) != 0) {
+            wh_error(MOD, "the secret of access key %s does not open with this server key; "
+                     "is the key file the one the key was made with?", access_key);
+            return WH_ERR_INTERNAL;
+        }
+        opened_put(id, &k, secret);
     }
     memset(who, 0, sizeof *who);
     who->kind = S3_PRINCIPAL_USER;

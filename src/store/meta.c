@@ -44,8 +44,10 @@ wh_status_t meta_open(const char *url_or_path, meta_t **out)
 
 void meta_close(meta_t *m)
 {
-    if (m)
-        m->ops->close(m);
+    if (!m)
+        return;
+    meta_cache_free(m);
+    m->ops->close(m);
 }
 
 uint64_t meta_list_rows(meta_t *m)

@@ -40,6 +40,7 @@ typedef struct meta_ops meta_ops_t;
 struct meta {
     const meta_ops_t *ops;
     uint64_t list_rows; /* rows read by listings (atomic): shows a delimiter walk skips */
+    struct meta_cache *cache; /* the authorization reads (meta_cache.c); NULL: none */
 };
 
 typedef struct meta_part {
@@ -113,6 +114,11 @@ void meta_policies_free(meta_policy_t *p, size_t n);
 struct meta_ops {
     const char *name;
     void (*close)(meta_t *m);
+    /* A number that changes after every committed change to access keys, users, user
+     * policies or a bucket's owner, ACL or policy, made through any handle on the same data
+     * (other processes included). NULL or an error: the backend cannot tell, and those rows
+     * are not cached (meta_cache.c). */
+    wh_status_t (*auth_gen)(meta_t *m, uint64_t *gen);
     /* false: no fsync at commit (tests, throw-away benchmark stores). */
     wh_status_t (*set_durable)(meta_t *m, bool durable);
 
@@ -297,12 +303,22 @@ wh_status_t meta_object_list(meta_t *m, const char *bucket, const store_list_par
                              store_list_result_t *out);
 
 #define META_CALL_(m, op, ...) ((m)->ops->op ? (m)->ops->op((m), __VA_ARGS__) : WH_ERR_UNSUPPORTED)
+
+/* The authorization reads through the generation-checked cache (meta_cache.c). meta_open
+ * sets the cache up; meta_close frees it. */
+wh_status_t meta_cache_init(meta_t *m);
+void meta_cache_free(meta_t *m);
+void meta_cache_stats(meta_t *m, uint64_t *hits, uint64_t *misses);
+wh_status_t meta_cached_key_get(meta_t *m, const char *ak, meta_access_key_t *out);
+wh_status_t meta_cached_user_policy_list(meta_t *m, const char *user, meta_policy_t **out,
+                                         size_t *n);
+wh_status_t meta_cached_bucket_auth_get(meta_t *m, const char *bucket, store_bucket_auth_t *out);
 #define meta_set_durable(m, ...) META_CALL_(m, set_durable, __VA_ARGS__)
 #define meta_bucket_create(m, ...) META_CALL_(m, bucket_create, __VA_ARGS__)
 #define meta_bucket_delete(m, ...) META_CALL_(m, bucket_delete, __VA_ARGS__)
 #define meta_bucket_exists(m, ...) META_CALL_(m, bucket_exists, __VA_ARGS__)
 #define meta_bucket_list(m, ...) META_CALL_(m, bucket_list, __VA_ARGS__)
-#define meta_bucket_auth_get(m, ...) META_CALL_(m, bucket_auth_get, __VA_ARGS__)
+#define meta_bucket_auth_get(m, ...) meta_cached_bucket_auth_get(m, __VA_ARGS__)
 #define meta_bucket_set_acl(m, ...) META_CALL_(m, bucket_set_acl, __VA_ARGS__)
 #define meta_bucket_set_policy(m, ...) META_CALL_(m, bucket_set_policy, __VA_ARGS__)
 #define meta_object_set_acl(m, ...) META_CALL_(m, object_set_acl, __VA_ARGS__)
@@ -311,13 +327,13 @@ wh_status_t meta_object_list(meta_t *m, const char *bucket, const store_list_par
 #define meta_user_list(m, ...) META_CALL_(m, user_list, __VA_ARGS__)
 #define meta_user_delete(m, ...) META_CALL_(m, user_delete, __VA_ARGS__)
 #define meta_key_create(m, ...) META_CALL_(m, key_create, __VA_ARGS__)
-#define meta_key_get(m, ...) META_CALL_(m, key_get, __VA_ARGS__)
+#define meta_key_get(m, ...) meta_cached_key_get(m, __VA_ARGS__)
 #define meta_key_list(m, ...) META_CALL_(m, key_list, __VA_ARGS__)
 #define meta_key_delete(m, ...) META_CALL_(m, key_delete, __VA_ARGS__)
 #define meta_key_set_active(m, ...) META_CALL_(m, key_set_active, __VA_ARGS__)
 #define meta_user_policy_put(m, ...) META_CALL_(m, user_policy_put, __VA_ARGS__)
 #define meta_user_policy_get(m, ...) META_CALL_(m, user_policy_get, __VA_ARGS__)
-#define meta_user_policy_list(m, ...) META_CALL_(m, user_policy_list, __VA_ARGS__)
+#define meta_user_policy_list(m, ...) meta_cached_user_policy_list(m, __VA_ARGS__)
 #define meta_user_policy_delete(m, ...) META_CALL_(m, user_policy_delete, __VA_ARGS__)
 #define meta_object_get(m, ...) META_CALL_(m, object_get, __VA_ARGS__)
 #define meta_bucket_versioning_get(m, ...) META_CALL_(m, bucket_versioning_get, __VA_ARGS__)

@@ -6,6 +6,9 @@
 #include "base/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +253,55 @@ wh_status_t sq_write(sq_meta_t *m, meta_tx_fn fn, void *arg)
     return st;
 }
 
+wh_status_t sq_write_auth(sq_meta_t *m, meta_tx_fn fn, void *arg)
+{
+    wh_status_t st = sq_write(m, fn, arg);
+    /* After the commit (or a failure, which may have committed): a cached read that began
+     * before it carries the old number and is not used again (meta_cache.c). */
+    if (m->auth_gen)
+        __atomic_add_fetch(m->auth_gen, 1, __ATOMIC_SEQ_CST);
+    return st;
+}
+
+static wh_status_t sq_auth_gen(meta_t *mm, uint64_t *gen)
+{
+    sq_meta_t *m = SQ(mm);
+    if (!m->auth_gen)
+        return WH_ERR_UNSUPPORTED;
+    *gen = __atomic_load_n(m->auth_gen, __ATOMIC_SEQ_CST) + 1; /* never 0 */
+    return WH_OK;
+}
+
+/* PATH-authgen: one page shared by every process that opens this database, holding the auth
+ * generation. Its block is allocated before it is mapped, so that a store on a full disk
+ * never faults on it; when it cannot be made (a full disk at the first start, a read-only
+ * directory), nothing is cached. */
+static void sq_auth_gen_map(sq_meta_t *m, const char *path)
+{
+    char gp[4096];
+    if (snprintf(gp, sizeof gp, "%s-authgen", path) >= (int)sizeof gp)
+        return;
+    int fd = open(gp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        wh_warn("store", "cannot open %s (%s): access keys, policies and ACLs are read from "
+                "the database on every request", gp, strerror(errno));
+        return;
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    int rc = posix_fallocate(fd, 0, page);
+    if (rc != 0) {
+        wh_warn("store", "cannot allocate %s (%s): access keys, policies and ACLs are read "
+                "from the database on every request", gp, strerror(rc));
+        close(fd);
+        return;
+    }
+    void *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return;
+    m->auth_gen = p;
+}
+
 /* ---- open/close ---- */
 
 /* Opens one connection. The writer (schema=true) switches the database to WAL and creates or
@@ -342,6 +394,8 @@ static void sq_conn_close(sq_conn_t *c)
 static void sq_close(meta_t *mm)
 {
     sq_meta_t *m = SQ(mm);
+    if (m->auth_gen)
+        munmap(m->auth_gen, (size_t)sysconf(_SC_PAGESIZE));
     sq_conn_close(&m->rd);
     sq_conn_close(&m->wr); /* last: the final close checkpoints the WAL */
     free(m);
@@ -389,7 +443,7 @@ static wh_status_t sq_bucket_create(meta_t *m, const char *name, time_t created,
                                     const char *owner, const char *acl)
 {
     sq_bucket_arg_t a = {name, created, owner, acl};
-    return sq_write(SQ(m), tx_bucket_create, &a);
+    return sq_write_auth(SQ(m), tx_bucket_create, &a);
 }
 
 typedef struct {
@@ -424,7 +478,7 @@ static wh_status_t tx_bucket_delete(void *conn, void *arg)
 static wh_status_t sq_bucket_delete(meta_t *m, const char *name, meta_part_t **parts, size_t *n)
 {
     sq_bdel_arg_t a = {name, NULL, 0};
-    wh_status_t st = sq_write(SQ(m), tx_bucket_delete, &a);
+    wh_status_t st = sq_write_auth(SQ(m), tx_bucket_delete, &a);
     if (st != WH_OK) {
         meta_parts_free(a.parts, a.n);
         a.parts = NULL;
@@ -518,6 +572,7 @@ static const meta_ops_t SQ_OPS = {
     .user_policy_get = sq_user_policy_get,
     .user_policy_list = sq_user_policy_list,
     .user_policy_delete = sq_user_policy_delete,
+    .auth_gen = sq_auth_gen,
     /* One process, one node: no cluster members, GC queue or locks. */
 };
 
@@ -531,6 +586,10 @@ wh_status_t meta_sqlite_open(const char *path, meta_t **out)
     if (st != WH_OK)
         goto err;
     st = sq_conn_open(&m->rd, path, false);
+    if (st != WH_OK)
+        goto err;
+    sq_auth_gen_map(m, path);
+    st = meta_cache_init(&m->base);
     if (st != WH_OK)
         goto err;
     *out = &m->base;

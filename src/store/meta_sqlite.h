@@ -95,12 +95,16 @@ typedef struct sq_conn {
 typedef struct sq_meta {
     meta_t base;
     sq_conn_t wr, rd;
+    uint64_t *auth_gen; /* PATH-authgen mapped shared (every process on this data), or NULL */
 } sq_meta_t;
 
 #define SQ(m) ((sq_meta_t *)(m))
 
 /* Runs fn inside one write transaction on the writer connection. */
 wh_status_t sq_write(sq_meta_t *m, meta_tx_fn fn, void *arg);
+/* sq_write for a change to what authorization reads (keys, users, user policies, a bucket's
+ * owner, ACL or policy): bumps the auth generation once it has ended. */
+wh_status_t sq_write_auth(sq_meta_t *m, meta_tx_fn fn, void *arg);
 wh_status_t sq_fail(sq_conn_t *c, int rc, const char *what);
 void sq_done(sqlite3_stmt *s);
 void sq_bind_text(sqlite3_stmt *s, int i, const char *v);

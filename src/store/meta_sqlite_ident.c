@@ -65,14 +65,14 @@ wh_status_t sq_bucket_auth_get(meta_t *mm, const char *name, store_bucket_auth_t
 wh_status_t sq_bucket_set_acl(meta_t *m, const char *name, const char *acl)
 {
     sq_update_arg_t a = {S_BUCKET_SET_ACL, {name, acl}, 2, false, 0, true, "bucket acl update"};
-    return sq_write(SQ(m), tx_update, &a);
+    return sq_write_auth(SQ(m), tx_update, &a);
 }
 
 wh_status_t sq_bucket_set_policy(meta_t *m, const char *name, const char *policy)
 {
     sq_update_arg_t a = {S_BUCKET_SET_POLICY, {name, policy}, 2, false, 0, true,
                          "bucket policy update"};
-    return sq_write(SQ(m), tx_update, &a);
+    return sq_write_auth(SQ(m), tx_update, &a);
 }
 
 typedef struct {
@@ -134,7 +134,7 @@ static wh_status_t tx_user_create(void *conn, void *arg)
 
 wh_status_t sq_user_create(meta_t *m, const meta_user_t *u)
 {
-    return sq_write(SQ(m), tx_user_create, (void *)u);
+    return sq_write_auth(SQ(m), tx_user_create, (void *)u);
 }
 
 static wh_status_t user_get_locked(sq_conn_t *c, const char *name, meta_user_t *out)
@@ -226,7 +226,7 @@ static wh_status_t tx_user_delete(void *conn, void *arg)
 wh_status_t sq_user_delete(meta_t *m, const char *name, bool force)
 {
     sq_user_del_arg_t a = {name, force};
-    return sq_write(SQ(m), tx_user_delete, &a);
+    return sq_write_auth(SQ(m), tx_user_delete, &a);
 }
 
 /* ---- access keys ---- */
@@ -265,7 +265,7 @@ static wh_status_t tx_key_create(void *conn, void *arg)
 
 wh_status_t sq_key_create(meta_t *m, const meta_access_key_t *k)
 {
-    return sq_write(SQ(m), tx_key_create, (void *)k);
+    return sq_write_auth(SQ(m), tx_key_create, (void *)k);
 }
 
 wh_status_t sq_key_get(meta_t *mm, const char *access_key, meta_access_key_t *out)
@@ -323,14 +323,14 @@ wh_status_t sq_key_list(meta_t *mm, const char *user, meta_access_key_t **out, s
 wh_status_t sq_key_delete(meta_t *m, const char *access_key)
 {
     sq_update_arg_t a = {S_KEY_DELETE, {access_key}, 1, false, 0, false, "access key delete"};
-    return sq_write(SQ(m), tx_update, &a);
+    return sq_write_auth(SQ(m), tx_update, &a);
 }
 
 wh_status_t sq_key_set_active(meta_t *m, const char *access_key, bool active)
 {
     sq_update_arg_t a = {S_KEY_SET_ACTIVE, {access_key}, 1, true, active ? 1 : 0, false,
                          "access key status update"};
-    return sq_write(SQ(m), tx_update, &a);
+    return sq_write_auth(SQ(m), tx_update, &a);
 }
 
 /* ---- inline user policies ---- */
@@ -356,7 +356,7 @@ static wh_status_t tx_policy_put(void *conn, void *arg)
 wh_status_t sq_user_policy_put(meta_t *m, const char *user, const char *name, const char *doc)
 {
     sq_pol_arg_t a = {user, name, doc};
-    return sq_write(SQ(m), tx_policy_put, &a);
+    return sq_write_auth(SQ(m), tx_policy_put, &a);
 }
 
 wh_status_t sq_user_policy_get(meta_t *mm, const char *user, const char *name, char **doc)
@@ -422,5 +422,5 @@ wh_status_t sq_user_policy_delete(meta_t *m, const char *user, const char *name)
 {
     sq_update_arg_t a = {S_POLICY_DELETE, {user, name}, 2, false, 0, false,
                          "user policy delete"};
-    return sq_write(SQ(m), tx_update, &a);
+    return sq_write_auth(SQ(m), tx_update, &a);
 }

@@ -432,6 +432,70 @@ static void test_newer_refused(void)
     th_rmdir(dir);
 }
 
+/* The authorization reads are cached per handle, and every change made through another
+ * handle on the same data (another process: `wharfd key delete` beside a running server) is
+ * seen by the next read. Two handles on one SQLite file stand for the two processes. */
+static void test_cache_sees_other_handles(void)
+{
+    char *dir = th_mkdtemp();
+    meta_t *srv = open_meta(dir), *cli = open_meta(dir);
+    meta_user_t u = mk_user("carol", 7);
+    CHECK(meta_user_create(cli, &u) == WH_OK);
+    meta_access_key_t k = mk_key("AKIACAROL0000000001", "carol", 7), got;
+    CHECK(meta_key_create(cli, &k) == WH_OK);
+    CHECK(meta_bucket_create(cli, "cached-bucket", 1700000000, u.canonical_id, NULL) == WH_OK);
+    uint64_t h0, m0, h1, m1;
+    meta_cache_stats(srv, &h0, &m0);
+    for (int i = 0; i < 3; i++) { /* the first read fills, the next two hit */
+        CHECK(meta_key_get(srv, k.access_key, &got) == WH_OK);
+        CHECK(got.active);
+    }
+    meta_policy_t *ps = NULL;
+    size_t n = 9;
+    CHECK(meta_user_policy_list(srv, "carol", &ps, &n) == WH_OK);
+    CHECK_EQ_U64(n, 0);
+    store_bucket_auth_t a;
+    memset(&a, 0, sizeof a);
+    CHECK(meta_bucket_auth_get(srv, "cached-bucket", &a) == WH_OK);
+    CHECK(a.policy == NULL);
+    store_bucket_auth_free(&a);
+    meta_cache_stats(srv, &h1, &m1);
+    bool cached = th_meta_url(dir)[0] == '\0'; /* PostgreSQL is not cached */
+    if (cached)
+        CHECK_EQ_U64(h1 - h0, 2);
+
+    /* Disabled, then deleted, through the other handle: refused at the next read. */
+    CHECK(meta_key_set_active(cli, k.access_key, false) == WH_OK);
+    CHECK(meta_key_get(srv, k.access_key, &got) == WH_OK);
+    CHECK(!got.active);
+    CHECK(meta_key_delete(cli, k.access_key) == WH_OK);
+    CHECK(meta_key_get(srv, k.access_key, &got) == WH_ERR_NOT_FOUND);
+    /* A policy put and a bucket policy set elsewhere are read at once. */
+    CHECK(meta_user_policy_put(cli, "carol", "p1", "{\"Version\":\"2012-10-17\"}") == WH_OK);
+    CHECK(meta_user_policy_list(srv, "carol", &ps, &n) == WH_OK);
+    CHECK_EQ_U64(n, 1);
+    if (n == 1)
+        CHECK_STR(ps[0].name, "p1");
+    meta_policies_free(ps, n);
+    CHECK(meta_bucket_set_policy(cli, "cached-bucket", "{\"Statement\":[]}") == WH_OK);
+    memset(&a, 0, sizeof a);
+    CHECK(meta_bucket_auth_get(srv, "cached-bucket", &a) == WH_OK);
+    CHECK(a.policy && strcmp(a.policy, "{\"Statement\":[]}") == 0);
+    store_bucket_auth_free(&a);
+    /* The user deleted with its policies; the bucket deleted: gone for the cached handle. */
+    CHECK(meta_user_delete(cli, "carol", true) == WH_OK);
+    CHECK(meta_user_policy_list(srv, "carol", &ps, &n) == WH_ERR_NOT_FOUND);
+    meta_part_t *parts = NULL;
+    size_t np = 0;
+    CHECK(meta_bucket_delete(cli, "cached-bucket", &parts, &np) == WH_OK);
+    meta_parts_free(parts, np);
+    memset(&a, 0, sizeof a);
+    CHECK(meta_bucket_auth_get(srv, "cached-bucket", &a) == WH_ERR_NOT_FOUND);
+    meta_close(cli);
+    meta_close(srv);
+    th_rmdir(dir);
+}
+
 int main(void)
 {
     wh_log_set_level(WH_LOG_ERROR);
@@ -439,5 +503,6 @@ int main(void)
     RUN(test_owners_acls_policies);
     RUN(test_migrate_from_v2);
     RUN(test_newer_refused);
+    RUN(test_cache_sees_other_handles);
     return check_done();
 }
