@@ -7,7 +7,9 @@ plain values) with WharfStorageWriter (client from the environment); load: loads
 zeros laid out for WORLD ranks and checks every local shard against the expected values;
 die-<point>: saves and kills itself (os._exit) at <point>: write-start (rank 1, before its
 first object), write-mid (rank 1, after its first object), finish (rank 0, after checking the
-objects, before .metadata); cuda-save: per-rank CUDA tensors. Prints OK on success."""
+objects, before .metadata); cuda-save: per-rank CUDA tensors. Prints OK on success.
+DCP_BACKEND=nccl (one GPU per rank): the process group is NCCL and the DTensors live on
+cuda:RANK, so save and load move GPU memory."""
 import datetime
 import os
 import sys
@@ -27,17 +29,23 @@ def full(seed):
             "big": torch.randn(300, 1024, generator=g)}   # 1.2 MB: a GET of its own
 
 
+BACKEND = os.environ.get("DCP_BACKEND", "gloo")
+DEVICE = "cuda" if BACKEND == "nccl" else "cpu"
+
+
 def state(world, seed, zeros=False):
     f = full(seed)
     if zeros:
         f = {k: torch.zeros_like(v) for k, v in f.items()}
+    if world > 1:
+        f = {k: v.to(DEVICE) for k, v in f.items()}
     out = {"step": 0 if zeros else 100 + seed, "extra": {"name": "" if zeros else f"s{seed}"}}
     if world == 1:
         out.update(f)
         return out
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import Replicate, Shard, distribute_tensor
-    mesh = init_device_mesh("cpu", (world,))
+    mesh = init_device_mesh(DEVICE, (world,))
     out["w"] = distribute_tensor(f["w"], mesh, [Shard(0)])
     out["v"] = distribute_tensor(f["v"], mesh, [Shard(1)])   # inner dimension: strided reads
     out["big"] = distribute_tensor(f["big"], mesh, [Shard(0)])
@@ -53,10 +61,11 @@ def check(sd, world, seed):
         got = sd[k]
         if world > 1:
             from torch.distributed.tensor import distribute_tensor
-            want = distribute_tensor(want, got.device_mesh, got.placements).to_local()
+            want = distribute_tensor(want.to(got.device), got.device_mesh,
+                                     got.placements).to_local()
             got = got.to_local()
         assert got.dtype == want.dtype and got.shape == want.shape, (k, got.shape, want.shape)
-        assert torch.equal(got.cpu(), want), k
+        assert torch.equal(got.cpu(), want.cpu()), k
 
 
 class DyingWriter(WharfStorageWriter):
@@ -82,7 +91,9 @@ def main():
     seed = int(os.environ.get("DCP_SEED", "0"))
     if world > 1:
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
-        dist.init_process_group("gloo", rank=rank, world_size=world,
+        if BACKEND == "nccl":
+            torch.cuda.set_device(rank)
+        dist.init_process_group(BACKEND, rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=60))
     if mode in ("save", "async"):
         sd = state(world, seed)

@@ -194,6 +194,23 @@ def test_missing_checkpoint_and_overwrite_false(wharfd):
     c.close()
 
 
+@pytest.mark.skipif(torch.cuda.device_count() < 2,
+                    reason=f"NCCL needs a GPU per rank: {torch.cuda.device_count()} here, 2 needed")
+@pytest.mark.parametrize("prov", ["ofi+shm", "http"])
+def test_nccl_2_ranks_save_and_load(wharfd, prov):
+    """The same save and load as the gloo test, over NCCL with each rank's DTensor shards on
+    its own GPU: the bytes go from and into device memory; loaded again on one CPU rank."""
+    c = make_client(wharfd, prov)
+    b = unique_bucket("dcpn")
+    c.create_bucket(b)
+    url = f"s3://{b}/nccl"
+    env = dict(env_for(wharfd, prov, seed=4), DCP_BACKEND="nccl")
+    run_ranks("save", url, 2, env)
+    run_ranks("load", url, 2, env)
+    load_one(url, c, seed=4)
+    c.close()
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_cuda_tensors_2_ranks(wharfd):
     c = make_client(wharfd, "ofi+shm")
