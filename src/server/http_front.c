@@ -47,6 +47,7 @@ void srv_config_init(srv_config_t *cfg)
     cfg->region = WH_DEFAULT_REGION;
     cfg->shutdown_grace_s = 10;
     cfg->etag_part_size = STORE_ETAG_PART_DEFAULT;
+    cfg->rdma_digest_etag = true;
     srv_rdma_config_init(&cfg->rdma);
 }
 

@@ -46,6 +46,10 @@ static void usage(FILE *f)
             "  --etag-part-size SIZE  PutObject ETags above SIZE (default 64M) are the md5 of\n"
             "                       their SIZE parts' md5s, \"-N\", hashed in parallel; 0: always\n"
             "                       one MD5 (a Content-MD5 or an UploadPart always gets one)\n"
+            "  --rdma-etag digest|md5  ETags of RDMA PUTs and parts of 4M or more without\n"
+            "                       Content-MD5: digest (default) makes them from the CRCs the\n"
+            "                       server computes anyway, as \"hex-N\" (parts: \"hex\"), with\n"
+            "                       no MD5 pass; md5: the MD5 forms above\n"
             "  --meta URL           metadata in PostgreSQL (postgresql://USER@HOST:PORT/DB)\n"
             "                       instead of SQLite in DIR\n"
             "  --reserve BYTES      space held back so deletes work on a full disk (default 8M;\n"
@@ -125,7 +129,7 @@ int main(int argc, char **argv)
     srv_common_t co;
     srv_common_init(&co, "serve");
 
-    enum { O_DATA = 1, O_LISTEN, O_UNIX, O_SHM, O_COPY, O_ETAG, O_HELP,
+    enum { O_DATA = 1, O_LISTEN, O_UNIX, O_SHM, O_COPY, O_ETAG, O_RDMA_ETAG, O_HELP,
            O_META, O_RESERVE, O_HIGH_WATER, O_HTTP_THREADS, O_HANDLER_THREADS, O_MAX_CONNS,
            O_MAX_CONNS_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT };
     static const struct option opts[] = {
@@ -137,6 +141,7 @@ int main(int argc, char **argv)
         {"shm-trust-local", no_argument, NULL, O_SHM},
         {"copy-threads", required_argument, NULL, O_COPY},
         {"etag-part-size", required_argument, NULL, O_ETAG},
+        {"rdma-etag", required_argument, NULL, O_RDMA_ETAG},
         {"help", no_argument, NULL, O_HELP},
         {"meta", required_argument, NULL, O_META},
         {"reserve", required_argument, NULL, O_RESERVE},
@@ -182,6 +187,11 @@ int main(int argc, char **argv)
                 (cfg.etag_part_size && cfg.etag_part_size < (4ULL << 20)))
                 return bad_usage("--etag-part-size wants a size of at least 4M (" WH_SIZE_SYNTAX
                                  "), or 0 for whole-object MD5 ETags, got '%s'", optarg);
+            break;
+        case O_RDMA_ETAG:
+            if (strcmp(optarg, "digest") != 0 && strcmp(optarg, "md5") != 0)
+                return bad_usage("--rdma-etag wants digest or md5, got '%s'", optarg);
+            cfg.rdma_digest_etag = strcmp(optarg, "digest") == 0;
             break;
         case O_HELP:
             usage(stdout);

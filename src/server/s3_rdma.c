@@ -80,7 +80,16 @@ int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part)
     wh_status_t st = store_writer_open(srv_st(r), &r->w);
     if (st != WH_OK)
         return srv_err_status(r, o, st, "opening a temp file");
-    srv_put_etag_mode(r, part);
+    /* The bytes come straight from the client's memory: no MD5 pass where none is asked for
+     * (a Content-MD5 needs one) and the body is large enough for it to cost. */
+    if (r->srv->cfg.rdma_digest_etag && !srv_hdr(r, "content-md5") &&
+        token_parse(tokstr, strlen(tokstr), &tok, terr, sizeof terr) == WH_OK &&
+        tok.size >= SRV_DIGEST_ETAG_MIN)
+        store_writer_use_digest_etag(r->w, r->srv->cfg.etag_part_size
+                                               ? r->srv->cfg.etag_part_size
+                                               : STORE_ETAG_PART_DEFAULT, part);
+    else
+        srv_put_etag_mode(r, part);
     srv_rdma_result_t res;
     memset(&res, 0, sizeof res);
     uint64_t t0 = wh_now_ns();

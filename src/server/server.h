@@ -42,6 +42,8 @@ struct MHD_Response;
  * itself, with 431 Request Header Fields Too Large; one that fits but passes the caps above
  * gets S3's RequestHeaderSectionTooLarge. */
 #define SRV_CONN_MEMORY (256u << 10)
+/* Smallest RDMA body that gets a digest ETag; smaller ones keep the plain MD5 (cheap). */
+#define SRV_DIGEST_ETAG_MIN (4ull << 20)
 /* Largest XML request body (CompleteMultipartUpload with 10000 parts, DeleteObjects). */
 #define SRV_MAX_XML_BODY (8u << 20)
 /* Largest body read and dropped to deliver a refusal sent before it (see srv_req_t.drain). */
@@ -78,6 +80,9 @@ typedef struct srv_config {
      * the md5s of its parts of this size, "-N", hashed in parallel; store_writer_use_part_etag)
      * instead of one MD5 at one core's speed. 0: always the whole-object MD5. */
     uint64_t etag_part_size;
+    /* RDMA PutObject and UploadPart of SRV_DIGEST_ETAG_MIN or more without Content-MD5 get a
+     * digest ETag (store_writer_use_digest_etag), made without an MD5 pass (--rdma-etag). */
+    bool rdma_digest_etag;
     /* A cluster gateway: a store opened over its own tables (PostgreSQL, storage servers),
      * owned by the server from srv_start on (also on failure); data_dir is then unused.
      * metrics_extra appends the gateway's cluster metrics to /metrics. */

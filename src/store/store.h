@@ -154,6 +154,13 @@ void store_writer_md5_hex(store_writer_t *w, char out[33]);   /* finalises md5: 
  * where no whole-object MD5 is needed (no Content-MD5 to check, not an UploadPart):
  * store_writer_md5_hex is then unavailable (it answers ""). */
 void store_writer_use_part_etag(store_writer_t *w, uint64_t part_size);
+/* Switches a fresh writer to digest ETags: no MD5 of the bytes is computed at all. The ETag
+ * is 32 hex characters made from the CRC-64/NVME, CRC-32C and size of what was written
+ * (for an UploadPart, store_writer_md5_hex answers them: its ETag); an object (part false)
+ * adds "-N", N its size in part_size parts (at least 1), so that S3 clients read it as the
+ * multipart form and never compare it with an MD5 of the bytes. For RDMA writes, where the
+ * MD5 would be the server's largest cost per byte; see docs/design.md, "ETags". */
+void store_writer_use_digest_etag(store_writer_t *w, uint64_t part_size, bool part);
 /* The ETag of what was written (no quotes): the MD5, or the part form above. Finalises. */
 wh_status_t store_writer_etag(store_writer_t *w, char out[48]);
 /* Part size of part ETags unless configured (WHARF_ETAG_PART_SIZE): objects up to this size

@@ -43,6 +43,10 @@ struct store_writer {
      * part_size are hashed in parallel by `etag` once the object outgrows the inline size. */
     uint64_t part_size;         /* 0: whole-object MD5 (the default) */
     struct store_etag *etag;
+    /* Digest ETags (store_writer_use_digest_etag): no MD5 pass at all; the ETag is made from
+     * the CRC-64/NVME, CRC-32C and size the writer computes anyway. */
+    bool digest_etag, digest_part;
+    uint64_t digest_part_size;
 };
 
 /* 32 random lowercase hex chars (upload ids). */

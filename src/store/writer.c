@@ -135,6 +135,8 @@ wh_status_t store_writer_write(store_writer_t *w, const void *p, size_t n)
     w->crc64 = wh_crc64nvme(w->crc64, p, n);
     w->crc32c = wh_crc32c(w->crc32c, p, n);
     w->size += n;
+    if (w->digest_etag)
+        return WH_OK; /* no MD5: the ETag comes from the CRCs */
     if (w->part_size) { /* part ETags: inline while small, then parallel helpers from 0 */
         if (w->etag) {
             store_etag_avail(w->etag, w->size);
@@ -180,6 +182,7 @@ wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const st
     w->size = res->bytes;
     w->crc64 = res->crc64nvme;
     w->crc32c_unknown = true;
+    w->digest_etag = false; /* the table hashed the bytes itself: its MD5 is the ETag */
     /* The bytes never passed through here: the table's digests stand for them. */
     store_md5_join(w, 2);
     wh_md5_free(&w->md5);
@@ -202,6 +205,30 @@ wh_status_t store_writer_append(store_writer_t *w, store_reader_t *r, uint64_t o
     return WH_OK;
 }
 
+void store_writer_use_digest_etag(store_writer_t *w, uint64_t part_size, bool part)
+{
+    if (w->size || w->md5_done || !part_size)
+        return;
+    w->digest_etag = true;
+    w->digest_part = part;
+    w->digest_part_size = part_size;
+    w->part_size = 0;
+}
+
+/* 32 hex characters from what the writer knows of its bytes without an MD5 pass. */
+static void digest_hex(const store_writer_t *w, char out[33])
+{
+    uint8_t in[32] = "wharf-etag-1", d[WH_MD5_LEN];
+    for (int i = 0; i < 8; i++) {
+        in[12 + i] = (uint8_t)(w->crc64 >> (8 * i));
+        in[20 + i] = (uint8_t)(w->size >> (8 * i));
+    }
+    for (int i = 0; i < 4; i++)
+        in[28 + i] = w->crc32c_unknown ? 0 : (uint8_t)(w->crc32c >> (8 * i));
+    wh_md5(in, sizeof in, d);
+    wh_hex_encode(d, sizeof d, out);
+}
+
 void store_writer_use_part_etag(store_writer_t *w, uint64_t part_size)
 {
     if (w->size == 0 && !w->md5_done && part_size >= STORE_MD5_THREAD_MIN)
@@ -210,6 +237,16 @@ void store_writer_use_part_etag(store_writer_t *w, uint64_t part_size)
 
 wh_status_t store_writer_etag(store_writer_t *w, char out[48])
 {
+    if (w->digest_etag) {
+        char h[33];
+        digest_hex(w, h);
+        uint64_t n = (w->size + w->digest_part_size - 1) / w->digest_part_size;
+        if (w->digest_part)
+            memcpy(out, h, 33);
+        else
+            snprintf(out, 48, "%s-%llu", h, (unsigned long long)(n ? n : 1));
+        return w->broken ? WH_ERR_IO : WH_OK;
+    }
     if (!w->part_size || !w->etag) { /* a plain MD5 (also a small part-ETag object) */
         char m[33];
         store_writer_md5_hex(w, m);
@@ -238,6 +275,15 @@ uint64_t store_writer_size(const store_writer_t *w)
 
 void store_writer_md5_hex(store_writer_t *w, char out[33])
 {
+    if (w->digest_etag) {
+        /* No MD5 was made: a part's ETag is the digest; an object's is store_writer_etag's
+         * "hex-N", and there is no whole-object MD5 to give. */
+        if (w->digest_part)
+            digest_hex(w, out);
+        else
+            out[0] = '\0';
+        return;
+    }
     if (w->part_size && w->etag) {
         out[0] = '\0'; /* part ETags: there is no whole-object MD5 */
         return;

@@ -6,9 +6,13 @@ or below the part size, the ETag stays the plain MD5.
 Who sends no Content-MD5: libwharf (RDMA and HTTP, so wharf.torch), curl, raw signed requests.
 Debian's boto3 and aws send one on PutObject, so their objects keep plain MD5 ETags. Real
 clients still read, copy, check and condition on part-ETag objects: boto3, aws, s3cmd,
-rclone (check included)."""
+rclone (check included).
+
+RDMA PUTs and parts of 4 MiB or more without Content-MD5 get digest ETags instead (from the
+CRCs, no MD5 pass; `--rdma-etag md5` turns them off): the same clients pass on those."""
 import hashlib
 import os
+import re
 import subprocess
 
 import boto3
@@ -194,16 +198,158 @@ def test_rclone_check(wharfd, raw, bucket, tmp_path):
     assert r.returncode != 0
 
 
-def test_libwharf_rdma_put(wharfd, s3, bucket):
+def _rdma_client(wharfd, **kw):
     import wharf
-    c = wharf.Client(wharfd.endpoint, ACCESS_KEY, SECRET_KEY, region=REGION, provider="ofi+shm",
-                     unix_socket=wharfd.unix_socket)
+    return wharf.Client(wharfd.endpoint, ACCESS_KEY, SECRET_KEY, region=REGION,
+                        provider="ofi+shm", unix_socket=wharfd.unix_socket, **kw)
+
+
+def _np(data):
+    import numpy as np
+    return np.frombuffer(data, dtype=np.uint8).copy()
+
+
+DIGEST = re.compile(r"^[0-9a-f]{32}-[0-9]+$")
+
+
+def test_libwharf_rdma_put_gets_a_digest_etag(wharfd, s3, bucket):
+    """An RDMA PutObject of 4 MiB or more without Content-MD5 gets a digest ETag: 32 hex made
+    from the CRCs the server computes anyway, with "-N" (N parts of --etag-part-size), and no
+    MD5 pass. It is not the MD5 form, so no client compares it with an MD5 of the bytes; it
+    changes with the bytes, and conditions and copies use it like any ETag."""
+    c = _rdma_client(wharfd)
     try:
-        import numpy as np
-        data = np.frombuffer(os.urandom(3 * PART + 11), dtype=np.uint8).copy()
-        rep = c.put_from(bucket, "r", data)
+        data = os.urandom(3 * PART + 11)
+        rep = c.put_from(bucket, "r", _np(data))
         assert rep.transport == "rdma", rep
-        assert rep.etag.strip('"') == part_etag(data.tobytes())
-        assert s3.get_object(Bucket=bucket, Key="r")["Body"].read() == data.tobytes()
+        etag = rep.etag.strip('"')
+        assert DIGEST.match(etag) and etag.endswith("-4"), etag
+        assert etag != part_etag(data)
+        assert s3.head_object(Bucket=bucket, Key="r")["ETag"].strip('"') == etag
+        assert s3.get_object(Bucket=bucket, Key="r")["Body"].read() == data
+        # one byte changed: another ETag; the same bytes again: the same ETag
+        other = bytearray(data)
+        other[12345] ^= 1
+        assert c.put_from(bucket, "r2", _np(bytes(other))).etag.strip('"') != etag
+        assert c.put_from(bucket, "r3", _np(data)).etag.strip('"') == etag
+        # If-Match / If-None-Match and CopyObject treat it as the ETag it is
+        assert s3.get_object(Bucket=bucket, Key="r", IfMatch=rep.etag)["Body"].read() == data
+        with pytest.raises(Exception) as ei:
+            s3.get_object(Bucket=bucket, Key="r", IfNoneMatch=rep.etag)
+        assert "304" in str(ei.value) or "Not Modified" in str(ei.value)
+        s3.copy_object(Bucket=bucket, Key="rc", CopySource={"Bucket": bucket, "Key": "r"})
+        assert s3.get_object(Bucket=bucket, Key="rc")["Body"].read() == data
+        # small RDMA PUTs keep the plain MD5
+        small = os.urandom(1 << 20)
+        assert c.put_from(bucket, "s", _np(small)).etag.strip('"') == \
+            hashlib.md5(small).hexdigest()
     finally:
         c.close()
+
+
+def test_libwharf_rdma_multipart_digest_parts(wharfd, s3, bucket):
+    """An RDMA multipart upload: each part's ETag is a digest (32 hex, no suffix, as
+    CompleteMultipartUpload wants), the object's the md5 of the parts' digests, "-N"."""
+    c = _rdma_client(wharfd, multipart_threshold=5 << 20, part_size=5 << 20)
+    try:
+        data = os.urandom(3 * (5 << 20) + 7)
+        rep = c.put_from(bucket, "m", _np(data))
+        etag = rep.etag.strip('"')
+        assert DIGEST.match(etag) and etag.endswith("-4"), etag
+        assert etag != part_etag(data, 5 << 20)
+        assert s3.get_object(Bucket=bucket, Key="m")["Body"].read() == data
+        attrs = s3.get_object_attributes(Bucket=bucket, Key="m", ObjectAttributes=["ObjectParts"])
+        assert attrs["ObjectParts"]["TotalPartsCount"] == 4
+    finally:
+        c.close()
+
+
+def test_digest_etag_objects_pass_every_client(wharfd, bucket, tmp_path):
+    """Objects written over RDMA with digest ETags: aws s3 cp and s3api, s3cmd get (which
+    checks MD5s of plain ETags only) and rclone check (which cannot take an MD5 from "-N" and
+    compares sizes, or with --download the bytes) all pass; a changed byte is still found."""
+    c = _rdma_client(wharfd, multipart_threshold=5 << 20, part_size=5 << 20)
+    files = {"one.bin": os.urandom(3 * PART + 3), "mp.bin": os.urandom(11 << 20),
+             "small.txt": b"small"}
+    try:
+        for name, data in files.items():
+            rep = c.put_from(bucket, f"d/{name}", _np(data))
+            assert (DIGEST.match(rep.etag.strip('"')) is not None) == (len(data) >= 4 << 20)
+    finally:
+        c.close()
+    # aws
+    d = tmp_path / "cfg"
+    d.mkdir()
+    _write_config(d / "config")
+    env = wharfd.client_env()
+    env.pop("AWS_CA_BUNDLE", None)
+    env.update({"AWS_CONFIG_FILE": str(d / "config"),
+                "AWS_SHARED_CREDENTIALS_FILE": str(d / "none"), "AWS_PAGER": ""})
+    aws = Aws(wharfd.endpoint, env)
+    out = aws.json("s3api", "head-object", "--bucket", bucket, "--key", "d/one.bin")
+    assert DIGEST.match(out["ETag"].strip('"')), out
+    for name, data in files.items():
+        dst = tmp_path / f"aws-{name}"
+        aws.run("s3", "cp", f"s3://{bucket}/d/{name}", str(dst))
+        assert dst.read_bytes() == data
+    # s3cmd
+    host = f"127.0.0.1:{wharfd.port}"
+    cfg = tmp_path / "s3cfg"
+    cfg.write_text(f"[default]\naccess_key = {ACCESS_KEY}\nsecret_key = {SECRET_KEY}\n"
+                   f"host_base = {host}\nhost_bucket = {host}\nuse_https = False\n"
+                   "signature_v2 = False\nbucket_location = us-east-1\nprogress_meter = False\n")
+    senv = wharfd.client_env()
+    senv["HOME"] = str(tmp_path)
+    for name, data in files.items():
+        dst = tmp_path / f"s3cmd-{name}"
+        r = subprocess.run(["/usr/bin/s3cmd", "-c", str(cfg), "get", f"s3://{bucket}/d/{name}",
+                            str(dst)], env=senv, capture_output=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert b"MD5" not in r.stderr, r.stderr  # no "MD5 signatures do not match" warning
+        assert dst.read_bytes() == data
+    # rclone check
+    local = tmp_path / "tree"
+    local.mkdir()
+    for name, data in files.items():
+        (local / name).write_bytes(data)
+    renv = wharfd.client_env()
+    renv.pop("AWS_CA_BUNDLE", None)
+    renv.update({"RCLONE_CONFIG": str(tmp_path / "rclone.conf"),
+                 "RCLONE_CONFIG_W_TYPE": "s3", "RCLONE_CONFIG_W_PROVIDER": "Other",
+                 "RCLONE_CONFIG_W_ENDPOINT": wharfd.endpoint,
+                 "RCLONE_CONFIG_W_ACCESS_KEY_ID": ACCESS_KEY,
+                 "RCLONE_CONFIG_W_SECRET_ACCESS_KEY": SECRET_KEY,
+                 "RCLONE_CONFIG_W_REGION": REGION, "RCLONE_CONFIG_W_FORCE_PATH_STYLE": "true",
+                 "RCLONE_CONFIG_W_ENV_AUTH": "false", "HOME": str(tmp_path)})
+    (tmp_path / "rclone.conf").write_text("")
+    rc = Rclone(renv)
+    r = rc.run("check", str(local), f"w:{bucket}/d", check=False)
+    assert r.returncode == 0, r.stdout.decode()[-1500:] + r.stderr.decode()[-1500:]
+    r = rc.run("check", "--download", str(local), f"w:{bucket}/d", check=False)
+    assert r.returncode == 0, r.stdout.decode()[-1500:] + r.stderr.decode()[-1500:]
+    bad = bytearray(files["one.bin"])
+    bad[77] ^= 1
+    (local / "one.bin").write_bytes(bytes(bad))
+    r = rc.run("check", "--download", str(local), f"w:{bucket}/d", check=False)
+    assert r.returncode != 0
+
+
+def test_rdma_etag_md5_option_keeps_md5_forms(bucket):
+    """--rdma-etag md5: RDMA PUTs take the MD5 forms again (here the part form)."""
+    srv = WharfServer(extra_args=["--etag-part-size", "8M", "--rdma-etag", "md5"])
+    srv.start()
+    try:
+        c = _rdma_client(srv)
+        b = unique_bucket("md5mode")
+        c.create_bucket(b)
+        data = os.urandom(3 * PART + 11)
+        assert c.put_from(b, "r", _np(data)).etag.strip('"') == part_etag(data)
+        c.close()
+    finally:
+        srv.stop()
+        srv.cleanup()
+    bad = WharfServer(extra_args=["--rdma-etag", "sha1"])
+    with pytest.raises(Exception):
+        bad.start()
+    assert "--rdma-etag wants digest or md5, got 'sha1'" in bad.log_tail()
+    bad.cleanup()
