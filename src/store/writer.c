@@ -243,8 +243,8 @@ wh_status_t store_writer_etag(store_writer_t *w, char out[48])
         uint64_t n = (w->size + w->digest_part_size - 1) / w->digest_part_size;
         if (w->digest_part)
             memcpy(out, h, 33);
-        else
-            snprintf(out, 48, "%s-%llu", h, (unsigned long long)(n ? n : 1));
+        else /* a PUT is at most 5 GiB and parts at least 4 MiB: n fits an unsigned */
+            snprintf(out, 48, "%.32s-%u", h, (unsigned)(n ? (n < 1000000 ? n : 999999) : 1));
         return w->broken ? WH_ERR_IO : WH_OK;
     }
     if (!w->part_size || !w->etag) { /* a plain MD5 (also a small part-ETag object) */
