@@ -454,6 +454,8 @@ static void test_cache_sees_other_handles(void)
     size_t n = 9;
     CHECK(meta_user_policy_list(srv, "carol", &ps, &n) == WH_OK);
     CHECK_EQ_U64(n, 0);
+    meta_policies_free(ps, n); /* PostgreSQL's answer may be an empty array */
+    ps = NULL;
     store_bucket_auth_t a;
     memset(&a, 0, sizeof a);
     CHECK(meta_bucket_auth_get(srv, "cached-bucket", &a) == WH_OK);
