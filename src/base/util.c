@@ -282,3 +282,11 @@ int wh_mkdir_p(const char *path, unsigned mode)
         return -errno;
     return 0;
 }
+
+uint32_t wh_fnv1a(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}

@@ -5,6 +5,7 @@
 #include "base/codec.h"
 #include "base/digest.h"
 #include "base/log.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -222,10 +223,7 @@ void srv_ident_user_arn(const srv_ident_t *id, const char *name, char *out, size
 
 static ident_opened_t *opened_slot(srv_ident_t *id, const char *ak)
 {
-    uint32_t h = 2166136261u;
-    for (const char *s = ak; *s; s++)
-        h = (h ^ (uint8_t)*s) * 16777619u;
-    return &id->opened[h % IDENT_OPENED_SLOTS];
+    return &id->opened[wh_fnv1a(ak) % IDENT_OPENED_SLOTS];
 }
 
 static bool opened_get(srv_ident_t *id, const meta_access_key_t *k, char *secret, size_t cap)

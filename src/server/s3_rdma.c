@@ -67,8 +67,8 @@ int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part)
     const char *tokstr = srv_hdr(r, "x-amz-rdma-token");
     token_t tok;
     char terr[160];
-    if (token_parse(tokstr, strlen(tokstr), &tok, terr, sizeof terr) == WH_OK &&
-        tok.size > SRV_MAX_PUT_SIZE)
+    bool tok_ok = token_parse(tokstr, strlen(tokstr), &tok, terr, sizeof terr) == WH_OK;
+    if (tok_ok && tok.size > SRV_MAX_PUT_SIZE)
         return srv_errf(o, S3_ERR_ENTITY_TOO_LARGE,
                         "the x-amz-rdma-token names %llu bytes; a %s may carry at most 5 GiB%s",
                         (unsigned long long)tok.size, part ? "part" : "single PUT",
@@ -82,8 +82,7 @@ int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part)
         return srv_err_status(r, o, st, "opening a temp file");
     /* The bytes come straight from the client's memory: no MD5 pass where none is asked for
      * (a Content-MD5 needs one) and the body is large enough for it to cost. */
-    if (r->srv->cfg.rdma_digest_etag && !srv_hdr(r, "content-md5") &&
-        token_parse(tokstr, strlen(tokstr), &tok, terr, sizeof terr) == WH_OK &&
+    if (r->srv->cfg.rdma_digest_etag && !srv_hdr(r, "content-md5") && tok_ok &&
         tok.size >= SRV_DIGEST_ETAG_MIN)
         store_writer_use_digest_etag(r->w, r->srv->cfg.etag_part_size
                                                ? r->srv->cfg.etag_part_size

@@ -14,6 +14,8 @@
  * found rows are cached: a refused key goes to the database every time. */
 #include "store/meta.h"
 
+#include "base/util.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,10 +52,7 @@ struct meta_cache {
 
 static uint32_t mc_hash(const char *s)
 {
-    uint32_t h = 2166136261u;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 16777619u;
-    return h % MC_SLOTS;
+    return wh_fnv1a(s) % MC_SLOTS;
 }
 
 /* The current generation, or 0: do not use or fill the cache. */

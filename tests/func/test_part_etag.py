@@ -72,6 +72,45 @@ def raw_put(raw, bucket, key, data):
     return r.headers["etag"]
 
 
+def aws_cli(wharfd, tmp_path):
+    d = tmp_path / "cfg"
+    d.mkdir()
+    _write_config(d / "config")
+    env = wharfd.client_env()
+    env.pop("AWS_CA_BUNDLE", None)
+    env.update({"AWS_CONFIG_FILE": str(d / "config"),
+                "AWS_SHARED_CREDENTIALS_FILE": str(d / "none"), "AWS_PAGER": ""})
+    return Aws(wharfd.endpoint, env)
+
+
+def s3cmd(wharfd, tmp_path):
+    """A function running Debian's s3cmd against wharfd with its own config and HOME."""
+    host = f"127.0.0.1:{wharfd.port}"
+    cfg = tmp_path / "s3cfg"
+    cfg.write_text(f"[default]\naccess_key = {ACCESS_KEY}\nsecret_key = {SECRET_KEY}\n"
+                   f"host_base = {host}\nhost_bucket = {host}\nuse_https = False\n"
+                   "signature_v2 = False\nbucket_location = us-east-1\nprogress_meter = False\n")
+    env = wharfd.client_env()
+    env["HOME"] = str(tmp_path)
+    return lambda *a: subprocess.run(["/usr/bin/s3cmd", "-c", str(cfg)] + list(a), env=env,
+                                     capture_output=True, timeout=120)
+
+
+def rclone(wharfd, tmp_path):
+    """rclone with the remote "w:" on wharfd, configured through the environment."""
+    env = wharfd.client_env()
+    env.pop("AWS_CA_BUNDLE", None)
+    env.update({"RCLONE_CONFIG": str(tmp_path / "rclone.conf"),
+                "RCLONE_CONFIG_W_TYPE": "s3", "RCLONE_CONFIG_W_PROVIDER": "Other",
+                "RCLONE_CONFIG_W_ENDPOINT": wharfd.endpoint,
+                "RCLONE_CONFIG_W_ACCESS_KEY_ID": ACCESS_KEY,
+                "RCLONE_CONFIG_W_SECRET_ACCESS_KEY": SECRET_KEY,
+                "RCLONE_CONFIG_W_REGION": REGION, "RCLONE_CONFIG_W_FORCE_PATH_STYLE": "true",
+                "RCLONE_CONFIG_W_ENV_AUTH": "false", "HOME": str(tmp_path)})
+    (tmp_path / "rclone.conf").write_text("")
+    return Rclone(env)
+
+
 def test_sizes_and_forms(s3, raw, bucket):
     for n in (0, 1, PART, PART + 1, 3 * PART, 3 * PART + 12345):
         data = os.urandom(n)
@@ -125,14 +164,7 @@ def test_if_match_and_copy_use_the_etag(s3, raw, bucket):
 
 
 def test_aws_cli(wharfd, raw, bucket, tmp_path):
-    d = tmp_path / "cfg"
-    d.mkdir()
-    _write_config(d / "config")
-    env = wharfd.client_env()
-    env.pop("AWS_CA_BUNDLE", None)
-    env.update({"AWS_CONFIG_FILE": str(d / "config"),
-                "AWS_SHARED_CREDENTIALS_FILE": str(d / "none"), "AWS_PAGER": ""})
-    aws = Aws(wharfd.endpoint, env)
+    aws = aws_cli(wharfd, tmp_path)
     data = os.urandom(3 * PART + 99)
     raw_put(raw, bucket, "a", data)
     out = aws.json("s3api", "head-object", "--bucket", bucket, "--key", "a")
@@ -143,18 +175,10 @@ def test_aws_cli(wharfd, raw, bucket, tmp_path):
 
 
 def test_s3cmd(wharfd, raw, bucket, tmp_path):
-    host = f"127.0.0.1:{wharfd.port}"
-    cfg = tmp_path / "s3cfg"
-    cfg.write_text(f"[default]\naccess_key = {ACCESS_KEY}\nsecret_key = {SECRET_KEY}\n"
-                   f"host_base = {host}\nhost_bucket = {host}\nuse_https = False\n"
-                   "signature_v2 = False\nbucket_location = us-east-1\nprogress_meter = False\n")
-    env = wharfd.client_env()
-    env["HOME"] = str(tmp_path)
+    run = s3cmd(wharfd, tmp_path)
     src = tmp_path / "s.bin"
     data = os.urandom(3 * PART + 5)
     src.write_bytes(data)
-    run = lambda *a: subprocess.run(["/usr/bin/s3cmd", "-c", str(cfg)] + list(a), env=env,  # noqa: E731
-                                    capture_output=True, timeout=120)
     r = run("put", "--disable-multipart", str(src), f"s3://{bucket}/s")
     assert r.returncode == 0, r.stderr
     r = run("get", f"s3://{bucket}/s", str(tmp_path / "back.bin"))
@@ -177,17 +201,7 @@ def test_rclone_check(wharfd, raw, bucket, tmp_path):
     for name, data in files.items():
         (local / name).write_bytes(data)
         raw_put(raw, bucket, name, data)
-    env = wharfd.client_env()
-    env.pop("AWS_CA_BUNDLE", None)
-    env.update({"RCLONE_CONFIG": str(tmp_path / "rclone.conf"),
-                "RCLONE_CONFIG_W_TYPE": "s3", "RCLONE_CONFIG_W_PROVIDER": "Other",
-                "RCLONE_CONFIG_W_ENDPOINT": wharfd.endpoint,
-                "RCLONE_CONFIG_W_ACCESS_KEY_ID": ACCESS_KEY,
-                "RCLONE_CONFIG_W_SECRET_ACCESS_KEY": SECRET_KEY,
-                "RCLONE_CONFIG_W_REGION": REGION, "RCLONE_CONFIG_W_FORCE_PATH_STYLE": "true",
-                "RCLONE_CONFIG_W_ENV_AUTH": "false", "HOME": str(tmp_path)})
-    (tmp_path / "rclone.conf").write_text("")
-    rc = Rclone(env)
+    rc = rclone(wharfd, tmp_path)
     r = rc.run("check", str(local), f"w:{bucket}", check=False)
     assert r.returncode == 0, r.stdout.decode()[-1500:] + r.stderr.decode()[-1500:]
     # a differing byte is still found (sizes equal: the check must read or hash)
@@ -277,52 +291,25 @@ def test_digest_etag_objects_pass_every_client(wharfd, bucket, tmp_path):
             assert (DIGEST.match(rep.etag.strip('"')) is not None) == (len(data) >= 4 << 20)
     finally:
         c.close()
-    # aws
-    d = tmp_path / "cfg"
-    d.mkdir()
-    _write_config(d / "config")
-    env = wharfd.client_env()
-    env.pop("AWS_CA_BUNDLE", None)
-    env.update({"AWS_CONFIG_FILE": str(d / "config"),
-                "AWS_SHARED_CREDENTIALS_FILE": str(d / "none"), "AWS_PAGER": ""})
-    aws = Aws(wharfd.endpoint, env)
+    aws = aws_cli(wharfd, tmp_path)
     out = aws.json("s3api", "head-object", "--bucket", bucket, "--key", "d/one.bin")
     assert DIGEST.match(out["ETag"].strip('"')), out
     for name, data in files.items():
         dst = tmp_path / f"aws-{name}"
         aws.run("s3", "cp", f"s3://{bucket}/d/{name}", str(dst))
         assert dst.read_bytes() == data
-    # s3cmd
-    host = f"127.0.0.1:{wharfd.port}"
-    cfg = tmp_path / "s3cfg"
-    cfg.write_text(f"[default]\naccess_key = {ACCESS_KEY}\nsecret_key = {SECRET_KEY}\n"
-                   f"host_base = {host}\nhost_bucket = {host}\nuse_https = False\n"
-                   "signature_v2 = False\nbucket_location = us-east-1\nprogress_meter = False\n")
-    senv = wharfd.client_env()
-    senv["HOME"] = str(tmp_path)
+    run = s3cmd(wharfd, tmp_path)
     for name, data in files.items():
         dst = tmp_path / f"s3cmd-{name}"
-        r = subprocess.run(["/usr/bin/s3cmd", "-c", str(cfg), "get", f"s3://{bucket}/d/{name}",
-                            str(dst)], env=senv, capture_output=True, timeout=120)
+        r = run("get", f"s3://{bucket}/d/{name}", str(dst))
         assert r.returncode == 0, r.stderr
         assert b"MD5" not in r.stderr, r.stderr  # no "MD5 signatures do not match" warning
         assert dst.read_bytes() == data
-    # rclone check
     local = tmp_path / "tree"
     local.mkdir()
     for name, data in files.items():
         (local / name).write_bytes(data)
-    renv = wharfd.client_env()
-    renv.pop("AWS_CA_BUNDLE", None)
-    renv.update({"RCLONE_CONFIG": str(tmp_path / "rclone.conf"),
-                 "RCLONE_CONFIG_W_TYPE": "s3", "RCLONE_CONFIG_W_PROVIDER": "Other",
-                 "RCLONE_CONFIG_W_ENDPOINT": wharfd.endpoint,
-                 "RCLONE_CONFIG_W_ACCESS_KEY_ID": ACCESS_KEY,
-                 "RCLONE_CONFIG_W_SECRET_ACCESS_KEY": SECRET_KEY,
-                 "RCLONE_CONFIG_W_REGION": REGION, "RCLONE_CONFIG_W_FORCE_PATH_STYLE": "true",
-                 "RCLONE_CONFIG_W_ENV_AUTH": "false", "HOME": str(tmp_path)})
-    (tmp_path / "rclone.conf").write_text("")
-    rc = Rclone(renv)
+    rc = rclone(wharfd, tmp_path)
     r = rc.run("check", str(local), f"w:{bucket}/d", check=False)
     assert r.returncode == 0, r.stdout.decode()[-1500:] + r.stderr.decode()[-1500:]
     r = rc.run("check", "--download", str(local), f"w:{bucket}/d", check=False)
