@@ -99,6 +99,10 @@ def run_wharf(arm, c, sd, bucket, key, srv, nbytes, do_verify, concurrency, dev=
                        flatten_s=rep["flatten_s"], upload_s=rep["upload_s"],
                        fill_s=rep["fill_s"], put_wait_s=rep["put_wait_s"],
                        fill_cpu_s=rep["fill_cpu_s"], staging=rep["staging"],
+                       staging_memory=rep["staging_memory"],
+                       staging_reason=rep["staging_reason"],
+                       gpu_direct=sum(r.memory == "cuda" and not r.staged
+                                      for r in rep["reports"]),
                        commit_s=rep["commit_s"], shards=len(rep["shards"]),
                        transports=rep["transports"], rdma_witness=w.witness(), **w.cpu(nbytes))
     err = w.gate(arm, "put", nbytes)

@@ -448,3 +448,46 @@ def test_cuda_save_and_load_to_device(client, url):
     for k in sd:
         assert got[k].device.type == "cuda"
         assert torch.equal(got[k].cpu(), sd[k].cpu())
+
+
+def test_sum64_matches_its_definition_and_wraps():
+    """sum64 (the checksum of GPU-staged saves, computed by torch where the tensor is) against
+    the plain-Python definition: odd lengths, an odd start, several pieces, and sums past
+    2**64 (words of 0xffffffff over 1 MiB wrap s2 many times)."""
+    from wharf.torch import checksum as ck
+    g = torch.Generator().manual_seed(5)
+    data = torch.randint(0, 256, (300001,), dtype=torch.uint8, generator=g)
+    old = ck.PIECE
+    try:
+        ck.PIECE = 4096 * 3  # many pieces
+        for lo, hi in [(0, 0), (0, 1), (0, 5), (1, 4099), (3, 300001), (0, 300000)]:
+            assert ck.sum64(data[lo:hi]) == ck.sum64_reference(bytes(data[lo:hi].numpy())), \
+                (lo, hi)
+        ones = torch.full((1 << 20,), 255, dtype=torch.uint8)
+        got = ck.sum64(ones)
+        assert got == ck.sum64_reference(bytes(ones.numpy()))
+        n = 1 << 18  # words of 0xffffffff: s2 = 0xffffffff * n(n+1)/2, past 2**64
+        assert got[1] == (0xffffffff * n * (n + 1) // 2) % (1 << 64) and got[2] == 1 << 20
+    finally:
+        ck.PIECE = old
+    a = bytearray(data[:1000].numpy().tobytes())
+    base = ck.sum64_reference(a)
+    b = bytearray(a)
+    b[500] ^= 0x10
+    assert ck.sum64_reference(b) != base  # one byte changed
+    c = bytearray(a)
+    c[0:4], c[4:8] = a[4:8], a[0:4]
+    assert a[0:4] != a[4:8] and ck.sum64_reference(c) != base  # two words swapped
+    assert ck.sum64_reference(a + b"\0") != base  # a zero byte more
+
+
+def test_staging_argument(client, url):
+    with pytest.raises(wharf.WharfError, match="staging must be"):
+        wt.save({"a": torch.ones(2)}, url, client=client, staging="gpu")
+    # host tensors: host staging, with a CRC-32 per tensor; "device" says why it could not
+    out = wt.save({"a": torch.ones(2)}, url, client=client)
+    assert out["staging_memory"] == "host" and out["staging_reason"] is None
+    out = wt.save({"a": torch.ones(2)}, url, client=client, staging="device")
+    assert out["staging_memory"] == "host" and "no tensor is on a GPU" in out["staging_reason"]
+    idx = wt.load(url, client=client, verify=True)
+    assert torch.equal(idx["a"], torch.ones(2))

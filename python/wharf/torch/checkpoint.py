@@ -62,6 +62,7 @@ from ..errors import (CheckpointConflictError, ChecksumError, IncompleteCheckpoi
 from ._common import INDEX_NAME, _client, _join, parse_url, rank_world as _rank_world
 from .dtypes import FROM_REAL as _FROM_REAL, as_bytes as _as_bytes, itemsize as _itemsize
 from .dtypes import prepare as _prepare
+from .checksum import sum64 as _sum64
 from .fetch import fetch as _fetch
 from .structure import Flatten as _Flatten, decode as _decode
 from .. import safetensors as st
@@ -84,7 +85,7 @@ def _manifest_name(rank, world):
 
 def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_size=None,
          transport="auto", checksums=True, concurrency=None, keep_staging=True, save_id=None,
-         allow_pickle=False, progress=False):
+         allow_pickle=False, progress=False, staging="auto"):
     """Saves obj (a state dict or any nested structure of tensors and plain values) as
     safetensors shards under url (s3://bucket/key), then commits it (see the module doc for
     several ranks). Returns a dict: bytes, shards, index (its key, or None when a commit is
@@ -96,13 +97,24 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
     group, a string naming this save (the step, say), given to every rank and to commit(),
     which then refuses a rank manifest left by another save. allow_pickle: objects of other
     types are pickled into the structure (load needs allow_pickle=True too). progress=True: a
-    progress bar (tqdm where installed, else lines on stderr)."""
+    progress bar (tqdm where installed, else lines on stderr).
+    staging: where each shard is assembled before its PUT. "auto": in GPU memory when most of
+    the bytes are CUDA tensors of one device and the server can read that device directly
+    (the shard then never passes through host memory: device-to-device copies, and wharfd
+    reads the buffer over the direct GPU path); else in host memory. "device" or "host" force
+    one ("device" falls back to host, and says why, where the direct path is not there).
+    The result's "staging_memory" names where it was ("cuda:0", "host"), and
+    "staging_reason" why it is host when GPU tensors were saved. Device-staged tensors record
+    a sum64 (wharf.torch.checksum, computed on the GPU) instead of a CRC-32."""
     t0 = time.perf_counter()
     c = _client(client)
     bucket, prefix = parse_url(url)
     if not isinstance(shard_size, int) or shard_size < 1:
         raise WharfError(_lib.WHARF_ERR_INVALID,
                          f"shard_size must be a positive int, not {shard_size!r}")
+    if staging not in ("auto", "device", "host"):
+        raise WharfError(_lib.WHARF_ERR_INVALID,
+                         f'staging must be "auto", "device" or "host", not {staging!r}')
     rank, world, pg = _rank_world(rank, world_size)
     index_key = _join(prefix, INDEX_NAME)
 
@@ -160,7 +172,7 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
     with Progress(sum(p["size"] for p in plans), f"save {url}", progress) as bar:
         reports, tensor_info, ustats = _upload_shards(c, bucket, prefix, plans, transport,
                                                       checksums, concurrency, keep_staging,
-                                                      bar)
+                                                      bar, staging)
     upload_s = time.perf_counter() - t1
 
     rank_rec = {"rank": rank, "save_id": save_id, "structure": skeleton,
@@ -264,11 +276,148 @@ def _copy_workers():
     return max(1, min(4, (os.cpu_count() or 2)))
 
 
-def _upload_shards(c, bucket, prefix, plans, transport, checksums, concurrency, keep, bar):
+def _cuda_share(plans):
+    """(the CUDA device holding the most tensor bytes, its share of all the bytes)."""
+    per, total = {}, 0
+    for p in plans:
+        for it in p["items"]:
+            nb = it[1].numel() * it[1].element_size()
+            total += nb
+            if it[1].is_cuda:
+                per[it[1].device] = per.get(it[1].device, 0) + nb
+    if not per or not total:
+        return None, 0.0
+    dev = max(per, key=per.get)
+    return dev, per[dev] / total
+
+
+def _device_staging(c, plans, transport, staging):
+    """(device, nbuf, None) to assemble the shards in GPU memory, or (None, 0, why not) for
+    host staging (why is None when there were no GPU tensors to speak of)."""
+    if staging == "host":
+        return None, 0, None
+    dev, share = _cuda_share(plans)
+    if dev is None:
+        return None, 0, ("staging=\"device\" but no tensor is on a GPU"
+                         if staging == "device" else None)
+    if staging == "auto" and share < 0.5:
+        return None, 0, f"most of the bytes are in host memory ({share:.0%} on {dev})"
+    if transport == "http" or not c.rdma:
+        return None, 0, ("HTTP cannot read GPU memory" if transport == "http" else
+                         f"the client has no RDMA provider ({c.provider or 'none'})")
+    cap = max(p["size"] for p in plans)
+    free, _ = torch.cuda.mem_get_info(dev)
+    margin = 256 << 20
+    nbuf = min(2, len(plans))
+    if free < nbuf * cap + margin:
+        nbuf = 1
+    if free < cap + margin:
+        return None, 0, (f"{free / 2**30:.1f} GiB free on {dev}, a {cap / 2**30:.1f} GiB "
+                         "shard does not fit beside it (a smaller shard_size would)")
+    return dev, nbuf, None
+
+
+def _upload_shards(c, bucket, prefix, plans, transport, checksums, concurrency, keep, bar,
+                   staging="auto"):
     """Copies each shard into a staging buffer and PUTs it; the copy of shard i+1 overlaps the
-    upload of shard i (two staging buffers). The copies are plain memcpy (numpy) on a few
-    threads, each followed by that tensor's CRC-32: torch's own parallel copy would keep all
-    its OpenMP workers spinning between tensors, at many CPU-seconds per GB."""
+    upload of shard i (two staging buffers). In host memory the copies are plain memcpy
+    (numpy) on a few threads, each followed by that tensor's CRC-32: torch's own parallel copy
+    would keep all its OpenMP workers spinning between tensors, at many CPU-seconds per GB.
+    In GPU memory (see _device_staging) they are device-to-device copies and the checksum a
+    sum64 on the GPU; the PUT then goes over the direct path, with a host-staged PUT (named
+    in its report) only where the server turns the device buffer down."""
+    dev, dnbuf, why = _device_staging(c, plans, transport, staging)
+    if dev is not None:
+        try:
+            return _upload_from_device(c, bucket, prefix, plans, transport, checksums,
+                                       concurrency, bar, dev, dnbuf)
+        except _NoDirect as e:
+            why = str(e)
+    reports, info, stats = _upload_from_host(c, bucket, prefix, plans, transport, checksums,
+                                             concurrency, keep, bar)
+    stats["staging_memory"] = "host"
+    stats["staging_reason"] = why
+    return reports, info, stats
+
+
+class _NoDirect(Exception):
+    """The device staging buffer could not be registered for the direct path."""
+
+
+def _upload_from_device(c, bucket, prefix, plans, transport, checksums, concurrency, bar,
+                        dev, nbuf):
+    cap = max(p["size"] for p in plans)
+    bufs = [torch.empty(cap, dtype=torch.uint8, device=dev) for _ in range(nbuf)]
+    regs = []
+    try:
+        for b in bufs:
+            regs.append(c.register(b))
+    except WharfError as e:
+        for r in regs:
+            r.close()
+        raise _NoDirect(f"device memory cannot be registered here: {e.message}") from None
+    tensor_info, futs = {}, []
+    stats = {"fill_s": 0.0, "put_wait_s": 0.0, "fill_cpu_s": 0.0, "staging": "temporary",
+             "staging_memory": str(dev), "staging_reason": None}
+    stream = torch.cuda.Stream(dev)
+    stream.wait_stream(torch.cuda.current_stream(dev))  # the tensors' producers are done first
+    try:
+        with cf.ThreadPoolExecutor(1, thread_name_prefix="wharf-save") as ex, \
+                torch.cuda.device(dev), torch.cuda.stream(stream):
+            for i, p in enumerate(plans):
+                t = time.perf_counter()
+                if i >= nbuf:
+                    futs[i - nbuf].result()  # its buffer is free again
+                t1 = time.perf_counter()
+                stats["put_wait_s"] += t1 - t
+                cpu0 = _cpu_s()
+                buf = bufs[i % nbuf]
+                hl = len(p["header"])
+                hdr = torch.frombuffer(bytearray(p["header"]), dtype=torch.uint8)
+                buf[:hl].copy_(hdr.pin_memory() if hl > 4096 else hdr)
+                sums = []
+                for item, entry in zip(p["items"], p["entries"]):
+                    name, s, dt, special, _ = item
+                    b, e = entry[3], entry[4]
+                    if e > b:
+                        src = _as_bytes(s)
+                        buf[hl + b:hl + e].copy_(src, non_blocking=not src.is_cuda)
+                    info = {}
+                    if special:
+                        info["as"] = special
+                    tensor_info[name] = info
+                    sums.append((name, hl + b, hl + e))
+                if checksums:
+                    for name, b, e in sums:
+                        tensor_info[name]["sum64"] = _sum64(buf[b:e])
+                stream.synchronize()
+                stats["fill_s"] += time.perf_counter() - t1
+                stats["fill_cpu_s"] += _cpu_s() - cpu0
+                key = _join(prefix, p["file"])
+                futs.append(ex.submit(_put, c, bucket, key, buf, p["size"], transport,
+                                      concurrency, bar))
+            t = time.perf_counter()
+            reports = [f.result() for f in futs]
+            stats["put_wait_s"] += time.perf_counter() - t
+    finally:
+        for f in futs:
+            if not f.done():
+                f.cancel()
+        for f in futs:
+            try:
+                f.result()
+            except BaseException:  # noqa: B902 (reported by the first result() above)
+                pass
+        for r in regs:
+            r.close()
+    staged = [r for r in reports if r.staged]
+    if staged:
+        stats["staging_reason"] = f"{len(staged)} of {len(reports)} shards went through " \
+            f"host memory: {staged[0].reason}"
+    return reports, tensor_info, stats
+
+
+def _upload_from_host(c, bucket, prefix, plans, transport, checksums, concurrency, keep, bar):
     nbuf = min(2, len(plans))
     cap = max(p["size"] for p in plans)
     use_rdma = c.rdma and transport != "http"
@@ -443,8 +592,9 @@ def load(url, client=None, device="cpu", verify=False, rank=None, transport="aut
          report=None, allow_pickle=False, progress=False):
     """Loads a checkpoint written by save(). rank: for a checkpoint of several ranks, which
     one (default: torch.distributed's rank, when initialised), or "all" for a list of every
-    rank's object. verify=True recomputes each tensor's CRC-32 against the one recorded at save
-    and raises ChecksumError naming the tensors that differ. report: a dict to fill with
+    rank's object. verify=True recomputes each tensor's CRC-32 (or, for tensors saved from GPU
+    memory, its sum64, on the device it landed on) against the one recorded at save and raises
+    ChecksumError naming the tensors that differ. report: a dict to fill with
     timings and transports. allow_pickle: unpickle objects saved with allow_pickle=True
     (only for checkpoints you trust). progress=True: a progress bar."""
     t0 = time.perf_counter()
@@ -492,6 +642,9 @@ def load(url, client=None, device="cpu", verify=False, rank=None, transport="aut
                 t = tensors[name]
                 got = zlib.crc32(_as_bytes(t.cpu() if t.device.type != "cpu" else t).numpy())
                 if got != info["crc32"]:
+                    bad.append(name)
+            elif verify and "sum64" in info:  # saved from GPU memory: checked where it is
+                if _sum64(_as_bytes(tensors[name])) != info["sum64"]:
                     bad.append(name)
             if info.get("as") in _FROM_REAL:
                 t = tensors[name]

@@ -227,8 +227,15 @@ class WharfStorageWriter(_Base, StorageWriter):
                                     zip(names, objects)))
         finally:
             bar.close()
+        reps = [r for _, r in parts]
+        staged = [r.reason for r in reps if r.staged]
         self.last_report = {"objects": len(objects), "bytes": total,
-                            "transports": sorted({t for _, t in parts})}
+                            "transports": sorted({r.transport for r in reps}),
+                            # objects PUT from GPU memory by the server itself / through host
+                            "gpu_direct": sum(r.memory == "cuda" and not r.staged
+                                              for r in reps),
+                            "gpu_staged": len(staged),
+                            "staged_reason": staged[0] if staged else None}
         return [r for rs, _ in parts for r in rs]
 
     def _put_object(self, c, planner, name, entries, bar):
@@ -252,8 +259,15 @@ class WharfStorageWriter(_Base, StorageWriter):
                 and t0.device.type in ("cpu", "cuda") and not (t0.is_conj() or t0.is_neg()):
             rep = c.put_from(self.bucket, key, t0, transport=self.transport)  # no copy
         else:
-            cuda = any(t is not None and t.is_cuda for t in tensors)
-            buf = torch.empty(max(1, length), dtype=torch.uint8, pin_memory=cuda)
+            devs = {t.device for t in tensors if t is not None and _nbytes(t)}
+            cuda = any(d.type == "cuda" for d in devs)
+            # GPU tensors of one device (with, at most, pickled items beside them) are packed
+            # in GPU memory and PUT over the direct path; a host buffer otherwise
+            on_dev = cuda and len(devs) == 1 and self.transport != "http" and c.rdma
+            if on_dev:
+                buf = torch.empty(max(1, length), dtype=torch.uint8, device=devs.pop())
+            else:
+                buf = torch.empty(max(1, length), dtype=torch.uint8, pin_memory=cuda)
             for (item, off, n, data), t in zip(entries, tensors):
                 if n == 0:
                     continue
@@ -268,7 +282,7 @@ class WharfStorageWriter(_Base, StorageWriter):
             rep = c.put_from(self.bucket, key, buf, 0, length, transport=self.transport,
                              cache=False)
         bar.update(sum(e[2] for e in entries))
-        return results, rep.transport
+        return results, rep
 
     def finish(self, metadata, results):
         c = self.client
