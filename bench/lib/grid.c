@@ -413,7 +413,7 @@ static void usage(FILE *f)
         "  --ops LIST            get,put (fetch: get; put: put; rdma-vs-http: get,put)\n"
         "  --repeats N           paired repeats per cell (default 3, at least 3 for a report)\n"
         "  --budget SIZE         bytes per measurement (default 512M)\n"
-        "  --mem-cap SIZE        client buffer cap over all processes (default 4G)\n"
+        "  --mem-cap SIZE        client buffer cap over all processes (default: RAM/8, at least 4G)\n"
         "  --objects N           objects per size (default min(64, max(4, 1 GiB/size)))\n"
         "  --op-concurrency N    libwharf requests per transfer (default 1, both arms)\n"
         "  --chunk-size SIZE --part-size SIZE --multipart-threshold SIZE   client config\n"
@@ -524,7 +524,11 @@ int wb_bench_main(int argc, char **argv)
     snprintf(cfg.results, sizeof cfg.results, "results");
     cfg.repeats = 3;
     cfg.budget = 512 * WB_MIB;
-    cfg.mem_cap = 4096 * WB_MIB;
+    /* Client buffers: an eighth of the host's memory, at least 4 GiB (16 GiB on a 128 GiB
+     * host: 32 streams of 256 MiB objects fit; 4 GiB on the 24 GiB VM). */
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    uint64_t ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+    cfg.mem_cap = WB_MAX(4096 * WB_MIB, ram / 8);
     cfg.op_conc = 1;
     cfg.witness_min = 0.99;
     cfg.limits_bytes = WB_GIB;

@@ -100,6 +100,7 @@ def run_wharf(arm, c, sd, bucket, key, srv, nbytes, do_verify, concurrency, dev=
                        fill_s=rep["fill_s"], put_wait_s=rep["put_wait_s"],
                        fill_cpu_s=rep["fill_cpu_s"], staging=rep["staging"],
                        staging_memory=rep["staging_memory"],
+                       staging_bytes=rep["staging_bytes"],
                        staging_reason=rep["staging_reason"],
                        gpu_direct=sum(r.memory == "cuda" and not r.staged
                                       for r in rep["reports"]),
@@ -118,6 +119,7 @@ def run_wharf(arm, c, sd, bucket, key, srv, nbytes, do_verify, concurrency, dev=
                        header_s=lrep["header_s"], download_s=lrep["download_s"],
                        rebuild_s=lrep["rebuild_s"], transports=lrep["transports"],
                        fell_back=lrep["fell_back"], arena=lrep.get("arena"),
+                       staging_bytes=lrep.get("staging_bytes"),
                        rdma_witness=w.witness(), **w.cpu(nbytes))
     err = w.gate(arm, "get", nbytes)
     if err:
@@ -172,6 +174,47 @@ def cleanup(c, bucket, prefix):
         c.delete(bucket, o.key)
 
 
+def summarize_runs(a, arms, runs, sd, nbytes, lim, srv):
+    """The result root of the runs so far (written after every repeat: a run stopped by its
+    time limit keeps the repeats it finished)."""
+    results = {}
+    for arm in arms:
+        rr = [x for x in runs if x["arm"] == arm]
+        results[arm] = {}
+        for phase in ("save", "load"):
+            cells = [x[phase] for x in rr]
+            ok = [c for c in cells if "error" not in c]
+            results[arm][phase] = {
+                "wall_s": cm.bl.summary([c["wall_s"] for c in ok]),
+                "gbps": cm.bl.summary([c["gbps"] for c in ok]),
+                "client_cpu_s_per_gb": cm.bl.summary([c["client_cpu_s_per_gb"]
+                                                      for c in ok]),
+                "server_cpu_s_per_gb": cm.bl.summary([c["server_cpu_s_per_gb"]
+                                                      for c in ok]),
+                "host_cpu_s_per_gb": cm.bl.summary([c["host_cpu_s_per_gb"] for c in ok]),
+                "failures": [c["error"] for c in cells if "error" in c],
+            }
+    ratios = {}
+    med = {arm: results[arm]["load"]["wall_s"]["median"] for arm in arms}
+    if "rdma" in arms and med.get("rdma"):
+        for other in ("torch", "http"):
+            if other in arms and med.get(other):
+                ratios[f"restore_speedup_rdma_vs_{other}"] = med[other] / med["rdma"]
+        smed = {arm: results[arm]["save"]["wall_s"]["median"] for arm in arms}
+        for other in ("torch", "http"):
+            if other in arms and smed.get("rdma") and smed.get(other):
+                ratios[f"save_speedup_rdma_vs_{other}"] = smed[other] / smed["rdma"]
+    root = {"params": {"gib": a.gib, "payload_bytes": nbytes, "repeats": a.repeats,
+                       "arms": arms, "concurrency": a.concurrency,
+                       "tensors": len(tensors_of(sd)), "shard_size": wt.DEFAULT_SHARD_SIZE,
+                       "order": "paired: " + " ".join(arms) + " per repeat"},
+            "environment": dict(cm.bl.environment("ofi+shm"), torch=torch.__version__),
+            "limits": lim,
+            "results": {"arms": results, "ratios": ratios, "runs": runs}}
+    root["memory"] = cm.memory_peaks(srv)
+    return root, results, ratios
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     cm.common_args(ap)
@@ -182,6 +225,8 @@ def main():
     a = ap.parse_args()
     arms = a.arms.split(",")
     lim = cm.limits(a)
+    if a.device.startswith("cuda") and not a.no_limits:
+        lim.update(cm.pinned_copy_rates(cm.GiB, 3))
     srv = cm.start_server(a)
     try:
         sd = to_device(state_dict(int(a.gib * cm.GiB)), a.device)
@@ -194,6 +239,7 @@ def main():
         bucket = "bench-ckpt"
         (clients.get("http") or next(iter(clients.values()))).create_bucket(bucket)
         runs = []
+        out = cm.Incremental(a, "ckpt")
         for r in range(a.repeats):
             for arm in arms:
                 key = f"ckpt-{arm}-{r}"
@@ -211,41 +257,9 @@ def main():
                 print(f"  save {res['save']['wall_s']:.3f}s load {res['load']['wall_s']:.3f}s "
                       f"{res['save'].get('error', '')}{res['load'].get('error', '')}",
                       file=sys.stderr, flush=True)
-        results = {}
-        for arm in arms:
-            rr = [x for x in runs if x["arm"] == arm]
-            results[arm] = {}
-            for phase in ("save", "load"):
-                cells = [x[phase] for x in rr]
-                ok = [c for c in cells if "error" not in c]
-                results[arm][phase] = {
-                    "wall_s": cm.bl.summary([c["wall_s"] for c in ok]),
-                    "gbps": cm.bl.summary([c["gbps"] for c in ok]),
-                    "client_cpu_s_per_gb": cm.bl.summary([c["client_cpu_s_per_gb"]
-                                                          for c in ok]),
-                    "server_cpu_s_per_gb": cm.bl.summary([c["server_cpu_s_per_gb"]
-                                                          for c in ok]),
-                    "host_cpu_s_per_gb": cm.bl.summary([c["host_cpu_s_per_gb"] for c in ok]),
-                    "failures": [c["error"] for c in cells if "error" in c],
-                }
-        ratios = {}
-        med = {arm: results[arm]["load"]["wall_s"]["median"] for arm in arms}
-        if "rdma" in arms and med.get("rdma"):
-            for other in ("torch", "http"):
-                if other in arms:
-                    ratios[f"restore_speedup_rdma_vs_{other}"] = med[other] / med["rdma"]
-            smed = {arm: results[arm]["save"]["wall_s"]["median"] for arm in arms}
-            for other in ("torch", "http"):
-                if other in arms and smed.get("rdma"):
-                    ratios[f"save_speedup_rdma_vs_{other}"] = smed[other] / smed["rdma"]
-        root = {"params": {"gib": a.gib, "payload_bytes": nbytes, "repeats": a.repeats,
-                           "arms": arms, "concurrency": a.concurrency,
-                           "tensors": len(tensors_of(sd)), "shard_size": wt.DEFAULT_SHARD_SIZE,
-                           "order": "paired: " + " ".join(arms) + " per repeat"},
-                "environment": dict(cm.bl.environment("ofi+shm"), torch=torch.__version__),
-                "limits": lim,
-                "results": {"arms": results, "ratios": ratios, "runs": runs}}
-        cm.write(a, "ckpt", root)
+            out.write(summarize_runs(a, arms, runs, sd, nbytes, lim, srv)[0], False)
+        root, results, ratios = summarize_runs(a, arms, runs, sd, nbytes, lim, srv)
+        out.write(root, True)
         for arm in arms:
             s, l_ = results[arm]["save"], results[arm]["load"]
             print(f"{arm:6s} save {s['wall_s']['median']:.3f}s "

@@ -122,6 +122,40 @@ def limits(args):
     return bl.measure_limits(repeats=3, mib=512)
 
 
+def pinned_copy_rates(nbytes, repeats):
+    """Pinned host-to-device and device-to-host copy of nbytes: GB/s medians."""
+    import torch
+    h = torch.empty(nbytes, dtype=torch.uint8).pin_memory()
+    d = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    out = {}
+    for name, fn in (("h2d_pinned", lambda: d.copy_(h, non_blocking=True)),
+                     ("d2h_pinned", lambda: h.copy_(d, non_blocking=True))):
+        fn()
+        torch.cuda.synchronize()
+        rates = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            torch.cuda.synchronize()
+            rates.append(nbytes / (time.perf_counter() - t0) / 1e9)
+        out[name] = bl.summary(rates)
+    del h, d
+    return out
+
+
+def memory_peaks(srv):
+    """The host memory the benchmark held at its peak: this process's RSS (ru_maxrss), the
+    server's pinned GPU staging (budget, allocated, peak in use) from its /metrics."""
+    with urllib.request.urlopen(srv.endpoint + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out = {"client_max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    for line in text.splitlines():
+        if line.startswith('wharf_cuda_pinned_bytes{state="'):
+            state = line.split('"')[1]
+            out[f"server_cuda_pinned_{state}_bytes"] = int(float(line.rsplit(" ", 1)[1]))
+    return out
+
+
 def limit_rates(lim):
     """GB/s medians of the same-run limits (memcpy, process_vm_writev, loopback TCP)."""
     out = {}

@@ -28,26 +28,6 @@ from wharfd import WharfServer  # noqa: E402
 import torch  # noqa: E402
 
 
-def pinned_copy_rates(nbytes, repeats):
-    """Pinned host-to-device and device-to-host copy of nbytes: GB/s medians."""
-    h = torch.empty(nbytes, dtype=torch.uint8).pin_memory()
-    d = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
-    out = {}
-    for name, fn in (("h2d_pinned", lambda: d.copy_(h, non_blocking=True)),
-                     ("d2h_pinned", lambda: h.copy_(d, non_blocking=True))):
-        fn()
-        torch.cuda.synchronize()
-        rates = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            fn()
-            torch.cuda.synchronize()
-            rates.append(nbytes / (time.perf_counter() - t0) / 1e9)
-        out[name] = bl.summary(rates)
-    del h, d
-    return out
-
-
 def run_get(client, bucket, keys, dsts, streams):
     """GETs keys[i] into dsts[i] with `streams` requests in flight; returns seconds."""
     errs = []
@@ -91,7 +71,7 @@ def main():
     payload = nobj * obj
     streams = [int(s) for s in args.streams.split(",")]
     lim = cm.limits(args)
-    lim.update(pinned_copy_rates(min(payload, 4 * cm.GiB), args.repeats))
+    lim.update(cm.pinned_copy_rates(min(payload, 4 * cm.GiB), args.repeats))
     print(f"limits: {cm.limit_rates(lim)}", file=sys.stderr, flush=True)
 
     g = torch.Generator(device="cuda").manual_seed(1)

@@ -152,6 +152,8 @@ def main():
     a = ap.parse_args()
     arms = a.arms.split(",")
     lim = cm.limits(a)
+    if a.device.startswith("cuda") and not a.no_limits:
+        lim.update(cm.pinned_copy_rates(cm.GiB, 3))
     srv = cm.start_server(a)
     tmpdir = tempfile.mkdtemp(prefix="wharf-b8-")
     try:
@@ -217,8 +219,13 @@ def main():
                            "concurrency": a.concurrency, "chunk_bytes": a.chunk_mib * cm.MiB,
                            "device": a.device},
                 "environment": dict(cm.bl.environment("ofi+shm"), torch=torch.__version__),
-                "limits": lim, "results": {"arms": results, "ratios": ratios, "runs": runs}}
+                "limits": lim, "memory": cm.memory_peaks(srv),
+                "results": {"arms": results, "ratios": ratios, "runs": runs}}
+        if "h2d_pinned" in lim and "rdma" in arms and results["rdma"]["gbps"]["n"]:
+            ratios["rdma_vs_h2d_pinned"] = (results["rdma"]["gbps"]["median"] /
+                                            lim["h2d_pinned"]["median"])
         cm.write(a, "st_load", root)
+        print(f"ratios {ratios} memory {root['memory']}", file=sys.stderr)
         for arm in arms:
             x = results[arm]
             print(f"{arm:8s} {x['wall_s']['median']:.3f}s ({x['wall_s']['min']:.3f}-"

@@ -12,14 +12,30 @@
 
 #define MOD "client"
 
-/* GPU memory: the same-host CUDA IPC transport (cuda+ipc), opened on first use. The server
- * writes into it directly over its Unix socket; network providers would register it through
- * FI_HMEM instead (not built: no NIC to run it on). Caller holds xfer_mu. */
+/* GPU memory. A network provider opened with FI_HMEM registers it with the NIC (ofi1
+ * tokens, as for host memory). Otherwise the same-host CUDA IPC transport (cuda+ipc), opened
+ * on first use: the server on this host writes into it over its Unix socket. Where neither
+ * can, the error says why for both, and the caller stages through host memory. Caller holds
+ * xfer_mu. */
 static wh_status_t wc_mem_reg_cuda(wharf_client_t *c, void *addr, size_t len, xfer_mr_t **mr)
 {
+    char net[256] = "";
+    if (c->xfer) {
+        wh_status_t st = xfer_mr_reg_device(c->xfer, addr, len, mr, net, sizeof net);
+        if (st == WH_OK)
+            return WH_OK;
+        if (st != WH_ERR_UNSUPPORTED) {
+            wc_set_error("wharf_mem_register: GPU memory with %s: %s", c->provider, net);
+            return st;
+        }
+    } else {
+        snprintf(net, sizeof net, "no network provider");
+    }
     if (!c->unix_socket) {
-        wc_set_error("wharf_mem_register: GPU memory is reached directly only by a server on "
-                     "this host, over its Unix socket: set unix_socket in the client config");
+        wc_set_error("wharf_mem_register: GPU memory cannot be reached directly: %s; and "
+                     "without unix_socket in the client config no server on this host can "
+                     "reach it over cuda+ipc",
+                     net);
         return WH_ERR_UNSUPPORTED;
     }
     char err[256] = "";
@@ -35,19 +51,16 @@ static wh_status_t wc_mem_reg_cuda(wharf_client_t *c, void *addr, size_t len, xf
             return st;
         }
     }
-    wh_status_t st = xfer_mr_reg(c->xfer_cuda, addr, len, mr);
+    wh_status_t st = xfer_mr_reg_device(c->xfer_cuda, addr, len, mr, err, sizeof err);
     if (st != WH_OK)
-        wc_set_error("wharf_mem_register: %p (+%zu) is not exportable GPU memory (%s): it must "
-                     "lie inside one cudaMalloc allocation (a tensor's storage); see the log",
-                     addr, len, wh_status_str(st));
+        wc_set_error("wharf_mem_register: %s", err);
     return st;
 }
 
 /* True when mr is GPU memory (its bytes cannot be read or written by the CPU). */
 bool wc_mr_is_device(const xfer_mr_t *mr)
 {
-    const xfer_t *x = xfer_mr_owner(mr);
-    return x && strcmp(xfer_fabric(x), "cuda") == 0;
+    return xfer_mr_is_device(mr);
 }
 
 /* First index whose addr is > p. */

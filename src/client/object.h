@@ -38,7 +38,9 @@ typedef struct wc_op {
     atomic_bool failed;
     atomic_bool force_http; /* after a decline under fallback=http */
     bool fell_back;
-    bool device; /* the caller's buffer is GPU memory (moved by cuda+ipc) */
+    bool device; /* the caller's buffer is GPU memory */
+    const char *dev_provider; /* with device: the provider that reached it ("cuda+ipc", or a
+                                 network provider through FI_HMEM) */
     char reason[256];
     bool any_rdma, any_http;
     double first_byte; /* seconds from t0, 0 = none yet */

@@ -310,6 +310,7 @@ WHARF_API wharf_status_t wharf_object_get(wharf_client_t *c, const char *bucket,
         st = wc_mem_find(c, dst, length, &g.mr);
         g.dev = st == WH_OK && wc_mr_is_device(g.mr);
         op->device = g.dev;
+        op->dev_provider = g.dev ? xfer_name(xfer_mr_owner(g.mr)) : NULL;
         if (g.dev)
             g.crc_all = false;
         if (st != WH_OK) {

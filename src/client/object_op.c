@@ -177,8 +177,9 @@ void wc_op_report(wc_op_t *op, wh_status_t st, uint64_t bytes, uint64_t crc, wha
     r.crc64nvme = crc;
     snprintf(r.etag, sizeof r.etag, "%s", op->etag);
     snprintf(r.version_id, sizeof r.version_id, "%s", op->version_id);
-    if (op->any_rdma) /* GPU memory moves over cuda+ipc, whatever the host provider is */
-        snprintf(r.provider, sizeof r.provider, "%s", op->device ? "cuda+ipc" : op->c->provider);
+    if (op->any_rdma) /* GPU memory: cuda+ipc, or the network provider through FI_HMEM */
+        snprintf(r.provider, sizeof r.provider, "%s",
+                 op->device && op->dev_provider ? op->dev_provider : op->c->provider);
     wc_copy_out(report, &r, sizeof r);
 }
 

@@ -405,6 +405,7 @@ WHARF_API wharf_status_t wharf_object_put(wharf_client_t *c, const char *bucket,
         st = wc_mem_find(c, src, len, &p.mr);
         p.dev = st == WH_OK && wc_mr_is_device(p.mr);
         op->device = p.dev;
+        op->dev_provider = p.dev ? xfer_name(xfer_mr_owner(p.mr)) : NULL;
         if (st != WH_OK) {
             if (c->fallback != WHARF_FALLBACK_HTTP)
                 goto out;

@@ -43,6 +43,9 @@ static void usage(FILE *f)
             "  --shm-trust-local    serve shm to TCP peers too (trusted single-user hosts only)\n"
             "  --copy-threads N     copy threads of the direct path (bound shm, GPU memory),\n"
             "                       shared by the requests in flight (default: one per core)\n"
+            "  --cuda-pinned-mem SIZE  pinned host memory staging copies to and from GPU\n"
+            "                       memory, 16M per copy slot (default: 16M per core, at most\n"
+            "                       1/32 of RAM)\n"
             "  --etag-part-size SIZE  PutObject ETags above SIZE (default 64M) are the md5 of\n"
             "                       their SIZE parts' md5s, \"-N\", hashed in parallel; 0: always\n"
             "                       one MD5 (a Content-MD5 or an UploadPart always gets one)\n"
@@ -129,7 +132,7 @@ int main(int argc, char **argv)
     srv_common_t co;
     srv_common_init(&co, "serve");
 
-    enum { O_DATA = 1, O_LISTEN, O_UNIX, O_SHM, O_COPY, O_ETAG, O_RDMA_ETAG, O_HELP,
+    enum { O_DATA = 1, O_LISTEN, O_UNIX, O_SHM, O_COPY, O_PINNED, O_ETAG, O_RDMA_ETAG, O_HELP,
            O_META, O_RESERVE, O_HIGH_WATER, O_HTTP_THREADS, O_HANDLER_THREADS, O_MAX_CONNS,
            O_MAX_CONNS_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT };
     static const struct option opts[] = {
@@ -140,6 +143,7 @@ int main(int argc, char **argv)
         SRV_OPTS_S3,
         {"shm-trust-local", no_argument, NULL, O_SHM},
         {"copy-threads", required_argument, NULL, O_COPY},
+        {"cuda-pinned-mem", required_argument, NULL, O_PINNED},
         {"etag-part-size", required_argument, NULL, O_ETAG},
         {"rdma-etag", required_argument, NULL, O_RDMA_ETAG},
         {"help", no_argument, NULL, O_HELP},
@@ -182,6 +186,12 @@ int main(int argc, char **argv)
             cfg.rdma.copy_threads = (unsigned)v;
             break;
         }
+        case O_PINNED:
+            if (wh_parse_size(optarg, &cfg.rdma.cuda_pinned) != 0 ||
+                cfg.rdma.cuda_pinned < (16u << 20))
+                return bad_usage("--cuda-pinned-mem wants a size of at least 16M, got '%s'",
+                                 optarg);
+            break;
         case O_ETAG:
             if (wh_parse_size(optarg, &cfg.etag_part_size) != 0 ||
                 (cfg.etag_part_size && cfg.etag_part_size < (4ULL << 20)))

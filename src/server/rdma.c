@@ -23,6 +23,7 @@
  * client holds at most its share of the pool (rdma_pool.c), and the stalled client itself is
  * served again, over a fresh connection, once it resumes. */
 #include "server/rdma_internal.h"
+#include "xfer/cuda.h"
 #include "base/log.h"
 #include "base/util.h"
 
@@ -84,6 +85,7 @@ static rdma_gen_t *rdma_gen_open(srv_rdma_t *r, const xfer_provider_t *pv, char 
     xc.timeout_ms = r->cfg.timeout_ms;
     xc.reap_ms = r->cfg.reap_ms;
     xc.node = r->cfg.node;
+    xc.pinned_budget = r->cfg.cuda_pinned;
     rdma_gen_t *g = calloc(1, sizeof *g);
     if (!g) {
         snprintf(err, errlen, "out of memory");
@@ -582,6 +584,15 @@ void srv_rdma_metrics(srv_rdma_t *r, struct wh_sbuf *out)
                         "wharf_rdma_pool_buffers{state=\"total\"} %u\n"
                         "wharf_rdma_pool_buffers{state=\"free\"} %u\n",
                    total, nfree);
+    uint64_t pb = 0, pa = 0, pp = 0;
+    cuda_staging_stats(&pb, &pa, &pp);
+    wh_sbuf_printf(out, "# HELP wharf_cuda_pinned_bytes Pinned host memory staging GPU copies "
+                        "(cuda+ipc): the budget, what is allocated, the most in use at once.\n"
+                        "# TYPE wharf_cuda_pinned_bytes gauge\n"
+                        "wharf_cuda_pinned_bytes{state=\"budget\"} %" PRIu64 "\n"
+                        "wharf_cuda_pinned_bytes{state=\"allocated\"} %" PRIu64 "\n"
+                        "wharf_cuda_pinned_bytes{state=\"peak\"} %" PRIu64 "\n",
+                   pb, pa, pp);
     wh_sbuf_printf(out, "# HELP wharf_rdma_pipelines_active RDMA GET/PUT pipelines alive (0 when "
                         "no RDMA request is running).\n# TYPE wharf_rdma_pipelines_active gauge\n"
                         "wharf_rdma_pipelines_active %" PRIu64 "\n",

@@ -38,6 +38,9 @@ typedef struct srv_rdma_config {
     /* Copy threads of the direct path (bound shm, GPU memory), shared by the requests in
      * flight; 0: one per online core. */
     unsigned copy_threads;
+    /* Pinned host memory for staging GPU copies (cuda+ipc); 0: 16 MiB per core, at most
+     * 1/32 of RAM (xfer.h). */
+    uint64_t cuda_pinned;
 } srv_rdma_config_t;
 
 void srv_rdma_config_init(srv_rdma_config_t *cfg);

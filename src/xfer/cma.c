@@ -281,6 +281,7 @@ const struct xfer_ops xfer_cma_ops = {
     .close = cma_close,
     .forget_after_fork = cma_forget_after_fork,
     .mr_reg = cma_mr_reg,
+    .mr_reg_device = xfer_unsupported_mr_reg_device,
     .mr_dereg = cma_mr_dereg,
     .token_pack = xfer_unsupported_token_pack,
     .progress_begin = xfer_noop,

@@ -167,3 +167,38 @@ wh_status_t cuda_use_device_uuid(const uint8_t uuid[16], char *err, size_t errle
     }
     return WH_OK;
 }
+
+wh_status_t cuda_device_of(const void *addr, size_t len, int *ordinal, char *err, size_t errlen)
+{
+    const cuda_api_t *cu;
+    wh_status_t st = cuda_load(&cu, err, errlen);
+    if (st != WH_OK)
+        return st;
+    cu_deviceptr_t p = (cu_deviceptr_t)(uintptr_t)addr;
+    unsigned mtype = 0;
+    cu_result_t r = cu->cuPointerGetAttribute(&mtype, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p);
+    if (r != 0 || mtype != CU_MEMORYTYPE_DEVICE) {
+        return wh_errf(WH_ERR_INVALID, err, errlen, "%p is not GPU memory (%s)", addr,
+                       r ? cuda_strerror(r) : "the driver says host memory");
+    }
+    int dev = -1;
+    if ((r = cu->cuPointerGetAttribute(&dev, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p)) != 0 ||
+        dev < 0) {
+        return wh_errf(WH_ERR_INVALID, err, errlen, "%p: no device ordinal (%s)", addr,
+                       cuda_strerror(r));
+    }
+    cu_deviceptr_t base = 0;
+    size_t size = 0;
+    if ((r = cu->cuMemGetAddressRange(&base, &size, p)) != 0) {
+        return wh_errf(WH_ERR_INVALID, err, errlen, "cuMemGetAddressRange(%p): %s", addr,
+                       cuda_strerror(r));
+    }
+    if (p - base > size || len > size - (p - base)) {
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                       "[%p, +%zu) runs past its allocation (%zu bytes at 0x%llx); register "
+                       "each allocation (tensor storage) separately",
+                       addr, len, size, base);
+    }
+    *ordinal = dev;
+    return WH_OK;
+}

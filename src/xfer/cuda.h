@@ -81,4 +81,13 @@ const char *cuda_strerror(cu_result_t r);
  * once per device for the process). WH_ERR_NOT_FOUND when no device has that UUID. */
 wh_status_t cuda_use_device_uuid(const uint8_t uuid[16], char *err, size_t errlen);
 
+/* The pinned staging memory of this process's cuda+ipc server (0s when none is open): its
+ * budget, what is allocated (slots are made on first use), and the most in use at once. */
+void cuda_staging_stats(uint64_t *budget, uint64_t *allocated, uint64_t *peak);
+
+/* The device ordinal of GPU memory [addr, addr+len), checked to be device memory inside one
+ * allocation (a network provider registering it through FI_HMEM needs both). */
+wh_status_t cuda_device_of(const void *addr, size_t len, int *ordinal, char *err,
+                           size_t errlen);
+
 #endif

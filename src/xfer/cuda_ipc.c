@@ -21,6 +21,7 @@
 #include "base/log.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <signal.h>
@@ -36,9 +37,21 @@
 #define CUDA_MAX_SLOTS 64
 #define CUDA_IPC_CACHE 32
 
+/* What cuda_staging_stats reports (one cuda+ipc server per process). */
+static _Atomic uint64_t g_pin_budget, g_pin_alloc, g_pin_peak;
+static unsigned g_pin_busy; /* slots in use, under the xfer's mu */
+
+void cuda_staging_stats(uint64_t *budget, uint64_t *allocated, uint64_t *peak)
+{
+    *budget = atomic_load(&g_pin_budget);
+    *allocated = atomic_load(&g_pin_alloc);
+    *peak = atomic_load(&g_pin_peak);
+}
+
 typedef struct cuda_slot {
     void *pin[2];
     cu_stream_t stream[2];
+    bool counted[2]; /* pin[j] is in g_pin_alloc */
     bool ready;
 } cuda_slot_t;
 
@@ -96,15 +109,31 @@ static wh_status_t cx_open(const xfer_config_t *cfg, const xfer_provider_t *prov
     x->cu = cu;
     pthread_mutex_init(&x->mu, NULL);
     pthread_cond_init(&x->cv, NULL);
+    /* One staging slot (two pinned buffers) per copy thread that can run, within the
+     * budget: by default one per core, at most 1/32 of RAM; never fewer than one. */
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    x->nslots = (unsigned)(n < 2 ? 2 : n > CUDA_MAX_SLOTS ? CUDA_MAX_SLOTS : n);
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    uint64_t ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+    uint64_t per = 2ull * CUDA_STAGE_BYTES;
+    uint64_t budget = cfg->pinned_budget;
+    if (!budget) {
+        budget = (uint64_t)(n < 2 ? 2 : n) * per;
+        if (ram && budget > ram / 32)
+            budget = ram / 32;
+    }
+    uint64_t slots = budget / per;
+    x->nslots = (unsigned)(slots < 1 ? 1 : slots > CUDA_MAX_SLOTS ? CUDA_MAX_SLOTS : slots);
+    if (cfg->role == XFER_ROLE_SERVER) {
+        atomic_store(&g_pin_budget, (uint64_t)x->nslots * per);
+        wh_info(MOD, "cuda staging slots=%u pinned_budget=%llu", x->nslots,
+                (unsigned long long)((uint64_t)x->nslots * per));
+    }
     const char *sm = getenv("WHARF_CUDA_STAGING");
     if (sm && strcmp(sm, "pageable") == 0)
         x->stage = STAGE_PAGEABLE;
     else if (sm && strcmp(sm, "register") == 0)
         x->stage = STAGE_REGISTER;
     x->base._needs_progress = false;
-    (void)cfg;
     *out = &x->base;
     return WH_OK;
 }
@@ -120,8 +149,11 @@ static void cx_close(xfer_t *xx)
         for (int j = 0; j < 2; j++) {
             if (s->stream[j])
                 x->cu->cuStreamDestroy(s->stream[j]);
-            if (s->pin[j])
+            if (s->pin[j]) {
                 x->cu->cuMemFreeHost(s->pin[j]);
+                if (s->counted[j])
+                    atomic_fetch_sub(&g_pin_alloc, CUDA_STAGE_BYTES);
+            }
         }
     }
     pthread_mutex_destroy(&x->mu);
@@ -199,6 +231,7 @@ static wh_status_t cx_mr_reg(xfer_t *xx, void *addr, size_t len, xfer_mr_t **out
     m->base._x = xx;
     m->base._addr = addr;
     m->base._len = len;
+    m->base._device = true;
     cu_device_t dev;
     if (ordinal < 0 || cu->cuDeviceGet(&dev, ordinal) != 0 ||
         cu->cuDeviceGetUuid(m->uuid, dev) != 0) {
@@ -214,6 +247,17 @@ out:
     }
     *out = &m->base;
     return WH_OK;
+}
+
+static wh_status_t cx_mr_reg_device(xfer_t *xx, void *addr, size_t len, xfer_mr_t **out,
+                                    char *err, size_t errlen)
+{
+    wh_status_t st = cx_mr_reg(xx, addr, len, out);
+    if (st != WH_OK)
+        wh_errf(WH_OK, err, errlen, "%p (+%zu) is not exportable GPU memory (%s): it must lie "
+                "inside one cudaMalloc allocation (a tensor's storage); see the log", addr, len,
+                wh_status_str(st));
+    return st;
 }
 
 static void cx_mr_dereg(xfer_mr_t *mr)
@@ -348,6 +392,10 @@ static wh_status_t cx_slot_take(cuda_x_t *x, unsigned *idx)
         for (unsigned i = 0; i < x->nslots; i++)
             if (!x->slot_busy[i]) {
                 x->slot_busy[i] = true;
+                g_pin_busy++;
+                if (x->stage == STAGE_PINNED &&
+                    (uint64_t)g_pin_busy * 2 * CUDA_STAGE_BYTES > atomic_load(&g_pin_peak))
+                    atomic_store(&g_pin_peak, (uint64_t)g_pin_busy * 2 * CUDA_STAGE_BYTES);
                 pthread_mutex_unlock(&x->mu);
                 *idx = i;
                 cuda_slot_t *s = &x->slot[i];
@@ -361,10 +409,15 @@ static wh_status_t cx_slot_take(cuda_x_t *x, unsigned *idx)
                                                CU_MEMHOSTALLOC_PORTABLE) != 0)) {
                         pthread_mutex_lock(&x->mu);
                         x->slot_busy[i] = false;
+                        g_pin_busy--;
                         pthread_cond_signal(&x->cv);
                         pthread_mutex_unlock(&x->mu);
                         wh_error(MOD, "cannot create cuda staging slot");
                         return WH_ERR_NOMEM;
+                    }
+                    if (s->pin[j] && x->stage == STAGE_PINNED && !s->counted[j]) {
+                        s->counted[j] = true;
+                        atomic_fetch_add(&g_pin_alloc, CUDA_STAGE_BYTES);
                     }
                 }
                 s->ready = true;
@@ -378,6 +431,7 @@ static void cx_slot_give(cuda_x_t *x, unsigned i)
 {
     pthread_mutex_lock(&x->mu);
     x->slot_busy[i] = false;
+    g_pin_busy--;
     pthread_cond_signal(&x->cv);
     pthread_mutex_unlock(&x->mu);
 }
@@ -568,6 +622,7 @@ const struct xfer_ops xfer_cuda_ops = {
     .close = cx_close,
     .forget_after_fork = cx_forget_after_fork,
     .mr_reg = cx_mr_reg,
+    .mr_reg_device = cx_mr_reg_device,
     .mr_dereg = cx_mr_dereg,
     .token_pack = cx_token_pack,
     .progress_begin = xfer_noop,

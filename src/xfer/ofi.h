@@ -90,6 +90,8 @@ typedef struct ofi_xfer {
     struct fid_cq *cq;
     struct fid_av *av;
     bool virt_addr, prov_key, mr_local, mr_endpoint, is_shm, use_sread;
+    bool hmem;          /* opened with FI_HMEM: GPU memory registers with the NIC */
+    char hmem_why[200]; /* why not, when !hmem */
     uint8_t name[OFI_NAME_MAX];
     size_t name_len;
     uint64_t chunk, max_msg;
@@ -124,6 +126,8 @@ void ofi_sleep_us(unsigned us);
 
 /* ofi_mr.c */
 wh_status_t ofi_mr_reg(xfer_t *x, void *addr, size_t len, xfer_mr_t **out);
+wh_status_t ofi_mr_reg_device(xfer_t *x, void *addr, size_t len, xfer_mr_t **out, char *err,
+                              size_t errlen);
 void ofi_mr_dereg(xfer_mr_t *mr);
 wh_status_t ofi_token_pack(xfer_t *x, const xfer_mr_t *mr, const void *addr, uint64_t len,
                            char *out, size_t outlen);

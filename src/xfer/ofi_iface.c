@@ -168,8 +168,38 @@ static wh_status_t ofi_open(const xfer_config_t *cfg, const xfer_provider_t *pv,
         st = WH_ERR_NOMEM;
         goto err_free;
     }
-    rc = fi_getinfo(FI_VERSION(1, 17), o->is_shm ? NULL : node, NULL,
-                    (node && !o->is_shm) ? FI_SOURCE : 0, hints, &info);
+    /* A network provider's client asks for FI_HMEM first, so that GPU memory can be
+     * registered with the NIC (verbs over dmabuf or peer memory, efa, cxi); without it the
+     * same provider opens for host memory only and GPU buffers are staged, with the reason.
+     * Same-host providers reach GPU memory through cuda+ipc instead (the server's CMA path
+     * cannot read device memory). WHARF_OFI_HMEM=0 skips the attempt. */
+    const char *hm = getenv("WHARF_OFI_HMEM");
+    if (o->is_shm) {
+        snprintf(o->hmem_why, sizeof o->hmem_why,
+                 "%s is a same-host provider: GPU memory goes over cuda+ipc (the server on "
+                 "this host, its Unix socket)", pv->name);
+    } else if (cfg->role != XFER_ROLE_CLIENT) {
+        snprintf(o->hmem_why, sizeof o->hmem_why, "the server registers host memory only");
+    } else if (hm && strcmp(hm, "0") == 0) {
+        snprintf(o->hmem_why, sizeof o->hmem_why, "WHARF_OFI_HMEM=0");
+    } else {
+        hints->caps = FI_RMA | FI_HMEM;
+        hints->domain_attr->mr_mode |= FI_MR_HMEM;
+        rc = fi_getinfo(FI_VERSION(1, 17), node, NULL, node ? FI_SOURCE : 0, hints, &info);
+        hints->caps = FI_RMA;
+        hints->domain_attr->mr_mode &= ~(uint64_t)FI_MR_HMEM;
+        if (rc == 0) {
+            o->hmem = true;
+        } else {
+            info = NULL;
+            snprintf(o->hmem_why, sizeof o->hmem_why,
+                     "libfabric's %s provider offers no FI_HMEM here (fi_getinfo: %s); GPU "
+                     "memory cannot be registered with it", prov, fi_strerror(-rc));
+        }
+    }
+    rc = o->hmem ? 0
+                 : fi_getinfo(FI_VERSION(1, 17), o->is_shm ? NULL : node, NULL,
+                              (node && !o->is_shm) ? FI_SOURCE : 0, hints, &info);
     if (rc) {
         wh_warn("xfer", "fi_getinfo failed provider=%s node=%s err='%s'", prov,
                 node ? node : "-", fi_strerror(-rc));
@@ -219,9 +249,10 @@ static wh_status_t ofi_open(const xfer_config_t *cfg, const xfer_provider_t *pv,
     fi_freeinfo(hints);
     wh_info("xfer",
             "provider open provider=%s fabric='%s' domain='%s' mr_mode=0x%llx "
-            "chunk=%llu window=%u max_peers=%u",
+            "chunk=%llu window=%u max_peers=%u hmem=%d",
             prov, o->info->fabric_attr->name, o->info->domain_attr->name,
-            (unsigned long long)mm, (unsigned long long)o->chunk, o->window, o->max_peers);
+            (unsigned long long)mm, (unsigned long long)o->chunk, o->window, o->max_peers,
+            o->hmem);
     *out = &o->base;
     return WH_OK;
 
@@ -419,6 +450,7 @@ const struct xfer_ops xfer_ofi_ops = {
     .close = ofi_close,
     .forget_after_fork = ofi_forget_after_fork,
     .mr_reg = ofi_mr_reg,
+    .mr_reg_device = ofi_mr_reg_device,
     .mr_dereg = ofi_mr_dereg,
     .token_pack = ofi_token_pack,
     .progress_begin = ofi_progress_begin,

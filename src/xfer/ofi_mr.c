@@ -4,17 +4,22 @@
 #include "base/digest.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "xfer/cuda.h"
 
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-wh_status_t ofi_mr_reg(xfer_t *x, void *addr, size_t len, xfer_mr_t **out)
+/* Registers one region described by attr (host memory, or GPU memory through FI_HMEM) with
+ * a key the provider chooses or a random one. */
+static wh_status_t ofi_mr_regattr(xfer_t *x, struct fi_mr_attr *attr, xfer_mr_t **out)
 {
     ofi_xfer_t *o = ofi_x(x);
-    uint64_t access = x->_role == XFER_ROLE_CLIENT ? FI_REMOTE_READ | FI_REMOTE_WRITE
-                                                   : FI_READ | FI_WRITE;
+    void *addr = attr->mr_iov[0].iov_base;
+    size_t len = attr->mr_iov[0].iov_len;
+    attr->access = x->_role == XFER_ROLE_CLIENT ? FI_REMOTE_READ | FI_REMOTE_WRITE
+                                                : FI_READ | FI_WRITE;
     ofi_mr_t *m = calloc(1, sizeof *m);
     if (!m)
         return WH_ERR_NOMEM;
@@ -27,11 +32,12 @@ wh_status_t ofi_mr_reg(xfer_t *x, void *addr, size_t len, xfer_mr_t **out)
             free(m);
             return WH_ERR_INTERNAL;
         }
-        rc = fi_mr_reg(o->domain, addr, len, access, 0, key, 0, &m->mr, NULL);
+        attr->requested_key = key;
+        rc = fi_mr_regattr(o->domain, attr, 0, &m->mr);
     }
     if (rc) {
-        wh_error("xfer", "fi_mr_reg failed provider=%s len=%zu err='%s'", x->_name,
-                 len, fi_strerror(-rc));
+        wh_error("xfer", "fi_mr_regattr failed provider=%s len=%zu iface=%d err='%s'",
+                 x->_name, len, (int)attr->iface, fi_strerror(-rc));
         free(m);
         return rc == -FI_ENOMEM ? WH_ERR_NOMEM : WH_ERR_TRANSPORT;
     }
@@ -50,6 +56,38 @@ wh_status_t ofi_mr_reg(xfer_t *x, void *addr, size_t len, xfer_mr_t **out)
     m->base._addr = addr;
     m->base._len = len;
     *out = &m->base;
+    return WH_OK;
+}
+
+wh_status_t ofi_mr_reg(xfer_t *x, void *addr, size_t len, xfer_mr_t **out)
+{
+    struct iovec iov = {.iov_base = addr, .iov_len = len};
+    struct fi_mr_attr attr = {.mr_iov = &iov, .iov_count = 1, .iface = FI_HMEM_SYSTEM};
+    return ofi_mr_regattr(x, &attr, out);
+}
+
+/* GPU memory with the NIC: FI_HMEM_CUDA and the device's ordinal (libfabric's verbs provider
+ * then registers it through dmabuf or NVIDIA peer memory). Written to libfabric's API; it has
+ * not run here: no provider on the development hosts offers FI_HMEM for a network (Debian's
+ * tcp has none, and there is no RDMA NIC). */
+wh_status_t ofi_mr_reg_device(xfer_t *x, void *addr, size_t len, xfer_mr_t **out, char *err,
+                              size_t errlen)
+{
+    ofi_xfer_t *o = ofi_x(x);
+    if (!o->hmem)
+        return wh_errf(WH_ERR_UNSUPPORTED, err, errlen, "%s", o->hmem_why);
+    int dev = -1;
+    wh_status_t st = cuda_device_of(addr, len, &dev, err, errlen);
+    if (st != WH_OK)
+        return st;
+    struct iovec iov = {.iov_base = addr, .iov_len = len};
+    struct fi_mr_attr attr = {.mr_iov = &iov, .iov_count = 1, .iface = FI_HMEM_CUDA};
+    attr.device.cuda = dev;
+    st = ofi_mr_regattr(x, &attr, out);
+    if (st != WH_OK)
+        return wh_errf(st, err, errlen, "%s: fi_mr_regattr of GPU memory (FI_HMEM_CUDA, device "
+                       "%d) failed; see the log (peer memory or dmabuf support in the "
+                       "driver?)", x->_name, dev);
     return WH_OK;
 }
 

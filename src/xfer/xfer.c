@@ -40,7 +40,7 @@ static void xfer_config_fill(xfer_config_t *c)
 static bool xfer_ops_complete(const struct xfer_ops *o)
 {
     return o->family && o->open && o->close && o->forget_after_fork && o->mr_reg &&
-           o->mr_dereg && o->token_pack && o->progress_begin && o->progress_end && o->progress &&
+           o->mr_reg_device && o->mr_dereg && o->token_pack && o->progress_begin && o->progress_end && o->progress &&
            o->batch_begin && o->batch_post && o->batch_wait && o->batch_end && o->batch_post_crc &&
            o->stalled && o->quiesce;
 }
@@ -150,6 +150,34 @@ wh_status_t xfer_mr_reg(xfer_t *x, void *addr, size_t len, xfer_mr_t **out)
     if (!x || x->_forgotten || !addr || !len || !out)
         return WH_ERR_INVALID;
     return x->_ops->mr_reg(x, addr, len, out);
+}
+
+wh_status_t xfer_mr_reg_device(xfer_t *x, void *addr, size_t len, xfer_mr_t **out, char *err,
+                               size_t errlen)
+{
+    if (!x || x->_forgotten || !addr || !len || !out)
+        return wh_errf(WH_ERR_INVALID, err, errlen, "xfer_mr_reg_device: invalid arguments");
+    if (x->_role != XFER_ROLE_CLIENT)
+        return wh_errf(WH_ERR_INVALID, err, errlen, "device memory is registered by clients");
+    wh_status_t st = x->_ops->mr_reg_device(x, addr, len, out, err, errlen);
+    if (st == WH_OK)
+        (*out)->_device = true;
+    return st;
+}
+
+bool xfer_mr_is_device(const xfer_mr_t *mr)
+{
+    return mr && mr->_device;
+}
+
+wh_status_t xfer_unsupported_mr_reg_device(xfer_t *x, void *addr, size_t len,
+                                           xfer_mr_t **out, char *err, size_t errlen)
+{
+    (void)addr;
+    (void)len;
+    (void)out;
+    return wh_errf(WH_ERR_UNSUPPORTED, err, errlen,
+                   "%s cannot register GPU memory (it serves host memory only)", x->_name);
 }
 
 void xfer_mr_dereg(xfer_mr_t *mr)

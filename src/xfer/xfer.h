@@ -128,6 +128,9 @@ typedef struct xfer_config {
     /* both roles: the local address to bind network providers to ("127.0.0.1"); NULL: the
      * environment variable WHARF_OFI_NODE, else the provider's first interface. */
     const char *node;
+    /* server role, cuda+ipc: bytes of pinned host memory for staging copies to and from GPU
+     * memory (16 MiB per copy slot); 0: 16 MiB per online core, at most 1/32 of RAM. */
+    uint64_t pinned_budget;
 } xfer_config_t;
 
 void xfer_config_init(xfer_config_t *cfg);
@@ -156,8 +159,17 @@ void xfer_forget_after_fork(xfer_t *x);
  * (server). Keys are chosen by the provider (FI_MR_PROV_KEY) or random and unique per
  * registration. The memory must stay valid until xfer_mr_dereg. *out owned by the caller. */
 wh_status_t xfer_mr_reg(xfer_t *x, void *addr, size_t len, xfer_mr_t **out);
+/* Registers GPU (CUDA) memory [addr, addr+len) for remote access (client role): cuda+ipc
+ * exports it for the server on this host; a network provider registers it with the NIC
+ * through libfabric's FI_HMEM (fi_mr_regattr, iface FI_HMEM_CUDA), when fi_getinfo offered
+ * FI_HMEM at open. WH_ERR_UNSUPPORTED with the reason in err where the provider cannot (no
+ * FI_HMEM, a same-host provider, no CUDA driver); the caller then stages, and says so. */
+wh_status_t xfer_mr_reg_device(xfer_t *x, void *addr, size_t len, xfer_mr_t **out, char *err,
+                               size_t errlen);
 /* NULL-safe. No transfer into or out of the region may be in flight. */
 void xfer_mr_dereg(xfer_mr_t *mr);
+/* True for registrations of GPU memory (the CPU must not touch their bytes). */
+bool xfer_mr_is_device(const xfer_mr_t *mr);
 void *xfer_mr_addr(const xfer_mr_t *mr);
 /* The transport mr belongs to (a client may hold registrations of several: host and GPU). */
 xfer_t *xfer_mr_owner(const xfer_mr_t *mr);
@@ -280,6 +292,9 @@ struct xfer_ops {
     void (*close)(xfer_t *x);
     void (*forget_after_fork)(xfer_t *x);
     wh_status_t (*mr_reg)(xfer_t *x, void *addr, size_t len, xfer_mr_t **out);
+    /* GPU memory; unsupported: xfer_unsupported_mr_reg_device. Sets _device. */
+    wh_status_t (*mr_reg_device)(xfer_t *x, void *addr, size_t len, xfer_mr_t **out,
+                                 char *err, size_t errlen);
     void (*mr_dereg)(xfer_mr_t *mr);
     wh_status_t (*token_pack)(xfer_t *x, const xfer_mr_t *mr, const void *addr, uint64_t len,
                               char *out, size_t outlen);
@@ -316,6 +331,7 @@ struct xfer_mr {
     xfer_t *_x;
     void *_addr;
     size_t _len;
+    bool _device; /* GPU memory */
 };
 struct xfer_batch {
     xfer_t *_x;
@@ -331,6 +347,8 @@ wh_status_t xfer_unsupported_token_pack(xfer_t *x, const xfer_mr_t *mr, const vo
                                         uint64_t len, char *out, size_t outlen);
 wh_status_t xfer_unsupported_batch_begin(xfer_t *x, const xfer_target_t *tgt,
                                          xfer_batch_t **out, char *err, size_t errlen);
+wh_status_t xfer_unsupported_mr_reg_device(xfer_t *x, void *addr, size_t len,
+                                           xfer_mr_t **out, char *err, size_t errlen);
 void xfer_noop(xfer_t *x);
 wh_status_t xfer_unsupported_post_crc(xfer_batch_t *b, const void *local, size_t len,
                                       uint64_t roff, uint64_t *crc);

@@ -145,6 +145,21 @@ int main(int argc, char **argv)
     TC_ERR(wharf_client_create(&cfg, &bad), WHARF_ERR_INVALID);
     TC_CHECK(strstr(wharf_last_error(), "unix_socket") != NULL, "message: %s",
              wharf_last_error());
+    /* GPU memory on a network provider without FI_HMEM (Debian's tcp) and no Unix socket:
+     * refused, naming both ways it could have been reached */
+    cfg.secret_key = tc_env("WHARF_SECRET_KEY", "wharfadmin-secret");
+    cfg.provider = "ofi+tcp";
+    if (wharf_client_create(&cfg, &bad) == WHARF_OK) {
+        TC_ERR(wharf_mem_register(bad, buf, sizeof buf, WHARF_MEM_CUDA, &mm),
+               WHARF_ERR_UNSUPPORTED);
+        TC_CHECK(strstr(wharf_last_error(), "FI_HMEM") != NULL &&
+                     strstr(wharf_last_error(), "unix_socket") != NULL,
+                 "message: %s", wharf_last_error());
+        wharf_client_destroy(bad);
+    } else {
+        TC_CHECK(0, "an ofi+tcp client: %s", wharf_last_error());
+    }
+    cfg.secret_key = "x";
     /* nothing listening: a connection error, quickly */
     cfg.provider = NULL;
     cfg.endpoint = "http://127.0.0.1:1";

@@ -200,3 +200,24 @@ def test_declines_are_counted_per_api(srv, raw, bucket):
     before = srv.metrics().get(key, 0)
     assert_decline(raw.request("GET", f"/{bucket}/m", headers={"x-amz-rdma-token": TOKEN}))
     assert srv.metrics().get(key, 0) == before + 1
+
+
+def test_cuda_pinned_budget_flag_and_metrics():
+    """--cuda-pinned-mem bounds the pinned staging of GPU copies; a size under one slot is
+    refused with the flag named. /metrics always carries the budget, what is allocated and
+    the peak in use (all 0 on a host without a CUDA driver, where cuda+ipc does not open; on
+    the GPU host tests/python/test_cuda_direct.py checks them under load)."""
+    srv = WharfServer(extra_args=["--cuda-pinned-mem", "32M"])
+    srv.start()
+    try:
+        m = srv.metrics()
+        for state in ("budget", "allocated", "peak"):
+            assert f'wharf_cuda_pinned_bytes{{state="{state}"}}' in m, sorted(m)[-20:]
+    finally:
+        srv.stop()
+        srv.cleanup()
+    bad = WharfServer(extra_args=["--cuda-pinned-mem", "1M"])
+    with pytest.raises(Exception):
+        bad.start()
+    assert "--cuda-pinned-mem wants a size of at least 16M, got '1M'" in bad.log_tail()
+    bad.cleanup()

@@ -269,3 +269,72 @@ def test_dcp_save_packs_gpu_tensors_in_gpu_memory(wharfd, gclient, gbucket):
     for k, v in sd.items():
         if isinstance(v, torch.Tensor):
             assert out[k].is_cuda and torch.equal(out[k], v), k
+
+
+def _pinned(srv):
+    m = srv.metrics()
+    return {s: int(m[f'wharf_cuda_pinned_bytes{{state="{s}"}}'])
+            for s in ("budget", "allocated", "peak")}
+
+
+def test_pinned_staging_stays_in_its_budget(gbucket):
+    """A server given --cuda-pinned-mem 32M (two copy slots) serves 8 concurrent 24 MiB GETs
+    into GPU memory and PUTs from it: every byte right, and the pinned memory it allocated and
+    used at its peak within the budget."""
+    from wharfd import WharfServer
+    srv = WharfServer(extra_args=["--cuda-pinned-mem", "32M"])
+    srv.start()
+    try:
+        c = make_client(srv, "ofi+shm")
+        b = unique_bucket("pin")
+        c.create_bucket(b)
+        n = 24 << 20
+        src = _host_bytes(n, 11)
+        c.put_from(b, "o", src.numpy(), transport="http")
+        dsts = [torch.zeros(n, dtype=torch.uint8, device="cuda") for _ in range(8)]
+        errs = []
+
+        def one(d):
+            try:
+                r = c.get_into(b, "o", d)
+                assert r.provider == "cuda+ipc" and not r.staged, r
+            except BaseException as e:  # noqa: B902
+                errs.append(e)
+        ts = [threading.Thread(target=one, args=(d,)) for d in dsts]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(60)
+        assert not errs, errs
+        for d in dsts:
+            assert torch.equal(d.cpu(), src)
+        rep = c.put_from(b, "back", dsts[0])
+        assert rep.provider == "cuda+ipc" and not rep.staged, rep
+        p = _pinned(srv)
+        assert p["budget"] == 32 << 20, p
+        assert 0 < p["peak"] <= p["budget"] and 0 < p["allocated"] <= p["budget"], p
+        c.close()
+    finally:
+        srv.stop()
+        srv.cleanup()
+
+
+def test_staged_load_into_gpu_uses_bounded_host_buffers(gclient, gbucket, monkeypatch):
+    """A load into GPU memory that cannot go direct (HTTP here) stages through at most one
+    piece-sized host buffer per download thread, not a host copy of the whole checkpoint;
+    the report says why it was staged and how much host memory that took."""
+    import wharf.torch as wt
+    from wharf.torch import fetch
+    monkeypatch.setattr(fetch, "PIECE", 4 << 20)
+    sd = _gpu_state(5)
+    url = f"s3://{gbucket}/staged"
+    wt.save(sd, url, client=gclient, shard_size=20 << 20)
+    rep = {}
+    got = wt.load(url, client=gclient, device="cuda", transport="http", report=rep)
+    assert rep["arena"].endswith("(through host memory)") and "HTTP" in rep["staged_reason"]
+    assert 0 < rep["staging_bytes"] <= 2 * (4 << 20), rep["staging_bytes"]
+    total = sum(v.numel() * v.element_size() for v in sd.values() if torch.is_tensor(v))
+    assert rep["staging_bytes"] < total / 4
+    for k, v in sd.items():
+        if torch.is_tensor(v):
+            assert torch.equal(got[k], v), k

@@ -103,8 +103,9 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
     (the shard then never passes through host memory: device-to-device copies, and wharfd
     reads the buffer over the direct GPU path); else in host memory. "device" or "host" force
     one ("device" falls back to host, and says why, where the direct path is not there).
-    The result's "staging_memory" names where it was ("cuda:0", "host"), and
-    "staging_reason" why it is host when GPU tensors were saved. Device-staged tensors record
+    The result's "staging_memory" names where it was ("cuda:0", "host"), "staging_bytes" how
+    much (two buffers of the largest shard, so shard_size bounds it), and "staging_reason"
+    why it is host when GPU tensors were saved. Device-staged tensors record
     a sum64 (wharf.torch.checksum, computed on the GPU) instead of a CRC-32."""
     t0 = time.perf_counter()
     c = _client(client)
@@ -358,7 +359,7 @@ def _upload_from_device(c, bucket, prefix, plans, transport, checksums, concurre
         raise _NoDirect(f"device memory cannot be registered here: {e.message}") from None
     tensor_info, futs = {}, []
     stats = {"fill_s": 0.0, "put_wait_s": 0.0, "fill_cpu_s": 0.0, "staging": "temporary",
-             "staging_memory": str(dev), "staging_reason": None}
+             "staging_memory": str(dev), "staging_reason": None, "staging_bytes": nbuf * cap}
     stream = torch.cuda.Stream(dev)
     stream.wait_stream(torch.cuda.current_stream(dev))  # the tensors' producers are done first
     try:
@@ -424,12 +425,15 @@ def _upload_from_host(c, bucket, prefix, plans, transport, checksums, concurrenc
     staging, kept, how = _staging.take(c, nbuf, cap, use_rdma, keep)
     tensor_info = {}
     futs = []
-    stats = {"fill_s": 0.0, "put_wait_s": 0.0, "fill_cpu_s": 0.0, "staging": how}
+    stats = {"fill_s": 0.0, "put_wait_s": 0.0, "fill_cpu_s": 0.0, "staging": how,
+             "staging_bytes": nbuf * cap}
 
     def fill_one(npbuf, hl, item, entry):
         name, s, dt, special, _ = item
         b, e = entry[3], entry[4]
-        if e > b:
+        if e > b and s.is_cuda:  # a GPU tensor staged in host memory: one device-to-host copy
+            torch.from_numpy(npbuf[hl + b:hl + e]).copy_(_as_bytes(s))
+        elif e > b:
             np.copyto(npbuf[hl + b:hl + e], _as_bytes(s).numpy())
         info = {}
         if checksums:

@@ -25,7 +25,8 @@ _FROM_REAL = {v: k for k, v in _AS_REAL.items()}
 
 
 def _prepare(name, t):
-    """(tensor to store, safetensors dtype, special) for a tensor to save."""
+    """(tensor to store, safetensors dtype, special) for a tensor to save: contiguous, on
+    the host or its own GPU."""
     if t.layout != torch.strided:
         raise WharfError(_lib.WHARF_ERR_INVALID, f"tensor {name!r}: {t.layout} tensors cannot "
                          "be saved; convert with .to_dense()")
@@ -50,8 +51,10 @@ def _prepare(name, t):
     else:
         raise WharfError(_lib.WHARF_ERR_UNSUPPORTED, f"tensor {name!r}: dtype {t.dtype} has no "
                          "safetensors name and no stored form here")
-    if t.device.type != "cpu":
+    if t.device.type not in ("cpu", "cuda"):
         t = t.cpu()
+    # CUDA tensors stay where they are: the save assembles them in GPU memory (or copies
+    # them into its host staging buffer itself)
     return t.contiguous(), dt, special
 
 

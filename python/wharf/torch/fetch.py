@@ -1,7 +1,11 @@
 """Landing safetensors files in memory: headers by small range GETs (libwharf's C parser),
 every data section by ranged GETs into one arena (host, or the device: registered when the
-provider can, else through host memory one shard at a time), tensors as zero-copy views."""
+provider can, else through host staging buffers of at most PIECE bytes per download thread,
+reused piece after piece), tensors as zero-copy views. The report says where the bytes
+landed (arena), why they were staged (staged_reason) and the host staging it used
+(staging_bytes)."""
 import concurrent.futures as cf
+import threading
 import time
 
 import torch
@@ -35,53 +39,72 @@ def fetch(c, bucket, shards, device, transport, rep, expect_etags=None, progress
         total += h.data_len
     dev = torch.device(device)
     use_rdma = c.rdma and transport != "http"
-    arena, reg, host = None, None, None
+    arena, reg, staged = None, None, None
+    par = max(1, min(2, len(shards)))
     if dev.type != "cpu":
         arena = torch.empty(total, dtype=torch.uint8, device=dev)
         if use_rdma and total:
             try:
                 reg = c.register(arena)
-            except WharfError:
-                reg = None  # no device registration here: land in host memory, then copy
-        if reg is None:
-            host = torch.empty(total, dtype=torch.uint8)
+            except WharfError as e:
+                staged = e.message  # no device registration here: through host memory
+        else:
+            staged = "HTTP cannot land bytes in GPU memory" if total else None
     else:
         arena = torch.empty(total, dtype=torch.uint8)
-    if host is not None and use_rdma and total:
-        reg = c.register(host)
-    land = host if host is not None else arena
+    # Host staging for a device arena is bounded: one piece-sized buffer per download thread
+    # (at most par x PIECE bytes whatever the checkpoint's size), reused piece after piece.
+    piece_max = min(PIECE, max([h.data_len for h in headers] + [1]))
+    nstage = par if staged is not None else 0
+    stage_bufs = [torch.empty(piece_max, dtype=torch.uint8, pin_memory=dev.type == "cuda")
+                  for _ in range(nstage)]
+    stage_regs = [c.register(b) for b in stage_bufs] if use_rdma else []
+    free_bufs = list(range(nstage))
+    lock = threading.Lock()
     reports = [None] * len(shards)
     all_reports = []
     bar = Progress(total, f"{desc} s3://{bucket}", progress)
     try:
         def one(i):
             (key, _), h, base = shards[i], headers[i], bases[i]
-            for p in range(0, h.data_len, PIECE):
-                n = min(PIECE, h.data_len - p)
-                r = c.get_into(bucket, key, land[base + p:base + p + n],
-                               offset=h.data_offset + p, length=n, transport=transport,
-                               cache=False)
-                if r.bytes != n:
-                    raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"s3://{bucket}/{key}: {r.bytes} "
-                                     f"bytes landed of {n} at {h.data_offset + p}")
-                if reports[i] is None:
-                    reports[i] = r
-                all_reports.append(r)
-                if host is not None:  # this piece to the device while the next downloads
-                    arena[base + p:base + p + n].copy_(host[base + p:base + p + n])
-                bar.update(n)
-        par = max(1, min(2, len(shards)))
+            sb = None
+            if nstage:
+                with lock:
+                    sb = stage_bufs[free_bufs.pop()]
+            try:
+                for p in range(0, h.data_len, PIECE):
+                    n = min(PIECE, h.data_len - p)
+                    land = sb[:n] if sb is not None else arena[base + p:base + p + n]
+                    r = c.get_into(bucket, key, land, offset=h.data_offset + p, length=n,
+                                   transport=transport, cache=False)
+                    if r.bytes != n:
+                        raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"s3://{bucket}/{key}: "
+                                         f"{r.bytes} bytes landed of {n} at "
+                                         f"{h.data_offset + p}")
+                    if reports[i] is None:
+                        reports[i] = r
+                    all_reports.append(r)
+                    if sb is not None:  # on to the device before the buffer is reused
+                        arena[base + p:base + p + n].copy_(land)
+                    bar.update(n)
+            finally:
+                if sb is not None:
+                    with lock:
+                        free_bufs.append(next(k for k, b in enumerate(stage_bufs) if b is sb))
         with cf.ThreadPoolExecutor(par, thread_name_prefix="wharf-get") as ex:
             list(ex.map(one, range(len(shards))))
-        if host is not None and dev.type == "cuda":
+        if staged is not None and dev.type == "cuda":
             torch.cuda.synchronize(dev)
     finally:
         bar.close()
         if reg is not None:
             reg.close()
+        for r in stage_regs:
+            r.close()
     arena_kind = ("host" if dev.type == "cpu" else
-                  f"{dev} (registered)" if host is None else f"{dev} (through host memory)")
-    host = land = None  # the host staging memory goes now
+                  f"{dev} (registered)" if staged is None else f"{dev} (through host memory)")
+    staging_bytes = sum(b.numel() for b in stage_bufs)
+    stage_bufs = None  # the host staging memory goes now
     t_get = time.perf_counter()
     if expect_etags:
         for (key, _), r, want in zip(shards, reports, expect_etags):
@@ -97,7 +120,7 @@ def fetch(c, bucket, shards, device, transport, rep, expect_etags=None, progress
                                        f"than one shard (again in s3://{bucket}/{key})")
             tensors[ti.name] = _view(arena, base + ti.begin, ti)
     t_end = time.perf_counter()
-    rep.update(arena=arena_kind,
+    rep.update(arena=arena_kind, staged_reason=staged, staging_bytes=staging_bytes,
                bytes=sum(h.data_len for h in headers), shards=len(shards),
                header_s=t_hdr - t0, download_s=t_get - t_hdr, rebuild_s=t_end - t_get,
                transports=sorted({r.transport for r in all_reports}),

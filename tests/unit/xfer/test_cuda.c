@@ -105,6 +105,54 @@ static int run_loader_case(const char *want)
     return 0;
 }
 
+/* GPU memory with the network providers: a client opened on a provider without FI_HMEM
+ * (Debian's tcp has none) refuses device registration and says so, before touching CUDA; a
+ * same-host provider points at cuda+ipc; WHARF_OFI_HMEM=0 is named when it is the reason;
+ * host registrations are never marked as device memory; the server role refuses. */
+static void reg_device_case(const char *prov, xfer_role_t role, const char *want)
+{
+    xfer_config_t cfg;
+    xfer_config_init(&cfg);
+    cfg.provider = prov;
+    cfg.role = role;
+    cfg.node = "127.0.0.1";
+    xfer_t *x = NULL;
+    char err[256] = "";
+    if (xfer_open(&cfg, &x, err, sizeof err) != WH_OK) {
+        fprintf(stderr, "  open %s: %s\n", prov, err);
+        CHECK(!"provider opens");
+        return;
+    }
+    static unsigned char buf[1 << 16];
+    xfer_mr_t *mr = NULL;
+    err[0] = '\0';
+    CHECK(xfer_mr_reg_device(x, buf, sizeof buf, &mr, err, sizeof err) ==
+          (role == XFER_ROLE_CLIENT ? WH_ERR_UNSUPPORTED : WH_ERR_INVALID));
+    CHECK(mr == NULL);
+    if (!strstr(err, want)) {
+        fprintf(stderr, "  %s: \"%s\" lacks \"%s\"\n", prov, err, want);
+        CHECK(!"the refusal names its reason");
+    }
+    if (role == XFER_ROLE_CLIENT) {
+        CHECK(xfer_mr_reg(x, buf, sizeof buf, &mr) == WH_OK);
+        CHECK(!xfer_mr_is_device(mr));
+        xfer_mr_dereg(mr);
+    }
+    xfer_close(x);
+}
+
+static void test_hmem_refusals(void)
+{
+    unsetenv("WHARF_OFI_HMEM");
+    reg_device_case("ofi+tcp", XFER_ROLE_CLIENT, "offers no FI_HMEM");
+    reg_device_case("ofi+shm", XFER_ROLE_CLIENT, "cuda+ipc");
+    reg_device_case("ofi+tcp", XFER_ROLE_SERVER, "registered by clients");
+    setenv("WHARF_OFI_HMEM", "0", 1);
+    reg_device_case("ofi+tcp", XFER_ROLE_CLIENT, "WHARF_OFI_HMEM=0");
+    unsetenv("WHARF_OFI_HMEM");
+    CHECK(!xfer_mr_is_device(NULL));
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--loader") == 0) {
@@ -112,6 +160,7 @@ int main(int argc, char **argv)
     } else {
         test_cuda1_roundtrip();
         test_cuda1_errors();
+        test_hmem_refusals();
         /* A missing library, and a library that is not a CUDA driver: each in a fresh
          * process, since the loader decides once per process. */
         char cmd[4200];
