@@ -43,6 +43,9 @@ static void usage(FILE *f)
             "  --shm-trust-local    serve shm to TCP peers too (trusted single-user hosts only)\n"
             "  --copy-threads N     copy threads of the direct path (bound shm, GPU memory),\n"
             "                       shared by the requests in flight (default: one per core)\n"
+            "  --cold-reads direct|buffered  RDMA GETs over network providers read data that\n"
+            "                       is not in the page cache with O_DIRECT straight into the\n"
+            "                       registered buffer (direct, the default), or through the cache\n"
             "  --cuda-pinned-mem SIZE  pinned host memory staging copies to and from GPU\n"
             "                       memory, 16M per copy slot (default: 16M per core, at most\n"
             "                       1/32 of RAM)\n"
@@ -132,7 +135,7 @@ int main(int argc, char **argv)
     srv_common_t co;
     srv_common_init(&co, "serve");
 
-    enum { O_DATA = 1, O_LISTEN, O_UNIX, O_SHM, O_COPY, O_PINNED, O_ETAG, O_RDMA_ETAG, O_HELP,
+    enum { O_DATA = 1, O_LISTEN, O_UNIX, O_SHM, O_COPY, O_PINNED, O_COLD, O_ETAG, O_RDMA_ETAG, O_HELP,
            O_META, O_RESERVE, O_HIGH_WATER, O_HTTP_THREADS, O_HANDLER_THREADS, O_MAX_CONNS,
            O_MAX_CONNS_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT };
     static const struct option opts[] = {
@@ -144,6 +147,7 @@ int main(int argc, char **argv)
         {"shm-trust-local", no_argument, NULL, O_SHM},
         {"copy-threads", required_argument, NULL, O_COPY},
         {"cuda-pinned-mem", required_argument, NULL, O_PINNED},
+        {"cold-reads", required_argument, NULL, O_COLD},
         {"etag-part-size", required_argument, NULL, O_ETAG},
         {"rdma-etag", required_argument, NULL, O_RDMA_ETAG},
         {"help", no_argument, NULL, O_HELP},
@@ -186,6 +190,11 @@ int main(int argc, char **argv)
             cfg.rdma.copy_threads = (unsigned)v;
             break;
         }
+        case O_COLD:
+            if (strcmp(optarg, "direct") && strcmp(optarg, "buffered"))
+                return bad_usage("--cold-reads wants direct or buffered, got '%s'", optarg);
+            cfg.rdma.cold_buffered = strcmp(optarg, "buffered") == 0;
+            break;
         case O_PINNED:
             if (wh_parse_size(optarg, &cfg.rdma.cuda_pinned) != 0 ||
                 cfg.rdma.cuda_pinned < (16u << 20))

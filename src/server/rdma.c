@@ -584,6 +584,16 @@ void srv_rdma_metrics(srv_rdma_t *r, struct wh_sbuf *out)
                         "wharf_rdma_pool_buffers{state=\"total\"} %u\n"
                         "wharf_rdma_pool_buffers{state=\"free\"} %u\n",
                    total, nfree);
+    wh_sbuf_printf(out, "# HELP wharf_rdma_get_read_bytes_total Bytes staged GETs read into "
+                        "registered buffers, by source: the page cache, direct I/O (cold data, "
+                        "O_DIRECT), or buffered reads.\n"
+                        "# TYPE wharf_rdma_get_read_bytes_total counter\n"
+                        "wharf_rdma_get_read_bytes_total{source=\"page_cache\"} %" PRIu64 "\n"
+                        "wharf_rdma_get_read_bytes_total{source=\"direct_io\"} %" PRIu64 "\n"
+                        "wharf_rdma_get_read_bytes_total{source=\"buffered\"} %" PRIu64 "\n",
+                   r ? (uint64_t)atomic_load(&r->read_cached) : 0,
+                   r ? (uint64_t)atomic_load(&r->read_direct_io) : 0,
+                   r ? (uint64_t)atomic_load(&r->read_buffered) : 0);
     uint64_t pb = 0, pa = 0, pp = 0;
     cuda_staging_stats(&pb, &pa, &pp);
     wh_sbuf_printf(out, "# HELP wharf_cuda_pinned_bytes Pinned host memory staging GPU copies "

@@ -41,6 +41,9 @@ typedef struct srv_rdma_config {
     /* Pinned host memory for staging GPU copies (cuda+ipc); 0: 16 MiB per core, at most
      * 1/32 of RAM (xfer.h). */
     uint64_t cuda_pinned;
+    /* Staged GETs (network providers) read what is not in the page cache with O_DIRECT
+     * straight into the registered pool buffer; false: always through the page cache. */
+    bool cold_buffered;
 } srv_rdma_config_t;
 
 void srv_rdma_config_init(srv_rdma_config_t *cfg);

@@ -4,12 +4,14 @@
 #include "base/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #ifdef MADV_POPULATE_READ
 #define RDMA_MADV_POPULATE_READ MADV_POPULATE_READ
@@ -18,14 +20,26 @@
 #endif
 
 /* Fabric providers (staged): a reader thread preads chunk k+1 into a registered pool buffer
- * and computes the running crc64nvme while the bytes are cache-warm, so disk read and checksum
- * overlap the transfer of chunk k. Bound shm takes the direct path below instead (no staging
- * copy: an mmap of the object, copied straight from the page cache). */
+ * and computes the running crc64nvme, so disk read and checksum overlap the transfer of chunk
+ * k. Bound shm takes the direct path below instead (no staging copy: an mmap of the object,
+ * copied straight from the page cache).
+ *
+ * Cold data by direct I/O: a chunk of which fewer than half the pages are in the page cache
+ * (mincore) is read with O_DIRECT (a second descriptor of the same file) straight into the
+ * registered buffer: the disk's DMA
+ * lands the bytes where the NIC will read them, with no page-cache copy and no page-cache
+ * pollution by a one-pass read of a large checkpoint. Only 4 KiB-aligned spans go that way (a
+ * ranged GET's unaligned head and any tail under 4 KiB are read through the page cache), and a
+ * file system without O_DIRECT (tmpfs) reads everything through the cache. Dirty pages of the
+ * range are written back by the kernel before a direct read, so it always sees the bytes. */
+#define GET_DIO_ALIGN 4096u
 
 enum { SLOT_EMPTY = 0, SLOT_FILLED, SLOT_SENT };
 
 typedef struct get_pipe {
     int fd;
+    int dfd; /* the same file with O_DIRECT, or -1 */
+    srv_rdma_t *r;
     uint64_t off, len, chunk;
     unsigned nslots;
     uint8_t *buf[RDMA_MAX_SLOTS];  /* pool buffers */
@@ -38,14 +52,76 @@ typedef struct get_pipe {
     pthread_cond_t cond;
 } get_pipe_t;
 
+/* True when fewer than half of the pages of [at, at+n) are in the page cache (mincore of a
+ * mapping that is never touched, so asking faults nothing in and starts no readahead). */
+static bool get_chunk_cold(int fd, uint64_t at, size_t n)
+{
+    long psz = sysconf(_SC_PAGESIZE);
+    if (psz <= 0 || n == 0)
+        return false;
+    uint64_t aoff = at & ~((uint64_t)psz - 1);
+    size_t mlen = (size_t)(at - aoff) + n;
+    size_t pages = (mlen + (size_t)psz - 1) / (size_t)psz;
+    unsigned char stackvec[2048], *vec = stackvec;
+    if (pages > sizeof stackvec && !(vec = malloc(pages)))
+        return false;
+    void *m = mmap(NULL, mlen, PROT_READ, MAP_SHARED, fd, (off_t)aoff);
+    if (m == MAP_FAILED) {
+        if (vec != stackvec)
+            free(vec);
+        return false;
+    }
+    size_t resident = 0;
+    if (mincore(m, mlen, vec) == 0)
+        for (size_t i = 0; i < pages; i++)
+            resident += vec[i] & 1;
+    else
+        resident = pages;
+    munmap(m, mlen);
+    if (vec != stackvec)
+        free(vec);
+    return resident * 2 < pages;
+}
+
 /* Fills slot s with chunk k. Returns 0 or an errno. */
 static int get_fill(get_pipe_t *g, unsigned s, uint64_t k)
 {
     size_t n = (size_t)WH_MIN(g->chunk, g->len - k * g->chunk);
     uint64_t at = g->off + k * g->chunk;
-    int rc = wh_pread_all(g->fd, g->buf[s], n, at);
-    if (rc != 0)
-        return -rc;
+    uint8_t *p = g->buf[s];
+    size_t got = 0;
+    bool cold = get_chunk_cold(g->fd, at, n);
+    if (cold && g->dfd >= 0) {
+        size_t head = (size_t)((GET_DIO_ALIGN - at % GET_DIO_ALIGN) % GET_DIO_ALIGN);
+        if (head < n) {
+            if (head) { /* an unaligned start (a ranged GET): through the cache up to 4 KiB */
+                int rc = wh_pread_all(g->fd, p, head, at);
+                if (rc != 0)
+                    return -rc;
+                atomic_fetch_add(&g->r->read_buffered, head);
+                got = head;
+            }
+            size_t body = (n - got) & ~(size_t)(GET_DIO_ALIGN - 1);
+            if (body && (uintptr_t)(p + got) % GET_DIO_ALIGN == 0) {
+                if (wh_pread_all(g->dfd, p + got, body, at + got) == 0) {
+                    got += body;
+                    atomic_fetch_add(&g->r->read_direct_io, body);
+                } else { /* refused (alignment, a file system without it): cached reads */
+                    close(g->dfd);
+                    g->dfd = -1;
+                }
+            }
+        }
+    }
+    if (got < n) {
+        int rc = wh_pread_all(g->fd, p + got, n - got, at + got);
+        if (rc != 0)
+            return -rc;
+        if (cold)
+            atomic_fetch_add(&g->r->read_buffered, n - got);
+        else
+            atomic_fetch_add(&g->r->read_cached, n - got);
+    }
     g->crc = wh_crc64nvme(g->crc, g->buf[s], n);
     g->n[s] = n;
     return 0;
@@ -284,6 +360,8 @@ wh_status_t srv_rdma_get(srv_rdma_t *r, const char *token, const srv_peer_t *pee
     get_pipe_t g;
     memset(&g, 0, sizeof g);
     g.fd = fd;
+    g.dfd = -1;
+    g.r = r;
     g.off = off;
     g.len = len;
     if (xfer_batch_direct(t.b)) {
@@ -299,10 +377,17 @@ wh_status_t srv_rdma_get(srv_rdma_t *r, const char *token, const srv_peer_t *pee
         g.nslots = t.late->n;
         for (unsigned i = 0; i < g.nslots; i++)
             g.buf[i] = rdma_pool_buf(r, t.late->idx[i]);
+        if (!r->cfg.cold_buffered) {
+            char path[64];
+            snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+            g.dfd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC); /* -1 on tmpfs: cached reads */
+        }
         /* Only once the buffers are there: every path from here destroys them. */
         rdma_sync_init(r, &g.lock, &g.cond);
         st = get_staged_run(&t, &g, nchunks);
         rdma_sync_destroy(r, &g.lock, &g.cond);
+        if (g.dfd >= 0)
+            close(g.dfd);
     }
     uint64_t moved = xfer_batch_bytes(t.b);
     if (st == WH_OK && moved == len) {

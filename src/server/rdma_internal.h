@@ -90,6 +90,8 @@ struct srv_rdma {
     wh_crc64_shift_t direct_shift; /* combines per-window crcs of RDMA_DIRECT_WINDOW bytes */
     unsigned copy_threads;         /* direct-path copy threads shared by all requests */
     unsigned direct_active;        /* direct GETs in flight (atomic) */
+    /* staged GETs' reads into the pool, by where the bytes came from (rdma_get.c) */
+    atomic_uint_fast64_t read_cached, read_direct_io, read_buffered;
 };
 
 /* Buffers one request holds; when its batch ended with ops in flight they are released only

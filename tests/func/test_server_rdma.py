@@ -8,6 +8,7 @@ the RDMA engine can do; the token used names an unknown dialect, which the desig
 with 501. Both arms run over TCP and over the Unix socket.
 """
 import http.client
+import os
 import socket
 
 import pytest
@@ -220,4 +221,81 @@ def test_cuda_pinned_budget_flag_and_metrics():
     with pytest.raises(Exception):
         bad.start()
     assert "--cuda-pinned-mem wants a size of at least 16M, got '1M'" in bad.log_tail()
+    bad.cleanup()
+
+
+def _dio_ok(path):
+    try:
+        fd = os.open(os.path.join(path, "dio-probe"), os.O_CREAT | os.O_WRONLY | os.O_DIRECT,
+                     0o600)
+    except OSError:
+        return False
+    os.close(fd)
+    os.unlink(os.path.join(path, "dio-probe"))
+    return True
+
+
+def _read_sources(srv):
+    m = srv.metrics()
+    return {s: m[f'wharf_rdma_get_read_bytes_total{{source="{s}"}}']
+            for s in ("page_cache", "direct_io", "buffered")}
+
+
+@pytest.mark.parametrize("mode", ["direct", "buffered"])
+def test_cold_reads_by_direct_io(mode):
+    """A GET over a network provider (ofi+tcp) of an object dropped from the page cache reads
+    it with O_DIRECT into the registered buffers (the server's counters say where each byte
+    came from), leaving the cache as it was, so the same GET again is direct too; a ranged
+    GET at an odd offset still returns the right bytes. --cold-reads buffered reads it through
+    the cache, and the second GET then comes from the cache. The bytes are right every time."""
+    import numpy as np
+    import wharf
+    from wharfd import ACCESS_KEY, REGION, SECRET_KEY
+    srv = WharfServer(extra_args=["--cold-reads", mode])
+    if not _dio_ok(srv.data_dir):
+        srv.cleanup()
+        pytest.skip(f"{srv.data_dir}: its file system has no O_DIRECT (tmpfs?)")
+    srv.start()
+    try:
+        c = wharf.Client(srv.endpoint, ACCESS_KEY, SECRET_KEY, region=REGION,
+                         provider="ofi+tcp")
+        b = unique_bucket("cold")
+        c.create_bucket(b)
+        data = np.frombuffer(os.urandom((24 << 20) + 4097), dtype=np.uint8)
+        c.put_from(b, "o", data, transport="http")
+        for path in srv.data_files():  # drop the object's pages from the page cache
+            fd = os.open(os.path.join(srv.data_dir, path), os.O_RDONLY)
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+        before = _read_sources(srv)
+        out = np.zeros_like(data)
+        r = c.get_into(b, "o", out, transport="rdma")
+        assert r.transport == "rdma" and np.array_equal(out, data)
+        cold = {k: v - before[k] for k, v in _read_sources(srv).items()}
+        assert sum(cold.values()) == data.size, cold
+        if mode == "direct":
+            assert cold["direct_io"] >= 24 << 20, cold  # all but the sub-4 KiB tail
+        else:
+            assert cold["direct_io"] == 0 and cold["buffered"] > 0, cold  # readahead brings the rest
+        before = _read_sources(srv)
+        out[:] = 0
+        c.get_into(b, "o", out, transport="rdma")
+        hot = {k: v - before[k] for k, v in _read_sources(srv).items()}
+        assert np.array_equal(out, data)
+        if mode == "direct":  # direct I/O left nothing in the cache: this read is cold too
+            assert hot["direct_io"] >= 24 << 20, hot
+        else:                 # the buffered read did: from the page cache now
+            assert hot["page_cache"] == data.size and hot["direct_io"] == 0, hot
+        part = np.zeros(5_000_001, dtype=np.uint8)
+        c.get_into(b, "o", part, offset=12345, length=part.size, transport="rdma")
+        assert np.array_equal(part, data[12345:12345 + part.size])
+        c.close()
+    finally:
+        srv.stop()
+        srv.cleanup()
+    bad = WharfServer(extra_args=["--cold-reads", "fast"])
+    with pytest.raises(Exception):
+        bad.start()
+    assert "--cold-reads wants direct or buffered, got 'fast'" in bad.log_tail()
     bad.cleanup()
