@@ -357,58 +357,35 @@ def _upload_from_device(c, bucket, prefix, plans, transport, checksums, concurre
         for r in regs:
             r.close()
         raise _NoDirect(f"device memory cannot be registered here: {e.message}") from None
-    tensor_info, futs = {}, []
+    tensor_info = {}
     stats = {"fill_s": 0.0, "put_wait_s": 0.0, "fill_cpu_s": 0.0, "staging": "temporary",
              "staging_memory": str(dev), "staging_reason": None, "staging_bytes": nbuf * cap}
     stream = torch.cuda.Stream(dev)
     stream.wait_stream(torch.cuda.current_stream(dev))  # the tensors' producers are done first
+
+    def fill(buf, p):
+        hl = len(p["header"])
+        hdr = torch.frombuffer(bytearray(p["header"]), dtype=torch.uint8)
+        buf[:hl].copy_(hdr.pin_memory() if hl > 4096 else hdr)
+        sums = []
+        for item, entry in zip(p["items"], p["entries"]):
+            name, s, dt, special, _ = item
+            b, e = entry[3], entry[4]
+            if e > b:
+                src = _as_bytes(s)
+                buf[hl + b:hl + e].copy_(src, non_blocking=not src.is_cuda)
+            tensor_info[name] = {"as": special} if special else {}
+            sums.append((name, hl + b, hl + e))
+        if checksums:
+            for name, b, e in sums:
+                tensor_info[name]["sum64"] = _sum64(buf[b:e])
+        stream.synchronize()
+
     try:
-        with cf.ThreadPoolExecutor(1, thread_name_prefix="wharf-save") as ex, \
-                torch.cuda.device(dev), torch.cuda.stream(stream):
-            for i, p in enumerate(plans):
-                t = time.perf_counter()
-                if i >= nbuf:
-                    futs[i - nbuf].result()  # its buffer is free again
-                t1 = time.perf_counter()
-                stats["put_wait_s"] += t1 - t
-                cpu0 = _cpu_s()
-                buf = bufs[i % nbuf]
-                hl = len(p["header"])
-                hdr = torch.frombuffer(bytearray(p["header"]), dtype=torch.uint8)
-                buf[:hl].copy_(hdr.pin_memory() if hl > 4096 else hdr)
-                sums = []
-                for item, entry in zip(p["items"], p["entries"]):
-                    name, s, dt, special, _ = item
-                    b, e = entry[3], entry[4]
-                    if e > b:
-                        src = _as_bytes(s)
-                        buf[hl + b:hl + e].copy_(src, non_blocking=not src.is_cuda)
-                    info = {}
-                    if special:
-                        info["as"] = special
-                    tensor_info[name] = info
-                    sums.append((name, hl + b, hl + e))
-                if checksums:
-                    for name, b, e in sums:
-                        tensor_info[name]["sum64"] = _sum64(buf[b:e])
-                stream.synchronize()
-                stats["fill_s"] += time.perf_counter() - t1
-                stats["fill_cpu_s"] += _cpu_s() - cpu0
-                key = _join(prefix, p["file"])
-                futs.append(ex.submit(_put, c, bucket, key, buf, p["size"], transport,
-                                      concurrency, bar))
-            t = time.perf_counter()
-            reports = [f.result() for f in futs]
-            stats["put_wait_s"] += time.perf_counter() - t
+        with torch.cuda.device(dev), torch.cuda.stream(stream):
+            reports = _pipeline(c, bucket, prefix, plans, bufs, fill, transport, concurrency,
+                                bar, stats)
     finally:
-        for f in futs:
-            if not f.done():
-                f.cancel()
-        for f in futs:
-            try:
-                f.result()
-            except BaseException:  # noqa: B902 (reported by the first result() above)
-                pass
         for r in regs:
             r.close()
     staged = [r for r in reports if r.staged]
@@ -418,13 +395,41 @@ def _upload_from_device(c, bucket, prefix, plans, transport, checksums, concurre
     return reports, tensor_info, stats
 
 
+def _pipeline(c, bucket, prefix, plans, bufs, fill, transport, concurrency, bar, stats):
+    """For each shard i: wait until buffer i % len(bufs) is free again (the PUT of shard
+    i - len(bufs) is done), fill(buf, plan) it, and PUT it while the next shard fills.
+    Returns the PUT reports; when it returns or raises, no PUT is still reading a buffer."""
+    nbuf, futs = len(bufs), []
+    try:
+        with cf.ThreadPoolExecutor(1, thread_name_prefix="wharf-save") as ex:
+            for i, p in enumerate(plans):
+                t = time.perf_counter()
+                if i >= nbuf:
+                    futs[i - nbuf].result()
+                t1 = time.perf_counter()
+                stats["put_wait_s"] += t1 - t
+                cpu0 = _cpu_s()
+                buf = bufs[i % nbuf]
+                fill(buf, p)
+                stats["fill_s"] += time.perf_counter() - t1
+                stats["fill_cpu_s"] += _cpu_s() - cpu0
+                futs.append(ex.submit(_put, c, bucket, _join(prefix, p["file"]), buf,
+                                      p["size"], transport, concurrency, bar))
+            t = time.perf_counter()
+            reports = [f.result() for f in futs]
+            stats["put_wait_s"] += time.perf_counter() - t
+    finally:  # the executor's exit waited for a PUT that was running; queued ones go
+        for f in futs:
+            f.cancel()
+    return reports
+
+
 def _upload_from_host(c, bucket, prefix, plans, transport, checksums, concurrency, keep, bar):
     nbuf = min(2, len(plans))
     cap = max(p["size"] for p in plans)
     use_rdma = c.rdma and transport != "http"
     staging, kept, how = _staging.take(c, nbuf, cap, use_rdma, keep)
     tensor_info = {}
-    futs = []
     stats = {"fill_s": 0.0, "put_wait_s": 0.0, "fill_cpu_s": 0.0, "staging": how,
              "staging_bytes": nbuf * cap}
 
@@ -442,35 +447,19 @@ def _upload_from_host(c, bucket, prefix, plans, transport, checksums, concurrenc
             info["as"] = special
         return name, info
 
+    def fill(buf, p):
+        npbuf = buf.numpy()
+        hl = len(p["header"])
+        npbuf[:hl] = np.frombuffer(p["header"], dtype=np.uint8)
+        for name, info in cp.map(lambda ie: fill_one(npbuf, hl, *ie),
+                                 zip(p["items"], p["entries"])):
+            tensor_info[name] = info
+
     try:
-        with cf.ThreadPoolExecutor(1, thread_name_prefix="wharf-save") as ex, \
-                cf.ThreadPoolExecutor(_copy_workers(), thread_name_prefix="wharf-copy") as cp:
-            for i, p in enumerate(plans):
-                t = time.perf_counter()
-                if i >= nbuf:
-                    futs[i - nbuf].result()  # its buffer is free again
-                t1 = time.perf_counter()
-                stats["put_wait_s"] += t1 - t
-                cpu0 = _cpu_s()
-                buf = staging[i % nbuf]
-                npbuf = buf.numpy()
-                hl = len(p["header"])
-                npbuf[:hl] = np.frombuffer(p["header"], dtype=np.uint8)
-                for name, info in cp.map(lambda ie: fill_one(npbuf, hl, *ie),
-                                         zip(p["items"], p["entries"])):
-                    tensor_info[name] = info
-                stats["fill_s"] += time.perf_counter() - t1
-                stats["fill_cpu_s"] += _cpu_s() - cpu0
-                key = _join(prefix, p["file"])
-                futs.append(ex.submit(_put, c, bucket, key, buf, p["size"], transport,
-                                      concurrency, bar))
-            t = time.perf_counter()
-            reports = [f.result() for f in futs]
-            stats["put_wait_s"] += time.perf_counter() - t
+        with cf.ThreadPoolExecutor(_copy_workers(), thread_name_prefix="wharf-copy") as cp:
+            reports = _pipeline(c, bucket, prefix, plans, staging, fill, transport,
+                                concurrency, bar, stats)
     finally:
-        for f in futs:
-            if not f.done():
-                f.cancel()
         _staging.give(kept, staging)
     return reports, tensor_info, stats
 
