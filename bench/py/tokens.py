@@ -48,8 +48,9 @@ def main():
     ap.add_argument("--buffer-mib", type=int, default=128)
     ap.add_argument("--fetch-workers", type=int, default=2)
     ap.add_argument("--arms", default="rdma,http")
-    ap.add_argument("--device", default="cpu", help="cpu, or cuda: every batch is copied "
-                    "into GPU memory (from page-locked prefetch buffers) and touched there")
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda: TokenDataset(device=) "
+                    "fetches into GPU buffers (rdma: the server writes them, cuda+ipc; http: "
+                    "page-locked host twins, copied) and each batch is touched there")
     a = ap.parse_args()
     arms = a.arms.split(",")
     lim = cm.limits(a)
@@ -80,22 +81,18 @@ def main():
                                     batch_size=a.batch, num_buffers=a.buffers,
                                     buffer_bytes=a.buffer_mib * cm.MiB,
                                     fetch_workers=a.fetch_workers, transport="auto",
-                                    copy=False)
-                warm.pin_memory = a.device.startswith("cuda")
+                                    copy=False, device=a.device)
                 for b in warm:
-                    int(b.to(a.device)[0, 0])
+                    int(b[0, 0])
                 ds = TokenDataset(c, bucket, keys=keys[a.warmup_shards:], batch_size=a.batch,
                                   num_buffers=a.buffers, buffer_bytes=a.buffer_mib * cm.MiB,
-                                  fetch_workers=a.fetch_workers, transport="auto", copy=False)
+                                  fetch_workers=a.fetch_workers, transport="auto", copy=False,
+                                  device=a.device)
                 firsts, steps = [], []
-                dev = torch.device(a.device)
-                ds.pin_memory = dev.type == "cuda"
                 with cm.Window(srv) as w:
                     t = time.perf_counter()
                     for b in ds:
-                        if dev.type == "cuda":
-                            b = b.to(dev)     # synchronous: the buffer is refilled next
-                        firsts.append(int(b[0, 0]))  # the touch
+                        firsts.append(int(b[0, 0]))  # the touch (a D2H read on the GPU)
                         now = time.perf_counter()
                         steps.append(now - t)
                         t = now
@@ -107,6 +104,7 @@ def main():
                         "fetch_wait_s": stt["fetch_wait_s"], "shards_in_window": a.shards,
                         "median_step_ms": float(np.median(steps)) * 1e3,
                         "transports": sorted(stt["transports"]),
+                        "memory": stt["memory"], "staged_reason": stt["staged_reason"],
                         "rdma_witness": w.witness(), **w.cpu(stt["bytes"])}
                 err = w.gate(arm, "get", stt["bytes"])
                 if err:

@@ -110,10 +110,16 @@ class Prefetcher:
     """Fetches windows in order into num_buffers buffers of buffer_bytes (registered once when
     the client has RDMA), with `workers` fetch threads; yields (window, uint8 view). A view is
     valid until the next item is requested. stats: fetch_wait_s, bytes, windows, transports,
-    fetch_s."""
+    fetch_s, memory ("host", "cuda:0 (direct)" or "cuda:0 (through host memory)") and
+    staged_reason.
+
+    device="cuda[:i]": the buffers are in GPU memory and the views yielded are GPU tensors.
+    Over RDMA they are registered and the server writes into them itself (cuda+ipc); where
+    that cannot be (HTTP, no direct path) each buffer gets a page-locked host twin that the
+    fetch lands in and copies to the GPU, and stats say so and why."""
 
     def __init__(self, client, bucket, windows, num_buffers=2, buffer_bytes=None, workers=2,
-                 transport="auto", pin_memory=False):
+                 transport="auto", pin_memory=False, device=None):
         if num_buffers < 1 or workers < 1:
             raise WharfError(_lib.WHARF_ERR_INVALID, "num_buffers and workers must be >= 1")
         self.client, self.bucket, self.windows = client, bucket, list(windows)
@@ -124,15 +130,27 @@ class Prefetcher:
             raise WharfError(_lib.WHARF_ERR_TOO_LARGE, f"a window of {need} bytes does not fit "
                              f"buffers of {self.buffer_bytes}")
         self.workers, self.transport, self.pin_memory = workers, transport, pin_memory
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        if self.device.type not in ("cpu", "cuda"):
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"device must be cpu or cuda, not "
+                             f"{self.device}")
+        if self.device.type == "cuda" and not torch.cuda.is_available():
+            raise WharfError(_lib.WHARF_ERR_UNSUPPORTED, f"device {self.device}: this torch "
+                             "has no CUDA device (torch.cuda.is_available() is False)")
         self.stats = dict(fetch_wait_s=0.0, bytes=0, windows=0, transports=set(), fetch_s=0.0,
-                          buffers=self.num_buffers)
+                          buffers=self.num_buffers, memory="host", staged_reason=None)
 
     def __iter__(self):
         if not self.windows:
             return
         c = self.client
-        bufs = [torch.empty(max(1, self.buffer_bytes), dtype=torch.uint8,
-                            pin_memory=self.pin_memory) for _ in range(self.num_buffers)]
+        n = max(1, self.buffer_bytes)
+        dev = self.device.type == "cuda"
+        rdma = c.rdma and self.transport != "http"
+        bufs = [torch.empty(n, dtype=torch.uint8, device=self.device) if dev else
+                torch.empty(n, dtype=torch.uint8, pin_memory=self.pin_memory)
+                for _ in range(self.num_buffers)]
+        twins = {}  # device buffer -> its page-locked host twin, when staged
         regs = []
         free = queue.SimpleQueue()
         for b in bufs:
@@ -141,15 +159,38 @@ class Prefetcher:
         ex = cf.ThreadPoolExecutor(min(self.workers, self.num_buffers),
                                    thread_name_prefix="wharf-prefetch")
         try:
-            if c.rdma and self.transport != "http":
+            why = None
+            if dev and rdma:
+                try:
+                    regs = [c.register(b) for b in bufs]
+                except WharfError as e:
+                    for r in regs:
+                        r.close()
+                    regs, why = [], f"GPU memory cannot be registered here: {e.message}"
+            elif dev:
+                why = ("HTTP cannot land bytes in GPU memory" if self.transport == "http" else
+                       f"the client has no RDMA provider ({c.provider or 'none'})")
+            if dev and why:
+                twins = {id(b): torch.empty(n, dtype=torch.uint8, pin_memory=True)
+                         for b in bufs}
+                if rdma:
+                    regs = [c.register(h) for h in twins.values()]
+            elif rdma and not dev:
                 regs = [c.register(b) for b in bufs]
+            if dev:
+                how = "through host memory" if why else "direct"
+                self.stats["memory"] = f"{self.device} ({how})"
+                self.stats["staged_reason"] = why
 
             def fetch(w):
                 b = free.get()
                 t = time.perf_counter()
+                land = twins.get(id(b), b)
                 try:
-                    r = c.get_into(self.bucket, w.key, b[:w.nbytes], offset=w.offset,
+                    r = c.get_into(self.bucket, w.key, land[:w.nbytes], offset=w.offset,
                                    length=w.nbytes, transport=self.transport, cache=False)
+                    if land is not b:
+                        b[:w.nbytes].copy_(land[:w.nbytes])  # synchronous: the twin is reused
                 except BaseException:
                     free.put(b)
                     raise
@@ -189,6 +230,7 @@ class Prefetcher:
 
 class _Base(IterableDataset):
     pin_memory = False  # page-locked prefetch buffers: faster copies to a GPU
+    device = None       # "cuda": items are GPU tensors, fetched into GPU memory (Prefetcher)
 
     def __init__(self, client, bucket, num_buffers, buffer_bytes, fetch_workers, transport,
                  copy, rank, world_size):
@@ -206,7 +248,7 @@ class _Base(IterableDataset):
 
     def _prefetch(self, windows):
         p = Prefetcher(self.client, self.bucket, windows, self.num_buffers, self.buffer_bytes,
-                       self.fetch_workers, self.transport, self.pin_memory)
+                       self.fetch_workers, self.transport, self.pin_memory, self.device)
         self.last_stats = p.stats
         return p
 
@@ -220,10 +262,11 @@ class TokenDataset(_Base):
     def __init__(self, source, bucket=None, keys=None, prefix=None, seq_len=None,
                  batch_size=None, rank=None, world_size=None, num_buffers=2,
                  buffer_bytes=DEFAULT_BUFFER_BYTES, fetch_workers=2, transport="auto", copy=True,
-                 drop_last=True, repeat=1, client=None):
+                 drop_last=True, repeat=1, client=None, device=None):
         client, bucket, keys, prefix = _source(source, bucket, keys, prefix, client, ".bin")
         super().__init__(client, bucket, num_buffers, buffer_bytes, fetch_workers, transport,
                          copy, rank, world_size)
+        self.device = device
         all_keys = _keys(client, bucket, keys, prefix, ".bin")
         self.keys = all_keys[self.rank::self.world_size]
         self.batch_size, self.drop_last, self.repeat = batch_size, drop_last, repeat
@@ -277,10 +320,12 @@ class RawImageShards(_Base):
 
     def __init__(self, source, bucket=None, keys=None, prefix=None, batch_size=None, rank=None,
                  world_size=None, num_buffers=2, buffer_bytes=DEFAULT_BUFFER_BYTES,
-                 fetch_workers=2, transport="auto", copy=True, drop_last=False, client=None):
+                 fetch_workers=2, transport="auto", copy=True, drop_last=False, client=None,
+                 device=None):
         client, bucket, keys, prefix = _source(source, bucket, keys, prefix, client, ".raw")
         super().__init__(client, bucket, num_buffers, buffer_bytes, fetch_workers, transport,
                          copy, rank, world_size)
+        self.device = device
         all_keys = _keys(client, bucket, keys, prefix, ".raw")
         self.keys = all_keys[self.rank::self.world_size]
         self.batch_size, self.drop_last = batch_size, drop_last
@@ -322,7 +367,8 @@ class RawImageShards(_Base):
                     if b.shape[0] < bs and self.drop_last:
                         break
                     yield (b.clone() if self.copy else b,
-                           torch.tensor(labels[i:i + bs], dtype=torch.int64))
+                           torch.tensor(labels[i:i + bs], dtype=torch.int64,
+                                        device=buf.device))
 
 
 class JpegTarShards(_Base):

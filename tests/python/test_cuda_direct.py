@@ -338,3 +338,31 @@ def test_staged_load_into_gpu_uses_bounded_host_buffers(gclient, gbucket, monkey
     for k, v in sd.items():
         if torch.is_tensor(v):
             assert torch.equal(got[k], v), k
+
+
+def test_token_dataset_into_gpu_memory(wharfd, gclient, gbucket):
+    """TokenDataset(device="cuda") yields GPU tensors: over ofi+shm the server writes every
+    window into the registered GPU buffers (the counters, memory "direct"); over HTTP each
+    window lands in a page-locked twin and is copied, and the stats say so and why. The
+    tokens are right either way, with copy=True and copy=False."""
+    from wharf.torch import TokenDataset
+    seqs, L = 96, 512
+    toks = torch.arange(seqs * L, dtype=torch.int32)
+    gclient.put_from(gbucket, "tok/s0.bin", toks.numpy(), transport="http")
+    gclient.put(gbucket, "tok/s0.json",
+                f'{{"sequences": {seqs}, "seq_len": {L}}}'.encode(), transport="http")
+    want = toks.view(seqs, L).cuda()
+    for transport, how in (("auto", "direct"), ("http", "through host memory")):
+        for copy in (True, False):
+            ds = TokenDataset(gclient, gbucket, prefix="tok/", batch_size=16, device="cuda",
+                              buffer_bytes=32 * L * 4, transport=transport, copy=copy)
+            with Witness(wharfd) as w:
+                got = [b.clone() if not copy else b for b in ds]
+            assert all(b.is_cuda for b in got)
+            assert torch.equal(torch.cat(got), want)
+            st = ds.last_stats
+            assert st["memory"] == f"cuda:0 ({how})", st
+            if how == "direct":
+                assert st["staged_reason"] is None and w.delta["get"] >= toks.numel() * 4
+            else:
+                assert "HTTP" in st["staged_reason"] and w.delta["get"] == 0

@@ -13,6 +13,7 @@ from torch.utils.data import DataLoader
 
 import wharf
 from conftest import Witness, make_client
+from wharfd import unique_bucket
 from wharf.data import Prefetcher, Window
 from wharf.torch import JpegTarShards, RawImageShards, TokenDataset
 
@@ -259,3 +260,20 @@ def test_dataset_bad_input(client, bucket):
         RawImageShards(client, bucket, prefix="train/", rank=3, world_size=2)
     with pytest.raises(wharf.WharfError, match="keys must be a list"):
         RawImageShards(client, bucket, keys="train/x.raw")
+
+
+def test_device_must_be_usable(wharfd):
+    """device= names a device this torch can use, or the dataset refuses with the reason."""
+    c = make_client(wharfd, "http")
+    b = unique_bucket("devq")
+    c.create_bucket(b)
+    c.put(b, "t/s0.bin", np.arange(64, dtype=np.int32).tobytes())
+    c.put(b, "t/s0.json", b'{"sequences": 4, "seq_len": 16}')
+    with pytest.raises(wharf.WharfError, match="device must be cpu or cuda"):
+        list(TokenDataset(c, b, prefix="t/", device="meta"))
+    if not torch.cuda.is_available():
+        with pytest.raises(wharf.WharfError, match="no CUDA device"):
+            list(TokenDataset(c, b, prefix="t/", device="cuda"))
+    got = list(TokenDataset(c, b, prefix="t/", device="cpu"))
+    assert len(got) == 4 and torch.equal(got[1], torch.arange(16, 32, dtype=torch.int32))
+    c.close()
