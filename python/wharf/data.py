@@ -137,6 +137,8 @@ class Prefetcher:
         if self.device.type == "cuda" and not torch.cuda.is_available():
             raise WharfError(_lib.WHARF_ERR_UNSUPPORTED, f"device {self.device}: this torch "
                              "has no CUDA device (torch.cuda.is_available() is False)")
+        if self.device.type == "cuda" and self.device.index is None:
+            self.device = torch.device("cuda", torch.cuda.current_device())
         self.stats = dict(fetch_wait_s=0.0, bytes=0, windows=0, transports=set(), fetch_s=0.0,
                           buffers=self.num_buffers, memory="host", staged_reason=None)
 
