@@ -152,11 +152,10 @@ class Prefetcher:
         bufs = [torch.empty(n, dtype=torch.uint8, device=self.device) if dev else
                 torch.empty(n, dtype=torch.uint8, pin_memory=self.pin_memory)
                 for _ in range(self.num_buffers)]
-        twins = {}  # device buffer -> its page-locked host twin, when staged
         regs = []
-        free = queue.SimpleQueue()
-        for b in bufs:
-            free.put(b)
+        free = queue.SimpleQueue()  # indexes of bufs (and of lands)
+        for i in range(len(bufs)):
+            free.put(i)
         pending = collections.deque()
         ex = cf.ThreadPoolExecutor(min(self.workers, self.num_buffers),
                                    thread_name_prefix="wharf-prefetch")
@@ -164,7 +163,8 @@ class Prefetcher:
             why = None
             if dev and rdma:
                 try:
-                    regs = [c.register(b) for b in bufs]
+                    for b in bufs:
+                        regs.append(c.register(b))
                 except WharfError as e:
                     for r in regs:
                         r.close()
@@ -172,35 +172,33 @@ class Prefetcher:
             elif dev:
                 why = ("HTTP cannot land bytes in GPU memory" if self.transport == "http" else
                        f"the client has no RDMA provider ({c.provider or 'none'})")
-            if dev and why:
-                twins = {id(b): torch.empty(n, dtype=torch.uint8, pin_memory=True)
-                         for b in bufs}
-                if rdma:
-                    regs = [c.register(h) for h in twins.values()]
-            elif rdma and not dev:
-                regs = [c.register(b) for b in bufs]
+            # where the fetch lands: the buffer itself, or its page-locked host twin
+            lands = ([torch.empty(n, dtype=torch.uint8, pin_memory=True) for _ in bufs]
+                     if why else bufs)
+            if rdma and not regs:
+                regs = [c.register(b) for b in lands]
             if dev:
                 how = "through host memory" if why else "direct"
                 self.stats["memory"] = f"{self.device} ({how})"
                 self.stats["staged_reason"] = why
 
             def fetch(w):
-                b = free.get()
+                i = free.get()
+                b, land = bufs[i], lands[i]
                 t = time.perf_counter()
-                land = twins.get(id(b), b)
                 try:
                     r = c.get_into(self.bucket, w.key, land[:w.nbytes], offset=w.offset,
                                    length=w.nbytes, transport=self.transport, cache=False)
                     if land is not b:
                         b[:w.nbytes].copy_(land[:w.nbytes])  # synchronous: the twin is reused
                 except BaseException:
-                    free.put(b)
+                    free.put(i)
                     raise
                 if r.bytes != w.nbytes:
-                    free.put(b)
+                    free.put(i)
                     raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"s3://{self.bucket}/{w.key}: "
                                      f"{r.bytes} bytes landed of {w.nbytes}")
-                return b, r, time.perf_counter() - t
+                return i, r, time.perf_counter() - t
 
             nxt = 0
             while nxt < len(self.windows) and len(pending) < self.num_buffers:
@@ -209,16 +207,16 @@ class Prefetcher:
             while pending:
                 w, fut = pending.popleft()
                 t = time.perf_counter()
-                b, r, dt = fut.result()
+                i, r, dt = fut.result()
                 self.stats["fetch_wait_s"] += time.perf_counter() - t
                 self.stats["bytes"] += r.bytes
                 self.stats["windows"] += 1
                 self.stats["fetch_s"] += dt
                 self.stats["transports"].add(r.transport)
                 try:
-                    yield w, b[:w.nbytes]
+                    yield w, bufs[i][:w.nbytes]
                 finally:
-                    free.put(b)
+                    free.put(i)
                 if nxt < len(self.windows):
                     pending.append((self.windows[nxt], ex.submit(fetch, self.windows[nxt])))
                     nxt += 1

@@ -30,10 +30,10 @@ void wh_sbuf_vprintf(wh_sbuf_t *b, const char *fmt, va_list ap);
 /* Takes ownership of the data (caller frees); b is reset. */
 char *wh_sbuf_steal(wh_sbuf_t *b);
 
-/* Monotonic and wall clocks. */
 /* FNV-1a of a NUL-terminated string: slot choice for small in-memory tables. */
 uint32_t wh_fnv1a(const char *s);
 
+/* Monotonic and wall clocks. */
 uint64_t wh_now_ns(void);
 double wh_now_s(void);
 

@@ -25,20 +25,25 @@
  * copied straight from the page cache).
  *
  * Cold data by direct I/O: a chunk of which fewer than half the pages are in the page cache
- * (mincore) is read with O_DIRECT (a second descriptor of the same file) straight into the
- * registered buffer: the disk's DMA
- * lands the bytes where the NIC will read them, with no page-cache copy and no page-cache
- * pollution by a one-pass read of a large checkpoint. Only 4 KiB-aligned spans go that way (a
- * ranged GET's unaligned head and any tail under 4 KiB are read through the page cache), and a
- * file system without O_DIRECT (tmpfs) reads everything through the cache. Dirty pages of the
- * range are written back by the kernel before a direct read, so it always sees the bytes. */
+ * (mincore) is read with O_DIRECT (a second descriptor of the same file, opened at the first
+ * cold chunk) straight into the registered buffer: the disk's DMA lands the bytes where the
+ * NIC will read them, with no page-cache copy and no page-cache pollution by a one-pass read
+ * of a large checkpoint. Only 4 KiB-aligned spans go that way (a ranged GET's unaligned head
+ * and any tail under 4 KiB are read through the page cache), and on a file system without
+ * O_DIRECT (tmpfs) the request stops asking and reads everything through the cache. Dirty
+ * pages of the range are written back by the kernel before a direct read, so it always sees
+ * the bytes. */
 #define GET_DIO_ALIGN 4096u
+/* get_pipe.dfd besides a descriptor: */
+#define GET_DIO_UNOPENED (-2) /* direct reads wanted, no cold chunk seen yet */
+#define GET_DIO_OFF (-1)      /* --cold-reads buffered: classified, read through the cache */
+#define GET_DIO_NONE (-3)     /* the file system refuses O_DIRECT: not even classified */
 
 enum { SLOT_EMPTY = 0, SLOT_FILLED, SLOT_SENT };
 
 typedef struct get_pipe {
     int fd;
-    int dfd; /* the same file with O_DIRECT, or -1 */
+    int dfd; /* the same file with O_DIRECT, or a GET_DIO_* state */
     srv_rdma_t *r;
     uint64_t off, len, chunk;
     unsigned nslots;
@@ -90,7 +95,14 @@ static int get_fill(get_pipe_t *g, unsigned s, uint64_t k)
     uint64_t at = g->off + k * g->chunk;
     uint8_t *p = g->buf[s];
     size_t got = 0;
-    bool cold = get_chunk_cold(g->fd, at, n);
+    bool cold = g->dfd != GET_DIO_NONE && get_chunk_cold(g->fd, at, n);
+    if (cold && g->dfd == GET_DIO_UNOPENED) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", g->fd);
+        g->dfd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+        if (g->dfd < 0)
+            g->dfd = GET_DIO_NONE; /* tmpfs: cached reads */
+    }
     if (cold && g->dfd >= 0) {
         size_t head = (size_t)((GET_DIO_ALIGN - at % GET_DIO_ALIGN) % GET_DIO_ALIGN);
         if (head < n) {
@@ -108,7 +120,7 @@ static int get_fill(get_pipe_t *g, unsigned s, uint64_t k)
                     atomic_fetch_add(&g->r->read_direct_io, body);
                 } else { /* refused (alignment, a file system without it): cached reads */
                     close(g->dfd);
-                    g->dfd = -1;
+                    g->dfd = GET_DIO_NONE;
                 }
             }
         }
@@ -360,7 +372,7 @@ wh_status_t srv_rdma_get(srv_rdma_t *r, const char *token, const srv_peer_t *pee
     get_pipe_t g;
     memset(&g, 0, sizeof g);
     g.fd = fd;
-    g.dfd = -1;
+    g.dfd = r->cfg.cold_buffered ? GET_DIO_OFF : GET_DIO_UNOPENED;
     g.r = r;
     g.off = off;
     g.len = len;
@@ -377,11 +389,6 @@ wh_status_t srv_rdma_get(srv_rdma_t *r, const char *token, const srv_peer_t *pee
         g.nslots = t.late->n;
         for (unsigned i = 0; i < g.nslots; i++)
             g.buf[i] = rdma_pool_buf(r, t.late->idx[i]);
-        if (!r->cfg.cold_buffered) {
-            char path[64];
-            snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-            g.dfd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC); /* -1 on tmpfs: cached reads */
-        }
         /* Only once the buffers are there: every path from here destroys them. */
         rdma_sync_init(r, &g.lock, &g.cond);
         st = get_staged_run(&t, &g, nchunks);

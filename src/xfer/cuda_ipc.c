@@ -51,7 +51,6 @@ void cuda_staging_stats(uint64_t *budget, uint64_t *allocated, uint64_t *peak)
 typedef struct cuda_slot {
     void *pin[2];
     cu_stream_t stream[2];
-    bool counted[2]; /* pin[j] is in g_pin_alloc */
     bool ready;
 } cuda_slot_t;
 
@@ -151,8 +150,7 @@ static void cx_close(xfer_t *xx)
                 x->cu->cuStreamDestroy(s->stream[j]);
             if (s->pin[j]) {
                 x->cu->cuMemFreeHost(s->pin[j]);
-                if (s->counted[j])
-                    atomic_fetch_sub(&g_pin_alloc, CUDA_STAGE_BYTES);
+                atomic_fetch_sub(&g_pin_alloc, CUDA_STAGE_BYTES);
             }
         }
     }
@@ -384,6 +382,31 @@ static wh_status_t cx_batch_begin(xfer_t *xx, const xfer_target_t *tgt, xfer_bat
     return WH_OK;
 }
 
+/* Creates what slot s still lacks: its streams and (pinned staging) its buffers, each
+ * buffer counted in g_pin_alloc once it exists. A failure leaves what was made for the next
+ * try. */
+static bool cx_slot_make(cuda_x_t *x, cuda_slot_t *s)
+{
+    for (int j = 0; j < 2; j++) {
+        if (!s->stream[j] &&
+            x->cu->cuStreamCreate(&s->stream[j], CU_STREAM_NON_BLOCKING) != 0) {
+            s->stream[j] = NULL;
+            return false;
+        }
+        if (!s->pin[j] && x->stage == STAGE_PINNED) {
+            if (x->cu->cuMemHostAlloc(&s->pin[j], CUDA_STAGE_BYTES,
+                                      CU_MEMHOSTALLOC_PORTABLE) != 0) {
+                s->pin[j] = NULL;
+                return false;
+            }
+            atomic_fetch_add(&g_pin_alloc, CUDA_STAGE_BYTES);
+        }
+    }
+    return true;
+}
+
+static void cx_slot_give(cuda_x_t *x, unsigned i);
+
 /* Takes a free staging slot (waiting if all are busy), creating its buffers on first use. */
 static wh_status_t cx_slot_take(cuda_x_t *x, unsigned *idx)
 {
@@ -401,24 +424,10 @@ static wh_status_t cx_slot_take(cuda_x_t *x, unsigned *idx)
                 cuda_slot_t *s = &x->slot[i];
                 if (s->ready)
                     return WH_OK;
-                for (int j = 0; j < 2; j++) {
-                    if ((!s->stream[j] &&
-                         x->cu->cuStreamCreate(&s->stream[j], CU_STREAM_NON_BLOCKING) != 0) ||
-                        (!s->pin[j] && x->stage == STAGE_PINNED &&
-                         x->cu->cuMemHostAlloc(&s->pin[j], CUDA_STAGE_BYTES,
-                                               CU_MEMHOSTALLOC_PORTABLE) != 0)) {
-                        pthread_mutex_lock(&x->mu);
-                        x->slot_busy[i] = false;
-                        g_pin_busy--;
-                        pthread_cond_signal(&x->cv);
-                        pthread_mutex_unlock(&x->mu);
-                        wh_error(MOD, "cannot create cuda staging slot");
-                        return WH_ERR_NOMEM;
-                    }
-                    if (s->pin[j] && x->stage == STAGE_PINNED && !s->counted[j]) {
-                        s->counted[j] = true;
-                        atomic_fetch_add(&g_pin_alloc, CUDA_STAGE_BYTES);
-                    }
+                if (!cx_slot_make(x, s)) {
+                    cx_slot_give(x, i);
+                    wh_error(MOD, "cannot create cuda staging slot");
+                    return WH_ERR_NOMEM;
                 }
                 s->ready = true;
                 return WH_OK;

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from cluster import Cluster, http, new_chunk_id, sign_itoken
-from wharfd import multipart_etag, unique_bucket, wait_until
+from wharfd import multipart_etag, rclone_remote_env, unique_bucket, wait_until
 
 CHUNK = 256 * 1024
 MIB = 1024 * 1024
@@ -216,7 +216,7 @@ def test_put_that_cannot_be_placed_fails_cleanly(tmp_path):
 def test_s3cmd_and_rclone(cl, tmp_path):
     """The other two clients of the suite: s3cmd (multipart at 5 MiB) and rclone copy/check
     through the gateway."""
-    from wharfd import ACCESS_KEY, REGION, SECRET_KEY
+    from wharfd import ACCESS_KEY, SECRET_KEY
     env = cl.client_env()
     env["HOME"] = str(tmp_path)
     host = f"127.0.0.1:{cl.gateway.port}"
@@ -242,14 +242,8 @@ def test_s3cmd_and_rclone(cl, tmp_path):
     (tree / "a.txt").write_bytes(b"a" * 1000)
     (tree / "d" / "b.bin").write_bytes(os.urandom(3 * CHUNK + 5))
     env.pop("AWS_CA_BUNDLE", None)
-    env.update({"RCLONE_CONFIG": str(tmp_path / "rclone.conf"),
-                "RCLONE_CONFIG_W_TYPE": "s3", "RCLONE_CONFIG_W_PROVIDER": "Other",
-                "RCLONE_CONFIG_W_ENDPOINT": cl.gateway.endpoint,
-                "RCLONE_CONFIG_W_ACCESS_KEY_ID": ACCESS_KEY,
-                "RCLONE_CONFIG_W_SECRET_ACCESS_KEY": SECRET_KEY,
-                "RCLONE_CONFIG_W_REGION": REGION, "RCLONE_CONFIG_W_FORCE_PATH_STYLE": "true",
-                "RCLONE_CONFIG_W_ENV_AUTH": "false", "XDG_CACHE_HOME": str(tmp_path / "c")})
-    (tmp_path / "rclone.conf").write_text("")
+    env.update(rclone_remote_env(cl.gateway.endpoint, tmp_path),
+               XDG_CACHE_HOME=str(tmp_path / "c"))
     for args in (["copy", str(tree), f"w:{b}/tree"], ["check", str(tree), f"w:{b}/tree"]):
         r = subprocess.run(["/usr/bin/rclone"] + args, env=env, capture_output=True,
                            timeout=180)

@@ -22,7 +22,8 @@ from botocore.config import Config
 from s3raw import UNSIGNED, S3Raw
 from test_awscli import Aws, _write_config
 from test_rclone import Rclone
-from wharfd import ACCESS_KEY, REGION, SECRET_KEY, WharfServer, unique_bucket
+from wharfd import (ACCESS_KEY, REGION, SECRET_KEY, WharfServer, assert_start_refused,
+                    rclone_remote_env, unique_bucket)
 
 MIB = 1 << 20
 PART = 8 * MIB
@@ -100,14 +101,7 @@ def rclone(wharfd, tmp_path):
     """rclone with the remote "w:" on wharfd, configured through the environment."""
     env = wharfd.client_env()
     env.pop("AWS_CA_BUNDLE", None)
-    env.update({"RCLONE_CONFIG": str(tmp_path / "rclone.conf"),
-                "RCLONE_CONFIG_W_TYPE": "s3", "RCLONE_CONFIG_W_PROVIDER": "Other",
-                "RCLONE_CONFIG_W_ENDPOINT": wharfd.endpoint,
-                "RCLONE_CONFIG_W_ACCESS_KEY_ID": ACCESS_KEY,
-                "RCLONE_CONFIG_W_SECRET_ACCESS_KEY": SECRET_KEY,
-                "RCLONE_CONFIG_W_REGION": REGION, "RCLONE_CONFIG_W_FORCE_PATH_STYLE": "true",
-                "RCLONE_CONFIG_W_ENV_AUTH": "false", "HOME": str(tmp_path)})
-    (tmp_path / "rclone.conf").write_text("")
+    env.update(rclone_remote_env(wharfd.endpoint, tmp_path), HOME=str(tmp_path))
     return Rclone(env)
 
 
@@ -335,8 +329,4 @@ def test_rdma_etag_md5_option_keeps_md5_forms(bucket):
     finally:
         srv.stop()
         srv.cleanup()
-    bad = WharfServer(extra_args=["--rdma-etag", "sha1"])
-    with pytest.raises(Exception):
-        bad.start()
-    assert "--rdma-etag wants digest or md5, got 'sha1'" in bad.log_tail()
-    bad.cleanup()
+    assert_start_refused(["--rdma-etag", "sha1"], "--rdma-etag wants digest or md5, got 'sha1'")

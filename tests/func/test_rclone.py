@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from s3raw import S3Raw
-from wharfd import ACCESS_KEY, SECRET_KEY, REGION, file_md5_hex, unique_bucket
+from wharfd import file_md5_hex, rclone_remote_env, unique_bucket
 
 RCLONE = "/usr/bin/rclone"
 MIB = 1024 * 1024
@@ -38,19 +38,10 @@ class Rclone:
 @pytest.fixture(scope="module")
 def rclone(wharfd, tmp_path_factory):
     d = tmp_path_factory.mktemp("rclone")
-    (d / "rclone.conf").write_text("")
     env = wharfd.client_env()
     env.pop("AWS_CA_BUNDLE", None)
-    env.update({
-        "RCLONE_CONFIG": str(d / "rclone.conf"),
-        "RCLONE_CONFIG_W_TYPE": "s3", "RCLONE_CONFIG_W_PROVIDER": "Other",
-        "RCLONE_CONFIG_W_ENDPOINT": wharfd.endpoint,
-        "RCLONE_CONFIG_W_ACCESS_KEY_ID": ACCESS_KEY,
-        "RCLONE_CONFIG_W_SECRET_ACCESS_KEY": SECRET_KEY,
-        "RCLONE_CONFIG_W_REGION": REGION, "RCLONE_CONFIG_W_FORCE_PATH_STYLE": "true",
-        "RCLONE_CONFIG_W_ENV_AUTH": "false",
-        "HOME": str(d), "XDG_CACHE_HOME": str(d / "cache"),
-    })
+    env.update(rclone_remote_env(wharfd.endpoint, d),
+               HOME=str(d), XDG_CACHE_HOME=str(d / "cache"))
     return Rclone(env)
 
 

@@ -26,8 +26,8 @@ from botocore.config import Config
 import pgserver
 from cluster import Cluster
 from s3raw import S3Raw
-from wharfd import (ACCESS_KEY, REGION, SECRET_KEY, WharfServer, crc32c, unique_bucket,
-                    wait_until)
+from wharfd import (ACCESS_KEY, REGION, SECRET_KEY, WharfServer, crc32c, rclone_remote_env,
+                    unique_bucket, wait_until)
 
 MIB = 1024 * 1024
 
@@ -220,16 +220,8 @@ def test_utf8_metadata_round_trip(srv, raw, bucket, tmp_path):
     src.write_bytes(b"body")
     env = srv.client_env()
     env.pop("AWS_CA_BUNDLE", None)
-    env.update({
-        "RCLONE_CONFIG": str(tmp_path / "rclone.conf"),
-        "RCLONE_CONFIG_W_TYPE": "s3", "RCLONE_CONFIG_W_PROVIDER": "Other",
-        "RCLONE_CONFIG_W_ENDPOINT": srv.endpoint,
-        "RCLONE_CONFIG_W_ACCESS_KEY_ID": ACCESS_KEY,
-        "RCLONE_CONFIG_W_SECRET_ACCESS_KEY": SECRET_KEY,
-        "RCLONE_CONFIG_W_REGION": REGION, "RCLONE_CONFIG_W_FORCE_PATH_STYLE": "true",
-        "RCLONE_CONFIG_W_ENV_AUTH": "false", "HOME": str(tmp_path),
-        "XDG_CACHE_HOME": str(tmp_path / "cache")})
-    (tmp_path / "rclone.conf").write_text("")
+    env.update(rclone_remote_env(srv.endpoint, tmp_path),
+               HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"))
     rc = ["/usr/bin/rclone", "--retries", "1", "--low-level-retries", "1"]
     r = subprocess.run(rc + ["copyto", "-M", "--metadata-set", f"note={value}", str(src),
                              f"w:{bucket}/u"], env=env, capture_output=True, timeout=120)
@@ -597,15 +589,7 @@ def test_create_bucket_us_east_1_constraint(srv, s3, raw, tmp_path):
                         "LocationConstraint=us-east-1"], env=env, capture_output=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr.decode(errors="replace")
-    env.update({"RCLONE_CONFIG": str(tmp_path / "rclone.conf"),
-                "RCLONE_CONFIG_W_TYPE": "s3", "RCLONE_CONFIG_W_PROVIDER": "Other",
-                "RCLONE_CONFIG_W_ENDPOINT": srv.endpoint,
-                "RCLONE_CONFIG_W_ACCESS_KEY_ID": ACCESS_KEY,
-                "RCLONE_CONFIG_W_SECRET_ACCESS_KEY": SECRET_KEY,
-                "RCLONE_CONFIG_W_REGION": REGION, "RCLONE_CONFIG_W_FORCE_PATH_STYLE": "true",
-                "RCLONE_CONFIG_W_LOCATION_CONSTRAINT": "us-east-1",
-                "RCLONE_CONFIG_W_ENV_AUTH": "false"})
-    (tmp_path / "rclone.conf").write_text("")
+    env.update(rclone_remote_env(srv.endpoint, tmp_path, location_constraint="us-east-1"))
     r = subprocess.run(["/usr/bin/rclone", "--retries", "1", "mkdir", f"w:{b3}"], env=env,
                        capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr.decode(errors="replace")

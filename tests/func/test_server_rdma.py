@@ -14,7 +14,7 @@ import socket
 import pytest
 
 from s3raw import Response, S3Raw, UNSIGNED, uri_encode
-from wharfd import WharfServer, unique_bucket
+from wharfd import WharfServer, assert_start_refused, unique_bucket
 
 # Well-formed shape (base:size:dialect:...), dialect that no wharf knows.
 TOKEN = "0x7f0000001000:4096:nosuch9:shm:00:00"
@@ -217,11 +217,8 @@ def test_cuda_pinned_budget_flag_and_metrics():
     finally:
         srv.stop()
         srv.cleanup()
-    bad = WharfServer(extra_args=["--cuda-pinned-mem", "1M"])
-    with pytest.raises(Exception):
-        bad.start()
-    assert "--cuda-pinned-mem wants a size of at least 16M, got '1M'" in bad.log_tail()
-    bad.cleanup()
+    assert_start_refused(["--cuda-pinned-mem", "1M"],
+                         "--cuda-pinned-mem wants a size of at least 16M, got '1M'")
 
 
 def _dio_ok(path):
@@ -300,8 +297,5 @@ def test_cold_reads_by_direct_io(mode, tmp_path):
     finally:
         srv.stop()
         srv.cleanup()
-    bad = WharfServer(extra_args=["--cold-reads", "fast"])
-    with pytest.raises(Exception):
-        bad.start()
-    assert "--cold-reads wants direct or buffered, got 'fast'" in bad.log_tail()
-    bad.cleanup()
+    assert_start_refused(["--cold-reads", "fast"],
+                         "--cold-reads wants direct or buffered, got 'fast'")

@@ -184,6 +184,42 @@ class WharfServer:
         self.cleanup()
 
 
+def assert_start_refused(extra_args, message):
+    """A wharfd given extra_args exits at start-up (a bad flag), and its log names message."""
+    srv = WharfServer(extra_args=extra_args)
+    try:
+        try:
+            srv.start()
+        except RuntimeError:
+            pass
+        else:
+            srv.stop()
+            raise AssertionError(f"wharfd started with {extra_args}")
+        assert message in srv.log_tail(), srv.log_tail()
+    finally:
+        srv.cleanup()
+
+
+def rclone_remote_env(endpoint, conf_dir, **options):
+    """The variables that configure Debian's rclone with the remote "w:" on endpoint (its S3
+    backend, path style, the test credentials, none from the environment), and an empty
+    rclone.conf in conf_dir. options: more backend options, location_constraint="us-east-1"
+    say. The caller adds HOME / XDG_CACHE_HOME where it wants rclone's files kept apart."""
+    conf = os.path.join(str(conf_dir), "rclone.conf")
+    with open(conf, "w"):
+        pass
+    env = {"RCLONE_CONFIG": conf,
+           "RCLONE_CONFIG_W_TYPE": "s3", "RCLONE_CONFIG_W_PROVIDER": "Other",
+           "RCLONE_CONFIG_W_ENDPOINT": endpoint,
+           "RCLONE_CONFIG_W_ACCESS_KEY_ID": ACCESS_KEY,
+           "RCLONE_CONFIG_W_SECRET_ACCESS_KEY": SECRET_KEY,
+           "RCLONE_CONFIG_W_REGION": REGION, "RCLONE_CONFIG_W_FORCE_PATH_STYLE": "true",
+           "RCLONE_CONFIG_W_ENV_AUTH": "false"}
+    for k, v in options.items():
+        env[f"RCLONE_CONFIG_W_{k.upper()}"] = v
+    return env
+
+
 # ---- helpers for checking results (shared by the functional suites) ----
 
 _SKIP_DATA_FILES = ("wharfd.log", "wharfd.sock")

@@ -5,7 +5,7 @@ reused piece after piece), tensors as zero-copy views. The report says where the
 landed (arena), why they were staged (staged_reason) and the host staging it used
 (staging_bytes)."""
 import concurrent.futures as cf
-import threading
+import queue
 import time
 
 import torch
@@ -59,18 +59,16 @@ def fetch(c, bucket, shards, device, transport, rep, expect_etags=None, progress
     stage_bufs = [torch.empty(piece_max, dtype=torch.uint8, pin_memory=dev.type == "cuda")
                   for _ in range(nstage)]
     stage_regs = [c.register(b) for b in stage_bufs] if use_rdma else []
-    free_bufs = list(range(nstage))
-    lock = threading.Lock()
+    free_bufs = queue.SimpleQueue()
+    for b in stage_bufs:
+        free_bufs.put(b)
     reports = [None] * len(shards)
     all_reports = []
     bar = Progress(total, f"{desc} s3://{bucket}", progress)
     try:
         def one(i):
             (key, _), h, base = shards[i], headers[i], bases[i]
-            sb = None
-            if nstage:
-                with lock:
-                    sb = stage_bufs[free_bufs.pop()]
+            sb = free_bufs.get() if nstage else None
             try:
                 for p in range(0, h.data_len, PIECE):
                     n = min(PIECE, h.data_len - p)
@@ -89,8 +87,7 @@ def fetch(c, bucket, shards, device, transport, rep, expect_etags=None, progress
                     bar.update(n)
             finally:
                 if sb is not None:
-                    with lock:
-                        free_bufs.append(next(k for k, b in enumerate(stage_bufs) if b is sb))
+                    free_bufs.put(sb)
         with cf.ThreadPoolExecutor(par, thread_name_prefix="wharf-get") as ex:
             list(ex.map(one, range(len(shards))))
         if staged is not None and dev.type == "cuda":
