@@ -8,15 +8,21 @@ client= the client comes from set_default_client() or the environment (wharf.con
     structure   the non-tensor structure of a saved object, as typed JSON
     dtypes      torch dtypes <-> safetensors names
     fetch       ranged GETs of safetensors data sections into one arena
-    datasets    TokenDataset, RawImageShards, JpegTarShards (from wharf.data)
+    data        datasets: ObjectMapDataset / ObjectIterableDataset over any objects,
+                TokenDataset, RawImageShards, JpegTarShards over the fixed layouts, and
+                the shard writers (wharf.data is the same module)
 """
 from ..config import parse_url
 from ._common import INDEX_NAME, set_default_client
 from .checkpoint import DEFAULT_SHARD_SIZE, FORMAT, commit, free_staging, load, save
 from .fetch import ARENA_ALIGN
 from .hf import load_pretrained, load_safetensors
-from ..data import JpegTarShards, RawImageShards, TokenDataset
+from .data import (JpegTarShards, ObjectIterableDataset, ObjectMapDataset, RawImageShards,
+                   RawImageShardWriter, TokenDataset, TokenShardWriter, WharfObject,
+                   write_raw_image_shards, write_token_shards)
 
 __all__ = ["save", "load", "commit", "free_staging", "load_safetensors", "load_pretrained",
            "set_default_client", "parse_url", "TokenDataset", "RawImageShards",
-           "JpegTarShards", "FORMAT", "INDEX_NAME", "DEFAULT_SHARD_SIZE", "ARENA_ALIGN"]
+           "JpegTarShards", "ObjectMapDataset", "ObjectIterableDataset", "WharfObject",
+           "TokenShardWriter", "RawImageShardWriter", "write_token_shards",
+           "write_raw_image_shards", "FORMAT", "INDEX_NAME", "DEFAULT_SHARD_SIZE", "ARENA_ALIGN"]

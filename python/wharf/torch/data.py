@@ -1,0 +1,883 @@
+"""Datasets over wharf objects, each fed by a prefetcher that fetches windows of objects into a
+bounded set of registered buffers.
+
+- ObjectMapDataset / ObjectIterableDataset: any prefix or list of objects, one item per object
+  (from_prefix, from_objects; transform= maps each WharfObject to what the dataset yields).
+- TokenDataset, RawImageShards, JpegTarShards: the three fixed layouts (docs/pytorch.md,
+  "Dataset layouts"); TokenShardWriter and RawImageShardWriter write the first two.
+
+Each dataset takes an s3:// URL, TokenDataset("s3://bucket/tokens/", client=c, ...) (a prefix,
+or one object's key; without client= the default client of wharf.torch), or the older form
+TokenDataset(c, "bucket", prefix="tokens/") / (c, "bucket", keys=[...]).
+
+Sharding: the iterable datasets split their items between torch.distributed ranks (rank r of W
+takes every W-th), then between DataLoader workers (worker w of N every N-th window). The
+layouts split shards between ranks (rank r reads sorted(shards)[r::W]); the object datasets
+split objects. shuffle=True with seed: the order is a permutation drawn from (seed, epoch),
+the same in every process, so ranks stay disjoint; set_epoch(e) draws another. state_dict() /
+load_state_dict() (the Stateful protocol torchdata's StatefulDataLoader calls, in each worker)
+record how many items this process has yielded in the epoch, and a resumed iterator skips them
+without fetching them.
+
+Every dataset works in DataLoader workers (fork): the client made in the parent is used in
+the child (libwharf re-initialises itself there), and the buffers and fetch threads are created
+inside each worker's iterator.
+
+Items are copies by default. With copy=False (and no shuffle) they are zero-copy views of a
+prefetch buffer and stay valid only until the iterator moves to the next window (num_buffers
+windows are in flight or held at once).
+"""
+import collections
+import concurrent.futures as cf
+import dataclasses
+import json
+import queue
+import time
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset, IterableDataset, get_worker_info
+
+from .. import _lib
+from ..config import is_url, join as _join, parse_url
+from ..errors import NotFoundError, WharfError
+
+DEFAULT_BUFFER_BYTES = 256 * 1024 ** 2
+
+# bucket None: the Prefetcher's own bucket
+Window = collections.namedtuple("Window", "key offset nbytes info bucket", defaults=(None,))
+
+
+def _rank_world(rank, world_size):
+    dist = torch.distributed
+    if rank is None and world_size is None and dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    rank = 0 if rank is None else int(rank)
+    world_size = 1 if world_size is None else int(world_size)
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise WharfError(_lib.WHARF_ERR_INVALID,
+                         f"rank {rank} is not in [0, world_size {world_size})")
+    return rank, world_size
+
+
+def _default_client(client):
+    from ._common import _client
+    return _client(client)
+
+
+def _source(source, bucket, keys, prefix, client, suffix):
+    """(client, bucket, keys, prefix) from either call form."""
+    if is_url(source):
+        if bucket is not None:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"{source}: pass an s3:// URL or (client, "
+                             "bucket), not both (the URL names the bucket)")
+        b, _, rest = source[5:].partition("/")
+        if not b:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"bad URL {source!r}: no bucket after s3://")
+        c = _default_client(client)
+        if keys is None and prefix is None:
+            if rest.endswith(suffix):
+                keys = [rest]
+            else:
+                prefix = rest
+        return c, b, keys, prefix
+    if client is not None:
+        raise WharfError(_lib.WHARF_ERR_INVALID, "client= goes with an s3:// URL; in the "
+                         "(client, bucket) form the client is the first argument")
+    if bucket is None:
+        raise WharfError(_lib.WHARF_ERR_INVALID, f"expected an s3://bucket/prefix URL or "
+                         f"(client, bucket), not {source!r}")
+    return source, bucket, keys, prefix
+
+
+def _keys(client, bucket, keys, prefix, suffix):
+    if keys is not None:
+        if isinstance(keys, str):
+            raise WharfError(_lib.WHARF_ERR_INVALID, "keys must be a list of keys, not a str")
+        out = sorted(keys)
+    elif prefix is not None:
+        out = sorted(o.key for o in client.list(bucket, prefix) if o.key.endswith(suffix))
+    else:
+        raise WharfError(_lib.WHARF_ERR_INVALID, "pass keys=[...] or prefix=")
+    if not out:
+        raise WharfError(_lib.WHARF_ERR_NOT_FOUND, f"no {suffix} objects in {bucket} under "
+                         f"{prefix!r}" if keys is None else "keys is empty")
+    return out
+
+
+def _meta(client, bucket, key):
+    try:
+        return json.loads(client.get(bucket, key, transport="http"))
+    except ValueError as e:
+        raise WharfError(_lib.WHARF_ERR_INVALID, f"s3://{bucket}/{key} is not valid JSON: {e}")
+
+
+def _need(meta, key, fields):
+    for f in fields:
+        if f not in meta:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"{key}: field {f!r} is missing")
+
+
+class Prefetcher:
+    """Fetches windows (each of its own bucket, or of `bucket`) in order into num_buffers buffers of buffer_bytes (registered once when
+    the client has RDMA), with `workers` fetch threads; yields (window, uint8 view). A view is
+    valid until the next item is requested. stats: fetch_wait_s, bytes, windows, transports,
+    fetch_s, memory ("host", "cuda:0 (direct)" or "cuda:0 (through host memory)") and
+    staged_reason.
+
+    device="cuda[:i]": the buffers are in GPU memory and the views yielded are GPU tensors.
+    Over RDMA they are registered and the server writes into them itself (cuda+ipc); where
+    that cannot be (HTTP, no direct path) each buffer gets a page-locked host twin that the
+    fetch lands in and copies to the GPU, and stats say so and why."""
+
+    def __init__(self, client, bucket, windows, num_buffers=2, buffer_bytes=None, workers=2,
+                 transport="auto", pin_memory=False, device=None):
+        if num_buffers < 1 or workers < 1:
+            raise WharfError(_lib.WHARF_ERR_INVALID, "num_buffers and workers must be >= 1")
+        self.client, self.bucket, self.windows = client, bucket, list(windows)
+        self.num_buffers = min(num_buffers, max(1, len(self.windows)))
+        need = max((w.nbytes for w in self.windows), default=0)
+        self.buffer_bytes = need if buffer_bytes is None else buffer_bytes
+        if need > self.buffer_bytes:
+            raise WharfError(_lib.WHARF_ERR_TOO_LARGE, f"a window of {need} bytes does not fit "
+                             f"buffers of {self.buffer_bytes}")
+        self.workers, self.transport, self.pin_memory = workers, transport, pin_memory
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        if self.device.type not in ("cpu", "cuda"):
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"device must be cpu or cuda, not "
+                             f"{self.device}")
+        if self.device.type == "cuda" and not torch.cuda.is_available():
+            raise WharfError(_lib.WHARF_ERR_UNSUPPORTED, f"device {self.device}: this torch "
+                             "has no CUDA device (torch.cuda.is_available() is False)")
+        if self.device.type == "cuda" and self.device.index is None:
+            self.device = torch.device("cuda", torch.cuda.current_device())
+        self.stats = dict(fetch_wait_s=0.0, bytes=0, windows=0, transports=set(), fetch_s=0.0,
+                          buffers=self.num_buffers, memory="host", staged_reason=None)
+
+    def __iter__(self):
+        if not self.windows:
+            return
+        c = self.client
+        n = max(1, self.buffer_bytes)
+        dev = self.device.type == "cuda"
+        rdma = c.rdma and self.transport != "http"
+        bufs = [torch.empty(n, dtype=torch.uint8, device=self.device) if dev else
+                torch.empty(n, dtype=torch.uint8, pin_memory=self.pin_memory)
+                for _ in range(self.num_buffers)]
+        regs = []
+        free = queue.SimpleQueue()  # indexes of bufs (and of lands)
+        for i in range(len(bufs)):
+            free.put(i)
+        pending = collections.deque()
+        ex = cf.ThreadPoolExecutor(min(self.workers, self.num_buffers),
+                                   thread_name_prefix="wharf-prefetch")
+        try:
+            why = None
+            if dev and rdma:
+                try:
+                    for b in bufs:
+                        regs.append(c.register(b))
+                except WharfError as e:
+                    for r in regs:
+                        r.close()
+                    regs, why = [], f"GPU memory cannot be registered here: {e.message}"
+            elif dev:
+                why = ("HTTP cannot land bytes in GPU memory" if self.transport == "http" else
+                       f"the client has no RDMA provider ({c.provider or 'none'})")
+            # where the fetch lands: the buffer itself, or its page-locked host twin
+            lands = ([torch.empty(n, dtype=torch.uint8, pin_memory=True) for _ in bufs]
+                     if why else bufs)
+            if rdma and not regs:
+                regs = [c.register(b) for b in lands]
+            if dev:
+                how = "through host memory" if why else "direct"
+                self.stats["memory"] = f"{self.device} ({how})"
+                self.stats["staged_reason"] = why
+
+            def fetch(w):
+                i = free.get()
+                b, land = bufs[i], lands[i]
+                bucket = w.bucket or self.bucket
+                if w.nbytes == 0:  # an empty object: nothing to GET
+                    return i, None, 0.0
+                t = time.perf_counter()
+                try:
+                    r = c.get_into(bucket, w.key, land[:w.nbytes], offset=w.offset,
+                                   length=w.nbytes, transport=self.transport, cache=False)
+                    if land is not b:
+                        b[:w.nbytes].copy_(land[:w.nbytes])  # synchronous: the twin is reused
+                except BaseException:
+                    free.put(i)
+                    raise
+                if r.bytes != w.nbytes:
+                    free.put(i)
+                    raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"s3://{bucket}/{w.key}: "
+                                     f"{r.bytes} bytes landed of {w.nbytes}")
+                return i, r, time.perf_counter() - t
+
+            nxt = 0
+            while nxt < len(self.windows) and len(pending) < self.num_buffers:
+                pending.append((self.windows[nxt], ex.submit(fetch, self.windows[nxt])))
+                nxt += 1
+            while pending:
+                w, fut = pending.popleft()
+                t = time.perf_counter()
+                i, r, dt = fut.result()
+                self.stats["fetch_wait_s"] += time.perf_counter() - t
+                self.stats["windows"] += 1
+                if r is not None:
+                    self.stats["bytes"] += r.bytes
+                    self.stats["fetch_s"] += dt
+                    self.stats["transports"].add(r.transport)
+                try:
+                    yield w, bufs[i][:w.nbytes]
+                finally:
+                    free.put(i)
+                if nxt < len(self.windows):
+                    pending.append((self.windows[nxt], ex.submit(fetch, self.windows[nxt])))
+                    nxt += 1
+        finally:
+            for _, fut in pending:
+                fut.cancel()
+            ex.shutdown(wait=True)
+            for r in regs:
+                r.close()
+
+
+# --- epochs, shuffling and resumable state, shared by the iterable datasets -----------------
+
+def _mix(seed, epoch, salt):
+    """One 63-bit generator seed from (seed, epoch, salt): the same in every process."""
+    m = (1 << 64) - 1
+    x = (int(seed) * 0x9E3779B97F4A7C15 + int(epoch) * 0xBF58476D1CE4E5B9 + int(salt)) & m
+    x = ((x ^ (x >> 31)) * 0x94D049BB133111EB) & m
+    return (x ^ (x >> 29)) & ((1 << 63) - 1)
+
+
+class _Epochs:
+    """shuffle/seed, set_epoch, and the Stateful protocol (state_dict / load_state_dict) that
+    torchdata's StatefulDataLoader calls in each worker. The state is the number of items
+    this process has yielded in the epoch (after rank and worker sharding), with the epoch,
+    the seed and where it was taken (rank, world size, worker, workers); a resumed iterator
+    skips that many items without fetching them, and refuses to resume elsewhere. An
+    iterator that reaches the end of the epoch resets the count (as torchdata's examples do):
+    the next iterator, or one resumed from that state, starts the epoch again; set_epoch
+    moves on."""
+
+    _STATE_KEYS = ("epoch", "seed", "shuffle", "served", "layout")
+
+    def _init_epochs(self, shuffle, seed):
+        self.shuffle, self.seed, self.epoch = bool(shuffle), int(seed), 0
+        self._resume, self._served, self._layout = 0, 0, None
+
+    def set_epoch(self, epoch):
+        """The epoch the next iterator reads: with shuffle, the permutation drawn from
+        (seed, epoch). Drops a resume point set by load_state_dict."""
+        self.epoch = int(epoch)
+        self._resume = self._served = 0
+        self._layout = None
+
+    def _perm(self, n, salt=0):
+        if not self.shuffle or n < 2:
+            return list(range(n))
+        g = torch.Generator()
+        g.manual_seed(_mix(self.seed, self.epoch, salt))
+        return torch.randperm(n, generator=g).tolist()
+
+    def _where(self):
+        wi = get_worker_info()
+        return [self.rank, self.world_size, wi.id if wi else 0, wi.num_workers if wi else 1]
+
+    def state_dict(self):
+        return {"epoch": self.epoch, "seed": self.seed, "shuffle": self.shuffle,
+                "served": self._served, "layout": self._layout or self._where()}
+
+    def load_state_dict(self, state):
+        miss = [k for k in self._STATE_KEYS if k not in state]
+        if miss:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"dataset state lacks {miss}: not a "
+                             f"state_dict() of {type(self).__name__}")
+        self.epoch, self.seed = int(state["epoch"]), int(state["seed"])
+        self.shuffle = bool(state["shuffle"])
+        self._resume = self._served = int(state["served"])
+        self._layout = list(state["layout"])
+
+    def _begin(self):
+        """Items this iterator skips (a resume point), checked against where it runs."""
+        skip, here = self._resume, self._where()
+        if skip and self._layout is not None and self._layout != here:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"{type(self).__name__}: the state was "
+                             f"saved at [rank, world_size, worker, num_workers] {self._layout} "
+                             f"and this iterator runs at {here}; resume with the same ranks "
+                             "and DataLoader workers (the skipped items depend on them)")
+        self._resume, self._layout, self._served = 0, None, skip
+        return skip
+
+
+# --- any objects: one item per object ---------------------------------------------------------
+
+@dataclasses.dataclass
+class WharfObject:
+    """An object as a dataset item: where it is, its size and its bytes."""
+    bucket: str
+    key: str
+    size: int
+    data: bytes
+
+    @property
+    def url(self):
+        return f"s3://{self.bucket}/{self.key}"
+
+
+def _split_url(url):
+    """(bucket, raw prefix) of s3://bucket/prefix, the prefix as given (a trailing / kept)."""
+    bucket, _ = parse_url(url, need_key=False)
+    return bucket, url[5:].partition("/")[2]
+
+
+def _from_prefix(client, url):
+    bucket, prefix = _split_url(url)
+    out = [(bucket, o.key, o.length) for o in client.list(bucket, prefix or None)
+           if not o.key.endswith("/")]
+    if not out:
+        raise NotFoundError(_lib.WHARF_ERR_NOT_FOUND, f"no objects under {url}")
+    return out
+
+
+def _from_objects(client, objects, bucket):
+    """[(bucket, key, size)] of s3:// URLs, or of keys in bucket; sizes from HEADs."""
+    if isinstance(objects, str):
+        raise WharfError(_lib.WHARF_ERR_INVALID, "objects must be a list of s3:// URLs or "
+                         "keys, not a str")
+    named = []
+    for o in objects:
+        if is_url(o):
+            named.append(parse_url(o))
+        elif isinstance(o, str) and bucket:
+            named.append((bucket, o))
+        else:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"{o!r} is not an s3:// URL (a bare key "
+                             "needs bucket=)")
+    if not named:
+        raise WharfError(_lib.WHARF_ERR_INVALID, "objects is empty")
+    with cf.ThreadPoolExecutor(min(8, len(named)), thread_name_prefix="wharf-stat") as ex:
+        sizes = list(ex.map(lambda bk: client.stat(*bk).length, named))
+    return [(b, k, n) for (b, k), n in zip(named, sizes)]
+
+
+class _Objects:
+    """from_prefix / from_objects for the object datasets."""
+
+    @classmethod
+    def from_prefix(cls, url, client=None, transform=None, **kw):
+        """Every object under s3://bucket/prefix (listing order: by key). A prefix is matched
+        as given: s3://b/img/ takes img/..., s3://b/img also img2/..."""
+        c = _default_client(client)
+        return cls(_from_prefix(c, url), client=c, transform=transform, **kw)
+
+    @classmethod
+    def from_objects(cls, objects, client=None, bucket=None, transform=None, **kw):
+        """The objects named, in that order: s3:// URLs (any buckets), or keys with bucket=."""
+        c = _default_client(client)
+        return cls(_from_objects(c, objects, bucket), client=c, transform=transform, **kw)
+
+    def _item(self, b, k, n, data):
+        o = WharfObject(b, k, n, data)
+        return self.transform(o) if self.transform is not None else o
+
+
+class ObjectMapDataset(_Objects, Dataset):
+    """A map-style dataset, one item per object: ds[i] GETs object i and returns
+    transform(WharfObject) (the WharfObject itself without transform). len() is the number of
+    objects. Ranks and workers split it through the DataLoader's sampler (DistributedSampler
+    for ranks), as for any map-style dataset. Build with from_prefix or from_objects."""
+
+    def __init__(self, objects, client=None, transform=None, transport="auto"):
+        self.client = _default_client(client)
+        self.objects, self.transform, self.transport = list(objects), transform, transport
+
+    def __len__(self):
+        return len(self.objects)
+
+    def __getitem__(self, i):
+        b, k, n = self.objects[i]
+        data = self.client.get(b, k, length=n, transport=self.transport) if n else b""
+        if len(data) != n:
+            raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"s3://{b}/{k}: {len(data)} bytes read, "
+                             f"the listing said {n} (changed since?)")
+        return self._item(b, k, n, data)
+
+
+class ObjectIterableDataset(_Objects, _Epochs, IterableDataset):
+    """An iterable dataset, one item per object: transform(WharfObject) for each object of
+    this rank (every world_size-th of the epoch's order) and DataLoader worker (every
+    num_workers-th of those), fetched ahead into num_buffers buffers (of the largest object's
+    size unless buffer_bytes says) by fetch_workers threads. shuffle=True: the order is a
+    permutation of (seed, epoch), set_epoch changes it. len() is this rank's object count.
+    state_dict/load_state_dict resume mid-epoch. Build with from_prefix or from_objects."""
+
+    def __init__(self, objects, client=None, transform=None, rank=None, world_size=None,
+                 shuffle=False, seed=0, num_buffers=2, buffer_bytes=None, fetch_workers=2,
+                 transport="auto"):
+        self.client = _default_client(client)
+        self.objects, self.transform = list(objects), transform
+        self.rank, self.world_size = _rank_world(rank, world_size)
+        self.num_buffers, self.buffer_bytes = num_buffers, buffer_bytes
+        self.fetch_workers, self.transport = fetch_workers, transport
+        self.last_stats = None
+        big = [(b, k, n) for b, k, n in self.objects if buffer_bytes is not None
+               and n > buffer_bytes]
+        if big:
+            raise WharfError(_lib.WHARF_ERR_TOO_LARGE, f"s3://{big[0][0]}/{big[0][1]} has "
+                             f"{big[0][2]} bytes, more than buffer_bytes {buffer_bytes}")
+        self._init_epochs(shuffle, seed)
+
+    def __len__(self):
+        return len(range(self.rank, len(self.objects), self.world_size))
+
+    def __iter__(self):
+        skip = self._begin()
+        mine = self._perm(len(self.objects))[self.rank::self.world_size]
+        wi = get_worker_info()
+        if wi is not None and wi.num_workers > 1:
+            mine = mine[wi.id::wi.num_workers]
+        wins = [Window(self.objects[i][1], 0, self.objects[i][2], i, self.objects[i][0])
+                for i in mine[skip:]]
+        p = Prefetcher(self.client, None, wins, self.num_buffers, self.buffer_bytes,
+                       self.fetch_workers, self.transport)
+        self.last_stats = p.stats
+        for w, buf in p:
+            data = buf.numpy().tobytes()
+            self._served += 1
+            yield self._item(w.bucket, w.key, w.nbytes, data)
+        self._served = 0  # the epoch is done: a next iterator starts it again
+
+
+# --- the fixed layouts ------------------------------------------------------------------------
+
+class _Base(_Epochs, IterableDataset):
+    pin_memory = False  # page-locked prefetch buffers: faster copies to a GPU
+    device = None       # "cuda": items are GPU tensors, fetched into GPU memory (Prefetcher)
+    repeat = 1
+
+    def __init__(self, client, bucket, num_buffers, buffer_bytes, fetch_workers, transport,
+                 copy, rank, world_size, shuffle=False, seed=0):
+        self.client, self.bucket = client, bucket
+        self.num_buffers, self.buffer_bytes = num_buffers, buffer_bytes
+        self.fetch_workers, self.transport, self.copy = fetch_workers, transport, copy
+        self.rank, self.world_size = _rank_world(rank, world_size)
+        self.last_stats = None
+        self._init_epochs(shuffle, seed)
+
+    def _my_windows(self, windows):
+        wi = get_worker_info()
+        if wi is not None and wi.num_workers > 1:
+            return windows[wi.id::wi.num_workers]
+        return windows
+
+    def _prefetch(self, windows):
+        p = Prefetcher(self.client, self.bucket, windows, self.num_buffers, self.buffer_bytes,
+                       self.fetch_workers, self.transport, self.pin_memory, self.device)
+        self.last_stats = p.stats
+        return p
+
+    # A layout says how many rows (sequences, samples) a window holds, how many items they
+    # make, and yields the items of a window from a row order (None: in place) and a start.
+    def _rows(self, w):
+        raise NotImplementedError
+
+    def _count(self, w):
+        return self._rows(w)
+
+    def __len__(self):
+        """Items this rank yields in an epoch (shared between its DataLoader workers)."""
+        return sum(self._count(w) for w in self.windows) * int(self.repeat)
+
+    def _batches(self, rows, start):
+        """[(first, last)] row ranges of the items from item `start` (batch_size, drop_last)."""
+        bs = getattr(self, "batch_size", None) or 1
+        out = []
+        for i in range(start * bs, rows, bs):
+            j = min(rows, i + bs)
+            if j - i < bs and getattr(self, "drop_last", False):
+                break
+            out.append((i, j))
+        return out
+
+    def __iter__(self):
+        skip = self._begin()
+        n = len(self.windows)
+        plan = []  # (salt of the window's row order, window, first item)
+        for r in range(int(self.repeat)):
+            for i in self._my_windows(self._perm(n, salt=-1 - r)):
+                w = self.windows[i]
+                c = self._count(w)
+                if skip >= c:
+                    skip -= c
+                    continue
+                plan.append((r * n + i + 1, w, skip))
+                skip = 0
+        for k, (w, buf) in enumerate(self._prefetch([w for _, w, _ in plan])):
+            salt, _, start = plan[k]
+            order = self._perm(self._rows(w), salt) if self.shuffle else None
+            for item in self._items(w, buf, order, start):
+                self._served += 1
+                yield item
+        self._served = 0  # the epoch is done: a next iterator starts it again
+
+    def _take(self, t, order, i, j):
+        """Rows i..j of t in the window's order: a view (or its copy) in place, a gathered
+        copy when shuffled."""
+        if order is None:
+            v = t[i:j]
+            return v.clone() if self.copy else v
+        return t[torch.as_tensor(order[i:j], device=t.device)]
+
+
+class TokenDataset(_Base):
+    """Sequences of seq_len int32 tokens (or batches [batch_size, seq_len] when batch_size is
+    set) from token shards. seq_len defaults to the shards' own; another value re-cuts the
+    token stream of each shard (a tail shorter than seq_len is dropped, as is a last partial
+    batch of a window when drop_last). shuffle=True: windows, and the sequences inside each,
+    in a permutation of (seed, epoch); len(): items of this rank per epoch."""
+
+    def __init__(self, source, bucket=None, keys=None, prefix=None, seq_len=None,
+                 batch_size=None, rank=None, world_size=None, num_buffers=2,
+                 buffer_bytes=DEFAULT_BUFFER_BYTES, fetch_workers=2, transport="auto", copy=True,
+                 drop_last=True, repeat=1, client=None, device=None, shuffle=False, seed=0):
+        client, bucket, keys, prefix = _source(source, bucket, keys, prefix, client, ".bin")
+        super().__init__(client, bucket, num_buffers, buffer_bytes, fetch_workers, transport,
+                         copy, rank, world_size, shuffle, seed)
+        self.device = device
+        all_keys = _keys(client, bucket, keys, prefix, ".bin")
+        self.keys = all_keys[self.rank::self.world_size]
+        self.batch_size, self.drop_last, self.repeat = batch_size, drop_last, repeat
+        self.shards = []
+        for k in self.keys:
+            jk = k[:-4] + ".json"
+            m = _meta(client, bucket, jk)
+            _need(m, jk, ("sequences", "seq_len"))
+            if m.get("dtype", "int32") != "int32" or m.get("bytes_per_token", 4) != 4:
+                raise WharfError(_lib.WHARF_ERR_INVALID, f"{jk}: dtype {m.get('dtype')} is not "
+                                 "int32 (4 bytes per token)")
+            self.shards.append((k, int(m["sequences"]) * int(m["seq_len"]) * 4, m))
+        self.seq_len = int(seq_len or (self.shards[0][2]["seq_len"] if self.shards else 0))
+        if self.seq_len <= 0:
+            raise WharfError(_lib.WHARF_ERR_INVALID, "seq_len must be positive")
+        unit = self.seq_len * 4 * (batch_size or 1)
+        if unit > buffer_bytes:
+            raise WharfError(_lib.WHARF_ERR_TOO_LARGE, f"one item is {unit} bytes, more than "
+                             f"buffer_bytes {buffer_bytes}")
+        per = buffer_bytes // unit * unit
+        self.windows = []
+        for k, nbytes, _ in self.shards:
+            usable = nbytes // (self.seq_len * 4) * self.seq_len * 4
+            off = 0
+            while off < usable:
+                n = min(per, usable - off)
+                self.windows.append(Window(k, off, n, None))
+                off += n
+        self.num_sequences = sum(w.nbytes for w in self.windows) // (self.seq_len * 4)
+
+    def _rows(self, w):
+        return w.nbytes // (self.seq_len * 4)
+
+    def _count(self, w):
+        return len(self._batches(self._rows(w), 0))
+
+    def _items(self, w, buf, order, start):
+        toks = buf.view(torch.int32).view(-1, self.seq_len)
+        for i, j in self._batches(toks.shape[0], start):
+            b = self._take(toks, order, i, j)
+            yield b[0] if self.batch_size is None else b
+
+
+class RawImageShards(_Base):
+    """(image uint8 [H, W, C], label) from raw NHWC shards; with batch_size, (uint8
+    [B, H, W, C], int64 labels [B]) (a last partial batch of a window is yielded unless
+    drop_last). shuffle=True: windows, and the samples inside each, in a permutation of
+    (seed, epoch); len(): items of this rank per epoch."""
+
+    def __init__(self, source, bucket=None, keys=None, prefix=None, batch_size=None, rank=None,
+                 world_size=None, num_buffers=2, buffer_bytes=DEFAULT_BUFFER_BYTES,
+                 fetch_workers=2, transport="auto", copy=True, drop_last=False, client=None,
+                 device=None, shuffle=False, seed=0):
+        client, bucket, keys, prefix = _source(source, bucket, keys, prefix, client, ".raw")
+        super().__init__(client, bucket, num_buffers, buffer_bytes, fetch_workers, transport,
+                         copy, rank, world_size, shuffle, seed)
+        self.device = device
+        all_keys = _keys(client, bucket, keys, prefix, ".raw")
+        self.keys = all_keys[self.rank::self.world_size]
+        self.batch_size, self.drop_last = batch_size, drop_last
+        self.windows = []
+        self.num_samples = 0
+        for k in self.keys:
+            jk = k[:-4] + ".json"
+            m = _meta(client, bucket, jk)
+            _need(m, jk, ("samples", "height", "width", "channels", "labels"))
+            if m.get("dtype", "uint8") != "uint8":
+                raise WharfError(_lib.WHARF_ERR_INVALID, f"{jk}: dtype {m['dtype']} is not uint8")
+            h, w_, ch, n = int(m["height"]), int(m["width"]), int(m["channels"]), int(m["samples"])
+            sb = int(m.get("sample_bytes", h * w_ * ch))
+            if sb != h * w_ * ch or len(m["labels"]) != n:
+                raise WharfError(_lib.WHARF_ERR_INVALID, f"{jk}: sample_bytes {sb} or labels "
+                                 f"({len(m['labels'])}) do not match {n} samples of "
+                                 f"{h}x{w_}x{ch}")
+            per = max(1, buffer_bytes // sb)
+            if sb > buffer_bytes:
+                raise WharfError(_lib.WHARF_ERR_TOO_LARGE, f"{jk}: a sample of {sb} bytes does "
+                                 f"not fit buffer_bytes {buffer_bytes}")
+            for s0 in range(0, n, per):
+                s1 = min(n, s0 + per)
+                self.windows.append(Window(k, s0 * sb, (s1 - s0) * sb,
+                                           ((h, w_, ch), m["labels"][s0:s1])))
+            self.num_samples += n
+
+    def _rows(self, w):
+        return len(w.info[1])
+
+    def _count(self, w):
+        return len(self._batches(self._rows(w), 0))
+
+    def _items(self, w, buf, order, start):
+        shape, labels = w.info
+        imgs = buf.view(len(labels), *shape)
+        for i, j in self._batches(len(labels), start):
+            lab = labels[i:j] if order is None else [labels[x] for x in order[i:j]]
+            b = self._take(imgs, order, i, j)
+            if self.batch_size is None:
+                yield b[0], int(lab[0])
+            else:
+                yield b, torch.tensor(lab, dtype=torch.int64, device=buf.device)
+
+
+class JpegTarShards(_Base):
+    """(JPEG bytes, label) from tar shards and their byte index, fetched over HTTP by default
+    (JPEG decoding needs host memory; transport= may say otherwise). decode: a callable applied
+    to each JPEG's bytes (e.g. torchvision.io.decode_jpeg on a uint8 tensor); None gives bytes.
+    check_jpeg: refuse a sample whose bytes do not start with the JPEG SOI marker FF D8.
+    shuffle=True: windows, and the samples inside each, in a permutation of (seed, epoch)."""
+
+    def __init__(self, source, bucket=None, keys=None, prefix=None, rank=None, world_size=None,
+                 num_buffers=2, buffer_bytes=DEFAULT_BUFFER_BYTES, fetch_workers=2,
+                 transport="http", decode=None, check_jpeg=True, client=None, shuffle=False,
+                 seed=0):
+        client, bucket, keys, prefix = _source(source, bucket, keys, prefix, client, ".tar")
+        super().__init__(client, bucket, num_buffers, buffer_bytes, fetch_workers, transport,
+                         True, rank, world_size, shuffle, seed)
+        all_keys = _keys(client, bucket, keys, prefix, ".tar")
+        self.keys = all_keys[self.rank::self.world_size]
+        self.decode, self.check_jpeg = decode, check_jpeg
+        self.windows = []
+        self.num_samples = 0
+        for k in self.keys:
+            ik = k[:-4] + ".index.json"
+            m = _meta(client, bucket, ik)
+            _need(m, ik, ("samples",))
+            samples = sorted(m["samples"], key=lambda s: int(s["offset"]))
+            cur, start, end = [], 0, 0
+            for s in samples:
+                off, ln = int(s["offset"]), int(s["length"])
+                if off < 0 or ln < 0 or ln > buffer_bytes:
+                    raise WharfError(_lib.WHARF_ERR_TOO_LARGE if ln > buffer_bytes
+                                     else _lib.WHARF_ERR_INVALID,
+                                     f"{ik}: sample {s.get('key')} at {off} of {ln} bytes: "
+                                     f"bad offset/length or more than buffer_bytes "
+                                     f"{buffer_bytes}")
+                if cur and max(end, off + ln) - start > buffer_bytes:
+                    self.windows.append(Window(k, start, end - start, cur))
+                    cur = []
+                if not cur:
+                    start, end = off, off + ln
+                else:
+                    end = max(end, off + ln)
+                cur.append((off - start, ln, s.get("label"), s.get("key")))
+            if cur:
+                self.windows.append(Window(k, start, end - start, cur))
+            self.num_samples += len(samples)
+
+    def _rows(self, w):
+        return len(w.info)
+
+    def _items(self, w, buf, order, start):
+        mv = buf.numpy()
+        for x in (range(len(w.info)) if order is None else order)[start:]:
+            rel, ln, label, key = w.info[x]
+            data = mv[rel:rel + ln].tobytes()
+            if self.check_jpeg and data[:2] != b"\xff\xd8":
+                raise WharfError(_lib.WHARF_ERR_INVALID, f"s3://{self.bucket}/{w.key}: "
+                                 f"sample {key} at offset {w.offset + rel} does not start "
+                                 "with the JPEG marker FF D8 (index and tar disagree)")
+            yield (self.decode(data) if self.decode else data), label
+
+
+# --- writers: the inverse of TokenDataset and RawImageShards ---------------------------------
+
+class _ShardWriter:
+    """Shards <prefix>/<name>-<i:05d><suffix> with a <name>-<i:05d>.json beside each, PUT as
+    each fills (the .json after its data object, so a listed data object's metadata follows
+    it); close() writes the last, partial shard and returns the data keys. Used as a context
+    manager, an exception drops the rows not yet written."""
+
+    def __init__(self, url, per_shard, client, name, suffix, first_index):
+        if not isinstance(per_shard, int) or per_shard < 1:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"rows per shard must be a positive int, "
+                             f"not {per_shard!r}")
+        self.client = _default_client(client)
+        self.bucket, prefix = parse_url(url, need_key=False)
+        self.prefix, self.name, self.suffix = prefix, name, suffix
+        self.per_shard, self.index, self.keys = per_shard, int(first_index), []
+        self._rows, self._pending, self._closed = 0, [], False
+
+    def _add(self, rows, extra):
+        if self._closed:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"{type(self).__name__} is closed")
+        self._pending.append((rows, extra))
+        self._rows += rows.shape[0]
+        while self._rows >= self.per_shard:
+            self._flush(self.per_shard)
+
+    def _flush(self, n):
+        rows, extras, got = [], [], 0
+        while got < n:
+            r, e = self._pending.pop(0)
+            take = min(n - got, r.shape[0])
+            rows.append(r[:take])
+            extras.append(e[:take])
+            if take < r.shape[0]:
+                self._pending.insert(0, (r[take:], e[take:]))
+            got += take
+        self._rows -= n
+        data = np.ascontiguousarray(np.concatenate(rows))
+        extra = [x for e in extras for x in e]
+        stem = _join(self.prefix, f"{self.name}-{self.index:05d}")
+        self.client.put_from(self.bucket, stem + self.suffix, data)
+        self.client.put(self.bucket, stem + ".json", json.dumps(self._meta(data, extra)).encode())
+        self.keys.append(stem + self.suffix)
+        self.index += 1
+
+    def close(self):
+        """Writes what is pending as a last shard; returns the keys of every data object."""
+        if not self._closed:
+            if self._rows:
+                self._flush(self._rows)
+            self._closed = True
+        return list(self.keys)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *_):
+        if exc_type is None:
+            self.close()
+        else:
+            self._pending, self._rows, self._closed = [], 0, True
+
+
+def _ints(a, what):
+    if isinstance(a, torch.Tensor):
+        a = a.detach().cpu().numpy()
+    a = np.asarray(a)
+    if a.dtype.kind not in "iu":
+        raise WharfError(_lib.WHARF_ERR_INVALID, f"{what} must be integers, not {a.dtype}")
+    return a
+
+
+class TokenShardWriter(_ShardWriter):
+    """Writes token shards TokenDataset reads: <prefix>/<name>-00000.bin (int32 LE,
+    sequences_per_shard x seq_len) and its .json {sequences, seq_len, dtype, bytes_per_token,
+    vocab_size, sequence_bytes}. write(tokens): integers whose count is a multiple of
+    seq_len (any shape: [n, seq_len] or flat), each in [0, vocab_size) when vocab_size is
+    given, else in int32's range."""
+
+    def __init__(self, url, seq_len, sequences_per_shard, vocab_size=None, client=None,
+                 name="shard", first_index=0, metadata=None):
+        super().__init__(url, sequences_per_shard, client, name, ".bin", first_index)
+        if not isinstance(seq_len, int) or seq_len < 1:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"seq_len must be a positive int, not "
+                             f"{seq_len!r}")
+        self.seq_len, self.vocab_size, self.metadata = seq_len, vocab_size, dict(metadata or {})
+
+    def write(self, tokens):
+        a = _ints(tokens, "tokens")
+        if a.size % self.seq_len:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"{a.size} tokens are not a whole number "
+                             f"of sequences of seq_len {self.seq_len}")
+        if a.size:
+            lo, hi = int(a.min()), int(a.max())
+            top = self.vocab_size if self.vocab_size is not None else 2 ** 31
+            bottom = 0 if self.vocab_size is not None else -2 ** 31
+            if lo < bottom or hi >= top:
+                raise WharfError(_lib.WHARF_ERR_RANGE, f"token {lo if lo < bottom else hi} is "
+                                 f"outside [{bottom}, {top})" + (" (vocab_size)" if
+                                                                 self.vocab_size else ""))
+        rows = a.astype("<i4").reshape(-1, self.seq_len)
+        self._add(rows, [None] * rows.shape[0])
+
+    def _meta(self, data, _):
+        m = dict(self.metadata)
+        m.update(sequences=int(data.shape[0]), seq_len=self.seq_len, dtype="int32",
+                 bytes_per_token=4, sequence_bytes=self.seq_len * 4)
+        if self.vocab_size is not None:
+            m["vocab_size"] = int(self.vocab_size)
+        return m
+
+
+class RawImageShardWriter(_ShardWriter):
+    """Writes raw image shards RawImageShards reads: <prefix>/<name>-00000.raw (uint8
+    samples_per_shard x H x W x C) and its .json {samples, height, width, channels, dtype,
+    sample_bytes, labels, keys}. write(images, labels, keys=None): uint8 [B, H, W, C] (numpy or
+    a tensor), B int labels, and B sample keys (default: the running sample number)."""
+
+    def __init__(self, url, height, width, channels, samples_per_shard, client=None,
+                 name="shard", first_index=0):
+        super().__init__(url, samples_per_shard, client, name, ".raw", first_index)
+        self.shape = (int(height), int(width), int(channels))
+        if min(self.shape) < 1:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"height, width and channels must be "
+                             f"positive, not {self.shape}")
+        self._count = 0
+
+    def write(self, images, labels, keys=None):
+        a = images.detach().cpu().numpy() if isinstance(images, torch.Tensor) else \
+            np.asarray(images)
+        if a.dtype != np.uint8 or a.ndim != 4 or tuple(a.shape[1:]) != self.shape:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"images must be uint8 [B, "
+                             f"{', '.join(map(str, self.shape))}], not {a.dtype} "
+                             f"{list(a.shape)}")
+        labs = [int(x) for x in _ints(labels, "labels").reshape(-1)]
+        if len(labs) != a.shape[0]:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"{len(labs)} labels for {a.shape[0]} "
+                             "images")
+        if keys is None:
+            keys = [f"{self._count + i:09d}" for i in range(a.shape[0])]
+        keys = [str(k) for k in keys]
+        if len(keys) != a.shape[0]:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"{len(keys)} keys for {a.shape[0]} "
+                             "images")
+        self._count += a.shape[0]
+        self._add(a, list(zip(labs, keys)))
+
+    def _meta(self, data, extra):
+        h, w, c = self.shape
+        return {"samples": int(data.shape[0]), "height": h, "width": w, "channels": c,
+                "dtype": "uint8", "sample_bytes": h * w * c, "labels": [e[0] for e in extra],
+                "keys": [e[1] for e in extra]}
+
+
+def write_token_shards(url, tokens, seq_len, sequences_per_shard, vocab_size=None,
+                       client=None, name="shard", metadata=None):
+    """TokenShardWriter in one call: the keys of the .bin objects written."""
+    with TokenShardWriter(url, seq_len, sequences_per_shard, vocab_size, client, name,
+                          metadata=metadata) as w:
+        w.write(tokens)
+    return w.keys
+
+
+def write_raw_image_shards(url, images, labels, samples_per_shard, keys=None, client=None,
+                           name="shard"):
+    """RawImageShardWriter in one call: images uint8 [N, H, W, C]; the .raw keys written."""
+    shape = tuple(images.shape[1:]) if len(images.shape) == 4 else (0, 0, 0)
+    with RawImageShardWriter(url, *shape, samples_per_shard, client=client, name=name) as w:
+        w.write(images, labels, keys)
+    return w.keys
