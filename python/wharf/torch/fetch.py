@@ -24,14 +24,18 @@ PIECE = 1 << 30
 
 
 def fetch(c, bucket, shards, device, transport, rep, expect_etags=None, progress=False,
-          desc="load"):
-    """Headers of shards [(key, size)], their data sections in one arena, and a dict of
-    zero-copy views {name: tensor}."""
+          desc="load", copy=False):
+    """Headers of shards [(key, size)] and a dict {name: tensor}: with copy False, zero-copy
+    views of one arena holding every data section; with copy True, each tensor in a storage
+    of its own (fetch_each)."""
     t0 = time.perf_counter()
     nthreads = max(1, min(8, len(shards)))
     with cf.ThreadPoolExecutor(nthreads, thread_name_prefix="wharf-hdr") as ex:
         headers = list(ex.map(lambda ks: st.read_header(c, bucket, ks[0], ks[1]), shards))
     t_hdr = time.perf_counter()
+    if copy:
+        return fetch_each(c, bucket, shards, headers, device, transport, rep, expect_etags,
+                          progress, desc, t0, t_hdr)
     bases, total = [], 0
     for h in headers:
         total = (total + ARENA_ALIGN - 1) // ARENA_ALIGN * ARENA_ALIGN
@@ -103,12 +107,7 @@ def fetch(c, bucket, shards, device, transport, rep, expect_etags=None, progress
     staging_bytes = sum(b.numel() for b in stage_bufs)
     stage_bufs = None  # the host staging memory goes now
     t_get = time.perf_counter()
-    if expect_etags:
-        for (key, _), r, want in zip(shards, reports, expect_etags):
-            if r is not None and want and r.etag and r.etag != want:
-                raise WharfError(_lib.WHARF_ERR_PRECONDITION, f"s3://{bucket}/{key} changed "
-                                 f"after the checkpoint was committed (ETag {r.etag}, committed "
-                                 f"{want}); save the checkpoint again")
+    _check_etags(bucket, shards, reports, expect_etags)
     tensors = {}
     for (key, _), h, base in zip(shards, headers, bases):
         for ti in h.tensors:
@@ -126,3 +125,135 @@ def fetch(c, bucket, shards, device, transport, rep, expect_etags=None, progress
                headers={k: h for (k, _), h in zip(shards, headers)})
     return tensors
 
+
+
+def _check_etags(bucket, shards, reports, expect_etags):
+    for (key, _), r, want in zip(shards, reports, expect_etags or ()):
+        if r is not None and want and r.etag and r.etag != want:
+            raise WharfError(_lib.WHARF_ERR_PRECONDITION, f"s3://{bucket}/{key} changed "
+                             f"after the checkpoint was committed (ETag {r.etag}, committed "
+                             f"{want}); save the checkpoint again")
+
+
+# copy=True: a tensor at least this large is fetched on its own (into its own storage, on the
+# host); smaller neighbours share one GET of at most RUN bytes into a staging buffer and are
+# copied out of it.
+SMALL = 4 << 20
+RUN = 64 << 20
+
+
+def _jobs(h):
+    """[(begin, end, [TensorInfo])] of one shard's data section: a large tensor alone, runs of
+    small neighbours together, each job at most PIECE bytes (a larger tensor in pieces)."""
+    out, cur = [], []
+    for ti in sorted(h.tensors, key=lambda t: t.begin):
+        if ti.nbytes == 0:
+            continue
+        if ti.nbytes >= SMALL:
+            if cur:
+                out.append((cur[0].begin, cur[-1].end, cur))
+                cur = []
+            out.append((ti.begin, ti.end, [ti]))
+            continue
+        if cur and (ti.end - cur[0].begin > RUN or ti.begin != cur[-1].end):
+            out.append((cur[0].begin, cur[-1].end, cur))
+            cur = []
+        cur.append(ti)
+    if cur:
+        out.append((cur[0].begin, cur[-1].end, cur))
+    return out
+
+
+def fetch_each(c, bucket, shards, headers, device, transport, rep, expect_etags, progress,
+               desc, t0, t_hdr):
+    """Every tensor in a storage of its own, so that one tensor kept alive holds only its own
+    bytes (and torch.save of it writes only those). On the host a large tensor lands in its
+    own memory directly; runs of small ones, and everything bound for a GPU, land in a
+    staging buffer per download thread (page-locked for a GPU) and are copied out."""
+    dev = torch.device(device)
+    jobs = [(i, b, e, tis) for i, h in enumerate(headers) for b, e, tis in _jobs(h)]
+    dests = {}
+    for i, h in enumerate(headers):
+        for ti in h.tensors:
+            dests[(i, ti.name)] = torch.empty(ti.nbytes, dtype=torch.uint8, device=dev)
+
+    def direct(job):
+        return dev.type == "cpu" and len(job[3]) == 1
+
+    staged = [j for j in jobs if not direct(j)]
+    piece_max = min(PIECE, max([e - b for _, b, e, _ in staged] + [0]))
+    par = max(1, min(2, len(jobs)))
+    stage_bufs = [torch.empty(piece_max, dtype=torch.uint8, pin_memory=dev.type == "cuda")
+                  for _ in range(par if staged else 0)]
+    use_rdma = c.rdma and transport != "http"
+    stage_regs = [c.register(b) for b in stage_bufs] if use_rdma else []
+    free_bufs = queue.SimpleQueue()
+    for b in stage_bufs:
+        free_bufs.put(b)
+    reports = [None] * len(shards)
+    all_reports = []
+    bar = Progress(sum(h.data_len for h in headers), f"{desc} s3://{bucket}", progress)
+
+    def get(i, land, off, n):
+        key = shards[i][0]
+        r = c.get_into(bucket, key, land, offset=headers[i].data_offset + off, length=n,
+                       transport=transport, cache=False)
+        if r.bytes != n:
+            raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"s3://{bucket}/{key}: {r.bytes} bytes "
+                             f"landed of {n} at {headers[i].data_offset + off}")
+        if reports[i] is None:
+            reports[i] = r
+        all_reports.append(r)
+        bar.update(n)
+
+    def one(job):
+        i, b, e, tis = job
+        if direct(job):
+            d = dests[(i, tis[0].name)]
+            for p in range(0, e - b, PIECE):
+                get(i, d[p:p + min(PIECE, e - b - p)], b + p, min(PIECE, e - b - p))
+            return
+        sb = free_bufs.get()
+        try:
+            for p in range(b, e, PIECE):  # a GPU-bound tensor over PIECE: piece by piece
+                n = min(PIECE, e - p)
+                get(i, sb[:n], p, n)
+                for ti in tis:
+                    lo, hi = max(ti.begin, p), min(ti.end, p + n)
+                    if lo < hi:
+                        dests[(i, ti.name)][lo - ti.begin:hi - ti.begin].copy_(
+                            sb[lo - p:hi - p])
+            if dev.type == "cuda":
+                torch.cuda.synchronize(dev)  # the copies read sb, which is reused next
+        finally:
+            free_bufs.put(sb)
+
+    try:
+        with cf.ThreadPoolExecutor(par, thread_name_prefix="wharf-get") as ex:
+            list(ex.map(one, jobs))
+    finally:
+        bar.close()
+        for r in stage_regs:
+            r.close()
+    staging_bytes = sum(b.numel() for b in stage_bufs)
+    stage_bufs = None
+    t_get = time.perf_counter()
+    _check_etags(bucket, shards, reports, expect_etags)
+    tensors = {}
+    for i, ((key, _), h) in enumerate(zip(shards, headers)):
+        for ti in h.tensors:
+            if ti.name in tensors:
+                raise SafetensorsError(_lib.WHARF_ERR_INVALID, f"tensor {ti.name!r} is in more "
+                                       f"than one shard (again in s3://{bucket}/{key})")
+            own = st.TensorInfo(ti.name, ti.dtype, ti.shape, 0, ti.nbytes)
+            tensors[ti.name] = _view(dests.pop((i, ti.name)), 0, own)
+    t_end = time.perf_counter()
+    rep.update(arena=f"{'host' if dev.type == 'cpu' else dev} (a storage per tensor)",
+               staged_reason=None if dev.type == "cpu" else "copy=True: a storage per tensor "
+               "lands through host staging", staging_bytes=staging_bytes,
+               bytes=sum(h.data_len for h in headers), shards=len(shards),
+               header_s=t_hdr - t0, download_s=t_get - t_hdr, rebuild_s=t_end - t_get,
+               transports=sorted({r.transport for r in all_reports}),
+               fell_back=any(r.fell_back for r in all_reports), reports=all_reports,
+               headers={k: h for (k, _), h in zip(shards, headers)})
+    return tensors

@@ -1,14 +1,35 @@
-"""Hugging Face safetensors snapshots (what save_pretrained writes: model.safetensors or
+"""Hugging Face snapshots under s3:// prefixes.
+
+Reading: load_safetensors (what save_pretrained writes: model.safetensors or
 model.safetensors.index.json and its shards, any shard size, 5 GB decimal shards above 4 GiB
-included) from s3:// prefixes, into host or device memory; and load_pretrained, which loads
-one into a model."""
+included) into host or device memory; load_pretrained, which loads one into a model (tying
+weights again and computing the non-persistent buffers a model built on the meta device
+lacks); from_pretrained, a transformers model from a snapshot URL in one call.
+
+Writing: save_pretrained writes a model's (or a state dict's) snapshot straight from memory
+in Hugging Face's layout (config.json, safetensors shards and their index, tied weights once);
+upload_pretrained uploads a folder that transformers' save_pretrained wrote; download_pretrained
+fetches a snapshot's files into a local folder for code that wants a path (tokenizers)."""
+import concurrent.futures as cf
+import contextlib
+import json
+import os
+import re
+import tempfile
 import time
+import types
+
+import numpy as np
+import torch
 
 from .. import _lib
+from .. import safetensors as st
 from ..errors import NotFoundError, SafetensorsError, WharfError
 from ._common import INDEX_NAME, _client, _join, parse_url
 from .checkpoint import _read_json
+from .dtypes import as_bytes as _as_bytes, prepare as _prepare
 from .fetch import fetch
+from .structure import _view_key
 
 
 def _resolve_hf(c, bucket, key, url):
@@ -52,19 +73,22 @@ def _resolve_hf(c, bucket, key, url):
 
 
 def load_safetensors(url, device="cpu", client=None, transport="auto", report=None,
-                     progress=False):
+                     progress=False, copy=False):
     """{name: tensor} of a Hugging Face safetensors snapshot (a directory with
     model.safetensors.index.json and its shards, or with model.safetensors / *.safetensors),
-    an index, or a single file. Every tensor is a zero-copy view of one arena; dtypes this
-    torch lacks come back as raw uint8 views (see wharf.torch.dtypes.view). progress=True:
-    a progress bar (tqdm where installed, else lines on stderr)."""
+    an index, or a single file. Every tensor is a zero-copy view of one arena (copy=False,
+    the default: one allocation, one GET per data section), or with copy=True in a storage
+    of its own (a tensor kept alive then holds only its own bytes, and torch.save of it
+    writes only those); dtypes this torch lacks come back as raw uint8 views (see
+    wharf.torch.dtypes.view). progress=True: a progress bar (tqdm where installed, else
+    lines on stderr)."""
     c = _client(client)
     bucket, key = parse_url(url, need_key=False)
     shards, wm = _resolve_hf(c, bucket, key, url)
     rep = {} if report is None else report
     t0 = time.perf_counter()
     tensors = fetch(c, bucket, shards, device, transport, rep, progress=progress,
-                    desc="load_safetensors")
+                    desc="load_safetensors", copy=copy)
     if wm is not None:
         hdrs = rep["headers"]
         d = key.rpartition("/")[0] if key.endswith(".json") else key
@@ -78,17 +102,115 @@ def load_safetensors(url, device="cpu", client=None, transport="auto", report=No
     return tensors
 
 
+# --- loading into a model ---------------------------------------------------------------------
+
+@contextlib.contextmanager
+def init_empty_weights(device=None):
+    """Modules built inside have their parameters on the meta device (no memory, and no
+    initialisation: an init on meta does nothing) and their buffers real, on device (default:
+    where torch would put them). A model built so needs no buffer repair after
+    load_pretrained, since the buffers a checkpoint lacks (non-persistent: a rotary
+    embedding's inv_freq) were computed by its own constructor; the way transformers and
+    accelerate build a model before loading (init_empty_weights(include_buffers=False))."""
+    old = torch.nn.Module.register_parameter
+
+    def register_parameter(self, name, param):
+        old(self, name, param)
+        if param is not None and param.device.type != "meta":
+            p = self._parameters[name]
+            self._parameters[name] = type(p)(p.to("meta"), requires_grad=p.requires_grad)
+
+    torch.nn.Module.register_parameter = register_parameter
+    try:
+        with (torch.device(device) if device is not None and hasattr(torch, "set_default_device")
+              else contextlib.nullcontext()):
+            yield
+    finally:
+        torch.nn.Module.register_parameter = old
+
+
+def _meta_buffers(model):
+    return [(n, b) for n, b in model.named_buffers() if b.device.type == "meta"]
+
+
+def _set_buffer(model, name, value):
+    mod_name, _, leaf = name.rpartition(".")
+    mod = model.get_submodule(mod_name) if mod_name else model
+    mod._buffers[leaf] = value  # keeps the buffer's persistence (mod._non_persistent_buffers_set)
+
+
+def _materialize_buffers(model, device, buffers_from, url):
+    """Buffers still on the meta device after the load (non-persistent ones are in no
+    checkpoint) get the values a real build of the model computes: from buffers_from (a module
+    or a callable returning one), else from a rebuild of type(model)(model.config) with its
+    parameters on meta (init_empty_weights: cheap, nothing initialised). Returns their names."""
+    meta = _meta_buffers(model)
+    if not meta:
+        return []
+    names = [n for n, _ in meta]
+    if buffers_from is None and getattr(model, "config", None) is not None:
+        def buffers_from():
+            with init_empty_weights(device):
+                return type(model)(model.config)
+    if buffers_from is None:
+        raise WharfError(_lib.WHARF_ERR_INVALID, f"{url}: buffers {names[:8]} of "
+                         f"{type(model).__name__} are on the meta device and no checkpoint "
+                         "holds them (non-persistent); build the model inside "
+                         "wharf.torch.hf.init_empty_weights() (parameters on meta, buffers "
+                         "real), or pass buffers_from= (a module, or a callable returning one, "
+                         "whose buffers have the values)")
+    src = buffers_from() if callable(buffers_from) and not isinstance(
+        buffers_from, torch.nn.Module) else buffers_from
+    have = dict(src.named_buffers())
+    lacking = [n for n in names if n not in have or have[n].device.type == "meta"]
+    if lacking:
+        raise WharfError(_lib.WHARF_ERR_INVALID, f"{url}: buffers {lacking[:8]} are on the "
+                         f"meta device and the rebuilt {type(src).__name__} has no values for "
+                         "them either; pass buffers_from=")
+    for n, b in meta:
+        _set_buffer(model, n, have[n].to(device=device, dtype=b.dtype).clone())
+    return names
+
+
+def _load_without_assign(model, sd):
+    """load_state_dict(sd, strict=False) for a torch without assign=: values are copied into
+    the model's tensors, except into tensors on the meta device (a copy there does nothing),
+    which are replaced by the loaded ones. Returns (missing_keys, unexpected_keys)."""
+    mine = model.state_dict(keep_vars=True)
+    for name, v in sd.items():
+        t = mine.get(name)
+        if t is None:
+            continue
+        if t.device.type != "meta":
+            with torch.no_grad():
+                t.copy_(v)
+            continue
+        mod_name, _, leaf = name.rpartition(".")
+        mod = model.get_submodule(mod_name) if mod_name else model
+        if leaf in mod._parameters:
+            mod._parameters[leaf] = torch.nn.Parameter(v, requires_grad=t.requires_grad)
+        else:
+            mod._buffers[leaf] = v
+    return types.SimpleNamespace(missing_keys=[k for k in mine if k not in sd],
+                                 unexpected_keys=[k for k in sd if k not in mine])
+
+
 def load_pretrained(url, model=None, device=None, client=None, strict=True, transport="auto",
-                    report=None, progress=False):
+                    report=None, progress=False, copy=False, buffers_from=None):
     """A Hugging Face snapshot under url as a state dict ({name: tensor}, model None), or
     loaded into model with load_state_dict(assign=True): the model's parameters become the
-    loaded tensors (zero-copy views of one arena on device), and the model is returned.
+    loaded tensors (zero-copy views of one arena on device; copy=True: a storage each), and
+    the model is returned.
     device: where the tensors land (default: where the model's first parameter is, "cpu" for
     a model on the meta device or without parameters, "cpu" without a model). Weights that
     save_pretrained leaves out because they are tied (lm_head to the embedding) are tied
-    again by model.tie_weights() when the model has it. strict: refuse keys missing from the
-    snapshot or unknown to the model (WharfError naming them). On a torch without
-    load_state_dict(assign=) the values are copied into the model's own tensors instead."""
+    again by model.tie_weights() when the model has it. Buffers left on the meta device (a
+    model built under torch.device("meta"): its non-persistent buffers are in no snapshot)
+    are computed by a rebuild of the model with its parameters on meta (buffers_from= gives
+    the module to take them from instead); report["materialized_buffers"] names them.
+    strict: refuse keys missing from the snapshot or unknown to the model (WharfError naming
+    them). On a torch without load_state_dict(assign=) the values are copied into the
+    model's own tensors instead (tensors on the meta device are replaced)."""
     if device is None:
         device = "cpu"
         if model is not None:
@@ -96,13 +218,13 @@ def load_pretrained(url, model=None, device=None, client=None, strict=True, tran
             if p is not None and p.device.type != "meta":
                 device = p.device
     sd = load_safetensors(url, device=device, client=client, transport=transport,
-                          report=report, progress=progress)
+                          report=report, progress=progress, copy=copy)
     if model is None:
         return sd
     try:
         res = model.load_state_dict(sd, strict=False, assign=True)
     except TypeError:  # torch < 2.1: no assign=
-        res = model.load_state_dict(sd, strict=False)
+        res = _load_without_assign(model, sd)
     if hasattr(model, "tie_weights"):
         model.tie_weights()
     mine = model.state_dict()
@@ -115,6 +237,262 @@ def load_pretrained(url, model=None, device=None, client=None, strict=True, tran
                          f"missing from the snapshot: {missing[:8]}; in the snapshot but not the "
                          f"model: {list(res.unexpected_keys)[:8]}; pass strict=False to load "
                          "what matches")
+    made = _materialize_buffers(model, torch.device(device), buffers_from, url)
     if report is not None:
-        report.update(missing_keys=missing, unexpected_keys=list(res.unexpected_keys))
+        report.update(missing_keys=missing, unexpected_keys=list(res.unexpected_keys),
+                      materialized_buffers=made)
     return model
+
+
+def from_pretrained(url, model_class=None, device="cpu", dtype=None, client=None,
+                    transport="auto", report=None, progress=False, **config_kw):
+    """A transformers model from a snapshot URL in one call, without a download loop: its
+    config.json (read with transformers' AutoConfig), the model built with its parameters on
+    the meta device (init_empty_weights: buffers real, on device), then load_pretrained.
+    model_class: a transformers class with from_config (AutoModelForCausalLM by default) or a
+    model class; dtype: the parameters' dtype (default: the config's, else the snapshot's)."""
+    try:
+        import transformers
+    except ImportError as e:
+        from ..errors import MissingDependencyError
+        raise MissingDependencyError(f"wharf.torch.hf.from_pretrained needs transformers "
+                                     f"({e})") from None
+    c = _client(client)
+    bucket, key = parse_url(url, need_key=False)
+    d = key[:-len(".json")].rpartition("/")[0] if key.endswith(".json") else key
+    cfg_dict = _read_json(c, bucket, _join(d, "config.json"))
+    with tempfile.TemporaryDirectory(prefix="wharf-cfg-") as tmp:
+        with open(os.path.join(tmp, "config.json"), "w") as f:
+            json.dump(cfg_dict, f)
+        cfg = transformers.AutoConfig.from_pretrained(tmp, **config_kw)
+    cls = model_class or transformers.AutoModelForCausalLM
+    kw = {} if dtype is None else {"dtype": dtype}
+    with init_empty_weights(device):
+        if hasattr(cls, "from_config"):
+            model = cls.from_config(cfg, **kw)
+        else:
+            model = cls._from_config(cfg, **kw)
+    load_pretrained(url, model=model, device=device, client=c, transport=transport,
+                    report=report, progress=progress)
+    if dtype is not None:
+        model = model.to(dtype)
+    return model.eval()
+
+
+# --- writing snapshots -------------------------------------------------------------------------
+
+_SHARD_RE = re.compile(r"^model-\d{5}-of-\d{5}\.safetensors$")
+_UNITS = {"B": 1, "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12,
+          "KIB": 2 ** 10, "MIB": 2 ** 20, "GIB": 2 ** 30, "TIB": 2 ** 40}
+
+
+def parse_size(size):
+    """Bytes of an int or of "5GB" / "100KB" / "2GiB" (decimal and binary units, as
+    transformers' max_shard_size)."""
+    if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+        return size
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?I?B)\s*", str(size).upper()) \
+        if isinstance(size, str) else None
+    if not m:
+        raise WharfError(_lib.WHARF_ERR_INVALID, f"max_shard_size must be a positive int or a "
+                         f"size such as \"5GB\" or \"500MiB\", not {size!r}")
+    return max(1, int(float(m.group(1)) * _UNITS[m.group(2)]))
+
+
+def _untie(sd):
+    """The state dict without the names that repeat a tensor already in it (tied weights:
+    transformers' save_pretrained leaves them out too, and tie_weights() ties them back);
+    the first name of each tensor is kept. Returns (kept {name: tensor}, {dropped: kept})."""
+    kept, seen, dropped = {}, {}, {}
+    for name, t in sd.items():
+        if not isinstance(t, torch.Tensor):
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"state dict entry {name!r} is a "
+                             f"{type(t).__name__}, not a tensor")
+        k = _view_key(t)
+        if k is not None and k in seen:
+            dropped[name] = seen[k]
+            continue
+        if k is not None:
+            seen[k] = name
+        kept[name] = t
+    return kept, dropped
+
+
+def _shard_bytes(items, metadata):
+    """One safetensors file (bytes as a numpy uint8 array) of items [(name, tensor, dtype)],
+    laid out by descending item size then name (the reference writer's order)."""
+    items = sorted(items, key=lambda it: (-it[1].element_size(), it[0]))
+    entries, off = [], 0
+    for name, t, dt in items:
+        n = t.numel() * t.element_size()
+        entries.append((name, dt, tuple(t.shape), off, off + n))
+        off += n
+    head = st.build_header(entries, metadata)
+    out = np.empty(len(head) + off, dtype=np.uint8)
+    out[:len(head)] = np.frombuffer(head, dtype=np.uint8)
+    for (name, t, _), (_, _, _, b, e) in zip(items, entries):
+        if e > b:
+            src = _as_bytes(t.cpu() if t.device.type != "cpu" else t)
+            out[len(head) + b:len(head) + e] = src.numpy()
+    return out
+
+
+def _config_json(model, config):
+    if config is not None:
+        if isinstance(config, dict):
+            return json.dumps(config, indent=2, sort_keys=True)
+        if hasattr(config, "to_json_string"):
+            return config.to_json_string()
+        raise WharfError(_lib.WHARF_ERR_INVALID, f"config must be a dict or a transformers "
+                         f"config, not {type(config).__name__}")
+    cfg = getattr(model, "config", None)
+    return cfg.to_json_string() if hasattr(cfg, "to_json_string") else None
+
+
+def save_pretrained(model, url, client=None, max_shard_size="5GB", config=None,
+                    metadata=None, transport="auto", report=None):
+    """Writes a Hugging Face snapshot of model (an nn.Module, or a state dict) under url,
+    straight from memory: config.json (model.config, or config=), generation_config.json when
+    the model has one, model.safetensors or model-0000i-of-0000N.safetensors shards of at most
+    max_shard_size (an int, or "5GB" / "500MiB") with their model.safetensors.index.json
+    ({"metadata": {"total_size"}, "weight_map"}), tensors laid out as the reference writer
+    does, __metadata__ {"format": "pt"}. Tied weights (two names, one tensor) are stored once
+    under their first name, as transformers does; load_pretrained and from_pretrained tie them
+    again. The index (or the single file) is written last: an index of an older save there is
+    deleted first, and shards of it that the new one does not use are deleted after. Returns
+    a report: files, total_size, dropped_tied {name: kept name}."""
+    c = _client(client)
+    bucket, prefix = parse_url(url, need_key=False)
+    limit = parse_size(max_shard_size)
+    sd = model.state_dict() if isinstance(model, torch.nn.Module) else model
+    if not isinstance(sd, dict):
+        raise WharfError(_lib.WHARF_ERR_INVALID, f"save_pretrained takes an nn.Module or a "
+                         f"state dict, not {type(model).__name__}")
+    kept, dropped = _untie(sd)
+    items = []
+    for name, t in kept.items():
+        s, dt, special = _prepare(name, t)
+        if special is not None:
+            raise WharfError(_lib.WHARF_ERR_UNSUPPORTED, f"tensor {name!r}: {t.dtype} has no "
+                             "safetensors dtype that Hugging Face loaders read")
+        items.append((name, s, dt))
+    shards, cur, cur_bytes = [], [], 0
+    for it in items:
+        n = it[1].numel() * it[1].element_size()
+        if cur and cur_bytes + n > limit:
+            shards.append(cur)
+            cur, cur_bytes = [], 0
+        cur.append(it)
+        cur_bytes += n
+    shards.append(cur)
+    nsh = len(shards)
+    names = (["model.safetensors"] if nsh == 1 else
+             [f"model-{i + 1:05d}-of-{nsh:05d}.safetensors" for i in range(nsh)])
+    meta = {"format": "pt"}
+    meta.update(metadata or {})
+    index_key = _join(prefix, INDEX_NAME)
+    pre = prefix + "/" if prefix else ""
+    old = [o.key for o in c.list(bucket, pre or None) if "/" not in o.key[len(pre):] and
+           (o.key[len(pre):] in (INDEX_NAME, "model.safetensors") or
+            _SHARD_RE.match(o.key[len(pre):]))]
+    if index_key in old:
+        c.delete(bucket, index_key)  # from here on no reader takes the old shards for whole
+    cfg = _config_json(model, config)
+    if cfg is not None:
+        c.put(bucket, _join(prefix, "config.json"), cfg.encode())
+    gen = getattr(model, "generation_config", None)
+    if hasattr(gen, "to_json_string"):
+        c.put(bucket, _join(prefix, "generation_config.json"), gen.to_json_string().encode())
+    weight_map, total = {}, 0
+    # the single file is the commit point itself, so it goes last; shards of an index first
+    for name, sh in zip(names, shards):
+        buf = _shard_bytes(sh, meta)
+        c.put_from(bucket, _join(prefix, name), buf, transport=transport)
+        for n, t, _ in sh:
+            weight_map[n] = name
+            total += t.numel() * t.element_size()
+    if nsh > 1:
+        idx = {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}
+        c.put(bucket, index_key, json.dumps(idx, indent=2).encode())
+    for k in old:
+        if k.rpartition("/")[2] not in names and k != index_key:
+            c.delete(bucket, k)
+    rep = {"files": names, "total_size": total, "dropped_tied": dropped,
+           "config": cfg is not None}
+    if report is not None:
+        report.update(rep)
+    return rep
+
+
+def _upload_order(names):
+    """Files in upload order: weights, then config files, and the index (the commit) last."""
+    def rank(n):
+        if n == INDEX_NAME:
+            return 2
+        if n == "model.safetensors" or _SHARD_RE.match(n) or n.endswith(".safetensors"):
+            return 0
+        return 1
+    return sorted(names, key=lambda n: (rank(n), n))
+
+
+def upload_pretrained(local_dir, url, client=None, threads=4, transport="auto"):
+    """Uploads a folder that transformers' save_pretrained (or anything else) wrote, files of
+    its subfolders included, under url: `threads` PUTs at once, the index last. Returns the
+    keys written."""
+    c = _client(client)
+    bucket, prefix = parse_url(url, need_key=False)
+    files = []
+    for root, _, fs in os.walk(local_dir):
+        for f in fs:
+            files.append(os.path.relpath(os.path.join(root, f), local_dir))
+    if not files:
+        raise WharfError(_lib.WHARF_ERR_NOT_FOUND, f"{local_dir}: no files to upload")
+
+    def put(rel):
+        with open(os.path.join(local_dir, rel), "rb") as f:
+            data = f.read()
+        c.put_from(bucket, _join(prefix, rel.replace(os.sep, "/")), data, transport=transport)
+        return _join(prefix, rel.replace(os.sep, "/"))
+
+    order = _upload_order(files)
+    last = [f for f in order if f == INDEX_NAME]
+    body = [f for f in order if f != INDEX_NAME]
+    with cf.ThreadPoolExecutor(max(1, min(threads, len(body) or 1)),
+                               thread_name_prefix="wharf-up") as ex:
+        keys = list(ex.map(put, body))
+    return keys + [put(f) for f in last]
+
+
+def download_pretrained(url, local_dir, client=None, threads=4, weights=True,
+                        transport="auto"):
+    """Every object under url into local_dir (weights=False: all but *.safetensors, e.g.
+    config and tokenizer files for code that wants a path), `threads` GETs at once. Returns
+    the local paths."""
+    c = _client(client)
+    bucket, prefix = parse_url(url, need_key=False)
+    pre = prefix + "/" if prefix else ""
+    objs = [o for o in c.list(bucket, pre or None)
+            if not o.key.endswith("/") and (weights or not o.key.endswith(".safetensors"))]
+    if not objs:
+        raise NotFoundError(_lib.WHARF_ERR_NOT_FOUND, f"no objects under {url}")
+
+    def get(o):
+        rel = o.key[len(pre):]
+        if rel.startswith("/") or ".." in rel.split("/"):
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"s3://{bucket}/{o.key}: not a path "
+                             f"inside {local_dir}")
+        path = os.path.join(local_dir, *rel.split("/"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        buf = np.empty(o.length, dtype=np.uint8)
+        if o.length:
+            r = c.get_into(bucket, o.key, buf, transport=transport, cache=False)
+            if r.bytes != o.length:
+                raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"s3://{bucket}/{o.key}: {r.bytes} "
+                                 f"bytes of {o.length}")
+        with open(path, "wb") as f:
+            f.write(buf.tobytes())
+        return path
+
+    with cf.ThreadPoolExecutor(max(1, min(threads, len(objs))),
+                               thread_name_prefix="wharf-down") as ex:
+        return list(ex.map(get, objs))

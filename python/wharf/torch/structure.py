@@ -1,5 +1,6 @@
 """The non-tensor structure of a saved object, as JSON that keeps its types: tensors become
-{"__tensor__": name}; dicts keep key types and order (OrderedDict too), tuples stay tuples,
+{"__tensor__": name} (one name for every object that is the same tensor: the same object, or
+tied weights, the same memory seen through the same shape, strides and dtype); dicts keep key types and order (OrderedDict too), tuples stay tuples,
 nan/inf, bytes, torch.dtype/device/Size survive. With allow_pickle, anything else is pickled
 (base64) under {"__pickle__": ...} and only unpickled by a load that also passes
 allow_pickle=True: Lightning checkpoints hold such objects (hyperparameters, callbacks)."""
@@ -24,6 +25,7 @@ class _Flatten:
         self.allow_pickle = allow_pickle
         self.tensors = []   # [(name, tensor, as_numpy)]
         self.by_id = {}     # id(tensor) -> name
+        self.by_view = {}   # _view_key(tensor) -> name: tied weights (one memory, two objects)
         self.names = set()
         self.keep = []      # keeps ids stable while walking
 
@@ -83,16 +85,32 @@ class _Flatten:
         return self.enc(k, path)
 
     def tensor(self, t, path, as_numpy):
-        if id(t) in self.by_id and not as_numpy:
-            return {"__tensor__": self.by_id[id(t)]}
+        if not as_numpy:
+            name = self.by_id.get(id(t)) or self.by_view.get(_view_key(t))
+            if name is not None:
+                self.by_id[id(t)] = name
+                return {"__tensor__": name}
         name = self.name_for(path)
         self.keep.append(t)
         self.by_id[id(t)] = name
+        if not as_numpy and _view_key(t) is not None:
+            self.by_view[_view_key(t)] = name
         self.tensors.append((name, t, as_numpy))
         out = {"__tensor__": name}
         if as_numpy:
             out["numpy"] = True
         return out
+
+
+def _view_key(t):
+    """What makes two tensor objects the same tensor: one memory seen the same way. A
+    module's state_dict() hands out a new detached tensor per name, so weights tied to one
+    Parameter (an embedding and an LM head) are two objects with one view key. None for
+    tensors without memory of their own to compare (empty, meta)."""
+    if t.numel() == 0 or t.device.type == "meta" or t.layout != torch.strided:
+        return None
+    return (t.device, t.dtype, t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.is_conj(),
+            t.is_neg())
 
 
 def _path_part(k):
