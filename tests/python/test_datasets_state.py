@@ -301,3 +301,29 @@ def test_stateful_dataloader(http_client, wharfd):
         assert sorted(head + tail) == list(range(23)), workers
         if not workers:
             assert head + tail == full
+
+
+def test_jpeg_tar_shuffle_and_resume(http_client, wharfd):
+    from test_datasets import build_tar, fake_jpeg
+    from wharfd import unique_bucket
+    c = http_client
+    b = unique_bucket("jshuf")
+    c.create_bucket(b)
+    everything = []
+    for s in range(2):
+        samples = [(f"s{s}-{i:03d}", fake_jpeg(s * 20 + i), s * 20 + i) for i in range(11)]
+        blob, index = build_tar(samples)
+        c.put(b, f"j/shard-{s}.tar", blob)
+        c.put(b, f"j/shard-{s}.index.json", json.dumps({"samples": index}).encode())
+        everything += [lab for _, _, lab in samples]
+    kw = dict(client=c, shuffle=True, seed=4, buffer_bytes=1500)
+    ds = wt.JpegTarShards(f"s3://{b}/j/", **kw)
+    e0 = [lab for _, lab in ds]
+    assert len(ds) == 22 and sorted(e0) == everything and e0 != everything
+    it = iter(ds)
+    head = [next(it)[1] for _ in range(7)]
+    st = ds.state_dict()
+    it.close()
+    ds2 = wt.JpegTarShards(f"s3://{b}/j/", **kw)
+    ds2.load_state_dict(st)
+    assert head + [lab for _, lab in ds2] == e0

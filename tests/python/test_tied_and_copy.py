@@ -5,7 +5,6 @@ import io
 import json
 
 import numpy as np
-import pytest
 import torch
 
 import st_spec

@@ -2,12 +2,14 @@
 client= the client comes from set_default_client() or the environment (wharf.config).
 
     checkpoint  save / load / commit: checkpoints as standard safetensors shards
-    hf          load_safetensors / load_pretrained: Hugging Face snapshots
+    hf          load_safetensors / load_pretrained / from_pretrained / save_pretrained /
+                upload_pretrained / download_pretrained: Hugging Face snapshots
     dcp         WharfStorageWriter / WharfStorageReader for torch.distributed.checkpoint
                 (imported on its own: it needs a torch with DCP)
     structure   the non-tensor structure of a saved object, as typed JSON
     dtypes      torch dtypes <-> safetensors names
-    fetch       ranged GETs of safetensors data sections into one arena
+    fetch       ranged GETs of safetensors data sections into one arena (or a storage
+                per tensor)
     data        datasets: ObjectMapDataset / ObjectIterableDataset over any objects,
                 TokenDataset, RawImageShards, JpegTarShards over the fixed layouts, and
                 the shard writers (wharf.data is the same module)

@@ -119,11 +119,11 @@ def _need(meta, key, fields):
 
 
 class Prefetcher:
-    """Fetches windows (each of its own bucket, or of `bucket`) in order into num_buffers buffers of buffer_bytes (registered once when
-    the client has RDMA), with `workers` fetch threads; yields (window, uint8 view). A view is
-    valid until the next item is requested. stats: fetch_wait_s, bytes, windows, transports,
-    fetch_s, memory ("host", "cuda:0 (direct)" or "cuda:0 (through host memory)") and
-    staged_reason.
+    """Fetches windows (each from its own bucket, or from `bucket`) in order into num_buffers
+    buffers of buffer_bytes (registered once when the client has RDMA), with `workers` fetch
+    threads; yields (window, uint8 view). A view is valid until the next item is requested.
+    stats: fetch_wait_s, bytes, windows, transports, fetch_s, memory ("host", "cuda:0
+    (direct)" or "cuda:0 (through host memory)") and staged_reason.
 
     device="cuda[:i]": the buffers are in GPU memory and the views yielded are GPU tensors.
     Over RDMA they are registered and the server writes into them itself (cuda+ipc); where

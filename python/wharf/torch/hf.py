@@ -435,11 +435,17 @@ def _upload_order(names):
     return sorted(names, key=lambda n: (rank(n), n))
 
 
-def upload_pretrained(local_dir, url, client=None, threads=4, transport="auto"):
+def _threads(threads):
+    """Requests in flight for many-file transfers: threads=, else from the host's CPUs."""
+    return int(threads) if threads else max(2, min(16, os.cpu_count() or 2))
+
+
+def upload_pretrained(local_dir, url, client=None, threads=None, transport="auto"):
     """Uploads a folder that transformers' save_pretrained (or anything else) wrote, files of
-    its subfolders included, under url: `threads` PUTs at once, the index last. Returns the
-    keys written."""
+    its subfolders included, under url: `threads` PUTs at once (default: from the CPU count,
+    2 to 16), the index last. Returns the keys written."""
     c = _client(client)
+    threads = _threads(threads)
     bucket, prefix = parse_url(url, need_key=False)
     files = []
     for root, _, fs in os.walk(local_dir):
@@ -449,10 +455,11 @@ def upload_pretrained(local_dir, url, client=None, threads=4, transport="auto"):
         raise WharfError(_lib.WHARF_ERR_NOT_FOUND, f"{local_dir}: no files to upload")
 
     def put(rel):
-        with open(os.path.join(local_dir, rel), "rb") as f:
-            data = f.read()
-        c.put_from(bucket, _join(prefix, rel.replace(os.sep, "/")), data, transport=transport)
-        return _join(prefix, rel.replace(os.sep, "/"))
+        path, key = os.path.join(local_dir, rel), _join(prefix, rel.replace(os.sep, "/"))
+        # mapped, not read: a 5 GB shard goes from the page cache without a copy in memory
+        data = np.memmap(path, dtype=np.uint8, mode="r") if os.path.getsize(path) else b""
+        c.put_from(bucket, key, data, transport=transport, cache=False)
+        return key
 
     order = _upload_order(files)
     last = [f for f in order if f == INDEX_NAME]
@@ -463,12 +470,13 @@ def upload_pretrained(local_dir, url, client=None, threads=4, transport="auto"):
     return keys + [put(f) for f in last]
 
 
-def download_pretrained(url, local_dir, client=None, threads=4, weights=True,
+def download_pretrained(url, local_dir, client=None, threads=None, weights=True,
                         transport="auto"):
     """Every object under url into local_dir (weights=False: all but *.safetensors, e.g.
-    config and tokenizer files for code that wants a path), `threads` GETs at once. Returns
-    the local paths."""
+    config and tokenizer files for code that wants a path), `threads` GETs at once (default:
+    from the CPU count, 2 to 16). Returns the local paths."""
     c = _client(client)
+    threads = _threads(threads)
     bucket, prefix = parse_url(url, need_key=False)
     pre = prefix + "/" if prefix else ""
     objs = [o for o in c.list(bucket, pre or None)
@@ -483,14 +491,19 @@ def download_pretrained(url, local_dir, client=None, threads=4, weights=True,
                              f"inside {local_dir}")
         path = os.path.join(local_dir, *rel.split("/"))
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        buf = np.empty(o.length, dtype=np.uint8)
-        if o.length:
-            r = c.get_into(bucket, o.key, buf, transport=transport, cache=False)
+        if not o.length:
+            open(path, "wb").close()
+            return path
+        # straight into the file's pages: a mapping of the file, not a buffer and a write
+        out = np.memmap(path, dtype=np.uint8, mode="w+", shape=(o.length,))
+        try:
+            r = c.get_into(bucket, o.key, out, transport=transport, cache=False)
             if r.bytes != o.length:
                 raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"s3://{bucket}/{o.key}: {r.bytes} "
                                  f"bytes of {o.length}")
-        with open(path, "wb") as f:
-            f.write(buf.tobytes())
+            out.flush()
+        finally:
+            del out
         return path
 
     with cf.ThreadPoolExecutor(max(1, min(threads, len(objs))),

@@ -1,9 +1,10 @@
 """The non-tensor structure of a saved object, as JSON that keeps its types: tensors become
 {"__tensor__": name} (one name for every object that is the same tensor: the same object, or
-tied weights, the same memory seen through the same shape, strides and dtype); dicts keep key types and order (OrderedDict too), tuples stay tuples,
-nan/inf, bytes, torch.dtype/device/Size survive. With allow_pickle, anything else is pickled
-(base64) under {"__pickle__": ...} and only unpickled by a load that also passes
-allow_pickle=True: Lightning checkpoints hold such objects (hyperparameters, callbacks)."""
+tied weights, the same memory seen through the same shape, strides and dtype); dicts keep key
+types and order (OrderedDict too), tuples stay tuples, nan/inf, bytes, torch.dtype/device/Size
+survive. With allow_pickle, anything else is pickled (base64) under {"__pickle__": ...} and
+only unpickled by a load that also passes allow_pickle=True: Lightning checkpoints hold such
+objects (hyperparameters, callbacks)."""
 import base64
 import collections
 import math
