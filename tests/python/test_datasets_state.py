@@ -327,3 +327,21 @@ def test_jpeg_tar_shuffle_and_resume(http_client, wharfd):
     ds2 = wt.JpegTarShards(f"s3://{b}/j/", **kw)
     ds2.load_state_dict(st)
     assert head + [lab for _, lab in ds2] == e0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_token_dataset_shuffle_on_cuda(wharfd):
+    """shuffle with device="cuda": batches gathered on the GPU, same order as on the host."""
+    from conftest import make_client
+    from wharfd import unique_bucket
+    c = make_client(wharfd, "ofi+shm")
+    b = unique_bucket("shufcuda")
+    c.create_bucket(b)
+    put_token_shards(c, b)
+    kw = dict(client=c, batch_size=4, shuffle=True, seed=2, buffer_bytes=SEQ * 4 * 8)
+    host = [seq_no(x) for x in TokenDataset(f"s3://{b}/tok/", **kw)]
+    ds = TokenDataset(f"s3://{b}/tok/", device="cuda", **kw)
+    dev = list(ds)
+    assert all(x.device.type == "cuda" for x in dev)
+    assert [seq_no(x.cpu()) for x in dev] == host
+    c.close()

@@ -5,6 +5,7 @@ import io
 import json
 
 import numpy as np
+import pytest
 import torch
 
 import st_spec
@@ -114,3 +115,42 @@ def test_load_pretrained_copy(client, bucket):
     assert len(ptrs) == 4
     for k, v in m2.state_dict().items():
         assert torch.equal(v, sd[k])
+
+
+def test_copy_staged_pieces_cross_tensors(client, bucket, monkeypatch):
+    """A run of small tensors fetched in staging pieces smaller than the run: tensors that
+    straddle two pieces are assembled from both (the path every GPU-bound tensor takes)."""
+    rng = np.random.default_rng(5)
+    T = {f"t{i:02d}": ("F32", (61 + i,), rng.standard_normal(61 + i).astype("<f4").tobytes())
+         for i in range(30)}
+    T["i8"] = ("I8", (7,), bytes(range(7)))
+    client.put(bucket, "s/model.safetensors", st_spec.serialize(T))
+    monkeypatch.setattr(wfetch, "PIECE", 1000)
+    rep = {}
+    got = wt.load_safetensors(f"s3://{bucket}/s/model.safetensors", client=client, copy=True,
+                              report=rep)
+    total = sum(len(v[2]) for v in T.values())
+    assert len(rep["reports"]) == -(-total // 1000) and rep["staging_bytes"] > 0
+    for k, (dt, shape, b) in T.items():
+        assert got[k].contiguous().view(torch.uint8).numpy().tobytes() == b, k
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_copy_into_cuda(wharfd):
+    """copy=True into GPU memory: a storage per tensor on the device, through host staging."""
+    from conftest import make_client
+    from wharfd import unique_bucket
+    c = make_client(wharfd, "ofi+shm")
+    b = unique_bucket("cpcuda")
+    c.create_bucket(b)
+    T = big_snapshot(c, b, "m/model.safetensors")
+    rep = {}
+    got = wt.load_safetensors(f"s3://{b}/m/model.safetensors", client=c, device="cuda",
+                              copy=True, report=rep)
+    ref = wt.load_safetensors(f"s3://{b}/m/model.safetensors", client=c)
+    assert rep["arena"].endswith("(a storage per tensor)")
+    for k in T:
+        assert got[k].device.type == "cuda" and torch.equal(got[k].cpu(), ref[k]), k
+        if got[k].numel():
+            assert got[k].untyped_storage().nbytes() == len(T[k][2]), k
+    c.close()
