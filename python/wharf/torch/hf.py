@@ -250,7 +250,8 @@ def from_pretrained(url, model_class=None, device="cpu", dtype=None, client=None
     config.json (read with transformers' AutoConfig), the model built with its parameters on
     the meta device (init_empty_weights: buffers real, on device), then load_pretrained.
     model_class: a transformers class with from_config (AutoModelForCausalLM by default) or a
-    model class; dtype: the parameters' dtype (default: the config's, else the snapshot's)."""
+    model class; dtype: the dtype the model is built with and cast to after the load (default:
+    the parameters keep the snapshot's dtypes, as load_state_dict(assign=True) leaves them)."""
     try:
         import transformers
     except ImportError as e:
