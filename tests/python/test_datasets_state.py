@@ -345,3 +345,53 @@ def test_token_dataset_shuffle_on_cuda(wharfd):
     assert all(x.device.type == "cuda" for x in dev)
     assert [seq_no(x.cpu()) for x in dev] == host
     c.close()
+
+
+class Probe(ObjectIterableDataset):
+    """Yields (item, the worker's state after it): what StatefulDataLoader snapshots."""
+
+    def __iter__(self):
+        for x in super().__iter__():
+            yield x, self.state_dict()
+
+
+def _load_worker_state(states):
+    def init(worker_id):
+        from torch.utils.data import get_worker_info
+        get_worker_info().dataset.load_state_dict(states[worker_id])
+    return init
+
+
+def test_resume_in_dataloader_workers(client, bucket):
+    """The protocol as StatefulDataLoader drives it, in real fork workers: each worker's state
+    taken with the items it delivered, loaded back into that worker before it iterates."""
+    put_objects(client, bucket)
+
+    def make():
+        return Probe.from_prefix(f"s3://{bucket}/obj/", client=client, transform=idx_of,
+                                 shuffle=True, seed=21, rank=0, world_size=1)
+
+    def loader(ds, init=None):
+        return DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="fork",
+                          timeout=60, worker_init_fn=init)
+    def by_worker(pairs):
+        out = {0: [], 1: []}
+        for x, st in pairs:
+            out[st["layout"][2]].append(x)
+        return out
+    full = by_worker(loader(make()))
+    assert sorted(full[0] + full[1]) == list(range(23))
+    head, states = [], {}
+    it = iter(loader(make()))
+    for _ in range(9):
+        x, st = next(it)
+        head.append((x, st))
+        states[st["layout"][2]] = st
+    del it
+    assert sorted(states) == [0, 1] and sum(s["served"] for s in states.values()) == 9
+    tail = by_worker(loader(make(), _load_worker_state(states)))
+    head = by_worker(head)
+    # each worker's stream goes on where it stopped (the DataLoader's interleaving of the
+    # workers is its own: StatefulDataLoader records which worker is next)
+    for w in (0, 1):
+        assert head[w] + tail[w] == full[w], w
