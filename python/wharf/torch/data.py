@@ -31,6 +31,7 @@ import collections
 import concurrent.futures as cf
 import dataclasses
 import json
+import os
 import queue
 import time
 
@@ -412,18 +413,20 @@ class ObjectIterableDataset(_Objects, _Epochs, IterableDataset):
     """An iterable dataset, one item per object: transform(WharfObject) for each object of
     this rank (every world_size-th of the epoch's order) and DataLoader worker (every
     num_workers-th of those), fetched ahead into num_buffers buffers (of the largest object's
-    size unless buffer_bytes says) by fetch_workers threads. shuffle=True: the order is a
+    size unless buffer_bytes says) by fetch_workers threads (default: the CPU count, 2 to 8). shuffle=True: the order is a
     permutation of (seed, epoch), set_epoch changes it. len() is this rank's object count.
     state_dict/load_state_dict resume mid-epoch. Build with from_prefix or from_objects."""
 
     def __init__(self, objects, client=None, transform=None, rank=None, world_size=None,
-                 shuffle=False, seed=0, num_buffers=2, buffer_bytes=None, fetch_workers=2,
+                 shuffle=False, seed=0, num_buffers=8, buffer_bytes=None, fetch_workers=None,
                  transport="auto"):
         self.client = _default_client(client)
         self.objects, self.transform = list(objects), transform
         self.rank, self.world_size = _rank_world(rank, world_size)
         self.num_buffers, self.buffer_bytes = num_buffers, buffer_bytes
-        self.fetch_workers, self.transport = fetch_workers, transport
+        # objects are often small: several GETs in flight, sized from the host
+        self.fetch_workers = fetch_workers or max(2, min(8, os.cpu_count() or 2))
+        self.transport = transport
         self.last_stats = None
         big = [(b, k, n) for b, k, n in self.objects if buffer_bytes is not None
                and n > buffer_bytes]
