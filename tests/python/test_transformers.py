@@ -40,10 +40,16 @@ def same_model(a, b):
     assert sa.keys() == sb.keys()
     for k in sa:
         assert sa[k].dtype == sb[k].dtype and torch.equal(sa[k].to(DEV), sb[k].to(DEV)), k
+    ba, bb = dict(a.named_buffers()), dict(b.named_buffers())
+    assert ba.keys() == bb.keys()
+    for k in ba:  # non-persistent buffers (rotary inv_freq) are computed, not stored
+        assert torch.allclose(ba[k].to(DEV).float(), bb[k].to(DEV).float(), rtol=1e-6), k
     ids = torch.randint(0, 512, (1, 16), device=DEV)
     with torch.no_grad():
         la, lb = a.to(DEV)(ids).logits, b.to(DEV)(ids).logits
-    assert torch.allclose(la, lb, rtol=1e-3, atol=1e-3)
+    # The weights are bitwise equal (above); the logits of two bf16 models may differ in the
+    # last bit where transformers picks another attention kernel for the model it built.
+    assert torch.allclose(la.float(), lb.float(), rtol=2e-2, atol=2e-2)
 
 
 def bucket_client(wharfd, prefix):

@@ -233,6 +233,11 @@ class Prefetcher:
                 try:
                     yield w, bufs[i][:w.nbytes]
                 finally:
+                    # Copies out of a GPU buffer (the items' clones, a caller's .to()) are
+                    # queued on the caller's stream, and the next GET writes the buffer from
+                    # outside it (the server, over CUDA IPC): they must have run first.
+                    if self.device is not None and self.device.type == "cuda":
+                        torch.cuda.current_stream(self.device).synchronize()
                     free.put(i)
                 if nxt < len(self.windows):
                     pending.append((self.windows[nxt], ex.submit(fetch, self.windows[nxt])))
