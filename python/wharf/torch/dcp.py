@@ -22,7 +22,10 @@ host memory). The coordinator's finish() then checks that every object the ranks
 exists with the reported size, and only then PUTs .metadata. <save> is new for every save, so
 a save over an existing checkpoint never touches the objects the old .metadata points to:
 until the new .metadata lands, a reader sees the old checkpoint, whole; after, the new one.
-finish() then deletes the __*.distcp objects no longer referenced. A save that dies (a rank
+finish() then deletes the __*.distcp objects no longer referenced that were there when the
+save began (the coordinator lists them in set_up_storage_writer, before any rank writes: the
+objects of a save that starts after this commit are never touched; orphans of an interrupted
+save go with the next save's commit). A save that dies (a rank
 killed mid-write) leaves no new .metadata, and the reader refuses a URL without one
 (IncompleteCheckpointError when objects exist there). .metadata is a conditional PUT, after
 every data object is known durable: If-None-Match: * when the URL had no checkpoint when the
@@ -163,11 +166,16 @@ class WharfStorageWriter(_Base, StorageWriter):
                              "(use_collectives=False) are not supported by WharfStorageWriter; "
                              "save with a process group")
         self.base_etag = None  # the .metadata this save replaces (None: there was none)
+        self.before = set()    # the data objects under the URL before this save wrote any
         if is_coordinator:
             try:
                 self.base_etag = self.client.stat(self.bucket, self._key(METADATA)).etag
             except NotFoundError:
                 pass
+            # Taken before any rank writes (DCP runs this in its planning step, before
+            # write_data, in torch 1.13 and 2.x alike): the cleanup after the commit deletes
+            # only these, never the objects of a save that began later.
+            self.before = self._data_objects()
         if is_coordinator and not self.overwrite and self.base_etag is not None:
             raise WharfError(_lib.WHARF_ERR_EXISTS, f"{self.url} already holds a checkpoint "
                              "and overwrite=False; choose another URL or pass overwrite=True")
@@ -319,17 +327,20 @@ class WharfStorageWriter(_Base, StorageWriter):
                 f"{self.url}: another writer committed a checkpoint here while this save ran "
                 f"(the .metadata is no longer {'absent' if base is None else base}); this "
                 "save was not committed and the other checkpoint stands", e.report) from None
-        # The objects of earlier saves under this URL are no longer referenced.
-        mine = set(sizes)
+        # The objects of earlier saves (the checkpoint replaced, interrupted saves) are no
+        # longer referenced. Only those listed before this save began: a save that started
+        # after this commit may be writing objects of its own here.
+        for rel in sorted(getattr(self, "before", set()) - set(sizes)):
+            try:
+                c.delete(self.bucket, self._key(rel))
+            except WharfError:
+                pass  # NotFound, or a failure: an orphan for the next save to remove
+
+    def _data_objects(self):
         base = self.prefix + "/"
-        for o in c.list(self.bucket, base):
-            rel = o.key[len(base):]
-            if rel.startswith("__") and rel.endswith(SUFFIX) and "/" not in rel \
-                    and rel not in mine:
-                try:
-                    c.delete(self.bucket, o.key)
-                except NotFoundError:
-                    pass
+        return {o.key[len(base):] for o in self.client.list(self.bucket, base)
+                if o.key[len(base):].startswith("__") and o.key.endswith(SUFFIX)
+                and "/" not in o.key[len(base):]}
 
 
 class WharfStorageReader(_Base, StorageReader):
