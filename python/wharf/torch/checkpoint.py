@@ -1,11 +1,12 @@
 """wharf.torch.checkpoint: checkpoints as standard safetensors shards.
 
 Checkpoint layout under s3://bucket/<key>/ (one process, world_size 1):
-    model-00001-of-0000N.safetensors ...    shards, each at most shard_size bytes of tensors
-                                            (a single tensor larger than that gets a shard
-                                            of its own)
-    model.safetensors.index.json            written LAST: the commit point
-With W ranks, rank r writes  model-rank0000r-00001-of-0000N.safetensors ... and a rank
+    model-<gen>-00001-of-0000N.safetensors ...  shards, each at most shard_size bytes of
+                                                tensors (a single tensor larger than that
+                                                gets a shard of its own); <gen> is a
+                                                generation id, new for every save
+    model.safetensors.index.json                written LAST: the commit point
+With W ranks, rank r writes  model-rank0000r-<gen>-00001-of-0000N.safetensors ... and a rank
 manifest rank-0000r-of-0000W.json; the index is written by one commit once every rank is done.
 
 Each shard is a plain safetensors file: any safetensors reader opens it. Tensor names are the
@@ -18,10 +19,20 @@ The index is a model.safetensors.index.json: {"metadata": {"total_size", "format
 "etag"}], "tensors": {name: {"crc32", ...}}}]}, "weight_map": {name: file}}.
 
 Rules:
-- A save first deletes the index it is about to replace, writes the shards, then the index.
-  So an interrupted save leaves a checkpoint that load() reports "incomplete", and any other
-  checkpoint (another key) is untouched. load() also compares each shard's ETag with the one
-  recorded at commit, so shards overwritten later are detected.
+- Overwrite-safe: a save never writes over an object the current index names (its shards
+  carry a generation id of their own) and replaces the index last, by one conditional PUT:
+  If-Match the ETag the index had when the save began, If-None-Match: * where there was none.
+  Until that PUT the old checkpoint loads whole; after it, the new one. A save killed at any
+  point leaves the old checkpoint (or, at a new URL, none: load() reports "incomplete"); of
+  two saves racing to one URL only one commits, the other gets CheckpointConflictError. Only
+  after its commit does a save delete the shards under the URL that the new index does not
+  name and that were there before it began (the replaced checkpoint's, and orphans of
+  interrupted saves); shards of a save that began later are never touched. load() also
+  compares each shard's ETag with the one recorded at commit, so shards changed later are
+  detected.
+- Async (save_async, save(async_=True)): the call returns a Future once every tensor is
+  copied into a snapshot pool; upload, commit and cleanup run in a thread. One in flight per
+  process: any further save first waits for it.
 - Tensors sharing storage: the same tensor object reached twice is stored once and loads as one
   tensor reached twice; distinct tensors that view one storage are each stored with their own
   bytes (loads give equal values, no aliasing).
