@@ -109,10 +109,28 @@ def test_second_save_waits_for_the_first(gated):
     # and two async saves in a row: the second waits the same way, then reuses the pool
     f1 = wt.save_async(state(3), a_url, client=c)
     f2 = wt.save_async(state(4), a_url, client=c)
-    assert f1.done()
     r2 = f2.result(timeout=60)
-    assert f1.result()["staging"] in ("new", "reused") and r2["staging"] == "reused"
+    r1 = f1.result(timeout=60)
+    assert r1["staging"] in ("new", "reused") and r2["staging"] == "reused"
+    assert r2["waited_s"] >= 0 and r1["index"] == r2["index"]
     equal(wt.load(a_url, client=c), state(4))
+
+
+def test_done_callback_may_save_again(client, bucket):
+    """The slot is free before the future completes: a done-callback (which runs in the
+    upload thread) that starts the next save does not wait for itself."""
+    url = f"s3://{bucket}/cb"
+    out, done = {}, threading.Event()
+
+    def again(f):
+        out["first"] = f.result()
+        out["second"] = wt.save(state(6), url, client=client)
+        done.set()
+
+    wt.save_async(state(5), url, client=client).add_done_callback(again)
+    assert done.wait(timeout=60), "the callback's save never finished"
+    assert out["second"]["index"]
+    equal(wt.load(url, client=client), state(6))
 
 
 def test_errors_come_out_of_the_future(client, bucket):

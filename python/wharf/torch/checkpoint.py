@@ -849,18 +849,21 @@ def _save_async(c, url, bucket, prefix, rank, world, skeleton, plans, save_id, t
             committed, removed = _finish(c, bucket, prefix, url, rank, world, False, rec,
                                          save_id, base, before)
             durable = time.perf_counter() - t0
-            fut.set_result({
+            result = {
                 "bytes": sum(p["size"] for p in light), "shards": [p["file"] for p in light],
                 "index": committed, "generation": gen, "removed": removed,
                 "transports": sorted({r.transport for r in reports}),
                 "flatten_s": flatten_s, "upload_s": upload_s,
                 "commit_s": time.perf_counter() - t2, **stats, "waited_s": waited_s,
                 "wall_s": durable, "save_blocking_s": blocking, "durable_s": durable,
-                "async": True, "reports": reports})
+                "async": True, "reports": reports}
         except BaseException as e:  # noqa: B902 (handed to the caller through the future)
-            fut.set_exception(e)
-        finally:
+            # the slot goes first: a done-callback that saves again must not wait for it
             _inflight.release()
+            fut.set_exception(e)
+        else:
+            _inflight.release()
+            fut.set_result(result)
 
     # not a daemon: an interpreter that exits while a save is in flight waits for it
     threading.Thread(target=run, name="wharf-async-save").start()
