@@ -73,6 +73,10 @@ try:
     from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
 except ImportError:
     DefaultLoadPlanner = None
+try:  # torch >= 2.4: a stager that copies every tensor (CPU ones too) into host memory
+    from torch.distributed.checkpoint.staging import BlockingAsyncStager
+except ImportError:
+    BlockingAsyncStager = None
 
 METADATA = ".metadata"
 SUFFIX = ".distcp"
@@ -139,13 +143,22 @@ class WharfStorageWriter(_Base, StorageWriter):
     """A DCP StorageWriter writing to url (s3://bucket/prefix). client: a wharf.Client (default:
     wharf.torch's default client, from the environment). thread_count: objects written at
     once per rank. object_size: the most bytes packed into one object. overwrite=False:
-    refuse a URL that already holds a checkpoint. progress=True: a progress bar per rank."""
+    refuse a URL that already holds a checkpoint. progress=True: a progress bar per rank.
+    For dcp.async_save (torch >= 2.4) the writer is its own AsyncStager: stage() copies every
+    tensor, CPU ones included, into host memory (torch's BlockingAsyncStager) on the caller's
+    thread before async_save returns, so the state may change while the upload runs (DCP's
+    fallback in torch 2.3 to 2.6 moves only GPU tensors and leaves CPU ones shared).
+    cache_staging=True keeps those host copies for the next save of the same layout."""
+
+    _synchronize_after_execute = False
 
     def __init__(self, url, client=None, thread_count=4, object_size=DEFAULT_OBJECT_SIZE,
-                 overwrite=True, transport="auto", progress=False):
+                 overwrite=True, transport="auto", progress=False, cache_staging=False):
         _Base.__init__(self, url, client, thread_count, transport, progress)
         self.object_size = int(object_size)
         self.overwrite = overwrite
+        self.cache_staging = cache_staging
+        self._stager = None
         self.save_id = uuid.uuid4().hex
         self.is_coordinator = False
         self.last_report = {}
@@ -154,6 +167,25 @@ class WharfStorageWriter(_Base, StorageWriter):
         if checkpoint_id:
             self._set_url(checkpoint_id)
         self.save_id = uuid.uuid4().hex
+
+    # AsyncStager (dcp.async_save uses the writer as its stager when it is one)
+    @property
+    def should_synchronize_after_execute(self):
+        return self._synchronize_after_execute
+
+    def stage(self, state_dict):
+        """A copy of state_dict whose tensors are host-memory snapshots (DTensors keep their
+        placement, their local shards copied); dcp.async_save calls it before returning."""
+        if self._stager is None:
+            self._stager = BlockingAsyncStager(cache_staged_state_dict=self.cache_staging,
+                                               type_check=False)
+        return self._stager.stage(state_dict)
+
+    def synchronize_staging(self):
+        pass  # stage() copies synchronously
+
+    def close(self):
+        self._stager = None
 
     def set_up_storage_writer(self, is_coordinator, *args, **kwargs):
         # A new save id for every save, also when DCP reuses this writer without reset():
@@ -552,6 +584,12 @@ class WharfStorageReader(_Base, StorageReader):
             src = src.narrow(d, o, n)
         target.copy_(src)
         return target
+
+
+if BlockingAsyncStager is None:  # torch < 2.4: no stager protocol; DCP stages by itself
+    for _name in ("stage", "synchronize_staging", "close", "should_synchronize_after_execute",
+                  "_synchronize_after_execute"):
+        delattr(WharfStorageWriter, _name)
 
 
 __all__ = ["WharfStorageWriter", "WharfStorageReader", "WharfStorageInfo"]
