@@ -14,6 +14,7 @@ import sys
 import pytest
 import torch
 
+import wharf
 import wharf.torch as wt
 from conftest import make_client
 from wharfd import ACCESS_KEY, SECRET_KEY, unique_bucket
@@ -101,7 +102,7 @@ def test_saver_killed_at_every_point(wharfd, prov, mode):
         # a first save, killed after its first shard: no checkpoint, never a part of one
         rc, ops, out, err = run_worker(wharfd, prov, url, 1, mode, 4, "before")
         assert rc == -signal.SIGKILL, (rc, out, err[-2000:])
-        with pytest.raises(wharf_incomplete()):
+        with pytest.raises(wharf.IncompleteCheckpointError):
             wt.load(url, client=c)
         rep = wt.save(state(2), url, client=c, shard_size=SHARD)
         check_no_orphans(c, bucket, key, rep)
@@ -111,6 +112,17 @@ def test_saver_killed_at_every_point(wharfd, prov, mode):
         assert check_one(c, url, {3}) == 3
         assert len(shard_puts(ops)) == 4, ops
         idx = index_op(ops)
+        # first saves to new URLs, killed in a shard PUT, between shards, before the index:
+        # nothing loads, and the next save there leaves only its own objects
+        for i, (k, how) in enumerate([(shard_puts(ops)[0], "mid"), (idx, "before")]):
+            fkey = f"{key}-fresh{i}"
+            rc, kops, out, err = run_worker(wharfd, prov, f"s3://{bucket}/{fkey}", 5, mode,
+                                            k, how)
+            assert rc == -signal.SIGKILL, (k, how, rc, out, err[-2000:])
+            with pytest.raises((wharf.IncompleteCheckpointError, wharf.NotFoundError)):
+                wt.load(f"s3://{bucket}/{fkey}", client=c)
+            rep = wt.save(state(6), f"s3://{bucket}/{fkey}", client=c, shard_size=SHARD)
+            check_no_orphans(c, bucket, fkey, rep)
         current, seed = 3, 10
         pts = points(ops)
         assert len(pts) >= 6, pts
@@ -128,11 +140,6 @@ def test_saver_killed_at_every_point(wharfd, prov, mode):
             current = seed
     finally:
         c.close()
-
-
-def wharf_incomplete():
-    import wharf
-    return wharf.IncompleteCheckpointError
 
 
 def test_wharfd_killed_during_save(fresh_wharfd):

@@ -520,18 +520,21 @@ def _fill_device_shard(buf, p, checksums, tensor_info):
             tensor_info[name]["sum64"] = _sum64(buf[b:e])
 
 
-def _fill_host_shard(npbuf, p, cp, checksums, tensor_info):
-    """Assembles shard p in the host bytes npbuf (numpy uint8): header, then each tensor
-    (a plain memcpy; a device-to-host copy for a GPU tensor) on the copy threads cp, each
-    followed by its CRC-32 when checksums."""
+def _fill_host_shard(npbuf, p, cp, checksums, tensor_info, tbuf=None):
+    """Assembles shard p in the host bytes npbuf (numpy uint8; tbuf: the same bytes as a
+    tensor, which keeps torch aware that they are pinned): header, then each tensor (a plain
+    memcpy; a device-to-host copy for a GPU tensor) on the copy threads cp, each followed by
+    its CRC-32 when checksums."""
     hl = len(p["header"])
     npbuf[:hl] = np.frombuffer(p["header"], dtype=np.uint8)
+    if tbuf is None:
+        tbuf = torch.from_numpy(npbuf)
 
     def one(ie):
         (name, s, dt, special, _), entry = ie
         b, e = entry[3], entry[4]
         if e > b and s.is_cuda:
-            torch.from_numpy(npbuf[hl + b:hl + e]).copy_(_as_bytes(s))
+            tbuf[hl + b:hl + e].copy_(_as_bytes(s))
         elif e > b:
             np.copyto(npbuf[hl + b:hl + e], _as_bytes(s).numpy())
         info = {}
@@ -586,7 +589,7 @@ def _upload_from_host(c, bucket, prefix, plans, transport, checksums, concurrenc
         with cf.ThreadPoolExecutor(_copy_workers(), thread_name_prefix="wharf-copy") as cp:
             reports = _pipeline(c, bucket, prefix, plans, staging,
                                 lambda buf, p: _fill_host_shard(buf.numpy(), p, cp, checksums,
-                                                                tensor_info),
+                                                                tensor_info, buf),
                                 transport, concurrency, bar, stats)
     finally:
         _staging.give(kept, staging)
@@ -721,8 +724,8 @@ def _pool_layout(plans):
 def _snapshot(c, plans, transport, staging, budget, checksums):
     """The blocking part of an async save: every tensor's bytes copied into the pool, laid
     out as the shard files themselves (header + data), so the upload PUTs straight from it.
-    Returns (pool tensor, offsets, tensor_info, stats); when it returns, the caller may
-    change its tensors."""
+    Returns (pool tensor, offsets, tensor_info, stats, whether the CRC-32s are still to be
+    computed); when it returns, the caller may change its tensors."""
     offs, total = _pool_layout(plans)
     t0 = time.perf_counter()
     why = None
@@ -753,6 +756,9 @@ def _snapshot(c, plans, transport, staging, budget, checksums):
             except WharfError as e:
                 pool.drop()
                 why, dev = f"device memory cannot be registered here: {e.message}", None
+            except RuntimeError as e:  # torch.cuda.OutOfMemoryError and its kin
+                pool.drop()
+                why, dev = f"no {total / 2**30:.2f} GiB on {dev} for the snapshot ({e})", None
     if dev is not None:
         stream = torch.cuda.Stream(dev)
         stream.wait_stream(torch.cuda.current_stream(dev))
@@ -779,7 +785,8 @@ def _snapshot(c, plans, transport, staging, budget, checksums):
     with cf.ThreadPoolExecutor(_copy_workers(), thread_name_prefix="wharf-snap") as cp:
         for p, off in zip(plans, offs):
             # CRC-32s later, in the background: the caller waits only for the copies
-            _fill_host_shard(npool[off:off + p["size"]], p, cp, False, tensor_info)
+            _fill_host_shard(npool[off:off + p["size"]], p, cp, False, tensor_info,
+                             pool.buf[off:off + p["size"]])
     stats.update(staging_memory="host", staging_reason=why, staging_budget=hbudget,
                  fill_s=time.perf_counter() - t0, fill_cpu_s=_cpu_s() - cpu0)
     return pool.buf, offs, tensor_info, stats, checksums
