@@ -24,7 +24,7 @@ sys.path.insert(0, HERE)
 from ckpt_crash_worker import SHARD, state  # noqa: E402
 
 WORKER = os.path.join(HERE, "ckpt_crash_worker.py")
-MAX_POINTS = 10
+MAX_POINTS = 8
 
 
 def run_worker(srv, provider, url, seed, mode, kill_at, how, victim="self", timeout=120):
