@@ -3,6 +3,7 @@ exists, the upload runs behind it (held back here by a gate on the client's PUTs
 knows nothing was uploaded yet), the tensors may change after the future returns, errors come
 out of the future, a second save waits for the one in flight, and the pool is reused."""
 import concurrent.futures as cf
+import json
 import threading
 import time
 
@@ -203,3 +204,29 @@ def test_async_cuda_snapshot(client, bucket):
     got = wt.load(url, client=client, device="cuda", verify=True)
     assert all(torch.equal(a, b) for a, b in zip(got["w"], want))
     assert rep["save_blocking_s"] <= rep["durable_s"]
+
+
+def test_async_ranks_without_process_group(client, bucket):
+    """Several ranks without a process group: each rank's future resolves once its shards and
+    manifest are written (index None); commit() then makes the checkpoint, and the one it
+    replaced loads until then."""
+    url = f"s3://{bucket}/ddp"
+    old = [{"w": torch.full((8,), -1.0 - r)} for r in range(2)]
+    for r in range(2):
+        wt.save(old[r], url, client=client, rank=r, world_size=2)
+    wt.commit(url, world_size=2, client=client)
+    parts = [{"w": torch.arange(8.0) + 10 * r, "rank": r} for r in range(2)]
+    futs = [wt.save_async(parts[r], url, client=client, rank=r, world_size=2, save_id="s2")
+            for r in range(2)]
+    reps = [f.result(timeout=60) for f in futs]
+    assert all(rep["index"] is None for rep in reps)
+    got = wt.load(url, client=client, rank="all")
+    assert all(torch.equal(g["w"], o["w"]) for g, o in zip(got, old))
+    wt.commit(url, world_size=2, client=client, save_id="s2")
+    got = wt.load(url, client=client, rank="all")
+    assert [g["rank"] for g in got] == [0, 1]
+    assert all(torch.equal(g["w"], p["w"]) for g, p in zip(got, parts))
+    index = json.loads(client.get(bucket, "ddp/" + wt.INDEX_NAME))
+    assert {o.key for o in client.list(bucket, "ddp/")} == \
+        {"ddp/" + f for f in index["weight_map"].values()} | \
+        {f"ddp/rank-{r:05d}-of-00002.json" for r in range(2)} | {"ddp/" + wt.INDEX_NAME}
