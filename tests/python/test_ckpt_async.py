@@ -146,6 +146,8 @@ def test_errors_come_out_of_the_future(client, bucket):
     with pytest.raises(wharf.WharfError, match="budget") as ei:
         wt.save_async(state(1), f"s3://{bucket}/big", client=client, staging_budget=4096)
     assert ei.value.status_name == "WHARF_ERR_NOMEM"
+    with pytest.raises(wharf.WharfError, match="staging_budget must be a positive int"):
+        wt.save_async(state(1), f"s3://{bucket}/big", client=client, staging_budget=0)
     assert client.list(bucket, "big/") == []
     # a failed async save frees the slot: the next one runs
     rep = wt.save_async(state(2), f"s3://{bucket}/ok", client=client).result(timeout=60)

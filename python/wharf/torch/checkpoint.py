@@ -801,7 +801,8 @@ def save_async(obj, url, **kw):
     fits staging_budget (default: default_staging_budget(device), a quarter of the GPU);
     else in host memory (pinned where GPU tensors are copied into it), within
     staging_budget (default: half of the available memory), or it raises WharfError
-    (WHARF_ERR_NOMEM) before copying anything. Errors in planning (a type that cannot be
+    (WHARF_ERR_NOMEM) before copying anything. The pool stays for the next async save
+    (keep_staging does not apply; free_staging() releases it). Errors in planning (a type that cannot be
     stored) and the budget raise here; errors of the upload and the commit come out of the
     future (future.result() raises them). The future's result is save()'s dict, with
     save_blocking_s (the time this call held the caller), durable_s (from the call until the
