@@ -3,11 +3,22 @@
 tensors with --device cuda: restore then lands in GPU memory, through wharfd's direct path
 where the host has one).
 
-Arms, paired in one run (A B C A B C ..., each repeat r writes and reads key-r):
-  rdma   wharf.torch.save / load over ofi+shm (the server moves the bytes)
-  http   wharf.torch.save / load over plain HTTP (libwharf, same concurrency)
-  torch  torch.save into a BytesIO + boto3 upload_fileobj; restore with download_fileobj into
-         a BytesIO + torch.load (the usual baseline), same wharfd, same concurrency
+Arms, paired in one run (A B C A B C ..., each repeat r writes and reads key-r, or with
+--overwrite one key per arm, each repeat replacing the last: the overwrite-safe path, its
+cleanup included):
+  rdma     wharf.torch.save / load over ofi+shm (the server moves the bytes)
+  http     wharf.torch.save / load over plain HTTP (libwharf, same concurrency)
+  torch    torch.save into a BytesIO + boto3 upload_fileobj; restore with download_fileobj into
+           a BytesIO + torch.load (the usual baseline), same wharfd, same concurrency
+  torchfs  torch.save to a file under --local-dir + fsync; restore torch.load (map_location)
+  dcpfs    DCP's FileSystemWriter / FileSystemReader under --local-dir (torch >= 2.2; a
+           single-rank gloo group; the flat tensor dict, no plain values)
+  dcp      DCP with wharf.torch.dcp.WharfStorageWriter / Reader over ofi+shm (same)
+--async-save: rdma/http save with wharf.torch.save(async_=True), dcp/dcpfs with
+dcp.async_save (torch >= 2.3). Every save cell reports save_blocking_s (until the call gave
+the caller back: the future returned) and durable_s (until the checkpoint was committed:
+the future's result, or fsync/the .metadata for the file arms); synchronous saves have both
+equal to wall_s. results.arms.<arm>.save_blocking_s and .durable_s summarize them.
 
 Workload (B4 of the public suite compared with, docs/benchmarks.md): 64 bf16 weights (every 4th
 at half size), each with an equal-size exp_avg, in
@@ -15,13 +26,19 @@ at half size), each with an equal-size exp_avg, in
 Gates: an rdma save must show server RDMA write bytes >= 0.99 of the payload, an rdma restore
 RDMA read bytes >= 0.99; else the cell carries error "rdma-not-used...". Repeat 0 of every arm
 is verified after restore, outside the timer (shape, dtype and all values of every tensor).
+An arm that cannot run here (no DCP in this torch) is reported under results.skipped with
+the reason.
 
   /usr/bin/python3 bench/py/ckpt.py [--gib 2] [--repeats 3] [--arms rdma,http,torch]
+      [--device cuda] [--async-save] [--overwrite] [--data DIR] [--local-dir DIR]
 """
 import argparse
 import gc
 import io
+import os
+import shutil
 import sys
+import tempfile
 import time
 
 import common as cm
@@ -90,12 +107,25 @@ def payload_bytes(sd):
     return sum(t.numel() * t.element_size() for t in tensors_of(sd).values())
 
 
-def run_wharf(arm, c, sd, bucket, key, srv, nbytes, do_verify, concurrency, dev="cpu"):
+def run_wharf(arm, c, sd, bucket, key, srv, nbytes, do_verify, concurrency, dev="cpu",
+              async_save=False):
     url = f"s3://{bucket}/{key}"
     out = {"arm": arm}
     with cm.Window(srv) as w:
-        rep = wt.save(sd, url, client=c, concurrency=concurrency)
+        t0 = time.perf_counter()
+        if async_save:
+            fut = wt.save(sd, url, client=c, concurrency=concurrency, async_=True)
+            blocking = time.perf_counter() - t0
+            rep = fut.result()
+        else:
+            rep = wt.save(sd, url, client=c, concurrency=concurrency)
+            blocking = time.perf_counter() - t0
+        durable = time.perf_counter() - t0
     out["save"] = dict(wall_s=w.wall_s, gbps=nbytes / w.wall_s / 1e9, bytes=rep["bytes"],
+                       save_blocking_s=blocking, durable_s=durable, async_save=async_save,
+                       lib_save_blocking_s=rep["save_blocking_s"],
+                       lib_durable_s=rep["durable_s"], removed=rep["removed"],
+                       staging_budget=rep.get("staging_budget"),
                        flatten_s=rep["flatten_s"], upload_s=rep["upload_s"],
                        fill_s=rep["fill_s"], put_wait_s=rep["put_wait_s"],
                        fill_cpu_s=rep["fill_cpu_s"], staging=rep["staging"],
@@ -131,6 +161,107 @@ def run_wharf(arm, c, sd, bucket, key, srv, nbytes, do_verify, concurrency, dev=
     return out
 
 
+def flat(sd):
+    """The state's tensors as one flat dict (what the DCP arms save)."""
+    return tensors_of(sd)
+
+
+def run_torchfs(sd, path, srv, nbytes, do_verify, dev="cpu"):
+    """torch.save to a local file, flushed and fsynced (durable), then torch.load."""
+    out = {"arm": "torchfs"}
+    with cm.Window(srv) as w:
+        t0 = time.perf_counter()
+        with open(path, "wb") as f:
+            torch.save(sd, f)
+            f.flush()
+            os.fsync(f.fileno())
+        dfd = os.open(os.path.dirname(path), os.O_RDONLY)
+        try:
+            os.fsync(dfd)  # the file's directory entry too
+        finally:
+            os.close(dfd)
+        t1 = time.perf_counter()
+    size = os.path.getsize(path)
+    out["save"] = dict(wall_s=w.wall_s, gbps=nbytes / w.wall_s / 1e9, bytes=size,
+                       save_blocking_s=t1 - t0, durable_s=t1 - t0, async_save=False,
+                       rdma_witness=w.witness(), **w.cpu(nbytes))
+    gc.collect()
+    with cm.Window(srv) as w:
+        got = torch.load(path, map_location=dev)
+        sync(dev)
+    out["load"] = dict(wall_s=w.wall_s, gbps=nbytes / w.wall_s / 1e9, bytes=size,
+                       rdma_witness=w.witness(), **w.cpu(nbytes))
+    if do_verify:
+        out["load"]["verified"] = verify(sd, got)
+    del got
+    gc.collect()
+    return out
+
+
+def dcp_ready():
+    """(torch.distributed.checkpoint, None) with a single-rank gloo group set up, or
+    (None, why not)."""
+    try:
+        import torch.distributed as dist
+        import torch.distributed.checkpoint as dcp
+    except ImportError as e:
+        return None, f"torch {torch.__version__} has no torch.distributed.checkpoint ({e})"
+    if not dist.is_initialized():
+        fd, store = tempfile.mkstemp(prefix="ckpt-bench-pg-")
+        os.close(fd)
+        os.unlink(store)
+        dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
+    return dcp, None
+
+
+def run_dcp(arm, dcp, sd, where, srv, nbytes, do_verify, dev="cpu", async_save=False,
+            client=None):
+    """DCP save and load of the flat tensor dict: FileSystemWriter under a local directory
+    (dcpfs), or WharfStorageWriter to s3:// (dcp)."""
+    if arm == "dcp":
+        from wharf.torch.dcp import WharfStorageReader, WharfStorageWriter
+        writer = WharfStorageWriter(where, client=client)
+        reader = WharfStorageReader(where, client=client)
+    else:
+        writer = dcp.FileSystemWriter(where)
+        reader = dcp.FileSystemReader(where)
+    state = flat(sd)
+    out = {"arm": arm}
+    with cm.Window(srv) as w:
+        t0 = time.perf_counter()
+        if async_save:
+            if not hasattr(dcp, "async_save"):
+                raise RuntimeError(f"torch {torch.__version__} has no dcp.async_save")
+            fut = dcp.async_save(state, storage_writer=writer)
+            blocking = time.perf_counter() - t0
+            fut.result()
+        else:
+            dcp.save(state, storage_writer=writer)
+            blocking = time.perf_counter() - t0
+        durable = time.perf_counter() - t0
+    out["save"] = dict(wall_s=w.wall_s, gbps=nbytes / w.wall_s / 1e9, bytes=nbytes,
+                       save_blocking_s=blocking, durable_s=durable, async_save=async_save,
+                       rdma_witness=w.witness(), **w.cpu(nbytes))
+    err = w.gate("rdma" if arm == "dcp" else arm, "put", nbytes)
+    if err:
+        out["save"]["error"] = err + "-on-save"
+    gc.collect()
+    got = {k: torch.empty_like(v) for k, v in state.items()}
+    with cm.Window(srv) as w:
+        dcp.load(got, storage_reader=reader)
+        sync(dev)
+    out["load"] = dict(wall_s=w.wall_s, gbps=nbytes / w.wall_s / 1e9, bytes=nbytes,
+                       rdma_witness=w.witness(), **w.cpu(nbytes))
+    err = w.gate("rdma" if arm == "dcp" else arm, "get", nbytes)
+    if err:
+        out["load"]["error"] = err
+    if do_verify:
+        out["load"]["verified"] = verify(state, got)
+    del got, state
+    gc.collect()
+    return out
+
+
 def run_torch(s3, sd, bucket, key, srv, nbytes, do_verify, concurrency, dev="cpu"):
     from boto3.s3.transfer import TransferConfig
     cfg = TransferConfig(multipart_threshold=64 * cm.MiB, multipart_chunksize=64 * cm.MiB,
@@ -146,7 +277,8 @@ def run_torch(s3, sd, bucket, key, srv, nbytes, do_verify, concurrency, dev="cpu
         s3.upload_fileobj(buf, bucket, key, Config=cfg)
         t2 = time.perf_counter()
     out["save"] = dict(wall_s=w.wall_s, gbps=nbytes / w.wall_s / 1e9, bytes=size,
-                       serialize_s=t1 - t0, upload_s=t2 - t1, rdma_witness=w.witness(),
+                       serialize_s=t1 - t0, upload_s=t2 - t1, save_blocking_s=t2 - t0,
+                       durable_s=t2 - t0, async_save=False, rdma_witness=w.witness(),
                        **w.cpu(nbytes))
     del buf
     gc.collect()
@@ -174,9 +306,10 @@ def cleanup(c, bucket, prefix):
         c.delete(bucket, o.key)
 
 
-def summarize_runs(a, arms, runs, sd, nbytes, lim, srv):
+def summarize_runs(a, arms, runs, sd, nbytes, lim, srv, skipped=None):
     """The result root of the runs so far (written after every repeat: a run stopped by its
     time limit keeps the repeats it finished)."""
+    skipped = skipped or {}
     results = {}
     for arm in arms:
         rr = [x for x in runs if x["arm"] == arm]
@@ -194,6 +327,9 @@ def summarize_runs(a, arms, runs, sd, nbytes, lim, srv):
                 "host_cpu_s_per_gb": cm.bl.summary([c["host_cpu_s_per_gb"] for c in ok]),
                 "failures": [c["error"] for c in cells if "error" in c],
             }
+        saves = [x["save"] for x in rr if "error" not in x["save"]]
+        for f in ("save_blocking_s", "durable_s"):
+            results[arm][f] = cm.bl.summary([c[f] for c in saves if c.get(f) is not None])
     ratios = {}
     med = {arm: results[arm]["load"]["wall_s"]["median"] for arm in arms}
     if "rdma" in arms and med.get("rdma"):
@@ -205,13 +341,22 @@ def summarize_runs(a, arms, runs, sd, nbytes, lim, srv):
             if other in arms and smed.get("rdma") and smed.get(other):
                 ratios[f"save_speedup_rdma_vs_{other}"] = smed[other] / smed["rdma"]
     root = {"params": {"gib": a.gib, "payload_bytes": nbytes, "repeats": a.repeats,
-                       "arms": arms, "concurrency": a.concurrency,
+                       "arms": arms, "concurrency": a.concurrency, "device": a.device,
+                       "async_save": a.async_save, "overwrite": a.overwrite,
+                       "data_dir": a.data, "local_dir": a.local_dir,
+                       "staging_budget_default": wt.default_staging_budget(
+                           a.device if a.device.startswith("cuda") else None),
                        "tensors": len(tensors_of(sd)), "shard_size": wt.DEFAULT_SHARD_SIZE,
                        "order": "paired: " + " ".join(arms) + " per repeat"},
             "environment": dict(cm.bl.environment("ofi+shm"), torch=torch.__version__),
             "limits": lim,
-            "results": {"arms": results, "ratios": ratios, "runs": runs}}
+            "results": {"arms": results, "ratios": ratios, "runs": runs,
+                        "skipped": skipped}}
     root["memory"] = cm.memory_peaks(srv)
+    if "rdma" in results:
+        sb, du = results["rdma"]["save_blocking_s"], results["rdma"]["durable_s"]
+        if sb.get("median") and du.get("median"):
+            ratios["rdma_durable_over_blocking"] = du["median"] / sb["median"]
     return root, results, ratios
 
 
@@ -222,8 +367,31 @@ def main():
     ap.add_argument("--arms", default="rdma,http,torch")
     ap.add_argument("--device", default="cpu", help="cpu, or cuda: the state dict lives there "
                     "and restores land there")
+    ap.add_argument("--async-save", action="store_true", help="rdma/http: wharf.torch.save("
+                    "async_=True); dcp/dcpfs: dcp.async_save")
+    ap.add_argument("--overwrite", action="store_true", help="one key per arm, every repeat "
+                    "saving over the last (the overwrite-safe path with its cleanup)")
+    ap.add_argument("--local-dir", default=None, help="where torchfs and dcpfs write "
+                    "(default: a temporary directory; tmpfs or a disk, like --data)")
     a = ap.parse_args()
     arms = a.arms.split(",")
+    if a.device.startswith("cuda") and not torch.cuda.is_available():
+        print("skip: --device cuda but torch.cuda.is_available() is False", file=sys.stderr)
+        return 77
+    skipped = {}
+    dcp = None
+    if {"dcp", "dcpfs"} & set(arms):
+        dcp, why = dcp_ready()
+        if why is None and a.async_save and not hasattr(dcp, "async_save"):
+            why = f"torch {torch.__version__} has no dcp.async_save (torch >= 2.3)"
+        if why:
+            for arm in ("dcp", "dcpfs"):
+                if arm in arms:
+                    skipped[arm] = why
+                    arms.remove(arm)
+            print(f"skip dcp arms: {why}", file=sys.stderr)
+    local = a.local_dir or tempfile.mkdtemp(prefix="ckpt-bench-local-")
+    os.makedirs(local, exist_ok=True)
     lim = cm.limits(a)
     if a.device.startswith("cuda") and not a.no_limits:
         lim.update(cm.pinned_copy_rates(cm.GiB, 3))
@@ -233,8 +401,10 @@ def main():
         nbytes = payload_bytes(sd)
         print(f"state dict: {nbytes / cm.GiB:.2f} GiB, {len(tensors_of(sd))} tensors",
               file=sys.stderr)
-        clients = {arm: cm.make_client(srv, arm, a.concurrency) for arm in arms
-                   if arm != "torch"}
+        clients = {arm: cm.make_client(srv, "rdma" if arm == "dcp" else arm, a.concurrency)
+                   for arm in arms if arm not in ("torch", "torchfs", "dcpfs")}
+        if not clients:
+            clients["http"] = cm.make_client(srv, "http", a.concurrency)
         s3 = cm.boto3_client(srv, a.concurrency) if "torch" in arms else None
         bucket = "bench-ckpt"
         (clients.get("http") or next(iter(clients.values()))).create_bucket(bucket)
@@ -242,33 +412,57 @@ def main():
         out = cm.Incremental(a, "ckpt")
         for r in range(a.repeats):
             for arm in arms:
-                key = f"ckpt-{arm}-{r}"
+                key = f"ckpt-{arm}" if a.overwrite else f"ckpt-{arm}-{r}"
+                last = r == a.repeats - 1
                 print(f"repeat {r} arm {arm}", file=sys.stderr, flush=True)
                 if arm == "torch":
                     res = run_torch(s3, sd, bucket, key, srv, nbytes, r == 0, a.concurrency,
                                     a.device)
-                    s3.delete_object(Bucket=bucket, Key=key)
+                    if not a.overwrite or last:
+                        s3.delete_object(Bucket=bucket, Key=key)
+                elif arm == "torchfs":
+                    path = os.path.join(local, key + ".pt")
+                    res = run_torchfs(sd, path, srv, nbytes, r == 0, a.device)
+                    if not a.overwrite or last:
+                        os.unlink(path)
+                elif arm == "dcpfs":
+                    path = os.path.join(local, key)
+                    res = run_dcp(arm, dcp, sd, path, srv, nbytes, r == 0, a.device,
+                                  a.async_save)
+                    if not a.overwrite or last:
+                        shutil.rmtree(path, ignore_errors=True)
+                elif arm == "dcp":
+                    res = run_dcp(arm, dcp, sd, f"s3://{bucket}/{key}", srv, nbytes, r == 0,
+                                  a.device, a.async_save, clients[arm])
+                    if not a.overwrite or last:
+                        cleanup(clients[arm], bucket, key + "/")
                 else:
                     res = run_wharf(arm, clients[arm], sd, bucket, key, srv, nbytes, r == 0,
-                                    a.concurrency, a.device)
-                    cleanup(clients[arm], bucket, key + "/")
+                                    a.concurrency, a.device, a.async_save)
+                    if not a.overwrite or last:
+                        cleanup(clients[arm], bucket, key + "/")
                 res["repeat"] = r
                 runs.append(res)
                 print(f"  save {res['save']['wall_s']:.3f}s load {res['load']['wall_s']:.3f}s "
                       f"{res['save'].get('error', '')}{res['load'].get('error', '')}",
                       file=sys.stderr, flush=True)
-            out.write(summarize_runs(a, arms, runs, sd, nbytes, lim, srv)[0], False)
-        root, results, ratios = summarize_runs(a, arms, runs, sd, nbytes, lim, srv)
+            out.write(summarize_runs(a, arms, runs, sd, nbytes, lim, srv, skipped)[0], False)
+        root, results, ratios = summarize_runs(a, arms, runs, sd, nbytes, lim, srv, skipped)
         out.write(root, True)
         for arm in arms:
             s, l_ = results[arm]["save"], results[arm]["load"]
-            print(f"{arm:6s} save {s['wall_s']['median']:.3f}s "
-                  f"({s['gbps']['median']:.2f} GB/s) load {l_['wall_s']['median']:.3f}s "
-                  f"({l_['gbps']['median']:.2f} GB/s) failures {s['failures'] + l_['failures']}")
-        print(ratios)
+            print(f"{arm:7s} save {s['wall_s']['median']:.3f}s "
+                  f"({s['gbps']['median']:.2f} GB/s) blocking "
+                  f"{results[arm]['save_blocking_s']['median']:.3f}s durable "
+                  f"{results[arm]['durable_s']['median']:.3f}s load "
+                  f"{l_['wall_s']['median']:.3f}s ({l_['gbps']['median']:.2f} GB/s) "
+                  f"failures {s['failures'] + l_['failures']}")
+        print(ratios, skipped or "")
     finally:
         srv.stop()
+        if a.local_dir is None:
+            shutil.rmtree(local, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -34,14 +34,25 @@ except ImportError:
 
 class WharfCheckpointIO(CheckpointIO):
     """CheckpointIO for s3:// paths. client: a wharf.Client (default: wharf.torch's default
-    client, from the environment). transport, shard_size, progress: as wharf.torch.save."""
+    client, from the environment). transport, shard_size, progress: as wharf.torch.save.
+    async_=True: save_checkpoint returns once wharf.torch.save_async has a snapshot of the
+    checkpoint (training goes on while it uploads); the next save_checkpoint and teardown
+    wait for it and raise its error, if it failed; staging_budget as save_async's. Lightning's
+    own AsyncCheckpointIO over a WharfCheckpointIO() also works: it runs the whole save in a
+    thread, on tensors recent Lightning clones into host memory first (older versions read
+    the live tensors there); async_=True snapshots into wharf's reused pool instead."""
 
-    def __init__(self, client=None, transport="auto", shard_size=None, progress=False):
+    def __init__(self, client=None, transport="auto", shard_size=None, progress=False,
+                 async_=False, staging_budget=None):
         super().__init__()
         self.client = client
         self.transport = transport
         self.shard_size = shard_size
         self.progress = progress
+        self.async_ = async_
+        self.staging_budget = staging_budget
+        self.last_report = None
+        self._pending = None
         self._local = TorchCheckpointIO()
 
     def save_checkpoint(self, checkpoint, path, storage_options=None):
@@ -49,9 +60,23 @@ class WharfCheckpointIO(CheckpointIO):
         if not is_url(path):
             return self._local.save_checkpoint(checkpoint, path, storage_options)
         import wharf.torch as wt
+        self.wait()
         kw = {} if self.shard_size is None else {"shard_size": int(self.shard_size)}
-        wt.save(checkpoint, path, client=self.client, transport=self.transport,
-                allow_pickle=True, progress=self.progress, **kw)
+        if self.async_:
+            self._pending = wt.save(checkpoint, path, client=self.client,
+                                    transport=self.transport, allow_pickle=True,
+                                    progress=self.progress, async_=True,
+                                    staging_budget=self.staging_budget, **kw)
+            return
+        self.last_report = wt.save(checkpoint, path, client=self.client,
+                                   transport=self.transport, allow_pickle=True,
+                                   progress=self.progress, **kw)
+
+    def wait(self):
+        """Waits for the async save in flight (async_=True), if any; raises its error."""
+        fut, self._pending = self._pending, None
+        if fut is not None:
+            self.last_report = fut.result()
 
     def load_checkpoint(self, path, map_location=None, **kwargs):
         path = str(path)
@@ -83,7 +108,7 @@ class WharfCheckpointIO(CheckpointIO):
                 pass
 
     def teardown(self):
-        pass
+        self.wait()
 
 
 __all__ = ["WharfCheckpointIO"]

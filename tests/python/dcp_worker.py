@@ -7,7 +7,9 @@ plain values) with WharfStorageWriter (client from the environment); load: loads
 zeros laid out for WORLD ranks and checks every local shard against the expected values;
 die-<point>: saves and kills itself (os._exit) at <point>: write-start (rank 1, before its
 first object), write-mid (rank 1, after its first object), finish (rank 0, after checking the
-objects, before .metadata); cuda-save: per-rank CUDA tensors. Prints OK on success.
+objects, before .metadata); adie-<point>: the same under dcp.async_save (async also overwrites
+every tensor once async_save has returned: the load must not see it); cuda-save: per-rank
+CUDA tensors. Prints OK on success.
 DCP_BACKEND=nccl (one GPU per rank): the process group is NCCL and the DTensors live on
 cuda:RANK, so save and load move GPU memory."""
 import datetime
@@ -99,7 +101,11 @@ def main():
         sd = state(world, seed)
         w = WharfStorageWriter(url, thread_count=2, object_size=64 << 10)
         if mode == "async":
-            dcp.async_save(sd, storage_writer=w).result()
+            fut = dcp.async_save(sd, storage_writer=w)
+            for v in sd.values():  # after async_save returned: never in the checkpoint
+                if isinstance(v, torch.Tensor):
+                    (v.to_local() if hasattr(v, "to_local") else v).fill_(-7)
+            fut.result()
         else:
             dcp.save(sd, storage_writer=w)
     elif mode == "load":
@@ -109,6 +115,10 @@ def main():
     elif mode.startswith("die-"):
         DyingWriter.point = mode[4:]
         dcp.save(state(world, seed), storage_writer=DyingWriter(url, object_size=64 << 10))
+    elif mode.startswith("adie-"):  # the same, the save running behind dcp.async_save
+        DyingWriter.point = mode[5:]
+        dcp.async_save(state(world, seed),
+                       storage_writer=DyingWriter(url, object_size=64 << 10)).result()
     elif mode == "cuda-save":
         t = torch.arange(1000, dtype=torch.float32, device="cuda") + rank
         dcp.save({f"r{rank}": t, "shared": torch.ones(5, device="cuda")},

@@ -93,13 +93,17 @@ def _state(seed):
     return {"w": torch.randn(64, 32, generator=g), "b": torch.randn(32, generator=g)}
 
 
-def test_save_index_race(http_client, monkeypatch):
+@pytest.mark.parametrize("first", [True, False], ids=["first-commit", "replace"])
+def test_save_index_race(http_client, monkeypatch, first):
     """Two wharf.torch.save to one URL reach their commit together: exactly one commits; the
-    other gets CheckpointConflictError."""
+    other gets CheckpointConflictError, and the winner's checkpoint loads whole (each save's
+    shards carry its own generation, so the loser overwrote nothing)."""
     import wharf.torch.checkpoint as ck
     b = unique_bucket("pyck")
     http_client.create_bucket(b)
     url = f"s3://{b}/run/step-1"
+    if not first:
+        wt.save(_state(7), url, client=http_client, transport="http")
     real = ck._write_index
     barrier = threading.Barrier(2)
 
@@ -114,16 +118,47 @@ def test_save_index_race(http_client, monkeypatch):
     assert len(ok) == 1 and len(bad) == 1, out
     assert isinstance(bad[0], CheckpointConflictError), bad[0]
     assert "another save committed" in str(bad[0])
-    # Both saves wrote shards of the same names, so the loser's may have replaced the
-    # winner's: the load then refuses by the ETags the index recorded, never mixes them.
     monkeypatch.setattr(ck, "_write_index", real)
     want = _state(ok[0])
-    try:
-        got = wt.load(url, client=http_client)
-    except wharf.WharfError as e:
-        assert "changed after the checkpoint was committed" in str(e), e
-    else:
-        assert all(torch.equal(got[k], want[k]) for k in want)
+    got = wt.load(url, client=http_client, verify=True)
+    assert all(torch.equal(got[k], want[k]) for k in want)
+    # the loser's shards are orphans; the next save removes them
+    rep = wt.save(_state(9), url, client=http_client, transport="http")
+    assert sorted(o.key for o in http_client.list(b, "run/step-1/")) == sorted(
+        [f"run/step-1/{f}" for f in rep["shards"]] + ["run/step-1/" + wt.INDEX_NAME])
+
+
+def test_cleanup_spares_a_later_save(http_client, monkeypatch):
+    """A save's cleanup (after its commit) deletes only what was there before it began: the
+    shards of a save that started after its commit survive, and that save loads whole."""
+    import wharf.torch.checkpoint as ck
+    b = unique_bucket("pyck")
+    http_client.create_bucket(b)
+    url = f"s3://{b}/run/last"
+    wt.save(_state(1), url, client=http_client, transport="http")
+    real = ck._cleanup
+    committed, go = threading.Event(), threading.Event()
+
+    def slow_cleanup(*a, **kw):
+        if threading.current_thread().name == "first":
+            committed.set()
+            assert go.wait(timeout=60)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(ck, "_cleanup", slow_cleanup)
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("a", wt.save(
+        _state(2), url, client=http_client, transport="http")), name="first")
+    t.start()
+    assert committed.wait(timeout=60)
+    rep_b = wt.save(_state(3), url, client=http_client, transport="http", shard_size=4096)
+    go.set()
+    t.join(timeout=60)
+    assert not t.is_alive() and out["a"]["index"]
+    got = wt.load(url, client=http_client, verify=True)
+    assert all(torch.equal(got[k], _state(3)[k]) for k in got)
+    assert {o.key for o in http_client.list(b, "run/last/")} == \
+        {f"run/last/{f}" for f in rep_b["shards"]} | {"run/last/" + wt.INDEX_NAME}
 
 
 try:

@@ -1,7 +1,7 @@
 """wharf.torch.dcp against a real wharfd: dcp.save / async_save / load with 2 gloo processes,
 loads resharded to 1 and 4 ranks (values compared shard by shard), a rank killed at three
 points of a save (never loaded as complete; an older checkpoint under the same URL stays
-whole), overwrite=False, and CUDA tensors. Needs torch.distributed.checkpoint (torch >= 2.2):
+whole), a cleanup that spares a later save's objects, overwrite=False, and CUDA tensors. Needs torch.distributed.checkpoint (torch >= 2.2):
 skipped, with the reason, on older torch."""
 import os
 import subprocess
@@ -137,6 +137,8 @@ def test_save_2_ranks_load_1_and_4(wharfd, dprov):
     c.close()
 
 
+@pytest.mark.skipif(HAVE_DCP and not hasattr(dcp, "async_save"),
+                    reason=f"torch {torch.__version__} has no dcp.async_save (torch >= 2.3)")
 def test_async_save(wharfd):
     c = make_client(wharfd, "ofi+shm")
     b = unique_bucket("dcpa")
@@ -145,6 +147,32 @@ def test_async_save(wharfd):
     env = env_for(wharfd, "ofi+shm", seed=3)
     run_ranks("async", url, 2, env)
     load_one(url, c, seed=3)
+    c.close()
+
+
+@pytest.mark.skipif(HAVE_DCP and not hasattr(dcp, "async_save"),
+                    reason=f"torch {torch.__version__} has no dcp.async_save (torch >= 2.3)")
+@pytest.mark.parametrize("point", ["write-mid", "finish"])
+def test_async_save_over_a_checkpoint(wharfd, point):
+    """dcp.async_save over an existing checkpoint: the tensors changed after it returned are
+    not saved; an async save killed (a rank mid-write, the coordinator before the commit)
+    leaves the previous checkpoint whole; the next async save commits and leaves only its
+    own objects."""
+    c = make_client(wharfd, "ofi+shm")
+    b = unique_bucket("dcpao")
+    c.create_bucket(b)
+    url = f"s3://{b}/last"
+    run_ranks("save", url, 2, env_for(wharfd, "ofi+shm", seed=0))
+    run_ranks("async", url, 2, env_for(wharfd, "ofi+shm", seed=3))
+    load_one(url, c, seed=3)
+    out = run_ranks(f"adie-{point}", url, 2, env_for(wharfd, "ofi+shm", seed=5),
+                    expect_ok=False)
+    assert any(rc != 0 for rc, _ in out), out
+    load_one(url, c, seed=3)
+    run_ranks("async", url, 2, env_for(wharfd, "ofi+shm", seed=6))
+    load_one(url, c, seed=6)
+    names = [o.key.split("/")[-1] for o in c.list(b, "last/")]
+    assert len({n.split("_")[3] for n in names if n.endswith(".distcp")}) == 1, names
     c.close()
 
 
@@ -171,6 +199,41 @@ def test_killed_rank_never_complete(wharfd, point):
     sids = {n.split("_")[3] for n in names if n.endswith(".distcp")}
     assert len(sids) == 1, names
     c.close()
+
+
+def test_cleanup_spares_a_later_save(wharfd):
+    """The coordinator's cleanup after its commit deletes only the objects that were there
+    when its save began: a save that starts after that commit (while the cleanup still runs)
+    keeps every object, and loads whole."""
+    import threading
+    a_client, b_client = make_client(wharfd, "http"), make_client(wharfd, "http")
+    b = unique_bucket("dcpc")
+    b_client.create_bucket(b)
+    url = f"s3://{b}/last"
+    sd = lambda s: {"x": torch.arange(4.0) + s, "y": torch.full((300, 1024), float(s))}  # noqa
+    dcp.save(sd(1), storage_writer=WharfStorageWriter(url, client=b_client))
+    real, committed, go = a_client.delete, threading.Event(), threading.Event()
+
+    def slow_delete(*a, **kw):
+        committed.set()
+        assert go.wait(timeout=60)
+        return real(*a, **kw)
+
+    a_client.delete = slow_delete
+    t = threading.Thread(target=lambda: dcp.save(sd(2), storage_writer=WharfStorageWriter(
+        url, client=a_client)))
+    t.start()
+    try:
+        assert committed.wait(timeout=60), "the first save never reached its cleanup"
+        dcp.save(sd(3), storage_writer=WharfStorageWriter(url, client=b_client))
+    finally:
+        go.set()
+        t.join(timeout=60)
+    got = {k: torch.zeros_like(v) for k, v in sd(3).items()}
+    dcp.load(got, storage_reader=WharfStorageReader(url, client=b_client))
+    assert all(torch.equal(got[k], v) for k, v in sd(3).items())
+    a_client.close()
+    b_client.close()
 
 
 def test_missing_checkpoint_and_overwrite_false(wharfd):

@@ -175,7 +175,10 @@ def test_shards_are_standard_safetensors(client, bucket, url):
     files = sorted(set(index["weight_map"].values()))
     n = len(files)
     assert n == len(rep["shards"]) > 2
-    assert files == [f"model-{i:05d}-of-{n:05d}.safetensors" for i in range(1, n + 1)]
+    # the generation (new for every save) names this save's shards
+    gen = rep["generation"]
+    assert len(gen) == 12
+    assert files == [f"model-{gen}-{i:05d}-of-{n:05d}.safetensors" for i in range(1, n + 1)]
     seen = {}
     for f in files:
         blob = client.get(bucket, f"{prefix}/{f}")
@@ -233,9 +236,9 @@ def test_verify_detects_tensor_mismatch(client, bucket, url):
 
 
 def test_shard_changed_after_commit(client, bucket, url):
-    wt.save({"a": torch.ones(100)}, url, client=client)
+    rep = wt.save({"a": torch.ones(100)}, url, client=client)
     prefix = url.split("/", 3)[3]
-    k = f"{prefix}/model-00001-of-00001.safetensors"
+    k = f"{prefix}/{rep['shards'][0]}"
     blob = bytearray(client.get(bucket, k))
     blob[-1] ^= 0xFF
     client.put(bucket, k, bytes(blob))
@@ -302,10 +305,15 @@ def test_save_killed_midway(client, bucket, wharfd, provider):
     with pytest.raises(wharf.IncompleteCheckpointError) as ei:
         wt.load(f"s3://{bucket}/run/step-2", client=client)
     assert "incomplete" in str(ei.value)
-    # a killed overwrite of an existing checkpoint is incomplete too, never a mix
+    # a killed overwrite of an existing checkpoint leaves the old one, whole, never a mix;
+    # the next save removes the killed one's shards
     run_save_and_die(wharfd, provider, f"s3://{bucket}/run/step-1")
-    with pytest.raises(wharf.IncompleteCheckpointError, match="incomplete"):
-        wt.load(f"s3://{bucket}/run/step-1", client=client)
+    same(wt.load(f"s3://{bucket}/run/step-1", client=client), old)
+    assert len(client.list(bucket, "run/step-1/")) == 1 + 1 + 2  # index, shard, 2 orphans
+    rep = wt.save(old, f"s3://{bucket}/run/step-1", client=client)
+    assert rep["removed"] == 3  # the old checkpoint's shard and the orphans
+    assert sorted(o.key for o in client.list(bucket, "run/step-1/")) == sorted(
+        [f"run/step-1/{f}" for f in rep["shards"]] + ["run/step-1/model.safetensors.index.json"])
 
 
 def test_ranks_without_process_group(client, bucket):
@@ -327,12 +335,11 @@ def test_ranks_without_process_group(client, bucket):
         wt.load(url, client=client)
     with pytest.raises(wharf.WharfError, match="not in"):
         wt.load(url, client=client, rank=3)
-    # saving again under a save_id: until every rank has saved anew, neither load nor commit
-    # mixes in the previous save's ranks
+    # saving again under a save_id: until the new commit the previous checkpoint loads whole,
+    # and commit never mixes in the previous save's ranks
     new = [{"w": torch.zeros(2) + r} for r in range(3)]
     wt.save(new[0], url, client=client, rank=0, world_size=3, save_id="step-2")
-    with pytest.raises(wharf.IncompleteCheckpointError, match="incomplete"):
-        wt.load(url, client=client, rank=1)
+    same(wt.load(url, client=client, rank="all"), parts)
     wt.save(new[1], url, client=client, rank=1, world_size=3, save_id="step-2")
     with pytest.raises(wharf.IncompleteCheckpointError, match="rank 2.*not 'step-2'"):
         wt.commit(url, world_size=3, client=client, save_id="step-2")
@@ -341,6 +348,11 @@ def test_ranks_without_process_group(client, bucket):
     wt.save(new[2], url, client=client, rank=2, world_size=3, save_id="step-2")
     wt.commit(url, world_size=3, client=client, save_id="step-2")
     same(wt.load(url, client=client, rank="all"), new)
+    # the previous save's shards went with the commit that replaced them
+    index = json.loads(client.get(bucket, "ddp/" + wt.INDEX_NAME))
+    assert {o.key for o in client.list(bucket, "ddp/")} == \
+        {"ddp/" + f for f in index["weight_map"].values()} | \
+        {f"ddp/rank-{r:05d}-of-00003.json" for r in range(3)} | {"ddp/" + wt.INDEX_NAME}
 
 
 DDP_WORKER = textwrap.dedent("""

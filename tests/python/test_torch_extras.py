@@ -89,8 +89,8 @@ def put_snapshot(client, bucket, prefix, sd, shards=2):
         part = {k: sd[k] for k in names[i::shards]}
         f = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
         tmp = f"s3://{bucket}/tmp-{prefix}-{i}"
-        wt.save(part, tmp, client=client)
-        data = client.get(bucket, f"tmp-{prefix}-{i}/model-00001-of-00001.safetensors")
+        rep = wt.save(part, tmp, client=client)
+        data = client.get(bucket, f"tmp-{prefix}-{i}/{rep['shards'][0]}")
         client.put(bucket, f"{prefix}/{f}", data)
         wm.update({k: f for k in part})
     client.put(bucket, f"{prefix}/model.safetensors.index.json",

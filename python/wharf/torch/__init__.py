@@ -1,7 +1,8 @@
 """wharf.torch: PyTorch over wharf. Every entry point takes s3://bucket/key URLs; without
 client= the client comes from set_default_client() or the environment (wharf.config).
 
-    checkpoint  save / load / commit: checkpoints as standard safetensors shards
+    checkpoint  save / save_async / load / commit: checkpoints as standard safetensors
+                shards, overwrite-safe (the index swap is the commit)
     hf          load_safetensors / load_pretrained / from_pretrained / save_pretrained /
                 upload_pretrained / download_pretrained: Hugging Face snapshots
     dcp         WharfStorageWriter / WharfStorageReader for torch.distributed.checkpoint
@@ -16,14 +17,16 @@ client= the client comes from set_default_client() or the environment (wharf.con
 """
 from ..config import parse_url
 from ._common import INDEX_NAME, set_default_client
-from .checkpoint import DEFAULT_SHARD_SIZE, FORMAT, commit, free_staging, load, save
+from .checkpoint import (DEFAULT_SHARD_SIZE, FORMAT, commit, default_staging_budget,
+                         free_staging, load, save, save_async, wait_async)
 from .fetch import ARENA_ALIGN
 from .hf import load_pretrained, load_safetensors
 from .data import (JpegTarShards, ObjectIterableDataset, ObjectMapDataset, RawImageShards,
                    RawImageShardWriter, TokenDataset, TokenShardWriter, WharfObject,
                    write_raw_image_shards, write_token_shards)
 
-__all__ = ["save", "load", "commit", "free_staging", "load_safetensors", "load_pretrained",
+__all__ = ["save", "save_async", "wait_async", "default_staging_budget", "load", "commit",
+           "free_staging", "load_safetensors", "load_pretrained",
            "set_default_client", "parse_url", "TokenDataset", "RawImageShards",
            "JpegTarShards", "ObjectMapDataset", "ObjectIterableDataset", "WharfObject",
            "TokenShardWriter", "RawImageShardWriter", "write_token_shards",

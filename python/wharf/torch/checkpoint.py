@@ -1,11 +1,12 @@
 """wharf.torch.checkpoint: checkpoints as standard safetensors shards.
 
 Checkpoint layout under s3://bucket/<key>/ (one process, world_size 1):
-    model-00001-of-0000N.safetensors ...    shards, each at most shard_size bytes of tensors
-                                            (a single tensor larger than that gets a shard
-                                            of its own)
-    model.safetensors.index.json            written LAST: the commit point
-With W ranks, rank r writes  model-rank0000r-00001-of-0000N.safetensors ... and a rank
+    model-<gen>-00001-of-0000N.safetensors ...  shards, each at most shard_size bytes of
+                                                tensors (a single tensor larger than that
+                                                gets a shard of its own); <gen> is a
+                                                generation id, new for every save
+    model.safetensors.index.json                written LAST: the commit point
+With W ranks, rank r writes  model-rank0000r-<gen>-00001-of-0000N.safetensors ... and a rank
 manifest rank-0000r-of-0000W.json; the index is written by one commit once every rank is done.
 
 Each shard is a plain safetensors file: any safetensors reader opens it. Tensor names are the
@@ -18,10 +19,20 @@ The index is a model.safetensors.index.json: {"metadata": {"total_size", "format
 "etag"}], "tensors": {name: {"crc32", ...}}}]}, "weight_map": {name: file}}.
 
 Rules:
-- A save first deletes the index it is about to replace, writes the shards, then the index.
-  So an interrupted save leaves a checkpoint that load() reports "incomplete", and any other
-  checkpoint (another key) is untouched. load() also compares each shard's ETag with the one
-  recorded at commit, so shards overwritten later are detected.
+- Overwrite-safe: a save never writes over an object the current index names (its shards
+  carry a generation id of their own) and replaces the index last, by one conditional PUT:
+  If-Match the ETag the index had when the save began, If-None-Match: * where there was none.
+  Until that PUT the old checkpoint loads whole; after it, the new one. A save killed at any
+  point leaves the old checkpoint (or, at a new URL, none: load() reports "incomplete"); of
+  two saves racing to one URL only one commits, the other gets CheckpointConflictError. Only
+  after its commit does a save delete the shards under the URL that the new index does not
+  name and that were there before it began (the replaced checkpoint's, and orphans of
+  interrupted saves); shards of a save that began later are never touched. load() also
+  compares each shard's ETag with the one recorded at commit, so shards changed later are
+  detected.
+- Async (save_async, save(async_=True)): the call returns a Future once every tensor is
+  copied into a snapshot pool; upload, commit and cleanup run in a thread. One in flight per
+  process: any further save first waits for it.
 - Tensors sharing storage: the same tensor object reached twice is stored once and loads as one
   tensor reached twice; distinct tensors that view one storage are each stored with their own
   bytes (loads give equal values, no aliasing).
@@ -51,6 +62,7 @@ import os
 import resource
 import threading
 import time
+import uuid
 import zlib
 
 import numpy as np
@@ -73,10 +85,16 @@ FORMAT = "wharf.torch/1"
 DEFAULT_SHARD_SIZE = 4 * 1024 ** 3 - 64 * 1024 ** 2
 
 
-def _shard_name(rank, world, i, n):
+def _shard_name(rank, world, i, n, gen):
     if world == 1:
-        return f"model-{i + 1:05d}-of-{n:05d}.safetensors"
-    return f"model-rank{rank:05d}-{i + 1:05d}-of-{n:05d}.safetensors"
+        return f"model-{gen}-{i + 1:05d}-of-{n:05d}.safetensors"
+    return f"model-rank{rank:05d}-{gen}-{i + 1:05d}-of-{n:05d}.safetensors"
+
+
+def _is_shard(rel):
+    """A shard of a wharf.torch checkpoint (of any generation, also the names saves wrote
+    before shards carried one): the only objects a save's cleanup ever deletes."""
+    return rel.startswith("model-") and rel.endswith(".safetensors") and "/" not in rel
 
 
 def _manifest_name(rank, world):
@@ -85,12 +103,21 @@ def _manifest_name(rank, world):
 
 def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_size=None,
          transport="auto", checksums=True, concurrency=None, keep_staging=True, save_id=None,
-         allow_pickle=False, progress=False, staging="auto"):
+         allow_pickle=False, progress=False, staging="auto", async_=False,
+         staging_budget=None):
     """Saves obj (a state dict or any nested structure of tensors and plain values) as
     safetensors shards under url (s3://bucket/key), then commits it (see the module doc for
     several ranks). Returns a dict: bytes, shards, index (its key, or None when a commit is
-    still due), transports, flatten_s, upload_s (of which fill_s copying into the staging
-    buffers and checksumming, put_wait_s waiting for PUTs), commit_s, wall_s, reports.
+    still due), generation (the id in this save's shard names), removed (objects of earlier
+    saves deleted after the commit), transports, flatten_s, upload_s (of which fill_s copying
+    into the staging buffers and checksumming, put_wait_s waiting for PUTs), commit_s,
+    wall_s, save_blocking_s (how long the call held the caller: wall_s here), durable_s (from
+    the call until the commit; wall_s here), reports.
+    A URL that holds a checkpoint keeps it, whole and loadable, until this save's index
+    replaces it (see the module doc); a second save while an async one is in flight waits
+    for that one to be durable first.
+    async_=True: returns a concurrent.futures.Future as soon as a consistent snapshot of
+    every tensor exists (see save_async); the upload and the commit run in a thread.
     keep_staging: keep the staging buffers (two of the largest shard's size, registered) for
     the next save; wharf.torch.free_staging() releases them. checksums: record each tensor's
     CRC-32 in the index, for load(verify=True). save_id: with several ranks and no process
@@ -106,7 +133,8 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
     The result's "staging_memory" names where it was ("cuda:0", "host"), "staging_bytes" how
     much (two buffers of the largest shard, so shard_size bounds it), and "staging_reason"
     why it is host when GPU tensors were saved. Device-staged tensors record
-    a sum64 (wharf.torch.checksum, computed on the GPU) instead of a CRC-32."""
+    a sum64 (wharf.torch.checksum, computed on the GPU) instead of a CRC-32.
+    staging_budget: async_ only, the most bytes the snapshot may take (see save_async)."""
     t0 = time.perf_counter()
     c = _client(client)
     bucket, prefix = parse_url(url)
@@ -116,12 +144,52 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
     if staging not in ("auto", "device", "host"):
         raise WharfError(_lib.WHARF_ERR_INVALID,
                          f'staging must be "auto", "device" or "host", not {staging!r}')
+    if staging_budget is not None and (not isinstance(staging_budget, int)
+                                       or staging_budget < 1):
+        raise WharfError(_lib.WHARF_ERR_INVALID, "staging_budget must be a positive int "
+                         f"(bytes), not {staging_budget!r}")
     rank, world, pg = _rank_world(rank, world_size)
-    index_key = _join(prefix, INDEX_NAME)
+    if async_ and pg and world > 1:
+        raise WharfError(_lib.WHARF_ERR_UNSUPPORTED, f"save {url}: async_=True with a process "
+                         "group of several ranks is not supported (its commit needs "
+                         "collectives, which a background thread cannot run beside training's);"
+                         " pass rank= and world_size= and call wharf.torch.commit() once every "
+                         "rank's future is done, or save synchronously")
+    gen = uuid.uuid4().hex[:12]
+    skeleton, plans = _plan(obj, rank, world, shard_size, allow_pickle, gen)
+    flatten_s = time.perf_counter() - t0
+    if async_:
+        return _save_async(c, url, bucket, prefix, rank, world, skeleton, plans, save_id,
+                           transport, checksums, concurrency, staging, staging_budget,
+                           progress, t0, flatten_s, gen)
+    waited_s = _inflight.wait_idle()
 
+    base, before = _begin(c, bucket, prefix, rank, world, pg)
+    t1 = time.perf_counter()
+    with Progress(sum(p["size"] for p in plans), f"save {url}", progress) as bar:
+        reports, tensor_info, ustats = _upload_shards(c, bucket, prefix, plans, transport,
+                                                      checksums, concurrency, keep_staging,
+                                                      bar, staging)
+    upload_s = time.perf_counter() - t1
+    rank_rec = _rank_record(rank, save_id, skeleton, plans, reports, tensor_info)
+    t2 = time.perf_counter()
+    committed, removed = _finish(c, bucket, prefix, url, rank, world, pg, rank_rec, save_id,
+                                 base, before)
+    commit_s = time.perf_counter() - t2
+    wall = time.perf_counter() - t0
+    return {"bytes": sum(p["size"] for p in plans), "shards": [p["file"] for p in plans],
+            "index": committed, "generation": gen, "removed": removed,
+            "transports": sorted({r.transport for r in reports}),
+            "flatten_s": flatten_s, "upload_s": upload_s, "commit_s": commit_s, **ustats,
+            "waited_s": waited_s, "wall_s": wall, "save_blocking_s": wall, "durable_s": wall,
+            "async": False, "reports": reports}
+
+
+def _plan(obj, rank, world, shard_size, allow_pickle, gen):
+    """(the structure's skeleton, one plan per shard: file, items, entries, header, size)."""
     fl = _Flatten(f"rank{rank}/" if world > 1 else "", allow_pickle=allow_pickle)
     skeleton = fl.enc(obj, [])
-    items = []  # (name, stored tensor, dtype, special)
+    items = []  # (name, stored tensor, dtype, special, original element size)
     for name, t, _ in fl.tensors:
         s, dt, special = _prepare(name, t)
         items.append((name, s, dt, special, t.element_size()))
@@ -150,55 +218,92 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
                 specials[name] = special
             off += nb
         meta = {"format": "pt", "wharf.format": FORMAT, "wharf.rank": str(rank),
-                "wharf.world_size": str(world), "wharf.shard": f"{i + 1}/{nsh}"}
+                "wharf.world_size": str(world), "wharf.shard": f"{i + 1}/{nsh}",
+                "wharf.generation": gen}
         if specials:
             meta["wharf.special"] = json.dumps(specials, separators=(",", ":"))
         if i == 0:
             meta["wharf.structure"] = json.dumps(skeleton, separators=(",", ":"))
         header = st.build_header(entries, meta)
-        plans.append(dict(file=_shard_name(rank, world, i, nsh), items=sh, entries=entries,
-                          header=header, size=len(header) + off, specials=specials))
-    flatten_s = time.perf_counter() - t0
+        plans.append(dict(file=_shard_name(rank, world, i, nsh, gen), items=sh,
+                          entries=entries, header=header, size=len(header) + off,
+                          specials=specials))
+    return skeleton, plans
 
-    # Replace, never mix: the old index goes first (rank 0; the others wait for it), and each
-    # rank's old manifest, so a commit cannot pick up a rank that has not finished this save.
+
+def _begin(c, bucket, prefix, rank, world, pg):
+    """Before any shard of this save is written: (the ETag of the index this save replaces,
+    None where there is none; the shard objects under the URL now, which the commit's
+    cleanup may delete). Taken before the writes, the listing never holds a shard of a save
+    that began after it; a save whose shards it holds read its own base before this save's
+    commit, so that save cannot commit over this one (and loses nothing by the cleanup).
+    Also removes this rank's old manifest, so a commit cannot pick up a rank that has not
+    finished this save."""
+    base, before = None, set()
     if rank == 0:
-        _delete_quiet(c, bucket, index_key)
+        try:
+            base = c.stat(bucket, _join(prefix, INDEX_NAME)).etag
+        except NotFoundError:
+            pass
+        before = _shard_keys(c, bucket, prefix)
     if world > 1:
         _delete_quiet(c, bucket, _join(prefix, _manifest_name(rank, world)))
     if pg:
         torch.distributed.barrier()
+    return base, before
 
-    t1 = time.perf_counter()
-    with Progress(sum(p["size"] for p in plans), f"save {url}", progress) as bar:
-        reports, tensor_info, ustats = _upload_shards(c, bucket, prefix, plans, transport,
-                                                      checksums, concurrency, keep_staging,
-                                                      bar, staging)
-    upload_s = time.perf_counter() - t1
 
-    rank_rec = {"rank": rank, "save_id": save_id, "structure": skeleton,
-                "shards": [{"file": p["file"], "size": p["size"], "etag": r.etag}
-                           for p, r in zip(plans, reports)],
-                "tensors": tensor_info,
-                "weight_map": {e[0]: p["file"] for p in plans for e in p["entries"]}}
-    t2 = time.perf_counter()
-    committed = None
+def _shard_keys(c, bucket, prefix, older_than=None):
+    base = prefix + "/" if prefix else ""
+    return {o.key for o in c.list(bucket, base)
+            if _is_shard(o.key[len(base):]) and (older_than is None or o.mtime < older_than)}
+
+
+def _rank_record(rank, save_id, skeleton, plans, reports, tensor_info):
+    return {"rank": rank, "save_id": save_id, "structure": skeleton,
+            "shards": [{"file": p["file"], "size": p["size"], "etag": r.etag}
+                       for p, r in zip(plans, reports)],
+            "tensors": tensor_info,
+            "weight_map": {e[0]: p["file"] for p in plans for e in p["entries"]}}
+
+
+def _finish(c, bucket, prefix, url, rank, world, pg, rank_rec, save_id, base, before):
+    """Commits (one rank, or every rank through the process group) and then deletes the
+    shards the new index does not name. Returns (the index key or None, objects removed)."""
     if world == 1:
-        committed = _write_index(c, bucket, prefix, 1, [rank_rec])
-    else:
-        c.put(bucket, _join(prefix, _manifest_name(rank, world)),
-              json.dumps(rank_rec, separators=(",", ":")).encode(), transport="http")
-        if pg:
-            torch.distributed.barrier()
-            if rank == 0:
-                commit(url, world_size=world, client=c, save_id=save_id)
-            torch.distributed.barrier()
-            committed = index_key
-    commit_s = time.perf_counter() - t2
-    return {"bytes": sum(p["size"] for p in plans), "shards": [p["file"] for p in plans],
-            "index": committed, "transports": sorted({r.transport for r in reports}),
-            "flatten_s": flatten_s, "upload_s": upload_s, "commit_s": commit_s, **ustats,
-            "wall_s": time.perf_counter() - t0, "reports": reports}
+        key = _write_index(c, bucket, prefix, 1, [rank_rec], base)
+        return key, _cleanup(c, bucket, before, _files(prefix, [rank_rec]))
+    c.put(bucket, _join(prefix, _manifest_name(rank, world)),
+          json.dumps(rank_rec, separators=(",", ":")).encode(), transport="http")
+    if not pg:
+        return None, 0
+    torch.distributed.barrier()
+    removed = 0
+    if rank == 0:
+        recs, _ = _check_manifests(c, bucket, prefix, url, world, save_id)
+        _write_index(c, bucket, prefix, world, recs, base)
+        removed = _cleanup(c, bucket, before, _files(prefix, recs))
+    torch.distributed.barrier()
+    return _join(prefix, INDEX_NAME), removed
+
+
+def _files(prefix, recs):
+    return {_join(prefix, sh["file"]) for rr in recs for sh in rr["shards"]}
+
+
+def _cleanup(c, bucket, candidates, keep):
+    """Deletes the candidates the committed index does not name; a failure only leaves an
+    orphan for the next save. Returns how many went."""
+    n = 0
+    for key in sorted(set(candidates) - set(keep)):
+        try:
+            c.delete(bucket, key)
+            n += 1
+        except NotFoundError:
+            pass
+        except WharfError:
+            pass  # left for the next save's cleanup
+    return n
 
 
 def _delete_quiet(c, bucket, key):
@@ -269,8 +374,16 @@ _staging = _Staging()
 
 
 def free_staging():
-    """Releases the staging buffers save() keeps between calls (and their registrations)."""
+    """Releases the staging buffers save() keeps between calls (and their registrations),
+    and the snapshot pools of async saves (after waiting for the one in flight)."""
     _staging.free()
+    _inflight.claim()
+    try:
+        for p in _pools.values():
+            p.drop()
+        _pools.clear()
+    finally:
+        _inflight.release()
 
 
 def _copy_workers():
@@ -345,6 +458,7 @@ class _NoDirect(Exception):
     """The device staging buffer could not be registered for the direct path."""
 
 
+
 def _upload_from_device(c, bucket, prefix, plans, transport, checksums, concurrency, bar,
                         dev, nbuf):
     cap = max(p["size"] for p in plans)
@@ -364,21 +478,7 @@ def _upload_from_device(c, bucket, prefix, plans, transport, checksums, concurre
     stream.wait_stream(torch.cuda.current_stream(dev))  # the tensors' producers are done first
 
     def fill(buf, p):
-        hl = len(p["header"])
-        hdr = torch.frombuffer(bytearray(p["header"]), dtype=torch.uint8)
-        buf[:hl].copy_(hdr.pin_memory() if hl > 4096 else hdr)
-        sums = []
-        for item, entry in zip(p["items"], p["entries"]):
-            name, s, dt, special, _ = item
-            b, e = entry[3], entry[4]
-            if e > b:
-                src = _as_bytes(s)
-                buf[hl + b:hl + e].copy_(src, non_blocking=not src.is_cuda)
-            tensor_info[name] = {"as": special} if special else {}
-            sums.append((name, hl + b, hl + e))
-        if checksums:
-            for name, b, e in sums:
-                tensor_info[name]["sum64"] = _sum64(buf[b:e])
+        _fill_device_shard(buf, p, checksums, tensor_info)
         stream.synchronize()
 
     try:
@@ -388,11 +488,64 @@ def _upload_from_device(c, bucket, prefix, plans, transport, checksums, concurre
     finally:
         for r in regs:
             r.close()
+    _note_staged(stats, reports)
+    return reports, tensor_info, stats
+
+
+def _note_staged(stats, reports):
     staged = [r for r in reports if r.staged]
     if staged:
         stats["staging_reason"] = f"{len(staged)} of {len(reports)} shards went through " \
             f"host memory: {staged[0].reason}"
-    return reports, tensor_info, stats
+
+
+def _fill_device_shard(buf, p, checksums, tensor_info):
+    """Assembles shard p in the device buffer buf (its first p["size"] bytes) on the current
+    stream: header, then each tensor by a device-to-device copy; sum64s when checksums.
+    The caller synchronizes the stream."""
+    hl = len(p["header"])
+    hdr = torch.frombuffer(bytearray(p["header"]), dtype=torch.uint8)
+    buf[:hl].copy_(hdr.pin_memory() if hl > 4096 else hdr)
+    sums = []
+    for item, entry in zip(p["items"], p["entries"]):
+        name, s, dt, special, _ = item
+        b, e = entry[3], entry[4]
+        if e > b:
+            src = _as_bytes(s)
+            buf[hl + b:hl + e].copy_(src, non_blocking=not src.is_cuda)
+        tensor_info[name] = {"as": special} if special else {}
+        sums.append((name, hl + b, hl + e))
+    if checksums:
+        for name, b, e in sums:
+            tensor_info[name]["sum64"] = _sum64(buf[b:e])
+
+
+def _fill_host_shard(npbuf, p, cp, checksums, tensor_info, tbuf=None):
+    """Assembles shard p in the host bytes npbuf (numpy uint8; tbuf: the same bytes as a
+    tensor, which keeps torch aware that they are pinned): header, then each tensor (a plain
+    memcpy; a device-to-host copy for a GPU tensor) on the copy threads cp, each followed by
+    its CRC-32 when checksums."""
+    hl = len(p["header"])
+    npbuf[:hl] = np.frombuffer(p["header"], dtype=np.uint8)
+    if tbuf is None:
+        tbuf = torch.from_numpy(npbuf)
+
+    def one(ie):
+        (name, s, dt, special, _), entry = ie
+        b, e = entry[3], entry[4]
+        if e > b and s.is_cuda:
+            tbuf[hl + b:hl + e].copy_(_as_bytes(s))
+        elif e > b:
+            np.copyto(npbuf[hl + b:hl + e], _as_bytes(s).numpy())
+        info = {}
+        if checksums:
+            info["crc32"] = zlib.crc32(npbuf[hl + b:hl + e])
+        if special:
+            info["as"] = special
+        return name, info
+
+    for name, info in cp.map(one, zip(p["items"], p["entries"])):
+        tensor_info[name] = info
 
 
 def _pipeline(c, bucket, prefix, plans, bufs, fill, transport, concurrency, bar, stats):
@@ -413,7 +566,7 @@ def _pipeline(c, bucket, prefix, plans, bufs, fill, transport, concurrency, bar,
                 fill(buf, p)
                 stats["fill_s"] += time.perf_counter() - t1
                 stats["fill_cpu_s"] += _cpu_s() - cpu0
-                futs.append(ex.submit(_put, c, bucket, _join(prefix, p["file"]), buf,
+                futs.append(ex.submit(_put, c, bucket, _join(prefix, p["file"]), buf, 0,
                                       p["size"], transport, concurrency, bar))
             t = time.perf_counter()
             reports = [f.result() for f in futs]
@@ -432,40 +585,19 @@ def _upload_from_host(c, bucket, prefix, plans, transport, checksums, concurrenc
     tensor_info = {}
     stats = {"fill_s": 0.0, "put_wait_s": 0.0, "fill_cpu_s": 0.0, "staging": how,
              "staging_bytes": nbuf * cap}
-
-    def fill_one(npbuf, hl, item, entry):
-        name, s, dt, special, _ = item
-        b, e = entry[3], entry[4]
-        if e > b and s.is_cuda:  # a GPU tensor staged in host memory: one device-to-host copy
-            torch.from_numpy(npbuf[hl + b:hl + e]).copy_(_as_bytes(s))
-        elif e > b:
-            np.copyto(npbuf[hl + b:hl + e], _as_bytes(s).numpy())
-        info = {}
-        if checksums:
-            info["crc32"] = zlib.crc32(npbuf[hl + b:hl + e])
-        if special:
-            info["as"] = special
-        return name, info
-
-    def fill(buf, p):
-        npbuf = buf.numpy()
-        hl = len(p["header"])
-        npbuf[:hl] = np.frombuffer(p["header"], dtype=np.uint8)
-        for name, info in cp.map(lambda ie: fill_one(npbuf, hl, *ie),
-                                 zip(p["items"], p["entries"])):
-            tensor_info[name] = info
-
     try:
         with cf.ThreadPoolExecutor(_copy_workers(), thread_name_prefix="wharf-copy") as cp:
-            reports = _pipeline(c, bucket, prefix, plans, staging, fill, transport,
-                                concurrency, bar, stats)
+            reports = _pipeline(c, bucket, prefix, plans, staging,
+                                lambda buf, p: _fill_host_shard(buf.numpy(), p, cp, checksums,
+                                                                tensor_info, buf),
+                                transport, concurrency, bar, stats)
     finally:
         _staging.give(kept, staging)
     return reports, tensor_info, stats
 
 
-def _put(c, bucket, key, buf, size, transport, concurrency, bar):
-    r = c.put_from(bucket, key, buf, 0, size, transport, None, concurrency)
+def _put(c, bucket, key, buf, offset, size, transport, concurrency, bar):
+    r = c.put_from(bucket, key, buf, offset, size, transport, None, concurrency)
     bar.update(size)
     return r
 
@@ -475,8 +607,281 @@ def _cpu_s():
     return r.ru_utime + r.ru_stime
 
 
-def _write_index(c, bucket, prefix, world, rank_recs):
-    """PUTs the index (the commit point) from every rank's record."""
+# ---- async saves ---------------------------------------------------------------------------
+
+
+class _InFlight:
+    """At most one async save in flight per process. An async save claims the slot before its
+    snapshot and frees it when its future is done; every save (async or not, any URL) first
+    waits for the slot to be free, so two saves never interleave and the snapshot pool is
+    never refilled while an upload still reads it."""
+
+    def __init__(self):
+        self.cv = threading.Condition()
+        self.busy = False
+
+    def claim(self):
+        """Waits until no async save is in flight, then claims the slot. Returns the wait."""
+        t = time.perf_counter()
+        with self.cv:
+            while self.busy:
+                self.cv.wait()
+            self.busy = True
+        return time.perf_counter() - t
+
+    def release(self):
+        with self.cv:
+            self.busy = False
+            self.cv.notify_all()
+
+    def wait_idle(self):
+        t = time.perf_counter()
+        with self.cv:
+            while self.busy:
+                self.cv.wait()
+        return time.perf_counter() - t
+
+
+_inflight = _InFlight()
+
+
+def wait_async():
+    """Blocks until the async save in flight (if any) is done, durable or failed (its
+    future says which)."""
+    _inflight.wait_idle()
+
+
+class _Pool:
+    """The memory of async snapshots, kept between saves (pinning or allocating gigabytes
+    and registering them costs more than the copy). Only touched while the in-flight slot is
+    held, so it needs no lock of its own."""
+
+    def __init__(self):
+        self.buf, self.reg, self.client = None, None, None
+
+    def take(self, c, n, device, pinned, use_rdma):
+        how = "reused"
+        if self.buf is None or self.buf.numel() < n or \
+                (pinned and not self.buf.is_pinned()):
+            self.drop()
+            self.buf = torch.empty(n, dtype=torch.uint8, device=device,
+                                   pin_memory=pinned and device == "cpu")
+            how = "new"
+        if use_rdma and (self.client is not c or self.reg is None):
+            if self.reg is not None:
+                self.reg.close()
+            self.reg, self.client = None, None
+            self.reg = c.register(self.buf)
+            self.client = c
+        return how
+
+    def drop(self):
+        if self.reg is not None:
+            self.reg.close()
+        self.buf, self.reg, self.client = None, None, None
+
+
+_pools = {}  # "host" or str(device) -> _Pool
+
+DEVICE_BUDGET_SHARE = 0.25   # of the GPU's memory, at most, for a device snapshot
+HOST_BUDGET_SHARE = 0.5      # of the host memory available, at most, for a host snapshot
+
+
+def _mem_available():
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+
+
+def default_staging_budget(device=None):
+    """The snapshot budget an async save uses where staging_budget is not given: for a GPU
+    snapshot on device, a quarter of the GPU's memory and no more than is free less 1 GiB;
+    in host memory, half of the memory available now (a pool kept from an earlier async
+    save counts as available)."""
+    if device is not None and str(device).startswith("cuda"):
+        free, total = torch.cuda.mem_get_info(device)
+        p = _pools.get(str(device))
+        free += p.buf.numel() if p is not None and p.buf is not None else 0
+        return max(0, min(int(total * DEVICE_BUDGET_SHARE), free - (1 << 30)))
+    p = _pools.get("host")
+    held = p.buf.numel() if p is not None and p.buf is not None else 0
+    return int((_mem_available() + held) * HOST_BUDGET_SHARE)
+
+
+def _pool_layout(plans):
+    offs, total = [], 0
+    for p in plans:
+        offs.append(total)
+        total += (p["size"] + 4095) // 4096 * 4096  # each shard page-aligned in the pool
+    return offs, max(total, 1)
+
+
+def _snapshot(c, plans, transport, staging, budget, checksums):
+    """The blocking part of an async save: every tensor's bytes copied into the pool, laid
+    out as the shard files themselves (header + data), so the upload PUTs straight from it.
+    Returns (pool tensor, offsets, tensor_info, stats, whether the CRC-32s are still to be
+    computed); when it returns, the caller may change its tensors."""
+    offs, total = _pool_layout(plans)
+    t0 = time.perf_counter()
+    why = None
+    use_rdma = c.rdma and transport != "http"
+    stats = {"fill_s": 0.0, "put_wait_s": 0.0, "fill_cpu_s": 0.0, "staging_bytes": total}
+    tensor_info = {}
+    dev = None
+    if staging != "host":
+        dev, share = _cuda_share(plans)
+        if dev is None:
+            why = "staging=\"device\" but no tensor is on a GPU" if staging == "device" else None
+        elif staging == "auto" and share < 0.5:
+            why, dev = f"most of the bytes are in host memory ({share:.0%} on {dev})", None
+        elif not use_rdma:
+            why = ("HTTP cannot read GPU memory" if transport == "http" else
+                   f"the client has no RDMA provider ({c.provider or 'none'})")
+            dev = None
+    if dev is not None:
+        dbudget = budget if budget is not None else default_staging_budget(dev)
+        if total > dbudget:
+            why = (f"the snapshot needs {total / 2**30:.2f} GiB, over the device budget "
+                   f"{dbudget / 2**30:.2f} GiB (staging_budget=)")
+            dev = None
+        else:
+            pool = _pools.setdefault(str(dev), _Pool())
+            try:
+                stats["staging"] = pool.take(c, total, dev, False, True)
+            except WharfError as e:
+                pool.drop()
+                why, dev = f"device memory cannot be registered here: {e.message}", None
+            except RuntimeError as e:  # torch.cuda.OutOfMemoryError and its kin
+                pool.drop()
+                why, dev = f"no {total / 2**30:.2f} GiB on {dev} for the snapshot ({e})", None
+    if dev is not None:
+        stream = torch.cuda.Stream(dev)
+        stream.wait_stream(torch.cuda.current_stream(dev))
+        cpu0 = _cpu_s()
+        with torch.cuda.device(dev), torch.cuda.stream(stream):
+            for p, off in zip(plans, offs):
+                _fill_device_shard(pool.buf[off:off + p["size"]], p, checksums, tensor_info)
+        stream.synchronize()
+        stats.update(staging_memory=str(dev), staging_reason=None, staging_budget=dbudget,
+                     fill_s=time.perf_counter() - t0, fill_cpu_s=_cpu_s() - cpu0)
+        return pool.buf, offs, tensor_info, stats, False
+    hbudget = budget if budget is not None else default_staging_budget()
+    if total > hbudget:
+        raise WharfError(_lib.WHARF_ERR_NOMEM, f"async save: the snapshot needs "
+                         f"{total / 2**30:.2f} GiB of host memory, over its budget of "
+                         f"{hbudget / 2**30:.2f} GiB; pass a larger staging_budget= (bytes), "
+                         "a smaller state, or save with async_=False (which needs only two "
+                         "shards of staging)")
+    pinned = any(it[1].is_cuda for p in plans for it in p["items"])
+    pool = _pools.setdefault("host", _Pool())
+    stats["staging"] = pool.take(c, total, "cpu", pinned, use_rdma)
+    cpu0 = _cpu_s()
+    npool = pool.buf.numpy()
+    with cf.ThreadPoolExecutor(_copy_workers(), thread_name_prefix="wharf-snap") as cp:
+        for p, off in zip(plans, offs):
+            # CRC-32s later, in the background: the caller waits only for the copies
+            _fill_host_shard(npool[off:off + p["size"]], p, cp, False, tensor_info,
+                             pool.buf[off:off + p["size"]])
+    stats.update(staging_memory="host", staging_reason=why, staging_budget=hbudget,
+                 fill_s=time.perf_counter() - t0, fill_cpu_s=_cpu_s() - cpu0)
+    return pool.buf, offs, tensor_info, stats, checksums
+
+
+def save_async(obj, url, **kw):
+    """wharf.torch.save(obj, url, async_=True, **kw): returns a concurrent.futures.Future
+    once a consistent snapshot of obj exists; after that the caller may change or free its
+    tensors. The snapshot goes into a pool kept between saves (its size is the checkpoint's,
+    each shard laid out as its file): in GPU memory (device-to-device copies) when most of
+    the bytes are CUDA tensors of one device, the direct GPU path is there and the snapshot
+    fits staging_budget (default: default_staging_budget(device), a quarter of the GPU);
+    else in host memory (pinned where GPU tensors are copied into it), within
+    staging_budget (default: half of the available memory), or it raises WharfError
+    (WHARF_ERR_NOMEM) before copying anything. The pool stays for the next async save
+    (keep_staging does not apply; free_staging() releases it). Errors in planning (a type that cannot be
+    stored) and the budget raise here; errors of the upload and the commit come out of the
+    future (future.result() raises them). The future's result is save()'s dict, with
+    save_blocking_s (the time this call held the caller), durable_s (from the call until the
+    index was committed), staging_budget, and async True; future.save_blocking_s has the
+    first as soon as the call returns.
+    One async save in flight per process: a second save (async or not) first waits for the
+    one in flight to finish. With a process group of several ranks it refuses (the commit
+    needs collectives); pass rank=/world_size= and commit() after every rank's future."""
+    return save(obj, url, async_=True, **kw)
+
+
+def _save_async(c, url, bucket, prefix, rank, world, skeleton, plans, save_id, transport,
+                checksums, concurrency, staging, budget, progress, t0, flatten_s, gen):
+    waited_s = _inflight.claim()
+    try:
+        pool, offs, tensor_info, stats, crc_later = _snapshot(c, plans, transport, staging,
+                                                              budget, checksums)
+    except BaseException:
+        _inflight.release()
+        raise
+    # the upload reads the pool only: no reference to the caller's tensors survives
+    light = [{k: v for k, v in p.items() if k != "items"} for p in plans]
+    del plans
+    fut = cf.Future()
+    fut.set_running_or_notify_cancel()
+    blocking = time.perf_counter() - t0
+    fut.save_blocking_s = blocking
+
+    def run():
+        try:
+            t1 = time.perf_counter()
+            if crc_later:
+                npool = pool.numpy()
+                with cf.ThreadPoolExecutor(_copy_workers(), thread_name_prefix="wharf-crc") as cp:
+                    for p, off in zip(light, offs):
+                        hl = off + len(p["header"])
+                        for name, crc in cp.map(
+                                lambda en, hl=hl: (en[0], zlib.crc32(npool[hl + en[3]:
+                                                                           hl + en[4]])),
+                                p["entries"]):
+                            tensor_info[name]["crc32"] = crc
+            base, before = _begin(c, bucket, prefix, rank, world, False)
+            reports = []
+            with Progress(sum(p["size"] for p in light), f"save {url}", progress) as bar:
+                for p, off in zip(light, offs):
+                    reports.append(_put(c, bucket, _join(prefix, p["file"]), pool, off,
+                                        p["size"], transport, concurrency, bar))
+            upload_s = time.perf_counter() - t1
+            _note_staged(stats, reports)
+            rec = _rank_record(rank, save_id, skeleton, light, reports, tensor_info)
+            t2 = time.perf_counter()
+            committed, removed = _finish(c, bucket, prefix, url, rank, world, False, rec,
+                                         save_id, base, before)
+            durable = time.perf_counter() - t0
+            result = {
+                "bytes": sum(p["size"] for p in light), "shards": [p["file"] for p in light],
+                "index": committed, "generation": gen, "removed": removed,
+                "transports": sorted({r.transport for r in reports}),
+                "flatten_s": flatten_s, "upload_s": upload_s,
+                "commit_s": time.perf_counter() - t2, **stats, "waited_s": waited_s,
+                "wall_s": durable, "save_blocking_s": blocking, "durable_s": durable,
+                "async": True, "reports": reports}
+        except BaseException as e:  # noqa: B902 (handed to the caller through the future)
+            # the slot goes first: a done-callback that saves again must not wait for it
+            _inflight.release()
+            fut.set_exception(e)
+        else:
+            _inflight.release()
+            fut.set_result(result)
+
+    # not a daemon: an interpreter that exits while a save is in flight waits for it
+    threading.Thread(target=run, name="wharf-async-save").start()
+    return fut
+
+
+def _write_index(c, bucket, prefix, world, rank_recs, base):
+    """PUTs the index (the commit point) from every rank's record, over the index this save
+    started from: If-Match its ETag (base), or If-None-Match: * where there was none. Of two
+    saves racing to one URL, only one commits; the old checkpoint stays whole until then."""
     recs = sorted(rank_recs, key=lambda r: r["rank"])
     weight_map = {}
     for rr in recs:
@@ -487,11 +892,9 @@ def _write_index(c, bucket, prefix, world, rank_recs):
              "weight_map": weight_map}
     key = _join(prefix, INDEX_NAME)
     body = json.dumps(index, separators=(",", ":")).encode()
-    # The save removed the old index before it began, so the commit is a first write
-    # (If-None-Match: *): of two saves racing to one URL, only one commits.
     try:
-        c.put(bucket, key, body, transport="http", if_none_match=True)
-    except PreconditionFailedError as e:
+        c.put(bucket, key, body, transport="http", if_none_match=base is None, if_match=base)
+    except (PreconditionFailedError, NotFoundError) as e:
         try:
             if c.get(bucket, key, transport="http") == body:
                 return key  # this very commit, already made (a retried commit())
@@ -500,29 +903,16 @@ def _write_index(c, bucket, prefix, world, rank_recs):
         raise CheckpointConflictError(
             _lib.WHARF_ERR_PRECONDITION,
             f"s3://{bucket}/{key}: another save committed this checkpoint while this one "
-            "ran; this save was not committed (its shards may have been overwritten by the "
-            "other save: save again to a URL of its own)", e.report) from None
+            f"ran (the index is no longer {'absent' if base is None else base}); this save "
+            "was not committed and the other checkpoint stands (this save's shards are left "
+            "for the next save's cleanup)", getattr(e, "report", None)) from None
     return key
 
 
-def commit(url, world_size=None, client=None, save_id=None):
-    """Writes the index of a checkpoint saved by several ranks without a process group, once
-    every rank's save() has returned. world_size None: taken from the rank manifests found.
-    Refuses (IncompleteCheckpointError) while a rank's manifest or shard is missing, when the
-    manifests come from different saves (their save_id differ), or, with save_id given, when
-    a manifest is not from that save. Without save_id, a rank that has not started a new save
-    under the same key still has its previous manifest, which commit cannot tell apart."""
-    c = _client(client)
-    bucket, prefix = parse_url(url)
-    if world_size is None:
-        found = [o.key for o in c.list(bucket, _join(prefix, "rank-"))]
-        worlds = {k.rsplit("-of-", 1)[-1].split(".")[0] for k in found if k.endswith(".json")}
-        if len(worlds) != 1:
-            raise IncompleteCheckpointError(
-                _lib.WHARF_ERR_INVALID, f"commit {url}: cannot tell the world size from the "
-                f"rank manifests found ({len(found)}); pass world_size=")
-        world_size = int(worlds.pop())
-    recs = []
+def _check_manifests(c, bucket, prefix, url, world_size, save_id):
+    """Every rank's manifest, checked (same save, every shard there at its size). Returns
+    (the records, the shards' mtimes)."""
+    recs, mtimes = [], []
     for r in range(world_size):
         mkey = _join(prefix, _manifest_name(r, world_size))
         try:
@@ -550,7 +940,44 @@ def commit(url, world_size=None, client=None, save_id=None):
                 raise IncompleteCheckpointError(
                     _lib.WHARF_ERR_INVALID, f"commit {url}: shard {k} has {got.length} bytes, "
                     f"rank {r} wrote {sh['size']}")
-    return _write_index(c, bucket, prefix, world_size, recs)
+            mtimes.append(got.mtime)
+    return recs, mtimes
+
+
+def commit(url, world_size=None, client=None, save_id=None):
+    """Writes the index of a checkpoint saved by several ranks without a process group, once
+    every rank's save() has returned. world_size None: taken from the rank manifests found.
+    Refuses (IncompleteCheckpointError) while a rank's manifest or shard is missing, when the
+    manifests come from different saves (their save_id differ), or, with save_id given, when
+    a manifest is not from that save. Without save_id, a rank that has not started a new save
+    under the same key still has its previous manifest, which commit cannot tell apart.
+    After the commit it deletes the shards of the index it replaced, and shards no index
+    names that are older than this save's (those of interrupted saves)."""
+    c = _client(client)
+    bucket, prefix = parse_url(url)
+    if world_size is None:
+        found = [o.key for o in c.list(bucket, _join(prefix, "rank-"))]
+        worlds = {k.rsplit("-of-", 1)[-1].split(".")[0] for k in found if k.endswith(".json")}
+        if len(worlds) != 1:
+            raise IncompleteCheckpointError(
+                _lib.WHARF_ERR_INVALID, f"commit {url}: cannot tell the world size from the "
+                f"rank manifests found ({len(found)}); pass world_size=")
+        world_size = int(worlds.pop())
+    base, old_files = None, set()
+    try:
+        base = c.stat(bucket, _join(prefix, INDEX_NAME)).etag
+        old = json.loads(c.get(bucket, _join(prefix, INDEX_NAME), transport="http"))
+        old_files = _files(prefix, old["metadata"]["ranks"])
+    except NotFoundError:
+        pass
+    except (ValueError, KeyError, TypeError):
+        pass  # not an index of ours: replaced all the same, its files are not touched
+    recs, mtimes = _check_manifests(c, bucket, prefix, url, world_size, save_id)
+    key = _write_index(c, bucket, prefix, world_size, recs, base)
+    new = _files(prefix, recs)
+    stale = _shard_keys(c, bucket, prefix, older_than=min(mtimes)) if mtimes else set()
+    _cleanup(c, bucket, old_files | stale, new)
+    return key
 
 
 # ---- load ----------------------------------------------------------------------------------

@@ -22,7 +22,10 @@ host memory). The coordinator's finish() then checks that every object the ranks
 exists with the reported size, and only then PUTs .metadata. <save> is new for every save, so
 a save over an existing checkpoint never touches the objects the old .metadata points to:
 until the new .metadata lands, a reader sees the old checkpoint, whole; after, the new one.
-finish() then deletes the __*.distcp objects no longer referenced. A save that dies (a rank
+finish() then deletes the __*.distcp objects no longer referenced that were there when the
+save began (the coordinator lists them in set_up_storage_writer, before any rank writes: the
+objects of a save that starts after this commit are never touched; orphans of an interrupted
+save go with the next save's commit). A save that dies (a rank
 killed mid-write) leaves no new .metadata, and the reader refuses a URL without one
 (IncompleteCheckpointError when objects exist there). .metadata is a conditional PUT, after
 every data object is known durable: If-None-Match: * when the URL had no checkpoint when the
@@ -70,6 +73,10 @@ try:
     from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
 except ImportError:
     DefaultLoadPlanner = None
+try:  # torch >= 2.4: a stager that copies every tensor (CPU ones too) into host memory
+    from torch.distributed.checkpoint.staging import BlockingAsyncStager
+except ImportError:
+    BlockingAsyncStager = None
 
 METADATA = ".metadata"
 SUFFIX = ".distcp"
@@ -136,13 +143,22 @@ class WharfStorageWriter(_Base, StorageWriter):
     """A DCP StorageWriter writing to url (s3://bucket/prefix). client: a wharf.Client (default:
     wharf.torch's default client, from the environment). thread_count: objects written at
     once per rank. object_size: the most bytes packed into one object. overwrite=False:
-    refuse a URL that already holds a checkpoint. progress=True: a progress bar per rank."""
+    refuse a URL that already holds a checkpoint. progress=True: a progress bar per rank.
+    For dcp.async_save (torch >= 2.4) the writer is its own AsyncStager: stage() copies every
+    tensor, CPU ones included, into host memory (torch's BlockingAsyncStager) on the caller's
+    thread before async_save returns, so the state may change while the upload runs (DCP's
+    fallback in torch 2.3 to 2.6 moves only GPU tensors and leaves CPU ones shared).
+    cache_staging=True keeps those host copies for the next save of the same layout."""
+
+    _synchronize_after_execute = False
 
     def __init__(self, url, client=None, thread_count=4, object_size=DEFAULT_OBJECT_SIZE,
-                 overwrite=True, transport="auto", progress=False):
+                 overwrite=True, transport="auto", progress=False, cache_staging=False):
         _Base.__init__(self, url, client, thread_count, transport, progress)
         self.object_size = int(object_size)
         self.overwrite = overwrite
+        self.cache_staging = cache_staging
+        self._stager = None
         self.save_id = uuid.uuid4().hex
         self.is_coordinator = False
         self.last_report = {}
@@ -151,6 +167,25 @@ class WharfStorageWriter(_Base, StorageWriter):
         if checkpoint_id:
             self._set_url(checkpoint_id)
         self.save_id = uuid.uuid4().hex
+
+    # AsyncStager (dcp.async_save uses the writer as its stager when it is one)
+    @property
+    def should_synchronize_after_execute(self):
+        return self._synchronize_after_execute
+
+    def stage(self, state_dict):
+        """A copy of state_dict whose tensors are host-memory snapshots (DTensors keep their
+        placement, their local shards copied); dcp.async_save calls it before returning."""
+        if self._stager is None:
+            self._stager = BlockingAsyncStager(cache_staged_state_dict=self.cache_staging,
+                                               type_check=False)
+        return self._stager.stage(state_dict)
+
+    def synchronize_staging(self):
+        pass  # stage() copies synchronously
+
+    def close(self):
+        self._stager = None
 
     def set_up_storage_writer(self, is_coordinator, *args, **kwargs):
         # A new save id for every save, also when DCP reuses this writer without reset():
@@ -163,11 +198,16 @@ class WharfStorageWriter(_Base, StorageWriter):
                              "(use_collectives=False) are not supported by WharfStorageWriter; "
                              "save with a process group")
         self.base_etag = None  # the .metadata this save replaces (None: there was none)
+        self.before = set()    # the data objects under the URL before this save wrote any
         if is_coordinator:
             try:
                 self.base_etag = self.client.stat(self.bucket, self._key(METADATA)).etag
             except NotFoundError:
                 pass
+            # Taken before any rank writes (DCP runs this in its planning step, before
+            # write_data, in torch 1.13 and 2.x alike): the cleanup after the commit deletes
+            # only these, never the objects of a save that began later.
+            self.before = self._data_objects()
         if is_coordinator and not self.overwrite and self.base_etag is not None:
             raise WharfError(_lib.WHARF_ERR_EXISTS, f"{self.url} already holds a checkpoint "
                              "and overwrite=False; choose another URL or pass overwrite=True")
@@ -319,17 +359,20 @@ class WharfStorageWriter(_Base, StorageWriter):
                 f"{self.url}: another writer committed a checkpoint here while this save ran "
                 f"(the .metadata is no longer {'absent' if base is None else base}); this "
                 "save was not committed and the other checkpoint stands", e.report) from None
-        # The objects of earlier saves under this URL are no longer referenced.
-        mine = set(sizes)
+        # The objects of earlier saves (the checkpoint replaced, interrupted saves) are no
+        # longer referenced. Only those listed before this save began: a save that started
+        # after this commit may be writing objects of its own here.
+        for rel in sorted(getattr(self, "before", set()) - set(sizes)):
+            try:
+                c.delete(self.bucket, self._key(rel))
+            except WharfError:
+                pass  # NotFound, or a failure: an orphan for the next save to remove
+
+    def _data_objects(self):
         base = self.prefix + "/"
-        for o in c.list(self.bucket, base):
-            rel = o.key[len(base):]
-            if rel.startswith("__") and rel.endswith(SUFFIX) and "/" not in rel \
-                    and rel not in mine:
-                try:
-                    c.delete(self.bucket, o.key)
-                except NotFoundError:
-                    pass
+        return {o.key[len(base):] for o in self.client.list(self.bucket, base)
+                if o.key[len(base):].startswith("__") and o.key.endswith(SUFFIX)
+                and "/" not in o.key[len(base):]}
 
 
 class WharfStorageReader(_Base, StorageReader):
@@ -541,6 +584,12 @@ class WharfStorageReader(_Base, StorageReader):
             src = src.narrow(d, o, n)
         target.copy_(src)
         return target
+
+
+if BlockingAsyncStager is None:  # torch < 2.4: no stager protocol; DCP stages by itself
+    for _name in ("stage", "synchronize_staging", "close", "should_synchronize_after_execute",
+                  "_synchronize_after_execute"):
+        delattr(WharfStorageWriter, _name)
 
 
 __all__ = ["WharfStorageWriter", "WharfStorageReader", "WharfStorageInfo"]
