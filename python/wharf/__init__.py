@@ -16,7 +16,8 @@ from .client import Client, ObjectInfo, Registration, Report, Stat, client_from_
 from .config import parse_url, settings_from_env
 from .errors import (AuthError, ChecksumError, ConfigError, DeclinedError,
                      IncompleteCheckpointError, MissingDependencyError, NotFoundError,
-                     SafetensorsError, WharfError)
+                     PreconditionFailedError, SafetensorsError, TimedOutError, TransportError,
+                     WharfError)
 
 __version__ = "0.1.0"
 
@@ -33,7 +34,8 @@ def library_path():
 
 
 __all__ = ["Client", "Report", "Stat", "ObjectInfo", "Registration", "WharfError",
-           "NotFoundError", "DeclinedError", "AuthError", "ChecksumError", "SafetensorsError",
+           "NotFoundError", "TransportError", "TimedOutError",
+           "PreconditionFailedError", "DeclinedError", "AuthError", "ChecksumError", "SafetensorsError",
            "IncompleteCheckpointError", "ConfigError", "MissingDependencyError",
            "client_from_env", "parse_url", "settings_from_env", "library_version", "library_path",
            "WHOLE"]
