@@ -14,6 +14,7 @@ import dataclasses
 import sys
 import threading
 import weakref
+from typing import Any, Dict, Optional
 
 from . import _lib
 from ._lib import lib
@@ -210,10 +211,31 @@ class Client:
     or None/"none"/"http" for HTTP only. fallback: "fail" (default: an RDMA decline is an
     error) or "http" (re-sent over HTTP; the Report says so and why)."""
 
-    def __init__(self, endpoint, access_key, secret_key, region="us-east-1", provider=None,
-                 unix_socket=None, concurrency=None, chunk_size=None, multipart_threshold=None,
-                 part_size=None, fallback="fail", verify_checksum=True, timeout_ms=None,
-                 max_retries=None, max_cached_regs=64):
+    def __init__(self, endpoint: Optional[str] = None, access_key: Optional[str] = None,
+                 secret_key: Optional[str] = None, region: Optional[str] = None,
+                 provider: Optional[str] = None, unix_socket: Optional[str] = None,
+                 concurrency: Optional[int] = None, chunk_size: Optional[int] = None,
+                 multipart_threshold: Optional[int] = None, part_size: Optional[int] = None,
+                 fallback: str = "fail", verify_checksum: bool = True,
+                 timeout_ms: Optional[int] = None, max_retries: Optional[int] = None,
+                 max_cached_regs: int = 64) -> None:
+        if not (endpoint and access_key and secret_key):
+            # wharf.Client(): what was not given comes from the environment, then the AWS
+            # profile (wharf.config says the order); explicit arguments always win
+            from .config import missing_error, resolve_settings
+            got, _ = resolve_settings()
+            if not endpoint:
+                provider = provider or got["provider"]
+                unix_socket = unix_socket or got["unix_socket"]
+            endpoint = endpoint or got["endpoint"]
+            if not (access_key and secret_key):
+                access_key, secret_key = got["access_key"], got["secret_key"]
+            region = region or got["region"]
+            err = missing_error(dict(endpoint=endpoint, access_key=access_key,
+                                     secret_key=secret_key))
+            if err:
+                raise err
+        region = region or "us-east-1"
         if provider in ("http",):
             provider = "none"
         if fallback not in ("fail", "http"):
@@ -265,6 +287,12 @@ class Client:
         self._tls = threading.local()
 
     # ---- lifetime --------------------------------------------------------------------------
+
+    def __reduce__(self):
+        # A client travels by its configuration: the other process (spawn, forkserver, a
+        # process pool, a DataLoader worker) opens its own libwharf client from it. The
+        # pickle holds the secret key, as the configuration does.
+        return (_reopen, (dict(self.config), self._max_cached))
 
     def close(self):
         """Drops every registration and destroys the client (no transfer may be in flight)."""
@@ -654,6 +682,10 @@ class Client:
         """(addr, nbytes, pinned) of the live registrations (for tests)."""
         with self._reg_lock:
             return [(r.addr, r.end - r.addr, r.pinned) for r in self._regs if not r.dead]
+
+
+def _reopen(config: Dict[str, Any], max_cached_regs: int) -> "Client":
+    return Client(max_cached_regs=max_cached_regs, **config)
 
 
 def _enc(s, what):

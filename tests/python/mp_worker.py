@@ -27,3 +27,20 @@ def default_client_endpoint():
         return c.endpoint, c.list_buckets() is not None
     finally:
         c.close()
+
+
+class ObjectDataset:
+    """A map-style dataset that holds a wharf.Client, as a DataLoader pickles it to its
+    workers under spawn or forkserver."""
+
+    def __init__(self, client, bucket, keys):
+        self.client, self.bucket, self.keys = client, bucket, list(keys)
+
+    def __len__(self):
+        return len(self.keys)
+
+    def __getitem__(self, i):
+        import os
+        import torch
+        data = self.client.get(self.bucket, self.keys[i])
+        return torch.frombuffer(bytearray(data), dtype=torch.uint8), os.getpid()
