@@ -1,9 +1,15 @@
 """ctypes bindings of libwharf's public C ABI (include/wharf/wharf.h), and nothing else.
 
-The library is found through, in order: $WHARF_LIB (a path), $WHARF_BUILD_DIR/libwharf.so,
+The library is found through, in order: $WHARF_LIB (a path: an explicit choice wins), the copy
+bundled in the wheel (wharf/_libs/libwharf.so.0, `make wheel`), $WHARF_BUILD_DIR/libwharf.so,
 <repo>/build/libwharf.so (when this package runs from the source tree), then the system's
 libwharf.so.0 (ctypes.util.find_library). Every struct here mirrors the header field for field;
 structs that begin with a size field are set up by the library's own *_init(&x, sizeof x).
+
+A wheel bundles rdma-core's libibverbs, librdmacm and libefa as well, but the host's own copies
+are loaded first where it has them: rdma-core's device drivers (/usr/lib/*/libibverbs/) must
+match the libibverbs that loads them, and a library already loaded is what the bundled
+libfabric then links to (the dynamic linker matches it by soname).
 """
 import ctypes
 import ctypes.util
@@ -123,11 +129,31 @@ _SIGS = {
 }
 
 
+BUNDLE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_libs")
+PREFER_HOST = ("libibverbs.so.1", "librdmacm.so.1", "libefa.so.1")
+
+
+def _prefer_host_rdma():
+    """Loads the host's rdma-core libraries (global, by soname) where it has them, so that
+    the bundled libfabric uses them rather than the copies beside it. Libraries the host lacks
+    are left to the bundled copies."""
+    for so in PREFER_HOST:
+        try:
+            ctypes.CDLL(so, mode=ctypes.RTLD_GLOBAL)
+        except OSError:
+            if so == PREFER_HOST[0]:
+                return  # no host libibverbs: the bundled set, all of it
+
+
 def _candidates():
     env = os.environ.get("WHARF_LIB")
     if env:
         yield env
         return
+    bundled = os.path.join(BUNDLE_DIR, "libwharf.so.0")
+    if os.path.exists(bundled):
+        _prefer_host_rdma()
+        yield bundled
     bd = os.environ.get("WHARF_BUILD_DIR")
     if bd:
         yield os.path.join(bd, "libwharf.so")

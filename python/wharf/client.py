@@ -152,11 +152,20 @@ def _as_buf(obj, what):
     nbytes = mv.nbytes
     if nbytes == 0:
         return _Buf(0, 0, mv, _lib.MEM_HOST, not mv.readonly, False)
-    if mv.readonly:
-        import numpy
-        arr = numpy.frombuffer(mv, dtype=numpy.uint8)
-        addr = arr.__array_interface__["data"][0]
-        owner = arr
+    if mv.readonly and isinstance(obj, bytes):
+        # the bytes object's own storage (c_char_p points at it; no copy, no numpy needed)
+        addr = ctypes.cast(ctypes.c_char_p(obj), ctypes.c_void_p).value
+        owner = obj
+    elif mv.readonly:
+        try:
+            import numpy
+        except ImportError:  # no numpy (a bare install): a copy of the read-only buffer
+            owner = bytearray(mv)
+            addr = ctypes.addressof((ctypes.c_char * nbytes).from_buffer(owner))
+        else:
+            arr = numpy.frombuffer(mv, dtype=numpy.uint8)
+            addr = arr.__array_interface__["data"][0]
+            owner = arr
     else:
         flat = mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv
         addr = ctypes.addressof((ctypes.c_char * nbytes).from_buffer(flat))
