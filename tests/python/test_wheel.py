@@ -148,3 +148,43 @@ def test_fresh_venv_no_index_install_moves_bytes(wheel, tmp_path, wharfd):
     assert got["moved"]["http"] == ["http", "http", "none"]
     assert got["moved"]["ofi+tcp"] == ["rdma", "rdma", "ofi+tcp"]
     assert got["moved"]["ofi+shm"] == ["rdma", "rdma", "ofi+shm"]
+
+
+ENTRY = r"""
+import os, sys
+import fsspec
+assert "wharf" not in sys.modules
+fs = fsspec.filesystem("wharf", endpoint=os.environ["EP"], access_key=os.environ["AK"],
+                       secret_key=os.environ["SK"])
+assert type(fs).__module__ == "wharf.fsspec", type(fs)
+assert sys.modules["wharf"].__file__.startswith(os.environ["VENV"])
+b = os.environ["BUCKET"]
+fs.mkdir(b)
+with fsspec.open(f"wharf://{b}/k", "wb", endpoint=os.environ["EP"],
+                 access_key=os.environ["AK"], secret_key=os.environ["SK"]) as f:
+    f.write(b"through the entry point")
+print(fs.cat_file(f"{b}/k").decode())
+"""
+
+
+def test_entry_point_registers_wharf_with_fsspec(wheel, tmp_path, wharfd):
+    pytest.importorskip("fsspec")
+    venv = tmp_path / "venv"
+    # system site-packages: Debian's fsspec; the wheel's own entry point is what finds wharf
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", str(venv)],
+                   check=True, timeout=180)
+    py = str(venv / "bin" / "python")
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("WHARF_LIB", "WHARF_BUILD_DIR", "LD_LIBRARY_PATH", "PYTHONPATH")
+            and not k.startswith(("WHARF_", "AWS_"))}
+    base.update(PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1",
+                PYTHONDONTWRITEBYTECODE="1")
+    p = subprocess.run([py, "-m", "pip", "install", "--no-index", wheel],
+                       capture_output=True, text=True, timeout=300, env=base, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    env = dict(base, VENV=str(venv), EP=wharfd.endpoint, AK=ACCESS_KEY, SK=SECRET_KEY,
+               BUCKET=unique_bucket("whe"))
+    p = subprocess.run([py, "-c", ENTRY], capture_output=True, text=True, timeout=180,
+                       env=env, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert p.stdout.strip().splitlines()[-1] == "through the entry point"
