@@ -46,7 +46,8 @@ def settings_from_env(env: Optional[Mapping[str, str]] = None
     """(settings, sources): {setting: value} from the environment (env: a mapping, default
     os.environ) and {setting: the variable it came from}."""
     env = os.environ if env is None else env
-    out, src = {}, {}
+    out: Dict[str, Optional[str]] = {}
+    src: Dict[str, str] = {}
     for name, names in ENV_ORDER.items():
         out[name] = None
         for var in names:
@@ -119,8 +120,9 @@ def settings_from_profile(env: Optional[Mapping[str, str]] = None
                           f"{conf_path}; add the profile or unset {pvar}")
     out: Dict[str, Optional[str]] = {}
     src: Dict[str, str] = {}
-    for have, cp, sec, path in ((have_c, creds, csec, cred_path), (have_f, conf, fsec, conf_path)):
-        if not have:
+    for cp, sec, path in ((creds if have_c else None, csec, cred_path),
+                          (conf if have_f else None, fsec, conf_path)):
+        if cp is None:
             continue
         ak = cp.get(sec, "aws_access_key_id", fallback="").strip()
         sk = cp.get(sec, "aws_secret_access_key", fallback="").strip()
@@ -128,7 +130,7 @@ def settings_from_profile(env: Optional[Mapping[str, str]] = None
             out["access_key"], out["secret_key"] = ak, sk
             src["access_key"] = src["secret_key"] = f"[{sec}] in {path}"
             break
-    if have_f:
+    if conf is not None and have_f:
         where = f"[{fsec}] in {conf_path}"
         region = conf.get(fsec, "region", fallback="").strip()
         if region:
@@ -183,7 +185,8 @@ def client_from_env(env: Optional[Mapping[str, str]] = None, **kw: Any) -> "Clie
     keyword arguments override them. Raises ConfigError naming the variables to set when no
     endpoint or key is found."""
     from .client import Client
-    args, _ = resolve_settings(env)
+    got, _ = resolve_settings(env)
+    args: Dict[str, Any] = dict(got)
     args.update(kw)
     err = missing_error(args)
     if err:

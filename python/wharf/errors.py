@@ -11,9 +11,11 @@ import errno as _errno
 from typing import Any, Dict, Optional, Type
 
 from . import _lib
+from ._log import logger as _logger
 
 
-def _rebuild(cls: type, status: int, message: str, report: Any, state: Dict[str, Any]):
+def _rebuild(cls: "Type[WharfError]", status: int, message: str, report: Any,
+             state: Dict[str, Any]) -> "WharfError":
     """Unpickles any WharfError subclass whatever its __init__ signature."""
     e = cls.__new__(cls)
     WharfError._setup(e, status, message, report)
@@ -130,7 +132,10 @@ def from_status(status: int, what: Optional[str] = None, report: Any = None,
     msg = _lib.last_error() or _lib.status_str(status)
     if what:
         msg = f"{what}: {msg}"
-    return (cls or _BY_STATUS.get(status, WharfError))(status, msg, report)
+    make = cls if cls is not None else _BY_STATUS.get(status, WharfError)
+    err = make(status, msg, report)
+    _logger.debug("error %s status %s message \"%s\"", type(err).__name__, err.status_name, msg)
+    return err
 
 
 def check(status: int, what: Optional[str] = None, report: Any = None,

@@ -32,8 +32,9 @@ import os
 import tempfile
 from typing import Any, Dict, List, Optional, Tuple
 
-import fsspec
-from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
+import fsspec  # type: ignore[import]
+# (fsspec ships no type information)
+from fsspec.spec import AbstractBufferedFile, AbstractFileSystem  # type: ignore[import]
 
 from . import _lib
 from .client import Client
