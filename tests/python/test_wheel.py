@@ -11,6 +11,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -188,3 +189,47 @@ def test_entry_point_registers_wharf_with_fsspec(wheel, tmp_path, wharfd):
                        env=env, cwd=str(tmp_path))
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert p.stdout.strip().splitlines()[-1] == "through the entry point"
+
+
+def test_host_without_the_bundled_libraries(wheel, tmp_path, wharfd):
+    """The host's own copy of every library the wheel bundles hidden (a private mount
+    namespace, each file bind-mounted over with an empty one), rdma-core included: the
+    installed wheel still loads and moves bytes over HTTP and ofi+tcp, so the bundle is
+    complete, and the bundled rdma-core is the fallback that loads."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare(1) for a private mount namespace")
+    venv = tmp_path / "venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", str(venv)], check=True, timeout=180)
+    py = str(venv / "bin" / "python")
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("WHARF_LIB", "WHARF_BUILD_DIR", "LD_LIBRARY_PATH", "PYTHONPATH")
+            and not k.startswith(("WHARF_", "AWS_"))}
+    base.update(PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1",
+                PYTHONDONTWRITEBYTECODE="1")
+    p = subprocess.run([py, "-m", "pip", "install", "--no-index", wheel],
+                       capture_output=True, text=True, timeout=300, env=base, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    with zipfile.ZipFile(wheel) as z:
+        bundled = [os.path.basename(n) for n in z.namelist() if n.startswith("wharf/_libs/")]
+    hosts = build_wheel.closure(os.path.join(build_dir(), "libwharf.so"))
+    hide = sorted({os.path.realpath(hosts[so]) for so in bundled if so in hosts})
+    assert any("libfabric" in h for h in hide) and any("libibverbs" in h for h in hide)
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    mounts = " && ".join(f"mount --bind {empty} {h}" for h in hide)
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE.replace('("http", "ofi+tcp", "ofi+shm")', '("http", "ofi+tcp")'))
+    env = dict(base, VENV=str(venv), EP=wharfd.endpoint, AK=ACCESS_KEY, SK=SECRET_KEY,
+               SOCK=wharfd.unix_socket, BUCKET=unique_bucket("whh"))
+    p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                        f"{mounts} && exec {py} {probe}"],
+                       capture_output=True, text=True, timeout=180, env=env, cwd=str(tmp_path))
+    if p.returncode != 0 and "unshare failed" in p.stderr:
+        pytest.skip(f"no private mount namespace here: {p.stderr.strip()}")
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    site = str(venv)
+    for so in ("libwharf.so.0", "libfabric.so.1", "libcurl.so.4", "libibverbs.so.1"):
+        assert got["maps"][so].startswith(site), (so, got["maps"].get(so))
+    assert got["moved"]["ofi+tcp"] == ["rdma", "rdma", "ofi+tcp"]
+    assert got["moved"]["http"] == ["http", "http", "none"]
