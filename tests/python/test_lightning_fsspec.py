@@ -93,10 +93,11 @@ def scheme(request):
         yield "wharf"
 
 
-def _trainer(root, callbacks, epochs):
+def _trainer(root, callbacks, epochs, logger=True):
     return pl.Trainer(max_epochs=epochs, accelerator="cpu", devices=1, callbacks=callbacks,
-                      default_root_dir=root, logger=CSVLogger(root), enable_progress_bar=False,
-                      enable_model_summary=False, num_sanity_val_steps=0)
+                      default_root_dir=root, logger=CSVLogger(root) if logger else False,
+                      enable_progress_bar=False, enable_model_summary=False,
+                      num_sanity_val_steps=0)
 
 
 def test_model_checkpoint_top_k_last_root_dir_and_load(wharfd, env_client, scheme):
@@ -124,15 +125,17 @@ def test_model_checkpoint_top_k_last_root_dir_and_load(wharfd, env_client, schem
     # load_from_checkpoint of the best, straight from its URL
     best = Tiny.load_from_checkpoint(cb.best_model_path)
     with fsspec.open(cb.best_model_path, "rb") as f:
-        sd = torch.load(f, map_location="cpu")["state_dict"]
+        sd = torch.load(f, map_location="cpu", weights_only=False)["state_dict"]
     for k, v in best.state_dict().items():
         assert torch.equal(v, sd[k]), k
     # last.ckpt holds the final weights; a fit resumed from its URL goes on from epoch 4
     last = Tiny.load_from_checkpoint(f"{ckdir}/last.ckpt")
     for k, v in m.state_dict().items():
         assert torch.equal(v, last.state_dict()[k]), k
-    t2 = _trainer(root, [ModelCheckpoint(dirpath=ckdir, save_last=True)], 5)
+    # with no dirpath and no logger, ModelCheckpoint writes under default_root_dir itself
+    t2 = _trainer(root, [ModelCheckpoint(save_last=True)], 5, logger=False)
     m2 = Tiny()
     t2.fit(m2, ckpt_path=f"{ckdir}/last.ckpt")
     assert t2.current_epoch == 5 and t2.global_step == 5 * 4
+    assert fs.isfile(f"{b}/root/checkpoints/last.ckpt"), fs.find(f"{b}/root")
     c.close()
