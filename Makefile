@@ -5,7 +5,7 @@ LISTEN ?= 127.0.0.1:9000
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build run test test-unit test-asan test-fuzz bench clean
+.PHONY: all deps build run test test-unit test-asan test-fuzz bench clean wheel
 
 all: build
 
@@ -15,6 +15,12 @@ deps:
 build: deps
 	@cmake --preset default >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# dist/wharf-<version>-py3-none-linux_<arch>.whl: the Python package with libwharf and the
+# libraries it needs that a stock Debian 12 or Ubuntu 24.04 may lack (scripts/build_wheel.py
+# says which and why). Offline: nothing is downloaded. pip install --no-index dist/*.whl
+wheel: build
+	@/usr/bin/python3 scripts/build_wheel.py --build $(BUILD) --out dist
 
 run: build
 	@bash scripts/run.sh $(BUILD) $(DATA) $(LISTEN)
@@ -54,4 +60,4 @@ bench: build
 	@echo "see docs/benchmarks.md"
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz dist

@@ -9,6 +9,7 @@ PKGS=(
   libsqlite3-dev libjansson-dev libexpat1-dev libisal-dev
   postgresql-15 postgresql-client-15 libpq-dev
   python3 python3-pytest python3-numpy python3-torch python3-boto3 python3-matplotlib
+  python3-venv python3-fsspec python3-mypy patchelf
   awscli s3cmd rclone nginx-light curl
 )
 [ "${1:-}" = "--list" ] && { printf '%s\n' "${PKGS[@]}"; exit 0; }

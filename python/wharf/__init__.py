@@ -11,14 +11,23 @@ datasets and (wharf.torch.dcp) torch.distributed.checkpoint storage; wharf.light
 Lightning CheckpointIO. Every entry point takes s3://bucket/key URLs; credentials come from
 the environment as wharf.config says.
 """
+import os as _os
+
 from ._lib import WHOLE, lib as _lib_handle
 from .client import Client, ObjectInfo, Registration, Report, Stat, client_from_env
 from .config import parse_url, settings_from_env
 from .errors import (AuthError, ChecksumError, ConfigError, DeclinedError,
                      IncompleteCheckpointError, MissingDependencyError, NotFoundError,
-                     SafetensorsError, WharfError)
+                     PreconditionFailedError, SafetensorsError, TimedOutError, TransportError,
+                     WharfError)
 
 __version__ = "0.1.0"
+
+if _os.environ.get("WHARF_FSSPEC_S3") == "1":  # s3:// through wharf.fsspec (its doc says)
+    try:
+        from . import fsspec  # noqa: F401  (registers wharf:// and s3://)
+    except ImportError:  # no fsspec installed: nothing to register with
+        pass
 
 
 def library_version():
@@ -33,7 +42,8 @@ def library_path():
 
 
 __all__ = ["Client", "Report", "Stat", "ObjectInfo", "Registration", "WharfError",
-           "NotFoundError", "DeclinedError", "AuthError", "ChecksumError", "SafetensorsError",
+           "NotFoundError", "TransportError", "TimedOutError", "PreconditionFailedError",
+           "DeclinedError", "AuthError", "ChecksumError", "SafetensorsError",
            "IncompleteCheckpointError", "ConfigError", "MissingDependencyError",
            "client_from_env", "parse_url", "settings_from_env", "library_version", "library_path",
            "WHOLE"]

@@ -1,9 +1,15 @@
 """ctypes bindings of libwharf's public C ABI (include/wharf/wharf.h), and nothing else.
 
-The library is found through, in order: $WHARF_LIB (a path), $WHARF_BUILD_DIR/libwharf.so,
+The library is found through, in order: $WHARF_LIB (a path: an explicit choice wins), the copy
+bundled in the wheel (wharf/_libs/libwharf.so.0, `make wheel`), $WHARF_BUILD_DIR/libwharf.so,
 <repo>/build/libwharf.so (when this package runs from the source tree), then the system's
 libwharf.so.0 (ctypes.util.find_library). Every struct here mirrors the header field for field;
 structs that begin with a size field are set up by the library's own *_init(&x, sizeof x).
+
+A wheel bundles rdma-core's libibverbs, librdmacm and libefa as well, but the host's own copies
+are loaded first where it has them: rdma-core's device drivers (/usr/lib/*/libibverbs/) must
+match the libibverbs that loads them, and a library already loaded is what the bundled
+libfabric then links to (the dynamic linker matches it by soname).
 """
 import ctypes
 import ctypes.util
@@ -13,16 +19,30 @@ import threading
 WHOLE = 0xFFFFFFFFFFFFFFFF  # WHARF_WHOLE
 
 OK = 0
-STATUS_NAMES = {
-    0: "WHARF_OK", -1: "WHARF_ERR_INVALID", -2: "WHARF_ERR_NOMEM", -3: "WHARF_ERR_IO",
-    -4: "WHARF_ERR_NOT_FOUND", -5: "WHARF_ERR_EXISTS", -6: "WHARF_ERR_UNSUPPORTED",
-    -7: "WHARF_ERR_DECLINED", -8: "WHARF_ERR_AUTH", -9: "WHARF_ERR_TIMEOUT",
-    -10: "WHARF_ERR_TRANSPORT", -11: "WHARF_ERR_CHECKSUM", -12: "WHARF_ERR_PROTOCOL",
-    -13: "WHARF_ERR_HTTP", -14: "WHARF_ERR_BUSY", -15: "WHARF_ERR_RANGE",
-    -16: "WHARF_ERR_TOO_LARGE", -17: "WHARF_ERR_NOT_EMPTY", -18: "WHARF_ERR_CANCELED",
-    -19: "WHARF_ERR_PRECONDITION", -20: "WHARF_ERR_INTERNAL",
-}
-globals().update({v: k for k, v in STATUS_NAMES.items()})
+# wharf_status_t (include/wharf/wharf.h), spelled out so that type checkers see them
+WHARF_OK = 0
+WHARF_ERR_INVALID = -1
+WHARF_ERR_NOMEM = -2
+WHARF_ERR_IO = -3
+WHARF_ERR_NOT_FOUND = -4
+WHARF_ERR_EXISTS = -5
+WHARF_ERR_UNSUPPORTED = -6
+WHARF_ERR_DECLINED = -7
+WHARF_ERR_AUTH = -8
+WHARF_ERR_TIMEOUT = -9
+WHARF_ERR_TRANSPORT = -10
+WHARF_ERR_CHECKSUM = -11
+WHARF_ERR_PROTOCOL = -12
+WHARF_ERR_HTTP = -13
+WHARF_ERR_BUSY = -14
+WHARF_ERR_RANGE = -15
+WHARF_ERR_TOO_LARGE = -16
+WHARF_ERR_NOT_EMPTY = -17
+WHARF_ERR_CANCELED = -18
+WHARF_ERR_PRECONDITION = -19
+WHARF_ERR_INTERNAL = -20
+STATUS_NAMES = {v: k for k, v in dict(globals()).items()
+                if k.startswith("WHARF_") and isinstance(v, int) and v <= 0}
 
 FALLBACK_FAIL, FALLBACK_HTTP = 0, 1
 TRANSPORT_AUTO, TRANSPORT_RDMA, TRANSPORT_HTTP, TRANSPORT_NONE = 0, 1, 2, 3
@@ -123,11 +143,31 @@ _SIGS = {
 }
 
 
+BUNDLE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_libs")
+PREFER_HOST = ("libibverbs.so.1", "librdmacm.so.1", "libefa.so.1")
+
+
+def _prefer_host_rdma():
+    """Loads the host's rdma-core libraries (global, by soname) where it has them, so that
+    the bundled libfabric uses them rather than the copies beside it. Libraries the host lacks
+    are left to the bundled copies."""
+    for so in PREFER_HOST:
+        try:
+            ctypes.CDLL(so, mode=ctypes.RTLD_GLOBAL)
+        except OSError:
+            if so == PREFER_HOST[0]:
+                return  # no host libibverbs: the bundled set, all of it
+
+
 def _candidates():
     env = os.environ.get("WHARF_LIB")
     if env:
         yield env
         return
+    bundled = os.path.join(BUNDLE_DIR, "libwharf.so.0")
+    if os.path.exists(bundled):
+        _prefer_host_rdma()
+        yield bundled
     bd = os.environ.get("WHARF_BUILD_DIR")
     if bd:
         yield os.path.join(bd, "libwharf.so")

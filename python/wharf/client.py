@@ -14,6 +14,14 @@ import dataclasses
 import sys
 import threading
 import weakref
+from typing import Any, Dict, List, Optional, Union
+
+from ._log import log_client, log_report
+
+# What a transfer reads from or writes into: a numpy array, a torch tensor, or any object with
+# the buffer protocol (bytes, bytearray, memoryview, mmap). Any, as none of these is a
+# dependency.
+Buffer = Any
 
 from . import _lib
 from ._lib import lib
@@ -66,7 +74,7 @@ class Stat:
     mtime: int
     etag: str
     content_type: str
-    crc64nvme: int = None
+    crc64nvme: Optional[int] = None
 
 
 @dataclasses.dataclass
@@ -151,11 +159,20 @@ def _as_buf(obj, what):
     nbytes = mv.nbytes
     if nbytes == 0:
         return _Buf(0, 0, mv, _lib.MEM_HOST, not mv.readonly, False)
-    if mv.readonly:
-        import numpy
-        arr = numpy.frombuffer(mv, dtype=numpy.uint8)
-        addr = arr.__array_interface__["data"][0]
-        owner = arr
+    if mv.readonly and isinstance(obj, bytes):
+        # the bytes object's own storage (c_char_p points at it; no copy, no numpy needed)
+        addr = ctypes.cast(ctypes.c_char_p(obj), ctypes.c_void_p).value
+        owner = obj
+    elif mv.readonly:
+        try:
+            import numpy
+        except ImportError:  # no numpy (a bare install): a copy of the read-only buffer
+            owner = bytearray(mv)
+            addr = ctypes.addressof((ctypes.c_char * nbytes).from_buffer(owner))
+        else:
+            arr = numpy.frombuffer(mv, dtype=numpy.uint8)
+            addr = arr.__array_interface__["data"][0]
+            owner = arr
     else:
         flat = mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv
         addr = ctypes.addressof((ctypes.c_char * nbytes).from_buffer(flat))
@@ -182,14 +199,14 @@ class Registration:
         self._client, self._reg, self._owner = client, reg, owner
 
     @property
-    def addr(self):
+    def addr(self) -> int:
         return self._reg.addr
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         return self._reg.end - self._reg.addr
 
-    def close(self):
+    def close(self) -> None:
         if self._reg is not None:
             self._client._unpin(self._reg)
             self._reg = self._owner = None
@@ -210,10 +227,31 @@ class Client:
     or None/"none"/"http" for HTTP only. fallback: "fail" (default: an RDMA decline is an
     error) or "http" (re-sent over HTTP; the Report says so and why)."""
 
-    def __init__(self, endpoint, access_key, secret_key, region="us-east-1", provider=None,
-                 unix_socket=None, concurrency=None, chunk_size=None, multipart_threshold=None,
-                 part_size=None, fallback="fail", verify_checksum=True, timeout_ms=None,
-                 max_retries=None, max_cached_regs=64):
+    def __init__(self, endpoint: Optional[str] = None, access_key: Optional[str] = None,
+                 secret_key: Optional[str] = None, region: Optional[str] = None,
+                 provider: Optional[str] = None, unix_socket: Optional[str] = None,
+                 concurrency: Optional[int] = None, chunk_size: Optional[int] = None,
+                 multipart_threshold: Optional[int] = None, part_size: Optional[int] = None,
+                 fallback: str = "fail", verify_checksum: bool = True,
+                 timeout_ms: Optional[int] = None, max_retries: Optional[int] = None,
+                 max_cached_regs: int = 64) -> None:
+        if not (endpoint and access_key and secret_key):
+            # wharf.Client(): what was not given comes from the environment, then the AWS
+            # profile (wharf.config says the order); explicit arguments always win
+            from .config import missing_error, resolve_settings
+            got, _ = resolve_settings()
+            if not endpoint:
+                provider = provider or got["provider"]
+                unix_socket = unix_socket or got["unix_socket"]
+            endpoint = endpoint or got["endpoint"]
+            if not (access_key and secret_key):
+                access_key, secret_key = got["access_key"], got["secret_key"]
+            region = region or got["region"]
+            err = missing_error(dict(endpoint=endpoint, access_key=access_key,
+                                     secret_key=secret_key))
+            if err:
+                raise err
+        region = region or "us-east-1"
         if provider in ("http",):
             provider = "none"
         if fallback not in ("fail", "http"):
@@ -222,7 +260,7 @@ class Client:
         self._h = None
         cfg = _lib.ClientConfig()
         lib.wharf_client_config_init(ctypes.byref(cfg), ctypes.sizeof(cfg))
-        self._keep = []  # the config's strings must outlive the create call
+        self._keep: List[bytes] = []  # the config's strings must outlive the create call
 
         def s(v):
             if v is None:
@@ -259,14 +297,21 @@ class Client:
                            multipart_threshold=multipart_threshold, part_size=part_size,
                            fallback=fallback, verify_checksum=verify_checksum,
                            timeout_ms=timeout_ms, max_retries=max_retries)
-        self._regs = []          # _Reg, most recently used last
+        log_client(self, provider)
+        self._regs: List[_Reg] = []  # most recently used last
         self._reg_lock = threading.RLock()
         self._max_cached = max_cached_regs
         self._tls = threading.local()
 
     # ---- lifetime --------------------------------------------------------------------------
 
-    def close(self):
+    def __reduce__(self):
+        # A client travels by its configuration: the other process (spawn, forkserver, a
+        # process pool, a DataLoader worker) opens its own libwharf client from it. The
+        # pickle holds the secret key, as the configuration does.
+        return (_reopen, (dict(self.config), self._max_cached))
+
+    def close(self) -> None:
         """Drops every registration and destroys the client (no transfer may be in flight)."""
         if self._h is None:
             return
@@ -278,10 +323,10 @@ class Client:
         lib.wharf_client_destroy(self._h)
         self._h = None
 
-    def __enter__(self):
+    def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
     def __del__(self):
@@ -296,16 +341,16 @@ class Client:
         return self._h
 
     @property
-    def provider(self):
+    def provider(self) -> str:
         """The data-path provider in use ("ofi+shm", ...) or "none" (HTTP only)."""
         p = lib.wharf_client_provider(self._handle())
         return p.decode() if p else "none"
 
     @property
-    def rdma(self):
+    def rdma(self) -> bool:
         return self.provider != "none"
 
-    def stats(self):
+    def stats(self) -> Dict[str, int]:
         """Client-wide counters since creation (a dict)."""
         st = _lib.CStats()
         lib.wharf_stats_init(ctypes.byref(st), ctypes.sizeof(st))
@@ -313,21 +358,21 @@ class Client:
         return {f: getattr(st, f) for f, _ in st._fields_ if f != "size"}
 
     @property
-    def last_report(self):
+    def last_report(self) -> Optional[Report]:
         """The Report of this thread's last get() on this client (get returns bytes)."""
         return getattr(self._tls, "report", None)
 
     # ---- buckets ---------------------------------------------------------------------------
 
-    def create_bucket(self, bucket):
+    def create_bucket(self, bucket: str) -> None:
         check(lib.wharf_bucket_create(self._handle(), _enc(bucket, "bucket")),
               f"create bucket {bucket}")
 
-    def delete_bucket(self, bucket):
+    def delete_bucket(self, bucket: str) -> None:
         check(lib.wharf_bucket_delete(self._handle(), _enc(bucket, "bucket")),
               f"delete bucket {bucket}")
 
-    def list_buckets(self):
+    def list_buckets(self) -> List[str]:
         out = []
         self._list(lambda k, n, m, e: out.append(k), lib.wharf_bucket_list, "list buckets",
                    self._handle())
@@ -335,7 +380,7 @@ class Client:
 
     # ---- objects ---------------------------------------------------------------------------
 
-    def stat(self, bucket, key, version_id=None):
+    def stat(self, bucket: str, key: str, version_id: Optional[str] = None) -> Stat:
         """HEAD of the object (version_id: of that version)."""
         st = _lib.CStat()
         lib.wharf_stat_init(ctypes.byref(st), ctypes.sizeof(st))
@@ -347,7 +392,7 @@ class Client:
                     content_type=st.content_type.decode(),
                     crc64nvme=st.crc64nvme if st.has_crc64nvme else None)
 
-    def exists(self, bucket, key):
+    def exists(self, bucket: str, key: str) -> bool:
         try:
             self.stat(bucket, key)
             return True
@@ -356,11 +401,11 @@ class Client:
                 return False
             raise
 
-    def delete(self, bucket, key):
+    def delete(self, bucket: str, key: str) -> None:
         check(lib.wharf_object_delete(self._handle(), _enc(bucket, "bucket"), _enc(key, "key")),
               f"delete {bucket}/{key}")
 
-    def list(self, bucket, prefix=None):
+    def list(self, bucket: str, prefix: Optional[str] = None) -> "List[ObjectInfo]":
         """[ObjectInfo] of the keys under prefix, in the server's (lexicographic) order."""
         out = []
         self._list(lambda k, n, m, e: out.append(ObjectInfo(k, n, m, e)), lib.wharf_object_list,
@@ -385,8 +430,9 @@ class Client:
             raise err[0]
         check(st, what)
 
-    def put(self, bucket, key, data, transport="auto", verify=None, concurrency=None,
-            if_none_match=False, if_match=None):
+    def put(self, bucket: str, key: str, data: Union[str, Buffer], transport: str = "auto",
+            verify: Optional[bool] = None, concurrency: Optional[int] = None,
+            if_none_match: bool = False, if_match: Optional[str] = None) -> Report:
         """PUT bytes (or any buffer) as one object. Returns a Report. if_none_match=True
         stores only if the key has no object, if_match=ETAG only if its ETag is that one
         (checked by the server in the commit, so of racing writers one wins; the others get
@@ -397,8 +443,9 @@ class Client:
                              concurrency=concurrency, cache=False, if_none_match=if_none_match,
                              if_match=if_match)
 
-    def get(self, bucket, key, offset=0, length=None, transport="auto", verify=None,
-            concurrency=None, version_id=None):
+    def get(self, bucket: str, key: str, offset: int = 0, length: Optional[int] = None,
+            transport: str = "auto", verify: Optional[bool] = None,
+            concurrency: Optional[int] = None, version_id: Optional[str] = None) -> bytes:
         """GET an object (or [offset, offset+length); version_id: that version) as bytes.
         The Report is in client.last_report."""
         if length is None:
@@ -414,8 +461,10 @@ class Client:
         self._tls.report = rep
         return bytes(buf) if rep.bytes == length else bytes(memoryview(buf)[:rep.bytes])
 
-    def get_into(self, bucket, key, buf, offset=0, length=None, transport="auto", verify=None,
-                 concurrency=None, cache=True, version_id=None):
+    def get_into(self, bucket: str, key: str, buf: Buffer, offset: int = 0,
+                 length: Optional[int] = None, transport: str = "auto",
+                 verify: Optional[bool] = None, concurrency: Optional[int] = None,
+                 cache: bool = True, version_id: Optional[str] = None) -> Report:
         """GET [offset, offset+length) of an object into buf (numpy array, torch tensor or
         writable buffer; length None = to the end of the object, which must fit). Returns a
         Report whose .bytes says how many bytes landed."""
@@ -430,8 +479,11 @@ class Client:
                           _lib.WHOLE if length is None else int(length), transport, verify,
                           concurrency, cache, version_id=version_id)
 
-    def put_from(self, bucket, key, buf, offset=0, length=None, transport="auto", verify=None,
-                 concurrency=None, cache=True, if_none_match=False, if_match=None):
+    def put_from(self, bucket: str, key: str, buf: Buffer, offset: int = 0,
+                 length: Optional[int] = None, transport: str = "auto",
+                 verify: Optional[bool] = None, concurrency: Optional[int] = None,
+                 cache: bool = True, if_none_match: bool = False,
+                 if_match: Optional[str] = None) -> Report:
         """PUT bytes [offset, offset+length) of buf (numpy array, torch tensor or any buffer)
         as one object. Returns a Report."""
         b = _as_buf(buf, f"put_from {bucket}/{key}")
@@ -506,6 +558,7 @@ class Client:
                                 _TRANSPORT_NAMES[t], reason)
         out = Report._from_c(rep)
         out.memory = "cuda" if b.kind == _lib.MEM_CUDA else "host"
+        log_report("GET" if is_get else "PUT", bucket, key, out)
         return out
 
     def _bounce(self, is_get, bucket, key, b, offset, length, verify, concurrency, transport,
@@ -531,11 +584,12 @@ class Client:
         rep.reason = (rep.reason + "; " if rep.reason else "") + \
             f"staged through host memory: {why}"
         rep.memory, rep.staged = "cuda", True
+        log_report("GET" if is_get else "PUT", bucket, key, rep)
         return rep
 
     # ---- registrations ---------------------------------------------------------------------
 
-    def register(self, buf):
+    def register(self, buf: Buffer) -> Registration:
         """Registers buf for RDMA and pins the registration until the returned object's
         close() (it is a context manager). Transfers into any part of buf then reuse it."""
         b = _as_buf(buf, "register")
@@ -548,7 +602,7 @@ class Client:
             self._regs.append(reg)
         return Registration(self, reg, b.owner)
 
-    def deregister(self, buf):
+    def deregister(self, buf: Buffer) -> None:
         """Drops cached (not pinned) registrations that overlap buf."""
         b = _as_buf(buf, "deregister")
         with self._reg_lock:
@@ -557,7 +611,7 @@ class Client:
                     r.dead = True
                     self._maybe_drop(r)
 
-    def clear_registrations(self):
+    def clear_registrations(self) -> None:
         """Drops every cached (not pinned) registration."""
         with self._reg_lock:
             for r in list(self._regs):
@@ -656,6 +710,10 @@ class Client:
             return [(r.addr, r.end - r.addr, r.pinned) for r in self._regs if not r.dead]
 
 
+def _reopen(config: Dict[str, Any], max_cached_regs: int) -> "Client":
+    return Client(max_cached_regs=max_cached_regs, **config)
+
+
 def _enc(s, what):
     if not isinstance(s, str) or not s:
         raise WharfError(_lib.WHARF_ERR_INVALID, f"{what} must be a non-empty string, not "
@@ -665,7 +723,7 @@ def _enc(s, what):
     return s.encode()
 
 
-def client_from_env(**kw):
+def client_from_env(**kw: Any) -> "Client":
     """A Client from the environment (wharf.config says which variables, in which order);
     keyword arguments override them."""
     from .config import client_from_env as from_env

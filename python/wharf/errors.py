@@ -1,6 +1,26 @@
 """Exceptions. Every error from the C library carries its status and its message
-(wharf_last_error()), which says what failed and what to do."""
+(wharf_last_error()), which says what failed and what to do.
+
+Every WharfError pickles with its type, status, message and report, so an error raised in a
+DataLoader worker or a ProcessPoolExecutor reaches the parent as itself. Some are also the
+built-in exception a caller already catches: NotFoundError is a FileNotFoundError (errno
+ENOENT), TransportError a ConnectionError, TimedOutError a TimeoutError (errno ETIMEDOUT).
+"""
+import builtins
+import errno as _errno
+from typing import Any, Dict, Optional, Type
+
 from . import _lib
+from ._log import logger as _logger
+
+
+def _rebuild(cls: "Type[WharfError]", status: int, message: str, report: Any,
+             state: Dict[str, Any]) -> "WharfError":
+    """Unpickles any WharfError subclass whatever its __init__ signature."""
+    e = cls.__new__(cls)
+    WharfError._setup(e, status, message, report)
+    e.__dict__.update(state)
+    return e
 
 
 class WharfError(Exception):
@@ -8,16 +28,48 @@ class WharfError(Exception):
     name ("WHARF_ERR_NOT_FOUND"), .message the library's message, .report the operation's
     Report when there was one."""
 
-    def __init__(self, status, message, report=None):
+    status: int
+    status_name: str
+    message: str
+    report: Any
+    _errno: Optional[int] = None  # errno of the OSError this class also is
+
+    def __init__(self, status: int, message: str, report: Any = None) -> None:
+        self._setup(status, message, report)
+
+    def _setup(self, status: int, message: str, report: Any) -> None:
         self.status = int(status)
         self.status_name = _lib.STATUS_NAMES.get(self.status, f"status {self.status}")
         self.message = message
         self.report = report
-        super().__init__(f"{message} [{self.status_name}]" if message else self.status_name)
+        text = f"{message} [{self.status_name}]" if message else self.status_name
+        # the next base's __init__ (Exception, OSError, ImportError) with one argument, so
+        # that str() is the text
+        super(WharfError, self).__init__(text)
+        if self._errno is not None:
+            self.errno = self._errno  # strerror stays None, so str() is still the text
+
+    def __reduce__(self):
+        state = {k: v for k, v in self.__dict__.items()
+                 if k not in ("status", "status_name", "message", "report")}
+        return (_rebuild, (type(self), self.status, self.message, self.report, state))
 
 
-class NotFoundError(WharfError):
-    """No such bucket or key (404)."""
+class NotFoundError(WharfError, FileNotFoundError):
+    """No such bucket or key (404). Also a FileNotFoundError (errno ENOENT), as fsspec and
+    open() callers expect."""
+    _errno = _errno.ENOENT
+
+
+class TransportError(WharfError, ConnectionError):
+    """The connection or the data path failed (refused, reset, fabric error). Also a
+    ConnectionError."""
+
+
+class TimedOutError(WharfError, builtins.TimeoutError):
+    """The operation ran past the client's timeout_ms. Also a TimeoutError (errno
+    ETIMEDOUT)."""
+    _errno = _errno.ETIMEDOUT
 
 
 class DeclinedError(WharfError):
@@ -59,12 +111,14 @@ class MissingDependencyError(WharfError, ImportError):
     """An optional package (torch.distributed.checkpoint, lightning, transformers) is missing
     or too old: the message names it and the version needed."""
 
-    def __init__(self, message):
+    def __init__(self, message: str) -> None:
         WharfError.__init__(self, _lib.WHARF_ERR_UNSUPPORTED, message)
 
 
-_BY_STATUS = {
+_BY_STATUS: Dict[int, Type[WharfError]] = {
     _lib.WHARF_ERR_NOT_FOUND: NotFoundError,
+    _lib.WHARF_ERR_TRANSPORT: TransportError,
+    _lib.WHARF_ERR_TIMEOUT: TimedOutError,
     _lib.WHARF_ERR_DECLINED: DeclinedError,
     _lib.WHARF_ERR_AUTH: AuthError,
     _lib.WHARF_ERR_CHECKSUM: ChecksumError,
@@ -72,14 +126,19 @@ _BY_STATUS = {
 }
 
 
-def from_status(status, what=None, report=None, cls=None):
+def from_status(status: int, what: Optional[str] = None, report: Any = None,
+                cls: Optional[Type[WharfError]] = None) -> WharfError:
     """The exception for a failed call, with the calling thread's wharf_last_error()."""
     msg = _lib.last_error() or _lib.status_str(status)
     if what:
         msg = f"{what}: {msg}"
-    return (cls or _BY_STATUS.get(status, WharfError))(status, msg, report)
+    make = cls if cls is not None else _BY_STATUS.get(status, WharfError)
+    err = make(status, msg, report)
+    _logger.debug("error %s status %s message \"%s\"", type(err).__name__, err.status_name, msg)
+    return err
 
 
-def check(status, what=None, report=None, cls=None):
+def check(status: int, what: Optional[str] = None, report: Any = None,
+          cls: Optional[Type[WharfError]] = None) -> None:
     if status != _lib.OK:
         raise from_status(status, what, report, cls)

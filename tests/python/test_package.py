@@ -1,5 +1,6 @@
-"""`pip install ./python` works with no network (setuptools from the system), and the
-installed package finds libwharf through WHARF_LIB."""
+"""`pip install --no-build-isolation ./python` works with no network (setuptools from the
+system, reading python/pyproject.toml), and the installed package finds libwharf through
+WHARF_LIB. (`make wheel`'s wheel, which bundles libwharf, is tests/python/test_wheel.py.)"""
 import os
 import subprocess
 import sys
@@ -23,10 +24,12 @@ def test_pip_install_offline(tmp_path):
     # copy the source so the build leaves nothing in the tree
     src = tmp_path / "src"
     subprocess.run(["cp", "-r", PYDIR, str(src)], check=True)
-    p = subprocess.run([py, "-m", "pip", "install", "--no-index", str(src)],
+    p = subprocess.run([py, "-m", "pip", "install", "--no-index", "--no-build-isolation",
+                        str(src)],
                        capture_output=True, text=True, timeout=300, env=env)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    code = ("import wharf, wharf.safetensors, os; "
+    code = ("import wharf, wharf.safetensors, os, importlib.resources as r; "
+            "assert r.files('wharf').joinpath('py.typed').is_file(); "
             "assert wharf.__file__.startswith(os.environ['VENV']), wharf.__file__; "
             "print(wharf.__version__, wharf.library_version())")
     p = subprocess.run([py, "-c", code], capture_output=True, text=True, timeout=120,
