@@ -208,12 +208,13 @@ class Client:
 
     provider: "ofi+shm" (needs unix_socket, the server's Unix socket), "ofi+tcp", "auto",
     or None/"none"/"http" for HTTP only. fallback: "fail" (default: an RDMA decline is an
-    error) or "http" (re-sent over HTTP; the Report says so and why)."""
+    error) or "http" (re-sent over HTTP; the Report says so and why). ca_bundle: a PEM file
+    of the CAs an https:// endpoint's certificate must chain to (default: the system's)."""
 
     def __init__(self, endpoint, access_key, secret_key, region="us-east-1", provider=None,
                  unix_socket=None, concurrency=None, chunk_size=None, multipart_threshold=None,
                  part_size=None, fallback="fail", verify_checksum=True, timeout_ms=None,
-                 max_retries=None, max_cached_regs=64):
+                 max_retries=None, max_cached_regs=64, ca_bundle=None):
         if provider in ("http",):
             provider = "none"
         if fallback not in ("fail", "http"):
@@ -234,6 +235,7 @@ class Client:
         cfg.region = s(region) if region else cfg.region
         cfg.provider = s(provider)
         cfg.unix_socket = s(unix_socket)
+        cfg.ca_bundle = s(ca_bundle)
         if concurrency:
             cfg.concurrency = int(concurrency)
         if chunk_size:
@@ -258,7 +260,8 @@ class Client:
                            concurrency=concurrency, chunk_size=chunk_size,
                            multipart_threshold=multipart_threshold, part_size=part_size,
                            fallback=fallback, verify_checksum=verify_checksum,
-                           timeout_ms=timeout_ms, max_retries=max_retries)
+                           timeout_ms=timeout_ms, max_retries=max_retries,
+                           ca_bundle=ca_bundle)
         self._regs = []          # _Reg, most recently used last
         self._reg_lock = threading.RLock()
         self._max_cached = max_cached_regs

@@ -24,6 +24,7 @@ ENV_ORDER = {
     "region": ("WHARF_REGION", "AWS_REGION", "AWS_DEFAULT_REGION"),
     "provider": ("WHARF_PROVIDER",),
     "unix_socket": ("WHARF_UNIX_SOCKET",),
+    "ca_bundle": ("WHARF_CA_BUNDLE", "AWS_CA_BUNDLE"),
 }
 DEFAULT_REGION = "us-east-1"
 

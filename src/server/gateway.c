@@ -182,17 +182,12 @@ int srv_gateway_main(int argc, char **argv)
         fprintf(stderr, "wharfd: cannot start: %s (see the log above)\n", wh_status_str(s));
         return 1;
     }
-    printf("wharfd gateway serving http://%s:%u replicas=%u chunk=%llu access_key=%s\n", host,
+    printf("wharfd gateway serving %s://%s:%u replicas=%u chunk=%llu access_key=%s\n",
+           cfg.tls_cert ? "https" : "http", host,
            (unsigned)cfg.listen_port, rc.replicas, (unsigned long long)rc.chunk_size,
            cfg.access_key);
     fflush(stdout);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    int sig = 0;
-    sigwait(&set, &sig);
-    wh_info("main", "signal received, shutting down");
+    srv_wait_signals(srv);
     srv_stop(srv);
     return 0;
 }

@@ -83,6 +83,12 @@ int srv_common_opt(srv_common_t *co, int c, const char *arg)
     case SRV_OPT_KEY_FILE:
         co->server_key_file = arg;
         return 1;
+    case SRV_OPT_TLS_CERT:
+        co->tls_cert = arg;
+        return 1;
+    case SRV_OPT_TLS_KEY:
+        co->tls_key = arg;
+        return 1;
     case SRV_OPT_ACCOUNT:
         if (!srv_ident_account_arg(arg))
             return 2;
@@ -102,6 +108,10 @@ int srv_common_apply(const srv_common_t *co, srv_config_t *cfg)
     if (co->region)
         cfg->region = co->region;
     cfg->server_key_file = co->server_key_file;
+    if (!co->tls_cert != !co->tls_key)
+        return common_bad(co, "%sTLS needs both --tls-cert FILE and --tls-key FILE", "");
+    cfg->tls_cert = co->tls_cert;
+    cfg->tls_key = co->tls_key;
     if (!(cfg->account_id = srv_ident_account_arg(co->account_id)))
         return 2;
     wh_log_set_level(co->log_level);
@@ -144,24 +154,36 @@ const char *srv_cluster_secret(void)
     return s;
 }
 
-/* Blocks TERM/INT in every thread (MHD's inherit the mask) and waits for one. */
-static void wait_for_signal(void)
+static void signal_set(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGHUP);
+}
+
+void srv_wait_signals(struct srv *front)
 {
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    int sig = 0;
-    sigwait(&set, &sig);
-    wh_info("main", "signal received sig=%s, shutting down", sig == SIGTERM ? "TERM" : "INT");
+    signal_set(&set);
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            if (front)
+                srv_reload_tls(front);
+            continue;
+        }
+        wh_info("main", "signal received sig=%s, shutting down", sig == SIGTERM ? "TERM" : "INT");
+        return;
+    }
 }
 
 void srv_block_signals(void)
 {
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
+    signal_set(&set);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
@@ -240,7 +262,7 @@ int srv_storage_main(int argc, char **argv)
     printf("wharfd storage serving http://%s:%u data=%s\n", host, (unsigned)cfg.listen_port,
            cfg.data_dir);
     fflush(stdout);
-    wait_for_signal();
+    srv_wait_signals(NULL);
     srv_storage_stop(s);
     return 0;
 }
