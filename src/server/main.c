@@ -150,6 +150,7 @@ int main(int argc, char **argv)
         {"unix", required_argument, NULL, O_UNIX},
         SRV_OPTS_RDMA,
         SRV_OPTS_S3,
+        SRV_OPTS_TLS,
         {"shm-trust-local", no_argument, NULL, O_SHM},
         {"copy-threads", required_argument, NULL, O_COPY},
         {"cuda-pinned-mem", required_argument, NULL, O_PINNED},
@@ -308,7 +309,7 @@ int main(int argc, char **argv)
            (unsigned)cfg.listen_port, cfg.data_dir, cfg.access_key);
     fflush(stdout);
 
-    srv_wait_signals(srv);
+    srv_wait_signals(srv_front_hup, srv);
     srv_stop(srv);
     return 0;
 }

@@ -32,7 +32,9 @@ static int role_usage(FILE *f)
             "  --providers LIST     RDMA providers: shm,tcp (default) or none\n"
             "  --rdma-mem BYTES     registered buffer budget (default: sized from the host,\n"
             "                       within RLIMIT_MEMLOCK where the provider pins; K/M/G ok)\n"
-            "  --log-level LEVEL    error, warn, info (default), debug, trace\n");
+            "  --log-level LEVEL    error, warn, info (default), debug, trace\n"
+            "  --tls-cert FILE --tls-key FILE  serve the internal API over HTTPS only (give\n"
+            "                       the gateways --cluster-ca); SIGHUP reloads the pair\n");
     return 0;
 }
 
@@ -162,7 +164,17 @@ static void signal_set(sigset_t *set)
     sigaddset(set, SIGHUP);
 }
 
-void srv_wait_signals(struct srv *front)
+void srv_front_hup(void *srv)
+{
+    srv_reload_tls(srv);
+}
+
+static void storage_hup(void *s)
+{
+    srv_storage_reload_tls(s);
+}
+
+void srv_wait_signals(void (*on_hup)(void *arg), void *arg)
 {
     sigset_t set;
     signal_set(&set);
@@ -171,8 +183,8 @@ void srv_wait_signals(struct srv *front)
         if (sigwait(&set, &sig) != 0)
             continue;
         if (sig == SIGHUP) {
-            if (front)
-                srv_reload_tls(front);
+            if (on_hup)
+                on_hup(arg);
             continue;
         }
         wh_info("main", "signal received sig=%s, shutting down", sig == SIGTERM ? "TERM" : "INT");
@@ -202,6 +214,7 @@ int srv_storage_main(int argc, char **argv)
         {"data", required_argument, NULL, O_DATA},
         {"listen", required_argument, NULL, O_LISTEN},
         SRV_OPTS_RDMA,
+        SRV_OPTS_TLS,
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -251,6 +264,10 @@ int srv_storage_main(int argc, char **argv)
     if (co.rdma_mem)
         cfg.rdma.mem_budget = co.rdma_mem;
     wh_log_set_level(co.log_level);
+    if (!co.tls_cert != !co.tls_key)
+        return bad("%sTLS needs both --tls-cert FILE and --tls-key FILE", "");
+    cfg.tls_cert = co.tls_cert;
+    cfg.tls_key = co.tls_key;
     srv_block_signals();
     srv_storage_t *s = NULL;
     wh_status_t st = srv_storage_start(&cfg, &s);
@@ -259,10 +276,10 @@ int srv_storage_main(int argc, char **argv)
                 wh_status_str(st));
         return 1;
     }
-    printf("wharfd storage serving http://%s:%u data=%s\n", host, (unsigned)cfg.listen_port,
-           cfg.data_dir);
+    printf("wharfd storage serving %s://%s:%u data=%s\n", cfg.tls_cert ? "https" : "http", host,
+           (unsigned)cfg.listen_port, cfg.data_dir);
     fflush(stdout);
-    srv_wait_signals(NULL);
+    srv_wait_signals(storage_hup, s);
     srv_storage_stop(s);
     return 0;
 }
