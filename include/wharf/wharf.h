@@ -101,6 +101,10 @@ typedef struct wharf_client_config {
     int verify_checksum;          /* check each reply's crc64nvme of landed bytes; default 1 */
     unsigned timeout_ms;          /* per request; default 120000 */
     unsigned max_retries;         /* on connection errors; default 2 */
+    /* PEM file of the CAs that an https:// endpoint's certificate must chain to. NULL: the
+     * system's store. (Added after max_retries: a caller built against an older header has a
+     * smaller size, and gets NULL.) */
+    const char *ca_bundle;
 } wharf_client_config_t;
 
 WHARF_API void wharf_client_config_init(wharf_client_config_t *cfg, size_t size);

@@ -225,7 +225,8 @@ class Client:
 
     provider: "ofi+shm" (needs unix_socket, the server's Unix socket), "ofi+tcp", "auto",
     or None/"none"/"http" for HTTP only. fallback: "fail" (default: an RDMA decline is an
-    error) or "http" (re-sent over HTTP; the Report says so and why)."""
+    error) or "http" (re-sent over HTTP; the Report says so and why). ca_bundle: a PEM file
+    of the CAs an https:// endpoint's certificate must chain to (default: the system's)."""
 
     def __init__(self, endpoint: Optional[str] = None, access_key: Optional[str] = None,
                  secret_key: Optional[str] = None, region: Optional[str] = None,
@@ -234,7 +235,7 @@ class Client:
                  multipart_threshold: Optional[int] = None, part_size: Optional[int] = None,
                  fallback: str = "fail", verify_checksum: bool = True,
                  timeout_ms: Optional[int] = None, max_retries: Optional[int] = None,
-                 max_cached_regs: int = 64) -> None:
+                 max_cached_regs: int = 64, ca_bundle: Optional[str] = None) -> None:
         if not (endpoint and access_key and secret_key):
             # wharf.Client(): what was not given comes from the environment, then the AWS
             # profile (wharf.config says the order); explicit arguments always win
@@ -247,6 +248,7 @@ class Client:
             if not (access_key and secret_key):
                 access_key, secret_key = got["access_key"], got["secret_key"]
             region = region or got["region"]
+            ca_bundle = ca_bundle or got.get("ca_bundle")
             err = missing_error(dict(endpoint=endpoint, access_key=access_key,
                                      secret_key=secret_key))
             if err:
@@ -272,6 +274,7 @@ class Client:
         cfg.region = s(region) if region else cfg.region
         cfg.provider = s(provider)
         cfg.unix_socket = s(unix_socket)
+        cfg.ca_bundle = s(ca_bundle)
         if concurrency:
             cfg.concurrency = int(concurrency)
         if chunk_size:
@@ -296,7 +299,8 @@ class Client:
                            concurrency=concurrency, chunk_size=chunk_size,
                            multipart_threshold=multipart_threshold, part_size=part_size,
                            fallback=fallback, verify_checksum=verify_checksum,
-                           timeout_ms=timeout_ms, max_retries=max_retries)
+                           timeout_ms=timeout_ms, max_retries=max_retries,
+                           ca_bundle=ca_bundle)
         log_client(self, provider)
         self._regs: List[_Reg] = []  # most recently used last
         self._reg_lock = threading.RLock()

@@ -37,6 +37,7 @@ ENV_ORDER = {
     "region": ("WHARF_REGION", "AWS_REGION", "AWS_DEFAULT_REGION"),
     "provider": ("WHARF_PROVIDER",),
     "unix_socket": ("WHARF_UNIX_SOCKET",),
+    "ca_bundle": ("WHARF_CA_BUNDLE", "AWS_CA_BUNDLE"),
 }
 DEFAULT_REGION = "us-east-1"
 
@@ -135,6 +136,9 @@ def settings_from_profile(env: Optional[Mapping[str, str]] = None
         region = conf.get(fsec, "region", fallback="").strip()
         if region:
             out["region"], src["region"] = region, where
+        ca = conf.get(fsec, "ca_bundle", fallback="").strip()
+        if ca:
+            out["ca_bundle"], src["ca_bundle"] = ca, where
         svc = conf.get(fsec, "services", fallback="").strip()
         ep = None
         if svc and conf.has_section(f"services {svc}"):
@@ -161,8 +165,8 @@ def resolve_settings(env: Optional[Mapping[str, str]] = None
     if not (out["access_key"] and out["secret_key"]) and "access_key" in prof:
         for k in ("access_key", "secret_key"):
             out[k], src[k] = prof[k], psrc[k]
-    for k in ("endpoint", "region"):
-        if not out[k] and prof.get(k):
+    for k in ("endpoint", "region", "ca_bundle"):
+        if not out.get(k) and prof.get(k):
             out[k], src[k] = prof[k], psrc[k]
     if not out["region"]:
         out["region"] = DEFAULT_REGION

@@ -18,6 +18,8 @@ static const struct {
                        "WHARF_REGION, AWS_REGION or AWS_DEFAULT_REGION"},
     [WH_ENV_PROVIDER] = {{"WHARF_PROVIDER", NULL}, "WHARF_PROVIDER"},
     [WH_ENV_UNIX_SOCKET] = {{"WHARF_UNIX_SOCKET", NULL}, "WHARF_UNIX_SOCKET"},
+    [WH_ENV_CA_BUNDLE] = {{"WHARF_CA_BUNDLE", "AWS_CA_BUNDLE", NULL},
+                          "WHARF_CA_BUNDLE or AWS_CA_BUNDLE"},
 };
 
 static const char *env_getenv(const char *name)

@@ -7,6 +7,7 @@
  *   region       WHARF_REGION, AWS_REGION, AWS_DEFAULT_REGION
  *   provider     WHARF_PROVIDER
  *   unix socket  WHARF_UNIX_SOCKET
+ *   CA bundle    WHARF_CA_BUNDLE, AWS_CA_BUNDLE
  * Nothing is defaulted here: a setting no variable gives is NULL, and the caller decides
  * (base/defaults.h has the defaults). */
 #ifndef WH_BASE_ENV_H
@@ -19,6 +20,7 @@ typedef enum {
     WH_ENV_REGION,
     WH_ENV_PROVIDER,
     WH_ENV_UNIX_SOCKET,
+    WH_ENV_CA_BUNDLE,
     WH_ENV_COUNT
 } wh_env_key_t;
 

@@ -9,7 +9,8 @@
 #include <stdio.h>
 
 typedef struct cli {
-    const char *endpoint, *access_key, *secret_key, *region, *provider, *unix_socket;
+    const char *endpoint, *access_key, *secret_key, *region, *provider, *unix_socket,
+        *ca_bundle;
     const char *fallback_s;
     wharf_fallback_t fallback;
     const char *transport; /* cp */

@@ -11,7 +11,8 @@
  *   --provider P        WHARF_PROVIDER      default auto (ofi+shm with a unix socket, else ofi+tcp)
  *   --unix-socket PATH  WHARF_UNIX_SOCKET   default ./data/wharfd.sock when it exists and the
  *                                           endpoint is the default one (what `make run` starts)
- *   --fallback fail|http WHARF_FALLBACK     default fail */
+ *   --fallback fail|http WHARF_FALLBACK     default fail
+ *   --ca-bundle FILE    WHARF_CA_BUNDLE, AWS_CA_BUNDLE   default the system's CA store */
 #include "cli/cli.h"
 
 #include "base/defaults.h"
@@ -52,6 +53,7 @@ static void usage(FILE *f)
             "  --provider auto|ofi+shm|ofi+tcp|none (WHARF_PROVIDER, default auto)\n"
             "  --unix-socket PATH (WHARF_UNIX_SOCKET, default ./data/wharfd.sock if present)\n"
             "  --fallback fail|http (WHARF_FALLBACK, default fail)\n"
+            "  --ca-bundle FILE (WHARF_CA_BUNDLE, AWS_CA_BUNDLE): CAs of an https endpoint\n"
             "  --concurrency N  --chunk-size SIZE  --no-verify  --quiet\n"
             "sizes (--size, --chunk-size): " WH_SIZE_SYNTAX ";\n"
             "  a bare number is bytes: --chunk-size 64M, not 64\n");
@@ -134,6 +136,7 @@ int cli_client(const cli_t *g, wharf_client_t **out)
     cfg.region = g->region;
     cfg.provider = g->provider;
     cfg.unix_socket = g->unix_socket;
+    cfg.ca_bundle = g->ca_bundle;
     cfg.fallback = g->fallback;
     if (g->concurrency)
         cfg.concurrency = g->concurrency;
@@ -306,7 +309,7 @@ static int parse_args(int argc, char **argv, cli_t *g, int *rargc, char **rest)
         static const char *const with_val[] = {
             "--endpoint", "--access-key", "--secret-key", "--region", "--provider",
             "--unix-socket", "--fallback", "--transport", "--concurrency", "--chunk-size",
-            "--size", "--bucket", NULL};
+            "--size", "--bucket", "--ca-bundle", NULL};
         const char *val = NULL;
         const char *flag = NULL;
         if (!strcmp(a, "--")) {
@@ -336,6 +339,7 @@ static int parse_args(int argc, char **argv, cli_t *g, int *rargc, char **rest)
             else if (!strcmp(flag, "--region")) g->region = val;
             else if (!strcmp(flag, "--provider")) g->provider = val;
             else if (!strcmp(flag, "--unix-socket")) g->unix_socket = val;
+            else if (!strcmp(flag, "--ca-bundle")) g->ca_bundle = val;
             else if (!strcmp(flag, "--fallback")) g->fallback_s = val;
             else if (!strcmp(flag, "--transport")) g->transport = val;
             else if (!strcmp(flag, "--bucket")) g->bucket = val;
@@ -414,6 +418,8 @@ int main(int argc, char **argv)
     }
     if (!g.unix_socket)
         g.unix_socket = env_or(&env, WH_ENV_UNIX_SOCKET, NULL);
+    if (!g.ca_bundle)
+        g.ca_bundle = env_or(&env, WH_ENV_CA_BUNDLE, NULL);
     if (!g.unix_socket && is_default_endpoint(g.endpoint) &&
         access("./data/" WH_DEFAULT_UNIX_SOCKET_NAME, F_OK) == 0)
         g.unix_socket = "./data/" WH_DEFAULT_UNIX_SOCKET_NAME;

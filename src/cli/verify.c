@@ -92,12 +92,19 @@ static int scrape_metrics(const cli_t *g, scrape_t *out, char *err, size_t errle
         return -1;
     }
     char url[1024];
-    size_t el = strlen(g->endpoint);
-    snprintf(url, sizeof url, "%.*s/metrics", (int)(el && g->endpoint[el - 1] == '/' ? el - 1 : el),
-             g->endpoint);
+    /* Over wharfd's Unix socket the front is plain HTTP, whatever the TCP port serves. */
+    const char *ep = g->endpoint;
+    bool plain = g->unix_socket && !strncmp(ep, "https://", 8);
+    if (plain)
+        ep += 8;
+    size_t el = strlen(ep);
+    snprintf(url, sizeof url, "%s%.*s/metrics", plain ? "http://" : "",
+             (int)(el && ep[el - 1] == '/' ? el - 1 : el), ep);
     curl_easy_setopt(h, CURLOPT_URL, url);
     if (g->unix_socket)
         curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, g->unix_socket);
+    if (g->ca_bundle)
+        curl_easy_setopt(h, CURLOPT_CAINFO, g->ca_bundle);
     curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);

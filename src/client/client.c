@@ -524,8 +524,9 @@ WHARF_API wharf_status_t wharf_client_create(const wharf_client_config_t *ucfg,
     c->region = strdup(cfg.region && *cfg.region ? cfg.region : WH_DEFAULT_REGION);
     c->provider_req = dup_or_null(cfg.provider);
     c->unix_socket = cfg.unix_socket && *cfg.unix_socket ? strdup(cfg.unix_socket) : NULL;
+    c->ca_bundle = cfg.ca_bundle && *cfg.ca_bundle ? strdup(cfg.ca_bundle) : NULL;
     if (!c->access_key || !c->secret_key || !c->region ||
-        (cfg.provider && !c->provider_req)) {
+        (cfg.provider && !c->provider_req) || (cfg.ca_bundle && *cfg.ca_bundle && !c->ca_bundle)) {
         st = WH_ERR_NOMEM;
         wc_set_error("wharf_client_create: out of memory");
         goto err_free;
@@ -580,6 +581,7 @@ err_free:
     free(c->region);
     free(c->provider_req);
     free(c->unix_socket);
+    free(c->ca_bundle);
     free(c);
     return (wharf_status_t)st;
 }
@@ -622,6 +624,7 @@ WHARF_API void wharf_client_destroy(wharf_client_t *c)
     free(c->region);
     free(c->provider_req);
     free(c->unix_socket);
+    free(c->ca_bundle);
     free(c);
 }
 

@@ -229,6 +229,8 @@ static wh_status_t http_once(wharf_client_t *c, CURL *h, const wc_req_t *req, wc
     if (c->unix_socket)
         curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->unix_socket);
     curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+    if (c->ca_bundle)
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_bundle);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
@@ -308,8 +310,14 @@ wh_status_t wc_http_do(wharf_client_t *c, wc_conn_t *conn, const wc_req_t *req, 
     wh_sbuf_init(&uri);
     wh_sbuf_init(&url);
     build_uri(req, &uri);
-    wh_sbuf_printf(&url, "%s%s%s%s", c->endpoint, uri.data ? uri.data : "/",
-                   req->query ? "?" : "", req->query ? req->query : "");
+    /* wharfd's Unix socket is plain HTTP whatever the TCP port serves: the kernel proves its
+     * peer (SO_PEERCRED), and no byte leaves the host. */
+    if (c->unix_socket && !strncmp(c->endpoint, "https://", 8))
+        wh_sbuf_printf(&url, "http://%s", c->host);
+    else
+        wh_sbuf_puts(&url, c->endpoint);
+    wh_sbuf_printf(&url, "%s%s%s", uri.data ? uri.data : "/", req->query ? "?" : "",
+                   req->query ? req->query : "");
     if (uri.oom || url.oom) {
         wh_sbuf_free(&uri);
         wh_sbuf_free(&url);

@@ -92,6 +92,7 @@ struct wharf_client {
     char *access_key, *secret_key, *region;
     char *provider_req; /* as asked: "auto", "ofi+shm", ... or NULL */
     char *unix_socket;
+    char *ca_bundle;   /* NULL: the system's CA store (https endpoints) */
     unsigned concurrency;
     uint64_t chunk_size, multipart_threshold, part_size;
     wharf_fallback_t fallback;

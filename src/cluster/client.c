@@ -19,6 +19,7 @@
 
 struct cl_client {
     char *secret;
+    char *ca_file; /* NULL: storage servers speak plain HTTP; else HTTPS verified with it */
     size_t secret_len;
     CURLSH *share;
     pthread_mutex_t locks[CURL_LOCK_DATA_LAST];
@@ -75,6 +76,16 @@ wh_status_t cl_client_new(const char *secret, cl_client_t **out)
     return WH_OK;
 }
 
+wh_status_t cl_client_set_ca(cl_client_t *c, const char *ca_file)
+{
+    char *d = ca_file ? strdup(ca_file) : NULL;
+    if (ca_file && !d)
+        return WH_ERR_NOMEM;
+    free(c->ca_file);
+    c->ca_file = d;
+    return WH_OK;
+}
+
 void cl_client_free(cl_client_t *c)
 {
     if (!c)
@@ -83,6 +94,7 @@ void cl_client_free(cl_client_t *c)
         curl_share_cleanup(c->share);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_destroy(&c->locks[i]);
+    free(c->ca_file);
     free(c->secret);
     free(c);
 }
@@ -170,8 +182,11 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const cl_pee
     struct curl_slist *h = curl_slist_append(NULL, tok);
     h = curl_slist_append(h, "Expect:");
     char url[400];
-    snprintf(url, sizeof url, "http://%s/chunk/%s", j->cand[j->_try], j->chunk);
+    snprintf(url, sizeof url, "%s://%s/chunk/%s", c->ca_file ? "https" : "http",
+             j->cand[j->_try], j->chunk);
     curl_easy_setopt(e, CURLOPT_URL, url);
+    if (c->ca_file)
+        curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
     curl_easy_setopt(e, CURLOPT_SHARE, c->share);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);

@@ -62,6 +62,9 @@ typedef struct cl_job {
 
 wh_status_t cl_client_new(const char *secret, cl_client_t **out);
 void cl_client_free(cl_client_t *c); /* NULL-safe */
+/* Storage servers serve HTTPS (wharfd storage --tls-cert): dial them so, verifying their
+ * certificates against the PEM CAs in ca_file (NULL: plain HTTP again). */
+wh_status_t cl_client_set_ca(cl_client_t *c, const char *ca_file);
 
 /* Runs every job, at most parallel at a time, each against its candidates in order until one
  * succeeds. Returns WH_OK when all succeeded, else the first failure (each job has its own

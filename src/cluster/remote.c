@@ -630,6 +630,8 @@ wh_status_t cl_remote_open(const cl_remote_config_t *cfg, store_data_t **out)
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->cond, NULL);
     wh_status_t st = cl_client_new(cfg->secret, &r->client);
+    if (st == WH_OK && cfg->ca_file)
+        st = cl_client_set_ca(r->client, cfg->ca_file);
     if (st == WH_OK) {
         cl_client_on_node_fail(r->client, cl_members_suspect, r);
         st = cl_members_start(r);

@@ -42,6 +42,8 @@ typedef struct cl_remote_config {
     /* A storage server down (no heartbeat) this long has its chunks copied from the other
      * replicas to other servers, by the gateway holding the maintenance lock. Default 120. */
     unsigned repair_after_s;
+    /* The storage servers serve HTTPS: PEM CAs their certificates chain to (NULL: HTTP). */
+    const char *ca_file;
 } cl_remote_config_t;
 
 void cl_remote_config_init(cl_remote_config_t *cfg);

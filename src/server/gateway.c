@@ -11,6 +11,7 @@
 
 #include <getopt.h>
 #include <signal.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,9 @@ static int gw_usage(FILE *f)
             "  --account-id N       12-digit account of ARNs (default WHARF_ACCOUNT_ID or\n"
             "                       000000000000)\n"
             "  --log-level LEVEL    error, warn, info (default), debug, trace\n"
+            "  --tls-cert FILE --tls-key FILE  serve S3 over HTTPS only (SIGHUP reloads them)\n"
+            "  --cluster-ca FILE    the storage servers serve HTTPS (wharfd storage --tls-cert):\n"
+            "                       dial them so, verifying their certificates with these CAs\n"
             "\n"
             "Environment: WHARF_CLUSTER_SECRET (required, shared with the storage servers),\n"
             "WHARF_ACCESS_KEY / WHARF_SECRET_KEY (root's S3 credentials).\n");
@@ -78,7 +82,7 @@ int srv_gateway_main(int argc, char **argv)
     srv_common_t co;
     srv_common_init(&co, "gateway");
     cfg.unix_path = "";
-    enum { O_META = 1, O_LISTEN, O_UNIX, O_REPL, O_CHUNK, O_REPAIR, O_GRACE, O_HELP };
+    enum { O_META = 1, O_LISTEN, O_UNIX, O_REPL, O_CHUNK, O_REPAIR, O_GRACE, O_CLUSTER_CA, O_HELP };
     static const struct option opts[] = {
         {"meta", required_argument, NULL, O_META},
         {"listen", required_argument, NULL, O_LISTEN},
@@ -87,6 +91,8 @@ int srv_gateway_main(int argc, char **argv)
         {"chunk-size", required_argument, NULL, O_CHUNK},
         SRV_OPTS_RDMA,
         SRV_OPTS_S3,
+        SRV_OPTS_TLS,
+        {"cluster-ca", required_argument, NULL, O_CLUSTER_CA},
         {"repair-after", required_argument, NULL, O_REPAIR},
         {"orphan-grace", required_argument, NULL, O_GRACE},
         {"help", no_argument, NULL, O_HELP},
@@ -128,6 +134,11 @@ int srv_gateway_main(int argc, char **argv)
             if (wh_parse_u64(optarg, strlen(optarg), &v) != 0 || v < 1 || v > 86400 * 7)
                 return gw_bad("--orphan-grace wants seconds (1..604800), got '%s'", optarg);
             rc.orphan_grace_s = (unsigned)v;
+            break;
+        case O_CLUSTER_CA:
+            if (access(optarg, R_OK) != 0)
+                return gw_bad("--cluster-ca wants a readable PEM file of CAs, got '%s'", optarg);
+            rc.ca_file = optarg;
             break;
         case O_HELP:
             return gw_usage(stdout);
@@ -182,17 +193,12 @@ int srv_gateway_main(int argc, char **argv)
         fprintf(stderr, "wharfd: cannot start: %s (see the log above)\n", wh_status_str(s));
         return 1;
     }
-    printf("wharfd gateway serving http://%s:%u replicas=%u chunk=%llu access_key=%s\n", host,
+    printf("wharfd gateway serving %s://%s:%u replicas=%u chunk=%llu access_key=%s\n",
+           cfg.tls_cert ? "https" : "http", host,
            (unsigned)cfg.listen_port, rc.replicas, (unsigned long long)rc.chunk_size,
            cfg.access_key);
     fflush(stdout);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    int sig = 0;
-    sigwait(&set, &sig);
-    wh_info("main", "signal received, shutting down");
+    srv_wait_signals(srv_front_hup, srv);
     srv_stop(srv);
     return 0;
 }

@@ -515,6 +515,14 @@ static struct MHD_Daemon *start_daemon(srv_t *s, srv_listener_t *l, int listen_f
     unsigned limit = l->is_unix ? cfg->max_conns_per_ip : cfg->max_conns;
     struct MHD_OptionItem opts[16];
     size_t n = 0;
+    if (!l->is_unix && s->tls) {
+        flags |= MHD_USE_TLS;
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
+                                            srv_tls_cert_callback(s->tls)};
+        /* GnuTLS's "NORMAL" less TLS 1.0/1.1 (refused by current clients anyway). */
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
+                                            (void *)"NORMAL:-VERS-TLS1.0:-VERS-TLS1.1"};
+    }
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, s};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, SRV_CONN_MEMORY, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout_s,
@@ -593,6 +601,19 @@ wh_status_t srv_start(const srv_config_t *cfg, srv_t **out)
         goto err_store;
     }
 
+    if (cfg->tls_cert || cfg->tls_key) {
+        char err[512];
+        if (!cfg->tls_cert || !cfg->tls_key) {
+            wh_error(MOD, "TLS needs both --tls-cert and --tls-key");
+            st = WH_ERR_INVALID;
+            goto err_rdma;
+        }
+        if ((st = srv_tls_open(cfg->tls_cert, cfg->tls_key, &s->tls, err, sizeof err)) !=
+            WH_OK) {
+            wh_error(MOD, "%s", err);
+            goto err_rdma;
+        }
+    }
     srv_config_resolve(&s->cfg);
     if ((st = conns_start(s)) != WH_OK || (st = jobs_start(s)) != WH_OK)
         goto err_front;
@@ -631,7 +652,8 @@ wh_status_t srv_start(const srv_config_t *cfg, srv_t **out)
             goto err_unix;
         }
     }
-    wh_info(MOD, "listening endpoint=http://%s:%u unix=%s region=%s data=%s", cfg->listen_host,
+    wh_info(MOD, "listening endpoint=%s://%s:%u unix=%s region=%s data=%s",
+            s->tls ? "https" : "http", cfg->listen_host,
             (unsigned)cfg->listen_port, s->unix_path ? s->unix_path : "off", cfg->region,
             cfg->data_dir ? cfg->data_dir : "cluster");
     wh_info(MOD, "http front event_threads=%u handler_threads=%u max_conns=%u "
@@ -650,6 +672,8 @@ err_tcp:
 err_front:
     jobs_stop(s, 0);
     conns_stop(s);
+err_rdma:
+    srv_tls_close(s->tls);
     srv_rdma_fini(s->rdma);
 err_store:
     srv_ident_close(s->ident);
@@ -696,9 +720,23 @@ void srv_stop(srv_t *s)
         unlink(s->unix_path);
         free(s->unix_path);
     }
+    srv_tls_close(s->tls);
     srv_rdma_fini(s->rdma);
     srv_ident_close(s->ident);
     store_close(s->store);
     wh_info(MOD, "stopped");
     free(s);
+}
+
+wh_status_t srv_reload_tls(srv_t *s)
+{
+    if (!s->tls) {
+        wh_info(MOD, "SIGHUP: no TLS certificate to reload");
+        return WH_OK;
+    }
+    char err[512];
+    wh_status_t st = srv_tls_reload(s->tls, err, sizeof err);
+    if (st != WH_OK)
+        wh_error(MOD, "SIGHUP: TLS reload failed, keeping the certificate in use: %s", err);
+    return st;
 }

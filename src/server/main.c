@@ -83,6 +83,12 @@ static void usage(FILE *f)
             "Root's credentials come from WHARF_ACCESS_KEY and WHARF_SECRET_KEY; when unset,\n"
             "the development defaults " DEV_ACCESS_KEY " / " DEV_SECRET_KEY " are used and\n"
             "printed. IAM users and their keys: wharfd user --help, or the IAM API.\n"
+            "TLS (serve and gateway):\n"
+            "  --tls-cert FILE      PEM certificate chain (leaf first): the TCP port then\n"
+            "                       serves only HTTPS; SIGHUP reloads it and --tls-key\n"
+            "  --tls-key FILE       its PEM private key (unencrypted)\n"
+            "\n"
+            "SIGHUP reloads the TLS certificate and key (a bad pair keeps the old one).\n"
             "SIGTERM or SIGINT stops accepting, lets in-flight requests finish, and exits 0.\n");
 }
 
@@ -144,6 +150,7 @@ int main(int argc, char **argv)
         {"unix", required_argument, NULL, O_UNIX},
         SRV_OPTS_RDMA,
         SRV_OPTS_S3,
+        SRV_OPTS_TLS,
         {"shm-trust-local", no_argument, NULL, O_SHM},
         {"copy-threads", required_argument, NULL, O_COPY},
         {"cuda-pinned-mem", required_argument, NULL, O_PINNED},
@@ -288,13 +295,8 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    /* Every thread MHD starts inherits this mask, so the signals reach sigwait below only. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN); /* sendfile to a closed socket */
+    /* Every thread MHD starts inherits this mask, so the signals reach sigwait only. */
+    srv_block_signals();
 
     srv_t *srv = NULL;
     wh_status_t st = srv_start(&cfg, &srv);
@@ -302,13 +304,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "wharfd: cannot start: %s (see the log above)\n", wh_status_str(st));
         return 1;
     }
-    printf("wharfd %s serving http://%s:%u data=%s access_key=%s\n", SRV_VERSION, host,
+    printf("wharfd %s serving %s://%s:%u data=%s access_key=%s\n", SRV_VERSION,
+           cfg.tls_cert ? "https" : "http", host,
            (unsigned)cfg.listen_port, cfg.data_dir, cfg.access_key);
     fflush(stdout);
 
-    int sig = 0;
-    sigwait(&set, &sig);
-    wh_info("main", "signal received sig=%s, shutting down", sig == SIGTERM ? "TERM" : "INT");
+    srv_wait_signals(srv_front_hup, srv);
     srv_stop(srv);
     return 0;
 }

@@ -32,7 +32,9 @@ static int role_usage(FILE *f)
             "  --providers LIST     RDMA providers: shm,tcp (default) or none\n"
             "  --rdma-mem BYTES     registered buffer budget (default: sized from the host,\n"
             "                       within RLIMIT_MEMLOCK where the provider pins; K/M/G ok)\n"
-            "  --log-level LEVEL    error, warn, info (default), debug, trace\n");
+            "  --log-level LEVEL    error, warn, info (default), debug, trace\n"
+            "  --tls-cert FILE --tls-key FILE  serve the internal API over HTTPS only (give\n"
+            "                       the gateways --cluster-ca); SIGHUP reloads the pair\n");
     return 0;
 }
 
@@ -83,6 +85,12 @@ int srv_common_opt(srv_common_t *co, int c, const char *arg)
     case SRV_OPT_KEY_FILE:
         co->server_key_file = arg;
         return 1;
+    case SRV_OPT_TLS_CERT:
+        co->tls_cert = arg;
+        return 1;
+    case SRV_OPT_TLS_KEY:
+        co->tls_key = arg;
+        return 1;
     case SRV_OPT_ACCOUNT:
         if (!srv_ident_account_arg(arg))
             return 2;
@@ -102,6 +110,10 @@ int srv_common_apply(const srv_common_t *co, srv_config_t *cfg)
     if (co->region)
         cfg->region = co->region;
     cfg->server_key_file = co->server_key_file;
+    if (!co->tls_cert != !co->tls_key)
+        return common_bad(co, "%sTLS needs both --tls-cert FILE and --tls-key FILE", "");
+    cfg->tls_cert = co->tls_cert;
+    cfg->tls_key = co->tls_key;
     if (!(cfg->account_id = srv_ident_account_arg(co->account_id)))
         return 2;
     wh_log_set_level(co->log_level);
@@ -144,24 +156,46 @@ const char *srv_cluster_secret(void)
     return s;
 }
 
-/* Blocks TERM/INT in every thread (MHD's inherit the mask) and waits for one. */
-static void wait_for_signal(void)
+static void signal_set(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGHUP);
+}
+
+void srv_front_hup(void *srv)
+{
+    srv_reload_tls(srv);
+}
+
+static void storage_hup(void *s)
+{
+    srv_storage_reload_tls(s);
+}
+
+void srv_wait_signals(void (*on_hup)(void *arg), void *arg)
 {
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    int sig = 0;
-    sigwait(&set, &sig);
-    wh_info("main", "signal received sig=%s, shutting down", sig == SIGTERM ? "TERM" : "INT");
+    signal_set(&set);
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            if (on_hup)
+                on_hup(arg);
+            continue;
+        }
+        wh_info("main", "signal received sig=%s, shutting down", sig == SIGTERM ? "TERM" : "INT");
+        return;
+    }
 }
 
 void srv_block_signals(void)
 {
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
+    signal_set(&set);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
@@ -180,6 +214,7 @@ int srv_storage_main(int argc, char **argv)
         {"data", required_argument, NULL, O_DATA},
         {"listen", required_argument, NULL, O_LISTEN},
         SRV_OPTS_RDMA,
+        SRV_OPTS_TLS,
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -229,6 +264,10 @@ int srv_storage_main(int argc, char **argv)
     if (co.rdma_mem)
         cfg.rdma.mem_budget = co.rdma_mem;
     wh_log_set_level(co.log_level);
+    if (!co.tls_cert != !co.tls_key)
+        return bad("%sTLS needs both --tls-cert FILE and --tls-key FILE", "");
+    cfg.tls_cert = co.tls_cert;
+    cfg.tls_key = co.tls_key;
     srv_block_signals();
     srv_storage_t *s = NULL;
     wh_status_t st = srv_storage_start(&cfg, &s);
@@ -237,10 +276,10 @@ int srv_storage_main(int argc, char **argv)
                 wh_status_str(st));
         return 1;
     }
-    printf("wharfd storage serving http://%s:%u data=%s\n", host, (unsigned)cfg.listen_port,
-           cfg.data_dir);
+    printf("wharfd storage serving %s://%s:%u data=%s\n", cfg.tls_cert ? "https" : "http", host,
+           (unsigned)cfg.listen_port, cfg.data_dir);
     fflush(stdout);
-    wait_for_signal();
+    srv_wait_signals(storage_hup, s);
     srv_storage_stop(s);
     return 0;
 }

@@ -23,9 +23,10 @@ typedef struct srv_common {
     uint64_t rdma_mem;      /* 0: the default */
     const char *server_key_file;
     const char *account_id;
+    const char *tls_cert, *tls_key; /* --tls-cert, --tls-key (every role) */
 } srv_common_t;
 enum { SRV_OPT_REGION = 0x100, SRV_OPT_LOG, SRV_OPT_PROVIDERS, SRV_OPT_RDMA_MEM,
-       SRV_OPT_KEY_FILE, SRV_OPT_ACCOUNT };
+       SRV_OPT_KEY_FILE, SRV_OPT_ACCOUNT, SRV_OPT_TLS_CERT, SRV_OPT_TLS_KEY };
 #define SRV_OPTS_RDMA                                                                       \
     {"log-level", required_argument, NULL, SRV_OPT_LOG},                                    \
         {"providers", required_argument, NULL, SRV_OPT_PROVIDERS},                          \
@@ -34,6 +35,9 @@ enum { SRV_OPT_REGION = 0x100, SRV_OPT_LOG, SRV_OPT_PROVIDERS, SRV_OPT_RDMA_MEM,
     {"region", required_argument, NULL, SRV_OPT_REGION},                                    \
         {"server-key-file", required_argument, NULL, SRV_OPT_KEY_FILE},                     \
         {"account-id", required_argument, NULL, SRV_OPT_ACCOUNT}
+#define SRV_OPTS_TLS                                                                        \
+    {"tls-cert", required_argument, NULL, SRV_OPT_TLS_CERT},                                \
+        {"tls-key", required_argument, NULL, SRV_OPT_TLS_KEY}
 void srv_common_init(srv_common_t *co, const char *cmd);
 /* 1: c was a common option and its value is good; 0: not a common option; 2: a bad value
  * (said on stderr): exit 2. */
@@ -48,6 +52,11 @@ int srv_common_apply(const srv_common_t *co, struct srv_config *cfg);
 /* Shared option helpers. */
 int srv_parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port);
 const char *srv_cluster_secret(void);             /* NULL (and says why) when unset/short */
+/* Blocks TERM, INT and HUP in every thread (threads started later inherit the mask). */
 void srv_block_signals(void);
+/* Waits for TERM or INT; on each HUP in between calls on_hup(arg) (the role's TLS reload). */
+void srv_wait_signals(void (*on_hup)(void *arg), void *arg);
+/* on_hup of an S3 front (serve, gateway): arg is its srv_t. */
+void srv_front_hup(void *srv);
 
 #endif

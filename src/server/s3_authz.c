@@ -276,7 +276,8 @@ static void fill_ctx(srv_req_t *r, s3_authz_ctx_t *c, const char *action, const 
             *colon = '\0';
         s3_ip_parse(host, &c->source_ip);
     }
-    c->secure_transport = false; /* wharfd serves plain HTTP and its Unix socket */
+    /* TLS on the TCP port; the Unix socket is plain (its peer is proven by the kernel). */
+    c->secure_transport = !r->peer.is_unix && r->srv->tls != NULL;
     c->prefix = srv_route_q(&r->route, "prefix");
     c->delimiter = srv_route_q(&r->route, "delimiter");
     const char *mk = srv_route_q(&r->route, "max-keys");

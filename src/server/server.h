@@ -19,6 +19,7 @@
 #include "server/identity.h"
 #include "server/rdma.h"
 #include "server/route.h"
+#include "server/tls.h"
 #include "store/store.h"
 
 #include <stdbool.h>
@@ -58,6 +59,10 @@ typedef struct srv_config {
     unsigned high_water_pct;  /* 0: default (store_config_t) */
     const char *listen_host;  /* "127.0.0.1" */
     uint16_t listen_port;
+    /* TLS on the TCP port (tls.h): PEM certificate chain and key; both or neither. The port
+     * then serves only TLS; SIGHUP reloads them (srv_reload_tls). */
+    const char *tls_cert;
+    const char *tls_key;
     const char *unix_path;    /* NULL: DIR/wharfd.sock; "" disables the Unix socket */
     const char *region;
     const char *access_key;   /* root's key pair */
@@ -103,6 +108,9 @@ wh_status_t srv_start(const srv_config_t *cfg, srv_t **out);
 /* Stops accepting, waits up to shutdown_grace_s for in-flight requests, stops the daemons,
  * closes the RDMA engine and the store. NULL-safe. */
 void srv_stop(srv_t *s);
+/* SIGHUP: reads the TLS certificate and key again (a server without TLS: WH_OK, nothing).
+ * A bad pair keeps the old one in use and is logged. */
+wh_status_t srv_reload_tls(srv_t *s);
 
 /* ------------------------------------------------------------------------------------------
  * Internal: shared by http.c (the MHD glue) and the S3 handlers (s3api.h). */
@@ -131,6 +139,7 @@ struct srv {
     store_t *store;
     srv_ident_t *ident; /* users and their keys (identity.h) */
     srv_rdma_t *rdma;
+    srv_tls_t *tls; /* NULL: plain HTTP on the TCP port */
     srv_metrics_t metrics;
     _Atomic uint64_t req_seq;
     uint64_t id_salt;

@@ -7,6 +7,7 @@
 #include "cluster/chunks.h"
 #include "cluster/itoken.h"
 #include "server/storage_int.h"
+#include "server/tls.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -407,12 +408,35 @@ wh_status_t srv_storage_start(const srv_storage_config_t *cfg, srv_storage_t **o
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
                      MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
-    s->d = MHD_start_daemon(flags, 0, NULL, NULL, access_cb, s,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->conn_timeout_s,
-                            MHD_OPTION_NOTIFY_COMPLETED, completed_cb, s,
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-                            MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
-                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin, MHD_OPTION_END);
+    struct MHD_OptionItem opts[10];
+    size_t n = 0;
+    if (cfg->tls_cert || cfg->tls_key) {
+        char err[512];
+        if (!cfg->tls_cert || !cfg->tls_key) {
+            wh_error(MOD, "TLS needs both --tls-cert and --tls-key");
+            st = WH_ERR_INVALID;
+            goto err;
+        }
+        if ((st = srv_tls_open(cfg->tls_cert, cfg->tls_key, &s->tls, err, sizeof err)) !=
+            WH_OK) {
+            wh_error(MOD, "%s", err);
+            goto err;
+        }
+        flags |= MHD_USE_TLS;
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
+                                            srv_tls_cert_callback(s->tls)};
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
+                                            (void *)"NORMAL:-VERS-TLS1.0:-VERS-TLS1.1"};
+    }
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout_s,
+                                        NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed_cb, s};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, s};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)&sin};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    s->d = MHD_start_daemon(flags, 0, NULL, NULL, access_cb, s, MHD_OPTION_ARRAY, opts,
+                            MHD_OPTION_END);
     if (!s->d) {
         wh_error(MOD, "cannot listen on %s:%u (is the port in use?)", cfg->listen_host,
                  (unsigned)cfg->listen_port);
@@ -421,7 +445,8 @@ wh_status_t srv_storage_start(const srv_storage_config_t *cfg, srv_storage_t **o
     }
     if ((st = srv_storage_membership_start(s)) != WH_OK)
         goto err;
-    wh_info(MOD, "storage serving endpoint=http://%s:%u data=%s", cfg->listen_host,
+    wh_info(MOD, "storage serving endpoint=%s://%s:%u data=%s", s->tls ? "https" : "http",
+            cfg->listen_host,
             (unsigned)cfg->listen_port, cfg->data_dir);
     *out = s;
     return WH_OK;
@@ -437,7 +462,19 @@ void srv_storage_stop(srv_storage_t *s)
     srv_storage_membership_stop(s);
     if (s->d)
         MHD_stop_daemon(s->d);
+    srv_tls_close(s->tls);
     srv_rdma_fini(s->rdma);
     cl_chunks_close(s->chunks);
     free(s);
+}
+
+wh_status_t srv_storage_reload_tls(srv_storage_t *s)
+{
+    if (!s->tls)
+        return WH_OK;
+    char err[512];
+    wh_status_t st = srv_tls_reload(s->tls, err, sizeof err);
+    if (st != WH_OK)
+        wh_error(MOD, "SIGHUP: TLS reload failed, keeping the certificate in use: %s", err);
+    return st;
 }

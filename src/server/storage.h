@@ -29,6 +29,8 @@ typedef struct srv_storage_config {
     srv_rdma_config_t rdma;
     unsigned heartbeat_ms;    /* default 1000 */
     unsigned conn_timeout_s;  /* default 60 */
+    const char *tls_cert;     /* both set: the internal API serves only HTTPS (tls.h) */
+    const char *tls_key;
 } srv_storage_config_t;
 
 void srv_storage_config_init(srv_storage_config_t *cfg);
@@ -36,5 +38,7 @@ void srv_storage_config_init(srv_storage_config_t *cfg);
 typedef struct srv_storage srv_storage_t;
 wh_status_t srv_storage_start(const srv_storage_config_t *cfg, srv_storage_t **out);
 void srv_storage_stop(srv_storage_t *s); /* NULL-safe */
+/* SIGHUP: reads the TLS pair again (no TLS: nothing). */
+wh_status_t srv_storage_reload_tls(srv_storage_t *s);
 
 #endif

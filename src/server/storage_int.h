@@ -21,6 +21,7 @@ struct srv_storage {
     cl_chunks_t *chunks;
     srv_rdma_t *rdma;
     struct MHD_Daemon *d;
+    struct srv_tls *tls; /* NULL: plain HTTP */
 
     /* membership */
     char addr[96];            /* host:port of the internal API, as registered */

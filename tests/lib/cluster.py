@@ -119,11 +119,13 @@ class Cluster:
     """A PostgreSQL, `storage` storage servers and `gateways` gateways.
 
     replicas, chunk_size: the gateway's --replicas and --chunk-size. providers: RDMA
-    providers of every member. netns: put each storage server in its own namespace."""
+    providers of every member. netns: put each storage server in its own namespace.
+    tls: a TestCert (wharfd.py): every member serves HTTPS with it, and the gateways dial the
+    storage servers over HTTPS, trusting its CA (--cluster-ca)."""
 
     def __init__(self, storage=3, gateways=1, replicas=2, chunk_size=None, providers=None,
                  netns=False, gateway_args=(), storage_args=(), log_level="info",
-                 pg=None, env=None, storage_prefix=()):
+                 pg=None, env=None, storage_prefix=(), tls=None):
         self.n_storage = storage
         self.n_gateways = gateways
         self.replicas = replicas
@@ -134,6 +136,7 @@ class Cluster:
         self.storage_args = list(storage_args)
         self.storage_prefix = list(storage_prefix)  # e.g. prlimit --memlock=... --
         self.log_level = log_level
+        self.tls = tls
         self.pg = pg
         self.own_pg = pg is None
         self.env = {"WHARF_CLUSTER_SECRET": SECRET}
@@ -185,7 +188,8 @@ class Cluster:
         s = WharfServer(data_dir=d, role="storage", host=host,
                         prefix=list(prefix) + self.storage_prefix,
                         providers=self.providers, log_level=self.log_level, env=self.env,
-                        extra_args=["--meta", self.meta_url] + self.storage_args)
+                        extra_args=["--meta", self.meta_url] + self.storage_args,
+                        tls=self.tls)
         s.start(timeout=timeout)
         self.storage.append(s)
         return s
@@ -198,10 +202,12 @@ class Cluster:
                 "--unix", os.path.join(d, "wharfd.sock")]
         if self.chunk_size:
             args += ["--chunk-size", str(self.chunk_size)]
+        if self.tls:
+            args += ["--cluster-ca", self.tls.ca]
         host = self.netns.host_addr if self.netns else "127.0.0.1"
         g = WharfServer(data_dir=d, role="gateway", host=host, providers=self.providers,
                         log_level=self.log_level, env=self.env,
-                        extra_args=args + self.gateway_args)
+                        extra_args=args + self.gateway_args, tls=self.tls)
         g.start(timeout=timeout)
         self.gateways.append(g)
         return g
@@ -278,7 +284,7 @@ class Cluster:
         from wharfd import ACCESS_KEY, SECRET_KEY, REGION
         return boto3.client("s3", endpoint_url=(gw or self.gateway).endpoint,
                             aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
-                            region_name=REGION,
+                            region_name=REGION, verify=self.tls.ca if self.tls else None,
                             config=Config(retries={"max_attempts": 1},
                                           connect_timeout=5, read_timeout=60))
 

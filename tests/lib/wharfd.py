@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 import time
 import hashlib
+import ssl
 import urllib.request
 import uuid
 
@@ -44,10 +45,10 @@ def free_port():
 
 class WharfServer:
     def __init__(self, data_dir=None, extra_args=(), env=None, providers=None, log_level="info",
-                 role="serve", host="127.0.0.1", prefix=()):
+                 role="serve", host="127.0.0.1", prefix=(), tls=None):
         """role: serve (default), gateway or storage (tests/lib/cluster.py starts those);
         host: the address to listen on; prefix: a command to run wharfd under (e.g.
-        ip netns exec NS)."""
+        ip netns exec NS); tls: a TestCert (make_test_cert) to serve HTTPS with."""
         self.role = role
         self.host = host
         self.prefix = list(prefix)
@@ -63,10 +64,17 @@ class WharfServer:
         if env:
             self.env.update(env)
         self.log_path = os.path.join(self.data_dir, "wharfd.log")
+        self.tls = tls
+        if tls:
+            self.extra_args += ["--tls-cert", tls.cert, "--tls-key", tls.key]
 
     @property
     def endpoint(self):
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
+
+    def _urlopen(self, url, timeout):
+        ctx = ssl.create_default_context(cafile=self.tls.ca) if self.tls else None
+        return urllib.request.urlopen(url, timeout=timeout, context=ctx)
 
     @property
     def unix_socket(self):
@@ -94,7 +102,7 @@ class WharfServer:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"wharfd exited with {self.proc.returncode}: {self.log_tail()}")
             try:
-                with urllib.request.urlopen(self.endpoint + "/health", timeout=1) as r:
+                with self._urlopen(self.endpoint + "/health", timeout=1) as r:
                     if r.status == 200:
                         return self
             except OSError:
@@ -141,7 +149,7 @@ class WharfServer:
 
     def metrics(self):
         """Parsed /metrics: {name_with_labels: float}."""
-        with urllib.request.urlopen(self.endpoint + "/metrics", timeout=5) as r:
+        with self._urlopen(self.endpoint + "/metrics", timeout=5) as r:
             text = r.read().decode()
         out = {}
         for line in text.splitlines():
@@ -168,6 +176,9 @@ class WharfServer:
             "WHARF_ENDPOINT": self.endpoint, "WHARF_ACCESS_KEY": ACCESS_KEY,
             "WHARF_SECRET_KEY": SECRET_KEY, "WHARF_UNIX_SOCKET": self.unix_socket,
         })
+        if self.tls:
+            env["WHARF_CA_BUNDLE"] = self.tls.ca  # aws takes --ca-bundle; rclone fails on
+            # AWS_CA_BUNDLE, so it is not set here
         return env
 
     def data_files(self):
@@ -182,6 +193,48 @@ class WharfServer:
 
     def __exit__(self, *exc):
         self.cleanup()
+
+
+class TestCert:
+    __test__ = False  # not a pytest class
+
+    """A test CA and a server certificate it signed (for 127.0.0.1 and localhost), made with
+    the openssl command: ca (PEM of the CA, what clients trust), cert (the server's chain),
+    key (its private key)."""
+
+    def __init__(self, directory, cn="127.0.0.1", days=2):
+        self.dir = directory
+        os.makedirs(directory, exist_ok=True)
+        self.ca = os.path.join(directory, "ca.pem")
+        ca_key = os.path.join(directory, "ca-key.pem")
+        self.cert = os.path.join(directory, "cert.pem")
+        self.key = os.path.join(directory, "key.pem")
+        run = lambda *a: subprocess.run(a, check=True, capture_output=True, timeout=60)
+        if not os.path.exists(self.ca):
+            run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", ca_key, "-out", self.ca,
+                "-days", str(days), "-subj", "/CN=wharf test CA")
+        self.issue(cn, days)
+
+    def issue(self, cn="127.0.0.1", days=2):
+        """A new server key and certificate (a reload test swaps them in place)."""
+        csr = os.path.join(self.dir, "req.csr")
+        ext = os.path.join(self.dir, "ext.cnf")
+        with open(ext, "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+        run = lambda *a: subprocess.run(a, check=True, capture_output=True, timeout=60)
+        run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+            "-nodes", "-keyout", self.key + ".new", "-out", csr, "-subj", f"/CN={cn}")
+        run("openssl", "x509", "-req", "-in", csr, "-CA", self.ca, "-CAkey",
+            os.path.join(self.dir, "ca-key.pem"), "-CAcreateserial", "-out", self.cert + ".new",
+            "-days", str(days), "-extfile", ext)
+        os.replace(self.key + ".new", self.key)
+        os.replace(self.cert + ".new", self.cert)
+        return self
+
+
+def make_test_cert(directory, cn="127.0.0.1"):
+    return TestCert(directory, cn)
 
 
 def assert_start_refused(extra_args, message):
