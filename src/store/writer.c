@@ -4,7 +4,7 @@
 #include "base/crc.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "store/etag.h"
+#include "data/etag.h"
 #include "store/store_int.h"
 
 #include <errno.h>
