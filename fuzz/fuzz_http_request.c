@@ -10,6 +10,7 @@
  *    in order) verifies through the server's collection, and is refused once an unsigned
  *    x-amz-* header is added. */
 #include "front/http_int.h"
+#include "s3api/s3api.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * NUL bytes into method, raw path, raw query and Host; routing must not crash, must always
  * name an API (and a srv_ops row for that API when it names one), and a key it decodes must be
  * exactly key_len bytes long. */
-#include "front/route.h"
+#include "s3api/s3api.h"
 
 #include <stdint.h>
 #include <stdlib.h>

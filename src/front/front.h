@@ -1,6 +1,7 @@
 /* wharfd's HTTP front: two libmicrohttpd daemons (TCP and a Unix-domain socket), one request
- * object per HTTP request, SigV4 on everything except /health and /metrics, and the S3
- * handlers (s3api.c dispatches to one file per API family; s3api.h lists them). A few event
+ * object per HTTP request, SigV4 on everything except /health and /metrics, and the
+ * application behind it, which the front knows only as a table of callbacks (srv_app_ops_t;
+ * the S3 API, src/s3api, registers one and the roles hand it to srv_start). A few event
  * threads (libmicrohttpd's epoll mode with a thread pool) serve every connection; the S3
  * handlers, which may block on disk and on RDMA transfers, run on handler threads while their
  * connection is suspended. */
@@ -97,9 +98,30 @@ void srv_config_init(srv_config_t *cfg);
 void srv_config_resolve(srv_config_t *cfg);
 
 typedef struct srv srv_t;
+struct srv_req;
 
-/* Opens the store and the RDMA engine, starts both listeners. */
-wh_status_t srv_start(const srv_config_t *cfg, srv_t **out);
+/* The application the front serves. The front calls it and never names it: begin runs on the
+ * first call after auth; it replies at once or sets r->body to receive a body (the kind its
+ * route's row names). finish runs after the whole body arrived (no pending body error).
+ * cleanup runs when the request ends or its body fails (it aborts an uncommitted writer).
+ * body_digest sees the object bytes on their way to the writer (the extra checksums).
+ * Requests are routed over the application's table. */
+typedef struct srv_app_ops {
+    const srv_op_t *ops; /* the routing table (route.h): its rows name the handlers */
+    size_t n_ops;
+    void (*begin)(struct srv_req *r);
+    void (*finish)(struct srv_req *r);
+    void (*cleanup)(struct srv_req *r);
+    void (*body_digest)(struct srv_req *r, const void *p, size_t n);
+} srv_app_ops_t;
+
+/* What the roles hand the front to serve. */
+typedef struct srv_parts {
+    const srv_app_ops_t *app; /* required: the S3 API (s3api.h: srv_s3_app) */
+} srv_parts_t;
+
+/* Opens the store and the RDMA engine, starts both listeners serving parts->app. */
+wh_status_t srv_start(const srv_config_t *cfg, const srv_parts_t *parts, srv_t **out);
 /* Stops accepting, waits up to shutdown_grace_s for in-flight requests, stops the daemons,
  * closes the RDMA engine and the store. NULL-safe. */
 void srv_stop(srv_t *s);
@@ -123,6 +145,7 @@ typedef struct srv_listener {
 
 struct srv {
     srv_config_t cfg;
+    const srv_app_ops_t *app; /* the application behind the front */
     srv_listener_t tcp_l, unix_l;
     char *unix_path;
     int unix_fd;
@@ -226,15 +249,5 @@ void srv_reply_err_raw(srv_req_t *r, int status, const char *code, const char *m
 bool srv_resp_header(struct MHD_Response *resp, const char *name, const char *value);
 struct MHD_Response *srv_resp_buffer(void *data, size_t len); /* takes malloc'd data */
 struct MHD_Response *srv_resp_empty(void);
-
-/* s3api.c: begin runs on the first call after auth; it replies at once or sets r->body to
- * receive a body (the kind its srv_ops row names). finish runs after the whole body arrived
- * (no pending body error). */
-void srv_s3_begin(srv_req_t *r);
-void srv_s3_finish(srv_req_t *r);
-/* Called when the request ends; aborts an uncommitted writer. */
-void srv_s3_cleanup(srv_req_t *r);
-/* Object bytes on their way to the writer (HTTP body or RDMA): the extra checksums. */
-void srv_s3_body_digest(srv_req_t *r, const void *p, size_t n);
 
 #endif

@@ -1,6 +1,7 @@
 /* The HTTP front, request side: the request object's life, the header collection, SigV4, the
  * body pipeline and the hand-off of S3 handlers to handler threads. The daemons and their
- * limits are in http_front.c, the replies in http_reply.c, the S3 semantics in s3api.c. */
+ * limits are in http_front.c, the replies in http_reply.c; the application (the S3 API)
+ * behind srv_app_ops_t. */
 #include "front/http_int.h"
 #include "base/codec.h"
 #include "base/log.h"
@@ -339,7 +340,7 @@ void srv_http_completed_cb(void *cls, struct MHD_Connection *c, void **con_cls,
         return;
     *con_cls = NULL;
     srv_t *s = r->srv;
-    srv_s3_cleanup(r); /* aborts an uncommitted writer: nothing is stored */
+    s->app->cleanup(r); /* aborts an uncommitted writer: nothing is stored */
     uint64_t dur = wh_now_ns() - r->t0_ns;
     int status = r->responded ? r->status : 0;
     bool ok = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
@@ -440,16 +441,18 @@ static void request_front(srv_req_t *r)
         return;
     }
     r->token_req = srv_hdr(r, "x-amz-rdma-token") != NULL;
-    srv_route_parse(r->method, r->path, r->query, srv_hdr(r, "host"), s->cfg.listen_host,
-                    srv_hdr(r, "x-amz-copy-source") != NULL, &r->route);
+    srv_route_parse_in(s->app->ops, s->app->n_ops, r->method, r->path, r->query,
+                       srv_hdr(r, "host"), s->cfg.listen_host,
+                       srv_hdr(r, "x-amz-copy-source") != NULL, &r->route);
     /* A dotted endpoint name (path-style clients of http://wharf.lan:9000/bucket/key) looks
      * like virtual-host style; when the would-be bucket does not exist and the path names one,
      * the path wins. A vhost request for "/" (CreateBucket, ListObjects) stays vhost. */
     if (r->route.vhost && strcmp(r->path, "/") != 0 &&
         store_bucket_exists(s->store, r->route.bucket) != WH_OK) {
         srv_route_free(&r->route);
-        srv_route_parse(r->method, r->path, r->query, NULL, s->cfg.listen_host,
-                        srv_hdr(r, "x-amz-copy-source") != NULL, &r->route);
+        srv_route_parse_in(s->app->ops, s->app->n_ops, r->method, r->path, r->query, NULL,
+                           s->cfg.listen_host, srv_hdr(r, "x-amz-copy-source") != NULL,
+                           &r->route);
     }
     switch (r->route.api) {
     case SRV_API_HEALTH: {
@@ -518,7 +521,7 @@ static void request_front(srv_req_t *r)
 /* The S3 handler's first step, then the payload pipeline for the body it wants. */
 static void request_s3_begin(srv_req_t *r)
 {
-    srv_s3_begin(r);
+    r->srv->app->begin(r);
     if (r->responded)
         return;
     if (r->body == SRV_BODY_NONE) {
@@ -573,7 +576,7 @@ static int body_sink(void *arg, const void *p, size_t n)
                      "a single PUT may carry at most 5 GiB; use a multipart upload");
             return -1;
         }
-        srv_s3_body_digest(r, p, n);
+        r->srv->app->body_digest(r, p, n);
         wh_status_t st = store_writer_write(r->w, p, n);
         if (st != WH_OK) {
             r->body_err = s3_err_from_status(st);
@@ -589,7 +592,7 @@ static void body_fail(srv_req_t *r)
 {
     /* Stop storing; the rest of the body is read and dropped, the error is sent at the end. */
     r->body = SRV_BODY_DISCARD;
-    srv_s3_cleanup(r);
+    r->srv->app->cleanup(r);
 }
 
 static void body_feed(srv_req_t *r, const char *data, size_t n)
@@ -649,11 +652,11 @@ static void request_finish(srv_req_t *r)
         }
     }
     if (r->body_err != S3_OK) {
-        srv_s3_cleanup(r);
+        r->srv->app->cleanup(r);
         srv_reply_err(r, r->body_err, r->body_msg);
         return;
     }
-    srv_s3_finish(r);
+    r->srv->app->finish(r);
     if (!r->responded)
         srv_reply_err(r, S3_ERR_INTERNAL, "handler did not reply");
 }

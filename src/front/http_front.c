@@ -540,13 +540,16 @@ static struct MHD_Daemon *start_daemon(srv_t *s, srv_listener_t *l, int listen_f
                             opts, MHD_OPTION_END);
 }
 
-wh_status_t srv_start(const srv_config_t *cfg, srv_t **out)
+wh_status_t srv_start(const srv_config_t *cfg, const srv_parts_t *parts, srv_t **out)
 {
     wh_status_t st;
+    if (!parts || !parts->app)
+        return WH_ERR_INVALID;
     srv_t *s = calloc(1, sizeof *s);
     if (!s)
         return WH_ERR_NOMEM;
     s->cfg = *cfg;
+    s->app = parts->app;
     s->unix_fd = -1;
     s->tcp_l = (srv_listener_t){s, false};
     s->unix_l = (srv_listener_t){s, true};

@@ -162,18 +162,18 @@ static bool op_matches(const srv_op_t *op, srv_level_t level, const char *m,
     return !op->q2 || has_q(r, op->q2);
 }
 
-static const srv_op_t *route_op(srv_level_t level, const char *m, const srv_route_t *r,
-                                bool copy)
+static const srv_op_t *route_op(const srv_op_t *ops, size_t n_ops, srv_level_t level,
+                                const char *m, const srv_route_t *r, bool copy)
 {
-    for (size_t i = 0; i < srv_ops_count; i++)
-        if (op_matches(&srv_ops[i], level, m, r, copy))
-            return &srv_ops[i];
+    for (size_t i = 0; i < n_ops; i++)
+        if (op_matches(&ops[i], level, m, r, copy))
+            return &ops[i];
     return NULL;
 }
 
-void srv_route_parse(const char *method, const char *raw_path, const char *raw_query,
-                     const char *host, const char *endpoint_host, bool has_copy_source,
-                     srv_route_t *out)
+void srv_route_parse_in(const srv_op_t *ops, size_t n_ops, const char *method,
+                        const char *raw_path, const char *raw_query, const char *host,
+                        const char *endpoint_host, bool has_copy_source, srv_route_t *out)
 {
     memset(out, 0, sizeof *out);
     out->api = SRV_API_BAD_REQUEST;
@@ -237,7 +237,7 @@ void srv_route_parse(const char *method, const char *raw_path, const char *raw_q
         }
     }
     srv_level_t level = !out->bucket ? SRV_AT_SERVICE : !out->key ? SRV_AT_BUCKET : SRV_AT_OBJECT;
-    const srv_op_t *op = route_op(level, method, out, has_copy_source);
+    const srv_op_t *op = route_op(ops, n_ops, level, method, out, has_copy_source);
     for (size_t i = 0; op && i < WH_ARRAY_SIZE(g_served_subres); i++)
         if (has_q(out, g_served_subres[i]) &&
             !(op->q1 && strcmp(op->q1, g_served_subres[i]) == 0) &&

@@ -1,14 +1,15 @@
 /* Request routing: from method, raw path, raw query and Host to one S3 API, a bucket and a key.
  *
  * Addressing (documented in README): virtual-host style is used when the Host (port stripped)
- * is not an IP literal, contains a dot, and is not the endpoint host given to srv_route_parse;
+ * is not an IP literal, contains a dot, and is not the endpoint host given to the router;
  * the bucket is then the part before ".localhost" when the host ends in ".localhost", else the
  * first label. Every other request is path-style: /bucket/key. (http.c falls back to path-style
  * when such a vhost bucket does not exist and the path is not "/", so path-style clients of a
  * dotted endpoint name keep working.) The key is the percent-decoded
  * rest of the path after "/bucket/" ('+' stays '+'); it is never used as a file path.
  *
- * Which API a request is comes from one table, srv_ops (s3api.c): each row matches a level
+ * Which API a request is comes from one table, which the application hands the front
+ * (srv_app_ops_t; the S3 API's is srv_ops, s3api.c): each row matches a level
  * (service, bucket, object), a method, the sub-resources that must be present and whether
  * x-amz-copy-source is, and names the API, the body it takes, whether an x-amz-rdma-token is
  * allowed, and its handlers. The first matching row wins; no row is MethodNotAllowed.
@@ -108,9 +109,6 @@ typedef struct srv_op {
     bool obj_acl;
 } srv_op_t;
 
-extern const srv_op_t srv_ops[];
-extern const size_t srv_ops_count;
-
 /* One decoded query parameter; value is "" when the raw form had no '='. */
 typedef struct srv_qparam {
     char *name;
@@ -130,17 +128,17 @@ typedef struct srv_route {
     size_t nq;
     const char *unsupported; /* subresource that made it NotImplemented (static or a q name) */
     const char *why;         /* reason for SRV_API_BAD_REQUEST (static) */
-    const srv_op_t *op;      /* the matching srv_ops row; NULL for the others */
+    const srv_op_t *op;      /* the matching row of the table; NULL for the others */
 } srv_route_t;
 
-/* method: "GET", ...; raw_path: as received (percent-encoded, starts with '/'); raw_query: after
- * '?' or NULL; host: the Host header or NULL; endpoint_host: the --listen host (may be NULL).
- * has_copy_source: an x-amz-copy-source header is present (PUT object -> CopyObject).
- * Always fills out (api SRV_API_BAD_REQUEST with why on a malformed path or query);
- * release with srv_route_free. */
-void srv_route_parse(const char *method, const char *raw_path, const char *raw_query,
-                     const char *host, const char *endpoint_host, bool has_copy_source,
-                     srv_route_t *out);
+/* Routes over the table ops[0..n_ops). method: "GET", ...; raw_path: as received
+ * (percent-encoded, starts with '/'); raw_query: after '?' or NULL; host: the Host header or
+ * NULL; endpoint_host: the --listen host (may be NULL). has_copy_source: an x-amz-copy-source
+ * header is present (PUT object -> CopyObject). Always fills out (api SRV_API_BAD_REQUEST with
+ * why on a malformed path or query); release with srv_route_free. */
+void srv_route_parse_in(const srv_op_t *ops, size_t n_ops, const char *method,
+                        const char *raw_path, const char *raw_query, const char *host,
+                        const char *endpoint_host, bool has_copy_source, srv_route_t *out);
 void srv_route_free(srv_route_t *r);
 
 /* The decoded value of query parameter name, or NULL when absent. */

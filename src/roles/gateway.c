@@ -8,6 +8,7 @@
 #include "roles/roles.h"
 #include "front/front.h"
 #include "meta/meta.h"
+#include "s3api/s3api.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -178,7 +179,8 @@ int srv_gateway_main(int argc, char **argv)
     cfg.metrics_extra = gw_metrics;
     cfg.metrics_extra_arg = data;
     srv_t *srv = NULL;
-    if ((s = srv_start(&cfg, &srv)) != WH_OK) {
+    srv_parts_t parts = {.app = &srv_s3_app};
+    if ((s = srv_start(&cfg, &parts, &srv)) != WH_OK) {
         fprintf(stderr, "wharfd: cannot start: %s (see the log above)\n", wh_status_str(s));
         return 1;
     }

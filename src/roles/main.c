@@ -5,6 +5,7 @@
 #include "ident/identity.h"
 #include "roles/roles.h"
 #include "front/front.h"
+#include "s3api/s3api.h"
 
 #include <getopt.h>
 #include <pthread.h>
@@ -297,7 +298,8 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN); /* sendfile to a closed socket */
 
     srv_t *srv = NULL;
-    wh_status_t st = srv_start(&cfg, &srv);
+    srv_parts_t parts = {.app = &srv_s3_app};
+    wh_status_t st = srv_start(&cfg, &parts, &srv);
     if (st != WH_OK) {
         fprintf(stderr, "wharfd: cannot start: %s (see the log above)\n", wh_status_str(st));
         return 1;

@@ -290,3 +290,20 @@ void srv_s3_cleanup(srv_req_t *r)
         r->w = NULL;
     }
 }
+
+void srv_route_parse(const char *method, const char *raw_path, const char *raw_query,
+                     const char *host, const char *endpoint_host, bool has_copy_source,
+                     srv_route_t *out)
+{
+    srv_route_parse_in(srv_ops, srv_ops_count, method, raw_path, raw_query, host, endpoint_host,
+                       has_copy_source, out);
+}
+
+const srv_app_ops_t srv_s3_app = {
+    .ops = srv_ops,
+    .n_ops = sizeof srv_ops / sizeof srv_ops[0],
+    .begin = srv_s3_begin,
+    .finish = srv_s3_finish,
+    .cleanup = srv_s3_cleanup,
+    .body_digest = srv_s3_body_digest,
+};

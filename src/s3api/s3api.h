@@ -1,6 +1,7 @@
 /* The S3 handlers, one file per API family, and what they share.
  *
- *   s3api.c     the srv_ops table (route.h) and the dispatch: begin, finish, one reply sender
+ *   s3api.c     the srv_ops table (route.h), the dispatch (begin, finish, one reply sender)
+ *               and srv_s3_app, the S3 API as the front serves it
  *   s3_read.c   GetObject, HeadObject
  *   s3_write.c  PutObject, CopyObject, DeleteObject, DeleteObjects
  *   s3_rdma.c   the x-amz-rdma-token data path for PUT and UploadPart, and RDMA refusals
@@ -26,6 +27,21 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+/* The S3 API as the front serves it: its routing table and its steps (s3api.c). The roles
+ * hand it to srv_start. */
+extern const srv_app_ops_t srv_s3_app;
+extern const srv_op_t srv_ops[];
+extern const size_t srv_ops_count;
+/* srv_route_parse_in (route.h) over srv_ops. */
+void srv_route_parse(const char *method, const char *raw_path, const char *raw_query,
+                     const char *host, const char *endpoint_host, bool has_copy_source,
+                     srv_route_t *out);
+/* The steps of srv_s3_app (front.h, srv_app_ops_t, says when each runs). */
+void srv_s3_begin(srv_req_t *r);
+void srv_s3_finish(srv_req_t *r);
+void srv_s3_cleanup(srv_req_t *r);
+void srv_s3_body_digest(srv_req_t *r, const void *p, size_t n);
 
 #define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 #define XML_DECL "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"

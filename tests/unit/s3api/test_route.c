@@ -1,6 +1,6 @@
 /* Routing: path-style and virtual-host style, sub-resources, decoding, bad input. */
 #include "check.h"
-#include "front/route.h"
+#include "s3api/s3api.h"
 
 #include <string.h>
 

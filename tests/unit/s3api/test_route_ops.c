@@ -2,7 +2,7 @@
  * agree, the body kinds and RDMA permissions are the ones the protocol defines, and request
  * parsing limits (query parameter count, value forms) hold. */
 #include "check.h"
-#include "front/route.h"
+#include "s3api/s3api.h"
 
 #include <stdio.h>
 #include <string.h>
