@@ -53,22 +53,20 @@ struct MHD_Response;
 #define SRV_MAX_PUT_SIZE (5ULL << 30)
 
 typedef struct srv_config {
-    const char *data_dir;
-    const char *meta_url;     /* NULL: SQLite in data_dir; or postgresql://USER@HOST:PORT/DB */
-    uint64_t store_reserve;   /* 0: default; UINT64_MAX: none (store_config_t) */
-    unsigned high_water_pct;  /* 0: default (store_config_t) */
+    const char *data_dir;     /* serve: the store's directory (the Unix socket's default
+                               * place, and the server key's); NULL for a gateway */
     const char *listen_host;  /* "127.0.0.1" */
     uint16_t listen_port;
     const char *unix_path;    /* NULL: DIR/wharfd.sock; "" disables the Unix socket */
     const char *region;
     const char *access_key;   /* root's key pair */
     const char *secret_key;
-    /* Users' access keys: the server key that seals their secrets (NULL: WHARF_SERVER_KEY_FILE,
-     * else DIR/server.key, created at first start) and the account id of ARNs (NULL:
-     * WHARF_ACCOUNT_ID or 000000000000). identity.h. */
+    /* Users' access keys, for the roles that open the identities: the server key that seals
+     * their secrets (NULL: WHARF_SERVER_KEY_FILE, else DIR/server.key, created at first start)
+     * and the account id of ARNs (NULL: WHARF_ACCOUNT_ID or 000000000000). identity.h. */
     const char *server_key_file;
     const char *account_id;
-    srv_rdma_config_t rdma;
+    srv_rdma_config_t rdma;   /* for the roles that open the RDMA engine */
     unsigned shutdown_grace_s; /* bounded wait for in-flight requests at stop */
     /* The HTTP front (0: derived from the host by srv_config_resolve). */
     unsigned conn_timeout_s;   /* idle timeout: no byte moved for this long closes */
@@ -84,10 +82,7 @@ typedef struct srv_config {
     /* RDMA PutObject and UploadPart of SRV_DIGEST_ETAG_MIN or more without Content-MD5 get a
      * digest ETag (store_writer_use_digest_etag), made without an MD5 pass (--rdma-etag). */
     bool rdma_digest_etag;
-    /* A cluster gateway: a store opened over its own tables (PostgreSQL, storage servers),
-     * owned by the server from srv_start on (also on failure); data_dir is then unused.
-     * metrics_extra appends the gateway's cluster metrics to /metrics. */
-    store_t *store;
+    /* A cluster gateway: metrics_extra appends its cluster metrics to /metrics. */
     void (*metrics_extra)(void *arg, wh_sbuf_t *out);
     void *metrics_extra_arg;
 } srv_config_t;
@@ -115,15 +110,19 @@ typedef struct srv_app_ops {
     void (*body_digest)(struct srv_req *r, const void *p, size_t n);
 } srv_app_ops_t;
 
-/* What the roles hand the front to serve. */
+/* What the roles open and hand the front to serve; all required. */
 typedef struct srv_parts {
-    const srv_app_ops_t *app; /* required: the S3 API (s3api.h: srv_s3_app) */
+    const srv_app_ops_t *app; /* the application (s3api.h: srv_s3_app) */
+    store_t *store;
+    srv_ident_t *ident;       /* users and their keys, over the store's metadata */
+    srv_rdma_t *rdma;         /* the RDMA engine */
 } srv_parts_t;
 
-/* Opens the store and the RDMA engine, starts both listeners serving parts->app. */
+/* Starts both listeners serving parts->app over parts' store, identities and RDMA engine,
+ * which the server owns from here on, also on failure. */
 wh_status_t srv_start(const srv_config_t *cfg, const srv_parts_t *parts, srv_t **out);
 /* Stops accepting, waits up to shutdown_grace_s for in-flight requests, stops the daemons,
- * closes the RDMA engine and the store. NULL-safe. */
+ * closes the RDMA engine, the identities and the store. NULL-safe. */
 void srv_stop(srv_t *s);
 
 /* ------------------------------------------------------------------------------------------

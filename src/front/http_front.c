@@ -540,16 +540,32 @@ static struct MHD_Daemon *start_daemon(srv_t *s, srv_listener_t *l, int listen_f
                             opts, MHD_OPTION_END);
 }
 
+/* Closes what the roles handed over, in the reverse of the order they opened it. */
+static void parts_close(srv_rdma_t *rdma, srv_ident_t *ident, store_t *store)
+{
+    srv_rdma_fini(rdma);
+    srv_ident_close(ident);
+    store_close(store);
+}
+
 wh_status_t srv_start(const srv_config_t *cfg, const srv_parts_t *parts, srv_t **out)
 {
     wh_status_t st;
-    if (!parts || !parts->app)
+    if (!parts || !parts->app || !parts->store || !parts->ident || !parts->rdma) {
+        if (parts)
+            parts_close(parts->rdma, parts->ident, parts->store);
         return WH_ERR_INVALID;
+    }
     srv_t *s = calloc(1, sizeof *s);
-    if (!s)
+    if (!s) {
+        parts_close(parts->rdma, parts->ident, parts->store);
         return WH_ERR_NOMEM;
+    }
     s->cfg = *cfg;
     s->app = parts->app;
+    s->store = parts->store;
+    s->ident = parts->ident;
+    s->rdma = parts->rdma;
     s->unix_fd = -1;
     s->tcp_l = (srv_listener_t){s, false};
     s->unix_l = (srv_listener_t){s, true};
@@ -557,44 +573,6 @@ wh_status_t srv_start(const srv_config_t *cfg, const srv_parts_t *parts, srv_t *
     uint64_t salt = 0;
     wh_random_bytes(&salt, sizeof salt);
     s->id_salt = salt;
-
-    store_config_t scfg = {.data_dir = cfg->data_dir,
-                           .meta_url = cfg->meta_url,
-                           .reserve_bytes = cfg->store_reserve,
-                           .high_water_pct = cfg->high_water_pct};
-    if (cfg->store) {
-        s->store = cfg->store;
-        st = WH_OK;
-    } else {
-        st = store_open_config(&scfg, &s->store);
-    }
-    if (st != WH_OK) {
-        wh_error(MOD, "cannot open the store dir=%s: %s", cfg->data_dir, wh_status_str(st));
-        goto err_free;
-    }
-    {
-        char kbuf[1024];
-        bool create = false;
-        const char *kf = srv_ident_key_path(cfg->server_key_file, cfg->store ? NULL : cfg->data_dir,
-                                            kbuf, sizeof kbuf, &create);
-        srv_ident_config_t icfg = {.meta = store_meta(s->store), .key_file = kf,
-                                   .create_key = create, .account_id = cfg->account_id,
-                                   .root_access_key = cfg->access_key};
-        if (!kf)
-            wh_warn(MOD, "no server key file (--server-key-file): only the root key signs "
-                         "requests; users' access keys cannot be used");
-        if ((st = srv_ident_open(&icfg, &s->ident)) != WH_OK)
-            goto err_store;
-    }
-    srv_rdma_config_t rcfg = cfg->rdma;
-    if (!rcfg.node && strcmp(cfg->listen_host, "0.0.0.0") != 0)
-        rcfg.node = cfg->listen_host; /* fabric listeners only where HTTP listens */
-    st = srv_rdma_init(&rcfg, &s->rdma);
-    if (st != WH_OK) {
-        wh_error(MOD, "cannot start the rdma engine providers=%s: %s", cfg->rdma.providers,
-                 wh_status_str(st));
-        goto err_store;
-    }
 
     srv_config_resolve(&s->cfg);
     if ((st = conns_start(s)) != WH_OK || (st = jobs_start(s)) != WH_OK)
@@ -653,11 +631,7 @@ err_tcp:
 err_front:
     jobs_stop(s, 0);
     conns_stop(s);
-    srv_rdma_fini(s->rdma);
-err_store:
-    srv_ident_close(s->ident);
-    store_close(s->store);
-err_free:
+    parts_close(s->rdma, s->ident, s->store);
     free(s);
     return st;
 }
@@ -699,9 +673,7 @@ void srv_stop(srv_t *s)
         unlink(s->unix_path);
         free(s->unix_path);
     }
-    srv_rdma_fini(s->rdma);
-    srv_ident_close(s->ident);
-    store_close(s->store);
+    parts_close(s->rdma, s->ident, s->store);
     wh_info(MOD, "stopped");
     free(s);
 }

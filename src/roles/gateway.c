@@ -11,7 +11,6 @@
 #include "s3api/s3api.h"
 
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,10 +56,7 @@ static int gw_usage(FILE *f)
 
 static int gw_bad(const char *fmt, const char *arg)
 {
-    fprintf(stderr, "wharfd: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nrun 'wharfd gateway --help' for the options\n");
-    return 2;
+    return srv_usage_error("gateway", fmt, arg);
 }
 
 static void gw_metrics(void *arg, wh_sbuf_t *out)
@@ -103,7 +99,7 @@ int srv_gateway_main(int argc, char **argv)
             meta_url = optarg;
             break;
         case O_LISTEN:
-            if (srv_parse_listen(optarg, host, sizeof host, &cfg.listen_port) != 0)
+            if (srv_parse_listen(optarg, host, sizeof host, &cfg.listen_port, false) != 0)
                 return gw_bad("--listen wants HOST:PORT (e.g. 127.0.0.1:9000), got '%s'",
                               optarg);
             break;
@@ -175,12 +171,10 @@ int srv_gateway_main(int argc, char **argv)
         fprintf(stderr, "wharfd: cannot open the store: %s\n", wh_status_str(s));
         return 1;
     }
-    cfg.store = st;
     cfg.metrics_extra = gw_metrics;
     cfg.metrics_extra_arg = data;
     srv_t *srv = NULL;
-    srv_parts_t parts = {.app = &srv_s3_app};
-    if ((s = srv_start(&cfg, &parts, &srv)) != WH_OK) {
+    if ((s = srv_s3_front_start(&cfg, st, &srv)) != WH_OK) {
         fprintf(stderr, "wharfd: cannot start: %s (see the log above)\n", wh_status_str(s));
         return 1;
     }
@@ -188,13 +182,7 @@ int srv_gateway_main(int argc, char **argv)
            (unsigned)cfg.listen_port, rc.replicas, (unsigned long long)rc.chunk_size,
            cfg.access_key);
     fflush(stdout);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    int sig = 0;
-    sigwait(&set, &sig);
-    wh_info("main", "signal received, shutting down");
+    srv_wait_signal();
     srv_stop(srv);
     return 0;
 }

@@ -8,8 +8,6 @@
 #include "s3api/s3api.h"
 
 #include <getopt.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,26 +85,9 @@ static void usage(FILE *f)
             "SIGTERM or SIGINT stops accepting, lets in-flight requests finish, and exits 0.\n");
 }
 
-static int parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port)
-{
-    const char *colon = strrchr(s, ':');
-    if (!colon || colon == s || (size_t)(colon - s) >= hostlen)
-        return -1;
-    uint64_t p;
-    if (wh_parse_u64(colon + 1, strlen(colon + 1), &p) != 0 || p > 65535)
-        return -1;
-    memcpy(host, s, (size_t)(colon - s));
-    host[colon - s] = '\0';
-    *port = (uint16_t)p;
-    return 0;
-}
-
 static int bad_usage(const char *fmt, const char *arg)
 {
-    fprintf(stderr, "wharfd: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nrun 'wharfd --help' for the options\n");
-    return 2;
+    return srv_usage_error(NULL, fmt, arg);
 }
 
 int main(int argc, char **argv)
@@ -131,6 +112,7 @@ int main(int argc, char **argv)
 
     srv_config_t cfg;
     srv_config_init(&cfg);
+    store_config_t scfg = {0};
     char host[64] = "127.0.0.1";
     const char *listen_arg = NULL;
     srv_common_t co;
@@ -173,7 +155,7 @@ int main(int argc, char **argv)
             break;
         case O_LISTEN:
             listen_arg = optarg;
-            if (parse_listen(optarg, host, sizeof host, &cfg.listen_port) != 0)
+            if (srv_parse_listen(optarg, host, sizeof host, &cfg.listen_port, true) != 0)
                 return bad_usage("--listen wants HOST:PORT (e.g. 127.0.0.1:9000), got '%s'",
                                  optarg);
             break;
@@ -219,20 +201,20 @@ int main(int argc, char **argv)
         case O_META:
             if (strncmp(optarg, "postgresql://", 13) != 0 && strncmp(optarg, "postgres://", 11) != 0)
                 return bad_usage("--meta wants postgresql://USER@HOST:PORT/DB, got '%s'", optarg);
-            cfg.meta_url = optarg;
+            scfg.meta_url = optarg;
             break;
         case O_RESERVE:
-            if (wh_parse_size(optarg, &cfg.store_reserve) != 0)
+            if (wh_parse_size(optarg, &scfg.reserve_bytes) != 0)
                 return bad_usage("--reserve wants a byte count such as 8388608 or 8M, got '%s'",
                                  optarg);
-            if (cfg.store_reserve == 0)
-                cfg.store_reserve = UINT64_MAX; /* none */
+            if (scfg.reserve_bytes == 0)
+                scfg.reserve_bytes = UINT64_MAX; /* none */
             break;
         case O_HIGH_WATER: {
             uint64_t v;
             if (wh_parse_u64(optarg, strlen(optarg), &v) != 0 || v < 1 || v > 100)
                 return bad_usage("--high-water wants a percentage 1..100, got '%s'", optarg);
-            cfg.high_water_pct = (unsigned)v;
+            scfg.high_water_pct = (unsigned)v;
             break;
         }
         case O_HTTP_THREADS:
@@ -289,17 +271,18 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    /* Every thread MHD starts inherits this mask, so the signals reach sigwait below only. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN); /* sendfile to a closed socket */
+    /* Every thread started from here on inherits the mask, so the signals reach
+     * srv_wait_signal only. */
+    srv_block_signals();
 
     srv_t *srv = NULL;
-    srv_parts_t parts = {.app = &srv_s3_app};
-    wh_status_t st = srv_start(&cfg, &parts, &srv);
+    scfg.data_dir = cfg.data_dir;
+    store_t *store = NULL;
+    wh_status_t st = store_open_config(&scfg, &store);
+    if (st != WH_OK)
+        wh_error("http", "cannot open the store dir=%s: %s", cfg.data_dir, wh_status_str(st));
+    else
+        st = srv_s3_front_start(&cfg, store, &srv);
     if (st != WH_OK) {
         fprintf(stderr, "wharfd: cannot start: %s (see the log above)\n", wh_status_str(st));
         return 1;
@@ -308,9 +291,7 @@ int main(int argc, char **argv)
            (unsigned)cfg.listen_port, cfg.data_dir, cfg.access_key);
     fflush(stdout);
 
-    int sig = 0;
-    sigwait(&set, &sig);
-    wh_info("main", "signal received sig=%s, shutting down", sig == SIGTERM ? "TERM" : "INT");
+    srv_wait_signal();
     srv_stop(srv);
     return 0;
 }

@@ -1,5 +1,7 @@
-/* The cluster roles' command lines: `wharfd storage ...` and `wharfd gateway ...`.
- * main.c dispatches here by the first argument; `wharfd serve` stays in main.c. */
+/* What the roles share (roles.h), and `wharfd storage ...`. main.c dispatches by the first
+ * argument; `wharfd serve` stays in main.c, `wharfd gateway` is gateway.c. An S3 front is
+ * assembled here only (srv_s3_front_start): the roles open the store, the identities and the
+ * RDMA engine and hand them, with the S3 API, to the front. */
 #include "roles/roles.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -7,6 +9,7 @@
 #include "ident/identity.h"
 #include "front/front.h"
 #include "roles/storage.h"
+#include "s3api/s3api.h"
 
 #include <getopt.h>
 #include <pthread.h>
@@ -36,12 +39,20 @@ static int role_usage(FILE *f)
     return 0;
 }
 
-static int bad(const char *fmt, const char *arg)
+int srv_usage_error(const char *cmd, const char *fmt, const char *arg)
 {
     fprintf(stderr, "wharfd: ");
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nrun 'wharfd %s --help' for the options\n", "storage");
+    if (cmd)
+        fprintf(stderr, "\nrun 'wharfd %s --help' for the options\n", cmd);
+    else
+        fprintf(stderr, "\nrun 'wharfd --help' for the options\n");
     return 2;
+}
+
+static int bad(const char *fmt, const char *arg)
+{
+    return srv_usage_error("storage", fmt, arg);
 }
 
 void srv_common_init(srv_common_t *co, const char *cmd)
@@ -53,10 +64,7 @@ void srv_common_init(srv_common_t *co, const char *cmd)
 
 static int common_bad(const srv_common_t *co, const char *fmt, const char *arg)
 {
-    fprintf(stderr, "wharfd: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nrun 'wharfd %s --help' for the options\n", co->cmd);
-    return 2;
+    return srv_usage_error(co->cmd, fmt, arg);
 }
 
 int srv_common_opt(srv_common_t *co, int c, const char *arg)
@@ -118,13 +126,14 @@ int srv_common_apply(const srv_common_t *co, srv_config_t *cfg)
     return 0;
 }
 
-int srv_parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port)
+int srv_parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port, bool any_port)
 {
     const char *colon = strrchr(s, ':');
     if (!colon || colon == s || (size_t)(colon - s) >= hostlen)
         return -1;
     uint64_t p;
-    if (wh_parse_u64(colon + 1, strlen(colon + 1), &p) != 0 || p == 0 || p > 65535)
+    if (wh_parse_u64(colon + 1, strlen(colon + 1), &p) != 0 || (p == 0 && !any_port) ||
+        p > 65535)
         return -1;
     memcpy(host, s, (size_t)(colon - s));
     host[colon - s] = '\0';
@@ -144,8 +153,7 @@ const char *srv_cluster_secret(void)
     return s;
 }
 
-/* Blocks TERM/INT in every thread (MHD's inherit the mask) and waits for one. */
-static void wait_for_signal(void)
+void srv_wait_signal(void)
 {
     sigset_t set;
     sigemptyset(&set);
@@ -164,6 +172,37 @@ void srv_block_signals(void)
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
+}
+
+wh_status_t srv_s3_front_start(const srv_config_t *cfg, store_t *st, srv_t **out)
+{
+    srv_parts_t parts = {.app = &srv_s3_app, .store = st};
+    char kbuf[1024];
+    bool create = false;
+    const char *kf = srv_ident_key_path(cfg->server_key_file, cfg->data_dir, kbuf, sizeof kbuf,
+                                        &create);
+    srv_ident_config_t icfg = {.meta = store_meta(st), .key_file = kf, .create_key = create,
+                               .account_id = cfg->account_id,
+                               .root_access_key = cfg->access_key};
+    if (!kf)
+        wh_warn("http", "no server key file (--server-key-file): only the root key signs "
+                        "requests; users' access keys cannot be used");
+    wh_status_t s = srv_ident_open(&icfg, &parts.ident);
+    if (s != WH_OK) {
+        store_close(st);
+        return s;
+    }
+    srv_rdma_config_t rcfg = cfg->rdma;
+    if (!rcfg.node && strcmp(cfg->listen_host, "0.0.0.0") != 0)
+        rcfg.node = cfg->listen_host; /* fabric listeners only where HTTP listens */
+    if ((s = srv_rdma_init(&rcfg, &parts.rdma)) != WH_OK) {
+        wh_error("http", "cannot start the rdma engine providers=%s: %s", cfg->rdma.providers,
+                 wh_status_str(s));
+        srv_ident_close(parts.ident);
+        store_close(st);
+        return s;
+    }
+    return srv_start(cfg, &parts, out);
 }
 
 int srv_storage_main(int argc, char **argv)
@@ -195,7 +234,7 @@ int srv_storage_main(int argc, char **argv)
             cfg.data_dir = optarg;
             break;
         case O_LISTEN:
-            if (srv_parse_listen(optarg, host, sizeof host, &cfg.listen_port) != 0)
+            if (srv_parse_listen(optarg, host, sizeof host, &cfg.listen_port, false) != 0)
                 return bad("--listen wants HOST:PORT (e.g. 10.0.0.2:9100), got '%s'", optarg);
             have_listen = true;
             break;
@@ -240,7 +279,7 @@ int srv_storage_main(int argc, char **argv)
     printf("wharfd storage serving http://%s:%u data=%s\n", host, (unsigned)cfg.listen_port,
            cfg.data_dir);
     fflush(stdout);
-    wait_for_signal();
+    srv_wait_signal();
     srv_storage_stop(s);
     return 0;
 }

@@ -1,9 +1,13 @@
-/* Command lines of the cluster roles (roles.c), dispatched from main.c. */
+/* The wharfd roles: the cluster roles' command lines (roles.c), dispatched from main.c, and what
+ * the three role mains (serve, gateway, storage) share: one option parser, one listen parser,
+ * one usage error, one signal wait, and the one place an S3 front is assembled. */
 #ifndef WH_ROLES_ROLES_H
 #define WH_ROLES_ROLES_H
 
 #include "base/log.h"
+#include "base/status.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,8 +50,26 @@ struct srv_config;
 int srv_common_apply(const srv_common_t *co, struct srv_config *cfg);
 
 /* Shared option helpers. */
-int srv_parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port);
+/* HOST:PORT into host and *port: 0, or -1 when malformed. any_port: port 0 is taken (serve's
+ * --listen), else refused. */
+int srv_parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port, bool any_port);
+/* Says what is wrong with the command line (fmt has one %s, for arg) and where the options are
+ * listed: 'wharfd CMD --help', or 'wharfd --help' with cmd NULL. Returns 2, the exit status. */
+int srv_usage_error(const char *cmd, const char *fmt, const char *arg);
 const char *srv_cluster_secret(void);             /* NULL (and says why) when unset/short */
+/* Blocks TERM and INT in this thread and every thread it starts afterwards (libmicrohttpd's
+ * inherit the mask) and ignores SIGPIPE (sendfile to a closed socket): call before starting
+ * anything. */
 void srv_block_signals(void);
+/* Waits for TERM or INT (blocked by srv_block_signals), and logs which came. */
+void srv_wait_signal(void);
+
+struct store;
+struct srv;
+/* An S3 front over st (taken, also on failure): opens the identities over its metadata (the
+ * server key from cfg, or under cfg->data_dir) and the RDMA engine (fabric listeners where
+ * HTTP listens), and starts the front with the S3 API (front.h: srv_start). */
+wh_status_t srv_s3_front_start(const struct srv_config *cfg, struct store *st,
+                               struct srv **out);
 
 #endif
