@@ -6,6 +6,7 @@
 #ifndef WH_DATA_TYPES_H
 #define WH_DATA_TYPES_H
 
+#include "base/peer.h"
 #include "base/status.h"
 
 #include <stdbool.h>
@@ -88,14 +89,8 @@ typedef struct store_cond {
 } store_cond_t;
 
 /* ---- RDMA delegated to the data table ----
- * Who sent the request, as the server verified it (over the Unix socket the kernel vouches for
- * pid and uid); a remote data table forwards it inside its signed internal token. */
-typedef struct store_peer {
-    bool is_unix;
-    int pid;
-    unsigned uid;
-    char addr[64]; /* "127.0.0.1:54321" or "unix" */
-} store_peer_t;
+ * Who sent the request is a wh_peer_t (base/peer.h); a remote data table forwards it inside its
+ * signed internal token. */
 typedef struct store_rdma_result {
     uint64_t bytes;     /* moved */
     uint64_t crc64nvme; /* of the bytes moved */

@@ -362,26 +362,25 @@ bool rdma_decline(srv_rdma_t *r, int reason, srv_rdma_result_t *res)
     return false;
 }
 
-/* Parses and vets into t (t->tok, t->p); no endpoint reference yet. */
-static bool rdma_vet_token(srv_rdma_t *r, const char *token, const srv_peer_t *peer,
+/* Vets the parsed token into t (t->tok, t->p); no endpoint reference yet. */
+static bool rdma_vet_token(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
                            uint64_t need, rdma_xfer_t *t, srv_rdma_result_t *res)
 {
-    char err[200];
     token_t *tok = &t->tok;
     memset(res, 0, sizeof *res);
-    if (!token) {
+    if (!token->str) {
         rdma_res_set(res, 400, "InvalidArgument", "x-amz-rdma-token: missing");
         return rdma_decline(r, DECL_TOKEN, res);
     }
-    wh_status_t st = token_parse(token, strlen(token), tok, err, sizeof err);
-    if (st == WH_ERR_UNSUPPORTED) {
-        rdma_res_set(res, 501, "NotImplemented", "x-amz-rdma-token: %s", err);
+    if (token->st == WH_ERR_UNSUPPORTED) {
+        rdma_res_set(res, 501, "NotImplemented", "x-amz-rdma-token: %s", token->err);
         return rdma_decline(r, DECL_DIALECT, res);
     }
-    if (st != WH_OK) {
-        rdma_res_set(res, 400, "InvalidArgument", "x-amz-rdma-token: %s", err);
+    if (token->st != WH_OK) {
+        rdma_res_set(res, 400, "InvalidArgument", "x-amz-rdma-token: %s", token->err);
         return rdma_decline(r, DECL_TOKEN, res);
     }
+    *tok = token->tok;
     if (tok->dialect == TOKEN_DIALECT_CUOBJ) {
         rdma_res_set(res, 501, "NotImplemented",
                 "no DC-capable provider is enabled (cuobj dialect needs one)");
@@ -431,15 +430,39 @@ static bool rdma_vet_token(srv_rdma_t *r, const char *token, const srv_peer_t *p
     return true;
 }
 
-bool srv_rdma_check(srv_rdma_t *r, const char *token, const srv_peer_t *peer, uint64_t need,
-                    srv_rdma_result_t *res)
+bool srv_rdma_check_tok(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
+                        uint64_t need, srv_rdma_result_t *res)
 {
     rdma_xfer_t t;
     memset(&t, 0, sizeof t);
     return rdma_vet_token(r, token, peer, need, &t, res);
 }
 
-bool rdma_vet(srv_rdma_t *r, const char *token, const srv_peer_t *peer, uint64_t need,
+bool srv_rdma_check(srv_rdma_t *r, const char *token, const wh_peer_t *peer, uint64_t need,
+                    srv_rdma_result_t *res)
+{
+    token_arg_t a;
+    token_arg_parse(&a, token);
+    return srv_rdma_check_tok(r, &a, peer, need, res);
+}
+
+wh_status_t srv_rdma_get(srv_rdma_t *r, const char *token, const wh_peer_t *peer, int fd,
+                         uint64_t off, uint64_t len, srv_rdma_result_t *res)
+{
+    token_arg_t a;
+    token_arg_parse(&a, token);
+    return srv_rdma_get_tok(r, &a, peer, fd, off, len, res);
+}
+
+wh_status_t srv_rdma_put(srv_rdma_t *r, const char *token, const wh_peer_t *peer,
+                         srv_rdma_sink_cb sink, void *arg, srv_rdma_result_t *res)
+{
+    token_arg_t a;
+    token_arg_parse(&a, token);
+    return srv_rdma_put_tok(r, &a, peer, sink, arg, res);
+}
+
+bool rdma_vet(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer, uint64_t need,
               rdma_xfer_t *t, srv_rdma_result_t *res)
 {
     memset(t, 0, sizeof *t);
@@ -455,7 +478,7 @@ bool rdma_vet(srv_rdma_t *r, const char *token, const srv_peer_t *peer, uint64_t
     return true;
 }
 
-wh_status_t rdma_begin(rdma_xfer_t *x, const srv_peer_t *peer, srv_rdma_result_t *res)
+wh_status_t rdma_begin(rdma_xfer_t *x, const wh_peer_t *peer, srv_rdma_result_t *res)
 {
     srv_rdma_t *r = x->r;
     rdma_prov_t *p = x->p;

@@ -8,7 +8,9 @@
 #ifndef WH_ENGINE_RDMA_H
 #define WH_ENGINE_RDMA_H
 
+#include "base/peer.h"
 #include "base/status.h"
+#include "xfer/token.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -50,13 +52,6 @@ void srv_rdma_config_init(srv_rdma_config_t *cfg);
 wh_status_t srv_rdma_init(const srv_rdma_config_t *cfg, srv_rdma_t **out);
 void srv_rdma_fini(srv_rdma_t *r); /* NULL-safe */
 
-/* Who sent the HTTP request: over the Unix socket the kernel vouches for pid/uid. */
-typedef struct srv_peer {
-    bool is_unix;
-    pid_t pid;
-    uid_t uid;
-    char addr[64]; /* "127.0.0.1:54321" or "unix" */
-} srv_peer_t;
 
 /* The outcome, mapped by the caller to HTTP: http_status 200/206 on success; 400 with
  * s3_code "InvalidArgument" for a malformed token or a region too small; 501 with
@@ -71,18 +66,28 @@ typedef struct srv_rdma_result {
     const char *provider;    /* static: "shm", "tcp" ... */
 } srv_rdma_result_t;
 
-/* Parses and vets the token without moving data: dialect, provider enabled, peer binding,
+/* Each call takes the token as parsed where it arrived (token_arg_t, xfer/token.h: the S3 front
+ * parses x-amz-rdma-token once per request); the plain forms take the string and parse it
+ * (a storage server's token from its internal request). */
+
+/* Vets the token without moving data: it parsed, dialect, provider enabled, peer binding,
  * size >= need. Fills res on failure and returns false. */
-bool srv_rdma_check(srv_rdma_t *r, const char *token, const srv_peer_t *peer, uint64_t need,
+bool srv_rdma_check_tok(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
+                        uint64_t need, srv_rdma_result_t *res);
+bool srv_rdma_check(srv_rdma_t *r, const char *token, const wh_peer_t *peer, uint64_t need,
                     srv_rdma_result_t *res);
 
 /* GET: writes [off, off+len) of fd into the token's region starting at its base. */
-wh_status_t srv_rdma_get(srv_rdma_t *r, const char *token, const srv_peer_t *peer, int fd,
+wh_status_t srv_rdma_get_tok(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
+                             int fd, uint64_t off, uint64_t len, srv_rdma_result_t *res);
+wh_status_t srv_rdma_get(srv_rdma_t *r, const char *token, const wh_peer_t *peer, int fd,
                          uint64_t off, uint64_t len, srv_rdma_result_t *res);
 
 /* PUT: reads the token's whole region (size = token size) and passes it, in order, to sink. */
 typedef wh_status_t (*srv_rdma_sink_cb)(void *arg, const void *p, size_t n);
-wh_status_t srv_rdma_put(srv_rdma_t *r, const char *token, const srv_peer_t *peer,
+wh_status_t srv_rdma_put_tok(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
+                             srv_rdma_sink_cb sink, void *arg, srv_rdma_result_t *res);
+wh_status_t srv_rdma_put(srv_rdma_t *r, const char *token, const wh_peer_t *peer,
                          srv_rdma_sink_cb sink, void *arg, srv_rdma_result_t *res);
 
 /* Prometheus lines for the RDMA counters (wharf_rdma_* and minio_api_rdma_* names,

@@ -347,8 +347,8 @@ static wh_status_t get_staged_run(rdma_xfer_t *t, get_pipe_t *g, uint64_t nchunk
     return st;
 }
 
-wh_status_t srv_rdma_get(srv_rdma_t *r, const char *token, const srv_peer_t *peer, int fd,
-                         uint64_t off, uint64_t len, srv_rdma_result_t *res)
+wh_status_t srv_rdma_get_tok(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
+                             int fd, uint64_t off, uint64_t len, srv_rdma_result_t *res)
 {
     rdma_xfer_t t;
     wh_status_t st = WH_OK;

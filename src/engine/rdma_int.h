@@ -119,10 +119,10 @@ void rdma_res_set(srv_rdma_result_t *res, int http, const char *code, const char
 bool rdma_decline(srv_rdma_t *r, int reason, srv_rdma_result_t *res);
 /* Vets the token and takes a reference on the provider's current endpoint; on failure fills
  * res and returns false. */
-bool rdma_vet(srv_rdma_t *r, const char *token, const srv_peer_t *peer, uint64_t need,
+bool rdma_vet(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer, uint64_t need,
               rdma_xfer_t *t, srv_rdma_result_t *res);
 /* Starts the batch bound to the peer (maps failures to res). t->late must be set. */
-wh_status_t rdma_begin(rdma_xfer_t *t, const srv_peer_t *peer, srv_rdma_result_t *res);
+wh_status_t rdma_begin(rdma_xfer_t *t, const wh_peer_t *peer, srv_rdma_result_t *res);
 /* Ends the batch (if any), gives the buffers back (now or once they drain), drops the
  * endpoint reference. */
 void rdma_end(rdma_xfer_t *t);

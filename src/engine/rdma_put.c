@@ -100,8 +100,8 @@ static wh_status_t put_direct_run(put_direct_t *d, srv_rdma_sink_cb sink, void *
     return st;
 }
 
-wh_status_t srv_rdma_put(srv_rdma_t *r, const char *token, const srv_peer_t *peer,
-                         srv_rdma_sink_cb sink, void *arg, srv_rdma_result_t *res)
+wh_status_t srv_rdma_put_tok(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
+                             srv_rdma_sink_cb sink, void *arg, srv_rdma_result_t *res)
 {
     rdma_xfer_t t;
     wh_status_t st = WH_OK;

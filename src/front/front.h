@@ -21,6 +21,7 @@
 #include "engine/rdma.h"
 #include "front/route.h"
 #include "store/store.h"
+#include "xfer/token.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -177,7 +178,7 @@ typedef struct srv_req {
     srv_hdr_t *hdrs;
     size_t nhdrs, hdrs_cap, hdr_bytes, hdr_lines; /* sorted by lname, repeats joined */
     bool hdr_oom;
-    srv_peer_t peer;
+    wh_peer_t peer;
     srv_route_t route;
     s3_auth_t auth;
     /* Who signed the request (identity.h), filled by the SigV4 step. */
@@ -198,6 +199,7 @@ typedef struct srv_req {
     struct MHD_Response *pending;
     int pending_status;
     bool token_req; /* carries x-amz-rdma-token: error replies have no body */
+    token_arg_t token; /* token_req: x-amz-rdma-token, parsed once here for every user */
     int status;
     uint64_t tx_body;
     bool http_read; /* counts tx_body as GET bytes served over HTTP */

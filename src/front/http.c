@@ -440,7 +440,10 @@ static void request_front(srv_req_t *r)
         srv_reply_err(r, S3_ERR_INTERNAL, "out of memory reading the request");
         return;
     }
-    r->token_req = srv_hdr(r, "x-amz-rdma-token") != NULL;
+    const char *token = srv_hdr(r, "x-amz-rdma-token");
+    r->token_req = token != NULL;
+    if (token)
+        token_arg_parse(&r->token, token);
     srv_route_parse_in(s->app->ops, s->app->n_ops, r->method, r->path, r->query,
                        srv_hdr(r, "host"), s->cfg.listen_host,
                        srv_hdr(r, "x-amz-copy-source") != NULL, &r->route);

@@ -110,9 +110,9 @@ static void serve_metrics(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
     q->responded = true;
 }
 
-static srv_peer_t peer_of(const cl_itoken_t *t)
+static wh_peer_t peer_of(const cl_itoken_t *t)
 {
-    srv_peer_t p;
+    wh_peer_t p;
     memset(&p, 0, sizeof p);
     p.is_unix = t->peer_unix;
     p.pid = t->peer_pid;
@@ -176,7 +176,7 @@ static void serve_read(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
     }
     /* rget: a whole-chunk read is checked against the footer after it landed; on a mismatch
      * the gateway retries another replica, which overwrites the same range. */
-    srv_peer_t peer = peer_of(t);
+    wh_peer_t peer = peer_of(t);
     srv_rdma_result_t res;
     memset(&res, 0, sizeof res);
     st = srv_rdma_get(s->rdma, t->mtok, &peer, fd, t->off, t->len, &res);
@@ -202,7 +202,7 @@ static void serve_rput(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
         reply_text(c, q, 500, "chunk %s: cannot create: %s", q->chunk, wh_status_str(st));
         return;
     }
-    srv_peer_t peer = peer_of(&q->tok);
+    wh_peer_t peer = peer_of(&q->tok);
     srv_rdma_result_t res;
     memset(&res, 0, sizeof res);
     st = srv_rdma_put(s->rdma, q->tok.mtok, &peer, rput_sink, w, &res);

@@ -1,7 +1,6 @@
 /* Delegated data paths (see delegate.h). */
 #include "s3api/delegate.h"
 #include "base/log.h"
-#include "xfer/token.h"
 
 #include <microhttpd.h>
 #include <stdio.h>
@@ -10,17 +9,6 @@
 
 #define MOD "delegate"
 #define STREAM_BLOCK (256u << 10)
-
-static store_peer_t peer_of(const srv_req_t *r)
-{
-    store_peer_t p;
-    memset(&p, 0, sizeof p);
-    p.is_unix = r->peer.is_unix;
-    p.pid = r->peer.pid;
-    p.uid = r->peer.uid;
-    snprintf(p.addr, sizeof p.addr, "%s", r->peer.addr);
-    return p;
-}
 
 /* The HTTP reply for a delegated transfer that did not complete. */
 static void map_failure(wh_status_t st, const store_rdma_result_t *d, srv_rdma_result_t *res)
@@ -57,18 +45,15 @@ static void map_failure(wh_status_t st, const store_rdma_result_t *d, srv_rdma_r
              d->message[0] ? d->message : wh_status_str(st));
 }
 
-wh_status_t srv_delegate_rdma_put(srv_req_t *r, const char *token, srv_rdma_result_t *res,
-                                  char etag[48])
+wh_status_t srv_delegate_rdma_put(srv_req_t *r, const token_arg_t *token,
+                                  srv_rdma_result_t *res, char etag[48])
 {
     memset(res, 0, sizeof *res);
     etag[0] = '\0';
-    token_t tok;
-    char err[200];
-    if (!token || token_parse(token, strlen(token), &tok, err, sizeof err) != WH_OK)
+    if (!token->str || token->st != WH_OK)
         return WH_ERR_UNSUPPORTED; /* the server's own vetting reports it */
-    store_peer_t p = peer_of(r);
     store_rdma_result_t d;
-    wh_status_t st = store_writer_rdma_put(r->w, token, &p, tok.size, &d);
+    wh_status_t st = store_writer_rdma_put(r->w, token->str, &r->peer, token->tok.size, &d);
     if (st == WH_ERR_UNSUPPORTED)
         return st;
     if (st != WH_OK) {
@@ -83,13 +68,12 @@ wh_status_t srv_delegate_rdma_put(srv_req_t *r, const char *token, srv_rdma_resu
     return WH_OK;
 }
 
-wh_status_t srv_delegate_rdma_get(srv_req_t *r, store_reader_t *rd, const char *token,
+wh_status_t srv_delegate_rdma_get(srv_req_t *r, store_reader_t *rd, const token_arg_t *token,
                                   uint64_t off, uint64_t len, srv_rdma_result_t *res)
 {
     memset(res, 0, sizeof *res);
-    store_peer_t p = peer_of(r);
     store_rdma_result_t d;
-    wh_status_t st = store_reader_rdma_get(rd, token, &p, off, len, &d);
+    wh_status_t st = store_reader_rdma_get(rd, token->str, &r->peer, off, len, &d);
     if (st != WH_OK) {
         map_failure(st, &d, res);
         return st;

@@ -5,7 +5,6 @@
 #include "s3api/delegate.h"
 #include "base/crc.h"
 #include "base/log.h"
-#include "xfer/token.h"
 
 #include <microhttpd.h>
 #include <stdio.h>
@@ -64,14 +63,11 @@ int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part)
     /* The token's size is the body's size: it meets the limit Content-Length would, before
      * any byte moves. A token that does not parse is left to the engine, which names the bad
      * field. */
-    const char *tokstr = srv_hdr(r, "x-amz-rdma-token");
-    token_t tok;
-    char terr[160];
-    bool tok_ok = token_parse(tokstr, strlen(tokstr), &tok, terr, sizeof terr) == WH_OK;
-    if (tok_ok && tok.size > SRV_MAX_PUT_SIZE)
+    const token_t *tok = r->token.st == WH_OK ? &r->token.tok : NULL;
+    if (tok && tok->size > SRV_MAX_PUT_SIZE)
         return srv_errf(o, S3_ERR_ENTITY_TOO_LARGE,
                         "the x-amz-rdma-token names %llu bytes; a %s may carry at most 5 GiB%s",
-                        (unsigned long long)tok.size, part ? "part" : "single PUT",
+                        (unsigned long long)tok->size, part ? "part" : "single PUT",
                         part ? "" : "; use a multipart upload");
     s3_sums_t want;
     int ret;
@@ -82,8 +78,8 @@ int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part)
         return srv_err_status(r, o, st, "opening a temp file");
     /* The bytes come straight from the client's memory: no MD5 pass where none is asked for
      * (a Content-MD5 needs one) and the body is large enough for it to cost. */
-    if (r->srv->cfg.rdma_digest_etag && !srv_hdr(r, "content-md5") && tok_ok &&
-        tok.size >= SRV_DIGEST_ETAG_MIN)
+    if (r->srv->cfg.rdma_digest_etag && !srv_hdr(r, "content-md5") && tok &&
+        tok->size >= SRV_DIGEST_ETAG_MIN)
         store_writer_use_digest_etag(r->w, r->srv->cfg.etag_part_size
                                                ? r->srv->cfg.etag_part_size
                                                : STORE_ETAG_PART_DEFAULT, part);
@@ -94,10 +90,9 @@ int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part)
     uint64_t t0 = wh_now_ns();
     /* A cluster's storage servers pull the bytes themselves; else this server's engine. */
     char table_etag[48] = "";
-    st = srv_delegate_rdma_put(r, srv_hdr(r, "x-amz-rdma-token"), &res, table_etag);
+    st = srv_delegate_rdma_put(r, &r->token, &res, table_etag);
     if (st == WH_ERR_UNSUPPORTED)
-        st = srv_rdma_put(r->srv->rdma, srv_hdr(r, "x-amz-rdma-token"), &r->peer, rdma_sink, r,
-                          &res);
+        st = srv_rdma_put_tok(r->srv->rdma, &r->token, &r->peer, rdma_sink, r, &res);
     uint64_t t1 = wh_now_ns();
     if (st != WH_OK)
         return srv_rdma_refuse(r, o, &res, st); /* cleanup aborts the writer */

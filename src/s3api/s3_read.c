@@ -37,9 +37,9 @@ static int rdma_get(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, int f
     srv_rdma_result_t res;
     memset(&res, 0, sizeof res);
     uint64_t t0 = wh_now_ns();
-    const char *tok = srv_hdr(r, "x-amz-rdma-token");
-    wh_status_t st = rd ? srv_delegate_rdma_get(r, rd, tok, off, len, &res)
-                        : srv_rdma_get(r->srv->rdma, tok, &r->peer, fd, off, len, &res);
+    wh_status_t st = rd ? srv_delegate_rdma_get(r, rd, &r->token, off, len, &res)
+                        : srv_rdma_get_tok(r->srv->rdma, &r->token, &r->peer, fd, off, len,
+                                           &res);
     wh_debug(MOD, "rdma get id=%s bytes=%llu provider=%s xfer_ms=%.3f st=%s", r->id,
              (unsigned long long)res.bytes, res.provider ? res.provider : "-",
              (double)(wh_now_ns() - t0) / 1e6, wh_status_str(st));

@@ -405,7 +405,7 @@ wh_status_t store_reader_pread(store_reader_t *r, void *buf, size_t n, uint64_t 
     return r->data->ops->reader_pread(r, buf, n, off);
 }
 
-wh_status_t store_reader_rdma_get(store_reader_t *r, const char *token, const store_peer_t *peer,
+wh_status_t store_reader_rdma_get(store_reader_t *r, const char *token, const wh_peer_t *peer,
                                   uint64_t off, uint64_t len, store_rdma_result_t *res)
 {
     memset(res, 0, sizeof *res);

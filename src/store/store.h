@@ -131,7 +131,7 @@ void store_writer_abort(store_writer_t *w);
  * client memory). WH_ERR_UNSUPPORTED: not offered (local files): the server runs its own RDMA
  * engine and feeds store_writer_write. On WH_OK the writer holds exactly those bytes, and
  * store_writer_size/crc64nvme/md5 report them. */
-wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const store_peer_t *peer,
+wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const wh_peer_t *peer,
                                   uint64_t size, store_rdma_result_t *res);
 
 /* ---- GET/HEAD ---- */
@@ -146,7 +146,7 @@ wh_status_t store_reader_pread(store_reader_t *r, void *buf, size_t n, uint64_t 
 /* GET: the data table writes [off, off+len) into the client's region itself (storage servers
  * writing client memory); res->crc64nvme covers exactly what landed. WH_ERR_UNSUPPORTED: not
  * offered (local files): use the server's own engine with store_reader_fd. */
-wh_status_t store_reader_rdma_get(store_reader_t *r, const char *token, const store_peer_t *peer,
+wh_status_t store_reader_rdma_get(store_reader_t *r, const char *token, const wh_peer_t *peer,
                                   uint64_t off, uint64_t len, store_rdma_result_t *res);
 /* Before the header of a reply that streams [off, off+len) by store_reader_pread: what can be
  * known now about whether those bytes can be read. WH_ERR_UNAVAILABLE (a 503), with a reason

@@ -215,7 +215,7 @@ static srv_rdma_t *open_rdma(const char *providers, bool trust)
     return r;
 }
 
-static void peer_unix(srv_peer_t *p, pid_t pid)
+static void peer_unix(wh_peer_t *p, pid_t pid)
 {
     memset(p, 0, sizeof *p);
     p->is_unix = true;
@@ -224,14 +224,14 @@ static void peer_unix(srv_peer_t *p, pid_t pid)
     snprintf(p->addr, sizeof p->addr, "unix");
 }
 
-static void peer_tcp(srv_peer_t *p, const char *addr)
+static void peer_tcp(wh_peer_t *p, const char *addr)
 {
     memset(p, 0, sizeof *p);
     snprintf(p->addr, sizeof p->addr, "%s", addr);
 }
 
 /* GET whole and ranged, then PUT, through one provider. */
-static void get_put(srv_rdma_t *r, const char *prov, const srv_peer_t *peer_tmpl, bool bind_pid)
+static void get_put(srv_rdma_t *r, const char *prov, const wh_peer_t *peer_tmpl, bool bind_pid)
 {
     fprintf(stderr, "== %s\n", prov);
     size_t size = (21u << 20) + 123;
@@ -239,7 +239,7 @@ static void get_put(srv_rdma_t *r, const char *prov, const srv_peer_t *peer_tmpl
     int fd = make_file("obj", size, &fcrc);
     child_t c;
     CHECK(child_start(&c, prov, size) == 0);
-    srv_peer_t peer = *peer_tmpl;
+    wh_peer_t peer = *peer_tmpl;
     if (bind_pid)
         peer.pid = c.pid;
     srv_rdma_result_t res;
@@ -310,7 +310,7 @@ static void get_put(srv_rdma_t *r, const char *prov, const srv_peer_t *peer_tmpl
 static void test_declines(srv_rdma_t *r)
 {
     srv_rdma_result_t res;
-    srv_peer_t up, tp;
+    wh_peer_t up, tp;
     peer_unix(&up, getpid());
     peer_tcp(&tp, "127.0.0.1:4000");
     char tok[TOKEN_MAX_LEN];
@@ -358,7 +358,7 @@ static void test_attack(srv_rdma_t *r)
     CHECK(child_start(&victim, "ofi+shm", size) == 0);
     CHECK(child_start(&attacker, "ofi+shm", size) == 0);
     uint64_t before = child_crc(&victim, 0, size);
-    srv_peer_t peer;
+    wh_peer_t peer;
     peer_unix(&peer, attacker.pid);
     srv_rdma_result_t res;
     CHECK(srv_rdma_get(r, victim.token, &peer, fd, 0, size, &res) != WH_OK);
@@ -383,7 +383,7 @@ static void test_tcp_binding(srv_rdma_t *r)
     uint64_t fcrc;
     int fd = make_file("bind", size, &fcrc);
     CHECK(child_start(&c, "ofi+tcp", size) == 0);
-    srv_peer_t peer;
+    wh_peer_t peer;
     peer_tcp(&peer, "10.9.8.7:5555");
     srv_rdma_result_t res;
     CHECK(srv_rdma_get(r, c.token, &peer, fd, 0, size, &res) != WH_OK);
@@ -444,7 +444,7 @@ typedef struct parked {
     bool entered, release;
     srv_rdma_t *r;
     const char *token;
-    srv_peer_t peer;
+    wh_peer_t peer;
     wh_status_t st;
 } parked_t;
 
@@ -580,7 +580,7 @@ static void test_stalled_client(void)
     child_t a, c;
     CHECK(child_start(&a, "ofi+tcp", size) == 0);
     CHECK(child_start(&c, "ofi+tcp", size) == 0);
-    srv_peer_t peer;
+    wh_peer_t peer;
     peer_tcp(&peer, "127.0.0.1:4242");
     srv_rdma_result_t res;
     CHECK(srv_rdma_get(r, c.token, &peer, fd, 0, 1u << 20, &res) == WH_OK); /* connected */
@@ -626,7 +626,7 @@ static void test_stalled_client(void)
 
 /* Best-of-n GB/s of srv_rdma_get (whole file) and srv_rdma_put (whole region) for one
  * provider against child c. */
-static void perf_arm(const char *providers, child_t *c, const srv_peer_t *peer, int fd,
+static void perf_arm(const char *providers, child_t *c, const wh_peer_t *peer, int fd,
                      size_t size, uint64_t fcrc, double *get, double *put)
 {
     srv_rdma_t *r = open_rdma(providers, false);
@@ -675,7 +675,7 @@ static void perf(void)
         double gbs = (double)size / (double)(wh_now_ns() - t0);
         raw = gbs > raw ? gbs : raw;
     }
-    srv_peer_t up, tpeer;
+    wh_peer_t up, tpeer;
     peer_unix(&up, c.pid);
     peer_tcp(&tpeer, "127.0.0.1:1");
     perf_arm("shm", &c, &up, fd, size, fcrc, &sg, &sp);
@@ -703,7 +703,7 @@ int main(void)
     } else {
         srv_rdma_t *r = open_rdma("shm,tcp", false);
         if (r) {
-            srv_peer_t up, tp;
+            wh_peer_t up, tp;
             peer_unix(&up, 0);
             peer_tcp(&tp, "127.0.0.1:4242");
             get_put(r, "ofi+shm", &up, true);
@@ -719,7 +719,7 @@ int main(void)
         /* providers none: everything declines, metrics still render. */
         srv_rdma_t *n = open_rdma("none", false);
         srv_rdma_result_t res;
-        srv_peer_t up;
+        wh_peer_t up;
         peer_unix(&up, getpid());
         CHECK(!srv_rdma_check(n, "1000:10:ofi1:shm:0011:1", &up, 1, &res));
         CHECK_EQ_U64(res.http_status, 501);
