@@ -2,8 +2,10 @@
  * cache and fork handling. Nothing here crosses the ABI; include/wharf/wharf.h is the contract.
  *
  * Files: client.c (create/destroy, config, errors, stats, fork), http.c (one signed request on
- * one curl handle), pool.c (per-client worker threads), mem.c (registrations), object.c
- * (get/put/multipart), meta.c (stat, delete, list, buckets). */
+ * one curl handle), reply.c (what replies carry in their headers), pool.c (per-client worker
+ * threads), mem.c (registrations, host and GPU memory), object_*.c (GET, PUT, multipart and
+ * HEAD; client/object.h lists them), meta.c (delete, list, buckets), safetensors.c (the
+ * safetensors header parser). */
 #ifndef WH_CLIENT_CLIENT_INT_H
 #define WH_CLIENT_CLIENT_INT_H
 

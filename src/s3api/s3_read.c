@@ -90,8 +90,6 @@ int srv_read_object(srv_req_t *r, srv_out_t *o)
     }
     if (st != WH_OK) {
         store_obj_meta_free(&m);
-        if (st == WH_ERR_NOT_FOUND && (ret = srv_authz_object(r, o, NULL)))
-            return ret; /* who may not list the bucket does not learn that the key is absent */
         return srv_err_status(r, o, st, "opening the object");
     }
     /* The object's ACL, before a byte moves (HTTP or RDMA). */
