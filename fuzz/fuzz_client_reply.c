@@ -2,7 +2,7 @@
  * them over (status line, x-amz-rdma-*, checksum, error and length headers) and Content-Range.
  * Input: lines separated by '\n'; each is given, unterminated and in an exact-size heap copy, to
  * wc_reply_header, and NUL-terminated to s3_content_range_parse in both forms. */
-#include "client/internal.h"
+#include "client/client_int.h"
 #include "s3/range.h"
 
 #include <stdint.h>

@@ -1,9 +1,9 @@
-/* libFuzzer driver for srv_content_encoding_kept (src/server/s3_meta.c), which takes aws-chunked
+/* libFuzzer driver for srv_content_encoding_kept (src/s3api/s3_meta.c), which takes aws-chunked
  * out of a request's Content-Encoding list before the list is kept with the object.
  * Checks: nothing crashes; the result holds no aws-chunked entry (any case), no empty entry and
  * no entry with surrounding blanks; its entries are the input's other entries, in order; and
  * applying it again changes nothing. */
-#include "server/s3api.h"
+#include "s3api/s3api.h"
 
 #include <stdint.h>
 #include <stdlib.h>

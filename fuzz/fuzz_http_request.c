@@ -1,6 +1,6 @@
 /* libFuzzer driver for wharfd's request path as libmicrohttpd hands a request over: the
  * method, the raw URL (path and query) and the header lines go through the server's own
- * header collection, routing and SigV4 verification (src/server/http.c), with no server
+ * header collection, routing and SigV4 verification (src/front/http.c), with no server
  * running. Input: a request line "METHOD URL", then "name: value" lines (LF or CRLF).
  * Checks:
  *  - nothing crashes; the header limits hold; after indexing the names are lowercase,
@@ -9,7 +9,8 @@
  *  - the same request signed by a client over its header lines as sent (repeats included,
  *    in order) verifies through the server's collection, and is refused once an unsigned
  *    x-amz-* header is added. */
-#include "server/http_int.h"
+#include "front/http_int.h"
+#include "s3api/s3api.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
-/* libFuzzer driver for wharfd's request routing (src/server/route.c). The input is split at
+/* libFuzzer driver for wharfd's request routing (src/front/route.c). The input is split at
  * NUL bytes into method, raw path, raw query and Host; routing must not crash, must always
  * name an API (and a srv_ops row for that API when it names one), and a key it decodes must be
  * exactly key_len bytes long. */
-#include "server/route.h"
+#include "s3api/s3api.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * as long as its shape and dtype say. */
 #include "wharf/wharf.h"
 
-#include "client/internal.h"
+#include "client/client_int.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -77,7 +77,10 @@ typedef enum wharf_transport {
 
 typedef enum wharf_mem_kind {
     WHARF_MEM_HOST = 0,
-    WHARF_MEM_CUDA = 1, /* reserved: device memory (needs an hmem-capable provider) */
+    /* CUDA device memory: registered with the NIC by a provider opened with FI_HMEM, else
+     * moved by the same-host CUDA IPC transport (cuda+ipc: a server on this host, over its
+     * Unix socket); where neither can, wharf_mem_register says why. */
+    WHARF_MEM_CUDA = 1,
 } wharf_mem_kind_t;
 
 typedef struct wharf_client_config {

@@ -1,5 +1,5 @@
 /* libwharf: the client object, configuration, errors, counters, and fork handling. */
-#include "client/internal.h"
+#include "client/client_int.h"
 
 #include "base/defaults.h"
 #include "base/log.h"

@@ -4,7 +4,7 @@
  * land straight in the caller's buffer (CURLOPT_WRITEFUNCTION), with no staging copy. Requests
  * go over cfg->unix_socket when set (the server identifies the peer there, which ofi+shm
  * needs); the Host header stays the endpoint's host:port either way and is what is signed. */
-#include "client/internal.h"
+#include "client/client_int.h"
 
 #include "base/log.h"
 #include "s3/sigv4.h"

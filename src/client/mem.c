@@ -3,7 +3,7 @@
  * The cache is an array sorted by address under a rwlock: lookups (every transfer) take it
  * shared, so any number of threads can transfer into disjoint ranges of one registration at
  * once. In a fork child the parent's registrations are dropped and re-made on first use. */
-#include "client/internal.h"
+#include "client/client_int.h"
 
 #include "base/log.h"
 

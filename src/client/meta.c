@@ -1,5 +1,5 @@
 /* libwharf: object delete, listing (ListObjectsV2 with continuation tokens) and buckets. */
-#include "client/internal.h"
+#include "client/client_int.h"
 
 #include "base/log.h"
 #include "s3/sigv4.h"

@@ -16,7 +16,7 @@
 #ifndef WH_CLIENT_OBJECT_H
 #define WH_CLIENT_OBJECT_H
 
-#include "client/internal.h"
+#include "client/client_int.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /* libwharf: the per-client worker pool. Created lazily, grown to the largest concurrency asked
  * for, never per call. Each worker owns one curl handle for its lifetime, so its connection to
  * the server is reused across requests. */
-#include "client/internal.h"
+#include "client/client_int.h"
 
 #include "base/log.h"
 

@@ -2,7 +2,7 @@
  * protocol checks (x-amz-rdma-*, checksums, Content-Range, errors of bodiless replies).
  * Content-Range values are parsed by s3/range.h, the same family the server formats them with.
  * Free of curl calls, so fuzz/fuzz_client_reply.c compiles it in. */
-#include "client/internal.h"
+#include "client/client_int.h"
 
 #include "base/crc.h"
 

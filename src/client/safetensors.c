@@ -12,7 +12,7 @@
  * wc_set_error, so this file must not call anything else from the client. */
 #include "wharf/wharf.h"
 
-#include "client/internal.h"
+#include "client/client_int.h"
 
 #include <jansson.h>
 #include <stdbool.h>

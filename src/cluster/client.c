@@ -154,7 +154,7 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *arg)
 }
 
 /* Sets up j's request against candidate j->_try. */
-static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const cl_peer_t *peer,
+static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_peer_t *peer,
                              char *errbuf)
 {
     cl_itoken_t t;
@@ -308,7 +308,7 @@ retry:
 }
 
 wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned parallel,
-                          const cl_peer_t *peer)
+                          const wh_peer_t *peer)
 {
     if (n == 0)
         return WH_OK;

@@ -8,6 +8,7 @@
 #ifndef WH_CLUSTER_CLIENT_H
 #define WH_CLUSTER_CLIENT_H
 
+#include "base/peer.h"
 #include "base/status.h"
 #include "cluster/itoken.h"
 
@@ -22,13 +23,8 @@
 
 typedef struct cl_client cl_client_t;
 
-/* What the gateway verified about the S3 client; goes into every token. */
-typedef struct cl_peer {
-    bool is_unix;
-    int pid;
-    unsigned uid;
-    char addr[64];
-} cl_peer_t;
+/* What the gateway verified about the S3 client (a wh_peer_t, base/peer.h) goes into every
+ * token. */
 
 typedef struct cl_job {
     /* in */
@@ -70,7 +66,7 @@ wh_status_t cl_client_set_ca(cl_client_t *c, const char *ca_file);
  * succeeds. Returns WH_OK when all succeeded, else the first failure (each job has its own
  * st and err). peer is put into every token. */
 wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned parallel,
-                          const cl_peer_t *peer);
+                          const wh_peer_t *peer);
 
 /* Called (from the thread running cl_client_run) when a storage server failed to answer a
  * request: refused, reset, or no progress within the stall bound. Not for HTTP errors. */

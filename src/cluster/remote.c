@@ -73,19 +73,14 @@ void cl_msg(char *out, size_t outlen, const char *fmt, ...)
     va_end(ap);
 }
 
-cl_peer_t cl_peer_of(const store_peer_t *p)
+wh_peer_t cl_peer_of(const wh_peer_t *p)
 {
-    cl_peer_t c;
+    if (p)
+        return *p;
+    wh_peer_t c;
     memset(&c, 0, sizeof c);
-    if (p) {
-        c.is_unix = p->is_unix;
-        c.pid = p->pid;
-        c.uid = p->uid;
-        snprintf(c.addr, sizeof c.addr, "%s", p->addr);
-    } else {
-        c.uid = (unsigned)-1;
-        snprintf(c.addr, sizeof c.addr, "gateway");
-    }
+    c.uid = (uid_t)-1;
+    snprintf(c.addr, sizeof c.addr, "gateway");
     return c;
 }
 
@@ -123,7 +118,7 @@ static wh_status_t rw_push(rw_t *w, const store_chunk_t *c)
  * the first round, a job still failing is retried (twice at most) on the best-ranked node that
  * neither it nor a sibling has used, so a dead server costs one retry, not the PUT. */
 static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, size_t nchunks,
-                                 const cl_peer_t *peer, char *err, size_t errlen)
+                                 const wh_peer_t *peer, char *err, size_t errlen)
 {
     size_t total = nchunks * per;
     for (size_t k = 0; k < nchunks; k++) {
@@ -281,7 +276,7 @@ static wh_status_t rw_flush(rw_t *w)
         jobs[i].len = w->fill;
         jobs[i].body = w->buf;
     }
-    cl_peer_t peer = cl_peer_of(NULL);
+    wh_peer_t peer = cl_peer_of(NULL);
     st = place_and_run(r, jobs, R, 1, &peer, w->err, sizeof w->err);
     for (unsigned i = 0; i < R; i++) {
         if (jobs[i].st != WH_OK)
@@ -393,7 +388,7 @@ static void rw_abort(store_data_writer_t *bw)
 
 /* RDMA PUT: every replica pulls its chunk from the client's region. */
 static wh_status_t rw_rdma_put(store_data_writer_t *bw, const char *token,
-                               const store_peer_t *speer, uint64_t size, store_rdma_result_t *res)
+                               const wh_peer_t *speer, uint64_t size, store_rdma_result_t *res)
 {
     rw_t *w = (rw_t *)bw;
     cl_remote_t *r = w->r;
@@ -439,7 +434,7 @@ static wh_status_t rw_rdma_put(store_data_writer_t *bw, const char *token,
                                  tok.ep_name_len, tok.key, j->mtok, sizeof j->mtok);
         }
     }
-    cl_peer_t peer = cl_peer_of(speer);
+    wh_peer_t peer = cl_peer_of(speer);
     if (st == WH_OK)
         st = place_and_run(r, jobs, R, nch, &peer, res->message, sizeof res->message);
     /* Every replica of a chunk must hold the same bytes (the client's memory must not change

@@ -1,4 +1,4 @@
-/* The gateway's data table (store/data.h) over storage servers.
+/* The gateway's data table (data/data.h) over storage servers.
  *
  * An object's bytes are a list of chunks (chunk_size bytes, the last one shorter), each
  * written to `replicas` distinct live storage servers chosen by weighted rendezvous hashing
@@ -21,8 +21,8 @@
 #define WH_CLUSTER_REMOTE_H
 
 #include "base/util.h"
-#include "store/data.h"
-#include "store/meta.h"
+#include "data/data.h"
+#include "meta/meta.h"
 
 #define CL_DEFAULT_CHUNK (8ULL << 20)
 #define CL_DEFAULT_REPLICAS 2

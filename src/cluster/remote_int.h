@@ -72,7 +72,7 @@ void cl_members_nudge(cl_remote_t *r);
 
 void cl_jobs_free_cands(cl_job_t *jobs, size_t n);
 void cl_msg(char *out, size_t outlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-cl_peer_t cl_peer_of(const store_peer_t *p);
+wh_peer_t cl_peer_of(const wh_peer_t *p);
 
 #define READ_AHEAD 4 /* chunks fetched at once by a sequential HTTP reader */
 typedef struct rr_slot {
@@ -97,7 +97,7 @@ void cl_rr_close(store_reader_t *br);
 /* The index of the chunk holding byte off of ref, or -1. */
 int64_t cl_chunk_at(const store_data_ref_t *ref, uint64_t off);
 wh_status_t cl_rr_pread(store_reader_t *br, void *buf, size_t n, uint64_t off);
-wh_status_t cl_rr_rdma_get(store_reader_t *br, const char *token, const store_peer_t *speer,
+wh_status_t cl_rr_rdma_get(store_reader_t *br, const char *token, const wh_peer_t *speer,
                            uint64_t off, uint64_t len, store_rdma_result_t *res);
 wh_status_t cl_rr_prepare(store_reader_t *br, uint64_t off, uint64_t len, char *msg,
                           size_t msglen);

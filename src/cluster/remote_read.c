@@ -119,7 +119,7 @@ static wh_status_t rr_fetch(rr_t *q, int64_t k, int n)
     }
     if (!nj)
         return WH_OK;
-    cl_peer_t peer = cl_peer_of(NULL);
+    wh_peer_t peer = cl_peer_of(NULL);
     wh_status_t st = cl_client_run(r->client, jobs, (size_t)nj, r->cfg.parallel, &peer);
     for (int i = 0; i < nj; i++) {
         if (jobs[i].st == WH_OK) {
@@ -208,7 +208,7 @@ wh_status_t cl_rr_prepare(store_reader_t *br, uint64_t off, uint64_t len, char *
 }
 
 /* RDMA GET: one live replica per chunk writes its piece into the client's region. */
-wh_status_t cl_rr_rdma_get(store_reader_t *br, const char *token, const store_peer_t *speer,
+wh_status_t cl_rr_rdma_get(store_reader_t *br, const char *token, const wh_peer_t *speer,
                            uint64_t off, uint64_t len, store_rdma_result_t *res)
 {
     rr_t *q = (rr_t *)br;
@@ -254,7 +254,7 @@ wh_status_t cl_rr_rdma_get(store_reader_t *br, const char *token, const store_pe
                              tok.ep_name_len, tok.key, j->mtok, sizeof j->mtok);
         cl_members_for_read(r, c, j);
     }
-    cl_peer_t peer = cl_peer_of(speer);
+    wh_peer_t peer = cl_peer_of(speer);
     if (st == WH_OK)
         st = cl_client_run(r->client, jobs, nj, r->cfg.parallel, &peer);
     uint64_t crc = 0;

@@ -142,15 +142,6 @@ wh_status_t store_mpu_list_uploads(store_t *st, const char *bucket, const char *
     return meta_upload_list(st->meta, bucket, prefix, out, n);
 }
 
-void store_upload_info_free(store_upload_info_t *u, size_t n)
-{
-    if (!u)
-        return;
-    for (size_t i = 0; i < n; i++)
-        free(u[i].key);
-    free(u);
-}
-
 typedef struct {
     const char *bucket, *key, *upload_id;
 } mpu_abort_arg_t;

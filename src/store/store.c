@@ -269,15 +269,6 @@ wh_status_t store_bucket_auth_get(store_t *st, const char *bucket, store_bucket_
     return meta_bucket_auth_get(st->meta, bucket, out);
 }
 
-void store_bucket_auth_free(store_bucket_auth_t *a)
-{
-    if (!a)
-        return;
-    free(a->acl);
-    free(a->policy);
-    a->acl = a->policy = NULL;
-}
-
 wh_status_t store_bucket_set_acl(store_t *st, const char *bucket, const char *acl)
 {
     return meta_bucket_set_acl(st->meta, bucket, acl);
@@ -323,20 +314,6 @@ wh_status_t store_bucket_exists(store_t *st, const char *bucket)
 wh_status_t store_bucket_list(store_t *st, store_bucket_info_t **out, size_t *n)
 {
     return meta_bucket_list(st->meta, out, n);
-}
-
-void store_obj_meta_free(store_obj_meta_t *m)
-{
-    if (!m)
-        return;
-    free(m->user_meta_json);
-    m->user_meta_json = NULL;
-    free(m->acl);
-    m->acl = NULL;
-    free(m->tags);
-    m->tags = NULL;
-    free(m->part_sizes);
-    m->part_sizes = NULL;
 }
 
 /* ---- readers ---- */
@@ -428,7 +405,7 @@ wh_status_t store_reader_pread(store_reader_t *r, void *buf, size_t n, uint64_t 
     return r->data->ops->reader_pread(r, buf, n, off);
 }
 
-wh_status_t store_reader_rdma_get(store_reader_t *r, const char *token, const store_peer_t *peer,
+wh_status_t store_reader_rdma_get(store_reader_t *r, const char *token, const wh_peer_t *peer,
                                   uint64_t off, uint64_t len, store_rdma_result_t *res)
 {
     memset(res, 0, sizeof *res);
@@ -622,16 +599,3 @@ wh_status_t store_object_list(store_t *st, const char *bucket, const store_list_
     return meta_object_list(st->meta, bucket, p, out);
 }
 
-void store_list_result_free(store_list_result_t *r)
-{
-    if (!r)
-        return;
-    for (size_t i = 0; i < r->n_entries; i++)
-        free(r->entries[i].key);
-    free(r->entries);
-    for (size_t i = 0; i < r->n_prefixes; i++)
-        free(r->prefixes[i]);
-    free(r->prefixes);
-    free(r->next_marker);
-    memset(r, 0, sizeof *r);
-}

@@ -2,11 +2,11 @@
  * call; behind it are two ops tables.
  *
  * Two tables, each with its own implementations:
- * - the metadata table (store/meta.h, meta_ops_t): buckets, object rows, uploads and parts,
+ * - the metadata table (meta/meta.h, meta_ops_t): buckets, object rows, uploads and parts,
  *   chunk maps, and for a cluster storage nodes, a GC queue and advisory locks. Implemented by
  *   SQLite (meta_sqlite*.c, the embedded default, DIR/meta.db) and PostgreSQL (meta_pg*.c,
  *   selected by a postgresql:// URL).
- * - the data table (store/data.h, store_data_ops_t): where an object's bytes live. Implemented
+ * - the data table (data/data.h, store_data_ops_t): where an object's bytes live. Implemented
  *   by local files (data_local.c: DIR/objects/<2 hex>/<32 hex id>); a cluster's gateway
  *   implements it remotely over storage servers.
  * The metadata row of an object names its bytes by a data reference (store_data_ref_t: an id,
@@ -23,6 +23,7 @@
 #define WH_STORE_STORE_H
 
 #include "base/status.h"
+#include "data/types.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -60,13 +61,6 @@ void store_close(store_t *st); /* NULL-safe */
 struct meta *store_meta(store_t *st);
 struct store_data *store_data(store_t *st);
 
-/* Space where bytes live, for /metrics and the high-water mark. */
-typedef struct store_space {
-    uint64_t total;      /* bytes of the file system (or cluster) */
-    uint64_t free;       /* bytes available to new objects */
-    uint64_t reserve;    /* bytes held back for deletes (included in neither) */
-    unsigned high_water_pct;
-} store_space_t;
 wh_status_t store_space(store_t *st, store_space_t *out);
 
 /* Validates an S3 bucket name (3-63, lowercase, digits, '.', '-', rules of AWS). */
@@ -84,61 +78,16 @@ wh_status_t store_bucket_create_owned(store_t *st, const char *bucket, const cha
  * a bucket: they are dropped with it and their parts' data released, as S3 does. */
 wh_status_t store_bucket_delete(store_t *st, const char *bucket);
 wh_status_t store_bucket_exists(store_t *st, const char *bucket); /* WH_OK or WH_ERR_NOT_FOUND */
-typedef struct store_bucket_info {
-    char name[64];
-    time_t created;
-} store_bucket_info_t;
 /* *out malloc'd, caller frees. */
 wh_status_t store_bucket_list(store_t *st, store_bucket_info_t **out, size_t *n);
-/* What authorization needs of a bucket. */
-typedef struct store_bucket_auth {
-    char owner[65];  /* canonical id; "" = root (buckets made before owners were kept) */
-    char *acl;       /* serialised ACL, malloc'd, or NULL: the default (owner FULL_CONTROL) */
-    char *policy;    /* bucket policy JSON, malloc'd, or NULL: none */
-} store_bucket_auth_t;
 wh_status_t store_bucket_auth_get(store_t *st, const char *bucket, store_bucket_auth_t *out);
-void store_bucket_auth_free(store_bucket_auth_t *a); /* frees acl and policy */
 /* NULL: back to the default ACL / no policy. WH_ERR_NOT_FOUND: no such bucket. */
 wh_status_t store_bucket_set_acl(store_t *st, const char *bucket, const char *acl);
 wh_status_t store_bucket_set_policy(store_t *st, const char *bucket, const char *policy);
 
-/* ---- versions ----
- * A bucket's versioning is off (never enabled), Enabled or Suspended (S3 cannot turn it off
- * again). The current version of each key lives in the objects table, older versions and delete
- * markers in a table of their own; bytes of a version stay until that version is deleted. A
- * version id is 32 lowercase hex characters, the first 16 the inverted commit time (so ids of a
- * key sort newest first), or "null". */
-#define STORE_VERSION_ID_MAX 40
-typedef enum {
-    STORE_VERSIONING_OFF = 0,
-    STORE_VERSIONING_ENABLED = 1,
-    STORE_VERSIONING_SUSPENDED = 2,
-} store_versioning_t;
 /* "null" or a generated id: a well-formed version id. */
 bool store_version_id_valid(const char *v);
 
-/* ---- object metadata ---- */
-typedef struct store_obj_meta {
-    uint64_t size;
-    time_t mtime;
-    char etag[80];           /* without quotes: hex md5, or hex-N for multipart */
-    char content_type[256];
-    char *user_meta_json;    /* {"x-amz-meta-foo":"bar",...} malloc'd or NULL */
-    char crc32c[16];         /* base64 S3 wire form, or "" */
-    char crc64nvme[16];      /* base64, or "" (always set by the server for new objects) */
-    uint32_t parts;          /* 0 for a single PUT */
-    char owner[65];          /* canonical id of the writer; "" = root (and rows made before
-                              * owners were kept) */
-    char *acl;               /* serialised ACL, malloc'd, or NULL: the default (private) */
-    /* Versions (the store sets these on a commit; "null" for an object written while the
-     * bucket's versioning was off or suspended, and for rows made before versions). */
-    char version_id[STORE_VERSION_ID_MAX];
-    bool delete_marker;      /* this version is a delete marker: no bytes */
-    char *tags;              /* the tag set as a query string "k=v&k2=v2" (encoded), or NULL */
-    char *part_sizes;        /* a completed multipart object: "size1,size2,..." or NULL */
-} store_obj_meta_t;
-/* frees user_meta_json, acl, tags and part_sizes */
-void store_obj_meta_free(store_obj_meta_t *m);
 
 /* ---- PUT: a writer feeds bytes to a temp file and computes md5/crc as it goes ---- */
 typedef struct store_writer store_writer_t;
@@ -172,56 +121,20 @@ uint32_t store_writer_crc32c(const store_writer_t *w);
  * Consumes w on success and on failure. WH_ERR_NOT_FOUND if the bucket vanished. */
 wh_status_t store_writer_commit(store_writer_t *w, const char *bucket, const char *key,
                                 store_obj_meta_t *meta);
-/* A write's condition (S3's conditional writes: If-None-Match: * and If-Match: ETAG). The
- * metadata transaction that commits the write checks it, so of writers racing on one key at
- * most one passes; a check before the write could not promise that. On a failed check the
- * commit answers WH_ERR_PRECONDITION with failed set (If-Match on a missing key: NOT_FOUND,
- * failed set), and nothing is stored. */
-typedef enum {
-    STORE_COND_NONE = 0,
-    STORE_COND_ABSENT, /* If-None-Match: *: the key has no current object */
-    STORE_COND_MATCH,  /* If-Match: the current object's ETag is etag */
-} store_cond_kind_t;
-typedef struct store_cond {
-    store_cond_kind_t kind;
-    char etag[80];     /* STORE_COND_MATCH: without quotes */
-    bool failed;       /* out: the check failed (not a conflict or an error) */
-} store_cond_t;
 /* store_writer_commit under a condition (NULL: none). */
 wh_status_t store_writer_commit_cond(store_writer_t *w, const char *bucket, const char *key,
                                      store_obj_meta_t *meta, store_cond_t *cond);
 /* Discards the temp file. NULL-safe. */
 void store_writer_abort(store_writer_t *w);
 
-/* ---- RDMA delegated to the data table ----
- * Who sent the request, as the server verified it (over the Unix socket the kernel vouches for
- * pid and uid); a remote data table forwards it inside its signed internal token. */
-typedef struct store_peer {
-    bool is_unix;
-    int pid;
-    unsigned uid;
-    char addr[64]; /* "127.0.0.1:54321" or "unix" */
-} store_peer_t;
-typedef struct store_rdma_result {
-    uint64_t bytes;     /* moved */
-    uint64_t crc64nvme; /* of the bytes moved */
-    char md5_hex[33];   /* PUT: md5 of the whole object, or "" if the table cannot give it */
-    char etag[48];      /* PUT without md5_hex: the ETag the table vouches for instead (a
-                         * cluster: "<md5 of the chunks' MD5s>-<chunks>"), or "" */
-    char message[256];  /* why it failed, naming what was wrong */
-} store_rdma_result_t;
 /* PUT: the data table pulls size bytes from the client's region itself (storage servers reading
  * client memory). WH_ERR_UNSUPPORTED: not offered (local files): the server runs its own RDMA
  * engine and feeds store_writer_write. On WH_OK the writer holds exactly those bytes, and
  * store_writer_size/crc64nvme/md5 report them. */
-wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const store_peer_t *peer,
+wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const wh_peer_t *peer,
                                   uint64_t size, store_rdma_result_t *res);
 
 /* ---- GET/HEAD ---- */
-/* An open object version. The bytes may be local (an fd the server can sendfile or hand to its
- * own RDMA engine) or remote (only pread into a buffer, and maybe delegated RDMA). It keeps its
- * version readable even if the key is overwritten or deleted meanwhile. */
-typedef struct store_reader store_reader_t;
 /* *meta filled on WH_OK (free with store_obj_meta_free); NOT_FOUND as store_object_open. */
 wh_status_t store_object_reader(store_t *st, const char *bucket, const char *key,
                                 store_obj_meta_t *meta, store_reader_t **out);
@@ -233,7 +146,7 @@ wh_status_t store_reader_pread(store_reader_t *r, void *buf, size_t n, uint64_t 
 /* GET: the data table writes [off, off+len) into the client's region itself (storage servers
  * writing client memory); res->crc64nvme covers exactly what landed. WH_ERR_UNSUPPORTED: not
  * offered (local files): use the server's own engine with store_reader_fd. */
-wh_status_t store_reader_rdma_get(store_reader_t *r, const char *token, const store_peer_t *peer,
+wh_status_t store_reader_rdma_get(store_reader_t *r, const char *token, const wh_peer_t *peer,
                                   uint64_t off, uint64_t len, store_rdma_result_t *res);
 /* Before the header of a reply that streams [off, off+len) by store_reader_pread: what can be
  * known now about whether those bytes can be read. WH_ERR_UNAVAILABLE (a 503), with a reason
@@ -267,11 +180,6 @@ wh_status_t store_object_open_version(store_t *st, const char *bucket, const cha
 wh_status_t store_object_reader_version(store_t *st, const char *bucket, const char *key,
                                         const char *version_id, store_obj_meta_t *meta,
                                         store_reader_t **out);
-/* What a delete did: the version it removed, or the delete marker it made. */
-typedef struct store_del_result {
-    char version_id[STORE_VERSION_ID_MAX]; /* "" when nothing was there (unversioned) */
-    bool delete_marker;                    /* the removed version, or the new one, is a marker */
-} store_del_result_t;
 /* version_id NULL: S3's DELETE of the key (unversioned: removes it; Enabled: a new delete
  * marker becomes current; Suspended: a "null" delete marker replaces the null version). Else
  * removes exactly that version (the next newest becomes current). WH_OK when there was nothing
@@ -288,33 +196,8 @@ wh_status_t store_object_copy_version(store_t *st, const char *sbucket, const ch
 wh_status_t store_object_tags_set(store_t *st, const char *bucket, const char *key,
                                   const char *version_id, const char *tags);
 
-/* ListObjectVersions: every version of every key, keys in byte order and each key's versions
- * newest first; delimiter roll-up as store_object_list. Paging: key_marker alone starts after
- * that key; with version_id_marker, after that version of key_marker. */
-typedef struct store_version_params {
-    const char *prefix, *delimiter, *key_marker, *version_id_marker;
-    uint32_t max_keys; /* 0..1000 */
-} store_version_params_t;
-typedef struct store_version_entry {
-    char *key;
-    char version_id[STORE_VERSION_ID_MAX];
-    bool latest, delete_marker;
-    uint64_t size;
-    time_t mtime;
-    char etag[80];
-} store_version_entry_t;
-typedef struct store_version_result {
-    store_version_entry_t *entries;
-    size_t n_entries;
-    char **prefixes;
-    size_t n_prefixes;
-    bool truncated;
-    char *next_key_marker;                      /* when truncated */
-    char next_version_id_marker[STORE_VERSION_ID_MAX]; /* "" after a common prefix */
-} store_version_result_t;
 wh_status_t store_version_list(store_t *st, const char *bucket, const store_version_params_t *p,
                                store_version_result_t *out);
-void store_version_result_free(store_version_result_t *r);
 /* Sets the ACL of the current object (NULL: the default). WH_ERR_NOT_FOUND: no such key. */
 wh_status_t store_object_set_acl(store_t *st, const char *bucket, const char *key,
                                  const char *acl);
@@ -325,30 +208,8 @@ wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey
                               const store_obj_meta_t *replace_meta, store_obj_meta_t *out_meta);
 
 /* ---- LIST ---- */
-typedef struct store_list_params {
-    const char *prefix;      /* may be NULL */
-    const char *delimiter;   /* may be NULL */
-    const char *start_after; /* exclusive; continuation token or marker decoded */
-    uint32_t max_keys;       /* 0..1000 */
-} store_list_params_t;
-typedef struct store_list_entry {
-    char *key;
-    uint64_t size;
-    time_t mtime;
-    char etag[80];
-    char owner[65]; /* canonical id of the writer; "" = root */
-} store_list_entry_t;
-typedef struct store_list_result {
-    store_list_entry_t *entries;
-    size_t n_entries;
-    char **prefixes; /* common prefixes */
-    size_t n_prefixes;
-    bool truncated;
-    char *next_marker; /* last key or prefix returned, when truncated */
-} store_list_result_t;
 wh_status_t store_object_list(store_t *st, const char *bucket, const store_list_params_t *p,
                               store_list_result_t *out);
-void store_list_result_free(store_list_result_t *r);
 
 /* ---- multipart ---- */
 wh_status_t store_mpu_create(store_t *st, const char *bucket, const char *key,
@@ -364,26 +225,12 @@ wh_status_t store_mpu_meta(store_t *st, const char *bucket, const char *key,
 wh_status_t store_mpu_part_commit(store_t *st, const char *bucket, const char *key,
                                   const char *upload_id, uint32_t part, store_writer_t *w,
                                   char etag_out[33]);
-typedef struct store_part_info {
-    uint32_t number;
-    uint64_t size;
-    char etag[33];
-    time_t mtime;
-    char crc64nvme[16];
-    char crc32c[16];
-} store_part_info_t;
 /* Parts in order, numbers > marker, at most max (0 = all). *out malloc'd. */
 wh_status_t store_mpu_list_parts(store_t *st, const char *bucket, const char *key,
                                  const char *upload_id, uint32_t marker, uint32_t max,
                                  store_part_info_t **out, size_t *n, bool *truncated);
-typedef struct store_upload_info {
-    char *key;
-    char upload_id[65];
-    time_t initiated;
-} store_upload_info_t;
 wh_status_t store_mpu_list_uploads(store_t *st, const char *bucket, const char *prefix,
                                    store_upload_info_t **out, size_t *n);
-void store_upload_info_free(store_upload_info_t *u, size_t n);
 wh_status_t store_mpu_abort(store_t *st, const char *bucket, const char *key,
                             const char *upload_id);
 /* Completes with the listed parts (numbers strictly ascending; etags must match).

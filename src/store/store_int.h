@@ -4,8 +4,8 @@
 #define WH_STORE_STORE_INT_H
 
 #include "base/digest.h"
-#include "store/data.h"
-#include "store/meta.h"
+#include "data/data.h"
+#include "meta/meta.h"
 #include "store/store.h"
 
 #include <pthread.h>

@@ -52,16 +52,3 @@ wh_status_t store_version_list(store_t *st, const char *bucket, const store_vers
     return meta_version_list(st->meta, bucket, p, out);
 }
 
-void store_version_result_free(store_version_result_t *r)
-{
-    if (!r)
-        return;
-    for (size_t i = 0; i < r->n_entries; i++)
-        free(r->entries[i].key);
-    free(r->entries);
-    for (size_t i = 0; i < r->n_prefixes; i++)
-        free(r->prefixes[i]);
-    free(r->prefixes);
-    free(r->next_key_marker);
-    memset(r, 0, sizeof *r);
-}

@@ -4,7 +4,7 @@
 #include "base/crc.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "store/etag.h"
+#include "data/etag.h"
 #include "store/store_int.h"
 
 #include <errno.h>
@@ -163,7 +163,7 @@ wh_status_t store_writer_write(store_writer_t *w, const void *p, size_t n)
     return WH_OK;
 }
 
-wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const store_peer_t *peer,
+wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const wh_peer_t *peer,
                                   uint64_t size, store_rdma_result_t *res)
 {
     memset(res, 0, sizeof *res);

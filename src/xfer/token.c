@@ -324,3 +324,15 @@ wh_status_t token_pack_cuda1(uint64_t base, uint64_t size, const uint8_t uuid[16
         return WH_ERR_INVALID;
     return WH_OK;
 }
+
+void token_arg_parse(token_arg_t *a, const char *str)
+{
+    memset(a, 0, sizeof *a);
+    a->str = str;
+    if (!str) {
+        a->st = WH_ERR_INVALID;
+        snprintf(a->err, sizeof a->err, "missing");
+        return;
+    }
+    a->st = token_parse(str, strlen(str), &a->tok, a->err, sizeof a->err);
+}

@@ -545,15 +545,15 @@ def test_mpu_without_checksum_request_unchanged(s3, bucket):
 # ---- README's S3 API table -----------------------------------------------------------------
 
 def test_readme_lists_every_served_operation():
-    """Every API of the dispatch table (srv_ops in src/server/s3api.c) that has a handler has
+    """Every API of the dispatch table (srv_ops in src/s3api/s3api.c) that has a handler has
     its row in README.md's S3 API table, with RDMA marked where the row takes a token."""
     import re
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-    src = open(os.path.join(root, "src/server/s3api.c")).read()
+    src = open(os.path.join(root, "src/s3api/s3api.c")).read()
     table = src[src.index("const srv_op_t srv_ops[]"):]
     table = table[:table.index("};")]
     names = dict(re.findall(r'X\((SRV_API_\w+), "(\w+)"\)',
-                            open(os.path.join(root, "src/server/route.h")).read()))
+                            open(os.path.join(root, "src/front/route.h")).read()))
     served = {}
     for row in re.findall(r"\{(?:SVC|BKT|OBJ),[^\n]*\}", table):
         api = re.search(r"SRV_API_\w+", row).group(0)

@@ -135,7 +135,7 @@ static wh_status_t mem_append(store_data_writer_t *dw, store_reader_t *r, uint64
 }
 
 static wh_status_t mem_rdma_put(store_data_writer_t *dw, const char *token,
-                                const store_peer_t *peer, uint64_t size, store_rdma_result_t *res)
+                                const wh_peer_t *peer, uint64_t size, store_rdma_result_t *res)
 {
     /* Stands in for storage servers reading the client's region: the "region" is the token. */
     MEM(dw->data)->rdma_puts++;
@@ -240,7 +240,7 @@ static wh_status_t mem_reader_pread(store_reader_t *rr, void *buf, size_t n, uin
     return n ? WH_ERR_IO : WH_OK;
 }
 
-static wh_status_t mem_rdma_get(store_reader_t *r, const char *token, const store_peer_t *peer,
+static wh_status_t mem_rdma_get(store_reader_t *r, const char *token, const wh_peer_t *peer,
                                 uint64_t off, uint64_t len, store_rdma_result_t *res)
 {
     MEM(r->data)->rdma_gets++;
@@ -333,7 +333,7 @@ static void test_remote_style_table(void)
               memcmp(got, body, sizeof body) == 0);
         CHECK(store_reader_pread(r, got, 1200, 900) == WH_OK && memcmp(got, body + 900, 1200) == 0);
         store_rdma_result_t res;
-        store_peer_t peer = {.addr = "127.0.0.1:1"};
+        wh_peer_t peer = {.addr = "127.0.0.1:1"};
         CHECK(store_reader_rdma_get(r, "tok", &peer, 100, 2000, &res) == WH_OK);
         CHECK_EQ_U64(res.bytes, 2000);
         CHECK_EQ_U64(res.crc64nvme, wh_crc64nvme(0, body + 100, 2000));
@@ -357,7 +357,7 @@ static void test_remote_style_table(void)
     store_writer_t *w = NULL;
     CHECK(store_writer_open(st, &w) == WH_OK);
     store_rdma_result_t res;
-    store_peer_t peer = {.addr = "127.0.0.1:1"};
+    wh_peer_t peer = {.addr = "127.0.0.1:1"};
     CHECK(store_writer_rdma_put(w, "client-region-bytes", &peer, 19, &res) == WH_OK);
     CHECK_EQ_U64(store_writer_size(w), 19);
     CHECK_EQ_U64(store_writer_crc64nvme(w), wh_crc64nvme(0, "client-region-bytes", 19));

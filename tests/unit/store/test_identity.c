@@ -3,7 +3,7 @@
  * migration from version 2, on SQLite and (run again under pgserver.py) PostgreSQL. */
 #include "base/log.h"
 #include "helpers.h"
-#include "store/meta.h"
+#include "meta/meta.h"
 
 #include <sqlite3.h>
 #include <time.h>

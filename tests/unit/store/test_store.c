@@ -591,7 +591,7 @@ static void test_reader_api(void)
     char buf[8];
     CHECK(store_reader_pread(r, buf, 6, 10) == WH_OK && memcmp(buf, "abcdef", 6) == 0);
     CHECK(store_reader_pread(r, buf, 7, 10) == WH_ERR_RANGE);
-    store_peer_t peer = {.addr = "127.0.0.1:1"};
+    wh_peer_t peer = {.addr = "127.0.0.1:1"};
     store_rdma_result_t res;
     CHECK(store_reader_rdma_get(r, "tok", &peer, 0, 16, &res) == WH_ERR_UNSUPPORTED);
     /* Overwritten while open: the reader keeps its version. */

@@ -1,0 +1,126 @@
+/* The data table of the storage engine: where an object's bytes live.
+ *
+ * An implementation is a store_data_ops_t and an instance struct that starts with a
+ * store_data_t; its writers and readers start with store_data_writer_t and store_reader_t.
+ * The store calls the table, never a file directly:
+ *   local files (data_local.c): one file per object or part under DIR/objects, fd-capable
+ *     readers (sendfile, the server's RDMA engine), no delegated RDMA;
+ *   a cluster gateway (src/cluster): chunks streamed to storage servers, pread-only readers,
+ *     and delegated RDMA (storage servers move bytes to and from client memory themselves).
+ *
+ * The contract every implementation keeps:
+ * - writer: write() appends in order; finish() makes every byte durable and fills the data
+ *   reference (id, and a chunk map for chunked data) that the metadata commit then stores.
+ *   Nothing written is visible to readers before that commit; abort() (or a crash, then
+ *   recover()) leaves nothing behind.
+ * - reader: opened from a committed reference; keeps its version readable while open even if
+ *   the object is replaced or deleted. WH_ERR_NOT_FOUND when the bytes are already gone (the
+ *   row was replaced between lookup and open): the store then looks the row up again.
+ * - release(): called after the metadata commit that dropped a reference. The local table
+ *   unlinks the file; a cluster's metadata commit has already queued the chunks for garbage
+ *   collection in the same transaction, and its release only nudges that.
+ * - Optional members are NULL where not offered; the store answers WH_ERR_UNSUPPORTED. */
+#ifndef WH_DATA_DATA_H
+#define WH_DATA_DATA_H
+
+#include "data/types.h"
+
+#define STORE_DATA_ID_LEN 32       /* hex chars of a data, chunk or upload id */
+#define STORE_CHUNK_MAX_REPLICAS 8
+
+/* One chunk of an object's bytes. Replicated chunks have ec_k = ec_m = 0. Erasure coding (a
+ * later step) stores each shard as its own chunk: stripe ec_stripe, shard ec_index of
+ * ec_k data + ec_m parity shards; offset/length then describe the stripe's data range. */
+typedef struct store_chunk {
+    char id[STORE_DATA_ID_LEN + 1]; /* chunk id: the file name on a storage server */
+    uint64_t offset;                /* in the object */
+    uint64_t length;
+    uint64_t crc64nvme;             /* of the chunk's bytes */
+    uint32_t n_replicas;
+    uint32_t replicas[STORE_CHUNK_MAX_REPLICAS]; /* storage node ids */
+    uint32_t ec_k, ec_m, ec_index;
+    uint64_t ec_stripe;
+} store_chunk_t;
+
+/* What a metadata row stores about an object's or a part's bytes. id "" means none. chunks:
+ * malloc'd, NULL with n_chunks 0 for unchunked data (one local file). */
+typedef struct store_data_ref {
+    char id[STORE_DATA_ID_LEN + 1];
+    store_chunk_t *chunks;
+    size_t n_chunks;
+} store_data_ref_t;
+void store_data_ref_clear(store_data_ref_t *ref); /* frees chunks, id = "" */
+/* Deep copy into *dst (cleared first). */
+wh_status_t store_data_ref_copy(store_data_ref_t *dst, const store_data_ref_t *src);
+
+typedef struct store_data store_data_t;
+typedef struct store_data_writer store_data_writer_t;
+typedef struct store_data_ops store_data_ops_t;
+
+struct store_data {
+    const store_data_ops_t *ops;
+};
+struct store_data_writer {
+    store_data_t *data;
+};
+struct store_reader {
+    store_data_t *data;
+    uint64_t size;
+};
+
+/* Answers WH_OK if metadata still refers to data id, WH_ERR_NOT_FOUND if not. */
+typedef wh_status_t (*store_data_referenced_fn)(void *arg, const char *id);
+
+struct store_data_ops {
+    const char *name;
+    void (*close)(store_data_t *d);
+    /* At open, after metadata: removes bytes of writes that never committed. */
+    wh_status_t (*recover)(store_data_t *d, store_data_referenced_fn referenced, void *arg);
+    wh_status_t (*space)(store_data_t *d, store_space_t *out);
+    /* Optional, full-disk handling: give back the space held for deletes (the store then
+     * retries a delete's metadata commit), and take it again once there is room. */
+    void (*reserve_release)(store_data_t *d);
+    void (*reserve_rearm)(store_data_t *d);
+
+    /* ---- writing ---- */
+    wh_status_t (*writer_open)(store_data_t *d, store_data_writer_t **out);
+    /* WH_ERR_NO_SPACE when full or above the high-water mark. */
+    wh_status_t (*write)(store_data_writer_t *w, const void *p, size_t n);
+    /* Appends [off, off+len) of an open reader (copy, multipart completion). A chunked table
+     * may append by reference (the same chunks, shifted), without moving bytes. */
+    wh_status_t (*append)(store_data_writer_t *w, store_reader_t *r, uint64_t off, uint64_t len);
+    /* Optional: reads back bytes already written, so MD5 can run on a helper thread. */
+    wh_status_t (*writer_pread)(store_data_writer_t *w, void *buf, size_t n, uint64_t off);
+    /* Optional: pulls size bytes from the client's region itself (see store_writer_rdma_put). */
+    wh_status_t (*rdma_put)(store_data_writer_t *w, const char *token, const wh_peer_t *peer,
+                            uint64_t size, store_rdma_result_t *res);
+    /* Durable; fills *ref (id, chunk map). The writer stays valid for free or abort. */
+    wh_status_t (*finish)(store_data_writer_t *w, store_data_ref_t *ref);
+    void (*writer_free)(store_data_writer_t *w);  /* after a commit: keeps the bytes */
+    void (*writer_abort)(store_data_writer_t *w); /* removes what was written */
+
+    /* ---- reading ---- */
+    wh_status_t (*reader_open)(store_data_t *d, const store_data_ref_t *ref, uint64_t size,
+                               store_reader_t **out);
+    int (*reader_fd)(const store_reader_t *r); /* optional: -1 / NULL without a local fd */
+    wh_status_t (*reader_pread)(store_reader_t *r, void *buf, size_t n, uint64_t off);
+    wh_status_t (*rdma_get)(store_reader_t *r, const char *token, const wh_peer_t *peer,
+                            uint64_t off, uint64_t len, store_rdma_result_t *res); /* optional */
+    /* Optional: before a streamed reply's header (store_reader_prepare). */
+    wh_status_t (*reader_prepare)(store_reader_t *r, uint64_t off, uint64_t len, char *msg,
+                                  size_t msglen);
+    void (*reader_close)(store_reader_t *r);
+
+    /* After the metadata commit that dropped ref. */
+    void (*release)(store_data_t *d, const store_data_ref_t *ref);
+};
+
+/* Local files under dir (dir/objects, dir/tmp, dir/reserve). */
+typedef struct store_local_config {
+    const char *dir;
+    uint64_t reserve_bytes;
+    unsigned high_water_pct;
+} store_local_config_t;
+wh_status_t store_data_local_open(const store_local_config_t *cfg, store_data_t **out);
+
+#endif

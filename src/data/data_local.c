@@ -1,0 +1,662 @@
+/* The local data table: one file per object or part.
+ *
+ * Layout of DIR: objects/<2 hex>/<32 hex id>, tmp/<32 hex id> (writes in flight), lock (flock:
+ * one process per data directory), reserve (space held back for a full disk).
+ * A write goes to tmp/, is fsynced and renamed into objects/ (finish), and the store commits
+ * metadata only after that. Readers get the file's fd, for sendfile and the RDMA engine.
+ *
+ * Full disk: DIR/reserve is a preallocated file. New writes are refused (WH_ERR_NO_SPACE, 507)
+ * above the high-water mark, when the disk is full, and while the reserve is not held. When a
+ * delete's metadata commit finds no space, the store releases the reserve and retries; once
+ * the delete has freed the object's bytes, the reserve is taken again. */
+#include "data/data.h"
+
+#include "base/codec.h"
+#include "base/digest.h"
+#include "base/log.h"
+#include "base/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#define LD_FILE_MODE 0640
+#define LD_DIR_MODE 0750
+/* Start writeback every this many bytes, so the fsync at commit has little left to do. */
+#define LD_WRITEBACK_CHUNK (8ULL << 20)
+/* Look at free space again after this many bytes of one write. */
+#define LD_SPACE_CHECK (1ULL << 20)
+
+typedef struct ld {
+    store_data_t base;
+    char *dir;
+    int dir_fd;
+    int lock_fd; /* flock'd DIR/lock */
+    int obj_fd;  /* DIR/objects */
+    int tmp_fd;  /* DIR/tmp */
+    uint64_t reserve_bytes;
+    unsigned high_water_pct;
+    pthread_mutex_t reserve_lock;
+    bool reserve_held; /* DIR/reserve exists at full size */
+} ld_t;
+
+typedef struct ld_writer {
+    store_data_writer_t base;
+    int fd;                        /* the temp file, then (after finish) the object file */
+    char id[STORE_DATA_ID_LEN + 1];
+    bool published;                /* renamed into objects/ */
+    uint64_t size;
+    uint64_t synced;               /* bytes already handed to writeback (sync_file_range) */
+    uint64_t checked;              /* size when free space was last checked */
+} ld_writer_t;
+
+typedef struct ld_reader {
+    store_reader_t base;
+    int fd;
+} ld_reader_t;
+
+#define LD(d) ((ld_t *)(d))
+
+/* "ab/ab01..." relative to DIR/objects. */
+static void ld_relpath(const char *id, char out[STORE_DATA_ID_LEN + 4])
+{
+    snprintf(out, STORE_DATA_ID_LEN + 4, "%.2s/%s", id, id);
+}
+
+static bool ld_id_valid(const char *s)
+{
+    if (strlen(s) != STORE_DATA_ID_LEN)
+        return false;
+    for (size_t i = 0; i < STORE_DATA_ID_LEN; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
+static wh_status_t ld_random_id(char out[STORE_DATA_ID_LEN + 1])
+{
+    uint8_t raw[STORE_DATA_ID_LEN / 2];
+    if (wh_random_bytes(raw, sizeof raw) != 0) {
+        wh_error("store", "cannot get random bytes for a file id");
+        return WH_ERR_INTERNAL;
+    }
+    wh_hex_encode(raw, sizeof raw, out);
+    return WH_OK;
+}
+
+/* ---- space and the reserve ---- */
+
+static wh_status_t ld_space(store_data_t *d, store_space_t *out)
+{
+    ld_t *l = LD(d);
+    struct statvfs sv;
+    memset(out, 0, sizeof *out);
+    if (fstatvfs(l->dir_fd, &sv) != 0) {
+        wh_error("store", "statvfs of %s failed: %m", l->dir);
+        return WH_ERR_IO;
+    }
+    out->total = (uint64_t)sv.f_blocks * sv.f_frsize;
+    out->free = (uint64_t)sv.f_bavail * sv.f_frsize;
+    pthread_mutex_lock(&l->reserve_lock);
+    out->reserve = l->reserve_held ? l->reserve_bytes : 0;
+    pthread_mutex_unlock(&l->reserve_lock);
+    out->high_water_pct = l->high_water_pct;
+    return WH_OK;
+}
+
+/* WH_OK if `more` bytes may still be written: below the high-water mark, and the reserve is
+ * held (while it is not, only deletes may use the disk). */
+static wh_status_t ld_space_check(ld_t *l, uint64_t more)
+{
+    store_space_t sp;
+    if (ld_space(&l->base, &sp) != WH_OK || sp.total == 0)
+        return WH_OK; /* no figures: let the write itself find out */
+    if (l->reserve_bytes && !sp.reserve) {
+        wh_warn("store", "refusing a write: the space reserved for deletes in %s is in use; "
+                "delete objects to free space", l->dir);
+        return WH_ERR_NO_SPACE;
+    }
+    uint64_t used = sp.total - WH_MIN(sp.free, sp.total);
+    bool over = l->high_water_pct < 100 &&
+                (used + more) * 100 > (uint64_t)l->high_water_pct * sp.total;
+    if (sp.free <= more || over) {
+        wh_warn("store", "refusing a write: %s is %.1f%% full (high-water mark %u%%, %llu bytes "
+                "free)", l->dir, sp.total ? 100.0 * (double)used / (double)sp.total : 0.0,
+                l->high_water_pct, (unsigned long long)sp.free);
+        return WH_ERR_NO_SPACE;
+    }
+    return WH_OK;
+}
+
+/* Creates DIR/reserve at full size if there is room. Lock held. */
+static void ld_reserve_take(ld_t *l)
+{
+    if (l->reserve_held || !l->reserve_bytes)
+        return;
+    int fd = openat(l->dir_fd, "reserve", O_RDWR | O_CREAT | O_CLOEXEC, LD_FILE_MODE);
+    if (fd < 0) {
+        wh_warn("store", "cannot create %s/reserve: %m", l->dir);
+        return;
+    }
+    int e = posix_fallocate(fd, 0, (off_t)l->reserve_bytes);
+    if (e == 0 && fsync(fd) == 0) {
+        l->reserve_held = true;
+        wh_info("store", "holding %llu bytes in %s/reserve for deletes on a full disk",
+                (unsigned long long)l->reserve_bytes, l->dir);
+    } else {
+        /* Leave no partial reserve: it would hold space and protect nothing. */
+        if (ftruncate(fd, 0) != 0)
+            wh_warn("store", "cannot truncate %s/reserve: %m", l->dir);
+        unlinkat(l->dir_fd, "reserve", 0);
+        wh_warn("store", "no room for the %llu-byte reserve in %s yet (%s); new writes are "
+                "refused until deletes free space", (unsigned long long)l->reserve_bytes, l->dir,
+                strerror(e ? e : errno));
+    }
+    close(fd);
+}
+
+static void ld_reserve_release(store_data_t *d)
+{
+    ld_t *l = LD(d);
+    pthread_mutex_lock(&l->reserve_lock);
+    if (l->reserve_held) {
+        if (unlinkat(l->dir_fd, "reserve", 0) != 0 && errno != ENOENT)
+            wh_error("store", "cannot remove %s/reserve: %m", l->dir);
+        l->reserve_held = false;
+        wh_warn("store", "disk of %s is full: released the reserve so a delete can commit",
+                l->dir);
+    }
+    pthread_mutex_unlock(&l->reserve_lock);
+}
+
+static void ld_reserve_rearm(store_data_t *d)
+{
+    ld_t *l = LD(d);
+    pthread_mutex_lock(&l->reserve_lock);
+    if (!l->reserve_held && l->reserve_bytes) {
+        struct statvfs sv;
+        /* Take it back only with room to spare, so the next delete still has a little. */
+        if (fstatvfs(l->dir_fd, &sv) == 0 &&
+            (uint64_t)sv.f_bavail * sv.f_frsize >= l->reserve_bytes + l->reserve_bytes / 4)
+            ld_reserve_take(l);
+    }
+    pthread_mutex_unlock(&l->reserve_lock);
+}
+
+/* At open: an existing reserve is kept; on a disk too full to open the metadata, it is let go
+ * first, so start-up never needs free space. */
+static void ld_reserve_open(ld_t *l)
+{
+    struct stat sb;
+    bool exists = fstatat(l->dir_fd, "reserve", &sb, 0) == 0;
+    if (!l->reserve_bytes) {
+        if (exists)
+            unlinkat(l->dir_fd, "reserve", 0);
+        return;
+    }
+    if (exists && (uint64_t)sb.st_blocks * 512 >= l->reserve_bytes) {
+        struct statvfs sv;
+        if (fstatvfs(l->dir_fd, &sv) == 0 && (uint64_t)sv.f_bavail * sv.f_frsize < (1U << 20)) {
+            unlinkat(l->dir_fd, "reserve", 0);
+            wh_warn("store", "disk of %s is full at start: released the reserve; new writes are "
+                    "refused until deletes free space", l->dir);
+            return;
+        }
+        l->reserve_held = true;
+        return;
+    }
+    if (exists)
+        unlinkat(l->dir_fd, "reserve", 0);
+    ld_reserve_take(l);
+}
+
+/* ---- files ---- */
+
+static void ld_unlink(ld_t *l, const char *id)
+{
+    if (!id || !id[0])
+        return;
+    char rel[STORE_DATA_ID_LEN + 4];
+    ld_relpath(id, rel);
+    if (unlinkat(l->obj_fd, rel, 0) < 0 && errno != ENOENT)
+        wh_error("store", "cannot remove replaced file=%s: %m; it will be removed at next start",
+                 rel);
+}
+
+static void ld_release(store_data_t *d, const store_data_ref_t *ref)
+{
+    ld_unlink(LD(d), ref->id);
+}
+
+static wh_status_t ld_fsync_dir(int parent_fd, const char *name)
+{
+    int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        wh_error("store", "cannot open directory %s for fsync: %m", name);
+        return wh_status_from_errno(errno);
+    }
+    wh_status_t st = WH_OK;
+    if (fsync(fd) < 0) {
+        wh_error("store", "fsync of directory %s failed: %m", name);
+        st = errno == ENOSPC ? WH_ERR_NO_SPACE : WH_ERR_IO;
+    }
+    close(fd);
+    return st;
+}
+
+/* Copies len bytes in the kernel (copy_file_range), falling back to pread/pwrite only where
+ * the file system refuses. */
+static wh_status_t ld_copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off,
+                                 uint64_t len)
+{
+    loff_t io = (loff_t)in_off, oo = (loff_t)out_off;
+    while (len > 0) {
+        size_t chunk = (size_t)WH_MIN(len, (uint64_t)1 << 30);
+        ssize_t r = copy_file_range(in_fd, &io, out_fd, &oo, chunk, 0);
+        if (r > 0) {
+            len -= (uint64_t)r;
+            continue;
+        }
+        if (r == 0) {
+            wh_error("store", "copy_file_range hit end of file with %llu bytes left; the source "
+                     "file is shorter than its metadata says", (unsigned long long)len);
+            return WH_ERR_IO;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno != EXDEV && errno != ENOSYS && errno != EOPNOTSUPP && errno != EINVAL) {
+            wh_error("store", "copy_file_range failed: %m");
+            return wh_status_from_errno(errno);
+        }
+        /* The file system cannot copy in the kernel: copy through a bounded buffer. */
+        wh_debug("store", "copy_file_range unsupported here (%m), copying in user space");
+        size_t bsz = 1 << 20;
+        char *buf = malloc(bsz);
+        if (!buf)
+            return WH_ERR_NOMEM;
+        while (len > 0) {
+            size_t n = (size_t)WH_MIN(len, (uint64_t)bsz);
+            int e = wh_pread_all(in_fd, buf, n, (uint64_t)io);
+            if (e == 0)
+                e = wh_pwrite_all(out_fd, buf, n, (uint64_t)oo);
+            if (e < 0) {
+                errno = -e;
+                wh_error("store", "copying file data failed: %m");
+                free(buf);
+                return wh_status_from_errno(-e);
+            }
+            io += (loff_t)n;
+            oo += (loff_t)n;
+            len -= n;
+        }
+        free(buf);
+    }
+    return WH_OK;
+}
+
+/* ---- writer ---- */
+
+static wh_status_t ld_writer_open(store_data_t *d, store_data_writer_t **out)
+{
+    ld_t *l = LD(d);
+    wh_status_t s = ld_space_check(l, 0);
+    if (s != WH_OK)
+        return s;
+    ld_writer_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return WH_ERR_NOMEM;
+    w->base.data = d;
+    s = ld_random_id(w->id);
+    if (s != WH_OK)
+        goto err;
+    w->fd = openat(l->tmp_fd, w->id, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, LD_FILE_MODE);
+    if (w->fd < 0) {
+        wh_error("store", "cannot create temp file %s/tmp/%s: %m", l->dir, w->id);
+        s = wh_status_from_errno(errno);
+        goto err;
+    }
+    *out = &w->base;
+    return WH_OK;
+err:
+    free(w);
+    return s;
+}
+
+static wh_status_t ld_write(store_data_writer_t *dw, const void *p, size_t n)
+{
+    ld_writer_t *w = (ld_writer_t *)dw;
+    ld_t *l = LD(dw->data);
+    if (w->size + n - w->checked >= LD_SPACE_CHECK) {
+        wh_status_t s = ld_space_check(l, n);
+        if (s != WH_OK)
+            return s;
+        w->checked = w->size + n;
+    }
+    int e = wh_write_all(w->fd, p, n);
+    if (e < 0) {
+        errno = -e;
+        wh_error("store", "write to temp file %s/tmp/%s failed: %m", l->dir, w->id);
+        return wh_status_from_errno(-e);
+    }
+    w->size += n;
+    if (w->size - w->synced >= LD_WRITEBACK_CHUNK) {
+        /* Asynchronous: only starts writeback, so a large PUT does not end in one long fsync. */
+        sync_file_range(w->fd, (off64_t)w->synced, (off64_t)(w->size - w->synced),
+                        SYNC_FILE_RANGE_WRITE);
+        w->synced = w->size;
+    }
+    return WH_OK;
+}
+
+static wh_status_t ld_append(store_data_writer_t *dw, store_reader_t *r, uint64_t off,
+                             uint64_t len)
+{
+    ld_writer_t *w = (ld_writer_t *)dw;
+    wh_status_t s = ld_space_check(LD(dw->data), len);
+    if (s != WH_OK)
+        return s;
+    s = ld_copy_range(((ld_reader_t *)r)->fd, off, w->fd, w->size, len);
+    if (s == WH_OK)
+        w->size += len;
+    return s;
+}
+
+static wh_status_t ld_writer_pread(store_data_writer_t *dw, void *buf, size_t n, uint64_t off)
+{
+    int e = wh_pread_all(((ld_writer_t *)dw)->fd, buf, n, off);
+    return e ? wh_status_from_errno(-e) : WH_OK;
+}
+
+static wh_status_t ld_finish(store_data_writer_t *dw, store_data_ref_t *ref)
+{
+    ld_writer_t *w = (ld_writer_t *)dw;
+    ld_t *l = LD(dw->data);
+    if (fsync(w->fd) < 0) {
+        wh_error("store", "fsync of temp file %s/tmp/%s failed: %m", l->dir, w->id);
+        return errno == ENOSPC ? WH_ERR_NO_SPACE : WH_ERR_IO;
+    }
+    char rel[STORE_DATA_ID_LEN + 4];
+    ld_relpath(w->id, rel);
+    if (renameat(l->tmp_fd, w->id, l->obj_fd, rel) < 0) {
+        wh_error("store", "cannot move temp file %s into %s/objects/%s: %m", w->id, l->dir, rel);
+        return wh_status_from_errno(errno);
+    }
+    w->published = true;
+    char sub[3] = {w->id[0], w->id[1], '\0'};
+    wh_status_t s = ld_fsync_dir(l->obj_fd, sub);
+    if (s != WH_OK)
+        return s;
+    memset(ref, 0, sizeof *ref);
+    memcpy(ref->id, w->id, sizeof ref->id);
+    return WH_OK;
+}
+
+static void ld_writer_free(store_data_writer_t *dw)
+{
+    ld_writer_t *w = (ld_writer_t *)dw;
+    if (!w)
+        return;
+    if (w->fd >= 0)
+        close(w->fd);
+    free(w);
+}
+
+static void ld_writer_abort(store_data_writer_t *dw)
+{
+    ld_writer_t *w = (ld_writer_t *)dw;
+    if (!w)
+        return;
+    ld_t *l = LD(dw->data);
+    if (w->published)
+        ld_unlink(l, w->id);
+    else if (unlinkat(l->tmp_fd, w->id, 0) < 0 && errno != ENOENT)
+        wh_warn("store", "cannot remove temp file %s/tmp/%s: %m", l->dir, w->id);
+    ld_writer_free(dw);
+}
+
+/* ---- reader ---- */
+
+static wh_status_t ld_reader_open(store_data_t *d, const store_data_ref_t *ref, uint64_t size,
+                                  store_reader_t **out)
+{
+    ld_t *l = LD(d);
+    if (!ld_id_valid(ref->id)) {
+        wh_error("store", "metadata names a malformed file id '%s'", ref->id);
+        return WH_ERR_INTERNAL;
+    }
+    char rel[STORE_DATA_ID_LEN + 4];
+    ld_relpath(ref->id, rel);
+    int fd = openat(l->obj_fd, rel, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return WH_ERR_NOT_FOUND; /* replaced meanwhile: the store looks again */
+        wh_error("store", "cannot open object file %s/objects/%s: %m", l->dir, rel);
+        return wh_status_from_errno(errno);
+    }
+    ld_reader_t *r = calloc(1, sizeof *r);
+    if (!r) {
+        close(fd);
+        return WH_ERR_NOMEM;
+    }
+    r->base.data = d;
+    r->base.size = size;
+    r->fd = fd;
+    *out = &r->base;
+    return WH_OK;
+}
+
+static int ld_reader_fd(const store_reader_t *r)
+{
+    return ((const ld_reader_t *)r)->fd;
+}
+
+static wh_status_t ld_reader_pread(store_reader_t *r, void *buf, size_t n, uint64_t off)
+{
+    int e = wh_pread_all(((ld_reader_t *)r)->fd, buf, n, off);
+    if (e == 0)
+        return WH_OK;
+    errno = -e;
+    wh_error("store", "reading an object file failed: %m");
+    return wh_status_from_errno(-e);
+}
+
+static void ld_reader_close(store_reader_t *r)
+{
+    ld_reader_t *lr = (ld_reader_t *)r;
+    if (lr->fd >= 0)
+        close(lr->fd);
+    free(lr);
+}
+
+/* ---- recovery ---- */
+
+/* Removes everything in DIR/tmp and every object/part file no row refers to. */
+static wh_status_t ld_recover(store_data_t *d, store_data_referenced_fn referenced, void *arg)
+{
+    ld_t *l = LD(d);
+    unsigned tmp_removed = 0, orphans = 0;
+    int fd = dup(l->tmp_fd);
+    DIR *dr = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!dr) {
+        wh_error("store", "cannot read %s/tmp: %m", l->dir);
+        if (fd >= 0)
+            close(fd);
+        return WH_ERR_IO;
+    }
+    rewinddir(dr);
+    struct dirent *de;
+    while ((de = readdir(dr))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (unlinkat(l->tmp_fd, de->d_name, 0) == 0)
+            tmp_removed++;
+        else
+            wh_warn("store", "cannot remove leftover temp file=%s/tmp/%s: %m", l->dir,
+                    de->d_name);
+    }
+    closedir(dr);
+
+    for (int b = 0; b < 256; b++) {
+        char sub[3];
+        snprintf(sub, sizeof sub, "%02x", b);
+        int sfd = openat(l->obj_fd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (sfd < 0) {
+            wh_error("store", "cannot open %s/objects/%s: %m", l->dir, sub);
+            return WH_ERR_IO;
+        }
+        dr = fdopendir(sfd);
+        if (!dr) {
+            close(sfd);
+            return WH_ERR_IO;
+        }
+        while ((de = readdir(dr))) {
+            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                continue;
+            bool keep = false;
+            if (ld_id_valid(de->d_name) && strncmp(de->d_name, sub, 2) == 0) {
+                wh_status_t s = referenced(arg, de->d_name);
+                if (s != WH_OK && s != WH_ERR_NOT_FOUND) {
+                    closedir(dr);
+                    return s;
+                }
+                keep = s == WH_OK;
+            }
+            if (keep)
+                continue;
+            if (unlinkat(dirfd(dr), de->d_name, 0) == 0)
+                orphans++;
+            else
+                wh_warn("store", "cannot remove orphan file=%s/objects/%s/%s: %m", l->dir, sub,
+                        de->d_name);
+        }
+        closedir(dr);
+    }
+    if (tmp_removed || orphans)
+        wh_info("store", "recovery removed temp_files=%u orphan_files=%u dir=%s", tmp_removed,
+                orphans, l->dir);
+    return WH_OK;
+}
+
+/* ---- open/close ---- */
+
+static void ld_close(store_data_t *d)
+{
+    ld_t *l = LD(d);
+    int fds[] = {l->tmp_fd, l->obj_fd, l->dir_fd, l->lock_fd}; /* lock last: releases flock */
+    for (size_t i = 0; i < WH_ARRAY_SIZE(fds); i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    pthread_mutex_destroy(&l->reserve_lock);
+    free(l->dir);
+    free(l);
+}
+
+static const store_data_ops_t LD_OPS = {
+    .name = "local",
+    .close = ld_close,
+    .recover = ld_recover,
+    .space = ld_space,
+    .reserve_release = ld_reserve_release,
+    .reserve_rearm = ld_reserve_rearm,
+    .writer_open = ld_writer_open,
+    .write = ld_write,
+    .append = ld_append,
+    .writer_pread = ld_writer_pread,
+    .rdma_put = NULL, /* the server's own RDMA engine feeds write() */
+    .finish = ld_finish,
+    .writer_free = ld_writer_free,
+    .writer_abort = ld_writer_abort,
+    .reader_open = ld_reader_open,
+    .reader_fd = ld_reader_fd,
+    .reader_pread = ld_reader_pread,
+    .rdma_get = NULL, /* the server's own RDMA engine reads reader_fd() */
+    .reader_close = ld_reader_close,
+    .release = ld_release,
+};
+
+static int ld_open_dir(int parent, const char *name, const char *dir)
+{
+    if (mkdirat(parent, name, LD_DIR_MODE) < 0 && errno != EEXIST) {
+        wh_error("store", "cannot create %s/%s: %m", dir, name);
+        return -1;
+    }
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        wh_error("store", "cannot open %s/%s: %m", dir, name);
+    return fd;
+}
+
+wh_status_t store_data_local_open(const store_local_config_t *cfg, store_data_t **out)
+{
+    wh_status_t st = WH_ERR_IO;
+    const char *dir = cfg->dir;
+    ld_t *l = calloc(1, sizeof *l);
+    if (!l)
+        return WH_ERR_NOMEM;
+    l->base.ops = &LD_OPS;
+    l->lock_fd = l->obj_fd = l->tmp_fd = l->dir_fd = -1;
+    l->reserve_bytes = cfg->reserve_bytes;
+    l->high_water_pct = cfg->high_water_pct ? WH_MIN(cfg->high_water_pct, 100u) : 100;
+    pthread_mutex_init(&l->reserve_lock, NULL);
+    if (!(l->dir = strdup(dir))) {
+        st = WH_ERR_NOMEM;
+        goto err;
+    }
+    int e = wh_mkdir_p(dir, LD_DIR_MODE);
+    if (e < 0) {
+        errno = -e;
+        wh_error("store", "cannot create data directory %s: %m", dir);
+        st = wh_status_from_errno(-e);
+        goto err;
+    }
+    l->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (l->dir_fd < 0) {
+        wh_error("store", "cannot open data directory %s: %m", dir);
+        goto err;
+    }
+    l->lock_fd = openat(l->dir_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC, LD_FILE_MODE);
+    if (l->lock_fd < 0) {
+        wh_error("store", "cannot create %s/lock: %m", dir);
+        goto err;
+    }
+    if (flock(l->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno == EWOULDBLOCK) {
+            wh_error("store", "data directory %s is in use by another process; stop it or use "
+                     "another --data", dir);
+            st = WH_ERR_BUSY;
+        } else {
+            wh_error("store", "cannot lock %s/lock: %m", dir);
+        }
+        goto err;
+    }
+    if ((l->obj_fd = ld_open_dir(l->dir_fd, "objects", dir)) < 0 ||
+        (l->tmp_fd = ld_open_dir(l->dir_fd, "tmp", dir)) < 0)
+        goto err;
+    for (int b = 0; b < 256; b++) {
+        char sub[3];
+        snprintf(sub, sizeof sub, "%02x", b);
+        if (mkdirat(l->obj_fd, sub, LD_DIR_MODE) < 0 && errno != EEXIST) {
+            wh_error("store", "cannot create %s/objects/%s: %m", dir, sub);
+            goto err;
+        }
+    }
+    /* Make the layout itself durable before any object is committed into it. */
+    if (fsync(l->obj_fd) < 0 || fsync(l->tmp_fd) < 0 || fsync(l->dir_fd) < 0) {
+        wh_error("store", "fsync of data directory %s failed: %m", dir);
+        goto err;
+    }
+    ld_reserve_open(l);
+    *out = &l->base;
+    return WH_OK;
+err:
+    ld_close(&l->base);
+    return st;
+}

@@ -1,0 +1,180 @@
+/* The store's value types: what the store's API (store/store.h), its metadata table
+ * (meta/meta.h) and its data table (data/data.h) pass between them: object and bucket rows,
+ * listings, versions, parts and uploads, write conditions, and the peer and result of RDMA
+ * delegated to a data table. The lowest of the store's three layers holds them, so that each
+ * table sees them without seeing the layers above it. */
+#ifndef WH_DATA_TYPES_H
+#define WH_DATA_TYPES_H
+
+#include "base/peer.h"
+#include "base/status.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* Space where bytes live, for /metrics and the high-water mark. */
+typedef struct store_space {
+    uint64_t total;      /* bytes of the file system (or cluster) */
+    uint64_t free;       /* bytes available to new objects */
+    uint64_t reserve;    /* bytes held back for deletes (included in neither) */
+    unsigned high_water_pct;
+} store_space_t;
+
+typedef struct store_bucket_info {
+    char name[64];
+    time_t created;
+} store_bucket_info_t;
+
+/* What authorization needs of a bucket. */
+typedef struct store_bucket_auth {
+    char owner[65];  /* canonical id; "" = root (buckets made before owners were kept) */
+    char *acl;       /* serialised ACL, malloc'd, or NULL: the default (owner FULL_CONTROL) */
+    char *policy;    /* bucket policy JSON, malloc'd, or NULL: none */
+} store_bucket_auth_t;
+
+void store_bucket_auth_free(store_bucket_auth_t *a); /* frees acl and policy */
+
+/* ---- versions ----
+ * A bucket's versioning is off (never enabled), Enabled or Suspended (S3 cannot turn it off
+ * again). The current version of each key lives in the objects table, older versions and delete
+ * markers in a table of their own; bytes of a version stay until that version is deleted. A
+ * version id is 32 lowercase hex characters, the first 16 the inverted commit time (so ids of a
+ * key sort newest first), or "null". */
+#define STORE_VERSION_ID_MAX 40
+typedef enum {
+    STORE_VERSIONING_OFF = 0,
+    STORE_VERSIONING_ENABLED = 1,
+    STORE_VERSIONING_SUSPENDED = 2,
+} store_versioning_t;
+
+/* ---- object metadata ---- */
+typedef struct store_obj_meta {
+    uint64_t size;
+    time_t mtime;
+    char etag[80];           /* without quotes: hex md5, or hex-N for multipart */
+    char content_type[256];
+    char *user_meta_json;    /* {"x-amz-meta-foo":"bar",...} malloc'd or NULL */
+    char crc32c[16];         /* base64 S3 wire form, or "" */
+    char crc64nvme[16];      /* base64, or "" (always set by the server for new objects) */
+    uint32_t parts;          /* 0 for a single PUT */
+    char owner[65];          /* canonical id of the writer; "" = root (and rows made before
+                              * owners were kept) */
+    char *acl;               /* serialised ACL, malloc'd, or NULL: the default (private) */
+    /* Versions (the store sets these on a commit; "null" for an object written while the
+     * bucket's versioning was off or suspended, and for rows made before versions). */
+    char version_id[STORE_VERSION_ID_MAX];
+    bool delete_marker;      /* this version is a delete marker: no bytes */
+    char *tags;              /* the tag set as a query string "k=v&k2=v2" (encoded), or NULL */
+    char *part_sizes;        /* a completed multipart object: "size1,size2,..." or NULL */
+} store_obj_meta_t;
+/* frees user_meta_json, acl, tags and part_sizes */
+void store_obj_meta_free(store_obj_meta_t *m);
+
+/* A write's condition (S3's conditional writes: If-None-Match: * and If-Match: ETAG). The
+ * metadata transaction that commits the write checks it, so of writers racing on one key at
+ * most one passes; a check before the write could not promise that. On a failed check the
+ * commit answers WH_ERR_PRECONDITION with failed set (If-Match on a missing key: NOT_FOUND,
+ * failed set), and nothing is stored. */
+typedef enum {
+    STORE_COND_NONE = 0,
+    STORE_COND_ABSENT, /* If-None-Match: *: the key has no current object */
+    STORE_COND_MATCH,  /* If-Match: the current object's ETag is etag */
+} store_cond_kind_t;
+typedef struct store_cond {
+    store_cond_kind_t kind;
+    char etag[80];     /* STORE_COND_MATCH: without quotes */
+    bool failed;       /* out: the check failed (not a conflict or an error) */
+} store_cond_t;
+
+/* ---- RDMA delegated to the data table ----
+ * Who sent the request is a wh_peer_t (base/peer.h); a remote data table forwards it inside its
+ * signed internal token. */
+typedef struct store_rdma_result {
+    uint64_t bytes;     /* moved */
+    uint64_t crc64nvme; /* of the bytes moved */
+    char md5_hex[33];   /* PUT: md5 of the whole object, or "" if the table cannot give it */
+    char etag[48];      /* PUT without md5_hex: the ETag the table vouches for instead (a
+                         * cluster: "<md5 of the chunks' MD5s>-<chunks>"), or "" */
+    char message[256];  /* why it failed, naming what was wrong */
+} store_rdma_result_t;
+
+/* An open object version. The bytes may be local (an fd the server can sendfile or hand to its
+ * own RDMA engine) or remote (only pread into a buffer, and maybe delegated RDMA). It keeps its
+ * version readable even if the key is overwritten or deleted meanwhile. */
+typedef struct store_reader store_reader_t;
+
+/* What a delete did: the version it removed, or the delete marker it made. */
+typedef struct store_del_result {
+    char version_id[STORE_VERSION_ID_MAX]; /* "" when nothing was there (unversioned) */
+    bool delete_marker;                    /* the removed version, or the new one, is a marker */
+} store_del_result_t;
+
+/* ListObjectVersions: every version of every key, keys in byte order and each key's versions
+ * newest first; delimiter roll-up as store_object_list. Paging: key_marker alone starts after
+ * that key; with version_id_marker, after that version of key_marker. */
+typedef struct store_version_params {
+    const char *prefix, *delimiter, *key_marker, *version_id_marker;
+    uint32_t max_keys; /* 0..1000 */
+} store_version_params_t;
+typedef struct store_version_entry {
+    char *key;
+    char version_id[STORE_VERSION_ID_MAX];
+    bool latest, delete_marker;
+    uint64_t size;
+    time_t mtime;
+    char etag[80];
+} store_version_entry_t;
+typedef struct store_version_result {
+    store_version_entry_t *entries;
+    size_t n_entries;
+    char **prefixes;
+    size_t n_prefixes;
+    bool truncated;
+    char *next_key_marker;                      /* when truncated */
+    char next_version_id_marker[STORE_VERSION_ID_MAX]; /* "" after a common prefix */
+} store_version_result_t;
+void store_version_result_free(store_version_result_t *r);
+
+typedef struct store_list_params {
+    const char *prefix;      /* may be NULL */
+    const char *delimiter;   /* may be NULL */
+    const char *start_after; /* exclusive; continuation token or marker decoded */
+    uint32_t max_keys;       /* 0..1000 */
+} store_list_params_t;
+typedef struct store_list_entry {
+    char *key;
+    uint64_t size;
+    time_t mtime;
+    char etag[80];
+    char owner[65]; /* canonical id of the writer; "" = root */
+} store_list_entry_t;
+typedef struct store_list_result {
+    store_list_entry_t *entries;
+    size_t n_entries;
+    char **prefixes; /* common prefixes */
+    size_t n_prefixes;
+    bool truncated;
+    char *next_marker; /* last key or prefix returned, when truncated */
+} store_list_result_t;
+void store_list_result_free(store_list_result_t *r);
+
+typedef struct store_part_info {
+    uint32_t number;
+    uint64_t size;
+    char etag[33];
+    time_t mtime;
+    char crc64nvme[16];
+    char crc32c[16];
+} store_part_info_t;
+
+typedef struct store_upload_info {
+    char *key;
+    char upload_id[65];
+    time_t initiated;
+} store_upload_info_t;
+
+void store_upload_info_free(store_upload_info_t *u, size_t n);
+
+#endif

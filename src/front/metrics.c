@@ -1,0 +1,137 @@
+#include "front/metrics.h"
+
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+/* Upper bounds of the latency histogram, in seconds. */
+static const double g_bounds[SRV_METRICS_NBUCKETS - 1] = {
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+};
+
+void srv_metrics_init(srv_metrics_t *m)
+{
+    memset(m, 0, sizeof *m);
+    m->start_time = (double)time(NULL);
+}
+
+void srv_metrics_count(srv_metrics_t *m, srv_api_t api, int status)
+{
+    if ((unsigned)api >= SRV_API__COUNT)
+        api = SRV_API_UNKNOWN;
+    if (status < 0 || status >= SRV_METRICS_MAX_STATUS)
+        status = 0;
+    atomic_fetch_add_explicit(&m->requests[api][status], 1, memory_order_relaxed);
+}
+
+void srv_metrics_latency(srv_metrics_t *m, srv_api_t api, uint64_t dur_ns)
+{
+    if ((unsigned)api >= SRV_API__COUNT)
+        api = SRV_API_UNKNOWN;
+    double s = (double)dur_ns / 1e9;
+    size_t b = 0;
+    while (b < SRV_METRICS_NBUCKETS - 1 && s > g_bounds[b])
+        b++;
+    atomic_fetch_add_explicit(&m->lat_bucket[api][b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->lat_count[api], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->lat_sum_ns[api], dur_ns, memory_order_relaxed);
+}
+
+static uint64_t ld(_Atomic uint64_t *p)
+{
+    return atomic_load_explicit(p, memory_order_relaxed);
+}
+
+static void counter(wh_sbuf_t *o, const char *name, const char *help, uint64_t v)
+{
+    wh_sbuf_printf(o, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name,
+                   (unsigned long long)v);
+}
+
+void srv_metrics_render(srv_metrics_t *m, wh_sbuf_t *o)
+{
+    wh_sbuf_puts(o, "# HELP wharf_requests_total S3 requests by API and HTTP status.\n"
+                    "# TYPE wharf_requests_total counter\n");
+    for (int a = 0; a < SRV_API__COUNT; a++) {
+        for (int s = 0; s < SRV_METRICS_MAX_STATUS; s++) {
+            uint64_t v = ld(&m->requests[a][s]);
+            if (v)
+                wh_sbuf_printf(o, "wharf_requests_total{api=\"%s\",status=\"%d\"} %llu\n",
+                               srv_api_name((srv_api_t)a), s, (unsigned long long)v);
+        }
+    }
+    wh_sbuf_puts(o, "# HELP wharf_request_duration_seconds Request latency, first byte of the "
+                    "request to the response queued and sent.\n"
+                    "# TYPE wharf_request_duration_seconds histogram\n");
+    for (int a = 0; a < SRV_API__COUNT; a++) {
+        uint64_t cnt = ld(&m->lat_count[a]);
+        if (!cnt)
+            continue;
+        const char *api = srv_api_name((srv_api_t)a);
+        uint64_t cum = 0;
+        for (int b = 0; b < SRV_METRICS_NBUCKETS; b++) {
+            cum += ld(&m->lat_bucket[a][b]);
+            if (b < SRV_METRICS_NBUCKETS - 1)
+                wh_sbuf_printf(o, "wharf_request_duration_seconds_bucket{api=\"%s\",le=\"%g\"} %llu\n",
+                               api, g_bounds[b], (unsigned long long)cum);
+            else
+                wh_sbuf_printf(o, "wharf_request_duration_seconds_bucket{api=\"%s\",le=\"+Inf\"} %llu\n",
+                               api, (unsigned long long)cum);
+        }
+        wh_sbuf_printf(o, "wharf_request_duration_seconds_sum{api=\"%s\"} %.9f\n", api,
+                       (double)ld(&m->lat_sum_ns[a]) / 1e9);
+        wh_sbuf_printf(o, "wharf_request_duration_seconds_count{api=\"%s\"} %llu\n", api,
+                       (unsigned long long)cnt);
+    }
+    counter(o, "wharf_http_rx_bytes_total", "HTTP request body bytes received.",
+            ld(&m->http_rx_bytes));
+    counter(o, "wharf_http_tx_bytes_total", "HTTP response body bytes sent.",
+            ld(&m->http_tx_bytes));
+    counter(o, "wharf_http_read_bytes_total", "Object bytes served by GET over HTTP.",
+            ld(&m->http_read_bytes));
+    counter(o, "wharf_http_read_ops_total", "GETs that served object bytes over HTTP.",
+            ld(&m->http_read_ops));
+    counter(o, "wharf_http_write_bytes_total", "Object bytes received by PUT over HTTP.",
+            ld(&m->http_write_bytes));
+    counter(o, "wharf_http_write_ops_total", "PUTs and parts that received bytes over HTTP.",
+            ld(&m->http_write_ops));
+    wh_sbuf_printf(o, "# HELP wharf_inflight_requests Requests being served.\n"
+                      "# TYPE wharf_inflight_requests gauge\nwharf_inflight_requests %lld\n",
+                   (long long)atomic_load(&m->inflight));
+
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+        wh_sbuf_printf(o, "# HELP process_cpu_seconds_total User and system CPU time.\n"
+                          "# TYPE process_cpu_seconds_total counter\n"
+                          "process_cpu_seconds_total %.6f\n", cpu);
+        wh_sbuf_printf(o, "# HELP process_max_resident_memory_bytes Peak RSS.\n"
+                          "# TYPE process_max_resident_memory_bytes gauge\n"
+                          "process_max_resident_memory_bytes %lld\n",
+                       (long long)ru.ru_maxrss * 1024);
+    }
+    wh_sbuf_printf(o, "# HELP process_start_time_seconds Start time, Unix epoch.\n"
+                      "# TYPE process_start_time_seconds gauge\n"
+                      "process_start_time_seconds %.3f\n", m->start_time);
+}
+
+void srv_metrics_storage(store_t *st, wh_sbuf_t *o)
+{
+    store_space_t sp;
+    if (store_space(st, &sp) != WH_OK)
+        return;
+    wh_sbuf_printf(o, "# HELP wharf_storage_total_bytes Size of the file system holding objects.\n"
+                      "# TYPE wharf_storage_total_bytes gauge\nwharf_storage_total_bytes %llu\n"
+                      "# HELP wharf_storage_free_bytes Bytes free for new objects.\n"
+                      "# TYPE wharf_storage_free_bytes gauge\nwharf_storage_free_bytes %llu\n"
+                      "# HELP wharf_storage_reserve_bytes Space held back so deletes work on a "
+                      "full disk (0 while it is in use).\n"
+                      "# TYPE wharf_storage_reserve_bytes gauge\n"
+                      "wharf_storage_reserve_bytes %llu\n"
+                      "# HELP wharf_storage_high_water_ratio Fill above which new writes get "
+                      "507.\n# TYPE wharf_storage_high_water_ratio gauge\n"
+                      "wharf_storage_high_water_ratio %.2f\n",
+                   (unsigned long long)sp.total, (unsigned long long)sp.free,
+                   (unsigned long long)sp.reserve, sp.high_water_pct / 100.0);
+}

@@ -1,0 +1,367 @@
+/* The metadata table of the storage engine: buckets, objects, multipart uploads and parts,
+ * chunk maps, and for a cluster storage nodes, a garbage-collection queue and advisory locks.
+ *
+ * An implementation is a meta_ops_t and an instance struct that starts with a meta_t:
+ *   SQLite (meta_sqlite*.c): the embedded default, DIR/meta.db in WAL mode;
+ *   PostgreSQL (meta_pg*.c): selected by a postgresql:// URL; several gateways may share one
+ *     database, since no state that matters for correctness lives in the process.
+ * meta_open picks one by its argument. The meta_* functions below dispatch through the table.
+ *
+ * The contract every implementation keeps:
+ * - Every call is atomic (one transaction per mutation, through the backend's transaction
+ *   helper, meta_tx_run) and thread-safe.
+ * - Keys are bytes: listing order is S3's UTF-8 byte order (memcmp).
+ * - A replaced or deleted object or part hands its data reference back in *old, for the data
+ *   table to release after the commit. Where data is chunked (a cluster), the same transaction
+ *   also queues the dropped chunks for garbage collection, and gc_take never hands out a chunk
+ *   that a committed object or part still references.
+ * - WH_ERR_UNAVAILABLE: the database cannot be reached (the server answers 503); nothing
+ *   committed is lost, and the next call tries to reconnect. WH_ERR_NO_SPACE: the disk under
+ *   the database is full. */
+#ifndef WH_META_META_H
+#define WH_META_META_H
+
+#include "data/data.h"
+#include "data/types.h"
+
+#define META_ID_LEN STORE_DATA_ID_LEN
+
+/* The metadata schema version this build writes. Both backends keep a list of migration steps
+ * (step N takes version N-1 to N; meta_sqlite_schema.c, meta_pg_schema.c), applied in order in
+ * one transaction at open; each list must have exactly this many steps. A database newer than
+ * this build is refused. 1: buckets, objects, uploads, parts. 2: chunk maps (and, in
+ * PostgreSQL, the deferred GC queue). 3: users, access keys, user policies; owners, ACLs and
+ * bucket policies. 4: bucket versioning, older versions and delete markers, tags, part sizes. */
+#define META_SCHEMA_VERSION 4
+
+typedef struct meta meta_t;
+typedef struct meta_ops meta_ops_t;
+
+struct meta {
+    const meta_ops_t *ops;
+    uint64_t list_rows; /* rows read by listings (atomic): shows a delimiter walk skips */
+    struct meta_cache *cache; /* the authorization reads (meta_cache.c); NULL: none */
+};
+
+typedef struct meta_part {
+    store_part_info_t info;
+    store_data_ref_t ref;
+} meta_part_t;
+void meta_parts_free(meta_part_t *p, size_t n);
+
+/* One row of a listing scan. Return 0 to go on, 1 to stop, or a negative wh_status_t. */
+typedef int (*meta_scan_fn)(void *arg, const void *key, size_t klen, uint64_t size, time_t mtime,
+                            const char *etag, const char *owner);
+
+/* One version row of a version scan. */
+typedef struct meta_version_row {
+    const void *key;
+    size_t klen;
+    const char *version_id;
+    bool latest, delete_marker;
+    uint64_t size;
+    time_t mtime;
+    const char *etag;
+} meta_version_row_t;
+/* Return 0 to go on, 1 to stop, or a negative wh_status_t. */
+typedef int (*meta_version_fn)(void *arg, const meta_version_row_t *row);
+
+/* A storage server of a cluster. */
+typedef struct meta_node {
+    uint32_t id;
+    char addr[256];    /* host:port of its internal API */
+    uint64_t capacity; /* bytes */
+    uint64_t free;
+    time_t heartbeat;  /* last one, database clock */
+    time_t now;        /* database clock when read (compare heartbeats with this) */
+} meta_node_t;
+
+/* A chunk whose bytes may be deleted from the listed nodes. */
+typedef struct meta_gc_item {
+    uint64_t seq;
+    char chunk_id[STORE_DATA_ID_LEN + 1];
+    uint32_t node;
+} meta_gc_item_t;
+
+/* ---- identity: IAM users, their access keys and inline policies ----
+ * Names follow IAM: [A-Za-z0-9+=,.@_-]{1,64} (users and policies). The store keeps secrets
+ * only sealed (ident/identity.c: AES-256-GCM under the server key); it never sees them. */
+#define META_USER_MAX 64
+#define META_AK_MAX 128
+#define META_SEALED_MAX 256
+typedef struct meta_user {
+    char name[META_USER_MAX + 1];
+    char user_id[32];       /* "AIDA" + 17 upper-case alnum */
+    char canonical_id[65];  /* 64 hex */
+    time_t created;
+} meta_user_t;
+typedef struct meta_access_key {
+    char access_key[META_AK_MAX + 1];
+    char user[META_USER_MAX + 1];
+    char secret_sealed[META_SEALED_MAX]; /* text form of the sealed secret */
+    bool active;            /* false: Inactive, refused like an unknown key */
+    time_t created;
+    /* Filled by key_get (one indexed query joins the user): */
+    char user_id[32];
+    char canonical_id[65];
+} meta_access_key_t;
+typedef struct meta_policy {
+    char name[129];
+    char *doc;              /* malloc'd JSON text */
+} meta_policy_t;
+void meta_policies_free(meta_policy_t *p, size_t n);
+
+struct meta_ops {
+    const char *name;
+    void (*close)(meta_t *m);
+    /* A number that changes after every committed change to access keys, users, user
+     * policies or a bucket's owner, ACL or policy, made through any handle on the same data
+     * (other processes included). NULL or an error: the backend cannot tell, and those rows
+     * are not cached (meta_cache.c). */
+    wh_status_t (*auth_gen)(meta_t *m, uint64_t *gen);
+    /* false: no fsync at commit (tests, throw-away benchmark stores). */
+    wh_status_t (*set_durable)(meta_t *m, bool durable);
+
+    /* owner: canonical id ("" = root); acl: the serialised ACL text or NULL. EXISTS. */
+    wh_status_t (*bucket_create)(meta_t *m, const char *name, time_t created, const char *owner,
+                                 const char *acl);
+    /* NOT_FOUND; NOT_EMPTY while it holds objects. Its incomplete uploads are dropped with
+     * it, as S3 does: *parts gets their parts (data to release; free with meta_parts_free). */
+    wh_status_t (*bucket_delete)(meta_t *m, const char *name, meta_part_t **parts, size_t *n);
+    wh_status_t (*bucket_exists)(meta_t *m, const char *name);
+    wh_status_t (*bucket_list)(meta_t *m, store_bucket_info_t **out, size_t *n);
+    /* Owner, ACL and policy of a bucket (free with store_bucket_auth_free). NOT_FOUND. */
+    wh_status_t (*bucket_auth_get)(meta_t *m, const char *name, store_bucket_auth_t *out);
+    /* NULL acl or policy: none (the default ACL / no policy). NOT_FOUND: no such bucket. */
+    wh_status_t (*bucket_set_acl)(meta_t *m, const char *name, const char *acl);
+    wh_status_t (*bucket_set_policy)(meta_t *m, const char *name, const char *policy);
+    /* NOT_FOUND: no such bucket or key. */
+    wh_status_t (*object_set_acl)(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                  const char *acl);
+
+    /* meta and ref may be NULL. ref->chunks malloc'd. NOT_FOUND: no such bucket or key. */
+    wh_status_t (*object_get)(meta_t *m, const char *bucket, const char *key, size_t klen,
+                              store_obj_meta_t *meta, store_data_ref_t *ref);
+    /* Inserts or replaces; *old gets the replaced reference ("" if none). NOT_FOUND: bucket.
+     * cond (NULL: none) is checked in the same transaction (meta_cond_check). */
+    wh_status_t (*object_put)(meta_t *m, const char *bucket, const char *key, size_t klen,
+                              store_obj_meta_t *meta, const store_data_ref_t *ref,
+                              store_data_ref_t *old, store_cond_t *cond);
+    /* *old "" when there was no such key (WH_OK: idempotent). NOT_FOUND: bucket. */
+    wh_status_t (*object_delete)(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                 store_data_ref_t *old);
+    /* ---- versions (see store.h): object_put, upload_complete and object_delete follow the
+     * bucket's versioning state, read in their transaction. An archived version keeps its
+     * chunk map; only a removed version's data comes back in *old. ---- */
+    wh_status_t (*bucket_versioning_get)(meta_t *m, const char *bucket, int *state);
+    wh_status_t (*bucket_versioning_set)(meta_t *m, const char *bucket, int state);
+    /* version_id NULL: the current row, delete markers included (meta->delete_marker). */
+    wh_status_t (*object_get_version)(meta_t *m, const char *bucket, const char *key,
+                                      size_t klen, const char *version_id,
+                                      store_obj_meta_t *meta, store_data_ref_t *ref);
+    wh_status_t (*object_delete_version)(meta_t *m, const char *bucket, const char *key,
+                                         size_t klen, const char *version_id,
+                                         store_del_result_t *res, store_data_ref_t *old);
+    /* Keys from `from` in order (current rows, delete markers included), each followed by
+     * its older versions newest first, until fn stops or keys end. */
+    wh_status_t (*version_scan)(meta_t *m, const char *bucket, const void *from, size_t flen,
+                                bool inclusive, meta_version_fn fn, void *arg);
+    wh_status_t (*object_tags_set)(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                   const char *version_id, const char *tags);
+    /* Rows of bucket in key order from `from` (inclusive or not) until fn stops or keys end.
+     * Delete markers are not rows of this scan (ListObjects does not show them). */
+    wh_status_t (*object_scan)(meta_t *m, const char *bucket, const void *from, size_t flen,
+                               bool inclusive, meta_scan_fn fn, void *arg);
+    /* WH_OK if an object or part row refers to data id, WH_ERR_NOT_FOUND if none does. */
+    wh_status_t (*data_referenced)(meta_t *m, const char *id);
+
+    /* The upload row keeps the object's content type and user metadata until completion. */
+    wh_status_t (*upload_create)(meta_t *m, const char *bucket, const char *key,
+                                 const char *upload_id, const store_obj_meta_t *meta,
+                                 time_t initiated);
+    wh_status_t (*upload_get)(meta_t *m, const char *bucket, const char *key,
+                              const char *upload_id, store_obj_meta_t *meta);
+    wh_status_t (*part_put)(meta_t *m, const char *bucket, const char *key,
+                            const char *upload_id, const store_part_info_t *info,
+                            const store_data_ref_t *ref, store_data_ref_t *old);
+    /* Numbers > marker in order, at most max (0 = all); free with meta_parts_free. */
+    wh_status_t (*part_list)(meta_t *m, const char *bucket, const char *key,
+                             const char *upload_id, uint32_t marker, uint32_t max,
+                             meta_part_t **out, size_t *n, bool *truncated);
+    /* Drops the upload and its parts; *parts receives them (their data to release). */
+    wh_status_t (*upload_delete)(meta_t *m, const char *bucket, const char *key,
+                                 const char *upload_id, meta_part_t **parts, size_t *n);
+    /* Atomically: the upload exists, each parts[i].info.number still maps to parts[i].ref.id
+     * (else WH_ERR_PRECONDITION), the object row is upserted with ref, and the upload and its
+     * parts are dropped. *all gets every part (data to release unless ref reuses it: a chunked
+     * table that completes by reference shares chunk ids, which are then not released).
+     * cond as object_put's, checked after the parts. */
+    wh_status_t (*upload_complete)(meta_t *m, const char *bucket, const char *key,
+                                   const char *upload_id, const meta_part_t *parts, size_t n,
+                                   store_obj_meta_t *meta, const store_data_ref_t *ref,
+                                   store_data_ref_t *old, meta_part_t **all, size_t *n_all,
+                                   store_cond_t *cond);
+    wh_status_t (*upload_list)(meta_t *m, const char *bucket, const char *prefix,
+                               store_upload_info_t **out, size_t *n);
+
+    /* ---- identity ---- */
+    wh_status_t (*user_create)(meta_t *m, const meta_user_t *u); /* EXISTS */
+    wh_status_t (*user_get)(meta_t *m, const char *name, meta_user_t *out); /* NOT_FOUND */
+    wh_status_t (*user_list)(meta_t *m, meta_user_t **out, size_t *n); /* by name; free() */
+    /* force: also drops the user's keys and policies; else NOT_EMPTY while any remain. */
+    wh_status_t (*user_delete)(meta_t *m, const char *name, bool force);
+    /* NOT_FOUND: no such user; EXISTS: the access key id is taken. */
+    wh_status_t (*key_create)(meta_t *m, const meta_access_key_t *k);
+    /* The key with its user's ids, in one indexed query (the SigV4 lookup). NOT_FOUND. */
+    wh_status_t (*key_get)(meta_t *m, const char *access_key, meta_access_key_t *out);
+    /* The user's keys, oldest first; free(). NOT_FOUND: no such user. */
+    wh_status_t (*key_list)(meta_t *m, const char *user, meta_access_key_t **out, size_t *n);
+    wh_status_t (*key_delete)(meta_t *m, const char *access_key); /* NOT_FOUND */
+    wh_status_t (*key_set_active)(meta_t *m, const char *access_key, bool active);
+    /* Inserts or replaces the user's inline policy. NOT_FOUND: no such user. */
+    wh_status_t (*user_policy_put)(meta_t *m, const char *user, const char *name,
+                                   const char *doc);
+    wh_status_t (*user_policy_get)(meta_t *m, const char *user, const char *name,
+                                   char **doc); /* NOT_FOUND */
+    /* Every inline policy of the user with its document, by name (meta_policies_free).
+     * NOT_FOUND: no such user. */
+    wh_status_t (*user_policy_list)(meta_t *m, const char *user, meta_policy_t **out,
+                                    size_t *n);
+    wh_status_t (*user_policy_delete)(meta_t *m, const char *user, const char *name);
+
+    /* ---- cluster members: optional (NULL in SQLite: WH_ERR_UNSUPPORTED) ---- */
+    /* Inserts or updates the node at addr; *id is stable for that address. */
+    wh_status_t (*node_register)(meta_t *m, const char *addr, uint64_t capacity, uint64_t free,
+                                 uint32_t *id);
+    wh_status_t (*node_heartbeat)(meta_t *m, uint32_t id, uint64_t capacity, uint64_t free);
+    wh_status_t (*node_list)(meta_t *m, meta_node_t **out, size_t *n);
+    /* Up to max queued chunk copies no committed row references any more, oldest first. */
+    wh_status_t (*gc_take)(meta_t *m, size_t max, meta_gc_item_t **out, size_t *n);
+    wh_status_t (*gc_done)(meta_t *m, const meta_gc_item_t *items, size_t n);
+    /* Queues chunk copies that become deletable only after delay_s seconds unless a committed
+     * row lists the node among the chunk's replicas by then: a cluster gateway records every
+     * copy it is about to write this way, so a PUT that dies before its commit leaves nothing
+     * that outlives GC. (seq of items is ignored.) */
+    wh_status_t (*gc_defer)(meta_t *m, const meta_gc_item_t *items, size_t n, unsigned delay_s);
+    /* Repair: the distinct chunks with a copy on node, chunk ids > after ("" first), at most
+     * max; offset is 0 in the results. */
+    wh_status_t (*chunks_on_node)(meta_t *m, uint32_t node, const char *after, size_t max,
+                                  store_chunk_t **out, size_t *n);
+    /* Repair: every row of chunk_id lists to instead of from, and from's copy is queued for
+     * garbage collection, in one transaction. */
+    wh_status_t (*chunk_move)(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to);
+    /* Session-level advisory lock (one-at-a-time repair): WH_OK if taken, WH_ERR_BUSY if
+     * another process holds it. Released by lock_release or when the process dies. */
+    wh_status_t (*lock_try)(meta_t *m, int64_t key);
+    wh_status_t (*lock_release)(meta_t *m, int64_t key);
+};
+
+/* url NULL/"" or a path: SQLite at that path (a path is required). "postgresql://...": the
+ * PostgreSQL backend. */
+wh_status_t meta_open(const char *url_or_path, meta_t **out);
+wh_status_t meta_sqlite_open(const char *path, meta_t **out);
+wh_status_t meta_pg_open(const char *url, meta_t **out);
+bool meta_url_is_pg(const char *url);
+void meta_close(meta_t *m); /* NULL-safe */
+uint64_t meta_list_rows(meta_t *m);
+
+/* One transaction helper for every backend: begin, fn, commit; rollback on failure; retried
+ * (a bounded number of times) while the backend calls the failure retryable. */
+typedef struct meta_tx_ops {
+    wh_status_t (*begin)(void *conn);
+    wh_status_t (*commit)(void *conn);
+    void (*rollback)(void *conn);
+    bool (*retryable)(void *conn, wh_status_t st); /* NULL: never */
+} meta_tx_ops_t;
+typedef wh_status_t (*meta_tx_fn)(void *conn, void *arg);
+wh_status_t meta_tx_run(const meta_tx_ops_t *ops, void *conn, meta_tx_fn fn, void *arg);
+
+/* Helpers the backends share (meta.c). */
+bool meta_grow(void **arr, size_t *cap, size_t want, size_t elem); /* doubling realloc */
+/* Replica node ids as text "1,2,3" (how both backends hand them over). */
+void meta_replicas_format(const store_chunk_t *c, char *out, size_t cap);
+void meta_replicas_parse(const char *s, store_chunk_t *c);
+/* Completion check: every listed part (ascending) still maps to the same data id among all of
+ * the upload's parts (ascending). WH_ERR_PRECONDITION if one changed meanwhile. */
+wh_status_t meta_parts_unchanged(const char *upload_id, const meta_part_t *listed, size_t n,
+                                 const meta_part_t *all, size_t n_all);
+
+/* A write's condition against the key's current object (exists: there is one, with etag):
+ * WH_OK to go on; WH_ERR_PRECONDITION (or NOT_FOUND for If-Match on a missing key) with
+ * cond->failed set. NULL cond passes. */
+wh_status_t meta_cond_check(store_cond_t *cond, bool exists, const char *etag);
+/* A new version id for a commit at seq (microseconds, made monotonic per key by the caller). */
+wh_status_t meta_version_id_new(uint64_t seq, char out[STORE_VERSION_ID_MAX]);
+/* The seq of a new version of a key whose current version has cur_seq. */
+uint64_t meta_version_seq_next(uint64_t cur_seq);
+/* S3's listing of versions over version_scan (meta_list.c). */
+wh_status_t meta_version_list(meta_t *m, const char *bucket, const store_version_params_t *p,
+                              store_version_result_t *out);
+
+/* S3 listing over object_scan (meta_list.c). */
+wh_status_t meta_object_list(meta_t *m, const char *bucket, const store_list_params_t *p,
+                             store_list_result_t *out);
+
+#define META_CALL_(m, op, ...) ((m)->ops->op ? (m)->ops->op((m), __VA_ARGS__) : WH_ERR_UNSUPPORTED)
+
+/* The authorization reads through the generation-checked cache (meta_cache.c). meta_open
+ * sets the cache up; meta_close frees it. */
+wh_status_t meta_cache_init(meta_t *m);
+void meta_cache_free(meta_t *m);
+void meta_cache_stats(meta_t *m, uint64_t *hits, uint64_t *misses);
+wh_status_t meta_cached_key_get(meta_t *m, const char *ak, meta_access_key_t *out);
+wh_status_t meta_cached_user_policy_list(meta_t *m, const char *user, meta_policy_t **out,
+                                         size_t *n);
+wh_status_t meta_cached_bucket_auth_get(meta_t *m, const char *bucket, store_bucket_auth_t *out);
+#define meta_set_durable(m, ...) META_CALL_(m, set_durable, __VA_ARGS__)
+#define meta_bucket_create(m, ...) META_CALL_(m, bucket_create, __VA_ARGS__)
+#define meta_bucket_delete(m, ...) META_CALL_(m, bucket_delete, __VA_ARGS__)
+#define meta_bucket_exists(m, ...) META_CALL_(m, bucket_exists, __VA_ARGS__)
+#define meta_bucket_list(m, ...) META_CALL_(m, bucket_list, __VA_ARGS__)
+#define meta_bucket_auth_get(m, ...) meta_cached_bucket_auth_get(m, __VA_ARGS__)
+#define meta_bucket_set_acl(m, ...) META_CALL_(m, bucket_set_acl, __VA_ARGS__)
+#define meta_bucket_set_policy(m, ...) META_CALL_(m, bucket_set_policy, __VA_ARGS__)
+#define meta_object_set_acl(m, ...) META_CALL_(m, object_set_acl, __VA_ARGS__)
+#define meta_user_create(m, ...) META_CALL_(m, user_create, __VA_ARGS__)
+#define meta_user_get(m, ...) META_CALL_(m, user_get, __VA_ARGS__)
+#define meta_user_list(m, ...) META_CALL_(m, user_list, __VA_ARGS__)
+#define meta_user_delete(m, ...) META_CALL_(m, user_delete, __VA_ARGS__)
+#define meta_key_create(m, ...) META_CALL_(m, key_create, __VA_ARGS__)
+#define meta_key_get(m, ...) meta_cached_key_get(m, __VA_ARGS__)
+#define meta_key_list(m, ...) META_CALL_(m, key_list, __VA_ARGS__)
+#define meta_key_delete(m, ...) META_CALL_(m, key_delete, __VA_ARGS__)
+#define meta_key_set_active(m, ...) META_CALL_(m, key_set_active, __VA_ARGS__)
+#define meta_user_policy_put(m, ...) META_CALL_(m, user_policy_put, __VA_ARGS__)
+#define meta_user_policy_get(m, ...) META_CALL_(m, user_policy_get, __VA_ARGS__)
+#define meta_user_policy_list(m, ...) meta_cached_user_policy_list(m, __VA_ARGS__)
+#define meta_user_policy_delete(m, ...) META_CALL_(m, user_policy_delete, __VA_ARGS__)
+#define meta_object_get(m, ...) META_CALL_(m, object_get, __VA_ARGS__)
+#define meta_bucket_versioning_get(m, ...) META_CALL_(m, bucket_versioning_get, __VA_ARGS__)
+#define meta_bucket_versioning_set(m, ...) META_CALL_(m, bucket_versioning_set, __VA_ARGS__)
+#define meta_object_get_version(m, ...) META_CALL_(m, object_get_version, __VA_ARGS__)
+#define meta_object_delete_version(m, ...) META_CALL_(m, object_delete_version, __VA_ARGS__)
+#define meta_version_scan(m, ...) META_CALL_(m, version_scan, __VA_ARGS__)
+#define meta_object_tags_set(m, ...) META_CALL_(m, object_tags_set, __VA_ARGS__)
+#define meta_object_put(m, ...) META_CALL_(m, object_put, __VA_ARGS__)
+#define meta_object_delete(m, ...) META_CALL_(m, object_delete, __VA_ARGS__)
+#define meta_object_scan(m, ...) META_CALL_(m, object_scan, __VA_ARGS__)
+#define meta_data_referenced(m, ...) META_CALL_(m, data_referenced, __VA_ARGS__)
+#define meta_upload_create(m, ...) META_CALL_(m, upload_create, __VA_ARGS__)
+#define meta_upload_get(m, ...) META_CALL_(m, upload_get, __VA_ARGS__)
+#define meta_part_put(m, ...) META_CALL_(m, part_put, __VA_ARGS__)
+#define meta_part_list(m, ...) META_CALL_(m, part_list, __VA_ARGS__)
+#define meta_upload_delete(m, ...) META_CALL_(m, upload_delete, __VA_ARGS__)
+#define meta_upload_complete(m, ...) META_CALL_(m, upload_complete, __VA_ARGS__)
+#define meta_upload_list(m, ...) META_CALL_(m, upload_list, __VA_ARGS__)
+#define meta_node_register(m, ...) META_CALL_(m, node_register, __VA_ARGS__)
+#define meta_node_heartbeat(m, ...) META_CALL_(m, node_heartbeat, __VA_ARGS__)
+#define meta_node_list(m, ...) META_CALL_(m, node_list, __VA_ARGS__)
+#define meta_gc_take(m, ...) META_CALL_(m, gc_take, __VA_ARGS__)
+#define meta_gc_done(m, ...) META_CALL_(m, gc_done, __VA_ARGS__)
+#define meta_gc_defer(m, ...) META_CALL_(m, gc_defer, __VA_ARGS__)
+#define meta_chunks_on_node(m, ...) META_CALL_(m, chunks_on_node, __VA_ARGS__)
+#define meta_chunk_move(m, ...) META_CALL_(m, chunk_move, __VA_ARGS__)
+#define meta_lock_try(m, ...) META_CALL_(m, lock_try, __VA_ARGS__)
+#define meta_lock_release(m, ...) META_CALL_(m, lock_release, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,386 @@
+/* PostgreSQL metadata backend: storage nodes of a cluster, the garbage-collection queue, and
+ * session-level advisory locks (one repairer at a time). See meta.h and meta_pg_int.h. */
+#include "base/log.h"
+#include "meta/meta_pg_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- nodes ---- */
+
+typedef struct {
+    const char *addr;
+    uint32_t id;
+    uint64_t capacity, free;
+} pg_node_arg_t;
+
+static wh_status_t tx_node_register(void *conn, void *arg)
+{
+    pg_node_arg_t *a = arg;
+    pg_params_t p = {0};
+    pp_text(&p, a->addr);
+    pp_i64(&p, (int64_t)a->capacity);
+    pp_i64(&p, (int64_t)a->free);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn, "INSERT INTO nodes(addr, capacity, free) VALUES($1, $2, $3)"
+                                   " ON CONFLICT (addr) DO UPDATE SET capacity = EXCLUDED.capacity,"
+                                   " free = EXCLUDED.free, heartbeat = now() RETURNING id",
+                             &p, &r, "node register");
+    if (st == WH_OK)
+        a->id = (uint32_t)pg_i64(r, 0, 0);
+    PQclear(r);
+    return st;
+}
+
+wh_status_t pg_node_register(meta_t *m, const char *addr, uint64_t capacity, uint64_t free,
+                             uint32_t *id)
+{
+    if (!addr || !addr[0] || strlen(addr) >= sizeof(((meta_node_t *)0)->addr)) {
+        wh_error("store", "a storage node address must be 1..255 bytes of host:port");
+        return WH_ERR_INVALID;
+    }
+    pg_node_arg_t a = {addr, 0, capacity, free};
+    wh_status_t st = pg_write(PGM(m), tx_node_register, &a);
+    if (st == WH_OK)
+        *id = a.id;
+    return st;
+}
+
+static wh_status_t tx_node_heartbeat(void *conn, void *arg)
+{
+    pg_node_arg_t *a = arg;
+    pg_params_t p = {0};
+    pp_i64(&p, a->id);
+    pp_i64(&p, (int64_t)a->capacity);
+    pp_i64(&p, (int64_t)a->free);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn, "UPDATE nodes SET capacity = $2, free = $3, heartbeat = now()"
+                                   " WHERE id = $1 RETURNING 1", &p, &r, "node heartbeat");
+    if (st == WH_OK && PQntuples(r) == 0)
+        st = WH_ERR_NOT_FOUND;
+    PQclear(r);
+    return st;
+}
+
+wh_status_t pg_node_heartbeat(meta_t *m, uint32_t id, uint64_t capacity, uint64_t free)
+{
+    pg_node_arg_t a = {NULL, id, capacity, free};
+    return pg_write(PGM(m), tx_node_heartbeat, &a);
+}
+
+typedef struct {
+    meta_node_t *arr;
+    size_t n;
+} pg_nlist_arg_t;
+
+static wh_status_t rd_node_list(void *conn, void *arg)
+{
+    pg_nlist_arg_t *a = arg;
+    PGresult *r;
+    wh_status_t st = pg_exec(conn, "SELECT id, addr, capacity, free,"
+                                   " extract(epoch FROM heartbeat)::bigint,"
+                                   " extract(epoch FROM now())::bigint FROM nodes ORDER BY id",
+                             NULL, &r, "node list");
+    if (st != WH_OK)
+        return st;
+    int rows = PQntuples(r);
+    free(a->arr);
+    a->n = 0;
+    a->arr = calloc(rows ? (size_t)rows : 1, sizeof *a->arr);
+    if (!a->arr) {
+        PQclear(r);
+        return WH_ERR_NOMEM;
+    }
+    for (int i = 0; i < rows; i++) {
+        meta_node_t *nd = &a->arr[i];
+        nd->id = (uint32_t)pg_i64(r, i, 0);
+        pg_copy(r, i, 1, nd->addr, sizeof nd->addr);
+        nd->capacity = (uint64_t)pg_i64(r, i, 2);
+        nd->free = (uint64_t)pg_i64(r, i, 3);
+        nd->heartbeat = (time_t)pg_i64(r, i, 4);
+        nd->now = (time_t)pg_i64(r, i, 5);
+    }
+    a->n = (size_t)rows;
+    PQclear(r);
+    return WH_OK;
+}
+
+wh_status_t pg_node_list(meta_t *m, meta_node_t **out, size_t *n)
+{
+    pg_nlist_arg_t a = {NULL, 0};
+    wh_status_t st = pg_read(PGM(m), rd_node_list, &a);
+    if (st != WH_OK) {
+        free(a.arr);
+        return st;
+    }
+    *out = a.arr;
+    *n = a.n;
+    return WH_OK;
+}
+
+/* ---- garbage collection ---- */
+
+typedef struct {
+    size_t max;
+    meta_gc_item_t *arr;
+    size_t n;
+    const meta_gc_item_t *done;
+} pg_gc_arg_t;
+
+static wh_status_t tx_gc_take(void *conn, void *arg)
+{
+    pg_gc_arg_t *a = arg;
+    /* Entries whose copy a committed row lists (completion by reference, a PUT's intent once
+     * committed) are stale: drop them. The rest are copies no row lists: safe to delete. */
+    wh_status_t st = pg_exec(conn, "DELETE FROM gc_queue g WHERE EXISTS"
+                                   " (SELECT 1 FROM chunks c WHERE c.chunk_id = g.chunk_id"
+                                   "  AND g.node = ANY(c.replicas))",
+                             NULL, NULL, "gc queue prune");
+    if (st != WH_OK)
+        return st;
+    pg_params_t p = {0};
+    pp_i64(&p, (int64_t)a->max);
+    PGresult *r;
+    st = pg_exec(conn, "SELECT seq, chunk_id, node FROM gc_queue WHERE not_before <= now()"
+                       " ORDER BY seq LIMIT $1", &p, &r, "gc queue take");
+    if (st != WH_OK)
+        return st;
+    int rows = PQntuples(r);
+    free(a->arr);
+    a->n = 0;
+    a->arr = calloc(rows ? (size_t)rows : 1, sizeof *a->arr);
+    if (!a->arr) {
+        PQclear(r);
+        return WH_ERR_NOMEM;
+    }
+    for (int i = 0; i < rows; i++) {
+        a->arr[i].seq = (uint64_t)pg_i64(r, i, 0);
+        pg_copy(r, i, 1, a->arr[i].chunk_id, sizeof a->arr[i].chunk_id);
+        a->arr[i].node = (uint32_t)pg_i64(r, i, 2);
+    }
+    a->n = (size_t)rows;
+    PQclear(r);
+    return WH_OK;
+}
+
+wh_status_t pg_gc_take(meta_t *m, size_t max, meta_gc_item_t **out, size_t *n)
+{
+    pg_gc_arg_t a = {max ? max : 1, NULL, 0, NULL};
+    wh_status_t st = pg_write(PGM(m), tx_gc_take, &a);
+    if (st != WH_OK) {
+        free(a.arr);
+        return st;
+    }
+    *out = a.arr;
+    *n = a.n;
+    return WH_OK;
+}
+
+static wh_status_t tx_gc_done(void *conn, void *arg)
+{
+    pg_gc_arg_t *a = arg;
+    wh_status_t st = WH_OK;
+    for (size_t i = 0; st == WH_OK && i < a->n; i++) {
+        pg_params_t p = {0};
+        pp_i64(&p, (int64_t)a->done[i].seq);
+        st = pg_exec(conn, "DELETE FROM gc_queue WHERE seq = $1", &p, NULL, "gc queue done");
+    }
+    return st;
+}
+
+wh_status_t pg_gc_done(meta_t *m, const meta_gc_item_t *items, size_t n)
+{
+    pg_gc_arg_t a = {0, NULL, n, items};
+    return pg_write(PGM(m), tx_gc_done, &a);
+}
+
+typedef struct {
+    const meta_gc_item_t *items;
+    size_t n;
+    unsigned delay;
+} pg_defer_arg_t;
+
+static wh_status_t tx_gc_defer(void *conn, void *arg)
+{
+    pg_defer_arg_t *a = arg;
+    wh_status_t st = WH_OK;
+    for (size_t i = 0; st == WH_OK && i < a->n; i++) {
+        pg_params_t p = {0};
+        pp_text(&p, a->items[i].chunk_id);
+        pp_i64(&p, a->items[i].node);
+        pp_i64(&p, a->delay);
+        st = pg_exec(conn, "INSERT INTO gc_queue(chunk_id, node, not_before)"
+                           " VALUES($1, $2, now() + make_interval(secs => $3))",
+                     &p, NULL, "gc defer");
+    }
+    return st;
+}
+
+wh_status_t pg_gc_defer(meta_t *m, const meta_gc_item_t *items, size_t n, unsigned delay_s)
+{
+    pg_defer_arg_t a = {items, n, delay_s};
+    return n ? pg_write(PGM(m), tx_gc_defer, &a) : WH_OK;
+}
+
+typedef struct {
+    uint32_t node;
+    const char *after;
+    size_t max;
+    store_chunk_t *arr;
+    size_t n;
+} pg_onnode_arg_t;
+
+static wh_status_t rd_chunks_on_node(void *conn, void *arg)
+{
+    pg_onnode_arg_t *a = arg;
+    pg_params_t p = {0};
+    pp_i64(&p, a->node);
+    pp_text(&p, a->after);
+    pp_i64(&p, (int64_t)a->max);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn, "SELECT DISTINCT ON (chunk_id) chunk_id, len, crc64nvme,"
+                                   " array_to_string(replicas, ',') FROM chunks"
+                                   " WHERE $1 = ANY(replicas) AND chunk_id > $2"
+                                   " ORDER BY chunk_id LIMIT $3", &p, &r, "chunks on node");
+    if (st != WH_OK)
+        return st;
+    int rows = PQntuples(r);
+    free(a->arr);
+    a->n = 0;
+    a->arr = calloc(rows ? (size_t)rows : 1, sizeof *a->arr);
+    if (!a->arr) {
+        PQclear(r);
+        return WH_ERR_NOMEM;
+    }
+    for (int i = 0; i < rows; i++) {
+        store_chunk_t *c = &a->arr[i];
+        pg_copy(r, i, 0, c->id, sizeof c->id);
+        c->length = (uint64_t)pg_i64(r, i, 1);
+        c->crc64nvme = (uint64_t)pg_i64(r, i, 2);
+        meta_replicas_parse(PQgetvalue(r, i, 3), c);
+    }
+    a->n = (size_t)rows;
+    PQclear(r);
+    return WH_OK;
+}
+
+wh_status_t pg_chunks_on_node(meta_t *m, uint32_t node, const char *after, size_t max,
+                              store_chunk_t **out, size_t *n)
+{
+    pg_onnode_arg_t a = {node, after ? after : "", max ? max : 1, NULL, 0};
+    wh_status_t st = pg_read(PGM(m), rd_chunks_on_node, &a);
+    if (st != WH_OK) {
+        free(a.arr);
+        return st;
+    }
+    *out = a.arr;
+    *n = a.n;
+    return WH_OK;
+}
+
+typedef struct {
+    const char *chunk;
+    uint32_t from, to;
+} pg_move_arg_t;
+
+static wh_status_t tx_chunk_move(void *conn, void *arg)
+{
+    pg_move_arg_t *a = arg;
+    pg_params_t p = {0};
+    pp_text(&p, a->chunk);
+    pp_i64(&p, a->from);
+    pp_i64(&p, a->to);
+    wh_status_t st = pg_exec(conn, "UPDATE chunks SET replicas = array_replace(replicas,"
+                                   " $2::integer, $3::integer) WHERE chunk_id = $1"
+                                   " AND $2 = ANY(replicas) AND NOT $3 = ANY(replicas)",
+                             &p, NULL, "chunk move");
+    if (st != WH_OK)
+        return st;
+    pg_params_t q = {0};
+    pp_text(&q, a->chunk);
+    pp_i64(&q, a->from);
+    return pg_exec(conn, "INSERT INTO gc_queue(chunk_id, node) VALUES($1, $2)", &q, NULL,
+                   "chunk move gc");
+}
+
+wh_status_t pg_chunk_move(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to)
+{
+    pg_move_arg_t a = {chunk_id, from, to};
+    return pg_write(PGM(m), tx_chunk_move, &a);
+}
+
+/* ---- advisory locks ---- */
+
+/* The lock connection, connected (or reconnected: its locks are then gone). Lock held. */
+static wh_status_t pg_lockc_ready(pg_meta_t *m)
+{
+    pg_conn_t *c = &m->lockc;
+    if (c->c && PQstatus(c->c) == CONNECTION_OK)
+        return WH_OK;
+    if (m->n_held)
+        wh_warn("store", "the PostgreSQL session holding %zu advisory lock(s) was lost; they "
+                "are released", m->n_held);
+    m->n_held = 0;
+    return pg_exec(c, "SELECT 1", NULL, NULL, "lock session"); /* connects */
+}
+
+wh_status_t pg_lock_try(meta_t *mm, int64_t key)
+{
+    pg_meta_t *m = PGM(mm);
+    pthread_mutex_lock(&m->lock_mu);
+    wh_status_t st = pg_lockc_ready(m);
+    if (st != WH_OK)
+        goto out;
+    for (size_t i = 0; i < m->n_held; i++)
+        if (m->held[i] == key)
+            goto out; /* ours already, and the session is alive */
+    if (m->n_held == PG_MAX_LOCKS) {
+        st = WH_ERR_TOO_LARGE;
+        goto out;
+    }
+    pg_params_t p = {0};
+    pp_i64(&p, key);
+    PGresult *r;
+    st = pg_exec(&m->lockc, "SELECT pg_try_advisory_lock($1)", &p, &r, "advisory lock");
+    if (st == WH_OK) {
+        if (strcmp(PQgetvalue(r, 0, 0), "t") == 0)
+            m->held[m->n_held++] = key;
+        else
+            st = WH_ERR_BUSY;
+        PQclear(r);
+    }
+out:
+    pthread_mutex_unlock(&m->lock_mu);
+    return st;
+}
+
+wh_status_t pg_lock_release(meta_t *mm, int64_t key)
+{
+    pg_meta_t *m = PGM(mm);
+    pthread_mutex_lock(&m->lock_mu);
+    wh_status_t st = WH_ERR_NOT_FOUND;
+    for (size_t i = 0; i < m->n_held; i++) {
+        if (m->held[i] != key)
+            continue;
+        m->held[i] = m->held[--m->n_held];
+        st = WH_OK;
+        if (m->lockc.c && PQstatus(m->lockc.c) == CONNECTION_OK) {
+            pg_params_t p = {0};
+            pp_i64(&p, key);
+            st = pg_exec(&m->lockc, "SELECT pg_advisory_unlock($1)", &p, NULL,
+                         "advisory unlock");
+        }
+        break;
+    }
+    pthread_mutex_unlock(&m->lock_mu);
+    return st;
+}
+
+void pg_locks_close(pg_meta_t *m)
+{
+    if (m->lockc.c)
+        PQfinish(m->lockc.c); /* ends the session: its locks go with it */
+    m->lockc.c = NULL;
+    m->n_held = 0;
+}

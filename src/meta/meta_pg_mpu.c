@@ -1,0 +1,452 @@
+/* PostgreSQL metadata backend: multipart uploads and their parts. See meta_pg_int.h. */
+#include "base/log.h"
+#include "meta/meta_pg_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static wh_status_t pg_upload_check(pg_conn_t *c, const char *bucket, const char *key,
+                                   const char *upload_id, store_obj_meta_t *meta, bool lock)
+{
+    pg_params_t p = {0};
+    pp_text(&p, upload_id);
+    pp_text(&p, bucket);
+    pp_bytes(&p, key, strlen(key));
+    PGresult *r;
+    wh_status_t st = pg_exec(c, lock ? "SELECT initiated, content_type, user_meta, owner, acl, tags FROM uploads"
+                                       " WHERE upload_id = $1 AND bucket = $2 AND key = $3"
+                                       " FOR UPDATE"
+                                     : "SELECT initiated, content_type, user_meta, owner, acl, tags FROM uploads"
+                                       " WHERE upload_id = $1 AND bucket = $2 AND key = $3",
+                             &p, &r, "upload lookup");
+    if (st != WH_OK)
+        return st;
+    if (PQntuples(r) == 0) {
+        st = WH_ERR_NOT_FOUND;
+    } else if (meta) {
+        store_obj_meta_free(meta);
+        memset(meta, 0, sizeof *meta);
+        meta->mtime = (time_t)pg_i64(r, 0, 0);
+        pg_copy(r, 0, 1, meta->content_type, sizeof meta->content_type);
+        if (!PQgetisnull(r, 0, 2) && !(meta->user_meta_json = pg_dup(r, 0, 2)))
+            st = WH_ERR_NOMEM;
+        pg_copy(r, 0, 3, meta->owner, sizeof meta->owner);
+        if (st == WH_OK && !PQgetisnull(r, 0, 4) && !(meta->acl = pg_dup(r, 0, 4)))
+            st = WH_ERR_NOMEM;
+        if (st == WH_OK && !PQgetisnull(r, 0, 5) && !(meta->tags = pg_dup(r, 0, 5)))
+            st = WH_ERR_NOMEM;
+    }
+    PQclear(r);
+    return st;
+}
+
+typedef struct {
+    const char *bucket, *key, *upload_id;
+    const store_obj_meta_t *meta;
+    time_t initiated;
+} pg_upload_arg_t;
+
+static wh_status_t tx_upload_create(void *conn, void *arg)
+{
+    pg_upload_arg_t *a = arg;
+    wh_status_t st = pg_bucket_check(conn, a->bucket);
+    if (st != WH_OK)
+        return st;
+    pg_params_t p = {0};
+    pp_text(&p, a->upload_id);
+    pp_text(&p, a->bucket);
+    pp_bytes(&p, a->key, strlen(a->key));
+    pp_i64(&p, (int64_t)a->initiated);
+    pp_text(&p, a->meta ? a->meta->content_type : "");
+    pp_text(&p, NULL);
+    p.v[p.n - 1] = a->meta ? a->meta->user_meta_json : NULL;
+    pp_text(&p, a->meta ? a->meta->owner : "");
+    pp_text(&p, NULL);
+    p.v[p.n - 1] = a->meta ? a->meta->acl : NULL;
+    pp_text(&p, NULL);
+    p.v[p.n - 1] = a->meta ? a->meta->tags : NULL;
+    return pg_exec(conn, "INSERT INTO uploads(upload_id, bucket, key, initiated, content_type,"
+                         " user_meta, owner, acl, tags) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                   &p, NULL,
+                   "upload insert");
+}
+
+wh_status_t pg_upload_create(meta_t *m, const char *bucket, const char *key,
+                             const char *upload_id, const store_obj_meta_t *meta,
+                             time_t initiated)
+{
+    pg_upload_arg_t a = {bucket, key, upload_id, meta, initiated};
+    return pg_write(PGM(m), tx_upload_create, &a);
+}
+
+typedef struct {
+    const char *bucket, *key, *upload_id;
+    store_obj_meta_t *meta;
+} pg_uget_arg_t;
+
+static wh_status_t rd_upload_get(void *conn, void *arg)
+{
+    pg_uget_arg_t *a = arg;
+    return pg_upload_check(conn, a->bucket, a->key, a->upload_id, a->meta, false);
+}
+
+wh_status_t pg_upload_get(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                          store_obj_meta_t *meta)
+{
+    if (meta)
+        memset(meta, 0, sizeof *meta);
+    pg_uget_arg_t a = {bucket, key, upload_id, meta};
+    return pg_read(PGM(m), rd_upload_get, &a);
+}
+
+typedef struct {
+    const char *bucket, *key, *upload_id;
+    const store_part_info_t *info;
+    const store_data_ref_t *ref;
+    store_data_ref_t *old;
+} pg_part_arg_t;
+
+static wh_status_t tx_part_put(void *conn, void *arg)
+{
+    pg_part_arg_t *a = arg;
+    store_data_ref_clear(a->old);
+    wh_status_t st = pg_upload_check(conn, a->bucket, a->key, a->upload_id, NULL, true);
+    if (st != WH_OK)
+        return st;
+    pg_params_t p = {0};
+    pp_text(&p, a->upload_id);
+    pp_i64(&p, a->info->number);
+    PGresult *r;
+    st = pg_exec(conn, "SELECT data_id FROM parts WHERE upload_id = $1 AND number = $2", &p, &r,
+                 "part lookup");
+    if (st != WH_OK)
+        return st;
+    if (PQntuples(r) > 0)
+        pg_copy(r, 0, 0, a->old->id, sizeof a->old->id);
+    PQclear(r);
+    if (a->old->id[0])
+        st = pg_chunks_get(conn, a->old);
+    if (st == WH_OK)
+        st = pg_chunks_drop(conn, a->old->id);
+    if (st != WH_OK)
+        return st;
+    const store_part_info_t *info = a->info;
+    pg_params_t q = {0};
+    pp_text(&q, a->upload_id);
+    pp_i64(&q, info->number);
+    pp_i64(&q, (int64_t)info->size);
+    pp_text(&q, info->etag);
+    pp_i64(&q, (int64_t)info->mtime);
+    pp_text(&q, info->crc64nvme);
+    pp_text(&q, info->crc32c);
+    pp_text(&q, a->ref->id);
+    st = pg_exec(conn, "INSERT INTO parts(upload_id, number, size, etag, mtime, crc64nvme, crc32c,"
+                       " data_id) VALUES($1, $2, $3, $4, $5, $6, $7, $8)"
+                       " ON CONFLICT (upload_id, number) DO UPDATE SET size = EXCLUDED.size,"
+                       " etag = EXCLUDED.etag, mtime = EXCLUDED.mtime,"
+                       " crc64nvme = EXCLUDED.crc64nvme, crc32c = EXCLUDED.crc32c,"
+                       " data_id = EXCLUDED.data_id", &q, NULL, "part upsert");
+    return st == WH_OK ? pg_chunks_put(conn, a->ref) : st;
+}
+
+wh_status_t pg_part_put(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                        const store_part_info_t *info, const store_data_ref_t *ref,
+                        store_data_ref_t *old)
+{
+    memset(old, 0, sizeof *old);
+    pg_part_arg_t a = {bucket, key, upload_id, info, ref, old};
+    wh_status_t st = pg_write(PGM(m), tx_part_put, &a);
+    if (st != WH_OK)
+        store_data_ref_clear(old);
+    return st;
+}
+
+/* Parts with number > marker in order, at most max (0 = all), with chunk maps: one statement. */
+static wh_status_t pg_parts_read(pg_conn_t *c, const char *upload_id, uint32_t marker,
+                                 uint32_t max, meta_part_t **out, size_t *n, bool *truncated)
+{
+    pg_params_t p = {0};
+    pp_text(&p, upload_id);
+    pp_i64(&p, marker);
+    pp_i64(&p, max ? (int64_t)max + 1 : INT32_MAX);
+    PGresult *r;
+    wh_status_t st = pg_exec(c,
+                             "WITH pp AS (SELECT * FROM parts WHERE upload_id = $1 AND number > $2"
+                             " ORDER BY number LIMIT $3)"
+                             " SELECT pp.number, pp.size, pp.etag, pp.mtime, pp.crc64nvme,"
+                             " pp.crc32c, pp.data_id, " PG_CHUNK_COLS
+                             " FROM pp LEFT JOIN chunks c ON c.data_id = pp.data_id"
+                             " ORDER BY pp.number, c.idx", &p, &r, "part list");
+    if (st != WH_OK)
+        return st;
+    int rows = PQntuples(r);
+    meta_part_t *arr = calloc(rows ? (size_t)rows : 1, sizeof *arr);
+    size_t cnt = 0;
+    bool trunc = false;
+    if (!arr)
+        st = WH_ERR_NOMEM;
+    for (int i = 0; st == WH_OK && i < rows; i++) {
+        uint32_t num = (uint32_t)pg_i64(r, i, 0);
+        if (cnt == 0 || arr[cnt - 1].info.number != num) {
+            if (max && cnt == max) {
+                trunc = true;
+                break;
+            }
+            meta_part_t *pp = &arr[cnt++];
+            pp->info.number = num;
+            pp->info.size = (uint64_t)pg_i64(r, i, 1);
+            pg_copy(r, i, 2, pp->info.etag, sizeof pp->info.etag);
+            pp->info.mtime = (time_t)pg_i64(r, i, 3);
+            pg_copy(r, i, 4, pp->info.crc64nvme, sizeof pp->info.crc64nvme);
+            pg_copy(r, i, 5, pp->info.crc32c, sizeof pp->info.crc32c);
+            pg_copy(r, i, 6, pp->ref.id, sizeof pp->ref.id);
+        }
+        st = pg_chunk_add(r, i, 7, &arr[cnt - 1].ref);
+    }
+    PQclear(r);
+    if (st != WH_OK) {
+        meta_parts_free(arr, cnt);
+        return st;
+    }
+    *out = arr;
+    *n = cnt;
+    if (truncated)
+        *truncated = trunc;
+    return WH_OK;
+}
+
+typedef struct {
+    const char *bucket, *key, *upload_id;
+    uint32_t marker, max;
+    meta_part_t *parts;
+    size_t n;
+    bool truncated;
+} pg_plist_arg_t;
+
+static wh_status_t rd_part_list(void *conn, void *arg)
+{
+    pg_plist_arg_t *a = arg;
+    meta_parts_free(a->parts, a->n);
+    a->parts = NULL;
+    a->n = 0;
+    wh_status_t st = pg_upload_check(conn, a->bucket, a->key, a->upload_id, NULL, false);
+    if (st == WH_OK)
+        st = pg_parts_read(conn, a->upload_id, a->marker, a->max, &a->parts, &a->n,
+                           &a->truncated);
+    return st;
+}
+
+wh_status_t pg_part_list(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                         uint32_t marker, uint32_t max, meta_part_t **out, size_t *n,
+                         bool *truncated)
+{
+    pg_plist_arg_t a = {bucket, key, upload_id, marker, max, NULL, 0, false};
+    wh_status_t st = pg_read(PGM(m), rd_part_list, &a);
+    if (st != WH_OK) {
+        meta_parts_free(a.parts, a.n);
+        return st;
+    }
+    *out = a.parts;
+    *n = a.n;
+    if (truncated)
+        *truncated = a.truncated;
+    return WH_OK;
+}
+
+/* Drops an upload's part rows, their chunk maps (to the GC queue) and its row. */
+static wh_status_t pg_upload_drop(pg_conn_t *c, const char *upload_id, const meta_part_t *parts,
+                                  size_t n)
+{
+    wh_status_t st = WH_OK;
+    for (size_t i = 0; st == WH_OK && i < n; i++)
+        if (parts[i].ref.n_chunks)
+            st = pg_chunks_drop(c, parts[i].ref.id);
+    pg_params_t p = {0};
+    pp_text(&p, upload_id);
+    if (st == WH_OK)
+        st = pg_exec(c, "DELETE FROM parts WHERE upload_id = $1", &p, NULL, "part delete");
+    if (st == WH_OK)
+        st = pg_exec(c, "DELETE FROM uploads WHERE upload_id = $1", &p, NULL, "upload delete");
+    return st;
+}
+
+/* Drops every upload of a bucket with its parts (their chunks to the GC queue), appending the
+ * parts (their data to release) to *parts. In the bucket delete's transaction. */
+wh_status_t pg_bucket_uploads_drop(pg_conn_t *c, const char *bucket, meta_part_t **parts,
+                                   size_t *n)
+{
+    pg_params_t p = {0};
+    pp_text(&p, bucket);
+    PGresult *r;
+    wh_status_t st = pg_exec(c, "SELECT upload_id FROM uploads WHERE bucket = $1", &p,
+                             &r, "upload list");
+    if (st != WH_OK)
+        return st;
+    size_t pcap = *n;
+    for (int i = 0; st == WH_OK && i < PQntuples(r); i++) {
+        char id[65];
+        pg_copy(r, i, 0, id, sizeof id);
+        meta_part_t *ps = NULL;
+        size_t np = 0;
+        st = pg_parts_read(c, id, 0, 0, &ps, &np, NULL);
+        if (st == WH_OK)
+            st = pg_upload_drop(c, id, ps, np);
+        if (st == WH_OK && np && !meta_grow((void **)parts, &pcap, *n + np, sizeof **parts))
+            st = WH_ERR_NOMEM;
+        if (st != WH_OK) {
+            meta_parts_free(ps, np);
+            break;
+        }
+        if (np) /* memcpy from NULL (no parts) is undefined even for 0 bytes */
+            memcpy(*parts + *n, ps, np * sizeof *ps); /* the chunk maps move with the copies */
+        *n += np;
+        free(ps);
+    }
+    PQclear(r);
+    return st;
+}
+
+typedef struct {
+    const char *bucket, *key, *upload_id;
+    const meta_part_t *parts;
+    size_t n;
+    store_obj_meta_t *meta;
+    const store_data_ref_t *ref;
+    store_data_ref_t *old;
+    meta_part_t *all;
+    size_t n_all;
+    store_cond_t *cond;
+} pg_done_arg_t;
+
+static void pg_done_reset(pg_done_arg_t *a)
+{
+    meta_parts_free(a->all, a->n_all); /* a retried attempt starts afresh */
+    a->all = NULL;
+    a->n_all = 0;
+    if (a->old)
+        store_data_ref_clear(a->old);
+}
+
+static wh_status_t tx_upload_delete(void *conn, void *arg)
+{
+    pg_done_arg_t *a = arg;
+    pg_done_reset(a);
+    wh_status_t st = pg_upload_check(conn, a->bucket, a->key, a->upload_id, NULL, true);
+    if (st == WH_OK)
+        st = pg_parts_read(conn, a->upload_id, 0, 0, &a->all, &a->n_all, NULL);
+    if (st == WH_OK)
+        st = pg_upload_drop(conn, a->upload_id, a->all, a->n_all);
+    return st;
+}
+
+wh_status_t pg_upload_delete(meta_t *m, const char *bucket, const char *key,
+                             const char *upload_id, meta_part_t **parts, size_t *n)
+{
+    pg_done_arg_t a = {.bucket = bucket, .key = key, .upload_id = upload_id};
+    wh_status_t st = pg_write(PGM(m), tx_upload_delete, &a);
+    if (st != WH_OK) {
+        meta_parts_free(a.all, a.n_all);
+        return st;
+    }
+    *parts = a.all;
+    *n = a.n_all;
+    return WH_OK;
+}
+
+static wh_status_t tx_upload_complete(void *conn, void *arg)
+{
+    pg_done_arg_t *a = arg;
+    pg_done_reset(a);
+    size_t klen = strlen(a->key);
+    wh_status_t st = pg_upload_check(conn, a->bucket, a->key, a->upload_id, NULL, true);
+    if (st == WH_OK)
+        st = pg_parts_read(conn, a->upload_id, 0, 0, &a->all, &a->n_all, NULL);
+    if (st != WH_OK)
+        return st;
+    st = meta_parts_unchanged(a->upload_id, a->parts, a->n, a->all, a->n_all);
+    if (st == WH_OK)
+        st = pg_upload_drop(conn, a->upload_id, a->all, a->n_all);
+    /* The object row last: chunks the object shares with its parts are then referenced again
+     * in this same transaction, so their GC entries are never handed out. */
+    if (st == WH_OK)
+        st = pg_obj_commit(conn, a->bucket, a->key, klen, a->meta, a->ref, a->old, a->cond);
+    return st;
+}
+
+wh_status_t pg_upload_complete(meta_t *m, const char *bucket, const char *key,
+                               const char *upload_id, const meta_part_t *parts, size_t n,
+                               store_obj_meta_t *meta, const store_data_ref_t *ref,
+                               store_data_ref_t *old, meta_part_t **all, size_t *n_all,
+                               store_cond_t *cond)
+{
+    memset(old, 0, sizeof *old);
+    pg_done_arg_t a = {bucket, key, upload_id, parts, n, meta, ref, old, NULL, 0, cond};
+    wh_status_t st = pg_write(PGM(m), tx_upload_complete, &a);
+    if (st != WH_OK) {
+        store_data_ref_clear(old);
+        meta_parts_free(a.all, a.n_all);
+        return st;
+    }
+    *all = a.all;
+    *n_all = a.n_all;
+    return WH_OK;
+}
+
+typedef struct {
+    const char *bucket, *prefix;
+    store_upload_info_t *arr;
+    size_t n;
+} pg_ulist_arg_t;
+
+static wh_status_t rd_upload_list(void *conn, void *arg)
+{
+    pg_ulist_arg_t *a = arg;
+    store_upload_info_free(a->arr, a->n);
+    a->arr = NULL;
+    a->n = 0;
+    wh_status_t st = pg_bucket_check(conn, a->bucket);
+    if (st != WH_OK)
+        return st;
+    size_t plen = strlen(a->prefix);
+    pg_params_t p = {0};
+    pp_text(&p, a->bucket);
+    pp_bytes(&p, a->prefix, plen);
+    PGresult *r;
+    st = pg_exec(conn, "SELECT encode(key, 'hex'), upload_id, initiated FROM uploads"
+                       " WHERE bucket = $1 AND key >= $2 AND substring(key from 1 for"
+                       " length($2)) = $2 ORDER BY key, initiated, upload_id", &p, &r,
+                 "upload list");
+    if (st != WH_OK)
+        return st;
+    int rows = PQntuples(r);
+    a->arr = calloc(rows ? (size_t)rows : 1, sizeof *a->arr);
+    if (!a->arr)
+        st = WH_ERR_NOMEM;
+    for (int i = 0; st == WH_OK && i < rows; i++) {
+        store_upload_info_t *u = &a->arr[i];
+        size_t klen;
+        if (!(u->key = pg_hexcol(r, i, 0, &klen))) {
+            st = WH_ERR_NOMEM;
+            break;
+        }
+        pg_copy(r, i, 1, u->upload_id, sizeof u->upload_id);
+        u->initiated = (time_t)pg_i64(r, i, 2);
+        a->n++;
+    }
+    PQclear(r);
+    return st;
+}
+
+wh_status_t pg_upload_list(meta_t *m, const char *bucket, const char *prefix,
+                           store_upload_info_t **out, size_t *n)
+{
+    pg_ulist_arg_t a = {bucket, prefix ? prefix : "", NULL, 0};
+    wh_status_t st = pg_read(PGM(m), rd_upload_list, &a);
+    if (st != WH_OK) {
+        store_upload_info_free(a.arr, a.n);
+        return st;
+    }
+    *out = a.arr;
+    *n = a.n;
+    return WH_OK;
+}

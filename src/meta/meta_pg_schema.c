@@ -1,0 +1,139 @@
+/* PostgreSQL metadata backend: the schema as a list of migration steps (step N takes
+ * wharf_schema.version from N-1 to N). meta_pg.c applies the missing ones at open, in one
+ * transaction under an advisory lock, so gateways starting together migrate once. A new step is
+ * appended here (and in meta_sqlite_schema.c) and META_SCHEMA_VERSION raised.
+ *
+ * Every table is keyed so that it can later be partitioned without a key change: objects and
+ * uploads by (bucket, key) - PARTITION BY LIST (bucket) or HASH (bucket, key) - and chunks by
+ * data_id. */
+#include "base/util.h"
+#include "meta/meta_pg_int.h"
+
+const char *const pg_schema_steps[] = {
+    /* 1 */
+    "CREATE TABLE buckets("
+    "  name text COLLATE \"C\" PRIMARY KEY,"
+    "  created bigint NOT NULL);"
+    "CREATE TABLE objects("
+    "  bucket text COLLATE \"C\" NOT NULL,"
+    "  key bytea NOT NULL,"
+    "  size bigint NOT NULL,"
+    "  mtime bigint NOT NULL,"
+    "  etag text NOT NULL,"
+    "  content_type text NOT NULL,"
+    "  user_meta text,"
+    "  crc32c text NOT NULL,"
+    "  crc64nvme text NOT NULL,"
+    "  parts integer NOT NULL,"
+    "  data_id text NOT NULL,"
+    "  PRIMARY KEY(bucket, key));"
+    "CREATE INDEX objects_data ON objects(data_id);"
+    "CREATE TABLE uploads("
+    "  upload_id text PRIMARY KEY,"
+    "  bucket text COLLATE \"C\" NOT NULL,"
+    "  key bytea NOT NULL,"
+    "  initiated bigint NOT NULL,"
+    "  content_type text NOT NULL,"
+    "  user_meta text);"
+    "CREATE INDEX uploads_key ON uploads(bucket, key, initiated);"
+    "CREATE TABLE parts("
+    "  upload_id text NOT NULL,"
+    "  number integer NOT NULL,"
+    "  size bigint NOT NULL,"
+    "  etag text NOT NULL,"
+    "  mtime bigint NOT NULL,"
+    "  crc64nvme text NOT NULL,"
+    "  crc32c text NOT NULL,"
+    "  data_id text NOT NULL,"
+    "  PRIMARY KEY(upload_id, number));"
+    "CREATE INDEX parts_data ON parts(data_id);"
+    /* The chunk map of a data id (an object's or a part's bytes), in object order. */
+    "CREATE TABLE chunks("
+    "  data_id text NOT NULL,"
+    "  idx integer NOT NULL,"
+    "  chunk_id text NOT NULL,"
+    "  off bigint NOT NULL,"
+    "  len bigint NOT NULL,"
+    "  crc64nvme bigint NOT NULL,"      /* the uint64 as two's complement */
+    "  replicas integer[] NOT NULL,"    /* storage node ids */
+    "  ec_k integer NOT NULL DEFAULT 0, ec_m integer NOT NULL DEFAULT 0,"
+    "  ec_index integer NOT NULL DEFAULT 0, ec_stripe bigint NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY(data_id, idx));"
+    "CREATE INDEX chunks_chunk ON chunks(chunk_id);"
+    /* Storage servers of a cluster. */
+    "CREATE TABLE nodes("
+    "  id serial PRIMARY KEY,"
+    "  addr text NOT NULL UNIQUE,"
+    "  capacity bigint NOT NULL,"
+    "  free bigint NOT NULL,"
+    "  heartbeat timestamptz NOT NULL DEFAULT now(),"
+    "  registered timestamptz NOT NULL DEFAULT now());"
+    /* Chunk copies to delete; a chunk still in `chunks` is never handed out. */
+    "CREATE TABLE gc_queue("
+    "  seq bigserial PRIMARY KEY,"
+    "  chunk_id text NOT NULL,"
+    "  node integer NOT NULL,"
+    "  queued timestamptz NOT NULL DEFAULT now());",
+    /* 2: copies queued before they are written (a cluster PUT's intent) wait until not_before;
+     * an entry is stale once a row lists its node among the chunk's replicas. */
+    "ALTER TABLE gc_queue ADD COLUMN not_before timestamptz NOT NULL DEFAULT now();"
+    "CREATE INDEX gc_queue_chunk ON gc_queue(chunk_id);"
+    "CREATE INDEX chunks_replicas ON chunks USING gin(replicas);",
+    /* 3: identity and access. Owners are canonical ids ("" = root: every row written before
+     * this step was written by root); ACLs are the authorization engine's text form (NULL: the
+     * default); policies are JSON text. Secrets are stored sealed only. */
+    "ALTER TABLE buckets ADD COLUMN owner text NOT NULL DEFAULT '',"
+    "  ADD COLUMN acl text, ADD COLUMN policy text;"
+    "ALTER TABLE objects ADD COLUMN owner text NOT NULL DEFAULT '', ADD COLUMN acl text;"
+    "ALTER TABLE uploads ADD COLUMN owner text NOT NULL DEFAULT '', ADD COLUMN acl text;"
+    "CREATE TABLE users("
+    "  name text COLLATE \"C\" PRIMARY KEY,"
+    "  user_id text NOT NULL UNIQUE,"
+    "  canonical_id text NOT NULL UNIQUE,"
+    "  created bigint NOT NULL);"
+    "CREATE TABLE access_keys("
+    "  access_key text COLLATE \"C\" PRIMARY KEY,"
+    "  user_name text COLLATE \"C\" NOT NULL,"
+    "  secret_sealed text NOT NULL,"
+    "  active boolean NOT NULL,"
+    "  created bigint NOT NULL);"
+    "CREATE INDEX access_keys_user ON access_keys(user_name, created);"
+    "CREATE TABLE user_policies("
+    "  user_name text COLLATE \"C\" NOT NULL,"
+    "  policy_name text COLLATE \"C\" NOT NULL,"
+    "  document text NOT NULL,"
+    "  PRIMARY KEY(user_name, policy_name));",
+    /* 4: versions, tags, part sizes (as SQLite's step 4 describes). dm: 1 for a delete
+     * marker (data_id ''). An archived version keeps its chunk map under its data id. */
+    "ALTER TABLE buckets ADD COLUMN versioning integer NOT NULL DEFAULT 0;"
+    "ALTER TABLE objects ADD COLUMN version_id text NOT NULL DEFAULT 'null';"
+    "ALTER TABLE objects ADD COLUMN seq bigint NOT NULL DEFAULT 0;"
+    "ALTER TABLE objects ADD COLUMN dm integer NOT NULL DEFAULT 0;"
+    "ALTER TABLE objects ADD COLUMN tags text;"
+    "ALTER TABLE objects ADD COLUMN part_sizes text;"
+    "ALTER TABLE uploads ADD COLUMN tags text;"
+    "CREATE TABLE versions("
+    "  bucket text COLLATE \"C\" NOT NULL,"
+    "  key bytea NOT NULL,"
+    "  size bigint NOT NULL,"
+    "  mtime bigint NOT NULL,"
+    "  etag text NOT NULL,"
+    "  content_type text NOT NULL,"
+    "  user_meta text,"
+    "  crc32c text NOT NULL,"
+    "  crc64nvme text NOT NULL,"
+    "  parts integer NOT NULL,"
+    "  data_id text NOT NULL,"
+    "  owner text NOT NULL DEFAULT '',"
+    "  acl text,"
+    "  version_id text NOT NULL,"
+    "  seq bigint NOT NULL,"
+    "  dm integer NOT NULL,"
+    "  tags text,"
+    "  part_sizes text,"
+    "  PRIMARY KEY(bucket, key, seq));"
+    "CREATE UNIQUE INDEX versions_vid ON versions(bucket, key, version_id);"
+    "CREATE INDEX versions_data ON versions(data_id);",
+};
+_Static_assert(WH_ARRAY_SIZE(pg_schema_steps) == META_SCHEMA_VERSION,
+               "every schema version needs its PostgreSQL step");

@@ -1,0 +1,466 @@
+/* PostgreSQL metadata backend: versions, as meta_sqlite_ver.c does it for SQLite: objects
+ * holds each key's current version (delete markers included), versions the older ones, and a
+ * commit archives, replaces or removes rows in its SERIALIZABLE transaction. A key with older
+ * versions always has a current row, so a scan of objects visits every versioned key. An
+ * archived version keeps its chunk map, so garbage collection never takes its chunks; a
+ * removed version's chunk map is dropped (and its chunks queued) in the same transaction. */
+#include "base/log.h"
+#include "meta/meta_pg_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PG_VSCAN_BATCH 256
+
+typedef struct {
+    bool exists, dm;
+    char vid[STORE_VERSION_ID_MAX];
+    int64_t seq;
+    char etag[80];
+} pg_cur_t;
+
+static void pp_obj(pg_params_t *p, const char *bucket, const char *key, size_t klen)
+{
+    pp_text(p, bucket);
+    pp_bytes(p, key, klen);
+}
+
+static wh_status_t pg_versioning(pg_conn_t *c, const char *bucket, int *state)
+{
+    pg_params_t p = {0};
+    pp_text(&p, bucket);
+    PGresult *r;
+    wh_status_t st = pg_exec(c, "SELECT versioning FROM buckets WHERE name = $1", &p, &r,
+                             "bucket versioning lookup");
+    if (st != WH_OK)
+        return st;
+    if (PQntuples(r) == 0)
+        st = WH_ERR_NOT_FOUND;
+    else
+        *state = (int)pg_i64(r, 0, 0);
+    PQclear(r);
+    return st;
+}
+
+static wh_status_t pg_cur(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
+                          pg_cur_t *cur)
+{
+    memset(cur, 0, sizeof *cur);
+    pg_params_t p = {0};
+    pp_obj(&p, bucket, key, klen);
+    PGresult *r;
+    wh_status_t st = pg_exec(c, "SELECT version_id, seq, dm, etag FROM objects"
+                                " WHERE bucket = $1 AND key = $2", &p, &r,
+                             "current version lookup");
+    if (st != WH_OK)
+        return st;
+    if (PQntuples(r) > 0) {
+        cur->exists = true;
+        pg_copy(r, 0, 0, cur->vid, sizeof cur->vid);
+        cur->seq = pg_i64(r, 0, 1);
+        cur->dm = pg_i64(r, 0, 2) != 0;
+        pg_copy(r, 0, 3, cur->etag, sizeof cur->etag);
+    }
+    PQclear(r);
+    return WH_OK;
+}
+
+static wh_status_t pg_exec_obj(pg_conn_t *c, const char *sql, const char *bucket,
+                               const char *key, size_t klen, const char *what)
+{
+    pg_params_t p = {0};
+    pp_obj(&p, bucket, key, klen);
+    return pg_exec(c, sql, &p, NULL, what);
+}
+
+static const char PG_ARCHIVE[] =
+    "INSERT INTO versions(bucket, key, " PG_OBJ_COLS ") SELECT bucket, key, " PG_OBJ_COLS
+    " FROM objects WHERE bucket = $1 AND key = $2";
+
+static wh_status_t pg_cur_release(pg_conn_t *c, const char *bucket, const char *key,
+                                  size_t klen, store_data_ref_t *old)
+{
+    wh_status_t st = pg_obj_ref(c, bucket, key, klen, old);
+    return st == WH_OK ? pg_chunks_drop(c, old->id) : st;
+}
+
+static wh_status_t pg_ver_take(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
+                               const char *vid, store_data_ref_t *old, bool *found, bool *dm)
+{
+    pg_params_t p = {0};
+    pp_obj(&p, bucket, key, klen);
+    pp_text(&p, vid);
+    PGresult *r;
+    store_data_ref_clear(old);
+    wh_status_t st = pg_exec(c, "DELETE FROM versions WHERE bucket = $1 AND key = $2"
+                                " AND version_id = $3 RETURNING data_id, dm", &p, &r,
+                             "version delete");
+    if (st != WH_OK)
+        return st;
+    *found = PQntuples(r) > 0;
+    if (*found) {
+        pg_copy(r, 0, 0, old->id, sizeof old->id);
+        if (dm)
+            *dm = pg_i64(r, 0, 1) != 0;
+    }
+    PQclear(r);
+    if (*found && old->id[0] && (st = pg_chunks_get(c, old)) == WH_OK)
+        st = pg_chunks_drop(c, old->id);
+    return st;
+}
+
+static wh_status_t pg_make_room(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
+                                int state, const pg_cur_t *cur, int64_t seq, char *vid,
+                                store_data_ref_t *old)
+{
+    store_data_ref_clear(old);
+    wh_status_t st;
+    if (state == STORE_VERSIONING_ENABLED) {
+        if ((st = meta_version_id_new((uint64_t)seq, vid)) != WH_OK)
+            return st;
+        return cur->exists ? pg_exec_obj(c, PG_ARCHIVE, bucket, key, klen, "version archive")
+                           : WH_OK;
+    }
+    snprintf(vid, STORE_VERSION_ID_MAX, "null");
+    if (!cur->exists)
+        return WH_OK;
+    if (strcmp(cur->vid, "null") == 0)
+        return pg_cur_release(c, bucket, key, klen, old);
+    if ((st = pg_exec_obj(c, PG_ARCHIVE, bucket, key, klen, "version archive")) != WH_OK)
+        return st;
+    bool found;
+    return pg_ver_take(c, bucket, key, klen, "null", old, &found, NULL);
+}
+
+wh_status_t pg_obj_commit(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
+                          store_obj_meta_t *meta, const store_data_ref_t *ref,
+                          store_data_ref_t *old, store_cond_t *cond)
+{
+    int state = 0;
+    pg_cur_t cur;
+    wh_status_t st = pg_versioning(c, bucket, &state);
+    if (st == WH_OK)
+        st = pg_cur(c, bucket, key, klen, &cur);
+    if (st == WH_OK) /* a delete marker is no object to If-None-Match or If-Match */
+        st = meta_cond_check(cond, cur.exists && !cur.dm, cur.etag);
+    if (st != WH_OK)
+        return st;
+    int64_t seq = (int64_t)meta_version_seq_next(cur.exists ? (uint64_t)cur.seq : 0);
+    meta->delete_marker = false;
+    st = pg_make_room(c, bucket, key, klen, state, &cur, seq, meta->version_id, old);
+    return st == WH_OK ? pg_obj_upsert(c, bucket, key, klen, meta, ref, seq) : st;
+}
+
+/* ---- reads ---- */
+
+typedef struct {
+    const char *bucket, *key, *vid;
+    size_t klen;
+    store_obj_meta_t *meta;
+    store_data_ref_t *ref;
+} pg_vget_arg_t;
+
+static wh_status_t rd_get_from(pg_conn_t *c, pg_vget_arg_t *a, const char *table)
+{
+    pg_params_t p = {0};
+    pp_obj(&p, a->bucket, a->key, a->klen);
+    if (a->vid)
+        pp_text(&p, a->vid);
+    char sql[768];
+    /* One statement, one snapshot: the row and its chunk map agree. */
+    snprintf(sql, sizeof sql,
+             "SELECT o.size, o.mtime, o.etag, o.content_type, o.user_meta, o.crc32c,"
+             " o.crc64nvme, o.parts, o.data_id, o.owner, o.acl, o.version_id, o.seq, o.dm,"
+             " o.tags, o.part_sizes, " PG_CHUNK_COLS
+             " FROM %s o LEFT JOIN chunks c ON c.data_id = o.data_id AND o.data_id <> ''"
+             " WHERE o.bucket = $1 AND o.key = $2%s ORDER BY c.idx",
+             table, a->vid ? " AND o.version_id = $3" : "");
+    PGresult *r;
+    wh_status_t st = pg_exec(c, sql, &p, &r, "object lookup");
+    if (st != WH_OK)
+        return st;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return WH_ERR_NOT_FOUND;
+    }
+    if (a->meta) {
+        store_obj_meta_free(a->meta);
+        memset(a->meta, 0, sizeof *a->meta);
+    }
+    if (a->ref)
+        store_data_ref_clear(a->ref);
+    st = pg_obj_row(r, 0, 0, a->meta, a->ref);
+    for (int i = 0; st == WH_OK && a->ref && i < PQntuples(r); i++)
+        st = pg_chunk_add(r, i, PG_OBJ_NCOLS, a->ref);
+    PQclear(r);
+    return st;
+}
+
+static wh_status_t rd_get_version(void *conn, void *arg)
+{
+    pg_vget_arg_t *a = arg;
+    wh_status_t st = rd_get_from(conn, a, "objects");
+    if (st == WH_ERR_NOT_FOUND && a->vid)
+        st = rd_get_from(conn, a, "versions");
+    /* A version promoted to current between the two statements is in neither snapshot. */
+    if (st == WH_ERR_NOT_FOUND && a->vid)
+        st = rd_get_from(conn, a, "objects");
+    return st;
+}
+
+wh_status_t pg_object_get_version(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                  const char *version_id, store_obj_meta_t *meta,
+                                  store_data_ref_t *ref)
+{
+    if (meta)
+        memset(meta, 0, sizeof *meta);
+    if (ref)
+        memset(ref, 0, sizeof *ref);
+    pg_vget_arg_t a = {bucket, key, version_id, klen, meta, ref};
+    wh_status_t st = pg_read(PGM(m), rd_get_version, &a);
+    if (st != WH_OK) {
+        store_obj_meta_free(meta);
+        store_data_ref_clear(ref);
+    }
+    return st;
+}
+
+typedef struct {
+    const char *bucket;
+    int *state;
+} pg_vstate_arg_t;
+
+static wh_status_t rd_versioning(void *conn, void *arg)
+{
+    pg_vstate_arg_t *a = arg;
+    return pg_versioning(conn, a->bucket, a->state);
+}
+
+wh_status_t pg_bucket_versioning_get(meta_t *m, const char *bucket, int *state)
+{
+    pg_vstate_arg_t a = {bucket, state};
+    return pg_read(PGM(m), rd_versioning, &a);
+}
+
+static wh_status_t tx_versioning_set(void *conn, void *arg)
+{
+    pg_vstate_arg_t *a = arg;
+    wh_status_t st = pg_bucket_check(conn, a->bucket);
+    if (st != WH_OK)
+        return st;
+    pg_params_t p = {0};
+    pp_text(&p, a->bucket);
+    pp_i64(&p, *a->state);
+    return pg_exec(conn, "UPDATE buckets SET versioning = $2 WHERE name = $1", &p, NULL,
+                   "bucket versioning update");
+}
+
+wh_status_t pg_bucket_versioning_set(meta_t *m, const char *bucket, int state)
+{
+    pg_vstate_arg_t a = {bucket, &state};
+    return pg_write(PGM(m), tx_versioning_set, &a);
+}
+
+/* ---- deletes ---- */
+
+typedef struct {
+    const char *bucket, *key, *vid;
+    size_t klen;
+    store_del_result_t *res;
+    store_data_ref_t *old;
+} pg_vdel_arg_t;
+
+static wh_status_t tx_delete_version(void *conn, void *arg)
+{
+    pg_conn_t *c = conn;
+    pg_vdel_arg_t *a = arg;
+    store_del_result_t *res = a->res;
+    memset(res, 0, sizeof *res);
+    store_data_ref_clear(a->old);
+    int state = 0;
+    pg_cur_t cur;
+    wh_status_t st = pg_versioning(c, a->bucket, &state);
+    if (st == WH_OK)
+        st = pg_cur(c, a->bucket, a->key, a->klen, &cur);
+    if (st != WH_OK)
+        return st;
+    static const char DEL[] = "DELETE FROM objects WHERE bucket = $1 AND key = $2";
+    if (!a->vid && state == STORE_VERSIONING_OFF) {
+        if (!cur.exists)
+            return WH_OK; /* nothing to delete: idempotent */
+        if ((st = pg_cur_release(c, a->bucket, a->key, a->klen, a->old)) != WH_OK)
+            return st;
+        return pg_exec_obj(c, DEL, a->bucket, a->key, a->klen, "object delete");
+    }
+    if (!a->vid) {
+        int64_t seq = (int64_t)meta_version_seq_next(cur.exists ? (uint64_t)cur.seq : 0);
+        store_obj_meta_t dm;
+        memset(&dm, 0, sizeof dm);
+        dm.mtime = time(NULL);
+        dm.delete_marker = true;
+        st = pg_make_room(c, a->bucket, a->key, a->klen, state, &cur, seq, dm.version_id,
+                          a->old);
+        store_data_ref_t none;
+        memset(&none, 0, sizeof none);
+        if (st == WH_OK)
+            st = pg_obj_upsert(c, a->bucket, a->key, a->klen, &dm, &none, seq);
+        snprintf(res->version_id, sizeof res->version_id, "%s", dm.version_id);
+        res->delete_marker = true;
+        return st;
+    }
+    snprintf(res->version_id, sizeof res->version_id, "%s", a->vid);
+    if (cur.exists && strcmp(cur.vid, a->vid) == 0) {
+        res->delete_marker = cur.dm;
+        if ((st = pg_cur_release(c, a->bucket, a->key, a->klen, a->old)) != WH_OK ||
+            (st = pg_exec_obj(c, DEL, a->bucket, a->key, a->klen, "object delete")) != WH_OK)
+            return st;
+        /* The next newest version becomes current. */
+        return pg_exec_obj(c,
+                           "WITH top AS (DELETE FROM versions WHERE bucket = $1 AND key = $2"
+                           " AND seq = (SELECT max(seq) FROM versions WHERE bucket = $1"
+                           " AND key = $2) RETURNING *)"
+                           " INSERT INTO objects(bucket, key, " PG_OBJ_COLS ")"
+                           " SELECT bucket, key, " PG_OBJ_COLS " FROM top",
+                           a->bucket, a->key, a->klen, "version promote");
+    }
+    bool found = false;
+    st = pg_ver_take(c, a->bucket, a->key, a->klen, a->vid, a->old, &found, &res->delete_marker);
+    if (st == WH_OK && !found)
+        res->version_id[0] = '\0';
+    return st;
+}
+
+wh_status_t pg_object_delete_version(meta_t *m, const char *bucket, const char *key,
+                                     size_t klen, const char *version_id,
+                                     store_del_result_t *res, store_data_ref_t *old)
+{
+    store_del_result_t dummy;
+    pg_vdel_arg_t a = {bucket, key, version_id, klen, res ? res : &dummy, old};
+    memset(old, 0, sizeof *old);
+    wh_status_t st = pg_write(PGM(m), tx_delete_version, &a);
+    if (st != WH_OK)
+        store_data_ref_clear(old);
+    return st;
+}
+
+/* ---- tags ---- */
+
+typedef struct {
+    const char *bucket, *key, *vid, *tags;
+    size_t klen;
+} pg_tags_arg_t;
+
+static wh_status_t tx_tags_set(void *conn, void *arg)
+{
+    pg_tags_arg_t *a = arg;
+    pg_cur_t cur;
+    wh_status_t st = pg_bucket_check(conn, a->bucket);
+    if (st == WH_OK)
+        st = pg_cur(conn, a->bucket, a->key, a->klen, &cur);
+    if (st != WH_OK)
+        return st;
+    bool on_cur = !a->vid || (cur.exists && strcmp(cur.vid, a->vid) == 0);
+    pg_params_t p = {0};
+    pp_obj(&p, a->bucket, a->key, a->klen);
+    pp_text(&p, NULL);
+    p.v[p.n - 1] = a->tags; /* NULL: none */
+    if (!on_cur)
+        pp_text(&p, a->vid);
+    PGresult *r;
+    st = pg_exec(conn,
+                 on_cur ? "UPDATE objects SET tags = $3 WHERE bucket = $1 AND key = $2"
+                          " AND dm = 0 RETURNING 1"
+                        : "UPDATE versions SET tags = $3 WHERE bucket = $1 AND key = $2"
+                          " AND version_id = $4 AND dm = 0 RETURNING 1",
+                 &p, &r, "tag update");
+    if (st != WH_OK)
+        return st;
+    st = PQntuples(r) == 1 ? WH_OK : WH_ERR_NOT_FOUND;
+    PQclear(r);
+    return st;
+}
+
+wh_status_t pg_object_tags_set(meta_t *m, const char *bucket, const char *key, size_t klen,
+                               const char *version_id, const char *tags)
+{
+    pg_tags_arg_t a = {bucket, key, version_id, tags, klen};
+    return pg_write(PGM(m), tx_tags_set, &a);
+}
+
+/* ---- the version scan: batches of keys, each key's older versions after it ---- */
+
+wh_status_t pg_version_scan(meta_t *mm, const char *bucket, const void *from, size_t flen,
+                            bool inclusive, meta_version_fn fn, void *arg)
+{
+    /* Not retried on a lost connection: the walk may already have handed rows out. */
+    pg_conn_t *c = pg_get(PGM(mm));
+    char *cur = NULL;
+    size_t clen = 0;
+    wh_status_t st = WH_OK;
+    int stop = 0;
+    for (;;) {
+        pg_params_t p = {0};
+        pp_text(&p, bucket);
+        pp_bytes(&p, from, flen);
+        pp_i64(&p, PG_VSCAN_BATCH);
+        PGresult *r;
+        st = pg_exec(c,
+                     inclusive ? "SELECT encode(key, 'hex'), version_id, dm, size, mtime, etag"
+                                 " FROM objects WHERE bucket = $1 AND key >= $2 ORDER BY key"
+                                 " LIMIT $3"
+                               : "SELECT encode(key, 'hex'), version_id, dm, size, mtime, etag"
+                                 " FROM objects WHERE bucket = $1 AND key > $2 ORDER BY key"
+                                 " LIMIT $3",
+                     &p, &r, "version scan");
+        if (st != WH_OK)
+            break;
+        int n = PQntuples(r);
+        for (int i = 0; i < n && !stop && st == WH_OK; i++) {
+            size_t klen;
+            char *k = pg_hexcol(r, i, 0, &klen);
+            if (!k) {
+                st = WH_ERR_NOMEM;
+                break;
+            }
+            free(cur);
+            cur = k;
+            clen = klen;
+            meta_version_row_t row = {
+                .key = k, .klen = klen, .version_id = PQgetvalue(r, i, 1), .latest = true,
+                .delete_marker = pg_i64(r, i, 2) != 0, .size = (uint64_t)pg_i64(r, i, 3),
+                .mtime = (time_t)pg_i64(r, i, 4), .etag = PQgetvalue(r, i, 5),
+            };
+            if ((stop = fn(arg, &row)) != 0)
+                break;
+            pg_params_t q = {0};
+            pp_obj(&q, bucket, k, klen);
+            PGresult *v;
+            st = pg_exec(c, "SELECT version_id, dm, size, mtime, etag FROM versions"
+                            " WHERE bucket = $1 AND key = $2 ORDER BY seq DESC",
+                         &q, &v, "version list");
+            if (st != WH_OK)
+                break;
+            for (int j = 0; j < PQntuples(v) && !stop; j++) {
+                meta_version_row_t o = {
+                    .key = k, .klen = klen, .version_id = PQgetvalue(v, j, 0), .latest = false,
+                    .delete_marker = pg_i64(v, j, 1) != 0, .size = (uint64_t)pg_i64(v, j, 2),
+                    .mtime = (time_t)pg_i64(v, j, 3), .etag = PQgetvalue(v, j, 4),
+                };
+                stop = fn(arg, &o);
+            }
+            PQclear(v);
+        }
+        PQclear(r);
+        if (stop < 0)
+            st = (wh_status_t)stop;
+        if (st != WH_OK || stop || n < PG_VSCAN_BATCH)
+            break;
+        from = cur;
+        flen = clen;
+        inclusive = false;
+    }
+    free(cur);
+    pg_put(c);
+    return st;
+}

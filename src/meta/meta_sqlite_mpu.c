@@ -1,0 +1,395 @@
+/* SQLite metadata backend: multipart uploads and their parts. See meta_sqlite_int.h. */
+#include "base/log.h"
+#include "meta/meta_sqlite_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static wh_status_t sq_upload_check(sq_conn_t *c, const char *bucket, const char *key,
+                                   const char *upload_id, store_obj_meta_t *meta)
+{
+    sqlite3_stmt *s = c->stmt[S_UPLOAD_GET];
+    sq_bind_text(s, 1, upload_id);
+    sq_bind_text(s, 2, bucket);
+    sq_bind_key(s, 3, key, strlen(key));
+    int rc = sqlite3_step(s);
+    wh_status_t st = WH_OK;
+    if (rc == SQLITE_DONE) {
+        st = WH_ERR_NOT_FOUND;
+    } else if (rc != SQLITE_ROW) {
+        st = sq_fail(c, rc, "upload lookup");
+    } else if (meta) {
+        memset(meta, 0, sizeof *meta);
+        meta->mtime = (time_t)sqlite3_column_int64(s, 0);
+        sq_col_copy(s, 1, meta->content_type, sizeof meta->content_type);
+        if (sqlite3_column_type(s, 2) != SQLITE_NULL && !(meta->user_meta_json = sq_col_dup(s, 2)))
+            st = WH_ERR_NOMEM;
+        sq_col_copy(s, 3, meta->owner, sizeof meta->owner);
+        if (st == WH_OK && sqlite3_column_type(s, 4) != SQLITE_NULL &&
+            !(meta->acl = sq_col_dup(s, 4)))
+            st = WH_ERR_NOMEM;
+        if (st == WH_OK && sqlite3_column_type(s, 5) != SQLITE_NULL &&
+            !(meta->tags = sq_col_dup(s, 5)))
+            st = WH_ERR_NOMEM;
+    }
+    sq_done(s);
+    return st;
+}
+
+typedef struct {
+    const char *bucket, *key, *upload_id;
+    const store_obj_meta_t *meta;
+    time_t initiated;
+} sq_upload_arg_t;
+
+static wh_status_t tx_upload_create(void *conn, void *arg)
+{
+    sq_conn_t *c = conn;
+    sq_upload_arg_t *a = arg;
+    wh_status_t st = sq_bucket_check(c, a->bucket);
+    if (st != WH_OK)
+        return st;
+    sqlite3_stmt *s = c->stmt[S_UPLOAD_INSERT];
+    sq_bind_text(s, 1, a->upload_id);
+    sq_bind_text(s, 2, a->bucket);
+    sq_bind_key(s, 3, a->key, strlen(a->key));
+    sqlite3_bind_int64(s, 4, (sqlite3_int64)a->initiated);
+    sq_bind_text(s, 5, a->meta ? a->meta->content_type : "");
+    if (a->meta && a->meta->user_meta_json)
+        sq_bind_text(s, 6, a->meta->user_meta_json);
+    else
+        sqlite3_bind_null(s, 6);
+    sq_bind_text(s, 7, a->meta ? a->meta->owner : "");
+    sq_bind_text_or_null(s, 8, a->meta ? a->meta->acl : NULL);
+    sq_bind_text_or_null(s, 9, a->meta ? a->meta->tags : NULL);
+    return sq_exec_stmt(c, s, "upload insert");
+}
+
+wh_status_t sq_upload_create(meta_t *m, const char *bucket, const char *key,
+                             const char *upload_id, const store_obj_meta_t *meta,
+                             time_t initiated)
+{
+    sq_upload_arg_t a = {bucket, key, upload_id, meta, initiated};
+    return sq_write(SQ(m), tx_upload_create, &a);
+}
+
+wh_status_t sq_upload_get(meta_t *mm, const char *bucket, const char *key, const char *upload_id,
+                          store_obj_meta_t *meta)
+{
+    sq_conn_t *c = &SQ(mm)->rd;
+    pthread_mutex_lock(&c->lock);
+    wh_status_t st = sq_upload_check(c, bucket, key, upload_id, meta);
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+typedef struct {
+    const char *bucket, *key, *upload_id;
+    const store_part_info_t *info;
+    const store_data_ref_t *ref;
+    store_data_ref_t *old;
+} sq_part_arg_t;
+
+static wh_status_t tx_part_put(void *conn, void *arg)
+{
+    sq_conn_t *c = conn;
+    sq_part_arg_t *a = arg;
+    wh_status_t st = sq_upload_check(c, a->bucket, a->key, a->upload_id, NULL);
+    if (st != WH_OK)
+        return st;
+    sqlite3_stmt *s = c->stmt[S_PART_FILE];
+    sq_bind_text(s, 1, a->upload_id);
+    sqlite3_bind_int64(s, 2, a->info->number);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        sq_col_copy(s, 0, a->old->id, sizeof a->old->id);
+    else if (rc != SQLITE_DONE)
+        st = sq_fail(c, rc, "part lookup");
+    sq_done(s);
+    if (st == WH_OK && a->old->id[0])
+        st = sq_chunks_get(c, a->old);
+    if (st == WH_OK)
+        st = sq_chunks_drop(c, a->old->id);
+    if (st != WH_OK)
+        return st;
+    const store_part_info_t *info = a->info;
+    s = c->stmt[S_PART_UPSERT];
+    sq_bind_text(s, 1, a->upload_id);
+    sqlite3_bind_int64(s, 2, info->number);
+    sqlite3_bind_int64(s, 3, (sqlite3_int64)info->size);
+    sq_bind_text(s, 4, info->etag);
+    sqlite3_bind_int64(s, 5, (sqlite3_int64)info->mtime);
+    sq_bind_text(s, 6, info->crc64nvme);
+    sq_bind_text(s, 7, info->crc32c);
+    sq_bind_text(s, 8, a->ref->id);
+    st = sq_exec_stmt(c, s, "part upsert");
+    return st == WH_OK ? sq_chunks_put(c, a->ref) : st;
+}
+
+wh_status_t sq_part_put(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                        const store_part_info_t *info, const store_data_ref_t *ref,
+                        store_data_ref_t *old)
+{
+    sq_part_arg_t a = {bucket, key, upload_id, info, ref, old};
+    memset(old, 0, sizeof *old);
+    wh_status_t st = sq_write(SQ(m), tx_part_put, &a);
+    if (st != WH_OK)
+        store_data_ref_clear(old);
+    return st;
+}
+
+/* Reads parts with number > marker, at most max (0 = all), with their chunk maps. Lock held. */
+static wh_status_t sq_parts_read(sq_conn_t *c, const char *upload_id, uint32_t marker,
+                                 uint32_t max, meta_part_t **out, size_t *n, bool *truncated)
+{
+    meta_part_t *arr = NULL;
+    size_t cnt = 0, cap = 0;
+    bool trunc = false;
+    wh_status_t st = WH_OK;
+    int rc;
+    sqlite3_stmt *s = c->stmt[S_PART_LIST];
+    sq_bind_text(s, 1, upload_id);
+    sqlite3_bind_int64(s, 2, marker);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (max && cnt == max) {
+            trunc = true;
+            break;
+        }
+        if (!meta_grow((void **)&arr, &cap, cnt + 1, sizeof *arr)) {
+            st = WH_ERR_NOMEM;
+            break;
+        }
+        meta_part_t *pp = &arr[cnt++];
+        memset(pp, 0, sizeof *pp);
+        pp->info.number = (uint32_t)sqlite3_column_int64(s, 0);
+        pp->info.size = (uint64_t)sqlite3_column_int64(s, 1);
+        sq_col_copy(s, 2, pp->info.etag, sizeof pp->info.etag);
+        pp->info.mtime = (time_t)sqlite3_column_int64(s, 3);
+        sq_col_copy(s, 4, pp->info.crc64nvme, sizeof pp->info.crc64nvme);
+        sq_col_copy(s, 5, pp->info.crc32c, sizeof pp->info.crc32c);
+        sq_col_copy(s, 6, pp->ref.id, sizeof pp->ref.id);
+    }
+    if (st == WH_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
+        st = sq_fail(c, rc, "part list");
+    sq_done(s);
+    for (size_t i = 0; st == WH_OK && i < cnt; i++)
+        st = sq_chunks_get(c, &arr[i].ref);
+    if (st != WH_OK) {
+        meta_parts_free(arr, cnt);
+        return st;
+    }
+    *out = arr;
+    *n = cnt;
+    if (truncated)
+        *truncated = trunc;
+    return WH_OK;
+}
+
+wh_status_t sq_part_list(meta_t *mm, const char *bucket, const char *key, const char *upload_id,
+                         uint32_t marker, uint32_t max, meta_part_t **out, size_t *n,
+                         bool *truncated)
+{
+    sq_conn_t *c = &SQ(mm)->rd;
+    pthread_mutex_lock(&c->lock);
+    wh_status_t st = sq_upload_check(c, bucket, key, upload_id, NULL);
+    if (st == WH_OK)
+        st = sq_parts_read(c, upload_id, marker, max, out, n, truncated);
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+/* Deletes an upload's part rows (and their chunk maps) and its row. In a transaction. */
+static wh_status_t sq_upload_drop(sq_conn_t *c, const char *upload_id, const meta_part_t *parts,
+                                  size_t n)
+{
+    wh_status_t st = WH_OK;
+    for (size_t i = 0; st == WH_OK && i < n; i++)
+        st = sq_chunks_drop(c, parts[i].ref.id);
+    if (st != WH_OK)
+        return st;
+    sqlite3_stmt *s = c->stmt[S_PART_DELETE_ALL];
+    sq_bind_text(s, 1, upload_id);
+    st = sq_exec_stmt(c, s, "part delete");
+    if (st != WH_OK)
+        return st;
+    s = c->stmt[S_UPLOAD_DELETE];
+    sq_bind_text(s, 1, upload_id);
+    return sq_exec_stmt(c, s, "upload delete");
+}
+
+/* Drops every upload of a bucket with its parts, appending the parts (their data to release)
+ * to *parts. In the bucket delete's transaction, so no upload outlives its bucket. */
+wh_status_t sq_bucket_uploads_drop(sq_conn_t *c, const char *bucket, meta_part_t **parts,
+                                   size_t *n)
+{
+    char (*ids)[65] = NULL;
+    size_t cnt = 0, cap = 0;
+    wh_status_t st = WH_OK;
+    int rc;
+    sqlite3_stmt *s = c->stmt[S_UPLOAD_LIST];
+    sq_bind_text(s, 1, bucket);
+    sq_bind_key(s, 2, "", 0);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (!meta_grow((void **)&ids, &cap, cnt + 1, sizeof *ids)) {
+            st = WH_ERR_NOMEM;
+            break;
+        }
+        sq_col_copy(s, 1, ids[cnt++], sizeof *ids);
+    }
+    if (st == WH_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
+        st = sq_fail(c, rc, "upload list");
+    sq_done(s);
+    size_t pcap = *n;
+    for (size_t i = 0; st == WH_OK && i < cnt; i++) {
+        meta_part_t *ps = NULL;
+        size_t np = 0;
+        st = sq_parts_read(c, ids[i], 0, 0, &ps, &np, NULL);
+        if (st == WH_OK)
+            st = sq_upload_drop(c, ids[i], ps, np);
+        if (st == WH_OK && np && !meta_grow((void **)parts, &pcap, *n + np, sizeof **parts))
+            st = WH_ERR_NOMEM;
+        if (st != WH_OK) {
+            meta_parts_free(ps, np);
+            break;
+        }
+        if (np) /* memcpy from NULL (no parts) is undefined even for 0 bytes */
+            memcpy(*parts + *n, ps, np * sizeof *ps); /* the chunk maps move with the copies */
+        *n += np;
+        free(ps);
+    }
+    free(ids);
+    return st;
+}
+
+typedef struct {
+    const char *bucket, *key, *upload_id;
+    const meta_part_t *parts; /* completion: the parts listed */
+    size_t n;
+    store_obj_meta_t *meta;
+    const store_data_ref_t *ref;
+    store_data_ref_t *old;
+    meta_part_t *all; /* every part of the upload */
+    size_t n_all;
+    store_cond_t *cond;
+} sq_done_arg_t;
+
+static wh_status_t tx_upload_delete(void *conn, void *arg)
+{
+    sq_conn_t *c = conn;
+    sq_done_arg_t *a = arg;
+    meta_parts_free(a->all, a->n_all); /* a retried attempt starts afresh */
+    a->all = NULL;
+    a->n_all = 0;
+    wh_status_t st = sq_upload_check(c, a->bucket, a->key, a->upload_id, NULL);
+    if (st == WH_OK)
+        st = sq_parts_read(c, a->upload_id, 0, 0, &a->all, &a->n_all, NULL);
+    if (st == WH_OK)
+        st = sq_upload_drop(c, a->upload_id, a->all, a->n_all);
+    return st;
+}
+
+wh_status_t sq_upload_delete(meta_t *m, const char *bucket, const char *key,
+                             const char *upload_id, meta_part_t **parts, size_t *n)
+{
+    sq_done_arg_t a = {.bucket = bucket, .key = key, .upload_id = upload_id};
+    wh_status_t st = sq_write(SQ(m), tx_upload_delete, &a);
+    if (st != WH_OK) {
+        meta_parts_free(a.all, a.n_all);
+        return st;
+    }
+    *parts = a.all;
+    *n = a.n_all;
+    return WH_OK;
+}
+
+static wh_status_t tx_upload_complete(void *conn, void *arg)
+{
+    sq_conn_t *c = conn;
+    sq_done_arg_t *a = arg;
+    meta_parts_free(a->all, a->n_all);
+    a->all = NULL;
+    a->n_all = 0;
+    size_t klen = strlen(a->key);
+    wh_status_t st = sq_upload_check(c, a->bucket, a->key, a->upload_id, NULL);
+    if (st == WH_OK)
+        st = sq_parts_read(c, a->upload_id, 0, 0, &a->all, &a->n_all, NULL);
+    if (st != WH_OK)
+        return st;
+    st = meta_parts_unchanged(a->upload_id, a->parts, a->n, a->all, a->n_all);
+    if (st == WH_OK)
+        st = sq_upload_drop(c, a->upload_id, a->all, a->n_all);
+    if (st == WH_OK)
+        st = sq_obj_commit(c, a->bucket, a->key, klen, a->meta, a->ref, a->old, a->cond);
+    return st;
+}
+
+wh_status_t sq_upload_complete(meta_t *m, const char *bucket, const char *key,
+                               const char *upload_id, const meta_part_t *parts, size_t n,
+                               store_obj_meta_t *meta, const store_data_ref_t *ref,
+                               store_data_ref_t *old, meta_part_t **all, size_t *n_all,
+                               store_cond_t *cond)
+{
+    memset(old, 0, sizeof *old);
+    sq_done_arg_t a = {bucket, key, upload_id, parts, n, meta, ref, old, NULL, 0, cond};
+    wh_status_t st = sq_write(SQ(m), tx_upload_complete, &a);
+    if (st != WH_OK) {
+        store_data_ref_clear(old);
+        meta_parts_free(a.all, a.n_all);
+        return st;
+    }
+    *all = a.all;
+    *n_all = a.n_all;
+    return WH_OK;
+}
+
+wh_status_t sq_upload_list(meta_t *mm, const char *bucket, const char *prefix,
+                           store_upload_info_t **out, size_t *n)
+{
+    sq_conn_t *c = &SQ(mm)->rd;
+    store_upload_info_t *arr = NULL;
+    size_t cnt = 0, cap = 0;
+    const char *pfx = prefix ? prefix : "";
+    size_t plen = strlen(pfx);
+    int rc;
+    pthread_mutex_lock(&c->lock);
+    wh_status_t st = sq_bucket_check(c, bucket);
+    if (st != WH_OK)
+        goto out;
+    sqlite3_stmt *s = c->stmt[S_UPLOAD_LIST];
+    sq_bind_text(s, 1, bucket);
+    sq_bind_key(s, 2, pfx, plen);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *key = sqlite3_column_blob(s, 0);
+        size_t klen = (size_t)sqlite3_column_bytes(s, 0);
+        if (!key || klen < plen || memcmp(key, pfx, plen) != 0)
+            break;
+        if (!meta_grow((void **)&arr, &cap, cnt + 1, sizeof *arr)) {
+            st = WH_ERR_NOMEM;
+            break;
+        }
+        store_upload_info_t *u = &arr[cnt];
+        memset(u, 0, sizeof *u);
+        if (!(u->key = malloc(klen + 1))) {
+            st = WH_ERR_NOMEM;
+            break;
+        }
+        memcpy(u->key, key, klen);
+        u->key[klen] = '\0';
+        sq_col_copy(s, 1, u->upload_id, sizeof u->upload_id);
+        u->initiated = (time_t)sqlite3_column_int64(s, 2);
+        cnt++;
+    }
+    if (st == WH_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
+        st = sq_fail(c, rc, "upload list");
+    sq_done(s);
+out:
+    pthread_mutex_unlock(&c->lock);
+    if (st != WH_OK) {
+        store_upload_info_free(arr, cnt);
+        return st;
+    }
+    *out = arr;
+    *n = cnt;
+    return WH_OK;
+}

@@ -1,0 +1,417 @@
+/* SQLite metadata backend: versions. The objects table holds each key's current version (a
+ * delete marker included), the versions table the older ones; a commit archives, replaces or
+ * removes rows as the bucket's versioning says, in its own write transaction. Invariant: a
+ * key with older versions has a current row (removing the current version promotes the next
+ * newest), so a scan of the objects table visits every key that has any version. */
+#include "base/log.h"
+#include "meta/meta_sqlite_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The key's current row, as a commit needs it. */
+typedef struct {
+    bool exists, dm;
+    char vid[STORE_VERSION_ID_MAX];
+    int64_t seq;
+    char etag[80];
+} sq_cur_t;
+
+static void sq_bind_obj(sqlite3_stmt *s, const char *bucket, const char *key, size_t klen)
+{
+    sq_bind_text(s, 1, bucket);
+    sq_bind_key(s, 2, key, klen);
+}
+
+static wh_status_t sq_versioning(sq_conn_t *c, const char *bucket, int *state)
+{
+    sqlite3_stmt *s = c->stmt[S_VERSIONING_GET];
+    sq_bind_text(s, 1, bucket);
+    int rc = sqlite3_step(s);
+    wh_status_t st = rc == SQLITE_ROW    ? WH_OK
+                     : rc == SQLITE_DONE ? WH_ERR_NOT_FOUND
+                                         : sq_fail(c, rc, "bucket versioning lookup");
+    if (st == WH_OK)
+        *state = sqlite3_column_int(s, 0);
+    sq_done(s);
+    return st;
+}
+
+static wh_status_t sq_cur(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
+                          sq_cur_t *cur)
+{
+    memset(cur, 0, sizeof *cur);
+    sqlite3_stmt *s = c->stmt[S_OBJ_CUR];
+    sq_bind_obj(s, bucket, key, klen);
+    int rc = sqlite3_step(s);
+    wh_status_t st = WH_OK;
+    if (rc == SQLITE_ROW) {
+        cur->exists = true;
+        sq_col_copy(s, 0, cur->vid, sizeof cur->vid);
+        cur->seq = sqlite3_column_int64(s, 1);
+        cur->dm = sqlite3_column_int(s, 2) != 0;
+        sq_col_copy(s, 3, cur->etag, sizeof cur->etag);
+    } else if (rc != SQLITE_DONE) {
+        st = sq_fail(c, rc, "current version lookup");
+    }
+    sq_done(s);
+    return st;
+}
+
+/* Runs a two-parameter (bucket, key) statement. */
+static wh_status_t sq_exec_obj(sq_conn_t *c, int which, const char *bucket, const char *key,
+                               size_t klen, const char *what)
+{
+    sqlite3_stmt *s = c->stmt[which];
+    sq_bind_obj(s, bucket, key, klen);
+    return sq_exec_stmt(c, s, what);
+}
+
+/* The current row's data goes (into *old, its chunk map dropped): it is being replaced. */
+static wh_status_t sq_cur_release(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
+                                  store_data_ref_t *old)
+{
+    wh_status_t st = sq_obj_ref(c, bucket, key, klen, old);
+    return st == WH_OK ? sq_chunks_drop(c, old->id) : st;
+}
+
+/* Removes the older version vid of the key; its data into *old. *found false: none. */
+static wh_status_t sq_ver_take(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
+                               const char *vid, store_data_ref_t *old, bool *found, bool *dm)
+{
+    sqlite3_stmt *s = c->stmt[S_VER_FIND];
+    sq_bind_obj(s, bucket, key, klen);
+    sq_bind_text(s, 3, vid);
+    int rc = sqlite3_step(s);
+    wh_status_t st = WH_OK;
+    store_data_ref_clear(old);
+    *found = rc == SQLITE_ROW;
+    if (rc == SQLITE_ROW) {
+        sq_col_copy(s, 0, old->id, sizeof old->id);
+        if (dm)
+            *dm = sqlite3_column_int(s, 1) != 0;
+    } else if (rc != SQLITE_DONE) {
+        st = sq_fail(c, rc, "version lookup");
+    }
+    sq_done(s);
+    if (st != WH_OK || !*found)
+        return st;
+    if (old->id[0] && (st = sq_chunks_get(c, old)) == WH_OK)
+        st = sq_chunks_drop(c, old->id);
+    if (st != WH_OK)
+        return st;
+    s = c->stmt[S_VER_DELETE];
+    sq_bind_obj(s, bucket, key, klen);
+    sq_bind_text(s, 3, vid);
+    return sq_exec_stmt(c, s, "version delete");
+}
+
+/* Makes room for a new current version of the key (an object or a delete marker): archives
+ * the current one (Enabled, or Suspended over a non-null version) or lets it go (the null
+ * version is replaced), and under Suspended removes an older null version. Fills vid. */
+static wh_status_t sq_make_room(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
+                                int state, const sq_cur_t *cur, int64_t seq, char *vid,
+                                store_data_ref_t *old)
+{
+    store_data_ref_clear(old);
+    wh_status_t st = WH_OK;
+    if (state == STORE_VERSIONING_ENABLED) {
+        if ((st = meta_version_id_new((uint64_t)seq, vid)) != WH_OK)
+            return st;
+        return cur->exists ? sq_exec_obj(c, S_VER_ARCHIVE, bucket, key, klen, "version archive")
+                           : WH_OK;
+    }
+    snprintf(vid, STORE_VERSION_ID_MAX, "null");
+    if (!cur->exists)
+        return WH_OK;
+    if (strcmp(cur->vid, "null") == 0)
+        return sq_cur_release(c, bucket, key, klen, old);
+    if ((st = sq_exec_obj(c, S_VER_ARCHIVE, bucket, key, klen, "version archive")) != WH_OK)
+        return st;
+    bool found;
+    return sq_ver_take(c, bucket, key, klen, "null", old, &found, NULL);
+}
+
+wh_status_t sq_obj_commit(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
+                          store_obj_meta_t *meta, const store_data_ref_t *ref,
+                          store_data_ref_t *old, store_cond_t *cond)
+{
+    int state = 0;
+    sq_cur_t cur;
+    wh_status_t st = sq_versioning(c, bucket, &state);
+    if (st == WH_OK)
+        st = sq_cur(c, bucket, key, klen, &cur);
+    if (st == WH_OK) /* a delete marker is no object to If-None-Match or If-Match */
+        st = meta_cond_check(cond, cur.exists && !cur.dm, cur.etag);
+    if (st != WH_OK)
+        return st;
+    int64_t seq = (int64_t)meta_version_seq_next(cur.exists ? (uint64_t)cur.seq : 0);
+    meta->delete_marker = false;
+    st = sq_make_room(c, bucket, key, klen, state, &cur, seq, meta->version_id, old);
+    return st == WH_OK ? sq_obj_upsert(c, bucket, key, klen, meta, ref, seq) : st;
+}
+
+/* ---- reads ---- */
+
+static wh_status_t sq_get_from(sq_conn_t *c, int which, const char *bucket, const char *key,
+                               size_t klen, const char *vid, store_obj_meta_t *meta,
+                               store_data_ref_t *ref)
+{
+    sqlite3_stmt *s = c->stmt[which];
+    sq_bind_obj(s, bucket, key, klen);
+    if (vid)
+        sq_bind_text(s, 3, vid);
+    int rc = sqlite3_step(s);
+    wh_status_t st = rc == SQLITE_ROW    ? sq_obj_row(s, meta, ref)
+                     : rc == SQLITE_DONE ? WH_ERR_NOT_FOUND
+                                         : sq_fail(c, rc, "object lookup");
+    sq_done(s);
+    return st;
+}
+
+wh_status_t sq_object_get_version(meta_t *mm, const char *bucket, const char *key, size_t klen,
+                                  const char *version_id, store_obj_meta_t *meta,
+                                  store_data_ref_t *ref)
+{
+    sq_conn_t *c = &SQ(mm)->rd;
+    if (meta)
+        memset(meta, 0, sizeof *meta);
+    if (ref)
+        memset(ref, 0, sizeof *ref);
+    pthread_mutex_lock(&c->lock);
+    wh_status_t st;
+    if (!version_id) {
+        st = sq_get_from(c, S_OBJ_GET, bucket, key, klen, NULL, meta, ref);
+    } else {
+        /* Current first, then older. A version promoted to current between the two reads
+         * (its newer one deleted) is in neither snapshot: look at the current row again. */
+        st = sq_get_from(c, S_OBJ_GET_VID, bucket, key, klen, version_id, meta, ref);
+        if (st == WH_ERR_NOT_FOUND)
+            st = sq_get_from(c, S_VER_GET, bucket, key, klen, version_id, meta, ref);
+        if (st == WH_ERR_NOT_FOUND)
+            st = sq_get_from(c, S_OBJ_GET_VID, bucket, key, klen, version_id, meta, ref);
+    }
+    /* The reader has no open transaction: the chunk map is read by a statement of its own. A
+     * concurrent replace may have dropped it; the data table's open then fails with NOT_FOUND
+     * and the store looks again. */
+    if (st == WH_OK && ref && ref->id[0])
+        st = sq_chunks_get(c, ref);
+    pthread_mutex_unlock(&c->lock);
+    if (st != WH_OK) {
+        store_obj_meta_free(meta);
+        store_data_ref_clear(ref);
+    }
+    return st;
+}
+
+wh_status_t sq_bucket_versioning_get(meta_t *mm, const char *bucket, int *state)
+{
+    sq_conn_t *c = &SQ(mm)->rd;
+    pthread_mutex_lock(&c->lock);
+    wh_status_t st = sq_versioning(c, bucket, state);
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+typedef struct {
+    const char *bucket;
+    int state;
+} sq_vset_arg_t;
+
+static wh_status_t tx_versioning_set(void *conn, void *arg)
+{
+    sq_conn_t *c = conn;
+    sq_vset_arg_t *a = arg;
+    wh_status_t st = sq_bucket_check(c, a->bucket);
+    if (st != WH_OK)
+        return st;
+    sqlite3_stmt *s = c->stmt[S_VERSIONING_SET];
+    sq_bind_text(s, 1, a->bucket);
+    sqlite3_bind_int(s, 2, a->state);
+    return sq_exec_stmt(c, s, "bucket versioning update");
+}
+
+wh_status_t sq_bucket_versioning_set(meta_t *m, const char *bucket, int state)
+{
+    sq_vset_arg_t a = {bucket, state};
+    return sq_write(SQ(m), tx_versioning_set, &a);
+}
+
+/* ---- deletes ---- */
+
+typedef struct {
+    const char *bucket, *key, *vid;
+    size_t klen;
+    store_del_result_t *res;
+    store_data_ref_t *old;
+} sq_vdel_arg_t;
+
+static wh_status_t tx_delete_version(void *conn, void *arg)
+{
+    sq_conn_t *c = conn;
+    sq_vdel_arg_t *a = arg;
+    store_del_result_t *res = a->res;
+    memset(res, 0, sizeof *res);
+    store_data_ref_clear(a->old);
+    int state = 0;
+    sq_cur_t cur;
+    wh_status_t st = sq_versioning(c, a->bucket, &state);
+    if (st == WH_OK)
+        st = sq_cur(c, a->bucket, a->key, a->klen, &cur);
+    if (st != WH_OK)
+        return st;
+    if (!a->vid && state == STORE_VERSIONING_OFF) {
+        if (!cur.exists)
+            return WH_OK; /* nothing to delete: idempotent */
+        if ((st = sq_cur_release(c, a->bucket, a->key, a->klen, a->old)) != WH_OK)
+            return st;
+        return sq_exec_obj(c, S_OBJ_DELETE, a->bucket, a->key, a->klen, "object delete");
+    }
+    if (!a->vid) {
+        /* A delete marker becomes the current version. */
+        int64_t seq = (int64_t)meta_version_seq_next(cur.exists ? (uint64_t)cur.seq : 0);
+        store_obj_meta_t dm;
+        memset(&dm, 0, sizeof dm);
+        dm.mtime = time(NULL);
+        dm.delete_marker = true;
+        st = sq_make_room(c, a->bucket, a->key, a->klen, state, &cur, seq, dm.version_id,
+                          a->old);
+        store_data_ref_t none;
+        memset(&none, 0, sizeof none);
+        if (st == WH_OK)
+            st = sq_obj_upsert(c, a->bucket, a->key, a->klen, &dm, &none, seq);
+        snprintf(res->version_id, sizeof res->version_id, "%s", dm.version_id);
+        res->delete_marker = true;
+        return st;
+    }
+    snprintf(res->version_id, sizeof res->version_id, "%s", a->vid);
+    if (cur.exists && strcmp(cur.vid, a->vid) == 0) {
+        /* The current version goes; the next newest (if any) becomes current. */
+        res->delete_marker = cur.dm;
+        if ((st = sq_cur_release(c, a->bucket, a->key, a->klen, a->old)) != WH_OK ||
+            (st = sq_exec_obj(c, S_OBJ_DELETE, a->bucket, a->key, a->klen, "object delete")) !=
+                WH_OK ||
+            (st = sq_exec_obj(c, S_VER_PROMOTE, a->bucket, a->key, a->klen,
+                              "version promote")) != WH_OK)
+            return st;
+        return sq_exec_obj(c, S_VER_DROP_PROMOTED, a->bucket, a->key, a->klen,
+                           "promoted version delete");
+    }
+    bool found = false;
+    st = sq_ver_take(c, a->bucket, a->key, a->klen, a->vid, a->old, &found, &res->delete_marker);
+    if (st == WH_OK && !found)
+        res->version_id[0] = '\0'; /* no such version: nothing deleted (idempotent) */
+    return st;
+}
+
+wh_status_t sq_object_delete_version(meta_t *m, const char *bucket, const char *key,
+                                     size_t klen, const char *version_id,
+                                     store_del_result_t *res, store_data_ref_t *old)
+{
+    store_del_result_t dummy;
+    sq_vdel_arg_t a = {bucket, key, version_id, klen, res ? res : &dummy, old};
+    memset(old, 0, sizeof *old);
+    wh_status_t st = sq_write(SQ(m), tx_delete_version, &a);
+    if (st != WH_OK)
+        store_data_ref_clear(old);
+    return st;
+}
+
+/* ---- tags ---- */
+
+typedef struct {
+    const char *bucket, *key, *vid, *tags;
+    size_t klen;
+} sq_tags_arg_t;
+
+static wh_status_t tx_tags_set(void *conn, void *arg)
+{
+    sq_conn_t *c = conn;
+    sq_tags_arg_t *a = arg;
+    sq_cur_t cur;
+    wh_status_t st = sq_bucket_check(c, a->bucket);
+    if (st == WH_OK)
+        st = sq_cur(c, a->bucket, a->key, a->klen, &cur);
+    if (st != WH_OK)
+        return st;
+    bool on_cur = !a->vid || (cur.exists && strcmp(cur.vid, a->vid) == 0);
+    sqlite3_stmt *s = c->stmt[on_cur ? S_TAGS_CUR : S_TAGS_VER];
+    sq_bind_obj(s, a->bucket, a->key, a->klen);
+    if (on_cur) {
+        sq_bind_text_or_null(s, 3, a->tags);
+    } else {
+        sq_bind_text(s, 3, a->vid);
+        sq_bind_text_or_null(s, 4, a->tags);
+    }
+    if ((st = sq_exec_stmt(c, s, "tag update")) != WH_OK)
+        return st;
+    return sqlite3_changes(c->db) == 1 ? WH_OK : WH_ERR_NOT_FOUND;
+}
+
+wh_status_t sq_object_tags_set(meta_t *m, const char *bucket, const char *key, size_t klen,
+                               const char *version_id, const char *tags)
+{
+    sq_tags_arg_t a = {bucket, key, version_id, tags, klen};
+    return sq_write(SQ(m), tx_tags_set, &a);
+}
+
+/* ---- the version scan ---- */
+
+wh_status_t sq_version_scan(meta_t *mm, const char *bucket, const void *from, size_t flen,
+                            bool inclusive, meta_version_fn fn, void *arg)
+{
+    sq_conn_t *c = &SQ(mm)->rd;
+    wh_status_t st = WH_OK;
+    int rc, stop = 0;
+    pthread_mutex_lock(&c->lock);
+    sqlite3_stmt *s = c->stmt[inclusive ? S_VER_SCAN_GE : S_VER_SCAN_GT];
+    sqlite3_stmt *v = c->stmt[S_VER_OF_KEY];
+    sq_bind_text(s, 1, bucket);
+    sq_bind_key(s, 2, from, flen);
+    while (!stop && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        char vid[STORE_VERSION_ID_MAX], etag[80];
+        const void *key = sqlite3_column_blob(s, 0);
+        size_t klen = (size_t)sqlite3_column_bytes(s, 0);
+        sq_col_copy(s, 1, vid, sizeof vid);
+        sq_col_copy(s, 5, etag, sizeof etag);
+        meta_version_row_t row = {
+            .key = key, .klen = klen, .version_id = vid, .latest = true,
+            .delete_marker = sqlite3_column_int(s, 2) != 0,
+            .size = (uint64_t)sqlite3_column_int64(s, 3),
+            .mtime = (time_t)sqlite3_column_int64(s, 4), .etag = etag,
+        };
+        stop = fn(arg, &row);
+        if (stop)
+            break;
+        /* The key's older versions, newest first (the key's bytes stay valid: s is not
+         * stepped meanwhile). */
+        sq_bind_text(v, 1, bucket);
+        sq_bind_key(v, 2, key, klen);
+        int vrc;
+        while (!stop && (vrc = sqlite3_step(v)) == SQLITE_ROW) {
+            char ovid[STORE_VERSION_ID_MAX], oetag[80];
+            sq_col_copy(v, 0, ovid, sizeof ovid);
+            sq_col_copy(v, 4, oetag, sizeof oetag);
+            meta_version_row_t o = {
+                .key = key, .klen = klen, .version_id = ovid, .latest = false,
+                .delete_marker = sqlite3_column_int(v, 1) != 0,
+                .size = (uint64_t)sqlite3_column_int64(v, 2),
+                .mtime = (time_t)sqlite3_column_int64(v, 3), .etag = oetag,
+            };
+            stop = fn(arg, &o);
+        }
+        if (!stop && vrc != SQLITE_DONE)
+            st = sq_fail(c, vrc, "version list");
+        sq_done(v);
+        if (st != WH_OK)
+            break;
+    }
+    if (stop < 0)
+        st = (wh_status_t)stop;
+    else if (st == WH_OK && !stop && rc != SQLITE_DONE)
+        st = sq_fail(c, rc, "version scan");
+    sq_done(s);
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}

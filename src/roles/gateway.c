@@ -1,0 +1,200 @@
+/* The gateway role: `wharfd gateway --meta URL --listen HOST:PORT ...`: the S3 front (the
+ * same HTTP server and handlers as `wharfd serve`) over a store whose metadata table is
+ * PostgreSQL and whose data table is the cluster's storage servers (cluster/remote.h). The
+ * process keeps no state of its own, so any number of gateways may serve one cluster. */
+#include "base/log.h"
+#include "cluster/remote.h"
+#include "ident/identity.h"
+#include "roles/roles.h"
+#include "front/front.h"
+#include "meta/meta.h"
+#include "s3api/s3api.h"
+
+#include <getopt.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+static int gw_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: wharfd gateway --meta postgresql://USER@HOST:PORT/DB --listen HOST:PORT\n"
+            "                      [--unix PATH] [--replicas N] [--providers LIST] [options]\n"
+            "\n"
+            "A cluster's S3 front: SigV4, buckets, listings, multipart and placement, with\n"
+            "metadata in PostgreSQL and object bytes on the storage servers that registered\n"
+            "there. Stateless: run as many as you like against one database.\n"
+            "\n"
+            "  --meta URL           the cluster's PostgreSQL (schema created and migrated here)\n"
+            "  --listen HOST:PORT   S3 endpoint (default 127.0.0.1:9000)\n"
+            "  --unix PATH          also serve on this Unix socket (peers proven over it may use\n"
+            "                       shm RDMA with storage servers on this host); default none\n"
+            "  --replicas N         copies of each chunk on distinct storage servers, 1..3\n"
+            "                       (default 2)\n"
+            "  --chunk-size BYTES   bytes per chunk (default 8M; K/M/G ok; 64K..1G)\n"
+            "  --providers LIST     RDMA providers this gateway vets tokens for: shm,tcp\n"
+            "                       (default) or none; the bytes move between storage servers\n"
+            "                       and clients, never through the gateway\n"
+            "  --repair-after SECS  re-replicate the chunks of a storage server whose heartbeat\n"
+            "                       is older than this (default 120); one gateway at a time\n"
+            "  --orphan-grace SECS  chunk copies of a PUT that never commits are deleted this\n"
+            "                       long after they were written (default 3600; a PUT must\n"
+            "                       commit within it)\n"
+            "  --region NAME        S3 region (default us-east-1)\n"
+            "  --server-key-file F  the key that seals users' secret keys (64 hex characters);\n"
+            "                       the same file on every gateway (also WHARF_SERVER_KEY_FILE);\n"
+            "                       without it only the root key signs requests\n"
+            "  --account-id N       12-digit account of ARNs (default WHARF_ACCOUNT_ID or\n"
+            "                       000000000000)\n"
+            "  --log-level LEVEL    error, warn, info (default), debug, trace\n"
+            "  --tls-cert FILE --tls-key FILE  serve S3 over HTTPS only (SIGHUP reloads them)\n"
+            "  --cluster-ca FILE    the storage servers serve HTTPS (wharfd storage --tls-cert):\n"
+            "                       dial them so, verifying their certificates with these CAs\n"
+            "\n"
+            "Environment: WHARF_CLUSTER_SECRET (required, shared with the storage servers),\n"
+            "WHARF_ACCESS_KEY / WHARF_SECRET_KEY (root's S3 credentials).\n");
+    return 0;
+}
+
+static int gw_bad(const char *fmt, const char *arg)
+{
+    return srv_usage_error("gateway", fmt, arg);
+}
+
+static void gw_metrics(void *arg, wh_sbuf_t *out)
+{
+    cl_remote_metrics(arg, out);
+}
+
+int srv_gateway_main(int argc, char **argv)
+{
+    srv_config_t cfg;
+    srv_config_init(&cfg);
+    cl_remote_config_t rc;
+    cl_remote_config_init(&rc);
+    char host[64] = "127.0.0.1";
+    const char *meta_url = NULL;
+    srv_common_t co;
+    srv_common_init(&co, "gateway");
+    cfg.unix_path = "";
+    enum { O_META = 1, O_LISTEN, O_UNIX, O_REPL, O_CHUNK, O_REPAIR, O_GRACE, O_CLUSTER_CA, O_HELP };
+    static const struct option opts[] = {
+        {"meta", required_argument, NULL, O_META},
+        {"listen", required_argument, NULL, O_LISTEN},
+        {"unix", required_argument, NULL, O_UNIX},
+        {"replicas", required_argument, NULL, O_REPL},
+        {"chunk-size", required_argument, NULL, O_CHUNK},
+        SRV_OPTS_RDMA,
+        SRV_OPTS_S3,
+        SRV_OPTS_TLS,
+        {"cluster-ca", required_argument, NULL, O_CLUSTER_CA},
+        {"repair-after", required_argument, NULL, O_REPAIR},
+        {"orphan-grace", required_argument, NULL, O_GRACE},
+        {"help", no_argument, NULL, O_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    optind = 2;
+    int c;
+    uint64_t v;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case O_META:
+            meta_url = optarg;
+            break;
+        case O_LISTEN:
+            if (srv_parse_listen(optarg, host, sizeof host, &cfg.listen_port, false) != 0)
+                return gw_bad("--listen wants HOST:PORT (e.g. 127.0.0.1:9000), got '%s'",
+                              optarg);
+            break;
+        case O_UNIX:
+            cfg.unix_path = strcmp(optarg, "none") == 0 ? "" : optarg;
+            break;
+        case O_REPL:
+            if (wh_parse_u64(optarg, strlen(optarg), &v) != 0 || v < 1 || v > 3)
+                return gw_bad("--replicas wants 1, 2 or 3, got '%s'", optarg);
+            rc.replicas = (unsigned)v;
+            break;
+        case O_CHUNK:
+            if (wh_parse_size(optarg, &v) != 0 || v < (64u << 10) || v > (1ULL << 30))
+                return gw_bad("--chunk-size wants 64K..1G (e.g. 8M), got '%s'", optarg);
+            rc.chunk_size = v;
+            break;
+        case O_REPAIR:
+            if (wh_parse_u64(optarg, strlen(optarg), &v) != 0 || v < 1 || v > 86400 * 30)
+                return gw_bad("--repair-after wants seconds (1..2592000), got '%s'", optarg);
+            rc.repair_after_s = (unsigned)v;
+            break;
+        case O_GRACE:
+            if (wh_parse_u64(optarg, strlen(optarg), &v) != 0 || v < 1 || v > 86400 * 7)
+                return gw_bad("--orphan-grace wants seconds (1..604800), got '%s'", optarg);
+            rc.orphan_grace_s = (unsigned)v;
+            break;
+        case O_CLUSTER_CA:
+            if (access(optarg, R_OK) != 0)
+                return gw_bad("--cluster-ca wants a readable PEM file of CAs, got '%s'", optarg);
+            rc.ca_file = optarg;
+            break;
+        case O_HELP:
+            return gw_usage(stdout);
+        case ':':
+            return gw_bad("option %s needs a value", argv[optind - 1]);
+        default: {
+            int h = srv_common_opt(&co, c, optarg);
+            if (h == 2)
+                return 2;
+            if (h == 0)
+                return gw_bad("unknown option '%s'", argv[optind - 1]);
+            break;
+        }
+        }
+    }
+    if (optind < argc)
+        return gw_bad("unexpected argument '%s'", argv[optind]);
+    if (!meta_url || !meta_url_is_pg(meta_url))
+        return gw_bad("--meta postgresql://USER@HOST:PORT/DB is required, got '%s'",
+                      meta_url ? meta_url : "");
+    if (!(rc.secret = srv_cluster_secret()))
+        return 2;
+    cfg.listen_host = host;
+    if (srv_common_apply(&co, &cfg) != 0)
+        return 2;
+    srv_block_signals();
+
+    meta_t *meta = NULL;
+    store_data_t *data = NULL;
+    store_t *st = NULL;
+    wh_status_t s = meta_open(meta_url, &meta);
+    if (s != WH_OK) {
+        fprintf(stderr, "wharfd: cannot open the metadata database %s: %s\n", meta_url,
+                wh_status_str(s));
+        return 1;
+    }
+    rc.meta = meta;
+    if ((s = cl_remote_open(&rc, &data)) != WH_OK) {
+        meta_close(meta);
+        fprintf(stderr, "wharfd: cannot start the cluster data table: %s\n", wh_status_str(s));
+        return 1;
+    }
+    if ((s = store_open_tables(meta, data, &st)) != WH_OK) {
+        fprintf(stderr, "wharfd: cannot open the store: %s\n", wh_status_str(s));
+        return 1;
+    }
+    cfg.metrics_extra = gw_metrics;
+    cfg.metrics_extra_arg = data;
+    srv_t *srv = NULL;
+    if ((s = srv_s3_front_start(&cfg, st, &srv)) != WH_OK) {
+        fprintf(stderr, "wharfd: cannot start: %s (see the log above)\n", wh_status_str(s));
+        return 1;
+    }
+    printf("wharfd gateway serving %s://%s:%u replicas=%u chunk=%llu access_key=%s\n",
+           cfg.tls_cert ? "https" : "http", host,
+           (unsigned)cfg.listen_port, rc.replicas, (unsigned long long)rc.chunk_size,
+           cfg.access_key);
+    fflush(stdout);
+    srv_wait_signals(srv_front_hup, srv);
+    srv_stop(srv);
+    return 0;
+}

@@ -1,0 +1,44 @@
+/* The storage role: `wharfd storage --meta URL --data DIR --listen HOST:PORT`.
+ *
+ * Holds chunks (src/cluster/chunks.h) and serves them to gateways over an internal HTTP API,
+ * every request authorised by an internal token (src/cluster/itoken.h, header x-wharf-itoken)
+ * that is checked before a byte is read or written:
+ *   PUT    /chunk/<id>   op put:  the body is the chunk; replies x-wharf-crc64nvme (hex)
+ *   GET    /chunk/<id>   op get:  [off, off+len) of the chunk (verified against its crc first)
+ *   POST   /chunk/<id>   op rget: RDMA-writes [off, off+len) into the token's memory region
+ *                        op rput: RDMA-reads the chunk (len bytes) from the memory region
+ *   DELETE /chunk/<id>   op del
+ *   GET    /health, /metrics (no token)
+ * RDMA moves bytes through the storage server's own engine (engine/rdma.h) with the peer
+ * binding the gateway verified (the client's address; for shm its SO_PEERCRED pid and uid).
+ * Replies carry x-wharf-bytes and x-wharf-crc64nvme; errors a one-line text body. */
+#ifndef WH_ROLES_STORAGE_H
+#define WH_ROLES_STORAGE_H
+
+#include "base/status.h"
+#include "engine/rdma.h"
+
+#include <stdint.h>
+
+typedef struct srv_storage_config {
+    const char *data_dir;
+    const char *listen_host;
+    uint16_t listen_port;
+    const char *meta_url;     /* postgresql://...: registration and heartbeat */
+    const char *secret;       /* WHARF_CLUSTER_SECRET */
+    srv_rdma_config_t rdma;
+    unsigned heartbeat_ms;    /* default 1000 */
+    unsigned conn_timeout_s;  /* default 60 */
+    const char *tls_cert;     /* both set: the internal API serves only HTTPS (tls.h) */
+    const char *tls_key;
+} srv_storage_config_t;
+
+void srv_storage_config_init(srv_storage_config_t *cfg);
+
+typedef struct srv_storage srv_storage_t;
+wh_status_t srv_storage_start(const srv_storage_config_t *cfg, srv_storage_t **out);
+void srv_storage_stop(srv_storage_t *s); /* NULL-safe */
+/* SIGHUP: reads the TLS pair again (no TLS: nothing). */
+wh_status_t srv_storage_reload_tls(srv_storage_t *s);
+
+#endif

@@ -1,0 +1,22 @@
+/* Data paths the store's data table runs itself (a cluster gateway: storage servers move the
+ * bytes), in the server's terms: srv_rdma_result_t for RDMA replies, an MHD response that
+ * streams a reader for HTTP GET. Used by the S3 handlers when the bytes are not local. */
+#ifndef WH_S3API_DELEGATE_H
+#define WH_S3API_DELEGATE_H
+
+#include "front/front.h"
+
+/* RDMA PUT delegated to the data table. WH_ERR_UNSUPPORTED: the table has none (local files:
+ * use srv_rdma_put_tok). On WH_OK the writer holds the object and etag (may be "") is what the
+ * table vouches for when it cannot give an MD5. */
+wh_status_t srv_delegate_rdma_put(srv_req_t *r, const token_arg_t *token,
+                                  srv_rdma_result_t *res, char etag[48]);
+/* RDMA GET of [off, off+len) of rd, delegated. */
+wh_status_t srv_delegate_rdma_get(srv_req_t *r, store_reader_t *rd, const token_arg_t *token,
+                                  uint64_t off, uint64_t len, srv_rdma_result_t *res);
+/* A response streaming [off, off+len) of rd through store_reader_pread; takes rd (closed with
+ * the response) on success, NULL on failure (rd untouched). A read failure mid-stream ends
+ * the response with an error, so the client sees a short body, never wrong bytes. */
+struct MHD_Response *srv_reader_response(store_reader_t *rd, uint64_t off, uint64_t len);
+
+#endif

@@ -1,0 +1,463 @@
+/* Multipart uploads: CreateMultipartUpload, UploadPart (the PUT body path of s3_write.c, or
+ * RDMA), UploadPartCopy, CompleteMultipartUpload, AbortMultipartUpload, ListParts and
+ * ListMultipartUploads. */
+#include "s3api/s3api.h"
+#include "s3/range.h"
+#include "s3/xml.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int srv_mpu_part_query(srv_req_t *r, srv_out_t *o)
+{
+    const char *pn = srv_route_q(&r->route, "partNumber");
+    uint64_t n;
+    if (!pn || wh_parse_u64(pn, strlen(pn), &n) != 0 || n < 1 || n > STORE_MAX_PARTS)
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                       "Part number must be an integer between 1 and 10000, inclusive");
+    r->part_number = (uint32_t)n;
+    free(r->upload_id);
+    r->upload_id = strdup(srv_route_q(&r->route, "uploadId"));
+    if (!r->upload_id)
+        return srv_err(o, S3_ERR_INTERNAL, "out of memory");
+    wh_status_t st = store_mpu_check(srv_st(r), srv_b(r), srv_k(r), r->upload_id);
+    if (st == WH_ERR_NOT_FOUND)
+        return srv_err_not_found(r, o, S3_ERR_NO_SUCH_UPLOAD);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "looking up the upload");
+    return 0;
+}
+
+int srv_mpu_part_begin(srv_req_t *r, srv_out_t *o)
+{
+    int ret;
+    if ((ret = srv_key_check(r, o)) || (ret = srv_mpu_part_query(r, o)))
+        return ret;
+    return srv_put_begin(r, o, true);
+}
+
+int srv_mpu_part_finish(srv_req_t *r, srv_out_t *o)
+{
+    return srv_put_finish(r, o, true);
+}
+
+/* Copies [off, off+len) of fd into the request's writer. */
+static int copy_range(srv_req_t *r, srv_out_t *o, int fd, uint64_t off, uint64_t len)
+{
+    const size_t chunk = 4u << 20;
+    char *buf = malloc(chunk);
+    if (!buf)
+        return srv_err(o, S3_ERR_INTERNAL, "out of memory");
+    int ret = 0;
+    for (uint64_t done = 0; done < len;) {
+        size_t n = (size_t)WH_MIN((uint64_t)chunk, len - done);
+        if (wh_pread_all(fd, buf, n, off + done) < 0 ||
+            store_writer_write(r->w, buf, n) != WH_OK) {
+            ret = srv_err(o, S3_ERR_INTERNAL, "reading the copy source failed");
+            break;
+        }
+        done += n;
+    }
+    free(buf);
+    return ret;
+}
+
+int srv_mpu_part_copy(srv_req_t *r, srv_out_t *o)
+{
+    int ret;
+    if ((ret = srv_key_check(r, o)) || (ret = srv_mpu_part_query(r, o)))
+        return ret;
+    srv_copy_src_t c;
+    if ((ret = srv_copy_src_parse(r, o, &c)))
+        return ret;
+    store_obj_meta_t sm;
+    memset(&sm, 0, sizeof sm);
+    int fd = -1;
+    if ((ret = srv_copy_src_open(r, o, &c, &sm, &fd)))
+        goto out;
+    uint64_t off = 0, len = sm.size;
+    const char *rng = srv_hdr(r, "x-amz-copy-source-range");
+    if (rng && s3_copy_range_parse(rng, sm.size, &off, &len) != S3_RANGE_OK) {
+        ret = srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                      "x-amz-copy-source-range must be bytes=first-last within the source");
+        goto out;
+    }
+    wh_status_t st = store_writer_open(srv_st(r), &r->w);
+    if (st != WH_OK) {
+        ret = srv_err_status(r, o, st, "opening a temp file");
+        goto out;
+    }
+    if ((ret = copy_range(r, o, fd, off, len)))
+        goto out;
+    char e[33];
+    st = store_mpu_part_commit(srv_st(r), srv_b(r), srv_k(r), r->upload_id, r->part_number, r->w,
+                               e);
+    r->w = NULL;
+    if (st == WH_ERR_NOT_FOUND) {
+        ret = srv_err_not_found(r, o, S3_ERR_NO_SUCH_UPLOAD);
+        goto out;
+    }
+    if (st != WH_OK) {
+        ret = srv_err_status(r, o, st, "committing the part");
+        goto out;
+    }
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    wh_sbuf_puts(&b, XML_DECL "<CopyPartResult xmlns=\"" S3_XMLNS "\">");
+    srv_xml_time(&b, "LastModified", time(NULL));
+    srv_xml_etag(&b, e);
+    wh_sbuf_puts(&b, "</CopyPartResult>");
+    ret = srv_ok_xml(o, 200, &b);
+out:
+    if (fd >= 0)
+        close(fd);
+    store_obj_meta_free(&sm);
+    srv_copy_src_free(&c);
+    return ret;
+}
+
+int srv_mpu_create(srv_req_t *r, srv_out_t *o)
+{
+    int ret;
+    if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)))
+        return ret;
+    store_obj_meta_t m;
+    memset(&m, 0, sizeof m);
+    char id[65];
+    if ((ret = srv_meta_from_request(r, o, &m)) || (ret = srv_mpu_sum_request(r, o, &m)) ||
+        (ret = srv_tags_from_request(r, o, &m.tags))) {
+        store_obj_meta_free(&m);
+        return ret;
+    }
+    wh_status_t st = store_mpu_create(srv_st(r), srv_b(r), srv_k(r), &m, id);
+    store_obj_meta_free(&m);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "creating the upload");
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    wh_sbuf_puts(&b, XML_DECL "<InitiateMultipartUploadResult xmlns=\"" S3_XMLNS "\">");
+    s3_xml_elem(&b, "Bucket", srv_b(r));
+    s3_xml_elem(&b, "Key", srv_k(r));
+    s3_xml_elem(&b, "UploadId", id);
+    wh_sbuf_puts(&b, "</InitiateMultipartUploadResult>");
+    return srv_ok_xml(o, 200, &b);
+}
+
+int srv_mpu_complete_begin(srv_req_t *r, srv_out_t *o)
+{
+    int ret = srv_key_check(r, o);
+    if (ret)
+        return ret;
+    const char *id = srv_route_q(&r->route, "uploadId");
+    wh_status_t st = store_mpu_check(srv_st(r), srv_b(r), srv_k(r), id);
+    if (st == WH_ERR_NOT_FOUND)
+        return srv_err_not_found(r, o, S3_ERR_NO_SUCH_UPLOAD);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "looking up the upload");
+    return 0; /* read the part list */
+}
+
+static int complete_xml(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m)
+{
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    wh_sbuf_puts(&b, XML_DECL "<CompleteMultipartUploadResult xmlns=\"" S3_XMLNS "\">");
+    const char *host = srv_hdr(r, "host");
+    wh_sbuf_t loc;
+    wh_sbuf_init(&loc);
+    wh_sbuf_printf(&loc, "http://%s/%s/", host ? host : "localhost", srv_b(r));
+    s3_uri_encode(srv_k(r), strlen(srv_k(r)), 0, &loc);
+    s3_xml_elem(&b, "Location", loc.data ? loc.data : "");
+    wh_sbuf_free(&loc);
+    s3_xml_elem(&b, "Bucket", srv_b(r));
+    s3_xml_elem(&b, "Key", srv_k(r));
+    srv_xml_etag(&b, m->etag);
+    if (m->crc32c[0])
+        s3_xml_elem(&b, "ChecksumCRC32C", m->crc32c);
+    if (m->crc64nvme[0])
+        s3_xml_elem(&b, "ChecksumCRC64NVME", m->crc64nvme);
+    s3_xml_elem(&b, "ChecksumType", strchr(m->crc32c, '-') ? "COMPOSITE" : "FULL_OBJECT");
+    wh_sbuf_puts(&b, "</CompleteMultipartUploadResult>");
+    return srv_ok_xml(o, 200, &b);
+}
+
+int srv_mpu_complete_finish(srv_req_t *r, srv_out_t *o)
+{
+    int ret = srv_body_md5_check(r, o);
+    if (ret)
+        return ret;
+    s3_part_ref_t *parts = NULL;
+    store_complete_part_t *cp = NULL;
+    const char **pc32 = NULL, **pc64 = NULL;
+    size_t n = 0;
+    store_obj_meta_t m;
+    memset(&m, 0, sizeof m);
+    s3_err_t e = s3_xml_parse_complete(r->buf.data ? r->buf.data : "", r->buf.len, &parts, &n);
+    if (e != S3_OK)
+        return srv_err(o, e, NULL);
+    if (n == 0) {
+        ret = srv_err(o, S3_ERR_MALFORMED_XML, "CompleteMultipartUpload lists no parts");
+        goto out;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if (parts[i].number <= parts[i - 1].number) {
+            ret = srv_err(o, S3_ERR_INVALID_PART_ORDER, NULL);
+            goto out;
+        }
+    }
+    cp = calloc(n, sizeof *cp);
+    pc32 = calloc(n, sizeof *pc32);
+    pc64 = calloc(n, sizeof *pc64);
+    if (!cp || !pc32 || !pc64) {
+        ret = srv_err(o, S3_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        cp[i].number = parts[i].number;
+        cp[i].etag = parts[i].etag;
+        pc32[i] = parts[i].crc32c[0] ? parts[i].crc32c : NULL;
+        pc64[i] = parts[i].crc64nvme[0] ? parts[i].crc64nvme : NULL;
+    }
+    store_mpu_sums_t sums;
+    if ((ret = srv_mpu_sum_complete(r, o, &sums)))
+        goto out;
+    sums.part_crc32c = pc32;
+    sums.part_crc64nvme = pc64;
+    int bad = 0;
+    store_cond_t cond;
+    if ((ret = srv_write_cond(r, o, &cond)))
+        goto out;
+    wh_status_t st = store_mpu_complete_sums(srv_st(r), srv_b(r), srv_k(r),
+                                             srv_route_q(&r->route, "uploadId"), cp, n, &sums,
+                                             &m, &bad, &cond);
+    if (st != WH_OK && cond.failed)
+        ret = srv_write_cond_err(r, o, st, &cond, "completing the upload");
+    else if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_PART)
+        ret = srv_err(o, S3_ERR_INVALID_PART, NULL);
+    else if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_PART_SUM)
+        ret = srv_err(o, S3_ERR_INVALID_PART, "One or more of the specified parts has a checksum "
+                                              "that does not match the uploaded part's");
+    else if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_SUM && sums.want_crc64nvme &&
+             !(m.crc64nvme[0] && strncmp(sums.want_crc64nvme, m.crc64nvme, 12) == 0))
+        ret = srv_errf(o, S3_ERR_BAD_DIGEST, "The CRC64NVME you specified (%.20s) did not match "
+                       "the calculated checksum (%s).", sums.want_crc64nvme, m.crc64nvme);
+    else if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_SUM)
+        ret = srv_errf(o, S3_ERR_BAD_DIGEST, "The CRC32C you specified (%.20s) did not match "
+                       "the calculated checksum (%s).", sums.want_crc32c ? sums.want_crc32c : "",
+                       m.crc32c[0] ? m.crc32c : "none: the upload names no CRC32C");
+    else if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_ORDER)
+        ret = srv_err(o, S3_ERR_INVALID_PART_ORDER, NULL);
+    else if (st == WH_ERR_INVALID && bad == STORE_MPU_TOO_SMALL)
+        ret = srv_err(o, S3_ERR_ENTITY_TOO_SMALL, NULL);
+    else if (st == WH_ERR_NOT_FOUND)
+        ret = srv_err_not_found(r, o, S3_ERR_NO_SUCH_UPLOAD);
+    else if (st != WH_OK)
+        ret = srv_write_cond_err(r, o, st, &cond, "completing the upload");
+    else {
+        srv_out_version(o, m.version_id, false);
+        ret = complete_xml(r, o, &m);
+    }
+out:
+    store_obj_meta_free(&m);
+    free(cp);
+    free(pc32);
+    free(pc64);
+    free(parts);
+    return ret;
+}
+
+int srv_mpu_abort(srv_req_t *r, srv_out_t *o)
+{
+    int ret = srv_key_check(r, o);
+    if (ret)
+        return ret;
+    wh_status_t st =
+        store_mpu_abort(srv_st(r), srv_b(r), srv_k(r), srv_route_q(&r->route, "uploadId"));
+    if (st == WH_OK)
+        return srv_ok(o, 204);
+    if (st == WH_ERR_NOT_FOUND)
+        return srv_err_not_found(r, o, S3_ERR_NO_SUCH_UPLOAD);
+    return srv_err_status(r, o, st, "aborting the upload");
+}
+
+int srv_mpu_list_parts(srv_req_t *r, srv_out_t *o)
+{
+    uint64_t marker, max;
+    int ret;
+    if ((ret = srv_key_check(r, o)) ||
+        (ret = srv_q_uint(r, o, "part-number-marker", 0, &marker)) ||
+        (ret = srv_q_uint(r, o, "max-parts", 1000, &max)))
+        return ret;
+    if (max > 1000)
+        max = 1000;
+    if (marker > STORE_MAX_PARTS)
+        marker = STORE_MAX_PARTS;
+    const char *id = srv_route_q(&r->route, "uploadId");
+    store_part_info_t *ps = NULL;
+    size_t n = 0;
+    bool trunc = false;
+    wh_status_t st = store_mpu_list_parts(srv_st(r), srv_b(r), srv_k(r), id, (uint32_t)marker,
+                                          (uint32_t)max, &ps, &n, &trunc);
+    if (st == WH_ERR_NOT_FOUND)
+        return srv_err_not_found(r, o, S3_ERR_NO_SUCH_UPLOAD);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "listing parts");
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    wh_sbuf_puts(&b, XML_DECL "<ListPartsResult xmlns=\"" S3_XMLNS "\">");
+    s3_xml_elem(&b, "Bucket", srv_b(r));
+    s3_xml_elem(&b, "Key", srv_k(r));
+    s3_xml_elem(&b, "UploadId", id);
+    srv_xml_owner(r, &b, "Initiator");
+    srv_xml_owner(r, &b, "Owner");
+    s3_xml_elem(&b, "StorageClass", "STANDARD");
+    s3_xml_elem_u64(&b, "PartNumberMarker", marker);
+    s3_xml_elem_u64(&b, "NextPartNumberMarker", n ? ps[n - 1].number : marker);
+    s3_xml_elem_u64(&b, "MaxParts", max);
+    s3_xml_elem(&b, "IsTruncated", trunc ? "true" : "false");
+    for (size_t i = 0; i < n; i++) {
+        wh_sbuf_puts(&b, "<Part>");
+        s3_xml_elem_u64(&b, "PartNumber", ps[i].number);
+        srv_xml_time(&b, "LastModified", ps[i].mtime);
+        srv_xml_etag(&b, ps[i].etag);
+        s3_xml_elem_u64(&b, "Size", ps[i].size);
+        if (ps[i].crc32c[0])
+            s3_xml_elem(&b, "ChecksumCRC32C", ps[i].crc32c);
+        if (ps[i].crc64nvme[0])
+            s3_xml_elem(&b, "ChecksumCRC64NVME", ps[i].crc64nvme);
+        wh_sbuf_puts(&b, "</Part>");
+    }
+    wh_sbuf_puts(&b, "</ListPartsResult>");
+    free(ps);
+    return srv_ok_xml(o, 200, &b);
+}
+
+/* Where a page of ListMultipartUploads starts: after key-marker, and within that key after
+ * upload-id-marker (the upload of that id where it is one, else ids greater than it, as S3
+ * words it); with a delimiter, a key-marker that is a common prefix skips the keys under it. */
+static bool upload_before_marker(const store_upload_info_t *u, const char *km, const char *um,
+                                 bool *seen_um, const char *delim)
+{
+    int c = strcmp(u->key, km);
+    if (c < 0)
+        return true;
+    if (c == 0) {
+        if (!um || !*um)
+            return true;
+        if (*seen_um)
+            return false;
+        if (strcmp(u->upload_id, um) == 0) {
+            *seen_um = true;
+            return true;
+        }
+        return strcmp(u->upload_id, um) < 0;
+    }
+    size_t kl = strlen(km), dl = delim ? strlen(delim) : 0;
+    return dl && kl >= dl && strcmp(km + kl - dl, delim) == 0 && strncmp(u->key, km, kl) == 0;
+}
+
+int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o)
+{
+    bool url;
+    uint64_t max;
+    int ret;
+    if ((ret = srv_q_encoding_url(r, o, &url)) ||
+        (ret = srv_q_uint(r, o, "max-uploads", 1000, &max)) || (ret = srv_need_bucket(r, o)))
+        return ret;
+    if (max > 1000)
+        max = 1000;
+    const char *prefix = srv_route_q(&r->route, "prefix");
+    const char *delim = srv_route_q(&r->route, "delimiter");
+    const char *km = srv_route_q(&r->route, "key-marker");
+    const char *um = srv_route_q(&r->route, "upload-id-marker");
+    if (delim && !*delim)
+        delim = NULL;
+    size_t plen = prefix ? strlen(prefix) : 0, dl = delim ? strlen(delim) : 0;
+    store_upload_info_t *us = NULL;
+    size_t n = 0;
+    wh_status_t st = store_mpu_list_uploads(srv_st(r), srv_b(r), prefix, &us, &n);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "listing uploads");
+    wh_sbuf_t up, cp;
+    wh_sbuf_init(&up);
+    wh_sbuf_init(&cp);
+    size_t shown = 0;
+    bool trunc = false, seen_um = false;
+    const char *next_key = NULL, *next_id = NULL, *last_cp = NULL;
+    size_t last_cp_len = 0;
+    for (size_t i = 0; i < n; i++) {
+        const store_upload_info_t *u = &us[i];
+        if (km && *km && upload_before_marker(u, km, um, &seen_um, delim))
+            continue;
+        /* With a delimiter, keys with it after the prefix roll up into one CommonPrefix. */
+        const char *d = dl ? strstr(u->key + plen, delim) : NULL;
+        size_t cl = d ? (size_t)(d - u->key) + dl : 0;
+        if (d && last_cp && cl == last_cp_len && strncmp(u->key, last_cp, cl) == 0)
+            continue;
+        if (shown == max) {
+            trunc = true;
+            break;
+        }
+        shown++;
+        if (d) {
+            last_cp = u->key;
+            last_cp_len = cl;
+            char *pfx = strndup(u->key, cl);
+            if (!pfx) {
+                cp.oom = true;
+                break;
+            }
+            wh_sbuf_puts(&cp, "<CommonPrefixes>");
+            srv_xml_enc(&cp, "Prefix", pfx, url);
+            wh_sbuf_puts(&cp, "</CommonPrefixes>");
+            free(pfx);
+            next_key = u->key; /* cut to the prefix below */
+            next_id = NULL;
+            continue;
+        }
+        wh_sbuf_puts(&up, "<Upload>");
+        srv_xml_enc(&up, "Key", u->key, url);
+        s3_xml_elem(&up, "UploadId", u->upload_id);
+        srv_xml_owner(r, &up, "Initiator");
+        srv_xml_owner(r, &up, "Owner");
+        s3_xml_elem(&up, "StorageClass", "STANDARD");
+        srv_xml_time(&up, "Initiated", u->initiated);
+        wh_sbuf_puts(&up, "</Upload>");
+        next_key = u->key;
+        next_id = u->upload_id;
+    }
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    wh_sbuf_puts(&b, XML_DECL "<ListMultipartUploadsResult xmlns=\"" S3_XMLNS "\">");
+    s3_xml_elem(&b, "Bucket", srv_b(r));
+    srv_xml_enc(&b, "KeyMarker", km ? km : "", url);
+    s3_xml_elem(&b, "UploadIdMarker", um ? um : "");
+    if (trunc && next_key) {
+        char *nk = next_id ? strdup(next_key) : strndup(next_key, last_cp_len);
+        if (nk)
+            srv_xml_enc(&b, "NextKeyMarker", nk, url);
+        else
+            b.oom = true;
+        free(nk);
+        s3_xml_elem(&b, "NextUploadIdMarker", next_id ? next_id : "");
+    }
+    if (delim)
+        srv_xml_enc(&b, "Delimiter", delim, url);
+    srv_xml_enc(&b, "Prefix", prefix ? prefix : "", url);
+    s3_xml_elem_u64(&b, "MaxUploads", max);
+    if (url)
+        s3_xml_elem(&b, "EncodingType", "url");
+    s3_xml_elem(&b, "IsTruncated", trunc ? "true" : "false");
+    if (up.len)
+        wh_sbuf_append(&b, up.data, up.len);
+    if (cp.len)
+        wh_sbuf_append(&b, cp.data, cp.len);
+    wh_sbuf_puts(&b, "</ListMultipartUploadsResult>");
+    b.oom |= up.oom || cp.oom;
+    wh_sbuf_free(&up);
+    wh_sbuf_free(&cp);
+    store_upload_info_free(us, n);
+    return srv_ok_xml(o, 200, &b);
+}

@@ -1,0 +1,113 @@
+/* The x-amz-rdma-token data path of object writes (PutObject, UploadPart): the body is read
+ * from the client's memory by the RDMA engine instead of arriving on the connection. Also how
+ * any refused transfer is answered. */
+#include "s3api/s3api.h"
+#include "s3api/delegate.h"
+#include "base/crc.h"
+#include "base/log.h"
+
+#include <microhttpd.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MOD "s3"
+
+int srv_rdma_refuse(srv_req_t *r, srv_out_t *o, const srv_rdma_result_t *res, wh_status_t st)
+{
+    int status = res->http_status >= 400 ? res->http_status : 500;
+    const char *code = res->s3_code ? res->s3_code : "InternalError";
+    char msg[300];
+    if (res->message[0])
+        snprintf(msg, sizeof msg, "%s", res->message);
+    else
+        snprintf(msg, sizeof msg, "RDMA transfer failed: %s", wh_status_str(st));
+    wh_info(MOD, "rdma refused id=%s peer=%s status=%d code=%s reason=\"%s\"", r->id,
+            r->peer.addr, status, code, msg);
+    /* A decline tells the client to fall back to HTTP. */
+    if (status == 501)
+        srv_out_header(o, "x-amz-rdma-reply", "501");
+    return srv_err_raw(o, status, code, msg);
+}
+
+static wh_status_t rdma_sink(void *arg, const void *p, size_t n)
+{
+    srv_req_t *r = arg;
+    srv_s3_body_digest(r, p, n);
+    return store_writer_write(r->w, p, n);
+}
+
+/* The writer holds exactly what the transport says it moved. */
+static int moved_check(srv_req_t *r, srv_out_t *o, const srv_rdma_result_t *res)
+{
+    uint64_t got = store_writer_size(r->w);
+    if (res->bytes == got && res->crc64nvme == store_writer_crc64nvme(r->w))
+        return 0;
+    wh_error(MOD, "rdma put inconsistent id=%s moved=%llu stored=%llu", r->id,
+             (unsigned long long)res->bytes, (unsigned long long)got);
+    srv_rdma_result_t bad = {.http_status = 500, .s3_code = "InternalError"};
+    snprintf(bad.message, sizeof bad.message,
+             "the transport reported %llu bytes but %llu reached the store",
+             (unsigned long long)res->bytes, (unsigned long long)got);
+    return srv_rdma_refuse(r, o, &bad, WH_ERR_TRANSPORT);
+}
+
+int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part)
+{
+    const char *cl = srv_hdr(r, "content-length");
+    if ((cl && strcmp(cl, "0") != 0) || srv_hdr(r, "transfer-encoding"))
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                       "a PUT with x-amz-rdma-token carries no body: send Content-Length: 0");
+    if (r->auth.mode != S3_PAYLOAD_UNSIGNED)
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT, "a PUT with x-amz-rdma-token must send "
+                                                   "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    /* The token's size is the body's size: it meets the limit Content-Length would, before
+     * any byte moves. A token that does not parse is left to the engine, which names the bad
+     * field. */
+    const token_t *tok = r->token.st == WH_OK ? &r->token.tok : NULL;
+    if (tok && tok->size > SRV_MAX_PUT_SIZE)
+        return srv_errf(o, S3_ERR_ENTITY_TOO_LARGE,
+                        "the x-amz-rdma-token names %llu bytes; a %s may carry at most 5 GiB%s",
+                        (unsigned long long)tok->size, part ? "part" : "single PUT",
+                        part ? "" : "; use a multipart upload");
+    s3_sums_t want;
+    int ret;
+    if ((ret = srv_sums_read(r, o, &want)) || (ret = srv_sums_start(r, o)))
+        return ret;
+    wh_status_t st = store_writer_open(srv_st(r), &r->w);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "opening a temp file");
+    /* The bytes come straight from the client's memory: no MD5 pass where none is asked for
+     * (a Content-MD5 needs one) and the body is large enough for it to cost. */
+    if (r->srv->cfg.rdma_digest_etag && !srv_hdr(r, "content-md5") && tok &&
+        tok->size >= SRV_DIGEST_ETAG_MIN)
+        store_writer_use_digest_etag(r->w, r->srv->cfg.etag_part_size
+                                               ? r->srv->cfg.etag_part_size
+                                               : STORE_ETAG_PART_DEFAULT, part);
+    else
+        srv_put_etag_mode(r, part);
+    srv_rdma_result_t res;
+    memset(&res, 0, sizeof res);
+    uint64_t t0 = wh_now_ns();
+    /* A cluster's storage servers pull the bytes themselves; else this server's engine. */
+    char table_etag[48] = "";
+    st = srv_delegate_rdma_put(r, &r->token, &res, table_etag);
+    if (st == WH_ERR_UNSUPPORTED)
+        st = srv_rdma_put_tok(r->srv->rdma, &r->token, &r->peer, rdma_sink, r, &res);
+    uint64_t t1 = wh_now_ns();
+    if (st != WH_OK)
+        return srv_rdma_refuse(r, o, &res, st); /* cleanup aborts the writer */
+    char md5[33];
+    if ((ret = moved_check(r, o, &res)) || (ret = srv_sums_check(r, o, &want, r->w, md5)))
+        return ret;
+    if ((ret = srv_put_commit(r, o, part, &want, table_etag[0] ? table_etag : md5, NULL)))
+        return ret;
+    char c64[13];
+    wh_crc64nvme_b64(res.crc64nvme, c64);
+    srv_out_header(o, "x-amz-checksum-crc64nvme", c64);
+    srv_out_header(o, "x-amz-rdma-reply", "200");
+    srv_out_header_u64(o, "x-amz-rdma-bytes-transferred", res.bytes);
+    wh_debug(MOD, "rdma put id=%s bytes=%llu provider=%s xfer_ms=%.3f commit_ms=%.3f", r->id,
+             (unsigned long long)res.bytes, res.provider ? res.provider : "-",
+             (double)(t1 - t0) / 1e6, (double)(wh_now_ns() - t1) / 1e6);
+    return srv_ok(o, 200);
+}

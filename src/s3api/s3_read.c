@@ -1,0 +1,184 @@
+/* Object reads: GetObject and HeadObject, over HTTP (sendfile from the version this request
+ * opened, or a reader when the bytes are not local: a cluster gateway) or, with an
+ * x-amz-rdma-token, by one-sided write into the client's memory (or delegated to the storage
+ * servers that hold the bytes). */
+#include "s3api/s3api.h"
+#include "s3api/delegate.h"
+#include "base/crc.h"
+#include "base/log.h"
+#include "s3/range.h"
+
+#include <microhttpd.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MOD "s3"
+
+static ssize_t no_body_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    return MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static int not_modified(srv_out_t *o, const store_obj_meta_t *m)
+{
+    char q[84], date[30];
+    srv_etag_quoted(m->etag, q);
+    srv_out_header(o, MHD_HTTP_HEADER_ETAG, q);
+    wh_http_date(m->mtime, date);
+    srv_out_header(o, MHD_HTTP_HEADER_LAST_MODIFIED, date);
+    return srv_ok(o, 304);
+}
+
+/* RDMA GET: the bytes go by one-sided write; the answer has headers only. */
+static int rdma_get(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, int fd,
+                    store_reader_t *rd, uint64_t off, uint64_t len, int status)
+{
+    srv_rdma_result_t res;
+    memset(&res, 0, sizeof res);
+    uint64_t t0 = wh_now_ns();
+    wh_status_t st = rd ? srv_delegate_rdma_get(r, rd, &r->token, off, len, &res)
+                        : srv_rdma_get_tok(r->srv->rdma, &r->token, &r->peer, fd, off, len,
+                                           &res);
+    wh_debug(MOD, "rdma get id=%s bytes=%llu provider=%s xfer_ms=%.3f st=%s", r->id,
+             (unsigned long long)res.bytes, res.provider ? res.provider : "-",
+             (double)(wh_now_ns() - t0) / 1e6, wh_status_str(st));
+    if (st != WH_OK)
+        return srv_rdma_refuse(r, o, &res, st);
+    if (res.bytes != len) {
+        srv_rdma_result_t bad = {.http_status = 500, .s3_code = "InternalError"};
+        snprintf(bad.message, sizeof bad.message, "short RDMA transfer: %llu of %llu bytes",
+                 (unsigned long long)res.bytes, (unsigned long long)len);
+        return srv_rdma_refuse(r, o, &bad, WH_ERR_TRANSPORT);
+    }
+    srv_object_headers(r, o, m, false);
+    /* The checksum of exactly the bytes moved, in place of any whole-object one. */
+    char c64[13];
+    wh_crc64nvme_b64(res.crc64nvme, c64);
+    srv_out_header(o, "x-amz-checksum-crc64nvme", c64);
+    srv_out_header(o, "x-amz-rdma-reply", status == 206 ? "206" : "200");
+    srv_out_header_u64(o, "x-amz-rdma-bytes-transferred", res.bytes);
+    if (status == 206) {
+        char cr[S3_CONTENT_RANGE_MAX];
+        s3_content_range_format(cr, sizeof cr, off, len, m->size);
+        srv_out_header(o, MHD_HTTP_HEADER_CONTENT_RANGE, cr);
+    }
+    return srv_ok(o, status);
+}
+
+int srv_read_object(srv_req_t *r, srv_out_t *o)
+{
+    const char *vid;
+    int ret = srv_key_check(r, o);
+    if (ret || (ret = srv_version_q(r, o, &vid)))
+        return ret;
+    store_obj_meta_t m;
+    memset(&m, 0, sizeof m);
+    int fd = -1;
+    store_reader_t *rd = NULL; /* bytes that are not local (a cluster): through the table */
+    /* The version this request opened is the one served, by sendfile or by RDMA alike. */
+    wh_status_t st = store_object_open_version(srv_st(r), srv_b(r), srv_k(r), vid, &m,
+                                               r->head ? NULL : &fd);
+    if (st == WH_ERR_UNSUPPORTED && !r->head)
+        st = store_object_reader_version(srv_st(r), srv_b(r), srv_k(r), vid, &m, &rd);
+    if (st == WH_ERR_NOT_FOUND) {
+        /* Who may not list the bucket does not learn that the key (or version) is absent. */
+        if (!(ret = srv_authz_object(r, o, NULL)))
+            ret = srv_version_not_found(r, o, &m, vid);
+        store_obj_meta_free(&m);
+        return ret;
+    }
+    if (st != WH_OK) {
+        store_obj_meta_free(&m);
+        return srv_err_status(r, o, st, "opening the object");
+    }
+    /* The object's ACL, before a byte moves (HTTP or RDMA). */
+    if ((ret = srv_authz_object(r, o, &m)))
+        goto out;
+    srv_out_version(o, m.version_id, vid != NULL);
+
+    int pc = srv_preconditions(r, &m, "");
+    if (pc) {
+        ret = pc == 304 ? not_modified(o, &m) : srv_err(o, S3_ERR_PRECONDITION_FAILED, NULL);
+        goto out;
+    }
+
+    uint64_t off = 0, len = m.size;
+    int status = 200;
+    bool part_ranged = false;
+    if ((ret = srv_part_range(r, o, &m, &off, &len, &part_ranged)))
+        goto out;
+    if (part_ranged)
+        status = 206;
+    const char *range = part_ranged ? NULL : srv_hdr(r, "range");
+    if (range) {
+        switch (s3_range_parse(range, m.size, &off, &len)) {
+        case S3_RANGE_OK:
+            status = 206;
+            break;
+        case S3_RANGE_IGNORE:
+            off = 0;
+            len = m.size;
+            break;
+        case S3_RANGE_UNSATISFIABLE: {
+            char cr[S3_CONTENT_RANGE_MAX];
+            s3_content_range_format(cr, sizeof cr, 0, 0, m.size);
+            srv_out_header(o, MHD_HTTP_HEADER_CONTENT_RANGE, cr);
+            ret = srv_err(o, S3_ERR_INVALID_RANGE, NULL);
+            goto out;
+        }
+        }
+    }
+
+    if (r->token_req && !r->head) {
+        ret = rdma_get(r, o, &m, fd, rd, off, len, status);
+        goto out;
+    }
+
+    struct MHD_Response *resp;
+    uint64_t tx = 0;
+    if (r->head) {
+        resp = MHD_create_response_from_callback(len, 4096, no_body_reader, NULL, NULL);
+    } else if (len == 0) {
+        resp = srv_resp_empty();
+    } else if (rd) {
+        /* The header cannot be taken back once sent: what is known now to be unreadable is a
+         * 503 here, not a 200 whose body stops short. */
+        char why[320];
+        wh_status_t pst = store_reader_prepare(rd, off, len, why, sizeof why);
+        if (pst != WH_OK) {
+            wh_warn(MOD, "get refused before the header id=%s reason='%s'", r->id, why);
+            ret = pst == WH_ERR_UNAVAILABLE
+                      ? srv_errf(o, S3_ERR_SERVICE_UNAVAILABLE, "%s", why)
+                      : srv_err_status(r, o, pst, "reading the object");
+            goto out;
+        }
+        resp = srv_reader_response(rd, off, len);
+        if (resp) {
+            rd = NULL; /* the response owns it */
+            tx = len;
+            r->http_read = true;
+        }
+    } else {
+        /* sendfile(2) from the version this request opened; MHD closes fd. */
+        resp = MHD_create_response_from_fd_at_offset64(len, fd, off);
+        if (resp) {
+            fd = -1;
+            tx = len;
+            r->http_read = true;
+        }
+    }
+    srv_object_headers(r, o, &m, status == 200);
+    if (status == 206) {
+        char cr[S3_CONTENT_RANGE_MAX];
+        s3_content_range_format(cr, sizeof cr, off, len, m.size);
+        srv_out_header(o, MHD_HTTP_HEADER_CONTENT_RANGE, cr);
+    }
+    ret = srv_ok_resp(o, status, resp, tx);
+out:
+    if (fd >= 0)
+        close(fd);
+    store_reader_close(rd);
+    store_obj_meta_free(&m);
+    return ret;
+}

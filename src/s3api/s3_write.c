@@ -1,0 +1,431 @@
+/* Object writes: PutObject (the HTTP body path, shared with UploadPart), CopyObject,
+ * DeleteObject and DeleteObjects. */
+#include "s3api/s3api.h"
+#include "base/crc.h"
+#include "base/log.h"
+#include "s3/xml.h"
+
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MOD "s3"
+
+/* ---- PUT (object and part) -------------------------------------------------------------- */
+
+int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part)
+{
+    int ret;
+    if (!part) {
+        /* Metadata that cannot be kept is refused before the body, not after it, and so is a
+         * condition that cannot be checked. */
+        store_obj_meta_t m;
+        memset(&m, 0, sizeof m);
+        store_cond_t cond;
+        ret = srv_meta_from_request(r, o, &m);
+        if (!ret)
+            ret = srv_tags_from_request(r, o, &m.tags);
+        store_obj_meta_free(&m);
+        if (ret || (ret = srv_write_cond(r, o, &cond)))
+            return ret;
+    }
+    if (r->token_req)
+        return srv_rdma_put_object(r, o, part);
+    const char *cl = srv_hdr(r, "content-length");
+    const char *te = srv_hdr(r, "transfer-encoding");
+    if (!cl && !te)
+        return srv_err(o, S3_ERR_MISSING_CONTENT_LENGTH, NULL);
+    uint64_t size = 0;
+    const char *dcl = srv_hdr(r, "x-amz-decoded-content-length");
+    const char *sz = dcl ? dcl : cl;
+    if (sz && wh_parse_u64(sz, strlen(sz), &size) != 0)
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT, "Content-Length must be a decimal number");
+    /* S3's limit is the same for an object and for a part; the body path enforces it again
+     * on the bytes that arrive (aws-chunked bodies may not declare a length). */
+    if (size > SRV_MAX_PUT_SIZE)
+        return srv_err(o, S3_ERR_ENTITY_TOO_LARGE,
+                       part ? "a part may carry at most 5 GiB"
+                            : "a single PUT may carry at most 5 GiB; use a multipart upload");
+    s3_sums_t want; /* validate the headers now; trailers are read at the end */
+    if ((ret = srv_sums_read(r, o, &want)) || (ret = srv_sums_start(r, o)))
+        return ret;
+    wh_status_t st = store_writer_open(srv_st(r), &r->w);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "opening a temp file");
+    srv_put_etag_mode(r, part);
+    return 0; /* the body goes to r->w */
+}
+
+int srv_put_commit(srv_req_t *r, srv_out_t *o, bool part, const s3_sums_t *want,
+                   const char *etag_hex, const char *c64)
+{
+    wh_status_t st;
+    char etag[80], vid[STORE_VERSION_ID_MAX] = "";
+    if (part) {
+        char e[33];
+        st = store_mpu_part_commit(srv_st(r), srv_b(r), srv_k(r), r->upload_id, r->part_number,
+                                   r->w, e);
+        r->w = NULL;
+        snprintf(etag, sizeof etag, "%s", e);
+    } else {
+        store_obj_meta_t m;
+        memset(&m, 0, sizeof m);
+        store_cond_t cond;
+        int ret = srv_meta_from_request(r, o, &m);
+        if (!ret)
+            ret = srv_tags_from_request(r, o, &m.tags);
+        if (ret || (ret = srv_write_cond(r, o, &cond))) {
+            store_obj_meta_free(&m);
+            return ret;
+        }
+        snprintf(m.etag, sizeof m.etag, "%s", etag_hex);
+        if (c64)
+            snprintf(m.crc64nvme, sizeof m.crc64nvme, "%s", c64);
+        srv_sums_to_meta(&m, want);
+        st = store_writer_commit_cond(r->w, srv_b(r), srv_k(r), &m, &cond);
+        r->w = NULL;
+        snprintf(etag, sizeof etag, "%s", m.etag);
+        snprintf(vid, sizeof vid, "%s", m.version_id);
+        store_obj_meta_free(&m);
+        if (st != WH_OK && cond.kind != STORE_COND_NONE && (st != WH_ERR_NOT_FOUND || cond.failed))
+            return srv_write_cond_err(r, o, st, &cond, "committing the object");
+    }
+    if (st == WH_ERR_NOT_FOUND)
+        return srv_err_not_found(r, o, part ? S3_ERR_NO_SUCH_UPLOAD : S3_ERR_NO_SUCH_KEY);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, part ? "committing the part" : "committing the object");
+    char q[84];
+    srv_etag_quoted(etag, q);
+    srv_out_header(o, MHD_HTTP_HEADER_ETAG, q);
+    srv_out_version(o, vid, false);
+    srv_sums_to_out(o, want);
+    return 0;
+}
+
+void srv_put_etag_mode(srv_req_t *r, bool part)
+{
+    /* A part's ETag must be its MD5 (CompleteMultipartUpload hashes the parts' MD5s), and a
+     * Content-MD5 needs the whole-object MD5; otherwise large objects take part ETags. */
+    if (!part && r->srv->cfg.etag_part_size && !srv_hdr(r, "content-md5"))
+        store_writer_use_part_etag(r->w, r->srv->cfg.etag_part_size);
+}
+
+int srv_put_finish(srv_req_t *r, srv_out_t *o, bool part)
+{
+    s3_sums_t want;
+    uint64_t t_body = wh_now_ns();
+    int ret;
+    if ((ret = srv_trailers_check(r, o)) || (ret = srv_sums_read(r, o, &want)))
+        return ret;
+    char md5[33];
+    if ((ret = srv_sums_check(r, o, &want, r->w, md5)))
+        return ret; /* cleanup aborts the writer */
+    uint64_t t_md5 = wh_now_ns();
+    uint64_t size = store_writer_size(r->w);
+    char c64[13];
+    wh_crc64nvme_b64(store_writer_crc64nvme(r->w), c64);
+    ret = srv_put_commit(r, o, part, &want, md5, c64);
+    wh_debug(MOD, "put id=%s bytes=%llu body_ms=%.3f md5_wait_ms=%.3f commit_ms=%.3f", r->id,
+             (unsigned long long)size, (double)(t_body - r->t0_ns) / 1e6,
+             (double)(t_md5 - t_body) / 1e6, (double)(wh_now_ns() - t_md5) / 1e6);
+    if (ret)
+        return ret;
+    atomic_fetch_add(&r->srv->metrics.http_write_bytes, size);
+    atomic_fetch_add(&r->srv->metrics.http_write_ops, 1);
+    srv_out_header(o, "x-amz-checksum-crc64nvme", c64);
+    return srv_ok(o, 200);
+}
+
+int srv_write_put_begin(srv_req_t *r, srv_out_t *o)
+{
+    int ret;
+    if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)))
+        return ret;
+    return srv_put_begin(r, o, false);
+}
+
+int srv_write_put_finish(srv_req_t *r, srv_out_t *o)
+{
+    return srv_put_finish(r, o, false);
+}
+
+/* ---- copy ------------------------------------------------------------------------------- */
+
+void srv_copy_src_free(srv_copy_src_t *c)
+{
+    free(c->bucket);
+    free(c->key);
+    c->bucket = c->key = NULL;
+}
+
+int srv_copy_src_parse(srv_req_t *r, srv_out_t *o, srv_copy_src_t *c)
+{
+    memset(c, 0, sizeof *c);
+    const char *h = srv_hdr(r, "x-amz-copy-source");
+    const char *q = strchr(h, '?');
+    size_t n = q ? (size_t)(q - h) : strlen(h);
+    if (q && (strncmp(q, "?versionId=", 11) != 0 || !store_version_id_valid(q + 11)))
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                       "x-amz-copy-source may carry only ?versionId=<a version id>");
+    if (q)
+        snprintf(c->version_id, sizeof c->version_id, "%s", q + 11);
+    wh_sbuf_t d;
+    wh_sbuf_init(&d);
+    if (s3_uri_decode(h, n, &d) != 0 || d.oom || !d.data) {
+        wh_sbuf_free(&d);
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                       "x-amz-copy-source is not valid: a bad percent-escape");
+    }
+    const char *s = d.data;
+    if (*s == '/')
+        s++;
+    const char *slash = strchr(s, '/');
+    if (!slash || slash == s || !slash[1]) {
+        wh_sbuf_free(&d);
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                       "x-amz-copy-source must be bucket/key (URL-encoded)");
+    }
+    c->bucket = strndup(s, (size_t)(slash - s));
+    c->key = strdup(slash + 1);
+    size_t klen = d.len - (size_t)(slash + 1 - d.data);
+    wh_sbuf_free(&d);
+    if (!c->bucket || !c->key) {
+        srv_copy_src_free(c);
+        return srv_err(o, S3_ERR_INTERNAL, "out of memory");
+    }
+    if (klen != strlen(c->key) || !store_key_valid(c->key, klen)) {
+        srv_copy_src_free(c);
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT, "the x-amz-copy-source key is not valid");
+    }
+    return 0;
+}
+
+int srv_copy_src_open(srv_req_t *r, srv_out_t *o, const srv_copy_src_t *c,
+                      store_obj_meta_t *m, int *fd)
+{
+    const char *vid = c->version_id[0] ? c->version_id : NULL;
+    wh_status_t st = store_object_open_version(srv_st(r), c->bucket, c->key, vid, m, fd);
+    /* Reading the source is s3:GetObject (of a version: s3:GetObjectVersion) on it, decided
+     * before its bytes are read. */
+    int ret = srv_authz_other(r, o, vid ? "s3:GetObjectVersion" : "s3:GetObject", c->bucket,
+                              c->key, st == WH_OK ? m : NULL);
+    if (ret) {
+        if (fd && *fd >= 0) {
+            close(*fd);
+            *fd = -1;
+        }
+        store_obj_meta_free(m);
+        return ret;
+    }
+    if (st == WH_ERR_NOT_FOUND) {
+        if (store_bucket_exists(srv_st(r), c->bucket) != WH_OK)
+            return srv_err(o, S3_ERR_NO_SUCH_BUCKET, "the copy source bucket does not exist");
+        if (m->delete_marker) /* S3: a delete marker is no copy source */
+            return srv_err(o, vid ? S3_ERR_INVALID_REQUEST : S3_ERR_NO_SUCH_KEY,
+                           "the copy source is a delete marker");
+        return srv_err(o, vid ? S3_ERR_NO_SUCH_VERSION : S3_ERR_NO_SUCH_KEY,
+                       vid ? "the copy source version does not exist"
+                           : "the copy source key does not exist");
+    }
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "opening the copy source");
+    if (srv_preconditions(r, m, "x-amz-copy-source-")) {
+        if (fd && *fd >= 0) {
+            close(*fd);
+            *fd = -1;
+        }
+        store_obj_meta_free(m);
+        return srv_err(o, S3_ERR_PRECONDITION_FAILED, NULL);
+    }
+    return 0;
+}
+
+int srv_write_copy(srv_req_t *r, srv_out_t *o)
+{
+    int ret;
+    if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)))
+        return ret;
+    srv_copy_src_t c;
+    if ((ret = srv_copy_src_parse(r, o, &c)))
+        return ret;
+    store_obj_meta_t sm, nm, out_m;
+    memset(&sm, 0, sizeof sm);
+    memset(&nm, 0, sizeof nm);
+    memset(&out_m, 0, sizeof out_m);
+    char *new_tags = NULL;
+    const char *dir = srv_hdr(r, "x-amz-metadata-directive");
+    bool replace = dir && strcmp(dir, "REPLACE") == 0;
+    if (dir && !replace && strcmp(dir, "COPY") != 0) {
+        ret = srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                      "x-amz-metadata-directive must be COPY or REPLACE");
+        goto out;
+    }
+    const char *tdir = srv_hdr(r, "x-amz-tagging-directive");
+    bool tags_replace = tdir && strcmp(tdir, "REPLACE") == 0;
+    if (tdir && !tags_replace && strcmp(tdir, "COPY") != 0) {
+        ret = srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                      "x-amz-tagging-directive must be COPY or REPLACE");
+        goto out;
+    }
+    if (tags_replace && (ret = srv_tags_from_request(r, o, &new_tags)))
+        goto out;
+    /* Onto itself only with a change: new metadata or tags, or an older version restored. */
+    if (!replace && !tags_replace && !c.version_id[0] && strcmp(c.bucket, srv_b(r)) == 0 &&
+        strcmp(c.key, srv_k(r)) == 0) {
+        ret = srv_err(o, S3_ERR_INVALID_REQUEST,
+                      "This copy request is illegal because it is trying to copy an object to "
+                      "itself without changing the object's metadata, storage class, website "
+                      "redirect location or encryption attributes.");
+        goto out;
+    }
+    if ((ret = srv_copy_src_open(r, o, &c, &sm, NULL)))
+        goto out;
+    if (replace && (ret = srv_meta_from_request(r, o, &nm)))
+        goto out;
+    if (!replace) {
+        /* The source's metadata, but the copy is the caller's, with the ACL its request
+         * names (S3 never copies an ACL). */
+        snprintf(nm.content_type, sizeof nm.content_type, "%s", sm.content_type);
+        if (sm.user_meta_json && !(nm.user_meta_json = strdup(sm.user_meta_json))) {
+            ret = srv_err(o, S3_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+        if ((ret = srv_acl_to_meta(r, o, &nm)))
+            goto out;
+    }
+    wh_status_t st = store_object_copy_version(srv_st(r), c.bucket, c.key,
+                                               c.version_id[0] ? c.version_id : NULL, srv_b(r),
+                                               srv_k(r), &nm, &out_m);
+    if (st == WH_ERR_NOT_FOUND) {
+        ret = srv_err(o, S3_ERR_NO_SUCH_KEY, "the copy source vanished or the bucket is gone");
+        goto out;
+    }
+    if (st != WH_OK) {
+        ret = srv_err_status(r, o, st, "copying the object");
+        goto out;
+    }
+    /* REPLACE: the copy gets the request's tag set (the copied one until this lands). */
+    if (tags_replace && (!out_m.tags != !new_tags || (new_tags && strcmp(out_m.tags, new_tags)))) {
+        st = store_object_tags_set(srv_st(r), srv_b(r), srv_k(r), out_m.version_id, new_tags);
+        if (st != WH_OK) {
+            ret = srv_err_status(r, o, st, "setting the copy's tags");
+            goto out;
+        }
+    }
+    srv_out_version(o, out_m.version_id, false);
+    if (c.version_id[0])
+        srv_out_header(o, "x-amz-copy-source-version-id", c.version_id);
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    wh_sbuf_puts(&b, XML_DECL "<CopyObjectResult xmlns=\"" S3_XMLNS "\">");
+    srv_xml_time(&b, "LastModified", out_m.mtime);
+    srv_xml_etag(&b, out_m.etag);
+    if (out_m.crc64nvme[0])
+        s3_xml_elem(&b, "ChecksumCRC64NVME", out_m.crc64nvme);
+    wh_sbuf_puts(&b, "</CopyObjectResult>");
+    ret = srv_ok_xml(o, 200, &b);
+out:
+    store_obj_meta_free(&sm);
+    store_obj_meta_free(&nm);
+    store_obj_meta_free(&out_m);
+    srv_copy_src_free(&c);
+    free(new_tags);
+    return ret;
+}
+
+/* ---- delete ----------------------------------------------------------------------------- */
+
+int srv_write_delete(srv_req_t *r, srv_out_t *o)
+{
+    int ret;
+    const char *vid;
+    if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)) ||
+        (ret = srv_version_q(r, o, &vid)))
+        return ret;
+    store_del_result_t res;
+    wh_status_t st = store_object_delete_version(srv_st(r), srv_b(r), srv_k(r), vid, &res);
+    if (st != WH_OK && st != WH_ERR_NOT_FOUND)
+        return srv_err_status(r, o, st, "deleting the object");
+    if (st == WH_OK) {
+        srv_out_version(o, vid && !res.version_id[0] ? vid : res.version_id,
+                        vid != NULL || res.delete_marker);
+        if (res.delete_marker)
+            srv_out_header(o, "x-amz-delete-marker", "true");
+    }
+    return srv_ok(o, 204);
+}
+
+int srv_write_delete_many_begin(srv_req_t *r, srv_out_t *o)
+{
+    return srv_need_bucket(r, o); /* 0: read the XML body */
+}
+
+int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o)
+{
+    int ret = srv_body_md5_check(r, o);
+    if (ret)
+        return ret;
+    s3_delete_req_t d;
+    memset(&d, 0, sizeof d);
+    s3_err_t e = s3_xml_parse_delete(r->buf.data ? r->buf.data : "", r->buf.len, &d);
+    if (e != S3_OK)
+        return srv_err(o, e, NULL);
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    wh_sbuf_puts(&b, XML_DECL "<DeleteResult xmlns=\"" S3_XMLNS "\">");
+    for (size_t i = 0; i < d.n; i++) {
+        const char *k = d.keys[i];
+        const char *vid = d.version_ids[i];
+        size_t kl = strlen(k);
+        /* s3:DeleteObject key by key, as S3 decides it: a refused key is an Error entry. */
+        srv_out_t ko;
+        memset(&ko, 0, sizeof ko);
+        if (store_key_valid(k, kl) &&
+            srv_authz_other(r, &ko, vid ? "s3:DeleteObjectVersion" : "s3:DeleteObject",
+                            srv_b(r), k, NULL)) {
+            wh_sbuf_puts(&b, "<Error>");
+            s3_xml_elem(&b, "Key", k);
+            s3_xml_elem(&b, "Code", ko.code ? ko.code : "AccessDenied");
+            s3_xml_elem(&b, "Message", ko.msg);
+            wh_sbuf_puts(&b, "</Error>");
+            continue;
+        }
+        store_del_result_t res;
+        memset(&res, 0, sizeof res);
+        wh_status_t st = !store_key_valid(k, kl)                ? WH_ERR_INVALID
+                         : vid && !store_version_id_valid(vid) ? WH_ERR_RANGE
+                                                                : store_object_delete_version(
+                                                                      srv_st(r), srv_b(r), k,
+                                                                      vid, &res);
+        if (st == WH_OK || st == WH_ERR_NOT_FOUND) {
+            if (!d.quiet) {
+                wh_sbuf_puts(&b, "<Deleted>");
+                s3_xml_elem(&b, "Key", k);
+                if (vid)
+                    s3_xml_elem(&b, "VersionId", vid);
+                if (res.delete_marker) {
+                    s3_xml_elem(&b, "DeleteMarker", "true");
+                    if (!vid) /* the marker this delete made */
+                        s3_xml_elem(&b, "DeleteMarkerVersionId", res.version_id);
+                }
+                wh_sbuf_puts(&b, "</Deleted>");
+            }
+        } else {
+            wh_sbuf_puts(&b, "<Error>");
+            s3_xml_elem(&b, "Key", k);
+            if (vid)
+                s3_xml_elem(&b, "VersionId", vid);
+            s3_xml_elem(&b, "Code", st == WH_ERR_INVALID || st == WH_ERR_RANGE
+                                        ? "InvalidArgument"
+                                        : "InternalError");
+            s3_xml_elem(&b, "Message", st == WH_ERR_RANGE ? "Invalid version id specified"
+                                                          : wh_status_str(st));
+            wh_sbuf_puts(&b, "</Error>");
+        }
+    }
+    wh_sbuf_puts(&b, "</DeleteResult>");
+    s3_delete_req_free(&d);
+    return srv_ok_xml(o, 200, &b);
+}

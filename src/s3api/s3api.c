@@ -1,0 +1,309 @@
+/* The S3 front's dispatch: the srv_ops table, the begin and finish steps, and the one function
+ * that turns a handler's answer into the reply. The handlers live in one file per API family
+ * (s3api.h lists them). */
+#include "s3api/s3api.h"
+#include "base/log.h"
+#include "s3/xml.h"
+
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MOD "s3"
+
+/* (level, method, sub-resources, copy source) -> API, body, RDMA token, handlers. Rows are tried
+ * in order, the first match wins, so the more specific rows of a method come first. A row
+ * without a begin step names an API the router answers itself (BadRequest). */
+#define SVC SRV_AT_SERVICE
+#define BKT SRV_AT_BUCKET
+#define OBJ SRV_AT_OBJECT
+#define NONE_ SRV_BODY_NONE
+#define BUF_ SRV_BODY_BUFFER
+#define WR_ SRV_BODY_WRITER
+const srv_op_t srv_ops[] = {
+    /* level method  q1            q2            q1 value copy api                             body   rdma  begin, finish, IAM action, obj_acl */
+    {SVC, "GET", NULL, NULL, NULL, false, SRV_API_LIST_BUCKETS, NONE_, false, srv_bucket_list_all, NULL, "s3:ListAllMyBuckets", false},
+    /* The IAM API's query protocol (aws iam --endpoint-url): POST / with a form body; it
+     * authenticates and authorizes itself once the body is read (iam.c). */
+    {SVC, "POST", NULL, NULL, NULL, false, SRV_API_IAM, BUF_, false, srv_iam_begin, srv_iam_finish, NULL, false},
+
+    {BKT, "GET", "acl", NULL, NULL, false, SRV_API_GET_BUCKET_ACL, NONE_, false, srv_acl_bucket_get, NULL, "s3:GetBucketAcl", false},
+    {BKT, "PUT", "acl", NULL, NULL, false, SRV_API_PUT_BUCKET_ACL, BUF_, false, srv_acl_put_begin, srv_acl_bucket_put_finish, "s3:PutBucketAcl", false},
+    {BKT, "GET", "policy", NULL, NULL, false, SRV_API_GET_BUCKET_POLICY, NONE_, false, srv_policy_get, NULL, "s3:GetBucketPolicy", false},
+    {BKT, "PUT", "policy", NULL, NULL, false, SRV_API_PUT_BUCKET_POLICY, BUF_, false, srv_policy_put_begin, srv_policy_put_finish, "s3:PutBucketPolicy", false},
+    {BKT, "DELETE", "policy", NULL, NULL, false, SRV_API_DELETE_BUCKET_POLICY, NONE_, false, srv_policy_delete, NULL, "s3:DeleteBucketPolicy", false},
+    {BKT, "GET", "policyStatus", NULL, NULL, false, SRV_API_GET_BUCKET_POLICY_STATUS, NONE_, false, srv_policy_status, NULL, "s3:GetBucketPolicyStatus", false},
+    {BKT, "PUT", "versioning", NULL, NULL, false, SRV_API_PUT_BUCKET_VERSIONING, BUF_, false, srv_bucket_versioning_put_begin, srv_bucket_versioning_put_finish, "s3:PutBucketVersioning", false},
+    {BKT, "PUT", NULL, NULL, NULL, false, SRV_API_CREATE_BUCKET, BUF_, false, srv_bucket_create_begin, srv_bucket_create_finish, "s3:CreateBucket", false},
+    {BKT, "DELETE", NULL, NULL, NULL, false, SRV_API_DELETE_BUCKET, NONE_, false, srv_bucket_delete, NULL, "s3:DeleteBucket", false},
+    {BKT, "HEAD", NULL, NULL, NULL, false, SRV_API_HEAD_BUCKET, NONE_, false, srv_bucket_head, NULL, "s3:ListBucket", false},
+    /* DeleteObjects checks s3:DeleteObject key by key (srv_authz_check), as S3 does. */
+    {BKT, "POST", "delete", NULL, NULL, false, SRV_API_DELETE_OBJECTS, BUF_, false, srv_write_delete_many_begin, srv_write_delete_many_finish, "s3:DeleteObject", false},
+    {BKT, "GET", "location", NULL, NULL, false, SRV_API_GET_BUCKET_LOCATION, NONE_, false, srv_bucket_location, NULL, "s3:GetBucketLocation", false},
+    {BKT, "GET", "versioning", NULL, NULL, false, SRV_API_GET_BUCKET_VERSIONING, NONE_, false, srv_bucket_versioning, NULL, "s3:GetBucketVersioning", false},
+    {BKT, "GET", "versions", NULL, NULL, false, SRV_API_LIST_OBJECT_VERSIONS, NONE_, false, srv_list_versions, NULL, "s3:ListBucketVersions", false},
+    {BKT, "GET", "uploads", NULL, NULL, false, SRV_API_LIST_MULTIPART_UPLOADS, NONE_, false, srv_mpu_list_uploads, NULL, "s3:ListBucketMultipartUploads", false},
+    {BKT, "GET", "list-type", NULL, "2", false, SRV_API_LIST_OBJECTS_V2, NONE_, false, srv_list_v2, NULL, "s3:ListBucket", false},
+    {BKT, "GET", NULL, NULL, NULL, false, SRV_API_LIST_OBJECTS, NONE_, false, srv_list_v1, NULL, "s3:ListBucket", false},
+
+    {OBJ, "GET", "acl", NULL, NULL, false, SRV_API_GET_OBJECT_ACL, NONE_, false, srv_acl_object_get, NULL, "s3:GetObjectAcl", true},
+    {OBJ, "PUT", "acl", NULL, NULL, false, SRV_API_PUT_OBJECT_ACL, BUF_, false, srv_acl_put_begin, srv_acl_object_put_finish, "s3:PutObjectAcl", true},
+    {OBJ, "GET", "uploadId", NULL, NULL, false, SRV_API_LIST_PARTS, NONE_, false, srv_mpu_list_parts, NULL, "s3:ListMultipartUploadParts", false},
+    /* Tagging and attributes: decided by policies (object ACLs grant neither, as in S3). */
+    {OBJ, "GET", "tagging", NULL, NULL, false, SRV_API_GET_OBJECT_TAGGING, NONE_, false, srv_tagging_get, NULL, "s3:GetObjectTagging", false},
+    {OBJ, "PUT", "tagging", NULL, NULL, false, SRV_API_PUT_OBJECT_TAGGING, BUF_, false, srv_tagging_put_begin, srv_tagging_put_finish, "s3:PutObjectTagging", false},
+    {OBJ, "DELETE", "tagging", NULL, NULL, false, SRV_API_DELETE_OBJECT_TAGGING, NONE_, false, srv_tagging_delete, NULL, "s3:DeleteObjectTagging", false},
+    {OBJ, "GET", "attributes", NULL, NULL, false, SRV_API_GET_OBJECT_ATTRIBUTES, NONE_, false, srv_object_attributes, NULL, "s3:GetObjectAttributes", false},
+    {OBJ, "GET", NULL, NULL, NULL, false, SRV_API_GET_OBJECT, NONE_, true, srv_read_object, NULL, "s3:GetObject", true},
+    {OBJ, "HEAD", NULL, NULL, NULL, false, SRV_API_HEAD_OBJECT, NONE_, true, srv_read_object, NULL, "s3:GetObject", true},
+    /* The copies also need s3:GetObject on the source (srv_copy_src_open checks it). */
+    {OBJ, "PUT", "uploadId", "partNumber", NULL, true, SRV_API_UPLOAD_PART_COPY, NONE_, false, srv_mpu_part_copy, NULL, "s3:PutObject", false},
+    {OBJ, "PUT", "uploadId", "partNumber", NULL, false, SRV_API_UPLOAD_PART, WR_, true, srv_mpu_part_begin, srv_mpu_part_finish, "s3:PutObject", false},
+    {OBJ, "PUT", "uploadId", NULL, NULL, false, SRV_API_BAD_REQUEST, NONE_, false, NULL, NULL, NULL, false},
+    {OBJ, "PUT", "partNumber", NULL, NULL, false, SRV_API_BAD_REQUEST, NONE_, false, NULL, NULL, NULL, false},
+    {OBJ, "PUT", NULL, NULL, NULL, true, SRV_API_COPY_OBJECT, NONE_, false, srv_write_copy, NULL, "s3:PutObject", false},
+    {OBJ, "PUT", NULL, NULL, NULL, false, SRV_API_PUT_OBJECT, WR_, true, srv_write_put_begin, srv_write_put_finish, "s3:PutObject", false},
+    {OBJ, "DELETE", "uploadId", NULL, NULL, false, SRV_API_ABORT_MPU, NONE_, false, srv_mpu_abort, NULL, "s3:AbortMultipartUpload", false},
+    {OBJ, "DELETE", NULL, NULL, NULL, false, SRV_API_DELETE_OBJECT, NONE_, false, srv_write_delete, NULL, "s3:DeleteObject", false},
+    {OBJ, "POST", "uploads", NULL, NULL, false, SRV_API_CREATE_MPU, NONE_, false, srv_mpu_create, NULL, "s3:PutObject", false},
+    {OBJ, "POST", "uploadId", NULL, NULL, false, SRV_API_COMPLETE_MPU, BUF_, false, srv_mpu_complete_begin, srv_mpu_complete_finish, "s3:PutObject", false},
+};
+const size_t srv_ops_count = sizeof srv_ops / sizeof srv_ops[0];
+#undef SVC
+#undef BKT
+#undef OBJ
+#undef NONE_
+#undef BUF_
+#undef WR_
+
+/* ---- building an answer ----------------------------------------------------------------- */
+
+int srv_err_raw(srv_out_t *o, int status, const char *code, const char *msg)
+{
+    o->status = status;
+    o->code = code;
+    snprintf(o->msg, sizeof o->msg, "%s", msg ? msg : "");
+    return status;
+}
+
+int srv_err(srv_out_t *o, s3_err_t e, const char *msg)
+{
+    return srv_err_raw(o, s3_err_http_status(e), s3_err_code(e),
+                       msg && *msg ? msg : s3_err_message(e));
+}
+
+int srv_errf(srv_out_t *o, s3_err_t e, const char *fmt, ...)
+{
+    char msg[sizeof o->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return srv_err(o, e, msg);
+}
+
+int srv_ok(srv_out_t *o, int status)
+{
+    o->status = status;
+    o->code = NULL;
+    return status;
+}
+
+int srv_ok_xml(srv_out_t *o, int status, wh_sbuf_t *xml)
+{
+    wh_sbuf_free(&o->xml);
+    o->xml = *xml;
+    wh_sbuf_init(xml);
+    o->has_xml = true;
+    return srv_ok(o, status);
+}
+
+int srv_ok_resp(srv_out_t *o, int status, struct MHD_Response *resp, uint64_t tx_body)
+{
+    if (o->resp)
+        MHD_destroy_response(o->resp);
+    o->resp = resp;
+    o->tx_body = tx_body;
+    if (!resp) /* could not be built: srv_reply answers 500 */
+        return srv_err(o, S3_ERR_INTERNAL, "out of memory building the reply");
+    return srv_ok(o, status);
+}
+
+void srv_out_header(srv_out_t *o, const char *name, const char *value)
+{
+    wh_sbuf_append(&o->hdrs, name, strlen(name) + 1);
+    wh_sbuf_append(&o->hdrs, value, strlen(value) + 1);
+}
+
+void srv_out_header_u64(srv_out_t *o, const char *name, uint64_t v)
+{
+    char b[24];
+    snprintf(b, sizeof b, "%" PRIu64, v);
+    srv_out_header(o, name, b);
+}
+
+static void out_init(srv_out_t *o)
+{
+    memset(o, 0, sizeof *o);
+    wh_sbuf_init(&o->xml);
+    wh_sbuf_init(&o->hdrs);
+}
+
+static void out_free(srv_out_t *o)
+{
+    if (o->resp)
+        MHD_destroy_response(o->resp);
+    wh_sbuf_free(&o->xml);
+    wh_sbuf_free(&o->hdrs);
+}
+
+static void add_headers(struct MHD_Response *resp, const srv_out_t *o)
+{
+    if (!resp || !o->hdrs.data)
+        return;
+    for (size_t i = 0; i < o->hdrs.len;) {
+        const char *n = o->hdrs.data + i;
+        const char *v = n + strlen(n) + 1;
+        srv_resp_header(resp, n, v);
+        i = (size_t)(v - o->hdrs.data) + strlen(v) + 1;
+    }
+}
+
+/* The one reply: an S3 error (XML document, or bodiless for HEAD and token requests, with the
+ * answer's headers either way) or a success with its body and headers. */
+static void srv_s3_send(srv_req_t *r, srv_out_t *o)
+{
+    if (o->hdrs.oom || o->xml.oom)
+        srv_err(o, S3_ERR_INTERNAL, "out of memory building the reply");
+    if (o->code) {
+        if (r->head || r->token_req || !o->hdrs.len) {
+            struct MHD_Response *resp = NULL;
+            if (o->hdrs.len && (resp = srv_resp_empty()))
+                add_headers(resp, o);
+            srv_reply_err_raw(r, o->status, o->code, o->msg, resp);
+            return;
+        }
+        /* The XML error document with the answer's headers (416 carries Content-Range). */
+        wh_sbuf_t b, res;
+        wh_sbuf_init(&b);
+        wh_sbuf_init(&res);
+        if (srv_b(r)) {
+            wh_sbuf_printf(&res, "/%s", srv_b(r));
+            if (srv_k(r))
+                wh_sbuf_printf(&res, "/%s", srv_k(r));
+        }
+        s3_xml_error(&b, o->code, o->msg, res.data ? res.data : "/", r->id);
+        wh_sbuf_free(&res);
+        if (b.oom) {
+            wh_sbuf_free(&b);
+            srv_reply_err(r, S3_ERR_INTERNAL, "out of memory building the reply");
+            return;
+        }
+        wh_debug(MOD, "error reply id=%s status=%d code=%s message=%s", r->id, o->status,
+                 o->code, o->msg);
+        size_t n = b.len;
+        struct MHD_Response *resp = srv_resp_buffer(wh_sbuf_steal(&b), n);
+        if (resp) {
+            srv_resp_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/xml");
+            add_headers(resp, o);
+        }
+        r->tx_body = n;
+        srv_reply(r, o->status, resp);
+        return;
+    }
+    struct MHD_Response *resp;
+    if (o->has_xml) {
+        size_t n = o->xml.len;
+        resp = srv_resp_buffer(wh_sbuf_steal(&o->xml), n);
+        if (resp)
+            srv_resp_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/xml");
+        if (!r->head)
+            r->tx_body = n;
+    } else if (o->resp) {
+        resp = o->resp;
+        o->resp = NULL;
+        r->tx_body = o->tx_body;
+    } else {
+        resp = srv_resp_empty();
+    }
+    add_headers(resp, o);
+    srv_reply(r, o->status, resp);
+}
+
+/* ---- dispatch --------------------------------------------------------------------------- */
+
+void srv_s3_begin(srv_req_t *r)
+{
+    const srv_op_t *op = r->route.op;
+    srv_out_t o;
+    out_init(&o);
+    int status;
+    if (!op)
+        status = srv_err(&o, S3_ERR_NOT_IMPLEMENTED, NULL);
+    else if (r->token_req && !op->rdma)
+        status = srv_errf(&o, S3_ERR_INVALID_REQUEST,
+                          "x-amz-rdma-token is served on GetObject, PutObject and UploadPart "
+                          "only, not on %s", srv_api_name(op->api));
+    else if (!(status = srv_authorize(r, op, &o)))
+        status = op->begin(r, &o);
+    status = srv_authz_guard(r, &o, status);
+    if (status == 0) {
+        out_free(&o);
+        if (op->body == SRV_BODY_NONE || !op->finish) {
+            srv_reply_err(r, S3_ERR_INTERNAL, "handler neither replied nor took a body");
+            return;
+        }
+        r->body = op->body;
+        return;
+    }
+    srv_s3_send(r, &o);
+    out_free(&o);
+}
+
+void srv_s3_finish(srv_req_t *r)
+{
+    const srv_op_t *op = r->route.op;
+    srv_out_t o;
+    out_init(&o);
+    int status = op && op->finish ? op->finish(r, &o)
+                                  : srv_err(&o, S3_ERR_INTERNAL, "no finish step for this API");
+    if (status == 0)
+        srv_err(&o, S3_ERR_INTERNAL, "handler did not reply");
+    srv_authz_guard(r, &o, status);
+    srv_s3_send(r, &o);
+    out_free(&o);
+}
+
+void srv_s3_body_digest(srv_req_t *r, const void *p, size_t n)
+{
+    s3_sum_ctx_update(&r->sums, p, n);
+}
+
+void srv_s3_cleanup(srv_req_t *r)
+{
+    srv_authz_release(r);
+    s3_sum_ctx_free(&r->sums);
+    if (r->w) {
+        store_writer_abort(r->w);
+        r->w = NULL;
+    }
+}
+
+void srv_route_parse(const char *method, const char *raw_path, const char *raw_query,
+                     const char *host, const char *endpoint_host, bool has_copy_source,
+                     srv_route_t *out)
+{
+    srv_route_parse_in(srv_ops, srv_ops_count, method, raw_path, raw_query, host, endpoint_host,
+                       has_copy_source, out);
+}
+
+const srv_app_ops_t srv_s3_app = {
+    .ops = srv_ops,
+    .n_ops = sizeof srv_ops / sizeof srv_ops[0],
+    .begin = srv_s3_begin,
+    .finish = srv_s3_finish,
+    .cleanup = srv_s3_cleanup,
+    .body_digest = srv_s3_body_digest,
+};

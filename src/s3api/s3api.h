@@ -1,0 +1,305 @@
+/* The S3 handlers, one file per API family, and what they share.
+ *
+ *   s3api.c     the srv_ops table (route.h), the dispatch (begin, finish, one reply sender)
+ *               and srv_s3_app, the S3 API as the front serves it
+ *   s3_read.c   GetObject, HeadObject
+ *   s3_write.c  PutObject, CopyObject, DeleteObject, DeleteObjects
+ *   s3_rdma.c   the x-amz-rdma-token data path for PUT and UploadPart, and RDMA refusals
+ *   s3_bucket.c ListBuckets, Create/Delete/HeadBucket, GetBucketLocation/Versioning
+ *   s3_list.c   ListObjects, ListObjectsV2, ListObjectVersions
+ *   s3_mpu.c    multipart: create, parts (and part copy), complete, abort, list parts/uploads
+ *   s3_mpu_sums.c  the whole-object checksum of a multipart upload (COMPOSITE, FULL_OBJECT)
+ *   s3_meta.c   object metadata: what is kept from a request, the headers sent back
+ *   s3_util.c   XML pieces, preconditions, store-status mapping, checksums
+ *   s3_authz.c  the authorization step (srv_authorize) and what it loads
+ *   s3_acl.c    ?acl and ?policy, and the ACL a new bucket or object gets from its request
+ *
+ * A handler never queues a response itself: it returns the HTTP status and fills a srv_out_t
+ * (an S3 error with its message, or a success with its headers and body), and srv_s3_send
+ * turns that into the one reply. http.c has verified SigV4 (or found no signature: the
+ * anonymous principal) before any handler runs, and srv_authorize has allowed the row's IAM
+ * action before its begin step. */
+#ifndef WH_S3API_S3API_H
+#define WH_S3API_S3API_H
+
+#include "front/front.h"
+#include "meta/meta.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The S3 API as the front serves it: its routing table and its steps (s3api.c). The roles
+ * hand it to srv_start. */
+extern const srv_app_ops_t srv_s3_app;
+extern const srv_op_t srv_ops[];
+extern const size_t srv_ops_count;
+/* srv_route_parse_in (route.h) over srv_ops. */
+void srv_route_parse(const char *method, const char *raw_path, const char *raw_query,
+                     const char *host, const char *endpoint_host, bool has_copy_source,
+                     srv_route_t *out);
+/* The steps of srv_s3_app (front.h, srv_app_ops_t, says when each runs). */
+void srv_s3_begin(srv_req_t *r);
+void srv_s3_finish(srv_req_t *r);
+void srv_s3_cleanup(srv_req_t *r);
+void srv_s3_body_digest(srv_req_t *r, const void *p, size_t n);
+
+#define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
+#define XML_DECL "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+
+/* A handler's answer. Owned by the dispatcher, which sends and releases it. */
+typedef struct srv_out {
+    int status;                /* HTTP status; 0 while nothing is decided */
+    const char *code;          /* S3 error code (static), NULL for a success */
+    char msg[320];             /* the error message */
+    bool has_xml;              /* success body: xml (application/xml) */
+    wh_sbuf_t xml;
+    struct MHD_Response *resp; /* success body other than XML (object bytes); NULL: empty */
+    wh_sbuf_t hdrs;            /* extra headers, "name\0value\0" pairs, on either kind */
+    uint64_t tx_body;          /* bytes of object body the response carries (metrics) */
+} srv_out_t;
+
+/* ---- building an answer (s3api.c); each returns the status for the handler to return -- */
+
+/* An S3 error with its default status; msg NULL or "": the default message. */
+int srv_err(srv_out_t *o, s3_err_t e, const char *msg);
+int srv_errf(srv_out_t *o, s3_err_t e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* An error whose code is not in s3/errors.h (an RDMA refusal's, a region mismatch's). */
+int srv_err_raw(srv_out_t *o, int status, const char *code, const char *msg);
+/* Success with an XML document (taken out of xml), or with no body, or with resp's body. */
+int srv_ok_xml(srv_out_t *o, int status, wh_sbuf_t *xml);
+int srv_ok(srv_out_t *o, int status);
+int srv_ok_resp(srv_out_t *o, int status, struct MHD_Response *resp, uint64_t tx_body);
+/* Adds a header to whatever the answer becomes. */
+void srv_out_header(srv_out_t *o, const char *name, const char *value);
+void srv_out_header_u64(srv_out_t *o, const char *name, uint64_t v);
+
+/* ---- shared helpers (s3_util.c) --------------------------------------------------------- */
+
+static inline store_t *srv_st(const srv_req_t *r)
+{
+    return r->srv->store;
+}
+static inline const char *srv_b(const srv_req_t *r)
+{
+    return r->route.bucket;
+}
+static inline const char *srv_k(const srv_req_t *r)
+{
+    return r->route.key;
+}
+
+/* <elem><ID/><DisplayName/></elem> of the request's principal (ListBuckets). */
+void srv_xml_owner(const srv_req_t *r, wh_sbuf_t *b, const char *elem);
+/* The same for a stored owner ("" = root). */
+void srv_xml_owner_of(const srv_req_t *r, wh_sbuf_t *b, const char *elem, const char *stored);
+void srv_etag_quoted(const char *etag, char out[84]);
+void srv_xml_etag(wh_sbuf_t *b, const char *etag);
+void srv_xml_time(wh_sbuf_t *b, const char *name, time_t t);
+/* The text of an element, URL-encoded when the request asked for encoding-type=url. */
+void srv_xml_enc(wh_sbuf_t *b, const char *name, const char *text, bool url);
+
+/* Each returns 0 when the check passes, else the status of the error put in o. */
+int srv_need_bucket(srv_req_t *r, srv_out_t *o);
+int srv_key_check(srv_req_t *r, srv_out_t *o);
+/* Optional non-negative integer query parameter. */
+int srv_q_uint(srv_req_t *r, srv_out_t *o, const char *name, uint64_t dflt, uint64_t *out);
+int srv_q_encoding_url(srv_req_t *r, srv_out_t *o, bool *url);
+/* Content-MD5 of a buffered (XML) body. */
+int srv_body_md5_check(srv_req_t *r, srv_out_t *o);
+
+/* NoSuchBucket when the bucket is missing, else the given error. */
+int srv_err_not_found(srv_req_t *r, srv_out_t *o, s3_err_t otherwise);
+/* A store status as an S3 error: NOT_FOUND as NoSuchKey (or NoSuchBucket), NOMEM as SlowDown,
+ * the rest as InternalError naming what failed. */
+int srv_err_status(srv_req_t *r, srv_out_t *o, wh_status_t st, const char *what);
+
+/* Object metadata from the request (Content-Type, x-amz-meta-*, kept standard headers) into
+ * m; an error status when a value cannot be kept as sent. */
+int srv_meta_from_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m);
+/* A Content-Encoding list without its aws-chunked entries (malloc'd; "" when none is left):
+ * "gzip, aws-chunked" keeps "gzip", "aws-chunked,br" keeps "br". NULL: no memory. */
+char *srv_content_encoding_kept(const char *v);
+/* The object's headers on a GET/HEAD answer; whole: the reply is the whole object. */
+void srv_object_headers(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, bool whole);
+/* If-Match & co (pfx "" or "x-amz-copy-source-"): 0 to go on, or 304 / 412. */
+int srv_preconditions(srv_req_t *r, const store_obj_meta_t *m, const char *pfx);
+/* A write's If-None-Match: * / If-Match: ETAG (PutObject, CompleteMultipartUpload) into c,
+ * for the store to check in the committing transaction: 0, or the error's status (501 for an
+ * If-None-Match other than *, as S3 answers). */
+int srv_write_cond(srv_req_t *r, srv_out_t *o, store_cond_t *c);
+/* The answer to a failed conditional commit: 412 PreconditionFailed, NoSuchKey (If-Match on a
+ * missing key), 409 ConditionalRequestConflict for a conflict; else srv_err_status. */
+int srv_write_cond_err(srv_req_t *r, srv_out_t *o, wh_status_t st, const store_cond_t *c,
+                       const char *what);
+
+/* Checksums of an object body (HTTP or RDMA). srv_sums_start switches on the extra digests
+ * the request names; srv_sums_read reads the claims (trailer first); srv_sums_check compares
+ * them with what the writer and the digests computed (md5_hex gets the writer's MD5). */
+int srv_sums_start(srv_req_t *r, srv_out_t *o);
+int srv_sums_read(srv_req_t *r, srv_out_t *o, s3_sums_t *w);
+int srv_sums_check(srv_req_t *r, srv_out_t *o, const s3_sums_t *w, store_writer_t *wr,
+                   char md5_hex[33]);
+/* The verified extra checksums, kept with the object and echoed on the PUT answer. */
+void srv_sums_to_meta(store_obj_meta_t *m, const s3_sums_t *w);
+void srv_sums_to_out(srv_out_t *o, const s3_sums_t *w);
+/* Every trailer x-amz-trailer names has arrived. */
+int srv_trailers_check(srv_req_t *r, srv_out_t *o);
+
+/* ---- authorization (s3_authz.c) --------------------------------------------------------- */
+
+typedef struct srv_authz srv_authz_t;
+/* The row's action for r's principal: 0 to go on, else the error's status (AccessDenied,
+ * NoSuchBucket). Root: always 0, nothing loaded. */
+int srv_authorize(srv_req_t *r, const srv_op_t *op, srv_out_t *o);
+/* For obj_acl rows, after the handler looked the object up (m NULL: no such object) and
+ * before it moves a byte: 0 or the error's status. Nothing to do when not pending. */
+int srv_authz_object(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m);
+/* A decision besides the row's: action on bucket/key (key NULL: the bucket), m the object
+ * when the action reads it (the copy source), else NULL. 0 or the error's status. */
+int srv_authz_other(srv_req_t *r, srv_out_t *o, const char *action, const char *bucket,
+                    const char *key, const store_obj_meta_t *m);
+/* A success answered while an object check is pending becomes AccessDenied (a safety net). */
+int srv_authz_guard(srv_req_t *r, srv_out_t *o, int status);
+void srv_authz_release(srv_req_t *r);
+/* srv_authorize found the bucket (its lookup answers the handler's existence check). */
+bool srv_authz_bucket_known(const srv_req_t *r);
+/* The bucket owner's canonical id when srv_authorize loaded it, else NULL. */
+const char *srv_authz_bucket_owner(const srv_req_t *r);
+/* The principal's inline user policies (identity's store). */
+wh_status_t srv_user_policies(srv_req_t *r, meta_policy_t **out, size_t *n);
+
+const char *srv_account_id(const srv_req_t *r);
+/* A stored owner ("" = root) as a canonical id. */
+void srv_owner_id(const srv_req_t *r, const char *stored, char out[65]);
+/* The owner value a new bucket or object of r's principal is stored with. */
+const char *srv_owner_stored(const srv_req_t *r);
+
+/* ---- ACLs from requests (s3_acl.c) ------------------------------------------------------ */
+
+/* x-amz-acl or x-amz-grant-* of r (both: InvalidRequest) as the serialised ACL of a new
+ * resource owned by owner (canonical id) in a bucket owned by bucket_owner; *text NULL when
+ * the request names none (the default: private). 0 or the error's status. */
+int srv_acl_from_request(srv_req_t *r, srv_out_t *o, const char *owner,
+                         const char *bucket_owner, char **text);
+/* The owner and ACL of a new object of r into m (PutObject, CopyObject,
+ * CreateMultipartUpload). */
+int srv_acl_to_meta(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m);
+
+/* s3_version.c: the versionId query (NULL when absent; 400 when malformed). */
+int srv_version_q(srv_req_t *r, srv_out_t *o, const char **vid);
+/* x-amz-version-id of a reply (the "null" version only when asked: the request named one). */
+void srv_out_version(srv_out_t *o, const char *vid, bool asked);
+/* A read that found no version: a delete marker (404 NoSuchKey, or 405 when asked by
+ * versionId; x-amz-delete-marker either way), NoSuchVersion, or NoSuchKey/NoSuchBucket. */
+int srv_version_not_found(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m,
+                          const char *vid);
+
+/* s3_attrs.c: ?partNumber=N of a GET/HEAD as the byte range of part N (*ranged: a 206 with
+ * Content-Range). 0 or the error's status (416 InvalidPartNumber). */
+int srv_part_range(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, uint64_t *off,
+                   uint64_t *len, bool *ranged);
+
+/* s3_tagging.c: x-amz-tagging of a write in the canonical stored form (*tags NULL: none). */
+int srv_tags_from_request(srv_req_t *r, srv_out_t *o, char **tags);
+void srv_out_tag_count(srv_out_t *o, const char *tags);
+
+/* ---- shared between families ------------------------------------------------------------ */
+
+/* s3_rdma.c: a failed or declined transfer as its answer (never 200, never a body). */
+int srv_rdma_refuse(srv_req_t *r, srv_out_t *o, const srv_rdma_result_t *res, wh_status_t st);
+/* s3_rdma.c: PUT or UploadPart whose body comes by RDMA read from the client's memory. */
+int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part);
+
+/* s3_write.c: the PUT body path shared by PutObject and UploadPart. */
+int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part);
+int srv_put_finish(srv_req_t *r, srv_out_t *o, bool part);
+/* Commits r->w as the object (with the request's metadata, etag_hex and, when not NULL, the
+ * crc64nvme c64) or as the part; adds ETag and the verified checksums to the answer. 0 or the
+ * error's status. */
+int srv_put_commit(srv_req_t *r, srv_out_t *o, bool part, const s3_sums_t *want,
+                   const char *etag_hex, const char *c64);
+/* After store_writer_open for a PUT or UploadPart: part ETags where allowed (see srv_config_t). */
+void srv_put_etag_mode(srv_req_t *r, bool part);
+
+/* s3_write.c: x-amz-copy-source, parsed and opened (preconditions applied). */
+typedef struct srv_copy_src {
+    char *bucket;
+    char *key;
+    char version_id[STORE_VERSION_ID_MAX]; /* ?versionId= of the source, or "" */
+} srv_copy_src_t;
+int srv_copy_src_parse(srv_req_t *r, srv_out_t *o, srv_copy_src_t *c);
+int srv_copy_src_open(srv_req_t *r, srv_out_t *o, const srv_copy_src_t *c,
+                      store_obj_meta_t *m, int *fd);
+void srv_copy_src_free(srv_copy_src_t *c);
+
+/* s3_mpu.c: the headers CreateMultipartUpload names the object's checksum with; kept in the
+ * upload's metadata JSON under the same names, never sent back as metadata. */
+#define SRV_MPU_SUM_ALGO "x-amz-checksum-algorithm"
+#define SRV_MPU_SUM_TYPE "x-amz-checksum-type"
+
+/* s3_mpu_sums.c: CreateMultipartUpload's x-amz-checksum-algorithm and -type, checked and kept
+ * in m's metadata JSON (and echoed on the answer); 0 or the error's status. */
+int srv_mpu_sum_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m);
+/* s3_mpu_sums.c: what CompleteMultipartUpload derives for the upload, and the whole-object
+ * values the client expects (x-amz-checksum-crc32c / -crc64nvme on the request). */
+int srv_mpu_sum_complete(srv_req_t *r, srv_out_t *o, store_mpu_sums_t *sums);
+
+/* s3_mpu.c: partNumber and uploadId of UploadPart(Copy), with the upload looked up. */
+int srv_mpu_part_query(srv_req_t *r, srv_out_t *o);
+
+/* ---- handler steps (the srv_ops rows) --------------------------------------------------- */
+
+int srv_read_object(srv_req_t *r, srv_out_t *o);
+
+int srv_write_put_begin(srv_req_t *r, srv_out_t *o);
+int srv_write_put_finish(srv_req_t *r, srv_out_t *o);
+int srv_write_copy(srv_req_t *r, srv_out_t *o);
+int srv_write_delete(srv_req_t *r, srv_out_t *o);
+int srv_write_delete_many_begin(srv_req_t *r, srv_out_t *o);
+int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o);
+
+int srv_bucket_list_all(srv_req_t *r, srv_out_t *o);
+int srv_bucket_create_begin(srv_req_t *r, srv_out_t *o);
+int srv_bucket_create_finish(srv_req_t *r, srv_out_t *o);
+int srv_bucket_delete(srv_req_t *r, srv_out_t *o);
+int srv_bucket_head(srv_req_t *r, srv_out_t *o);
+int srv_bucket_location(srv_req_t *r, srv_out_t *o);
+int srv_bucket_versioning(srv_req_t *r, srv_out_t *o);
+int srv_bucket_versioning_put_begin(srv_req_t *r, srv_out_t *o);
+int srv_bucket_versioning_put_finish(srv_req_t *r, srv_out_t *o);
+
+int srv_tagging_get(srv_req_t *r, srv_out_t *o);
+int srv_tagging_put_begin(srv_req_t *r, srv_out_t *o);
+int srv_tagging_put_finish(srv_req_t *r, srv_out_t *o);
+int srv_tagging_delete(srv_req_t *r, srv_out_t *o);
+int srv_object_attributes(srv_req_t *r, srv_out_t *o);
+
+int srv_list_v1(srv_req_t *r, srv_out_t *o);
+int srv_list_v2(srv_req_t *r, srv_out_t *o);
+int srv_list_versions(srv_req_t *r, srv_out_t *o);
+
+int srv_mpu_create(srv_req_t *r, srv_out_t *o);
+int srv_mpu_part_begin(srv_req_t *r, srv_out_t *o);
+int srv_mpu_part_finish(srv_req_t *r, srv_out_t *o);
+int srv_mpu_part_copy(srv_req_t *r, srv_out_t *o);
+int srv_mpu_complete_begin(srv_req_t *r, srv_out_t *o);
+int srv_mpu_complete_finish(srv_req_t *r, srv_out_t *o);
+int srv_mpu_abort(srv_req_t *r, srv_out_t *o);
+int srv_mpu_list_parts(srv_req_t *r, srv_out_t *o);
+int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o);
+
+/* iam.c: the IAM API (users, access keys, inline user policies). */
+int srv_iam_begin(srv_req_t *r, srv_out_t *o);
+int srv_iam_finish(srv_req_t *r, srv_out_t *o);
+int srv_acl_bucket_get(srv_req_t *r, srv_out_t *o);
+int srv_acl_object_get(srv_req_t *r, srv_out_t *o);
+int srv_acl_put_begin(srv_req_t *r, srv_out_t *o);
+int srv_acl_bucket_put_finish(srv_req_t *r, srv_out_t *o);
+int srv_acl_object_put_finish(srv_req_t *r, srv_out_t *o);
+int srv_policy_get(srv_req_t *r, srv_out_t *o);
+int srv_policy_put_begin(srv_req_t *r, srv_out_t *o);
+int srv_policy_put_finish(srv_req_t *r, srv_out_t *o);
+int srv_policy_delete(srv_req_t *r, srv_out_t *o);
+int srv_policy_status(srv_req_t *r, srv_out_t *o);
+
+#endif
