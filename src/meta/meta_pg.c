@@ -551,6 +551,11 @@ static const meta_ops_t PG_OPS = {
 
 wh_status_t meta_pg_open(const char *url, meta_t **out)
 {
+    char err[600];
+    if (wh_pq_load(err, sizeof err) != WH_OK) {
+        wh_error("store", "cannot open PostgreSQL metadata at %s: %s", url, err);
+        return WH_ERR_UNSUPPORTED;
+    }
     pg_meta_t *m = calloc(1, sizeof *m);
     if (!m)
         return WH_ERR_NOMEM;

@@ -14,7 +14,7 @@
 
 #include "meta/meta.h"
 
-#include <libpq-fe.h>
+#include "meta/pq_load.h"
 #include <pthread.h>
 
 #define PG_POOL 8

@@ -145,3 +145,32 @@ def test_bad_meta_urls_are_refused_clearly(pg, tmp_path):
     with pytest.raises(RuntimeError):
         srv.start(timeout=20)
     assert "cannot open PostgreSQL metadata" in srv.log_tail(), srv.log_tail()
+
+
+def test_libpq_is_loaded_only_for_postgresql(pg, tmp_path):
+    """wharfd does not link libpq (a single-node server needs no PostgreSQL or LDAP libraries):
+    it loads libpq when a postgresql:// URL is opened, and says what to install when it
+    cannot."""
+    from wharfd import build_dir
+    needed = subprocess.run(["readelf", "-d", os.path.join(build_dir(), "wharfd")],
+                            capture_output=True, text=True, check=True, timeout=30).stdout
+    assert "libpq" not in needed, needed
+    # SQLite metadata with no loadable libpq at all: serves.
+    env = {"WHARF_LIBPQ": str(tmp_path / "no-such-libpq.so.5")}
+    with WharfServer(env=env) as srv:
+        raw = S3Raw(srv.endpoint)
+        b = unique_bucket("nopq")
+        assert raw.request("PUT", f"/{b}").status == 200
+        assert raw.request("PUT", f"/{b}/k", body=b"v").status == 200
+        assert raw.request("GET", f"/{b}/k").body == b"v"
+    # PostgreSQL metadata without it: refused at start, naming libpq and the package.
+    url = pg.create_db("nopq")
+    srv = WharfServer(extra_args=["--meta", url], env=env)
+    try:
+        with pytest.raises(RuntimeError):
+            srv.start(timeout=10)
+        log = srv.log_tail()
+        assert "PostgreSQL metadata needs libpq" in log and "libpq5" in log, log
+        assert "no-such-libpq.so.5" in log, log
+    finally:
+        srv.cleanup()
