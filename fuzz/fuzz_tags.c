@@ -27,8 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t len = size - 1;
     s3_tagset_t t, back;
     char msg[200];
-    s3_err_t e = data[0] % 2 ? s3_tags_parse_xml(in, len, &t, msg, sizeof msg)
-                             : s3_tags_parse_query(in, len, &t, msg, sizeof msg);
+    s3_err_t e = data[0] % 2 ? s3_tags_parse_xml(in, len, S3_TAGS_MAX, &t, msg, sizeof msg)
+                             : s3_tags_parse_query(in, len, S3_TAGS_MAX, &t, msg, sizeof msg);
     if (e != S3_OK) {
         if (!msg[0] && e != S3_ERR_MALFORMED_XML)
             abort(); /* every refusal names its fault */
@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     wh_sbuf_init(&q);
     s3_tags_format_query(&t, &q);
     if (!q.oom) {
-        if (s3_tags_parse_query(q.data ? q.data : "", q.len, &back, msg, sizeof msg) != S3_OK)
+        if (s3_tags_parse_query(q.data ? q.data : "", q.len, S3_TAGS_MAX, &back, msg, sizeof msg) != S3_OK)
             abort();
         same(&t, &back);
     }
@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     wh_sbuf_init(&x);
     s3_tags_format_xml(&t, &x, "urn:x");
     if (!x.oom) {
-        if (s3_tags_parse_xml(x.data, x.len, &back, msg, sizeof msg) != S3_OK)
+        if (s3_tags_parse_xml(x.data, x.len, S3_TAGS_MAX, &back, msg, sizeof msg) != S3_OK)
             abort();
         same(&t, &back);
     }

@@ -32,7 +32,20 @@ typedef struct store_bucket_auth {
     char owner[65];  /* canonical id; "" = root (buckets made before owners were kept) */
     char *acl;       /* serialised ACL, malloc'd, or NULL: the default (owner FULL_CONTROL) */
     char *policy;    /* bucket policy JSON, malloc'd, or NULL: none */
+    unsigned pab;       /* PublicAccessBlock: S3's bits (s3/bucket_config.h), 0: none */
+    unsigned ownership; /* ObjectOwnership (s3/bucket_config.h), 0: no OwnershipControls */
 } store_bucket_auth_t;
+
+/* Bucket configurations kept as documents or values beside the bucket's row (deleted with
+ * it). TAGS: the TagSet (s3/tags.h's query form); CORS: the CORSConfiguration document
+ * (s3/bucket_config.h); PAB and OWNERSHIP: decimals, opaque to the store. */
+typedef enum {
+    STORE_BATTR_TAGS = 0,
+    STORE_BATTR_CORS,
+    STORE_BATTR_PAB,
+    STORE_BATTR_OWNERSHIP,
+    STORE_BATTR__COUNT
+} store_battr_t;
 
 void store_bucket_auth_free(store_bucket_auth_t *a); /* frees acl and policy */
 

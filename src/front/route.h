@@ -62,6 +62,19 @@
     X(SRV_API_PUT_BUCKET_POLICY, "PutBucketPolicy")                                        \
     X(SRV_API_DELETE_BUCKET_POLICY, "DeleteBucketPolicy")                                  \
     X(SRV_API_GET_BUCKET_POLICY_STATUS, "GetBucketPolicyStatus")                           \
+    X(SRV_API_GET_BUCKET_TAGGING, "GetBucketTagging")                                      \
+    X(SRV_API_PUT_BUCKET_TAGGING, "PutBucketTagging")                                      \
+    X(SRV_API_DELETE_BUCKET_TAGGING, "DeleteBucketTagging")                                \
+    X(SRV_API_GET_BUCKET_CORS, "GetBucketCors")                                            \
+    X(SRV_API_PUT_BUCKET_CORS, "PutBucketCors")                                            \
+    X(SRV_API_DELETE_BUCKET_CORS, "DeleteBucketCors")                                      \
+    X(SRV_API_CORS_PREFLIGHT, "CorsPreflight")                                             \
+    X(SRV_API_GET_PUBLIC_ACCESS_BLOCK, "GetPublicAccessBlock")                             \
+    X(SRV_API_PUT_PUBLIC_ACCESS_BLOCK, "PutPublicAccessBlock")                             \
+    X(SRV_API_DELETE_PUBLIC_ACCESS_BLOCK, "DeletePublicAccessBlock")                       \
+    X(SRV_API_GET_OWNERSHIP_CONTROLS, "GetBucketOwnershipControls")                        \
+    X(SRV_API_PUT_OWNERSHIP_CONTROLS, "PutBucketOwnershipControls")                        \
+    X(SRV_API_DELETE_OWNERSHIP_CONTROLS, "DeleteBucketOwnershipControls")                  \
     X(SRV_API_NOT_IMPLEMENTED, "NotImplemented")                                           \
     X(SRV_API_METHOD_NOT_ALLOWED, "MethodNotAllowed")                                      \
     X(SRV_API_BAD_REQUEST, "BadRequest")

@@ -32,7 +32,7 @@
  * this build is refused. 1: buckets, objects, uploads, parts. 2: chunk maps (and, in
  * PostgreSQL, the deferred GC queue). 3: users, access keys, user policies; owners, ACLs and
  * bucket policies. 4: bucket versioning, older versions and delete markers, tags, part sizes. */
-#define META_SCHEMA_VERSION 4
+#define META_SCHEMA_VERSION 5
 
 typedef struct meta meta_t;
 typedef struct meta_ops meta_ops_t;
@@ -135,6 +135,13 @@ struct meta_ops {
     /* NULL acl or policy: none (the default ACL / no policy). NOT_FOUND: no such bucket. */
     wh_status_t (*bucket_set_acl)(meta_t *m, const char *name, const char *acl);
     wh_status_t (*bucket_set_policy)(meta_t *m, const char *name, const char *policy);
+    /* A bucket configuration (store_battr_t): value NULL removes it (PAB and OWNERSHIP: back
+     * to 0). NOT_FOUND: no such bucket. */
+    wh_status_t (*bucket_attr_set)(meta_t *m, const char *name, store_battr_t which,
+                                   const char *value);
+    /* *out malloc'd, NULL when unset (PAB and OWNERSHIP: always set, "0" by default).
+     * NOT_FOUND: no such bucket. */
+    wh_status_t (*bucket_attr_get)(meta_t *m, const char *name, store_battr_t which, char **out);
     /* NOT_FOUND: no such bucket or key. */
     wh_status_t (*object_set_acl)(meta_t *m, const char *bucket, const char *key, size_t klen,
                                   const char *acl);
@@ -321,6 +328,8 @@ wh_status_t meta_cached_bucket_auth_get(meta_t *m, const char *bucket, store_buc
 #define meta_bucket_auth_get(m, ...) meta_cached_bucket_auth_get(m, __VA_ARGS__)
 #define meta_bucket_set_acl(m, ...) META_CALL_(m, bucket_set_acl, __VA_ARGS__)
 #define meta_bucket_set_policy(m, ...) META_CALL_(m, bucket_set_policy, __VA_ARGS__)
+#define meta_bucket_attr_set(m, ...) META_CALL_(m, bucket_attr_set, __VA_ARGS__)
+#define meta_bucket_attr_get(m, ...) META_CALL_(m, bucket_attr_get, __VA_ARGS__)
 #define meta_object_set_acl(m, ...) META_CALL_(m, object_set_acl, __VA_ARGS__)
 #define meta_user_create(m, ...) META_CALL_(m, user_create, __VA_ARGS__)
 #define meta_user_get(m, ...) META_CALL_(m, user_get, __VA_ARGS__)

@@ -194,6 +194,8 @@ wh_status_t meta_cached_user_policy_list(meta_t *m, const char *user, meta_polic
 static wh_status_t auth_copy(const store_bucket_auth_t *src, store_bucket_auth_t *dst)
 {
     memcpy(dst->owner, src->owner, sizeof dst->owner);
+    dst->pab = src->pab;
+    dst->ownership = src->ownership;
     dst->acl = src->acl ? strdup(src->acl) : NULL;
     dst->policy = src->policy ? strdup(src->policy) : NULL;
     if ((src->acl && !dst->acl) || (src->policy && !dst->policy)) {

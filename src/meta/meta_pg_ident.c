@@ -62,8 +62,8 @@ static wh_status_t rd_bucket_auth(void *conn, void *arg)
     pg_params_t p = {0};
     pp_text(&p, a->name);
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "SELECT owner, acl, policy FROM buckets WHERE name = $1", &p,
-                             &r, "bucket auth lookup");
+    wh_status_t st = pg_exec(conn, "SELECT owner, acl, policy, pab, ownership FROM buckets "
+                             "WHERE name = $1", &p, &r, "bucket auth lookup");
     if (st != WH_OK)
         return st;
     store_bucket_auth_free(a->out);
@@ -72,6 +72,8 @@ static wh_status_t rd_bucket_auth(void *conn, void *arg)
         st = WH_ERR_NOT_FOUND;
     } else {
         pg_copy(r, 0, 0, a->out->owner, sizeof a->out->owner);
+        a->out->pab = (unsigned)strtoul(PQgetvalue(r, 0, 3), NULL, 10);
+        a->out->ownership = (unsigned)strtoul(PQgetvalue(r, 0, 4), NULL, 10);
         if ((!PQgetisnull(r, 0, 1) && !(a->out->acl = pg_dup(r, 0, 1))) ||
             (!PQgetisnull(r, 0, 2) && !(a->out->policy = pg_dup(r, 0, 2))))
             st = WH_ERR_NOMEM;
@@ -102,6 +104,59 @@ wh_status_t pg_bucket_set_policy(meta_t *m, const char *name, const char *policy
     pg_change_arg_t a = {"UPDATE buckets SET policy = $2 WHERE name = $1", {name, policy}, 2,
                          "bucket policy update"};
     return pg_write(PGM(m), tx_change, &a);
+}
+
+static const char *const g_battr_set_sql[STORE_BATTR__COUNT] = {
+    "UPDATE buckets SET tags = $2 WHERE name = $1",
+    "UPDATE buckets SET cors = $2 WHERE name = $1",
+    "UPDATE buckets SET pab = CAST($2 AS integer) WHERE name = $1",
+    "UPDATE buckets SET ownership = CAST($2 AS integer) WHERE name = $1",
+};
+
+wh_status_t pg_bucket_attr_set(meta_t *m, const char *name, store_battr_t which,
+                               const char *value)
+{
+    if ((unsigned)which >= STORE_BATTR__COUNT)
+        return WH_ERR_INVALID;
+    if (!value && (which == STORE_BATTR_PAB || which == STORE_BATTR_OWNERSHIP))
+        value = "0";
+    pg_change_arg_t a = {g_battr_set_sql[which], {name, value}, 2, "bucket configuration update"};
+    return pg_write(PGM(m), tx_change, &a);
+}
+
+typedef struct {
+    const char *name;
+    store_battr_t which;
+    char **out;
+} pg_battr_arg_t;
+
+static wh_status_t rd_bucket_attr(void *conn, void *arg)
+{
+    pg_battr_arg_t *a = arg;
+    pg_params_t p = {0};
+    pp_text(&p, a->name);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn, "SELECT tags, cors, pab, ownership FROM buckets "
+                             "WHERE name = $1", &p, &r, "bucket configuration lookup");
+    if (st != WH_OK)
+        return st;
+    free(*a->out);
+    *a->out = NULL;
+    if (PQntuples(r) == 0)
+        st = WH_ERR_NOT_FOUND;
+    else if (!PQgetisnull(r, 0, (int)a->which) && !(*a->out = pg_dup(r, 0, (int)a->which)))
+        st = WH_ERR_NOMEM;
+    PQclear(r);
+    return st;
+}
+
+wh_status_t pg_bucket_attr_get(meta_t *m, const char *name, store_battr_t which, char **out)
+{
+    *out = NULL;
+    if ((unsigned)which >= STORE_BATTR__COUNT)
+        return WH_ERR_INVALID;
+    pg_battr_arg_t a = {name, which, out};
+    return pg_read(PGM(m), rd_bucket_attr, &a);
 }
 
 typedef struct {

@@ -169,6 +169,9 @@ extern const char *const pg_schema_steps[];
 wh_status_t pg_bucket_auth_get(meta_t *m, const char *name, store_bucket_auth_t *out);
 wh_status_t pg_bucket_set_acl(meta_t *m, const char *name, const char *acl);
 wh_status_t pg_bucket_set_policy(meta_t *m, const char *name, const char *policy);
+wh_status_t pg_bucket_attr_set(meta_t *m, const char *name, store_battr_t which,
+                               const char *value);
+wh_status_t pg_bucket_attr_get(meta_t *m, const char *name, store_battr_t which, char **out);
 wh_status_t pg_object_set_acl(meta_t *m, const char *bucket, const char *key, size_t klen,
                               const char *acl);
 wh_status_t pg_user_create(meta_t *m, const meta_user_t *u);

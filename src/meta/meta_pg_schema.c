@@ -134,6 +134,11 @@ const char *const pg_schema_steps[] = {
     "  PRIMARY KEY(bucket, key, seq));"
     "CREATE UNIQUE INDEX versions_vid ON versions(bucket, key, version_id);"
     "CREATE INDEX versions_data ON versions(data_id);",
+    /* 5: bucket configurations (as SQLite's step 5 describes). */
+    "ALTER TABLE buckets ADD COLUMN tags text;"
+    "ALTER TABLE buckets ADD COLUMN cors text;"
+    "ALTER TABLE buckets ADD COLUMN pab integer NOT NULL DEFAULT 0;"
+    "ALTER TABLE buckets ADD COLUMN ownership integer NOT NULL DEFAULT 0;",
 };
 _Static_assert(WH_ARRAY_SIZE(pg_schema_steps) == META_SCHEMA_VERSION,
                "every schema version needs its PostgreSQL step");

@@ -49,6 +49,8 @@ wh_status_t sq_bucket_auth_get(meta_t *mm, const char *name, store_bucket_auth_t
     wh_status_t st = WH_OK;
     if (rc == SQLITE_ROW) {
         sq_col_copy(s, 0, out->owner, sizeof out->owner);
+        out->pab = (unsigned)sqlite3_column_int(s, 3);
+        out->ownership = (unsigned)sqlite3_column_int(s, 4);
         if ((sqlite3_column_type(s, 1) != SQLITE_NULL && !(out->acl = sq_col_dup(s, 1))) ||
             (sqlite3_column_type(s, 2) != SQLITE_NULL && !(out->policy = sq_col_dup(s, 2))))
             st = WH_ERR_NOMEM;
@@ -73,6 +75,41 @@ wh_status_t sq_bucket_set_policy(meta_t *m, const char *name, const char *policy
     sq_update_arg_t a = {S_BUCKET_SET_POLICY, {name, policy}, 2, false, 0, true,
                          "bucket policy update"};
     return sq_write_auth(SQ(m), tx_update, &a);
+}
+
+wh_status_t sq_bucket_attr_set(meta_t *m, const char *name, store_battr_t which,
+                               const char *value)
+{
+    if ((unsigned)which >= STORE_BATTR__COUNT)
+        return WH_ERR_INVALID;
+    if (!value && (which == STORE_BATTR_PAB || which == STORE_BATTR_OWNERSHIP))
+        value = "0";
+    sq_update_arg_t a = {S_BUCKET_SET_TAGS + (int)which, {name, value}, 2, false, 0, true,
+                         "bucket configuration update"};
+    /* PAB and ownership are read with the bucket's ACL and policy: the same cache rule. */
+    return sq_write_auth(SQ(m), tx_update, &a);
+}
+
+wh_status_t sq_bucket_attr_get(meta_t *mm, const char *name, store_battr_t which, char **out)
+{
+    *out = NULL;
+    if ((unsigned)which >= STORE_BATTR__COUNT)
+        return WH_ERR_INVALID;
+    sq_conn_t *c = &SQ(mm)->rd;
+    pthread_mutex_lock(&c->lock);
+    sqlite3_stmt *s = c->stmt[S_BUCKET_GET_ATTRS];
+    sq_bind_text(s, 1, name);
+    int rc = sqlite3_step(s);
+    wh_status_t st = WH_OK;
+    if (rc == SQLITE_ROW) {
+        if (sqlite3_column_type(s, (int)which) != SQLITE_NULL && !(*out = sq_col_dup(s, (int)which)))
+            st = WH_ERR_NOMEM;
+    } else {
+        st = rc == SQLITE_DONE ? WH_ERR_NOT_FOUND : sq_fail(c, rc, "bucket configuration lookup");
+    }
+    sq_done(s);
+    pthread_mutex_unlock(&c->lock);
+    return st;
 }
 
 typedef struct {

@@ -58,6 +58,11 @@ enum {
     S_BUCKET_AUTH,
     S_BUCKET_SET_ACL,
     S_BUCKET_SET_POLICY,
+    S_BUCKET_SET_TAGS, /* in store_battr_t order */
+    S_BUCKET_SET_CORS,
+    S_BUCKET_SET_PAB,
+    S_BUCKET_SET_OWNERSHIP,
+    S_BUCKET_GET_ATTRS,
     S_OBJ_SET_ACL,
     S_USER_INSERT,
     S_USER_GET,
@@ -176,6 +181,9 @@ wh_status_t sq_upload_list(meta_t *m, const char *bucket, const char *prefix,
 wh_status_t sq_bucket_auth_get(meta_t *m, const char *name, store_bucket_auth_t *out);
 wh_status_t sq_bucket_set_acl(meta_t *m, const char *name, const char *acl);
 wh_status_t sq_bucket_set_policy(meta_t *m, const char *name, const char *policy);
+wh_status_t sq_bucket_attr_set(meta_t *m, const char *name, store_battr_t which,
+                               const char *value);
+wh_status_t sq_bucket_attr_get(meta_t *m, const char *name, store_battr_t which, char **out);
 wh_status_t sq_object_set_acl(meta_t *m, const char *bucket, const char *key, size_t klen,
                               const char *acl);
 wh_status_t sq_user_create(meta_t *m, const meta_user_t *u);

@@ -123,6 +123,12 @@ static const char *const SQ_STEPS[] = {
     "  PRIMARY KEY(bucket, key, seq)) WITHOUT ROWID;"
     "CREATE UNIQUE INDEX versions_vid ON versions(bucket, key, version_id);"
     "CREATE INDEX versions_file ON versions(file_id) WHERE file_id <> '';",
+    /* 5: bucket configurations beside the bucket's row: tags (TagSet), cors (its rules),
+     * pab (PublicAccessBlock bits), ownership (ObjectOwnership, 0: none). */
+    "ALTER TABLE buckets ADD COLUMN tags TEXT;"
+    "ALTER TABLE buckets ADD COLUMN cors TEXT;"
+    "ALTER TABLE buckets ADD COLUMN pab INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE buckets ADD COLUMN ownership INTEGER NOT NULL DEFAULT 0;",
 };
 _Static_assert(WH_ARRAY_SIZE(SQ_STEPS) == META_SCHEMA_VERSION,
                "every schema version needs its SQLite step");

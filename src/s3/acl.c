@@ -460,6 +460,15 @@ bool s3_acl_allows(const s3_acl_t *acl, const s3_principal_t *p, unsigned perm)
     return (have & perm) == perm;
 }
 
+void s3_acl_drop_public(s3_acl_t *acl)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < acl->n; i++)
+        if (acl->g[i].kind != S3_GRANTEE_ALL_USERS && acl->g[i].kind != S3_GRANTEE_AUTH_USERS)
+            acl->g[j++] = acl->g[i];
+    acl->n = j;
+}
+
 bool s3_acl_is_public(const s3_acl_t *acl)
 {
     for (size_t i = 0; acl && i < acl->n; i++)

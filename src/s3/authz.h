@@ -70,6 +70,9 @@ typedef struct s3_acl {
 
 /* The default ACL (private): the owner with FULL_CONTROL. */
 void s3_acl_private(s3_acl_t *acl, const char *owner);
+/* Removes every grant to AllUsers and AuthenticatedUsers (PublicAccessBlock's
+ * IgnorePublicAcls). */
+void s3_acl_drop_public(s3_acl_t *acl);
 
 /* A canned ACL by its x-amz-acl name (private, public-read, public-read-write,
  * authenticated-read, bucket-owner-read, bucket-owner-full-control, log-delivery-write,

@@ -50,7 +50,13 @@
     X(S3_ERR_NO_SUCH_VERSION, "NoSuchVersion", 404, "The specified version does not exist.") \
     X(S3_ERR_INVALID_TAG, "InvalidTag", 400, "The tag provided was not a valid tag.")      \
     X(S3_ERR_INVALID_PART_NUMBER, "InvalidPartNumber", 416, "The requested partnumber is not satisfiable") \
-    X(S3_ERR_INSUFFICIENT_STORAGE, "InsufficientStorage", 507, "The storage is full: delete objects to free space, then retry.")
+    X(S3_ERR_INSUFFICIENT_STORAGE, "InsufficientStorage", 507, "The storage is full: delete objects to free space, then retry.") \
+    X(S3_ERR_NO_SUCH_TAG_SET, "NoSuchTagSet", 404, "The TagSet does not exist")            \
+    X(S3_ERR_NO_SUCH_CORS, "NoSuchCORSConfiguration", 404, "The CORS configuration does not exist") \
+    X(S3_ERR_NO_SUCH_PAB, "NoSuchPublicAccessBlockConfiguration", 404, "The public access block configuration was not found") \
+    X(S3_ERR_NO_SUCH_OWNERSHIP, "OwnershipControlsNotFoundError", 404, "The bucket ownership controls were not found") \
+    X(S3_ERR_ACL_NOT_SUPPORTED, "AccessControlListNotSupported", 400, "The bucket does not allow ACLs") \
+    X(S3_ERR_CORS_FORBIDDEN, "AccessForbidden", 403, "CORSResponse: This CORS request is not allowed.")
 
 typedef enum {
 #define S3_ERR_ENUM_(e, c, h, m) e,

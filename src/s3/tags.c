@@ -54,9 +54,9 @@ static long utf8_chars(const char *s, size_t n)
 static s3_err_t tag_add(s3_tagset_t *t, const char *k, size_t kl, const char *v, size_t vl,
                         char *msg, size_t msglen)
 {
-    if (t->n == S3_TAGS_MAX)
-        return tag_fail(msg, msglen, S3_ERR_INVALID_TAG,
-                        "Object tags cannot be greater than %d", S3_TAGS_MAX);
+    if (t->n >= t->limit)
+        return tag_fail(msg, msglen, S3_ERR_INVALID_TAG, "%s tags cannot be greater than %zu",
+                        t->limit == S3_TAGS_MAX ? "Object" : "Bucket", t->limit);
     long kc = utf8_chars(k, kl), vc = utf8_chars(v, vl);
     if (kc <= 0 || kc > S3_TAG_KEY_MAX || kl >= sizeof t->tags[0].key)
         return tag_fail(msg, msglen, S3_ERR_INVALID_TAG,
@@ -113,10 +113,11 @@ static bool form_decode(const char *s, size_t n, wh_sbuf_t *out)
     return !out->oom;
 }
 
-s3_err_t s3_tags_parse_query(const char *q, size_t len, s3_tagset_t *out, char *msg,
+s3_err_t s3_tags_parse_query(const char *q, size_t len, size_t limit, s3_tagset_t *out, char *msg,
                              size_t msglen)
 {
     memset(out, 0, sizeof *out);
+    out->limit = limit < S3_BUCKET_TAGS_MAX ? limit : S3_BUCKET_TAGS_MAX;
     if (msg && msglen)
         msg[0] = '\0';
     size_t i = 0;
@@ -208,10 +209,11 @@ static void tag_xml_cb(void *arg, const char *path, const char *text, size_t len
     }
 }
 
-s3_err_t s3_tags_parse_xml(const char *xml, size_t len, s3_tagset_t *out, char *msg,
+s3_err_t s3_tags_parse_xml(const char *xml, size_t len, size_t limit, s3_tagset_t *out, char *msg,
                            size_t msglen)
 {
     memset(out, 0, sizeof *out);
+    out->limit = limit < S3_BUCKET_TAGS_MAX ? limit : S3_BUCKET_TAGS_MAX;
     if (msg && msglen)
         msg[0] = '\0';
     tag_xml_t x;

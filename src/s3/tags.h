@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #define S3_TAGS_MAX 10          /* tags per object */
+#define S3_BUCKET_TAGS_MAX 50   /* tags per bucket */
 #define S3_TAG_KEY_MAX 128      /* characters (UTF-8 code points) */
 #define S3_TAG_VALUE_MAX 256
 
@@ -22,15 +23,17 @@ typedef struct s3_tag {
 
 typedef struct s3_tagset {
     size_t n;
-    s3_tag_t tags[S3_TAGS_MAX];
+    size_t limit; /* the parse's: S3_TAGS_MAX or S3_BUCKET_TAGS_MAX */
+    s3_tag_t tags[S3_BUCKET_TAGS_MAX];
 } s3_tagset_t;
 
-/* The header's or the stored form. S3_ERR_INVALID_TAG (or INVALID_ARGUMENT for a bad
+/* limit: S3_TAGS_MAX (an object's) or S3_BUCKET_TAGS_MAX (a bucket's; larger ones are
+ * clamped to it). The header's or the stored form. S3_ERR_INVALID_TAG (or INVALID_ARGUMENT for a bad
  * encoding) with msg naming the fault. An empty string is the empty set. */
-s3_err_t s3_tags_parse_query(const char *q, size_t len, s3_tagset_t *out, char *msg,
+s3_err_t s3_tags_parse_query(const char *q, size_t len, size_t limit, s3_tagset_t *out, char *msg,
                              size_t msglen);
 /* A Tagging document (PutObjectTagging). MalformedXML, InvalidTag with msg. */
-s3_err_t s3_tags_parse_xml(const char *xml, size_t len, s3_tagset_t *out, char *msg,
+s3_err_t s3_tags_parse_xml(const char *xml, size_t len, size_t limit, s3_tagset_t *out, char *msg,
                            size_t msglen);
 /* The canonical stored form into out ("" for the empty set). */
 void s3_tags_format_query(const s3_tagset_t *t, wh_sbuf_t *out);

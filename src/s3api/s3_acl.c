@@ -121,6 +121,8 @@ int srv_acl_to_meta(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m)
     bool named;
     int ret = acl_of_headers(r, o, owner, true, acl, &named);
     if (!ret && named)
+        ret = srv_bconfig_acl_guard(r, o, acl, true);
+    if (!ret && named)
         ret = acl_text(o, acl, &m->acl);
     free(acl);
     return ret;
@@ -238,7 +240,7 @@ static int acl_from_put(srv_req_t *r, srv_out_t *o, const char *owner, bool for_
         return srv_err(o, S3_ERR_INVALID_REQUEST, "give the ACL either in the body or in "
                                                   "x-amz-acl/x-amz-grant-* headers, not both");
     if (named)
-        return 0;
+        return srv_bconfig_acl_guard(r, o, acl, true);
     if (!r->buf.len)
         return srv_err(o, S3_ERR_MISSING_SECURITY_HEADER,
                        "PutAcl needs an AccessControlPolicy body, x-amz-acl or x-amz-grant-*");
@@ -249,7 +251,7 @@ static int acl_from_put(srv_req_t *r, srv_out_t *o, const char *owner, bool for_
     if (strcmp(acl->owner, owner) != 0)
         return srv_errf(o, S3_ERR_ACCESS_DENIED, "Owner/ID %s is not the owner (%s): an ACL "
                                                  "cannot change the owner", acl->owner, owner);
-    return 0;
+    return srv_bconfig_acl_guard(r, o, acl, true);
 }
 
 int srv_acl_bucket_put_finish(srv_req_t *r, srv_out_t *o)
@@ -348,9 +350,14 @@ int srv_policy_put_finish(srv_req_t *r, srv_out_t *o)
     s3_err_t e = s3_policy_parse(r->buf.data, r->buf.len, &pol, msg, sizeof msg);
     if (e == S3_OK)
         e = s3_policy_check_bucket(pol, srv_b(r), msg, sizeof msg);
-    s3_policy_free(pol);
-    if (e != S3_OK)
+    if (e != S3_OK) {
+        s3_policy_free(pol);
         return srv_err(o, e, msg);
+    }
+    ret = srv_bconfig_policy_guard(r, o, pol);
+    s3_policy_free(pol);
+    if (ret)
+        return ret;
     char *text = malloc(r->buf.len + 1);
     if (!text)
         return srv_err(o, S3_ERR_INTERNAL, "out of memory");

@@ -11,6 +11,7 @@
  * text, so a policy is parsed once however often it is evaluated, and a changed policy is a
  * different text (nothing to invalidate). */
 #include "s3api/s3api.h"
+#include "s3/bucket_config.h"
 #include "base/log.h"
 
 #include <pthread.h>
@@ -146,6 +147,7 @@ struct srv_authz {
     const s3_policy_t *upp[SRV_MAX_USER_POLICIES];
     char arn[S3_ARN_MAX];
     s3_acl_t bacl;
+    unsigned bucket_pab, bucket_own; /* PublicAccessBlock and ObjectOwnership (bucket_config.h) */
 };
 
 void srv_authz_release(srv_req_t *r)
@@ -235,6 +237,7 @@ typedef struct bucket_auth {
     char owner[65];
     s3_acl_t *acl;
     cpol_t *pol;
+    unsigned pab, own;
 } bucket_auth_t;
 
 static int load_bucket(srv_req_t *r, srv_out_t *o, const char *bucket, bucket_auth_t *b)
@@ -253,9 +256,25 @@ static int load_bucket(srv_req_t *r, srv_out_t *o, const char *bucket, bucket_au
         ret = srv_errf(o, S3_ERR_INTERNAL, "bucket %s: %s", bucket, msg);
         goto cleanup;
     }
-    if (a.policy && cpol_get(a.policy, false, &b->pol, msg, sizeof msg) != S3_OK)
+    if (a.policy && cpol_get(a.policy, false, &b->pol, msg, sizeof msg) != S3_OK) {
         ret = srv_errf(o, S3_ERR_INTERNAL, "bucket %s: the stored policy cannot be read: %s",
                        bucket, msg);
+        goto cleanup;
+    }
+    b->pab = a.pab;
+    b->own = a.ownership;
+    /* BucketOwnerEnforced: ACLs are off, the bucket owner owns everything. IgnorePublicAcls:
+     * public grants count for nothing. RestrictPublicBuckets: a public policy grants nothing
+     * to callers outside the bucket owner's account (here: the anonymous caller). */
+    if (b->own == S3_OWN_BUCKET_OWNER_ENFORCED)
+        s3_acl_private(b->acl, b->owner);
+    else if (b->pab & S3_PAB_IGNORE_PUBLIC_ACLS)
+        s3_acl_drop_public(b->acl);
+    if (b->pol && (b->pab & S3_PAB_RESTRICT_PUBLIC_BUCKETS) &&
+        r->who.kind == S3_PRINCIPAL_ANON && s3_policy_is_public(b->pol->pol)) {
+        cpol_put(b->pol);
+        b->pol = NULL;
+    }
 cleanup:
     store_bucket_auth_free(&a);
     return ret;
@@ -302,13 +321,22 @@ static s3_authz_t decide(srv_req_t *r, srv_authz_t *az, const char *action, cons
     return s3_authz_decide(&in);
 }
 
-/* An object's ACL as stored (NULL text: private to its owner). */
-static int object_acl(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, s3_acl_t *acl)
+/* An object's ACL as stored (NULL text: private to its owner), as its bucket's settings let
+ * it count: under BucketOwnerEnforced the bucket owner's alone, under IgnorePublicAcls without
+ * its public grants. */
+static int object_acl(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, s3_acl_t *acl,
+                      const char *bucket_owner, unsigned pab, unsigned own)
 {
     char owner[65], msg[256];
     srv_owner_id(r, m->owner, owner);
+    if (own == S3_OWN_BUCKET_OWNER_ENFORCED && bucket_owner) {
+        s3_acl_private(acl, bucket_owner);
+        return 0;
+    }
     if (s3_acl_deserialize(m->acl, owner, acl, msg, sizeof msg) != S3_OK)
         return srv_errf(o, S3_ERR_INTERNAL, "object %s: %s", srv_k(r) ? srv_k(r) : "", msg);
+    if (pab & S3_PAB_IGNORE_PUBLIC_ACLS)
+        s3_acl_drop_public(acl);
     return 0;
 }
 
@@ -316,6 +344,8 @@ int srv_authorize(srv_req_t *r, const srv_op_t *op, srv_out_t *o)
 {
     if (r->who.kind == S3_PRINCIPAL_ROOT || op->api == SRV_API_IAM)
         return 0; /* IAM: iam.c verifies and authorizes once the form body is read */
+    if (op->api == SRV_API_CORS_PREFLIGHT)
+        return 0; /* the bucket's CORS rules decide (s3_bconfig.c), as in S3 */
     const char *action = op->action;
     if (!action)
         return srv_errf(o, S3_ERR_ACCESS_DENIED, "%s is served to the root user only",
@@ -354,6 +384,8 @@ int srv_authorize(srv_req_t *r, const srv_op_t *op, srv_out_t *o)
     }
     memcpy(az->bucket_owner, b.owner, sizeof b.owner);
     az->bpol = b.pol;
+    az->bucket_pab = b.pab;
+    az->bucket_own = b.own;
     az->bucket_loaded = true;
     if (op->api == SRV_API_DELETE_OBJECTS) {
         az->per_key = true;
@@ -378,7 +410,8 @@ int srv_authorize(srv_req_t *r, const srv_op_t *op, srv_out_t *o)
             if (!oacl)
                 ret = srv_err(o, S3_ERR_INTERNAL, "out of memory authorizing the request");
             else
-                ret = object_acl(r, o, &m, oacl);
+                ret = object_acl(r, o, &m, oacl, az->bucket_owner, az->bucket_pab,
+                                 az->bucket_own);
         } else if (st != WH_ERR_NOT_FOUND) {
             ret = srv_err_status(r, o, st, "loading the object's ACL");
         }
@@ -411,7 +444,8 @@ int srv_authz_object(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m)
     if (m) {
         if (!(oacl = malloc(sizeof *oacl)))
             return srv_err(o, S3_ERR_INTERNAL, "out of memory authorizing the request");
-        if ((ret = object_acl(r, o, m, oacl))) {
+        if ((ret = object_acl(r, o, m, oacl, az->bucket_owner, az->bucket_pab,
+                              az->bucket_own))) {
             free(oacl);
             return ret;
         }
@@ -455,7 +489,9 @@ int srv_authz_other(srv_req_t *r, srv_out_t *o, const char *action, const char *
             ret = srv_err(o, S3_ERR_INTERNAL, "out of memory authorizing the request");
             goto cleanup;
         }
-        if ((ret = object_acl(r, o, m, oacl)))
+        if ((ret = same ? object_acl(r, o, m, oacl, az->bucket_owner, az->bucket_pab,
+                                     az->bucket_own)
+                        : object_acl(r, o, m, oacl, b.owner, b.pab, b.own)))
             goto cleanup;
     }
     s3_authz_t d = same ? decide(r, az, action, arn, az->bucket_owner, &az->bacl, az->bpol,

@@ -18,7 +18,7 @@ int srv_tags_from_request(srv_req_t *r, srv_out_t *o, char **tags)
         return 0;
     s3_tagset_t t;
     char msg[200];
-    s3_err_t e = s3_tags_parse_query(h, strlen(h), &t, msg, sizeof msg);
+    s3_err_t e = s3_tags_parse_query(h, strlen(h), S3_TAGS_MAX, &t, msg, sizeof msg);
     if (e != S3_OK)
         return srv_err(o, e, msg);
     if (t.n == 0)
@@ -73,7 +73,7 @@ int srv_tagging_get(srv_req_t *r, srv_out_t *o)
     s3_tagset_t t;
     char msg[200];
     const char *tags = m.tags ? m.tags : "";
-    if (s3_tags_parse_query(tags, strlen(tags), &t, msg, sizeof msg) != S3_OK) {
+    if (s3_tags_parse_query(tags, strlen(tags), S3_TAGS_MAX, &t, msg, sizeof msg) != S3_OK) {
         store_obj_meta_free(&m);
         return srv_errf(o, S3_ERR_INTERNAL, "the stored tags are damaged: %s", msg);
     }
@@ -123,7 +123,7 @@ int srv_tagging_put_finish(srv_req_t *r, srv_out_t *o)
         return ret;
     s3_tagset_t t;
     char msg[200];
-    s3_err_t e = s3_tags_parse_xml(r->buf.data ? r->buf.data : "", r->buf.len, &t, msg,
+    s3_err_t e = s3_tags_parse_xml(r->buf.data ? r->buf.data : "", r->buf.len, S3_TAGS_MAX, &t, msg,
                                    sizeof msg);
     if (e != S3_OK)
         return srv_err(o, e, msg);

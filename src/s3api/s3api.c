@@ -35,6 +35,20 @@ const srv_op_t srv_ops[] = {
     {BKT, "PUT", "policy", NULL, NULL, false, SRV_API_PUT_BUCKET_POLICY, BUF_, false, srv_policy_put_begin, srv_policy_put_finish, "s3:PutBucketPolicy", false},
     {BKT, "DELETE", "policy", NULL, NULL, false, SRV_API_DELETE_BUCKET_POLICY, NONE_, false, srv_policy_delete, NULL, "s3:DeleteBucketPolicy", false},
     {BKT, "GET", "policyStatus", NULL, NULL, false, SRV_API_GET_BUCKET_POLICY_STATUS, NONE_, false, srv_policy_status, NULL, "s3:GetBucketPolicyStatus", false},
+    {BKT, "GET", "tagging", NULL, NULL, false, SRV_API_GET_BUCKET_TAGGING, NONE_, false, srv_btag_get, NULL, "s3:GetBucketTagging", false},
+    {BKT, "PUT", "tagging", NULL, NULL, false, SRV_API_PUT_BUCKET_TAGGING, BUF_, false, srv_bconfig_put_begin, srv_btag_put_finish, "s3:PutBucketTagging", false},
+    {BKT, "DELETE", "tagging", NULL, NULL, false, SRV_API_DELETE_BUCKET_TAGGING, NONE_, false, srv_btag_delete, NULL, "s3:PutBucketTagging", false},
+    {BKT, "GET", "cors", NULL, NULL, false, SRV_API_GET_BUCKET_CORS, NONE_, false, srv_cors_get, NULL, "s3:GetBucketCORS", false},
+    {BKT, "PUT", "cors", NULL, NULL, false, SRV_API_PUT_BUCKET_CORS, BUF_, false, srv_bconfig_put_begin, srv_cors_put_finish, "s3:PutBucketCORS", false},
+    {BKT, "DELETE", "cors", NULL, NULL, false, SRV_API_DELETE_BUCKET_CORS, NONE_, false, srv_cors_delete, NULL, "s3:PutBucketCORS", false},
+    {BKT, "GET", "publicAccessBlock", NULL, NULL, false, SRV_API_GET_PUBLIC_ACCESS_BLOCK, NONE_, false, srv_pab_get, NULL, "s3:GetBucketPublicAccessBlock", false},
+    {BKT, "PUT", "publicAccessBlock", NULL, NULL, false, SRV_API_PUT_PUBLIC_ACCESS_BLOCK, BUF_, false, srv_bconfig_put_begin, srv_pab_put_finish, "s3:PutBucketPublicAccessBlock", false},
+    {BKT, "DELETE", "publicAccessBlock", NULL, NULL, false, SRV_API_DELETE_PUBLIC_ACCESS_BLOCK, NONE_, false, srv_pab_delete, NULL, "s3:PutBucketPublicAccessBlock", false},
+    {BKT, "GET", "ownershipControls", NULL, NULL, false, SRV_API_GET_OWNERSHIP_CONTROLS, NONE_, false, srv_own_get, NULL, "s3:GetBucketOwnershipControls", false},
+    {BKT, "PUT", "ownershipControls", NULL, NULL, false, SRV_API_PUT_OWNERSHIP_CONTROLS, BUF_, false, srv_bconfig_put_begin, srv_own_put_finish, "s3:PutBucketOwnershipControls", false},
+    {BKT, "DELETE", "ownershipControls", NULL, NULL, false, SRV_API_DELETE_OWNERSHIP_CONTROLS, NONE_, false, srv_own_delete, NULL, "s3:PutBucketOwnershipControls", false},
+    /* A browser's CORS preflight: unsigned, decided by the bucket's CORS rules alone. */
+    {BKT, "OPTIONS", NULL, NULL, NULL, false, SRV_API_CORS_PREFLIGHT, NONE_, false, srv_cors_preflight, NULL, NULL, false},
     {BKT, "PUT", "versioning", NULL, NULL, false, SRV_API_PUT_BUCKET_VERSIONING, BUF_, false, srv_bucket_versioning_put_begin, srv_bucket_versioning_put_finish, "s3:PutBucketVersioning", false},
     {BKT, "PUT", NULL, NULL, NULL, false, SRV_API_CREATE_BUCKET, BUF_, false, srv_bucket_create_begin, srv_bucket_create_finish, "s3:CreateBucket", false},
     {BKT, "DELETE", NULL, NULL, NULL, false, SRV_API_DELETE_BUCKET, NONE_, false, srv_bucket_delete, NULL, "s3:DeleteBucket", false},
@@ -67,6 +81,7 @@ const srv_op_t srv_ops[] = {
     {OBJ, "PUT", NULL, NULL, NULL, false, SRV_API_PUT_OBJECT, WR_, true, srv_write_put_begin, srv_write_put_finish, "s3:PutObject", false},
     {OBJ, "DELETE", "uploadId", NULL, NULL, false, SRV_API_ABORT_MPU, NONE_, false, srv_mpu_abort, NULL, "s3:AbortMultipartUpload", false},
     {OBJ, "DELETE", NULL, NULL, NULL, false, SRV_API_DELETE_OBJECT, NONE_, false, srv_write_delete, NULL, "s3:DeleteObject", false},
+    {OBJ, "OPTIONS", NULL, NULL, NULL, false, SRV_API_CORS_PREFLIGHT, NONE_, false, srv_cors_preflight, NULL, NULL, false},
     {OBJ, "POST", "uploads", NULL, NULL, false, SRV_API_CREATE_MPU, NONE_, false, srv_mpu_create, NULL, "s3:PutObject", false},
     {OBJ, "POST", "uploadId", NULL, NULL, false, SRV_API_COMPLETE_MPU, BUF_, false, srv_mpu_complete_begin, srv_mpu_complete_finish, "s3:PutObject", false},
 };
@@ -175,6 +190,7 @@ static void add_headers(struct MHD_Response *resp, const srv_out_t *o)
  * answer's headers either way) or a success with its body and headers. */
 static void srv_s3_send(srv_req_t *r, srv_out_t *o)
 {
+    srv_cors_actual(r, o);
     if (o->hdrs.oom || o->xml.oom)
         srv_err(o, S3_ERR_INTERNAL, "out of memory building the reply");
     if (o->code) {

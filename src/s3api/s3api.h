@@ -293,6 +293,30 @@ int srv_iam_begin(srv_req_t *r, srv_out_t *o);
 int srv_iam_finish(srv_req_t *r, srv_out_t *o);
 int srv_acl_bucket_get(srv_req_t *r, srv_out_t *o);
 int srv_acl_object_get(srv_req_t *r, srv_out_t *o);
+/* s3_bconfig.c: bucket tagging, CORS, PublicAccessBlock, OwnershipControls. */
+int srv_bconfig_put_begin(srv_req_t *r, srv_out_t *o);
+int srv_btag_get(srv_req_t *r, srv_out_t *o);
+int srv_btag_put_finish(srv_req_t *r, srv_out_t *o);
+int srv_btag_delete(srv_req_t *r, srv_out_t *o);
+int srv_cors_get(srv_req_t *r, srv_out_t *o);
+int srv_cors_put_finish(srv_req_t *r, srv_out_t *o);
+int srv_cors_delete(srv_req_t *r, srv_out_t *o);
+int srv_cors_preflight(srv_req_t *r, srv_out_t *o);
+/* Access-Control-* headers on the answer of a request whose Origin a CORS rule allows. */
+void srv_cors_actual(srv_req_t *r, srv_out_t *o);
+int srv_pab_get(srv_req_t *r, srv_out_t *o);
+int srv_pab_put_finish(srv_req_t *r, srv_out_t *o);
+int srv_pab_delete(srv_req_t *r, srv_out_t *o);
+int srv_own_get(srv_req_t *r, srv_out_t *o);
+int srv_own_put_finish(srv_req_t *r, srv_out_t *o);
+int srv_own_delete(srv_req_t *r, srv_out_t *o);
+/* An explicit ACL about to be stored in the request's bucket (acl NULL when it is only
+ * named by headers that change nothing): 400 AccessControlListNotSupported under
+ * BucketOwnerEnforced, 403 when BlockPublicAcls refuses a public one; else 0. */
+int srv_bconfig_acl_guard(srv_req_t *r, srv_out_t *o, const s3_acl_t *acl, bool explicit_acl);
+/* A bucket policy about to be stored: 403 when BlockPublicPolicy refuses a public one. */
+int srv_bconfig_policy_guard(srv_req_t *r, srv_out_t *o, const s3_policy_t *pol);
+
 int srv_acl_put_begin(srv_req_t *r, srv_out_t *o);
 int srv_acl_bucket_put_finish(srv_req_t *r, srv_out_t *o);
 int srv_acl_object_put_finish(srv_req_t *r, srv_out_t *o);

@@ -279,6 +279,18 @@ wh_status_t store_bucket_set_policy(store_t *st, const char *bucket, const char 
     return meta_bucket_set_policy(st->meta, bucket, policy);
 }
 
+wh_status_t store_bucket_attr_set(store_t *st, const char *bucket, store_battr_t which,
+                                  const char *value)
+{
+    return meta_bucket_attr_set(st->meta, bucket, which, value);
+}
+
+wh_status_t store_bucket_attr_get(store_t *st, const char *bucket, store_battr_t which,
+                                  char **out)
+{
+    return meta_bucket_attr_get(st->meta, bucket, which, out);
+}
+
 wh_status_t store_object_set_acl(store_t *st, const char *bucket, const char *key,
                                  const char *acl)
 {

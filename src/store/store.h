@@ -84,6 +84,12 @@ wh_status_t store_bucket_auth_get(store_t *st, const char *bucket, store_bucket_
 /* NULL: back to the default ACL / no policy. WH_ERR_NOT_FOUND: no such bucket. */
 wh_status_t store_bucket_set_acl(store_t *st, const char *bucket, const char *acl);
 wh_status_t store_bucket_set_policy(store_t *st, const char *bucket, const char *policy);
+/* A bucket configuration (store_battr_t, data/types.h): value NULL removes it; *out NULL when
+ * unset. WH_ERR_NOT_FOUND: no such bucket. */
+wh_status_t store_bucket_attr_set(store_t *st, const char *bucket, store_battr_t which,
+                                  const char *value);
+wh_status_t store_bucket_attr_get(store_t *st, const char *bucket, store_battr_t which,
+                                  char **out);
 
 /* "null" or a generated id: a well-formed version id. */
 bool store_version_id_valid(const char *v);

@@ -8,7 +8,7 @@
 
 static s3_err_t q(const char *s, s3_tagset_t *t, char *msg)
 {
-    return s3_tags_parse_query(s, strlen(s), t, msg, 200);
+    return s3_tags_parse_query(s, strlen(s), S3_TAGS_MAX, t, msg, 200);
 }
 
 static void test_query(void)
@@ -53,14 +53,14 @@ static void test_xml_and_round_trip(void)
     const char *x = "<Tagging xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><TagSet>"
                     "<Tag><Key>k &amp; k</Key><Value>v=1&amp;2</Value></Tag>"
                     "<Tag><Key>e</Key><Value></Value></Tag></TagSet></Tagging>";
-    CHECK(s3_tags_parse_xml(x, strlen(x), &t, msg, sizeof msg) == S3_OK && t.n == 2);
+    CHECK(s3_tags_parse_xml(x, strlen(x), S3_TAGS_MAX, &t, msg, sizeof msg) == S3_OK && t.n == 2);
     CHECK_STR(t.tags[0].key, "k & k");
     CHECK_STR(t.tags[0].value, "v=1&2");
     wh_sbuf_t b;
     wh_sbuf_init(&b);
     s3_tags_format_query(&t, &b);
     CHECK_STR(b.data, "k%20%26%20k=v%3D1%262&e=");
-    CHECK(s3_tags_parse_query(b.data, b.len, &back, msg, sizeof msg) == S3_OK && back.n == 2);
+    CHECK(s3_tags_parse_query(b.data, b.len, S3_TAGS_MAX, &back, msg, sizeof msg) == S3_OK && back.n == 2);
     CHECK_STR(back.tags[0].key, "k & k");
     CHECK_STR(back.tags[0].value, "v=1&2");
     wh_sbuf_free(&b);
@@ -72,13 +72,13 @@ static void test_xml_and_round_trip(void)
         "<Tagging><TagSet><Tag><Key>k</Key><Value>v</Value></Tag>",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        CHECK(s3_tags_parse_xml(bad[i], strlen(bad[i]), &t, msg, sizeof msg) ==
+        CHECK(s3_tags_parse_xml(bad[i], strlen(bad[i]), S3_TAGS_MAX, &t, msg, sizeof msg) ==
               S3_ERR_MALFORMED_XML);
     const char *dup = "<Tagging><TagSet><Tag><Key>k</Key><Value>1</Value></Tag><Tag><Key>k"
                       "</Key><Value>2</Value></Tag></TagSet></Tagging>";
-    CHECK(s3_tags_parse_xml(dup, strlen(dup), &t, msg, sizeof msg) == S3_ERR_INVALID_TAG);
+    CHECK(s3_tags_parse_xml(dup, strlen(dup), S3_TAGS_MAX, &t, msg, sizeof msg) == S3_ERR_INVALID_TAG);
     const char *empty = "<Tagging><TagSet></TagSet></Tagging>";
-    CHECK(s3_tags_parse_xml(empty, strlen(empty), &t, msg, sizeof msg) == S3_OK && t.n == 0);
+    CHECK(s3_tags_parse_xml(empty, strlen(empty), S3_TAGS_MAX, &t, msg, sizeof msg) == S3_OK && t.n == 0);
 }
 
 int main(void)
