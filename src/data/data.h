@@ -120,6 +120,7 @@ typedef struct store_local_config {
     const char *dir;
     uint64_t reserve_bytes;
     unsigned high_water_pct;
+    store_durability_t durability; /* MEMORY: finish() skips fdatasync and the directory fsync */
 } store_local_config_t;
 wh_status_t store_data_local_open(const store_local_config_t *cfg, store_data_t **out);
 

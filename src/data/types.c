@@ -89,3 +89,8 @@ void store_version_result_free(store_version_result_t *r)
     free(r->next_key_marker);
     memset(r, 0, sizeof *r);
 }
+
+const char *store_durability_name(store_durability_t d)
+{
+    return d == STORE_DURABLE_MEMORY ? "memory" : "disk";
+}

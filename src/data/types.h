@@ -14,12 +14,24 @@
 #include <stdint.h>
 #include <time.h>
 
+/* What an acknowledged write survives (--durability). DISK, the default: the data file is
+ * fdatasync'd and its directory fsync'd before the metadata commit, so the acknowledgement
+ * means the bytes are on the disk. MEMORY: the data file is left to the kernel's writeback; an
+ * acknowledged write survives a crash of wharfd (the page cache keeps it) but not a crash of
+ * the host or a power loss. The metadata commit is unchanged either way. */
+typedef enum store_durability {
+    STORE_DURABLE_DISK = 0,
+    STORE_DURABLE_MEMORY,
+} store_durability_t;
+const char *store_durability_name(store_durability_t d); /* "disk", "memory" */
+
 /* Space where bytes live, for /metrics and the high-water mark. */
 typedef struct store_space {
     uint64_t total;      /* bytes of the file system (or cluster) */
     uint64_t free;       /* bytes available to new objects */
     uint64_t reserve;    /* bytes held back for deletes (included in neither) */
     unsigned high_water_pct;
+    store_durability_t durability; /* of the data table's writes */
 } store_space_t;
 
 typedef struct store_bucket_info {

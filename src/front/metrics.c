@@ -134,4 +134,11 @@ void srv_metrics_storage(store_t *st, wh_sbuf_t *o)
                       "wharf_storage_high_water_ratio %.2f\n",
                    (unsigned long long)sp.total, (unsigned long long)sp.free,
                    (unsigned long long)sp.reserve, sp.high_water_pct / 100.0);
+    wh_sbuf_printf(o, "# HELP wharf_storage_durability What an acknowledged write survives "
+                      "(--durability): disk (synced before the acknowledgement) or memory "
+                      "(the page cache: a crash of wharfd, not of the host).\n"
+                      "# TYPE wharf_storage_durability gauge\n"
+                      "wharf_storage_durability{mode=\"disk\"} %d\n"
+                      "wharf_storage_durability{mode=\"memory\"} %d\n",
+                   sp.durability == STORE_DURABLE_DISK, sp.durability == STORE_DURABLE_MEMORY);
 }

@@ -61,6 +61,9 @@ static void usage(FILE *f)
             "                       0 for none)\n"
             "  --high-water PCT     refuse new writes (507) once the data file system is this\n"
             "                       full, 1..100 (default 99; 100: only when full)\n"
+            "  --durability disk|memory  what an acknowledged write survives: disk (default:\n"
+            "                       the object's file is synced before the reply) or memory\n"
+            "                       (the page cache: a crash of wharfd, not of the host)\n"
             "  --server-key-file F  the key that seals users' secret keys (64 hex characters;\n"
             "                       default WHARF_SERVER_KEY_FILE, else DIR/server.key, made\n"
             "                       0600 on first start)\n"
@@ -126,7 +129,7 @@ int main(int argc, char **argv)
 
     enum { O_DATA = 1, O_LISTEN, O_UNIX, O_SHM, O_COPY, O_PINNED, O_COLD, O_ETAG, O_RDMA_ETAG, O_HELP,
            O_META, O_RESERVE, O_HIGH_WATER, O_HTTP_THREADS, O_HANDLER_THREADS, O_MAX_CONNS,
-           O_MAX_CONNS_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT };
+           O_MAX_CONNS_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT, O_DURABILITY };
     static const struct option opts[] = {
         {"data", required_argument, NULL, O_DATA},
         {"listen", required_argument, NULL, O_LISTEN},
@@ -144,6 +147,7 @@ int main(int argc, char **argv)
         {"meta", required_argument, NULL, O_META},
         {"reserve", required_argument, NULL, O_RESERVE},
         {"high-water", required_argument, NULL, O_HIGH_WATER},
+        {"durability", required_argument, NULL, O_DURABILITY},
         {"http-threads", required_argument, NULL, O_HTTP_THREADS},
         {"handler-threads", required_argument, NULL, O_HANDLER_THREADS},
         {"max-conns", required_argument, NULL, O_MAX_CONNS},
@@ -216,6 +220,12 @@ int main(int argc, char **argv)
                                  optarg);
             if (scfg.reserve_bytes == 0)
                 scfg.reserve_bytes = UINT64_MAX; /* none */
+            break;
+        case O_DURABILITY:
+            if (strcmp(optarg, "disk") && strcmp(optarg, "memory"))
+                return bad_usage("--durability wants disk or memory, got '%s'", optarg);
+            scfg.durability = strcmp(optarg, "memory") == 0 ? STORE_DURABLE_MEMORY
+                                                           : STORE_DURABLE_DISK;
             break;
         case O_HIGH_WATER: {
             uint64_t v;

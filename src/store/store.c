@@ -166,6 +166,7 @@ wh_status_t store_open_config(const store_config_t *cfg, store_t **out)
         .dir = cfg->data_dir,
         .reserve_bytes = cfg->reserve_bytes ? cfg->reserve_bytes : STORE_DEFAULT_RESERVE,
         .high_water_pct = cfg->high_water_pct ? cfg->high_water_pct : STORE_DEFAULT_HIGH_WATER,
+        .durability = cfg->durability,
     };
     if (cfg->reserve_bytes == UINT64_MAX)
         lc.reserve_bytes = 0; /* explicitly none */

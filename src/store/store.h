@@ -38,6 +38,7 @@ typedef struct store store_t;
 struct meta;
 struct store_data;
 
+
 /* How to open a store. Zeroed fields take the defaults. */
 typedef struct store_config {
     const char *data_dir;     /* local object files, and SQLite's meta.db without meta_url */
@@ -46,6 +47,7 @@ typedef struct store_config {
                                * UINT64_MAX: none */
     unsigned high_water_pct;  /* refuse new writes above this fill of the data file system
                                * (1..100, default 99; 100: only when full) */
+    store_durability_t durability;
 } store_config_t;
 #define STORE_DEFAULT_RESERVE (8ULL << 20)
 #define STORE_DEFAULT_HIGH_WATER 99
