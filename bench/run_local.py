@@ -7,8 +7,11 @@
 wharfd is started by tests/lib/wharfd.py (the one way to start a server) on a free loopback port
 with a temporary data directory (or --data), and the benchmark gets its endpoint, credentials
 and Unix socket through the environment (WHARF_ENDPOINT, WHARF_ACCESS_KEY, WHARF_SECRET_KEY,
-WHARF_UNIX_SOCKET). Everything after "--" goes to wharf_bench. The server's log is kept
-under the results folder when the run fails.
+WHARF_UNIX_SOCKET; WHARF_DATA_DIR, so that params.data_fs names the file system PUTs land on).
+Everything after "--" goes to wharf_bench. The server's log is kept under the results folder
+when the run fails. --durable-limit first measures the data directory's durable write rate
+with wharfd's own write-and-sync patterns (bench/disk_commit.py) and hands it to wharf_bench as
+limits.durable_write_gbps (not on tmpfs).
 """
 import argparse
 import os
@@ -24,6 +27,40 @@ import benchlib as bl  # noqa: E402
 from wharfd import WharfServer  # noqa: E402
 
 
+def durable_limit(data_dir):
+    """wharf_bench flags with the durable write rate of data_dir's file system ([] on tmpfs)."""
+    if _fs_type(data_dir) == "tmpfs":
+        print("run_local: data directory on tmpfs: no durable write limit", file=sys.stderr)
+        return []
+    d = os.path.join(data_dir, "durable-limit")
+    os.makedirs(d, exist_ok=True)
+    try:
+        p = subprocess.run([sys.executable, os.path.join(HERE, "disk_commit.py"), d,
+                            "--patterns", "inplace,commit+sfr", "--writers", "1,16",
+                            "--mib", "64", "--files", "4", "--repeats", "3", "--best"],
+                           capture_output=True, text=True, timeout=1800, check=True)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    gbps, _, how = p.stdout.strip().partition(" ")
+    print(f"run_local: durable write limit {gbps} GB/s ({how})", file=sys.stderr)
+    return ["--durable-write-gbps", gbps, "--durable-how",
+            f"bench/disk_commit.py on the data directory, best median of in place and "
+            f"commit+sfr at 1 and 16 writers x 4 files x 64 MiB, 3 repeats: {how}"]
+
+
+def _fs_type(path):
+    """The file system type of path from /proc/mounts (longest mount point that holds it)."""
+    path = os.path.realpath(path)
+    best, kind = "", ""
+    with open("/proc/mounts") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 3 and (path == parts[1] or path.startswith(parts[1].rstrip("/") + "/")):
+                if len(parts[1]) > len(best):
+                    best, kind = parts[1], parts[2]
+    return kind
+
+
 def main():
     argv = sys.argv[1:]
     rest = []
@@ -37,6 +74,11 @@ def main():
     ap.add_argument("--log-level", default="warn")
     ap.add_argument("--copy-threads", default=None, help="wharfd --copy-threads")
     ap.add_argument("--timeout", type=int, default=3600, help="bound on the whole run, seconds")
+    ap.add_argument("--durable-limit", action="store_true",
+                    help="before the run, measure the data directory's durable write rate with "
+                         "wharfd's own patterns (bench/disk_commit.py: in place and commit+sfr, "
+                         "1 and 16 writers) and record it as limits.durable_write_gbps; "
+                         "skipped on tmpfs")
     a = ap.parse_args(argv)
     if not rest:
         ap.error("give the benchmark after --, e.g. -- fetch --sizes 64M")
@@ -48,10 +90,13 @@ def main():
     cmd = [os.path.join(bl.build_dir(), "bench", "wharf_bench")] + rest
     srv = WharfServer(data_dir=a.data, extra_args=extra, providers=a.providers,
                       log_level=a.log_level)
+    if a.durable_limit:
+        rest += durable_limit(srv.data_dir)
     srv.start()
     rc = 1
     try:
         env = srv.client_env()
+        env["WHARF_DATA_DIR"] = srv.data_dir  # params.data_fs
         print(f"run_local: wharfd {srv.endpoint} data {srv.data_dir}; {' '.join(cmd)}",
               file=sys.stderr, flush=True)
         p = subprocess.run(cmd, env=env, timeout=a.timeout)

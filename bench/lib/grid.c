@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -62,6 +63,27 @@ static void print_meas(const g_cfg_t *cfg, g_op_t op, const g_arm_t *arm, uint64
             m->ops_per_s, gb > 0 ? m->client_cpu_s / gb : 0, gb > 0 ? m->server_cpu_s / gb : 0,
             gb > 0 ? m->host_cpu_s / gb : 0, m->witness_ratio, m->ok ? "ok" : "FAILED: ",
             m->ok ? "" : m->err);
+}
+
+/* The file system under the server's data directory, by statfs magic: "tmpfs" means PUTs
+ * land in memory and are not disk-bound. */
+static json_t *data_fs_json(const char *dir)
+{
+    static const struct {
+        long magic;
+        const char *name;
+    } fs[] = {{0x01021994, "tmpfs"}, {0xEF53, "ext4"},       {0x58465342, "xfs"},
+              {0x9123683E, "btrfs"}, {0x794C7630, "overlay"}, {0x6969, "nfs"},
+              {0x2FC12FC1, "zfs"},   {0x65735546, "fuse"},    {0x858458F6, "ramfs"}};
+    struct statfs sf;
+    if (!dir[0] || statfs(dir, &sf) != 0)
+        return json_null();
+    for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++)
+        if ((long)sf.f_type == fs[i].magic)
+            return json_string(fs[i].name);
+    char b[32];
+    snprintf(b, sizeof b, "magic 0x%lx", (long)sf.f_type);
+    return json_string(b);
 }
 
 static json_t *params_json(const g_cfg_t *cfg)
@@ -108,6 +130,9 @@ static json_t *params_json(const g_cfg_t *cfg)
                         json_string(cfg->get_whole ? "WHARF_WHOLE (HEAD + GET)"
                                                    : "known size (one ranged GET per chunk)"));
     json_object_set_new(p, "witness_min", json_real(cfg->witness_min));
+    json_object_set_new(p, "data_dir", cfg->data_dir[0] ? json_string(cfg->data_dir)
+                                                         : json_null());
+    json_object_set_new(p, "data_fs", data_fs_json(cfg->data_dir));
     json_object_set_new(
         p, "method",
         json_string("paired arms A B A B per cell over the same objects; ops per stream = "
@@ -278,7 +303,14 @@ static int run_grid(g_cfg_t *cfg)
     json_object_set_new(root, "backend", json_string("wharf"));
     json_object_set_new(root, "params", params_json(cfg));
     json_object_set_new(root, "environment", wb_env_json(rdma_prov));
-    json_object_set_new(root, "limits", cfg->no_limits ? json_null() : wb_limits_json(&lim));
+    json_t *lj = cfg->no_limits ? NULL : wb_limits_json(&lim);
+    if (cfg->durable_write_gbps > 0) { /* the disk's rate, for PUTs to a disk */
+        if (!lj)
+            lj = json_object();
+        json_object_set_new(lj, "durable_write_gbps", json_real(cfg->durable_write_gbps));
+        json_object_set_new(lj, "durable_write_how", json_string(cfg->durable_how));
+    }
+    json_object_set_new(root, "limits", lj ? lj : json_null());
     json_object_set_new(root, "results", res);
     json_object_set_new(root, "timestamp", json_string(ts));
     json_object_set_new(root, "wall_s", json_real(wb_now() - t_run));
@@ -421,6 +453,11 @@ static void usage(FILE *f)
         "                        every byte is verified after the window anyway)\n"
         "  --witness-min F       gate on server counters (default 0.99)\n"
         "  --limits-bytes SIZE (default 1G) --limits-repeats N --no-limits\n"
+        "  --data-dir DIR        the server's data directory (default $WHARF_DATA_DIR):\n"
+        "                        params.data_fs names its file system (tmpfs, ext4, ...)\n"
+        "  --durable-write-gbps X --durable-how TEXT   the disk's durable write rate,\n"
+        "                        measured outside (bench/run_local.py --durable-limit):\n"
+        "                        limits.durable_write_gbps\n"
         "  --results DIR         default results; --tag T adds -T to the file name\n"
         "  --timeout S           per phase of one measurement (default 300)\n"
         "  --skip-upload         trust objects already in the bucket\n"
@@ -522,6 +559,8 @@ int wb_bench_main(int argc, char **argv)
     snprintf(cfg.bucket_get, sizeof cfg.bucket_get, "bench-fetch");
     snprintf(cfg.bucket_put, sizeof cfg.bucket_put, "bench-put");
     snprintf(cfg.results, sizeof cfg.results, "results");
+    const char *dd = getenv("WHARF_DATA_DIR");
+    snprintf(cfg.data_dir, sizeof cfg.data_dir, "%s", dd ? dd : "");
     cfg.repeats = 3;
     cfg.budget = 512 * WB_MIB;
     /* Client buffers: an eighth of the host's memory, at least 4 GiB (16 GiB on a 128 GiB
@@ -553,6 +592,8 @@ int wb_bench_main(int argc, char **argv)
         STR("--tag", cfg.tag);
         STR("--bucket", cfg.bucket_get);
         STR("--put-bucket", cfg.bucket_put);
+        STR("--data-dir", cfg.data_dir);
+        STR("--durable-how", cfg.durable_how);
         SIZE("--budget", cfg.budget);
         SIZE("--mem-cap", cfg.mem_cap);
         SIZE("--chunk-size", cfg.chunk_size);
@@ -572,6 +613,7 @@ int wb_bench_main(int argc, char **argv)
         else if (strcmp(a, "--witness-min") == 0 && v) cfg.witness_min = atof(v);
         else if (strcmp(a, "--limits-repeats") == 0 && v) cfg.limits_reps = (unsigned)atoi(v);
         else if (strcmp(a, "--timeout") == 0 && v) cfg.timeout_s = (unsigned)atoi(v);
+        else if (strcmp(a, "--durable-write-gbps") == 0 && v) cfg.durable_write_gbps = atof(v);
         else {
             used = 0;
             if (strcmp(a, "--no-limits") == 0)
