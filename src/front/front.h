@@ -51,6 +51,8 @@ struct MHD_Response;
 /* S3's single-PUT limit. */
 #define SRV_MAX_PUT_SIZE (5ULL << 30)
 
+#define SRV_LIFECYCLE_PERIOD_DEFAULT 3600 /* seconds between lifecycle passes */
+
 typedef struct srv_config {
     const char *data_dir;
     const char *meta_url;     /* NULL: SQLite in data_dir; or postgresql://USER@HOST:PORT/DB */
@@ -87,6 +89,9 @@ typedef struct srv_config {
      * owned by the server from srv_start on (also on failure); data_dir is then unused.
      * metrics_extra appends the gateway's cluster metrics to /metrics. */
     store_t *store;
+    /* Seconds between the lifecycle worker's passes over the buckets' lifecycle rules
+     * (s3api/s3_lifecycle.c); 0: SRV_LIFECYCLE_PERIOD_DEFAULT. */
+    unsigned lifecycle_period_s;
     void (*metrics_extra)(void *arg, wh_sbuf_t *out);
     void *metrics_extra_arg;
 } srv_config_t;
@@ -136,6 +141,7 @@ struct srv {
     uint64_t id_salt;
     srv_conns_t *conns; /* open connections, header deadlines */
     srv_jobs_t *jobs;   /* handler threads */
+    struct srv_lc *lc;  /* the lifecycle worker (s3api/s3_lifecycle.c) */
 };
 
 typedef struct srv_hdr {
@@ -234,6 +240,14 @@ void srv_s3_begin(srv_req_t *r);
 void srv_s3_finish(srv_req_t *r);
 /* Called when the request ends; aborts an uncommitted writer. */
 void srv_s3_cleanup(srv_req_t *r);
+/* s3_lifecycle.c: the lifecycle worker, a thread applying the buckets' lifecycle rules every
+ * period_s seconds (0: SRV_LIFECYCLE_PERIOD_DEFAULT). st is borrowed: stop the worker before
+ * closing it. WHARF_LIFECYCLE_DAY_SECONDS (a test-only setting) shortens a day. */
+typedef struct srv_lc srv_lc_t;
+wh_status_t srv_lc_start(store_t *st, unsigned period_s, srv_lc_t **out);
+void srv_lc_stop(srv_lc_t *lc); /* NULL-safe; waits for a pass under way to stop */
+/* Its counters, in the Prometheus text form (NULL: nothing). */
+void srv_lc_metrics(srv_lc_t *lc, wh_sbuf_t *out);
 /* Object bytes on their way to the writer (HTTP body or RDMA): the extra checksums. */
 void srv_s3_body_digest(srv_req_t *r, const void *p, size_t n);
 

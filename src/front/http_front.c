@@ -631,6 +631,8 @@ wh_status_t srv_start(const srv_config_t *cfg, srv_t **out)
             goto err_unix;
         }
     }
+    if ((st = srv_lc_start(s->store, cfg->lifecycle_period_s, &s->lc)) != WH_OK)
+        goto err_unix_d;
     wh_info(MOD, "listening endpoint=http://%s:%u unix=%s region=%s data=%s", cfg->listen_host,
             (unsigned)cfg->listen_port, s->unix_path ? s->unix_path : "off", cfg->region,
             cfg->data_dir ? cfg->data_dir : "cluster");
@@ -641,9 +643,14 @@ wh_status_t srv_start(const srv_config_t *cfg, srv_t **out)
     *out = s;
     return WH_OK;
 
+err_unix_d:
+    if (s->unix_d)
+        MHD_stop_daemon(s->unix_d);
 err_unix:
-    close(s->unix_fd);
-    unlink(s->unix_path);
+    if (s->unix_fd >= 0)
+        close(s->unix_fd);
+    if (s->unix_path)
+        unlink(s->unix_path);
 err_tcp:
     free(s->unix_path);
     MHD_stop_daemon(s->tcp_d);
@@ -678,6 +685,8 @@ void srv_stop(srv_t *s)
     /* libmicrohttpd aborts when stopped with a connection suspended, which a handler still
      * running holds; such a handler also still uses the store. Then leave both as they are:
      * the process is about to exit. */
+    srv_lc_stop(s->lc); /* before the store it uses */
+    s->lc = NULL;
     if (!jobs_stop(s, 5)) {
         wh_warn(MOD, "handlers still running after the grace period; exiting without "
                      "closing the HTTP daemons and the store");

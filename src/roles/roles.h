@@ -23,9 +23,10 @@ typedef struct srv_common {
     uint64_t rdma_mem;      /* 0: the default */
     const char *server_key_file;
     const char *account_id;
+    unsigned lifecycle_period_s; /* 0: the default */
 } srv_common_t;
 enum { SRV_OPT_REGION = 0x100, SRV_OPT_LOG, SRV_OPT_PROVIDERS, SRV_OPT_RDMA_MEM,
-       SRV_OPT_KEY_FILE, SRV_OPT_ACCOUNT };
+       SRV_OPT_KEY_FILE, SRV_OPT_ACCOUNT, SRV_OPT_LIFECYCLE };
 #define SRV_OPTS_RDMA                                                                       \
     {"log-level", required_argument, NULL, SRV_OPT_LOG},                                    \
         {"providers", required_argument, NULL, SRV_OPT_PROVIDERS},                          \
@@ -33,7 +34,8 @@ enum { SRV_OPT_REGION = 0x100, SRV_OPT_LOG, SRV_OPT_PROVIDERS, SRV_OPT_RDMA_MEM,
 #define SRV_OPTS_S3                                                                         \
     {"region", required_argument, NULL, SRV_OPT_REGION},                                    \
         {"server-key-file", required_argument, NULL, SRV_OPT_KEY_FILE},                     \
-        {"account-id", required_argument, NULL, SRV_OPT_ACCOUNT}
+        {"account-id", required_argument, NULL, SRV_OPT_ACCOUNT},                           \
+        {"lifecycle-period", required_argument, NULL, SRV_OPT_LIFECYCLE}
 void srv_common_init(srv_common_t *co, const char *cmd);
 /* 1: c was a common option and its value is good; 0: not a common option; 2: a bad value
  * (said on stderr): exit 2. */

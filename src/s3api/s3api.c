@@ -47,6 +47,9 @@ const srv_op_t srv_ops[] = {
     {BKT, "GET", "ownershipControls", NULL, NULL, false, SRV_API_GET_OWNERSHIP_CONTROLS, NONE_, false, srv_own_get, NULL, "s3:GetBucketOwnershipControls", false},
     {BKT, "PUT", "ownershipControls", NULL, NULL, false, SRV_API_PUT_OWNERSHIP_CONTROLS, BUF_, false, srv_bconfig_put_begin, srv_own_put_finish, "s3:PutBucketOwnershipControls", false},
     {BKT, "DELETE", "ownershipControls", NULL, NULL, false, SRV_API_DELETE_OWNERSHIP_CONTROLS, NONE_, false, srv_own_delete, NULL, "s3:PutBucketOwnershipControls", false},
+    {BKT, "GET", "lifecycle", NULL, NULL, false, SRV_API_GET_BUCKET_LIFECYCLE, NONE_, false, srv_lc_get, NULL, "s3:GetLifecycleConfiguration", false},
+    {BKT, "PUT", "lifecycle", NULL, NULL, false, SRV_API_PUT_BUCKET_LIFECYCLE, BUF_, false, srv_bconfig_put_begin, srv_lc_put_finish, "s3:PutLifecycleConfiguration", false},
+    {BKT, "DELETE", "lifecycle", NULL, NULL, false, SRV_API_DELETE_BUCKET_LIFECYCLE, NONE_, false, srv_lc_delete, NULL, "s3:PutLifecycleConfiguration", false},
     /* A browser's CORS preflight: unsigned, decided by the bucket's CORS rules alone. */
     {BKT, "OPTIONS", NULL, NULL, NULL, false, SRV_API_CORS_PREFLIGHT, NONE_, false, srv_cors_preflight, NULL, NULL, false},
     {BKT, "PUT", "versioning", NULL, NULL, false, SRV_API_PUT_BUCKET_VERSIONING, BUF_, false, srv_bucket_versioning_put_begin, srv_bucket_versioning_put_finish, "s3:PutBucketVersioning", false},

@@ -294,6 +294,9 @@ int srv_pab_delete(srv_req_t *r, srv_out_t *o);
 int srv_own_get(srv_req_t *r, srv_out_t *o);
 int srv_own_put_finish(srv_req_t *r, srv_out_t *o);
 int srv_own_delete(srv_req_t *r, srv_out_t *o);
+int srv_lc_get(srv_req_t *r, srv_out_t *o);
+int srv_lc_put_finish(srv_req_t *r, srv_out_t *o);
+int srv_lc_delete(srv_req_t *r, srv_out_t *o);
 /* An explicit ACL about to be stored in the request's bucket (acl NULL when it is only
  * named by headers that change nothing): 400 AccessControlListNotSupported under
  * BucketOwnerEnforced, 403 when BlockPublicAcls refuses a public one; else 0. */
