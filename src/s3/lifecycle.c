@@ -221,7 +221,8 @@ static void filter_elem(lc_x_t *x, const char *f, bool in_and, const char *t, si
     s3_lc_rule_t *r = &x->cur;
     if (!strcmp(f, "Prefix")) {
         if (r->prefix) {
-            LC_FAIL(x, S3_ERR_MALFORMED_XML, "a lifecycle Filter names Prefix twice");
+            LC_FAIL(x, S3_ERR_MALFORMED_XML, "a lifecycle Filter names Prefix twice, or the "
+                    "rule has a top-level Prefix too; use the Filter");
             return;
         }
         r->prefix = dup_text(x, t, len, S3_LC_MAX_PREFIX, "Prefix");
@@ -327,8 +328,9 @@ static void lc_cb(void *arg, const char *path, const char *text, size_t len)
             LC_FAIL(x, S3_ERR_MALFORMED_XML, "a lifecycle rule's Status must be Enabled or "
                     "Disabled, got \"%.*s\"", (int)(len > 32 ? 32 : len), text);
     } else if (!strcmp(f, "Prefix")) {
-        if (r->legacy_prefix) {
-            LC_FAIL(x, S3_ERR_MALFORMED_XML, "a lifecycle rule names Prefix twice");
+        if (r->legacy_prefix || r->prefix) {
+            LC_FAIL(x, S3_ERR_MALFORMED_XML, "a lifecycle rule names Prefix twice, or both a "
+                    "top-level Prefix and a Filter's; use the Filter");
             return;
         }
         r->legacy_prefix = true;

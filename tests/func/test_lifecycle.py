@@ -135,6 +135,7 @@ def one(rule):
      "only one"),
     (one({"Status": "Maybe", "Expiration": {"Days": 1}}), "MalformedXML", "Status"),
     (one({}), "MalformedXML", "no action"),
+    (one({"Prefix": "a/", "Expiration": {"Days": 1}}), "MalformedXML", "Filter"),
     (one({"Filter": {"Prefix": "a", "Tag": {"Key": "k", "Value": "v"}},
           "Expiration": {"Days": 1}}), "MalformedXML", "And"),
     (one({"Filter": {"And": {"ObjectSizeGreaterThan": 100, "ObjectSizeLessThan": 50}},
