@@ -307,7 +307,12 @@ static void bucket_pass(srv_lc_t *lc, const char *bucket)
     }
     free(marker);
     key_end(&p);
+    size_t version_acts = p.acts;
     uploads_pass(&p);
+    if (p.acts)
+        wh_info(MOD, "pass bucket=%s actions=%zu uploads=%zu scanned=%zu resume=%s", bucket,
+                p.acts, p.acts - version_acts, scanned,
+                c && c->key_marker ? c->key_marker : "start");
     s3_lc_free(&cfg);
 }
 

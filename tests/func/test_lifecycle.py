@@ -315,3 +315,50 @@ def test_bad_day_setting_refused():
     finally:
         s.kill()
         s.cleanup()
+
+
+def test_cluster_one_gateway_runs_lifecycle():
+    """Two gateways over PostgreSQL: rules are applied, by the one holding the maintenance
+    lock only; the other runs no passes."""
+    import pgserver
+    reason = pgserver.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    from cluster import Cluster
+    with Cluster(storage=2, gateways=2, replicas=2, providers="none",
+                 gateway_args=["--lifecycle-period", "1"],
+                 env={"WHARF_LIFECYCLE_DAY_SECONDS": "1"}) as c:
+        s3 = c.boto3()
+        b = unique_bucket("lcc")
+        s3.create_bucket(Bucket=b)
+        for k in ("exp/a", "exp/b", "keep/c"):
+            s3.put_object(Bucket=b, Key=k, Body=k.encode() * 100)
+        put_lc(s3, b, [{"ID": "e", "Status": "Enabled", "Filter": {"Prefix": "exp/"},
+                        "Expiration": {"Days": 1}}])
+        assert wait_until(lambda: keys(s3, b) == ["keep/c"], timeout=30), keys(s3, b)
+        assert s3.get_object(Bucket=b, Key="keep/c")["Body"].read() == b"keep/c" * 100
+        p = [g.metric_sum("wharf_lifecycle_passes_total") for g in c.gateways]
+        assert sorted(p)[0] == 0 and sorted(p)[1] >= 1, p
+        leader = c.gateways[p.index(max(p))]
+        assert leader.metric_sum("wharf_lifecycle_objects_expired_total") == 2
+
+
+def test_pass_is_bounded_and_resumes(srv, s3):
+    """1500 expiring objects: no pass takes more than 1000 actions in a bucket, and the next
+    passes finish the work."""
+    import re
+    from concurrent.futures import ThreadPoolExecutor
+    b = new_bucket(s3)
+    with ThreadPoolExecutor(8) as ex:
+        list(ex.map(lambda i: s3.put_object(Bucket=b, Key=f"many/{i:05d}", Body=b"x"),
+                    range(1500)))
+    s3.put_object(Bucket=b, Key="zz/keep", Body=b"keep")
+    put_lc(s3, b, [{"ID": "many", "Status": "Enabled", "Filter": {"Prefix": "many/"},
+                    "Expiration": {"Days": 1}}])
+
+    def left():
+        return s3.list_objects_v2(Bucket=b, Prefix="many/").get("KeyCount", 0)
+    assert wait_until(lambda: left() == 0, timeout=60), left()
+    acts = [int(m) for m in re.findall(rf"pass bucket={b} actions=(\d+)", srv.log_tail(10**7))]
+    assert sum(acts) == 1500 and len(acts) >= 2 and max(acts) <= 1000, acts
+    assert keys(s3, b) == ["zz/keep"]
