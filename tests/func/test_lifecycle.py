@@ -362,3 +362,34 @@ def test_pass_is_bounded_and_resumes(srv, s3):
     acts = [int(m) for m in re.findall(rf"pass bucket={b} actions=(\d+)", srv.log_tail(10**7))]
     assert sum(acts) == 1500 and len(acts) >= 2 and max(acts) <= 1000, acts
     assert keys(s3, b) == ["zz/keep"]
+
+
+def test_configuration_survives_restart(tmp_path):
+    """The configuration is kept with the bucket (schema step 6), and is applied after a
+    restart."""
+    s = WharfServer(data_dir=str(tmp_path), extra_args=["--lifecycle-period", "1"],
+                    env={"WHARF_LIFECYCLE_DAY_SECONDS": "1"})
+    try:
+        s.start()
+
+        def client():
+            return boto3.session.Session().client(
+                "s3", endpoint_url=s.endpoint, aws_access_key_id=ACCESS_KEY,
+                aws_secret_access_key=SECRET_KEY, region_name=REGION,
+                config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+        c = client()
+        c.create_bucket(Bucket="lcr")
+        put_lc(c, "lcr", [{"ID": "r", "Status": "Enabled", "Filter": {"Prefix": "e/"},
+                           "Expiration": {"Days": FAR}}])
+        s.stop()
+        s.start()
+        c = client()  # the port may differ
+        got = c.get_bucket_lifecycle_configuration(Bucket="lcr")["Rules"]
+        assert [(r["ID"], r["Expiration"]) for r in got] == [("r", {"Days": FAR})]
+        c.put_object(Bucket="lcr", Key="e/x", Body=b"x")
+        put_lc(c, "lcr", [{"ID": "r", "Status": "Enabled", "Filter": {"Prefix": "e/"},
+                           "Expiration": {"Days": 1}}])
+        assert wait_until(lambda: keys(c, "lcr") == [], timeout=20)
+    finally:
+        s.stop()
+        s.cleanup()
