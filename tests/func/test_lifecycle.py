@@ -11,7 +11,8 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from wharfd import ACCESS_KEY, REGION, SECRET_KEY, WharfServer, unique_bucket, wait_until
+from wharfd import (ACCESS_KEY, REGION, SECRET_KEY, WharfServer, assert_start_refused,
+                    unique_bucket, wait_until)
 
 FAR = 100000  # days: never within a test
 
@@ -393,3 +394,8 @@ def test_configuration_survives_restart(tmp_path):
     finally:
         s.stop()
         s.cleanup()
+
+
+@pytest.mark.parametrize("value", ["0", "x", "604801"])
+def test_bad_period_refused(value):
+    assert_start_refused(["--lifecycle-period", value], "--lifecycle-period wants seconds")
