@@ -10,8 +10,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-/* The advisory lock one gateway holds to run garbage collection (and repair). */
-#define CL_LOCK_MAINTENANCE 0x7768617266310001LL
+/* The advisory lock one gateway holds to run garbage collection, repair and lifecycle. */
+#define CL_LOCK_MAINTENANCE META_LOCK_MAINTENANCE
 
 typedef struct cl_member {
     uint32_t id;

@@ -56,6 +56,7 @@ typedef enum {
     STORE_BATTR_CORS,
     STORE_BATTR_PAB,
     STORE_BATTR_OWNERSHIP,
+    STORE_BATTR_LIFECYCLE, /* the LifecycleConfiguration document (s3/lifecycle.h) */
     STORE_BATTR__COUNT
 } store_battr_t;
 

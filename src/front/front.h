@@ -54,6 +54,8 @@ struct MHD_Response;
 /* S3's single-PUT limit. */
 #define SRV_MAX_PUT_SIZE (5ULL << 30)
 
+#define SRV_LIFECYCLE_PERIOD_DEFAULT 3600 /* seconds between lifecycle passes */
+
 typedef struct srv_config {
     const char *data_dir;     /* serve: the store's directory (the Unix socket's default
                                * place, and the server key's); NULL for a gateway */
@@ -89,6 +91,9 @@ typedef struct srv_config {
      * digest ETag (store_writer_use_digest_etag), made without an MD5 pass (--rdma-etag). */
     bool rdma_digest_etag;
     /* A cluster gateway: metrics_extra appends its cluster metrics to /metrics. */
+    /* Seconds between the lifecycle worker's passes over the buckets' lifecycle rules
+     * (s3api/s3_lifecycle.c); 0: its default. */
+    unsigned lifecycle_period_s;
     void (*metrics_extra)(void *arg, wh_sbuf_t *out);
     void *metrics_extra_arg;
 } srv_config_t;
@@ -114,6 +119,12 @@ typedef struct srv_app_ops {
     void (*finish)(struct srv_req *r);
     void (*cleanup)(struct srv_req *r);
     void (*body_digest)(struct srv_req *r, const void *p, size_t n);
+    /* The application's background work (the S3 API's lifecycle worker): start runs once
+     * the front listens, stop before the store closes, metrics appends to /metrics; NULL
+     * slots: none. */
+    wh_status_t (*start)(struct srv *s, void **state);
+    void (*stop)(void *state);
+    void (*metrics)(void *state, wh_sbuf_t *out);
 } srv_app_ops_t;
 
 /* What the roles open and hand the front to serve; all required. */
@@ -168,6 +179,7 @@ struct srv {
     uint64_t id_salt;
     srv_conns_t *conns; /* open connections, header deadlines */
     srv_jobs_t *jobs;   /* handler threads */
+    void *app_state; /* the application's background work (srv_app_ops_t.start) */
 };
 
 typedef struct srv_hdr {

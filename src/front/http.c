@@ -396,6 +396,8 @@ static void serve_metrics(srv_req_t *r)
     srv_metrics_render(&r->srv->metrics, &b);
     srv_rdma_metrics(r->srv->rdma, &b);
     srv_metrics_storage(r->srv->store, &b);
+    if (r->srv->app->metrics)
+        r->srv->app->metrics(r->srv->app_state, &b);
     if (r->srv->cfg.metrics_extra)
         r->srv->cfg.metrics_extra(r->srv->cfg.metrics_extra_arg, &b);
     srv_http_metrics(r->srv, &b);

@@ -633,6 +633,8 @@ wh_status_t srv_start(const srv_config_t *cfg, const srv_parts_t *parts, srv_t *
             goto err_unix;
         }
     }
+    if (s->app->start && (st = s->app->start(s, &s->app_state)) != WH_OK)
+        goto err_unix_d;
     wh_info(MOD, "listening endpoint=%s://%s:%u unix=%s region=%s data=%s",
             s->tls ? "https" : "http", cfg->listen_host,
             (unsigned)cfg->listen_port, s->unix_path ? s->unix_path : "off", cfg->region,
@@ -644,9 +646,14 @@ wh_status_t srv_start(const srv_config_t *cfg, const srv_parts_t *parts, srv_t *
     *out = s;
     return WH_OK;
 
+err_unix_d:
+    if (s->unix_d)
+        MHD_stop_daemon(s->unix_d);
 err_unix:
-    close(s->unix_fd);
-    unlink(s->unix_path);
+    if (s->unix_fd >= 0)
+        close(s->unix_fd);
+    if (s->unix_path)
+        unlink(s->unix_path);
 err_tcp:
     free(s->unix_path);
     MHD_stop_daemon(s->tcp_d);
@@ -679,6 +686,9 @@ void srv_stop(srv_t *s)
     /* libmicrohttpd aborts when stopped with a connection suspended, which a handler still
      * running holds; such a handler also still uses the store. Then leave both as they are:
      * the process is about to exit. */
+    if (s->app->stop)
+        s->app->stop(s->app_state); /* before the store it uses */
+    s->app_state = NULL;
     if (!jobs_stop(s, 5)) {
         wh_warn(MOD, "handlers still running after the grace period; exiting without "
                      "closing the HTTP daemons and the store");

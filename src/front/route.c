@@ -31,7 +31,7 @@ static const char *const g_unsupported[] = {
  * that DELETE /bucket?acl is MethodNotAllowed rather than DeleteBucket. */
 static const char *const g_served_subres[] = {"acl", "policy", "policyStatus", "tagging",
                                               "cors", "publicAccessBlock",
-                                              "ownershipControls"};
+                                              "ownershipControls", "lifecycle"};
 
 static char *decode_dup(const char *s, size_t n, bool plus_is_space)
 {
@@ -229,13 +229,13 @@ void srv_route_parse_in(const srv_op_t *ops, size_t n_ops, const char *method,
 
     for (size_t i = 0; i < WH_ARRAY_SIZE(g_unsupported); i++) {
         /* Object tagging and GetObjectAttributes are served; a bucket's tagging, CORS,
-         * PublicAccessBlock and OwnershipControls too. */
+         * PublicAccessBlock, OwnershipControls and lifecycle too. */
         const char *u = g_unsupported[i];
         if (out->key && (strcmp(u, "tagging") == 0 || strcmp(u, "attributes") == 0))
             continue;
         if (!out->key && (strcmp(u, "tagging") == 0 || strcmp(u, "cors") == 0 ||
                           strcmp(u, "publicAccessBlock") == 0 ||
-                          strcmp(u, "ownershipControls") == 0))
+                          strcmp(u, "ownershipControls") == 0 || strcmp(u, "lifecycle") == 0))
             continue;
         if (has_q(out, g_unsupported[i])) {
             out->unsupported = g_unsupported[i];

@@ -75,6 +75,9 @@
     X(SRV_API_GET_OWNERSHIP_CONTROLS, "GetBucketOwnershipControls")                        \
     X(SRV_API_PUT_OWNERSHIP_CONTROLS, "PutBucketOwnershipControls")                        \
     X(SRV_API_DELETE_OWNERSHIP_CONTROLS, "DeleteBucketOwnershipControls")                  \
+    X(SRV_API_GET_BUCKET_LIFECYCLE, "GetBucketLifecycleConfiguration")                     \
+    X(SRV_API_PUT_BUCKET_LIFECYCLE, "PutBucketLifecycleConfiguration")                     \
+    X(SRV_API_DELETE_BUCKET_LIFECYCLE, "DeleteBucketLifecycle")                            \
     X(SRV_API_NOT_IMPLEMENTED, "NotImplemented")                                           \
     X(SRV_API_METHOD_NOT_ALLOWED, "MethodNotAllowed")                                      \
     X(SRV_API_BAD_REQUEST, "BadRequest")

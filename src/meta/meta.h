@@ -31,8 +31,12 @@
  * one transaction at open; each list must have exactly this many steps. A database newer than
  * this build is refused. 1: buckets, objects, uploads, parts. 2: chunk maps (and, in
  * PostgreSQL, the deferred GC queue). 3: users, access keys, user policies; owners, ACLs and
- * bucket policies. 4: bucket versioning, older versions and delete markers, tags, part sizes. */
-#define META_SCHEMA_VERSION 5
+ * bucket policies. 4: bucket versioning, older versions and delete markers, tags, part sizes. 5: bucket configurations. 6: bucket lifecycle. */
+#define META_SCHEMA_VERSION 6
+
+/* The advisory lock (lock_try) of the one gateway that runs maintenance: garbage collection
+ * and repair (cluster/members.c) and the lifecycle worker (s3api/s3_lifecycle.c). */
+#define META_LOCK_MAINTENANCE 0x7768617266310001LL
 
 typedef struct meta meta_t;
 typedef struct meta_ops meta_ops_t;

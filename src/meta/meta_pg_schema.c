@@ -139,6 +139,8 @@ const char *const pg_schema_steps[] = {
     "ALTER TABLE buckets ADD COLUMN cors text;"
     "ALTER TABLE buckets ADD COLUMN pab integer NOT NULL DEFAULT 0;"
     "ALTER TABLE buckets ADD COLUMN ownership integer NOT NULL DEFAULT 0;",
+    /* 6: bucket lifecycle (as SQLite's step 6 describes). */
+    "ALTER TABLE buckets ADD COLUMN lifecycle text;",
 };
 _Static_assert(WH_ARRAY_SIZE(pg_schema_steps) == META_SCHEMA_VERSION,
                "every schema version needs its PostgreSQL step");

@@ -129,6 +129,8 @@ static const char *const SQ_STEPS[] = {
     "ALTER TABLE buckets ADD COLUMN cors TEXT;"
     "ALTER TABLE buckets ADD COLUMN pab INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE buckets ADD COLUMN ownership INTEGER NOT NULL DEFAULT 0;",
+    /* 6: the bucket's LifecycleConfiguration document (NULL: none). */
+    "ALTER TABLE buckets ADD COLUMN lifecycle TEXT;",
 };
 _Static_assert(WH_ARRAY_SIZE(SQ_STEPS) == META_SCHEMA_VERSION,
                "every schema version needs its SQLite step");

@@ -69,6 +69,8 @@ static void usage(FILE *f)
             "                       0600 on first start)\n"
             "  --account-id N       12-digit account of ARNs (default WHARF_ACCOUNT_ID or\n"
             "                       000000000000)\n"
+            "  --lifecycle-period S seconds between passes applying buckets' lifecycle rules\n"
+            "                       (default 3600)\n"
             "\n"
             "HTTP front (defaults derived from the host):\n"
             "  --http-threads N     event threads (default: the CPU count)\n"

@@ -99,6 +99,14 @@ int srv_common_opt(srv_common_t *co, int c, const char *arg)
     case SRV_OPT_TLS_KEY:
         co->tls_key = arg;
         return 1;
+    case SRV_OPT_LIFECYCLE: {
+        uint64_t v;
+        if (wh_parse_u64(arg, strlen(arg), &v) != 0 || v < 1 || v > 604800)
+            return common_bad(co, "--lifecycle-period wants seconds from 1 to 604800, got '%s'",
+                              arg);
+        co->lifecycle_period_s = (unsigned)v;
+        return 1;
+    }
     case SRV_OPT_ACCOUNT:
         if (!srv_ident_account_arg(arg))
             return 2;
@@ -122,6 +130,8 @@ int srv_common_apply(const srv_common_t *co, srv_config_t *cfg)
         return common_bad(co, "%sTLS needs both --tls-cert FILE and --tls-key FILE", "");
     cfg->tls_cert = co->tls_cert;
     cfg->tls_key = co->tls_key;
+    if (co->lifecycle_period_s)
+        cfg->lifecycle_period_s = co->lifecycle_period_s;
     if (!(cfg->account_id = srv_ident_account_arg(co->account_id)))
         return 2;
     wh_log_set_level(co->log_level);

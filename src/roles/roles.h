@@ -28,9 +28,11 @@ typedef struct srv_common {
     const char *server_key_file;
     const char *account_id;
     const char *tls_cert, *tls_key; /* --tls-cert, --tls-key (every role) */
+    unsigned lifecycle_period_s; /* 0: the default */
 } srv_common_t;
 enum { SRV_OPT_REGION = 0x100, SRV_OPT_LOG, SRV_OPT_PROVIDERS, SRV_OPT_RDMA_MEM,
-       SRV_OPT_KEY_FILE, SRV_OPT_ACCOUNT, SRV_OPT_TLS_CERT, SRV_OPT_TLS_KEY };
+       SRV_OPT_KEY_FILE, SRV_OPT_ACCOUNT, SRV_OPT_TLS_CERT, SRV_OPT_TLS_KEY,
+       SRV_OPT_LIFECYCLE };
 #define SRV_OPTS_RDMA                                                                       \
     {"log-level", required_argument, NULL, SRV_OPT_LOG},                                    \
         {"providers", required_argument, NULL, SRV_OPT_PROVIDERS},                          \
@@ -38,7 +40,8 @@ enum { SRV_OPT_REGION = 0x100, SRV_OPT_LOG, SRV_OPT_PROVIDERS, SRV_OPT_RDMA_MEM,
 #define SRV_OPTS_S3                                                                         \
     {"region", required_argument, NULL, SRV_OPT_REGION},                                    \
         {"server-key-file", required_argument, NULL, SRV_OPT_KEY_FILE},                     \
-        {"account-id", required_argument, NULL, SRV_OPT_ACCOUNT}
+        {"account-id", required_argument, NULL, SRV_OPT_ACCOUNT},                           \
+        {"lifecycle-period", required_argument, NULL, SRV_OPT_LIFECYCLE}
 #define SRV_OPTS_TLS                                                                        \
     {"tls-cert", required_argument, NULL, SRV_OPT_TLS_CERT},                                \
         {"tls-key", required_argument, NULL, SRV_OPT_TLS_KEY}

@@ -56,7 +56,8 @@
     X(S3_ERR_NO_SUCH_PAB, "NoSuchPublicAccessBlockConfiguration", 404, "The public access block configuration was not found") \
     X(S3_ERR_NO_SUCH_OWNERSHIP, "OwnershipControlsNotFoundError", 404, "The bucket ownership controls were not found") \
     X(S3_ERR_ACL_NOT_SUPPORTED, "AccessControlListNotSupported", 400, "The bucket does not allow ACLs") \
-    X(S3_ERR_CORS_FORBIDDEN, "AccessForbidden", 403, "CORSResponse: This CORS request is not allowed.")
+    X(S3_ERR_CORS_FORBIDDEN, "AccessForbidden", 403, "CORSResponse: This CORS request is not allowed.") \
+    X(S3_ERR_NO_SUCH_LIFECYCLE, "NoSuchLifecycleConfiguration", 404, "The lifecycle configuration does not exist")
 
 typedef enum {
 #define S3_ERR_ENUM_(e, c, h, m) e,

@@ -2,9 +2,10 @@
  * the OPTIONS preflight, and the Access-Control-* headers of requests a rule allows), the
  * PublicAccessBlock (Get/Put/DeletePublicAccessBlock; enforced in s3_acl.c and s3_authz.c)
  * and OwnershipControls (Get/Put/DeleteBucketOwnershipControls; BucketOwnerEnforced turns
- * ACLs off). Each is kept beside the bucket's row (store_bucket_attr_*). */
+ * ACLs off), and lifecycle (Get/Put/DeleteBucketLifecycleConfiguration). Each is kept beside the bucket's row (store_bucket_attr_*). */
 #include "s3api/s3api.h"
 #include "s3/bucket_config.h"
+#include "s3/lifecycle.h"
 #include "s3/tags.h"
 #include "s3/xml.h"
 
@@ -392,4 +393,59 @@ int srv_bconfig_policy_guard(srv_req_t *r, srv_out_t *o, const s3_policy_t *pol)
         return srv_err(o, S3_ERR_ACCESS_DENIED, "Access Denied: the bucket's PublicAccessBlock "
                                                 "(BlockPublicPolicy) refuses public policies");
     return 0;
+}
+
+/* ---- lifecycle (the rules are applied by s3_lifecycle.c) ---- */
+
+int srv_lc_get(srv_req_t *r, srv_out_t *o)
+{
+    char *v = NULL;
+    int ret = attr_get(r, o, STORE_BATTR_LIFECYCLE, &v);
+    if (ret)
+        return ret;
+    if (!v)
+        return srv_err(o, S3_ERR_NO_SUCH_LIFECYCLE, NULL);
+    s3_lc_t c;
+    char msg[256];
+    if (s3_lc_parse(v, strlen(v), &c, msg, sizeof msg) != S3_OK) {
+        free(v);
+        return srv_errf(o, S3_ERR_INTERNAL, "the stored lifecycle configuration is damaged: %s",
+                        msg);
+    }
+    free(v);
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    wh_sbuf_puts(&b, XML_DECL);
+    s3_lc_format(&c, &b, S3_XMLNS);
+    s3_lc_free(&c);
+    return srv_ok_xml(o, 200, &b);
+}
+
+int srv_lc_put_finish(srv_req_t *r, srv_out_t *o)
+{
+    int ret = srv_body_md5_check(r, o);
+    if (ret)
+        return ret;
+    s3_lc_t c;
+    char msg[256];
+    s3_err_t e = s3_lc_parse(body(r), r->buf.len, &c, msg, sizeof msg);
+    if (e != S3_OK)
+        return srv_err(o, e, msg);
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    s3_lc_format(&c, &b, S3_XMLNS);
+    wh_sbuf_append(&b, "", 0);
+    s3_lc_free(&c);
+    if (b.oom) {
+        wh_sbuf_free(&b);
+        return srv_err(o, S3_ERR_INTERNAL, "out of memory keeping the lifecycle configuration");
+    }
+    ret = attr_set(r, o, STORE_BATTR_LIFECYCLE, b.data, 200);
+    wh_sbuf_free(&b);
+    return ret;
+}
+
+int srv_lc_delete(srv_req_t *r, srv_out_t *o)
+{
+    return attr_set(r, o, STORE_BATTR_LIFECYCLE, NULL, 204);
 }

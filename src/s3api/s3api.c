@@ -47,6 +47,9 @@ const srv_op_t srv_ops[] = {
     {BKT, "GET", "ownershipControls", NULL, NULL, false, SRV_API_GET_OWNERSHIP_CONTROLS, NONE_, false, srv_own_get, NULL, "s3:GetBucketOwnershipControls", false},
     {BKT, "PUT", "ownershipControls", NULL, NULL, false, SRV_API_PUT_OWNERSHIP_CONTROLS, BUF_, false, srv_bconfig_put_begin, srv_own_put_finish, "s3:PutBucketOwnershipControls", false},
     {BKT, "DELETE", "ownershipControls", NULL, NULL, false, SRV_API_DELETE_OWNERSHIP_CONTROLS, NONE_, false, srv_own_delete, NULL, "s3:PutBucketOwnershipControls", false},
+    {BKT, "GET", "lifecycle", NULL, NULL, false, SRV_API_GET_BUCKET_LIFECYCLE, NONE_, false, srv_lc_get, NULL, "s3:GetLifecycleConfiguration", false},
+    {BKT, "PUT", "lifecycle", NULL, NULL, false, SRV_API_PUT_BUCKET_LIFECYCLE, BUF_, false, srv_bconfig_put_begin, srv_lc_put_finish, "s3:PutLifecycleConfiguration", false},
+    {BKT, "DELETE", "lifecycle", NULL, NULL, false, SRV_API_DELETE_BUCKET_LIFECYCLE, NONE_, false, srv_lc_delete, NULL, "s3:PutLifecycleConfiguration", false},
     /* A browser's CORS preflight: unsigned, decided by the bucket's CORS rules alone. */
     {BKT, "OPTIONS", NULL, NULL, NULL, false, SRV_API_CORS_PREFLIGHT, NONE_, false, srv_cors_preflight, NULL, NULL, false},
     {BKT, "PUT", "versioning", NULL, NULL, false, SRV_API_PUT_BUCKET_VERSIONING, BUF_, false, srv_bucket_versioning_put_begin, srv_bucket_versioning_put_finish, "s3:PutBucketVersioning", false},
@@ -315,6 +318,24 @@ void srv_route_parse(const char *method, const char *raw_path, const char *raw_q
                        has_copy_source, out);
 }
 
+static wh_status_t app_start(srv_t *s, void **state)
+{
+    srv_lc_t *lc = NULL;
+    wh_status_t st = srv_lc_start(s->store, s->cfg.lifecycle_period_s, &lc);
+    *state = lc;
+    return st;
+}
+
+static void app_stop(void *state)
+{
+    srv_lc_stop(state);
+}
+
+static void app_metrics(void *state, wh_sbuf_t *out)
+{
+    srv_lc_metrics(state, out);
+}
+
 const srv_app_ops_t srv_s3_app = {
     .ops = srv_ops,
     .n_ops = sizeof srv_ops / sizeof srv_ops[0],
@@ -322,4 +343,7 @@ const srv_app_ops_t srv_s3_app = {
     .finish = srv_s3_finish,
     .cleanup = srv_s3_cleanup,
     .body_digest = srv_s3_body_digest,
+    .start = app_start,
+    .stop = app_stop,
+    .metrics = app_metrics,
 };

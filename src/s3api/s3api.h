@@ -293,6 +293,16 @@ int srv_iam_begin(srv_req_t *r, srv_out_t *o);
 int srv_iam_finish(srv_req_t *r, srv_out_t *o);
 int srv_acl_bucket_get(srv_req_t *r, srv_out_t *o);
 int srv_acl_object_get(srv_req_t *r, srv_out_t *o);
+/* s3_lifecycle.c: the lifecycle worker, a thread applying the buckets' lifecycle rules every
+ * period_s seconds (0: SRV_LIFECYCLE_PERIOD_DEFAULT). st is borrowed: stop the worker before
+ * closing it. WHARF_LIFECYCLE_DAY_SECONDS (a test-only setting) shortens a day. The S3 app
+ * (srv_s3_app) starts it through the front's start/stop/metrics slots. */
+typedef struct srv_lc srv_lc_t;
+wh_status_t srv_lc_start(store_t *st, unsigned period_s, srv_lc_t **out);
+void srv_lc_stop(srv_lc_t *lc); /* NULL-safe; waits for a pass under way to stop */
+/* Its counters, in the Prometheus text form (NULL: nothing). */
+void srv_lc_metrics(srv_lc_t *lc, wh_sbuf_t *out);
+
 /* s3_bconfig.c: bucket tagging, CORS, PublicAccessBlock, OwnershipControls. */
 int srv_bconfig_put_begin(srv_req_t *r, srv_out_t *o);
 int srv_btag_get(srv_req_t *r, srv_out_t *o);
@@ -310,6 +320,9 @@ int srv_pab_delete(srv_req_t *r, srv_out_t *o);
 int srv_own_get(srv_req_t *r, srv_out_t *o);
 int srv_own_put_finish(srv_req_t *r, srv_out_t *o);
 int srv_own_delete(srv_req_t *r, srv_out_t *o);
+int srv_lc_get(srv_req_t *r, srv_out_t *o);
+int srv_lc_put_finish(srv_req_t *r, srv_out_t *o);
+int srv_lc_delete(srv_req_t *r, srv_out_t *o);
 /* An explicit ACL about to be stored in the request's bucket (acl NULL when it is only
  * named by headers that change nothing): 400 AccessControlListNotSupported under
  * BucketOwnerEnforced, 403 when BlockPublicAcls refuses a public one; else 0. */

@@ -474,7 +474,7 @@ def test_list_object_versions(s3, bucket):
 
 def test_unsupported_subresource(s3, bucket):
     with pytest.raises(ClientError) as e:
-        s3.get_bucket_tagging(Bucket=bucket)
+        s3.get_bucket_website(Bucket=bucket)
     assert err(e) == "NotImplemented" and status(e) == 501
 
 

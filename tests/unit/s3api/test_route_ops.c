@@ -112,7 +112,7 @@ static void test_order_and_values(void)
         {"POST", "/b/k", NULL, false, SRV_API_METHOD_NOT_ALLOWED},
         {"POST", "/b/k", "uploads&uploadId=x", false, SRV_API_CREATE_MPU},
         {"HEAD", "/b/k", "uploadId=x", false, SRV_API_HEAD_OBJECT},
-        {"OPTIONS", "/b", NULL, false, SRV_API_METHOD_NOT_ALLOWED},
+        {"OPTIONS", "/b", NULL, false, SRV_API_CORS_PREFLIGHT},
         {"DELETE", "/", NULL, false, SRV_API_METHOD_NOT_ALLOWED},
         /* a part needs both parameters, with or without a copy source */
         {"PUT", "/b/k", "partNumber=1", false, SRV_API_BAD_REQUEST},
@@ -169,11 +169,11 @@ static void test_query_limits(void)
     CHECK(r.api == SRV_API_BAD_REQUEST && r.op == NULL);
     srv_route_free(&r);
     /* unsupported sub-resources are named, before any method routing */
-    r = R("DELETE", "/b", "tagging", false);
+    r = R("DELETE", "/b", "website", false);
     CHECK(r.api == SRV_API_NOT_IMPLEMENTED && r.op == NULL);
-    CHECK_STR(r.unsupported, "tagging");
+    CHECK_STR(r.unsupported, "website");
     srv_route_free(&r);
-    /* ... an object's tagging is served (a bucket's is not) */
+    /* ... an object's tagging is served (a bucket's too) */
     r = R("DELETE", "/b/k", "tagging", false);
     CHECK(r.api == SRV_API_DELETE_OBJECT_TAGGING && r.op != NULL);
     srv_route_free(&r);
