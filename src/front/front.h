@@ -201,12 +201,23 @@ typedef struct srv_req {
     bool has_md5;
     uint32_t part_number;
     char *upload_id;
+    struct srv_post *post; /* POST Object's form state (s3_post.c) */
 } srv_req_t;
 
 /* SigV4 of an IAM API request (credential scope service "iam") whose body hashes to
  * payload_hash (hex); fills r->auth and r->who (http.c). */
 s3_err_t srv_req_verify_iam(srv_req_t *r, time_t now, const char *payload_hash, char *msg,
                             size_t msglen);
+
+/* The secret of access_key (NULL: unknown), r->who set to its principal, as the SigV4 step
+ * looks it up; the secret stays valid until srv_req_secret_wipe. arg is the srv_req_t. */
+const char *srv_req_secret(void *arg, const char *access_key);
+void srv_req_secret_wipe(srv_req_t *r);
+/* Replaces the request's headers: those drop says true of go, the n given pairs (names any
+ * case) come in, repeats joined as on arrival. POST Object turns its form fields into the
+ * headers PutObject reads. False: out of memory, or the headers exceed the request limits. */
+bool srv_req_swap_headers(srv_req_t *r, bool (*drop)(const char *lname),
+                          const char *const *names, const char *const *values, size_t n);
 
 /* Header value by lowercase name, or NULL. */
 const char *srv_hdr(const srv_req_t *r, const char *lname);
@@ -234,6 +245,9 @@ void srv_s3_begin(srv_req_t *r);
 void srv_s3_finish(srv_req_t *r);
 /* Called when the request ends; aborts an uncommitted writer. */
 void srv_s3_cleanup(srv_req_t *r);
+/* s3_post.c: a piece of a POST Object form body (SRV_BODY_FORM); 0, or -1 with r->body_err
+ * and r->body_msg set. */
+int srv_s3_form_feed(srv_req_t *r, const void *p, size_t n);
 /* Object bytes on their way to the writer (HTTP body or RDMA): the extra checksums. */
 void srv_s3_body_digest(srv_req_t *r, const void *p, size_t n);
 

@@ -74,6 +74,7 @@
     X(SRV_API_GET_OWNERSHIP_CONTROLS, "GetBucketOwnershipControls")                        \
     X(SRV_API_PUT_OWNERSHIP_CONTROLS, "PutBucketOwnershipControls")                        \
     X(SRV_API_DELETE_OWNERSHIP_CONTROLS, "DeleteBucketOwnershipControls")                  \
+    X(SRV_API_POST_OBJECT, "PostObject")                                                   \
     X(SRV_API_NOT_IMPLEMENTED, "NotImplemented")                                           \
     X(SRV_API_METHOD_NOT_ALLOWED, "MethodNotAllowed")                                      \
     X(SRV_API_BAD_REQUEST, "BadRequest")
@@ -93,6 +94,7 @@ typedef enum {
     SRV_BODY_DISCARD,  /* an error is pending: read and drop the rest */
     SRV_BODY_BUFFER,   /* XML bodies: kept in memory up to SRV_MAX_XML_BODY */
     SRV_BODY_WRITER,   /* object bytes: streamed into a store writer */
+    SRV_BODY_FORM,     /* multipart/form-data (POST Object): srv_s3_form_feed */
 } srv_body_kind_t;
 
 typedef enum { SRV_AT_SERVICE, SRV_AT_BUCKET, SRV_AT_OBJECT } srv_level_t;
