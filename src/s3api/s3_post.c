@@ -176,6 +176,11 @@ static s3_err_t fields_to_headers(srv_req_t *r)
     for (size_t i = 0; i < ps->nfields; i++) {
         const char *fn = ps->fields[i].name;
         if (!form_own(fn) && object_header(fn)) {
+            if (strpbrk(ps->fields[i].value, "\r\n")) {
+                e = failf(r, S3_ERR_INVALID_ARGUMENT,
+                          "the form field %.64s holds a line break; it cannot be a header", fn);
+                goto out;
+            }
             names[n] = fn;
             values[n++] = ps->fields[i].value;
         }

@@ -207,6 +207,37 @@ def test_eq_content_type_and_metadata(s3, bucket):
     assert '["eq", "$Content-Type", "image/png"]' in err(body)[1]
 
 
+def test_acl_tagging_checksum_fields(wharfd, s3, bucket):
+    data = b"tagged and public"
+    sha = base64.b64encode(hashlib.sha256(data).digest()).decode()
+    tagging = ("<Tagging><TagSet><Tag><Key>team</Key><Value>web</Value></Tag></TagSet>"
+               "</Tagging>")
+    fields = {"acl": "public-read", "tagging": tagging, "x-amz-checksum-sha256": sha}
+    cond = [{"acl": "public-read"}, {"tagging": tagging}, {"x-amz-checksum-sha256": sha}]
+    st, h, body = send(s3, bucket, "t/obj", data, fields=fields, conditions=cond)
+    assert st == 204, body
+    assert h["x-amz-checksum-sha256"] == sha
+    assert s3.get_object_tagging(Bucket=bucket, Key="t/obj")["TagSet"] == [
+        {"Key": "team", "Value": "web"}]
+    u = urllib.parse.urlsplit(wharfd.endpoint)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    c.request("GET", f"/{bucket}/t/obj")  # unsigned: the public-read ACL lets it through
+    r = c.getresponse()
+    assert (r.status, r.read()) == (200, data)
+    c.close()
+    # A checksum the file does not have: nothing is stored.
+    bad = dict(fields, **{"x-amz-checksum-sha256": base64.b64encode(b"0" * 32).decode()})
+    cond2 = [{"acl": "public-read"}, {"tagging": tagging},
+             {"x-amz-checksum-sha256": bad["x-amz-checksum-sha256"]}]
+    st, _, body = send(s3, bucket, "t/bad", data, fields=bad, conditions=cond2)
+    assert st == 400 and err(body)[0] == "BadDigest", body
+    # A field that would become a header may not hold a line break.
+    st, _, body = send(s3, bucket, "t/crlf", data, fields={"x-amz-meta-a": "x\r\nSet-Cookie: y"},
+                       conditions=[["starts-with", "$x-amz-meta-a", ""]])
+    assert st == 400 and err(body)[0] == "InvalidArgument", body
+    assert sorted(keys(s3, bucket)) == ["t/obj"]
+
+
 def test_success_action_status_201(s3, bucket):
     data = b"created"
     st, h, body = send(s3, bucket, "k201", data, fields={"success_action_status": "201"},
