@@ -310,6 +310,9 @@ def test_malformed_forms(wharfd, s3, bucket):
         f["x-amz-signature"] = sign_policy(f["policy"], f["x-amz-credential"])
         st, _, b = post(p["url"], *form(f, b"x"))
         assert st == 400 and err(b)[0] == "InvalidPolicyDocument", (doc, b)
+    # The fields before the file: 20 KB in all.
+    st, _, b = post(url, *form(dict(signed, **{"x-ignore-pad": "p" * (21 << 10)}), b"x"))
+    assert st == 400 and "exceed 20480 bytes" in err(b)[1], b
     assert keys(s3, bucket) == []
     assert wharfd.alive()
 
