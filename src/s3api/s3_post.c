@@ -32,6 +32,8 @@
 
 /* The fields before the file, names and values together (S3 refuses more than 20 KB). */
 #define S3_POST_FIELDS_MAX (20u * 1024)
+/* and at most this many of them (each is looked up by name: the count bounds that work) */
+#define S3_POST_FIELDS_COUNT_MAX 500u
 
 typedef struct srv_post {
     s3_form_t *form;
@@ -356,6 +358,9 @@ static s3_err_t on_begin(void *arg, const s3_form_part_t *part)
     if (ps->field_bytes > S3_POST_FIELDS_MAX)
         return failf(r, S3_ERR_MALFORMED_POST_REQUEST,
                      "the form fields before the file exceed %u bytes", S3_POST_FIELDS_MAX);
+    if (ps->nfields >= S3_POST_FIELDS_COUNT_MAX)
+        return failf(r, S3_ERR_MALFORMED_POST_REQUEST,
+                     "the form has more than %u fields before the file", S3_POST_FIELDS_COUNT_MAX);
     if (field(ps, part->name))
         return failf(r, S3_ERR_INVALID_ARGUMENT, "the form field %.64s is given twice",
                      part->name);

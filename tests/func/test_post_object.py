@@ -313,6 +313,9 @@ def test_malformed_forms(wharfd, s3, bucket):
     # The fields before the file: 20 KB in all.
     st, _, b = post(url, *form(dict(signed, **{"x-ignore-pad": "p" * (21 << 10)}), b"x"))
     assert st == 400 and "exceed 20480 bytes" in err(b)[1], b
+    many = dict(signed, **{f"x-ignore-{i}": "" for i in range(501)})
+    st, _, b = post(url, *form(many, b"x"))
+    assert st == 400 and "more than 500 fields" in err(b)[1], b
     assert keys(s3, bucket) == []
     assert wharfd.alive()
 
