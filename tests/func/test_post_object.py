@@ -336,3 +336,45 @@ def test_20mib_file_with_curl(s3, bucket):
     got = s3.get_object(Bucket=bucket, Key="big/twenty.bin")
     assert got["ContentLength"] == len(data)
     assert hashlib.md5(got["Body"].read()).digest() == hashlib.md5(data).digest()
+
+
+def test_user_signed_form_authorized_as_put_object(wharfd, s3, bucket):
+    """The form's signer is the principal: s3:PutObject on the key is decided for that user,
+    as for their PutObject."""
+    import users
+    u = users.create_user(wharfd, f"poster-{uuid.uuid4().hex[:10]}")
+    us3 = u.boto3(wharfd, signature_version="s3v4")  # (boto3 signs forms v2 otherwise: 501)
+    cond = [["starts-with", "$key", ""]]
+    # No policy grants the user anything in root's bucket.
+    st, _, body = send(us3, bucket, "u/a", b"x", conditions=cond)
+    assert st == 403 and err(body)[0] == "AccessDenied", body
+    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({
+        "Version": "2012-10-17", "Statement": [{
+            "Effect": "Allow", "Principal": {"AWS": u.arn}, "Action": "s3:PutObject",
+            "Resource": f"arn:aws:s3:::{bucket}/u/*"}]}))
+    try:
+        st, _, body = send(us3, bucket, "u/a", b"mine", conditions=cond)
+        assert st == 204, body
+        assert s3.get_object(Bucket=bucket, Key="u/a")["Body"].read() == b"mine"
+        st, _, body = send(us3, bucket, "x/a", b"x", conditions=cond)
+        assert st == 403 and err(body)[0] == "AccessDenied", body
+        # A disabled key signs nothing.
+        users.disable_key(wharfd, u.access_key)
+        st, _, body = send(us3, bucket, "u/b", b"x", conditions=cond)
+        assert st == 403 and err(body)[0] == "InvalidAccessKeyId", body
+    finally:
+        s3.delete_bucket_policy(Bucket=bucket)
+        users.delete_user(wharfd, u.name)
+    assert sorted(keys(s3, bucket)) == ["u/a"]
+
+
+def test_signature_v2_form_refused(wharfd, s3, bucket):
+    v2 = boto3.session.Session().client(
+        "s3", endpoint_url=wharfd.endpoint, aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY, region_name=REGION,
+        config=Config(s3={"addressing_style": "path"}, signature_version="s3"))
+    p = v2.generate_presigned_post(bucket, "v2")
+    assert "AWSAccessKeyId" in p["fields"]
+    st, _, body = post(p["url"], *form(p["fields"], b"x"))
+    assert st == 501 and err(body)[0] == "NotImplemented", body
+    assert keys(s3, bucket) == []
