@@ -8,7 +8,9 @@
  *  - every refused verification says why;
  *  - the same request signed by a client over its header lines as sent (repeats included,
  *    in order) verifies through the server's collection, and is refused once an unsigned
- *    x-amz-* header is added. */
+ *    x-amz-* header is added;
+ *  - POST Object's header swap (srv_req_swap_headers) keeps the index sound and drops what
+ *    it was told to. */
 #include "front/http_int.h"
 #include "s3api/s3api.h"
 
@@ -45,6 +47,20 @@ static srv_req_t *fz_req(const char *method, const char *url)
     return r;
 }
 
+/* After indexing the names are lowercase, strictly sorted and each found by srv_hdr. */
+static void fz_check_index(srv_req_t *r)
+{
+    for (size_t i = 0; i < r->nhdrs; i++) {
+        for (const char *c = r->hdrs[i].lname; *c; c++)
+            if (*c >= 'A' && *c <= 'Z')
+                abort();
+        if (i && strcmp(r->hdrs[i - 1].lname, r->hdrs[i].lname) >= 0)
+            abort(); /* not sorted, or a repeat left unjoined */
+        if (srv_hdr(r, r->hdrs[i].lname) != r->hdrs[i].value)
+            abort();
+    }
+}
+
 /* Collects and indexes; returns false when the request is refused for its headers. */
 static bool fz_collect(srv_req_t *r, const fz_line_t *l, size_t n)
 {
@@ -57,16 +73,37 @@ static bool fz_collect(srv_req_t *r, const fz_line_t *l, size_t n)
         abort(); /* over a limit, yet accepted */
     if (!srv_req_index_headers(r))
         return false;
+    fz_check_index(r);
+    return true;
+}
+
+/* POST Object's swap (the form's fields for the request's object headers): what drop names
+ * is gone, the rest and the new pairs are indexed as on arrival. */
+static bool fz_drop(const char *lname)
+{
+    return strncmp(lname, "x-amz-", 6) == 0 || strcmp(lname, "content-type") == 0;
+}
+
+static void fz_swap(srv_req_t *r, const fz_line_t *l, size_t n)
+{
+    const char *names[FZ_MAX_LINES], *values[FZ_MAX_LINES];
+    size_t k = 0;
+    for (size_t i = n / 2; i < n; i++, k++) {
+        names[k] = l[i].name;
+        values[k] = l[i].value;
+    }
+    if (!srv_req_swap_headers(r, fz_drop, names, values, k))
+        return;
+    fz_check_index(r);
     for (size_t i = 0; i < r->nhdrs; i++) {
-        for (const char *c = r->hdrs[i].lname; *c; c++)
-            if (*c >= 'A' && *c <= 'Z')
-                abort();
-        if (i && strcmp(r->hdrs[i - 1].lname, r->hdrs[i].lname) >= 0)
-            abort(); /* not sorted, or a repeat left unjoined */
-        if (srv_hdr(r, r->hdrs[i].lname) != r->hdrs[i].value)
+        if (!fz_drop(r->hdrs[i].lname))
+            continue;
+        bool added = false; /* a dropped name is back only when a new pair brought it */
+        for (size_t j = 0; j < k && !added; j++)
+            added = strcasecmp(names[j], r->hdrs[i].lname) == 0;
+        if (!added)
             abort();
     }
-    return true;
 }
 
 static s3_err_t fz_verify(srv_req_t *r, time_t now)
@@ -246,6 +283,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (r->route.api == SRV_API_BAD_REQUEST && !r->route.why)
                 abort();
             (void)fz_verify(r, now);
+            fz_swap(r, lines, n);
         }
         srv_req_free(r);
     }

@@ -119,6 +119,9 @@ typedef struct srv_app_ops {
     void (*finish)(struct srv_req *r);
     void (*cleanup)(struct srv_req *r);
     void (*body_digest)(struct srv_req *r, const void *p, size_t n);
+    /* A piece of a form body (SRV_BODY_FORM: POST Object); 0, or -1 with r->body_err and
+     * r->body_msg set. */
+    int (*form_feed)(struct srv_req *r, const void *p, size_t n);
     /* The application's background work (the S3 API's lifecycle worker): start runs once
      * the front listens, stop before the store closes, metrics appends to /metrics; NULL
      * slots: none. */
@@ -246,12 +249,23 @@ typedef struct srv_req {
     bool has_md5;
     uint32_t part_number;
     char *upload_id;
+    struct srv_post *post; /* POST Object's form state (s3_post.c) */
 } srv_req_t;
 
 /* SigV4 of an IAM API request (credential scope service "iam") whose body hashes to
  * payload_hash (hex); fills r->auth and r->who (http.c). */
 s3_err_t srv_req_verify_iam(srv_req_t *r, time_t now, const char *payload_hash, char *msg,
                             size_t msglen);
+
+/* The secret of access_key (NULL: unknown), r->who set to its principal, as the SigV4 step
+ * looks it up; the secret stays valid until srv_req_secret_wipe. arg is the srv_req_t. */
+const char *srv_req_secret(void *arg, const char *access_key);
+void srv_req_secret_wipe(srv_req_t *r);
+/* Replaces the request's headers: those drop says true of go, the n given pairs (names any
+ * case) come in, repeats joined as on arrival. POST Object turns its form fields into the
+ * headers PutObject reads. False: out of memory, or the headers exceed the request limits. */
+bool srv_req_swap_headers(srv_req_t *r, bool (*drop)(const char *lname),
+                          const char *const *names, const char *const *values, size_t n);
 
 /* Header value by lowercase name, or NULL. */
 const char *srv_hdr(const srv_req_t *r, const char *lname);

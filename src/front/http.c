@@ -167,7 +167,7 @@ static const char *sigv4_header_at(void *arg, size_t i, const char **value)
 
 /* Root's key never touches the database; any other is one indexed lookup of the users' keys
  * (identity.h), so a deleted or Inactive key fails at this very request. */
-static const char *secret_cb(void *arg, const char *access_key)
+const char *srv_req_secret(void *arg, const char *access_key)
 {
     srv_req_t *r = arg;
     srv_t *s = r->srv;
@@ -184,6 +184,11 @@ static const char *secret_cb(void *arg, const char *access_key)
         return NULL;
     }
     return r->secret_buf;
+}
+
+void srv_req_secret_wipe(srv_req_t *r)
+{
+    memset(r->secret_buf, 0, sizeof r->secret_buf);
 }
 
 static s3_err_t verify_as(srv_req_t *r, time_t now, const char *service,
@@ -216,8 +221,8 @@ static s3_err_t verify_as(srv_req_t *r, time_t now, const char *service,
         s3_principal_anon(&r->who);
         return S3_OK;
     }
-    s3_err_t e = s3_sigv4_verify(&hr, secret_cb, r, now, &r->auth, msg, msglen);
-    memset(r->secret_buf, 0, sizeof r->secret_buf);
+    s3_err_t e = s3_sigv4_verify(&hr, srv_req_secret, r, now, &r->auth, msg, msglen);
+    srv_req_secret_wipe(r);
     if (e != S3_OK)
         memset(&r->who, 0, sizeof r->who); /* anonymous until a signature passes */
     if (e == S3_ERR_INVALID_ACCESS_KEY && r->ident_err == WH_ERR_UNAVAILABLE) {
@@ -236,6 +241,28 @@ s3_err_t srv_req_verify_iam(srv_req_t *r, time_t now, const char *payload_hash, 
                             size_t msglen)
 {
     return verify_as(r, now, "iam", payload_hash, msg, msglen);
+}
+
+bool srv_req_swap_headers(srv_req_t *r, bool (*drop)(const char *lname),
+                          const char *const *names, const char *const *values, size_t n)
+{
+    size_t keep = 0;
+    r->hdr_bytes = r->hdr_lines = 0;
+    for (size_t i = 0; i < r->nhdrs; i++) {
+        if (drop(r->hdrs[i].lname)) {
+            free(r->hdrs[i].lname);
+            free(r->hdrs[i].value);
+            continue;
+        }
+        r->hdr_bytes += strlen(r->hdrs[i].lname) + strlen(r->hdrs[i].value) + 4;
+        r->hdr_lines++;
+        r->hdrs[keep++] = r->hdrs[i];
+    }
+    r->nhdrs = keep;
+    for (size_t i = 0; i < n; i++)
+        if (!srv_req_add_header(r, names[i], values[i]))
+            return false;
+    return !r->hdr_oom && srv_req_index_headers(r);
 }
 
 /* ---- request life ----------------------------------------------------------------------- */
@@ -574,6 +601,8 @@ static int body_sink(void *arg, const void *p, size_t n)
         }
         return 0;
     }
+    if (r->body == SRV_BODY_FORM)
+        return r->srv->app->form_feed ? r->srv->app->form_feed(r, p, n) : -1;
     if (r->body == SRV_BODY_WRITER) {
         if (r->decoded > SRV_MAX_PUT_SIZE) {
             r->body_err = S3_ERR_ENTITY_TOO_LARGE;

@@ -78,6 +78,7 @@
     X(SRV_API_GET_BUCKET_LIFECYCLE, "GetBucketLifecycleConfiguration")                     \
     X(SRV_API_PUT_BUCKET_LIFECYCLE, "PutBucketLifecycleConfiguration")                     \
     X(SRV_API_DELETE_BUCKET_LIFECYCLE, "DeleteBucketLifecycle")                            \
+    X(SRV_API_POST_OBJECT, "PostObject")                                                   \
     X(SRV_API_NOT_IMPLEMENTED, "NotImplemented")                                           \
     X(SRV_API_METHOD_NOT_ALLOWED, "MethodNotAllowed")                                      \
     X(SRV_API_BAD_REQUEST, "BadRequest")
@@ -97,6 +98,7 @@ typedef enum {
     SRV_BODY_DISCARD,  /* an error is pending: read and drop the rest */
     SRV_BODY_BUFFER,   /* XML bodies: kept in memory up to SRV_MAX_XML_BODY */
     SRV_BODY_WRITER,   /* object bytes: streamed into a store writer */
+    SRV_BODY_FORM,     /* multipart/form-data (POST Object): srv_s3_form_feed */
 } srv_body_kind_t;
 
 typedef enum { SRV_AT_SERVICE, SRV_AT_BUCKET, SRV_AT_OBJECT } srv_level_t;

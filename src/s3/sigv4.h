@@ -133,4 +133,22 @@ int s3_sigv4_canonical_query(const char *query, const char *skip_name, wh_sbuf_t
  * to out. Returns 1 when found, 0 when absent, -1 on a bad %-escape in its value. */
 int s3_query_param(const char *query, const char *name, wh_sbuf_t *out);
 
+/* A browser POST form's SigV4 fields (each NULL when the form lacks it). */
+typedef struct s3_post_auth {
+    const char *algorithm;  /* x-amz-algorithm: AWS4-HMAC-SHA256 */
+    const char *credential; /* x-amz-credential: AKID/YYYYMMDD/region/s3/aws4_request */
+    const char *amz_date;   /* x-amz-date */
+    const char *signature;  /* x-amz-signature: hex HMAC of policy_b64 with the signing key */
+    const char *policy_b64; /* the policy field, as sent */
+} s3_post_auth_t;
+
+/* Verifies a POST form's signature (sigv4_post.c); the policy's expiration and conditions are
+ * the caller's (s3/post_policy.h). access_key receives the signer's key. S3_OK, or the error
+ * (InvalidArgument for a malformed field, InvalidAccessKeyId, SignatureDoesNotMatch) with msg. */
+s3_err_t s3_sigv4_post_verify(const s3_post_auth_t *in, s3_secret_cb secret_cb, void *cb_arg,
+                              char access_key[128], char *msg, size_t msglen);
+/* The signature of a POST policy (clients and tests): hex into out. */
+void s3_sigv4_post_sign(const char *secret, const char *date8, const char *region,
+                        const char *policy_b64, char out[65]);
+
 #endif

@@ -346,6 +346,8 @@ int srv_authorize(srv_req_t *r, const srv_op_t *op, srv_out_t *o)
         return 0; /* IAM: iam.c verifies and authorizes once the form body is read */
     if (op->api == SRV_API_CORS_PREFLIGHT)
         return 0; /* the bucket's CORS rules decide (s3_bconfig.c), as in S3 */
+    if (op->api == SRV_API_POST_OBJECT)
+        return 0; /* s3:PutObject on the form's key, once the form names it (s3_post.c) */
     const char *action = op->action;
     if (!action)
         return srv_errf(o, S3_ERR_ACCESS_DENIED, "%s is served to the root user only",

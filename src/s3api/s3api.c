@@ -22,6 +22,7 @@
 #define NONE_ SRV_BODY_NONE
 #define BUF_ SRV_BODY_BUFFER
 #define WR_ SRV_BODY_WRITER
+#define FORM_ SRV_BODY_FORM
 const srv_op_t srv_ops[] = {
     /* level method  q1            q2            q1 value copy api                             body   rdma  begin, finish, IAM action, obj_acl */
     {SVC, "GET", NULL, NULL, NULL, false, SRV_API_LIST_BUCKETS, NONE_, false, srv_bucket_list_all, NULL, "s3:ListAllMyBuckets", false},
@@ -58,6 +59,9 @@ const srv_op_t srv_ops[] = {
     {BKT, "HEAD", NULL, NULL, NULL, false, SRV_API_HEAD_BUCKET, NONE_, false, srv_bucket_head, NULL, "s3:ListBucket", false},
     /* DeleteObjects checks s3:DeleteObject key by key (srv_authz_check), as S3 does. */
     {BKT, "POST", "delete", NULL, NULL, false, SRV_API_DELETE_OBJECTS, BUF_, false, srv_write_delete_many_begin, srv_write_delete_many_finish, "s3:DeleteObject", false},
+    /* POST Object, the browser form upload: its signature and policy are form fields, and
+     * s3:PutObject on the form's key is checked once the form names it (s3_post.c). */
+    {BKT, "POST", NULL, NULL, NULL, false, SRV_API_POST_OBJECT, FORM_, false, srv_post_begin, srv_post_finish, NULL, false},
     {BKT, "GET", "location", NULL, NULL, false, SRV_API_GET_BUCKET_LOCATION, NONE_, false, srv_bucket_location, NULL, "s3:GetBucketLocation", false},
     {BKT, "GET", "versioning", NULL, NULL, false, SRV_API_GET_BUCKET_VERSIONING, NONE_, false, srv_bucket_versioning, NULL, "s3:GetBucketVersioning", false},
     {BKT, "GET", "versions", NULL, NULL, false, SRV_API_LIST_OBJECT_VERSIONS, NONE_, false, srv_list_versions, NULL, "s3:ListBucketVersions", false},
@@ -95,6 +99,7 @@ const size_t srv_ops_count = sizeof srv_ops / sizeof srv_ops[0];
 #undef NONE_
 #undef BUF_
 #undef WR_
+#undef FORM_
 
 /* ---- building an answer ----------------------------------------------------------------- */
 
@@ -302,6 +307,7 @@ void srv_s3_body_digest(srv_req_t *r, const void *p, size_t n)
 
 void srv_s3_cleanup(srv_req_t *r)
 {
+    srv_post_free(r);
     srv_authz_release(r);
     s3_sum_ctx_free(&r->sums);
     if (r->w) {
@@ -343,6 +349,7 @@ const srv_app_ops_t srv_s3_app = {
     .finish = srv_s3_finish,
     .cleanup = srv_s3_cleanup,
     .body_digest = srv_s3_body_digest,
+    .form_feed = srv_s3_form_feed,
     .start = app_start,
     .stop = app_stop,
     .metrics = app_metrics,

@@ -13,6 +13,7 @@
  *   s3_util.c   XML pieces, preconditions, store-status mapping, checksums
  *   s3_authz.c  the authorization step (srv_authorize) and what it loads
  *   s3_acl.c    ?acl and ?policy, and the ACL a new bucket or object gets from its request
+ *   s3_post.c   POST Object: the browser form upload (policy, form signature, streamed file)
  *
  * A handler never queues a response itself: it returns the HTTP status and fills a srv_out_t
  * (an S3 error with its message, or a success with its headers and body), and srv_s3_send
@@ -42,6 +43,9 @@ void srv_s3_begin(srv_req_t *r);
 void srv_s3_finish(srv_req_t *r);
 void srv_s3_cleanup(srv_req_t *r);
 void srv_s3_body_digest(srv_req_t *r, const void *p, size_t n);
+/* s3_post.c: a piece of a POST Object form body (SRV_BODY_FORM); 0, or -1 with r->body_err
+ * and r->body_msg set. */
+int srv_s3_form_feed(srv_req_t *r, const void *p, size_t n);
 
 #define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 #define XML_DECL "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -277,6 +281,11 @@ int srv_object_attributes(srv_req_t *r, srv_out_t *o);
 int srv_list_v1(srv_req_t *r, srv_out_t *o);
 int srv_list_v2(srv_req_t *r, srv_out_t *o);
 int srv_list_versions(srv_req_t *r, srv_out_t *o);
+
+/* s3_post.c: POST Object (the browser form upload). */
+int srv_post_begin(srv_req_t *r, srv_out_t *o);
+int srv_post_finish(srv_req_t *r, srv_out_t *o);
+void srv_post_free(srv_req_t *r);
 
 int srv_mpu_create(srv_req_t *r, srv_out_t *o);
 int srv_mpu_part_begin(srv_req_t *r, srv_out_t *o);

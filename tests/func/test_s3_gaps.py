@@ -558,7 +558,7 @@ def test_readme_lists_every_served_operation():
     for row in re.findall(r"\{(?:SVC|BKT|OBJ),[^\n]*\}", table):
         api = re.search(r"SRV_API_\w+", row).group(0)
         fields = [f.strip() for f in row.strip("{}").split(",")]
-        body = next(i for i, f in enumerate(fields) if f in ("NONE_", "BUF_", "WR_"))
+        body = next(i for i, f in enumerate(fields) if f in ("NONE_", "BUF_", "WR_", "FORM_"))
         rdma, begin = fields[body + 1], fields[body + 2]
         if begin == "NULL":  # no begin step: the router answers it
             continue
