@@ -42,7 +42,8 @@ static void refresh(cl_remote_t *r)
         snprintf(v[i].addr, sizeof v[i].addr, "%s", nodes[i].addr);
         v[i].free = nodes[i].free;
         int64_t age_ms = ((int64_t)nodes[i].now - (int64_t)nodes[i].heartbeat) * 1000;
-        v[i].up = age_ms <= (int64_t)r->cfg.down_after_ms;
+        v[i].retired = nodes[i].retired;
+        v[i].up = !v[i].retired && age_ms <= (int64_t)r->cfg.down_after_ms;
         v[i].age_s = age_ms / 1000;
     }
     free(nodes);
@@ -231,6 +232,50 @@ out:
     free(items);
 }
 
+/* Copies chunk c from one of its replicas other than `skip` (checked against its crc) to node
+ * to_id at to_addr (queued as an intent first, so a copy no row ends up listing is
+ * collected). */
+static bool copy_chunk(cl_remote_t *r, const store_chunk_t *c, uint32_t skip, uint32_t to_id,
+                       const char *to_addr)
+{
+    uint8_t *buf = malloc(c->length ? c->length : 1);
+    if (!buf)
+        return false;
+    cl_job_t get;
+    memset(&get, 0, sizeof get);
+    get.op = CL_OP_GET;
+    get.chunk = c->id;
+    get.len = c->length;
+    get.dst = buf;
+    get.check_crc = true;
+    get.expect_crc = c->crc64nvme;
+    store_chunk_t others = *c;
+    others.n_replicas = 0;
+    for (uint32_t i = 0; i < c->n_replicas; i++)
+        if (c->replicas[i] != skip)
+            others.replicas[others.n_replicas++] = c->replicas[i];
+    cl_members_for_read(r, &others, &get);
+    bool ok = cl_client_run(r->client, &get, 1, 1, NULL) == WH_OK;
+    for (size_t i = 0; i < get.ncand; i++)
+        free((char *)get.cand[i]);
+    cl_job_t put;
+    memset(&put, 0, sizeof put);
+    put.op = CL_OP_PUT;
+    put.chunk = c->id;
+    put.len = c->length;
+    put.body = buf;
+    put.cand[0] = strdup(to_addr);
+    put.cand_id[0] = to_id;
+    put.ncand = put.cand[0] ? 1 : 0;
+    if (ok)
+        ok = cl_record_intents(r, &put, 1) == WH_OK &&
+             cl_client_run(r->client, &put, 1, 1, NULL) == WH_OK &&
+             put.crc == c->crc64nvme;
+    free((char *)put.cand[0]);
+    free(buf);
+    return ok;
+}
+
 /* Re-replicates one chunk that had a copy on `dead`: read it from a live replica (checked
  * against its crc), write it to the best-ranked live server that holds no copy, then move the
  * replica in the chunk map (which also queues the dead copy for GC). */
@@ -249,42 +294,8 @@ static bool repair_chunk(cl_remote_t *r, const store_chunk_t *c, uint32_t dead)
     }
     if (t == k)
         return false; /* no server without a copy is up */
-    uint8_t *buf = malloc(c->length ? c->length : 1);
-    if (!buf)
-        return false;
-    cl_job_t get;
-    memset(&get, 0, sizeof get);
-    get.op = CL_OP_GET;
-    get.chunk = c->id;
-    get.len = c->length;
-    get.dst = buf;
-    get.check_crc = true;
-    get.expect_crc = c->crc64nvme;
-    store_chunk_t others = *c;
-    others.n_replicas = 0;
-    for (uint32_t i = 0; i < c->n_replicas; i++)
-        if (c->replicas[i] != dead)
-            others.replicas[others.n_replicas++] = c->replicas[i];
-    cl_members_for_read(r, &others, &get);
-    bool ok = cl_client_run(r->client, &get, 1, 1, NULL) == WH_OK;
-    for (size_t i = 0; i < get.ncand; i++)
-        free((char *)get.cand[i]);
-    cl_job_t put;
-    memset(&put, 0, sizeof put);
-    put.op = CL_OP_PUT;
-    put.chunk = c->id;
-    put.len = c->length;
-    put.body = buf;
-    put.cand[0] = strdup(addrs[t]);
-    put.cand_id[0] = ids[t];
-    put.ncand = put.cand[0] ? 1 : 0;
-    if (ok)
-        ok = cl_record_intents(r, &put, 1) == WH_OK &&
-             cl_client_run(r->client, &put, 1, 1, NULL) == WH_OK &&
-             put.crc == c->crc64nvme &&
-             meta_chunk_move(r->cfg.meta, c->id, dead, ids[t]) == WH_OK;
-    free((char *)put.cand[0]);
-    free(buf);
+    bool ok = copy_chunk(r, c, dead, ids[t], addrs[t]) &&
+              meta_chunk_move(r->cfg.meta, c->id, dead, ids[t]) == WH_OK;
     if (ok) {
         atomic_fetch_add(&r->repair_chunks, 1);
         atomic_fetch_add(&r->repair_bytes, c->length);
@@ -294,6 +305,64 @@ static bool repair_chunk(cl_remote_t *r, const store_chunk_t *c, uint32_t dead)
                 c->id, dead);
     }
     return ok;
+}
+
+static bool member_usable_now(cl_remote_t *r, uint32_t id, char addr[256])
+{
+    bool ok = false;
+    uint64_t now = wh_now_ns() / 1000000;
+    pthread_mutex_lock(&r->lock);
+    for (size_t m = 0; m < r->n_members; m++)
+        if (r->members[m].id == id && usable(&r->members[m], now)) {
+            snprintf(addr, 256, "%s", r->members[m].addr);
+            ok = true;
+        }
+    pthread_mutex_unlock(&r->lock);
+    return ok;
+}
+
+/* Damaged copies (a read or a scrub failed a checksum and moved the copy aside): each is
+ * rewritten on its own server from a good replica. A copy the chunk map no longer lists is
+ * dropped; one on a server that is down waits (repair of the server covers it if it stays
+ * down). */
+static void damage_pass(cl_remote_t *r)
+{
+    enum { DAMAGE_BATCH = 64 };
+    meta_gc_item_t *items = NULL;
+    size_t n = 0;
+    if (meta_damage_take(r->cfg.meta, DAMAGE_BATCH, &items, &n) != WH_OK) {
+        free(items);
+        return;
+    }
+    uint64_t pending = n;
+    for (size_t i = 0; i < n; i++) {
+        store_chunk_t c;
+        wh_status_t st = meta_chunk_find(r->cfg.meta, items[i].chunk_id, &c);
+        bool listed = false;
+        for (uint32_t k = 0; st == WH_OK && k < c.n_replicas; k++)
+            listed |= c.replicas[k] == items[i].node;
+        if (st == WH_ERR_NOT_FOUND || (st == WH_OK && !listed)) {
+            if (meta_damage_done(r->cfg.meta, items[i].node, items[i].chunk_id) == WH_OK)
+                pending--;
+            continue;
+        }
+        char addr[256];
+        if (st != WH_OK || !member_usable_now(r, items[i].node, addr))
+            continue;
+        if (copy_chunk(r, &c, items[i].node, items[i].node, addr) &&
+            meta_damage_done(r->cfg.meta, items[i].node, items[i].chunk_id) == WH_OK) {
+            pending--;
+            atomic_fetch_add(&r->damage_repaired, 1);
+            atomic_fetch_add(&r->repair_bytes, c.length);
+            wh_info(MOD, "damaged copy rewritten chunk=%s node=%" PRIu32, c.id, items[i].node);
+        } else {
+            atomic_fetch_add(&r->repair_failures, 1);
+            wh_warn(MOD, "rewriting damaged chunk %s on node %" PRIu32 " failed; retried next "
+                    "pass", items[i].chunk_id, items[i].node);
+        }
+    }
+    atomic_store(&r->damage_pending, pending);
+    free(items);
 }
 
 /* One repair pass over the servers down longer than repair_after_s: at most REPAIR_BATCH
@@ -345,6 +414,7 @@ static void *members_main(void *arg)
             }
             if (atomic_load(&r->leader)) {
                 gc_pass(r);
+                damage_pass(r);
                 repair_pass(r);
             }
         }

@@ -675,10 +675,14 @@ void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
                    "# HELP wharf_cluster_repair_pending Chunks with a copy on a server down "
                    "longer than --repair-after, as of the last repair pass.\n"
                    "# TYPE wharf_cluster_repair_pending gauge\nwharf_cluster_repair_pending %llu\n"
-                   "# TYPE wharf_cluster_repair_nodes gauge\nwharf_cluster_repair_nodes %llu\n",
+                   "# TYPE wharf_cluster_repair_nodes gauge\nwharf_cluster_repair_nodes %llu\n"
+                   "# HELP wharf_cluster_damage_pending Copies reported damaged (a checksum "
+                   "failed), not yet rewritten from a good replica.\n"
+                   "# TYPE wharf_cluster_damage_pending gauge\nwharf_cluster_damage_pending %llu\n",
                    up < 0 ? 0 : up, known, (int)atomic_load(&r->leader),
                    (unsigned long long)atomic_load(&r->repair_pending),
-                   (unsigned long long)atomic_load(&r->repair_nodes));
+                   (unsigned long long)atomic_load(&r->repair_nodes),
+                   (unsigned long long)atomic_load(&r->damage_pending));
     const struct {
         const char *name;
         uint64_t v;
@@ -695,6 +699,7 @@ void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
         {"wharf_cluster_repair_chunks_total", atomic_load(&r->repair_chunks)},
         {"wharf_cluster_repair_bytes_total", atomic_load(&r->repair_bytes)},
         {"wharf_cluster_repair_failures_total", atomic_load(&r->repair_failures)},
+        {"wharf_cluster_damage_repaired_total", atomic_load(&r->damage_repaired)},
     };
     for (size_t i = 0; i < WH_ARRAY_SIZE(m); i++)
         wh_sbuf_printf(out, "# TYPE %s counter\n%s %" PRIu64 "\n", m[i].name, m[i].name, m[i].v);

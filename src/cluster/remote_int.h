@@ -18,6 +18,7 @@ typedef struct cl_member {
     char addr[256];
     uint64_t free;
     bool up;                /* heartbeat fresh */
+    bool retired;           /* its data directory was replaced: copies lost, nothing to delete */
     int64_t age_s;          /* seconds since its last heartbeat (database clock) */
     uint64_t suspect_until; /* ms (wh_now_ns clock): failed a request, avoided until then */
 } cl_member_t;
@@ -39,6 +40,7 @@ typedef struct cl_remote {
     _Atomic uint64_t chunks_put, chunks_got, bytes_put, bytes_got, unavailable;
     _Atomic uint64_t gc_deleted, gc_failed, meta_failures;
     _Atomic uint64_t repair_chunks, repair_bytes, repair_failures, repair_pending, repair_nodes;
+    _Atomic uint64_t damage_repaired, damage_pending;
     _Atomic bool leader;
 } cl_remote_t;
 

@@ -29,6 +29,8 @@ typedef struct srv_storage_config {
     srv_rdma_config_t rdma;
     unsigned heartbeat_ms;    /* default 1000 */
     unsigned conn_timeout_s;  /* default 60 */
+    uint64_t scrub_rate;      /* bytes/s the scrubber reads; 0: no scrubber (default 32 MiB) */
+    unsigned scrub_interval_s; /* pause between passes (default 7 days) */
 } srv_storage_config_t;
 
 void srv_storage_config_init(srv_storage_config_t *cfg);

@@ -123,6 +123,9 @@ static const char *const SQ_STEPS[] = {
     "  PRIMARY KEY(bucket, key, seq)) WITHOUT ROWID;"
     "CREATE UNIQUE INDEX versions_vid ON versions(bucket, key, version_id);"
     "CREATE INDEX versions_file ON versions(file_id) WHERE file_id <> '';",
+    /* 5: the cluster's identity and damage tables are PostgreSQL's alone (no cluster runs on
+     * SQLite); the step keeps the two version numbers in step. */
+    "SELECT 1;",
 };
 _Static_assert(WH_ARRAY_SIZE(SQ_STEPS) == META_SCHEMA_VERSION,
                "every schema version needs its SQLite step");

@@ -45,20 +45,20 @@ static void test_nodes(void)
         return;
     uint32_t a = 0, b = 0, a2 = 0;
     if (!g_pg) {
-        CHECK(meta_node_register(m, "10.0.0.1:9100", 1, 1, &a) == WH_ERR_UNSUPPORTED);
+        CHECK(meta_node_register(m, "10.0.0.1:9100", "", 1, 1, &a) == WH_ERR_UNSUPPORTED);
         CHECK(meta_lock_try(m, 1) == WH_ERR_UNSUPPORTED);
         meta_close(m);
         th_rmdir(dir);
         return;
     }
-    CHECK(meta_node_register(m, "10.0.0.1:9100", 1000, 600, &a) == WH_OK);
-    CHECK(meta_node_register(m, "10.0.0.2:9100", 2000, 1500, &b) == WH_OK);
+    CHECK(meta_node_register(m, "10.0.0.1:9100", "", 1000, 600, &a) == WH_OK);
+    CHECK(meta_node_register(m, "10.0.0.2:9100", "", 2000, 1500, &b) == WH_OK);
     CHECK(a != b);
-    CHECK(meta_node_register(m, "10.0.0.1:9100", 1000, 500, &a2) == WH_OK);
+    CHECK(meta_node_register(m, "10.0.0.1:9100", "", 1000, 500, &a2) == WH_OK);
     CHECK_EQ_U64(a2, a); /* stable per address */
     CHECK(meta_node_heartbeat(m, b, 2000, 1400) == WH_OK);
     CHECK(meta_node_heartbeat(m, 999999, 1, 1) == WH_ERR_NOT_FOUND);
-    CHECK(meta_node_register(m, "", 1, 1, &a2) == WH_ERR_INVALID);
+    CHECK(meta_node_register(m, "", "", 1, 1, &a2) == WH_ERR_INVALID);
     meta_node_t *nodes = NULL;
     size_t n = 0;
     CHECK(meta_node_list(m, &nodes, &n) == WH_OK);

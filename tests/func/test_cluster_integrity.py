@@ -1,0 +1,133 @@
+"""Integrity of what a cluster stores: bit rot, scrubbing, and the identity of data directories.
+
+- A copy damaged on disk is never served: a ranged RDMA GET inside the damage (the storage
+  server verifies the blocks it serves, per-block crc64nvme) gets the good replica's bytes, and
+  the damaged copy is moved aside and rewritten from the good replica at once.
+- The scrubber finds damage no read touched and has it repaired the same way; its progress
+  and findings are in /metrics, where it is kept in DIR/scrub.state.
+"""
+import os
+import time
+
+import wharf
+from cluster import Cluster
+from wharfd import ACCESS_KEY, REGION, SECRET_KEY, unique_bucket, wait_until
+
+MIB = 1 << 20
+
+
+def rdma_client(cl):
+    g = cl.gateway
+    return wharf.Client(g.endpoint, ACCESS_KEY, SECRET_KEY, region=REGION, provider="ofi+shm",
+                        unix_socket=os.path.join(g.data_dir, "wharfd.sock"),
+                        multipart_threshold=64 * MIB)
+
+
+def copy_intact(cl, i, chunk_id, want):
+    p = cl.chunk_path(i, chunk_id)
+    if not os.path.exists(p):
+        return False
+    with open(p, "rb") as f:
+        return f.read(len(want)) == want
+
+
+def test_bitrot_ranged_rdma_serves_the_good_copy_and_repairs():
+    chunk = 4 * MIB
+    with Cluster(storage=3, replicas=2, chunk_size=chunk, providers="shm",
+                 storage_args=["--scrub-rate", "0"]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clrot")
+        s3.create_bucket(Bucket=b)
+        data = os.urandom(2 * chunk + 777)
+        s3.put_object(Bucket=b, Key="obj", Body=data)
+        cmap = cl.chunk_map()
+        assert len(cmap) == 3, cmap
+        cid, off, ln, reps = cmap[1]
+        first = reps[0]  # the replica a read goes to first
+        bad_at = MIB + MIB // 2
+        cl.corrupt(first, cid, bad_at)
+        c = rdma_client(cl)
+        try:
+            for _ in range(3):
+                o = off + bad_at + 100
+                got = c.get(b, "obj", offset=o, length=1000, transport="rdma")
+                rep = c.last_report
+                assert rep.transport == "rdma" and not rep.fell_back, rep
+                assert got == data[o:o + 1000]
+            # a range ending in the damaged block's neighbour, and the whole object
+            o = off + bad_at - 5000
+            assert c.get(b, "obj", offset=o, length=MIB, transport="rdma") == data[o:o + MIB]
+            assert c.get(b, "obj", transport="rdma") == data
+        finally:
+            c.close()
+        st = cl.storage[first]
+        assert st.metric_sum("wharf_storage_checksum_failures_total") >= 1
+        g = cl.gateway
+        ok = wait_until(lambda: copy_intact(cl, first, cid, data[off:off + ln])
+                        and g.metric_sum("wharf_cluster_damage_repaired_total") >= 1
+                        and st.metric_sum("wharf_storage_damaged_chunks") == 0,
+                        timeout=30, interval=0.5)
+        assert ok, (g.log_tail(2000), st.log_tail(2000))
+        assert s3.get_object(Bucket=b, Key="obj")["Body"].read() == data
+        # the repaired copy alone serves the object: the other replica gone
+        other = reps[1]
+        cl.storage[other].kill()
+        c = rdma_client(cl)
+        try:
+            o = off + bad_at + 100
+            assert c.get(b, "obj", offset=o, length=1000, transport="rdma") == data[o:o + 1000]
+        finally:
+            c.close()
+
+
+def test_scrubber_finds_damage_no_read_touched():
+    chunk = MIB
+    with Cluster(storage=3, replicas=2, chunk_size=chunk, providers="none",
+                 storage_args=["--scrub-rate", "64M", "--scrub-interval", "2"]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clscr")
+        s3.create_bucket(Bucket=b)
+        objs = {f"o{i}": os.urandom(chunk * 2 + 1000 * i) for i in range(4)}
+        for k, v in objs.items():
+            s3.put_object(Bucket=b, Key=k, Body=v)
+        cmap = cl.chunk_map()
+        # every storage server finishes a pass (the copies were written during the first)
+        for s in cl.storage:
+            assert wait_until(lambda: s.metric_sum("wharf_storage_scrub_passes_total") >= 2,
+                              timeout=30, interval=0.5), s.log_tail(2000)
+            assert s.metric_sum("wharf_storage_scrub_damaged_total") == 0
+            assert s.metric_sum("wharf_storage_scrub_bytes_total") > 0
+            with open(os.path.join(s.data_dir, "scrub.state")) as f:
+                assert f.read().startswith("wharf-scrub-1 ")
+        # damage two copies of different chunks on different servers; no read touches them
+        victims = []
+        for cid, off, ln, reps in cmap:
+            if len(victims) < 2 and all(reps[1] != v[0] for v in victims):
+                victims.append((reps[1], cid, off, ln))
+        for i, cid, off, ln in victims:
+            cl.corrupt(i, cid, min(ln - 10, 300000), 10)
+        g = cl.gateway
+        reads0 = g.metric_sum("wharf_cluster_chunks_read_total")
+
+        def repaired():
+            for i, cid, off, ln in victims:
+                if cl.storage[i].metric_sum("wharf_storage_scrub_damaged_total") < 1:
+                    return False
+                if cl.storage[i].metric_sum("wharf_storage_damaged_chunks") != 0:
+                    return False
+            return g.metric_sum("wharf_cluster_damage_repaired_total") >= len(victims)
+        assert wait_until(repaired, timeout=40, interval=0.5), g.log_tail(3000)
+        assert g.metric_sum("wharf_cluster_chunks_read_total") == reads0  # no S3 read did it
+        assert g.metric_sum("wharf_cluster_damage_pending") == 0
+        # every copy on disk is intact again: compare each file with the object's bytes
+        rows = cl.pg.sql("SELECT convert_from(o.key, 'UTF8'), c.chunk_id, c.off, c.len"
+                         " FROM objects o"
+                         " JOIN chunks c ON c.data_id = o.data_id")
+        for line in rows.splitlines():
+            key, cid, off, ln = line.split("|")
+            off, ln = int(off), int(ln)
+            reps = [r for c2, _o, _l, r in cmap if c2 == cid][0]
+            for i in reps:
+                assert copy_intact(cl, i, cid, objs[key][off:off + ln]), (key, i, cid)
+        for k, v in objs.items():
+            assert s3.get_object(Bucket=b, Key=k)["Body"].read() == v
