@@ -531,6 +531,7 @@ static wh_status_t rw_append(store_data_writer_t *bw, store_reader_t *br, uint64
             for (int64_t k = k0; k <= k1 && st == WH_OK; k++) {
                 store_chunk_t c = q->ref.chunks[k];
                 c.offset = w->total;
+                c.shared = true;
                 st = rw_push(w, &c);
                 w->total += c.length;
             }

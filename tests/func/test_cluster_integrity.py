@@ -131,3 +131,71 @@ def test_scrubber_finds_damage_no_read_touched():
                 assert copy_intact(cl, i, cid, objs[key][off:off + ln]), (key, i, cid)
         for k, v in objs.items():
             assert s3.get_object(Bucket=b, Key=k)["Body"].read() == v
+
+
+def _hold_row_lock(cl, bucket, key, seconds):
+    """A psql session that locks the object row (bucket, key) FOR UPDATE for `seconds`: a
+    commit that writes that row waits for it, nothing else does."""
+    import shutil
+    import subprocess
+    psql = os.path.join(cl.pg.bin, "psql")
+    if not os.path.exists(psql):
+        psql = shutil.which("psql")
+    q = (f"BEGIN; SELECT 1 FROM objects WHERE bucket = '{bucket}'"
+         f" AND key = convert_to('{key}', 'UTF8') FOR UPDATE; SELECT pg_sleep({seconds}); COMMIT;")
+    return subprocess.Popen([psql, "-X", "-q", "-A", "-t", "-h", "127.0.0.1", "-p",
+                             str(cl.pg.port), "-U", "postgres", "-d", "postgres", "-c", q],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def test_copy_racing_delete_of_its_source_never_acknowledges_lost_bytes():
+    """CopyObject takes the source's chunks by reference. Its commit is held back (the
+    destination's row is locked) while the source is deleted and garbage collection removes
+    the source's chunk files; then the commit goes on. It must fail (the source is gone), not
+    answer 200 for an object whose bytes GC removed."""
+    import threading
+    chunk = 256 * 1024
+    with Cluster(storage=3, replicas=2, chunk_size=chunk, providers="none") as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clcpy")
+        s3.create_bucket(Bucket=b)
+        src = os.urandom(chunk * 3)
+        s3.put_object(Bucket=b, Key="src", Body=src)
+        src_chunks = {c for c, *_ in cl.chunk_map()}
+        assert len(src_chunks) == 3
+        s3.put_object(Bucket=b, Key="dst", Body=b"old")
+        locker = _hold_row_lock(cl, b, "dst", 6)
+        try:
+            assert wait_until(lambda: cl.pg.sql("SELECT count(*) FROM pg_locks l JOIN pg_class"
+                                                " c ON c.oid = l.relation WHERE c.relname ="
+                                                " 'objects' AND l.mode = 'RowShareLock'") != "0",
+                              timeout=5)
+            result = {}
+
+            def copy():
+                try:
+                    result["r"] = s3.copy_object(Bucket=b, Key="dst",
+                                                 CopySource={"Bucket": b, "Key": "src"})
+                except Exception as e:  # noqa: BLE001 - the answer is what is judged
+                    result["e"] = e
+            t = threading.Thread(target=copy)
+            t.start()
+            time.sleep(0.5)  # the copy has read the source and waits on its commit
+            s3.delete_object(Bucket=b, Key="src")
+
+            def src_collected():
+                files = cl.chunk_files()
+                return not any(c in v for v in files.values() for c in src_chunks)
+            assert wait_until(src_collected, timeout=5, interval=0.1), "\n".join(l for l in cl.gateway.log_tail(20000).splitlines() if "api=Health" not in l and "api=Metrics" not in l)[-3000:]
+            t.join(timeout=30)
+            assert not t.is_alive()
+        finally:
+            locker.kill()
+            locker.wait()
+        if "r" in result:  # acknowledged: every byte must be there
+            assert s3.get_object(Bucket=b, Key="dst")["Body"].read() == src
+        else:
+            assert "e" in result
+            # the old destination is untouched
+            assert s3.get_object(Bucket=b, Key="dst")["Body"].read() == b"old"
+        assert "r" not in result, "the source's bytes were collected; a 200 cannot be true"
