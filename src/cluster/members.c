@@ -100,12 +100,15 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
     size_t n = 0;
     pthread_mutex_lock(&r->lock);
     uint64_t now = wh_now_ns() / 1000000;
+    /* Real free space above the reserve: a server without room for one more chunk there
+     * takes no copy, the others weigh what they have above it. */
+    uint64_t need = r->cfg.reserve_bytes + r->cfg.chunk_size;
     for (size_t i = 0; i < r->n_members && n < 64; i++) {
-        if (!usable(&r->members[i], now))
+        if (!usable(&r->members[i], now) || r->members[i].free < need)
             continue;
         snprintf(addrs[n], sizeof addrs[n], "%s", r->members[i].addr);
         ids[n] = r->members[i].id;
-        pn[n].free_bytes = r->members[i].free;
+        pn[n].free_bytes = r->members[i].free - r->cfg.reserve_bytes;
         n++;
     }
     pthread_mutex_unlock(&r->lock);
@@ -120,6 +123,17 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
         snprintf(addrs_out[q], 256, "%s", addrs[rank[q]]);
     }
     return k;
+}
+
+size_t cl_members_up(cl_remote_t *r)
+{
+    size_t n = 0;
+    uint64_t now = wh_now_ns() / 1000000;
+    pthread_mutex_lock(&r->lock);
+    for (size_t i = 0; i < r->n_members; i++)
+        n += usable(&r->members[i], now);
+    pthread_mutex_unlock(&r->lock);
+    return n;
 }
 
 size_t cl_members_for_write(cl_remote_t *r, const char *chunk_id, unsigned replicas,
@@ -188,12 +202,27 @@ bool cl_members_addr(cl_remote_t *r, uint32_t id, char addr[256])
     return ok;
 }
 
+static bool member_retired(cl_remote_t *r, uint32_t id)
+{
+    bool ret = false;
+    pthread_mutex_lock(&r->lock);
+    for (size_t m = 0; m < r->n_members; m++)
+        if (r->members[m].id == id)
+            ret = r->members[m].retired;
+    pthread_mutex_unlock(&r->lock);
+    return ret;
+}
+
 /* One garbage-collection pass: delete what the queue hands out, report what was done. */
 static void gc_pass(cl_remote_t *r)
 {
     meta_gc_item_t *items = NULL;
     size_t n = 0;
-    if (meta_gc_take(r->cfg.meta, GC_BATCH, &items, &n) != WH_OK || n == 0) {
+    /* Copies on servers that are down stay queued and are not handed out: the batch is the
+     * live servers', so a dead one's backlog never stops collection on the others. */
+    unsigned live_s = (r->cfg.down_after_ms + 999) / 1000;
+    if (meta_gc_take(r->cfg.meta, GC_BATCH, live_s ? live_s : 1, &items, &n) != WH_OK ||
+        n == 0) {
         free(items);
         return;
     }
@@ -206,7 +235,7 @@ static void gc_pass(cl_remote_t *r)
         jobs[i].op = CL_OP_DEL;
         jobs[i].chunk = items[i].chunk_id;
         char a[256];
-        if (cl_members_addr(r, items[i].node, a)) {
+        if (!member_retired(r, items[i].node) && cl_members_addr(r, items[i].node, a)) {
             jobs[i].cand[0] = strdup(a);
             jobs[i].cand_id[0] = items[i].node;
             jobs[i].ncand = jobs[i].cand[0] ? 1 : 0;
@@ -214,8 +243,10 @@ static void gc_pass(cl_remote_t *r)
     }
     cl_client_run(r->client, jobs, n, r->cfg.parallel, NULL);
     for (size_t i = 0; i < n; i++) {
-        /* A node no longer in the table has nothing left to delete. */
-        bool gone = !cl_members_addr(r, items[i].node, (char[256]){0});
+        /* A node no longer in the table, or retired (its data directory was replaced), has
+         * nothing left to delete. */
+        bool gone = !cl_members_addr(r, items[i].node, (char[256]){0}) ||
+                    member_retired(r, items[i].node);
         if (jobs[i].st == WH_OK || gone) {
             done[nd++] = items[i];
             atomic_fetch_add(&r->gc_deleted, 1);
@@ -365,34 +396,75 @@ static void damage_pass(cl_remote_t *r)
     free(items);
 }
 
-/* One repair pass over the servers down longer than repair_after_s: at most REPAIR_BATCH
- * chunks each. */
+static bool member_dead(cl_remote_t *r, uint32_t id)
+{
+    bool dead = false;
+    pthread_mutex_lock(&r->lock);
+    for (size_t m = 0; m < r->n_members; m++)
+        if (r->members[m].id == id)
+            dead = r->members[m].retired ||
+                   (!r->members[m].up && r->members[m].age_s >= (int64_t)r->cfg.repair_after_s);
+    pthread_mutex_unlock(&r->lock);
+    return dead;
+}
+
+static char *repair_cursor(cl_remote_t *r, uint32_t node)
+{
+    for (size_t i = 0; i < r->n_repair_cursor; i++)
+        if (r->repair_cursor[i].node == node)
+            return r->repair_cursor[i].after;
+    size_t i = r->n_repair_cursor < WH_ARRAY_SIZE(r->repair_cursor) ? r->n_repair_cursor++
+                                                                     : node % 64;
+    r->repair_cursor[i].node = node;
+    r->repair_cursor[i].after[0] = '\0';
+    return r->repair_cursor[i].after;
+}
+
+/* One repair pass over the servers down longer than repair_after_s (or retired): batches of
+ * REPAIR_BATCH chunks each, walked from where the last pass stopped (a chunk that cannot be
+ * repaired now, its every copy on dead servers, is skipped, not retried before the others),
+ * for at most PASS_MS, the membership refreshed after every batch (a server back stops its
+ * repair; one more down joins the next pass). The backlog is counted in the database. */
 static void repair_pass(cl_remote_t *r)
 {
-    enum { REPAIR_BATCH = 64 };
+    enum { REPAIR_BATCH = 64, PASS_MS = 5000 };
     uint32_t dead[64];
     size_t nd = 0;
     pthread_mutex_lock(&r->lock);
     for (size_t i = 0; i < r->n_members && nd < 64; i++)
-        if (!r->members[i].up && r->members[i].age_s >= (int64_t)r->cfg.repair_after_s)
+        if (r->members[i].retired ||
+            (!r->members[i].up && r->members[i].age_s >= (int64_t)r->cfg.repair_after_s))
             dead[nd++] = r->members[i].id;
     pthread_mutex_unlock(&r->lock);
-    uint64_t pending = 0;
+    uint64_t t0 = wh_now_ns() / 1000000;
     for (size_t d = 0; d < nd; d++) {
-        store_chunk_t *cs = NULL;
-        size_t n = 0;
-        if (meta_chunks_on_node(r->cfg.meta, dead[d], "", REPAIR_BATCH, &cs, &n) != WH_OK)
-            continue;
-        if (n)
-            wh_info(MOD, "repairing chunks of node %" PRIu32 " batch=%zu", dead[d], n);
-        pending += n;
-        for (size_t i = 0; i < n; i++)
-            if (repair_chunk(r, &cs[i], dead[d]))
-                pending--;
-        free(cs);
+        char *after = repair_cursor(r, dead[d]);
+        bool more = true;
+        while (more && wh_now_ns() / 1000000 - t0 < PASS_MS && member_dead(r, dead[d])) {
+            store_chunk_t *cs = NULL;
+            size_t n = 0;
+            if (meta_chunks_on_node(r->cfg.meta, dead[d], after, REPAIR_BATCH, &cs, &n) !=
+                WH_OK)
+                break;
+            if (n)
+                wh_info(MOD, "repairing chunks of node %" PRIu32 " batch=%zu after=%s",
+                        dead[d], n, after[0] ? after : "-");
+            for (size_t i = 0; i < n && member_dead(r, dead[d]); i++) {
+                repair_chunk(r, &cs[i], dead[d]);
+                snprintf(after, STORE_DATA_ID_LEN + 1, "%s", cs[i].id);
+            }
+            if (n < REPAIR_BATCH) {
+                after[0] = '\0'; /* the end: the next pass starts over (the skipped ones) */
+                more = false;
+            }
+            free(cs);
+            refresh(r);
+        }
     }
+    uint64_t pending = 0;
+    if (meta_chunks_on_nodes_count(r->cfg.meta, dead, nd, &pending) == WH_OK)
+        atomic_store(&r->repair_pending, pending);
     atomic_store(&r->repair_nodes, nd);
-    atomic_store(&r->repair_pending, pending);
 }
 
 static void *members_main(void *arg)
@@ -407,11 +479,13 @@ static void *members_main(void *arg)
         if (now - last_gc >= r->cfg.gc_period_ms || r->nudge) {
             last_gc = now;
             r->nudge = false;
-            if (!atomic_load(&r->leader) &&
-                meta_lock_try(r->cfg.meta, CL_LOCK_MAINTENANCE) == WH_OK) {
-                atomic_store(&r->leader, true);
-                wh_info(MOD, "this gateway now runs garbage collection and repair");
-            }
+            /* Every pass: the lock lives in a PostgreSQL session, and a restart of the
+             * database ends it; whoever takes it then leads, and a gateway whose session
+             * was lost and that lost the race stops. */
+            bool lead = meta_lock_try(r->cfg.meta, CL_LOCK_MAINTENANCE) == WH_OK;
+            if (lead != atomic_exchange(&r->leader, lead))
+                wh_info(MOD, "%s", lead ? "this gateway now runs garbage collection and repair"
+                                        : "this gateway no longer holds the maintenance lock");
             if (atomic_load(&r->leader)) {
                 gc_pass(r);
                 damage_pass(r);

@@ -42,6 +42,9 @@ typedef struct cl_remote_config {
     /* A storage server down (no heartbeat) this long has its chunks copied from the other
      * replicas to other servers, by the gateway holding the maintenance lock. Default 120. */
     unsigned repair_after_s;
+    /* Free bytes kept on every storage server: one with less than this plus a chunk free
+     * takes no new copy; placement weighs the free space above it. Default 256 MiB. */
+    uint64_t reserve_bytes;
 } cl_remote_config_t;
 
 void cl_remote_config_init(cl_remote_config_t *cfg);

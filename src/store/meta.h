@@ -254,8 +254,12 @@ struct meta_ops {
      * committed row lists it. */
     wh_status_t (*chunk_find)(meta_t *m, const char *chunk_id, store_chunk_t *out);
     wh_status_t (*node_list)(meta_t *m, meta_node_t **out, size_t *n);
-    /* Up to max queued chunk copies no committed row references any more, oldest first. */
-    wh_status_t (*gc_take)(meta_t *m, size_t max, meta_gc_item_t **out, size_t *n);
+    /* Up to max queued chunk copies no committed row references any more, oldest first.
+     * live_s > 0: only copies on nodes whose heartbeat is younger than live_s seconds, that
+     * were retired, or that are not in the node table (a dead node's backlog does not stop
+     * the others'); 0: every node. */
+    wh_status_t (*gc_take)(meta_t *m, size_t max, unsigned live_s, meta_gc_item_t **out,
+                           size_t *n);
     wh_status_t (*gc_done)(meta_t *m, const meta_gc_item_t *items, size_t n);
     /* Queues chunk copies that become deletable only after delay_s seconds unless a committed
      * row lists the node among the chunk's replicas by then: a cluster gateway records every
@@ -266,6 +270,9 @@ struct meta_ops {
      * max; offset is 0 in the results. */
     wh_status_t (*chunks_on_node)(meta_t *m, uint32_t node, const char *after, size_t max,
                                   store_chunk_t **out, size_t *n);
+    /* Repair's backlog: distinct chunks with a copy on any of nodes[0..n). */
+    wh_status_t (*chunks_on_nodes_count)(meta_t *m, const uint32_t *nodes, size_t n,
+                                         uint64_t *count);
     /* Repair: every row of chunk_id lists to instead of from, and from's copy is queued for
      * garbage collection, in one transaction. */
     wh_status_t (*chunk_move)(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to);
@@ -379,6 +386,7 @@ wh_status_t meta_cached_bucket_auth_get(meta_t *m, const char *bucket, store_buc
 #define meta_gc_done(m, ...) META_CALL_(m, gc_done, __VA_ARGS__)
 #define meta_gc_defer(m, ...) META_CALL_(m, gc_defer, __VA_ARGS__)
 #define meta_chunks_on_node(m, ...) META_CALL_(m, chunks_on_node, __VA_ARGS__)
+#define meta_chunks_on_nodes_count(m, ...) META_CALL_(m, chunks_on_nodes_count, __VA_ARGS__)
 #define meta_chunk_move(m, ...) META_CALL_(m, chunk_move, __VA_ARGS__)
 #define meta_cluster_id(m, ...) META_CALL_(m, cluster_id, __VA_ARGS__)
 #define meta_damage_report(m, ...) META_CALL_(m, damage_report, __VA_ARGS__)

@@ -309,6 +309,7 @@ wh_status_t pg_node_list(meta_t *m, meta_node_t **out, size_t *n)
 
 typedef struct {
     size_t max;
+    unsigned live_s;
     meta_gc_item_t *arr;
     size_t n;
     const meta_gc_item_t *done;
@@ -327,9 +328,13 @@ static wh_status_t tx_gc_take(void *conn, void *arg)
         return st;
     pg_params_t p = {0};
     pp_i64(&p, (int64_t)a->max);
+    pp_i64(&p, a->live_s);
     PGresult *r;
-    st = pg_exec(conn, "SELECT seq, chunk_id, node FROM gc_queue WHERE not_before <= now()"
-                       " ORDER BY seq LIMIT $1", &p, &r, "gc queue take");
+    st = pg_exec(conn, "SELECT g.seq, g.chunk_id, g.node FROM gc_queue g"
+                       " LEFT JOIN nodes n ON n.id = g.node WHERE g.not_before <= now()"
+                       " AND ($2 = 0 OR n.id IS NULL OR n.retired"
+                       "  OR n.heartbeat > now() - make_interval(secs => $2))"
+                       " ORDER BY g.seq LIMIT $1", &p, &r, "gc queue take");
     if (st != WH_OK)
         return st;
     int rows = PQntuples(r);
@@ -350,9 +355,10 @@ static wh_status_t tx_gc_take(void *conn, void *arg)
     return WH_OK;
 }
 
-wh_status_t pg_gc_take(meta_t *m, size_t max, meta_gc_item_t **out, size_t *n)
+wh_status_t pg_gc_take(meta_t *m, size_t max, unsigned live_s, meta_gc_item_t **out,
+                       size_t *n)
 {
-    pg_gc_arg_t a = {max ? max : 1, NULL, 0, NULL};
+    pg_gc_arg_t a = {max ? max : 1, live_s, NULL, 0, NULL};
     wh_status_t st = pg_write(PGM(m), tx_gc_take, &a);
     if (st != WH_OK) {
         free(a.arr);
@@ -377,7 +383,7 @@ static wh_status_t tx_gc_done(void *conn, void *arg)
 
 wh_status_t pg_gc_done(meta_t *m, const meta_gc_item_t *items, size_t n)
 {
-    pg_gc_arg_t a = {0, NULL, n, items};
+    pg_gc_arg_t a = {0, 0, NULL, n, items};
     return pg_write(PGM(m), tx_gc_done, &a);
 }
 
@@ -466,6 +472,46 @@ wh_status_t pg_chunks_on_node(meta_t *m, uint32_t node, const char *after, size_
 }
 
 typedef struct {
+    const uint32_t *nodes;
+    size_t n;
+    uint64_t count;
+} pg_count_arg_t;
+
+static wh_status_t rd_chunks_count(void *conn, void *arg)
+{
+    pg_count_arg_t *a = arg;
+    char arr[64 * 12 + 4];
+    size_t o = 0;
+    arr[o++] = '{';
+    for (size_t i = 0; i < a->n && i < 64; i++)
+        o += (size_t)snprintf(arr + o, sizeof arr - o, "%s%u", i ? "," : "", a->nodes[i]);
+    snprintf(arr + o, sizeof arr - o, "}");
+    pg_params_t p = {0};
+    pp_text(&p, arr);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn, "SELECT count(DISTINCT chunk_id) FROM chunks"
+                                   " WHERE replicas && $1::integer[]", &p, &r, "repair backlog");
+    if (st != WH_OK)
+        return st;
+    a->count = (uint64_t)pg_i64(r, 0, 0);
+    PQclear(r);
+    return WH_OK;
+}
+
+wh_status_t pg_chunks_on_nodes_count(meta_t *m, const uint32_t *nodes, size_t n,
+                                     uint64_t *count)
+{
+    pg_count_arg_t a = {nodes, n, 0};
+    *count = 0;
+    if (!n)
+        return WH_OK;
+    wh_status_t st = pg_read(PGM(m), rd_chunks_count, &a);
+    if (st == WH_OK)
+        *count = a.count;
+    return st;
+}
+
+typedef struct {
     const char *chunk;
     uint32_t from, to;
 } pg_move_arg_t;
@@ -518,9 +564,32 @@ wh_status_t pg_lock_try(meta_t *mm, int64_t key)
     wh_status_t st = pg_lockc_ready(m);
     if (st != WH_OK)
         goto out;
-    for (size_t i = 0; i < m->n_held; i++)
-        if (m->held[i] == key)
-            goto out; /* ours already, and the session is alive */
+    for (size_t i = 0; i < m->n_held; i++) {
+        if (m->held[i] != key)
+            continue;
+        /* Ours, if the session that took it is still the one we talk to and still holds it:
+         * a PostgreSQL restart ends the session (and its locks) while libpq still says
+         * CONNECTION_OK until the next query, and another process may have taken the lock
+         * since. Ask the server. */
+        pg_params_t q = {0};
+        pp_i64(&q, key);
+        PGresult *r;
+        st = pg_exec(&m->lockc, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+                                " AND pid = pg_backend_pid() AND granted AND objsubid = 1"
+                                " AND ((classid::bigint << 32) | objid::bigint) = $1",
+                     &q, &r, "advisory lock check");
+        bool still = st == WH_OK && pg_i64(r, 0, 0) > 0;
+        if (st == WH_OK)
+            PQclear(r);
+        if (still)
+            goto out;
+        wh_warn("store", "advisory lock %lld is no longer held by this process (the "
+                "PostgreSQL session was lost); taking it again", (long long)key);
+        m->held[i] = m->held[--m->n_held];
+        if ((st = pg_lockc_ready(m)) != WH_OK)
+            goto out;
+        break;
+    }
     if (m->n_held == PG_MAX_LOCKS) {
         st = WH_ERR_TOO_LARGE;
         goto out;

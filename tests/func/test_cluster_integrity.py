@@ -199,3 +199,146 @@ def test_copy_racing_delete_of_its_source_never_acknowledges_lost_bytes():
             # the old destination is untouched
             assert s3.get_object(Bucket=b, Key="dst")["Body"].read() == b"old"
         assert "r" not in result, "the source's bytes were collected; a 200 cannot be true"
+
+
+def test_emptied_data_directory_is_a_new_node_and_its_copies_are_repaired():
+    """A storage server back at its address with an empty data directory holds none of the
+    copies its old row lists: it registers as a new node, the old row is retired and its
+    copies are re-replicated at once (not after --repair-after); then one more server can die
+    with every object still readable."""
+    chunk = 256 * 1024
+    with Cluster(storage=4, replicas=2, chunk_size=chunk, providers="none") as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clwipe")
+        s3.create_bucket(Bucket=b)
+        objs = {f"o{i}": os.urandom(chunk * 2 + 100 * i) for i in range(12)}
+        for k, v in objs.items():
+            s3.put_object(Bucket=b, Key=k, Body=v)
+        old_id = cl.pg.sql(f"SELECT id FROM nodes WHERE addr = '127.0.0.1:{cl.storage[0].port}'")
+        lost = len(cl.chunk_files()[0])
+        assert lost > 0
+        st = cl.storage[0]
+        st.stop()
+        for name in os.listdir(st.data_dir):  # a new, empty disk at the same mount point
+            p = os.path.join(st.data_dir, name)
+            if os.path.isdir(p):
+                import shutil
+                shutil.rmtree(p)
+            else:
+                os.unlink(p)
+        st.start()
+        g = cl.gateway
+        assert cl.pg.sql(f"SELECT retired FROM nodes WHERE id = {old_id}") == "t"
+        new_id = cl.pg.sql(f"SELECT id FROM nodes WHERE addr = '127.0.0.1:{st.port}'")
+        assert new_id != old_id
+
+        def two_live_copies():
+            for cid, off, ln, reps in cl.chunk_map():
+                if None in reps or len(set(reps)) != 2:
+                    return False
+                if not all(os.path.exists(cl.chunk_path(i, cid)) for i in reps):
+                    return False
+            return True
+        assert wait_until(two_live_copies, timeout=60, interval=0.5), g.log_tail(3000)
+        assert g.metric_sum("wharf_cluster_repair_chunks_total") >= lost
+        assert wait_until(lambda: g.metric_sum("wharf_cluster_repair_pending") == 0, timeout=10)
+        assert g.metric_sum("wharf_storage_nodes") == 4  # the retired row is not a server
+        cl.storage[1].kill()
+        for k, v in objs.items():
+            assert s3.get_object(Bucket=b, Key=k)["Body"].read() == v, k
+
+
+def test_a_data_directory_refuses_another_clusters_database():
+    """A storage server whose data directory belongs to one cluster, started with another
+    cluster's --meta, exits with the reason and never registers there."""
+    from wharfd import WharfServer
+    with Cluster(storage=2, replicas=2, providers="none") as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clid")
+        s3.create_bucket(Bucket=b)
+        s3.put_object(Bucket=b, Key="k", Body=b"x" * 1000)
+        st = cl.storage[0]
+        st.stop()
+        cl.pg.create_db("othercluster")
+        other = WharfServer(data_dir=st.data_dir, role="storage", providers="none",
+                            env=cl.env, extra_args=["--meta", cl.pg.db_url("othercluster")])
+        try:
+            try:
+                other.start(timeout=15)
+            except RuntimeError:
+                pass
+            assert wait_until(lambda: not other.alive(), timeout=15)
+            assert "belongs to cluster" in other.log_tail(4000), other.log_tail(4000)
+        finally:
+            other.stop()
+        assert cl.pg.sql("SELECT count(*) FROM nodes", db="othercluster") == "0"
+        # its own cluster takes it back, as the same node
+        st.start()
+        cl.wait_nodes_up(2)
+        assert cl.pg.sql("SELECT count(*) FROM nodes") == "2"
+        assert s3.get_object(Bucket=b, Key="k")["Body"].read() == b"x" * 1000
+
+
+def test_gc_goes_on_around_a_dead_node_with_a_backlog():
+    """A storage server dies for good holding more pending deletes than one GC batch (256);
+    deletes on the live servers are still collected."""
+    chunk = 64 * 1024
+    with Cluster(storage=3, replicas=2, chunk_size=chunk, providers="none") as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clgc")
+        s3.create_bucket(Bucket=b)
+        for i in range(8):  # 512 chunks, about 341 copies on each server
+            s3.put_object(Bucket=b, Key=f"a{i}", Body=os.urandom(chunk * 64))
+        for i in range(4):
+            s3.put_object(Bucket=b, Key=f"b{i}", Body=os.urandom(chunk * 4))
+        assert len(cl.chunk_files()[0]) > 300
+        cl.storage[0].kill()
+        for i in range(8):
+            s3.delete_object(Bucket=b, Key=f"a{i}")
+        for i in range(4):
+            s3.delete_object(Bucket=b, Key=f"b{i}")
+        queued = int(cl.pg.sql("SELECT count(*) FROM gc_queue g JOIN nodes n ON n.id = g.node"
+                               f" WHERE n.addr = '127.0.0.1:{cl.storage[0].port}'"))
+        assert queued >= 256, queued
+
+        def live_collected():
+            f = cl.chunk_files()
+            return len(f[1]) == 0 and len(f[2]) == 0
+        assert wait_until(live_collected, timeout=40, interval=0.5), \
+            ({i: len(v) for i, v in cl.chunk_files().items()}, cl.gateway.log_tail(2000))
+
+
+def test_one_maintenance_leader_across_postgresql_restarts():
+    """Two gateways; exactly one holds the maintenance lock and says so. PostgreSQL restarts
+    (its sessions, and the lock, end): within a few passes again exactly one gateway leads, it
+    holds the advisory lock in the database, and GC runs."""
+    with Cluster(storage=2, gateways=2, replicas=2, providers="none") as cl:
+        gws = cl.gateways
+
+        def leaders():
+            return [int(g.metric_sum("wharf_cluster_leader")) for g in gws]
+
+        def db_locks():
+            return int(cl.pg.sql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+                                 " AND granted"))
+        assert wait_until(lambda: sum(leaders()) == 1 and db_locks() == 1, timeout=10)
+        s3 = cl.boto3()
+        b = unique_bucket("cllead")
+        s3.create_bucket(Bucket=b)
+        for rnd in range(2):
+            cl.pg.restart()
+            cl.wait_nodes_up(2, timeout=30)
+            stable = 0
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and stable < 6:  # 3 s of one leader
+                ok = sum(leaders()) == 1 and db_locks() == 1
+                stable = stable + 1 if ok else 0
+                time.sleep(0.5)
+            assert stable >= 6, (rnd, leaders(), db_locks())
+            # the leader collects garbage
+            s3.put_object(Bucket=b, Key="k", Body=os.urandom(5000))
+            before = cl.chunk_files()
+            assert sum(len(v) for v in before.values()) >= 2
+            s3.delete_object(Bucket=b, Key="k")
+            assert wait_until(lambda: sum(len(v) for v in cl.chunk_files().values()) == 0,
+                              timeout=15), leaders()

@@ -26,7 +26,7 @@ static size_t gc_drain(meta_t *m, char ids[][STORE_DATA_ID_LEN + 1], uint32_t *n
 {
     meta_gc_item_t *it = NULL;
     size_t n = 0;
-    CHECK(meta_gc_take(m, 100, &it, &n) == WH_OK);
+    CHECK(meta_gc_take(m, 100, 0, &it, &n) == WH_OK);
     for (size_t i = 0; i < n && i < cap; i++) {
         memcpy(ids[i], it[i].chunk_id, sizeof ids[i]);
         nodes[i] = it[i].node;
