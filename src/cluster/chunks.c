@@ -479,17 +479,26 @@ wh_status_t cl_chunk_quarantine(cl_chunks_t *cs, const char *id, int fd)
     return WH_OK;
 }
 
-static uint64_t count_dir(int dirfd)
+/* A DIR stream of its own over the directory open as dirfd, from its start (NULL on error). */
+static DIR *dir_stream(int dirfd)
 {
-    uint64_t n = 0;
     int fd = dup(dirfd);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
         if (fd >= 0)
             close(fd);
-        return 0;
+        return NULL;
     }
     rewinddir(d);
+    return d;
+}
+
+static uint64_t count_dir(int dirfd)
+{
+    uint64_t n = 0;
+    DIR *d = dir_stream(dirfd);
+    if (!d)
+        return 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL)
         n += e->d_name[0] != '.';
@@ -582,14 +591,9 @@ wh_status_t cl_chunk_delete(cl_chunks_t *cs, const char *id)
 uint64_t cl_chunks_count(cl_chunks_t *cs)
 {
     uint64_t n = 0;
-    int fd = dup(cs->chunks_fd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
+    DIR *d = dir_stream(cs->chunks_fd);
+    if (!d)
         return 0;
-    }
-    rewinddir(d);
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.')

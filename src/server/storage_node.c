@@ -140,7 +140,8 @@ static void beat(srv_storage_t *s)
     if (!s->registered) {
         st = identity_check(s);
         if (st == WH_OK)
-            st = meta_node_register(s->meta, s->addr, s->node_uuid, cap, avail, &s->node_id);
+            st = meta_node_register(s->meta, s->addr, s->node_uuid,
+                                    cl_chunks_count(s->chunks) > 0, cap, avail, &s->node_id);
         if (st == WH_OK) {
             s->registered = true;
             atomic_store(&s->damage_dirty, true); /* what an earlier run moved aside */

@@ -235,10 +235,11 @@ struct meta_ops {
     wh_status_t (*user_policy_delete)(meta_t *m, const char *user, const char *name);
 
     /* ---- cluster members: optional (NULL in SQLite: WH_ERR_UNSUPPORTED) ---- */
-    /* Inserts or updates the node whose data directory has identity uuid ("": unknown, the
-     * row at addr is adopted); *id is stable for that identity. A row at addr with another
-     * identity is retired (its copies are lost: its data directory was replaced). */
-    wh_status_t (*node_register)(meta_t *m, const char *addr, const char *uuid,
+    /* Inserts or updates the node whose data directory has identity uuid; *id is stable for
+     * that identity. A row at addr with another identity is retired (its copies are lost:
+     * its data directory was replaced). A row at addr without one (written before identities
+     * existed) is adopted when adopt (the directory holds chunks), else retired too. */
+    wh_status_t (*node_register)(meta_t *m, const char *addr, const char *uuid, bool adopt,
                                  uint64_t capacity, uint64_t free, uint32_t *id);
     /* NOT_FOUND: no such node, or it was retired (re-register). */
     wh_status_t (*node_heartbeat)(meta_t *m, uint32_t id, uint64_t capacity, uint64_t free);

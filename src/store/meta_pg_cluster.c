@@ -11,6 +11,7 @@
 
 typedef struct {
     const char *addr, *uuid;
+    bool adopt;
     uint32_t id;
     uint64_t capacity, free;
 } pg_node_arg_t;
@@ -27,9 +28,11 @@ static wh_status_t tx_node_register(void *conn, void *arg)
         pg_params_t p = {0};
         pp_text(&p, a->addr);
         pp_text(&p, a->uuid);
+        pp_i64(&p, a->adopt);
         st = pg_exec(conn, "UPDATE nodes SET retired = true, heartbeat = 'epoch',"
                            " addr = 'retired/' || id || '/' || addr"
-                           " WHERE addr = $1 AND uuid <> '' AND uuid <> $2 RETURNING id",
+                           " WHERE addr = $1 AND uuid <> $2 AND (uuid <> '' OR $3 = 0)"
+                           " RETURNING id",
                      &p, &r, "node retire");
         if (st != WH_OK)
             return st;
@@ -72,8 +75,8 @@ static wh_status_t tx_node_register(void *conn, void *arg)
     return st;
 }
 
-wh_status_t pg_node_register(meta_t *m, const char *addr, const char *uuid, uint64_t capacity,
-                             uint64_t free, uint32_t *id)
+wh_status_t pg_node_register(meta_t *m, const char *addr, const char *uuid, bool adopt,
+                             uint64_t capacity, uint64_t free, uint32_t *id)
 {
     if (!addr || !addr[0] || strlen(addr) >= sizeof(((meta_node_t *)0)->addr) ||
         strncmp(addr, "retired/", 8) == 0) {
@@ -82,7 +85,7 @@ wh_status_t pg_node_register(meta_t *m, const char *addr, const char *uuid, uint
     }
     if (!uuid || strlen(uuid) >= META_UUID_MAX)
         return WH_ERR_INVALID;
-    pg_node_arg_t a = {addr, uuid, 0, capacity, free};
+    pg_node_arg_t a = {addr, uuid, adopt, 0, capacity, free};
     wh_status_t st = pg_write(PGM(m), tx_node_register, &a);
     if (st == WH_OK)
         *id = a.id;
@@ -249,7 +252,7 @@ static wh_status_t tx_node_heartbeat(void *conn, void *arg)
 
 wh_status_t pg_node_heartbeat(meta_t *m, uint32_t id, uint64_t capacity, uint64_t free)
 {
-    pg_node_arg_t a = {NULL, NULL, id, capacity, free};
+    pg_node_arg_t a = {NULL, NULL, false, id, capacity, free};
     return pg_write(PGM(m), tx_node_heartbeat, &a);
 }
 
