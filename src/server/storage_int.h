@@ -57,7 +57,7 @@ wh_status_t srv_storage_membership_start(srv_storage_t *s);
 /* A read or a scrub found chunk id damaged (fd: the file it read, or -1): count it, move it
  * aside, report it. */
 void srv_storage_damaged(srv_storage_t *s, const char *id, int fd);
-/* Wakes the heartbeat thread to report DIR/damaged to the database now. */
+/* Has the next heartbeat report DIR/damaged to the database. */
 void srv_storage_damage_flush(srv_storage_t *s);
 wh_status_t srv_storage_scrub_start(srv_storage_t *s);
 void srv_storage_scrub_stop(srv_storage_t *s); /* safe if never started; before membership stop */

@@ -115,14 +115,11 @@ static void damage_report(srv_storage_t *s)
         atomic_store(&s->damage_dirty, true);
 }
 
+/* Only a flag (the next heartbeat, within heartbeat_ms, reports it): request threads call
+ * this, and may still run while the heartbeat thread and its lock are torn down at stop. */
 void srv_storage_damage_flush(srv_storage_t *s)
 {
     atomic_store(&s->damage_dirty, true);
-    if (!s->hb_started)
-        return;
-    pthread_mutex_lock(&s->hb_lock);
-    pthread_cond_broadcast(&s->hb_cond);
-    pthread_mutex_unlock(&s->hb_lock);
 }
 
 static void beat(srv_storage_t *s)
