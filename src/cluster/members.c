@@ -307,35 +307,87 @@ static bool copy_chunk(cl_remote_t *r, const store_chunk_t *c, uint32_t skip, ui
     return ok;
 }
 
-/* Re-replicates one chunk that had a copy on `dead`: read it from a live replica (checked
- * against its crc), write it to the best-ranked live server that holds no copy, then move the
- * replica in the chunk map (which also queues the dead copy for GC). */
-static bool repair_chunk(cl_remote_t *r, const store_chunk_t *c, uint32_t dead)
+/* Re-replicates up to REPAIR_GROUP chunks that had a copy on `dead`: each is read from a live
+ * replica (checked against its crc) and written to the best-ranked live server that holds no
+ * copy, the reads in parallel, then the writes, then each replica is moved in the chunk map
+ * (which also queues the dead copy for GC). */
+enum { REPAIR_GROUP = 8 };
+static void repair_group(cl_remote_t *r, const store_chunk_t *cs, size_t n, uint32_t dead)
 {
-    uint32_t ids[CL_PLACE_MAX];
-    char addrs[CL_PLACE_MAX][256];
-    size_t k = cl_members_rank(r, c->id, ids, addrs, CL_PLACE_MAX);
-    size_t t = k;
-    for (size_t q = 0; q < k && t == k; q++) {
-        bool has = false;
-        for (uint32_t i = 0; i < c->n_replicas; i++)
-            has |= c->replicas[i] == ids[q];
-        if (!has)
-            t = q;
+    cl_job_t get[REPAIR_GROUP], put[REPAIR_GROUP];
+    uint8_t *buf[REPAIR_GROUP];
+    uint32_t to[REPAIR_GROUP];
+    bool ok[REPAIR_GROUP];
+    memset(get, 0, sizeof get);
+    memset(put, 0, sizeof put);
+    memset(buf, 0, sizeof buf);
+    for (size_t i = 0; i < n; i++) {
+        const store_chunk_t *c = &cs[i];
+        ok[i] = false;
+        uint32_t ids[CL_PLACE_MAX];
+        char addrs[CL_PLACE_MAX][256];
+        size_t k = cl_members_rank(r, c->id, ids, addrs, CL_PLACE_MAX), t = k;
+        for (size_t q = 0; q < k && t == k; q++) {
+            bool has = false;
+            for (uint32_t j = 0; j < c->n_replicas; j++)
+                has |= c->replicas[j] == ids[q];
+            if (!has)
+                t = q;
+        }
+        if (t == k || !(buf[i] = malloc(c->length ? c->length : 1)))
+            continue; /* no server without a copy is up (or no memory): skipped */
+        to[i] = ids[t];
+        put[i].op = CL_OP_PUT;
+        put[i].chunk = c->id;
+        put[i].len = c->length;
+        put[i].body = buf[i];
+        if ((put[i].cand[0] = strdup(addrs[t])) != NULL) {
+            put[i].cand_id[0] = ids[t];
+            put[i].ncand = 1;
+        }
+        get[i].op = CL_OP_GET;
+        get[i].chunk = c->id;
+        get[i].len = c->length;
+        get[i].dst = buf[i];
+        get[i].check_crc = true;
+        get[i].expect_crc = c->crc64nvme;
+        store_chunk_t others = *c;
+        others.n_replicas = 0;
+        for (uint32_t j = 0; j < c->n_replicas; j++)
+            if (c->replicas[j] != dead)
+                others.replicas[others.n_replicas++] = c->replicas[j];
+        cl_members_for_read(r, &others, &get[i]);
     }
-    if (t == k)
-        return false; /* no server without a copy is up */
-    bool ok = copy_chunk(r, c, dead, ids[t], addrs[t]) &&
-              meta_chunk_move(r->cfg.meta, c->id, dead, ids[t]) == WH_OK;
-    if (ok) {
-        atomic_fetch_add(&r->repair_chunks, 1);
-        atomic_fetch_add(&r->repair_bytes, c->length);
-    } else {
-        atomic_fetch_add(&r->repair_failures, 1);
-        wh_warn(MOD, "repair of chunk %s (copy on node %" PRIu32 ") failed; retried next pass",
-                c->id, dead);
+    cl_client_run(r->client, get, n, r->cfg.parallel, NULL);
+    size_t np = 0;
+    cl_job_t wr[REPAIR_GROUP];
+    size_t from[REPAIR_GROUP];
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] && get[i].st == WH_OK && put[i].ncand) {
+            wr[np] = put[i];
+            from[np++] = i;
+        }
+    if (np && cl_record_intents(r, wr, np) == WH_OK) {
+        cl_client_run(r->client, wr, np, r->cfg.parallel, NULL);
+        for (size_t a = 0; a < np; a++) {
+            size_t i = from[a];
+            ok[i] = wr[a].st == WH_OK && wr[a].crc == cs[i].crc64nvme &&
+                    meta_chunk_move(r->cfg.meta, cs[i].id, dead, to[i]) == WH_OK;
+        }
     }
-    return ok;
+    for (size_t i = 0; i < n; i++) {
+        if (ok[i]) {
+            atomic_fetch_add(&r->repair_chunks, 1);
+            atomic_fetch_add(&r->repair_bytes, cs[i].length);
+        } else {
+            atomic_fetch_add(&r->repair_failures, 1);
+            wh_warn(MOD, "repair of chunk %s (copy on node %" PRIu32 ") failed or cannot be "
+                    "done now; retried in a later pass", cs[i].id, dead);
+        }
+        free(buf[i]);
+    }
+    cl_jobs_free_cands(get, n);
+    cl_jobs_free_cands(put, n);
 }
 
 static bool member_usable_now(cl_remote_t *r, uint32_t id, char addr[256])
@@ -449,9 +501,10 @@ static void repair_pass(cl_remote_t *r)
             if (n)
                 wh_info(MOD, "repairing chunks of node %" PRIu32 " batch=%zu after=%s",
                         dead[d], n, after[0] ? after : "-");
-            for (size_t i = 0; i < n && member_dead(r, dead[d]); i++) {
-                repair_chunk(r, &cs[i], dead[d]);
-                snprintf(after, STORE_DATA_ID_LEN + 1, "%s", cs[i].id);
+            for (size_t i = 0; i < n && member_dead(r, dead[d]); i += REPAIR_GROUP) {
+                size_t g = WH_MIN((size_t)REPAIR_GROUP, n - i);
+                repair_group(r, &cs[i], g, dead[d]);
+                snprintf(after, STORE_DATA_ID_LEN + 1, "%s", cs[i + g - 1].id);
             }
             if (n < REPAIR_BATCH) {
                 after[0] = '\0'; /* the end: the next pass starts over (the skipped ones) */

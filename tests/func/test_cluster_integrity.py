@@ -228,7 +228,8 @@ def test_emptied_data_directory_is_a_new_node_and_its_copies_are_repaired():
                 os.unlink(p)
         st.start()
         g = cl.gateway
-        assert cl.pg.sql(f"SELECT retired FROM nodes WHERE id = {old_id}") == "t"
+        assert wait_until(lambda: cl.pg.sql(f"SELECT retired FROM nodes WHERE id = {old_id}")
+                          == "t", timeout=10)
         new_id = cl.pg.sql(f"SELECT id FROM nodes WHERE addr = '127.0.0.1:{st.port}'")
         assert new_id != old_id
 

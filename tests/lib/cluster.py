@@ -277,14 +277,17 @@ class Cluster:
         """[(chunk_id, object offset, length, [storage index of each replica, in map order])]
         of every committed chunk, from the database."""
         out = []
-        rows = self.pg.sql("SELECT chunk_id, off, len, array_to_string(replicas, ',')"
-                           " FROM chunks ORDER BY data_id, idx")
+        rows = self.pg.sql("SELECT c.chunk_id, c.off, c.len, (SELECT string_agg(coalesce(n.addr,"
+                           " '-'), ',' ORDER BY u.ord) FROM unnest(c.replicas) WITH ORDINALITY"
+                           " u(id, ord) LEFT JOIN nodes n ON n.id = u.id)"
+                           " FROM chunks c ORDER BY c.data_id, c.idx")
+        index = {f"{s.host}:{s.port}": i for i, s in enumerate(self.storage)}
         for line in rows.splitlines():
             if not line.strip():
                 continue
             cid, off, ln, reps = line.split("|")
             out.append((cid, int(off), int(ln),
-                        [self.storage_index(int(n)) for n in reps.split(",") if n]))
+                        [index.get(a) for a in reps.split(",") if a]))
         return out
 
     def chunk_path(self, i, chunk_id):
