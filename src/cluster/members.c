@@ -42,7 +42,8 @@ static void refresh(cl_remote_t *r)
         snprintf(v[i].addr, sizeof v[i].addr, "%s", nodes[i].addr);
         v[i].free = nodes[i].free;
         int64_t age_ms = ((int64_t)nodes[i].now - (int64_t)nodes[i].heartbeat) * 1000;
-        v[i].up = age_ms <= (int64_t)r->cfg.down_after_ms;
+        v[i].retired = nodes[i].retired;
+        v[i].up = !v[i].retired && age_ms <= (int64_t)r->cfg.down_after_ms;
         v[i].age_s = age_ms / 1000;
     }
     free(nodes);
@@ -99,12 +100,15 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
     size_t n = 0;
     pthread_mutex_lock(&r->lock);
     uint64_t now = wh_now_ns() / 1000000;
+    /* Real free space above the reserve: a server without room for one more chunk there
+     * takes no copy, the others weigh what they have above it. */
+    uint64_t need = r->cfg.reserve_bytes + r->cfg.chunk_size;
     for (size_t i = 0; i < r->n_members && n < 64; i++) {
-        if (!usable(&r->members[i], now))
+        if (!usable(&r->members[i], now) || r->members[i].free < need)
             continue;
         snprintf(addrs[n], sizeof addrs[n], "%s", r->members[i].addr);
         ids[n] = r->members[i].id;
-        pn[n].free_bytes = r->members[i].free;
+        pn[n].free_bytes = r->members[i].free - r->cfg.reserve_bytes;
         n++;
     }
     pthread_mutex_unlock(&r->lock);
@@ -119,6 +123,17 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
         snprintf(addrs_out[q], 256, "%s", addrs[rank[q]]);
     }
     return k;
+}
+
+size_t cl_members_up(cl_remote_t *r)
+{
+    size_t n = 0;
+    uint64_t now = wh_now_ns() / 1000000;
+    pthread_mutex_lock(&r->lock);
+    for (size_t i = 0; i < r->n_members; i++)
+        n += usable(&r->members[i], now);
+    pthread_mutex_unlock(&r->lock);
+    return n;
 }
 
 size_t cl_members_for_write(cl_remote_t *r, const char *chunk_id, unsigned replicas,
@@ -187,12 +202,27 @@ bool cl_members_addr(cl_remote_t *r, uint32_t id, char addr[256])
     return ok;
 }
 
+static bool member_retired(cl_remote_t *r, uint32_t id)
+{
+    bool ret = false;
+    pthread_mutex_lock(&r->lock);
+    for (size_t m = 0; m < r->n_members; m++)
+        if (r->members[m].id == id)
+            ret = r->members[m].retired;
+    pthread_mutex_unlock(&r->lock);
+    return ret;
+}
+
 /* One garbage-collection pass: delete what the queue hands out, report what was done. */
 static void gc_pass(cl_remote_t *r)
 {
     meta_gc_item_t *items = NULL;
     size_t n = 0;
-    if (meta_gc_take(r->cfg.meta, GC_BATCH, &items, &n) != WH_OK || n == 0) {
+    /* Copies on servers that are down stay queued and are not handed out: the batch is the
+     * live servers', so a dead one's backlog never stops collection on the others. */
+    unsigned live_s = (r->cfg.down_after_ms + 999) / 1000;
+    if (meta_gc_take(r->cfg.meta, GC_BATCH, live_s ? live_s : 1, &items, &n) != WH_OK ||
+        n == 0) {
         free(items);
         return;
     }
@@ -205,7 +235,7 @@ static void gc_pass(cl_remote_t *r)
         jobs[i].op = CL_OP_DEL;
         jobs[i].chunk = items[i].chunk_id;
         char a[256];
-        if (cl_members_addr(r, items[i].node, a)) {
+        if (!member_retired(r, items[i].node) && cl_members_addr(r, items[i].node, a)) {
             jobs[i].cand[0] = strdup(a);
             jobs[i].cand_id[0] = items[i].node;
             jobs[i].ncand = jobs[i].cand[0] ? 1 : 0;
@@ -213,8 +243,10 @@ static void gc_pass(cl_remote_t *r)
     }
     cl_client_run(r->client, jobs, n, r->cfg.parallel, NULL);
     for (size_t i = 0; i < n; i++) {
-        /* A node no longer in the table has nothing left to delete. */
-        bool gone = !cl_members_addr(r, items[i].node, (char[256]){0});
+        /* A node no longer in the table, or retired (its data directory was replaced), has
+         * nothing left to delete. */
+        bool gone = !cl_members_addr(r, items[i].node, (char[256]){0}) ||
+                    member_retired(r, items[i].node);
         if (jobs[i].st == WH_OK || gone) {
             done[nd++] = items[i];
             atomic_fetch_add(&r->gc_deleted, 1);
@@ -231,24 +263,12 @@ out:
     free(items);
 }
 
-/* Re-replicates one chunk that had a copy on `dead`: read it from a live replica (checked
- * against its crc), write it to the best-ranked live server that holds no copy, then move the
- * replica in the chunk map (which also queues the dead copy for GC). */
-static bool repair_chunk(cl_remote_t *r, const store_chunk_t *c, uint32_t dead)
+/* Copies chunk c from one of its replicas other than `skip` (checked against its crc) to node
+ * to_id at to_addr (queued as an intent first, so a copy no row ends up listing is
+ * collected). */
+static bool copy_chunk(cl_remote_t *r, const store_chunk_t *c, uint32_t skip, uint32_t to_id,
+                       const char *to_addr)
 {
-    uint32_t ids[CL_PLACE_MAX];
-    char addrs[CL_PLACE_MAX][256];
-    size_t k = cl_members_rank(r, c->id, ids, addrs, CL_PLACE_MAX);
-    size_t t = k;
-    for (size_t q = 0; q < k && t == k; q++) {
-        bool has = false;
-        for (uint32_t i = 0; i < c->n_replicas; i++)
-            has |= c->replicas[i] == ids[q];
-        if (!has)
-            t = q;
-    }
-    if (t == k)
-        return false; /* no server without a copy is up */
     uint8_t *buf = malloc(c->length ? c->length : 1);
     if (!buf)
         return false;
@@ -263,7 +283,7 @@ static bool repair_chunk(cl_remote_t *r, const store_chunk_t *c, uint32_t dead)
     store_chunk_t others = *c;
     others.n_replicas = 0;
     for (uint32_t i = 0; i < c->n_replicas; i++)
-        if (c->replicas[i] != dead)
+        if (c->replicas[i] != skip)
             others.replicas[others.n_replicas++] = c->replicas[i];
     cl_members_for_read(r, &others, &get);
     bool ok = cl_client_run(r->client, &get, 1, 1, NULL) == WH_OK;
@@ -275,55 +295,229 @@ static bool repair_chunk(cl_remote_t *r, const store_chunk_t *c, uint32_t dead)
     put.chunk = c->id;
     put.len = c->length;
     put.body = buf;
-    put.cand[0] = strdup(addrs[t]);
-    put.cand_id[0] = ids[t];
+    put.cand[0] = strdup(to_addr);
+    put.cand_id[0] = to_id;
     put.ncand = put.cand[0] ? 1 : 0;
     if (ok)
         ok = cl_record_intents(r, &put, 1) == WH_OK &&
              cl_client_run(r->client, &put, 1, 1, NULL) == WH_OK &&
-             put.crc == c->crc64nvme &&
-             meta_chunk_move(r->cfg.meta, c->id, dead, ids[t]) == WH_OK;
+             put.crc == c->crc64nvme;
     free((char *)put.cand[0]);
     free(buf);
-    if (ok) {
-        atomic_fetch_add(&r->repair_chunks, 1);
-        atomic_fetch_add(&r->repair_bytes, c->length);
-    } else {
-        atomic_fetch_add(&r->repair_failures, 1);
-        wh_warn(MOD, "repair of chunk %s (copy on node %" PRIu32 ") failed; retried next pass",
-                c->id, dead);
-    }
     return ok;
 }
 
-/* One repair pass over the servers down longer than repair_after_s: at most REPAIR_BATCH
- * chunks each. */
+/* Re-replicates up to REPAIR_GROUP chunks that had a copy on `dead`: each is read from a live
+ * replica (checked against its crc) and written to the best-ranked live server that holds no
+ * copy, the reads in parallel, then the writes, then each replica is moved in the chunk map
+ * (which also queues the dead copy for GC). */
+enum { REPAIR_GROUP = 8 };
+static void repair_group(cl_remote_t *r, const store_chunk_t *cs, size_t n, uint32_t dead)
+{
+    cl_job_t get[REPAIR_GROUP], put[REPAIR_GROUP];
+    uint8_t *buf[REPAIR_GROUP];
+    uint32_t to[REPAIR_GROUP];
+    bool ok[REPAIR_GROUP];
+    memset(get, 0, sizeof get);
+    memset(put, 0, sizeof put);
+    memset(buf, 0, sizeof buf);
+    for (size_t i = 0; i < n; i++) {
+        const store_chunk_t *c = &cs[i];
+        ok[i] = false;
+        uint32_t ids[CL_PLACE_MAX];
+        char addrs[CL_PLACE_MAX][256];
+        size_t k = cl_members_rank(r, c->id, ids, addrs, CL_PLACE_MAX), t = k;
+        for (size_t q = 0; q < k && t == k; q++) {
+            bool has = false;
+            for (uint32_t j = 0; j < c->n_replicas; j++)
+                has |= c->replicas[j] == ids[q];
+            if (!has)
+                t = q;
+        }
+        if (t == k || !(buf[i] = malloc(c->length ? c->length : 1)))
+            continue; /* no server without a copy is up (or no memory): skipped */
+        to[i] = ids[t];
+        put[i].op = CL_OP_PUT;
+        put[i].chunk = c->id;
+        put[i].len = c->length;
+        put[i].body = buf[i];
+        if ((put[i].cand[0] = strdup(addrs[t])) != NULL) {
+            put[i].cand_id[0] = ids[t];
+            put[i].ncand = 1;
+        }
+        get[i].op = CL_OP_GET;
+        get[i].chunk = c->id;
+        get[i].len = c->length;
+        get[i].dst = buf[i];
+        get[i].check_crc = true;
+        get[i].expect_crc = c->crc64nvme;
+        store_chunk_t others = *c;
+        others.n_replicas = 0;
+        for (uint32_t j = 0; j < c->n_replicas; j++)
+            if (c->replicas[j] != dead)
+                others.replicas[others.n_replicas++] = c->replicas[j];
+        cl_members_for_read(r, &others, &get[i]);
+    }
+    cl_client_run(r->client, get, n, r->cfg.parallel, NULL);
+    size_t np = 0;
+    cl_job_t wr[REPAIR_GROUP];
+    size_t from[REPAIR_GROUP];
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] && get[i].st == WH_OK && put[i].ncand) {
+            wr[np] = put[i];
+            from[np++] = i;
+        }
+    if (np && cl_record_intents(r, wr, np) == WH_OK) {
+        cl_client_run(r->client, wr, np, r->cfg.parallel, NULL);
+        for (size_t a = 0; a < np; a++) {
+            size_t i = from[a];
+            ok[i] = wr[a].st == WH_OK && wr[a].crc == cs[i].crc64nvme &&
+                    meta_chunk_move(r->cfg.meta, cs[i].id, dead, to[i]) == WH_OK;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (ok[i]) {
+            atomic_fetch_add(&r->repair_chunks, 1);
+            atomic_fetch_add(&r->repair_bytes, cs[i].length);
+        } else {
+            atomic_fetch_add(&r->repair_failures, 1);
+            wh_warn(MOD, "repair of chunk %s (copy on node %" PRIu32 ") failed or cannot be "
+                    "done now; retried in a later pass", cs[i].id, dead);
+        }
+        free(buf[i]);
+    }
+    cl_jobs_free_cands(get, n);
+    cl_jobs_free_cands(put, n);
+}
+
+static bool member_usable_now(cl_remote_t *r, uint32_t id, char addr[256])
+{
+    bool ok = false;
+    uint64_t now = wh_now_ns() / 1000000;
+    pthread_mutex_lock(&r->lock);
+    for (size_t m = 0; m < r->n_members; m++)
+        if (r->members[m].id == id && usable(&r->members[m], now)) {
+            snprintf(addr, 256, "%s", r->members[m].addr);
+            ok = true;
+        }
+    pthread_mutex_unlock(&r->lock);
+    return ok;
+}
+
+/* Damaged copies (a read or a scrub failed a checksum and moved the copy aside): each is
+ * rewritten on its own server from a good replica. A copy the chunk map no longer lists is
+ * dropped; one on a server that is down waits (repair of the server covers it if it stays
+ * down). */
+static void damage_pass(cl_remote_t *r)
+{
+    enum { DAMAGE_BATCH = 64 };
+    meta_gc_item_t *items = NULL;
+    size_t n = 0;
+    if (meta_damage_take(r->cfg.meta, DAMAGE_BATCH, &items, &n) != WH_OK) {
+        free(items);
+        return;
+    }
+    uint64_t pending = n;
+    for (size_t i = 0; i < n; i++) {
+        store_chunk_t c;
+        wh_status_t st = meta_chunk_find(r->cfg.meta, items[i].chunk_id, &c);
+        bool listed = false;
+        for (uint32_t k = 0; st == WH_OK && k < c.n_replicas; k++)
+            listed |= c.replicas[k] == items[i].node;
+        if (st == WH_ERR_NOT_FOUND || (st == WH_OK && !listed)) {
+            if (meta_damage_done(r->cfg.meta, items[i].node, items[i].chunk_id) == WH_OK)
+                pending--;
+            continue;
+        }
+        char addr[256];
+        if (st != WH_OK || !member_usable_now(r, items[i].node, addr))
+            continue;
+        if (copy_chunk(r, &c, items[i].node, items[i].node, addr) &&
+            meta_damage_done(r->cfg.meta, items[i].node, items[i].chunk_id) == WH_OK) {
+            pending--;
+            atomic_fetch_add(&r->damage_repaired, 1);
+            atomic_fetch_add(&r->repair_bytes, c.length);
+            wh_info(MOD, "damaged copy rewritten chunk=%s node=%" PRIu32, c.id, items[i].node);
+        } else {
+            atomic_fetch_add(&r->repair_failures, 1);
+            wh_warn(MOD, "rewriting damaged chunk %s on node %" PRIu32 " failed; retried next "
+                    "pass", items[i].chunk_id, items[i].node);
+        }
+    }
+    atomic_store(&r->damage_pending, pending);
+    free(items);
+}
+
+static bool member_dead(cl_remote_t *r, uint32_t id)
+{
+    bool dead = false;
+    pthread_mutex_lock(&r->lock);
+    for (size_t m = 0; m < r->n_members; m++)
+        if (r->members[m].id == id)
+            dead = r->members[m].retired ||
+                   (!r->members[m].up && r->members[m].age_s >= (int64_t)r->cfg.repair_after_s);
+    pthread_mutex_unlock(&r->lock);
+    return dead;
+}
+
+static char *repair_cursor(cl_remote_t *r, uint32_t node)
+{
+    for (size_t i = 0; i < r->n_repair_cursor; i++)
+        if (r->repair_cursor[i].node == node)
+            return r->repair_cursor[i].after;
+    size_t i = r->n_repair_cursor < WH_ARRAY_SIZE(r->repair_cursor) ? r->n_repair_cursor++
+                                                                     : node % 64;
+    r->repair_cursor[i].node = node;
+    r->repair_cursor[i].after[0] = '\0';
+    return r->repair_cursor[i].after;
+}
+
+/* One repair pass over the servers down longer than repair_after_s (or retired): batches of
+ * REPAIR_BATCH chunks each, walked from where the last pass stopped (a chunk that cannot be
+ * repaired now, its every copy on dead servers, is skipped, not retried before the others),
+ * for at most PASS_MS, the membership refreshed after every batch (a server back stops its
+ * repair; one more down joins the next pass). The backlog is counted in the database. */
 static void repair_pass(cl_remote_t *r)
 {
-    enum { REPAIR_BATCH = 64 };
+    enum { REPAIR_BATCH = 64, PASS_MS = 5000 };
     uint32_t dead[64];
     size_t nd = 0;
     pthread_mutex_lock(&r->lock);
     for (size_t i = 0; i < r->n_members && nd < 64; i++)
-        if (!r->members[i].up && r->members[i].age_s >= (int64_t)r->cfg.repair_after_s)
+        if (r->members[i].retired ||
+            (!r->members[i].up && r->members[i].age_s >= (int64_t)r->cfg.repair_after_s))
             dead[nd++] = r->members[i].id;
     pthread_mutex_unlock(&r->lock);
-    uint64_t pending = 0;
+    uint64_t t0 = wh_now_ns() / 1000000;
     for (size_t d = 0; d < nd; d++) {
-        store_chunk_t *cs = NULL;
-        size_t n = 0;
-        if (meta_chunks_on_node(r->cfg.meta, dead[d], "", REPAIR_BATCH, &cs, &n) != WH_OK)
-            continue;
-        if (n)
-            wh_info(MOD, "repairing chunks of node %" PRIu32 " batch=%zu", dead[d], n);
-        pending += n;
-        for (size_t i = 0; i < n; i++)
-            if (repair_chunk(r, &cs[i], dead[d]))
-                pending--;
-        free(cs);
+        char *after = repair_cursor(r, dead[d]);
+        bool more = true;
+        while (more && wh_now_ns() / 1000000 - t0 < PASS_MS && member_dead(r, dead[d])) {
+            store_chunk_t *cs = NULL;
+            size_t n = 0;
+            if (meta_chunks_on_node(r->cfg.meta, dead[d], after, REPAIR_BATCH, &cs, &n) !=
+                WH_OK)
+                break;
+            if (n)
+                wh_info(MOD, "repairing chunks of node %" PRIu32 " batch=%zu after=%s",
+                        dead[d], n, after[0] ? after : "-");
+            for (size_t i = 0; i < n && member_dead(r, dead[d]); i += REPAIR_GROUP) {
+                size_t g = WH_MIN((size_t)REPAIR_GROUP, n - i);
+                repair_group(r, &cs[i], g, dead[d]);
+                snprintf(after, STORE_DATA_ID_LEN + 1, "%s", cs[i + g - 1].id);
+            }
+            if (n < REPAIR_BATCH) {
+                after[0] = '\0'; /* the end: the next pass starts over (the skipped ones) */
+                more = false;
+            }
+            free(cs);
+            refresh(r);
+        }
     }
+    uint64_t pending = 0;
+    if (meta_chunks_on_nodes_count(r->cfg.meta, dead, nd, &pending) == WH_OK)
+        atomic_store(&r->repair_pending, pending);
     atomic_store(&r->repair_nodes, nd);
-    atomic_store(&r->repair_pending, pending);
 }
 
 static void *members_main(void *arg)
@@ -338,13 +532,16 @@ static void *members_main(void *arg)
         if (now - last_gc >= r->cfg.gc_period_ms || r->nudge) {
             last_gc = now;
             r->nudge = false;
-            if (!atomic_load(&r->leader) &&
-                meta_lock_try(r->cfg.meta, CL_LOCK_MAINTENANCE) == WH_OK) {
-                atomic_store(&r->leader, true);
-                wh_info(MOD, "this gateway now runs garbage collection and repair");
-            }
+            /* Every pass: the lock lives in a PostgreSQL session, and a restart of the
+             * database ends it; whoever takes it then leads, and a gateway whose session
+             * was lost and that lost the race stops. */
+            bool lead = meta_lock_try(r->cfg.meta, CL_LOCK_MAINTENANCE) == WH_OK;
+            if (lead != atomic_exchange(&r->leader, lead))
+                wh_info(MOD, "%s", lead ? "this gateway now runs garbage collection and repair"
+                                        : "this gateway no longer holds the maintenance lock");
             if (atomic_load(&r->leader)) {
                 gc_pass(r);
+                damage_pass(r);
                 repair_pass(r);
             }
         }

@@ -23,7 +23,9 @@ double cl_place_score(const char *chunk_id, const char *node_id, uint64_t free_b
         x = x << 8 | h[i];
     /* 53 random bits into (0, 1): never 0, never 1, so -ln(u) is finite and positive. */
     double u = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
-    double w = (double)(free_bytes ? free_bytes : 1ULL << 30) / (double)(1ULL << 30);
+    /* The weight is the free space itself: a server with little room gets few chunks (the
+     * caller leaves out the ones without room for a chunk above their reserve). */
+    double w = (double)(free_bytes ? free_bytes : 1) / (double)(1ULL << 30);
     return w / -log(u);
 }
 

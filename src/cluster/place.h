@@ -14,7 +14,7 @@
 
 typedef struct cl_place_node {
     const char *id;       /* stable node id */
-    uint64_t free_bytes;  /* the weight; 0 counts as 1 GiB so an empty report is not fatal */
+    uint64_t free_bytes;  /* the weight: free bytes (above the reserve); 0 ranks last */
 } cl_place_node_t;
 
 /* Writes the indexes of the min(replicas, n) best nodes for chunk_id into out, best first;

@@ -27,6 +27,7 @@ void cl_remote_config_init(cl_remote_config_t *cfg)
     cfg->gc_period_ms = 2000;
     cfg->orphan_grace_s = 3600;
     cfg->repair_after_s = 120;
+    cfg->reserve_bytes = 256ULL << 20;
 }
 
 /* Queues every candidate copy of jobs[0..n) for garbage collection after the orphan grace:
@@ -124,13 +125,20 @@ static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, siz
     for (size_t k = 0; k < nchunks; k++) {
         size_t up = cl_members_for_write(r, jobs[k * per].chunk, (unsigned)per, &jobs[k * per]);
         if (up < per) {
+            size_t live = cl_members_up(r);
+            bool full = live >= per; /* enough servers up, too few with room */
             atomic_fetch_add(&r->unavailable, 1);
-            cl_msg(err, errlen, "chunk %s: %zu storage servers up, %zu replicas wanted",
-                   jobs[k * per].chunk, up, per);
+            if (full)
+                cl_msg(err, errlen, "chunk %s: %zu of %zu storage servers up have room for it"
+                       " (each keeps %" PRIu64 " bytes free), %zu replicas wanted",
+                       jobs[k * per].chunk, up, live, r->cfg.reserve_bytes, per);
+            else
+                cl_msg(err, errlen, "chunk %s: %zu storage servers up, %zu replicas wanted",
+                       jobs[k * per].chunk, live, per);
             cl_jobs_free_cands(jobs, total);
             for (size_t i = 0; i < total; i++)
                 jobs[i].st = WH_ERR_UNAVAILABLE; /* none of them ran */
-            return WH_ERR_UNAVAILABLE;
+            return full ? WH_ERR_NO_SPACE : WH_ERR_UNAVAILABLE;
         }
     }
     wh_status_t st = cl_record_intents(r, jobs, total);
@@ -221,8 +229,11 @@ static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, siz
                 break;
             }
         atomic_fetch_add(&r->unavailable, 1);
+        bool full = false; /* a copy no server could store: 507 from the last one tried */
+        for (size_t i = 0; i < total; i++)
+            full |= jobs[i].st != WH_OK && jobs[i].http == 507;
         if (st != WH_ERR_AUTH && st != WH_ERR_INVALID)
-            st = WH_ERR_UNAVAILABLE;
+            st = full ? WH_ERR_NO_SPACE : WH_ERR_UNAVAILABLE;
     }
     return st;
 }
@@ -526,6 +537,7 @@ static wh_status_t rw_append(store_data_writer_t *bw, store_reader_t *br, uint64
             for (int64_t k = k0; k <= k1 && st == WH_OK; k++) {
                 store_chunk_t c = q->ref.chunks[k];
                 c.offset = w->total;
+                c.shared = true;
                 st = rw_push(w, &c);
                 w->total += c.length;
             }
@@ -660,7 +672,9 @@ void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
     int up = cl_remote_nodes_up(d);
     size_t known;
     pthread_mutex_lock(&r->lock);
-    known = r->n_members;
+    known = 0;
+    for (size_t i = 0; i < r->n_members; i++)
+        known += !r->members[i].retired;
     pthread_mutex_unlock(&r->lock);
     cl_client_stats_t cs;
     cl_client_stats(r->client, &cs);
@@ -672,10 +686,14 @@ void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
                    "# HELP wharf_cluster_repair_pending Chunks with a copy on a server down "
                    "longer than --repair-after, as of the last repair pass.\n"
                    "# TYPE wharf_cluster_repair_pending gauge\nwharf_cluster_repair_pending %llu\n"
-                   "# TYPE wharf_cluster_repair_nodes gauge\nwharf_cluster_repair_nodes %llu\n",
+                   "# TYPE wharf_cluster_repair_nodes gauge\nwharf_cluster_repair_nodes %llu\n"
+                   "# HELP wharf_cluster_damage_pending Copies reported damaged (a checksum "
+                   "failed), not yet rewritten from a good replica.\n"
+                   "# TYPE wharf_cluster_damage_pending gauge\nwharf_cluster_damage_pending %llu\n",
                    up < 0 ? 0 : up, known, (int)atomic_load(&r->leader),
                    (unsigned long long)atomic_load(&r->repair_pending),
-                   (unsigned long long)atomic_load(&r->repair_nodes));
+                   (unsigned long long)atomic_load(&r->repair_nodes),
+                   (unsigned long long)atomic_load(&r->damage_pending));
     const struct {
         const char *name;
         uint64_t v;
@@ -692,6 +710,7 @@ void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
         {"wharf_cluster_repair_chunks_total", atomic_load(&r->repair_chunks)},
         {"wharf_cluster_repair_bytes_total", atomic_load(&r->repair_bytes)},
         {"wharf_cluster_repair_failures_total", atomic_load(&r->repair_failures)},
+        {"wharf_cluster_damage_repaired_total", atomic_load(&r->damage_repaired)},
     };
     for (size_t i = 0; i < WH_ARRAY_SIZE(m); i++)
         wh_sbuf_printf(out, "# TYPE %s counter\n%s %" PRIu64 "\n", m[i].name, m[i].name, m[i].v);

@@ -44,6 +44,9 @@ typedef struct cl_remote_config {
     unsigned repair_after_s;
     /* The storage servers serve HTTPS: PEM CAs their certificates chain to (NULL: HTTP). */
     const char *ca_file;
+    /* Free bytes kept on every storage server: one with less than this plus a chunk free
+     * takes no new copy; placement weighs the free space above it. Default 256 MiB. */
+    uint64_t reserve_bytes;
 } cl_remote_config_t;
 
 void cl_remote_config_init(cl_remote_config_t *cfg);

@@ -18,6 +18,7 @@ typedef struct cl_member {
     char addr[256];
     uint64_t free;
     bool up;                /* heartbeat fresh */
+    bool retired;           /* its data directory was replaced: copies lost, nothing to delete */
     int64_t age_s;          /* seconds since its last heartbeat (database clock) */
     uint64_t suspect_until; /* ms (wh_now_ns clock): failed a request, avoided until then */
 } cl_member_t;
@@ -39,6 +40,14 @@ typedef struct cl_remote {
     _Atomic uint64_t chunks_put, chunks_got, bytes_put, bytes_got, unavailable;
     _Atomic uint64_t gc_deleted, gc_failed, meta_failures;
     _Atomic uint64_t repair_chunks, repair_bytes, repair_failures, repair_pending, repair_nodes;
+    _Atomic uint64_t damage_repaired, damage_pending;
+    /* repair: where each dead node's walk through its chunks is (resumed next pass, so
+     * chunks that cannot be repaired now do not hold back the ones after them) */
+    struct {
+        uint32_t node;
+        char after[STORE_DATA_ID_LEN + 1];
+    } repair_cursor[64];
+    size_t n_repair_cursor;
     _Atomic bool leader;
 } cl_remote_t;
 
@@ -49,6 +58,8 @@ size_t cl_members_for_write(cl_remote_t *r, const char *chunk_id, unsigned repli
 /* The up nodes in placement order for chunk_id (at most max, <= CL_PLACE_MAX). */
 size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids, char (*addrs)[256],
                        size_t max);
+/* Storage servers up (heartbeat fresh, not suspect), whatever their free space. */
+size_t cl_members_up(cl_remote_t *r);
 /* Candidates for reading a chunk: its replicas that are up first, then the others (a
  * heartbeat may lag); unknown nodes are skipped. */
 void cl_members_for_read(cl_remote_t *r, const store_chunk_t *c, cl_job_t *j);

@@ -40,6 +40,8 @@ typedef struct store_chunk {
     uint32_t replicas[STORE_CHUNK_MAX_REPLICAS]; /* storage node ids */
     uint32_t ec_k, ec_m, ec_index;
     uint64_t ec_stripe;
+    bool shared; /* not stored: taken by reference from another row (a copy); the commit
+                  * holds that row's chunk (or fails) so GC cannot take the bytes first */
 } store_chunk_t;
 
 /* What a metadata row stores about an object's or a part's bytes. id "" means none. chunks:

@@ -31,8 +31,9 @@
  * one transaction at open; each list must have exactly this many steps. A database newer than
  * this build is refused. 1: buckets, objects, uploads, parts. 2: chunk maps (and, in
  * PostgreSQL, the deferred GC queue). 3: users, access keys, user policies; owners, ACLs and
- * bucket policies. 4: bucket versioning, older versions and delete markers, tags, part sizes. 5: bucket configurations. 6: bucket lifecycle. */
-#define META_SCHEMA_VERSION 6
+ * bucket policies. 4: bucket versioning, older versions and delete markers, tags, part sizes. 5: bucket configurations. 6: bucket lifecycle.
+ * 7: cluster identity (PostgreSQL), damaged copies. */
+#define META_SCHEMA_VERSION 7
 
 /* The advisory lock (lock_try) of the one gateway that runs maintenance: garbage collection
  * and repair (cluster/members.c) and the lifecycle worker (s3api/s3_lifecycle.c). */
@@ -78,7 +79,12 @@ typedef struct meta_node {
     uint64_t free;
     time_t heartbeat;  /* last one, database clock */
     time_t now;        /* database clock when read (compare heartbeats with this) */
+    bool retired;      /* its data directory was replaced or emptied: every copy it held is
+                        * lost (repair them now), nothing is left on it to delete */
 } meta_node_t;
+
+/* The identity a storage server's data directory carries (written at its first start). */
+#define META_UUID_MAX 64
 
 /* A chunk whose bytes may be deleted from the listed nodes. */
 typedef struct meta_gc_item {
@@ -241,13 +247,32 @@ struct meta_ops {
     wh_status_t (*user_policy_delete)(meta_t *m, const char *user, const char *name);
 
     /* ---- cluster members: optional (NULL in SQLite: WH_ERR_UNSUPPORTED) ---- */
-    /* Inserts or updates the node at addr; *id is stable for that address. */
-    wh_status_t (*node_register)(meta_t *m, const char *addr, uint64_t capacity, uint64_t free,
-                                 uint32_t *id);
+    /* Inserts or updates the node whose data directory has identity uuid; *id is stable for
+     * that identity. A row at addr with another identity is retired (its copies are lost:
+     * its data directory was replaced). A row at addr without one (written before identities
+     * existed) is adopted when adopt (the directory holds chunks), else retired too. */
+    wh_status_t (*node_register)(meta_t *m, const char *addr, const char *uuid, bool adopt,
+                                 uint64_t capacity, uint64_t free, uint32_t *id);
+    /* NOT_FOUND: no such node, or it was retired (re-register). */
     wh_status_t (*node_heartbeat)(meta_t *m, uint32_t id, uint64_t capacity, uint64_t free);
+    /* The cluster's id, made with the schema (a storage server refuses another's database). */
+    wh_status_t (*cluster_id)(meta_t *m, char out[META_UUID_MAX]);
+    /* Damaged copies: a storage server reports a copy of chunk_id that failed its checksum
+     * (idempotent); the maintenance gateway takes them (chunk_id, node; oldest first), rewrites
+     * each from a good replica and marks it done. */
+    wh_status_t (*damage_report)(meta_t *m, uint32_t node, const char *chunk_id);
+    wh_status_t (*damage_take)(meta_t *m, size_t max, meta_gc_item_t **out, size_t *n);
+    wh_status_t (*damage_done)(meta_t *m, uint32_t node, const char *chunk_id);
+    /* The chunk map entry of chunk_id (length, crc, replicas; offset 0). NOT_FOUND: no
+     * committed row lists it. */
+    wh_status_t (*chunk_find)(meta_t *m, const char *chunk_id, store_chunk_t *out);
     wh_status_t (*node_list)(meta_t *m, meta_node_t **out, size_t *n);
-    /* Up to max queued chunk copies no committed row references any more, oldest first. */
-    wh_status_t (*gc_take)(meta_t *m, size_t max, meta_gc_item_t **out, size_t *n);
+    /* Up to max queued chunk copies no committed row references any more, oldest first.
+     * live_s > 0: only copies on nodes whose heartbeat is younger than live_s seconds, that
+     * were retired, or that are not in the node table (a dead node's backlog does not stop
+     * the others'); 0: every node. */
+    wh_status_t (*gc_take)(meta_t *m, size_t max, unsigned live_s, meta_gc_item_t **out,
+                           size_t *n);
     wh_status_t (*gc_done)(meta_t *m, const meta_gc_item_t *items, size_t n);
     /* Queues chunk copies that become deletable only after delay_s seconds unless a committed
      * row lists the node among the chunk's replicas by then: a cluster gateway records every
@@ -258,6 +283,9 @@ struct meta_ops {
      * max; offset is 0 in the results. */
     wh_status_t (*chunks_on_node)(meta_t *m, uint32_t node, const char *after, size_t max,
                                   store_chunk_t **out, size_t *n);
+    /* Repair's backlog: distinct chunks with a copy on any of nodes[0..n). */
+    wh_status_t (*chunks_on_nodes_count)(meta_t *m, const uint32_t *nodes, size_t n,
+                                         uint64_t *count);
     /* Repair: every row of chunk_id lists to instead of from, and from's copy is queued for
      * garbage collection, in one transaction. */
     wh_status_t (*chunk_move)(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to);
@@ -373,7 +401,13 @@ wh_status_t meta_cached_bucket_auth_get(meta_t *m, const char *bucket, store_buc
 #define meta_gc_done(m, ...) META_CALL_(m, gc_done, __VA_ARGS__)
 #define meta_gc_defer(m, ...) META_CALL_(m, gc_defer, __VA_ARGS__)
 #define meta_chunks_on_node(m, ...) META_CALL_(m, chunks_on_node, __VA_ARGS__)
+#define meta_chunks_on_nodes_count(m, ...) META_CALL_(m, chunks_on_nodes_count, __VA_ARGS__)
 #define meta_chunk_move(m, ...) META_CALL_(m, chunk_move, __VA_ARGS__)
+#define meta_cluster_id(m, ...) META_CALL_(m, cluster_id, __VA_ARGS__)
+#define meta_damage_report(m, ...) META_CALL_(m, damage_report, __VA_ARGS__)
+#define meta_damage_take(m, ...) META_CALL_(m, damage_take, __VA_ARGS__)
+#define meta_damage_done(m, ...) META_CALL_(m, damage_done, __VA_ARGS__)
+#define meta_chunk_find(m, ...) META_CALL_(m, chunk_find, __VA_ARGS__)
 #define meta_lock_try(m, ...) META_CALL_(m, lock_try, __VA_ARGS__)
 #define meta_lock_release(m, ...) META_CALL_(m, lock_release, __VA_ARGS__)
 

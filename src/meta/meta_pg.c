@@ -546,7 +546,13 @@ static const meta_ops_t PG_OPS = {
     .gc_done = pg_gc_done,
     .gc_defer = pg_gc_defer,
     .chunks_on_node = pg_chunks_on_node,
+    .chunks_on_nodes_count = pg_chunks_on_nodes_count,
     .chunk_move = pg_chunk_move,
+    .cluster_id = pg_cluster_id,
+    .damage_report = pg_damage_report,
+    .damage_take = pg_damage_take,
+    .damage_done = pg_damage_done,
+    .chunk_find = pg_chunk_find,
     .lock_try = pg_lock_try,
     .lock_release = pg_lock_release,
 };

@@ -10,7 +10,8 @@
 /* ---- nodes ---- */
 
 typedef struct {
-    const char *addr;
+    const char *addr, *uuid;
+    bool adopt;
     uint32_t id;
     uint64_t capacity, free;
 } pg_node_arg_t;
@@ -18,33 +19,219 @@ typedef struct {
 static wh_status_t tx_node_register(void *conn, void *arg)
 {
     pg_node_arg_t *a = arg;
+    PGresult *r = NULL;
+    wh_status_t st;
+    if (a->uuid[0]) {
+        /* A live row at this address with another identity: that data directory is gone
+         * (replaced, emptied, another disk). Retire it: its copies are lost, repair them now
+         * (a heartbeat at the epoch), and free the address. */
+        pg_params_t p = {0};
+        pp_text(&p, a->addr);
+        pp_text(&p, a->uuid);
+        pp_i64(&p, a->adopt);
+        st = pg_exec(conn, "UPDATE nodes SET retired = true, heartbeat = 'epoch',"
+                           " addr = 'retired/' || id || '/' || addr"
+                           " WHERE addr = $1 AND uuid <> $2 AND (uuid <> '' OR $3 = 0)"
+                           " RETURNING id",
+                     &p, &r, "node retire");
+        if (st != WH_OK)
+            return st;
+        for (int i = 0; i < PQntuples(r); i++)
+            wh_warn("store", "storage node %lld at %s came back with another data directory:"
+                    " retired, its copies are repaired", (long long)pg_i64(r, i, 0), a->addr);
+        PQclear(r);
+        /* The identity known at another address: the node moved (its data moved with it). */
+        pg_params_t q = {0};
+        pp_text(&q, a->addr);
+        pp_text(&q, a->uuid);
+        pp_i64(&q, (int64_t)a->capacity);
+        pp_i64(&q, (int64_t)a->free);
+        st = pg_exec(conn, "UPDATE nodes SET addr = $1, capacity = $3, free = $4,"
+                           " heartbeat = now() WHERE uuid = $2 AND NOT retired RETURNING id",
+                     &q, &r, "node register");
+        if (st != WH_OK)
+            return st;
+        if (PQntuples(r) > 0) {
+            a->id = (uint32_t)pg_i64(r, 0, 0);
+            PQclear(r);
+            return WH_OK;
+        }
+        PQclear(r);
+    }
     pg_params_t p = {0};
     pp_text(&p, a->addr);
     pp_i64(&p, (int64_t)a->capacity);
     pp_i64(&p, (int64_t)a->free);
-    PGresult *r;
-    wh_status_t st = pg_exec(conn, "INSERT INTO nodes(addr, capacity, free) VALUES($1, $2, $3)"
-                                   " ON CONFLICT (addr) DO UPDATE SET capacity = EXCLUDED.capacity,"
-                                   " free = EXCLUDED.free, heartbeat = now() RETURNING id",
-                             &p, &r, "node register");
+    pp_text(&p, a->uuid);
+    st = pg_exec(conn, "INSERT INTO nodes(addr, capacity, free, uuid) VALUES($1, $2, $3, $4)"
+                       " ON CONFLICT (addr) DO UPDATE SET capacity = EXCLUDED.capacity,"
+                       " free = EXCLUDED.free, heartbeat = now(),"
+                       " uuid = CASE WHEN nodes.uuid = '' THEN EXCLUDED.uuid ELSE nodes.uuid END"
+                       " RETURNING id",
+                 &p, &r, "node register");
     if (st == WH_OK)
         a->id = (uint32_t)pg_i64(r, 0, 0);
     PQclear(r);
     return st;
 }
 
-wh_status_t pg_node_register(meta_t *m, const char *addr, uint64_t capacity, uint64_t free,
-                             uint32_t *id)
+wh_status_t pg_node_register(meta_t *m, const char *addr, const char *uuid, bool adopt,
+                             uint64_t capacity, uint64_t free, uint32_t *id)
 {
-    if (!addr || !addr[0] || strlen(addr) >= sizeof(((meta_node_t *)0)->addr)) {
+    if (!addr || !addr[0] || strlen(addr) >= sizeof(((meta_node_t *)0)->addr) ||
+        strncmp(addr, "retired/", 8) == 0) {
         wh_error("store", "a storage node address must be 1..255 bytes of host:port");
         return WH_ERR_INVALID;
     }
-    pg_node_arg_t a = {addr, 0, capacity, free};
+    if (!uuid || strlen(uuid) >= META_UUID_MAX)
+        return WH_ERR_INVALID;
+    pg_node_arg_t a = {addr, uuid, adopt, 0, capacity, free};
     wh_status_t st = pg_write(PGM(m), tx_node_register, &a);
     if (st == WH_OK)
         *id = a.id;
     return st;
+}
+
+typedef struct {
+    char *out;
+} pg_cid_arg_t;
+
+static wh_status_t rd_cluster_id(void *conn, void *arg)
+{
+    pg_cid_arg_t *a = arg;
+    PGresult *r;
+    wh_status_t st = pg_exec(conn, "SELECT id FROM cluster_identity WHERE one = 1", NULL, &r,
+                             "cluster id");
+    if (st != WH_OK)
+        return st;
+    if (PQntuples(r) == 0)
+        st = WH_ERR_NOT_FOUND;
+    else
+        pg_copy(r, 0, 0, a->out, META_UUID_MAX);
+    PQclear(r);
+    return st;
+}
+
+wh_status_t pg_cluster_id(meta_t *m, char out[META_UUID_MAX])
+{
+    pg_cid_arg_t a = {out};
+    return pg_read(PGM(m), rd_cluster_id, &a);
+}
+
+typedef struct {
+    uint32_t node;
+    const char *chunk;
+    size_t max;
+    meta_gc_item_t *arr;
+    size_t n;
+} pg_damage_arg_t;
+
+static wh_status_t tx_damage_report(void *conn, void *arg)
+{
+    pg_damage_arg_t *a = arg;
+    pg_params_t p = {0};
+    pp_text(&p, a->chunk);
+    pp_i64(&p, a->node);
+    return pg_exec(conn, "INSERT INTO chunk_damage(chunk_id, node) VALUES($1, $2)"
+                         " ON CONFLICT DO NOTHING", &p, NULL, "damage report");
+}
+
+wh_status_t pg_damage_report(meta_t *m, uint32_t node, const char *chunk_id)
+{
+    pg_damage_arg_t a = {node, chunk_id, 0, NULL, 0};
+    return pg_write(PGM(m), tx_damage_report, &a);
+}
+
+static wh_status_t tx_damage_done(void *conn, void *arg)
+{
+    pg_damage_arg_t *a = arg;
+    pg_params_t p = {0};
+    pp_text(&p, a->chunk);
+    pp_i64(&p, a->node);
+    return pg_exec(conn, "DELETE FROM chunk_damage WHERE chunk_id = $1 AND node = $2", &p,
+                   NULL, "damage done");
+}
+
+wh_status_t pg_damage_done(meta_t *m, uint32_t node, const char *chunk_id)
+{
+    pg_damage_arg_t a = {node, chunk_id, 0, NULL, 0};
+    return pg_write(PGM(m), tx_damage_done, &a);
+}
+
+static wh_status_t rd_damage_take(void *conn, void *arg)
+{
+    pg_damage_arg_t *a = arg;
+    pg_params_t p = {0};
+    pp_i64(&p, (int64_t)a->max);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn, "SELECT chunk_id, node FROM chunk_damage ORDER BY found"
+                                   " LIMIT $1", &p, &r, "damage take");
+    if (st != WH_OK)
+        return st;
+    int rows = PQntuples(r);
+    free(a->arr);
+    a->n = 0;
+    a->arr = calloc(rows ? (size_t)rows : 1, sizeof *a->arr);
+    if (!a->arr) {
+        PQclear(r);
+        return WH_ERR_NOMEM;
+    }
+    for (int i = 0; i < rows; i++) {
+        pg_copy(r, i, 0, a->arr[i].chunk_id, sizeof a->arr[i].chunk_id);
+        a->arr[i].node = (uint32_t)pg_i64(r, i, 1);
+    }
+    a->n = (size_t)rows;
+    PQclear(r);
+    return WH_OK;
+}
+
+wh_status_t pg_damage_take(meta_t *m, size_t max, meta_gc_item_t **out, size_t *n)
+{
+    pg_damage_arg_t a = {0, NULL, max ? max : 1, NULL, 0};
+    wh_status_t st = pg_read(PGM(m), rd_damage_take, &a);
+    if (st != WH_OK) {
+        free(a.arr);
+        return st;
+    }
+    *out = a.arr;
+    *n = a.n;
+    return WH_OK;
+}
+
+typedef struct {
+    const char *chunk;
+    store_chunk_t *out;
+} pg_find_arg_t;
+
+static wh_status_t rd_chunk_find(void *conn, void *arg)
+{
+    pg_find_arg_t *a = arg;
+    pg_params_t p = {0};
+    pp_text(&p, a->chunk);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn, "SELECT chunk_id, len, crc64nvme,"
+                                   " array_to_string(replicas, ',') FROM chunks"
+                                   " WHERE chunk_id = $1 LIMIT 1", &p, &r, "chunk find");
+    if (st != WH_OK)
+        return st;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return WH_ERR_NOT_FOUND;
+    }
+    store_chunk_t *c = a->out;
+    memset(c, 0, sizeof *c);
+    pg_copy(r, 0, 0, c->id, sizeof c->id);
+    c->length = (uint64_t)pg_i64(r, 0, 1);
+    c->crc64nvme = (uint64_t)pg_i64(r, 0, 2);
+    meta_replicas_parse(PQgetvalue(r, 0, 3), c);
+    PQclear(r);
+    return WH_OK;
+}
+
+wh_status_t pg_chunk_find(meta_t *m, const char *chunk_id, store_chunk_t *out)
+{
+    pg_find_arg_t a = {chunk_id, out};
+    return pg_read(PGM(m), rd_chunk_find, &a);
 }
 
 static wh_status_t tx_node_heartbeat(void *conn, void *arg)
@@ -56,7 +243,7 @@ static wh_status_t tx_node_heartbeat(void *conn, void *arg)
     pp_i64(&p, (int64_t)a->free);
     PGresult *r;
     wh_status_t st = pg_exec(conn, "UPDATE nodes SET capacity = $2, free = $3, heartbeat = now()"
-                                   " WHERE id = $1 RETURNING 1", &p, &r, "node heartbeat");
+                                   " WHERE id = $1 AND NOT retired RETURNING 1", &p, &r, "node heartbeat");
     if (st == WH_OK && PQntuples(r) == 0)
         st = WH_ERR_NOT_FOUND;
     PQclear(r);
@@ -65,7 +252,7 @@ static wh_status_t tx_node_heartbeat(void *conn, void *arg)
 
 wh_status_t pg_node_heartbeat(meta_t *m, uint32_t id, uint64_t capacity, uint64_t free)
 {
-    pg_node_arg_t a = {NULL, id, capacity, free};
+    pg_node_arg_t a = {NULL, NULL, false, id, capacity, free};
     return pg_write(PGM(m), tx_node_heartbeat, &a);
 }
 
@@ -80,7 +267,8 @@ static wh_status_t rd_node_list(void *conn, void *arg)
     PGresult *r;
     wh_status_t st = pg_exec(conn, "SELECT id, addr, capacity, free,"
                                    " extract(epoch FROM heartbeat)::bigint,"
-                                   " extract(epoch FROM now())::bigint FROM nodes ORDER BY id",
+                                   " extract(epoch FROM now())::bigint, retired FROM nodes"
+                                   " ORDER BY id",
                              NULL, &r, "node list");
     if (st != WH_OK)
         return st;
@@ -100,6 +288,7 @@ static wh_status_t rd_node_list(void *conn, void *arg)
         nd->free = (uint64_t)pg_i64(r, i, 3);
         nd->heartbeat = (time_t)pg_i64(r, i, 4);
         nd->now = (time_t)pg_i64(r, i, 5);
+        nd->retired = PQgetvalue(r, i, 6)[0] == 't';
     }
     a->n = (size_t)rows;
     PQclear(r);
@@ -123,6 +312,7 @@ wh_status_t pg_node_list(meta_t *m, meta_node_t **out, size_t *n)
 
 typedef struct {
     size_t max;
+    unsigned live_s;
     meta_gc_item_t *arr;
     size_t n;
     const meta_gc_item_t *done;
@@ -141,9 +331,13 @@ static wh_status_t tx_gc_take(void *conn, void *arg)
         return st;
     pg_params_t p = {0};
     pp_i64(&p, (int64_t)a->max);
+    pp_i64(&p, a->live_s);
     PGresult *r;
-    st = pg_exec(conn, "SELECT seq, chunk_id, node FROM gc_queue WHERE not_before <= now()"
-                       " ORDER BY seq LIMIT $1", &p, &r, "gc queue take");
+    st = pg_exec(conn, "SELECT g.seq, g.chunk_id, g.node FROM gc_queue g"
+                       " LEFT JOIN nodes n ON n.id = g.node WHERE g.not_before <= now()"
+                       " AND ($2 = 0 OR n.id IS NULL OR n.retired"
+                       "  OR n.heartbeat > now() - make_interval(secs => $2))"
+                       " ORDER BY g.seq LIMIT $1", &p, &r, "gc queue take");
     if (st != WH_OK)
         return st;
     int rows = PQntuples(r);
@@ -164,9 +358,10 @@ static wh_status_t tx_gc_take(void *conn, void *arg)
     return WH_OK;
 }
 
-wh_status_t pg_gc_take(meta_t *m, size_t max, meta_gc_item_t **out, size_t *n)
+wh_status_t pg_gc_take(meta_t *m, size_t max, unsigned live_s, meta_gc_item_t **out,
+                       size_t *n)
 {
-    pg_gc_arg_t a = {max ? max : 1, NULL, 0, NULL};
+    pg_gc_arg_t a = {max ? max : 1, live_s, NULL, 0, NULL};
     wh_status_t st = pg_write(PGM(m), tx_gc_take, &a);
     if (st != WH_OK) {
         free(a.arr);
@@ -191,7 +386,7 @@ static wh_status_t tx_gc_done(void *conn, void *arg)
 
 wh_status_t pg_gc_done(meta_t *m, const meta_gc_item_t *items, size_t n)
 {
-    pg_gc_arg_t a = {0, NULL, n, items};
+    pg_gc_arg_t a = {0, 0, NULL, n, items};
     return pg_write(PGM(m), tx_gc_done, &a);
 }
 
@@ -280,6 +475,46 @@ wh_status_t pg_chunks_on_node(meta_t *m, uint32_t node, const char *after, size_
 }
 
 typedef struct {
+    const uint32_t *nodes;
+    size_t n;
+    uint64_t count;
+} pg_count_arg_t;
+
+static wh_status_t rd_chunks_count(void *conn, void *arg)
+{
+    pg_count_arg_t *a = arg;
+    char arr[64 * 12 + 4];
+    size_t o = 0;
+    arr[o++] = '{';
+    for (size_t i = 0; i < a->n && i < 64; i++)
+        o += (size_t)snprintf(arr + o, sizeof arr - o, "%s%u", i ? "," : "", a->nodes[i]);
+    snprintf(arr + o, sizeof arr - o, "}");
+    pg_params_t p = {0};
+    pp_text(&p, arr);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn, "SELECT count(DISTINCT chunk_id) FROM chunks"
+                                   " WHERE replicas && $1::integer[]", &p, &r, "repair backlog");
+    if (st != WH_OK)
+        return st;
+    a->count = (uint64_t)pg_i64(r, 0, 0);
+    PQclear(r);
+    return WH_OK;
+}
+
+wh_status_t pg_chunks_on_nodes_count(meta_t *m, const uint32_t *nodes, size_t n,
+                                     uint64_t *count)
+{
+    pg_count_arg_t a = {nodes, n, 0};
+    *count = 0;
+    if (!n)
+        return WH_OK;
+    wh_status_t st = pg_read(PGM(m), rd_chunks_count, &a);
+    if (st == WH_OK)
+        *count = a.count;
+    return st;
+}
+
+typedef struct {
     const char *chunk;
     uint32_t from, to;
 } pg_move_arg_t;
@@ -332,9 +567,32 @@ wh_status_t pg_lock_try(meta_t *mm, int64_t key)
     wh_status_t st = pg_lockc_ready(m);
     if (st != WH_OK)
         goto out;
-    for (size_t i = 0; i < m->n_held; i++)
-        if (m->held[i] == key)
-            goto out; /* ours already, and the session is alive */
+    for (size_t i = 0; i < m->n_held; i++) {
+        if (m->held[i] != key)
+            continue;
+        /* Ours, if the session that took it is still the one we talk to and still holds it:
+         * a PostgreSQL restart ends the session (and its locks) while libpq still says
+         * CONNECTION_OK until the next query, and another process may have taken the lock
+         * since. Ask the server. */
+        pg_params_t q = {0};
+        pp_i64(&q, key);
+        PGresult *r;
+        st = pg_exec(&m->lockc, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+                                " AND pid = pg_backend_pid() AND granted AND objsubid = 1"
+                                " AND ((classid::bigint << 32) | objid::bigint) = $1",
+                     &q, &r, "advisory lock check");
+        bool still = st == WH_OK && pg_i64(r, 0, 0) > 0;
+        if (st == WH_OK)
+            PQclear(r);
+        if (still)
+            goto out;
+        wh_warn("store", "advisory lock %lld is no longer held by this process (the "
+                "PostgreSQL session was lost); taking it again", (long long)key);
+        m->held[i] = m->held[--m->n_held];
+        if ((st = pg_lockc_ready(m)) != WH_OK)
+            goto out;
+        break;
+    }
     if (m->n_held == PG_MAX_LOCKS) {
         st = WH_ERR_TOO_LARGE;
         goto out;

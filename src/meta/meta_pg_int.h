@@ -150,15 +150,24 @@ wh_status_t pg_upload_list(meta_t *m, const char *bucket, const char *prefix,
                            store_upload_info_t **out, size_t *n);
 
 /* Cluster members, GC queue, advisory locks (meta_pg_cluster.c). */
-wh_status_t pg_node_register(meta_t *m, const char *addr, uint64_t capacity, uint64_t free,
+wh_status_t pg_cluster_id(meta_t *m, char out[META_UUID_MAX]);
+wh_status_t pg_damage_report(meta_t *m, uint32_t node, const char *chunk_id);
+wh_status_t pg_damage_take(meta_t *m, size_t max, meta_gc_item_t **out, size_t *n);
+wh_status_t pg_damage_done(meta_t *m, uint32_t node, const char *chunk_id);
+wh_status_t pg_chunk_find(meta_t *m, const char *chunk_id, store_chunk_t *out);
+wh_status_t pg_node_register(meta_t *m, const char *addr, const char *uuid, bool adopt,
+                             uint64_t capacity, uint64_t free,
                              uint32_t *id);
 wh_status_t pg_node_heartbeat(meta_t *m, uint32_t id, uint64_t capacity, uint64_t free);
 wh_status_t pg_node_list(meta_t *m, meta_node_t **out, size_t *n);
-wh_status_t pg_gc_take(meta_t *m, size_t max, meta_gc_item_t **out, size_t *n);
+wh_status_t pg_gc_take(meta_t *m, size_t max, unsigned live_s, meta_gc_item_t **out,
+                       size_t *n);
 wh_status_t pg_gc_done(meta_t *m, const meta_gc_item_t *items, size_t n);
 wh_status_t pg_gc_defer(meta_t *m, const meta_gc_item_t *items, size_t n, unsigned delay_s);
 wh_status_t pg_chunks_on_node(meta_t *m, uint32_t node, const char *after, size_t max,
                               store_chunk_t **out, size_t *n);
+wh_status_t pg_chunks_on_nodes_count(meta_t *m, const uint32_t *nodes, size_t n,
+                                     uint64_t *count);
 wh_status_t pg_chunk_move(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to);
 wh_status_t pg_lock_try(meta_t *m, int64_t key);
 wh_status_t pg_lock_release(meta_t *m, int64_t key);

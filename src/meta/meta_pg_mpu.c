@@ -364,12 +364,13 @@ static wh_status_t tx_upload_complete(void *conn, void *arg)
     if (st != WH_OK)
         return st;
     st = meta_parts_unchanged(a->upload_id, a->parts, a->n, a->all, a->n_all);
-    if (st == WH_OK)
-        st = pg_upload_drop(conn, a->upload_id, a->all, a->n_all);
-    /* The object row last: chunks the object shares with its parts are then referenced again
-     * in this same transaction, so their GC entries are never handed out. */
+    /* The object row first, while the parts' rows still list the chunks it shares with them
+     * (a commit holds the rows of the chunks it takes by reference), then the parts: their GC
+     * entries are stale at once, since the object lists those chunks. */
     if (st == WH_OK)
         st = pg_obj_commit(conn, a->bucket, a->key, klen, a->meta, a->ref, a->old, a->cond);
+    if (st == WH_OK)
+        st = pg_upload_drop(conn, a->upload_id, a->all, a->n_all);
     return st;
 }
 

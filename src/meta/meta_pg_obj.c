@@ -38,6 +38,46 @@ wh_status_t pg_chunk_add(const PGresult *r, int row, int col, store_data_ref_t *
     return WH_OK;
 }
 
+/* Chunks taken by reference (a copy, UploadPartCopy, a completion's parts): the rows they
+ * were read from must still list them now, and stay (FOR SHARE holds them until this
+ * transaction ends, so a concurrent delete waits and its GC entries are then stale). A
+ * source deleted (and perhaps collected) since it was read fails the commit with NOT_FOUND
+ * instead of committing a map whose bytes are gone. */
+static wh_status_t pg_chunks_hold_shared(pg_conn_t *c, const store_data_ref_t *ref)
+{
+    wh_sbuf_t ids;
+    wh_sbuf_init(&ids);
+    wh_sbuf_puts(&ids, "{");
+    size_t n = 0;
+    for (size_t i = 0; i < ref->n_chunks; i++)
+        if (ref->chunks[i].shared)
+            wh_sbuf_printf(&ids, "%s\"%s\"", n++ ? "," : "", ref->chunks[i].id);
+    wh_sbuf_puts(&ids, "}");
+    if (!n || ids.oom) {
+        wh_sbuf_free(&ids);
+        return ids.oom ? WH_ERR_NOMEM : WH_OK;
+    }
+    pg_params_t p = {0};
+    pp_text(&p, ids.data);
+    pp_text(&p, ref->id);
+    PGresult *r;
+    wh_status_t st = pg_exec(c, "SELECT count(DISTINCT chunk_id), (SELECT count(DISTINCT u)"
+                                " FROM unnest($1::text[]) u) FROM (SELECT chunk_id FROM chunks"
+                                " WHERE chunk_id = ANY($1::text[]) AND data_id <> $2"
+                                " FOR SHARE) held", &p, &r, "shared chunks hold");
+    wh_sbuf_free(&ids);
+    if (st != WH_OK)
+        return st;
+    if (pg_i64(r, 0, 0) != pg_i64(r, 0, 1)) {
+        wh_warn("store", "a copy's source was deleted before the copy committed (%lld of %lld "
+                "shared chunks left): refused", (long long)pg_i64(r, 0, 0),
+                (long long)pg_i64(r, 0, 1));
+        st = WH_ERR_NOT_FOUND;
+    }
+    PQclear(r);
+    return st;
+}
+
 wh_status_t pg_chunks_put(pg_conn_t *c, const store_data_ref_t *ref)
 {
     if (!ref->n_chunks)
@@ -72,8 +112,9 @@ wh_status_t pg_chunks_put(pg_conn_t *c, const store_data_ref_t *ref)
         oom |= a[i].oom;
         pp_text(&p, a[i].data);
     }
-    wh_status_t st = oom ? WH_ERR_NOMEM
-                         : pg_exec(c,
+    wh_status_t st = oom ? WH_ERR_NOMEM : pg_chunks_hold_shared(c, ref);
+    if (st == WH_OK)
+        st = pg_exec(c,
                                    "INSERT INTO chunks(data_id, idx, chunk_id, off, len, crc64nvme,"
                                    " replicas, ec_k, ec_m, ec_index, ec_stripe)"
                                    " SELECT $1, (t.ord - 1)::int, t.cid, t.off, t.len, t.crc,"
@@ -86,6 +127,20 @@ wh_status_t pg_chunks_put(pg_conn_t *c, const store_data_ref_t *ref)
                                    &p, NULL, "chunk map insert");
     for (int i = 0; i < 9; i++)
         wh_sbuf_free(&a[i]);
+    bool shared = false;
+    for (size_t i = 0; i < ref->n_chunks; i++)
+        shared |= ref->chunks[i].shared;
+    if (st == WH_OK && shared) {
+        /* Replicas as the held rows list them now (a repair may have moved one since the
+         * source was read). */
+        pg_params_t q = {0};
+        pp_text(&q, ref->id);
+        st = pg_exec(c, "UPDATE chunks n SET replicas = s.replicas FROM (SELECT DISTINCT ON"
+                        " (chunk_id) chunk_id, replicas FROM chunks WHERE data_id <> $1 AND"
+                        " chunk_id IN (SELECT chunk_id FROM chunks WHERE data_id = $1)) s"
+                        " WHERE n.data_id = $1 AND n.chunk_id = s.chunk_id"
+                        " AND n.replicas <> s.replicas", &q, NULL, "shared chunks replicas");
+    }
     return st;
 }
 

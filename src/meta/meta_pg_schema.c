@@ -141,6 +141,19 @@ const char *const pg_schema_steps[] = {
     "ALTER TABLE buckets ADD COLUMN ownership integer NOT NULL DEFAULT 0;",
     /* 6: bucket lifecycle (as SQLite's step 6 describes). */
     "ALTER TABLE buckets ADD COLUMN lifecycle text;",
+    /* 7: cluster identity. The cluster's id (a storage server whose data directory belongs to
+     * another cluster refuses this database); each node's data directory identity (a node
+     * back at an address with another one, or with an empty directory, is a new node: the
+     * old row is retired and its copies repaired); copies a checksum found damaged. */
+    "CREATE TABLE cluster_identity(one integer PRIMARY KEY CHECK (one = 1), id text NOT NULL);"
+    "INSERT INTO cluster_identity VALUES(1, gen_random_uuid()::text);"
+    "ALTER TABLE nodes ADD COLUMN uuid text NOT NULL DEFAULT '',"
+    "  ADD COLUMN retired boolean NOT NULL DEFAULT false;"
+    "CREATE TABLE chunk_damage("
+    "  chunk_id text NOT NULL,"
+    "  node integer NOT NULL,"
+    "  found timestamptz NOT NULL DEFAULT now(),"
+    "  PRIMARY KEY(chunk_id, node));",
 };
 _Static_assert(WH_ARRAY_SIZE(pg_schema_steps) == META_SCHEMA_VERSION,
                "every schema version needs its PostgreSQL step");

@@ -131,6 +131,9 @@ static const char *const SQ_STEPS[] = {
     "ALTER TABLE buckets ADD COLUMN ownership INTEGER NOT NULL DEFAULT 0;",
     /* 6: the bucket's LifecycleConfiguration document (NULL: none). */
     "ALTER TABLE buckets ADD COLUMN lifecycle TEXT;",
+    /* 7: the cluster's identity and damage tables are PostgreSQL's alone (no cluster runs on
+     * SQLite); the step keeps the two version numbers in step. */
+    "SELECT 1;",
 };
 _Static_assert(WH_ARRAY_SIZE(SQ_STEPS) == META_SCHEMA_VERSION,
                "every schema version needs its SQLite step");

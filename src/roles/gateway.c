@@ -42,6 +42,9 @@ static int gw_usage(FILE *f)
             "  --orphan-grace SECS  chunk copies of a PUT that never commits are deleted this\n"
             "                       long after they were written (default 3600; a PUT must\n"
             "                       commit within it)\n"
+            "  --storage-reserve BYTES  free bytes every storage server keeps: one with less\n"
+            "                       than this plus a chunk takes no new copy (default 256M);\n"
+            "                       a cluster where none has room answers 507\n"
             "  --region NAME        S3 region (default us-east-1)\n"
             "  --server-key-file F  the key that seals users' secret keys (64 hex characters);\n"
             "                       the same file on every gateway (also WHARF_SERVER_KEY_FILE);\n"
@@ -82,7 +85,8 @@ int srv_gateway_main(int argc, char **argv)
     srv_common_t co;
     srv_common_init(&co, "gateway");
     cfg.unix_path = "";
-    enum { O_META = 1, O_LISTEN, O_UNIX, O_REPL, O_CHUNK, O_REPAIR, O_GRACE, O_CLUSTER_CA, O_HELP };
+    enum { O_META = 1, O_LISTEN, O_UNIX, O_REPL, O_CHUNK, O_REPAIR, O_GRACE, O_CLUSTER_CA, O_RESERVE,
+           O_HELP };
     static const struct option opts[] = {
         {"meta", required_argument, NULL, O_META},
         {"listen", required_argument, NULL, O_LISTEN},
@@ -95,6 +99,7 @@ int srv_gateway_main(int argc, char **argv)
         {"cluster-ca", required_argument, NULL, O_CLUSTER_CA},
         {"repair-after", required_argument, NULL, O_REPAIR},
         {"orphan-grace", required_argument, NULL, O_GRACE},
+        {"storage-reserve", required_argument, NULL, O_RESERVE},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -139,6 +144,11 @@ int srv_gateway_main(int argc, char **argv)
             if (access(optarg, R_OK) != 0)
                 return gw_bad("--cluster-ca wants a readable PEM file of CAs, got '%s'", optarg);
             rc.ca_file = optarg;
+            break;
+        case O_RESERVE:
+            if (wh_parse_size(optarg, &v) != 0)
+                return gw_bad("--storage-reserve wants bytes (e.g. 256M), got '%s'", optarg);
+            rc.reserve_bytes = v;
             break;
         case O_HELP:
             return gw_usage(stdout);

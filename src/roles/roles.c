@@ -35,6 +35,9 @@ static int role_usage(FILE *f)
             "  --providers LIST     RDMA providers: shm,tcp (default) or none\n"
             "  --rdma-mem BYTES     registered buffer budget (default: sized from the host,\n"
             "                       within RLIMIT_MEMLOCK where the provider pins; K/M/G ok)\n"
+            "  --scrub-rate BYTES   bytes per second the scrubber reads to verify every chunk\n"
+            "                       against its block checksums (default 32M; 0: off)\n"
+            "  --scrub-interval SECS  pause between two scrub passes (default 604800)\n"
             "  --log-level LEVEL    error, warn, info (default), debug, trace\n"
             "  --tls-cert FILE --tls-key FILE  serve the internal API over HTTPS only (give\n"
             "                       the gateways --cluster-ca); SIGHUP reloads the pair\n");
@@ -258,11 +261,13 @@ int srv_storage_main(int argc, char **argv)
     bool have_listen = false;
     srv_common_t co;
     srv_common_init(&co, "storage");
-    enum { O_META = 1, O_DATA, O_LISTEN, O_HELP };
+    enum { O_META = 1, O_DATA, O_LISTEN, O_SCRUB_RATE, O_SCRUB_INTERVAL, O_HELP };
     static const struct option opts[] = {
         {"meta", required_argument, NULL, O_META},
         {"data", required_argument, NULL, O_DATA},
         {"listen", required_argument, NULL, O_LISTEN},
+        {"scrub-rate", required_argument, NULL, O_SCRUB_RATE},
+        {"scrub-interval", required_argument, NULL, O_SCRUB_INTERVAL},
         SRV_OPTS_RDMA,
         SRV_OPTS_TLS,
         {"help", no_argument, NULL, O_HELP},
@@ -284,6 +289,18 @@ int srv_storage_main(int argc, char **argv)
                 return bad("--listen wants HOST:PORT (e.g. 10.0.0.2:9100), got '%s'", optarg);
             have_listen = true;
             break;
+        case O_SCRUB_RATE:
+            if (wh_parse_size(optarg, &cfg.scrub_rate) != 0)
+                return bad("--scrub-rate wants bytes per second (e.g. 32M, 0 for off), got '%s'",
+                           optarg);
+            break;
+        case O_SCRUB_INTERVAL: {
+            uint64_t v = 0;
+            if (wh_parse_u64(optarg, strlen(optarg), &v) != 0 || v > 86400 * 365)
+                return bad("--scrub-interval wants seconds (0..31536000), got '%s'", optarg);
+            cfg.scrub_interval_s = (unsigned)v;
+            break;
+        }
         case O_HELP:
             return role_usage(stdout);
         case ':':

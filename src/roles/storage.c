@@ -28,6 +28,8 @@ void srv_storage_config_init(srv_storage_config_t *cfg)
     cfg->listen_host = "127.0.0.1";
     cfg->heartbeat_ms = 1000;
     cfg->conn_timeout_s = 60;
+    cfg->scrub_rate = 32ULL << 20;
+    cfg->scrub_interval_s = 7 * 86400;
     srv_rdma_config_init(&cfg->rdma);
 }
 
@@ -132,36 +134,59 @@ static int rdma_http(const srv_rdma_result_t *res)
     return res->http_status >= 400 ? res->http_status : 502;
 }
 
-/* GET and rget: open, range-check, then serve. */
+void srv_storage_damaged(srv_storage_t *s, const char *id, int fd)
+{
+    atomic_fetch_add(&s->checksum_failures, 1);
+    wh_error(MOD, "chunk failed its checksum id=%s: moved aside, reported for repair", id);
+    if (cl_chunk_quarantine(s->chunks, id, fd) == WH_OK)
+        srv_storage_damage_flush(s);
+}
+
+/* GET and rget: open, range-check, verify, then serve. */
 static void serve_read(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
 {
     int fd = -1;
-    uint64_t size = 0, crc = 0;
-    wh_status_t st = cl_chunk_open(s->chunks, q->chunk, &fd, &size, &crc);
+    cl_chunk_info_t info;
+    wh_status_t st = cl_chunk_open(s->chunks, q->chunk, &fd, &info);
     if (st != WH_OK) {
         atomic_fetch_add(&s->read_errors, 1);
+        if (st == WH_ERR_CHECKSUM)
+            srv_storage_damaged(s, q->chunk, -1);
         reply_text(c, q, st == WH_ERR_NOT_FOUND ? 404 : 500, "chunk %s: %s", q->chunk,
                    st == WH_ERR_NOT_FOUND ? "not on this server" : "damaged footer");
         return;
     }
     const cl_itoken_t *t = &q->tok;
+    uint64_t size = info.size;
     if (t->off > size || t->len > size - t->off) {
         close(fd);
+        cl_chunk_info_free(&info);
         reply_text(c, q, 416, "chunk %s: range %" PRIu64 "+%" PRIu64 " beyond its %" PRIu64
                    " bytes", q->chunk, t->off, t->len, size);
         return;
     }
+    uint64_t expect = 0;
     if (t->op == CL_OP_GET) {
-        /* Verified whole before a byte leaves: HTTP cannot take bytes back once sent. */
-        if ((st = cl_chunk_verify(fd, size, crc)) != WH_OK) {
-            close(fd);
-            atomic_fetch_add(&s->read_errors, 1);
-            wh_error(MOD, "chunk failed its checksum id=%s", q->chunk);
-            reply_text(c, q, 500, "chunk %s: %s", q->chunk,
-                       st == WH_ERR_CHECKSUM ? "checksum mismatch (damaged on disk)"
-                                             : "read error");
-            return;
-        }
+        /* The blocks served are verified before a byte leaves: HTTP cannot take bytes back. */
+        st = cl_chunk_verify_range(fd, &info, t->off, t->len, &expect);
+    } else {
+        /* rget: the partial blocks at the ends are verified now, the whole blocks as they are
+         * sent (their crcs must combine to what the engine computed over the bytes it read);
+         * on a mismatch the gateway retries another replica, which overwrites the range. */
+        st = cl_chunk_range_expect(fd, &info, t->off, t->len, &expect);
+    }
+    cl_chunk_info_free(&info);
+    if (st != WH_OK) {
+        atomic_fetch_add(&s->read_errors, 1);
+        if (st == WH_ERR_CHECKSUM)
+            srv_storage_damaged(s, q->chunk, fd);
+        close(fd);
+        reply_text(c, q, 500, "chunk %s: %s", q->chunk,
+                   st == WH_ERR_CHECKSUM ? "checksum mismatch (damaged on disk)"
+                                         : "read error");
+        return;
+    }
+    if (t->op == CL_OP_GET) {
         struct MHD_Response *resp =
             MHD_create_response_from_fd_at_offset64(t->len, fd, (uint64_t)t->off);
         if (!resp) {
@@ -181,17 +206,20 @@ static void serve_read(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
     srv_rdma_result_t res;
     memset(&res, 0, sizeof res);
     st = srv_rdma_get(s->rdma, t->mtok, &peer, fd, t->off, t->len, &res);
-    close(fd);
     if (st != WH_OK) {
+        close(fd);
         reply_text(c, q, rdma_http(&res), "chunk %s: rdma write failed: %s", q->chunk,
                    res.message);
         return;
     }
-    if (t->off == 0 && t->len == size && res.crc64nvme != crc) {
+    if (res.crc64nvme != expect) {
         atomic_fetch_add(&s->read_errors, 1);
+        srv_storage_damaged(s, q->chunk, fd);
+        close(fd);
         reply_text(c, q, 500, "chunk %s: checksum mismatch (damaged on disk)", q->chunk);
         return;
     }
+    close(fd);
     reply_sum(c, q, res.bytes, res.crc64nvme, NULL);
 }
 
@@ -445,6 +473,8 @@ wh_status_t srv_storage_start(const srv_storage_config_t *cfg, srv_storage_t **o
     }
     if ((st = srv_storage_membership_start(s)) != WH_OK)
         goto err;
+    if ((st = srv_storage_scrub_start(s)) != WH_OK)
+        goto err;
     wh_info(MOD, "storage serving endpoint=%s://%s:%u data=%s", s->tls ? "https" : "http",
             cfg->listen_host,
             (unsigned)cfg->listen_port, cfg->data_dir);
@@ -459,6 +489,7 @@ void srv_storage_stop(srv_storage_t *s)
 {
     if (!s)
         return;
+    srv_storage_scrub_stop(s);
     srv_storage_membership_stop(s);
     if (s->d)
         MHD_stop_daemon(s->d);

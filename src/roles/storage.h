@@ -31,6 +31,8 @@ typedef struct srv_storage_config {
     unsigned conn_timeout_s;  /* default 60 */
     const char *tls_cert;     /* both set: the internal API serves only HTTPS (tls.h) */
     const char *tls_key;
+    uint64_t scrub_rate;      /* bytes/s the scrubber reads; 0: no scrubber (default 32 MiB) */
+    unsigned scrub_interval_s; /* pause between passes (default 7 days) */
 } srv_storage_config_t;
 
 void srv_storage_config_init(srv_storage_config_t *cfg);

@@ -25,8 +25,11 @@ struct srv_storage {
 
     /* membership */
     char addr[96];            /* host:port of the internal API, as registered */
-    uint32_t node_id;         /* from the database: stable for the address */
+    uint32_t node_id;         /* from the database: stable for the data directory's identity */
     bool registered;
+    char cluster_id[64];      /* DIR/identity: the cluster this data directory belongs to */
+    char node_uuid[64];       /* DIR/identity: this data directory's identity ("" not yet) */
+    bool refused;             /* the database is another cluster's: never registers */
     struct meta *meta;
     pthread_t hb_thread;
     bool hb_started;
@@ -37,10 +40,28 @@ struct srv_storage {
     _Atomic uint64_t heartbeats, heartbeat_failures;
 
     _Atomic uint64_t token_rejects, chunks_written, chunks_deleted, read_errors;
+    _Atomic uint64_t checksum_failures; /* reads and scrubs that found a damaged copy */
+    _Atomic bool damage_dirty;          /* DIR/damaged changed: report it */
+    _Atomic uint64_t damage_reported;   /* damaged copies reported to the database */
+
+    /* scrubber (storage_scrub.c) */
+    pthread_t scrub_thread;
+    bool scrub_started, scrub_stop;
+    pthread_mutex_t scrub_lock;
+    pthread_cond_t scrub_cond;
+    _Atomic uint64_t scrub_bytes, scrub_chunks, scrub_damaged, scrub_passes;
+    _Atomic uint32_t scrub_prefix; /* 0..256: where the current pass is */
     _Atomic uint64_t http_read_bytes, http_write_bytes;
 };
 
 wh_status_t srv_storage_membership_start(srv_storage_t *s);
+/* A read or a scrub found chunk id damaged (fd: the file it read, or -1): count it, move it
+ * aside, report it. */
+void srv_storage_damaged(srv_storage_t *s, const char *id, int fd);
+/* Has the next heartbeat report DIR/damaged to the database. */
+void srv_storage_damage_flush(srv_storage_t *s);
+wh_status_t srv_storage_scrub_start(srv_storage_t *s);
+void srv_storage_scrub_stop(srv_storage_t *s); /* safe if never started; before membership stop */
 void srv_storage_membership_stop(srv_storage_t *s); /* safe if never started */
 void srv_storage_metrics(srv_storage_t *s, wh_sbuf_t *out);
 

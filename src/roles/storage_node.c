@@ -2,15 +2,125 @@
  * capacity, free space) and a heartbeat thread. A database outage does not stop serving
  * chunks: the heartbeat retries every period, reconnecting through the metadata table, and
  * gateways see the node down only while no heartbeat lands. */
+#include "base/codec.h"
+#include "base/digest.h"
 #include "base/log.h"
 #include "roles/storage_int.h"
 #include "meta/meta.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MOD "storage"
+
+/* DIR/identity: "wharf-node-1 <cluster id> <node uuid>", written at the first start (or the
+ * first start that reached the database) and fsynced. */
+static bool identity_load(srv_storage_t *s)
+{
+    char p[4096], cid[META_UUID_MAX], nid[META_UUID_MAX];
+    snprintf(p, sizeof p, "%s/identity", s->cfg.data_dir);
+    FILE *f = fopen(p, "r");
+    if (!f)
+        return false;
+    bool ok = fscanf(f, "wharf-node-1 %63s %63s", cid, nid) == 2;
+    fclose(f);
+    if (ok) {
+        snprintf(s->cluster_id, sizeof s->cluster_id, "%s", cid);
+        snprintf(s->node_uuid, sizeof s->node_uuid, "%s", nid);
+    }
+    return ok;
+}
+
+static wh_status_t identity_write(srv_storage_t *s)
+{
+    char p[4096], t[4100];
+    snprintf(p, sizeof p, "%s/identity", s->cfg.data_dir);
+    snprintf(t, sizeof t, "%s.tmp", p);
+    int fd = open(t, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return WH_ERR_IO;
+    char line[200];
+    int n = snprintf(line, sizeof line, "wharf-node-1 %s %s\n", s->cluster_id, s->node_uuid);
+    bool ok = wh_write_all(fd, line, (size_t)n) == 0 && fsync(fd) == 0;
+    close(fd);
+    if (!ok || rename(t, p) != 0)
+        return WH_ERR_IO;
+    int dfd = open(s->cfg.data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    return WH_OK;
+}
+
+/* Before the first registration: the data directory's identity against the database's
+ * cluster. Another cluster's database is refused. A directory without an identity, or one
+ * that holds no chunk (emptied or replaced), gets a new node identity: it registers as a new
+ * node, and the row it replaces at this address is retired, so the copies that row held are
+ * repaired instead of trusted. */
+static wh_status_t identity_check(srv_storage_t *s)
+{
+    char cid[META_UUID_MAX];
+    wh_status_t st = meta_cluster_id(s->meta, cid);
+    if (st != WH_OK)
+        return st;
+    bool have = identity_load(s);
+    if (have && strcmp(s->cluster_id, cid) != 0) {
+        if (!s->refused)
+            wh_error(MOD, "data directory %s belongs to cluster %s, the database --meta is "
+                     "cluster %s's: refusing to join it", s->cfg.data_dir, s->cluster_id, cid);
+        s->refused = true;
+        return WH_ERR_PRECONDITION;
+    }
+    bool empty = cl_chunks_count(s->chunks) == 0 && cl_chunks_damaged_count(s->chunks) == 0;
+    if (!have || empty) {
+        uint8_t rnd[16];
+        wh_random_bytes(rnd, sizeof rnd);
+        snprintf(s->cluster_id, sizeof s->cluster_id, "%s", cid);
+        wh_hex_encode(rnd, sizeof rnd, s->node_uuid);
+        s->node_uuid[32] = '\0';
+        if ((st = identity_write(s)) != WH_OK) {
+            wh_error(MOD, "cannot write %s/identity", s->cfg.data_dir);
+            return st;
+        }
+        wh_info(MOD, "data directory identity cluster=%s node=%s (%s)", cid, s->node_uuid,
+                have ? "empty directory: a new node" : "first start");
+    }
+    return WH_OK;
+}
+
+/* Reports every damaged copy in DIR/damaged (idempotent on the database's side). */
+static void damage_report(srv_storage_t *s)
+{
+    if (!atomic_exchange(&s->damage_dirty, false))
+        return;
+    char (*ids)[CL_CHUNK_ID_LEN + 1] = NULL;
+    size_t n = 0;
+    bool ok = cl_chunks_list_damaged(s->chunks, &ids, &n) == WH_OK;
+    for (size_t i = 0; ok && i < n; i++) {
+        if (meta_damage_report(s->meta, s->node_id, ids[i]) != WH_OK) {
+            ok = false;
+            break;
+        }
+        atomic_fetch_add(&s->damage_reported, 1);
+        wh_info(MOD, "damaged copy reported chunk=%s node=%" PRIu32, ids[i], s->node_id);
+    }
+    free(ids);
+    if (!ok)
+        atomic_store(&s->damage_dirty, true);
+}
+
+/* Only a flag (the next heartbeat, within heartbeat_ms, reports it): request threads call
+ * this, and may still run while the heartbeat thread and its lock are torn down at stop. */
+void srv_storage_damage_flush(srv_storage_t *s)
+{
+    atomic_store(&s->damage_dirty, true);
+}
 
 static void beat(srv_storage_t *s)
 {
@@ -25,15 +135,23 @@ static void beat(srv_storage_t *s)
     cl_chunks_space(s->chunks, &cap, &avail);
     wh_status_t st;
     if (!s->registered) {
-        st = meta_node_register(s->meta, s->addr, cap, avail, &s->node_id);
+        st = identity_check(s);
+        if (st == WH_OK)
+            st = meta_node_register(s->meta, s->addr, s->node_uuid,
+                                    cl_chunks_count(s->chunks) > 0, cap, avail, &s->node_id);
         if (st == WH_OK) {
             s->registered = true;
+            atomic_store(&s->damage_dirty, true); /* what an earlier run moved aside */
             wh_info(MOD, "registered in the metadata database node=%" PRIu32 " addr=%s "
                          "capacity=%" PRIu64 " free=%" PRIu64, s->node_id, s->addr, cap, avail);
         }
     } else {
         st = meta_node_heartbeat(s->meta, s->node_id, cap, avail);
+        if (st == WH_ERR_NOT_FOUND) /* retired meanwhile (another directory took the address) */
+            s->registered = false;
     }
+    if (st == WH_OK && s->registered)
+        damage_report(s);
     if (st == WH_OK) {
         atomic_fetch_add(&s->heartbeats, 1);
         if (!atomic_exchange(&s->meta_up, true))
@@ -81,6 +199,8 @@ wh_status_t srv_storage_membership_start(srv_storage_t *s)
         return st;
     } else {
         beat(s);
+        if (s->refused)
+            return WH_ERR_PRECONDITION;
     }
     pthread_mutex_init(&s->hb_lock, NULL);
     pthread_cond_init(&s->hb_cond, NULL);
@@ -129,12 +249,34 @@ void srv_storage_metrics(srv_storage_t *s, wh_sbuf_t *out)
          offsetof(srv_storage_t, heartbeats)},
         {"wharf_storage_heartbeat_failures_total", "Heartbeats that failed.",
          offsetof(srv_storage_t, heartbeat_failures)},
+        {"wharf_storage_checksum_failures_total", "Copies found damaged (reads and scrubs).",
+         offsetof(srv_storage_t, checksum_failures)},
+        {"wharf_storage_damage_reported_total", "Damaged copies reported for repair.",
+         offsetof(srv_storage_t, damage_reported)},
+        {"wharf_storage_scrub_bytes_total", "Bytes the scrubber verified.",
+         offsetof(srv_storage_t, scrub_bytes)},
+        {"wharf_storage_scrub_chunks_total", "Chunks the scrubber verified.",
+         offsetof(srv_storage_t, scrub_chunks)},
+        {"wharf_storage_scrub_damaged_total", "Damaged copies the scrubber found.",
+         offsetof(srv_storage_t, scrub_damaged)},
+        {"wharf_storage_scrub_passes_total", "Scrub passes completed.",
+         offsetof(srv_storage_t, scrub_passes)},
     };
     for (size_t i = 0; i < WH_ARRAY_SIZE(m); i++)
         wh_sbuf_printf(out, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", m[i].name,
                        m[i].help, m[i].name, m[i].name,
                        (uint64_t)atomic_load((_Atomic uint64_t *)((char *)s + m[i].off)));
     wh_sbuf_printf(out, "# TYPE wharf_storage_meta_up gauge\nwharf_storage_meta_up %d\n"
-                        "# TYPE wharf_storage_chunks gauge\nwharf_storage_chunks %" PRIu64 "\n",
-                   (int)atomic_load(&s->meta_up), cl_chunks_count(s->chunks));
+                        "# TYPE wharf_storage_chunks gauge\nwharf_storage_chunks %" PRIu64 "\n"
+                        "# HELP wharf_storage_damaged_chunks Damaged copies moved aside, not yet"
+                        " rewritten from a good replica.\n"
+                        "# TYPE wharf_storage_damaged_chunks gauge\n"
+                        "wharf_storage_damaged_chunks %" PRIu64 "\n"
+                        "# HELP wharf_storage_scrub_progress Where the scrubber's pass is (0..1;"
+                        " 1 between passes).\n"
+                        "# TYPE wharf_storage_scrub_progress gauge\n"
+                        "wharf_storage_scrub_progress %.4f\n",
+                   (int)atomic_load(&s->meta_up), cl_chunks_count(s->chunks),
+                   cl_chunks_damaged_count(s->chunks),
+                   s->scrub_started ? atomic_load(&s->scrub_prefix) / 256.0 : 0.0);
 }

@@ -107,3 +107,60 @@ def test_cgroup_capped_storage_reads_from_disk():
         # members are gone by now; the cgroup is empty and can go
         wait_until(lambda: not open(os.path.join(path, "cgroup.procs")).read().strip(), 10)
         os.rmdir(path)
+
+
+def test_full_disks_placement_and_507():
+    """Each storage server on a small tmpfs of its own (server 0's the smallest). Placement
+    weighs real free space above the gateway's --storage-reserve: once server 0 has no room
+    no copy is sent to it (no failed chunk request) while the others take every PUT; once no
+    two servers have room a PUT answers 507 InsufficientStorage, never 503 or 500; every
+    acknowledged object reads back."""
+    import subprocess
+    from botocore.exceptions import ClientError
+    cl = Cluster(storage=3, replicas=2, chunk_size=MIB, providers="none",
+                 gateway_args=["--storage-reserve", "3M"])
+    sizes = ["8m", "40m", "40m"]
+    mounted = []
+    try:
+        for i, size in enumerate(sizes):
+            d = os.path.join(cl.root, f"storage{i}")
+            os.makedirs(d, exist_ok=True)
+            r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs",
+                                d], capture_output=True, text=True)
+            if r.returncode != 0:
+                pytest.skip(f"cannot mount a tmpfs here: {(r.stderr or r.stdout).strip()}")
+            mounted.append(d)
+        cl.start()
+        s3 = cl.boto3()
+        g = cl.gateway
+        b = unique_bucket("clfull")
+        s3.create_bucket(Bucket=b)
+        acked = {}
+        full_seen = None
+        small_full_at = None
+        for i in range(80):
+            body = os.urandom(MIB)
+            try:
+                s3.put_object(Bucket=b, Key=f"o{i}", Body=body)
+                acked[f"o{i}"] = body
+            except ClientError as e:
+                full_seen = (e.response["ResponseMetadata"]["HTTPStatusCode"],
+                             e.response["Error"]["Code"])
+                break
+            if small_full_at is None and len(cl.chunk_files()[0]) >= 2:
+                small_full_at = (i, g.metric_sum("wharf_cluster_chunk_failures_total"))
+            time.sleep(0.3)  # free space reaches the gateway with the next heartbeat
+        assert full_seen == (507, "InsufficientStorage"), (full_seen, len(acked))
+        assert small_full_at is not None
+        # no copy was sent to a server known to be without room
+        # (at most a couple: free space reaches the gateway with the heartbeats, once a second)
+        assert g.metric_sum("wharf_cluster_chunk_failures_total") <= 2, g.log_tail(3000)
+        on0 = len(cl.chunk_files()[0])
+        assert on0 <= 7, on0
+        assert len(acked) >= 30, len(acked)
+        for k, v in acked.items():
+            assert s3.get_object(Bucket=b, Key=k)["Body"].read() == v, k
+    finally:
+        cl.cleanup()
+        for d in mounted:
+            subprocess.run(["umount", "-l", d], capture_output=True)

@@ -73,3 +73,36 @@ def test_orphans_of_a_dead_put_are_collected():
         assert s3.get_object(Bucket=b, Key="kept")["ContentLength"] == CHUNK * 2
         with pytest.raises(s3.exceptions.NoSuchKey):
             s3.get_object(Bucket=b, Key="dies")
+
+
+def test_repair_goes_past_chunks_it_cannot_repair():
+    """Two of four servers die: the chunks with both copies on them cannot be repaired (no
+    live source), and there are more of them than one repair batch (64). Every other chunk
+    is still repaired, and wharf_cluster_repair_pending is the whole backlog (the chunks still
+    with a copy on a dead server), not one batch."""
+    chunk = 64 * 1024
+    with Cluster(storage=4, replicas=2, chunk_size=chunk, providers="none",
+                 gateway_args=["--repair-after", "2"]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clskip")
+        s3.create_bucket(Bucket=b)
+        for i in range(12):  # 720 chunks; about 120 on the two victims together
+            s3.put_object(Bucket=b, Key=f"o{i}", Body=os.urandom(chunk * 60))
+        cmap = cl.chunk_map()
+        both = [c for c, _o, _l, reps in cmap if set(reps) == {0, 1}]
+        assert len(both) > 64, len(both)
+        cl.storage[0].kill()
+        cl.storage[1].kill()
+        g = cl.gateway
+
+        def done():
+            for cid, _o, _l, reps in cl.chunk_map():
+                if set(reps) == {None} or cid in both:
+                    continue
+                if None in reps or len(set(reps)) != 2 or not set(reps) <= {2, 3}:
+                    return False
+            return True
+        assert wait_until(done, timeout=120, interval=1), (
+            g.metric_sum("wharf_cluster_repair_chunks_total"), g.log_tail(2000))
+        assert wait_until(lambda: g.metric_sum("wharf_cluster_repair_pending") == len(both),
+                          timeout=15), (g.metric_sum("wharf_cluster_repair_pending"), len(both))

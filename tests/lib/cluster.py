@@ -271,6 +271,44 @@ class Cluster:
             out[i] = ids
         return out
 
+    def storage_index(self, node_id):
+        """The index in self.storage of node node_id (by its registered address), or None."""
+        addr = self.pg.sql(f"SELECT addr FROM nodes WHERE id = {int(node_id)}").strip()
+        for i, s in enumerate(self.storage):
+            if addr == f"{s.host}:{s.port}":
+                return i
+        return None
+
+    def chunk_map(self):
+        """[(chunk_id, object offset, length, [storage index of each replica, in map order])]
+        of every committed chunk, from the database."""
+        out = []
+        rows = self.pg.sql("SELECT c.chunk_id, c.off, c.len, (SELECT string_agg(coalesce(n.addr,"
+                           " '-'), ',' ORDER BY u.ord) FROM unnest(c.replicas) WITH ORDINALITY"
+                           " u(id, ord) LEFT JOIN nodes n ON n.id = u.id)"
+                           " FROM chunks c ORDER BY c.data_id, c.idx")
+        index = {f"{s.host}:{s.port}": i for i, s in enumerate(self.storage)}
+        for line in rows.splitlines():
+            if not line.strip():
+                continue
+            cid, off, ln, reps = line.split("|")
+            out.append((cid, int(off), int(ln),
+                        [index.get(a) for a in reps.split(",") if a]))
+        return out
+
+    def chunk_path(self, i, chunk_id):
+        return os.path.join(self.storage[i].data_dir, "chunks", chunk_id[:2], chunk_id)
+
+    def corrupt(self, i, chunk_id, offset, n=4096):
+        """Flips n bytes of storage i's copy of chunk_id at offset, on disk (bit rot)."""
+        with open(self.chunk_path(i, chunk_id), "r+b") as f:
+            f.seek(offset)
+            b = f.read(n)
+            f.seek(offset)
+            f.write(bytes(x ^ 0xFF for x in b))
+            f.flush()
+            os.fsync(f.fileno())
+
     def tmp_files(self):
         return sum(len(os.listdir(os.path.join(s.data_dir, "tmp")))
                    for s in self.storage if os.path.isdir(os.path.join(s.data_dir, "tmp")))

@@ -26,7 +26,7 @@ static size_t gc_drain(meta_t *m, char ids[][STORE_DATA_ID_LEN + 1], uint32_t *n
 {
     meta_gc_item_t *it = NULL;
     size_t n = 0;
-    CHECK(meta_gc_take(m, 100, &it, &n) == WH_OK);
+    CHECK(meta_gc_take(m, 100, 0, &it, &n) == WH_OK);
     for (size_t i = 0; i < n && i < cap; i++) {
         memcpy(ids[i], it[i].chunk_id, sizeof ids[i]);
         nodes[i] = it[i].node;
@@ -45,20 +45,20 @@ static void test_nodes(void)
         return;
     uint32_t a = 0, b = 0, a2 = 0;
     if (!g_pg) {
-        CHECK(meta_node_register(m, "10.0.0.1:9100", 1, 1, &a) == WH_ERR_UNSUPPORTED);
+        CHECK(meta_node_register(m, "10.0.0.1:9100", "", true, 1, 1, &a) == WH_ERR_UNSUPPORTED);
         CHECK(meta_lock_try(m, 1) == WH_ERR_UNSUPPORTED);
         meta_close(m);
         th_rmdir(dir);
         return;
     }
-    CHECK(meta_node_register(m, "10.0.0.1:9100", 1000, 600, &a) == WH_OK);
-    CHECK(meta_node_register(m, "10.0.0.2:9100", 2000, 1500, &b) == WH_OK);
+    CHECK(meta_node_register(m, "10.0.0.1:9100", "", true, 1000, 600, &a) == WH_OK);
+    CHECK(meta_node_register(m, "10.0.0.2:9100", "", true, 2000, 1500, &b) == WH_OK);
     CHECK(a != b);
-    CHECK(meta_node_register(m, "10.0.0.1:9100", 1000, 500, &a2) == WH_OK);
+    CHECK(meta_node_register(m, "10.0.0.1:9100", "", true, 1000, 500, &a2) == WH_OK);
     CHECK_EQ_U64(a2, a); /* stable per address */
     CHECK(meta_node_heartbeat(m, b, 2000, 1400) == WH_OK);
     CHECK(meta_node_heartbeat(m, 999999, 1, 1) == WH_ERR_NOT_FOUND);
-    CHECK(meta_node_register(m, "", 1, 1, &a2) == WH_ERR_INVALID);
+    CHECK(meta_node_register(m, "", "", true, 1, 1, &a2) == WH_ERR_INVALID);
     meta_node_t *nodes = NULL;
     size_t n = 0;
     CHECK(meta_node_list(m, &nodes, &n) == WH_OK);
@@ -70,6 +70,31 @@ static void test_nodes(void)
         CHECK_EQ_U64(nodes[1].capacity, 2000);
         CHECK(nodes[0].heartbeat > 0 && nodes[0].heartbeat <= nodes[0].now + 1);
     }
+    free(nodes);
+
+    /* identities: the same directory keeps its id (also at a new address); another one at
+     * an address retires the row there; a row from before identities is adopted only by a
+     * directory that holds chunks */
+    char cid[META_UUID_MAX] = "";
+    CHECK(meta_cluster_id(m, cid) == WH_OK && strlen(cid) == 36);
+    uint32_t u1 = 0, u1b = 0, u2 = 0, u3 = 0;
+    CHECK(meta_node_register(m, "10.0.0.3:9100", "dir-one", false, 10, 5, &u1) == WH_OK);
+    CHECK(meta_node_register(m, "10.0.0.3:9100", "dir-one", false, 10, 5, &u1b) == WH_OK);
+    CHECK_EQ_U64(u1b, u1);
+    CHECK(meta_node_register(m, "10.0.0.3:9100", "dir-two", false, 10, 5, &u2) == WH_OK);
+    CHECK(u2 != u1);
+    CHECK(meta_node_heartbeat(m, u1, 10, 5) == WH_ERR_NOT_FOUND); /* retired */
+    CHECK(meta_node_register(m, "10.0.0.4:9100", "dir-two", false, 10, 5, &u3) == WH_OK);
+    CHECK_EQ_U64(u3, u2); /* moved: same node */
+    CHECK(meta_node_register(m, "10.0.0.1:9100", "dir-three", false, 10, 5, &u3) == WH_OK);
+    CHECK(u3 != a); /* an empty directory does not adopt the old row at its address */
+    CHECK(meta_node_register(m, "10.0.0.2:9100", "dir-four", true, 10, 5, &u3) == WH_OK);
+    CHECK_EQ_U64(u3, b); /* one with chunks does */
+    CHECK(meta_node_list(m, &nodes, &n) == WH_OK);
+    size_t retired = 0;
+    for (size_t i = 0; i < n; i++)
+        retired += nodes[i].retired;
+    CHECK_EQ_U64(retired, 2);
     free(nodes);
     meta_close(m);
     th_rmdir(dir);
