@@ -12,14 +12,12 @@ Lightning CheckpointIO. Every entry point takes s3://bucket/key URLs; credential
 the environment as wharf.config says.
 """
 from ._lib import WHOLE, lib as _lib_handle
+from ._version import __version__
 from .client import Client, ObjectInfo, Registration, Report, Stat, client_from_env
 from .config import parse_url, settings_from_env
 from .errors import (AuthError, ChecksumError, ConfigError, DeclinedError,
                      IncompleteCheckpointError, MissingDependencyError, NotFoundError,
                      SafetensorsError, WharfError)
-
-__version__ = "0.1.0"
-
 
 def library_version():
     """libwharf's version string (loads the library)."""

@@ -3,6 +3,7 @@
 
 #include "base/defaults.h"
 #include "base/log.h"
+#include "wharf_version.h"
 
 #include <netdb.h>
 #include <stdarg.h>
@@ -73,7 +74,7 @@ WHARF_API const char *wharf_last_error(void)
 
 WHARF_API const char *wharf_version(void)
 {
-    return "0.1.0";
+    return WH_VERSION;
 }
 
 /* ---- struct helpers --------------------------------------------------------------------- */
