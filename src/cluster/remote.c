@@ -150,6 +150,9 @@ static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, siz
     st = cl_client_run(r->client, jobs, total, r->cfg.parallel, peer);
     for (int round = 0; round < 2 && st != WH_OK && st != WH_ERR_AUTH && st != WH_ERR_INVALID;
          round++) {
+        /* total > 0 here (no chunks, no
+         * failed run); calloc(0) would only end the retries */
+        /* NOLINTNEXTLINE(clang-analyzer-optin.portability.UnixAPI) */
         cl_job_t *again = calloc(total, sizeof *again);
         size_t *from = calloc(total, sizeof *from), na = 0;
         if (!again || !from) {
