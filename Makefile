@@ -76,6 +76,11 @@ TIDY_FILES ?= ^$(CURDIR)/src/
 tidy: build
 	@bash scripts/tidy.sh $(BUILD) '$(TIDY_FILES)'
 
+# clang -Wthread-safety -Werror over src/ (see src/base/tsa.h: what is annotated, and what clang
+# can check in C).
+thread-safety: build
+	@bash scripts/thread-safety.sh $(BUILD)
+
 bench: build
 	@echo "see docs/benchmarks.md"
 

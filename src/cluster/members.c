@@ -47,7 +47,7 @@ static void refresh(cl_remote_t *r)
     }
     free(nodes);
     qsort(v, n, sizeof *v, member_cmp);
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     for (size_t i = 0; i < n; i++) {
         bool was_up = false, found = false;
         for (size_t j = 0; j < r->n_members; j++)
@@ -67,7 +67,7 @@ static void refresh(cl_remote_t *r)
     r->members = v;
     r->n_members = n;
     r->known = true;
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
 }
 
 static bool usable(const cl_member_t *m, uint64_t now_ms)
@@ -79,7 +79,7 @@ void cl_members_suspect(void *arg, uint32_t id)
 {
     cl_remote_t *r = arg;
     uint64_t until = wh_now_ns() / 1000000 + r->cfg.down_after_ms;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     for (size_t i = 0; i < r->n_members; i++)
         if (r->members[i].id == id && r->members[i].suspect_until < until) {
             if (usable(&r->members[i], until - r->cfg.down_after_ms))
@@ -87,7 +87,7 @@ void cl_members_suspect(void *arg, uint32_t id)
                         id, r->members[i].addr, r->cfg.down_after_ms);
             r->members[i].suspect_until = until;
         }
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
 }
 
 size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
@@ -97,7 +97,7 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
     uint32_t ids[64];
     char addrs[64][256], idstr[64][12];
     size_t n = 0;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     uint64_t now = wh_now_ns() / 1000000;
     for (size_t i = 0; i < r->n_members && n < 64; i++) {
         if (!usable(&r->members[i], now))
@@ -107,7 +107,7 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
         pn[n].free_bytes = r->members[i].free;
         n++;
     }
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
     for (size_t i = 0; i < n; i++) {
         snprintf(idstr[i], sizeof idstr[i], "%" PRIu32, ids[i]);
         pn[i].id = idstr[i];
@@ -145,7 +145,7 @@ void cl_members_for_read(cl_remote_t *r, const store_chunk_t *c, cl_job_t *j)
 {
     j->ncand = 0;
     uint64_t now = wh_now_ns() / 1000000;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t i = 0; i < c->n_replicas && j->ncand < CL_MAX_CANDIDATES; i++) {
             for (size_t m = 0; m < r->n_members; m++) {
@@ -160,30 +160,30 @@ void cl_members_for_read(cl_remote_t *r, const store_chunk_t *c, cl_job_t *j)
             }
         }
     }
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
 }
 
 bool cl_members_can_read(cl_remote_t *r, const store_chunk_t *c)
 {
     bool ok = false;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     for (uint32_t i = 0; i < c->n_replicas && !ok; i++)
         for (size_t m = 0; m < r->n_members && !ok; m++)
             ok = r->members[m].id == c->replicas[i] && r->members[m].up;
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
     return ok;
 }
 
 bool cl_members_addr(cl_remote_t *r, uint32_t id, char addr[256])
 {
     bool ok = false;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     for (size_t m = 0; m < r->n_members; m++)
         if (r->members[m].id == id) {
             snprintf(addr, 256, "%s", r->members[m].addr);
             ok = true;
         }
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
     return ok;
 }
 
@@ -303,11 +303,11 @@ static void repair_pass(cl_remote_t *r)
     enum { REPAIR_BATCH = 64 };
     uint32_t dead[64];
     size_t nd = 0;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     for (size_t i = 0; i < r->n_members && nd < 64; i++)
         if (!r->members[i].up && r->members[i].age_s >= (int64_t)r->cfg.repair_after_s)
             dead[nd++] = r->members[i].id;
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
     uint64_t pending = 0;
     for (size_t d = 0; d < nd; d++) {
         store_chunk_t *cs = NULL;
@@ -330,9 +330,9 @@ static void *members_main(void *arg)
 {
     cl_remote_t *r = arg;
     uint64_t last_gc = 0;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     while (!r->stop) {
-        pthread_mutex_unlock(&r->lock);
+        wh_mutex_unlock(&r->lock);
         refresh(r);
         uint64_t now = wh_now_ns() / 1000000;
         if (now - last_gc >= r->cfg.gc_period_ms || r->nudge) {
@@ -348,7 +348,7 @@ static void *members_main(void *arg)
                 repair_pass(r);
             }
         }
-        pthread_mutex_lock(&r->lock);
+        wh_mutex_lock(&r->lock);
         if (r->stop)
             break;
         struct timespec dl;
@@ -356,9 +356,9 @@ static void *members_main(void *arg)
         uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)r->cfg.refresh_ms * 1000000ULL;
         dl.tv_sec += (time_t)(ns / 1000000000ULL);
         dl.tv_nsec = (long)(ns % 1000000000ULL);
-        pthread_cond_timedwait(&r->cond, &r->lock, &dl);
+        wh_cond_timedwait(&r->cond, &r->lock, &dl);
     }
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
     return NULL;
 }
 
@@ -375,10 +375,10 @@ void cl_members_stop(cl_remote_t *r)
 {
     if (!r->thread_started)
         return;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     r->stop = true;
     pthread_cond_broadcast(&r->cond);
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
     pthread_join(r->thread, NULL);
     r->thread_started = false;
     if (atomic_load(&r->leader))
@@ -387,8 +387,8 @@ void cl_members_stop(cl_remote_t *r)
 
 void cl_members_nudge(cl_remote_t *r)
 {
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     r->nudge = true;
     pthread_cond_broadcast(&r->cond);
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
 }
