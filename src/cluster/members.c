@@ -332,12 +332,14 @@ static void *members_main(void *arg)
     uint64_t last_gc = 0;
     wh_mutex_lock(&r->lock);
     while (!r->stop) {
+        /* nudge is set under the lock (cl_members_nudge): read and clear it under it too */
+        bool nudged = r->nudge;
+        r->nudge = false;
         wh_mutex_unlock(&r->lock);
         refresh(r);
         uint64_t now = wh_now_ns() / 1000000;
-        if (now - last_gc >= r->cfg.gc_period_ms || r->nudge) {
+        if (now - last_gc >= r->cfg.gc_period_ms || nudged) {
             last_gc = now;
-            r->nudge = false;
             if (!atomic_load(&r->leader) &&
                 meta_lock_try(r->cfg.meta, CL_LOCK_MAINTENANCE) == WH_OK) {
                 atomic_store(&r->leader, true);
@@ -351,6 +353,8 @@ static void *members_main(void *arg)
         wh_mutex_lock(&r->lock);
         if (r->stop)
             break;
+        if (r->nudge)
+            continue; /* nudged meanwhile: its broadcast came before this wait */
         struct timespec dl;
         clock_gettime(CLOCK_REALTIME, &dl);
         uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)r->cfg.refresh_ms * 1000000ULL;
