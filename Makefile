@@ -5,7 +5,7 @@ LISTEN ?= 127.0.0.1:9000
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build run test test-unit test-asan test-fuzz bench clean wheel
+.PHONY: all deps build run test test-unit test-asan test-fuzz bench clean wheel format format-check tidy test-tsan thread-safety
 
 all: build
 
@@ -51,13 +51,51 @@ test-asan: deps
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	  ctest --output-on-failure -j 2 -E '$(ASAN_SKIP)'
 
+# Under ThreadSanitizer: the same selection as ASan (unit tests, soak, the functional files
+# that drive wharfd's and libwharf's C paths; a TSan libwharf cannot load into Python either),
+# with the reports that are known and benign suppressed in tests/tsan.supp, one reason each.
+# A report makes the program exit 66 (wharfd too, which its test fixture then fails on).
+# Not in `make test`: its first full run took 30 minutes on the 2-core VM (under other suites'
+# load; 6 of 64 entries failed on start timeouts, fork and time bounds, since addressed), which
+# would take make test from 19 to about 50 minutes.
+# die_after_fork=0: unit/server/test_rdma forks a peer from a threaded process, and the peer
+# starts libfabric's threads, which TSan otherwise refuses ("not supported. Dying").
+# Also left out: unit/xfer/test_ofi, whose stalled-peer cases assert 1.5 s transfer timeouts
+# that TSan's slowdown (progress gaps of 10 s measured) turns into failures for no race.
+TSAN_SKIP = ^(python|unit/xfer/test_ofi|func/(awscli|rclone|s3cmd|hardening_conns|rdma_stall|durability|cluster_faults|cluster_repair|cluster_limits|cluster_rdma|part_etag))$$
+
+test-tsan: deps
+	@cmake --preset tsan >/dev/null
+	@cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && TSAN_OPTIONS=suppressions=$(CURDIR)/tests/tsan.supp:second_deadlock_stack=1:exitcode=66:die_after_fork=0 \
+	  WHARF_TEST_START_SCALE=6 ctest --output-on-failure -j 2 -E '$(TSAN_SKIP)'
+
 test-fuzz: deps
 	@cmake --preset fuzz -DFUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
 	@cmake --build build-fuzz -j $(JOBS)
 	cd build-fuzz && ctest --output-on-failure -R '^fuzz/'
 
+# clang-format 14 (pinned: another major formats differently and fails clearly) over src/
+# include/ tests/ fuzz/ bench/ *.c *.h, or over FILES="a.c b.h". format-check changes nothing.
+format-check: deps
+	@bash scripts/format.sh check $(FILES)
+
+format: deps
+	@bash scripts/format.sh fix $(FILES)
+
+# clang-tidy 14 (pinned) with .clang-tidy's checks over build/compile_commands.json's src/
+# translation units (TIDY_FILES: a regex of paths); any finding fails.
+TIDY_FILES ?= ^$(CURDIR)/src/
+tidy: build
+	@bash scripts/tidy.sh $(BUILD) '$(TIDY_FILES)'
+
+# clang -Wthread-safety -Werror over src/ (see src/base/tsa.h: what is annotated, and what clang
+# can check in C).
+thread-safety: build
+	@bash scripts/thread-safety.sh $(BUILD)
+
 bench: build
 	@echo "see docs/benchmarks.md"
 
 clean:
-	rm -rf build build-asan build-fuzz dist
+	rm -rf build build-asan build-tsan build-fuzz dist

@@ -5,6 +5,7 @@ set -euo pipefail
 
 PKGS=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev llvm
+  clang-format-14 clang-tidy-14
   libmicrohttpd-dev libcurl4-openssl-dev libssl-dev libfabric-dev libfabric-bin
   libsqlite3-dev libjansson-dev libexpat1-dev libisal-dev
   postgresql-15 postgresql-client-15 libpq-dev

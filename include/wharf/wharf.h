@@ -57,7 +57,7 @@ typedef enum wharf_status {
 WHARF_API const char *wharf_status_str(wharf_status_t st);
 /* The calling thread's message for its last failed call. Valid until that thread's next call. */
 WHARF_API const char *wharf_last_error(void);
-/* "0.1.0" */
+/* libwharf's version, "MAJOR.MINOR.PATCH" (the project version it was built from). Static. */
 WHARF_API const char *wharf_version(void);
 
 typedef struct wharf_client wharf_client_t;

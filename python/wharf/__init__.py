@@ -14,6 +14,7 @@ the environment as wharf.config says.
 import os as _os
 
 from ._lib import WHOLE, lib as _lib_handle
+from ._version import __version__
 from .client import Client, ObjectInfo, Registration, Report, Stat, client_from_env
 from .config import parse_url, settings_from_env
 from .errors import (AuthError, ChecksumError, ConfigError, DeclinedError,
@@ -21,7 +22,6 @@ from .errors import (AuthError, ChecksumError, ConfigError, DeclinedError,
                      PreconditionFailedError, SafetensorsError, TimedOutError, TransportError,
                      WharfError)
 
-__version__ = "0.1.0"
 
 if _os.environ.get("WHARF_FSSPEC_S3") == "1":  # s3:// through wharf.fsspec (its doc says)
     try:

@@ -121,7 +121,7 @@ void wh_hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen,
                     uint8_t out[WH_SHA256_LEN])
 {
     enum { BLOCK = 64 };
-    uint8_t k[BLOCK] = {0}, pad[BLOCK], inner[WH_SHA256_LEN];
+    uint8_t k[BLOCK] = {0}, pad[BLOCK] = {0}, inner[WH_SHA256_LEN]; /* fail: reads pad */
     unsigned int len = WH_SHA256_LEN;
     const EVP_MD *md = md_sha256();
     EVP_MD_CTX *c = EVP_MD_CTX_new();

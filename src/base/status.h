@@ -35,6 +35,7 @@
     X(WH_ERR_NO_SPACE, -22, "storage is full")
 
 typedef enum {
+/* NOLINTNEXTLINE(bugprone-macro-parentheses): n is an enumerator's name */
 #define WH_STATUS_ENUM_(n, v, t) n = v,
     WH_STATUS_LIST(WH_STATUS_ENUM_)
 #undef WH_STATUS_ENUM_

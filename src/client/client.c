@@ -3,6 +3,7 @@
 
 #include "base/defaults.h"
 #include "base/log.h"
+#include "wharf_version.h"
 
 #include <netdb.h>
 #include <stdarg.h>
@@ -73,7 +74,7 @@ WHARF_API const char *wharf_last_error(void)
 
 WHARF_API const char *wharf_version(void)
 {
-    return "0.1.0";
+    return WH_VERSION;
 }
 
 /* ---- struct helpers --------------------------------------------------------------------- */
@@ -465,13 +466,16 @@ static wh_status_t parse_endpoint(const char *ep, char **endpoint, char **host)
         wc_set_error("endpoint \"%s\" must not have a path; use http://host:port", ep);
         return WH_ERR_INVALID;
     }
-    *host = strndup(p, hl);
-    *endpoint = strndup(ep, (size_t)(p - ep) + hl);
-    if (!*host || !*endpoint) {
-        free(*host);
-        free(*endpoint);
+    /* the outputs are written only on success: the caller's cleanup frees them */
+    char *h = strndup(p, hl);
+    char *e = strndup(ep, (size_t)(p - ep) + hl);
+    if (!h || !e) {
+        free(h);
+        free(e);
         return WH_ERR_NOMEM;
     }
+    *host = h;
+    *endpoint = e;
     return WH_OK;
 }
 

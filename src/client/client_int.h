@@ -12,6 +12,7 @@
 #include "wharf/wharf.h"
 
 #include "base/status.h"
+#include "base/tsa.h"
 #include "base/util.h"
 #include "xfer/xfer.h"
 
@@ -52,7 +53,7 @@ typedef struct wc_task {
 } wc_task_t;
 
 typedef struct wc_pool {
-    pthread_mutex_t mu;
+    wh_mutex_t mu; /* head, tail, nthreads, stop */
     pthread_cond_t cv;
     wc_task_t *head, *tail;
     pthread_t threads[WC_POOL_MAX_THREADS];
@@ -75,7 +76,7 @@ void wc_pool_forget_after_fork(wc_pool_t *p);
 
 /* A countdown the caller waits on while runners finish. */
 typedef struct wc_group {
-    pthread_mutex_t mu;
+    wh_mutex_t mu; /* pending */
     pthread_cond_t cv;
     unsigned pending;
 } wc_group_t;

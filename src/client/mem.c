@@ -131,6 +131,8 @@ WHARF_API wharf_status_t wharf_mem_register(wharf_client_t *c, void *addr, size_
     pthread_rwlock_wrlock(&c->reg_lock);
     if (c->nregs == c->regs_cap) {
         size_t cap = c->regs_cap ? c->regs_cap * 2 : 16;
+        /* sizeof *r: r is an array of pointers, and a pointer is what each slot holds */
+        /* NOLINTNEXTLINE(bugprone-sizeof-expression) */
         wharf_mem_t **r = realloc(c->regs, cap * sizeof *r);
         if (!r) {
             st = WH_ERR_NOMEM;
@@ -154,6 +156,7 @@ WHARF_API wharf_status_t wharf_mem_register(wharf_client_t *c, void *addr, size_
     if (st != WH_OK)
         goto out_unlock;
     size_t i = reg_upper(c, (uintptr_t)addr);
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): regs holds pointers */
     memmove(&c->regs[i + 1], &c->regs[i], (c->nregs - i) * sizeof *c->regs);
     c->regs[i] = m;
     c->nregs++;
@@ -181,6 +184,7 @@ WHARF_API void wharf_mem_deregister(wharf_mem_t *m)
     pthread_rwlock_wrlock(&c->reg_lock);
     for (size_t i = 0; i < c->nregs; i++) {
         if (c->regs[i] == m) {
+            /* NOLINTNEXTLINE(bugprone-sizeof-expression): regs holds pointers */
             memmove(&c->regs[i], &c->regs[i + 1], (c->nregs - i - 1) * sizeof *c->regs);
             c->nregs--;
             break;

@@ -256,6 +256,7 @@ WHARF_API wharf_status_t wharf_object_get(wharf_client_t *c, const char *bucket,
     op->conc = o.concurrency;
     uint64_t bytes = 0, crc = 0;
     wharf_stat_t sb;
+    memset(&sb, 0, sizeof sb); /* read only when have_stat; the analyzer cannot tell */
     /* Every piece (and the HEAD that sizes a whole read) names the version. */
     st = version_query(o.version_id, op->query, sizeof op->query, "GET", bucket, key);
     if (st != WH_OK)

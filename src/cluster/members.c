@@ -48,7 +48,7 @@ static void refresh(cl_remote_t *r)
     }
     free(nodes);
     qsort(v, n, sizeof *v, member_cmp);
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     for (size_t i = 0; i < n; i++) {
         bool was_up = false, found = false;
         for (size_t j = 0; j < r->n_members; j++)
@@ -68,7 +68,7 @@ static void refresh(cl_remote_t *r)
     r->members = v;
     r->n_members = n;
     r->known = true;
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
 }
 
 static bool usable(const cl_member_t *m, uint64_t now_ms)
@@ -80,7 +80,7 @@ void cl_members_suspect(void *arg, uint32_t id)
 {
     cl_remote_t *r = arg;
     uint64_t until = wh_now_ns() / 1000000 + r->cfg.down_after_ms;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     for (size_t i = 0; i < r->n_members; i++)
         if (r->members[i].id == id && r->members[i].suspect_until < until) {
             if (usable(&r->members[i], until - r->cfg.down_after_ms))
@@ -88,7 +88,7 @@ void cl_members_suspect(void *arg, uint32_t id)
                         id, r->members[i].addr, r->cfg.down_after_ms);
             r->members[i].suspect_until = until;
         }
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
 }
 
 size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
@@ -98,7 +98,7 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
     uint32_t ids[64];
     char addrs[64][256], idstr[64][12];
     size_t n = 0;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     uint64_t now = wh_now_ns() / 1000000;
     /* Real free space above the reserve: a server without room for one more chunk there
      * takes no copy, the others weigh what they have above it. */
@@ -111,7 +111,7 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
         pn[n].free_bytes = r->members[i].free - r->cfg.reserve_bytes;
         n++;
     }
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
     for (size_t i = 0; i < n; i++) {
         snprintf(idstr[i], sizeof idstr[i], "%" PRIu32, ids[i]);
         pn[i].id = idstr[i];
@@ -129,10 +129,10 @@ size_t cl_members_up(cl_remote_t *r)
 {
     size_t n = 0;
     uint64_t now = wh_now_ns() / 1000000;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     for (size_t i = 0; i < r->n_members; i++)
         n += usable(&r->members[i], now);
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
     return n;
 }
 
@@ -160,7 +160,7 @@ void cl_members_for_read(cl_remote_t *r, const store_chunk_t *c, cl_job_t *j)
 {
     j->ncand = 0;
     uint64_t now = wh_now_ns() / 1000000;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t i = 0; i < c->n_replicas && j->ncand < CL_MAX_CANDIDATES; i++) {
             for (size_t m = 0; m < r->n_members; m++) {
@@ -175,41 +175,41 @@ void cl_members_for_read(cl_remote_t *r, const store_chunk_t *c, cl_job_t *j)
             }
         }
     }
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
 }
 
 bool cl_members_can_read(cl_remote_t *r, const store_chunk_t *c)
 {
     bool ok = false;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     for (uint32_t i = 0; i < c->n_replicas && !ok; i++)
         for (size_t m = 0; m < r->n_members && !ok; m++)
             ok = r->members[m].id == c->replicas[i] && r->members[m].up;
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
     return ok;
 }
 
 bool cl_members_addr(cl_remote_t *r, uint32_t id, char addr[256])
 {
     bool ok = false;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     for (size_t m = 0; m < r->n_members; m++)
         if (r->members[m].id == id) {
             snprintf(addr, 256, "%s", r->members[m].addr);
             ok = true;
         }
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
     return ok;
 }
 
 static bool member_retired(cl_remote_t *r, uint32_t id)
 {
     bool ret = false;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     for (size_t m = 0; m < r->n_members; m++)
         if (r->members[m].id == id)
             ret = r->members[m].retired;
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
     return ret;
 }
 
@@ -394,13 +394,13 @@ static bool member_usable_now(cl_remote_t *r, uint32_t id, char addr[256])
 {
     bool ok = false;
     uint64_t now = wh_now_ns() / 1000000;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     for (size_t m = 0; m < r->n_members; m++)
         if (r->members[m].id == id && usable(&r->members[m], now)) {
             snprintf(addr, 256, "%s", r->members[m].addr);
             ok = true;
         }
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
     return ok;
 }
 
@@ -451,12 +451,12 @@ static void damage_pass(cl_remote_t *r)
 static bool member_dead(cl_remote_t *r, uint32_t id)
 {
     bool dead = false;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     for (size_t m = 0; m < r->n_members; m++)
         if (r->members[m].id == id)
             dead = r->members[m].retired ||
                    (!r->members[m].up && r->members[m].age_s >= (int64_t)r->cfg.repair_after_s);
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
     return dead;
 }
 
@@ -482,12 +482,12 @@ static void repair_pass(cl_remote_t *r)
     enum { REPAIR_BATCH = 64, PASS_MS = 5000 };
     uint32_t dead[64];
     size_t nd = 0;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     for (size_t i = 0; i < r->n_members && nd < 64; i++)
         if (r->members[i].retired ||
             (!r->members[i].up && r->members[i].age_s >= (int64_t)r->cfg.repair_after_s))
             dead[nd++] = r->members[i].id;
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
     uint64_t t0 = wh_now_ns() / 1000000;
     for (size_t d = 0; d < nd; d++) {
         char *after = repair_cursor(r, dead[d]);
@@ -524,14 +524,16 @@ static void *members_main(void *arg)
 {
     cl_remote_t *r = arg;
     uint64_t last_gc = 0;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     while (!r->stop) {
-        pthread_mutex_unlock(&r->lock);
+        /* nudge is set under the lock (cl_members_nudge): read and clear it under it too */
+        bool nudged = r->nudge;
+        r->nudge = false;
+        wh_mutex_unlock(&r->lock);
         refresh(r);
         uint64_t now = wh_now_ns() / 1000000;
-        if (now - last_gc >= r->cfg.gc_period_ms || r->nudge) {
+        if (now - last_gc >= r->cfg.gc_period_ms || nudged) {
             last_gc = now;
-            r->nudge = false;
             /* Every pass: the lock lives in a PostgreSQL session, and a restart of the
              * database ends it; whoever takes it then leads, and a gateway whose session
              * was lost and that lost the race stops. */
@@ -545,17 +547,19 @@ static void *members_main(void *arg)
                 repair_pass(r);
             }
         }
-        pthread_mutex_lock(&r->lock);
+        wh_mutex_lock(&r->lock);
         if (r->stop)
             break;
+        if (r->nudge)
+            continue; /* nudged meanwhile: its broadcast came before this wait */
         struct timespec dl;
         clock_gettime(CLOCK_REALTIME, &dl);
         uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)r->cfg.refresh_ms * 1000000ULL;
         dl.tv_sec += (time_t)(ns / 1000000000ULL);
         dl.tv_nsec = (long)(ns % 1000000000ULL);
-        pthread_cond_timedwait(&r->cond, &r->lock, &dl);
+        wh_cond_timedwait(&r->cond, &r->lock, &dl);
     }
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
     return NULL;
 }
 
@@ -572,10 +576,10 @@ void cl_members_stop(cl_remote_t *r)
 {
     if (!r->thread_started)
         return;
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     r->stop = true;
     pthread_cond_broadcast(&r->cond);
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
     pthread_join(r->thread, NULL);
     r->thread_started = false;
     if (atomic_load(&r->leader))
@@ -584,8 +588,8 @@ void cl_members_stop(cl_remote_t *r)
 
 void cl_members_nudge(cl_remote_t *r)
 {
-    pthread_mutex_lock(&r->lock);
+    wh_mutex_lock(&r->lock);
     r->nudge = true;
     pthread_cond_broadcast(&r->cond);
-    pthread_mutex_unlock(&r->lock);
+    wh_mutex_unlock(&r->lock);
 }

@@ -14,9 +14,11 @@ double cl_place_score(const char *chunk_id, const char *node_id, uint64_t free_b
         a = a > 127 ? 127 : a;
         b = b > 127 ? 127 : b;
     }
+    /* NOLINTBEGIN(bugprone-not-null-terminated-result): buf is hashed bytes, not a string */
     memcpy(buf, chunk_id, a);
     buf[a] = '/';
     memcpy(buf + a + 1, node_id, b);
+    /* NOLINTEND(bugprone-not-null-terminated-result) */
     wh_sha256(buf, a + 1 + b, h);
     uint64_t x = 0;
     for (int i = 0; i < 8; i++)
@@ -36,6 +38,8 @@ size_t cl_place(const cl_place_node_t *nodes, size_t n, const char *chunk_id, un
     size_t k = 0;
     if (replicas > CL_PLACE_MAX)
         replicas = CL_PLACE_MAX;
+    if (replicas == 0)
+        return 0; /* best[replicas - 1] below needs one */
     for (size_t i = 0; i < n; i++) {
         double s = cl_place_score(chunk_id, nodes[i].id, nodes[i].free_bytes);
         size_t j = k < replicas ? k++ : replicas;

@@ -6,6 +6,8 @@
 #include "cluster/client.h"
 #include "cluster/remote.h"
 
+#include "base/tsa.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -28,7 +30,7 @@ typedef struct cl_remote {
     cl_remote_config_t cfg;
     cl_client_t *client;
 
-    pthread_mutex_t lock; /* members */
+    wh_mutex_t lock; /* members, n_members, known, stop, nudge */
     cl_member_t *members;
     size_t n_members;
     bool known; /* at least one membership read succeeded */

@@ -24,6 +24,8 @@
 #include "store/store.h"
 #include "xfer/token.h"
 
+#include "wharf_version.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -31,7 +33,7 @@ struct MHD_Connection;
 struct MHD_Daemon;
 struct MHD_Response;
 
-#define SRV_VERSION "0.1.0"
+#define SRV_VERSION WH_VERSION
 #define SRV_SERVER_HEADER "wharfd/" SRV_VERSION
 /* Request header section cap (names + values), as S3 refuses large header sections. */
 #define SRV_MAX_HEADER_BYTES (16 * 1024)

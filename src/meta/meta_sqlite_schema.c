@@ -180,6 +180,12 @@ wh_status_t sq_migrate(sq_conn_t *c, const char *path)
         return st;
     /* Read again under the write lock: another process may have migrated meanwhile. */
     have = sq_user_version(c->db);
+    if (have < 0 || have > META_SCHEMA_VERSION) {
+        /* unread (a step would index SQ_STEPS[-1]) or newer: leave the database as it is */
+        wh_error("store", "schema version of path=%s is %d under the write lock (this wharfd "
+                 "knows %d): %s", path, have, META_SCHEMA_VERSION, sqlite3_errmsg(c->db));
+        st = have < 0 ? WH_ERR_IO : WH_ERR_UNSUPPORTED;
+    }
     for (int v = have + 1; st == WH_OK && v <= META_SCHEMA_VERSION; v++) {
         char what[48];
         snprintf(what, sizeof what, "schema migration step %d", v);

@@ -200,6 +200,7 @@ void srv_object_headers(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, b
     json_object_foreach(j, k, v)
     {
         if (strcmp(k, META_LONG_CT) == 0) {
+            free(long_ct); /* jansson keeps one value per key; the analyzer cannot know */
             long_ct = value_bytes(v);
             continue;
         }

@@ -272,6 +272,9 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
     if (tags_replace && (ret = srv_tags_from_request(r, o, &new_tags)))
         goto out;
     /* Onto itself only with a change: new metadata or tags, or an older version restored. */
+    /* srv_copy_src_parse returned 0, so
+     * c.bucket is set; the analyzer cannot see that srv_err (s3api.c) returns an HTTP status */
+    /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker) */
     if (!replace && !tags_replace && !c.version_id[0] && strcmp(c.bucket, srv_b(r)) == 0 &&
         strcmp(c.key, srv_k(r)) == 0) {
         ret = srv_err(o, S3_ERR_INVALID_REQUEST,

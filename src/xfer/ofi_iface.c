@@ -238,6 +238,7 @@ static wh_status_t ofi_open(const xfer_config_t *cfg, const xfer_provider_t *pv,
     o->nbuckets = 1;
     while (o->nbuckets < 2 * o->max_peers)
         o->nbuckets <<= 1;
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): buckets holds pointers */
     o->buckets = calloc(o->nbuckets, sizeof *o->buckets);
     if (!o->buckets) {
         st = WH_ERR_NOMEM;

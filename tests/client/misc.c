@@ -5,6 +5,7 @@
  * - struct sizes: a caller built against a smaller wharf_report_t / wharf_stat_t gets only the
  *   fields it knows, and nothing past its size is written. */
 #include "common.h"
+#include "wharf_version.h"
 
 #include <stddef.h>
 
@@ -48,7 +49,7 @@ int main(int argc, char **argv)
     tc_opts_t o = {.provider = "none", .max_retries = -1};
     wharf_client_t *c = tc_client(&o);
     TC_CHECK(!strcmp(wharf_client_provider(c), "none"), "provider none");
-    TC_CHECK(!strcmp(wharf_version(), "0.1.0"), "version %s", wharf_version());
+    TC_CHECK(!strcmp(wharf_version(), WH_VERSION), "version %s", wharf_version());
 
     TC_OK(wharf_bucket_create(c, bucket));
     TC_ERR(wharf_bucket_create(c, bucket), WHARF_ERR_EXISTS);

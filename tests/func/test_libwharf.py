@@ -163,7 +163,7 @@ def test_server_killed_mid_transfer(provider, transport):
 
 
 @pytest.mark.skipif(os.environ.get("WHARF_TEST_SKIP_BIG") == "1", reason="WHARF_TEST_SKIP_BIG=1")
-@pytest.mark.skipif("ASAN_OPTIONS" in os.environ,
+@pytest.mark.skipif("ASAN_OPTIONS" in os.environ or "TSAN_OPTIONS" in os.environ,
                     reason="10 GiB through sanitizer-instrumented copies and compares takes too "
                            "long for the suite's time limit; the normal build runs it")
 @pytest.mark.parametrize("provider", RDMA_PROVIDERS)

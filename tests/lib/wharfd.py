@@ -97,6 +97,9 @@ class WharfServer:
         args += self.extra_args
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
+        # make test-tsan sets WHARF_TEST_START_SCALE: a TSan wharfd takes several times longer
+        # to pin its RDMA pool and open its providers (16 s measured on a loaded 2-core VM).
+        timeout *= float(os.environ.get("WHARF_TEST_START_SCALE", "1"))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

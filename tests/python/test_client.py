@@ -17,7 +17,7 @@ def pattern(n, seed):
 
 
 def test_version_and_library():
-    assert wharf.library_version() == "0.1.0"
+    assert wharf.library_version() == os.environ["WHARF_PROJECT_VERSION"]
     assert os.path.exists(wharf.library_path())
 
 

@@ -35,7 +35,8 @@ def test_pip_install_offline(tmp_path):
     p = subprocess.run([py, "-c", code], capture_output=True, text=True, timeout=120,
                        env=dict(env, WHARF_LIB=libpath, VENV=str(venv)), cwd=str(tmp_path))
     assert p.returncode == 0, p.stderr[-3000:]
-    assert p.stdout.split() == ["0.1.0", "0.1.0"]
+    v = os.environ["WHARF_PROJECT_VERSION"]
+    assert p.stdout.split() == [v, v]
     # without any way to find the library the import works and the first call says what to do
     p = subprocess.run([py, "-c", "import wharf; wharf.library_version()"],
                        capture_output=True, text=True, timeout=120,

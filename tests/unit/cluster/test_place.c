@@ -30,6 +30,8 @@ static void test_distinct_deterministic(void)
     size_t one[3];
     CHECK(cl_place(nodes, 1, id[0], 3, one) == 1 && one[0] == 0);
     CHECK(cl_place(nodes, 0, id[0], 2, one) == 0);
+    /* no replica asked for: none placed (the top list's last slot, best[-1], was read) */
+    CHECK(cl_place(nodes, 4, id[0], 0, one) == 0);
 }
 
 static void test_weights(void)
