@@ -5,12 +5,14 @@
 #include "base/crc.h"
 #include "s3/xml.h"
 
+#include <inttypes.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 /* ---- XML pieces ------------------------------------------------------------------------- */
 
@@ -221,6 +223,68 @@ int srv_preconditions(srv_req_t *r, const store_obj_meta_t *m, const char *pfx)
         return 304;
     }
     return 0;
+}
+
+static int parse_time_hdr(const char *v, time_t *t)
+{
+    if (wh_http_date_parse(v, t) == 0)
+        return 0;
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    const char *end = strptime(v, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!end)
+        return -1;
+    if (*end == '.')
+        for (end++; *end >= '0' && *end <= '9'; end++) {
+        }
+    if (*end == 'Z')
+        end++;
+    if (*end)
+        return -1;
+    *t = timegm(&tm);
+    return 0;
+}
+
+int srv_delete_cond(srv_req_t *r, srv_out_t *o, const char *key, const char *vid,
+                    const char *etag)
+{
+    const char *im = etag ? etag : srv_hdr(r, "if-match");
+    const char *lmt = etag ? NULL : srv_hdr(r, "x-amz-if-match-last-modified-time");
+    const char *sz = etag ? NULL : srv_hdr(r, "x-amz-if-match-size");
+    if (!im && !lmt && !sz)
+        return 0;
+    time_t t = 0;
+    uint64_t size = 0;
+    if (lmt && parse_time_hdr(lmt, &t) != 0)
+        return srv_errf(o, S3_ERR_INVALID_ARGUMENT, "x-amz-if-match-last-modified-time '%.64s' "
+                        "is not an HTTP date or an ISO 8601 time", lmt);
+    if (sz && wh_parse_u64(sz, strlen(sz), &size) != 0)
+        return srv_errf(o, S3_ERR_INVALID_ARGUMENT, "x-amz-if-match-size '%.32s' is not a byte "
+                        "count", sz);
+    store_obj_meta_t m;
+    memset(&m, 0, sizeof m);
+    wh_status_t st = store_object_open_version(srv_st(r), srv_b(r), key, vid, &m, NULL);
+    int ret = 0;
+    if (st == WH_ERR_NOT_FOUND) {
+        /* If-Match needs an object; the time and size conditions hold for a missing one. */
+        if (im)
+            ret = srv_errf(o, S3_ERR_NO_SUCH_KEY, "If-Match names an object but key %.200s has "
+                           "none%s", key, m.delete_marker ? " (its current version is a "
+                                                            "delete marker)" : "");
+    } else if (st != WH_OK) {
+        ret = srv_err_status(r, o, st, "reading the object a conditional delete names");
+    } else if (im && !etag_list_match(im, m.etag)) {
+        ret = srv_errf(o, S3_ERR_PRECONDITION_FAILED, "If-Match %.84s does not match the "
+                       "object's ETag \"%s\"", im, m.etag);
+    } else if (lmt && m.mtime != t) {
+        ret = srv_errf(o, S3_ERR_PRECONDITION_FAILED, "x-amz-if-match-last-modified-time does "
+                       "not match the object's last modification time");
+    } else if (sz && m.size != size) {
+        ret = srv_errf(o, S3_ERR_PRECONDITION_FAILED, "x-amz-if-match-size %" PRIu64 " does not "
+                       "match the object's size %" PRIu64, size, (uint64_t)m.size);
+    }
+    store_obj_meta_free(&m);
+    return ret;
 }
 
 int srv_write_cond(srv_req_t *r, srv_out_t *o, store_cond_t *c)

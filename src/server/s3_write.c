@@ -342,7 +342,7 @@ int srv_write_delete(srv_req_t *r, srv_out_t *o)
     int ret;
     const char *vid;
     if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)) ||
-        (ret = srv_version_q(r, o, &vid)))
+        (ret = srv_version_q(r, o, &vid)) || (ret = srv_delete_cond(r, o, srv_k(r), vid, NULL)))
         return ret;
     store_del_result_t res;
     wh_status_t st = store_object_delete_version(srv_st(r), srv_b(r), srv_k(r), vid, &res);
@@ -371,7 +371,10 @@ int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o)
     memset(&d, 0, sizeof d);
     s3_err_t e = s3_xml_parse_delete(r->buf.data ? r->buf.data : "", r->buf.len, &d);
     if (e != S3_OK)
-        return srv_err(o, e, NULL);
+        return srv_err(o, e, e == S3_ERR_NOT_IMPLEMENTED
+                                 ? "DeleteObjects conditions LastModifiedTime and Size (directory "
+                                   "buckets) are not implemented by wharfd; ETag is"
+                                 : NULL);
     wh_sbuf_t b;
     wh_sbuf_init(&b);
     wh_sbuf_puts(&b, XML_DECL "<DeleteResult xmlns=\"" S3_XMLNS "\">");
@@ -388,6 +391,15 @@ int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o)
             wh_sbuf_puts(&b, "<Error>");
             s3_xml_elem(&b, "Key", k);
             s3_xml_elem(&b, "Code", ko.code ? ko.code : "AccessDenied");
+            s3_xml_elem(&b, "Message", ko.msg);
+            wh_sbuf_puts(&b, "</Error>");
+            continue;
+        }
+        if (d.etags[i] && store_key_valid(k, kl) && (!vid || store_version_id_valid(vid)) &&
+            srv_delete_cond(r, &ko, k, vid, d.etags[i])) {
+            wh_sbuf_puts(&b, "<Error>");
+            s3_xml_elem(&b, "Key", k);
+            s3_xml_elem(&b, "Code", ko.code);
             s3_xml_elem(&b, "Message", ko.msg);
             wh_sbuf_puts(&b, "</Error>");
             continue;

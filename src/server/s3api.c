@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #define MOD "s3"
 
@@ -234,6 +235,35 @@ static void srv_s3_send(srv_req_t *r, srv_out_t *o)
 
 /* ---- dispatch --------------------------------------------------------------------------- */
 
+/* Request headers that ask for work wharfd does not do: refused with 501 naming the feature,
+ * never answered 200 with the work silently skipped. */
+static int refuse_unbuilt(srv_req_t *r, const srv_op_t *op, srv_out_t *o)
+{
+    for (size_t i = 0; i < r->nhdrs; i++) {
+        const char *n = r->hdrs[i].lname;
+        if (strncmp(n, "x-amz-server-side-encryption-customer-", 38) == 0 ||
+            strncmp(n, "x-amz-copy-source-server-side-encryption-customer-", 50) == 0)
+            return srv_errf(o, S3_ERR_NOT_IMPLEMENTED,
+                            "server-side encryption with customer keys (SSE-C, header %s) is "
+                            "not implemented by wharfd: objects are stored unencrypted", n);
+        if (strncmp(n, "x-amz-server-side-encryption", 28) == 0)
+            return srv_errf(o, S3_ERR_NOT_IMPLEMENTED,
+                            "server-side encryption (SSE-S3/SSE-KMS, header %s) is not "
+                            "implemented by wharfd: objects are stored unencrypted", n);
+        if (strncmp(n, "x-amz-object-lock-", 18) == 0)
+            return srv_errf(o, S3_ERR_NOT_IMPLEMENTED,
+                            "object lock (header %s) is not implemented by wharfd: no "
+                            "retention or legal hold would be kept", n);
+        if (strcmp(n, "x-amz-bucket-object-lock-enabled") == 0 &&
+            op->api == SRV_API_CREATE_BUCKET && strcasecmp(r->hdrs[i].value, "false") != 0)
+            return srv_errf(o, S3_ERR_NOT_IMPLEMENTED,
+                            "object lock (x-amz-bucket-object-lock-enabled: %.16s) is not "
+                            "implemented by wharfd: create the bucket without it",
+                            r->hdrs[i].value);
+    }
+    return 0;
+}
+
 void srv_s3_begin(srv_req_t *r)
 {
     const srv_op_t *op = r->route.op;
@@ -246,7 +276,7 @@ void srv_s3_begin(srv_req_t *r)
         status = srv_errf(&o, S3_ERR_INVALID_REQUEST,
                           "x-amz-rdma-token is served on GetObject, PutObject and UploadPart "
                           "only, not on %s", srv_api_name(op->api));
-    else if (!(status = srv_authorize(r, op, &o)))
+    else if (!(status = srv_authorize(r, op, &o)) && !(status = refuse_unbuilt(r, op, &o)))
         status = op->begin(r, &o);
     status = srv_authz_guard(r, &o, status);
     if (status == 0) {
