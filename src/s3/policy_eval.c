@@ -163,6 +163,9 @@ static const char *key_value(cond_key_t k, const s3_authz_ctx_t *x, char *buf, s
         return x->who && x->who->kind == S3_PRINCIPAL_USER ? x->who->user : NULL;
     case K_PRINCIPAL_ARN: return x->who && x->who->arn[0] ? x->who->arn : NULL;
     case K_SOURCE_IP: return x->source_ip.family ? "ip" : NULL;
+    case K_X_AMZ_ACL: return x->x_amz_acl;
+    case K_AUTH_TYPE: return x->auth_type;
+    case K_SIGNATURE_VERSION: return x->auth_type ? "AWS4-HMAC-SHA256" : NULL;
     case K_UNKNOWN: return NULL;
     }
     return NULL;

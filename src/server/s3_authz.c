@@ -279,6 +279,9 @@ static void fill_ctx(srv_req_t *r, s3_authz_ctx_t *c, const char *action, const 
     c->secure_transport = false; /* wharfd serves plain HTTP and its Unix socket */
     c->prefix = srv_route_q(&r->route, "prefix");
     c->delimiter = srv_route_q(&r->route, "delimiter");
+    c->x_amz_acl = srv_hdr(r, "x-amz-acl");
+    if (r->who.kind != S3_PRINCIPAL_ANON)
+        c->auth_type = r->auth.presigned ? "REST-QUERY-STRING" : "REST-HEADER";
     const char *mk = srv_route_q(&r->route, "max-keys");
     if (mk && wh_parse_u64(mk, strlen(mk), &c->max_keys) == 0)
         c->has_max_keys = true;

@@ -158,6 +158,15 @@ def test_conditions_source_ip_max_keys_secure_transport(wharfd, root, bucket):
              "Resource": "arn:aws:s3:::B/*",
              "Condition": {"IpAddress": {"aws:SourceIp": "300.1.1.1"}}}),
      "not an IP address or CIDR block"),
+    # A condition key wharf cannot evaluate is refused (taken as absent, a Deny on it would
+    # never fire), and so is a policy variable it cannot expand.
+    *[(policy({"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject",
+               "Resource": "arn:aws:s3:::B/*", "Condition": {"StringEquals": {k: "x"}}}),
+       f'cannot evaluate the condition key "{k}"')
+      for k in ("s3:signatureAge", "s3:x-amz-grant-full-control", "s3:ExistingObjectTag/t",
+                "s3:RequestObjectTag/t", "aws:Referer", "aws:userid")],
+    (policy({"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject",
+             "Resource": "arn:aws:s3:::B/${aws:userid}/*"}), "policy variables"),
     ('{"Version":"2012-10-17","Statement":[' + ",".join(
         [json.dumps({"Sid": f"s{i}", "Effect": "Allow", "Principal": "*",
                      "Action": "s3:GetObject", "Resource": "arn:aws:s3:::B/" + "k" * 200})
@@ -292,6 +301,26 @@ def test_policy_grants_one_user_and_denies_another(wharfd, trio):
     # Policies are the owner's: bob may not read or change this one.
     denied(bob.s3.get_bucket_policy, Bucket=name)
     denied(bob.s3.delete_bucket_policy, Bucket=name)
+
+
+def test_deny_on_canned_acl_and_auth_type_fires(wharfd, trio):
+    alice, bob, carol, name = trio
+    res = f"arn:aws:s3:::{name}"
+    alice.s3.put_bucket_policy(Bucket=name, Policy=policy(
+        {"Effect": "Allow", "Principal": {"AWS": [bob.arn]},
+         "Action": ["s3:GetObject", "s3:PutObject"], "Resource": f"{res}/*"},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject", "Resource": f"{res}/*",
+         "Condition": {"StringEquals": {"s3:x-amz-acl": ["public-read", "public-read-write"]}}},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject", "Resource": f"{res}/*",
+         "Condition": {"StringEquals": {"s3:authType": "REST-QUERY-STRING"}}}))
+    denied(bob.s3.put_object, Bucket=name, Key="pub/open", Body=b"x", ACL="public-read")
+    bob.s3.put_object(Bucket=name, Key="pub/closed", Body=b"x", ACL="private")
+    bob.s3.put_object(Bucket=name, Key="pub/plain", Body=b"x")
+    assert bob.s3.get_object(Bucket=name, Key="pub/plain")["Body"].read() == b"x"
+    v4 = bob.boto3(wharfd, signature_version="s3v4")
+    url = v4.generate_presigned_url("get_object", Params={"Bucket": name, "Key": "pub/plain"})
+    assert "X-Amz-Signature=" in url
+    assert anon("GET", url)[0] == 403  # presigned: REST-QUERY-STRING, denied
 
 
 def test_not_principal_account_principal_and_conditions(wharfd, trio):

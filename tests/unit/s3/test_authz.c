@@ -342,9 +342,39 @@ static void test_conditions(void)
     CHECK(cond_eval("{\"StringEquals\":{\"aws:username\":\"bob\"}}", &c) == 0);
     CHECK(cond_eval("{\"StringNotEquals\":{\"aws:username\":\"bob\"}}", &c) == 1);
     CHECK(cond_eval("{\"StringLike\":{\"aws:PrincipalArn\":\"*\"}}", &c) == 0);
-    /* A key wharf does not supply is absent: positive operators fail, IfExists passes. */
-    CHECK(cond_eval("{\"StringEquals\":{\"aws:Referer\":\"x\"}}", &c) == 0);
-    CHECK(cond_eval("{\"StringEqualsIfExists\":{\"aws:Referer\":\"x\"}}", &c) == 1);
+    /* A key wharf cannot evaluate is refused at parse time (taken as absent, a Deny on it
+     * would never fire); so is a policy variable it cannot expand. */
+    static const char *const unknown[] = {"aws:Referer", "s3:signatureAge",
+                                          "s3:x-amz-grant-read", "s3:ExistingObjectTag/t",
+                                          "aws:ResourceTag/t", "s3:RequestObjectTagKeys"};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+        char j[512], want[128];
+        snprintf(j, sizeof j, "{\"Statement\":{\"Effect\":\"Deny\",\"Principal\":\"*\","
+                 "\"Action\":\"s3:*\",\"Resource\":\"*\",\"Condition\":{\"StringEquals\":"
+                 "{\"%s\":\"x\"}}}}", unknown[i]);
+        snprintf(want, sizeof want, "cannot evaluate the condition key \"%s\"", unknown[i]);
+        CHECK(parse_fails(j, want));
+    }
+    CHECK(parse_fails("{\"Version\":\"2012-10-17\",\"Statement\":{\"Effect\":\"Deny\","
+                      "\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":"
+                      "\"arn:aws:s3:::b/${aws:userid}/*\"}}", "policy variables"));
+    CHECK(parse_fails("{\"Version\":\"2012-10-17\",\"Statement\":{\"Effect\":\"Deny\","
+                      "\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":\"*\",\"Condition\":"
+                      "{\"StringLike\":{\"s3:prefix\":\"${aws:PrincipalTag/x}\"}}}}",
+                      "policy variables"));
+    /* s3:x-amz-acl, s3:authType, s3:signatureversion. */
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:x-amz-acl\":\"public-read\"}}", &c) == 0);
+    CHECK(cond_eval("{\"Null\":{\"s3:x-amz-acl\":\"true\"}}", &c) == 1);
+    c.x_amz_acl = "public-read";
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:x-amz-acl\":\"public-read\"}}", &c) == 1);
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:authType\":\"REST-HEADER\"}}", &c) == 0);
+    c.auth_type = "REST-QUERY-STRING";
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:authType\":\"REST-HEADER\"}}", &c) == 0);
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:authType\":\"REST-QUERY-STRING\"}}", &c) == 1);
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:signatureversion\":\"AWS4-HMAC-SHA256\"}}",
+                    &c) == 1);
+    c.auth_type = NULL;
+    c.x_amz_acl = NULL;
     /* Every operator and key must hold (AND); values of one key are alternatives (OR). */
     c.who = &bob;
     CHECK(cond_eval("{\"StringEquals\":{\"aws:username\":[\"x\",\"bob\"]},\"Bool\":{"
