@@ -112,6 +112,34 @@ def test_deny_beats_public_acl_and_list_with_prefix_condition(wharfd, root, buck
     assert root.list_objects_v2(Bucket=bucket)["KeyCount"] == 2
 
 
+def test_public_policy_never_hands_the_bucket_to_anonymous(wharfd, root):
+    name = unique_bucket("own")
+    root.create_bucket(Bucket=name)
+    res = f"arn:aws:s3:::{name}"
+    doc = policy({"Effect": "Allow", "Principal": "*", "Action": "s3:*",
+                  "Resource": [res, f"{res}/*"]})
+    root.put_bucket_policy(Bucket=name, Policy=doc)
+    url = f"{wharfd.endpoint}/{name}"
+    assert anon("PUT", f"{url}/k", data=b"anon")[0] == 200  # the policy grants object writes
+    assert anon("GET", f"{url}/k") == (200, b"anon")
+    assert anon("DELETE", f"{url}/k")[0] == 204
+    other = policy({"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+                    "Resource": f"{res}/*"}).encode()
+    assert anon("PUT", f"{url}?policy", data=other)[0] == 405
+    assert anon("GET", f"{url}?policy")[0] == 405
+    assert anon("DELETE", f"{url}?policy")[0] == 405
+    st, body = anon("PUT", f"{url}?acl", data=b"")
+    assert st == 403, body
+    assert anon("PUT", f"{url}?versioning", data=(
+        b'<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>'))[0] == 403
+    assert anon("DELETE", url)[0] == 403
+    # Nothing changed: the owner's policy, ACL and bucket are all still there.
+    assert json.loads(root.get_bucket_policy(Bucket=name)["Policy"]) == json.loads(doc)
+    assert root.get_bucket_versioning(Bucket=name).get("Status") is None
+    root.delete_bucket_policy(Bucket=name)
+    root.delete_bucket(Bucket=name)
+
+
 def test_conditions_source_ip_max_keys_secure_transport(wharfd, root, bucket):
     url = f"{wharfd.endpoint}/{bucket}"
     res = f"arn:aws:s3:::{bucket}"
