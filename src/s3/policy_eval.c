@@ -130,7 +130,14 @@ static bool principal_match(const stmt_t *st, const s3_authz_ctx_t *x)
         case P_ANY:
             return true;
         case P_ACCOUNT:
-            if (w && w->kind != S3_PRINCIPAL_ANON && x->account && strcmp(x->account, p->s) == 0)
+            /* The account (NNN or arn:aws:iam::NNN:root), as AWS reads it: an Allow
+             * delegates to the account, whose users then need their own policies (their
+             * user policies are weighed besides this one), so it grants the account's root
+             * only; a Deny, or a NotPrincipal exception, covers every principal of it. */
+            if (!w || w->kind == S3_PRINCIPAL_ANON || !x->account ||
+                strcmp(x->account, p->s) != 0)
+                break;
+            if (w->kind == S3_PRINCIPAL_ROOT || st->deny || st->not_principal)
                 return true;
             break;
         case P_ARN:

@@ -19,7 +19,6 @@
 #include <string.h>
 
 #define MOD "authz"
-#define SRV_MAX_USER_POLICIES 16
 
 /* ---- compiled policies by text ---------------------------------------------------------- */
 
@@ -140,10 +139,10 @@ struct srv_authz {
     bool per_key;       /* the handler decides key by key (DeleteObjects) */
     char bucket_owner[65];
     cpol_t *bpol;
-    cpol_t *upol[SRV_MAX_USER_POLICIES];
+    cpol_t **upol; /* every inline policy of the user (malloc'd, nupol entries) */
     size_t nupol;
     bool upol_loaded;
-    const s3_policy_t *upp[SRV_MAX_USER_POLICIES];
+    const s3_policy_t **upp;
     char arn[S3_ARN_MAX];
     s3_acl_t bacl;
 };
@@ -156,6 +155,8 @@ void srv_authz_release(srv_req_t *r)
     cpol_put(az->bpol);
     for (size_t i = 0; i < az->nupol; i++)
         cpol_put(az->upol[i]);
+    free(az->upol);
+    free(az->upp);
     free(az);
     r->az = NULL;
 }
@@ -213,7 +214,13 @@ static int load_user_policies(srv_req_t *r, srv_out_t *o, srv_authz_t *az)
     if (st != WH_OK)
         return srv_err_status(r, o, st, "loading the user's policies");
     int ret = 0;
-    for (size_t i = 0; i < n && az->nupol < SRV_MAX_USER_POLICIES; i++) {
+    /* Every one of them is weighed: a Deny in any must bind. */
+    if (n && (!(az->upol = calloc(n, sizeof *az->upol)) ||
+              !(az->upp = calloc(n, sizeof *az->upp)))) {
+        meta_policies_free(ps, n);
+        return srv_err(o, S3_ERR_INTERNAL, "out of memory loading the user's policies");
+    }
+    for (size_t i = 0; i < n; i++) {
         char msg[256];
         cpol_t *c;
         if (cpol_get(ps[i].doc, true, &c, msg, sizeof msg) != S3_OK) {
@@ -261,6 +268,19 @@ cleanup:
     return ret;
 }
 
+void srv_peer_ip(const srv_req_t *r, s3_ip_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (r->peer.is_unix)
+        return; /* no address: aws:SourceIp is absent */
+    char host[64];
+    snprintf(host, sizeof host, "%s", r->peer.addr); /* "ip:port" (fill_peer) */
+    char *colon = strrchr(host, ':');
+    if (colon)
+        *colon = '\0';
+    s3_ip_parse(host, out);
+}
+
 static void fill_ctx(srv_req_t *r, s3_authz_ctx_t *c, const char *action, const char *arn)
 {
     memset(c, 0, sizeof *c);
@@ -268,14 +288,7 @@ static void fill_ctx(srv_req_t *r, s3_authz_ctx_t *c, const char *action, const 
     c->account = srv_account_id(r);
     c->action = action;
     c->resource = arn;
-    if (!r->peer.is_unix) {
-        char host[64];
-        snprintf(host, sizeof host, "%s", r->peer.addr);
-        char *colon = strrchr(host, ':');
-        if (colon)
-            *colon = '\0';
-        s3_ip_parse(host, &c->source_ip);
-    }
+    srv_peer_ip(r, &c->source_ip);
     c->secure_transport = false; /* wharfd serves plain HTTP and its Unix socket */
     c->prefix = srv_route_q(&r->route, "prefix");
     c->delimiter = srv_route_q(&r->route, "delimiter");

@@ -158,6 +158,8 @@ const char *srv_authz_bucket_owner(const srv_req_t *r);
 /* The principal's inline user policies (identity's store). */
 wh_status_t srv_user_policies(srv_req_t *r, meta_policy_t **out, size_t *n);
 
+/* The TCP peer's address as aws:SourceIp (zeroed, absent, over the Unix socket). */
+void srv_peer_ip(const srv_req_t *r, s3_ip_t *out);
 const char *srv_account_id(const srv_req_t *r);
 /* A stored owner ("" = root) as a canonical id. */
 void srv_owner_id(const srv_req_t *r, const char *stored, char out[65]);

@@ -354,7 +354,9 @@ def test_deny_on_canned_acl_and_auth_type_fires(wharfd, trio):
 def test_not_principal_account_principal_and_conditions(wharfd, trio):
     alice, bob, carol, name = trio
     res = f"arn:aws:s3:::{name}"
-    # Every user of the account may read pub/; everyone but alice is denied writes.
+    # The account principal delegates to the account, as in AWS: a user of it reads pub/
+    # once its own policy allows it (not by the bucket policy alone); everyone but alice
+    # and bob is denied writes.
     alice.s3.put_bucket_policy(Bucket=name, Policy=policy(
         {"Effect": "Allow", "Principal": {"AWS": ACCOUNT}, "Action": "s3:GetObject",
          "Resource": f"{res}/pub/*"},
@@ -362,10 +364,26 @@ def test_not_principal_account_principal_and_conditions(wharfd, trio):
          "Action": "s3:PutObject", "Resource": f"{res}/drop/*"},
         {"Effect": "Deny", "NotPrincipal": {"AWS": [alice.arn, bob.arn]},
          "Action": "s3:PutObject", "Resource": f"{res}/*"}))
+    denied(carol.s3.get_object, Bucket=name, Key="pub/a")
+    denied(bob.s3.put_object, Bucket=name, Key="drop/b", Body=b"b")
+    iam = users.client(wharfd, ACCESS_KEY, SECRET_KEY, "iam")
+    for u, act in ((carol, "s3:GetObject"), (bob, "s3:PutObject")):
+        iam.put_user_policy(UserName=u.name, PolicyName="delegated", PolicyDocument=policy(
+            {"Effect": "Allow", "Action": act, "Resource": f"{res}/*"}))
     assert carol.s3.get_object(Bucket=name, Key="pub/a")["Body"].read() == b"pub/a"
     assert anon("GET", f"{wharfd.endpoint}/{name}/pub/a")[0] == 403  # not in the account
     bob.s3.put_object(Bucket=name, Key="drop/b", Body=b"b")
     denied(carol.s3.put_object, Bucket=name, Key="drop/c", Body=b"c")
+    for u in (carol, bob):
+        iam.delete_user_policy(UserName=u.name, PolicyName="delegated")
+    # A Deny naming the account covers its users.
+    alice.s3.put_bucket_policy(Bucket=name, Policy=policy(
+        {"Effect": "Allow", "Principal": {"AWS": [bob.arn]}, "Action": "s3:GetObject",
+         "Resource": f"{res}/*"},
+        {"Effect": "Deny", "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"},
+         "Action": "s3:GetObject", "Resource": f"{res}/secret/*"}))
+    assert bob.s3.get_object(Bucket=name, Key="pub/a")["Body"].read() == b"pub/a"
+    denied(bob.s3.get_object, Bucket=name, Key="secret/s")
     # aws:username: each user reads its own home/; aws:PrincipalArn with ArnLike.
     alice.s3.put_bucket_policy(Bucket=name, Policy=policy(
         {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",

@@ -222,8 +222,10 @@ static void test_eval_not(void)
     CHECK(!s3_policy_is_public(p));
     s3_policy_free(p);
 
-    /* Account principals: the 12-digit form and the root ARN cover every user of the account,
-     * never the anonymous one; CanonicalUser names one id. */
+    /* Account principals (the 12-digit form and the root ARN): an Allow delegates to the
+     * account, so it grants its root, not its users directly (their own policies must); a
+     * Deny covers every user of the account; never the anonymous one. CanonicalUser names
+     * one id. */
     p = parse("{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"" ACCT "\"},"
               "\"Action\":\"s3:GetObject\",\"Resource\":\"*\"},{\"Effect\":\"Allow\","
               "\"Principal\":{\"AWS\":\"arn:aws:iam::" ACCT ":root\"},\"Action\":\"s3:PutObject\","
@@ -236,9 +238,15 @@ static void test_eval_not(void)
     s3_principal_t anon;
     s3_principal_anon(&anon);
     c = ctx(&alice, "s3:GetObject", "arn:aws:s3:::b/k");
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_ALLOW);
+    CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
     c.action = "s3:PutObject";
+    CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
+    s3_principal_t root;
+    memset(&root, 0, sizeof root);
+    root.kind = S3_PRINCIPAL_ROOT;
+    c.who = &root;
     CHECK(s3_policy_eval(p, &c) == S3_POLICY_ALLOW);
+    c.who = &alice;
     c.account = "111111111111";
     CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
     c.account = ACCT;
@@ -250,6 +258,14 @@ static void test_eval_not(void)
     CHECK(s3_policy_eval(p, &c) == S3_POLICY_ALLOW);
     c.who = &alice;
     CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
+    s3_policy_free(p);
+    p = parse("{\"Statement\":{\"Effect\":\"Deny\",\"Principal\":{\"AWS\":\"arn:aws:iam::" ACCT
+              ":root\"},\"Action\":\"s3:*\",\"Resource\":\"*\"}}", msg);
+    CHECK(p != NULL);
+    c = ctx(&alice, "s3:GetObject", "arn:aws:s3:::b/k");
+    CHECK(p && s3_policy_eval(p, &c) == S3_POLICY_DENY);
+    c.who = &anon;
+    CHECK(p && s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
     s3_policy_free(p);
 }
 
