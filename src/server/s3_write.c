@@ -295,8 +295,11 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
         if ((ret = srv_acl_to_meta(r, o, &nm)))
             goto out;
     }
+    /* Copy exactly the version authorized above (sm), not whatever is current a moment
+     * later; an unversioned key's "null" version can be replaced in between, so the bytes
+     * copied are checked to be the authorized ones and the copy undone when not. */
     wh_status_t st = store_object_copy_version(srv_st(r), c.bucket, c.key,
-                                               c.version_id[0] ? c.version_id : NULL, srv_b(r),
+                                               sm.version_id[0] ? sm.version_id : NULL, srv_b(r),
                                                srv_k(r), &nm, &out_m);
     if (st == WH_ERR_NOT_FOUND) {
         ret = srv_err(o, S3_ERR_NO_SUCH_KEY, "the copy source vanished or the bucket is gone");
@@ -304,6 +307,15 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
     }
     if (st != WH_OK) {
         ret = srv_err_status(r, o, st, "copying the object");
+        goto out;
+    }
+    if (strcmp(out_m.etag, sm.etag) != 0 || out_m.size != sm.size) {
+        st = store_object_delete_version(srv_st(r), srv_b(r), srv_k(r),
+                                         out_m.version_id[0] ? out_m.version_id : "null", NULL);
+        wh_warn("s3", "id=%s copy source %s/%s changed after it was authorized; copy undone (%s)",
+                r->id, c.bucket, c.key, wh_status_str(st));
+        ret = srv_err_raw(o, 409, "OperationAborted", "the copy source was replaced while it "
+                          "was being copied; retry the copy");
         goto out;
     }
     /* REPLACE: the copy gets the request's tag set (the copied one until this lands). */

@@ -111,3 +111,67 @@ def test_stored_policy_that_no_longer_parses_fails_closed(wharfd, iam, root_s3):
     iam.delete_user_policy(UserName=u.name, PolicyName="deny")
     assert u.s3.get_object(Bucket=b, Key="k")["Body"].read() == b"v"
     u.iam.list_users()
+
+
+def test_copy_copies_the_version_it_authorized(wharfd, iam, root_s3):
+    """A copy source readable only while public (its ACL) and overwritten meanwhile with
+    private bytes: every copy that succeeds holds the public bytes (it copies the version it
+    authorized, or is undone with OperationAborted), never the private ones."""
+    import threading
+    import time
+    u = new_user(wharfd, "copier")
+    src, dst = unique_bucket("csrc"), unique_bucket("cdst")
+    root_s3.create_bucket(Bucket=src)
+    root_s3.create_bucket(Bucket=dst)
+    iam.put_user_policy(UserName=u.name, PolicyName="dst", PolicyDocument=policy(
+        {"Effect": "Allow", "Action": ["s3:PutObject", "s3:GetObject", "s3:DeleteObject"],
+         "Resource": f"arn:aws:s3:::{dst}/*"}))
+    public, private = b"P" * 4096, b"S" * 4096
+    root_s3.put_object(Bucket=src, Key="k", Body=public, ACL="public-read")
+    stop = threading.Event()
+
+    def flip():
+        while not stop.is_set():
+            root_s3.put_object(Bucket=src, Key="k", Body=private)
+            root_s3.put_object(Bucket=src, Key="k", Body=public, ACL="public-read")
+
+    t = threading.Thread(target=flip)
+    t.start()
+    res = {"leaked": 0, "copied": 0, "errors": []}
+    lock = threading.Lock()
+    deadline = time.monotonic() + 15
+
+    def copier(w):
+        s3 = u.boto3(wharfd)
+        for i in range(2000):
+            if time.monotonic() > deadline:
+                return
+            try:
+                s3.copy_object(Bucket=dst, Key=f"c{w}", CopySource={"Bucket": src, "Key": "k"})
+            except ClientError as e:
+                if code_of(e) not in ("AccessDenied", "OperationAborted"):
+                    with lock:
+                        res["errors"].append(e.response)
+                continue
+            got = s3.get_object(Bucket=dst, Key=f"c{w}")["Body"].read()
+            with lock:
+                res["copied"] += 1
+                res["leaked"] += got != public
+
+    workers = [threading.Thread(target=copier, args=(w,)) for w in range(4)]
+    try:
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(timeout=60)
+    finally:
+        stop.set()
+        t.join(timeout=30)
+    leaked, copied = res["leaked"], res["copied"]
+    assert not res["errors"], res["errors"][:3]
+    assert leaked == 0, f"{leaked} of {copied} copies hold bytes their caller may not read"
+    assert copied > 0
+
+
+def code_of(e):
+    return e.response["Error"]["Code"]
