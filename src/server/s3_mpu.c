@@ -420,8 +420,8 @@ int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o)
         wh_sbuf_puts(&up, "<Upload>");
         srv_xml_enc(&up, "Key", u->key, url);
         s3_xml_elem(&up, "UploadId", u->upload_id);
-        srv_xml_owner(r, &up, "Initiator");
-        srv_xml_owner(r, &up, "Owner");
+        srv_xml_owner_of(r, &up, "Initiator", u->owner); /* who created it, not the caller */
+        srv_xml_owner_of(r, &up, "Owner", u->owner);
         s3_xml_elem(&up, "StorageClass", "STANDARD");
         srv_xml_time(&up, "Initiated", u->initiated);
         wh_sbuf_puts(&up, "</Upload>");

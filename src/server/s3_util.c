@@ -37,8 +37,9 @@ void srv_xml_owner_of(const srv_req_t *r, wh_sbuf_t *b, const char *elem, const 
 {
     char id[65];
     srv_owner_id(r, stored, id);
-    /* Names are known for root and for the caller; another user's id stands for its name. */
-    const char *name = !stored || !*stored ? r->srv->cfg.access_key
+    /* Names are known for root ("root": never its access key id) and for the caller; another
+     * user's id stands for its name. */
+    const char *name = !stored || !*stored ? "root"
                        : r->who.kind == S3_PRINCIPAL_USER && strcmp(stored, r->who.canonical_id) == 0
                            ? r->who.user
                            : id;

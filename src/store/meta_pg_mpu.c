@@ -412,7 +412,7 @@ static wh_status_t rd_upload_list(void *conn, void *arg)
     pp_text(&p, a->bucket);
     pp_bytes(&p, a->prefix, plen);
     PGresult *r;
-    st = pg_exec(conn, "SELECT encode(key, 'hex'), upload_id, initiated FROM uploads"
+    st = pg_exec(conn, "SELECT encode(key, 'hex'), upload_id, initiated, owner FROM uploads"
                        " WHERE bucket = $1 AND key >= $2 AND substring(key from 1 for"
                        " length($2)) = $2 ORDER BY key, initiated, upload_id", &p, &r,
                  "upload list");
@@ -431,6 +431,7 @@ static wh_status_t rd_upload_list(void *conn, void *arg)
         }
         pg_copy(r, i, 1, u->upload_id, sizeof u->upload_id);
         u->initiated = (time_t)pg_i64(r, i, 2);
+        pg_copy(r, i, 3, u->owner, sizeof u->owner);
         a->n++;
     }
     PQclear(r);

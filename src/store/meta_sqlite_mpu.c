@@ -378,6 +378,7 @@ wh_status_t sq_upload_list(meta_t *mm, const char *bucket, const char *prefix,
         u->key[klen] = '\0';
         sq_col_copy(s, 1, u->upload_id, sizeof u->upload_id);
         u->initiated = (time_t)sqlite3_column_int64(s, 2);
+        sq_col_copy(s, 3, u->owner, sizeof u->owner);
         cnt++;
     }
     if (st == WH_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)

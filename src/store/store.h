@@ -380,6 +380,7 @@ typedef struct store_upload_info {
     char *key;
     char upload_id[65];
     time_t initiated;
+    char owner[65]; /* who created it: canonical id, "" = root */
 } store_upload_info_t;
 wh_status_t store_mpu_list_uploads(store_t *st, const char *bucket, const char *prefix,
                                    store_upload_info_t **out, size_t *n);
