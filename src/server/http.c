@@ -4,6 +4,7 @@
 #include "server/http_int.h"
 #include "base/codec.h"
 #include "base/log.h"
+#include "xfer/xfer.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -274,6 +275,7 @@ static void fill_peer(srv_req_t *r, bool is_unix, struct MHD_Connection *c)
         if (ci && getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
             r->peer.pid = cred.pid;
             r->peer.uid = cred.uid;
+            r->peer.start = xfer_proc_start_time(cred.pid); /* pins the process (cma.c) */
         }
         return;
     }

@@ -56,6 +56,9 @@ typedef struct srv_peer {
     pid_t pid;
     uid_t uid;
     char addr[64]; /* "127.0.0.1:54321" or "unix" */
+    /* The process's start time at connect (xfer_proc_start_time), so a later transfer reaches
+     * that process and not another that reused its pid; 0 when unknown. */
+    uint64_t start;
 } srv_peer_t;
 
 /* The outcome, mapped by the caller to HTTP: http_status 200/206 on success; 400 with
