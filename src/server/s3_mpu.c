@@ -121,7 +121,8 @@ out:
 int srv_mpu_create(srv_req_t *r, srv_out_t *o)
 {
     int ret;
-    if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)))
+    if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)) ||
+        (ret = srv_mpu_cap_check(r, o)))
         return ret;
     store_obj_meta_t m;
     memset(&m, 0, sizeof m);

@@ -443,3 +443,22 @@ int srv_trailers_check(srv_req_t *r, srv_out_t *o)
     s3_err_t e = s3_trailers_check(srv_hdr(r, "x-amz-trailer"), req_trailer, r, msg, sizeof msg);
     return e == S3_OK ? 0 : srv_err(o, e, msg);
 }
+
+int srv_mpu_cap_check(srv_req_t *r, srv_out_t *o)
+{
+    uint64_t n = 0;
+    wh_status_t st = meta_upload_count(store_meta(srv_st(r)), srv_b(r), &n);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "counting the bucket's uploads");
+    /* Checked before the insert, not in its transaction: concurrent creates may pass the
+     * cap by as many as run at once. */
+    unsigned cap = r->srv->cfg.max_uploads;
+    if (cap && n >= cap) {
+        char msg[sizeof o->msg];
+        snprintf(msg, sizeof msg, "bucket %.63s has %" PRIu64 " incomplete multipart uploads, "
+                 "the most this server keeps per bucket (--max-uploads %u): complete or abort "
+                 "some first (ListMultipartUploads lists them)", srv_b(r), n, cap);
+        return srv_err_raw(o, 400, "TooManyUploads", msg);
+    }
+    return 0;
+}

@@ -236,6 +236,10 @@ int srv_mpu_sum_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m);
  * values the client expects (x-amz-checksum-crc32c / -crc64nvme on the request). */
 int srv_mpu_sum_complete(srv_req_t *r, srv_out_t *o, store_mpu_sums_t *sums);
 
+/* s3_util.c: CreateMultipartUpload within the per-bucket cap on incomplete uploads
+ * (srv_config_t max_uploads): 0, or 400 TooManyUploads naming the cap. */
+int srv_mpu_cap_check(srv_req_t *r, srv_out_t *o);
+
 /* s3_mpu.c: partNumber and uploadId of UploadPart(Copy), with the upload looked up. */
 int srv_mpu_part_query(srv_req_t *r, srv_out_t *o);
 

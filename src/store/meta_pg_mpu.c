@@ -451,3 +451,32 @@ wh_status_t pg_upload_list(meta_t *m, const char *bucket, const char *prefix,
     *n = a.n;
     return WH_OK;
 }
+
+typedef struct pg_ucount_arg {
+    const char *bucket;
+    uint64_t n;
+} pg_ucount_arg_t;
+
+static wh_status_t rd_upload_count(void *conn, void *arg)
+{
+    pg_ucount_arg_t *a = arg;
+    pg_params_t p = {0};
+    pp_text(&p, a->bucket);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn, "SELECT COUNT(*) FROM uploads WHERE bucket = $1", &p, &r,
+                             "upload count");
+    if (st != WH_OK)
+        return st;
+    a->n = PQntuples(r) == 1 ? (uint64_t)pg_i64(r, 0, 0) : 0;
+    PQclear(r);
+    return WH_OK;
+}
+
+wh_status_t pg_upload_count(meta_t *m, const char *bucket, uint64_t *n)
+{
+    pg_ucount_arg_t a = {bucket, 0};
+    wh_status_t st = pg_read(PGM(m), rd_upload_count, &a);
+    if (st == WH_OK)
+        *n = a.n;
+    return st;
+}

@@ -78,6 +78,7 @@ static const char *const META_SQL[S_COUNT] = {
     [S_UPLOAD_DELETE] = "DELETE FROM uploads WHERE upload_id = ?1",
     [S_UPLOAD_LIST] = "SELECT key, upload_id, initiated, owner FROM uploads"
                       " WHERE bucket = ?1 AND key >= ?2 ORDER BY key, initiated, upload_id",
+    [S_UPLOAD_COUNT] = "SELECT COUNT(*) FROM uploads WHERE bucket = ?1",
     [S_PART_UPSERT] = "INSERT OR REPLACE INTO parts(upload_id, number, size, etag, mtime,"
                       " crc64nvme, crc32c, file_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     [S_PART_FILE] = "SELECT file_id FROM parts WHERE upload_id = ?1 AND number = ?2",
@@ -583,6 +584,7 @@ static const meta_ops_t SQ_OPS = {
     .upload_delete = sq_upload_delete,
     .upload_complete = sq_upload_complete,
     .upload_list = sq_upload_list,
+    .upload_count = sq_upload_count,
     .user_create = sq_user_create,
     .user_get = sq_user_get,
     .user_list = sq_user_list,

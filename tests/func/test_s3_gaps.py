@@ -22,6 +22,7 @@ import urllib.request
 import boto3
 import pytest
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 import pgserver
 from cluster import Cluster
@@ -613,3 +614,27 @@ def test_list_objects_v2_empty_continuation_token(raw, s3, bucket):
     assert r.status == 400 and r.error_code() == "InvalidArgument", r
 
 
+
+
+# ---- the cap on incomplete multipart uploads -------------------------------------------------
+
+def test_incomplete_uploads_are_capped_per_bucket():
+    srv = WharfServer(extra_args=["--max-uploads", "5"])
+    srv.start()
+    try:
+        s3 = _client(srv.endpoint)
+        b, other = unique_bucket("cap"), unique_bucket("cap2")
+        s3.create_bucket(Bucket=b)
+        s3.create_bucket(Bucket=other)
+        ids = [s3.create_multipart_upload(Bucket=b, Key=f"k{i}")["UploadId"] for i in range(5)]
+        with pytest.raises(ClientError) as ei:
+            s3.create_multipart_upload(Bucket=b, Key="one-too-many")
+        assert ei.value.response["Error"]["Code"] == "TooManyUploads"
+        assert "--max-uploads 5" in ei.value.response["Error"]["Message"]
+        assert len(s3.list_multipart_uploads(Bucket=b)["Uploads"]) == 5
+        s3.create_multipart_upload(Bucket=other, Key="k")  # per bucket
+        s3.abort_multipart_upload(Bucket=b, Key="k0", UploadId=ids[0])
+        s3.create_multipart_upload(Bucket=b, Key="fits-again")
+    finally:
+        assert srv.stop() == 0
+        srv.cleanup()
