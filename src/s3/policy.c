@@ -637,8 +637,8 @@ s3_err_t s3_policy_check_bucket(const s3_policy_t *pol, const char *bucket, char
             snprintf(probe, sizeof probe, "%s/", arn);
             /* "arn:aws:s3:::b*" covers objects of b too; a pattern that reaches neither the
              * bucket nor its objects names another bucket. */
-            if (strncmp(p, probe, strlen(probe)) == 0)
-                continue;
+            if (strncmp(p, probe, strlen(probe)) == 0 || s3_glob(p, probe, false))
+                continue; /* (the any-bucket, any-key pattern reaches b's objects too) */
             if (msg && msglen)
                 snprintf(msg, msglen, "Statement %zu: Policy has invalid resource \"%s\" (not "
                                       "in bucket %s)", i + 1, p, bucket);

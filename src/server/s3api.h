@@ -187,7 +187,7 @@ int srv_version_not_found(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m,
                           const char *vid);
 
 /* s3_attrs.c: ?partNumber=N of a GET/HEAD as the byte range of part N (*ranged: a 206 with
- * Content-Range). 0 or the error's status (416 InvalidPartNumber). */
+ * Content-Range). 0 or the error's status (400 InvalidPart past the last part). */
 int srv_part_range(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, uint64_t *off,
                    uint64_t *len, bool *ranged);
 
