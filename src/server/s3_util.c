@@ -3,6 +3,7 @@
 #include "server/s3api.h"
 #include "base/codec.h"
 #include "base/crc.h"
+#include "base/digest.h"
 #include "s3/xml.h"
 
 #include <inttypes.h>
@@ -461,4 +462,36 @@ int srv_mpu_cap_check(srv_req_t *r, srv_out_t *o)
         return srv_err_raw(o, 400, "TooManyUploads", msg);
     }
     return 0;
+}
+
+bool srv_mpu_completed_before(srv_req_t *r, const store_complete_part_t *parts, size_t n,
+                              store_obj_meta_t *m)
+{
+    wh_md5_t h;
+    if (n == 0 || wh_md5_init(&h) != 0)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t d[WH_MD5_LEN];
+        const char *e = parts[i].etag;
+        size_t el = strlen(e);
+        if (el >= 2 && e[0] == '"' && e[el - 1] == '"')
+            e++, el -= 2;
+        if (wh_hex_decode(e, el, d, sizeof d) != 0) {
+            uint8_t drop[WH_MD5_LEN];
+            wh_md5_final(&h, drop);
+            return false; /* not an MD5 part ETag: nothing to compare with */
+        }
+        wh_md5_update(&h, d, sizeof d);
+    }
+    uint8_t d[WH_MD5_LEN];
+    wh_md5_final(&h, d);
+    char want[64];
+    wh_hex_encode(d, sizeof d, want);
+    snprintf(want + 32, sizeof want - 32, "-%zu", n);
+    store_obj_meta_free(m);
+    memset(m, 0, sizeof *m);
+    wh_status_t st = store_object_open(srv_st(r), srv_b(r), srv_k(r), m, NULL);
+    if (st != WH_OK)
+        return false;
+    return strcmp(m->etag, want) == 0;
 }

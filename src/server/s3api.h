@@ -240,6 +240,13 @@ int srv_mpu_sum_complete(srv_req_t *r, srv_out_t *o, store_mpu_sums_t *sums);
  * (srv_config_t max_uploads): 0, or 400 TooManyUploads naming the cap. */
 int srv_mpu_cap_check(srv_req_t *r, srv_out_t *o);
 
+/* s3_util.c: a CompleteMultipartUpload whose upload is gone: true when the key's current
+ * object is what that list of parts completed into (its ETag is the md5 of the listed part
+ * ETags, "-N"), so a retry after a success is answered 200 again, as S3 does; m gets the
+ * object's metadata then. */
+bool srv_mpu_completed_before(srv_req_t *r, const store_complete_part_t *parts, size_t n,
+                              store_obj_meta_t *m);
+
 /* s3_mpu.c: partNumber and uploadId of UploadPart(Copy), with the upload looked up. */
 int srv_mpu_part_query(srv_req_t *r, srv_out_t *o);
 

@@ -679,3 +679,26 @@ def test_recreating_own_bucket_outside_us_east_1_is_already_owned():
     finally:
         assert srv.stop() == 0
         srv.cleanup()
+
+
+def test_retried_complete_after_success_is_200_again(s3, bucket):
+    up = s3.create_multipart_upload(Bucket=bucket, Key="mp")["UploadId"]
+    e1 = s3.upload_part(Bucket=bucket, Key="mp", UploadId=up, PartNumber=1,
+                        Body=b"a" * (5 * MIB))["ETag"]
+    e2 = s3.upload_part(Bucket=bucket, Key="mp", UploadId=up, PartNumber=2, Body=b"b")["ETag"]
+    parts = {"Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]}
+    first = s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=up,
+                                         MultipartUpload=parts)
+    again = s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=up,
+                                         MultipartUpload=parts)
+    assert again["ETag"] == first["ETag"] and again["Key"] == "mp"
+    # Another part list for the gone upload is still NoSuchUpload; so is any after a change.
+    with pytest.raises(ClientError) as ei:
+        s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=up,
+                                     MultipartUpload={"Parts": [parts["Parts"][0]]})
+    assert ei.value.response["Error"]["Code"] == "NoSuchUpload"
+    s3.put_object(Bucket=bucket, Key="mp", Body=b"replaced")
+    with pytest.raises(ClientError) as ei:
+        s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=up,
+                                     MultipartUpload=parts)
+    assert ei.value.response["Error"]["Code"] == "NoSuchUpload"
