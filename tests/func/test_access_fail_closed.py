@@ -15,7 +15,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 import users
-from wharfd import ACCESS_KEY, SECRET_KEY, unique_bucket
+from wharfd import ACCESS_KEY, SECRET_KEY, WharfServer, unique_bucket
 
 
 def policy(*statements):
@@ -24,6 +24,18 @@ def policy(*statements):
 
 def code(excinfo):
     return excinfo.value.response["Error"]["Code"]
+
+
+@pytest.fixture(scope="module")
+def wharfd():
+    """A server of this file's own: one test rewrites meta.db behind the server's back, which
+    no other file's server should see."""
+    srv = WharfServer()
+    srv.start()
+    yield srv
+    rc = srv.stop()
+    srv.cleanup()
+    assert rc == 0
 
 
 @pytest.fixture(scope="module")
