@@ -14,6 +14,9 @@ typedef struct wh_peer {
     pid_t pid;     /* 0 when not known */
     uid_t uid;     /* (uid_t)-1 when not known */
     char addr[64]; /* "127.0.0.1:54321", "unix", or "gateway" for the gateway's own reads */
+    /* The process's start time at connect (xfer_proc_start_time), so a later transfer reaches
+     * that process and not another that reused its pid; 0 when unknown. */
+    unsigned long long start;
 } wh_peer_t;
 
 #endif

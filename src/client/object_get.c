@@ -46,6 +46,7 @@ static void get_piece_http(get_op_t *g, unsigned i, wc_conn_t *conn, uint64_t of
     wc_req_t req = {.method = "GET", .bucket = op->bucket, .key = op->key,
                     .query = op->query[0] ? op->query : NULL};
     wc_req_header(&req, "range", range);
+    wc_req_header(&req, "x-amz-checksum-mode", "ENABLED"); /* the stored checksum, to verify */
     req.dst = dst;
     req.dst_cap = len;
     wc_resp_t r;

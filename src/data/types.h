@@ -199,6 +199,7 @@ typedef struct store_upload_info {
     char *key;
     char upload_id[65];
     time_t initiated;
+    char owner[65]; /* who created it: canonical id, "" = root */
 } store_upload_info_t;
 
 void store_upload_info_free(store_upload_info_t *u, size_t n);

@@ -492,6 +492,7 @@ wh_status_t rdma_begin(rdma_xfer_t *x, const wh_peer_t *peer, srv_rdma_result_t 
         peer->pid > 0) {
         t.bind_pid = peer->pid;
         t.bind_uid = peer->uid;
+        t.bind_start = peer->start;
     } else {
         t.bind_uid = (uid_t)-1;
     }

@@ -85,6 +85,7 @@ typedef struct srv_config {
     unsigned handler_threads;  /* most handlers running at once (they may block) */
     unsigned max_conns;        /* connections open at once, all clients */
     unsigned max_conns_per_ip; /* connections open at once from one client address */
+    unsigned max_uploads;      /* incomplete multipart uploads a bucket may hold (--max-uploads) */
     /* PutObject without Content-MD5: objects above this size get a part ETag (the md5 of
      * the md5s of its parts of this size, "-N", hashed in parallel; store_writer_use_part_etag)
      * instead of one MD5 at one core's speed. 0: always the whole-object MD5. */
@@ -100,6 +101,7 @@ typedef struct srv_config {
     void *metrics_extra_arg;
 } srv_config_t;
 
+#define SRV_MAX_UPLOADS_DEFAULT 10000
 void srv_config_init(srv_config_t *cfg);
 /* Fills the HTTP front's zero fields from the host: event threads from the CPU count, the
  * connection limits from RLIMIT_NOFILE. */

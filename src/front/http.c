@@ -5,6 +5,7 @@
 #include "front/http_int.h"
 #include "base/codec.h"
 #include "base/log.h"
+#include "xfer/xfer.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -204,9 +205,19 @@ static s3_err_t verify_as(srv_req_t *r, time_t now, const char *service,
         .service = service,
         .payload_hash = payload_hash,
     };
+    /* Signature Version 2 (header "AWS key:sig", or the query's AWSAccessKeyId and
+     * Signature) is refused, never served as an anonymous request. */
+    const char *authz = srv_hdr(r, "authorization");
+    if ((authz && strncmp(authz, "AWS ", 4) == 0) ||
+        (srv_route_q(&r->route, "AWSAccessKeyId") && srv_route_q(&r->route, "Signature"))) {
+        memset(&r->who, 0, sizeof r->who);
+        snprintf(msg, msglen, "Signature Version 2 is not supported by wharfd: sign the request "
+                              "with AWS Signature Version 4 (AWS4-HMAC-SHA256)");
+        return S3_ERR_INVALID_REQUEST;
+    }
     /* No Authorization header and no presigned query: the anonymous principal, served only
      * where an ACL or a bucket policy grants it (srv_authorize). */
-    if (!srv_hdr(r, "authorization") &&
+    if (!authz &&
         !(r->query && (strstr(r->query, "X-Amz-Signature=") || strstr(r->query, "X-Amz-Credential=")))) {
         memset(&r->auth, 0, sizeof r->auth);
         const char *h = srv_hdr(r, "x-amz-content-sha256");
@@ -228,6 +239,17 @@ static s3_err_t verify_as(srv_req_t *r, time_t now, const char *service,
     if (e == S3_ERR_INVALID_ACCESS_KEY && r->ident_err == WH_ERR_UNAVAILABLE) {
         snprintf(msg, msglen, "the metadata database holding access keys is unreachable");
         e = S3_ERR_SERVICE_UNAVAILABLE;
+    }
+    /* The credential scope names the region the request was signed for; S3 refuses another
+     * region's. IAM is global: its clients sign for us-east-1 whatever the S3 region is. */
+    const char *want = r->srv->cfg.region;
+    if (e == S3_OK && strcmp(r->auth.region, want) != 0 &&
+        !(service && strcmp(service, "iam") == 0 && strcmp(r->auth.region, "us-east-1") == 0)) {
+        snprintf(msg, msglen, "the authorization %s is malformed; the region '%.63s' is "
+                              "wrong; expecting '%s'",
+                 r->auth.presigned ? "query parameters are" : "header is", r->auth.region, want);
+        memset(&r->who, 0, sizeof r->who);
+        e = r->auth.presigned ? S3_ERR_AUTH_QUERY_MALFORMED : S3_ERR_AUTH_HEADER_MALFORMED;
     }
     return e;
 }
@@ -281,6 +303,7 @@ static void fill_peer(srv_req_t *r, bool is_unix, struct MHD_Connection *c)
         if (ci && getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
             r->peer.pid = cred.pid;
             r->peer.uid = cred.uid;
+            r->peer.start = xfer_proc_start_time(cred.pid); /* pins the process (cma.c) */
         }
         return;
     }

@@ -220,6 +220,8 @@ struct meta_ops {
                                    store_cond_t *cond);
     wh_status_t (*upload_list)(meta_t *m, const char *bucket, const char *prefix,
                                store_upload_info_t **out, size_t *n);
+    /* The bucket's incomplete uploads (for the per-bucket cap). */
+    wh_status_t (*upload_count)(meta_t *m, const char *bucket, uint64_t *n);
 
     /* ---- identity ---- */
     wh_status_t (*user_create)(meta_t *m, const meta_user_t *u); /* EXISTS */
@@ -394,6 +396,7 @@ wh_status_t meta_cached_bucket_auth_get(meta_t *m, const char *bucket, store_buc
 #define meta_upload_delete(m, ...) META_CALL_(m, upload_delete, __VA_ARGS__)
 #define meta_upload_complete(m, ...) META_CALL_(m, upload_complete, __VA_ARGS__)
 #define meta_upload_list(m, ...) META_CALL_(m, upload_list, __VA_ARGS__)
+#define meta_upload_count(m, ...) META_CALL_(m, upload_count, __VA_ARGS__)
 #define meta_node_register(m, ...) META_CALL_(m, node_register, __VA_ARGS__)
 #define meta_node_heartbeat(m, ...) META_CALL_(m, node_heartbeat, __VA_ARGS__)
 #define meta_node_list(m, ...) META_CALL_(m, node_list, __VA_ARGS__)

@@ -526,6 +526,7 @@ static const meta_ops_t PG_OPS = {
     .upload_delete = pg_upload_delete,
     .upload_complete = pg_upload_complete,
     .upload_list = pg_upload_list,
+    .upload_count = pg_upload_count,
     .user_create = pg_user_create,
     .user_get = pg_user_get,
     .user_list = pg_user_list,

@@ -146,6 +146,7 @@ wh_status_t pg_upload_complete(meta_t *m, const char *bucket, const char *key,
 /* In a write transaction: drops the bucket's uploads, their parts appended to *parts. */
 wh_status_t pg_bucket_uploads_drop(pg_conn_t *c, const char *bucket, meta_part_t **parts,
                                    size_t *n);
+wh_status_t pg_upload_count(meta_t *m, const char *bucket, uint64_t *n);
 wh_status_t pg_upload_list(meta_t *m, const char *bucket, const char *prefix,
                            store_upload_info_t **out, size_t *n);
 

@@ -413,7 +413,7 @@ static wh_status_t rd_upload_list(void *conn, void *arg)
     pp_text(&p, a->bucket);
     pp_bytes(&p, a->prefix, plen);
     PGresult *r;
-    st = pg_exec(conn, "SELECT encode(key, 'hex'), upload_id, initiated FROM uploads"
+    st = pg_exec(conn, "SELECT encode(key, 'hex'), upload_id, initiated, owner FROM uploads"
                        " WHERE bucket = $1 AND key >= $2 AND substring(key from 1 for"
                        " length($2)) = $2 ORDER BY key, initiated, upload_id", &p, &r,
                  "upload list");
@@ -432,6 +432,7 @@ static wh_status_t rd_upload_list(void *conn, void *arg)
         }
         pg_copy(r, i, 1, u->upload_id, sizeof u->upload_id);
         u->initiated = (time_t)pg_i64(r, i, 2);
+        pg_copy(r, i, 3, u->owner, sizeof u->owner);
         a->n++;
     }
     PQclear(r);
@@ -450,4 +451,33 @@ wh_status_t pg_upload_list(meta_t *m, const char *bucket, const char *prefix,
     *out = a.arr;
     *n = a.n;
     return WH_OK;
+}
+
+typedef struct pg_ucount_arg {
+    const char *bucket;
+    uint64_t n;
+} pg_ucount_arg_t;
+
+static wh_status_t rd_upload_count(void *conn, void *arg)
+{
+    pg_ucount_arg_t *a = arg;
+    pg_params_t p = {0};
+    pp_text(&p, a->bucket);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn, "SELECT COUNT(*) FROM uploads WHERE bucket = $1", &p, &r,
+                             "upload count");
+    if (st != WH_OK)
+        return st;
+    a->n = PQntuples(r) == 1 ? (uint64_t)pg_i64(r, 0, 0) : 0;
+    PQclear(r);
+    return WH_OK;
+}
+
+wh_status_t pg_upload_count(meta_t *m, const char *bucket, uint64_t *n)
+{
+    pg_ucount_arg_t a = {bucket, 0};
+    wh_status_t st = pg_read(PGM(m), rd_upload_count, &a);
+    if (st == WH_OK)
+        *n = a.n;
+    return st;
 }

@@ -7,7 +7,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,8 +76,9 @@ static const char *const META_SQL[S_COUNT] = {
     [S_UPLOAD_GET] = "SELECT initiated, content_type, user_meta, owner, acl, tags FROM uploads"
                      " WHERE upload_id = ?1 AND bucket = ?2 AND key = ?3",
     [S_UPLOAD_DELETE] = "DELETE FROM uploads WHERE upload_id = ?1",
-    [S_UPLOAD_LIST] = "SELECT key, upload_id, initiated FROM uploads"
+    [S_UPLOAD_LIST] = "SELECT key, upload_id, initiated, owner FROM uploads"
                       " WHERE bucket = ?1 AND key >= ?2 ORDER BY key, initiated, upload_id",
+    [S_UPLOAD_COUNT] = "SELECT COUNT(*) FROM uploads WHERE bucket = ?1",
     [S_PART_UPSERT] = "INSERT OR REPLACE INTO parts(upload_id, number, size, etag, mtime,"
                       " crc64nvme, crc32c, file_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     [S_PART_FILE] = "SELECT file_id FROM parts WHERE upload_id = ?1 AND number = ?2",
@@ -313,9 +316,31 @@ static void sq_auth_gen_map(sq_meta_t *m, const char *path)
 /* Opens one connection. The writer (schema=true) switches the database to WAL and creates or
  * migrates the schema; the reader only sets its pragmas. Opening an existing, current database
  * writes nothing, so a restart on a full disk works. */
+/* meta.db holds sealed secrets, ACLs and every key name: owner-only (0600). SQLite gives its
+ * -wal and -shm the database file's mode, so the file is made (or set) 0600 before it is
+ * opened, and companions left by an older version are set too. */
+static void sq_file_private(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return; /* sqlite3_open_v2 reports what is wrong with the path */
+    struct stat sb;
+    if (fstat(fd, &sb) == 0 && (sb.st_mode & 077) && fchmod(fd, 0600) != 0)
+        wh_warn("store", "cannot make %s owner-only (chmod 600): %s", path, strerror(errno));
+    close(fd);
+    static const char *const sfx[] = {"-wal", "-shm"};
+    for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
+        char p[PATH_MAX];
+        if ((size_t)snprintf(p, sizeof p, "%s%s", path, sfx[i]) < sizeof p &&
+            stat(p, &sb) == 0 && (sb.st_mode & 077) && chmod(p, 0600) != 0)
+            wh_warn("store", "cannot make %s owner-only (chmod 600): %s", p, strerror(errno));
+    }
+}
+
 static wh_status_t sq_conn_open(sq_conn_t *c, const char *path, bool schema)
 {
     wh_status_t st = WH_ERR_IO;
+    sq_file_private(path);
     int rc = sqlite3_open_v2(path, &c->db,
                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                              NULL);
@@ -567,6 +592,7 @@ static const meta_ops_t SQ_OPS = {
     .upload_delete = sq_upload_delete,
     .upload_complete = sq_upload_complete,
     .upload_list = sq_upload_list,
+    .upload_count = sq_upload_count,
     .user_create = sq_user_create,
     .user_get = sq_user_get,
     .user_list = sq_user_list,

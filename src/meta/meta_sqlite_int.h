@@ -51,6 +51,7 @@ enum {
     S_UPLOAD_GET,
     S_UPLOAD_DELETE,
     S_UPLOAD_LIST,
+    S_UPLOAD_COUNT,
     S_PART_UPSERT,
     S_PART_FILE,
     S_PART_LIST,
@@ -175,6 +176,7 @@ wh_status_t sq_upload_complete(meta_t *m, const char *bucket, const char *key,
 /* In a write transaction: drops the bucket's uploads, their parts appended to *parts. */
 wh_status_t sq_bucket_uploads_drop(sq_conn_t *c, const char *bucket, meta_part_t **parts,
                                    size_t *n);
+wh_status_t sq_upload_count(meta_t *m, const char *bucket, uint64_t *n);
 wh_status_t sq_upload_list(meta_t *m, const char *bucket, const char *prefix,
                            store_upload_info_t **out, size_t *n);
 

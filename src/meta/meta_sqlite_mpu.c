@@ -378,6 +378,7 @@ wh_status_t sq_upload_list(meta_t *mm, const char *bucket, const char *prefix,
         u->key[klen] = '\0';
         sq_col_copy(s, 1, u->upload_id, sizeof u->upload_id);
         u->initiated = (time_t)sqlite3_column_int64(s, 2);
+        sq_col_copy(s, 3, u->owner, sizeof u->owner);
         cnt++;
     }
     if (st == WH_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
@@ -392,4 +393,21 @@ out:
     *out = arr;
     *n = cnt;
     return WH_OK;
+}
+
+wh_status_t sq_upload_count(meta_t *mm, const char *bucket, uint64_t *n)
+{
+    sq_conn_t *c = &SQ(mm)->rd;
+    pthread_mutex_lock(&c->lock);
+    sqlite3_stmt *s = c->stmt[S_UPLOAD_COUNT];
+    sq_bind_text(s, 1, bucket);
+    int rc = sqlite3_step(s);
+    wh_status_t st = WH_OK;
+    if (rc == SQLITE_ROW)
+        *n = (uint64_t)sqlite3_column_int64(s, 0);
+    else
+        st = sq_fail(c, rc, "upload count");
+    sq_done(s);
+    pthread_mutex_unlock(&c->lock);
+    return st;
 }

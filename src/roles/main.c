@@ -81,6 +81,8 @@ static void usage(FILE *f)
             "  --max-conns-per-ip N connections open at once from one address (default: a\n"
             "                       quarter of --max-conns)\n"
             "  --idle-timeout S     close a connection that moves no byte for S s (default 30)\n"
+            "  --max-uploads N      incomplete multipart uploads one bucket may hold (default\n"
+            "                       10000; CreateMultipartUpload past it is TooManyUploads)\n"
             "  --header-timeout S   close a connection whose request headers are not complete\n"
             "                       S s after it opened or its last request ended (default 20)\n"
             "\n"
@@ -131,7 +133,7 @@ int main(int argc, char **argv)
 
     enum { O_DATA = 1, O_LISTEN, O_UNIX, O_SHM, O_COPY, O_PINNED, O_COLD, O_ETAG, O_RDMA_ETAG, O_HELP,
            O_META, O_RESERVE, O_HIGH_WATER, O_HTTP_THREADS, O_HANDLER_THREADS, O_MAX_CONNS,
-           O_MAX_CONNS_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT, O_DURABILITY };
+           O_MAX_CONNS_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT, O_DURABILITY, O_MAX_UPLOADS };
     static const struct option opts[] = {
         {"data", required_argument, NULL, O_DATA},
         {"listen", required_argument, NULL, O_LISTEN},
@@ -156,6 +158,7 @@ int main(int argc, char **argv)
         {"max-conns-per-ip", required_argument, NULL, O_MAX_CONNS_IP},
         {"idle-timeout", required_argument, NULL, O_IDLE_TIMEOUT},
         {"header-timeout", required_argument, NULL, O_HEADER_TIMEOUT},
+        {"max-uploads", required_argument, NULL, O_MAX_UPLOADS},
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -241,17 +244,19 @@ int main(int argc, char **argv)
         case O_MAX_CONNS:
         case O_MAX_CONNS_IP:
         case O_IDLE_TIMEOUT:
-        case O_HEADER_TIMEOUT: {
+        case O_HEADER_TIMEOUT:
+        case O_MAX_UPLOADS: {
             /* In enum order: the HTTP front's counts and seconds. */
             static const struct {
                 const char *name;
                 unsigned max;
             } lim[] = {{"--http-threads", 256},      {"--handler-threads", 65536},
                        {"--max-conns", 1000000},     {"--max-conns-per-ip", 1000000},
-                       {"--idle-timeout", 86400},    {"--header-timeout", 86400}};
+                       {"--idle-timeout", 86400},    {"--header-timeout", 86400},
+                       {"--max-uploads", 100000000}};
             unsigned *dst[] = {&cfg.http_threads, &cfg.handler_threads, &cfg.max_conns,
                                &cfg.max_conns_per_ip, &cfg.conn_timeout_s,
-                               &cfg.header_timeout_s};
+                               &cfg.header_timeout_s, &cfg.max_uploads};
             size_t i = (size_t)(c - O_HTTP_THREADS);
             uint64_t v;
             if (wh_parse_u64(optarg, strlen(optarg), &v) != 0 || v < 1 || v > lim[i].max) {

@@ -11,7 +11,9 @@
 #include "roles/storage.h"
 #include "s3api/s3api.h"
 
+#include <arpa/inet.h>
 #include <getopt.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,7 +33,7 @@ static int role_usage(FILE *f)
             "(environment; the same on every gateway and storage server).\n"
             "\n"
             "  --listen HOST:PORT   address of the internal API; gateways reach it there, so\n"
-            "                       give an address they can route to (not 0.0.0.0)\n"
+            "                       give an address they can route to (0.0.0.0 is refused)\n"
             "  --providers LIST     RDMA providers: shm,tcp (default) or none\n"
             "  --rdma-mem BYTES     registered buffer budget (default: sized from the host,\n"
             "                       within RLIMIT_MEMLOCK where the provider pins; K/M/G ok)\n"
@@ -323,6 +325,13 @@ int srv_storage_main(int argc, char **argv)
         return bad("%s--meta postgresql://USER@HOST:PORT/DB is required", "");
     if (!have_listen)
         return bad("%s--listen HOST:PORT is required (the address gateways reach)", "");
+    /* The listen address is the one registered for gateways to dial: a wildcard would be
+     * registered as is, and no gateway can dial it. */
+    struct in_addr ia;
+    if (inet_pton(AF_INET, host, &ia) == 1 && ia.s_addr == htonl(INADDR_ANY))
+        return bad("--listen %s: gateways dial the address a storage server registers, and "
+                   "no one can dial 0.0.0.0; give this host's address they route to (e.g. "
+                   "10.0.0.2:9100)", host);
     if (!(cfg.secret = srv_cluster_secret()))
         return 2;
     cfg.listen_host = host;

@@ -16,10 +16,10 @@
 static int uc_usage(FILE *f)
 {
     fprintf(f,
-            "usage: wharfd user create NAME [--access-key AK --secret-key SK] STORE\n"
+            "usage: wharfd user create NAME [--access-key AK --secret-key-file F] STORE\n"
             "       wharfd user list STORE\n"
             "       wharfd user delete NAME STORE      (also its keys and policies)\n"
-            "       wharfd key create NAME [--access-key AK --secret-key SK] STORE\n"
+            "       wharfd key create NAME [--access-key AK --secret-key-file F] STORE\n"
             "       wharfd key list NAME STORE\n"
             "       wharfd key delete AK STORE\n"
             "       wharfd key disable AK STORE  |  wharfd key enable AK STORE\n"
@@ -31,7 +31,10 @@ static int uc_usage(FILE *f)
             "account of the ARNs shown. New keys are printed once, as access_key=... and\n"
             "secret_key=...; the store keeps the secret only sealed under the server key.\n"
             "They work while the server runs: a deleted or disabled key is refused at its\n"
-            "next request.\n");
+            "next request.\n"
+            "A chosen secret comes from --secret-key-file FILE (its first line) or the\n"
+            "environment's WHARF_USER_SECRET_KEY; --secret-key SK still works but shows the\n"
+            "secret to every local user in the process list, and warns.\n");
     return 0;
 }
 
@@ -62,7 +65,9 @@ int srv_user_main(int argc, char **argv)
     const char *data = NULL, *meta_url = NULL, *key_file = NULL, *account = NULL;
     const char *ak = NULL, *sk = NULL;
     wh_log_level_t lvl = WH_LOG_WARN;
-    enum { O_DATA = 1, O_META, O_KEYFILE, O_ACCOUNT, O_AK, O_SK, O_LOG, O_HELP };
+    enum { O_DATA = 1, O_META, O_KEYFILE, O_ACCOUNT, O_AK, O_SK, O_SKFILE, O_LOG, O_HELP };
+    const char *sk_file = NULL;
+    char sk_buf[SRV_SECRET_MAX + 2];
     static const struct option opts[] = {
         {"data", required_argument, NULL, O_DATA},
         {"meta", required_argument, NULL, O_META},
@@ -70,6 +75,7 @@ int srv_user_main(int argc, char **argv)
         {"account-id", required_argument, NULL, O_ACCOUNT},
         {"access-key", required_argument, NULL, O_AK},
         {"secret-key", required_argument, NULL, O_SK},
+        {"secret-key-file", required_argument, NULL, O_SKFILE},
         {"log-level", required_argument, NULL, O_LOG},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
@@ -84,7 +90,13 @@ int srv_user_main(int argc, char **argv)
         case O_KEYFILE: key_file = optarg; break;
         case O_ACCOUNT: account = optarg; break;
         case O_AK: ak = optarg; break;
-        case O_SK: sk = optarg; break;
+        case O_SK:
+            sk = optarg;
+            fprintf(stderr, "wharfd: warning: --secret-key shows the secret in the process list "
+                            "(ps, /proc/PID/cmdline) to every local user; use --secret-key-file "
+                            "FILE or WHARF_USER_SECRET_KEY\n");
+            break;
+        case O_SKFILE: sk_file = optarg; break;
         case O_LOG:
             if (wh_log_parse_level(optarg, &lvl) != 0)
                 return uc_bad("--log-level wants error, warn, info, debug or trace, got '%s'",
@@ -111,6 +123,22 @@ int srv_user_main(int argc, char **argv)
         return uc_bad("%s needs a name (a user name, or an access key id)", verb);
     if (!needs_arg && arg)
         return uc_bad("unexpected argument '%s'", arg);
+    if (sk && sk_file)
+        return uc_bad("%s--secret-key and --secret-key-file are one choice: give one", "");
+    if (sk_file) {
+        FILE *f = fopen(sk_file, "r");
+        if (!f)
+            return uc_bad("cannot read --secret-key-file %s", sk_file);
+        bool got = fgets(sk_buf, sizeof sk_buf, f) != NULL;
+        fclose(f);
+        size_t n = got ? strcspn(sk_buf, "\r\n") : 0;
+        if (!got || n == 0 || n > SRV_SECRET_MAX)
+            return uc_bad("--secret-key-file %s must hold the secret on its first line", sk_file);
+        sk_buf[n] = '\0';
+        sk = sk_buf;
+    } else if (!sk && ak && getenv("WHARF_USER_SECRET_KEY") && *getenv("WHARF_USER_SECRET_KEY")) {
+        sk = getenv("WHARF_USER_SECRET_KEY");
+    }
     if ((ak || sk) && strcmp(verb, "create") != 0)
         return uc_bad("%s--access-key and --secret-key go with create only", "");
     if ((ak == NULL) != (sk == NULL))

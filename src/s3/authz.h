@@ -159,6 +159,10 @@ typedef struct s3_authz_ctx {
     const char *delimiter; /* s3:delimiter, NULL when absent */
     bool has_max_keys;
     uint64_t max_keys; /* s3:max-keys */
+    const char *x_amz_acl; /* s3:x-amz-acl: the request's canned ACL header, NULL when absent */
+    /* s3:authType: "REST-HEADER" or "REST-QUERY-STRING" for a signed request, NULL for an
+     * anonymous one (s3:signatureversion is "AWS4-HMAC-SHA256" exactly when it is set). */
+    const char *auth_type;
 } s3_authz_ctx_t;
 
 s3_policy_result_t s3_policy_eval(const s3_policy_t *pol, const s3_authz_ctx_t *ctx);

@@ -55,7 +55,8 @@ static const struct {
     {"aws:SourceIp", K_SOURCE_IP},       {"s3:prefix", K_PREFIX},
     {"s3:delimiter", K_DELIMITER},       {"s3:max-keys", K_MAX_KEYS},
     {"aws:SecureTransport", K_SECURE_TRANSPORT}, {"aws:username", K_USERNAME},
-    {"aws:PrincipalArn", K_PRINCIPAL_ARN},
+    {"aws:PrincipalArn", K_PRINCIPAL_ARN}, {"s3:x-amz-acl", K_X_AMZ_ACL},
+    {"s3:authType", K_AUTH_TYPE},        {"s3:signatureversion", K_SIGNATURE_VERSION},
 };
 
 static const struct {
@@ -142,6 +143,24 @@ static bool has_var(pctx_t *c, const char *s)
     return c->pol->vars && strstr(s, "${") != NULL;
 }
 
+/* Every ${...} of a value is one the evaluator expands (policy_eval.c): a variable it could
+ * not expand would make a Deny never match, so the policy is refused instead. */
+static s3_err_t vars_check(pctx_t *c, const char *s, const char *where)
+{
+    if (!c->pol->vars)
+        return S3_OK;
+    for (const char *p = strstr(s, "${"); p; p = strstr(p + 2, "${")) {
+        const char *end = strchr(p, '}');
+        size_t n = end ? (size_t)(end - p - 2) : 0;
+        if (end && ((n == 1 && strchr("*?$", p[2])) ||
+                    (n == 12 && strncasecmp(p + 2, "aws:username", 12) == 0)))
+            continue;
+        return bad(c, "%s \"%s\": wharf expands only the policy variables ${aws:username}, "
+                      "${*}, ${?} and ${$}", where, s);
+    }
+    return S3_OK;
+}
+
 static s3_err_t add_action(pctx_t *c, const char *s, void *slot, size_t i)
 {
     (void)i;
@@ -165,6 +184,8 @@ static s3_err_t add_resource(pctx_t *c, const char *s, void *slot, size_t i)
     pattern_t *p = slot;
     /* A user policy may name IAM users (arn:aws:iam::ACCOUNT:user/NAME) for iam: actions. */
     if (c->user && strncmp(s, "arn:aws:iam::", 13) == 0 && s[13]) {
+        if (vars_check(c, s, "Resource") != S3_OK)
+            return S3_ERR_MALFORMED_POLICY;
         if (!(p->s = arena_strdup(&c->pol->arena, s)))
             return oom(c);
         p->has_var = has_var(c, s);
@@ -174,6 +195,8 @@ static s3_err_t add_resource(pctx_t *c, const char *s, void *slot, size_t i)
         return bad(c, "Policy has invalid resource \"%s\" (an arn:aws:s3::: ARN or *)", s);
     if (strcmp(s, "*") != 0 && !s[13])
         return bad(c, "Policy has invalid resource \"%s\" (no bucket)", s);
+    if (vars_check(c, s, "Resource") != S3_OK)
+        return S3_ERR_MALFORMED_POLICY;
     if (!(p->s = arena_strdup(&c->pol->arena, s)))
         return oom(c);
     p->has_var = has_var(c, s);
@@ -341,6 +364,8 @@ static s3_err_t parse_cond_value(pctx_t *c, cond_t *cd, json_t *e, cond_val_t *o
     } else {
         return bad(c, "Condition %s %s: values must be strings, numbers or booleans", op, key);
     }
+    if (vars_check(c, s, "Condition value") != S3_OK)
+        return S3_ERR_MALFORMED_POLICY;
     if (!(out->s = arena_strdup(&c->pol->arena, s)))
         return oom(c);
     out->has_var = has_var(c, s);
@@ -398,12 +423,17 @@ static s3_err_t parse_condition(pctx_t *c, stmt_t *st, json_t *v)
             cd->test = g_ops[oi].test;
             cd->neg = g_ops[oi].neg;
             cd->if_exists = ifx;
-            cd->key = K_UNKNOWN; /* a key wharf does not supply is absent from every request */
+            cd->key = K_UNKNOWN;
             for (size_t k = 0; k < sizeof g_keys / sizeof g_keys[0]; k++)
                 if (strcasecmp(g_keys[k].name, key) == 0)
                     cd->key = g_keys[k].key;
             if (!strchr(key, ':'))
                 return bad(c, "Condition %s: key \"%s\" has no prefix (aws: or s3:)", op, key);
+            /* A key wharf cannot evaluate is refused: taken as absent, a Deny on it would
+             * never fire (the policy would fail open). */
+            if (cd->key == K_UNKNOWN)
+                return bad(c, "Condition %s: wharf cannot evaluate the condition key "
+                              "\"%.64s\" (docs/access.md lists the keys it does)", op, key);
             size_t n = json_is_array(vals) ? json_array_size(vals) : 1;
             if (n == 0)
                 return bad(c, "Condition %s %s: empty value list", op, key);
@@ -607,8 +637,8 @@ s3_err_t s3_policy_check_bucket(const s3_policy_t *pol, const char *bucket, char
             snprintf(probe, sizeof probe, "%s/", arn);
             /* "arn:aws:s3:::b*" covers objects of b too; a pattern that reaches neither the
              * bucket nor its objects names another bucket. */
-            if (strncmp(p, probe, strlen(probe)) == 0)
-                continue;
+            if (strncmp(p, probe, strlen(probe)) == 0 || s3_glob(p, probe, false))
+                continue; /* (the any-bucket, any-key pattern reaches b's objects too) */
             if (msg && msglen)
                 snprintf(msg, msglen, "Statement %zu: Policy has invalid resource \"%s\" (not "
                                       "in bucket %s)", i + 1, p, bucket);

@@ -130,7 +130,14 @@ static bool principal_match(const stmt_t *st, const s3_authz_ctx_t *x)
         case P_ANY:
             return true;
         case P_ACCOUNT:
-            if (w && w->kind != S3_PRINCIPAL_ANON && x->account && strcmp(x->account, p->s) == 0)
+            /* The account (NNN or arn:aws:iam::NNN:root), as AWS reads it: an Allow
+             * delegates to the account, whose users then need their own policies (their
+             * user policies are weighed besides this one), so it grants the account's root
+             * only; a Deny, or a NotPrincipal exception, covers every principal of it. */
+            if (!w || w->kind == S3_PRINCIPAL_ANON || !x->account ||
+                strcmp(x->account, p->s) != 0)
+                break;
+            if (w->kind == S3_PRINCIPAL_ROOT || st->deny || st->not_principal)
                 return true;
             break;
         case P_ARN:
@@ -163,6 +170,9 @@ static const char *key_value(cond_key_t k, const s3_authz_ctx_t *x, char *buf, s
         return x->who && x->who->kind == S3_PRINCIPAL_USER ? x->who->user : NULL;
     case K_PRINCIPAL_ARN: return x->who && x->who->arn[0] ? x->who->arn : NULL;
     case K_SOURCE_IP: return x->source_ip.family ? "ip" : NULL;
+    case K_X_AMZ_ACL: return x->x_amz_acl;
+    case K_AUTH_TYPE: return x->auth_type;
+    case K_SIGNATURE_VERSION: return x->auth_type ? "AWS4-HMAC-SHA256" : NULL;
     case K_UNKNOWN: return NULL;
     }
     return NULL;

@@ -375,7 +375,7 @@ s3_err_t s3_xml_parse_complete(const char *xml, size_t len, s3_part_ref_t **part
 typedef struct delete_ctx {
     s3_delete_req_t d;
     size_t cap;
-    char *cur_key, *cur_vid;
+    char *cur_key, *cur_vid, *cur_etag;
     int have_quiet;
     s3_err_t err;
 } delete_ctx_t;
@@ -407,6 +407,20 @@ static int delete_cb(void *arg, const char *path, const char *text, size_t len)
             c->err = S3_ERR_INTERNAL;
             return -1;
         }
+    } else if (strcmp(path, "Delete/Object/ETag") == 0) {
+        trim(&text, &len);
+        if (c->cur_etag || len == 0 || len > 128 || memchr(text, '\0', len)) {
+            c->err = S3_ERR_MALFORMED_XML;
+            return -1;
+        }
+        if (!(c->cur_etag = strndup(text, len))) {
+            c->err = S3_ERR_INTERNAL;
+            return -1;
+        }
+    } else if (strcmp(path, "Delete/Object/LastModifiedTime") == 0 ||
+               strcmp(path, "Delete/Object/Size") == 0) {
+        c->err = S3_ERR_NOT_IMPLEMENTED; /* directory buckets' conditions: not evaluated */
+        return -1;
     } else if (strcmp(path, "Delete/Object") == 0) {
         if (!c->cur_key || c->d.n == S3_XML_MAX_DELETE_KEYS) {
             c->err = S3_ERR_MALFORMED_XML;
@@ -423,12 +437,20 @@ static int delete_cb(void *arg, const char *path, const char *text, size_t len)
                 return -1;
             }
             c->d.version_ids = nv;
+            char **ne = realloc(c->d.etags, ncap * sizeof *ne);
+            if (!ne) {
+                c->err = S3_ERR_INTERNAL;
+                return -1;
+            }
+            c->d.etags = ne;
             c->cap = ncap;
         }
         c->d.version_ids[c->d.n] = c->cur_vid;
+        c->d.etags[c->d.n] = c->cur_etag;
         c->d.keys[c->d.n++] = c->cur_key;
         c->cur_key = NULL;
         c->cur_vid = NULL;
+        c->cur_etag = NULL;
     } else if (strcmp(path, "Delete/Quiet") == 0) {
         trim(&text, &len);
         if (c->have_quiet) {
@@ -455,9 +477,11 @@ void s3_delete_req_free(s3_delete_req_t *d)
     for (size_t i = 0; i < d->n; i++) {
         free(d->keys[i]);
         free(d->version_ids[i]);
+        free(d->etags[i]);
     }
     free(d->keys);
     free(d->version_ids);
+    free(d->etags);
     memset(d, 0, sizeof *d);
 }
 
@@ -470,6 +494,7 @@ s3_err_t s3_xml_parse_delete(const char *xml, size_t len, s3_delete_req_t *out)
     int rc = xml_walk(xml, len, S3_XML_MAX_BYTES, XML_REQ_MAX_DEPTH, delete_cb, &c, root);
     free(c.cur_key);
     free(c.cur_vid);
+    free(c.cur_etag);
     if (rc != 0 || strcmp(root, "Delete") != 0 || c.d.n == 0) {
         s3_err_t e = rc != 0 ? c.err : S3_ERR_MALFORMED_XML;
         s3_delete_req_free(&c.d);

@@ -40,6 +40,7 @@ s3_err_t s3_xml_parse_complete(const char *xml, size_t len, s3_part_ref_t **part
 typedef struct s3_delete_req {
     char **keys;
     char **version_ids; /* parallel to keys: the Object's VersionId, or NULL where none */
+    char **etags;       /* parallel to keys: the Object's ETag (a condition), or NULL */
     size_t n;
     int quiet;
 } s3_delete_req_t;

@@ -220,16 +220,22 @@ static int authorize(iam_ctx_t *c, const char *target)
         if (st != WH_OK && st != WH_ERR_NOT_FOUND)
             return iam_store_err(c, st, "reading the caller's policies");
         s3_authz_ctx_t ctx = {.who = who, .account = srv_ident_account(c->id),
-                              .action = action, .resource = resource};
-        s3_ip_parse(c->r->peer.addr, &ctx.source_ip);
+                              .action = action, .resource = resource,
+                              .auth_type = c->r->auth.presigned ? "REST-QUERY-STRING"
+                                                                : "REST-HEADER"};
+        srv_peer_ip(c->r, &ctx.source_ip); /* the address without its port */
         for (size_t i = 0; i < n && !deny; i++) {
             s3_policy_t *pol = NULL;
             char msg[200];
             if (s3_policy_parse_user(pols[i].doc, strlen(pols[i].doc), &pol, msg, sizeof msg) !=
                 S3_OK) {
-                wh_warn(MOD, "user %s: stored policy %s no longer parses (%s); ignored",
+                /* Fail closed: skipping it would drop whatever it denies. */
+                wh_warn(MOD, "user %s: stored policy %s no longer parses (%s); refusing",
                         who->user, pols[i].name, msg);
-                continue;
+                meta_policies_free(pols, n);
+                return iam_err(c, 500, "ServiceFailure", "user %s: stored policy %s cannot be "
+                               "read (%s); no request of this user is allowed until it is "
+                               "replaced or deleted", who->user, pols[i].name, msg);
             }
             s3_policy_result_t res = s3_policy_eval(pol, &ctx);
             deny |= res == S3_POLICY_DENY;

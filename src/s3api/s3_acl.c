@@ -380,6 +380,15 @@ int srv_policy_status(srv_req_t *r, srv_out_t *o)
 {
     store_bucket_auth_t a;
     int ret = load_policy(r, o, &a);
+    if (ret && o->code && strcmp(o->code, "NoSuchBucketPolicy") == 0) {
+        /* No policy: it makes nothing public. */
+        store_bucket_auth_free(&a);
+        wh_sbuf_t b;
+        wh_sbuf_init(&b);
+        wh_sbuf_puts(&b, XML_DECL "<PolicyStatus xmlns=\"" S3_XMLNS "\"><IsPublic>false"
+                         "</IsPublic></PolicyStatus>");
+        return srv_ok_xml(o, 200, &b);
+    }
     if (!ret) {
         char msg[256];
         s3_policy_t *pol = NULL;

@@ -5,6 +5,7 @@
 #include "base/util.h"
 #include "s3/xml.h"
 
+#include <inttypes.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,8 +55,9 @@ int srv_part_range(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, uint64
         return srv_err(o, S3_ERR_INVALID_REQUEST,
                        "Cannot specify both Range header and partNumber query parameter");
     if (m->parts == 0) { /* a single PUT is its own part 1 */
-        if (n != 1)
-            return srv_err(o, S3_ERR_INVALID_PART_NUMBER, NULL);
+        if (n != 1) /* 400 InvalidPart past the last part, as S3 (and Ceph's tests) answer */
+            return srv_errf(o, S3_ERR_INVALID_PART, "part %" PRIu64 " does not exist: the "
+                            "object has 1 part", n);
         *off = 0;
         *len = m->size;
         return 0;
@@ -70,7 +72,8 @@ int srv_part_range(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, uint64
     if (n > cnt) {
         srv_out_header_u64(o, "x-amz-mp-parts-count", cnt);
         free(sizes);
-        return srv_err(o, S3_ERR_INVALID_PART_NUMBER, NULL);
+        return srv_errf(o, S3_ERR_INVALID_PART, "part %" PRIu64 " does not exist: the object "
+                        "has %zu parts", n, cnt);
     }
     uint64_t start = 0;
     for (size_t i = 0; i + 1 < n; i++)

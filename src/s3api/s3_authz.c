@@ -20,7 +20,6 @@
 #include <string.h>
 
 #define MOD "authz"
-#define SRV_MAX_USER_POLICIES 16
 
 /* ---- compiled policies by text ---------------------------------------------------------- */
 
@@ -141,10 +140,10 @@ struct srv_authz {
     bool per_key;       /* the handler decides key by key (DeleteObjects) */
     char bucket_owner[65];
     cpol_t *bpol;
-    cpol_t *upol[SRV_MAX_USER_POLICIES];
+    cpol_t **upol; /* every inline policy of the user (malloc'd, nupol entries) */
     size_t nupol;
     bool upol_loaded;
-    const s3_policy_t *upp[SRV_MAX_USER_POLICIES];
+    const s3_policy_t **upp;
     char arn[S3_ARN_MAX];
     s3_acl_t bacl;
     unsigned bucket_pab, bucket_own; /* PublicAccessBlock and ObjectOwnership (bucket_config.h) */
@@ -158,6 +157,8 @@ void srv_authz_release(srv_req_t *r)
     cpol_put(az->bpol);
     for (size_t i = 0; i < az->nupol; i++)
         cpol_put(az->upol[i]);
+    free(az->upol);
+    free(az->upp);
     free(az);
     r->az = NULL;
 }
@@ -215,7 +216,13 @@ static int load_user_policies(srv_req_t *r, srv_out_t *o, srv_authz_t *az)
     if (st != WH_OK)
         return srv_err_status(r, o, st, "loading the user's policies");
     int ret = 0;
-    for (size_t i = 0; i < n && az->nupol < SRV_MAX_USER_POLICIES; i++) {
+    /* Every one of them is weighed: a Deny in any must bind. */
+    if (n && (!(az->upol = calloc(n, sizeof *az->upol)) ||
+              !(az->upp = calloc(n, sizeof *az->upp)))) {
+        meta_policies_free(ps, n);
+        return srv_err(o, S3_ERR_INTERNAL, "out of memory loading the user's policies");
+    }
+    for (size_t i = 0; i < n; i++) {
         char msg[256];
         cpol_t *c;
         if (cpol_get(ps[i].doc, true, &c, msg, sizeof msg) != S3_OK) {
@@ -280,6 +287,19 @@ cleanup:
     return ret;
 }
 
+void srv_peer_ip(const srv_req_t *r, s3_ip_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (r->peer.is_unix)
+        return; /* no address: aws:SourceIp is absent */
+    char host[64];
+    snprintf(host, sizeof host, "%s", r->peer.addr); /* "ip:port" (fill_peer) */
+    char *colon = strrchr(host, ':');
+    if (colon)
+        *colon = '\0';
+    s3_ip_parse(host, out);
+}
+
 static void fill_ctx(srv_req_t *r, s3_authz_ctx_t *c, const char *action, const char *arn)
 {
     memset(c, 0, sizeof *c);
@@ -287,18 +307,14 @@ static void fill_ctx(srv_req_t *r, s3_authz_ctx_t *c, const char *action, const 
     c->account = srv_account_id(r);
     c->action = action;
     c->resource = arn;
-    if (!r->peer.is_unix) {
-        char host[64];
-        snprintf(host, sizeof host, "%s", r->peer.addr);
-        char *colon = strrchr(host, ':');
-        if (colon)
-            *colon = '\0';
-        s3_ip_parse(host, &c->source_ip);
-    }
+    srv_peer_ip(r, &c->source_ip);
     /* TLS on the TCP port; the Unix socket is plain (its peer is proven by the kernel). */
     c->secure_transport = !r->peer.is_unix && r->srv->tls != NULL;
     c->prefix = srv_route_q(&r->route, "prefix");
     c->delimiter = srv_route_q(&r->route, "delimiter");
+    c->x_amz_acl = srv_hdr(r, "x-amz-acl");
+    if (r->who.kind != S3_PRINCIPAL_ANON)
+        c->auth_type = r->auth.presigned ? "REST-QUERY-STRING" : "REST-HEADER";
     const char *mk = srv_route_q(&r->route, "max-keys");
     if (mk && wh_parse_u64(mk, strlen(mk), &c->max_keys) == 0)
         c->has_max_keys = true;

@@ -99,8 +99,9 @@ int srv_bucket_list_all(srv_req_t *r, srv_out_t *o)
     return srv_ok_xml(o, 200, &b);
 }
 
-/* CreateBucket on a name that is taken: the caller's own (or root's), or someone else's. */
-static int bucket_exists_err(srv_req_t *r, srv_out_t *o)
+/* CreateBucket on a name that is taken: the caller's own (or root's), or someone else's.
+ * acl: the ACL the request names (NULL: private). */
+static int bucket_exists_err(srv_req_t *r, srv_out_t *o, const char *acl)
 {
     store_bucket_auth_t a;
     memset(&a, 0, sizeof a);
@@ -108,6 +109,17 @@ static int bucket_exists_err(srv_req_t *r, srv_out_t *o)
     if (!mine && store_bucket_auth_get(srv_st(r), srv_b(r), &a) == WH_OK)
         mine = strcmp(a.owner, srv_owner_stored(r)) == 0;
     store_bucket_auth_free(&a);
+    /* us-east-1 answers 200 to its owner re-creating a bucket and resets its ACL to the
+     * request's (S3's legacy behaviour there); other regions BucketAlreadyOwnedByYou. */
+    if (mine && strcmp(r->srv->cfg.region, "us-east-1") == 0) {
+        wh_status_t st = store_bucket_set_acl(srv_st(r), srv_b(r), acl);
+        if (st != WH_OK)
+            return srv_err_status(r, o, st, "resetting the bucket's ACL");
+        char l[80];
+        snprintf(l, sizeof l, "/%s", srv_b(r));
+        srv_out_header(o, MHD_HTTP_HEADER_LOCATION, l);
+        return srv_ok(o, 200);
+    }
     if (mine)
         return srv_err(o, S3_ERR_BUCKET_EXISTS, NULL);
     return srv_err_raw(o, 409, "BucketAlreadyExists",
@@ -149,9 +161,12 @@ int srv_bucket_create_finish(srv_req_t *r, srv_out_t *o)
     if (ret2)
         return ret2;
     wh_status_t st = store_bucket_create_owned(srv_st(r), srv_b(r), srv_owner_stored(r), acl);
+    if (st == WH_ERR_EXISTS) {
+        ret = bucket_exists_err(r, o, acl);
+        free(acl);
+        return ret;
+    }
     free(acl);
-    if (st == WH_ERR_EXISTS)
-        return bucket_exists_err(r, o);
     if (st != WH_OK)
         return srv_err_status(r, o, st, "creating the bucket");
     char l[80];

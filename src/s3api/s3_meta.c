@@ -193,6 +193,11 @@ void srv_object_headers(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, b
     wh_http_date(m->mtime, date);
     srv_out_header(o, MHD_HTTP_HEADER_LAST_MODIFIED, date);
     srv_out_header(o, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
+    /* As S3: the object's checksums come back only when asked (x-amz-checksum-mode: ENABLED),
+     * and only for the whole object. */
+    const char *mode = srv_hdr(r, "x-amz-checksum-mode");
+    if (!mode || strcasecmp(mode, "ENABLED") != 0)
+        whole = false;
     json_t *j = m->user_meta_json ? json_loads(m->user_meta_json, 0, NULL) : NULL;
     char *long_ct = NULL;
     const char *k;

@@ -121,7 +121,8 @@ out:
 int srv_mpu_create(srv_req_t *r, srv_out_t *o)
 {
     int ret;
-    if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)))
+    if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)) ||
+        (ret = srv_mpu_cap_check(r, o)))
         return ret;
     store_obj_meta_t m;
     memset(&m, 0, sizeof m);
@@ -152,9 +153,11 @@ int srv_mpu_complete_begin(srv_req_t *r, srv_out_t *o)
         return ret;
     const char *id = srv_route_q(&r->route, "uploadId");
     wh_status_t st = store_mpu_check(srv_st(r), srv_b(r), srv_k(r), id);
-    if (st == WH_ERR_NOT_FOUND)
+    /* A gone upload may be a retry of a Complete that succeeded: the part list decides
+     * (srv_mpu_completed_before), so it is read when the bucket is there. */
+    if (st == WH_ERR_NOT_FOUND && store_bucket_exists(srv_st(r), srv_b(r)) != WH_OK)
         return srv_err_not_found(r, o, S3_ERR_NO_SUCH_UPLOAD);
-    if (st != WH_OK)
+    if (st != WH_OK && st != WH_ERR_NOT_FOUND)
         return srv_err_status(r, o, st, "looking up the upload");
     return 0; /* read the part list */
 }
@@ -221,8 +224,12 @@ int srv_mpu_complete_finish(srv_req_t *r, srv_out_t *o)
         pc64[i] = parts[i].crc64nvme[0] ? parts[i].crc64nvme : NULL;
     }
     store_mpu_sums_t sums;
-    if ((ret = srv_mpu_sum_complete(r, o, &sums)))
+    if ((ret = srv_mpu_sum_complete(r, o, &sums))) {
+        if (ret == 404 && o->code && strcmp(o->code, "NoSuchUpload") == 0 &&
+            srv_mpu_completed_before(r, cp, n, &m))
+            ret = complete_xml(r, o, &m); /* a retry of a Complete that succeeded: 200 */
         goto out;
+    }
     sums.part_crc32c = pc32;
     sums.part_crc64nvme = pc64;
     int bad = 0;
@@ -251,6 +258,8 @@ int srv_mpu_complete_finish(srv_req_t *r, srv_out_t *o)
         ret = srv_err(o, S3_ERR_INVALID_PART_ORDER, NULL);
     else if (st == WH_ERR_INVALID && bad == STORE_MPU_TOO_SMALL)
         ret = srv_err(o, S3_ERR_ENTITY_TOO_SMALL, NULL);
+    else if (st == WH_ERR_NOT_FOUND && srv_mpu_completed_before(r, cp, n, &m))
+        ret = complete_xml(r, o, &m); /* a retry of a Complete that succeeded: 200 again */
     else if (st == WH_ERR_NOT_FOUND)
         ret = srv_err_not_found(r, o, S3_ERR_NO_SUCH_UPLOAD);
     else if (st != WH_OK)
@@ -420,8 +429,8 @@ int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o)
         wh_sbuf_puts(&up, "<Upload>");
         srv_xml_enc(&up, "Key", u->key, url);
         s3_xml_elem(&up, "UploadId", u->upload_id);
-        srv_xml_owner(r, &up, "Initiator");
-        srv_xml_owner(r, &up, "Owner");
+        srv_xml_owner_of(r, &up, "Initiator", u->owner); /* who created it, not the caller */
+        srv_xml_owner_of(r, &up, "Owner", u->owner);
         s3_xml_elem(&up, "StorageClass", "STANDARD");
         srv_xml_time(&up, "Initiated", u->initiated);
         wh_sbuf_puts(&up, "</Upload>");

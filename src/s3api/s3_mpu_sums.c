@@ -51,8 +51,12 @@ int srv_mpu_sum_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m)
         return srv_errf(o, S3_ERR_INVALID_REQUEST,
                         "The %s checksum type cannot be used with the %s checksum algorithm",
                         type, algo);
-    if (!crc64 && strcmp(algo, "CRC32C") != 0)
-        return 0; /* accepted; no whole-object value (see above) */
+    if (!crc64 && strcmp(algo, "CRC32C") != 0) {
+        /* accepted (the parts' checksums are checked); no whole-object value (see above) */
+        srv_out_header(o, SRV_MPU_SUM_ALGO, algo);
+        srv_out_header(o, SRV_MPU_SUM_TYPE, type);
+        return 0;
+    }
     json_t *j = m->user_meta_json ? json_loads(m->user_meta_json, 0, NULL) : json_object();
     char *js = NULL;
     if (j && json_object_set_new(j, SRV_MPU_SUM_ALGO, json_string(algo)) == 0 &&

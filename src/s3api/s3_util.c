@@ -3,14 +3,17 @@
 #include "s3api/s3api.h"
 #include "base/codec.h"
 #include "base/crc.h"
+#include "base/digest.h"
 #include "s3/xml.h"
 
+#include <inttypes.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 /* ---- XML pieces ------------------------------------------------------------------------- */
 
@@ -35,8 +38,9 @@ void srv_xml_owner_of(const srv_req_t *r, wh_sbuf_t *b, const char *elem, const 
 {
     char id[65];
     srv_owner_id(r, stored, id);
-    /* Names are known for root and for the caller; another user's id stands for its name. */
-    const char *name = !stored || !*stored ? r->srv->cfg.access_key
+    /* Names are known for root ("root": never its access key id) and for the caller; another
+     * user's id stands for its name. */
+    const char *name = !stored || !*stored ? "root"
                        : r->who.kind == S3_PRINCIPAL_USER && strcmp(stored, r->who.canonical_id) == 0
                            ? r->who.user
                            : id;
@@ -223,6 +227,68 @@ int srv_preconditions(srv_req_t *r, const store_obj_meta_t *m, const char *pfx)
     return 0;
 }
 
+static int parse_time_hdr(const char *v, time_t *t)
+{
+    if (wh_http_date_parse(v, t) == 0)
+        return 0;
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    const char *end = strptime(v, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!end)
+        return -1;
+    if (*end == '.')
+        for (end++; *end >= '0' && *end <= '9'; end++) {
+        }
+    if (*end == 'Z')
+        end++;
+    if (*end)
+        return -1;
+    *t = timegm(&tm);
+    return 0;
+}
+
+int srv_delete_cond(srv_req_t *r, srv_out_t *o, const char *key, const char *vid,
+                    const char *etag)
+{
+    const char *im = etag ? etag : srv_hdr(r, "if-match");
+    const char *lmt = etag ? NULL : srv_hdr(r, "x-amz-if-match-last-modified-time");
+    const char *sz = etag ? NULL : srv_hdr(r, "x-amz-if-match-size");
+    if (!im && !lmt && !sz)
+        return 0;
+    time_t t = 0;
+    uint64_t size = 0;
+    if (lmt && parse_time_hdr(lmt, &t) != 0)
+        return srv_errf(o, S3_ERR_INVALID_ARGUMENT, "x-amz-if-match-last-modified-time '%.64s' "
+                        "is not an HTTP date or an ISO 8601 time", lmt);
+    if (sz && wh_parse_u64(sz, strlen(sz), &size) != 0)
+        return srv_errf(o, S3_ERR_INVALID_ARGUMENT, "x-amz-if-match-size '%.32s' is not a byte "
+                        "count", sz);
+    store_obj_meta_t m;
+    memset(&m, 0, sizeof m);
+    wh_status_t st = store_object_open_version(srv_st(r), srv_b(r), key, vid, &m, NULL);
+    int ret = 0;
+    if (st == WH_ERR_NOT_FOUND) {
+        /* If-Match needs an object; the time and size conditions hold for a missing one. */
+        if (im)
+            ret = srv_errf(o, S3_ERR_NO_SUCH_KEY, "If-Match names an object but key %.200s has "
+                           "none%s", key, m.delete_marker ? " (its current version is a "
+                                                            "delete marker)" : "");
+    } else if (st != WH_OK) {
+        ret = srv_err_status(r, o, st, "reading the object a conditional delete names");
+    } else if (im && !etag_list_match(im, m.etag)) {
+        ret = srv_errf(o, S3_ERR_PRECONDITION_FAILED, "If-Match %.84s does not match the "
+                       "object's ETag \"%s\"", im, m.etag);
+    } else if (lmt && m.mtime != t) {
+        ret = srv_errf(o, S3_ERR_PRECONDITION_FAILED, "x-amz-if-match-last-modified-time does "
+                       "not match the object's last modification time");
+    } else if (sz && m.size != size) {
+        ret = srv_errf(o, S3_ERR_PRECONDITION_FAILED, "x-amz-if-match-size %" PRIu64 " does not "
+                       "match the object's size %" PRIu64, size, (uint64_t)m.size);
+    }
+    store_obj_meta_free(&m);
+    return ret;
+}
+
 int srv_write_cond(srv_req_t *r, srv_out_t *o, store_cond_t *c)
 {
     memset(c, 0, sizeof *c);
@@ -377,4 +443,55 @@ int srv_trailers_check(srv_req_t *r, srv_out_t *o)
     char msg[200] = "";
     s3_err_t e = s3_trailers_check(srv_hdr(r, "x-amz-trailer"), req_trailer, r, msg, sizeof msg);
     return e == S3_OK ? 0 : srv_err(o, e, msg);
+}
+
+int srv_mpu_cap_check(srv_req_t *r, srv_out_t *o)
+{
+    uint64_t n = 0;
+    wh_status_t st = meta_upload_count(store_meta(srv_st(r)), srv_b(r), &n);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "counting the bucket's uploads");
+    /* Checked before the insert, not in its transaction: concurrent creates may pass the
+     * cap by as many as run at once. */
+    unsigned cap = r->srv->cfg.max_uploads;
+    if (cap && n >= cap) {
+        char msg[sizeof o->msg];
+        snprintf(msg, sizeof msg, "bucket %.63s has %" PRIu64 " incomplete multipart uploads, "
+                 "the most this server keeps per bucket (--max-uploads %u): complete or abort "
+                 "some first (ListMultipartUploads lists them)", srv_b(r), n, cap);
+        return srv_err_raw(o, 400, "TooManyUploads", msg);
+    }
+    return 0;
+}
+
+bool srv_mpu_completed_before(srv_req_t *r, const store_complete_part_t *parts, size_t n,
+                              store_obj_meta_t *m)
+{
+    wh_md5_t h;
+    if (n == 0 || wh_md5_init(&h) != 0)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t d[WH_MD5_LEN];
+        const char *e = parts[i].etag;
+        size_t el = strlen(e);
+        if (el >= 2 && e[0] == '"' && e[el - 1] == '"')
+            e++, el -= 2;
+        if (wh_hex_decode(e, el, d, sizeof d) != 0) {
+            uint8_t drop[WH_MD5_LEN];
+            wh_md5_final(&h, drop);
+            return false; /* not an MD5 part ETag: nothing to compare with */
+        }
+        wh_md5_update(&h, d, sizeof d);
+    }
+    uint8_t d[WH_MD5_LEN];
+    wh_md5_final(&h, d);
+    char want[64];
+    wh_hex_encode(d, sizeof d, want);
+    snprintf(want + 32, sizeof want - 32, "-%zu", n);
+    store_obj_meta_free(m);
+    memset(m, 0, sizeof *m);
+    wh_status_t st = store_object_open(srv_st(r), srv_b(r), srv_k(r), m, NULL);
+    if (st != WH_OK)
+        return false;
+    return strcmp(m->etag, want) == 0;
 }

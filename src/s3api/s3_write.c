@@ -298,8 +298,11 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
         if ((ret = srv_acl_to_meta(r, o, &nm)))
             goto out;
     }
+    /* Copy exactly the version authorized above (sm), not whatever is current a moment
+     * later; an unversioned key's "null" version can be replaced in between, so the bytes
+     * copied are checked to be the authorized ones and the copy undone when not. */
     wh_status_t st = store_object_copy_version(srv_st(r), c.bucket, c.key,
-                                               c.version_id[0] ? c.version_id : NULL, srv_b(r),
+                                               sm.version_id[0] ? sm.version_id : NULL, srv_b(r),
                                                srv_k(r), &nm, &out_m);
     if (st == WH_ERR_NOT_FOUND) {
         ret = srv_err(o, S3_ERR_NO_SUCH_KEY, "the copy source vanished or the bucket is gone");
@@ -307,6 +310,15 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
     }
     if (st != WH_OK) {
         ret = srv_err_status(r, o, st, "copying the object");
+        goto out;
+    }
+    if (strcmp(out_m.etag, sm.etag) != 0 || out_m.size != sm.size) {
+        st = store_object_delete_version(srv_st(r), srv_b(r), srv_k(r),
+                                         out_m.version_id[0] ? out_m.version_id : "null", NULL);
+        wh_warn("s3", "id=%s copy source %s/%s changed after it was authorized; copy undone (%s)",
+                r->id, c.bucket, c.key, wh_status_str(st));
+        ret = srv_err_raw(o, 409, "OperationAborted", "the copy source was replaced while it "
+                          "was being copied; retry the copy");
         goto out;
     }
     /* REPLACE: the copy gets the request's tag set (the copied one until this lands). */
@@ -345,7 +357,7 @@ int srv_write_delete(srv_req_t *r, srv_out_t *o)
     int ret;
     const char *vid;
     if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)) ||
-        (ret = srv_version_q(r, o, &vid)))
+        (ret = srv_version_q(r, o, &vid)) || (ret = srv_delete_cond(r, o, srv_k(r), vid, NULL)))
         return ret;
     store_del_result_t res;
     wh_status_t st = store_object_delete_version(srv_st(r), srv_b(r), srv_k(r), vid, &res);
@@ -374,7 +386,10 @@ int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o)
     memset(&d, 0, sizeof d);
     s3_err_t e = s3_xml_parse_delete(r->buf.data ? r->buf.data : "", r->buf.len, &d);
     if (e != S3_OK)
-        return srv_err(o, e, NULL);
+        return srv_err(o, e, e == S3_ERR_NOT_IMPLEMENTED
+                                 ? "DeleteObjects conditions LastModifiedTime and Size (directory "
+                                   "buckets) are not implemented by wharfd; ETag is"
+                                 : NULL);
     wh_sbuf_t b;
     wh_sbuf_init(&b);
     wh_sbuf_puts(&b, XML_DECL "<DeleteResult xmlns=\"" S3_XMLNS "\">");
@@ -391,6 +406,15 @@ int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o)
             wh_sbuf_puts(&b, "<Error>");
             s3_xml_elem(&b, "Key", k);
             s3_xml_elem(&b, "Code", ko.code ? ko.code : "AccessDenied");
+            s3_xml_elem(&b, "Message", ko.msg);
+            wh_sbuf_puts(&b, "</Error>");
+            continue;
+        }
+        if (d.etags[i] && store_key_valid(k, kl) && (!vid || store_version_id_valid(vid)) &&
+            srv_delete_cond(r, &ko, k, vid, d.etags[i])) {
+            wh_sbuf_puts(&b, "<Error>");
+            s3_xml_elem(&b, "Key", k);
+            s3_xml_elem(&b, "Code", ko.code);
             s3_xml_elem(&b, "Message", ko.msg);
             wh_sbuf_puts(&b, "</Error>");
             continue;

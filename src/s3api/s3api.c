@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #define MOD "s3"
 
@@ -258,6 +259,62 @@ static void srv_s3_send(srv_req_t *r, srv_out_t *o)
 
 /* ---- dispatch --------------------------------------------------------------------------- */
 
+/* What manages a bucket stays with the bucket owner's account (its root and its users, as
+ * their policies allow), whatever a bucket policy or ACL grants "*": an anonymous caller never
+ * reads, replaces or removes the policy (405, as S3 answers a principal of another account),
+ * changes the bucket's ACL or versioning, or deletes the bucket (403). Checked after the
+ * decision allowed the row's action. */
+static int owner_account_only(const srv_req_t *r, const srv_op_t *op, srv_out_t *o)
+{
+    if (r->who.kind != S3_PRINCIPAL_ANON)
+        return 0;
+    switch (op->api) {
+    case SRV_API_GET_BUCKET_POLICY:
+    case SRV_API_PUT_BUCKET_POLICY:
+    case SRV_API_DELETE_BUCKET_POLICY:
+        return srv_errf(o, S3_ERR_METHOD_NOT_ALLOWED,
+                        "%s is served to the bucket owner's account only, not to anonymous "
+                        "requests", srv_api_name(op->api));
+    case SRV_API_PUT_BUCKET_ACL:
+    case SRV_API_DELETE_BUCKET:
+    case SRV_API_PUT_BUCKET_VERSIONING:
+        return srv_errf(o, S3_ERR_ACCESS_DENIED,
+                        "%s is served to the bucket owner's account only, not to anonymous "
+                        "requests, whatever a policy or ACL grants", srv_api_name(op->api));
+    default:
+        return 0;
+    }
+}
+
+/* Request headers that ask for work wharfd does not do: refused with 501 naming the feature,
+ * never answered 200 with the work silently skipped. */
+static int refuse_unbuilt(srv_req_t *r, const srv_op_t *op, srv_out_t *o)
+{
+    for (size_t i = 0; i < r->nhdrs; i++) {
+        const char *n = r->hdrs[i].lname;
+        if (strncmp(n, "x-amz-server-side-encryption-customer-", 38) == 0 ||
+            strncmp(n, "x-amz-copy-source-server-side-encryption-customer-", 50) == 0)
+            return srv_errf(o, S3_ERR_NOT_IMPLEMENTED,
+                            "server-side encryption with customer keys (SSE-C, header %s) is "
+                            "not implemented by wharfd: objects are stored unencrypted", n);
+        if (strncmp(n, "x-amz-server-side-encryption", 28) == 0)
+            return srv_errf(o, S3_ERR_NOT_IMPLEMENTED,
+                            "server-side encryption (SSE-S3/SSE-KMS, header %s) is not "
+                            "implemented by wharfd: objects are stored unencrypted", n);
+        if (strncmp(n, "x-amz-object-lock-", 18) == 0)
+            return srv_errf(o, S3_ERR_NOT_IMPLEMENTED,
+                            "object lock (header %s) is not implemented by wharfd: no "
+                            "retention or legal hold would be kept", n);
+        if (strcmp(n, "x-amz-bucket-object-lock-enabled") == 0 &&
+            op->api == SRV_API_CREATE_BUCKET && strcasecmp(r->hdrs[i].value, "false") != 0)
+            return srv_errf(o, S3_ERR_NOT_IMPLEMENTED,
+                            "object lock (x-amz-bucket-object-lock-enabled: %.16s) is not "
+                            "implemented by wharfd: create the bucket without it",
+                            r->hdrs[i].value);
+    }
+    return 0;
+}
+
 void srv_s3_begin(srv_req_t *r)
 {
     const srv_op_t *op = r->route.op;
@@ -270,7 +327,8 @@ void srv_s3_begin(srv_req_t *r)
         status = srv_errf(&o, S3_ERR_INVALID_REQUEST,
                           "x-amz-rdma-token is served on GetObject, PutObject and UploadPart "
                           "only, not on %s", srv_api_name(op->api));
-    else if (!(status = srv_authorize(r, op, &o)))
+    else if (!(status = srv_authorize(r, op, &o)) && !(status = owner_account_only(r, op, &o)) &&
+             !(status = refuse_unbuilt(r, op, &o)))
         status = op->begin(r, &o);
     status = srv_authz_guard(r, &o, status);
     if (status == 0) {

@@ -127,6 +127,12 @@ char *srv_content_encoding_kept(const char *v);
 void srv_object_headers(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, bool whole);
 /* If-Match & co (pfx "" or "x-amz-copy-source-"): 0 to go on, or 304 / 412. */
 int srv_preconditions(srv_req_t *r, const store_obj_meta_t *m, const char *pfx);
+/* A delete's conditions against the version it removes (vid NULL: the current): If-Match,
+ * x-amz-if-match-last-modified-time and x-amz-if-match-size of DeleteObject, or (etag
+ * non-NULL) a DeleteObjects entry's <ETag>. 0 to go on; 412 PreconditionFailed; 404 NoSuchKey
+ * for If-Match on a missing object. Checked just before the delete, not in its transaction. */
+int srv_delete_cond(srv_req_t *r, srv_out_t *o, const char *key, const char *vid,
+                    const char *etag);
 /* A write's If-None-Match: * / If-Match: ETAG (PutObject, CompleteMultipartUpload) into c,
  * for the store to check in the committing transaction: 0, or the error's status (501 for an
  * If-None-Match other than *, as S3 answers). */
@@ -172,6 +178,8 @@ const char *srv_authz_bucket_owner(const srv_req_t *r);
 /* The principal's inline user policies (identity's store). */
 wh_status_t srv_user_policies(srv_req_t *r, meta_policy_t **out, size_t *n);
 
+/* The TCP peer's address as aws:SourceIp (zeroed, absent, over the Unix socket). */
+void srv_peer_ip(const srv_req_t *r, s3_ip_t *out);
 const char *srv_account_id(const srv_req_t *r);
 /* A stored owner ("" = root) as a canonical id. */
 void srv_owner_id(const srv_req_t *r, const char *stored, char out[65]);
@@ -199,7 +207,7 @@ int srv_version_not_found(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m,
                           const char *vid);
 
 /* s3_attrs.c: ?partNumber=N of a GET/HEAD as the byte range of part N (*ranged: a 206 with
- * Content-Range). 0 or the error's status (416 InvalidPartNumber). */
+ * Content-Range). 0 or the error's status (400 InvalidPart past the last part). */
 int srv_part_range(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, uint64_t *off,
                    uint64_t *len, bool *ranged);
 
@@ -247,6 +255,17 @@ int srv_mpu_sum_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m);
 /* s3_mpu_sums.c: what CompleteMultipartUpload derives for the upload, and the whole-object
  * values the client expects (x-amz-checksum-crc32c / -crc64nvme on the request). */
 int srv_mpu_sum_complete(srv_req_t *r, srv_out_t *o, store_mpu_sums_t *sums);
+
+/* s3_util.c: CreateMultipartUpload within the per-bucket cap on incomplete uploads
+ * (srv_config_t max_uploads): 0, or 400 TooManyUploads naming the cap. */
+int srv_mpu_cap_check(srv_req_t *r, srv_out_t *o);
+
+/* s3_util.c: a CompleteMultipartUpload whose upload is gone: true when the key's current
+ * object is what that list of parts completed into (its ETag is the md5 of the listed part
+ * ETags, "-N"), so a retry after a success is answered 200 again, as S3 does; m gets the
+ * object's metadata then. */
+bool srv_mpu_completed_before(srv_req_t *r, const store_complete_part_t *parts, size_t n,
+                              store_obj_meta_t *m);
 
 /* s3_mpu.c: partNumber and uploadId of UploadPart(Copy), with the upload looked up. */
 int srv_mpu_part_query(srv_req_t *r, srv_out_t *o);

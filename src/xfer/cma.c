@@ -37,6 +37,8 @@ typedef struct cma_xfer {
 typedef struct cma_batch {
     struct xfer_batch base; /* first */
     pid_t pid;
+    uid_t uid;      /* the requester's, (uid_t)-1: not bound to one */
+    uint64_t start; /* the process's start time (its identity with pid) */
 } cma_batch_t;
 
 static wh_status_t cma_open(const xfer_config_t *cfg, const xfer_provider_t *prov, xfer_t **out,
@@ -85,6 +87,76 @@ static void cma_mr_dereg(xfer_mr_t *mr)
     free(mr);
 }
 
+/* ---- the process must still be the requester ---------------------------------------------- */
+
+uint64_t xfer_proc_start_time(pid_t pid)
+{
+    char p[64], buf[1024];
+    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* comm (field 2) may hold spaces and parentheses: fields count from the last ')'. */
+    char *s = strrchr(buf, ')');
+    if (!s)
+        return 0;
+    s++;
+    for (int field = 3; field < 22; field++) {
+        s = strchr(s + 1, ' ');
+        if (!s)
+            return 0;
+    }
+    return strtoull(s + 1, NULL, 10);
+}
+
+/* The kernel's SO_PEERCRED names a pid and its uid at connect time. Between then and a copy
+ * the process can exec a setuid-root (or setgid, or file-capability) program and keep both
+ * its pid and its real uid: wharfd (root) would then read and write the memory of a
+ * privileged program for an unprivileged user. So before and after each copy: the same
+ * process (start time), every uid (real, effective, saved, filesystem) still the
+ * requester's, and still dumpable (the kernel makes /proc/PID root's when a privileged exec
+ * made it non-dumpable). */
+static wh_status_t cma_peer_same(pid_t pid, uid_t uid, uint64_t start, char *err,
+                                 size_t errlen)
+{
+    if (start && xfer_proc_start_time(pid) != start)
+        return wh_errf(WH_ERR_AUTH, err, errlen, "requesting process %d is gone (its pid now "
+                       "names another process)", (int)pid);
+    if (uid == (uid_t)-1)
+        return WH_OK;
+    char sp[64], buf[4096];
+    snprintf(sp, sizeof sp, "/proc/%d/status", (int)pid);
+    int fd = open(sp, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    unsigned ids[4];
+    const char *u = n > 0 ? (buf[n] = '\0', strstr(buf, "\nUid:")) : NULL;
+    if (!u || sscanf(u, "\nUid: %u %u %u %u", &ids[0], &ids[1], &ids[2], &ids[3]) != 4)
+        return wh_errf(WH_ERR_AUTH, err, errlen, "requesting process %d is gone", (int)pid);
+    for (int i = 0; i < 4; i++)
+        if (ids[i] != (unsigned)uid)
+            return wh_errf(WH_ERR_AUTH, err, errlen,
+                           "requesting process %d changed credentials since it connected "
+                           "(uids %u/%u/%u/%u, connected as %u): no transfer into a process "
+                           "that exec'd a privileged program",
+                           (int)pid, ids[0], ids[1], ids[2], ids[3], (unsigned)uid);
+    struct stat stt;
+    snprintf(sp, sizeof sp, "/proc/%d", (int)pid);
+    if (stat(sp, &stt) != 0 || stt.st_uid != uid)
+        return wh_errf(WH_ERR_AUTH, err, errlen,
+                       "requesting process %d is no longer dumpable as uid %u (it exec'd a "
+                       "privileged program)", (int)pid, (unsigned)uid);
+    if (start && xfer_proc_start_time(pid) != start) /* reused while we looked */
+        return wh_errf(WH_ERR_AUTH, err, errlen, "requesting process %d is gone", (int)pid);
+    return WH_OK;
+}
+
 /* ---- the token must name the requester's own shm endpoint -------------------------------- */
 
 /* The 1.17 shm region header: version byte 4, then resv, flags (u16), pid (int) at offset 4.
@@ -115,29 +187,6 @@ static wh_status_t cma_check_owner(const token_t *t, pid_t pid, uid_t uid, char 
             return wh_errf(WH_ERR_INVALID, err, errlen,
                            "token field 'ep-name': not an shm endpoint name");
         }
-
-    /* The process the kernel named must still have the requester's uid (narrows pid reuse). */
-    if (uid != (uid_t)-1) {
-        char sp[64], line[256];
-        snprintf(sp, sizeof sp, "/proc/%d/status", (int)pid);
-        FILE *f = fopen(sp, "re");
-        bool ok = false;
-        if (f) {
-            while (fgets(line, sizeof line, f)) {
-                unsigned r, e;
-                if (sscanf(line, "Uid: %u %u", &r, &e) == 2) {
-                    ok = r == (unsigned)uid;
-                    break;
-                }
-            }
-            fclose(f);
-        }
-        if (!ok) {
-            return wh_errf(WH_ERR_AUTH, err, errlen,
-                           "requesting process %d is gone or no longer has uid %u", (int)pid,
-                           (unsigned)uid);
-        }
-    }
 
     if (fi_version() != FI_VERSION(1, 17)) {
         wh_debug("xfer", "shm region layout not verified for this libfabric, skipping "
@@ -191,7 +240,9 @@ static wh_status_t cma_batch_post(xfer_batch_t *xb, xfer_op_t op, xfer_mr_t *mr,
     const cma_xfer_t *o = (const cma_xfer_t *)xb->_x;
     uint64_t raddr = xb->_rbase + roff;
     size_t done = 0;
-    while (done < len) {
+    char why[sizeof b->base._err];
+    wh_status_t pst = cma_peer_same(b->pid, b->uid, b->start, why, sizeof why);
+    while (pst == WH_OK && done < len) {
         size_t n = WH_MIN(len - done, o->chunk);
         struct iovec l = {(char *)local + done, n};
         struct iovec r = {(void *)(uintptr_t)(raddr + done), n};
@@ -219,6 +270,19 @@ static wh_status_t cma_batch_post(xfer_batch_t *xb, xfer_op_t op, xfer_mr_t *mr,
         }
         done += (size_t)got;
         __atomic_fetch_add(&b->base._bytes_done, (uint64_t)got, __ATOMIC_RELAXED);
+    }
+    /* After the copy too: an exec during it fails the batch, so bytes read from a process
+     * that became privileged are never used (and a write is reported). */
+    if (pst == WH_OK)
+        pst = cma_peer_same(b->pid, b->uid, b->start, why, sizeof why);
+    if (pst != WH_OK) {
+        wh_status_t ok = WH_OK;
+        if (__atomic_compare_exchange_n(&b->base._status, &ok, pst, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            snprintf(b->base._err, sizeof b->base._err, "%s", why);
+            wh_warn("xfer", "cma transfer refused pid=%d: %s", (int)b->pid, why);
+        }
+        return pst;
     }
     return WH_OK;
 }
@@ -251,13 +315,18 @@ static wh_status_t cma_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_bat
         return wh_errf(WH_ERR_INVALID, err, errlen, "%s serves only peers the kernel identified",
                        x->_name);
     }
-    wh_status_t st = cma_check_owner(tgt->token, tgt->bind_pid, tgt->bind_uid, err, errlen);
+    uint64_t start = tgt->bind_start ? tgt->bind_start : xfer_proc_start_time(tgt->bind_pid);
+    wh_status_t st = cma_peer_same(tgt->bind_pid, tgt->bind_uid, start, err, errlen);
+    if (st == WH_OK)
+        st = cma_check_owner(tgt->token, tgt->bind_pid, tgt->bind_uid, err, errlen);
     if (st != WH_OK)
         return st;
     cma_batch_t *b = calloc(1, sizeof *b);
     if (!b)
         return WH_ERR_NOMEM;
     b->pid = tgt->bind_pid;
+    b->uid = tgt->bind_uid;
+    b->start = start;
     b->base._direct = true;
     *out = &b->base;
     return WH_OK;

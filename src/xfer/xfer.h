@@ -226,7 +226,17 @@ typedef struct xfer_target {
     /* Network providers: when set ("127.0.0.1"), the token's fabric address must be on this
      * host (the HTTP peer's IP), so a request cannot aim the server at a third machine. */
     const char *bind_host;
+    /* With bind_pid: the process's start time when it connected (xfer_proc_start_time; 0:
+     * unknown, taken at batch begin). Before and after every cross-memory copy the process
+     * must still be that one, with bind_uid as its real, effective, saved and filesystem uid
+     * and still dumpable: a peer that exec'd a setuid or file-capability program since (same
+     * pid, same real uid) is refused. */
+    uint64_t bind_start;
 } xfer_target_t;
+
+/* The start time of process pid (field 22 of /proc/PID/stat, clock ticks since boot): with
+ * the pid it names one process for its whole life. 0 when it cannot be read. */
+uint64_t xfer_proc_start_time(pid_t pid);
 
 /* Starts a batch: resolves the token's endpoint (cached per address, LRU bounded), checks
  * provider and peer binding. No bytes move. Errors: WH_ERR_INVALID (token not for this

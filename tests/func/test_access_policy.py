@@ -112,6 +112,34 @@ def test_deny_beats_public_acl_and_list_with_prefix_condition(wharfd, root, buck
     assert root.list_objects_v2(Bucket=bucket)["KeyCount"] == 2
 
 
+def test_public_policy_never_hands_the_bucket_to_anonymous(wharfd, root):
+    name = unique_bucket("own")
+    root.create_bucket(Bucket=name)
+    res = f"arn:aws:s3:::{name}"
+    doc = policy({"Effect": "Allow", "Principal": "*", "Action": "s3:*",
+                  "Resource": [res, f"{res}/*"]})
+    root.put_bucket_policy(Bucket=name, Policy=doc)
+    url = f"{wharfd.endpoint}/{name}"
+    assert anon("PUT", f"{url}/k", data=b"anon")[0] == 200  # the policy grants object writes
+    assert anon("GET", f"{url}/k") == (200, b"anon")
+    assert anon("DELETE", f"{url}/k")[0] == 204
+    other = policy({"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+                    "Resource": f"{res}/*"}).encode()
+    assert anon("PUT", f"{url}?policy", data=other)[0] == 405
+    assert anon("GET", f"{url}?policy")[0] == 405
+    assert anon("DELETE", f"{url}?policy")[0] == 405
+    st, body = anon("PUT", f"{url}?acl", data=b"")
+    assert st == 403, body
+    assert anon("PUT", f"{url}?versioning", data=(
+        b'<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>'))[0] == 403
+    assert anon("DELETE", url)[0] == 403
+    # Nothing changed: the owner's policy, ACL and bucket are all still there.
+    assert json.loads(root.get_bucket_policy(Bucket=name)["Policy"]) == json.loads(doc)
+    assert root.get_bucket_versioning(Bucket=name).get("Status") is None
+    root.delete_bucket_policy(Bucket=name)
+    root.delete_bucket(Bucket=name)
+
+
 def test_conditions_source_ip_max_keys_secure_transport(wharfd, root, bucket):
     url = f"{wharfd.endpoint}/{bucket}"
     res = f"arn:aws:s3:::{bucket}"
@@ -158,6 +186,15 @@ def test_conditions_source_ip_max_keys_secure_transport(wharfd, root, bucket):
              "Resource": "arn:aws:s3:::B/*",
              "Condition": {"IpAddress": {"aws:SourceIp": "300.1.1.1"}}}),
      "not an IP address or CIDR block"),
+    # A condition key wharf cannot evaluate is refused (taken as absent, a Deny on it would
+    # never fire), and so is a policy variable it cannot expand.
+    *[(policy({"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject",
+               "Resource": "arn:aws:s3:::B/*", "Condition": {"StringEquals": {k: "x"}}}),
+       f'cannot evaluate the condition key "{k}"')
+      for k in ("s3:signatureAge", "s3:x-amz-grant-full-control", "s3:ExistingObjectTag/t",
+                "s3:RequestObjectTag/t", "aws:Referer", "aws:userid")],
+    (policy({"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject",
+             "Resource": "arn:aws:s3:::B/${aws:userid}/*"}), "policy variables"),
     ('{"Version":"2012-10-17","Statement":[' + ",".join(
         [json.dumps({"Sid": f"s{i}", "Effect": "Allow", "Principal": "*",
                      "Action": "s3:GetObject", "Resource": "arn:aws:s3:::B/" + "k" * 200})
@@ -294,10 +331,32 @@ def test_policy_grants_one_user_and_denies_another(wharfd, trio):
     denied(bob.s3.delete_bucket_policy, Bucket=name)
 
 
+def test_deny_on_canned_acl_and_auth_type_fires(wharfd, trio):
+    alice, bob, carol, name = trio
+    res = f"arn:aws:s3:::{name}"
+    alice.s3.put_bucket_policy(Bucket=name, Policy=policy(
+        {"Effect": "Allow", "Principal": {"AWS": [bob.arn]},
+         "Action": ["s3:GetObject", "s3:PutObject"], "Resource": f"{res}/*"},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject", "Resource": f"{res}/*",
+         "Condition": {"StringEquals": {"s3:x-amz-acl": ["public-read", "public-read-write"]}}},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject", "Resource": f"{res}/*",
+         "Condition": {"StringEquals": {"s3:authType": "REST-QUERY-STRING"}}}))
+    denied(bob.s3.put_object, Bucket=name, Key="pub/open", Body=b"x", ACL="public-read")
+    bob.s3.put_object(Bucket=name, Key="pub/closed", Body=b"x", ACL="private")
+    bob.s3.put_object(Bucket=name, Key="pub/plain", Body=b"x")
+    assert bob.s3.get_object(Bucket=name, Key="pub/plain")["Body"].read() == b"x"
+    v4 = bob.boto3(wharfd, signature_version="s3v4")
+    url = v4.generate_presigned_url("get_object", Params={"Bucket": name, "Key": "pub/plain"})
+    assert "X-Amz-Signature=" in url
+    assert anon("GET", url)[0] == 403  # presigned: REST-QUERY-STRING, denied
+
+
 def test_not_principal_account_principal_and_conditions(wharfd, trio):
     alice, bob, carol, name = trio
     res = f"arn:aws:s3:::{name}"
-    # Every user of the account may read pub/; everyone but alice is denied writes.
+    # The account principal delegates to the account, as in AWS: a user of it reads pub/
+    # once its own policy allows it (not by the bucket policy alone); everyone but alice
+    # and bob is denied writes.
     alice.s3.put_bucket_policy(Bucket=name, Policy=policy(
         {"Effect": "Allow", "Principal": {"AWS": ACCOUNT}, "Action": "s3:GetObject",
          "Resource": f"{res}/pub/*"},
@@ -305,10 +364,26 @@ def test_not_principal_account_principal_and_conditions(wharfd, trio):
          "Action": "s3:PutObject", "Resource": f"{res}/drop/*"},
         {"Effect": "Deny", "NotPrincipal": {"AWS": [alice.arn, bob.arn]},
          "Action": "s3:PutObject", "Resource": f"{res}/*"}))
+    denied(carol.s3.get_object, Bucket=name, Key="pub/a")
+    denied(bob.s3.put_object, Bucket=name, Key="drop/b", Body=b"b")
+    iam = users.client(wharfd, ACCESS_KEY, SECRET_KEY, "iam")
+    for u, act in ((carol, "s3:GetObject"), (bob, "s3:PutObject")):
+        iam.put_user_policy(UserName=u.name, PolicyName="delegated", PolicyDocument=policy(
+            {"Effect": "Allow", "Action": act, "Resource": f"{res}/*"}))
     assert carol.s3.get_object(Bucket=name, Key="pub/a")["Body"].read() == b"pub/a"
     assert anon("GET", f"{wharfd.endpoint}/{name}/pub/a")[0] == 403  # not in the account
     bob.s3.put_object(Bucket=name, Key="drop/b", Body=b"b")
     denied(carol.s3.put_object, Bucket=name, Key="drop/c", Body=b"c")
+    for u in (carol, bob):
+        iam.delete_user_policy(UserName=u.name, PolicyName="delegated")
+    # A Deny naming the account covers its users.
+    alice.s3.put_bucket_policy(Bucket=name, Policy=policy(
+        {"Effect": "Allow", "Principal": {"AWS": [bob.arn]}, "Action": "s3:GetObject",
+         "Resource": f"{res}/*"},
+        {"Effect": "Deny", "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"},
+         "Action": "s3:GetObject", "Resource": f"{res}/secret/*"}))
+    assert bob.s3.get_object(Bucket=name, Key="pub/a")["Body"].read() == b"pub/a"
+    denied(bob.s3.get_object, Bucket=name, Key="secret/s")
     # aws:username: each user reads its own home/; aws:PrincipalArn with ArnLike.
     alice.s3.put_bucket_policy(Bucket=name, Policy=policy(
         {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",

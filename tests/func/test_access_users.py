@@ -132,6 +132,51 @@ def test_users_and_keys_while_the_server_runs():
             assert b"AKIABOBCHOSEKEY00001" in fh.read() + open(
                 os.path.join(srv.data_dir, "meta.db-wal"), "rb").read()
         assert oct(os.stat(os.path.join(srv.data_dir, "server.key")).st_mode & 0o777) == "0o600"
+        # meta.db and its WAL and shm hold sealed secrets and every name: owner-only.
+        for f in ("meta.db", "meta.db-wal", "meta.db-shm"):
+            mode = os.stat(os.path.join(srv.data_dir, f)).st_mode & 0o777
+            assert mode == 0o600, (f, oct(mode))
+
+
+def test_meta_db_made_private_on_restart():
+    """A data directory from an older version (meta.db files 0644) is set 0600 at start."""
+    srv = WharfServer(providers="none")
+    srv.start()
+    srv.stop()
+    for f in ("meta.db", "meta.db-wal", "meta.db-shm"):
+        p = os.path.join(srv.data_dir, f)
+        if os.path.exists(p):
+            os.chmod(p, 0o644)
+    srv.start()
+    try:
+        for f in ("meta.db", "meta.db-wal", "meta.db-shm"):
+            p = os.path.join(srv.data_dir, f)
+            assert os.stat(p).st_mode & 0o777 == 0o600, f
+    finally:
+        srv.stop()
+        srv.cleanup()
+
+
+def test_chosen_secret_from_file_or_environment(tmp_path):
+    with WharfServer(providers="none") as srv:
+        users.create_user(srv, "erin")
+        f = tmp_path / "sk"
+        f.write_text("erin-secret-from-a-file\n")
+        r = users.wharfd_cmd(srv, "key", "create", "erin", "--access-key", "AKIAERINFILEKEY00001",
+                             "--secret-key-file", str(f))
+        assert "erin-secret-from-a-file" in r.stdout and "warning" not in r.stderr
+        users.client(srv, "AKIAERINFILEKEY00001", "erin-secret-from-a-file").list_buckets()
+        r = users.wharfd_cmd(srv, "key", "create", "erin", "--access-key", "AKIAERINENVKEY000001",
+                             env_extra={"WHARF_USER_SECRET_KEY": "erin-secret-from-env"})
+        assert "warning" not in r.stderr
+        users.client(srv, "AKIAERINENVKEY000001", "erin-secret-from-env").list_buckets()
+        # On the command line it still works, with a warning naming the safer ways.
+        r = users.wharfd_cmd(srv, "key", "create", "erin", "--access-key", "AKIAERINARGVKEY00001",
+                             "--secret-key", "erin-secret-on-argv")
+        assert "process list" in r.stderr and "--secret-key-file" in r.stderr
+        r = users.wharfd_cmd(srv, "key", "create", "erin", "--access-key", "AKIAERINARGVKEY00002",
+                             "--secret-key-file", str(tmp_path / "missing"), check=False)
+        assert r.returncode == 2 and "cannot read --secret-key-file" in r.stderr
 
 
 def test_user_command_errors():

@@ -334,3 +334,17 @@ def test_refused_body_cut_short_frees_the_held_reply():
         log = s.log_tail(6000)
         s.cleanup()
     assert rc == 0, f"wharfd exited with {rc}:\n{log}"
+
+
+def test_storage_refuses_a_wildcard_listen_address(tmp_path):
+    """A storage server registers its --listen address for gateways to dial: 0.0.0.0 would
+    be registered as is, so it is refused at start, naming what to give instead."""
+    import subprocess
+    from wharfd import build_dir
+    r = subprocess.run([os.path.join(build_dir(), "wharfd"), "storage", "--data", str(tmp_path),
+                        "--meta", "postgresql://nobody@127.0.0.1:1/none",
+                        "--listen", "0.0.0.0:9100"],
+                       capture_output=True, text=True, timeout=30,
+                       env={**os.environ, "WHARF_CLUSTER_SECRET": "s" * 32})
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "no one can dial 0.0.0.0" in r.stderr

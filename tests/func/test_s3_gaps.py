@@ -22,6 +22,7 @@ import urllib.request
 import boto3
 import pytest
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 import pgserver
 from cluster import Cluster
@@ -479,8 +480,8 @@ def test_mpu_crc64nvme_full_object_and_expected_values(raw, s3, bucket, mpu_data
     d = mpu_data
     whole = b"".join(d["parts"])
     s3.put_object(Bucket=bucket, Key="ref", Body=whole)
-    c64 = s3.head_object(Bucket=bucket, Key="ref")["ResponseMetadata"]["HTTPHeaders"][
-        "x-amz-checksum-crc64nvme"]
+    c64 = s3.head_object(Bucket=bucket, Key="ref", ChecksumMode="ENABLED")[
+        "ResponseMetadata"]["HTTPHeaders"]["x-amz-checksum-crc64nvme"]
     r, uid = _mpu_start(raw, bucket, "c64", {"x-amz-checksum-algorithm": "crc64nvme"})
     assert r.status == 200 and r.headers["x-amz-checksum-type"] == "FULL_OBJECT", r
     etags = _mpu_parts(raw, bucket, "c64", uid, d, send_sums=False)
@@ -613,3 +614,91 @@ def test_list_objects_v2_empty_continuation_token(raw, s3, bucket):
     assert r.status == 400 and r.error_code() == "InvalidArgument", r
 
 
+
+
+# ---- the cap on incomplete multipart uploads -------------------------------------------------
+
+def test_incomplete_uploads_are_capped_per_bucket():
+    srv = WharfServer(extra_args=["--max-uploads", "5"])
+    srv.start()
+    try:
+        s3 = _client(srv.endpoint)
+        b, other = unique_bucket("cap"), unique_bucket("cap2")
+        s3.create_bucket(Bucket=b)
+        s3.create_bucket(Bucket=other)
+        ids = [s3.create_multipart_upload(Bucket=b, Key=f"k{i}")["UploadId"] for i in range(5)]
+        with pytest.raises(ClientError) as ei:
+            s3.create_multipart_upload(Bucket=b, Key="one-too-many")
+        assert ei.value.response["Error"]["Code"] == "TooManyUploads"
+        assert "--max-uploads 5" in ei.value.response["Error"]["Message"]
+        assert len(s3.list_multipart_uploads(Bucket=b)["Uploads"]) == 5
+        s3.create_multipart_upload(Bucket=other, Key="k")  # per bucket
+        s3.abort_multipart_upload(Bucket=b, Key="k0", UploadId=ids[0])
+        s3.create_multipart_upload(Bucket=b, Key="fits-again")
+    finally:
+        assert srv.stop() == 0
+        srv.cleanup()
+
+
+# ---- smaller answers as S3 gives them ----------------------------------------------------------
+
+@pytest.mark.parametrize("algo", ["CRC32C", "SHA256", "CRC32"])
+def test_create_multipart_upload_echoes_its_checksum_algorithm(s3, bucket, algo):
+    r = s3.create_multipart_upload(Bucket=bucket, Key="mp", ChecksumAlgorithm=algo)
+    assert r.get("ChecksumAlgorithm") == algo, r
+    s3.abort_multipart_upload(Bucket=bucket, Key="mp", UploadId=r["UploadId"])
+
+
+def test_policy_status_without_policy_and_any_bucket_resource(srv, s3, bucket):
+    assert s3.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"] is False
+    s3.put_object(Bucket=bucket, Key="k", Body=b"v")
+    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({
+        "Version": "2012-10-17", "Statement": [{
+            "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+            "Resource": "arn:aws:s3:::*/*"}]}))
+    assert s3.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"] is True
+    with urllib.request.urlopen(f"{srv.endpoint}/{bucket}/k", timeout=10) as r:
+        assert r.read() == b"v"
+    s3.delete_bucket_policy(Bucket=bucket)
+
+
+def test_recreating_own_bucket_outside_us_east_1_is_already_owned():
+    srv = WharfServer(extra_args=["--region", "eu-central-1"])
+    srv.start()
+    try:
+        s3 = boto3.session.Session().client(
+            "s3", endpoint_url=srv.endpoint, aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY, region_name="eu-central-1",
+            config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+        b = unique_bucket("own")
+        cfg = {"LocationConstraint": "eu-central-1"}
+        s3.create_bucket(Bucket=b, CreateBucketConfiguration=cfg)
+        with pytest.raises(ClientError) as ei:
+            s3.create_bucket(Bucket=b, CreateBucketConfiguration=cfg)
+        assert ei.value.response["Error"]["Code"] == "BucketAlreadyOwnedByYou"
+    finally:
+        assert srv.stop() == 0
+        srv.cleanup()
+
+
+def test_retried_complete_after_success_is_200_again(s3, bucket):
+    up = s3.create_multipart_upload(Bucket=bucket, Key="mp")["UploadId"]
+    e1 = s3.upload_part(Bucket=bucket, Key="mp", UploadId=up, PartNumber=1,
+                        Body=b"a" * (5 * MIB))["ETag"]
+    e2 = s3.upload_part(Bucket=bucket, Key="mp", UploadId=up, PartNumber=2, Body=b"b")["ETag"]
+    parts = {"Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]}
+    first = s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=up,
+                                         MultipartUpload=parts)
+    again = s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=up,
+                                         MultipartUpload=parts)
+    assert again["ETag"] == first["ETag"] and again["Key"] == "mp"
+    # Another part list for the gone upload is still NoSuchUpload; so is any after a change.
+    with pytest.raises(ClientError) as ei:
+        s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=up,
+                                     MultipartUpload={"Parts": [parts["Parts"][0]]})
+    assert ei.value.response["Error"]["Code"] == "NoSuchUpload"
+    s3.put_object(Bucket=bucket, Key="mp", Body=b"replaced")
+    with pytest.raises(ClientError) as ei:
+        s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=up,
+                                     MultipartUpload=parts)
+    assert ei.value.response["Error"]["Code"] == "NoSuchUpload"

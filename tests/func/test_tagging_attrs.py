@@ -8,7 +8,7 @@ requests where boto3 cannot say it):
 - GetObjectAttributes: ETag, Checksum, ObjectParts (paged by MaxParts/PartNumberMarker),
   StorageClass, ObjectSize, of a version too;
 - GET and HEAD ?partNumber=N of a multipart object: that part's bytes (206, Content-Range,
-  x-amz-mp-parts-count), 416 InvalidPartNumber past the last part.
+  x-amz-mp-parts-count), 400 InvalidPart past the last part (as S3).
 """
 import boto3
 import pytest
@@ -216,8 +216,8 @@ def test_part_number(s3, bucket):
         off += len(d)
     with pytest.raises(ClientError) as e:
         s3.get_object(Bucket=bucket, Key="mp", PartNumber=4)
-    assert code(e) == "InvalidPartNumber"
-    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 416
+    assert code(e) == "InvalidPart"
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
     raw = S3Raw(s3.meta.endpoint_url)
     r = raw.request("GET", f"/{bucket}/mp", query={"partNumber": "1"},
                     headers={"Range": "bytes=0-1"})
@@ -229,4 +229,5 @@ def test_part_number(s3, bucket):
     assert s3.get_object(Bucket=bucket, Key="single", PartNumber=1)["Body"].read() == b"abc"
     with pytest.raises(ClientError) as e:
         s3.get_object(Bucket=bucket, Key="single", PartNumber=2)
-    assert code(e) == "InvalidPartNumber"
+    assert code(e) == "InvalidPart"
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400

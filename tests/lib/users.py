@@ -34,9 +34,10 @@ def _store_args(srv):
     return out
 
 
-def wharfd_cmd(srv, *argv, check=True, timeout=30):
+def wharfd_cmd(srv, *argv, check=True, timeout=30, env_extra=None):
     """Runs `wharfd ARGV... <srv's store>`; returns the CompletedProcess (text)."""
     env = dict(srv.env)
+    env.update(env_extra or {})
     r = subprocess.run([os.path.join(build_dir(), "wharfd"), *argv, *_store_args(srv)],
                        capture_output=True, text=True, timeout=timeout, env=env)
     if check and r.returncode != 0:
@@ -75,9 +76,9 @@ def client(srv, access_key, secret_key, service="s3", **cfg):
 def create_user(srv, name, access_key=None, secret_key=None):
     """A new user with one Active key (generated unless given)."""
     argv = ["user", "create", name]
-    if access_key:
-        argv += ["--access-key", access_key, "--secret-key", secret_key]
-    out = wharfd_cmd(srv, *argv).stdout
+    if access_key:  # the secret by the environment: never on a command line
+        argv += ["--access-key", access_key]
+    out = wharfd_cmd(srv, *argv, env_extra={"WHARF_USER_SECRET_KEY": secret_key or ""}).stdout
     return User(name=name, access_key=_kv(out, "access_key"), secret_key=_kv(out, "secret_key"),
                 user_id=_kv(out, "user_id"), arn=_kv(out, "arn"))
 
@@ -85,8 +86,8 @@ def create_user(srv, name, access_key=None, secret_key=None):
 def add_key(srv, name, access_key=None, secret_key=None):
     argv = ["key", "create", name]
     if access_key:
-        argv += ["--access-key", access_key, "--secret-key", secret_key]
-    out = wharfd_cmd(srv, *argv).stdout
+        argv += ["--access-key", access_key]
+    out = wharfd_cmd(srv, *argv, env_extra={"WHARF_USER_SECRET_KEY": secret_key or ""}).stdout
     return _kv(out, "access_key"), _kv(out, "secret_key")
 
 

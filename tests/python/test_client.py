@@ -25,9 +25,7 @@ def test_buckets(client):
     name = unique_bucket("pyb")
     client.create_bucket(name)
     assert name in client.list_buckets()
-    with pytest.raises(wharf.WharfError) as ei:
-        client.create_bucket(name)
-    assert ei.value.status in (wharf._lib.WHARF_ERR_EXISTS, wharf._lib.WHARF_ERR_HTTP)
+    client.create_bucket(name)  # one's own, again: 200 in us-east-1, as S3 answers there
     client.put(name, "x", b"1")
     with pytest.raises(wharf.WharfError) as ei:
         client.delete_bucket(name)

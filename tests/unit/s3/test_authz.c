@@ -222,8 +222,10 @@ static void test_eval_not(void)
     CHECK(!s3_policy_is_public(p));
     s3_policy_free(p);
 
-    /* Account principals: the 12-digit form and the root ARN cover every user of the account,
-     * never the anonymous one; CanonicalUser names one id. */
+    /* Account principals (the 12-digit form and the root ARN): an Allow delegates to the
+     * account, so it grants its root, not its users directly (their own policies must); a
+     * Deny covers every user of the account; never the anonymous one. CanonicalUser names
+     * one id. */
     p = parse("{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"" ACCT "\"},"
               "\"Action\":\"s3:GetObject\",\"Resource\":\"*\"},{\"Effect\":\"Allow\","
               "\"Principal\":{\"AWS\":\"arn:aws:iam::" ACCT ":root\"},\"Action\":\"s3:PutObject\","
@@ -236,9 +238,15 @@ static void test_eval_not(void)
     s3_principal_t anon;
     s3_principal_anon(&anon);
     c = ctx(&alice, "s3:GetObject", "arn:aws:s3:::b/k");
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_ALLOW);
+    CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
     c.action = "s3:PutObject";
+    CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
+    s3_principal_t root;
+    memset(&root, 0, sizeof root);
+    root.kind = S3_PRINCIPAL_ROOT;
+    c.who = &root;
     CHECK(s3_policy_eval(p, &c) == S3_POLICY_ALLOW);
+    c.who = &alice;
     c.account = "111111111111";
     CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
     c.account = ACCT;
@@ -250,6 +258,14 @@ static void test_eval_not(void)
     CHECK(s3_policy_eval(p, &c) == S3_POLICY_ALLOW);
     c.who = &alice;
     CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
+    s3_policy_free(p);
+    p = parse("{\"Statement\":{\"Effect\":\"Deny\",\"Principal\":{\"AWS\":\"arn:aws:iam::" ACCT
+              ":root\"},\"Action\":\"s3:*\",\"Resource\":\"*\"}}", msg);
+    CHECK(p != NULL);
+    c = ctx(&alice, "s3:GetObject", "arn:aws:s3:::b/k");
+    CHECK(p && s3_policy_eval(p, &c) == S3_POLICY_DENY);
+    c.who = &anon;
+    CHECK(p && s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
     s3_policy_free(p);
 }
 
@@ -342,9 +358,39 @@ static void test_conditions(void)
     CHECK(cond_eval("{\"StringEquals\":{\"aws:username\":\"bob\"}}", &c) == 0);
     CHECK(cond_eval("{\"StringNotEquals\":{\"aws:username\":\"bob\"}}", &c) == 1);
     CHECK(cond_eval("{\"StringLike\":{\"aws:PrincipalArn\":\"*\"}}", &c) == 0);
-    /* A key wharf does not supply is absent: positive operators fail, IfExists passes. */
-    CHECK(cond_eval("{\"StringEquals\":{\"aws:Referer\":\"x\"}}", &c) == 0);
-    CHECK(cond_eval("{\"StringEqualsIfExists\":{\"aws:Referer\":\"x\"}}", &c) == 1);
+    /* A key wharf cannot evaluate is refused at parse time (taken as absent, a Deny on it
+     * would never fire); so is a policy variable it cannot expand. */
+    static const char *const unknown[] = {"aws:Referer", "s3:signatureAge",
+                                          "s3:x-amz-grant-read", "s3:ExistingObjectTag/t",
+                                          "aws:ResourceTag/t", "s3:RequestObjectTagKeys"};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+        char j[512], want[128];
+        snprintf(j, sizeof j, "{\"Statement\":{\"Effect\":\"Deny\",\"Principal\":\"*\","
+                 "\"Action\":\"s3:*\",\"Resource\":\"*\",\"Condition\":{\"StringEquals\":"
+                 "{\"%s\":\"x\"}}}}", unknown[i]);
+        snprintf(want, sizeof want, "cannot evaluate the condition key \"%s\"", unknown[i]);
+        CHECK(parse_fails(j, want));
+    }
+    CHECK(parse_fails("{\"Version\":\"2012-10-17\",\"Statement\":{\"Effect\":\"Deny\","
+                      "\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":"
+                      "\"arn:aws:s3:::b/${aws:userid}/*\"}}", "policy variables"));
+    CHECK(parse_fails("{\"Version\":\"2012-10-17\",\"Statement\":{\"Effect\":\"Deny\","
+                      "\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":\"*\",\"Condition\":"
+                      "{\"StringLike\":{\"s3:prefix\":\"${aws:PrincipalTag/x}\"}}}}",
+                      "policy variables"));
+    /* s3:x-amz-acl, s3:authType, s3:signatureversion. */
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:x-amz-acl\":\"public-read\"}}", &c) == 0);
+    CHECK(cond_eval("{\"Null\":{\"s3:x-amz-acl\":\"true\"}}", &c) == 1);
+    c.x_amz_acl = "public-read";
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:x-amz-acl\":\"public-read\"}}", &c) == 1);
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:authType\":\"REST-HEADER\"}}", &c) == 0);
+    c.auth_type = "REST-QUERY-STRING";
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:authType\":\"REST-HEADER\"}}", &c) == 0);
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:authType\":\"REST-QUERY-STRING\"}}", &c) == 1);
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:signatureversion\":\"AWS4-HMAC-SHA256\"}}",
+                    &c) == 1);
+    c.auth_type = NULL;
+    c.x_amz_acl = NULL;
     /* Every operator and key must hold (AND); values of one key are alternatives (OR). */
     c.who = &bob;
     CHECK(cond_eval("{\"StringEquals\":{\"aws:username\":[\"x\",\"bob\"]},\"Bool\":{"

@@ -176,6 +176,14 @@ static void test_whole_only_and_overrides(void)
     CHECK_STR(out_hdr(&o, "ETag"), "\"abc\"");
     wh_sbuf_free(&o.hdrs);
     out_init(&o);
+    srv_object_headers(&r, &o, &m, true); /* whole, but not asked for: none, as S3 */
+    CHECK(out_hdr(&o, "x-amz-checksum-sha1") == NULL);
+    CHECK(out_hdr(&o, "x-amz-checksum-crc64nvme") == NULL);
+    wh_sbuf_free(&o.hdrs);
+    req_free(&r);
+    static const char *const asked[] = {"x-amz-checksum-mode", "ENABLED", NULL};
+    req_init(&r, &s, asked);
+    out_init(&o);
     srv_object_headers(&r, &o, &m, true);
     CHECK_STR(out_hdr(&o, "x-amz-checksum-sha1"), "x");
     CHECK_STR(out_hdr(&o, "x-amz-checksum-crc64nvme"), "AAAAAAAAAAA=");
