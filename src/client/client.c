@@ -541,6 +541,7 @@ WHARF_API wharf_status_t wharf_client_create(const wharf_client_config_t *ucfg,
     c->chunk_size = cfg.chunk_size ? cfg.chunk_size : WH_DEFAULT_CLIENT_CHUNK;
     c->multipart_threshold =
         cfg.multipart_threshold ? cfg.multipart_threshold : WH_DEFAULT_MULTIPART_THRESHOLD;
+    c->multipart_threshold_default = c->multipart_threshold == WH_DEFAULT_MULTIPART_THRESHOLD;
     c->part_size = cfg.part_size ? cfg.part_size : WH_DEFAULT_PART_SIZE;
     if (c->part_size < WH_MIN_PART_SIZE) {
         wc_set_error("wharf_client_create: part_size %llu is below S3's 5 MiB minimum",

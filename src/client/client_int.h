@@ -98,6 +98,7 @@ struct wharf_client {
     char *ca_bundle;   /* NULL: the system's CA store (https endpoints) */
     unsigned concurrency;
     uint64_t chunk_size, multipart_threshold, part_size;
+    bool multipart_threshold_default; /* not set by the caller: host RDMA PUTs use the RDMA one */
     wharf_fallback_t fallback;
     int verify_checksum;
     unsigned timeout_ms, max_retries;

@@ -1,6 +1,7 @@
 /* libwharf: object PUT over RDMA (the server reads the bytes from the registered source) or
  * HTTP; one request, or multipart with parallel parts at or above multipart_threshold. */
 #include "client/object.h"
+#include "base/defaults.h"
 
 #include "base/crc.h"
 #include "base/digest.h"
@@ -417,7 +418,10 @@ WHARF_API wharf_status_t wharf_object_put(wharf_client_t *c, const char *bucket,
             st = WH_OK;
         }
     }
-    if (len >= c->multipart_threshold && len > 0) {
+    uint64_t threshold = c->multipart_threshold;
+    if (op->rdma && !p.dev && c->multipart_threshold_default)
+        threshold = WH_DEFAULT_RDMA_MULTIPART_THRESHOLD;
+    if (len >= threshold && len > 0) {
         p.part = c->part_size;
         if ((len + p.part - 1) / p.part > 10000) /* S3's part count limit */
             p.part = (len + 9999) / 10000;
@@ -432,7 +436,7 @@ WHARF_API wharf_status_t wharf_object_put(wharf_client_t *c, const char *bucket,
         wc_set_error("PUT %s/%s: out of memory", bucket, key);
         goto out;
     }
-    if (op->n == 1 && len < c->multipart_threshold) {
+    if (op->n == 1 && len < threshold) {
         wc_conn_t *conn = wc_client_conn_get(c);
         if (!conn) {
             st = WH_ERR_NOMEM;
