@@ -30,6 +30,7 @@ import io
 import mmap
 import os
 import tempfile
+import threading
 from typing import Any, Dict, List, Optional, Tuple
 
 import fsspec  # type: ignore[import]
@@ -39,6 +40,18 @@ from fsspec.spec import AbstractBufferedFile, AbstractFileSystem  # type: ignore
 from . import _lib
 from .client import Client
 from .errors import NotFoundError, WharfError
+
+
+def _fsspec_version() -> Tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in fsspec.__version__.split(".")[:2])
+    except (AttributeError, ValueError):
+        return (0,)
+
+
+# AbstractFileSystem.find(withdirs=True) includes the directory searched from fsspec
+# 2023.9.0 on (the glob rework for POSIX semantics); earlier versions leave it out.
+_FIND_LISTS_ROOT = _fsspec_version() >= (2023, 9)
 
 PROTOCOLS = ("wharf", "s3", "s3a")
 # s3fs-style storage options, so that code written for s3fs passes its settings through
@@ -95,6 +108,12 @@ class WharfFileSystem(AbstractFileSystem):
         self.client = client if client is not None else Client(**opts)
         self.block_size = int(block_size or self.DEFAULT_BLOCK_SIZE)
         self.transport = transport
+        # Directories made with mkdir/makedirs under an existing bucket. S3 has no
+        # directories: a prefix exists once a key is under it. Until then this filesystem
+        # object remembers the ones it made, so that makedirs then isdir holds (Lightning's
+        # loggers check the folder they made before writing into it).
+        self._made_dirs: set = set()
+        self._made_lock = threading.Lock()
 
     # ---- paths -----------------------------------------------------------------------------
 
@@ -162,7 +181,7 @@ class WharfFileSystem(AbstractFileSystem):
                 seen[name] = self._file_info(bucket, o.key, o.length, o.mtime, o.etag)
         if not seen and key:
             info = self.info(path)  # a file: ls gives the file itself; else FileNotFoundError
-            out = [info]
+            out = [] if info["type"] == "directory" else [info]  # a made, still empty dir
         else:
             out = [seen[n] for n in sorted(seen)]
         return out if detail else [o["name"] for o in out]
@@ -194,7 +213,17 @@ class WharfFileSystem(AbstractFileSystem):
             under = []
         if under:
             return self._dir_info(path)
+        with self._made_lock:
+            made = path.rstrip("/") in self._made_dirs
+        if made:
+            return self._dir_info(path.rstrip("/"))
         raise FileNotFoundError(errno.ENOENT, f"no object or prefix {path}", path)
+
+    def _remember_dirs(self, bucket: str, key: str) -> None:
+        parts = [p for p in key.split("/") if p]
+        with self._made_lock:
+            for i in range(1, len(parts) + 1):
+                self._made_dirs.add(f"{bucket}/{'/'.join(parts[:i])}")
 
     def find(self, path, maxdepth=None, withdirs=False, detail=False, **kwargs):
         # one listing of the whole prefix, not a walk of ls calls
@@ -238,6 +267,10 @@ class WharfFileSystem(AbstractFileSystem):
                 info = None
             if info is not None and info["type"] == "file":
                 out[path] = info
+        elif withdirs and _FIND_LISTS_ROOT:
+            # fsspec since 2023.9 lists the directory itself under withdirs (glob's "d/**"
+            # then matches d): the base class's rule, kept whatever fsspec is installed
+            out.setdefault(path, self._dir_info(path))
         names = sorted(out)
         return {n: out[n] for n in names} if detail else names
 
@@ -254,7 +287,8 @@ class WharfFileSystem(AbstractFileSystem):
         if self._bucket_exists(bucket):
             if not key:
                 raise FileExistsError(errno.EEXIST, f"bucket {bucket} exists", bucket)
-            return  # a prefix: it exists once a key is written under it
+            self._remember_dirs(bucket, key)  # a prefix: a key under it makes it real
+            return
         if key and not create_parents:
             raise FileNotFoundError(errno.ENOENT, f"no bucket {bucket} (create_parents=False)",
                                     path)
@@ -268,15 +302,21 @@ class WharfFileSystem(AbstractFileSystem):
             if not exist_ok and (not key or self.isdir(path)):
                 raise FileExistsError(errno.EEXIST, f"{self._strip_protocol(path)} exists",
                                       path)
+            if key:
+                self._remember_dirs(bucket, key)
             return
         self.client.create_bucket(bucket)
+        if key:
+            self._remember_dirs(bucket, key)
 
     def rmdir(self, path):
         bucket, key = self._split(path)
         if key:
             if self.client.list(bucket, prefix=key + "/"):
                 raise OSError(errno.ENOTEMPTY, f"{bucket}/{key} has keys under it", path)
-            return  # an empty prefix is no object: nothing to remove
+            with self._made_lock:
+                self._made_dirs.discard(f"{bucket}/{key.strip('/')}")
+            return  # an empty prefix is no object: nothing else to remove
         try:
             self.client.delete_bucket(bucket)
         except WharfError as e:

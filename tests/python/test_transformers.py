@@ -32,7 +32,9 @@ def llama(tied, seed=0):
                                    num_hidden_layers=3, num_attention_heads=4,
                                    num_key_value_heads=2, tie_word_embeddings=tied)
     torch.manual_seed(seed)
-    return cfg, transformers.LlamaForCausalLM(cfg).to(torch.bfloat16)
+    # Built as from_pretrained(dtype=) builds: bf16 parameters, the float32 rotary buffer
+    # (LlamaForCausalLM(cfg).to(bf16) would cast that buffer too).
+    return cfg, transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
 
 
 def same_model(a, b):

@@ -276,7 +276,12 @@ def from_pretrained(url, model_class=None, device="cpu", dtype=None, client=None
     load_pretrained(url, model=model, device=device, client=c, transport=transport,
                     report=report, progress=progress)
     if dtype is not None:
-        model = model.to(dtype)
+        # The parameters, as transformers' from_pretrained(dtype=) leaves them: computed
+        # buffers a model keeps in float32 (rotary inv_freq) stay so (model.to would cast them).
+        with torch.no_grad():
+            for p in model.parameters():
+                if p.is_floating_point() and p.dtype != dtype:
+                    p.data = p.data.to(dtype)
     return model.eval()
 
 
