@@ -133,7 +133,8 @@ int main(int argc, char **argv)
 
     enum { O_DATA = 1, O_LISTEN, O_UNIX, O_SHM, O_COPY, O_PINNED, O_COLD, O_ETAG, O_RDMA_ETAG, O_HELP,
            O_META, O_RESERVE, O_HIGH_WATER, O_HTTP_THREADS, O_HANDLER_THREADS, O_MAX_CONNS,
-           O_MAX_CONNS_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT, O_DURABILITY, O_MAX_UPLOADS };
+           O_MAX_CONNS_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT, O_MAX_UPLOADS, O_DURABILITY };
+    _Static_assert(O_MAX_UPLOADS - O_HTTP_THREADS == 6, "the counts below are in enum order");
     static const struct option opts[] = {
         {"data", required_argument, NULL, O_DATA},
         {"listen", required_argument, NULL, O_LISTEN},

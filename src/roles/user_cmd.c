@@ -136,8 +136,10 @@ int srv_user_main(int argc, char **argv)
             return uc_bad("--secret-key-file %s must hold the secret on its first line", sk_file);
         sk_buf[n] = '\0';
         sk = sk_buf;
-    } else if (!sk && ak && getenv("WHARF_USER_SECRET_KEY") && *getenv("WHARF_USER_SECRET_KEY")) {
-        sk = getenv("WHARF_USER_SECRET_KEY");
+    } else if (!sk && ak) {
+        const char *env = getenv("WHARF_USER_SECRET_KEY");
+        if (env && *env)
+            sk = env;
     }
     if ((ak || sk) && strcmp(verb, "create") != 0)
         return uc_bad("%s--access-key and --secret-key go with create only", "");

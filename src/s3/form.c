@@ -132,7 +132,8 @@ s3_form_t *s3_form_new(const char *boundary, const s3_form_cb_t *cb, void *arg)
     f->cb = *cb;
     f->arg = arg;
     memcpy(f->delim, "\r\n--", 4);
-    memcpy(f->delim + 4, boundary, bl + 1);
+    memcpy(f->delim + 4, boundary, bl); /* the delimiter is matched by length (dlen) */
+    f->delim[4 + bl] = '\0';
     f->dlen = 4 + bl;
     f->st = ST_BODY;
     f->m = 2; /* the body may open with the delimiter itself: its CRLF is implied */

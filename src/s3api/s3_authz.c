@@ -217,8 +217,10 @@ static int load_user_policies(srv_req_t *r, srv_out_t *o, srv_authz_t *az)
         return srv_err_status(r, o, st, "loading the user's policies");
     int ret = 0;
     /* Every one of them is weighed: a Deny in any must bind. */
+    /* NOLINTBEGIN(bugprone-sizeof-expression): arrays of n pointers, sized by their element */
     if (n && (!(az->upol = calloc(n, sizeof *az->upol)) ||
               !(az->upp = calloc(n, sizeof *az->upp)))) {
+        /* NOLINTEND(bugprone-sizeof-expression) */
         meta_policies_free(ps, n);
         return srv_err(o, S3_ERR_INTERNAL, "out of memory loading the user's policies");
     }
