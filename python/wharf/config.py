@@ -199,15 +199,16 @@ def client_from_env(env: Optional[Mapping[str, str]] = None, **kw: Any) -> "Clie
 
 
 def parse_url(url: Any, need_key: bool = True) -> Tuple[str, str]:
-    """("bucket", "key") of "s3://bucket/key" (the key without leading or trailing slashes).
-    need_key False: "s3://bucket" and "s3://bucket/" give key ""."""
+    """("bucket", "key") of "s3://bucket/key" or "wharf://bucket/key" (fsspec's scheme; the
+    key without leading or trailing slashes). need_key False: "s3://bucket" and
+    "s3://bucket/" give key ""."""
     if hasattr(url, "__fspath__"):
         url = os.fspath(url)
-    if not isinstance(url, str) or not url.startswith("s3://"):
+    if not is_url(url):
         raise UrlError(_lib.WHARF_ERR_INVALID,
-                       f"bad URL {url!r}: expected s3://bucket/key (an S3 URL; local paths "
-                       "are not wharf objects)")
-    bucket, _, key = url[5:].partition("/")
+                       f"bad URL {url!r}: expected s3://bucket/key or wharf://bucket/key (an "
+                       "S3 URL; local paths are not wharf objects)")
+    bucket, _, key = url.split("://", 1)[1].partition("/")
     key = key.strip("/")
     if not bucket:
         raise UrlError(_lib.WHARF_ERR_INVALID, f"bad URL {url!r}: no bucket after s3://")
@@ -218,7 +219,7 @@ def parse_url(url: Any, need_key: bool = True) -> Tuple[str, str]:
 
 
 def is_url(x: Any) -> bool:
-    return isinstance(x, str) and x.startswith("s3://")
+    return isinstance(x, str) and x.startswith(("s3://", "wharf://"))
 
 
 def join(prefix: str, name: str) -> str:

@@ -83,7 +83,8 @@ def test_wrong_secret_from_aws_variables_is_an_auth_error(wharfd, monkeypatch):
 
 
 @pytest.mark.parametrize("url,want", [
-    ("s3://b/k", ("b", "k")), ("s3://b/a/b/", ("b", "a/b")), ("s3://b//x", ("b", "x"))])
+    ("s3://b/k", ("b", "k")), ("s3://b/a/b/", ("b", "a/b")), ("s3://b//x", ("b", "x")),
+    ("wharf://b/k", ("b", "k"))])
 def test_parse_url(url, want):
     assert wharf.parse_url(url) == want
 

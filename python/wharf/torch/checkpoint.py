@@ -70,7 +70,8 @@ import torch
 
 from .. import _lib
 from ..errors import (CheckpointConflictError, ChecksumError, IncompleteCheckpointError,
-                      NotFoundError, PreconditionFailedError, SafetensorsError, WharfError)
+                      NotFoundError, PreconditionFailedError, SafetensorsError, TimedOutError,
+                      WharfError)
 from ._common import INDEX_NAME, _client, _join, parse_url, rank_world as _rank_world
 from .dtypes import FROM_REAL as _FROM_REAL, as_bytes as _as_bytes, itemsize as _itemsize
 from .dtypes import prepare as _prepare
@@ -231,6 +232,60 @@ def _plan(obj, rank, world, shard_size, allow_pickle, gen):
     return skeleton, plans
 
 
+# Rank roll call of a save inside a process group (see _roll_call).
+ROLL_CALL_TIMEOUT_S = 300.0
+_roll_seq = {}
+_roll_lock = threading.Lock()
+
+
+def _roll_call(url, rank, world):
+    """Every rank of the process group must call save(url): each sets a key of the group's
+    store and waits, with a timeout, for the others' keys. A save called on some ranks only
+    (`if rank == 0: wt.save(...)`) then fails with the fix named, instead of waiting forever
+    in the barrier (or pairing with training's next collective). The timeout is
+    WHARF_SAVE_RANK_TIMEOUT_S seconds (default 300): ranks may reach a save at different
+    times."""
+    import datetime
+    import hashlib
+    from torch.distributed import distributed_c10d as c10d
+    try:
+        store = c10d._get_default_store()
+    except (AttributeError, RuntimeError, ValueError):
+        return  # no store to call the roll on: the barrier decides, as before
+    try:
+        timeout = float(os.environ.get("WHARF_SAVE_RANK_TIMEOUT_S", ROLL_CALL_TIMEOUT_S))
+    except ValueError:
+        timeout = ROLL_CALL_TIMEOUT_S
+    with _roll_lock:
+        n = _roll_seq[url] = _roll_seq.get(url, 0) + 1
+    base = f"wharf.save/{hashlib.sha1(url.encode()).hexdigest()[:16]}/{n}"
+    store.set(f"{base}/{rank}", "1")
+    deadline = time.monotonic() + timeout
+    missing = []
+    for r in range(world):
+        key = f"{base}/{r}"
+        if missing:  # past the deadline already: only look
+            try:
+                if not store.check([key]):
+                    missing.append(r)
+            except (AttributeError, RuntimeError):
+                missing.append(r)
+            continue
+        left = max(deadline - time.monotonic(), 0.001)
+        try:
+            store.wait([key], datetime.timedelta(seconds=left))
+        except RuntimeError:
+            missing.append(r)
+    if missing:
+        here = [r for r in range(world) if r not in missing]
+        raise TimedOutError(_lib.WHARF_ERR_TIMEOUT, f"save {url}: rank(s) {missing} of the process "
+                         f"group ({world} ranks) did not call save within {timeout:g} s; "
+                         f"ranks {here} did. In a process group every rank calls save (each "
+                         "with its own state); to save from one rank only, pass rank=0, "
+                         "world_size=1 (and the other ranks do not call it). "
+                         "WHARF_SAVE_RANK_TIMEOUT_S sets the wait.")
+
+
 def _begin(c, bucket, prefix, rank, world, pg):
     """Before any shard of this save is written: (the ETag of the index this save replaces,
     None where there is none; the shard objects under the URL now, which the commit's
@@ -246,6 +301,8 @@ def _begin(c, bucket, prefix, rank, world, pg):
         except NotFoundError:
             pass
         before = _shard_keys(c, bucket, prefix)
+    if pg and world > 1:
+        _roll_call(f"s3://{bucket}/{prefix}", rank, world)
     if world > 1:
         _delete_quiet(c, bucket, _join(prefix, _manifest_name(rank, world)))
     if pg:

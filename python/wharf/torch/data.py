@@ -72,7 +72,7 @@ def _source(source, bucket, keys, prefix, client, suffix):
         if bucket is not None:
             raise WharfError(_lib.WHARF_ERR_INVALID, f"{source}: pass an s3:// URL or (client, "
                              "bucket), not both (the URL names the bucket)")
-        b, _, rest = source[5:].partition("/")
+        b, _, rest = source.split("://", 1)[1].partition("/")
         if not b:
             raise WharfError(_lib.WHARF_ERR_INVALID, f"bad URL {source!r}: no bucket after s3://")
         c = _default_client(client)
@@ -338,7 +338,7 @@ class WharfObject:
 def _split_url(url):
     """(bucket, raw prefix) of s3://bucket/prefix, the prefix as given (a trailing / kept)."""
     bucket, _ = parse_url(url, need_key=False)
-    return bucket, url[5:].partition("/")[2]
+    return bucket, url.split("://", 1)[1].partition("/")[2]
 
 
 def _from_prefix(client, url):

@@ -401,7 +401,9 @@ class WharfStorageReader(_Base, StorageReader):
         self._missing = None
         try:
             return self._read_metadata()
-        except (NotFoundError, IncompleteCheckpointError) as e:
+        except WharfError as e:
+            # Also an unreachable server (TransportError, TimedOutError) or a refused key
+            # (AuthError): raised by name from set_up_storage_reader, not "metadata is None".
             self._missing = e
             return Metadata(state_dict_metadata={})
 
