@@ -107,7 +107,13 @@ def main():
         sys.exit(f"build_wheel: no {lib}: build first (make build)")
     with open(os.path.join(PYDIR, "pyproject.toml"), "rb") as f:
         proj = tomllib.load(f)["project"]
-    name, version = proj["name"], proj["version"]
+    name = proj["name"]
+    version = proj.get("version")
+    if version is None:  # dynamic: the one statement of it, wharf/_version.py
+        ns = {}
+        with open(os.path.join(PYDIR, "wharf", "_version.py")) as f:
+            exec(f.read(), ns)  # noqa: S102 (our own one-line file)
+        version = ns["__version__"]
     tag = f"py3-none-linux_{platform.machine()}"
 
     files = {}  # arcname: bytes
