@@ -232,10 +232,11 @@ static int authorize(iam_ctx_t *c, const char *target)
                 /* Fail closed: skipping it would drop whatever it denies. */
                 wh_warn(MOD, "user %s: stored policy %s no longer parses (%s); refusing",
                         who->user, pols[i].name, msg);
-                meta_policies_free(pols, n);
-                return iam_err(c, 500, "ServiceFailure", "user %s: stored policy %s cannot be "
-                               "read (%s); no request of this user is allowed until it is "
-                               "replaced or deleted", who->user, pols[i].name, msg);
+                int ret = iam_err(c, 500, "ServiceFailure", "user %s: stored policy %s cannot "
+                                  "be read (%s); no request of this user is allowed until it "
+                                  "is replaced or deleted", who->user, pols[i].name, msg);
+                meta_policies_free(pols, n); /* after the message that names one of them */
+                return ret;
             }
             s3_policy_result_t res = s3_policy_eval(pol, &ctx);
             deny |= res == S3_POLICY_DENY;
