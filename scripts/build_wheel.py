@@ -114,6 +114,7 @@ def main():
         with open(os.path.join(PYDIR, "wharf", "_version.py")) as f:
             exec(f.read(), ns)  # noqa: S102 (our own one-line file)
         version = ns["__version__"]
+        proj = dict(proj, version=version)
     tag = f"py3-none-linux_{platform.machine()}"
 
     files = {}  # arcname: bytes
