@@ -41,7 +41,7 @@ test-unit: build
 # ctypes (an ASan libwharf cannot load into Debian's Python: "ASan runtime does not come first"),
 # and files whose assertions are time bounds or latencies, which ASan's slowdown would make
 # fail for no memory fault.
-ASAN_SKIP = ^(python|func/(awscli|rclone|s3cmd|hardening_conns|rdma_stall|durability|cluster_faults|cluster_repair|cluster_limits|cluster_rdma|part_etag))$$
+ASAN_SKIP = ^(python|func/(awscli|rclone|s3cmd|hardening_conns|rdma_stall|durability|cluster_faults|cluster_repair|cluster_limits|cluster_rdma|cluster_integrity|part_etag))$$
 
 test-asan: deps
 	@cmake --preset asan >/dev/null
