@@ -4,6 +4,7 @@
  * behind srv_app_ops_t. */
 #include "front/http_int.h"
 #include "base/codec.h"
+#include "base/defaults.h"
 #include "base/log.h"
 #include "xfer/xfer.h"
 
@@ -242,7 +243,7 @@ static s3_err_t verify_as(srv_req_t *r, time_t now, const char *service,
     }
     /* The credential scope names the region the request was signed for; S3 refuses another
      * region's. IAM is global: its clients sign for us-east-1 whatever the S3 region is. */
-    const char *want = r->srv->cfg.region;
+    const char *want = r->srv->cfg.region ? r->srv->cfg.region : WH_DEFAULT_REGION;
     if (e == S3_OK && strcmp(r->auth.region, want) != 0 &&
         !(service && strcmp(service, "iam") == 0 && strcmp(r->auth.region, "us-east-1") == 0)) {
         snprintf(msg, msglen, "the authorization %s is malformed; the region '%.63s' is "
