@@ -39,6 +39,17 @@ static int attr_set(srv_req_t *r, srv_out_t *o, store_battr_t which, const char 
     return srv_ok(o, ok);
 }
 
+/* Stores the canonical document a parser's format wrote into b (taken), answering 200. */
+static int attr_set_doc(srv_req_t *r, srv_out_t *o, store_battr_t which, wh_sbuf_t *b,
+                        const char *what)
+{
+    wh_sbuf_append(b, "", 0);
+    int ret = b->oom ? srv_errf(o, S3_ERR_INTERNAL, "out of memory keeping the %s", what)
+                     : attr_set(r, o, which, b->data, 200);
+    wh_sbuf_free(b);
+    return ret;
+}
+
 static const char *body(const srv_req_t *r)
 {
     return r->buf.data ? r->buf.data : "";
@@ -164,15 +175,8 @@ int srv_cors_put_finish(srv_req_t *r, srv_out_t *o)
     wh_sbuf_t b;
     wh_sbuf_init(&b);
     s3_cors_format(&c, &b, S3_XMLNS);
-    wh_sbuf_append(&b, "", 0);
     s3_cors_free(&c);
-    if (b.oom) {
-        wh_sbuf_free(&b);
-        return srv_err(o, S3_ERR_INTERNAL, "out of memory keeping the CORS configuration");
-    }
-    ret = attr_set(r, o, STORE_BATTR_CORS, b.data, 200);
-    wh_sbuf_free(&b);
-    return ret;
+    return attr_set_doc(r, o, STORE_BATTR_CORS, &b, "CORS configuration");
 }
 
 int srv_cors_delete(srv_req_t *r, srv_out_t *o)
@@ -434,15 +438,8 @@ int srv_lc_put_finish(srv_req_t *r, srv_out_t *o)
     wh_sbuf_t b;
     wh_sbuf_init(&b);
     s3_lc_format(&c, &b, S3_XMLNS);
-    wh_sbuf_append(&b, "", 0);
     s3_lc_free(&c);
-    if (b.oom) {
-        wh_sbuf_free(&b);
-        return srv_err(o, S3_ERR_INTERNAL, "out of memory keeping the lifecycle configuration");
-    }
-    ret = attr_set(r, o, STORE_BATTR_LIFECYCLE, b.data, 200);
-    wh_sbuf_free(&b);
-    return ret;
+    return attr_set_doc(r, o, STORE_BATTR_LIFECYCLE, &b, "lifecycle configuration");
 }
 
 int srv_lc_delete(srv_req_t *r, srv_out_t *o)
