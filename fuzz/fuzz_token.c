@@ -1,5 +1,6 @@
 /* libFuzzer driver for token_parse: never crashes, never reads past len, and whatever parses
- * re-packs to a token that parses to the same fields (cuobj: to the very same bytes). */
+ * re-packs to a token that parses to the same fields (ofi1, cuda1; cuobj: to the very same
+ * bytes). */
 #include "xfer/token.h"
 
 #include <stdint.h>
@@ -40,6 +41,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else if (t.dialect == TOKEN_DIALECT_CUOBJ) {
         char out[82];
         if (size != 81 || token_pack_cuobj(&t, out) != WH_OK || memcmp(out, s, 81) != 0)
+            abort();
+    } else if (t.dialect == TOKEN_DIALECT_CUDA1) {
+        char buf[TOKEN_MAX_LEN + 1];
+        if (token_pack_cuda1(t.base, t.size, t.cuda_uuid, t.cuda_ipc, t.cuda_off, buf,
+                             sizeof buf) != WH_OK)
+            abort();
+        if (token_parse(buf, strlen(buf), &u, err, sizeof err) != WH_OK)
+            abort();
+        if (u.dialect != TOKEN_DIALECT_CUDA1 || u.base != t.base || u.size != t.size ||
+            u.cuda_off != t.cuda_off || memcmp(u.cuda_uuid, t.cuda_uuid, 16) ||
+            memcmp(u.cuda_ipc, t.cuda_ipc, TOKEN_CUDA_IPC_LEN) || strcmp(u.provider, "cuda"))
             abort();
     } else {
         abort();
