@@ -133,7 +133,7 @@ wh_status_t sq_part_put(meta_t *m, const char *bucket, const char *key, const ch
 {
     sq_part_arg_t a = {bucket, key, upload_id, info, ref, old};
     memset(old, 0, sizeof *old);
-    wh_status_t st = sq_write(SQ(m), tx_part_put, &a);
+    wh_status_t st = sq_write_group(SQ(m), tx_part_put, &a);
     if (st != WH_OK)
         store_data_ref_clear(old);
     return st;

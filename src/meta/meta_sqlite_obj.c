@@ -177,7 +177,7 @@ wh_status_t sq_object_put(meta_t *m, const char *bucket, const char *key, size_t
 {
     sq_obj_arg_t a = {bucket, key, klen, meta, ref, old, cond};
     memset(old, 0, sizeof *old);
-    wh_status_t st = sq_write(SQ(m), tx_object_put, &a);
+    wh_status_t st = sq_write_group(SQ(m), tx_object_put, &a);
     if (st != WH_OK)
         store_data_ref_clear(old);
     return st;
