@@ -154,8 +154,9 @@ const char *const pg_schema_steps[] = {
     "  node integer NOT NULL,"
     "  found timestamptz NOT NULL DEFAULT now(),"
     "  PRIMARY KEY(chunk_id, node));",
-    /* 8: reserved for object lock (another branch); a no-op here. */
-    "SELECT 1;",
+    /* 8: reserved for object lock (another branch); a no-op here (a command: the step
+     * must answer PGRES_COMMAND_OK). */
+    "DO $$ BEGIN END $$;",
     /* 9: encryption at rest (as SQLite's step 9 describes). */
     "ALTER TABLE objects ADD COLUMN sse text;"
     "ALTER TABLE versions ADD COLUMN sse text;"
