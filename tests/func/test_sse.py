@@ -515,3 +515,63 @@ def test_rdma_declined_on_encrypted_objects():
         assert r.status == 501 and "default encryption" in r.headers.get("x-amz-error-message", "")
         keys = [o["Key"] for o in c.list_objects_v2(Bucket="sserdma").get("Contents", [])]
         assert keys == ["enc"]
+
+
+def test_rdma_upload_part_of_encrypted_upload_declined():
+    from s3raw import S3Raw, UNSIGNED
+    with WharfServer(providers="none") as plain:
+        c = client(plain)
+        c.create_bucket(Bucket="ssempr")
+        u = c.create_multipart_upload(Bucket="ssempr", Key="m", ServerSideEncryption="AES256")
+        r = S3Raw(plain.endpoint).request(
+            "PUT", "/ssempr/m", query={"partNumber": "1", "uploadId": u["UploadId"]},
+            payload_hash=UNSIGNED, headers={"x-amz-rdma-token": TOKEN})
+        assert r.status == 501 and r.headers.get("x-amz-rdma-reply") == "501"
+        assert "encrypted upload" in r.headers.get("x-amz-error-message", ""), r.headers
+        assert not c.list_parts(Bucket="ssempr", Key="m", UploadId=u["UploadId"]).get("Parts")
+
+
+def test_post_object_encrypted():
+    """PostObject: the form's x-amz-server-side-encryption field, and the bucket's default."""
+    import http.client
+    import urllib.parse
+    import uuid
+
+    def post(c, bucket, key, data, fields):
+        p = c.generate_presigned_post(bucket, key, Fields=dict(fields),
+                                      Conditions=[{k: v} for k, v in fields.items()])
+        b = "----sse" + uuid.uuid4().hex
+        parts = [f'--{b}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
+                 for k, v in p["fields"].items()]
+        parts.append(f'--{b}\r\nContent-Disposition: form-data; name="file"; filename="f"\r\n'
+                     f'Content-Type: application/octet-stream\r\n\r\n'.encode() + data + b"\r\n")
+        parts.append(f"--{b}--\r\n".encode())
+        body = b"".join(parts)
+        u = urllib.parse.urlsplit(p["url"])
+        h = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+        try:
+            h.request("POST", u.path, body, {"Content-Type": f"multipart/form-data; boundary={b}"})
+            r = h.getresponse()
+            return r.status, r.read()
+        finally:
+            h.close()
+
+    with WharfServer() as plain:
+        c = boto3.client("s3", endpoint_url=plain.endpoint, aws_access_key_id=ACCESS_KEY,
+                         aws_secret_access_key=SECRET_KEY, region_name=REGION,
+                         config=Config(s3={"addressing_style": "path"}, signature_version="s3v4",
+                                       retries={"max_attempts": 1}))
+        c.create_bucket(Bucket="ssepost")
+        st, body = post(c, "ssepost", "f1", b"form bytes", {"x-amz-server-side-encryption": "AES256"})
+        assert st == 204, body
+        g = c.get_object(Bucket="ssepost", Key="f1")
+        assert g["ServerSideEncryption"] == "AES256" and g["Body"].read() == b"form bytes"
+        st, body = post(c, "ssepost", "f2", b"x", {"x-amz-server-side-encryption": "aws:kms"})
+        assert st == 501, body
+        c.put_bucket_encryption(Bucket="ssepost", ServerSideEncryptionConfiguration={
+            "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]})
+        st, body = post(c, "ssepost", "f3", b"by default", {})
+        assert st == 204, body
+        assert c.head_object(Bucket="ssepost", Key="f3")["ServerSideEncryption"] == "AES256"
+        keys = sorted(o["Key"] for o in c.list_objects_v2(Bucket="ssepost")["Contents"])
+        assert keys == ["f1", "f3"]
