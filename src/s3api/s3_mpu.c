@@ -324,6 +324,7 @@ int srv_mpu_complete_finish(srv_req_t *r, srv_out_t *o)
         ret = srv_write_cond_err(r, o, st, &cond, "completing the upload");
     else {
         srv_out_version(o, m.version_id, false);
+        srv_sse_headers(o, m.sse, NULL); /* SSE-S3 says so; SSE-C echoes only a key given */
         ret = complete_xml(r, o, &m);
     }
 out:

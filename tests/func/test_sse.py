@@ -239,8 +239,10 @@ def test_multipart(s3, bucket, kind):
             s3.upload_part(Bucket=bucket, Key="m", UploadId=u["UploadId"], PartNumber=9,
                            Body=b"x", **ssec(os.urandom(32)))
         assert code(e)[1] == 403
-    s3.complete_multipart_upload(Bucket=bucket, Key="m", UploadId=u["UploadId"],
-                                 MultipartUpload={"Parts": done})
+    c = s3.complete_multipart_upload(Bucket=bucket, Key="m", UploadId=u["UploadId"],
+                                     MultipartUpload={"Parts": done})
+    if kind == "sse-s3":
+        assert c["ServerSideEncryption"] == "AES256"
     whole = b"".join(parts)
     g = s3.get_object(Bucket=bucket, Key="m", **get_args)
     assert g["ContentLength"] == len(whole) and g["Body"].read() == whole
@@ -575,3 +577,26 @@ def test_post_object_encrypted():
         assert c.head_object(Bucket="ssepost", Key="f3")["ServerSideEncryption"] == "AES256"
         keys = sorted(o["Key"] for o in c.list_objects_v2(Bucket="ssepost")["Contents"])
         assert keys == ["f1", "f3"]
+
+
+def test_versions_keep_their_encryption(s3, bucket):
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    k1 = os.urandom(32)
+    v1 = s3.put_object(Bucket=bucket, Key="v", Body=b"one" * 30000, **ssec(k1))["VersionId"]
+    v2 = s3.put_object(Bucket=bucket, Key="v", Body=b"two", ServerSideEncryption="AES256")[
+        "VersionId"]
+    v3 = s3.put_object(Bucket=bucket, Key="v", Body=b"three")["VersionId"]
+    assert s3.get_object(Bucket=bucket, Key="v")["Body"].read() == b"three"
+    g = s3.get_object(Bucket=bucket, Key="v", VersionId=v1, **ssec(k1))
+    assert g["Body"].read() == b"one" * 30000
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="v", VersionId=v1)
+    assert code(e)[1] == 400
+    g = s3.get_object(Bucket=bucket, Key="v", VersionId=v2)
+    assert g["ServerSideEncryption"] == "AES256" and g["Body"].read() == b"two"
+    # Removing the current version promotes the SSE-S3 one, still encrypted.
+    s3.delete_object(Bucket=bucket, Key="v", VersionId=v3)
+    g = s3.get_object(Bucket=bucket, Key="v")
+    assert g["ServerSideEncryption"] == "AES256" and g["Body"].read() == b"two"
+    for v in (v1, v2):
+        s3.delete_object(Bucket=bucket, Key="v", VersionId=v)
