@@ -328,6 +328,12 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
     /* Copy exactly the version authorized above (sm), not whatever is current a moment
      * later; an unversioned key's "null" version can be replaced in between, so the bytes
      * copied are checked to be the authorized ones and the copy undone when not. */
+    if (!sm.sse && srv_hdr(r, "x-amz-copy-source-server-side-encryption-customer-algorithm")) {
+        ret = srv_err(o, S3_ERR_INVALID_REQUEST,
+                      "the copy source is not encrypted with a customer key: send no "
+                      "x-amz-copy-source-server-side-encryption-customer-* headers");
+        goto out;
+    }
     wh_status_t st;
     if ((ret = srv_sse_copy(r, o, c.bucket, c.key, sm.version_id[0] ? sm.version_id : NULL,
                             &nm, &out_m, &st)))

@@ -294,6 +294,11 @@ def test_copies_between_kinds(s3, bucket):
     with pytest.raises(botocore.exceptions.ClientError) as e:
         s3.copy_object(Bucket=bucket, Key="x", CopySource=src, **copy_ssec(k2))
     assert code(e)[1] == 403
+    # A customer key for a source that has none is refused too.
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        s3.copy_object(Bucket=bucket, Key="x", CopySource={"Bucket": bucket, "Key": "plain"},
+                       **copy_ssec(k1))
+    assert code(e) == ("InvalidRequest", 400)
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
     assert "x" not in keys
     # Onto itself, changing the encryption: allowed.
