@@ -26,41 +26,20 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(HERE, "..", "python"), os.path.join(HERE, "..", "tests", "lib")]
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "python"),
+                 os.path.join(HERE, "..", "tests", "lib")]
 
 import boto3  # noqa: E402
 import numpy as np  # noqa: E402
 from botocore.config import Config  # noqa: E402
 
 import wharf  # noqa: E402
+from tls_bench import cpu_s, memcpy_gbps, parse_size  # noqa: E402  (one copy of each)
 from wharfd import ACCESS_KEY, REGION, SECRET_KEY, WharfServer  # noqa: E402
-
-
-def parse_size(s):
-    m = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(s[:-1]) * m[s[-1].upper()] if s[-1].upper() in m else int(s)
-
-
-def cpu_s(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        parts = f.read().rsplit(")", 1)[1].split()
-    return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def memcpy_gbps(n=256 << 20, repeats=3):
-    a = np.ones(n, dtype=np.uint8)
-    b = np.empty_like(a)
-    best = 0.0
-    for _ in range(repeats):
-        t = time.perf_counter()
-        np.copyto(b, a)
-        best = max(best, n / (time.perf_counter() - t) / 1e9)
-    return best
 
 
 def aes_gcm_gbps():

@@ -97,29 +97,9 @@ int srv_mpu_part_copy(srv_req_t *r, srv_out_t *o)
     }
     if ((ret = srv_sse_request(r, o, true, false, &sq)))
         goto out;
-    if (rm.sse) {
-        uint8_t key[STORE_SSE_KEY_LEN];
-        s3_err_t e;
-        char msg[256];
-        if (srv_sse_key(r, rm.sse, &sq, key, &e, msg, sizeof msg) != WH_OK) {
-            if (e == S3_ERR_INVALID_REQUEST)
-                snprintf(msg, sizeof msg, "the copy source is encrypted with a customer key: "
-                         "give it by x-amz-copy-source-server-side-encryption-customer-*");
-            ret = srv_err(o, e, msg);
-            goto out;
-        }
-        ost = store_reader_set_key(rd, key);
-        OPENSSL_cleanse(key, sizeof key);
-        if (ost != WH_OK) {
-            ret = srv_err_status(r, o, ost, "setting up decryption");
-            goto out;
-        }
-    } else if (sq.kind == STORE_SSE_C) {
-        ret = srv_err(o, S3_ERR_INVALID_REQUEST, "the copy source is not encrypted with a "
-                      "customer key: send no x-amz-copy-source-server-side-encryption-customer-* "
-                      "headers");
+    /* The source's key checked and given to its reader, as a GET's. */
+    if ((ret = srv_sse_open(r, o, &rm, &sq, rd)))
         goto out;
-    }
     uint64_t off = 0, len = sm.size;
     const char *rng = srv_hdr(r, "x-amz-copy-source-range");
     if (rng && s3_copy_range_parse(rng, sm.size, &off, &len) != S3_RANGE_OK) {
