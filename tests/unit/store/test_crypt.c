@@ -266,6 +266,38 @@ static void test_copy_and_multipart(void)
     th_rmdir(dir);
 }
 
+/* An encrypted version keeps its parameters when archived and promoted (both backends). */
+static void test_versions(void)
+{
+    char *dir = th_mkdtemp();
+    store_t *st = NULL;
+    CHECK(th_store_open(dir, &st) == WH_OK);
+    CHECK(store_bucket_create(st, "bkt") == WH_OK);
+    CHECK(store_bucket_versioning_set(st, "bkt", STORE_VERSIONING_ENABLED) == WH_OK);
+    uint8_t ck[32], dk[32], p[3000], q[3000];
+    fill(ck, 32, 21);
+    fill(p, sizeof p, 22);
+    char *sse;
+    params(ck, &sse, dk);
+    CHECK(put_enc(st, "v", p, sizeof p, dk, sse) == WH_OK);
+    store_obj_meta_t m;
+    CHECK(th_put(st, "bkt", "v", "plain", 5, &m) == WH_OK); /* archives the encrypted one */
+    CHECK(m.sse == NULL);
+    char cur[STORE_VERSION_ID_MAX];
+    snprintf(cur, sizeof cur, "%s", m.version_id);
+    store_obj_meta_free(&m);
+    CHECK(store_object_delete_version(st, "bkt", "v", cur, NULL) == WH_OK); /* promotes it */
+    CHECK(read_range(st, "v", dk, 0, sizeof p, q) == WH_OK && memcmp(p, q, sizeof p) == 0);
+    store_reader_t *r = NULL;
+    CHECK(store_object_reader(st, "bkt", "v", &m, &r) == WH_OK);
+    CHECK(m.sse && strcmp(m.sse, sse) == 0 && store_reader_encrypted(r));
+    store_reader_close(r);
+    store_obj_meta_free(&m);
+    free(sse);
+    store_close(st);
+    th_rmdir(dir);
+}
+
 static void test_params_text(void)
 {
     store_sse_t s;
@@ -299,5 +331,6 @@ int main(void)
     RUN(test_params_text);
     RUN(test_round_trip_ranges_and_tamper);
     RUN(test_copy_and_multipart);
+    RUN(test_versions);
     return check_done();
 }
