@@ -154,6 +154,14 @@ const char *const pg_schema_steps[] = {
     "  node integer NOT NULL,"
     "  found timestamptz NOT NULL DEFAULT now(),"
     "  PRIMARY KEY(chunk_id, node));",
+    /* 8: reserved for object lock (another branch); a no-op here (a command: the step
+     * must answer PGRES_COMMAND_OK). */
+    "DO $$ BEGIN END $$;",
+    /* 9: encryption at rest (as SQLite's step 9 describes). */
+    "ALTER TABLE objects ADD COLUMN sse text;"
+    "ALTER TABLE versions ADD COLUMN sse text;"
+    "ALTER TABLE uploads ADD COLUMN sse text;"
+    "ALTER TABLE buckets ADD COLUMN encryption text;",
 };
 _Static_assert(WH_ARRAY_SIZE(pg_schema_steps) == META_SCHEMA_VERSION,
                "every schema version needs its PostgreSQL step");

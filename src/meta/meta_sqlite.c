@@ -31,7 +31,7 @@ static const char *const META_SQL[S_COUNT] = {
     [S_OBJ_CUR] = "SELECT version_id, seq, dm, etag FROM objects WHERE bucket = ?1 AND key = ?2",
     [S_OBJ_UPSERT] = "INSERT OR REPLACE INTO objects(bucket, key, " SQ_OBJ_COLS ")"
                      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
-                     " ?16, ?17, ?18)",
+                     " ?16, ?17, ?18, ?19)",
     [S_OBJ_DELETE] = "DELETE FROM objects WHERE bucket = ?1 AND key = ?2",
     [S_OBJ_LIST_GT] = "SELECT key, size, mtime, etag, owner FROM objects"
                       " WHERE bucket = ?1 AND key > ?2 AND dm = 0 ORDER BY key",
@@ -72,8 +72,9 @@ static const char *const META_SQL[S_COUNT] = {
                     " ec_stripe FROM chunks WHERE data_id = ?1 ORDER BY idx",
     [S_CHUNK_DELETE] = "DELETE FROM chunks WHERE data_id = ?1",
     [S_UPLOAD_INSERT] = "INSERT INTO uploads(upload_id, bucket, key, initiated, content_type,"
-                        " user_meta, owner, acl, tags) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    [S_UPLOAD_GET] = "SELECT initiated, content_type, user_meta, owner, acl, tags FROM uploads"
+                        " user_meta, owner, acl, tags, sse)"
+                        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    [S_UPLOAD_GET] = "SELECT initiated, content_type, user_meta, owner, acl, tags, sse FROM uploads"
                      " WHERE upload_id = ?1 AND bucket = ?2 AND key = ?3",
     [S_UPLOAD_DELETE] = "DELETE FROM uploads WHERE upload_id = ?1",
     [S_UPLOAD_LIST] = "SELECT key, upload_id, initiated, owner FROM uploads"
@@ -91,7 +92,9 @@ static const char *const META_SQL[S_COUNT] = {
     [S_BUCKET_SET_PAB] = "UPDATE buckets SET pab = CAST(?2 AS INTEGER) WHERE name = ?1",
     [S_BUCKET_SET_OWNERSHIP] = "UPDATE buckets SET ownership = CAST(?2 AS INTEGER) WHERE name = ?1",
     [S_BUCKET_SET_LIFECYCLE] = "UPDATE buckets SET lifecycle = ?2 WHERE name = ?1",
-    [S_BUCKET_GET_ATTRS] = "SELECT tags, cors, pab, ownership, lifecycle FROM buckets WHERE name = ?1",
+    [S_BUCKET_SET_ENCRYPTION] = "UPDATE buckets SET encryption = ?2 WHERE name = ?1",
+    [S_BUCKET_GET_ATTRS] = "SELECT tags, cors, pab, ownership, lifecycle, encryption"
+                            " FROM buckets WHERE name = ?1",
     [S_BUCKET_SET_ACL] = "UPDATE buckets SET acl = ?2 WHERE name = ?1",
     [S_BUCKET_SET_POLICY] = "UPDATE buckets SET policy = ?2 WHERE name = ?1",
     [S_OBJ_SET_ACL] = "UPDATE objects SET acl = ?3 WHERE bucket = ?1 AND key = ?2",

@@ -64,6 +64,7 @@ enum {
     S_BUCKET_SET_PAB,
     S_BUCKET_SET_OWNERSHIP,
     S_BUCKET_SET_LIFECYCLE,
+    S_BUCKET_SET_ENCRYPTION,
     S_BUCKET_GET_ATTRS,
     S_OBJ_SET_ACL,
     S_USER_INSERT,
@@ -90,7 +91,7 @@ enum {
  * versions and delete markers); sq_obj_row reads them in this order. */
 #define SQ_OBJ_COLS                                                                        \
     "size, mtime, etag, content_type, user_meta, crc32c, crc64nvme, parts, file_id, owner, " \
-    "acl, version_id, seq, dm, tags, part_sizes"
+    "acl, version_id, seq, dm, tags, part_sizes, sse"
 
 /* One SQLite connection and its statements, used under its mutex. */
 typedef struct sq_conn {
