@@ -207,4 +207,14 @@ typedef struct store_upload_info {
 
 void store_upload_info_free(store_upload_info_t *u, size_t n);
 
+/* A page of a bucket's uploads, in (key, initiated, upload id) order. from_key NULL: from the
+ * first key of the prefix; else from keys >= from_key, and with after_id, only the uploads
+ * after (from_key, after_initiated, after_id). limit 0: all of them. */
+typedef struct store_upload_page {
+    const char *from_key;
+    const char *after_id;
+    time_t after_initiated;
+    size_t limit;
+} store_upload_page_t;
+
 #endif

@@ -218,8 +218,11 @@ struct meta_ops {
                                    store_obj_meta_t *meta, const store_data_ref_t *ref,
                                    store_data_ref_t *old, meta_part_t **all, size_t *n_all,
                                    store_cond_t *cond);
+    /* page NULL: every upload under prefix; else that page (a ListMultipartUploads page
+     * reads only the rows it shows, and the one past them). */
     wh_status_t (*upload_list)(meta_t *m, const char *bucket, const char *prefix,
-                               store_upload_info_t **out, size_t *n);
+                               const store_upload_page_t *page, store_upload_info_t **out,
+                               size_t *n);
     /* The bucket's incomplete uploads (for the per-bucket cap). */
     wh_status_t (*upload_count)(meta_t *m, const char *bucket, uint64_t *n);
 

@@ -148,7 +148,8 @@ wh_status_t pg_bucket_uploads_drop(pg_conn_t *c, const char *bucket, meta_part_t
                                    size_t *n);
 wh_status_t pg_upload_count(meta_t *m, const char *bucket, uint64_t *n);
 wh_status_t pg_upload_list(meta_t *m, const char *bucket, const char *prefix,
-                           store_upload_info_t **out, size_t *n);
+                           const store_upload_page_t *page, store_upload_info_t **out,
+                           size_t *n);
 
 /* Cluster members, GC queue, advisory locks (meta_pg_cluster.c). */
 wh_status_t pg_cluster_id(meta_t *m, char out[META_UUID_MAX]);

@@ -400,6 +400,7 @@ wh_status_t pg_upload_complete(meta_t *m, const char *bucket, const char *key,
 
 typedef struct {
     const char *bucket, *prefix;
+    const store_upload_page_t *page;
     store_upload_info_t *arr;
     size_t n;
 } pg_ulist_arg_t;
@@ -414,13 +415,26 @@ static wh_status_t rd_upload_list(void *conn, void *arg)
     if (st != WH_OK)
         return st;
     size_t plen = strlen(a->prefix);
+    const store_upload_page_t *pg = a->page;
+    const char *from = pg && pg->from_key && strcmp(pg->from_key, a->prefix) > 0 ? pg->from_key
+                                                                                 : a->prefix;
+    bool after = pg && pg->from_key && from == pg->from_key && pg->after_id;
     pg_params_t p = {0};
     pp_text(&p, a->bucket);
     pp_bytes(&p, a->prefix, plen);
+    pp_bytes(&p, from, strlen(from));
+    pp_text(&p, after ? pg->after_id : "");
+    pp_i64(&p, after ? (int64_t)pg->after_initiated : 0);
+    pp_i64(&p, pg && pg->limit ? (int64_t)pg->limit : 0);
     PGresult *r;
+    /* $4 "": no position within the key; $6 0: no limit. */
     st = pg_exec(conn, "SELECT encode(key, 'hex'), upload_id, initiated, owner FROM uploads"
-                       " WHERE bucket = $1 AND key >= $2 AND substring(key from 1 for"
-                       " length($2)) = $2 ORDER BY key, initiated, upload_id", &p, &r,
+                       " WHERE bucket = $1 AND key >= $3::bytea AND substring(key from 1 for"
+                       " length($2::bytea)) = $2::bytea AND ($4 = '' OR key > $3::bytea OR"
+                       " initiated > $5::bigint OR (initiated = $5::bigint AND"
+                       " upload_id > $4))"
+                       " ORDER BY key, initiated, upload_id"
+                       " LIMIT NULLIF($6::bigint, 0)", &p, &r,
                  "upload list");
     if (st != WH_OK)
         return st;
@@ -445,9 +459,10 @@ static wh_status_t rd_upload_list(void *conn, void *arg)
 }
 
 wh_status_t pg_upload_list(meta_t *m, const char *bucket, const char *prefix,
-                           store_upload_info_t **out, size_t *n)
+                           const store_upload_page_t *page, store_upload_info_t **out,
+                           size_t *n)
 {
-    pg_ulist_arg_t a = {bucket, prefix ? prefix : "", NULL, 0};
+    pg_ulist_arg_t a = {bucket, prefix ? prefix : "", page, NULL, 0};
     wh_status_t st = pg_read(PGM(m), rd_upload_list, &a);
     if (st != WH_OK) {
         store_upload_info_free(a.arr, a.n);

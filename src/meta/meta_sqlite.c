@@ -78,7 +78,9 @@ static const char *const META_SQL[S_COUNT] = {
                      " WHERE upload_id = ?1 AND bucket = ?2 AND key = ?3",
     [S_UPLOAD_DELETE] = "DELETE FROM uploads WHERE upload_id = ?1",
     [S_UPLOAD_LIST] = "SELECT key, upload_id, initiated, owner FROM uploads"
-                      " WHERE bucket = ?1 AND key >= ?2 ORDER BY key, initiated, upload_id",
+                      " WHERE bucket = ?1 AND key >= ?2 AND (?3 IS NULL OR key > ?2 OR"
+                      " initiated > ?4 OR (initiated = ?4 AND upload_id > ?3))"
+                      " ORDER BY key, initiated, upload_id LIMIT ?5",
     [S_UPLOAD_COUNT] = "SELECT COUNT(*) FROM uploads WHERE bucket = ?1",
     [S_PART_UPSERT] = "INSERT OR REPLACE INTO parts(upload_id, number, size, etag, mtime,"
                       " crc64nvme, crc32c, file_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",

@@ -209,7 +209,8 @@ wh_status_t sq_bucket_uploads_drop(sq_conn_t *c, const char *bucket, meta_part_t
                                    size_t *n);
 wh_status_t sq_upload_count(meta_t *m, const char *bucket, uint64_t *n);
 wh_status_t sq_upload_list(meta_t *m, const char *bucket, const char *prefix,
-                           store_upload_info_t **out, size_t *n);
+                           const store_upload_page_t *page, store_upload_info_t **out,
+                           size_t *n);
 
 /* Owners, ACLs, policies and identity (meta_sqlite_ident.c). */
 wh_status_t sq_bucket_auth_get(meta_t *m, const char *name, store_bucket_auth_t *out);

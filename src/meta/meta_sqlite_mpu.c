@@ -234,6 +234,7 @@ wh_status_t sq_bucket_uploads_drop(sq_conn_t *c, const char *bucket, meta_part_t
     sqlite3_stmt *s = c->stmt[S_UPLOAD_LIST];
     sq_bind_text(s, 1, bucket);
     sq_bind_key(s, 2, "", 0);
+    sqlite3_bind_int64(s, 5, -1); /* every one */
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         if (!meta_grow((void **)&ids, &cap, cnt + 1, sizeof *ids)) {
             st = WH_ERR_NOMEM;
@@ -348,7 +349,8 @@ wh_status_t sq_upload_complete(meta_t *m, const char *bucket, const char *key,
 }
 
 wh_status_t sq_upload_list(meta_t *mm, const char *bucket, const char *prefix,
-                           store_upload_info_t **out, size_t *n)
+                           const store_upload_page_t *page, store_upload_info_t **out,
+                           size_t *n)
 {
     sq_conn_t *c = &SQ(mm)->rd;
     store_upload_info_t *arr = NULL;
@@ -362,7 +364,18 @@ wh_status_t sq_upload_list(meta_t *mm, const char *bucket, const char *prefix,
         goto out;
     sqlite3_stmt *s = c->stmt[S_UPLOAD_LIST];
     sq_bind_text(s, 1, bucket);
-    sq_bind_key(s, 2, pfx, plen);
+    const char *from = page && page->from_key && strcmp(page->from_key, pfx) > 0
+                           ? page->from_key
+                           : pfx;
+    sq_bind_key(s, 2, from, strlen(from));
+    if (page && page->from_key && from == page->from_key && page->after_id) {
+        sq_bind_text(s, 3, page->after_id);
+        sqlite3_bind_int64(s, 4, (sqlite3_int64)page->after_initiated);
+    } else { /* a cached statement keeps the last call's values */
+        sqlite3_bind_null(s, 3);
+        sqlite3_bind_null(s, 4);
+    }
+    sqlite3_bind_int64(s, 5, page && page->limit ? (sqlite3_int64)page->limit : -1);
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         const char *key = sqlite3_column_blob(s, 0);
         size_t klen = (size_t)sqlite3_column_bytes(s, 0);

@@ -402,8 +402,11 @@ static bool upload_before_marker(const store_upload_info_t *u, const char *km, c
         }
         return strcmp(u->upload_id, um) < 0;
     }
+    /* A key-marker without an upload-id-marker that ends in the delimiter was a CommonPrefix
+     * (a page that ended on one says NextUploadIdMarker ""); with one, it is a key. */
     size_t kl = strlen(km), dl = delim ? strlen(delim) : 0;
-    return dl && kl >= dl && strcmp(km + kl - dl, delim) == 0 && strncmp(u->key, km, kl) == 0;
+    return dl && (!um || !*um) && kl >= dl && strcmp(km + kl - dl, delim) == 0 &&
+           strncmp(u->key, km, kl) == 0;
 }
 
 int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o)
@@ -423,58 +426,116 @@ int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o)
     if (delim && !*delim)
         delim = NULL;
     size_t plen = prefix ? strlen(prefix) : 0, dl = delim ? strlen(delim) : 0;
+    /* Page by page from the metadata: rows from key-marker on (all of key-marker's uploads,
+     * for the upload-id-marker rule), max + 1 at a time; a rolled-up CommonPrefix skips to
+     * the first key past it. So a page reads about what it shows, never the whole bucket. */
     store_upload_info_t *us = NULL;
     size_t n = 0;
-    wh_status_t st = store_mpu_list_uploads(srv_st(r), srv_b(r), prefix, &us, &n);
-    if (st != WH_OK)
-        return srv_err_status(r, o, st, "listing uploads");
     wh_sbuf_t up, cp;
     wh_sbuf_init(&up);
     wh_sbuf_init(&cp);
     size_t shown = 0;
-    bool trunc = false, seen_um = false;
-    const char *next_key = NULL, *next_id = NULL, *last_cp = NULL;
+    bool trunc = false, seen_um = false, done = false;
+    char *next_key = NULL, *next_id = NULL, *last_cp = NULL, *from = NULL;
+    char from_id[sizeof us->upload_id] = "";
+    time_t from_ini = 0;
     size_t last_cp_len = 0;
-    for (size_t i = 0; i < n; i++) {
-        const store_upload_info_t *u = &us[i];
-        if (km && *km && upload_before_marker(u, km, um, &seen_um, delim))
-            continue;
-        /* With a delimiter, keys with it after the prefix roll up into one CommonPrefix. */
-        const char *d = dl ? strstr(u->key + plen, delim) : NULL;
-        size_t cl = d ? (size_t)(d - u->key) + dl : 0;
-        if (d && last_cp && cl == last_cp_len && strncmp(u->key, last_cp, cl) == 0)
-            continue;
-        if (shown == max) {
-            trunc = true;
+    if (km && *km && (!prefix || strcmp(km, prefix) > 0) && !(from = strdup(km)))
+        up.oom = true;
+    size_t kml = from ? strlen(from) : 0;
+    if (from && dl && (!um || !*um) && kml >= dl && strcmp(from + kml - dl, delim) == 0)
+        from[kml - 1] = (char)((unsigned char)from[kml - 1] + 1); /* a CommonPrefix: past it */
+    wh_status_t st = WH_OK;
+    for (int fetch = 0; !done && !up.oom && !cp.oom; fetch++) {
+        store_upload_page_t page = {.from_key = from, .after_id = from_id[0] ? from_id : NULL,
+                                    .after_initiated = from_ini, .limit = max + 1};
+        store_upload_info_free(us, n);
+        us = NULL;
+        n = 0;
+        st = store_mpu_list_uploads_page(srv_st(r), srv_b(r), prefix, &page, &us, &n);
+        if (st != WH_OK)
             break;
-        }
-        shown++;
-        if (d) {
-            last_cp = u->key;
-            last_cp_len = cl;
-            char *pfx = strndup(u->key, cl);
-            if (!pfx) {
-                cp.oom = true;
+        size_t i = 0;
+        for (; i < n; i++) {
+            const store_upload_info_t *u = &us[i];
+            if (km && *km && upload_before_marker(u, km, um, &seen_um, delim))
+                continue;
+            /* With a delimiter, keys with it after the prefix roll up into one
+             * CommonPrefix. */
+            const char *d = dl ? strstr(u->key + plen, delim) : NULL;
+            size_t cl = d ? (size_t)(d - u->key) + dl : 0;
+            if (d && last_cp && cl == last_cp_len && strncmp(u->key, last_cp, cl) == 0)
+                continue;
+            if (shown == max) {
+                trunc = true;
+                done = true;
                 break;
             }
-            wh_sbuf_puts(&cp, "<CommonPrefixes>");
-            srv_xml_enc(&cp, "Prefix", pfx, url);
-            wh_sbuf_puts(&cp, "</CommonPrefixes>");
-            free(pfx);
-            next_key = u->key; /* cut to the prefix below */
-            next_id = NULL;
-            continue;
+            shown++;
+            if (d) {
+                free(last_cp);
+                if (!(last_cp = strndup(u->key, cl))) {
+                    cp.oom = true;
+                    break;
+                }
+                last_cp_len = cl;
+                wh_sbuf_puts(&cp, "<CommonPrefixes>");
+                srv_xml_enc(&cp, "Prefix", last_cp, url);
+                wh_sbuf_puts(&cp, "</CommonPrefixes>");
+                free(next_key);
+                next_key = strdup(last_cp);
+                free(next_id);
+                next_id = NULL;
+                /* Past every key under it: the prefix with its last byte raised (a key is
+                 * UTF-8, which never holds 0xff, so the byte never overflows). */
+                free(from);
+                if (!next_key || !(from = strdup(last_cp))) {
+                    cp.oom = true;
+                    break;
+                }
+                from[cl - 1] = (char)((unsigned char)from[cl - 1] + 1);
+                from_id[0] = '\0';
+                break; /* fetch again from there */
+            }
+            wh_sbuf_puts(&up, "<Upload>");
+            srv_xml_enc(&up, "Key", u->key, url);
+            s3_xml_elem(&up, "UploadId", u->upload_id);
+            srv_xml_owner_of(r, &up, "Initiator", u->owner); /* who created it, not the caller */
+            srv_xml_owner_of(r, &up, "Owner", u->owner);
+            s3_xml_elem(&up, "StorageClass", "STANDARD");
+            srv_xml_time(&up, "Initiated", u->initiated);
+            wh_sbuf_puts(&up, "</Upload>");
+            free(next_key);
+            free(next_id);
+            next_key = strdup(u->key);
+            next_id = strdup(u->upload_id);
+            if (!next_key || !next_id)
+                up.oom = true;
         }
-        wh_sbuf_puts(&up, "<Upload>");
-        srv_xml_enc(&up, "Key", u->key, url);
-        s3_xml_elem(&up, "UploadId", u->upload_id);
-        srv_xml_owner_of(r, &up, "Initiator", u->owner); /* who created it, not the caller */
-        srv_xml_owner_of(r, &up, "Owner", u->owner);
-        s3_xml_elem(&up, "StorageClass", "STANDARD");
-        srv_xml_time(&up, "Initiated", u->initiated);
-        wh_sbuf_puts(&up, "</Upload>");
-        next_key = u->key;
-        next_id = u->upload_id;
+        if (done || i < n)
+            continue; /* truncated, or a CommonPrefix moved the start */
+        if (n <= max) {
+            done = true; /* the last rows */
+            break;
+        }
+        /* Every row of a full page was skipped or shown: on from the last one. */
+        free(from);
+        if (!(from = strdup(us[n - 1].key))) {
+            up.oom = true;
+            break;
+        }
+        snprintf(from_id, sizeof from_id, "%s", us[n - 1].upload_id);
+        from_ini = us[n - 1].initiated;
+    }
+    store_upload_info_free(us, n);
+    free(from);
+    free(last_cp);
+    if (st != WH_OK) {
+        wh_sbuf_free(&up);
+        wh_sbuf_free(&cp);
+        free(next_key);
+        free(next_id);
+        return srv_err_status(r, o, st, "listing uploads");
     }
     wh_sbuf_t b;
     wh_sbuf_init(&b);
@@ -483,12 +544,7 @@ int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o)
     srv_xml_enc(&b, "KeyMarker", km ? km : "", url);
     s3_xml_elem(&b, "UploadIdMarker", um ? um : "");
     if (trunc && next_key) {
-        char *nk = next_id ? strdup(next_key) : strndup(next_key, last_cp_len);
-        if (nk)
-            srv_xml_enc(&b, "NextKeyMarker", nk, url);
-        else
-            b.oom = true;
-        free(nk);
+        srv_xml_enc(&b, "NextKeyMarker", next_key, url);
         s3_xml_elem(&b, "NextUploadIdMarker", next_id ? next_id : "");
     }
     if (delim)
@@ -506,6 +562,7 @@ int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o)
     b.oom |= up.oom || cp.oom;
     wh_sbuf_free(&up);
     wh_sbuf_free(&cp);
-    store_upload_info_free(us, n);
+    free(next_key);
+    free(next_id);
     return srv_ok_xml(o, 200, &b);
 }

@@ -239,6 +239,10 @@ wh_status_t store_mpu_list_parts(store_t *st, const char *bucket, const char *ke
                                  store_part_info_t **out, size_t *n, bool *truncated);
 wh_status_t store_mpu_list_uploads(store_t *st, const char *bucket, const char *prefix,
                                    store_upload_info_t **out, size_t *n);
+/* One page of them (store_upload_page_t, data/types.h): reads only the rows of that page. */
+wh_status_t store_mpu_list_uploads_page(store_t *st, const char *bucket, const char *prefix,
+                                        const store_upload_page_t *page,
+                                        store_upload_info_t **out, size_t *n);
 wh_status_t store_mpu_abort(store_t *st, const char *bucket, const char *key,
                             const char *upload_id);
 /* Completes with the listed parts (numbers strictly ascending; etags must match).

@@ -473,6 +473,70 @@ static void test_list_many_keys_skips(void)
     th_rmdir(dir);
 }
 
+/* Upload listing by pages: a limit caps the rows read, from_key starts at a key (all of its
+ * uploads), from_key + after_id continues after one upload in (key, initiated, id) order, and
+ * the prefix still bounds it. */
+static void test_upload_pages(void)
+{
+    char *dir = th_mkdtemp();
+    meta_t *m = open_meta(dir);
+    if (!m)
+        return;
+    CHECK(meta_bucket_create(m, "up", 1700000000, "", NULL) == WH_OK);
+    const char *keys[] = {"a", "b", "b", "b", "c/1", "c/2", "d"};
+    time_t ini[] = {5, 7, 7, 9, 1, 1, 1};
+    char ids[7][33];
+    for (int i = 0; i < 7; i++) {
+        /* b's two uploads of time 7 are ordered by id: ids[1] < ids[2]. */
+        snprintf(ids[i], sizeof ids[i], "%032x", 0x100 + i);
+        CHECK(meta_upload_create(m, "up", keys[i], ids[i], NULL, ini[i]) == WH_OK);
+    }
+    store_upload_info_t *u = NULL;
+    size_t n = 0;
+    CHECK(meta_upload_list(m, "up", NULL, NULL, &u, &n) == WH_OK);
+    CHECK_EQ_U64(n, 7);
+    for (size_t i = 0; i < n && i < 7; i++) {
+        CHECK_STR(u[i].key, keys[i]);
+        CHECK_STR(u[i].upload_id, ids[i]);
+    }
+    store_upload_info_free(u, n);
+
+    store_upload_page_t pg = {.limit = 2};
+    CHECK(meta_upload_list(m, "up", NULL, &pg, &u, &n) == WH_OK);
+    CHECK(n == 2 && strcmp(u[0].key, "a") == 0 && strcmp(u[1].upload_id, ids[1]) == 0);
+    store_upload_info_free(u, n);
+
+    pg = (store_upload_page_t){.from_key = "b", .limit = 10};
+    CHECK(meta_upload_list(m, "up", NULL, &pg, &u, &n) == WH_OK);
+    CHECK(n == 6 && strcmp(u[0].upload_id, ids[1]) == 0);
+    store_upload_info_free(u, n);
+
+    /* After b's first upload of time 7: its second (same time, larger id), then time 9. */
+    pg = (store_upload_page_t){.from_key = "b", .after_id = ids[1], .after_initiated = 7,
+                               .limit = 2};
+    CHECK(meta_upload_list(m, "up", NULL, &pg, &u, &n) == WH_OK);
+    CHECK(n == 2 && strcmp(u[0].upload_id, ids[2]) == 0 && strcmp(u[1].upload_id, ids[3]) == 0);
+    store_upload_info_free(u, n);
+
+    /* After b's last: on to the next key. */
+    pg = (store_upload_page_t){.from_key = "b", .after_id = ids[3], .after_initiated = 9};
+    CHECK(meta_upload_list(m, "up", NULL, &pg, &u, &n) == WH_OK);
+    CHECK(n == 3 && strcmp(u[0].key, "c/1") == 0);
+    store_upload_info_free(u, n);
+
+    /* The prefix bounds a page; a from_key before the prefix starts at the prefix. */
+    pg = (store_upload_page_t){.from_key = "a", .limit = 5};
+    CHECK(meta_upload_list(m, "up", "c/", &pg, &u, &n) == WH_OK);
+    CHECK(n == 2 && strcmp(u[0].key, "c/1") == 0 && strcmp(u[1].key, "c/2") == 0);
+    store_upload_info_free(u, n);
+    pg = (store_upload_page_t){.from_key = "c0", .limit = 5}; /* past the prefix "c/" */
+    CHECK(meta_upload_list(m, "up", "c/", &pg, &u, &n) == WH_OK);
+    CHECK_EQ_U64(n, 0);
+    store_upload_info_free(u, n);
+    meta_close(m);
+    th_rmdir(dir);
+}
+
 int main(void)
 {
     wh_log_set_level(WH_LOG_ERROR);
@@ -481,5 +545,6 @@ int main(void)
     RUN(test_list_order_and_basics);
     RUN(test_list_random_vs_reference);
     RUN(test_list_many_keys_skips);
+    RUN(test_upload_pages);
     return check_done();
 }
