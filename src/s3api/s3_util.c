@@ -120,8 +120,12 @@ int srv_err_status(srv_req_t *r, srv_out_t *o, wh_status_t st, const char *what)
         return srv_err_not_found(r, o, S3_ERR_NO_SUCH_KEY);
     case WH_ERR_NOMEM:
         return srv_err(o, S3_ERR_SLOW_DOWN, "the server is out of memory; retry later");
+    case WH_ERR_UNAVAILABLE: /* 503: not the request rate, a service the store needs */
+        return srv_errf(o, S3_ERR_SERVICE_UNAVAILABLE,
+                        "%s failed: the metadata database or the storage servers holding the "
+                        "data are unreachable; retry when they are back",
+                        what);
     case WH_ERR_NO_SPACE:    /* 507: the storage is full */
-    case WH_ERR_UNAVAILABLE: /* 503: the metadata database is unreachable */
     case WH_ERR_BUSY: {      /* 503 SlowDown: write conflicts still unresolved after retries */
         s3_err_t e = s3_err_from_status(st);
         return srv_errf(o, e, "%s failed: %s", what, s3_err_message(e));

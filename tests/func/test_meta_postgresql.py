@@ -121,6 +121,8 @@ def test_postgresql_restart(pg, how):
             assert r.error_code() == "ServiceUnavailable", r
             r = raw.request("PUT", f"/{b}/during", body=b"x", timeout=20)
             assert r.status == 503, r
+            # It names what is down, not the request rate.
+            assert b"unreachable" in r.body and b"request rate" not in r.body, r.body
             assert srv.alive()
         finally:
             pg.start()
