@@ -32,8 +32,9 @@
  * this build is refused. 1: buckets, objects, uploads, parts. 2: chunk maps (and, in
  * PostgreSQL, the deferred GC queue). 3: users, access keys, user policies; owners, ACLs and
  * bucket policies. 4: bucket versioning, older versions and delete markers, tags, part sizes. 5: bucket configurations. 6: bucket lifecycle.
- * 7: cluster identity (PostgreSQL), damaged copies. */
-#define META_SCHEMA_VERSION 7
+ * 7: cluster identity (PostgreSQL), damaged copies. 8: Object Lock (versions' retention and
+ * legal hold, the bucket's configuration). */
+#define META_SCHEMA_VERSION 8
 
 /* The advisory lock (lock_try) of the one gateway that runs maintenance: garbage collection
  * and repair (cluster/members.c) and the lifecycle worker (s3api/s3_lifecycle.c). */
@@ -176,9 +177,19 @@ struct meta_ops {
     wh_status_t (*object_get_version)(meta_t *m, const char *bucket, const char *key,
                                       size_t klen, const char *version_id,
                                       store_obj_meta_t *meta, store_data_ref_t *ref);
+    /* bypass: STORE_BYPASS_* (data/types.h): what lock the delete may pass over. A version that its lock keeps (a retention or a legal
+     * hold, read in the delete's transaction): WH_ERR_AUTH, with res->locked saying why. */
     wh_status_t (*object_delete_version)(meta_t *m, const char *bucket, const char *key,
-                                         size_t klen, const char *version_id,
+                                         size_t klen, const char *version_id, int bypass,
                                          store_del_result_t *res, store_data_ref_t *old);
+    /* Changes one version's retention and/or legal hold (version_id NULL: the current), in one
+     * transaction that checks the change against the lock the version has
+     * (store_lock_set_check): WH_ERR_AUTH when refused, NOT_FOUND for no such version or a
+     * delete marker. out (may be NULL) gets the version's lock after the change (lock_mode,
+     * lock_until, legal_hold, version_id only). */
+    wh_status_t (*object_lock_set)(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                   const char *version_id, const store_lock_set_t *req,
+                                   store_obj_meta_t *out);
     /* Keys from `from` in order (current rows, delete markers included), each followed by
      * its older versions newest first, until fn stops or keys end. */
     wh_status_t (*version_scan)(meta_t *m, const char *bucket, const void *from, size_t flen,
@@ -384,6 +395,7 @@ wh_status_t meta_cached_bucket_auth_get(meta_t *m, const char *bucket, store_buc
 #define meta_object_get_version(m, ...) META_CALL_(m, object_get_version, __VA_ARGS__)
 #define meta_object_delete_version(m, ...) META_CALL_(m, object_delete_version, __VA_ARGS__)
 #define meta_version_scan(m, ...) META_CALL_(m, version_scan, __VA_ARGS__)
+#define meta_object_lock_set(m, ...) META_CALL_(m, object_lock_set, __VA_ARGS__)
 #define meta_object_tags_set(m, ...) META_CALL_(m, object_tags_set, __VA_ARGS__)
 #define meta_object_put(m, ...) META_CALL_(m, object_put, __VA_ARGS__)
 #define meta_object_delete(m, ...) META_CALL_(m, object_delete, __VA_ARGS__)

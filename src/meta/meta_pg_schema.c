@@ -154,6 +154,17 @@ const char *const pg_schema_steps[] = {
     "  node integer NOT NULL,"
     "  found timestamptz NOT NULL DEFAULT now(),"
     "  PRIMARY KEY(chunk_id, node));",
+    /* 8: Object Lock (as SQLite's step 8 describes). */
+    "ALTER TABLE objects ADD COLUMN lock_mode integer NOT NULL DEFAULT 0,"
+    "  ADD COLUMN lock_until bigint NOT NULL DEFAULT 0,"
+    "  ADD COLUMN legal_hold integer NOT NULL DEFAULT 0;"
+    "ALTER TABLE versions ADD COLUMN lock_mode integer NOT NULL DEFAULT 0,"
+    "  ADD COLUMN lock_until bigint NOT NULL DEFAULT 0,"
+    "  ADD COLUMN legal_hold integer NOT NULL DEFAULT 0;"
+    "ALTER TABLE uploads ADD COLUMN lock_mode integer NOT NULL DEFAULT 0,"
+    "  ADD COLUMN lock_until bigint NOT NULL DEFAULT 0,"
+    "  ADD COLUMN legal_hold integer NOT NULL DEFAULT 0;"
+    "ALTER TABLE buckets ADD COLUMN object_lock text;",
 };
 _Static_assert(WH_ARRAY_SIZE(pg_schema_steps) == META_SCHEMA_VERSION,
                "every schema version needs its PostgreSQL step");

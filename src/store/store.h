@@ -194,6 +194,16 @@ wh_status_t store_object_reader_version(store_t *st, const char *bucket, const c
  * to delete. res may be NULL. */
 wh_status_t store_object_delete_version(store_t *st, const char *bucket, const char *key,
                                         const char *version_id, store_del_result_t *res);
+/* store_object_delete_version, passing over the locks bypass (STORE_BYPASS_*) names: a
+ * version that its lock keeps answers WH_ERR_AUTH with res->locked saying why (the check is
+ * made in the delete's metadata transaction). store_object_delete_version bypasses nothing. */
+wh_status_t store_object_delete_locked(store_t *st, const char *bucket, const char *key,
+                                       const char *version_id, int bypass,
+                                       store_del_result_t *res);
+/* Changes one version's retention and legal hold (meta.h, object_lock_set). */
+wh_status_t store_object_lock_set(store_t *st, const char *bucket, const char *key,
+                                  const char *version_id, const store_lock_set_t *req,
+                                  store_obj_meta_t *out);
 /* store_object_copy from one version of the source (NULL: the current). */
 wh_status_t store_object_copy_version(store_t *st, const char *sbucket, const char *skey,
                                       const char *sversion, const char *dbucket,
@@ -210,7 +220,8 @@ wh_status_t store_version_list(store_t *st, const char *bucket, const store_vers
 wh_status_t store_object_set_acl(store_t *st, const char *bucket, const char *key,
                                  const char *acl);
 /* Server-side copy (new file, same bytes). meta: NULL = copy metadata (the source's owner, and
- * the default ACL: S3 never copies an ACL); else replace it, owner and acl included. */
+ * the default ACL: S3 never copies an ACL); else replace it, owner, acl and the lock
+ * (lock_mode, lock_until, legal_hold) included. The source's lock is never copied. */
 wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey,
                               const char *dbucket, const char *dkey,
                               const store_obj_meta_t *replace_meta, store_obj_meta_t *out_meta);
