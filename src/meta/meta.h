@@ -172,6 +172,9 @@ struct meta_ops {
      * bucket's versioning state, read in their transaction. An archived version keeps its
      * chunk map; only a removed version's data comes back in *old. ---- */
     wh_status_t (*bucket_versioning_get)(meta_t *m, const char *bucket, int *state);
+    /* WH_ERR_PRECONDITION: Suspended asked of a bucket with object lock (read in the same
+     * transaction; bucket_attr_set of STORE_BATTR_OBJECT_LOCK, for its part, changes only a
+     * bucket whose versioning is Enabled, else answers NOT_FOUND). */
     wh_status_t (*bucket_versioning_set)(meta_t *m, const char *bucket, int state);
     /* version_id NULL: the current row, delete markers included (meta->delete_marker). */
     wh_status_t (*object_get_version)(meta_t *m, const char *bucket, const char *key,

@@ -112,7 +112,7 @@ static const char *const g_battr_set_sql[STORE_BATTR__COUNT] = {
     "UPDATE buckets SET pab = CAST($2 AS integer) WHERE name = $1",
     "UPDATE buckets SET ownership = CAST($2 AS integer) WHERE name = $1",
     "UPDATE buckets SET lifecycle = $2 WHERE name = $1",
-    "UPDATE buckets SET object_lock = $2 WHERE name = $1",
+    "UPDATE buckets SET object_lock = $2 WHERE name = $1 AND versioning = 1",
 };
 
 wh_status_t pg_bucket_attr_set(meta_t *m, const char *name, store_battr_t which,

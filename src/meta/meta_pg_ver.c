@@ -297,8 +297,15 @@ static wh_status_t tx_versioning_set(void *conn, void *arg)
     pg_params_t p = {0};
     pp_text(&p, a->bucket);
     pp_i64(&p, *a->state);
-    return pg_exec(conn, "UPDATE buckets SET versioning = $2 WHERE name = $1", &p, NULL,
-                   "bucket versioning update");
+    PGresult *r;
+    st = pg_exec(conn, "UPDATE buckets SET versioning = $2 WHERE name = $1"
+                       " AND ($2 = 1 OR object_lock IS NULL) RETURNING 1", &p, &r,
+                 "bucket versioning update");
+    if (st != WH_OK)
+        return st;
+    st = PQntuples(r) == 1 ? WH_OK : WH_ERR_PRECONDITION; /* object lock keeps it Enabled */
+    PQclear(r);
+    return st;
 }
 
 wh_status_t pg_bucket_versioning_set(meta_t *m, const char *bucket, int state)

@@ -42,7 +42,8 @@ static const char *const META_SQL[S_COUNT] = {
                    " UNION ALL SELECT 1 FROM versions WHERE file_id = ?1"
                    " UNION ALL SELECT 1 FROM parts WHERE file_id = ?1 LIMIT 1",
     [S_VERSIONING_GET] = "SELECT versioning FROM buckets WHERE name = ?1",
-    [S_VERSIONING_SET] = "UPDATE buckets SET versioning = ?2 WHERE name = ?1",
+    [S_VERSIONING_SET] = "UPDATE buckets SET versioning = ?2 WHERE name = ?1"
+                         " AND (?2 = 1 OR object_lock IS NULL)",
     [S_OBJ_GET_VID] = "SELECT " SQ_OBJ_COLS " FROM objects"
                       " WHERE bucket = ?1 AND key = ?2 AND version_id = ?3",
     [S_VER_GET] = "SELECT " SQ_OBJ_COLS " FROM versions"
@@ -94,7 +95,10 @@ static const char *const META_SQL[S_COUNT] = {
     [S_BUCKET_SET_PAB] = "UPDATE buckets SET pab = CAST(?2 AS INTEGER) WHERE name = ?1",
     [S_BUCKET_SET_OWNERSHIP] = "UPDATE buckets SET ownership = CAST(?2 AS INTEGER) WHERE name = ?1",
     [S_BUCKET_SET_LIFECYCLE] = "UPDATE buckets SET lifecycle = ?2 WHERE name = ?1",
-    [S_BUCKET_SET_OBJECT_LOCK] = "UPDATE buckets SET object_lock = ?2 WHERE name = ?1",
+    /* Object lock only with versioning Enabled, and then never Suspended: both read in the
+     * transaction that changes the other. */
+    [S_BUCKET_SET_OBJECT_LOCK] = "UPDATE buckets SET object_lock = ?2 WHERE name = ?1"
+                                 " AND versioning = 1",
     [S_BUCKET_GET_ATTRS] = "SELECT tags, cors, pab, ownership, lifecycle, object_lock FROM buckets"
                            " WHERE name = ?1",
     [S_BUCKET_SET_ACL] = "UPDATE buckets SET acl = ?2 WHERE name = ?1",

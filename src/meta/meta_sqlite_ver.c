@@ -268,7 +268,9 @@ static wh_status_t tx_versioning_set(void *conn, void *arg)
     sqlite3_stmt *s = c->stmt[S_VERSIONING_SET];
     sq_bind_text(s, 1, a->bucket);
     sqlite3_bind_int(s, 2, a->state);
-    return sq_exec_stmt(c, s, "bucket versioning update");
+    if ((st = sq_exec_stmt(c, s, "bucket versioning update")) != WH_OK)
+        return st;
+    return sqlite3_changes(c->db) == 1 ? WH_OK : WH_ERR_PRECONDITION; /* object lock */
 }
 
 wh_status_t sq_bucket_versioning_set(meta_t *m, const char *bucket, int state)

@@ -173,6 +173,10 @@ int srv_lock_enable(srv_req_t *r, srv_out_t *o, const s3_lock_config_t *cfg)
     }
     wh_status_t st = store_bucket_attr_set(srv_st(r), srv_b(r), STORE_BATTR_OBJECT_LOCK, b.data);
     wh_sbuf_free(&b);
+    /* NOT_FOUND: no bucket, or its versioning is not Enabled (read in the same transaction). */
+    if (st == WH_ERR_NOT_FOUND && store_bucket_exists(srv_st(r), srv_b(r)) == WH_OK)
+        return srv_err(o, S3_ERR_INVALID_BUCKET_STATE, "Versioning must be 'Enabled' on the "
+                       "bucket to apply a Object Lock configuration");
     if (st == WH_ERR_NOT_FOUND)
         return srv_err(o, S3_ERR_NO_SUCH_BUCKET, NULL);
     if (st != WH_OK)

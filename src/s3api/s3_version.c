@@ -5,7 +5,6 @@
 #include "s3/xml.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 int srv_version_q(srv_req_t *r, srv_out_t *o, const char **vid)
@@ -79,20 +78,13 @@ int srv_bucket_versioning_put_finish(srv_req_t *r, srv_out_t *o)
     if (e != S3_OK)
         return srv_err(o, e, "The XML you provided was not well-formed or did not validate: a "
                              "VersioningConfiguration with Status Enabled or Suspended");
-    if (status != 1) {
-        /* Object lock keeps versioning Enabled: suspending it would let a PUT replace a
-         * locked null version. */
-        char *lk = NULL;
-        wh_status_t ls = store_bucket_attr_get(srv_st(r), srv_b(r), STORE_BATTR_OBJECT_LOCK, &lk);
-        free(lk);
-        if (ls == WH_OK && lk)
-            return srv_err(o, S3_ERR_INVALID_BUCKET_STATE, "An Object Lock configuration is "
-                           "present on this bucket, so the versioning state cannot be changed.");
-        if (ls != WH_OK && ls != WH_ERR_NOT_FOUND)
-            return srv_err_status(r, o, ls, "reading the bucket's object lock configuration");
-    }
     wh_status_t st = store_bucket_versioning_set(
         srv_st(r), srv_b(r), status == 1 ? STORE_VERSIONING_ENABLED : STORE_VERSIONING_SUSPENDED);
+    /* Object lock keeps versioning Enabled (the store reads it in the same transaction):
+     * suspending it would let a PUT replace a locked null version. */
+    if (st == WH_ERR_PRECONDITION)
+        return srv_err(o, S3_ERR_INVALID_BUCKET_STATE, "An Object Lock configuration is "
+                       "present on this bucket, so the versioning state cannot be changed.");
     if (st != WH_OK)
         return srv_err_status(r, o, st, "setting the bucket's versioning");
     return srv_ok(o, 200);

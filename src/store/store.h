@@ -87,7 +87,8 @@ wh_status_t store_bucket_auth_get(store_t *st, const char *bucket, store_bucket_
 wh_status_t store_bucket_set_acl(store_t *st, const char *bucket, const char *acl);
 wh_status_t store_bucket_set_policy(store_t *st, const char *bucket, const char *policy);
 /* A bucket configuration (store_battr_t, data/types.h): value NULL removes it; *out NULL when
- * unset. WH_ERR_NOT_FOUND: no such bucket. */
+ * unset. WH_ERR_NOT_FOUND: no such bucket (and for STORE_BATTR_OBJECT_LOCK: a bucket whose
+ * versioning is not Enabled, checked in the same transaction). */
 wh_status_t store_bucket_attr_set(store_t *st, const char *bucket, store_battr_t which,
                                   const char *value);
 wh_status_t store_bucket_attr_get(store_t *st, const char *bucket, store_battr_t which,
@@ -177,7 +178,8 @@ wh_status_t store_object_delete(store_t *st, const char *bucket, const char *key
 /* ---- versions (versions.c) ---- */
 wh_status_t store_bucket_versioning_get(store_t *st, const char *bucket,
                                         store_versioning_t *out); /* NOT_FOUND: bucket */
-/* ENABLED or SUSPENDED only (WH_ERR_INVALID otherwise). NOT_FOUND: bucket. */
+/* ENABLED or SUSPENDED only (WH_ERR_INVALID otherwise). NOT_FOUND: bucket. PRECONDITION:
+ * SUSPENDED on a bucket with object lock. */
 wh_status_t store_bucket_versioning_set(store_t *st, const char *bucket, store_versioning_t v);
 /* As store_object_open / store_object_reader, of one version (version_id NULL: the current).
  * When that version is a delete marker the answer is WH_ERR_NOT_FOUND with meta->delete_marker

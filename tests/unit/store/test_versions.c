@@ -369,6 +369,16 @@ static void test_object_lock(void)
     check_body(st, "n", "null", "null one");
     /* Every lock passed over only to undo a write never acknowledged. */
     CHECK(store_object_delete_locked(st, BKT, "n", "null", STORE_BYPASS_ALL, NULL) == WH_OK);
+    /* Object lock only on a bucket whose versioning is Enabled, which then stays so. */
+    CHECK(store_bucket_create(st, "lkb2") == WH_OK);
+    CHECK(store_bucket_attr_set(st, "lkb2", STORE_BATTR_OBJECT_LOCK, "x") == WH_ERR_NOT_FOUND);
+    CHECK(store_bucket_versioning_set(st, "lkb2", STORE_VERSIONING_ENABLED) == WH_OK);
+    CHECK(store_bucket_attr_set(st, "lkb2", STORE_BATTR_OBJECT_LOCK, "x") == WH_OK);
+    CHECK(store_bucket_versioning_set(st, "lkb2", STORE_VERSIONING_SUSPENDED) ==
+          WH_ERR_PRECONDITION);
+    CHECK(store_bucket_versioning_set(st, "lkb2", STORE_VERSIONING_ENABLED) == WH_OK);
+    store_versioning_t vs;
+    CHECK(store_bucket_versioning_get(st, "lkb2", &vs) == WH_OK && vs == STORE_VERSIONING_ENABLED);
     store_close(st);
     th_rmdir(dir);
 }
