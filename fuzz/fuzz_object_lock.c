@@ -16,9 +16,8 @@ static void config(const char *x, size_t n)
     char msg[256];
     if (s3_lock_config_parse(x, n, &c, msg, sizeof msg) != S3_OK)
         return;
-    if (c.mode != S3_LOCK_NONE &&
-        ((c.days > 0) == (c.years > 0) || c.days > S3_LOCK_MAX_DAYS || c.years > S3_LOCK_MAX_YEARS ||
-         c.days < 0 || c.years < 0))
+    if (c.mode != S3_LOCK_NONE && ((c.days > 0) == (c.years > 0) || c.days > S3_LOCK_MAX_DAYS ||
+                                   c.years > S3_LOCK_MAX_YEARS || c.days < 0 || c.years < 0))
         abort();
     if (c.mode == S3_LOCK_NONE && (c.days || c.years))
         abort();
@@ -87,10 +86,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *x = (const char *)data + 1;
     size_t n = size - 1;
     switch (data[0] % 4) {
-    case 0: config(x, n); break;
-    case 1: retention(x, n); break;
-    case 2: hold(x, n); break;
-    default: date(x, n); break;
+    case 0:
+        config(x, n);
+        break;
+    case 1:
+        retention(x, n);
+        break;
+    case 2:
+        hold(x, n);
+        break;
+    default:
+        date(x, n);
+        break;
     }
     return 0;
 }

@@ -76,8 +76,12 @@ int s3_lock_date_parse(const char *s, size_t len, int64_t *out)
         return -1;
     if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 59)
         return -1;
-    struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d,
-                    .tm_hour = h, .tm_min = mi, .tm_sec = se};
+    struct tm tm = {.tm_year = y - 1900,
+                    .tm_mon = mo - 1,
+                    .tm_mday = d,
+                    .tm_hour = h,
+                    .tm_min = mi,
+                    .tm_sec = se};
     time_t v = timegm(&tm);
     struct tm back;
     if (v == (time_t)-1 || !gmtime_r(&v, &back) || back.tm_mday != d)
@@ -117,7 +121,7 @@ static int positive(const char *t, size_t len, int64_t max, int64_t *out)
 /* ---- parsing: one walker state for the three documents ---- */
 
 typedef struct {
-    const char *root;   /* the document element expected */
+    const char *root; /* the document element expected */
     s3_err_t err;
     char *msg;
     size_t msglen;
@@ -142,14 +146,17 @@ static void cfg_elem(lk_x_t *x, const char *f, const char *t, size_t len)
     s3_lock_config_t *c = x->cfg;
     if (!strcmp(f, "ObjectLockEnabled")) {
         if (x->enabled || len != 7 || memcmp(t, "Enabled", 7) != 0) {
-            LK_FAIL(x, S3_ERR_MALFORMED_XML, "ObjectLockEnabled must be given once, as "
-                    "Enabled, got \"%.*s\"", LK_SHOW(len), t);
+            LK_FAIL(x, S3_ERR_MALFORMED_XML,
+                    "ObjectLockEnabled must be given once, as "
+                    "Enabled, got \"%.*s\"",
+                    LK_SHOW(len), t);
             return;
         }
         x->enabled = true;
     } else if (!strcmp(f, "Rule")) {
         if (++x->rules > 1 || !x->has_default)
-            LK_FAIL(x, S3_ERR_MALFORMED_XML, "an ObjectLockConfiguration holds at most one "
+            LK_FAIL(x, S3_ERR_MALFORMED_XML,
+                    "an ObjectLockConfiguration holds at most one "
                     "Rule, and a Rule needs a DefaultRetention");
     } else if (!strcmp(f, "Rule/DefaultRetention")) {
         if (x->has_default) {
@@ -158,27 +165,33 @@ static void cfg_elem(lk_x_t *x, const char *f, const char *t, size_t len)
         }
         x->has_default = true;
         if (c->mode == S3_LOCK_NONE)
-            LK_FAIL(x, S3_ERR_MALFORMED_XML, "a DefaultRetention needs a Mode (GOVERNANCE or "
+            LK_FAIL(x, S3_ERR_MALFORMED_XML,
+                    "a DefaultRetention needs a Mode (GOVERNANCE or "
                     "COMPLIANCE)");
         else if ((c->days > 0) == (c->years > 0))
-            LK_FAIL(x, S3_ERR_MALFORMED_XML, "a DefaultRetention needs exactly one of Days and "
+            LK_FAIL(x, S3_ERR_MALFORMED_XML,
+                    "a DefaultRetention needs exactly one of Days and "
                     "Years");
     } else if (!strcmp(f, "Rule/DefaultRetention/Mode")) {
         s3_lock_mode_t m;
         if (c->mode != S3_LOCK_NONE || s3_lock_mode_parse(t, len, &m) != 0) {
-            LK_FAIL(x, S3_ERR_MALFORMED_XML, "a DefaultRetention's Mode must be given once, as "
-                    "GOVERNANCE or COMPLIANCE, got \"%.*s\"", LK_SHOW(len), t);
+            LK_FAIL(x, S3_ERR_MALFORMED_XML,
+                    "a DefaultRetention's Mode must be given once, as "
+                    "GOVERNANCE or COMPLIANCE, got \"%.*s\"",
+                    LK_SHOW(len), t);
             return;
         }
         c->mode = m;
     } else if (!strcmp(f, "Rule/DefaultRetention/Days")) {
         if (c->days || positive(t, len, S3_LOCK_MAX_DAYS, &c->days) != 0)
-            LK_FAIL(x, S3_ERR_INVALID_ARGUMENT, "Default retention period must be a positive "
+            LK_FAIL(x, S3_ERR_INVALID_ARGUMENT,
+                    "Default retention period must be a positive "
                     "integer value of days, at most %d, given once (got \"%.*s\")",
                     S3_LOCK_MAX_DAYS, LK_SHOW(len), t);
     } else if (!strcmp(f, "Rule/DefaultRetention/Years")) {
         if (c->years || positive(t, len, S3_LOCK_MAX_YEARS, &c->years) != 0)
-            LK_FAIL(x, S3_ERR_INVALID_ARGUMENT, "Default retention period must be a positive "
+            LK_FAIL(x, S3_ERR_INVALID_ARGUMENT,
+                    "Default retention period must be a positive "
                     "integer value of years, at most %d, given once (got \"%.*s\")",
                     S3_LOCK_MAX_YEARS, LK_SHOW(len), t);
     } else {
@@ -191,14 +204,17 @@ static void ret_elem(lk_x_t *x, const char *f, const char *t, size_t len)
     s3_lock_retention_t *r = x->ret;
     if (!strcmp(f, "Mode")) {
         if (x->has_mode || s3_lock_mode_parse(t, len, &r->mode) != 0) {
-            LK_FAIL(x, S3_ERR_MALFORMED_XML, "a Retention's Mode must be given once, as "
-                    "GOVERNANCE or COMPLIANCE, got \"%.*s\"", LK_SHOW(len), t);
+            LK_FAIL(x, S3_ERR_MALFORMED_XML,
+                    "a Retention's Mode must be given once, as "
+                    "GOVERNANCE or COMPLIANCE, got \"%.*s\"",
+                    LK_SHOW(len), t);
             return;
         }
         x->has_mode = true;
     } else if (!strcmp(f, "RetainUntilDate")) {
         if (x->has_date || s3_lock_date_parse(t, len, &r->until) != 0) {
-            LK_FAIL(x, S3_ERR_MALFORMED_XML, "a Retention's RetainUntilDate must be given "
+            LK_FAIL(x, S3_ERR_MALFORMED_XML,
+                    "a Retention's RetainUntilDate must be given "
                     "once, as an ISO 8601 time such as 2030-01-01T00:00:00Z, got \"%.*s\"",
                     LK_SHOW(len), t);
             return;
@@ -215,9 +231,12 @@ static void hold_elem(lk_x_t *x, const char *f, const char *t, size_t len)
         LK_FAIL(x, S3_ERR_MALFORMED_XML, "unknown LegalHold element %s", f);
         return;
     }
-    if (x->has_status || !((len == 2 && !memcmp(t, "ON", 2)) || (len == 3 && !memcmp(t, "OFF", 3)))) {
-        LK_FAIL(x, S3_ERR_MALFORMED_XML, "a LegalHold's Status must be given once, as ON or "
-                "OFF, got \"%.*s\"", LK_SHOW(len), t);
+    if (x->has_status ||
+        !((len == 2 && !memcmp(t, "ON", 2)) || (len == 3 && !memcmp(t, "OFF", 3)))) {
+        LK_FAIL(x, S3_ERR_MALFORMED_XML,
+                "a LegalHold's Status must be given once, as ON or "
+                "OFF, got \"%.*s\"",
+                LK_SHOW(len), t);
         return;
     }
     x->has_status = true;
@@ -252,11 +271,10 @@ static s3_err_t lk_walk(lk_x_t *x, const char *xml, size_t len, const char *what
     if (x->msg && x->msglen)
         x->msg[0] = '\0';
     if (s3_xml_walk(xml, len, lk_cb, x) != 0 && x->err == S3_OK)
-        x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML, "the %s is not well-formed XML",
-                      what);
+        x->err =
+            fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML, "the %s is not well-formed XML", what);
     if (x->err == S3_OK && (x->other_root || !x->seen_root))
-        x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML, "the document is not a %s",
-                      x->root);
+        x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML, "the document is not a %s", x->root);
     return x->err;
 }
 
@@ -264,15 +282,17 @@ s3_err_t s3_lock_config_parse(const char *xml, size_t len, s3_lock_config_t *out
                               size_t msglen)
 {
     s3_lock_config_t c = {0};
-    lk_x_t x = {.root = "ObjectLockConfiguration", .err = S3_OK, .msg = msg, .msglen = msglen,
-                .cfg = &c};
+    lk_x_t x = {
+        .root = "ObjectLockConfiguration", .err = S3_OK, .msg = msg, .msglen = msglen, .cfg = &c};
     if (lk_walk(&x, xml, len, "object lock configuration") != S3_OK)
         return x.err;
     if (!x.enabled)
-        return fail(msg, msglen, S3_ERR_MALFORMED_XML, "an ObjectLockConfiguration needs "
+        return fail(msg, msglen, S3_ERR_MALFORMED_XML,
+                    "an ObjectLockConfiguration needs "
                     "ObjectLockEnabled: Enabled");
     if (c.mode != S3_LOCK_NONE && !x.has_default)
-        return fail(msg, msglen, S3_ERR_MALFORMED_XML, "a retention Mode belongs in "
+        return fail(msg, msglen, S3_ERR_MALFORMED_XML,
+                    "a retention Mode belongs in "
                     "Rule/DefaultRetention");
     *out = c;
     return S3_OK;
@@ -312,15 +332,16 @@ int64_t s3_lock_config_until(const s3_lock_config_t *c, int64_t now)
     return (int64_t)timegm(&tm);
 }
 
-s3_err_t s3_lock_retention_parse(const char *xml, size_t len, s3_lock_retention_t *out,
-                                 char *msg, size_t msglen)
+s3_err_t s3_lock_retention_parse(const char *xml, size_t len, s3_lock_retention_t *out, char *msg,
+                                 size_t msglen)
 {
     s3_lock_retention_t r = {0};
     lk_x_t x = {.root = "Retention", .err = S3_OK, .msg = msg, .msglen = msglen, .ret = &r};
     if (lk_walk(&x, xml, len, "retention") != S3_OK)
         return x.err;
     if (x.has_mode != x.has_date)
-        return fail(msg, msglen, S3_ERR_MALFORMED_XML, "a Retention needs both Mode and "
+        return fail(msg, msglen, S3_ERR_MALFORMED_XML,
+                    "a Retention needs both Mode and "
                     "RetainUntilDate, or neither (to remove it)");
     *out = r;
     return S3_OK;
@@ -341,8 +362,7 @@ void s3_lock_retention_format(const s3_lock_retention_t *r, wh_sbuf_t *out, cons
     wh_sbuf_printf(out, "</Retention>");
 }
 
-s3_err_t s3_lock_legal_hold_parse(const char *xml, size_t len, bool *on, char *msg,
-                                  size_t msglen)
+s3_err_t s3_lock_legal_hold_parse(const char *xml, size_t len, bool *on, char *msg, size_t msglen)
 {
     bool h = false;
     lk_x_t x = {.root = "LegalHold", .err = S3_OK, .msg = msg, .msglen = msglen, .hold = &h};

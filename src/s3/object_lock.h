@@ -44,13 +44,12 @@ typedef struct s3_lock_retention {
     s3_lock_mode_t mode;
     int64_t until; /* seconds since the epoch (a fraction of a second rounds up); 0: none */
 } s3_lock_retention_t;
-s3_err_t s3_lock_retention_parse(const char *xml, size_t len, s3_lock_retention_t *out,
-                                 char *msg, size_t msglen);
+s3_err_t s3_lock_retention_parse(const char *xml, size_t len, s3_lock_retention_t *out, char *msg,
+                                 size_t msglen);
 void s3_lock_retention_format(const s3_lock_retention_t *r, wh_sbuf_t *out, const char *xmlns);
 
 /* A LegalHold document: Status ON (*on true) or OFF. */
-s3_err_t s3_lock_legal_hold_parse(const char *xml, size_t len, bool *on, char *msg,
-                                  size_t msglen);
+s3_err_t s3_lock_legal_hold_parse(const char *xml, size_t len, bool *on, char *msg, size_t msglen);
 void s3_lock_legal_hold_format(bool on, wh_sbuf_t *out, const char *xmlns);
 
 /* "GOVERNANCE" / "COMPLIANCE" (exact, as S3 takes them) into *out: 0, or -1. */

@@ -54,27 +54,34 @@ int srv_lock_from_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m)
         return ret;
     if (!enabled) {
         if (mode || until || hold)
-            return srv_errf(o, S3_ERR_INVALID_REQUEST, "Bucket is missing Object Lock "
+            return srv_errf(o, S3_ERR_INVALID_REQUEST,
+                            "Bucket is missing Object Lock "
                             "Configuration: x-amz-object-lock-* headers need a bucket with "
                             "object lock enabled");
         return 0;
     }
     int64_t now = (int64_t)time(NULL);
     if (!mode != !until)
-        return srv_err(o, S3_ERR_INVALID_ARGUMENT, "x-amz-object-lock-retain-until-date and "
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                       "x-amz-object-lock-retain-until-date and "
                        "x-amz-object-lock-mode must both be supplied");
     if (mode) {
         s3_lock_mode_t md;
         int64_t t;
         if (s3_lock_mode_parse(mode, strlen(mode), &md) != 0)
-            return srv_errf(o, S3_ERR_INVALID_ARGUMENT, "Unknown wormMode directive: "
+            return srv_errf(o, S3_ERR_INVALID_ARGUMENT,
+                            "Unknown wormMode directive: "
                             "x-amz-object-lock-mode must be GOVERNANCE or COMPLIANCE, got "
-                            "\"%.32s\"", mode);
+                            "\"%.32s\"",
+                            mode);
         if (s3_lock_date_parse(until, strlen(until), &t) != 0)
-            return srv_errf(o, S3_ERR_INVALID_ARGUMENT, "The retain until date must be provided "
-                            "in ISO 8601 format (2030-01-01T00:00:00Z), got \"%.40s\"", until);
+            return srv_errf(o, S3_ERR_INVALID_ARGUMENT,
+                            "The retain until date must be provided "
+                            "in ISO 8601 format (2030-01-01T00:00:00Z), got \"%.40s\"",
+                            until);
         if (t <= now)
-            return srv_err(o, S3_ERR_INVALID_ARGUMENT, "The retain until date must be in the "
+            return srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                           "The retain until date must be in the "
                            "future!");
         m->lock_mode = (int)md;
         m->lock_until = t;
@@ -84,8 +91,10 @@ int srv_lock_from_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m)
     }
     if (hold) {
         if (strcmp(hold, "ON") && strcmp(hold, "OFF"))
-            return srv_errf(o, S3_ERR_INVALID_ARGUMENT, "Legal Hold must be either of 'ON' or "
-                            "'OFF', got \"%.16s\"", hold);
+            return srv_errf(o, S3_ERR_INVALID_ARGUMENT,
+                            "Legal Hold must be either of 'ON' or "
+                            "'OFF', got \"%.16s\"",
+                            hold);
         m->legal_hold = strcmp(hold, "ON") == 0;
     }
     return 0;
@@ -124,19 +133,22 @@ int srv_lock_bypass(srv_req_t *r, srv_out_t *o, const char *key, int *bypass)
     return 0;
 }
 
-void srv_lock_refusal(const store_del_result_t *res, const char *key, const char *vid,
-                      char *msg, size_t n)
+void srv_lock_refusal(const store_del_result_t *res, const char *key, const char *vid, char *msg,
+                      size_t n)
 {
     if (res->locked == STORE_LOCK_BY_HOLD) {
-        snprintf(msg, n, "Access Denied because object protected by object lock: version %s of "
-                 "%.200s is under a legal hold", vid ? vid : "(current)", key);
+        snprintf(msg, n,
+                 "Access Denied because object protected by object lock: version %s of "
+                 "%.200s is under a legal hold",
+                 vid ? vid : "(current)", key);
         return;
     }
     char d[32];
     s3_lock_date_format(res->lock_until, d);
-    snprintf(msg, n, "Access Denied because object protected by object lock: version %s of "
-             "%.200s is retained in %s mode until %s%s", vid ? vid : "(current)", key,
-             s3_lock_mode_name(res->lock_mode), d,
+    snprintf(msg, n,
+             "Access Denied because object protected by object lock: version %s of "
+             "%.200s is retained in %s mode until %s%s",
+             vid ? vid : "(current)", key, s3_lock_mode_name(res->lock_mode), d,
              res->lock_mode == STORE_LOCK_GOVERNANCE
                  ? " (x-amz-bypass-governance-retention with s3:BypassGovernanceRetention "
                    "may remove it)"
@@ -175,7 +187,8 @@ int srv_lock_enable(srv_req_t *r, srv_out_t *o, const s3_lock_config_t *cfg)
     wh_sbuf_free(&b);
     /* NOT_FOUND: no bucket, or its versioning is not Enabled (read in the same transaction). */
     if (st == WH_ERR_NOT_FOUND && store_bucket_exists(srv_st(r), srv_b(r)) == WH_OK)
-        return srv_err(o, S3_ERR_INVALID_BUCKET_STATE, "Versioning must be 'Enabled' on the "
+        return srv_err(o, S3_ERR_INVALID_BUCKET_STATE,
+                       "Versioning must be 'Enabled' on the "
                        "bucket to apply a Object Lock configuration");
     if (st == WH_ERR_NOT_FOUND)
         return srv_err(o, S3_ERR_NO_SUCH_BUCKET, NULL);
@@ -191,8 +204,8 @@ int srv_olc_put_finish(srv_req_t *r, srv_out_t *o)
         return ret;
     s3_lock_config_t cfg;
     char msg[256];
-    s3_err_t e = s3_lock_config_parse(r->buf.data ? r->buf.data : "", r->buf.len, &cfg, msg,
-                                      sizeof msg);
+    s3_err_t e =
+        s3_lock_config_parse(r->buf.data ? r->buf.data : "", r->buf.len, &cfg, msg, sizeof msg);
     if (e != S3_OK)
         return srv_err(o, e, msg);
     /* Object lock needs versioning Enabled (and keeps it so: s3_version.c refuses Suspended). */
@@ -203,7 +216,8 @@ int srv_olc_put_finish(srv_req_t *r, srv_out_t *o)
     if (st != WH_OK)
         return srv_err_status(r, o, st, "reading the bucket's versioning");
     if (v != STORE_VERSIONING_ENABLED)
-        return srv_err(o, S3_ERR_INVALID_BUCKET_STATE, "Versioning must be 'Enabled' on the "
+        return srv_err(o, S3_ERR_INVALID_BUCKET_STATE,
+                       "Versioning must be 'Enabled' on the "
                        "bucket to apply a Object Lock configuration");
     if ((ret = srv_lock_enable(r, o, &cfg)))
         return ret;
@@ -298,7 +312,8 @@ static int lock_apply(srv_req_t *r, srv_out_t *o, const char *vid, store_lock_se
         return ret ? ret : srv_err(o, S3_ERR_NO_SUCH_KEY, "the version vanished meanwhile");
     }
     if (st == WH_ERR_AUTH)
-        return srv_err(o, S3_ERR_ACCESS_DENIED, "Access Denied because object protected by "
+        return srv_err(o, S3_ERR_ACCESS_DENIED,
+                       "Access Denied because object protected by "
                        "object lock: a COMPLIANCE retention is never shortened, removed or "
                        "made GOVERNANCE; a GOVERNANCE one only with "
                        "x-amz-bypass-governance-retention: true by a caller allowed "
@@ -317,19 +332,23 @@ int srv_retention_put_finish(srv_req_t *r, srv_out_t *o)
         return ret;
     s3_lock_retention_t rt;
     char msg[256];
-    s3_err_t e = s3_lock_retention_parse(r->buf.data ? r->buf.data : "", r->buf.len, &rt, msg,
-                                         sizeof msg);
+    s3_err_t e =
+        s3_lock_retention_parse(r->buf.data ? r->buf.data : "", r->buf.len, &rt, msg, sizeof msg);
     if (e != S3_OK)
         return srv_err(o, e, msg);
     int64_t now = (int64_t)time(NULL);
     if (rt.mode != S3_LOCK_NONE && rt.until <= now)
-        return srv_err(o, S3_ERR_INVALID_ARGUMENT, "The retain until date must be in the "
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                       "The retain until date must be in the "
                        "future!");
     int bypass;
     if ((ret = srv_lock_bypass(r, o, srv_k(r), &bypass)))
         return ret;
-    store_lock_set_t req = {.set_retention = true, .mode = (int)rt.mode, .until = rt.until,
-                            .bypass = bypass == STORE_BYPASS_GOVERNANCE, .now = now};
+    store_lock_set_t req = {.set_retention = true,
+                            .mode = (int)rt.mode,
+                            .until = rt.until,
+                            .bypass = bypass == STORE_BYPASS_GOVERNANCE,
+                            .now = now};
     return lock_apply(r, o, vid, &req);
 }
 
@@ -341,8 +360,8 @@ int srv_legal_hold_put_finish(srv_req_t *r, srv_out_t *o)
         return ret;
     bool on;
     char msg[256];
-    s3_err_t e = s3_lock_legal_hold_parse(r->buf.data ? r->buf.data : "", r->buf.len, &on, msg,
-                                          sizeof msg);
+    s3_err_t e =
+        s3_lock_legal_hold_parse(r->buf.data ? r->buf.data : "", r->buf.len, &on, msg, sizeof msg);
     if (e != S3_OK)
         return srv_err(o, e, msg);
     store_lock_set_t req = {.set_hold = true, .hold = on, .now = (int64_t)time(NULL)};
