@@ -100,15 +100,29 @@ int srv_lock_from_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m)
     return 0;
 }
 
-void srv_lock_headers(srv_out_t *o, const store_obj_meta_t *m)
+/* Whether r's caller is allowed action on the request's object (a denial is no error here). */
+static bool allowed(srv_req_t *r, const char *action)
 {
-    if (m->lock_mode != STORE_LOCK_NONE) {
+    srv_out_t ko;
+    memset(&ko, 0, sizeof ko);
+    wh_sbuf_init(&ko.xml);
+    wh_sbuf_init(&ko.hdrs);
+    int ret = srv_authz_other(r, &ko, action, srv_b(r), srv_k(r), NULL);
+    wh_sbuf_free(&ko.xml);
+    wh_sbuf_free(&ko.hdrs);
+    return ret == 0;
+}
+
+void srv_lock_headers(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m)
+{
+    /* As S3: each is sent only to a caller allowed to read it. */
+    if (m->lock_mode != STORE_LOCK_NONE && allowed(r, "s3:GetObjectRetention")) {
         char d[32];
         s3_lock_date_format(m->lock_until, d);
         srv_out_header(o, "x-amz-object-lock-mode", s3_lock_mode_name(m->lock_mode));
         srv_out_header(o, "x-amz-object-lock-retain-until-date", d);
     }
-    if (m->legal_hold)
+    if (m->legal_hold && allowed(r, "s3:GetObjectLegalHold"))
         srv_out_header(o, "x-amz-object-lock-legal-hold", "ON");
 }
 

@@ -224,8 +224,9 @@ int srv_lock_enable(srv_req_t *r, srv_out_t *o, const struct s3_lock_config *cfg
  * x-amz-object-lock-* headers, else the bucket's default retention. Headers on a bucket without
  * object lock: 400 InvalidRequest. 0 or the error's status. */
 int srv_lock_from_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m);
-/* x-amz-object-lock-mode, -retain-until-date and -legal-hold of a GET/HEAD answer. */
-void srv_lock_headers(srv_out_t *o, const store_obj_meta_t *m);
+/* x-amz-object-lock-mode, -retain-until-date and -legal-hold of a GET/HEAD answer, each to a
+ * caller allowed s3:GetObjectRetention / s3:GetObjectLegalHold (as S3). */
+void srv_lock_headers(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m);
 /* x-amz-bypass-governance-retention: true of a request whose caller is allowed
  * s3:BypassGovernanceRetention on key: *bypass STORE_BYPASS_GOVERNANCE, else NONE (a caller
  * without the permission bypasses nothing). 0, or the status of an error other than a denial. */

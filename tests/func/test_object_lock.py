@@ -418,6 +418,7 @@ def test_bypass_needs_the_permission(srv, s3):
     c = u.boto3(srv)
     assert c.get_object_retention(Bucket=b, Key="k", VersionId=v)["Retention"]["Mode"] == \
         "GOVERNANCE"
+    assert c.head_object(Bucket=b, Key="k")["ObjectLockMode"] == "GOVERNANCE"
     assert_locked_delete(c, b, "k", v, BypassGovernanceRetention=True)
     with pytest.raises(ClientError) as e:
         c.put_object_retention(Bucket=b, Key="k", VersionId=v, BypassGovernanceRetention=True,
@@ -445,6 +446,18 @@ def test_lock_sub_resources_need_their_actions(srv, s3):
             call()
         assert code(e) == "AccessDenied"
     assert "ObjectLockLegalHoldStatus" not in s3.head_object(Bucket=b, Key="k")
+    # HEAD shows the lock only to a caller allowed to read it
+    s3.put_object_legal_hold(Bucket=b, Key="k", VersionId=v, LegalHold={"Status": "ON"})
+    s3.put_object_retention(Bucket=b, Key="k", VersionId=v, Retention={
+        "Mode": "GOVERNANCE", "RetainUntilDate": later(3600)})
+    s3.put_bucket_policy(Bucket=b, Policy=json.dumps({
+        "Version": "2012-10-17", "Statement": [{
+            "Effect": "Allow", "Principal": {"AWS": [u.arn]}, "Action": ["s3:GetObject"],
+            "Resource": [f"arn:aws:s3:::{b}/*"]}]}))
+    h = c.head_object(Bucket=b, Key="k")
+    assert "ObjectLockMode" not in h and "ObjectLockLegalHoldStatus" not in h
+    h = s3.head_object(Bucket=b, Key="k")
+    assert h["ObjectLockMode"] == "GOVERNANCE" and h["ObjectLockLegalHoldStatus"] == "ON"
 
 
 # ---- DeleteObjects and lifecycle ----
