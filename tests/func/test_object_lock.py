@@ -16,10 +16,11 @@ send what is needed), on SQLite, and the enforcement once more on PostgreSQL.
   (a per-entry AccessDenied), lifecycle expiration of noncurrent versions (the locked version
   stays, the others go), DeleteBucket, an overwrite (a new version; the locked one stays); a
   delete without versionId only adds a delete marker; a retention that has run out no longer
-  keeps the version.
+  keeps the version; a legal hold and a delete of one version sent at once never both succeed.
 """
 import datetime
 import json
+import threading
 import time
 
 import boto3
@@ -500,6 +501,54 @@ def test_lifecycle_leaves_locked_versions(srv, s3):
     s3.delete_bucket_lifecycle(Bucket=b)
 
 
+def race_hold_and_delete(c, b, rounds):
+    """A legal hold and a delete of the same version, sent at once, rounds times: never both
+    succeed (the delete reads the lock in its own transaction). Returns the outcomes seen."""
+    seen = set()
+    for i in range(rounds):
+        v = c.put_object(Bucket=b, Key="race", Body=b"%d" % i)["VersionId"]
+        go = threading.Barrier(2, timeout=10)
+        out = {}
+
+        def hold():
+            go.wait()
+            try:
+                c.put_object_legal_hold(Bucket=b, Key="race", VersionId=v,
+                                        LegalHold={"Status": "ON"})
+                out["hold"] = True
+            except ClientError as e:
+                out["hold"] = e.response["Error"]["Code"]
+
+        def delete():
+            go.wait()
+            try:
+                c.delete_object(Bucket=b, Key="race", VersionId=v)
+                out["delete"] = True
+            except ClientError as e:
+                out["delete"] = e.response["Error"]["Code"]
+
+        ts = [threading.Thread(target=hold), threading.Thread(target=delete)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(timeout=30)
+        assert not (out.get("hold") is True and out.get("delete") is True), (i, out)
+        assert out.get("hold") is True or out.get("delete") is True, (i, out)
+        present = v in version_ids(c, b, "race")
+        assert present == (out["delete"] is not True), (i, out)
+        if present:
+            c.put_object_legal_hold(Bucket=b, Key="race", VersionId=v,
+                                    LegalHold={"Status": "OFF"})
+            c.delete_object(Bucket=b, Key="race", VersionId=v)
+        seen.add((out["hold"], out["delete"]))
+    return seen
+
+
+def test_hold_and_delete_race(s3):
+    b = lock_bucket(s3)
+    race_hold_and_delete(s3, b, 30)
+
+
 def test_lock_survives_restart(tmp_path):
     (tmp_path / "d").mkdir()
     with WharfServer(data_dir=str(tmp_path / "d")) as s:
@@ -551,3 +600,4 @@ def test_enforcement_on_postgresql():
             c.delete_object(Bucket=b, Key="k", VersionId=h)
             assert version_ids(c, b, "k") == [k]
             assert pg.sql("SELECT lock_mode FROM objects", db="objlock") == "2"
+            race_hold_and_delete(c, b, 20)
