@@ -50,8 +50,10 @@ def srv():
                     env={"WHARF_LIFECYCLE_DAY_SECONDS": "1"})
     s.start()
     yield s
-    s.stop()
+    rc = s.stop()
+    log = s.log_tail()
     s.cleanup()
+    assert rc == 0, f"wharfd exited with {rc} on SIGTERM: {log}"
 
 
 @pytest.fixture(scope="module")
