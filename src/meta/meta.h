@@ -345,6 +345,15 @@ wh_status_t meta_parts_unchanged(const char *upload_id, const meta_part_t *liste
  * WH_OK to go on; WH_ERR_PRECONDITION (or NOT_FOUND for If-Match on a missing key) with
  * cond->failed set. NULL cond passes. */
 wh_status_t meta_cond_check(store_cond_t *cond, bool exists, const char *etag);
+/* Object Lock, as both backends apply it in their transactions. meta_lock_refuse: WH_ERR_AUTH
+ * (res, when not NULL, says why) when a version with this lock may not be destroyed by a
+ * delete passing over bypass (STORE_BYPASS_*) at now, else WH_OK. meta_lock_change: checks
+ * req against the version's lock (store_lock_set_check) and, when allowed, makes *mode,
+ * *until and *hold what req asks: WH_OK or WH_ERR_AUTH. */
+wh_status_t meta_lock_refuse(int bypass, int64_t now, store_del_result_t *res, int mode,
+                             int64_t until, bool hold);
+wh_status_t meta_lock_change(const store_lock_set_t *req, int *mode, int64_t *until,
+                             bool *hold);
 /* A new version id for a commit at seq (microseconds, made monotonic per key by the caller). */
 wh_status_t meta_version_id_new(uint64_t seq, char out[STORE_VERSION_ID_MAX]);
 /* The seq of a new version of a key whose current version has cur_seq. */

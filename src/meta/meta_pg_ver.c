@@ -32,15 +32,7 @@ typedef struct {
 
 static wh_status_t pg_lock_refuse(const pg_lockchk_t *k, int mode, int64_t until, bool hold)
 {
-    store_lock_why_t why = store_lock_blocks(mode, until, hold, k->bypass, k->now);
-    if (why == STORE_LOCK_FREE)
-        return WH_OK;
-    if (k->res) {
-        k->res->locked = (int)why;
-        k->res->lock_mode = mode;
-        k->res->lock_until = until;
-    }
-    return WH_ERR_AUTH;
+    return meta_lock_refuse(k->bypass, k->now, k->res, mode, until, hold);
 }
 
 static void pp_obj(pg_params_t *p, const char *bucket, const char *key, size_t klen)
@@ -577,14 +569,8 @@ static wh_status_t tx_lock_set(void *conn, void *arg)
     }
     if (dm)
         return WH_ERR_NOT_FOUND;
-    if ((st = store_lock_set_check(mode, until, a->req)) != WH_OK)
+    if ((st = meta_lock_change(a->req, &mode, &until, &hold)) != WH_OK)
         return st;
-    if (a->req->set_retention) {
-        mode = a->req->mode;
-        until = a->req->mode == STORE_LOCK_NONE ? 0 : a->req->until;
-    }
-    if (a->req->set_hold)
-        hold = a->req->hold;
     pg_params_t p = {0};
     pp_obj(&p, a->bucket, a->key, a->klen);
     pp_i64(&p, mode);

@@ -32,15 +32,7 @@ typedef struct {
 /* WH_ERR_AUTH (res filled) when the version's lock forbids destroying it. */
 static wh_status_t sq_lock_refuse(const sq_lockchk_t *k, int mode, int64_t until, bool hold)
 {
-    store_lock_why_t why = store_lock_blocks(mode, until, hold, k->bypass, k->now);
-    if (why == STORE_LOCK_FREE)
-        return WH_OK;
-    if (k->res) {
-        k->res->locked = (int)why;
-        k->res->lock_mode = mode;
-        k->res->lock_until = until;
-    }
-    return WH_ERR_AUTH;
+    return meta_lock_refuse(k->bypass, k->now, k->res, mode, until, hold);
 }
 
 static void sq_bind_obj(sqlite3_stmt *s, const char *bucket, const char *key, size_t klen)
@@ -513,14 +505,8 @@ static wh_status_t tx_lock_set(void *conn, void *arg)
     }
     if (dm)
         return WH_ERR_NOT_FOUND;
-    if ((st = store_lock_set_check(mode, until, a->req)) != WH_OK)
+    if ((st = meta_lock_change(a->req, &mode, &until, &hold)) != WH_OK)
         return st;
-    if (a->req->set_retention) {
-        mode = a->req->mode;
-        until = a->req->mode == STORE_LOCK_NONE ? 0 : a->req->until;
-    }
-    if (a->req->set_hold)
-        hold = a->req->hold;
     sqlite3_stmt *s = c->stmt[on_cur ? S_LOCK_CUR_SET : S_LOCK_VER_SET];
     sq_bind_obj(s, a->bucket, a->key, a->klen);
     int i = 3;
