@@ -59,6 +59,7 @@ typedef enum {
     STORE_BATTR_LIFECYCLE, /* the LifecycleConfiguration document (s3/lifecycle.h) */
     STORE_BATTR_OBJECT_LOCK, /* the ObjectLockConfiguration document (s3/object_lock.h):
                               * set once, never removed (S3 cannot turn object lock off) */
+    STORE_BATTR_ENCRYPTION, /* the default encryption of new objects: "AES256" (SSE-S3) */
     STORE_BATTR__COUNT
 } store_battr_t;
 
@@ -96,12 +97,14 @@ typedef struct store_obj_meta {
     bool delete_marker;      /* this version is a delete marker: no bytes */
     char *tags;              /* the tag set as a query string "k=v&k2=v2" (encoded), or NULL */
     char *part_sizes;        /* a completed multipart object: "size1,size2,..." or NULL */
+    char *sse;               /* encryption at rest (store/crypt.h, "S3;..." or "C;..."), or
+                              * NULL: stored as sent. size stays the plaintext's. */
     /* Object Lock of this version (store_lock_t below). */
     int lock_mode;           /* store_lock_mode_t */
     int64_t lock_until;      /* retain-until, seconds since the epoch; 0 with STORE_LOCK_NONE */
     bool legal_hold;
 } store_obj_meta_t;
-/* frees user_meta_json, acl, tags and part_sizes */
+/* frees user_meta_json, acl, tags, part_sizes and sse */
 void store_obj_meta_free(store_obj_meta_t *m);
 
 /* ---- Object Lock ----

@@ -31,8 +31,9 @@ static const char *const g_unsupported[] = {
  * that DELETE /bucket?acl is MethodNotAllowed rather than DeleteBucket. */
 static const char *const g_served_subres[] = {"acl", "policy", "policyStatus", "tagging",
                                               "cors", "publicAccessBlock",
-                                              "ownershipControls", "lifecycle", "object-lock",
-                                              "retention", "legal-hold"};
+                                              "ownershipControls", "lifecycle",
+                                              "encryption", "object-lock", "retention",
+                                              "legal-hold"};
 
 static char *decode_dup(const char *s, size_t n, bool plus_is_space)
 {
@@ -236,7 +237,8 @@ void srv_route_parse_in(const srv_op_t *ops, size_t n_ops, const char *method,
             continue;
         if (!out->key && (strcmp(u, "tagging") == 0 || strcmp(u, "cors") == 0 ||
                           strcmp(u, "publicAccessBlock") == 0 ||
-                          strcmp(u, "ownershipControls") == 0 || strcmp(u, "lifecycle") == 0))
+                          strcmp(u, "ownershipControls") == 0 || strcmp(u, "lifecycle") == 0 ||
+                          strcmp(u, "encryption") == 0))
             continue;
         if (has_q(out, g_unsupported[i])) {
             out->unsupported = g_unsupported[i];

@@ -33,8 +33,8 @@
  * PostgreSQL, the deferred GC queue). 3: users, access keys, user policies; owners, ACLs and
  * bucket policies. 4: bucket versioning, older versions and delete markers, tags, part sizes. 5: bucket configurations. 6: bucket lifecycle.
  * 7: cluster identity (PostgreSQL), damaged copies. 8: Object Lock (versions' retention and
- * legal hold, the bucket's configuration). */
-#define META_SCHEMA_VERSION 8
+ * legal hold, the bucket's configuration). 9: encryption at rest. */
+#define META_SCHEMA_VERSION 9
 
 /* The advisory lock (lock_try) of the one gateway that runs maintenance: garbage collection
  * and repair (cluster/members.c) and the lifecycle worker (s3api/s3_lifecycle.c). */

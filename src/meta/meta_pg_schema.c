@@ -165,6 +165,11 @@ const char *const pg_schema_steps[] = {
     "  ADD COLUMN lock_until bigint NOT NULL DEFAULT 0,"
     "  ADD COLUMN legal_hold integer NOT NULL DEFAULT 0;"
     "ALTER TABLE buckets ADD COLUMN object_lock text;",
+    /* 9: encryption at rest (as SQLite's step 9 describes). */
+    "ALTER TABLE objects ADD COLUMN sse text;"
+    "ALTER TABLE versions ADD COLUMN sse text;"
+    "ALTER TABLE uploads ADD COLUMN sse text;"
+    "ALTER TABLE buckets ADD COLUMN encryption text;",
 };
 _Static_assert(WH_ARRAY_SIZE(pg_schema_steps) == META_SCHEMA_VERSION,
                "every schema version needs its PostgreSQL step");

@@ -148,6 +148,14 @@ static const char *const SQ_STEPS[] = {
     "ALTER TABLE uploads ADD COLUMN lock_until INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE uploads ADD COLUMN legal_hold INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE buckets ADD COLUMN object_lock TEXT;",
+    /* 9: encryption at rest. sse: NULL for bytes stored as sent, else the object's encryption
+     * parameters (store/crypt.h: kind, salt, the sealed data key or the customer key's
+     * verifier, part numbers); never a key in clear. An upload keeps them for its parts. */
+    "ALTER TABLE objects ADD COLUMN sse TEXT;"
+    "ALTER TABLE versions ADD COLUMN sse TEXT;"
+    "ALTER TABLE uploads ADD COLUMN sse TEXT;"
+    /* and the bucket's default encryption (PutBucketEncryption): "AES256" or NULL. */
+    "ALTER TABLE buckets ADD COLUMN encryption TEXT;",
 };
 _Static_assert(WH_ARRAY_SIZE(SQ_STEPS) == META_SCHEMA_VERSION,
                "every schema version needs its SQLite step");

@@ -7,6 +7,7 @@
 #include "base/digest.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "store/crypt.h"
 #include "store/store_int.h"
 
 #include <stdio.h>
@@ -358,7 +359,9 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
         crc = i == 0 ? pcrc : wh_crc64nvme_combine(crc, pcrc, pp->info.size);
 
         store_reader_t *pr = NULL;
-        s = store_reader_open_ref(st, &pp->ref, pp->info.size, &pr);
+        /* An encrypted upload's parts are blobs (crypt.h), appended as stored. */
+        uint64_t stored = om.sse ? store_sse_blob_size(pp->info.size) : pp->info.size;
+        s = store_reader_open_ref(st, &pp->ref, stored, &pr);
         if (s != WH_OK) {
             if (s == WH_ERR_NOT_FOUND) {
                 /* Replaced or aborted concurrently. */
@@ -369,7 +372,7 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
             wh_md5_free(&mm);
             goto out;
         }
-        s = store_writer_append(w, pr, 0, pp->info.size);
+        s = store_writer_append(w, pr, 0, stored);
         store_reader_close(pr);
         if (s != WH_OK) {
             wh_md5_free(&mm);
@@ -415,6 +418,20 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
         }
         om.part_sizes = wh_sbuf_steal(&ps);
     }
+    if (om.sse) { /* each part's blob authenticates its part number: the reader needs them */
+        wh_sbuf_t ns;
+        wh_sbuf_init(&ns);
+        wh_sbuf_puts(&ns, om.sse);
+        for (size_t i = 0; i < n; i++)
+            wh_sbuf_printf(&ns, i ? ",%u" : ";n=%u", use[i].info.number);
+        if (ns.oom) {
+            wh_sbuf_free(&ns);
+            s = WH_ERR_NOMEM;
+            goto out;
+        }
+        free(om.sse);
+        om.sse = wh_sbuf_steal(&ns);
+    }
     wh_crc64nvme_b64(crc, om.crc64nvme);
     if (sums && ((sums->want_crc64nvme && !mpu_sum_eq(sums->want_crc64nvme, om.crc64nvme)) ||
                  (sums->want_crc32c && (!om.crc32c[0] ||
@@ -449,6 +466,7 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
         om.acl = NULL;
         om.tags = NULL;
         om.part_sizes = NULL;
+        om.sse = NULL;
     }
 out:
     store_writer_fail(w, s);
