@@ -98,3 +98,28 @@ const char *store_durability_name(store_durability_t d)
 {
     return d == STORE_DURABLE_MEMORY ? "memory" : "disk";
 }
+
+store_lock_why_t store_lock_blocks(int mode, int64_t until, bool hold, int bypass, int64_t now)
+{
+    if (bypass == STORE_BYPASS_ALL)
+        return STORE_LOCK_FREE;
+    if (hold)
+        return STORE_LOCK_BY_HOLD;
+    if (mode == STORE_LOCK_NONE || until <= now)
+        return STORE_LOCK_FREE;
+    if (mode == STORE_LOCK_GOVERNANCE && bypass == STORE_BYPASS_GOVERNANCE)
+        return STORE_LOCK_FREE;
+    return STORE_LOCK_BY_RETENTION;
+}
+
+wh_status_t store_lock_set_check(int mode, int64_t until, const store_lock_set_t *s)
+{
+    if (!s->set_retention || mode == STORE_LOCK_NONE || until <= s->now)
+        return WH_OK; /* nothing kept, or the retention has run out */
+    /* Extending, or GOVERNANCE to COMPLIANCE, makes it stricter: always allowed. */
+    bool stricter = s->mode != STORE_LOCK_NONE && s->until >= until &&
+                    !(mode == STORE_LOCK_COMPLIANCE && s->mode == STORE_LOCK_GOVERNANCE);
+    if (stricter)
+        return WH_OK;
+    return mode == STORE_LOCK_GOVERNANCE && s->bypass ? WH_OK : WH_ERR_AUTH;
+}

@@ -57,6 +57,8 @@ typedef enum {
     STORE_BATTR_PAB,
     STORE_BATTR_OWNERSHIP,
     STORE_BATTR_LIFECYCLE, /* the LifecycleConfiguration document (s3/lifecycle.h) */
+    STORE_BATTR_OBJECT_LOCK, /* the ObjectLockConfiguration document (s3/object_lock.h):
+                              * set once, never removed (S3 cannot turn object lock off) */
     STORE_BATTR_ENCRYPTION, /* the default encryption of new objects: "AES256" (SSE-S3) */
     STORE_BATTR__COUNT
 } store_battr_t;
@@ -97,9 +99,50 @@ typedef struct store_obj_meta {
     char *part_sizes;        /* a completed multipart object: "size1,size2,..." or NULL */
     char *sse;               /* encryption at rest (store/crypt.h, "S3;..." or "C;..."), or
                               * NULL: stored as sent. size stays the plaintext's. */
+    /* Object Lock of this version (store_lock_t below). */
+    int lock_mode;           /* store_lock_mode_t */
+    int64_t lock_until;      /* retain-until, seconds since the epoch; 0 with STORE_LOCK_NONE */
+    bool legal_hold;
 } store_obj_meta_t;
 /* frees user_meta_json, acl, tags, part_sizes and sse */
 void store_obj_meta_free(store_obj_meta_t *m);
+
+/* ---- Object Lock ----
+ * A version under a retention (mode and retain-until date, while that date is ahead) or a
+ * legal hold cannot be deleted, nor its retention shortened or removed: COMPLIANCE never,
+ * GOVERNANCE only by a request that bypasses governance retention (its caller holds
+ * s3:BypassGovernanceRetention). The metadata transaction that would delete or change the
+ * version checks this, so no race with a concurrent PutObjectRetention lets a delete through. */
+typedef enum {
+    STORE_LOCK_NONE = 0,
+    STORE_LOCK_GOVERNANCE = 1,
+    STORE_LOCK_COMPLIANCE = 2,
+} store_lock_mode_t;
+/* What a version's lock forbids at now: 0 nothing; else what holds it (for the message). */
+typedef enum {
+    STORE_LOCK_FREE = 0,
+    STORE_LOCK_BY_HOLD,       /* a legal hold */
+    STORE_LOCK_BY_RETENTION,  /* a retention that the request may not bypass */
+} store_lock_why_t;
+/* What a delete may pass over: nothing, a GOVERNANCE retention (the caller holds
+ * s3:BypassGovernanceRetention and asked), or every lock (only to undo a write of the server's
+ * own that was never acknowledged, such as a copy whose source changed under it). */
+enum { STORE_BYPASS_NONE = 0, STORE_BYPASS_GOVERNANCE = 1, STORE_BYPASS_ALL = 2 };
+store_lock_why_t store_lock_blocks(int mode, int64_t until, bool hold, int bypass, int64_t now);
+
+/* A change of a version's lock (PutObjectRetention, PutObjectLegalHold). */
+typedef struct store_lock_set {
+    bool set_retention;      /* mode/until replace the retention (mode NONE: remove it) */
+    int mode;
+    int64_t until;
+    bool set_hold;
+    bool hold;
+    bool bypass;             /* x-amz-bypass-governance-retention, and allowed */
+    int64_t now;
+} store_lock_set_t;
+/* store_lock_set_check: may the version's retention (mode, until) become s's? WH_OK, or
+ * WH_ERR_AUTH (COMPLIANCE shortened or removed or weakened, GOVERNANCE so without bypass). */
+wh_status_t store_lock_set_check(int mode, int64_t until, const store_lock_set_t *s);
 
 /* A write's condition (S3's conditional writes: If-None-Match: * and If-Match: ETAG). The
  * metadata transaction that commits the write checks it, so of writers racing on one key at
@@ -138,6 +181,10 @@ typedef struct store_reader store_reader_t;
 typedef struct store_del_result {
     char version_id[STORE_VERSION_ID_MAX]; /* "" when nothing was there (unversioned) */
     bool delete_marker;                    /* the removed version, or the new one, is a marker */
+    /* WH_ERR_AUTH: the version is locked (store_lock_why_t), with its lock: */
+    int locked;
+    int lock_mode;
+    int64_t lock_until;
 } store_del_result_t;
 
 /* ListObjectVersions: every version of every key, keys in byte order and each key's versions

@@ -21,9 +21,9 @@ const char *srv_api_name(srv_api_t api)
  * instead of being mistaken for a plain object or bucket request. */
 static const char *const g_unsupported[] = {
     "accelerate", "analytics", "attributes", "cors", "encryption",
-    "intelligent-tiering", "inventory", "legal-hold", "lifecycle", "logging", "metrics",
-    "notification", "object-lock", "ownershipControls",
-    "publicAccessBlock", "replication", "requestPayment", "restore", "retention", "select",
+    "intelligent-tiering", "inventory", "lifecycle", "logging", "metrics",
+    "notification", "ownershipControls",
+    "publicAccessBlock", "replication", "requestPayment", "restore", "select",
     "tagging", "torrent", "website",
 };
 
@@ -32,7 +32,8 @@ static const char *const g_unsupported[] = {
 static const char *const g_served_subres[] = {"acl", "policy", "policyStatus", "tagging",
                                               "cors", "publicAccessBlock",
                                               "ownershipControls", "lifecycle",
-                                              "encryption"};
+                                              "encryption", "object-lock", "retention",
+                                              "legal-hold"};
 
 static char *decode_dup(const char *s, size_t n, bool plus_is_space)
 {

@@ -82,6 +82,12 @@
     X(SRV_API_PUT_BUCKET_LIFECYCLE, "PutBucketLifecycleConfiguration")                     \
     X(SRV_API_DELETE_BUCKET_LIFECYCLE, "DeleteBucketLifecycle")                            \
     X(SRV_API_POST_OBJECT, "PostObject")                                                   \
+    X(SRV_API_GET_OBJECT_LOCK_CONFIG, "GetObjectLockConfiguration")                        \
+    X(SRV_API_PUT_OBJECT_LOCK_CONFIG, "PutObjectLockConfiguration")                        \
+    X(SRV_API_GET_OBJECT_RETENTION, "GetObjectRetention")                                  \
+    X(SRV_API_PUT_OBJECT_RETENTION, "PutObjectRetention")                                  \
+    X(SRV_API_GET_OBJECT_LEGAL_HOLD, "GetObjectLegalHold")                                 \
+    X(SRV_API_PUT_OBJECT_LEGAL_HOLD, "PutObjectLegalHold")                                 \
     X(SRV_API_NOT_IMPLEMENTED, "NotImplemented")                                           \
     X(SRV_API_METHOD_NOT_ALLOWED, "MethodNotAllowed")                                      \
     X(SRV_API_BAD_REQUEST, "BadRequest")

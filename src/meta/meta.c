@@ -217,3 +217,31 @@ uint64_t meta_version_seq_next(uint64_t cur_seq)
     uint64_t now = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
     return now > cur_seq ? now : cur_seq + 1;
 }
+
+wh_status_t meta_lock_refuse(int bypass, int64_t now, store_del_result_t *res, int mode,
+                             int64_t until, bool hold)
+{
+    store_lock_why_t why = store_lock_blocks(mode, until, hold, bypass, now);
+    if (why == STORE_LOCK_FREE)
+        return WH_OK;
+    if (res) {
+        res->locked = (int)why;
+        res->lock_mode = mode;
+        res->lock_until = until;
+    }
+    return WH_ERR_AUTH;
+}
+
+wh_status_t meta_lock_change(const store_lock_set_t *req, int *mode, int64_t *until, bool *hold)
+{
+    wh_status_t st = store_lock_set_check(*mode, *until, req);
+    if (st != WH_OK)
+        return st;
+    if (req->set_retention) {
+        *mode = req->mode;
+        *until = req->mode == STORE_LOCK_NONE ? 0 : req->until;
+    }
+    if (req->set_hold)
+        *hold = req->hold;
+    return WH_OK;
+}

@@ -32,7 +32,8 @@
  * this build is refused. 1: buckets, objects, uploads, parts. 2: chunk maps (and, in
  * PostgreSQL, the deferred GC queue). 3: users, access keys, user policies; owners, ACLs and
  * bucket policies. 4: bucket versioning, older versions and delete markers, tags, part sizes. 5: bucket configurations. 6: bucket lifecycle.
- * 7: cluster identity (PostgreSQL), damaged copies. */
+ * 7: cluster identity (PostgreSQL), damaged copies. 8: Object Lock (versions' retention and
+ * legal hold, the bucket's configuration). 9: encryption at rest. */
 #define META_SCHEMA_VERSION 9
 
 /* The advisory lock (lock_try) of the one gateway that runs maintenance: garbage collection
@@ -171,14 +172,27 @@ struct meta_ops {
      * bucket's versioning state, read in their transaction. An archived version keeps its
      * chunk map; only a removed version's data comes back in *old. ---- */
     wh_status_t (*bucket_versioning_get)(meta_t *m, const char *bucket, int *state);
+    /* WH_ERR_PRECONDITION: Suspended asked of a bucket with object lock (read in the same
+     * transaction; bucket_attr_set of STORE_BATTR_OBJECT_LOCK, for its part, changes only a
+     * bucket whose versioning is Enabled, else answers NOT_FOUND). */
     wh_status_t (*bucket_versioning_set)(meta_t *m, const char *bucket, int state);
     /* version_id NULL: the current row, delete markers included (meta->delete_marker). */
     wh_status_t (*object_get_version)(meta_t *m, const char *bucket, const char *key,
                                       size_t klen, const char *version_id,
                                       store_obj_meta_t *meta, store_data_ref_t *ref);
+    /* bypass: STORE_BYPASS_* (data/types.h): what lock the delete may pass over. A version that its lock keeps (a retention or a legal
+     * hold, read in the delete's transaction): WH_ERR_AUTH, with res->locked saying why. */
     wh_status_t (*object_delete_version)(meta_t *m, const char *bucket, const char *key,
-                                         size_t klen, const char *version_id,
+                                         size_t klen, const char *version_id, int bypass,
                                          store_del_result_t *res, store_data_ref_t *old);
+    /* Changes one version's retention and/or legal hold (version_id NULL: the current), in one
+     * transaction that checks the change against the lock the version has
+     * (store_lock_set_check): WH_ERR_AUTH when refused, NOT_FOUND for no such version or a
+     * delete marker. out (may be NULL) gets the version's lock after the change (lock_mode,
+     * lock_until, legal_hold, version_id only). */
+    wh_status_t (*object_lock_set)(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                   const char *version_id, const store_lock_set_t *req,
+                                   store_obj_meta_t *out);
     /* Keys from `from` in order (current rows, delete markers included), each followed by
      * its older versions newest first, until fn stops or keys end. */
     wh_status_t (*version_scan)(meta_t *m, const char *bucket, const void *from, size_t flen,
@@ -334,6 +348,15 @@ wh_status_t meta_parts_unchanged(const char *upload_id, const meta_part_t *liste
  * WH_OK to go on; WH_ERR_PRECONDITION (or NOT_FOUND for If-Match on a missing key) with
  * cond->failed set. NULL cond passes. */
 wh_status_t meta_cond_check(store_cond_t *cond, bool exists, const char *etag);
+/* Object Lock, as both backends apply it in their transactions. meta_lock_refuse: WH_ERR_AUTH
+ * (res, when not NULL, says why) when a version with this lock may not be destroyed by a
+ * delete passing over bypass (STORE_BYPASS_*) at now, else WH_OK. meta_lock_change: checks
+ * req against the version's lock (store_lock_set_check) and, when allowed, makes *mode,
+ * *until and *hold what req asks: WH_OK or WH_ERR_AUTH. */
+wh_status_t meta_lock_refuse(int bypass, int64_t now, store_del_result_t *res, int mode,
+                             int64_t until, bool hold);
+wh_status_t meta_lock_change(const store_lock_set_t *req, int *mode, int64_t *until,
+                             bool *hold);
 /* A new version id for a commit at seq (microseconds, made monotonic per key by the caller). */
 wh_status_t meta_version_id_new(uint64_t seq, char out[STORE_VERSION_ID_MAX]);
 /* The seq of a new version of a key whose current version has cur_seq. */
@@ -387,6 +410,7 @@ wh_status_t meta_cached_bucket_auth_get(meta_t *m, const char *bucket, store_buc
 #define meta_object_get_version(m, ...) META_CALL_(m, object_get_version, __VA_ARGS__)
 #define meta_object_delete_version(m, ...) META_CALL_(m, object_delete_version, __VA_ARGS__)
 #define meta_version_scan(m, ...) META_CALL_(m, version_scan, __VA_ARGS__)
+#define meta_object_lock_set(m, ...) META_CALL_(m, object_lock_set, __VA_ARGS__)
 #define meta_object_tags_set(m, ...) META_CALL_(m, object_tags_set, __VA_ARGS__)
 #define meta_object_put(m, ...) META_CALL_(m, object_put, __VA_ARGS__)
 #define meta_object_delete(m, ...) META_CALL_(m, object_delete, __VA_ARGS__)

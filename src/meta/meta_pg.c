@@ -514,6 +514,7 @@ static const meta_ops_t PG_OPS = {
     .bucket_versioning_set = pg_bucket_versioning_set,
     .object_get_version = pg_object_get_version,
     .object_delete_version = pg_object_delete_version,
+    .object_lock_set = pg_object_lock_set,
     .version_scan = pg_version_scan,
     .object_tags_set = pg_object_tags_set,
     .object_delete = pg_object_delete,

@@ -97,8 +97,9 @@ wh_status_t pg_obj_ref(pg_conn_t *c, const char *bucket, const char *key, size_t
 /* The columns of an object row, the same in objects (current versions) and versions (older
  * versions and delete markers); pg_obj_row reads them in this order. */
 #define PG_OBJ_COLS "size, mtime, etag, content_type, user_meta, crc32c, crc64nvme, parts," \
-                    " data_id, owner, acl, version_id, seq, dm, tags, part_sizes, sse"
-#define PG_OBJ_NCOLS 17
+                    " data_id, owner, acl, version_id, seq, dm, tags, part_sizes, sse," \
+                    " lock_mode, lock_until, legal_hold"
+#define PG_OBJ_NCOLS 20
 /* The versioning-aware commit of a new current row (PUT, completion; meta_pg_ver.c): checks
  * cond, archives or replaces the current version as the bucket's state says, sets
  * meta->version_id; *old gets the data to release. In a write transaction. */
@@ -209,8 +210,11 @@ wh_status_t pg_object_get_version(meta_t *m, const char *bucket, const char *key
                                   const char *version_id, store_obj_meta_t *meta,
                                   store_data_ref_t *ref);
 wh_status_t pg_object_delete_version(meta_t *m, const char *bucket, const char *key,
-                                     size_t klen, const char *version_id,
+                                     size_t klen, const char *version_id, int bypass,
                                      store_del_result_t *res, store_data_ref_t *old);
+wh_status_t pg_object_lock_set(meta_t *m, const char *bucket, const char *key, size_t klen,
+                              const char *version_id, const store_lock_set_t *req,
+                              store_obj_meta_t *out);
 wh_status_t pg_version_scan(meta_t *m, const char *bucket, const void *from, size_t flen,
                             bool inclusive, meta_version_fn fn, void *arg);
 wh_status_t pg_object_tags_set(meta_t *m, const char *bucket, const char *key, size_t klen,

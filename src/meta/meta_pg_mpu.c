@@ -13,10 +13,10 @@ static wh_status_t pg_upload_check(pg_conn_t *c, const char *bucket, const char 
     pp_text(&p, bucket);
     pp_bytes(&p, key, strlen(key));
     PGresult *r;
-    wh_status_t st = pg_exec(c, lock ? "SELECT initiated, content_type, user_meta, owner, acl, tags, sse FROM uploads"
+    wh_status_t st = pg_exec(c, lock ? "SELECT initiated, content_type, user_meta, owner, acl, tags, sse, lock_mode, lock_until, legal_hold FROM uploads"
                                        " WHERE upload_id = $1 AND bucket = $2 AND key = $3"
                                        " FOR UPDATE"
-                                     : "SELECT initiated, content_type, user_meta, owner, acl, tags, sse FROM uploads"
+                                     : "SELECT initiated, content_type, user_meta, owner, acl, tags, sse, lock_mode, lock_until, legal_hold FROM uploads"
                                        " WHERE upload_id = $1 AND bucket = $2 AND key = $3",
                              &p, &r, "upload lookup");
     if (st != WH_OK)
@@ -37,6 +37,9 @@ static wh_status_t pg_upload_check(pg_conn_t *c, const char *bucket, const char 
             st = WH_ERR_NOMEM;
         if (st == WH_OK && !PQgetisnull(r, 0, 6) && !(meta->sse = pg_dup(r, 0, 6)))
             st = WH_ERR_NOMEM;
+        meta->lock_mode = (int)pg_i64(r, 0, 7);
+        meta->lock_until = pg_i64(r, 0, 8);
+        meta->legal_hold = pg_i64(r, 0, 9) != 0;
     }
     PQclear(r);
     return st;
@@ -69,9 +72,12 @@ static wh_status_t tx_upload_create(void *conn, void *arg)
     p.v[p.n - 1] = a->meta ? a->meta->tags : NULL;
     pp_text(&p, NULL);
     p.v[p.n - 1] = a->meta ? a->meta->sse : NULL;
+    pp_i64(&p, a->meta ? a->meta->lock_mode : 0);
+    pp_i64(&p, a->meta ? a->meta->lock_until : 0);
+    pp_i64(&p, a->meta && a->meta->legal_hold ? 1 : 0);
     return pg_exec(conn, "INSERT INTO uploads(upload_id, bucket, key, initiated, content_type,"
-                         " user_meta, owner, acl, tags, sse)"
-                         " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                         " user_meta, owner, acl, tags, sse, lock_mode, lock_until, legal_hold)"
+                         " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
                    &p, NULL,
                    "upload insert");
 }

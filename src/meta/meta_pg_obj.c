@@ -219,10 +219,13 @@ wh_status_t pg_obj_upsert(pg_conn_t *c, const char *bucket, const char *key, siz
     p.v[p.n - 1] = meta->part_sizes;
     pp_text(&p, NULL);
     p.v[p.n - 1] = meta->sse;
+    pp_i64(&p, meta->lock_mode);
+    pp_i64(&p, meta->lock_until);
+    pp_i64(&p, meta->legal_hold ? 1 : 0);
     wh_status_t st = pg_exec(c,
                              "INSERT INTO objects(bucket, key, " PG_OBJ_COLS ")"
                              " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
-                             " $14, $15, $16, $17, $18, $19)"
+                             " $14, $15, $16, $17, $18, $19, $20, $21, $22)"
                              " ON CONFLICT (bucket, key) DO UPDATE SET size = EXCLUDED.size,"
                              " mtime = EXCLUDED.mtime, etag = EXCLUDED.etag,"
                              " content_type = EXCLUDED.content_type,"
@@ -231,7 +234,9 @@ wh_status_t pg_obj_upsert(pg_conn_t *c, const char *bucket, const char *key, siz
                              " data_id = EXCLUDED.data_id, owner = EXCLUDED.owner,"
                              " acl = EXCLUDED.acl, version_id = EXCLUDED.version_id,"
                              " seq = EXCLUDED.seq, dm = EXCLUDED.dm, tags = EXCLUDED.tags,"
-                             " part_sizes = EXCLUDED.part_sizes, sse = EXCLUDED.sse",
+                             " part_sizes = EXCLUDED.part_sizes, sse = EXCLUDED.sse,"
+                             " lock_mode = EXCLUDED.lock_mode, lock_until = EXCLUDED.lock_until,"
+                             " legal_hold = EXCLUDED.legal_hold",
                              &p, NULL, "object upsert");
     return st == WH_OK ? pg_chunks_put(c, ref) : st;
 }
@@ -253,6 +258,9 @@ wh_status_t pg_obj_row(const PGresult *r, int row, int col, store_obj_meta_t *m,
     pg_copy(r, row, col + 9, m->owner, sizeof m->owner);
     pg_copy(r, row, col + 11, m->version_id, sizeof m->version_id);
     m->delete_marker = pg_i64(r, row, col + 13) != 0;
+    m->lock_mode = (int)pg_i64(r, row, col + 17);
+    m->lock_until = pg_i64(r, row, col + 18);
+    m->legal_hold = pg_i64(r, row, col + 19) != 0;
     static const int heap[] = {4, 10, 14, 15, 16};
     char **dst[] = {&m->user_meta_json, &m->acl, &m->tags, &m->part_sizes, &m->sse};
     for (size_t i = 0; i < sizeof heap / sizeof heap[0]; i++)
@@ -298,7 +306,7 @@ wh_status_t pg_object_put(meta_t *m, const char *bucket, const char *key, size_t
 wh_status_t pg_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
                              store_data_ref_t *old)
 {
-    return pg_object_delete_version(m, bucket, key, klen, NULL, NULL, old);
+    return pg_object_delete_version(m, bucket, key, klen, NULL, STORE_BYPASS_NONE, NULL, old);
 }
 
 static wh_status_t rd_data_referenced(void *conn, void *arg)

@@ -154,9 +154,17 @@ const char *const pg_schema_steps[] = {
     "  node integer NOT NULL,"
     "  found timestamptz NOT NULL DEFAULT now(),"
     "  PRIMARY KEY(chunk_id, node));",
-    /* 8: reserved for object lock (another branch); a no-op here (a command: the step
-     * must answer PGRES_COMMAND_OK). */
-    "DO $$ BEGIN END $$;",
+    /* 8: Object Lock (as SQLite's step 8 describes). */
+    "ALTER TABLE objects ADD COLUMN lock_mode integer NOT NULL DEFAULT 0,"
+    "  ADD COLUMN lock_until bigint NOT NULL DEFAULT 0,"
+    "  ADD COLUMN legal_hold integer NOT NULL DEFAULT 0;"
+    "ALTER TABLE versions ADD COLUMN lock_mode integer NOT NULL DEFAULT 0,"
+    "  ADD COLUMN lock_until bigint NOT NULL DEFAULT 0,"
+    "  ADD COLUMN legal_hold integer NOT NULL DEFAULT 0;"
+    "ALTER TABLE uploads ADD COLUMN lock_mode integer NOT NULL DEFAULT 0,"
+    "  ADD COLUMN lock_until bigint NOT NULL DEFAULT 0,"
+    "  ADD COLUMN legal_hold integer NOT NULL DEFAULT 0;"
+    "ALTER TABLE buckets ADD COLUMN object_lock text;",
     /* 9: encryption at rest (as SQLite's step 9 describes). */
     "ALTER TABLE objects ADD COLUMN sse text;"
     "ALTER TABLE versions ADD COLUMN sse text;"

@@ -18,7 +18,22 @@ typedef struct {
     char vid[STORE_VERSION_ID_MAX];
     int64_t seq;
     char etag[80];
+    int lock_mode;
+    int64_t lock_until;
+    bool hold;
 } pg_cur_t;
+
+/* The lock check of a transaction that would destroy a version (as meta_sqlite_ver.c's). */
+typedef struct {
+    int bypass;
+    int64_t now;
+    store_del_result_t *res;
+} pg_lockchk_t;
+
+static wh_status_t pg_lock_refuse(const pg_lockchk_t *k, int mode, int64_t until, bool hold)
+{
+    return meta_lock_refuse(k->bypass, k->now, k->res, mode, until, hold);
+}
 
 static void pp_obj(pg_params_t *p, const char *bucket, const char *key, size_t klen)
 {
@@ -50,7 +65,8 @@ static wh_status_t pg_cur(pg_conn_t *c, const char *bucket, const char *key, siz
     pg_params_t p = {0};
     pp_obj(&p, bucket, key, klen);
     PGresult *r;
-    wh_status_t st = pg_exec(c, "SELECT version_id, seq, dm, etag FROM objects"
+    wh_status_t st = pg_exec(c, "SELECT version_id, seq, dm, etag, lock_mode, lock_until,"
+                                " legal_hold FROM objects"
                                 " WHERE bucket = $1 AND key = $2", &p, &r,
                              "current version lookup");
     if (st != WH_OK)
@@ -61,6 +77,9 @@ static wh_status_t pg_cur(pg_conn_t *c, const char *bucket, const char *key, siz
         cur->seq = pg_i64(r, 0, 1);
         cur->dm = pg_i64(r, 0, 2) != 0;
         pg_copy(r, 0, 3, cur->etag, sizeof cur->etag);
+        cur->lock_mode = (int)pg_i64(r, 0, 4);
+        cur->lock_until = pg_i64(r, 0, 5);
+        cur->hold = pg_i64(r, 0, 6) != 0;
     }
     PQclear(r);
     return WH_OK;
@@ -85,15 +104,29 @@ static wh_status_t pg_cur_release(pg_conn_t *c, const char *bucket, const char *
     return st == WH_OK ? pg_chunks_drop(c, old->id) : st;
 }
 
+/* Removes the older version vid of the key; its data into *old. *found false: none.
+ * WH_ERR_AUTH when its lock forbids it (chk): read in this transaction (SERIALIZABLE: a
+ * concurrent lock change makes one of the two retry). */
 static wh_status_t pg_ver_take(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
-                               const char *vid, store_data_ref_t *old, bool *found, bool *dm)
+                               const char *vid, const pg_lockchk_t *chk, store_data_ref_t *old,
+                               bool *found, bool *dm)
 {
     pg_params_t p = {0};
     pp_obj(&p, bucket, key, klen);
     pp_text(&p, vid);
     PGresult *r;
     store_data_ref_clear(old);
-    wh_status_t st = pg_exec(c, "DELETE FROM versions WHERE bucket = $1 AND key = $2"
+    wh_status_t st = pg_exec(c, "SELECT lock_mode, lock_until, legal_hold FROM versions"
+                                " WHERE bucket = $1 AND key = $2 AND version_id = $3", &p, &r,
+                             "version lock lookup");
+    if (st != WH_OK)
+        return st;
+    if (PQntuples(r) > 0)
+        st = pg_lock_refuse(chk, (int)pg_i64(r, 0, 0), pg_i64(r, 0, 1), pg_i64(r, 0, 2) != 0);
+    PQclear(r);
+    if (st != WH_OK)
+        return st;
+    st = pg_exec(c, "DELETE FROM versions WHERE bucket = $1 AND key = $2"
                                 " AND version_id = $3 RETURNING data_id, dm", &p, &r,
                              "version delete");
     if (st != WH_OK)
@@ -125,12 +158,16 @@ static wh_status_t pg_make_room(pg_conn_t *c, const char *bucket, const char *ke
     snprintf(vid, STORE_VERSION_ID_MAX, "null");
     if (!cur->exists)
         return WH_OK;
+    /* Never a locked null version replaced (see meta_sqlite_ver.c's sq_make_room). */
+    pg_lockchk_t chk = {STORE_BYPASS_NONE, (int64_t)time(NULL), NULL};
     if (strcmp(cur->vid, "null") == 0)
-        return pg_cur_release(c, bucket, key, klen, old);
+        return (st = pg_lock_refuse(&chk, cur->lock_mode, cur->lock_until, cur->hold)) != WH_OK
+                   ? st
+                   : pg_cur_release(c, bucket, key, klen, old);
     if ((st = pg_exec_obj(c, PG_ARCHIVE, bucket, key, klen, "version archive")) != WH_OK)
         return st;
     bool found;
-    return pg_ver_take(c, bucket, key, klen, "null", old, &found, NULL);
+    return pg_ver_take(c, bucket, key, klen, "null", &chk, old, &found, NULL);
 }
 
 wh_status_t pg_obj_commit(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
@@ -172,7 +209,8 @@ static wh_status_t rd_get_from(pg_conn_t *c, pg_vget_arg_t *a, const char *table
     snprintf(sql, sizeof sql,
              "SELECT o.size, o.mtime, o.etag, o.content_type, o.user_meta, o.crc32c,"
              " o.crc64nvme, o.parts, o.data_id, o.owner, o.acl, o.version_id, o.seq, o.dm,"
-             " o.tags, o.part_sizes, o.sse, " PG_CHUNK_COLS
+             " o.tags, o.part_sizes, o.sse, o.lock_mode, o.lock_until, o.legal_hold, "
+             PG_CHUNK_COLS
              " FROM %s o LEFT JOIN chunks c ON c.data_id = o.data_id AND o.data_id <> ''"
              " WHERE o.bucket = $1 AND o.key = $2%s ORDER BY c.idx",
              table, a->vid ? " AND o.version_id = $3" : "");
@@ -252,8 +290,15 @@ static wh_status_t tx_versioning_set(void *conn, void *arg)
     pg_params_t p = {0};
     pp_text(&p, a->bucket);
     pp_i64(&p, *a->state);
-    return pg_exec(conn, "UPDATE buckets SET versioning = $2 WHERE name = $1", &p, NULL,
-                   "bucket versioning update");
+    PGresult *r;
+    st = pg_exec(conn, "UPDATE buckets SET versioning = $2 WHERE name = $1"
+                       " AND ($2 = 1 OR object_lock IS NULL) RETURNING 1", &p, &r,
+                 "bucket versioning update");
+    if (st != WH_OK)
+        return st;
+    st = PQntuples(r) == 1 ? WH_OK : WH_ERR_PRECONDITION; /* object lock keeps it Enabled */
+    PQclear(r);
+    return st;
 }
 
 wh_status_t pg_bucket_versioning_set(meta_t *m, const char *bucket, int state)
@@ -267,6 +312,7 @@ wh_status_t pg_bucket_versioning_set(meta_t *m, const char *bucket, int state)
 typedef struct {
     const char *bucket, *key, *vid;
     size_t klen;
+    int bypass;
     store_del_result_t *res;
     store_data_ref_t *old;
 } pg_vdel_arg_t;
@@ -286,10 +332,13 @@ static wh_status_t tx_delete_version(void *conn, void *arg)
     if (st != WH_OK)
         return st;
     static const char DEL[] = "DELETE FROM objects WHERE bucket = $1 AND key = $2";
+    /* The lock of the version this would destroy, read in the delete's own transaction. */
+    pg_lockchk_t chk = {a->bypass, (int64_t)time(NULL), res};
     if (!a->vid && state == STORE_VERSIONING_OFF) {
         if (!cur.exists)
             return WH_OK; /* nothing to delete: idempotent */
-        if ((st = pg_cur_release(c, a->bucket, a->key, a->klen, a->old)) != WH_OK)
+        if ((st = pg_lock_refuse(&chk, cur.lock_mode, cur.lock_until, cur.hold)) != WH_OK ||
+            (st = pg_cur_release(c, a->bucket, a->key, a->klen, a->old)) != WH_OK)
             return st;
         return pg_exec_obj(c, DEL, a->bucket, a->key, a->klen, "object delete");
     }
@@ -312,7 +361,8 @@ static wh_status_t tx_delete_version(void *conn, void *arg)
     snprintf(res->version_id, sizeof res->version_id, "%s", a->vid);
     if (cur.exists && strcmp(cur.vid, a->vid) == 0) {
         res->delete_marker = cur.dm;
-        if ((st = pg_cur_release(c, a->bucket, a->key, a->klen, a->old)) != WH_OK ||
+        if ((st = pg_lock_refuse(&chk, cur.lock_mode, cur.lock_until, cur.hold)) != WH_OK ||
+            (st = pg_cur_release(c, a->bucket, a->key, a->klen, a->old)) != WH_OK ||
             (st = pg_exec_obj(c, DEL, a->bucket, a->key, a->klen, "object delete")) != WH_OK)
             return st;
         /* The next newest version becomes current. */
@@ -325,18 +375,19 @@ static wh_status_t tx_delete_version(void *conn, void *arg)
                            a->bucket, a->key, a->klen, "version promote");
     }
     bool found = false;
-    st = pg_ver_take(c, a->bucket, a->key, a->klen, a->vid, a->old, &found, &res->delete_marker);
+    st = pg_ver_take(c, a->bucket, a->key, a->klen, a->vid, &chk, a->old, &found,
+                     &res->delete_marker);
     if (st == WH_OK && !found)
         res->version_id[0] = '\0';
     return st;
 }
 
 wh_status_t pg_object_delete_version(meta_t *m, const char *bucket, const char *key,
-                                     size_t klen, const char *version_id,
+                                     size_t klen, const char *version_id, int bypass,
                                      store_del_result_t *res, store_data_ref_t *old)
 {
     store_del_result_t dummy;
-    pg_vdel_arg_t a = {bucket, key, version_id, klen, res ? res : &dummy, old};
+    pg_vdel_arg_t a = {bucket, key, version_id, klen, bypass, res ? res : &dummy, old};
     memset(old, 0, sizeof *old);
     wh_status_t st = pg_write(PGM(m), tx_delete_version, &a);
     if (st != WH_OK)
@@ -463,4 +514,90 @@ wh_status_t pg_version_scan(meta_t *mm, const char *bucket, const void *from, si
     free(cur);
     pg_put(c);
     return st;
+}
+
+/* ---- Object Lock ---- */
+
+typedef struct {
+    const char *bucket, *key, *vid;
+    size_t klen;
+    const store_lock_set_t *req;
+    store_obj_meta_t *out;
+} pg_lock_arg_t;
+
+static wh_status_t tx_lock_set(void *conn, void *arg)
+{
+    pg_conn_t *c = conn;
+    pg_lock_arg_t *a = arg;
+    pg_cur_t cur;
+    wh_status_t st = pg_bucket_check(c, a->bucket);
+    if (st == WH_OK)
+        st = pg_cur(c, a->bucket, a->key, a->klen, &cur);
+    if (st != WH_OK)
+        return st;
+    bool on_cur = cur.exists && (!a->vid || strcmp(cur.vid, a->vid) == 0);
+    int mode = 0;
+    int64_t until = 0;
+    bool hold = false, dm = false;
+    if (on_cur) {
+        dm = cur.dm;
+        mode = cur.lock_mode;
+        until = cur.lock_until;
+        hold = cur.hold;
+    } else {
+        if (!a->vid)
+            return WH_ERR_NOT_FOUND;
+        pg_params_t p = {0};
+        pp_obj(&p, a->bucket, a->key, a->klen);
+        pp_text(&p, a->vid);
+        PGresult *r;
+        st = pg_exec(c, "SELECT dm, lock_mode, lock_until, legal_hold FROM versions"
+                        " WHERE bucket = $1 AND key = $2 AND version_id = $3", &p, &r,
+                     "version lock lookup");
+        if (st != WH_OK)
+            return st;
+        if (PQntuples(r) == 0) {
+            st = WH_ERR_NOT_FOUND;
+        } else {
+            dm = pg_i64(r, 0, 0) != 0;
+            mode = (int)pg_i64(r, 0, 1);
+            until = pg_i64(r, 0, 2);
+            hold = pg_i64(r, 0, 3) != 0;
+        }
+        PQclear(r);
+        if (st != WH_OK)
+            return st;
+    }
+    if (dm)
+        return WH_ERR_NOT_FOUND;
+    if ((st = meta_lock_change(a->req, &mode, &until, &hold)) != WH_OK)
+        return st;
+    pg_params_t p = {0};
+    pp_obj(&p, a->bucket, a->key, a->klen);
+    pp_i64(&p, mode);
+    pp_i64(&p, until);
+    pp_i64(&p, hold ? 1 : 0);
+    if (!on_cur)
+        pp_text(&p, a->vid);
+    st = pg_exec(c,
+                 on_cur ? "UPDATE objects SET lock_mode = $3, lock_until = $4, legal_hold = $5"
+                          " WHERE bucket = $1 AND key = $2 AND dm = 0"
+                        : "UPDATE versions SET lock_mode = $3, lock_until = $4, legal_hold = $5"
+                          " WHERE bucket = $1 AND key = $2 AND version_id = $6 AND dm = 0",
+                 &p, NULL, "version lock update");
+    if (st == WH_OK && a->out) {
+        a->out->lock_mode = mode;
+        a->out->lock_until = until;
+        a->out->legal_hold = hold;
+        snprintf(a->out->version_id, sizeof a->out->version_id, "%s", on_cur ? cur.vid : a->vid);
+    }
+    return st;
+}
+
+wh_status_t pg_object_lock_set(meta_t *m, const char *bucket, const char *key, size_t klen,
+                               const char *version_id, const store_lock_set_t *req,
+                               store_obj_meta_t *out)
+{
+    pg_lock_arg_t a = {bucket, key, version_id, klen, req, out};
+    return pg_write(PGM(m), tx_lock_set, &a);
 }

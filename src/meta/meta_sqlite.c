@@ -28,10 +28,11 @@ static const char *const META_SQL[S_COUNT] = {
     [S_BUCKET_HAS_OBJ] = "SELECT 1 FROM objects WHERE bucket = ?1 LIMIT 1",
     [S_OBJ_GET] = "SELECT " SQ_OBJ_COLS " FROM objects WHERE bucket = ?1 AND key = ?2",
     [S_OBJ_FILE] = "SELECT file_id FROM objects WHERE bucket = ?1 AND key = ?2",
-    [S_OBJ_CUR] = "SELECT version_id, seq, dm, etag FROM objects WHERE bucket = ?1 AND key = ?2",
+    [S_OBJ_CUR] = "SELECT version_id, seq, dm, etag, lock_mode, lock_until, legal_hold FROM objects"
+                  " WHERE bucket = ?1 AND key = ?2",
     [S_OBJ_UPSERT] = "INSERT OR REPLACE INTO objects(bucket, key, " SQ_OBJ_COLS ")"
                      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
-                     " ?16, ?17, ?18, ?19)",
+                     " ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
     [S_OBJ_DELETE] = "DELETE FROM objects WHERE bucket = ?1 AND key = ?2",
     [S_OBJ_LIST_GT] = "SELECT key, size, mtime, etag, owner FROM objects"
                       " WHERE bucket = ?1 AND key > ?2 AND dm = 0 ORDER BY key",
@@ -41,7 +42,8 @@ static const char *const META_SQL[S_COUNT] = {
                    " UNION ALL SELECT 1 FROM versions WHERE file_id = ?1"
                    " UNION ALL SELECT 1 FROM parts WHERE file_id = ?1 LIMIT 1",
     [S_VERSIONING_GET] = "SELECT versioning FROM buckets WHERE name = ?1",
-    [S_VERSIONING_SET] = "UPDATE buckets SET versioning = ?2 WHERE name = ?1",
+    [S_VERSIONING_SET] = "UPDATE buckets SET versioning = ?2 WHERE name = ?1"
+                         " AND (?2 = 1 OR object_lock IS NULL)",
     [S_OBJ_GET_VID] = "SELECT " SQ_OBJ_COLS " FROM objects"
                       " WHERE bucket = ?1 AND key = ?2 AND version_id = ?3",
     [S_VER_GET] = "SELECT " SQ_OBJ_COLS " FROM versions"
@@ -53,7 +55,7 @@ static const char *const META_SQL[S_COUNT] = {
                       " ORDER BY seq DESC LIMIT 1",
     [S_VER_DROP_PROMOTED] = "DELETE FROM versions WHERE bucket = ?1 AND key = ?2 AND seq ="
                             " (SELECT seq FROM objects WHERE bucket = ?1 AND key = ?2)",
-    [S_VER_FIND] = "SELECT file_id, dm FROM versions"
+    [S_VER_FIND] = "SELECT file_id, dm, lock_mode, lock_until, legal_hold FROM versions"
                    " WHERE bucket = ?1 AND key = ?2 AND version_id = ?3",
     [S_VER_DELETE] = "DELETE FROM versions WHERE bucket = ?1 AND key = ?2 AND version_id = ?3",
     [S_VER_SCAN_GT] = "SELECT key, version_id, dm, size, mtime, etag FROM objects"
@@ -72,9 +74,10 @@ static const char *const META_SQL[S_COUNT] = {
                     " ec_stripe FROM chunks WHERE data_id = ?1 ORDER BY idx",
     [S_CHUNK_DELETE] = "DELETE FROM chunks WHERE data_id = ?1",
     [S_UPLOAD_INSERT] = "INSERT INTO uploads(upload_id, bucket, key, initiated, content_type,"
-                        " user_meta, owner, acl, tags, sse)"
-                        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-    [S_UPLOAD_GET] = "SELECT initiated, content_type, user_meta, owner, acl, tags, sse FROM uploads"
+                        " user_meta, owner, acl, tags, sse, lock_mode, lock_until, legal_hold)"
+                        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    [S_UPLOAD_GET] = "SELECT initiated, content_type, user_meta, owner, acl, tags, sse, lock_mode,"
+                     " lock_until, legal_hold FROM uploads"
                      " WHERE upload_id = ?1 AND bucket = ?2 AND key = ?3",
     [S_UPLOAD_DELETE] = "DELETE FROM uploads WHERE upload_id = ?1",
     [S_UPLOAD_LIST] = "SELECT key, upload_id, initiated, owner FROM uploads"
@@ -94,11 +97,21 @@ static const char *const META_SQL[S_COUNT] = {
     [S_BUCKET_SET_PAB] = "UPDATE buckets SET pab = CAST(?2 AS INTEGER) WHERE name = ?1",
     [S_BUCKET_SET_OWNERSHIP] = "UPDATE buckets SET ownership = CAST(?2 AS INTEGER) WHERE name = ?1",
     [S_BUCKET_SET_LIFECYCLE] = "UPDATE buckets SET lifecycle = ?2 WHERE name = ?1",
+    /* Object lock only with versioning Enabled, and then never Suspended: both read in the
+     * transaction that changes the other. */
+    [S_BUCKET_SET_OBJECT_LOCK] = "UPDATE buckets SET object_lock = ?2 WHERE name = ?1"
+                                 " AND versioning = 1",
     [S_BUCKET_SET_ENCRYPTION] = "UPDATE buckets SET encryption = ?2 WHERE name = ?1",
-    [S_BUCKET_GET_ATTRS] = "SELECT tags, cors, pab, ownership, lifecycle, encryption"
-                            " FROM buckets WHERE name = ?1",
+    [S_BUCKET_GET_ATTRS] = "SELECT tags, cors, pab, ownership, lifecycle, object_lock, encryption"
+                           " FROM buckets WHERE name = ?1",
     [S_BUCKET_SET_ACL] = "UPDATE buckets SET acl = ?2 WHERE name = ?1",
     [S_BUCKET_SET_POLICY] = "UPDATE buckets SET policy = ?2 WHERE name = ?1",
+    [S_LOCK_CUR_SET] = "UPDATE objects SET lock_mode = ?3, lock_until = ?4, legal_hold = ?5"
+                       " WHERE bucket = ?1 AND key = ?2 AND dm = 0",
+    [S_LOCK_VER_GET] = "SELECT dm, lock_mode, lock_until, legal_hold FROM versions"
+                       " WHERE bucket = ?1 AND key = ?2 AND version_id = ?3",
+    [S_LOCK_VER_SET] = "UPDATE versions SET lock_mode = ?4, lock_until = ?5, legal_hold = ?6"
+                       " WHERE bucket = ?1 AND key = ?2 AND version_id = ?3 AND dm = 0",
     [S_OBJ_SET_ACL] = "UPDATE objects SET acl = ?3 WHERE bucket = ?1 AND key = ?2",
     [S_USER_INSERT] = "INSERT INTO users(name, user_id, canonical_id, created)"
                       " VALUES(?1, ?2, ?3, ?4)",
@@ -687,6 +700,7 @@ static const meta_ops_t SQ_OPS = {
     .bucket_versioning_set = sq_bucket_versioning_set,
     .object_get_version = sq_object_get_version,
     .object_delete_version = sq_object_delete_version,
+    .object_lock_set = sq_object_lock_set,
     .version_scan = sq_version_scan,
     .object_tags_set = sq_object_tags_set,
     .data_referenced = sq_data_referenced,

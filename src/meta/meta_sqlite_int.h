@@ -64,6 +64,7 @@ enum {
     S_BUCKET_SET_PAB,
     S_BUCKET_SET_OWNERSHIP,
     S_BUCKET_SET_LIFECYCLE,
+    S_BUCKET_SET_OBJECT_LOCK,
     S_BUCKET_SET_ENCRYPTION,
     S_BUCKET_GET_ATTRS,
     S_OBJ_SET_ACL,
@@ -84,6 +85,9 @@ enum {
     S_POLICY_LIST,
     S_POLICY_DELETE,
     S_POLICIES_DELETE_USER,
+    S_LOCK_CUR_SET,
+    S_LOCK_VER_GET,
+    S_LOCK_VER_SET,
     S_COUNT
 };
 
@@ -91,7 +95,7 @@ enum {
  * versions and delete markers); sq_obj_row reads them in this order. */
 #define SQ_OBJ_COLS                                                                        \
     "size, mtime, etag, content_type, user_meta, crc32c, crc64nvme, parts, file_id, owner, " \
-    "acl, version_id, seq, dm, tags, part_sizes, sse"
+    "acl, version_id, seq, dm, tags, part_sizes, sse, lock_mode, lock_until, legal_hold"
 
 /* One SQLite connection and its statements, used under its mutex. */
 typedef struct sq_conn {
@@ -242,8 +246,11 @@ wh_status_t sq_object_get_version(meta_t *m, const char *bucket, const char *key
                                   const char *version_id, store_obj_meta_t *meta,
                                   store_data_ref_t *ref);
 wh_status_t sq_object_delete_version(meta_t *m, const char *bucket, const char *key,
-                                     size_t klen, const char *version_id,
+                                     size_t klen, const char *version_id, int bypass,
                                      store_del_result_t *res, store_data_ref_t *old);
+wh_status_t sq_object_lock_set(meta_t *m, const char *bucket, const char *key, size_t klen,
+                              const char *version_id, const store_lock_set_t *req,
+                              store_obj_meta_t *out);
 wh_status_t sq_version_scan(meta_t *m, const char *bucket, const void *from, size_t flen,
                             bool inclusive, meta_version_fn fn, void *arg);
 wh_status_t sq_object_tags_set(meta_t *m, const char *bucket, const char *key, size_t klen,

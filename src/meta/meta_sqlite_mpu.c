@@ -35,6 +35,9 @@ static wh_status_t sq_upload_check(sq_conn_t *c, const char *bucket, const char 
         if (st == WH_OK && sqlite3_column_type(s, 6) != SQLITE_NULL &&
             !(meta->sse = sq_col_dup(s, 6)))
             st = WH_ERR_NOMEM;
+        meta->lock_mode = sqlite3_column_int(s, 7);
+        meta->lock_until = (int64_t)sqlite3_column_int64(s, 8);
+        meta->legal_hold = sqlite3_column_int(s, 9) != 0;
     }
     sq_done(s);
     return st;
@@ -67,6 +70,9 @@ static wh_status_t tx_upload_create(void *conn, void *arg)
     sq_bind_text_or_null(s, 8, a->meta ? a->meta->acl : NULL);
     sq_bind_text_or_null(s, 9, a->meta ? a->meta->tags : NULL);
     sq_bind_text_or_null(s, 10, a->meta ? a->meta->sse : NULL);
+    sqlite3_bind_int(s, 11, a->meta ? a->meta->lock_mode : 0);
+    sqlite3_bind_int64(s, 12, a->meta ? (sqlite3_int64)a->meta->lock_until : 0);
+    sqlite3_bind_int(s, 13, a->meta && a->meta->legal_hold ? 1 : 0);
     return sq_exec_stmt(c, s, "upload insert");
 }
 

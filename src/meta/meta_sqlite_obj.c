@@ -98,6 +98,9 @@ wh_status_t sq_obj_upsert(sq_conn_t *c, const char *bucket, const char *key, siz
     sq_bind_text_or_null(s, 17, meta->tags);
     sq_bind_text_or_null(s, 18, meta->part_sizes);
     sq_bind_text_or_null(s, 19, meta->sse);
+    sqlite3_bind_int(s, 20, meta->lock_mode);
+    sqlite3_bind_int64(s, 21, (sqlite3_int64)meta->lock_until);
+    sqlite3_bind_int(s, 22, meta->legal_hold ? 1 : 0);
     wh_status_t st = sq_exec_stmt(c, s, "object upsert");
     return st == WH_OK ? sq_chunks_put(c, ref) : st;
 }
@@ -142,6 +145,9 @@ wh_status_t sq_obj_row(sqlite3_stmt *s, store_obj_meta_t *meta, store_data_ref_t
     meta->tags = sq_col_dup(s, 14);
     meta->part_sizes = sq_col_dup(s, 15);
     meta->sse = sq_col_dup(s, 16);
+    meta->lock_mode = sqlite3_column_int(s, 17);
+    meta->lock_until = (int64_t)sqlite3_column_int64(s, 18);
+    meta->legal_hold = sqlite3_column_int(s, 19) != 0;
     /* sq_col_dup answers NULL for SQL NULL and on allocation failure: tell them apart. */
     static const int cols[] = {4, 10, 14, 15, 16};
     char *const got[] = {meta->user_meta_json, meta->acl, meta->tags, meta->part_sizes,
@@ -190,7 +196,7 @@ wh_status_t sq_object_put(meta_t *m, const char *bucket, const char *key, size_t
 wh_status_t sq_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
                              store_data_ref_t *old)
 {
-    return sq_object_delete_version(m, bucket, key, klen, NULL, NULL, old);
+    return sq_object_delete_version(m, bucket, key, klen, NULL, STORE_BYPASS_NONE, NULL, old);
 }
 
 wh_status_t sq_data_referenced(meta_t *mm, const char *id)

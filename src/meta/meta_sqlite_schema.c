@@ -134,8 +134,20 @@ static const char *const SQ_STEPS[] = {
     /* 7: the cluster's identity and damage tables are PostgreSQL's alone (no cluster runs on
      * SQLite); the step keeps the two version numbers in step. */
     "SELECT 1;",
-    /* 8: reserved for object lock (another branch); a no-op here. */
-    "SELECT 1;",
+    /* 8: Object Lock. Each version's retention (lock_mode: 0 none, 1 GOVERNANCE, 2
+     * COMPLIANCE; lock_until: seconds since the epoch) and legal hold (0/1), on current and
+     * older versions alike, and on an upload (what its completion gets). The bucket's
+     * ObjectLockConfiguration document (NULL: object lock not enabled). */
+    "ALTER TABLE objects ADD COLUMN lock_mode INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE objects ADD COLUMN lock_until INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE objects ADD COLUMN legal_hold INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE versions ADD COLUMN lock_mode INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE versions ADD COLUMN lock_until INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE versions ADD COLUMN legal_hold INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE uploads ADD COLUMN lock_mode INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE uploads ADD COLUMN lock_until INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE uploads ADD COLUMN legal_hold INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE buckets ADD COLUMN object_lock TEXT;",
     /* 9: encryption at rest. sse: NULL for bytes stored as sent, else the object's encryption
      * parameters (store/crypt.h: kind, salt, the sealed data key or the customer key's
      * verifier, part numbers); never a key in clear. An upload keeps them for its parts. */

@@ -16,7 +16,24 @@ typedef struct {
     char vid[STORE_VERSION_ID_MAX];
     int64_t seq;
     char etag[80];
+    int lock_mode;
+    int64_t lock_until;
+    bool hold;
 } sq_cur_t;
+
+/* The lock check of a transaction that would destroy a version: what may be bypassed, and
+ * where a refusal says why. */
+typedef struct {
+    int bypass;
+    int64_t now;
+    store_del_result_t *res;
+} sq_lockchk_t;
+
+/* WH_ERR_AUTH (res filled) when the version's lock forbids destroying it. */
+static wh_status_t sq_lock_refuse(const sq_lockchk_t *k, int mode, int64_t until, bool hold)
+{
+    return meta_lock_refuse(k->bypass, k->now, k->res, mode, until, hold);
+}
 
 static void sq_bind_obj(sqlite3_stmt *s, const char *bucket, const char *key, size_t klen)
 {
@@ -52,6 +69,9 @@ static wh_status_t sq_cur(sq_conn_t *c, const char *bucket, const char *key, siz
         cur->seq = sqlite3_column_int64(s, 1);
         cur->dm = sqlite3_column_int(s, 2) != 0;
         sq_col_copy(s, 3, cur->etag, sizeof cur->etag);
+        cur->lock_mode = sqlite3_column_int(s, 4);
+        cur->lock_until = (int64_t)sqlite3_column_int64(s, 5);
+        cur->hold = sqlite3_column_int(s, 6) != 0;
     } else if (rc != SQLITE_DONE) {
         st = sq_fail(c, rc, "current version lookup");
     }
@@ -76,9 +96,11 @@ static wh_status_t sq_cur_release(sq_conn_t *c, const char *bucket, const char *
     return st == WH_OK ? sq_chunks_drop(c, old->id) : st;
 }
 
-/* Removes the older version vid of the key; its data into *old. *found false: none. */
+/* Removes the older version vid of the key; its data into *old. *found false: none.
+ * WH_ERR_AUTH when its lock forbids it (chk). */
 static wh_status_t sq_ver_take(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
-                               const char *vid, store_data_ref_t *old, bool *found, bool *dm)
+                               const char *vid, const sq_lockchk_t *chk, store_data_ref_t *old,
+                               bool *found, bool *dm)
 {
     sqlite3_stmt *s = c->stmt[S_VER_FIND];
     sq_bind_obj(s, bucket, key, klen);
@@ -91,6 +113,10 @@ static wh_status_t sq_ver_take(sq_conn_t *c, const char *bucket, const char *key
         sq_col_copy(s, 0, old->id, sizeof old->id);
         if (dm)
             *dm = sqlite3_column_int(s, 1) != 0;
+        st = sq_lock_refuse(chk, sqlite3_column_int(s, 2), (int64_t)sqlite3_column_int64(s, 3),
+                            sqlite3_column_int(s, 4) != 0);
+        if (st != WH_OK)
+            store_data_ref_clear(old);
     } else if (rc != SQLITE_DONE) {
         st = sq_fail(c, rc, "version lookup");
     }
@@ -125,12 +151,17 @@ static wh_status_t sq_make_room(sq_conn_t *c, const char *bucket, const char *ke
     snprintf(vid, STORE_VERSION_ID_MAX, "null");
     if (!cur->exists)
         return WH_OK;
+    /* The null version is about to be replaced: never one that is locked (a bucket with
+     * object lock keeps versioning Enabled, so this holds only for rows of another state). */
+    sq_lockchk_t chk = {STORE_BYPASS_NONE, (int64_t)time(NULL), NULL};
     if (strcmp(cur->vid, "null") == 0)
-        return sq_cur_release(c, bucket, key, klen, old);
+        return (st = sq_lock_refuse(&chk, cur->lock_mode, cur->lock_until, cur->hold)) != WH_OK
+                   ? st
+                   : sq_cur_release(c, bucket, key, klen, old);
     if ((st = sq_exec_obj(c, S_VER_ARCHIVE, bucket, key, klen, "version archive")) != WH_OK)
         return st;
     bool found;
-    return sq_ver_take(c, bucket, key, klen, "null", old, &found, NULL);
+    return sq_ver_take(c, bucket, key, klen, "null", &chk, old, &found, NULL);
 }
 
 wh_status_t sq_obj_commit(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
@@ -229,7 +260,9 @@ static wh_status_t tx_versioning_set(void *conn, void *arg)
     sqlite3_stmt *s = c->stmt[S_VERSIONING_SET];
     sq_bind_text(s, 1, a->bucket);
     sqlite3_bind_int(s, 2, a->state);
-    return sq_exec_stmt(c, s, "bucket versioning update");
+    if ((st = sq_exec_stmt(c, s, "bucket versioning update")) != WH_OK)
+        return st;
+    return sqlite3_changes(c->db) == 1 ? WH_OK : WH_ERR_PRECONDITION; /* object lock */
 }
 
 wh_status_t sq_bucket_versioning_set(meta_t *m, const char *bucket, int state)
@@ -243,6 +276,7 @@ wh_status_t sq_bucket_versioning_set(meta_t *m, const char *bucket, int state)
 typedef struct {
     const char *bucket, *key, *vid;
     size_t klen;
+    int bypass;
     store_del_result_t *res;
     store_data_ref_t *old;
 } sq_vdel_arg_t;
@@ -261,10 +295,14 @@ static wh_status_t tx_delete_version(void *conn, void *arg)
         st = sq_cur(c, a->bucket, a->key, a->klen, &cur);
     if (st != WH_OK)
         return st;
+    /* The lock of the version this would destroy is read here, in the delete's own write
+     * transaction: a PutObjectRetention or legal hold cannot slip in between. */
+    sq_lockchk_t chk = {a->bypass, (int64_t)time(NULL), res};
     if (!a->vid && state == STORE_VERSIONING_OFF) {
         if (!cur.exists)
             return WH_OK; /* nothing to delete: idempotent */
-        if ((st = sq_cur_release(c, a->bucket, a->key, a->klen, a->old)) != WH_OK)
+        if ((st = sq_lock_refuse(&chk, cur.lock_mode, cur.lock_until, cur.hold)) != WH_OK ||
+            (st = sq_cur_release(c, a->bucket, a->key, a->klen, a->old)) != WH_OK)
             return st;
         return sq_exec_obj(c, S_OBJ_DELETE, a->bucket, a->key, a->klen, "object delete");
     }
@@ -289,7 +327,8 @@ static wh_status_t tx_delete_version(void *conn, void *arg)
     if (cur.exists && strcmp(cur.vid, a->vid) == 0) {
         /* The current version goes; the next newest (if any) becomes current. */
         res->delete_marker = cur.dm;
-        if ((st = sq_cur_release(c, a->bucket, a->key, a->klen, a->old)) != WH_OK ||
+        if ((st = sq_lock_refuse(&chk, cur.lock_mode, cur.lock_until, cur.hold)) != WH_OK ||
+            (st = sq_cur_release(c, a->bucket, a->key, a->klen, a->old)) != WH_OK ||
             (st = sq_exec_obj(c, S_OBJ_DELETE, a->bucket, a->key, a->klen, "object delete")) !=
                 WH_OK ||
             (st = sq_exec_obj(c, S_VER_PROMOTE, a->bucket, a->key, a->klen,
@@ -299,18 +338,19 @@ static wh_status_t tx_delete_version(void *conn, void *arg)
                            "promoted version delete");
     }
     bool found = false;
-    st = sq_ver_take(c, a->bucket, a->key, a->klen, a->vid, a->old, &found, &res->delete_marker);
+    st = sq_ver_take(c, a->bucket, a->key, a->klen, a->vid, &chk, a->old, &found,
+                     &res->delete_marker);
     if (st == WH_OK && !found)
         res->version_id[0] = '\0'; /* no such version: nothing deleted (idempotent) */
     return st;
 }
 
 wh_status_t sq_object_delete_version(meta_t *m, const char *bucket, const char *key,
-                                     size_t klen, const char *version_id,
+                                     size_t klen, const char *version_id, int bypass,
                                      store_del_result_t *res, store_data_ref_t *old)
 {
     store_del_result_t dummy;
-    sq_vdel_arg_t a = {bucket, key, version_id, klen, res ? res : &dummy, old};
+    sq_vdel_arg_t a = {bucket, key, version_id, klen, bypass, res ? res : &dummy, old};
     memset(old, 0, sizeof *old);
     wh_status_t st = sq_write(SQ(m), tx_delete_version, &a);
     if (st != WH_OK)
@@ -414,4 +454,82 @@ wh_status_t sq_version_scan(meta_t *mm, const char *bucket, const void *from, si
     sq_done(s);
     pthread_mutex_unlock(&c->lock);
     return st;
+}
+
+/* ---- Object Lock ---- */
+
+typedef struct {
+    const char *bucket, *key, *vid;
+    size_t klen;
+    const store_lock_set_t *req;
+    store_obj_meta_t *out;
+} sq_lock_arg_t;
+
+static wh_status_t tx_lock_set(void *conn, void *arg)
+{
+    sq_conn_t *c = conn;
+    sq_lock_arg_t *a = arg;
+    sq_cur_t cur;
+    wh_status_t st = sq_bucket_check(c, a->bucket);
+    if (st == WH_OK)
+        st = sq_cur(c, a->bucket, a->key, a->klen, &cur);
+    if (st != WH_OK)
+        return st;
+    bool on_cur = cur.exists && (!a->vid || strcmp(cur.vid, a->vid) == 0);
+    int mode = 0, dm = 0;
+    int64_t until = 0;
+    bool hold = false;
+    if (on_cur) {
+        dm = cur.dm;
+        mode = cur.lock_mode;
+        until = cur.lock_until;
+        hold = cur.hold;
+    } else {
+        if (!a->vid)
+            return WH_ERR_NOT_FOUND;
+        sqlite3_stmt *s = c->stmt[S_LOCK_VER_GET];
+        sq_bind_obj(s, a->bucket, a->key, a->klen);
+        sq_bind_text(s, 3, a->vid);
+        int rc = sqlite3_step(s);
+        st = rc == SQLITE_ROW ? WH_OK : rc == SQLITE_DONE ? WH_ERR_NOT_FOUND
+                                                          : sq_fail(c, rc, "version lock lookup");
+        if (st == WH_OK) {
+            dm = sqlite3_column_int(s, 0);
+            mode = sqlite3_column_int(s, 1);
+            until = (int64_t)sqlite3_column_int64(s, 2);
+            hold = sqlite3_column_int(s, 3) != 0;
+        }
+        sq_done(s);
+        if (st != WH_OK)
+            return st;
+    }
+    if (dm)
+        return WH_ERR_NOT_FOUND;
+    if ((st = meta_lock_change(a->req, &mode, &until, &hold)) != WH_OK)
+        return st;
+    sqlite3_stmt *s = c->stmt[on_cur ? S_LOCK_CUR_SET : S_LOCK_VER_SET];
+    sq_bind_obj(s, a->bucket, a->key, a->klen);
+    int i = 3;
+    if (!on_cur)
+        sq_bind_text(s, i++, a->vid);
+    sqlite3_bind_int(s, i++, mode);
+    sqlite3_bind_int64(s, i++, (sqlite3_int64)until);
+    sqlite3_bind_int(s, i, hold ? 1 : 0);
+    if ((st = sq_exec_stmt(c, s, "version lock update")) != WH_OK)
+        return st;
+    if (a->out) {
+        a->out->lock_mode = mode;
+        a->out->lock_until = until;
+        a->out->legal_hold = hold;
+        snprintf(a->out->version_id, sizeof a->out->version_id, "%s", on_cur ? cur.vid : a->vid);
+    }
+    return WH_OK;
+}
+
+wh_status_t sq_object_lock_set(meta_t *m, const char *bucket, const char *key, size_t klen,
+                               const char *version_id, const store_lock_set_t *req,
+                               store_obj_meta_t *out)
+{
+    sq_lock_arg_t a = {bucket, key, version_id, klen, req, out};
+    return sq_write(SQ(m), tx_lock_set, &a);
 }

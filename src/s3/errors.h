@@ -60,6 +60,9 @@
     X(S3_ERR_NO_SUCH_LIFECYCLE, "NoSuchLifecycleConfiguration", 404, "The lifecycle configuration does not exist") \
     X(S3_ERR_NO_SUCH_ENCRYPTION, "ServerSideEncryptionConfigurationNotFoundError", 404, "The server side encryption configuration was not found") \
     X(S3_ERR_MALFORMED_POST_REQUEST, "MalformedPOSTRequest", 400, "The body of your POST request is not well-formed multipart/form-data.") \
+    X(S3_ERR_INVALID_BUCKET_STATE, "InvalidBucketState", 409, "The request is not valid with the current state of the bucket.") \
+    X(S3_ERR_NO_SUCH_OBJECT_LOCK_CONFIG, "ObjectLockConfigurationNotFoundError", 404, "Object Lock configuration does not exist for this bucket") \
+    X(S3_ERR_NO_SUCH_OBJECT_LOCK, "NoSuchObjectLockConfiguration", 404, "The specified object does not have a ObjectLock configuration") \
     X(S3_ERR_INVALID_POLICY_DOCUMENT, "InvalidPolicyDocument", 400, "The content of the form does not meet the conditions specified in the policy document.")
 
 typedef enum {

@@ -2,12 +2,15 @@
  * GetBucketVersioning (objects are unversioned: the configuration is always empty). */
 #include "s3api/s3api.h"
 #include "base/codec.h"
+#include "base/log.h"
+#include "s3/object_lock.h"
 #include "s3/xml.h"
 
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static int bucket_name_cmp(const void *a, const void *b)
 {
@@ -137,6 +140,26 @@ int srv_bucket_create_begin(srv_req_t *r, srv_out_t *o)
     return 0; /* read the optional CreateBucketConfiguration */
 }
 
+/* x-amz-bucket-object-lock-enabled: true: the new bucket gets versioning Enabled and object
+ * lock (no default retention). If either cannot be stored the bucket is removed again, so a
+ * success always means a bucket with object lock. */
+static int bucket_lock_on_create(srv_req_t *r, srv_out_t *o)
+{
+    const char *h = srv_hdr(r, "x-amz-bucket-object-lock-enabled");
+    if (!h || strcasecmp(h, "true") != 0)
+        return 0;
+    s3_lock_config_t cfg = {0};
+    wh_status_t st = store_bucket_versioning_set(srv_st(r), srv_b(r), STORE_VERSIONING_ENABLED);
+    int ret = st == WH_OK ? srv_lock_enable(r, o, &cfg)
+                          : srv_err_status(r, o, st, "enabling the new bucket's versioning");
+    if (ret) {
+        wh_status_t ds = store_bucket_delete(srv_st(r), srv_b(r));
+        wh_warn("s3", "id=%s bucket %s made without its object lock; removed again (%s)", r->id,
+                srv_b(r), wh_status_str(ds));
+    }
+    return ret;
+}
+
 int srv_bucket_create_finish(srv_req_t *r, srv_out_t *o)
 {
     int ret = srv_body_md5_check(r, o);
@@ -169,6 +192,8 @@ int srv_bucket_create_finish(srv_req_t *r, srv_out_t *o)
     free(acl);
     if (st != WH_OK)
         return srv_err_status(r, o, st, "creating the bucket");
+    if ((ret = bucket_lock_on_create(r, o)))
+        return ret;
     char l[80];
     snprintf(l, sizeof l, "/%s", srv_b(r));
     srv_out_header(o, MHD_HTTP_HEADER_LOCATION, l);

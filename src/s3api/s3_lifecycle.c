@@ -41,7 +41,7 @@ struct srv_lc {
     bool stop, leader_logged;
     lc_cursor_t *cur;
     size_t ncur;
-    _Atomic uint64_t passes, objects, versions, markers, uploads, errors;
+    _Atomic uint64_t passes, objects, versions, markers, uploads, errors, locked;
 };
 
 static bool stopping(srv_lc_t *lc)
@@ -116,8 +116,18 @@ static bool rule_takes(lc_pass_t *p, const s3_lc_rule_t *r, const store_version_
 static void act_delete(lc_pass_t *p, const char *key, const char *vid, _Atomic uint64_t *ctr,
                        const char *why)
 {
-    wh_status_t s = store_object_delete_version(p->lc->st, p->bucket, key, vid, NULL);
+    store_del_result_t res;
+    memset(&res, 0, sizeof res);
+    wh_status_t s = store_object_delete_version(p->lc->st, p->bucket, key, vid, &res);
     p->acts++;
+    if (s == WH_ERR_AUTH && res.locked) {
+        /* A retention or legal hold keeps the version (read in the delete's transaction): it
+         * stays, as S3's lifecycle leaves locked versions, and a later pass tries again. */
+        atomic_fetch_add(&p->lc->locked, 1);
+        wh_debug(MOD, "locked, not expired: bucket=%s key=%s version=%s", p->bucket, key,
+                 vid ? vid : "current");
+        return;
+    }
     if (s != WH_OK) {
         atomic_fetch_add(&p->lc->errors, 1);
         wh_warn(MOD, "cannot %s bucket=%s key=%s version=%s: %s", why, p->bucket, key,
@@ -428,6 +438,9 @@ void srv_lc_metrics(srv_lc_t *lc, wh_sbuf_t *o)
          "Incomplete multipart uploads aborted by lifecycle.", offsetof(srv_lc_t, uploads)},
         {"wharf_lifecycle_errors_total", "Lifecycle actions or scans that failed.",
          offsetof(srv_lc_t, errors)},
+        {"wharf_lifecycle_locked_total",
+         "Expirations left undone because Object Lock keeps the version.",
+         offsetof(srv_lc_t, locked)},
     };
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
         _Atomic uint64_t *v = (_Atomic uint64_t *)((char *)lc + m[i].off);

@@ -193,6 +193,7 @@ void srv_object_headers(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, b
     wh_http_date(m->mtime, date);
     srv_out_header(o, MHD_HTTP_HEADER_LAST_MODIFIED, date);
     srv_out_header(o, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
+    srv_lock_headers(r, o, m);
     /* As S3: the object's checksums come back only when asked (x-amz-checksum-mode: ENABLED),
      * and only for the whole object. */
     const char *mode = srv_hdr(r, "x-amz-checksum-mode");

@@ -153,7 +153,7 @@ int srv_mpu_create(srv_req_t *r, srv_out_t *o)
     memset(&m, 0, sizeof m);
     char id[65];
     if ((ret = srv_meta_from_request(r, o, &m)) || (ret = srv_mpu_sum_request(r, o, &m)) ||
-        (ret = srv_tags_from_request(r, o, &m.tags))) {
+        (ret = srv_tags_from_request(r, o, &m.tags)) || (ret = srv_lock_from_request(r, o, &m))) {
         store_obj_meta_free(&m);
         return ret;
     }

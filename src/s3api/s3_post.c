@@ -328,6 +328,8 @@ static s3_err_t file_begin(srv_req_t *r, const s3_form_part_t *part)
     int ret = srv_meta_from_request(r, &o, &m);
     if (!ret)
         ret = srv_tags_from_request(r, &o, &m.tags);
+    if (!ret)
+        ret = srv_lock_from_request(r, &o, &m);
     store_obj_meta_free(&m);
     s3_sums_t want;
     if (ret || srv_sums_read(r, &o, &want) || srv_sums_start(r, &o))

@@ -80,6 +80,11 @@ int srv_bucket_versioning_put_finish(srv_req_t *r, srv_out_t *o)
                              "VersioningConfiguration with Status Enabled or Suspended");
     wh_status_t st = store_bucket_versioning_set(
         srv_st(r), srv_b(r), status == 1 ? STORE_VERSIONING_ENABLED : STORE_VERSIONING_SUSPENDED);
+    /* Object lock keeps versioning Enabled (the store reads it in the same transaction):
+     * suspending it would let a PUT replace a locked null version. */
+    if (st == WH_ERR_PRECONDITION)
+        return srv_err(o, S3_ERR_INVALID_BUCKET_STATE, "An Object Lock configuration is "
+                       "present on this bucket, so the versioning state cannot be changed.");
     if (st != WH_OK)
         return srv_err_status(r, o, st, "setting the bucket's versioning");
     return srv_ok(o, 200);

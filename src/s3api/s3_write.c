@@ -27,6 +27,8 @@ int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part)
         ret = srv_meta_from_request(r, o, &m);
         if (!ret)
             ret = srv_tags_from_request(r, o, &m.tags);
+        if (!ret)
+            ret = srv_lock_from_request(r, o, &m);
         store_obj_meta_free(&m);
         if (ret || (ret = srv_write_cond(r, o, &cond)))
             return ret;
@@ -100,6 +102,8 @@ int srv_put_commit(srv_req_t *r, srv_out_t *o, bool part, const s3_sums_t *want,
         int ret = srv_meta_from_request(r, o, &m);
         if (!ret)
             ret = srv_tags_from_request(r, o, &m.tags);
+        if (!ret)
+            ret = srv_lock_from_request(r, o, &m);
         if (ret || (ret = srv_write_cond(r, o, &cond))) {
             store_obj_meta_free(&m);
             return ret;
@@ -325,6 +329,8 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
         if ((ret = srv_acl_to_meta(r, o, &nm)))
             goto out;
     }
+    if ((ret = srv_lock_from_request(r, o, &nm)))
+        goto out;
     /* Copy exactly the version authorized above (sm), not whatever is current a moment
      * later; an unversioned key's "null" version can be replaced in between, so the bytes
      * copied are checked to be the authorized ones and the copy undone when not. */
@@ -347,8 +353,10 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
         goto out;
     }
     if (strcmp(out_m.etag, sm.etag) != 0 || out_m.size != sm.size) {
-        st = store_object_delete_version(srv_st(r), srv_b(r), srv_k(r),
-                                         out_m.version_id[0] ? out_m.version_id : "null", NULL);
+        /* Never acknowledged, so its own new lock does not keep it. */
+        st = store_object_delete_locked(srv_st(r), srv_b(r), srv_k(r),
+                                        out_m.version_id[0] ? out_m.version_id : "null",
+                                        STORE_BYPASS_ALL, NULL);
         wh_warn("s3", "id=%s copy source %s/%s changed after it was authorized; copy undone (%s)",
                 r->id, c.bucket, c.key, wh_status_str(st));
         ret = srv_err_raw(o, 409, "OperationAborted", "the copy source was replaced while it "
@@ -393,8 +401,17 @@ int srv_write_delete(srv_req_t *r, srv_out_t *o)
     if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)) ||
         (ret = srv_version_q(r, o, &vid)) || (ret = srv_delete_cond(r, o, srv_k(r), vid, NULL)))
         return ret;
+    int bypass;
+    if ((ret = srv_lock_bypass(r, o, srv_k(r), &bypass)))
+        return ret;
     store_del_result_t res;
-    wh_status_t st = store_object_delete_version(srv_st(r), srv_b(r), srv_k(r), vid, &res);
+    memset(&res, 0, sizeof res);
+    wh_status_t st = store_object_delete_locked(srv_st(r), srv_b(r), srv_k(r), vid, bypass, &res);
+    if (st == WH_ERR_AUTH && res.locked) {
+        char msg[sizeof o->msg];
+        srv_lock_refusal(&res, srv_k(r), vid, msg, sizeof msg);
+        return srv_err(o, S3_ERR_ACCESS_DENIED, msg);
+    }
     if (st != WH_OK && st != WH_ERR_NOT_FOUND)
         return srv_err_status(r, o, st, "deleting the object");
     if (st == WH_OK) {
@@ -455,11 +472,33 @@ int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o)
         }
         store_del_result_t res;
         memset(&res, 0, sizeof res);
+        int bypass = STORE_BYPASS_NONE;
+        if (vid && store_key_valid(k, kl) && srv_lock_bypass(r, &ko, k, &bypass)) {
+            wh_sbuf_puts(&b, "<Error>");
+            s3_xml_elem(&b, "Key", k);
+            s3_xml_elem(&b, "VersionId", vid);
+            s3_xml_elem(&b, "Code", ko.code ? ko.code : "InternalError");
+            s3_xml_elem(&b, "Message", ko.msg);
+            wh_sbuf_puts(&b, "</Error>");
+            continue;
+        }
         wh_status_t st = !store_key_valid(k, kl)                ? WH_ERR_INVALID
                          : vid && !store_version_id_valid(vid) ? WH_ERR_RANGE
-                                                                : store_object_delete_version(
+                                                                : store_object_delete_locked(
                                                                       srv_st(r), srv_b(r), k,
-                                                                      vid, &res);
+                                                                      vid, bypass, &res);
+        if (st == WH_ERR_AUTH && res.locked) {
+            char msg[sizeof ko.msg];
+            srv_lock_refusal(&res, k, vid, msg, sizeof msg);
+            wh_sbuf_puts(&b, "<Error>");
+            s3_xml_elem(&b, "Key", k);
+            if (vid)
+                s3_xml_elem(&b, "VersionId", vid);
+            s3_xml_elem(&b, "Code", "AccessDenied");
+            s3_xml_elem(&b, "Message", msg);
+            wh_sbuf_puts(&b, "</Error>");
+            continue;
+        }
         if (st == WH_OK || st == WH_ERR_NOT_FOUND) {
             if (!d.quiet) {
                 wh_sbuf_puts(&b, "<Deleted>");

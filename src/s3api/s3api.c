@@ -54,6 +54,8 @@ const srv_op_t srv_ops[] = {
     {BKT, "DELETE", "ownershipControls", NULL, NULL, false, SRV_API_DELETE_OWNERSHIP_CONTROLS, NONE_, false, srv_own_delete, NULL, "s3:PutBucketOwnershipControls", false},
     {BKT, "GET", "lifecycle", NULL, NULL, false, SRV_API_GET_BUCKET_LIFECYCLE, NONE_, false, srv_lc_get, NULL, "s3:GetLifecycleConfiguration", false},
     {BKT, "PUT", "lifecycle", NULL, NULL, false, SRV_API_PUT_BUCKET_LIFECYCLE, BUF_, false, srv_bconfig_put_begin, srv_lc_put_finish, "s3:PutLifecycleConfiguration", false},
+    {BKT, "GET", "object-lock", NULL, NULL, false, SRV_API_GET_OBJECT_LOCK_CONFIG, NONE_, false, srv_olc_get, NULL, "s3:GetBucketObjectLockConfiguration", false},
+    {BKT, "PUT", "object-lock", NULL, NULL, false, SRV_API_PUT_OBJECT_LOCK_CONFIG, BUF_, false, srv_bconfig_put_begin, srv_olc_put_finish, "s3:PutBucketObjectLockConfiguration", false},
     {BKT, "DELETE", "lifecycle", NULL, NULL, false, SRV_API_DELETE_BUCKET_LIFECYCLE, NONE_, false, srv_lc_delete, NULL, "s3:PutLifecycleConfiguration", false},
     /* A browser's CORS preflight: unsigned, decided by the bucket's CORS rules alone. */
     {BKT, "OPTIONS", NULL, NULL, NULL, false, SRV_API_CORS_PREFLIGHT, NONE_, false, srv_cors_preflight, NULL, NULL, false},
@@ -80,6 +82,11 @@ const srv_op_t srv_ops[] = {
     {OBJ, "GET", "tagging", NULL, NULL, false, SRV_API_GET_OBJECT_TAGGING, NONE_, false, srv_tagging_get, NULL, "s3:GetObjectTagging", false},
     {OBJ, "PUT", "tagging", NULL, NULL, false, SRV_API_PUT_OBJECT_TAGGING, BUF_, false, srv_tagging_put_begin, srv_tagging_put_finish, "s3:PutObjectTagging", false},
     {OBJ, "DELETE", "tagging", NULL, NULL, false, SRV_API_DELETE_OBJECT_TAGGING, NONE_, false, srv_tagging_delete, NULL, "s3:DeleteObjectTagging", false},
+    /* Object Lock: decided by policies (no ACL grants them, as in S3). */
+    {OBJ, "GET", "retention", NULL, NULL, false, SRV_API_GET_OBJECT_RETENTION, NONE_, false, srv_retention_get, NULL, "s3:GetObjectRetention", false},
+    {OBJ, "PUT", "retention", NULL, NULL, false, SRV_API_PUT_OBJECT_RETENTION, BUF_, false, srv_lock_obj_put_begin, srv_retention_put_finish, "s3:PutObjectRetention", false},
+    {OBJ, "GET", "legal-hold", NULL, NULL, false, SRV_API_GET_OBJECT_LEGAL_HOLD, NONE_, false, srv_legal_hold_get, NULL, "s3:GetObjectLegalHold", false},
+    {OBJ, "PUT", "legal-hold", NULL, NULL, false, SRV_API_PUT_OBJECT_LEGAL_HOLD, BUF_, false, srv_lock_obj_put_begin, srv_legal_hold_put_finish, "s3:PutObjectLegalHold", false},
     {OBJ, "GET", "attributes", NULL, NULL, false, SRV_API_GET_OBJECT_ATTRIBUTES, NONE_, false, srv_object_attributes, NULL, "s3:GetObjectAttributes", false},
     {OBJ, "GET", NULL, NULL, NULL, false, SRV_API_GET_OBJECT, NONE_, true, srv_read_object, NULL, "s3:GetObject", true},
     {OBJ, "HEAD", NULL, NULL, NULL, false, SRV_API_HEAD_OBJECT, NONE_, true, srv_read_object, NULL, "s3:GetObject", true},
@@ -330,16 +337,14 @@ static int refuse_unbuilt(srv_req_t *r, const srv_op_t *op, srv_out_t *o)
                                            "over HTTP"
                                          : "");
         }
-        if (strncmp(n, "x-amz-object-lock-", 18) == 0)
-            return srv_errf(o, S3_ERR_NOT_IMPLEMENTED,
-                            "object lock (header %s) is not implemented by wharfd: no "
-                            "retention or legal hold would be kept", n);
-        if (strcmp(n, "x-amz-bucket-object-lock-enabled") == 0 &&
-            op->api == SRV_API_CREATE_BUCKET && strcasecmp(r->hdrs[i].value, "false") != 0)
-            return srv_errf(o, S3_ERR_NOT_IMPLEMENTED,
-                            "object lock (x-amz-bucket-object-lock-enabled: %.16s) is not "
-                            "implemented by wharfd: create the bucket without it",
-                            r->hdrs[i].value);
+        /* Object lock headers set the lock of the version a write makes (s3_lock.c); on any
+         * other request they would be dropped unseen: refused instead. */
+        if (strncmp(n, "x-amz-object-lock-", 18) == 0 && op->api != SRV_API_PUT_OBJECT &&
+            op->api != SRV_API_COPY_OBJECT && op->api != SRV_API_CREATE_MPU &&
+            op->api != SRV_API_POST_OBJECT)
+            return srv_errf(o, S3_ERR_INVALID_REQUEST,
+                            "%s is taken by PutObject, CopyObject and CreateMultipartUpload "
+                            "only, not by %s", n, srv_api_name(op->api));
     }
     return 0;
 }

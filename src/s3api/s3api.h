@@ -14,6 +14,7 @@
  *   s3_authz.c  the authorization step (srv_authorize) and what it loads
  *   s3_acl.c    ?acl and ?policy, and the ACL a new bucket or object gets from its request
  *   s3_post.c   POST Object: the browser form upload (policy, form signature, streamed file)
+ *   s3_lock.c   Object Lock: the bucket's configuration, a version's retention and legal hold
  *
  * A handler never queues a response itself: it returns the HTTP status and fills a srv_out_t
  * (an S3 error with its message, or a success with its headers and body), and srv_s3_send
@@ -252,6 +253,29 @@ int srv_version_not_found(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m,
 int srv_part_range(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, uint64_t *off,
                    uint64_t *len, bool *ranged);
 
+/* ---- Object Lock (s3_lock.c) ------------------------------------------------------------ */
+
+struct s3_lock_config;
+/* The bucket's ObjectLockConfiguration (*enabled false: object lock is off). 0 or the error's
+ * status (NoSuchBucket). */
+int srv_lock_config_load(srv_req_t *r, srv_out_t *o, bool *enabled, struct s3_lock_config *cfg);
+/* Stores cfg as the bucket's configuration (CreateBucket, PutObjectLockConfiguration). */
+int srv_lock_enable(srv_req_t *r, srv_out_t *o, const struct s3_lock_config *cfg);
+/* The lock a new version gets (m's lock_mode, lock_until, legal_hold): the request's
+ * x-amz-object-lock-* headers, else the bucket's default retention. Headers on a bucket without
+ * object lock: 400 InvalidRequest. 0 or the error's status. */
+int srv_lock_from_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m);
+/* x-amz-object-lock-mode, -retain-until-date and -legal-hold of a GET/HEAD answer, each to a
+ * caller allowed s3:GetObjectRetention / s3:GetObjectLegalHold (as S3). */
+void srv_lock_headers(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m);
+/* x-amz-bypass-governance-retention: true of a request whose caller is allowed
+ * s3:BypassGovernanceRetention on key: *bypass STORE_BYPASS_GOVERNANCE, else NONE (a caller
+ * without the permission bypasses nothing). 0, or the status of an error other than a denial. */
+int srv_lock_bypass(srv_req_t *r, srv_out_t *o, const char *key, int *bypass);
+/* The AccessDenied message of a delete that res says a lock refused. */
+void srv_lock_refusal(const store_del_result_t *res, const char *key, const char *vid,
+                      char *msg, size_t n);
+
 /* s3_tagging.c: x-amz-tagging of a write in the canonical stored form (*tags NULL: none). */
 int srv_tags_from_request(srv_req_t *r, srv_out_t *o, char **tags);
 void srv_out_tag_count(srv_out_t *o, const char *tags);
@@ -356,6 +380,15 @@ int srv_mpu_complete_finish(srv_req_t *r, srv_out_t *o);
 int srv_mpu_abort(srv_req_t *r, srv_out_t *o);
 int srv_mpu_list_parts(srv_req_t *r, srv_out_t *o);
 int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o);
+
+/* s3_lock.c: the Object Lock sub-resources. */
+int srv_olc_get(srv_req_t *r, srv_out_t *o);
+int srv_olc_put_finish(srv_req_t *r, srv_out_t *o);
+int srv_lock_obj_put_begin(srv_req_t *r, srv_out_t *o);
+int srv_retention_get(srv_req_t *r, srv_out_t *o);
+int srv_retention_put_finish(srv_req_t *r, srv_out_t *o);
+int srv_legal_hold_get(srv_req_t *r, srv_out_t *o);
+int srv_legal_hold_put_finish(srv_req_t *r, srv_out_t *o);
 
 /* iam.c: the IAM API (users, access keys, inline user policies). */
 int srv_iam_begin(srv_req_t *r, srv_out_t *o);

@@ -511,6 +511,7 @@ wh_status_t store_object_open_version(store_t *st, const char *bucket, const cha
 
 typedef struct {
     const char *bucket, *key, *version_id;
+    int bypass;
     store_del_result_t *res;
     store_data_ref_t old;
 } store_del_arg_t;
@@ -520,7 +521,7 @@ static wh_status_t store_object_delete_fn(store_t *st, void *arg)
     store_del_arg_t *a = arg;
     /* Only the data of a removed version comes back: an archived one keeps its bytes. */
     wh_status_t s = meta_object_delete_version(st->meta, a->bucket, a->key, strlen(a->key),
-                                               a->version_id, a->res, &a->old);
+                                               a->version_id, a->bypass, a->res, &a->old);
     if (s == WH_OK)
         store_release(st, &a->old);
     store_data_ref_clear(&a->old);
@@ -535,12 +536,20 @@ wh_status_t store_object_delete(store_t *st, const char *bucket, const char *key
 wh_status_t store_object_delete_version(store_t *st, const char *bucket, const char *key,
                                         const char *version_id, store_del_result_t *res)
 {
+    return store_object_delete_locked(st, bucket, key, version_id, STORE_BYPASS_NONE, res);
+}
+
+wh_status_t store_object_delete_locked(store_t *st, const char *bucket, const char *key,
+                                       const char *version_id, int bypass,
+                                       store_del_result_t *res)
+{
     store_del_arg_t a;
     store_del_result_t dummy;
     memset(&a, 0, sizeof a);
     a.bucket = bucket;
     a.key = key;
     a.version_id = version_id;
+    a.bypass = bypass;
     a.res = res ? res : &dummy;
     return store_run_freeing(st, store_object_delete_fn, &a);
 }
@@ -650,6 +659,10 @@ wh_status_t store_object_copy_sse(store_t *st, const char *sbucket, const char *
         snprintf(nm.owner, sizeof nm.owner, "%s", replace_meta->owner);
         nm.acl = replace_meta->acl;
     }
+    /* The copy's lock is what the request set (replace_meta), never the source's. */
+    nm.lock_mode = replace_meta ? replace_meta->lock_mode : STORE_LOCK_NONE;
+    nm.lock_until = replace_meta ? replace_meta->lock_until : 0;
+    nm.legal_hold = replace_meta ? replace_meta->legal_hold : false;
     nm.mtime = time(NULL);
     s = store_writer_finish(w, &ref);
     if (s != WH_OK)

@@ -87,7 +87,8 @@ wh_status_t store_bucket_auth_get(store_t *st, const char *bucket, store_bucket_
 wh_status_t store_bucket_set_acl(store_t *st, const char *bucket, const char *acl);
 wh_status_t store_bucket_set_policy(store_t *st, const char *bucket, const char *policy);
 /* A bucket configuration (store_battr_t, data/types.h): value NULL removes it; *out NULL when
- * unset. WH_ERR_NOT_FOUND: no such bucket. */
+ * unset. WH_ERR_NOT_FOUND: no such bucket (and for STORE_BATTR_OBJECT_LOCK: a bucket whose
+ * versioning is not Enabled, checked in the same transaction). */
 wh_status_t store_bucket_attr_set(store_t *st, const char *bucket, store_battr_t which,
                                   const char *value);
 wh_status_t store_bucket_attr_get(store_t *st, const char *bucket, store_battr_t which,
@@ -177,7 +178,8 @@ wh_status_t store_object_delete(store_t *st, const char *bucket, const char *key
 /* ---- versions (versions.c) ---- */
 wh_status_t store_bucket_versioning_get(store_t *st, const char *bucket,
                                         store_versioning_t *out); /* NOT_FOUND: bucket */
-/* ENABLED or SUSPENDED only (WH_ERR_INVALID otherwise). NOT_FOUND: bucket. */
+/* ENABLED or SUSPENDED only (WH_ERR_INVALID otherwise). NOT_FOUND: bucket. PRECONDITION:
+ * SUSPENDED on a bucket with object lock. */
 wh_status_t store_bucket_versioning_set(store_t *st, const char *bucket, store_versioning_t v);
 /* As store_object_open / store_object_reader, of one version (version_id NULL: the current).
  * When that version is a delete marker the answer is WH_ERR_NOT_FOUND with meta->delete_marker
@@ -194,6 +196,16 @@ wh_status_t store_object_reader_version(store_t *st, const char *bucket, const c
  * to delete. res may be NULL. */
 wh_status_t store_object_delete_version(store_t *st, const char *bucket, const char *key,
                                         const char *version_id, store_del_result_t *res);
+/* store_object_delete_version, passing over the locks bypass (STORE_BYPASS_*) names: a
+ * version that its lock keeps answers WH_ERR_AUTH with res->locked saying why (the check is
+ * made in the delete's metadata transaction). store_object_delete_version bypasses nothing. */
+wh_status_t store_object_delete_locked(store_t *st, const char *bucket, const char *key,
+                                       const char *version_id, int bypass,
+                                       store_del_result_t *res);
+/* Changes one version's retention and legal hold (meta.h, object_lock_set). */
+wh_status_t store_object_lock_set(store_t *st, const char *bucket, const char *key,
+                                  const char *version_id, const store_lock_set_t *req,
+                                  store_obj_meta_t *out);
 /* store_object_copy from one version of the source (NULL: the current). */
 wh_status_t store_object_copy_version(store_t *st, const char *sbucket, const char *skey,
                                       const char *sversion, const char *dbucket,
@@ -210,7 +222,8 @@ wh_status_t store_version_list(store_t *st, const char *bucket, const store_vers
 wh_status_t store_object_set_acl(store_t *st, const char *bucket, const char *key,
                                  const char *acl);
 /* Server-side copy (new file, same bytes). meta: NULL = copy metadata (the source's owner, and
- * the default ACL: S3 never copies an ACL); else replace it, owner and acl included. */
+ * the default ACL: S3 never copies an ACL); else replace it, owner, acl and the lock
+ * (lock_mode, lock_until, legal_hold) included. The source's lock is never copied. */
 wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey,
                               const char *dbucket, const char *dkey,
                               const store_obj_meta_t *replace_meta, store_obj_meta_t *out_meta);

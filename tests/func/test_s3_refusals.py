@@ -6,8 +6,7 @@ that a request is what it claims, against a real wharfd with boto3 and raw signe
   UploadPart: 400 InvalidRequest (the key would travel in clear), nothing stored; SSE-KMS
   (x-amz-server-side-encryption: aws:kms): 501 NotImplemented, nothing stored. (SSE-C over
   https and SSE-S3 are served: tests/func/test_sse.py.)
-- Object lock: CreateBucket with x-amz-bucket-object-lock-enabled: true and PutObject with
-  x-amz-object-lock-*: 501, no bucket or object made.
+- Object lock is served now: its refusals are in test_object_lock.py.
 - Conditional deletes: DeleteObject with If-Match (412 PreconditionFailed on another ETag, 404
   NoSuchKey on a missing key), x-amz-if-match-size and x-amz-if-match-last-modified-time;
   DeleteObjects' per-key <ETag>.
@@ -16,7 +15,6 @@ that a request is what it claims, against a real wharfd with boto3 and raw signe
 - A request signed for another region: 400 AuthorizationHeaderMalformed naming the expected
   region (AuthorizationQueryParametersError for a presigned URL); the IAM API takes us-east-1.
 """
-import datetime
 import hashlib
 import urllib.error
 import urllib.request
@@ -121,34 +119,6 @@ def test_sse_kms_is_refused(s3, bucket, kw):
     assert _status(ei) == 501
     assert not s3.list_objects_v2(Bucket=bucket).get("Contents")
     assert not s3.list_multipart_uploads(Bucket=bucket).get("Uploads")
-
-
-# ---- object lock -----------------------------------------------------------------------------
-
-def test_object_lock_bucket_is_refused(s3):
-    b = unique_bucket("lock")
-    with pytest.raises(ClientError) as ei:
-        s3.create_bucket(Bucket=b, ObjectLockEnabledForBucket=True)
-    assert _status(ei) == 501 and _code(ei) == "NotImplemented"
-    assert "object lock" in ei.value.response["Error"]["Message"]
-    with pytest.raises(ClientError) as ei:
-        s3.head_bucket(Bucket=b)
-    assert _status(ei) == 404
-    s3.create_bucket(Bucket=b, ObjectLockEnabledForBucket=False)  # false: a plain bucket
-    s3.delete_bucket(Bucket=b)
-
-
-@pytest.mark.parametrize("kw", [
-    {"ObjectLockMode": "GOVERNANCE",
-     "ObjectLockRetainUntilDate": datetime.datetime(2030, 1, 1)},
-    {"ObjectLockLegalHoldStatus": "ON"}])
-def test_object_lock_on_put_is_refused(s3, bucket, kw):
-    with pytest.raises(ClientError) as ei:
-        s3.put_object(Bucket=bucket, Key="locked", Body=b"x", **kw)
-    assert _status(ei) == 501 and _code(ei) == "NotImplemented"
-    with pytest.raises(ClientError) as ei:
-        s3.head_object(Bucket=bucket, Key="locked")
-    assert _status(ei) == 404
 
 
 # ---- conditional deletes ---------------------------------------------------------------------

@@ -1,7 +1,9 @@
 /* Versions in the store: versioning states, archive/replace/remove on commit and delete, the
  * null version, delete markers, reads by version id, the version listing (paging, prefix,
  * delimiter) against a reference, tags per version, and that only a removed version's bytes
- * are released. Runs on SQLite and (as unit/store/test_versions/pg) on PostgreSQL. */
+ * are released; Object Lock: a version's retention and legal hold kept by the metadata
+ * transaction of every delete or replace that would destroy it, and the rules of changing it.
+ * Runs on SQLite and (as unit/store/test_versions/pg) on PostgreSQL. */
 #include "base/log.h"
 #include "helpers.h"
 
@@ -259,11 +261,134 @@ static void test_listing(void)
     th_rmdir(dir);
 }
 
+/* Commits body as key with the given lock; the new version id into vid. */
+static wh_status_t put_locked(store_t *st, const char *key, const char *body, int mode,
+                              int64_t until, bool hold, char vid[STORE_VERSION_ID_MAX])
+{
+    store_writer_t *w = NULL;
+    wh_status_t s = store_writer_open(st, &w);
+    if (s != WH_OK)
+        return s;
+    if ((s = store_writer_write(w, body, strlen(body))) != WH_OK) {
+        store_writer_abort(w);
+        return s;
+    }
+    store_obj_meta_t m;
+    memset(&m, 0, sizeof m);
+    m.lock_mode = mode;
+    m.lock_until = until;
+    m.legal_hold = hold;
+    s = store_writer_commit(w, BKT, key, &m);
+    if (s == WH_OK && vid)
+        snprintf(vid, STORE_VERSION_ID_MAX, "%s", m.version_id);
+    store_obj_meta_free(&m);
+    return s;
+}
+
+static void test_object_lock(void)
+{
+    char *dir = th_mkdtemp();
+    store_t *st = NULL;
+    CHECK(th_store_open(dir, &st) == WH_OK);
+    CHECK(store_bucket_create(st, BKT) == WH_OK);
+    CHECK(store_bucket_versioning_set(st, BKT, STORE_VERSIONING_ENABLED) == WH_OK);
+    int64_t now = (int64_t)time(NULL), later = now + 3600;
+    char g[STORE_VERSION_ID_MAX], c[STORE_VERSION_ID_MAX], h[STORE_VERSION_ID_MAX];
+    char f[STORE_VERSION_ID_MAX];
+    CHECK(put_locked(st, "k", "gov", STORE_LOCK_GOVERNANCE, later, false, g) == WH_OK);
+    CHECK(put_locked(st, "k", "comp", STORE_LOCK_COMPLIANCE, later, false, c) == WH_OK);
+    CHECK(put_locked(st, "k", "hold", STORE_LOCK_NONE, 0, true, h) == WH_OK);
+    CHECK(put_locked(st, "k", "free", STORE_LOCK_NONE, 0, false, f) == WH_OK);
+    /* The lock comes back on reads, of older versions too. */
+    store_obj_meta_t m;
+    CHECK(store_object_open_version(st, BKT, "k", c, &m, NULL) == WH_OK);
+    CHECK(m.lock_mode == STORE_LOCK_COMPLIANCE && m.lock_until == later && !m.legal_hold);
+    store_obj_meta_free(&m);
+    CHECK(store_object_open_version(st, BKT, "k", h, &m, NULL) == WH_OK);
+    CHECK(m.lock_mode == STORE_LOCK_NONE && m.legal_hold);
+    store_obj_meta_free(&m);
+    /* Deletes of a locked version are refused in their transaction, and say why. */
+    store_del_result_t res;
+    memset(&res, 0, sizeof res);
+    CHECK(store_object_delete_version(st, BKT, "k", g, &res) == WH_ERR_AUTH);
+    CHECK(res.locked == STORE_LOCK_BY_RETENTION && res.lock_mode == STORE_LOCK_GOVERNANCE &&
+          res.lock_until == later);
+    CHECK(store_object_delete_locked(st, BKT, "k", c, STORE_BYPASS_GOVERNANCE, &res) ==
+          WH_ERR_AUTH);
+    CHECK(res.lock_mode == STORE_LOCK_COMPLIANCE);
+    memset(&res, 0, sizeof res);
+    CHECK(store_object_delete_locked(st, BKT, "k", h, STORE_BYPASS_GOVERNANCE, &res) ==
+          WH_ERR_AUTH);
+    CHECK(res.locked == STORE_LOCK_BY_HOLD);
+    check_body(st, "k", g, "gov");
+    check_body(st, "k", c, "comp");
+    check_body(st, "k", h, "hold");
+    /* A delete without a version id only adds a delete marker; the unlocked one goes. */
+    CHECK(store_object_delete_version(st, BKT, "k", NULL, &res) == WH_OK && res.delete_marker);
+    CHECK(store_object_delete_version(st, BKT, "k", f, NULL) == WH_OK);
+    CHECK(store_object_delete_locked(st, BKT, "k", g, STORE_BYPASS_GOVERNANCE, NULL) == WH_OK);
+    /* Changing a lock: COMPLIANCE only longer, GOVERNANCE shorter with the bypass. */
+    store_lock_set_t rq = {.set_retention = true, .mode = STORE_LOCK_COMPLIANCE,
+                           .until = later - 60, .bypass = true, .now = now};
+    CHECK(store_object_lock_set(st, BKT, "k", c, &rq, NULL) == WH_ERR_AUTH);
+    rq.mode = STORE_LOCK_GOVERNANCE;
+    rq.until = later + 60;
+    CHECK(store_object_lock_set(st, BKT, "k", c, &rq, NULL) == WH_ERR_AUTH);
+    rq.mode = STORE_LOCK_NONE;
+    CHECK(store_object_lock_set(st, BKT, "k", c, &rq, NULL) == WH_ERR_AUTH);
+    rq.mode = STORE_LOCK_COMPLIANCE;
+    rq.until = later + 60;
+    rq.bypass = false;
+    memset(&m, 0, sizeof m);
+    CHECK(store_object_lock_set(st, BKT, "k", c, &rq, &m) == WH_OK);
+    CHECK(m.lock_until == later + 60 && strcmp(m.version_id, c) == 0);
+    /* A hold set on an older version keeps it; released, it does not. */
+    char o[STORE_VERSION_ID_MAX];
+    CHECK(put_locked(st, "o", "old", STORE_LOCK_NONE, 0, false, o) == WH_OK);
+    CHECK(put_locked(st, "o", "new", STORE_LOCK_GOVERNANCE, later, false, NULL) == WH_OK);
+    store_lock_set_t hold = {.set_hold = true, .hold = true, .now = now};
+    CHECK(store_object_lock_set(st, BKT, "o", o, &hold, NULL) == WH_OK);
+    CHECK(store_object_delete_version(st, BKT, "o", o, NULL) == WH_ERR_AUTH);
+    hold.hold = false;
+    CHECK(store_object_lock_set(st, BKT, "o", o, &hold, NULL) == WH_OK);
+    /* The current version: GOVERNANCE shortened with the bypass, then it may go. */
+    store_lock_set_t gs = {.set_retention = true, .mode = STORE_LOCK_GOVERNANCE,
+                           .until = now + 1, .now = now};
+    CHECK(store_object_lock_set(st, BKT, "o", NULL, &gs, NULL) == WH_ERR_AUTH);
+    gs.bypass = true;
+    CHECK(store_object_lock_set(st, BKT, "o", NULL, &gs, NULL) == WH_OK);
+    CHECK(store_object_delete_version(st, BKT, "o", o, NULL) == WH_OK);
+    /* No such version, a delete marker: NOT_FOUND. */
+    CHECK(store_object_lock_set(st, BKT, "o", "0123456789abcdef0123456789abcdef", &hold, NULL) ==
+          WH_ERR_NOT_FOUND);
+    CHECK(store_object_lock_set(st, BKT, "k", NULL, &hold, NULL) == WH_ERR_NOT_FOUND);
+    /* A locked null version (Suspended) is never replaced by a later write. */
+    CHECK(store_bucket_versioning_set(st, BKT, STORE_VERSIONING_SUSPENDED) == WH_OK);
+    CHECK(put_locked(st, "n", "null one", STORE_LOCK_COMPLIANCE, later, false, NULL) == WH_OK);
+    CHECK(put_locked(st, "n", "replacer", STORE_LOCK_NONE, 0, false, NULL) == WH_ERR_AUTH);
+    check_body(st, "n", "null", "null one");
+    /* Every lock passed over only to undo a write never acknowledged. */
+    CHECK(store_object_delete_locked(st, BKT, "n", "null", STORE_BYPASS_ALL, NULL) == WH_OK);
+    /* Object lock only on a bucket whose versioning is Enabled, which then stays so. */
+    CHECK(store_bucket_create(st, "lkb2") == WH_OK);
+    CHECK(store_bucket_attr_set(st, "lkb2", STORE_BATTR_OBJECT_LOCK, "x") == WH_ERR_NOT_FOUND);
+    CHECK(store_bucket_versioning_set(st, "lkb2", STORE_VERSIONING_ENABLED) == WH_OK);
+    CHECK(store_bucket_attr_set(st, "lkb2", STORE_BATTR_OBJECT_LOCK, "x") == WH_OK);
+    CHECK(store_bucket_versioning_set(st, "lkb2", STORE_VERSIONING_SUSPENDED) ==
+          WH_ERR_PRECONDITION);
+    CHECK(store_bucket_versioning_set(st, "lkb2", STORE_VERSIONING_ENABLED) == WH_OK);
+    store_versioning_t vs;
+    CHECK(store_bucket_versioning_get(st, "lkb2", &vs) == WH_OK && vs == STORE_VERSIONING_ENABLED);
+    store_close(st);
+    th_rmdir(dir);
+}
+
 int main(void)
 {
     wh_log_set_level(WH_LOG_ERROR);
     RUN(test_states_and_versions);
     RUN(test_tags_and_parts);
     RUN(test_listing);
+    RUN(test_object_lock);
     return check_done();
 }
