@@ -303,11 +303,11 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
     /* Onto itself only with a change: new metadata or tags, or an older version restored. */
     /* srv_copy_src_parse returned 0, so
      * c.bucket is set; the analyzer cannot see that srv_err (s3api.c) returns an HTTP status */
+    bool sse_change = srv_hdr(r, "x-amz-server-side-encryption") ||
+                      srv_hdr(r, "x-amz-server-side-encryption-customer-algorithm");
     /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker) */
-    if (!replace && !tags_replace && !c.version_id[0] && !srv_hdr(r, "x-amz-server-side-encryption") &&
-        !srv_hdr(r, "x-amz-server-side-encryption-customer-algorithm") &&
-        strcmp(c.bucket, srv_b(r)) == 0 &&
-        strcmp(c.key, srv_k(r)) == 0) {
+    bool onto_itself = strcmp(c.bucket, srv_b(r)) == 0 && strcmp(c.key, srv_k(r)) == 0;
+    if (!replace && !tags_replace && !c.version_id[0] && !sse_change && onto_itself) {
         ret = srv_err(o, S3_ERR_INVALID_REQUEST,
                       "This copy request is illegal because it is trying to copy an object to "
                       "itself without changing the object's metadata, storage class, website "

@@ -15,7 +15,9 @@
 #include <string.h>
 
 #define MOD "store"
-#define SSE_MAGIC "WSE1"
+/* The header's first 4 bytes (no NUL is stored). */
+static const char SSE_MAGIC[4] = "WSE1";
+#define SSE_MAGIC_LEN sizeof SSE_MAGIC
 #define SSE_IV_LEN 12
 #define SSE_STORED_SEG ((uint64_t)STORE_SSE_SEG + STORE_SSE_TAG)
 
@@ -68,14 +70,16 @@ void store_sse_c_derive(const uint8_t ckey[STORE_SSE_KEY_LEN],
                         const uint8_t salt[STORE_SSE_SALT_LEN], uint8_t key[STORE_SSE_KEY_LEN],
                         char verifier[65])
 {
+    /* The two labels, without their NULs (they are hashed as bytes). */
+    static const char verify_label[18] = "wharf-sse-c-verify", data_label[16] = "wharf-sse-c-data";
     uint8_t msg[32 + STORE_SSE_SALT_LEN], v[WH_SHA256_LEN];
-    memcpy(msg, "wharf-sse-c-verify", 18);
-    memcpy(msg + 18, salt, STORE_SSE_SALT_LEN);
-    wh_hmac_sha256(ckey, STORE_SSE_KEY_LEN, msg, 18 + STORE_SSE_SALT_LEN, v);
+    memcpy(msg, verify_label, sizeof verify_label);
+    memcpy(msg + sizeof verify_label, salt, STORE_SSE_SALT_LEN);
+    wh_hmac_sha256(ckey, STORE_SSE_KEY_LEN, msg, sizeof verify_label + STORE_SSE_SALT_LEN, v);
     wh_hex_encode(v, sizeof v, verifier);
-    memcpy(msg, "wharf-sse-c-data", 16);
-    memcpy(msg + 16, salt, STORE_SSE_SALT_LEN);
-    wh_hmac_sha256(ckey, STORE_SSE_KEY_LEN, msg, 16 + STORE_SSE_SALT_LEN, key);
+    memcpy(msg, data_label, sizeof data_label);
+    memcpy(msg + sizeof data_label, salt, STORE_SSE_SALT_LEN);
+    wh_hmac_sha256(ckey, STORE_SSE_KEY_LEN, msg, sizeof data_label + STORE_SSE_SALT_LEN, key);
 }
 
 uint64_t store_sse_blob_size(uint64_t n)
@@ -110,8 +114,10 @@ static wh_status_t sse_blobs(const store_obj_meta_t *m, const store_sse_t *sse, 
             size_t pl = strcspn(p, ","), ql = q ? strcspn(q, ",") : 0;
             uint64_t num = 0;
             if (!q || !pl || !ql || wh_parse_u64(p, pl, &num) != 0 || num > STORE_MAX_PARTS ||
-                wh_parse_u64(q, ql, &sz[i]) != 0)
+                wh_parse_u64(q, ql, &sz[i]) != 0) {
                 s = WH_ERR_INVALID;
+                break;
+            }
             nu[i] = (uint32_t)num;
             total += sz[i];
             p += pl + (p[pl] == ',');
@@ -162,7 +168,7 @@ static void seg_nonce_aad(const uint8_t iv[SSE_IV_LEN], const uint8_t salt[STORE
     memcpy(nonce, iv, SSE_IV_LEN);
     for (int i = 0; i < 8; i++)
         nonce[4 + i] ^= (uint8_t)(idx >> (56 - 8 * i));
-    memcpy(aad, SSE_MAGIC, 4);
+    memcpy(aad, SSE_MAGIC, SSE_MAGIC_LEN);
     memcpy(aad + 4, salt, STORE_SSE_SALT_LEN);
     for (int i = 0; i < 4; i++)
         aad[20 + i] = (uint8_t)(part >> (24 - 8 * i));
@@ -239,7 +245,7 @@ wh_status_t store_writer_encrypt(store_writer_t *w, const uint8_t key[STORE_SSE_
     }
     const uint8_t *salt = ps.salt;
     uint8_t hdr[STORE_SSE_HDR];
-    memcpy(hdr, SSE_MAGIC, 4);
+    memcpy(hdr, SSE_MAGIC, SSE_MAGIC_LEN);
     if (wh_random_bytes(c->iv, sizeof c->iv) != 0 || !(c->ctx = sse_ctx(key, true))) {
         wh_error(MOD, "cannot set up AES-256-GCM for an encrypted write");
         free(c->sse);
@@ -374,7 +380,7 @@ static wh_status_t seg_load(sse_reader_t *r, size_t bi, uint64_t idx)
         wh_status_t s = store_reader_pread(r->raw, hdr, sizeof hdr, b->st_off);
         if (s != WH_OK)
             return s;
-        if (memcmp(hdr, SSE_MAGIC, 4) != 0) {
+        if (memcmp(hdr, SSE_MAGIC, SSE_MAGIC_LEN) != 0) {
             wh_error(MOD, "encrypted object: bad blob header at stored offset %llu",
                      (unsigned long long)b->st_off);
             return WH_ERR_CHECKSUM;
