@@ -154,6 +154,9 @@ const char *const pg_schema_steps[] = {
     "  node integer NOT NULL,"
     "  found timestamptz NOT NULL DEFAULT now(),"
     "  PRIMARY KEY(chunk_id, node));",
+    /* 8: chunk maps by chunk id (SQLite's step 8: composed multipart objects); step 2 made
+     * chunks_chunk here already, so this only keeps the two version numbers in step. */
+    "CREATE INDEX IF NOT EXISTS chunks_chunk ON chunks(chunk_id);",
 };
 _Static_assert(WH_ARRAY_SIZE(pg_schema_steps) == META_SCHEMA_VERSION,
                "every schema version needs its PostgreSQL step");

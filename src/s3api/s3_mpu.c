@@ -43,8 +43,9 @@ int srv_mpu_part_finish(srv_req_t *r, srv_out_t *o)
     return srv_put_finish(r, o, true);
 }
 
-/* Copies [off, off+len) of fd into the request's writer. */
-static int copy_range(srv_req_t *r, srv_out_t *o, int fd, uint64_t off, uint64_t len)
+/* Copies [off, off+len) of the source into the request's writer. */
+static int copy_range(srv_req_t *r, srv_out_t *o, store_reader_t *rd, uint64_t off,
+                      uint64_t len)
 {
     const size_t chunk = 4u << 20;
     char *buf = malloc(chunk);
@@ -53,7 +54,7 @@ static int copy_range(srv_req_t *r, srv_out_t *o, int fd, uint64_t off, uint64_t
     int ret = 0;
     for (uint64_t done = 0; done < len;) {
         size_t n = (size_t)WH_MIN((uint64_t)chunk, len - done);
-        if (wh_pread_all(fd, buf, n, off + done) < 0 ||
+        if (store_reader_pread(rd, buf, n, off + done) != WH_OK ||
             store_writer_write(r->w, buf, n) != WH_OK) {
             ret = srv_err(o, S3_ERR_INTERNAL, "reading the copy source failed");
             break;
@@ -74,8 +75,8 @@ int srv_mpu_part_copy(srv_req_t *r, srv_out_t *o)
         return ret;
     store_obj_meta_t sm;
     memset(&sm, 0, sizeof sm);
-    int fd = -1;
-    if ((ret = srv_copy_src_open(r, o, &c, &sm, &fd)))
+    store_reader_t *rd = NULL;
+    if ((ret = srv_copy_src_open(r, o, &c, &sm, &rd)))
         goto out;
     uint64_t off = 0, len = sm.size;
     const char *rng = srv_hdr(r, "x-amz-copy-source-range");
@@ -89,7 +90,7 @@ int srv_mpu_part_copy(srv_req_t *r, srv_out_t *o)
         ret = srv_err_status(r, o, st, "opening a temp file");
         goto out;
     }
-    if ((ret = copy_range(r, o, fd, off, len)))
+    if ((ret = copy_range(r, o, rd, off, len)))
         goto out;
     char e[33];
     st = store_mpu_part_commit(srv_st(r), srv_b(r), srv_k(r), r->upload_id, r->part_number, r->w,
@@ -111,8 +112,7 @@ int srv_mpu_part_copy(srv_req_t *r, srv_out_t *o)
     wh_sbuf_puts(&b, "</CopyPartResult>");
     ret = srv_ok_xml(o, 200, &b);
 out:
-    if (fd >= 0)
-        close(fd);
+    store_reader_close(rd);
     store_obj_meta_free(&sm);
     srv_copy_src_free(&c);
     return ret;
