@@ -504,30 +504,33 @@ static void ld_reader_close(store_reader_t *r)
 static wh_status_t ld_reader_open_extents(ld_t *l, const store_data_ref_t *ref, uint64_t size,
                                           ld_reader_t *r)
 {
-    if (!(r->ext = calloc(ref->n_chunks, sizeof *r->ext)))
-        return WH_ERR_NOMEM;
+    /* The map first: damaged metadata is reported as such, before any file is opened. */
     uint64_t at = 0;
     for (size_t i = 0; i < ref->n_chunks; i++) {
         const store_chunk_t *c = &ref->chunks[i];
-        r->ext[i].fd = -1;
-        r->n_ext = i + 1;
         if (c->offset != at || c->length == 0) {
             wh_error("store", "data=%s: extent %zu is at %llu+%llu, expected at %llu", ref->id,
                      i, (unsigned long long)c->offset, (unsigned long long)c->length,
                      (unsigned long long)at);
             return WH_ERR_INTERNAL;
         }
-        wh_status_t st = WH_OK;
-        if ((r->ext[i].fd = ld_open_file(l, c->id, &st)) < 0)
-            return st;
-        r->ext[i].off = c->offset;
-        r->ext[i].len = c->length;
         at += c->length;
     }
     if (at != size) {
         wh_error("store", "data=%s: extents hold %llu bytes, the object %llu", ref->id,
                  (unsigned long long)at, (unsigned long long)size);
         return WH_ERR_INTERNAL;
+    }
+    if (!(r->ext = calloc(ref->n_chunks, sizeof *r->ext)))
+        return WH_ERR_NOMEM;
+    for (size_t i = 0; i < ref->n_chunks; i++) {
+        const store_chunk_t *c = &ref->chunks[i];
+        wh_status_t st = WH_OK;
+        r->n_ext = i + 1;
+        if ((r->ext[i].fd = ld_open_file(l, c->id, &st)) < 0)
+            return st;
+        r->ext[i].off = c->offset;
+        r->ext[i].len = c->length;
     }
     return WH_OK;
 }
