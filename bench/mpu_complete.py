@@ -6,15 +6,16 @@ Complete) and --new (this build, which composes the object from the part files).
 For each file system (--fs NAME=DIR: the data directory is made under DIR) and object size, per
 round and arm: a fresh wharfd, a bucket, CreateMultipartUpload, the parts (--part-size, sent by
 --streams threads with UNSIGNED-PAYLOAD from memory), then CompleteMultipartUpload, timed alone;
-then one HTTP GET of the whole object (curl --aws-sigv4 to /dev/null), whose bytes are checked
-by the CRC-64/NVME the server reports against the one computed here. The files the object
-leaves under objects/ are counted (base: 1; new: one per part).
+then one HTTP GET of the whole object (curl --aws-sigv4 to /dev/null; wharfd's CPU seconds
+over it per GB) and, with --rdma 1, one RDMA GET (ofi+shm, python wharf) into one buffer. Every
+byte of both GETs is checked by SHA-256 outside the timed windows (the HTTP one by a second
+GET). The files the object leaves under objects/ are counted (base: 1; new: one per part).
 
 Limits in the same run, per file system: copy_file_range of an object-sized file (what base's
 Complete does) with fdatasync, and a sequential write of the same size with fdatasync (what
 the parts' upload cannot beat). Figures: median and min-max of --rounds rounds.
 
-    /usr/bin/python3 bench/mpu_complete.py --base /work/wt/mpu-base/build --new build \\
+    /usr/bin/python3 bench/mpu_complete.py --base ../base/build --new build \\
         --fs tmpfs=/dev/shm --fs disk=/var/tmp --sizes 1G,4G --part-size 64M --rounds 3
 """
 import argparse
@@ -31,6 +32,7 @@ import xml.etree.ElementTree as ET
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "lib"))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
 
 import benchlib  # noqa: E402
 from s3raw import UNSIGNED, S3Raw  # noqa: E402
@@ -112,9 +114,30 @@ def get_sha256(endpoint):
     return h.hexdigest() if p.wait() == 0 else ""
 
 
-def one_round(binary_dir, fsdir, size, part_size, streams, data, want_sha):
+def rdma_get(srv, size, want_sha, provider):
+    """GET of the whole object by RDMA (python wharf, libwharf of the --new build) into one
+    buffer: seconds, and whether every byte is right (hashed after the window)."""
+    import wharf
+    c = wharf.Client(srv.endpoint, ACCESS_KEY, SECRET_KEY, region="us-east-1",
+                     provider=provider,
+                     unix_socket=srv.unix_socket if provider == "ofi+shm" else None)
+    try:
+        buf = bytearray(size)
+        c.get_into("bench", "obj", buf, transport="rdma")  # registers buf; warm
+        t0 = time.monotonic()
+        rep = c.get_into("bench", "obj", buf, transport="rdma")
+        dt = time.monotonic() - t0
+        ok = rep.transport == "rdma" and rep.bytes == size and \
+            hashlib.sha256(buf).hexdigest() == want_sha
+        return dt, ok
+    finally:
+        c.close()
+
+
+def one_round(binary_dir, fsdir, size, part_size, streams, data, want_sha, rdma):
     d = tempfile.mkdtemp(prefix="wharf-mpu-bench-", dir=fsdir)
-    srv = ArmServer(binary_dir, data_dir=d, providers="none", log_level="warn")
+    srv = ArmServer(binary_dir, data_dir=d, providers="shm" if rdma else "none",
+                    log_level="warn")
     srv.start()
     try:
         raw = S3Raw(srv.endpoint)
@@ -156,14 +179,20 @@ def one_round(binary_dir, fsdir, size, part_size, streams, data, want_sha):
         files = sum(len(f) for _, _, f in os.walk(os.path.join(d, "objects")))
         # One GET of the whole object over HTTP into /dev/null, timed; then every byte
         # checked by a second GET, hashed outside the timed window.
+        cpu0 = benchlib.proc_cpu_s(srv.proc.pid)
         g0 = time.monotonic()
         p = subprocess.run(
             ["curl", "-sS", "--fail", "-o", "/dev/null", *SIGV4, f"{srv.endpoint}/bench/obj"],
             capture_output=True, text=True, timeout=600)
         g1 = time.monotonic()
+        get_cpu = benchlib.proc_cpu_s(srv.proc.pid) - cpu0
         ok = p.returncode == 0 and get_sha256(srv.endpoint) == want_sha
-        return {"complete_s": t1 - tc, "upload_s": t1 - t0, "get_s": g1 - g0,
-                "files": files, "bytes_ok": ok}
+        out = {"complete_s": t1 - tc, "upload_s": t1 - t0, "get_s": g1 - g0,
+               "get_server_cpu_s": get_cpu, "files": files, "bytes_ok": ok}
+        if rdma:
+            out["rdma_get_s"], rok = rdma_get(srv, size, want_sha, "ofi+shm")
+            out["bytes_ok"] = ok and rok
+        return out
     finally:
         srv.stop()
         shutil.rmtree(d, ignore_errors=True)
@@ -178,6 +207,8 @@ def main():
     ap.add_argument("--part-size", default="64M")
     ap.add_argument("--streams", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rdma", type=int, default=1,
+                    help="1: also GET the object by RDMA (ofi+shm, python wharf)")
     ap.add_argument("--results", default=os.path.join(benchlib.REPO, "results"))
     a = ap.parse_args()
     sizes = [parse_size(s) for s in a.sizes.split(",")]
@@ -201,11 +232,14 @@ def main():
                 wr.append(w)
                 order = list(arms) if rnd % 2 == 0 else list(arms)[::-1]
                 for arm in order:
-                    r = one_round(arms[arm], fsdir, size, part, a.streams, data, want)
+                    r = one_round(arms[arm], fsdir, size, part, a.streams, data, want, a.rdma)
                     cell[arm].append(r)
                     print(f"{name} {size >> 20} MiB round {rnd} {arm}: complete "
                           f"{r['complete_s'] * 1e3:.1f} ms, upload {size / r['upload_s'] / 1e9:.2f}"
-                          f" GB/s, get {size / r['get_s'] / 1e9:.2f} GB/s, files {r['files']}, "
+                          f" GB/s, get {size / r['get_s'] / 1e9:.2f} GB/s "
+                          f"(server cpu {r['get_server_cpu_s'] / (size / 1e9):.2f} s/GB), rdma get "
+                          f"{size / r.get('rdma_get_s', float('inf')) / 1e9:.2f} GB/s, "
+                          f"files {r['files']}, "
                           f"bytes_ok {r['bytes_ok']}", flush=True)
             key = f"{name}-{size >> 20}MiB"
             root["limits"][key] = {"copy_file_range_gbps": benchlib.summary(cp),
@@ -216,6 +250,10 @@ def main():
                     "complete_ms": benchlib.summary([r["complete_s"] * 1e3 for r in rs]),
                     "upload_gbps": benchlib.summary([size / r["upload_s"] / 1e9 for r in rs]),
                     "get_gbps": benchlib.summary([size / r["get_s"] / 1e9 for r in rs]),
+                    "get_server_cpu_s_per_gb": benchlib.summary(
+                        [r["get_server_cpu_s"] / (size / 1e9) for r in rs]),
+                    "rdma_get_gbps": benchlib.summary(
+                        [size / r["rdma_get_s"] / 1e9 for r in rs if "rdma_get_s" in r]),
                     "files": [r["files"] for r in rs],
                     "bytes_ok": all(r["bytes_ok"] for r in rs),
                 }

@@ -10,10 +10,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define MOD "s3"
@@ -116,6 +118,75 @@ static int rdma_get(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, int f
     return srv_ok(o, status);
 }
 
+/* A reply from the page cache of several files (a range of a composed object that spans its
+ * parts): each extent's span is mapped and MHD sends the mappings with sendmsg, so the kernel
+ * copies the bytes once, from the page cache into the socket, as a write of a user buffer
+ * would, but with no read into one first. (sendfile takes one fd per response; MHD has no way
+ * to chain several.) The files stay mapped, and the reader open, until MHD frees the reply;
+ * the files are never truncated, only unlinked, so a mapping never loses its pages. */
+typedef struct mapped_reply {
+    store_reader_t *rd;
+    size_t n;
+    struct MHD_IoVec *iov;
+    void **base;
+    size_t *maplen;
+} mapped_reply_t;
+
+static void mapped_free(void *cls)
+{
+    mapped_reply_t *m = cls;
+    for (size_t i = 0; i < m->n; i++)
+        if (m->base[i])
+            munmap(m->base[i], m->maplen[i]);
+    store_reader_close(m->rd);
+    free(m->iov);
+    free(m->base);
+    free(m->maplen);
+    free(m);
+}
+
+/* NULL when the range cannot be mapped (not local files, no memory): the caller streams it
+ * by store_reader_pread instead. Takes rd on success. */
+static struct MHD_Response *mapped_response(store_reader_t *rd, uint64_t off, uint64_t len)
+{
+    srv_rdma_extent_t *ext = NULL;
+    size_t n = 0;
+    if (read_extents(rd, off, len, &ext, &n) != WH_OK)
+        return NULL;
+    mapped_reply_t *m = calloc(1, sizeof *m);
+    struct MHD_Response *resp = NULL;
+    if (!m || n > UINT_MAX || !(m->iov = calloc(n, sizeof *m->iov)) ||
+        !(m->base = calloc(n, sizeof *m->base)) || !(m->maplen = calloc(n, sizeof *m->maplen)))
+        goto out;
+    m->n = n;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t aoff = ext[i].off & ~(uint64_t)4095, delta = ext[i].off - aoff;
+        void *p = mmap(NULL, (size_t)(delta + ext[i].len), PROT_READ, MAP_SHARED, ext[i].fd,
+                       (off_t)aoff);
+        if (p == MAP_FAILED) {
+            wh_warn(MOD, "cannot map an object file: %s; streaming by reads", strerror(errno));
+            goto out;
+        }
+        m->base[i] = p;
+        m->maplen[i] = (size_t)(delta + ext[i].len);
+        madvise(p, m->maplen[i], MADV_SEQUENTIAL);
+        m->iov[i].iov_base = (const char *)p + delta;
+        m->iov[i].iov_len = (size_t)ext[i].len;
+    }
+    resp = MHD_create_response_from_iovec(m->iov, (unsigned)n, mapped_free, m);
+out:
+    free(ext);
+    if (resp) {
+        m->rd = rd;
+        return resp;
+    }
+    if (m) {
+        m->rd = NULL;
+        mapped_free(m);
+    }
+    return NULL;
+}
+
 /* true with *fd (a duplicate, the caller's) when one local file of the reader holds
  * [off, off+len): a ranged or ?partNumber GET of a composed object within one part. */
 static bool single_extent(store_reader_t *rd, uint64_t off, uint64_t len, int *fd,
@@ -214,6 +285,11 @@ int srv_read_object(srv_req_t *r, srv_out_t *o)
             tx = len;
             r->http_read = true;
         }
+    } else if (rd && (resp = mapped_response(rd, off, len))) {
+        /* Several files of a composed object: from their page cache, mapped. */
+        rd = NULL; /* the response owns it */
+        tx = len;
+        r->http_read = true;
     } else if (rd) {
         /* The header cannot be taken back once sent: what is known now to be unreadable is a
          * 503 here, not a 200 whose body stops short. */
