@@ -209,6 +209,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rdma", type=int, default=1,
                     help="1: also GET the object by RDMA (ofi+shm, python wharf)")
+    ap.add_argument("--rdma-max-size", default="1G",
+                    help="RDMA GET only for objects up to this size (it needs one more "
+                         "object-sized buffer in this process)")
     ap.add_argument("--results", default=os.path.join(benchlib.REPO, "results"))
     a = ap.parse_args()
     sizes = [parse_size(s) for s in a.sizes.split(",")]
@@ -216,7 +219,8 @@ def main():
     arms = {"base": os.path.abspath(a.base), "new": os.path.abspath(a.new)}
     t_start = time.monotonic()
     root = {"params": {"sizes": sizes, "part_size": part, "streams": a.streams,
-                       "rounds": a.rounds, "fs": a.fs, "arms": arms,
+                       "rounds": a.rounds, "fs": a.fs, "arms": arms, "rdma": a.rdma,
+                       "rdma_max_size": parse_size(a.rdma_max_size),
                        "order": "paired: base new per round, a fresh wharfd each"},
             "environment": benchlib.environment(), "limits": {}, "results": {}}
     for spec in a.fs:
@@ -232,7 +236,8 @@ def main():
                 wr.append(w)
                 order = list(arms) if rnd % 2 == 0 else list(arms)[::-1]
                 for arm in order:
-                    r = one_round(arms[arm], fsdir, size, part, a.streams, data, want, a.rdma)
+                    r = one_round(arms[arm], fsdir, size, part, a.streams, data, want,
+                                  a.rdma and size <= parse_size(a.rdma_max_size))
                     cell[arm].append(r)
                     print(f"{name} {size >> 20} MiB round {rnd} {arm}: complete "
                           f"{r['complete_s'] * 1e3:.1f} ms, upload {size / r['upload_s'] / 1e9:.2f}"

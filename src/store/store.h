@@ -16,7 +16,9 @@
  * (local: temp file, fsync, rename), and only then is the metadata committed, so readers never
  * see partial data. An overwrite replaces the row; the replaced bytes are released after the
  * commit, and a reader that already opened them keeps reading the old version (local: POSIX
- * unlink semantics). Anything left over from a crash is removed at open.
+ * unlink semantics). Anything left over from a crash is removed at open. A completed
+ * multipart upload moves no bytes where the data table composes (local files): its parts'
+ * files become the object's extents in the completing metadata transaction (mpu.c).
  *
  * Thread-safe: one store is shared by all request threads. */
 #ifndef WH_STORE_STORE_H
