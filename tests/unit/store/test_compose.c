@@ -106,12 +106,11 @@ static void test_read_across_extents(void)
     CHECK(store_reader_pread(r, buf, 2, TOTAL3 - 1) == WH_ERR_RANGE);
 
     /* The extents: where each offset lies, and what follows contiguously in that file. */
-    struct { uint64_t off, file_off, len; } ex[] = {
-        {0, 0, 5 * MiB},
-        {5 * MiB - 1, 5 * MiB - 1, 1},
-        {5 * MiB, 0, 5 * MiB + 3},
-        {10 * MiB + 3, 0, 1000},
-        {TOTAL3 - 1, 999, 1},
+    struct {
+        uint64_t off, file_off, len;
+    } ex[] = {
+        {0, 0, 5 * MiB},         {5 * MiB - 1, 5 * MiB - 1, 1}, {5 * MiB, 0, 5 * MiB + 3},
+        {10 * MiB + 3, 0, 1000}, {TOTAL3 - 1, 999, 1},
     };
     int fds[WH_ARRAY_SIZE(ex)];
     for (size_t i = 0; i < WH_ARRAY_SIZE(ex); i++) {
@@ -255,8 +254,7 @@ static void test_versions_keep_extents(void)
     CHECK(store_object_reader_version(st, "cmp", "v", vid, &om, &r) == WH_OK);
     store_obj_meta_free(&om);
     char *buf = malloc(TOTAL3);
-    CHECK(r && store_reader_pread(r, buf, TOTAL3, 0) == WH_OK &&
-          memcmp(buf, whole, TOTAL3) == 0);
+    CHECK(r && store_reader_pread(r, buf, TOTAL3, 0) == WH_OK && memcmp(buf, whole, TOTAL3) == 0);
     store_reader_close(r);
     free(buf);
     /* Removing that version releases all of its files, and only those. */
