@@ -134,9 +134,42 @@ def rdma_get(srv, size, want_sha, provider):
         c.close()
 
 
-def one_round(binary_dir, fsdir, size, part_size, streams, data, want_sha, rdma):
+def rdma_ranges(srv, raw, data, part_size, provider, range_size):
+    """Ranged RDMA GETs that straddle part boundaries, of the composed object and of a one-file
+    copy of it (CopyObject), alternating per range: seconds for each, and whether every byte
+    was right (compared after each window)."""
+    import wharf
+    r = raw.request("PUT", "/bench/flat", headers={"x-amz-copy-source": "/bench/obj"},
+                    timeout=600)
+    assert r.status == 200, r.body
+    c = wharf.Client(srv.endpoint, ACCESS_KEY, SECRET_KEY, region="us-east-1",
+                     provider=provider,
+                     unix_socket=srv.unix_socket if provider == "ofi+shm" else None)
+    try:
+        buf = bytearray(range_size)
+        offs = [k * part_size - range_size // 2 for k in range(1, len(data) // part_size)]
+        t = {"obj": 0.0, "flat": 0.0}
+        ok = True
+        c.get_into("bench", "obj", buf, offset=offs[0], length=range_size, transport="rdma")
+        for i, off in enumerate(offs):
+            for key in (("obj", "flat") if i % 2 == 0 else ("flat", "obj")):
+                t0 = time.monotonic()
+                rep = c.get_into("bench", key, buf, offset=off, length=range_size,
+                                 transport="rdma")
+                t[key] += time.monotonic() - t0
+                ok = ok and rep.transport == "rdma" and buf == data[off:off + range_size]
+        n = len(offs) * range_size
+        return {"composed_gbps": n / t["obj"] / 1e9, "one_file_gbps": n / t["flat"] / 1e9,
+                "ranges": len(offs), "range_bytes": range_size, "bytes_ok": ok}
+    finally:
+        c.close()
+
+
+def one_round(binary_dir, fsdir, size, part_size, streams, data, want_sha, rdma,
+              ranged=None):
     d = tempfile.mkdtemp(prefix="wharf-mpu-bench-", dir=fsdir)
-    srv = ArmServer(binary_dir, data_dir=d, providers="shm" if rdma else "none",
+    srv = ArmServer(binary_dir, data_dir=d,
+                    providers="shm,tcp" if ranged else "shm" if rdma else "none",
                     log_level="warn")
     srv.start()
     try:
@@ -192,6 +225,11 @@ def one_round(binary_dir, fsdir, size, part_size, streams, data, want_sha, rdma)
         if rdma:
             out["rdma_get_s"], rok = rdma_get(srv, size, want_sha, "ofi+shm")
             out["bytes_ok"] = ok and rok
+        if ranged:
+            out["rdma_ranges"] = {p: rdma_ranges(srv, raw, data, part_size, p, ranged)
+                                  for p in ("ofi+shm", "ofi+tcp")}
+            out["bytes_ok"] = out["bytes_ok"] and all(
+                v["bytes_ok"] for v in out["rdma_ranges"].values())
         return out
     finally:
         srv.stop()
@@ -212,6 +250,10 @@ def main():
     ap.add_argument("--rdma-max-size", default="1G",
                     help="RDMA GET only for objects up to this size (it needs one more "
                          "object-sized buffer in this process)")
+    ap.add_argument("--ranged-rdma", default="0",
+                    help="range size (e.g. 8M): in the new arm, also ranged RDMA GETs across "
+                         "part boundaries (ofi+shm, ofi+tcp) of the composed object against "
+                         "a one-file copy of it; 0: not run")
     ap.add_argument("--results", default=os.path.join(benchlib.REPO, "results"))
     a = ap.parse_args()
     sizes = [parse_size(s) for s in a.sizes.split(",")]
@@ -221,8 +263,12 @@ def main():
     root = {"params": {"sizes": sizes, "part_size": part, "streams": a.streams,
                        "rounds": a.rounds, "fs": a.fs, "arms": arms, "rdma": a.rdma,
                        "rdma_max_size": parse_size(a.rdma_max_size),
+                       "ranged_rdma": parse_size(a.ranged_rdma),
                        "order": "paired: base new per round, a fresh wharfd each"},
             "environment": benchlib.environment(), "limits": {}, "results": {}}
+    if parse_size(a.ranged_rdma):
+        # memcpy, process_vm_writev, loopback TCP: what the RDMA providers cannot beat here.
+        root["limits"]["host"] = benchlib.measure_limits(repeats=3, mib=256)
     for spec in a.fs:
         name, fsdir = spec.split("=", 1)
         for size in sizes:
@@ -236,8 +282,11 @@ def main():
                 wr.append(w)
                 order = list(arms) if rnd % 2 == 0 else list(arms)[::-1]
                 for arm in order:
+                    ranged = parse_size(a.ranged_rdma) if arm == "new" else 0
                     r = one_round(arms[arm], fsdir, size, part, a.streams, data, want,
-                                  a.rdma and size <= parse_size(a.rdma_max_size))
+                                  a.rdma and size <= parse_size(a.rdma_max_size), ranged)
+                    if "rdma_ranges" in r:
+                        print(f"  ranged rdma: {r['rdma_ranges']}", flush=True)
                     cell[arm].append(r)
                     print(f"{name} {size >> 20} MiB round {rnd} {arm}: complete "
                           f"{r['complete_s'] * 1e3:.1f} ms, upload {size / r['upload_s'] / 1e9:.2f}"
@@ -260,6 +309,10 @@ def main():
                     "rdma_get_gbps": benchlib.summary(
                         [size / r["rdma_get_s"] / 1e9 for r in rs if "rdma_get_s" in r]),
                     "files": [r["files"] for r in rs],
+                    "rdma_ranges": {p: {k: benchlib.summary([r["rdma_ranges"][p][k] for r in rs])
+                                        for k in ("composed_gbps", "one_file_gbps")}
+                                    for p in ("ofi+shm", "ofi+tcp")}
+                    if all("rdma_ranges" in r for r in rs) else None,
                     "bytes_ok": all(r["bytes_ok"] for r in rs),
                 }
             res["complete_speedup_paired"] = benchlib.summary(
