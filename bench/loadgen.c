@@ -1,13 +1,15 @@
-/* bench/loadgen: N concurrent keep-alive HTTP connections doing GETs, one thread (libcurl multi),
- * so the load generator spends as little of the host's CPU as it can. Reports ops/s, GB/s and
- * nearest-rank latency percentiles as JSON on stdout.
+/* bench/loadgen: N concurrent keep-alive HTTP connections doing GETs (or PUTs), one thread
+ * (libcurl multi), so the load generator spends as little of the host's CPU as it can. Reports
+ * ops/s, GB/s and nearest-rank latency percentiles as JSON on stdout.
  *
  *   loadgen --url-fmt 'http://127.0.0.1:9000/bucket/small/%05u.bin' --keys 64 \
  *           --connections 16 --duration 10 [--warmup 1] [--sigv4 us-east-1 --user AK:SK]
- *           [--expect-bytes 262144]
+ *           [--expect-bytes 262144] [--put-bytes 4096]
  *
  * Key i of --keys is requested round-robin per connection (connection c starts at key c).
- * Every reply must be 200 with --expect-bytes body bytes; others count as errors. */
+ * Every reply must be 200 with --expect-bytes body bytes; others count as errors. With
+ * --put-bytes N every request is a PUT of N bytes (a pattern that differs per request, so
+ * no two consecutive writes of a key are the same object); bytes then counts what was sent. */
 #include "wbench.h"
 
 #include <curl/curl.h>
@@ -21,6 +23,7 @@ typedef struct lg_conn {
     CURL *h;
     double t0;
     uint64_t got;
+    uint64_t sent; /* PUT: body bytes handed to curl */
     unsigned next_key;
     int busy;
 } lg_conn_t;
@@ -32,8 +35,27 @@ static size_t lg_write(char *p, size_t sz, size_t nm, void *arg)
     return sz * nm;
 }
 
+/* PUT bodies: one buffer, its first 8 bytes changed per request. */
+static char *g_body;
+static size_t g_body_len;
+static uint64_t g_body_seq;
+
+static size_t lg_read(char *p, size_t sz, size_t nm, void *arg)
+{
+    lg_conn_t *c = arg;
+    size_t left = g_body_len - c->sent, n = sz * nm < left ? sz * nm : left;
+    memcpy(p, g_body + c->sent, n);
+    if (c->sent == 0 && n >= sizeof g_body_seq) {
+        uint64_t seq = ++g_body_seq;
+        memcpy(p, &seq, sizeof seq);
+    }
+    c->sent += n;
+    return n;
+}
+
 static void lg_set_url(lg_conn_t *c, const char *fmt, unsigned nkeys)
 {
+    c->sent = 0;
     char url[2048];
     snprintf(url, sizeof url, fmt, c->next_key % nkeys);
     c->next_key++;
@@ -46,7 +68,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: loadgen --url-fmt FMT (with one %%u) --keys N [--connections 16] "
                     "[--duration S] [--warmup S] [--sigv4 REGION --user AK:SK] "
-                    "[--expect-bytes N]\n");
+                    "[--expect-bytes N] [--put-bytes N]\n");
 }
 
 int main(int argc, char **argv)
@@ -54,7 +76,7 @@ int main(int argc, char **argv)
     const char *fmt = NULL, *region = NULL, *user = NULL;
     unsigned nkeys = 0, nconn = 16;
     double duration = 10, warmup = 1;
-    long long expect = -1;
+    long long expect = -1, put_bytes = -1;
     for (int i = 1; i < argc; i += 2) { /* every option takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) {
@@ -77,15 +99,27 @@ int main(int argc, char **argv)
             user = v;
         else if (strcmp(a, "--expect-bytes") == 0)
             expect = atoll(v);
+        else if (strcmp(a, "--put-bytes") == 0)
+            put_bytes = atoll(v);
         else {
             usage();
             return 2;
         }
     }
     if (!fmt || !strstr(fmt, "%") || nkeys == 0 || nconn == 0 || nconn > LG_MAX_CONN ||
-        duration <= 0 || duration > 600 || warmup < 0 || warmup > 60 || (region && !user)) {
+        duration <= 0 || duration > 600 || warmup < 0 || warmup > 60 || (region && !user) ||
+        put_bytes > (1LL << 30)) {
         usage();
         return 2;
+    }
+    if (put_bytes >= 0) {
+        g_body_len = (size_t)put_bytes;
+        g_body = malloc(g_body_len ? g_body_len : 1);
+        if (!g_body)
+            return 1;
+        for (size_t i = 0; i < g_body_len; i++)
+            g_body[i] = (char)(i * 131 + 7);
+        expect = -1; /* a PUT's reply has no body to count */
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     CURLM *m = curl_multi_init();
@@ -110,11 +144,18 @@ int main(int argc, char **argv)
         curl_easy_setopt(c->h, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(c->h, CURLOPT_TIMEOUT, 60L);
         curl_easy_setopt(c->h, CURLOPT_TCP_NODELAY, 1L);
+        if (g_body) {
+            curl_easy_setopt(c->h, CURLOPT_UPLOAD, 1L);
+            curl_easy_setopt(c->h, CURLOPT_READFUNCTION, lg_read);
+            curl_easy_setopt(c->h, CURLOPT_READDATA, c);
+            curl_easy_setopt(c->h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)g_body_len);
+        }
         if (region) {
             curl_easy_setopt(c->h, CURLOPT_AWS_SIGV4, sigv4);
             curl_easy_setopt(c->h, CURLOPT_USERPWD, user);
-            curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, hdrs);
         }
+        if (hdrs)
+            curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, hdrs);
         lg_set_url(c, fmt, nkeys);
         curl_multi_add_handle(m, c->h);
         c->busy = 1;
@@ -158,7 +199,7 @@ int main(int argc, char **argv)
                                  (unsigned long long)c->got);
                 } else {
                     ops++;
-                    bytes += c->got;
+                    bytes += g_body ? c->sent : c->got;
                     if (n == cap) {
                         cap *= 2;
                         double *nl = realloc(lat, cap * sizeof *lat);
@@ -206,6 +247,7 @@ int main(int argc, char **argv)
     json_object_set_new(o, "client_cpu_s", json_real(cpu));
     json_object_set_new(o, "host_cpu_s", json_real(wb_hostcpu_busy_s(&h0, &h1)));
     json_object_set_new(o, "signed", json_boolean(region != NULL));
+    json_object_set_new(o, "method", json_string(g_body ? "PUT" : "GET"));
     json_dumpf(o, stdout, JSON_SORT_KEYS | JSON_REAL_PRECISION(8));
     printf("\n");
     json_decref(o);
@@ -219,5 +261,6 @@ int main(int argc, char **argv)
     curl_global_cleanup();
     free(conns);
     free(lat);
+    free(g_body);
     return errors ? 1 : 0;
 }

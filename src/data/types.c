@@ -53,6 +53,8 @@ void store_obj_meta_free(store_obj_meta_t *m)
     m->tags = NULL;
     free(m->part_sizes);
     m->part_sizes = NULL;
+    free(m->sse);
+    m->sse = NULL;
 }
 
 void store_upload_info_free(store_upload_info_t *u, size_t n)

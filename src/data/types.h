@@ -57,6 +57,7 @@ typedef enum {
     STORE_BATTR_PAB,
     STORE_BATTR_OWNERSHIP,
     STORE_BATTR_LIFECYCLE, /* the LifecycleConfiguration document (s3/lifecycle.h) */
+    STORE_BATTR_ENCRYPTION, /* the default encryption of new objects: "AES256" (SSE-S3) */
     STORE_BATTR__COUNT
 } store_battr_t;
 
@@ -94,8 +95,10 @@ typedef struct store_obj_meta {
     bool delete_marker;      /* this version is a delete marker: no bytes */
     char *tags;              /* the tag set as a query string "k=v&k2=v2" (encoded), or NULL */
     char *part_sizes;        /* a completed multipart object: "size1,size2,..." or NULL */
+    char *sse;               /* encryption at rest (store/crypt.h, "S3;..." or "C;..."), or
+                              * NULL: stored as sent. size stays the plaintext's. */
 } store_obj_meta_t;
-/* frees user_meta_json, acl, tags and part_sizes */
+/* frees user_meta_json, acl, tags, part_sizes and sse */
 void store_obj_meta_free(store_obj_meta_t *m);
 
 /* A write's condition (S3's conditional writes: If-None-Match: * and If-Match: ETAG). The

@@ -254,6 +254,10 @@ typedef struct srv_req {
     uint32_t part_number;
     char *upload_id;
     struct srv_post *post; /* POST Object's form state (s3_post.c) */
+    /* Encryption at rest of a PUT or UploadPart, for its reply's headers (s3_sse.c):
+     * 0 none, 1 SSE-S3, 2 SSE-C with the key's MD5 as sent. */
+    int sse_reply;
+    char sse_key_md5[32];
 } srv_req_t;
 
 /* SigV4 of an IAM API request (credential scope service "iam") whose body hashes to

@@ -31,7 +31,8 @@ static const char *const g_unsupported[] = {
  * that DELETE /bucket?acl is MethodNotAllowed rather than DeleteBucket. */
 static const char *const g_served_subres[] = {"acl", "policy", "policyStatus", "tagging",
                                               "cors", "publicAccessBlock",
-                                              "ownershipControls", "lifecycle"};
+                                              "ownershipControls", "lifecycle",
+                                              "encryption"};
 
 static char *decode_dup(const char *s, size_t n, bool plus_is_space)
 {
@@ -235,7 +236,8 @@ void srv_route_parse_in(const srv_op_t *ops, size_t n_ops, const char *method,
             continue;
         if (!out->key && (strcmp(u, "tagging") == 0 || strcmp(u, "cors") == 0 ||
                           strcmp(u, "publicAccessBlock") == 0 ||
-                          strcmp(u, "ownershipControls") == 0 || strcmp(u, "lifecycle") == 0))
+                          strcmp(u, "ownershipControls") == 0 || strcmp(u, "lifecycle") == 0 ||
+                          strcmp(u, "encryption") == 0))
             continue;
         if (has_q(out, g_unsupported[i])) {
             out->unsupported = g_unsupported[i];

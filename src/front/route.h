@@ -69,6 +69,9 @@
     X(SRV_API_PUT_BUCKET_CORS, "PutBucketCors")                                            \
     X(SRV_API_DELETE_BUCKET_CORS, "DeleteBucketCors")                                      \
     X(SRV_API_CORS_PREFLIGHT, "CorsPreflight")                                             \
+    X(SRV_API_GET_BUCKET_ENCRYPTION, "GetBucketEncryption")                                \
+    X(SRV_API_PUT_BUCKET_ENCRYPTION, "PutBucketEncryption")                                \
+    X(SRV_API_DELETE_BUCKET_ENCRYPTION, "DeleteBucketEncryption")                          \
     X(SRV_API_GET_PUBLIC_ACCESS_BLOCK, "GetPublicAccessBlock")                             \
     X(SRV_API_PUT_PUBLIC_ACCESS_BLOCK, "PutPublicAccessBlock")                             \
     X(SRV_API_DELETE_PUBLIC_ACCESS_BLOCK, "DeletePublicAccessBlock")                       \

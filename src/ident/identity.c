@@ -8,6 +8,7 @@
 #include "base/util.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -199,6 +200,30 @@ meta_t *srv_ident_meta(const srv_ident_t *id)
 bool srv_ident_has_key(const srv_ident_t *id)
 {
     return id->has_key;
+}
+
+wh_status_t srv_ident_seal(const srv_ident_t *id, const char *aad, const void *pt, size_t n,
+                           char *out, size_t cap)
+{
+    if (!id->has_key)
+        return WH_ERR_UNSUPPORTED;
+    return wh_seal(id->key, aad, pt, n, out, cap) == 0 ? WH_OK : WH_ERR_INTERNAL;
+}
+
+wh_status_t srv_ident_unseal(const srv_ident_t *id, const char *aad, const char *text, void *out,
+                             size_t n)
+{
+    if (!id->has_key)
+        return WH_ERR_UNSUPPORTED;
+    char buf[256];
+    size_t got = 0;
+    wh_status_t s = WH_OK;
+    if (n >= sizeof buf || wh_unseal(id->key, aad, text, buf, sizeof buf, &got) != 0 || got != n)
+        s = WH_ERR_AUTH;
+    else
+        memcpy(out, buf, n);
+    OPENSSL_cleanse(buf, sizeof buf);
+    return s;
 }
 
 /* ---- principals and the lookup ---- */

@@ -38,6 +38,13 @@ void srv_ident_close(srv_ident_t *id); /* NULL-safe; wipes the key */
 const char *srv_ident_account(const srv_ident_t *id);
 meta_t *srv_ident_meta(const srv_ident_t *id);
 bool srv_ident_has_key(const srv_ident_t *id);
+/* Seals n bytes under the server key (base/seal.h; aad binds the text to its use), or opens a
+ * sealed text of exactly n bytes into out (encryption at rest: SSE-S3's data keys).
+ * WH_ERR_UNSUPPORTED: no server key; WH_ERR_AUTH: the text does not open. */
+wh_status_t srv_ident_seal(const srv_ident_t *id, const char *aad, const void *pt, size_t n,
+                           char *out, size_t cap);
+wh_status_t srv_ident_unseal(const srv_ident_t *id, const char *aad, const char *text, void *out,
+                             size_t n);
 
 /* The server key file to use: the explicit one (option, else WHARF_SERVER_KEY_FILE), else
  * DIR/server.key when there is a data directory (*create set), else NULL. */

@@ -32,9 +32,10 @@
  * this build is refused. 1: buckets, objects, uploads, parts. 2: chunk maps (and, in
  * PostgreSQL, the deferred GC queue). 3: users, access keys, user policies; owners, ACLs and
  * bucket policies. 4: bucket versioning, older versions and delete markers, tags, part sizes. 5: bucket configurations. 6: bucket lifecycle.
- * 7: cluster identity (PostgreSQL), damaged copies. 8: chunk maps indexed by chunk id (SQLite;
- * local multipart objects made of their parts' files). */
-#define META_SCHEMA_VERSION 8
+ * 7: cluster identity (PostgreSQL), damaged copies. 8: reserved (object lock). 9: encryption at
+ * rest. 10: chunk maps indexed by chunk id (SQLite; local multipart objects made of their
+ * parts' files). */
+#define META_SCHEMA_VERSION 10
 
 /* The advisory lock (lock_try) of the one gateway that runs maintenance: garbage collection
  * and repair (cluster/members.c) and the lifecycle worker (s3api/s3_lifecycle.c). */

@@ -112,6 +112,7 @@ static const char *const g_battr_set_sql[STORE_BATTR__COUNT] = {
     "UPDATE buckets SET pab = CAST($2 AS integer) WHERE name = $1",
     "UPDATE buckets SET ownership = CAST($2 AS integer) WHERE name = $1",
     "UPDATE buckets SET lifecycle = $2 WHERE name = $1",
+    "UPDATE buckets SET encryption = $2 WHERE name = $1",
 };
 
 wh_status_t pg_bucket_attr_set(meta_t *m, const char *name, store_battr_t which,
@@ -137,7 +138,7 @@ static wh_status_t rd_bucket_attr(void *conn, void *arg)
     pg_params_t p = {0};
     pp_text(&p, a->name);
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "SELECT tags, cors, pab, ownership, lifecycle FROM buckets "
+    wh_status_t st = pg_exec(conn, "SELECT tags, cors, pab, ownership, lifecycle, encryption FROM buckets "
                              "WHERE name = $1", &p, &r, "bucket configuration lookup");
     if (st != WH_OK)
         return st;

@@ -97,8 +97,8 @@ wh_status_t pg_obj_ref(pg_conn_t *c, const char *bucket, const char *key, size_t
 /* The columns of an object row, the same in objects (current versions) and versions (older
  * versions and delete markers); pg_obj_row reads them in this order. */
 #define PG_OBJ_COLS "size, mtime, etag, content_type, user_meta, crc32c, crc64nvme, parts," \
-                    " data_id, owner, acl, version_id, seq, dm, tags, part_sizes"
-#define PG_OBJ_NCOLS 16
+                    " data_id, owner, acl, version_id, seq, dm, tags, part_sizes, sse"
+#define PG_OBJ_NCOLS 17
 /* The versioning-aware commit of a new current row (PUT, completion; meta_pg_ver.c): checks
  * cond, archives or replaces the current version as the bucket's state says, sets
  * meta->version_id; *old gets the data to release. In a write transaction. */

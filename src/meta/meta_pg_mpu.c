@@ -13,10 +13,10 @@ static wh_status_t pg_upload_check(pg_conn_t *c, const char *bucket, const char 
     pp_text(&p, bucket);
     pp_bytes(&p, key, strlen(key));
     PGresult *r;
-    wh_status_t st = pg_exec(c, lock ? "SELECT initiated, content_type, user_meta, owner, acl, tags FROM uploads"
+    wh_status_t st = pg_exec(c, lock ? "SELECT initiated, content_type, user_meta, owner, acl, tags, sse FROM uploads"
                                        " WHERE upload_id = $1 AND bucket = $2 AND key = $3"
                                        " FOR UPDATE"
-                                     : "SELECT initiated, content_type, user_meta, owner, acl, tags FROM uploads"
+                                     : "SELECT initiated, content_type, user_meta, owner, acl, tags, sse FROM uploads"
                                        " WHERE upload_id = $1 AND bucket = $2 AND key = $3",
                              &p, &r, "upload lookup");
     if (st != WH_OK)
@@ -34,6 +34,8 @@ static wh_status_t pg_upload_check(pg_conn_t *c, const char *bucket, const char 
         if (st == WH_OK && !PQgetisnull(r, 0, 4) && !(meta->acl = pg_dup(r, 0, 4)))
             st = WH_ERR_NOMEM;
         if (st == WH_OK && !PQgetisnull(r, 0, 5) && !(meta->tags = pg_dup(r, 0, 5)))
+            st = WH_ERR_NOMEM;
+        if (st == WH_OK && !PQgetisnull(r, 0, 6) && !(meta->sse = pg_dup(r, 0, 6)))
             st = WH_ERR_NOMEM;
     }
     PQclear(r);
@@ -65,8 +67,11 @@ static wh_status_t tx_upload_create(void *conn, void *arg)
     p.v[p.n - 1] = a->meta ? a->meta->acl : NULL;
     pp_text(&p, NULL);
     p.v[p.n - 1] = a->meta ? a->meta->tags : NULL;
+    pp_text(&p, NULL);
+    p.v[p.n - 1] = a->meta ? a->meta->sse : NULL;
     return pg_exec(conn, "INSERT INTO uploads(upload_id, bucket, key, initiated, content_type,"
-                         " user_meta, owner, acl, tags) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                         " user_meta, owner, acl, tags, sse)"
+                         " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
                    &p, NULL,
                    "upload insert");
 }

@@ -217,10 +217,12 @@ wh_status_t pg_obj_upsert(pg_conn_t *c, const char *bucket, const char *key, siz
     p.v[p.n - 1] = meta->tags;
     pp_text(&p, NULL);
     p.v[p.n - 1] = meta->part_sizes;
+    pp_text(&p, NULL);
+    p.v[p.n - 1] = meta->sse;
     wh_status_t st = pg_exec(c,
                              "INSERT INTO objects(bucket, key, " PG_OBJ_COLS ")"
                              " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
-                             " $14, $15, $16, $17, $18)"
+                             " $14, $15, $16, $17, $18, $19)"
                              " ON CONFLICT (bucket, key) DO UPDATE SET size = EXCLUDED.size,"
                              " mtime = EXCLUDED.mtime, etag = EXCLUDED.etag,"
                              " content_type = EXCLUDED.content_type,"
@@ -229,7 +231,7 @@ wh_status_t pg_obj_upsert(pg_conn_t *c, const char *bucket, const char *key, siz
                              " data_id = EXCLUDED.data_id, owner = EXCLUDED.owner,"
                              " acl = EXCLUDED.acl, version_id = EXCLUDED.version_id,"
                              " seq = EXCLUDED.seq, dm = EXCLUDED.dm, tags = EXCLUDED.tags,"
-                             " part_sizes = EXCLUDED.part_sizes",
+                             " part_sizes = EXCLUDED.part_sizes, sse = EXCLUDED.sse",
                              &p, NULL, "object upsert");
     return st == WH_OK ? pg_chunks_put(c, ref) : st;
 }
@@ -251,8 +253,8 @@ wh_status_t pg_obj_row(const PGresult *r, int row, int col, store_obj_meta_t *m,
     pg_copy(r, row, col + 9, m->owner, sizeof m->owner);
     pg_copy(r, row, col + 11, m->version_id, sizeof m->version_id);
     m->delete_marker = pg_i64(r, row, col + 13) != 0;
-    static const int heap[] = {4, 10, 14, 15};
-    char **dst[] = {&m->user_meta_json, &m->acl, &m->tags, &m->part_sizes};
+    static const int heap[] = {4, 10, 14, 15, 16};
+    char **dst[] = {&m->user_meta_json, &m->acl, &m->tags, &m->part_sizes, &m->sse};
     for (size_t i = 0; i < sizeof heap / sizeof heap[0]; i++)
         if (!PQgetisnull(r, row, col + heap[i]) && !(*dst[i] = pg_dup(r, row, col + heap[i])))
             return WH_ERR_NOMEM;

@@ -154,7 +154,15 @@ const char *const pg_schema_steps[] = {
     "  node integer NOT NULL,"
     "  found timestamptz NOT NULL DEFAULT now(),"
     "  PRIMARY KEY(chunk_id, node));",
-    /* 8: chunk maps by chunk id (SQLite's step 8: composed multipart objects); step 2 made
+    /* 8: reserved for object lock (another branch); a no-op here (a command: the step
+     * must answer PGRES_COMMAND_OK). */
+    "DO $$ BEGIN END $$;",
+    /* 9: encryption at rest (as SQLite's step 9 describes). */
+    "ALTER TABLE objects ADD COLUMN sse text;"
+    "ALTER TABLE versions ADD COLUMN sse text;"
+    "ALTER TABLE uploads ADD COLUMN sse text;"
+    "ALTER TABLE buckets ADD COLUMN encryption text;",
+    /* 10: chunk maps by chunk id (SQLite's step 10: composed multipart objects); step 2 made
      * chunks_chunk here already, so this only keeps the two version numbers in step. */
     "CREATE INDEX IF NOT EXISTS chunks_chunk ON chunks(chunk_id);",
 };

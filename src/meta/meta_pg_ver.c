@@ -172,7 +172,7 @@ static wh_status_t rd_get_from(pg_conn_t *c, pg_vget_arg_t *a, const char *table
     snprintf(sql, sizeof sql,
              "SELECT o.size, o.mtime, o.etag, o.content_type, o.user_meta, o.crc32c,"
              " o.crc64nvme, o.parts, o.data_id, o.owner, o.acl, o.version_id, o.seq, o.dm,"
-             " o.tags, o.part_sizes, " PG_CHUNK_COLS
+             " o.tags, o.part_sizes, o.sse, " PG_CHUNK_COLS
              " FROM %s o LEFT JOIN chunks c ON c.data_id = o.data_id AND o.data_id <> ''"
              " WHERE o.bucket = $1 AND o.key = $2%s ORDER BY c.idx",
              table, a->vid ? " AND o.version_id = $3" : "");

@@ -31,7 +31,7 @@ static const char *const META_SQL[S_COUNT] = {
     [S_OBJ_CUR] = "SELECT version_id, seq, dm, etag FROM objects WHERE bucket = ?1 AND key = ?2",
     [S_OBJ_UPSERT] = "INSERT OR REPLACE INTO objects(bucket, key, " SQ_OBJ_COLS ")"
                      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
-                     " ?16, ?17, ?18)",
+                     " ?16, ?17, ?18, ?19)",
     [S_OBJ_DELETE] = "DELETE FROM objects WHERE bucket = ?1 AND key = ?2",
     [S_OBJ_LIST_GT] = "SELECT key, size, mtime, etag, owner FROM objects"
                       " WHERE bucket = ?1 AND key > ?2 AND dm = 0 ORDER BY key",
@@ -73,8 +73,9 @@ static const char *const META_SQL[S_COUNT] = {
                     " ec_stripe FROM chunks WHERE data_id = ?1 ORDER BY idx",
     [S_CHUNK_DELETE] = "DELETE FROM chunks WHERE data_id = ?1",
     [S_UPLOAD_INSERT] = "INSERT INTO uploads(upload_id, bucket, key, initiated, content_type,"
-                        " user_meta, owner, acl, tags) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    [S_UPLOAD_GET] = "SELECT initiated, content_type, user_meta, owner, acl, tags FROM uploads"
+                        " user_meta, owner, acl, tags, sse)"
+                        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    [S_UPLOAD_GET] = "SELECT initiated, content_type, user_meta, owner, acl, tags, sse FROM uploads"
                      " WHERE upload_id = ?1 AND bucket = ?2 AND key = ?3",
     [S_UPLOAD_DELETE] = "DELETE FROM uploads WHERE upload_id = ?1",
     [S_UPLOAD_LIST] = "SELECT key, upload_id, initiated, owner FROM uploads"
@@ -92,7 +93,9 @@ static const char *const META_SQL[S_COUNT] = {
     [S_BUCKET_SET_PAB] = "UPDATE buckets SET pab = CAST(?2 AS INTEGER) WHERE name = ?1",
     [S_BUCKET_SET_OWNERSHIP] = "UPDATE buckets SET ownership = CAST(?2 AS INTEGER) WHERE name = ?1",
     [S_BUCKET_SET_LIFECYCLE] = "UPDATE buckets SET lifecycle = ?2 WHERE name = ?1",
-    [S_BUCKET_GET_ATTRS] = "SELECT tags, cors, pab, ownership, lifecycle FROM buckets WHERE name = ?1",
+    [S_BUCKET_SET_ENCRYPTION] = "UPDATE buckets SET encryption = ?2 WHERE name = ?1",
+    [S_BUCKET_GET_ATTRS] = "SELECT tags, cors, pab, ownership, lifecycle, encryption"
+                            " FROM buckets WHERE name = ?1",
     [S_BUCKET_SET_ACL] = "UPDATE buckets SET acl = ?2 WHERE name = ?1",
     [S_BUCKET_SET_POLICY] = "UPDATE buckets SET policy = ?2 WHERE name = ?1",
     [S_OBJ_SET_ACL] = "UPDATE objects SET acl = ?3 WHERE bucket = ?1 AND key = ?2",
@@ -263,6 +266,104 @@ wh_status_t sq_write(sq_meta_t *m, meta_tx_fn fn, void *arg)
     return st;
 }
 
+static bool sq_exec_ok(sq_conn_t *c, const char *sql)
+{
+    int rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        sq_fail(c, rc, sql);
+        return false;
+    }
+    return true;
+}
+
+/* Commits the n writes of b[] in one transaction on the writer connection (its lock held). */
+static void sq_group_commit(sq_meta_t *m, sq_gc_entry_t **b, size_t n)
+{
+    sq_conn_t *c = &m->wr;
+    wh_status_t st = sq_tx_begin(c);
+    size_t ran = 0;
+    for (; st == WH_OK && ran < n; ran++) {
+        sq_gc_entry_t *e = b[ran];
+        if (!sq_exec_ok(c, "SAVEPOINT wh_group")) {
+            st = WH_ERR_IO;
+            break;
+        }
+        e->st = e->fn(c, e->arg);
+        if (sqlite3_get_autocommit(c->db)) {
+            /* SQLite abandoned the whole transaction (SQLITE_FULL, an I/O error): the writes
+             * before this one are gone with it. */
+            st = e->st != WH_OK ? e->st : WH_ERR_IO;
+            ran++;
+            break;
+        }
+        if (e->st != WH_OK && !sq_exec_ok(c, "ROLLBACK TO wh_group")) {
+            st = WH_ERR_IO;
+            ran++;
+            break;
+        }
+        if (!sq_exec_ok(c, "RELEASE wh_group")) {
+            st = WH_ERR_IO;
+            ran++;
+            break;
+        }
+    }
+    if (st == WH_OK)
+        st = sq_tx_commit(c); /* a failed commit rolls back itself */
+    else
+        sq_tx_rollback(c);
+    if (st != WH_OK) {
+        for (size_t i = 0; i < ran; i++)
+            if (b[i]->st == WH_OK)
+                b[i]->st = st;
+        /* Those not run yet go one at a time, as without grouping. */
+        for (size_t i = ran; i < n; i++)
+            b[i]->st = meta_tx_run(&SQ_TX, c, b[i]->fn, b[i]->arg);
+    }
+}
+
+wh_status_t sq_write_group(sq_meta_t *m, meta_tx_fn fn, void *arg)
+{
+    sq_group_t *g = &m->group;
+    sq_gc_entry_t e = {.fn = fn, .arg = arg, .st = WH_OK, .done = false, .next = NULL};
+    pthread_mutex_lock(&g->mu);
+    *g->tail = &e;
+    g->tail = &e.next;
+    while (!e.done) {
+        if (g->leading) {
+            pthread_cond_wait(&g->cv, &g->mu);
+            continue;
+        }
+        /* Lead: take what is queued (this write among it), commit it, wake the waiters. */
+        sq_gc_entry_t *b[SQ_GROUP_MAX];
+        size_t n = 0;
+        while (g->head && n < SQ_GROUP_MAX) {
+            b[n++] = g->head;
+            g->head = g->head->next;
+        }
+        if (!g->head)
+            g->tail = &g->head;
+        g->leading = true;
+        pthread_mutex_unlock(&g->mu);
+
+        pthread_mutex_lock(&m->wr.lock);
+        if (n == 1)
+            b[0]->st = meta_tx_run(&SQ_TX, &m->wr, b[0]->fn, b[0]->arg);
+        else
+            sq_group_commit(m, b, n);
+        pthread_mutex_unlock(&m->wr.lock);
+
+        pthread_mutex_lock(&g->mu);
+        for (size_t i = 0; i < n; i++)
+            b[i]->done = true;
+        g->batches++;
+        g->writes += n;
+        g->leading = false;
+        pthread_cond_broadcast(&g->cv);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return e.st;
+}
+
 wh_status_t sq_write_auth(sq_meta_t *m, meta_tx_fn fn, void *arg)
 {
     wh_status_t st = sq_write(m, fn, arg);
@@ -430,6 +531,8 @@ static void sq_close(meta_t *mm)
         munmap(m->auth_gen, (size_t)sysconf(_SC_PAGESIZE));
     sq_conn_close(&m->rd);
     sq_conn_close(&m->wr); /* last: the final close checkpoints the WAL */
+    pthread_cond_destroy(&m->group.cv);
+    pthread_mutex_destroy(&m->group.mu);
     free(m);
 }
 
@@ -617,6 +720,9 @@ wh_status_t meta_sqlite_open(const char *path, meta_t **out)
     if (!m)
         return WH_ERR_NOMEM;
     m->base.ops = &SQ_OPS;
+    pthread_mutex_init(&m->group.mu, NULL);
+    pthread_cond_init(&m->group.cv, NULL);
+    m->group.tail = &m->group.head;
     wh_status_t st = sq_conn_open(&m->wr, path, true);
     if (st != WH_OK)
         goto err;

@@ -64,6 +64,7 @@ enum {
     S_BUCKET_SET_PAB,
     S_BUCKET_SET_OWNERSHIP,
     S_BUCKET_SET_LIFECYCLE,
+    S_BUCKET_SET_ENCRYPTION,
     S_BUCKET_GET_ATTRS,
     S_OBJ_SET_ACL,
     S_USER_INSERT,
@@ -90,7 +91,7 @@ enum {
  * versions and delete markers); sq_obj_row reads them in this order. */
 #define SQ_OBJ_COLS                                                                        \
     "size, mtime, etag, content_type, user_meta, crc32c, crc64nvme, parts, file_id, owner, " \
-    "acl, version_id, seq, dm, tags, part_sizes"
+    "acl, version_id, seq, dm, tags, part_sizes, sse"
 
 /* One SQLite connection and its statements, used under its mutex. */
 typedef struct sq_conn {
@@ -99,9 +100,31 @@ typedef struct sq_conn {
     sqlite3_stmt *stmt[S_COUNT];
 } sq_conn_t;
 
+/* A write waiting for a group commit (sq_write_group). */
+typedef struct sq_gc_entry {
+    meta_tx_fn fn;
+    void *arg;
+    wh_status_t st;
+    bool done;
+    struct sq_gc_entry *next;
+} sq_gc_entry_t;
+
+/* The group-commit queue: writes that arrive while a commit is being made durable wait here,
+ * and the next leader commits them together in one transaction (one WAL fsync). */
+typedef struct sq_group {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    sq_gc_entry_t *head, **tail;
+    bool leading;      /* a thread is committing a batch */
+    uint64_t batches;  /* commits made, and the writes they carried (for tests and /metrics) */
+    uint64_t writes;
+} sq_group_t;
+#define SQ_GROUP_MAX 64 /* writes per group commit */
+
 typedef struct sq_meta {
     meta_t base;
     sq_conn_t wr, rd;
+    sq_group_t group;
     uint64_t *auth_gen; /* PATH-authgen mapped shared (every process on this data), or NULL */
 } sq_meta_t;
 
@@ -109,6 +132,14 @@ typedef struct sq_meta {
 
 /* Runs fn inside one write transaction on the writer connection. */
 wh_status_t sq_write(sq_meta_t *m, meta_tx_fn fn, void *arg);
+/* sq_write, group-committed: a write that arrives while another commit is being made durable
+ * joins the next batch, which commits in one transaction, each write inside its own savepoint
+ * (a write that fails rolls back alone; the others commit). Its status is its own write's,
+ * or the commit's when that fails. For writes whose fn may share a transaction with others
+ * and whose caller treats every failure as "not committed" (object and part commits): an
+ * error that makes SQLite abandon the whole transaction (a full disk, an I/O error) fails
+ * every write of that batch that had run, which were then not committed either. */
+wh_status_t sq_write_group(sq_meta_t *m, meta_tx_fn fn, void *arg);
 /* sq_write for a change to what authorization reads (keys, users, user policies, a bucket's
  * owner, ACL or policy): bumps the auth generation once it has ended. */
 wh_status_t sq_write_auth(sq_meta_t *m, meta_tx_fn fn, void *arg);

@@ -32,6 +32,9 @@ static wh_status_t sq_upload_check(sq_conn_t *c, const char *bucket, const char 
         if (st == WH_OK && sqlite3_column_type(s, 5) != SQLITE_NULL &&
             !(meta->tags = sq_col_dup(s, 5)))
             st = WH_ERR_NOMEM;
+        if (st == WH_OK && sqlite3_column_type(s, 6) != SQLITE_NULL &&
+            !(meta->sse = sq_col_dup(s, 6)))
+            st = WH_ERR_NOMEM;
     }
     sq_done(s);
     return st;
@@ -63,6 +66,7 @@ static wh_status_t tx_upload_create(void *conn, void *arg)
     sq_bind_text(s, 7, a->meta ? a->meta->owner : "");
     sq_bind_text_or_null(s, 8, a->meta ? a->meta->acl : NULL);
     sq_bind_text_or_null(s, 9, a->meta ? a->meta->tags : NULL);
+    sq_bind_text_or_null(s, 10, a->meta ? a->meta->sse : NULL);
     return sq_exec_stmt(c, s, "upload insert");
 }
 
@@ -133,7 +137,7 @@ wh_status_t sq_part_put(meta_t *m, const char *bucket, const char *key, const ch
 {
     sq_part_arg_t a = {bucket, key, upload_id, info, ref, old};
     memset(old, 0, sizeof *old);
-    wh_status_t st = sq_write(SQ(m), tx_part_put, &a);
+    wh_status_t st = sq_write_group(SQ(m), tx_part_put, &a);
     if (st != WH_OK)
         store_data_ref_clear(old);
     return st;

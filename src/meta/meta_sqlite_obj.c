@@ -97,6 +97,7 @@ wh_status_t sq_obj_upsert(sq_conn_t *c, const char *bucket, const char *key, siz
     sqlite3_bind_int(s, 16, meta->delete_marker ? 1 : 0);
     sq_bind_text_or_null(s, 17, meta->tags);
     sq_bind_text_or_null(s, 18, meta->part_sizes);
+    sq_bind_text_or_null(s, 19, meta->sse);
     wh_status_t st = sq_exec_stmt(c, s, "object upsert");
     return st == WH_OK ? sq_chunks_put(c, ref) : st;
 }
@@ -140,9 +141,11 @@ wh_status_t sq_obj_row(sqlite3_stmt *s, store_obj_meta_t *meta, store_data_ref_t
     meta->delete_marker = sqlite3_column_int(s, 13) != 0;
     meta->tags = sq_col_dup(s, 14);
     meta->part_sizes = sq_col_dup(s, 15);
+    meta->sse = sq_col_dup(s, 16);
     /* sq_col_dup answers NULL for SQL NULL and on allocation failure: tell them apart. */
-    static const int cols[] = {4, 10, 14, 15};
-    char *const got[] = {meta->user_meta_json, meta->acl, meta->tags, meta->part_sizes};
+    static const int cols[] = {4, 10, 14, 15, 16};
+    char *const got[] = {meta->user_meta_json, meta->acl, meta->tags, meta->part_sizes,
+                         meta->sse};
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
         if (!got[i] && sqlite3_column_type(s, cols[i]) != SQLITE_NULL)
             return WH_ERR_NOMEM;
@@ -177,7 +180,7 @@ wh_status_t sq_object_put(meta_t *m, const char *bucket, const char *key, size_t
 {
     sq_obj_arg_t a = {bucket, key, klen, meta, ref, old, cond};
     memset(old, 0, sizeof *old);
-    wh_status_t st = sq_write(SQ(m), tx_object_put, &a);
+    wh_status_t st = sq_write_group(SQ(m), tx_object_put, &a);
     if (st != WH_OK)
         store_data_ref_clear(old);
     return st;

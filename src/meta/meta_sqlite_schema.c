@@ -134,7 +134,17 @@ static const char *const SQ_STEPS[] = {
     /* 7: the cluster's identity and damage tables are PostgreSQL's alone (no cluster runs on
      * SQLite); the step keeps the two version numbers in step. */
     "SELECT 1;",
-    /* 8: a completed multipart upload of local data is its parts' files, named by its chunk
+    /* 8: reserved for object lock (another branch); a no-op here. */
+    "SELECT 1;",
+    /* 9: encryption at rest. sse: NULL for bytes stored as sent, else the object's encryption
+     * parameters (store/crypt.h: kind, salt, the sealed data key or the customer key's
+     * verifier, part numbers); never a key in clear. An upload keeps them for its parts. */
+    "ALTER TABLE objects ADD COLUMN sse TEXT;"
+    "ALTER TABLE versions ADD COLUMN sse TEXT;"
+    "ALTER TABLE uploads ADD COLUMN sse TEXT;"
+    /* and the bucket's default encryption (PutBucketEncryption): "AES256" or NULL. */
+    "ALTER TABLE buckets ADD COLUMN encryption TEXT;",
+    /* 10: a completed multipart upload of local data is its parts' files, named by its chunk
      * map: recovery asks whether any chunk map names a file. */
     "CREATE INDEX chunks_chunk ON chunks(chunk_id);",
 };

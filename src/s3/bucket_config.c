@@ -415,6 +415,98 @@ static void own_cb(void *arg, const char *path, const char *text, size_t len)
                   "ObjectWriter");
 }
 
+static const char *const g_sse_names[] = {NULL, "AES256", "aws:kms", "aws:kms:dsse"};
+#define SSE_ROOT "ServerSideEncryptionConfiguration"
+#define SSE_RULE SSE_ROOT "/Rule"
+#define SSE_DEF SSE_RULE "/ApplyServerSideEncryptionByDefault"
+
+static void sse_cb(void *arg, const char *path, const char *text, size_t len)
+{
+    flat_x_t *x = arg;
+    size_t rl = strlen(SSE_ROOT);
+    if (x->err != S3_OK)
+        return;
+    if (strncmp(path, SSE_ROOT, rl) != 0 || (path[rl] && path[rl] != '/')) {
+        x->other_root = true;
+        return;
+    }
+    if (!strcmp(path, SSE_ROOT))
+        return;
+    if (!strcmp(path, SSE_RULE)) {
+        if (x->seen & 8) {
+            x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
+                          "ServerSideEncryptionConfiguration holds exactly one Rule");
+            return;
+        }
+        x->seen |= 8;
+        return;
+    }
+    if (!strcmp(path, SSE_DEF))
+        return;
+    if (!strcmp(path, SSE_DEF "/SSEAlgorithm")) {
+        if (x->seen & 1) {
+            x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
+                          "SSEAlgorithm must be given once");
+            return;
+        }
+        x->seen |= 1;
+        for (unsigned i = 1; i < 4; i++)
+            if (strlen(g_sse_names[i]) == len && memcmp(g_sse_names[i], text, len) == 0) {
+                x->bits = i;
+                return;
+            }
+        x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
+                      "SSEAlgorithm must be AES256, aws:kms or aws:kms:dsse");
+        return;
+    }
+    if (!strcmp(path, SSE_DEF "/KMSMasterKeyID")) {
+        x->seen |= 2;
+        return;
+    }
+    if (!strcmp(path, SSE_RULE "/BucketKeyEnabled")) {
+        bool v;
+        if ((x->seen & 4) || parse_bool(text, len, &v) != 0)
+            x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
+                          "BucketKeyEnabled must be given once, as true or false");
+        x->seen |= 4;
+        return;
+    }
+    x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
+                  "unknown element %.200s in ServerSideEncryptionConfiguration", path + rl + 1);
+}
+
+s3_err_t s3_encryption_parse(const char *xml, size_t len, unsigned *alg, char *msg,
+                             size_t msglen)
+{
+    flat_x_t x = {.err = S3_OK, .msg = msg, .msglen = msglen};
+    if (msg && msglen)
+        msg[0] = '\0';
+    if (s3_xml_walk(xml, len, sse_cb, &x) != 0 && x.err == S3_OK)
+        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML, "the document is not well-formed XML");
+    if (x.err == S3_OK && x.other_root)
+        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML,
+                     "the document is not a ServerSideEncryptionConfiguration");
+    if (x.err == S3_OK && !(x.seen & 1))
+        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML,
+                     "ServerSideEncryptionConfiguration needs a Rule with "
+                     "ApplyServerSideEncryptionByDefault/SSEAlgorithm");
+    if (x.err == S3_OK && (x.seen & 2) && x.bits == S3_SSE_AES256)
+        x.err = fail(msg, msglen, S3_ERR_INVALID_ARGUMENT,
+                     "KMSMasterKeyID is allowed only with SSEAlgorithm aws:kms");
+    if (x.err == S3_OK)
+        *alg = x.bits;
+    return x.err;
+}
+
+void s3_encryption_format(unsigned alg, wh_sbuf_t *b, const char *xmlns)
+{
+    wh_sbuf_printf(b, "<ServerSideEncryptionConfiguration xmlns=\"%s\"><Rule>"
+                   "<ApplyServerSideEncryptionByDefault><SSEAlgorithm>%s</SSEAlgorithm>"
+                   "</ApplyServerSideEncryptionByDefault><BucketKeyEnabled>false"
+                   "</BucketKeyEnabled></Rule></ServerSideEncryptionConfiguration>", xmlns,
+                   alg >= 1 && alg <= 3 ? g_sse_names[alg] : "AES256");
+}
+
 s3_err_t s3_ownership_parse(const char *xml, size_t len, unsigned *own, char *msg,
                             size_t msglen)
 {

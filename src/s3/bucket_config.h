@@ -60,4 +60,12 @@ s3_err_t s3_ownership_parse(const char *xml, size_t len, unsigned *own, char *ms
                             size_t msglen);
 void s3_ownership_format(unsigned own, wh_sbuf_t *out, const char *xmlns);
 
+/* ServerSideEncryptionConfiguration: one Rule whose ApplyServerSideEncryptionByDefault names
+ * an SSEAlgorithm (KMSMasterKeyID only with aws:kms), and an optional BucketKeyEnabled. */
+enum { S3_SSE_AES256 = 1, S3_SSE_KMS = 2, S3_SSE_KMS_DSSE = 3 };
+s3_err_t s3_encryption_parse(const char *xml, size_t len, unsigned *alg, char *msg,
+                             size_t msglen);
+/* The document of an AES256 default (the only one stored). */
+void s3_encryption_format(unsigned alg, wh_sbuf_t *out, const char *xmlns);
+
 #endif

@@ -58,6 +58,7 @@
     X(S3_ERR_ACL_NOT_SUPPORTED, "AccessControlListNotSupported", 400, "The bucket does not allow ACLs") \
     X(S3_ERR_CORS_FORBIDDEN, "AccessForbidden", 403, "CORSResponse: This CORS request is not allowed.") \
     X(S3_ERR_NO_SUCH_LIFECYCLE, "NoSuchLifecycleConfiguration", 404, "The lifecycle configuration does not exist") \
+    X(S3_ERR_NO_SUCH_ENCRYPTION, "ServerSideEncryptionConfigurationNotFoundError", 404, "The server side encryption configuration was not found") \
     X(S3_ERR_MALFORMED_POST_REQUEST, "MalformedPOSTRequest", 400, "The body of your POST request is not well-formed multipart/form-data.") \
     X(S3_ERR_INVALID_POLICY_DOCUMENT, "InvalidPolicyDocument", 400, "The content of the form does not meet the conditions specified in the policy document.")
 

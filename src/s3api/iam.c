@@ -623,6 +623,52 @@ static int act_list_policies(iam_ctx_t *c)
     return resp_end(c, &b, true);
 }
 
+/* Actions of the IAM API that wharf does not implement (groups, roles, managed policies,
+ * instance profiles, MFA, federation, ...): 501 NotImplemented, where a name IAM does not
+ * have is 400 InvalidAction. */
+static const char *const IAM_UNIMPLEMENTED[] = {
+    "AddClientIDToOpenIDConnectProvider", "AddRoleToInstanceProfile", "AddUserToGroup",
+    "AttachGroupPolicy", "AttachRolePolicy", "AttachUserPolicy", "ChangePassword",
+    "CreateAccountAlias", "CreateGroup", "CreateInstanceProfile", "CreateLoginProfile",
+    "CreateOpenIDConnectProvider", "CreatePolicy", "CreatePolicyVersion", "CreateRole",
+    "CreateSAMLProvider", "CreateServiceLinkedRole", "CreateServiceSpecificCredential",
+    "CreateVirtualMFADevice", "DeactivateMFADevice", "DeleteAccountAlias",
+    "DeleteAccountPasswordPolicy", "DeleteGroup", "DeleteGroupPolicy", "DeleteInstanceProfile",
+    "DeleteLoginProfile", "DeleteOpenIDConnectProvider", "DeletePolicy", "DeletePolicyVersion",
+    "DeleteRole", "DeleteRolePermissionsBoundary", "DeleteRolePolicy", "DeleteSAMLProvider",
+    "DeleteServerCertificate", "DeleteServiceLinkedRole", "DeleteServiceSpecificCredential",
+    "DeleteSigningCertificate", "DeleteSSHPublicKey", "DeleteUserPermissionsBoundary",
+    "DeleteVirtualMFADevice", "DetachGroupPolicy", "DetachRolePolicy", "DetachUserPolicy",
+    "EnableMFADevice", "GenerateCredentialReport", "GetAccountAuthorizationDetails",
+    "GetAccountPasswordPolicy", "GetAccountSummary", "GetCredentialReport", "GetGroup",
+    "GetGroupPolicy", "GetInstanceProfile", "GetLoginProfile", "GetOpenIDConnectProvider",
+    "GetPolicy", "GetPolicyVersion", "GetRole", "GetRolePolicy", "GetSAMLProvider",
+    "GetServerCertificate", "GetSSHPublicKey", "ListAccountAliases",
+    "ListAttachedGroupPolicies", "ListAttachedRolePolicies", "ListAttachedUserPolicies",
+    "ListEntitiesForPolicy", "ListGroupPolicies", "ListGroups", "ListGroupsForUser",
+    "ListInstanceProfiles", "ListInstanceProfilesForRole", "ListMFADevices",
+    "ListOpenIDConnectProviders", "ListPolicies", "ListPolicyVersions", "ListRolePolicies",
+    "ListRoles", "ListRoleTags", "ListSAMLProviders", "ListServerCertificates",
+    "ListServiceSpecificCredentials", "ListSigningCertificates", "ListSSHPublicKeys",
+    "ListUserTags", "ListVirtualMFADevices", "PutGroupPolicy", "PutRolePermissionsBoundary",
+    "PutRolePolicy", "PutUserPermissionsBoundary", "RemoveRoleFromInstanceProfile",
+    "RemoveUserFromGroup", "ResyncMFADevice", "SetDefaultPolicyVersion", "SimulateCustomPolicy",
+    "SimulatePrincipalPolicy", "TagRole", "TagUser", "UntagRole", "UntagUser",
+    "UpdateAccountPasswordPolicy", "UpdateAssumeRolePolicy", "UpdateGroup",
+    "UpdateLoginProfile", "UpdateRole", "UpdateRoleDescription", "UpdateServerCertificate",
+    "UpdateSigningCertificate", "UpdateSSHPublicKey", "UploadServerCertificate",
+    "UploadSigningCertificate", "UploadSSHPublicKey",
+};
+
+static bool iam_action_known(const char *action)
+{
+    for (size_t i = 0; i < WH_ARRAY_SIZE(IAM_UNIMPLEMENTED); i++)
+        if (strcmp(action, IAM_UNIMPLEMENTED[i]) == 0)
+            return true;
+    return false;
+}
+
+
 static const struct {
     const char *name;
     int (*fn)(iam_ctx_t *c);
@@ -670,6 +716,16 @@ int srv_iam_finish(srv_req_t *r, srv_out_t *o)
                          IAM_MAX_BODY);
         goto out;
     }
+    /* STS (AssumeRole and the rest) arrives here too, signed for the service "sts": there
+     * are no roles or temporary credentials to hand out. Nothing is done, so nothing needs the
+     * signature checked first. */
+    const char *authz = srv_hdr(r, "authorization");
+    if (authz && strstr(authz, "/sts/aws4_request")) {
+        status = iam_err(&c, 501, "NotImplemented", "wharf does not implement STS: there are "
+                         "no roles or temporary credentials; sign with an IAM user's access "
+                         "key");
+        goto out;
+    }
     char hex[65];
     wh_sha256_hex(r->buf.data ? r->buf.data : "", r->buf.len, hex);
     char msg[320] = "";
@@ -706,6 +762,12 @@ int srv_iam_finish(srv_req_t *r, srv_out_t *o)
         goto out;
     }
     const char *version = param(&c, "Version");
+    if (version && strcmp(version, "2011-06-15") == 0) {
+        status = iam_err(&c, 501, "NotImplemented", "wharf does not implement STS (%.64s): "
+                         "there are no roles or temporary credentials; sign with an IAM "
+                         "user's access key", action);
+        goto out;
+    }
     if (version && strcmp(version, "2010-05-08") != 0) {
         status = iam_err(&c, 400, "InvalidParameterValue", "Version must be 2010-05-08, got "
                          "'%.40s'", version);
@@ -719,9 +781,11 @@ int srv_iam_finish(srv_req_t *r, srv_out_t *o)
             break;
         }
     }
-    if (!status)
-        status = iam_err(&c, 400, "InvalidAction", "wharf does not implement the IAM action "
+    if (!status && iam_action_known(action))
+        status = iam_err(&c, 501, "NotImplemented", "wharf does not implement the IAM action "
                          "%.64s (users, access keys and inline user policies only)", action);
+    else if (!status)
+        status = iam_err(&c, 400, "InvalidAction", "%.64s is not an IAM action", action);
 out:
     for (int i = 0; i < c.np; i++)
         free(c.params[i]);

@@ -311,7 +311,7 @@ static void fill_ctx(srv_req_t *r, s3_authz_ctx_t *c, const char *action, const 
     c->resource = arn;
     srv_peer_ip(r, &c->source_ip);
     /* TLS on the TCP port; the Unix socket is plain (its peer is proven by the kernel). */
-    c->secure_transport = !r->peer.is_unix && r->srv->tls != NULL;
+    c->secure_transport = srv_req_secure(r);
     c->prefix = srv_route_q(&r->route, "prefix");
     c->delimiter = srv_route_q(&r->route, "delimiter");
     c->x_amz_acl = srv_hdr(r, "x-amz-acl");

@@ -446,3 +446,51 @@ int srv_lc_delete(srv_req_t *r, srv_out_t *o)
 {
     return attr_set(r, o, STORE_BATTR_LIFECYCLE, NULL, 204);
 }
+
+/* ---- default encryption (applied to writes by s3_sse.c) ---- */
+
+int srv_benc_get(srv_req_t *r, srv_out_t *o)
+{
+    char *v = NULL;
+    int ret = attr_get(r, o, STORE_BATTR_ENCRYPTION, &v);
+    if (ret)
+        return ret;
+    if (!v)
+        return srv_err(o, S3_ERR_NO_SUCH_ENCRYPTION, NULL);
+    bool aes = strcmp(v, "AES256") == 0;
+    free(v);
+    if (!aes)
+        return srv_err(o, S3_ERR_INTERNAL, "the stored default encryption is damaged");
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    wh_sbuf_puts(&b, XML_DECL);
+    s3_encryption_format(S3_SSE_AES256, &b, S3_XMLNS);
+    return srv_ok_xml(o, 200, &b);
+}
+
+int srv_benc_put_finish(srv_req_t *r, srv_out_t *o)
+{
+    int ret = srv_body_md5_check(r, o);
+    if (ret)
+        return ret;
+    unsigned alg;
+    char msg[256];
+    s3_err_t e = s3_encryption_parse(body(r), r->buf.len, &alg, msg, sizeof msg);
+    if (e != S3_OK)
+        return srv_err(o, e, msg);
+    if (alg != S3_SSE_AES256)
+        return srv_errf(o, S3_ERR_NOT_IMPLEMENTED,
+                        "a default encryption of SSEAlgorithm %s is not implemented by wharfd: "
+                        "no key management service is configured; AES256 (SSE-S3) is",
+                        alg == S3_SSE_KMS ? "aws:kms" : "aws:kms:dsse");
+    if (!r->srv->ident || !srv_ident_has_key(r->srv->ident))
+        return srv_err(o, S3_ERR_NOT_IMPLEMENTED,
+                       "a default encryption of AES256 needs the server key "
+                       "(--server-key-file), which this server has not got");
+    return attr_set(r, o, STORE_BATTR_ENCRYPTION, "AES256", 200);
+}
+
+int srv_benc_delete(srv_req_t *r, srv_out_t *o)
+{
+    return attr_set(r, o, STORE_BATTR_ENCRYPTION, NULL, 204);
+}

@@ -5,6 +5,8 @@
 #include "s3/range.h"
 #include "s3/xml.h"
 
+#include <openssl/crypto.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +45,9 @@ int srv_mpu_part_finish(srv_req_t *r, srv_out_t *o)
     return srv_put_finish(r, o, true);
 }
 
-/* Copies [off, off+len) of the source into the request's writer. */
-static int copy_range(srv_req_t *r, srv_out_t *o, store_reader_t *rd, uint64_t off,
-                      uint64_t len)
+/* Copies [off, off+len) of the source reader (decrypting where encrypted) into the request's
+ * writer. */
+static int copy_range(srv_req_t *r, srv_out_t *o, store_reader_t *rd, uint64_t off, uint64_t len)
 {
     const size_t chunk = 4u << 20;
     char *buf = malloc(chunk);
@@ -73,10 +75,30 @@ int srv_mpu_part_copy(srv_req_t *r, srv_out_t *o)
     srv_copy_src_t c;
     if ((ret = srv_copy_src_parse(r, o, &c)))
         return ret;
-    store_obj_meta_t sm;
+    store_obj_meta_t sm, rm;
     memset(&sm, 0, sizeof sm);
+    memset(&rm, 0, sizeof rm);
     store_reader_t *rd = NULL;
-    if ((ret = srv_copy_src_open(r, o, &c, &sm, &rd)))
+    srv_sse_req_t sq;
+    memset(&sq, 0, sizeof sq);
+    if ((ret = srv_copy_src_open(r, o, &c, &sm, NULL)))
+        goto out;
+    /* Exactly the version authorized above, through a reader (local or not, encrypted or
+     * not). */
+    wh_status_t ost = store_object_reader_version(srv_st(r), c.bucket, c.key,
+                                                  sm.version_id[0] ? sm.version_id : NULL,
+                                                  &rm, &rd);
+    if (ost == WH_OK && (strcmp(rm.etag, sm.etag) != 0 || rm.size != sm.size))
+        ost = WH_ERR_NOT_FOUND;
+    if (ost != WH_OK) {
+        ret = ost == WH_ERR_NOT_FOUND ? srv_err(o, S3_ERR_NO_SUCH_KEY, "the copy source vanished")
+                                      : srv_err_status(r, o, ost, "opening the copy source");
+        goto out;
+    }
+    if ((ret = srv_sse_request(r, o, true, false, &sq)))
+        goto out;
+    /* The source's key checked and given to its reader, as a GET's. */
+    if ((ret = srv_sse_open(r, o, &rm, &sq, rd)))
         goto out;
     uint64_t off = 0, len = sm.size;
     const char *rng = srv_hdr(r, "x-amz-copy-source-range");
@@ -90,7 +112,7 @@ int srv_mpu_part_copy(srv_req_t *r, srv_out_t *o)
         ret = srv_err_status(r, o, st, "opening a temp file");
         goto out;
     }
-    if ((ret = copy_range(r, o, rd, off, len)))
+    if ((ret = srv_sse_writer(r, o, true)) || (ret = copy_range(r, o, rd, off, len)))
         goto out;
     char e[33];
     st = store_mpu_part_commit(srv_st(r), srv_b(r), srv_k(r), r->upload_id, r->part_number, r->w,
@@ -110,9 +132,12 @@ int srv_mpu_part_copy(srv_req_t *r, srv_out_t *o)
     srv_xml_time(&b, "LastModified", time(NULL));
     srv_xml_etag(&b, e);
     wh_sbuf_puts(&b, "</CopyPartResult>");
+    srv_sse_reply(r, o);
     ret = srv_ok_xml(o, 200, &b);
 out:
     store_reader_close(rd);
+    srv_sse_req_wipe(&sq);
+    store_obj_meta_free(&rm);
     store_obj_meta_free(&sm);
     srv_copy_src_free(&c);
     return ret;
@@ -132,7 +157,20 @@ int srv_mpu_create(srv_req_t *r, srv_out_t *o)
         store_obj_meta_free(&m);
         return ret;
     }
+    /* The upload's encryption, which its parts take (their SSE-C key checked against it). */
+    srv_sse_req_t sq;
+    uint8_t key[STORE_SSE_KEY_LEN];
+    if ((ret = srv_sse_request(r, o, false, true, &sq)) || (ret = srv_sse_default(r, o, &sq)) ||
+        (ret = srv_sse_new(r, o, &sq, &m.sse, key))) {
+        srv_sse_req_wipe(&sq);
+        store_obj_meta_free(&m);
+        return ret;
+    }
+    OPENSSL_cleanse(key, sizeof key);
     wh_status_t st = store_mpu_create(srv_st(r), srv_b(r), srv_k(r), &m, id);
+    if (st == WH_OK)
+        srv_sse_headers(o, m.sse, &sq);
+    srv_sse_req_wipe(&sq);
     store_obj_meta_free(&m);
     if (st != WH_OK)
         return srv_err_status(r, o, st, "creating the upload");
@@ -266,6 +304,7 @@ int srv_mpu_complete_finish(srv_req_t *r, srv_out_t *o)
         ret = srv_write_cond_err(r, o, st, &cond, "completing the upload");
     else {
         srv_out_version(o, m.version_id, false);
+        srv_sse_headers(o, m.sse, NULL); /* SSE-S3 says so; SSE-C echoes only a key given */
         ret = complete_xml(r, o, &m);
     }
 out:

@@ -338,6 +338,9 @@ static s3_err_t file_begin(srv_req_t *r, const s3_form_part_t *part)
         return fail_out(r, &o);
     }
     srv_put_etag_mode(r, false);
+    /* The form's x-amz-server-side-encryption* fields, or the bucket's default, as PutObject. */
+    if (srv_sse_writer(r, &o, false))
+        return fail_out(r, &o);
     ps->in_file = true;
     return S3_OK;
 }

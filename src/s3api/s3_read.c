@@ -231,6 +231,24 @@ int srv_read_object(srv_req_t *r, srv_out_t *o)
     /* The object's ACL, before a byte moves (HTTP or RDMA). */
     if ((ret = srv_authz_object(r, o, &m)))
         goto out;
+    /* Encryption: the customer's key checked, the reader given its key (s3_sse.c). */
+    srv_sse_req_t sq;
+    if ((ret = srv_sse_request(r, o, false, false, &sq)))
+        goto out;
+    ret = srv_sse_open(r, o, &m, &sq, rd);
+    if (!ret)
+        srv_sse_headers(o, m.sse, &sq);
+    srv_sse_req_wipe(&sq);
+    if (ret)
+        goto out;
+    if (m.sse && r->token_req && !r->head) {
+        srv_rdma_result_t no = {.http_status = 501, .s3_code = "NotImplemented"};
+        snprintf(no.message, sizeof no.message,
+                 "x-amz-rdma-token GET of an encrypted object: its bytes are stored encrypted "
+                 "and the RDMA path moves stored bytes; send it over HTTP");
+        ret = srv_rdma_refuse(r, o, &no, WH_ERR_UNSUPPORTED);
+        goto out;
+    }
     srv_out_version(o, m.version_id, vid != NULL);
 
     int pc = srv_preconditions(r, &m, "");

@@ -31,8 +31,30 @@ int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part)
         if (ret || (ret = srv_write_cond(r, o, &cond)))
             return ret;
     }
-    if (r->token_req)
+    if (r->token_req) {
+        /* An encrypted write needs its bytes through the server's cipher: not by RDMA. */
+        srv_sse_req_t q = {0};
+        if (!part && (ret = srv_sse_default(r, o, &q)))
+            return ret;
+        if (part) { /* a part of an encrypted upload */
+            store_obj_meta_t um;
+            memset(&um, 0, sizeof um);
+            if (store_mpu_meta(srv_st(r), srv_b(r), srv_k(r), r->upload_id, &um) == WH_OK &&
+                um.sse)
+                q.kind = STORE_SSE_S3; /* either kind: declined alike */
+            store_obj_meta_free(&um);
+        }
+        if (q.kind != STORE_SSE_NONE) {
+            srv_rdma_result_t no = {.http_status = 501, .s3_code = "NotImplemented"};
+            snprintf(no.message, sizeof no.message,
+                     "x-amz-rdma-token %s: an encrypted object's bytes go through the "
+                     "server's cipher, not by RDMA; send it over HTTP",
+                     part ? "UploadPart of an encrypted upload"
+                          : "PUT into a bucket whose default encryption is AES256");
+            return srv_rdma_refuse(r, o, &no, WH_ERR_UNSUPPORTED);
+        }
         return srv_rdma_put_object(r, o, part);
+    }
     const char *cl = srv_hdr(r, "content-length");
     const char *te = srv_hdr(r, "transfer-encoding");
     if (!cl && !te)
@@ -55,6 +77,8 @@ int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part)
     if (st != WH_OK)
         return srv_err_status(r, o, st, "opening a temp file");
     srv_put_etag_mode(r, part);
+    if ((ret = srv_sse_writer(r, o, part)))
+        return ret; /* cleanup aborts the writer */
     return 0; /* the body goes to r->w */
 }
 
@@ -135,6 +159,7 @@ int srv_put_finish(srv_req_t *r, srv_out_t *o, bool part)
     atomic_fetch_add(&r->srv->metrics.http_write_bytes, size);
     atomic_fetch_add(&r->srv->metrics.http_write_ops, 1);
     srv_out_header(o, "x-amz-checksum-crc64nvme", c64);
+    srv_sse_reply(r, o);
     return srv_ok(o, 200);
 }
 
@@ -278,7 +303,9 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
     /* srv_copy_src_parse returned 0, so
      * c.bucket is set; the analyzer cannot see that srv_err (s3api.c) returns an HTTP status */
     /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker) */
-    if (!replace && !tags_replace && !c.version_id[0] && strcmp(c.bucket, srv_b(r)) == 0 &&
+    if (!replace && !tags_replace && !c.version_id[0] && !srv_hdr(r, "x-amz-server-side-encryption") &&
+        !srv_hdr(r, "x-amz-server-side-encryption-customer-algorithm") &&
+        strcmp(c.bucket, srv_b(r)) == 0 &&
         strcmp(c.key, srv_k(r)) == 0) {
         ret = srv_err(o, S3_ERR_INVALID_REQUEST,
                       "This copy request is illegal because it is trying to copy an object to "
@@ -304,9 +331,16 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
     /* Copy exactly the version authorized above (sm), not whatever is current a moment
      * later; an unversioned key's "null" version can be replaced in between, so the bytes
      * copied are checked to be the authorized ones and the copy undone when not. */
-    wh_status_t st = store_object_copy_version(srv_st(r), c.bucket, c.key,
-                                               sm.version_id[0] ? sm.version_id : NULL, srv_b(r),
-                                               srv_k(r), &nm, &out_m);
+    if (!sm.sse && srv_hdr(r, "x-amz-copy-source-server-side-encryption-customer-algorithm")) {
+        ret = srv_err(o, S3_ERR_INVALID_REQUEST,
+                      "the copy source is not encrypted with a customer key: send no "
+                      "x-amz-copy-source-server-side-encryption-customer-* headers");
+        goto out;
+    }
+    wh_status_t st;
+    if ((ret = srv_sse_copy(r, o, c.bucket, c.key, sm.version_id[0] ? sm.version_id : NULL,
+                            &nm, &out_m, &st)))
+        goto out;
     if (st == WH_ERR_NOT_FOUND) {
         ret = srv_err(o, S3_ERR_NO_SUCH_KEY, "the copy source vanished or the bucket is gone");
         goto out;

@@ -43,6 +43,9 @@ const srv_op_t srv_ops[] = {
     {BKT, "GET", "cors", NULL, NULL, false, SRV_API_GET_BUCKET_CORS, NONE_, false, srv_cors_get, NULL, "s3:GetBucketCORS", false},
     {BKT, "PUT", "cors", NULL, NULL, false, SRV_API_PUT_BUCKET_CORS, BUF_, false, srv_bconfig_put_begin, srv_cors_put_finish, "s3:PutBucketCORS", false},
     {BKT, "DELETE", "cors", NULL, NULL, false, SRV_API_DELETE_BUCKET_CORS, NONE_, false, srv_cors_delete, NULL, "s3:PutBucketCORS", false},
+    {BKT, "GET", "encryption", NULL, NULL, false, SRV_API_GET_BUCKET_ENCRYPTION, NONE_, false, srv_benc_get, NULL, "s3:GetEncryptionConfiguration", false},
+    {BKT, "PUT", "encryption", NULL, NULL, false, SRV_API_PUT_BUCKET_ENCRYPTION, BUF_, false, srv_bconfig_put_begin, srv_benc_put_finish, "s3:PutEncryptionConfiguration", false},
+    {BKT, "DELETE", "encryption", NULL, NULL, false, SRV_API_DELETE_BUCKET_ENCRYPTION, NONE_, false, srv_benc_delete, NULL, "s3:PutEncryptionConfiguration", false},
     {BKT, "GET", "publicAccessBlock", NULL, NULL, false, SRV_API_GET_PUBLIC_ACCESS_BLOCK, NONE_, false, srv_pab_get, NULL, "s3:GetBucketPublicAccessBlock", false},
     {BKT, "PUT", "publicAccessBlock", NULL, NULL, false, SRV_API_PUT_PUBLIC_ACCESS_BLOCK, BUF_, false, srv_bconfig_put_begin, srv_pab_put_finish, "s3:PutBucketPublicAccessBlock", false},
     {BKT, "DELETE", "publicAccessBlock", NULL, NULL, false, SRV_API_DELETE_PUBLIC_ACCESS_BLOCK, NONE_, false, srv_pab_delete, NULL, "s3:PutBucketPublicAccessBlock", false},
@@ -286,21 +289,47 @@ static int owner_account_only(const srv_req_t *r, const srv_op_t *op, srv_out_t 
     }
 }
 
+/* The APIs that serve server-side encryption headers (s3_sse.c); elsewhere they are refused. */
+static bool sse_served(const srv_req_t *r, const srv_op_t *op, bool copy_source)
+{
+    if (r->token_req)
+        return false; /* the RDMA path moves stored bytes: see s3_sse.c */
+    switch (op->api) {
+    case SRV_API_COPY_OBJECT:
+    case SRV_API_UPLOAD_PART_COPY:
+        return true;
+    case SRV_API_PUT_OBJECT:
+    case SRV_API_GET_OBJECT:
+    case SRV_API_HEAD_OBJECT:
+    case SRV_API_CREATE_MPU:
+    case SRV_API_UPLOAD_PART:
+    case SRV_API_COMPLETE_MPU: /* S3 accepts (and needs not) the SSE-C headers there */
+        return !copy_source;
+    default:
+        return false;
+    }
+}
+
 /* Request headers that ask for work wharfd does not do: refused with 501 naming the feature,
  * never answered 200 with the work silently skipped. */
 static int refuse_unbuilt(srv_req_t *r, const srv_op_t *op, srv_out_t *o)
 {
     for (size_t i = 0; i < r->nhdrs; i++) {
         const char *n = r->hdrs[i].lname;
-        if (strncmp(n, "x-amz-server-side-encryption-customer-", 38) == 0 ||
-            strncmp(n, "x-amz-copy-source-server-side-encryption-customer-", 50) == 0)
+        bool copy_src = strncmp(n, "x-amz-copy-source-server-side-encryption-customer-", 50) == 0;
+        if ((copy_src || strncmp(n, "x-amz-server-side-encryption", 28) == 0) &&
+            !sse_served(r, op, copy_src)) {
+            if (r->token_req) /* a decline: the client may resend over HTTP */
+                srv_out_header(o, "x-amz-rdma-reply", "501");
             return srv_errf(o, S3_ERR_NOT_IMPLEMENTED,
-                            "server-side encryption with customer keys (SSE-C, header %s) is "
-                            "not implemented by wharfd: objects are stored unencrypted", n);
-        if (strncmp(n, "x-amz-server-side-encryption", 28) == 0)
-            return srv_errf(o, S3_ERR_NOT_IMPLEMENTED,
-                            "server-side encryption (SSE-S3/SSE-KMS, header %s) is not "
-                            "implemented by wharfd: objects are stored unencrypted", n);
+                            "server-side encryption (header %s) is not served on %s%s", n,
+                            srv_api_name(op->api),
+                            r->token_req ? " with x-amz-rdma-token: the RDMA path moves the "
+                                           "stored bytes, and an encrypted object's must be "
+                                           "decrypted or encrypted by the server; send it "
+                                           "over HTTP"
+                                         : "");
+        }
         if (strncmp(n, "x-amz-object-lock-", 18) == 0)
             return srv_errf(o, S3_ERR_NOT_IMPLEMENTED,
                             "object lock (header %s) is not implemented by wharfd: no "

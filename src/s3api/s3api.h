@@ -25,6 +25,7 @@
 
 #include "front/front.h"
 #include "meta/meta.h"
+#include "store/crypt.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -154,6 +155,46 @@ void srv_sums_to_meta(store_obj_meta_t *m, const s3_sums_t *w);
 void srv_sums_to_out(srv_out_t *o, const s3_sums_t *w);
 /* Every trailer x-amz-trailer names has arrived. */
 int srv_trailers_check(srv_req_t *r, srv_out_t *o);
+
+/* ---- server-side encryption (s3_sse.c) ------------------------------------------------- */
+
+/* What a request asks of encryption: SSE-C's key (wiped by srv_sse_req_wipe) or SSE-S3. */
+typedef struct srv_sse_req {
+    store_sse_kind_t kind;
+    uint8_t ckey[STORE_SSE_KEY_LEN];
+    char ckey_md5[32]; /* as sent, checked */
+} srv_sse_req_t;
+void srv_sse_req_wipe(srv_sse_req_t *q);
+/* The request came over TLS (the answer aws:SecureTransport gets). */
+bool srv_req_secure(const srv_req_t *r);
+/* Parses the SSE-C headers (copy_source: the x-amz-copy-source-... ones) and, unless
+ * copy_source, x-amz-server-side-encryption (accepted only where allow_s3). SSE-C over plain
+ * HTTP is 400; aws:kms is 501. 0 or the error's status. */
+int srv_sse_request(srv_req_t *r, srv_out_t *o, bool copy_source, bool allow_s3,
+                    srv_sse_req_t *q);
+/* A write that names no encryption takes the bucket's default (PutBucketEncryption). */
+int srv_sse_default(srv_req_t *r, srv_out_t *o, srv_sse_req_t *q);
+/* New object parameters for q: *sse (malloc'd, NULL for none) and its data key. */
+int srv_sse_new(srv_req_t *r, srv_out_t *o, const srv_sse_req_t *q, char **sse,
+                uint8_t key[STORE_SSE_KEY_LEN]);
+/* The data key of an object with parameters text, given what the request carries: WH_OK, or
+ * the S3 error (InvalidRequest: no key given; AccessDenied: the wrong key) in *err/msg. */
+wh_status_t srv_sse_key(srv_req_t *r, const char *text, const srv_sse_req_t *q,
+                        uint8_t key[STORE_SSE_KEY_LEN], s3_err_t *err, char *msg, size_t cap);
+/* GET/HEAD: checks q against the object m and, with rd, gives rd its key. 0 or error. */
+int srv_sse_open(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, const srv_sse_req_t *q,
+                 store_reader_t *rd);
+/* The reply headers of an object with parameters text (NULL: none). */
+void srv_sse_headers(srv_out_t *o, const char *text, const srv_sse_req_t *q);
+/* PUT/UploadPart: encrypts r->w as the request (or, for a part, its upload) says. */
+int srv_sse_writer(srv_req_t *r, srv_out_t *o, bool part);
+/* The headers srv_sse_writer's encryption gives the PUT/UploadPart reply. */
+void srv_sse_reply(const srv_req_t *r, srv_out_t *o);
+/* CopyObject's copy, decrypting the source and encrypting the destination as the request
+ * says: 0 with *st the store's answer, or an error's status (the key checks). */
+int srv_sse_copy(srv_req_t *r, srv_out_t *o, const char *sbucket, const char *skey,
+                 const char *sversion, const store_obj_meta_t *replace_meta,
+                 store_obj_meta_t *out_meta, wh_status_t *st);
 
 /* ---- authorization (s3_authz.c) --------------------------------------------------------- */
 
@@ -338,6 +379,9 @@ int srv_bconfig_put_begin(srv_req_t *r, srv_out_t *o);
 int srv_btag_get(srv_req_t *r, srv_out_t *o);
 int srv_btag_put_finish(srv_req_t *r, srv_out_t *o);
 int srv_btag_delete(srv_req_t *r, srv_out_t *o);
+int srv_benc_get(srv_req_t *r, srv_out_t *o);
+int srv_benc_put_finish(srv_req_t *r, srv_out_t *o);
+int srv_benc_delete(srv_req_t *r, srv_out_t *o);
 int srv_cors_get(srv_req_t *r, srv_out_t *o);
 int srv_cors_put_finish(srv_req_t *r, srv_out_t *o);
 int srv_cors_delete(srv_req_t *r, srv_out_t *o);

@@ -9,6 +9,7 @@
 #include "base/digest.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "store/crypt.h"
 #include "store/store_int.h"
 
 #include <stdio.h>
@@ -355,7 +356,7 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
         s = WH_ERR_INTERNAL;
         goto out;
     }
-    uint64_t off = 0, crc = 0;
+    uint64_t off = 0, soff = 0, crc = 0; /* soff: in the stored bytes (blobs when encrypted) */
     for (size_t i = 0; i < n; i++) {
         const meta_part_t *pp = &use[i];
         uint8_t raw[WH_MD5_LEN];
@@ -371,20 +372,23 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
         wh_md5_update(&mm, raw, sizeof raw);
         crc = i == 0 ? pcrc : wh_crc64nvme_combine(crc, pcrc, pp->info.size);
 
+        /* An encrypted upload's parts are blobs (crypt.h), composed or appended as stored. */
+        uint64_t stored = om.sse ? store_sse_blob_size(pp->info.size) : pp->info.size;
         if (chunks) {
-            /* A part of no bytes (only the last may be) is no extent. */
-            if (pp->info.size) {
+            /* A part of no stored bytes (only the last may be) is no extent. */
+            if (stored) {
                 store_chunk_t *c = &chunks[nchunks++];
                 memcpy(c->id, pp->ref.id, sizeof c->id);
-                c->offset = off;
-                c->length = pp->info.size;
-                c->crc64nvme = pcrc;
+                c->offset = soff;
+                c->length = stored;
+                c->crc64nvme = om.sse ? 0 : pcrc; /* the part's CRC is of its plaintext */
             }
+            soff += stored;
             off += pp->info.size;
             continue;
         }
         store_reader_t *pr = NULL;
-        s = store_reader_open_ref(st, &pp->ref, pp->info.size, &pr);
+        s = store_reader_open_ref(st, &pp->ref, stored, &pr);
         if (s != WH_OK) {
             if (s == WH_ERR_NOT_FOUND) {
                 /* Replaced or aborted concurrently. */
@@ -395,7 +399,7 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
             wh_md5_free(&mm);
             goto out;
         }
-        s = store_writer_append(w, pr, 0, pp->info.size);
+        s = store_writer_append(w, pr, 0, stored);
         store_reader_close(pr);
         if (s != WH_OK) {
             wh_md5_free(&mm);
@@ -441,6 +445,20 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
         }
         om.part_sizes = wh_sbuf_steal(&ps);
     }
+    if (om.sse) { /* each part's blob authenticates its part number: the reader needs them */
+        wh_sbuf_t ns;
+        wh_sbuf_init(&ns);
+        wh_sbuf_puts(&ns, om.sse);
+        for (size_t i = 0; i < n; i++)
+            wh_sbuf_printf(&ns, i ? ",%u" : ";n=%u", use[i].info.number);
+        if (ns.oom) {
+            wh_sbuf_free(&ns);
+            s = WH_ERR_NOMEM;
+            goto out;
+        }
+        free(om.sse);
+        om.sse = wh_sbuf_steal(&ns);
+    }
     wh_crc64nvme_b64(crc, om.crc64nvme);
     if (sums && ((sums->want_crc64nvme && !mpu_sum_eq(sums->want_crc64nvme, om.crc64nvme)) ||
                  (sums->want_crc32c && (!om.crc32c[0] ||
@@ -483,6 +501,7 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
         om.acl = NULL;
         om.tags = NULL;
         om.part_sizes = NULL;
+        om.sse = NULL;
     }
 out:
     store_writer_fail(w, s);

@@ -6,6 +6,7 @@
 #include "base/crc.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "store/crypt.h"
 #include "store/store_int.h"
 
 #include <errno.h>
@@ -378,7 +379,16 @@ wh_status_t store_object_reader_version(store_t *st, const char *bucket, const c
             store_data_ref_clear(&ref);
             return store_dm_answer(&m, meta);
         }
-        s = store_reader_open_ref(st, &ref, m.size, out);
+        uint64_t stored = m.size;
+        s = m.sse ? store_sse_stored_size(&m, &stored) : WH_OK;
+        if (s != WH_OK) {
+            store_obj_meta_free(&m);
+            store_data_ref_clear(&ref);
+            return WH_ERR_IO;
+        }
+        s = store_reader_open_ref(st, &ref, stored, out);
+        if (s == WH_OK && m.sse)
+            s = store_crypt_wrap(*out, &m, out);
         if (s == WH_ERR_NOT_FOUND && attempt < 2) {
             store_obj_meta_free(&m);
             store_data_ref_clear(&ref);
@@ -564,6 +574,34 @@ wh_status_t store_object_copy_version(store_t *st, const char *sbucket, const ch
                                       const char *dkey, const store_obj_meta_t *replace_meta,
                                       store_obj_meta_t *out_meta)
 {
+    return store_object_copy_sse(st, sbucket, skey, sversion, dbucket, dkey, replace_meta, NULL,
+                                 out_meta);
+}
+
+/* Decrypted source bytes into an (encrypting) writer, 1 MiB at a time. */
+static wh_status_t copy_through(store_reader_t *r, store_writer_t *w, uint64_t size)
+{
+    const size_t chunk = 1u << 20;
+    char *buf = malloc(chunk);
+    if (!buf)
+        return WH_ERR_NOMEM;
+    wh_status_t s = WH_OK;
+    for (uint64_t done = 0; done < size && s == WH_OK;) {
+        size_t n = (size_t)WH_MIN((uint64_t)chunk, size - done);
+        s = store_reader_pread(r, buf, n, done);
+        if (s == WH_OK)
+            s = store_writer_write(w, buf, n);
+        done += n;
+    }
+    free(buf);
+    return s;
+}
+
+wh_status_t store_object_copy_sse(store_t *st, const char *sbucket, const char *skey,
+                                  const char *sversion, const char *dbucket, const char *dkey,
+                                  const store_obj_meta_t *replace_meta,
+                                  const store_copy_sse_t *sse, store_obj_meta_t *out_meta)
+{
     store_obj_meta_t src;
     store_reader_t *r = NULL;
     store_writer_t *w = NULL;
@@ -578,14 +616,48 @@ wh_status_t store_object_copy_version(store_t *st, const char *sbucket, const ch
     wh_status_t s = store_object_reader_version(st, sbucket, skey, sversion, &src, &r);
     if (s != WH_OK)
         return s;
+    const char *dst_sse = sse ? sse->dst_sse : NULL;
+    bool recrypt = src.sse || dst_sse;
+    if (src.sse) {
+        uint8_t key[STORE_SSE_KEY_LEN];
+        s = sse && sse->src_key ? sse->src_key(sse->arg, &src, key) : WH_ERR_AUTH;
+        if (s == WH_OK)
+            s = store_reader_set_key(r, key);
+        memset(key, 0, sizeof key);
+        if (s != WH_OK)
+            goto out;
+    }
     s = store_writer_open(st, &w);
     if (s != WH_OK)
         goto out;
-    s = store_writer_append(w, r, 0, src.size);
+    if (dst_sse) {
+        store_sse_t ds;
+        s = store_sse_parse(dst_sse, &ds);
+        if (s == WH_OK)
+            s = store_writer_encrypt(w, sse->dst_key, dst_sse, 0);
+        if (s != WH_OK)
+            goto out;
+    }
+    s = recrypt ? copy_through(r, w, src.size) : store_writer_append(w, r, 0, src.size);
     if (s != WH_OK)
         goto out;
+    if (recrypt && strlen(src.etag) == 32) { /* a plain MD5: it must be the bytes read */
+        char md5[33];
+        store_writer_md5_hex(w, md5);
+        if (strcmp(md5, src.etag) != 0) {
+            wh_error("store", "copy of bucket=%s: the source's bytes do not match its etag",
+                     sbucket);
+            s = WH_ERR_CHECKSUM;
+            goto out;
+        }
+    }
 
     store_obj_meta_t nm = src;
+    if (recrypt) { /* the plaintext went through the writer: one blob, no part boundaries */
+        nm.sse = (char *)dst_sse;
+        nm.parts = 0;
+        nm.part_sizes = NULL;
+    }
     nm.user_meta_json = src.user_meta_json;
     nm.acl = NULL; /* S3 never copies an ACL */
     if (replace_meta) {
@@ -608,6 +680,7 @@ wh_status_t store_object_copy_version(store_t *st, const char *sbucket, const ch
         out_meta->acl = nm.acl ? strdup(nm.acl) : NULL;
         out_meta->tags = nm.tags ? strdup(nm.tags) : NULL;
         out_meta->part_sizes = nm.part_sizes ? strdup(nm.part_sizes) : NULL;
+        out_meta->sse = nm.sse ? strdup(nm.sse) : NULL;
     }
     store_writer_free(w);
     w = NULL;

@@ -47,7 +47,20 @@ struct store_writer {
      * the CRC-64/NVME, CRC-32C and size the writer computes anyway. */
     bool digest_etag, digest_part;
     uint64_t digest_part_size;
+    /* Encryption at rest (crypt.c, store_writer_encrypt): NULL for bytes stored as sent. */
+    struct store_crypt_w *crypt;
 };
+
+/* crypt.c: an encrypted writer's bytes in AES-256-GCM segments; flush writes the last, short
+ * one before finish. */
+wh_status_t store_crypt_write(store_writer_t *w, const void *p, size_t n);
+wh_status_t store_crypt_flush(store_writer_t *w);
+const char *store_crypt_sse(const store_writer_t *w); /* NULL: not encrypted */
+void store_crypt_free(store_writer_t *w);
+/* Wraps the raw reader of an encrypted row (m->sse set) in a decrypting one, still without
+ * its key. Takes raw, also on failure. */
+wh_status_t store_crypt_wrap(store_reader_t *raw, const store_obj_meta_t *m,
+                             store_reader_t **out);
 
 /* 32 random lowercase hex chars (upload ids). */
 wh_status_t store_random_id(char out[META_ID_LEN + 1]);

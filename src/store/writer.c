@@ -78,7 +78,7 @@ static void *store_md5_main(void *arg)
 
 static void store_md5_start(store_writer_t *w)
 {
-    if (!w->dw->data->ops->writer_pread)
+    if (!w->dw->data->ops->writer_pread || w->crypt) /* stored bytes are not what was given */
         return; /* bytes are not kept here: hash inline */
     w->md5_avail = w->md5_hashed = w->size;
     w->md5_stop = 0;
@@ -127,7 +127,7 @@ wh_status_t store_writer_write(store_writer_t *w, const void *p, size_t n)
     }
     if (n == 0)
         return WH_OK;
-    wh_status_t s = w->dw->data->ops->write(w->dw, p, n);
+    wh_status_t s = w->crypt ? store_crypt_write(w, p, n) : w->dw->data->ops->write(w->dw, p, n);
     if (s != WH_OK) {
         w->broken = true;
         return s;
@@ -168,8 +168,8 @@ wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const wh
 {
     memset(res, 0, sizeof *res);
     const store_data_ops_t *ops = w->dw->data->ops;
-    if (!ops->rdma_put)
-        return WH_ERR_UNSUPPORTED;
+    if (!ops->rdma_put || w->crypt)
+        return WH_ERR_UNSUPPORTED; /* an encrypted write takes its bytes through the writer */
     if (w->size || w->md5_done) {
         snprintf(res->message, sizeof res->message, "an RDMA PUT must be the writer's only input");
         return WH_ERR_INVALID;
@@ -207,7 +207,7 @@ wh_status_t store_writer_append(store_writer_t *w, store_reader_t *r, uint64_t o
 
 void store_writer_use_digest_etag(store_writer_t *w, uint64_t part_size, bool part)
 {
-    if (w->size || w->md5_done || !part_size)
+    if (w->size || w->md5_done || !part_size || w->crypt)
         return;
     w->digest_etag = true;
     w->digest_part = part;
@@ -231,7 +231,7 @@ static void digest_hex(const store_writer_t *w, char out[33])
 
 void store_writer_use_part_etag(store_writer_t *w, uint64_t part_size)
 {
-    if (w->size == 0 && !w->md5_done && part_size >= STORE_MD5_THREAD_MIN)
+    if (w->size == 0 && !w->md5_done && part_size >= STORE_MD5_THREAD_MIN && !w->crypt)
         w->part_size = part_size;
 }
 
@@ -310,6 +310,11 @@ uint32_t store_writer_crc32c(const store_writer_t *w)
 
 wh_status_t store_writer_finish(store_writer_t *w, store_data_ref_t *ref)
 {
+    wh_status_t s = store_crypt_flush(w);
+    if (s != WH_OK) {
+        w->broken = true;
+        return s;
+    }
     return w->dw->data->ops->finish(w->dw, ref);
 }
 
@@ -319,6 +324,7 @@ void store_writer_free(store_writer_t *w)
         return;
     store_md5_join(w, 2);
     store_etag_abort(w->etag);
+    store_crypt_free(w);
     w->dw->data->ops->writer_free(w->dw);
     if (!w->md5_done)
         wh_md5_free(&w->md5);
@@ -345,6 +351,7 @@ void store_writer_abort(store_writer_t *w)
         return;
     store_md5_join(w, 2);
     store_etag_abort(w->etag);
+    store_crypt_free(w);
     w->dw->data->ops->writer_abort(w->dw);
     if (!w->md5_done)
         wh_md5_free(&w->md5);
@@ -396,6 +403,10 @@ wh_status_t store_writer_commit_cond(store_writer_t *w, const char *bucket, cons
         wh_crc64nvme_b64(w->crc64, meta->crc64nvme);
     meta->mtime = time(NULL);
     meta->parts = 0;
+    if (store_crypt_sse(w) && !meta->sse && !(meta->sse = strdup(store_crypt_sse(w)))) {
+        s = WH_ERR_NOMEM;
+        goto err;
+    }
 
     s = store_writer_finish(w, &ref);
     if (s != WH_OK)

@@ -385,9 +385,20 @@ def test_boto3_iam_errors_and_policies():
         with pytest.raises(urllib.error.HTTPError) as ei:
             urllib.request.urlopen(req, timeout=10)
         assert ei.value.code == 403 and b"<ErrorResponse" in ei.value.read()
-        # An unknown action is named.
+        # An IAM action wharf does not implement is 501; a name IAM does not have is 400.
         r = users.client(srv, ACCESS_KEY, SECRET_KEY, "iam")
-        assert iam_error(lambda: r.list_groups()) == ("InvalidAction", 400)
+        assert iam_error(lambda: r.list_groups()) == ("NotImplemented", 501)
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+        req = AWSRequest("POST", srv.endpoint + "/",
+                         data=b"Action=NoSuchAction&Version=2010-05-08",
+                         headers={"Content-Type": "application/x-www-form-urlencoded"})
+        SigV4Auth(Credentials(ACCESS_KEY, SECRET_KEY), "iam", REGION).add_auth(req)
+        with pytest.raises(urllib.error.HTTPError) as ei:
+            urllib.request.urlopen(urllib.request.Request(
+                req.url, data=req.body, headers=dict(req.headers), method="POST"), timeout=10)
+        assert ei.value.code == 400 and b"InvalidAction" in ei.value.read()
 
 
 def check_v2_contents(srv, manifest):

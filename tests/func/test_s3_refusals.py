@@ -2,8 +2,10 @@
 that a request is what it claims, against a real wharfd with boto3 and raw signed requests
 (tests/lib/s3raw.py) where boto3 cannot send what is needed.
 
-- SSE-C headers on PUT, GET, HEAD, CopyObject, CreateMultipartUpload and UploadPart, and
-  SSE-S3/SSE-KMS (x-amz-server-side-encryption*): 501 NotImplemented, nothing stored.
+- SSE-C headers over plain HTTP on PUT, GET, HEAD, CopyObject, CreateMultipartUpload and
+  UploadPart: 400 InvalidRequest (the key would travel in clear), nothing stored; SSE-KMS
+  (x-amz-server-side-encryption: aws:kms): 501 NotImplemented, nothing stored. (SSE-C over
+  https and SSE-S3 are served: tests/func/test_sse.py.)
 - Object lock: CreateBucket with x-amz-bucket-object-lock-enabled: true and PutObject with
   x-amz-object-lock-*: 501, no bucket or object made.
 - Conditional deletes: DeleteObject with If-Match (412 PreconditionFailed on another ETag, 404
@@ -72,18 +74,18 @@ SSEC = {"x-amz-server-side-encryption-customer-algorithm": "AES256",
 
 # ---- SSE -------------------------------------------------------------------------------------
 
-def test_sse_c_put_is_refused_and_nothing_stored(s3, bucket):
+def test_sse_c_put_over_http_is_refused_and_nothing_stored(s3, bucket):
     with pytest.raises(ClientError) as ei:
         s3.put_object(Bucket=bucket, Key="secret", Body=b"plaintext",
                       SSECustomerAlgorithm="AES256", SSECustomerKey=SSEC_KEY)
-    assert _status(ei) == 501 and _code(ei) == "NotImplemented"
-    assert "SSE-C" in ei.value.response["Error"]["Message"]
+    assert _status(ei) == 400 and _code(ei) == "InvalidRequest"
+    assert "secure connection" in ei.value.response["Error"]["Message"]
     with pytest.raises(ClientError) as ei:
         s3.head_object(Bucket=bucket, Key="secret")
     assert _status(ei) == 404
 
 
-def test_sse_c_on_reads_copies_and_multipart_is_refused(s3, raw, bucket):
+def test_sse_c_over_http_on_reads_copies_and_multipart_is_refused(s3, raw, bucket):
     s3.put_object(Bucket=bucket, Key="plain", Body=b"plain bytes")
     for method, query, extra in [
             ("GET", None, {}), ("HEAD", None, {}),
@@ -91,16 +93,16 @@ def test_sse_c_on_reads_copies_and_multipart_is_refused(s3, raw, bucket):
             ("PUT", None, {"x-amz-copy-source": f"/{bucket}/plain"})]:
         r = raw.request(method, f"/{bucket}/plain" if method != "PUT" else f"/{bucket}/copy",
                         query=query, headers={**SSEC, **extra})
-        assert r.status == 501, (method, r)
-        assert r.error_code() == "NotImplemented", (method, r)
+        assert r.status == 400, (method, r)
+        assert method == "HEAD" or r.error_code() == "InvalidRequest", (method, r)
     r = raw.request("PUT", f"/{bucket}/copy2", headers={
         "x-amz-copy-source": f"/{bucket}/plain",
         **{k.replace("x-amz-", "x-amz-copy-source-"): v for k, v in SSEC.items()}})
-    assert r.status == 501 and r.error_code() == "NotImplemented", r
+    assert r.status == 400 and r.error_code() == "InvalidRequest", r
     up = s3.create_multipart_upload(Bucket=bucket, Key="mp")
     r = raw.request("PUT", f"/{bucket}/mp", query={"partNumber": "1", "uploadId": up["UploadId"]},
                     headers=SSEC, body=b"part")
-    assert r.status == 501 and r.error_code() == "NotImplemented", r
+    assert r.status == 400 and r.error_code() == "InvalidRequest", r
     s3.abort_multipart_upload(Bucket=bucket, Key="mp", UploadId=up["UploadId"])
     # The plain GET still works and nothing was made by the refused writes.
     assert s3.get_object(Bucket=bucket, Key="plain")["Body"].read() == b"plain bytes"
@@ -108,9 +110,9 @@ def test_sse_c_on_reads_copies_and_multipart_is_refused(s3, raw, bucket):
     assert keys == ["plain"]
 
 
-@pytest.mark.parametrize("kw", [{"ServerSideEncryption": "AES256"},
+@pytest.mark.parametrize("kw", [{"ServerSideEncryption": "aws:kms"},
                                 {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "k1"}])
-def test_sse_s3_and_kms_are_refused(s3, bucket, kw):
+def test_sse_kms_is_refused(s3, bucket, kw):
     with pytest.raises(ClientError) as ei:
         s3.put_object(Bucket=bucket, Key="enc", Body=b"x", **kw)
     assert _status(ei) == 501 and _code(ei) == "NotImplemented"
