@@ -4,7 +4,8 @@
  * store_data_t; its writers and readers start with store_data_writer_t and store_reader_t.
  * The store calls the table, never a file directly:
  *   local files (data_local.c): one file per object or part under DIR/objects, fd-capable
- *     readers (sendfile, the server's RDMA engine), no delegated RDMA;
+ *     readers (sendfile, the server's RDMA engine), no delegated RDMA; a completed multipart
+ *     upload is its parts' files (compose), read through one fd per extent;
  *   a cluster gateway (src/cluster): chunks streamed to storage servers, pread-only readers,
  *     and delegated RDMA (storage servers move bytes to and from client memory themselves).
  *
@@ -108,6 +109,11 @@ struct store_data_ops {
     wh_status_t (*reader_pread)(store_reader_t *r, void *buf, size_t n, uint64_t off);
     wh_status_t (*rdma_get)(store_reader_t *r, const char *token, const wh_peer_t *peer,
                             uint64_t off, uint64_t len, store_rdma_result_t *res); /* optional */
+    /* Optional: the local file that holds byte off of the object: its fd (owned by the
+     * reader), where off lies in that file, and how many bytes of the object follow there
+     * contiguously. For readers of several files (a composed object), where reader_fd is -1. */
+    wh_status_t (*reader_extent)(const store_reader_t *r, uint64_t off, int *fd,
+                                 uint64_t *file_off, uint64_t *len);
     /* Optional: before a streamed reply's header (store_reader_prepare). */
     wh_status_t (*reader_prepare)(store_reader_t *r, uint64_t off, uint64_t len, char *msg,
                                   size_t msglen);
@@ -115,6 +121,16 @@ struct store_data_ops {
 
     /* After the metadata commit that dropped ref. */
     void (*release)(store_data_t *d, const store_data_ref_t *ref);
+
+    /* Optional (multipart completion without moving bytes): fills *out with a reference
+     * whose bytes are the n committed references parts[i] one after another (chunk i names
+     * part i: id its data id, offset its place in the object, length its size, crc64nvme its
+     * CRC). Nothing is written: the parts' bytes become the object's once the metadata commit
+     * moves them from the part rows to the object row, in one transaction; recover() must
+     * then count a data id named by a row's chunk map as referenced. NULL: the store appends
+     * the parts into a new writer (append, which a chunked table does by reference). */
+    wh_status_t (*compose)(store_data_t *d, const store_chunk_t *parts, size_t n,
+                           store_data_ref_t *out);
 };
 
 /* Local files under dir (dir/objects, dir/tmp, dir/reserve). */

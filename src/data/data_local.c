@@ -5,6 +5,12 @@
  * A write goes to tmp/, is fsynced and renamed into objects/ (finish), and the store commits
  * metadata only after that. Readers get the file's fd, for sendfile and the RDMA engine.
  *
+ * A completed multipart upload of several parts is composed, not copied: its reference is a
+ * fresh id that names no file, with one chunk (extent) per part naming the part's file. The
+ * metadata commit that drops the part rows makes those files the object's; a reader opens an
+ * fd per extent (so a replaced or deleted version stays readable while open), and release
+ * unlinks every extent. An object of one part takes the part's file as it is.
+ *
  * Full disk: DIR/reserve is a preallocated file. New writes are refused (WH_ERR_NO_SPACE, 507)
  * above the high-water mark, when the disk is full, and while the reserve is not held. When a
  * delete's metadata commit finds no space, the store releases the reserve and retries; once
@@ -59,9 +65,17 @@ typedef struct ld_writer {
     uint64_t checked;              /* size when free space was last checked */
 } ld_writer_t;
 
+/* One file of a composed object. */
+typedef struct ld_extent {
+    int fd;
+    uint64_t off, len; /* in the object */
+} ld_extent_t;
+
 typedef struct ld_reader {
     store_reader_t base;
-    int fd;
+    int fd;            /* one file; -1 for a composed object */
+    size_t n_ext;      /* composed: its extents in object order */
+    ld_extent_t *ext;
 } ld_reader_t;
 
 #define LD(d) ((ld_t *)(d))
@@ -235,7 +249,9 @@ static void ld_unlink(ld_t *l, const char *id)
 
 static void ld_release(store_data_t *d, const store_data_ref_t *ref)
 {
-    ld_unlink(LD(d), ref->id);
+    ld_unlink(LD(d), ref->id); /* a composed object's own id names no file: ENOENT */
+    for (size_t i = 0; i < ref->n_chunks; i++)
+        ld_unlink(LD(d), ref->chunks[i].id);
 }
 
 static wh_status_t ld_fsync_dir(int parent_fd, const char *name)
@@ -306,6 +322,9 @@ static wh_status_t ld_copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_
 
 /* ---- writer ---- */
 
+static wh_status_t ld_reader_extent(const store_reader_t *r, uint64_t off, int *fd,
+                                    uint64_t *file_off, uint64_t *len);
+
 static wh_status_t ld_writer_open(store_data_t *d, store_data_writer_t **out)
 {
     ld_t *l = LD(d);
@@ -362,13 +381,29 @@ static wh_status_t ld_append(store_data_writer_t *dw, store_reader_t *r, uint64_
                              uint64_t len)
 {
     ld_writer_t *w = (ld_writer_t *)dw;
+    ld_reader_t *lr = (ld_reader_t *)r;
     wh_status_t s = ld_space_check(LD(dw->data), len);
     if (s != WH_OK)
         return s;
-    s = ld_copy_range(((ld_reader_t *)r)->fd, off, w->fd, w->size, len);
-    if (s == WH_OK)
-        w->size += len;
-    return s;
+    if (!lr->n_ext) {
+        s = ld_copy_range(lr->fd, off, w->fd, w->size, len);
+        if (s == WH_OK)
+            w->size += len;
+        return s;
+    }
+    while (len > 0) { /* a composed source: extent by extent */
+        int fd;
+        uint64_t foff, avail;
+        if ((s = ld_reader_extent(r, off, &fd, &foff, &avail)) != WH_OK)
+            return s;
+        uint64_t n = WH_MIN(avail, len);
+        if ((s = ld_copy_range(fd, foff, w->fd, w->size, n)) != WH_OK)
+            return s;
+        w->size += n;
+        off += n;
+        len -= n;
+    }
+    return WH_OK;
 }
 
 static wh_status_t ld_writer_pread(store_data_writer_t *dw, void *buf, size_t n, uint64_t off)
@@ -430,31 +465,95 @@ static void ld_writer_abort(store_data_writer_t *dw)
 
 /* ---- reader ---- */
 
+/* Opens DIR/objects/<id>: an fd, or -1 with *st set (NOT_FOUND when it is gone). */
+static int ld_open_file(ld_t *l, const char *id, wh_status_t *st)
+{
+    if (!ld_id_valid(id)) {
+        wh_error("store", "metadata names a malformed file id '%s'", id);
+        *st = WH_ERR_INTERNAL;
+        return -1;
+    }
+    char rel[STORE_DATA_ID_LEN + 4];
+    ld_relpath(id, rel);
+    int fd = openat(l->obj_fd, rel, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) {
+            *st = WH_ERR_NOT_FOUND; /* replaced meanwhile: the store looks again */
+            return -1;
+        }
+        wh_error("store", "cannot open object file %s/objects/%s: %m", l->dir, rel);
+        *st = wh_status_from_errno(errno);
+    }
+    return fd;
+}
+
+static void ld_reader_close(store_reader_t *r)
+{
+    ld_reader_t *lr = (ld_reader_t *)r;
+    if (lr->fd >= 0)
+        close(lr->fd);
+    for (size_t i = 0; i < lr->n_ext; i++)
+        if (lr->ext[i].fd >= 0)
+            close(lr->ext[i].fd);
+    free(lr->ext);
+    free(lr);
+}
+
+/* A composed object: every extent's file opened now, so that the version stays readable
+ * while the reader is open (a later replace or delete only unlinks). */
+static wh_status_t ld_reader_open_extents(ld_t *l, const store_data_ref_t *ref, uint64_t size,
+                                          ld_reader_t *r)
+{
+    /* The map first: damaged metadata is reported as such, before any file is opened. */
+    uint64_t at = 0;
+    for (size_t i = 0; i < ref->n_chunks; i++) {
+        const store_chunk_t *c = &ref->chunks[i];
+        if (c->offset != at || c->length == 0) {
+            wh_error("store", "data=%s: extent %zu is at %llu+%llu, expected at %llu", ref->id,
+                     i, (unsigned long long)c->offset, (unsigned long long)c->length,
+                     (unsigned long long)at);
+            return WH_ERR_INTERNAL;
+        }
+        at += c->length;
+    }
+    if (at != size) {
+        wh_error("store", "data=%s: extents hold %llu bytes, the object %llu", ref->id,
+                 (unsigned long long)at, (unsigned long long)size);
+        return WH_ERR_INTERNAL;
+    }
+    if (!(r->ext = calloc(ref->n_chunks, sizeof *r->ext)))
+        return WH_ERR_NOMEM;
+    for (size_t i = 0; i < ref->n_chunks; i++) {
+        const store_chunk_t *c = &ref->chunks[i];
+        wh_status_t st = WH_OK;
+        r->n_ext = i + 1;
+        if ((r->ext[i].fd = ld_open_file(l, c->id, &st)) < 0)
+            return st;
+        r->ext[i].off = c->offset;
+        r->ext[i].len = c->length;
+    }
+    return WH_OK;
+}
+
 static wh_status_t ld_reader_open(store_data_t *d, const store_data_ref_t *ref, uint64_t size,
                                   store_reader_t **out)
 {
     ld_t *l = LD(d);
-    if (!ld_id_valid(ref->id)) {
-        wh_error("store", "metadata names a malformed file id '%s'", ref->id);
-        return WH_ERR_INTERNAL;
-    }
-    char rel[STORE_DATA_ID_LEN + 4];
-    ld_relpath(ref->id, rel);
-    int fd = openat(l->obj_fd, rel, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return WH_ERR_NOT_FOUND; /* replaced meanwhile: the store looks again */
-        wh_error("store", "cannot open object file %s/objects/%s: %m", l->dir, rel);
-        return wh_status_from_errno(errno);
-    }
     ld_reader_t *r = calloc(1, sizeof *r);
-    if (!r) {
-        close(fd);
+    if (!r)
         return WH_ERR_NOMEM;
-    }
     r->base.data = d;
     r->base.size = size;
-    r->fd = fd;
+    r->fd = -1;
+    wh_status_t st = WH_OK;
+    if (ref->n_chunks)
+        st = ld_reader_open_extents(l, ref, size, r);
+    else if ((r->fd = ld_open_file(l, ref->id, &st)) >= 0)
+        st = WH_OK;
+    if (st != WH_OK) {
+        ld_reader_close(&r->base);
+        return st;
+    }
     *out = &r->base;
     return WH_OK;
 }
@@ -464,22 +563,85 @@ static int ld_reader_fd(const store_reader_t *r)
     return ((const ld_reader_t *)r)->fd;
 }
 
-static wh_status_t ld_reader_pread(store_reader_t *r, void *buf, size_t n, uint64_t off)
+static wh_status_t ld_reader_extent(const store_reader_t *r, uint64_t off, int *fd,
+                                    uint64_t *file_off, uint64_t *len)
 {
-    int e = wh_pread_all(((ld_reader_t *)r)->fd, buf, n, off);
-    if (e == 0)
+    const ld_reader_t *lr = (const ld_reader_t *)r;
+    if (off >= r->size)
+        return WH_ERR_RANGE;
+    if (!lr->n_ext) {
+        *fd = lr->fd;
+        *file_off = off;
+        *len = r->size - off;
         return WH_OK;
-    errno = -e;
-    wh_error("store", "reading an object file failed: %m");
-    return wh_status_from_errno(-e);
+    }
+    size_t lo = 0, hi = lr->n_ext; /* the last extent that starts at or before off */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (lr->ext[mid].off <= off)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    const ld_extent_t *e = &lr->ext[lo];
+    *fd = e->fd;
+    *file_off = off - e->off;
+    *len = e->len - *file_off;
+    return WH_OK;
 }
 
-static void ld_reader_close(store_reader_t *r)
+static wh_status_t ld_reader_pread(store_reader_t *r, void *buf, size_t n, uint64_t off)
 {
-    ld_reader_t *lr = (ld_reader_t *)r;
-    if (lr->fd >= 0)
-        close(lr->fd);
-    free(lr);
+    while (n > 0) {
+        int fd;
+        uint64_t foff, avail;
+        wh_status_t st = ld_reader_extent(r, off, &fd, &foff, &avail);
+        if (st != WH_OK)
+            return st;
+        size_t k = (size_t)WH_MIN((uint64_t)n, avail);
+        int e = wh_pread_all(fd, buf, k, foff);
+        if (e != 0) {
+            errno = -e;
+            wh_error("store", "reading an object file failed: %m");
+            return wh_status_from_errno(-e);
+        }
+        buf = (char *)buf + k;
+        off += k;
+        n -= k;
+    }
+    return WH_OK;
+}
+
+/* ---- composing (multipart completion) ---- */
+
+static wh_status_t ld_compose(store_data_t *d, const store_chunk_t *parts, size_t n,
+                              store_data_ref_t *out)
+{
+    (void)d;
+    memset(out, 0, sizeof *out);
+    if (n == 0)
+        return WH_ERR_INVALID;
+    for (size_t i = 0; i < n; i++)
+        if (!ld_id_valid(parts[i].id)) {
+            wh_error("store", "a part names a malformed file id '%s'", parts[i].id);
+            return WH_ERR_INTERNAL;
+        }
+    if (n == 1) { /* the part's file is the object's */
+        memcpy(out->id, parts[0].id, sizeof out->id);
+        return WH_OK;
+    }
+    if (!(out->chunks = malloc(n * sizeof *out->chunks)))
+        return WH_ERR_NOMEM;
+    wh_status_t st = ld_random_id(out->id);
+    if (st != WH_OK) {
+        store_data_ref_clear(out);
+        return st;
+    }
+    memcpy(out->chunks, parts, n * sizeof *out->chunks);
+    for (size_t i = 0; i < n; i++)
+        out->chunks[i].shared = false;
+    out->n_chunks = n;
+    return WH_OK;
 }
 
 /* ---- recovery ---- */
@@ -583,9 +745,11 @@ static const store_data_ops_t LD_OPS = {
     .reader_open = ld_reader_open,
     .reader_fd = ld_reader_fd,
     .reader_pread = ld_reader_pread,
-    .rdma_get = NULL, /* the server's own RDMA engine reads reader_fd() */
+    .rdma_get = NULL, /* the server's own RDMA engine reads reader_fd() / reader_extent() */
+    .reader_extent = ld_reader_extent,
     .reader_close = ld_reader_close,
     .release = ld_release,
+    .compose = ld_compose,
 };
 
 static int ld_open_dir(int parent, const char *name, const char *dir)

@@ -82,6 +82,16 @@ wh_status_t srv_rdma_get_tok(srv_rdma_t *r, const token_arg_t *token, const wh_p
                              int fd, uint64_t off, uint64_t len, srv_rdma_result_t *res);
 wh_status_t srv_rdma_get(srv_rdma_t *r, const char *token, const wh_peer_t *peer, int fd,
                          uint64_t off, uint64_t len, srv_rdma_result_t *res);
+/* GET of an object held in several files (a multipart upload's parts): the extents' bytes,
+ * one after another, land from the token's base on; res->crc64nvme covers all of them. The
+ * fds stay the caller's. */
+typedef struct srv_rdma_extent {
+    int fd;
+    uint64_t off, len; /* in the file */
+} srv_rdma_extent_t;
+wh_status_t srv_rdma_get_extents(srv_rdma_t *r, const token_arg_t *token,
+                                 const wh_peer_t *peer, const srv_rdma_extent_t *ext, size_t n,
+                                 srv_rdma_result_t *res);
 
 /* PUT: reads the token's whole region (size = token size) and passes it, in order, to sink. */
 typedef wh_status_t (*srv_rdma_sink_cb)(void *arg, const void *p, size_t n);

@@ -1,4 +1,5 @@
-/* RDMA GET: writes [off, off+len) of an object's file into the token's region. */
+/* RDMA GET: writes [off, off+len) of an object's file, or of the files of an object composed
+ * of several (a completed multipart upload: one extent per part), into the token's region. */
 #include "engine/rdma_int.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -41,11 +42,19 @@
 
 enum { SLOT_EMPTY = 0, SLOT_FILLED, SLOT_SENT };
 
-typedef struct get_pipe {
+/* One file's span of the transfer: [off, off+len) of fd lands at roff in the region. */
+typedef struct get_ext {
     int fd;
     int dfd; /* the same file with O_DIRECT, or a GET_DIO_* state */
+    uint64_t off, len, roff;
+} get_ext_t;
+
+typedef struct get_pipe {
+    get_ext_t *ext;
+    size_t n_ext;
+    size_t cur; /* the reader's extent (chunks are filled in order) */
     srv_rdma_t *r;
-    uint64_t off, len, chunk;
+    uint64_t len, chunk;
     unsigned nslots;
     uint8_t *buf[RDMA_MAX_SLOTS];  /* pool buffers */
     int state[RDMA_MAX_SLOTS];
@@ -88,26 +97,23 @@ static bool get_chunk_cold(int fd, uint64_t at, size_t n)
     return resident * 2 < pages;
 }
 
-/* Fills slot s with chunk k. Returns 0 or an errno. */
-static int get_fill(get_pipe_t *g, unsigned s, uint64_t k)
+/* Reads n bytes at `at` of extent e into p. Returns 0 or an errno. */
+static int get_fill_span(get_pipe_t *g, get_ext_t *e, uint64_t at, uint8_t *p, size_t n)
 {
-    size_t n = (size_t)WH_MIN(g->chunk, g->len - k * g->chunk);
-    uint64_t at = g->off + k * g->chunk;
-    uint8_t *p = g->buf[s];
     size_t got = 0;
-    bool cold = g->dfd != GET_DIO_NONE && get_chunk_cold(g->fd, at, n);
-    if (cold && g->dfd == GET_DIO_UNOPENED) {
+    bool cold = e->dfd != GET_DIO_NONE && get_chunk_cold(e->fd, at, n);
+    if (cold && e->dfd == GET_DIO_UNOPENED) {
         char path[64];
-        snprintf(path, sizeof path, "/proc/self/fd/%d", g->fd);
-        g->dfd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
-        if (g->dfd < 0)
-            g->dfd = GET_DIO_NONE; /* tmpfs: cached reads */
+        snprintf(path, sizeof path, "/proc/self/fd/%d", e->fd);
+        e->dfd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+        if (e->dfd < 0)
+            e->dfd = GET_DIO_NONE; /* tmpfs: cached reads */
     }
-    if (cold && g->dfd >= 0) {
+    if (cold && e->dfd >= 0) {
         size_t head = (size_t)((GET_DIO_ALIGN - at % GET_DIO_ALIGN) % GET_DIO_ALIGN);
         if (head < n) {
             if (head) { /* an unaligned start (a ranged GET): through the cache up to 4 KiB */
-                int rc = wh_pread_all(g->fd, p, head, at);
+                int rc = wh_pread_all(e->fd, p, head, at);
                 if (rc != 0)
                     return -rc;
                 atomic_fetch_add(&g->r->read_buffered, head);
@@ -115,24 +121,48 @@ static int get_fill(get_pipe_t *g, unsigned s, uint64_t k)
             }
             size_t body = (n - got) & ~(size_t)(GET_DIO_ALIGN - 1);
             if (body && (uintptr_t)(p + got) % GET_DIO_ALIGN == 0) {
-                if (wh_pread_all(g->dfd, p + got, body, at + got) == 0) {
+                if (wh_pread_all(e->dfd, p + got, body, at + got) == 0) {
                     got += body;
                     atomic_fetch_add(&g->r->read_direct_io, body);
                 } else { /* refused (alignment, a file system without it): cached reads */
-                    close(g->dfd);
-                    g->dfd = GET_DIO_NONE;
+                    close(e->dfd);
+                    e->dfd = GET_DIO_NONE;
                 }
             }
         }
     }
     if (got < n) {
-        int rc = wh_pread_all(g->fd, p + got, n - got, at + got);
+        int rc = wh_pread_all(e->fd, p + got, n - got, at + got);
         if (rc != 0)
             return -rc;
         if (cold)
             atomic_fetch_add(&g->r->read_buffered, n - got);
         else
             atomic_fetch_add(&g->r->read_cached, n - got);
+    }
+    return 0;
+}
+
+/* Fills slot s with chunk k (region bytes [k*chunk, ...)), from as many extents as it spans.
+ * Chunks are filled in order, so the extent cursor only moves forward. Returns 0 or an
+ * errno. */
+static int get_fill(get_pipe_t *g, unsigned s, uint64_t k)
+{
+    size_t n = (size_t)WH_MIN(g->chunk, g->len - k * g->chunk);
+    uint64_t pos = k * g->chunk;
+    uint8_t *p = g->buf[s];
+    for (size_t done = 0; done < n;) {
+        while (g->cur < g->n_ext && g->ext[g->cur].roff + g->ext[g->cur].len <= pos + done)
+            g->cur++;
+        if (g->cur == g->n_ext)
+            return EIO; /* extents shorter than the transfer: never from a valid reader */
+        get_ext_t *e = &g->ext[g->cur];
+        uint64_t in = pos + done - e->roff;
+        size_t m = (size_t)WH_MIN((uint64_t)(n - done), e->len - in);
+        int rc = get_fill_span(g, e, e->off + in, p + done, m);
+        if (rc)
+            return rc;
+        done += m;
     }
     g->crc = wh_crc64nvme(g->crc, g->buf[s], n);
     g->n[s] = n;
@@ -179,6 +209,7 @@ typedef struct get_direct {
     xfer_batch_t *b;
     int fd;
     uint64_t off, len, nwin;
+    uint64_t roff;         /* where off lands in the region */
     uint64_t *crc;         /* per window */
     const uint8_t *map;    /* the whole range, mapped once (d->off is at map + delta) */
     uint64_t next;         /* next window to take (atomic) */
@@ -202,11 +233,11 @@ static void *get_direct_worker(void *arg)
         madvise((void *)pa, (uintptr_t)src + n - pa, RDMA_MADV_POPULATE_READ);
         /* A transport that checksums inside its copy saves a pass over memory (GPU memory:
          * the host's memory bandwidth, not a core, bounds the copy). */
-        wh_status_t st = xfer_batch_post_crc(d->b, src, n, k * RDMA_DIRECT_WINDOW, &d->crc[k]);
+        uint64_t at = d->roff + k * RDMA_DIRECT_WINDOW;
+        wh_status_t st = xfer_batch_post_crc(d->b, src, n, at, &d->crc[k]);
         if (st == WH_ERR_UNSUPPORTED) {
             d->crc[k] = wh_crc64nvme(0, src, n);
-            st = xfer_batch_post(d->b, XFER_OP_WRITE, NULL, (void *)(uintptr_t)src, n,
-                                 k * RDMA_DIRECT_WINDOW, 0);
+            st = xfer_batch_post(d->b, XFER_OP_WRITE, NULL, (void *)(uintptr_t)src, n, at, 0);
         }
         if (st != WH_OK) {
             wh_status_t ok = WH_OK;
@@ -218,11 +249,12 @@ static void *get_direct_worker(void *arg)
     return NULL;
 }
 
-/* Runs the direct GET; fills *crc on success. Returns the first failure. */
+/* Runs the direct GET of one extent ([off, off+len) of fd to roff in the region); fills *crc
+ * on success. Returns the first failure. */
 static wh_status_t get_direct_run(srv_rdma_t *r, xfer_batch_t *b, int fd, uint64_t off,
-                                  uint64_t len, uint64_t *crc, int *read_err)
+                                  uint64_t len, uint64_t roff, uint64_t *crc, int *read_err)
 {
-    get_direct_t d = {.r = r, .b = b, .fd = fd, .off = off, .len = len};
+    get_direct_t d = {.r = r, .b = b, .fd = fd, .off = off, .len = len, .roff = roff};
     d.nwin = (len + RDMA_DIRECT_WINDOW - 1) / RDMA_DIRECT_WINDOW;
     struct stat sb;
     if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size < off + len) {
@@ -347,8 +379,10 @@ static wh_status_t get_staged_run(rdma_xfer_t *t, get_pipe_t *g, uint64_t nchunk
     return st;
 }
 
-wh_status_t srv_rdma_get_tok(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
-                             int fd, uint64_t off, uint64_t len, srv_rdma_result_t *res)
+/* The transfer of the extents ge[0..n_ext), len bytes in all, into the token's region. */
+static wh_status_t get_extents_run(srv_rdma_t *r, const token_arg_t *token,
+                                   const wh_peer_t *peer, get_ext_t *ge, size_t n_ext,
+                                   uint64_t len, srv_rdma_result_t *res)
 {
     rdma_xfer_t t;
     wh_status_t st = WH_OK;
@@ -371,13 +405,17 @@ wh_status_t srv_rdma_get_tok(srv_rdma_t *r, const token_arg_t *token, const wh_p
 
     get_pipe_t g;
     memset(&g, 0, sizeof g);
-    g.fd = fd;
-    g.dfd = r->cfg.cold_buffered ? GET_DIO_OFF : GET_DIO_UNOPENED;
+    g.ext = ge;
+    g.n_ext = n_ext;
     g.r = r;
-    g.off = off;
     g.len = len;
     if (xfer_batch_direct(t.b)) {
-        st = get_direct_run(r, t.b, fd, off, len, &g.crc, &g.read_err);
+        for (size_t i = 0; i < n_ext && st == WH_OK; i++) {
+            uint64_t c = 0;
+            st = get_direct_run(r, t.b, ge[i].fd, ge[i].off, ge[i].len, ge[i].roff, &c,
+                                &g.read_err);
+            g.crc = i == 0 ? c : wh_crc64nvme_combine(g.crc, c, ge[i].len);
+        }
     } else {
         g.chunk = r->buf_len;
         uint64_t nchunks = (len + g.chunk - 1) / g.chunk;
@@ -393,8 +431,6 @@ wh_status_t srv_rdma_get_tok(srv_rdma_t *r, const token_arg_t *token, const wh_p
         rdma_sync_init(r, &g.lock, &g.cond);
         st = get_staged_run(&t, &g, nchunks);
         rdma_sync_destroy(r, &g.lock, &g.cond);
-        if (g.dfd >= 0)
-            close(g.dfd);
     }
     uint64_t moved = xfer_batch_bytes(t.b);
     if (st == WH_OK && moved == len) {
@@ -419,5 +455,42 @@ wh_status_t srv_rdma_get_tok(srv_rdma_t *r, const token_arg_t *token, const wh_p
                 p->short_name, moved, len, res->message);
     }
     rdma_end(&t);
+    return st;
+}
+
+wh_status_t srv_rdma_get_tok(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
+                             int fd, uint64_t off, uint64_t len, srv_rdma_result_t *res)
+{
+    srv_rdma_extent_t e = {.fd = fd, .off = off, .len = len};
+    return srv_rdma_get_extents(r, token, peer, &e, 1, res);
+}
+
+wh_status_t srv_rdma_get_extents(srv_rdma_t *r, const token_arg_t *token,
+                                 const wh_peer_t *peer, const srv_rdma_extent_t *ext, size_t n,
+                                 srv_rdma_result_t *res)
+{
+    wh_status_t st;
+    uint64_t len = 0;
+    for (size_t i = 0; i < n; i++)
+        len += ext[i].len;
+    get_ext_t one, *ge = n <= 1 ? &one : calloc(n, sizeof *ge);
+    if (!ge) {
+        rdma_res_set(res, 500, "InternalError", "out of memory");
+        return WH_ERR_NOMEM;
+    }
+    memset(ge, 0, (n ? n : 1) * sizeof *ge);
+    for (size_t i = 0, at = 0; i < n; at += ext[i].len, i++) {
+        ge[i].fd = ext[i].fd;
+        ge[i].dfd = r->cfg.cold_buffered ? GET_DIO_OFF : GET_DIO_UNOPENED;
+        ge[i].off = ext[i].off;
+        ge[i].len = ext[i].len;
+        ge[i].roff = at;
+    }
+    st = get_extents_run(r, token, peer, ge, n, len, res);
+    for (size_t i = 0; i < n; i++)
+        if (ge[i].dfd >= 0)
+            close(ge[i].dfd);
+    if (ge != &one)
+        free(ge);
     return st;
 }

@@ -33,8 +33,9 @@
  * PostgreSQL, the deferred GC queue). 3: users, access keys, user policies; owners, ACLs and
  * bucket policies. 4: bucket versioning, older versions and delete markers, tags, part sizes. 5: bucket configurations. 6: bucket lifecycle.
  * 7: cluster identity (PostgreSQL), damaged copies. 8: Object Lock (versions' retention and
- * legal hold, the bucket's configuration). 9: encryption at rest. */
-#define META_SCHEMA_VERSION 9
+ * legal hold, the bucket's configuration). 9: encryption at rest. 10: chunk maps indexed by
+ * chunk id (SQLite; local multipart objects made of their parts' files). */
+#define META_SCHEMA_VERSION 10
 
 /* The advisory lock (lock_try) of the one gateway that runs maintenance: garbage collection
  * and repair (cluster/members.c) and the lifecycle worker (s3api/s3_lifecycle.c). */
@@ -203,7 +204,8 @@ struct meta_ops {
      * Delete markers are not rows of this scan (ListObjects does not show them). */
     wh_status_t (*object_scan)(meta_t *m, const char *bucket, const void *from, size_t flen,
                                bool inclusive, meta_scan_fn fn, void *arg);
-    /* WH_OK if an object or part row refers to data id, WH_ERR_NOT_FOUND if none does. */
+    /* WH_OK if an object or part row refers to data id, itself or as a chunk of its chunk
+     * map (a composed multipart object's extents), WH_ERR_NOT_FOUND if none does. */
     wh_status_t (*data_referenced)(meta_t *m, const char *id);
 
     /* The upload row keeps the object's content type and user metadata until completion. */

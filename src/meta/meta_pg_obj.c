@@ -316,7 +316,9 @@ static wh_status_t rd_data_referenced(void *conn, void *arg)
     PGresult *r;
     wh_status_t st = pg_exec(conn, "SELECT 1 FROM objects WHERE data_id = $1"
                                    " UNION ALL SELECT 1 FROM versions WHERE data_id = $1"
-                                   " UNION ALL SELECT 1 FROM parts WHERE data_id = $1 LIMIT 1",
+                                   " UNION ALL SELECT 1 FROM parts WHERE data_id = $1"
+                                   " UNION ALL SELECT 1 FROM chunks WHERE chunk_id = $1"
+                                   " LIMIT 1",
                              &p, &r, "data reference lookup");
     if (st == WH_OK && PQntuples(r) == 0)
         st = WH_ERR_NOT_FOUND;

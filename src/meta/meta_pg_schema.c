@@ -170,6 +170,9 @@ const char *const pg_schema_steps[] = {
     "ALTER TABLE versions ADD COLUMN sse text;"
     "ALTER TABLE uploads ADD COLUMN sse text;"
     "ALTER TABLE buckets ADD COLUMN encryption text;",
+    /* 10: chunk maps by chunk id (SQLite's step 10: composed multipart objects); step 2 made
+     * chunks_chunk here already, so this only keeps the two version numbers in step. */
+    "CREATE INDEX IF NOT EXISTS chunks_chunk ON chunks(chunk_id);",
 };
 _Static_assert(WH_ARRAY_SIZE(pg_schema_steps) == META_SCHEMA_VERSION,
                "every schema version needs its PostgreSQL step");

@@ -40,7 +40,8 @@ static const char *const META_SQL[S_COUNT] = {
                       " WHERE bucket = ?1 AND key >= ?2 AND dm = 0 ORDER BY key",
     [S_FILE_REF] = "SELECT 1 FROM objects WHERE file_id = ?1"
                    " UNION ALL SELECT 1 FROM versions WHERE file_id = ?1"
-                   " UNION ALL SELECT 1 FROM parts WHERE file_id = ?1 LIMIT 1",
+                   " UNION ALL SELECT 1 FROM parts WHERE file_id = ?1"
+                   " UNION ALL SELECT 1 FROM chunks WHERE chunk_id = ?1 LIMIT 1",
     [S_VERSIONING_GET] = "SELECT versioning FROM buckets WHERE name = ?1",
     [S_VERSIONING_SET] = "UPDATE buckets SET versioning = ?2 WHERE name = ?1"
                          " AND (?2 = 1 OR object_lock IS NULL)",

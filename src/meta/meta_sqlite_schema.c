@@ -156,6 +156,9 @@ static const char *const SQ_STEPS[] = {
     "ALTER TABLE uploads ADD COLUMN sse TEXT;"
     /* and the bucket's default encryption (PutBucketEncryption): "AES256" or NULL. */
     "ALTER TABLE buckets ADD COLUMN encryption TEXT;",
+    /* 10: a completed multipart upload of local data is its parts' files, named by its chunk
+     * map: recovery asks whether any chunk map names a file. */
+    "CREATE INDEX chunks_chunk ON chunks(chunk_id);",
 };
 _Static_assert(WH_ARRAY_SIZE(SQ_STEPS) == META_SCHEMA_VERSION,
                "every schema version needs its SQLite step");

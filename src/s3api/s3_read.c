@@ -8,9 +8,14 @@
 #include "base/log.h"
 #include "s3/range.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define MOD "s3"
@@ -30,6 +35,40 @@ static int not_modified(srv_out_t *o, const store_obj_meta_t *m)
     return srv_ok(o, 304);
 }
 
+/* The local files behind [off, off+len) of a reader (an object composed of its multipart
+ * upload's parts), in order; *out malloc'd. WH_ERR_UNSUPPORTED: the bytes are not local. */
+static wh_status_t read_extents(store_reader_t *rd, uint64_t off, uint64_t len,
+                                srv_rdma_extent_t **out, size_t *n)
+{
+    srv_rdma_extent_t *e = NULL;
+    size_t cnt = 0, cap = 0;
+    while (len > 0) {
+        int fd;
+        uint64_t foff, avail;
+        wh_status_t st = store_reader_extent(rd, off, &fd, &foff, &avail);
+        if (st != WH_OK) {
+            free(e);
+            return st;
+        }
+        if (cnt == cap) {
+            cap = cap ? 2 * cap : 8;
+            srv_rdma_extent_t *ne = realloc(e, cap * sizeof *e);
+            if (!ne) {
+                free(e);
+                return WH_ERR_NOMEM;
+            }
+            e = ne;
+        }
+        uint64_t k = WH_MIN(avail, len);
+        e[cnt++] = (srv_rdma_extent_t){.fd = fd, .off = foff, .len = k};
+        off += k;
+        len -= k;
+    }
+    *out = e;
+    *n = cnt;
+    return WH_OK;
+}
+
 /* RDMA GET: the bytes go by one-sided write; the answer has headers only. */
 static int rdma_get(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, int fd,
                     store_reader_t *rd, uint64_t off, uint64_t len, int status)
@@ -37,9 +76,22 @@ static int rdma_get(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, int f
     srv_rdma_result_t res;
     memset(&res, 0, sizeof res);
     uint64_t t0 = wh_now_ns();
-    wh_status_t st = rd ? srv_delegate_rdma_get(r, rd, &r->token, off, len, &res)
-                        : srv_rdma_get_tok(r->srv->rdma, &r->token, &r->peer, fd, off, len,
-                                           &res);
+    srv_rdma_extent_t *ext = NULL;
+    size_t n_ext = 0;
+    wh_status_t st;
+    if (!rd)
+        st = srv_rdma_get_tok(r->srv->rdma, &r->token, &r->peer, fd, off, len, &res);
+    else if (len > 0 && (st = read_extents(rd, off, len, &ext, &n_ext)) != WH_ERR_UNSUPPORTED) {
+        /* Local files (a composed object): the server's engine, extent by extent. */
+        if (st == WH_OK)
+            st = srv_rdma_get_extents(r->srv->rdma, &r->token, &r->peer, ext, n_ext, &res);
+        else
+            res = (srv_rdma_result_t){.http_status = 500, .s3_code = "InternalError",
+                                      .message = "cannot map the object's files"};
+    } else {
+        st = srv_delegate_rdma_get(r, rd, &r->token, off, len, &res);
+    }
+    free(ext);
     wh_debug(MOD, "rdma get id=%s bytes=%llu provider=%s xfer_ms=%.3f st=%s", r->id,
              (unsigned long long)res.bytes, res.provider ? res.provider : "-",
              (double)(wh_now_ns() - t0) / 1e6, wh_status_str(st));
@@ -64,6 +116,90 @@ static int rdma_get(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, int f
         srv_out_header(o, MHD_HTTP_HEADER_CONTENT_RANGE, cr);
     }
     return srv_ok(o, status);
+}
+
+/* A reply from the page cache of several files (a range of a composed object that spans its
+ * parts): each extent's span is mapped and MHD sends the mappings with sendmsg, so the kernel
+ * copies the bytes once, from the page cache into the socket, as a write of a user buffer
+ * would, but with no read into one first. (sendfile takes one fd per response; MHD has no way
+ * to chain several.) The files stay mapped, and the reader open, until MHD frees the reply;
+ * the files are never truncated, only unlinked, so a mapping never loses its pages. */
+typedef struct mapped_reply {
+    store_reader_t *rd;
+    size_t n;
+    struct MHD_IoVec *iov;
+    void **base;
+    size_t *maplen;
+} mapped_reply_t;
+
+static void mapped_free(void *cls)
+{
+    mapped_reply_t *m = cls;
+    for (size_t i = 0; i < m->n; i++)
+        if (m->base[i])
+            munmap(m->base[i], m->maplen[i]);
+    store_reader_close(m->rd);
+    free(m->iov);
+    free(m->base);
+    free(m->maplen);
+    free(m);
+}
+
+/* NULL when the range cannot be mapped (not local files, no memory): the caller streams it
+ * by store_reader_pread instead. Takes rd on success. */
+static struct MHD_Response *mapped_response(store_reader_t *rd, uint64_t off, uint64_t len)
+{
+    srv_rdma_extent_t *ext = NULL;
+    size_t n = 0;
+    if (read_extents(rd, off, len, &ext, &n) != WH_OK)
+        return NULL;
+    mapped_reply_t *m = calloc(1, sizeof *m);
+    struct MHD_Response *resp = NULL;
+    if (!m || n > UINT_MAX || !(m->iov = calloc(n, sizeof *m->iov)) ||
+        !(m->base = calloc(n, sizeof *m->base)) || !(m->maplen = calloc(n, sizeof *m->maplen)))
+        goto out;
+    m->n = n;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t aoff = ext[i].off & ~(uint64_t)4095, delta = ext[i].off - aoff;
+        void *p = mmap(NULL, (size_t)(delta + ext[i].len), PROT_READ, MAP_SHARED, ext[i].fd,
+                       (off_t)aoff);
+        if (p == MAP_FAILED) {
+            wh_warn(MOD, "cannot map an object file: %s; streaming by reads", strerror(errno));
+            goto out;
+        }
+        m->base[i] = p;
+        m->maplen[i] = (size_t)(delta + ext[i].len);
+        madvise(p, m->maplen[i], MADV_SEQUENTIAL);
+        m->iov[i].iov_base = (const char *)p + delta;
+        m->iov[i].iov_len = (size_t)ext[i].len;
+    }
+    resp = MHD_create_response_from_iovec(m->iov, (unsigned)n, mapped_free, m);
+out:
+    free(ext);
+    if (resp) {
+        m->rd = rd;
+        return resp;
+    }
+    if (m) {
+        m->rd = NULL;
+        mapped_free(m);
+    }
+    return NULL;
+}
+
+/* true with *fd (a duplicate, the caller's) when one local file of the reader holds
+ * [off, off+len): a ranged or ?partNumber GET of a composed object within one part. */
+static bool single_extent(store_reader_t *rd, uint64_t off, uint64_t len, int *fd,
+                          uint64_t *foff)
+{
+    int efd;
+    uint64_t avail;
+    if (store_reader_extent(rd, off, &efd, foff, &avail) != WH_OK || avail < len)
+        return false;
+    *fd = fcntl(efd, F_DUPFD_CLOEXEC, 0);
+    if (*fd < 0)
+        wh_warn(MOD, "cannot duplicate an object file descriptor: %s", strerror(errno));
+    return *fd >= 0;
 }
 
 int srv_read_object(srv_req_t *r, srv_out_t *o)
@@ -154,11 +290,24 @@ int srv_read_object(srv_req_t *r, srv_out_t *o)
     }
 
     struct MHD_Response *resp;
-    uint64_t tx = 0;
+    uint64_t tx = 0, foff = 0;
     if (r->head) {
         resp = MHD_create_response_from_callback(len, 4096, no_body_reader, NULL, NULL);
     } else if (len == 0) {
         resp = srv_resp_empty();
+    } else if (rd && single_extent(rd, off, len, &fd, &foff)) {
+        /* One file of a composed object holds the whole range: sendfile(2) from it. */
+        resp = MHD_create_response_from_fd_at_offset64(len, fd, foff);
+        if (resp) {
+            fd = -1;
+            tx = len;
+            r->http_read = true;
+        }
+    } else if (rd && (resp = mapped_response(rd, off, len))) {
+        /* Several files of a composed object: from their page cache, mapped. */
+        rd = NULL; /* the response owns it */
+        tx = len;
+        r->http_read = true;
     } else if (rd) {
         /* The header cannot be taken back once sent: what is known now to be unreadable is a
          * 503 here, not a 200 whose body stops short. */

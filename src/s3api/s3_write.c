@@ -232,18 +232,21 @@ int srv_copy_src_parse(srv_req_t *r, srv_out_t *o, srv_copy_src_t *c)
 }
 
 int srv_copy_src_open(srv_req_t *r, srv_out_t *o, const srv_copy_src_t *c,
-                      store_obj_meta_t *m, int *fd)
+                      store_obj_meta_t *m, store_reader_t **rd)
 {
     const char *vid = c->version_id[0] ? c->version_id : NULL;
-    wh_status_t st = store_object_open_version(srv_st(r), c->bucket, c->key, vid, m, fd);
+    /* A reader, not an fd: an object composed of its parts' files has no single fd, and a
+     * cluster's bytes none at all. */
+    wh_status_t st = rd ? store_object_reader_version(srv_st(r), c->bucket, c->key, vid, m, rd)
+                        : store_object_open_version(srv_st(r), c->bucket, c->key, vid, m, NULL);
     /* Reading the source is s3:GetObject (of a version: s3:GetObjectVersion) on it, decided
      * before its bytes are read. */
     int ret = srv_authz_other(r, o, vid ? "s3:GetObjectVersion" : "s3:GetObject", c->bucket,
                               c->key, st == WH_OK ? m : NULL);
     if (ret) {
-        if (fd && *fd >= 0) {
-            close(*fd);
-            *fd = -1;
+        if (rd) {
+            store_reader_close(*rd);
+            *rd = NULL;
         }
         store_obj_meta_free(m);
         return ret;
@@ -261,9 +264,9 @@ int srv_copy_src_open(srv_req_t *r, srv_out_t *o, const srv_copy_src_t *c,
     if (st != WH_OK)
         return srv_err_status(r, o, st, "opening the copy source");
     if (srv_preconditions(r, m, "x-amz-copy-source-")) {
-        if (fd && *fd >= 0) {
-            close(*fd);
-            *fd = -1;
+        if (rd) {
+            store_reader_close(*rd);
+            *rd = NULL;
         }
         store_obj_meta_free(m);
         return srv_err(o, S3_ERR_PRECONDITION_FAILED, NULL);

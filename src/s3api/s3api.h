@@ -305,8 +305,10 @@ typedef struct srv_copy_src {
     char version_id[STORE_VERSION_ID_MAX]; /* ?versionId= of the source, or "" */
 } srv_copy_src_t;
 int srv_copy_src_parse(srv_req_t *r, srv_out_t *o, srv_copy_src_t *c);
+/* Opens the copy source (rd NULL: its metadata only; else a reader of its bytes, the
+ * caller's to close), checks s3:GetObject and the x-amz-copy-source-if-* conditions. */
 int srv_copy_src_open(srv_req_t *r, srv_out_t *o, const srv_copy_src_t *c,
-                      store_obj_meta_t *m, int *fd);
+                      store_obj_meta_t *m, store_reader_t **rd);
 void srv_copy_src_free(srv_copy_src_t *c);
 
 /* s3_mpu.c: the headers CreateMultipartUpload names the object's checksum with; kept in the

@@ -7,8 +7,8 @@
  * Segment i of a blob uses the nonce IV with its last 8 bytes XORed with i (big-endian), and
  * authenticates "WSE1" | the object's salt | the part number | i, so a segment cannot be moved
  * within a blob, to another part or to another object without its tag failing. A completed
- * multipart object is its parts' blobs concatenated (copy_file_range, no re-encryption): its
- * row keeps the part sizes (plaintext) and part numbers, from which a reader locates every
+ * multipart object is its parts' blobs one after another (local files: the parts' own files,
+ * composed; no re-encryption): its row keeps the part sizes (plaintext) and part numbers, from which a reader locates every
  * segment. A ranged read decrypts only the segments it touches, and every byte it returns was
  * authenticated first: a damaged segment answers WH_ERR_CHECKSUM, never bytes.
  *

@@ -1,7 +1,9 @@
 /* Multipart uploads: parts are written through the data table like objects and referenced
- * from part rows; completion appends them in order into a new object (local files: in the
- * kernel, copy_file_range) and derives the whole object's CRC-64/NVME from the stored per-part
- * CRCs without re-reading. */
+ * from part rows. Completion moves no bytes where the table composes (local files: the
+ * object's reference lists the parts' files as extents, and the completing metadata
+ * transaction moves them from the part rows to the object row); elsewhere it appends them in
+ * order into a new object (a cluster: by reference, the same chunks). Either way the whole
+ * object's CRC-64/NVME is derived from the stored per-part CRCs without re-reading. */
 #include "base/codec.h"
 #include "base/crc.h"
 #include "base/digest.h"
@@ -183,6 +185,9 @@ static bool mpu_ref_shares(const store_data_ref_t *obj, const store_data_ref_t *
 {
     if (strcmp(obj->id, part->id) == 0)
         return true;
+    for (size_t j = 0; j < obj->n_chunks; j++) /* composed: the part's file is an extent */
+        if (strcmp(part->id, obj->chunks[j].id) == 0)
+            return true;
     for (size_t i = 0; i < part->n_chunks; i++)
         for (size_t j = 0; j < obj->n_chunks; j++)
             if (strcmp(part->chunks[i].id, obj->chunks[j].id) == 0)
@@ -262,8 +267,9 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
                                     store_obj_meta_t *out_meta, int *bad, store_cond_t *cond)
 {
     meta_part_t *have = NULL, *use = NULL, *all = NULL;
-    size_t nhave = 0, nall = 0;
+    size_t nhave = 0, nall = 0, nchunks = 0;
     store_writer_t *w = NULL;
+    store_chunk_t *chunks = NULL; /* the extents, where the data table composes */
     store_data_ref_t ref, old;
     memset(&ref, 0, sizeof ref);
     memset(&old, 0, sizeof old);
@@ -340,16 +346,24 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
         }
     }
 
-    /* Concatenate in the kernel; md5-of-md5s and combined CRC from the stored per-part values. */
-    s = store_writer_open(st, &w);
-    if (s != WH_OK)
+    /* md5-of-md5s and the combined CRC from the stored per-part values; the bytes are either
+     * composed (no copy: the parts' data become the object's extents) or appended into a new
+     * writer (a table without compose). */
+    const store_data_ops_t *dops = st->data->ops;
+    if (dops->compose) {
+        if (!(chunks = calloc(n, sizeof *chunks))) {
+            s = WH_ERR_NOMEM;
+            goto out;
+        }
+    } else if ((s = store_writer_open(st, &w)) != WH_OK) {
         goto out;
+    }
     wh_md5_t mm;
     if (wh_md5_init(&mm) != 0) {
         s = WH_ERR_INTERNAL;
         goto out;
     }
-    uint64_t off = 0, crc = 0;
+    uint64_t off = 0, soff = 0, crc = 0; /* soff: in the stored bytes (blobs when encrypted) */
     for (size_t i = 0; i < n; i++) {
         const meta_part_t *pp = &use[i];
         uint8_t raw[WH_MD5_LEN];
@@ -365,9 +379,22 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
         wh_md5_update(&mm, raw, sizeof raw);
         crc = i == 0 ? pcrc : wh_crc64nvme_combine(crc, pcrc, pp->info.size);
 
-        store_reader_t *pr = NULL;
-        /* An encrypted upload's parts are blobs (crypt.h), appended as stored. */
+        /* An encrypted upload's parts are blobs (crypt.h), composed or appended as stored. */
         uint64_t stored = om.sse ? store_sse_blob_size(pp->info.size) : pp->info.size;
+        if (chunks) {
+            /* A part of no stored bytes (only the last may be) is no extent. */
+            if (stored) {
+                store_chunk_t *c = &chunks[nchunks++];
+                memcpy(c->id, pp->ref.id, sizeof c->id);
+                c->offset = soff;
+                c->length = stored;
+                c->crc64nvme = om.sse ? 0 : pcrc; /* the part's CRC is of its plaintext */
+            }
+            soff += stored;
+            off += pp->info.size;
+            continue;
+        }
+        store_reader_t *pr = NULL;
         s = store_reader_open_ref(st, &pp->ref, stored, &pr);
         if (s != WH_OK) {
             if (s == WH_ERR_NOT_FOUND) {
@@ -454,9 +481,17 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
         goto out;
     }
 
-    s = store_writer_finish(w, &ref);
+    if (chunks) {
+        if (nchunks == 0) /* every listed part is empty: the object is the first part's */
+            memcpy(chunks[nchunks++].id, use[0].ref.id, sizeof chunks[0].id);
+        s = dops->compose(st->data, chunks, nchunks, &ref);
+    } else {
+        s = store_writer_finish(w, &ref);
+    }
     if (s != WH_OK)
         goto out;
+    /* Composed: one transaction drops the part rows and commits the object row that names
+     * their files, so a crash leaves either the upload or the object, never both or none. */
     s = meta_upload_complete(st->meta, bucket, key, upload_id, use, n, &om, &ref, &old, &all,
                              &nall, cond);
     if (s != WH_OK)
@@ -481,6 +516,7 @@ out:
     store_data_ref_clear(&ref);
     store_data_ref_clear(&old);
     meta_parts_free(all, nall);
+    free(chunks);
     free(use); /* its refs are shallow copies of have's */
     meta_parts_free(have, nhave);
     return s;

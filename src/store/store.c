@@ -421,6 +421,22 @@ int store_reader_fd(const store_reader_t *r)
     return r->data->ops->reader_fd ? r->data->ops->reader_fd(r) : -1;
 }
 
+wh_status_t store_reader_extent(const store_reader_t *r, uint64_t off, int *fd,
+                                uint64_t *file_off, uint64_t *len)
+{
+    if (off >= r->size)
+        return WH_ERR_RANGE;
+    if (r->data->ops->reader_extent)
+        return r->data->ops->reader_extent(r, off, fd, file_off, len);
+    int f = store_reader_fd(r);
+    if (f < 0)
+        return WH_ERR_UNSUPPORTED;
+    *fd = f;
+    *file_off = off;
+    *len = r->size - off;
+    return WH_OK;
+}
+
 wh_status_t store_reader_pread(store_reader_t *r, void *buf, size_t n, uint64_t off)
 {
     if (off > r->size || n > r->size - off)

@@ -16,7 +16,9 @@
  * (local: temp file, fsync, rename), and only then is the metadata committed, so readers never
  * see partial data. An overwrite replaces the row; the replaced bytes are released after the
  * commit, and a reader that already opened them keeps reading the old version (local: POSIX
- * unlink semantics). Anything left over from a crash is removed at open.
+ * unlink semantics). Anything left over from a crash is removed at open. A completed
+ * multipart upload moves no bytes where the data table composes (local files): its parts'
+ * files become the object's extents in the completing metadata transaction (mpu.c).
  *
  * Thread-safe: one store is shared by all request threads. */
 #ifndef WH_STORE_STORE_H
@@ -150,6 +152,12 @@ wh_status_t store_object_reader(store_t *st, const char *bucket, const char *key
 uint64_t store_reader_size(const store_reader_t *r);
 /* The local file, owned by the reader; -1 when the bytes are not local. */
 int store_reader_fd(const store_reader_t *r);
+/* The local file that holds byte off (< size): its fd (owned by the reader), the offset of
+ * off in it, and how many of the object's bytes follow there contiguously (sendfile or the
+ * RDMA engine, one extent at a time, for an object composed of its multipart upload's parts,
+ * where store_reader_fd is -1). WH_ERR_UNSUPPORTED when the bytes are not local. */
+wh_status_t store_reader_extent(const store_reader_t *r, uint64_t off, int *fd,
+                                uint64_t *file_off, uint64_t *len);
 /* Exactly n bytes at off (WH_ERR_RANGE past the end). */
 wh_status_t store_reader_pread(store_reader_t *r, void *buf, size_t n, uint64_t off);
 /* GET: the data table writes [off, off+len) into the client's region itself (storage servers
@@ -168,6 +176,8 @@ void store_reader_close(store_reader_t *r); /* NULL-safe */
 
 /* Opens the object's current version. *fd is owned by the caller (close it); it keeps that
  * version readable even if the key is overwritten or deleted meanwhile. Pass fd NULL for HEAD.
+ * An object composed of several files (a completed multipart upload) has no one fd: it
+ * answers WH_ERR_UNSUPPORTED too; use store_object_reader and store_reader_extent.
  * *meta is filled on WH_OK only (free with store_obj_meta_free). WH_ERR_NOT_FOUND covers a
  * missing key and a missing bucket alike: call store_bucket_exists to tell them apart.
  * WH_ERR_UNSUPPORTED when the bytes are not local: use store_object_reader. */

@@ -63,13 +63,19 @@ static inline char *th_read_fd(int fd, size_t *n)
     return buf;
 }
 
-/* GET: the object's bytes (malloc'd) or NULL with *status set. */
+static inline char *th_get_reader(store_t *st, const char *bucket, const char *key, size_t *n,
+                                  wh_status_t *status);
+
+/* GET: the object's bytes (malloc'd) or NULL with *status set. By its fd where it has one;
+ * an object composed of its multipart upload's parts (no single fd) through the reader. */
 static inline char *th_get(store_t *st, const char *bucket, const char *key, size_t *n,
                     wh_status_t *status)
 {
     store_obj_meta_t m;
     int fd = -1;
     *status = store_object_open(st, bucket, key, &m, &fd);
+    if (*status == WH_ERR_UNSUPPORTED)
+        return th_get_reader(st, bucket, key, n, status);
     if (*status != WH_OK)
         return NULL;
     char *b = th_read_fd(fd, n);
