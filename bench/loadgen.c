@@ -193,9 +193,8 @@ int main(int argc, char **argv)
                 if (bad) {
                     errors++;
                     if (!first_err[0])
-                        snprintf(first_err, sizeof first_err,
-                                 "curl %d (%s), HTTP %ld, %llu bytes", (int)msg->data.result,
-                                 curl_easy_strerror(msg->data.result), code,
+                        snprintf(first_err, sizeof first_err, "curl %d (%s), HTTP %ld, %llu bytes",
+                                 (int)msg->data.result, curl_easy_strerror(msg->data.result), code,
                                  (unsigned long long)c->got);
                 } else {
                     ops++;

@@ -50,10 +50,10 @@ extern char **environ;
 
 #define SK_MAX_CLIENTS 256
 #define SK_MAX_BAD 64
-#define SK_RING 16             /* versions of a key a reader can still check */
+#define SK_RING 16 /* versions of a key a reader can still check */
 #define SK_MPU_THRESHOLD (8 * WB_MIB)
-#define SK_PART (5 * WB_MIB)   /* S3's smallest part */
-#define SK_MAX_SAMPLES_ERR 40  /* error and wrong-byte details kept in the result */
+#define SK_PART (5 * WB_MIB)  /* S3's smallest part */
+#define SK_MAX_SAMPLES_ERR 40 /* error and wrong-byte details kept in the result */
 
 /* ---- parameters ------------------------------------------------------------------------- */
 
@@ -62,8 +62,8 @@ typedef struct sk_params {
     int pid;
     double duration, warmup, interval;
     unsigned clients, bad_clients, keys_per_client, think_ms, op_timeout_ms;
-    int inject_wrong; /* test of the checker itself: store one wrong byte at the end */
-    int bad_sources;  /* misbehaving clients connect from 127.0.0.2.. */
+    int inject_wrong;      /* test of the checker itself: store one wrong byte at the end */
+    int bad_sources;       /* misbehaving clients connect from 127.0.0.2.. */
     const char *bad_kinds; /* behaviours the misbehaving clients take round-robin (all) */
     uint64_t max_size, mem_budget, seed;
     char host[256];
@@ -283,12 +283,12 @@ static void sk_commit(sk_key_t *k, uint64_t v)
 /* ---- results shared by all threads -------------------------------------------------------- */
 
 enum { SK_PUT, SK_MPU, SK_GET, SK_GET_OTHER, SK_RANGE, SK_STAT, SK_DELETE, SK_LIST, SK_OP_N };
-static const char *const sk_op_name[SK_OP_N] = {"put",  "multipart_put", "get",    "get_other",
-                                                "range_get", "head",     "delete", "list"};
+static const char *const sk_op_name[SK_OP_N] = {"put",       "multipart_put", "get",    "get_other",
+                                                "range_get", "head",          "delete", "list"};
 /* weights out of 100 */
 static const unsigned sk_op_weight[SK_OP_N] = {26, 4, 20, 14, 10, 8, 9, 9};
 
-static atomic_bool g_stop;       /* well-behaved and bad loops end */
+static atomic_bool g_stop; /* well-behaved and bad loops end */
 static double g_t0, g_t_end;
 
 static pthread_mutex_t g_res_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -387,8 +387,8 @@ static int sk_buf_get(sk_client_t *cl, uint64_t len, sk_buf_t *b)
      * mmap lock behind their munmaps: on the loaded 2-core VM progress calls blocked for up to
      * 8.7 s (xfer's "client progress call blocked" log; 1,379 in a 10-minute run, 1 with this),
      * and one past wharfd's 10 s inactivity timeout failed its transfer (504). */
-    b->p = mmap(NULL, b->mapped, PROT_READ | PROT_WRITE,
-                MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    b->p = mmap(NULL, b->mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                -1, 0);
     if (b->p == MAP_FAILED) {
         sk_mem_give(b->charged);
         b->p = NULL;
@@ -427,15 +427,15 @@ static wharf_xfer_opts_t sk_opts(const sk_client_t *cl)
 
 /* 503 SlowDown is an answer a well-behaved S3 client retries with backoff, as the SDKs do;
  * it counts as an error only when it persists. */
-#define SK_RETRY_BUSY(st, call)                                                             \
-    do {                                                                                    \
-        for (unsigned a_ = 0;; a_++) {                                                      \
-            (st) = (call);                                                                  \
-            if ((st) != WHARF_ERR_BUSY || a_ >= 8 || atomic_load(&g_stop))                   \
-                break;                                                                      \
-            atomic_fetch_add(&g_busy_retries, 1);                                           \
-            usleep((useconds_t)(WB_MIN(1000u, 25u << a_) * 1000u));                          \
-        }                                                                                   \
+#define SK_RETRY_BUSY(st, call)                                                                    \
+    do {                                                                                           \
+        for (unsigned a_ = 0;; a_++) {                                                             \
+            (st) = (call);                                                                         \
+            if ((st) != WHARF_ERR_BUSY || a_ >= 8 || atomic_load(&g_stop))                         \
+                break;                                                                             \
+            atomic_fetch_add(&g_busy_retries, 1);                                                  \
+            usleep((useconds_t)(WB_MIN(1000u, 25u << a_) * 1000u));                                \
+        }                                                                                          \
     } while (0)
 
 /* The report of a transfer that succeeded must say the bytes moved the way asked for. */
@@ -536,13 +536,16 @@ static void sk_judge(const char *op, unsigned ki, const uint8_t *p, uint64_t n, 
     }
     char what[160];
     if (best == UINT64_MAX) {
-        snprintf(what, sizeof what, "%" PRIu64 " bytes at offset %" PRIu64
+        snprintf(what, sizeof what,
+                 "%" PRIu64 " bytes at offset %" PRIu64
                  " match no valid version's length (versions %" PRIu64 "..%" PRIu64 ")",
                  n, off, cand[0].ver, cand[nc - 1].ver);
         sk_wrong_record(op, k->name, what, n ? n : 1);
     } else {
-        snprintf(what, sizeof what, "%" PRIu64 " of %" PRIu64 " bytes at offset %" PRIu64
-                 " differ from every valid version", best, n, off);
+        snprintf(what, sizeof what,
+                 "%" PRIu64 " of %" PRIu64 " bytes at offset %" PRIu64
+                 " differ from every valid version",
+                 best, n, off);
         sk_wrong_record(op, k->name, what, best);
     }
 }
@@ -564,8 +567,7 @@ static void sk_do_get_own(sk_client_t *cl, unsigned ki)
     wharf_report_t r;
     wharf_report_init(&r, sizeof r);
     wharf_status_t st;
-    SK_RETRY_BUSY(st, wharf_object_get(cl->c, P.bucket, k->name, b.p, cap, 0, WHARF_WHOLE, &o,
-                                       &r));
+    SK_RETRY_BUSY(st, wharf_object_get(cl->c, P.bucket, k->name, b.p, cap, 0, WHARF_WHOLE, &o, &r));
     if (st == WHARF_OK && !sk_report_ok(cl, &r, r.bytes, "get", k->name))
         goto out;
     if (st == WHARF_OK || st == WHARF_ERR_NOT_FOUND) {
@@ -686,8 +688,7 @@ typedef struct sk_list_acc {
     size_t used, cap;
 } sk_list_acc_t;
 
-static int sk_list_cb(void *arg, const char *key, uint64_t length, int64_t mtime,
-                      const char *etag)
+static int sk_list_cb(void *arg, const char *key, uint64_t length, int64_t mtime, const char *etag)
 {
     sk_list_acc_t *a = arg;
     size_t kl = strlen(key) + 1;
@@ -855,19 +856,18 @@ static wharf_client_t *sk_new_client(const char *provider, char *err, size_t err
 /* ---- misbehaving clients ------------------------------------------------------------------- */
 
 enum {
-    SB_SLOW_HEADERS,   /* a header line now and then, never finished */
-    SB_STALL_BODY,     /* a signed PUT that sends part of its body, then goes quiet */
-    SB_CUT_BODY,       /* a signed PUT that disconnects mid-body */
-    SB_GARBAGE,        /* bytes that are not HTTP, or broken HTTP */
-    SB_CUT_RESPONSE,   /* a GET that hangs up after the first bytes */
-    SB_STOPPED_RDMA,   /* an ofi+tcp client process SIGSTOPped mid-GET, then killed */
-    SB_IDLE,           /* idle sockets held open */
-    SB_BAD_AUTH,       /* wrong secret, and multipart uploads left open */
+    SB_SLOW_HEADERS, /* a header line now and then, never finished */
+    SB_STALL_BODY,   /* a signed PUT that sends part of its body, then goes quiet */
+    SB_CUT_BODY,     /* a signed PUT that disconnects mid-body */
+    SB_GARBAGE,      /* bytes that are not HTTP, or broken HTTP */
+    SB_CUT_RESPONSE, /* a GET that hangs up after the first bytes */
+    SB_STOPPED_RDMA, /* an ofi+tcp client process SIGSTOPped mid-GET, then killed */
+    SB_IDLE,         /* idle sockets held open */
+    SB_BAD_AUTH,     /* wrong secret, and multipart uploads left open */
     SB_N
 };
-static const char *const sb_name[SB_N] = {"slow_headers", "stall_body",   "cut_body",
-                                          "garbage",      "cut_response", "stopped_rdma",
-                                          "idle",         "bad_auth"};
+static const char *const sb_name[SB_N] = {"slow_headers", "stall_body",   "cut_body", "garbage",
+                                          "cut_response", "stopped_rdma", "idle",     "bad_auth"};
 
 typedef struct sk_bad {
     unsigned id, kind;
@@ -1004,8 +1004,8 @@ static void sb_slow_headers(sk_bad_t *b)
 }
 
 typedef struct sb_body {
-    uint64_t sent, total, cut;  /* cut: stop after this many bytes */
-    double stall_s;             /* then sleep this long before hanging up */
+    uint64_t sent, total, cut; /* cut: stop after this many bytes */
+    double stall_s;            /* then sleep this long before hanging up */
     uint64_t seed;
 } sb_body_t;
 
@@ -1079,8 +1079,8 @@ static void sb_put_cut(sk_bad_t *b, double stall_s)
     CURL *h = sk_curl(b, path, &hdrs, NULL);
     if (!h)
         return;
-    sb_body_t s = {.total = sk_between(&b->rng, 64 << 10, 4 * WB_MIB), .stall_s = stall_s,
-                   .seed = b->rng};
+    sb_body_t s = {
+        .total = sk_between(&b->rng, 64 << 10, 4 * WB_MIB), .stall_s = stall_s, .seed = b->rng};
     s.cut = sk_between(&b->rng, 0, s.total - 1);
     curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)s.total);
@@ -1104,8 +1104,10 @@ static void sb_put_cut(sk_bad_t *b, double stall_s)
     }
     if (r == WHARF_OK) {
         char what[128];
-        snprintf(what, sizeof what, "a PUT cut off after %" PRIu64 " of %" PRIu64
-                 " bytes was stored (%" PRIu64 " bytes)", s.cut, s.total, st.length);
+        snprintf(what, sizeof what,
+                 "a PUT cut off after %" PRIu64 " of %" PRIu64 " bytes was stored (%" PRIu64
+                 " bytes)",
+                 s.cut, s.total, st.length);
         sk_wrong_record(sb_name[b->kind], key, what, st.length ? st.length : 1);
     } else {
         sk_bad_outcome(sb_name[b->kind], "check_failed");
@@ -1141,17 +1143,22 @@ static void sb_garbage(sk_bad_t *b)
         n = (size_t)snprintf(buf, 1024, "GET / HTTP/1.1\r\nno colon here\r\n\x01\x02\r\n\r\n");
         break;
     case 4:
-        n = (size_t)snprintf(buf, 1024, "PUT /%s/bad/te HTTP/1.1\r\nHost: x\r\n"
+        n = (size_t)snprintf(buf, 1024,
+                             "PUT /%s/bad/te HTTP/1.1\r\nHost: x\r\n"
                              "Transfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
                              P.bucket);
         break;
     case 5:
-        n = (size_t)snprintf(buf, 1024, "PUT /%s/bad/ch HTTP/1.1\r\nHost: x\r\n"
-                             "Transfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n", P.bucket);
+        n = (size_t)snprintf(buf, 1024,
+                             "PUT /%s/bad/ch HTTP/1.1\r\nHost: x\r\n"
+                             "Transfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n",
+                             P.bucket);
         break;
     case 6:
-        n = (size_t)snprintf(buf, 1024, "PUT /%s/bad/cl HTTP/1.1\r\nHost: x\r\n"
-                             "Content-Length: 99999999999999999999999\r\n\r\nabc", P.bucket);
+        n = (size_t)snprintf(buf, 1024,
+                             "PUT /%s/bad/cl HTTP/1.1\r\nHost: x\r\n"
+                             "Content-Length: 99999999999999999999999\r\n\r\nabc",
+                             P.bucket);
         break;
     case 7: /* many empty headers (parsing cost before authentication) */
         n = (size_t)snprintf(buf, 64, "GET / HTTP/1.1\r\nHost: x\r\n");
@@ -1205,10 +1212,11 @@ static void sb_stopped_rdma(sk_bad_t *b)
     char size[32], interval[32];
     snprintf(size, sizeof size, "%" PRIu64, g_big_size);
     snprintf(interval, sizeof interval, "%d", 120);
-    char *argv[] = {"soak", "--role", "rdma-child", "--endpoint", (char *)P.endpoint,
-                    "--access-key", (char *)P.ak, "--secret-key", (char *)P.sk, "--region",
-                    (char *)P.region, "--bucket", (char *)P.bucket, "--key", (char *)g_big_key,
-                    "--size", size, "--duration", interval, NULL};
+    char *argv[] = {
+        "soak",           "--role",     "rdma-child",     "--endpoint", (char *)P.endpoint,
+        "--access-key",   (char *)P.ak, "--secret-key",   (char *)P.sk, "--region",
+        (char *)P.region, "--bucket",   (char *)P.bucket, "--key",      (char *)g_big_key,
+        "--size",         size,         "--duration",     interval,     NULL};
     pid_t pid;
     if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ) != 0) {
         sk_bad_outcome(sb_name[b->kind], "spawn_failed");
@@ -1238,7 +1246,8 @@ static void sb_idle(sk_bad_t *b)
         close(fds[i]);
     }
     sk_bad_outcome(sb_name[b->kind], closed == n ? "all_closed_by_server"
-                                     : closed ? "some_closed_by_server" : "held");
+                                     : closed    ? "some_closed_by_server"
+                                                 : "held");
 }
 
 static void sb_bad_auth(sk_bad_t *b)
@@ -1311,8 +1320,8 @@ static int sk_rdma_child(const char *key, uint64_t size, double duration)
     wharf_client_t *c = sk_new_client("ofi+tcp", err, sizeof err);
     if (!c)
         return 1;
-    uint8_t *p = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                      -1, 0);
+    uint8_t *p =
+        mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     wharf_mem_t *mr = NULL;
     if (p == MAP_FAILED || wharf_mem_register(c, p, size ? size : 1, WHARF_MEM_HOST, &mr))
         return 1;
@@ -1546,10 +1555,20 @@ static uint64_t sk_parse_size(const char *s)
     char *end;
     double v = strtod(s, &end);
     switch (*end) {
-    case 'K': case 'k': v *= 1024; break;
-    case 'M': case 'm': v *= WB_MIB; break;
-    case 'G': case 'g': v *= WB_GIB; break;
-    default: break;
+    case 'K':
+    case 'k':
+        v *= 1024;
+        break;
+    case 'M':
+    case 'm':
+        v *= WB_MIB;
+        break;
+    case 'G':
+    case 'g':
+        v *= WB_GIB;
+        break;
+    default:
+        break;
     }
     return (uint64_t)v;
 }
@@ -1582,9 +1601,18 @@ int main(int argc, char **argv)
 {
     const char *role = NULL, *key = NULL;
     uint64_t child_size = 0;
-    P = (sk_params_t){.region = "us-east-1", .transports = "http,shm,tcp", .duration = 600,
-                      .warmup = -1, .interval = 1, .clients = 64, .bad_clients = 10,
-                      .keys_per_client = 8, .op_timeout_ms = 120000, .bad_sources = 1, .max_size = 64 * WB_MIB, .mem_budget = 2 * WB_GIB};
+    P = (sk_params_t){.region = "us-east-1",
+                      .transports = "http,shm,tcp",
+                      .duration = 600,
+                      .warmup = -1,
+                      .interval = 1,
+                      .clients = 64,
+                      .bad_clients = 10,
+                      .keys_per_client = 8,
+                      .op_timeout_ms = 120000,
+                      .bad_sources = 1,
+                      .max_size = 64 * WB_MIB,
+                      .mem_budget = 2 * WB_GIB};
     P.ak = sk_env("WHARF_ACCESS_KEY", "wharfadmin");
     P.sk = sk_env("WHARF_SECRET_KEY", "wharfadmin-secret");
     P.unix_socket = sk_env("WHARF_UNIX_SOCKET", NULL);
@@ -1595,32 +1623,58 @@ int main(int argc, char **argv)
             return 2;
         }
 #define OPT(name) (strcmp(a, name) == 0)
-        if (OPT("--endpoint")) P.endpoint = v;
-        else if (OPT("--access-key")) P.ak = v;
-        else if (OPT("--secret-key")) P.sk = v;
-        else if (OPT("--region")) P.region = v;
-        else if (OPT("--unix-socket")) P.unix_socket = v;
-        else if (OPT("--pid")) P.pid = atoi(v);
-        else if (OPT("--duration")) P.duration = atof(v);
-        else if (OPT("--warmup")) P.warmup = atof(v);
-        else if (OPT("--interval")) P.interval = atof(v);
-        else if (OPT("--clients")) P.clients = (unsigned)atoi(v);
-        else if (OPT("--bad-clients")) P.bad_clients = (unsigned)atoi(v);
-        else if (OPT("--transports")) P.transports = v;
-        else if (OPT("--max-size")) P.max_size = sk_parse_size(v);
-        else if (OPT("--mem-budget")) P.mem_budget = sk_parse_size(v);
-        else if (OPT("--keys-per-client")) P.keys_per_client = (unsigned)atoi(v);
-        else if (OPT("--think-ms")) P.think_ms = (unsigned)atoi(v);
-        else if (OPT("--op-timeout-ms")) P.op_timeout_ms = (unsigned)atoi(v);
-        else if (OPT("--bucket")) P.bucket = v;
-        else if (OPT("--seed")) P.seed = strtoull(v, NULL, 0);
-        else if (OPT("--out")) P.out = v;
-        else if (OPT("--inject-wrong-byte")) P.inject_wrong = atoi(v);
-        else if (OPT("--bad-sources")) P.bad_sources = atoi(v);
-        else if (OPT("--bad-kinds")) P.bad_kinds = v;
-        else if (OPT("--role")) role = v;
-        else if (OPT("--key")) key = v;
-        else if (OPT("--size")) child_size = strtoull(v, NULL, 0);
+        if (OPT("--endpoint"))
+            P.endpoint = v;
+        else if (OPT("--access-key"))
+            P.ak = v;
+        else if (OPT("--secret-key"))
+            P.sk = v;
+        else if (OPT("--region"))
+            P.region = v;
+        else if (OPT("--unix-socket"))
+            P.unix_socket = v;
+        else if (OPT("--pid"))
+            P.pid = atoi(v);
+        else if (OPT("--duration"))
+            P.duration = atof(v);
+        else if (OPT("--warmup"))
+            P.warmup = atof(v);
+        else if (OPT("--interval"))
+            P.interval = atof(v);
+        else if (OPT("--clients"))
+            P.clients = (unsigned)atoi(v);
+        else if (OPT("--bad-clients"))
+            P.bad_clients = (unsigned)atoi(v);
+        else if (OPT("--transports"))
+            P.transports = v;
+        else if (OPT("--max-size"))
+            P.max_size = sk_parse_size(v);
+        else if (OPT("--mem-budget"))
+            P.mem_budget = sk_parse_size(v);
+        else if (OPT("--keys-per-client"))
+            P.keys_per_client = (unsigned)atoi(v);
+        else if (OPT("--think-ms"))
+            P.think_ms = (unsigned)atoi(v);
+        else if (OPT("--op-timeout-ms"))
+            P.op_timeout_ms = (unsigned)atoi(v);
+        else if (OPT("--bucket"))
+            P.bucket = v;
+        else if (OPT("--seed"))
+            P.seed = strtoull(v, NULL, 0);
+        else if (OPT("--out"))
+            P.out = v;
+        else if (OPT("--inject-wrong-byte"))
+            P.inject_wrong = atoi(v);
+        else if (OPT("--bad-sources"))
+            P.bad_sources = atoi(v);
+        else if (OPT("--bad-kinds"))
+            P.bad_kinds = v;
+        else if (OPT("--role"))
+            role = v;
+        else if (OPT("--key"))
+            key = v;
+        else if (OPT("--size"))
+            child_size = strtoull(v, NULL, 0);
         else {
             usage();
             return 2;
@@ -1637,10 +1691,12 @@ int main(int argc, char **argv)
     if (role && !strcmp(role, "rdma-child"))
         return P.bucket && key ? sk_rdma_child(key, child_size, WB_MIN(P.duration, 600)) : 2;
     if (P.clients == 0 || P.clients > SK_MAX_CLIENTS || P.bad_clients > SK_MAX_BAD ||
-        P.duration <= 0 || P.interval <= 0 || P.keys_per_client == 0 ||
-        P.keys_per_client > 64 || P.mem_budget < 2 * P.max_size || P.max_size > 1 * WB_GIB) {
-        fprintf(stderr, "soak: bad parameters (clients 1..%d, bad clients <= %d, keys per "
-                        "client 1..64, mem-budget >= 2 x max-size)\n", SK_MAX_CLIENTS, SK_MAX_BAD);
+        P.duration <= 0 || P.interval <= 0 || P.keys_per_client == 0 || P.keys_per_client > 64 ||
+        P.mem_budget < 2 * P.max_size || P.max_size > 1 * WB_GIB) {
+        fprintf(stderr,
+                "soak: bad parameters (clients 1..%d, bad clients <= %d, keys per "
+                "client 1..64, mem-budget >= 2 x max-size)\n",
+                SK_MAX_CLIENTS, SK_MAX_BAD);
         usage();
         return 2;
     }
@@ -1726,8 +1782,8 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < P.clients; i++)
         pthread_create(&cls[i].th, NULL, sk_client_main, &cls[i]);
     for (unsigned i = 0; i < P.bad_clients; i++) {
-        bads[i] = (sk_bad_t){.id = i, .kind = kinds[i % nkinds],
-                             .rng = sk_mix(P.seed ^ (i + 1000))};
+        bads[i] =
+            (sk_bad_t){.id = i, .kind = kinds[i % nkinds], .rng = sk_mix(P.seed ^ (i + 1000))};
         bads[i].c = sk_new_client("none", err, sizeof err);
         if (bads[i].c)
             pthread_create(&bads[i].th, NULL, sk_bad_main, &bads[i]);
@@ -1764,8 +1820,8 @@ int main(int argc, char **argv)
                   "transports", P.transports, "max_object_bytes", (json_int_t)P.max_size,
                   "mem_budget_bytes", (json_int_t)P.mem_budget, "keys_per_client",
                   (int)P.keys_per_client, "think_ms", (int)P.think_ms, "op_timeout_ms",
-                  (int)P.op_timeout_ms, "bad_sources", P.bad_sources, "bucket", P.bucket,
-                  "seed", (json_int_t)P.seed, "server_pid", P.pid));
+                  (int)P.op_timeout_ms, "bad_sources", P.bad_sources, "bucket", P.bucket, "seed",
+                  (json_int_t)P.seed, "server_pid", P.pid));
     json_object_set_new(json_object_get(root, "parameters"), "bad_kinds",
                         json_string(P.bad_kinds ? P.bad_kinds : "all"));
     json_t *ops = json_object(), *lat = json_object();
@@ -1820,8 +1876,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < g_nsamples; i++) {
         const sk_sample_t *s = &g_samples[i];
         json_t *o = json_pack("{s:f,s:b,s:I,s:I,s:I}", "t_s", s->t, "alive", s->alive, "ops",
-                              (json_int_t)s->ops, "errors", (json_int_t)s->errors,
-                              "wrong_bytes", (json_int_t)s->wrong_bytes);
+                              (json_int_t)s->ops, "errors", (json_int_t)s->errors, "wrong_bytes",
+                              (json_int_t)s->wrong_bytes);
         if (s->alive) {
             json_object_set_new(o, "rss_bytes", json_integer((json_int_t)s->rss));
             json_object_set_new(o, "threads", json_integer((json_int_t)s->threads));
@@ -1837,8 +1893,7 @@ int main(int argc, char **argv)
             json_object_set_new(o, "rdma_pool_busy",
                                 json_integer((json_int_t)(s->pool_total - s->pool_free)));
         if (s->has_pipelines)
-            json_object_set_new(o, "rdma_pipelines_active",
-                                json_integer((json_int_t)s->pipelines));
+            json_object_set_new(o, "rdma_pipelines_active", json_integer((json_int_t)s->pipelines));
         json_array_append_new(samples, o);
     }
     json_object_set_new(root, "samples", samples);
@@ -1853,8 +1908,8 @@ int main(int argc, char **argv)
     int ok = errors == 0 && wrong == 0 && wrong_obj == 0 && alive && healthy;
     json_object_set_new(root, "ok", json_boolean(ok));
     if (P.out) {
-        if (json_dump_file(root, P.out, JSON_INDENT(1) | JSON_SORT_KEYS |
-                                            JSON_REAL_PRECISION(10)) != 0)
+        if (json_dump_file(root, P.out,
+                           JSON_INDENT(1) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10)) != 0)
             fprintf(stderr, "soak: cannot write %s\n", P.out);
     }
     fprintf(stderr,
@@ -1863,7 +1918,9 @@ int main(int argc, char **argv)
             wall, total_ops, wall > 0 ? (double)total_ops / wall : 0, errors, wrong, wrong_obj,
             (unsigned long long)atomic_load(&g_busy_retries),
             (unsigned long long)atomic_load(&g_bad_attempts),
-            healthy ? "healthy" : alive ? "alive but not answering" : "gone");
+            healthy ? "healthy"
+            : alive ? "alive but not answering"
+                    : "gone");
     json_decref(root);
     for (unsigned i = 0; i < P.clients; i++) {
         wharf_client_destroy(cls[i].c);

@@ -11,8 +11,7 @@
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s fetch|put|rdma-vs-http|limits|report ... (--help)\n",
-                argv[0]);
+        fprintf(stderr, "usage: %s fetch|put|rdma-vs-http|limits|report ... (--help)\n", argv[0]);
         return 2;
     }
     if (strcmp(argv[1], "report") == 0)

@@ -35,8 +35,8 @@ static void round_trip(const s3_acl_t *a)
     wh_sbuf_reset(&t);
     if (a->owner[0]) {
         s3_acl_format_xml(a, "name", &t);
-        if (!t.oom && (s3_acl_parse_xml(t.data, t.len, &b, msg, sizeof msg) != S3_OK ||
-                       !same(a, &b)))
+        if (!t.oom &&
+            (s3_acl_parse_xml(t.data, t.len, &b, msg, sizeof msg) != S3_OK || !same(a, &b)))
             abort();
     }
     wh_sbuf_free(&t);

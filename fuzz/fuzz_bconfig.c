@@ -17,8 +17,8 @@ static void same_rules(const s3_cors_t *a, const s3_cors_t *b)
         abort();
     for (size_t i = 0; i < a->n; i++) {
         const s3_cors_rule_t *x = &a->rules[i], *y = &b->rules[i];
-        if (x->methods != y->methods || x->norigins != y->norigins ||
-            x->nheaders != y->nheaders || x->nexpose != y->nexpose || x->max_age != y->max_age)
+        if (x->methods != y->methods || x->norigins != y->norigins || x->nheaders != y->nheaders ||
+            x->nexpose != y->nexpose || x->max_age != y->max_age)
             abort();
         for (size_t j = 0; j < x->norigins; j++)
             if (strcmp(x->origins[j], y->origins[j]))
@@ -71,8 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (bits > 15)
             abort();
         s3_pab_format(bits, &b, "x");
-        if (b.oom || s3_pab_parse(b.data, b.len, &again, msg, sizeof msg) != S3_OK ||
-            again != bits)
+        if (b.oom || s3_pab_parse(b.data, b.len, &again, msg, sizeof msg) != S3_OK || again != bits)
             abort();
         break;
     }

@@ -50,8 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     wh_sbuf_init(&b);
     s3_encryption_format(alg, &b, "x");
     unsigned back = 0;
-    if (b.oom || s3_encryption_parse(b.data, b.len, &back, msg, sizeof msg) != S3_OK ||
-        back != alg)
+    if (b.oom || s3_encryption_parse(b.data, b.len, &back, msg, sizeof msg) != S3_OK || back != alg)
         abort();
     wh_sbuf_free(&b);
     return 0;

@@ -131,8 +131,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (s3_sums_compare(&self, (s3_sum_t)i, got[i], msg, sizeof msg) != S3_OK)
                 abort();
             msg[0] = '\0';
-            if (e == S3_OK && s3_sums_compare(&w, (s3_sum_t)i, got[i], msg, sizeof msg) !=
-                                  S3_OK && !msg[0])
+            if (e == S3_OK && s3_sums_compare(&w, (s3_sum_t)i, got[i], msg, sizeof msg) != S3_OK &&
+                !msg[0])
                 abort();
         }
         s3_sum_ctx_free(&c); /* after final: must be harmless */

@@ -127,8 +127,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     s3_chunked_t *c = s3_chunked_new(&a);
     cmp_sink_t s = {body, len, 0};
     for (size_t off = 0; off < b.len; off += piece)
-        if (s3_chunked_feed(c, b.data + off, b.len - off < piece ? b.len - off : piece, cmp_cb,
-                            &s, msg, sizeof msg) != S3_OK)
+        if (s3_chunked_feed(c, b.data + off, b.len - off < piece ? b.len - off : piece, cmp_cb, &s,
+                            msg, sizeof msg) != S3_OK)
             abort();
     if (s3_chunked_finish(c, msg, sizeof msg) != S3_OK || s.got != len)
         abort();

@@ -42,7 +42,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         i += n;
     }
     /* every string field stays NUL-terminated inside its array */
-    if (memchr(r.etag, 0, sizeof r.etag) == NULL || memchr(r.s3_code, 0, sizeof r.s3_code) == NULL ||
+    if (memchr(r.etag, 0, sizeof r.etag) == NULL ||
+        memchr(r.s3_code, 0, sizeof r.s3_code) == NULL ||
         memchr(r.s3_message, 0, sizeof r.s3_message) == NULL ||
         memchr(r.content_range, 0, sizeof r.content_range) == NULL)
         abort();

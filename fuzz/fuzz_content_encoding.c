@@ -68,8 +68,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* Entries are joined by ", " exactly: no blanks around, no empty ones. */
     for (const char *c = out; *c; c++)
-        if (*c == ',' && (c[1] != ' ' || c[2] == ' ' || c[2] == ',' || !c[2] || c == out ||
-                          c[-1] == ' '))
+        if (*c == ',' &&
+            (c[1] != ' ' || c[2] == ' ' || c[2] == ',' || !c[2] || c == out || c[-1] == ' '))
             abort();
     char *again = srv_content_encoding_kept(out);
     if (again && strcmp(again, out) != 0)

@@ -42,8 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (dashes != 1)
             abort();
         uint64_t a = 0, z = 0;
-        if (sscanf(h, "bytes=%" SCNu64 "-%" SCNu64, &a, &z) != 2 || a != off ||
-            z != off + len - 1)
+        if (sscanf(h, "bytes=%" SCNu64 "-%" SCNu64, &a, &z) != 2 || a != off || z != off + len - 1)
             abort();
     } else if (r != S3_RANGE_IGNORE && r != S3_RANGE_UNSATISFIABLE) {
         abort();

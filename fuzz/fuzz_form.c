@@ -84,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (data[0] & 0x80) {
         static const s3_post_field_t fields[] = {
             {"key", "user/a"}, {"Content-Type", "image/png"}, {"acl", "private"},
-            {"policy", "p"}, {"x-amz-signature", "s"}, {"x-amz-meta-m", ""},
+            {"policy", "p"},   {"x-amz-signature", "s"},      {"x-amz-meta-m", ""},
         };
         s3_post_range_t r;
         s3_err_t e = s3_post_policy_check(in, len, 1700000000, "bucket", fields,

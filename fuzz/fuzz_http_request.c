@@ -174,10 +174,17 @@ static void fz_round_trip(const char *method, const char *url, const fz_line_t *
     for (size_t i = 0; i < k; i++)
         names[i] = l[i].name, values[i] = l[i].value;
     char authz[4096];
-    s3_sign_input_t si = {.method = method, .canonical_uri = r->path, .query = r->query,
-                          .header_names = names, .header_values = values, .n_headers = k,
-                          .payload_hash = S3_UNSIGNED_PAYLOAD, .access_key = FZ_AK,
-                          .secret_key = FZ_SK, .region = "us-east-1", .when = now};
+    s3_sign_input_t si = {.method = method,
+                          .canonical_uri = r->path,
+                          .query = r->query,
+                          .header_names = names,
+                          .header_values = values,
+                          .n_headers = k,
+                          .payload_hash = S3_UNSIGNED_PAYLOAD,
+                          .access_key = FZ_AK,
+                          .secret_key = FZ_SK,
+                          .region = "us-east-1",
+                          .when = now};
     wh_sbuf_t tmp;
     wh_sbuf_init(&tmp);
     bool presigned = r->query && (s3_query_param(r->query, "X-Amz-Algorithm", &tmp) != 0 ||
@@ -275,9 +282,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     srv_req_t *r = fz_req(method, url);
     if (r) {
         if (fz_collect(r, lines, n)) {
-            srv_route_parse(r->method, r->path, r->query, srv_hdr(r, "host"),
-                            g_srv.cfg.listen_host, srv_hdr(r, "x-amz-copy-source") != NULL,
-                            &r->route);
+            srv_route_parse(r->method, r->path, r->query, srv_hdr(r, "host"), g_srv.cfg.listen_host,
+                            srv_hdr(r, "x-amz-copy-source") != NULL, &r->route);
             if ((unsigned)r->route.api >= SRV_API__COUNT)
                 abort();
             if (r->route.api == SRV_API_BAD_REQUEST && !r->route.why)

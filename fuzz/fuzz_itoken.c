@@ -36,8 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     char buf[CL_ITOKEN_MAX + 1];
     if (cl_itoken_sign("k", 1, &t, buf, sizeof buf, err, sizeof err) == WH_OK) {
-        if (cl_itoken_verify("k", 1, buf, strlen(buf), t.expires, &u, err, sizeof err) !=
-            WH_OK)
+        if (cl_itoken_verify("k", 1, buf, strlen(buf), t.expires, &u, err, sizeof err) != WH_OK)
             abort();
         if (u.op != t.op || u.off != t.off || u.len != t.len || strcmp(u.chunk, t.chunk) ||
             strcmp(u.mtok, t.mtok) || strcmp(u.peer_addr, t.peer_addr) ||

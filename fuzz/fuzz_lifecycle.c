@@ -29,7 +29,8 @@ static void same_rules(const s3_lc_t *a, const s3_lc_t *b)
             x->nc_newer != y->nc_newer || x->abort_days != y->abort_days)
             abort();
         for (size_t j = 0; j < x->ntags; j++)
-            if (strcmp(x->tags[j].key, y->tags[j].key) || strcmp(x->tags[j].value, y->tags[j].value))
+            if (strcmp(x->tags[j].key, y->tags[j].key) ||
+                strcmp(x->tags[j].value, y->tags[j].value))
                 abort();
     }
 }
@@ -44,8 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     for (size_t i = 0; i < c.n; i++) {
         const s3_lc_rule_t *r = &c.rules[i];
-        if (r->ntags > S3_LC_MAX_TAGS || (r->size_gt >= 0 && r->size_lt >= 0 &&
-                                          r->size_gt >= r->size_lt))
+        if (r->ntags > S3_LC_MAX_TAGS ||
+            (r->size_gt >= 0 && r->size_lt >= 0 && r->size_gt >= r->size_lt))
             abort();
         if (!r->exp_days && r->exp_date < 0 && !r->exp_marker && !r->nc_days && !r->abort_days)
             abort();

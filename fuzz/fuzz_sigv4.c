@@ -43,7 +43,7 @@ static const char *fz_secret(void *arg, const char *ak)
 {
     (void)arg;
     return strcmp(ak, "AKIAIOSFODNN7EXAMPLE") == 0 ? "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-                                                    : NULL;
+                                                   : NULL;
 }
 
 static int name_ok(const char *s)
@@ -92,8 +92,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         r.names[r.n] = lines[i];
         r.values[r.n++] = v;
     }
-    s3_http_req_t req = {.method = method, .path = path, .query = query, .get_header = fz_get,
-                         .header_at = fz_at, .arg = &r};
+    s3_http_req_t req = {.method = method,
+                         .path = path,
+                         .query = query,
+                         .get_header = fz_get,
+                         .header_at = fz_at,
+                         .arg = &r};
     time_t now;
     wh_amz_date_parse("20130524T000500Z", &now);
     s3_auth_t a;
@@ -112,16 +116,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     s.names[s.n] = "x-amz-date", s.values[s.n++] = amz;
     s.names[s.n] = "x-amz-content-sha256", s.values[s.n++] = S3_UNSIGNED_PAYLOAD;
     for (size_t i = 0; i < r.n && s.n < FZ_MAX_H; i++) {
-        if (!name_ok(r.names[i]) || fz_get(&s, r.names[i]) || !strcasecmp(r.names[i], "authorization"))
+        if (!name_ok(r.names[i]) || fz_get(&s, r.names[i]) ||
+            !strcasecmp(r.names[i], "authorization"))
             continue; /* the first of each name, as the server's lookup sees it */
         s.names[s.n] = r.names[i], s.values[s.n++] = r.values[i];
     }
-    s3_sign_input_t in = {.method = method, .canonical_uri = path, .query = query,
-                          .header_names = s.names, .header_values = s.values, .n_headers = s.n,
+    s3_sign_input_t in = {.method = method,
+                          .canonical_uri = path,
+                          .query = query,
+                          .header_names = s.names,
+                          .header_values = s.values,
+                          .n_headers = s.n,
                           .payload_hash = S3_UNSIGNED_PAYLOAD,
                           .access_key = "AKIAIOSFODNN7EXAMPLE",
                           .secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-                          .region = "us-east-1", .when = now};
+                          .region = "us-east-1",
+                          .when = now};
     char authz[2048];
     wh_sbuf_t tmp;
     wh_sbuf_init(&tmp);

@@ -43,7 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     wh_sbuf_init(&q);
     s3_tags_format_query(&t, &q);
     if (!q.oom) {
-        if (s3_tags_parse_query(q.data ? q.data : "", q.len, S3_TAGS_MAX, &back, msg, sizeof msg) != S3_OK)
+        if (s3_tags_parse_query(q.data ? q.data : "", q.len, S3_TAGS_MAX, &back, msg, sizeof msg) !=
+            S3_OK)
             abort();
         same(&t, &back);
     }

@@ -61,8 +61,8 @@ static void print_meas(const g_cfg_t *cfg, g_op_t op, const g_arm_t *arm, uint64
             "%6.3f server %6.3f host %6.3f  witness %.3f %s%s\n",
             op == G_GET ? "get" : "put", arm->name, size / WB_MIB, conc, procs, rep, m->gbps,
             m->ops_per_s, gb > 0 ? m->client_cpu_s / gb : 0, gb > 0 ? m->server_cpu_s / gb : 0,
-            gb > 0 ? m->host_cpu_s / gb : 0, m->witness_ratio, m->ok ? "ok" : "FAILED: ",
-            m->ok ? "" : m->err);
+            gb > 0 ? m->host_cpu_s / gb : 0, m->witness_ratio,
+            m->ok ? "ok" : "FAILED: ", m->ok ? "" : m->err);
 }
 
 /* The file system under the server's data directory, by statfs magic: "tmpfs" means PUTs
@@ -72,7 +72,7 @@ static json_t *data_fs_json(const char *dir)
     static const struct {
         long magic;
         const char *name;
-    } fs[] = {{0x01021994, "tmpfs"}, {0xEF53, "ext4"},       {0x58465342, "xfs"},
+    } fs[] = {{0x01021994, "tmpfs"}, {0xEF53, "ext4"},        {0x58465342, "xfs"},
               {0x9123683E, "btrfs"}, {0x794C7630, "overlay"}, {0x6969, "nfs"},
               {0x2FC12FC1, "zfs"},   {0x65735546, "fuse"},    {0x858458F6, "ramfs"}};
     struct statfs sf;
@@ -103,9 +103,8 @@ static json_t *params_json(const g_cfg_t *cfg)
     json_object_set_new(p, "processes", a);
     a = json_array();
     for (unsigned i = 0; i < cfg->narms; i++)
-        json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "name", cfg->arms[i].name,
-                                           "transport", cfg->arms[i].rdma ? "rdma" : "http",
-                                           "provider",
+        json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "name", cfg->arms[i].name, "transport",
+                                           cfg->arms[i].rdma ? "rdma" : "http", "provider",
                                            cfg->arms[i].rdma ? cfg->arms[i].provider : "none"));
     json_object_set_new(p, "arms", a);
     a = json_array();
@@ -130,8 +129,7 @@ static json_t *params_json(const g_cfg_t *cfg)
                         json_string(cfg->get_whole ? "WHARF_WHOLE (HEAD + GET)"
                                                    : "known size (one ranged GET per chunk)"));
     json_object_set_new(p, "witness_min", json_real(cfg->witness_min));
-    json_object_set_new(p, "data_dir", cfg->data_dir[0] ? json_string(cfg->data_dir)
-                                                         : json_null());
+    json_object_set_new(p, "data_dir", cfg->data_dir[0] ? json_string(cfg->data_dir) : json_null());
     json_object_set_new(p, "data_fs", data_fs_json(cfg->data_dir));
     json_object_set_new(
         p, "method",
@@ -222,12 +220,11 @@ static int run_grid(g_cfg_t *cfg)
                                      " MiB exceed --mem-cap %" PRIu64 " MiB",
                                      streams, size / WB_MIB, cfg->mem_cap / WB_MIB);
                             json_array_append_new(
-                                cells, json_pack("{s:s,s:s,s:I,s:i,s:i,s:s,s:s}", "op",
-                                                 op == G_GET ? "get" : "put", "arm",
-                                                 cfg->arms[a].name, "size_bytes",
-                                                 (json_int_t)size, "concurrency", conc,
-                                                 "processes", procs, "status", "skipped",
-                                                 "error", why));
+                                cells,
+                                json_pack("{s:s,s:s,s:I,s:i,s:i,s:s,s:s}", "op",
+                                          op == G_GET ? "get" : "put", "arm", cfg->arms[a].name,
+                                          "size_bytes", (json_int_t)size, "concurrency", conc,
+                                          "processes", procs, "status", "skipped", "error", why));
                         }
                         continue;
                     }
@@ -237,9 +234,8 @@ static int run_grid(g_cfg_t *cfg)
                     unsigned nm[G_MAX_ARMS] = {0};
                     for (unsigned r = 0; r < cfg->repeats; r++)
                         for (unsigned a = 0; a < cfg->narms; a++) {
-                            if (!pool.alive &&
-                                grid_pool_start(&pool, cfg, procs, max_buf, max_ops, err,
-                                           sizeof err) != 0) {
+                            if (!pool.alive && grid_pool_start(&pool, cfg, procs, max_buf, max_ops,
+                                                               err, sizeof err) != 0) {
                                 fprintf(stderr, "bench: starting %u workers: %s\n", procs, err);
                                 goto out;
                             }
@@ -251,9 +247,9 @@ static int run_grid(g_cfg_t *cfg)
                             print_meas(cfg, op, &cfg->arms[a], size, conc, procs, r, m);
                         }
                     for (unsigned a = 0; a < cfg->narms; a++) {
-                        json_t *c = grid_cell_json(cfg, op, &cfg->arms[a], size, conc, procs, ops,
-                                              nobj, ms[a], nm[a], lims,
-                                              cfg->no_limits ? 0 : (unsigned)(sizeof lims / sizeof lims[0]));
+                        json_t *c = grid_cell_json(
+                            cfg, op, &cfg->arms[a], size, conc, procs, ops, nobj, ms[a], nm[a],
+                            lims, cfg->no_limits ? 0 : (unsigned)(sizeof lims / sizeof lims[0]));
                         if (strcmp(json_string_value(json_object_get(c, "status")), "ok") != 0)
                             failures++;
                         json_array_append_new(cells, c);
@@ -336,13 +332,14 @@ static int run_grid(g_cfg_t *cfg)
         printf("\n");
     }
     printf("%s\n", path);
-    fprintf(stderr, "bench: %d failed cells; %.0f s; results in %s\n", failures,
-            wb_now() - t_run, path);
+    fprintf(stderr, "bench: %d failed cells; %.0f s; results in %s\n", failures, wb_now() - t_run,
+            path);
     rc = failures ? 1 : 0;
     if (n_cells && n_skipped == n_cells) { /* e.g. --mem-cap 8192: 8 KiB, not 8 GiB */
-        fprintf(stderr, "bench: no cell was measured: all %u exceed --mem-cap %" PRIu64
-                " bytes (sizes take K/M/G suffixes; a bare number is bytes)\n", n_cells,
-                cfg->mem_cap);
+        fprintf(stderr,
+                "bench: no cell was measured: all %u exceed --mem-cap %" PRIu64
+                " bytes (sizes take K/M/G suffixes; a bare number is bytes)\n",
+                n_cells, cfg->mem_cap);
         rc = 2;
     }
 out:
@@ -407,8 +404,8 @@ static int parse_arms(g_cfg_t *cfg, const char *s, const char *provider)
         } else if (strncmp(t, "rdma", 4) == 0 && (t[4] == 0 || t[4] == ':')) {
             a->rdma = 1;
             snprintf(a->provider, sizeof a->provider, "%s", t[4] ? t + 5 : provider);
-            const char *short_name = strncmp(a->provider, "ofi+", 4) == 0 ? a->provider + 4
-                                                                          : a->provider;
+            const char *short_name =
+                strncmp(a->provider, "ofi+", 4) == 0 ? a->provider + 4 : a->provider;
             snprintf(a->name, sizeof a->name, "rdma-%.24s", short_name);
         } else {
             return -1;
@@ -423,8 +420,10 @@ static int parse_arms(g_cfg_t *cfg, const char *s, const char *provider)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-        "usage: wharf_bench fetch|put|rdma-vs-http [options]   (B1 grid over libwharf, paired arms)\n"
+    fprintf(
+        f,
+        "usage: wharf_bench fetch|put|rdma-vs-http [options]   (B1 grid over libwharf, paired "
+        "arms)\n"
         "       wharf_bench limits [--limits-bytes SIZE] [--limits-repeats N]\n"
         "       wharf_bench report RESULTS_DIR [--out DIR]\n"
         "SIZE: " WH_SIZE_SYNTAX "; a bare number is bytes (64M, not 64)\n"
@@ -433,19 +432,21 @@ static void usage(FILE *f)
         "                        or " WH_DEFAULT_ENDPOINT "\n"
         "  --access-key K        default $WHARF_ACCESS_KEY or $AWS_ACCESS_KEY_ID\n"
         "  --secret-key S        default $WHARF_SECRET_KEY or $AWS_SECRET_ACCESS_KEY\n"
-        "  --region R            default $WHARF_REGION, $AWS_REGION, $AWS_DEFAULT_REGION or "
-        WH_DEFAULT_REGION "\n"
+        "  --region R            default $WHARF_REGION, $AWS_REGION, $AWS_DEFAULT_REGION "
+        "or " WH_DEFAULT_REGION "\n"
         "  --unix-socket PATH    for ofi+shm (default $WHARF_UNIX_SOCKET)\n"
         "grid:\n"
         "  --sizes LIST          of SIZEs, default 1M,4M,16M,64M,256M\n"
         "  --concurrency LIST    streams per process, default 1,4,8,16,32\n"
         "  --processes LIST      client processes, default 1 (e.g. 1,2,4)\n"
         "  --arms LIST           default rdma,http; rdma:PROVIDER names one (rdma:ofi+tcp)\n"
-        "  --provider P          provider of a bare 'rdma' arm: default $WHARF_PROVIDER or ofi+shm\n"
+        "  --provider P          provider of a bare 'rdma' arm: default $WHARF_PROVIDER or "
+        "ofi+shm\n"
         "  --ops LIST            get,put (fetch: get; put: put; rdma-vs-http: get,put)\n"
         "  --repeats N           paired repeats per cell (default 3, at least 3 for a report)\n"
         "  --budget SIZE         bytes per measurement (default 512M)\n"
-        "  --mem-cap SIZE        client buffer cap over all processes (default: RAM/8, at least 4G)\n"
+        "  --mem-cap SIZE        client buffer cap over all processes (default: RAM/8, at least "
+        "4G)\n"
         "  --objects N           objects per size (default min(64, max(4, 1 GiB/size)))\n"
         "  --op-concurrency N    libwharf requests per transfer (default 1, both arms)\n"
         "  --chunk-size SIZE --part-size SIZE --multipart-threshold SIZE   client config\n"
@@ -551,11 +552,9 @@ int wb_bench_main(int argc, char **argv)
     snprintf(cfg.endpoint, sizeof cfg.endpoint, "%s",
              env_or(&env, WH_ENV_ENDPOINT, WH_DEFAULT_ENDPOINT));
     snprintf(cfg.ak, sizeof cfg.ak, "%s", env_or(&env, WH_ENV_ACCESS_KEY, ""));
-    snprintf(cfg.sk, sizeof cfg.sk, "%s",
-             env_or(&env, WH_ENV_SECRET_KEY, ""));
+    snprintf(cfg.sk, sizeof cfg.sk, "%s", env_or(&env, WH_ENV_SECRET_KEY, ""));
     snprintf(cfg.region, sizeof cfg.region, "%s", env_or(&env, WH_ENV_REGION, WH_DEFAULT_REGION));
-    snprintf(cfg.unix_socket, sizeof cfg.unix_socket, "%s",
-             env_or(&env, WH_ENV_UNIX_SOCKET, ""));
+    snprintf(cfg.unix_socket, sizeof cfg.unix_socket, "%s", env_or(&env, WH_ENV_UNIX_SOCKET, ""));
     snprintf(cfg.bucket_get, sizeof cfg.bucket_get, "bench-fetch");
     snprintf(cfg.bucket_put, sizeof cfg.bucket_put, "bench-put");
     snprintf(cfg.results, sizeof cfg.results, "results");
@@ -577,10 +576,8 @@ int wb_bench_main(int argc, char **argv)
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int used = 1, bad = 0;
-#define STR(opt, dst)                                                                          \
-    else if (strcmp(a, opt) == 0 && v) snprintf(dst, sizeof dst, "%s", v)
-#define SIZE(opt, dst)                                                                         \
-    else if (strcmp(a, opt) == 0 && v) bad = parse_size(v, &dst)
+#define STR(opt, dst) else if (strcmp(a, opt) == 0 && v) snprintf(dst, sizeof dst, "%s", v)
+#define SIZE(opt, dst) else if (strcmp(a, opt) == 0 && v) bad = parse_size(v, &dst)
         if (0) {
         }
         STR("--endpoint", cfg.endpoint);
@@ -614,7 +611,8 @@ int wb_bench_main(int argc, char **argv)
         else if (strcmp(a, "--limits-repeats") == 0 && v) cfg.limits_reps = (unsigned)atoi(v);
         else if (strcmp(a, "--timeout") == 0 && v) cfg.timeout_s = (unsigned)atoi(v);
         else if (strcmp(a, "--durable-write-gbps") == 0 && v) cfg.durable_write_gbps = atof(v);
-        else {
+        else
+        {
             used = 0;
             if (strcmp(a, "--no-limits") == 0)
                 cfg.no_limits = 1;
@@ -645,8 +643,10 @@ int wb_bench_main(int argc, char **argv)
         parse_uint_list(concs, cfg.concs, &cfg.nconcs, 256) != 0 ||
         parse_uint_list(procs, cfg.procs, &cfg.nprocs, G_MAX_PROCS) != 0 ||
         parse_arms(&cfg, arms, provider) != 0) {
-        fprintf(stderr, "wharf_bench: bad --sizes, --concurrency (1..256), --processes (1..%d) "
-                        "or --arms (http, rdma, rdma:PROVIDER; no duplicates)\n", G_MAX_PROCS);
+        fprintf(stderr,
+                "wharf_bench: bad --sizes, --concurrency (1..256), --processes (1..%d) "
+                "or --arms (http, rdma, rdma:PROVIDER; no duplicates)\n",
+                G_MAX_PROCS);
         return 2;
     }
     char otmp[64];
@@ -665,14 +665,14 @@ int wb_bench_main(int argc, char **argv)
         return 2;
     }
     if (!cfg.ak[0] || !cfg.sk[0]) {
-        fprintf(stderr, "wharf_bench: no credentials: set %s, and %s (or give --access-key and "
-                        "--secret-key)\n", wh_env_vars(WH_ENV_ACCESS_KEY),
-                wh_env_vars(WH_ENV_SECRET_KEY));
+        fprintf(stderr,
+                "wharf_bench: no credentials: set %s, and %s (or give --access-key and "
+                "--secret-key)\n",
+                wh_env_vars(WH_ENV_ACCESS_KEY), wh_env_vars(WH_ENV_SECRET_KEY));
         return 2;
     }
     if (cfg.repeats < 3)
-        fprintf(stderr, "bench: note: %u repeats; the suite's rule is at least 3\n",
-                cfg.repeats);
+        fprintf(stderr, "bench: note: %u repeats; the suite's rule is at least 3\n", cfg.repeats);
     return run_grid(&cfg);
 }
 

@@ -58,7 +58,7 @@ typedef struct g_cfg {
     char results[512], tag[64];
     unsigned timeout_s;
     int skip_upload, keep_put_objects;
-    int get_whole; /* GET with WHARF_WHOLE (HEAD + GET) instead of the known length */
+    int get_whole;             /* GET with WHARF_WHOLE (HEAD + GET) instead of the known length */
     char data_dir[512];        /* the server's data directory, where known ("" if not) */
     double durable_write_gbps; /* the disk's durable write rate, measured outside; 0: none */
     char durable_how[160];     /* how it was measured */

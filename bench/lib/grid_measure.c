@@ -21,9 +21,9 @@
 
 /* ---- one measurement (one arm, one repeat of a cell) ---- */
 
-static const char *const g_metric_prefixes[] = {"wharf_rdma_", "minio_api_rdma_", "wharf_http_",
-                                                "process_cpu_seconds_total", "wharf_xfer_",
-                                                "wharf_decline", NULL};
+static const char *const g_metric_prefixes[] = {
+    "wharf_rdma_", "minio_api_rdma_", "wharf_http_", "process_cpu_seconds_total",
+    "wharf_xfer_", "wharf_decline",   NULL};
 
 void grid_meas_free(g_meas_t *m)
 {
@@ -34,13 +34,18 @@ void grid_meas_free(g_meas_t *m)
 }
 
 int grid_measure(const g_cfg_t *cfg, g_pool_t *pool, g_op_t op, unsigned arm, uint64_t size,
-                   unsigned conc, unsigned ops_per_stream, unsigned nobjects, int warmup,
-                   g_meas_t *m)
+                 unsigned conc, unsigned ops_per_stream, unsigned nobjects, int warmup, g_meas_t *m)
 {
     memset(m, 0, sizeof *m);
     g_reply_t reps[G_MAX_PROCS];
-    g_cmd_t c = {.type = M_PREP, .op = op, .arm = (int)arm, .size = size, .conc = conc,
-                 .ops_per_stream = ops_per_stream, .nobjects = nobjects, .warmup = warmup};
+    g_cmd_t c = {.type = M_PREP,
+                 .op = op,
+                 .arm = (int)arm,
+                 .size = size,
+                 .conc = conc,
+                 .ops_per_stream = ops_per_stream,
+                 .nobjects = nobjects,
+                 .warmup = warmup};
     wb_metrics_t before = {0}, after = {0};
     wb_hostcpu_t h0, h1;
     /* prepare: warm-up, poison/fill (untimed) */
@@ -63,22 +68,20 @@ int grid_measure(const g_cfg_t *cfg, g_pool_t *pool, g_op_t op, unsigned arm, ui
         grid_pool_collect(pool, reps, cfg->timeout_s, m->err, sizeof m->err) != 0)
         goto dead;
     wb_hostcpu_read(&h1);
-    if (wb_metrics_scrape(cfg->endpoint, cfg->ak, cfg->sk, cfg->region, &after) != 0 &&
-        !m->err[0])
+    if (wb_metrics_scrape(cfg->endpoint, cfg->ak, cfg->sk, cfg->region, &after) != 0 && !m->err[0])
         snprintf(m->err, sizeof m->err, "metrics-unreachable: %s", after.err);
     /* The server may count a transfer when its request completes, a moment after the client
      * has every byte. Let the witness counter settle (bounded: 2 s), outside the timing. */
     {
         const g_arm_t *a0 = &cfg->arms[arm];
-        const char *wname = a0->rdma ? (op == G_GET ? "wharf_rdma_read_bytes_total"
-                                                    : "wharf_rdma_write_bytes_total")
-                                     : (op == G_GET ? "wharf_http_read_bytes_total"
-                                                    : "wharf_http_write_bytes_total");
+        const char *wname =
+            a0->rdma
+                ? (op == G_GET ? "wharf_rdma_read_bytes_total" : "wharf_rdma_write_bytes_total")
+                : (op == G_GET ? "wharf_http_read_bytes_total" : "wharf_http_write_bytes_total");
         double want = (double)pool->n * conc * ops_per_stream * size * cfg->witness_min;
         double t_settle = wb_now();
         while (before.ok && after.ok && wb_now() - t_settle < 2.0 &&
-               wb_metrics_get(&after, wname, NULL) - wb_metrics_get(&before, wname, NULL) <
-                   want) {
+               wb_metrics_get(&after, wname, NULL) - wb_metrics_get(&before, wname, NULL) < want) {
             usleep(20000);
             wb_metrics_t again = {0};
             if (wb_metrics_scrape(cfg->endpoint, cfg->ak, cfg->sk, cfg->region, &again) != 0) {
@@ -103,9 +106,9 @@ int grid_measure(const g_cfg_t *cfg, g_pool_t *pool, g_op_t op, unsigned arm, ui
         m->retries += r->retries;
         m->requests += r->requests;
         if (!r->ok && !m->err[0])
-            snprintf(m->err, sizeof m->err, "%" PRIu64 " failed ops, %" PRIu64
-                     " on the wrong transport; first: %.400s", r->op_errors, r->wrong_transport,
-                     r->err);
+            snprintf(m->err, sizeof m->err,
+                     "%" PRIu64 " failed ops, %" PRIu64 " on the wrong transport; first: %.400s",
+                     r->op_errors, r->wrong_transport, r->err);
     }
     m->wall_s = t1 - t0;
     m->gbps = m->wall_s > 0 ? (double)m->bytes / m->wall_s / 1e9 : 0;
@@ -134,28 +137,30 @@ int grid_measure(const g_cfg_t *cfg, g_pool_t *pool, g_op_t op, unsigned arm, ui
         m->server_cpu_s = cpu1 - cpu0;
         m->metrics_delta = wb_metrics_delta_json(&before, &after, g_metric_prefixes);
         const g_arm_t *a = &cfg->arms[arm];
-        const char *rdma_b = op == G_GET ? "wharf_rdma_read_bytes_total"
-                                         : "wharf_rdma_write_bytes_total";
-        const char *rdma_o = op == G_GET ? "wharf_rdma_read_ops_total"
-                                         : "wharf_rdma_write_ops_total";
-        const char *http_b = op == G_GET ? "wharf_http_read_bytes_total"
-                                         : "wharf_http_write_bytes_total";
-        const char *http_o = op == G_GET ? "wharf_http_read_ops_total"
-                                         : "wharf_http_write_ops_total";
+        const char *rdma_b =
+            op == G_GET ? "wharf_rdma_read_bytes_total" : "wharf_rdma_write_bytes_total";
+        const char *rdma_o =
+            op == G_GET ? "wharf_rdma_read_ops_total" : "wharf_rdma_write_ops_total";
+        const char *http_b =
+            op == G_GET ? "wharf_http_read_bytes_total" : "wharf_http_write_bytes_total";
+        const char *http_o =
+            op == G_GET ? "wharf_http_read_ops_total" : "wharf_http_write_ops_total";
         const char *wb = a->rdma ? rdma_b : http_b, *wo = a->rdma ? rdma_o : http_o;
         int fb = 0;
         m->witness_bytes = wb_metrics_get(&after, wb, &fb) - wb_metrics_get(&before, wb, NULL);
         m->witness_ops = wb_metrics_get(&after, wo, NULL) - wb_metrics_get(&before, wo, NULL);
-        m->other_rdma_bytes = a->rdma ? 0
-                                      : wb_metrics_get(&after, rdma_b, NULL) -
-                                            wb_metrics_get(&before, rdma_b, NULL);
+        m->other_rdma_bytes =
+            a->rdma ? 0
+                    : wb_metrics_get(&after, rdma_b, NULL) - wb_metrics_get(&before, rdma_b, NULL);
         m->witness_ratio = payload ? m->witness_bytes / (double)payload : 0;
         if (!fb && !m->err[0])
-            snprintf(m->err, sizeof m->err, "witness: /metrics has no %s; nothing proves the "
-                     "transport", wb);
+            snprintf(m->err, sizeof m->err,
+                     "witness: /metrics has no %s; nothing proves the "
+                     "transport",
+                     wb);
         else if (m->witness_ratio < cfg->witness_min && !m->err[0])
-            snprintf(m->err, sizeof m->err, "%s: the server counted %.0f of %" PRIu64
-                     " payload bytes in %s (%.3f < %.2f)",
+            snprintf(m->err, sizeof m->err,
+                     "%s: the server counted %.0f of %" PRIu64 " payload bytes in %s (%.3f < %.2f)",
                      a->rdma ? "rdma-not-used" : "http-witness-short", m->witness_bytes, payload,
                      wb, m->witness_ratio, cfg->witness_min);
         else if (!a->rdma && m->other_rdma_bytes > 0.01 * (double)payload && !m->err[0])
@@ -211,9 +216,8 @@ static double meas_median(g_meas_t *ms, unsigned n, size_t off)
 }
 
 json_t *grid_cell_json(const g_cfg_t *cfg, g_op_t op, const g_arm_t *arm, uint64_t size,
-                         unsigned conc, unsigned procs, unsigned ops_per_stream,
-                         unsigned nobjects, g_meas_t *ms, unsigned n, const g_lim_t *lims,
-                         unsigned nlims)
+                       unsigned conc, unsigned procs, unsigned ops_per_stream, unsigned nobjects,
+                       g_meas_t *ms, unsigned n, const g_lim_t *lims, unsigned nlims)
 {
     json_t *c = json_object();
     json_object_set_new(c, "op", json_string(op == G_GET ? "get" : "put"));
@@ -238,16 +242,16 @@ json_t *grid_cell_json(const g_cfg_t *cfg, g_op_t op, const g_arm_t *arm, uint64
         json_t *ww = json_array();
         for (unsigned k = 0; k < procs; k++)
             json_array_append_new(ww, json_real(m->worker_wall[k]));
-        json_t *r = json_pack(
-            "{s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o,s:o,s:I,s:I,s:I,s:b,s:s?}", "bytes",
-            (json_int_t)m->bytes, "ops", (json_int_t)m->ops, "wall_s", m->wall_s,
-            "throughput_gbps_bytes", m->gbps, "ops_per_s", m->ops_per_s, "client_cpu_s",
-            m->client_cpu_s, "server_cpu_s", m->server_cpu_s, "host_cpu_s", m->host_cpu_s,
-            "host_busy_fraction", m->host_busy_fraction, "witness_ratio", m->witness_ratio,
-            "worker_wall_s", ww, "metrics_delta",
-            m->metrics_delta ? json_incref(m->metrics_delta) : json_object(), "fallbacks",
-            (json_int_t)m->fallbacks, "retries", (json_int_t)m->retries, "requests",
-            (json_int_t)m->requests, "ok", m->ok, "error", m->ok ? NULL : m->err);
+        json_t *r =
+            json_pack("{s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o,s:o,s:I,s:I,s:I,s:b,s:s?}",
+                      "bytes", (json_int_t)m->bytes, "ops", (json_int_t)m->ops, "wall_s", m->wall_s,
+                      "throughput_gbps_bytes", m->gbps, "ops_per_s", m->ops_per_s, "client_cpu_s",
+                      m->client_cpu_s, "server_cpu_s", m->server_cpu_s, "host_cpu_s", m->host_cpu_s,
+                      "host_busy_fraction", m->host_busy_fraction, "witness_ratio",
+                      m->witness_ratio, "worker_wall_s", ww, "metrics_delta",
+                      m->metrics_delta ? json_incref(m->metrics_delta) : json_object(), "fallbacks",
+                      (json_int_t)m->fallbacks, "retries", (json_int_t)m->retries, "requests",
+                      (json_int_t)m->requests, "ok", m->ok, "error", m->ok ? NULL : m->err);
         json_object_set_new(r, "client_cpu_s_per_gb", json_real(gb > 0 ? m->client_cpu_s / gb : 0));
         json_object_set_new(r, "server_cpu_s_per_gb",
                             m->server_cpu_known && gb > 0 ? json_real(m->server_cpu_s / gb)
@@ -327,10 +331,9 @@ json_t *grid_cell_json(const g_cfg_t *cfg, g_op_t op, const g_arm_t *arm, uint64
     json_object_set_new(wit, "gate", json_real(cfg->witness_min));
     json_object_set_new(c, "witness", wit);
     json_object_set_new(c, "verification",
-                        json_pack("{s:s,s:I,s:I,s:I,s:b}", "method",
-                                  n ? ms[0].verify_method : "", "bytes_verified",
-                                  (json_int_t)vb, "bytes_mismatched", (json_int_t)bad,
-                                  "bytes_unverified", (json_int_t)unv, "ok",
+                        json_pack("{s:s,s:I,s:I,s:I,s:b}", "method", n ? ms[0].verify_method : "",
+                                  "bytes_verified", (json_int_t)vb, "bytes_mismatched",
+                                  (json_int_t)bad, "bytes_unverified", (json_int_t)unv, "ok",
                                   n > 0 && bad == 0 && unv == 0));
     json_t *fr = json_object();
     for (unsigned i = 0; i < nlims; i++)

@@ -83,7 +83,8 @@ static double copy_rate(uint8_t *dst, const uint8_t *src, size_t len, uint64_t b
     size_t slice = len / nthreads / 4096 * 4096;
     double t0 = wb_now();
     for (unsigned i = 0; i < nthreads; i++) {
-        jobs[i] = (copy_job_t){dst + i * slice, src + i * slice, slice, bytes / nthreads, pid, 0, 0};
+        jobs[i] =
+            (copy_job_t){dst + i * slice, src + i * slice, slice, bytes / nthreads, pid, 0, 0};
         pthread_create(&th[i], NULL, copy_thread, &jobs[i]);
     }
     for (unsigned i = 0; i < nthreads; i++)
@@ -402,10 +403,11 @@ json_t *wb_limits_json(const wb_limits_t *l)
     json_object_set_new(o, "tcp_loopback_1", rate_json(&l->tcp_1));
     json_object_set_new(o, "tcp_loopback_n", rate_json(&l->tcp_n));
     json_object_set_new(o, "md5_1", rate_json(&l->md5_1));
-    json_object_set_new(o, "method",
-                        json_string("memcpy and process_vm_writev, one call per thread slice, "
-                                    "between prefaulted 256 MiB buffers (the target a forked child); "
-                                    "tcp over 127.0.0.1 into a forked receiver; md5 on one "
-                                    "thread; kinds interleaved per repeat"));
+    json_object_set_new(
+        o, "method",
+        json_string("memcpy and process_vm_writev, one call per thread slice, "
+                    "between prefaulted 256 MiB buffers (the target a forked child); "
+                    "tcp over 127.0.0.1 into a forked receiver; md5 on one "
+                    "thread; kinds interleaved per repeat"));
     return o;
 }

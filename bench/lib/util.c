@@ -111,8 +111,8 @@ int wb_hostcpu_read(wb_hostcpu_t *out)
     if (!f)
         return -1;
     unsigned long long v[10] = {0};
-    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
-                   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
+    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                   &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
     fclose(f);
     if (n < 5)
         return -1;
@@ -175,8 +175,8 @@ uint64_t wb_count_not(const uint8_t *p, size_t n, uint8_t b)
     /* Fast path: whole 64-byte blocks compared as words; exact count only on a mismatch. */
     for (; i + 64 <= n; i += 64) {
         const uint64_t *q = (const uint64_t *)(const void *)(p + i);
-        uint64_t x = (q[0] ^ w) | (q[1] ^ w) | (q[2] ^ w) | (q[3] ^ w) | (q[4] ^ w) |
-                     (q[5] ^ w) | (q[6] ^ w) | (q[7] ^ w);
+        uint64_t x = (q[0] ^ w) | (q[1] ^ w) | (q[2] ^ w) | (q[3] ^ w) | (q[4] ^ w) | (q[5] ^ w) |
+                     (q[6] ^ w) | (q[7] ^ w);
         if (x)
             for (size_t k = 0; k < 64; k++)
                 bad += p[i + k] != b;
@@ -435,9 +435,9 @@ json_t *wb_env_json(const char *provider)
             long mem;
             char drv[64];
             if (sscanf(line, "%d, %255[^,], %ld, %63s", &idx, name, &mem, drv) == 4)
-                json_array_append_new(gpus, json_pack("{s:i,s:s,s:I,s:s}", "index", idx, "name",
-                                                      name, "memory_mib", (json_int_t)mem,
-                                                      "driver", drv));
+                json_array_append_new(gpus,
+                                      json_pack("{s:i,s:s,s:I,s:s}", "index", idx, "name", name,
+                                                "memory_mib", (json_int_t)mem, "driver", drv));
         }
         pclose(g);
     }
@@ -497,8 +497,8 @@ int wb_write_result(const char *dir, const char *benchmark, const char *tag, con
         char suffix[8] = "";
         if (k)
             snprintf(suffix, sizeof suffix, "-%d", k);
-        snprintf(path, sizeof path, "%s/%s%s%s-%s-%s%s.json", dir, benchmark, tag && *tag ? "-" : "",
-                 tag ? tag : "", backend, ts, suffix);
+        snprintf(path, sizeof path, "%s/%s%s%s-%s-%s%s.json", dir, benchmark,
+                 tag && *tag ? "-" : "", tag ? tag : "", backend, ts, suffix);
         if (access(path, F_OK) != 0)
             break;
     }

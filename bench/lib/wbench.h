@@ -50,8 +50,8 @@ typedef struct wb_metric {
 typedef struct wb_metrics {
     wb_metric_t *m;
     size_t n, cap;
-    int ok;          /* 1 when the scrape succeeded */
-    char err[256];   /* why not */
+    int ok;        /* 1 when the scrape succeeded */
+    char err[256]; /* why not */
 } wb_metrics_t;
 /* Scrapes <endpoint>/metrics. Signs with SigV4 (ak/sk, region) when the server wants it. */
 int wb_metrics_scrape(const char *endpoint, const char *ak, const char *sk, const char *region,
@@ -71,8 +71,8 @@ typedef struct wb_rate {
     size_t n;
 } wb_rate_t;
 typedef struct wb_limits {
-    unsigned streams_n;    /* the "N" streams measured besides 1 (= online CPUs, at most 8) */
-    uint64_t bytes;        /* bytes moved per measurement */
+    unsigned streams_n; /* the "N" streams measured besides 1 (= online CPUs, at most 8) */
+    uint64_t bytes;     /* bytes moved per measurement */
     wb_rate_t memcpy_1, memcpy_n; /* memcpy into prefaulted memory */
     wb_rate_t pvw_1, pvw_n;       /* process_vm_writev into a prefaulted child */
     wb_rate_t tcp_1, tcp_n;       /* 127.0.0.1 TCP, one connection per stream */

@@ -31,22 +31,22 @@ extern "C" {
 /* Status codes. Values match the library's internal status list one for one. */
 typedef enum wharf_status {
     WHARF_OK = 0,
-    WHARF_ERR_INVALID = -1,      /* a bad argument; the message names it */
+    WHARF_ERR_INVALID = -1, /* a bad argument; the message names it */
     WHARF_ERR_NOMEM = -2,
     WHARF_ERR_IO = -3,
-    WHARF_ERR_NOT_FOUND = -4,    /* no such bucket or key (404) */
+    WHARF_ERR_NOT_FOUND = -4, /* no such bucket or key (404) */
     WHARF_ERR_EXISTS = -5,
     WHARF_ERR_UNSUPPORTED = -6,
-    WHARF_ERR_DECLINED = -7,     /* the server declined RDMA (501) and fallback is "fail" */
-    WHARF_ERR_AUTH = -8,         /* 403: bad credentials, signature or clock */
+    WHARF_ERR_DECLINED = -7, /* the server declined RDMA (501) and fallback is "fail" */
+    WHARF_ERR_AUTH = -8,     /* 403: bad credentials, signature or clock */
     WHARF_ERR_TIMEOUT = -9,
-    WHARF_ERR_TRANSPORT = -10,   /* the data path failed (connection lost, fabric error) */
-    WHARF_ERR_CHECKSUM = -11,    /* bytes landed do not match the server's checksum */
-    WHARF_ERR_PROTOCOL = -12,    /* the server's reply broke the protocol */
-    WHARF_ERR_HTTP = -13,        /* another HTTP error; the message has the S3 code */
+    WHARF_ERR_TRANSPORT = -10, /* the data path failed (connection lost, fabric error) */
+    WHARF_ERR_CHECKSUM = -11,  /* bytes landed do not match the server's checksum */
+    WHARF_ERR_PROTOCOL = -12,  /* the server's reply broke the protocol */
+    WHARF_ERR_HTTP = -13,      /* another HTTP error; the message has the S3 code */
     WHARF_ERR_BUSY = -14,
-    WHARF_ERR_RANGE = -15,       /* 416, or a range outside the object */
-    WHARF_ERR_TOO_LARGE = -16,   /* destination smaller than the data */
+    WHARF_ERR_RANGE = -15,     /* 416, or a range outside the object */
+    WHARF_ERR_TOO_LARGE = -16, /* destination smaller than the data */
     WHARF_ERR_NOT_EMPTY = -17,
     WHARF_ERR_CANCELED = -18,
     WHARF_ERR_PRECONDITION = -19,
@@ -84,11 +84,11 @@ typedef enum wharf_mem_kind {
 } wharf_mem_kind_t;
 
 typedef struct wharf_client_config {
-    size_t size;                  /* set by wharf_client_config_init */
-    const char *endpoint;         /* "http://127.0.0.1:9000" (required) */
-    const char *access_key;       /* required */
-    const char *secret_key;       /* required */
-    const char *region;           /* default "us-east-1" */
+    size_t size;            /* set by wharf_client_config_init */
+    const char *endpoint;   /* "http://127.0.0.1:9000" (required) */
+    const char *access_key; /* required */
+    const char *secret_key; /* required */
+    const char *region;     /* default "us-east-1" */
     /* Data-path provider: "ofi+shm", "ofi+tcp", "ofi+verbs", ... ; "none" or NULL = HTTP only;
      * "auto" tries shm (same host) then tcp. */
     const char *provider;
@@ -96,16 +96,16 @@ typedef struct wharf_client_config {
      * who the peer is (SO_PEERCRED). NULL: "<endpoint's data dir>/wharfd.sock" is not guessed,
      * so shm needs it set (the wharf CLI reads WHARF_UNIX_SOCKET). */
     const char *unix_socket;
-    unsigned concurrency;         /* parallel requests per operation; default 4 */
-    uint64_t chunk_size;          /* bytes per ranged request of a large GET; default 64 MiB */
+    unsigned concurrency; /* parallel requests per operation; default 4 */
+    uint64_t chunk_size;  /* bytes per ranged request of a large GET; default 64 MiB */
     /* PUTs at or above this go multipart; default 256 MiB (an RDMA PUT from host memory
      * with the default: 1 GiB, since the server completes a multipart upload by copying). */
     uint64_t multipart_threshold;
-    uint64_t part_size;           /* multipart part size; default 64 MiB */
-    wharf_fallback_t fallback;    /* default WHARF_FALLBACK_FAIL */
-    int verify_checksum;          /* check each reply's crc64nvme of landed bytes; default 1 */
-    unsigned timeout_ms;          /* per request; default 120000 */
-    unsigned max_retries;         /* on connection errors; default 2 */
+    uint64_t part_size;        /* multipart part size; default 64 MiB */
+    wharf_fallback_t fallback; /* default WHARF_FALLBACK_FAIL */
+    int verify_checksum;       /* check each reply's crc64nvme of landed bytes; default 1 */
+    unsigned timeout_ms;       /* per request; default 120000 */
+    unsigned max_retries;      /* on connection errors; default 2 */
     /* PEM file of the CAs that an https:// endpoint's certificate must chain to. NULL: the
      * system's store. (Added after max_retries: a caller built against an older header has a
      * smaller size, and gets NULL.) */
@@ -130,38 +130,38 @@ WHARF_API void wharf_mem_deregister(wharf_mem_t *m);
 
 /* Per-operation report. */
 typedef struct wharf_report {
-    size_t size;                  /* set by wharf_report_init */
+    size_t size; /* set by wharf_report_init */
     wharf_status_t status;
-    wharf_transport_t transport;  /* which transport moved the bytes */
-    uint64_t bytes;               /* payload bytes moved */
-    uint32_t requests;            /* HTTP requests sent */
+    wharf_transport_t transport; /* which transport moved the bytes */
+    uint64_t bytes;              /* payload bytes moved */
+    uint32_t requests;           /* HTTP requests sent */
     uint32_t retries;
-    int fell_back;                /* 1 if RDMA was attempted and HTTP moved the bytes */
-    char fallback_reason[256];    /* why (server message or local reason) */
+    int fell_back;             /* 1 if RDMA was attempted and HTTP moved the bytes */
+    char fallback_reason[256]; /* why (server message or local reason) */
     double wall_s;
-    double first_byte_s;          /* time to the first reply header */
-    uint64_t crc64nvme;           /* of the bytes moved, when known */
-    char etag[80];                /* quoted, as the server sent it */
-    char provider[32];            /* "ofi+shm", ... when RDMA */
-    char version_id[128];         /* appended: x-amz-version-id of the reply ("" without one) */
+    double first_byte_s;  /* time to the first reply header */
+    uint64_t crc64nvme;   /* of the bytes moved, when known */
+    char etag[80];        /* quoted, as the server sent it */
+    char provider[32];    /* "ofi+shm", ... when RDMA */
+    char version_id[128]; /* appended: x-amz-version-id of the reply ("" without one) */
 } wharf_report_t;
 
 WHARF_API void wharf_report_init(wharf_report_t *r, size_t size);
 
 /* Options for one transfer. NULL means defaults. */
 typedef struct wharf_xfer_opts {
-    size_t size;                  /* set by wharf_xfer_opts_init */
-    wharf_transport_t transport;  /* AUTO (default), RDMA or HTTP */
-    int verify_checksum;          /* -1 = client default, 0 = off, 1 = on */
-    unsigned concurrency;         /* 0 = client default */
+    size_t size;                 /* set by wharf_xfer_opts_init */
+    wharf_transport_t transport; /* AUTO (default), RDMA or HTTP */
+    int verify_checksum;         /* -1 = client default, 0 = off, 1 = on */
+    unsigned concurrency;        /* 0 = client default */
     /* Appended (a caller built before them passes a smaller size: they are then unset).
      * Conditional writes: the server checks them in the transaction that commits the object
      * (a multipart PUT: its completion), so of two writers at most one succeeds; the loser
      * gets WHARF_ERR_PRECONDITION (412), or WHARF_ERR_NOT_FOUND for if_match on a missing
      * key, and nothing of its is stored. */
-    int if_none_match;            /* PUT: 1 = store only if the key has no object (If-None-Match: *) */
-    const char *if_match;         /* PUT: store only if the key's ETag is this (quoted or not) */
-    const char *version_id;       /* GET: read this version of the object (NULL: the current) */
+    int if_none_match;      /* PUT: 1 = store only if the key has no object (If-None-Match: *) */
+    const char *if_match;   /* PUT: store only if the key's ETag is this (quoted or not) */
+    const char *version_id; /* GET: read this version of the object (NULL: the current) */
 } wharf_xfer_opts_t;
 
 WHARF_API void wharf_xfer_opts_init(wharf_xfer_opts_t *o, size_t size);
@@ -172,30 +172,30 @@ WHARF_API void wharf_xfer_opts_init(wharf_xfer_opts_t *o, size_t size);
  * object. dst_len must hold the bytes; the report's bytes say how many landed. Over RDMA, dst
  * must lie inside a registered region of this client. Large requests split into parallel ranged
  * requests of chunk_size. */
-WHARF_API wharf_status_t wharf_object_get(wharf_client_t *c, const char *bucket,
-                                          const char *key, void *dst, uint64_t dst_len,
-                                          uint64_t offset, uint64_t length,
-                                          const wharf_xfer_opts_t *opts, wharf_report_t *report);
+WHARF_API wharf_status_t wharf_object_get(wharf_client_t *c, const char *bucket, const char *key,
+                                          void *dst, uint64_t dst_len, uint64_t offset,
+                                          uint64_t length, const wharf_xfer_opts_t *opts,
+                                          wharf_report_t *report);
 
 /* PUT len bytes from src. Over RDMA, src must lie inside a registered region. At or above the
  * multipart threshold it uploads parts in parallel and completes them. */
-WHARF_API wharf_status_t wharf_object_put(wharf_client_t *c, const char *bucket,
-                                          const char *key, const void *src, uint64_t len,
+WHARF_API wharf_status_t wharf_object_put(wharf_client_t *c, const char *bucket, const char *key,
+                                          const void *src, uint64_t len,
                                           const wharf_xfer_opts_t *opts, wharf_report_t *report);
 
 typedef struct wharf_stat {
-    size_t size;         /* set by wharf_stat_init */
-    uint64_t length;     /* object size in bytes */
-    int64_t mtime;       /* seconds since the epoch */
+    size_t size;     /* set by wharf_stat_init */
+    uint64_t length; /* object size in bytes */
+    int64_t mtime;   /* seconds since the epoch */
     char etag[80];
     char content_type[128];
-    uint64_t crc64nvme;  /* when has_crc64nvme */
+    uint64_t crc64nvme; /* when has_crc64nvme */
     int has_crc64nvme;
 } wharf_stat_t;
 
 WHARF_API void wharf_stat_init(wharf_stat_t *s, size_t size);
-WHARF_API wharf_status_t wharf_object_stat(wharf_client_t *c, const char *bucket,
-                                           const char *key, wharf_stat_t *out);
+WHARF_API wharf_status_t wharf_object_stat(wharf_client_t *c, const char *bucket, const char *key,
+                                           wharf_stat_t *out);
 /* HEAD of one version of an object (version_id NULL: the current one, as wharf_object_stat). */
 WHARF_API wharf_status_t wharf_object_stat_version(wharf_client_t *c, const char *bucket,
                                                    const char *key, const char *version_id,
@@ -218,11 +218,11 @@ WHARF_API wharf_status_t wharf_bucket_list(wharf_client_t *c, wharf_list_cb cb, 
 
 /* Client-wide counters since creation. */
 typedef struct wharf_stats {
-    size_t size;                  /* set by wharf_stats_init */
+    size_t size; /* set by wharf_stats_init */
     uint64_t rdma_ops, rdma_bytes;
     uint64_t http_ops, http_bytes;
-    uint64_t fallbacks;           /* RDMA attempts that HTTP finished */
-    uint64_t declines;            /* 501 answers from the server */
+    uint64_t fallbacks; /* RDMA attempts that HTTP finished */
+    uint64_t declines;  /* 501 answers from the server */
     uint64_t retries;
     uint64_t checksum_failures;
 } wharf_stats_t;
@@ -246,8 +246,7 @@ typedef struct wharf_st wharf_st_t;
 
 /* Reads N from prefix8 (8 bytes). file_size is the object's size (WHARF_WHOLE if unknown).
  * Refuses N > WHARF_ST_MAX_HEADER, N < 2 and 8+N > file_size. */
-WHARF_API wharf_status_t wharf_st_header_len(const void *prefix8, uint64_t file_size,
-                                             uint64_t *n);
+WHARF_API wharf_status_t wharf_st_header_len(const void *prefix8, uint64_t file_size, uint64_t *n);
 /* Parses the header in buf[0..len) (len >= 8+N; bytes past 8+N are ignored). file_size is the
  * object's size, so the data section is [8+N, file_size); with WHARF_WHOLE the data section is
  * taken to end where the last tensor ends. *out is owned by the caller (wharf_st_free). */

@@ -111,7 +111,8 @@ long wh_base64_decode(const char *in, size_t inlen, void *out, size_t outcap)
                     return -1;
             }
         }
-        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+        uint32_t w =
+            (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
         uint8_t b[3] = {(uint8_t)(w >> 16), (uint8_t)(w >> 8), (uint8_t)w};
         for (int k = 0; k < 3 - pad; k++) {
             if (n >= outcap)

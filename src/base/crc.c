@@ -34,8 +34,8 @@ static void crc64_tables(void)
 #define CRC64NVME_POLY 0xad93d23594c93659ULL /* normal form, x^64 implied */
 
 static struct {
-    __m128i fold1; /* fold 128 bits:  {x^(128+64), x^128} mod P, reflected << 1 */
-    __m128i fold4; /* fold 512 bits:  {x^(512+64), x^512} */
+    __m128i fold1;        /* fold 128 bits:  {x^(128+64), x^128} mod P, reflected << 1 */
+    __m128i fold4;        /* fold 512 bits:  {x^(512+64), x^512} */
     __m128i fold2, fold3; /* 256 and 384, to merge the four lanes */
     __m128i barrett;      /* {mu, P'} */
     int ok;
@@ -106,8 +106,8 @@ static inline __m128i fold(__m128i acc, __m128i k)
 /* CRC state (pre/post inversion is the caller's) over n bytes, n a multiple of 16, n >= 16. */
 static uint64_t crc64_clmul(uint64_t state, const uint8_t *p, size_t n)
 {
-    __m128i acc0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p),
-                                 _mm_set_epi64x(0, (long long)state));
+    __m128i acc0 =
+        _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), _mm_set_epi64x(0, (long long)state));
     p += 16;
     n -= 16;
     if (n >= 48) {
@@ -135,8 +135,8 @@ static uint64_t crc64_clmul(uint64_t state, const uint8_t *p, size_t n)
     /* Append the 64 implied zero bits, then Barrett-reduce 128 -> 64. */
     acc0 = _mm_xor_si128(_mm_clmulepi64_si128(acc0, g_k.fold1, 0x10), _mm_srli_si128(acc0, 8));
     __m128i t1 = _mm_clmulepi64_si128(acc0, g_k.barrett, 0x00);
-    acc0 = _mm_xor_si128(acc0, _mm_xor_si128(_mm_clmulepi64_si128(t1, g_k.barrett, 0x10),
-                                             _mm_slli_si128(t1, 8)));
+    acc0 = _mm_xor_si128(
+        acc0, _mm_xor_si128(_mm_clmulepi64_si128(t1, g_k.barrett, 0x10), _mm_slli_si128(t1, 8)));
     return (uint64_t)_mm_extract_epi64(acc0, 1);
 }
 

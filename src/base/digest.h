@@ -18,7 +18,7 @@ typedef struct wh_sha256 {
 int wh_md5_init(wh_md5_t *m);
 void wh_md5_update(wh_md5_t *m, const void *p, size_t n);
 void wh_md5_final(wh_md5_t *m, uint8_t out[WH_MD5_LEN]); /* also frees */
-void wh_md5_free(wh_md5_t *m);                            /* abandon without final; NULL-safe */
+void wh_md5_free(wh_md5_t *m);                           /* abandon without final; NULL-safe */
 void wh_md5(const void *p, size_t n, uint8_t out[WH_MD5_LEN]);
 
 int wh_sha256_init(wh_sha256_t *s);

@@ -39,9 +39,10 @@ void wh_log_emit(wh_log_level_t lvl, const char *mod, const char *fmt, ...)
     struct tm tm;
     gettimeofday(&tv, NULL);
     gmtime_r(&tv.tv_sec, &tm);
-    int n = snprintf(line, sizeof line, "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03dZ level=%s mod=%s msg=\"",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, (int)(tv.tv_usec / 1000), g_names[lvl], mod ? mod : "-");
+    int n =
+        snprintf(line, sizeof line, "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03dZ level=%s mod=%s msg=\"",
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                 (int)(tv.tv_usec / 1000), g_names[lvl], mod ? mod : "-");
     va_list ap;
     va_start(ap, fmt);
     int m = vsnprintf(line + n, sizeof line - (size_t)n - 2, fmt, ap);

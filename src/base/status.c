@@ -7,8 +7,8 @@
 const char *wh_status_str(wh_status_t st)
 {
     switch (st) {
-#define WH_STATUS_CASE_(n, v, t)                                                           \
-    case n:                                                                                \
+#define WH_STATUS_CASE_(n, v, t)                                                                   \
+    case n:                                                                                        \
         return t;
         WH_STATUS_LIST(WH_STATUS_CASE_)
 #undef WH_STATUS_CASE_

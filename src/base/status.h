@@ -9,29 +9,29 @@
 #include <stddef.h>
 
 /* X(name, value, text) */
-#define WH_STATUS_LIST(X)                                                                  \
-    X(WH_OK, 0, "success")                                                                 \
-    X(WH_ERR_INVALID, -1, "invalid argument")                                              \
-    X(WH_ERR_NOMEM, -2, "out of memory")                                                   \
-    X(WH_ERR_IO, -3, "I/O error")                                                          \
-    X(WH_ERR_NOT_FOUND, -4, "not found")                                                   \
-    X(WH_ERR_EXISTS, -5, "already exists")                                                 \
-    X(WH_ERR_UNSUPPORTED, -6, "operation not supported")                                   \
-    X(WH_ERR_DECLINED, -7, "RDMA transfer declined by the server")                         \
-    X(WH_ERR_AUTH, -8, "authentication failed")                                            \
-    X(WH_ERR_TIMEOUT, -9, "timed out")                                                     \
-    X(WH_ERR_TRANSPORT, -10, "transport error")                                            \
-    X(WH_ERR_CHECKSUM, -11, "checksum mismatch")                                           \
-    X(WH_ERR_PROTOCOL, -12, "protocol error")                                              \
-    X(WH_ERR_HTTP, -13, "HTTP error from server")                                          \
-    X(WH_ERR_BUSY, -14, "resource busy")                                                   \
-    X(WH_ERR_RANGE, -15, "range not satisfiable")                                          \
-    X(WH_ERR_TOO_LARGE, -16, "too large")                                                  \
-    X(WH_ERR_NOT_EMPTY, -17, "not empty")                                                  \
-    X(WH_ERR_CANCELED, -18, "canceled")                                                    \
-    X(WH_ERR_PRECONDITION, -19, "precondition failed")                                     \
-    X(WH_ERR_INTERNAL, -20, "internal error")                                              \
-    X(WH_ERR_UNAVAILABLE, -21, "service unavailable")                                     \
+#define WH_STATUS_LIST(X)                                                                          \
+    X(WH_OK, 0, "success")                                                                         \
+    X(WH_ERR_INVALID, -1, "invalid argument")                                                      \
+    X(WH_ERR_NOMEM, -2, "out of memory")                                                           \
+    X(WH_ERR_IO, -3, "I/O error")                                                                  \
+    X(WH_ERR_NOT_FOUND, -4, "not found")                                                           \
+    X(WH_ERR_EXISTS, -5, "already exists")                                                         \
+    X(WH_ERR_UNSUPPORTED, -6, "operation not supported")                                           \
+    X(WH_ERR_DECLINED, -7, "RDMA transfer declined by the server")                                 \
+    X(WH_ERR_AUTH, -8, "authentication failed")                                                    \
+    X(WH_ERR_TIMEOUT, -9, "timed out")                                                             \
+    X(WH_ERR_TRANSPORT, -10, "transport error")                                                    \
+    X(WH_ERR_CHECKSUM, -11, "checksum mismatch")                                                   \
+    X(WH_ERR_PROTOCOL, -12, "protocol error")                                                      \
+    X(WH_ERR_HTTP, -13, "HTTP error from server")                                                  \
+    X(WH_ERR_BUSY, -14, "resource busy")                                                           \
+    X(WH_ERR_RANGE, -15, "range not satisfiable")                                                  \
+    X(WH_ERR_TOO_LARGE, -16, "too large")                                                          \
+    X(WH_ERR_NOT_EMPTY, -17, "not empty")                                                          \
+    X(WH_ERR_CANCELED, -18, "canceled")                                                            \
+    X(WH_ERR_PRECONDITION, -19, "precondition failed")                                             \
+    X(WH_ERR_INTERNAL, -20, "internal error")                                                      \
+    X(WH_ERR_UNAVAILABLE, -21, "service unavailable")                                              \
     X(WH_ERR_NO_SPACE, -22, "storage is full")
 
 typedef enum {

@@ -50,9 +50,9 @@ int wh_amz_date_parse(const char *s, time_t *out);
 int wh_parse_u64(const char *s, size_t n, uint64_t *out);
 
 /* The one size parser of every command line (wharfd, wharf, the benchmarks). A bare number is
- * bytes (so is a number with a B); a suffix K, M, G, T (or KiB, MiB, GiB, TiB; any case; an optional B after K/M/G/T)
- * multiplies by 1024^n. Digits only before the suffix: no sign, no fraction, no spaces, no
- * overflow. Returns 0, or -1 for anything else. */
+ * bytes (so is a number with a B); a suffix K, M, G, T (or KiB, MiB, GiB, TiB; any case; an
+ * optional B after K/M/G/T) multiplies by 1024^n. Digits only before the suffix: no sign, no
+ * fraction, no spaces, no overflow. Returns 0, or -1 for anything else. */
 int wh_parse_size(const char *s, uint64_t *out);
 /* What wh_parse_size accepts, for help texts and error messages. */
 #define WH_SIZE_SYNTAX "bytes, or with a suffix K, M, G, T (KiB, MiB, GiB, TiB)"

@@ -9,8 +9,7 @@
 #include <stdio.h>
 
 typedef struct cli {
-    const char *endpoint, *access_key, *secret_key, *region, *provider, *unix_socket,
-        *ca_bundle;
+    const char *endpoint, *access_key, *secret_key, *region, *provider, *unix_socket, *ca_bundle;
     const char *fallback_s;
     wharf_fallback_t fallback;
     const char *transport; /* cp */
@@ -18,7 +17,7 @@ typedef struct cli {
     uint64_t size;         /* verify */
     unsigned concurrency;
     uint64_t chunk_size;
-    int verify;            /* checksum verification, --no-verify turns it off */
+    int verify; /* checksum verification, --no-verify turns it off */
     bool quiet, help, version;
 } cli_t;
 

@@ -236,8 +236,10 @@ static int cp_download(const cli_t *g, wharf_client_t *c, const char *bucket, co
             break;
         if (r.bytes != n) {
             st = WHARF_ERR_PROTOCOL;
-            fprintf(stderr, "wharf cp: got %" PRIu64 " of %" PRIu64 " bytes at offset %" PRIu64
-                    " (did the object change?)\n", r.bytes, n, off);
+            fprintf(stderr,
+                    "wharf cp: got %" PRIu64 " of %" PRIu64 " bytes at offset %" PRIu64
+                    " (did the object change?)\n",
+                    r.bytes, n, off);
             break;
         }
         if (off == 0) {
@@ -290,8 +292,7 @@ int cli_cp(const cli_t *g, int argc, char **argv)
     }
     wharf_transport_t t;
     if (parse_transport(g->transport, &t) != 0) {
-        fprintf(stderr, "wharf cp: --transport must be rdma, http or auto, not %s\n",
-                g->transport);
+        fprintf(stderr, "wharf cp: --transport must be rdma, http or auto, not %s\n", g->transport);
         return 2;
     }
     bool s3src = !strncmp(argv[0], "s3://", 5), s3dst = !strncmp(argv[1], "s3://", 5);

@@ -48,8 +48,8 @@ static void usage(FILE *f)
             "                 default " DEFAULT_ENDPOINT ")\n"
             "  --access-key K (WHARF_ACCESS_KEY, AWS_ACCESS_KEY_ID)\n"
             "  --secret-key S (WHARF_SECRET_KEY, AWS_SECRET_ACCESS_KEY)\n"
-            "  --region R (WHARF_REGION, AWS_REGION, AWS_DEFAULT_REGION; default "
-            WH_DEFAULT_REGION ")\n"
+            "  --region R (WHARF_REGION, AWS_REGION, AWS_DEFAULT_REGION; default " WH_DEFAULT_REGION
+            ")\n"
             "  --provider auto|ofi+shm|ofi+tcp|none (WHARF_PROVIDER, default auto)\n"
             "  --unix-socket PATH (WHARF_UNIX_SOCKET, default ./data/wharfd.sock if present)\n"
             "  --fallback fail|http (WHARF_FALLBACK, default fail)\n"
@@ -94,10 +94,14 @@ void cli_fmt_bytes(uint64_t n, char *out, size_t outlen)
 static const char *transport_name(wharf_transport_t t)
 {
     switch (t) {
-    case WHARF_TRANSPORT_RDMA: return "rdma";
-    case WHARF_TRANSPORT_HTTP: return "http";
-    case WHARF_TRANSPORT_NONE: return "none";
-    default: return "auto";
+    case WHARF_TRANSPORT_RDMA:
+        return "rdma";
+    case WHARF_TRANSPORT_HTTP:
+        return "http";
+    case WHARF_TRANSPORT_NONE:
+        return "none";
+    default:
+        return "auto";
     }
 }
 
@@ -106,7 +110,8 @@ void cli_print_report(FILE *f, const char *what, const wharf_report_t *r)
     char b[32];
     cli_fmt_bytes(r->bytes, b, sizeof b);
     double mbs = r->wall_s > 0 ? (double)r->bytes / r->wall_s / 1e6 : 0;
-    fprintf(f, "%s: transport %s%s%s%s, %s (%" PRIu64 " bytes) in %.3f s (%.1f MB/s), "
+    fprintf(f,
+            "%s: transport %s%s%s%s, %s (%" PRIu64 " bytes) in %.3f s (%.1f MB/s), "
             "%u requests, %u retries, crc64nvme %016" PRIx64 "%s%s\n",
             what, transport_name(r->transport), r->provider[0] ? " (" : "", r->provider,
             r->provider[0] ? ")" : "", b, r->bytes, r->wall_s, mbs, r->requests, r->retries,
@@ -181,8 +186,8 @@ static int cmd_mb_rb(const cli_t *g, const char *cmd, int argc, char **argv)
     wharf_client_t *c;
     if (cli_client(g, &c))
         return 1;
-    wharf_status_t st = !strcmp(cmd, "mb") ? wharf_bucket_create(c, bucket)
-                                            : wharf_bucket_delete(c, bucket);
+    wharf_status_t st =
+        !strcmp(cmd, "mb") ? wharf_bucket_create(c, bucket) : wharf_bucket_delete(c, bucket);
     if (st == WHARF_OK && !g->quiet)
         printf("%s: s3://%s\n", !strcmp(cmd, "mb") ? "make_bucket" : "remove_bucket", bucket);
     rc = st == WHARF_OK ? 0 : cli_fail(cmd, st);
@@ -277,7 +282,8 @@ static int cmd_stat(const cli_t *g, int argc, char **argv)
         char t[20];
         fmt_time(s.mtime, t);
         printf("key: s3://%s/%s\nsize: %" PRIu64 "\netag: %s\nlast-modified: %s UTC\n"
-               "content-type: %s\n", bucket, key, s.length, s.etag, t, s.content_type);
+               "content-type: %s\n",
+               bucket, key, s.length, s.etag, t, s.content_type);
         if (s.has_crc64nvme)
             printf("crc64nvme: %016" PRIx64 "\n", s.crc64nvme);
     }
@@ -306,10 +312,13 @@ static int parse_args(int argc, char **argv, cli_t *g, int *rargc, char **rest)
     int n = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        static const char *const with_val[] = {
-            "--endpoint", "--access-key", "--secret-key", "--region", "--provider",
-            "--unix-socket", "--fallback", "--transport", "--concurrency", "--chunk-size",
-            "--size", "--bucket", "--ca-bundle", NULL};
+        static const char *const with_val[] = {"--endpoint",    "--access-key",
+                                               "--secret-key",  "--region",
+                                               "--provider",    "--unix-socket",
+                                               "--fallback",    "--transport",
+                                               "--concurrency", "--chunk-size",
+                                               "--size",        "--bucket",
+                                               "--ca-bundle",   NULL};
         const char *val = NULL;
         const char *flag = NULL;
         if (!strcmp(a, "--")) {
@@ -333,16 +342,26 @@ static int parse_args(int argc, char **argv, cli_t *g, int *rargc, char **rest)
             }
         }
         if (flag) {
-            if (!strcmp(flag, "--endpoint")) g->endpoint = val;
-            else if (!strcmp(flag, "--access-key")) g->access_key = val;
-            else if (!strcmp(flag, "--secret-key")) g->secret_key = val;
-            else if (!strcmp(flag, "--region")) g->region = val;
-            else if (!strcmp(flag, "--provider")) g->provider = val;
-            else if (!strcmp(flag, "--unix-socket")) g->unix_socket = val;
-            else if (!strcmp(flag, "--ca-bundle")) g->ca_bundle = val;
-            else if (!strcmp(flag, "--fallback")) g->fallback_s = val;
-            else if (!strcmp(flag, "--transport")) g->transport = val;
-            else if (!strcmp(flag, "--bucket")) g->bucket = val;
+            if (!strcmp(flag, "--endpoint"))
+                g->endpoint = val;
+            else if (!strcmp(flag, "--access-key"))
+                g->access_key = val;
+            else if (!strcmp(flag, "--secret-key"))
+                g->secret_key = val;
+            else if (!strcmp(flag, "--region"))
+                g->region = val;
+            else if (!strcmp(flag, "--provider"))
+                g->provider = val;
+            else if (!strcmp(flag, "--unix-socket"))
+                g->unix_socket = val;
+            else if (!strcmp(flag, "--ca-bundle"))
+                g->ca_bundle = val;
+            else if (!strcmp(flag, "--fallback"))
+                g->fallback_s = val;
+            else if (!strcmp(flag, "--transport"))
+                g->transport = val;
+            else if (!strcmp(flag, "--bucket"))
+                g->bucket = val;
             else if (!strcmp(flag, "--concurrency")) {
                 uint64_t v;
                 if (wh_parse_u64(val, strlen(val), &v) != 0 || v == 0 || v > 64) {
@@ -353,8 +372,10 @@ static int parse_args(int argc, char **argv, cli_t *g, int *rargc, char **rest)
             } else {
                 uint64_t v;
                 if (wh_parse_size(val, &v) != 0 || v == 0) {
-                    fprintf(stderr, "wharf: %s takes a size (" WH_SIZE_SYNTAX "), such as 64M, "
-                            "not %s\n", flag, val);
+                    fprintf(stderr,
+                            "wharf: %s takes a size (" WH_SIZE_SYNTAX "), such as 64M, "
+                            "not %s\n",
+                            flag, val);
                     return 2;
                 }
                 if (!strcmp(flag, "--size"))

@@ -79,7 +79,7 @@ static double metric_sum(const char *text, const char *name, bool *found)
 typedef struct scrape {
     double put_bytes, get_bytes;             /* MinIO names */
     double wharf_put_bytes, wharf_get_bytes; /* wharf names */
-    const char *missing;         /* a counter the server does not list (counted as 0) */
+    const char *missing;                     /* a counter the server does not list (counted as 0) */
 } scrape_t;
 
 static int scrape_metrics(const cli_t *g, scrape_t *out, char *err, size_t errlen)
@@ -191,8 +191,8 @@ int cli_verify(const cli_t *g, int argc, char **argv)
     if (cli_client(g, &c))
         return fail("cannot create a client for %s: %s", g->endpoint, wharf_last_error());
     const char *prov = wharf_client_provider(c);
-    printf("verify: endpoint %s, provider %s (asked: %s), unix socket %s, %s\n", g->endpoint,
-           prov, g->provider, g->unix_socket ? g->unix_socket : "none", b);
+    printf("verify: endpoint %s, provider %s (asked: %s), unix socket %s, %s\n", g->endpoint, prov,
+           g->provider, g->unix_socket ? g->unix_socket : "none", b);
 
     src = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     dst = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -257,8 +257,8 @@ int cli_verify(const cli_t *g, int argc, char **argv)
     if (dput < 0.99 * (double)size || wput < 0.99 * (double)size) {
         rc = fail("the server counted %.0f (%s) and %.0f (%s) of %" PRIu64 " PUT bytes as "
                   "RDMA; both must be at least 0.99 of it%s%s",
-                  dput, M_PUT, wput, M_W_PUT, size,
-                  m1.missing ? "; /metrics does not list " : "", m1.missing ? m1.missing : "");
+                  dput, M_PUT, wput, M_W_PUT, size, m1.missing ? "; /metrics does not list " : "",
+                  m1.missing ? m1.missing : "");
         goto out;
     }
 
@@ -270,9 +270,10 @@ int cli_verify(const cli_t *g, int argc, char **argv)
     }
     cli_print_report(stdout, "verify GET", &r);
     if (r.transport != WHARF_TRANSPORT_RDMA || r.fell_back || r.bytes != size) {
-        rc = fail("GET did not move all %" PRIu64 " bytes over RDMA (transport %d, bytes %"
-                  PRIu64 "%s%s)", size, (int)r.transport, r.bytes,
-                  r.fell_back ? ", fell back: " : "", r.fell_back ? r.fallback_reason : "");
+        rc = fail("GET did not move all %" PRIu64 " bytes over RDMA (transport %d, bytes %" PRIu64
+                  "%s%s)",
+                  size, (int)r.transport, r.bytes, r.fell_back ? ", fell back: " : "",
+                  r.fell_back ? r.fallback_reason : "");
         goto out;
     }
     if (scrape_metrics(g, &m2, err, sizeof err) != 0) {
@@ -283,8 +284,8 @@ int cli_verify(const cli_t *g, int argc, char **argv)
     if (dget < 0.99 * (double)size || wget < 0.99 * (double)size) {
         rc = fail("the server counted %.0f (%s) and %.0f (%s) of %" PRIu64 " GET bytes as "
                   "RDMA; both must be at least 0.99 of it%s%s",
-                  dget, M_GET, wget, M_W_GET, size,
-                  m2.missing ? "; /metrics does not list " : "", m2.missing ? m2.missing : "");
+                  dget, M_GET, wget, M_W_GET, size, m2.missing ? "; /metrics does not list " : "",
+                  m2.missing ? m2.missing : "");
         goto out;
     }
     if (memcmp(src, dst, size) != 0) {
@@ -295,7 +296,8 @@ int cli_verify(const cli_t *g, int argc, char **argv)
         goto out;
     }
     printf("PASS: %s PUT and GET over RDMA (%s); server counted %.0f PUT and %.0f GET bytes "
-           "as RDMA; bytes match\n", b, prov, dput, dget);
+           "as RDMA; bytes match\n",
+           b, prov, dput, dget);
     rc = 0;
 out:
     fflush(stdout);

@@ -87,8 +87,7 @@ void wc_copy_out(void *dst, const void *src, size_t full_size)
         n = full_size;
     if (n <= sizeof(size_t))
         return;
-    memcpy((char *)dst + sizeof(size_t), (const char *)src + sizeof(size_t),
-           n - sizeof(size_t));
+    memcpy((char *)dst + sizeof(size_t), (const char *)src + sizeof(size_t), n - sizeof(size_t));
 }
 
 /* Copies the caller's struct (of its own size) over defaults in full. */
@@ -100,8 +99,7 @@ static void copy_in(void *full, const void *src, size_t full_size)
         n = full_size;
     if (n <= sizeof(size_t))
         return;
-    memcpy((char *)full + sizeof(size_t), (const char *)src + sizeof(size_t),
-           n - sizeof(size_t));
+    memcpy((char *)full + sizeof(size_t), (const char *)src + sizeof(size_t), n - sizeof(size_t));
 }
 
 int64_t wc_parse_iso8601(const char *s)
@@ -529,8 +527,8 @@ WHARF_API wharf_status_t wharf_client_create(const wharf_client_config_t *ucfg,
     c->provider_req = dup_or_null(cfg.provider);
     c->unix_socket = cfg.unix_socket && *cfg.unix_socket ? strdup(cfg.unix_socket) : NULL;
     c->ca_bundle = cfg.ca_bundle && *cfg.ca_bundle ? strdup(cfg.ca_bundle) : NULL;
-    if (!c->access_key || !c->secret_key || !c->region ||
-        (cfg.provider && !c->provider_req) || (cfg.ca_bundle && *cfg.ca_bundle && !c->ca_bundle)) {
+    if (!c->access_key || !c->secret_key || !c->region || (cfg.provider && !c->provider_req) ||
+        (cfg.ca_bundle && *cfg.ca_bundle && !c->ca_bundle)) {
         st = WH_ERR_NOMEM;
         wc_set_error("wharf_client_create: out of memory");
         goto err_free;
@@ -567,8 +565,8 @@ WHARF_API wharf_status_t wharf_client_create(const wharf_client_config_t *ucfg,
     c->all_next = g_clients;
     g_clients = c;
     pthread_mutex_unlock(&g_clients_mu);
-    wh_debug(MOD, "client created endpoint=%s provider=%s unix_socket=%s", c->endpoint,
-             c->provider, c->unix_socket ? c->unix_socket : "-");
+    wh_debug(MOD, "client created endpoint=%s provider=%s unix_socket=%s", c->endpoint, c->provider,
+             c->unix_socket ? c->unix_socket : "-");
     *out = c;
     return WHARF_OK;
 

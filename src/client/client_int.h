@@ -90,12 +90,12 @@ void wc_group_fini(wc_group_t *g);
 
 struct wharf_client {
     /* configuration (strings owned) */
-    char *endpoint;    /* "http://127.0.0.1:9000" without a trailing slash */
-    char *host;        /* "127.0.0.1:9000": the Host header, signed */
+    char *endpoint; /* "http://127.0.0.1:9000" without a trailing slash */
+    char *host;     /* "127.0.0.1:9000": the Host header, signed */
     char *access_key, *secret_key, *region;
     char *provider_req; /* as asked: "auto", "ofi+shm", ... or NULL */
     char *unix_socket;
-    char *ca_bundle;   /* NULL: the system's CA store (https endpoints) */
+    char *ca_bundle; /* NULL: the system's CA store (https endpoints) */
     unsigned concurrency;
     uint64_t chunk_size, multipart_threshold, part_size;
     bool multipart_threshold_default; /* not set by the caller: host RDMA PUTs use the RDMA one */
@@ -107,8 +107,8 @@ struct wharf_client {
     pthread_mutex_t xfer_mu;
     xfer_t *xfer;
     xfer_t *xfer_cuda; /* "cuda+ipc", opened on the first CUDA registration (under xfer_mu) */
-    char provider[32];         /* in use: "ofi+shm", ... or "none" */
-    char no_rdma_reason[256];  /* why xfer is NULL (for messages) */
+    char provider[32]; /* in use: "ofi+shm", ... or "none" */
+    char no_rdma_reason[256]; /* why xfer is NULL (for messages) */
 
     /* connections for requests made on callers' threads */
     pthread_mutex_t conn_mu;
@@ -163,13 +163,13 @@ void wc_mem_orphan_all(wharf_client_t *c);
 /* ---- one signed HTTP request (http.c) --------------------------------------------------- */
 
 typedef struct wc_req {
-    const char *method;  /* GET, PUT, HEAD, DELETE, POST */
-    const char *bucket;  /* NULL: the service (ListBuckets) */
-    const char *key;     /* NULL: the bucket */
-    const char *query;   /* already URI-encoded "a=b&c=d", or NULL */
+    const char *method; /* GET, PUT, HEAD, DELETE, POST */
+    const char *bucket; /* NULL: the service (ListBuckets) */
+    const char *key;    /* NULL: the bucket */
+    const char *query;  /* already URI-encoded "a=b&c=d", or NULL */
     const char *hdr_names[WC_MAX_HDRS];
     const char *hdr_values[WC_MAX_HDRS];
-    size_t nhdr;          /* extra headers; all are signed */
+    size_t nhdr; /* extra headers; all are signed */
     /* request body (PUT/POST); has_body with body_len 0 sends Content-Length: 0 */
     bool has_body;
     const void *body;
@@ -184,8 +184,8 @@ typedef struct wc_req {
 
 typedef struct wc_resp {
     long status;
-    uint64_t body_len;   /* 2xx body bytes received */
-    bool overflow;       /* the body was longer than dst_cap */
+    uint64_t body_len; /* 2xx body bytes received */
+    bool overflow;     /* the body was longer than dst_cap */
     bool has_content_length;
     uint64_t content_length;
     char etag[80];
@@ -199,11 +199,11 @@ typedef struct wc_resp {
     uint64_t rdma_bytes;
     bool has_crc64;
     uint64_t crc64;
-    bool bad_crc64;      /* header present but not a valid base64 crc64 */
+    bool bad_crc64; /* header present but not a valid base64 crc64 */
     char request_id[64];
-    char s3_code[64];    /* from the error body, or derived from the status */
+    char s3_code[64]; /* from the error body, or derived from the status */
     char s3_message[384];
-    double t_first;      /* wh_now_s() at the first status line */
+    double t_first; /* wh_now_s() at the first status line */
     unsigned retries;
     CURLcode curl_rc;
     char curl_err[CURL_ERROR_SIZE];

@@ -118,15 +118,33 @@ static void parse_error_body(wc_resp_t *r)
     if (!r->s3_code[0]) {
         const char *code = "";
         switch (r->status) {
-        case 400: code = "BadRequest"; break;
-        case 403: code = "Forbidden"; break;
-        case 404: code = "NotFound"; break;
-        case 409: code = "Conflict"; break;
-        case 412: code = "PreconditionFailed"; break;
-        case 416: code = "InvalidRange"; break;
-        case 501: code = "NotImplemented"; break;
-        case 503: code = "ServiceUnavailable"; break;
-        default: code = "HttpError"; break;
+        case 400:
+            code = "BadRequest";
+            break;
+        case 403:
+            code = "Forbidden";
+            break;
+        case 404:
+            code = "NotFound";
+            break;
+        case 409:
+            code = "Conflict";
+            break;
+        case 412:
+            code = "PreconditionFailed";
+            break;
+        case 416:
+            code = "InvalidRange";
+            break;
+        case 501:
+            code = "NotImplemented";
+            break;
+        case 503:
+            code = "ServiceUnavailable";
+            break;
+        default:
+            code = "HttpError";
+            break;
         }
         snprintf(r->s3_code, sizeof r->s3_code, "%s", code);
     }
@@ -405,19 +423,22 @@ static const char *hint_for(const wc_resp_t *r)
     return "";
 }
 
-void wc_http_describe(const wharf_client_t *c, const char *what, wh_status_t st,
-                      const wc_resp_t *r, char *out, size_t outlen)
+void wc_http_describe(const wharf_client_t *c, const char *what, wh_status_t st, const wc_resp_t *r,
+                      char *out, size_t outlen)
 {
     if (r->status == 0 || r->curl_rc != CURLE_OK) {
         if (st == WH_ERR_TIMEOUT)
-            snprintf(out, outlen, "%s: no reply from %s within %u ms (%s); check that wharfd "
-                     "is alive or raise timeout_ms", what, c->endpoint, c->timeout_ms,
-                     r->curl_err);
+            snprintf(out, outlen,
+                     "%s: no reply from %s within %u ms (%s); check that wharfd "
+                     "is alive or raise timeout_ms",
+                     what, c->endpoint, c->timeout_ms, r->curl_err);
         else if (st == WH_ERR_PROTOCOL || st == WH_ERR_NOMEM || st == WH_ERR_INTERNAL)
             snprintf(out, outlen, "%s: %s", what, r->curl_err);
         else
-            snprintf(out, outlen, "%s: connection to %s%s%s failed (%s); check that wharfd "
-                     "is running there", what, c->endpoint, c->unix_socket ? " via " : "",
+            snprintf(out, outlen,
+                     "%s: connection to %s%s%s failed (%s); check that wharfd "
+                     "is running there",
+                     what, c->endpoint, c->unix_socket ? " via " : "",
                      c->unix_socket ? c->unix_socket : "", r->curl_err);
         return;
     }

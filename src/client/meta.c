@@ -14,8 +14,7 @@
 
 /* One request that needs no body and expects a 2xx; optional reply body into out. */
 static wh_status_t simple_call(wharf_client_t *c, const char *method, const char *bucket,
-                               const char *key, const char *query, wh_sbuf_t *out,
-                               const char *what)
+                               const char *key, const char *query, wh_sbuf_t *out, const char *what)
 {
     wc_conn_t *conn = wc_client_conn_get(c);
     if (!conn)
@@ -48,8 +47,7 @@ static bool bucket_ok(const char *bucket)
     return bucket && *bucket && !strchr(bucket, '/');
 }
 
-WHARF_API wharf_status_t wharf_object_delete(wharf_client_t *c, const char *bucket,
-                                             const char *key)
+WHARF_API wharf_status_t wharf_object_delete(wharf_client_t *c, const char *bucket, const char *key)
 {
     wc_client_enter(c);
     if (!c || !bucket_ok(bucket) || !key || !*key) {

@@ -38,7 +38,7 @@ typedef struct wc_op {
     atomic_bool failed;
     atomic_bool force_http; /* after a decline under fallback=http */
     bool fell_back;
-    bool device; /* the caller's buffer is GPU memory */
+    bool device;              /* the caller's buffer is GPU memory */
     const char *dev_provider; /* with device: the provider that reached it ("cuda+ipc", or a
                                  network provider through FI_HMEM) */
     char reason[256];
@@ -116,7 +116,6 @@ wh_status_t wc_get_stitch(const wc_get_piece_t *pieces, unsigned n, uint64_t chu
 
 /* HEAD bucket/key into out; op (may be NULL) accounts the request. */
 wh_status_t wc_head_object(wharf_client_t *c, const char *bucket, const char *key,
-                           wharf_stat_t *out, wc_op_t *op,
-                           const char *query);
+                           wharf_stat_t *out, wc_op_t *op, const char *query);
 
 #endif

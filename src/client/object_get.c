@@ -43,7 +43,9 @@ static void get_piece_http(get_op_t *g, unsigned i, wc_conn_t *conn, uint64_t of
                    what);
         return;
     }
-    wc_req_t req = {.method = "GET", .bucket = op->bucket, .key = op->key,
+    wc_req_t req = {.method = "GET",
+                    .bucket = op->bucket,
+                    .key = op->key,
                     .query = op->query[0] ? op->query : NULL};
     wc_req_header(&req, "range", range);
     wc_req_header(&req, "x-amz-checksum-mode", "ENABLED"); /* the stored checksum, to verify */
@@ -117,7 +119,9 @@ static bool get_piece_rdma(get_op_t *g, unsigned i, wc_conn_t *conn, uint64_t of
                    (void *)dst, len, wh_status_str(st));
         return true;
     }
-    wc_req_t req = {.method = "GET", .bucket = op->bucket, .key = op->key,
+    wc_req_t req = {.method = "GET",
+                    .bucket = op->bucket,
+                    .key = op->key,
                     .query = op->query[0] ? op->query : NULL};
     wc_req_header(&req, "range", range);
     wc_req_header(&req, "x-amz-rdma-token", token);
@@ -371,8 +375,8 @@ wh_status_t wc_head_object(wharf_client_t *c, const char *bucket, const char *ke
     wc_conn_t *conn = wc_client_conn_get(c);
     if (!conn)
         return WH_ERR_NOMEM;
-    wc_req_t req = {.method = "HEAD", .bucket = bucket, .key = key,
-                    .query = query && query[0] ? query : NULL};
+    wc_req_t req = {
+        .method = "HEAD", .bucket = bucket, .key = key, .query = query && query[0] ? query : NULL};
     wc_req_header(&req, "x-amz-checksum-mode", "ENABLED");
     wc_resp_t r;
     char what[128], msg[WC_ERR_LEN];

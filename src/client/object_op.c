@@ -130,8 +130,9 @@ void wc_op_execute(wc_op_t *op)
     op->unsettled = NULL;
     pthread_mutex_unlock(&op->mu);
     if (x) {
-        wh_debug(MOD, "quiescing the data path after an unfinished rdma transfer bucket=%s "
-                      "key=%s",
+        wh_debug(MOD,
+                 "quiescing the data path after an unfinished rdma transfer bucket=%s "
+                 "key=%s",
                  op->bucket, op->key);
         xfer_quiesce(x);
     }

@@ -31,7 +31,7 @@ typedef struct put_op {
     bool dev;              /* src is GPU memory */
     const char *upload_id; /* NULL: single PUT */
     put_part_t *parts;
-    bool if_none_match;    /* the write's condition: on the PUT, or on the completion */
+    bool if_none_match; /* the write's condition: on the PUT, or on the completion */
     const char *if_match;
 } put_op_t;
 

@@ -50,8 +50,7 @@ wh_status_t wc_pool_ensure(wc_pool_t *p, unsigned n)
         int rc = pthread_create(&p->threads[p->nthreads], NULL, pool_worker, p);
         if (rc != 0) {
             /* fewer workers is still correct: the caller runs chunks itself too */
-            wh_warn(MOD, "pthread_create failed err=\"%s\" workers=%u", strerror(rc),
-                    p->nthreads);
+            wh_warn(MOD, "pthread_create failed err=\"%s\" workers=%u", strerror(rc), p->nthreads);
             if (p->nthreads == 0)
                 st = wh_status_from_errno(rc);
             break;

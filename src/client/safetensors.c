@@ -28,12 +28,11 @@ typedef struct st_dtype {
 
 /* The spec's list (safetensors Dtype), including the MX/fp8 additions. */
 static const st_dtype_t st_dtypes[] = {
-    {"BOOL", 8},     {"F4", 4},        {"F6_E2M3", 6},      {"F6_E3M2", 6},
-    {"U8", 8},       {"I8", 8},        {"F8_E5M2", 8},      {"F8_E4M3", 8},
-    {"F8_E8M0", 8},  {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8}, {"I16", 16},
-    {"U16", 16},     {"F16", 16},      {"BF16", 16},        {"I32", 32},
-    {"U32", 32},     {"F32", 32},      {"C64", 64},         {"F64", 64},
-    {"I64", 64},     {"U64", 64},
+    {"BOOL", 8},        {"F4", 4},      {"F6_E2M3", 6}, {"F6_E3M2", 6}, {"U8", 8},
+    {"I8", 8},          {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8}, {"F8_E4M3FNUZ", 8},
+    {"F8_E5M2FNUZ", 8}, {"I16", 16},    {"U16", 16},    {"F16", 16},    {"BF16", 16},
+    {"I32", 32},        {"U32", 32},    {"F32", 32},    {"C64", 64},    {"F64", 64},
+    {"I64", 64},        {"U64", 64},
 };
 
 typedef struct st_entry {
@@ -190,7 +189,9 @@ static wharf_status_t st_entry_parse(const char *name, json_t *v, uint64_t *shap
     json_t *jo = json_object_get(v, "data_offsets");
     if (!jd || !js || !jo) {
         wc_set_error("safetensors header: tensor \"%s\": missing field \"%s\"", show,
-                     !jd ? "dtype" : !js ? "shape" : "data_offsets");
+                     !jd   ? "dtype"
+                     : !js ? "shape"
+                           : "data_offsets");
         return WHARF_ERR_INVALID;
     }
     if (!json_is_string(jd)) {
@@ -240,8 +241,7 @@ static wharf_status_t st_entry_parse(const char *name, json_t *v, uint64_t *shap
         return WHARF_ERR_INVALID;
     }
     uint64_t begin, end;
-    if (!st_json_u64(json_array_get(jo, 0), &begin) ||
-        !st_json_u64(json_array_get(jo, 1), &end)) {
+    if (!st_json_u64(json_array_get(jo, 0), &begin) || !st_json_u64(json_array_get(jo, 1), &end)) {
         wc_set_error("safetensors header: tensor \"%s\": field \"data_offsets\": begin and end "
                      "must be non-negative integers",
                      show);
@@ -270,8 +270,7 @@ static wharf_status_t st_entry_parse(const char *name, json_t *v, uint64_t *shap
         wc_set_error("safetensors header: tensor \"%s\": field \"data_offsets\": [%llu, %llu] "
                      "spans %llu bytes but its shape and dtype %s need %llu",
                      show, (unsigned long long)begin, (unsigned long long)end,
-                     (unsigned long long)(end - begin), dt->name,
-                     (unsigned long long)(bits / 8));
+                     (unsigned long long)(end - begin), dt->name, (unsigned long long)(bits / 8));
         return WHARF_ERR_INVALID;
     }
     e->dtype = dt->name;
@@ -427,10 +426,11 @@ wharf_status_t wharf_st_parse(const void *buf, size_t len, uint64_t file_size, w
             goto err;
         }
         if (e->begin > expect) {
-            wc_set_error("safetensors header: tensor \"%s\": field \"data_offsets\": begins at %llu "
-                         "but the previous tensor ends at %llu (the spec allows no holes in the "
-                         "data section)",
-                         show, (unsigned long long)e->begin, (unsigned long long)expect);
+            wc_set_error(
+                "safetensors header: tensor \"%s\": field \"data_offsets\": begins at %llu "
+                "but the previous tensor ends at %llu (the spec allows no holes in the "
+                "data section)",
+                show, (unsigned long long)e->begin, (unsigned long long)expect);
             rc = WHARF_ERR_INVALID;
             goto err;
         }

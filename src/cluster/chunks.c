@@ -21,8 +21,8 @@
 
 struct cl_chunks {
     char *dir;
-    int chunks_fd; /* DIR/chunks */
-    int tmp_fd;    /* DIR/tmp */
+    int chunks_fd;  /* DIR/chunks */
+    int tmp_fd;     /* DIR/tmp */
     int damaged_fd; /* DIR/damaged */
 };
 
@@ -382,8 +382,8 @@ wh_status_t cl_chunk_verify(int fd, const cl_chunk_info_t *info)
     return cl_chunk_verify_range(fd, info, 0, info->size, &c);
 }
 
-wh_status_t cl_chunk_verify_range(int fd, const cl_chunk_info_t *info, uint64_t off,
-                                  uint64_t len, uint64_t *range_crc)
+wh_status_t cl_chunk_verify_range(int fd, const cl_chunk_info_t *info, uint64_t off, uint64_t len,
+                                  uint64_t *range_crc)
 {
     if (off > info->size || len > info->size - off)
         return WH_ERR_RANGE;
@@ -436,8 +436,8 @@ wh_status_t cl_chunk_verify_range(int fd, const cl_chunk_info_t *info, uint64_t 
     return st;
 }
 
-wh_status_t cl_chunk_range_expect(int fd, const cl_chunk_info_t *info, uint64_t off,
-                                  uint64_t len, uint64_t *expect)
+wh_status_t cl_chunk_range_expect(int fd, const cl_chunk_info_t *info, uint64_t off, uint64_t len,
+                                  uint64_t *expect)
 {
     if (off > info->size || len > info->size - off)
         return WH_ERR_RANGE;
@@ -525,7 +525,7 @@ static wh_status_t list_ids(int dirfd, char (**ids)[CL_CHUNK_ID_LEN + 1], size_t
         return WH_ERR_IO;
     }
     rewinddir(d);
-    char (*arr)[CL_CHUNK_ID_LEN + 1] = NULL;
+    char(*arr)[CL_CHUNK_ID_LEN + 1] = NULL;
     size_t cnt = 0, cap = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
@@ -565,8 +565,7 @@ wh_status_t cl_chunks_list_prefix(cl_chunks_t *cs, unsigned prefix,
     return list_ids(sfd, ids, n);
 }
 
-wh_status_t cl_chunks_list_damaged(cl_chunks_t *cs, char (**ids)[CL_CHUNK_ID_LEN + 1],
-                                   size_t *n)
+wh_status_t cl_chunks_list_damaged(cl_chunks_t *cs, char (**ids)[CL_CHUNK_ID_LEN + 1], size_t *n)
 {
     *ids = NULL;
     *n = 0;

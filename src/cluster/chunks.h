@@ -25,11 +25,11 @@
 
 /* What cl_chunk_open learned from a chunk file's footer and block table. */
 typedef struct cl_chunk_info {
-    uint64_t size;     /* bytes of the chunk (without table and footer) */
-    uint64_t crc;      /* crc64nvme of all of them */
-    uint32_t block;    /* block size; 0: a WHC1 file (no table: verified whole) */
+    uint64_t size;  /* bytes of the chunk (without table and footer) */
+    uint64_t crc;   /* crc64nvme of all of them */
+    uint32_t block; /* block size; 0: a WHC1 file (no table: verified whole) */
     uint64_t nblocks;
-    uint64_t *blocks;  /* crc64nvme per block (malloc'd; cl_chunk_info_free) */
+    uint64_t *blocks; /* crc64nvme per block (malloc'd; cl_chunk_info_free) */
 } cl_chunk_info_t;
 void cl_chunk_info_free(cl_chunk_info_t *info);
 
@@ -63,22 +63,21 @@ wh_status_t cl_chunk_verify(int fd, const cl_chunk_info_t *info);
 /* Reads the blocks covering [off, off+len) and checks each against the block table (a WHC1
  * file: the whole chunk against its crc); *range_crc is the crc64nvme of exactly those bytes.
  * WH_ERR_CHECKSUM when a block is damaged, WH_ERR_RANGE when the range is outside. */
-wh_status_t cl_chunk_verify_range(int fd, const cl_chunk_info_t *info, uint64_t off,
-                                  uint64_t len, uint64_t *range_crc);
+wh_status_t cl_chunk_verify_range(int fd, const cl_chunk_info_t *info, uint64_t off, uint64_t len,
+                                  uint64_t *range_crc);
 /* What a read of [off, off+len) must checksum to, for a reader that checks the bytes as it
  * sends them (RDMA): the partial blocks at either end are read and verified here, the blocks
  * the range covers whole contribute their table crcs (a WHC1 file: verified whole, the range's
  * crc computed). *expect: crc64nvme of exactly those bytes when they are intact. */
-wh_status_t cl_chunk_range_expect(int fd, const cl_chunk_info_t *info, uint64_t off,
-                                  uint64_t len, uint64_t *expect);
+wh_status_t cl_chunk_range_expect(int fd, const cl_chunk_info_t *info, uint64_t off, uint64_t len,
+                                  uint64_t *expect);
 /* Moves a damaged chunk out of the served set into DIR/damaged/<id>, if the file at its path
  * is still the one open as fd (a repaired copy written meanwhile stays). Absent is WH_OK. */
 wh_status_t cl_chunk_quarantine(cl_chunks_t *cs, const char *id, int fd);
 /* Number of files in DIR/damaged, and their ids (sorted; caller frees *ids). A damaged copy
  * goes when the chunk is written again (repaired) or deleted. */
 uint64_t cl_chunks_damaged_count(cl_chunks_t *cs);
-wh_status_t cl_chunks_list_damaged(cl_chunks_t *cs, char (**ids)[CL_CHUNK_ID_LEN + 1],
-                                   size_t *n);
+wh_status_t cl_chunks_list_damaged(cl_chunks_t *cs, char (**ids)[CL_CHUNK_ID_LEN + 1], size_t *n);
 /* The chunk ids in DIR/chunks/<xx>, xx = the two hex digits of prefix (0..255), sorted
  * (caller frees *ids, one malloc). For the scrubber. */
 wh_status_t cl_chunks_list_prefix(cl_chunks_t *cs, unsigned prefix,

@@ -172,8 +172,8 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
         snprintf(t.mtok, sizeof t.mtok, "%s", j->mtok);
     char tok[CL_ITOKEN_MAX + 64] = CL_ITOKEN_HEADER ": ";
     size_t hl = strlen(tok);
-    wh_status_t st = cl_itoken_sign(c->secret, c->secret_len, &t, tok + hl, sizeof tok - hl,
-                                    j->err, sizeof j->err);
+    wh_status_t st = cl_itoken_sign(c->secret, c->secret_len, &t, tok + hl, sizeof tok - hl, j->err,
+                                    sizeof j->err);
     if (st != WH_OK)
         return st;
     CURL *e = curl_easy_init();
@@ -182,8 +182,8 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
     struct curl_slist *h = curl_slist_append(NULL, tok);
     h = curl_slist_append(h, "Expect:");
     char url[400];
-    snprintf(url, sizeof url, "%s://%s/chunk/%s", c->ca_file ? "https" : "http",
-             j->cand[j->_try], j->chunk);
+    snprintf(url, sizeof url, "%s://%s/chunk/%s", c->ca_file ? "https" : "http", j->cand[j->_try],
+             j->chunk);
     curl_easy_setopt(e, CURLOPT_URL, url);
     if (c->ca_file)
         curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
@@ -204,8 +204,7 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
     /* libcurl's speed check starts late on a peer that accepted and then stopped (a SIGSTOP'd
      * server: the kernel completes the handshake and buffers the body), so a wall-clock bound
      * too: CL_STALL_MS plus the chunk at CL_MIN_RATE. */
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
-                     (long)(CL_STALL_MS + j->len * 1000 / CL_MIN_RATE));
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(CL_STALL_MS + j->len * 1000 / CL_MIN_RATE));
     switch (j->op) {
     case CL_OP_GET:
         break;
@@ -259,8 +258,8 @@ static bool job_judge(cl_client_t *c, cl_job_t *j, CURLcode rc, const char *errb
     if (rc == CURLE_OK && code == 200) {
         if (j->op == CL_OP_GET) {
             if (j->_pos != j->len) {
-                snprintf(j->err, sizeof j->err, "storage %s sent %zu of %" PRIu64 " bytes",
-                         who, j->_pos, j->len);
+                snprintf(j->err, sizeof j->err, "storage %s sent %zu of %" PRIu64 " bytes", who,
+                         j->_pos, j->len);
                 goto retry;
             }
             j->bytes = j->_pos;
@@ -271,9 +270,10 @@ static bool job_judge(cl_client_t *c, cl_job_t *j, CURLcode rc, const char *errb
             goto retry;
         }
         if (j->check_crc && j->crc != j->expect_crc) {
-            snprintf(j->err, sizeof j->err, "storage %s: chunk %s crc64nvme %016" PRIx64
-                     " differs from the chunk map's %016" PRIx64, who, j->chunk, j->crc,
-                     j->expect_crc);
+            snprintf(j->err, sizeof j->err,
+                     "storage %s: chunk %s crc64nvme %016" PRIx64
+                     " differs from the chunk map's %016" PRIx64,
+                     who, j->chunk, j->crc, j->expect_crc);
             goto retry;
         }
         j->st = WH_OK;
@@ -287,8 +287,7 @@ static bool job_judge(cl_client_t *c, cl_job_t *j, CURLcode rc, const char *errb
                  errbuf[0] ? errbuf : curl_easy_strerror(rc));
         if (c->on_fail) /* refused, reset or stalled: the node, not the request */
             c->on_fail(c->on_fail_arg, j->cand_id[j->_try]);
-    }
-    else
+    } else
         snprintf(j->err, sizeof j->err, "storage %s answered %ld", who, code);
 retry:
     atomic_fetch_add(&c->failures, 1);
@@ -317,7 +316,7 @@ wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned par
     CURLM *m = curl_multi_init();
     if (!m)
         return WH_ERR_NOMEM;
-    char (*errbufs)[CURL_ERROR_SIZE] = calloc(n, CURL_ERROR_SIZE);
+    char(*errbufs)[CURL_ERROR_SIZE] = calloc(n, CURL_ERROR_SIZE);
     if (!errbufs) {
         curl_multi_cleanup(m);
         return WH_ERR_NOMEM;

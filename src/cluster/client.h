@@ -30,22 +30,22 @@ typedef struct cl_job {
     /* in */
     cl_op_t op;
     const char *chunk;
-    uint64_t off, len;          /* range in the chunk (put/rput: off 0, len the chunk) */
+    uint64_t off, len;                   /* range in the chunk (put/rput: off 0, len the chunk) */
     const char *cand[CL_MAX_CANDIDATES]; /* storage addresses "host:port", tried in order */
     uint32_t cand_id[CL_MAX_CANDIDATES]; /* their node ids (reported back in used_id) */
     size_t ncand;
-    const void *body;           /* put: len bytes */
-    void *dst;                  /* get: len bytes */
-    char mtok[1201];            /* rget/rput: the memory token narrowed to this chunk */
-    bool check_crc;             /* get/rget: the reply's crc must equal expect_crc, else the */
-    uint64_t expect_crc;        /* next replica is tried (a damaged copy never lands as good) */
+    const void *body;    /* put: len bytes */
+    void *dst;           /* get: len bytes */
+    char mtok[1201];     /* rget/rput: the memory token narrowed to this chunk */
+    bool check_crc;      /* get/rget: the reply's crc must equal expect_crc, else the */
+    uint64_t expect_crc; /* next replica is tried (a damaged copy never lands as good) */
     /* out */
     wh_status_t st;
-    int http;                   /* last HTTP status (0: no reply) */
-    size_t used;                /* index of the candidate that served it */
+    int http;    /* last HTTP status (0: no reply) */
+    size_t used; /* index of the candidate that served it */
     uint32_t used_id;
-    uint64_t bytes, crc;        /* x-wharf-bytes / x-wharf-crc64nvme (get: computed here) */
-    uint8_t md5[16];            /* rput: x-wharf-md5 */
+    uint64_t bytes, crc; /* x-wharf-bytes / x-wharf-crc64nvme (get: computed here) */
+    uint8_t md5[16];     /* rput: x-wharf-md5 */
     bool has_md5;
     unsigned attempts;
     char err[256];

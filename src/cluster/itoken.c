@@ -70,11 +70,10 @@ wh_status_t cl_itoken_sign(const void *key, size_t klen, const cl_itoken_t *t, c
     if (rdma != (t->mtok[0] != '\0'))
         return wh_errf(WH_ERR_INVALID, err, errlen,
                        "itoken field 'mtok': required exactly for rget and rput");
-    int n = snprintf(out, outlen,
-                     "wit1|%s|%s|%" PRIx64 "|%" PRIx64 "|%" PRId64 "|%s|%s|%ld|%lu|%s|",
-                     g_ops[t->op], t->chunk, t->off, t->len, t->expires,
-                     t->peer_unix ? "unix" : "tcp", t->peer_addr, (long)t->peer_pid,
-                     (unsigned long)t->peer_uid, t->mtok[0] ? t->mtok : "-");
+    int n = snprintf(
+        out, outlen, "wit1|%s|%s|%" PRIx64 "|%" PRIx64 "|%" PRId64 "|%s|%s|%ld|%lu|%s|",
+        g_ops[t->op], t->chunk, t->off, t->len, t->expires, t->peer_unix ? "unix" : "tcp",
+        t->peer_addr, (long)t->peer_pid, (unsigned long)t->peer_uid, t->mtok[0] ? t->mtok : "-");
     if (n < 0 || (size_t)n + 65 > outlen)
         return wh_errf(WH_ERR_INVALID, err, errlen, "itoken does not fit in %zu bytes", outlen);
     mac_hex(key, klen, out, (size_t)n - 1, out + n); /* the MAC covers up to the last '|' */
@@ -86,12 +85,11 @@ static int dec_u64(const char *s, size_t n, uint64_t *v)
     return n == 0 || n > 20 ? -1 : wh_parse_u64(s, n, v);
 }
 
-wh_status_t cl_itoken_parse(const char *s, size_t len, cl_itoken_t *out, size_t *mac_at,
-                            char *err, size_t errlen)
+wh_status_t cl_itoken_parse(const char *s, size_t len, cl_itoken_t *out, size_t *mac_at, char *err,
+                            size_t errlen)
 {
-    static const char *const names[NFIELDS] = {"version", "op",   "chunk", "off",
-                                               "len",     "exp",  "peer",  "addr",
-                                               "pid",     "uid",  "mtok",  "mac"};
+    static const char *const names[NFIELDS] = {"version", "op",   "chunk", "off", "len",  "exp",
+                                               "peer",    "addr", "pid",   "uid", "mtok", "mac"};
     const char *f[NFIELDS];
     size_t fl[NFIELDS], nf = 0, start = 0;
     if (len > CL_ITOKEN_MAX)
@@ -167,8 +165,8 @@ wh_status_t cl_itoken_parse(const char *s, size_t len, cl_itoken_t *out, size_t 
     return WH_OK;
 }
 
-wh_status_t cl_itoken_verify(const void *key, size_t klen, const char *s, size_t len,
-                             time_t now, cl_itoken_t *out, char *err, size_t errlen)
+wh_status_t cl_itoken_verify(const void *key, size_t klen, const char *s, size_t len, time_t now,
+                             cl_itoken_t *out, char *err, size_t errlen)
 {
     cl_itoken_t t;
     size_t mac_at = 0;

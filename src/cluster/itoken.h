@@ -29,8 +29,8 @@
 #include <time.h>
 
 #define CL_CHUNK_ID_LEN 32
-#define CL_ITOKEN_MAX 1800      /* the memory token is at most 1200 bytes */
-#define CL_ITOKEN_MAX_LIFE 300  /* seconds: a token whose expiry is further away is refused */
+#define CL_ITOKEN_MAX 1800     /* the memory token is at most 1200 bytes */
+#define CL_ITOKEN_MAX_LIFE 300 /* seconds: a token whose expiry is further away is refused */
 #define CL_ITOKEN_HEADER "x-wharf-itoken"
 
 typedef enum {
@@ -45,12 +45,12 @@ typedef struct cl_itoken {
     cl_op_t op;
     char chunk[CL_CHUNK_ID_LEN + 1];
     uint64_t off, len;
-    int64_t expires;       /* Unix seconds */
-    bool peer_unix;        /* the S3 client came over the gateway's Unix socket */
-    char peer_addr[64];    /* "127.0.0.1:54321" or "unix" */
-    pid_t peer_pid;        /* SO_PEERCRED, 0 when not known */
-    uid_t peer_uid;        /* SO_PEERCRED, (uid_t)-1 when not known */
-    char mtok[1201];       /* the client's memory token for rget/rput, else "" */
+    int64_t expires;    /* Unix seconds */
+    bool peer_unix;     /* the S3 client came over the gateway's Unix socket */
+    char peer_addr[64]; /* "127.0.0.1:54321" or "unix" */
+    pid_t peer_pid;     /* SO_PEERCRED, 0 when not known */
+    uid_t peer_uid;     /* SO_PEERCRED, (uid_t)-1 when not known */
+    char mtok[1201];    /* the client's memory token for rget/rput, else "" */
 } cl_itoken_t;
 
 const char *cl_op_name(cl_op_t op);
@@ -65,12 +65,12 @@ wh_status_t cl_itoken_sign(const void *key, size_t klen, const cl_itoken_t *t, c
  * expiry against now: expired or valid for more than CL_ITOKEN_MAX_LIFE seconds is refused.
  * WH_ERR_INVALID for a malformed token (field named), WH_ERR_AUTH for a bad MAC or expiry;
  * reason in err. *out is filled only on WH_OK. */
-wh_status_t cl_itoken_verify(const void *key, size_t klen, const char *s, size_t len,
-                             time_t now, cl_itoken_t *out, char *err, size_t errlen);
+wh_status_t cl_itoken_verify(const void *key, size_t klen, const char *s, size_t len, time_t now,
+                             cl_itoken_t *out, char *err, size_t errlen);
 
 /* Parses without checking the MAC (for the fuzzer and for logs). */
-wh_status_t cl_itoken_parse(const char *s, size_t len, cl_itoken_t *out, size_t *mac_at,
-                            char *err, size_t errlen);
+wh_status_t cl_itoken_parse(const char *s, size_t len, cl_itoken_t *out, size_t *mac_at, char *err,
+                            size_t errlen);
 
 /* A fresh random chunk id (32 lowercase hex). */
 wh_status_t cl_chunk_id_new(char out[CL_CHUNK_ID_LEN + 1]);

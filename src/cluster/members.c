@@ -57,8 +57,8 @@ static void refresh(cl_remote_t *r)
                 was_up = r->members[j].up;
             }
         if (!found || was_up != v[i].up)
-            wh_info(MOD, "storage node %s id=%" PRIu32 " addr=%s", v[i].up ? "up" : "down",
-                    v[i].id, v[i].addr);
+            wh_info(MOD, "storage node %s id=%" PRIu32 " addr=%s", v[i].up ? "up" : "down", v[i].id,
+                    v[i].addr);
     }
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < r->n_members; j++)
@@ -84,8 +84,8 @@ void cl_members_suspect(void *arg, uint32_t id)
     for (size_t i = 0; i < r->n_members; i++)
         if (r->members[i].id == id && r->members[i].suspect_until < until) {
             if (usable(&r->members[i], until - r->cfg.down_after_ms))
-                wh_info(MOD, "storage node suspect id=%" PRIu32 " addr=%s: avoided for %u ms",
-                        id, r->members[i].addr, r->cfg.down_after_ms);
+                wh_info(MOD, "storage node suspect id=%" PRIu32 " addr=%s: avoided for %u ms", id,
+                        r->members[i].addr, r->cfg.down_after_ms);
             r->members[i].suspect_until = until;
         }
     wh_mutex_unlock(&r->lock);
@@ -136,8 +136,7 @@ size_t cl_members_up(cl_remote_t *r)
     return n;
 }
 
-size_t cl_members_for_write(cl_remote_t *r, const char *chunk_id, unsigned replicas,
-                            cl_job_t *jobs)
+size_t cl_members_for_write(cl_remote_t *r, const char *chunk_id, unsigned replicas, cl_job_t *jobs)
 {
     uint32_t ids[CL_PLACE_MAX];
     char addrs[CL_PLACE_MAX][256];
@@ -221,8 +220,7 @@ static void gc_pass(cl_remote_t *r)
     /* Copies on servers that are down stay queued and are not handed out: the batch is the
      * live servers', so a dead one's backlog never stops collection on the others. */
     unsigned live_s = (r->cfg.down_after_ms + 999) / 1000;
-    if (meta_gc_take(r->cfg.meta, GC_BATCH, live_s ? live_s : 1, &items, &n) != WH_OK ||
-        n == 0) {
+    if (meta_gc_take(r->cfg.meta, GC_BATCH, live_s ? live_s : 1, &items, &n) != WH_OK || n == 0) {
         free(items);
         return;
     }
@@ -245,8 +243,8 @@ static void gc_pass(cl_remote_t *r)
     for (size_t i = 0; i < n; i++) {
         /* A node no longer in the table, or retired (its data directory was replaced), has
          * nothing left to delete. */
-        bool gone = !cl_members_addr(r, items[i].node, (char[256]){0}) ||
-                    member_retired(r, items[i].node);
+        bool gone =
+            !cl_members_addr(r, items[i].node, (char[256]){0}) || member_retired(r, items[i].node);
         if (jobs[i].st == WH_OK || gone) {
             done[nd++] = items[i];
             atomic_fetch_add(&r->gc_deleted, 1);
@@ -300,8 +298,7 @@ static bool copy_chunk(cl_remote_t *r, const store_chunk_t *c, uint32_t skip, ui
     put.ncand = put.cand[0] ? 1 : 0;
     if (ok)
         ok = cl_record_intents(r, &put, 1) == WH_OK &&
-             cl_client_run(r->client, &put, 1, 1, NULL) == WH_OK &&
-             put.crc == c->crc64nvme;
+             cl_client_run(r->client, &put, 1, 1, NULL) == WH_OK && put.crc == c->crc64nvme;
     free((char *)put.cand[0]);
     free(buf);
     return ok;
@@ -381,8 +378,10 @@ static void repair_group(cl_remote_t *r, const store_chunk_t *cs, size_t n, uint
             atomic_fetch_add(&r->repair_bytes, cs[i].length);
         } else {
             atomic_fetch_add(&r->repair_failures, 1);
-            wh_warn(MOD, "repair of chunk %s (copy on node %" PRIu32 ") failed or cannot be "
-                    "done now; retried in a later pass", cs[i].id, dead);
+            wh_warn(MOD,
+                    "repair of chunk %s (copy on node %" PRIu32 ") failed or cannot be "
+                    "done now; retried in a later pass",
+                    cs[i].id, dead);
         }
         free(buf[i]);
     }
@@ -440,8 +439,10 @@ static void damage_pass(cl_remote_t *r)
             wh_info(MOD, "damaged copy rewritten chunk=%s node=%" PRIu32, c.id, items[i].node);
         } else {
             atomic_fetch_add(&r->repair_failures, 1);
-            wh_warn(MOD, "rewriting damaged chunk %s on node %" PRIu32 " failed; retried next "
-                    "pass", items[i].chunk_id, items[i].node);
+            wh_warn(MOD,
+                    "rewriting damaged chunk %s on node %" PRIu32 " failed; retried next "
+                    "pass",
+                    items[i].chunk_id, items[i].node);
         }
     }
     atomic_store(&r->damage_pending, pending);
@@ -465,8 +466,8 @@ static char *repair_cursor(cl_remote_t *r, uint32_t node)
     for (size_t i = 0; i < r->n_repair_cursor; i++)
         if (r->repair_cursor[i].node == node)
             return r->repair_cursor[i].after;
-    size_t i = r->n_repair_cursor < WH_ARRAY_SIZE(r->repair_cursor) ? r->n_repair_cursor++
-                                                                     : node % 64;
+    size_t i =
+        r->n_repair_cursor < WH_ARRAY_SIZE(r->repair_cursor) ? r->n_repair_cursor++ : node % 64;
     r->repair_cursor[i].node = node;
     r->repair_cursor[i].after[0] = '\0';
     return r->repair_cursor[i].after;
@@ -495,12 +496,11 @@ static void repair_pass(cl_remote_t *r)
         while (more && wh_now_ns() / 1000000 - t0 < PASS_MS && member_dead(r, dead[d])) {
             store_chunk_t *cs = NULL;
             size_t n = 0;
-            if (meta_chunks_on_node(r->cfg.meta, dead[d], after, REPAIR_BATCH, &cs, &n) !=
-                WH_OK)
+            if (meta_chunks_on_node(r->cfg.meta, dead[d], after, REPAIR_BATCH, &cs, &n) != WH_OK)
                 break;
             if (n)
-                wh_info(MOD, "repairing chunks of node %" PRIu32 " batch=%zu after=%s",
-                        dead[d], n, after[0] ? after : "-");
+                wh_info(MOD, "repairing chunks of node %" PRIu32 " batch=%zu after=%s", dead[d], n,
+                        after[0] ? after : "-");
             for (size_t i = 0; i < n && member_dead(r, dead[d]); i += REPAIR_GROUP) {
                 size_t g = WH_MIN((size_t)REPAIR_GROUP, n - i);
                 repair_group(r, &cs[i], g, dead[d]);
@@ -539,8 +539,9 @@ static void *members_main(void *arg)
              * was lost and that lost the race stops. */
             bool lead = meta_lock_try(r->cfg.meta, CL_LOCK_MAINTENANCE) == WH_OK;
             if (lead != atomic_exchange(&r->leader, lead))
-                wh_info(MOD, "%s", lead ? "this gateway now runs garbage collection and repair"
-                                        : "this gateway no longer holds the maintenance lock");
+                wh_info(MOD, "%s",
+                        lead ? "this gateway now runs garbage collection and repair"
+                             : "this gateway no longer holds the maintenance lock");
             if (atomic_load(&r->leader)) {
                 gc_pass(r);
                 damage_pass(r);

@@ -13,8 +13,8 @@
 #define CL_PLACE_MAX 8 /* most nodes one call ranks */
 
 typedef struct cl_place_node {
-    const char *id;       /* stable node id */
-    uint64_t free_bytes;  /* the weight: free bytes (above the reserve); 0 ranks last */
+    const char *id;      /* stable node id */
+    uint64_t free_bytes; /* the weight: free bytes (above the reserve); 0 ranks last */
 } cl_place_node_t;
 
 /* Writes the indexes of the min(replicas, n) best nodes for chunk_id into out, best first;

@@ -129,7 +129,8 @@ static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, siz
             bool full = live >= per; /* enough servers up, too few with room */
             atomic_fetch_add(&r->unavailable, 1);
             if (full)
-                cl_msg(err, errlen, "chunk %s: %zu of %zu storage servers up have room for it"
+                cl_msg(err, errlen,
+                       "chunk %s: %zu of %zu storage servers up have room for it"
                        " (each keeps %" PRIu64 " bytes free), %zu replicas wanted",
                        jobs[k * per].chunk, up, live, r->cfg.reserve_bytes, per);
             else
@@ -401,8 +402,8 @@ static void rw_abort(store_data_writer_t *bw)
 }
 
 /* RDMA PUT: every replica pulls its chunk from the client's region. */
-static wh_status_t rw_rdma_put(store_data_writer_t *bw, const char *token,
-                               const wh_peer_t *speer, uint64_t size, store_rdma_result_t *res)
+static wh_status_t rw_rdma_put(store_data_writer_t *bw, const char *token, const wh_peer_t *speer,
+                               uint64_t size, store_rdma_result_t *res)
 {
     rw_t *w = (rw_t *)bw;
     cl_remote_t *r = w->r;

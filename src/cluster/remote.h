@@ -28,14 +28,14 @@
 #define CL_DEFAULT_REPLICAS 2
 
 typedef struct cl_remote_config {
-    meta_t *meta;            /* the store's metadata table (borrowed: outlives the table) */
-    const char *secret;      /* WHARF_CLUSTER_SECRET */
-    uint64_t chunk_size;     /* default CL_DEFAULT_CHUNK */
-    unsigned replicas;       /* 1..3, default 2 */
-    unsigned parallel;       /* chunk requests in flight per S3 request; default 16 */
-    unsigned down_after_ms;  /* a node whose heartbeat is older is down; default 5000 */
-    unsigned refresh_ms;     /* membership refresh period; default 1000 */
-    unsigned gc_period_ms;   /* garbage-collection (and repair) pass period; default 2000 */
+    meta_t *meta;           /* the store's metadata table (borrowed: outlives the table) */
+    const char *secret;     /* WHARF_CLUSTER_SECRET */
+    uint64_t chunk_size;    /* default CL_DEFAULT_CHUNK */
+    unsigned replicas;      /* 1..3, default 2 */
+    unsigned parallel;      /* chunk requests in flight per S3 request; default 16 */
+    unsigned down_after_ms; /* a node whose heartbeat is older is down; default 5000 */
+    unsigned refresh_ms;    /* membership refresh period; default 1000 */
+    unsigned gc_period_ms;  /* garbage-collection (and repair) pass period; default 2000 */
     /* Every chunk copy is queued for GC before it is written, deletable after this many
      * seconds unless a commit lists it: a PUT must commit within it. Default 3600. */
     unsigned orphan_grace_s;

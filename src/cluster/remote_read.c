@@ -177,8 +177,7 @@ wh_status_t cl_rr_pread(store_reader_t *br, void *buf, size_t n, uint64_t off)
  * here (the first body read would fetch them anyway), so a reply whose first bytes cannot be
  * read is a 503 too. A replica that fails later, mid-stream, still cuts the body short: the
  * connection is then closed before Content-Length bytes (srv_reader_response). */
-wh_status_t cl_rr_prepare(store_reader_t *br, uint64_t off, uint64_t len, char *msg,
-                          size_t msglen)
+wh_status_t cl_rr_prepare(store_reader_t *br, uint64_t off, uint64_t len, char *msg, size_t msglen)
 {
     rr_t *q = (rr_t *)br;
     int64_t k0 = cl_chunk_at(&q->ref, off), k1 = cl_chunk_at(&q->ref, off + len - 1);

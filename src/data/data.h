@@ -26,7 +26,7 @@
 
 #include "data/types.h"
 
-#define STORE_DATA_ID_LEN 32       /* hex chars of a data, chunk or upload id */
+#define STORE_DATA_ID_LEN 32 /* hex chars of a data, chunk or upload id */
 #define STORE_CHUNK_MAX_REPLICAS 8
 
 /* One chunk of an object's bytes. Replicated chunks have ec_k = ec_m = 0. Erasure coding (a
@@ -36,7 +36,7 @@ typedef struct store_chunk {
     char id[STORE_DATA_ID_LEN + 1]; /* chunk id: the file name on a storage server */
     uint64_t offset;                /* in the object */
     uint64_t length;
-    uint64_t crc64nvme;             /* of the chunk's bytes */
+    uint64_t crc64nvme; /* of the chunk's bytes */
     uint32_t n_replicas;
     uint32_t replicas[STORE_CHUNK_MAX_REPLICAS]; /* storage node ids */
     uint32_t ec_k, ec_m, ec_index;
@@ -112,8 +112,8 @@ struct store_data_ops {
     /* Optional: the local file that holds byte off of the object: its fd (owned by the
      * reader), where off lies in that file, and how many bytes of the object follow there
      * contiguously. For readers of several files (a composed object), where reader_fd is -1. */
-    wh_status_t (*reader_extent)(const store_reader_t *r, uint64_t off, int *fd,
-                                 uint64_t *file_off, uint64_t *len);
+    wh_status_t (*reader_extent)(const store_reader_t *r, uint64_t off, int *fd, uint64_t *file_off,
+                                 uint64_t *len);
     /* Optional: before a streamed reply's header (store_reader_prepare). */
     wh_status_t (*reader_prepare)(store_reader_t *r, uint64_t off, uint64_t len, char *msg,
                                   size_t msglen);

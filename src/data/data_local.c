@@ -57,12 +57,12 @@ typedef struct ld {
 
 typedef struct ld_writer {
     store_data_writer_t base;
-    int fd;                        /* the temp file, then (after finish) the object file */
+    int fd; /* the temp file, then (after finish) the object file */
     char id[STORE_DATA_ID_LEN + 1];
-    bool published;                /* renamed into objects/ */
+    bool published; /* renamed into objects/ */
     uint64_t size;
-    uint64_t synced;               /* bytes already handed to writeback (sync_file_range) */
-    uint64_t checked;              /* size when free space was last checked */
+    uint64_t synced;  /* bytes already handed to writeback (sync_file_range) */
+    uint64_t checked; /* size when free space was last checked */
 } ld_writer_t;
 
 /* One file of a composed object. */
@@ -73,8 +73,8 @@ typedef struct ld_extent {
 
 typedef struct ld_reader {
     store_reader_t base;
-    int fd;            /* one file; -1 for a composed object */
-    size_t n_ext;      /* composed: its extents in object order */
+    int fd;       /* one file; -1 for a composed object */
+    size_t n_ext; /* composed: its extents in object order */
     ld_extent_t *ext;
 } ld_reader_t;
 
@@ -136,17 +136,21 @@ static wh_status_t ld_space_check(ld_t *l, uint64_t more)
     if (ld_space(&l->base, &sp) != WH_OK || sp.total == 0)
         return WH_OK; /* no figures: let the write itself find out */
     if (l->reserve_bytes && !sp.reserve) {
-        wh_warn("store", "refusing a write: the space reserved for deletes in %s is in use; "
-                "delete objects to free space", l->dir);
+        wh_warn("store",
+                "refusing a write: the space reserved for deletes in %s is in use; "
+                "delete objects to free space",
+                l->dir);
         return WH_ERR_NO_SPACE;
     }
     uint64_t used = sp.total - WH_MIN(sp.free, sp.total);
-    bool over = l->high_water_pct < 100 &&
-                (used + more) * 100 > (uint64_t)l->high_water_pct * sp.total;
+    bool over =
+        l->high_water_pct < 100 && (used + more) * 100 > (uint64_t)l->high_water_pct * sp.total;
     if (sp.free <= more || over) {
-        wh_warn("store", "refusing a write: %s is %.1f%% full (high-water mark %u%%, %llu bytes "
-                "free)", l->dir, sp.total ? 100.0 * (double)used / (double)sp.total : 0.0,
-                l->high_water_pct, (unsigned long long)sp.free);
+        wh_warn("store",
+                "refusing a write: %s is %.1f%% full (high-water mark %u%%, %llu bytes "
+                "free)",
+                l->dir, sp.total ? 100.0 * (double)used / (double)sp.total : 0.0, l->high_water_pct,
+                (unsigned long long)sp.free);
         return WH_ERR_NO_SPACE;
     }
     return WH_OK;
@@ -172,9 +176,10 @@ static void ld_reserve_take(ld_t *l)
         if (ftruncate(fd, 0) != 0)
             wh_warn("store", "cannot truncate %s/reserve: %m", l->dir);
         unlinkat(l->dir_fd, "reserve", 0);
-        wh_warn("store", "no room for the %llu-byte reserve in %s yet (%s); new writes are "
-                "refused until deletes free space", (unsigned long long)l->reserve_bytes, l->dir,
-                strerror(e ? e : errno));
+        wh_warn("store",
+                "no room for the %llu-byte reserve in %s yet (%s); new writes are "
+                "refused until deletes free space",
+                (unsigned long long)l->reserve_bytes, l->dir, strerror(e ? e : errno));
     }
     close(fd);
 }
@@ -187,8 +192,7 @@ static void ld_reserve_release(store_data_t *d)
         if (unlinkat(l->dir_fd, "reserve", 0) != 0 && errno != ENOENT)
             wh_error("store", "cannot remove %s/reserve: %m", l->dir);
         l->reserve_held = false;
-        wh_warn("store", "disk of %s is full: released the reserve so a delete can commit",
-                l->dir);
+        wh_warn("store", "disk of %s is full: released the reserve so a delete can commit", l->dir);
     }
     pthread_mutex_unlock(&l->reserve_lock);
 }
@@ -222,8 +226,10 @@ static void ld_reserve_open(ld_t *l)
         struct statvfs sv;
         if (fstatvfs(l->dir_fd, &sv) == 0 && (uint64_t)sv.f_bavail * sv.f_frsize < (1U << 20)) {
             unlinkat(l->dir_fd, "reserve", 0);
-            wh_warn("store", "disk of %s is full at start: released the reserve; new writes are "
-                    "refused until deletes free space", l->dir);
+            wh_warn("store",
+                    "disk of %s is full at start: released the reserve; new writes are "
+                    "refused until deletes free space",
+                    l->dir);
             return;
         }
         l->reserve_held = true;
@@ -284,8 +290,10 @@ static wh_status_t ld_copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_
             continue;
         }
         if (r == 0) {
-            wh_error("store", "copy_file_range hit end of file with %llu bytes left; the source "
-                     "file is shorter than its metadata says", (unsigned long long)len);
+            wh_error("store",
+                     "copy_file_range hit end of file with %llu bytes left; the source "
+                     "file is shorter than its metadata says",
+                     (unsigned long long)len);
             return WH_ERR_IO;
         }
         if (errno == EINTR)
@@ -377,8 +385,7 @@ static wh_status_t ld_write(store_data_writer_t *dw, const void *p, size_t n)
     return WH_OK;
 }
 
-static wh_status_t ld_append(store_data_writer_t *dw, store_reader_t *r, uint64_t off,
-                             uint64_t len)
+static wh_status_t ld_append(store_data_writer_t *dw, store_reader_t *r, uint64_t off, uint64_t len)
 {
     ld_writer_t *w = (ld_writer_t *)dw;
     ld_reader_t *lr = (ld_reader_t *)r;
@@ -509,8 +516,8 @@ static wh_status_t ld_reader_open_extents(ld_t *l, const store_data_ref_t *ref, 
     for (size_t i = 0; i < ref->n_chunks; i++) {
         const store_chunk_t *c = &ref->chunks[i];
         if (c->offset != at || c->length == 0) {
-            wh_error("store", "data=%s: extent %zu is at %llu+%llu, expected at %llu", ref->id,
-                     i, (unsigned long long)c->offset, (unsigned long long)c->length,
+            wh_error("store", "data=%s: extent %zu is at %llu+%llu, expected at %llu", ref->id, i,
+                     (unsigned long long)c->offset, (unsigned long long)c->length,
                      (unsigned long long)at);
             return WH_ERR_INTERNAL;
         }
@@ -667,8 +674,7 @@ static wh_status_t ld_recover(store_data_t *d, store_data_referenced_fn referenc
         if (unlinkat(l->tmp_fd, de->d_name, 0) == 0)
             tmp_removed++;
         else
-            wh_warn("store", "cannot remove leftover temp file=%s/tmp/%s: %m", l->dir,
-                    de->d_name);
+            wh_warn("store", "cannot remove leftover temp file=%s/tmp/%s: %m", l->dir, de->d_name);
     }
     closedir(dr);
 
@@ -800,8 +806,10 @@ wh_status_t store_data_local_open(const store_local_config_t *cfg, store_data_t 
     }
     if (flock(l->lock_fd, LOCK_EX | LOCK_NB) < 0) {
         if (errno == EWOULDBLOCK) {
-            wh_error("store", "data directory %s is in use by another process; stop it or use "
-                     "another --data", dir);
+            wh_error("store",
+                     "data directory %s is in use by another process; stop it or use "
+                     "another --data",
+                     dir);
             st = WH_ERR_BUSY;
         } else {
             wh_error("store", "cannot lock %s/lock: %m", dir);

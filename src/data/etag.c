@@ -19,12 +19,12 @@ struct store_etag {
     uint64_t part;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    uint64_t avail;   /* bytes the writer holds */
-    uint64_t next;    /* next part to hand out */
-    uint64_t cap;     /* entries in md5 */
+    uint64_t avail; /* bytes the writer holds */
+    uint64_t next;  /* next part to hand out */
+    uint64_t cap;   /* entries in md5 */
     uint8_t (*md5)[WH_MD5_LEN];
-    uint64_t hashed;  /* parts finished */
-    int stop;         /* 1: hash what is there, then exit; 2: exit now */
+    uint64_t hashed; /* parts finished */
+    int stop;        /* 1: hash what is there, then exit; 2: exit now */
     wh_status_t err;
     unsigned nth;
     pthread_t th[ETAG_MAX_HELPERS];
@@ -160,8 +160,8 @@ wh_status_t store_etag_finish(store_etag_t *e, uint64_t size, char out[48])
     uint64_t nparts = (size + e->part - 1) / e->part;
     wh_status_t st = e->err;
     if (st == WH_OK && e->hashed != nparts) {
-        wh_error("store", "part etag incomplete parts=%llu hashed=%llu",
-                 (unsigned long long)nparts, (unsigned long long)e->hashed);
+        wh_error("store", "part etag incomplete parts=%llu hashed=%llu", (unsigned long long)nparts,
+                 (unsigned long long)e->hashed);
         st = WH_ERR_IO;
     }
     if (st == WH_OK) {

@@ -27,9 +27,9 @@ const char *store_durability_name(store_durability_t d); /* "disk", "memory" */
 
 /* Space where bytes live, for /metrics and the high-water mark. */
 typedef struct store_space {
-    uint64_t total;      /* bytes of the file system (or cluster) */
-    uint64_t free;       /* bytes available to new objects */
-    uint64_t reserve;    /* bytes held back for deletes (included in neither) */
+    uint64_t total;   /* bytes of the file system (or cluster) */
+    uint64_t free;    /* bytes available to new objects */
+    uint64_t reserve; /* bytes held back for deletes (included in neither) */
     unsigned high_water_pct;
     store_durability_t durability; /* of the data table's writes */
 } store_space_t;
@@ -41,9 +41,9 @@ typedef struct store_bucket_info {
 
 /* What authorization needs of a bucket. */
 typedef struct store_bucket_auth {
-    char owner[65];  /* canonical id; "" = root (buckets made before owners were kept) */
-    char *acl;       /* serialised ACL, malloc'd, or NULL: the default (owner FULL_CONTROL) */
-    char *policy;    /* bucket policy JSON, malloc'd, or NULL: none */
+    char owner[65];     /* canonical id; "" = root (buckets made before owners were kept) */
+    char *acl;          /* serialised ACL, malloc'd, or NULL: the default (owner FULL_CONTROL) */
+    char *policy;       /* bucket policy JSON, malloc'd, or NULL: none */
     unsigned pab;       /* PublicAccessBlock: S3's bits (s3/bucket_config.h), 0: none */
     unsigned ownership; /* ObjectOwnership (s3/bucket_config.h), 0: no OwnershipControls */
 } store_bucket_auth_t;
@@ -56,10 +56,10 @@ typedef enum {
     STORE_BATTR_CORS,
     STORE_BATTR_PAB,
     STORE_BATTR_OWNERSHIP,
-    STORE_BATTR_LIFECYCLE, /* the LifecycleConfiguration document (s3/lifecycle.h) */
+    STORE_BATTR_LIFECYCLE,   /* the LifecycleConfiguration document (s3/lifecycle.h) */
     STORE_BATTR_OBJECT_LOCK, /* the ObjectLockConfiguration document (s3/object_lock.h):
                               * set once, never removed (S3 cannot turn object lock off) */
-    STORE_BATTR_ENCRYPTION, /* the default encryption of new objects: "AES256" (SSE-S3) */
+    STORE_BATTR_ENCRYPTION,  /* the default encryption of new objects: "AES256" (SSE-S3) */
     STORE_BATTR__COUNT
 } store_battr_t;
 
@@ -82,26 +82,26 @@ typedef enum {
 typedef struct store_obj_meta {
     uint64_t size;
     time_t mtime;
-    char etag[80];           /* without quotes: hex md5, or hex-N for multipart */
+    char etag[80]; /* without quotes: hex md5, or hex-N for multipart */
     char content_type[256];
-    char *user_meta_json;    /* {"x-amz-meta-foo":"bar",...} malloc'd or NULL */
-    char crc32c[16];         /* base64 S3 wire form, or "" */
-    char crc64nvme[16];      /* base64, or "" (always set by the server for new objects) */
-    uint32_t parts;          /* 0 for a single PUT */
-    char owner[65];          /* canonical id of the writer; "" = root (and rows made before
-                              * owners were kept) */
-    char *acl;               /* serialised ACL, malloc'd, or NULL: the default (private) */
+    char *user_meta_json; /* {"x-amz-meta-foo":"bar",...} malloc'd or NULL */
+    char crc32c[16];      /* base64 S3 wire form, or "" */
+    char crc64nvme[16];   /* base64, or "" (always set by the server for new objects) */
+    uint32_t parts;       /* 0 for a single PUT */
+    char owner[65];       /* canonical id of the writer; "" = root (and rows made before
+                           * owners were kept) */
+    char *acl;            /* serialised ACL, malloc'd, or NULL: the default (private) */
     /* Versions (the store sets these on a commit; "null" for an object written while the
      * bucket's versioning was off or suspended, and for rows made before versions). */
     char version_id[STORE_VERSION_ID_MAX];
-    bool delete_marker;      /* this version is a delete marker: no bytes */
-    char *tags;              /* the tag set as a query string "k=v&k2=v2" (encoded), or NULL */
-    char *part_sizes;        /* a completed multipart object: "size1,size2,..." or NULL */
-    char *sse;               /* encryption at rest (store/crypt.h, "S3;..." or "C;..."), or
-                              * NULL: stored as sent. size stays the plaintext's. */
+    bool delete_marker; /* this version is a delete marker: no bytes */
+    char *tags;         /* the tag set as a query string "k=v&k2=v2" (encoded), or NULL */
+    char *part_sizes;   /* a completed multipart object: "size1,size2,..." or NULL */
+    char *sse;          /* encryption at rest (store/crypt.h, "S3;..." or "C;..."), or
+                         * NULL: stored as sent. size stays the plaintext's. */
     /* Object Lock of this version (store_lock_t below). */
-    int lock_mode;           /* store_lock_mode_t */
-    int64_t lock_until;      /* retain-until, seconds since the epoch; 0 with STORE_LOCK_NONE */
+    int lock_mode;      /* store_lock_mode_t */
+    int64_t lock_until; /* retain-until, seconds since the epoch; 0 with STORE_LOCK_NONE */
     bool legal_hold;
 } store_obj_meta_t;
 /* frees user_meta_json, acl, tags, part_sizes and sse */
@@ -121,8 +121,8 @@ typedef enum {
 /* What a version's lock forbids at now: 0 nothing; else what holds it (for the message). */
 typedef enum {
     STORE_LOCK_FREE = 0,
-    STORE_LOCK_BY_HOLD,       /* a legal hold */
-    STORE_LOCK_BY_RETENTION,  /* a retention that the request may not bypass */
+    STORE_LOCK_BY_HOLD,      /* a legal hold */
+    STORE_LOCK_BY_RETENTION, /* a retention that the request may not bypass */
 } store_lock_why_t;
 /* What a delete may pass over: nothing, a GOVERNANCE retention (the caller holds
  * s3:BypassGovernanceRetention and asked), or every lock (only to undo a write of the server's
@@ -132,12 +132,12 @@ store_lock_why_t store_lock_blocks(int mode, int64_t until, bool hold, int bypas
 
 /* A change of a version's lock (PutObjectRetention, PutObjectLegalHold). */
 typedef struct store_lock_set {
-    bool set_retention;      /* mode/until replace the retention (mode NONE: remove it) */
+    bool set_retention; /* mode/until replace the retention (mode NONE: remove it) */
     int mode;
     int64_t until;
     bool set_hold;
     bool hold;
-    bool bypass;             /* x-amz-bypass-governance-retention, and allowed */
+    bool bypass; /* x-amz-bypass-governance-retention, and allowed */
     int64_t now;
 } store_lock_set_t;
 /* store_lock_set_check: may the version's retention (mode, until) become s's? WH_OK, or
@@ -156,8 +156,8 @@ typedef enum {
 } store_cond_kind_t;
 typedef struct store_cond {
     store_cond_kind_t kind;
-    char etag[80];     /* STORE_COND_MATCH: without quotes */
-    bool failed;       /* out: the check failed (not a conflict or an error) */
+    char etag[80]; /* STORE_COND_MATCH: without quotes */
+    bool failed;   /* out: the check failed (not a conflict or an error) */
 } store_cond_t;
 
 /* ---- RDMA delegated to the data table ----
@@ -208,7 +208,7 @@ typedef struct store_version_result {
     char **prefixes;
     size_t n_prefixes;
     bool truncated;
-    char *next_key_marker;                      /* when truncated */
+    char *next_key_marker;                             /* when truncated */
     char next_version_id_marker[STORE_VERSION_ID_MAX]; /* "" after a common prefix */
 } store_version_result_t;
 void store_version_result_free(store_version_result_t *r);

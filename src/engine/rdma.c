@@ -38,8 +38,8 @@
 
 #define RDMA_POOL_WAIT_MS 5000
 
-static const char *const g_decl_names[DECL_MAX] = {"bad_token", "dialect",  "provider",
-                                                   "size",      "peer",     "busy"};
+static const char *const g_decl_names[DECL_MAX] = {"bad_token", "dialect", "provider",
+                                                   "size",      "peer",    "busy"};
 
 void srv_rdma_config_init(srv_rdma_config_t *cfg)
 {
@@ -72,8 +72,7 @@ void rdma_sync_destroy(srv_rdma_t *r, pthread_mutex_t *m, pthread_cond_t *c)
 
 /* ---- endpoints -------------------------------------------------------------------------- */
 
-static rdma_gen_t *rdma_gen_open(srv_rdma_t *r, const xfer_provider_t *pv, char *err,
-                                 size_t errlen)
+static rdma_gen_t *rdma_gen_open(srv_rdma_t *r, const xfer_provider_t *pv, char *err, size_t errlen)
 {
     xfer_config_t xc;
     xfer_config_init(&xc);
@@ -179,9 +178,10 @@ void rdma_drive(srv_rdma_t *r, rdma_prov_t *p)
         }
         pthread_mutex_unlock(&p->glock);
         if (!ng)
-            wh_warn(MOD, "replacing rdma endpoint: %u ended transfers stalled with buffers held "
-                         "(client stopped?); the old endpoint closes when its last request ends "
-                         "provider=%s",
+            wh_warn(MOD,
+                    "replacing rdma endpoint: %u ended transfers stalled with buffers held "
+                    "(client stopped?); the old endpoint closes when its last request ends "
+                    "provider=%s",
                     stalled, p->short_name);
         rdma_gen_close(ng); /* lost a race with another replacement */
     }
@@ -267,8 +267,9 @@ wh_status_t srv_rdma_init(const srv_rdma_config_t *cfg, srv_rdma_t **out)
         if (!pv) {
             char known[128];
             wh_error(MOD, "unknown rdma provider name='%.*s'", (int)n, p);
-            fprintf(stderr, "wharfd: unknown RDMA provider '%.*s' in --providers; known: %s "
-                            "(or none)\n",
+            fprintf(stderr,
+                    "wharfd: unknown RDMA provider '%.*s' in --providers; known: %s "
+                    "(or none)\n",
                     (int)n, p, xfer_provider_list(known, sizeof known, XFER_NAME_SHORT));
             st = WH_ERR_INVALID;
             goto err;
@@ -297,14 +298,14 @@ wh_status_t srv_rdma_init(const srv_rdma_config_t *cfg, srv_rdma_t **out)
         rp->info = want[i];
         rp->short_name = want[i]->short_name;
         size_t l = strlen(r->enabled);
-        snprintf(r->enabled + l, sizeof r->enabled - l, "%s%s", l ? "," : "",
-                 want[i]->short_name);
+        snprintf(r->enabled + l, sizeof r->enabled - l, "%s%s", l ? "," : "", want[i]->short_name);
         r->nprov++;
     }
     if (r->nprov > 0 && pthread_create(&r->reaper, NULL, rdma_reaper_main, r) == 0)
         r->reaper_started = true;
-    wh_info(MOD, "rdma ready providers=%s order=%s pool_buffers=%u chunk=%zu window=%u "
-                 "client_share=%u timeout_ms=%u reap_ms=%u shm_trust_local=%d",
+    wh_info(MOD,
+            "rdma ready providers=%s order=%s pool_buffers=%u chunk=%zu window=%u "
+            "client_share=%u timeout_ms=%u reap_ms=%u shm_trust_local=%d",
             r->enabled[0] ? r->enabled : "none", list, r->nbuf, r->buf_len, r->cfg.window,
             r->peer_cap, r->cfg.timeout_ms, r->cfg.reap_ms, (int)r->cfg.shm_trust_local);
     *out = r;
@@ -383,7 +384,7 @@ static bool rdma_vet_token(srv_rdma_t *r, const token_arg_t *token, const wh_pee
     *tok = token->tok;
     if (tok->dialect == TOKEN_DIALECT_CUOBJ) {
         rdma_res_set(res, 501, "NotImplemented",
-                "no DC-capable provider is enabled (cuobj dialect needs one)");
+                     "no DC-capable provider is enabled (cuobj dialect needs one)");
         return rdma_decline(r, DECL_DIALECT, res);
     }
     rdma_prov_t *p = NULL;
@@ -395,27 +396,27 @@ static bool rdma_vet_token(srv_rdma_t *r, const token_arg_t *token, const wh_pee
         char known[128];
         if (w)
             rdma_res_set(res, 501, "NotImplemented",
-                    "RDMA provider '%s' (%s) is not enabled on this server (enabled: %s)", w,
-                    tok->provider, r->enabled[0] ? r->enabled : "none");
+                         "RDMA provider '%s' (%s) is not enabled on this server (enabled: %s)", w,
+                         tok->provider, r->enabled[0] ? r->enabled : "none");
         else
             rdma_res_set(res, 501, "NotImplemented",
-                    "unknown RDMA provider '%s' (this server knows %s; enabled: %s)",
-                    tok->provider, xfer_provider_list(known, sizeof known, XFER_NAME_FABRIC),
-                    r->enabled[0] ? r->enabled : "none");
+                         "unknown RDMA provider '%s' (this server knows %s; enabled: %s)",
+                         tok->provider, xfer_provider_list(known, sizeof known, XFER_NAME_FABRIC),
+                         r->enabled[0] ? r->enabled : "none");
         return rdma_decline(r, DECL_PROVIDER, res);
     }
     if (tok->size < need) {
         rdma_res_set(res, 400, "InvalidArgument",
-                "token size 0x%" PRIx64 " is smaller than range length 0x%" PRIx64, tok->size,
-                need);
+                     "token size 0x%" PRIx64 " is smaller than range length 0x%" PRIx64, tok->size,
+                     need);
         return rdma_decline(r, DECL_SIZE, res);
     }
     if ((p->info->caps & XFER_CAP_BOUND_PEER) && !r->cfg.shm_trust_local &&
         (!peer || !peer->is_unix || peer->pid <= 0)) {
         rdma_res_set(res, 501, "NotImplemented",
-                "shm is served only to requests over the server's Unix socket, where the "
-                "kernel proves which process is asking; connect there, or start wharfd with "
-                "--shm-trust-local on a trusted host");
+                     "shm is served only to requests over the server's Unix socket, where the "
+                     "kernel proves which process is asking; connect there, or start wharfd with "
+                     "--shm-trust-local on a trusted host");
         return rdma_decline(r, DECL_PEER, res);
     }
     if ((p->info->caps & XFER_CAP_PEER_PID) && (!peer || !peer->is_unix || peer->pid <= 0)) {
@@ -537,7 +538,7 @@ void rdma_fail_transfer(srv_rdma_result_t *res, wh_status_t st, const char *why)
         rdma_res_set(res, 403, "AccessDenied", "RDMA transfer refused: %s", why);
     else
         rdma_res_set(res, st == WH_ERR_TIMEOUT ? 504 : 502, "InternalError",
-                "RDMA transfer failed: %s", why[0] ? why : wh_status_str(st));
+                     "RDMA transfer failed: %s", why[0] ? why : wh_status_str(st));
 }
 
 /* ---- metrics --------------------------------------------------------------------------- */
@@ -566,11 +567,9 @@ void srv_rdma_metrics(srv_rdma_t *r, struct wh_sbuf *out)
     uint64_t tot[WH_ARRAY_SIZE(m)];
     memset(tot, 0, sizeof tot);
     for (size_t i = 0; i < WH_ARRAY_SIZE(m); i++) {
-        wh_sbuf_printf(out, "# HELP %s %s\n# TYPE %s counter\n", m[i].name, m[i].help,
-                       m[i].name);
+        wh_sbuf_printf(out, "# HELP %s %s\n# TYPE %s counter\n", m[i].name, m[i].help, m[i].name);
         for (unsigned j = 0; r && j < r->nprov; j++) {
-            atomic_uint_fast64_t *a =
-                (atomic_uint_fast64_t *)((char *)&r->prov[j] + m[i].field);
+            atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)((char *)&r->prov[j] + m[i].field);
             uint64_t v = atomic_load(a);
             tot[i] += v;
             wh_sbuf_printf(out, "%s{provider=\"%s\"} %" PRIu64 "\n", m[i].name,
@@ -603,33 +602,37 @@ void srv_rdma_metrics(srv_rdma_t *r, struct wh_sbuf *out)
         nfree = r->nfree;
         pthread_mutex_unlock(&r->plock);
     }
-    wh_sbuf_printf(out, "# HELP wharf_rdma_pool_buffers Registered RDMA buffers, all and free.\n"
-                        "# TYPE wharf_rdma_pool_buffers gauge\n"
-                        "wharf_rdma_pool_buffers{state=\"total\"} %u\n"
-                        "wharf_rdma_pool_buffers{state=\"free\"} %u\n",
+    wh_sbuf_printf(out,
+                   "# HELP wharf_rdma_pool_buffers Registered RDMA buffers, all and free.\n"
+                   "# TYPE wharf_rdma_pool_buffers gauge\n"
+                   "wharf_rdma_pool_buffers{state=\"total\"} %u\n"
+                   "wharf_rdma_pool_buffers{state=\"free\"} %u\n",
                    total, nfree);
-    wh_sbuf_printf(out, "# HELP wharf_rdma_get_read_bytes_total Bytes staged GETs read into "
-                        "registered buffers, by source: the page cache, direct I/O (cold data, "
-                        "O_DIRECT), or buffered reads.\n"
-                        "# TYPE wharf_rdma_get_read_bytes_total counter\n"
-                        "wharf_rdma_get_read_bytes_total{source=\"page_cache\"} %" PRIu64 "\n"
-                        "wharf_rdma_get_read_bytes_total{source=\"direct_io\"} %" PRIu64 "\n"
-                        "wharf_rdma_get_read_bytes_total{source=\"buffered\"} %" PRIu64 "\n",
+    wh_sbuf_printf(out,
+                   "# HELP wharf_rdma_get_read_bytes_total Bytes staged GETs read into "
+                   "registered buffers, by source: the page cache, direct I/O (cold data, "
+                   "O_DIRECT), or buffered reads.\n"
+                   "# TYPE wharf_rdma_get_read_bytes_total counter\n"
+                   "wharf_rdma_get_read_bytes_total{source=\"page_cache\"} %" PRIu64 "\n"
+                   "wharf_rdma_get_read_bytes_total{source=\"direct_io\"} %" PRIu64 "\n"
+                   "wharf_rdma_get_read_bytes_total{source=\"buffered\"} %" PRIu64 "\n",
                    r ? (uint64_t)atomic_load(&r->read_cached) : 0,
                    r ? (uint64_t)atomic_load(&r->read_direct_io) : 0,
                    r ? (uint64_t)atomic_load(&r->read_buffered) : 0);
     uint64_t pb = 0, pa = 0, pp = 0;
     cuda_staging_stats(&pb, &pa, &pp);
-    wh_sbuf_printf(out, "# HELP wharf_cuda_pinned_bytes Pinned host memory staging GPU copies "
-                        "(cuda+ipc): the budget, what is allocated, the most in use at once.\n"
-                        "# TYPE wharf_cuda_pinned_bytes gauge\n"
-                        "wharf_cuda_pinned_bytes{state=\"budget\"} %" PRIu64 "\n"
-                        "wharf_cuda_pinned_bytes{state=\"allocated\"} %" PRIu64 "\n"
-                        "wharf_cuda_pinned_bytes{state=\"peak\"} %" PRIu64 "\n",
+    wh_sbuf_printf(out,
+                   "# HELP wharf_cuda_pinned_bytes Pinned host memory staging GPU copies "
+                   "(cuda+ipc): the budget, what is allocated, the most in use at once.\n"
+                   "# TYPE wharf_cuda_pinned_bytes gauge\n"
+                   "wharf_cuda_pinned_bytes{state=\"budget\"} %" PRIu64 "\n"
+                   "wharf_cuda_pinned_bytes{state=\"allocated\"} %" PRIu64 "\n"
+                   "wharf_cuda_pinned_bytes{state=\"peak\"} %" PRIu64 "\n",
                    pb, pa, pp);
-    wh_sbuf_printf(out, "# HELP wharf_rdma_pipelines_active RDMA GET/PUT pipelines alive (0 when "
-                        "no RDMA request is running).\n# TYPE wharf_rdma_pipelines_active gauge\n"
-                        "wharf_rdma_pipelines_active %" PRIu64 "\n",
+    wh_sbuf_printf(out,
+                   "# HELP wharf_rdma_pipelines_active RDMA GET/PUT pipelines alive (0 when "
+                   "no RDMA request is running).\n# TYPE wharf_rdma_pipelines_active gauge\n"
+                   "wharf_rdma_pipelines_active %" PRIu64 "\n",
                    r ? (uint64_t)atomic_load(&r->pipelines) : 0);
     wh_sbuf_printf(out, "# HELP wharf_rdma_declines_total RDMA token requests refused before "
                         "any byte moved, by reason.\n# TYPE wharf_rdma_declines_total counter\n");

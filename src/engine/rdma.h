@@ -20,19 +20,19 @@
 typedef struct srv_rdma srv_rdma_t;
 
 typedef struct srv_rdma_config {
-    const char *providers;   /* comma list: "shm,tcp,cuda" (default), "none" disables RDMA */
+    const char *providers; /* comma list: "shm,tcp,cuda" (default), "none" disables RDMA */
     /* bytes of registered buffers in the pool; 0 (default): 1/64 of the host's RAM, between
      * 64 MiB and 1 GiB, and at most RLIMIT_MEMLOCK when a provider pins memory */
     uint64_t mem_budget;
-    uint64_t chunk_size;     /* bytes per transfer op; default 4 MiB */
-    unsigned window;         /* outstanding ops per request; default 4 */
-    unsigned max_peers;      /* endpoint cache bound; default 256 */
+    uint64_t chunk_size; /* bytes per transfer op; default 4 MiB */
+    unsigned window;     /* outstanding ops per request; default 4 */
+    unsigned max_peers;  /* endpoint cache bound; default 256 */
     /* A transfer fails when none of its ops completes for timeout_ms (default 10 s); if its
      * ops are still in flight reap_ms (default 2 s) later, the provider's endpoint is
      * replaced and the old one closed once idle, which gives their buffers back. */
     unsigned timeout_ms, reap_ms;
-    unsigned pool_wait_ms;   /* how long a request waits for a buffer before 503; default 5 s */
-    bool shm_trust_local;    /* serve shm to TCP peers too (trusted hosts only); default false */
+    unsigned pool_wait_ms; /* how long a request waits for a buffer before 503; default 5 s */
+    bool shm_trust_local;  /* serve shm to TCP peers too (trusted hosts only); default false */
     /* Local address network providers (tcp, verbs) bind to; NULL: the provider's first
      * interface. wharfd passes its HTTP listen host, so a server on 127.0.0.1 opens no
      * fabric listener on any other address. */
@@ -52,18 +52,17 @@ void srv_rdma_config_init(srv_rdma_config_t *cfg);
 wh_status_t srv_rdma_init(const srv_rdma_config_t *cfg, srv_rdma_t **out);
 void srv_rdma_fini(srv_rdma_t *r); /* NULL-safe */
 
-
 /* The outcome, mapped by the caller to HTTP: http_status 200/206 on success; 400 with
  * s3_code "InvalidArgument" for a malformed token or a region too small; 501 with
  * "NotImplemented" for a decline (dialect/provider not served); 5xx for transfer failure.
  * message says why, naming the field. */
 typedef struct srv_rdma_result {
     int http_status;
-    const char *s3_code;     /* static string */
+    const char *s3_code; /* static string */
     char message[256];
-    uint64_t bytes;          /* bytes moved */
-    uint64_t crc64nvme;      /* of the bytes moved */
-    const char *provider;    /* static: "shm", "tcp" ... */
+    uint64_t bytes;       /* bytes moved */
+    uint64_t crc64nvme;   /* of the bytes moved */
+    const char *provider; /* static: "shm", "tcp" ... */
 } srv_rdma_result_t;
 
 /* Each call takes the token as parsed where it arrived (token_arg_t, xfer/token.h: the S3 front
@@ -78,8 +77,8 @@ bool srv_rdma_check(srv_rdma_t *r, const char *token, const wh_peer_t *peer, uin
                     srv_rdma_result_t *res);
 
 /* GET: writes [off, off+len) of fd into the token's region starting at its base. */
-wh_status_t srv_rdma_get_tok(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
-                             int fd, uint64_t off, uint64_t len, srv_rdma_result_t *res);
+wh_status_t srv_rdma_get_tok(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer, int fd,
+                             uint64_t off, uint64_t len, srv_rdma_result_t *res);
 wh_status_t srv_rdma_get(srv_rdma_t *r, const char *token, const wh_peer_t *peer, int fd,
                          uint64_t off, uint64_t len, srv_rdma_result_t *res);
 /* GET of an object held in several files (a multipart upload's parts): the extents' bytes,
@@ -89,9 +88,8 @@ typedef struct srv_rdma_extent {
     int fd;
     uint64_t off, len; /* in the file */
 } srv_rdma_extent_t;
-wh_status_t srv_rdma_get_extents(srv_rdma_t *r, const token_arg_t *token,
-                                 const wh_peer_t *peer, const srv_rdma_extent_t *ext, size_t n,
-                                 srv_rdma_result_t *res);
+wh_status_t srv_rdma_get_extents(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
+                                 const srv_rdma_extent_t *ext, size_t n, srv_rdma_result_t *res);
 
 /* PUT: reads the token's whole region (size = token size) and passes it, in order, to sink. */
 typedef wh_status_t (*srv_rdma_sink_cb)(void *arg, const void *p, size_t n);

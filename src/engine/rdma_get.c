@@ -56,11 +56,11 @@ typedef struct get_pipe {
     srv_rdma_t *r;
     uint64_t len, chunk;
     unsigned nslots;
-    uint8_t *buf[RDMA_MAX_SLOTS];  /* pool buffers */
+    uint8_t *buf[RDMA_MAX_SLOTS]; /* pool buffers */
     int state[RDMA_MAX_SLOTS];
     size_t n[RDMA_MAX_SLOTS];
-    uint64_t crc;  /* running crc64nvme of every chunk filled, in order */
-    int read_err;  /* errno of a failed pread, or of the direct path's mmap */
+    uint64_t crc; /* running crc64nvme of every chunk filled, in order */
+    int read_err; /* errno of a failed pread, or of the direct path's mmap */
     bool abort;
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -209,12 +209,12 @@ typedef struct get_direct {
     xfer_batch_t *b;
     int fd;
     uint64_t off, len, nwin;
-    uint64_t roff;         /* where off lands in the region */
-    uint64_t *crc;         /* per window */
-    const uint8_t *map;    /* the whole range, mapped once (d->off is at map + delta) */
-    uint64_t next;         /* next window to take (atomic) */
-    int read_err;          /* first mmap errno (atomic, 0 = none) */
-    wh_status_t st;        /* first transfer failure (atomic) */
+    uint64_t roff;      /* where off lands in the region */
+    uint64_t *crc;      /* per window */
+    const uint8_t *map; /* the whole range, mapped once (d->off is at map + delta) */
+    uint64_t next;      /* next window to take (atomic) */
+    int read_err;       /* first mmap errno (atomic, 0 = none) */
+    wh_status_t st;     /* first transfer failure (atomic) */
 } get_direct_t;
 
 static void *get_direct_worker(void *arg)
@@ -241,8 +241,7 @@ static void *get_direct_worker(void *arg)
         }
         if (st != WH_OK) {
             wh_status_t ok = WH_OK;
-            __atomic_compare_exchange_n(&d->st, &ok, st, false, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE);
+            __atomic_compare_exchange_n(&d->st, &ok, st, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
             break;
         }
     }
@@ -296,8 +295,7 @@ static wh_status_t get_direct_run(srv_rdma_t *r, xfer_batch_t *b, int fd, uint64
         for (uint64_t k = 1; k + 1 < d.nwin; k++)
             c = wh_crc64nvme_shift_combine(&r->direct_shift, c, d.crc[k]);
         if (d.nwin > 1)
-            c = wh_crc64nvme_combine(c, d.crc[d.nwin - 1],
-                                     len - (d.nwin - 1) * RDMA_DIRECT_WINDOW);
+            c = wh_crc64nvme_combine(c, d.crc[d.nwin - 1], len - (d.nwin - 1) * RDMA_DIRECT_WINDOW);
         *crc = c;
     }
     free(d.crc);
@@ -380,9 +378,9 @@ static wh_status_t get_staged_run(rdma_xfer_t *t, get_pipe_t *g, uint64_t nchunk
 }
 
 /* The transfer of the extents ge[0..n_ext), len bytes in all, into the token's region. */
-static wh_status_t get_extents_run(srv_rdma_t *r, const token_arg_t *token,
-                                   const wh_peer_t *peer, get_ext_t *ge, size_t n_ext,
-                                   uint64_t len, srv_rdma_result_t *res)
+static wh_status_t get_extents_run(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
+                                   get_ext_t *ge, size_t n_ext, uint64_t len,
+                                   srv_rdma_result_t *res)
 {
     rdma_xfer_t t;
     wh_status_t st = WH_OK;
@@ -412,8 +410,8 @@ static wh_status_t get_extents_run(srv_rdma_t *r, const token_arg_t *token,
     if (xfer_batch_direct(t.b)) {
         for (size_t i = 0; i < n_ext && st == WH_OK; i++) {
             uint64_t c = 0;
-            st = get_direct_run(r, t.b, ge[i].fd, ge[i].off, ge[i].len, ge[i].roff, &c,
-                                &g.read_err);
+            st =
+                get_direct_run(r, t.b, ge[i].fd, ge[i].off, ge[i].len, ge[i].roff, &c, &g.read_err);
             g.crc = i == 0 ? c : wh_crc64nvme_combine(g.crc, c, ge[i].len);
         }
     } else {
@@ -458,16 +456,15 @@ static wh_status_t get_extents_run(srv_rdma_t *r, const token_arg_t *token,
     return st;
 }
 
-wh_status_t srv_rdma_get_tok(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
-                             int fd, uint64_t off, uint64_t len, srv_rdma_result_t *res)
+wh_status_t srv_rdma_get_tok(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer, int fd,
+                             uint64_t off, uint64_t len, srv_rdma_result_t *res)
 {
     srv_rdma_extent_t e = {.fd = fd, .off = off, .len = len};
     return srv_rdma_get_extents(r, token, peer, &e, 1, res);
 }
 
-wh_status_t srv_rdma_get_extents(srv_rdma_t *r, const token_arg_t *token,
-                                 const wh_peer_t *peer, const srv_rdma_extent_t *ext, size_t n,
-                                 srv_rdma_result_t *res)
+wh_status_t srv_rdma_get_extents(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
+                                 const srv_rdma_extent_t *ext, size_t n, srv_rdma_result_t *res)
 {
     wh_status_t st;
     uint64_t len = 0;

@@ -30,7 +30,7 @@
  * is closed, which ends those ops and releases their buffers, once no request uses it. */
 typedef struct rdma_gen {
     xfer_t *x;
-    xfer_mr_t *mr; /* the whole pool arena */
+    xfer_mr_t *mr;   /* the whole pool arena */
     unsigned active; /* requests using it (prov->glock) */
     bool retired;
     struct rdma_gen *next; /* retired list */
@@ -87,9 +87,9 @@ struct srv_rdma {
 
     atomic_uint_fast64_t declines[DECL_MAX];
     atomic_uint_fast64_t pipelines; /* GET/PUT pipelines alive (their mutex+condvar) */
-    wh_crc64_shift_t direct_shift; /* combines per-window crcs of RDMA_DIRECT_WINDOW bytes */
-    unsigned copy_threads;         /* direct-path copy threads shared by all requests */
-    unsigned direct_active;        /* direct GETs in flight (atomic) */
+    wh_crc64_shift_t direct_shift;  /* combines per-window crcs of RDMA_DIRECT_WINDOW bytes */
+    unsigned copy_threads;          /* direct-path copy threads shared by all requests */
+    unsigned direct_active;         /* direct GETs in flight (atomic) */
     /* staged GETs' reads into the pool, by where the bytes came from (rdma_get.c) */
     atomic_uint_fast64_t read_cached, read_direct_io, read_buffered;
 };

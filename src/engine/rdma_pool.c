@@ -47,12 +47,14 @@ static uint64_t rdma_pool_auto(bool pins_memory, uint64_t chunk)
     if (pins_memory && lock < b) {
         b = WH_MAX(lock, 2 * chunk);
         if (lock < 2 * chunk)
-            wh_warn(MOD, "RLIMIT_MEMLOCK is below two chunks; registration may fail "
-                         "memlock=%" PRIu64 " chunk=%" PRIu64,
+            wh_warn(MOD,
+                    "RLIMIT_MEMLOCK is below two chunks; registration may fail "
+                    "memlock=%" PRIu64 " chunk=%" PRIu64,
                     lock, chunk);
     }
-    wh_info(MOD, "rdma pool sized from the host ram=%" PRIu64 " memlock=%s%" PRIu64
-                 " pins_memory=%d budget=%" PRIu64,
+    wh_info(MOD,
+            "rdma pool sized from the host ram=%" PRIu64 " memlock=%s%" PRIu64
+            " pins_memory=%d budget=%" PRIu64,
             ram, lock == UINT64_MAX ? "unlimited:" : "", lock == UINT64_MAX ? 0 : lock,
             (int)pins_memory, b);
     return b;
@@ -61,14 +63,15 @@ static uint64_t rdma_pool_auto(bool pins_memory, uint64_t chunk)
 wh_status_t rdma_pool_init(srv_rdma_t *r, bool pins_memory)
 {
     r->buf_len = (size_t)r->cfg.chunk_size;
-    uint64_t budget = r->cfg.mem_budget ? r->cfg.mem_budget
-                                        : rdma_pool_auto(pins_memory, r->cfg.chunk_size);
+    uint64_t budget =
+        r->cfg.mem_budget ? r->cfg.mem_budget : rdma_pool_auto(pins_memory, r->cfg.chunk_size);
     r->nbuf = (unsigned)WH_MIN(budget / r->buf_len, 4096);
     if (r->nbuf < 2) {
         wh_error(MOD, "rdma memory budget too small budget=%" PRIu64 " chunk=%zu", budget,
                  r->buf_len);
-        fprintf(stderr, "wharfd: --rdma-mem %" PRIu64 " is smaller than two chunks of %zu "
-                        "bytes; raise it or use --providers none\n",
+        fprintf(stderr,
+                "wharfd: --rdma-mem %" PRIu64 " is smaller than two chunks of %zu "
+                "bytes; raise it or use --providers none\n",
                 budget, r->buf_len);
         return WH_ERR_INVALID;
     }
@@ -200,8 +203,8 @@ unsigned rdma_pool_take(srv_rdma_t *r, rdma_late_t *l, unsigned want, srv_rdma_r
                      "(--rdma-mem); retry later",
                      r->peer_cap, r->nbuf);
     else
-        rdma_res_set(res, 503, "SlowDown",
-                     "all %u RDMA buffers are busy (--rdma-mem); retry later", r->nbuf);
+        rdma_res_set(res, 503, "SlowDown", "all %u RDMA buffers are busy (--rdma-mem); retry later",
+                     r->nbuf);
     rdma_decline(r, DECL_BUSY, res);
     return 0;
 }

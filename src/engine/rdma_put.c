@@ -57,8 +57,8 @@ static void *put_direct_reader(void *arg)
 }
 
 /* Returns the first failure; *crc and *sunk describe what reached the sink. */
-static wh_status_t put_direct_run(put_direct_t *d, srv_rdma_sink_cb sink, void *arg,
-                                  uint64_t *crc, uint64_t *sunk, wh_status_t *sink_st)
+static wh_status_t put_direct_run(put_direct_t *d, srv_rdma_sink_cb sink, void *arg, uint64_t *crc,
+                                  uint64_t *sunk, wh_status_t *sink_st)
 {
     pthread_t th;
     wh_status_t st = WH_OK;
@@ -134,8 +134,14 @@ wh_status_t srv_rdma_put_tok(srv_rdma_t *r, const token_arg_t *token, const wh_p
     uint64_t crc = 0, sunk = 0, next_sink = 0;
     wh_status_t sink_st = WH_OK;
     if (xfer_batch_direct(b) && nchunks > 1 && nslots > 1) {
-        put_direct_t d = {.r = r, .mr = t.g->mr, .b = b, .late = late, .len = len,
-                          .chunk = chunk, .nchunks = nchunks, .nslots = nslots};
+        put_direct_t d = {.r = r,
+                          .mr = t.g->mr,
+                          .b = b,
+                          .late = late,
+                          .len = len,
+                          .chunk = chunk,
+                          .nchunks = nchunks,
+                          .nslots = nslots};
         st = put_direct_run(&d, sink, arg, &crc, &sunk, &sink_st);
         next_sink = nchunks; /* skip the loop below */
         nchunks = 0;
@@ -145,8 +151,8 @@ wh_status_t srv_rdma_put_tok(srv_rdma_t *r, const token_arg_t *token, const wh_p
         if (k < nchunks && k - next_sink < nslots) {
             unsigned s = (unsigned)(k % nslots);
             size_t n = (size_t)WH_MIN(chunk, len - k * chunk);
-            if ((st = xfer_batch_post(b, XFER_OP_READ, t.g->mr, rdma_pool_buf(r, late->idx[s]),
-                                      n, k * chunk, s)) != WH_OK)
+            if ((st = xfer_batch_post(b, XFER_OP_READ, t.g->mr, rdma_pool_buf(r, late->idx[s]), n,
+                                      k * chunk, s)) != WH_OK)
                 break;
             k++;
             continue;
@@ -175,8 +181,8 @@ wh_status_t srv_rdma_put_tok(srv_rdma_t *r, const token_arg_t *token, const wh_p
     } else {
         if (sink_st != WH_OK)
             rdma_res_set(res, s3_err_http_status(s3_err_from_status(sink_st)),
-                         s3_err_code(s3_err_from_status(sink_st)),
-                         "storing the object failed: %s", wh_status_str(sink_st));
+                         s3_err_code(s3_err_from_status(sink_st)), "storing the object failed: %s",
+                         wh_status_str(sink_st));
         else
             rdma_fail_transfer(res, st == WH_OK ? WH_ERR_TRANSPORT : st, xfer_batch_error(b));
         if (st == WH_OK)

@@ -59,24 +59,24 @@ struct MHD_Response;
 #define SRV_LIFECYCLE_PERIOD_DEFAULT 3600 /* seconds between lifecycle passes */
 
 typedef struct srv_config {
-    const char *data_dir;     /* serve: the store's directory (the Unix socket's default
-                               * place, and the server key's); NULL for a gateway */
-    const char *listen_host;  /* "127.0.0.1" */
+    const char *data_dir;    /* serve: the store's directory (the Unix socket's default
+                              * place, and the server key's); NULL for a gateway */
+    const char *listen_host; /* "127.0.0.1" */
     uint16_t listen_port;
     /* TLS on the TCP port (tls.h): PEM certificate chain and key; both or neither. The port
      * then serves only TLS; SIGHUP reloads them (srv_reload_tls). */
     const char *tls_cert;
     const char *tls_key;
-    const char *unix_path;    /* NULL: DIR/wharfd.sock; "" disables the Unix socket */
+    const char *unix_path; /* NULL: DIR/wharfd.sock; "" disables the Unix socket */
     const char *region;
-    const char *access_key;   /* root's key pair */
+    const char *access_key; /* root's key pair */
     const char *secret_key;
     /* Users' access keys, for the roles that open the identities: the server key that seals
      * their secrets (NULL: WHARF_SERVER_KEY_FILE, else DIR/server.key, created at first start)
      * and the account id of ARNs (NULL: WHARF_ACCOUNT_ID or 000000000000). identity.h. */
     const char *server_key_file;
     const char *account_id;
-    srv_rdma_config_t rdma;   /* for the roles that open the RDMA engine */
+    srv_rdma_config_t rdma;    /* for the roles that open the RDMA engine */
     unsigned shutdown_grace_s; /* bounded wait for in-flight requests at stop */
     /* The HTTP front (0: derived from the host by srv_config_resolve). */
     unsigned conn_timeout_s;   /* idle timeout: no byte moved for this long closes */
@@ -138,8 +138,8 @@ typedef struct srv_app_ops {
 typedef struct srv_parts {
     const srv_app_ops_t *app; /* the application (s3api.h: srv_s3_app) */
     store_t *store;
-    srv_ident_t *ident;       /* users and their keys, over the store's metadata */
-    srv_rdma_t *rdma;         /* the RDMA engine */
+    srv_ident_t *ident; /* users and their keys, over the store's metadata */
+    srv_rdma_t *rdma;   /* the RDMA engine */
 } srv_parts_t;
 
 /* Starts both listeners serving parts->app over parts' store, identities and RDMA engine,
@@ -186,7 +186,7 @@ struct srv {
     uint64_t id_salt;
     srv_conns_t *conns; /* open connections, header deadlines */
     srv_jobs_t *jobs;   /* handler threads */
-    void *app_state; /* the application's background work (srv_app_ops_t.start) */
+    void *app_state;    /* the application's background work (srv_app_ops_t.start) */
 };
 
 typedef struct srv_hdr {
@@ -213,7 +213,7 @@ typedef struct srv_req {
     s3_principal_t who;
     char secret_buf[SRV_SECRET_MAX + 1]; /* a user's secret while SigV4 runs, then wiped */
     wh_status_t ident_err;               /* why the key lookup failed (503 vs 403) */
-    struct srv_authz *az; /* what srv_authorize loaded (s3_authz.c); NULL for root */
+    struct srv_authz *az;                /* what srv_authorize loaded (s3_authz.c); NULL for root */
     bool started, responded, head;
     bool deferred; /* no body: request_begin runs on the second call */
     /* The handler runs on a handler thread while libmicrohttpd holds the connection
@@ -226,7 +226,7 @@ typedef struct srv_req {
     bool drain;
     struct MHD_Response *pending;
     int pending_status;
-    bool token_req; /* carries x-amz-rdma-token: error replies have no body */
+    bool token_req;    /* carries x-amz-rdma-token: error replies have no body */
     token_arg_t token; /* token_req: x-amz-rdma-token, parsed once here for every user */
     int status;
     uint64_t tx_body;
@@ -272,8 +272,8 @@ void srv_req_secret_wipe(srv_req_t *r);
 /* Replaces the request's headers: those drop says true of go, the n given pairs (names any
  * case) come in, repeats joined as on arrival. POST Object turns its form fields into the
  * headers PutObject reads. False: out of memory, or the headers exceed the request limits. */
-bool srv_req_swap_headers(srv_req_t *r, bool (*drop)(const char *lname),
-                          const char *const *names, const char *const *values, size_t n);
+bool srv_req_swap_headers(srv_req_t *r, bool (*drop)(const char *lname), const char *const *names,
+                          const char *const *values, size_t n);
 
 /* Header value by lowercase name, or NULL. */
 const char *srv_hdr(const srv_req_t *r, const char *lname);

@@ -177,8 +177,8 @@ const char *srv_req_secret(void *arg, const char *access_key)
         srv_ident_root(s->ident, access_key, &r->who);
         return s->cfg.secret_key;
     }
-    wh_status_t st = srv_ident_lookup(s->ident, access_key, r->secret_buf, sizeof r->secret_buf,
-                                      &r->who);
+    wh_status_t st =
+        srv_ident_lookup(s->ident, access_key, r->secret_buf, sizeof r->secret_buf, &r->who);
     if (st != WH_OK) {
         if (st != WH_ERR_NOT_FOUND)
             wh_warn(MOD, "access key lookup failed id=%s: %s", r->id, wh_status_str(st));
@@ -193,8 +193,8 @@ void srv_req_secret_wipe(srv_req_t *r)
     memset(r->secret_buf, 0, sizeof r->secret_buf);
 }
 
-static s3_err_t verify_as(srv_req_t *r, time_t now, const char *service,
-                          const char *payload_hash, char *msg, size_t msglen)
+static s3_err_t verify_as(srv_req_t *r, time_t now, const char *service, const char *payload_hash,
+                          char *msg, size_t msglen)
 {
     s3_http_req_t hr = {
         .method = r->method,
@@ -212,14 +212,15 @@ static s3_err_t verify_as(srv_req_t *r, time_t now, const char *service,
     if ((authz && strncmp(authz, "AWS ", 4) == 0) ||
         (srv_route_q(&r->route, "AWSAccessKeyId") && srv_route_q(&r->route, "Signature"))) {
         memset(&r->who, 0, sizeof r->who);
-        snprintf(msg, msglen, "Signature Version 2 is not supported by wharfd: sign the request "
-                              "with AWS Signature Version 4 (AWS4-HMAC-SHA256)");
+        snprintf(msg, msglen,
+                 "Signature Version 2 is not supported by wharfd: sign the request "
+                 "with AWS Signature Version 4 (AWS4-HMAC-SHA256)");
         return S3_ERR_INVALID_REQUEST;
     }
     /* No Authorization header and no presigned query: the anonymous principal, served only
      * where an ACL or a bucket policy grants it (srv_authorize). */
-    if (!authz &&
-        !(r->query && (strstr(r->query, "X-Amz-Signature=") || strstr(r->query, "X-Amz-Credential=")))) {
+    if (!authz && !(r->query && (strstr(r->query, "X-Amz-Signature=") ||
+                                 strstr(r->query, "X-Amz-Credential=")))) {
         memset(&r->auth, 0, sizeof r->auth);
         const char *h = srv_hdr(r, "x-amz-content-sha256");
         r->auth.mode = S3_PAYLOAD_UNSIGNED;
@@ -246,8 +247,9 @@ static s3_err_t verify_as(srv_req_t *r, time_t now, const char *service,
     const char *want = r->srv->cfg.region ? r->srv->cfg.region : WH_DEFAULT_REGION;
     if (e == S3_OK && strcmp(r->auth.region, want) != 0 &&
         !(service && strcmp(service, "iam") == 0 && strcmp(r->auth.region, "us-east-1") == 0)) {
-        snprintf(msg, msglen, "the authorization %s is malformed; the region '%.63s' is "
-                              "wrong; expecting '%s'",
+        snprintf(msg, msglen,
+                 "the authorization %s is malformed; the region '%.63s' is "
+                 "wrong; expecting '%s'",
                  r->auth.presigned ? "query parameters are" : "header is", r->auth.region, want);
         memset(&r->who, 0, sizeof r->who);
         e = r->auth.presigned ? S3_ERR_AUTH_QUERY_MALFORMED : S3_ERR_AUTH_HEADER_MALFORMED;
@@ -266,8 +268,8 @@ s3_err_t srv_req_verify_iam(srv_req_t *r, time_t now, const char *payload_hash, 
     return verify_as(r, now, "iam", payload_hash, msg, msglen);
 }
 
-bool srv_req_swap_headers(srv_req_t *r, bool (*drop)(const char *lname),
-                          const char *const *names, const char *const *values, size_t n)
+bool srv_req_swap_headers(srv_req_t *r, bool (*drop)(const char *lname), const char *const *names,
+                          const char *const *values, size_t n)
 {
     size_t keep = 0;
     r->hdr_bytes = r->hdr_lines = 0;
@@ -371,13 +373,20 @@ void srv_req_free(srv_req_t *r)
 static const char *toe_name(enum MHD_RequestTerminationCode toe)
 {
     switch (toe) {
-    case MHD_REQUEST_TERMINATED_COMPLETED_OK: return "ok";
-    case MHD_REQUEST_TERMINATED_WITH_ERROR: return "error";
-    case MHD_REQUEST_TERMINATED_TIMEOUT_REACHED: return "timeout";
-    case MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN: return "shutdown";
-    case MHD_REQUEST_TERMINATED_READ_ERROR: return "read_error";
-    case MHD_REQUEST_TERMINATED_CLIENT_ABORT: return "client_abort";
-    default: return "other";
+    case MHD_REQUEST_TERMINATED_COMPLETED_OK:
+        return "ok";
+    case MHD_REQUEST_TERMINATED_WITH_ERROR:
+        return "error";
+    case MHD_REQUEST_TERMINATED_TIMEOUT_REACHED:
+        return "timeout";
+    case MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN:
+        return "shutdown";
+    case MHD_REQUEST_TERMINATED_READ_ERROR:
+        return "read_error";
+    case MHD_REQUEST_TERMINATED_CLIENT_ABORT:
+        return "client_abort";
+    default:
+        return "other";
     }
 }
 
@@ -412,10 +421,9 @@ void srv_http_completed_cb(void *cls, struct MHD_Connection *c, void **con_cls,
         wh_log_emit(ok ? WH_LOG_INFO : WH_LOG_WARN, MOD,
                     "request id=%s peer=%s method=%s path=%.512s api=%s status=%d rx=%llu "
                     "tx=%llu dur_ms=%.3f end=%s",
-                    r->id, r->peer.addr, r->method ? r->method : "-",
-                    r->path ? r->path : "-", srv_api_name(r->route.api), status,
-                    (unsigned long long)r->rx, (unsigned long long)r->tx_body,
-                    (double)dur / 1e6, toe_name(toe));
+                    r->id, r->peer.addr, r->method ? r->method : "-", r->path ? r->path : "-",
+                    srv_api_name(r->route.api), status, (unsigned long long)r->rx,
+                    (unsigned long long)r->tx_body, (double)dur / 1e6, toe_name(toe));
     }
     srv_req_free(r);
 }
@@ -472,8 +480,7 @@ static void request_front(srv_req_t *r)
     srv_t *s = r->srv;
     r->head = strcmp(r->method, "HEAD") == 0;
     if (!srv_req_split_uri(r) ||
-        MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_header, r) < 0 ||
-        r->hdr_oom) {
+        MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_header, r) < 0 || r->hdr_oom) {
         srv_reply_err(r, S3_ERR_INTERNAL, "out of memory reading the request");
         return;
     }
@@ -497,9 +504,8 @@ static void request_front(srv_req_t *r)
     r->token_req = token != NULL;
     if (token)
         token_arg_parse(&r->token, token);
-    srv_route_parse_in(s->app->ops, s->app->n_ops, r->method, r->path, r->query,
-                       srv_hdr(r, "host"), s->cfg.listen_host,
-                       srv_hdr(r, "x-amz-copy-source") != NULL, &r->route);
+    srv_route_parse_in(s->app->ops, s->app->n_ops, r->method, r->path, r->query, srv_hdr(r, "host"),
+                       s->cfg.listen_host, srv_hdr(r, "x-amz-copy-source") != NULL, &r->route);
     /* A dotted endpoint name (path-style clients of http://wharf.lan:9000/bucket/key) looks
      * like virtual-host style; when the would-be bucket does not exist and the path names one,
      * the path wins. A vhost request for "/" (CreateBucket, ListObjects) stays vhost. */
@@ -507,8 +513,7 @@ static void request_front(srv_req_t *r)
         store_bucket_exists(s->store, r->route.bucket) != WH_OK) {
         srv_route_free(&r->route);
         srv_route_parse_in(s->app->ops, s->app->n_ops, r->method, r->path, r->query, NULL,
-                           s->cfg.listen_host, srv_hdr(r, "x-amz-copy-source") != NULL,
-                           &r->route);
+                           s->cfg.listen_host, srv_hdr(r, "x-amz-copy-source") != NULL, &r->route);
     }
     switch (r->route.api) {
     case SRV_API_HEALTH: {
@@ -540,13 +545,15 @@ static void request_front(srv_req_t *r)
         return;
     }
     if (r->token_req && r->who.kind == S3_PRINCIPAL_ANON) {
-        srv_reply_err(r, S3_ERR_ACCESS_DENIED, "x-amz-rdma-token needs a signed request: an "
-                                               "anonymous request cannot name client memory");
+        srv_reply_err(r, S3_ERR_ACCESS_DENIED,
+                      "x-amz-rdma-token needs a signed request: an "
+                      "anonymous request cannot name client memory");
         return;
     }
     if (r->token_req && !s3_auth_header_signed(&r->auth, "x-amz-rdma-token")) {
-        srv_reply_err(r, S3_ERR_ACCESS_DENIED, "x-amz-rdma-token must be signed: list it in "
-                                               "SignedHeaders");
+        srv_reply_err(r, S3_ERR_ACCESS_DENIED,
+                      "x-amz-rdma-token must be signed: list it in "
+                      "SignedHeaders");
         return;
     }
     const char *cl = srv_hdr(r, "content-length");
@@ -782,9 +789,8 @@ static enum MHD_Result queue_pending(srv_req_t *r)
 }
 
 enum MHD_Result srv_http_access_cb(void *cls, struct MHD_Connection *c, const char *url,
-                                   const char *method, const char *version,
-                                   const char *upload_data, size_t *upload_data_size,
-                                   void **con_cls)
+                                   const char *method, const char *version, const char *upload_data,
+                                   size_t *upload_data_size, void **con_cls)
 {
     (void)cls, (void)url, (void)version;
     srv_req_t *r = *con_cls;
@@ -809,8 +815,10 @@ enum MHD_Result srv_http_access_cb(void *cls, struct MHD_Connection *c, const ch
              * that ends when the client closes, and the client would wait for a reply that
              * never comes. Refuse it before reading on; the connection closes after this. */
             char msg[200];
-            snprintf(msg, sizeof msg, "Transfer-Encoding: %.64s is not implemented; request "
-                                      "bodies may be chunked or have a Content-Length", te);
+            snprintf(msg, sizeof msg,
+                     "Transfer-Encoding: %.64s is not implemented; request "
+                     "bodies may be chunked or have a Content-Length",
+                     te);
             srv_reply_err(r, S3_ERR_NOT_IMPLEMENTED, msg);
             return MHD_YES;
         }

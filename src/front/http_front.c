@@ -88,8 +88,9 @@ void srv_config_resolve(srv_config_t *cfg)
         cfg->max_conns_per_ip = m < 16 ? (cfg->max_conns < 16 ? cfg->max_conns : 16) : m;
     }
     if (nofile < reserve + cfg->max_conns)
-        wh_warn(MOD, "max_conns=%u with RLIMIT_NOFILE=%llu leaves fewer than %llu descriptors "
-                     "for files; raise ulimit -n or lower --max-conns",
+        wh_warn(MOD,
+                "max_conns=%u with RLIMIT_NOFILE=%llu leaves fewer than %llu descriptors "
+                "for files; raise ulimit -n or lower --max-conns",
                 cfg->max_conns, (unsigned long long)nofile, (unsigned long long)reserve);
 }
 
@@ -160,8 +161,7 @@ static void *conns_sweeper(void *arg)
             conn_unlist(cs, k);
             cs->header_timeouts++;
             shutdown(k->fd, SHUT_RDWR);
-            wh_debug(MOD, "request headers not complete within the deadline; closing fd=%d",
-                     k->fd);
+            wh_debug(MOD, "request headers not complete within the deadline; closing fd=%d", k->fd);
         }
         /* Sleep until the oldest deadline (at most a second: new ones only come later). */
         uint64_t wake = now + 1000000000ULL;
@@ -451,8 +451,7 @@ void srv_http_metrics(srv_t *s, wh_sbuf_t *out)
                    "# TYPE wharf_http_handlers_busy gauge\nwharf_http_handlers_busy %u\n"
                    "# HELP wharf_http_handlers_queued Handlers waiting for a thread.\n"
                    "# TYPE wharf_http_handlers_queued gauge\nwharf_http_handlers_queued %u\n",
-                   (unsigned long long)open, (unsigned long long)timeouts, threads, busy,
-                   queued);
+                   (unsigned long long)open, (unsigned long long)timeouts, threads, busy, queued);
 }
 
 /* ---- libmicrohttpd ---------------------------------------------------------------------- */
@@ -473,8 +472,10 @@ static int unix_listen(const char *path)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sa.sun_path) {
-        wh_error(MOD, "unix socket path is too long (%zu bytes, max %zu): %s; pass a shorter "
-                      "--unix PATH", strlen(path), sizeof sa.sun_path - 1, path);
+        wh_error(MOD,
+                 "unix socket path is too long (%zu bytes, max %zu): %s; pass a shorter "
+                 "--unix PATH",
+                 strlen(path), sizeof sa.sun_path - 1, path);
         return -1;
     }
     strcpy(sa.sun_path, path);
@@ -510,8 +511,7 @@ static struct MHD_Daemon *start_daemon(srv_t *s, srv_listener_t *l, int listen_f
 {
     const srv_config_t *cfg = &s->cfg;
     /* epoll with a pool of event threads; suspend/resume for the handler threads. */
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     unsigned threads = l->is_unix ? (cfg->http_threads + 1) / 2 : cfg->http_threads;
     unsigned limit = l->is_unix ? cfg->max_conns_per_ip : cfg->max_conns;
     struct MHD_OptionItem opts[16];
@@ -526,27 +526,24 @@ static struct MHD_Daemon *start_daemon(srv_t *s, srv_listener_t *l, int listen_f
     }
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, s};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, SRV_CONN_MEMORY, NULL};
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout_s,
-                                        NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout_s, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, limit, NULL};
     if (!l->is_unix)
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
                                             cfg->max_conns_per_ip, NULL};
     if (threads > 1) /* libmicrohttpd ignores a pool of one, with a warning */
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, threads, NULL};
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK,
-                                        (intptr_t)srv_http_uri_cb, l};
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED,
-                                        (intptr_t)srv_http_completed_cb, s};
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION,
-                                        (intptr_t)conn_notify_cb, s};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)srv_http_uri_cb, l};
+    opts[n++] =
+        (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)srv_http_completed_cb, s};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)conn_notify_cb, s};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096, NULL};
-    opts[n++] = (struct MHD_OptionItem){listen_fd >= 0 ? MHD_OPTION_LISTEN_SOCKET
-                                                       : MHD_OPTION_SOCK_ADDR,
-                                        listen_fd >= 0 ? listen_fd : 0, (void *)bind_addr};
+    opts[n++] =
+        (struct MHD_OptionItem){listen_fd >= 0 ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR,
+                                listen_fd >= 0 ? listen_fd : 0, (void *)bind_addr};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-    return MHD_start_daemon(flags, 0, NULL, NULL, srv_http_access_cb, l, MHD_OPTION_ARRAY,
-                            opts, MHD_OPTION_END);
+    return MHD_start_daemon(flags, 0, NULL, NULL, srv_http_access_cb, l, MHD_OPTION_ARRAY, opts,
+                            MHD_OPTION_END);
 }
 
 /* Closes what the roles handed over, in the reverse of the order they opened it. */
@@ -590,8 +587,7 @@ wh_status_t srv_start(const srv_config_t *cfg, const srv_parts_t *parts, srv_t *
             st = WH_ERR_INVALID;
             goto err_tls;
         }
-        if ((st = srv_tls_open(cfg->tls_cert, cfg->tls_key, &s->tls, err, sizeof err)) !=
-            WH_OK) {
+        if ((st = srv_tls_open(cfg->tls_cert, cfg->tls_key, &s->tls, err, sizeof err)) != WH_OK) {
             wh_error(MOD, "%s", err);
             goto err_tls;
         }
@@ -637,13 +633,14 @@ wh_status_t srv_start(const srv_config_t *cfg, const srv_parts_t *parts, srv_t *
     if (s->app->start && (st = s->app->start(s, &s->app_state)) != WH_OK)
         goto err_unix_d;
     wh_info(MOD, "listening endpoint=%s://%s:%u unix=%s region=%s data=%s",
-            s->tls ? "https" : "http", cfg->listen_host,
-            (unsigned)cfg->listen_port, s->unix_path ? s->unix_path : "off", cfg->region,
+            s->tls ? "https" : "http", cfg->listen_host, (unsigned)cfg->listen_port,
+            s->unix_path ? s->unix_path : "off", cfg->region,
             cfg->data_dir ? cfg->data_dir : "cluster");
-    wh_info(MOD, "http front event_threads=%u handler_threads=%u max_conns=%u "
-                 "max_conns_per_ip=%u idle_timeout_s=%u header_timeout_s=%u",
-            s->cfg.http_threads, s->cfg.handler_threads, s->cfg.max_conns,
-            s->cfg.max_conns_per_ip, s->cfg.conn_timeout_s, s->cfg.header_timeout_s);
+    wh_info(MOD,
+            "http front event_threads=%u handler_threads=%u max_conns=%u "
+            "max_conns_per_ip=%u idle_timeout_s=%u header_timeout_s=%u",
+            s->cfg.http_threads, s->cfg.handler_threads, s->cfg.max_conns, s->cfg.max_conns_per_ip,
+            s->cfg.conn_timeout_s, s->cfg.header_timeout_s);
     *out = s;
     return WH_OK;
 

@@ -11,9 +11,8 @@
 /* ---- http.c: libmicrohttpd callbacks ---- */
 
 enum MHD_Result srv_http_access_cb(void *cls, struct MHD_Connection *c, const char *url,
-                                   const char *method, const char *version,
-                                   const char *upload_data, size_t *upload_data_size,
-                                   void **con_cls);
+                                   const char *method, const char *version, const char *upload_data,
+                                   size_t *upload_data_size, void **con_cls);
 void *srv_http_uri_cb(void *cls, const char *uri, struct MHD_Connection *c);
 void srv_http_completed_cb(void *cls, struct MHD_Connection *c, void **con_cls,
                            enum MHD_RequestTerminationCode toe);

@@ -26,8 +26,7 @@ bool srv_resp_header(struct MHD_Response *resp, const char *name, const char *va
 
 struct MHD_Response *srv_resp_buffer(void *data, size_t len)
 {
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
     if (!resp)
         free(data);
     return resp;
@@ -146,4 +145,3 @@ void srv_reply_err(srv_req_t *r, s3_err_t e, const char *msg)
     srv_reply_err_raw(r, s3_err_http_status(e), s3_err_code(e),
                       msg && *msg ? msg : s3_err_message(e), NULL);
 }
-

@@ -72,11 +72,13 @@ void srv_metrics_render(srv_metrics_t *m, wh_sbuf_t *o)
         for (int b = 0; b < SRV_METRICS_NBUCKETS; b++) {
             cum += ld(&m->lat_bucket[a][b]);
             if (b < SRV_METRICS_NBUCKETS - 1)
-                wh_sbuf_printf(o, "wharf_request_duration_seconds_bucket{api=\"%s\",le=\"%g\"} %llu\n",
+                wh_sbuf_printf(o,
+                               "wharf_request_duration_seconds_bucket{api=\"%s\",le=\"%g\"} %llu\n",
                                api, g_bounds[b], (unsigned long long)cum);
             else
-                wh_sbuf_printf(o, "wharf_request_duration_seconds_bucket{api=\"%s\",le=\"+Inf\"} %llu\n",
-                               api, (unsigned long long)cum);
+                wh_sbuf_printf(
+                    o, "wharf_request_duration_seconds_bucket{api=\"%s\",le=\"+Inf\"} %llu\n", api,
+                    (unsigned long long)cum);
         }
         wh_sbuf_printf(o, "wharf_request_duration_seconds_sum{api=\"%s\"} %.9f\n", api,
                        (double)ld(&m->lat_sum_ns[a]) / 1e9);
@@ -95,25 +97,31 @@ void srv_metrics_render(srv_metrics_t *m, wh_sbuf_t *o)
             ld(&m->http_write_bytes));
     counter(o, "wharf_http_write_ops_total", "PUTs and parts that received bytes over HTTP.",
             ld(&m->http_write_ops));
-    wh_sbuf_printf(o, "# HELP wharf_inflight_requests Requests being served.\n"
-                      "# TYPE wharf_inflight_requests gauge\nwharf_inflight_requests %lld\n",
+    wh_sbuf_printf(o,
+                   "# HELP wharf_inflight_requests Requests being served.\n"
+                   "# TYPE wharf_inflight_requests gauge\nwharf_inflight_requests %lld\n",
                    (long long)atomic_load(&m->inflight));
 
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
         double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
                      (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-        wh_sbuf_printf(o, "# HELP process_cpu_seconds_total User and system CPU time.\n"
-                          "# TYPE process_cpu_seconds_total counter\n"
-                          "process_cpu_seconds_total %.6f\n", cpu);
-        wh_sbuf_printf(o, "# HELP process_max_resident_memory_bytes Peak RSS.\n"
-                          "# TYPE process_max_resident_memory_bytes gauge\n"
-                          "process_max_resident_memory_bytes %lld\n",
+        wh_sbuf_printf(o,
+                       "# HELP process_cpu_seconds_total User and system CPU time.\n"
+                       "# TYPE process_cpu_seconds_total counter\n"
+                       "process_cpu_seconds_total %.6f\n",
+                       cpu);
+        wh_sbuf_printf(o,
+                       "# HELP process_max_resident_memory_bytes Peak RSS.\n"
+                       "# TYPE process_max_resident_memory_bytes gauge\n"
+                       "process_max_resident_memory_bytes %lld\n",
                        (long long)ru.ru_maxrss * 1024);
     }
-    wh_sbuf_printf(o, "# HELP process_start_time_seconds Start time, Unix epoch.\n"
-                      "# TYPE process_start_time_seconds gauge\n"
-                      "process_start_time_seconds %.3f\n", m->start_time);
+    wh_sbuf_printf(o,
+                   "# HELP process_start_time_seconds Start time, Unix epoch.\n"
+                   "# TYPE process_start_time_seconds gauge\n"
+                   "process_start_time_seconds %.3f\n",
+                   m->start_time);
 }
 
 void srv_metrics_storage(store_t *st, wh_sbuf_t *o)
@@ -121,24 +129,26 @@ void srv_metrics_storage(store_t *st, wh_sbuf_t *o)
     store_space_t sp;
     if (store_space(st, &sp) != WH_OK)
         return;
-    wh_sbuf_printf(o, "# HELP wharf_storage_total_bytes Size of the file system holding objects.\n"
-                      "# TYPE wharf_storage_total_bytes gauge\nwharf_storage_total_bytes %llu\n"
-                      "# HELP wharf_storage_free_bytes Bytes free for new objects.\n"
-                      "# TYPE wharf_storage_free_bytes gauge\nwharf_storage_free_bytes %llu\n"
-                      "# HELP wharf_storage_reserve_bytes Space held back so deletes work on a "
-                      "full disk (0 while it is in use).\n"
-                      "# TYPE wharf_storage_reserve_bytes gauge\n"
-                      "wharf_storage_reserve_bytes %llu\n"
-                      "# HELP wharf_storage_high_water_ratio Fill above which new writes get "
-                      "507.\n# TYPE wharf_storage_high_water_ratio gauge\n"
-                      "wharf_storage_high_water_ratio %.2f\n",
+    wh_sbuf_printf(o,
+                   "# HELP wharf_storage_total_bytes Size of the file system holding objects.\n"
+                   "# TYPE wharf_storage_total_bytes gauge\nwharf_storage_total_bytes %llu\n"
+                   "# HELP wharf_storage_free_bytes Bytes free for new objects.\n"
+                   "# TYPE wharf_storage_free_bytes gauge\nwharf_storage_free_bytes %llu\n"
+                   "# HELP wharf_storage_reserve_bytes Space held back so deletes work on a "
+                   "full disk (0 while it is in use).\n"
+                   "# TYPE wharf_storage_reserve_bytes gauge\n"
+                   "wharf_storage_reserve_bytes %llu\n"
+                   "# HELP wharf_storage_high_water_ratio Fill above which new writes get "
+                   "507.\n# TYPE wharf_storage_high_water_ratio gauge\n"
+                   "wharf_storage_high_water_ratio %.2f\n",
                    (unsigned long long)sp.total, (unsigned long long)sp.free,
                    (unsigned long long)sp.reserve, sp.high_water_pct / 100.0);
-    wh_sbuf_printf(o, "# HELP wharf_storage_durability What an acknowledged write survives "
-                      "(--durability): disk (synced before the acknowledgement) or memory "
-                      "(the page cache: a crash of wharfd, not of the host).\n"
-                      "# TYPE wharf_storage_durability gauge\n"
-                      "wharf_storage_durability{mode=\"disk\"} %d\n"
-                      "wharf_storage_durability{mode=\"memory\"} %d\n",
+    wh_sbuf_printf(o,
+                   "# HELP wharf_storage_durability What an acknowledged write survives "
+                   "(--durability): disk (synced before the acknowledgement) or memory "
+                   "(the page cache: a crash of wharfd, not of the host).\n"
+                   "# TYPE wharf_storage_durability gauge\n"
+                   "wharf_storage_durability{mode=\"disk\"} %d\n"
+                   "wharf_storage_durability{mode=\"memory\"} %d\n",
                    sp.durability == STORE_DURABLE_DISK, sp.durability == STORE_DURABLE_MEMORY);
 }

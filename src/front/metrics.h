@@ -17,9 +17,9 @@ typedef struct srv_metrics {
     _Atomic uint64_t lat_bucket[SRV_API__COUNT][SRV_METRICS_NBUCKETS]; /* non-cumulative */
     _Atomic uint64_t lat_count[SRV_API__COUNT];
     _Atomic uint64_t lat_sum_ns[SRV_API__COUNT];
-    _Atomic uint64_t http_rx_bytes;    /* request body bytes received */
-    _Atomic uint64_t http_tx_bytes;    /* response body bytes sent (completed responses) */
-    _Atomic uint64_t http_read_bytes;  /* object bytes served by GET over HTTP */
+    _Atomic uint64_t http_rx_bytes;   /* request body bytes received */
+    _Atomic uint64_t http_tx_bytes;   /* response body bytes sent (completed responses) */
+    _Atomic uint64_t http_read_bytes; /* object bytes served by GET over HTTP */
     _Atomic uint64_t http_read_ops;
     _Atomic uint64_t http_write_bytes; /* object bytes received by PUT/UploadPart over HTTP */
     _Atomic uint64_t http_write_ops;

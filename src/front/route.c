@@ -20,19 +20,41 @@ const char *srv_api_name(srv_api_t api)
 /* Sub-resources S3 has and wharf does not serve: a request naming one gets NotImplemented
  * instead of being mistaken for a plain object or bucket request. */
 static const char *const g_unsupported[] = {
-    "accelerate", "analytics", "attributes", "cors", "encryption",
-    "intelligent-tiering", "inventory", "lifecycle", "logging", "metrics",
-    "notification", "ownershipControls",
-    "publicAccessBlock", "replication", "requestPayment", "restore", "select",
-    "tagging", "torrent", "website",
+    "accelerate",
+    "analytics",
+    "attributes",
+    "cors",
+    "encryption",
+    "intelligent-tiering",
+    "inventory",
+    "lifecycle",
+    "logging",
+    "metrics",
+    "notification",
+    "ownershipControls",
+    "publicAccessBlock",
+    "replication",
+    "requestPayment",
+    "restore",
+    "select",
+    "tagging",
+    "torrent",
+    "website",
 };
 
 /* Sub-resources some rows serve: a request naming one matches only a row that names it, so
  * that DELETE /bucket?acl is MethodNotAllowed rather than DeleteBucket. */
-static const char *const g_served_subres[] = {"acl", "policy", "policyStatus", "tagging",
-                                              "cors", "publicAccessBlock",
-                                              "ownershipControls", "lifecycle",
-                                              "encryption", "object-lock", "retention",
+static const char *const g_served_subres[] = {"acl",
+                                              "policy",
+                                              "policyStatus",
+                                              "tagging",
+                                              "cors",
+                                              "publicAccessBlock",
+                                              "ownershipControls",
+                                              "lifecycle",
+                                              "encryption",
+                                              "object-lock",
+                                              "retention",
                                               "legal-hold"};
 
 static char *decode_dup(const char *s, size_t n, bool plus_is_space)
@@ -153,8 +175,8 @@ static bool has_q(const srv_route_t *r, const char *name)
     return srv_route_q(r, name) != NULL;
 }
 
-static bool op_matches(const srv_op_t *op, srv_level_t level, const char *m,
-                       const srv_route_t *r, bool copy)
+static bool op_matches(const srv_op_t *op, srv_level_t level, const char *m, const srv_route_t *r,
+                       bool copy)
 {
     if (op->level != level || strcmp(op->method, m) != 0 || (op->copy && !copy))
         return false;
@@ -166,8 +188,8 @@ static bool op_matches(const srv_op_t *op, srv_level_t level, const char *m,
     return !op->q2 || has_q(r, op->q2);
 }
 
-static const srv_op_t *route_op(const srv_op_t *ops, size_t n_ops, srv_level_t level,
-                                const char *m, const srv_route_t *r, bool copy)
+static const srv_op_t *route_op(const srv_op_t *ops, size_t n_ops, srv_level_t level, const char *m,
+                                const srv_route_t *r, bool copy)
 {
     for (size_t i = 0; i < n_ops; i++)
         if (op_matches(&ops[i], level, m, r, copy))
@@ -175,9 +197,9 @@ static const srv_op_t *route_op(const srv_op_t *ops, size_t n_ops, srv_level_t l
     return NULL;
 }
 
-void srv_route_parse_in(const srv_op_t *ops, size_t n_ops, const char *method,
-                        const char *raw_path, const char *raw_query, const char *host,
-                        const char *endpoint_host, bool has_copy_source, srv_route_t *out)
+void srv_route_parse_in(const srv_op_t *ops, size_t n_ops, const char *method, const char *raw_path,
+                        const char *raw_query, const char *host, const char *endpoint_host,
+                        bool has_copy_source, srv_route_t *out)
 {
     memset(out, 0, sizeof *out);
     out->api = SRV_API_BAD_REQUEST;
@@ -235,10 +257,10 @@ void srv_route_parse_in(const srv_op_t *ops, size_t n_ops, const char *method,
         const char *u = g_unsupported[i];
         if (out->key && (strcmp(u, "tagging") == 0 || strcmp(u, "attributes") == 0))
             continue;
-        if (!out->key && (strcmp(u, "tagging") == 0 || strcmp(u, "cors") == 0 ||
-                          strcmp(u, "publicAccessBlock") == 0 ||
-                          strcmp(u, "ownershipControls") == 0 || strcmp(u, "lifecycle") == 0 ||
-                          strcmp(u, "encryption") == 0))
+        if (!out->key &&
+            (strcmp(u, "tagging") == 0 || strcmp(u, "cors") == 0 ||
+             strcmp(u, "publicAccessBlock") == 0 || strcmp(u, "ownershipControls") == 0 ||
+             strcmp(u, "lifecycle") == 0 || strcmp(u, "encryption") == 0))
             continue;
         if (has_q(out, g_unsupported[i])) {
             out->unsupported = g_unsupported[i];

@@ -22,74 +22,74 @@
 #include <stddef.h>
 
 /* X(enum, "ApiName") — the names are the metrics label values. */
-#define SRV_API_LIST(X)                                                                    \
-    X(SRV_API_UNKNOWN, "Unknown")                                                          \
-    X(SRV_API_HEALTH, "Health")                                                            \
-    X(SRV_API_METRICS, "Metrics")                                                          \
-    X(SRV_API_LIST_BUCKETS, "ListBuckets")                                                 \
-    X(SRV_API_CREATE_BUCKET, "CreateBucket")                                               \
-    X(SRV_API_DELETE_BUCKET, "DeleteBucket")                                               \
-    X(SRV_API_HEAD_BUCKET, "HeadBucket")                                                   \
-    X(SRV_API_GET_BUCKET_LOCATION, "GetBucketLocation")                                    \
-    X(SRV_API_GET_BUCKET_VERSIONING, "GetBucketVersioning")                                \
-    X(SRV_API_LIST_OBJECT_VERSIONS, "ListObjectVersions")                                  \
-    X(SRV_API_PUT_BUCKET_VERSIONING, "PutBucketVersioning")                                \
-    X(SRV_API_GET_OBJECT_TAGGING, "GetObjectTagging")                                      \
-    X(SRV_API_PUT_OBJECT_TAGGING, "PutObjectTagging")                                      \
-    X(SRV_API_DELETE_OBJECT_TAGGING, "DeleteObjectTagging")                                \
-    X(SRV_API_GET_OBJECT_ATTRIBUTES, "GetObjectAttributes")                                \
-    X(SRV_API_LIST_OBJECTS, "ListObjects")                                                 \
-    X(SRV_API_LIST_OBJECTS_V2, "ListObjectsV2")                                            \
-    X(SRV_API_LIST_MULTIPART_UPLOADS, "ListMultipartUploads")                              \
-    X(SRV_API_DELETE_OBJECTS, "DeleteObjects")                                             \
-    X(SRV_API_PUT_OBJECT, "PutObject")                                                     \
-    X(SRV_API_COPY_OBJECT, "CopyObject")                                                   \
-    X(SRV_API_GET_OBJECT, "GetObject")                                                     \
-    X(SRV_API_HEAD_OBJECT, "HeadObject")                                                   \
-    X(SRV_API_DELETE_OBJECT, "DeleteObject")                                               \
-    X(SRV_API_CREATE_MPU, "CreateMultipartUpload")                                         \
-    X(SRV_API_UPLOAD_PART, "UploadPart")                                                   \
-    X(SRV_API_UPLOAD_PART_COPY, "UploadPartCopy")                                          \
-    X(SRV_API_COMPLETE_MPU, "CompleteMultipartUpload")                                     \
-    X(SRV_API_ABORT_MPU, "AbortMultipartUpload")                                           \
-    X(SRV_API_LIST_PARTS, "ListParts")                                                     \
-    X(SRV_API_IAM, "IAM")                                                                  \
-    X(SRV_API_GET_BUCKET_ACL, "GetBucketAcl")                                              \
-    X(SRV_API_PUT_BUCKET_ACL, "PutBucketAcl")                                              \
-    X(SRV_API_GET_OBJECT_ACL, "GetObjectAcl")                                              \
-    X(SRV_API_PUT_OBJECT_ACL, "PutObjectAcl")                                              \
-    X(SRV_API_GET_BUCKET_POLICY, "GetBucketPolicy")                                        \
-    X(SRV_API_PUT_BUCKET_POLICY, "PutBucketPolicy")                                        \
-    X(SRV_API_DELETE_BUCKET_POLICY, "DeleteBucketPolicy")                                  \
-    X(SRV_API_GET_BUCKET_POLICY_STATUS, "GetBucketPolicyStatus")                           \
-    X(SRV_API_GET_BUCKET_TAGGING, "GetBucketTagging")                                      \
-    X(SRV_API_PUT_BUCKET_TAGGING, "PutBucketTagging")                                      \
-    X(SRV_API_DELETE_BUCKET_TAGGING, "DeleteBucketTagging")                                \
-    X(SRV_API_GET_BUCKET_CORS, "GetBucketCors")                                            \
-    X(SRV_API_PUT_BUCKET_CORS, "PutBucketCors")                                            \
-    X(SRV_API_DELETE_BUCKET_CORS, "DeleteBucketCors")                                      \
-    X(SRV_API_CORS_PREFLIGHT, "CorsPreflight")                                             \
-    X(SRV_API_GET_BUCKET_ENCRYPTION, "GetBucketEncryption")                                \
-    X(SRV_API_PUT_BUCKET_ENCRYPTION, "PutBucketEncryption")                                \
-    X(SRV_API_DELETE_BUCKET_ENCRYPTION, "DeleteBucketEncryption")                          \
-    X(SRV_API_GET_PUBLIC_ACCESS_BLOCK, "GetPublicAccessBlock")                             \
-    X(SRV_API_PUT_PUBLIC_ACCESS_BLOCK, "PutPublicAccessBlock")                             \
-    X(SRV_API_DELETE_PUBLIC_ACCESS_BLOCK, "DeletePublicAccessBlock")                       \
-    X(SRV_API_GET_OWNERSHIP_CONTROLS, "GetBucketOwnershipControls")                        \
-    X(SRV_API_PUT_OWNERSHIP_CONTROLS, "PutBucketOwnershipControls")                        \
-    X(SRV_API_DELETE_OWNERSHIP_CONTROLS, "DeleteBucketOwnershipControls")                  \
-    X(SRV_API_GET_BUCKET_LIFECYCLE, "GetBucketLifecycleConfiguration")                     \
-    X(SRV_API_PUT_BUCKET_LIFECYCLE, "PutBucketLifecycleConfiguration")                     \
-    X(SRV_API_DELETE_BUCKET_LIFECYCLE, "DeleteBucketLifecycle")                            \
-    X(SRV_API_POST_OBJECT, "PostObject")                                                   \
-    X(SRV_API_GET_OBJECT_LOCK_CONFIG, "GetObjectLockConfiguration")                        \
-    X(SRV_API_PUT_OBJECT_LOCK_CONFIG, "PutObjectLockConfiguration")                        \
-    X(SRV_API_GET_OBJECT_RETENTION, "GetObjectRetention")                                  \
-    X(SRV_API_PUT_OBJECT_RETENTION, "PutObjectRetention")                                  \
-    X(SRV_API_GET_OBJECT_LEGAL_HOLD, "GetObjectLegalHold")                                 \
-    X(SRV_API_PUT_OBJECT_LEGAL_HOLD, "PutObjectLegalHold")                                 \
-    X(SRV_API_NOT_IMPLEMENTED, "NotImplemented")                                           \
-    X(SRV_API_METHOD_NOT_ALLOWED, "MethodNotAllowed")                                      \
+#define SRV_API_LIST(X)                                                                            \
+    X(SRV_API_UNKNOWN, "Unknown")                                                                  \
+    X(SRV_API_HEALTH, "Health")                                                                    \
+    X(SRV_API_METRICS, "Metrics")                                                                  \
+    X(SRV_API_LIST_BUCKETS, "ListBuckets")                                                         \
+    X(SRV_API_CREATE_BUCKET, "CreateBucket")                                                       \
+    X(SRV_API_DELETE_BUCKET, "DeleteBucket")                                                       \
+    X(SRV_API_HEAD_BUCKET, "HeadBucket")                                                           \
+    X(SRV_API_GET_BUCKET_LOCATION, "GetBucketLocation")                                            \
+    X(SRV_API_GET_BUCKET_VERSIONING, "GetBucketVersioning")                                        \
+    X(SRV_API_LIST_OBJECT_VERSIONS, "ListObjectVersions")                                          \
+    X(SRV_API_PUT_BUCKET_VERSIONING, "PutBucketVersioning")                                        \
+    X(SRV_API_GET_OBJECT_TAGGING, "GetObjectTagging")                                              \
+    X(SRV_API_PUT_OBJECT_TAGGING, "PutObjectTagging")                                              \
+    X(SRV_API_DELETE_OBJECT_TAGGING, "DeleteObjectTagging")                                        \
+    X(SRV_API_GET_OBJECT_ATTRIBUTES, "GetObjectAttributes")                                        \
+    X(SRV_API_LIST_OBJECTS, "ListObjects")                                                         \
+    X(SRV_API_LIST_OBJECTS_V2, "ListObjectsV2")                                                    \
+    X(SRV_API_LIST_MULTIPART_UPLOADS, "ListMultipartUploads")                                      \
+    X(SRV_API_DELETE_OBJECTS, "DeleteObjects")                                                     \
+    X(SRV_API_PUT_OBJECT, "PutObject")                                                             \
+    X(SRV_API_COPY_OBJECT, "CopyObject")                                                           \
+    X(SRV_API_GET_OBJECT, "GetObject")                                                             \
+    X(SRV_API_HEAD_OBJECT, "HeadObject")                                                           \
+    X(SRV_API_DELETE_OBJECT, "DeleteObject")                                                       \
+    X(SRV_API_CREATE_MPU, "CreateMultipartUpload")                                                 \
+    X(SRV_API_UPLOAD_PART, "UploadPart")                                                           \
+    X(SRV_API_UPLOAD_PART_COPY, "UploadPartCopy")                                                  \
+    X(SRV_API_COMPLETE_MPU, "CompleteMultipartUpload")                                             \
+    X(SRV_API_ABORT_MPU, "AbortMultipartUpload")                                                   \
+    X(SRV_API_LIST_PARTS, "ListParts")                                                             \
+    X(SRV_API_IAM, "IAM")                                                                          \
+    X(SRV_API_GET_BUCKET_ACL, "GetBucketAcl")                                                      \
+    X(SRV_API_PUT_BUCKET_ACL, "PutBucketAcl")                                                      \
+    X(SRV_API_GET_OBJECT_ACL, "GetObjectAcl")                                                      \
+    X(SRV_API_PUT_OBJECT_ACL, "PutObjectAcl")                                                      \
+    X(SRV_API_GET_BUCKET_POLICY, "GetBucketPolicy")                                                \
+    X(SRV_API_PUT_BUCKET_POLICY, "PutBucketPolicy")                                                \
+    X(SRV_API_DELETE_BUCKET_POLICY, "DeleteBucketPolicy")                                          \
+    X(SRV_API_GET_BUCKET_POLICY_STATUS, "GetBucketPolicyStatus")                                   \
+    X(SRV_API_GET_BUCKET_TAGGING, "GetBucketTagging")                                              \
+    X(SRV_API_PUT_BUCKET_TAGGING, "PutBucketTagging")                                              \
+    X(SRV_API_DELETE_BUCKET_TAGGING, "DeleteBucketTagging")                                        \
+    X(SRV_API_GET_BUCKET_CORS, "GetBucketCors")                                                    \
+    X(SRV_API_PUT_BUCKET_CORS, "PutBucketCors")                                                    \
+    X(SRV_API_DELETE_BUCKET_CORS, "DeleteBucketCors")                                              \
+    X(SRV_API_CORS_PREFLIGHT, "CorsPreflight")                                                     \
+    X(SRV_API_GET_BUCKET_ENCRYPTION, "GetBucketEncryption")                                        \
+    X(SRV_API_PUT_BUCKET_ENCRYPTION, "PutBucketEncryption")                                        \
+    X(SRV_API_DELETE_BUCKET_ENCRYPTION, "DeleteBucketEncryption")                                  \
+    X(SRV_API_GET_PUBLIC_ACCESS_BLOCK, "GetPublicAccessBlock")                                     \
+    X(SRV_API_PUT_PUBLIC_ACCESS_BLOCK, "PutPublicAccessBlock")                                     \
+    X(SRV_API_DELETE_PUBLIC_ACCESS_BLOCK, "DeletePublicAccessBlock")                               \
+    X(SRV_API_GET_OWNERSHIP_CONTROLS, "GetBucketOwnershipControls")                                \
+    X(SRV_API_PUT_OWNERSHIP_CONTROLS, "PutBucketOwnershipControls")                                \
+    X(SRV_API_DELETE_OWNERSHIP_CONTROLS, "DeleteBucketOwnershipControls")                          \
+    X(SRV_API_GET_BUCKET_LIFECYCLE, "GetBucketLifecycleConfiguration")                             \
+    X(SRV_API_PUT_BUCKET_LIFECYCLE, "PutBucketLifecycleConfiguration")                             \
+    X(SRV_API_DELETE_BUCKET_LIFECYCLE, "DeleteBucketLifecycle")                                    \
+    X(SRV_API_POST_OBJECT, "PostObject")                                                           \
+    X(SRV_API_GET_OBJECT_LOCK_CONFIG, "GetObjectLockConfiguration")                                \
+    X(SRV_API_PUT_OBJECT_LOCK_CONFIG, "PutObjectLockConfiguration")                                \
+    X(SRV_API_GET_OBJECT_RETENTION, "GetObjectRetention")                                          \
+    X(SRV_API_PUT_OBJECT_RETENTION, "PutObjectRetention")                                          \
+    X(SRV_API_GET_OBJECT_LEGAL_HOLD, "GetObjectLegalHold")                                         \
+    X(SRV_API_PUT_OBJECT_LEGAL_HOLD, "PutObjectLegalHold")                                         \
+    X(SRV_API_NOT_IMPLEMENTED, "NotImplemented")                                                   \
+    X(SRV_API_METHOD_NOT_ALLOWED, "MethodNotAllowed")                                              \
     X(SRV_API_BAD_REQUEST, "BadRequest")
 
 typedef enum {
@@ -147,10 +147,10 @@ typedef struct srv_qparam {
 
 typedef struct srv_route {
     srv_api_t api;
-    char *bucket;          /* malloc'd, NULL for service-level requests */
-    char *key;             /* malloc'd, decoded; NULL for bucket-level requests */
+    char *bucket; /* malloc'd, NULL for service-level requests */
+    char *key;    /* malloc'd, decoded; NULL for bucket-level requests */
     size_t key_len;
-    bool vhost;            /* bucket came from Host */
+    bool vhost; /* bucket came from Host */
     srv_qparam_t q[SRV_MAX_QPARAMS];
     size_t nq;
     const char *unsupported; /* subresource that made it NotImplemented (static or a q name) */
@@ -163,9 +163,9 @@ typedef struct srv_route {
  * NULL; endpoint_host: the --listen host (may be NULL). has_copy_source: an x-amz-copy-source
  * header is present (PUT object -> CopyObject). Always fills out (api SRV_API_BAD_REQUEST with
  * why on a malformed path or query); release with srv_route_free. */
-void srv_route_parse_in(const srv_op_t *ops, size_t n_ops, const char *method,
-                        const char *raw_path, const char *raw_query, const char *host,
-                        const char *endpoint_host, bool has_copy_source, srv_route_t *out);
+void srv_route_parse_in(const srv_op_t *ops, size_t n_ops, const char *method, const char *raw_path,
+                        const char *raw_query, const char *host, const char *endpoint_host,
+                        bool has_copy_source, srv_route_t *out);
 void srv_route_free(srv_route_t *r);
 
 /* The decoded value of query parameter name, or NULL when absent. */

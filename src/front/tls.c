@@ -92,8 +92,10 @@ static wh_status_t creds_load(const char *cert_file, const char *key_file, tls_c
                                            GNUTLS_X509_CRT_LIST_FAIL_IF_UNSORTED);
     if (rc < 0 || c->nchain == 0) {
         c->nchain = 0;
-        snprintf(err, errlen, "%s holds no usable PEM certificate chain (leaf first, at most "
-                 "%d): %s", cert_file, TLS_MAX_CHAIN, rc < 0 ? gnutls_strerror(rc) : "empty");
+        snprintf(err, errlen,
+                 "%s holds no usable PEM certificate chain (leaf first, at most "
+                 "%d): %s",
+                 cert_file, TLS_MAX_CHAIN, rc < 0 ? gnutls_strerror(rc) : "empty");
         goto out;
     }
     if ((rc = gnutls_privkey_init(&c->key)) < 0 ||
@@ -125,8 +127,8 @@ out:
     return st;
 }
 
-wh_status_t srv_tls_open(const char *cert_file, const char *key_file, srv_tls_t **out,
-                         char *err, size_t errlen)
+wh_status_t srv_tls_open(const char *cert_file, const char *key_file, srv_tls_t **out, char *err,
+                         size_t errlen)
 {
     srv_tls_t *t = calloc(1, sizeof *t);
     tls_creds_t *c = NULL;
@@ -135,9 +137,9 @@ wh_status_t srv_tls_open(const char *cert_file, const char *key_file, srv_tls_t 
     t->cert_file = strdup(cert_file);
     t->key_file = strdup(key_file);
     pthread_mutex_init(&t->lock, NULL);
-    wh_status_t st = (t->cert_file && t->key_file) ? creds_load(cert_file, key_file, &c, err,
-                                                               errlen)
-                                                   : WH_ERR_NOMEM;
+    wh_status_t st = (t->cert_file && t->key_file)
+                         ? creds_load(cert_file, key_file, &c, err, errlen)
+                         : WH_ERR_NOMEM;
     if (st != WH_OK) {
         srv_tls_close(t);
         return st;
@@ -166,8 +168,7 @@ wh_status_t srv_tls_reload(srv_tls_t *t, char *err, size_t errlen)
 
 static int cert_cb(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn, int nreqs,
                    const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
-                   gnutls_pcert_st **pcert, unsigned int *pcert_length,
-                   gnutls_privkey_t *privkey)
+                   gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *privkey)
 {
     srv_tls_t *t = atomic_load(&g_tls);
     tls_creds_t *c = t ? atomic_load(&t->cur) : NULL;

@@ -14,8 +14,8 @@ typedef struct srv_tls srv_tls_t;
 
 /* Loads cert_file (a PEM chain, leaf first) and key_file (a PEM private key) and checks that
  * they belong together. On failure *err says what was wrong, naming the file. */
-wh_status_t srv_tls_open(const char *cert_file, const char *key_file, srv_tls_t **out,
-                         char *err, size_t errlen);
+wh_status_t srv_tls_open(const char *cert_file, const char *key_file, srv_tls_t **out, char *err,
+                         size_t errlen);
 /* Reads both files again; on success new handshakes use them (connections already open keep
  * theirs). On failure the old pair stays in use and *err says why. */
 wh_status_t srv_tls_reload(srv_tls_t *t, char *err, size_t errlen);

@@ -64,8 +64,10 @@ static wh_status_t key_read(const char *path, uint8_t key[WH_SEAL_KEY_LEN])
     bool loose = fstat(fd, &sb) == 0 && (sb.st_mode & 077);
     close(fd);
     if (n < 0 || key_parse(buf, (size_t)n, key) != 0) {
-        wh_error(MOD, "server key file %s must hold 64 hex characters (32 random bytes), "
-                 "e.g. made with: od -An -tx1 -N32 /dev/urandom | tr -d ' \\n'", path);
+        wh_error(MOD,
+                 "server key file %s must hold 64 hex characters (32 random bytes), "
+                 "e.g. made with: od -An -tx1 -N32 /dev/urandom | tr -d ' \\n'",
+                 path);
         memset(buf, 0, sizeof buf);
         return WH_ERR_INVALID;
     }
@@ -101,8 +103,10 @@ static wh_status_t key_create(const char *path, uint8_t key[WH_SEAL_KEY_LEN])
     }
     memcpy(key, k, sizeof k);
     memset(k, 0, sizeof k);
-    wh_info(MOD, "created the server key file %s (secrets of access keys are sealed with it; "
-            "back it up with the metadata)", path);
+    wh_info(MOD,
+            "created the server key file %s (secrets of access keys are sealed with it; "
+            "back it up with the metadata)",
+            path);
     return WH_OK;
 }
 
@@ -133,8 +137,10 @@ const char *srv_ident_account_arg(const char *opt)
     for (size_t i = 0; ok && i < n; i++)
         ok = v[i] >= '0' && v[i] <= '9';
     if (!ok) {
-        fprintf(stderr, "wharfd: the account id (--account-id or WHARF_ACCOUNT_ID) must be 12 "
-                        "digits, got '%s'\n", v);
+        fprintf(stderr,
+                "wharfd: the account id (--account-id or WHARF_ACCOUNT_ID) must be 12 "
+                "digits, got '%s'\n",
+                v);
         return NULL;
     }
     return v;
@@ -160,12 +166,13 @@ wh_status_t srv_ident_open(const srv_ident_config_t *cfg, srv_ident_t **out)
             st = key_create(cfg->key_file, id->key);
         if (st != WH_OK) {
             if (st == WH_ERR_NOT_FOUND)
-                wh_error(MOD, "server key file %s does not exist; every process that shares "
+                wh_error(MOD,
+                         "server key file %s does not exist; every process that shares "
                          "the metadata needs the same key file (64 hex characters)",
                          cfg->key_file);
             else if (st == WH_ERR_IO)
-                wh_error(MOD, "cannot read or create the server key file %s: %s",
-                         cfg->key_file, strerror(errno));
+                wh_error(MOD, "cannot read or create the server key file %s: %s", cfg->key_file,
+                         strerror(errno));
             srv_ident_close(id);
             return st;
         }
@@ -289,16 +296,20 @@ wh_status_t srv_ident_lookup(srv_ident_t *id, const char *access_key, char *secr
     if (!id->has_key) {
         if (!id->warned_no_key) {
             id->warned_no_key = true; /* once: a benign race at worst logs twice */
-            wh_error(MOD, "access key %s belongs to user %s, but this process has no server "
-                     "key to unseal it (--server-key-file)", access_key, k.user);
+            wh_error(MOD,
+                     "access key %s belongs to user %s, but this process has no server "
+                     "key to unseal it (--server-key-file)",
+                     access_key, k.user);
         }
         return WH_ERR_NOT_FOUND;
     }
     if (!opened_get(id, &k, secret, cap)) {
         size_t n = 0;
         if (wh_unseal(id->key, k.access_key, k.secret_sealed, secret, cap, &n) != 0) {
-            wh_error(MOD, "the secret of access key %s does not open with this server key; "
-                     "is the key file the one the key was made with?", access_key);
+            wh_error(MOD,
+                     "the secret of access key %s does not open with this server key; "
+                     "is the key file the one the key was made with?",
+                     access_key);
             return WH_ERR_INTERNAL;
         }
         opened_put(id, &k, secret);
@@ -390,15 +401,15 @@ wh_status_t srv_ident_user_create(srv_ident_t *id, const char *name, meta_user_t
     return st;
 }
 
-wh_status_t srv_ident_key_create(srv_ident_t *id, const char *user, const char *ak,
-                                 const char *sk, meta_access_key_t *out, char *secret,
-                                 char *msg, size_t msglen)
+wh_status_t srv_ident_key_create(srv_ident_t *id, const char *user, const char *ak, const char *sk,
+                                 meta_access_key_t *out, char *secret, char *msg, size_t msglen)
 {
     if (msg && msglen)
         msg[0] = '\0';
     if (!id->has_key) {
-        snprintf(msg, msglen, "no server key: start with --server-key-file (or a data "
-                              "directory, which keeps DIR/server.key)");
+        snprintf(msg, msglen,
+                 "no server key: start with --server-key-file (or a data "
+                 "directory, which keeps DIR/server.key)");
         return WH_ERR_UNSUPPORTED;
     }
     const char *why = NULL;
@@ -425,8 +436,8 @@ wh_status_t srv_ident_key_create(srv_ident_t *id, const char *user, const char *
         snprintf(sec, sizeof sec, "%s", sk);
     else if (random_chars(sec, 40, SECRET_CHARS) != 0)
         return WH_ERR_INTERNAL;
-    if (wh_seal(id->key, k.access_key, sec, strlen(sec), k.secret_sealed,
-                sizeof k.secret_sealed) != 0) {
+    if (wh_seal(id->key, k.access_key, sec, strlen(sec), k.secret_sealed, sizeof k.secret_sealed) !=
+        0) {
         memset(sec, 0, sizeof sec);
         return WH_ERR_INTERNAL;
     }

@@ -76,9 +76,8 @@ wh_status_t srv_ident_user_create(srv_ident_t *id, const char *name, meta_user_t
  * receives the secret in clear (SRV_SECRET_MAX + 1), to show once. WH_ERR_NOT_FOUND: no such
  * user; WH_ERR_EXISTS: the id is taken (or is root's); WH_ERR_INVALID: ak or sk (msg says
  * why); WH_ERR_UNSUPPORTED: no server key. */
-wh_status_t srv_ident_key_create(srv_ident_t *id, const char *user, const char *ak,
-                                 const char *sk, meta_access_key_t *out, char *secret,
-                                 char *msg, size_t msglen);
+wh_status_t srv_ident_key_create(srv_ident_t *id, const char *user, const char *ak, const char *sk,
+                                 meta_access_key_t *out, char *secret, char *msg, size_t msglen);
 /* The ARN of user name. */
 void srv_ident_user_arn(const srv_ident_t *id, const char *name, char *out, size_t cap);
 

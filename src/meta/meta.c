@@ -31,7 +31,7 @@ wh_status_t meta_open(const char *url_or_path, meta_t **out)
         return meta_pg_open(url_or_path, out);
     if (!url_or_path || !url_or_path[0]) {
         wh_error("store", "no metadata location given: pass a SQLite path or a "
-                 "postgresql://USER@HOST:PORT/DB URL");
+                          "postgresql://USER@HOST:PORT/DB URL");
         return WH_ERR_INVALID;
     }
     if (strstr(url_or_path, "://")) {
@@ -99,7 +99,6 @@ wh_status_t meta_tx_run(const meta_tx_ops_t *ops, void *conn, meta_tx_fn fn, voi
         nanosleep(&ts, NULL);
     }
 }
-
 
 bool meta_grow(void **arr, size_t *cap, size_t want, size_t elem)
 {

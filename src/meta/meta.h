@@ -31,10 +31,11 @@
  * one transaction at open; each list must have exactly this many steps. A database newer than
  * this build is refused. 1: buckets, objects, uploads, parts. 2: chunk maps (and, in
  * PostgreSQL, the deferred GC queue). 3: users, access keys, user policies; owners, ACLs and
- * bucket policies. 4: bucket versioning, older versions and delete markers, tags, part sizes. 5: bucket configurations. 6: bucket lifecycle.
- * 7: cluster identity (PostgreSQL), damaged copies. 8: Object Lock (versions' retention and
- * legal hold, the bucket's configuration). 9: encryption at rest. 10: chunk maps indexed by
- * chunk id (SQLite; local multipart objects made of their parts' files). */
+ * bucket policies. 4: bucket versioning, older versions and delete markers, tags, part sizes. 5:
+ * bucket configurations. 6: bucket lifecycle. 7: cluster identity (PostgreSQL), damaged copies. 8:
+ * Object Lock (versions' retention and legal hold, the bucket's configuration). 9: encryption at
+ * rest. 10: chunk maps indexed by chunk id (SQLite; local multipart objects made of their parts'
+ * files). */
 #define META_SCHEMA_VERSION 10
 
 /* The advisory lock (lock_try) of the one gateway that runs maintenance: garbage collection
@@ -46,7 +47,7 @@ typedef struct meta_ops meta_ops_t;
 
 struct meta {
     const meta_ops_t *ops;
-    uint64_t list_rows; /* rows read by listings (atomic): shows a delimiter walk skips */
+    uint64_t list_rows;       /* rows read by listings (atomic): shows a delimiter walk skips */
     struct meta_cache *cache; /* the authorization reads (meta_cache.c); NULL: none */
 };
 
@@ -79,10 +80,10 @@ typedef struct meta_node {
     char addr[256];    /* host:port of its internal API */
     uint64_t capacity; /* bytes */
     uint64_t free;
-    time_t heartbeat;  /* last one, database clock */
-    time_t now;        /* database clock when read (compare heartbeats with this) */
-    bool retired;      /* its data directory was replaced or emptied: every copy it held is
-                        * lost (repair them now), nothing is left on it to delete */
+    time_t heartbeat; /* last one, database clock */
+    time_t now;       /* database clock when read (compare heartbeats with this) */
+    bool retired;     /* its data directory was replaced or emptied: every copy it held is
+                       * lost (repair them now), nothing is left on it to delete */
 } meta_node_t;
 
 /* The identity a storage server's data directory carries (written at its first start). */
@@ -103,15 +104,15 @@ typedef struct meta_gc_item {
 #define META_SEALED_MAX 256
 typedef struct meta_user {
     char name[META_USER_MAX + 1];
-    char user_id[32];       /* "AIDA" + 17 upper-case alnum */
-    char canonical_id[65];  /* 64 hex */
+    char user_id[32];      /* "AIDA" + 17 upper-case alnum */
+    char canonical_id[65]; /* 64 hex */
     time_t created;
 } meta_user_t;
 typedef struct meta_access_key {
     char access_key[META_AK_MAX + 1];
     char user[META_USER_MAX + 1];
     char secret_sealed[META_SEALED_MAX]; /* text form of the sealed secret */
-    bool active;            /* false: Inactive, refused like an unknown key */
+    bool active;                         /* false: Inactive, refused like an unknown key */
     time_t created;
     /* Filled by key_get (one indexed query joins the user): */
     char user_id[32];
@@ -119,7 +120,7 @@ typedef struct meta_access_key {
 } meta_access_key_t;
 typedef struct meta_policy {
     char name[129];
-    char *doc;              /* malloc'd JSON text */
+    char *doc; /* malloc'd JSON text */
 } meta_policy_t;
 void meta_policies_free(meta_policy_t *p, size_t n);
 
@@ -178,11 +179,12 @@ struct meta_ops {
      * bucket whose versioning is Enabled, else answers NOT_FOUND). */
     wh_status_t (*bucket_versioning_set)(meta_t *m, const char *bucket, int state);
     /* version_id NULL: the current row, delete markers included (meta->delete_marker). */
-    wh_status_t (*object_get_version)(meta_t *m, const char *bucket, const char *key,
-                                      size_t klen, const char *version_id,
-                                      store_obj_meta_t *meta, store_data_ref_t *ref);
-    /* bypass: STORE_BYPASS_* (data/types.h): what lock the delete may pass over. A version that its lock keeps (a retention or a legal
-     * hold, read in the delete's transaction): WH_ERR_AUTH, with res->locked saying why. */
+    wh_status_t (*object_get_version)(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                      const char *version_id, store_obj_meta_t *meta,
+                                      store_data_ref_t *ref);
+    /* bypass: STORE_BYPASS_* (data/types.h): what lock the delete may pass over. A version that its
+     * lock keeps (a retention or a legal hold, read in the delete's transaction): WH_ERR_AUTH, with
+     * res->locked saying why. */
     wh_status_t (*object_delete_version)(meta_t *m, const char *bucket, const char *key,
                                          size_t klen, const char *version_id, int bypass,
                                          store_del_result_t *res, store_data_ref_t *old);
@@ -212,15 +214,15 @@ struct meta_ops {
     wh_status_t (*upload_create)(meta_t *m, const char *bucket, const char *key,
                                  const char *upload_id, const store_obj_meta_t *meta,
                                  time_t initiated);
-    wh_status_t (*upload_get)(meta_t *m, const char *bucket, const char *key,
-                              const char *upload_id, store_obj_meta_t *meta);
-    wh_status_t (*part_put)(meta_t *m, const char *bucket, const char *key,
-                            const char *upload_id, const store_part_info_t *info,
-                            const store_data_ref_t *ref, store_data_ref_t *old);
+    wh_status_t (*upload_get)(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                              store_obj_meta_t *meta);
+    wh_status_t (*part_put)(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                            const store_part_info_t *info, const store_data_ref_t *ref,
+                            store_data_ref_t *old);
     /* Numbers > marker in order, at most max (0 = all); free with meta_parts_free. */
-    wh_status_t (*part_list)(meta_t *m, const char *bucket, const char *key,
-                             const char *upload_id, uint32_t marker, uint32_t max,
-                             meta_part_t **out, size_t *n, bool *truncated);
+    wh_status_t (*part_list)(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                             uint32_t marker, uint32_t max, meta_part_t **out, size_t *n,
+                             bool *truncated);
     /* Drops the upload and its parts; *parts receives them (their data to release). */
     wh_status_t (*upload_delete)(meta_t *m, const char *bucket, const char *key,
                                  const char *upload_id, meta_part_t **parts, size_t *n);
@@ -243,9 +245,9 @@ struct meta_ops {
     wh_status_t (*upload_count)(meta_t *m, const char *bucket, uint64_t *n);
 
     /* ---- identity ---- */
-    wh_status_t (*user_create)(meta_t *m, const meta_user_t *u); /* EXISTS */
+    wh_status_t (*user_create)(meta_t *m, const meta_user_t *u);            /* EXISTS */
     wh_status_t (*user_get)(meta_t *m, const char *name, meta_user_t *out); /* NOT_FOUND */
-    wh_status_t (*user_list)(meta_t *m, meta_user_t **out, size_t *n); /* by name; free() */
+    wh_status_t (*user_list)(meta_t *m, meta_user_t **out, size_t *n);      /* by name; free() */
     /* force: also drops the user's keys and policies; else NOT_EMPTY while any remain. */
     wh_status_t (*user_delete)(meta_t *m, const char *name, bool force);
     /* NOT_FOUND: no such user; EXISTS: the access key id is taken. */
@@ -257,14 +259,12 @@ struct meta_ops {
     wh_status_t (*key_delete)(meta_t *m, const char *access_key); /* NOT_FOUND */
     wh_status_t (*key_set_active)(meta_t *m, const char *access_key, bool active);
     /* Inserts or replaces the user's inline policy. NOT_FOUND: no such user. */
-    wh_status_t (*user_policy_put)(meta_t *m, const char *user, const char *name,
-                                   const char *doc);
+    wh_status_t (*user_policy_put)(meta_t *m, const char *user, const char *name, const char *doc);
     wh_status_t (*user_policy_get)(meta_t *m, const char *user, const char *name,
                                    char **doc); /* NOT_FOUND */
     /* Every inline policy of the user with its document, by name (meta_policies_free).
      * NOT_FOUND: no such user. */
-    wh_status_t (*user_policy_list)(meta_t *m, const char *user, meta_policy_t **out,
-                                    size_t *n);
+    wh_status_t (*user_policy_list)(meta_t *m, const char *user, meta_policy_t **out, size_t *n);
     wh_status_t (*user_policy_delete)(meta_t *m, const char *user, const char *name);
 
     /* ---- cluster members: optional (NULL in SQLite: WH_ERR_UNSUPPORTED) ---- */
@@ -292,8 +292,7 @@ struct meta_ops {
      * live_s > 0: only copies on nodes whose heartbeat is younger than live_s seconds, that
      * were retired, or that are not in the node table (a dead node's backlog does not stop
      * the others'); 0: every node. */
-    wh_status_t (*gc_take)(meta_t *m, size_t max, unsigned live_s, meta_gc_item_t **out,
-                           size_t *n);
+    wh_status_t (*gc_take)(meta_t *m, size_t max, unsigned live_s, meta_gc_item_t **out, size_t *n);
     wh_status_t (*gc_done)(meta_t *m, const meta_gc_item_t *items, size_t n);
     /* Queues chunk copies that become deletable only after delay_s seconds unless a committed
      * row lists the node among the chunk's replicas by then: a cluster gateway records every
@@ -357,8 +356,7 @@ wh_status_t meta_cond_check(store_cond_t *cond, bool exists, const char *etag);
  * *until and *hold what req asks: WH_OK or WH_ERR_AUTH. */
 wh_status_t meta_lock_refuse(int bypass, int64_t now, store_del_result_t *res, int mode,
                              int64_t until, bool hold);
-wh_status_t meta_lock_change(const store_lock_set_t *req, int *mode, int64_t *until,
-                             bool *hold);
+wh_status_t meta_lock_change(const store_lock_set_t *req, int *mode, int64_t *until, bool *hold);
 /* A new version id for a commit at seq (microseconds, made monotonic per key by the caller). */
 wh_status_t meta_version_id_new(uint64_t seq, char out[STORE_VERSION_ID_MAX]);
 /* The seq of a new version of a key whose current version has cur_seq. */

@@ -287,9 +287,8 @@ wh_status_t meta_version_list(meta_t *m, const char *bucket, const store_version
     w.dlen = w.delim ? strlen(w.delim) : 0;
     w.max = WH_MIN(p->max_keys, 1000u);
     const char *km = p->key_marker && p->key_marker[0] ? p->key_marker : NULL;
-    const char *vm = km && p->version_id_marker && p->version_id_marker[0]
-                         ? p->version_id_marker
-                         : NULL;
+    const char *vm =
+        km && p->version_id_marker && p->version_id_marker[0] ? p->version_id_marker : NULL;
     bool inclusive = true;
 
     wh_status_t st = meta_bucket_exists(m, bucket);
@@ -348,8 +347,7 @@ wh_status_t meta_version_list(meta_t *m, const char *bucket, const store_version
     }
     if (st == WH_OK && out->truncated) {
         out->next_key_marker = strdup(w.last_key);
-        snprintf(out->next_version_id_marker, sizeof out->next_version_id_marker, "%s",
-                 w.last_vid);
+        snprintf(out->next_version_id_marker, sizeof out->next_version_id_marker, "%s", w.last_vid);
         if (!out->next_key_marker)
             st = WH_ERR_NOMEM;
     }

@@ -109,9 +109,15 @@ static PGconn *pg_connect(const char *url)
      * connect gives up after 3 s, and unacknowledged traffic or silent keepalives after about
      * 10 s, so a request then fails with 503 instead of hanging. */
     /* The URL comes last: what it sets wins over these defaults. */
-    const char *const keys[] = {"connect_timeout", "application_name", "keepalives",
-                                "keepalives_idle", "keepalives_interval", "keepalives_count",
-                                "tcp_user_timeout", "dbname", NULL};
+    const char *const keys[] = {"connect_timeout",
+                                "application_name",
+                                "keepalives",
+                                "keepalives_idle",
+                                "keepalives_interval",
+                                "keepalives_count",
+                                "tcp_user_timeout",
+                                "dbname",
+                                NULL};
     const char *const vals[] = {"3", "wharfd", "1", "5", "2", "3", "10000", url, NULL};
     /* expand_dbname: the "dbname" value is the URL, expanded in place */
     return PQconnectdbParams(keys, vals, 1);
@@ -120,8 +126,9 @@ static PGconn *pg_connect(const char *url)
 /* Session settings, after every (re)connect. */
 static wh_status_t pg_session(pg_conn_t *c)
 {
-    const char *sql = c->m->durable ? "SET synchronous_commit TO on; SET client_min_messages TO warning"
-                                    : "SET synchronous_commit TO off; SET client_min_messages TO warning";
+    const char *sql = c->m->durable
+                          ? "SET synchronous_commit TO on; SET client_min_messages TO warning"
+                          : "SET synchronous_commit TO off; SET client_min_messages TO warning";
     PGresult *r = PQexec(c->c, sql);
     wh_status_t st = PQresultStatus(r) == PGRES_COMMAND_OK ? WH_OK : pg_fail(c, r, "session setup");
     PQclear(r);
@@ -161,8 +168,8 @@ wh_status_t pg_exec(pg_conn_t *c, const char *sql, const pg_params_t *p, PGresul
         if (st != WH_OK)
             return st;
     }
-    PGresult *r = PQexecParams(c->c, sql, p ? p->n : 0, NULL, p ? p->v : NULL,
-                               p ? p->len : NULL, p ? p->fmt : NULL, 0);
+    PGresult *r = PQexecParams(c->c, sql, p ? p->n : 0, NULL, p ? p->v : NULL, p ? p->len : NULL,
+                               p ? p->fmt : NULL, 0);
     ExecStatusType s = PQresultStatus(r);
     if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
         wh_status_t st = pg_fail(c, r, what);
@@ -280,17 +287,20 @@ static wh_status_t pg_migrate(pg_conn_t *c)
     c->in_tx = true;
     st = pg_exec(c, "SELECT pg_advisory_xact_lock($1)", &p, NULL, "migration lock");
     if (st == WH_OK)
-        st = pg_exec(c, "CREATE TABLE IF NOT EXISTS wharf_schema(version integer NOT NULL,"
-                        " applied timestamptz NOT NULL DEFAULT now())", NULL, NULL,
-                     "schema version table");
+        st = pg_exec(c,
+                     "CREATE TABLE IF NOT EXISTS wharf_schema(version integer NOT NULL,"
+                     " applied timestamptz NOT NULL DEFAULT now())",
+                     NULL, NULL, "schema version table");
     if (st == WH_OK)
         st = pg_exec(c, "SELECT coalesce(max(version), 0) FROM wharf_schema", NULL, &r,
                      "schema version");
     int have = st == WH_OK ? (int)pg_i64(r, 0, 0) : 0;
     PQclear(r);
     if (st == WH_OK && have > META_SCHEMA_VERSION) {
-        wh_error("store", "the PostgreSQL schema is version %d, newer than this wharfd knows "
-                 "(%d); upgrade wharfd", have, META_SCHEMA_VERSION);
+        wh_error("store",
+                 "the PostgreSQL schema is version %d, newer than this wharfd knows "
+                 "(%d); upgrade wharfd",
+                 have, META_SCHEMA_VERSION);
         st = WH_ERR_UNSUPPORTED;
     }
     for (int v = have + 1; st == WH_OK && v <= META_SCHEMA_VERSION; v++) {
@@ -322,8 +332,7 @@ wh_status_t pg_bucket_check(pg_conn_t *c, const char *bucket)
     pg_params_t p = {0};
     PGresult *r;
     pp_text(&p, bucket);
-    wh_status_t st = pg_exec(c, "SELECT 1 FROM buckets WHERE name = $1", &p, &r,
-                             "bucket lookup");
+    wh_status_t st = pg_exec(c, "SELECT 1 FROM buckets WHERE name = $1", &p, &r, "bucket lookup");
     if (st == WH_OK && PQntuples(r) == 0)
         st = WH_ERR_NOT_FOUND;
     PQclear(r);
@@ -346,18 +355,19 @@ static wh_status_t tx_bucket_create(void *conn, void *arg)
     pp_text(&p, NULL);
     p.v[p.n - 1] = a->acl; /* NULL stays SQL NULL */
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "INSERT INTO buckets(name, created, owner, acl)"
-                                   " VALUES($1, $2, $3, $4)"
-                                   " ON CONFLICT DO NOTHING RETURNING 1", &p, &r,
-                             "bucket insert");
+    wh_status_t st = pg_exec(conn,
+                             "INSERT INTO buckets(name, created, owner, acl)"
+                             " VALUES($1, $2, $3, $4)"
+                             " ON CONFLICT DO NOTHING RETURNING 1",
+                             &p, &r, "bucket insert");
     if (st == WH_OK && PQntuples(r) == 0)
         st = WH_ERR_EXISTS;
     PQclear(r);
     return st;
 }
 
-static wh_status_t pg_bucket_create(meta_t *m, const char *name, time_t created,
-                                    const char *owner, const char *acl)
+static wh_status_t pg_bucket_create(meta_t *m, const char *name, time_t created, const char *owner,
+                                    const char *acl)
 {
     pg_bucket_arg_t a = {name, created, owner, acl};
     return pg_write(PGM(m), tx_bucket_create, &a);
@@ -430,8 +440,8 @@ static wh_status_t rd_bucket_list(void *conn, void *arg)
 {
     pg_blist_t *a = arg;
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "SELECT name, created FROM buckets ORDER BY name", NULL, &r,
-                             "bucket list");
+    wh_status_t st =
+        pg_exec(conn, "SELECT name, created FROM buckets ORDER BY name", NULL, &r, "bucket list");
     if (st != WH_OK)
         return st;
     int n = PQntuples(r);

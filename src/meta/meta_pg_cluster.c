@@ -29,16 +29,19 @@ static wh_status_t tx_node_register(void *conn, void *arg)
         pp_text(&p, a->addr);
         pp_text(&p, a->uuid);
         pp_i64(&p, a->adopt);
-        st = pg_exec(conn, "UPDATE nodes SET retired = true, heartbeat = 'epoch',"
-                           " addr = 'retired/' || id || '/' || addr"
-                           " WHERE addr = $1 AND uuid <> $2 AND (uuid <> '' OR $3 = 0)"
-                           " RETURNING id",
+        st = pg_exec(conn,
+                     "UPDATE nodes SET retired = true, heartbeat = 'epoch',"
+                     " addr = 'retired/' || id || '/' || addr"
+                     " WHERE addr = $1 AND uuid <> $2 AND (uuid <> '' OR $3 = 0)"
+                     " RETURNING id",
                      &p, &r, "node retire");
         if (st != WH_OK)
             return st;
         for (int i = 0; i < PQntuples(r); i++)
-            wh_warn("store", "storage node %lld at %s came back with another data directory:"
-                    " retired, its copies are repaired", (long long)pg_i64(r, i, 0), a->addr);
+            wh_warn("store",
+                    "storage node %lld at %s came back with another data directory:"
+                    " retired, its copies are repaired",
+                    (long long)pg_i64(r, i, 0), a->addr);
         PQclear(r);
         /* The identity known at another address: the node moved (its data moved with it). */
         pg_params_t q = {0};
@@ -46,8 +49,9 @@ static wh_status_t tx_node_register(void *conn, void *arg)
         pp_text(&q, a->uuid);
         pp_i64(&q, (int64_t)a->capacity);
         pp_i64(&q, (int64_t)a->free);
-        st = pg_exec(conn, "UPDATE nodes SET addr = $1, capacity = $3, free = $4,"
-                           " heartbeat = now() WHERE uuid = $2 AND NOT retired RETURNING id",
+        st = pg_exec(conn,
+                     "UPDATE nodes SET addr = $1, capacity = $3, free = $4,"
+                     " heartbeat = now() WHERE uuid = $2 AND NOT retired RETURNING id",
                      &q, &r, "node register");
         if (st != WH_OK)
             return st;
@@ -63,11 +67,12 @@ static wh_status_t tx_node_register(void *conn, void *arg)
     pp_i64(&p, (int64_t)a->capacity);
     pp_i64(&p, (int64_t)a->free);
     pp_text(&p, a->uuid);
-    st = pg_exec(conn, "INSERT INTO nodes(addr, capacity, free, uuid) VALUES($1, $2, $3, $4)"
-                       " ON CONFLICT (addr) DO UPDATE SET capacity = EXCLUDED.capacity,"
-                       " free = EXCLUDED.free, heartbeat = now(),"
-                       " uuid = CASE WHEN nodes.uuid = '' THEN EXCLUDED.uuid ELSE nodes.uuid END"
-                       " RETURNING id",
+    st = pg_exec(conn,
+                 "INSERT INTO nodes(addr, capacity, free, uuid) VALUES($1, $2, $3, $4)"
+                 " ON CONFLICT (addr) DO UPDATE SET capacity = EXCLUDED.capacity,"
+                 " free = EXCLUDED.free, heartbeat = now(),"
+                 " uuid = CASE WHEN nodes.uuid = '' THEN EXCLUDED.uuid ELSE nodes.uuid END"
+                 " RETURNING id",
                  &p, &r, "node register");
     if (st == WH_OK)
         a->id = (uint32_t)pg_i64(r, 0, 0);
@@ -100,8 +105,8 @@ static wh_status_t rd_cluster_id(void *conn, void *arg)
 {
     pg_cid_arg_t *a = arg;
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "SELECT id FROM cluster_identity WHERE one = 1", NULL, &r,
-                             "cluster id");
+    wh_status_t st =
+        pg_exec(conn, "SELECT id FROM cluster_identity WHERE one = 1", NULL, &r, "cluster id");
     if (st != WH_OK)
         return st;
     if (PQntuples(r) == 0)
@@ -132,8 +137,10 @@ static wh_status_t tx_damage_report(void *conn, void *arg)
     pg_params_t p = {0};
     pp_text(&p, a->chunk);
     pp_i64(&p, a->node);
-    return pg_exec(conn, "INSERT INTO chunk_damage(chunk_id, node) VALUES($1, $2)"
-                         " ON CONFLICT DO NOTHING", &p, NULL, "damage report");
+    return pg_exec(conn,
+                   "INSERT INTO chunk_damage(chunk_id, node) VALUES($1, $2)"
+                   " ON CONFLICT DO NOTHING",
+                   &p, NULL, "damage report");
 }
 
 wh_status_t pg_damage_report(meta_t *m, uint32_t node, const char *chunk_id)
@@ -148,8 +155,8 @@ static wh_status_t tx_damage_done(void *conn, void *arg)
     pg_params_t p = {0};
     pp_text(&p, a->chunk);
     pp_i64(&p, a->node);
-    return pg_exec(conn, "DELETE FROM chunk_damage WHERE chunk_id = $1 AND node = $2", &p,
-                   NULL, "damage done");
+    return pg_exec(conn, "DELETE FROM chunk_damage WHERE chunk_id = $1 AND node = $2", &p, NULL,
+                   "damage done");
 }
 
 wh_status_t pg_damage_done(meta_t *m, uint32_t node, const char *chunk_id)
@@ -164,8 +171,10 @@ static wh_status_t rd_damage_take(void *conn, void *arg)
     pg_params_t p = {0};
     pp_i64(&p, (int64_t)a->max);
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "SELECT chunk_id, node FROM chunk_damage ORDER BY found"
-                                   " LIMIT $1", &p, &r, "damage take");
+    wh_status_t st = pg_exec(conn,
+                             "SELECT chunk_id, node FROM chunk_damage ORDER BY found"
+                             " LIMIT $1",
+                             &p, &r, "damage take");
     if (st != WH_OK)
         return st;
     int rows = PQntuples(r);
@@ -209,9 +218,11 @@ static wh_status_t rd_chunk_find(void *conn, void *arg)
     pg_params_t p = {0};
     pp_text(&p, a->chunk);
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "SELECT chunk_id, len, crc64nvme,"
-                                   " array_to_string(replicas, ',') FROM chunks"
-                                   " WHERE chunk_id = $1 LIMIT 1", &p, &r, "chunk find");
+    wh_status_t st = pg_exec(conn,
+                             "SELECT chunk_id, len, crc64nvme,"
+                             " array_to_string(replicas, ',') FROM chunks"
+                             " WHERE chunk_id = $1 LIMIT 1",
+                             &p, &r, "chunk find");
     if (st != WH_OK)
         return st;
     if (PQntuples(r) == 0) {
@@ -242,8 +253,10 @@ static wh_status_t tx_node_heartbeat(void *conn, void *arg)
     pp_i64(&p, (int64_t)a->capacity);
     pp_i64(&p, (int64_t)a->free);
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "UPDATE nodes SET capacity = $2, free = $3, heartbeat = now()"
-                                   " WHERE id = $1 AND NOT retired RETURNING 1", &p, &r, "node heartbeat");
+    wh_status_t st = pg_exec(conn,
+                             "UPDATE nodes SET capacity = $2, free = $3, heartbeat = now()"
+                             " WHERE id = $1 AND NOT retired RETURNING 1",
+                             &p, &r, "node heartbeat");
     if (st == WH_OK && PQntuples(r) == 0)
         st = WH_ERR_NOT_FOUND;
     PQclear(r);
@@ -265,10 +278,11 @@ static wh_status_t rd_node_list(void *conn, void *arg)
 {
     pg_nlist_arg_t *a = arg;
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "SELECT id, addr, capacity, free,"
-                                   " extract(epoch FROM heartbeat)::bigint,"
-                                   " extract(epoch FROM now())::bigint, retired FROM nodes"
-                                   " ORDER BY id",
+    wh_status_t st = pg_exec(conn,
+                             "SELECT id, addr, capacity, free,"
+                             " extract(epoch FROM heartbeat)::bigint,"
+                             " extract(epoch FROM now())::bigint, retired FROM nodes"
+                             " ORDER BY id",
                              NULL, &r, "node list");
     if (st != WH_OK)
         return st;
@@ -323,9 +337,10 @@ static wh_status_t tx_gc_take(void *conn, void *arg)
     pg_gc_arg_t *a = arg;
     /* Entries whose copy a committed row lists (completion by reference, a PUT's intent once
      * committed) are stale: drop them. The rest are copies no row lists: safe to delete. */
-    wh_status_t st = pg_exec(conn, "DELETE FROM gc_queue g WHERE EXISTS"
-                                   " (SELECT 1 FROM chunks c WHERE c.chunk_id = g.chunk_id"
-                                   "  AND g.node = ANY(c.replicas))",
+    wh_status_t st = pg_exec(conn,
+                             "DELETE FROM gc_queue g WHERE EXISTS"
+                             " (SELECT 1 FROM chunks c WHERE c.chunk_id = g.chunk_id"
+                             "  AND g.node = ANY(c.replicas))",
                              NULL, NULL, "gc queue prune");
     if (st != WH_OK)
         return st;
@@ -333,11 +348,13 @@ static wh_status_t tx_gc_take(void *conn, void *arg)
     pp_i64(&p, (int64_t)a->max);
     pp_i64(&p, a->live_s);
     PGresult *r;
-    st = pg_exec(conn, "SELECT g.seq, g.chunk_id, g.node FROM gc_queue g"
-                       " LEFT JOIN nodes n ON n.id = g.node WHERE g.not_before <= now()"
-                       " AND ($2 = 0 OR n.id IS NULL OR n.retired"
-                       "  OR n.heartbeat > now() - make_interval(secs => $2))"
-                       " ORDER BY g.seq LIMIT $1", &p, &r, "gc queue take");
+    st = pg_exec(conn,
+                 "SELECT g.seq, g.chunk_id, g.node FROM gc_queue g"
+                 " LEFT JOIN nodes n ON n.id = g.node WHERE g.not_before <= now()"
+                 " AND ($2 = 0 OR n.id IS NULL OR n.retired"
+                 "  OR n.heartbeat > now() - make_interval(secs => $2))"
+                 " ORDER BY g.seq LIMIT $1",
+                 &p, &r, "gc queue take");
     if (st != WH_OK)
         return st;
     int rows = PQntuples(r);
@@ -358,8 +375,7 @@ static wh_status_t tx_gc_take(void *conn, void *arg)
     return WH_OK;
 }
 
-wh_status_t pg_gc_take(meta_t *m, size_t max, unsigned live_s, meta_gc_item_t **out,
-                       size_t *n)
+wh_status_t pg_gc_take(meta_t *m, size_t max, unsigned live_s, meta_gc_item_t **out, size_t *n)
 {
     pg_gc_arg_t a = {max ? max : 1, live_s, NULL, 0, NULL};
     wh_status_t st = pg_write(PGM(m), tx_gc_take, &a);
@@ -405,8 +421,9 @@ static wh_status_t tx_gc_defer(void *conn, void *arg)
         pp_text(&p, a->items[i].chunk_id);
         pp_i64(&p, a->items[i].node);
         pp_i64(&p, a->delay);
-        st = pg_exec(conn, "INSERT INTO gc_queue(chunk_id, node, not_before)"
-                           " VALUES($1, $2, now() + make_interval(secs => $3))",
+        st = pg_exec(conn,
+                     "INSERT INTO gc_queue(chunk_id, node, not_before)"
+                     " VALUES($1, $2, now() + make_interval(secs => $3))",
                      &p, NULL, "gc defer");
     }
     return st;
@@ -434,10 +451,12 @@ static wh_status_t rd_chunks_on_node(void *conn, void *arg)
     pp_text(&p, a->after);
     pp_i64(&p, (int64_t)a->max);
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "SELECT DISTINCT ON (chunk_id) chunk_id, len, crc64nvme,"
-                                   " array_to_string(replicas, ',') FROM chunks"
-                                   " WHERE $1 = ANY(replicas) AND chunk_id > $2"
-                                   " ORDER BY chunk_id LIMIT $3", &p, &r, "chunks on node");
+    wh_status_t st = pg_exec(conn,
+                             "SELECT DISTINCT ON (chunk_id) chunk_id, len, crc64nvme,"
+                             " array_to_string(replicas, ',') FROM chunks"
+                             " WHERE $1 = ANY(replicas) AND chunk_id > $2"
+                             " ORDER BY chunk_id LIMIT $3",
+                             &p, &r, "chunks on node");
     if (st != WH_OK)
         return st;
     int rows = PQntuples(r);
@@ -492,8 +511,10 @@ static wh_status_t rd_chunks_count(void *conn, void *arg)
     pg_params_t p = {0};
     pp_text(&p, arr);
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "SELECT count(DISTINCT chunk_id) FROM chunks"
-                                   " WHERE replicas && $1::integer[]", &p, &r, "repair backlog");
+    wh_status_t st = pg_exec(conn,
+                             "SELECT count(DISTINCT chunk_id) FROM chunks"
+                             " WHERE replicas && $1::integer[]",
+                             &p, &r, "repair backlog");
     if (st != WH_OK)
         return st;
     a->count = (uint64_t)pg_i64(r, 0, 0);
@@ -501,8 +522,7 @@ static wh_status_t rd_chunks_count(void *conn, void *arg)
     return WH_OK;
 }
 
-wh_status_t pg_chunks_on_nodes_count(meta_t *m, const uint32_t *nodes, size_t n,
-                                     uint64_t *count)
+wh_status_t pg_chunks_on_nodes_count(meta_t *m, const uint32_t *nodes, size_t n, uint64_t *count)
 {
     pg_count_arg_t a = {nodes, n, 0};
     *count = 0;
@@ -526,9 +546,10 @@ static wh_status_t tx_chunk_move(void *conn, void *arg)
     pp_text(&p, a->chunk);
     pp_i64(&p, a->from);
     pp_i64(&p, a->to);
-    wh_status_t st = pg_exec(conn, "UPDATE chunks SET replicas = array_replace(replicas,"
-                                   " $2::integer, $3::integer) WHERE chunk_id = $1"
-                                   " AND $2 = ANY(replicas) AND NOT $3 = ANY(replicas)",
+    wh_status_t st = pg_exec(conn,
+                             "UPDATE chunks SET replicas = array_replace(replicas,"
+                             " $2::integer, $3::integer) WHERE chunk_id = $1"
+                             " AND $2 = ANY(replicas) AND NOT $3 = ANY(replicas)",
                              &p, NULL, "chunk move");
     if (st != WH_OK)
         return st;
@@ -554,8 +575,10 @@ static wh_status_t pg_lockc_ready(pg_meta_t *m)
     if (c->c && PQstatus(c->c) == CONNECTION_OK)
         return WH_OK;
     if (m->n_held)
-        wh_warn("store", "the PostgreSQL session holding %zu advisory lock(s) was lost; they "
-                "are released", m->n_held);
+        wh_warn("store",
+                "the PostgreSQL session holding %zu advisory lock(s) was lost; they "
+                "are released",
+                m->n_held);
     m->n_held = 0;
     return pg_exec(c, "SELECT 1", NULL, NULL, "lock session"); /* connects */
 }
@@ -577,17 +600,20 @@ wh_status_t pg_lock_try(meta_t *mm, int64_t key)
         pg_params_t q = {0};
         pp_i64(&q, key);
         PGresult *r;
-        st = pg_exec(&m->lockc, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
-                                " AND pid = pg_backend_pid() AND granted AND objsubid = 1"
-                                " AND ((classid::bigint << 32) | objid::bigint) = $1",
+        st = pg_exec(&m->lockc,
+                     "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+                     " AND pid = pg_backend_pid() AND granted AND objsubid = 1"
+                     " AND ((classid::bigint << 32) | objid::bigint) = $1",
                      &q, &r, "advisory lock check");
         bool still = st == WH_OK && pg_i64(r, 0, 0) > 0;
         if (st == WH_OK)
             PQclear(r);
         if (still)
             goto out;
-        wh_warn("store", "advisory lock %lld is no longer held by this process (the "
-                "PostgreSQL session was lost); taking it again", (long long)key);
+        wh_warn("store",
+                "advisory lock %lld is no longer held by this process (the "
+                "PostgreSQL session was lost); taking it again",
+                (long long)key);
         m->held[i] = m->held[--m->n_held];
         if ((st = pg_lockc_ready(m)) != WH_OK)
             goto out;
@@ -626,8 +652,7 @@ wh_status_t pg_lock_release(meta_t *mm, int64_t key)
         if (m->lockc.c && PQstatus(m->lockc.c) == CONNECTION_OK) {
             pg_params_t p = {0};
             pp_i64(&p, key);
-            st = pg_exec(&m->lockc, "SELECT pg_advisory_unlock($1)", &p, NULL,
-                         "advisory unlock");
+            st = pg_exec(&m->lockc, "SELECT pg_advisory_unlock($1)", &p, NULL, "advisory unlock");
         }
         break;
     }

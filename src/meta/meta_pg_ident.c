@@ -40,8 +40,9 @@ static wh_status_t pg_user_check(pg_conn_t *c, const char *user, bool lock)
     pg_params_t p = {0};
     pp_text(&p, user);
     PGresult *r;
-    wh_status_t st = pg_exec(c, lock ? "SELECT 1 FROM users WHERE name = $1 FOR UPDATE"
-                                     : "SELECT 1 FROM users WHERE name = $1",
+    wh_status_t st = pg_exec(c,
+                             lock ? "SELECT 1 FROM users WHERE name = $1 FOR UPDATE"
+                                  : "SELECT 1 FROM users WHERE name = $1",
                              &p, &r, "user lookup");
     if (st == WH_OK && PQntuples(r) == 0)
         st = WH_ERR_NOT_FOUND;
@@ -62,8 +63,10 @@ static wh_status_t rd_bucket_auth(void *conn, void *arg)
     pg_params_t p = {0};
     pp_text(&p, a->name);
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "SELECT owner, acl, policy, pab, ownership FROM buckets "
-                             "WHERE name = $1", &p, &r, "bucket auth lookup");
+    wh_status_t st = pg_exec(conn,
+                             "SELECT owner, acl, policy, pab, ownership FROM buckets "
+                             "WHERE name = $1",
+                             &p, &r, "bucket auth lookup");
     if (st != WH_OK)
         return st;
     store_bucket_auth_free(a->out);
@@ -94,14 +97,16 @@ wh_status_t pg_bucket_auth_get(meta_t *m, const char *name, store_bucket_auth_t 
 
 wh_status_t pg_bucket_set_acl(meta_t *m, const char *name, const char *acl)
 {
-    pg_change_arg_t a = {"UPDATE buckets SET acl = $2 WHERE name = $1", {name, acl}, 2,
-                         "bucket acl update"};
+    pg_change_arg_t a = {
+        "UPDATE buckets SET acl = $2 WHERE name = $1", {name, acl}, 2, "bucket acl update"};
     return pg_write(PGM(m), tx_change, &a);
 }
 
 wh_status_t pg_bucket_set_policy(meta_t *m, const char *name, const char *policy)
 {
-    pg_change_arg_t a = {"UPDATE buckets SET policy = $2 WHERE name = $1", {name, policy}, 2,
+    pg_change_arg_t a = {"UPDATE buckets SET policy = $2 WHERE name = $1",
+                         {name, policy},
+                         2,
                          "bucket policy update"};
     return pg_write(PGM(m), tx_change, &a);
 }
@@ -116,8 +121,7 @@ static const char *const g_battr_set_sql[STORE_BATTR__COUNT] = {
     "UPDATE buckets SET encryption = $2 WHERE name = $1",
 };
 
-wh_status_t pg_bucket_attr_set(meta_t *m, const char *name, store_battr_t which,
-                               const char *value)
+wh_status_t pg_bucket_attr_set(meta_t *m, const char *name, store_battr_t which, const char *value)
 {
     if ((unsigned)which >= STORE_BATTR__COUNT)
         return WH_ERR_INVALID;
@@ -139,9 +143,11 @@ static wh_status_t rd_bucket_attr(void *conn, void *arg)
     pg_params_t p = {0};
     pp_text(&p, a->name);
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "SELECT tags, cors, pab, ownership, lifecycle, object_lock,"
+    wh_status_t st = pg_exec(conn,
+                             "SELECT tags, cors, pab, ownership, lifecycle, object_lock,"
                              " encryption FROM buckets "
-                             "WHERE name = $1", &p, &r, "bucket configuration lookup");
+                             "WHERE name = $1",
+                             &p, &r, "bucket configuration lookup");
     if (st != WH_OK)
         return st;
     free(*a->out);
@@ -178,8 +184,8 @@ static wh_status_t tx_object_acl(void *conn, void *arg)
     pp_text(&p, NULL);
     p.v[2] = a->acl;
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "UPDATE objects SET acl = $3 WHERE bucket = $1 AND key = $2",
-                             &p, &r, "object acl update");
+    wh_status_t st = pg_exec(conn, "UPDATE objects SET acl = $3 WHERE bucket = $1 AND key = $2", &p,
+                             &r, "object acl update");
     if (st == WH_OK && strcmp(PQcmdTuples(r), "0") == 0)
         st = WH_ERR_NOT_FOUND;
     PQclear(r);
@@ -213,8 +219,9 @@ static wh_status_t tx_user_create(void *conn, void *arg)
     pp_text(&p, u->canonical_id);
     pp_i64(&p, (int64_t)u->created);
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "INSERT INTO users(name, user_id, canonical_id, created)"
-                                   " VALUES($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1",
+    wh_status_t st = pg_exec(conn,
+                             "INSERT INTO users(name, user_id, canonical_id, created)"
+                             " VALUES($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1",
                              &p, &r, "user insert");
     if (st == WH_OK && PQntuples(r) == 0)
         st = WH_ERR_EXISTS;
@@ -242,11 +249,15 @@ static wh_status_t rd_users(void *conn, void *arg)
     wh_status_t st;
     if (a->name) {
         pp_text(&p, a->name);
-        st = pg_exec(conn, "SELECT name, user_id, canonical_id, created FROM users"
-                           " WHERE name = $1", &p, &r, "user lookup");
+        st = pg_exec(conn,
+                     "SELECT name, user_id, canonical_id, created FROM users"
+                     " WHERE name = $1",
+                     &p, &r, "user lookup");
     } else {
-        st = pg_exec(conn, "SELECT name, user_id, canonical_id, created FROM users"
-                           " ORDER BY name", NULL, &r, "user list");
+        st = pg_exec(conn,
+                     "SELECT name, user_id, canonical_id, created FROM users"
+                     " ORDER BY name",
+                     NULL, &r, "user list");
     }
     if (st != WH_OK)
         return st;
@@ -303,8 +314,9 @@ static wh_status_t tx_user_delete(void *conn, void *arg)
     pp_text(&p, a->name);
     if (!a->force) {
         PGresult *r;
-        st = pg_exec(conn, "SELECT 1 FROM access_keys WHERE user_name = $1"
-                           " UNION ALL SELECT 1 FROM user_policies WHERE user_name = $1 LIMIT 1",
+        st = pg_exec(conn,
+                     "SELECT 1 FROM access_keys WHERE user_name = $1"
+                     " UNION ALL SELECT 1 FROM user_policies WHERE user_name = $1 LIMIT 1",
                      &p, &r, "user dependants check");
         if (st == WH_OK && PQntuples(r) > 0)
             st = WH_ERR_NOT_EMPTY;
@@ -347,8 +359,8 @@ static wh_status_t tx_key_create(void *conn, void *arg)
     pg_params_t p = {0};
     pp_text(&p, k->user);
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "SELECT 1 FROM users WHERE name = $1 FOR SHARE", &p, &r,
-                             "user lookup");
+    wh_status_t st =
+        pg_exec(conn, "SELECT 1 FROM users WHERE name = $1 FOR SHARE", &p, &r, "user lookup");
     if (st == WH_OK && PQntuples(r) == 0)
         st = WH_ERR_NOT_FOUND;
     PQclear(r);
@@ -360,8 +372,9 @@ static wh_status_t tx_key_create(void *conn, void *arg)
     pp_text(&q, k->secret_sealed);
     pp_text(&q, k->active ? "true" : "false");
     pp_i64(&q, (int64_t)k->created);
-    st = pg_exec(conn, "INSERT INTO access_keys(access_key, user_name, secret_sealed, active,"
-                       " created) VALUES($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING 1",
+    st = pg_exec(conn,
+                 "INSERT INTO access_keys(access_key, user_name, secret_sealed, active,"
+                 " created) VALUES($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING 1",
                  &q, &r, "access key insert");
     if (st == WH_OK && PQntuples(r) == 0)
         st = WH_ERR_EXISTS;
@@ -392,7 +405,8 @@ static wh_status_t rd_key_get(void *conn, void *arg)
         PGresult *pr = PQprepare(c->c, "wharf_key_get",
                                  "SELECT " PG_KEY_COLS ", u.user_id, u.canonical_id"
                                  " FROM access_keys k JOIN users u ON u.name = k.user_name"
-                                 " WHERE k.access_key = $1", 1, NULL);
+                                 " WHERE k.access_key = $1",
+                                 1, NULL);
         if (PQresultStatus(pr) != PGRES_COMMAND_OK) {
             st = pg_fail(c, pr, "access key lookup (prepare)");
             PQclear(pr);
@@ -440,8 +454,10 @@ static wh_status_t tx_key_list(void *conn, void *arg)
     pg_params_t p = {0};
     pp_text(&p, a->user);
     PGresult *r;
-    st = pg_exec(conn, "SELECT " PG_KEY_COLS " FROM access_keys k WHERE k.user_name = $1"
-                       " ORDER BY k.created, k.access_key", &p, &r, "access key list");
+    st = pg_exec(conn,
+                 "SELECT " PG_KEY_COLS " FROM access_keys k WHERE k.user_name = $1"
+                 " ORDER BY k.created, k.access_key",
+                 &p, &r, "access key list");
     if (st != WH_OK)
         return st;
     int n = PQntuples(r);
@@ -472,15 +488,17 @@ wh_status_t pg_key_list(meta_t *m, const char *user, meta_access_key_t **out, si
 
 wh_status_t pg_key_delete(meta_t *m, const char *access_key)
 {
-    pg_change_arg_t a = {"DELETE FROM access_keys WHERE access_key = $1", {access_key}, 1,
-                         "access key delete"};
+    pg_change_arg_t a = {
+        "DELETE FROM access_keys WHERE access_key = $1", {access_key}, 1, "access key delete"};
     return pg_write(PGM(m), tx_change, &a);
 }
 
 wh_status_t pg_key_set_active(meta_t *m, const char *access_key, bool active)
 {
     pg_change_arg_t a = {"UPDATE access_keys SET active = $2 WHERE access_key = $1",
-                         {access_key, active ? "true" : "false"}, 2, "access key status update"};
+                         {access_key, active ? "true" : "false"},
+                         2,
+                         "access key status update"};
     return pg_write(PGM(m), tx_change, &a);
 }
 
@@ -503,9 +521,10 @@ static wh_status_t tx_policy_put(void *conn, void *arg)
     pp_text(&p, a->user);
     pp_text(&p, a->name);
     pp_text(&p, a->doc);
-    return pg_exec(conn, "INSERT INTO user_policies(user_name, policy_name, document)"
-                         " VALUES($1, $2, $3) ON CONFLICT (user_name, policy_name)"
-                         " DO UPDATE SET document = EXCLUDED.document",
+    return pg_exec(conn,
+                   "INSERT INTO user_policies(user_name, policy_name, document)"
+                   " VALUES($1, $2, $3) ON CONFLICT (user_name, policy_name)"
+                   " DO UPDATE SET document = EXCLUDED.document",
                    &p, NULL, "user policy put");
 }
 
@@ -522,8 +541,9 @@ static wh_status_t rd_policy_get(void *conn, void *arg)
     pp_text(&p, a->user);
     pp_text(&p, a->name);
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "SELECT document FROM user_policies"
-                                   " WHERE user_name = $1 AND policy_name = $2",
+    wh_status_t st = pg_exec(conn,
+                             "SELECT document FROM user_policies"
+                             " WHERE user_name = $1 AND policy_name = $2",
                              &p, &r, "user policy lookup");
     if (st != WH_OK)
         return st;
@@ -553,8 +573,10 @@ static wh_status_t tx_policy_list(void *conn, void *arg)
     pg_params_t p = {0};
     pp_text(&p, a->user);
     PGresult *r;
-    st = pg_exec(conn, "SELECT policy_name, document FROM user_policies WHERE user_name = $1"
-                       " ORDER BY policy_name", &p, &r, "user policy list");
+    st = pg_exec(conn,
+                 "SELECT policy_name, document FROM user_policies WHERE user_name = $1"
+                 " ORDER BY policy_name",
+                 &p, &r, "user policy list");
     if (st != WH_OK)
         return st;
     int n = PQntuples(r);
@@ -590,6 +612,8 @@ wh_status_t pg_user_policy_list(meta_t *m, const char *user, meta_policy_t **out
 wh_status_t pg_user_policy_delete(meta_t *m, const char *user, const char *name)
 {
     pg_change_arg_t a = {"DELETE FROM user_policies WHERE user_name = $1 AND policy_name = $2",
-                         {user, name}, 2, "user policy delete"};
+                         {user, name},
+                         2,
+                         "user policy delete"};
     return pg_write(PGM(m), tx_change, &a);
 }

@@ -25,7 +25,7 @@ typedef struct pg_conn {
     PGconn *c;
     struct pg_meta *m;
     bool in_tx;
-    bool retryable;   /* the last failure may be retried from the start */
+    bool retryable;    /* the last failure may be retried from the start */
     unsigned prepared; /* PG_PREP_* bits: statements prepared in this session */
 } pg_conn_t;
 #define PG_PREP_KEY_GET 1u
@@ -82,8 +82,9 @@ char *pg_hexcol(const PGresult *r, int row, int col, size_t *n);
 
 /* The chunk columns, in this order, as selected (from chunks c) by every query that returns
  * chunk maps; pg_chunk_add appends the chunk at column col of row (when not NULL) to ref. */
-#define PG_CHUNK_COLS "c.chunk_id, c.off, c.len, c.crc64nvme, array_to_string(c.replicas, ','),"\
-                      " c.ec_k, c.ec_m, c.ec_index, c.ec_stripe"
+#define PG_CHUNK_COLS                                                                              \
+    "c.chunk_id, c.off, c.len, c.crc64nvme, array_to_string(c.replicas, ','),"                     \
+    " c.ec_k, c.ec_m, c.ec_index, c.ec_stripe"
 wh_status_t pg_chunk_add(const PGresult *r, int row, int col, store_data_ref_t *ref);
 
 /* Shared pieces (meta_pg.c, meta_pg_obj.c), on a connection inside a transaction. */
@@ -96,9 +97,10 @@ wh_status_t pg_obj_ref(pg_conn_t *c, const char *bucket, const char *key, size_t
                        store_data_ref_t *ref);
 /* The columns of an object row, the same in objects (current versions) and versions (older
  * versions and delete markers); pg_obj_row reads them in this order. */
-#define PG_OBJ_COLS "size, mtime, etag, content_type, user_meta, crc32c, crc64nvme, parts," \
-                    " data_id, owner, acl, version_id, seq, dm, tags, part_sizes, sse," \
-                    " lock_mode, lock_until, legal_hold"
+#define PG_OBJ_COLS                                                                                \
+    "size, mtime, etag, content_type, user_meta, crc32c, crc64nvme, parts,"                        \
+    " data_id, owner, acl, version_id, seq, dm, tags, part_sizes, sse,"                            \
+    " lock_mode, lock_until, legal_hold"
 #define PG_OBJ_NCOLS 20
 /* The versioning-aware commit of a new current row (PUT, completion; meta_pg_ver.c): checks
  * cond, archives or replaces the current version as the bucket's state says, sets
@@ -110,8 +112,7 @@ wh_status_t pg_obj_commit(pg_conn_t *c, const char *bucket, const char *key, siz
 wh_status_t pg_obj_row(const PGresult *r, int row, int col, store_obj_meta_t *meta,
                        store_data_ref_t *ref);
 wh_status_t pg_obj_upsert(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
-                          const store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          int64_t seq);
+                          const store_obj_meta_t *meta, const store_data_ref_t *ref, int64_t seq);
 
 /* Objects (meta_pg_obj.c). */
 wh_status_t pg_object_get(meta_t *m, const char *bucket, const char *key, size_t klen,
@@ -126,9 +127,8 @@ wh_status_t pg_object_scan(meta_t *m, const char *bucket, const void *from, size
 wh_status_t pg_data_referenced(meta_t *m, const char *id);
 
 /* Multipart (meta_pg_mpu.c). */
-wh_status_t pg_upload_create(meta_t *m, const char *bucket, const char *key,
-                             const char *upload_id, const store_obj_meta_t *meta,
-                             time_t initiated);
+wh_status_t pg_upload_create(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                             const store_obj_meta_t *meta, time_t initiated);
 wh_status_t pg_upload_get(meta_t *m, const char *bucket, const char *key, const char *upload_id,
                           store_obj_meta_t *meta);
 wh_status_t pg_part_put(meta_t *m, const char *bucket, const char *key, const char *upload_id,
@@ -137,8 +137,8 @@ wh_status_t pg_part_put(meta_t *m, const char *bucket, const char *key, const ch
 wh_status_t pg_part_list(meta_t *m, const char *bucket, const char *key, const char *upload_id,
                          uint32_t marker, uint32_t max, meta_part_t **out, size_t *n,
                          bool *truncated);
-wh_status_t pg_upload_delete(meta_t *m, const char *bucket, const char *key,
-                             const char *upload_id, meta_part_t **parts, size_t *n);
+wh_status_t pg_upload_delete(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                             meta_part_t **parts, size_t *n);
 wh_status_t pg_upload_complete(meta_t *m, const char *bucket, const char *key,
                                const char *upload_id, const meta_part_t *parts, size_t n,
                                store_obj_meta_t *meta, const store_data_ref_t *ref,
@@ -149,8 +149,7 @@ wh_status_t pg_bucket_uploads_drop(pg_conn_t *c, const char *bucket, meta_part_t
                                    size_t *n);
 wh_status_t pg_upload_count(meta_t *m, const char *bucket, uint64_t *n);
 wh_status_t pg_upload_list(meta_t *m, const char *bucket, const char *prefix,
-                           const store_upload_page_t *page, store_upload_info_t **out,
-                           size_t *n);
+                           const store_upload_page_t *page, store_upload_info_t **out, size_t *n);
 
 /* Cluster members, GC queue, advisory locks (meta_pg_cluster.c). */
 wh_status_t pg_cluster_id(meta_t *m, char out[META_UUID_MAX]);
@@ -159,18 +158,15 @@ wh_status_t pg_damage_take(meta_t *m, size_t max, meta_gc_item_t **out, size_t *
 wh_status_t pg_damage_done(meta_t *m, uint32_t node, const char *chunk_id);
 wh_status_t pg_chunk_find(meta_t *m, const char *chunk_id, store_chunk_t *out);
 wh_status_t pg_node_register(meta_t *m, const char *addr, const char *uuid, bool adopt,
-                             uint64_t capacity, uint64_t free,
-                             uint32_t *id);
+                             uint64_t capacity, uint64_t free, uint32_t *id);
 wh_status_t pg_node_heartbeat(meta_t *m, uint32_t id, uint64_t capacity, uint64_t free);
 wh_status_t pg_node_list(meta_t *m, meta_node_t **out, size_t *n);
-wh_status_t pg_gc_take(meta_t *m, size_t max, unsigned live_s, meta_gc_item_t **out,
-                       size_t *n);
+wh_status_t pg_gc_take(meta_t *m, size_t max, unsigned live_s, meta_gc_item_t **out, size_t *n);
 wh_status_t pg_gc_done(meta_t *m, const meta_gc_item_t *items, size_t n);
 wh_status_t pg_gc_defer(meta_t *m, const meta_gc_item_t *items, size_t n, unsigned delay_s);
 wh_status_t pg_chunks_on_node(meta_t *m, uint32_t node, const char *after, size_t max,
                               store_chunk_t **out, size_t *n);
-wh_status_t pg_chunks_on_nodes_count(meta_t *m, const uint32_t *nodes, size_t n,
-                                     uint64_t *count);
+wh_status_t pg_chunks_on_nodes_count(meta_t *m, const uint32_t *nodes, size_t n, uint64_t *count);
 wh_status_t pg_chunk_move(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to);
 wh_status_t pg_lock_try(meta_t *m, int64_t key);
 wh_status_t pg_lock_release(meta_t *m, int64_t key);
@@ -181,8 +177,7 @@ extern const char *const pg_schema_steps[];
 wh_status_t pg_bucket_auth_get(meta_t *m, const char *name, store_bucket_auth_t *out);
 wh_status_t pg_bucket_set_acl(meta_t *m, const char *name, const char *acl);
 wh_status_t pg_bucket_set_policy(meta_t *m, const char *name, const char *policy);
-wh_status_t pg_bucket_attr_set(meta_t *m, const char *name, store_battr_t which,
-                               const char *value);
+wh_status_t pg_bucket_attr_set(meta_t *m, const char *name, store_battr_t which, const char *value);
 wh_status_t pg_bucket_attr_get(meta_t *m, const char *name, store_battr_t which, char **out);
 wh_status_t pg_object_set_acl(meta_t *m, const char *bucket, const char *key, size_t klen,
                               const char *acl);
@@ -209,12 +204,12 @@ wh_status_t pg_bucket_versioning_set(meta_t *m, const char *bucket, int state);
 wh_status_t pg_object_get_version(meta_t *m, const char *bucket, const char *key, size_t klen,
                                   const char *version_id, store_obj_meta_t *meta,
                                   store_data_ref_t *ref);
-wh_status_t pg_object_delete_version(meta_t *m, const char *bucket, const char *key,
-                                     size_t klen, const char *version_id, int bypass,
-                                     store_del_result_t *res, store_data_ref_t *old);
+wh_status_t pg_object_delete_version(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                     const char *version_id, int bypass, store_del_result_t *res,
+                                     store_data_ref_t *old);
 wh_status_t pg_object_lock_set(meta_t *m, const char *bucket, const char *key, size_t klen,
-                              const char *version_id, const store_lock_set_t *req,
-                              store_obj_meta_t *out);
+                               const char *version_id, const store_lock_set_t *req,
+                               store_obj_meta_t *out);
 wh_status_t pg_version_scan(meta_t *m, const char *bucket, const void *from, size_t flen,
                             bool inclusive, meta_version_fn fn, void *arg);
 wh_status_t pg_object_tags_set(meta_t *m, const char *bucket, const char *key, size_t klen,

@@ -13,11 +13,14 @@ static wh_status_t pg_upload_check(pg_conn_t *c, const char *bucket, const char 
     pp_text(&p, bucket);
     pp_bytes(&p, key, strlen(key));
     PGresult *r;
-    wh_status_t st = pg_exec(c, lock ? "SELECT initiated, content_type, user_meta, owner, acl, tags, sse, lock_mode, lock_until, legal_hold FROM uploads"
-                                       " WHERE upload_id = $1 AND bucket = $2 AND key = $3"
-                                       " FOR UPDATE"
-                                     : "SELECT initiated, content_type, user_meta, owner, acl, tags, sse, lock_mode, lock_until, legal_hold FROM uploads"
-                                       " WHERE upload_id = $1 AND bucket = $2 AND key = $3",
+    wh_status_t st = pg_exec(c,
+                             lock ? "SELECT initiated, content_type, user_meta, owner, acl, tags, "
+                                    "sse, lock_mode, lock_until, legal_hold FROM uploads"
+                                    " WHERE upload_id = $1 AND bucket = $2 AND key = $3"
+                                    " FOR UPDATE"
+                                  : "SELECT initiated, content_type, user_meta, owner, acl, tags, "
+                                    "sse, lock_mode, lock_until, legal_hold FROM uploads"
+                                    " WHERE upload_id = $1 AND bucket = $2 AND key = $3",
                              &p, &r, "upload lookup");
     if (st != WH_OK)
         return st;
@@ -75,16 +78,15 @@ static wh_status_t tx_upload_create(void *conn, void *arg)
     pp_i64(&p, a->meta ? a->meta->lock_mode : 0);
     pp_i64(&p, a->meta ? a->meta->lock_until : 0);
     pp_i64(&p, a->meta && a->meta->legal_hold ? 1 : 0);
-    return pg_exec(conn, "INSERT INTO uploads(upload_id, bucket, key, initiated, content_type,"
-                         " user_meta, owner, acl, tags, sse, lock_mode, lock_until, legal_hold)"
-                         " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-                   &p, NULL,
-                   "upload insert");
+    return pg_exec(conn,
+                   "INSERT INTO uploads(upload_id, bucket, key, initiated, content_type,"
+                   " user_meta, owner, acl, tags, sse, lock_mode, lock_until, legal_hold)"
+                   " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                   &p, NULL, "upload insert");
 }
 
-wh_status_t pg_upload_create(meta_t *m, const char *bucket, const char *key,
-                             const char *upload_id, const store_obj_meta_t *meta,
-                             time_t initiated)
+wh_status_t pg_upload_create(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                             const store_obj_meta_t *meta, time_t initiated)
 {
     pg_upload_arg_t a = {bucket, key, upload_id, meta, initiated};
     return pg_write(PGM(m), tx_upload_create, &a);
@@ -151,12 +153,14 @@ static wh_status_t tx_part_put(void *conn, void *arg)
     pp_text(&q, info->crc64nvme);
     pp_text(&q, info->crc32c);
     pp_text(&q, a->ref->id);
-    st = pg_exec(conn, "INSERT INTO parts(upload_id, number, size, etag, mtime, crc64nvme, crc32c,"
-                       " data_id) VALUES($1, $2, $3, $4, $5, $6, $7, $8)"
-                       " ON CONFLICT (upload_id, number) DO UPDATE SET size = EXCLUDED.size,"
-                       " etag = EXCLUDED.etag, mtime = EXCLUDED.mtime,"
-                       " crc64nvme = EXCLUDED.crc64nvme, crc32c = EXCLUDED.crc32c,"
-                       " data_id = EXCLUDED.data_id", &q, NULL, "part upsert");
+    st = pg_exec(conn,
+                 "INSERT INTO parts(upload_id, number, size, etag, mtime, crc64nvme, crc32c,"
+                 " data_id) VALUES($1, $2, $3, $4, $5, $6, $7, $8)"
+                 " ON CONFLICT (upload_id, number) DO UPDATE SET size = EXCLUDED.size,"
+                 " etag = EXCLUDED.etag, mtime = EXCLUDED.mtime,"
+                 " crc64nvme = EXCLUDED.crc64nvme, crc32c = EXCLUDED.crc32c,"
+                 " data_id = EXCLUDED.data_id",
+                 &q, NULL, "part upsert");
     return st == WH_OK ? pg_chunks_put(conn, a->ref) : st;
 }
 
@@ -173,8 +177,8 @@ wh_status_t pg_part_put(meta_t *m, const char *bucket, const char *key, const ch
 }
 
 /* Parts with number > marker in order, at most max (0 = all), with chunk maps: one statement. */
-static wh_status_t pg_parts_read(pg_conn_t *c, const char *upload_id, uint32_t marker,
-                                 uint32_t max, meta_part_t **out, size_t *n, bool *truncated)
+static wh_status_t pg_parts_read(pg_conn_t *c, const char *upload_id, uint32_t marker, uint32_t max,
+                                 meta_part_t **out, size_t *n, bool *truncated)
 {
     pg_params_t p = {0};
     pp_text(&p, upload_id);
@@ -187,7 +191,8 @@ static wh_status_t pg_parts_read(pg_conn_t *c, const char *upload_id, uint32_t m
                              " SELECT pp.number, pp.size, pp.etag, pp.mtime, pp.crc64nvme,"
                              " pp.crc32c, pp.data_id, " PG_CHUNK_COLS
                              " FROM pp LEFT JOIN chunks c ON c.data_id = pp.data_id"
-                             " ORDER BY pp.number, c.idx", &p, &r, "part list");
+                             " ORDER BY pp.number, c.idx",
+                             &p, &r, "part list");
     if (st != WH_OK)
         return st;
     int rows = PQntuples(r);
@@ -242,8 +247,7 @@ static wh_status_t rd_part_list(void *conn, void *arg)
     a->n = 0;
     wh_status_t st = pg_upload_check(conn, a->bucket, a->key, a->upload_id, NULL, false);
     if (st == WH_OK)
-        st = pg_parts_read(conn, a->upload_id, a->marker, a->max, &a->parts, &a->n,
-                           &a->truncated);
+        st = pg_parts_read(conn, a->upload_id, a->marker, a->max, &a->parts, &a->n, &a->truncated);
     return st;
 }
 
@@ -283,14 +287,13 @@ static wh_status_t pg_upload_drop(pg_conn_t *c, const char *upload_id, const met
 
 /* Drops every upload of a bucket with its parts (their chunks to the GC queue), appending the
  * parts (their data to release) to *parts. In the bucket delete's transaction. */
-wh_status_t pg_bucket_uploads_drop(pg_conn_t *c, const char *bucket, meta_part_t **parts,
-                                   size_t *n)
+wh_status_t pg_bucket_uploads_drop(pg_conn_t *c, const char *bucket, meta_part_t **parts, size_t *n)
 {
     pg_params_t p = {0};
     pp_text(&p, bucket);
     PGresult *r;
-    wh_status_t st = pg_exec(c, "SELECT upload_id FROM uploads WHERE bucket = $1", &p,
-                             &r, "upload list");
+    wh_status_t st =
+        pg_exec(c, "SELECT upload_id FROM uploads WHERE bucket = $1", &p, &r, "upload list");
     if (st != WH_OK)
         return st;
     size_t pcap = *n;
@@ -350,8 +353,8 @@ static wh_status_t tx_upload_delete(void *conn, void *arg)
     return st;
 }
 
-wh_status_t pg_upload_delete(meta_t *m, const char *bucket, const char *key,
-                             const char *upload_id, meta_part_t **parts, size_t *n)
+wh_status_t pg_upload_delete(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                             meta_part_t **parts, size_t *n)
 {
     pg_done_arg_t a = {.bucket = bucket, .key = key, .upload_id = upload_id};
     wh_status_t st = pg_write(PGM(m), tx_upload_delete, &a);
@@ -422,8 +425,8 @@ static wh_status_t rd_upload_list(void *conn, void *arg)
         return st;
     size_t plen = strlen(a->prefix);
     const store_upload_page_t *pg = a->page;
-    const char *from = pg && pg->from_key && strcmp(pg->from_key, a->prefix) > 0 ? pg->from_key
-                                                                                 : a->prefix;
+    const char *from =
+        pg && pg->from_key && strcmp(pg->from_key, a->prefix) > 0 ? pg->from_key : a->prefix;
     bool after = pg && pg->from_key && from == pg->from_key && pg->after_id;
     pg_params_t p = {0};
     pp_text(&p, a->bucket);
@@ -434,14 +437,15 @@ static wh_status_t rd_upload_list(void *conn, void *arg)
     pp_i64(&p, pg && pg->limit ? (int64_t)pg->limit : 0);
     PGresult *r;
     /* $4 "": no position within the key; $6 0: no limit. */
-    st = pg_exec(conn, "SELECT encode(key, 'hex'), upload_id, initiated, owner FROM uploads"
-                       " WHERE bucket = $1 AND key >= $3::bytea AND substring(key from 1 for"
-                       " length($2::bytea)) = $2::bytea AND ($4 = '' OR key > $3::bytea OR"
-                       " initiated > $5::bigint OR (initiated = $5::bigint AND"
-                       " upload_id > $4))"
-                       " ORDER BY key, initiated, upload_id"
-                       " LIMIT NULLIF($6::bigint, 0)", &p, &r,
-                 "upload list");
+    st = pg_exec(conn,
+                 "SELECT encode(key, 'hex'), upload_id, initiated, owner FROM uploads"
+                 " WHERE bucket = $1 AND key >= $3::bytea AND substring(key from 1 for"
+                 " length($2::bytea)) = $2::bytea AND ($4 = '' OR key > $3::bytea OR"
+                 " initiated > $5::bigint OR (initiated = $5::bigint AND"
+                 " upload_id > $4))"
+                 " ORDER BY key, initiated, upload_id"
+                 " LIMIT NULLIF($6::bigint, 0)",
+                 &p, &r, "upload list");
     if (st != WH_OK)
         return st;
     int rows = PQntuples(r);
@@ -465,8 +469,7 @@ static wh_status_t rd_upload_list(void *conn, void *arg)
 }
 
 wh_status_t pg_upload_list(meta_t *m, const char *bucket, const char *prefix,
-                           const store_upload_page_t *page, store_upload_info_t **out,
-                           size_t *n)
+                           const store_upload_page_t *page, store_upload_info_t **out, size_t *n)
 {
     pg_ulist_arg_t a = {bucket, prefix ? prefix : "", page, NULL, 0};
     wh_status_t st = pg_read(PGM(m), rd_upload_list, &a);
@@ -490,8 +493,8 @@ static wh_status_t rd_upload_count(void *conn, void *arg)
     pg_params_t p = {0};
     pp_text(&p, a->bucket);
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "SELECT COUNT(*) FROM uploads WHERE bucket = $1", &p, &r,
-                             "upload count");
+    wh_status_t st =
+        pg_exec(conn, "SELECT COUNT(*) FROM uploads WHERE bucket = $1", &p, &r, "upload count");
     if (st != WH_OK)
         return st;
     a->n = PQntuples(r) == 1 ? (uint64_t)pg_i64(r, 0, 0) : 0;

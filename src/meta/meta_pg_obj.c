@@ -61,17 +61,20 @@ static wh_status_t pg_chunks_hold_shared(pg_conn_t *c, const store_data_ref_t *r
     pp_text(&p, ids.data);
     pp_text(&p, ref->id);
     PGresult *r;
-    wh_status_t st = pg_exec(c, "SELECT count(DISTINCT chunk_id), (SELECT count(DISTINCT u)"
-                                " FROM unnest($1::text[]) u) FROM (SELECT chunk_id FROM chunks"
-                                " WHERE chunk_id = ANY($1::text[]) AND data_id <> $2"
-                                " FOR SHARE) held", &p, &r, "shared chunks hold");
+    wh_status_t st = pg_exec(c,
+                             "SELECT count(DISTINCT chunk_id), (SELECT count(DISTINCT u)"
+                             " FROM unnest($1::text[]) u) FROM (SELECT chunk_id FROM chunks"
+                             " WHERE chunk_id = ANY($1::text[]) AND data_id <> $2"
+                             " FOR SHARE) held",
+                             &p, &r, "shared chunks hold");
     wh_sbuf_free(&ids);
     if (st != WH_OK)
         return st;
     if (pg_i64(r, 0, 0) != pg_i64(r, 0, 1)) {
-        wh_warn("store", "a copy's source was deleted before the copy committed (%lld of %lld "
-                "shared chunks left): refused", (long long)pg_i64(r, 0, 0),
-                (long long)pg_i64(r, 0, 1));
+        wh_warn("store",
+                "a copy's source was deleted before the copy committed (%lld of %lld "
+                "shared chunks left): refused",
+                (long long)pg_i64(r, 0, 0), (long long)pg_i64(r, 0, 1));
         st = WH_ERR_NOT_FOUND;
     }
     PQclear(r);
@@ -115,16 +118,16 @@ wh_status_t pg_chunks_put(pg_conn_t *c, const store_data_ref_t *ref)
     wh_status_t st = oom ? WH_ERR_NOMEM : pg_chunks_hold_shared(c, ref);
     if (st == WH_OK)
         st = pg_exec(c,
-                                   "INSERT INTO chunks(data_id, idx, chunk_id, off, len, crc64nvme,"
-                                   " replicas, ec_k, ec_m, ec_index, ec_stripe)"
-                                   " SELECT $1, (t.ord - 1)::int, t.cid, t.off, t.len, t.crc,"
-                                   " coalesce(string_to_array(nullif(t.reps, ''), ',')::integer[],"
-                                   " '{}'), t.k, t.m, t.ix, t.st"
-                                   " FROM unnest($2::text[], $3::bigint[], $4::bigint[],"
-                                   " $5::bigint[], $6::text[], $7::int[], $8::int[], $9::int[],"
-                                   " $10::bigint[]) WITH ORDINALITY"
-                                   " AS t(cid, off, len, crc, reps, k, m, ix, st, ord)",
-                                   &p, NULL, "chunk map insert");
+                     "INSERT INTO chunks(data_id, idx, chunk_id, off, len, crc64nvme,"
+                     " replicas, ec_k, ec_m, ec_index, ec_stripe)"
+                     " SELECT $1, (t.ord - 1)::int, t.cid, t.off, t.len, t.crc,"
+                     " coalesce(string_to_array(nullif(t.reps, ''), ',')::integer[],"
+                     " '{}'), t.k, t.m, t.ix, t.st"
+                     " FROM unnest($2::text[], $3::bigint[], $4::bigint[],"
+                     " $5::bigint[], $6::text[], $7::int[], $8::int[], $9::int[],"
+                     " $10::bigint[]) WITH ORDINALITY"
+                     " AS t(cid, off, len, crc, reps, k, m, ix, st, ord)",
+                     &p, NULL, "chunk map insert");
     for (int i = 0; i < 9; i++)
         wh_sbuf_free(&a[i]);
     bool shared = false;
@@ -135,11 +138,13 @@ wh_status_t pg_chunks_put(pg_conn_t *c, const store_data_ref_t *ref)
          * source was read). */
         pg_params_t q = {0};
         pp_text(&q, ref->id);
-        st = pg_exec(c, "UPDATE chunks n SET replicas = s.replicas FROM (SELECT DISTINCT ON"
-                        " (chunk_id) chunk_id, replicas FROM chunks WHERE data_id <> $1 AND"
-                        " chunk_id IN (SELECT chunk_id FROM chunks WHERE data_id = $1)) s"
-                        " WHERE n.data_id = $1 AND n.chunk_id = s.chunk_id"
-                        " AND n.replicas <> s.replicas", &q, NULL, "shared chunks replicas");
+        st = pg_exec(c,
+                     "UPDATE chunks n SET replicas = s.replicas FROM (SELECT DISTINCT ON"
+                     " (chunk_id) chunk_id, replicas FROM chunks WHERE data_id <> $1 AND"
+                     " chunk_id IN (SELECT chunk_id FROM chunks WHERE data_id = $1)) s"
+                     " WHERE n.data_id = $1 AND n.chunk_id = s.chunk_id"
+                     " AND n.replicas <> s.replicas",
+                     &q, NULL, "shared chunks replicas");
     }
     return st;
 }
@@ -149,8 +154,10 @@ wh_status_t pg_chunks_get(pg_conn_t *c, store_data_ref_t *ref)
     pg_params_t p = {0};
     pp_text(&p, ref->id);
     PGresult *r;
-    wh_status_t st = pg_exec(c, "SELECT " PG_CHUNK_COLS " FROM chunks c WHERE c.data_id = $1"
-                                " ORDER BY c.idx", &p, &r, "chunk map lookup");
+    wh_status_t st = pg_exec(c,
+                             "SELECT " PG_CHUNK_COLS " FROM chunks c WHERE c.data_id = $1"
+                             " ORDER BY c.idx",
+                             &p, &r, "chunk map lookup");
     for (int i = 0; st == WH_OK && i < PQntuples(r); i++)
         st = pg_chunk_add(r, i, 0, ref);
     PQclear(r);
@@ -163,11 +170,12 @@ wh_status_t pg_chunks_drop(pg_conn_t *c, const char *id)
         return WH_OK;
     pg_params_t p = {0};
     pp_text(&p, id);
-    return pg_exec(c, "WITH d AS (DELETE FROM chunks WHERE data_id = $1"
-                      " RETURNING chunk_id, replicas)"
-                      " INSERT INTO gc_queue(chunk_id, node)"
-                      " SELECT chunk_id, unnest(replicas) FROM d", &p, NULL,
-                   "chunk map drop");
+    return pg_exec(c,
+                   "WITH d AS (DELETE FROM chunks WHERE data_id = $1"
+                   " RETURNING chunk_id, replicas)"
+                   " INSERT INTO gc_queue(chunk_id, node)"
+                   " SELECT chunk_id, unnest(replicas) FROM d",
+                   &p, NULL, "chunk map drop");
 }
 
 /* ---- objects ---- */
@@ -180,8 +188,8 @@ wh_status_t pg_obj_ref(pg_conn_t *c, const char *bucket, const char *key, size_t
     pp_bytes(&p, key, klen);
     PGresult *r;
     store_data_ref_clear(ref);
-    wh_status_t st = pg_exec(c, "SELECT data_id FROM objects WHERE bucket = $1 AND key = $2",
-                             &p, &r, "object data lookup");
+    wh_status_t st = pg_exec(c, "SELECT data_id FROM objects WHERE bucket = $1 AND key = $2", &p,
+                             &r, "object data lookup");
     if (st == WH_OK && PQntuples(r) > 0)
         pg_copy(r, 0, 0, ref->id, sizeof ref->id);
     PQclear(r);
@@ -191,8 +199,7 @@ wh_status_t pg_obj_ref(pg_conn_t *c, const char *bucket, const char *key, size_t
 }
 
 wh_status_t pg_obj_upsert(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
-                          const store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          int64_t seq)
+                          const store_obj_meta_t *meta, const store_data_ref_t *ref, int64_t seq)
 {
     pg_params_t p = {0};
     pp_text(&p, bucket);
@@ -314,11 +321,12 @@ static wh_status_t rd_data_referenced(void *conn, void *arg)
     pg_params_t p = {0};
     pp_text(&p, arg);
     PGresult *r;
-    wh_status_t st = pg_exec(conn, "SELECT 1 FROM objects WHERE data_id = $1"
-                                   " UNION ALL SELECT 1 FROM versions WHERE data_id = $1"
-                                   " UNION ALL SELECT 1 FROM parts WHERE data_id = $1"
-                                   " UNION ALL SELECT 1 FROM chunks WHERE chunk_id = $1"
-                                   " LIMIT 1",
+    wh_status_t st = pg_exec(conn,
+                             "SELECT 1 FROM objects WHERE data_id = $1"
+                             " UNION ALL SELECT 1 FROM versions WHERE data_id = $1"
+                             " UNION ALL SELECT 1 FROM parts WHERE data_id = $1"
+                             " UNION ALL SELECT 1 FROM chunks WHERE chunk_id = $1"
+                             " LIMIT 1",
                              &p, &r, "data reference lookup");
     if (st == WH_OK && PQntuples(r) == 0)
         st = WH_ERR_NOT_FOUND;

@@ -54,8 +54,8 @@ const char *const pg_schema_steps[] = {
     "  chunk_id text NOT NULL,"
     "  off bigint NOT NULL,"
     "  len bigint NOT NULL,"
-    "  crc64nvme bigint NOT NULL,"      /* the uint64 as two's complement */
-    "  replicas integer[] NOT NULL,"    /* storage node ids */
+    "  crc64nvme bigint NOT NULL,"   /* the uint64 as two's complement */
+    "  replicas integer[] NOT NULL," /* storage node ids */
     "  ec_k integer NOT NULL DEFAULT 0, ec_m integer NOT NULL DEFAULT 0,"
     "  ec_index integer NOT NULL DEFAULT 0, ec_stripe bigint NOT NULL DEFAULT 0,"
     "  PRIMARY KEY(data_id, idx));"

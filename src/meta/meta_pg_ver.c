@@ -65,10 +65,11 @@ static wh_status_t pg_cur(pg_conn_t *c, const char *bucket, const char *key, siz
     pg_params_t p = {0};
     pp_obj(&p, bucket, key, klen);
     PGresult *r;
-    wh_status_t st = pg_exec(c, "SELECT version_id, seq, dm, etag, lock_mode, lock_until,"
-                                " legal_hold FROM objects"
-                                " WHERE bucket = $1 AND key = $2", &p, &r,
-                             "current version lookup");
+    wh_status_t st = pg_exec(c,
+                             "SELECT version_id, seq, dm, etag, lock_mode, lock_until,"
+                             " legal_hold FROM objects"
+                             " WHERE bucket = $1 AND key = $2",
+                             &p, &r, "current version lookup");
     if (st != WH_OK)
         return st;
     if (PQntuples(r) > 0) {
@@ -85,8 +86,8 @@ static wh_status_t pg_cur(pg_conn_t *c, const char *bucket, const char *key, siz
     return WH_OK;
 }
 
-static wh_status_t pg_exec_obj(pg_conn_t *c, const char *sql, const char *bucket,
-                               const char *key, size_t klen, const char *what)
+static wh_status_t pg_exec_obj(pg_conn_t *c, const char *sql, const char *bucket, const char *key,
+                               size_t klen, const char *what)
 {
     pg_params_t p = {0};
     pp_obj(&p, bucket, key, klen);
@@ -97,8 +98,8 @@ static const char PG_ARCHIVE[] =
     "INSERT INTO versions(bucket, key, " PG_OBJ_COLS ") SELECT bucket, key, " PG_OBJ_COLS
     " FROM objects WHERE bucket = $1 AND key = $2";
 
-static wh_status_t pg_cur_release(pg_conn_t *c, const char *bucket, const char *key,
-                                  size_t klen, store_data_ref_t *old)
+static wh_status_t pg_cur_release(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
+                                  store_data_ref_t *old)
 {
     wh_status_t st = pg_obj_ref(c, bucket, key, klen, old);
     return st == WH_OK ? pg_chunks_drop(c, old->id) : st;
@@ -116,9 +117,10 @@ static wh_status_t pg_ver_take(pg_conn_t *c, const char *bucket, const char *key
     pp_text(&p, vid);
     PGresult *r;
     store_data_ref_clear(old);
-    wh_status_t st = pg_exec(c, "SELECT lock_mode, lock_until, legal_hold FROM versions"
-                                " WHERE bucket = $1 AND key = $2 AND version_id = $3", &p, &r,
-                             "version lock lookup");
+    wh_status_t st = pg_exec(c,
+                             "SELECT lock_mode, lock_until, legal_hold FROM versions"
+                             " WHERE bucket = $1 AND key = $2 AND version_id = $3",
+                             &p, &r, "version lock lookup");
     if (st != WH_OK)
         return st;
     if (PQntuples(r) > 0)
@@ -126,9 +128,10 @@ static wh_status_t pg_ver_take(pg_conn_t *c, const char *bucket, const char *key
     PQclear(r);
     if (st != WH_OK)
         return st;
-    st = pg_exec(c, "DELETE FROM versions WHERE bucket = $1 AND key = $2"
-                                " AND version_id = $3 RETURNING data_id, dm", &p, &r,
-                             "version delete");
+    st = pg_exec(c,
+                 "DELETE FROM versions WHERE bucket = $1 AND key = $2"
+                 " AND version_id = $3 RETURNING data_id, dm",
+                 &p, &r, "version delete");
     if (st != WH_OK)
         return st;
     *found = PQntuples(r) > 0;
@@ -209,8 +212,7 @@ static wh_status_t rd_get_from(pg_conn_t *c, pg_vget_arg_t *a, const char *table
     snprintf(sql, sizeof sql,
              "SELECT o.size, o.mtime, o.etag, o.content_type, o.user_meta, o.crc32c,"
              " o.crc64nvme, o.parts, o.data_id, o.owner, o.acl, o.version_id, o.seq, o.dm,"
-             " o.tags, o.part_sizes, o.sse, o.lock_mode, o.lock_until, o.legal_hold, "
-             PG_CHUNK_COLS
+             " o.tags, o.part_sizes, o.sse, o.lock_mode, o.lock_until, o.legal_hold, " PG_CHUNK_COLS
              " FROM %s o LEFT JOIN chunks c ON c.data_id = o.data_id AND o.data_id <> ''"
              " WHERE o.bucket = $1 AND o.key = $2%s ORDER BY c.idx",
              table, a->vid ? " AND o.version_id = $3" : "");
@@ -291,9 +293,10 @@ static wh_status_t tx_versioning_set(void *conn, void *arg)
     pp_text(&p, a->bucket);
     pp_i64(&p, *a->state);
     PGresult *r;
-    st = pg_exec(conn, "UPDATE buckets SET versioning = $2 WHERE name = $1"
-                       " AND ($2 = 1 OR object_lock IS NULL) RETURNING 1", &p, &r,
-                 "bucket versioning update");
+    st = pg_exec(conn,
+                 "UPDATE buckets SET versioning = $2 WHERE name = $1"
+                 " AND ($2 = 1 OR object_lock IS NULL) RETURNING 1",
+                 &p, &r, "bucket versioning update");
     if (st != WH_OK)
         return st;
     st = PQntuples(r) == 1 ? WH_OK : WH_ERR_PRECONDITION; /* object lock keeps it Enabled */
@@ -348,8 +351,7 @@ static wh_status_t tx_delete_version(void *conn, void *arg)
         memset(&dm, 0, sizeof dm);
         dm.mtime = time(NULL);
         dm.delete_marker = true;
-        st = pg_make_room(c, a->bucket, a->key, a->klen, state, &cur, seq, dm.version_id,
-                          a->old);
+        st = pg_make_room(c, a->bucket, a->key, a->klen, state, &cur, seq, dm.version_id, a->old);
         store_data_ref_t none;
         memset(&none, 0, sizeof none);
         if (st == WH_OK)
@@ -382,9 +384,9 @@ static wh_status_t tx_delete_version(void *conn, void *arg)
     return st;
 }
 
-wh_status_t pg_object_delete_version(meta_t *m, const char *bucket, const char *key,
-                                     size_t klen, const char *version_id, int bypass,
-                                     store_del_result_t *res, store_data_ref_t *old)
+wh_status_t pg_object_delete_version(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                     const char *version_id, int bypass, store_del_result_t *res,
+                                     store_data_ref_t *old)
 {
     store_del_result_t dummy;
     pg_vdel_arg_t a = {bucket, key, version_id, klen, bypass, res ? res : &dummy, old};
@@ -478,25 +480,36 @@ wh_status_t pg_version_scan(meta_t *mm, const char *bucket, const void *from, si
             cur = k;
             clen = klen;
             meta_version_row_t row = {
-                .key = k, .klen = klen, .version_id = PQgetvalue(r, i, 1), .latest = true,
-                .delete_marker = pg_i64(r, i, 2) != 0, .size = (uint64_t)pg_i64(r, i, 3),
-                .mtime = (time_t)pg_i64(r, i, 4), .etag = PQgetvalue(r, i, 5),
+                .key = k,
+                .klen = klen,
+                .version_id = PQgetvalue(r, i, 1),
+                .latest = true,
+                .delete_marker = pg_i64(r, i, 2) != 0,
+                .size = (uint64_t)pg_i64(r, i, 3),
+                .mtime = (time_t)pg_i64(r, i, 4),
+                .etag = PQgetvalue(r, i, 5),
             };
             if ((stop = fn(arg, &row)) != 0)
                 break;
             pg_params_t q = {0};
             pp_obj(&q, bucket, k, klen);
             PGresult *v;
-            st = pg_exec(c, "SELECT version_id, dm, size, mtime, etag FROM versions"
-                            " WHERE bucket = $1 AND key = $2 ORDER BY seq DESC",
+            st = pg_exec(c,
+                         "SELECT version_id, dm, size, mtime, etag FROM versions"
+                         " WHERE bucket = $1 AND key = $2 ORDER BY seq DESC",
                          &q, &v, "version list");
             if (st != WH_OK)
                 break;
             for (int j = 0; j < PQntuples(v) && !stop; j++) {
                 meta_version_row_t o = {
-                    .key = k, .klen = klen, .version_id = PQgetvalue(v, j, 0), .latest = false,
-                    .delete_marker = pg_i64(v, j, 1) != 0, .size = (uint64_t)pg_i64(v, j, 2),
-                    .mtime = (time_t)pg_i64(v, j, 3), .etag = PQgetvalue(v, j, 4),
+                    .key = k,
+                    .klen = klen,
+                    .version_id = PQgetvalue(v, j, 0),
+                    .latest = false,
+                    .delete_marker = pg_i64(v, j, 1) != 0,
+                    .size = (uint64_t)pg_i64(v, j, 2),
+                    .mtime = (time_t)pg_i64(v, j, 3),
+                    .etag = PQgetvalue(v, j, 4),
                 };
                 stop = fn(arg, &o);
             }
@@ -551,9 +564,10 @@ static wh_status_t tx_lock_set(void *conn, void *arg)
         pp_obj(&p, a->bucket, a->key, a->klen);
         pp_text(&p, a->vid);
         PGresult *r;
-        st = pg_exec(c, "SELECT dm, lock_mode, lock_until, legal_hold FROM versions"
-                        " WHERE bucket = $1 AND key = $2 AND version_id = $3", &p, &r,
-                     "version lock lookup");
+        st = pg_exec(c,
+                     "SELECT dm, lock_mode, lock_until, legal_hold FROM versions"
+                     " WHERE bucket = $1 AND key = $2 AND version_id = $3",
+                     &p, &r, "version lock lookup");
         if (st != WH_OK)
             return st;
         if (PQntuples(r) == 0) {

@@ -49,11 +49,13 @@ static const char *const META_SQL[S_COUNT] = {
                       " WHERE bucket = ?1 AND key = ?2 AND version_id = ?3",
     [S_VER_GET] = "SELECT " SQ_OBJ_COLS " FROM versions"
                   " WHERE bucket = ?1 AND key = ?2 AND version_id = ?3",
-    [S_VER_ARCHIVE] = "INSERT INTO versions(bucket, key, " SQ_OBJ_COLS ") SELECT bucket, key, "
-                      SQ_OBJ_COLS " FROM objects WHERE bucket = ?1 AND key = ?2",
-    [S_VER_PROMOTE] = "INSERT INTO objects(bucket, key, " SQ_OBJ_COLS ") SELECT bucket, key, "
-                      SQ_OBJ_COLS " FROM versions WHERE bucket = ?1 AND key = ?2"
-                      " ORDER BY seq DESC LIMIT 1",
+    [S_VER_ARCHIVE] =
+        "INSERT INTO versions(bucket, key, " SQ_OBJ_COLS ") SELECT bucket, key, " SQ_OBJ_COLS
+        " FROM objects WHERE bucket = ?1 AND key = ?2",
+    [S_VER_PROMOTE] =
+        "INSERT INTO objects(bucket, key, " SQ_OBJ_COLS ") SELECT bucket, key, " SQ_OBJ_COLS
+        " FROM versions WHERE bucket = ?1 AND key = ?2"
+        " ORDER BY seq DESC LIMIT 1",
     [S_VER_DROP_PROMOTED] = "DELETE FROM versions WHERE bucket = ?1 AND key = ?2 AND seq ="
                             " (SELECT seq FROM objects WHERE bucket = ?1 AND key = ?2)",
     [S_VER_FIND] = "SELECT file_id, dm, lock_mode, lock_until, legal_hold FROM versions"
@@ -409,15 +411,19 @@ static void sq_auth_gen_map(sq_meta_t *m, const char *path)
         return;
     int fd = open(gp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
-        wh_warn("store", "cannot open %s (%s): access keys, policies and ACLs are read from "
-                "the database on every request", gp, strerror(errno));
+        wh_warn("store",
+                "cannot open %s (%s): access keys, policies and ACLs are read from "
+                "the database on every request",
+                gp, strerror(errno));
         return;
     }
     long page = sysconf(_SC_PAGESIZE);
     int rc = posix_fallocate(fd, 0, page);
     if (rc != 0) {
-        wh_warn("store", "cannot allocate %s (%s): access keys, policies and ACLs are read "
-                "from the database on every request", gp, strerror(rc));
+        wh_warn("store",
+                "cannot allocate %s (%s): access keys, policies and ACLs are read "
+                "from the database on every request",
+                gp, strerror(rc));
         close(fd);
         return;
     }
@@ -448,8 +454,8 @@ static void sq_file_private(const char *path)
     static const char *const sfx[] = {"-wal", "-shm"};
     for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
         char p[PATH_MAX];
-        if ((size_t)snprintf(p, sizeof p, "%s%s", path, sfx[i]) < sizeof p &&
-            stat(p, &sb) == 0 && (sb.st_mode & 077) && chmod(p, 0600) != 0)
+        if ((size_t)snprintf(p, sizeof p, "%s%s", path, sfx[i]) < sizeof p && stat(p, &sb) == 0 &&
+            (sb.st_mode & 077) && chmod(p, 0600) != 0)
             wh_warn("store", "cannot make %s owner-only (chmod 600): %s", p, strerror(errno));
     }
 }
@@ -458,12 +464,13 @@ static wh_status_t sq_conn_open(sq_conn_t *c, const char *path, bool schema)
 {
     wh_status_t st = WH_ERR_IO;
     sq_file_private(path);
-    int rc = sqlite3_open_v2(path, &c->db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                             NULL);
+    int rc = sqlite3_open_v2(
+        path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
-        wh_error("store", "cannot open metadata database path=%s: %s; check the data directory "
-                 "is writable", path, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+        wh_error("store",
+                 "cannot open metadata database path=%s: %s; check the data directory "
+                 "is writable",
+                 path, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
         goto err_close;
     }
     sqlite3_busy_timeout(c->db, META_BUSY_TIMEOUT_MS);
@@ -480,8 +487,10 @@ static wh_status_t sq_conn_open(sq_conn_t *c, const char *path, bool schema)
     if (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
         const char *mode = (const char *)sqlite3_column_text(s, 0);
         if (!mode || strcmp(mode, "wal") != 0) {
-            wh_error("store", "metadata database path=%s refused WAL mode (got %s); put the data "
-                     "directory on a local file system", path, mode ? mode : "?");
+            wh_error("store",
+                     "metadata database path=%s refused WAL mode (got %s); put the data "
+                     "directory on a local file system",
+                     path, mode ? mode : "?");
             sqlite3_finalize(s);
             goto err_close;
         }
@@ -494,8 +503,9 @@ static wh_status_t sq_conn_open(sq_conn_t *c, const char *path, bool schema)
     sqlite3_finalize(s);
 
     char *err = NULL;
-    rc = sqlite3_exec(c->db, schema ? "PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;"
-                                    : "PRAGMA synchronous=FULL; PRAGMA query_only=1;",
+    rc = sqlite3_exec(c->db,
+                      schema ? "PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;"
+                             : "PRAGMA synchronous=FULL; PRAGMA query_only=1;",
                       NULL, NULL, &err);
     if (rc != SQLITE_OK) {
         wh_error("store", "cannot set up metadata database path=%s: %s", path, err ? err : "?");
@@ -589,8 +599,8 @@ static wh_status_t tx_bucket_create(void *conn, void *arg)
     return st;
 }
 
-static wh_status_t sq_bucket_create(meta_t *m, const char *name, time_t created,
-                                    const char *owner, const char *acl)
+static wh_status_t sq_bucket_create(meta_t *m, const char *name, time_t created, const char *owner,
+                                    const char *acl)
 {
     sq_bucket_arg_t a = {name, created, owner, acl};
     return sq_write_auth(SQ(m), tx_bucket_create, &a);

@@ -12,8 +12,8 @@ typedef struct {
     const char *v[3];
     int n;
     bool has_i;
-    sqlite3_int64 i;  /* bound at n+1 when has_i */
-    bool null_last;   /* v[n-1] NULL binds SQL NULL */
+    sqlite3_int64 i; /* bound at n+1 when has_i */
+    bool null_last;  /* v[n-1] NULL binds SQL NULL */
     const char *what;
 } sq_update_arg_t;
 
@@ -72,13 +72,12 @@ wh_status_t sq_bucket_set_acl(meta_t *m, const char *name, const char *acl)
 
 wh_status_t sq_bucket_set_policy(meta_t *m, const char *name, const char *policy)
 {
-    sq_update_arg_t a = {S_BUCKET_SET_POLICY, {name, policy}, 2, false, 0, true,
+    sq_update_arg_t a = {S_BUCKET_SET_POLICY,   {name, policy}, 2, false, 0, true,
                          "bucket policy update"};
     return sq_write_auth(SQ(m), tx_update, &a);
 }
 
-wh_status_t sq_bucket_attr_set(meta_t *m, const char *name, store_battr_t which,
-                               const char *value)
+wh_status_t sq_bucket_attr_set(meta_t *m, const char *name, store_battr_t which, const char *value)
 {
     if ((unsigned)which >= STORE_BATTR__COUNT)
         return WH_ERR_INVALID;
@@ -102,7 +101,8 @@ wh_status_t sq_bucket_attr_get(meta_t *mm, const char *name, store_battr_t which
     int rc = sqlite3_step(s);
     wh_status_t st = WH_OK;
     if (rc == SQLITE_ROW) {
-        if (sqlite3_column_type(s, (int)which) != SQLITE_NULL && !(*out = sq_col_dup(s, (int)which)))
+        if (sqlite3_column_type(s, (int)which) != SQLITE_NULL &&
+            !(*out = sq_col_dup(s, (int)which)))
             st = WH_ERR_NOMEM;
     } else {
         st = rc == SQLITE_DONE ? WH_ERR_NOT_FOUND : sq_fail(c, rc, "bucket configuration lookup");
@@ -365,7 +365,7 @@ wh_status_t sq_key_delete(meta_t *m, const char *access_key)
 
 wh_status_t sq_key_set_active(meta_t *m, const char *access_key, bool active)
 {
-    sq_update_arg_t a = {S_KEY_SET_ACTIVE, {access_key}, 1, true, active ? 1 : 0, false,
+    sq_update_arg_t a = {S_KEY_SET_ACTIVE,          {access_key}, 1, true, active ? 1 : 0, false,
                          "access key status update"};
     return sq_write_auth(SQ(m), tx_update, &a);
 }
@@ -457,7 +457,6 @@ wh_status_t sq_user_policy_list(meta_t *mm, const char *user, meta_policy_t **ou
 
 wh_status_t sq_user_policy_delete(meta_t *m, const char *user, const char *name)
 {
-    sq_update_arg_t a = {S_POLICY_DELETE, {user, name}, 2, false, 0, false,
-                         "user policy delete"};
+    sq_update_arg_t a = {S_POLICY_DELETE, {user, name}, 2, false, 0, false, "user policy delete"};
     return sq_write_auth(SQ(m), tx_update, &a);
 }

@@ -93,8 +93,8 @@ enum {
 
 /* The columns of an object row, the same in objects (current versions) and versions (older
  * versions and delete markers); sq_obj_row reads them in this order. */
-#define SQ_OBJ_COLS                                                                        \
-    "size, mtime, etag, content_type, user_meta, crc32c, crc64nvme, parts, file_id, owner, " \
+#define SQ_OBJ_COLS                                                                                \
+    "size, mtime, etag, content_type, user_meta, crc32c, crc64nvme, parts, file_id, owner, "       \
     "acl, version_id, seq, dm, tags, part_sizes, sse, lock_mode, lock_until, legal_hold"
 
 /* One SQLite connection and its statements, used under its mutex. */
@@ -119,8 +119,8 @@ typedef struct sq_group {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     sq_gc_entry_t *head, **tail;
-    bool leading;      /* a thread is committing a batch */
-    uint64_t batches;  /* commits made, and the writes they carried (for tests and /metrics) */
+    bool leading;     /* a thread is committing a batch */
+    uint64_t batches; /* commits made, and the writes they carried (for tests and /metrics) */
     uint64_t writes;
 } sq_group_t;
 #define SQ_GROUP_MAX 64 /* writes per group commit */
@@ -176,8 +176,7 @@ wh_status_t sq_obj_commit(sq_conn_t *c, const char *bucket, const char *key, siz
 /* Reads the SQ_OBJ_COLS of a row from column 0 into meta (may be NULL) and ref's id. */
 wh_status_t sq_obj_row(sqlite3_stmt *s, store_obj_meta_t *meta, store_data_ref_t *ref);
 wh_status_t sq_obj_upsert(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
-                          const store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          int64_t seq);
+                          const store_obj_meta_t *meta, const store_data_ref_t *ref, int64_t seq);
 
 /* Operations (meta_sqlite_obj.c, meta_sqlite_mpu.c). */
 wh_status_t sq_object_get(meta_t *m, const char *bucket, const char *key, size_t klen,
@@ -190,9 +189,8 @@ wh_status_t sq_object_delete(meta_t *m, const char *bucket, const char *key, siz
 wh_status_t sq_object_scan(meta_t *m, const char *bucket, const void *from, size_t flen,
                            bool inclusive, meta_scan_fn fn, void *arg);
 wh_status_t sq_data_referenced(meta_t *m, const char *id);
-wh_status_t sq_upload_create(meta_t *m, const char *bucket, const char *key,
-                             const char *upload_id, const store_obj_meta_t *meta,
-                             time_t initiated);
+wh_status_t sq_upload_create(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                             const store_obj_meta_t *meta, time_t initiated);
 wh_status_t sq_upload_get(meta_t *m, const char *bucket, const char *key, const char *upload_id,
                           store_obj_meta_t *meta);
 wh_status_t sq_part_put(meta_t *m, const char *bucket, const char *key, const char *upload_id,
@@ -201,8 +199,8 @@ wh_status_t sq_part_put(meta_t *m, const char *bucket, const char *key, const ch
 wh_status_t sq_part_list(meta_t *m, const char *bucket, const char *key, const char *upload_id,
                          uint32_t marker, uint32_t max, meta_part_t **out, size_t *n,
                          bool *truncated);
-wh_status_t sq_upload_delete(meta_t *m, const char *bucket, const char *key,
-                             const char *upload_id, meta_part_t **parts, size_t *n);
+wh_status_t sq_upload_delete(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                             meta_part_t **parts, size_t *n);
 wh_status_t sq_upload_complete(meta_t *m, const char *bucket, const char *key,
                                const char *upload_id, const meta_part_t *parts, size_t n,
                                store_obj_meta_t *meta, const store_data_ref_t *ref,
@@ -213,15 +211,13 @@ wh_status_t sq_bucket_uploads_drop(sq_conn_t *c, const char *bucket, meta_part_t
                                    size_t *n);
 wh_status_t sq_upload_count(meta_t *m, const char *bucket, uint64_t *n);
 wh_status_t sq_upload_list(meta_t *m, const char *bucket, const char *prefix,
-                           const store_upload_page_t *page, store_upload_info_t **out,
-                           size_t *n);
+                           const store_upload_page_t *page, store_upload_info_t **out, size_t *n);
 
 /* Owners, ACLs, policies and identity (meta_sqlite_ident.c). */
 wh_status_t sq_bucket_auth_get(meta_t *m, const char *name, store_bucket_auth_t *out);
 wh_status_t sq_bucket_set_acl(meta_t *m, const char *name, const char *acl);
 wh_status_t sq_bucket_set_policy(meta_t *m, const char *name, const char *policy);
-wh_status_t sq_bucket_attr_set(meta_t *m, const char *name, store_battr_t which,
-                               const char *value);
+wh_status_t sq_bucket_attr_set(meta_t *m, const char *name, store_battr_t which, const char *value);
 wh_status_t sq_bucket_attr_get(meta_t *m, const char *name, store_battr_t which, char **out);
 wh_status_t sq_object_set_acl(meta_t *m, const char *bucket, const char *key, size_t klen,
                               const char *acl);
@@ -245,12 +241,12 @@ wh_status_t sq_bucket_versioning_set(meta_t *m, const char *bucket, int state);
 wh_status_t sq_object_get_version(meta_t *m, const char *bucket, const char *key, size_t klen,
                                   const char *version_id, store_obj_meta_t *meta,
                                   store_data_ref_t *ref);
-wh_status_t sq_object_delete_version(meta_t *m, const char *bucket, const char *key,
-                                     size_t klen, const char *version_id, int bypass,
-                                     store_del_result_t *res, store_data_ref_t *old);
+wh_status_t sq_object_delete_version(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                     const char *version_id, int bypass, store_del_result_t *res,
+                                     store_data_ref_t *old);
 wh_status_t sq_object_lock_set(meta_t *m, const char *bucket, const char *key, size_t klen,
-                              const char *version_id, const store_lock_set_t *req,
-                              store_obj_meta_t *out);
+                               const char *version_id, const store_lock_set_t *req,
+                               store_obj_meta_t *out);
 wh_status_t sq_version_scan(meta_t *m, const char *bucket, const void *from, size_t flen,
                             bool inclusive, meta_version_fn fn, void *arg);
 wh_status_t sq_object_tags_set(meta_t *m, const char *bucket, const char *key, size_t klen,

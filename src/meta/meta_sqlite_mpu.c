@@ -76,9 +76,8 @@ static wh_status_t tx_upload_create(void *conn, void *arg)
     return sq_exec_stmt(c, s, "upload insert");
 }
 
-wh_status_t sq_upload_create(meta_t *m, const char *bucket, const char *key,
-                             const char *upload_id, const store_obj_meta_t *meta,
-                             time_t initiated)
+wh_status_t sq_upload_create(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                             const store_obj_meta_t *meta, time_t initiated)
 {
     sq_upload_arg_t a = {bucket, key, upload_id, meta, initiated};
     return sq_write(SQ(m), tx_upload_create, &a);
@@ -150,8 +149,8 @@ wh_status_t sq_part_put(meta_t *m, const char *bucket, const char *key, const ch
 }
 
 /* Reads parts with number > marker, at most max (0 = all), with their chunk maps. Lock held. */
-static wh_status_t sq_parts_read(sq_conn_t *c, const char *upload_id, uint32_t marker,
-                                 uint32_t max, meta_part_t **out, size_t *n, bool *truncated)
+static wh_status_t sq_parts_read(sq_conn_t *c, const char *upload_id, uint32_t marker, uint32_t max,
+                                 meta_part_t **out, size_t *n, bool *truncated)
 {
     meta_part_t *arr = NULL;
     size_t cnt = 0, cap = 0;
@@ -230,10 +229,9 @@ static wh_status_t sq_upload_drop(sq_conn_t *c, const char *upload_id, const met
 
 /* Drops every upload of a bucket with its parts, appending the parts (their data to release)
  * to *parts. In the bucket delete's transaction, so no upload outlives its bucket. */
-wh_status_t sq_bucket_uploads_drop(sq_conn_t *c, const char *bucket, meta_part_t **parts,
-                                   size_t *n)
+wh_status_t sq_bucket_uploads_drop(sq_conn_t *c, const char *bucket, meta_part_t **parts, size_t *n)
 {
-    char (*ids)[65] = NULL;
+    char(*ids)[65] = NULL;
     size_t cnt = 0, cap = 0;
     wh_status_t st = WH_OK;
     int rc;
@@ -300,8 +298,8 @@ static wh_status_t tx_upload_delete(void *conn, void *arg)
     return st;
 }
 
-wh_status_t sq_upload_delete(meta_t *m, const char *bucket, const char *key,
-                             const char *upload_id, meta_part_t **parts, size_t *n)
+wh_status_t sq_upload_delete(meta_t *m, const char *bucket, const char *key, const char *upload_id,
+                             meta_part_t **parts, size_t *n)
 {
     sq_done_arg_t a = {.bucket = bucket, .key = key, .upload_id = upload_id};
     wh_status_t st = sq_write(SQ(m), tx_upload_delete, &a);
@@ -355,8 +353,7 @@ wh_status_t sq_upload_complete(meta_t *m, const char *bucket, const char *key,
 }
 
 wh_status_t sq_upload_list(meta_t *mm, const char *bucket, const char *prefix,
-                           const store_upload_page_t *page, store_upload_info_t **out,
-                           size_t *n)
+                           const store_upload_page_t *page, store_upload_info_t **out, size_t *n)
 {
     sq_conn_t *c = &SQ(mm)->rd;
     store_upload_info_t *arr = NULL;
@@ -370,9 +367,8 @@ wh_status_t sq_upload_list(meta_t *mm, const char *bucket, const char *prefix,
         goto out;
     sqlite3_stmt *s = c->stmt[S_UPLOAD_LIST];
     sq_bind_text(s, 1, bucket);
-    const char *from = page && page->from_key && strcmp(page->from_key, pfx) > 0
-                           ? page->from_key
-                           : pfx;
+    const char *from =
+        page && page->from_key && strcmp(page->from_key, pfx) > 0 ? page->from_key : pfx;
     sq_bind_key(s, 2, from, strlen(from));
     if (page && page->from_key && from == page->from_key && page->after_id) {
         sq_bind_text(s, 3, page->after_id);

@@ -75,8 +75,7 @@ wh_status_t sq_chunks_drop(sq_conn_t *c, const char *id)
 /* ---- objects ---- */
 
 wh_status_t sq_obj_upsert(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
-                          const store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          int64_t seq)
+                          const store_obj_meta_t *meta, const store_data_ref_t *ref, int64_t seq)
 {
     sqlite3_stmt *s = c->stmt[S_OBJ_UPSERT];
     sq_bind_text(s, 1, bucket);
@@ -150,8 +149,7 @@ wh_status_t sq_obj_row(sqlite3_stmt *s, store_obj_meta_t *meta, store_data_ref_t
     meta->legal_hold = sqlite3_column_int(s, 19) != 0;
     /* sq_col_dup answers NULL for SQL NULL and on allocation failure: tell them apart. */
     static const int cols[] = {4, 10, 14, 15, 16};
-    char *const got[] = {meta->user_meta_json, meta->acl, meta->tags, meta->part_sizes,
-                         meta->sse};
+    char *const got[] = {meta->user_meta_json, meta->acl, meta->tags, meta->part_sizes, meta->sse};
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
         if (!got[i] && sqlite3_column_type(s, cols[i]) != SQLITE_NULL)
             return WH_ERR_NOMEM;
@@ -223,8 +221,8 @@ wh_status_t sq_object_scan(meta_t *mm, const char *bucket, const void *from, siz
         sq_col_copy(s, 3, etag, sizeof etag);
         sq_col_copy(s, 4, owner, sizeof owner);
         int r = fn(arg, sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0),
-                   (uint64_t)sqlite3_column_int64(s, 1), (time_t)sqlite3_column_int64(s, 2),
-                   etag, owner);
+                   (uint64_t)sqlite3_column_int64(s, 1), (time_t)sqlite3_column_int64(s, 2), etag,
+                   owner);
         if (r < 0)
             st = (wh_status_t)r;
         if (r != 0)

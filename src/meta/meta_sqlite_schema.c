@@ -196,8 +196,10 @@ wh_status_t sq_migrate(sq_conn_t *c, const char *path)
     if (have == META_SCHEMA_VERSION)
         return WH_OK; /* nothing to write: a restart on a full disk works */
     if (have > META_SCHEMA_VERSION) {
-        wh_error("store", "metadata database path=%s has schema version %d, newer than this "
-                 "wharfd knows (%d); upgrade wharfd", path, have, META_SCHEMA_VERSION);
+        wh_error("store",
+                 "metadata database path=%s has schema version %d, newer than this "
+                 "wharfd knows (%d); upgrade wharfd",
+                 path, have, META_SCHEMA_VERSION);
         return WH_ERR_UNSUPPORTED;
     }
     wh_status_t st = sq_exec_sql(c, "BEGIN IMMEDIATE", path, "migration begin");
@@ -207,8 +209,10 @@ wh_status_t sq_migrate(sq_conn_t *c, const char *path)
     have = sq_user_version(c->db);
     if (have < 0 || have > META_SCHEMA_VERSION) {
         /* unread (a step would index SQ_STEPS[-1]) or newer: leave the database as it is */
-        wh_error("store", "schema version of path=%s is %d under the write lock (this wharfd "
-                 "knows %d): %s", path, have, META_SCHEMA_VERSION, sqlite3_errmsg(c->db));
+        wh_error("store",
+                 "schema version of path=%s is %d under the write lock (this wharfd "
+                 "knows %d): %s",
+                 path, have, META_SCHEMA_VERSION, sqlite3_errmsg(c->db));
         st = have < 0 ? WH_ERR_IO : WH_ERR_UNSUPPORTED;
     }
     for (int v = have + 1; st == WH_OK && v <= META_SCHEMA_VERSION; v++) {

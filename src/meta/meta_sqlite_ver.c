@@ -313,8 +313,7 @@ static wh_status_t tx_delete_version(void *conn, void *arg)
         memset(&dm, 0, sizeof dm);
         dm.mtime = time(NULL);
         dm.delete_marker = true;
-        st = sq_make_room(c, a->bucket, a->key, a->klen, state, &cur, seq, dm.version_id,
-                          a->old);
+        st = sq_make_room(c, a->bucket, a->key, a->klen, state, &cur, seq, dm.version_id, a->old);
         store_data_ref_t none;
         memset(&none, 0, sizeof none);
         if (st == WH_OK)
@@ -331,8 +330,8 @@ static wh_status_t tx_delete_version(void *conn, void *arg)
             (st = sq_cur_release(c, a->bucket, a->key, a->klen, a->old)) != WH_OK ||
             (st = sq_exec_obj(c, S_OBJ_DELETE, a->bucket, a->key, a->klen, "object delete")) !=
                 WH_OK ||
-            (st = sq_exec_obj(c, S_VER_PROMOTE, a->bucket, a->key, a->klen,
-                              "version promote")) != WH_OK)
+            (st = sq_exec_obj(c, S_VER_PROMOTE, a->bucket, a->key, a->klen, "version promote")) !=
+                WH_OK)
             return st;
         return sq_exec_obj(c, S_VER_DROP_PROMOTED, a->bucket, a->key, a->klen,
                            "promoted version delete");
@@ -345,9 +344,9 @@ static wh_status_t tx_delete_version(void *conn, void *arg)
     return st;
 }
 
-wh_status_t sq_object_delete_version(meta_t *m, const char *bucket, const char *key,
-                                     size_t klen, const char *version_id, int bypass,
-                                     store_del_result_t *res, store_data_ref_t *old)
+wh_status_t sq_object_delete_version(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                     const char *version_id, int bypass, store_del_result_t *res,
+                                     store_data_ref_t *old)
 {
     store_del_result_t dummy;
     sq_vdel_arg_t a = {bucket, key, version_id, klen, bypass, res ? res : &dummy, old};
@@ -416,10 +415,14 @@ wh_status_t sq_version_scan(meta_t *mm, const char *bucket, const void *from, si
         sq_col_copy(s, 1, vid, sizeof vid);
         sq_col_copy(s, 5, etag, sizeof etag);
         meta_version_row_t row = {
-            .key = key, .klen = klen, .version_id = vid, .latest = true,
+            .key = key,
+            .klen = klen,
+            .version_id = vid,
+            .latest = true,
             .delete_marker = sqlite3_column_int(s, 2) != 0,
             .size = (uint64_t)sqlite3_column_int64(s, 3),
-            .mtime = (time_t)sqlite3_column_int64(s, 4), .etag = etag,
+            .mtime = (time_t)sqlite3_column_int64(s, 4),
+            .etag = etag,
         };
         stop = fn(arg, &row);
         if (stop)
@@ -434,10 +437,14 @@ wh_status_t sq_version_scan(meta_t *mm, const char *bucket, const void *from, si
             sq_col_copy(v, 0, ovid, sizeof ovid);
             sq_col_copy(v, 4, oetag, sizeof oetag);
             meta_version_row_t o = {
-                .key = key, .klen = klen, .version_id = ovid, .latest = false,
+                .key = key,
+                .klen = klen,
+                .version_id = ovid,
+                .latest = false,
                 .delete_marker = sqlite3_column_int(v, 1) != 0,
                 .size = (uint64_t)sqlite3_column_int64(v, 2),
-                .mtime = (time_t)sqlite3_column_int64(v, 3), .etag = oetag,
+                .mtime = (time_t)sqlite3_column_int64(v, 3),
+                .etag = oetag,
             };
             stop = fn(arg, &o);
         }
@@ -491,8 +498,9 @@ static wh_status_t tx_lock_set(void *conn, void *arg)
         sq_bind_obj(s, a->bucket, a->key, a->klen);
         sq_bind_text(s, 3, a->vid);
         int rc = sqlite3_step(s);
-        st = rc == SQLITE_ROW ? WH_OK : rc == SQLITE_DONE ? WH_ERR_NOT_FOUND
-                                                          : sq_fail(c, rc, "version lock lookup");
+        st = rc == SQLITE_ROW    ? WH_OK
+             : rc == SQLITE_DONE ? WH_ERR_NOT_FOUND
+                                 : sq_fail(c, rc, "version lock lookup");
         if (st == WH_OK) {
             dm = sqlite3_column_int(s, 0);
             mode = sqlite3_column_int(s, 1);

@@ -31,21 +31,32 @@ static void load(void)
         size_t off;
     } syms[] = {
 #define S(field, name) {#name, offsetof(wh_pq_t, field)}
-        S(connectdbParams, PQconnectdbParams), S(finish, PQfinish), S(reset, PQreset),
-        S(status, PQstatus), S(errorMessage, PQerrorMessage), S(serverVersion, PQserverVersion),
-        S(exec, PQexec), S(execParams, PQexecParams), S(prepare, PQprepare),
-        S(execPrepared, PQexecPrepared), S(resultStatus, PQresultStatus),
-        S(resultErrorMessage, PQresultErrorMessage), S(resultErrorField, PQresultErrorField),
-        S(ntuples, PQntuples), S(getvalue, PQgetvalue), S(getisnull, PQgetisnull),
-        S(getlength, PQgetlength), S(cmdTuples, PQcmdTuples), S(clear, PQclear),
+        S(connectdbParams, PQconnectdbParams),
+        S(finish, PQfinish),
+        S(reset, PQreset),
+        S(status, PQstatus),
+        S(errorMessage, PQerrorMessage),
+        S(serverVersion, PQserverVersion),
+        S(exec, PQexec),
+        S(execParams, PQexecParams),
+        S(prepare, PQprepare),
+        S(execPrepared, PQexecPrepared),
+        S(resultStatus, PQresultStatus),
+        S(resultErrorMessage, PQresultErrorMessage),
+        S(resultErrorField, PQresultErrorField),
+        S(ntuples, PQntuples),
+        S(getvalue, PQgetvalue),
+        S(getisnull, PQgetisnull),
+        S(getlength, PQgetlength),
+        S(cmdTuples, PQcmdTuples),
+        S(clear, PQclear),
 #undef S
     };
     wh_pq_t t;
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
         void *p = dlsym(h, syms[i].name);
         if (!p) {
-            snprintf(g_err, sizeof g_err, "%s has no %s: not a usable libpq", file,
-                     syms[i].name);
+            snprintf(g_err, sizeof g_err, "%s has no %s: not a usable libpq", file, syms[i].name);
             dlclose(h);
             return;
         }

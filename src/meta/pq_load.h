@@ -20,10 +20,8 @@ typedef struct wh_pq {
     int (*serverVersion)(const PGconn *c);
     PGresult *(*exec)(PGconn *c, const char *sql);
     PGresult *(*execParams)(PGconn *c, const char *sql, int n, const Oid *types,
-                            const char *const *vals, const int *lens, const int *fmts,
-                            int rfmt);
-    PGresult *(*prepare)(PGconn *c, const char *name, const char *sql, int n,
-                         const Oid *types);
+                            const char *const *vals, const int *lens, const int *fmts, int rfmt);
+    PGresult *(*prepare)(PGconn *c, const char *name, const char *sql, int n, const Oid *types);
     PGresult *(*execPrepared)(PGconn *c, const char *name, int n, const char *const *vals,
                               const int *lens, const int *fmts, int rfmt);
     ExecStatusType (*resultStatus)(const PGresult *r);

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static int gw_usage(FILE *f)
 {
     fprintf(f,
@@ -85,8 +84,18 @@ int srv_gateway_main(int argc, char **argv)
     srv_common_t co;
     srv_common_init(&co, "gateway");
     cfg.unix_path = "";
-    enum { O_META = 1, O_LISTEN, O_UNIX, O_REPL, O_CHUNK, O_REPAIR, O_GRACE, O_CLUSTER_CA, O_RESERVE,
-           O_HELP };
+    enum {
+        O_META = 1,
+        O_LISTEN,
+        O_UNIX,
+        O_REPL,
+        O_CHUNK,
+        O_REPAIR,
+        O_GRACE,
+        O_CLUSTER_CA,
+        O_RESERVE,
+        O_HELP
+    };
     static const struct option opts[] = {
         {"meta", required_argument, NULL, O_META},
         {"listen", required_argument, NULL, O_LISTEN},
@@ -114,8 +123,7 @@ int srv_gateway_main(int argc, char **argv)
             break;
         case O_LISTEN:
             if (srv_parse_listen(optarg, host, sizeof host, &cfg.listen_port, false) != 0)
-                return gw_bad("--listen wants HOST:PORT (e.g. 127.0.0.1:9000), got '%s'",
-                              optarg);
+                return gw_bad("--listen wants HOST:PORT (e.g. 127.0.0.1:9000), got '%s'", optarg);
             break;
         case O_UNIX:
             cfg.unix_path = strcmp(optarg, "none") == 0 ? "" : optarg;
@@ -203,9 +211,8 @@ int srv_gateway_main(int argc, char **argv)
         return 1;
     }
     printf("wharfd gateway serving %s://%s:%u replicas=%u chunk=%llu access_key=%s\n",
-           cfg.tls_cert ? "https" : "http", host,
-           (unsigned)cfg.listen_port, rc.replicas, (unsigned long long)rc.chunk_size,
-           cfg.access_key);
+           cfg.tls_cert ? "https" : "http", host, (unsigned)cfg.listen_port, rc.replicas,
+           (unsigned long long)rc.chunk_size, cfg.access_key);
     fflush(stdout);
     srv_wait_signals(srv_front_hup, srv);
     srv_stop(srv);

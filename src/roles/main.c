@@ -17,85 +17,85 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: wharfd serve --data DIR --listen HOST:PORT [options]\n"
-            "       wharfd gateway --meta URL --listen HOST:PORT [options]  (a cluster's S3 front)\n"
-            "       wharfd storage --meta URL --data DIR --listen HOST:PORT  (a cluster's storage)\n"
-            "       wharfd user|key ...  (IAM users and access keys; wharfd user --help)\n"
-            "       wharfd --help | --version\n"
-            "\n"
-            "An S3-compatible object server whose data path can bypass HTTP: a signed request\n"
-            "carrying x-amz-rdma-token has its bytes moved by one-sided RDMA.\n"
-            "\n"
-            "options of serve:\n"
-            "  --data DIR           data directory (objects and the SQLite metadata); created\n"
-            "  --listen HOST:PORT   TCP address to serve HTTP on (default 127.0.0.1:9000)\n"
-            "  --unix PATH          Unix-domain socket to also serve on (default DIR/wharfd.sock;\n"
-            "                       \"none\" disables it). Peers proven over it (SO_PEERCRED)\n"
-            "                       may use the same-host shm transport.\n"
-            "  --region NAME        S3 region (default us-east-1)\n"
-            "  --log-level LEVEL    error, warn, info (default), debug, trace\n"
-            "  --providers LIST     RDMA providers, comma-separated: shm,tcp (default) or none\n"
-            "  --rdma-mem SIZE      registered buffer budget for RDMA (default: 1/64 of RAM,\n"
-            "                       64M..1G); a bare number is bytes, K/M/G/T (KiB/MiB/GiB/TiB)\n"
-            "                       multiply by 1024^n\n"
-            "  --shm-trust-local    serve shm to TCP peers too (trusted single-user hosts only)\n"
-            "  --copy-threads N     copy threads of the direct path (bound shm, GPU memory),\n"
-            "                       shared by the requests in flight (default: one per core)\n"
-            "  --cold-reads direct|buffered  RDMA GETs over network providers read data that\n"
-            "                       is not in the page cache with O_DIRECT straight into the\n"
-            "                       registered buffer (direct, the default), or through the cache\n"
-            "  --cuda-pinned-mem SIZE  pinned host memory staging copies to and from GPU\n"
-            "                       memory, 16M per copy slot (default: 16M per core, at most\n"
-            "                       1/32 of RAM)\n"
-            "  --etag-part-size SIZE  PutObject ETags above SIZE (default 64M) are the md5 of\n"
-            "                       their SIZE parts' md5s, \"-N\", hashed in parallel; 0: always\n"
-            "                       one MD5 (a Content-MD5 or an UploadPart always gets one)\n"
-            "  --rdma-etag digest|md5  ETags of RDMA PUTs and parts of 4M or more without\n"
-            "                       Content-MD5: digest (default) makes them from the CRCs the\n"
-            "                       server computes anyway, as \"hex-N\" (parts: \"hex\"), with\n"
-            "                       no MD5 pass; md5: the MD5 forms above\n"
-            "  --meta URL           metadata in PostgreSQL (postgresql://USER@HOST:PORT/DB)\n"
-            "                       instead of SQLite in DIR\n"
-            "  --reserve BYTES      space held back so deletes work on a full disk (default 8M;\n"
-            "                       0 for none)\n"
-            "  --high-water PCT     refuse new writes (507) once the data file system is this\n"
-            "                       full, 1..100 (default 99; 100: only when full)\n"
-            "  --durability disk|memory  what an acknowledged write survives: disk (default:\n"
-            "                       the object's file is synced before the reply) or memory\n"
-            "                       (the page cache: a crash of wharfd, not of the host)\n"
-            "  --server-key-file F  the key that seals users' secret keys (64 hex characters;\n"
-            "                       default WHARF_SERVER_KEY_FILE, else DIR/server.key, made\n"
-            "                       0600 on first start)\n"
-            "  --account-id N       12-digit account of ARNs (default WHARF_ACCOUNT_ID or\n"
-            "                       000000000000)\n"
-            "  --lifecycle-period S seconds between passes applying buckets' lifecycle rules\n"
-            "                       (default 3600)\n"
-            "\n"
-            "HTTP front (defaults derived from the host):\n"
-            "  --http-threads N     event threads (default: the CPU count)\n"
-            "  --handler-threads N  most S3 handlers running at once; they may wait on disk\n"
-            "                       or RDMA (default 256)\n"
-            "  --max-conns N        connections open at once (default: RLIMIT_NOFILE, raised\n"
-            "                       to its hard limit, less a reserve for files)\n"
-            "  --max-conns-per-ip N connections open at once from one address (default: a\n"
-            "                       quarter of --max-conns)\n"
-            "  --idle-timeout S     close a connection that moves no byte for S s (default 30)\n"
-            "  --max-uploads N      incomplete multipart uploads one bucket may hold (default\n"
-            "                       10000; CreateMultipartUpload past it is TooManyUploads)\n"
-            "  --header-timeout S   close a connection whose request headers are not complete\n"
-            "                       S s after it opened or its last request ended (default 20)\n"
-            "\n"
-            "Root's credentials come from WHARF_ACCESS_KEY and WHARF_SECRET_KEY; when unset,\n"
-            "the development defaults " DEV_ACCESS_KEY " / " DEV_SECRET_KEY " are used and\n"
-            "printed. IAM users and their keys: wharfd user --help, or the IAM API.\n"
-            "TLS (serve and gateway):\n"
-            "  --tls-cert FILE      PEM certificate chain (leaf first): the TCP port then\n"
-            "                       serves only HTTPS; SIGHUP reloads it and --tls-key\n"
-            "  --tls-key FILE       its PEM private key (unencrypted)\n"
-            "\n"
-            "SIGHUP reloads the TLS certificate and key (a bad pair keeps the old one).\n"
-            "SIGTERM or SIGINT stops accepting, lets in-flight requests finish, and exits 0.\n");
+    fprintf(
+        f, "usage: wharfd serve --data DIR --listen HOST:PORT [options]\n"
+           "       wharfd gateway --meta URL --listen HOST:PORT [options]  (a cluster's S3 front)\n"
+           "       wharfd storage --meta URL --data DIR --listen HOST:PORT  (a cluster's storage)\n"
+           "       wharfd user|key ...  (IAM users and access keys; wharfd user --help)\n"
+           "       wharfd --help | --version\n"
+           "\n"
+           "An S3-compatible object server whose data path can bypass HTTP: a signed request\n"
+           "carrying x-amz-rdma-token has its bytes moved by one-sided RDMA.\n"
+           "\n"
+           "options of serve:\n"
+           "  --data DIR           data directory (objects and the SQLite metadata); created\n"
+           "  --listen HOST:PORT   TCP address to serve HTTP on (default 127.0.0.1:9000)\n"
+           "  --unix PATH          Unix-domain socket to also serve on (default DIR/wharfd.sock;\n"
+           "                       \"none\" disables it). Peers proven over it (SO_PEERCRED)\n"
+           "                       may use the same-host shm transport.\n"
+           "  --region NAME        S3 region (default us-east-1)\n"
+           "  --log-level LEVEL    error, warn, info (default), debug, trace\n"
+           "  --providers LIST     RDMA providers, comma-separated: shm,tcp (default) or none\n"
+           "  --rdma-mem SIZE      registered buffer budget for RDMA (default: 1/64 of RAM,\n"
+           "                       64M..1G); a bare number is bytes, K/M/G/T (KiB/MiB/GiB/TiB)\n"
+           "                       multiply by 1024^n\n"
+           "  --shm-trust-local    serve shm to TCP peers too (trusted single-user hosts only)\n"
+           "  --copy-threads N     copy threads of the direct path (bound shm, GPU memory),\n"
+           "                       shared by the requests in flight (default: one per core)\n"
+           "  --cold-reads direct|buffered  RDMA GETs over network providers read data that\n"
+           "                       is not in the page cache with O_DIRECT straight into the\n"
+           "                       registered buffer (direct, the default), or through the cache\n"
+           "  --cuda-pinned-mem SIZE  pinned host memory staging copies to and from GPU\n"
+           "                       memory, 16M per copy slot (default: 16M per core, at most\n"
+           "                       1/32 of RAM)\n"
+           "  --etag-part-size SIZE  PutObject ETags above SIZE (default 64M) are the md5 of\n"
+           "                       their SIZE parts' md5s, \"-N\", hashed in parallel; 0: always\n"
+           "                       one MD5 (a Content-MD5 or an UploadPart always gets one)\n"
+           "  --rdma-etag digest|md5  ETags of RDMA PUTs and parts of 4M or more without\n"
+           "                       Content-MD5: digest (default) makes them from the CRCs the\n"
+           "                       server computes anyway, as \"hex-N\" (parts: \"hex\"), with\n"
+           "                       no MD5 pass; md5: the MD5 forms above\n"
+           "  --meta URL           metadata in PostgreSQL (postgresql://USER@HOST:PORT/DB)\n"
+           "                       instead of SQLite in DIR\n"
+           "  --reserve BYTES      space held back so deletes work on a full disk (default 8M;\n"
+           "                       0 for none)\n"
+           "  --high-water PCT     refuse new writes (507) once the data file system is this\n"
+           "                       full, 1..100 (default 99; 100: only when full)\n"
+           "  --durability disk|memory  what an acknowledged write survives: disk (default:\n"
+           "                       the object's file is synced before the reply) or memory\n"
+           "                       (the page cache: a crash of wharfd, not of the host)\n"
+           "  --server-key-file F  the key that seals users' secret keys (64 hex characters;\n"
+           "                       default WHARF_SERVER_KEY_FILE, else DIR/server.key, made\n"
+           "                       0600 on first start)\n"
+           "  --account-id N       12-digit account of ARNs (default WHARF_ACCOUNT_ID or\n"
+           "                       000000000000)\n"
+           "  --lifecycle-period S seconds between passes applying buckets' lifecycle rules\n"
+           "                       (default 3600)\n"
+           "\n"
+           "HTTP front (defaults derived from the host):\n"
+           "  --http-threads N     event threads (default: the CPU count)\n"
+           "  --handler-threads N  most S3 handlers running at once; they may wait on disk\n"
+           "                       or RDMA (default 256)\n"
+           "  --max-conns N        connections open at once (default: RLIMIT_NOFILE, raised\n"
+           "                       to its hard limit, less a reserve for files)\n"
+           "  --max-conns-per-ip N connections open at once from one address (default: a\n"
+           "                       quarter of --max-conns)\n"
+           "  --idle-timeout S     close a connection that moves no byte for S s (default 30)\n"
+           "  --max-uploads N      incomplete multipart uploads one bucket may hold (default\n"
+           "                       10000; CreateMultipartUpload past it is TooManyUploads)\n"
+           "  --header-timeout S   close a connection whose request headers are not complete\n"
+           "                       S s after it opened or its last request ended (default 20)\n"
+           "\n"
+           "Root's credentials come from WHARF_ACCESS_KEY and WHARF_SECRET_KEY; when unset,\n"
+           "the development defaults " DEV_ACCESS_KEY " / " DEV_SECRET_KEY " are used and\n"
+           "printed. IAM users and their keys: wharfd user --help, or the IAM API.\n"
+           "TLS (serve and gateway):\n"
+           "  --tls-cert FILE      PEM certificate chain (leaf first): the TCP port then\n"
+           "                       serves only HTTPS; SIGHUP reloads it and --tls-key\n"
+           "  --tls-key FILE       its PEM private key (unencrypted)\n"
+           "\n"
+           "SIGHUP reloads the TLS certificate and key (a bad pair keeps the old one).\n"
+           "SIGTERM or SIGINT stops accepting, lets in-flight requests finish, and exits 0.\n");
 }
 
 static int bad_usage(const char *fmt, const char *arg)
@@ -131,9 +131,29 @@ int main(int argc, char **argv)
     srv_common_t co;
     srv_common_init(&co, "serve");
 
-    enum { O_DATA = 1, O_LISTEN, O_UNIX, O_SHM, O_COPY, O_PINNED, O_COLD, O_ETAG, O_RDMA_ETAG, O_HELP,
-           O_META, O_RESERVE, O_HIGH_WATER, O_HTTP_THREADS, O_HANDLER_THREADS, O_MAX_CONNS,
-           O_MAX_CONNS_IP, O_IDLE_TIMEOUT, O_HEADER_TIMEOUT, O_MAX_UPLOADS, O_DURABILITY };
+    enum {
+        O_DATA = 1,
+        O_LISTEN,
+        O_UNIX,
+        O_SHM,
+        O_COPY,
+        O_PINNED,
+        O_COLD,
+        O_ETAG,
+        O_RDMA_ETAG,
+        O_HELP,
+        O_META,
+        O_RESERVE,
+        O_HIGH_WATER,
+        O_HTTP_THREADS,
+        O_HANDLER_THREADS,
+        O_MAX_CONNS,
+        O_MAX_CONNS_IP,
+        O_IDLE_TIMEOUT,
+        O_HEADER_TIMEOUT,
+        O_MAX_UPLOADS,
+        O_DURABILITY
+    };
     _Static_assert(O_MAX_UPLOADS - O_HTTP_THREADS == 6, "the counts below are in enum order");
     static const struct option opts[] = {
         {"data", required_argument, NULL, O_DATA},
@@ -205,7 +225,8 @@ int main(int argc, char **argv)
             if (wh_parse_size(optarg, &cfg.etag_part_size) != 0 ||
                 (cfg.etag_part_size && cfg.etag_part_size < (4ULL << 20)))
                 return bad_usage("--etag-part-size wants a size of at least 4M (" WH_SIZE_SYNTAX
-                                 "), or 0 for whole-object MD5 ETags, got '%s'", optarg);
+                                 "), or 0 for whole-object MD5 ETags, got '%s'",
+                                 optarg);
             break;
         case O_RDMA_ETAG:
             if (strcmp(optarg, "digest") != 0 && strcmp(optarg, "md5") != 0)
@@ -216,7 +237,8 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         case O_META:
-            if (strncmp(optarg, "postgresql://", 13) != 0 && strncmp(optarg, "postgres://", 11) != 0)
+            if (strncmp(optarg, "postgresql://", 13) != 0 &&
+                strncmp(optarg, "postgres://", 11) != 0)
                 return bad_usage("--meta wants postgresql://USER@HOST:PORT/DB, got '%s'", optarg);
             scfg.meta_url = optarg;
             break;
@@ -230,8 +252,8 @@ int main(int argc, char **argv)
         case O_DURABILITY:
             if (strcmp(optarg, "disk") && strcmp(optarg, "memory"))
                 return bad_usage("--durability wants disk or memory, got '%s'", optarg);
-            scfg.durability = strcmp(optarg, "memory") == 0 ? STORE_DURABLE_MEMORY
-                                                           : STORE_DURABLE_DISK;
+            scfg.durability =
+                strcmp(optarg, "memory") == 0 ? STORE_DURABLE_MEMORY : STORE_DURABLE_DISK;
             break;
         case O_HIGH_WATER: {
             uint64_t v;
@@ -251,18 +273,19 @@ int main(int argc, char **argv)
             static const struct {
                 const char *name;
                 unsigned max;
-            } lim[] = {{"--http-threads", 256},      {"--handler-threads", 65536},
-                       {"--max-conns", 1000000},     {"--max-conns-per-ip", 1000000},
-                       {"--idle-timeout", 86400},    {"--header-timeout", 86400},
+            } lim[] = {{"--http-threads", 256},     {"--handler-threads", 65536},
+                       {"--max-conns", 1000000},    {"--max-conns-per-ip", 1000000},
+                       {"--idle-timeout", 86400},   {"--header-timeout", 86400},
                        {"--max-uploads", 100000000}};
-            unsigned *dst[] = {&cfg.http_threads, &cfg.handler_threads, &cfg.max_conns,
-                               &cfg.max_conns_per_ip, &cfg.conn_timeout_s,
-                               &cfg.header_timeout_s, &cfg.max_uploads};
+            unsigned *dst[] = {&cfg.http_threads,     &cfg.handler_threads, &cfg.max_conns,
+                               &cfg.max_conns_per_ip, &cfg.conn_timeout_s,  &cfg.header_timeout_s,
+                               &cfg.max_uploads};
             size_t i = (size_t)(c - O_HTTP_THREADS);
             uint64_t v;
             if (wh_parse_u64(optarg, strlen(optarg), &v) != 0 || v < 1 || v > lim[i].max) {
-                fprintf(stderr, "wharfd: %s wants a whole number from 1 to %u, got '%s'\n"
-                                "run 'wharfd --help' for the options\n",
+                fprintf(stderr,
+                        "wharfd: %s wants a whole number from 1 to %u, got '%s'\n"
+                        "run 'wharfd --help' for the options\n",
                         lim[i].name, lim[i].max, optarg);
                 return 2;
             }
@@ -290,7 +313,6 @@ int main(int argc, char **argv)
     if (srv_common_apply(&co, &cfg) != 0)
         return 2;
 
-
     if (wh_mkdir_p(cfg.data_dir, 0755) != 0) {
         wh_error("main", "cannot create the data directory %s: %m", cfg.data_dir);
         return 1;
@@ -313,8 +335,8 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("wharfd %s serving %s://%s:%u data=%s access_key=%s\n", SRV_VERSION,
-           cfg.tls_cert ? "https" : "http", host,
-           (unsigned)cfg.listen_port, cfg.data_dir, cfg.access_key);
+           cfg.tls_cert ? "https" : "http", host, (unsigned)cfg.listen_port, cfg.data_dir,
+           cfg.access_key);
     fflush(stdout);
 
     srv_wait_signals(srv_front_hup, srv);

@@ -22,27 +22,26 @@
 
 static int role_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: wharfd storage --meta postgresql://USER@HOST:PORT/DB --data DIR\n"
-            "                      --listen HOST:PORT [--providers LIST] [--rdma-mem BYTES]\n"
-            "\n"
-            "A storage server of a cluster: registers itself in the metadata database\n"
-            "(address, capacity, heartbeat), keeps chunks under DIR, serves gateways over an\n"
-            "internal HTTP API and moves bytes to and from client memory by RDMA itself.\n"
-            "Every internal request must carry a token signed with WHARF_CLUSTER_SECRET\n"
-            "(environment; the same on every gateway and storage server).\n"
-            "\n"
-            "  --listen HOST:PORT   address of the internal API; gateways reach it there, so\n"
-            "                       give an address they can route to (0.0.0.0 is refused)\n"
-            "  --providers LIST     RDMA providers: shm,tcp (default) or none\n"
-            "  --rdma-mem BYTES     registered buffer budget (default: sized from the host,\n"
-            "                       within RLIMIT_MEMLOCK where the provider pins; K/M/G ok)\n"
-            "  --scrub-rate BYTES   bytes per second the scrubber reads to verify every chunk\n"
-            "                       against its block checksums (default 32M; 0: off)\n"
-            "  --scrub-interval SECS  pause between two scrub passes (default 604800)\n"
-            "  --log-level LEVEL    error, warn, info (default), debug, trace\n"
-            "  --tls-cert FILE --tls-key FILE  serve the internal API over HTTPS only (give\n"
-            "                       the gateways --cluster-ca); SIGHUP reloads the pair\n");
+    fprintf(f, "usage: wharfd storage --meta postgresql://USER@HOST:PORT/DB --data DIR\n"
+               "                      --listen HOST:PORT [--providers LIST] [--rdma-mem BYTES]\n"
+               "\n"
+               "A storage server of a cluster: registers itself in the metadata database\n"
+               "(address, capacity, heartbeat), keeps chunks under DIR, serves gateways over an\n"
+               "internal HTTP API and moves bytes to and from client memory by RDMA itself.\n"
+               "Every internal request must carry a token signed with WHARF_CLUSTER_SECRET\n"
+               "(environment; the same on every gateway and storage server).\n"
+               "\n"
+               "  --listen HOST:PORT   address of the internal API; gateways reach it there, so\n"
+               "                       give an address they can route to (0.0.0.0 is refused)\n"
+               "  --providers LIST     RDMA providers: shm,tcp (default) or none\n"
+               "  --rdma-mem BYTES     registered buffer budget (default: sized from the host,\n"
+               "                       within RLIMIT_MEMLOCK where the provider pins; K/M/G ok)\n"
+               "  --scrub-rate BYTES   bytes per second the scrubber reads to verify every chunk\n"
+               "                       against its block checksums (default 32M; 0: off)\n"
+               "  --scrub-interval SECS  pause between two scrub passes (default 604800)\n"
+               "  --log-level LEVEL    error, warn, info (default), debug, trace\n"
+               "  --tls-cert FILE --tls-key FILE  serve the internal API over HTTPS only (give\n"
+               "                       the gateways --cluster-ca); SIGHUP reloads the pair\n");
     return 0;
 }
 
@@ -92,8 +91,10 @@ int srv_common_opt(srv_common_t *co, int c, const char *arg)
         return 1;
     case SRV_OPT_RDMA_MEM:
         if (wh_parse_size(arg, &co->rdma_mem) != 0 || co->rdma_mem == 0)
-            return common_bad(co, "--rdma-mem wants a size (" WH_SIZE_SYNTAX "), such as 256M, "
-                                  "got '%s'", arg);
+            return common_bad(co,
+                              "--rdma-mem wants a size (" WH_SIZE_SYNTAX "), such as 256M, "
+                              "got '%s'",
+                              arg);
         return 1;
     case SRV_OPT_KEY_FILE:
         co->server_key_file = arg;
@@ -146,9 +147,10 @@ int srv_common_apply(const srv_common_t *co, srv_config_t *cfg)
     if (!cfg->access_key || !*cfg->access_key || !cfg->secret_key || !*cfg->secret_key) {
         cfg->access_key = WH_DEV_ACCESS_KEY;
         cfg->secret_key = WH_DEV_SECRET_KEY;
-        fprintf(stderr, "wharfd: WHARF_ACCESS_KEY/WHARF_SECRET_KEY unset; using the development "
-                        "credentials access_key=%s secret_key=%s\n", cfg->access_key,
-                cfg->secret_key);
+        fprintf(stderr,
+                "wharfd: WHARF_ACCESS_KEY/WHARF_SECRET_KEY unset; using the development "
+                "credentials access_key=%s secret_key=%s\n",
+                cfg->access_key, cfg->secret_key);
     }
     return 0;
 }
@@ -159,8 +161,7 @@ int srv_parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port, 
     if (!colon || colon == s || (size_t)(colon - s) >= hostlen)
         return -1;
     uint64_t p;
-    if (wh_parse_u64(colon + 1, strlen(colon + 1), &p) != 0 || (p == 0 && !any_port) ||
-        p > 65535)
+    if (wh_parse_u64(colon + 1, strlen(colon + 1), &p) != 0 || (p == 0 && !any_port) || p > 65535)
         return -1;
     memcpy(host, s, (size_t)(colon - s));
     host[colon - s] = '\0';
@@ -229,9 +230,11 @@ wh_status_t srv_s3_front_start(const srv_config_t *cfg, store_t *st, srv_t **out
     srv_parts_t parts = {.app = &srv_s3_app, .store = st};
     char kbuf[1024];
     bool create = false;
-    const char *kf = srv_ident_key_path(cfg->server_key_file, cfg->data_dir, kbuf, sizeof kbuf,
-                                        &create);
-    srv_ident_config_t icfg = {.meta = store_meta(st), .key_file = kf, .create_key = create,
+    const char *kf =
+        srv_ident_key_path(cfg->server_key_file, cfg->data_dir, kbuf, sizeof kbuf, &create);
+    srv_ident_config_t icfg = {.meta = store_meta(st),
+                               .key_file = kf,
+                               .create_key = create,
                                .account_id = cfg->account_id,
                                .root_access_key = cfg->access_key};
     if (!kf)
@@ -331,7 +334,8 @@ int srv_storage_main(int argc, char **argv)
     if (inet_pton(AF_INET, host, &ia) == 1 && ia.s_addr == htonl(INADDR_ANY))
         return bad("--listen %s: gateways dial the address a storage server registers, and "
                    "no one can dial 0.0.0.0; give this host's address they route to (e.g. "
-                   "10.0.0.2:9100)", host);
+                   "10.0.0.2:9100)",
+                   host);
     if (!(cfg.secret = srv_cluster_secret()))
         return 2;
     cfg.listen_host = host;

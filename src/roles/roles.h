@@ -20,31 +20,45 @@ int srv_user_main(int argc, char **argv);
  * its getopt table (SRV_OPTS_RDMA, SRV_OPTS_S3) and hands every option it does not know
  * itself to srv_common_opt. */
 typedef struct srv_common {
-    const char *cmd;        /* "serve", "gateway", "storage": for the --help hint */
-    const char *region;     /* NULL: the default */
+    const char *cmd;    /* "serve", "gateway", "storage": for the --help hint */
+    const char *region; /* NULL: the default */
     wh_log_level_t log_level;
-    const char *providers;  /* NULL: the default */
-    uint64_t rdma_mem;      /* 0: the default */
+    const char *providers; /* NULL: the default */
+    uint64_t rdma_mem;     /* 0: the default */
     const char *server_key_file;
     const char *account_id;
     const char *tls_cert, *tls_key; /* --tls-cert, --tls-key (every role) */
-    unsigned lifecycle_period_s; /* 0: the default */
+    unsigned lifecycle_period_s;    /* 0: the default */
 } srv_common_t;
-enum { SRV_OPT_REGION = 0x100, SRV_OPT_LOG, SRV_OPT_PROVIDERS, SRV_OPT_RDMA_MEM,
-       SRV_OPT_KEY_FILE, SRV_OPT_ACCOUNT, SRV_OPT_TLS_CERT, SRV_OPT_TLS_KEY,
-       SRV_OPT_LIFECYCLE };
-#define SRV_OPTS_RDMA                                                                       \
-    {"log-level", required_argument, NULL, SRV_OPT_LOG},                                    \
-        {"providers", required_argument, NULL, SRV_OPT_PROVIDERS},                          \
-        {"rdma-mem", required_argument, NULL, SRV_OPT_RDMA_MEM}
-#define SRV_OPTS_S3                                                                         \
-    {"region", required_argument, NULL, SRV_OPT_REGION},                                    \
-        {"server-key-file", required_argument, NULL, SRV_OPT_KEY_FILE},                     \
-        {"account-id", required_argument, NULL, SRV_OPT_ACCOUNT},                           \
-        {"lifecycle-period", required_argument, NULL, SRV_OPT_LIFECYCLE}
-#define SRV_OPTS_TLS                                                                        \
-    {"tls-cert", required_argument, NULL, SRV_OPT_TLS_CERT},                                \
-        {"tls-key", required_argument, NULL, SRV_OPT_TLS_KEY}
+enum {
+    SRV_OPT_REGION = 0x100,
+    SRV_OPT_LOG,
+    SRV_OPT_PROVIDERS,
+    SRV_OPT_RDMA_MEM,
+    SRV_OPT_KEY_FILE,
+    SRV_OPT_ACCOUNT,
+    SRV_OPT_TLS_CERT,
+    SRV_OPT_TLS_KEY,
+    SRV_OPT_LIFECYCLE
+};
+#define SRV_OPTS_RDMA                                                                              \
+    {"log-level", required_argument, NULL, SRV_OPT_LOG},                                           \
+        {"providers", required_argument, NULL, SRV_OPT_PROVIDERS},                                 \
+    {                                                                                              \
+        "rdma-mem", required_argument, NULL, SRV_OPT_RDMA_MEM                                      \
+    }
+#define SRV_OPTS_S3                                                                                \
+    {"region", required_argument, NULL, SRV_OPT_REGION},                                           \
+        {"server-key-file", required_argument, NULL, SRV_OPT_KEY_FILE},                            \
+        {"account-id", required_argument, NULL, SRV_OPT_ACCOUNT},                                  \
+    {                                                                                              \
+        "lifecycle-period", required_argument, NULL, SRV_OPT_LIFECYCLE                             \
+    }
+#define SRV_OPTS_TLS                                                                               \
+    {"tls-cert", required_argument, NULL, SRV_OPT_TLS_CERT},                                       \
+    {                                                                                              \
+        "tls-key", required_argument, NULL, SRV_OPT_TLS_KEY                                        \
+    }
 void srv_common_init(srv_common_t *co, const char *cmd);
 /* 1: c was a common option and its value is good; 0: not a common option; 2: a bad value
  * (said on stderr): exit 2. */
@@ -63,7 +77,7 @@ int srv_parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port, 
 /* Says what is wrong with the command line (fmt has one %s, for arg) and where the options are
  * listed: 'wharfd CMD --help', or 'wharfd --help' with cmd NULL. Returns 2, the exit status. */
 int srv_usage_error(const char *cmd, const char *fmt, const char *arg);
-const char *srv_cluster_secret(void);             /* NULL (and says why) when unset/short */
+const char *srv_cluster_secret(void); /* NULL (and says why) when unset/short */
 /* Blocks TERM, INT and HUP in this thread and every thread it starts afterwards
  * (libmicrohttpd's inherit the mask) and ignores SIGPIPE (sendfile to a closed socket): call
  * before starting anything. */
@@ -79,7 +93,6 @@ struct srv;
 /* An S3 front over st (taken, also on failure): opens the identities over its metadata (the
  * server key from cfg, or under cfg->data_dir) and the RDMA engine (fabric listeners where
  * HTTP listens), and starts the front with the S3 API (front.h: srv_start). */
-wh_status_t srv_s3_front_start(const struct srv_config *cfg, struct store *st,
-                               struct srv **out);
+wh_status_t srv_s3_front_start(const struct srv_config *cfg, struct store *st, struct srv **out);
 
 #endif

@@ -58,8 +58,8 @@ static void reply_text(struct MHD_Connection *c, sreq_t *q, int status, const ch
     if ((size_t)n > sizeof msg - 2)
         n = (int)sizeof msg - 2;
     msg[n++] = '\n';
-    struct MHD_Response *resp = MHD_create_response_from_buffer((size_t)n, msg,
-                                                                MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer((size_t)n, msg, MHD_RESPMEM_MUST_COPY);
     if (status >= 400)
         wh_info(MOD, "refused status=%d reason='%.*s'", status, n - 1, msg);
     if (resp) {
@@ -161,8 +161,9 @@ static void serve_read(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
     if (t->off > size || t->len > size - t->off) {
         close(fd);
         cl_chunk_info_free(&info);
-        reply_text(c, q, 416, "chunk %s: range %" PRIu64 "+%" PRIu64 " beyond its %" PRIu64
-                   " bytes", q->chunk, t->off, t->len, size);
+        reply_text(c, q, 416,
+                   "chunk %s: range %" PRIu64 "+%" PRIu64 " beyond its %" PRIu64 " bytes", q->chunk,
+                   t->off, t->len, size);
         return;
     }
     uint64_t expect = 0;
@@ -182,8 +183,7 @@ static void serve_read(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
             srv_storage_damaged(s, q->chunk, fd);
         close(fd);
         reply_text(c, q, 500, "chunk %s: %s", q->chunk,
-                   st == WH_ERR_CHECKSUM ? "checksum mismatch (damaged on disk)"
-                                         : "read error");
+                   st == WH_ERR_CHECKSUM ? "checksum mismatch (damaged on disk)" : "read error");
         return;
     }
     if (t->op == CL_OP_GET) {
@@ -208,8 +208,7 @@ static void serve_read(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
     st = srv_rdma_get(s->rdma, t->mtok, &peer, fd, t->off, t->len, &res);
     if (st != WH_OK) {
         close(fd);
-        reply_text(c, q, rdma_http(&res), "chunk %s: rdma write failed: %s", q->chunk,
-                   res.message);
+        reply_text(c, q, rdma_http(&res), "chunk %s: rdma write failed: %s", q->chunk, res.message);
         return;
     }
     if (res.crc64nvme != expect) {
@@ -237,14 +236,15 @@ static void serve_rput(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
     st = srv_rdma_put(s->rdma, q->tok.mtok, &peer, rput_sink, w, &res);
     if (st == WH_OK && res.bytes != q->tok.len) {
         cl_chunk_writer_abort(w);
-        reply_text(c, q, 400, "chunk %s: memory region holds %" PRIu64 " bytes, the token "
-                   "names %" PRIu64, q->chunk, res.bytes, q->tok.len);
+        reply_text(c, q, 400,
+                   "chunk %s: memory region holds %" PRIu64 " bytes, the token "
+                   "names %" PRIu64,
+                   q->chunk, res.bytes, q->tok.len);
         return;
     }
     if (st != WH_OK) {
         cl_chunk_writer_abort(w);
-        reply_text(c, q, rdma_http(&res), "chunk %s: rdma read failed: %s", q->chunk,
-                   res.message);
+        reply_text(c, q, rdma_http(&res), "chunk %s: rdma read failed: %s", q->chunk, res.message);
         return;
     }
     uint64_t crc = 0;
@@ -258,8 +258,7 @@ static void serve_rput(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
 }
 
 /* The token is checked here, before any byte of the chunk is read or written. */
-static void request_begin(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q,
-                          const char *url)
+static void request_begin(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q, const char *url)
 {
     if (strcmp(url, "/health") == 0 && strcmp(q->method, "GET") == 0) {
         reply_text(c, q, 200, "ok");
@@ -280,20 +279,21 @@ static void request_begin(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q,
     char err[256];
     if (!h) {
         atomic_fetch_add(&s->token_rejects, 1);
-        reply_text(c, q, 403, "missing %s: storage servers serve gateways only",
-                   CL_ITOKEN_HEADER);
+        reply_text(c, q, 403, "missing %s: storage servers serve gateways only", CL_ITOKEN_HEADER);
         return;
     }
-    wh_status_t st = cl_itoken_verify(s->secret, s->secret_len, h, strlen(h), time(NULL),
-                                      &q->tok, err, sizeof err);
+    wh_status_t st = cl_itoken_verify(s->secret, s->secret_len, h, strlen(h), time(NULL), &q->tok,
+                                      err, sizeof err);
     if (st != WH_OK) {
         atomic_fetch_add(&s->token_rejects, 1);
         reply_text(c, q, 403, "%s", err);
         return;
     }
     const cl_itoken_t *t = &q->tok;
-    const char *want = t->op == CL_OP_GET ? "GET" : t->op == CL_OP_PUT ? "PUT"
-                     : t->op == CL_OP_DEL ? "DELETE" : "POST";
+    const char *want = t->op == CL_OP_GET   ? "GET"
+                       : t->op == CL_OP_PUT ? "PUT"
+                       : t->op == CL_OP_DEL ? "DELETE"
+                                            : "POST";
     if (strcmp(t->chunk, q->chunk) != 0 || strcmp(q->method, want) != 0) {
         atomic_fetch_add(&s->token_rejects, 1);
         reply_text(c, q, 403, "itoken is for %s of chunk %s, not %s of %s", cl_op_name(t->op),
@@ -346,9 +346,8 @@ static void put_finish(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
 }
 
 static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char *url,
-                                 const char *method, const char *version,
-                                 const char *upload_data, size_t *upload_data_size,
-                                 void **con_cls)
+                                 const char *method, const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **con_cls)
 {
     srv_storage_t *s = cls;
     sreq_t *q = *con_cls;
@@ -445,8 +444,7 @@ wh_status_t srv_storage_start(const srv_storage_config_t *cfg, srv_storage_t **o
             st = WH_ERR_INVALID;
             goto err;
         }
-        if ((st = srv_tls_open(cfg->tls_cert, cfg->tls_key, &s->tls, err, sizeof err)) !=
-            WH_OK) {
+        if ((st = srv_tls_open(cfg->tls_cert, cfg->tls_key, &s->tls, err, sizeof err)) != WH_OK) {
             wh_error(MOD, "%s", err);
             goto err;
         }
@@ -456,8 +454,7 @@ wh_status_t srv_storage_start(const srv_storage_config_t *cfg, srv_storage_t **o
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
                                             (void *)"NORMAL:-VERS-TLS1.0:-VERS-TLS1.1"};
     }
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout_s,
-                                        NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout_s, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed_cb, s};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, s};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL};
@@ -476,8 +473,7 @@ wh_status_t srv_storage_start(const srv_storage_config_t *cfg, srv_storage_t **o
     if ((st = srv_storage_scrub_start(s)) != WH_OK)
         goto err;
     wh_info(MOD, "storage serving endpoint=%s://%s:%u data=%s", s->tls ? "https" : "http",
-            cfg->listen_host,
-            (unsigned)cfg->listen_port, cfg->data_dir);
+            cfg->listen_host, (unsigned)cfg->listen_port, cfg->data_dir);
     *out = s;
     return WH_OK;
 err:

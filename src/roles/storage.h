@@ -24,14 +24,14 @@ typedef struct srv_storage_config {
     const char *data_dir;
     const char *listen_host;
     uint16_t listen_port;
-    const char *meta_url;     /* postgresql://...: registration and heartbeat */
-    const char *secret;       /* WHARF_CLUSTER_SECRET */
+    const char *meta_url; /* postgresql://...: registration and heartbeat */
+    const char *secret;   /* WHARF_CLUSTER_SECRET */
     srv_rdma_config_t rdma;
-    unsigned heartbeat_ms;    /* default 1000 */
-    unsigned conn_timeout_s;  /* default 60 */
-    const char *tls_cert;     /* both set: the internal API serves only HTTPS (tls.h) */
+    unsigned heartbeat_ms;   /* default 1000 */
+    unsigned conn_timeout_s; /* default 60 */
+    const char *tls_cert;    /* both set: the internal API serves only HTTPS (tls.h) */
     const char *tls_key;
-    uint64_t scrub_rate;      /* bytes/s the scrubber reads; 0: no scrubber (default 32 MiB) */
+    uint64_t scrub_rate;       /* bytes/s the scrubber reads; 0: no scrubber (default 32 MiB) */
     unsigned scrub_interval_s; /* pause between passes (default 7 days) */
 } srv_storage_config_t;
 

@@ -24,12 +24,12 @@ struct srv_storage {
     struct srv_tls *tls; /* NULL: plain HTTP */
 
     /* membership */
-    char addr[96];            /* host:port of the internal API, as registered */
-    uint32_t node_id;         /* from the database: stable for the data directory's identity */
+    char addr[96];    /* host:port of the internal API, as registered */
+    uint32_t node_id; /* from the database: stable for the data directory's identity */
     bool registered;
-    char cluster_id[64];      /* DIR/identity: the cluster this data directory belongs to */
-    char node_uuid[64];       /* DIR/identity: this data directory's identity ("" not yet) */
-    bool refused;             /* the database is another cluster's: never registers */
+    char cluster_id[64]; /* DIR/identity: the cluster this data directory belongs to */
+    char node_uuid[64];  /* DIR/identity: this data directory's identity ("" not yet) */
+    bool refused;        /* the database is another cluster's: never registers */
     struct meta *meta;
     pthread_t hb_thread;
     bool hb_started;

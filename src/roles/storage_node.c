@@ -72,8 +72,10 @@ static wh_status_t identity_check(srv_storage_t *s)
     bool have = identity_load(s);
     if (have && strcmp(s->cluster_id, cid) != 0) {
         if (!s->refused)
-            wh_error(MOD, "data directory %s belongs to cluster %s, the database --meta is "
-                     "cluster %s's: refusing to join it", s->cfg.data_dir, s->cluster_id, cid);
+            wh_error(MOD,
+                     "data directory %s belongs to cluster %s, the database --meta is "
+                     "cluster %s's: refusing to join it",
+                     s->cfg.data_dir, s->cluster_id, cid);
         s->refused = true;
         return WH_ERR_PRECONDITION;
     }
@@ -99,7 +101,7 @@ static void damage_report(srv_storage_t *s)
 {
     if (!atomic_exchange(&s->damage_dirty, false))
         return;
-    char (*ids)[CL_CHUNK_ID_LEN + 1] = NULL;
+    char(*ids)[CL_CHUNK_ID_LEN + 1] = NULL;
     size_t n = 0;
     bool ok = cl_chunks_list_damaged(s->chunks, &ids, &n) == WH_OK;
     for (size_t i = 0; ok && i < n; i++) {
@@ -137,13 +139,15 @@ static void beat(srv_storage_t *s)
     if (!s->registered) {
         st = identity_check(s);
         if (st == WH_OK)
-            st = meta_node_register(s->meta, s->addr, s->node_uuid,
-                                    cl_chunks_count(s->chunks) > 0, cap, avail, &s->node_id);
+            st = meta_node_register(s->meta, s->addr, s->node_uuid, cl_chunks_count(s->chunks) > 0,
+                                    cap, avail, &s->node_id);
         if (st == WH_OK) {
             s->registered = true;
             atomic_store(&s->damage_dirty, true); /* what an earlier run moved aside */
-            wh_info(MOD, "registered in the metadata database node=%" PRIu32 " addr=%s "
-                         "capacity=%" PRIu64 " free=%" PRIu64, s->node_id, s->addr, cap, avail);
+            wh_info(MOD,
+                    "registered in the metadata database node=%" PRIu32 " addr=%s "
+                    "capacity=%" PRIu64 " free=%" PRIu64,
+                    s->node_id, s->addr, cap, avail);
         }
     } else {
         st = meta_node_heartbeat(s->meta, s->node_id, cap, avail);
@@ -187,8 +191,7 @@ static void *hb_main(void *arg)
 
 wh_status_t srv_storage_membership_start(srv_storage_t *s)
 {
-    snprintf(s->addr, sizeof s->addr, "%s:%u", s->cfg.listen_host,
-             (unsigned)s->cfg.listen_port);
+    snprintf(s->addr, sizeof s->addr, "%s:%u", s->cfg.listen_host, (unsigned)s->cfg.listen_port);
     wh_status_t st = meta_open(s->cfg.meta_url, &s->meta);
     if (st == WH_ERR_UNAVAILABLE) {
         s->meta = NULL; /* serve chunks anyway; the heartbeat thread connects when it can */
@@ -266,16 +269,17 @@ void srv_storage_metrics(srv_storage_t *s, wh_sbuf_t *out)
         wh_sbuf_printf(out, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", m[i].name,
                        m[i].help, m[i].name, m[i].name,
                        (uint64_t)atomic_load((_Atomic uint64_t *)((char *)s + m[i].off)));
-    wh_sbuf_printf(out, "# TYPE wharf_storage_meta_up gauge\nwharf_storage_meta_up %d\n"
-                        "# TYPE wharf_storage_chunks gauge\nwharf_storage_chunks %" PRIu64 "\n"
-                        "# HELP wharf_storage_damaged_chunks Damaged copies moved aside, not yet"
-                        " rewritten from a good replica.\n"
-                        "# TYPE wharf_storage_damaged_chunks gauge\n"
-                        "wharf_storage_damaged_chunks %" PRIu64 "\n"
-                        "# HELP wharf_storage_scrub_progress Where the scrubber's pass is (0..1;"
-                        " 1 between passes).\n"
-                        "# TYPE wharf_storage_scrub_progress gauge\n"
-                        "wharf_storage_scrub_progress %.4f\n",
+    wh_sbuf_printf(out,
+                   "# TYPE wharf_storage_meta_up gauge\nwharf_storage_meta_up %d\n"
+                   "# TYPE wharf_storage_chunks gauge\nwharf_storage_chunks %" PRIu64 "\n"
+                   "# HELP wharf_storage_damaged_chunks Damaged copies moved aside, not yet"
+                   " rewritten from a good replica.\n"
+                   "# TYPE wharf_storage_damaged_chunks gauge\n"
+                   "wharf_storage_damaged_chunks %" PRIu64 "\n"
+                   "# HELP wharf_storage_scrub_progress Where the scrubber's pass is (0..1;"
+                   " 1 between passes).\n"
+                   "# TYPE wharf_storage_scrub_progress gauge\n"
+                   "wharf_storage_scrub_progress %.4f\n",
                    (int)atomic_load(&s->meta_up), cl_chunks_count(s->chunks),
                    cl_chunks_damaged_count(s->chunks),
                    s->scrub_started ? atomic_load(&s->scrub_prefix) / 256.0 : 0.0);

@@ -20,9 +20,9 @@
 #define MOD "scrub"
 
 typedef struct scrub_state {
-    unsigned prefix;                   /* 0..255: the chunk subdirectory in progress */
-    char after[CL_CHUNK_ID_LEN + 1];   /* ids <= this one in it are done ("" none) */
-    int64_t idle_until;                /* wall clock: the next pass starts then */
+    unsigned prefix;                 /* 0..255: the chunk subdirectory in progress */
+    char after[CL_CHUNK_ID_LEN + 1]; /* ids <= this one in it are done ("" none) */
+    int64_t idle_until;              /* wall clock: the next pass starts then */
 } scrub_state_t;
 
 static void state_path(srv_storage_t *s, char *out, size_t cap, const char *suffix)
@@ -132,7 +132,7 @@ static void *scrub_main(void *arg)
         if (st.prefix == 0 && !st.after[0])
             wh_info(MOD, "scrub pass started rate=%" PRIu64 " B/s", rate);
         atomic_store(&s->scrub_prefix, st.prefix);
-        char (*ids)[CL_CHUNK_ID_LEN + 1] = NULL;
+        char(*ids)[CL_CHUNK_ID_LEN + 1] = NULL;
         size_t n = 0;
         cl_chunks_list_prefix(s->chunks, st.prefix, &ids, &n);
         bool stop = false;

@@ -15,26 +15,25 @@
 
 static int uc_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: wharfd user create NAME [--access-key AK --secret-key-file F] STORE\n"
-            "       wharfd user list STORE\n"
-            "       wharfd user delete NAME STORE      (also its keys and policies)\n"
-            "       wharfd key create NAME [--access-key AK --secret-key-file F] STORE\n"
-            "       wharfd key list NAME STORE\n"
-            "       wharfd key delete AK STORE\n"
-            "       wharfd key disable AK STORE  |  wharfd key enable AK STORE\n"
-            "\n"
-            "STORE is the server's metadata: --data DIR (SQLite in DIR; the server key is\n"
-            "DIR/server.key, made on first use) or --meta postgresql://USER@HOST:PORT/DB with\n"
-            "--server-key-file FILE (the file every gateway of that database uses; also\n"
-            "WHARF_SERVER_KEY_FILE). --account-id N (or WHARF_ACCOUNT_ID): the 12-digit\n"
-            "account of the ARNs shown. New keys are printed once, as access_key=... and\n"
-            "secret_key=...; the store keeps the secret only sealed under the server key.\n"
-            "They work while the server runs: a deleted or disabled key is refused at its\n"
-            "next request.\n"
-            "A chosen secret comes from --secret-key-file FILE (its first line) or the\n"
-            "environment's WHARF_USER_SECRET_KEY; --secret-key SK still works but shows the\n"
-            "secret to every local user in the process list, and warns.\n");
+    fprintf(f, "usage: wharfd user create NAME [--access-key AK --secret-key-file F] STORE\n"
+               "       wharfd user list STORE\n"
+               "       wharfd user delete NAME STORE      (also its keys and policies)\n"
+               "       wharfd key create NAME [--access-key AK --secret-key-file F] STORE\n"
+               "       wharfd key list NAME STORE\n"
+               "       wharfd key delete AK STORE\n"
+               "       wharfd key disable AK STORE  |  wharfd key enable AK STORE\n"
+               "\n"
+               "STORE is the server's metadata: --data DIR (SQLite in DIR; the server key is\n"
+               "DIR/server.key, made on first use) or --meta postgresql://USER@HOST:PORT/DB with\n"
+               "--server-key-file FILE (the file every gateway of that database uses; also\n"
+               "WHARF_SERVER_KEY_FILE). --account-id N (or WHARF_ACCOUNT_ID): the 12-digit\n"
+               "account of the ARNs shown. New keys are printed once, as access_key=... and\n"
+               "secret_key=...; the store keeps the secret only sealed under the server key.\n"
+               "They work while the server runs: a deleted or disabled key is refused at its\n"
+               "next request.\n"
+               "A chosen secret comes from --secret-key-file FILE (its first line) or the\n"
+               "environment's WHARF_USER_SECRET_KEY; --secret-key SK still works but shows the\n"
+               "secret to every local user in the process list, and warns.\n");
     return 0;
 }
 
@@ -85,40 +84,55 @@ int srv_user_main(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
-        case O_DATA: data = optarg; break;
-        case O_META: meta_url = optarg; break;
-        case O_KEYFILE: key_file = optarg; break;
-        case O_ACCOUNT: account = optarg; break;
-        case O_AK: ak = optarg; break;
+        case O_DATA:
+            data = optarg;
+            break;
+        case O_META:
+            meta_url = optarg;
+            break;
+        case O_KEYFILE:
+            key_file = optarg;
+            break;
+        case O_ACCOUNT:
+            account = optarg;
+            break;
+        case O_AK:
+            ak = optarg;
+            break;
         case O_SK:
             sk = optarg;
             fprintf(stderr, "wharfd: warning: --secret-key shows the secret in the process list "
                             "(ps, /proc/PID/cmdline) to every local user; use --secret-key-file "
                             "FILE or WHARF_USER_SECRET_KEY\n");
             break;
-        case O_SKFILE: sk_file = optarg; break;
+        case O_SKFILE:
+            sk_file = optarg;
+            break;
         case O_LOG:
             if (wh_log_parse_level(optarg, &lvl) != 0)
                 return uc_bad("--log-level wants error, warn, info, debug or trace, got '%s'",
                               optarg);
             break;
-        case O_HELP: return uc_usage(stdout);
-        case ':': return uc_bad("option %s needs a value", argv[optind - 1]);
-        default: return uc_bad("unknown option '%s'", argv[optind - 1]);
+        case O_HELP:
+            return uc_usage(stdout);
+        case ':':
+            return uc_bad("option %s needs a value", argv[optind - 1]);
+        default:
+            return uc_bad("unknown option '%s'", argv[optind - 1]);
         }
     }
     const char *arg = optind < argc ? argv[optind++] : NULL;
     if (optind < argc)
         return uc_bad("unexpected argument '%s'", argv[optind]);
     bool needs_arg = strcmp(verb, "list") != 0 || is_key;
-    bool known = is_key ? (!strcmp(verb, "create") || !strcmp(verb, "list") ||
-                           !strcmp(verb, "delete") || !strcmp(verb, "disable") ||
-                           !strcmp(verb, "enable"))
-                        : (!strcmp(verb, "create") || !strcmp(verb, "list") ||
-                           !strcmp(verb, "delete"));
+    bool known =
+        is_key ? (!strcmp(verb, "create") || !strcmp(verb, "list") || !strcmp(verb, "delete") ||
+                  !strcmp(verb, "disable") || !strcmp(verb, "enable"))
+               : (!strcmp(verb, "create") || !strcmp(verb, "list") || !strcmp(verb, "delete"));
     if (!known)
         return uc_bad(is_key ? "unknown key command '%s' (create, list, delete, disable, enable)"
-                             : "unknown user command '%s' (create, list, delete)", verb);
+                             : "unknown user command '%s' (create, list, delete)",
+                      verb);
     if (needs_arg && !arg)
         return uc_bad("%s needs a name (a user name, or an access key id)", verb);
     if (!needs_arg && arg)
@@ -164,16 +178,19 @@ int srv_user_main(int argc, char **argv)
     bool writes_key = !strcmp(verb, "create");
     if (writes_key && !kf)
         return uc_bad("%screating keys needs the server key: --server-key-file FILE (or "
-                      "WHARF_SERVER_KEY_FILE)", "");
+                      "WHARF_SERVER_KEY_FILE)",
+                      "");
     meta_t *m = NULL;
     wh_status_t st = meta_open(data ? path : meta_url, &m);
     if (st != WH_OK) {
-        fprintf(stderr, "wharfd: cannot open the metadata store %s: %s\n",
-                data ? path : meta_url, wh_status_str(st));
+        fprintf(stderr, "wharfd: cannot open the metadata store %s: %s\n", data ? path : meta_url,
+                wh_status_str(st));
         return 1;
     }
-    srv_ident_config_t icfg = {.meta = m, .key_file = writes_key ? kf : NULL,
-                               .create_key = create_key, .account_id = account};
+    srv_ident_config_t icfg = {.meta = m,
+                               .key_file = writes_key ? kf : NULL,
+                               .create_key = create_key,
+                               .account_id = account};
     srv_ident_t *id = NULL;
     if ((st = srv_ident_open(&icfg, &id)) != WH_OK) {
         meta_close(m);
@@ -196,7 +213,8 @@ int srv_user_main(int argc, char **argv)
         if ((st = srv_ident_key_create(id, arg, ak, sk, &k, secret, msg, sizeof msg)) != WH_OK) {
             /* No user without the key the command promised. */
             meta_user_delete(m, arg, true);
-            fprintf(stderr, "wharfd: access key for %s: %s\n", arg, msg[0] ? msg : wh_status_str(st));
+            fprintf(stderr, "wharfd: access key for %s: %s\n", arg,
+                    msg[0] ? msg : wh_status_str(st));
             rc = st == WH_ERR_INVALID ? 2 : st == WH_ERR_EXISTS ? 3 : 1;
             goto out;
         }
@@ -224,7 +242,8 @@ int srv_user_main(int argc, char **argv)
     } else if (!strcmp(verb, "create")) {
         meta_access_key_t k;
         if ((st = srv_ident_key_create(id, arg, ak, sk, &k, secret, msg, sizeof msg)) != WH_OK) {
-            fprintf(stderr, "wharfd: access key for %s: %s\n", arg, msg[0] ? msg : wh_status_str(st));
+            fprintf(stderr, "wharfd: access key for %s: %s\n", arg,
+                    msg[0] ? msg : wh_status_str(st));
             rc = st == WH_ERR_INVALID ? 2 : (st == WH_ERR_EXISTS || st == WH_ERR_NOT_FOUND) ? 3 : 1;
             goto out;
         }

@@ -55,8 +55,8 @@ void s3_acl_private(s3_acl_t *acl, const char *owner)
     acl_add(acl, S3_GRANTEE_USER, acl->owner, S3_PERM_FULL_CONTROL);
 }
 
-s3_err_t s3_acl_canned(s3_acl_t *acl, const char *name, const char *owner,
-                       const char *bucket_owner, char *msg, size_t msglen)
+s3_err_t s3_acl_canned(s3_acl_t *acl, const char *name, const char *owner, const char *bucket_owner,
+                       char *msg, size_t msglen)
 {
     s3_acl_private(acl, owner);
     if (!name || strcmp(name, "private") == 0)
@@ -79,7 +79,8 @@ s3_err_t s3_acl_canned(s3_acl_t *acl, const char *name, const char *owner,
         set_msg(msg, msglen,
                 "x-amz-acl \"%s\" is not a canned ACL (private, public-read, public-read-write, "
                 "authenticated-read, bucket-owner-read, bucket-owner-full-control, "
-                "log-delivery-write)", name);
+                "log-delivery-write)",
+                name);
         return S3_ERR_INVALID_ARGUMENT;
     }
     return S3_OK;
@@ -170,8 +171,7 @@ s3_err_t s3_acl_grant_header(s3_acl_t *acl, unsigned perm, const char *value, ch
         size_t vl = (size_t)(ve - v);
         if (tl == 2 && strncasecmp(eq - tl, "id", 2) == 0) {
             if (!canonical_ok(v, vl)) {
-                set_msg(msg, msglen, "%s: id must be a canonical user id (64 hex digits)",
-                        hname);
+                set_msg(msg, msglen, "%s: id must be a canonical user id (64 hex digits)", hname);
                 return S3_ERR_INVALID_ARGUMENT;
             }
             char id[65];
@@ -182,16 +182,19 @@ s3_err_t s3_acl_grant_header(s3_acl_t *acl, unsigned perm, const char *value, ch
         } else if (tl == 3 && strncasecmp(eq - tl, "uri", 3) == 0) {
             int k = group_kind(v, vl);
             if (k < 0) {
-                set_msg(msg, msglen, "%s: unknown group uri (AllUsers, AuthenticatedUsers or "
-                                     "LogDelivery under http://acs.amazonaws.com/groups/)",
+                set_msg(msg, msglen,
+                        "%s: unknown group uri (AllUsers, AuthenticatedUsers or "
+                        "LogDelivery under http://acs.amazonaws.com/groups/)",
                         hname);
                 return S3_ERR_INVALID_ARGUMENT;
             }
             if (acl_add(acl, (s3_grantee_kind_t)k, NULL, perm) != 0)
                 goto full;
         } else if (tl == 12 && strncasecmp(eq - tl, "emailAddress", 12) == 0) {
-            set_msg(msg, msglen, "%s: emailAddress grantees are not implemented (wharf has no "
-                                 "e-mail directory); grant by id=\"canonical id\"", hname);
+            set_msg(msg, msglen,
+                    "%s: emailAddress grantees are not implemented (wharf has no "
+                    "e-mail directory); grant by id=\"canonical id\"",
+                    hname);
             return S3_ERR_NOT_IMPLEMENTED;
         } else {
             set_msg(msg, msglen, "%s: unknown grantee type (id, uri or emailAddress)", hname);
@@ -272,12 +275,13 @@ static void acp_cb(void *arg, const char *path, const char *text, size_t len)
         c->email = true;
     } else if (strcmp(path, GRANT "/Permission") == 0) {
         size_t i = 0;
-        while (i < N_PERMS && !(strlen(g_perms[i].name) == len &&
-                                memcmp(g_perms[i].name, text, len) == 0))
+        while (i < N_PERMS &&
+               !(strlen(g_perms[i].name) == len && memcmp(g_perms[i].name, text, len) == 0))
             i++;
         if (i == N_PERMS)
-            return acp_fail(c, S3_ERR_MALFORMED_ACL, "Permission must be READ, WRITE, "
-                                                     "READ_ACP, WRITE_ACP or FULL_CONTROL");
+            return acp_fail(c, S3_ERR_MALFORMED_ACL,
+                            "Permission must be READ, WRITE, "
+                            "READ_ACP, WRITE_ACP or FULL_CONTROL");
         c->perm = g_perms[i].perm;
     } else if (strcmp(path, GRANT) == 0) {
         if (c->email)
@@ -298,8 +302,7 @@ static void acp_cb(void *arg, const char *path, const char *text, size_t len)
     }
 }
 
-s3_err_t s3_acl_parse_xml(const char *xml, size_t len, s3_acl_t *acl, char *msg,
-                          size_t msglen)
+s3_err_t s3_acl_parse_xml(const char *xml, size_t len, s3_acl_t *acl, char *msg, size_t msglen)
 {
     acl_reset(acl, "");
     if (!xml || len == 0 || len > S3_XML_MAX_BYTES) {
@@ -335,9 +338,10 @@ static void xml_grantee(wh_sbuf_t *b, const s3_grant_t *g, const s3_acl_t *acl,
             s3_xml_elem(b, "DisplayName", display_name && *display_name ? display_name : g->id);
     } else {
         wh_sbuf_puts(b, "Group\">");
-        s3_xml_elem(b, "URI", g->kind == S3_GRANTEE_ALL_USERS    ? S3_GROUP_ALL_USERS
-                              : g->kind == S3_GRANTEE_AUTH_USERS ? S3_GROUP_AUTH_USERS
-                                                                 : S3_GROUP_LOG_DELIVERY);
+        s3_xml_elem(b, "URI",
+                    g->kind == S3_GRANTEE_ALL_USERS    ? S3_GROUP_ALL_USERS
+                    : g->kind == S3_GRANTEE_AUTH_USERS ? S3_GROUP_AUTH_USERS
+                                                       : S3_GROUP_LOG_DELIVERY);
     }
     wh_sbuf_puts(b, "</Grantee>");
 }
@@ -382,8 +386,8 @@ void s3_acl_serialize(const s3_acl_t *acl, wh_sbuf_t *b)
     }
 }
 
-s3_err_t s3_acl_deserialize(const char *text, const char *fallback_owner, s3_acl_t *acl,
-                            char *msg, size_t msglen)
+s3_err_t s3_acl_deserialize(const char *text, const char *fallback_owner, s3_acl_t *acl, char *msg,
+                            size_t msglen)
 {
     if (!text || !*text) {
         s3_acl_private(acl, fallback_owner);
@@ -403,8 +407,9 @@ s3_err_t s3_acl_deserialize(const char *text, const char *fallback_owner, s3_acl
         if (!k || !isxdigit((unsigned char)p[1]))
             goto bad;
         s3_grantee_kind_t kind = (s3_grantee_kind_t)(k - g_kind_ch);
-        unsigned perm = (unsigned)(isdigit((unsigned char)p[1]) ? p[1] - '0'
-                                                                : tolower((unsigned char)p[1]) - 'a' + 10);
+        unsigned perm =
+            (unsigned)(isdigit((unsigned char)p[1]) ? p[1] - '0'
+                                                    : tolower((unsigned char)p[1]) - 'a' + 10);
         p += 2;
         char id[65] = "";
         if (kind == S3_GRANTEE_USER) {
@@ -449,12 +454,15 @@ bool s3_acl_allows(const s3_acl_t *acl, const s3_principal_t *p, unsigned perm)
             if (authed && strcmp(g->id, p->canonical_id) == 0)
                 have |= g->perm;
             break;
-        case S3_GRANTEE_ALL_USERS: have |= g->perm; break;
+        case S3_GRANTEE_ALL_USERS:
+            have |= g->perm;
+            break;
         case S3_GRANTEE_AUTH_USERS:
             if (p->kind != S3_PRINCIPAL_ANON)
                 have |= g->perm;
             break;
-        case S3_GRANTEE_LOG_DELIVERY: break;
+        case S3_GRANTEE_LOG_DELIVERY:
+            break;
         }
     }
     return (have & perm) == perm;

@@ -45,9 +45,9 @@ bool s3_action_is_service(const char *action)
 
 bool s3_resource_arn(char *out, size_t outlen, const char *bucket, const char *key)
 {
-    int n = key ? snprintf(out, outlen, "arn:aws:s3:::%s/%s", bucket ? bucket : "", key)
-                : bucket ? snprintf(out, outlen, "arn:aws:s3:::%s", bucket)
-                         : snprintf(out, outlen, "*");
+    int n = key      ? snprintf(out, outlen, "arn:aws:s3:::%s/%s", bucket ? bucket : "", key)
+            : bucket ? snprintf(out, outlen, "arn:aws:s3:::%s", bucket)
+                     : snprintf(out, outlen, "*");
     return n >= 0 && (size_t)n < outlen;
 }
 

@@ -23,8 +23,8 @@
 typedef enum { S3_PRINCIPAL_ANON, S3_PRINCIPAL_ROOT, S3_PRINCIPAL_USER } s3_principal_kind_t;
 typedef struct s3_principal {
     s3_principal_kind_t kind;
-    char user[65];          /* IAM user name ("" for root/anon) */
-    char canonical_id[65];  /* 64 hex ("" for anon) */
+    char user[65];         /* IAM user name ("" for root/anon) */
+    char canonical_id[65]; /* 64 hex ("" for anon) */
     char arn[160];
     char access_key[129];
 } s3_principal_t;
@@ -44,9 +44,9 @@ enum {
 };
 
 typedef enum {
-    S3_GRANTEE_USER,       /* a canonical user id */
-    S3_GRANTEE_ALL_USERS,  /* http://acs.amazonaws.com/groups/global/AllUsers (anonymous too) */
-    S3_GRANTEE_AUTH_USERS, /* http://acs.amazonaws.com/groups/global/AuthenticatedUsers */
+    S3_GRANTEE_USER,         /* a canonical user id */
+    S3_GRANTEE_ALL_USERS,    /* http://acs.amazonaws.com/groups/global/AllUsers (anonymous too) */
+    S3_GRANTEE_AUTH_USERS,   /* http://acs.amazonaws.com/groups/global/AuthenticatedUsers */
     S3_GRANTEE_LOG_DELIVERY, /* http://acs.amazonaws.com/groups/s3/LogDelivery (kept, never
                                 matches a request principal) */
 } s3_grantee_kind_t;
@@ -78,8 +78,8 @@ void s3_acl_drop_public(s3_acl_t *acl);
  * authenticated-read, bucket-owner-read, bucket-owner-full-control, log-delivery-write,
  * aws-exec-read). bucket_owner is the bucket's owner (for bucket-owner-*; may equal owner).
  * S3_ERR_INVALID_ARGUMENT with msg naming the value when unknown. */
-s3_err_t s3_acl_canned(s3_acl_t *acl, const char *name, const char *owner,
-                       const char *bucket_owner, char *msg, size_t msglen);
+s3_err_t s3_acl_canned(s3_acl_t *acl, const char *name, const char *owner, const char *bucket_owner,
+                       char *msg, size_t msglen);
 
 /* Adds the grantees of one x-amz-grant-* header value (perm: one S3_PERM_* value), e.g.
  * `id="79a5...", uri="http://acs.amazonaws.com/groups/global/AllUsers"`. An emailAddress
@@ -93,8 +93,7 @@ const char *s3_acl_grant_header_name(unsigned perm);
 /* AccessControlPolicy XML (PutBucketAcl/PutObjectAcl bodies). S3_ERR_MALFORMED_ACL with msg on
  * any fault (unknown permission, grantee type, group, missing Owner/ID); an EmailAddress
  * grantee is S3_ERR_NOT_IMPLEMENTED. */
-s3_err_t s3_acl_parse_xml(const char *xml, size_t len, s3_acl_t *acl, char *msg,
-                          size_t msglen);
+s3_err_t s3_acl_parse_xml(const char *xml, size_t len, s3_acl_t *acl, char *msg, size_t msglen);
 /* The AccessControlPolicy document (with the declaration). display_name: the owner's name
  * shown in Owner/DisplayName and in its own grants (may be NULL: the id). */
 void s3_acl_format_xml(const s3_acl_t *acl, const char *display_name, wh_sbuf_t *b);
@@ -104,8 +103,8 @@ void s3_acl_format_xml(const s3_acl_t *acl, const char *display_name, wh_sbuf_t 
 void s3_acl_serialize(const s3_acl_t *acl, wh_sbuf_t *b);
 /* NULL or "" text: the private ACL of fallback_owner. WH-style status as s3_err_t:
  * S3_ERR_INTERNAL with msg when stored text cannot be read. */
-s3_err_t s3_acl_deserialize(const char *text, const char *fallback_owner, s3_acl_t *acl,
-                            char *msg, size_t msglen);
+s3_err_t s3_acl_deserialize(const char *text, const char *fallback_owner, s3_acl_t *acl, char *msg,
+                            size_t msglen);
 
 /* Does the ACL give principal p every bit of perm? (The owner always has FULL_CONTROL over
  * the ACL itself: READ_ACP and WRITE_ACP, as AWS.) */
@@ -125,8 +124,7 @@ typedef enum { S3_POLICY_NO_MATCH = 0, S3_POLICY_ALLOW, S3_POLICY_DENY } s3_poli
 
 /* A bucket policy: every statement needs Principal or NotPrincipal. S3_ERR_MALFORMED_POLICY
  * with msg naming the fault ("Statement 2: unknown condition operator StringEqualz", ...). */
-s3_err_t s3_policy_parse(const char *json, size_t len, s3_policy_t **out, char *msg,
-                         size_t msglen);
+s3_err_t s3_policy_parse(const char *json, size_t len, s3_policy_t **out, char *msg, size_t msglen);
 /* A user (identity) policy: no Principal; it applies to the user it is attached to. */
 s3_err_t s3_policy_parse_user(const char *json, size_t len, s3_policy_t **out, char *msg,
                               size_t msglen);
@@ -158,7 +156,7 @@ typedef struct s3_authz_ctx {
     const char *prefix;    /* s3:prefix, NULL when absent */
     const char *delimiter; /* s3:delimiter, NULL when absent */
     bool has_max_keys;
-    uint64_t max_keys; /* s3:max-keys */
+    uint64_t max_keys;     /* s3:max-keys */
     const char *x_amz_acl; /* s3:x-amz-acl: the request's canned ACL header, NULL when absent */
     /* s3:authType: "REST-HEADER" or "REST-QUERY-STRING" for a signed request, NULL for an
      * anonymous one (s3:signatureversion is "AWS4-HMAC-SHA256" exactly when it is set). */
@@ -203,10 +201,10 @@ typedef struct s3_authz_in {
     const s3_policy_t *const *user_policies; /* the principal's (USER only) */
     size_t n_user_policies;
     const s3_policy_t *bucket_policy;
-    const char *bucket_owner;    /* canonical id; NULL: service-level action */
-    const s3_acl_t *bucket_acl;  /* for S3_ACL_BUCKET actions */
-    const s3_acl_t *object_acl;  /* for S3_ACL_OBJECT actions (NULL: object missing) */
-    bool object_pending;         /* the object is not loaded yet: object_acl means nothing */
+    const char *bucket_owner;   /* canonical id; NULL: service-level action */
+    const s3_acl_t *bucket_acl; /* for S3_ACL_BUCKET actions */
+    const s3_acl_t *object_acl; /* for S3_ACL_OBJECT actions (NULL: object missing) */
+    bool object_pending;        /* the object is not loaded yet: object_acl means nothing */
 } s3_authz_in_t;
 
 /* AWS's order: root allowed; explicit Deny in any policy; Allow from a user policy, the bucket

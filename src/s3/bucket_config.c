@@ -51,8 +51,11 @@ unsigned s3_cors_method_bit(const char *m)
     static const struct {
         const char *name;
         unsigned bit;
-    } t[] = {{"GET", S3_CORS_GET}, {"PUT", S3_CORS_PUT}, {"HEAD", S3_CORS_HEAD},
-             {"POST", S3_CORS_POST}, {"DELETE", S3_CORS_DELETE}};
+    } t[] = {{"GET", S3_CORS_GET},
+             {"PUT", S3_CORS_PUT},
+             {"HEAD", S3_CORS_HEAD},
+             {"POST", S3_CORS_POST},
+             {"DELETE", S3_CORS_DELETE}};
     for (size_t i = 0; m && i < sizeof t / sizeof t[0]; i++)
         if (strcmp(m, t[i].name) == 0)
             return t[i].bit;
@@ -69,8 +72,7 @@ typedef struct {
     bool other_root;
 } cors_x_t;
 
-static int push(char ***arr, size_t *n, const char *text, size_t len, const char *what,
-                cors_x_t *x)
+static int push(char ***arr, size_t *n, const char *text, size_t len, const char *what, cors_x_t *x)
 {
     if (*n >= S3_CORS_MAX_ITEMS) {
         x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
@@ -169,8 +171,8 @@ static void cors_cb(void *arg, const char *path, const char *text, size_t len)
         if (!bit)
             x->err = fail(x->msg, x->msglen, S3_ERR_INVALID_REQUEST,
                           "Found unsupported HTTP method in CORS config. Unsupported method is "
-                          "%.*s (GET, PUT, HEAD, POST and DELETE are)", (int)(len > 32 ? 32 : len),
-                          text);
+                          "%.*s (GET, PUT, HEAD, POST and DELETE are)",
+                          (int)(len > 32 ? 32 : len), text);
         r->methods |= bit;
     } else if (!strcmp(f, "/MaxAgeSeconds")) {
         long v = 0;
@@ -186,8 +188,8 @@ static void cors_cb(void *arg, const char *path, const char *text, size_t len)
             x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
                           "a CORSRule's ID is given twice or longer than 255 characters");
     } else {
-        x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML, "unknown CORSRule element %s",
-                      f + 1);
+        x->err =
+            fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML, "unknown CORSRule element %s", f + 1);
     }
 }
 
@@ -199,13 +201,16 @@ s3_err_t s3_cors_parse(const char *xml, size_t len, s3_cors_t *out, char *msg, s
     cors_x_t x = {.c = out, .err = S3_OK, .msg = msg, .msglen = msglen};
     x.cur.max_age = -1;
     if (s3_xml_walk(xml, len, cors_cb, &x) != 0 && x.err == S3_OK)
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML, "the CORS configuration is not "
+        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML,
+                     "the CORS configuration is not "
                      "well-formed XML");
     if (x.err == S3_OK && x.other_root)
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML, "the document is not a "
+        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML,
+                     "the document is not a "
                      "CORSConfiguration");
     if (x.err == S3_OK && out->n == 0)
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML, "a CORSConfiguration needs at least "
+        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML,
+                     "a CORSConfiguration needs at least "
                      "one CORSRule");
     rule_free(&x.cur);
     if (x.err != S3_OK)
@@ -246,8 +251,7 @@ static bool wild_match(const char *pat, const char *s, size_t slen, bool nocase)
     if (!star)
         return strlen(pat) == slen && cmp(pat, s, slen) == 0;
     size_t pre = (size_t)(star - pat), post = strlen(star + 1);
-    return slen >= pre + post && cmp(pat, s, pre) == 0 &&
-           cmp(star + 1, s + slen - post, post) == 0;
+    return slen >= pre + post && cmp(pat, s, pre) == 0 && cmp(star + 1, s + slen - post, post) == 0;
 }
 
 static bool header_allowed(const s3_cors_rule_t *r, const char *h, size_t hl)
@@ -369,13 +373,14 @@ s3_err_t s3_pab_parse(const char *xml, size_t len, unsigned *bits, char *msg, si
 
 void s3_pab_format(unsigned bits, wh_sbuf_t *b, const char *xmlns)
 {
-    wh_sbuf_printf(b, "<PublicAccessBlockConfiguration xmlns=\"%s\">"
+    wh_sbuf_printf(b,
+                   "<PublicAccessBlockConfiguration xmlns=\"%s\">"
                    "<BlockPublicAcls>%s</BlockPublicAcls>"
                    "<IgnorePublicAcls>%s</IgnorePublicAcls>"
                    "<BlockPublicPolicy>%s</BlockPublicPolicy>"
                    "<RestrictPublicBuckets>%s</RestrictPublicBuckets>"
-                   "</PublicAccessBlockConfiguration>", xmlns,
-                   bits & S3_PAB_BLOCK_PUBLIC_ACLS ? "true" : "false",
+                   "</PublicAccessBlockConfiguration>",
+                   xmlns, bits & S3_PAB_BLOCK_PUBLIC_ACLS ? "true" : "false",
                    bits & S3_PAB_IGNORE_PUBLIC_ACLS ? "true" : "false",
                    bits & S3_PAB_BLOCK_PUBLIC_POLICY ? "true" : "false",
                    bits & S3_PAB_RESTRICT_PUBLIC_BUCKETS ? "true" : "false");
@@ -445,8 +450,8 @@ static void sse_cb(void *arg, const char *path, const char *text, size_t len)
         return;
     if (!strcmp(path, SSE_DEF "/SSEAlgorithm")) {
         if (x->seen & 1) {
-            x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
-                          "SSEAlgorithm must be given once");
+            x->err =
+                fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML, "SSEAlgorithm must be given once");
             return;
         }
         x->seen |= 1;
@@ -475,8 +480,7 @@ static void sse_cb(void *arg, const char *path, const char *text, size_t len)
                   "unknown element %.200s in ServerSideEncryptionConfiguration", path + rl + 1);
 }
 
-s3_err_t s3_encryption_parse(const char *xml, size_t len, unsigned *alg, char *msg,
-                             size_t msglen)
+s3_err_t s3_encryption_parse(const char *xml, size_t len, unsigned *alg, char *msg, size_t msglen)
 {
     flat_x_t x = {.err = S3_OK, .msg = msg, .msglen = msglen};
     if (msg && msglen)
@@ -500,15 +504,15 @@ s3_err_t s3_encryption_parse(const char *xml, size_t len, unsigned *alg, char *m
 
 void s3_encryption_format(unsigned alg, wh_sbuf_t *b, const char *xmlns)
 {
-    wh_sbuf_printf(b, "<ServerSideEncryptionConfiguration xmlns=\"%s\"><Rule>"
+    wh_sbuf_printf(b,
+                   "<ServerSideEncryptionConfiguration xmlns=\"%s\"><Rule>"
                    "<ApplyServerSideEncryptionByDefault><SSEAlgorithm>%s</SSEAlgorithm>"
                    "</ApplyServerSideEncryptionByDefault><BucketKeyEnabled>false"
-                   "</BucketKeyEnabled></Rule></ServerSideEncryptionConfiguration>", xmlns,
-                   alg >= 1 && alg <= 3 ? g_sse_names[alg] : "AES256");
+                   "</BucketKeyEnabled></Rule></ServerSideEncryptionConfiguration>",
+                   xmlns, alg >= 1 && alg <= 3 ? g_sse_names[alg] : "AES256");
 }
 
-s3_err_t s3_ownership_parse(const char *xml, size_t len, unsigned *own, char *msg,
-                            size_t msglen)
+s3_err_t s3_ownership_parse(const char *xml, size_t len, unsigned *own, char *msg, size_t msglen)
 {
     flat_x_t x = {.err = S3_OK, .msg = msg, .msglen = msglen};
     if (msg && msglen)
@@ -527,7 +531,8 @@ s3_err_t s3_ownership_parse(const char *xml, size_t len, unsigned *own, char *ms
 
 void s3_ownership_format(unsigned own, wh_sbuf_t *b, const char *xmlns)
 {
-    wh_sbuf_printf(b, "<OwnershipControls xmlns=\"%s\"><Rule><ObjectOwnership>%s"
-                   "</ObjectOwnership></Rule></OwnershipControls>", xmlns,
-                   own >= 1 && own <= 3 ? g_own_names[own] : "ObjectWriter");
+    wh_sbuf_printf(b,
+                   "<OwnershipControls xmlns=\"%s\"><Rule><ObjectOwnership>%s"
+                   "</ObjectOwnership></Rule></OwnershipControls>",
+                   xmlns, own >= 1 && own <= 3 ? g_own_names[own] : "ObjectWriter");
 }

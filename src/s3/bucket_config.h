@@ -12,8 +12,8 @@
 #include <stddef.h>
 
 #define S3_CORS_MAX_RULES 100
-#define S3_CORS_MAX_ITEMS 64    /* origins, headers or expose headers of one rule */
-#define S3_CORS_MAX_ITEM 1024   /* bytes of one of them */
+#define S3_CORS_MAX_ITEMS 64  /* origins, headers or expose headers of one rule */
+#define S3_CORS_MAX_ITEM 1024 /* bytes of one of them */
 
 enum { S3_CORS_GET = 1, S3_CORS_PUT = 2, S3_CORS_HEAD = 4, S3_CORS_POST = 8, S3_CORS_DELETE = 16 };
 
@@ -21,8 +21,8 @@ typedef struct s3_cors_rule {
     char *id;
     char **origins, **headers, **expose;
     size_t norigins, nheaders, nexpose;
-    unsigned methods;  /* S3_CORS_* bits */
-    long max_age;      /* seconds, -1 when not given */
+    unsigned methods; /* S3_CORS_* bits */
+    long max_age;     /* seconds, -1 when not given */
 } s3_cors_rule_t;
 
 typedef struct s3_cors {
@@ -54,17 +54,18 @@ s3_err_t s3_pab_parse(const char *xml, size_t len, unsigned *bits, char *msg, si
 void s3_pab_format(unsigned bits, wh_sbuf_t *out, const char *xmlns);
 
 /* OwnershipControls' one rule. */
-enum { S3_OWN_OBJECT_WRITER = 1, S3_OWN_BUCKET_OWNER_PREFERRED = 2,
-       S3_OWN_BUCKET_OWNER_ENFORCED = 3 };
-s3_err_t s3_ownership_parse(const char *xml, size_t len, unsigned *own, char *msg,
-                            size_t msglen);
+enum {
+    S3_OWN_OBJECT_WRITER = 1,
+    S3_OWN_BUCKET_OWNER_PREFERRED = 2,
+    S3_OWN_BUCKET_OWNER_ENFORCED = 3
+};
+s3_err_t s3_ownership_parse(const char *xml, size_t len, unsigned *own, char *msg, size_t msglen);
 void s3_ownership_format(unsigned own, wh_sbuf_t *out, const char *xmlns);
 
 /* ServerSideEncryptionConfiguration: one Rule whose ApplyServerSideEncryptionByDefault names
  * an SSEAlgorithm (KMSMasterKeyID only with aws:kms), and an optional BucketKeyEnabled. */
 enum { S3_SSE_AES256 = 1, S3_SSE_KMS = 2, S3_SSE_KMS_DSSE = 3 };
-s3_err_t s3_encryption_parse(const char *xml, size_t len, unsigned *alg, char *msg,
-                             size_t msglen);
+s3_err_t s3_encryption_parse(const char *xml, size_t len, unsigned *alg, char *msg, size_t msglen);
 /* The document of an AES256 default (the only one stored). */
 void s3_encryption_format(unsigned alg, wh_sbuf_t *out, const char *xmlns);
 

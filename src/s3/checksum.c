@@ -110,8 +110,8 @@ s3_err_t s3_trailers_check(const char *trailer_hdr, s3_lookup_cb have, void *arg
     return S3_ERR_INCOMPLETE_BODY;
 }
 
-s3_err_t s3_sums_read(s3_lookup_cb hdr, s3_lookup_cb trailer, void *arg, s3_sums_t *out,
-                      char *msg, size_t msglen)
+s3_err_t s3_sums_read(s3_lookup_cb hdr, s3_lookup_cb trailer, void *arg, s3_sums_t *out, char *msg,
+                      size_t msglen)
 {
     memset(out, 0, sizeof *out);
     const char *md5 = hdr(arg, "content-md5");

@@ -15,11 +15,11 @@
 #include <stdint.h>
 
 /* X(enum, "header", raw length, "name in messages") */
-#define S3_SUM_LIST(X)                                                                     \
-    X(S3_SUM_CRC32, "x-amz-checksum-crc32", 4, "CRC32")                                    \
-    X(S3_SUM_CRC32C, "x-amz-checksum-crc32c", 4, "CRC32C")                                 \
-    X(S3_SUM_CRC64NVME, "x-amz-checksum-crc64nvme", 8, "CRC64NVME")                        \
-    X(S3_SUM_SHA1, "x-amz-checksum-sha1", 20, "SHA1")                                      \
+#define S3_SUM_LIST(X)                                                                             \
+    X(S3_SUM_CRC32, "x-amz-checksum-crc32", 4, "CRC32")                                            \
+    X(S3_SUM_CRC32C, "x-amz-checksum-crc32c", 4, "CRC32C")                                         \
+    X(S3_SUM_CRC64NVME, "x-amz-checksum-crc64nvme", 8, "CRC64NVME")                                \
+    X(S3_SUM_SHA1, "x-amz-checksum-sha1", 20, "SHA1")                                              \
     X(S3_SUM_SHA256, "x-amz-checksum-sha256", 32, "SHA256")
 
 typedef enum {
@@ -61,8 +61,8 @@ typedef struct s3_sums {
 /* Reads Content-MD5 from hdr and each x-amz-checksum-* from trailer first (NULL: no trailer)
  * and then hdr. A malformed value is S3_ERR_INVALID_DIGEST (Content-MD5) or
  * S3_ERR_INVALID_REQUEST, with msg naming the header and the length it must have. */
-s3_err_t s3_sums_read(s3_lookup_cb hdr, s3_lookup_cb trailer, void *arg, s3_sums_t *out,
-                      char *msg, size_t msglen);
+s3_err_t s3_sums_read(s3_lookup_cb hdr, s3_lookup_cb trailer, void *arg, s3_sums_t *out, char *msg,
+                      size_t msglen);
 
 /* Compares a claimed value with what was computed (raw bytes, s3_sum_len(a) of them). S3_OK
  * when nothing was claimed or it matches; S3_ERR_BAD_DIGEST with both values otherwise. */

@@ -17,11 +17,11 @@
 #include <string.h>
 
 typedef enum {
-    CK_LINE,      /* reading a chunk header line */
-    CK_DATA,      /* reading chunk data */
-    CK_DATA_CR,   /* the \r after chunk data */
-    CK_DATA_LF,   /* the \n after chunk data */
-    CK_TRAILER,   /* reading trailer lines after the final chunk */
+    CK_LINE,    /* reading a chunk header line */
+    CK_DATA,    /* reading chunk data */
+    CK_DATA_CR, /* the \r after chunk data */
+    CK_DATA_LF, /* the \n after chunk data */
+    CK_TRAILER, /* reading trailer lines after the final chunk */
     CK_DONE,
     CK_ERROR,
 } ck_state_t;
@@ -33,18 +33,18 @@ typedef struct ck_trailer {
 
 struct s3_chunked {
     s3_auth_t auth;
-    int sign;            /* chunk signatures expected */
-    int trailer_signed;  /* x-amz-trailer-signature expected */
+    int sign;           /* chunk signatures expected */
+    int trailer_signed; /* x-amz-trailer-signature expected */
     ck_state_t st;
     s3_err_t err;
     char line[S3_CHUNKED_MAX_LINE + 1];
     size_t line_len;
-    uint64_t remaining;  /* of the current chunk's data */
+    uint64_t remaining; /* of the current chunk's data */
     uint64_t chunk_len;
-    uint64_t chunk_no;   /* 1-based, for messages */
+    uint64_t chunk_no; /* 1-based, for messages */
     uint64_t decoded;
     char prev_sig[65];
-    char chunk_sig[65];  /* declared by the current chunk */
+    char chunk_sig[65]; /* declared by the current chunk */
     wh_sha256_t sha;
     int sha_on;
     ck_trailer_t trailers[S3_CHUNKED_MAX_TRAILERS];
@@ -66,8 +66,9 @@ static void chunk_sig_from_hash(const uint8_t key[32], const char *amz_date, con
                                 const char *prev, const char data_hash[65], char out[65])
 {
     char sts[512];
-    int n = snprintf(sts, sizeof sts, "AWS4-HMAC-SHA256-PAYLOAD\n%s\n%s\n%s\n" S3_EMPTY_SHA256
-                     "\n%s", amz_date, scope, prev, data_hash);
+    int n =
+        snprintf(sts, sizeof sts, "AWS4-HMAC-SHA256-PAYLOAD\n%s\n%s\n%s\n" S3_EMPTY_SHA256 "\n%s",
+                 amz_date, scope, prev, data_hash);
     sign_hex(key, sts, (size_t)WH_MIN((size_t)n, sizeof sts - 1), out);
 }
 
@@ -143,11 +144,10 @@ uint64_t s3_chunked_decoded(const s3_chunked_t *c)
     return c->decoded;
 }
 
-static s3_err_t ck_fail(s3_chunked_t *c, s3_err_t e, char *msg, size_t msglen, const char *fmt,
-                        ...) __attribute__((format(printf, 5, 6)));
+static s3_err_t ck_fail(s3_chunked_t *c, s3_err_t e, char *msg, size_t msglen, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
-static s3_err_t ck_fail(s3_chunked_t *c, s3_err_t e, char *msg, size_t msglen, const char *fmt,
-                        ...)
+static s3_err_t ck_fail(s3_chunked_t *c, s3_err_t e, char *msg, size_t msglen, const char *fmt, ...)
 {
     c->st = CK_ERROR;
     c->err = e;
@@ -246,15 +246,14 @@ static s3_err_t ck_trailer_line(s3_chunked_t *c, char *msg, size_t msglen)
     size_t n = c->line_len;
     if (n == 0) {
         /* Some clients end the checksum line with \n and put \r\n before the signature line. */
-        if (c->trailer_signed && !c->have_trailer_sig && c->n_trailers > 0 &&
-            !c->skipped_blank) {
+        if (c->trailer_signed && !c->have_trailer_sig && c->n_trailers > 0 && !c->skipped_blank) {
             c->skipped_blank = 1;
             return S3_OK;
         }
         if (c->trailer_signed && !c->have_trailer_sig)
             return ck_fail(c, S3_ERR_SIGNATURE_MISMATCH, msg, msglen,
-                           "the aws-chunked body ended without x-amz-trailer-signature, which "
-                           S3_STREAMING_SIGNED_TRAILER " requires");
+                           "the aws-chunked body ended without x-amz-trailer-signature, "
+                           "which " S3_STREAMING_SIGNED_TRAILER " requires");
         c->st = CK_DONE;
         return S3_OK;
     }
@@ -360,8 +359,7 @@ s3_err_t s3_chunked_feed(s3_chunked_t *c, const void *data, size_t len, s3_chunk
             if (c->line_len + take > S3_CHUNKED_MAX_LINE)
                 return ck_fail(c, S3_ERR_INCOMPLETE_BODY, msg, msglen,
                                "aws-chunked %s line is longer than %d bytes",
-                               c->st == CK_LINE ? "chunk header" : "trailer",
-                               S3_CHUNKED_MAX_LINE);
+                               c->st == CK_LINE ? "chunk header" : "trailer", S3_CHUNKED_MAX_LINE);
             memcpy(c->line + c->line_len, p, take);
             c->line_len += take;
             p += take;
@@ -419,15 +417,13 @@ s3_err_t s3_chunked_feed(s3_chunked_t *c, const void *data, size_t len, s3_chunk
                 return ck_fail(c, S3_ERR_INCOMPLETE_BODY, msg, msglen,
                                "aws-chunked chunk %llu: its %llu data bytes are not followed "
                                "by \\r\\n (more data than the size says?)",
-                               (unsigned long long)c->chunk_no,
-                               (unsigned long long)c->chunk_len);
+                               (unsigned long long)c->chunk_no, (unsigned long long)c->chunk_len);
             p++;
             c->st = c->st == CK_DATA_CR ? CK_DATA_LF : CK_LINE;
             break;
         case CK_DONE:
             return ck_fail(c, S3_ERR_INCOMPLETE_BODY, msg, msglen,
-                           "%zu bytes follow the end of the aws-chunked body",
-                           (size_t)(end - p));
+                           "%zu bytes follow the end of the aws-chunked body", (size_t)(end - p));
         case CK_ERROR:
             return c->err;
         }
@@ -451,8 +447,8 @@ s3_err_t s3_chunked_finish(s3_chunked_t *c, char *msg, size_t msglen)
     case CK_TRAILER:
         if (c->trailer_signed && !c->have_trailer_sig && c->skipped_blank && !c->line_len)
             return ck_fail(c, S3_ERR_SIGNATURE_MISMATCH, msg, msglen,
-                           "the aws-chunked body ended without x-amz-trailer-signature, which "
-                           S3_STREAMING_SIGNED_TRAILER " requires");
+                           "the aws-chunked body ended without x-amz-trailer-signature, "
+                           "which " S3_STREAMING_SIGNED_TRAILER " requires");
         return ck_fail(c, S3_ERR_INCOMPLETE_BODY, msg, msglen,
                        "the body ended after the final aws-chunked chunk without the closing "
                        "empty line%s",

@@ -26,8 +26,8 @@ struct s3_form {
     s3_form_cb_t cb;
     void *arg;
     form_state_t st;
-    bool in_part;     /* ST_BODY holds a part's bytes (not the preamble) */
-    size_t m;         /* delimiter bytes matched */
+    bool in_part; /* ST_BODY holds a part's bytes (not the preamble) */
+    size_t m;     /* delimiter bytes matched */
     size_t dlen;
     char delim[S3_FORM_BOUNDARY_MAX + 5];
     size_t hlen;
@@ -103,14 +103,14 @@ s3_err_t s3_form_boundary(const char *ct, char out[S3_FORM_BOUNDARY_MAX + 1], ch
         }
         if (nlen == 8 && strncasecmp(name, "boundary", 8) == 0) {
             if (too_long || vlen > S3_FORM_BOUNDARY_MAX || vlen == 0)
-                return bad(NULL, msg, msglen,
-                           "the multipart boundary must be 1 to %d characters",
+                return bad(NULL, msg, msglen, "the multipart boundary must be 1 to %d characters",
                            S3_FORM_BOUNDARY_MAX);
             for (size_t i = 0; i < vlen; i++)
                 if (!bchar(v[i]))
                     return bad(NULL, msg, msglen,
                                "the multipart boundary holds a character RFC 2046 forbids "
-                               "(0x%02x)", (unsigned char)v[i]);
+                               "(0x%02x)",
+                               (unsigned char)v[i]);
             if (v[vlen - 1] == ' ')
                 return bad(NULL, msg, msglen, "the multipart boundary may not end in a space");
             memcpy(out, v, vlen);
@@ -219,8 +219,7 @@ static s3_err_t parse_headers(s3_form_t *f, char *msg, size_t msglen)
                 while (*p && *p != '=' && *p != ';')
                     p++;
                 if (*p != '=')
-                    return bad(f, msg, msglen,
-                               "a Content-Disposition parameter has no value");
+                    return bad(f, msg, msglen, "a Content-Disposition parameter has no value");
                 char *pe = p;
                 while (pe > pn && (pe[-1] == ' ' || pe[-1] == '\t'))
                     pe--;
@@ -296,8 +295,10 @@ s3_err_t s3_form_feed(s3_form_t *f, const void *data, size_t n, char *msg, size_
             else if (c == ' ' || c == '\t')
                 f->st = ST_LWSP;
             else
-                return bad(f, msg, msglen, "a multipart boundary is followed by 0x%02x, not "
-                           "CRLF or \"--\"", (unsigned char)c);
+                return bad(f, msg, msglen,
+                           "a multipart boundary is followed by 0x%02x, not "
+                           "CRLF or \"--\"",
+                           (unsigned char)c);
             break;
         case ST_DASH:
             i++;
@@ -310,8 +311,10 @@ s3_err_t s3_form_feed(s3_form_t *f, const void *data, size_t n, char *msg, size_
             if (c == '\r')
                 f->st = ST_LF;
             else if (c != ' ' && c != '\t')
-                return bad(f, msg, msglen, "a multipart boundary line holds 0x%02x after the "
-                           "boundary", (unsigned char)c);
+                return bad(f, msg, msglen,
+                           "a multipart boundary line holds 0x%02x after the "
+                           "boundary",
+                           (unsigned char)c);
             break;
         case ST_LF:
             i++;

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define S3_FORM_BOUNDARY_MAX 70   /* RFC 2046 */
+#define S3_FORM_BOUNDARY_MAX 70      /* RFC 2046 */
 #define S3_FORM_PART_HEADER_MAX 8192 /* a part's header section */
 
 typedef struct s3_form s3_form_t;
@@ -32,8 +32,8 @@ typedef struct s3_form_cb {
 
 /* The boundary parameter of a Content-Type "multipart/form-data; boundary=..." (quoted or
  * not) into out. S3_OK, or S3_ERR_MALFORMED_POST_REQUEST naming what is wrong in msg. */
-s3_err_t s3_form_boundary(const char *content_type, char out[S3_FORM_BOUNDARY_MAX + 1],
-                          char *msg, size_t msglen);
+s3_err_t s3_form_boundary(const char *content_type, char out[S3_FORM_BOUNDARY_MAX + 1], char *msg,
+                          size_t msglen);
 /* boundary as returned by s3_form_boundary; cb is copied, arg borrowed. NULL: no memory. */
 s3_form_t *s3_form_new(const char *boundary, const s3_form_cb_t *cb, void *arg);
 void s3_form_free(s3_form_t *f);

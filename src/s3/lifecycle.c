@@ -116,8 +116,10 @@ static int parse_date(const char *t, size_t len, int64_t *out)
 static char *dup_text(lc_x_t *x, const char *t, size_t len, size_t max, const char *what)
 {
     if (len > max || memchr(t, '\0', len)) {
-        LC_FAIL(x, S3_ERR_INVALID_ARGUMENT, "a lifecycle rule's %s is longer than %zu bytes or "
-                "holds NUL", what, max);
+        LC_FAIL(x, S3_ERR_INVALID_ARGUMENT,
+                "a lifecycle rule's %s is longer than %zu bytes or "
+                "holds NUL",
+                what, max);
         return NULL;
     }
     char *s = strndup(t, len);
@@ -131,69 +133,92 @@ static void end_rule(lc_x_t *x)
     s3_lc_rule_t *r = &x->cur;
     const char *id = r->id ? r->id : "(no ID)";
     if (!x->status) {
-        LC_FAIL(x, S3_ERR_MALFORMED_XML, "lifecycle rule %s has no Status (Enabled or "
-                "Disabled)", id);
+        LC_FAIL(x, S3_ERR_MALFORMED_XML,
+                "lifecycle rule %s has no Status (Enabled or "
+                "Disabled)",
+                id);
         return;
     }
     r->enabled = x->status == 1;
     if (x->has_filter && r->legacy_prefix) {
-        LC_FAIL(x, S3_ERR_MALFORMED_XML, "lifecycle rule %s has both a Filter and a top-level "
-                "Prefix; use the Filter", id);
+        LC_FAIL(x, S3_ERR_MALFORMED_XML,
+                "lifecycle rule %s has both a Filter and a top-level "
+                "Prefix; use the Filter",
+                id);
         return;
     }
     if (x->filter_kids > 1) {
-        LC_FAIL(x, S3_ERR_MALFORMED_XML, "the Filter of lifecycle rule %s names more than one "
-                "condition; put them in an And", id);
+        LC_FAIL(x, S3_ERR_MALFORMED_XML,
+                "the Filter of lifecycle rule %s names more than one "
+                "condition; put them in an And",
+                id);
         return;
     }
     if (r->size_gt >= 0 && r->size_lt >= 0 && r->size_gt >= r->size_lt) {
-        LC_FAIL(x, S3_ERR_INVALID_ARGUMENT, "lifecycle rule %s: ObjectSizeGreaterThan (%lld) "
-                "must be less than ObjectSizeLessThan (%lld)", id, (long long)r->size_gt,
-                (long long)r->size_lt);
+        LC_FAIL(x, S3_ERR_INVALID_ARGUMENT,
+                "lifecycle rule %s: ObjectSizeGreaterThan (%lld) "
+                "must be less than ObjectSizeLessThan (%lld)",
+                id, (long long)r->size_gt, (long long)r->size_lt);
         return;
     }
     if (x->has_exp) {
         int n = x->exp_days_set + x->exp_date_set + x->exp_marker_set;
         if (n == 0) {
-            LC_FAIL(x, S3_ERR_MALFORMED_XML, "the Expiration of lifecycle rule %s names none of "
-                    "Days, Date and ExpiredObjectDeleteMarker", id);
+            LC_FAIL(x, S3_ERR_MALFORMED_XML,
+                    "the Expiration of lifecycle rule %s names none of "
+                    "Days, Date and ExpiredObjectDeleteMarker",
+                    id);
             return;
         }
         if (n > 1) {
-            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT, "the Expiration of lifecycle rule %s may name "
-                    "only one of Days, Date and ExpiredObjectDeleteMarker", id);
+            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT,
+                    "the Expiration of lifecycle rule %s may name "
+                    "only one of Days, Date and ExpiredObjectDeleteMarker",
+                    id);
             return;
         }
         if (r->exp_marker && r->ntags) {
-            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT, "lifecycle rule %s: ExpiredObjectDeleteMarker "
-                    "cannot be used with a tag filter", id);
+            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT,
+                    "lifecycle rule %s: ExpiredObjectDeleteMarker "
+                    "cannot be used with a tag filter",
+                    id);
             return;
         }
     }
     if (x->has_nc && !r->nc_days) {
-        LC_FAIL(x, S3_ERR_MALFORMED_XML, "the NoncurrentVersionExpiration of lifecycle rule %s "
-                "needs NoncurrentDays", id);
+        LC_FAIL(x, S3_ERR_MALFORMED_XML,
+                "the NoncurrentVersionExpiration of lifecycle rule %s "
+                "needs NoncurrentDays",
+                id);
         return;
     }
     if (x->has_abort && !r->abort_days) {
-        LC_FAIL(x, S3_ERR_MALFORMED_XML, "the AbortIncompleteMultipartUpload of lifecycle rule "
-                "%s needs DaysAfterInitiation", id);
+        LC_FAIL(x, S3_ERR_MALFORMED_XML,
+                "the AbortIncompleteMultipartUpload of lifecycle rule "
+                "%s needs DaysAfterInitiation",
+                id);
         return;
     }
     if (r->abort_days && (r->ntags || r->size_gt >= 0 || r->size_lt >= 0)) {
-        LC_FAIL(x, S3_ERR_INVALID_ARGUMENT, "lifecycle rule %s: AbortIncompleteMultipartUpload "
-                "cannot be used with a tag or size filter", id);
+        LC_FAIL(x, S3_ERR_INVALID_ARGUMENT,
+                "lifecycle rule %s: AbortIncompleteMultipartUpload "
+                "cannot be used with a tag or size filter",
+                id);
         return;
     }
     if (!r->exp_days && r->exp_date < 0 && !r->exp_marker && !r->nc_days && !r->abort_days) {
-        LC_FAIL(x, S3_ERR_MALFORMED_XML, "lifecycle rule %s names no action (Expiration, "
-                "NoncurrentVersionExpiration or AbortIncompleteMultipartUpload)", id);
+        LC_FAIL(x, S3_ERR_MALFORMED_XML,
+                "lifecycle rule %s names no action (Expiration, "
+                "NoncurrentVersionExpiration or AbortIncompleteMultipartUpload)",
+                id);
         return;
     }
     for (size_t i = 0; r->id && i < x->c->n; i++)
         if (x->c->rules[i].id && strcmp(x->c->rules[i].id, r->id) == 0) {
-            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT, "lifecycle rule ID %s is used twice; rule IDs "
-                    "must be unique", id);
+            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT,
+                    "lifecycle rule ID %s is used twice; rule IDs "
+                    "must be unique",
+                    id);
             return;
         }
     if (x->c->n >= S3_LC_MAX_RULES) {
@@ -221,7 +246,8 @@ static void filter_elem(lc_x_t *x, const char *f, bool in_and, const char *t, si
     s3_lc_rule_t *r = &x->cur;
     if (!strcmp(f, "Prefix")) {
         if (r->prefix) {
-            LC_FAIL(x, S3_ERR_MALFORMED_XML, "a lifecycle Filter names Prefix twice, or the "
+            LC_FAIL(x, S3_ERR_MALFORMED_XML,
+                    "a lifecycle Filter names Prefix twice, or the "
                     "rule has a top-level Prefix too; use the Filter");
             return;
         }
@@ -271,8 +297,10 @@ static void filter_elem(lc_x_t *x, const char *f, bool in_and, const char *t, si
         bool gt = f[10] == 'G';
         int64_t *dst = gt ? &r->size_gt : &r->size_lt;
         if (*dst >= 0 || parse_num(t, len, INT64_MAX, dst) != 0) {
-            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT, "a lifecycle filter's %s must be given once, "
-                    "as a whole number of bytes", f);
+            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT,
+                    "a lifecycle filter's %s must be given once, "
+                    "as a whole number of bytes",
+                    f);
             return;
         }
     } else if (!in_and && !strcmp(f, "And")) {
@@ -300,8 +328,10 @@ static void lc_cb(void *arg, const char *path, const char *text, size_t len)
     if (!*p)
         return;
     if (strncmp(p, "/Rule", 5) != 0 || (p[5] && p[5] != '/')) {
-        LC_FAIL(x, S3_ERR_MALFORMED_XML, "LifecycleConfiguration holds %s; only Rule elements "
-                "are allowed", p + 1);
+        LC_FAIL(x, S3_ERR_MALFORMED_XML,
+                "LifecycleConfiguration holds %s; only Rule elements "
+                "are allowed",
+                p + 1);
         return;
     }
     const char *f = p + 5;
@@ -314,7 +344,8 @@ static void lc_cb(void *arg, const char *path, const char *text, size_t len)
     int64_t v;
     if (!strcmp(f, "ID")) {
         if (r->id || len > 255) {
-            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT, "a lifecycle rule's ID is given twice or longer "
+            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT,
+                    "a lifecycle rule's ID is given twice or longer "
                     "than 255 characters");
             return;
         }
@@ -325,11 +356,14 @@ static void lc_cb(void *arg, const char *path, const char *text, size_t len)
         else if (len == 8 && !memcmp(text, "Disabled", 8))
             x->status = 2;
         else
-            LC_FAIL(x, S3_ERR_MALFORMED_XML, "a lifecycle rule's Status must be Enabled or "
-                    "Disabled, got \"%.*s\"", (int)(len > 32 ? 32 : len), text);
+            LC_FAIL(x, S3_ERR_MALFORMED_XML,
+                    "a lifecycle rule's Status must be Enabled or "
+                    "Disabled, got \"%.*s\"",
+                    (int)(len > 32 ? 32 : len), text);
     } else if (!strcmp(f, "Prefix")) {
         if (r->legacy_prefix || r->prefix) {
-            LC_FAIL(x, S3_ERR_MALFORMED_XML, "a lifecycle rule names Prefix twice, or both a "
+            LC_FAIL(x, S3_ERR_MALFORMED_XML,
+                    "a lifecycle rule names Prefix twice, or both a "
                     "top-level Prefix and a Filter's; use the Filter");
             return;
         }
@@ -345,7 +379,8 @@ static void lc_cb(void *arg, const char *path, const char *text, size_t len)
         x->has_exp = true;
     } else if (!strcmp(f, "Expiration/Days")) {
         if (x->exp_days_set || parse_num(text, len, S3_LC_MAX_DAYS, &v) != 0 || v < 1) {
-            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT, "'Days' for Expiration action must be a "
+            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT,
+                    "'Days' for Expiration action must be a "
                     "positive integer");
             return;
         }
@@ -359,9 +394,10 @@ static void lc_cb(void *arg, const char *path, const char *text, size_t len)
             return;
         }
         if (rc != 0) {
-            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT, "Expiration's Date must be an ISO 8601 date "
-                    "such as 2030-01-01T00:00:00Z, got \"%.*s\"", (int)(len > 40 ? 40 : len),
-                    text);
+            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT,
+                    "Expiration's Date must be an ISO 8601 date "
+                    "such as 2030-01-01T00:00:00Z, got \"%.*s\"",
+                    (int)(len > 40 ? 40 : len), text);
             return;
         }
         x->exp_date_set = true;
@@ -379,14 +415,16 @@ static void lc_cb(void *arg, const char *path, const char *text, size_t len)
         x->has_nc = true;
     } else if (!strcmp(f, "NoncurrentVersionExpiration/NoncurrentDays")) {
         if (r->nc_days || parse_num(text, len, S3_LC_MAX_DAYS, &v) != 0 || v < 1) {
-            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT, "'NoncurrentDays' for "
+            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT,
+                    "'NoncurrentDays' for "
                     "NoncurrentVersionExpiration action must be a positive integer");
             return;
         }
         r->nc_days = v;
     } else if (!strcmp(f, "NoncurrentVersionExpiration/NewerNoncurrentVersions")) {
         if (x->nc_newer_set || parse_num(text, len, 100, &v) != 0 || v < 1) {
-            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT, "NewerNoncurrentVersions must be a whole "
+            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT,
+                    "NewerNoncurrentVersions must be a whole "
                     "number from 1 to 100");
             return;
         }
@@ -396,14 +434,17 @@ static void lc_cb(void *arg, const char *path, const char *text, size_t len)
         x->has_abort = true;
     } else if (!strcmp(f, "AbortIncompleteMultipartUpload/DaysAfterInitiation")) {
         if (r->abort_days || parse_num(text, len, S3_LC_MAX_DAYS, &v) != 0 || v < 1) {
-            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT, "'DaysAfterInitiation' for "
+            LC_FAIL(x, S3_ERR_INVALID_ARGUMENT,
+                    "'DaysAfterInitiation' for "
                     "AbortIncompleteMultipartUpload action must be a positive integer");
             return;
         }
         r->abort_days = v;
     } else if (!strncmp(f, "Transition", 10) || !strncmp(f, "NoncurrentVersionTransition", 27)) {
-        LC_FAIL(x, S3_ERR_NOT_IMPLEMENTED, "lifecycle transitions are not implemented: wharf "
-                "has one storage class (rule %s names %s)", r->id ? r->id : "(no ID)", f);
+        LC_FAIL(x, S3_ERR_NOT_IMPLEMENTED,
+                "lifecycle transitions are not implemented: wharf "
+                "has one storage class (rule %s names %s)",
+                r->id ? r->id : "(no ID)", f);
     } else {
         LC_FAIL(x, S3_ERR_MALFORMED_XML, "unknown lifecycle rule element %s", f);
     }
@@ -417,13 +458,16 @@ s3_err_t s3_lc_parse(const char *xml, size_t len, s3_lc_t *out, char *msg, size_
     lc_x_t x = {.c = out, .err = S3_OK, .msg = msg, .msglen = msglen};
     rule_init(&x.cur);
     if (s3_xml_walk(xml, len, lc_cb, &x) != 0 && x.err == S3_OK)
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML, "the lifecycle configuration is not "
+        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML,
+                     "the lifecycle configuration is not "
                      "well-formed XML");
     if (x.err == S3_OK && x.other_root)
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML, "the document is not a "
+        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML,
+                     "the document is not a "
                      "LifecycleConfiguration");
     if (x.err == S3_OK && out->n == 0)
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML, "a LifecycleConfiguration needs at "
+        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML,
+                     "a LifecycleConfiguration needs at "
                      "least one Rule");
     rule_free(&x.cur);
     free(x.tag_key);
@@ -451,10 +495,10 @@ void s3_lc_format(const s3_lc_t *c, wh_sbuf_t *b, const char *xmlns)
         if (r->legacy_prefix) {
             s3_xml_elem(b, "Prefix", r->prefix ? r->prefix : "");
         } else {
-            unsigned n = (r->prefix != NULL) + (unsigned)r->ntags + (r->size_gt >= 0) +
-                         (r->size_lt >= 0);
+            unsigned n =
+                (r->prefix != NULL) + (unsigned)r->ntags + (r->size_gt >= 0) + (r->size_lt >= 0);
             bool and = r->and_form || n > 1;
-            wh_sbuf_puts(b, and ? "<Filter><And>" : "<Filter>");
+            wh_sbuf_puts(b, and? "<Filter><And>" : "<Filter>");
             if (r->prefix)
                 s3_xml_elem(b, "Prefix", r->prefix);
             for (size_t j = 0; j < r->ntags; j++) {
@@ -467,7 +511,7 @@ void s3_lc_format(const s3_lc_t *c, wh_sbuf_t *b, const char *xmlns)
                 elem_i64(b, "ObjectSizeGreaterThan", r->size_gt);
             if (r->size_lt >= 0)
                 elem_i64(b, "ObjectSizeLessThan", r->size_lt);
-            wh_sbuf_puts(b, and ? "</And></Filter>" : "</Filter>");
+            wh_sbuf_puts(b, and? "</And></Filter>" : "</Filter>");
         }
         s3_xml_elem(b, "Status", r->enabled ? "Enabled" : "Disabled");
         if (r->exp_days || r->exp_date >= 0 || r->exp_marker) {

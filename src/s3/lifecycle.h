@@ -15,8 +15,8 @@
 #include <time.h>
 
 #define S3_LC_MAX_RULES 1000
-#define S3_LC_MAX_TAGS 10        /* tags of one rule's filter */
-#define S3_LC_MAX_PREFIX 1024    /* bytes of a filter's prefix */
+#define S3_LC_MAX_TAGS 10     /* tags of one rule's filter */
+#define S3_LC_MAX_PREFIX 1024 /* bytes of a filter's prefix */
 #define S3_LC_MAX_DAYS 2147483647LL
 
 typedef struct s3_lc_tag {
@@ -24,11 +24,11 @@ typedef struct s3_lc_tag {
 } s3_lc_tag_t;
 
 typedef struct s3_lc_rule {
-    char *id;                 /* NULL when not given */
-    bool enabled;             /* Status Enabled (else Disabled) */
-    bool legacy_prefix;       /* a top-level Prefix instead of a Filter */
-    bool and_form;            /* the Filter held an And */
-    char *prefix;             /* NULL: none */
+    char *id;           /* NULL when not given */
+    bool enabled;       /* Status Enabled (else Disabled) */
+    bool legacy_prefix; /* a top-level Prefix instead of a Filter */
+    bool and_form;      /* the Filter held an And */
+    char *prefix;       /* NULL: none */
     s3_lc_tag_t *tags;
     size_t ntags;
     int64_t size_gt, size_lt; /* ObjectSizeGreaterThan / LessThan, -1 when not given */
@@ -39,7 +39,7 @@ typedef struct s3_lc_rule {
     /* NoncurrentVersionExpiration: NoncurrentDays (0: none), NewerNoncurrentVersions (0). */
     int64_t nc_days;
     int64_t nc_newer;
-    int64_t abort_days;       /* AbortIncompleteMultipartUpload's DaysAfterInitiation (0) */
+    int64_t abort_days; /* AbortIncompleteMultipartUpload's DaysAfterInitiation (0) */
 } s3_lc_rule_t;
 
 typedef struct s3_lc {

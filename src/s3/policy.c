@@ -17,7 +17,6 @@
 
 /* ---- arena ------------------------------------------------------------------------------ */
 
-
 static void *arena_alloc(arena_blk_t **a, size_t n)
 {
     n = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
@@ -52,11 +51,16 @@ static const struct {
     const char *name;
     cond_key_t key;
 } g_keys[] = {
-    {"aws:SourceIp", K_SOURCE_IP},       {"s3:prefix", K_PREFIX},
-    {"s3:delimiter", K_DELIMITER},       {"s3:max-keys", K_MAX_KEYS},
-    {"aws:SecureTransport", K_SECURE_TRANSPORT}, {"aws:username", K_USERNAME},
-    {"aws:PrincipalArn", K_PRINCIPAL_ARN}, {"s3:x-amz-acl", K_X_AMZ_ACL},
-    {"s3:authType", K_AUTH_TYPE},        {"s3:signatureversion", K_SIGNATURE_VERSION},
+    {"aws:SourceIp", K_SOURCE_IP},
+    {"s3:prefix", K_PREFIX},
+    {"s3:delimiter", K_DELIMITER},
+    {"s3:max-keys", K_MAX_KEYS},
+    {"aws:SecureTransport", K_SECURE_TRANSPORT},
+    {"aws:username", K_USERNAME},
+    {"aws:PrincipalArn", K_PRINCIPAL_ARN},
+    {"s3:x-amz-acl", K_X_AMZ_ACL},
+    {"s3:authType", K_AUTH_TYPE},
+    {"s3:signatureversion", K_SIGNATURE_VERSION},
 };
 
 static const struct {
@@ -64,16 +68,26 @@ static const struct {
     cond_test_t test;
     bool neg;
 } g_ops[] = {
-    {"StringEquals", T_STR, false},          {"StringNotEquals", T_STR, true},
-    {"StringEqualsIgnoreCase", T_STR_IC, false}, {"StringNotEqualsIgnoreCase", T_STR_IC, true},
-    {"StringLike", T_LIKE, false},           {"StringNotLike", T_LIKE, true},
-    {"ArnEquals", T_LIKE, false},            {"ArnNotEquals", T_LIKE, true},
-    {"ArnLike", T_LIKE, false},              {"ArnNotLike", T_LIKE, true},
-    {"NumericEquals", T_NUM_EQ, false},      {"NumericNotEquals", T_NUM_EQ, true},
-    {"NumericLessThan", T_NUM_LT, false},    {"NumericLessThanEquals", T_NUM_LE, false},
-    {"NumericGreaterThan", T_NUM_GT, false}, {"NumericGreaterThanEquals", T_NUM_GE, false},
-    {"IpAddress", T_IP, false},              {"NotIpAddress", T_IP, true},
-    {"Bool", T_BOOL, false},                 {"Null", T_NULL, false},
+    {"StringEquals", T_STR, false},
+    {"StringNotEquals", T_STR, true},
+    {"StringEqualsIgnoreCase", T_STR_IC, false},
+    {"StringNotEqualsIgnoreCase", T_STR_IC, true},
+    {"StringLike", T_LIKE, false},
+    {"StringNotLike", T_LIKE, true},
+    {"ArnEquals", T_LIKE, false},
+    {"ArnNotEquals", T_LIKE, true},
+    {"ArnLike", T_LIKE, false},
+    {"ArnNotLike", T_LIKE, true},
+    {"NumericEquals", T_NUM_EQ, false},
+    {"NumericNotEquals", T_NUM_EQ, true},
+    {"NumericLessThan", T_NUM_LT, false},
+    {"NumericLessThanEquals", T_NUM_LE, false},
+    {"NumericGreaterThan", T_NUM_GT, false},
+    {"NumericGreaterThanEquals", T_NUM_GE, false},
+    {"IpAddress", T_IP, false},
+    {"NotIpAddress", T_IP, true},
+    {"Bool", T_BOOL, false},
+    {"Null", T_NULL, false},
 };
 
 /* ---- parse ------------------------------------------------------------------------------ */
@@ -155,8 +169,10 @@ static s3_err_t vars_check(pctx_t *c, const char *s, const char *where)
         if (end && ((n == 1 && strchr("*?$", p[2])) ||
                     (n == 12 && strncasecmp(p + 2, "aws:username", 12) == 0)))
             continue;
-        return bad(c, "%s \"%s\": wharf expands only the policy variables ${aws:username}, "
-                      "${*}, ${?} and ${$}", where, s);
+        return bad(c,
+                   "%s \"%s\": wharf expands only the policy variables ${aws:username}, "
+                   "${*}, ${?} and ${$}",
+                   where, s);
     }
     return S3_OK;
 }
@@ -166,11 +182,13 @@ static s3_err_t add_action(pctx_t *c, const char *s, void *slot, size_t i)
     (void)i;
     pattern_t *p = slot;
     /* A user policy may also grant the IAM API's actions (iam:CreateUser, ...). */
-    size_t pfx = strcmp(s, "*") == 0 ? 0 : strncasecmp(s, "s3:", 3) == 0 ? 3
-                 : c->user && strncasecmp(s, "iam:", 4) == 0 ? 4 : (size_t)-1;
+    size_t pfx = strcmp(s, "*") == 0                         ? 0
+                 : strncasecmp(s, "s3:", 3) == 0             ? 3
+                 : c->user && strncasecmp(s, "iam:", 4) == 0 ? 4
+                                                             : (size_t)-1;
     if (pfx == (size_t)-1)
-        return bad(c, "Policy has invalid action \"%s\" (only s3:%s actions and * are allowed)",
-                   s, c->user ? " and iam:" : "");
+        return bad(c, "Policy has invalid action \"%s\" (only s3:%s actions and * are allowed)", s,
+                   c->user ? " and iam:" : "");
     if (!s[pfx])
         return bad(c, "Policy has invalid action \"%s\"", s);
     if (!(p->s = arena_strdup(&c->pol->arena, s)))
@@ -240,8 +258,10 @@ static s3_err_t add_aws_principal(pctx_t *c, const char *s, void *slot, size_t i
                 return oom(c);
             return S3_OK;
         } else {
-            return bad(c, "Invalid principal in policy: \"%s\" (root, user/NAME, an account "
-                          "id or *)", s);
+            return bad(c,
+                       "Invalid principal in policy: \"%s\" (root, user/NAME, an account "
+                       "id or *)",
+                       s);
         }
     } else {
         return bad(c, "Invalid principal in policy: \"%s\"", s);
@@ -286,7 +306,8 @@ static s3_err_t parse_principal(pctx_t *c, stmt_t *st, json_t *v, const char *fi
     princ_t *all = NULL;
     const char *k;
     json_t *e;
-    json_object_foreach(v, k, e) {
+    json_object_foreach(v, k, e)
+    {
         princ_t *part = NULL;
         size_t n = 0;
         s3_err_t err;
@@ -297,8 +318,10 @@ static s3_err_t parse_principal(pctx_t *c, stmt_t *st, json_t *v, const char *fi
             err = str_list(c, e, "Principal CanonicalUser", (void **)&part, sizeof *part, &n,
                            add_canonical);
         else
-            return bad(c, "Invalid principal in policy: unsupported principal type \"%s\" "
-                          "(AWS or CanonicalUser)", k);
+            return bad(c,
+                       "Invalid principal in policy: unsupported principal type \"%s\" "
+                       "(AWS or CanonicalUser)",
+                       k);
         if (err != S3_OK)
             return err;
         princ_t *m = arena_alloc(&c->pol->arena, (total + n) * sizeof *m);
@@ -344,8 +367,8 @@ static bool parse_cidr(const char *s, s3_ip_t *ip, unsigned *plen)
     return true;
 }
 
-static s3_err_t parse_cond_value(pctx_t *c, cond_t *cd, json_t *e, cond_val_t *out,
-                                 const char *op, const char *key)
+static s3_err_t parse_cond_value(pctx_t *c, cond_t *cd, json_t *e, cond_val_t *out, const char *op,
+                                 const char *key)
 {
     char tmp[64];
     const char *s;
@@ -370,7 +393,11 @@ static s3_err_t parse_cond_value(pctx_t *c, cond_t *cd, json_t *e, cond_val_t *o
         return oom(c);
     out->has_var = has_var(c, s);
     switch (cd->test) {
-    case T_NUM_EQ: case T_NUM_LT: case T_NUM_LE: case T_NUM_GT: case T_NUM_GE: {
+    case T_NUM_EQ:
+    case T_NUM_LT:
+    case T_NUM_LE:
+    case T_NUM_GT:
+    case T_NUM_GE: {
         char *end;
         out->num = strtod(s, &end);
         if (!*s || *end)
@@ -379,10 +406,10 @@ static s3_err_t parse_cond_value(pctx_t *c, cond_t *cd, json_t *e, cond_val_t *o
     }
     case T_IP:
         if (!parse_cidr(s, &out->ip, &out->plen))
-            return bad(c, "Condition %s %s: \"%s\" is not an IP address or CIDR block", op,
-                       key, s);
+            return bad(c, "Condition %s %s: \"%s\" is not an IP address or CIDR block", op, key, s);
         break;
-    case T_BOOL: case T_NULL:
+    case T_BOOL:
+    case T_NULL:
         if (strcasecmp(s, "true") != 0 && strcasecmp(s, "false") != 0)
             return bad(c, "Condition %s %s: \"%s\" is not true or false", op, key, s);
         break;
@@ -399,14 +426,16 @@ static s3_err_t parse_condition(pctx_t *c, stmt_t *st, json_t *v)
     size_t total = 0;
     const char *op;
     json_t *keys;
-    json_object_foreach(v, op, keys) {
+    json_object_foreach(v, op, keys)
+    {
         if (!json_is_object(keys))
             return bad(c, "Condition %s must be an object of keys", op);
         total += json_object_size(keys);
     }
     if (!(st->c = arena_alloc(&c->pol->arena, (total ? total : 1) * sizeof *st->c)))
         return oom(c);
-    json_object_foreach(v, op, keys) {
+    json_object_foreach(v, op, keys)
+    {
         char base[64];
         size_t ol = strlen(op);
         bool ifx = ol > 8 && strcmp(op + ol - 8, "IfExists") == 0;
@@ -418,7 +447,8 @@ static s3_err_t parse_condition(pctx_t *c, stmt_t *st, json_t *v)
             return bad(c, "unknown condition operator \"%s\"", op);
         const char *key;
         json_t *vals;
-        json_object_foreach(keys, key, vals) {
+        json_object_foreach(keys, key, vals)
+        {
             cond_t *cd = &st->c[st->nc++];
             cd->test = g_ops[oi].test;
             cd->neg = g_ops[oi].neg;
@@ -432,8 +462,10 @@ static s3_err_t parse_condition(pctx_t *c, stmt_t *st, json_t *v)
             /* A key wharf cannot evaluate is refused: taken as absent, a Deny on it would
              * never fire (the policy would fail open). */
             if (cd->key == K_UNKNOWN)
-                return bad(c, "Condition %s: wharf cannot evaluate the condition key "
-                              "\"%.64s\" (docs/access.md lists the keys it does)", op, key);
+                return bad(c,
+                           "Condition %s: wharf cannot evaluate the condition key "
+                           "\"%.64s\" (docs/access.md lists the keys it does)",
+                           op, key);
             size_t n = json_is_array(vals) ? json_array_size(vals) : 1;
             if (n == 0)
                 return bad(c, "Condition %s %s: empty value list", op, key);
@@ -455,11 +487,13 @@ static s3_err_t parse_stmt(pctx_t *c, stmt_t *st, json_t *o)
 {
     if (!json_is_object(o))
         return bad(c, "a statement must be an object");
-    static const char *const known[] = {"Sid", "Effect", "Principal", "NotPrincipal", "Action",
-                                        "NotAction", "Resource", "NotResource", "Condition"};
+    static const char *const known[] = {"Sid",          "Effect",      "Principal",
+                                        "NotPrincipal", "Action",      "NotAction",
+                                        "Resource",     "NotResource", "Condition"};
     const char *k;
     json_t *v;
-    json_object_foreach(o, k, v) {
+    json_object_foreach(o, k, v)
+    {
         size_t i = 0;
         while (i < sizeof known / sizeof known[0] && strcmp(known[i], k) != 0)
             i++;
@@ -509,8 +543,8 @@ static s3_err_t parse_stmt(pctx_t *c, stmt_t *st, json_t *o)
     if (!rs && !nrs)
         return bad(c, "missing required field Resource");
     st->not_resource = nrs != NULL;
-    e = str_list(c, rs ? rs : nrs, rs ? "Resource" : "NotResource", (void **)&st->r,
-                 sizeof *st->r, &st->nr, add_resource);
+    e = str_list(c, rs ? rs : nrs, rs ? "Resource" : "NotResource", (void **)&st->r, sizeof *st->r,
+                 &st->nr, add_resource);
     if (e != S3_OK)
         return e;
 
@@ -520,8 +554,8 @@ static s3_err_t parse_stmt(pctx_t *c, stmt_t *st, json_t *o)
     return S3_OK;
 }
 
-static s3_err_t policy_parse(const char *json, size_t len, bool user, s3_policy_t **out,
-                             char *msg, size_t msglen)
+static s3_err_t policy_parse(const char *json, size_t len, bool user, s3_policy_t **out, char *msg,
+                             size_t msglen)
 {
     *out = NULL;
     if (msg && msglen)
@@ -530,13 +564,15 @@ static s3_err_t policy_parse(const char *json, size_t len, bool user, s3_policy_
     if (!json || len == 0)
         return bad(&c, "the policy is empty");
     if (len > S3_POLICY_MAX_BYTES)
-        return bad(&c, "Policy exceeds the maximum allowed document size (%zu bytes, the "
-                       "limit is %u)", len, S3_POLICY_MAX_BYTES);
+        return bad(&c,
+                   "Policy exceeds the maximum allowed document size (%zu bytes, the "
+                   "limit is %u)",
+                   len, S3_POLICY_MAX_BYTES);
     json_error_t je;
     json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
     if (!root)
-        return bad(&c, "the policy is not valid JSON: %s (line %d, column %d)", je.text,
-                   je.line, je.column);
+        return bad(&c, "the policy is not valid JSON: %s (line %d, column %d)", je.text, je.line,
+                   je.column);
     s3_err_t err = S3_OK;
     s3_policy_t *pol = calloc(1, sizeof *pol);
     if (!pol) {
@@ -550,16 +586,16 @@ static s3_err_t policy_parse(const char *json, size_t len, bool user, s3_policy_
     }
     const char *k;
     json_t *v;
-    json_object_foreach(root, k, v) {
+    json_object_foreach(root, k, v)
+    {
         if (strcmp(k, "Version") != 0 && strcmp(k, "Id") != 0 && strcmp(k, "Statement") != 0) {
             err = bad(&c, "unknown field \"%s\" (Version, Id, Statement)", k);
             goto cleanup;
         }
     }
     json_t *ver = json_object_get(root, "Version");
-    if (ver && (!json_is_string(ver) ||
-                (strcmp(json_string_value(ver), "2012-10-17") != 0 &&
-                 strcmp(json_string_value(ver), "2008-10-17") != 0))) {
+    if (ver && (!json_is_string(ver) || (strcmp(json_string_value(ver), "2012-10-17") != 0 &&
+                                         strcmp(json_string_value(ver), "2008-10-17") != 0))) {
         err = bad(&c, "Version must be \"2012-10-17\" or \"2008-10-17\"");
         goto cleanup;
     }
@@ -597,8 +633,7 @@ cleanup:
     return err;
 }
 
-s3_err_t s3_policy_parse(const char *json, size_t len, s3_policy_t **out, char *msg,
-                         size_t msglen)
+s3_err_t s3_policy_parse(const char *json, size_t len, s3_policy_t **out, char *msg, size_t msglen)
 {
     return policy_parse(json, len, false, out, msg, msglen);
 }
@@ -640,8 +675,10 @@ s3_err_t s3_policy_check_bucket(const s3_policy_t *pol, const char *bucket, char
             if (strncmp(p, probe, strlen(probe)) == 0 || s3_glob(p, probe, false))
                 continue; /* (the any-bucket, any-key pattern reaches b's objects too) */
             if (msg && msglen)
-                snprintf(msg, msglen, "Statement %zu: Policy has invalid resource \"%s\" (not "
-                                      "in bucket %s)", i + 1, p, bucket);
+                snprintf(msg, msglen,
+                         "Statement %zu: Policy has invalid resource \"%s\" (not "
+                         "in bucket %s)",
+                         i + 1, p, bucket);
             return S3_ERR_MALFORMED_POLICY;
         }
     }
@@ -660,4 +697,3 @@ bool s3_policy_is_public(const s3_policy_t *pol)
     }
     return false;
 }
-

@@ -134,8 +134,7 @@ static bool principal_match(const stmt_t *st, const s3_authz_ctx_t *x)
              * delegates to the account, whose users then need their own policies (their
              * user policies are weighed besides this one), so it grants the account's root
              * only; a Deny, or a NotPrincipal exception, covers every principal of it. */
-            if (!w || w->kind == S3_PRINCIPAL_ANON || !x->account ||
-                strcmp(x->account, p->s) != 0)
+            if (!w || w->kind == S3_PRINCIPAL_ANON || !x->account || strcmp(x->account, p->s) != 0)
                 break;
             if (w->kind == S3_PRINCIPAL_ROOT || st->deny || st->not_principal)
                 return true;
@@ -158,22 +157,31 @@ static bool principal_match(const stmt_t *st, const s3_authz_ctx_t *x)
 static const char *key_value(cond_key_t k, const s3_authz_ctx_t *x, char *buf, size_t cap)
 {
     switch (k) {
-    case K_PREFIX: return x->prefix;
-    case K_DELIMITER: return x->delimiter;
+    case K_PREFIX:
+        return x->prefix;
+    case K_DELIMITER:
+        return x->delimiter;
     case K_MAX_KEYS:
         if (!x->has_max_keys)
             return NULL;
         snprintf(buf, cap, "%llu", (unsigned long long)x->max_keys);
         return buf;
-    case K_SECURE_TRANSPORT: return x->secure_transport ? "true" : "false";
+    case K_SECURE_TRANSPORT:
+        return x->secure_transport ? "true" : "false";
     case K_USERNAME:
         return x->who && x->who->kind == S3_PRINCIPAL_USER ? x->who->user : NULL;
-    case K_PRINCIPAL_ARN: return x->who && x->who->arn[0] ? x->who->arn : NULL;
-    case K_SOURCE_IP: return x->source_ip.family ? "ip" : NULL;
-    case K_X_AMZ_ACL: return x->x_amz_acl;
-    case K_AUTH_TYPE: return x->auth_type;
-    case K_SIGNATURE_VERSION: return x->auth_type ? "AWS4-HMAC-SHA256" : NULL;
-    case K_UNKNOWN: return NULL;
+    case K_PRINCIPAL_ARN:
+        return x->who && x->who->arn[0] ? x->who->arn : NULL;
+    case K_SOURCE_IP:
+        return x->source_ip.family ? "ip" : NULL;
+    case K_X_AMZ_ACL:
+        return x->x_amz_acl;
+    case K_AUTH_TYPE:
+        return x->auth_type;
+    case K_SIGNATURE_VERSION:
+        return x->auth_type ? "AWS4-HMAC-SHA256" : NULL;
+    case K_UNKNOWN:
+        return NULL;
     }
     return NULL;
 }
@@ -189,25 +197,40 @@ static bool value_match(const cond_t *cd, const cond_val_t *v, const char *s,
         vs = vb;
     }
     switch (cd->test) {
-    case T_STR: return strcmp(vs, s) == 0;
-    case T_STR_IC: return strcasecmp(vs, s) == 0;
-    case T_LIKE: return s3_glob(vs, s, false);
-    case T_BOOL: return strcasecmp(vs, s) == 0;
-    case T_IP: return ip_in(&x->source_ip, &v->ip, v->plen);
-    case T_NUM_EQ: case T_NUM_LT: case T_NUM_LE: case T_NUM_GT: case T_NUM_GE: {
+    case T_STR:
+        return strcmp(vs, s) == 0;
+    case T_STR_IC:
+        return strcasecmp(vs, s) == 0;
+    case T_LIKE:
+        return s3_glob(vs, s, false);
+    case T_BOOL:
+        return strcasecmp(vs, s) == 0;
+    case T_IP:
+        return ip_in(&x->source_ip, &v->ip, v->plen);
+    case T_NUM_EQ:
+    case T_NUM_LT:
+    case T_NUM_LE:
+    case T_NUM_GT:
+    case T_NUM_GE: {
         char *end;
         double d = strtod(s, &end);
         if (!*s || *end)
             return false;
         switch (cd->test) {
-        case T_NUM_EQ: return d == v->num;
-        case T_NUM_LT: return d < v->num;
-        case T_NUM_LE: return d <= v->num;
-        case T_NUM_GT: return d > v->num;
-        default: return d >= v->num;
+        case T_NUM_EQ:
+            return d == v->num;
+        case T_NUM_LT:
+            return d < v->num;
+        case T_NUM_LE:
+            return d <= v->num;
+        case T_NUM_GT:
+            return d > v->num;
+        default:
+            return d >= v->num;
         }
     }
-    case T_NULL: return false;
+    case T_NULL:
+        return false;
     }
     return false;
 }

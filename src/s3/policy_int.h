@@ -27,7 +27,19 @@ typedef enum {
     K_SIGNATURE_VERSION,
 } cond_key_t;
 
-typedef enum { T_STR, T_STR_IC, T_LIKE, T_NUM_EQ, T_NUM_LT, T_NUM_LE, T_NUM_GT, T_NUM_GE, T_IP, T_BOOL, T_NULL } cond_test_t;
+typedef enum {
+    T_STR,
+    T_STR_IC,
+    T_LIKE,
+    T_NUM_EQ,
+    T_NUM_LT,
+    T_NUM_LE,
+    T_NUM_GT,
+    T_NUM_GE,
+    T_IP,
+    T_BOOL,
+    T_NULL
+} cond_test_t;
 
 typedef struct cond_val {
     const char *s;

@@ -49,8 +49,8 @@ static bool exempt(const char *name)
 }
 
 /* A field's value: the URL's bucket for "bucket", else the form's ("" when absent). */
-static const char *field_value(const char *name, const char *bucket,
-                               const s3_post_field_t *fields, size_t n)
+static const char *field_value(const char *name, const char *bucket, const s3_post_field_t *fields,
+                               size_t n)
 {
     if (strcasecmp(name, "bucket") == 0)
         return bucket;
@@ -119,7 +119,8 @@ s3_err_t s3_post_policy_check(const char *json, size_t len, time_t now, const ch
     }
     size_t ci;
     json_t *c;
-    json_array_foreach(conds, ci, c) {
+    json_array_foreach(conds, ci, c)
+    {
         const char *field = NULL, *want = NULL, *op = "eq";
         if (json_is_object(c)) {
             /* {"field": "value"}: an exact match */
@@ -148,7 +149,8 @@ s3_err_t s3_post_policy_check(const char *json, size_t len, time_t now, const ch
                     lo > hi) {
                     e = fail(msg, msglen, S3_ERR_INVALID_POLICY_DOCUMENT,
                              "Invalid Policy: condition %zu: content-length-range needs two "
-                             "non-negative integers, min <= max", ci);
+                             "non-negative integers, min <= max",
+                             ci);
                     goto out;
                 }
                 if (range->set) { /* several ranges: all of them apply */
@@ -162,14 +164,16 @@ s3_err_t s3_post_policy_check(const char *json, size_t len, time_t now, const ch
             if (strcasecmp(op, "eq") != 0 && strcasecmp(op, "starts-with") != 0) {
                 e = fail(msg, msglen, S3_ERR_INVALID_POLICY_DOCUMENT,
                          "Invalid Policy: condition %zu: unknown operation \"%.64s\" (eq, "
-                         "starts-with and content-length-range are served)", ci, op);
+                         "starts-with and content-length-range are served)",
+                         ci, op);
                 goto out;
             }
             json_t *f = json_array_get(c, 1), *v = json_array_get(c, 2);
             if (!json_is_string(f) || json_string_value(f)[0] != '$' || !json_is_string(v)) {
                 e = fail(msg, msglen, S3_ERR_INVALID_POLICY_DOCUMENT,
                          "Invalid Policy: condition %zu: [\"%s\", \"$field\", \"value\"] "
-                         "expected", ci, op);
+                         "expected",
+                         ci, op);
                 goto out;
             }
             field = json_string_value(f) + 1;
@@ -177,7 +181,8 @@ s3_err_t s3_post_policy_check(const char *json, size_t len, time_t now, const ch
         } else {
             e = fail(msg, msglen, S3_ERR_INVALID_POLICY_DOCUMENT,
                      "Invalid Policy: condition %zu is neither {\"field\": \"value\"} nor a "
-                     "three-element array", ci);
+                     "three-element array",
+                     ci);
             goto out;
         }
         for (size_t i = 0; i < n; i++)
@@ -189,8 +194,8 @@ s3_err_t s3_post_policy_check(const char *json, size_t len, time_t now, const ch
         if (!ok) {
             e = fail(msg, msglen, S3_ERR_ACCESS_DENIED,
                      "Invalid according to Policy: Policy Condition failed: [\"%s\", \"$%.64s\", "
-                     "\"%.100s\"]", strcasecmp(op, "eq") == 0 ? "eq" : "starts-with", field,
-                     want);
+                     "\"%.100s\"]",
+                     strcasecmp(op, "eq") == 0 ? "eq" : "starts-with", field, want);
             goto out;
         }
     }

@@ -83,8 +83,7 @@ s3_range_result_t s3_range_parse(const char *hdr, uint64_t size, uint64_t *off, 
     return S3_RANGE_OK;
 }
 
-s3_range_result_t s3_copy_range_parse(const char *hdr, uint64_t size, uint64_t *off,
-                                      uint64_t *len)
+s3_range_result_t s3_copy_range_parse(const char *hdr, uint64_t size, uint64_t *off, uint64_t *len)
 {
     if (!hdr || strncmp(hdr, "bytes=", 6) != 0)
         return S3_RANGE_IGNORE;
@@ -101,8 +100,7 @@ s3_range_result_t s3_copy_range_parse(const char *hdr, uint64_t size, uint64_t *
     return S3_RANGE_OK;
 }
 
-size_t s3_content_range_format(char *out, size_t outlen, uint64_t off, uint64_t len,
-                               uint64_t size)
+size_t s3_content_range_format(char *out, size_t outlen, uint64_t off, uint64_t len, uint64_t size)
 {
     int n;
     if (len == 0)

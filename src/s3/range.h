@@ -10,9 +10,9 @@
 #include <stdint.h>
 
 typedef enum {
-    S3_RANGE_OK = 0,         /* serve [*off, *off+*len) as 206 */
-    S3_RANGE_IGNORE,         /* syntactically invalid or multi-range: serve whole (200), as S3 does */
-    S3_RANGE_UNSATISFIABLE,  /* 416 InvalidRange */
+    S3_RANGE_OK = 0, /* serve [*off, *off+*len) as 206 */
+    S3_RANGE_IGNORE, /* syntactically invalid or multi-range: serve whole (200), as S3 does */
+    S3_RANGE_UNSATISFIABLE, /* 416 InvalidRange */
 } s3_range_result_t;
 
 s3_range_result_t s3_range_parse(const char *hdr, uint64_t size, uint64_t *off, uint64_t *len);
@@ -20,14 +20,12 @@ s3_range_result_t s3_range_parse(const char *hdr, uint64_t size, uint64_t *off, 
 /* x-amz-copy-source-range against a source of size bytes. Unlike Range, both ends are required
  * and nothing is ignored: S3_RANGE_IGNORE here means malformed (the caller answers
  * InvalidArgument), S3_RANGE_UNSATISFIABLE a well-formed range not inside the source. */
-s3_range_result_t s3_copy_range_parse(const char *hdr, uint64_t size, uint64_t *off,
-                                      uint64_t *len);
+s3_range_result_t s3_copy_range_parse(const char *hdr, uint64_t size, uint64_t *off, uint64_t *len);
 
 /* Content-Range "bytes off-(off+len-1)/size" (len > 0), or with len == 0 the unsatisfied form
  * "bytes *\/size". Returns the length written, or 0 when out is too small. */
 #define S3_CONTENT_RANGE_MAX 80 /* "bytes " and three 20-digit numbers */
-size_t s3_content_range_format(char *out, size_t outlen, uint64_t off, uint64_t len,
-                               uint64_t size);
+size_t s3_content_range_format(char *out, size_t outlen, uint64_t off, uint64_t len, uint64_t size);
 
 /* Parses a Content-Range value. With first != NULL: "bytes a-b/total" where total may be "*"
  * (*has_total false), checking a <= b < total. With first == NULL: only the unsatisfied form

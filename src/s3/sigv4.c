@@ -16,8 +16,8 @@
 
 /* Canonical headers ("name:value\n" for each signed header) into out. A signed header that the
  * request lacks is an error: the client signed something we did not receive. */
-static s3_err_t canon_headers(const s3_http_req_t *req, const char *signed_headers,
-                              wh_sbuf_t *out, char *msg, size_t msglen)
+static s3_err_t canon_headers(const s3_http_req_t *req, const char *signed_headers, wh_sbuf_t *out,
+                              char *msg, size_t msglen)
 {
     char name[256];
     const char *c = signed_headers;
@@ -26,13 +26,13 @@ static s3_err_t canon_headers(const s3_http_req_t *req, const char *signed_heade
         size_t len = semi ? (size_t)(semi - c) : strlen(c);
         if (len >= sizeof name)
             return sigv4_fail(msg, msglen, S3_ERR_AUTH_HEADER_MALFORMED,
-                        "signed header name longer than %zu bytes", sizeof name - 1);
+                              "signed header name longer than %zu bytes", sizeof name - 1);
         memcpy(name, c, len);
         name[len] = '\0';
         const char *v = req->get_header(req->arg, name);
         if (!v)
             return sigv4_fail(msg, msglen, S3_ERR_SIGNATURE_MISMATCH,
-                        "header '%s' is in SignedHeaders but not in the request", name);
+                              "header '%s' is in SignedHeaders but not in the request", name);
         wh_sbuf_append(out, name, len);
         wh_sbuf_append(out, ":", 1);
         sigv4_canon_value(out, v);
@@ -64,8 +64,8 @@ static int list_has(const char *list, const char *name, size_t n)
  * (x-amz-copy-source, x-amz-rdma-token, x-amz-meta-*, x-amz-acl, ...) without the signer's
  * consent. Exempt are the headers the signature binds by value anyway (see sigv4.h). The
  * reply names the offenders, after S3's wording. */
-static s3_err_t check_unsigned(const s3_http_req_t *req, const char *signed_headers,
-                               int presigned, char *msg, size_t msglen)
+static s3_err_t check_unsigned(const s3_http_req_t *req, const char *signed_headers, int presigned,
+                               char *msg, size_t msglen)
 {
     if (!req->header_at)
         return sigv4_fail(msg, msglen, S3_ERR_INTERNAL,
@@ -101,8 +101,8 @@ static s3_err_t check_unsigned(const s3_http_req_t *req, const char *signed_head
     return e;
 }
 
-s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void *cb_arg,
-                         time_t now, s3_auth_t *out, char *msg, size_t msglen)
+s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void *cb_arg, time_t now,
+                         s3_auth_t *out, char *msg, size_t msglen)
 {
     if (msg && msglen)
         msg[0] = '\0';
@@ -114,20 +114,23 @@ s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void 
     s3_err_t e;
     const char *query = req->query;
     const char *authz = req->get_header(req->arg, "authorization");
-    int q_auth = sigv4_has_param(query, "X-Amz-Algorithm") || sigv4_has_param(query, "X-Amz-Signature") ||
+    int q_auth = sigv4_has_param(query, "X-Amz-Algorithm") ||
+                 sigv4_has_param(query, "X-Amz-Signature") ||
                  sigv4_has_param(query, "X-Amz-Credential");
     if (authz && q_auth)
-        return sigv4_fail(msg, msglen, S3_ERR_INVALID_ARGUMENT,
-                    "only one auth mechanism is allowed: the request has both an Authorization "
-                    "header and X-Amz-* query parameters");
+        return sigv4_fail(
+            msg, msglen, S3_ERR_INVALID_ARGUMENT,
+            "only one auth mechanism is allowed: the request has both an Authorization "
+            "header and X-Amz-* query parameters");
     if (!authz && !q_auth) {
         if (sigv4_has_param(query, "AWSAccessKeyId") && sigv4_has_param(query, "Signature"))
-            return sigv4_fail(msg, msglen, S3_ERR_INVALID_REQUEST,
-                        "signature version 2 presigned URLs are not supported; presign with "
-                        SIGV4_ALGO);
-        return sigv4_fail(msg, msglen, S3_ERR_ACCESS_DENIED,
-                    "the request is not signed (no Authorization header, no X-Amz-Signature); "
-                    "anonymous access is not allowed");
+            return sigv4_fail(
+                msg, msglen, S3_ERR_INVALID_REQUEST,
+                "signature version 2 presigned URLs are not supported; presign with " SIGV4_ALGO);
+        return sigv4_fail(
+            msg, msglen, S3_ERR_ACCESS_DENIED,
+            "the request is not signed (no Authorization header, no X-Amz-Signature); "
+            "anonymous access is not allowed");
     }
 
     char amz_date[17] = "";
@@ -139,35 +142,35 @@ s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void 
         if (xd) {
             if (!sigv4_amz_date_valid(xd, strlen(xd)) || wh_amz_date_parse(xd, &a.req_time) != 0)
                 return sigv4_fail(msg, msglen, S3_ERR_ACCESS_DENIED,
-                            "x-amz-date '%.40s' is not of the form YYYYMMDDTHHMMSSZ", xd);
+                                  "x-amz-date '%.40s' is not of the form YYYYMMDDTHHMMSSZ", xd);
             memcpy(amz_date, xd, 17);
         } else {
             const char *d = req->get_header(req->arg, "date");
             if (!d)
                 return sigv4_fail(msg, msglen, S3_ERR_ACCESS_DENIED,
-                            "SigV4 requires an x-amz-date or Date header");
+                                  "SigV4 requires an x-amz-date or Date header");
             if (wh_http_date_parse(d, &a.req_time) != 0)
                 return sigv4_fail(msg, msglen, S3_ERR_ACCESS_DENIED,
-                            "Date '%.40s' is not an HTTP date", d);
+                                  "Date '%.40s' is not an HTTP date", d);
             wh_amz_date(a.req_time, amz_date);
         }
         if (memcmp(p.date8, amz_date, 8) != 0)
             return sigv4_fail(msg, msglen, bad,
-                        "credential date %s does not match the request date %s", p.date8,
-                        amz_date);
+                              "credential date %s does not match the request date %s", p.date8,
+                              amz_date);
         long long skew = (long long)now - (long long)a.req_time;
         if (skew > S3_MAX_SKEW_S || skew < -S3_MAX_SKEW_S)
-            return sigv4_fail(msg, msglen, S3_ERR_REQUEST_TIME_TOO_SKEWED,
-                        "request time %s is %lld s %s the server's clock; at most %d s allowed",
-                        amz_date, skew < 0 ? -skew : skew, skew < 0 ? "ahead of" : "behind",
-                        S3_MAX_SKEW_S);
+            return sigv4_fail(
+                msg, msglen, S3_ERR_REQUEST_TIME_TOO_SKEWED,
+                "request time %s is %lld s %s the server's clock; at most %d s allowed", amz_date,
+                skew < 0 ? -skew : skew, skew < 0 ? "ahead of" : "behind", S3_MAX_SKEW_S);
     } else {
         char algo[32], cred[256], sh[1024], sig[80], expires_s[16];
         if ((e = sigv4_presign_param(query, "X-Amz-Algorithm", algo, sizeof algo, msg, msglen)))
             return e;
         if (strcmp(algo, SIGV4_ALGO) != 0)
             return sigv4_fail(msg, msglen, bad, "X-Amz-Algorithm must be " SIGV4_ALGO ", got '%s'",
-                        algo);
+                              algo);
         if ((e = sigv4_presign_param(query, "X-Amz-Credential", cred, sizeof cred, msg, msglen)) ||
             (e = sigv4_parse_credential(cred, strlen(cred), &p, bad, msg, msglen)))
             return e;
@@ -175,22 +178,22 @@ s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void 
             return e;
         if (!sigv4_amz_date_valid(amz_date, strlen(amz_date)) ||
             wh_amz_date_parse(amz_date, &a.req_time) != 0)
-            return sigv4_fail(msg, msglen, bad, "X-Amz-Date '%s' is not of the form YYYYMMDDTHHMMSSZ",
-                        amz_date);
+            return sigv4_fail(msg, msglen, bad,
+                              "X-Amz-Date '%s' is not of the form YYYYMMDDTHHMMSSZ", amz_date);
         if (memcmp(p.date8, amz_date, 8) != 0)
             return sigv4_fail(msg, msglen, bad,
-                        "credential date %s does not match the request date %s", p.date8,
-                        amz_date);
+                              "credential date %s does not match the request date %s", p.date8,
+                              amz_date);
         if ((e = sigv4_presign_param(query, "X-Amz-Expires", expires_s, sizeof expires_s, msg,
-                               msglen)))
+                                     msglen)))
             return e;
         uint64_t expires;
         if (wh_parse_u64(expires_s, strlen(expires_s), &expires) != 0 || expires < 1 ||
             expires > SIGV4_MAX_PRESIGN_EXPIRES)
             return sigv4_fail(msg, msglen, bad,
-                        "X-Amz-Expires must be a number of seconds from 1 to %d (7 days), "
-                        "got '%s'",
-                        SIGV4_MAX_PRESIGN_EXPIRES, expires_s);
+                              "X-Amz-Expires must be a number of seconds from 1 to %d (7 days), "
+                              "got '%s'",
+                              SIGV4_MAX_PRESIGN_EXPIRES, expires_s);
         if ((e = sigv4_presign_param(query, "X-Amz-SignedHeaders", sh, sizeof sh, msg, msglen)) ||
             (e = sigv4_parse_signed_headers(sh, strlen(sh), &p, bad, msg, msglen)))
             return e;
@@ -199,13 +202,14 @@ s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void 
             return e;
         if ((long long)a.req_time - (long long)now > S3_MAX_SKEW_S)
             return sigv4_fail(msg, msglen, S3_ERR_ACCESS_DENIED,
-                        "presigned URL is not valid yet: X-Amz-Date %s is in the future",
-                        amz_date);
+                              "presigned URL is not valid yet: X-Amz-Date %s is in the future",
+                              amz_date);
         if ((long long)now > (long long)a.req_time + (long long)expires)
-            return sigv4_fail(msg, msglen, S3_ERR_EXPIRED_TOKEN,
-                        "presigned URL expired: signed at %s for %llu s, now %lld s past that",
-                        amz_date, (unsigned long long)expires,
-                        (long long)now - (long long)a.req_time - (long long)expires);
+            return sigv4_fail(
+                msg, msglen, S3_ERR_EXPIRED_TOKEN,
+                "presigned URL expired: signed at %s for %llu s, now %lld s past that", amz_date,
+                (unsigned long long)expires,
+                (long long)now - (long long)a.req_time - (long long)expires);
         a.presigned = 1;
     }
     /* Payload mode. */
@@ -223,14 +227,14 @@ s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void 
         a.mode = S3_PAYLOAD_EMPTY;
     } else {
         return sigv4_fail(msg, msglen, S3_ERR_INVALID_REQUEST,
-                    "missing required header for this request: x-amz-content-sha256");
+                          "missing required header for this request: x-amz-content-sha256");
     }
     a.has_trailer = req->get_header(req->arg, "x-amz-trailer") != NULL;
 
     const char *secret = secret_cb(cb_arg, p.access_key);
     if (!secret)
         return sigv4_fail(msg, msglen, S3_ERR_INVALID_ACCESS_KEY,
-                    "access key '%.100s' is not known to this server", p.access_key);
+                          "access key '%.100s' is not known to this server", p.access_key);
 
     /* Canonical request: method, path, query, headers, signed headers, payload hash. */
     int ok = 0;
@@ -243,15 +247,14 @@ s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void 
     wh_sbuf_append(&rest, "\n", 1);
     if (s3_sigv4_canonical_query(query, a.presigned ? "X-Amz-Signature" : NULL, &rest) != 0) {
         e = sigv4_fail(msg, msglen, S3_ERR_INVALID_ARGUMENT,
-                 "the query string has a bad %%-escape or more than %d parameters",
-                 SIGV4_MAX_QUERY_PARAMS);
+                       "the query string has a bad %%-escape or more than %d parameters",
+                       SIGV4_MAX_QUERY_PARAMS);
         goto cleanup;
     }
     wh_sbuf_append(&rest, "\n", 1);
     if ((e = canon_headers(req, p.signed_headers, &rest, msg, msglen)) != S3_OK)
         goto cleanup;
-    wh_sbuf_printf(&rest, "\n%s\n%s", p.signed_headers,
-                   csha ? csha : S3_UNSIGNED_PAYLOAD);
+    wh_sbuf_printf(&rest, "\n%s\n%s", p.signed_headers, csha ? csha : S3_UNSIGNED_PAYLOAD);
 
     uint8_t key[32];
     char sig[65];
@@ -275,7 +278,8 @@ s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void 
         wh_sbuf_puts(&creq, uri);
         wh_sbuf_append(&creq, rest.data, rest.len);
         if (creq.oom || rest.oom) {
-            e = sigv4_fail(msg, msglen, S3_ERR_INTERNAL, "out of memory building the canonical request");
+            e = sigv4_fail(msg, msglen, S3_ERR_INTERNAL,
+                           "out of memory building the canonical request");
             goto cleanup;
         }
         sigv4_signature(key, amz_date, scope, creq.data, creq.len, sig);
@@ -286,10 +290,10 @@ s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void 
         wh_sha256_hex(creq.data ? creq.data : "", creq.len, h);
         wh_debug("s3", "sigv4 mismatch access_key=%s canonical_request_sha256=%s", p.access_key, h);
         e = sigv4_fail(msg, msglen, S3_ERR_SIGNATURE_MISMATCH,
-                 "the signature does not match the one computed over the canonical request "
-                 "(sha256 %s); check the secret key and that the method, path, query and the "
-                 "signed headers (%.200s) were sent as signed",
-                 h, p.signed_headers);
+                       "the signature does not match the one computed over the canonical request "
+                       "(sha256 %s); check the secret key and that the method, path, query and the "
+                       "signed headers (%.200s) were sent as signed",
+                       h, p.signed_headers);
         goto cleanup;
     }
     if ((e = check_unsigned(req, p.signed_headers, a.presigned, msg, msglen)) != S3_OK)

@@ -30,7 +30,7 @@ typedef struct s3_http_req {
     const char *(*get_header)(void *arg, const char *lname);
     const char *(*header_at)(void *arg, size_t i, const char **value);
     void *arg;
-    const char *service;      /* the credential scope's service: NULL is "s3"; "iam" */
+    const char *service; /* the credential scope's service: NULL is "s3"; "iam" */
     /* Hex SHA-256 of the body the caller already read, signed as the payload when the request
      * has no x-amz-content-sha256 (the IAM API's clients send none). NULL: none. */
     const char *payload_hash;
@@ -41,24 +41,24 @@ typedef enum {
     S3_PAYLOAD_UNSIGNED,         /* UNSIGNED-PAYLOAD */
     S3_PAYLOAD_STREAMING_SIGNED, /* aws-chunked with chunk signatures (optionally trailer) */
     S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER,
-    S3_PAYLOAD_EMPTY,            /* no x-amz-content-sha256 (presigned) = UNSIGNED */
+    S3_PAYLOAD_EMPTY, /* no x-amz-content-sha256 (presigned) = UNSIGNED */
 } s3_payload_mode_t;
 
 /* The outcome of a successful verification; what later stages need. */
 typedef struct s3_auth {
     char access_key[128];
     char region[64];
-    char amz_date[17];        /* 20130524T000000Z */
-    char scope[160];          /* 20130524/us-east-1/s3/aws4_request */
-    char signature[65];       /* the request's (seed) signature */
-    char signed_headers[1024];/* ";"-separated, lowercase */
-    char payload_hash[65];    /* when mode is S3_PAYLOAD_SHA256 */
-    uint8_t signing_key[32];  /* kSigning, for chunk signatures */
+    char amz_date[17];         /* 20130524T000000Z */
+    char scope[160];           /* 20130524/us-east-1/s3/aws4_request */
+    char signature[65];        /* the request's (seed) signature */
+    char signed_headers[1024]; /* ";"-separated, lowercase */
+    char payload_hash[65];     /* when mode is S3_PAYLOAD_SHA256 */
+    uint8_t signing_key[32];   /* kSigning, for chunk signatures */
     s3_payload_mode_t mode;
     int presigned;
-    int has_trailer;          /* x-amz-trailer present */
+    int has_trailer; /* x-amz-trailer present */
     time_t req_time;
-    int signed_trailer;       /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER: the trailer is signed */
+    int signed_trailer; /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER: the trailer is signed */
 } s3_auth_t;
 
 /* Returns the secret for access_key, or NULL when unknown. */
@@ -71,8 +71,8 @@ typedef const char *(*s3_secret_cb)(void *arg, const char *access_key);
  * copy of any object): otherwise S3_ERR_ACCESS_DENIED naming the unsigned headers. Exempt are
  * only headers whose value the signature binds anyway: x-amz-content-sha256 (the canonical
  * request's payload line) and, in the header form, x-amz-date (the string to sign). */
-s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void *cb_arg,
-                         time_t now, s3_auth_t *out, char *msg, size_t msglen);
+s3_err_t s3_sigv4_verify(const s3_http_req_t *req, s3_secret_cb secret_cb, void *cb_arg, time_t now,
+                         s3_auth_t *out, char *msg, size_t msglen);
 
 /* True if the lowercase header name is among the request's signed headers. */
 int s3_auth_header_signed(const s3_auth_t *a, const char *lname);

@@ -19,8 +19,8 @@
 
 static int uri_unreserved(unsigned char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
 }
 
 void s3_uri_encode(const char *s, size_t n, int encode_slash, wh_sbuf_t *out)
@@ -268,7 +268,7 @@ void s3_sigv4_signing_key(const char *secret, const char *date8, const char *reg
 }
 
 void sigv4_signature(const uint8_t key[32], const char *amz_date, const char *scope,
-                            const char *creq, size_t creq_len, char sig[65])
+                     const char *creq, size_t creq_len, char sig[65])
 {
     char h[65], sts[256];
     wh_sha256_hex(creq, creq_len, h);

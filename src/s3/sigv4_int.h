@@ -36,7 +36,7 @@ typedef struct sigv4_parsed {
     char region[64];
     char signed_headers[1024];
     char signature[65];
-    const char *service;      /* the credential scope's service to accept ("s3", "iam") */
+    const char *service; /* the credential scope's service to accept ("s3", "iam") */
 } sigv4_parsed_t;
 
 /* Writes the formatted reason into msg (when given) and returns e. */
@@ -50,8 +50,8 @@ s3_err_t sigv4_parse_credential(const char *cred, size_t n, sigv4_parsed_t *p, s
 /* Lowercase header names separated by ';', no duplicates, host among them. */
 s3_err_t sigv4_parse_signed_headers(const char *s, size_t n, sigv4_parsed_t *p, s3_err_t bad,
                                     char *msg, size_t msglen);
-s3_err_t sigv4_parse_signature(const char *s, size_t n, sigv4_parsed_t *p, s3_err_t bad,
-                               char *msg, size_t msglen);
+s3_err_t sigv4_parse_signature(const char *s, size_t n, sigv4_parsed_t *p, s3_err_t bad, char *msg,
+                               size_t msglen);
 /* "AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=..." */
 s3_err_t sigv4_parse_auth_header(const char *h, sigv4_parsed_t *p, char *msg, size_t msglen);
 /* x-amz-content-sha256: a hex hash, UNSIGNED-PAYLOAD or one of the streaming modes. */

@@ -31,7 +31,7 @@ int sigv4_all_digits(const char *s, size_t n)
 
 /* "AKID/20130524/us-east-1/s3/aws4_request" */
 s3_err_t sigv4_parse_credential(const char *cred, size_t n, sigv4_parsed_t *p, s3_err_t bad,
-                                 char *msg, size_t msglen)
+                                char *msg, size_t msglen)
 {
     /* From the right: terminator, service, region, date; the rest is the access key. */
     const char *end = cred + n, *parts[4];
@@ -42,9 +42,9 @@ s3_err_t sigv4_parse_credential(const char *cred, size_t n, sigv4_parsed_t *p, s
             s--;
         if (s == cred)
             return sigv4_fail(msg, msglen, bad,
-                        "credential '%.200s' is not of the form "
-                        "<access-key>/<YYYYMMDD>/<region>/s3/aws4_request",
-                        cred);
+                              "credential '%.200s' is not of the form "
+                              "<access-key>/<YYYYMMDD>/<region>/s3/aws4_request",
+                              cred);
         parts[i] = s;
         lens[i] = (size_t)(end - s);
         end = s - 1;
@@ -52,27 +52,27 @@ s3_err_t sigv4_parse_credential(const char *cred, size_t n, sigv4_parsed_t *p, s
     size_t aklen = (size_t)(end - cred);
     if (lens[0] != strlen(SIGV4_TERM) || memcmp(parts[0], SIGV4_TERM, lens[0]) != 0)
         return sigv4_fail(msg, msglen, bad, "credential must end in '/aws4_request', got '%.*s'",
-                    (int)WH_MIN(lens[0], 64), parts[0]);
+                          (int)WH_MIN(lens[0], 64), parts[0]);
     const char *want = p->service ? p->service : "s3";
     if (lens[1] != strlen(want) || memcmp(parts[1], want, lens[1]) != 0)
         return sigv4_fail(msg, msglen, bad, "credential service must be '%s', got '%.*s'", want,
-                    (int)WH_MIN(lens[1], 64), parts[1]);
+                          (int)WH_MIN(lens[1], 64), parts[1]);
     if (lens[2] == 0 || lens[2] >= sizeof p->region)
         return sigv4_fail(msg, msglen, bad, "credential region must be 1 to %zu characters",
-                    sizeof p->region - 1);
+                          sizeof p->region - 1);
     for (size_t i = 0; i < lens[2]; i++) {
         char c = parts[2][i];
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
               c == '-' || c == '_'))
             return sigv4_fail(msg, msglen, bad, "credential region '%.*s' has an invalid character",
-                        (int)WH_MIN(lens[2], 64), parts[2]);
+                              (int)WH_MIN(lens[2], 64), parts[2]);
     }
     if (lens[3] != 8 || !sigv4_all_digits(parts[3], 8))
         return sigv4_fail(msg, msglen, bad, "credential date must be YYYYMMDD, got '%.*s'",
-                    (int)WH_MIN(lens[3], 64), parts[3]);
+                          (int)WH_MIN(lens[3], 64), parts[3]);
     if (aklen == 0 || aklen >= sizeof p->access_key)
         return sigv4_fail(msg, msglen, bad, "credential access key must be 1 to %zu characters",
-                    sizeof p->access_key - 1);
+                          sizeof p->access_key - 1);
     memcpy(p->access_key, cred, aklen);
     p->access_key[aklen] = '\0';
     memcpy(p->date8, parts[3], 8);
@@ -84,13 +84,13 @@ s3_err_t sigv4_parse_credential(const char *cred, size_t n, sigv4_parsed_t *p, s
 
 /* Lowercase header names separated by ';', no duplicates, host among them. */
 s3_err_t sigv4_parse_signed_headers(const char *s, size_t n, sigv4_parsed_t *p, s3_err_t bad,
-                                     char *msg, size_t msglen)
+                                    char *msg, size_t msglen)
 {
     if (n == 0)
         return sigv4_fail(msg, msglen, bad, "SignedHeaders is empty; it must list at least host");
     if (n >= sizeof p->signed_headers)
         return sigv4_fail(msg, msglen, bad, "SignedHeaders is longer than %zu bytes",
-                    sizeof p->signed_headers - 1);
+                          sizeof p->signed_headers - 1);
     memcpy(p->signed_headers, s, n);
     p->signed_headers[n] = '\0';
     const char *names[SIGV4_MAX_SIGNED_HEADERS];
@@ -102,23 +102,23 @@ s3_err_t sigv4_parse_signed_headers(const char *s, size_t n, sigv4_parsed_t *p, 
         size_t len = semi ? (size_t)(semi - c) : strlen(c);
         if (len == 0)
             return sigv4_fail(msg, msglen, bad, "SignedHeaders '%.200s' has an empty name",
-                        p->signed_headers);
+                              p->signed_headers);
         for (size_t i = 0; i < len; i++) {
             char ch = c[i];
-            if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' ||
-                  ch == '_' || ch == '.'))
+            if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
+                  ch == '.'))
                 return sigv4_fail(msg, msglen, bad,
-                            "SignedHeaders name '%.*s' must be lowercase letters, digits, "
-                            "'-', '_' or '.'",
-                            (int)WH_MIN(len, 64), c);
+                                  "SignedHeaders name '%.*s' must be lowercase letters, digits, "
+                                  "'-', '_' or '.'",
+                                  (int)WH_MIN(len, 64), c);
         }
         if (cnt == SIGV4_MAX_SIGNED_HEADERS)
             return sigv4_fail(msg, msglen, bad, "SignedHeaders lists more than %d headers",
-                        SIGV4_MAX_SIGNED_HEADERS);
+                              SIGV4_MAX_SIGNED_HEADERS);
         for (size_t i = 0; i < cnt; i++)
             if (lens[i] == len && memcmp(names[i], c, len) == 0)
                 return sigv4_fail(msg, msglen, bad, "SignedHeaders lists '%.*s' twice",
-                            (int)WH_MIN(len, 64), c);
+                                  (int)WH_MIN(len, 64), c);
         names[cnt] = c;
         lens[cnt++] = len;
         if (len == 4 && memcmp(c, "host", 4) == 0)
@@ -129,19 +129,20 @@ s3_err_t sigv4_parse_signed_headers(const char *s, size_t n, sigv4_parsed_t *p, 
     }
     if (!has_host)
         return sigv4_fail(msg, msglen, bad, "SignedHeaders '%.200s' does not include host",
-                    p->signed_headers);
+                          p->signed_headers);
     return S3_OK;
 }
 
-s3_err_t sigv4_parse_signature(const char *s, size_t n, sigv4_parsed_t *p, s3_err_t bad,
-                                char *msg, size_t msglen)
+s3_err_t sigv4_parse_signature(const char *s, size_t n, sigv4_parsed_t *p, s3_err_t bad, char *msg,
+                               size_t msglen)
 {
     if (n != 64)
         return sigv4_fail(msg, msglen, bad, "Signature must be 64 hex characters, got %zu", n);
     for (size_t i = 0; i < 64; i++) {
         int v = wh_hex_digit((char)s[i]);
         if (v < 0)
-            return sigv4_fail(msg, msglen, bad, "Signature has a non-hex character at offset %zu", i);
+            return sigv4_fail(msg, msglen, bad, "Signature has a non-hex character at offset %zu",
+                              i);
         p->signature[i] = "0123456789abcdef"[v];
     }
     p->signature[64] = '\0';
@@ -155,10 +156,10 @@ s3_err_t sigv4_parse_auth_header(const char *h, sigv4_parsed_t *p, char *msg, si
     size_t alen = strlen(SIGV4_ALGO);
     if (strncmp(h, "AWS ", 4) == 0)
         return sigv4_fail(msg, msglen, S3_ERR_INVALID_REQUEST,
-                    "signature version 2 is not supported; sign requests with " SIGV4_ALGO);
+                          "signature version 2 is not supported; sign requests with " SIGV4_ALGO);
     if (strncmp(h, SIGV4_ALGO, alen) != 0 || (h[alen] != ' ' && h[alen] != '\t'))
         return sigv4_fail(msg, msglen, bad,
-                    "Authorization must start with '" SIGV4_ALGO " ', got '%.32s'", h);
+                          "Authorization must start with '" SIGV4_ALGO " ', got '%.32s'", h);
     const char *c = h + alen;
     int have_cred = 0, have_sh = 0, have_sig = 0;
     while (*c) {
@@ -175,7 +176,7 @@ s3_err_t sigv4_parse_auth_header(const char *h, sigv4_parsed_t *p, char *msg, si
         const char *eq = memchr(comp, '=', clen);
         if (!eq)
             return sigv4_fail(msg, msglen, bad, "Authorization component '%.*s' has no '='",
-                        (int)WH_MIN(clen, 64), comp);
+                              (int)WH_MIN(clen, 64), comp);
         size_t klen = (size_t)(eq - comp), vlen = clen - klen - 1;
         const char *v = eq + 1;
         s3_err_t e = S3_OK;
@@ -194,7 +195,7 @@ s3_err_t sigv4_parse_auth_header(const char *h, sigv4_parsed_t *p, char *msg, si
                 e = sigv4_parse_signature(v, vlen, p, bad, msg, msglen);
         } else {
             return sigv4_fail(msg, msglen, bad, "Authorization has an unknown component '%.*s'",
-                        (int)WH_MIN(klen, 64), comp);
+                              (int)WH_MIN(klen, 64), comp);
         }
         if (*seen)
             return sigv4_fail(msg, msglen, bad, "Authorization has '%.*s' twice", (int)klen, comp);
@@ -213,7 +214,8 @@ s3_err_t sigv4_parse_auth_header(const char *h, sigv4_parsed_t *p, char *msg, si
 
 int sigv4_amz_date_valid(const char *s, size_t n)
 {
-    return n == 16 && sigv4_all_digits(s, 8) && s[8] == 'T' && sigv4_all_digits(s + 9, 6) && s[15] == 'Z';
+    return n == 16 && sigv4_all_digits(s, 8) && s[8] == 'T' && sigv4_all_digits(s + 9, 6) &&
+           s[15] == 'Z';
 }
 
 s3_err_t sigv4_classify_payload(const char *v, s3_auth_t *a, char *msg, size_t msglen)
@@ -241,11 +243,12 @@ s3_err_t sigv4_classify_payload(const char *v, s3_auth_t *a, char *msg, size_t m
     } else if (strcmp(v, S3_STREAMING_UNSIGNED_TRAILER) == 0) {
         a->mode = S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
     } else {
-        return sigv4_fail(msg, msglen, S3_ERR_INVALID_ARGUMENT,
-                    "x-amz-content-sha256 must be a 64-hex SHA-256 of the body, "
-                    S3_UNSIGNED_PAYLOAD ", " S3_STREAMING_SIGNED ", " S3_STREAMING_SIGNED_TRAILER
-                    " or " S3_STREAMING_UNSIGNED_TRAILER "; got '%.80s'",
-                    v);
+        return sigv4_fail(
+            msg, msglen, S3_ERR_INVALID_ARGUMENT,
+            "x-amz-content-sha256 must be a 64-hex SHA-256 of the body, " S3_UNSIGNED_PAYLOAD
+            ", " S3_STREAMING_SIGNED ", " S3_STREAMING_SIGNED_TRAILER
+            " or " S3_STREAMING_UNSIGNED_TRAILER "; got '%.80s'",
+            v);
     }
     return S3_OK;
 }
@@ -261,7 +264,7 @@ int sigv4_has_param(const char *query, const char *name)
 
 /* Reads a required presign parameter into out (NUL-terminated, at most outlen-1 bytes). */
 s3_err_t sigv4_presign_param(const char *query, const char *name, char *out, size_t outlen,
-                              char *msg, size_t msglen)
+                             char *msg, size_t msglen)
 {
     wh_sbuf_t v;
     wh_sbuf_init(&v);
@@ -269,14 +272,14 @@ s3_err_t sigv4_presign_param(const char *query, const char *name, char *out, siz
     s3_err_t e = S3_OK;
     if (r == 0)
         e = sigv4_fail(msg, msglen, S3_ERR_AUTH_QUERY_MALFORMED,
-                 "presigned URL is missing the %s query parameter", name);
+                       "presigned URL is missing the %s query parameter", name);
     else if (r < 0 || v.oom)
         e = sigv4_fail(msg, msglen, S3_ERR_AUTH_QUERY_MALFORMED,
-                 "query parameter %s has a bad %%-escape", name);
+                       "query parameter %s has a bad %%-escape", name);
     else if (v.len >= outlen || (v.len && memchr(v.data, '\0', v.len)))
         e = sigv4_fail(msg, msglen, S3_ERR_AUTH_QUERY_MALFORMED,
-                 "query parameter %s is longer than %zu bytes or holds a NUL", name,
-                 outlen - 1);
+                       "query parameter %s is longer than %zu bytes or holds a NUL", name,
+                       outlen - 1);
     else {
         memcpy(out, v.len ? v.data : "", v.len);
         out[v.len] = '\0';

@@ -49,8 +49,8 @@ int s3_sigv4_sign_service(const s3_sign_input_t *in, const char *service,
     wh_amz_date(in->when, amz_date);
     memcpy(date8, amz_date, 8);
     date8[8] = '\0';
-    if ((size_t)snprintf(scope, sizeof scope, "%s/%s/%s/" SIGV4_TERM, date8, in->region,
-                         service) >= sizeof scope)
+    if ((size_t)snprintf(scope, sizeof scope, "%s/%s/%s/" SIGV4_TERM, date8, in->region, service) >=
+        sizeof scope)
         goto cleanup;
 
     wh_sbuf_puts(&creq, in->method);

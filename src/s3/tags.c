@@ -61,11 +61,13 @@ static s3_err_t tag_add(s3_tagset_t *t, const char *k, size_t kl, const char *v,
     if (kc <= 0 || kc > S3_TAG_KEY_MAX || kl >= sizeof t->tags[0].key)
         return tag_fail(msg, msglen, S3_ERR_INVALID_TAG,
                         "The TagKey you have provided is invalid: a key is 1 to %d characters "
-                        "of valid UTF-8", S3_TAG_KEY_MAX);
+                        "of valid UTF-8",
+                        S3_TAG_KEY_MAX);
     if (vc < 0 || vc > S3_TAG_VALUE_MAX || vl >= sizeof t->tags[0].value)
         return tag_fail(msg, msglen, S3_ERR_INVALID_TAG,
                         "The TagValue you have provided is invalid: a value is 0 to %d "
-                        "characters of valid UTF-8", S3_TAG_VALUE_MAX);
+                        "characters of valid UTF-8",
+                        S3_TAG_VALUE_MAX);
     if (kl >= 4 && strncmp(k, "aws:", 4) == 0)
         return tag_fail(msg, msglen, S3_ERR_INVALID_TAG,
                         "Your TagKey cannot be prefixed with aws:");
@@ -133,17 +135,16 @@ s3_err_t s3_tags_parse_query(const char *q, size_t len, size_t limit, s3_tagset_
         wh_sbuf_t k, v;
         wh_sbuf_init(&k);
         wh_sbuf_init(&v);
-        bool ok = form_decode(p, kl, &k) &&
-                  (!eq || form_decode(eq + 1, plen - kl - 1, &v));
+        bool ok = form_decode(p, kl, &k) && (!eq || form_decode(eq + 1, plen - kl - 1, &v));
         s3_err_t e = S3_OK;
         if (!ok)
             e = tag_fail(msg, msglen, S3_ERR_INVALID_ARGUMENT,
                          "x-amz-tagging is not a valid URL-encoded query string");
-        else if (memchr(k.data ? k.data : "", '\0', k.len) || memchr(v.data ? v.data : "", '\0', v.len))
+        else if (memchr(k.data ? k.data : "", '\0', k.len) ||
+                 memchr(v.data ? v.data : "", '\0', v.len))
             e = tag_fail(msg, msglen, S3_ERR_INVALID_TAG, "a tag holds a NUL character");
         else
-            e = tag_add(out, k.data ? k.data : "", k.len, v.data ? v.data : "", v.len, msg,
-                        msglen);
+            e = tag_add(out, k.data ? k.data : "", k.len, v.data ? v.data : "", v.len, msg, msglen);
         wh_sbuf_free(&k);
         wh_sbuf_free(&v);
         if (e != S3_OK)
@@ -154,7 +155,7 @@ s3_err_t s3_tags_parse_query(const char *q, size_t len, size_t limit, s3_tagset_
 
 typedef struct {
     s3_tagset_t *t;
-    char key[sizeof ((s3_tag_t *)0)->key], value[sizeof ((s3_tag_t *)0)->value];
+    char key[sizeof((s3_tag_t *)0)->key], value[sizeof((s3_tag_t *)0)->value];
     size_t kl, vl;
     bool have_key, have_value, bad_len;
     s3_err_t err;
@@ -201,8 +202,7 @@ static void tag_xml_cb(void *arg, const char *path, const char *text, size_t len
             x->err = tag_fail(x->msg, x->msglen, S3_ERR_INVALID_TAG,
                               "The TagKey or TagValue you have provided is too long");
         else if (memchr(x->key, '\0', x->kl) || memchr(x->value, '\0', x->vl))
-            x->err = tag_fail(x->msg, x->msglen, S3_ERR_INVALID_TAG,
-                              "a tag holds a NUL character");
+            x->err = tag_fail(x->msg, x->msglen, S3_ERR_INVALID_TAG, "a tag holds a NUL character");
         else
             x->err = tag_add(x->t, x->key, x->kl, x->value, x->vl, x->msg, x->msglen);
         x->have_key = x->have_value = x->bad_len = false;

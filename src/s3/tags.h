@@ -11,9 +11,9 @@
 
 #include <stddef.h>
 
-#define S3_TAGS_MAX 10          /* tags per object */
-#define S3_BUCKET_TAGS_MAX 50   /* tags per bucket */
-#define S3_TAG_KEY_MAX 128      /* characters (UTF-8 code points) */
+#define S3_TAGS_MAX 10        /* tags per object */
+#define S3_BUCKET_TAGS_MAX 50 /* tags per bucket */
+#define S3_TAG_KEY_MAX 128    /* characters (UTF-8 code points) */
 #define S3_TAG_VALUE_MAX 256
 
 typedef struct s3_tag {
@@ -28,8 +28,8 @@ typedef struct s3_tagset {
 } s3_tagset_t;
 
 /* limit: S3_TAGS_MAX (an object's) or S3_BUCKET_TAGS_MAX (a bucket's; larger ones are
- * clamped to it). The header's or the stored form. S3_ERR_INVALID_TAG (or INVALID_ARGUMENT for a bad
- * encoding) with msg naming the fault. An empty string is the empty set. */
+ * clamped to it). The header's or the stored form. S3_ERR_INVALID_TAG (or INVALID_ARGUMENT for a
+ * bad encoding) with msg naming the fault. An empty string is the empty set. */
 s3_err_t s3_tags_parse_query(const char *q, size_t len, size_t limit, s3_tagset_t *out, char *msg,
                              size_t msglen);
 /* A Tagging document (PutObjectTagging). MalformedXML, InvalidTag with msg. */

@@ -30,11 +30,21 @@ void s3_xml_escape(wh_sbuf_t *b, const char *s)
         const char *rep = NULL;
         char num[8];
         switch (c) {
-        case '&': rep = "&amp;"; break;
-        case '<': rep = "&lt;"; break;
-        case '>': rep = "&gt;"; break;
-        case '"': rep = "&quot;"; break;
-        case '\'': rep = "&apos;"; break;
+        case '&':
+            rep = "&amp;";
+            break;
+        case '<':
+            rep = "&lt;";
+            break;
+        case '>':
+            rep = "&gt;";
+            break;
+        case '"':
+            rep = "&quot;";
+            break;
+        case '\'':
+            rep = "&apos;";
+            break;
         default:
             /* \r would be read back as \n; other controls cannot appear literally. */
             if (c < 0x20 && c != '\t' && c != '\n') {
@@ -190,10 +200,9 @@ static void XMLCALL walk_doctype(void *ud, const XML_Char *name, const XML_Char 
     walk_abort(ud);
 }
 
-static void XMLCALL walk_entity(void *ud, const XML_Char *name, int is_param,
-                                const XML_Char *value, int value_len, const XML_Char *base,
-                                const XML_Char *sysid, const XML_Char *pubid,
-                                const XML_Char *notation)
+static void XMLCALL walk_entity(void *ud, const XML_Char *name, int is_param, const XML_Char *value,
+                                int value_len, const XML_Char *base, const XML_Char *sysid,
+                                const XML_Char *pubid, const XML_Char *notation)
 {
     (void)name, (void)is_param, (void)value, (void)value_len, (void)base, (void)sysid;
     (void)pubid, (void)notation;

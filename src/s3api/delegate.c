@@ -45,8 +45,8 @@ static void map_failure(wh_status_t st, const store_rdma_result_t *d, srv_rdma_r
              d->message[0] ? d->message : wh_status_str(st));
 }
 
-wh_status_t srv_delegate_rdma_put(srv_req_t *r, const token_arg_t *token,
-                                  srv_rdma_result_t *res, char etag[48])
+wh_status_t srv_delegate_rdma_put(srv_req_t *r, const token_arg_t *token, srv_rdma_result_t *res,
+                                  char etag[48])
 {
     memset(res, 0, sizeof *res);
     etag[0] = '\0';
@@ -99,8 +99,8 @@ static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
         return MHD_CONTENT_READER_END_OF_STREAM;
     wh_status_t st = store_reader_pread(s->rd, buf, n, s->off + pos);
     if (st != WH_OK) {
-        wh_warn(MOD, "streaming an object failed at=%llu: %s",
-                (unsigned long long)(s->off + pos), wh_status_str(st));
+        wh_warn(MOD, "streaming an object failed at=%llu: %s", (unsigned long long)(s->off + pos),
+                wh_status_str(st));
         return MHD_CONTENT_READER_END_WITH_ERROR;
     }
     return (ssize_t)n;

@@ -9,8 +9,8 @@
 /* RDMA PUT delegated to the data table. WH_ERR_UNSUPPORTED: the table has none (local files:
  * use srv_rdma_put_tok). On WH_OK the writer holds the object and etag (may be "") is what the
  * table vouches for when it cannot give an MD5. */
-wh_status_t srv_delegate_rdma_put(srv_req_t *r, const token_arg_t *token,
-                                  srv_rdma_result_t *res, char etag[48]);
+wh_status_t srv_delegate_rdma_put(srv_req_t *r, const token_arg_t *token, srv_rdma_result_t *res,
+                                  char etag[48]);
 /* RDMA GET of [off, off+len) of rd, delegated. */
 wh_status_t srv_delegate_rdma_get(srv_req_t *r, store_reader_t *rd, const token_arg_t *token,
                                   uint64_t off, uint64_t len, srv_rdma_result_t *res);

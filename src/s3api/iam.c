@@ -36,7 +36,7 @@ typedef struct iam_ctx {
     srv_out_t *o;
     srv_ident_t *id;
     meta_t *m;
-    char *form;                  /* the body, NUL-terminated */
+    char *form; /* the body, NUL-terminated */
     const char *action;
     char *params[IAM_MAX_PARAMS]; /* decoded values, freed at the end */
     int np;
@@ -73,8 +73,10 @@ static int iam_err(iam_ctx_t *c, int status, const char *code, const char *fmt, 
 static int iam_store_err(iam_ctx_t *c, wh_status_t st, const char *what)
 {
     if (st == WH_ERR_UNAVAILABLE || st == WH_ERR_BUSY)
-        return iam_err(c, 503, "ServiceUnavailable", "%s: the metadata database is unreachable "
-                       "or busy; retry", what);
+        return iam_err(c, 503, "ServiceUnavailable",
+                       "%s: the metadata database is unreachable "
+                       "or busy; retry",
+                       what);
     return iam_err(c, 500, "ServiceFailure", "%s failed: %s", what, wh_status_str(st));
 }
 
@@ -187,8 +189,10 @@ static const char *user_or_self(iam_ctx_t *c, int *status)
     }
     if (c->r->who.kind == S3_PRINCIPAL_USER)
         return c->r->who.user;
-    *status = iam_err(c, 400, "ValidationError", "%s needs a UserName: the root key lives in "
-                      "wharfd's environment, not in IAM", c->action);
+    *status = iam_err(c, 400, "ValidationError",
+                      "%s needs a UserName: the root key lives in "
+                      "wharfd's environment, not in IAM",
+                      c->action);
     return NULL;
 }
 
@@ -219,10 +223,12 @@ static int authorize(iam_ctx_t *c, const char *target)
         wh_status_t st = meta_user_policy_list(c->m, who->user, &pols, &n);
         if (st != WH_OK && st != WH_ERR_NOT_FOUND)
             return iam_store_err(c, st, "reading the caller's policies");
-        s3_authz_ctx_t ctx = {.who = who, .account = srv_ident_account(c->id),
-                              .action = action, .resource = resource,
-                              .auth_type = c->r->auth.presigned ? "REST-QUERY-STRING"
-                                                                : "REST-HEADER"};
+        s3_authz_ctx_t ctx = {.who = who,
+                              .account = srv_ident_account(c->id),
+                              .action = action,
+                              .resource = resource,
+                              .auth_type =
+                                  c->r->auth.presigned ? "REST-QUERY-STRING" : "REST-HEADER"};
         srv_peer_ip(c->r, &ctx.source_ip); /* the address without its port */
         for (size_t i = 0; i < n && !deny; i++) {
             s3_policy_t *pol = NULL;
@@ -230,11 +236,13 @@ static int authorize(iam_ctx_t *c, const char *target)
             if (s3_policy_parse_user(pols[i].doc, strlen(pols[i].doc), &pol, msg, sizeof msg) !=
                 S3_OK) {
                 /* Fail closed: skipping it would drop whatever it denies. */
-                wh_warn(MOD, "user %s: stored policy %s no longer parses (%s); refusing",
-                        who->user, pols[i].name, msg);
-                int ret = iam_err(c, 500, "ServiceFailure", "user %s: stored policy %s cannot "
+                wh_warn(MOD, "user %s: stored policy %s no longer parses (%s); refusing", who->user,
+                        pols[i].name, msg);
+                int ret = iam_err(c, 500, "ServiceFailure",
+                                  "user %s: stored policy %s cannot "
                                   "be read (%s); no request of this user is allowed until it "
-                                  "is replaced or deleted", who->user, pols[i].name, msg);
+                                  "is replaced or deleted",
+                                  who->user, pols[i].name, msg);
                 meta_policies_free(pols, n); /* after the message that names one of them */
                 return ret;
             }
@@ -247,8 +255,10 @@ static int authorize(iam_ctx_t *c, const char *target)
     }
     if (allow && !deny)
         return 0;
-    return iam_err(c, 403, "AccessDenied", "User: %s is not authorized to perform: %s on "
-                   "resource: %s%s", who->arn[0] ? who->arn : "anonymous", action, resource,
+    return iam_err(c, 403, "AccessDenied",
+                   "User: %s is not authorized to perform: %s on "
+                   "resource: %s%s",
+                   who->arn[0] ? who->arn : "anonymous", action, resource,
                    deny ? " with an explicit deny" : "");
 }
 
@@ -267,8 +277,7 @@ static int no_policy(iam_ctx_t *c, const char *name, const char *pname)
 {
     if (meta_user_get(c->m, name, NULL) == WH_ERR_NOT_FOUND)
         return no_user(c, name);
-    return iam_err(c, 404, "NoSuchEntity", "The user policy with name %s cannot be found.",
-                   pname);
+    return iam_err(c, 404, "NoSuchEntity", "The user policy with name %s cannot be found.", pname);
 }
 
 /* ---- actions ---- */
@@ -281,8 +290,10 @@ static int act_create_user(iam_ctx_t *c)
         return status;
     const char *path = param(c, "Path");
     if (path && strcmp(path, "/") != 0)
-        return iam_err(c, 400, "ValidationError", "only the Path \"/\" is kept by wharf, got "
-                       "'%.80s'", path);
+        return iam_err(c, 400, "ValidationError",
+                       "only the Path \"/\" is kept by wharf, got "
+                       "'%.80s'",
+                       path);
     meta_user_t u;
     wh_status_t st = srv_ident_user_create(c->id, name, &u);
     if (st == WH_ERR_EXISTS)
@@ -341,7 +352,8 @@ static int act_delete_user(iam_ctx_t *c)
     if (st == WH_ERR_NOT_FOUND)
         return no_user(c, name);
     if (st == WH_ERR_NOT_EMPTY)
-        return iam_err(c, 409, "DeleteConflict", "Cannot delete entity, must delete access "
+        return iam_err(c, 409, "DeleteConflict",
+                       "Cannot delete entity, must delete access "
                        "keys and inline policies first.");
     if (st != WH_OK)
         return iam_store_err(c, st, "deleting the user");
@@ -359,8 +371,7 @@ static int act_list_users(iam_ctx_t *c)
     const char *max_s = param(c, "MaxItems");
     uint64_t max = IAM_DEFAULT_MAX_ITEMS;
     if (max_s && (wh_parse_u64(max_s, strlen(max_s), &max) != 0 || max < 1 || max > 1000))
-        return iam_err(c, 400, "ValidationError", "MaxItems must be 1 to 1000, got '%.40s'",
-                       max_s);
+        return iam_err(c, 400, "ValidationError", "MaxItems must be 1 to 1000, got '%.40s'", max_s);
     meta_user_t *us = NULL;
     size_t n = 0;
     wh_status_t st = meta_user_list(c->m, &us, &n);
@@ -500,8 +511,10 @@ static int act_update_key(iam_ctx_t *c)
     const char *ak = param(c, "AccessKeyId");
     const char *stat = param(c, "Status");
     if (!stat || (strcmp(stat, "Active") != 0 && strcmp(stat, "Inactive") != 0))
-        return iam_err(c, 400, "ValidationError", "Status must be Active or Inactive, got "
-                       "'%.40s'", stat ? stat : "");
+        return iam_err(c, 400, "ValidationError",
+                       "Status must be Active or Inactive, got "
+                       "'%.40s'",
+                       stat ? stat : "");
     meta_access_key_t k;
     if ((status = key_of_user(c, name, ak, &k)))
         return status;
@@ -534,17 +547,20 @@ static int act_put_policy(iam_ctx_t *c)
         return status;
     const char *doc = param(c, "PolicyDocument");
     if (!doc || !*doc)
-        return iam_err(c, 400, "ValidationError", "PolicyDocument is required by %s",
-                       c->action);
+        return iam_err(c, 400, "ValidationError", "PolicyDocument is required by %s", c->action);
     size_t len = strlen(doc);
     if (len > IAM_MAX_POLICY_BYTES)
-        return iam_err(c, 409, "LimitExceeded", "Maximum policy size of %u bytes exceeded for "
-                       "user %s.", IAM_MAX_POLICY_BYTES, name);
+        return iam_err(c, 409, "LimitExceeded",
+                       "Maximum policy size of %u bytes exceeded for "
+                       "user %s.",
+                       IAM_MAX_POLICY_BYTES, name);
     s3_policy_t *pol = NULL;
     char msg[300] = "";
     if (s3_policy_parse_user(doc, len, &pol, msg, sizeof msg) != S3_OK)
-        return iam_err(c, 400, "MalformedPolicyDocument", "%s", msg[0] ? msg : "the policy "
-                       "document does not parse");
+        return iam_err(c, 400, "MalformedPolicyDocument", "%s",
+                       msg[0] ? msg
+                              : "the policy "
+                                "document does not parse");
     s3_policy_free(pol);
     wh_status_t st = meta_user_policy_put(c->m, name, pname, doc);
     if (st == WH_ERR_NOT_FOUND)
@@ -627,37 +643,117 @@ static int act_list_policies(iam_ctx_t *c)
  * instance profiles, MFA, federation, ...): 501 NotImplemented, where a name IAM does not
  * have is 400 InvalidAction. */
 static const char *const IAM_UNIMPLEMENTED[] = {
-    "AddClientIDToOpenIDConnectProvider", "AddRoleToInstanceProfile", "AddUserToGroup",
-    "AttachGroupPolicy", "AttachRolePolicy", "AttachUserPolicy", "ChangePassword",
-    "CreateAccountAlias", "CreateGroup", "CreateInstanceProfile", "CreateLoginProfile",
-    "CreateOpenIDConnectProvider", "CreatePolicy", "CreatePolicyVersion", "CreateRole",
-    "CreateSAMLProvider", "CreateServiceLinkedRole", "CreateServiceSpecificCredential",
-    "CreateVirtualMFADevice", "DeactivateMFADevice", "DeleteAccountAlias",
-    "DeleteAccountPasswordPolicy", "DeleteGroup", "DeleteGroupPolicy", "DeleteInstanceProfile",
-    "DeleteLoginProfile", "DeleteOpenIDConnectProvider", "DeletePolicy", "DeletePolicyVersion",
-    "DeleteRole", "DeleteRolePermissionsBoundary", "DeleteRolePolicy", "DeleteSAMLProvider",
-    "DeleteServerCertificate", "DeleteServiceLinkedRole", "DeleteServiceSpecificCredential",
-    "DeleteSigningCertificate", "DeleteSSHPublicKey", "DeleteUserPermissionsBoundary",
-    "DeleteVirtualMFADevice", "DetachGroupPolicy", "DetachRolePolicy", "DetachUserPolicy",
-    "EnableMFADevice", "GenerateCredentialReport", "GetAccountAuthorizationDetails",
-    "GetAccountPasswordPolicy", "GetAccountSummary", "GetCredentialReport", "GetGroup",
-    "GetGroupPolicy", "GetInstanceProfile", "GetLoginProfile", "GetOpenIDConnectProvider",
-    "GetPolicy", "GetPolicyVersion", "GetRole", "GetRolePolicy", "GetSAMLProvider",
-    "GetServerCertificate", "GetSSHPublicKey", "ListAccountAliases",
-    "ListAttachedGroupPolicies", "ListAttachedRolePolicies", "ListAttachedUserPolicies",
-    "ListEntitiesForPolicy", "ListGroupPolicies", "ListGroups", "ListGroupsForUser",
-    "ListInstanceProfiles", "ListInstanceProfilesForRole", "ListMFADevices",
-    "ListOpenIDConnectProviders", "ListPolicies", "ListPolicyVersions", "ListRolePolicies",
-    "ListRoles", "ListRoleTags", "ListSAMLProviders", "ListServerCertificates",
-    "ListServiceSpecificCredentials", "ListSigningCertificates", "ListSSHPublicKeys",
-    "ListUserTags", "ListVirtualMFADevices", "PutGroupPolicy", "PutRolePermissionsBoundary",
-    "PutRolePolicy", "PutUserPermissionsBoundary", "RemoveRoleFromInstanceProfile",
-    "RemoveUserFromGroup", "ResyncMFADevice", "SetDefaultPolicyVersion", "SimulateCustomPolicy",
-    "SimulatePrincipalPolicy", "TagRole", "TagUser", "UntagRole", "UntagUser",
-    "UpdateAccountPasswordPolicy", "UpdateAssumeRolePolicy", "UpdateGroup",
-    "UpdateLoginProfile", "UpdateRole", "UpdateRoleDescription", "UpdateServerCertificate",
-    "UpdateSigningCertificate", "UpdateSSHPublicKey", "UploadServerCertificate",
-    "UploadSigningCertificate", "UploadSSHPublicKey",
+    "AddClientIDToOpenIDConnectProvider",
+    "AddRoleToInstanceProfile",
+    "AddUserToGroup",
+    "AttachGroupPolicy",
+    "AttachRolePolicy",
+    "AttachUserPolicy",
+    "ChangePassword",
+    "CreateAccountAlias",
+    "CreateGroup",
+    "CreateInstanceProfile",
+    "CreateLoginProfile",
+    "CreateOpenIDConnectProvider",
+    "CreatePolicy",
+    "CreatePolicyVersion",
+    "CreateRole",
+    "CreateSAMLProvider",
+    "CreateServiceLinkedRole",
+    "CreateServiceSpecificCredential",
+    "CreateVirtualMFADevice",
+    "DeactivateMFADevice",
+    "DeleteAccountAlias",
+    "DeleteAccountPasswordPolicy",
+    "DeleteGroup",
+    "DeleteGroupPolicy",
+    "DeleteInstanceProfile",
+    "DeleteLoginProfile",
+    "DeleteOpenIDConnectProvider",
+    "DeletePolicy",
+    "DeletePolicyVersion",
+    "DeleteRole",
+    "DeleteRolePermissionsBoundary",
+    "DeleteRolePolicy",
+    "DeleteSAMLProvider",
+    "DeleteServerCertificate",
+    "DeleteServiceLinkedRole",
+    "DeleteServiceSpecificCredential",
+    "DeleteSigningCertificate",
+    "DeleteSSHPublicKey",
+    "DeleteUserPermissionsBoundary",
+    "DeleteVirtualMFADevice",
+    "DetachGroupPolicy",
+    "DetachRolePolicy",
+    "DetachUserPolicy",
+    "EnableMFADevice",
+    "GenerateCredentialReport",
+    "GetAccountAuthorizationDetails",
+    "GetAccountPasswordPolicy",
+    "GetAccountSummary",
+    "GetCredentialReport",
+    "GetGroup",
+    "GetGroupPolicy",
+    "GetInstanceProfile",
+    "GetLoginProfile",
+    "GetOpenIDConnectProvider",
+    "GetPolicy",
+    "GetPolicyVersion",
+    "GetRole",
+    "GetRolePolicy",
+    "GetSAMLProvider",
+    "GetServerCertificate",
+    "GetSSHPublicKey",
+    "ListAccountAliases",
+    "ListAttachedGroupPolicies",
+    "ListAttachedRolePolicies",
+    "ListAttachedUserPolicies",
+    "ListEntitiesForPolicy",
+    "ListGroupPolicies",
+    "ListGroups",
+    "ListGroupsForUser",
+    "ListInstanceProfiles",
+    "ListInstanceProfilesForRole",
+    "ListMFADevices",
+    "ListOpenIDConnectProviders",
+    "ListPolicies",
+    "ListPolicyVersions",
+    "ListRolePolicies",
+    "ListRoles",
+    "ListRoleTags",
+    "ListSAMLProviders",
+    "ListServerCertificates",
+    "ListServiceSpecificCredentials",
+    "ListSigningCertificates",
+    "ListSSHPublicKeys",
+    "ListUserTags",
+    "ListVirtualMFADevices",
+    "PutGroupPolicy",
+    "PutRolePermissionsBoundary",
+    "PutRolePolicy",
+    "PutUserPermissionsBoundary",
+    "RemoveRoleFromInstanceProfile",
+    "RemoveUserFromGroup",
+    "ResyncMFADevice",
+    "SetDefaultPolicyVersion",
+    "SimulateCustomPolicy",
+    "SimulatePrincipalPolicy",
+    "TagRole",
+    "TagUser",
+    "UntagRole",
+    "UntagUser",
+    "UpdateAccountPasswordPolicy",
+    "UpdateAssumeRolePolicy",
+    "UpdateGroup",
+    "UpdateLoginProfile",
+    "UpdateRole",
+    "UpdateRoleDescription",
+    "UpdateServerCertificate",
+    "UpdateSigningCertificate",
+    "UpdateSSHPublicKey",
+    "UploadServerCertificate",
+    "UploadSigningCertificate",
+    "UploadSSHPublicKey",
 };
 
 static bool iam_action_known(const char *action)
@@ -668,23 +764,16 @@ static bool iam_action_known(const char *action)
     return false;
 }
 
-
 static const struct {
     const char *name;
     int (*fn)(iam_ctx_t *c);
 } IAM_ACTIONS[] = {
-    {"CreateUser", act_create_user},
-    {"GetUser", act_get_user},
-    {"DeleteUser", act_delete_user},
-    {"ListUsers", act_list_users},
-    {"CreateAccessKey", act_create_key},
-    {"ListAccessKeys", act_list_keys},
-    {"DeleteAccessKey", act_delete_key},
-    {"UpdateAccessKey", act_update_key},
-    {"PutUserPolicy", act_put_policy},
-    {"GetUserPolicy", act_get_policy},
-    {"DeleteUserPolicy", act_delete_policy},
-    {"ListUserPolicies", act_list_policies},
+    {"CreateUser", act_create_user},         {"GetUser", act_get_user},
+    {"DeleteUser", act_delete_user},         {"ListUsers", act_list_users},
+    {"CreateAccessKey", act_create_key},     {"ListAccessKeys", act_list_keys},
+    {"DeleteAccessKey", act_delete_key},     {"UpdateAccessKey", act_update_key},
+    {"PutUserPolicy", act_put_policy},       {"GetUserPolicy", act_get_policy},
+    {"DeleteUserPolicy", act_delete_policy}, {"ListUserPolicies", act_list_policies},
 };
 
 /* ---- the handler steps ---- */
@@ -694,7 +783,8 @@ int srv_iam_begin(srv_req_t *r, srv_out_t *o)
     iam_ctx_t c = {.r = r, .o = o, .action = "Unknown"};
     const char *ct = srv_hdr(r, "content-type");
     if (!ct || strncasecmp(ct, "application/x-www-form-urlencoded", 33) != 0)
-        return iam_err(&c, 400, "InvalidAction", "POST / is the IAM API: send an "
+        return iam_err(&c, 400, "InvalidAction",
+                       "POST / is the IAM API: send an "
                        "application/x-www-form-urlencoded body (Action=...&Version=2010-05-08)");
     const char *cl = srv_hdr(r, "content-length");
     uint64_t n = 0;
@@ -712,8 +802,8 @@ int srv_iam_finish(srv_req_t *r, srv_out_t *o)
     c.m = srv_ident_meta(c.id);
     int status;
     if (r->buf.len > IAM_MAX_BODY) {
-        status = iam_err(&c, 400, "ValidationError", "the request body exceeds %u bytes",
-                         IAM_MAX_BODY);
+        status =
+            iam_err(&c, 400, "ValidationError", "the request body exceeds %u bytes", IAM_MAX_BODY);
         goto out;
     }
     /* STS (AssumeRole and the rest) arrives here too, signed for the service "sts": there
@@ -721,7 +811,8 @@ int srv_iam_finish(srv_req_t *r, srv_out_t *o)
      * signature checked first. */
     const char *authz = srv_hdr(r, "authorization");
     if (authz && strstr(authz, "/sts/aws4_request")) {
-        status = iam_err(&c, 501, "NotImplemented", "wharf does not implement STS: there are "
+        status = iam_err(&c, 501, "NotImplemented",
+                         "wharf does not implement STS: there are "
                          "no roles or temporary credentials; sign with an IAM user's access "
                          "key");
         goto out;
@@ -731,15 +822,19 @@ int srv_iam_finish(srv_req_t *r, srv_out_t *o)
     char msg[320] = "";
     s3_err_t e = srv_req_verify_iam(r, time(NULL), hex, msg, sizeof msg);
     if (e == S3_OK && r->auth.mode != S3_PAYLOAD_SHA256)
-        e = S3_ERR_ACCESS_DENIED, snprintf(msg, sizeof msg, "the IAM API needs a signed body "
+        e = S3_ERR_ACCESS_DENIED, snprintf(msg, sizeof msg,
+                                           "the IAM API needs a signed body "
                                            "(x-amz-content-sha256 of it, or none)");
     else if (e == S3_OK && strcmp(r->auth.payload_hash, hex) != 0)
-        e = S3_ERR_CONTENT_SHA256_MISMATCH, snprintf(msg, sizeof msg, "x-amz-content-sha256 "
+        e = S3_ERR_CONTENT_SHA256_MISMATCH, snprintf(msg, sizeof msg,
+                                                     "x-amz-content-sha256 "
                                                      "does not match the body");
     if (e != S3_OK) {
         if (e == S3_ERR_INVALID_ACCESS_KEY)
-            status = iam_err(&c, 403, "InvalidClientTokenId", "The security token included in "
-                             "the request is invalid: %s", msg);
+            status = iam_err(&c, 403, "InvalidClientTokenId",
+                             "The security token included in "
+                             "the request is invalid: %s",
+                             msg);
         else
             status = iam_err(&c, s3_err_http_status(e), s3_err_code(e), "%s",
                              msg[0] ? msg : s3_err_message(e));
@@ -763,14 +858,18 @@ int srv_iam_finish(srv_req_t *r, srv_out_t *o)
     }
     const char *version = param(&c, "Version");
     if (version && strcmp(version, "2011-06-15") == 0) {
-        status = iam_err(&c, 501, "NotImplemented", "wharf does not implement STS (%.64s): "
+        status = iam_err(&c, 501, "NotImplemented",
+                         "wharf does not implement STS (%.64s): "
                          "there are no roles or temporary credentials; sign with an IAM "
-                         "user's access key", action);
+                         "user's access key",
+                         action);
         goto out;
     }
     if (version && strcmp(version, "2010-05-08") != 0) {
-        status = iam_err(&c, 400, "InvalidParameterValue", "Version must be 2010-05-08, got "
-                         "'%.40s'", version);
+        status = iam_err(&c, 400, "InvalidParameterValue",
+                         "Version must be 2010-05-08, got "
+                         "'%.40s'",
+                         version);
         goto out;
     }
     status = 0;
@@ -782,8 +881,10 @@ int srv_iam_finish(srv_req_t *r, srv_out_t *o)
         }
     }
     if (!status && iam_action_known(action))
-        status = iam_err(&c, 501, "NotImplemented", "wharf does not implement the IAM action "
-                         "%.64s (users, access keys and inline user policies only)", action);
+        status = iam_err(&c, 501, "NotImplemented",
+                         "wharf does not implement the IAM action "
+                         "%.64s (users, access keys and inline user policies only)",
+                         action);
     else if (!status)
         status = iam_err(&c, 400, "InvalidAction", "%.64s is not an IAM action", action);
 out:

@@ -90,8 +90,8 @@ static int acl_text(srv_out_t *o, const s3_acl_t *acl, char **text)
     return 0;
 }
 
-int srv_acl_from_request(srv_req_t *r, srv_out_t *o, const char *owner,
-                         const char *bucket_owner_id, char **text)
+int srv_acl_from_request(srv_req_t *r, srv_out_t *o, const char *owner, const char *bucket_owner_id,
+                         char **text)
 {
     (void)bucket_owner_id;
     *text = NULL;
@@ -149,8 +149,7 @@ static int acl_reply(srv_req_t *r, srv_out_t *o, const s3_acl_t *acl)
     return srv_ok_xml(o, 200, &b);
 }
 
-static int load_bucket_acl(srv_req_t *r, srv_out_t *o, s3_acl_t *acl,
-                           store_bucket_auth_t *a)
+static int load_bucket_acl(srv_req_t *r, srv_out_t *o, s3_acl_t *acl, store_bucket_auth_t *a)
 {
     memset(a, 0, sizeof *a);
     wh_status_t st = store_bucket_auth_get(srv_st(r), srv_b(r), a);
@@ -237,8 +236,9 @@ static int acl_from_put(srv_req_t *r, srv_out_t *o, const char *owner, bool for_
     if ((ret = acl_of_headers(r, o, owner, for_object, acl, &named)))
         return ret;
     if (named && r->buf.len)
-        return srv_err(o, S3_ERR_INVALID_REQUEST, "give the ACL either in the body or in "
-                                                  "x-amz-acl/x-amz-grant-* headers, not both");
+        return srv_err(o, S3_ERR_INVALID_REQUEST,
+                       "give the ACL either in the body or in "
+                       "x-amz-acl/x-amz-grant-* headers, not both");
     if (named)
         return srv_bconfig_acl_guard(r, o, acl, true);
     if (!r->buf.len)
@@ -249,8 +249,10 @@ static int acl_from_put(srv_req_t *r, srv_out_t *o, const char *owner, bool for_
     if (e != S3_OK)
         return srv_err(o, e, msg);
     if (strcmp(acl->owner, owner) != 0)
-        return srv_errf(o, S3_ERR_ACCESS_DENIED, "Owner/ID %s is not the owner (%s): an ACL "
-                                                 "cannot change the owner", acl->owner, owner);
+        return srv_errf(o, S3_ERR_ACCESS_DENIED,
+                        "Owner/ID %s is not the owner (%s): an ACL "
+                        "cannot change the owner",
+                        acl->owner, owner);
     return srv_bconfig_acl_guard(r, o, acl, true);
 }
 
@@ -265,8 +267,8 @@ int srv_acl_bucket_put_finish(srv_req_t *r, srv_out_t *o)
         ret = srv_err(o, S3_ERR_INTERNAL, "out of memory");
         goto cleanup;
     }
-    if ((ret = load_bucket_acl(r, o, cur, &a)) || (ret = acl_from_put(r, o, cur->owner, false, acl)) ||
-        (ret = acl_text(o, acl, &text)))
+    if ((ret = load_bucket_acl(r, o, cur, &a)) ||
+        (ret = acl_from_put(r, o, cur->owner, false, acl)) || (ret = acl_text(o, acl, &text)))
         goto cleanup;
     wh_status_t st = store_bucket_set_acl(srv_st(r), srv_b(r), text);
     ret = st == WH_OK ? srv_ok(o, 200) : srv_err_status(r, o, st, "storing the bucket's ACL");
@@ -334,9 +336,10 @@ int srv_policy_put_begin(srv_req_t *r, srv_out_t *o)
     const char *cl = srv_hdr(r, "content-length");
     uint64_t n = 0;
     if (cl && wh_parse_u64(cl, strlen(cl), &n) == 0 && n > S3_POLICY_MAX_BYTES)
-        return srv_errf(o, S3_ERR_MALFORMED_POLICY, "Policy exceeds the maximum allowed "
-                        "document size (%llu bytes, the limit is %u)", (unsigned long long)n,
-                        S3_POLICY_MAX_BYTES);
+        return srv_errf(o, S3_ERR_MALFORMED_POLICY,
+                        "Policy exceeds the maximum allowed "
+                        "document size (%llu bytes, the limit is %u)",
+                        (unsigned long long)n, S3_POLICY_MAX_BYTES);
     return 0;
 }
 
@@ -386,7 +389,7 @@ int srv_policy_status(srv_req_t *r, srv_out_t *o)
         wh_sbuf_t b;
         wh_sbuf_init(&b);
         wh_sbuf_puts(&b, XML_DECL "<PolicyStatus xmlns=\"" S3_XMLNS "\"><IsPublic>false"
-                         "</IsPublic></PolicyStatus>");
+                                  "</IsPublic></PolicyStatus>");
         return srv_ok_xml(o, 200, &b);
     }
     if (!ret) {
@@ -397,8 +400,9 @@ int srv_policy_status(srv_req_t *r, srv_out_t *o)
         } else {
             wh_sbuf_t b;
             wh_sbuf_init(&b);
-            wh_sbuf_printf(&b, XML_DECL "<PolicyStatus xmlns=\"" S3_XMLNS "\"><IsPublic>%s"
-                               "</IsPublic></PolicyStatus>",
+            wh_sbuf_printf(&b,
+                           XML_DECL "<PolicyStatus xmlns=\"" S3_XMLNS "\"><IsPublic>%s"
+                                    "</IsPublic></PolicyStatus>",
                            s3_policy_is_public(pol) ? "true" : "false");
             ret = srv_ok_xml(o, 200, &b);
         }

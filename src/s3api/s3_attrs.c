@@ -55,9 +55,11 @@ int srv_part_range(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, uint64
         return srv_err(o, S3_ERR_INVALID_REQUEST,
                        "Cannot specify both Range header and partNumber query parameter");
     if (m->parts == 0) { /* a single PUT is its own part 1 */
-        if (n != 1) /* 400 InvalidPart past the last part, as S3 (and Ceph's tests) answer */
-            return srv_errf(o, S3_ERR_INVALID_PART, "part %" PRIu64 " does not exist: the "
-                            "object has 1 part", n);
+        if (n != 1)      /* 400 InvalidPart past the last part, as S3 (and Ceph's tests) answer */
+            return srv_errf(o, S3_ERR_INVALID_PART,
+                            "part %" PRIu64 " does not exist: the "
+                            "object has 1 part",
+                            n);
         *off = 0;
         *len = m->size;
         return 0;
@@ -72,8 +74,10 @@ int srv_part_range(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, uint64
     if (n > cnt) {
         srv_out_header_u64(o, "x-amz-mp-parts-count", cnt);
         free(sizes);
-        return srv_errf(o, S3_ERR_INVALID_PART, "part %" PRIu64 " does not exist: the object "
-                        "has %zu parts", n, cnt);
+        return srv_errf(o, S3_ERR_INVALID_PART,
+                        "part %" PRIu64 " does not exist: the object "
+                        "has %zu parts",
+                        n, cnt);
     }
     uint64_t start = 0;
     for (size_t i = 0; i + 1 < n; i++)
@@ -92,8 +96,10 @@ static int attrs_parse(srv_req_t *r, srv_out_t *o, unsigned *want)
     static const struct {
         const char *name;
         unsigned bit;
-    } names[] = {{"ETag", ATTR_ETAG},           {"Checksum", ATTR_CHECKSUM},
-                 {"ObjectParts", ATTR_PARTS},   {"StorageClass", ATTR_CLASS},
+    } names[] = {{"ETag", ATTR_ETAG},
+                 {"Checksum", ATTR_CHECKSUM},
+                 {"ObjectParts", ATTR_PARTS},
+                 {"StorageClass", ATTR_CLASS},
                  {"ObjectSize", ATTR_SIZE}};
     const char *h = srv_hdr(r, "x-amz-object-attributes");
     *want = 0;

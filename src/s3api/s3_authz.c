@@ -196,8 +196,8 @@ static int deny(srv_req_t *r, srv_out_t *o, const char *action, const char *arn,
     wh_debug(MOD, "deny id=%s who=%s action=%s resource=%s why=%d", r->id, who, action, arn,
              (int)d);
     return srv_errf(o, S3_ERR_ACCESS_DENIED,
-                    "User: %s is not authorized to perform: %s on resource: %s because %s",
-                    who, action, arn,
+                    "User: %s is not authorized to perform: %s on resource: %s because %s", who,
+                    action, arn,
                     d == S3_AUTHZ_DENY_EXPLICIT ? "a policy explicitly denies it"
                                                 : "no policy or ACL allows it");
 }
@@ -218,8 +218,8 @@ static int load_user_policies(srv_req_t *r, srv_out_t *o, srv_authz_t *az)
     int ret = 0;
     /* Every one of them is weighed: a Deny in any must bind. */
     /* NOLINTBEGIN(bugprone-sizeof-expression): arrays of n pointers, sized by their element */
-    if (n && (!(az->upol = calloc(n, sizeof *az->upol)) ||
-              !(az->upp = calloc(n, sizeof *az->upp)))) {
+    if (n &&
+        (!(az->upol = calloc(n, sizeof *az->upol)) || !(az->upp = calloc(n, sizeof *az->upp)))) {
         /* NOLINTEND(bugprone-sizeof-expression) */
         meta_policies_free(ps, n);
         return srv_err(o, S3_ERR_INTERNAL, "out of memory loading the user's policies");
@@ -230,8 +230,8 @@ static int load_user_policies(srv_req_t *r, srv_out_t *o, srv_authz_t *az)
         if (cpol_get(ps[i].doc, true, &c, msg, sizeof msg) != S3_OK) {
             /* Stored policies were checked when put; one that no longer parses denies
              * nothing it should not: refuse the request rather than ignore a Deny. */
-            ret = srv_errf(o, S3_ERR_INTERNAL, "user policy %s cannot be read: %s", ps[i].name,
-                           msg);
+            ret =
+                srv_errf(o, S3_ERR_INTERNAL, "user policy %s cannot be read: %s", ps[i].name, msg);
             break;
         }
         az->upp[az->nupol] = c->pol;
@@ -279,8 +279,8 @@ static int load_bucket(srv_req_t *r, srv_out_t *o, const char *bucket, bucket_au
         s3_acl_private(b->acl, b->owner);
     else if (b->pab & S3_PAB_IGNORE_PUBLIC_ACLS)
         s3_acl_drop_public(b->acl);
-    if (b->pol && (b->pab & S3_PAB_RESTRICT_PUBLIC_BUCKETS) &&
-        r->who.kind == S3_PRINCIPAL_ANON && s3_policy_is_public(b->pol->pol)) {
+    if (b->pol && (b->pab & S3_PAB_RESTRICT_PUBLIC_BUCKETS) && r->who.kind == S3_PRINCIPAL_ANON &&
+        s3_policy_is_public(b->pol->pol)) {
         cpol_put(b->pol);
         b->pol = NULL;
     }
@@ -414,8 +414,7 @@ int srv_authorize(srv_req_t *r, const srv_op_t *op, srv_out_t *o)
     if (!s3_resource_arn(az->arn, sizeof az->arn, srv_b(r), srv_k(r)))
         return srv_err(o, S3_ERR_KEY_TOO_LONG, NULL);
     bool obj = srv_k(r) != NULL;
-    s3_authz_t d = decide(r, az, action, az->arn, az->bucket_owner, &az->bacl, az->bpol, NULL,
-                          obj);
+    s3_authz_t d = decide(r, az, action, az->arn, az->bucket_owner, &az->bacl, az->bpol, NULL, obj);
     if (d == S3_AUTHZ_NEED_OBJECT && op->obj_acl) {
         az->pending = true; /* the handler calls srv_authz_object before moving a byte */
         return 0;
@@ -430,15 +429,13 @@ int srv_authorize(srv_req_t *r, const srv_op_t *op, srv_out_t *o)
             if (!oacl)
                 ret = srv_err(o, S3_ERR_INTERNAL, "out of memory authorizing the request");
             else
-                ret = object_acl(r, o, &m, oacl, az->bucket_owner, az->bucket_pab,
-                                 az->bucket_own);
+                ret = object_acl(r, o, &m, oacl, az->bucket_owner, az->bucket_pab, az->bucket_own);
         } else if (st != WH_ERR_NOT_FOUND) {
             ret = srv_err_status(r, o, st, "loading the object's ACL");
         }
         store_obj_meta_free(&m);
         if (!ret)
-            d = decide(r, az, action, az->arn, az->bucket_owner, &az->bacl, az->bpol, oacl,
-                       false);
+            d = decide(r, az, action, az->arn, az->bucket_owner, &az->bacl, az->bpol, oacl, false);
         free(oacl);
         if (ret)
             return ret;
@@ -464,8 +461,7 @@ int srv_authz_object(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m)
     if (m) {
         if (!(oacl = malloc(sizeof *oacl)))
             return srv_err(o, S3_ERR_INTERNAL, "out of memory authorizing the request");
-        if ((ret = object_acl(r, o, m, oacl, az->bucket_owner, az->bucket_pab,
-                              az->bucket_own))) {
+        if ((ret = object_acl(r, o, m, oacl, az->bucket_owner, az->bucket_pab, az->bucket_own))) {
             free(oacl);
             return ret;
         }
@@ -509,14 +505,14 @@ int srv_authz_other(srv_req_t *r, srv_out_t *o, const char *action, const char *
             ret = srv_err(o, S3_ERR_INTERNAL, "out of memory authorizing the request");
             goto cleanup;
         }
-        if ((ret = same ? object_acl(r, o, m, oacl, az->bucket_owner, az->bucket_pab,
-                                     az->bucket_own)
-                        : object_acl(r, o, m, oacl, b.owner, b.pab, b.own)))
+        if ((ret = same
+                       ? object_acl(r, o, m, oacl, az->bucket_owner, az->bucket_pab, az->bucket_own)
+                       : object_acl(r, o, m, oacl, b.owner, b.pab, b.own)))
             goto cleanup;
     }
-    s3_authz_t d = same ? decide(r, az, action, arn, az->bucket_owner, &az->bacl, az->bpol,
-                                 oacl, false)
-                        : decide(r, az, action, arn, b.owner, b.acl, b.pol, oacl, false);
+    s3_authz_t d =
+        same ? decide(r, az, action, arn, az->bucket_owner, &az->bacl, az->bpol, oacl, false)
+             : decide(r, az, action, arn, b.owner, b.acl, b.pol, oacl, false);
     if (d != S3_AUTHZ_ALLOW)
         ret = deny(r, o, action, arn, d);
 cleanup:
@@ -543,8 +539,8 @@ int srv_authz_guard(srv_req_t *r, srv_out_t *o, int status)
     if (status > 0 && status < 300 && r->az && r->az->pending) {
         /* A handler marked obj_acl answered without calling srv_authz_object: refuse rather
          * than serve what nobody checked. */
-        wh_error(MOD, "id=%s %s answered %d with its object check pending", r->id,
-                 r->az->action, status);
+        wh_error(MOD, "id=%s %s answered %d with its object check pending", r->id, r->az->action,
+                 status);
         return srv_err(o, S3_ERR_ACCESS_DENIED, "the object's ACL was not checked");
     }
     return status;

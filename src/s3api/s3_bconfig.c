@@ -2,7 +2,8 @@
  * the OPTIONS preflight, and the Access-Control-* headers of requests a rule allows), the
  * PublicAccessBlock (Get/Put/DeletePublicAccessBlock; enforced in s3_acl.c and s3_authz.c)
  * and OwnershipControls (Get/Put/DeleteBucketOwnershipControls; BucketOwnerEnforced turns
- * ACLs off), and lifecycle (Get/Put/DeleteBucketLifecycleConfiguration). Each is kept beside the bucket's row (store_bucket_attr_*). */
+ * ACLs off), and lifecycle (Get/Put/DeleteBucketLifecycleConfiguration). Each is kept beside the
+ * bucket's row (store_bucket_attr_*). */
 #include "s3api/s3api.h"
 #include "s3/bucket_config.h"
 #include "s3/lifecycle.h"
@@ -194,8 +195,9 @@ static void cors_headers(srv_out_t *o, const s3_cors_rule_t *rule, const char *o
     srv_out_header(o, "Access-Control-Allow-Origin", any ? "*" : origin);
     if (!any)
         srv_out_header(o, "Access-Control-Allow-Credentials", "true");
-    srv_out_header(o, "Vary", "Origin, Access-Control-Request-Headers, "
-                              "Access-Control-Request-Method");
+    srv_out_header(o, "Vary",
+                   "Origin, Access-Control-Request-Headers, "
+                   "Access-Control-Request-Method");
     char m[64] = "";
     for (size_t i = 0; i < 5; i++)
         if (rule->methods & (1u << i)) {
@@ -237,17 +239,19 @@ int srv_cors_preflight(srv_req_t *r, srv_out_t *o)
     if (ret)
         return ret;
     if (!has)
-        return srv_err(o, S3_ERR_CORS_FORBIDDEN, "CORSResponse: CORS is not enabled for this "
-                                                 "bucket.");
+        return srv_err(o, S3_ERR_CORS_FORBIDDEN,
+                       "CORSResponse: CORS is not enabled for this "
+                       "bucket.");
     const char *rh = srv_hdr(r, "access-control-request-headers");
     const s3_cors_rule_t *rule = s3_cors_match(&c, origin, bit, rh);
     if (!rule)
-        ret = srv_err(o, S3_ERR_CORS_FORBIDDEN, "CORSResponse: This CORS request is not allowed. "
-                                                "This is usually because the evalution of "
-                                                "Origin, request method / "
-                                                "Access-Control-Request-Method or "
-                                                "Access-Control-Request-Headers are not "
-                                                "whitelisted by the resource's CORS spec.");
+        ret = srv_err(o, S3_ERR_CORS_FORBIDDEN,
+                      "CORSResponse: This CORS request is not allowed. "
+                      "This is usually because the evalution of "
+                      "Origin, request method / "
+                      "Access-Control-Request-Method or "
+                      "Access-Control-Request-Headers are not "
+                      "whitelisted by the resource's CORS spec.");
     else {
         cors_headers(o, rule, origin, true, rh);
         ret = srv_ok(o, 200);
@@ -375,15 +379,16 @@ int srv_bconfig_acl_guard(srv_req_t *r, srv_out_t *o, const s3_acl_t *acl, bool 
     if (own == S3_OWN_BUCKET_OWNER_ENFORCED && explicit_acl) {
         /* ACLs are off: only the canned ACLs that change nothing are accepted, as in S3. */
         const char *canned = srv_hdr(r, "x-amz-acl");
-        if (!canned || (strcmp(canned, "bucket-owner-full-control") != 0 &&
-                        strcmp(canned, "private") != 0))
+        if (!canned ||
+            (strcmp(canned, "bucket-owner-full-control") != 0 && strcmp(canned, "private") != 0))
             return srv_err(o, S3_ERR_ACL_NOT_SUPPORTED,
                            "The bucket does not allow ACLs (its ObjectOwnership is "
                            "BucketOwnerEnforced)");
     }
     if ((pab & S3_PAB_BLOCK_PUBLIC_ACLS) && acl && s3_acl_is_public(acl))
-        return srv_err(o, S3_ERR_ACCESS_DENIED, "Access Denied: the bucket's PublicAccessBlock "
-                                                "(BlockPublicAcls) refuses public ACLs");
+        return srv_err(o, S3_ERR_ACCESS_DENIED,
+                       "Access Denied: the bucket's PublicAccessBlock "
+                       "(BlockPublicAcls) refuses public ACLs");
     return 0;
 }
 
@@ -394,8 +399,9 @@ int srv_bconfig_policy_guard(srv_req_t *r, srv_out_t *o, const s3_policy_t *pol)
     if (ret)
         return ret;
     if ((v & S3_PAB_BLOCK_PUBLIC_POLICY) && s3_policy_is_public(pol))
-        return srv_err(o, S3_ERR_ACCESS_DENIED, "Access Denied: the bucket's PublicAccessBlock "
-                                                "(BlockPublicPolicy) refuses public policies");
+        return srv_err(o, S3_ERR_ACCESS_DENIED,
+                       "Access Denied: the bucket's PublicAccessBlock "
+                       "(BlockPublicPolicy) refuses public policies");
     return 0;
 }
 

@@ -35,7 +35,8 @@ int srv_bucket_list_all(srv_req_t *r, srv_out_t *o)
     if (ctoken) {
         size_t tl = strlen(ctoken);
         long n = tl < 4 * ((sizeof after + 2) / 3)
-                     ? wh_base64_decode(ctoken, tl, after, sizeof after - 1) : -1;
+                     ? wh_base64_decode(ctoken, tl, after, sizeof after - 1)
+                     : -1;
         if (n <= 0 || memchr(after, '\0', (size_t)n))
             return srv_err(o, S3_ERR_INVALID_ARGUMENT,
                            "The continuation token provided is incorrect");
@@ -173,8 +174,10 @@ int srv_bucket_create_finish(srv_req_t *r, srv_out_t *o)
     }
     if (loc[0] && strcmp(loc, r->srv->cfg.region) != 0) {
         char msg[200];
-        snprintf(msg, sizeof msg, "The %s location constraint is incompatible with the region "
-                                  "of this endpoint (%s).", loc, r->srv->cfg.region);
+        snprintf(msg, sizeof msg,
+                 "The %s location constraint is incompatible with the region "
+                 "of this endpoint (%s).",
+                 loc, r->srv->cfg.region);
         return srv_err_raw(o, 400, "IllegalLocationConstraintException", msg);
     }
     /* Owned by its creator, with the ACL x-amz-acl or x-amz-grant-* name (else private). */

@@ -82,10 +82,10 @@ typedef struct {
     size_t acts;
     /* The key being looked at: */
     char *key;
-    size_t nver;          /* versions of it seen */
-    size_t nnoncur;       /* noncurrent ones seen */
-    int64_t newer_mtime;  /* time of the version just newer than the next one */
-    bool marker_latest;   /* its current version is a delete marker */
+    size_t nver;         /* versions of it seen */
+    size_t nnoncur;      /* noncurrent ones seen */
+    int64_t newer_mtime; /* time of the version just newer than the next one */
+    bool marker_latest;  /* its current version is a delete marker */
     char marker_vid[STORE_VERSION_ID_MAX];
     int64_t marker_mtime;
 } lc_pass_t;
@@ -105,8 +105,7 @@ static bool rule_takes(lc_pass_t *p, const s3_lc_rule_t *r, const store_version_
         return false;
     store_obj_meta_t m;
     memset(&m, 0, sizeof m);
-    if (store_object_open_version(p->lc->st, p->bucket, e->key, e->version_id, &m, NULL) !=
-        WH_OK)
+    if (store_object_open_version(p->lc->st, p->bucket, e->key, e->version_id, &m, NULL) != WH_OK)
         return false; /* gone meanwhile, or unreadable: leave it */
     bool ok = s3_lc_rule_matches(r, e->key, kl, e->size, m.tags);
     store_obj_meta_free(&m);
@@ -181,8 +180,8 @@ static void entry(lc_pass_t *p, const store_version_entry_t *e)
                 const s3_lc_rule_t *r = &p->cfg->rules[i];
                 if (!r->enabled || !(r->exp_days || r->exp_date >= 0))
                     continue;
-                bool due = aged(p, mtime, r->exp_days) ||
-                           (r->exp_date >= 0 && p->now >= r->exp_date);
+                bool due =
+                    aged(p, mtime, r->exp_days) || (r->exp_date >= 0 && p->now >= r->exp_date);
                 if (due && rule_takes(p, r, e)) {
                     act_delete(p, e->key, NULL, &p->lc->objects, "expire the object");
                     break;
@@ -232,8 +231,8 @@ static void uploads_pass(lc_pass_t *p)
                     atomic_fetch_add(&p->lc->uploads, 1);
             } else {
                 atomic_fetch_add(&p->lc->errors, 1);
-                wh_warn(MOD, "cannot abort the upload bucket=%s key=%s upload=%s: %s",
-                        p->bucket, u[j].key, u[j].upload_id, wh_status_str(s));
+                wh_warn(MOD, "cannot abort the upload bucket=%s key=%s upload=%s: %s", p->bucket,
+                        u[j].key, u[j].upload_id, wh_status_str(s));
             }
             break;
         }
@@ -249,8 +248,7 @@ static void bucket_pass(srv_lc_t *lc, const char *bucket)
     s3_lc_t cfg;
     char msg[256];
     if (s3_lc_parse(doc, strlen(doc), &cfg, msg, sizeof msg) != S3_OK) {
-        wh_warn(MOD, "the stored lifecycle configuration of bucket=%s is damaged: %s", bucket,
-                msg);
+        wh_warn(MOD, "the stored lifecycle configuration of bucket=%s is damaged: %s", bucket, msg);
         free(doc);
         atomic_fetch_add(&lc->errors, 1);
         return;
@@ -260,9 +258,9 @@ static void bucket_pass(srv_lc_t *lc, const char *bucket)
     lc_pass_t p = {.lc = lc, .bucket = bucket, .cfg = &cfg, .now = (int64_t)time(NULL)};
     bool need_versions = false;
     for (size_t i = 0; i < cfg.n; i++)
-        need_versions |= cfg.rules[i].enabled &&
-                         (cfg.rules[i].exp_days || cfg.rules[i].exp_date >= 0 ||
-                          cfg.rules[i].exp_marker || cfg.rules[i].nc_days);
+        need_versions |=
+            cfg.rules[i].enabled && (cfg.rules[i].exp_days || cfg.rules[i].exp_date >= 0 ||
+                                     cfg.rules[i].exp_marker || cfg.rules[i].nc_days);
     size_t scanned = 0;
     bool done = !need_versions;
     /* The scan: pages of versions from the cursor, stopping at a key's end once a bound is
@@ -270,8 +268,8 @@ static void bucket_pass(srv_lc_t *lc, const char *bucket)
     char *marker = c && c->key_marker ? strdup(c->key_marker) : NULL;
     char vidm[STORE_VERSION_ID_MAX] = "";
     while (!done && !stopping(lc)) {
-        store_version_params_t vp = {.key_marker = marker, .version_id_marker = vidm,
-                                     .max_keys = LC_PAGE};
+        store_version_params_t vp = {
+            .key_marker = marker, .version_id_marker = vidm, .max_keys = LC_PAGE};
         store_version_result_t res;
         memset(&res, 0, sizeof res);
         if (store_version_list(lc->st, bucket, &vp, &res) != WH_OK) {
@@ -320,9 +318,8 @@ static void bucket_pass(srv_lc_t *lc, const char *bucket)
     size_t version_acts = p.acts;
     uploads_pass(&p);
     if (p.acts)
-        wh_info(MOD, "pass bucket=%s actions=%zu uploads=%zu scanned=%zu resume=%s", bucket,
-                p.acts, p.acts - version_acts, scanned,
-                c && c->key_marker ? c->key_marker : "start");
+        wh_info(MOD, "pass bucket=%s actions=%zu uploads=%zu scanned=%zu resume=%s", bucket, p.acts,
+                p.acts - version_acts, scanned, c && c->key_marker ? c->key_marker : "start");
     s3_lc_free(&cfg);
 }
 
@@ -379,14 +376,15 @@ wh_status_t srv_lc_start(store_t *st, unsigned period_s, srv_lc_t **out)
     if (d && *d) {
         uint64_t v;
         if (wh_parse_u64(d, strlen(d), &v) != 0 || v < 1 || v > 86400) {
-            wh_error(MOD, "WHARF_LIFECYCLE_DAY_SECONDS wants seconds from 1 to 86400, got '%s'",
-                     d);
+            wh_error(MOD, "WHARF_LIFECYCLE_DAY_SECONDS wants seconds from 1 to 86400, got '%s'", d);
             free(lc);
             return WH_ERR_INVALID;
         }
         lc->day_s = (int64_t)v;
-        wh_warn(MOD, "test setting: a lifecycle day is %llu seconds "
-                     "(WHARF_LIFECYCLE_DAY_SECONDS)", (unsigned long long)v);
+        wh_warn(MOD,
+                "test setting: a lifecycle day is %llu seconds "
+                "(WHARF_LIFECYCLE_DAY_SECONDS)",
+                (unsigned long long)v);
     }
     pthread_mutex_init(&lc->mu, NULL);
     pthread_cond_init(&lc->cv, NULL);
@@ -430,10 +428,10 @@ void srv_lc_metrics(srv_lc_t *lc, wh_sbuf_t *o)
          offsetof(srv_lc_t, passes)},
         {"wharf_lifecycle_objects_expired_total", "Current versions expired by lifecycle.",
          offsetof(srv_lc_t, objects)},
-        {"wharf_lifecycle_versions_expired_total",
-         "Noncurrent versions removed by lifecycle.", offsetof(srv_lc_t, versions)},
-        {"wharf_lifecycle_markers_removed_total",
-         "Expired delete markers removed by lifecycle.", offsetof(srv_lc_t, markers)},
+        {"wharf_lifecycle_versions_expired_total", "Noncurrent versions removed by lifecycle.",
+         offsetof(srv_lc_t, versions)},
+        {"wharf_lifecycle_markers_removed_total", "Expired delete markers removed by lifecycle.",
+         offsetof(srv_lc_t, markers)},
         {"wharf_lifecycle_uploads_aborted_total",
          "Incomplete multipart uploads aborted by lifecycle.", offsetof(srv_lc_t, uploads)},
         {"wharf_lifecycle_errors_total", "Lifecycle actions or scans that failed.",

@@ -144,7 +144,8 @@ int srv_meta_from_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m)
     if (user_bytes > SRV_MAX_USER_META) {
         ret = srv_errf(o, S3_ERR_METADATA_TOO_LARGE,
                        "the x-amz-meta-* headers hold %zu bytes of names and values; the limit "
-                       "is %u", user_bytes, SRV_MAX_USER_META);
+                       "is %u",
+                       user_bytes, SRV_MAX_USER_META);
         goto out;
     }
     if (ctlen >= sizeof m->content_type) {
@@ -239,8 +240,8 @@ void srv_object_headers(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, b
             srv_out_header(o, "x-amz-checksum-crc64nvme", m->crc64nvme);
         /* A multipart object's CRC-32C of its parts' CRC-32Cs carries "-<parts>". */
         if (m->crc32c[0] || m->crc64nvme[0])
-            srv_out_header(o, SRV_MPU_SUM_TYPE, strchr(m->crc32c, '-') ? "COMPOSITE"
-                                                                       : "FULL_OBJECT");
+            srv_out_header(o, SRV_MPU_SUM_TYPE,
+                           strchr(m->crc32c, '-') ? "COMPOSITE" : "FULL_OBJECT");
     }
     if (m->parts)
         srv_out_header_u64(o, "x-amz-mp-parts-count", m->parts);

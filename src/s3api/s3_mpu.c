@@ -85,9 +85,8 @@ int srv_mpu_part_copy(srv_req_t *r, srv_out_t *o)
         goto out;
     /* Exactly the version authorized above, through a reader (local or not, encrypted or
      * not). */
-    wh_status_t ost = store_object_reader_version(srv_st(r), c.bucket, c.key,
-                                                  sm.version_id[0] ? sm.version_id : NULL,
-                                                  &rm, &rd);
+    wh_status_t ost = store_object_reader_version(
+        srv_st(r), c.bucket, c.key, sm.version_id[0] ? sm.version_id : NULL, &rm, &rd);
     if (ost == WH_OK && (strcmp(rm.etag, sm.etag) != 0 || rm.size != sm.size))
         ost = WH_ERR_NOT_FOUND;
     if (ost != WH_OK) {
@@ -115,8 +114,8 @@ int srv_mpu_part_copy(srv_req_t *r, srv_out_t *o)
     if ((ret = srv_sse_writer(r, o, true)) || (ret = copy_range(r, o, rd, off, len)))
         goto out;
     char e[33];
-    st = store_mpu_part_commit(srv_st(r), srv_b(r), srv_k(r), r->upload_id, r->part_number, r->w,
-                               e);
+    st =
+        store_mpu_part_commit(srv_st(r), srv_b(r), srv_k(r), r->upload_id, r->part_number, r->w, e);
     r->w = NULL;
     if (st == WH_ERR_NOT_FOUND) {
         ret = srv_err_not_found(r, o, S3_ERR_NO_SUCH_UPLOAD);
@@ -274,23 +273,28 @@ int srv_mpu_complete_finish(srv_req_t *r, srv_out_t *o)
     store_cond_t cond;
     if ((ret = srv_write_cond(r, o, &cond)))
         goto out;
-    wh_status_t st = store_mpu_complete_sums(srv_st(r), srv_b(r), srv_k(r),
-                                             srv_route_q(&r->route, "uploadId"), cp, n, &sums,
-                                             &m, &bad, &cond);
+    wh_status_t st =
+        store_mpu_complete_sums(srv_st(r), srv_b(r), srv_k(r), srv_route_q(&r->route, "uploadId"),
+                                cp, n, &sums, &m, &bad, &cond);
     if (st != WH_OK && cond.failed)
         ret = srv_write_cond_err(r, o, st, &cond, "completing the upload");
     else if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_PART)
         ret = srv_err(o, S3_ERR_INVALID_PART, NULL);
     else if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_PART_SUM)
-        ret = srv_err(o, S3_ERR_INVALID_PART, "One or more of the specified parts has a checksum "
-                                              "that does not match the uploaded part's");
+        ret = srv_err(o, S3_ERR_INVALID_PART,
+                      "One or more of the specified parts has a checksum "
+                      "that does not match the uploaded part's");
     else if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_SUM && sums.want_crc64nvme &&
              !(m.crc64nvme[0] && strncmp(sums.want_crc64nvme, m.crc64nvme, 12) == 0))
-        ret = srv_errf(o, S3_ERR_BAD_DIGEST, "The CRC64NVME you specified (%.20s) did not match "
-                       "the calculated checksum (%s).", sums.want_crc64nvme, m.crc64nvme);
+        ret = srv_errf(o, S3_ERR_BAD_DIGEST,
+                       "The CRC64NVME you specified (%.20s) did not match "
+                       "the calculated checksum (%s).",
+                       sums.want_crc64nvme, m.crc64nvme);
     else if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_SUM)
-        ret = srv_errf(o, S3_ERR_BAD_DIGEST, "The CRC32C you specified (%.20s) did not match "
-                       "the calculated checksum (%s).", sums.want_crc32c ? sums.want_crc32c : "",
+        ret = srv_errf(o, S3_ERR_BAD_DIGEST,
+                       "The CRC32C you specified (%.20s) did not match "
+                       "the calculated checksum (%s).",
+                       sums.want_crc32c ? sums.want_crc32c : "",
                        m.crc32c[0] ? m.crc32c : "none: the upload names no CRC32C");
     else if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_ORDER)
         ret = srv_err(o, S3_ERR_INVALID_PART_ORDER, NULL);
@@ -334,8 +338,7 @@ int srv_mpu_list_parts(srv_req_t *r, srv_out_t *o)
 {
     uint64_t marker, max;
     int ret;
-    if ((ret = srv_key_check(r, o)) ||
-        (ret = srv_q_uint(r, o, "part-number-marker", 0, &marker)) ||
+    if ((ret = srv_key_check(r, o)) || (ret = srv_q_uint(r, o, "part-number-marker", 0, &marker)) ||
         (ret = srv_q_uint(r, o, "max-parts", 1000, &max)))
         return ret;
     if (max > 1000)
@@ -447,8 +450,10 @@ int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o)
         from[kml - 1] = (char)((unsigned char)from[kml - 1] + 1); /* a CommonPrefix: past it */
     wh_status_t st = WH_OK;
     for (int fetch = 0; !done && !up.oom && !cp.oom; fetch++) {
-        store_upload_page_t page = {.from_key = from, .after_id = from_id[0] ? from_id : NULL,
-                                    .after_initiated = from_ini, .limit = max + 1};
+        store_upload_page_t page = {.from_key = from,
+                                    .after_id = from_id[0] ? from_id : NULL,
+                                    .after_initiated = from_ini,
+                                    .limit = max + 1};
         store_upload_info_free(us, n);
         us = NULL;
         n = 0;

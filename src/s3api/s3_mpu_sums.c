@@ -37,7 +37,8 @@ int srv_mpu_sum_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m)
     if (!algo)
         return srv_errf(o, S3_ERR_INVALID_REQUEST,
                         "x-amz-checksum-algorithm must be one of CRC32, CRC32C, CRC64NVME, SHA1 "
-                        "or SHA256, not '%.40s'", a);
+                        "or SHA256, not '%.40s'",
+                        a);
     bool crc64 = strcmp(algo, "CRC64NVME") == 0, sha = strncmp(algo, "SHA", 3) == 0;
     const char *type = crc64 ? "FULL_OBJECT" : "COMPOSITE"; /* S3's defaults */
     if (t && strcasecmp(t, "COMPOSITE") == 0)
@@ -49,8 +50,8 @@ int srv_mpu_sum_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m)
                         "x-amz-checksum-type must be COMPOSITE or FULL_OBJECT, not '%.40s'", t);
     if ((crc64 && strcmp(type, "COMPOSITE") == 0) || (sha && strcmp(type, "FULL_OBJECT") == 0))
         return srv_errf(o, S3_ERR_INVALID_REQUEST,
-                        "The %s checksum type cannot be used with the %s checksum algorithm",
-                        type, algo);
+                        "The %s checksum type cannot be used with the %s checksum algorithm", type,
+                        algo);
     if (!crc64 && strcmp(algo, "CRC32C") != 0) {
         /* accepted (the parts' checksums are checked); no whole-object value (see above) */
         srv_out_header(o, SRV_MPU_SUM_ALGO, algo);
@@ -77,8 +78,8 @@ int srv_mpu_sum_complete(srv_req_t *r, srv_out_t *o, store_mpu_sums_t *sums)
     memset(sums, 0, sizeof *sums);
     store_obj_meta_t m;
     memset(&m, 0, sizeof m);
-    wh_status_t st = store_mpu_meta(srv_st(r), srv_b(r), srv_k(r),
-                                    srv_route_q(&r->route, "uploadId"), &m);
+    wh_status_t st =
+        store_mpu_meta(srv_st(r), srv_b(r), srv_k(r), srv_route_q(&r->route, "uploadId"), &m);
     if (st == WH_ERR_NOT_FOUND)
         return srv_err_not_found(r, o, S3_ERR_NO_SUCH_UPLOAD);
     if (st != WH_OK)
@@ -87,8 +88,8 @@ int srv_mpu_sum_complete(srv_req_t *r, srv_out_t *o, store_mpu_sums_t *sums)
     const char *algo = json_string_value(json_object_get(j, SRV_MPU_SUM_ALGO));
     const char *type = json_string_value(json_object_get(j, SRV_MPU_SUM_TYPE));
     if (algo && type && strcmp(algo, "CRC32C") == 0)
-        sums->crc32c = strcmp(type, "FULL_OBJECT") == 0 ? STORE_SUM_FULL_OBJECT
-                                                        : STORE_SUM_COMPOSITE;
+        sums->crc32c =
+            strcmp(type, "FULL_OBJECT") == 0 ? STORE_SUM_FULL_OBJECT : STORE_SUM_COMPOSITE;
     json_decref(j);
     store_obj_meta_free(&m);
     /* What the client expects of the whole object, checked before anything is committed. */

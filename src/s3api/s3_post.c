@@ -42,7 +42,7 @@ typedef struct srv_post {
     char *cur_name;
     wh_sbuf_t cur;
     size_t field_bytes;
-    bool ignore;     /* a part after the file */
+    bool ignore; /* a part after the file */
     bool in_file, file_done;
     uint64_t file_size;
     s3_post_range_t range;
@@ -91,8 +91,8 @@ static s3_err_t failf(srv_req_t *r, s3_err_t e, const char *fmt, ...)
 /* An error a shared helper put in o, kept. */
 static s3_err_t fail_out(srv_req_t *r, srv_out_t *o)
 {
-    s3_err_t e = fail_raw(r, o->status ? o->status : 500, o->code ? o->code : "InternalError",
-                          o->msg);
+    s3_err_t e =
+        fail_raw(r, o->status ? o->status : 500, o->code ? o->code : "InternalError", o->msg);
     wh_sbuf_free(&o->xml);
     wh_sbuf_free(&o->hdrs);
     return e;
@@ -119,9 +119,17 @@ static const char *field(const srv_post_t *ps, const char *name)
 static bool drop_header(const char *n)
 {
     static const char *const names[] = {
-        "content-type",   "content-md5", "content-encoding",    "content-disposition",
-        "content-language", "cache-control", "expires",          "if-match",
-        "if-none-match",  "if-modified-since", "if-unmodified-since",
+        "content-type",
+        "content-md5",
+        "content-encoding",
+        "content-disposition",
+        "content-language",
+        "cache-control",
+        "expires",
+        "if-match",
+        "if-none-match",
+        "if-modified-since",
+        "if-unmodified-since",
     };
     if (strncmp(n, "x-amz-", 6) == 0)
         return true;
@@ -135,10 +143,22 @@ static bool drop_header(const char *n)
 static bool form_own(const char *n)
 {
     static const char *const names[] = {
-        "key", "policy", "x-amz-algorithm", "x-amz-credential", "x-amz-date",
-        "x-amz-signature", "x-amz-security-token", "success_action_status",
-        "success_action_redirect", "redirect", "bucket", "awsaccesskeyid", "signature",
-        "file", "tagging", "acl",
+        "key",
+        "policy",
+        "x-amz-algorithm",
+        "x-amz-credential",
+        "x-amz-date",
+        "x-amz-signature",
+        "x-amz-security-token",
+        "success_action_status",
+        "success_action_redirect",
+        "redirect",
+        "bucket",
+        "awsaccesskeyid",
+        "signature",
+        "file",
+        "tagging",
+        "acl",
     };
     if (strncasecmp(n, "x-ignore-", 9) == 0)
         return true;
@@ -151,8 +171,8 @@ static bool form_own(const char *n)
 static bool object_header(const char *n)
 {
     static const char *const names[] = {
-        "content-type", "content-encoding", "content-disposition", "content-language",
-        "cache-control", "expires",
+        "content-type",     "content-encoding", "content-disposition",
+        "content-language", "cache-control",    "expires",
     };
     if (strncasecmp(n, "x-amz-", 6) == 0)
         return true;
@@ -317,8 +337,7 @@ static s3_err_t file_begin(srv_req_t *r, const s3_form_part_t *part)
     r->route.key_len = strlen(key);
     srv_out_t o;
     out_init(&o);
-    if (srv_key_check(r, &o) ||
-        srv_authz_other(r, &o, "s3:PutObject", srv_b(r), srv_k(r), NULL))
+    if (srv_key_check(r, &o) || srv_authz_other(r, &o, "s3:PutObject", srv_b(r), srv_k(r), NULL))
         return fail_out(r, &o);
     if ((e = fields_to_headers(r)) != S3_OK)
         return e;
@@ -367,8 +386,7 @@ static s3_err_t on_begin(void *arg, const s3_form_part_t *part)
         return failf(r, S3_ERR_MALFORMED_POST_REQUEST,
                      "the form has more than %u fields before the file", S3_POST_FIELDS_COUNT_MAX);
     if (field(ps, part->name))
-        return failf(r, S3_ERR_INVALID_ARGUMENT, "the form field %.64s is given twice",
-                     part->name);
+        return failf(r, S3_ERR_INVALID_ARGUMENT, "the form field %.64s is given twice", part->name);
     free(ps->cur_name);
     wh_sbuf_free(&ps->cur);
     if (!(ps->cur_name = strdup(part->name)))
@@ -401,8 +419,7 @@ static s3_err_t on_data(void *arg, const void *p, size_t n)
     srv_s3_body_digest(r, p, n);
     wh_status_t st = store_writer_write(r->w, p, n);
     if (st != WH_OK)
-        return failf(r, s3_err_from_status(st), "writing the object failed: %s",
-                     wh_status_str(st));
+        return failf(r, s3_err_from_status(st), "writing the object failed: %s", wh_status_str(st));
     return S3_OK;
 }
 
@@ -541,7 +558,8 @@ int srv_post_finish(srv_req_t *r, srv_out_t *o)
     if (!redirect)
         redirect = field(ps, "redirect");
     const char *sas = field(ps, "success_action_status");
-    if (redirect && (strncmp(redirect, "http://", 7) == 0 || strncmp(redirect, "https://", 8) == 0)) {
+    if (redirect &&
+        (strncmp(redirect, "http://", 7) == 0 || strncmp(redirect, "https://", 8) == 0)) {
         wh_sbuf_t u, be;
         wh_sbuf_init(&u);
         wh_sbuf_init(&be);

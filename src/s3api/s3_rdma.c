@@ -21,8 +21,8 @@ int srv_rdma_refuse(srv_req_t *r, srv_out_t *o, const srv_rdma_result_t *res, wh
         snprintf(msg, sizeof msg, "%s", res->message);
     else
         snprintf(msg, sizeof msg, "RDMA transfer failed: %s", wh_status_str(st));
-    wh_info(MOD, "rdma refused id=%s peer=%s status=%d code=%s reason=\"%s\"", r->id,
-            r->peer.addr, status, code, msg);
+    wh_info(MOD, "rdma refused id=%s peer=%s status=%d code=%s reason=\"%s\"", r->id, r->peer.addr,
+            status, code, msg);
     /* A decline tells the client to fall back to HTTP. */
     if (status == 501)
         srv_out_header(o, "x-amz-rdma-reply", "501");
@@ -58,8 +58,9 @@ int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part)
         return srv_err(o, S3_ERR_INVALID_ARGUMENT,
                        "a PUT with x-amz-rdma-token carries no body: send Content-Length: 0");
     if (r->auth.mode != S3_PAYLOAD_UNSIGNED)
-        return srv_err(o, S3_ERR_INVALID_ARGUMENT, "a PUT with x-amz-rdma-token must send "
-                                                   "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                       "a PUT with x-amz-rdma-token must send "
+                       "x-amz-content-sha256: UNSIGNED-PAYLOAD");
     /* The token's size is the body's size: it meets the limit Content-Length would, before
      * any byte moves. A token that does not parse is left to the engine, which names the bad
      * field. */
@@ -80,9 +81,9 @@ int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part)
      * (a Content-MD5 needs one) and the body is large enough for it to cost. */
     if (r->srv->cfg.rdma_digest_etag && !srv_hdr(r, "content-md5") && tok &&
         tok->size >= SRV_DIGEST_ETAG_MIN)
-        store_writer_use_digest_etag(r->w, r->srv->cfg.etag_part_size
-                                               ? r->srv->cfg.etag_part_size
-                                               : STORE_ETAG_PART_DEFAULT, part);
+        store_writer_use_digest_etag(
+            r->w, r->srv->cfg.etag_part_size ? r->srv->cfg.etag_part_size : STORE_ETAG_PART_DEFAULT,
+            part);
     else
         srv_put_etag_mode(r, part);
     srv_rdma_result_t res;

@@ -86,7 +86,8 @@ static int rdma_get(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, int f
         if (st == WH_OK)
             st = srv_rdma_get_extents(r->srv->rdma, &r->token, &r->peer, ext, n_ext, &res);
         else
-            res = (srv_rdma_result_t){.http_status = 500, .s3_code = "InternalError",
+            res = (srv_rdma_result_t){.http_status = 500,
+                                      .s3_code = "InternalError",
                                       .message = "cannot map the object's files"};
     } else {
         st = srv_delegate_rdma_get(r, rd, &r->token, off, len, &res);
@@ -161,8 +162,8 @@ static struct MHD_Response *mapped_response(store_reader_t *rd, uint64_t off, ui
     m->n = n;
     for (size_t i = 0; i < n; i++) {
         uint64_t aoff = ext[i].off & ~(uint64_t)4095, delta = ext[i].off - aoff;
-        void *p = mmap(NULL, (size_t)(delta + ext[i].len), PROT_READ, MAP_SHARED, ext[i].fd,
-                       (off_t)aoff);
+        void *p =
+            mmap(NULL, (size_t)(delta + ext[i].len), PROT_READ, MAP_SHARED, ext[i].fd, (off_t)aoff);
         if (p == MAP_FAILED) {
             wh_warn(MOD, "cannot map an object file: %s; streaming by reads", strerror(errno));
             goto out;
@@ -189,8 +190,7 @@ out:
 
 /* true with *fd (a duplicate, the caller's) when one local file of the reader holds
  * [off, off+len): a ranged or ?partNumber GET of a composed object within one part. */
-static bool single_extent(store_reader_t *rd, uint64_t off, uint64_t len, int *fd,
-                          uint64_t *foff)
+static bool single_extent(store_reader_t *rd, uint64_t off, uint64_t len, int *fd, uint64_t *foff)
 {
     int efd;
     uint64_t avail;
@@ -213,8 +213,8 @@ int srv_read_object(srv_req_t *r, srv_out_t *o)
     int fd = -1;
     store_reader_t *rd = NULL; /* bytes that are not local (a cluster): through the table */
     /* The version this request opened is the one served, by sendfile or by RDMA alike. */
-    wh_status_t st = store_object_open_version(srv_st(r), srv_b(r), srv_k(r), vid, &m,
-                                               r->head ? NULL : &fd);
+    wh_status_t st =
+        store_object_open_version(srv_st(r), srv_b(r), srv_k(r), vid, &m, r->head ? NULL : &fd);
     if (st == WH_ERR_UNSUPPORTED && !r->head)
         st = store_object_reader_version(srv_st(r), srv_b(r), srv_k(r), vid, &m, &rd);
     if (st == WH_ERR_NOT_FOUND) {
@@ -315,9 +315,8 @@ int srv_read_object(srv_req_t *r, srv_out_t *o)
         wh_status_t pst = store_reader_prepare(rd, off, len, why, sizeof why);
         if (pst != WH_OK) {
             wh_warn(MOD, "get refused before the header id=%s reason='%s'", r->id, why);
-            ret = pst == WH_ERR_UNAVAILABLE
-                      ? srv_errf(o, S3_ERR_SERVICE_UNAVAILABLE, "%s", why)
-                      : srv_err_status(r, o, pst, "reading the object");
+            ret = pst == WH_ERR_UNAVAILABLE ? srv_errf(o, S3_ERR_SERVICE_UNAVAILABLE, "%s", why)
+                                            : srv_err_status(r, o, pst, "reading the object");
             goto out;
         }
         resp = srv_reader_response(rd, off, len);

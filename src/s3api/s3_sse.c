@@ -43,23 +43,27 @@ static int parse_customer(srv_req_t *r, srv_out_t *o, const char *pfx, srv_sse_r
     if (!alg || !key || !md5)
         return srv_errf(o, S3_ERR_INVALID_ARGUMENT,
                         "server-side encryption with a customer key needs %s, %s and %s "
-                        "together; %s is missing", n_alg, n_key, n_md5,
-                        !alg ? n_alg : !key ? n_key : n_md5);
+                        "together; %s is missing",
+                        n_alg, n_key, n_md5,
+                        !alg   ? n_alg
+                        : !key ? n_key
+                               : n_md5);
     if (!srv_req_secure(r))
         return srv_errf(o, S3_ERR_INVALID_REQUEST,
                         "Requests specifying Server Side Encryption with Customer provided keys "
                         "must be made over a secure connection (%s over plain HTTP is refused: "
-                        "the key would travel in clear)", n_key);
+                        "the key would travel in clear)",
+                        n_key);
     if (strcmp(alg, "AES256") != 0)
-        return srv_errf(o, S3_ERR_INVALID_ARGUMENT,
-                        "%s must be AES256, not '%.32s'", n_alg, alg);
+        return srv_errf(o, S3_ERR_INVALID_ARGUMENT, "%s must be AES256, not '%.32s'", n_alg, alg);
     uint8_t raw[64];
     long kn = wh_base64_decode(key, strlen(key), raw, sizeof raw);
     if (kn != STORE_SSE_KEY_LEN) {
         OPENSSL_cleanse(raw, sizeof raw);
         return srv_errf(o, S3_ERR_INVALID_ARGUMENT,
                         "%s must be the base64 of a 256-bit (32-byte) key; it decodes to %ld "
-                        "bytes", n_key, kn < 0 ? 0 : kn);
+                        "bytes",
+                        n_key, kn < 0 ? 0 : kn);
     }
     uint8_t d[WH_MD5_LEN];
     wh_md5(raw, STORE_SSE_KEY_LEN, d);
@@ -69,7 +73,8 @@ static int parse_customer(srv_req_t *r, srv_out_t *o, const char *pfx, srv_sse_r
         OPENSSL_cleanse(raw, sizeof raw);
         return srv_errf(o, S3_ERR_INVALID_ARGUMENT,
                         "The calculated MD5 hash of the key did not match the hash that was "
-                        "provided (%s is not the base64 MD5 of %s)", n_md5, n_key);
+                        "provided (%s is not the base64 MD5 of %s)",
+                        n_md5, n_key);
     }
     q->kind = STORE_SSE_C;
     memcpy(q->ckey, raw, STORE_SSE_KEY_LEN);
@@ -78,8 +83,7 @@ static int parse_customer(srv_req_t *r, srv_out_t *o, const char *pfx, srv_sse_r
     return 0;
 }
 
-int srv_sse_request(srv_req_t *r, srv_out_t *o, bool copy_source, bool allow_s3,
-                    srv_sse_req_t *q)
+int srv_sse_request(srv_req_t *r, srv_out_t *o, bool copy_source, bool allow_s3, srv_sse_req_t *q)
 {
     memset(q, 0, sizeof *q);
     if (copy_source)
@@ -105,20 +109,21 @@ int srv_sse_request(srv_req_t *r, srv_out_t *o, bool copy_source, bool allow_s3,
     if (strcmp(v, "aws:kms") == 0 || strcmp(v, "aws:kms:dsse") == 0)
         return srv_errf(o, S3_ERR_NOT_IMPLEMENTED,
                         "%s: %s is not implemented by wharfd: no key management service is "
-                        "configured; use AES256 (SSE-S3) or a customer key (SSE-C)", SSE_H, v);
+                        "configured; use AES256 (SSE-S3) or a customer key (SSE-C)",
+                        SSE_H, v);
     if (strcmp(v, "AES256") != 0)
         return srv_errf(o, S3_ERR_INVALID_ARGUMENT,
                         "%s must be AES256 (or aws:kms, which wharfd does not serve), not "
-                        "'%.32s'", SSE_H, v);
+                        "'%.32s'",
+                        SSE_H, v);
     if (q->kind == STORE_SSE_C)
         return srv_errf(o, S3_ERR_INVALID_ARGUMENT,
-                        "%s and a customer key (%salgorithm) cannot both be given", SSE_H,
-                        SSEC_H);
+                        "%s and a customer key (%salgorithm) cannot both be given", SSE_H, SSEC_H);
     if (!allow_s3)
         return srv_errf(o, S3_ERR_INVALID_ARGUMENT,
                         "%s is not accepted on %s: it is set when the object is written (for "
-                        "a multipart upload, on CreateMultipartUpload)", SSE_H,
-                        srv_api_name(r->route.op->api));
+                        "a multipart upload, on CreateMultipartUpload)",
+                        SSE_H, srv_api_name(r->route.op->api));
     q->kind = STORE_SSE_S3;
     return 0;
 }
@@ -148,12 +153,13 @@ int srv_sse_new(srv_req_t *r, srv_out_t *o, const srv_sse_req_t *q, char **sse,
         if (!r->srv->ident || !srv_ident_has_key(r->srv->ident))
             return srv_errf(o, S3_ERR_NOT_IMPLEMENTED,
                             "%s: AES256 needs the server key (--server-key-file), which this "
-                            "server has not got", SSE_H);
+                            "server has not got",
+                            SSE_H);
         char aad[64];
         s3_aad(s.salt, aad);
         if (wh_random_bytes(key, STORE_SSE_KEY_LEN) != 0 ||
-            srv_ident_seal(r->srv->ident, aad, key, STORE_SSE_KEY_LEN, s.secret,
-                           sizeof s.secret) != WH_OK) {
+            srv_ident_seal(r->srv->ident, aad, key, STORE_SSE_KEY_LEN, s.secret, sizeof s.secret) !=
+                WH_OK) {
             OPENSSL_cleanse(key, STORE_SSE_KEY_LEN);
             return srv_err(o, S3_ERR_INTERNAL, "sealing a data key under the server key failed");
         }
@@ -177,7 +183,8 @@ wh_status_t srv_sse_key(srv_req_t *r, const char *text, const srv_sse_req_t *q,
     if (s.kind == STORE_SSE_C) {
         if (q->kind != STORE_SSE_C) {
             *err = S3_ERR_INVALID_REQUEST;
-            snprintf(msg, cap, "The object was stored using a form of Server Side Encryption. "
+            snprintf(msg, cap,
+                     "The object was stored using a form of Server Side Encryption. "
                      "The correct parameters must be provided to retrieve the object (its "
                      "customer key, by the SSE-C headers)");
             return WH_ERR_AUTH;
@@ -188,7 +195,8 @@ wh_status_t srv_sse_key(srv_req_t *r, const char *text, const srv_sse_req_t *q,
         if (CRYPTO_memcmp(v, s.secret, 64) != 0 || strlen(s.secret) != 64) {
             OPENSSL_cleanse(k, sizeof k);
             *err = S3_ERR_ACCESS_DENIED;
-            snprintf(msg, cap, "the customer key given is not the key the object was stored "
+            snprintf(msg, cap,
+                     "the customer key given is not the key the object was stored "
                      "with");
             return WH_ERR_AUTH;
         }
@@ -198,20 +206,22 @@ wh_status_t srv_sse_key(srv_req_t *r, const char *text, const srv_sse_req_t *q,
     }
     if (q->kind == STORE_SSE_C) {
         *err = S3_ERR_INVALID_REQUEST;
-        snprintf(msg, cap, "the object is not encrypted with a customer key: send no SSE-C "
+        snprintf(msg, cap,
+                 "the object is not encrypted with a customer key: send no SSE-C "
                  "headers to read it");
         return WH_ERR_INVALID;
     }
     char aad[64];
     s3_aad(s.salt, aad);
-    wh_status_t st = r->srv->ident ? srv_ident_unseal(r->srv->ident, aad, s.secret, key,
-                                                      STORE_SSE_KEY_LEN)
-                                   : WH_ERR_UNSUPPORTED;
+    wh_status_t st = r->srv->ident
+                         ? srv_ident_unseal(r->srv->ident, aad, s.secret, key, STORE_SSE_KEY_LEN)
+                         : WH_ERR_UNSUPPORTED;
     if (st != WH_OK) {
         wh_error(MOD, "id=%s an SSE-S3 data key does not open under the server key: %s", r->id,
                  wh_status_str(st));
         *err = S3_ERR_INTERNAL;
-        snprintf(msg, cap, "the object's data key cannot be opened with this server's key "
+        snprintf(msg, cap,
+                 "the object's data key cannot be opened with this server's key "
                  "(--server-key-file)");
         return WH_ERR_INTERNAL;
     }
@@ -275,8 +285,7 @@ int srv_sse_copy(srv_req_t *r, srv_out_t *o, const char *sbucket, const char *sk
     int ret;
     if ((ret = srv_sse_request(r, o, true, false, &src)))
         return ret;
-    if ((ret = srv_sse_request(r, o, false, true, &dst)) ||
-        (ret = srv_sse_default(r, o, &dst))) {
+    if ((ret = srv_sse_request(r, o, false, true, &dst)) || (ret = srv_sse_default(r, o, &dst))) {
         srv_sse_req_wipe(&src);
         return ret;
     }
@@ -288,8 +297,8 @@ int srv_sse_copy(srv_req_t *r, srv_out_t *o, const char *sbucket, const char *sk
         return ret;
     }
     copy_key_arg_t a = {.r = r, .q = &src};
-    store_copy_sse_t cs = {.src_key = copy_src_key, .arg = &a, .dst_sse = dsse,
-                           .dst_key = dsse ? dkey : NULL};
+    store_copy_sse_t cs = {
+        .src_key = copy_src_key, .arg = &a, .dst_sse = dsse, .dst_key = dsse ? dkey : NULL};
     *st = store_object_copy_sse(srv_st(r), sbucket, skey, sversion, srv_b(r), srv_k(r),
                                 replace_meta, &cs, out_meta);
     OPENSSL_cleanse(dkey, sizeof dkey);
@@ -367,7 +376,8 @@ int srv_sse_writer(srv_req_t *r, srv_out_t *o, bool part)
             char msg[256];
             if (srv_sse_key(r, um.sse, &q, key, &e, msg, sizeof msg) != WH_OK) {
                 if (e == S3_ERR_INVALID_REQUEST)
-                    snprintf(msg, sizeof msg, "the upload is encrypted with a customer key: "
+                    snprintf(msg, sizeof msg,
+                             "the upload is encrypted with a customer key: "
                              "each UploadPart must give that key by the SSE-C headers");
                 ret = srv_err(o, e, msg);
             } else {

@@ -40,10 +40,10 @@ void srv_xml_owner_of(const srv_req_t *r, wh_sbuf_t *b, const char *elem, const 
     srv_owner_id(r, stored, id);
     /* Names are known for root ("root": never its access key id) and for the caller; another
      * user's id stands for its name. */
-    const char *name = !stored || !*stored ? "root"
-                       : r->who.kind == S3_PRINCIPAL_USER && strcmp(stored, r->who.canonical_id) == 0
-                           ? r->who.user
-                           : id;
+    const char *name =
+        !stored || !*stored                                                            ? "root"
+        : r->who.kind == S3_PRINCIPAL_USER && strcmp(stored, r->who.canonical_id) == 0 ? r->who.user
+                                                                                       : id;
     xml_owner(b, elem, id, name);
 }
 
@@ -125,8 +125,8 @@ int srv_err_status(srv_req_t *r, srv_out_t *o, wh_status_t st, const char *what)
                         "%s failed: the metadata database or the storage servers holding the "
                         "data are unreachable; retry when they are back",
                         what);
-    case WH_ERR_NO_SPACE:    /* 507: the storage is full */
-    case WH_ERR_BUSY: {      /* 503 SlowDown: write conflicts still unresolved after retries */
+    case WH_ERR_NO_SPACE: /* 507: the storage is full */
+    case WH_ERR_BUSY: {   /* 503 SlowDown: write conflicts still unresolved after retries */
         s3_err_t e = s3_err_from_status(st);
         return srv_errf(o, e, "%s failed: %s", what, s3_err_message(e));
     }
@@ -251,8 +251,7 @@ static int parse_time_hdr(const char *v, time_t *t)
     return 0;
 }
 
-int srv_delete_cond(srv_req_t *r, srv_out_t *o, const char *key, const char *vid,
-                    const char *etag)
+int srv_delete_cond(srv_req_t *r, srv_out_t *o, const char *key, const char *vid, const char *etag)
 {
     const char *im = etag ? etag : srv_hdr(r, "if-match");
     const char *lmt = etag ? NULL : srv_hdr(r, "x-amz-if-match-last-modified-time");
@@ -262,11 +261,15 @@ int srv_delete_cond(srv_req_t *r, srv_out_t *o, const char *key, const char *vid
     time_t t = 0;
     uint64_t size = 0;
     if (lmt && parse_time_hdr(lmt, &t) != 0)
-        return srv_errf(o, S3_ERR_INVALID_ARGUMENT, "x-amz-if-match-last-modified-time '%.64s' "
-                        "is not an HTTP date or an ISO 8601 time", lmt);
+        return srv_errf(o, S3_ERR_INVALID_ARGUMENT,
+                        "x-amz-if-match-last-modified-time '%.64s' "
+                        "is not an HTTP date or an ISO 8601 time",
+                        lmt);
     if (sz && wh_parse_u64(sz, strlen(sz), &size) != 0)
-        return srv_errf(o, S3_ERR_INVALID_ARGUMENT, "x-amz-if-match-size '%.32s' is not a byte "
-                        "count", sz);
+        return srv_errf(o, S3_ERR_INVALID_ARGUMENT,
+                        "x-amz-if-match-size '%.32s' is not a byte "
+                        "count",
+                        sz);
     store_obj_meta_t m;
     memset(&m, 0, sizeof m);
     wh_status_t st = store_object_open_version(srv_st(r), srv_b(r), key, vid, &m, NULL);
@@ -274,20 +277,29 @@ int srv_delete_cond(srv_req_t *r, srv_out_t *o, const char *key, const char *vid
     if (st == WH_ERR_NOT_FOUND) {
         /* If-Match needs an object; the time and size conditions hold for a missing one. */
         if (im)
-            ret = srv_errf(o, S3_ERR_NO_SUCH_KEY, "If-Match names an object but key %.200s has "
-                           "none%s", key, m.delete_marker ? " (its current version is a "
-                                                            "delete marker)" : "");
+            ret = srv_errf(o, S3_ERR_NO_SUCH_KEY,
+                           "If-Match names an object but key %.200s has "
+                           "none%s",
+                           key,
+                           m.delete_marker ? " (its current version is a "
+                                             "delete marker)"
+                                           : "");
     } else if (st != WH_OK) {
         ret = srv_err_status(r, o, st, "reading the object a conditional delete names");
     } else if (im && !etag_list_match(im, m.etag)) {
-        ret = srv_errf(o, S3_ERR_PRECONDITION_FAILED, "If-Match %.84s does not match the "
-                       "object's ETag \"%s\"", im, m.etag);
+        ret = srv_errf(o, S3_ERR_PRECONDITION_FAILED,
+                       "If-Match %.84s does not match the "
+                       "object's ETag \"%s\"",
+                       im, m.etag);
     } else if (lmt && m.mtime != t) {
-        ret = srv_errf(o, S3_ERR_PRECONDITION_FAILED, "x-amz-if-match-last-modified-time does "
+        ret = srv_errf(o, S3_ERR_PRECONDITION_FAILED,
+                       "x-amz-if-match-last-modified-time does "
                        "not match the object's last modification time");
     } else if (sz && m.size != size) {
-        ret = srv_errf(o, S3_ERR_PRECONDITION_FAILED, "x-amz-if-match-size %" PRIu64 " does not "
-                       "match the object's size %" PRIu64, size, (uint64_t)m.size);
+        ret = srv_errf(o, S3_ERR_PRECONDITION_FAILED,
+                       "x-amz-if-match-size %" PRIu64 " does not "
+                       "match the object's size %" PRIu64,
+                       size, (uint64_t)m.size);
     }
     store_obj_meta_free(&m);
     return ret;
@@ -460,9 +472,11 @@ int srv_mpu_cap_check(srv_req_t *r, srv_out_t *o)
     unsigned cap = r->srv->cfg.max_uploads;
     if (cap && n >= cap) {
         char msg[sizeof o->msg];
-        snprintf(msg, sizeof msg, "bucket %.63s has %" PRIu64 " incomplete multipart uploads, "
+        snprintf(msg, sizeof msg,
+                 "bucket %.63s has %" PRIu64 " incomplete multipart uploads, "
                  "the most this server keeps per bucket (--max-uploads %u): complete or abort "
-                 "some first (ListMultipartUploads lists them)", srv_b(r), n, cap);
+                 "some first (ListMultipartUploads lists them)",
+                 srv_b(r), n, cap);
         return srv_err_raw(o, 400, "TooManyUploads", msg);
     }
     return 0;

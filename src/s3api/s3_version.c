@@ -25,8 +25,7 @@ void srv_out_version(srv_out_t *o, const char *vid, bool asked)
         srv_out_header(o, "x-amz-version-id", vid);
 }
 
-int srv_version_not_found(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m,
-                          const char *vid)
+int srv_version_not_found(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, const char *vid)
 {
     if (m->delete_marker) {
         srv_out_header(o, "x-amz-delete-marker", "true");
@@ -76,14 +75,16 @@ int srv_bucket_versioning_put_finish(srv_req_t *r, srv_out_t *o)
     int status = 0;
     s3_err_t e = s3_xml_parse_versioning(r->buf.data ? r->buf.data : "", r->buf.len, &status);
     if (e != S3_OK)
-        return srv_err(o, e, "The XML you provided was not well-formed or did not validate: a "
-                             "VersioningConfiguration with Status Enabled or Suspended");
+        return srv_err(o, e,
+                       "The XML you provided was not well-formed or did not validate: a "
+                       "VersioningConfiguration with Status Enabled or Suspended");
     wh_status_t st = store_bucket_versioning_set(
         srv_st(r), srv_b(r), status == 1 ? STORE_VERSIONING_ENABLED : STORE_VERSIONING_SUSPENDED);
     /* Object lock keeps versioning Enabled (the store reads it in the same transaction):
      * suspending it would let a PUT replace a locked null version. */
     if (st == WH_ERR_PRECONDITION)
-        return srv_err(o, S3_ERR_INVALID_BUCKET_STATE, "An Object Lock configuration is "
+        return srv_err(o, S3_ERR_INVALID_BUCKET_STATE,
+                       "An Object Lock configuration is "
                        "present on this bucket, so the versioning state cannot be changed.");
     if (st != WH_OK)
         return srv_err_status(r, o, st, "setting the bucket's versioning");

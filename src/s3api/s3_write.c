@@ -41,8 +41,7 @@ int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part)
         if (part) { /* a part of an encrypted upload */
             store_obj_meta_t um;
             memset(&um, 0, sizeof um);
-            if (store_mpu_meta(srv_st(r), srv_b(r), srv_k(r), r->upload_id, &um) == WH_OK &&
-                um.sse)
+            if (store_mpu_meta(srv_st(r), srv_b(r), srv_k(r), r->upload_id, &um) == WH_OK && um.sse)
                 q.kind = STORE_SSE_S3; /* either kind: declined alike */
             store_obj_meta_free(&um);
         }
@@ -81,7 +80,7 @@ int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part)
     srv_put_etag_mode(r, part);
     if ((ret = srv_sse_writer(r, o, part)))
         return ret; /* cleanup aborts the writer */
-    return 0; /* the body goes to r->w */
+    return 0;       /* the body goes to r->w */
 }
 
 int srv_put_commit(srv_req_t *r, srv_out_t *o, bool part, const s3_sums_t *want,
@@ -231,8 +230,8 @@ int srv_copy_src_parse(srv_req_t *r, srv_out_t *o, srv_copy_src_t *c)
     return 0;
 }
 
-int srv_copy_src_open(srv_req_t *r, srv_out_t *o, const srv_copy_src_t *c,
-                      store_obj_meta_t *m, store_reader_t **rd)
+int srv_copy_src_open(srv_req_t *r, srv_out_t *o, const srv_copy_src_t *c, store_obj_meta_t *m,
+                      store_reader_t **rd)
 {
     const char *vid = c->version_id[0] ? c->version_id : NULL;
     /* A reader, not an fd: an object composed of its parts' files has no single fd, and a
@@ -241,8 +240,8 @@ int srv_copy_src_open(srv_req_t *r, srv_out_t *o, const srv_copy_src_t *c,
                         : store_object_open_version(srv_st(r), c->bucket, c->key, vid, m, NULL);
     /* Reading the source is s3:GetObject (of a version: s3:GetObjectVersion) on it, decided
      * before its bytes are read. */
-    int ret = srv_authz_other(r, o, vid ? "s3:GetObjectVersion" : "s3:GetObject", c->bucket,
-                              c->key, st == WH_OK ? m : NULL);
+    int ret = srv_authz_other(r, o, vid ? "s3:GetObjectVersion" : "s3:GetObject", c->bucket, c->key,
+                              st == WH_OK ? m : NULL);
     if (ret) {
         if (rd) {
             store_reader_close(*rd);
@@ -290,15 +289,15 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
     const char *dir = srv_hdr(r, "x-amz-metadata-directive");
     bool replace = dir && strcmp(dir, "REPLACE") == 0;
     if (dir && !replace && strcmp(dir, "COPY") != 0) {
-        ret = srv_err(o, S3_ERR_INVALID_ARGUMENT,
-                      "x-amz-metadata-directive must be COPY or REPLACE");
+        ret =
+            srv_err(o, S3_ERR_INVALID_ARGUMENT, "x-amz-metadata-directive must be COPY or REPLACE");
         goto out;
     }
     const char *tdir = srv_hdr(r, "x-amz-tagging-directive");
     bool tags_replace = tdir && strcmp(tdir, "REPLACE") == 0;
     if (tdir && !tags_replace && strcmp(tdir, "COPY") != 0) {
-        ret = srv_err(o, S3_ERR_INVALID_ARGUMENT,
-                      "x-amz-tagging-directive must be COPY or REPLACE");
+        ret =
+            srv_err(o, S3_ERR_INVALID_ARGUMENT, "x-amz-tagging-directive must be COPY or REPLACE");
         goto out;
     }
     if (tags_replace && (ret = srv_tags_from_request(r, o, &new_tags)))
@@ -344,8 +343,8 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
         goto out;
     }
     wh_status_t st;
-    if ((ret = srv_sse_copy(r, o, c.bucket, c.key, sm.version_id[0] ? sm.version_id : NULL,
-                            &nm, &out_m, &st)))
+    if ((ret = srv_sse_copy(r, o, c.bucket, c.key, sm.version_id[0] ? sm.version_id : NULL, &nm,
+                            &out_m, &st)))
         goto out;
     if (st == WH_ERR_NOT_FOUND) {
         ret = srv_err(o, S3_ERR_NO_SUCH_KEY, "the copy source vanished or the bucket is gone");
@@ -362,7 +361,8 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
                                         STORE_BYPASS_ALL, NULL);
         wh_warn("s3", "id=%s copy source %s/%s changed after it was authorized; copy undone (%s)",
                 r->id, c.bucket, c.key, wh_status_str(st));
-        ret = srv_err_raw(o, 409, "OperationAborted", "the copy source was replaced while it "
+        ret = srv_err_raw(o, 409, "OperationAborted",
+                          "the copy source was replaced while it "
                           "was being copied; retry the copy");
         goto out;
     }
@@ -440,10 +440,11 @@ int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o)
     memset(&d, 0, sizeof d);
     s3_err_t e = s3_xml_parse_delete(r->buf.data ? r->buf.data : "", r->buf.len, &d);
     if (e != S3_OK)
-        return srv_err(o, e, e == S3_ERR_NOT_IMPLEMENTED
-                                 ? "DeleteObjects conditions LastModifiedTime and Size (directory "
-                                   "buckets) are not implemented by wharfd; ETag is"
-                                 : NULL);
+        return srv_err(o, e,
+                       e == S3_ERR_NOT_IMPLEMENTED
+                           ? "DeleteObjects conditions LastModifiedTime and Size (directory "
+                             "buckets) are not implemented by wharfd; ETag is"
+                           : NULL);
     wh_sbuf_t b;
     wh_sbuf_init(&b);
     wh_sbuf_puts(&b, XML_DECL "<DeleteResult xmlns=\"" S3_XMLNS "\">");
@@ -455,8 +456,8 @@ int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o)
         srv_out_t ko;
         memset(&ko, 0, sizeof ko);
         if (store_key_valid(k, kl) &&
-            srv_authz_other(r, &ko, vid ? "s3:DeleteObjectVersion" : "s3:DeleteObject",
-                            srv_b(r), k, NULL)) {
+            srv_authz_other(r, &ko, vid ? "s3:DeleteObjectVersion" : "s3:DeleteObject", srv_b(r), k,
+                            NULL)) {
             wh_sbuf_puts(&b, "<Error>");
             s3_xml_elem(&b, "Key", k);
             s3_xml_elem(&b, "Code", ko.code ? ko.code : "AccessDenied");
@@ -485,11 +486,11 @@ int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o)
             wh_sbuf_puts(&b, "</Error>");
             continue;
         }
-        wh_status_t st = !store_key_valid(k, kl)                ? WH_ERR_INVALID
-                         : vid && !store_version_id_valid(vid) ? WH_ERR_RANGE
-                                                                : store_object_delete_locked(
-                                                                      srv_st(r), srv_b(r), k,
-                                                                      vid, bypass, &res);
+        wh_status_t st =
+            !store_key_valid(k, kl) ? WH_ERR_INVALID
+            : vid && !store_version_id_valid(vid)
+                ? WH_ERR_RANGE
+                : store_object_delete_locked(srv_st(r), srv_b(r), k, vid, bypass, &res);
         if (st == WH_ERR_AUTH && res.locked) {
             char msg[sizeof ko.msg];
             srv_lock_refusal(&res, k, vid, msg, sizeof msg);
@@ -520,11 +521,11 @@ int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o)
             s3_xml_elem(&b, "Key", k);
             if (vid)
                 s3_xml_elem(&b, "VersionId", vid);
-            s3_xml_elem(&b, "Code", st == WH_ERR_INVALID || st == WH_ERR_RANGE
-                                        ? "InvalidArgument"
-                                        : "InternalError");
-            s3_xml_elem(&b, "Message", st == WH_ERR_RANGE ? "Invalid version id specified"
-                                                          : wh_status_str(st));
+            s3_xml_elem(&b, "Code",
+                        st == WH_ERR_INVALID || st == WH_ERR_RANGE ? "InvalidArgument"
+                                                                   : "InternalError");
+            s3_xml_elem(&b, "Message",
+                        st == WH_ERR_RANGE ? "Invalid version id specified" : wh_status_str(st));
             wh_sbuf_puts(&b, "</Error>");
         }
     }

@@ -25,83 +25,150 @@
 #define WR_ SRV_BODY_WRITER
 #define FORM_ SRV_BODY_FORM
 const srv_op_t srv_ops[] = {
-    /* level method  q1            q2            q1 value copy api                             body   rdma  begin, finish, IAM action, obj_acl */
-    {SVC, "GET", NULL, NULL, NULL, false, SRV_API_LIST_BUCKETS, NONE_, false, srv_bucket_list_all, NULL, "s3:ListAllMyBuckets", false},
+    /* level method  q1            q2            q1 value copy api                             body
+       rdma  begin, finish, IAM action, obj_acl */
+    {SVC, "GET", NULL, NULL, NULL, false, SRV_API_LIST_BUCKETS, NONE_, false, srv_bucket_list_all,
+     NULL, "s3:ListAllMyBuckets", false},
     /* The IAM API's query protocol (aws iam --endpoint-url): POST / with a form body; it
      * authenticates and authorizes itself once the body is read (iam.c). */
-    {SVC, "POST", NULL, NULL, NULL, false, SRV_API_IAM, BUF_, false, srv_iam_begin, srv_iam_finish, NULL, false},
+    {SVC, "POST", NULL, NULL, NULL, false, SRV_API_IAM, BUF_, false, srv_iam_begin, srv_iam_finish,
+     NULL, false},
 
-    {BKT, "GET", "acl", NULL, NULL, false, SRV_API_GET_BUCKET_ACL, NONE_, false, srv_acl_bucket_get, NULL, "s3:GetBucketAcl", false},
-    {BKT, "PUT", "acl", NULL, NULL, false, SRV_API_PUT_BUCKET_ACL, BUF_, false, srv_acl_put_begin, srv_acl_bucket_put_finish, "s3:PutBucketAcl", false},
-    {BKT, "GET", "policy", NULL, NULL, false, SRV_API_GET_BUCKET_POLICY, NONE_, false, srv_policy_get, NULL, "s3:GetBucketPolicy", false},
-    {BKT, "PUT", "policy", NULL, NULL, false, SRV_API_PUT_BUCKET_POLICY, BUF_, false, srv_policy_put_begin, srv_policy_put_finish, "s3:PutBucketPolicy", false},
-    {BKT, "DELETE", "policy", NULL, NULL, false, SRV_API_DELETE_BUCKET_POLICY, NONE_, false, srv_policy_delete, NULL, "s3:DeleteBucketPolicy", false},
-    {BKT, "GET", "policyStatus", NULL, NULL, false, SRV_API_GET_BUCKET_POLICY_STATUS, NONE_, false, srv_policy_status, NULL, "s3:GetBucketPolicyStatus", false},
-    {BKT, "GET", "tagging", NULL, NULL, false, SRV_API_GET_BUCKET_TAGGING, NONE_, false, srv_btag_get, NULL, "s3:GetBucketTagging", false},
-    {BKT, "PUT", "tagging", NULL, NULL, false, SRV_API_PUT_BUCKET_TAGGING, BUF_, false, srv_bconfig_put_begin, srv_btag_put_finish, "s3:PutBucketTagging", false},
-    {BKT, "DELETE", "tagging", NULL, NULL, false, SRV_API_DELETE_BUCKET_TAGGING, NONE_, false, srv_btag_delete, NULL, "s3:PutBucketTagging", false},
-    {BKT, "GET", "cors", NULL, NULL, false, SRV_API_GET_BUCKET_CORS, NONE_, false, srv_cors_get, NULL, "s3:GetBucketCORS", false},
-    {BKT, "PUT", "cors", NULL, NULL, false, SRV_API_PUT_BUCKET_CORS, BUF_, false, srv_bconfig_put_begin, srv_cors_put_finish, "s3:PutBucketCORS", false},
-    {BKT, "DELETE", "cors", NULL, NULL, false, SRV_API_DELETE_BUCKET_CORS, NONE_, false, srv_cors_delete, NULL, "s3:PutBucketCORS", false},
-    {BKT, "GET", "encryption", NULL, NULL, false, SRV_API_GET_BUCKET_ENCRYPTION, NONE_, false, srv_benc_get, NULL, "s3:GetEncryptionConfiguration", false},
-    {BKT, "PUT", "encryption", NULL, NULL, false, SRV_API_PUT_BUCKET_ENCRYPTION, BUF_, false, srv_bconfig_put_begin, srv_benc_put_finish, "s3:PutEncryptionConfiguration", false},
-    {BKT, "DELETE", "encryption", NULL, NULL, false, SRV_API_DELETE_BUCKET_ENCRYPTION, NONE_, false, srv_benc_delete, NULL, "s3:PutEncryptionConfiguration", false},
-    {BKT, "GET", "publicAccessBlock", NULL, NULL, false, SRV_API_GET_PUBLIC_ACCESS_BLOCK, NONE_, false, srv_pab_get, NULL, "s3:GetBucketPublicAccessBlock", false},
-    {BKT, "PUT", "publicAccessBlock", NULL, NULL, false, SRV_API_PUT_PUBLIC_ACCESS_BLOCK, BUF_, false, srv_bconfig_put_begin, srv_pab_put_finish, "s3:PutBucketPublicAccessBlock", false},
-    {BKT, "DELETE", "publicAccessBlock", NULL, NULL, false, SRV_API_DELETE_PUBLIC_ACCESS_BLOCK, NONE_, false, srv_pab_delete, NULL, "s3:PutBucketPublicAccessBlock", false},
-    {BKT, "GET", "ownershipControls", NULL, NULL, false, SRV_API_GET_OWNERSHIP_CONTROLS, NONE_, false, srv_own_get, NULL, "s3:GetBucketOwnershipControls", false},
-    {BKT, "PUT", "ownershipControls", NULL, NULL, false, SRV_API_PUT_OWNERSHIP_CONTROLS, BUF_, false, srv_bconfig_put_begin, srv_own_put_finish, "s3:PutBucketOwnershipControls", false},
-    {BKT, "DELETE", "ownershipControls", NULL, NULL, false, SRV_API_DELETE_OWNERSHIP_CONTROLS, NONE_, false, srv_own_delete, NULL, "s3:PutBucketOwnershipControls", false},
-    {BKT, "GET", "lifecycle", NULL, NULL, false, SRV_API_GET_BUCKET_LIFECYCLE, NONE_, false, srv_lc_get, NULL, "s3:GetLifecycleConfiguration", false},
-    {BKT, "PUT", "lifecycle", NULL, NULL, false, SRV_API_PUT_BUCKET_LIFECYCLE, BUF_, false, srv_bconfig_put_begin, srv_lc_put_finish, "s3:PutLifecycleConfiguration", false},
-    {BKT, "GET", "object-lock", NULL, NULL, false, SRV_API_GET_OBJECT_LOCK_CONFIG, NONE_, false, srv_olc_get, NULL, "s3:GetBucketObjectLockConfiguration", false},
-    {BKT, "PUT", "object-lock", NULL, NULL, false, SRV_API_PUT_OBJECT_LOCK_CONFIG, BUF_, false, srv_bconfig_put_begin, srv_olc_put_finish, "s3:PutBucketObjectLockConfiguration", false},
-    {BKT, "DELETE", "lifecycle", NULL, NULL, false, SRV_API_DELETE_BUCKET_LIFECYCLE, NONE_, false, srv_lc_delete, NULL, "s3:PutLifecycleConfiguration", false},
+    {BKT, "GET", "acl", NULL, NULL, false, SRV_API_GET_BUCKET_ACL, NONE_, false, srv_acl_bucket_get,
+     NULL, "s3:GetBucketAcl", false},
+    {BKT, "PUT", "acl", NULL, NULL, false, SRV_API_PUT_BUCKET_ACL, BUF_, false, srv_acl_put_begin,
+     srv_acl_bucket_put_finish, "s3:PutBucketAcl", false},
+    {BKT, "GET", "policy", NULL, NULL, false, SRV_API_GET_BUCKET_POLICY, NONE_, false,
+     srv_policy_get, NULL, "s3:GetBucketPolicy", false},
+    {BKT, "PUT", "policy", NULL, NULL, false, SRV_API_PUT_BUCKET_POLICY, BUF_, false,
+     srv_policy_put_begin, srv_policy_put_finish, "s3:PutBucketPolicy", false},
+    {BKT, "DELETE", "policy", NULL, NULL, false, SRV_API_DELETE_BUCKET_POLICY, NONE_, false,
+     srv_policy_delete, NULL, "s3:DeleteBucketPolicy", false},
+    {BKT, "GET", "policyStatus", NULL, NULL, false, SRV_API_GET_BUCKET_POLICY_STATUS, NONE_, false,
+     srv_policy_status, NULL, "s3:GetBucketPolicyStatus", false},
+    {BKT, "GET", "tagging", NULL, NULL, false, SRV_API_GET_BUCKET_TAGGING, NONE_, false,
+     srv_btag_get, NULL, "s3:GetBucketTagging", false},
+    {BKT, "PUT", "tagging", NULL, NULL, false, SRV_API_PUT_BUCKET_TAGGING, BUF_, false,
+     srv_bconfig_put_begin, srv_btag_put_finish, "s3:PutBucketTagging", false},
+    {BKT, "DELETE", "tagging", NULL, NULL, false, SRV_API_DELETE_BUCKET_TAGGING, NONE_, false,
+     srv_btag_delete, NULL, "s3:PutBucketTagging", false},
+    {BKT, "GET", "cors", NULL, NULL, false, SRV_API_GET_BUCKET_CORS, NONE_, false, srv_cors_get,
+     NULL, "s3:GetBucketCORS", false},
+    {BKT, "PUT", "cors", NULL, NULL, false, SRV_API_PUT_BUCKET_CORS, BUF_, false,
+     srv_bconfig_put_begin, srv_cors_put_finish, "s3:PutBucketCORS", false},
+    {BKT, "DELETE", "cors", NULL, NULL, false, SRV_API_DELETE_BUCKET_CORS, NONE_, false,
+     srv_cors_delete, NULL, "s3:PutBucketCORS", false},
+    {BKT, "GET", "encryption", NULL, NULL, false, SRV_API_GET_BUCKET_ENCRYPTION, NONE_, false,
+     srv_benc_get, NULL, "s3:GetEncryptionConfiguration", false},
+    {BKT, "PUT", "encryption", NULL, NULL, false, SRV_API_PUT_BUCKET_ENCRYPTION, BUF_, false,
+     srv_bconfig_put_begin, srv_benc_put_finish, "s3:PutEncryptionConfiguration", false},
+    {BKT, "DELETE", "encryption", NULL, NULL, false, SRV_API_DELETE_BUCKET_ENCRYPTION, NONE_, false,
+     srv_benc_delete, NULL, "s3:PutEncryptionConfiguration", false},
+    {BKT, "GET", "publicAccessBlock", NULL, NULL, false, SRV_API_GET_PUBLIC_ACCESS_BLOCK, NONE_,
+     false, srv_pab_get, NULL, "s3:GetBucketPublicAccessBlock", false},
+    {BKT, "PUT", "publicAccessBlock", NULL, NULL, false, SRV_API_PUT_PUBLIC_ACCESS_BLOCK, BUF_,
+     false, srv_bconfig_put_begin, srv_pab_put_finish, "s3:PutBucketPublicAccessBlock", false},
+    {BKT, "DELETE", "publicAccessBlock", NULL, NULL, false, SRV_API_DELETE_PUBLIC_ACCESS_BLOCK,
+     NONE_, false, srv_pab_delete, NULL, "s3:PutBucketPublicAccessBlock", false},
+    {BKT, "GET", "ownershipControls", NULL, NULL, false, SRV_API_GET_OWNERSHIP_CONTROLS, NONE_,
+     false, srv_own_get, NULL, "s3:GetBucketOwnershipControls", false},
+    {BKT, "PUT", "ownershipControls", NULL, NULL, false, SRV_API_PUT_OWNERSHIP_CONTROLS, BUF_,
+     false, srv_bconfig_put_begin, srv_own_put_finish, "s3:PutBucketOwnershipControls", false},
+    {BKT, "DELETE", "ownershipControls", NULL, NULL, false, SRV_API_DELETE_OWNERSHIP_CONTROLS,
+     NONE_, false, srv_own_delete, NULL, "s3:PutBucketOwnershipControls", false},
+    {BKT, "GET", "lifecycle", NULL, NULL, false, SRV_API_GET_BUCKET_LIFECYCLE, NONE_, false,
+     srv_lc_get, NULL, "s3:GetLifecycleConfiguration", false},
+    {BKT, "PUT", "lifecycle", NULL, NULL, false, SRV_API_PUT_BUCKET_LIFECYCLE, BUF_, false,
+     srv_bconfig_put_begin, srv_lc_put_finish, "s3:PutLifecycleConfiguration", false},
+    {BKT, "GET", "object-lock", NULL, NULL, false, SRV_API_GET_OBJECT_LOCK_CONFIG, NONE_, false,
+     srv_olc_get, NULL, "s3:GetBucketObjectLockConfiguration", false},
+    {BKT, "PUT", "object-lock", NULL, NULL, false, SRV_API_PUT_OBJECT_LOCK_CONFIG, BUF_, false,
+     srv_bconfig_put_begin, srv_olc_put_finish, "s3:PutBucketObjectLockConfiguration", false},
+    {BKT, "DELETE", "lifecycle", NULL, NULL, false, SRV_API_DELETE_BUCKET_LIFECYCLE, NONE_, false,
+     srv_lc_delete, NULL, "s3:PutLifecycleConfiguration", false},
     /* A browser's CORS preflight: unsigned, decided by the bucket's CORS rules alone. */
-    {BKT, "OPTIONS", NULL, NULL, NULL, false, SRV_API_CORS_PREFLIGHT, NONE_, false, srv_cors_preflight, NULL, NULL, false},
-    {BKT, "PUT", "versioning", NULL, NULL, false, SRV_API_PUT_BUCKET_VERSIONING, BUF_, false, srv_bucket_versioning_put_begin, srv_bucket_versioning_put_finish, "s3:PutBucketVersioning", false},
-    {BKT, "PUT", NULL, NULL, NULL, false, SRV_API_CREATE_BUCKET, BUF_, false, srv_bucket_create_begin, srv_bucket_create_finish, "s3:CreateBucket", false},
-    {BKT, "DELETE", NULL, NULL, NULL, false, SRV_API_DELETE_BUCKET, NONE_, false, srv_bucket_delete, NULL, "s3:DeleteBucket", false},
-    {BKT, "HEAD", NULL, NULL, NULL, false, SRV_API_HEAD_BUCKET, NONE_, false, srv_bucket_head, NULL, "s3:ListBucket", false},
+    {BKT, "OPTIONS", NULL, NULL, NULL, false, SRV_API_CORS_PREFLIGHT, NONE_, false,
+     srv_cors_preflight, NULL, NULL, false},
+    {BKT, "PUT", "versioning", NULL, NULL, false, SRV_API_PUT_BUCKET_VERSIONING, BUF_, false,
+     srv_bucket_versioning_put_begin, srv_bucket_versioning_put_finish, "s3:PutBucketVersioning",
+     false},
+    {BKT, "PUT", NULL, NULL, NULL, false, SRV_API_CREATE_BUCKET, BUF_, false,
+     srv_bucket_create_begin, srv_bucket_create_finish, "s3:CreateBucket", false},
+    {BKT, "DELETE", NULL, NULL, NULL, false, SRV_API_DELETE_BUCKET, NONE_, false, srv_bucket_delete,
+     NULL, "s3:DeleteBucket", false},
+    {BKT, "HEAD", NULL, NULL, NULL, false, SRV_API_HEAD_BUCKET, NONE_, false, srv_bucket_head, NULL,
+     "s3:ListBucket", false},
     /* DeleteObjects checks s3:DeleteObject key by key (srv_authz_check), as S3 does. */
-    {BKT, "POST", "delete", NULL, NULL, false, SRV_API_DELETE_OBJECTS, BUF_, false, srv_write_delete_many_begin, srv_write_delete_many_finish, "s3:DeleteObject", false},
+    {BKT, "POST", "delete", NULL, NULL, false, SRV_API_DELETE_OBJECTS, BUF_, false,
+     srv_write_delete_many_begin, srv_write_delete_many_finish, "s3:DeleteObject", false},
     /* POST Object, the browser form upload: its signature and policy are form fields, and
      * s3:PutObject on the form's key is checked once the form names it (s3_post.c). */
-    {BKT, "POST", NULL, NULL, NULL, false, SRV_API_POST_OBJECT, FORM_, false, srv_post_begin, srv_post_finish, NULL, false},
-    {BKT, "GET", "location", NULL, NULL, false, SRV_API_GET_BUCKET_LOCATION, NONE_, false, srv_bucket_location, NULL, "s3:GetBucketLocation", false},
-    {BKT, "GET", "versioning", NULL, NULL, false, SRV_API_GET_BUCKET_VERSIONING, NONE_, false, srv_bucket_versioning, NULL, "s3:GetBucketVersioning", false},
-    {BKT, "GET", "versions", NULL, NULL, false, SRV_API_LIST_OBJECT_VERSIONS, NONE_, false, srv_list_versions, NULL, "s3:ListBucketVersions", false},
-    {BKT, "GET", "uploads", NULL, NULL, false, SRV_API_LIST_MULTIPART_UPLOADS, NONE_, false, srv_mpu_list_uploads, NULL, "s3:ListBucketMultipartUploads", false},
-    {BKT, "GET", "list-type", NULL, "2", false, SRV_API_LIST_OBJECTS_V2, NONE_, false, srv_list_v2, NULL, "s3:ListBucket", false},
-    {BKT, "GET", NULL, NULL, NULL, false, SRV_API_LIST_OBJECTS, NONE_, false, srv_list_v1, NULL, "s3:ListBucket", false},
+    {BKT, "POST", NULL, NULL, NULL, false, SRV_API_POST_OBJECT, FORM_, false, srv_post_begin,
+     srv_post_finish, NULL, false},
+    {BKT, "GET", "location", NULL, NULL, false, SRV_API_GET_BUCKET_LOCATION, NONE_, false,
+     srv_bucket_location, NULL, "s3:GetBucketLocation", false},
+    {BKT, "GET", "versioning", NULL, NULL, false, SRV_API_GET_BUCKET_VERSIONING, NONE_, false,
+     srv_bucket_versioning, NULL, "s3:GetBucketVersioning", false},
+    {BKT, "GET", "versions", NULL, NULL, false, SRV_API_LIST_OBJECT_VERSIONS, NONE_, false,
+     srv_list_versions, NULL, "s3:ListBucketVersions", false},
+    {BKT, "GET", "uploads", NULL, NULL, false, SRV_API_LIST_MULTIPART_UPLOADS, NONE_, false,
+     srv_mpu_list_uploads, NULL, "s3:ListBucketMultipartUploads", false},
+    {BKT, "GET", "list-type", NULL, "2", false, SRV_API_LIST_OBJECTS_V2, NONE_, false, srv_list_v2,
+     NULL, "s3:ListBucket", false},
+    {BKT, "GET", NULL, NULL, NULL, false, SRV_API_LIST_OBJECTS, NONE_, false, srv_list_v1, NULL,
+     "s3:ListBucket", false},
 
-    {OBJ, "GET", "acl", NULL, NULL, false, SRV_API_GET_OBJECT_ACL, NONE_, false, srv_acl_object_get, NULL, "s3:GetObjectAcl", true},
-    {OBJ, "PUT", "acl", NULL, NULL, false, SRV_API_PUT_OBJECT_ACL, BUF_, false, srv_acl_put_begin, srv_acl_object_put_finish, "s3:PutObjectAcl", true},
-    {OBJ, "GET", "uploadId", NULL, NULL, false, SRV_API_LIST_PARTS, NONE_, false, srv_mpu_list_parts, NULL, "s3:ListMultipartUploadParts", false},
+    {OBJ, "GET", "acl", NULL, NULL, false, SRV_API_GET_OBJECT_ACL, NONE_, false, srv_acl_object_get,
+     NULL, "s3:GetObjectAcl", true},
+    {OBJ, "PUT", "acl", NULL, NULL, false, SRV_API_PUT_OBJECT_ACL, BUF_, false, srv_acl_put_begin,
+     srv_acl_object_put_finish, "s3:PutObjectAcl", true},
+    {OBJ, "GET", "uploadId", NULL, NULL, false, SRV_API_LIST_PARTS, NONE_, false,
+     srv_mpu_list_parts, NULL, "s3:ListMultipartUploadParts", false},
     /* Tagging and attributes: decided by policies (object ACLs grant neither, as in S3). */
-    {OBJ, "GET", "tagging", NULL, NULL, false, SRV_API_GET_OBJECT_TAGGING, NONE_, false, srv_tagging_get, NULL, "s3:GetObjectTagging", false},
-    {OBJ, "PUT", "tagging", NULL, NULL, false, SRV_API_PUT_OBJECT_TAGGING, BUF_, false, srv_tagging_put_begin, srv_tagging_put_finish, "s3:PutObjectTagging", false},
-    {OBJ, "DELETE", "tagging", NULL, NULL, false, SRV_API_DELETE_OBJECT_TAGGING, NONE_, false, srv_tagging_delete, NULL, "s3:DeleteObjectTagging", false},
+    {OBJ, "GET", "tagging", NULL, NULL, false, SRV_API_GET_OBJECT_TAGGING, NONE_, false,
+     srv_tagging_get, NULL, "s3:GetObjectTagging", false},
+    {OBJ, "PUT", "tagging", NULL, NULL, false, SRV_API_PUT_OBJECT_TAGGING, BUF_, false,
+     srv_tagging_put_begin, srv_tagging_put_finish, "s3:PutObjectTagging", false},
+    {OBJ, "DELETE", "tagging", NULL, NULL, false, SRV_API_DELETE_OBJECT_TAGGING, NONE_, false,
+     srv_tagging_delete, NULL, "s3:DeleteObjectTagging", false},
     /* Object Lock: decided by policies (no ACL grants them, as in S3). */
-    {OBJ, "GET", "retention", NULL, NULL, false, SRV_API_GET_OBJECT_RETENTION, NONE_, false, srv_retention_get, NULL, "s3:GetObjectRetention", false},
-    {OBJ, "PUT", "retention", NULL, NULL, false, SRV_API_PUT_OBJECT_RETENTION, BUF_, false, srv_lock_obj_put_begin, srv_retention_put_finish, "s3:PutObjectRetention", false},
-    {OBJ, "GET", "legal-hold", NULL, NULL, false, SRV_API_GET_OBJECT_LEGAL_HOLD, NONE_, false, srv_legal_hold_get, NULL, "s3:GetObjectLegalHold", false},
-    {OBJ, "PUT", "legal-hold", NULL, NULL, false, SRV_API_PUT_OBJECT_LEGAL_HOLD, BUF_, false, srv_lock_obj_put_begin, srv_legal_hold_put_finish, "s3:PutObjectLegalHold", false},
-    {OBJ, "GET", "attributes", NULL, NULL, false, SRV_API_GET_OBJECT_ATTRIBUTES, NONE_, false, srv_object_attributes, NULL, "s3:GetObjectAttributes", false},
-    {OBJ, "GET", NULL, NULL, NULL, false, SRV_API_GET_OBJECT, NONE_, true, srv_read_object, NULL, "s3:GetObject", true},
-    {OBJ, "HEAD", NULL, NULL, NULL, false, SRV_API_HEAD_OBJECT, NONE_, true, srv_read_object, NULL, "s3:GetObject", true},
+    {OBJ, "GET", "retention", NULL, NULL, false, SRV_API_GET_OBJECT_RETENTION, NONE_, false,
+     srv_retention_get, NULL, "s3:GetObjectRetention", false},
+    {OBJ, "PUT", "retention", NULL, NULL, false, SRV_API_PUT_OBJECT_RETENTION, BUF_, false,
+     srv_lock_obj_put_begin, srv_retention_put_finish, "s3:PutObjectRetention", false},
+    {OBJ, "GET", "legal-hold", NULL, NULL, false, SRV_API_GET_OBJECT_LEGAL_HOLD, NONE_, false,
+     srv_legal_hold_get, NULL, "s3:GetObjectLegalHold", false},
+    {OBJ, "PUT", "legal-hold", NULL, NULL, false, SRV_API_PUT_OBJECT_LEGAL_HOLD, BUF_, false,
+     srv_lock_obj_put_begin, srv_legal_hold_put_finish, "s3:PutObjectLegalHold", false},
+    {OBJ, "GET", "attributes", NULL, NULL, false, SRV_API_GET_OBJECT_ATTRIBUTES, NONE_, false,
+     srv_object_attributes, NULL, "s3:GetObjectAttributes", false},
+    {OBJ, "GET", NULL, NULL, NULL, false, SRV_API_GET_OBJECT, NONE_, true, srv_read_object, NULL,
+     "s3:GetObject", true},
+    {OBJ, "HEAD", NULL, NULL, NULL, false, SRV_API_HEAD_OBJECT, NONE_, true, srv_read_object, NULL,
+     "s3:GetObject", true},
     /* The copies also need s3:GetObject on the source (srv_copy_src_open checks it). */
-    {OBJ, "PUT", "uploadId", "partNumber", NULL, true, SRV_API_UPLOAD_PART_COPY, NONE_, false, srv_mpu_part_copy, NULL, "s3:PutObject", false},
-    {OBJ, "PUT", "uploadId", "partNumber", NULL, false, SRV_API_UPLOAD_PART, WR_, true, srv_mpu_part_begin, srv_mpu_part_finish, "s3:PutObject", false},
-    {OBJ, "PUT", "uploadId", NULL, NULL, false, SRV_API_BAD_REQUEST, NONE_, false, NULL, NULL, NULL, false},
-    {OBJ, "PUT", "partNumber", NULL, NULL, false, SRV_API_BAD_REQUEST, NONE_, false, NULL, NULL, NULL, false},
-    {OBJ, "PUT", NULL, NULL, NULL, true, SRV_API_COPY_OBJECT, NONE_, false, srv_write_copy, NULL, "s3:PutObject", false},
-    {OBJ, "PUT", NULL, NULL, NULL, false, SRV_API_PUT_OBJECT, WR_, true, srv_write_put_begin, srv_write_put_finish, "s3:PutObject", false},
-    {OBJ, "DELETE", "uploadId", NULL, NULL, false, SRV_API_ABORT_MPU, NONE_, false, srv_mpu_abort, NULL, "s3:AbortMultipartUpload", false},
-    {OBJ, "DELETE", NULL, NULL, NULL, false, SRV_API_DELETE_OBJECT, NONE_, false, srv_write_delete, NULL, "s3:DeleteObject", false},
-    {OBJ, "OPTIONS", NULL, NULL, NULL, false, SRV_API_CORS_PREFLIGHT, NONE_, false, srv_cors_preflight, NULL, NULL, false},
-    {OBJ, "POST", "uploads", NULL, NULL, false, SRV_API_CREATE_MPU, NONE_, false, srv_mpu_create, NULL, "s3:PutObject", false},
-    {OBJ, "POST", "uploadId", NULL, NULL, false, SRV_API_COMPLETE_MPU, BUF_, false, srv_mpu_complete_begin, srv_mpu_complete_finish, "s3:PutObject", false},
+    {OBJ, "PUT", "uploadId", "partNumber", NULL, true, SRV_API_UPLOAD_PART_COPY, NONE_, false,
+     srv_mpu_part_copy, NULL, "s3:PutObject", false},
+    {OBJ, "PUT", "uploadId", "partNumber", NULL, false, SRV_API_UPLOAD_PART, WR_, true,
+     srv_mpu_part_begin, srv_mpu_part_finish, "s3:PutObject", false},
+    {OBJ, "PUT", "uploadId", NULL, NULL, false, SRV_API_BAD_REQUEST, NONE_, false, NULL, NULL, NULL,
+     false},
+    {OBJ, "PUT", "partNumber", NULL, NULL, false, SRV_API_BAD_REQUEST, NONE_, false, NULL, NULL,
+     NULL, false},
+    {OBJ, "PUT", NULL, NULL, NULL, true, SRV_API_COPY_OBJECT, NONE_, false, srv_write_copy, NULL,
+     "s3:PutObject", false},
+    {OBJ, "PUT", NULL, NULL, NULL, false, SRV_API_PUT_OBJECT, WR_, true, srv_write_put_begin,
+     srv_write_put_finish, "s3:PutObject", false},
+    {OBJ, "DELETE", "uploadId", NULL, NULL, false, SRV_API_ABORT_MPU, NONE_, false, srv_mpu_abort,
+     NULL, "s3:AbortMultipartUpload", false},
+    {OBJ, "DELETE", NULL, NULL, NULL, false, SRV_API_DELETE_OBJECT, NONE_, false, srv_write_delete,
+     NULL, "s3:DeleteObject", false},
+    {OBJ, "OPTIONS", NULL, NULL, NULL, false, SRV_API_CORS_PREFLIGHT, NONE_, false,
+     srv_cors_preflight, NULL, NULL, false},
+    {OBJ, "POST", "uploads", NULL, NULL, false, SRV_API_CREATE_MPU, NONE_, false, srv_mpu_create,
+     NULL, "s3:PutObject", false},
+    {OBJ, "POST", "uploadId", NULL, NULL, false, SRV_API_COMPLETE_MPU, BUF_, false,
+     srv_mpu_complete_begin, srv_mpu_complete_finish, "s3:PutObject", false},
 };
 const size_t srv_ops_count = sizeof srv_ops / sizeof srv_ops[0];
 #undef SVC
@@ -236,8 +303,8 @@ static void srv_s3_send(srv_req_t *r, srv_out_t *o)
             srv_reply_err(r, S3_ERR_INTERNAL, "out of memory building the reply");
             return;
         }
-        wh_debug(MOD, "error reply id=%s status=%d code=%s message=%s", r->id, o->status,
-                 o->code, o->msg);
+        wh_debug(MOD, "error reply id=%s status=%d code=%s message=%s", r->id, o->status, o->code,
+                 o->msg);
         size_t n = b.len;
         struct MHD_Response *resp = srv_resp_buffer(wh_sbuf_steal(&b), n);
         if (resp) {
@@ -284,13 +351,15 @@ static int owner_account_only(const srv_req_t *r, const srv_op_t *op, srv_out_t 
     case SRV_API_DELETE_BUCKET_POLICY:
         return srv_errf(o, S3_ERR_METHOD_NOT_ALLOWED,
                         "%s is served to the bucket owner's account only, not to anonymous "
-                        "requests", srv_api_name(op->api));
+                        "requests",
+                        srv_api_name(op->api));
     case SRV_API_PUT_BUCKET_ACL:
     case SRV_API_DELETE_BUCKET:
     case SRV_API_PUT_BUCKET_VERSIONING:
         return srv_errf(o, S3_ERR_ACCESS_DENIED,
                         "%s is served to the bucket owner's account only, not to anonymous "
-                        "requests, whatever a policy or ACL grants", srv_api_name(op->api));
+                        "requests, whatever a policy or ACL grants",
+                        srv_api_name(op->api));
     default:
         return 0;
     }
@@ -344,7 +413,8 @@ static int refuse_unbuilt(srv_req_t *r, const srv_op_t *op, srv_out_t *o)
             op->api != SRV_API_POST_OBJECT)
             return srv_errf(o, S3_ERR_INVALID_REQUEST,
                             "%s is taken by PutObject, CopyObject and CreateMultipartUpload "
-                            "only, not by %s", n, srv_api_name(op->api));
+                            "only, not by %s",
+                            n, srv_api_name(op->api));
     }
     return 0;
 }
@@ -360,7 +430,8 @@ void srv_s3_begin(srv_req_t *r)
     else if (r->token_req && !op->rdma)
         status = srv_errf(&o, S3_ERR_INVALID_REQUEST,
                           "x-amz-rdma-token is served on GetObject, PutObject and UploadPart "
-                          "only, not on %s", srv_api_name(op->api));
+                          "only, not on %s",
+                          srv_api_name(op->api));
     else if (!(status = srv_authorize(r, op, &o)) && !(status = owner_account_only(r, op, &o)) &&
              !(status = refuse_unbuilt(r, op, &o)))
         status = op->begin(r, &o);

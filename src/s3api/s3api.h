@@ -54,10 +54,10 @@ int srv_s3_form_feed(srv_req_t *r, const void *p, size_t n);
 
 /* A handler's answer. Owned by the dispatcher, which sends and releases it. */
 typedef struct srv_out {
-    int status;                /* HTTP status; 0 while nothing is decided */
-    const char *code;          /* S3 error code (static), NULL for a success */
-    char msg[320];             /* the error message */
-    bool has_xml;              /* success body: xml (application/xml) */
+    int status;       /* HTTP status; 0 while nothing is decided */
+    const char *code; /* S3 error code (static), NULL for a success */
+    char msg[320];    /* the error message */
+    bool has_xml;     /* success body: xml (application/xml) */
     wh_sbuf_t xml;
     struct MHD_Response *resp; /* success body other than XML (object bytes); NULL: empty */
     wh_sbuf_t hdrs;            /* extra headers, "name\0value\0" pairs, on either kind */
@@ -133,8 +133,7 @@ int srv_preconditions(srv_req_t *r, const store_obj_meta_t *m, const char *pfx);
  * x-amz-if-match-last-modified-time and x-amz-if-match-size of DeleteObject, or (etag
  * non-NULL) a DeleteObjects entry's <ETag>. 0 to go on; 412 PreconditionFailed; 404 NoSuchKey
  * for If-Match on a missing object. Checked just before the delete, not in its transaction. */
-int srv_delete_cond(srv_req_t *r, srv_out_t *o, const char *key, const char *vid,
-                    const char *etag);
+int srv_delete_cond(srv_req_t *r, srv_out_t *o, const char *key, const char *vid, const char *etag);
 /* A write's If-None-Match: * / If-Match: ETAG (PutObject, CompleteMultipartUpload) into c,
  * for the store to check in the committing transaction: 0, or the error's status (501 for an
  * If-None-Match other than *, as S3 answers). */
@@ -171,8 +170,7 @@ bool srv_req_secure(const srv_req_t *r);
 /* Parses the SSE-C headers (copy_source: the x-amz-copy-source-... ones) and, unless
  * copy_source, x-amz-server-side-encryption (accepted only where allow_s3). SSE-C over plain
  * HTTP is 400; aws:kms is 501. 0 or the error's status. */
-int srv_sse_request(srv_req_t *r, srv_out_t *o, bool copy_source, bool allow_s3,
-                    srv_sse_req_t *q);
+int srv_sse_request(srv_req_t *r, srv_out_t *o, bool copy_source, bool allow_s3, srv_sse_req_t *q);
 /* A write that names no encryption takes the bucket's default (PutBucketEncryption). */
 int srv_sse_default(srv_req_t *r, srv_out_t *o, srv_sse_req_t *q);
 /* New object parameters for q: *sse (malloc'd, NULL for none) and its data key. */
@@ -233,8 +231,8 @@ const char *srv_owner_stored(const srv_req_t *r);
 /* x-amz-acl or x-amz-grant-* of r (both: InvalidRequest) as the serialised ACL of a new
  * resource owned by owner (canonical id) in a bucket owned by bucket_owner; *text NULL when
  * the request names none (the default: private). 0 or the error's status. */
-int srv_acl_from_request(srv_req_t *r, srv_out_t *o, const char *owner,
-                         const char *bucket_owner, char **text);
+int srv_acl_from_request(srv_req_t *r, srv_out_t *o, const char *owner, const char *bucket_owner,
+                         char **text);
 /* The owner and ACL of a new object of r into m (PutObject, CopyObject,
  * CreateMultipartUpload). */
 int srv_acl_to_meta(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m);
@@ -245,8 +243,7 @@ int srv_version_q(srv_req_t *r, srv_out_t *o, const char **vid);
 void srv_out_version(srv_out_t *o, const char *vid, bool asked);
 /* A read that found no version: a delete marker (404 NoSuchKey, or 405 when asked by
  * versionId; x-amz-delete-marker either way), NoSuchVersion, or NoSuchKey/NoSuchBucket. */
-int srv_version_not_found(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m,
-                          const char *vid);
+int srv_version_not_found(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, const char *vid);
 
 /* s3_attrs.c: ?partNumber=N of a GET/HEAD as the byte range of part N (*ranged: a 206 with
  * Content-Range). 0 or the error's status (400 InvalidPart past the last part). */
@@ -273,8 +270,8 @@ void srv_lock_headers(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m);
  * without the permission bypasses nothing). 0, or the status of an error other than a denial. */
 int srv_lock_bypass(srv_req_t *r, srv_out_t *o, const char *key, int *bypass);
 /* The AccessDenied message of a delete that res says a lock refused. */
-void srv_lock_refusal(const store_del_result_t *res, const char *key, const char *vid,
-                      char *msg, size_t n);
+void srv_lock_refusal(const store_del_result_t *res, const char *key, const char *vid, char *msg,
+                      size_t n);
 
 /* s3_tagging.c: x-amz-tagging of a write in the canonical stored form (*tags NULL: none). */
 int srv_tags_from_request(srv_req_t *r, srv_out_t *o, char **tags);
@@ -307,8 +304,8 @@ typedef struct srv_copy_src {
 int srv_copy_src_parse(srv_req_t *r, srv_out_t *o, srv_copy_src_t *c);
 /* Opens the copy source (rd NULL: its metadata only; else a reader of its bytes, the
  * caller's to close), checks s3:GetObject and the x-amz-copy-source-if-* conditions. */
-int srv_copy_src_open(srv_req_t *r, srv_out_t *o, const srv_copy_src_t *c,
-                      store_obj_meta_t *m, store_reader_t **rd);
+int srv_copy_src_open(srv_req_t *r, srv_out_t *o, const srv_copy_src_t *c, store_obj_meta_t *m,
+                      store_reader_t **rd);
 void srv_copy_src_free(srv_copy_src_t *c);
 
 /* s3_mpu.c: the headers CreateMultipartUpload names the object's checksum with; kept in the

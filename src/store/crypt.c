@@ -162,8 +162,7 @@ wh_status_t store_sse_stored_size(const store_obj_meta_t *m, uint64_t *out)
 /* ---- one segment ---- */
 
 static void seg_nonce_aad(const uint8_t iv[SSE_IV_LEN], const uint8_t salt[STORE_SSE_SALT_LEN],
-                          uint32_t part, uint64_t idx, uint8_t nonce[SSE_IV_LEN],
-                          uint8_t aad[32])
+                          uint32_t part, uint64_t idx, uint8_t nonce[SSE_IV_LEN], uint8_t aad[32])
 {
     memcpy(nonce, iv, SSE_IV_LEN);
     for (int i = 0; i < 8; i++)
@@ -221,12 +220,12 @@ static EVP_CIPHER_CTX *sse_ctx(const uint8_t key[STORE_SSE_KEY_LEN], bool enc)
 
 struct store_crypt_w {
     EVP_CIPHER_CTX *ctx;
-    char *sse;         /* the parameters, for the row */
+    char *sse; /* the parameters, for the row */
     uint8_t iv[SSE_IV_LEN];
     uint8_t salt[STORE_SSE_SALT_LEN];
     uint32_t part;
-    uint64_t idx;      /* next segment */
-    size_t fill;       /* plaintext bytes in pt */
+    uint64_t idx; /* next segment */
+    size_t fill;  /* plaintext bytes in pt */
     uint8_t pt[STORE_SSE_SEG];
     uint8_t ct[STORE_SSE_SEG + STORE_SSE_TAG];
 };
@@ -396,8 +395,10 @@ static wh_status_t seg_load(sse_reader_t *r, size_t bi, uint64_t idx)
     if (s != WH_OK)
         return s == WH_ERR_RANGE ? WH_ERR_CHECKSUM : s;
     if (seg_crypt(r->ctx, false, b->iv, r->salt, b->num, idx, r->st, n, r->pt) != 0) {
-        wh_error(MOD, "encrypted object: segment %llu of part %u fails authentication (damaged "
-                 "on disk, or moved): not served", (unsigned long long)idx, b->num);
+        wh_error(MOD,
+                 "encrypted object: segment %llu of part %u fails authentication (damaged "
+                 "on disk, or moved): not served",
+                 (unsigned long long)idx, b->num);
         return WH_ERR_CHECKSUM;
     }
     r->c_blob = bi;
@@ -443,8 +444,10 @@ static wh_status_t sse_prepare(store_reader_t *rr, uint64_t off, uint64_t len, c
     uint8_t one;
     s = sse_pread(rr, &one, 1, off);
     if (s != WH_OK)
-        snprintf(msg, msglen, "the object's stored bytes fail authentication at offset %llu: "
-                 "not served", (unsigned long long)off);
+        snprintf(msg, msglen,
+                 "the object's stored bytes fail authentication at offset %llu: "
+                 "not served",
+                 (unsigned long long)off);
     return s;
 }
 
@@ -478,7 +481,8 @@ wh_status_t store_crypt_wrap(store_reader_t *raw, const store_obj_meta_t *m, sto
     uint32_t *nu = NULL;
     size_t n = 0;
     sse_reader_t *r = calloc(1, sizeof *r);
-    if (!r || (s = sse_blobs(m, &sse, &sz, &nu, &n)) != WH_OK || !(r->blobs = calloc(n, sizeof *r->blobs))) {
+    if (!r || (s = sse_blobs(m, &sse, &sz, &nu, &n)) != WH_OK ||
+        !(r->blobs = calloc(n, sizeof *r->blobs))) {
         s = r && s == WH_OK ? WH_ERR_NOMEM : (s == WH_ERR_INVALID ? WH_ERR_IO : s);
         if (!r)
             s = WH_ERR_NOMEM;

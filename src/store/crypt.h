@@ -8,9 +8,10 @@
  * authenticates "WSE1" | the object's salt | the part number | i, so a segment cannot be moved
  * within a blob, to another part or to another object without its tag failing. A completed
  * multipart object is its parts' blobs one after another (local files: the parts' own files,
- * composed; no re-encryption): its row keeps the part sizes (plaintext) and part numbers, from which a reader locates every
- * segment. A ranged read decrypts only the segments it touches, and every byte it returns was
- * authenticated first: a damaged segment answers WH_ERR_CHECKSUM, never bytes.
+ * composed; no re-encryption): its row keeps the part sizes (plaintext) and part numbers, from
+ * which a reader locates every segment. A ranged read decrypts only the segments it touches, and
+ * every byte it returns was authenticated first: a damaged segment answers WH_ERR_CHECKSUM, never
+ * bytes.
  *
  * Parameters (the sse text of the metadata row, never a key in clear):
  *   "S3;<salt hex>;<data key sealed under the server key (base/seal.h)>[;n=P1,P2,...]"
@@ -36,8 +37,8 @@
 
 typedef enum {
     STORE_SSE_NONE = 0,
-    STORE_SSE_S3,  /* x-amz-server-side-encryption: AES256 */
-    STORE_SSE_C,   /* customer-provided key */
+    STORE_SSE_S3, /* x-amz-server-side-encryption: AES256 */
+    STORE_SSE_C,  /* customer-provided key */
 } store_sse_kind_t;
 
 typedef struct store_sse {
@@ -86,8 +87,8 @@ typedef struct store_copy_sse {
  * boundaries. WH_ERR_AUTH: the source is encrypted and no key was given. */
 wh_status_t store_object_copy_sse(store_t *st, const char *sbucket, const char *skey,
                                   const char *sversion, const char *dbucket, const char *dkey,
-                                  const store_obj_meta_t *replace_meta,
-                                  const store_copy_sse_t *sse, store_obj_meta_t *out_meta);
+                                  const store_obj_meta_t *replace_meta, const store_copy_sse_t *sse,
+                                  store_obj_meta_t *out_meta);
 
 /* A reader of an encrypted object (store_object_reader* open one when the row has sse set)
  * serves nothing (WH_ERR_AUTH) until its key is given; it has no fd and no delegated RDMA.

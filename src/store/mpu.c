@@ -47,16 +47,15 @@ wh_status_t store_mpu_create(store_t *st, const char *bucket, const char *key,
     return s;
 }
 
-wh_status_t store_mpu_check(store_t *st, const char *bucket, const char *key,
-                            const char *upload_id)
+wh_status_t store_mpu_check(store_t *st, const char *bucket, const char *key, const char *upload_id)
 {
     if (!mpu_id_valid(upload_id))
         return WH_ERR_NOT_FOUND;
     return meta_upload_get(st->meta, bucket, key, upload_id, NULL);
 }
 
-wh_status_t store_mpu_meta(store_t *st, const char *bucket, const char *key,
-                           const char *upload_id, store_obj_meta_t *meta)
+wh_status_t store_mpu_meta(store_t *st, const char *bucket, const char *key, const char *upload_id,
+                           store_obj_meta_t *meta)
 {
     if (!mpu_id_valid(upload_id))
         return WH_ERR_NOT_FOUND;
@@ -120,8 +119,8 @@ wh_status_t store_mpu_list_parts(store_t *st, const char *bucket, const char *ke
     meta_part_t *parts = NULL;
     size_t np = 0;
     bool trunc = false;
-    wh_status_t s = meta_part_list(st->meta, bucket, key, upload_id, marker, max, &parts, &np,
-                                   &trunc);
+    wh_status_t s =
+        meta_part_list(st->meta, bucket, key, upload_id, marker, max, &parts, &np, &trunc);
     if (s != WH_OK)
         return s;
     store_part_info_t *arr = malloc((np ? np : 1) * sizeof *arr);
@@ -140,8 +139,8 @@ wh_status_t store_mpu_list_parts(store_t *st, const char *bucket, const char *ke
 }
 
 wh_status_t store_mpu_list_uploads_page(store_t *st, const char *bucket, const char *prefix,
-                                        const store_upload_page_t *page,
-                                        store_upload_info_t **out, size_t *n)
+                                        const store_upload_page_t *page, store_upload_info_t **out,
+                                        size_t *n)
 {
     return meta_upload_list(st->meta, bucket, prefix, page, out, n);
 }
@@ -170,8 +169,7 @@ static wh_status_t store_mpu_abort_fn(store_t *st, void *arg)
     return WH_OK;
 }
 
-wh_status_t store_mpu_abort(store_t *st, const char *bucket, const char *key,
-                            const char *upload_id)
+wh_status_t store_mpu_abort(store_t *st, const char *bucket, const char *key, const char *upload_id)
 {
     if (!mpu_id_valid(upload_id))
         return WH_ERR_NOT_FOUND;
@@ -218,8 +216,7 @@ static bool mpu_sum_eq(const char *given, const char *ours)
 }
 
 /* The object's CRC-32C of the listed parts: COMPOSITE or FULL_OBJECT (sums->crc32c). */
-static wh_status_t mpu_crc32c(const meta_part_t *use, size_t n, store_sum_type_t type,
-                              char out[16])
+static wh_status_t mpu_crc32c(const meta_part_t *use, size_t n, store_sum_type_t type, char out[16])
 {
     uint32_t acc = 0;
     for (size_t i = 0; i < n; i++) {
@@ -246,8 +243,8 @@ static wh_status_t mpu_crc32c(const meta_part_t *use, size_t n, store_sum_type_t
 }
 
 wh_status_t store_mpu_complete(store_t *st, const char *bucket, const char *key,
-                               const char *upload_id, const store_complete_part_t *parts,
-                               size_t n, store_obj_meta_t *out_meta, int *bad)
+                               const char *upload_id, const store_complete_part_t *parts, size_t n,
+                               store_obj_meta_t *out_meta, int *bad)
 {
     return store_mpu_complete_cond(st, bucket, key, upload_id, parts, n, out_meta, bad, NULL);
 }
@@ -257,8 +254,7 @@ wh_status_t store_mpu_complete_cond(store_t *st, const char *bucket, const char 
                                     size_t n, store_obj_meta_t *out_meta, int *bad,
                                     store_cond_t *cond)
 {
-    return store_mpu_complete_sums(st, bucket, key, upload_id, parts, n, NULL, out_meta, bad,
-                                   cond);
+    return store_mpu_complete_sums(st, bucket, key, upload_id, parts, n, NULL, out_meta, bad, cond);
 }
 
 wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char *key,
@@ -305,8 +301,10 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
         if (i > 0 && parts[i].number <= parts[i - 1].number) {
-            wh_info("store", "complete of upload=%s: part %u follows part %u; list parts in "
-                    "ascending order", upload_id, parts[i].number, parts[i - 1].number);
+            wh_info("store",
+                    "complete of upload=%s: part %u follows part %u; list parts in "
+                    "ascending order",
+                    upload_id, parts[i].number, parts[i - 1].number);
             *bad = STORE_MPU_BAD_ORDER;
             s = WH_ERR_INVALID;
             goto out;
@@ -337,9 +335,11 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
     }
     for (size_t i = 0; i + 1 < n; i++) {
         if (use[i].info.size < STORE_MIN_PART_SIZE) {
-            wh_info("store", "complete of upload=%s: part %u is %llu bytes, below the %llu "
-                    "minimum for all but the last part", upload_id, use[i].info.number,
-                    (unsigned long long)use[i].info.size, STORE_MIN_PART_SIZE);
+            wh_info("store",
+                    "complete of upload=%s: part %u is %llu bytes, below the %llu "
+                    "minimum for all but the last part",
+                    upload_id, use[i].info.number, (unsigned long long)use[i].info.size,
+                    STORE_MIN_PART_SIZE);
             *bad = STORE_MPU_TOO_SMALL;
             s = WH_ERR_INVALID;
             goto out;
@@ -370,8 +370,8 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
         uint64_t pcrc;
         if (wh_hex_decode(pp->info.etag, strlen(pp->info.etag), raw, sizeof raw) != 0 ||
             wh_crc64nvme_from_b64(pp->info.crc64nvme, &pcrc) != 0) {
-            wh_error("store", "upload=%s part %u has a damaged etag or crc in metadata",
-                     upload_id, pp->info.number);
+            wh_error("store", "upload=%s part %u has a damaged etag or crc in metadata", upload_id,
+                     pp->info.number);
             wh_md5_free(&mm);
             s = WH_ERR_INTERNAL;
             goto out;
@@ -432,8 +432,7 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
             om.crc32c[0] = '\0';
             s = WH_OK;
         } else if (s != WH_OK) {
-            wh_error("store", "upload=%s has a part with a damaged crc32c in metadata",
-                     upload_id);
+            wh_error("store", "upload=%s has a part with a damaged crc32c in metadata", upload_id);
             goto out;
         }
     }
@@ -467,11 +466,13 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
         om.sse = wh_sbuf_steal(&ns);
     }
     wh_crc64nvme_b64(crc, om.crc64nvme);
-    if (sums && ((sums->want_crc64nvme && !mpu_sum_eq(sums->want_crc64nvme, om.crc64nvme)) ||
-                 (sums->want_crc32c && (!om.crc32c[0] ||
-                                        !mpu_sum_eq(sums->want_crc32c, om.crc32c))))) {
-        wh_info("store", "complete of upload=%s: the object's checksum is not the one the "
-                "client expects", upload_id);
+    if (sums &&
+        ((sums->want_crc64nvme && !mpu_sum_eq(sums->want_crc64nvme, om.crc64nvme)) ||
+         (sums->want_crc32c && (!om.crc32c[0] || !mpu_sum_eq(sums->want_crc32c, om.crc32c))))) {
+        wh_info("store",
+                "complete of upload=%s: the object's checksum is not the one the "
+                "client expects",
+                upload_id);
         *bad = STORE_MPU_BAD_SUM;
         s = WH_ERR_INVALID;
         if (out_meta) { /* the values computed, for the error message */
@@ -492,8 +493,8 @@ wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char 
         goto out;
     /* Composed: one transaction drops the part rows and commits the object row that names
      * their files, so a crash leaves either the upload or the object, never both or none. */
-    s = meta_upload_complete(st->meta, bucket, key, upload_id, use, n, &om, &ref, &old, &all,
-                             &nall, cond);
+    s = meta_upload_complete(st->meta, bucket, key, upload_id, use, n, &om, &ref, &old, &all, &nall,
+                             cond);
     if (s != WH_OK)
         goto out;
     store_writer_free(w);

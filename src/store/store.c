@@ -147,8 +147,7 @@ wh_status_t store_open_tables(meta_t *meta, store_data_t *data, store_t **out)
     }
     s->meta = meta;
     s->data = data;
-    wh_status_t st = data->ops->recover ? data->ops->recover(data, store_referenced, meta)
-                                        : WH_OK;
+    wh_status_t st = data->ops->recover ? data->ops->recover(data, store_referenced, meta) : WH_OK;
     if (st != WH_OK) {
         store_close(s);
         return st;
@@ -287,14 +286,12 @@ wh_status_t store_bucket_attr_set(store_t *st, const char *bucket, store_battr_t
     return meta_bucket_attr_set(st->meta, bucket, which, value);
 }
 
-wh_status_t store_bucket_attr_get(store_t *st, const char *bucket, store_battr_t which,
-                                  char **out)
+wh_status_t store_bucket_attr_get(store_t *st, const char *bucket, store_battr_t which, char **out)
 {
     return meta_bucket_attr_get(st->meta, bucket, which, out);
 }
 
-wh_status_t store_object_set_acl(store_t *st, const char *bucket, const char *key,
-                                 const char *acl)
+wh_status_t store_object_set_acl(store_t *st, const char *bucket, const char *key, const char *acl)
 {
     size_t klen = strlen(key);
     if (!store_key_valid(key, klen))
@@ -371,8 +368,7 @@ wh_status_t store_object_reader_version(store_t *st, const char *bucket, const c
      * a lookup that read the old row just before may find them gone. The row has then
      * changed, so look again (twice is plenty; a third miss is real damage). */
     for (int attempt = 0;; attempt++) {
-        wh_status_t s =
-            meta_object_get_version(st->meta, bucket, key, klen, version_id, &m, &ref);
+        wh_status_t s = meta_object_get_version(st->meta, bucket, key, klen, version_id, &m, &ref);
         if (s != WH_OK)
             return s;
         if (m.delete_marker) {
@@ -421,8 +417,8 @@ int store_reader_fd(const store_reader_t *r)
     return r->data->ops->reader_fd ? r->data->ops->reader_fd(r) : -1;
 }
 
-wh_status_t store_reader_extent(const store_reader_t *r, uint64_t off, int *fd,
-                                uint64_t *file_off, uint64_t *len)
+wh_status_t store_reader_extent(const store_reader_t *r, uint64_t off, int *fd, uint64_t *file_off,
+                                uint64_t *len)
 {
     if (off >= r->size)
         return WH_ERR_RANGE;
@@ -556,8 +552,7 @@ wh_status_t store_object_delete_version(store_t *st, const char *bucket, const c
 }
 
 wh_status_t store_object_delete_locked(store_t *st, const char *bucket, const char *key,
-                                       const char *version_id, int bypass,
-                                       store_del_result_t *res)
+                                       const char *version_id, int bypass, store_del_result_t *res)
 {
     store_del_arg_t a;
     store_del_result_t dummy;
@@ -579,8 +574,8 @@ wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey
 }
 
 wh_status_t store_object_copy_version(store_t *st, const char *sbucket, const char *skey,
-                                      const char *sversion, const char *dbucket,
-                                      const char *dkey, const store_obj_meta_t *replace_meta,
+                                      const char *sversion, const char *dbucket, const char *dkey,
+                                      const store_obj_meta_t *replace_meta,
                                       store_obj_meta_t *out_meta)
 {
     return store_object_copy_sse(st, sbucket, skey, sversion, dbucket, dkey, replace_meta, NULL,
@@ -608,8 +603,8 @@ static wh_status_t copy_through(store_reader_t *r, store_writer_t *w, uint64_t s
 
 wh_status_t store_object_copy_sse(store_t *st, const char *sbucket, const char *skey,
                                   const char *sversion, const char *dbucket, const char *dkey,
-                                  const store_obj_meta_t *replace_meta,
-                                  const store_copy_sse_t *sse, store_obj_meta_t *out_meta)
+                                  const store_obj_meta_t *replace_meta, const store_copy_sse_t *sse,
+                                  store_obj_meta_t *out_meta)
 {
     store_obj_meta_t src;
     store_reader_t *r = NULL;
@@ -713,4 +708,3 @@ wh_status_t store_object_list(store_t *st, const char *bucket, const store_list_
 {
     return meta_object_list(st->meta, bucket, p, out);
 }
-

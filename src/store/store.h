@@ -40,15 +40,14 @@ typedef struct store store_t;
 struct meta;
 struct store_data;
 
-
 /* How to open a store. Zeroed fields take the defaults. */
 typedef struct store_config {
-    const char *data_dir;     /* local object files, and SQLite's meta.db without meta_url */
-    const char *meta_url;     /* NULL/"": SQLite in data_dir; "postgresql://USER@HOST:PORT/DB" */
-    uint64_t reserve_bytes;   /* space held back for deletes on a full disk; 0: 8 MiB,
-                               * UINT64_MAX: none */
-    unsigned high_water_pct;  /* refuse new writes above this fill of the data file system
-                               * (1..100, default 99; 100: only when full) */
+    const char *data_dir;    /* local object files, and SQLite's meta.db without meta_url */
+    const char *meta_url;    /* NULL/"": SQLite in data_dir; "postgresql://USER@HOST:PORT/DB" */
+    uint64_t reserve_bytes;  /* space held back for deletes on a full disk; 0: 8 MiB,
+                              * UINT64_MAX: none */
+    unsigned high_water_pct; /* refuse new writes above this fill of the data file system
+                              * (1..100, default 99; 100: only when full) */
     store_durability_t durability;
 } store_config_t;
 #define STORE_DEFAULT_RESERVE (8ULL << 20)
@@ -93,12 +92,10 @@ wh_status_t store_bucket_set_policy(store_t *st, const char *bucket, const char 
  * versioning is not Enabled, checked in the same transaction). */
 wh_status_t store_bucket_attr_set(store_t *st, const char *bucket, store_battr_t which,
                                   const char *value);
-wh_status_t store_bucket_attr_get(store_t *st, const char *bucket, store_battr_t which,
-                                  char **out);
+wh_status_t store_bucket_attr_get(store_t *st, const char *bucket, store_battr_t which, char **out);
 
 /* "null" or a generated id: a well-formed version id. */
 bool store_version_id_valid(const char *v);
-
 
 /* ---- PUT: a writer feeds bytes to a temp file and computes md5/crc as it goes ---- */
 typedef struct store_writer store_writer_t;
@@ -107,7 +104,7 @@ wh_status_t store_writer_open(store_t *st, store_writer_t **out);
 wh_status_t store_writer_write(store_writer_t *w, const void *p, size_t n);
 uint64_t store_writer_size(const store_writer_t *w);
 /* Digests of what was written, valid after any write: md5 hex into out[33]. */
-void store_writer_md5_hex(store_writer_t *w, char out[33]);   /* finalises md5: call once */
+void store_writer_md5_hex(store_writer_t *w, char out[33]); /* finalises md5: call once */
 /* Switches a fresh writer to part ETags: instead of one MD5 over the object, the MD5 of each
  * part_size part, hashed in parallel, combined as S3 combines a multipart upload's parts
  * ("hex-N"); an object of one part keeps its plain MD5. Call before the first write, and only
@@ -156,8 +153,8 @@ int store_reader_fd(const store_reader_t *r);
  * off in it, and how many of the object's bytes follow there contiguously (sendfile or the
  * RDMA engine, one extent at a time, for an object composed of its multipart upload's parts,
  * where store_reader_fd is -1). WH_ERR_UNSUPPORTED when the bytes are not local. */
-wh_status_t store_reader_extent(const store_reader_t *r, uint64_t off, int *fd,
-                                uint64_t *file_off, uint64_t *len);
+wh_status_t store_reader_extent(const store_reader_t *r, uint64_t off, int *fd, uint64_t *file_off,
+                                uint64_t *len);
 /* Exactly n bytes at off (WH_ERR_RANGE past the end). */
 wh_status_t store_reader_pread(store_reader_t *r, void *buf, size_t n, uint64_t off);
 /* GET: the data table writes [off, off+len) into the client's region itself (storage servers
@@ -210,16 +207,15 @@ wh_status_t store_object_delete_version(store_t *st, const char *bucket, const c
  * version that its lock keeps answers WH_ERR_AUTH with res->locked saying why (the check is
  * made in the delete's metadata transaction). store_object_delete_version bypasses nothing. */
 wh_status_t store_object_delete_locked(store_t *st, const char *bucket, const char *key,
-                                       const char *version_id, int bypass,
-                                       store_del_result_t *res);
+                                       const char *version_id, int bypass, store_del_result_t *res);
 /* Changes one version's retention and legal hold (meta.h, object_lock_set). */
 wh_status_t store_object_lock_set(store_t *st, const char *bucket, const char *key,
                                   const char *version_id, const store_lock_set_t *req,
                                   store_obj_meta_t *out);
 /* store_object_copy from one version of the source (NULL: the current). */
 wh_status_t store_object_copy_version(store_t *st, const char *sbucket, const char *skey,
-                                      const char *sversion, const char *dbucket,
-                                      const char *dkey, const store_obj_meta_t *replace_meta,
+                                      const char *sversion, const char *dbucket, const char *dkey,
+                                      const store_obj_meta_t *replace_meta,
                                       store_obj_meta_t *out_meta);
 /* Sets (tags non-NULL) or removes the tag set of one version (NULL: the current). NOT_FOUND:
  * no such key or version, or a delete marker. */
@@ -229,8 +225,7 @@ wh_status_t store_object_tags_set(store_t *st, const char *bucket, const char *k
 wh_status_t store_version_list(store_t *st, const char *bucket, const store_version_params_t *p,
                                store_version_result_t *out);
 /* Sets the ACL of the current object (NULL: the default). WH_ERR_NOT_FOUND: no such key. */
-wh_status_t store_object_set_acl(store_t *st, const char *bucket, const char *key,
-                                 const char *acl);
+wh_status_t store_object_set_acl(store_t *st, const char *bucket, const char *key, const char *acl);
 /* Server-side copy (new file, same bytes). meta: NULL = copy metadata (the source's owner, and
  * the default ACL: S3 never copies an ACL); else replace it, owner, acl and the lock
  * (lock_mode, lock_until, legal_hold) included. The source's lock is never copied. */
@@ -249,8 +244,8 @@ wh_status_t store_mpu_create(store_t *st, const char *bucket, const char *key,
 wh_status_t store_mpu_check(store_t *st, const char *bucket, const char *key,
                             const char *upload_id);
 /* The upload's metadata as CreateMultipartUpload kept it (content type, metadata JSON). */
-wh_status_t store_mpu_meta(store_t *st, const char *bucket, const char *key,
-                           const char *upload_id, store_obj_meta_t *meta);
+wh_status_t store_mpu_meta(store_t *st, const char *bucket, const char *key, const char *upload_id,
+                           store_obj_meta_t *meta);
 /* Commits a writer as part N (1..10000), replacing any earlier part N. etag_out: hex md5 [33].
  * Consumes w on success and on failure, like store_writer_commit. */
 wh_status_t store_mpu_part_commit(store_t *st, const char *bucket, const char *key,
@@ -264,8 +259,8 @@ wh_status_t store_mpu_list_uploads(store_t *st, const char *bucket, const char *
                                    store_upload_info_t **out, size_t *n);
 /* One page of them (store_upload_page_t, data/types.h): reads only the rows of that page. */
 wh_status_t store_mpu_list_uploads_page(store_t *st, const char *bucket, const char *prefix,
-                                        const store_upload_page_t *page,
-                                        store_upload_info_t **out, size_t *n);
+                                        const store_upload_page_t *page, store_upload_info_t **out,
+                                        size_t *n);
 wh_status_t store_mpu_abort(store_t *st, const char *bucket, const char *key,
                             const char *upload_id);
 /* Completes with the listed parts (numbers strictly ascending; etags must match).
@@ -285,8 +280,8 @@ enum { STORE_MPU_NO_PARTS = 4 };
  * the stored one (S3 answers InvalidPart and BadDigest). */
 enum { STORE_MPU_BAD_PART_SUM = 5, STORE_MPU_BAD_SUM = 6 };
 wh_status_t store_mpu_complete(store_t *st, const char *bucket, const char *key,
-                               const char *upload_id, const store_complete_part_t *parts,
-                               size_t n, store_obj_meta_t *out_meta, int *bad);
+                               const char *upload_id, const store_complete_part_t *parts, size_t n,
+                               store_obj_meta_t *out_meta, int *bad);
 /* store_mpu_complete under a condition (NULL: none), checked in the completing transaction.
  * WH_ERR_PRECONDITION without cond->failed: a listed part changed meanwhile (a conflict). */
 wh_status_t store_mpu_complete_cond(store_t *st, const char *bucket, const char *key,

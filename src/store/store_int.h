@@ -26,8 +26,8 @@ struct store_writer {
     char md5_hex[33];
     uint64_t crc64;
     uint32_t crc32c;
-    bool crc32c_unknown;        /* the bytes went by a table's own RDMA: no CRC-32C of them */
-    bool broken;                /* a write failed: the bytes are not what the digests say */
+    bool crc32c_unknown; /* the bytes went by a table's own RDMA: no CRC-32C of them */
+    bool broken;         /* a write failed: the bytes are not what the digests say */
     /* Large PUTs hash MD5 on a helper thread that reads the bytes back from the data table
      * (local: the page cache) behind the writer (MD5 runs at about 0.6 GB/s per core, the
      * slowest step of a PUT). Only where the table offers writer_pread. */
@@ -35,13 +35,13 @@ struct store_writer {
     pthread_t md5_thread;
     pthread_mutex_t md5_lock;
     pthread_cond_t md5_cond;
-    uint64_t md5_avail;         /* bytes written that the helper may hash */
-    uint64_t md5_hashed;        /* bytes the helper has hashed */
-    int md5_stop;               /* 1: finish what is written, then exit; 2: exit now */
-    int md5_err;                /* status of a failed read-back */
+    uint64_t md5_avail;  /* bytes written that the helper may hash */
+    uint64_t md5_hashed; /* bytes the helper has hashed */
+    int md5_stop;        /* 1: finish what is written, then exit; 2: exit now */
+    int md5_err;         /* status of a failed read-back */
     /* Part ETags (store_writer_use_part_etag): no whole-object MD5 at all; parts of
      * part_size are hashed in parallel by `etag` once the object outgrows the inline size. */
-    uint64_t part_size;         /* 0: whole-object MD5 (the default) */
+    uint64_t part_size; /* 0: whole-object MD5 (the default) */
     struct store_etag *etag;
     /* Digest ETags (store_writer_use_digest_etag): no MD5 pass at all; the ETag is made from
      * the CRC-64/NVME, CRC-32C and size the writer computes anyway. */
@@ -59,8 +59,7 @@ const char *store_crypt_sse(const store_writer_t *w); /* NULL: not encrypted */
 void store_crypt_free(store_writer_t *w);
 /* Wraps the raw reader of an encrypted row (m->sse set) in a decrypting one, still without
  * its key. Takes raw, also on failure. */
-wh_status_t store_crypt_wrap(store_reader_t *raw, const store_obj_meta_t *m,
-                             store_reader_t **out);
+wh_status_t store_crypt_wrap(store_reader_t *raw, const store_obj_meta_t *m, store_reader_t **out);
 
 /* 32 random lowercase hex chars (upload ids). */
 wh_status_t store_random_id(char out[META_ID_LEN + 1]);
@@ -73,8 +72,7 @@ void store_writer_free(store_writer_t *w);
 void store_writer_fail(store_writer_t *w, wh_status_t why);
 /* Appends [off, off+len) of an open reader (copy, multipart completion); the digests are not
  * updated: the caller derives them. */
-wh_status_t store_writer_append(store_writer_t *w, store_reader_t *r, uint64_t off,
-                                uint64_t len);
+wh_status_t store_writer_append(store_writer_t *w, store_reader_t *r, uint64_t off, uint64_t len);
 /* After a commit that dropped ref: frees its bytes. "" is a no-op. */
 void store_release(store_t *st, const store_data_ref_t *ref);
 /* Opens the bytes of a committed reference. */

@@ -52,7 +52,6 @@ wh_status_t store_version_list(store_t *st, const char *bucket, const store_vers
     return meta_version_list(st->meta, bucket, p, out);
 }
 
-
 wh_status_t store_object_lock_set(store_t *st, const char *bucket, const char *key,
                                   const char *version_id, const store_lock_set_t *req,
                                   store_obj_meta_t *out)

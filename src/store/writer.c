@@ -79,7 +79,7 @@ static void *store_md5_main(void *arg)
 static void store_md5_start(store_writer_t *w)
 {
     if (!w->dw->data->ops->writer_pread || w->crypt) /* stored bytes are not what was given */
-        return; /* bytes are not kept here: hash inline */
+        return;                                      /* bytes are not kept here: hash inline */
     w->md5_avail = w->md5_hashed = w->size;
     w->md5_stop = 0;
     w->md5_err = 0;
@@ -121,7 +121,7 @@ wh_status_t store_writer_write(store_writer_t *w, const void *p, size_t n)
         return WH_ERR_IO;
     if (w->md5_done) {
         wh_error("store", "write after the md5 was finalised; finish writing before asking for "
-                 "the digest");
+                          "the digest");
         w->broken = true;
         return WH_ERR_INVALID;
     }
@@ -136,7 +136,7 @@ wh_status_t store_writer_write(store_writer_t *w, const void *p, size_t n)
     w->crc32c = wh_crc32c(w->crc32c, p, n);
     w->size += n;
     if (w->digest_etag)
-        return WH_OK; /* no MD5: the ETag comes from the CRCs */
+        return WH_OK;   /* no MD5: the ETag comes from the CRCs */
     if (w->part_size) { /* part ETags: inline while small, then parallel helpers from 0 */
         if (w->etag) {
             store_etag_avail(w->etag, w->size);
@@ -191,8 +191,7 @@ wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const wh
     return WH_OK;
 }
 
-wh_status_t store_writer_append(store_writer_t *w, store_reader_t *r, uint64_t off,
-                                uint64_t len)
+wh_status_t store_writer_append(store_writer_t *w, store_reader_t *r, uint64_t off, uint64_t len)
 {
     if (w->broken)
         return WH_ERR_IO;
@@ -257,8 +256,7 @@ wh_status_t store_writer_etag(store_writer_t *w, char out[48])
     w->etag = NULL;
     wh_status_t s = store_etag_finish(e, w->size, out);
     if (s != WH_OK) {
-        wh_error("store", "reading back written bytes for the etag failed: %s",
-                 wh_status_str(s));
+        wh_error("store", "reading back written bytes for the etag failed: %s", wh_status_str(s));
         w->broken = true;
         out[0] = '\0';
     }
@@ -338,7 +336,7 @@ void store_writer_fail(store_writer_t *w, wh_status_t why)
          * row may exist and name these bytes, so they stay. If it does not, they are an
          * orphan that recovery (local) or garbage collection (a cluster) removes later. */
         wh_warn("store", "metadata unreachable during a commit: keeping the written bytes "
-                "until it is known whether they were committed");
+                         "until it is known whether they were committed");
         store_writer_free(w);
         return;
     }
@@ -373,8 +371,10 @@ wh_status_t store_writer_commit_cond(store_writer_t *w, const char *bucket, cons
     memset(&old, 0, sizeof old);
     size_t klen = strlen(key);
     if (!store_key_valid(key, klen)) {
-        wh_warn("store", "rejecting invalid object key (%zu bytes): keys are 1..%d bytes of "
-                "valid UTF-8 without NUL", klen, STORE_MAX_KEY);
+        wh_warn("store",
+                "rejecting invalid object key (%zu bytes): keys are 1..%d bytes of "
+                "valid UTF-8 without NUL",
+                klen, STORE_MAX_KEY);
         s = WH_ERR_INVALID;
         goto err;
     }

@@ -121,12 +121,13 @@ uint64_t xfer_proc_start_time(pid_t pid)
  * process (start time), every uid (real, effective, saved, filesystem) still the
  * requester's, and still dumpable (the kernel makes /proc/PID root's when a privileged exec
  * made it non-dumpable). */
-static wh_status_t cma_peer_same(pid_t pid, uid_t uid, uint64_t start, char *err,
-                                 size_t errlen)
+static wh_status_t cma_peer_same(pid_t pid, uid_t uid, uint64_t start, char *err, size_t errlen)
 {
     if (start && xfer_proc_start_time(pid) != start)
-        return wh_errf(WH_ERR_AUTH, err, errlen, "requesting process %d is gone (its pid now "
-                       "names another process)", (int)pid);
+        return wh_errf(WH_ERR_AUTH, err, errlen,
+                       "requesting process %d is gone (its pid now "
+                       "names another process)",
+                       (int)pid);
     if (uid == (uid_t)-1)
         return WH_OK;
     char sp[64], buf[4096];
@@ -151,7 +152,8 @@ static wh_status_t cma_peer_same(pid_t pid, uid_t uid, uint64_t start, char *err
     if (stat(sp, &stt) != 0 || stt.st_uid != uid)
         return wh_errf(WH_ERR_AUTH, err, errlen,
                        "requesting process %d is no longer dumpable as uid %u (it exec'd a "
-                       "privileged program)", (int)pid, (unsigned)uid);
+                       "privileged program)",
+                       (int)pid, (unsigned)uid);
     if (start && xfer_proc_start_time(pid) != start) /* reused while we looked */
         return wh_errf(WH_ERR_AUTH, err, errlen, "requesting process %d is gone", (int)pid);
     return WH_OK;
@@ -165,8 +167,7 @@ static wh_status_t cma_peer_same(pid_t pid, uid_t uid, uint64_t start, char *err
 #define SMR117_VERSION 4
 #define SMR117_PID_OFF 4
 
-static wh_status_t cma_check_owner(const token_t *t, pid_t pid, uid_t uid, char *err,
-                                   size_t errlen)
+static wh_status_t cma_check_owner(const token_t *t, pid_t pid, uid_t uid, char *err, size_t errlen)
 {
     char name[TOKEN_MAX_EP_NAME + 1], path[TOKEN_MAX_EP_NAME + 16];
     size_t n = t->ep_name_len;
@@ -214,8 +215,7 @@ static wh_status_t cma_check_owner(const token_t *t, pid_t pid, uid_t uid, char 
                 (unsigned)stt.st_uid, (unsigned)uid);
         st = WH_ERR_AUTH;
     } else if (hdr[0] != SMR117_VERSION) {
-        wh_debug("xfer", "unknown shm region version, owner check skipped version=%u",
-                 hdr[0]);
+        wh_debug("xfer", "unknown shm region version, owner check skipped version=%u", hdr[0]);
     } else {
         int rpid;
         memcpy(&rpid, hdr + SMR117_PID_OFF, sizeof rpid);
@@ -230,7 +230,6 @@ static wh_status_t cma_check_owner(const token_t *t, pid_t pid, uid_t uid, char 
     close(fd);
     return st;
 }
-
 
 /* The kernel-named pid, chunked, synchronous. mr is not needed: the copy is the kernel's. */
 static wh_status_t cma_batch_post(xfer_batch_t *xb, xfer_op_t op, xfer_mr_t *mr, void *local,
@@ -254,8 +253,8 @@ static wh_status_t cma_batch_post(xfer_batch_t *xb, xfer_op_t op, xfer_mr_t *mr,
             int e = got < 0 ? errno : EFAULT;
             /* Direct batches take posts from several threads: the first failure reports. */
             wh_status_t fail = e == EPERM ? WH_ERR_AUTH : WH_ERR_TRANSPORT, ok = WH_OK;
-            if (!__atomic_compare_exchange_n(&b->base._status, &ok, fail, false,
-                                             __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            if (!__atomic_compare_exchange_n(&b->base._status, &ok, fail, false, __ATOMIC_ACQ_REL,
+                                             __ATOMIC_ACQUIRE))
                 return b->base._status;
             const char *what = e == ESRCH    ? "the client process is gone"
                                : e == EFAULT ? "the token's region is not mapped in the client"
@@ -264,8 +263,7 @@ static wh_status_t cma_batch_post(xfer_batch_t *xb, xfer_op_t op, xfer_mr_t *mr,
             snprintf(b->base._err, sizeof b->base._err, "shm %s failed at offset 0x%llx: %s (%s)",
                      op == XFER_OP_WRITE ? "write" : "read",
                      (unsigned long long)(raddr - b->base._rbase + done), what, strerror(e));
-            wh_warn("xfer", "cma transfer failed pid=%d err='%s'", (int)b->pid,
-                    strerror(e));
+            wh_warn("xfer", "cma transfer failed pid=%d err='%s'", (int)b->pid, strerror(e));
             return fail;
         }
         done += (size_t)got;
@@ -299,8 +297,8 @@ static wh_status_t cma_batch_post_crc(xfer_batch_t *xb, const void *local, size_
         size_t m = WH_MIN(len - k, (size_t)CMA_CRC_BLOCK);
         const uint8_t *p = (const uint8_t *)local + k;
         crc = wh_crc64nvme(crc, p, m);
-        wh_status_t st = cma_batch_post(xb, XFER_OP_WRITE, NULL, (void *)(uintptr_t)p, m,
-                                        roff + k, 0);
+        wh_status_t st =
+            cma_batch_post(xb, XFER_OP_WRITE, NULL, (void *)(uintptr_t)p, m, roff + k, 0);
         if (st != WH_OK)
             return st;
     }
@@ -362,5 +360,5 @@ const struct xfer_ops xfer_cma_ops = {
     .batch_end = cma_batch_end,
     .batch_post_crc = cma_batch_post_crc,
     .stalled = xfer_none_stalled, /* synchronous: nothing is ever left in flight */
-    .quiesce = xfer_noop, /* synchronous: nothing arrives after a request ends */
+    .quiesce = xfer_noop,         /* synchronous: nothing arrives after a request ends */
 };

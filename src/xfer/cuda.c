@@ -44,8 +44,8 @@ static void cuda_do_load(void)
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();
-        snprintf(g_err, sizeof g_err, "%s not found: no NVIDIA driver on this host (%.160s)",
-                 path, e ? e : "dlopen failed");
+        snprintf(g_err, sizeof g_err, "%s not found: no NVIDIA driver on this host (%.160s)", path,
+                 e ? e : "dlopen failed");
         wh_info(MOD, "cuda unavailable reason=\"%s\"", g_err);
         return;
     }
@@ -56,22 +56,37 @@ static void cuda_do_load(void)
         void **slot;
     } syms[] = {
 #define SYM(n) {#n, (void **)&a.n}
-        SYM(cuInit),           SYM(cuDeviceGetCount),         SYM(cuDeviceGet),
-        SYM(cuDeviceGetUuid),  SYM(cuDevicePrimaryCtxRetain), SYM(cuDevicePrimaryCtxRelease),
-        SYM(cuCtxSetCurrent),  SYM(cuCtxGetCurrent),          SYM(cuPointerGetAttribute),
-        SYM(cuMemGetAddressRange), SYM(cuIpcGetMemHandle),    SYM(cuIpcOpenMemHandle),
-        SYM(cuIpcCloseMemHandle),  SYM(cuStreamCreate),       SYM(cuStreamDestroy),
-        SYM(cuStreamSynchronize),  SYM(cuMemcpyHtoDAsync),    SYM(cuMemcpyDtoHAsync),
-        SYM(cuMemHostAlloc),   SYM(cuMemFreeHost),            SYM(cuMemHostRegister),
-        SYM(cuMemHostUnregister), SYM(cuGetErrorString),
+        SYM(cuInit),
+        SYM(cuDeviceGetCount),
+        SYM(cuDeviceGet),
+        SYM(cuDeviceGetUuid),
+        SYM(cuDevicePrimaryCtxRetain),
+        SYM(cuDevicePrimaryCtxRelease),
+        SYM(cuCtxSetCurrent),
+        SYM(cuCtxGetCurrent),
+        SYM(cuPointerGetAttribute),
+        SYM(cuMemGetAddressRange),
+        SYM(cuIpcGetMemHandle),
+        SYM(cuIpcOpenMemHandle),
+        SYM(cuIpcCloseMemHandle),
+        SYM(cuStreamCreate),
+        SYM(cuStreamDestroy),
+        SYM(cuStreamSynchronize),
+        SYM(cuMemcpyHtoDAsync),
+        SYM(cuMemcpyDtoHAsync),
+        SYM(cuMemHostAlloc),
+        SYM(cuMemFreeHost),
+        SYM(cuMemHostRegister),
+        SYM(cuMemHostUnregister),
+        SYM(cuGetErrorString),
 #undef SYM
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
         *syms[i].slot = cuda_sym(h, syms[i].name);
         if (!*syms[i].slot) {
             snprintf(g_err, sizeof g_err,
-                     "%s has no symbol %s: the NVIDIA driver is too old or not a CUDA driver",
-                     path, syms[i].name);
+                     "%s has no symbol %s: the NVIDIA driver is too old or not a CUDA driver", path,
+                     syms[i].name);
             wh_warn(MOD, "cuda unusable reason=\"%s\"", g_err);
             dlclose(h);
             return;
@@ -82,8 +97,7 @@ static void cuda_do_load(void)
         const char *s = NULL;
         if (a.cuGetErrorString(r, &s) != 0 || !s)
             s = "unknown error";
-        snprintf(g_err, sizeof g_err, "cuInit failed: %.120s (CUresult %d): no usable GPU", s,
-                 r);
+        snprintf(g_err, sizeof g_err, "cuInit failed: %.120s (CUresult %d): no usable GPU", s, r);
         wh_info(MOD, "cuda unavailable reason=\"%s\"", g_err);
         dlclose(h); /* keep nothing of a driver that cannot initialise */
         return;

@@ -58,8 +58,7 @@ typedef struct cuda_api {
     cu_result_t (*cuStreamCreate)(cu_stream_t *s, unsigned flags);
     cu_result_t (*cuStreamDestroy)(cu_stream_t s);
     cu_result_t (*cuStreamSynchronize)(cu_stream_t s);
-    cu_result_t (*cuMemcpyHtoDAsync)(cu_deviceptr_t dst, const void *src, size_t n,
-                                     cu_stream_t s);
+    cu_result_t (*cuMemcpyHtoDAsync)(cu_deviceptr_t dst, const void *src, size_t n, cu_stream_t s);
     cu_result_t (*cuMemcpyDtoHAsync)(void *dst, cu_deviceptr_t src, size_t n, cu_stream_t s);
     cu_result_t (*cuMemHostAlloc)(void **p, size_t n, unsigned flags);
     cu_result_t (*cuMemFreeHost)(void *p);
@@ -87,7 +86,6 @@ void cuda_staging_stats(uint64_t *budget, uint64_t *allocated, uint64_t *peak);
 
 /* The device ordinal of GPU memory [addr, addr+len), checked to be device memory inside one
  * allocation (a network provider registering it through FI_HMEM needs both). */
-wh_status_t cuda_device_of(const void *addr, size_t len, int *ordinal, char *err,
-                           size_t errlen);
+wh_status_t cuda_device_of(const void *addr, size_t len, int *ordinal, char *err, size_t errlen);
 
 #endif

@@ -210,17 +210,19 @@ static wh_status_t cx_mr_reg(xfer_t *xx, void *addr, size_t len, xfer_mr_t **out
         goto out;
     }
     if (p - m->alloc_base > m->alloc_size || len > m->alloc_size - (p - m->alloc_base)) {
-        wh_error(MOD, "cuda registration spans more than one allocation addr=%p len=%zu "
-                      "alloc_base=0x%llx alloc_size=%zu; register each allocation (tensor "
-                      "storage) separately",
+        wh_error(MOD,
+                 "cuda registration spans more than one allocation addr=%p len=%zu "
+                 "alloc_base=0x%llx alloc_size=%zu; register each allocation (tensor "
+                 "storage) separately",
                  addr, len, m->alloc_base, m->alloc_size);
         st = WH_ERR_INVALID;
         goto out;
     }
     cu_ipc_mem_handle_t h;
     if ((r = cu->cuIpcGetMemHandle(&h, m->alloc_base)) != 0) {
-        wh_error(MOD, "cuIpcGetMemHandle failed addr=%p res=%s (memory from cudaMallocAsync "
-                      "pools or VMM allocations cannot be exported this way)",
+        wh_error(MOD,
+                 "cuIpcGetMemHandle failed addr=%p res=%s (memory from cudaMallocAsync "
+                 "pools or VMM allocations cannot be exported this way)",
                  addr, cuda_strerror(r));
         st = WH_ERR_UNSUPPORTED;
         goto out;
@@ -247,14 +249,15 @@ out:
     return WH_OK;
 }
 
-static wh_status_t cx_mr_reg_device(xfer_t *xx, void *addr, size_t len, xfer_mr_t **out,
-                                    char *err, size_t errlen)
+static wh_status_t cx_mr_reg_device(xfer_t *xx, void *addr, size_t len, xfer_mr_t **out, char *err,
+                                    size_t errlen)
 {
     wh_status_t st = cx_mr_reg(xx, addr, len, out);
     if (st != WH_OK)
-        wh_errf(WH_OK, err, errlen, "%p (+%zu) is not exportable GPU memory (%s): it must lie "
-                "inside one cudaMalloc allocation (a tensor's storage); see the log", addr, len,
-                wh_status_str(st));
+        wh_errf(WH_OK, err, errlen,
+                "%p (+%zu) is not exportable GPU memory (%s): it must lie "
+                "inside one cudaMalloc allocation (a tensor's storage); see the log",
+                addr, len, wh_status_str(st));
     return st;
 }
 
@@ -263,13 +266,12 @@ static void cx_mr_dereg(xfer_mr_t *mr)
     free(mr);
 }
 
-static wh_status_t cx_token_pack(xfer_t *xx, const xfer_mr_t *mr, const void *addr,
-                                 uint64_t len, char *out, size_t outlen)
+static wh_status_t cx_token_pack(xfer_t *xx, const xfer_mr_t *mr, const void *addr, uint64_t len,
+                                 char *out, size_t outlen)
 {
     const cuda_mr_t *m = (const cuda_mr_t *)mr;
     uint64_t off = (uint64_t)(uintptr_t)addr - m->alloc_base;
-    return token_pack_cuda1((uint64_t)(uintptr_t)addr, len, m->uuid, m->handle, off, out,
-                            outlen);
+    return token_pack_cuda1((uint64_t)(uintptr_t)addr, len, m->uuid, m->handle, off, out, outlen);
 }
 
 /* ---- server: IPC cache, staging slots and batches ----------------------------------------- */
@@ -388,14 +390,13 @@ static wh_status_t cx_batch_begin(xfer_t *xx, const xfer_target_t *tgt, xfer_bat
 static bool cx_slot_make(cuda_x_t *x, cuda_slot_t *s)
 {
     for (int j = 0; j < 2; j++) {
-        if (!s->stream[j] &&
-            x->cu->cuStreamCreate(&s->stream[j], CU_STREAM_NON_BLOCKING) != 0) {
+        if (!s->stream[j] && x->cu->cuStreamCreate(&s->stream[j], CU_STREAM_NON_BLOCKING) != 0) {
             s->stream[j] = NULL;
             return false;
         }
         if (!s->pin[j] && x->stage == STAGE_PINNED) {
-            if (x->cu->cuMemHostAlloc(&s->pin[j], CUDA_STAGE_BYTES,
-                                      CU_MEMHOSTALLOC_PORTABLE) != 0) {
+            if (x->cu->cuMemHostAlloc(&s->pin[j], CUDA_STAGE_BYTES, CU_MEMHOSTALLOC_PORTABLE) !=
+                0) {
                 s->pin[j] = NULL;
                 return false;
             }
@@ -531,8 +532,8 @@ static wh_status_t cx_batch_post(xfer_batch_t *bb, xfer_op_t op, xfer_mr_t *mr, 
         if (__atomic_compare_exchange_n(&bb->_status, &ok, st, false, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE))
             snprintf(bb->_err, sizeof bb->_err, "%s", err);
-        wh_error(MOD, "cuda post failed len=%zu roff=%llu err='%s'", len,
-                 (unsigned long long)roff, err);
+        wh_error(MOD, "cuda post failed len=%zu roff=%llu err='%s'", len, (unsigned long long)roff,
+                 err);
         return st;
     }
     __atomic_add_fetch(&bb->_bytes_done, len, __ATOMIC_ACQ_REL);
@@ -545,8 +546,8 @@ static wh_status_t cx_batch_post(xfer_batch_t *bb, xfer_op_t op, xfer_mr_t *mr, 
  * of the other. */
 #define CUDA_CRC_BLOCK (1u << 20)
 
-static wh_status_t cx_batch_post_crc(xfer_batch_t *bb, const void *local, size_t len,
-                                     uint64_t roff, uint64_t *crc_out)
+static wh_status_t cx_batch_post_crc(xfer_batch_t *bb, const void *local, size_t len, uint64_t roff,
+                                     uint64_t *crc_out)
 {
     cuda_batch_t *b = (cuda_batch_t *)bb;
     cuda_x_t *x = (cuda_x_t *)bb->_x;
@@ -597,13 +598,13 @@ static wh_status_t cx_batch_post_crc(xfer_batch_t *bb, const void *local, size_t
     __atomic_add_fetch(&bb->_bytes_done, len, __ATOMIC_ACQ_REL);
     *crc_out = crc;
     return WH_OK;
-fail: {
+fail : {
     wh_status_t ok = WH_OK;
     if (__atomic_compare_exchange_n(&bb->_status, &ok, st, false, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE))
         snprintf(bb->_err, sizeof bb->_err, "%s", err);
-    wh_error(MOD, "cuda post failed len=%zu roff=%llu err='%s'", len,
-             (unsigned long long)roff, err);
+    wh_error(MOD, "cuda post failed len=%zu roff=%llu err='%s'", len, (unsigned long long)roff,
+             err);
     return st;
 }
 }
@@ -643,5 +644,5 @@ const struct xfer_ops xfer_cuda_ops = {
     .batch_end = cx_batch_end,
     .batch_post_crc = cx_batch_post_crc,
     .stalled = xfer_none_stalled, /* synchronous copies: nothing is left in flight */
-    .quiesce = xfer_noop, /* synchronous: nothing arrives after a request ends */
+    .quiesce = xfer_noop,         /* synchronous: nothing arrives after a request ends */
 };

@@ -111,7 +111,7 @@ typedef struct ofi_xfer {
     pthread_cond_t pcond;
     pthread_t pthr;
     bool pthr_started, stopping;
-    bool polling;        /* the progress thread is reading the CQ (plock) */
+    bool polling;         /* the progress thread is reading the CQ (plock) */
     unsigned outstanding; /* open progress brackets (plock) */
     unsigned quiescing;   /* ofi_quiesce calls waiting or replacing the endpoint (plock) */
     unsigned quiesced;    /* endpoints replaced (plock) */
@@ -143,8 +143,8 @@ wh_status_t ofi_check_host(ofi_xfer_t *o, const token_t *t, const char *host, ch
 /* ofi_batch.c */
 wh_status_t ofi_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t **out, char *err,
                             size_t errlen);
-wh_status_t ofi_batch_post(xfer_batch_t *xb, xfer_op_t op, xfer_mr_t *mr, void *local,
-                           size_t len, uint64_t roff, unsigned tag);
+wh_status_t ofi_batch_post(xfer_batch_t *xb, xfer_op_t op, xfer_mr_t *mr, void *local, size_t len,
+                           uint64_t roff, unsigned tag);
 wh_status_t ofi_batch_wait(xfer_batch_t *xb, unsigned tag);
 wh_status_t ofi_batch_end(xfer_batch_t *xb);
 /* Drains the CQ once. Caller must not hold o->lock. Returns the number of completions

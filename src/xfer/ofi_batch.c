@@ -93,11 +93,11 @@ unsigned ofi_drain(ofi_xfer_t *o)
             const char *ps = fi_cq_strerror(o->cq, ee.prov_errno, ee.err_data, pbuf, sizeof pbuf);
             snprintf(msg, sizeof msg, "%s transfer failed: %s (provider: %s)", o->base._fabric,
                      fi_strerror(ee.err), ps ? ps : "-");
-            wh_warn("xfer", "transfer op failed provider=%s err='%s' prov_err='%s'",
-                    o->base._name, fi_strerror(ee.err), ps ? ps : "-");
+            wh_warn("xfer", "transfer op failed provider=%s err='%s' prov_err='%s'", o->base._name,
+                    fi_strerror(ee.err), ps ? ps : "-");
             if (ee.op_context) {
-                ofi_batch_t *z = ofi_complete(o, (ofi_op_t *)ee.op_context, ee.err ? ee.err : 1,
-                                              msg);
+                ofi_batch_t *z =
+                    ofi_complete(o, (ofi_op_t *)ee.op_context, ee.err ? ee.err : 1, msg);
                 if (z)
                     idle[nidle++] = z;
             }
@@ -119,7 +119,6 @@ unsigned ofi_drain(ofi_xfer_t *o)
     }
     return done;
 }
-
 
 /* ---- batches ------------------------------------------------------------------------------ */
 
@@ -149,7 +148,7 @@ wh_status_t ofi_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t **
                        x->_fabric);
     }
     if (o->is_shm && (t->ep_name_len < 2 || t->ep_name[t->ep_name_len - 1] != '\0' ||
-                              strlen((const char *)t->ep_name) + 1 != t->ep_name_len)) {
+                      strlen((const char *)t->ep_name) + 1 != t->ep_name_len)) {
         return wh_errf(WH_ERR_INVALID, err, errlen,
                        "token field 'ep-name': not an shm endpoint name");
     }
@@ -183,7 +182,6 @@ wh_status_t ofi_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t **
     *out = &b->base;
     return WH_OK;
 }
-
 
 /* Waits (driving the CQ) until pred holds, the batch fails, or it times out. */
 static wh_status_t ofi_wait_until(ofi_batch_t *b, unsigned tag, bool for_slot)
@@ -225,8 +223,9 @@ static wh_status_t ofi_wait_until(ofi_batch_t *b, unsigned tag, bool for_slot)
                     b->peer->bad = true;
             }
             pthread_mutex_unlock(&o->lock);
-            wh_warn("xfer", "transfer timed out provider=%s timeout_ms=%u ops_in_flight=%u "
-                            "longest_gap_between_progress_calls_ms=%.0f",
+            wh_warn("xfer",
+                    "transfer timed out provider=%s timeout_ms=%u ops_in_flight=%u "
+                    "longest_gap_between_progress_calls_ms=%.0f",
                     o->base._name, o->timeout_ms, inflight, gap_ms);
             return WH_ERR_TIMEOUT;
         }
@@ -289,14 +288,18 @@ static ssize_t ofi_post_write(ofi_xfer_t *o, ofi_batch_t *b, ofi_mr_t *m, void *
     struct iovec iov = {p, n};
     void *desc = m->desc;
     struct fi_rma_iov riov = {.addr = raddr, .len = n, .key = b->key};
-    struct fi_msg_rma msg = {.msg_iov = &iov, .desc = &desc, .iov_count = 1,
-                             .addr = b->peer->fi_addr, .rma_iov = &riov, .rma_iov_count = 1,
+    struct fi_msg_rma msg = {.msg_iov = &iov,
+                             .desc = &desc,
+                             .iov_count = 1,
+                             .addr = b->peer->fi_addr,
+                             .rma_iov = &riov,
+                             .rma_iov_count = 1,
                              .context = &slot->ctx};
     return fi_writemsg(o->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE);
 }
 
-wh_status_t ofi_batch_post(xfer_batch_t *xb, xfer_op_t op, xfer_mr_t *mr, void *local,
-                           size_t len, uint64_t roff, unsigned tag)
+wh_status_t ofi_batch_post(xfer_batch_t *xb, xfer_op_t op, xfer_mr_t *mr, void *local, size_t len,
+                           uint64_t roff, unsigned tag)
 {
     ofi_batch_t *b = (ofi_batch_t *)xb;
     ofi_xfer_t *o = ofi_x(xb->_x);
@@ -331,14 +334,13 @@ wh_status_t ofi_batch_post(xfer_batch_t *xb, xfer_op_t op, xfer_mr_t *mr, void *
         uint64_t t0 = wh_now_ns();
         for (;;) {
             uint64_t tp = wh_now_ns();
-            ssize_t rc = op == XFER_OP_WRITE ? ofi_post_write(o, b, m, (char *)local + done, n,
-                                                              raddr + done, slot)
-                                             : fi_read(o->ep, (char *)local + done, n, m->desc,
-                                                       b->peer->fi_addr, raddr + done, b->key,
-                                                       &slot->ctx);
+            ssize_t rc = op == XFER_OP_WRITE
+                             ? ofi_post_write(o, b, m, (char *)local + done, n, raddr + done, slot)
+                             : fi_read(o->ep, (char *)local + done, n, m->desc, b->peer->fi_addr,
+                                       raddr + done, b->key, &slot->ctx);
             if (wh_now_ns() - tp > OFI_SLOW_CALL_NS)
-                wh_warn("xfer", "provider post call blocked provider=%s ms=%.0f",
-                        o->base._name, (double)(wh_now_ns() - tp) / 1e6);
+                wh_warn("xfer", "provider post call blocked provider=%s ms=%.0f", o->base._name,
+                        (double)(wh_now_ns() - tp) / 1e6);
             if (rc == 0)
                 break;
             if (rc == -FI_EAGAIN && wh_now_ns() - t0 < (uint64_t)o->timeout_ms * 1000000ULL) {
@@ -389,8 +391,9 @@ wh_status_t ofi_batch_end(xfer_batch_t *xb)
         b->next = o->zombies;
         o->zombies = b;
         pthread_mutex_unlock(&o->lock);
-        wh_warn("xfer", "batch ended with ops in flight; buffers held until they drain "
-                        "provider=%s ops=%u",
+        wh_warn("xfer",
+                "batch ended with ops in flight; buffers held until they drain "
+                "provider=%s ops=%u",
                 o->base._name, b->outstanding);
         return WH_ERR_BUSY;
     }

@@ -42,7 +42,8 @@ static void ofi_close_ep(ofi_xfer_t *o)
 static wh_status_t ofi_open_ep(ofi_xfer_t *o, const char *prov, char *err, size_t errlen)
 {
     /* shm's blocking CQ read does not honour its timeout in 1.17: poll it instead. */
-    struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_DATA, .size = 1024,
+    struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_DATA,
+                             .size = 1024,
                              .wait_obj = o->is_shm ? FI_WAIT_NONE : FI_WAIT_UNSPEC};
     int rc = fi_cq_open(o->domain, &cqa, &o->cq, NULL);
     if (rc && cqa.wait_obj != FI_WAIT_NONE) {
@@ -51,8 +52,8 @@ static wh_status_t ofi_open_ep(ofi_xfer_t *o, const char *prov, char *err, size_
     }
     if (rc) {
         o->cq = NULL;
-        return wh_errf(WH_ERR_TRANSPORT, err, errlen, "libfabric %s: fi_cq_open failed: %s",
-                       prov, fi_strerror(-rc));
+        return wh_errf(WH_ERR_TRANSPORT, err, errlen, "libfabric %s: fi_cq_open failed: %s", prov,
+                       fi_strerror(-rc));
     }
     o->use_sread = cqa.wait_obj != FI_WAIT_NONE;
     struct fi_av_attr ava = {.type = FI_AV_TABLE, .count = o->max_peers};
@@ -67,8 +68,8 @@ static wh_status_t ofi_open_ep(ofi_xfer_t *o, const char *prov, char *err, size_
     o->name_len = sizeof o->name;
     if ((rc = fi_getname(&o->ep->fid, o->name, &o->name_len))) {
         ofi_close_ep(o);
-        return wh_errf(WH_ERR_TRANSPORT, err, errlen, "libfabric %s: fi_getname failed: %s",
-                       prov, fi_strerror(-rc));
+        return wh_errf(WH_ERR_TRANSPORT, err, errlen, "libfabric %s: fi_getname failed: %s", prov,
+                       fi_strerror(-rc));
     }
     return WH_OK;
 }
@@ -86,7 +87,6 @@ static void ofi_close_fids(ofi_xfer_t *o)
     o->fabric = NULL;
     o->info = NULL;
 }
-
 
 /* libfabric 1.17 shm names an endpoint's region /dev/shm/<pid>:<domain>:<ep> and fails with
  * EBUSY when that name exists. A process that died without closing (kill -9, a crash) leaves
@@ -160,8 +160,8 @@ static wh_status_t ofi_open(const xfer_config_t *cfg, const xfer_provider_t *pv,
     hints->ep_attr->type = FI_EP_RDM;
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
     /* Every mode bit we can honour; the provider keeps those it needs. */
-    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-                                  FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+    hints->domain_attr->mr_mode =
+        FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
     hints->domain_attr->threading = FI_THREAD_SAFE;
     hints->fabric_attr->prov_name = strdup(prov);
     if (!hints->fabric_attr->prov_name) {
@@ -177,7 +177,8 @@ static wh_status_t ofi_open(const xfer_config_t *cfg, const xfer_provider_t *pv,
     if (o->is_shm) {
         snprintf(o->hmem_why, sizeof o->hmem_why,
                  "%s is a same-host provider: GPU memory goes over cuda+ipc (the server on "
-                 "this host, its Unix socket)", pv->name);
+                 "this host, its Unix socket)",
+                 pv->name);
     } else if (cfg->role != XFER_ROLE_CLIENT) {
         snprintf(o->hmem_why, sizeof o->hmem_why, "the server registers host memory only");
     } else if (hm && strcmp(hm, "0") == 0) {
@@ -194,15 +195,16 @@ static wh_status_t ofi_open(const xfer_config_t *cfg, const xfer_provider_t *pv,
             info = NULL;
             snprintf(o->hmem_why, sizeof o->hmem_why,
                      "libfabric's %s provider offers no FI_HMEM here (fi_getinfo: %s); GPU "
-                     "memory cannot be registered with it", prov, fi_strerror(-rc));
+                     "memory cannot be registered with it",
+                     prov, fi_strerror(-rc));
         }
     }
     rc = o->hmem ? 0
                  : fi_getinfo(FI_VERSION(1, 17), o->is_shm ? NULL : node, NULL,
                               (node && !o->is_shm) ? FI_SOURCE : 0, hints, &info);
     if (rc) {
-        wh_warn("xfer", "fi_getinfo failed provider=%s node=%s err='%s'", prov,
-                node ? node : "-", fi_strerror(-rc));
+        wh_warn("xfer", "fi_getinfo failed provider=%s node=%s err='%s'", prov, node ? node : "-",
+                fi_strerror(-rc));
         wh_errf(WH_OK, err, errlen,
                 "libfabric provider '%s' is not available on this host (fi_getinfo: %s); "
                 "check `fi_info -p \"%s\"`",
@@ -251,15 +253,13 @@ static wh_status_t ofi_open(const xfer_config_t *cfg, const xfer_provider_t *pv,
     wh_info("xfer",
             "provider open provider=%s fabric='%s' domain='%s' mr_mode=0x%llx "
             "chunk=%llu window=%u max_peers=%u hmem=%d",
-            prov, o->info->fabric_attr->name, o->info->domain_attr->name,
-            (unsigned long long)mm, (unsigned long long)o->chunk, o->window, o->max_peers,
-            o->hmem);
+            prov, o->info->fabric_attr->name, o->info->domain_attr->name, (unsigned long long)mm,
+            (unsigned long long)o->chunk, o->window, o->max_peers, o->hmem);
     *out = &o->base;
     return WH_OK;
 
 err_free:
-    wh_warn("xfer", "provider open failed provider=%s err='%s'", prov,
-            err && errlen ? err : "");
+    wh_warn("xfer", "provider open failed provider=%s err='%s'", prov, err && errlen ? err : "");
     if (hints)
         fi_freeinfo(hints);
     if (info)
@@ -291,8 +291,7 @@ static void ofi_close(xfer_t *x)
         pthread_join(o->pthr, NULL);
     }
     if (o->zombies)
-        wh_warn("xfer", "closing with transfers still in flight provider=%s",
-                x->_name);
+        wh_warn("xfer", "closing with transfers still in flight provider=%s", x->_name);
     ofi_close_fids(o);
     ofi_zombies_release(o); /* the endpoint is closed: nothing touches their buffers now */
     ofi_free_lists(o);
@@ -429,8 +428,8 @@ static void ofi_quiesce(xfer_t *x)
     pthread_cond_broadcast(&o->pcond);
     pthread_mutex_unlock(&o->plock);
     if (st != WH_OK)
-        wh_error("xfer", "replacing the client endpoint failed provider=%s err='%s'",
-                 x->_name, err);
+        wh_error("xfer", "replacing the client endpoint failed provider=%s err='%s'", x->_name,
+                 err);
     else
         wh_info("xfer", "client endpoint replaced after an unfinished transfer provider=%s",
                 x->_name);

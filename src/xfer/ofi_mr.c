@@ -18,8 +18,8 @@ static wh_status_t ofi_mr_regattr(xfer_t *x, struct fi_mr_attr *attr, xfer_mr_t 
     ofi_xfer_t *o = ofi_x(x);
     void *addr = attr->mr_iov[0].iov_base;
     size_t len = attr->mr_iov[0].iov_len;
-    attr->access = x->_role == XFER_ROLE_CLIENT ? FI_REMOTE_READ | FI_REMOTE_WRITE
-                                                : FI_READ | FI_WRITE;
+    attr->access =
+        x->_role == XFER_ROLE_CLIENT ? FI_REMOTE_READ | FI_REMOTE_WRITE : FI_READ | FI_WRITE;
     ofi_mr_t *m = calloc(1, sizeof *m);
     if (!m)
         return WH_ERR_NOMEM;
@@ -36,15 +36,14 @@ static wh_status_t ofi_mr_regattr(xfer_t *x, struct fi_mr_attr *attr, xfer_mr_t 
         rc = fi_mr_regattr(o->domain, attr, 0, &m->mr);
     }
     if (rc) {
-        wh_error("xfer", "fi_mr_regattr failed provider=%s len=%zu iface=%d err='%s'",
-                 x->_name, len, (int)attr->iface, fi_strerror(-rc));
+        wh_error("xfer", "fi_mr_regattr failed provider=%s len=%zu iface=%d err='%s'", x->_name,
+                 len, (int)attr->iface, fi_strerror(-rc));
         free(m);
         return rc == -FI_ENOMEM ? WH_ERR_NOMEM : WH_ERR_TRANSPORT;
     }
     if (o->mr_endpoint) {
         if ((rc = fi_mr_bind(m->mr, &o->ep->fid, 0)) || (rc = fi_mr_enable(m->mr))) {
-            wh_error("xfer", "fi_mr_bind failed provider=%s err='%s'", x->_name,
-                     fi_strerror(-rc));
+            wh_error("xfer", "fi_mr_bind failed provider=%s err='%s'", x->_name, fi_strerror(-rc));
             fi_close(&m->mr->fid);
             free(m);
             return WH_ERR_TRANSPORT;
@@ -85,9 +84,11 @@ wh_status_t ofi_mr_reg_device(xfer_t *x, void *addr, size_t len, xfer_mr_t **out
     attr.device.cuda = dev;
     st = ofi_mr_regattr(x, &attr, out);
     if (st != WH_OK)
-        return wh_errf(st, err, errlen, "%s: fi_mr_regattr of GPU memory (FI_HMEM_CUDA, device "
+        return wh_errf(st, err, errlen,
+                       "%s: fi_mr_regattr of GPU memory (FI_HMEM_CUDA, device "
                        "%d) failed; see the log (peer memory or dmabuf support in the "
-                       "driver?)", x->_name, dev);
+                       "driver?)",
+                       x->_name, dev);
     return WH_OK;
 }
 

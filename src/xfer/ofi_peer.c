@@ -140,8 +140,7 @@ static bool ofi_host_local(const char *a)
         if (i->ifa_addr->sa_family == AF_INET)
             inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, buf, sizeof buf);
         else if (i->ifa_addr->sa_family == AF_INET6)
-            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, buf,
-                      sizeof buf);
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, buf, sizeof buf);
         else
             continue;
         found = strcmp(buf, a) == 0;
@@ -169,8 +168,7 @@ wh_status_t ofi_check_host(ofi_xfer_t *o, const token_t *t, const char *host, ch
     if (t->ep_name_len >= sizeof(struct sockaddr_in) && sa->sa_family == AF_INET) {
         inet_ntop(AF_INET, &((const struct sockaddr_in *)t->ep_name)->sin_addr, got, sizeof got);
     } else if (t->ep_name_len >= sizeof(struct sockaddr_in6) && sa->sa_family == AF_INET6) {
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)t->ep_name)->sin6_addr, got,
-                  sizeof got);
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)t->ep_name)->sin6_addr, got, sizeof got);
     } else {
         return WH_OK; /* not an IP address (verbs GIDs, efa, cxi): the fabric binds it */
     }

@@ -74,8 +74,7 @@ static bool tok_provider_valid(const char *p, size_t n)
 }
 
 /* The base and size every dialect but cuobj starts with (hex, and base + size must not wrap). */
-static wh_status_t tok_parse_base_size(const tok_field_t *f, token_t *t, char *err,
-                                       size_t errlen)
+static wh_status_t tok_parse_base_size(const tok_field_t *f, token_t *t, char *err, size_t errlen)
 {
     const char *why;
     if ((why = tok_hex_u64(&f[0], 0, &t->base)))
@@ -97,22 +96,22 @@ static wh_status_t tok_parse_ofi1(const tok_field_t *f, size_t nf, token_t *t, c
     const char *why;
     if (nf != 6)
         return wh_errf(WH_ERR_INVALID, err, errlen,
-                        "token: ofi1 has 6 fields <base>:<size>:ofi1:<provider>:<ep-name>:<key>, "
-                        "got %zu",
-                        nf);
+                       "token: ofi1 has 6 fields <base>:<size>:ofi1:<provider>:<ep-name>:<key>, "
+                       "got %zu",
+                       nf);
     wh_status_t st = tok_parse_base_size(f, t, err, errlen);
     if (st != WH_OK)
         return st;
     if (!tok_provider_valid(f[3].p, f[3].n))
         return wh_errf(WH_ERR_INVALID, err, errlen,
-                        "token field 'provider': must be 1..%d of [a-z0-9_;]",
-                        TOKEN_MAX_PROVIDER - 1);
+                       "token field 'provider': must be 1..%d of [a-z0-9_;]",
+                       TOKEN_MAX_PROVIDER - 1);
     memcpy(t->provider, f[3].p, f[3].n);
     t->provider[f[3].n] = '\0';
     if (f[4].n < 2 || f[4].n > 2 * TOKEN_MAX_EP_NAME || (f[4].n & 1))
         return wh_errf(WH_ERR_INVALID, err, errlen,
-                        "token field 'ep-name': must be an even number of hex digits, 2..%d",
-                        2 * TOKEN_MAX_EP_NAME);
+                       "token field 'ep-name': must be an even number of hex digits, 2..%d",
+                       2 * TOKEN_MAX_EP_NAME);
     if ((why = tok_hex_bytes(&f[4], t->ep_name)))
         return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'ep-name': %s", why);
     t->ep_name_len = f[4].n / 2;
@@ -125,8 +124,8 @@ static wh_status_t tok_parse_ofi1(const tok_field_t *f, size_t nf, token_t *t, c
 /* ---- cuobj --------------------------------------------------------------------------------- */
 
 static const size_t g_cuobj_width[7] = {16, 8, 8, 4, 6, 1, 32};
-static const char *const g_cuobj_name[7] = {"addr", "size", "rkey", "lid", "dctn",
-                                            "gid_present", "gid"};
+static const char *const g_cuobj_name[7] = {"addr", "size",        "rkey", "lid",
+                                            "dctn", "gid_present", "gid"};
 #define CUOBJ_LEN 81
 
 static bool tok_looks_cuobj(const tok_field_t *f, size_t nf)
@@ -146,24 +145,24 @@ static wh_status_t tok_parse_cuobj(const tok_field_t *f, size_t nf, size_t len, 
     uint64_t v[6];
     if (nf == 9)
         return wh_errf(WH_ERR_INVALID, err, errlen,
-                        "token: the %zu-character cuobj form with a trailing ':addr:size' (the "
-                        "older 115-character form) is not accepted; send the exactly "
-                        "%d-character form addr:size:rkey:lid:dctn:gid_present:gid",
-                        len, CUOBJ_LEN);
+                       "token: the %zu-character cuobj form with a trailing ':addr:size' (the "
+                       "older 115-character form) is not accepted; send the exactly "
+                       "%d-character form addr:size:rkey:lid:dctn:gid_present:gid",
+                       len, CUOBJ_LEN);
     if (nf != 7)
         return wh_errf(WH_ERR_INVALID, err, errlen,
-                        "token: cuobj has 7 fields addr:size:rkey:lid:dctn:gid_present:gid, "
-                        "got %zu",
-                        nf);
+                       "token: cuobj has 7 fields addr:size:rkey:lid:dctn:gid_present:gid, "
+                       "got %zu",
+                       nf);
     for (size_t i = 0; i < 6; i++) {
         if ((why = tok_hex_u64(&f[i], g_cuobj_width[i], &v[i])))
             return wh_errf(WH_ERR_INVALID, err, errlen,
-                            "token field '%s': %s (cuobj wants %zu lowercase hex digits)",
-                            g_cuobj_name[i], why, g_cuobj_width[i]);
+                           "token field '%s': %s (cuobj wants %zu lowercase hex digits)",
+                           g_cuobj_name[i], why, g_cuobj_width[i]);
     }
     if (f[6].n != 32)
         return wh_errf(WH_ERR_INVALID, err, errlen,
-                        "token field 'gid': wrong width (cuobj wants 32 lowercase hex digits)");
+                       "token field 'gid': wrong width (cuobj wants 32 lowercase hex digits)");
     if ((why = tok_hex_bytes(&f[6], t->gid)))
         return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'gid': %s", why);
     if (v[5] > 1)
@@ -176,7 +175,7 @@ static wh_status_t tok_parse_cuobj(const tok_field_t *f, size_t nf, size_t len, 
     t->gid_present = (uint8_t)v[5];
     if (t->base + t->size < t->base)
         return wh_errf(WH_ERR_INVALID, err, errlen,
-                        "token field 'size': addr + size wraps past 2^64");
+                       "token field 'size': addr + size wraps past 2^64");
     t->dialect = TOKEN_DIALECT_CUOBJ;
     return WH_OK;
 }
@@ -189,30 +188,30 @@ static wh_status_t tok_parse_cuda1(const tok_field_t *f, size_t nf, token_t *t, 
     const char *why;
     if (nf != 6)
         return wh_errf(WH_ERR_INVALID, err, errlen,
-                        "token: cuda1 has 6 fields <base>:<size>:cuda1:<device-uuid>:<ipc-handle>"
-                        ":<alloc-offset>, got %zu",
-                        nf);
+                       "token: cuda1 has 6 fields <base>:<size>:cuda1:<device-uuid>:<ipc-handle>"
+                       ":<alloc-offset>, got %zu",
+                       nf);
     wh_status_t st = tok_parse_base_size(f, t, err, errlen);
     if (st != WH_OK)
         return st;
     if (f[3].n != 32)
         return wh_errf(WH_ERR_INVALID, err, errlen,
-                        "token field 'device-uuid': wrong width (cuda1 wants 32 lowercase hex "
-                        "digits)");
+                       "token field 'device-uuid': wrong width (cuda1 wants 32 lowercase hex "
+                       "digits)");
     if ((why = tok_hex_bytes(&f[3], t->cuda_uuid)))
         return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'device-uuid': %s", why);
     if (f[4].n != 2 * TOKEN_CUDA_IPC_LEN)
         return wh_errf(WH_ERR_INVALID, err, errlen,
-                        "token field 'ipc-handle': wrong width (cuda1 wants %d lowercase hex "
-                        "digits)",
-                        2 * TOKEN_CUDA_IPC_LEN);
+                       "token field 'ipc-handle': wrong width (cuda1 wants %d lowercase hex "
+                       "digits)",
+                       2 * TOKEN_CUDA_IPC_LEN);
     if ((why = tok_hex_bytes(&f[4], t->cuda_ipc)))
         return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'ipc-handle': %s", why);
     if ((why = tok_hex_u64(&f[5], 0, &t->cuda_off)))
         return wh_errf(WH_ERR_INVALID, err, errlen, "token field 'alloc-offset': %s", why);
     if (t->cuda_off + t->size < t->cuda_off)
         return wh_errf(WH_ERR_INVALID, err, errlen,
-                        "token field 'alloc-offset': offset + size wraps past 2^64");
+                       "token field 'alloc-offset': offset + size wraps past 2^64");
     memcpy(t->provider, "cuda", 5);
     t->dialect = TOKEN_DIALECT_CUDA1;
     return WH_OK;
@@ -233,12 +232,12 @@ wh_status_t token_parse(const char *s, size_t len, token_t *out, char *err, size
         return wh_errf(WH_ERR_INVALID, err, errlen, "token: empty");
     if (len > TOKEN_MAX_LEN)
         return wh_errf(WH_ERR_INVALID, err, errlen, "token: longer than %d characters",
-                        TOKEN_MAX_LEN);
+                       TOKEN_MAX_LEN);
     for (size_t i = 0; i <= len; i++) {
         if (i == len || s[i] == ':') {
             if (nf == TOKEN_MAX_FIELDS)
                 return wh_errf(WH_ERR_INVALID, err, errlen,
-                                "token: more than %d ':'-separated fields", TOKEN_MAX_FIELDS);
+                               "token: more than %d ':'-separated fields", TOKEN_MAX_FIELDS);
             f[nf].p = s + start;
             f[nf].n = i - start;
             nf++;
@@ -262,22 +261,21 @@ wh_status_t token_parse(const char *s, size_t len, token_t *out, char *err, size
             return wh_errf(WH_ERR_UNSUPPORTED, err, errlen,
                            "unknown token dialect '%.*s' (this server knows ofi1, cuda1 and "
                            "cuobj)",
-                            (int)f[2].n, f[2].p);
+                           (int)f[2].n, f[2].p);
         return wh_errf(WH_ERR_INVALID, err, errlen,
-                        "token: not a known dialect (ofi1 <base>:<size>:ofi1:..., or the "
-                        "81-character cuobj form)");
+                       "token: not a known dialect (ofi1 <base>:<size>:ofi1:..., or the "
+                       "81-character cuobj form)");
     } else
         return wh_errf(WH_ERR_INVALID, err, errlen,
-                        "token: not a known dialect (ofi1 <base>:<size>:ofi1:..., or the "
-                        "81-character cuobj form)");
+                       "token: not a known dialect (ofi1 <base>:<size>:ofi1:..., or the "
+                       "81-character cuobj form)");
     if (st == WH_OK)
         *out = t;
     return st;
 }
 
-wh_status_t token_pack_ofi1(uint64_t base, uint64_t size, const char *provider,
-                            const void *ep_name, size_t ep_name_len, uint64_t key, char *out,
-                            size_t outlen)
+wh_status_t token_pack_ofi1(uint64_t base, uint64_t size, const char *provider, const void *ep_name,
+                            size_t ep_name_len, uint64_t key, char *out, size_t outlen)
 {
     char hex[2 * TOKEN_MAX_EP_NAME + 1];
     if (!provider || !tok_provider_valid(provider, strlen(provider)) || !ep_name ||
@@ -310,8 +308,8 @@ wh_status_t token_pack_cuobj(const token_t *t, char out[82])
 }
 
 wh_status_t token_pack_cuda1(uint64_t base, uint64_t size, const uint8_t uuid[16],
-                             const uint8_t ipc[TOKEN_CUDA_IPC_LEN], uint64_t alloc_off,
-                             char *out, size_t outlen)
+                             const uint8_t ipc[TOKEN_CUDA_IPC_LEN], uint64_t alloc_off, char *out,
+                             size_t outlen)
 {
     char uhex[33], ihex[2 * TOKEN_CUDA_IPC_LEN + 1];
     if (!uuid || !ipc || !out || base + size < base || alloc_off + size < alloc_off)

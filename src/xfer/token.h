@@ -63,23 +63,22 @@ wh_status_t token_parse(const char *s, size_t len, token_t *out, char *err, size
 /* An x-amz-rdma-token as a server received it, parsed once where it arrives (the S3 front, a
  * storage server's internal request): the string, and what token_parse made of it. */
 typedef struct token_arg {
-    const char *str;  /* the header's value; NULL: the request carries none */
-    wh_status_t st;   /* token_parse's answer (WH_ERR_INVALID when str is NULL) */
-    token_t tok;      /* st == WH_OK: the token */
-    char err[200];    /* st != WH_OK: the message naming the bad field */
+    const char *str; /* the header's value; NULL: the request carries none */
+    wh_status_t st;  /* token_parse's answer (WH_ERR_INVALID when str is NULL) */
+    token_t tok;     /* st == WH_OK: the token */
+    char err[200];   /* st != WH_OK: the message naming the bad field */
 } token_arg_t;
 /* Parses str (NULL: none) into a. */
 void token_arg_parse(token_arg_t *a, const char *str);
 
 /* Packs an ofi1 token into out. Returns WH_ERR_INVALID if it does not fit or a field is bad. */
-wh_status_t token_pack_ofi1(uint64_t base, uint64_t size, const char *provider,
-                            const void *ep_name, size_t ep_name_len, uint64_t key, char *out,
-                            size_t outlen);
+wh_status_t token_pack_ofi1(uint64_t base, uint64_t size, const char *provider, const void *ep_name,
+                            size_t ep_name_len, uint64_t key, char *out, size_t outlen);
 
 /* Packs a cuda1 token into out (TOKEN_MAX_LEN always suffices). */
 wh_status_t token_pack_cuda1(uint64_t base, uint64_t size, const uint8_t uuid[16],
-                             const uint8_t ipc[TOKEN_CUDA_IPC_LEN], uint64_t alloc_off,
-                             char *out, size_t outlen);
+                             const uint8_t ipc[TOKEN_CUDA_IPC_LEN], uint64_t alloc_off, char *out,
+                             size_t outlen);
 
 /* Packs a cuobj token (81 chars + NUL) - used by tests and clients of DC fabrics. */
 wh_status_t token_pack_cuobj(const token_t *t, char out[82]);

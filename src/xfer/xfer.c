@@ -40,9 +40,9 @@ static void xfer_config_fill(xfer_config_t *c)
 static bool xfer_ops_complete(const struct xfer_ops *o)
 {
     return o->family && o->open && o->close && o->forget_after_fork && o->mr_reg &&
-           o->mr_reg_device && o->mr_dereg && o->token_pack && o->progress_begin && o->progress_end && o->progress &&
-           o->batch_begin && o->batch_post && o->batch_wait && o->batch_end && o->batch_post_crc &&
-           o->stalled && o->quiesce;
+           o->mr_reg_device && o->mr_dereg && o->token_pack && o->progress_begin &&
+           o->progress_end && o->progress && o->batch_begin && o->batch_post && o->batch_wait &&
+           o->batch_end && o->batch_post_crc && o->stalled && o->quiesce;
 }
 
 /* Opens one family's instance of prov and fills the core's fields. */
@@ -173,8 +173,8 @@ bool xfer_mr_is_device(const xfer_mr_t *mr)
     return mr && mr->_device;
 }
 
-wh_status_t xfer_unsupported_mr_reg_device(xfer_t *x, void *addr, size_t len,
-                                           xfer_mr_t **out, char *err, size_t errlen)
+wh_status_t xfer_unsupported_mr_reg_device(xfer_t *x, void *addr, size_t len, xfer_mr_t **out,
+                                           char *err, size_t errlen)
 {
     (void)addr;
     (void)len;
@@ -281,8 +281,8 @@ wh_status_t xfer_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t *
     return WH_OK;
 }
 
-wh_status_t xfer_batch_post(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *local,
-                            size_t len, uint64_t roff, unsigned tag)
+wh_status_t xfer_batch_post(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *local, size_t len,
+                            uint64_t roff, unsigned tag)
 {
     wh_status_t bst = __atomic_load_n(&b->_status, __ATOMIC_ACQUIRE);
     if (bst != WH_OK)
@@ -320,8 +320,8 @@ wh_status_t xfer_batch_post_crc(xfer_batch_t *b, const void *local, size_t len, 
     return b->_x->_ops->batch_post_crc(b, local, len, roff, crc);
 }
 
-wh_status_t xfer_unsupported_post_crc(xfer_batch_t *b, const void *local, size_t len,
-                                      uint64_t roff, uint64_t *crc)
+wh_status_t xfer_unsupported_post_crc(xfer_batch_t *b, const void *local, size_t len, uint64_t roff,
+                                      uint64_t *crc)
 {
     return WH_ERR_UNSUPPORTED;
 }
@@ -363,16 +363,14 @@ wh_status_t xfer_unsupported_token_pack(xfer_t *x, const xfer_mr_t *mr, const vo
     return WH_ERR_UNSUPPORTED;
 }
 
-wh_status_t xfer_unsupported_batch_begin(xfer_t *x, const xfer_target_t *tgt,
-                                         xfer_batch_t **out, char *err, size_t errlen)
+wh_status_t xfer_unsupported_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t **out,
+                                         char *err, size_t errlen)
 {
     return wh_errf(WH_ERR_UNSUPPORTED, err, errlen, "provider %s cannot initiate transfers",
                    x->_name);
 }
 
-void xfer_noop(xfer_t *x)
-{
-}
+void xfer_noop(xfer_t *x) {}
 
 unsigned xfer_none_stalled(xfer_t *x)
 {

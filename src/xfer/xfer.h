@@ -113,18 +113,18 @@ const char *const *xfer_known_names(void);
 #define XFER_DEFAULT_SERVER_PROVIDERS "shm,tcp,cuda"
 
 typedef struct xfer_config {
-    const char *provider;  /* "ofi+shm", "ofi+tcp", ... (required) */
-    xfer_role_t role;      /* required */
+    const char *provider; /* "ofi+shm", "ofi+tcp", ... (required) */
+    xfer_role_t role;     /* required */
     /* server role: */
-    uint64_t chunk_size;   /* max bytes per fabric op; default XFER_DEFAULT_CHUNK */
-    unsigned window;       /* max outstanding ops per batch; default 4, at most 64 */
-    unsigned max_peers;    /* endpoint (address vector) cache bound, LRU eviction; default 256 */
-    unsigned timeout_ms;   /* a batch fails when none of its ops completes for this long;
-                              default 10000 */
-    unsigned reap_ms;      /* see XFER_DEFAULT_REAP_MS (server role) */
+    uint64_t chunk_size; /* max bytes per fabric op; default XFER_DEFAULT_CHUNK */
+    unsigned window;     /* max outstanding ops per batch; default 4, at most 64 */
+    unsigned max_peers;  /* endpoint (address vector) cache bound, LRU eviction; default 256 */
+    unsigned timeout_ms; /* a batch fails when none of its ops completes for this long;
+                            default 10000 */
+    unsigned reap_ms;    /* see XFER_DEFAULT_REAP_MS (server role) */
     /* client role: */
-    bool progress_thread;  /* run a progress thread gated by xfer_progress_begin/end;
-                              default true (only started if the provider needs it) */
+    bool progress_thread; /* run a progress thread gated by xfer_progress_begin/end;
+                             default true (only started if the provider needs it) */
     /* both roles: the local address to bind network providers to ("127.0.0.1"); NULL: the
      * environment variable WHARF_OFI_NODE, else the provider's first interface. */
     const char *node;
@@ -212,7 +212,7 @@ bool xfer_needs_progress(const xfer_t *x);
 typedef void (*xfer_idle_cb)(void *arg);
 
 typedef struct xfer_target {
-    const token_t *token;   /* parsed ofi1 token whose provider equals xfer_fabric(x) */
+    const token_t *token; /* parsed ofi1 token whose provider equals xfer_fabric(x) */
     /* > 0: the requester's pid as the kernel reports it (SO_PEERCRED). For shm the server
      * then moves bytes with process_vm_writev/readv into exactly this pid (never a pid read
      * from the peer-writable shm region, which libfabric 1.17 re-reads on every op), after
@@ -220,9 +220,9 @@ typedef struct xfer_target {
      * bind_uid; a mismatch is WH_ERR_AUTH. 0: no binding (--shm-trust-local: libfabric's shm
      * initiator is used as is; network providers). */
     pid_t bind_pid;
-    xfer_idle_cb on_idle;   /* see xfer_idle_cb; may be NULL if buffers are never reused */
+    xfer_idle_cb on_idle; /* see xfer_idle_cb; may be NULL if buffers are never reused */
     void *on_idle_arg;
-    uid_t bind_uid;         /* with bind_pid: the requester's uid (SO_PEERCRED); (uid_t)-1: any */
+    uid_t bind_uid; /* with bind_pid: the requester's uid (SO_PEERCRED); (uid_t)-1: any */
     /* Network providers: when set ("127.0.0.1"), the token's fabric address must be on this
      * host (the HTTP peer's IP), so a request cannot aim the server at a third machine. */
     const char *bind_host;
@@ -250,8 +250,8 @@ wh_status_t xfer_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t *
  * WH_ERR_INVALID instead. Splits into ops of at most chunk_size and blocks (driving progress)
  * while the window is full. tag (0..63) groups ops so the caller can wait for one buffer.
  * A failure of any op makes the batch failed: this and later calls return its status. */
-wh_status_t xfer_batch_post(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *local,
-                            size_t len, uint64_t roff, unsigned tag);
+wh_status_t xfer_batch_post(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *local, size_t len,
+                            uint64_t roff, unsigned tag);
 /* True when the batch moves bytes by a direct cross-memory copy (bound shm): its posts may
  * then pass mr = NULL and any readable/writable local address (e.g. an mmap of the file, so
  * a GET makes one copy instead of two). Posts are synchronous, and several threads may post
@@ -303,24 +303,24 @@ struct xfer_ops {
     void (*forget_after_fork)(xfer_t *x);
     wh_status_t (*mr_reg)(xfer_t *x, void *addr, size_t len, xfer_mr_t **out);
     /* GPU memory; unsupported: xfer_unsupported_mr_reg_device. Sets _device. */
-    wh_status_t (*mr_reg_device)(xfer_t *x, void *addr, size_t len, xfer_mr_t **out,
-                                 char *err, size_t errlen);
+    wh_status_t (*mr_reg_device)(xfer_t *x, void *addr, size_t len, xfer_mr_t **out, char *err,
+                                 size_t errlen);
     void (*mr_dereg)(xfer_mr_t *mr);
     wh_status_t (*token_pack)(xfer_t *x, const xfer_mr_t *mr, const void *addr, uint64_t len,
                               char *out, size_t outlen);
     void (*progress_begin)(xfer_t *x);
     void (*progress_end)(xfer_t *x);
     void (*progress)(xfer_t *x);
-    wh_status_t (*batch_begin)(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t **out,
-                               char *err, size_t errlen);
-    wh_status_t (*batch_post)(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *local,
-                              size_t len, uint64_t roff, unsigned tag);
+    wh_status_t (*batch_begin)(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t **out, char *err,
+                               size_t errlen);
+    wh_status_t (*batch_post)(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *local, size_t len,
+                              uint64_t roff, unsigned tag);
     wh_status_t (*batch_wait)(xfer_batch_t *b, unsigned tag);
     /* Direct batches only: a WRITE that also returns the crc64nvme of the bytes, computed
      * while they are cache-hot in the copy (one pass over memory fewer). Unsupported:
      * xfer_unsupported_post_crc. */
-    wh_status_t (*batch_post_crc)(xfer_batch_t *b, const void *local, size_t len,
-                                  uint64_t roff, uint64_t *crc);
+    wh_status_t (*batch_post_crc)(xfer_batch_t *b, const void *local, size_t len, uint64_t roff,
+                                  uint64_t *crc);
     wh_status_t (*batch_end)(xfer_batch_t *b);
     unsigned (*stalled)(xfer_t *x);
     void (*quiesce)(xfer_t *x); /* client role; nothing to do: xfer_noop */
@@ -355,13 +355,13 @@ struct xfer_batch {
 /* Shared stubs for unsupported slots. (Error messages: base's wh_errf.) */
 wh_status_t xfer_unsupported_token_pack(xfer_t *x, const xfer_mr_t *mr, const void *addr,
                                         uint64_t len, char *out, size_t outlen);
-wh_status_t xfer_unsupported_batch_begin(xfer_t *x, const xfer_target_t *tgt,
-                                         xfer_batch_t **out, char *err, size_t errlen);
-wh_status_t xfer_unsupported_mr_reg_device(xfer_t *x, void *addr, size_t len,
-                                           xfer_mr_t **out, char *err, size_t errlen);
+wh_status_t xfer_unsupported_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t **out,
+                                         char *err, size_t errlen);
+wh_status_t xfer_unsupported_mr_reg_device(xfer_t *x, void *addr, size_t len, xfer_mr_t **out,
+                                           char *err, size_t errlen);
 void xfer_noop(xfer_t *x);
-wh_status_t xfer_unsupported_post_crc(xfer_batch_t *b, const void *local, size_t len,
-                                      uint64_t roff, uint64_t *crc);
+wh_status_t xfer_unsupported_post_crc(xfer_batch_t *b, const void *local, size_t len, uint64_t roff,
+                                      uint64_t *crc);
 unsigned xfer_none_stalled(xfer_t *x);
 
 #endif

@@ -34,8 +34,7 @@ int main(int argc, char **argv)
     tc_fill(pat, PERIOD, 31337, 0);
     uint64_t nmaps = (size + PERIOD - 1) / PERIOD;
     uint64_t vlen = nmaps * PERIOD;
-    uint8_t *view = mmap(NULL, vlen, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                         -1, 0);
+    uint8_t *view = mmap(NULL, vlen, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     TC_CHECK(view != MAP_FAILED, "reserve view");
     for (uint64_t k = 0; k < nmaps; k++) {
         void *p = mmap(view + k * PERIOD, PERIOD, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);

@@ -18,29 +18,29 @@
 #include <time.h>
 #include <unistd.h>
 
-#define TC_CHECK(cond, ...)                                                                \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);       \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, " (last error: %s)\n", wharf_last_error());                    \
-            exit(1);                                                                       \
-        }                                                                                  \
+#define TC_CHECK(cond, ...)                                                                        \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);               \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, " (last error: %s)\n", wharf_last_error());                            \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 /* A call that must succeed. */
-#define TC_OK(call)                                                                        \
-    do {                                                                                   \
-        wharf_status_t st_ = (call);                                                       \
-        TC_CHECK(st_ == WHARF_OK, "%s returned %s", #call, wharf_status_str(st_));         \
+#define TC_OK(call)                                                                                \
+    do {                                                                                           \
+        wharf_status_t st_ = (call);                                                               \
+        TC_CHECK(st_ == WHARF_OK, "%s returned %s", #call, wharf_status_str(st_));                 \
     } while (0)
 
 /* A call that must fail with a given status. */
-#define TC_ERR(call, want)                                                                 \
-    do {                                                                                   \
-        wharf_status_t st_ = (call);                                                       \
-        TC_CHECK(st_ == (want), "%s returned %s, wanted %s", #call, wharf_status_str(st_), \
-                 wharf_status_str(want));                                                  \
+#define TC_ERR(call, want)                                                                         \
+    do {                                                                                           \
+        wharf_status_t st_ = (call);                                                               \
+        TC_CHECK(st_ == (want), "%s returned %s, wanted %s", #call, wharf_status_str(st_),         \
+                 wharf_status_str(want));                                                          \
     } while (0)
 
 static inline const char *tc_env(const char *name, const char *def)

@@ -43,9 +43,11 @@ static void *get_worker(void *arg)
             wharf_object_get(g_c, g_bucket, "concurrent/src", dst, SLICE, off, SLICE, &o, &r);
         int64_t bad = st == WHARF_OK ? tc_verify(dst, SLICE, g_seed, off) : -1;
         if (st != WHARF_OK || r.bytes != SLICE || r.transport != g_t || bad >= 0) {
-            snprintf(j->msg, sizeof j->msg, "thread %u round %u: %s bytes %" PRIu64
-                     " transport %d, first bad byte %" PRId64 ": %s", j->id, round,
-                     wharf_status_str(st), r.bytes, (int)r.transport, bad, wharf_last_error());
+            snprintf(j->msg, sizeof j->msg,
+                     "thread %u round %u: %s bytes %" PRIu64
+                     " transport %d, first bad byte %" PRId64 ": %s",
+                     j->id, round, wharf_status_str(st), r.bytes, (int)r.transport, bad,
+                     wharf_last_error());
             j->failed = 1;
         }
     }
@@ -63,8 +65,8 @@ static void *put_worker(void *arg)
     wharf_status_t st =
         wharf_object_put(g_c, g_bucket, key, g_buf + (uint64_t)j->id * SLICE, SLICE, &o, &r);
     if (st != WHARF_OK || r.transport != g_t) {
-        snprintf(j->msg, sizeof j->msg, "PUT %s: %s transport %d: %s", key,
-                 wharf_status_str(st), (int)r.transport, wharf_last_error());
+        snprintf(j->msg, sizeof j->msg, "PUT %s: %s transport %d: %s", key, wharf_status_str(st),
+                 (int)r.transport, wharf_last_error());
         j->failed = 1;
     }
     return NULL;

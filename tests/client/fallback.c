@@ -15,8 +15,10 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *bucket = argv[1];
-    tc_opts_t of = {.fallback = WHARF_FALLBACK_FAIL, .chunk_size = 1ull << 20,
-                    .concurrency = 4, .max_retries = -1};
+    tc_opts_t of = {.fallback = WHARF_FALLBACK_FAIL,
+                    .chunk_size = 1ull << 20,
+                    .concurrency = 4,
+                    .max_retries = -1};
     tc_opts_t oh = of;
     oh.fallback = WHARF_FALLBACK_HTTP;
     wharf_client_t *cf = tc_client(&of);
@@ -65,16 +67,15 @@ int main(int argc, char **argv)
     wharf_stat_init(&s1, sizeof s1);
     TC_OK(wharf_object_stat(cf, bucket, "fb/obj", &s1));
     TC_CHECK(s1.length == SIZE && !strcmp(s1.etag, s0.etag),
-             "a declined PUT changed the object (length %" PRIu64 " etag %s)", s1.length,
-             s1.etag);
+             "a declined PUT changed the object (length %" PRIu64 " etag %s)", s1.length, s1.etag);
     TC_ERR(wharf_object_stat(cf, bucket, "fb/new", &s1), WHARF_ERR_NOT_FOUND);
     /* a large GET: every piece is declined, nothing is silently moved over HTTP */
     wharf_stats_t st;
     wharf_stats_init(&st, sizeof st);
     TC_OK(wharf_client_stats(cf, &st));
     TC_CHECK(st.declines >= 3 && st.fallbacks == 0 && st.http_bytes == SIZE,
-             "fail-policy counters: declines %" PRIu64 " fallbacks %" PRIu64 " http_bytes %"
-             PRIu64, st.declines, st.fallbacks, st.http_bytes);
+             "fail-policy counters: declines %" PRIu64 " fallbacks %" PRIu64 " http_bytes %" PRIu64,
+             st.declines, st.fallbacks, st.http_bytes);
 
     /* ---- policy http ---- */
     memset(dst, 0, SIZE);
@@ -99,16 +100,15 @@ int main(int argc, char **argv)
     /* a ranged GET in the middle, several pieces */
     memset(dst, 0, SIZE);
     wharf_report_init(&r, sizeof r);
-    TC_OK(wharf_object_get(ch, bucket, "fb/obj", dst + 5, SIZE - 5, 1000, 3ull << 20, &rdma,
-                           &r));
+    TC_OK(wharf_object_get(ch, bucket, "fb/obj", dst + 5, SIZE - 5, 1000, 3ull << 20, &rdma, &r));
     TC_CHECK(r.fell_back && r.bytes == (3ull << 20), "ranged fallback bytes %" PRIu64, r.bytes);
     TC_CHECK(tc_verify(dst + 5, 3ull << 20, 99, 1000) < 0, "ranged fallback data differs");
 
     wharf_stats_init(&st, sizeof st);
     TC_OK(wharf_client_stats(ch, &st));
     printf("http policy stats: declines %" PRIu64 " fallbacks %" PRIu64 " rdma_bytes %" PRIu64
-           " http_bytes %" PRIu64 "\n", st.declines, st.fallbacks, st.rdma_bytes,
-           st.http_bytes);
+           " http_bytes %" PRIu64 "\n",
+           st.declines, st.fallbacks, st.rdma_bytes, st.http_bytes);
     TC_CHECK(st.declines >= 3 && st.fallbacks >= 3 && st.rdma_bytes == 0,
              "http-policy counters: declines %" PRIu64 " fallbacks %" PRIu64, st.declines,
              st.fallbacks);

@@ -9,8 +9,8 @@
 #define SIZE (12ull << 20)
 #define NCHILD 3
 
-static int child_main(wharf_client_t *c, wharf_transport_t t, const char *bucket,
-                      uint8_t *buf, unsigned id)
+static int child_main(wharf_client_t *c, wharf_transport_t t, const char *bucket, uint8_t *buf,
+                      unsigned id)
 {
     wharf_xfer_opts_t o = tc_xopts(t);
     for (unsigned round = 0; round < 2; round++) {
@@ -78,8 +78,8 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < NCHILD; i++) {
         int status = 0;
         TC_CHECK(waitpid(pids[i], &status, 0) == pids[i], "waitpid");
-        TC_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                 "child %u failed (status 0x%x)", i, status);
+        TC_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %u failed (status 0x%x)", i,
+                 status);
     }
     /* the children's objects are what they wrote */
     for (unsigned i = 0; i < NCHILD; i++) {

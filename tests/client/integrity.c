@@ -63,8 +63,7 @@ static void one_size(uint64_t size)
     wharf_stat_t s;
     wharf_stat_init(&s, sizeof s);
     TC_OK(wharf_object_stat(g_c, g_bucket, key, &s));
-    TC_CHECK(s.length == size, "stat %s: length %" PRIu64 ", wanted %" PRIu64, key, s.length,
-             size);
+    TC_CHECK(s.length == size, "stat %s: length %" PRIu64 ", wanted %" PRIu64, key, s.length, size);
     TC_CHECK(!strcmp(s.etag, r.etag), "stat etag %s != put etag %s", s.etag, r.etag);
 
     /* whole object */
@@ -85,8 +84,9 @@ static void one_size(uint64_t size)
                  tc_all(dst + size, total - GUARD - 1 - size, GUARD_BYTE),
              "GET %s wrote outside its destination", key);
     if (size && s.has_crc64nvme)
-        TC_CHECK(r.crc64nvme == s.crc64nvme, "GET %s: report crc %016" PRIx64
-                 " != object crc %016" PRIx64, key, r.crc64nvme, s.crc64nvme);
+        TC_CHECK(r.crc64nvme == s.crc64nvme,
+                 "GET %s: report crc %016" PRIx64 " != object crc %016" PRIx64, key, r.crc64nvme,
+                 s.crc64nvme);
     printf("get %-20s %10" PRIu64 " bytes %.3fs requests %u\n", key, size, tc_now() - t0,
            r.requests);
     /* a destination one byte short is refused before anything moves */
@@ -103,8 +103,7 @@ static void one_size(uint64_t size)
         get_range(key, size, seed, 0, 1, 1, 1);
         get_range(key, size, seed, size - 1, 1, 1, 1);
         get_range(key, size, seed, size - 1, WHARF_WHOLE, 1, 1);
-        get_range(key, size, seed, size / 2, size - size / 2, size - size / 2,
-                  size - size / 2);
+        get_range(key, size, seed, size / 2, size - size / 2, size - size / 2, size - size / 2);
         get_range(key, size, seed, size / 3, WHARF_WHOLE, size, size - size / 3);
         /* a range running past the end gets what exists */
         get_range(key, size, seed, size - 1, 100, 100, 1);
@@ -117,9 +116,9 @@ static void one_size(uint64_t size)
         wharf_xfer_opts_t oh = tc_xopts(WHARF_TRANSPORT_HTTP);
         TC_ERR(wharf_object_get(g_c, g_bucket, key, tmp, sizeof tmp, size, 10, &oh, &r),
                WHARF_ERR_RANGE);
-        TC_ERR(wharf_object_get(g_c, g_bucket, key, tmp, sizeof tmp, size + 5, WHARF_WHOLE, &oh,
-                                &r),
-               WHARF_ERR_RANGE);
+        TC_ERR(
+            wharf_object_get(g_c, g_bucket, key, tmp, sizeof tmp, size + 5, WHARF_WHOLE, &oh, &r),
+            WHARF_ERR_RANGE);
     }
     TC_OK(wharf_object_delete(g_c, g_bucket, key));
     TC_ERR(wharf_object_stat(g_c, g_bucket, key, &s), WHARF_ERR_NOT_FOUND);

@@ -14,8 +14,8 @@ int main(int argc, char **argv)
     const char *bucket = argv[2];
     uint64_t size = strtoull(argv[3], NULL, 10);
     const unsigned timeout_ms = 15000;
-    tc_opts_t o = {.concurrency = 2, .chunk_size = 16ull << 20, .timeout_ms = timeout_ms,
-                   .max_retries = 1};
+    tc_opts_t o = {
+        .concurrency = 2, .chunk_size = 16ull << 20, .timeout_ms = timeout_ms, .max_retries = 1};
     wharf_client_t *c = tc_client(&o);
     tc_bucket(c, bucket);
     uint8_t *buf = tc_alloc(size, false);
@@ -37,8 +37,8 @@ int main(int argc, char **argv)
         double el = tc_now() - t0;
         n++;
         if (st == WHARF_OK) {
-            TC_CHECK(r.bytes == size, "a GET reported success with %" PRIu64 " of %" PRIu64
-                     " bytes", r.bytes, size);
+            TC_CHECK(r.bytes == size,
+                     "a GET reported success with %" PRIu64 " of %" PRIu64 " bytes", r.bytes, size);
             continue;
         }
         printf("GET %u failed after %.3fs with %s: %s\n", n, el, wharf_status_str(st),

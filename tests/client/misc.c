@@ -30,8 +30,7 @@ static int list_cb(void *arg, const char *key, uint64_t length, int64_t mtime, c
     return a->stop_after && a->n >= a->stop_after;
 }
 
-static int bucket_cb(void *arg, const char *name, uint64_t length, int64_t mtime,
-                     const char *etag)
+static int bucket_cb(void *arg, const char *name, uint64_t length, int64_t mtime, const char *etag)
 {
     const char *want = arg;
     if (!strcmp(name, want))
@@ -82,16 +81,17 @@ int main(int argc, char **argv)
     TC_CHECK(a.n == 0, "empty prefix listed %u", a.n);
 
     /* keys that need encoding survive the round trip */
-    const char *odd_keys[] = {"sp ace/a+b=c&d", "unicode/\xc3\xa9t\xc3\xa9", "dots/./x", "q?x#y",
-                              "pct%20raw", "tilde~/-_."};
+    const char *odd_keys[] = {"sp ace/a+b=c&d", "unicode/\xc3\xa9t\xc3\xa9",
+                              "dots/./x",       "q?x#y",
+                              "pct%20raw",      "tilde~/-_."};
     for (size_t i = 0; i < sizeof odd_keys / sizeof odd_keys[0]; i++) {
         uint8_t v[9] = "payload0", back[16];
         v[7] = (uint8_t)('0' + i);
         TC_OK(wharf_object_put(c, bucket, odd_keys[i], v, 8, NULL, NULL));
         wharf_report_t r;
         wharf_report_init(&r, sizeof r);
-        TC_OK(wharf_object_get(c, bucket, odd_keys[i], back, sizeof back, 0, WHARF_WHOLE, NULL,
-                               &r));
+        TC_OK(
+            wharf_object_get(c, bucket, odd_keys[i], back, sizeof back, 0, WHARF_WHOLE, NULL, &r));
         TC_CHECK(r.bytes == 8 && !memcmp(back, v, 8), "key \"%s\" round trip", odd_keys[i]);
         list_acc_t la = {.sorted = 1};
         TC_OK(wharf_object_list(c, bucket, odd_keys[i], list_cb, &la));
@@ -113,8 +113,7 @@ int main(int argc, char **argv)
     uint8_t buf[16];
     TC_ERR(wharf_object_get(c, "no-such-bucket-xyz", "k", buf, sizeof buf, 0, 4, NULL, NULL),
            WHARF_ERR_NOT_FOUND);
-    TC_ERR(wharf_object_get(c, NULL, "k", buf, sizeof buf, 0, 4, NULL, NULL),
-           WHARF_ERR_INVALID);
+    TC_ERR(wharf_object_get(c, NULL, "k", buf, sizeof buf, 0, 4, NULL, NULL), WHARF_ERR_INVALID);
     TC_CHECK(wharf_last_error()[0] != '\0', "INVALID without a message");
     TC_ERR(wharf_mem_register(c, buf, sizeof buf, WHARF_MEM_CUDA, NULL), WHARF_ERR_INVALID);
     wharf_mem_t *mm;
@@ -145,8 +144,7 @@ int main(int argc, char **argv)
     cfg.provider = "ofi+shm";
     cfg.unix_socket = NULL;
     TC_ERR(wharf_client_create(&cfg, &bad), WHARF_ERR_INVALID);
-    TC_CHECK(strstr(wharf_last_error(), "unix_socket") != NULL, "message: %s",
-             wharf_last_error());
+    TC_CHECK(strstr(wharf_last_error(), "unix_socket") != NULL, "message: %s", wharf_last_error());
     /* GPU memory on a network provider without FI_HMEM (Debian's tcp) and no Unix socket:
      * refused, naming both ways it could have been reached */
     cfg.secret_key = tc_env("WHARF_SECRET_KEY", "wharfadmin-secret");
@@ -170,8 +168,7 @@ int main(int argc, char **argv)
     double t0 = tc_now();
     TC_ERR(wharf_object_stat(bad, bucket, "k", &s), WHARF_ERR_TRANSPORT);
     TC_CHECK(tc_now() - t0 < 5, "connection refused took %.1fs", tc_now() - t0);
-    TC_CHECK(strstr(wharf_last_error(), "127.0.0.1:1") != NULL, "message: %s",
-             wharf_last_error());
+    TC_CHECK(strstr(wharf_last_error(), "127.0.0.1:1") != NULL, "message: %s", wharf_last_error());
     wharf_client_destroy(bad);
 
     /* ABI: an older, smaller report struct gets only its own fields */
@@ -183,8 +180,8 @@ int main(int argc, char **argv)
     memset(&big, 0x77, sizeof big);
     wharf_report_init(&big.r, old);
     TC_CHECK(big.r.size == old, "report size");
-    TC_OK(wharf_object_get(c, bucket, "even/k00000", buf, sizeof buf, 0, WHARF_WHOLE, NULL,
-                           &big.r));
+    TC_OK(
+        wharf_object_get(c, bucket, "even/k00000", buf, sizeof buf, 0, WHARF_WHOLE, NULL, &big.r));
     TC_CHECK(big.r.bytes == 1 && big.r.transport == WHARF_TRANSPORT_HTTP, "old-size report");
     TC_CHECK(tc_all((uint8_t *)&big.r + old, sizeof big - old, 0x77),
              "wrote past the caller's report size");

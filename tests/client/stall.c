@@ -83,8 +83,10 @@ static int late_writes(wharf_client_t *c, const char *bucket, const char *key, u
 int main(int argc, char **argv)
 {
     if (argc != 5 && !(argc == 6 && !strcmp(argv[1], "late"))) {
-        fprintf(stderr, "usage: %s put|get|probe BUCKET KEY SIZE, or late BUCKET KEY SIZE "
-                        "TIMEOUT_MS\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s put|get|probe BUCKET KEY SIZE, or late BUCKET KEY SIZE "
+                "TIMEOUT_MS\n",
+                argv[0]);
         return 2;
     }
     const char *mode = argv[1], *bucket = argv[2], *key = argv[3];

@@ -8,44 +8,44 @@
 
 static int g_check_pass, g_check_fail;
 
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (cond) {                                                                        \
-            g_check_pass++;                                                                \
-        } else {                                                                           \
-            g_check_fail++;                                                                \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);               \
-        }                                                                                  \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            g_check_pass++;                                                                        \
+        } else {                                                                                   \
+            g_check_fail++;                                                                        \
+            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                        \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_EQ_U64(a, b)                                                                 \
-    do {                                                                                   \
-        unsigned long long a_ = (unsigned long long)(a), b_ = (unsigned long long)(b);     \
-        if (a_ == b_) {                                                                    \
-            g_check_pass++;                                                                \
-        } else {                                                                           \
-            g_check_fail++;                                                                \
-            fprintf(stderr, "FAIL %s:%d: %s == %s (0x%llx != 0x%llx)\n", __FILE__, __LINE__, \
-                    #a, #b, a_, b_);                                                       \
-        }                                                                                  \
+#define CHECK_EQ_U64(a, b)                                                                         \
+    do {                                                                                           \
+        unsigned long long a_ = (unsigned long long)(a), b_ = (unsigned long long)(b);             \
+        if (a_ == b_) {                                                                            \
+            g_check_pass++;                                                                        \
+        } else {                                                                                   \
+            g_check_fail++;                                                                        \
+            fprintf(stderr, "FAIL %s:%d: %s == %s (0x%llx != 0x%llx)\n", __FILE__, __LINE__, #a,   \
+                    #b, a_, b_);                                                                   \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_STR(a, b)                                                                    \
-    do {                                                                                   \
-        const char *a_ = (a), *b_ = (b);                                                   \
-        if (a_ && b_ && strcmp(a_, b_) == 0) {                                             \
-            g_check_pass++;                                                                \
-        } else {                                                                           \
-            g_check_fail++;                                                                \
-            fprintf(stderr, "FAIL %s:%d: %s == %s (\"%s\" != \"%s\")\n", __FILE__, __LINE__, \
-                    #a, #b, a_ ? a_ : "(null)", b_ ? b_ : "(null)");                      \
-        }                                                                                  \
+#define CHECK_STR(a, b)                                                                            \
+    do {                                                                                           \
+        const char *a_ = (a), *b_ = (b);                                                           \
+        if (a_ && b_ && strcmp(a_, b_) == 0) {                                                     \
+            g_check_pass++;                                                                        \
+        } else {                                                                                   \
+            g_check_fail++;                                                                        \
+            fprintf(stderr, "FAIL %s:%d: %s == %s (\"%s\" != \"%s\")\n", __FILE__, __LINE__, #a,   \
+                    #b, a_ ? a_ : "(null)", b_ ? b_ : "(null)");                                   \
+        }                                                                                          \
     } while (0)
 
-#define RUN(fn)                                                                            \
-    do {                                                                                   \
-        fprintf(stderr, "-- %s\n", #fn);                                                   \
-        fn();                                                                              \
+#define RUN(fn)                                                                                    \
+    do {                                                                                           \
+        fprintf(stderr, "-- %s\n", #fn);                                                           \
+        fn();                                                                                      \
     } while (0)
 
 static inline int check_done(void)

@@ -23,8 +23,9 @@ static void test_crc(void)
     uint64_t a = wh_crc64nvme(0, s, 2), b = wh_crc64nvme(0, s + 2, 7);
     CHECK_EQ_U64(wh_crc64nvme_combine(a, b, 7), 0xae8b14860a799888ULL);
     for (size_t cut = 0; cut <= 9; cut++)
-        CHECK_EQ_U64(wh_crc32c_combine(wh_crc32c(0, s, cut), wh_crc32c(0, s + cut, 9 - cut),
-                                       9 - cut), 0xe3069283U);
+        CHECK_EQ_U64(
+            wh_crc32c_combine(wh_crc32c(0, s, cut), wh_crc32c(0, s + cut, 9 - cut), 9 - cut),
+            0xe3069283U);
     /* the reusable shift operator agrees with combine */
     wh_crc64_shift_t op;
     wh_crc64nvme_shift_init(&op, 7);

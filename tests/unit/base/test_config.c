@@ -46,10 +46,23 @@ static void test_size(void)
         CHECK_EQ_U64(v, ok[i].want);
     }
     static const char *const bad[] = {
-        "", "M", "-1", "+1", " 1", "1 ", "1.5M", "1X", "1MM", "1Mi", "1MiBs", "0x10",
+        "",
+        "M",
+        "-1",
+        "+1",
+        " 1",
+        "1 ",
+        "1.5M",
+        "1X",
+        "1MM",
+        "1Mi",
+        "1MiBs",
+        "0x10",
         "18446744073709551616", /* 2^64 */
         "16777216T",            /* 2^64 after the shift */
-        "17179869184G", "1e6", "1,5",
+        "17179869184G",
+        "1e6",
+        "1,5",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc;
@@ -100,10 +113,19 @@ static void test_env(void)
         CHECK(e.source[k] == NULL);
     }
     /* AWS only: the standard variables are used, the S3-specific endpoint first */
-    static const char *const aws[] = {
-        "AWS_ENDPOINT_URL", "http://generic:1", "AWS_ENDPOINT_URL_S3", "http://s3:2",
-        "AWS_ACCESS_KEY_ID", "AKID", "AWS_SECRET_ACCESS_KEY", "SECRET",
-        "AWS_DEFAULT_REGION", "eu-west-1", "AWS_REGION", "eu-central-1", NULL};
+    static const char *const aws[] = {"AWS_ENDPOINT_URL",
+                                      "http://generic:1",
+                                      "AWS_ENDPOINT_URL_S3",
+                                      "http://s3:2",
+                                      "AWS_ACCESS_KEY_ID",
+                                      "AKID",
+                                      "AWS_SECRET_ACCESS_KEY",
+                                      "SECRET",
+                                      "AWS_DEFAULT_REGION",
+                                      "eu-west-1",
+                                      "AWS_REGION",
+                                      "eu-central-1",
+                                      NULL};
     g_fake = aws;
     wh_env_read(&e, fake_get);
     CHECK_STR(e.value[WH_ENV_ENDPOINT], "http://s3:2");
@@ -113,12 +135,27 @@ static void test_env(void)
     CHECK_STR(e.value[WH_ENV_REGION], "eu-central-1"); /* AWS_REGION before the default one */
     CHECK_STR(e.source[WH_ENV_REGION], "AWS_REGION");
     /* WHARF_* win over AWS_*; an empty WHARF_* counts as unset */
-    static const char *const both[] = {
-        "WHARF_ENDPOINT", "http://wharf:9", "AWS_ENDPOINT_URL", "http://aws:1",
-        "WHARF_ACCESS_KEY", "wk", "AWS_ACCESS_KEY_ID", "ak",
-        "WHARF_SECRET_KEY", "", "AWS_SECRET_ACCESS_KEY", "as",
-        "WHARF_REGION", "r1", "AWS_DEFAULT_REGION", "r2",
-        "WHARF_PROVIDER", "ofi+tcp", "WHARF_UNIX_SOCKET", "/tmp/s.sock", NULL};
+    static const char *const both[] = {"WHARF_ENDPOINT",
+                                       "http://wharf:9",
+                                       "AWS_ENDPOINT_URL",
+                                       "http://aws:1",
+                                       "WHARF_ACCESS_KEY",
+                                       "wk",
+                                       "AWS_ACCESS_KEY_ID",
+                                       "ak",
+                                       "WHARF_SECRET_KEY",
+                                       "",
+                                       "AWS_SECRET_ACCESS_KEY",
+                                       "as",
+                                       "WHARF_REGION",
+                                       "r1",
+                                       "AWS_DEFAULT_REGION",
+                                       "r2",
+                                       "WHARF_PROVIDER",
+                                       "ofi+tcp",
+                                       "WHARF_UNIX_SOCKET",
+                                       "/tmp/s.sock",
+                                       NULL};
     g_fake = both;
     wh_env_read(&e, fake_get);
     CHECK_STR(e.value[WH_ENV_ENDPOINT], "http://wharf:9");

@@ -125,9 +125,12 @@ static void test_blocks(void)
     CHECK_EQ_U64(info.size, n);
     CHECK_EQ_U64(info.nblocks, 4);
     CHECK_EQ_U64(info.block, CL_CHUNK_BLOCK);
-    static const uint64_t ranges[][2] = {{0, 1}, {5, 100}, {CL_CHUNK_BLOCK - 3, 10},
+    static const uint64_t ranges[][2] = {{0, 1},
+                                         {5, 100},
+                                         {CL_CHUNK_BLOCK - 3, 10},
                                          {CL_CHUNK_BLOCK, CL_CHUNK_BLOCK},
-                                         {100, 2 * CL_CHUNK_BLOCK + 7}, {0, 0}};
+                                         {100, 2 * CL_CHUNK_BLOCK + 7},
+                                         {0, 0}};
     for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
         uint64_t o = ranges[i][0], l = ranges[i][1], a = 1, b = 2;
         CHECK(cl_chunk_verify_range(fd, &info, o, l, &a) == WH_OK);
@@ -149,11 +152,10 @@ static void test_blocks(void)
     close(wfd);
     CHECK(cl_chunk_open(cs, ID, &fd, &info) == WH_OK);
     uint64_t c = 0;
-    CHECK(cl_chunk_verify_range(fd, &info, 10, 1000, &c) == WH_OK);          /* block 0 */
+    CHECK(cl_chunk_verify_range(fd, &info, 10, 1000, &c) == WH_OK); /* block 0 */
     CHECK(cl_chunk_verify_range(fd, &info, 2 * CL_CHUNK_BLOCK + 600, 10, &c) ==
-          WH_ERR_CHECKSUM);                                                  /* block 2 */
-    CHECK(cl_chunk_range_expect(fd, &info, 2 * CL_CHUNK_BLOCK + 400, 200, &c) ==
-          WH_ERR_CHECKSUM);
+          WH_ERR_CHECKSUM); /* block 2 */
+    CHECK(cl_chunk_range_expect(fd, &info, 2 * CL_CHUNK_BLOCK + 400, 200, &c) == WH_ERR_CHECKSUM);
     /* a whole block is not read here: the expectation is the intact bytes' crc, which the
      * damaged bytes an RDMA push computes over cannot match */
     CHECK(cl_chunk_range_expect(fd, &info, 2 * CL_CHUNK_BLOCK, CL_CHUNK_BLOCK, &c) == WH_OK);
@@ -168,10 +170,9 @@ static void test_blocks(void)
     cl_chunk_info_free(&info);
     CHECK(cl_chunk_open(cs, ID, &fd, &info) == WH_ERR_NOT_FOUND);
     CHECK_EQ_U64(cl_chunks_damaged_count(cs), 1);
-    char (*ids)[CL_CHUNK_ID_LEN + 1] = NULL;
+    char(*ids)[CL_CHUNK_ID_LEN + 1] = NULL;
     size_t nid = 0;
-    CHECK(cl_chunks_list_damaged(cs, &ids, &nid) == WH_OK && nid == 1 &&
-          strcmp(ids[0], ID) == 0);
+    CHECK(cl_chunks_list_damaged(cs, &ids, &nid) == WH_OK && nid == 1 && strcmp(ids[0], ID) == 0);
     free(ids);
     /* the repair rewrites it: the damaged copy goes */
     CHECK(cl_chunk_writer_open(cs, ID, false, &w) == WH_OK);

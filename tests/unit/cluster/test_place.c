@@ -37,8 +37,8 @@ static void test_distinct_deterministic(void)
 static void test_weights(void)
 {
     /* node 0 has three times the free space of the others: about 3/6 of primaries. */
-    cl_place_node_t nodes[4] = {{"a", 3ULL << 40}, {"b", 1ULL << 40}, {"c", 1ULL << 40},
-                                {"d", 1ULL << 40}};
+    cl_place_node_t nodes[4] = {
+        {"a", 3ULL << 40}, {"b", 1ULL << 40}, {"c", 1ULL << 40}, {"d", 1ULL << 40}};
     unsigned cnt[4] = {0};
     char id[33];
     for (unsigned i = 0; i < 6000; i++) {

@@ -321,8 +321,9 @@ static void test_declines(srv_rdma_t *r)
     CHECK(!srv_rdma_check(r, "1000:1:ofi1:shm:0:1", &up, 1, &res));
     CHECK_EQ_U64(res.http_status, 400);
     CHECK(strstr(res.message, "'ep-name'") != NULL);
-    CHECK(!srv_rdma_check(r, "00007f1234560000:00100000:0badcafe:0001:00abcd:1:"
-                             "fe800000000000000211223344556677",
+    CHECK(!srv_rdma_check(r,
+                          "00007f1234560000:00100000:0badcafe:0001:00abcd:1:"
+                          "fe800000000000000211223344556677",
                           &up, 1, &res));
     CHECK_EQ_U64(res.http_status, 501);
     CHECK_STR(res.s3_code, "NotImplemented");
@@ -337,8 +338,7 @@ static void test_declines(srv_rdma_t *r)
     CHECK_EQ_U64(res.http_status, 501);
     CHECK(strstr(res.message, "unknown RDMA provider 'foo'") != NULL);
     /* shm only over the Unix socket */
-    CHECK(token_pack_ofi1(0x1000, 0x10, "shm", "fi_shm://1:0:0", 15, 1, tok, sizeof tok) ==
-          WH_OK);
+    CHECK(token_pack_ofi1(0x1000, 0x10, "shm", "fi_shm://1:0:0", 15, 1, tok, sizeof tok) == WH_OK);
     CHECK(!srv_rdma_check(r, tok, &tp, 1, &res));
     CHECK_EQ_U64(res.http_status, 501);
     CHECK(strstr(res.message, "Unix socket") != NULL);
@@ -492,9 +492,10 @@ static void test_busy(void)
     CHECK(child_start(&a2, "ofi+tcp", 12u << 20) == 0);
     CHECK(child_start(&b, "ofi+tcp", 4u << 20) == 0);
     parked_t ks[2] = {
-        {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .r = r,
-         .token = a.token},
-        {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .r = r,
+        {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .r = r, .token = a.token},
+        {.mu = PTHREAD_MUTEX_INITIALIZER,
+         .cv = PTHREAD_COND_INITIALIZER,
+         .r = r,
          .token = a2.token},
     };
     parked_t *kp = &ks[0];
@@ -602,8 +603,7 @@ static void test_stalled_client(void)
     CHECK_EQ_U64(child_crc(&a, 0, size), fcrc);
     /* ...and within the reap time plus a little, the buffers come back, client still stopped. */
     uint64_t t1 = wh_now_ns();
-    for (int i = 0; i < 100 && metric(r, "wharf_rdma_pool_buffers{state=\"free\"}") != total;
-         i++) {
+    for (int i = 0; i < 100 && metric(r, "wharf_rdma_pool_buffers{state=\"free\"}") != total; i++) {
         CHECK(srv_rdma_get(r, a.token, &peer, fd, 0, 1u << 20, &res) == WH_OK);
         usleep(50000);
     }
@@ -626,8 +626,8 @@ static void test_stalled_client(void)
 
 /* Best-of-n GB/s of srv_rdma_get (whole file) and srv_rdma_put (whole region) for one
  * provider against child c. */
-static void perf_arm(const char *providers, child_t *c, const wh_peer_t *peer, int fd,
-                     size_t size, uint64_t fcrc, double *get, double *put)
+static void perf_arm(const char *providers, child_t *c, const wh_peer_t *peer, int fd, size_t size,
+                     uint64_t fcrc, double *get, double *put)
 {
     srv_rdma_t *r = open_rdma(providers, false);
     srv_rdma_result_t res;
@@ -668,8 +668,8 @@ static void perf(void)
     for (int rep = 0; rep < 5; rep++) {
         uint64_t t0 = wh_now_ns();
         for (size_t off = 0; off < size; off += 4u << 20) {
-            struct iovec l = {src + off, 4u << 20}, rr = {(void *)(uintptr_t)(c.base + off),
-                                                         4u << 20};
+            struct iovec l = {src + off, 4u << 20},
+                         rr = {(void *)(uintptr_t)(c.base + off), 4u << 20};
             CHECK(process_vm_writev(c.pid, &l, 1, &rr, 1, 0) == (ssize_t)(4u << 20));
         }
         double gbs = (double)size / (double)(wh_now_ns() - t0);
@@ -680,8 +680,9 @@ static void perf(void)
     peer_tcp(&tpeer, "127.0.0.1:1");
     perf_arm("shm", &c, &up, fd, size, fcrc, &sg, &sp);
     perf_arm("tcp", &ct, &tpeer, fd, size, fcrc, &tg, &tp);
-    fprintf(stderr, "  raw process_vm_writev %.2f GB/s; shm GET %.2f GB/s (%.2fx raw), PUT %.2f "
-                    "GB/s; tcp GET %.2f GB/s, PUT %.2f GB/s\n",
+    fprintf(stderr,
+            "  raw process_vm_writev %.2f GB/s; shm GET %.2f GB/s (%.2fx raw), PUT %.2f "
+            "GB/s; tcp GET %.2f GB/s, PUT %.2f GB/s\n",
             raw, sg, sg / raw, sp, tg, tp);
     printf("perf raw_cma_gbs=%.3f shm_get_gbs=%.3f ratio=%.3f shm_put_gbs=%.3f tcp_get_gbs=%.3f "
            "tcp_put_gbs=%.3f\n",

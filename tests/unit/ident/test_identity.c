@@ -68,8 +68,11 @@ static void test_users_keys_lookup(void)
     meta_t *m = NULL;
     CHECK(meta_open(db, &m) == WH_OK);
     meta_set_durable(m, false);
-    srv_ident_config_t cfg = {.meta = m, .key_file = kf, .create_key = true,
-                              .account_id = "123456789012", .root_access_key = "rootkey"};
+    srv_ident_config_t cfg = {.meta = m,
+                              .key_file = kf,
+                              .create_key = true,
+                              .account_id = "123456789012",
+                              .root_access_key = "rootkey"};
     srv_ident_t *id = NULL;
     CHECK(srv_ident_open(&cfg, &id) == WH_OK);
     struct stat sb;
@@ -98,10 +101,10 @@ static void test_users_keys_lookup(void)
                                sizeof msg) == WH_ERR_INVALID);
     CHECK(srv_ident_key_create(id, "alice", "rootkeyrootkeyroot", "secret-of-given", &k, secret,
                                msg, sizeof msg) == WH_OK);
-    CHECK(srv_ident_key_create(id, "alice", "AKIAGIVEN0000000001", "secret-of-given", &k,
-                               secret, msg, sizeof msg) == WH_OK);
-    CHECK(srv_ident_key_create(id, "alice", "AKIAGIVEN0000000001", "secret-of-given", &k,
-                               secret, msg, sizeof msg) == WH_ERR_EXISTS);
+    CHECK(srv_ident_key_create(id, "alice", "AKIAGIVEN0000000001", "secret-of-given", &k, secret,
+                               msg, sizeof msg) == WH_OK);
+    CHECK(srv_ident_key_create(id, "alice", "AKIAGIVEN0000000001", "secret-of-given", &k, secret,
+                               msg, sizeof msg) == WH_ERR_EXISTS);
 
     s3_principal_t who;
     char got[SRV_SECRET_MAX + 1];
@@ -112,8 +115,7 @@ static void test_users_keys_lookup(void)
     CHECK_STR(who.canonical_id, u.canonical_id);
     CHECK_STR(who.arn, "arn:aws:iam::123456789012:user/alice");
     CHECK_STR(who.access_key, "AKIAGIVEN0000000001");
-    CHECK(srv_ident_lookup(id, "AKIANOSUCHKEY000000", got, sizeof got, &who) ==
-          WH_ERR_NOT_FOUND);
+    CHECK(srv_ident_lookup(id, "AKIANOSUCHKEY000000", got, sizeof got, &who) == WH_ERR_NOT_FOUND);
 
     /* The lookup on every request a user signs: one indexed query and one AES-GCM open. */
     enum { N = 20000 };
@@ -134,13 +136,11 @@ static void test_users_keys_lookup(void)
 
     /* Inactive and deleted keys fail at the next lookup. */
     CHECK(meta_key_set_active(m, "AKIAGIVEN0000000001", false) == WH_OK);
-    CHECK(srv_ident_lookup(id, "AKIAGIVEN0000000001", got, sizeof got, &who) ==
-          WH_ERR_NOT_FOUND);
+    CHECK(srv_ident_lookup(id, "AKIAGIVEN0000000001", got, sizeof got, &who) == WH_ERR_NOT_FOUND);
     CHECK(meta_key_set_active(m, "AKIAGIVEN0000000001", true) == WH_OK);
     CHECK(srv_ident_lookup(id, "AKIAGIVEN0000000001", got, sizeof got, &who) == WH_OK);
     CHECK(meta_key_delete(m, "AKIAGIVEN0000000001") == WH_OK);
-    CHECK(srv_ident_lookup(id, "AKIAGIVEN0000000001", got, sizeof got, &who) ==
-          WH_ERR_NOT_FOUND);
+    CHECK(srv_ident_lookup(id, "AKIAGIVEN0000000001", got, sizeof got, &who) == WH_ERR_NOT_FOUND);
     srv_ident_close(id);
 
     /* The key file is reused, not replaced; a different key cannot open the secrets. */
@@ -206,7 +206,9 @@ static void test_iam_actions_in_policies(void)
     char msg[200] = "";
     CHECK(s3_policy_parse_user(doc, strlen(doc), &pol, msg, sizeof msg) == S3_OK);
     s3_principal_t who = {.kind = S3_PRINCIPAL_USER, .user = "boss"};
-    s3_authz_ctx_t ctx = {.who = &who, .account = "123456789012", .action = "iam:CreateUser",
+    s3_authz_ctx_t ctx = {.who = &who,
+                          .account = "123456789012",
+                          .action = "iam:CreateUser",
                           .resource = "arn:aws:iam::123456789012:user/team-a"};
     CHECK(pol && s3_policy_eval(pol, &ctx) == S3_POLICY_ALLOW);
     ctx.resource = "arn:aws:iam::123456789012:user/other";

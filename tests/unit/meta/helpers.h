@@ -58,8 +58,9 @@ static inline const char *th_meta_url(const char *dir)
     char db[64] = "";
     size_t n = strlen(db);
     for (; *b && n + 1 < sizeof db; b++)
-        db[n++] = (*b >= 'A' && *b <= 'Z') ? (char)(*b - 'A' + 'a')
-                  : ((*b >= 'a' && *b <= 'z') || (*b >= '0' && *b <= '9')) ? *b : '_';
+        db[n++] = (*b >= 'A' && *b <= 'Z')                                 ? (char)(*b - 'A' + 'a')
+                  : ((*b >= 'a' && *b <= 'z') || (*b >= '0' && *b <= '9')) ? *b
+                                                                           : '_';
     db[n] = '\0';
     const char *slash = strrchr(base, '/');
     snprintf(url, sizeof url, "%.*s/%s", (int)(slash - base), base, db);

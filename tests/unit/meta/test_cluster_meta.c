@@ -146,8 +146,7 @@ static void test_gc_queue(void)
     CHECK_EQ_U64(gc_drain(m, ids, nodes, 16), 0); /* done: gone from the queue */
 
     /* Multipart completed by reference: the part's chunk lives on in the object. */
-    CHECK(meta_upload_create(m, "gc", "mp", "00000000000000000000000000000abc", NULL, 1) ==
-          WH_OK);
+    CHECK(meta_upload_create(m, "gc", "mp", "00000000000000000000000000000abc", NULL, 1) == WH_OK);
     store_chunk_t pc;
     mk_chunk(&pc, 0xb1, 0, 10, 4, 5);
     store_data_ref_t pref = {.chunks = &pc, .n_chunks = 1};

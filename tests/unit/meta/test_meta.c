@@ -114,8 +114,8 @@ static bool check_paged(meta_t *m, char **keys, size_t n, const char *prefix, co
     bool ok = true;
     char *marker = first_after ? strdup(first_after) : NULL;
     for (int guard = 0; guard < 100000; guard++) {
-        store_list_params_t p = {.prefix = prefix, .delimiter = delim, .start_after = marker,
-                                 .max_keys = max};
+        store_list_params_t p = {
+            .prefix = prefix, .delimiter = delim, .start_after = marker, .max_keys = max};
         store_list_result_t r;
         if (meta_object_list(m, "b", &p, &r) != WH_OK) {
             ok = false;
@@ -142,9 +142,10 @@ static bool check_paged(meta_t *m, char **keys, size_t n, const char *prefix, co
     if (pos != nref)
         ok = false;
     if (!ok)
-        fprintf(stderr, "  listing mismatch prefix=\"%s\" delim=\"%s\" max=%u after=\"%s\" at "
-                "item %zu of %zu\n", prefix, delim ? delim : "", max,
-                first_after ? first_after : "", pos, nref);
+        fprintf(stderr,
+                "  listing mismatch prefix=\"%s\" delim=\"%s\" max=%u after=\"%s\" at "
+                "item %zu of %zu\n",
+                prefix, delim ? delim : "", max, first_after ? first_after : "", pos, nref);
     free(marker);
     free(page);
     free_items(ref, nref);
@@ -258,12 +259,10 @@ static void test_list_order_and_basics(void)
         return;
     CHECK(meta_bucket_create(m, "b", 1, "", NULL) == WH_OK);
     /* Byte order: 'B' (0x42) < 'a' < 'z' < '~' (0x7e) < 'é' (0xc3 0xa9) < '😀' (0xf0). */
-    const char *ins[] = {"\xf0\x9f\x98\x80", "z", "a", "\xc3\xa9", "~", "B", "a/b", "a/c/d",
-                         "ab"};
+    const char *ins[] = {"\xf0\x9f\x98\x80", "z", "a", "\xc3\xa9", "~", "B", "a/b", "a/c/d", "ab"};
     for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++)
         CHECK(put_row(m, "b", ins[i], i) == WH_OK);
-    const char *want[] = {"B", "a", "a/b", "a/c/d", "ab", "z", "~", "\xc3\xa9",
-                          "\xf0\x9f\x98\x80"};
+    const char *want[] = {"B", "a", "a/b", "a/c/d", "ab", "z", "~", "\xc3\xa9", "\xf0\x9f\x98\x80"};
     store_list_params_t p = {.max_keys = 1000};
     store_list_result_t r;
     CHECK(meta_object_list(m, "b", &p, &r) == WH_OK);
@@ -512,8 +511,8 @@ static void test_upload_pages(void)
     store_upload_info_free(u, n);
 
     /* After b's first upload of time 7: its second (same time, larger id), then time 9. */
-    pg = (store_upload_page_t){.from_key = "b", .after_id = ids[1], .after_initiated = 7,
-                               .limit = 2};
+    pg = (store_upload_page_t){
+        .from_key = "b", .after_id = ids[1], .after_initiated = 7, .limit = 2};
     CHECK(meta_upload_list(m, "up", NULL, &pg, &u, &n) == WH_OK);
     CHECK(n == 2 && strcmp(u[0].upload_id, ids[2]) == 0 && strcmp(u[1].upload_id, ids[3]) == 0);
     store_upload_info_free(u, n);

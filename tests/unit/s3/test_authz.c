@@ -41,8 +41,7 @@ static bool parse_fails(const char *j, const char *want_in_msg)
     s3_err_t e = s3_policy_parse(j, strlen(j), &p, msg, sizeof msg);
     s3_policy_free(p);
     if (e != S3_ERR_MALFORMED_POLICY || !strstr(msg, want_in_msg)) {
-        fprintf(stderr, "  want MalformedPolicy with \"%s\", got %d \"%s\"\n", want_in_msg, e,
-                msg);
+        fprintf(stderr, "  want MalformedPolicy with \"%s\", got %d \"%s\"\n", want_in_msg, e, msg);
         return false;
     }
     return true;
@@ -260,7 +259,8 @@ static void test_eval_not(void)
     CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
     s3_policy_free(p);
     p = parse("{\"Statement\":{\"Effect\":\"Deny\",\"Principal\":{\"AWS\":\"arn:aws:iam::" ACCT
-              ":root\"},\"Action\":\"s3:*\",\"Resource\":\"*\"}}", msg);
+              ":root\"},\"Action\":\"s3:*\",\"Resource\":\"*\"}}",
+              msg);
     CHECK(p != NULL);
     c = ctx(&alice, "s3:GetObject", "arn:aws:s3:::b/k");
     CHECK(p && s3_policy_eval(p, &c) == S3_POLICY_DENY);
@@ -297,7 +297,8 @@ static void test_conditions(void)
     s3_authz_ctx_t c = ctx(&bob, "s3:ListBucket", "arn:aws:s3:::b");
     /* aws:SourceIp, v4 and v6, single addresses and blocks, negated. */
     CHECK(cond_eval("{\"IpAddress\":{\"aws:SourceIp\":\"10.0.0.0/8\"}}", &c) == 1);
-    CHECK(cond_eval("{\"IpAddress\":{\"aws:SourceIp\":[\"192.168.0.0/16\",\"10.1.2.3\"]}}", &c) == 1);
+    CHECK(cond_eval("{\"IpAddress\":{\"aws:SourceIp\":[\"192.168.0.0/16\",\"10.1.2.3\"]}}", &c) ==
+          1);
     CHECK(cond_eval("{\"IpAddress\":{\"aws:SourceIp\":\"10.1.2.4/32\"}}", &c) == 0);
     CHECK(cond_eval("{\"NotIpAddress\":{\"aws:SourceIp\":\"10.1.0.0/16\"}}", &c) == 0);
     CHECK(cond_eval("{\"NotIpAddress\":{\"aws:SourceIp\":\"10.2.0.0/16\"}}", &c) == 1);
@@ -327,8 +328,11 @@ static void test_conditions(void)
     CHECK(cond_eval("{\"StringNotLike\":{\"s3:prefix\":\"home/al*\"}}", &c) == 1);
     CHECK(cond_eval("{\"StringEqualsIgnoreCase\":{\"s3:prefix\":\"HOME/BOB/X\"}}", &c) == 1);
     c.delimiter = "/";
-    CHECK(cond_eval("{\"StringEquals\":{\"s3:delimiter\":\"/\",\"s3:prefix\":\"home/bob/x\"}}", &c) == 1);
-    CHECK(cond_eval("{\"StringEquals\":{\"s3:delimiter\":\"/\"},\"StringLike\":{\"s3:prefix\":\"x*\"}}", &c) == 0);
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:delimiter\":\"/\",\"s3:prefix\":\"home/bob/x\"}}",
+                    &c) == 1);
+    CHECK(cond_eval(
+              "{\"StringEquals\":{\"s3:delimiter\":\"/\"},\"StringLike\":{\"s3:prefix\":\"x*\"}}",
+              &c) == 0);
 
     /* s3:max-keys: numeric operators; the string form compares too. */
     CHECK(cond_eval("{\"NumericLessThanEquals\":{\"s3:max-keys\":\"100\"}}", &c) == 0);
@@ -352,7 +356,8 @@ static void test_conditions(void)
     CHECK(cond_eval("{\"StringEquals\":{\"aws:username\":\"bob\"}}", &c) == 1);
     CHECK(cond_eval("{\"StringEquals\":{\"aws:username\":\"alice\"}}", &c) == 0);
     CHECK(cond_eval("{\"ArnLike\":{\"aws:PrincipalArn\":\"arn:aws:iam::*:user/b*\"}}", &c) == 1);
-    CHECK(cond_eval("{\"ArnEquals\":{\"aws:PrincipalArn\":\"arn:aws:iam::" ACCT ":user/bob\"}}", &c) == 1);
+    CHECK(cond_eval("{\"ArnEquals\":{\"aws:PrincipalArn\":\"arn:aws:iam::" ACCT ":user/bob\"}}",
+                    &c) == 1);
     CHECK(cond_eval("{\"ArnNotLike\":{\"aws:PrincipalArn\":\"arn:aws:iam::*:user/b*\"}}", &c) == 0);
     c.who = &anon;
     CHECK(cond_eval("{\"StringEquals\":{\"aws:username\":\"bob\"}}", &c) == 0);
@@ -360,20 +365,23 @@ static void test_conditions(void)
     CHECK(cond_eval("{\"StringLike\":{\"aws:PrincipalArn\":\"*\"}}", &c) == 0);
     /* A key wharf cannot evaluate is refused at parse time (taken as absent, a Deny on it
      * would never fire); so is a policy variable it cannot expand. */
-    static const char *const unknown[] = {"aws:Referer", "s3:signatureAge",
+    static const char *const unknown[] = {"aws:Referer",         "s3:signatureAge",
                                           "s3:x-amz-grant-read", "s3:ExistingObjectTag/t",
-                                          "aws:ResourceTag/t", "s3:RequestObjectTagKeys"};
+                                          "aws:ResourceTag/t",   "s3:RequestObjectTagKeys"};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         char j[512], want[128];
-        snprintf(j, sizeof j, "{\"Statement\":{\"Effect\":\"Deny\",\"Principal\":\"*\","
+        snprintf(j, sizeof j,
+                 "{\"Statement\":{\"Effect\":\"Deny\",\"Principal\":\"*\","
                  "\"Action\":\"s3:*\",\"Resource\":\"*\",\"Condition\":{\"StringEquals\":"
-                 "{\"%s\":\"x\"}}}}", unknown[i]);
+                 "{\"%s\":\"x\"}}}}",
+                 unknown[i]);
         snprintf(want, sizeof want, "cannot evaluate the condition key \"%s\"", unknown[i]);
         CHECK(parse_fails(j, want));
     }
     CHECK(parse_fails("{\"Version\":\"2012-10-17\",\"Statement\":{\"Effect\":\"Deny\","
                       "\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":"
-                      "\"arn:aws:s3:::b/${aws:userid}/*\"}}", "policy variables"));
+                      "\"arn:aws:s3:::b/${aws:userid}/*\"}}",
+                      "policy variables"));
     CHECK(parse_fails("{\"Version\":\"2012-10-17\",\"Statement\":{\"Effect\":\"Deny\","
                       "\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":\"*\",\"Condition\":"
                       "{\"StringLike\":{\"s3:prefix\":\"${aws:PrincipalTag/x}\"}}}}",
@@ -387,14 +395,14 @@ static void test_conditions(void)
     c.auth_type = "REST-QUERY-STRING";
     CHECK(cond_eval("{\"StringEquals\":{\"s3:authType\":\"REST-HEADER\"}}", &c) == 0);
     CHECK(cond_eval("{\"StringEquals\":{\"s3:authType\":\"REST-QUERY-STRING\"}}", &c) == 1);
-    CHECK(cond_eval("{\"StringEquals\":{\"s3:signatureversion\":\"AWS4-HMAC-SHA256\"}}",
-                    &c) == 1);
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:signatureversion\":\"AWS4-HMAC-SHA256\"}}", &c) == 1);
     c.auth_type = NULL;
     c.x_amz_acl = NULL;
     /* Every operator and key must hold (AND); values of one key are alternatives (OR). */
     c.who = &bob;
     CHECK(cond_eval("{\"StringEquals\":{\"aws:username\":[\"x\",\"bob\"]},\"Bool\":{"
-                    "\"aws:SecureTransport\":\"false\"}}", &c) == 0);
+                    "\"aws:SecureTransport\":\"false\"}}",
+                    &c) == 0);
 }
 
 static void test_policy_vars(void)
@@ -446,9 +454,8 @@ static void test_acl_forms(void)
     /* x-amz-grant-*: several grantees, merged per grantee. */
     s3_acl_private(&a, ID_A);
     a.n = 0;
-    CHECK(s3_acl_grant_header(&a, S3_PERM_READ,
-                              "id=\"" ID_B "\", uri=\"" S3_GROUP_ALL_USERS "\"", msg,
-                              sizeof msg) == S3_OK);
+    CHECK(s3_acl_grant_header(&a, S3_PERM_READ, "id=\"" ID_B "\", uri=\"" S3_GROUP_ALL_USERS "\"",
+                              msg, sizeof msg) == S3_OK);
     CHECK(s3_acl_grant_header(&a, S3_PERM_WRITE_ACP, "id=" ID_B, msg, sizeof msg) == S3_OK);
     CHECK(a.n == 2 && a.g[0].perm == (S3_PERM_READ | S3_PERM_WRITE_ACP));
     CHECK(s3_acl_grant_header(&a, S3_PERM_READ, "emailAddress=\"x@y\"", msg, sizeof msg) ==
@@ -486,7 +493,8 @@ static void test_acl_forms(void)
     /* XML: format then parse gives the same ACL. */
     wh_sbuf_init(&t);
     s3_acl_format_xml(&a, "alice", &t);
-    CHECK(strstr(t.data, "<Owner><ID>" ID_A "</ID><DisplayName>alice</DisplayName></Owner>") != NULL);
+    CHECK(strstr(t.data, "<Owner><ID>" ID_A "</ID><DisplayName>alice</DisplayName></Owner>") !=
+          NULL);
     CHECK(strstr(t.data, "<Permission>FULL_CONTROL</Permission>") != NULL);
     CHECK(strstr(t.data, "<URI>" S3_GROUP_ALL_USERS "</URI></Grantee><Permission>WRITE") != NULL);
     CHECK(s3_acl_parse_xml(t.data, t.len, &b, msg, sizeof msg) == S3_OK);
@@ -596,7 +604,8 @@ static void test_decide(void)
     s3_policy_t *bp = parse("{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":"
                             "\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::b/*\"},{\"Effect\":"
                             "\"Deny\",\"Principal\":\"*\",\"Action\":\"s3:DeleteBucket\","
-                            "\"Resource\":\"arn:aws:s3:::b\"}]}", msg);
+                            "\"Resource\":\"arn:aws:s3:::b\"}]}",
+                            msg);
     in.bucket_policy = bp;
     in.ctx.who = &anon;
     in.ctx.action = "s3:GetObject";

@@ -41,8 +41,8 @@ static void test_negotiation(void)
     static const char *const h1[] = {"x-amz-checksum-sha1", HELLO_SHA1, "x-amz-trailer",
                                      " X-Amz-Checksum-CRC32 ,x-amz-checksum-sha256", NULL};
     kv_t k = {h1};
-    CHECK(s3_sum_named(kv_get, &k, S3_SUM_SHA1));    /* by header */
-    CHECK(s3_sum_named(kv_get, &k, S3_SUM_CRC32));   /* by trailer, any case, spaces */
+    CHECK(s3_sum_named(kv_get, &k, S3_SUM_SHA1));  /* by header */
+    CHECK(s3_sum_named(kv_get, &k, S3_SUM_CRC32)); /* by trailer, any case, spaces */
     CHECK(s3_sum_named(kv_get, &k, S3_SUM_SHA256));
     CHECK(!s3_sum_named(kv_get, &k, S3_SUM_CRC32C));
     CHECK(!s3_trailer_lists("x-amz-checksum-crc32c", "x-amz-checksum-crc32"));
@@ -62,9 +62,10 @@ static void test_negotiation(void)
 static void test_read(void)
 {
     /* The trailer wins over a header of the same name. */
-    static const char *const h[] = {"content-md5", "XUFAKrxLKna5cZ2REBfFkg==",
-                                    "x-amz-checksum-crc32c", HELLO_CRC32C,
-                                    "x-amz-checksum-sha256", "AAAA", NULL};
+    static const char *const h[] = {
+        "content-md5", "XUFAKrxLKna5cZ2REBfFkg==", "x-amz-checksum-crc32c",
+        HELLO_CRC32C,  "x-amz-checksum-sha256",    "AAAA",
+        NULL};
     kv_t hk = {h};
     s3_sums_t w;
     char msg[200] = "";
@@ -72,8 +73,8 @@ static void test_read(void)
     CHECK(s3_sums_read(kv_get, NULL, &hk, &w, msg, sizeof msg) == S3_ERR_INVALID_REQUEST);
     CHECK(strstr(msg, "x-amz-checksum-sha256") && strstr(msg, "32 bytes"));
 
-    static const char *const h2[] = {"content-md5", "XUFAKrxLKna5cZ2REBfFkg==",
-                                     "x-amz-checksum-crc32c", HELLO_CRC32C, NULL};
+    static const char *const h2[] = {
+        "content-md5", "XUFAKrxLKna5cZ2REBfFkg==", "x-amz-checksum-crc32c", HELLO_CRC32C, NULL};
     kv_t hk2 = {h2};
     CHECK(s3_sums_read(kv_get, NULL, &hk2, &w, msg, sizeof msg) == S3_OK);
     CHECK(w.md5_set && w.set[S3_SUM_CRC32C] && !w.set[S3_SUM_SHA256]);

@@ -49,8 +49,8 @@ static uint64_t rnd(void)
 enum { SPLIT_WHOLE, SPLIT_BYTE, SPLIT_RANDOM, SPLIT_1000 };
 
 /* Decodes body in pieces; returns the first error (feed or finish). */
-static s3_err_t decode(const s3_auth_t *auth, const char *body, size_t len, int split,
-                       sink_t *s, char *msg, size_t msglen, s3_chunked_t **keep)
+static s3_err_t decode(const s3_auth_t *auth, const char *body, size_t len, int split, sink_t *s,
+                       char *msg, size_t msglen, s3_chunked_t **keep)
 {
     s3_chunked_t *c = s3_chunked_new(auth);
     if (!c)
@@ -102,7 +102,7 @@ static const char *secret_of(void *arg, const char *ak)
 {
     (void)arg;
     return strcmp(ak, "AKIAIOSFODNN7EXAMPLE") == 0 ? "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-                                                    : NULL;
+                                                   : NULL;
 }
 
 static void doc_body(wh_sbuf_t *b, const char *s1, const char *s2, const char *s3,
@@ -131,21 +131,32 @@ static int all_a(const wh_sbuf_t *b, size_t n)
 static void doc_auth(s3_auth_t *a)
 {
     const char *hdrs[] = {
-        "Host", "s3.amazonaws.com",
-        "x-amz-date", "20130524T000000Z",
-        "x-amz-storage-class", "REDUCED_REDUNDANCY",
+        "Host",
+        "s3.amazonaws.com",
+        "x-amz-date",
+        "20130524T000000Z",
+        "x-amz-storage-class",
+        "REDUCED_REDUNDANCY",
         "Authorization",
         "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,"
         "SignedHeaders=content-encoding;content-length;host;x-amz-content-sha256;x-amz-date;"
         "x-amz-decoded-content-length;x-amz-storage-class,Signature=" SEED_DOC,
-        "x-amz-content-sha256", S3_STREAMING_SIGNED,
-        "Content-Encoding", "aws-chunked",
-        "x-amz-decoded-content-length", "66560",
-        "Content-Length", "66824",
-        NULL, NULL,
+        "x-amz-content-sha256",
+        S3_STREAMING_SIGNED,
+        "Content-Encoding",
+        "aws-chunked",
+        "x-amz-decoded-content-length",
+        "66560",
+        "Content-Length",
+        "66824",
+        NULL,
+        NULL,
     };
-    s3_http_req_t r = {.method = "PUT", .path = "/examplebucket/chunkObject.txt",
-                       .get_header = treq_get, .header_at = treq_at, .arg = (void *)hdrs};
+    s3_http_req_t r = {.method = "PUT",
+                       .path = "/examplebucket/chunkObject.txt",
+                       .get_header = treq_get,
+                       .header_at = treq_at,
+                       .arg = (void *)hdrs};
     char msg[256];
     time_t now;
     wh_amz_date_parse("20130524T000100Z", &now);
@@ -194,8 +205,8 @@ static void test_doc_example(void)
     } flips[] = {
         {100, "chunk 1 (65536 bytes) signature"},
         {b.len - 200, "chunk 2 (1024 bytes) signature"},
-        {b.len - 10, "chunk 3 (0 bytes) signature"},   /* final signature */
-        {30, "chunk 1 (65536 bytes) signature"},       /* in chunk 1's signature */
+        {b.len - 10, "chunk 3 (0 bytes) signature"}, /* final signature */
+        {30, "chunk 1 (65536 bytes) signature"},     /* in chunk 1's signature */
     };
     for (size_t i = 0; i < WH_ARRAY_SIZE(flips); i++) {
         wh_sbuf_t t;
@@ -226,8 +237,8 @@ static void test_doc_example(void)
     wh_sbuf_free(&t);
 
     /* Truncations at every interesting place are an incomplete body, never success. */
-    size_t cuts[] = {0, 5, 86, 87, 1000, 65622, 65623, 65624, 66700, b.len - 3, b.len - 2,
-                     b.len - 1};
+    size_t cuts[] = {0,     5,     86,    87,        1000,      65622,
+                     65623, 65624, 66700, b.len - 3, b.len - 2, b.len - 1};
     for (size_t i = 0; i < WH_ARRAY_SIZE(cuts); i++) {
         char m[256] = "";
         s3_err_t e = decode(&a, b.data, cuts[i], SPLIT_RANDOM, &s, m, sizeof m, NULL);
@@ -327,7 +338,8 @@ static void test_doc_trailer(void)
         {"", S3_ERR_SIGNATURE_MISMATCH, "without x-amz-trailer-signature"},
         /* a trailer after the signature */
         {"x-amz-checksum-crc32c:sOO8/Q==\r\nx-amz-trailer-signature:" TSIG_TRL
-         "\r\nx-amz-meta:1\r\n", S3_ERR_INCOMPLETE_BODY, "follows x-amz-trailer-signature"},
+         "\r\nx-amz-meta:1\r\n",
+         S3_ERR_INCOMPLETE_BODY, "follows x-amz-trailer-signature"},
         {"no colon here\r\n", S3_ERR_INCOMPLETE_BODY, "not 'name:value'"},
         {":empty-name\r\n", S3_ERR_INCOMPLETE_BODY, "not 'name:value'"},
         {"bad name:1\r\n", S3_ERR_INCOMPLETE_BODY, "invalid character"},
@@ -414,8 +426,8 @@ static void test_unsigned_trailer(void)
         {"1000001\r\n", S3_ERR_INCOMPLETE_BODY, "at most 16777216", 0},
         {"3\r\nabcd\r\n0\r\n\r\n", S3_ERR_INCOMPLETE_BODY, "not followed by \\r\\n", 0},
         {"3\r\nab\r\n0\r\n\r\n", S3_ERR_INCOMPLETE_BODY, "not followed by \\r\\n", 0},
-        {"3\r\nabc\r\n0\r\nx-amz-trailer-signature:" SEED_DOC "\r\n\r\n",
-         S3_ERR_INCOMPLETE_BODY, "x-amz-trailer-signature", 0},
+        {"3\r\nabc\r\n0\r\nx-amz-trailer-signature:" SEED_DOC "\r\n\r\n", S3_ERR_INCOMPLETE_BODY,
+         "x-amz-trailer-signature", 0},
         {"3\r\nabc\r\n0\r\na:1\r\na:2\r\n\r\n", S3_ERR_INCOMPLETE_BODY, "twice", 0},
         {"3\r\nabc\r\n0\r\na:1\r\n", S3_ERR_INCOMPLETE_BODY, "closing empty line", 0},
         {"3\r\nabc\r\n", S3_ERR_INCOMPLETE_BODY, "before the final", 0},
@@ -426,8 +438,8 @@ static void test_unsigned_trailer(void)
         sink_t s = {0};
         char msg[256] = "";
         s3_chunked_t *c = NULL;
-        s3_err_t e = decode(&a, cases[i].body, strlen(cases[i].body), SPLIT_BYTE, &s, msg,
-                            sizeof msg, &c);
+        s3_err_t e =
+            decode(&a, cases[i].body, strlen(cases[i].body), SPLIT_BYTE, &s, msg, sizeof msg, &c);
         if (e != cases[i].want || !strstr(msg, cases[i].msg_has))
             fprintf(stderr, "  unsigned case[%zu]: %s '%s'\n", i, s3_err_code(e), msg);
         CHECK(e == cases[i].want);
@@ -485,18 +497,34 @@ static void test_round_trip(void)
     const char *hn[] = {"host", "x-amz-date", "x-amz-content-sha256", "content-encoding",
                         "x-amz-decoded-content-length"};
     const char *hv[] = {"127.0.0.1:9000", amz, S3_STREAMING_SIGNED, "aws-chunked", "300000"};
-    s3_sign_input_t in = {.method = "PUT", .canonical_uri = "/b/k", .header_names = hn,
-                          .header_values = hv, .n_headers = 5,
-                          .payload_hash = S3_STREAMING_SIGNED, .access_key = "AKIAIOSFODNN7EXAMPLE",
+    s3_sign_input_t in = {.method = "PUT",
+                          .canonical_uri = "/b/k",
+                          .header_names = hn,
+                          .header_values = hv,
+                          .n_headers = 5,
+                          .payload_hash = S3_STREAMING_SIGNED,
+                          .access_key = "AKIAIOSFODNN7EXAMPLE",
                           .secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-                          .region = "eu-west-1", .when = when};
+                          .region = "eu-west-1",
+                          .when = when};
     char authz[512];
     CHECK(s3_sigv4_sign(&in, authz, sizeof authz) == 0);
-    const char *hdrs[] = {"host", hv[0], "x-amz-date", amz, "x-amz-content-sha256", hv[2],
-                          "content-encoding", hv[3], "x-amz-decoded-content-length", hv[4],
-                          "authorization", authz, NULL, NULL};
-    s3_http_req_t r = {.method = "PUT", .path = "/b/k", .get_header = treq_get,
-                       .header_at = treq_at, .arg = hdrs};
+    const char *hdrs[] = {"host",
+                          hv[0],
+                          "x-amz-date",
+                          amz,
+                          "x-amz-content-sha256",
+                          hv[2],
+                          "content-encoding",
+                          hv[3],
+                          "x-amz-decoded-content-length",
+                          hv[4],
+                          "authorization",
+                          authz,
+                          NULL,
+                          NULL};
+    s3_http_req_t r = {
+        .method = "PUT", .path = "/b/k", .get_header = treq_get, .header_at = treq_at, .arg = hdrs};
     s3_auth_t a;
     char msg[256];
     CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_OK);

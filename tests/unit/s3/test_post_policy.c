@@ -23,14 +23,16 @@ static const time_t NOW = 1700000000; /* 2023-11-14 */
 static s3_err_t check(const char *conds, s3_post_range_t *range, char *msg)
 {
     char doc[2048];
-    snprintf(doc, sizeof doc, "{\"expiration\": \"2030-01-01T00:00:00.000Z\", "
-             "\"conditions\": [%s]}", conds);
-    return s3_post_policy_check(doc, strlen(doc), NOW, "johnsmith", g_fields, NF, range, msg,
-                                256);
+    snprintf(doc, sizeof doc,
+             "{\"expiration\": \"2030-01-01T00:00:00.000Z\", "
+             "\"conditions\": [%s]}",
+             conds);
+    return s3_post_policy_check(doc, strlen(doc), NOW, "johnsmith", g_fields, NF, range, msg, 256);
 }
 
-#define ALL_BUT_META "{\"bucket\": \"johnsmith\"}, [\"starts-with\", \"$key\", \"user/eric/\"], " \
-                     "{\"acl\": \"public-read\"}, [\"eq\", \"$Content-Type\", \"image/jpeg\"]"
+#define ALL_BUT_META                                                                               \
+    "{\"bucket\": \"johnsmith\"}, [\"starts-with\", \"$key\", \"user/eric/\"], "                   \
+    "{\"acl\": \"public-read\"}, [\"eq\", \"$Content-Type\", \"image/jpeg\"]"
 
 static void test_conditions(void)
 {
@@ -50,8 +52,8 @@ static void test_conditions(void)
     CHECK(strstr(msg, "starts-with") != NULL);
     CHECK(check("[\"eq\", \"$Content-Type\", \"image/png\"]", &r, msg) == S3_ERR_ACCESS_DENIED);
     /* A condition on a field the form lacks sees "". */
-    CHECK(check(ALL_BUT_META ", {\"x-amz-meta-tag\": \"1\"}, {\"success_action_status\": \"\"}",
-                &r, msg) == S3_OK);
+    CHECK(check(ALL_BUT_META ", {\"x-amz-meta-tag\": \"1\"}, {\"success_action_status\": \"\"}", &r,
+                msg) == S3_OK);
     CHECK(check(ALL_BUT_META ", {\"x-amz-meta-tag\": \"1\"}, {\"success_action_status\": \"201\"}",
                 &r, msg) == S3_ERR_ACCESS_DENIED);
     /* content-length-range; two of them: both apply. */
@@ -59,7 +61,8 @@ static void test_conditions(void)
                 &r, msg) == S3_OK);
     CHECK(r.set && r.min == 1 && r.max == 100);
     CHECK(check(ALL_BUT_META ", {\"x-amz-meta-tag\": \"1\"}, [\"content-length-range\", 1, 100],"
-                " [\"content-length-range\", \"5\", \"1000\"]", &r, msg) == S3_OK);
+                             " [\"content-length-range\", \"5\", \"1000\"]",
+                &r, msg) == S3_OK);
     CHECK(r.set && r.min == 5 && r.max == 100);
 }
 
@@ -79,7 +82,8 @@ static void test_documents(void)
         "{\"expiration\": \"2030-01-01T00:00:00Z\", \"conditions\": [[\"in\", \"$key\", \"a\"]]}",
         "{\"expiration\": \"2030-01-01T00:00:00Z\", \"conditions\": [[\"eq\", \"key\", \"a\"]]}",
         "{\"expiration\": \"2030-01-01T00:00:00Z\", \"conditions\": [[\"eq\", \"$key\"]]}",
-        "{\"expiration\": \"2030-01-01T00:00:00Z\", \"conditions\": [{\"a\": \"1\", \"b\": \"2\"}]}",
+        "{\"expiration\": \"2030-01-01T00:00:00Z\", \"conditions\": [{\"a\": \"1\", \"b\": "
+        "\"2\"}]}",
         "{\"expiration\": \"2030-01-01T00:00:00Z\", \"conditions\": [{\"a\": 1}]}",
         "{\"expiration\": \"2030-01-01T00:00:00Z\", \"conditions\": [\"key\"]}",
         "{\"expiration\": \"2030-01-01T00:00:00Z\", \"conditions\": "
@@ -91,8 +95,8 @@ static void test_documents(void)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         msg[0] = '\0';
-        s3_err_t e = s3_post_policy_check(bad[i], strlen(bad[i]), NOW, "b", NULL, 0, &r, msg,
-                                          sizeof msg);
+        s3_err_t e =
+            s3_post_policy_check(bad[i], strlen(bad[i]), NOW, "b", NULL, 0, &r, msg, sizeof msg);
         CHECK(e == S3_ERR_INVALID_POLICY_DOCUMENT && msg[0]);
         if (e != S3_ERR_INVALID_POLICY_DOCUMENT)
             fprintf(stderr, "document %zu: %d %s\n", i, e, msg);
@@ -123,7 +127,8 @@ static void test_signature(void)
     char sig[65];
     s3_sigv4_post_sign(g_secret, "20151229", "us-east-1", pol, sig);
     CHECK_STR(sig, want);
-    s3_post_auth_t a = {"AWS4-HMAC-SHA256", "AKIAIOSFODNN7EXAMPLE/20151229/us-east-1/s3/aws4_request",
+    s3_post_auth_t a = {"AWS4-HMAC-SHA256",
+                        "AKIAIOSFODNN7EXAMPLE/20151229/us-east-1/s3/aws4_request",
                         "20151229T000000Z", want, pol};
     char ak[128], msg[256];
     CHECK(s3_sigv4_post_verify(&a, secret_cb, NULL, ak, msg, sizeof msg) == S3_OK);

@@ -36,7 +36,7 @@ static void test_valid(void)
     CHECK(ok("bytes=0-", 1, 0, 1));
     CHECK(ok("bytes=-10", 100, 90, 10));
     CHECK(ok("bytes=-100", 100, 0, 100));
-    CHECK(ok("bytes=-1000", 100, 0, 100)); /* suffix longer than the object: all of it */
+    CHECK(ok("bytes=-1000", 100, 0, 100));   /* suffix longer than the object: all of it */
     CHECK(ok("bytes=50-1000", 100, 50, 50)); /* end clamped */
     CHECK(ok("bytes=0-18446744073709551615", 100, 0, 100));
     CHECK(ok("bytes=0-99999999999999999999999", 100, 0, 100)); /* saturates */
@@ -63,10 +63,27 @@ static void test_unsatisfiable(void)
 static void test_ignored(void)
 {
     const char *bad[] = {
-        "", "bytes", "bytes=", "bytes=-", "bytes=a-b", "bytes=1-a", "bytes=5-4",
-        "bytes=0-1,3-4", "bytes=0-1, 3-4", "bytes=0-1,", "items=0-1", "bytes:0-1", "0-1",
-        "bytes=+1-2", "bytes=1--2", "bytes=- 5", "bytes=1 -2", "bytes=0x10-0x20",
-        "bytes=1-2 junk", "bytesx=1-2", "bytes=-1-2",
+        "",
+        "bytes",
+        "bytes=",
+        "bytes=-",
+        "bytes=a-b",
+        "bytes=1-a",
+        "bytes=5-4",
+        "bytes=0-1,3-4",
+        "bytes=0-1, 3-4",
+        "bytes=0-1,",
+        "items=0-1",
+        "bytes:0-1",
+        "0-1",
+        "bytes=+1-2",
+        "bytes=1--2",
+        "bytes=- 5",
+        "bytes=1 -2",
+        "bytes=0x10-0x20",
+        "bytes=1-2 junk",
+        "bytesx=1-2",
+        "bytes=-1-2",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK(res(bad[i], 100, S3_RANGE_IGNORE));
@@ -89,10 +106,25 @@ static void test_copy_range(void)
     CHECK(s3_copy_range_parse("bytes=0-1000", 1000, &off, &len) == S3_RANGE_UNSATISFIABLE);
     CHECK(s3_copy_range_parse("bytes=0-0", 0, &off, &len) == S3_RANGE_UNSATISFIABLE);
     const char *bad[] = {
-        NULL, "", "bytes=", "bytes=5-", "bytes=-5", "bytes= 1-2", "bytes=+1-2", "bytes=1-+2",
-        "bytes=1- 2", "bytes=1-2 ", "bytes=1-2x", "bytes=1-2,3-4", "bytes=2-1", "Bytes=1-2",
-        "bytes=1--2", "bytes=0x1-0x2", "bytes=99999999999999999999999-1",
-        "bytes=1-99999999999999999999999", "bytes 1-2",
+        NULL,
+        "",
+        "bytes=",
+        "bytes=5-",
+        "bytes=-5",
+        "bytes= 1-2",
+        "bytes=+1-2",
+        "bytes=1-+2",
+        "bytes=1- 2",
+        "bytes=1-2 ",
+        "bytes=1-2x",
+        "bytes=1-2,3-4",
+        "bytes=2-1",
+        "Bytes=1-2",
+        "bytes=1--2",
+        "bytes=0x1-0x2",
+        "bytes=99999999999999999999999-1",
+        "bytes=1-99999999999999999999999",
+        "bytes 1-2",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         off = len = 7;
@@ -121,9 +153,19 @@ static void test_content_range(void)
     CHECK(s3_content_range_parse("bytes */42", NULL, NULL, &t, &ht) && ht && t == 42);
     CHECK(s3_content_range_parse("bytes */*", NULL, NULL, &t, &ht) && !ht);
     const char *bad[] = {
-        "bytes 5-14/10", "bytes 14-5/100", "bytes 5-14", "bytes -14/100", "bytes 5-/100",
-        "bytes=5-14/100", "bytes  5-14/100", "bytes 5-14/100 ", "bytes 5-14/1x", "bytes */42",
-        "bytes 99999999999999999999-1/2", "", "bytes ",
+        "bytes 5-14/10",
+        "bytes 14-5/100",
+        "bytes 5-14",
+        "bytes -14/100",
+        "bytes 5-/100",
+        "bytes=5-14/100",
+        "bytes  5-14/100",
+        "bytes 5-14/100 ",
+        "bytes 5-14/1x",
+        "bytes */42",
+        "bytes 99999999999999999999-1/2",
+        "",
+        "bytes ",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK(!s3_content_range_parse(bad[i], &a, &z, &t, &ht));

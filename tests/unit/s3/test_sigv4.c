@@ -94,11 +94,11 @@ static void test_uri(void)
 {
     wh_sbuf_t b;
     wh_sbuf_init(&b);
-#define ENC(in, slash, want)                                                                   \
-    do {                                                                                       \
-        wh_sbuf_reset(&b);                                                                     \
-        s3_uri_encode(in, strlen(in), slash, &b);                                              \
-        CHECK_STR(b.data ? b.data : "", want);                                                 \
+#define ENC(in, slash, want)                                                                       \
+    do {                                                                                           \
+        wh_sbuf_reset(&b);                                                                         \
+        s3_uri_encode(in, strlen(in), slash, &b);                                                  \
+        CHECK_STR(b.data ? b.data : "", want);                                                     \
     } while (0)
     ENC("a b", 0, "a%20b");
     ENC("a+b", 0, "a%2Bb");
@@ -131,11 +131,11 @@ static void test_uri(void)
     CHECK(b.len == 2 && b.data[0] == '\0' && b.data[1] == 'x');
 
     /* canonical query: sorted by encoded name then value, '+' read as space, no '=' -> "=" */
-#define CQ(in, want)                                                                           \
-    do {                                                                                       \
-        wh_sbuf_reset(&b);                                                                     \
-        CHECK(s3_sigv4_canonical_query(in, NULL, &b) == 0);                                    \
-        CHECK_STR(b.data ? b.data : "", want);                                                 \
+#define CQ(in, want)                                                                               \
+    do {                                                                                           \
+        wh_sbuf_reset(&b);                                                                         \
+        CHECK(s3_sigv4_canonical_query(in, NULL, &b) == 0);                                        \
+        CHECK_STR(b.data ? b.data : "", want);                                                     \
     } while (0)
     CQ("b=2&a=x+y&a=%2B&c=", "a=%2B&a=x%20y&b=2&c=");
     CQ("lifecycle", "lifecycle=");
@@ -233,69 +233,157 @@ typedef struct vec {
 } vec_t;
 
 static const vec_t g_suite[] = {
-    {"get-vanilla", "GET", "/", NULL, "",
-     {"Host", "X-Amz-Date"}, {"example.amazonaws.com", "20150830T123600Z"},
-     "host;x-amz-date", "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"},
-    {"get-vanilla-query-order-key-case", "GET", "/", "Param2=value2&Param1=value1", "",
-     {"Host", "X-Amz-Date"}, {"example.amazonaws.com", "20150830T123600Z"},
-     "host;x-amz-date", "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500"},
-    {"get-vanilla-empty-query-key", "GET", "/", "Param1=value1", "",
-     {"Host", "X-Amz-Date"}, {"example.amazonaws.com", "20150830T123600Z"},
-     "host;x-amz-date", "a67d582fa61cc504c4bae71f336f98b97f1ea3c7a6bfe1b6e45aec72011b9aeb"},
-    {"get-vanilla-query-unreserved", "GET", "/",
+    {"get-vanilla",
+     "GET",
+     "/",
+     NULL,
+     "",
+     {"Host", "X-Amz-Date"},
+     {"example.amazonaws.com", "20150830T123600Z"},
+     "host;x-amz-date",
+     "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"},
+    {"get-vanilla-query-order-key-case",
+     "GET",
+     "/",
+     "Param2=value2&Param1=value1",
+     "",
+     {"Host", "X-Amz-Date"},
+     {"example.amazonaws.com", "20150830T123600Z"},
+     "host;x-amz-date",
+     "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500"},
+    {"get-vanilla-empty-query-key",
+     "GET",
+     "/",
+     "Param1=value1",
+     "",
+     {"Host", "X-Amz-Date"},
+     {"example.amazonaws.com", "20150830T123600Z"},
+     "host;x-amz-date",
+     "a67d582fa61cc504c4bae71f336f98b97f1ea3c7a6bfe1b6e45aec72011b9aeb"},
+    {"get-vanilla-query-unreserved",
+     "GET",
+     "/",
      "-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz="
      "-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
-     "", {"Host", "X-Amz-Date"}, {"example.amazonaws.com", "20150830T123600Z"},
-     "host;x-amz-date", "9c3e54bfcdf0b19771a7f523ee5669cdf59bc7cc0884027167c21bb143a40197"},
-    {"get-vanilla-utf8-query", "GET", "/", "\xe1\x88\xb4=bar", "",
-     {"Host", "X-Amz-Date"}, {"example.amazonaws.com", "20150830T123600Z"},
-     "host;x-amz-date", "2cdec8eed098649ff3a119c94853b13c643bcf08f8b0a1d91e12c9027818dd04"},
-    {"get-unreserved", "GET",
-     "/-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", NULL, "",
-     {"Host", "X-Amz-Date"}, {"example.amazonaws.com", "20150830T123600Z"},
-     "host;x-amz-date", "07ef7494c76fa4850883e2b006601f940f8a34d404d0cfa977f52a65bbf5f24f"},
-    {"get-utf8", "GET", "/%E1%88%B4", NULL, "",
-     {"Host", "X-Amz-Date"}, {"example.amazonaws.com", "20150830T123600Z"},
-     "host;x-amz-date", "8318018e0b0f223aa2bbf98705b62bb787dc9c0e678f255a891fd03141be5d85"},
-    {"get-header-value-trim", "GET", "/", NULL, "",
+     "",
+     {"Host", "X-Amz-Date"},
+     {"example.amazonaws.com", "20150830T123600Z"},
+     "host;x-amz-date",
+     "9c3e54bfcdf0b19771a7f523ee5669cdf59bc7cc0884027167c21bb143a40197"},
+    {"get-vanilla-utf8-query",
+     "GET",
+     "/",
+     "\xe1\x88\xb4=bar",
+     "",
+     {"Host", "X-Amz-Date"},
+     {"example.amazonaws.com", "20150830T123600Z"},
+     "host;x-amz-date",
+     "2cdec8eed098649ff3a119c94853b13c643bcf08f8b0a1d91e12c9027818dd04"},
+    {"get-unreserved",
+     "GET",
+     "/-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+     NULL,
+     "",
+     {"Host", "X-Amz-Date"},
+     {"example.amazonaws.com", "20150830T123600Z"},
+     "host;x-amz-date",
+     "07ef7494c76fa4850883e2b006601f940f8a34d404d0cfa977f52a65bbf5f24f"},
+    {"get-utf8",
+     "GET",
+     "/%E1%88%B4",
+     NULL,
+     "",
+     {"Host", "X-Amz-Date"},
+     {"example.amazonaws.com", "20150830T123600Z"},
+     "host;x-amz-date",
+     "8318018e0b0f223aa2bbf98705b62bb787dc9c0e678f255a891fd03141be5d85"},
+    {"get-header-value-trim",
+     "GET",
+     "/",
+     NULL,
+     "",
      {"Host", "My-Header1", "My-Header2", "X-Amz-Date"},
      {"example.amazonaws.com", " value1", "\"a   b   c\"", "20150830T123600Z"},
      "host;my-header1;my-header2;x-amz-date",
      "acc3ed3afb60bb290fc8d2dd0098b9911fcaa05412b367055dee359757a9c736"},
     /* three separate My-Header1 lines: joined with ',' in the order sent */
-    {"get-header-key-duplicate", "GET", "/", NULL, "",
+    {"get-header-key-duplicate",
+     "GET",
+     "/",
+     NULL,
+     "",
      {"Host", "My-Header1", "My-Header1", "My-Header1", "X-Amz-Date"},
      {"example.amazonaws.com", "value2", "value2", "value1", "20150830T123600Z"},
      "host;my-header1;x-amz-date",
      "c9d5ea9f3f72853aea855b47ea873832890dbdd183b4468f858259531a5138ea"},
-    {"get-header-value-order", "GET", "/", NULL, "",
+    {"get-header-value-order",
+     "GET",
+     "/",
+     NULL,
+     "",
      {"Host", "My-Header1", "My-Header1", "My-Header1", "My-Header1"},
      {"example.amazonaws.com", "value4", "value1", "value3", "value2"},
-     NULL, NULL}, /* needs x-amz-date too: filled below */
-    {"post-vanilla", "POST", "/", NULL, "",
-     {"Host", "X-Amz-Date"}, {"example.amazonaws.com", "20150830T123600Z"},
-     "host;x-amz-date", "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b"},
-    {"post-header-key-case", "POST", "/", NULL, "",
-     {"HOST", "x-AMZ-date"}, {"example.amazonaws.com", "20150830T123600Z"},
-     "host;x-amz-date", "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b"},
-    {"post-header-key-sort", "POST", "/", NULL, "",
+     NULL,
+     NULL}, /* needs x-amz-date too: filled below */
+    {"post-vanilla",
+     "POST",
+     "/",
+     NULL,
+     "",
+     {"Host", "X-Amz-Date"},
+     {"example.amazonaws.com", "20150830T123600Z"},
+     "host;x-amz-date",
+     "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b"},
+    {"post-header-key-case",
+     "POST",
+     "/",
+     NULL,
+     "",
+     {"HOST", "x-AMZ-date"},
+     {"example.amazonaws.com", "20150830T123600Z"},
+     "host;x-amz-date",
+     "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b"},
+    {"post-header-key-sort",
+     "POST",
+     "/",
+     NULL,
+     "",
      {"X-Amz-Date", "My-Header1", "Host"},
      {"20150830T123600Z", "value1", "example.amazonaws.com"},
      "host;my-header1;x-amz-date",
      "c5410059b04c1ee005303aed430f6e6645f61f4dc9e1461ec8f8916fdf18852c"},
-    {"post-header-value-case", "POST", "/", NULL, "",
+    {"post-header-value-case",
+     "POST",
+     "/",
+     NULL,
+     "",
      {"Host", "My-Header1", "X-Amz-Date"},
      {"example.amazonaws.com", "VALUE1", "20150830T123600Z"},
      "host;my-header1;x-amz-date",
      "cdbc9802e29d2942e5e10b5bccfdd67c5f22c7c4e8ae67b53629efa58b974b7d"},
-    {"post-vanilla-query", "POST", "/", "Param1=value1", "",
-     {"Host", "X-Amz-Date"}, {"example.amazonaws.com", "20150830T123600Z"},
-     "host;x-amz-date", "28038455d6de14eafc1f9222cf5aa6f1a96197d7deb8263271d420d138af7f11"},
-    {"post-vanilla-query-nonunreserved", "POST", "/",
-     "%40%23%24%25%5E=&%2B=%2F%2C%3F%3E%3C%60%22%3B%3A%5C%7C%5D%5B%7B%7D", "",
-     {"Host", "X-Amz-Date"}, {"example.amazonaws.com", "20150830T123600Z"},
-     "host;x-amz-date", "66c82657c86e26fb25238d0e69f011edc4c6df5ae71119d7cb98ed9b87393c1e"},
-    {"post-sts-header-before", "POST", "/", NULL, "",
+    {"post-vanilla-query",
+     "POST",
+     "/",
+     "Param1=value1",
+     "",
+     {"Host", "X-Amz-Date"},
+     {"example.amazonaws.com", "20150830T123600Z"},
+     "host;x-amz-date",
+     "28038455d6de14eafc1f9222cf5aa6f1a96197d7deb8263271d420d138af7f11"},
+    {"post-vanilla-query-nonunreserved",
+     "POST",
+     "/",
+     "%40%23%24%25%5E=&%2B=%2F%2C%3F%3E%3C%60%22%3B%3A%5C%7C%5D%5B%7B%7D",
+     "",
+     {"Host", "X-Amz-Date"},
+     {"example.amazonaws.com", "20150830T123600Z"},
+     "host;x-amz-date",
+     "66c82657c86e26fb25238d0e69f011edc4c6df5ae71119d7cb98ed9b87393c1e"},
+    {"post-sts-header-before",
+     "POST",
+     "/",
+     NULL,
+     "",
      {"Host", "X-Amz-Date", "X-Amz-Security-Token"},
      {"example.amazonaws.com", "20150830T123600Z",
       "AQoDYXdzEPT//////////wEXAMPLEtc764bNrC9SAPBSM22wDOk4x4HIZ8j4FZTwdQWLWsKWHGBuFqwAeMicRXmx"
@@ -304,12 +392,20 @@ static const vec_t g_suite[] = {
       "qBAz+scqKmlzm8FDrypNC9Yjc8fPOLn9FX9KSYvKTr4rvx3iSIlTJabIQwj2ICCR/oLxBA=="},
      "host;x-amz-date;x-amz-security-token",
      "85d96828115b5dc0cfc3bd16ad9e210dd772bbebba041836c64533a82be05ead"},
-    {"post-x-www-form-urlencoded", "POST", "/", NULL, "Param1=value1",
+    {"post-x-www-form-urlencoded",
+     "POST",
+     "/",
+     NULL,
+     "Param1=value1",
      {"Content-Type", "Host", "X-Amz-Date"},
      {"application/x-www-form-urlencoded", "example.amazonaws.com", "20150830T123600Z"},
      "content-type;host;x-amz-date",
      "ff11897932ad3f4e8b18135d722051e5ac45fc38421b1da7b9d196a0fe09473a"},
-    {"post-x-www-form-urlencoded-parameters", "POST", "/", NULL, "Param1=value1",
+    {"post-x-www-form-urlencoded-parameters",
+     "POST",
+     "/",
+     NULL,
+     "Param1=value1",
      {"Content-Type", "Host", "X-Amz-Date"},
      {"application/x-www-form-urlencoded; charset=utf8", "example.amazonaws.com",
       "20150830T123600Z"},
@@ -318,15 +414,23 @@ static const vec_t g_suite[] = {
 };
 
 static int sign_vec(const vec_t *v, const char *const *hn, const char *const *hv, size_t n,
-                    const char *access, const char *secret, const char *region,
-                    const char *service, time_t when, wh_sbuf_t *creq, char *out, size_t outlen)
+                    const char *access, const char *secret, const char *region, const char *service,
+                    time_t when, wh_sbuf_t *creq, char *out, size_t outlen)
 {
     char ph[65];
     wh_sha256_hex(v->body, strlen(v->body), ph);
     s3_sign_input_t in = {
-        .method = v->method, .canonical_uri = v->uri, .query = v->query,
-        .header_names = hn, .header_values = hv, .n_headers = n, .payload_hash = ph,
-        .access_key = access, .secret_key = secret, .region = region, .when = when,
+        .method = v->method,
+        .canonical_uri = v->uri,
+        .query = v->query,
+        .header_names = hn,
+        .header_values = hv,
+        .n_headers = n,
+        .payload_hash = ph,
+        .access_key = access,
+        .secret_key = secret,
+        .region = region,
+        .when = when,
     };
     return s3_sigv4_sign_service(&in, service, creq, out, outlen);
 }
@@ -365,10 +469,12 @@ static void test_generic_suite(void)
     /* The generic suite's canonical request for get-vanilla-query-order-key-case. */
     wh_sbuf_t creq;
     wh_sbuf_init(&creq);
-    const char *hn[] = {"Host", "X-Amz-Date"}, *hv[] = {"example.amazonaws.com", "20150830T123600Z"};
+    const char *hn[] = {"Host", "X-Amz-Date"},
+               *hv[] = {"example.amazonaws.com", "20150830T123600Z"};
     char out[512];
-    CHECK(sign_vec(&g_suite[1], hn, hv, 2, "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
-                   "us-east-1", "service", when, &creq, out, sizeof out) == 0);
+    CHECK(sign_vec(&g_suite[1], hn, hv, 2, "AKIDEXAMPLE",
+                   "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "us-east-1", "service", when, &creq,
+                   out, sizeof out) == 0);
     CHECK_STR(creq.data, "GET\n/\nParam1=value1&Param2=value2\nhost:example.amazonaws.com\n"
                          "x-amz-date:20150830T123600Z\n\nhost;x-amz-date\n" EMPTY);
     /* Output that does not fit is an error, not a truncated header. */
@@ -385,10 +491,16 @@ static int s3_sign(const char *method, const char *uri, const char *query, const
                    size_t outlen)
 {
     s3_sign_input_t in = {
-        .method = method, .canonical_uri = uri, .query = query, .header_names = hn,
-        .header_values = hv, .n_headers = n, .payload_hash = ph,
+        .method = method,
+        .canonical_uri = uri,
+        .query = query,
+        .header_names = hn,
+        .header_values = hv,
+        .n_headers = n,
+        .payload_hash = ph,
         .access_key = "AKIAIOSFODNN7EXAMPLE",
-        .secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", .region = "us-east-1",
+        .secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        .region = "us-east-1",
         .when = at("20130524T000000Z"),
     };
     if (creq)
@@ -420,16 +532,18 @@ static void test_s3_examples(void)
     wh_sbuf_t uri;
     wh_sbuf_init(&uri);
     s3_uri_encode("/test$file.text", 15, 0, &uri);
-    const char *pn[] = {"Host", "Date", "x-amz-date", "x-amz-storage-class", "x-amz-content-sha256"};
+    const char *pn[] = {"Host", "Date", "x-amz-date", "x-amz-storage-class",
+                        "x-amz-content-sha256"};
     const char *pv[] = {"examplebucket.s3.amazonaws.com", "Fri, 24 May 2013 00:00:00 GMT",
                         "20130524T000000Z", "REDUCED_REDUNDANCY", ph};
     wh_sbuf_reset(&creq);
     CHECK(s3_sign("PUT", uri.data, NULL, pn, pv, 5, ph, &creq, out, sizeof out) == 0);
-    CHECK(strncmp(creq.data, "PUT\n/test%24file.text\n\ndate:Fri, 24 May 2013 00:00:00 GMT\n", 57)
-          == 0);
+    CHECK(strncmp(creq.data, "PUT\n/test%24file.text\n\ndate:Fri, 24 May 2013 00:00:00 GMT\n",
+                  57) == 0);
     CHECK_STR(sig_of(out), "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd");
-    CHECK(strstr(out, "SignedHeaders=date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class,")
-          != NULL);
+    CHECK(strstr(out,
+                 "SignedHeaders=date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class,") !=
+          NULL);
     wh_sbuf_free(&uri);
 
     /* GET Bucket lifecycle: a sub-resource without '=' */
@@ -466,8 +580,11 @@ static void test_verify_examples(void)
     s3_auth_t a;
     time_t now = at("20130524T000500Z");
     treq_t t = {0};
-    s3_http_req_t r = {.method = "GET", .path = "/test.txt", .get_header = treq_get,
-                       .header_at = treq_at, .arg = &t};
+    s3_http_req_t r = {.method = "GET",
+                       .path = "/test.txt",
+                       .get_header = treq_get,
+                       .header_at = treq_at,
+                       .arg = &t};
     treq_set(&t, "Host", "examplebucket.s3.amazonaws.com");
     treq_set(&t, "Range", "bytes=0-9");
     treq_set(&t, "x-amz-content-sha256", EMPTY);
@@ -587,9 +704,16 @@ static void rt_make(rt_t *x, const char *payload, int use_date_header)
     hn[n] = "x-amz-rdma-token", hv[n++] = "0x7f0000001000:4096:ofi1:shm:0a0b:01";
     char auth[512];
     s3_sign_input_t in = {
-        .method = "PUT", .canonical_uri = x->path, .query = x->query, .header_names = hn,
-        .header_values = hv, .n_headers = n, .payload_hash = payload,
-        .access_key = "wharf-dev", .secret_key = "wharf-dev-secret", .region = "us-east-1",
+        .method = "PUT",
+        .canonical_uri = x->path,
+        .query = x->query,
+        .header_names = hn,
+        .header_values = hv,
+        .n_headers = n,
+        .payload_hash = payload,
+        .access_key = "wharf-dev",
+        .secret_key = "wharf-dev-secret",
+        .region = "us-east-1",
         .when = x->when,
     };
     CHECK(s3_sigv4_sign(&in, auth, sizeof auth) == 0);
@@ -597,8 +721,11 @@ static void rt_make(rt_t *x, const char *payload, int use_date_header)
         treq_set(&x->t, hn[i], hv[i]);
     treq_set(&x->t, "Authorization", auth);
     treq_set(&x->t, "User-Agent", "not signed");
-    x->r = (s3_http_req_t){.method = "PUT", .path = x->path, .query = x->query,
-                           .get_header = treq_get, .header_at = treq_at,
+    x->r = (s3_http_req_t){.method = "PUT",
+                           .path = x->path,
+                           .query = x->query,
+                           .get_header = treq_get,
+                           .header_at = treq_at,
                            .arg = &x->t};
 }
 
@@ -706,46 +833,60 @@ static void test_round_trip(void)
         {"AWS4-HMAC-SHA256", S3_ERR_AUTH_HEADER_MALFORMED, "must start with"},
         {"AWS4-HMAC-SHA256 ", S3_ERR_AUTH_HEADER_MALFORMED, "missing Credential"},
         {"AWS4-HMAC-SHA256 Credential=wharf-dev/20240601/us-east-1/s3/aws4_request, "
-         "SignedHeaders=host", S3_ERR_AUTH_HEADER_MALFORMED, "missing Signature"},
+         "SignedHeaders=host",
+         S3_ERR_AUTH_HEADER_MALFORMED, "missing Signature"},
         {"AWS4-HMAC-SHA256 Credential=wharf-dev/20240601/us-east-1/s3/aws4_request, "
-         "Signature=" EMPTY, S3_ERR_AUTH_HEADER_MALFORMED, "missing SignedHeaders"},
-        {"AWS4-HMAC-SHA256 SignedHeaders=host, Signature=" EMPTY,
-         S3_ERR_AUTH_HEADER_MALFORMED, "missing Credential"},
+         "Signature=" EMPTY,
+         S3_ERR_AUTH_HEADER_MALFORMED, "missing SignedHeaders"},
+        {"AWS4-HMAC-SHA256 SignedHeaders=host, Signature=" EMPTY, S3_ERR_AUTH_HEADER_MALFORMED,
+         "missing Credential"},
         {"AWS4-HMAC-SHA256 Credential=wharf-dev/20240601/us-east-1/s3/aws4_request, "
-         "SignedHeaders=x-amz-date, Signature=" EMPTY, S3_ERR_AUTH_HEADER_MALFORMED,
-         "does not include host"},
+         "SignedHeaders=x-amz-date, Signature=" EMPTY,
+         S3_ERR_AUTH_HEADER_MALFORMED, "does not include host"},
         {"AWS4-HMAC-SHA256 Credential=wharf-dev/20240601/us-east-1/s3/aws4_request, "
-         "SignedHeaders=host;Host, Signature=" EMPTY, S3_ERR_AUTH_HEADER_MALFORMED, "lowercase"},
+         "SignedHeaders=host;Host, Signature=" EMPTY,
+         S3_ERR_AUTH_HEADER_MALFORMED, "lowercase"},
         {"AWS4-HMAC-SHA256 Credential=wharf-dev/20240601/us-east-1/s3/aws4_request, "
-         "SignedHeaders=host;host, Signature=" EMPTY, S3_ERR_AUTH_HEADER_MALFORMED, "twice"},
+         "SignedHeaders=host;host, Signature=" EMPTY,
+         S3_ERR_AUTH_HEADER_MALFORMED, "twice"},
         {"AWS4-HMAC-SHA256 Credential=wharf-dev/20240601/us-east-1/s3/aws4_request, "
-         "SignedHeaders=host;;x, Signature=" EMPTY, S3_ERR_AUTH_HEADER_MALFORMED, "empty name"},
+         "SignedHeaders=host;;x, Signature=" EMPTY,
+         S3_ERR_AUTH_HEADER_MALFORMED, "empty name"},
         {"AWS4-HMAC-SHA256 Credential=wharf-dev/20240601/us-east-1/ec2/aws4_request, "
-         "SignedHeaders=host, Signature=" EMPTY, S3_ERR_AUTH_HEADER_MALFORMED, "service"},
+         "SignedHeaders=host, Signature=" EMPTY,
+         S3_ERR_AUTH_HEADER_MALFORMED, "service"},
         {"AWS4-HMAC-SHA256 Credential=wharf-dev/20240601/us-east-1/s3/aws5_request, "
-         "SignedHeaders=host, Signature=" EMPTY, S3_ERR_AUTH_HEADER_MALFORMED, "aws4_request"},
+         "SignedHeaders=host, Signature=" EMPTY,
+         S3_ERR_AUTH_HEADER_MALFORMED, "aws4_request"},
         {"AWS4-HMAC-SHA256 Credential=wharf-dev/2024061/us-east-1/s3/aws4_request, "
-         "SignedHeaders=host, Signature=" EMPTY, S3_ERR_AUTH_HEADER_MALFORMED, "YYYYMMDD"},
+         "SignedHeaders=host, Signature=" EMPTY,
+         S3_ERR_AUTH_HEADER_MALFORMED, "YYYYMMDD"},
         {"AWS4-HMAC-SHA256 Credential=wharf-dev/20240602/us-east-1/s3/aws4_request, "
-         "SignedHeaders=host, Signature=" EMPTY, S3_ERR_AUTH_HEADER_MALFORMED,
-         "does not match the request date"},
+         "SignedHeaders=host, Signature=" EMPTY,
+         S3_ERR_AUTH_HEADER_MALFORMED, "does not match the request date"},
         {"AWS4-HMAC-SHA256 Credential=/20240601/us-east-1/s3/aws4_request, "
-         "SignedHeaders=host, Signature=" EMPTY, S3_ERR_AUTH_HEADER_MALFORMED, "access key"},
+         "SignedHeaders=host, Signature=" EMPTY,
+         S3_ERR_AUTH_HEADER_MALFORMED, "access key"},
         {"AWS4-HMAC-SHA256 Credential=us-east-1/s3/aws4_request, "
-         "SignedHeaders=host, Signature=" EMPTY, S3_ERR_AUTH_HEADER_MALFORMED, "form"},
+         "SignedHeaders=host, Signature=" EMPTY,
+         S3_ERR_AUTH_HEADER_MALFORMED, "form"},
         {"AWS4-HMAC-SHA256 Credential=wharf-dev/20240601//s3/aws4_request, "
-         "SignedHeaders=host, Signature=" EMPTY, S3_ERR_AUTH_HEADER_MALFORMED, "region"},
+         "SignedHeaders=host, Signature=" EMPTY,
+         S3_ERR_AUTH_HEADER_MALFORMED, "region"},
         {"AWS4-HMAC-SHA256 Credential=wharf-dev/20240601/us-east-1/s3/aws4_request, "
-         "SignedHeaders=host, Signature=abc", S3_ERR_AUTH_HEADER_MALFORMED, "64 hex"},
+         "SignedHeaders=host, Signature=abc",
+         S3_ERR_AUTH_HEADER_MALFORMED, "64 hex"},
         {"AWS4-HMAC-SHA256 Credential=wharf-dev/20240601/us-east-1/s3/aws4_request, "
-         "SignedHeaders=host, Signature=" "g3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+         "SignedHeaders=host, Signature="
+         "g3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
          S3_ERR_AUTH_HEADER_MALFORMED, "non-hex"},
         {"AWS4-HMAC-SHA256 Credential=wharf-dev/20240601/us-east-1/s3/aws4_request, "
-         "SignedHeaders=host, Signature=" EMPTY ", Foo=bar", S3_ERR_AUTH_HEADER_MALFORMED,
-         "unknown component"},
+         "SignedHeaders=host, Signature=" EMPTY ", Foo=bar",
+         S3_ERR_AUTH_HEADER_MALFORMED, "unknown component"},
         {"AWS4-HMAC-SHA256 Credential=wharf-dev/20240601/us-east-1/s3/aws4_request, "
          "Credential=wharf-dev/20240601/us-east-1/s3/aws4_request, SignedHeaders=host, "
-         "Signature=" EMPTY, S3_ERR_AUTH_HEADER_MALFORMED, "twice"},
+         "Signature=" EMPTY,
+         S3_ERR_AUTH_HEADER_MALFORMED, "twice"},
         {"AWS4-HMAC-SHA256 Credential", S3_ERR_AUTH_HEADER_MALFORMED, "no '='"},
     };
     for (size_t i = 0; i < WH_ARRAY_SIZE(bad); i++) {
@@ -815,7 +956,8 @@ static void test_round_trip(void)
     CHECK(strstr(msg, "x-amz-trailer") != NULL);
     const char *not_modes[] = {"STREAMING-AWS4-HMAC-SHA256-EVENTS", "unsigned-payload",
                                "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b07",
-                               "", "zzce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072"};
+                               "",
+                               "zzce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072"};
     for (size_t i = 0; i < WH_ARRAY_SIZE(not_modes); i++) {
         rt_make(&x, not_modes[i], 0);
         CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_ERR_INVALID_ARGUMENT);
@@ -838,8 +980,11 @@ static void test_presign_round_trip(void)
                            "wharf-dev-secret", "us-east-1", when, 600, &q) == 0);
     treq_t t = {0};
     treq_set(&t, "Host", "localhost:9000");
-    s3_http_req_t r = {.method = "PUT", .path = "/bucket/a%20b", .query = q.data,
-                       .get_header = treq_get, .header_at = treq_at,
+    s3_http_req_t r = {.method = "PUT",
+                       .path = "/bucket/a%20b",
+                       .query = q.data,
+                       .get_header = treq_get,
+                       .header_at = treq_at,
                        .arg = &t};
     CHECK(s3_sigv4_verify(&r, secret_of, NULL, when + 10, &a, msg, sizeof msg) == S3_OK);
     CHECK(a.presigned && a.mode == S3_PAYLOAD_EMPTY);
@@ -867,12 +1012,12 @@ static void test_presign_round_trip(void)
          "missing the X-Amz-Expires"},
         {"X-Amz-Algorithm=AWS4-HMAC-SHA256", "X-Amz-Algorithm=AWS4-HMAC-SHA1",
          S3_ERR_AUTH_QUERY_MALFORMED, "X-Amz-Algorithm"},
-        {"X-Amz-SignedHeaders=host", "X-Amz-SignedHeaders=range",
-         S3_ERR_AUTH_QUERY_MALFORMED, "host"},
-        {"X-Amz-Date=20240601T120000Z", "X-Amz-Date=20240601T120001Z",
-         S3_ERR_SIGNATURE_MISMATCH, "signature"},
-        {"X-Amz-Date=20240601T120000Z", "X-Amz-Date=20240602T120000Z",
-         S3_ERR_AUTH_QUERY_MALFORMED, "does not match"},
+        {"X-Amz-SignedHeaders=host", "X-Amz-SignedHeaders=range", S3_ERR_AUTH_QUERY_MALFORMED,
+         "host"},
+        {"X-Amz-Date=20240601T120000Z", "X-Amz-Date=20240601T120001Z", S3_ERR_SIGNATURE_MISMATCH,
+         "signature"},
+        {"X-Amz-Date=20240601T120000Z", "X-Amz-Date=20240602T120000Z", S3_ERR_AUTH_QUERY_MALFORMED,
+         "does not match"},
         {"X-Amz-Date=20240601T120000Z", "X-Amz-Date=2024060", S3_ERR_AUTH_QUERY_MALFORMED,
          "YYYYMMDDTHHMMSSZ"},
         {"wharf-dev%2F", "nobody%2F", S3_ERR_INVALID_ACCESS_KEY, "nobody"},
@@ -949,19 +1094,21 @@ static void test_unsigned_amz_headers(void)
                            "us-east-1", when, 600, &q) == 0);
     treq_t t = {0};
     treq_set(&t, "Host", "h:1");
-    s3_http_req_t r = {.method = "PUT", .path = "/pub/upload", .query = q.data,
-                       .get_header = treq_get, .header_at = treq_at, .arg = &t};
+    s3_http_req_t r = {.method = "PUT",
+                       .path = "/pub/upload",
+                       .query = q.data,
+                       .get_header = treq_get,
+                       .header_at = treq_at,
+                       .arg = &t};
     CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_OK);
     treq_set(&t, "x-amz-content-sha256", S3_UNSIGNED_PAYLOAD); /* the payload line */
     CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_OK);
     treq_set(&t, "x-amz-copy-source", "/secret/creds");
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) ==
-          S3_ERR_ACCESS_DENIED);
+    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_ERR_ACCESS_DENIED);
     CHECK(strstr(msg, "not signed: x-amz-copy-source") != NULL);
     treq_del(&t, "x-amz-copy-source");
     treq_set(&t, "x-amz-date", "20240601T120000Z"); /* not what a presigned URL is dated by */
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) ==
-          S3_ERR_ACCESS_DENIED);
+    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_ERR_ACCESS_DENIED);
     CHECK(strstr(msg, "not signed: x-amz-date") != NULL);
     treq_del(&t, "x-amz-date");
     /* More than eight: the first eight are named. */
@@ -969,8 +1116,7 @@ static void test_unsigned_amz_headers(void)
                                        "x-amz-f", "x-amz-g", "x-amz-h", "x-amz-i"};
     for (size_t i = 0; i < WH_ARRAY_SIZE(many); i++)
         treq_set(&t, many[i], "v");
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) ==
-          S3_ERR_ACCESS_DENIED);
+    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_ERR_ACCESS_DENIED);
     CHECK(strstr(msg, "x-amz-h, ...") != NULL && !strstr(msg, "x-amz-i"));
     /* A caller that cannot enumerate headers is refused rather than trusted. */
     t.n = 1;

@@ -60,7 +60,8 @@ static void test_xml_and_round_trip(void)
     wh_sbuf_init(&b);
     s3_tags_format_query(&t, &b);
     CHECK_STR(b.data, "k%20%26%20k=v%3D1%262&e=");
-    CHECK(s3_tags_parse_query(b.data, b.len, S3_TAGS_MAX, &back, msg, sizeof msg) == S3_OK && back.n == 2);
+    CHECK(s3_tags_parse_query(b.data, b.len, S3_TAGS_MAX, &back, msg, sizeof msg) == S3_OK &&
+          back.n == 2);
     CHECK_STR(back.tags[0].key, "k & k");
     CHECK_STR(back.tags[0].value, "v=1&2");
     wh_sbuf_free(&b);
@@ -76,9 +77,11 @@ static void test_xml_and_round_trip(void)
               S3_ERR_MALFORMED_XML);
     const char *dup = "<Tagging><TagSet><Tag><Key>k</Key><Value>1</Value></Tag><Tag><Key>k"
                       "</Key><Value>2</Value></Tag></TagSet></Tagging>";
-    CHECK(s3_tags_parse_xml(dup, strlen(dup), S3_TAGS_MAX, &t, msg, sizeof msg) == S3_ERR_INVALID_TAG);
+    CHECK(s3_tags_parse_xml(dup, strlen(dup), S3_TAGS_MAX, &t, msg, sizeof msg) ==
+          S3_ERR_INVALID_TAG);
     const char *empty = "<Tagging><TagSet></TagSet></Tagging>";
-    CHECK(s3_tags_parse_xml(empty, strlen(empty), S3_TAGS_MAX, &t, msg, sizeof msg) == S3_OK && t.n == 0);
+    CHECK(s3_tags_parse_xml(empty, strlen(empty), S3_TAGS_MAX, &t, msg, sizeof msg) == S3_OK &&
+          t.n == 0);
 }
 
 int main(void)

@@ -38,7 +38,8 @@ static void test_writer(void)
     s3_xml_elem(&b, "Key", "dir/a b&c.txt");
     s3_xml_elem_u64(&b, "Size", 18446744073709551615ULL);
     s3_xml_elem(&b, "Empty", NULL);
-    CHECK_STR(b.data, "<Key>dir/a b&amp;c.txt</Key><Size>18446744073709551615</Size><Empty></Empty>");
+    CHECK_STR(b.data,
+              "<Key>dir/a b&amp;c.txt</Key><Size>18446744073709551615</Size><Empty></Empty>");
     wh_sbuf_reset(&b);
     s3_xml_error(&b, "NoSuchKey", "The specified key does not exist.", "/b/k<1>", "req-1");
     CHECK_STR(b.data, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchKey</Code>"
@@ -96,18 +97,29 @@ static void test_walk(void)
                           "ListBucketResult=\n");
     wh_sbuf_free(&c.out);
     /* prefixed names are reported by local name; CDATA is text */
-    CHECK(walk("<s3:Error xmlns:s3=\"urn:x\"><s3:Code><![CDATA[A<B]]></s3:Code></s3:Error>", &c)
-          == 0);
+    CHECK(walk("<s3:Error xmlns:s3=\"urn:x\"><s3:Code><![CDATA[A<B]]></s3:Code></s3:Error>", &c) ==
+          0);
     CHECK_STR(c.out.data, "Error/Code=A<B\nError=\n");
     wh_sbuf_free(&c.out);
 
     const char *bad[] = {
-        "", "   ", "<a>", "<a></b>", "<a>&undefined;</a>", "<a></a><b></b>", "text",
-        "<a>\x01</a>", "<a>&#0;</a>", "<a b='1' b='2'/>", "<a>\xff\xfe</a>",
+        "",
+        "   ",
+        "<a>",
+        "<a></b>",
+        "<a>&undefined;</a>",
+        "<a></a><b></b>",
+        "text",
+        "<a>\x01</a>",
+        "<a>&#0;</a>",
+        "<a b='1' b='2'/>",
+        "<a>\xff\xfe</a>",
         "<!DOCTYPE a [<!ENTITY x \"y\">]><a>&x;</a>",
         "<!DOCTYPE a SYSTEM \"file:///etc/passwd\"><a/>",
         "<!DOCTYPE a><a/>",
-        "<:/>", "<a:/>", "<a><b:></b:></a>", /* no local name (found by fuzz_xml) */
+        "<:/>",
+        "<a:/>",
+        "<a><b:></b:></a>", /* no local name (found by fuzz_xml) */
         ("<?xml version=\"1.0\"?><!DOCTYPE lolz [<!ENTITY lol \"lol\"><!ENTITY lol2 "
          "\"&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;\">]><lolz>&lol2;</lolz>"),
     };
@@ -177,27 +189,36 @@ static void test_complete(void)
         {"<Other><Part><PartNumber>1</PartNumber><ETag>x</ETag></Part></Other>",
          S3_ERR_MALFORMED_XML},
         {"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber></Part>"
-         "</CompleteMultipartUpload>", S3_ERR_MALFORMED_XML},
+         "</CompleteMultipartUpload>",
+         S3_ERR_MALFORMED_XML},
         {"<CompleteMultipartUpload><Part><ETag>x</ETag></Part></CompleteMultipartUpload>",
          S3_ERR_MALFORMED_XML},
         {"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><PartNumber>2</PartNumber>"
-         "<ETag>x</ETag></Part></CompleteMultipartUpload>", S3_ERR_MALFORMED_XML},
+         "<ETag>x</ETag></Part></CompleteMultipartUpload>",
+         S3_ERR_MALFORMED_XML},
         {"<CompleteMultipartUpload><Part><PartNumber>0</PartNumber><ETag>x</ETag></Part>"
-         "</CompleteMultipartUpload>", S3_ERR_INVALID_ARGUMENT},
+         "</CompleteMultipartUpload>",
+         S3_ERR_INVALID_ARGUMENT},
         {"<CompleteMultipartUpload><Part><PartNumber>10001</PartNumber><ETag>x</ETag></Part>"
-         "</CompleteMultipartUpload>", S3_ERR_INVALID_ARGUMENT},
+         "</CompleteMultipartUpload>",
+         S3_ERR_INVALID_ARGUMENT},
         {"<CompleteMultipartUpload><Part><PartNumber>-1</PartNumber><ETag>x</ETag></Part>"
-         "</CompleteMultipartUpload>", S3_ERR_INVALID_ARGUMENT},
+         "</CompleteMultipartUpload>",
+         S3_ERR_INVALID_ARGUMENT},
         {"<CompleteMultipartUpload><Part><PartNumber>1x</PartNumber><ETag>x</ETag></Part>"
-         "</CompleteMultipartUpload>", S3_ERR_INVALID_ARGUMENT},
+         "</CompleteMultipartUpload>",
+         S3_ERR_INVALID_ARGUMENT},
         {"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>\"\"</ETag></Part>"
-         "</CompleteMultipartUpload>", S3_ERR_INVALID_PART},
+         "</CompleteMultipartUpload>",
+         S3_ERR_INVALID_PART},
         {"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"
          "0123456789012345678901234567890123456789012345678901234567890123456789012345678901"
-         "</ETag></Part></CompleteMultipartUpload>", S3_ERR_INVALID_PART},
+         "</ETag></Part></CompleteMultipartUpload>",
+         S3_ERR_INVALID_PART},
         {"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>x</ETag>"
          "<ChecksumCRC32C>AAAAAAAAAAAAAAAAAAAAAAAAAAAAA</ChecksumCRC32C></Part>"
-         "</CompleteMultipartUpload>", S3_ERR_MALFORMED_XML},
+         "</CompleteMultipartUpload>",
+         S3_ERR_MALFORMED_XML},
         {"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>x</ETag></Part>",
          S3_ERR_MALFORMED_XML},
         {"<!DOCTYPE CompleteMultipartUpload [<!ENTITY e \"1\">]><CompleteMultipartUpload><Part>"
@@ -265,14 +286,14 @@ static void test_delete(void)
         {"<Delete><Quiet>true</Quiet></Delete>", S3_ERR_MALFORMED_XML},
         {"<Delete><Object></Object></Delete>", S3_ERR_MALFORMED_XML},
         {"<Delete><Object><Key>a</Key><Key>b</Key></Object></Delete>", S3_ERR_MALFORMED_XML},
-        {"<Delete><Object><Key>a</Key></Object><Quiet>yes</Quiet></Delete>",
-         S3_ERR_MALFORMED_XML},
+        {"<Delete><Object><Key>a</Key></Object><Quiet>yes</Quiet></Delete>", S3_ERR_MALFORMED_XML},
         {"<Delete><Object><Key>a</Key></Object><Quiet>true</Quiet><Quiet>true</Quiet></Delete>",
          S3_ERR_MALFORMED_XML},
         {"<Remove><Object><Key>a</Key></Object></Remove>", S3_ERR_MALFORMED_XML},
         {"<Delete><Object><Key>a</Key></Object>", S3_ERR_MALFORMED_XML},
         {"<!DOCTYPE Delete [<!ENTITY k SYSTEM \"file:///etc/passwd\">]>"
-         "<Delete><Object><Key>&k;</Key></Object></Delete>", S3_ERR_MALFORMED_XML},
+         "<Delete><Object><Key>&k;</Key></Object></Delete>",
+         S3_ERR_MALFORMED_XML},
     };
     for (size_t i = 0; i < WH_ARRAY_SIZE(bad); i++) {
         memset(&d, 0x5a, sizeof d);

@@ -145,8 +145,8 @@ static void test_subresources(void)
 
 static void test_query_decoding(void)
 {
-    srv_route_t r = R("GET", "/b", "list-type=2&prefix=a%2Fb+c&delimiter=%2F&empty=&flag",
-                      NULL, false);
+    srv_route_t r =
+        R("GET", "/b", "list-type=2&prefix=a%2Fb+c&delimiter=%2F&empty=&flag", NULL, false);
     CHECK_STR(srv_route_q(&r, "prefix"), "a/b c");
     CHECK_STR(srv_route_q(&r, "delimiter"), "/");
     CHECK_STR(srv_route_q(&r, "empty"), "");

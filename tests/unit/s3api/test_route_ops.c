@@ -19,7 +19,7 @@ static void test_every_row_reachable(void)
 {
     for (size_t i = 0; i < srv_ops_count; i++) {
         const srv_op_t *op = &srv_ops[i];
-        const char *path = op->level == SRV_AT_SERVICE ? "/"
+        const char *path = op->level == SRV_AT_SERVICE  ? "/"
                            : op->level == SRV_AT_BUCKET ? "/bkt"
                                                         : "/bkt/some/key";
         char q[128] = "";

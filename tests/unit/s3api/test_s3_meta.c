@@ -82,9 +82,16 @@ static void out_free(srv_out_t *o, store_obj_meta_t *m)
 
 static void test_bytes_kept(void)
 {
-    static const char *const h[] = {"x-amz-meta-city", "caf\xe9", "x-amz-meta-utf8",
-                                    "\xe6\x97\xa5", "cache-control", "\xff no-store",
-                                    "content-encoding", "aws-chunked,gzip", "x-amz-date", "d",
+    static const char *const h[] = {"x-amz-meta-city",
+                                    "caf\xe9",
+                                    "x-amz-meta-utf8",
+                                    "\xe6\x97\xa5",
+                                    "cache-control",
+                                    "\xff no-store",
+                                    "content-encoding",
+                                    "aws-chunked,gzip",
+                                    "x-amz-date",
+                                    "d",
                                     NULL};
     srv_out_t o;
     store_obj_meta_t m;
@@ -169,7 +176,7 @@ static void test_whole_only_and_overrides(void)
     srv_object_headers(&r, &o, &m, false);
     CHECK_STR(out_hdr(&o, "Cache-Control"), "max-age=5");
     CHECK(out_hdr(&o, "cache-control") == NULL);
-    CHECK(out_hdr(&o, "x-amz-checksum-sha1") == NULL);      /* a range is not the whole */
+    CHECK(out_hdr(&o, "x-amz-checksum-sha1") == NULL); /* a range is not the whole */
     CHECK(out_hdr(&o, "x-amz-checksum-crc64nvme") == NULL);
     CHECK(out_hdr(&o, "x-amz-meta-bad") == NULL); /* a NUL byte can never be a header */
     CHECK(out_hdr(&o, "x-amz-meta-n") == NULL);   /* neither form */

@@ -17,7 +17,7 @@ static inline wh_status_t th_store_open(const char *dir, store_t **out)
 
 /* PUT of n bytes; returns the status of the commit, fills *meta (etag, size...). */
 static inline wh_status_t th_put(store_t *st, const char *bucket, const char *key, const void *p,
-                          size_t n, store_obj_meta_t *meta)
+                                 size_t n, store_obj_meta_t *meta)
 {
     store_writer_t *w = NULL;
     wh_status_t s = store_writer_open(st, &w);
@@ -69,7 +69,7 @@ static inline char *th_get_reader(store_t *st, const char *bucket, const char *k
 /* GET: the object's bytes (malloc'd) or NULL with *status set. By its fd where it has one;
  * an object composed of its multipart upload's parts (no single fd) through the reader. */
 static inline char *th_get(store_t *st, const char *bucket, const char *key, size_t *n,
-                    wh_status_t *status)
+                           wh_status_t *status)
 {
     store_obj_meta_t m;
     int fd = -1;

@@ -152,8 +152,8 @@ static void test_race(void)
         snprintf(want, sizeof want, "writer %d", winner);
         char *b = get_body(st, key);
         if (wins != 1 || lost != WRITERS - 1 || !b || strcmp(b, want) != 0) {
-            fprintf(stderr, "round %d: %d winners, %d refused, stored \"%s\"\n", round, wins,
-                    lost, b ? b : "(none)");
+            fprintf(stderr, "round %d: %d winners, %d refused, stored \"%s\"\n", round, wins, lost,
+                    b ? b : "(none)");
             bad_rounds++;
         }
         free(b);

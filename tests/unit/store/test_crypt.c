@@ -123,7 +123,7 @@ static void test_round_trip_ranges_and_tamper(void)
     CHECK(put_enc(st, "k", p, n, dk, sse) == WH_OK);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 1);
     /* Every range that matters: whole, inside, across one and two boundaries, the tail. */
-    uint64_t rs[][2] = {{0, n}, {0, 1}, {SEG - 1, 2}, {SEG, SEG}, {10, 2 * SEG + 5},
+    uint64_t rs[][2] = {{0, n},         {0, 1},     {SEG - 1, 2},  {SEG, SEG}, {10, 2 * SEG + 5},
                         {3 * SEG, 777}, {n - 1, 1}, {SEG / 2, SEG}};
     for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++) {
         memset(q, 0, n);
@@ -307,11 +307,10 @@ static void test_params_text(void)
     CHECK(s.kind == STORE_SSE_S3 && s.salt[15] == 0xff && !strcmp(s.secret, "g1:abc") && !s.parts);
     CHECK(store_sse_parse("C;00112233445566778899aabbccddeeff;ab;n=1,2", &s) == WH_OK);
     CHECK(s.kind == STORE_SSE_C && s.parts && !strcmp(s.parts, "1,2"));
-    const char *bad[] = {"X;00112233445566778899aabbccddeeff;a", "S3;0011;a",
-                         "S3;00112233445566778899aabbccddeefg;a",
-                         "S3;00112233445566778899aabbccddeeff;",
-                         "S3;00112233445566778899aabbccddeeff;a;x=1",
-                         "S3;00112233445566778899aabbccddeeff;a;n="};
+    const char *bad[] = {
+        "X;00112233445566778899aabbccddeeff;a",      "S3;0011;a",
+        "S3;00112233445566778899aabbccddeefg;a",     "S3;00112233445566778899aabbccddeeff;",
+        "S3;00112233445566778899aabbccddeeff;a;x=1", "S3;00112233445566778899aabbccddeeff;a;n="};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK(store_sse_parse(bad[i], &s) == WH_ERR_INVALID);
     /* The verifier depends on key and salt; the data key is not the verifier. */

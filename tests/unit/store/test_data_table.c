@@ -134,8 +134,8 @@ static wh_status_t mem_append(store_data_writer_t *dw, store_reader_t *r, uint64
     return WH_OK;
 }
 
-static wh_status_t mem_rdma_put(store_data_writer_t *dw, const char *token,
-                                const wh_peer_t *peer, uint64_t size, store_rdma_result_t *res)
+static wh_status_t mem_rdma_put(store_data_writer_t *dw, const char *token, const wh_peer_t *peer,
+                                uint64_t size, store_rdma_result_t *res)
 {
     /* Stands in for storage servers reading the client's region: the "region" is the token. */
     MEM(dw->data)->rdma_puts++;
@@ -411,8 +411,7 @@ static void test_remote_style_table(void)
     store_complete_part_t cq[1] = {{2, e2}}; /* the last part may be small */
     store_mpu_sums_t sums = {STORE_SUM_COMPOSITE, NULL, NULL, NULL, NULL};
     memset(&pm, 0, sizeof pm);
-    CHECK(store_mpu_complete_sums(st, "remote", "mq", uid, cq, 1, &sums, &pm, &bad, NULL) ==
-          WH_OK);
+    CHECK(store_mpu_complete_sums(st, "remote", "mq", uid, cq, 1, &sums, &pm, &bad, NULL) == WH_OK);
     CHECK_STR(pm.crc32c, "");
     CHECK(pm.crc64nvme[0] != '\0');
     store_obj_meta_free(&pm);

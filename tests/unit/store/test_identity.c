@@ -96,8 +96,8 @@ static void test_users_and_keys(void)
             ok += meta_key_get(m, "AKIAALICE0000000002", &k) == WH_OK;
         clock_gettime(CLOCK_MONOTONIC, &t1);
         CHECK(ok == N);
-        double us = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) /
-                    N / 1e3;
+        double us =
+            ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / N / 1e3;
         printf("measure: key_get %.1f us per lookup (%s, %d lookups)\n", us,
                th_meta_url(dir)[0] ? "PostgreSQL" : "SQLite", N);
     }
@@ -394,8 +394,8 @@ static void test_migrate_from_v2(void)
     if (url[0]) {
         PGconn *c = PQconnectdb(url);
         PGresult *r = PQexec(c, "SELECT max(version) FROM wharf_schema");
-        CHECK(PQresultStatus(r) == PGRES_TUPLES_OK && atoi(PQgetvalue(r, 0, 0)) ==
-                                                          META_SCHEMA_VERSION);
+        CHECK(PQresultStatus(r) == PGRES_TUPLES_OK &&
+              atoi(PQgetvalue(r, 0, 0)) == META_SCHEMA_VERSION);
         PQclear(r);
         PQfinish(c);
     } else {

@@ -121,8 +121,7 @@ static void test_complete(void)
     CHECK(store_mpu_list_parts(st, "mpu", "big/object", uid, 3, 0, &pi, &np, &trunc) == WH_OK);
     CHECK(np == 0 && !trunc);
     free(pi);
-    CHECK(store_mpu_list_parts(st, "mpu", "nope", uid, 0, 0, &pi, &np, &trunc) ==
-          WH_ERR_NOT_FOUND);
+    CHECK(store_mpu_list_parts(st, "mpu", "nope", uid, 0, 0, &pi, &np, &trunc) == WH_ERR_NOT_FOUND);
 
     /* Complete, with quotes and upper case in one client etag (tolerated). */
     char quoted[40];

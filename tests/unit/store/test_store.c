@@ -11,12 +11,34 @@
 
 static void test_bucket_names(void)
 {
-    const char *good[] = {"abc", "my-bucket", "my.bucket.name", "a1b2c3", "123", "1.2.3",
-                          "1.2.3.4.5", "a-b.c-d", "000",
+    const char *good[] = {"abc",
+                          "my-bucket",
+                          "my.bucket.name",
+                          "a1b2c3",
+                          "123",
+                          "1.2.3",
+                          "1.2.3.4.5",
+                          "a-b.c-d",
+                          "000",
                           "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij123"};
-    const char *bad[] = {"ab", "", "ABC", "my_bucket", "-abc", "abc-", ".abc", "abc.", "a..b",
-                         "192.168.5.4", "1.2.3.4", "xn--abc", "sthree-abc", "abc-s3alias",
-                         "abc--ol-s3", "a b", "abc/", "ab\xc3\xa9",
+    const char *bad[] = {"ab",
+                         "",
+                         "ABC",
+                         "my_bucket",
+                         "-abc",
+                         "abc-",
+                         ".abc",
+                         "abc.",
+                         "a..b",
+                         "192.168.5.4",
+                         "1.2.3.4",
+                         "xn--abc",
+                         "sthree-abc",
+                         "abc-s3alias",
+                         "abc--ol-s3",
+                         "a b",
+                         "abc/",
+                         "ab\xc3\xa9",
                          "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij1234"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         if (!store_bucket_name_valid(good[i]))
@@ -35,26 +57,26 @@ static void test_key_valid(void)
 {
     CHECK(store_key_valid("a", 1));
     CHECK(store_key_valid("a/b/../c d", 10));
-    CHECK(store_key_valid("\xc3\xa9t\xc3\xa9", 5));             /* été */
-    CHECK(store_key_valid("\xe2\x82\xac", 3));                  /* € */
-    CHECK(store_key_valid("\xf0\x9f\x98\x80", 4));              /* 😀 */
-    CHECK(store_key_valid("\xf4\x8f\xbf\xbf", 4));              /* U+10FFFF */
-    CHECK(store_key_valid("\xed\x9f\xbf", 3));                  /* U+D7FF */
+    CHECK(store_key_valid("\xc3\xa9t\xc3\xa9", 5)); /* été */
+    CHECK(store_key_valid("\xe2\x82\xac", 3));      /* € */
+    CHECK(store_key_valid("\xf0\x9f\x98\x80", 4));  /* 😀 */
+    CHECK(store_key_valid("\xf4\x8f\xbf\xbf", 4));  /* U+10FFFF */
+    CHECK(store_key_valid("\xed\x9f\xbf", 3));      /* U+D7FF */
     CHECK(!store_key_valid("", 0));
-    CHECK(!store_key_valid("a\0b", 3));                         /* NUL */
-    CHECK(!store_key_valid("\xc0\xaf", 2));                     /* overlong '/' */
-    CHECK(!store_key_valid("\xc1\xbf", 2));                     /* overlong */
-    CHECK(!store_key_valid("\xe0\x80\xaf", 3));                 /* overlong 3-byte */
-    CHECK(!store_key_valid("\xf0\x80\x80\xaf", 4));             /* overlong 4-byte */
-    CHECK(!store_key_valid("\xed\xa0\x80", 3));                 /* surrogate D800 */
-    CHECK(!store_key_valid("\xed\xbf\xbf", 3));                 /* surrogate DFFF */
-    CHECK(!store_key_valid("\xf4\x90\x80\x80", 4));             /* > U+10FFFF */
+    CHECK(!store_key_valid("a\0b", 3));             /* NUL */
+    CHECK(!store_key_valid("\xc0\xaf", 2));         /* overlong '/' */
+    CHECK(!store_key_valid("\xc1\xbf", 2));         /* overlong */
+    CHECK(!store_key_valid("\xe0\x80\xaf", 3));     /* overlong 3-byte */
+    CHECK(!store_key_valid("\xf0\x80\x80\xaf", 4)); /* overlong 4-byte */
+    CHECK(!store_key_valid("\xed\xa0\x80", 3));     /* surrogate D800 */
+    CHECK(!store_key_valid("\xed\xbf\xbf", 3));     /* surrogate DFFF */
+    CHECK(!store_key_valid("\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
     CHECK(!store_key_valid("\xf5\x80\x80\x80", 4));
     CHECK(!store_key_valid("\xff", 1));
-    CHECK(!store_key_valid("\x80", 1));                         /* lone continuation */
-    CHECK(!store_key_valid("\xc3", 1));                         /* truncated */
-    CHECK(!store_key_valid("\xe2\x82", 2));                     /* truncated */
-    CHECK(!store_key_valid("\xe2\x28\xa1", 3));                 /* bad continuation */
+    CHECK(!store_key_valid("\x80", 1));         /* lone continuation */
+    CHECK(!store_key_valid("\xc3", 1));         /* truncated */
+    CHECK(!store_key_valid("\xe2\x82", 2));     /* truncated */
+    CHECK(!store_key_valid("\xe2\x28\xa1", 3)); /* bad continuation */
     char k[STORE_MAX_KEY + 1];
     memset(k, 'k', sizeof k);
     CHECK(store_key_valid(k, STORE_MAX_KEY));
@@ -290,9 +312,21 @@ static void test_odd_keys(void)
     static char longkey[STORE_MAX_KEY + 2];
     memset(longkey, 'L', STORE_MAX_KEY);
     longkey[STORE_MAX_KEY] = '\0';
-    const char *keys[] = {"a/b/c", "..", "../../etc/passwd", "/leading", "trailing/", "a//b",
-                          "with space", " ", "\xc3\xa9t\xc3\xa9/\xe6\x97\xa5\xe6\x9c\xac",
-                          "\xf0\x9f\x98\x80", ".", "%2F", "a\\b", "\t\n", longkey};
+    const char *keys[] = {"a/b/c",
+                          "..",
+                          "../../etc/passwd",
+                          "/leading",
+                          "trailing/",
+                          "a//b",
+                          "with space",
+                          " ",
+                          "\xc3\xa9t\xc3\xa9/\xe6\x97\xa5\xe6\x9c\xac",
+                          "\xf0\x9f\x98\x80",
+                          ".",
+                          "%2F",
+                          "a\\b",
+                          "\t\n",
+                          longkey};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char body[64];
         int bl = snprintf(body, sizeof body, "body-%zu", i);

@@ -56,8 +56,7 @@ static void test_states_and_versions(void)
     store_versioning_t v;
     CHECK(store_bucket_versioning_get(st, BKT, &v) == WH_OK && v == STORE_VERSIONING_OFF);
     CHECK(store_bucket_versioning_set(st, BKT, STORE_VERSIONING_OFF) == WH_ERR_INVALID);
-    CHECK(store_bucket_versioning_set(st, "nobkt", STORE_VERSIONING_ENABLED) ==
-          WH_ERR_NOT_FOUND);
+    CHECK(store_bucket_versioning_set(st, "nobkt", STORE_VERSIONING_ENABLED) == WH_ERR_NOT_FOUND);
     char v0[STORE_VERSION_ID_MAX], v1[STORE_VERSION_ID_MAX], v2[STORE_VERSION_ID_MAX];
     put(st, "k", "unversioned", v0);
     CHECK_STR(v0, "null");
@@ -67,7 +66,7 @@ static void test_states_and_versions(void)
     put(st, "k", "one", v1);
     put(st, "k", "two", v2);
     CHECK(store_version_id_valid(v1) && store_version_id_valid(v2) && strcmp(v1, "null"));
-    CHECK(strcmp(v2, v1) < 0); /* newest sorts first */
+    CHECK(strcmp(v2, v1) < 0);                           /* newest sorts first */
     CHECK(th_count_files(dir, "objects") == files0 + 2); /* nothing released */
     check_body(st, "k", NULL, "two");
     check_body(st, "k", v1, "one");
@@ -328,8 +327,11 @@ static void test_object_lock(void)
     CHECK(store_object_delete_version(st, BKT, "k", f, NULL) == WH_OK);
     CHECK(store_object_delete_locked(st, BKT, "k", g, STORE_BYPASS_GOVERNANCE, NULL) == WH_OK);
     /* Changing a lock: COMPLIANCE only longer, GOVERNANCE shorter with the bypass. */
-    store_lock_set_t rq = {.set_retention = true, .mode = STORE_LOCK_COMPLIANCE,
-                           .until = later - 60, .bypass = true, .now = now};
+    store_lock_set_t rq = {.set_retention = true,
+                           .mode = STORE_LOCK_COMPLIANCE,
+                           .until = later - 60,
+                           .bypass = true,
+                           .now = now};
     CHECK(store_object_lock_set(st, BKT, "k", c, &rq, NULL) == WH_ERR_AUTH);
     rq.mode = STORE_LOCK_GOVERNANCE;
     rq.until = later + 60;
@@ -352,8 +354,8 @@ static void test_object_lock(void)
     hold.hold = false;
     CHECK(store_object_lock_set(st, BKT, "o", o, &hold, NULL) == WH_OK);
     /* The current version: GOVERNANCE shortened with the bypass, then it may go. */
-    store_lock_set_t gs = {.set_retention = true, .mode = STORE_LOCK_GOVERNANCE,
-                           .until = now + 1, .now = now};
+    store_lock_set_t gs = {
+        .set_retention = true, .mode = STORE_LOCK_GOVERNANCE, .until = now + 1, .now = now};
     CHECK(store_object_lock_set(st, BKT, "o", NULL, &gs, NULL) == WH_ERR_AUTH);
     gs.bypass = true;
     CHECK(store_object_lock_set(st, BKT, "o", NULL, &gs, NULL) == WH_OK);

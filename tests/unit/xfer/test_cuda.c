@@ -22,8 +22,7 @@ static void test_cuda1_roundtrip(void)
     for (int i = 0; i < TOKEN_CUDA_IPC_LEN; i++)
         ipc[i] = (uint8_t)(i * 7);
     char buf[TOKEN_MAX_LEN + 1];
-    CHECK(token_pack_cuda1(0x7f0000200000ULL, 0x4000, uuid, ipc, 0x200, buf, sizeof buf) ==
-          WH_OK);
+    CHECK(token_pack_cuda1(0x7f0000200000ULL, 0x4000, uuid, ipc, 0x200, buf, sizeof buf) == WH_OK);
     token_t t;
     memset(&t, 0, sizeof t);
     CHECK(token_parse(buf, strlen(buf), &t, g_err, sizeof g_err) == WH_OK);
@@ -35,8 +34,7 @@ static void test_cuda1_roundtrip(void)
     CHECK(memcmp(t.cuda_ipc, ipc, TOKEN_CUDA_IPC_LEN) == 0);
     CHECK_STR(t.provider, "cuda");
     /* offset + size wrapping is refused at pack time */
-    CHECK(token_pack_cuda1(0, 0x10, uuid, ipc, UINT64_MAX - 4, buf, sizeof buf) ==
-          WH_ERR_INVALID);
+    CHECK(token_pack_cuda1(0, 0x10, uuid, ipc, UINT64_MAX - 4, buf, sizeof buf) == WH_ERR_INVALID);
 }
 
 static void expect_bad(const char *tok, const char *want)
@@ -165,8 +163,10 @@ int main(int argc, char **argv)
          * process, since the loader decides once per process. */
         char cmd[4200];
         const char *self = argv[0];
-        snprintf(cmd, sizeof cmd, "WHARF_LIBCUDA=/nonexistent/libcuda.so.1 '%s' --loader "
-                                  "'no NVIDIA driver'", self);
+        snprintf(cmd, sizeof cmd,
+                 "WHARF_LIBCUDA=/nonexistent/libcuda.so.1 '%s' --loader "
+                 "'no NVIDIA driver'",
+                 self);
         CHECK(system(cmd) == 0);
         snprintf(cmd, sizeof cmd, "WHARF_LIBCUDA=libm.so.6 '%s' --loader 'has no symbol'", self);
         CHECK(system(cmd) == 0);

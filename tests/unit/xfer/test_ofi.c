@@ -20,8 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define BUF_LEN (13u << 20)    /* client buffer */
-#define REG_OFF 4099u          /* token names [REG_OFF, REG_OFF + REG_LEN) */
+#define BUF_LEN (13u << 20) /* client buffer */
+#define REG_OFF 4099u       /* token names [REG_OFF, REG_OFF + REG_LEN) */
 #define REG_LEN ((9u << 20) + 7u)
 #define TIMEOUT_MS 1500
 #define REAP_MS 500
@@ -247,8 +247,7 @@ static void on_idle(void *arg)
 
 /* After the peer died (or stopped), a transfer fails within a bounded time. If ops are still
  * in flight the buffer is only freed once they drained (after `resume`, if given). */
-static void expect_dead(xfer_t *s, const char *token, pid_t bind, const char *what,
-                        pid_t resume)
+static void expect_dead(xfer_t *s, const char *token, pid_t bind, const char *what, pid_t resume)
 {
     static volatile int idle;
     bool busy = false;
@@ -476,10 +475,8 @@ static void test_tcp_host_binding(void)
     }
     const char *cases[][3] = {
         /* token address, HTTP peer, expect ok */
-        {"127.0.0.1", "127.0.0.1:5000", "1"},
-        {"203.0.113.9", "127.0.0.1:5000", "0"},
-        {"203.0.113.9", "203.0.113.9:5000", "1"},
-        {"127.0.0.1", "198.51.100.7:5000", "0"},
+        {"127.0.0.1", "127.0.0.1:5000", "1"},     {"203.0.113.9", "127.0.0.1:5000", "0"},
+        {"203.0.113.9", "203.0.113.9:5000", "1"}, {"127.0.0.1", "198.51.100.7:5000", "0"},
         {local, "127.0.0.1:5000", "1"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
