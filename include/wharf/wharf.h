@@ -99,7 +99,8 @@ typedef struct wharf_client_config {
     unsigned concurrency; /* parallel requests per operation; default 4 */
     uint64_t chunk_size;  /* bytes per ranged request of a large GET; default 64 MiB */
     /* PUTs at or above this go multipart; default 256 MiB (an RDMA PUT from host memory
-     * with the default: 1 GiB, since the server completes a multipart upload by copying). */
+     * with the default: 1 GiB, where one request measured faster than four parts; that was
+     * while the server's completion still copied the parts). */
     uint64_t multipart_threshold;
     uint64_t part_size;        /* multipart part size; default 64 MiB */
     wharf_fallback_t fallback; /* default WHARF_FALLBACK_FAIL */
