@@ -246,7 +246,8 @@ static s3_err_t verify_as(srv_req_t *r, time_t now, const char *service, const c
      * region's. IAM is global: its clients sign for us-east-1 whatever the S3 region is. */
     const char *want = r->srv->cfg.region ? r->srv->cfg.region : WH_DEFAULT_REGION;
     if (e == S3_OK && strcmp(r->auth.region, want) != 0 &&
-        !(service && strcmp(service, "iam") == 0 && strcmp(r->auth.region, "us-east-1") == 0)) {
+        !(service && strcmp(service, "iam") == 0 &&
+          (strcmp(r->auth.region, "us-east-1") == 0 || r->auth.region[0] == '\0'))) {
         snprintf(msg, msglen,
                  "the authorization %s is malformed; the region '%.63s' is "
                  "wrong; expecting '%s'",

@@ -57,7 +57,10 @@ s3_err_t sigv4_parse_credential(const char *cred, size_t n, sigv4_parsed_t *p, s
     if (lens[1] != strlen(want) || memcmp(parts[1], want, lens[1]) != 0)
         return sigv4_fail(msg, msglen, bad, "credential service must be '%s', got '%.*s'", want,
                           (int)WH_MIN(lens[1], 64), parts[1]);
-    if (lens[2] == 0 || lens[2] >= sizeof p->region)
+    /* IAM is global: an SDK configured with an empty region (boto3's region_name='') signs
+     * its scope with an empty one, which IAM accepts as us-east-1. S3 needs a region. */
+    bool global = p->service && strcmp(p->service, "iam") == 0;
+    if ((lens[2] == 0 && !global) || lens[2] >= sizeof p->region)
         return sigv4_fail(msg, msglen, bad, "credential region must be 1 to %zu characters",
                           sizeof p->region - 1);
     for (size_t i = 0; i < lens[2]; i++) {

@@ -13,7 +13,8 @@ that a request is what it claims, against a real wharfd with boto3 and raw signe
 - Signature Version 2 (header and presigned query): 400 InvalidRequest, never served as an
   anonymous request, even where anonymous reads are allowed.
 - A request signed for another region: 400 AuthorizationHeaderMalformed naming the expected
-  region (AuthorizationQueryParametersError for a presigned URL); the IAM API takes us-east-1.
+  region (AuthorizationQueryParametersError for a presigned URL); the IAM API takes us-east-1,
+  and an empty credential region (an SDK with region_name='').
 """
 import hashlib
 import urllib.error
@@ -230,3 +231,29 @@ def test_iam_takes_us_east_1_on_a_server_of_another_region():
     finally:
         assert srv.stop() == 0
         srv.cleanup()
+
+
+def test_iam_takes_an_empty_credential_region(wharfd):
+    """An SDK configured with region_name='' signs IAM requests for an empty region (IAM is
+    global); S3 still needs one. Signed by botocore's own SigV4 signer."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    def send(service, url, body):
+        req = AWSRequest("POST" if body else "GET", url, data=body,
+                         headers={"Content-Type": "application/x-www-form-urlencoded"}
+                         if body else {})
+        SigV4Auth(Credentials(ACCESS_KEY, SECRET_KEY), service, "").add_auth(req)
+        r = urllib.request.Request(req.url, data=req.body or None, headers=dict(req.headers),
+                                   method=req.method)
+        try:
+            with urllib.request.urlopen(r, timeout=10) as resp:
+                return resp.status, resp.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    st, body = send("iam", wharfd.endpoint + "/", b"Action=ListUsers&Version=2010-05-08")
+    assert st == 200 and b"<ListUsersResult>" in body, (st, body[:300])
+    st, body = send("s3", wharfd.endpoint + "/", None)
+    assert st == 400 and b"region" in body, (st, body[:300])
