@@ -224,6 +224,23 @@ def test_sigterm_lets_inflight_put_finish(fresh_wharfd):
         assert again.stop() == 0
 
 
+def _children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def _running(pid):
+    """pid exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def _synced_object_files(mode, tmp_path):
     """Runs a wharfd with --durability mode under strace, PUTs two objects, and returns how many
     fsync/fdatasync calls named a file of DIR/tmp (the objects' files before their rename), and
@@ -244,6 +261,13 @@ def _synced_object_files(mode, tmp_path):
         g = raw.request("GET", f"/{bucket}/a")
         assert g.status == 200 and g.body == data
     finally:
+        # SIGTERM to strace would detach wharfd and leave it running: stop wharfd itself
+        # first (strace's child), then strace, which exits with it.
+        kids = _children(srv.proc.pid) if srv.proc else []
+        for k in kids:
+            os.kill(k, signal.SIGTERM)
+        wait_until(lambda: not any(os.path.exists(f"/proc/{k}") and _running(k) for k in kids),
+                   timeout=30)
         srv.stop(timeout=60)  # strace's own exit status, not wharfd's
     tmpdir = os.path.join(srv.data_dir, "tmp") + "/"
     calls = [ln for ln in trace.read_text().splitlines() if tmpdir in ln]
