@@ -12,6 +12,7 @@ import shutil
 import socket
 import statistics
 import subprocess
+import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -190,3 +191,59 @@ def write_result(results_dir, benchmark, root, tag="", backend="wharf"):
 
 def now():
     return time.monotonic()
+
+
+def parse_size(s):
+    """"64M", "1GiB", "4096": bytes (K, M, G, T are powers of 1024)."""
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    s = s.strip().upper().replace("IB", "")
+    return int(float(s[:-1]) * mult[s[-1]]) if s[-1] in mult else int(s)
+
+
+def memcpy_gbps(n=256 << 20, repeats=3):
+    """One core's memcpy rate (numpy's copy of n bytes), best of repeats."""
+    import numpy as np
+    a = np.ones(n, dtype=np.uint8)
+    b = np.empty_like(a)
+    best = 0.0
+    for _ in range(repeats):
+        t = time.perf_counter()
+        np.copyto(b, a)
+        best = max(best, n / (time.perf_counter() - t) / 1e9)
+    return best
+
+
+def read_all(c, pid, bucket, keys, size, streams, transport, buf_of):
+    """GB/s and the server's (pid) CPU-s per GB of reading every key of size bytes once with
+    wharf.Client c on `streams` threads; buf_of(thread, key) is the destination. Every read
+    must land size bytes over transport."""
+    todo = list(keys)
+    lock = threading.Lock()
+    errors = []
+
+    def work(i):
+        while True:
+            with lock:
+                if not todo:
+                    return
+                k = todo.pop()
+            try:
+                rep = c.get_into(bucket, k, buf_of(i, k), transport=transport)
+                if rep.bytes != size or rep.transport != transport:
+                    errors.append(f"{k}: {rep.bytes} bytes over {rep.transport}")
+            except Exception as e:  # noqa: BLE001
+                errors.append(f"{k}: {e}")
+                return
+    c0 = proc_cpu_s(pid)
+    t0 = time.perf_counter()
+    th = [threading.Thread(target=work, args=(i,)) for i in range(streams)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join(timeout=600)
+    dt = time.perf_counter() - t0
+    cpu = proc_cpu_s(pid) - c0
+    if errors:
+        raise RuntimeError("; ".join(errors[:3]))
+    gb = len(keys) * size / 1e9
+    return gb / dt, cpu / gb

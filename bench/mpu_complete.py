@@ -44,12 +44,6 @@ SIGV4 = ["--aws-sigv4", "aws:amz:us-east-1:s3", "--user", f"{ACCESS_KEY}:{SECRET
          "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"]
 
 
-def parse_size(s):
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    s = s.strip().upper().replace("IB", "")
-    return int(float(s[:-1]) * mult[s[-1]]) if s[-1] in mult else int(s)
-
-
 def limit_copy(dirpath, size):
     """copy_file_range of a size-byte file into a new one, with fdatasync: GB/s."""
     src = os.path.join(dirpath, "limit-src")
@@ -256,17 +250,17 @@ def main():
                          "a one-file copy of it; 0: not run")
     ap.add_argument("--results", default=os.path.join(benchlib.REPO, "results"))
     a = ap.parse_args()
-    sizes = [parse_size(s) for s in a.sizes.split(",")]
-    part = parse_size(a.part_size)
+    sizes = [benchlib.parse_size(s) for s in a.sizes.split(",")]
+    part = benchlib.parse_size(a.part_size)
     arms = {"base": os.path.abspath(a.base), "new": os.path.abspath(a.new)}
     t_start = time.monotonic()
     root = {"params": {"sizes": sizes, "part_size": part, "streams": a.streams,
                        "rounds": a.rounds, "fs": a.fs, "arms": arms, "rdma": a.rdma,
-                       "rdma_max_size": parse_size(a.rdma_max_size),
-                       "ranged_rdma": parse_size(a.ranged_rdma),
+                       "rdma_max_size": benchlib.parse_size(a.rdma_max_size),
+                       "ranged_rdma": benchlib.parse_size(a.ranged_rdma),
                        "order": "paired: base new per round, a fresh wharfd each"},
             "environment": benchlib.environment(), "limits": {}, "results": {}}
-    if parse_size(a.ranged_rdma):
+    if benchlib.parse_size(a.ranged_rdma):
         # memcpy, process_vm_writev, loopback TCP: what the RDMA providers cannot beat here.
         root["limits"]["host"] = benchlib.measure_limits(repeats=3, mib=256)
     for spec in a.fs:
@@ -282,9 +276,9 @@ def main():
                 wr.append(w)
                 order = list(arms) if rnd % 2 == 0 else list(arms)[::-1]
                 for arm in order:
-                    ranged = parse_size(a.ranged_rdma) if arm == "new" else 0
+                    ranged = benchlib.parse_size(a.ranged_rdma) if arm == "new" else 0
                     r = one_round(arms[arm], fsdir, size, part, a.streams, data, want,
-                                  a.rdma and size <= parse_size(a.rdma_max_size), ranged)
+                                  a.rdma and size <= benchlib.parse_size(a.rdma_max_size), ranged)
                     if "rdma_ranges" in r:
                         print(f"  ranged rdma: {r['rdma_ranges']}", flush=True)
                     cell[arm].append(r)

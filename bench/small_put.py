@@ -31,16 +31,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..", "tests", "lib"), HERE]
 
-from benchlib import environment, proc_cpu_s, write_result  # noqa: E402
+from benchlib import environment, parse_size, proc_cpu_s, write_result  # noqa: E402
 from wharfd import ACCESS_KEY, REGION, SECRET_KEY, WharfServer  # noqa: E402
 
 
 LOADGEN = None
-
-
-def parse_size(s):
-    m = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(s[:-1]) * m[s[-1].upper()] if s[-1].upper() in m else int(s)
 
 
 def fs_limit(root, size, threads, duration):

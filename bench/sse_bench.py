@@ -26,7 +26,6 @@ import re
 import statistics
 import subprocess
 import sys
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,7 +37,7 @@ import numpy as np  # noqa: E402
 from botocore.config import Config  # noqa: E402
 
 import wharf  # noqa: E402
-from tls_bench import cpu_s, memcpy_gbps, parse_size  # noqa: E402  (one copy of each)
+from benchlib import memcpy_gbps, parse_size, read_all  # noqa: E402
 from wharfd import ACCESS_KEY, REGION, SECRET_KEY, WharfServer  # noqa: E402
 
 
@@ -48,39 +47,6 @@ def aes_gcm_gbps():
                         "-seconds", "2"], capture_output=True, text=True, timeout=120)
     m = re.search(r"^aes-256-gcm\s+([\d.]+)k", r.stdout, re.M | re.I)
     return float(m.group(1)) * 1000 / 1e9 if m else None
-
-
-def measure(c, srv, bucket, keys, size, streams, transport, bufs):
-    todo = list(keys)
-    lock = threading.Lock()
-    errors = []
-
-    def work(i):
-        while True:
-            with lock:
-                if not todo:
-                    return
-                k = todo.pop()
-            try:
-                rep = c.get_into(bucket, k, bufs[k], transport=transport)
-                if rep.bytes != size or rep.transport != transport:
-                    errors.append(f"{k}: {rep.bytes} bytes over {rep.transport}")
-            except Exception as e:  # noqa: BLE001
-                errors.append(f"{k}: {e}")
-                return
-    c0 = cpu_s(srv.proc.pid)
-    t0 = time.perf_counter()
-    th = [threading.Thread(target=work, args=(i,)) for i in range(streams)]
-    for t in th:
-        t.start()
-    for t in th:
-        t.join(timeout=600)
-    dt = time.perf_counter() - t0
-    cpu = cpu_s(srv.proc.pid) - c0
-    if errors:
-        raise RuntimeError("; ".join(errors[:3]))
-    gb = len(keys) * size / 1e9
-    return gb / dt, cpu / gb
 
 
 def main():
@@ -128,7 +94,8 @@ def main():
                 for n, (bk, _, tr) in arms.items():
                     for b in bufs[n].values():  # poisoned before the window
                         b[:] = bytes(size)
-                    got[n].append(measure(clients[n], srv, bk, keys, size, s, tr, bufs[n]))
+                    got[n].append(read_all(clients[n], srv.proc.pid, bk, keys, size, s, tr,
+                                           lambda i, k, b=bufs[n]: b[k]))
                     for k in keys:  # every byte, outside the window
                         if bufs[n][k] != objs[k]:
                             raise RuntimeError(f"{n}: {k} came back wrong")

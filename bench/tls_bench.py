@@ -22,77 +22,21 @@ import platform
 import statistics
 import sys
 import tempfile
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(HERE, "..", "python"), os.path.join(HERE, "..", "tests", "lib")]
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "python"), os.path.join(HERE, "..", "tests", "lib")]
 
 import numpy as np  # noqa: E402
 
 import wharf  # noqa: E402
+from benchlib import memcpy_gbps, parse_size, read_all  # noqa: E402
 from wharfd import ACCESS_KEY, REGION, SECRET_KEY, TestCert, WharfServer  # noqa: E402
-
-
-def parse_size(s):
-    m = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(s[:-1]) * m[s[-1].upper()] if s[-1].upper() in m else int(s)
-
-
-def cpu_s(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        parts = f.read().rsplit(")", 1)[1].split()
-    return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def memcpy_gbps(n=256 << 20, repeats=3):
-    a = np.ones(n, dtype=np.uint8)
-    b = np.empty_like(a)
-    best = 0.0
-    for _ in range(repeats):
-        t = time.perf_counter()
-        np.copyto(b, a)
-        best = max(best, n / (time.perf_counter() - t) / 1e9)
-    return best
 
 
 def client(srv, cert, provider):
     return wharf.Client(endpoint=srv.endpoint, access_key=ACCESS_KEY, secret_key=SECRET_KEY,
                         region=REGION, provider=provider, ca_bundle=cert.ca if srv.tls else None)
-
-
-def measure(c, srv, keys, size, streams, transport, bufs):
-    """GB/s and server CPU-s per GB of reading every key once with `streams` threads."""
-    todo = list(keys)
-    lock = threading.Lock()
-    errors = []
-
-    def work(i):
-        while True:
-            with lock:
-                if not todo:
-                    return
-                k = todo.pop()
-            try:
-                rep = c.get_into("tlsb", k, bufs[i], transport=transport)
-                if rep.bytes != size or rep.transport != transport:
-                    errors.append(f"{k}: {rep.bytes} bytes over {rep.transport}")
-            except Exception as e:  # noqa: BLE001
-                errors.append(f"{k}: {e}")
-                return
-    c0 = cpu_s(srv.proc.pid)
-    t0 = time.perf_counter()
-    th = [threading.Thread(target=work, args=(i,)) for i in range(streams)]
-    for t in th:
-        t.start()
-    for t in th:
-        t.join(timeout=600)
-    dt = time.perf_counter() - t0
-    cpu = cpu_s(srv.proc.pid) - c0
-    if errors:
-        raise RuntimeError("; ".join(errors[:3]))
-    gb = len(keys) * size / 1e9
-    return gb / dt, cpu / gb
 
 
 def main():
@@ -133,7 +77,8 @@ def main():
             got = {n: [] for n in arms}
             for _ in range(a.repeats):
                 for n, (srv, _, tr) in arms.items():
-                    got[n].append(measure(clients[n], srv, keys, size, s, tr, bufs[n]))
+                    got[n].append(read_all(clients[n], srv.proc.pid, "tlsb", keys, size, s, tr,
+                                           lambda i, k, b=bufs[n]: b[i]))
             cell = {"streams": s}
             for n in arms:
                 cell[n] = {"gbps": statistics.median(g for g, _ in got[n]),
