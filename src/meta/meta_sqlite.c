@@ -21,6 +21,9 @@ static const char *const META_SQL[S_COUNT] = {
     [S_BEGIN] = "BEGIN IMMEDIATE",
     [S_COMMIT] = "COMMIT",
     [S_ROLLBACK] = "ROLLBACK",
+    [S_SAVEPOINT] = "SAVEPOINT wh_group",
+    [S_SAVEPOINT_RELEASE] = "RELEASE wh_group",
+    [S_SAVEPOINT_ROLLBACK] = "ROLLBACK TO wh_group",
     [S_BUCKET_INSERT] = "INSERT INTO buckets(name, created, owner, acl) VALUES(?1, ?2, ?3, ?4)",
     [S_BUCKET_DELETE] = "DELETE FROM buckets WHERE name = ?1",
     [S_BUCKET_GET] = "SELECT created FROM buckets WHERE name = ?1",
@@ -283,16 +286,6 @@ wh_status_t sq_write(sq_meta_t *m, meta_tx_fn fn, void *arg)
     return st;
 }
 
-static bool sq_exec_ok(sq_conn_t *c, const char *sql)
-{
-    int rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
-    if (rc != SQLITE_OK) {
-        sq_fail(c, rc, sql);
-        return false;
-    }
-    return true;
-}
-
 /* Commits the n writes of b[] in one transaction on the writer connection (its lock held). */
 static void sq_group_commit(sq_meta_t *m, sq_gc_entry_t **b, size_t n)
 {
@@ -301,7 +294,7 @@ static void sq_group_commit(sq_meta_t *m, sq_gc_entry_t **b, size_t n)
     size_t ran = 0;
     for (; st == WH_OK && ran < n; ran++) {
         sq_gc_entry_t *e = b[ran];
-        if (!sq_exec_ok(c, "SAVEPOINT wh_group")) {
+        if (sq_exec_stmt(c, c->stmt[S_SAVEPOINT], "savepoint") != WH_OK) {
             st = WH_ERR_IO;
             break;
         }
@@ -313,12 +306,13 @@ static void sq_group_commit(sq_meta_t *m, sq_gc_entry_t **b, size_t n)
             ran++;
             break;
         }
-        if (e->st != WH_OK && !sq_exec_ok(c, "ROLLBACK TO wh_group")) {
+        if (e->st != WH_OK &&
+            sq_exec_stmt(c, c->stmt[S_SAVEPOINT_ROLLBACK], "rollback to savepoint") != WH_OK) {
             st = WH_ERR_IO;
             ran++;
             break;
         }
-        if (!sq_exec_ok(c, "RELEASE wh_group")) {
+        if (sq_exec_stmt(c, c->stmt[S_SAVEPOINT_RELEASE], "release savepoint") != WH_OK) {
             st = WH_ERR_IO;
             ran++;
             break;

@@ -17,6 +17,9 @@ enum {
     S_BEGIN,
     S_COMMIT,
     S_ROLLBACK,
+    S_SAVEPOINT, /* group commit: one write of a batch */
+    S_SAVEPOINT_RELEASE,
+    S_SAVEPOINT_ROLLBACK,
     S_BUCKET_INSERT,
     S_BUCKET_DELETE,
     S_BUCKET_GET,
