@@ -412,6 +412,13 @@ static bool upload_before_marker(const store_upload_info_t *u, const char *km, c
            strncmp(u->key, km, kl) == 0;
 }
 
+/* The first key after every key that starts with p[0..n): p with its last byte raised (a key
+ * is UTF-8, which never holds 0xff, so the byte never overflows). */
+static void key_past_prefix(char *p, size_t n)
+{
+    p[n - 1] = (char)((unsigned char)p[n - 1] + 1);
+}
+
 int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o)
 {
     bool url;
@@ -447,9 +454,9 @@ int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o)
         up.oom = true;
     size_t kml = from ? strlen(from) : 0;
     if (from && dl && (!um || !*um) && kml >= dl && strcmp(from + kml - dl, delim) == 0)
-        from[kml - 1] = (char)((unsigned char)from[kml - 1] + 1); /* a CommonPrefix: past it */
+        key_past_prefix(from, kml); /* a CommonPrefix: past it */
     wh_status_t st = WH_OK;
-    for (int fetch = 0; !done && !up.oom && !cp.oom; fetch++) {
+    while (!done && !up.oom && !cp.oom) {
         store_upload_page_t page = {.from_key = from,
                                     .after_id = from_id[0] ? from_id : NULL,
                                     .after_initiated = from_ini,
@@ -491,14 +498,13 @@ int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o)
                 next_key = strdup(last_cp);
                 free(next_id);
                 next_id = NULL;
-                /* Past every key under it: the prefix with its last byte raised (a key is
-                 * UTF-8, which never holds 0xff, so the byte never overflows). */
+                /* Past every key under it. */
                 free(from);
                 if (!next_key || !(from = strdup(last_cp))) {
                     cp.oom = true;
                     break;
                 }
-                from[cl - 1] = (char)((unsigned char)from[cl - 1] + 1);
+                key_past_prefix(from, cl);
                 from_id[0] = '\0';
                 break; /* fetch again from there */
             }
