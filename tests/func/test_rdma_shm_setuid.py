@@ -158,5 +158,7 @@ def test_requester_that_execs_a_setuid_program_is_refused(setuid_victim):
         assert raw.request("HEAD", f"/{b}/stolen").status == 404
         assert srv.alive()
     finally:
+        if not srv.alive():  # shown with a failure: why the server was gone
+            print("wharfd exited early; its log:\n" + srv.log_tail())
         srv.stop()
         srv.cleanup()
