@@ -602,14 +602,8 @@ wh_status_t srv_start(const srv_config_t *cfg, const srv_parts_t *parts, srv_t *
         st = WH_ERR_INVALID;
         goto err_front;
     }
-    s->tcp_d = start_daemon(s, &s->tcp_l, -1, (const struct sockaddr *)&sin);
-    if (!s->tcp_d) {
-        wh_error(MOD, "cannot listen on %s:%u (is the port in use?)", cfg->listen_host,
-                 (unsigned)cfg->listen_port);
-        st = WH_ERR_IO;
-        goto err_front;
-    }
-
+    /* The Unix socket listens before the TCP port answers, so a client that has seen /health
+     * over TCP finds the socket ready (connections wait in its backlog until its daemon runs). */
     if (!cfg->unix_path || *cfg->unix_path) {
         wh_sbuf_t p;
         wh_sbuf_init(&p);
@@ -621,13 +615,22 @@ wh_status_t srv_start(const srv_config_t *cfg, const srv_parts_t *parts, srv_t *
         s->unix_fd = s->unix_path ? unix_listen(s->unix_path) : -1;
         if (s->unix_fd < 0) {
             st = WH_ERR_IO;
-            goto err_tcp;
+            goto err_unix_path;
         }
+    }
+    s->tcp_d = start_daemon(s, &s->tcp_l, -1, (const struct sockaddr *)&sin);
+    if (!s->tcp_d) {
+        wh_error(MOD, "cannot listen on %s:%u (is the port in use?)", cfg->listen_host,
+                 (unsigned)cfg->listen_port);
+        st = WH_ERR_IO;
+        goto err_unix;
+    }
+    if (s->unix_fd >= 0) {
         s->unix_d = start_daemon(s, &s->unix_l, s->unix_fd, NULL);
         if (!s->unix_d) {
             wh_error(MOD, "cannot serve the unix socket %s", s->unix_path);
             st = WH_ERR_IO;
-            goto err_unix;
+            goto err_tcp;
         }
     }
     if (s->app->start && (st = s->app->start(s, &s->app_state)) != WH_OK)
@@ -647,14 +650,15 @@ wh_status_t srv_start(const srv_config_t *cfg, const srv_parts_t *parts, srv_t *
 err_unix_d:
     if (s->unix_d)
         MHD_stop_daemon(s->unix_d);
-err_unix:
-    if (s->unix_fd >= 0)
-        close(s->unix_fd);
-    if (s->unix_path)
-        unlink(s->unix_path);
 err_tcp:
-    free(s->unix_path);
     MHD_stop_daemon(s->tcp_d);
+err_unix:
+    if (s->unix_fd >= 0) {
+        close(s->unix_fd);
+        unlink(s->unix_path);
+    }
+err_unix_path:
+    free(s->unix_path);
 err_front:
     jobs_stop(s, 0);
     conns_stop(s);
