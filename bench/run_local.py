@@ -73,6 +73,8 @@ def main():
     ap.add_argument("--data", default=None, help="data directory (default: a temporary one)")
     ap.add_argument("--log-level", default="warn")
     ap.add_argument("--copy-threads", default=None, help="wharfd --copy-threads")
+    ap.add_argument("--wharfd-arg", action="append", default=[],
+                    help="one more wharfd argument (repeat it), e.g. --wharfd-arg=--put-threads=8")
     ap.add_argument("--timeout", type=int, default=3600, help="bound on the whole run, seconds")
     ap.add_argument("--durable-limit", action="store_true",
                     help="before the run, measure the data directory's durable write rate with "
@@ -87,6 +89,8 @@ def main():
         extra += ["--rdma-mem", a.rdma_mem]
     if a.copy_threads:
         extra += ["--copy-threads", a.copy_threads]
+    for x in a.wharfd_arg:
+        extra += x.split("=", 1) if x.startswith("--") and "=" in x else [x]
     cmd = [os.path.join(bl.build_dir(), "bench", "wharf_bench")] + rest
     srv = WharfServer(data_dir=a.data, extra_args=extra, providers=a.providers,
                       log_level=a.log_level)

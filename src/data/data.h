@@ -92,6 +92,11 @@ struct store_data_ops {
     /* Appends [off, off+len) of an open reader (copy, multipart completion). A chunked table
      * may append by reference (the same chunks, shifted), without moving bytes. */
     wh_status_t (*append)(store_data_writer_t *w, store_reader_t *r, uint64_t off, uint64_t len);
+    /* Optional, positional writes from several threads at once: write_at_begin(total) on a
+     * fresh writer (space for total, which becomes the size), then write_at of disjoint
+     * ranges inside [0, total), any thread, any order. */
+    wh_status_t (*write_at_begin)(store_data_writer_t *w, uint64_t total);
+    wh_status_t (*write_at)(store_data_writer_t *w, const void *p, size_t n, uint64_t off);
     /* Optional: reads back bytes already written, so MD5 can run on a helper thread. */
     wh_status_t (*writer_pread)(store_data_writer_t *w, void *buf, size_t n, uint64_t off);
     /* Optional: pulls size bytes from the client's region itself (see store_writer_rdma_put). */

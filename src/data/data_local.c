@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -381,6 +382,38 @@ static wh_status_t ld_write(store_data_writer_t *dw, const void *p, size_t n)
         sync_file_range(w->fd, (off64_t)w->synced, (off64_t)(w->size - w->synced),
                         SYNC_FILE_RANGE_WRITE);
         w->synced = w->size;
+    }
+    return WH_OK;
+}
+
+static wh_status_t ld_write_at_begin(store_data_writer_t *dw, uint64_t total)
+{
+    ld_writer_t *w = (ld_writer_t *)dw;
+    if (w->size)
+        return WH_ERR_INVALID;
+    wh_status_t s = ld_space_check(LD(dw->data), total);
+    if (s != WH_OK)
+        return s;
+    w->size = w->synced = w->checked = total;
+    return WH_OK;
+}
+
+/* Positional: pwrite at off; writeback of each LD_WRITEBACK_CHUNK is started by the write
+ * that ends it (the RDMA engine's windows are as large, so one thread writes each). */
+static wh_status_t ld_write_at(store_data_writer_t *dw, const void *p, size_t n, uint64_t off)
+{
+    ld_writer_t *w = (ld_writer_t *)dw;
+    int e = wh_pwrite_all(w->fd, p, n, off);
+    if (e < 0) {
+        errno = -e;
+        wh_error("store", "write to temp file %s/tmp/%s at %" PRIu64 " failed: %m",
+                 LD(dw->data)->dir, w->id, off);
+        return wh_status_from_errno(-e);
+    }
+    uint64_t end = off + n;
+    if (end % LD_WRITEBACK_CHUNK == 0 || end == w->size) {
+        uint64_t from = (end - 1) / LD_WRITEBACK_CHUNK * LD_WRITEBACK_CHUNK;
+        sync_file_range(w->fd, (off64_t)from, (off64_t)(end - from), SYNC_FILE_RANGE_WRITE);
     }
     return WH_OK;
 }
@@ -744,7 +777,9 @@ static const store_data_ops_t LD_OPS = {
     .write = ld_write,
     .append = ld_append,
     .writer_pread = ld_writer_pread,
-    .rdma_put = NULL, /* the server's own RDMA engine feeds write() */
+    .rdma_put = NULL, /* the server's own RDMA engine feeds write() or write_at() */
+    .write_at_begin = ld_write_at_begin,
+    .write_at = ld_write_at,
     .finish = ld_finish,
     .writer_free = ld_writer_free,
     .writer_abort = ld_writer_abort,

@@ -226,6 +226,9 @@ wh_status_t srv_rdma_init(const srv_rdma_config_t *cfg, srv_rdma_t **out)
     r->copy_threads = cfg->copy_threads ? cfg->copy_threads : (unsigned)(ncpu > 0 ? ncpu : 2);
     if (r->copy_threads > RDMA_DIRECT_MAX_THREADS)
         r->copy_threads = RDMA_DIRECT_MAX_THREADS;
+    r->put_threads = cfg->put_threads ? cfg->put_threads : RDMA_PUT_THREADS_DEFAULT;
+    if (r->put_threads > r->copy_threads)
+        r->put_threads = r->copy_threads;
     srv_rdma_config_t def;
     srv_rdma_config_init(&def);
     if (!r->cfg.chunk_size)
@@ -619,6 +622,16 @@ void srv_rdma_metrics(srv_rdma_t *r, struct wh_sbuf *out)
                    r ? (uint64_t)atomic_load(&r->read_cached) : 0,
                    r ? (uint64_t)atomic_load(&r->read_direct_io) : 0,
                    r ? (uint64_t)atomic_load(&r->read_buffered) : 0);
+    wh_sbuf_printf(out,
+                   "# HELP wharf_rdma_put_positional_total RDMA PUTs whose bytes the direct "
+                   "path's copy threads wrote at their offsets (the rest went in order).\n"
+                   "# TYPE wharf_rdma_put_positional_total counter\n"
+                   "wharf_rdma_put_positional_total{unit=\"requests\"} %" PRIu64 "\n"
+                   "wharf_rdma_put_positional_total{unit=\"bytes\"} %" PRIu64 "\n"
+                   "# HELP wharf_rdma_put_threads Most copy threads one positional PUT uses.\n"
+                   "# TYPE wharf_rdma_put_threads gauge\nwharf_rdma_put_threads %u\n",
+                   r ? (uint64_t)atomic_load(&r->put_at_ops) : 0,
+                   r ? (uint64_t)atomic_load(&r->put_at_bytes) : 0, r ? r->put_threads : 0);
     uint64_t pb = 0, pa = 0, pp = 0;
     cuda_staging_stats(&pb, &pa, &pp);
     wh_sbuf_printf(out,

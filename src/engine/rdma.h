@@ -40,6 +40,9 @@ typedef struct srv_rdma_config {
     /* Copy threads of the direct path (bound shm, GPU memory), shared by the requests in
      * flight; 0: one per online core. */
     unsigned copy_threads;
+    /* At most this many of them move one positional PUT (srv_rdma_put_at); 0: the default
+     * (RDMA_PUT_THREADS_DEFAULT in rdma_int.h, why there). */
+    unsigned put_threads;
     /* Pinned host memory for staging GPU copies (cuda+ipc); 0: 16 MiB per core, at most
      * 1/32 of RAM (xfer.h). */
     uint64_t cuda_pinned;
@@ -60,8 +63,11 @@ typedef struct srv_rdma_result {
     int http_status;
     const char *s3_code; /* static string */
     char message[256];
-    uint64_t bytes;       /* bytes moved */
-    uint64_t crc64nvme;   /* of the bytes moved */
+    uint64_t bytes;     /* bytes moved */
+    uint64_t crc64nvme; /* of the bytes moved */
+    uint32_t crc32c;    /* of the bytes moved, when crc32c_set (positional PUTs that ask) */
+    bool crc32c_set;
+    bool positional;      /* a PUT whose bytes went to srv_rdma_sink_at_t's write_at */
     const char *provider; /* static: "shm", "tcp" ... */
 } srv_rdma_result_t;
 
@@ -97,6 +103,22 @@ wh_status_t srv_rdma_put_tok(srv_rdma_t *r, const token_arg_t *token, const wh_p
                              srv_rdma_sink_cb sink, void *arg, srv_rdma_result_t *res);
 wh_status_t srv_rdma_put(srv_rdma_t *r, const char *token, const wh_peer_t *peer,
                          srv_rdma_sink_cb sink, void *arg, srv_rdma_result_t *res);
+/* A positional sink, for PUTs over direct batches (bound shm, GPU memory): begin(arg, len)
+ * once, before any byte; then write_at from several copy threads at once, with disjoint
+ * [off, off+n). The bytes of one request then move in parallel, window by window, each
+ * window in pieces through a small buffer per thread that stays in that core's cache: the
+ * client's bytes cross memory once on their way to the destination, and crc64nvme (with
+ * crc32c when want_crc32c) is computed on the cached piece between its two copies. begin
+ * answering WH_ERR_UNSUPPORTED, or a batch that is not direct: the in-order sink runs. On
+ * success res->positional says which way the bytes went. */
+typedef struct srv_rdma_sink_at {
+    wh_status_t (*begin)(void *arg, uint64_t len);
+    wh_status_t (*write_at)(void *arg, const void *p, size_t n, uint64_t off);
+    bool want_crc32c;
+} srv_rdma_sink_at_t;
+wh_status_t srv_rdma_put_at(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
+                            srv_rdma_sink_cb sink, const srv_rdma_sink_at_t *at, void *arg,
+                            srv_rdma_result_t *res);
 
 /* Prometheus lines for the RDMA counters (wharf_rdma_* and minio_api_rdma_* names,
  * wharf_rdma_declines_total). Appends to the buffer. */

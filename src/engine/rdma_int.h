@@ -24,6 +24,12 @@
 #define RDMA_DIRECT_WINDOW (8u << 20) /* bytes per mmap window on the direct path */
 #define RDMA_MAX_RETIRED 4            /* replaced endpoints still draining, per provider */
 #define RDMA_DIRECT_MAX_THREADS 64    /* bound on copy threads per request */
+/* Copy threads of one positional PUT unless configured. Its writes go into one file, whose
+ * lock (i_rwsem) the kernel takes for each write, so past two threads they spin there: on
+ * the 16-core H200 host one 256 MiB stream on tmpfs ran 1.4-1.6 GB/s with one thread, 2.4-2.6
+ * with two (0.7-0.8 server CPU-s/GB), 2.5-2.7 with eight at 2.3-2.5 CPU-s/GB
+ * (docs/scale-up.md, "PUT"). */
+#define RDMA_PUT_THREADS_DEFAULT 2u
 
 /* One open transport of a provider with the pool registered on it. A provider's current one is
  * replaced when batches that ended with ops in flight have stalled (xfer_stalled): the old one
@@ -89,7 +95,10 @@ struct srv_rdma {
     atomic_uint_fast64_t pipelines; /* GET/PUT pipelines alive (their mutex+condvar) */
     wh_crc64_shift_t direct_shift;  /* combines per-window crcs of RDMA_DIRECT_WINDOW bytes */
     unsigned copy_threads;          /* direct-path copy threads shared by all requests */
-    unsigned direct_active;         /* direct GETs in flight (atomic) */
+    unsigned put_threads;           /* at most this many for one positional PUT */
+    /* positional PUTs (rdma_put.c) */
+    atomic_uint_fast64_t put_at_ops, put_at_bytes;
+    unsigned direct_active; /* direct GETs in flight (atomic) */
     /* staged GETs' reads into the pool, by where the bytes came from (rdma_get.c) */
     atomic_uint_fast64_t read_cached, read_direct_io, read_buffered;
 };

@@ -9,6 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Positional direct PUT: bytes per copy of the client's region into a thread's piece of a pool
+ * buffer, then on to the sink. Small enough to stay in a core's L2 between the copy in, the
+ * checksums and the copy out, so each byte crosses memory once (client -> destination); large
+ * enough that the per-call cost of the cross-memory copy and the write stays small. */
+#define PUT_PIECE (256u << 10)
+
 /* Bound shm (direct) PUT: posts are synchronous copies, so a reader thread pulls chunk k+1
  * from the client (process_vm_readv into a pool buffer) while the request thread checksums and
  * sinks chunk k into the store; without it the two alternated on one core. */
@@ -100,8 +106,146 @@ static wh_status_t put_direct_run(put_direct_t *d, srv_rdma_sink_cb sink, void *
     return st;
 }
 
+/* Positional direct PUT (see srv_rdma_sink_at_t): up to copy_threads workers, the request
+ * thread among them, take the next window of RDMA_DIRECT_WINDOW bytes and move it piece by
+ * piece: read from the client into the worker's piece, checksum, write_at. The threads are
+ * shared with the direct GETs in flight (direct_active), as rdma_get.c does; the per-window
+ * crcs are combined in order at the end. */
+typedef struct put_par {
+    srv_rdma_t *r;
+    xfer_batch_t *b;
+    const srv_rdma_sink_at_t *at;
+    void *arg;
+    uint64_t len, nwin;
+    uint64_t *crc;
+    uint32_t *crc32c;    /* NULL unless at->want_crc32c */
+    uint64_t next;       /* next window to take (atomic) */
+    uint64_t moved;      /* bytes through write_at (atomic) */
+    wh_status_t st;      /* first transfer failure (atomic) */
+    wh_status_t sink_st; /* first write_at failure (atomic) */
+} put_par_t;
+
+typedef struct put_worker {
+    put_par_t *d;
+    uint8_t *piece;
+} put_worker_t;
+
+static void put_par_fail(wh_status_t *at, wh_status_t st)
+{
+    wh_status_t ok = WH_OK;
+    __atomic_compare_exchange_n(at, &ok, st, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+static void *put_par_worker(void *arg)
+{
+    put_worker_t *pw = arg;
+    put_par_t *d = pw->d;
+    for (;;) {
+        uint64_t k = __atomic_fetch_add(&d->next, 1, __ATOMIC_RELAXED);
+        if (k >= d->nwin || __atomic_load_n(&d->st, __ATOMIC_RELAXED) != WH_OK ||
+            __atomic_load_n(&d->sink_st, __ATOMIC_RELAXED) != WH_OK)
+            break;
+        uint64_t off = k * RDMA_DIRECT_WINDOW;
+        uint64_t n = WH_MIN((uint64_t)RDMA_DIRECT_WINDOW, d->len - off);
+        uint64_t c = 0;
+        uint32_t c32 = 0;
+        for (uint64_t p = 0; p < n;) {
+            size_t m = (size_t)WH_MIN((uint64_t)PUT_PIECE, n - p);
+            wh_status_t st = xfer_batch_post(d->b, XFER_OP_READ, NULL, pw->piece, m, off + p, 0);
+            if (st != WH_OK) {
+                put_par_fail(&d->st, st);
+                return NULL;
+            }
+            c = wh_crc64nvme(c, pw->piece, m);
+            if (d->crc32c)
+                c32 = wh_crc32c(c32, pw->piece, m);
+            if ((st = d->at->write_at(d->arg, pw->piece, m, off + p)) != WH_OK) {
+                put_par_fail(&d->sink_st, st);
+                return NULL;
+            }
+            __atomic_fetch_add(&d->moved, m, __ATOMIC_RELAXED);
+            p += m;
+        }
+        d->crc[k] = c;
+        if (d->crc32c)
+            d->crc32c[k] = c32;
+    }
+    return NULL;
+}
+
+/* Runs the positional PUT over the pool slots the request holds (their buffers cut into
+ * pieces, one per worker). Fills res's bytes and checksums on success. */
+static wh_status_t put_par_run(rdma_xfer_t *t, const srv_rdma_sink_at_t *at, void *arg,
+                               uint64_t *moved, wh_status_t *sink_st, srv_rdma_result_t *res)
+{
+    srv_rdma_t *r = t->r;
+    put_par_t d = {.r = r, .b = t->b, .at = at, .arg = arg, .len = t->tok.size};
+    d.nwin = (d.len + RDMA_DIRECT_WINDOW - 1) / RDMA_DIRECT_WINDOW;
+    d.crc = malloc(d.nwin * sizeof *d.crc);
+    if (at->want_crc32c)
+        d.crc32c = malloc(d.nwin * sizeof *d.crc32c);
+    if (!d.crc || (at->want_crc32c && !d.crc32c)) {
+        free(d.crc);
+        free(d.crc32c);
+        return WH_ERR_NOMEM;
+    }
+    unsigned per_slot = (unsigned)WH_MAX(r->buf_len / PUT_PIECE, (uint64_t)1);
+    unsigned cap = t->late->n * per_slot;
+    unsigned active = __atomic_add_fetch(&r->direct_active, 1, __ATOMIC_ACQ_REL);
+    unsigned want = WH_MIN(WH_MAX(r->copy_threads / active, 1u), r->put_threads);
+    want = (unsigned)WH_MIN(WH_MIN((uint64_t)want, (uint64_t)cap),
+                            WH_MIN(d.nwin, (uint64_t)RDMA_DIRECT_MAX_THREADS));
+    put_worker_t pw[RDMA_DIRECT_MAX_THREADS];
+    for (unsigned i = 0; i < want; i++) {
+        pw[i].d = &d;
+        pw[i].piece =
+            rdma_pool_buf(r, t->late->idx[i / per_slot]) + (size_t)(i % per_slot) * PUT_PIECE;
+    }
+    pthread_t th[RDMA_DIRECT_MAX_THREADS];
+    unsigned nth = 0;
+    for (unsigned i = 1; i < want; i++)
+        if (pthread_create(&th[nth], NULL, put_par_worker, &pw[i]) == 0)
+            nth++;
+    put_par_worker(&pw[0]);
+    for (unsigned i = 0; i < nth; i++)
+        pthread_join(th[i], NULL);
+    __atomic_sub_fetch(&r->direct_active, 1, __ATOMIC_ACQ_REL);
+    *moved = d.moved;
+    *sink_st = d.sink_st;
+    wh_status_t st = d.sink_st != WH_OK ? d.sink_st : d.st;
+    if (st == WH_OK && d.moved != d.len)
+        st = WH_ERR_TRANSPORT;
+    if (st == WH_OK) {
+        uint64_t c = d.nwin ? d.crc[0] : 0;
+        uint32_t c32 = d.crc32c && d.nwin ? d.crc32c[0] : 0;
+        for (uint64_t k = 1; k < d.nwin; k++) {
+            uint64_t n = WH_MIN((uint64_t)RDMA_DIRECT_WINDOW, d.len - k * RDMA_DIRECT_WINDOW);
+            c = n == RDMA_DIRECT_WINDOW ? wh_crc64nvme_shift_combine(&r->direct_shift, c, d.crc[k])
+                                        : wh_crc64nvme_combine(c, d.crc[k], n);
+            if (d.crc32c)
+                c32 = wh_crc32c_combine(c32, d.crc32c[k], n);
+        }
+        res->crc64nvme = c;
+        res->crc32c = c32;
+        res->crc32c_set = d.crc32c != NULL;
+        res->positional = true;
+        atomic_fetch_add(&r->put_at_ops, 1);
+        atomic_fetch_add(&r->put_at_bytes, d.len);
+    }
+    free(d.crc);
+    free(d.crc32c);
+    return st;
+}
+
 wh_status_t srv_rdma_put_tok(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
                              srv_rdma_sink_cb sink, void *arg, srv_rdma_result_t *res)
+{
+    return srv_rdma_put_at(r, token, peer, sink, NULL, arg, res);
+}
+
+wh_status_t srv_rdma_put_at(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
+                            srv_rdma_sink_cb sink, const srv_rdma_sink_at_t *at, void *arg,
+                            srv_rdma_result_t *res)
 {
     rdma_xfer_t t;
     wh_status_t st = WH_OK;
@@ -133,7 +277,27 @@ wh_status_t srv_rdma_put_tok(srv_rdma_t *r, const token_arg_t *token, const wh_p
     unsigned nslots = late->n;
     uint64_t crc = 0, sunk = 0, next_sink = 0;
     wh_status_t sink_st = WH_OK;
-    if (xfer_batch_direct(b) && nchunks > 1 && nslots > 1) {
+    bool positional = false;
+    if (at && xfer_batch_direct(b) && len >= 2 * (uint64_t)RDMA_DIRECT_WINDOW) {
+        sink_st = at->begin(arg, len);
+        if (sink_st == WH_OK) {
+            positional = true;
+            st = put_par_run(&t, at, arg, &sunk, &sink_st, res);
+            if (st == WH_OK)
+                crc = res->crc64nvme;
+            next_sink = nchunks;
+            nchunks = 0;
+        } else if (sink_st == WH_ERR_UNSUPPORTED) {
+            sink_st = WH_OK;
+        } else {
+            st = sink_st;
+            next_sink = nchunks;
+            nchunks = 0;
+        }
+    }
+    if (positional || st != WH_OK) {
+        /* done above */
+    } else if (xfer_batch_direct(b) && nchunks > 1 && nslots > 1) {
         put_direct_t d = {.r = r,
                           .mr = t.g->mr,
                           .b = b,

@@ -42,6 +42,8 @@ static void usage(FILE *f)
            "  --shm-trust-local    serve shm to TCP peers too (trusted single-user hosts only)\n"
            "  --copy-threads N     copy threads of the direct path (bound shm, GPU memory),\n"
            "                       shared by the requests in flight (default: one per core)\n"
+           "  --put-threads N      at most N of them for one PUT (default 2: its writes into\n"
+           "                       one file take the file's lock in turn)\n"
            "  --cold-reads direct|buffered  RDMA GETs over network providers read data that\n"
            "                       is not in the page cache with O_DIRECT straight into the\n"
            "                       registered buffer (direct, the default), or through the cache\n"
@@ -137,6 +139,7 @@ int main(int argc, char **argv)
         O_UNIX,
         O_SHM,
         O_COPY,
+        O_PUT_THREADS,
         O_PINNED,
         O_COLD,
         O_ETAG,
@@ -164,6 +167,7 @@ int main(int argc, char **argv)
         SRV_OPTS_TLS,
         {"shm-trust-local", no_argument, NULL, O_SHM},
         {"copy-threads", required_argument, NULL, O_COPY},
+        {"put-threads", required_argument, NULL, O_PUT_THREADS},
         {"cuda-pinned-mem", required_argument, NULL, O_PINNED},
         {"cold-reads", required_argument, NULL, O_COLD},
         {"etag-part-size", required_argument, NULL, O_ETAG},
@@ -208,6 +212,14 @@ int main(int argc, char **argv)
             if (!*optarg || *end || v == 0 || v > 64)
                 return bad_usage("--copy-threads wants a count 1..64, got '%s'", optarg);
             cfg.rdma.copy_threads = (unsigned)v;
+            break;
+        }
+        case O_PUT_THREADS: {
+            char *end = NULL;
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (!*optarg || *end || v == 0 || v > 64)
+                return bad_usage("--put-threads wants a count 1..64, got '%s'", optarg);
+            cfg.rdma.put_threads = (unsigned)v;
             break;
         }
         case O_COLD:

@@ -73,6 +73,15 @@ int srv_mpu_sum_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m)
     return 0;
 }
 
+bool srv_mpu_names_crc32c(const store_obj_meta_t *upload)
+{
+    json_t *j = upload->user_meta_json ? json_loads(upload->user_meta_json, 0, NULL) : NULL;
+    const char *algo = json_string_value(json_object_get(j, SRV_MPU_SUM_ALGO));
+    bool yes = algo && strcmp(algo, "CRC32C") == 0;
+    json_decref(j);
+    return yes;
+}
+
 int srv_mpu_sum_complete(srv_req_t *r, srv_out_t *o, store_mpu_sums_t *sums)
 {
     memset(sums, 0, sizeof *sums);

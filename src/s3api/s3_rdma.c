@@ -36,6 +36,24 @@ static wh_status_t rdma_sink(void *arg, const void *p, size_t n)
     return store_writer_write(r->w, p, n);
 }
 
+/* Positional: the engine's copy threads write straight into the writer's file. Only for
+ * writes whose digests are all CRCs the engine computes (no MD5, no SHA or CRC-32 of the
+ * client's, no encryption); the writer refuses the rest and the in-order sink runs. */
+static wh_status_t rdma_sink_begin(void *arg, uint64_t len)
+{
+    srv_req_t *r = arg;
+    for (int i = 0; i < S3_SUM__COUNT; i++)
+        if (r->sums.on[i])
+            return WH_ERR_UNSUPPORTED;
+    return store_writer_begin_at(r->w, len);
+}
+
+static wh_status_t rdma_sink_at(void *arg, const void *p, size_t n, uint64_t off)
+{
+    srv_req_t *r = arg;
+    return store_writer_write_at(r->w, p, n, off);
+}
+
 /* The writer holds exactly what the transport says it moved. */
 static int moved_check(srv_req_t *r, srv_out_t *o, const srv_rdma_result_t *res)
 {
@@ -51,7 +69,7 @@ static int moved_check(srv_req_t *r, srv_out_t *o, const srv_rdma_result_t *res)
     return srv_rdma_refuse(r, o, &bad, WH_ERR_TRANSPORT);
 }
 
-int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part)
+int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part, bool crc32c)
 {
     const char *cl = srv_hdr(r, "content-length");
     if ((cl && strcmp(cl, "0") != 0) || srv_hdr(r, "transfer-encoding"))
@@ -92,8 +110,17 @@ int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part)
     /* A cluster's storage servers pull the bytes themselves; else this server's engine. */
     char table_etag[48] = "";
     st = srv_delegate_rdma_put(r, &r->token, &res, table_etag);
-    if (st == WH_ERR_UNSUPPORTED)
-        st = srv_rdma_put_tok(r->srv->rdma, &r->token, &r->peer, rdma_sink, r, &res);
+    if (st == WH_ERR_UNSUPPORTED) {
+        /* CRC-32C only where the client names it (the object's or, for a part, the upload's
+         * checksum); else the digest ETag and the part record go without one. */
+        srv_rdma_sink_at_t at = {.begin = rdma_sink_begin,
+                                 .write_at = rdma_sink_at,
+                                 .want_crc32c = crc32c || want.set[S3_SUM_CRC32C] ||
+                                                srv_sum_named(r, S3_SUM_CRC32C)};
+        st = srv_rdma_put_at(r->srv->rdma, &r->token, &r->peer, rdma_sink, &at, r, &res);
+        if (st == WH_OK && res.positional)
+            store_writer_end_at(r->w, res.crc64nvme, res.crc32c_set, res.crc32c);
+    }
     uint64_t t1 = wh_now_ns();
     if (st != WH_OK)
         return srv_rdma_refuse(r, o, &res, st); /* cleanup aborts the writer */

@@ -378,6 +378,11 @@ static const char *req_trailer(void *arg, const char *lname)
     return r->chunked ? s3_chunked_trailer(r->chunked, lname) : NULL;
 }
 
+bool srv_sum_named(srv_req_t *r, s3_sum_t a)
+{
+    return s3_sum_named(req_hdr, r, a);
+}
+
 int srv_sums_start(srv_req_t *r, srv_out_t *o)
 {
     /* crc32c and crc64nvme come from the store writer, which computes them always. */

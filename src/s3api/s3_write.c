@@ -36,13 +36,17 @@ int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part)
     if (r->token_req) {
         /* An encrypted write needs its bytes through the server's cipher: not by RDMA. */
         srv_sse_req_t q = {0};
+        bool crc32c = false;
         if (!part && (ret = srv_sse_default(r, o, &q)))
             return ret;
-        if (part) { /* a part of an encrypted upload */
+        if (part) { /* a part of an encrypted upload; a part of a CRC32C upload */
             store_obj_meta_t um;
             memset(&um, 0, sizeof um);
-            if (store_mpu_meta(srv_st(r), srv_b(r), srv_k(r), r->upload_id, &um) == WH_OK && um.sse)
-                q.kind = STORE_SSE_S3; /* either kind: declined alike */
+            if (store_mpu_meta(srv_st(r), srv_b(r), srv_k(r), r->upload_id, &um) == WH_OK) {
+                if (um.sse)
+                    q.kind = STORE_SSE_S3; /* either kind: declined alike */
+                crc32c = srv_mpu_names_crc32c(&um);
+            }
             store_obj_meta_free(&um);
         }
         if (q.kind != STORE_SSE_NONE) {
@@ -54,7 +58,7 @@ int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part)
                           : "PUT into a bucket whose default encryption is AES256");
             return srv_rdma_refuse(r, o, &no, WH_ERR_UNSUPPORTED);
         }
-        return srv_rdma_put_object(r, o, part);
+        return srv_rdma_put_object(r, o, part, crc32c);
     }
     const char *cl = srv_hdr(r, "content-length");
     const char *te = srv_hdr(r, "transfer-encoding");

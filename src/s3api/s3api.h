@@ -282,7 +282,13 @@ void srv_out_tag_count(srv_out_t *o, const char *tags);
 /* s3_rdma.c: a failed or declined transfer as its answer (never 200, never a body). */
 int srv_rdma_refuse(srv_req_t *r, srv_out_t *o, const srv_rdma_result_t *res, wh_status_t st);
 /* s3_rdma.c: PUT or UploadPart whose body comes by RDMA read from the client's memory. */
-int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part);
+/* crc32c: compute the body's CRC-32C (a part of an upload whose algorithm is CRC32C); it is
+ * also computed when the request names CRC32C itself. */
+int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part, bool crc32c);
+/* The upload (its row from store_mpu_meta) was created with x-amz-checksum-algorithm CRC32C. */
+bool srv_mpu_names_crc32c(const store_obj_meta_t *upload);
+/* The request names checksum algorithm a (header or trailer). */
+bool srv_sum_named(srv_req_t *r, s3_sum_t a);
 
 /* s3_write.c: the PUT body path shared by PutObject and UploadPart. */
 int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part);

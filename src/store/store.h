@@ -135,6 +135,16 @@ wh_status_t store_writer_commit_cond(store_writer_t *w, const char *bucket, cons
 /* Discards the temp file. NULL-safe. */
 void store_writer_abort(store_writer_t *w);
 
+/* Positional writes, for a writer fed by several threads at once (the RDMA engine's direct
+ * PUT): begin_at(total) on a fresh writer with digest ETags, then write_at from any threads
+ * with disjoint ranges covering [0, total), then end_at with the checksums the feeder
+ * computed (crc32c_set false: no CRC-32C is known). begin_at answers WH_ERR_UNSUPPORTED
+ * where a sequential feed is needed (an MD5 or encryption to compute, or a data table
+ * without positional writes), and WH_ERR_NO_SPACE when total does not fit. */
+wh_status_t store_writer_begin_at(store_writer_t *w, uint64_t total);
+wh_status_t store_writer_write_at(store_writer_t *w, const void *p, size_t n, uint64_t off);
+void store_writer_end_at(store_writer_t *w, uint64_t crc64nvme, bool crc32c_set, uint32_t crc32c);
+
 /* PUT: the data table pulls size bytes from the client's region itself (storage servers reading
  * client memory). WH_ERR_UNSUPPORTED: not offered (local files): the server runs its own RDMA
  * engine and feeds store_writer_write. On WH_OK the writer holds exactly those bytes, and

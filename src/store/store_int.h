@@ -27,7 +27,9 @@ struct store_writer {
     uint64_t crc64;
     uint32_t crc32c;
     bool crc32c_unknown; /* the bytes went by a table's own RDMA: no CRC-32C of them */
-    bool broken;         /* a write failed: the bytes are not what the digests say */
+    bool broken;         /* a write failed: the bytes are not what the digests say (atomic) */
+    uint64_t at_total;   /* positional writes (store_writer_begin_at): the size, else 0 */
+    bool at;
     /* Large PUTs hash MD5 on a helper thread that reads the bytes back from the data table
      * (local: the page cache) behind the writer (MD5 runs at about 0.6 GB/s per core, the
      * slowest step of a PUT). Only where the table offers writer_pread. */

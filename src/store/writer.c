@@ -163,6 +163,44 @@ wh_status_t store_writer_write(store_writer_t *w, const void *p, size_t n)
     return WH_OK;
 }
 
+wh_status_t store_writer_begin_at(store_writer_t *w, uint64_t total)
+{
+    const store_data_ops_t *ops = w->dw->data->ops;
+    if (!ops->write_at_begin || !ops->write_at || w->crypt || !w->digest_etag || w->size ||
+        w->md5_done || w->at || w->broken || total == 0)
+        return WH_ERR_UNSUPPORTED;
+    wh_status_t s = ops->write_at_begin(w->dw, total);
+    if (s != WH_OK) {
+        w->broken = true;
+        return s;
+    }
+    w->at = true;
+    w->at_total = total;
+    return WH_OK;
+}
+
+wh_status_t store_writer_write_at(store_writer_t *w, const void *p, size_t n, uint64_t off)
+{
+    if (!w->at || off > w->at_total || n > w->at_total - off)
+        return WH_ERR_INVALID;
+    if (__atomic_load_n(&w->broken, __ATOMIC_RELAXED))
+        return WH_ERR_IO;
+    wh_status_t s = w->dw->data->ops->write_at(w->dw, p, n, off);
+    if (s != WH_OK)
+        __atomic_store_n(&w->broken, true, __ATOMIC_RELAXED);
+    return s;
+}
+
+void store_writer_end_at(store_writer_t *w, uint64_t crc64nvme, bool crc32c_set, uint32_t crc32c)
+{
+    if (!w->at)
+        return;
+    w->size = w->at_total;
+    w->crc64 = crc64nvme;
+    w->crc32c = crc32c_set ? crc32c : 0;
+    w->crc32c_unknown = !crc32c_set;
+}
+
 wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const wh_peer_t *peer,
                                   uint64_t size, store_rdma_result_t *res)
 {

@@ -1,7 +1,8 @@
 /* rdma.c against forked xfer clients, over shm and tcp: GET (whole, ranged, empty), PUT,
  * every decline with its status and message, the shm cross-process attack at the server
  * level, address binding for tcp, and the metrics. With WHARF_RDMA_PERF=1 it also measures
- * raw process_vm_writev against srv_rdma_get over shm on a 256 MiB file in page cache. */
+ * raw process_vm_writev against srv_rdma_get over shm on a 256 MiB file in page cache.
+ * Positional PUTs (srv_rdma_put_at): bytes, checksums, the in-order fallback, failures. */
 #include "check.h"
 #include "base/crc.h"
 #include "base/util.h"
@@ -421,6 +422,121 @@ static void test_metrics(srv_rdma_t *r)
     wh_sbuf_free(&b);
 }
 
+static uint64_t metric(srv_rdma_t *r, const char *series);
+
+/* A positional sink: write_at copies into place from any thread; it can refuse to start
+ * (in-order fallback) or fail at one offset. */
+typedef struct atsink {
+    unsigned char *p;
+    uint64_t cap, began;
+    bool refuse;
+    uint64_t fail_at; /* ~0: never */
+    unsigned calls;   /* atomic */
+} atsink_t;
+
+static wh_status_t at_begin(void *arg, uint64_t len)
+{
+    atsink_t *s = arg;
+    if (s->refuse)
+        return WH_ERR_UNSUPPORTED;
+    s->began = len;
+    return len <= s->cap ? WH_OK : WH_ERR_TOO_LARGE;
+}
+
+static wh_status_t at_write(void *arg, const void *p, size_t n, uint64_t off)
+{
+    atsink_t *s = arg;
+    __atomic_fetch_add(&s->calls, 1, __ATOMIC_RELAXED);
+    if (off <= s->fail_at && s->fail_at < off + n)
+        return WH_ERR_NO_SPACE;
+    if (off + n > s->cap || off + n > s->began)
+        return WH_ERR_INVALID;
+    memcpy(s->p + off, p, n);
+    return WH_OK;
+}
+
+/* Sequential sink of the fallback: appends after what at_write would have placed. */
+static wh_status_t at_seq(void *arg, const void *p, size_t n)
+{
+    atsink_t *s = arg;
+    if (s->began + n > s->cap)
+        return WH_ERR_TOO_LARGE;
+    memcpy(s->p + s->began, p, n);
+    s->began += n;
+    return WH_OK;
+}
+
+static void test_put_at(void)
+{
+    fprintf(stderr, "== positional PUT\n");
+    srv_rdma_config_t cfg;
+    srv_rdma_t *r = NULL;
+    srv_rdma_config_init(&cfg);
+    cfg.providers = "shm";
+    cfg.mem_budget = 48ull << 20;
+    cfg.copy_threads = 8; /* several workers whatever this host has */
+    cfg.put_threads = 8;
+    CHECK(srv_rdma_init(&cfg, &r) == WH_OK);
+    if (!r)
+        return;
+    /* Sizes around the positional threshold (two 8 MiB windows) and window edges. */
+    const size_t sizes[] = {(16u << 20) - 1, 16u << 20, (21u << 20) + 123, (40u << 20) + 5};
+    for (size_t i = 0; i < WH_ARRAY_SIZE(sizes); i++) {
+        size_t size = sizes[i];
+        bool positional = size >= (16u << 20);
+        child_t c;
+        CHECK(child_start(&c, "ofi+shm", size) == 0);
+        wh_peer_t peer;
+        peer_unix(&peer, c.pid);
+        child_fill(&c, (unsigned char)(11 + i));
+        uint64_t ccrc = child_crc(&c, 0, size);
+        atsink_t s = {.p = calloc(1, size), .cap = size, .fail_at = ~0ull};
+        srv_rdma_sink_at_t at = {.begin = at_begin, .write_at = at_write, .want_crc32c = true};
+        srv_rdma_result_t res;
+        memset(&res, 0, sizeof res);
+        uint64_t ops0 = metric(r, "wharf_rdma_put_positional_total{unit=\"requests\"}");
+        token_arg_t ta;
+        token_arg_parse(&ta, c.token);
+        CHECK(srv_rdma_put_at(r, &ta, &peer, at_seq, &at, &s, &res) == WH_OK);
+        CHECK_EQ_U64(res.http_status, 200);
+        CHECK_EQ_U64(res.bytes, size);
+        CHECK_EQ_U64(res.crc64nvme, ccrc);
+        CHECK_EQ_U64(wh_crc64nvme(0, s.p, size), ccrc);
+        CHECK(res.positional == positional);
+        if (positional) {
+            CHECK(res.crc32c_set);
+            CHECK_EQ_U64(res.crc32c, wh_crc32c(0, s.p, size));
+            CHECK(s.calls >= size / (256u << 10));
+            CHECK_EQ_U64(metric(r, "wharf_rdma_put_positional_total{unit=\"requests\"}"), ops0 + 1);
+        } else {
+            CHECK(s.calls == 0);
+        }
+        if (positional) {
+            /* begin refuses: the same bytes go in order through the other sink. */
+            memset(s.p, 0, size);
+            s.began = 0;
+            s.refuse = true;
+            memset(&res, 0, sizeof res);
+            CHECK(srv_rdma_put_at(r, &ta, &peer, at_seq, &at, &s, &res) == WH_OK);
+            CHECK(!res.positional);
+            CHECK_EQ_U64(res.crc64nvme, ccrc);
+            CHECK_EQ_U64(wh_crc64nvme(0, s.p, size), ccrc);
+            /* A write failing in the middle fails the PUT with the sink's status, bounded. */
+            s.refuse = false;
+            s.fail_at = size / 2;
+            memset(&res, 0, sizeof res);
+            uint64_t t0 = wh_now_ns();
+            CHECK(srv_rdma_put_at(r, &ta, &peer, at_seq, &at, &s, &res) != WH_OK);
+            CHECK_EQ_U64(res.http_status, 507);
+            CHECK(res.bytes < size);
+            CHECK(wh_now_ns() - t0 < 10000000000ull);
+        }
+        free(s.p);
+        child_stop(&c);
+    }
+    srv_rdma_fini(r);
+}
+
 /* The value of one metrics line ("name{labels} value"), or ~0 if absent. */
 static uint64_t metric(srv_rdma_t *r, const char *series)
 {
@@ -715,6 +831,7 @@ int main(void)
             test_metrics(r);
             srv_rdma_fini(r);
         }
+        test_put_at();
         test_busy();
         test_stalled_client();
         /* providers none: everything declines, metrics still render. */

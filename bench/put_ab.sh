@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Paired PUT runs of two wharfd builds, A B A B, each with a fresh wharfd of its own on the same
+# data file system (bench/run_local.py), the machine's limits measured in every run:
+#   bench/put_ab.sh OUT DATA BUILD_A BUILD_B ROUNDS [run_local args --] wharf_bench args
+# e.g. bench/put_ab.sh results/x /dev/shm/wp build-device build-base 2 -- put --sizes 256M \
+#        --concurrency 1,16 --arms rdma:ofi+shm --repeats 3 --multipart-threshold 1G
+# Each run's JSON (tag ab-<A or B>-<round>) and log go to OUT. The result JSONs carry the
+# build's name in params.tag, so report.py can pair them.
+set -euo pipefail
+[ $# -ge 6 ] || { sed -n 2,8p "$0" >&2; exit 2; }
+out=$1 data=$2 a=$3 b=$4 rounds=$5
+shift 5
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out"
+rl=() ; while [ $# -gt 0 ] && [ "$1" != "--" ]; do rl+=("$1"); shift; done
+[ "${1:-}" = "--" ] && shift
+for r in $(seq 1 "$rounds"); do
+  for build in "$a" "$b"; do
+    name=$(basename "$build")
+    rm -rf "$data" && mkdir -p "$data"
+    echo "== $name round $r" | tee -a "$out/put-ab.log"
+    WHARF_BUILD_DIR=$(cd "$build" && pwd) /usr/bin/env python3 "$here/run_local.py" --data "$data" \
+      ${rl[@]+"${rl[@]}"} -- "$@" --results "$out" --tag "ab-$name-$r" 2>&1 | tee -a "$out/put-ab.log"
+  done
+done
+rm -rf "$data"
