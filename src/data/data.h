@@ -144,6 +144,10 @@ typedef struct store_local_config {
     uint64_t reserve_bytes;
     unsigned high_water_pct;
     store_durability_t durability; /* MEMORY: finish() skips fdatasync and the directory fsync */
+    /* Positional writes (write_at) of aligned pieces go by O_DIRECT, past the page cache
+     * (cold storage: a checkpoint written once and read later); the file system must allow it
+     * (tmpfs does not: a warning, then the page cache). */
+    bool direct_writes;
 } store_local_config_t;
 wh_status_t store_data_local_open(const store_local_config_t *cfg, store_data_t **out);
 

@@ -28,6 +28,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -52,13 +53,17 @@ typedef struct ld {
     uint64_t reserve_bytes;
     unsigned high_water_pct;
     store_durability_t durability;
+    bool direct_writes;
+    bool direct_refused; /* the file system refused O_DIRECT once (atomic) */
+    _Atomic uint64_t direct_bytes;
     pthread_mutex_t reserve_lock;
     bool reserve_held; /* DIR/reserve exists at full size */
 } ld_t;
 
 typedef struct ld_writer {
     store_data_writer_t base;
-    int fd; /* the temp file, then (after finish) the object file */
+    int fd;  /* the temp file, then (after finish) the object file */
+    int dfd; /* the temp file with O_DIRECT (positional writes, direct_writes), or -1 */
     char id[STORE_DATA_ID_LEN + 1];
     bool published; /* renamed into objects/ */
     uint64_t size;
@@ -126,6 +131,8 @@ static wh_status_t ld_space(store_data_t *d, store_space_t *out)
     pthread_mutex_unlock(&l->reserve_lock);
     out->high_water_pct = l->high_water_pct;
     out->durability = l->durability;
+    out->direct_writes = l->direct_writes && !__atomic_load_n(&l->direct_refused, __ATOMIC_RELAXED);
+    out->direct_bytes = atomic_load(&l->direct_bytes);
     return WH_OK;
 }
 
@@ -347,6 +354,7 @@ static wh_status_t ld_writer_open(store_data_t *d, store_data_writer_t **out)
     s = ld_random_id(w->id);
     if (s != WH_OK)
         goto err;
+    w->dfd = -1;
     w->fd = openat(l->tmp_fd, w->id, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, LD_FILE_MODE);
     if (w->fd < 0) {
         wh_error("store", "cannot create temp file %s/tmp/%s: %m", l->dir, w->id);
@@ -395,15 +403,32 @@ static wh_status_t ld_write_at_begin(store_data_writer_t *dw, uint64_t total)
     if (s != WH_OK)
         return s;
     w->size = w->synced = w->checked = total;
+    ld_t *l = LD(dw->data);
+    if (l->direct_writes && total >= LD_WRITEBACK_CHUNK &&
+        !__atomic_load_n(&l->direct_refused, __ATOMIC_RELAXED)) {
+        w->dfd = openat(l->tmp_fd, w->id, O_WRONLY | O_DIRECT | O_CLOEXEC);
+        if (w->dfd < 0 && errno == EINVAL &&
+            !__atomic_exchange_n(&l->direct_refused, true, __ATOMIC_RELAXED))
+            wh_warn("store",
+                    "%s: the file system refuses O_DIRECT; --data-writes direct "
+                    "writes go through the page cache",
+                    l->dir);
+    }
     return WH_OK;
 }
+
+#define LD_DIO_ALIGN 4096u
 
 /* Positional: pwrite at off; writeback of each LD_WRITEBACK_CHUNK is started by the write
  * that ends it (the RDMA engine's windows are as large, so one thread writes each). */
 static wh_status_t ld_write_at(store_data_writer_t *dw, const void *p, size_t n, uint64_t off)
 {
     ld_writer_t *w = (ld_writer_t *)dw;
-    int e = wh_pwrite_all(w->fd, p, n, off);
+    /* Aligned pieces past the page cache; a short tail (and anything unaligned) through it. */
+    bool direct = w->dfd >= 0 && ((uintptr_t)p | off | n) % LD_DIO_ALIGN == 0;
+    int e = wh_pwrite_all(direct ? w->dfd : w->fd, p, n, off);
+    if (direct && e == 0)
+        atomic_fetch_add(&LD(dw->data)->direct_bytes, n);
     if (e < 0) {
         errno = -e;
         wh_error("store", "write to temp file %s/tmp/%s at %" PRIu64 " failed: %m",
@@ -411,7 +436,7 @@ static wh_status_t ld_write_at(store_data_writer_t *dw, const void *p, size_t n,
         return wh_status_from_errno(-e);
     }
     uint64_t end = off + n;
-    if (end % LD_WRITEBACK_CHUNK == 0 || end == w->size) {
+    if (!direct && (end % LD_WRITEBACK_CHUNK == 0 || end == w->size)) {
         uint64_t from = (end - 1) / LD_WRITEBACK_CHUNK * LD_WRITEBACK_CHUNK;
         sync_file_range(w->fd, (off64_t)from, (off64_t)(end - from), SYNC_FILE_RANGE_WRITE);
     }
@@ -487,6 +512,8 @@ static void ld_writer_free(store_data_writer_t *dw)
         return;
     if (w->fd >= 0)
         close(w->fd);
+    if (w->dfd >= 0)
+        close(w->dfd);
     free(w);
 }
 
@@ -817,6 +844,7 @@ wh_status_t store_data_local_open(const store_local_config_t *cfg, store_data_t 
     l->reserve_bytes = cfg->reserve_bytes;
     l->high_water_pct = cfg->high_water_pct ? WH_MIN(cfg->high_water_pct, 100u) : 100;
     l->durability = cfg->durability;
+    l->direct_writes = cfg->direct_writes;
     pthread_mutex_init(&l->reserve_lock, NULL);
     if (!(l->dir = strdup(dir))) {
         st = WH_ERR_NOMEM;

@@ -32,6 +32,8 @@ typedef struct store_space {
     uint64_t reserve; /* bytes held back for deletes (included in neither) */
     unsigned high_water_pct;
     store_durability_t durability; /* of the data table's writes */
+    bool direct_writes;            /* --data-writes direct: positional writes by O_DIRECT */
+    uint64_t direct_bytes;         /* bytes written that way so far */
 } store_space_t;
 
 typedef struct store_bucket_info {

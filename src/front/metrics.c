@@ -151,4 +151,12 @@ void srv_metrics_storage(store_t *st, wh_sbuf_t *o)
                    "wharf_storage_durability{mode=\"disk\"} %d\n"
                    "wharf_storage_durability{mode=\"memory\"} %d\n",
                    sp.durability == STORE_DURABLE_DISK, sp.durability == STORE_DURABLE_MEMORY);
+    wh_sbuf_printf(o,
+                   "# HELP wharf_storage_direct_writes Large RDMA PUTs written past the page "
+                   "cache with O_DIRECT (--data-writes direct, where the file system allows).\n"
+                   "# TYPE wharf_storage_direct_writes gauge\nwharf_storage_direct_writes %d\n"
+                   "# HELP wharf_storage_direct_write_bytes_total Bytes written that way.\n"
+                   "# TYPE wharf_storage_direct_write_bytes_total counter\n"
+                   "wharf_storage_direct_write_bytes_total %llu\n",
+                   sp.direct_writes, (unsigned long long)sp.direct_bytes);
 }

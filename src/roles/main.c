@@ -66,6 +66,9 @@ static void usage(FILE *f)
            "  --durability disk|memory  what an acknowledged write survives: disk (default:\n"
            "                       the object's file is synced before the reply) or memory\n"
            "                       (the page cache: a crash of wharfd, not of the host)\n"
+           "  --data-writes buffered|direct  large RDMA PUTs through the page cache\n"
+           "                       (buffered, the default) or past it with O_DIRECT (direct:\n"
+           "                       cold storage, where what is written is not read back soon)\n"
            "  --server-key-file F  the key that seals users' secret keys (64 hex characters;\n"
            "                       default WHARF_SERVER_KEY_FILE, else DIR/server.key, made\n"
            "                       0600 on first start)\n"
@@ -155,7 +158,8 @@ int main(int argc, char **argv)
         O_IDLE_TIMEOUT,
         O_HEADER_TIMEOUT,
         O_MAX_UPLOADS,
-        O_DURABILITY
+        O_DURABILITY,
+        O_DATA_WRITES
     };
     _Static_assert(O_MAX_UPLOADS - O_HTTP_THREADS == 6, "the counts below are in enum order");
     static const struct option opts[] = {
@@ -177,6 +181,7 @@ int main(int argc, char **argv)
         {"reserve", required_argument, NULL, O_RESERVE},
         {"high-water", required_argument, NULL, O_HIGH_WATER},
         {"durability", required_argument, NULL, O_DURABILITY},
+        {"data-writes", required_argument, NULL, O_DATA_WRITES},
         {"http-threads", required_argument, NULL, O_HTTP_THREADS},
         {"handler-threads", required_argument, NULL, O_HANDLER_THREADS},
         {"max-conns", required_argument, NULL, O_MAX_CONNS},
@@ -260,6 +265,11 @@ int main(int argc, char **argv)
                                  optarg);
             if (scfg.reserve_bytes == 0)
                 scfg.reserve_bytes = UINT64_MAX; /* none */
+            break;
+        case O_DATA_WRITES:
+            if (strcmp(optarg, "buffered") && strcmp(optarg, "direct"))
+                return bad_usage("--data-writes wants buffered or direct, got '%s'", optarg);
+            scfg.direct_writes = strcmp(optarg, "direct") == 0;
             break;
         case O_DURABILITY:
             if (strcmp(optarg, "disk") && strcmp(optarg, "memory"))

@@ -167,6 +167,7 @@ wh_status_t store_open_config(const store_config_t *cfg, store_t **out)
         .reserve_bytes = cfg->reserve_bytes ? cfg->reserve_bytes : STORE_DEFAULT_RESERVE,
         .high_water_pct = cfg->high_water_pct ? cfg->high_water_pct : STORE_DEFAULT_HIGH_WATER,
         .durability = cfg->durability,
+        .direct_writes = cfg->direct_writes,
     };
     if (cfg->reserve_bytes == UINT64_MAX)
         lc.reserve_bytes = 0; /* explicitly none */

@@ -49,6 +49,7 @@ typedef struct store_config {
     unsigned high_water_pct; /* refuse new writes above this fill of the data file system
                               * (1..100, default 99; 100: only when full) */
     store_durability_t durability;
+    bool direct_writes; /* positional writes with O_DIRECT where the file system allows */
 } store_config_t;
 #define STORE_DEFAULT_RESERVE (8ULL << 20)
 #define STORE_DEFAULT_HIGH_WATER 99
