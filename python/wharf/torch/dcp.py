@@ -629,7 +629,9 @@ class WharfStorageReader(_Base, StorageReader):
             got = _sum(info.check, flat[a:min(a + blk, n)])
             if got == want:
                 continue
-            if etag is not None and info.etag is not None and etag != info.etag:
+            if etag is None or info.etag is None:
+                why = "the bytes changed after the save"
+            elif etag != info.etag:
                 why = (f"the object was replaced after the save (ETag {info.etag} then, "
                        f"{etag} now)")
             else:
