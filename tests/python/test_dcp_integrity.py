@@ -30,7 +30,8 @@ from wharfd import unique_bucket
 pytestmark = pytest.mark.skipif(not HAVE_DCP, reason=WHY)
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import dcp_fault_worker as fw  # noqa: E402 (state() and check() of the saved checkpoint)
+if HAVE_DCP:
+    import dcp_fault_worker as fw  # noqa: E402 (state() and check() of the saved checkpoint)
 
 
 def save_one(url, c, seed=0):
