@@ -27,7 +27,7 @@ from conftest import make_client
 from wharfd import unique_bucket
 
 pytestmark = pytest.mark.skipif(not HAVE_DCP, reason=WHY)
-LIMIT = 60   # seconds for every rank to end; the ranks' process group waits 300
+LIMIT = 90   # seconds for every rank to end; the ranks' process group waits 300
 
 
 def errors(out):

@@ -46,7 +46,6 @@ import io
 import math
 import pickle
 import uuid
-import zlib
 
 import torch
 
@@ -56,7 +55,7 @@ from ..errors import (CheckpointConflictError, ChecksumError, IncompleteCheckpoi
                       MissingDependencyError, NotFoundError, PreconditionFailedError, WharfError)
 from ..progress import Progress
 from ._common import _client
-from .checksum import sum64 as _sum64
+from .checksum import block_sums, first_mismatch
 from .dtypes import as_bytes as _as_bytes
 
 try:
@@ -130,27 +129,6 @@ def _bytes_of(t):
     if t.is_complex():
         t = torch.view_as_real(t)
     return _as_bytes(t)
-
-
-def _sum(check, piece):
-    """The checksum of one block: piece is bytes, or a 1-D uint8 tensor on any device."""
-    if check == "crc32":
-        if isinstance(piece, torch.Tensor):
-            piece = piece.cpu().numpy() if piece.numel() else b""
-        return zlib.crc32(piece)
-    if check == "sum64":
-        if not isinstance(piece, torch.Tensor):
-            piece = torch.frombuffer(bytearray(piece), dtype=torch.uint8) if len(piece) else \
-                torch.empty(0, dtype=torch.uint8)
-        return tuple(_sum64(piece))
-    raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"unknown checksum {check!r} in the metadata")
-
-
-def _sums(flat, block=CHECK_BLOCK):
-    """(check, per-block sums) of a 1-D uint8 tensor: crc32 on the host, sum64 on a GPU
-    (where the bytes are, so that a save from GPU memory never copies them to the host)."""
-    check = "crc32" if flat.device.type == "cpu" else "sum64"
-    return check, tuple(_sum(check, flat[a:a + block]) for a in range(0, flat.numel(), block))
 
 
 def _show(v):
@@ -344,7 +322,7 @@ class WharfStorageWriter(_Base, StorageWriter):
         if len(entries) == 1 and t0 is not None and t0.is_contiguous() and n0 > 0 \
                 and t0.device.type in ("cpu", "cuda") and not (t0.is_conj() or t0.is_neg()):
             flat = _bytes_of(t0)
-            sums = [_sums(flat)]  # of the memory the PUT reads, where it is
+            sums = [block_sums(flat, CHECK_BLOCK)]  # of the memory the PUT reads, where it is
             rep = c.put_from(self.bucket, key, t0, transport=self.transport)  # no copy
         else:
             devs = {t.device for t in tensors if t is not None and _nbytes(t)}
@@ -367,7 +345,7 @@ class WharfStorageWriter(_Base, StorageWriter):
                               non_blocking=cuda)
             if cuda:
                 torch.cuda.synchronize()
-            sums = [_sums(buf[off:off + n]) for _, off, n, _ in entries]
+            sums = [block_sums(buf[off:off + n], CHECK_BLOCK) for _, off, n, _ in entries]
             rep = c.put_from(self.bucket, key, buf, 0, length, transport=self.transport,
                              cache=False)
         etag = rep.etag or None
@@ -622,13 +600,13 @@ class WharfStorageReader(_Base, StorageReader):
         match its checksum recorded at save."""
         if not self._checked(info):
             return
-        blk, n = info.block, len(flat) if not isinstance(flat, torch.Tensor) else flat.numel()
-        for a in range(0, n, blk):
-            k = (start + a) // blk
-            want = info.sums[k] if k < len(info.sums) else None
-            got = _sum(info.check, flat[a:min(a + blk, n)])
-            if got == want:
-                continue
+        try:
+            bad = first_mismatch(info.check, info.sums, info.block, flat, start)
+        except ValueError as e:
+            raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"{self.url}/{info.key}: {e}; the "
+                             "metadata was not written by this WharfStorageWriter") from None
+        if bad is not None:
+            k, got, want = bad
             if etag is None or info.etag is None:
                 why = "the bytes changed after the save"
             elif etag != info.etag:
@@ -636,7 +614,7 @@ class WharfStorageReader(_Base, StorageReader):
                        f"{etag} now)")
             else:
                 why = "the object's ETag is unchanged: its bytes changed in storage or on the way"
-            lo, hi = start + a, min(start + a + blk, info.length)
+            lo, hi = k * info.block, min((k + 1) * info.block, info.length)
             raise ChecksumError(
                 _lib.WHARF_ERR_CHECKSUM,
                 f"{self.url}/{info.key}: item {getattr(r.storage_index, 'fqn', r.storage_index)}"
