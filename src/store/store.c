@@ -524,6 +524,7 @@ wh_status_t store_object_open_version(store_t *st, const char *bucket, const cha
 typedef struct {
     const char *bucket, *key, *version_id;
     int bypass;
+    store_del_cond_t *cond;
     store_del_result_t *res;
     store_data_ref_t old;
 } store_del_arg_t;
@@ -533,7 +534,8 @@ static wh_status_t store_object_delete_fn(store_t *st, void *arg)
     store_del_arg_t *a = arg;
     /* Only the data of a removed version comes back: an archived one keeps its bytes. */
     wh_status_t s = meta_object_delete_version(st->meta, a->bucket, a->key, strlen(a->key),
-                                               a->version_id, a->bypass, a->res, &a->old);
+                                               a->version_id, a->bypass, a->cond, a->res,
+                                               &a->old);
     if (s == WH_OK)
         store_release(st, &a->old);
     store_data_ref_clear(&a->old);
@@ -554,6 +556,13 @@ wh_status_t store_object_delete_version(store_t *st, const char *bucket, const c
 wh_status_t store_object_delete_locked(store_t *st, const char *bucket, const char *key,
                                        const char *version_id, int bypass, store_del_result_t *res)
 {
+    return store_object_delete_cond(st, bucket, key, version_id, bypass, NULL, res);
+}
+
+wh_status_t store_object_delete_cond(store_t *st, const char *bucket, const char *key,
+                                     const char *version_id, int bypass, store_del_cond_t *cond,
+                                     store_del_result_t *res)
+{
     store_del_arg_t a;
     store_del_result_t dummy;
     memset(&a, 0, sizeof a);
@@ -561,6 +570,7 @@ wh_status_t store_object_delete_locked(store_t *st, const char *bucket, const ch
     a.key = key;
     a.version_id = version_id;
     a.bypass = bypass;
+    a.cond = cond;
     a.res = res ? res : &dummy;
     return store_run_freeing(st, store_object_delete_fn, &a);
 }
