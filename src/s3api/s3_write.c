@@ -343,8 +343,10 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
         goto out;
     }
     wh_status_t st;
+    char copied_etag[80] = "";
+    uint64_t copied_size = 0;
     if ((ret = srv_sse_copy(r, o, c.bucket, c.key, sm.version_id[0] ? sm.version_id : NULL, &nm,
-                            &out_m, &st)))
+                            &out_m, &st, copied_etag, &copied_size)))
         goto out;
     if (st == WH_ERR_NOT_FOUND) {
         ret = srv_err(o, S3_ERR_NO_SUCH_KEY, "the copy source vanished or the bucket is gone");
@@ -354,7 +356,7 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
         ret = srv_err_status(r, o, st, "copying the object");
         goto out;
     }
-    if (strcmp(out_m.etag, sm.etag) != 0 || out_m.size != sm.size) {
+    if (strcmp(copied_etag, sm.etag) != 0 || copied_size != sm.size) {
         /* Never acknowledged, so its own new lock does not keep it. */
         st = store_object_delete_locked(srv_st(r), srv_b(r), srv_k(r),
                                         out_m.version_id[0] ? out_m.version_id : "null",

@@ -194,10 +194,12 @@ int srv_sse_writer(srv_req_t *r, srv_out_t *o, bool part);
 /* The headers srv_sse_writer's encryption gives the PUT/UploadPart reply. */
 void srv_sse_reply(const srv_req_t *r, srv_out_t *o);
 /* CopyObject's copy, decrypting the source and encrypting the destination as the request
- * says: 0 with *st the store's answer, or an error's status (the key checks). */
+ * says: 0 with *st the store's answer, or an error's status (the key checks). src_etag[80]
+ * and *src_size: the source version copied (its ETag; the copy's may differ, under SSE-C). */
 int srv_sse_copy(srv_req_t *r, srv_out_t *o, const char *sbucket, const char *skey,
                  const char *sversion, const store_obj_meta_t *replace_meta,
-                 store_obj_meta_t *out_meta, wh_status_t *st);
+                 store_obj_meta_t *out_meta, wh_status_t *st, char *src_etag,
+                 uint64_t *src_size);
 
 /* ---- authorization (s3_authz.c) --------------------------------------------------------- */
 
