@@ -92,6 +92,29 @@ def test_bad_condition_headers(raw, bucket):
     assert raw.request("GET", k).status == 404
 
 
+def test_if_none_match_etag_on_writes_is_not_implemented(raw, bucket):
+    """S3 takes only * in If-None-Match on PutObject and CompleteMultipartUpload, and answers
+    an ETag there 501 NotImplemented ("A header you provided implies functionality that is not
+    implemented"), never 412 or 304: so does wharf, whether or not the ETag matches, and
+    nothing is written."""
+    k = f"/{bucket}/inm"
+    etag = raw.request("PUT", k, body=b"kept").headers["etag"]
+    for v in (etag, _q(md5_hex(b"other")), f"{etag}, *"):
+        r = raw.request("PUT", k, body=b"new", headers={"If-None-Match": v})
+        assert r.status == 501 and r.error_code() == "NotImplemented", (v, r)
+    assert raw.request("GET", k).body == b"kept"
+    path = f"/{bucket}/inm-mp"
+    uid, xml = _mpu(raw, path, [b"a" * (5 * MIB), b"b"])
+    for v in (_q(md5_hex(b"x")), etag):
+        r = raw.request("POST", path, query={"uploadId": uid}, body=xml,
+                        headers={"If-None-Match": v})
+        assert r.status == 501 and r.error_code() == "NotImplemented", (v, r)
+    assert raw.request("GET", path).status == 404
+    # The upload is still there and completes without the header.
+    r = raw.request("POST", path, query={"uploadId": uid}, body=xml)
+    assert r.status == 200, r
+
+
 def _mpu(raw, path, parts):
     r = raw.request("POST", path, query={"uploads": None})
     assert r.status == 200, r
