@@ -279,8 +279,7 @@ static wh_status_t copy_src_key(void *arg, const store_obj_meta_t *src,
 
 int srv_sse_copy(srv_req_t *r, srv_out_t *o, const char *sbucket, const char *skey,
                  const char *sversion, const store_obj_meta_t *replace_meta,
-                 store_obj_meta_t *out_meta, wh_status_t *st, char *src_etag,
-                 uint64_t *src_size)
+                 store_obj_meta_t *out_meta, wh_status_t *st, char *src_etag, uint64_t *src_size)
 {
     srv_sse_req_t src, dst;
     int ret;

@@ -250,8 +250,7 @@ int srv_delete_cond_failed(srv_out_t *o, const char *key, const store_del_cond_t
     switch (c->failed) {
     case STORE_DCOND_MISSING:
         return srv_errf(o, S3_ERR_NO_SUCH_KEY, "If-Match names an object but key %.200s has none%s",
-                        key,
-                        c->delete_marker ? " (that version is a delete marker)" : "");
+                        key, c->delete_marker ? " (that version is a delete marker)" : "");
     case STORE_DCOND_ETAG:
         return srv_errf(o, S3_ERR_PRECONDITION_FAILED,
                         "If-Match %.84s does not match the object's ETag \"%s\"", c->if_match,

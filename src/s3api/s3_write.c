@@ -491,12 +491,11 @@ int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o)
             wh_sbuf_puts(&b, "</Error>");
             continue;
         }
-        wh_status_t st =
-            !store_key_valid(k, kl) ? WH_ERR_INVALID
-            : vid && !store_version_id_valid(vid)
-                ? WH_ERR_RANGE
-                : store_object_delete_cond(srv_st(r), srv_b(r), k, vid, bypass,
-                                           conditional ? &cond : NULL, &res);
+        wh_status_t st = !store_key_valid(k, kl) ? WH_ERR_INVALID
+                         : vid && !store_version_id_valid(vid)
+                             ? WH_ERR_RANGE
+                             : store_object_delete_cond(srv_st(r), srv_b(r), k, vid, bypass,
+                                                        conditional ? &cond : NULL, &res);
         if ((st == WH_ERR_PRECONDITION || st == WH_ERR_NOT_FOUND) && cond.failed) {
             srv_delete_cond_failed(&ko, k, &cond);
             wh_sbuf_puts(&b, "<Error>");

@@ -198,8 +198,7 @@ void srv_sse_reply(const srv_req_t *r, srv_out_t *o);
  * and *src_size: the source version copied (its ETag; the copy's may differ, under SSE-C). */
 int srv_sse_copy(srv_req_t *r, srv_out_t *o, const char *sbucket, const char *skey,
                  const char *sversion, const store_obj_meta_t *replace_meta,
-                 store_obj_meta_t *out_meta, wh_status_t *st, char *src_etag,
-                 uint64_t *src_size);
+                 store_obj_meta_t *out_meta, wh_status_t *st, char *src_etag, uint64_t *src_size);
 
 /* ---- authorization (s3_authz.c) --------------------------------------------------------- */
 

@@ -534,8 +534,7 @@ static wh_status_t store_object_delete_fn(store_t *st, void *arg)
     store_del_arg_t *a = arg;
     /* Only the data of a removed version comes back: an archived one keeps its bytes. */
     wh_status_t s = meta_object_delete_version(st->meta, a->bucket, a->key, strlen(a->key),
-                                               a->version_id, a->bypass, a->cond, a->res,
-                                               &a->old);
+                                               a->version_id, a->bypass, a->cond, a->res, &a->old);
     if (s == WH_OK)
         store_release(st, &a->old);
     store_data_ref_clear(&a->old);
