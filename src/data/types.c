@@ -3,6 +3,7 @@
 #include "data/data.h"
 #include "data/types.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,4 +123,58 @@ wh_status_t store_lock_set_check(int mode, int64_t until, const store_lock_set_t
     if (stricter)
         return WH_OK;
     return mode == STORE_LOCK_GOVERNANCE && s->bypass ? WH_OK : WH_ERR_AUTH;
+}
+
+bool store_etag_list_match(const char *list, const char *etag)
+{
+    const char *p = list;
+    while (*p) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        if (!*p)
+            break;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        const char *a = p, *z = e;
+        while (z > a && (z[-1] == ' ' || z[-1] == '\t'))
+            z--;
+        if (z - a == 1 && *a == '*')
+            return true;
+        if (z - a >= 2 && a[0] == 'W' && a[1] == '/')
+            a += 2;
+        if (z - a >= 2 && *a == '"' && z[-1] == '"') {
+            a++;
+            z--;
+        }
+        if ((size_t)(z - a) == strlen(etag) && strncmp(a, etag, (size_t)(z - a)) == 0)
+            return true;
+        p = e;
+    }
+    return false;
+}
+
+wh_status_t store_del_cond_check(store_del_cond_t *c, const store_obj_meta_t *m)
+{
+    if (!c)
+        return WH_OK;
+    c->failed = STORE_DCOND_OK;
+    c->delete_marker = m && m->delete_marker;
+    c->etag[0] = '\0';
+    c->got_size = 0;
+    if (!m || m->delete_marker) {
+        if (!c->if_match)
+            return WH_OK;
+        c->failed = STORE_DCOND_MISSING;
+        return WH_ERR_NOT_FOUND;
+    }
+    snprintf(c->etag, sizeof c->etag, "%s", m->etag);
+    c->got_size = m->size;
+    if (c->if_match && !store_etag_list_match(c->if_match, m->etag))
+        c->failed = STORE_DCOND_ETAG;
+    else if (c->has_mtime && m->mtime != c->mtime)
+        c->failed = STORE_DCOND_MTIME;
+    else if (c->has_size && m->size != c->size)
+        c->failed = STORE_DCOND_SIZE;
+    return c->failed ? WH_ERR_PRECONDITION : WH_OK;
 }

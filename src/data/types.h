@@ -162,6 +162,39 @@ typedef struct store_cond {
     bool failed;   /* out: the check failed (not a conflict or an error) */
 } store_cond_t;
 
+/* A delete's condition (S3's conditional deletes: If-Match, x-amz-if-match-last-modified-time
+ * and x-amz-if-match-size, or a DeleteObjects Object's ETag). The metadata transaction of the
+ * delete checks it against the version it would remove (the current one when no version id is
+ * named), so an overwrite racing the delete is never removed in place of the object the
+ * condition named. store_del_cond_check: WH_OK to go on; WH_ERR_PRECONDITION with failed set
+ * (and the version's etag, size and mtime, for the message); If-Match on no object (a missing
+ * key or version, or a delete marker) WH_ERR_NOT_FOUND with failed STORE_DCOND_MISSING. The time
+ * and size conditions hold for no object. NULL cond passes. */
+typedef enum {
+    STORE_DCOND_OK = 0,
+    STORE_DCOND_MISSING, /* If-Match, and no object */
+    STORE_DCOND_ETAG,
+    STORE_DCOND_MTIME,
+    STORE_DCOND_SIZE,
+} store_dcond_fail_t;
+typedef struct store_del_cond {
+    const char *if_match; /* NULL, or an If-Match list: "*" or ETags, quoted or not, by commas */
+    bool has_mtime;
+    time_t mtime;
+    bool has_size;
+    uint64_t size;
+    /* out, when the check failed: */
+    store_dcond_fail_t failed;
+    bool delete_marker; /* STORE_DCOND_MISSING: the version is a delete marker */
+    char etag[80];      /* the version's */
+    uint64_t got_size;
+} store_del_cond_t;
+/* m: the version (NULL: none; a delete marker counts as none). */
+wh_status_t store_del_cond_check(store_del_cond_t *c, const store_obj_meta_t *m);
+/* Does an If-Match or If-None-Match list ("*", or ETags, W/ and quotes allowed, by commas) name
+ * etag (without quotes)? */
+bool store_etag_list_match(const char *list, const char *etag);
+
 /* ---- RDMA delegated to the data table ----
  * Who sent the request is a wh_peer_t (base/peer.h); a remote data table forwards it inside its
  * signed internal token. */

@@ -184,10 +184,13 @@ struct meta_ops {
                                       store_data_ref_t *ref);
     /* bypass: STORE_BYPASS_* (data/types.h): what lock the delete may pass over. A version that its
      * lock keeps (a retention or a legal hold, read in the delete's transaction): WH_ERR_AUTH, with
-     * res->locked saying why. */
+     * res->locked saying why. cond (NULL: none) is checked in the same transaction against the
+     * version the delete would remove (store_del_cond_check): WH_ERR_PRECONDITION or NOT_FOUND
+     * with cond->failed set, and nothing deleted. */
     wh_status_t (*object_delete_version)(meta_t *m, const char *bucket, const char *key,
                                          size_t klen, const char *version_id, int bypass,
-                                         store_del_result_t *res, store_data_ref_t *old);
+                                         store_del_cond_t *cond, store_del_result_t *res,
+                                         store_data_ref_t *old);
     /* Changes one version's retention and/or legal hold (version_id NULL: the current), in one
      * transaction that checks the change against the lock the version has
      * (store_lock_set_check): WH_ERR_AUTH when refused, NOT_FOUND for no such version or a

@@ -205,8 +205,8 @@ wh_status_t pg_object_get_version(meta_t *m, const char *bucket, const char *key
                                   const char *version_id, store_obj_meta_t *meta,
                                   store_data_ref_t *ref);
 wh_status_t pg_object_delete_version(meta_t *m, const char *bucket, const char *key, size_t klen,
-                                     const char *version_id, int bypass, store_del_result_t *res,
-                                     store_data_ref_t *old);
+                                     const char *version_id, int bypass, store_del_cond_t *cond,
+                                     store_del_result_t *res, store_data_ref_t *old);
 wh_status_t pg_object_lock_set(meta_t *m, const char *bucket, const char *key, size_t klen,
                                const char *version_id, const store_lock_set_t *req,
                                store_obj_meta_t *out);

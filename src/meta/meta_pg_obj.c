@@ -313,7 +313,7 @@ wh_status_t pg_object_put(meta_t *m, const char *bucket, const char *key, size_t
 wh_status_t pg_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
                              store_data_ref_t *old)
 {
-    return pg_object_delete_version(m, bucket, key, klen, NULL, STORE_BYPASS_NONE, NULL, old);
+    return pg_object_delete_version(m, bucket, key, klen, NULL, STORE_BYPASS_NONE, NULL, NULL, old);
 }
 
 static wh_status_t rd_data_referenced(void *conn, void *arg)

@@ -98,6 +98,22 @@ static const char PG_ARCHIVE[] =
     "INSERT INTO versions(bucket, key, " PG_OBJ_COLS ") SELECT bucket, key, " PG_OBJ_COLS
     " FROM objects WHERE bucket = $1 AND key = $2";
 
+/* Archives the key's current row. Version ids are unique (random bits), so a duplicate can
+ * only be the same current row archived by a concurrent transaction that committed first: a
+ * serialization conflict that PostgreSQL reports as a unique violation (no read of versions
+ * came before the insert). It is retried as one, never answered as an error. */
+static wh_status_t pg_archive(pg_conn_t *c, const char *bucket, const char *key, size_t klen)
+{
+    wh_status_t st = pg_exec_obj(c, PG_ARCHIVE, bucket, key, klen, "version archive");
+    if (st == WH_ERR_EXISTS) {
+        wh_debug("store", "PostgreSQL version archive: a concurrent commit archived the row, "
+                          "retrying");
+        c->retryable = true;
+        st = WH_ERR_BUSY;
+    }
+    return st;
+}
+
 static wh_status_t pg_cur_release(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
                                   store_data_ref_t *old)
 {
@@ -155,8 +171,7 @@ static wh_status_t pg_make_room(pg_conn_t *c, const char *bucket, const char *ke
     if (state == STORE_VERSIONING_ENABLED) {
         if ((st = meta_version_id_new((uint64_t)seq, vid)) != WH_OK)
             return st;
-        return cur->exists ? pg_exec_obj(c, PG_ARCHIVE, bucket, key, klen, "version archive")
-                           : WH_OK;
+        return cur->exists ? pg_archive(c, bucket, key, klen) : WH_OK;
     }
     snprintf(vid, STORE_VERSION_ID_MAX, "null");
     if (!cur->exists)
@@ -167,7 +182,7 @@ static wh_status_t pg_make_room(pg_conn_t *c, const char *bucket, const char *ke
         return (st = pg_lock_refuse(&chk, cur->lock_mode, cur->lock_until, cur->hold)) != WH_OK
                    ? st
                    : pg_cur_release(c, bucket, key, klen, old);
-    if ((st = pg_exec_obj(c, PG_ARCHIVE, bucket, key, klen, "version archive")) != WH_OK)
+    if ((st = pg_archive(c, bucket, key, klen)) != WH_OK)
         return st;
     bool found;
     return pg_ver_take(c, bucket, key, klen, "null", &chk, old, &found, NULL);
@@ -316,9 +331,26 @@ typedef struct {
     const char *bucket, *key, *vid;
     size_t klen;
     int bypass;
+    store_del_cond_t *cond;
     store_del_result_t *res;
     store_data_ref_t *old;
 } pg_vdel_arg_t;
+
+/* The delete's condition against the version it would remove, read in the delete's own
+ * SERIALIZABLE transaction: an overwrite committed meanwhile makes one of the two retry. */
+static wh_status_t pg_del_cond(pg_conn_t *c, const pg_vdel_arg_t *a)
+{
+    if (!a->cond)
+        return WH_OK;
+    store_obj_meta_t m;
+    memset(&m, 0, sizeof m);
+    pg_vget_arg_t g = {a->bucket, a->key, a->vid, a->klen, &m, NULL};
+    wh_status_t st = rd_get_version(c, &g);
+    if (st == WH_OK || st == WH_ERR_NOT_FOUND)
+        st = store_del_cond_check(a->cond, st == WH_OK ? &m : NULL);
+    store_obj_meta_free(&m);
+    return st;
+}
 
 static wh_status_t tx_delete_version(void *conn, void *arg)
 {
@@ -332,6 +364,8 @@ static wh_status_t tx_delete_version(void *conn, void *arg)
     wh_status_t st = pg_versioning(c, a->bucket, &state);
     if (st == WH_OK)
         st = pg_cur(c, a->bucket, a->key, a->klen, &cur);
+    if (st == WH_OK)
+        st = pg_del_cond(c, a);
     if (st != WH_OK)
         return st;
     static const char DEL[] = "DELETE FROM objects WHERE bucket = $1 AND key = $2";
@@ -385,11 +419,11 @@ static wh_status_t tx_delete_version(void *conn, void *arg)
 }
 
 wh_status_t pg_object_delete_version(meta_t *m, const char *bucket, const char *key, size_t klen,
-                                     const char *version_id, int bypass, store_del_result_t *res,
-                                     store_data_ref_t *old)
+                                     const char *version_id, int bypass, store_del_cond_t *cond,
+                                     store_del_result_t *res, store_data_ref_t *old)
 {
     store_del_result_t dummy;
-    pg_vdel_arg_t a = {bucket, key, version_id, klen, bypass, res ? res : &dummy, old};
+    pg_vdel_arg_t a = {bucket, key, version_id, klen, bypass, cond, res ? res : &dummy, old};
     memset(old, 0, sizeof *old);
     wh_status_t st = pg_write(PGM(m), tx_delete_version, &a);
     if (st != WH_OK)

@@ -194,7 +194,7 @@ wh_status_t sq_object_put(meta_t *m, const char *bucket, const char *key, size_t
 wh_status_t sq_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
                              store_data_ref_t *old)
 {
-    return sq_object_delete_version(m, bucket, key, klen, NULL, STORE_BYPASS_NONE, NULL, old);
+    return sq_object_delete_version(m, bucket, key, klen, NULL, STORE_BYPASS_NONE, NULL, NULL, old);
 }
 
 wh_status_t sq_data_referenced(meta_t *mm, const char *id)

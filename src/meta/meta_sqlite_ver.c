@@ -277,9 +277,32 @@ typedef struct {
     const char *bucket, *key, *vid;
     size_t klen;
     int bypass;
+    store_del_cond_t *cond;
     store_del_result_t *res;
     store_data_ref_t *old;
 } sq_vdel_arg_t;
+
+/* The delete's condition against the version it would remove, read on the writer's connection
+ * inside the delete's transaction: no overwrite can come between the check and the delete. */
+static wh_status_t sq_del_cond(sq_conn_t *c, const sq_vdel_arg_t *a)
+{
+    if (!a->cond)
+        return WH_OK;
+    store_obj_meta_t m;
+    memset(&m, 0, sizeof m);
+    wh_status_t st;
+    if (!a->vid) {
+        st = sq_get_from(c, S_OBJ_GET, a->bucket, a->key, a->klen, NULL, &m, NULL);
+    } else {
+        st = sq_get_from(c, S_OBJ_GET_VID, a->bucket, a->key, a->klen, a->vid, &m, NULL);
+        if (st == WH_ERR_NOT_FOUND)
+            st = sq_get_from(c, S_VER_GET, a->bucket, a->key, a->klen, a->vid, &m, NULL);
+    }
+    if (st == WH_OK || st == WH_ERR_NOT_FOUND)
+        st = store_del_cond_check(a->cond, st == WH_OK ? &m : NULL);
+    store_obj_meta_free(&m);
+    return st;
+}
 
 static wh_status_t tx_delete_version(void *conn, void *arg)
 {
@@ -293,6 +316,8 @@ static wh_status_t tx_delete_version(void *conn, void *arg)
     wh_status_t st = sq_versioning(c, a->bucket, &state);
     if (st == WH_OK)
         st = sq_cur(c, a->bucket, a->key, a->klen, &cur);
+    if (st == WH_OK)
+        st = sq_del_cond(c, a);
     if (st != WH_OK)
         return st;
     /* The lock of the version this would destroy is read here, in the delete's own write
@@ -345,11 +370,11 @@ static wh_status_t tx_delete_version(void *conn, void *arg)
 }
 
 wh_status_t sq_object_delete_version(meta_t *m, const char *bucket, const char *key, size_t klen,
-                                     const char *version_id, int bypass, store_del_result_t *res,
-                                     store_data_ref_t *old)
+                                     const char *version_id, int bypass, store_del_cond_t *cond,
+                                     store_del_result_t *res, store_data_ref_t *old)
 {
     store_del_result_t dummy;
-    sq_vdel_arg_t a = {bucket, key, version_id, klen, bypass, res ? res : &dummy, old};
+    sq_vdel_arg_t a = {bucket, key, version_id, klen, bypass, cond, res ? res : &dummy, old};
     memset(old, 0, sizeof *old);
     wh_status_t st = sq_write(SQ(m), tx_delete_version, &a);
     if (st != WH_OK)

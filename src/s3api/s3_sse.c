@@ -279,7 +279,7 @@ static wh_status_t copy_src_key(void *arg, const store_obj_meta_t *src,
 
 int srv_sse_copy(srv_req_t *r, srv_out_t *o, const char *sbucket, const char *skey,
                  const char *sversion, const store_obj_meta_t *replace_meta,
-                 store_obj_meta_t *out_meta, wh_status_t *st)
+                 store_obj_meta_t *out_meta, wh_status_t *st, char *src_etag, uint64_t *src_size)
 {
     srv_sse_req_t src, dst;
     int ret;
@@ -301,6 +301,8 @@ int srv_sse_copy(srv_req_t *r, srv_out_t *o, const char *sbucket, const char *sk
         .src_key = copy_src_key, .arg = &a, .dst_sse = dsse, .dst_key = dsse ? dkey : NULL};
     *st = store_object_copy_sse(srv_st(r), sbucket, skey, sversion, srv_b(r), srv_k(r),
                                 replace_meta, &cs, out_meta);
+    memcpy(src_etag, cs.src_etag, sizeof cs.src_etag);
+    *src_size = cs.src_size;
     OPENSSL_cleanse(dkey, sizeof dkey);
     if (*st == WH_ERR_AUTH || (*st != WH_OK && a.msg[0])) {
         ret = srv_err(o, a.msg[0] ? a.err : S3_ERR_INVALID_REQUEST,

@@ -175,35 +175,6 @@ int srv_body_md5_check(srv_req_t *r, srv_out_t *o)
 
 /* ---- conditional requests --------------------------------------------------------------- */
 
-static bool etag_list_match(const char *list, const char *etag)
-{
-    const char *p = list;
-    while (*p) {
-        while (*p == ' ' || *p == '\t' || *p == ',')
-            p++;
-        if (!*p)
-            break;
-        const char *e = p;
-        while (*e && *e != ',')
-            e++;
-        const char *a = p, *z = e;
-        while (z > a && (z[-1] == ' ' || z[-1] == '\t'))
-            z--;
-        if (z - a == 1 && *a == '*')
-            return true;
-        if (z - a >= 2 && a[0] == 'W' && a[1] == '/')
-            a += 2;
-        if (z - a >= 2 && *a == '"' && z[-1] == '"') {
-            a++;
-            z--;
-        }
-        if ((size_t)(z - a) == strlen(etag) && strncmp(a, etag, (size_t)(z - a)) == 0)
-            return true;
-        p = e;
-    }
-    return false;
-}
-
 int srv_preconditions(srv_req_t *r, const store_obj_meta_t *m, const char *pfx)
 {
     char n[64];
@@ -217,13 +188,13 @@ int srv_preconditions(srv_req_t *r, const store_obj_meta_t *m, const char *pfx)
     snprintf(n, sizeof n, "%sif-modified-since", pfx);
     const char *ims = srv_hdr(r, n);
     if (im) {
-        if (!etag_list_match(im, m->etag))
+        if (!store_etag_list_match(im, m->etag))
             return 412;
     } else if (ius && wh_http_date_parse(ius, &t) == 0 && m->mtime > t) {
         return 412;
     }
     if (inm) {
-        if (etag_list_match(inm, m->etag))
+        if (store_etag_list_match(inm, m->etag))
             return 304;
     } else if (ims && wh_http_date_parse(ims, &t) == 0 && m->mtime <= t) {
         return 304;
@@ -251,58 +222,51 @@ static int parse_time_hdr(const char *v, time_t *t)
     return 0;
 }
 
-int srv_delete_cond(srv_req_t *r, srv_out_t *o, const char *key, const char *vid, const char *etag)
+int srv_delete_cond(srv_req_t *r, srv_out_t *o, const char *etag, store_del_cond_t *c, bool *any)
 {
+    memset(c, 0, sizeof *c);
     const char *im = etag ? etag : srv_hdr(r, "if-match");
     const char *lmt = etag ? NULL : srv_hdr(r, "x-amz-if-match-last-modified-time");
     const char *sz = etag ? NULL : srv_hdr(r, "x-amz-if-match-size");
-    if (!im && !lmt && !sz)
-        return 0;
-    time_t t = 0;
-    uint64_t size = 0;
-    if (lmt && parse_time_hdr(lmt, &t) != 0)
+    *any = im || lmt || sz;
+    c->if_match = im;
+    if (lmt && parse_time_hdr(lmt, &c->mtime) != 0)
         return srv_errf(o, S3_ERR_INVALID_ARGUMENT,
                         "x-amz-if-match-last-modified-time '%.64s' "
                         "is not an HTTP date or an ISO 8601 time",
                         lmt);
-    if (sz && wh_parse_u64(sz, strlen(sz), &size) != 0)
+    if (sz && wh_parse_u64(sz, strlen(sz), &c->size) != 0)
         return srv_errf(o, S3_ERR_INVALID_ARGUMENT,
                         "x-amz-if-match-size '%.32s' is not a byte "
                         "count",
                         sz);
-    store_obj_meta_t m;
-    memset(&m, 0, sizeof m);
-    wh_status_t st = store_object_open_version(srv_st(r), srv_b(r), key, vid, &m, NULL);
-    int ret = 0;
-    if (st == WH_ERR_NOT_FOUND) {
-        /* If-Match needs an object; the time and size conditions hold for a missing one. */
-        if (im)
-            ret = srv_errf(o, S3_ERR_NO_SUCH_KEY,
-                           "If-Match names an object but key %.200s has "
-                           "none%s",
-                           key,
-                           m.delete_marker ? " (its current version is a "
-                                             "delete marker)"
-                                           : "");
-    } else if (st != WH_OK) {
-        ret = srv_err_status(r, o, st, "reading the object a conditional delete names");
-    } else if (im && !etag_list_match(im, m.etag)) {
-        ret = srv_errf(o, S3_ERR_PRECONDITION_FAILED,
-                       "If-Match %.84s does not match the "
-                       "object's ETag \"%s\"",
-                       im, m.etag);
-    } else if (lmt && m.mtime != t) {
-        ret = srv_errf(o, S3_ERR_PRECONDITION_FAILED,
-                       "x-amz-if-match-last-modified-time does "
-                       "not match the object's last modification time");
-    } else if (sz && m.size != size) {
-        ret = srv_errf(o, S3_ERR_PRECONDITION_FAILED,
-                       "x-amz-if-match-size %" PRIu64 " does not "
-                       "match the object's size %" PRIu64,
-                       size, (uint64_t)m.size);
+    c->has_mtime = lmt != NULL;
+    c->has_size = sz != NULL;
+    return 0;
+}
+
+int srv_delete_cond_failed(srv_out_t *o, const char *key, const store_del_cond_t *c)
+{
+    switch (c->failed) {
+    case STORE_DCOND_MISSING:
+        return srv_errf(o, S3_ERR_NO_SUCH_KEY, "If-Match names an object but key %.200s has none%s",
+                        key, c->delete_marker ? " (that version is a delete marker)" : "");
+    case STORE_DCOND_ETAG:
+        return srv_errf(o, S3_ERR_PRECONDITION_FAILED,
+                        "If-Match %.84s does not match the object's ETag \"%s\"", c->if_match,
+                        c->etag);
+    case STORE_DCOND_MTIME:
+        return srv_errf(o, S3_ERR_PRECONDITION_FAILED,
+                        "x-amz-if-match-last-modified-time does not match the object's last "
+                        "modification time");
+    case STORE_DCOND_SIZE:
+        return srv_errf(o, S3_ERR_PRECONDITION_FAILED,
+                        "x-amz-if-match-size %" PRIu64 " does not match the object's size %" PRIu64,
+                        c->size, c->got_size);
+    case STORE_DCOND_OK:
+        break;
     }
-    store_obj_meta_free(&m);
-    return ret;
+    return srv_err(o, S3_ERR_INTERNAL, "a failed delete condition names no reason");
 }
 
 int srv_write_cond(srv_req_t *r, srv_out_t *o, store_cond_t *c)

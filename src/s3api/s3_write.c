@@ -347,8 +347,10 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
         goto out;
     }
     wh_status_t st;
+    char copied_etag[80] = "";
+    uint64_t copied_size = 0;
     if ((ret = srv_sse_copy(r, o, c.bucket, c.key, sm.version_id[0] ? sm.version_id : NULL, &nm,
-                            &out_m, &st)))
+                            &out_m, &st, copied_etag, &copied_size)))
         goto out;
     if (st == WH_ERR_NOT_FOUND) {
         ret = srv_err(o, S3_ERR_NO_SUCH_KEY, "the copy source vanished or the bucket is gone");
@@ -358,7 +360,7 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
         ret = srv_err_status(r, o, st, "copying the object");
         goto out;
     }
-    if (strcmp(out_m.etag, sm.etag) != 0 || out_m.size != sm.size) {
+    if (strcmp(copied_etag, sm.etag) != 0 || copied_size != sm.size) {
         /* Never acknowledged, so its own new lock does not keep it. */
         st = store_object_delete_locked(srv_st(r), srv_b(r), srv_k(r),
                                         out_m.version_id[0] ? out_m.version_id : "null",
@@ -406,14 +408,21 @@ int srv_write_delete(srv_req_t *r, srv_out_t *o)
     int ret;
     const char *vid;
     if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)) ||
-        (ret = srv_version_q(r, o, &vid)) || (ret = srv_delete_cond(r, o, srv_k(r), vid, NULL)))
+        (ret = srv_version_q(r, o, &vid)))
+        return ret;
+    store_del_cond_t cond;
+    bool conditional;
+    if ((ret = srv_delete_cond(r, o, NULL, &cond, &conditional)))
         return ret;
     int bypass;
     if ((ret = srv_lock_bypass(r, o, srv_k(r), &bypass)))
         return ret;
     store_del_result_t res;
     memset(&res, 0, sizeof res);
-    wh_status_t st = store_object_delete_locked(srv_st(r), srv_b(r), srv_k(r), vid, bypass, &res);
+    wh_status_t st = store_object_delete_cond(srv_st(r), srv_b(r), srv_k(r), vid, bypass,
+                                              conditional ? &cond : NULL, &res);
+    if ((st == WH_ERR_PRECONDITION || st == WH_ERR_NOT_FOUND) && cond.failed)
+        return srv_delete_cond_failed(o, srv_k(r), &cond);
     if (st == WH_ERR_AUTH && res.locked) {
         char msg[sizeof o->msg];
         srv_lock_refusal(&res, srv_k(r), vid, msg, sizeof msg);
@@ -469,15 +478,11 @@ int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o)
             wh_sbuf_puts(&b, "</Error>");
             continue;
         }
-        if (d.etags[i] && store_key_valid(k, kl) && (!vid || store_version_id_valid(vid)) &&
-            srv_delete_cond(r, &ko, k, vid, d.etags[i])) {
-            wh_sbuf_puts(&b, "<Error>");
-            s3_xml_elem(&b, "Key", k);
-            s3_xml_elem(&b, "Code", ko.code);
-            s3_xml_elem(&b, "Message", ko.msg);
-            wh_sbuf_puts(&b, "</Error>");
-            continue;
-        }
+        /* The Object's ETag only (never the request's If-Match): nothing there to parse. */
+        store_del_cond_t cond;
+        memset(&cond, 0, sizeof cond);
+        cond.if_match = d.etags[i];
+        bool conditional = d.etags[i] != NULL;
         store_del_result_t res;
         memset(&res, 0, sizeof res);
         int bypass = STORE_BYPASS_NONE;
@@ -490,11 +495,22 @@ int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o)
             wh_sbuf_puts(&b, "</Error>");
             continue;
         }
-        wh_status_t st =
-            !store_key_valid(k, kl) ? WH_ERR_INVALID
-            : vid && !store_version_id_valid(vid)
-                ? WH_ERR_RANGE
-                : store_object_delete_locked(srv_st(r), srv_b(r), k, vid, bypass, &res);
+        wh_status_t st = !store_key_valid(k, kl) ? WH_ERR_INVALID
+                         : vid && !store_version_id_valid(vid)
+                             ? WH_ERR_RANGE
+                             : store_object_delete_cond(srv_st(r), srv_b(r), k, vid, bypass,
+                                                        conditional ? &cond : NULL, &res);
+        if ((st == WH_ERR_PRECONDITION || st == WH_ERR_NOT_FOUND) && cond.failed) {
+            srv_delete_cond_failed(&ko, k, &cond);
+            wh_sbuf_puts(&b, "<Error>");
+            s3_xml_elem(&b, "Key", k);
+            if (vid)
+                s3_xml_elem(&b, "VersionId", vid);
+            s3_xml_elem(&b, "Code", ko.code);
+            s3_xml_elem(&b, "Message", ko.msg);
+            wh_sbuf_puts(&b, "</Error>");
+            continue;
+        }
         if (st == WH_ERR_AUTH && res.locked) {
             char msg[sizeof ko.msg];
             srv_lock_refusal(&res, k, vid, msg, sizeof msg);

@@ -129,11 +129,15 @@ char *srv_content_encoding_kept(const char *v);
 void srv_object_headers(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, bool whole);
 /* If-Match & co (pfx "" or "x-amz-copy-source-"): 0 to go on, or 304 / 412. */
 int srv_preconditions(srv_req_t *r, const store_obj_meta_t *m, const char *pfx);
-/* A delete's conditions against the version it removes (vid NULL: the current): If-Match,
+/* A delete's conditions into c, for the store to check in the delete's metadata transaction
+ * against the version it removes (store_object_delete_cond): If-Match,
  * x-amz-if-match-last-modified-time and x-amz-if-match-size of DeleteObject, or (etag
- * non-NULL) a DeleteObjects entry's <ETag>. 0 to go on; 412 PreconditionFailed; 404 NoSuchKey
- * for If-Match on a missing object. Checked just before the delete, not in its transaction. */
-int srv_delete_cond(srv_req_t *r, srv_out_t *o, const char *key, const char *vid, const char *etag);
+ * non-NULL) a DeleteObjects entry's <ETag>. *any false when there is none. c->if_match borrows
+ * the header or etag. 0, or 400 InvalidArgument naming a malformed header. */
+int srv_delete_cond(srv_req_t *r, srv_out_t *o, const char *etag, store_del_cond_t *c, bool *any);
+/* The answer to a delete whose condition failed (c->failed set): 412 PreconditionFailed, or 404
+ * NoSuchKey for If-Match on no object. */
+int srv_delete_cond_failed(srv_out_t *o, const char *key, const store_del_cond_t *c);
 /* A write's If-None-Match: * / If-Match: ETAG (PutObject, CompleteMultipartUpload) into c,
  * for the store to check in the committing transaction: 0, or the error's status (501 for an
  * If-None-Match other than *, as S3 answers). */
@@ -190,10 +194,11 @@ int srv_sse_writer(srv_req_t *r, srv_out_t *o, bool part);
 /* The headers srv_sse_writer's encryption gives the PUT/UploadPart reply. */
 void srv_sse_reply(const srv_req_t *r, srv_out_t *o);
 /* CopyObject's copy, decrypting the source and encrypting the destination as the request
- * says: 0 with *st the store's answer, or an error's status (the key checks). */
+ * says: 0 with *st the store's answer, or an error's status (the key checks). src_etag[80]
+ * and *src_size: the source version copied (its ETag; the copy's may differ, under SSE-C). */
 int srv_sse_copy(srv_req_t *r, srv_out_t *o, const char *sbucket, const char *skey,
                  const char *sversion, const store_obj_meta_t *replace_meta,
-                 store_obj_meta_t *out_meta, wh_status_t *st);
+                 store_obj_meta_t *out_meta, wh_status_t *st, char *src_etag, uint64_t *src_size);
 
 /* ---- authorization (s3_authz.c) --------------------------------------------------------- */
 

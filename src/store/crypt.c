@@ -224,6 +224,8 @@ struct store_crypt_w {
     uint8_t iv[SSE_IV_LEN];
     uint8_t salt[STORE_SSE_SALT_LEN];
     uint32_t part;
+    bool etag_mac; /* SSE-C: the stored ETag is store_sse_c_etag's */
+    uint8_t etag_key[STORE_SSE_KEY_LEN];
     uint64_t idx; /* next segment */
     size_t fill;  /* plaintext bytes in pt */
     uint8_t pt[STORE_SSE_SEG];
@@ -254,6 +256,10 @@ wh_status_t store_writer_encrypt(store_writer_t *w, const uint8_t key[STORE_SSE_
     memcpy(hdr + 4, c->iv, SSE_IV_LEN);
     memcpy(c->salt, salt, sizeof c->salt);
     c->part = part;
+    if (ps.kind == STORE_SSE_C) {
+        c->etag_mac = true;
+        memcpy(c->etag_key, key, sizeof c->etag_key);
+    }
     wh_status_t s = w->dw->data->ops->write(w->dw, hdr, sizeof hdr);
     if (s != WH_OK) {
         EVP_CIPHER_CTX_free(c->ctx);
@@ -314,6 +320,25 @@ wh_status_t store_crypt_flush(store_writer_t *w)
     if (!w->crypt || w->crypt->fill == 0)
         return WH_OK;
     return crypt_seg_out(w);
+}
+
+void store_sse_c_etag(const uint8_t key[STORE_SSE_KEY_LEN], const char md5_hex[33], char out[33])
+{
+    static const char LABEL[] = "wharf-sse-c-etag";
+    uint8_t k[WH_SHA256_LEN], mac[WH_SHA256_LEN];
+    wh_hmac_sha256(key, STORE_SSE_KEY_LEN, LABEL, sizeof LABEL - 1, k);
+    wh_hmac_sha256(k, sizeof k, md5_hex, 32, mac);
+    wh_hex_encode(mac, 16, out);
+    OPENSSL_cleanse(k, sizeof k);
+}
+
+void store_crypt_etag_seal(const store_writer_t *w, char etag[33])
+{
+    if (w->crypt && w->crypt->etag_mac && strlen(etag) == 32) {
+        char md5[33];
+        memcpy(md5, etag, sizeof md5);
+        store_sse_c_etag(w->crypt->etag_key, md5, etag);
+    }
 }
 
 void store_crypt_free(store_writer_t *w)

@@ -56,6 +56,11 @@ char *store_sse_format(const store_sse_t *s);
 void store_sse_c_derive(const uint8_t ckey[STORE_SSE_KEY_LEN],
                         const uint8_t salt[STORE_SSE_SALT_LEN], uint8_t key[STORE_SSE_KEY_LEN],
                         char verifier[65]);
+/* The ETag of an SSE-C object or part whose plaintext has this MD5 (32 hex): the first 16 bytes
+ * of HMAC-SHA256(HMAC-SHA256(data key, "wharf-sse-c-etag"), MD5), hex. S3 does not reveal an
+ * SSE-C object's MD5; this is opaque without the customer key, differs per object (the data
+ * key is salted per object), and with the key lets a copy check the bytes it read. */
+void store_sse_c_etag(const uint8_t key[STORE_SSE_KEY_LEN], const char md5_hex[33], char out[33]);
 /* Stored size of a blob of n plaintext bytes. */
 uint64_t store_sse_blob_size(uint64_t n);
 /* Stored size of an object with this meta (its sse set): the sum over its parts' blobs. */
@@ -65,7 +70,9 @@ wh_status_t store_sse_stored_size(const store_obj_meta_t *m, uint64_t *out);
  * salt the segments authenticate): call on a fresh writer, before any write. part: the part
  * number (0 for a single PUT or a copy). store_writer_commit* store sse in the row (a part's
  * row needs none: its upload has it). The writer's size, MD5 and CRCs stay those of the
- * plaintext; part and digest ETags fall back to the plain MD5 (they read stored bytes). */
+ * plaintext; part and digest ETags fall back to the plain MD5 (they read stored bytes). Under
+ * SSE-C the ETag that the commit (or a part's commit) stores is store_sse_c_etag's, never
+ * the MD5 (store_writer_md5_hex still gives the MD5, for Content-MD5). */
 wh_status_t store_writer_encrypt(store_writer_t *w, const uint8_t key[STORE_SSE_KEY_LEN],
                                  const char *sse, uint32_t part);
 
@@ -80,6 +87,10 @@ typedef struct store_copy_sse {
     void *arg;
     const char *dst_sse;
     const uint8_t *dst_key;
+    /* out: the ETag and size of the source version copied (the copy's own ETag differs where
+     * either side is SSE-C), for a caller that checks it copied what it authorized */
+    char src_etag[80];
+    uint64_t src_size;
 } store_copy_sse_t;
 /* store_object_copy_version, decrypting and re-encrypting as sse says (NULL: plain to plain).
  * A copy that decrypts or encrypts moves the plaintext through the writer: the copy keeps the
@@ -87,7 +98,7 @@ typedef struct store_copy_sse {
  * boundaries. WH_ERR_AUTH: the source is encrypted and no key was given. */
 wh_status_t store_object_copy_sse(store_t *st, const char *sbucket, const char *skey,
                                   const char *sversion, const char *dbucket, const char *dkey,
-                                  const store_obj_meta_t *replace_meta, const store_copy_sse_t *sse,
+                                  const store_obj_meta_t *replace_meta, store_copy_sse_t *sse,
                                   store_obj_meta_t *out_meta);
 
 /* A reader of an encrypted object (store_object_reader* open one when the row has sse set)

@@ -81,7 +81,8 @@ wh_status_t store_mpu_part_commit(store_t *st, const char *bucket, const char *k
     }
     store_part_info_t info;
     memset(&info, 0, sizeof info);
-    store_writer_md5_hex(w, info.etag); /* may mark the writer broken */
+    store_writer_md5_hex(w, info.etag);  /* may mark the writer broken */
+    store_crypt_etag_seal(w, info.etag); /* SSE-C: never the part's MD5 */
     if (w->broken) {
         s = WH_ERR_IO;
         goto err;

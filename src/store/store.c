@@ -525,6 +525,7 @@ wh_status_t store_object_open_version(store_t *st, const char *bucket, const cha
 typedef struct {
     const char *bucket, *key, *version_id;
     int bypass;
+    store_del_cond_t *cond;
     store_del_result_t *res;
     store_data_ref_t old;
 } store_del_arg_t;
@@ -534,7 +535,7 @@ static wh_status_t store_object_delete_fn(store_t *st, void *arg)
     store_del_arg_t *a = arg;
     /* Only the data of a removed version comes back: an archived one keeps its bytes. */
     wh_status_t s = meta_object_delete_version(st->meta, a->bucket, a->key, strlen(a->key),
-                                               a->version_id, a->bypass, a->res, &a->old);
+                                               a->version_id, a->bypass, a->cond, a->res, &a->old);
     if (s == WH_OK)
         store_release(st, &a->old);
     store_data_ref_clear(&a->old);
@@ -555,6 +556,13 @@ wh_status_t store_object_delete_version(store_t *st, const char *bucket, const c
 wh_status_t store_object_delete_locked(store_t *st, const char *bucket, const char *key,
                                        const char *version_id, int bypass, store_del_result_t *res)
 {
+    return store_object_delete_cond(st, bucket, key, version_id, bypass, NULL, res);
+}
+
+wh_status_t store_object_delete_cond(store_t *st, const char *bucket, const char *key,
+                                     const char *version_id, int bypass, store_del_cond_t *cond,
+                                     store_del_result_t *res)
+{
     store_del_arg_t a;
     store_del_result_t dummy;
     memset(&a, 0, sizeof a);
@@ -562,6 +570,7 @@ wh_status_t store_object_delete_locked(store_t *st, const char *bucket, const ch
     a.key = key;
     a.version_id = version_id;
     a.bypass = bypass;
+    a.cond = cond;
     a.res = res ? res : &dummy;
     return store_run_freeing(st, store_object_delete_fn, &a);
 }
@@ -604,7 +613,7 @@ static wh_status_t copy_through(store_reader_t *r, store_writer_t *w, uint64_t s
 
 wh_status_t store_object_copy_sse(store_t *st, const char *sbucket, const char *skey,
                                   const char *sversion, const char *dbucket, const char *dkey,
-                                  const store_obj_meta_t *replace_meta, const store_copy_sse_t *sse,
+                                  const store_obj_meta_t *replace_meta, store_copy_sse_t *sse,
                                   store_obj_meta_t *out_meta)
 {
     store_obj_meta_t src;
@@ -623,12 +632,22 @@ wh_status_t store_object_copy_sse(store_t *st, const char *sbucket, const char *
         return s;
     const char *dst_sse = sse ? sse->dst_sse : NULL;
     bool recrypt = src.sse || dst_sse;
+    if (sse) {
+        snprintf(sse->src_etag, sizeof sse->src_etag, "%s", src.etag);
+        sse->src_size = src.size;
+    }
+    /* An SSE-C source's ETag is store_sse_c_etag's under its data key (or, for rows written
+     * before that, the MD5): the key is kept to check the bytes read against it. */
+    uint8_t src_key[STORE_SSE_KEY_LEN];
+    bool src_c = false;
+    char new_etag[33] = "";
     if (src.sse) {
-        uint8_t key[STORE_SSE_KEY_LEN];
-        s = sse && sse->src_key ? sse->src_key(sse->arg, &src, key) : WH_ERR_AUTH;
+        store_sse_t ps;
+        s = sse && sse->src_key ? sse->src_key(sse->arg, &src, src_key) : WH_ERR_AUTH;
         if (s == WH_OK)
-            s = store_reader_set_key(r, key);
-        memset(key, 0, sizeof key);
+            s = store_reader_set_key(r, src_key);
+        if (s == WH_OK)
+            src_c = store_sse_parse(src.sse, &ps) == WH_OK && ps.kind == STORE_SSE_C;
         if (s != WH_OK)
             goto out;
     }
@@ -646,15 +665,20 @@ wh_status_t store_object_copy_sse(store_t *st, const char *sbucket, const char *
     s = recrypt ? copy_through(r, w, src.size) : store_writer_append(w, r, 0, src.size);
     if (s != WH_OK)
         goto out;
-    if (recrypt && strlen(src.etag) == 32) { /* a plain MD5: it must be the bytes read */
-        char md5[33];
+    if (recrypt && strlen(src.etag) == 32) { /* an MD5 (sealed under SSE-C): the bytes read */
+        char md5[33], mac[33] = "";
         store_writer_md5_hex(w, md5);
-        if (strcmp(md5, src.etag) != 0) {
+        if (src_c)
+            store_sse_c_etag(src_key, md5, mac);
+        if (strcmp(md5, src.etag) != 0 && strcmp(mac, src.etag) != 0) {
             wh_error("store", "copy of bucket=%s: the source's bytes do not match its etag",
                      sbucket);
             s = WH_ERR_CHECKSUM;
             goto out;
         }
+        /* The copy's ETag is its own kind's: the MD5, sealed when it is SSE-C. */
+        memcpy(new_etag, md5, sizeof md5);
+        store_crypt_etag_seal(w, new_etag);
     }
 
     store_obj_meta_t nm = src;
@@ -662,6 +686,8 @@ wh_status_t store_object_copy_sse(store_t *st, const char *sbucket, const char *
         nm.sse = (char *)dst_sse;
         nm.parts = 0;
         nm.part_sizes = NULL;
+        if (new_etag[0])
+            memcpy(nm.etag, new_etag, sizeof new_etag);
     }
     nm.user_meta_json = src.user_meta_json;
     nm.acl = NULL; /* S3 never copies an ACL */
@@ -699,6 +725,7 @@ out:
     store_data_ref_clear(&ref);
     store_data_ref_clear(&old);
     store_obj_meta_free(&src);
+    memset(src_key, 0, sizeof src_key);
     return s;
 }
 

@@ -219,6 +219,12 @@ wh_status_t store_object_delete_version(store_t *st, const char *bucket, const c
  * made in the delete's metadata transaction). store_object_delete_version bypasses nothing. */
 wh_status_t store_object_delete_locked(store_t *st, const char *bucket, const char *key,
                                        const char *version_id, int bypass, store_del_result_t *res);
+/* store_object_delete_locked under a condition (data/types.h, store_del_cond_t; NULL: none),
+ * checked in the delete's metadata transaction: WH_ERR_PRECONDITION, or NOT_FOUND, with
+ * cond->failed set when it fails, and nothing deleted. */
+wh_status_t store_object_delete_cond(store_t *st, const char *bucket, const char *key,
+                                     const char *version_id, int bypass, store_del_cond_t *cond,
+                                     store_del_result_t *res);
 /* Changes one version's retention and legal hold (meta.h, object_lock_set). */
 wh_status_t store_object_lock_set(store_t *st, const char *bucket, const char *key,
                                   const char *version_id, const store_lock_set_t *req,

@@ -58,6 +58,8 @@ struct store_writer {
 wh_status_t store_crypt_write(store_writer_t *w, const void *p, size_t n);
 wh_status_t store_crypt_flush(store_writer_t *w);
 const char *store_crypt_sse(const store_writer_t *w); /* NULL: not encrypted */
+/* An SSE-C writer: etag (an MD5, 32 hex) becomes store_sse_c_etag's; else unchanged. */
+void store_crypt_etag_seal(const store_writer_t *w, char etag[33]);
 void store_crypt_free(store_writer_t *w);
 /* Wraps the raw reader of an encrypted row (m->sse set) in a decrypting one, still without
  * its key. Takes raw, also on failure. */

@@ -437,6 +437,8 @@ wh_status_t store_writer_commit_cond(store_writer_t *w, const char *bucket, cons
         }
         memcpy(meta->etag, md5, sizeof md5);
     }
+    /* SSE-C: never the plaintext's MD5 (computed here or the one the caller set). */
+    store_crypt_etag_seal(w, meta->etag);
     if (!meta->crc64nvme[0])
         wh_crc64nvme_b64(w->crc64, meta->crc64nvme);
     meta->mtime = time(NULL);

@@ -434,6 +434,11 @@ def test_checksum_headers_round_trip(srv, raw, bucket):
                             headers={"x-amz-checksum-mode": "ENABLED"})
             assert g.status == 200 and g.headers.get(f"x-amz-checksum-{algo}") == value, \
                 (algo, method, g.headers)
+            # As S3: without x-amz-checksum-mode: ENABLED no checksum of any algorithm.
+            g = raw.request(method, f"/{bucket}/ok-{algo}")
+            assert g.status == 200, g
+            assert not [h for h in g.headers if h.lower().startswith("x-amz-checksum")], \
+                (algo, method, g.headers)
     assert list_keys(raw, bucket) == sorted(f"ok-{a}" for a in sums)
 
 

@@ -4,7 +4,8 @@ the server key), with boto3 and one aws CLI round trip. Round trips, ranged GETs
 64 KiB segments, multipart, copies between SSE-C, SSE-S3 and plain, wrong and missing keys,
 the raw key and the plaintext absent from the data directory and meta.db, a flipped bit on
 disk refused (never wrong bytes), aws:kms refused, SSE-C over plain HTTP refused, the RDMA
-path declined, and the bucket's default encryption."""
+path declined, and the bucket's default encryption. ETags: SSE-S3's is the plaintext's MD5, an
+SSE-C object's (and part's) never is, as S3 does; conditional requests use the one returned."""
 import base64
 import hashlib
 import os
@@ -99,7 +100,8 @@ def test_ssec_round_trip_and_ranges(s3, bucket):
     r = s3.put_object(Bucket=bucket, Key="c", Body=body, **ssec(key))
     md5 = base64.b64encode(hashlib.md5(key).digest()).decode()
     assert r["SSECustomerAlgorithm"] == "AES256" and r["SSECustomerKeyMD5"] == md5
-    assert r["ETag"].strip('"') == md5_hex(body)  # wharf: the plaintext's MD5 (documented)
+    # S3 does not reveal an SSE-C object's MD5 as its ETag (SSE-S3's is the MD5).
+    assert r["ETag"].strip('"') != md5_hex(body) and len(r["ETag"].strip('"')) == 32
     g = s3.get_object(Bucket=bucket, Key="c", **ssec(key))
     assert g["Body"].read() == body
     assert g["ContentLength"] == len(body) and g["SSECustomerKeyMD5"] == md5
@@ -211,6 +213,33 @@ def test_kms_refused(s3, bucket):
     assert s3.list_objects_v2(Bucket=bucket).get("KeyCount") == 0
 
 
+def test_ssec_etag_is_opaque_and_conditions_use_it(s3, bucket):
+    key = os.urandom(32)
+    body = data(SEG + 77, seed=5)
+    e1 = s3.put_object(Bucket=bucket, Key="e", Body=body, **ssec(key))["ETag"]
+    assert e1.strip('"') != md5_hex(body)
+    # The same bytes under the same key again: another ETag (each object has its own salt).
+    e2 = s3.put_object(Bucket=bucket, Key="e2", Body=body, **ssec(key))["ETag"]
+    assert e2 != e1 and e2.strip('"') != md5_hex(body)
+    # What HEAD, GET and the listing give is the ETag the PUT returned.
+    assert s3.head_object(Bucket=bucket, Key="e", **ssec(key))["ETag"] == e1
+    assert s3.get_object(Bucket=bucket, Key="e", **ssec(key))["ETag"] == e1
+    lst = {o["Key"]: o["ETag"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
+    assert lst["e"] == e1 and lst["e2"] == e2
+    # Conditional reads and writes work against it, and not against the MD5.
+    g = s3.get_object(Bucket=bucket, Key="e", IfMatch=e1, **ssec(key))
+    assert g["Body"].read() == body
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="e", IfMatch=md5_hex(body), **ssec(key))
+    assert code(e)[1] == 412
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        s3.head_object(Bucket=bucket, Key="e", IfNoneMatch=e1, **ssec(key))
+    assert code(e)[1] == 304
+    # SSE-S3 keeps the MD5, as S3 does.
+    r = s3.put_object(Bucket=bucket, Key="s", Body=body, ServerSideEncryption="AES256")
+    assert r["ETag"].strip('"') == md5_hex(body)
+
+
 # ---- multipart ----
 
 @pytest.mark.parametrize("kind", ["ssec", "sse-s3"])
@@ -243,6 +272,15 @@ def test_multipart(s3, bucket, kind):
                                      MultipartUpload={"Parts": done})
     if kind == "sse-s3":
         assert c["ServerSideEncryption"] == "AES256"
+    # The object's ETag is the MD5 of the listed part ETags, -N, in both kinds; SSE-C's part
+    # ETags are not the parts' MD5s.
+    by_num = {1: parts[0], 3: parts[1], 7: parts[2]}
+    for d in done:
+        assert (d["ETag"].strip('"') == md5_hex(by_num[d["PartNumber"]])) == (kind == "sse-s3")
+    want = hashlib.md5(b"".join(bytes.fromhex(d["ETag"].strip('"'))
+                                for d in sorted(done, key=lambda d: d["PartNumber"])))
+    assert c["ETag"].strip('"') == f"{want.hexdigest()}-3"
+    assert s3.head_object(Bucket=bucket, Key="m", **get_args)["ETag"] == c["ETag"]
     whole = b"".join(parts)
     g = s3.get_object(Bucket=bucket, Key="m", **get_args)
     assert g["ContentLength"] == len(whole) and g["Body"].read() == whole
@@ -267,8 +305,13 @@ def test_copies_between_kinds(s3, bucket):
     s3.put_object(Bucket=bucket, Key="src-c", Body=body, **ssec(k1))
     src = {"Bucket": bucket, "Key": "src-c"}
     # SSE-C -> SSE-C under another key, SSE-C -> SSE-S3, SSE-C -> plain.
+    e_src = s3.head_object(Bucket=bucket, Key="src-c", **ssec(k1))["ETag"]
     r = s3.copy_object(Bucket=bucket, Key="c2", CopySource=src, **copy_ssec(k1), **ssec(k2))
     assert r["SSECustomerKeyMD5"] == base64.b64encode(hashlib.md5(k2).digest()).decode()
+    # Each SSE-C object's ETag is its own, and never the MD5; a plain copy's is the MD5.
+    e_c2 = r["CopyObjectResult"]["ETag"]
+    assert e_c2 != e_src and e_c2.strip('"') != md5_hex(body)
+    assert s3.head_object(Bucket=bucket, Key="c2", **ssec(k2))["ETag"] == e_c2
     assert s3.get_object(Bucket=bucket, Key="c2", **ssec(k2))["Body"].read() == body
     with pytest.raises(botocore.exceptions.ClientError) as e:
         s3.get_object(Bucket=bucket, Key="c2", **ssec(k1))
@@ -277,12 +320,15 @@ def test_copies_between_kinds(s3, bucket):
                        **copy_ssec(k1))
     assert r["ServerSideEncryption"] == "AES256"
     assert s3.get_object(Bucket=bucket, Key="s3")["Body"].read() == body
-    s3.copy_object(Bucket=bucket, Key="plain", CopySource=src, **copy_ssec(k1))
+    r = s3.copy_object(Bucket=bucket, Key="plain", CopySource=src, **copy_ssec(k1))
+    assert r["CopyObjectResult"]["ETag"].strip('"') == md5_hex(body)
     g = s3.get_object(Bucket=bucket, Key="plain")
     assert g["Body"].read() == body and "ServerSideEncryption" not in g
+    assert g["ETag"].strip('"') == md5_hex(body)
     # SSE-S3 -> SSE-C, plain -> SSE-S3.
-    s3.copy_object(Bucket=bucket, Key="c3", CopySource={"Bucket": bucket, "Key": "s3"},
-                   **ssec(k2))
+    r = s3.copy_object(Bucket=bucket, Key="c3", CopySource={"Bucket": bucket, "Key": "s3"},
+                       **ssec(k2))
+    assert r["CopyObjectResult"]["ETag"].strip('"') != md5_hex(body)
     assert s3.get_object(Bucket=bucket, Key="c3", **ssec(k2))["Body"].read() == body
     s3.copy_object(Bucket=bucket, Key="s4", CopySource={"Bucket": bucket, "Key": "plain"},
                    ServerSideEncryption="AES256")

@@ -1,6 +1,7 @@
-/* Conditional writes in the store (store_writer_commit_cond, store_mpu_complete_cond): the
- * check runs in the committing metadata transaction, so writers racing on one key cannot both
- * pass. Runs on SQLite and (as unit/store/test_cond/pg) on PostgreSQL. */
+/* Conditional writes in the store (store_writer_commit_cond, store_mpu_complete_cond) and
+ * conditional deletes (store_object_delete_cond): the check runs in the committing metadata
+ * transaction, so writers racing on one key cannot both pass. Runs on SQLite and (as
+ * unit/store/test_cond/pg) on PostgreSQL. */
 #include "base/log.h"
 #include "helpers.h"
 
@@ -219,11 +220,86 @@ static void test_complete_conditions(void)
     th_rmdir(dir);
 }
 
+static void test_delete_conditions(void)
+{
+    char *dir = th_mkdtemp();
+    store_t *st = NULL;
+    CHECK(th_store_open(dir, &st) == WH_OK);
+    CHECK(store_bucket_create(st, "bkt") == WH_OK);
+    store_obj_meta_t m;
+    CHECK(put_cond(st, "k", "12345", NULL, &m) == WH_OK);
+    char e1[80], q1[84];
+    snprintf(e1, sizeof e1, "%s", m.etag);
+    snprintf(q1, sizeof q1, "\"%s\"", m.etag);
+    time_t mt = m.mtime;
+    store_obj_meta_free(&m);
+    /* Another ETag, size or time: PRECONDITION with why, and the object stays. */
+    store_del_cond_t c = {.if_match = "\"0123456789abcdef0123456789abcdef\""};
+    CHECK(store_object_delete_cond(st, "bkt", "k", NULL, 0, &c, NULL) == WH_ERR_PRECONDITION);
+    CHECK(c.failed == STORE_DCOND_ETAG && strcmp(c.etag, e1) == 0);
+    c = (store_del_cond_t){.if_match = q1, .has_size = true, .size = 4};
+    CHECK(store_object_delete_cond(st, "bkt", "k", NULL, 0, &c, NULL) == WH_ERR_PRECONDITION);
+    CHECK(c.failed == STORE_DCOND_SIZE && c.got_size == 5);
+    c = (store_del_cond_t){.has_mtime = true, .mtime = mt - 100};
+    CHECK(store_object_delete_cond(st, "bkt", "k", NULL, 0, &c, NULL) == WH_ERR_PRECONDITION);
+    CHECK(c.failed == STORE_DCOND_MTIME);
+    char *b = get_body(st, "k");
+    CHECK_STR(b, "12345");
+    free(b);
+    /* If-Match on a missing key: NOT_FOUND with failed set (a plain delete's NOT_FOUND has none).
+     */
+    c = (store_del_cond_t){.if_match = "*"};
+    CHECK(store_object_delete_cond(st, "bkt", "none", NULL, 0, &c, NULL) == WH_ERR_NOT_FOUND);
+    CHECK(c.failed == STORE_DCOND_MISSING);
+    /* The size condition holds for a missing key. */
+    c = (store_del_cond_t){.has_size = true, .size = 1};
+    CHECK(store_object_delete_cond(st, "bkt", "none", NULL, 0, &c, NULL) == WH_OK && !c.failed);
+    /* Everything right (unquoted, in a list): deleted. */
+    char list[200];
+    snprintf(list, sizeof list, "\"abc\", %s", e1);
+    c = (store_del_cond_t){
+        .if_match = list, .has_size = true, .size = 5, .has_mtime = true, .mtime = mt};
+    CHECK(store_object_delete_cond(st, "bkt", "k", NULL, 0, &c, NULL) == WH_OK && !c.failed);
+    CHECK(store_object_open(st, "bkt", "k", NULL, NULL) == WH_ERR_NOT_FOUND);
+    /* Versioned: the condition is the named version's; a delete marker is no object. */
+    CHECK(store_bucket_versioning_set(st, "bkt", STORE_VERSIONING_ENABLED) == WH_OK);
+    store_obj_meta_t v1, v2;
+    CHECK(put_cond(st, "v", "one", NULL, &v1) == WH_OK);
+    CHECK(put_cond(st, "v", "two", NULL, &v2) == WH_OK);
+    store_del_result_t res;
+    c = (store_del_cond_t){.if_match = v1.etag};
+    CHECK(store_object_delete_cond(st, "bkt", "v", NULL, 0, &c, &res) == WH_ERR_PRECONDITION);
+    c = (store_del_cond_t){.if_match = v2.etag};
+    CHECK(store_object_delete_cond(st, "bkt", "v", v1.version_id, 0, &c, &res) ==
+          WH_ERR_PRECONDITION);
+    c = (store_del_cond_t){.if_match = v2.etag};
+    CHECK(store_object_delete_cond(st, "bkt", "v", NULL, 0, &c, &res) == WH_OK);
+    CHECK(res.delete_marker);
+    char dm[STORE_VERSION_ID_MAX];
+    snprintf(dm, sizeof dm, "%s", res.version_id);
+    c = (store_del_cond_t){.if_match = "*"};
+    CHECK(store_object_delete_cond(st, "bkt", "v", NULL, 0, &c, &res) == WH_ERR_NOT_FOUND);
+    CHECK(c.failed == STORE_DCOND_MISSING && c.delete_marker);
+    c = (store_del_cond_t){.if_match = "*"};
+    CHECK(store_object_delete_cond(st, "bkt", "v", dm, 0, &c, &res) == WH_ERR_NOT_FOUND);
+    c = (store_del_cond_t){.if_match = v1.etag};
+    CHECK(store_object_delete_cond(st, "bkt", "v", v1.version_id, 0, &c, &res) == WH_OK);
+    CHECK(strcmp(res.version_id, v1.version_id) == 0);
+    store_obj_meta_t g;
+    CHECK(store_object_open_version(st, "bkt", "v", v2.version_id, &g, NULL) == WH_OK);
+    store_obj_meta_free(&g);
+    store_obj_meta_free(&v1);
+    store_obj_meta_free(&v2);
+    store_close(st);
+    th_rmdir(dir);
+}
+
 int main(void)
 {
     wh_log_set_level(WH_LOG_ERROR);
     RUN(test_put_conditions);
     RUN(test_race);
     RUN(test_complete_conditions);
+    RUN(test_delete_conditions);
     return check_done();
 }

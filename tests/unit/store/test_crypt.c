@@ -55,7 +55,14 @@ static wh_status_t put_enc(store_t *st, const char *key, const uint8_t *p, size_
         char hex[33];
         wh_md5(p, n, d);
         wh_hex_encode(d, sizeof d, hex);
-        CHECK_STR(m.etag, hex); /* the plaintext's MD5 */
+        if (strncmp(sse, "C;", 2) == 0) { /* SSE-C: never the MD5, the sealed one */
+            char want[33];
+            store_sse_c_etag(dkey, hex, want);
+            CHECK(strcmp(want, hex) != 0);
+            CHECK_STR(m.etag, want);
+        } else {
+            CHECK_STR(m.etag, hex); /* the plaintext's MD5 */
+        }
         CHECK_EQ_U64(m.size, n);
         CHECK(m.sse && strcmp(m.sse, sse) == 0);
     }
