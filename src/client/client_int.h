@@ -90,8 +90,8 @@ void wc_group_fini(wc_group_t *g);
 /* ---- gateways (endpoints.c) ------------------------------------------------------------ */
 
 typedef struct wc_endpoint {
-    char *url;  /* "http://127.0.0.1:9000" without a trailing slash */
-    char *host; /* "127.0.0.1:9000": the Host header, signed */
+    char *url;                      /* "http://127.0.0.1:9000" without a trailing slash */
+    char *host;                     /* "127.0.0.1:9000": the Host header, signed */
     _Atomic uint64_t down_until_ms; /* wh_now_s() in ms before which it is passed over */
 } wc_endpoint_t;
 
@@ -227,8 +227,8 @@ typedef struct wc_resp {
     char s3_message[384];
     double t_first; /* wh_now_s() at the first status line */
     unsigned retries;
-    unsigned ep;          /* index in c->eps of the endpoint of the last attempt */
-    unsigned eps_tried;   /* distinct endpoints that failed this request */
+    unsigned ep;        /* index in c->eps of the endpoint of the last attempt */
+    unsigned eps_tried; /* distinct endpoints that failed this request */
     CURLcode curl_rc;
     char curl_err[CURL_ERROR_SIZE];
     /* internal */

@@ -34,8 +34,7 @@ static wh_status_t parse_one(const char *ep, size_t len, wc_endpoint_t *out)
         return WH_ERR_INVALID;
     }
     if (hl < rest && !(rest - hl == 1 && p[hl] == '/')) {
-        wc_set_error("endpoint \"%.*s\" must not have a path; use http://host:port", (int)len,
-                     ep);
+        wc_set_error("endpoint \"%.*s\" must not have a path; use http://host:port", (int)len, ep);
         return WH_ERR_INVALID;
     }
     char *h = strndup(p, hl);

@@ -92,8 +92,7 @@ wh_status_t pg_fail(pg_conn_t *c, const PGresult *r, const char *what)
         /* read_only_sql_transaction: this session's server takes no writes (a standby, or a
          * server set read-only). Another host of a multi-host URL may: reconnect before the
          * next use, and answer 503 meanwhile, never 500. */
-        wh_warn("store", "PostgreSQL refused a write during %s (read-only server): %s", what,
-                msg);
+        wh_warn("store", "PostgreSQL refused a write during %s (read-only server): %s", what, msg);
         c->stale = true;
         c->retryable = true;
         return WH_ERR_UNAVAILABLE;
@@ -122,18 +121,13 @@ static PGconn *pg_connect(const char *url)
      * only one that takes writes; every wharfd role writes. After a failover, a reconnect
      * finds whichever host was promoted. */
     /* The URL comes last: what it sets wins over these defaults. */
-    const char *const keys[] = {"connect_timeout",
-                                "target_session_attrs",
-                                "application_name",
-                                "keepalives",
-                                "keepalives_idle",
-                                "keepalives_interval",
-                                "keepalives_count",
-                                "tcp_user_timeout",
-                                "dbname",
-                                NULL};
-    const char *const vals[] = {"3", "read-write", "wharfd", "1", "5", "2", "3", "10000", url,
-                                NULL};
+    const char *const keys[] = {"connect_timeout",  "target_session_attrs",
+                                "application_name", "keepalives",
+                                "keepalives_idle",  "keepalives_interval",
+                                "keepalives_count", "tcp_user_timeout",
+                                "dbname",           NULL};
+    const char *const vals[] = {"3", "read-write", "wharfd", "1", "5",
+                                "2", "3",          "10000",  url, NULL};
     /* expand_dbname: the "dbname" value is the URL, expanded in place */
     return PQconnectdbParams(keys, vals, 1);
 }

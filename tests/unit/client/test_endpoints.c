@@ -27,9 +27,17 @@ static void test_parse(void)
     wc_endpoints_free(eps, n);
 
     /* bad lists are refused, naming what is wrong; outputs untouched */
-    static const char *const bad[] = {"", ",", "http://a:1,", ",http://a:1", "http://a:1,,http://b:2",
-                                      "ftp://a:1", "http://a:1,b:2", "http://a:1/path",
-                                      "http://", "http://a:1,http://a:1", NULL};
+    static const char *const bad[] = {"",
+                                      ",",
+                                      "http://a:1,",
+                                      ",http://a:1",
+                                      "http://a:1,,http://b:2",
+                                      "ftp://a:1",
+                                      "http://a:1,b:2",
+                                      "http://a:1/path",
+                                      "http://",
+                                      "http://a:1,http://a:1",
+                                      NULL};
     for (size_t i = 0; bad[i]; i++) {
         eps = NULL;
         n = 99;
@@ -45,7 +53,8 @@ static void test_parse(void)
     /* at most WC_MAX_ENDPOINTS */
     char list[4096] = "";
     for (unsigned i = 0; i <= WC_MAX_ENDPOINTS; i++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%shttp://h%u:1", i ? "," : "", i);
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%shttp://h%u:1", i ? "," : "",
+                 i);
     CHECK(wc_endpoints_parse(list, &eps, &n) == WH_ERR_INVALID);
     *strrchr(list, ',') = '\0';
     CHECK(wc_endpoints_parse(list, &eps, &n) == WH_OK);
