@@ -85,7 +85,11 @@ typedef enum wharf_mem_kind {
 
 typedef struct wharf_client_config {
     size_t size;            /* set by wharf_client_config_init */
-    const char *endpoint;   /* "http://127.0.0.1:9000" (required) */
+    /* "http://127.0.0.1:9000" (required), or gateways of one cluster separated by commas
+     * ("http://gw1:9000,http://gw2:9000", at most 32): each thread sends its requests to them
+     * in turn; a refused connection fails over to the next, and so do GET, HEAD and
+     * unconditional object/part PUTs that a gateway drops mid-request (docs/cluster.md). */
+    const char *endpoint;
     const char *access_key; /* required */
     const char *secret_key; /* required */
     const char *region;     /* default "us-east-1" */
@@ -106,7 +110,8 @@ typedef struct wharf_client_config {
     wharf_fallback_t fallback; /* default WHARF_FALLBACK_FAIL */
     int verify_checksum;       /* check each reply's crc64nvme of landed bytes; default 1 */
     unsigned timeout_ms;       /* per request; default 120000 */
-    unsigned max_retries;      /* on connection errors; default 2 */
+    /* on connection errors (once every endpoint has failed the request); default 2 */
+    unsigned max_retries;
     /* PEM file of the CAs that an https:// endpoint's certificate must chain to. NULL: the
      * system's store. (Added after max_retries: a caller built against an older header has a
      * smaller size, and gets NULL.) */

@@ -14,7 +14,7 @@ import dataclasses
 import sys
 import threading
 import weakref
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from ._log import log_client, log_report
 
@@ -226,9 +226,15 @@ class Client:
     provider: "ofi+shm" (needs unix_socket, the server's Unix socket), "ofi+tcp", "auto",
     or None/"none"/"http" for HTTP only. fallback: "fail" (default: an RDMA decline is an
     error) or "http" (re-sent over HTTP; the Report says so and why). ca_bundle: a PEM file
-    of the CAs an https:// endpoint's certificate must chain to (default: the system's)."""
+    of the CAs an https:// endpoint's certificate must chain to (default: the system's).
 
-    def __init__(self, endpoint: Optional[str] = None, access_key: Optional[str] = None,
+    endpoint: one URL, or several gateways of one cluster as a list or a comma-separated
+    string ("http://gw1:9000,http://gw2:9000"; WHARF_ENDPOINT takes the same). Each thread
+    sends its requests to them in turn, and a request whose gateway refuses the connection
+    goes to the next; GET, HEAD and unconditional PUTs of an object or part also go to the
+    next when the gateway dies mid-request (docs/cluster.md, "Several gateways")."""
+
+    def __init__(self, endpoint: Optional[Union[str, Sequence[str]]] = None, access_key: Optional[str] = None,
                  secret_key: Optional[str] = None, region: Optional[str] = None,
                  provider: Optional[str] = None, unix_socket: Optional[str] = None,
                  concurrency: Optional[int] = None, chunk_size: Optional[int] = None,
@@ -253,6 +259,13 @@ class Client:
                                      secret_key=secret_key))
             if err:
                 raise err
+        if endpoint is not None and not isinstance(endpoint, str):
+            eps = [str(e).strip() for e in endpoint]
+            if not eps or not all(eps) or any("," in e for e in eps):
+                raise WharfError(_lib.WHARF_ERR_INVALID,
+                                 f"endpoint list {list(endpoint)!r} must hold one or more URLs, "
+                                 f"none empty or with a comma")
+            endpoint = ",".join(eps)
         region = region or "us-east-1"
         if provider in ("http",):
             provider = "none"
@@ -293,7 +306,8 @@ class Client:
         check(lib.wharf_client_create(ctypes.byref(cfg), ctypes.byref(h)),
               f"creating a client for {endpoint}")
         self._h = h
-        self.endpoint = endpoint
+        self.endpoint = endpoint  # as given: one URL or the comma-separated list
+        self.endpoints = [e.strip() for e in str(endpoint).split(",")]
         self.config = dict(endpoint=endpoint, access_key=access_key, secret_key=secret_key,
                            region=region, provider=provider, unix_socket=unix_socket,
                            concurrency=concurrency, chunk_size=chunk_size,

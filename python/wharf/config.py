@@ -5,7 +5,7 @@ wharf.torch (checkpoints, Hugging Face loading, DCP, datasets) and by bench/py.
 Each setting is the first of its variables that is set and non-empty (the same order as the
 C command-line tool's; python/README.md writes it down):
 
-    endpoint    WHARF_ENDPOINT, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL
+    endpoint    WHARF_ENDPOINT, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL (gateways: a,b,...)
     access key  WHARF_ACCESS_KEY, AWS_ACCESS_KEY_ID
     secret key  WHARF_SECRET_KEY, AWS_SECRET_ACCESS_KEY
     region      WHARF_REGION, AWS_REGION, AWS_DEFAULT_REGION    (default us-east-1)

@@ -330,9 +330,9 @@ static wh_status_t open_xfer(wharf_client_t *c, const char *name, char *err, siz
     char node[128];
     const xfer_provider_t *pv = xfer_provider_find(name, strlen(name));
     if (pv && (pv->caps & XFER_CAP_NET_ADDR) && !getenv("WHARF_OFI_NODE") &&
-        local_addr_toward(c->host, node, sizeof node)) {
+        local_addr_toward(c->eps[0].host, node, sizeof node)) {
         xc.node = node;
-        wh_debug(MOD, "provider=%s binds node=%s (route to %s)", name, node, c->host);
+        wh_debug(MOD, "provider=%s binds node=%s (route to %s)", name, node, c->eps[0].host);
     }
     xfer_t *x = NULL;
     wh_status_t st = xfer_open(&xc, &x, err, errlen);
@@ -443,40 +443,6 @@ void wc_client_enter(wharf_client_t *c)
 
 /* ---- create / destroy ------------------------------------------------------------------- */
 
-/* "http://host:port[/]" -> endpoint without trailing slash, host header "host:port". */
-static wh_status_t parse_endpoint(const char *ep, char **endpoint, char **host)
-{
-    const char *p = ep;
-    if (!strncmp(p, "http://", 7)) {
-        p += 7;
-    } else if (!strncmp(p, "https://", 8)) {
-        p += 8;
-    } else {
-        wc_set_error("endpoint \"%s\" must start with http:// or https://", ep);
-        return WH_ERR_INVALID;
-    }
-    size_t hl = strcspn(p, "/?#");
-    if (hl == 0) {
-        wc_set_error("endpoint \"%s\" has no host", ep);
-        return WH_ERR_INVALID;
-    }
-    if (p[hl] && strcmp(p + hl, "/") != 0) {
-        wc_set_error("endpoint \"%s\" must not have a path; use http://host:port", ep);
-        return WH_ERR_INVALID;
-    }
-    /* the outputs are written only on success: the caller's cleanup frees them */
-    char *h = strndup(p, hl);
-    char *e = strndup(ep, (size_t)(p - ep) + hl);
-    if (!h || !e) {
-        free(h);
-        free(e);
-        return WH_ERR_NOMEM;
-    }
-    *host = h;
-    *endpoint = e;
-    return WH_OK;
-}
-
 static char *dup_or_null(const char *s)
 {
     return s ? strdup(s) : NULL;
@@ -518,9 +484,18 @@ WHARF_API wharf_status_t wharf_client_create(const wharf_client_config_t *ucfg,
         wc_set_error("wharf_client_create: out of memory");
         return WHARF_ERR_NOMEM;
     }
-    wh_status_t st = parse_endpoint(cfg.endpoint, &c->endpoint, &c->host);
+    wh_status_t st = wc_endpoints_parse(cfg.endpoint, &c->eps, &c->neps);
     if (st != WH_OK)
         goto err_free;
+    if (c->neps > 1 && cfg.unix_socket && *cfg.unix_socket) {
+        /* the socket is one server's: requests meant for the others would all reach it */
+        wc_set_error("unix_socket %s reaches one server, but the endpoint lists %u gateways; "
+                     "leave unix_socket unset with several endpoints (ofi+shm needs it: use "
+                     "ofi+tcp)",
+                     cfg.unix_socket, c->neps);
+        st = WH_ERR_INVALID;
+        goto err_free;
+    }
     c->access_key = strdup(cfg.access_key);
     c->secret_key = strdup(cfg.secret_key);
     c->region = strdup(cfg.region && *cfg.region ? cfg.region : WH_DEFAULT_REGION);
@@ -565,8 +540,8 @@ WHARF_API wharf_status_t wharf_client_create(const wharf_client_config_t *ucfg,
     c->all_next = g_clients;
     g_clients = c;
     pthread_mutex_unlock(&g_clients_mu);
-    wh_debug(MOD, "client created endpoint=%s provider=%s unix_socket=%s", c->endpoint, c->provider,
-             c->unix_socket ? c->unix_socket : "-");
+    wh_debug(MOD, "client created endpoint=%s endpoints=%u provider=%s unix_socket=%s",
+             c->eps[0].url, c->neps, c->provider, c->unix_socket ? c->unix_socket : "-");
     *out = c;
     return WHARF_OK;
 
@@ -577,8 +552,7 @@ err_locks:
     pthread_mutex_destroy(&c->conn_mu);
     pthread_mutex_destroy(&c->xfer_mu);
 err_free:
-    free(c->endpoint);
-    free(c->host);
+    wc_endpoints_free(c->eps, c->neps);
     free(c->access_key);
     free(c->secret_key);
     free(c->region);
@@ -617,8 +591,7 @@ WHARF_API void wharf_client_destroy(wharf_client_t *c)
     pthread_mutex_destroy(&c->conn_mu);
     pthread_mutex_destroy(&c->xfer_mu);
     free(c->regs);
-    free(c->endpoint);
-    free(c->host);
+    wc_endpoints_free(c->eps, c->neps);
     /* the secret is not left behind in freed memory */
     if (c->secret_key)
         memset(c->secret_key, 0, strlen(c->secret_key));

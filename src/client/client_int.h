@@ -5,7 +5,7 @@
  * one curl handle), reply.c (what replies carry in their headers), pool.c (per-client worker
  * threads), mem.c (registrations, host and GPU memory), object_*.c (GET, PUT, multipart and
  * HEAD; client/object.h lists them), meta.c (delete, list, buckets), safetensors.c (the
- * safetensors header parser). */
+ * safetensors header parser), endpoints.c (the list of gateways, round robin, failover). */
 #ifndef WH_CLIENT_CLIENT_INT_H
 #define WH_CLIENT_CLIENT_INT_H
 
@@ -26,6 +26,7 @@
 #define WC_ERR_LEN 1024
 #define WC_MAX_HDRS 8
 #define WC_POOL_MAX_THREADS 64
+#define WC_MAX_ENDPOINTS 32 /* gateways in one client's list (a request's tried set is a u64) */
 
 /* ---- errors (client.c) ----------------------------------------------------------------- */
 
@@ -86,12 +87,25 @@ void wc_group_done(wc_group_t *g);
 void wc_group_wait(wc_group_t *g);
 void wc_group_fini(wc_group_t *g);
 
+/* ---- gateways (endpoints.c) ------------------------------------------------------------ */
+
+typedef struct wc_endpoint {
+    char *url;                      /* "http://127.0.0.1:9000" without a trailing slash */
+    char *host;                     /* "127.0.0.1:9000": the Host header, signed */
+    _Atomic uint64_t down_until_ms; /* wh_now_s() in ms before which it is passed over */
+} wc_endpoint_t;
+
+/* Parses one endpoint URL or a comma-separated list of them (spaces around commas allowed;
+ * at most WC_MAX_ENDPOINTS, no repeats). *out is owned by the caller (wc_endpoints_free). */
+wh_status_t wc_endpoints_parse(const char *list, wc_endpoint_t **out, unsigned *n);
+void wc_endpoints_free(wc_endpoint_t *eps, unsigned n);
+
 /* ---- the client ------------------------------------------------------------------------- */
 
 struct wharf_client {
     /* configuration (strings owned) */
-    char *endpoint; /* "http://127.0.0.1:9000" without a trailing slash */
-    char *host;     /* "127.0.0.1:9000": the Host header, signed */
+    wc_endpoint_t *eps; /* the gateways, as listed; eps[0] also routes the data path */
+    unsigned neps;
     char *access_key, *secret_key, *region;
     char *provider_req; /* as asked: "auto", "ofi+shm", ... or NULL */
     char *unix_socket;
@@ -142,6 +156,14 @@ struct wharf_mem {
 /* Called at the top of every public entry that takes a client: clears the thread's error and,
  * in a fork child, re-creates curl handles and the transport. */
 void wc_client_enter(wharf_client_t *c);
+
+/* The endpoint for a request's next attempt: the calling thread's next in the round that is up
+ * and not in tried (bit i: eps[i] failed this request already). */
+unsigned wc_endpoint_pick(wharf_client_t *c, uint64_t tried);
+/* eps[i] refused a connection or dropped one: pass it over for a short while. */
+void wc_endpoint_failed(wharf_client_t *c, unsigned i);
+/* eps[i] answered: it is up again. */
+void wc_endpoint_ok(wharf_client_t *c, unsigned i);
 
 wc_conn_t *wc_client_conn_get(wharf_client_t *c);
 void wc_client_conn_put(wharf_client_t *c, wc_conn_t *conn);
@@ -205,6 +227,8 @@ typedef struct wc_resp {
     char s3_message[384];
     double t_first; /* wh_now_s() at the first status line */
     unsigned retries;
+    unsigned ep;        /* index in c->eps of the endpoint of the last attempt */
+    unsigned eps_tried; /* distinct endpoints that failed this request */
     CURLcode curl_rc;
     char curl_err[CURL_ERROR_SIZE];
     /* internal */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -179,7 +180,7 @@ static bool retryable(CURLcode rc)
 }
 
 static wh_status_t http_once(wharf_client_t *c, CURL *h, const wc_req_t *req, wc_resp_t *resp,
-                             const char *url, const char *uri)
+                             const wc_endpoint_t *ep, const char *url, const char *uri)
 {
     wh_status_t st = WH_OK;
     struct curl_slist *hl = NULL, *tmp;
@@ -192,7 +193,7 @@ static wh_status_t http_once(wharf_client_t *c, CURL *h, const wc_req_t *req, wc
 
     const char *names[WC_MAX_HDRS + 3], *values[WC_MAX_HDRS + 3];
     size_t nh = 0;
-    names[nh] = "host", values[nh++] = c->host;
+    names[nh] = "host", values[nh++] = ep->host;
     names[nh] = "x-amz-content-sha256", values[nh++] = payload;
     names[nh] = "x-amz-date", values[nh++] = date;
     for (size_t i = 0; i < req->nhdr; i++)
@@ -316,6 +317,47 @@ err_nomem:
     return WH_ERR_NOMEM;
 }
 
+/* Whether req may be sent again after a failure that came once it was (maybe) sent: the
+ * first attempt may have been carried out, and only a request whose repeat has the same
+ * effect and answer may go again. GET and HEAD; a PUT of an object or of a part (the same
+ * bytes under the same key or part number), unless conditional (a repeat of an If-None-Match
+ * PUT that did land is refused with 412). Not DELETE (on a versioned bucket a repeat adds a
+ * second delete marker), not POST (a repeated CompleteMultipartUpload finds no upload), not a
+ * bucket's PUT. A refused connection sent nothing: every request goes again. */
+static bool idempotent(const wc_req_t *req)
+{
+    if (!strcmp(req->method, "GET") || !strcmp(req->method, "HEAD"))
+        return true;
+    if (strcmp(req->method, "PUT") != 0 || !req->key)
+        return false;
+    for (size_t i = 0; i < req->nhdr; i++)
+        if (!strcasecmp(req->hdr_names[i], "if-none-match") ||
+            !strcasecmp(req->hdr_names[i], "if-match"))
+            return false;
+    return true;
+}
+
+static bool nothing_sent(CURLcode rc)
+{
+    return rc == CURLE_COULDNT_CONNECT;
+}
+
+/* The URL of req on ep. */
+static bool build_url(const wharf_client_t *c, const wc_endpoint_t *ep, const wc_req_t *req,
+                      const wh_sbuf_t *uri, wh_sbuf_t *url)
+{
+    wh_sbuf_reset(url);
+    /* wharfd's Unix socket is plain HTTP whatever the TCP port serves: the kernel proves its
+     * peer (SO_PEERCRED), and no byte leaves the host. */
+    if (c->unix_socket && !strncmp(ep->url, "https://", 8))
+        wh_sbuf_printf(url, "http://%s", ep->host);
+    else
+        wh_sbuf_puts(url, ep->url);
+    wh_sbuf_printf(url, "%s%s%s", uri->data ? uri->data : "/", req->query ? "?" : "",
+                   req->query ? req->query : "");
+    return !url->oom;
+}
+
 wh_status_t wc_http_do(wharf_client_t *c, wc_conn_t *conn, const wc_req_t *req, wc_resp_t *resp)
 {
     memset(resp, 0, sizeof *resp);
@@ -328,38 +370,58 @@ wh_status_t wc_http_do(wharf_client_t *c, wc_conn_t *conn, const wc_req_t *req, 
     wh_sbuf_init(&uri);
     wh_sbuf_init(&url);
     build_uri(req, &uri);
-    /* wharfd's Unix socket is plain HTTP whatever the TCP port serves: the kernel proves its
-     * peer (SO_PEERCRED), and no byte leaves the host. */
-    if (c->unix_socket && !strncmp(c->endpoint, "https://", 8))
-        wh_sbuf_printf(&url, "http://%s", c->host);
-    else
-        wh_sbuf_puts(&url, c->endpoint);
-    wh_sbuf_printf(&url, "%s%s%s", uri.data ? uri.data : "/", req->query ? "?" : "",
-                   req->query ? req->query : "");
-    if (uri.oom || url.oom) {
+    if (uri.oom) {
         wh_sbuf_free(&uri);
-        wh_sbuf_free(&url);
         snprintf(resp->curl_err, sizeof resp->curl_err, "out of memory building the URL");
         return WH_ERR_NOMEM;
     }
     wh_status_t st = WH_OK;
     size_t body_out_len = req->body_out ? req->body_out->len : 0;
-    for (unsigned attempt = 0;; attempt++) {
+    const uint64_t all = c->neps >= 64 ? UINT64_MAX : (1ull << c->neps) - 1;
+    uint64_t tried = 0, failed = 0;
+    unsigned backoffs = 0;
+    for (;;) {
+        unsigned i = wc_endpoint_pick(c, tried);
+        const wc_endpoint_t *ep = &c->eps[i];
         resp_reset(resp, req);
+        resp->ep = i;
         if (req->body_out) { /* a retry starts the body over */
             req->body_out->len = body_out_len;
             if (req->body_out->data)
                 req->body_out->data[body_out_len] = '\0';
         }
-        st = http_once(c, conn->easy, req, resp, url.data, uri.data);
-        if (st == WH_OK || attempt >= c->max_retries || !retryable(resp->curl_rc))
+        if (!build_url(c, ep, req, &uri, &url)) {
+            snprintf(resp->curl_err, sizeof resp->curl_err, "out of memory building the URL");
+            st = WH_ERR_NOMEM;
             break;
-        wh_debug(MOD, "retry method=%s uri=%s attempt=%u err=\"%s\"", req->method, uri.data,
-                 attempt + 1, resp->curl_err);
+        }
+        st = http_once(c, conn->easy, req, resp, ep, url.data, uri.data);
+        if (st == WH_OK) {
+            wc_endpoint_ok(c, i);
+            break;
+        }
+        if (!retryable(resp->curl_rc))
+            break;
+        wc_endpoint_failed(c, i);
+        failed |= 1ull << i;
+        if (!nothing_sent(resp->curl_rc) && !idempotent(req))
+            break;
+        /* Another gateway is tried at once; once every one has failed this request, the round
+         * starts over after a backoff, max_retries times. */
+        tried |= 1ull << i;
+        if ((tried & all) == all) {
+            if (backoffs >= c->max_retries)
+                break;
+            usleep(50000u << WH_MIN(backoffs, 4u));
+            backoffs++;
+            tried = 0;
+        }
+        wh_debug(MOD, "retry method=%s uri=%s endpoint=%s err=\"%s\"", req->method, uri.data,
+                 ep->url, resp->curl_err);
         resp->retries++;
         atomic_fetch_add(&c->st_retries, 1);
-        usleep(50000u << WH_MIN(attempt, 4u));
     }
+    resp->eps_tried = (unsigned)__builtin_popcountll(failed);
     wh_sbuf_free(&uri);
     wh_sbuf_free(&url);
     return st;
@@ -431,14 +493,19 @@ void wc_http_describe(const wharf_client_t *c, const char *what, wh_status_t st,
             snprintf(out, outlen,
                      "%s: no reply from %s within %u ms (%s); check that wharfd "
                      "is alive or raise timeout_ms",
-                     what, c->endpoint, c->timeout_ms, r->curl_err);
+                     what, c->eps[r->ep].url, c->timeout_ms, r->curl_err);
         else if (st == WH_ERR_PROTOCOL || st == WH_ERR_NOMEM || st == WH_ERR_INTERNAL)
             snprintf(out, outlen, "%s: %s", what, r->curl_err);
+        else if (r->eps_tried > 1)
+            snprintf(out, outlen,
+                     "%s: connection to %s failed (%s), and to %u of the %u gateways "
+                     "listed; check that wharfd is running there",
+                     what, c->eps[r->ep].url, r->curl_err, r->eps_tried, c->neps);
         else
             snprintf(out, outlen,
                      "%s: connection to %s%s%s failed (%s); check that wharfd "
                      "is running there",
-                     what, c->endpoint, c->unix_socket ? " via " : "",
+                     what, c->eps[r->ep].url, c->unix_socket ? " via " : "",
                      c->unix_socket ? c->unix_socket : "", r->curl_err);
         return;
     }

@@ -88,6 +88,15 @@ wh_status_t pg_fail(pg_conn_t *c, const PGresult *r, const char *what)
         c->retryable = true; /* nothing was committed; a commit clears this itself */
         return WH_ERR_UNAVAILABLE;
     }
+    if (strcmp(state, "25006") == 0) {
+        /* read_only_sql_transaction: this session's server takes no writes (a standby, or a
+         * server set read-only). Another host of a multi-host URL may: reconnect before the
+         * next use, and answer 503 meanwhile, never 500. */
+        wh_warn("store", "PostgreSQL refused a write during %s (read-only server): %s", what, msg);
+        c->stale = true;
+        c->retryable = true;
+        return WH_ERR_UNAVAILABLE;
+    }
     if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0) {
         wh_debug("store", "PostgreSQL %s: serialization conflict, retrying", what);
         c->retryable = true;
@@ -108,17 +117,17 @@ static PGconn *pg_connect(const char *url)
     /* Bounded waits on a database that stopped answering (a paused or unplugged host): the
      * connect gives up after 3 s, and unacknowledged traffic or silent keepalives after about
      * 10 s, so a request then fails with 503 instead of hanging. */
+    /* target_session_attrs: of the hosts of a multi-host URL ("postgresql://h1:p1,h2:p2/db")
+     * only one that takes writes; every wharfd role writes. After a failover, a reconnect
+     * finds whichever host was promoted. */
     /* The URL comes last: what it sets wins over these defaults. */
-    const char *const keys[] = {"connect_timeout",
-                                "application_name",
-                                "keepalives",
-                                "keepalives_idle",
-                                "keepalives_interval",
-                                "keepalives_count",
-                                "tcp_user_timeout",
-                                "dbname",
-                                NULL};
-    const char *const vals[] = {"3", "wharfd", "1", "5", "2", "3", "10000", url, NULL};
+    const char *const keys[] = {"connect_timeout",  "target_session_attrs",
+                                "application_name", "keepalives",
+                                "keepalives_idle",  "keepalives_interval",
+                                "keepalives_count", "tcp_user_timeout",
+                                "dbname",           NULL};
+    const char *const vals[] = {"3", "read-write", "wharfd", "1", "5",
+                                "2", "3",          "10000",  url, NULL};
     /* expand_dbname: the "dbname" value is the URL, expanded in place */
     return PQconnectdbParams(keys, vals, 1);
 }
@@ -138,8 +147,9 @@ static wh_status_t pg_session(pg_conn_t *c)
 /* Makes c usable: connects or resets a broken connection. */
 wh_status_t pg_ensure(pg_conn_t *c)
 {
-    if (c->c && PQstatus(c->c) == CONNECTION_OK)
+    if (c->c && PQstatus(c->c) == CONNECTION_OK && !c->stale)
         return WH_OK;
+    c->stale = false;
     if (!c->c) {
         c->c = pg_connect(c->m->url);
         if (!c->c)

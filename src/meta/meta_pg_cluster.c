@@ -572,7 +572,7 @@ wh_status_t pg_chunk_move(meta_t *m, const char *chunk_id, uint32_t from, uint32
 static wh_status_t pg_lockc_ready(pg_meta_t *m)
 {
     pg_conn_t *c = &m->lockc;
-    if (c->c && PQstatus(c->c) == CONNECTION_OK)
+    if (c->c && PQstatus(c->c) == CONNECTION_OK && !c->stale)
         return WH_OK;
     if (m->n_held)
         wh_warn("store",

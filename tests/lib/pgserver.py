@@ -10,6 +10,15 @@ wait is bounded.
         url = pg.url            # postgresql://postgres@127.0.0.1:PORT/postgres
         url2 = pg.create_db("t1")
 
+PgPair is a primary with one streaming replica (pg_basebackup -R), synchronous
+(synchronous_standby_names = '*', so a commit is acknowledged only once the replica has it),
+and a multi-host URL that libpq follows to whichever is read-write; kill_primary() and
+promote() drill a failover:
+
+    with PgPair() as pair:
+        url = pair.url          # postgresql://postgres@127.0.0.1:P1,127.0.0.1:P2/postgres?...
+        pair.kill_primary(); pair.promote()
+
 As a program it runs a command with WHARF_TEST_PG_URL set (how ctest runs the C store unit
 tests against PostgreSQL):
 
@@ -62,10 +71,11 @@ def free_port():
 
 
 class PgServer:
-    def __init__(self, fsync=False, port=None, listen=("127.0.0.1",), trust=()):
+    def __init__(self, fsync=False, port=None, listen=("127.0.0.1",), trust=(), standby_of=None):
         """listen: addresses to accept TCP on (the first is the URL's host); trust: extra
         networks ("10.231.5.0/24") allowed in without a password, e.g. a test's network
-        namespaces."""
+        namespaces. standby_of: a running PgServer; this one is then its streaming replica,
+        its data directory a pg_basebackup -R of it instead of a new initdb."""
         reason = missing_reason()
         if reason:
             raise RuntimeError(reason)
@@ -83,6 +93,12 @@ class PgServer:
             os.chown(self.dir, pw.pw_uid, pw.pw_gid)
             self._as = pw
         os.chmod(self.dir, 0o700)
+        if standby_of is not None:
+            # -R writes standby.signal and primary_conninfo; -X stream brings the WAL along
+            self._run([os.path.join(self.bin, "pg_basebackup"), "-D", self.data, "-R",
+                       "-X", "stream", "-c", "fast", "-h", "127.0.0.1",
+                       "-p", str(standby_of.port), "-U", "postgres", "--no-sync"], timeout=120)
+            return
         self._run([os.path.join(self.bin, "initdb"), "-D", self.data, "-U", "postgres",
                    "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"], timeout=120)
         if trust:
@@ -171,6 +187,17 @@ class PgServer:
         self.stop()
         return self.start()
 
+    def promote(self, timeout=30):
+        """pg_ctl promote of a standby; waits until it takes writes."""
+        self._run([os.path.join(self.bin, "pg_ctl"), "promote", "-D", self.data, "-w",
+                   "-t", str(int(timeout))], timeout=timeout + 10)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.sql("SELECT pg_is_in_recovery()", timeout=5) == "f":
+                return self
+            time.sleep(0.1)
+        raise RuntimeError(f"the promoted standby still recovers after {timeout}s:\n{self.log()}")
+
     def log(self):
         try:
             with open(self.log_path, errors="replace") as f:
@@ -181,6 +208,85 @@ class PgServer:
     def close(self):
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class PgPair:
+    """A primary and its synchronous streaming replica, on 127.0.0.1. url lists both
+    (target_session_attrs=read-write: libpq connects to whichever takes writes)."""
+
+    def __init__(self, fsync=False):
+        self.fsync = fsync
+        self.primary = None
+        self.replica = None
+
+    def start(self, timeout=60):
+        try:
+            self.primary = PgServer(fsync=self.fsync).start()
+            self.replica = PgServer(fsync=self.fsync, standby_of=self.primary).start()
+            # Only now: the replica's copy of the configuration must not name a standby, or
+            # once promoted (with none of its own) it would wait for one on every commit.
+            self.primary.sql("ALTER SYSTEM SET synchronous_standby_names = '*'")
+            self.primary.sql("SELECT pg_reload_conf()")
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if self.primary.sql("SELECT sync_state FROM pg_stat_replication") == "sync":
+                    return self
+                time.sleep(0.1)
+            raise RuntimeError("the replica did not become a synchronous standby in "
+                               f"{timeout}s:\n{self.replica.log()}")
+        except Exception:
+            self.close()
+            raise
+
+    @property
+    def url(self):
+        return self.db_url("postgres")
+
+    def db_url(self, db, replica_first=False, attrs="read-write"):
+        """Both hosts (the primary first unless replica_first), and target_session_attrs
+        unless attrs is None."""
+        ports = [self.primary.port, self.replica.port]
+        if replica_first:
+            ports.reverse()
+        q = f"?target_session_attrs={attrs}" if attrs else ""
+        return f"postgresql://postgres@{','.join(f'127.0.0.1:{p}' for p in ports)}/{db}{q}"
+
+    def current(self):
+        """The member that takes writes now."""
+        for s in (self.primary, self.replica):
+            if s.proc is not None and s.proc.poll() is None:
+                try:
+                    if s.sql("SELECT pg_is_in_recovery() OR "
+                             "current_setting('transaction_read_only')::bool", timeout=5) == "f":
+                        return s
+                except (RuntimeError, subprocess.TimeoutExpired):
+                    pass
+        raise RuntimeError("no member of the pair takes writes")
+
+    def sql(self, query, db="postgres", timeout=30):
+        return self.current().sql(query, db=db, timeout=timeout)
+
+    def replication(self):
+        """pg_stat_replication's (application_name, state, sync_state) rows on the primary."""
+        return self.primary.sql("SELECT application_name, state, sync_state FROM "
+                                "pg_stat_replication")
+
+    def kill_primary(self):
+        self.primary.kill()
+
+    def promote(self, timeout=30):
+        return self.replica.promote(timeout=timeout)
+
+    def close(self):
+        for s in (self.replica, self.primary):
+            if s is not None:
+                s.close()
 
     def __enter__(self):
         return self.start()
