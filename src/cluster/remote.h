@@ -47,6 +47,9 @@ typedef struct cl_remote_config {
     /* Free bytes kept on every storage server: one with less than this plus a chunk free
      * takes no new copy; placement weighs the free space above it. Default 256 MiB. */
     uint64_t reserve_bytes;
+    /* Bytes per second the maintenance gateway copies off draining servers (wharfd node
+     * drain). Default 64 MiB. */
+    uint64_t drain_rate;
 } cl_remote_config_t;
 
 void cl_remote_config_init(cl_remote_config_t *cfg);

@@ -36,7 +36,7 @@
  * Object Lock (versions' retention and legal hold, the bucket's configuration). 9: encryption at
  * rest. 10: chunk maps indexed by chunk id (SQLite; local multipart objects made of their parts'
  * files). */
-#define META_SCHEMA_VERSION 10
+#define META_SCHEMA_VERSION 11
 
 /* The advisory lock (lock_try) of the one gateway that runs maintenance: garbage collection
  * and repair (cluster/members.c) and the lifecycle worker (s3api/s3_lifecycle.c). */
@@ -75,6 +75,7 @@ typedef struct meta_version_row {
 typedef int (*meta_version_fn)(void *arg, const meta_version_row_t *row);
 
 /* A storage server of a cluster. */
+#define META_ZONE_MAX 64
 typedef struct meta_node {
     uint32_t id;
     char addr[256];    /* host:port of its internal API */
@@ -84,7 +85,18 @@ typedef struct meta_node {
     time_t now;       /* database clock when read (compare heartbeats with this) */
     bool retired;     /* its data directory was replaced or emptied: every copy it held is
                        * lost (repair them now), nothing is left on it to delete */
+    int state;        /* META_NODE_ACTIVE, _DRAINING (no new copies; repair moves its copies
+                       * off) or _REMOVED (never dialed again; its copies count as lost) */
+    char zone[META_ZONE_MAX]; /* failure domain (wharfd storage --zone); "" none */
 } meta_node_t;
+
+enum { META_NODE_ACTIVE = 0, META_NODE_DRAINING = 1, META_NODE_REMOVED = 2 };
+
+/* Chunk copies a node holds in the chunk map (distinct chunk ids). */
+typedef struct meta_node_copies {
+    uint32_t id;
+    uint64_t copies;
+} meta_node_copies_t;
 
 /* The identity a storage server's data directory carries (written at its first start). */
 #define META_UUID_MAX 64
@@ -288,6 +300,19 @@ struct meta_ops {
      * committed row lists it. */
     wh_status_t (*chunk_find)(meta_t *m, const char *chunk_id, store_chunk_t *out);
     wh_status_t (*node_list)(meta_t *m, meta_node_t **out, size_t *n);
+    /* The node's failure domain (wharfd storage --zone; "" none), set at every start. */
+    wh_status_t (*node_set_zone)(meta_t *m, uint32_t id, const char *zone);
+    /* Marks the node at addr draining (idempotent): placement takes it out, repair moves its
+     * copies off. NOT_FOUND: no node there; PRECONDITION: it was removed. */
+    wh_status_t (*node_drain)(meta_t *m, const char *addr, uint32_t *id);
+    /* Removes the node at addr (never dialed again, its copies repaired from the others),
+     * unless it holds the only live copy of some chunk: BUSY and *sole says how many (a
+     * copy is live on a node not retired, not removed, with a heartbeat younger than live_s
+     * seconds). NOT_FOUND: no node there. In one transaction with the node's row locked. */
+    wh_status_t (*node_remove)(meta_t *m, const char *addr, unsigned live_s, uint32_t *id,
+                               uint64_t *sole);
+    /* Distinct chunks in the chunk map per node that holds any (free). */
+    wh_status_t (*node_copies)(meta_t *m, meta_node_copies_t **out, size_t *n);
     /* Up to max queued chunk copies no committed row references any more, oldest first.
      * live_s > 0: only copies on nodes whose heartbeat is younger than live_s seconds, that
      * were retired, or that are not in the node table (a dead node's backlog does not stop
@@ -427,6 +452,10 @@ wh_status_t meta_cached_bucket_auth_get(meta_t *m, const char *bucket, store_buc
 #define meta_node_register(m, ...) META_CALL_(m, node_register, __VA_ARGS__)
 #define meta_node_heartbeat(m, ...) META_CALL_(m, node_heartbeat, __VA_ARGS__)
 #define meta_node_list(m, ...) META_CALL_(m, node_list, __VA_ARGS__)
+#define meta_node_set_zone(m, ...) META_CALL_(m, node_set_zone, __VA_ARGS__)
+#define meta_node_drain(m, ...) META_CALL_(m, node_drain, __VA_ARGS__)
+#define meta_node_remove(m, ...) META_CALL_(m, node_remove, __VA_ARGS__)
+#define meta_node_copies(m, ...) META_CALL_(m, node_copies, __VA_ARGS__)
 #define meta_gc_take(m, ...) META_CALL_(m, gc_take, __VA_ARGS__)
 #define meta_gc_done(m, ...) META_CALL_(m, gc_done, __VA_ARGS__)
 #define meta_gc_defer(m, ...) META_CALL_(m, gc_defer, __VA_ARGS__)

@@ -161,6 +161,11 @@ wh_status_t pg_node_register(meta_t *m, const char *addr, const char *uuid, bool
                              uint64_t capacity, uint64_t free, uint32_t *id);
 wh_status_t pg_node_heartbeat(meta_t *m, uint32_t id, uint64_t capacity, uint64_t free);
 wh_status_t pg_node_list(meta_t *m, meta_node_t **out, size_t *n);
+wh_status_t pg_node_set_zone(meta_t *m, uint32_t id, const char *zone);
+wh_status_t pg_node_drain(meta_t *m, const char *addr, uint32_t *id);
+wh_status_t pg_node_remove(meta_t *m, const char *addr, unsigned live_s, uint32_t *id,
+                           uint64_t *sole);
+wh_status_t pg_node_copies(meta_t *m, meta_node_copies_t **out, size_t *n);
 wh_status_t pg_gc_take(meta_t *m, size_t max, unsigned live_s, meta_gc_item_t **out, size_t *n);
 wh_status_t pg_gc_done(meta_t *m, const meta_gc_item_t *items, size_t n);
 wh_status_t pg_gc_defer(meta_t *m, const meta_gc_item_t *items, size_t n, unsigned delay_s);

@@ -79,7 +79,12 @@ static wh_status_t identity_check(srv_storage_t *s)
         s->refused = true;
         return WH_ERR_PRECONDITION;
     }
-    bool empty = cl_chunks_count(s->chunks) == 0 && cl_chunks_damaged_count(s->chunks) == 0;
+    /* Once per process: a directory that this process emptied itself (GC took every copy of
+     * a drained server) keeps its identity, so a removed server does not come back as a new
+     * node when its row stops taking heartbeats. */
+    bool empty = !s->identity_done && cl_chunks_count(s->chunks) == 0 &&
+                 cl_chunks_damaged_count(s->chunks) == 0;
+    s->identity_done = true;
     if (!have || empty) {
         uint8_t rnd[16];
         wh_random_bytes(rnd, sizeof rnd);
@@ -138,9 +143,20 @@ static void beat(srv_storage_t *s)
     wh_status_t st;
     if (!s->registered) {
         st = identity_check(s);
-        if (st == WH_OK)
+        if (st == WH_OK) {
             st = meta_node_register(s->meta, s->addr, s->node_uuid, cl_chunks_count(s->chunks) > 0,
                                     cap, avail, &s->node_id);
+            if (st == WH_ERR_PRECONDITION) {
+                if (!s->removed)
+                    wh_error(MOD,
+                             "this storage server (%s, data directory %s) was removed from the "
+                             "cluster (wharfd node remove): it does not register again; empty "
+                             "its data directory to join as a new node",
+                             s->addr, s->cfg.data_dir);
+                s->removed = true;
+                return;
+            }
+        }
         if (st == WH_OK) {
             s->registered = true;
             atomic_store(&s->damage_dirty, true); /* what an earlier run moved aside */

@@ -296,6 +296,25 @@ class Cluster:
                         [index.get(a) for a in reps.split(",") if a]))
         return out
 
+    def node_cmd(self, *args, check=True):
+        """`wharfd node ARGS --meta URL`: (exit code, stdout, stderr); check: assert it exited
+        0."""
+        r = subprocess.run([os.path.join(build_dir(), "wharfd"), "node", *args, "--meta",
+                            self.meta_url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=30, env=dict(os.environ, **self.env))
+        out, err = r.stdout.decode(), r.stderr.decode()
+        assert not check or r.returncode == 0, (args, r.returncode, out, err)
+        return r.returncode, out, err
+
+    def node_list(self):
+        """`wharfd node list --json`: {registered address: node dict}."""
+        import json
+        return {n["addr"]: n for n in json.loads(self.node_cmd("list", "--json")[1])["nodes"]}
+
+    def addr(self, i):
+        s = self.storage[i]
+        return f"{s.host}:{s.port}"
+
     def chunk_path(self, i, chunk_id):
         return os.path.join(self.storage[i].data_dir, "chunks", chunk_id[:2], chunk_id)
 

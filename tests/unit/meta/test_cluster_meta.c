@@ -344,6 +344,87 @@ static void test_repair_queries(void)
     th_rmdir(dir);
 }
 
+/* Node states: drain, remove (refused while the node holds a chunk's only live copy), zones,
+ * the copies per node, and a removed node that does not register or heartbeat again. */
+static void test_node_states(void)
+{
+    char *dir = th_mkdtemp();
+    meta_t *m = NULL;
+    CHECK(th_meta_open(dir, &m) == WH_OK);
+    if (!m)
+        return;
+    uint32_t a = 0, b = 0, id = 0;
+    uint64_t sole = 0;
+    if (!g_pg) {
+        CHECK(meta_node_drain(m, "10.1.0.1:9100", &id) == WH_ERR_UNSUPPORTED);
+        meta_close(m);
+        th_rmdir(dir);
+        return;
+    }
+    CHECK(meta_node_register(m, "10.1.0.1:9100", "st-a", true, 1000, 600, &a) == WH_OK);
+    CHECK(meta_node_register(m, "10.1.0.2:9100", "st-b", true, 1000, 600, &b) == WH_OK);
+    CHECK(meta_node_set_zone(m, b, "rack-2") == WH_OK);
+    CHECK(meta_bucket_create(m, "ns", 1, "", NULL) == WH_OK);
+    store_chunk_t ch[3];
+    mk_chunk(&ch[0], 0x500, 0, 10, a, b);
+    mk_chunk(&ch[1], 0x501, 10, 10, a, b);
+    mk_chunk(&ch[2], 0x502, 20, 10, a, a);
+    ch[2].n_replicas = 1; /* only on a */
+    store_data_ref_t ref = {.chunks = ch, .n_chunks = 3}, old;
+    snprintf(ref.id, sizeof ref.id, "%032x", 0x55);
+    store_obj_meta_t om;
+    memset(&om, 0, sizeof om);
+    om.size = 30;
+    CHECK(meta_object_put(m, "ns", "k", 1, &om, &ref, &old, NULL) == WH_OK);
+    meta_node_copies_t *cp = NULL;
+    size_t nc = 0;
+    CHECK(meta_node_copies(m, &cp, &nc) == WH_OK);
+    uint64_t ca = 0, cb = 0;
+    for (size_t i = 0; i < nc; i++) {
+        ca += cp[i].id == a ? cp[i].copies : 0;
+        cb += cp[i].id == b ? cp[i].copies : 0;
+    }
+    free(cp);
+    CHECK_EQ_U64(ca, 3);
+    CHECK_EQ_U64(cb, 2);
+    /* a holds chunk 0x502 alone: refused, and it says how many */
+    CHECK(meta_node_remove(m, "10.1.0.1:9100", 60, &id, &sole) == WH_ERR_BUSY);
+    CHECK_EQ_U64(sole, 1);
+    CHECK_EQ_U64(id, a);
+    CHECK(meta_node_remove(m, "10.9.9.9:1", 60, &id, &sole) == WH_ERR_NOT_FOUND);
+    CHECK(meta_node_drain(m, "10.9.9.9:1", &id) == WH_ERR_NOT_FOUND);
+    CHECK(meta_node_drain(m, "10.1.0.1:9100", &id) == WH_OK && id == a);
+    CHECK(meta_node_drain(m, "10.1.0.1:9100", &id) == WH_OK); /* idempotent */
+    meta_node_t *nodes = NULL;
+    size_t n = 0;
+    CHECK(meta_node_list(m, &nodes, &n) == WH_OK);
+    for (size_t i = 0; i < n; i++) {
+        if (nodes[i].id == a)
+            CHECK(nodes[i].state == META_NODE_DRAINING && nodes[i].zone[0] == '\0');
+        if (nodes[i].id == b)
+            CHECK(nodes[i].state == META_NODE_ACTIVE && strcmp(nodes[i].zone, "rack-2") == 0);
+    }
+    free(nodes);
+    /* the drain moved 0x502 to b: a's other copies are all on b, which is live */
+    CHECK(meta_chunk_move(m, ch[2].id, a, b) == WH_OK);
+    CHECK(meta_node_remove(m, "10.1.0.1:9100", 60, &id, &sole) == WH_OK);
+    CHECK(meta_node_remove(m, "10.1.0.1:9100", 60, &id, &sole) == WH_OK); /* idempotent */
+    CHECK(meta_node_drain(m, "10.1.0.1:9100", &id) == WH_ERR_PRECONDITION);
+    /* b is the only live node now: it holds the only live copy of all three */
+    CHECK(meta_node_remove(m, "10.1.0.2:9100", 60, &id, &sole) == WH_ERR_BUSY);
+    CHECK_EQ_U64(sole, 3);
+    /* removed: no heartbeat, no registration under its identity */
+    CHECK(meta_node_heartbeat(m, a, 1000, 600) == WH_ERR_NOT_FOUND);
+    uint32_t again = 0;
+    CHECK(meta_node_register(m, "10.1.0.1:9100", "st-a", true, 1000, 600, &again) ==
+          WH_ERR_PRECONDITION);
+    /* a new directory at that address is a new node */
+    CHECK(meta_node_register(m, "10.1.0.1:9100", "st-a2", false, 1000, 600, &again) == WH_OK);
+    CHECK(again != a);
+    meta_close(m);
+    th_rmdir(dir);
+}
+
 int main(void)
 {
     wh_log_set_level(WH_LOG_ERROR);
@@ -353,5 +434,6 @@ int main(void)
     RUN(test_intents_and_repair);
     RUN(test_shared_database);
     RUN(test_repair_queries);
+    RUN(test_node_states);
     return check_done();
 }

@@ -1,0 +1,182 @@
+"""Cluster elasticity: `wharfd node list|drain|remove`.
+
+- Drill: one of four storage servers is drained while a client PUTs and GETs in a loop; the
+  drain moves every copy off it (rate-limited), keeping two copies of every chunk; once
+  `node list` says drained it is removed and killed: no acknowledged object lost, no wrong
+  byte, every object readable, and the gateway no longer dials it nor logs about it.
+- `remove` refuses a server that holds the only live copy of chunks (naming how many); a
+  drain survives a restart of the gateway (the state is in the node table); a removed
+  server that still runs does not register again."""
+import hashlib
+import os
+import random
+import threading
+import time
+
+from cluster import Cluster
+from wharfd import unique_bucket, wait_until
+
+CHUNK = 64 * 1024
+
+
+def _wait_state(cl, addr, state, timeout):
+    ok = wait_until(lambda: cl.node_list()[addr]["state"] == state, timeout=timeout,
+                    interval=0.5)
+    assert ok, (addr, state, cl.node_list(), cl.gateway.log_tail(3000))
+
+
+class Loop:
+    """PUTs of new objects and GETs of acknowledged ones, one thread, bounded in count and
+    time; every GET's bytes are checked against what was acknowledged."""
+
+    def __init__(self, cl, bucket, limit_s=240, max_ops=20000):
+        self.s3 = cl.boto3()
+        self.bucket = bucket
+        self.acked = {}
+        self.wrong, self.failed, self.gets, self.puts = [], [], 0, 0
+        self.stop = threading.Event()
+        self.limit_s, self.max_ops = limit_s, max_ops
+        self.t = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        rnd = random.Random(7)
+        t0 = time.monotonic()
+        for op in range(self.max_ops):
+            if self.stop.is_set() or time.monotonic() - t0 > self.limit_s:
+                return
+            try:
+                if op % 3 == 0 or not self.acked:
+                    k = f"loop{op}"
+                    body = os.urandom(rnd.randrange(1, CHUNK * 4))
+                    self.s3.put_object(Bucket=self.bucket, Key=k, Body=body)
+                    self.acked[k] = hashlib.sha256(body).hexdigest()
+                    self.puts += 1
+                else:
+                    k = rnd.choice(list(self.acked))
+                    got = self.s3.get_object(Bucket=self.bucket, Key=k)["Body"].read()
+                    self.gets += 1
+                    if hashlib.sha256(got).hexdigest() != self.acked[k]:
+                        self.wrong.append(k)
+            except Exception as e:  # noqa: BLE001 - every failure is counted and asserted
+                self.failed.append(repr(e))
+            time.sleep(0.01)
+
+    def __enter__(self):
+        self.t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.t.join(timeout=60)
+
+
+def test_drain_remove_kill_drill():
+    rate = 1 << 20
+    with Cluster(storage=4, replicas=2, chunk_size=CHUNK, providers="none",
+                 gateway_args=["--drain-rate", str(rate)]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("cldrain")
+        s3.create_bucket(Bucket=b)
+        objs = {f"pre{i}": os.urandom(CHUNK * 3 + i) for i in range(24)}
+        for k, v in objs.items():
+            s3.put_object(Bucket=b, Key=k, Body=v)
+        victim = cl.addr(0)
+        before = cl.node_list()
+        assert set(before) == {cl.addr(i) for i in range(4)}
+        assert all(n["state"] == "up" and n["up"] and n["capacity"] > 0 for n in before.values())
+        held = before[victim]["copies"]
+        assert held == len(cl.chunk_files()[0]) and held > 0, (before, cl.chunk_files()[0])
+        g = cl.gateway
+        with Loop(cl, b) as loop:
+            assert wait_until(lambda: loop.puts >= 5, timeout=30)
+            rc, out, _ = cl.node_cmd("drain", victim)
+            assert "state=draining" in out
+            t0 = time.monotonic()
+            assert cl.node_list()[victim]["state"] == "draining"
+            # rate-limited: never ahead of the rate (plus one group of 8 chunks)
+            for _ in range(6):
+                time.sleep(0.5)
+                moved = g.metric_sum("wharf_cluster_drain_bytes_total")
+                assert moved <= rate * (time.monotonic() - t0) + 8 * CHUNK, (moved, rate)
+            _wait_state(cl, victim, "drained", timeout=90)
+            took = time.monotonic() - t0
+            assert g.metric_sum("wharf_cluster_drain_chunks_total") >= held
+            assert g.metric_sum("wharf_cluster_drain_pending") == 0 or wait_until(
+                lambda: g.metric_sum("wharf_cluster_drain_pending") == 0, timeout=10)
+            rc, out, _ = cl.node_cmd("remove", victim)
+            assert "state=removed" in out
+            assert cl.node_list()[victim]["state"] == "removed"
+            # the gateway's next refresh (1 s) says it once; from then on it is not dialed
+            assert wait_until(lambda: b"storage node removed" in open(g.log_path, "rb").read(),
+                              timeout=10)
+            time.sleep(2.5)  # a GC pass in flight when the refresh came has ended
+            cl.storage[0].kill()
+            n_log = len(open(g.log_path, "rb").read().splitlines())
+            time.sleep(5)  # the loop goes on without it
+            later = open(g.log_path, "rb").read().splitlines()[n_log:]
+        assert not loop.wrong, loop.wrong
+        assert not loop.failed, loop.failed[:5]
+        assert loop.puts > 10 and loop.gets > 10, (loop.puts, loop.gets)
+        # the removed, dead server is not dialed nor warned about
+        about = [ln for ln in later if victim.encode() in ln or b"level=warn" in ln]
+        assert len(about) == 0, about[:5]
+        # every chunk: two copies, none on the removed server, each on disk
+        files = cl.chunk_files()
+        for cid, _off, _ln, reps in cl.chunk_map():
+            assert len(reps) == 2 and 0 not in reps and None not in reps, (cid, reps)
+            for i in reps:
+                assert cid in files[i], (cid, i)
+        for k, v in objs.items():
+            assert s3.get_object(Bucket=b, Key=k)["Body"].read() == v, k
+        for k, h in loop.acked.items():
+            got = s3.get_object(Bucket=b, Key=k)["Body"].read()
+            assert hashlib.sha256(got).hexdigest() == h, k
+        print(f"drained {held} chunks in {took:.1f}s at --drain-rate {rate}; "
+              f"loop {loop.puts} PUTs {loop.gets} GETs")
+
+
+def test_remove_refused_with_only_copies_drain_resumes_after_gateway_restart():
+    with Cluster(storage=2, replicas=1, chunk_size=CHUNK, providers="none",
+                 gateway_args=["--drain-rate", str(256 * 1024)]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clrm")
+        s3.create_bucket(Bucket=b)
+        objs = {f"o{i}": os.urandom(CHUNK * 4 + i) for i in range(10)}
+        for k, v in objs.items():
+            s3.put_object(Bucket=b, Key=k, Body=v)
+        victim = cl.addr(0)
+        sole = len(cl.chunk_files()[0])
+        assert sole > 0
+        rc, out, err = cl.node_cmd("remove", victim, check=False)
+        assert rc == 4, (rc, out, err)
+        assert f"holds the only live copy of {sole} chunks" in err, err
+        assert cl.node_list()[victim]["state"] == "up"
+        rc, _, err = cl.node_cmd("drain", "127.0.0.1:1", check=False)
+        assert rc == 3 and "no storage node at 127.0.0.1:1" in err, err
+        cl.node_cmd("drain", victim)
+        g = cl.gateway
+        assert wait_until(lambda: g.metric_sum("wharf_cluster_drain_chunks_total") >= 1,
+                          timeout=30)
+        # the gateway restarts mid-drain: the new one goes on (the state is in the database)
+        g.stop()
+        left = cl.node_list()[victim]["copies"]
+        assert 0 < left < sole, (left, sole)
+        g.start()
+        _wait_state(cl, victim, "drained", timeout=90)
+        # new PUTs go to the other server only, while the drained one is still up
+        s3.put_object(Bucket=b, Key="after", Body=os.urandom(CHUNK * 5))
+        assert all(reps == [1] for _c, _o, _l, reps in cl.chunk_map()), cl.chunk_map()
+        cl.node_cmd("remove", victim)
+        # still running, removed: it does not register again, and nothing dials it
+        served = cl.storage[0].metric_sum("wharf_http_read_bytes_total")
+        for k, v in objs.items():
+            assert s3.get_object(Bucket=b, Key=k)["Body"].read() == v, k
+        time.sleep(3)
+        assert cl.storage[0].metric_sum("wharf_http_read_bytes_total") == served
+        assert cl.node_list()[victim]["state"] == "removed"
+        assert cl.storage[0].log_tail(100000).count("was removed from the cluster") == 1, \
+            cl.storage[0].log_tail(3000)
+        assert cl.nodes_up() == 1
+        cl.storage[0].kill()
+        for k, v in objs.items():
+            assert s3.get_object(Bucket=b, Key=k)["Body"].read() == v, k
