@@ -111,7 +111,7 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
 {
     cl_place_node_t pn[64];
     uint32_t ids[64];
-    char addrs[64][256], idstr[64][12];
+    char addrs[64][256], idstr[64][12], zones[64][META_ZONE_MAX];
     size_t n = 0;
     wh_mutex_lock(&r->lock);
     uint64_t now = wh_now_ns() / 1000000;
@@ -124,6 +124,8 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
             continue; /* a draining server takes no new copy */
         snprintf(addrs[n], sizeof addrs[n], "%s", r->members[i].addr);
         ids[n] = r->members[i].id;
+        snprintf(zones[n], sizeof zones[n], "%s", r->members[i].zone);
+        pn[n].zone = zones[n];
         pn[n].free_bytes = r->members[i].free - r->cfg.reserve_bytes;
         n++;
     }
@@ -133,7 +135,9 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
         pn[i].id = idstr[i];
     }
     size_t rank[CL_PLACE_MAX];
-    size_t k = cl_place(pn, n, chunk_id, (unsigned)WH_MIN(max, (size_t)CL_PLACE_MAX), rank);
+    /* the first `replicas` on distinct zones where there are enough, then the spares */
+    size_t k = cl_place_zoned(pn, n, chunk_id, r->cfg.replicas,
+                              (unsigned)WH_MIN(max, (size_t)CL_PLACE_MAX), rank);
     for (size_t q = 0; q < k; q++) {
         ids_out[q] = ids[rank[q]];
         snprintf(addrs_out[q], 256, "%s", addrs[rank[q]]);
@@ -217,6 +221,20 @@ bool cl_members_addr(cl_remote_t *r, uint32_t id, char addr[256])
     for (size_t m = 0; m < r->n_members; m++)
         if (r->members[m].id == id) {
             snprintf(addr, 256, "%s", r->members[m].addr);
+            ok = true;
+        }
+    wh_mutex_unlock(&r->lock);
+    return ok;
+}
+
+/* The zone of member id into zone (false: not a member). */
+static bool member_zone(cl_remote_t *r, uint32_t id, char zone[META_ZONE_MAX])
+{
+    bool ok = false;
+    wh_mutex_lock(&r->lock);
+    for (size_t m = 0; m < r->n_members; m++)
+        if (r->members[m].id == id) {
+            snprintf(zone, META_ZONE_MAX, "%s", r->members[m].zone);
             ok = true;
         }
     wh_mutex_unlock(&r->lock);
@@ -350,13 +368,25 @@ static size_t repair_group(cl_remote_t *r, const store_chunk_t *cs, size_t n, ui
         uint32_t ids[CL_PLACE_MAX];
         char addrs[CL_PLACE_MAX][256];
         size_t k = cl_members_rank(r, c->id, ids, addrs, CL_PLACE_MAX), t = k;
-        for (size_t q = 0; q < k && t == k; q++) {
-            bool has = false;
-            for (uint32_t j = 0; j < c->n_replicas; j++)
-                has |= c->replicas[j] == ids[q];
-            if (!has)
-                t = q;
-        }
+        /* the best-ranked server without a copy, in a zone none of the copies kept is in
+         * where there is one (zones first, as placement) */
+        char kept[CL_MAX_CANDIDATES][META_ZONE_MAX];
+        size_t nk = 0;
+        for (uint32_t j = 0; j < c->n_replicas && nk < CL_MAX_CANDIDATES; j++)
+            if (c->replicas[j] != dead && member_zone(r, c->replicas[j], kept[nk]))
+                nk++;
+        for (int pass = 0; pass < 2 && t == k; pass++)
+            for (size_t q = 0; q < k && t == k; q++) {
+                bool has = false;
+                for (uint32_t j = 0; j < c->n_replicas; j++)
+                    has |= c->replicas[j] == ids[q];
+                char zq[META_ZONE_MAX] = "";
+                member_zone(r, ids[q], zq);
+                for (size_t j = 0; pass == 0 && j < nk && !has; j++)
+                    has = strcmp(kept[j], zq) == 0;
+                if (!has)
+                    t = q;
+            }
         if (t == k || !(buf[i] = malloc(c->length ? c->length : 1)))
             continue; /* no server without a copy is up (or no memory): skipped */
         to[i] = ids[t];

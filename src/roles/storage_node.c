@@ -157,13 +157,16 @@ static void beat(srv_storage_t *s)
                 return;
             }
         }
+        if (st == WH_OK) /* every registration: the command line says the zone */
+            st = meta_node_set_zone(s->meta, s->node_id, s->cfg.zone ? s->cfg.zone : "");
         if (st == WH_OK) {
             s->registered = true;
             atomic_store(&s->damage_dirty, true); /* what an earlier run moved aside */
             wh_info(MOD,
-                    "registered in the metadata database node=%" PRIu32 " addr=%s "
+                    "registered in the metadata database node=%" PRIu32 " addr=%s zone=%s "
                     "capacity=%" PRIu64 " free=%" PRIu64,
-                    s->node_id, s->addr, cap, avail);
+                    s->node_id, s->addr, s->cfg.zone && s->cfg.zone[0] ? s->cfg.zone : "-", cap,
+                    avail);
         }
     } else {
         st = meta_node_heartbeat(s->meta, s->node_id, cap, avail);

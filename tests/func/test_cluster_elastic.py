@@ -6,7 +6,9 @@
   byte, every object readable, and the gateway no longer dials it nor logs about it.
 - `remove` refuses a server that holds the only live copy of chunks (naming how many); a
   drain survives a restart of the gateway (the state is in the node table); a removed
-  server that still runs does not register again."""
+  server that still runs does not register again.
+- Zones (`wharfd storage --zone`): a chunk's two copies are in two zones; a drain moves a copy
+  to a server of the zone it leaves, not next to the other copy."""
 import hashlib
 import os
 import random
@@ -178,5 +180,37 @@ def test_remove_refused_with_only_copies_drain_resumes_after_gateway_restart():
             cl.storage[0].log_tail(3000)
         assert cl.nodes_up() == 1
         cl.storage[0].kill()
+        for k, v in objs.items():
+            assert s3.get_object(Bucket=b, Key=k)["Body"].read() == v, k
+
+
+def test_zones_spread_copies_and_drain_keeps_them():
+    zones = ["za", "za", "zb", "zb"]
+    with Cluster(storage=4, replicas=2, chunk_size=CHUNK, providers="none", zones=zones,
+                 gateway_args=["--drain-rate", "16M"]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clzone")
+        s3.create_bucket(Bucket=b)
+        objs = {f"o{i}": os.urandom(CHUNK * 4) for i in range(12)}
+        for k, v in objs.items():
+            s3.put_object(Bucket=b, Key=k, Body=v)
+        nodes = cl.node_list()
+        assert [nodes[cl.addr(i)]["zone"] for i in range(4)] == zones, nodes
+
+        def spread():
+            cm = cl.chunk_map()
+            assert len(cm) == 48, len(cm)
+            for cid, _o, _l, reps in cm:
+                assert len(reps) == 2 and {zones[i] for i in reps} == {"za", "zb"}, (cid, reps)
+            return cm
+        spread()
+        on2 = sum(1 for *_x, reps in cl.chunk_map() if 2 in reps)
+        assert on2 > 0
+        cl.node_cmd("drain", cl.addr(2))
+        _wait_state(cl, cl.addr(2), "drained", timeout=60)
+        # every copy that left zb went to the other zb server
+        cm = spread()
+        assert all(2 not in reps for *_x, reps in cm)
+        assert sum(1 for *_x, reps in cm if 3 in reps) == 48
         for k, v in objs.items():
             assert s3.get_object(Bucket=b, Key=k)["Body"].read() == v, k
