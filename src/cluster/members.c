@@ -686,6 +686,15 @@ static void *members_main(void *arg)
                 gc_pass(r);
                 damage_pass(r);
                 repair_pass(r);
+                meta_cluster_status_t cs = {
+                    .repair_pending = atomic_load(&r->repair_pending),
+                    .repair_nodes = atomic_load(&r->repair_nodes),
+                    .drain_pending = atomic_load(&r->drain_pending),
+                    .damage_pending = atomic_load(&r->damage_pending),
+                };
+                snprintf(cs.leader, sizeof cs.leader, "%s",
+                         r->cfg.self_addr ? r->cfg.self_addr : "");
+                meta_cluster_status_put(r->cfg.meta, &cs); /* best effort: a view */
             }
         }
         wh_mutex_lock(&r->lock);

@@ -50,6 +50,8 @@ typedef struct cl_remote_config {
     /* Bytes per second the maintenance gateway copies off draining servers (wharfd node
      * drain). Default 64 MiB. */
     uint64_t drain_rate;
+    /* This gateway's S3 address, published as the leader's (wharfd node status). */
+    const char *self_addr;
 } cl_remote_config_t;
 
 void cl_remote_config_init(cl_remote_config_t *cfg);

@@ -88,7 +88,17 @@ typedef struct meta_node {
     int state;        /* META_NODE_ACTIVE, _DRAINING (no new copies; repair moves its copies
                        * off) or _REMOVED (never dialed again; its copies count as lost) */
     char zone[META_ZONE_MAX]; /* failure domain (wharfd storage --zone); "" none */
+    double scrub_progress;    /* its scrubber's pass, 0..1 (node_report) */
+    uint64_t scrub_passes;    /* scrub passes completed */
+    uint64_t damaged;         /* copies it moved aside, not yet rewritten */
 } meta_node_t;
+
+/* What the maintenance gateway saw at its last pass (cluster_status_put), and how old. */
+typedef struct meta_cluster_status {
+    char leader[256]; /* the gateway's S3 address (host:port) */
+    uint64_t repair_pending, repair_nodes, drain_pending, damage_pending;
+    int64_t age_s; /* seconds since it was written (database clock); status_get only */
+} meta_cluster_status_t;
 
 enum { META_NODE_ACTIVE = 0, META_NODE_DRAINING = 1, META_NODE_REMOVED = 2 };
 
@@ -313,6 +323,13 @@ struct meta_ops {
                                uint64_t *sole);
     /* Distinct chunks in the chunk map per node that holds any (free). */
     wh_status_t (*node_copies)(meta_t *m, meta_node_copies_t **out, size_t *n);
+    /* A storage server's scrubber progress and damaged copies (written when they change). */
+    wh_status_t (*node_report)(meta_t *m, uint32_t id, double scrub_progress,
+                               uint64_t scrub_passes, uint64_t damaged);
+    /* The maintenance gateway's view, written every pass; read by wharfd node status.
+     * status_get: NOT_FOUND before any pass. */
+    wh_status_t (*cluster_status_put)(meta_t *m, const meta_cluster_status_t *st);
+    wh_status_t (*cluster_status_get)(meta_t *m, meta_cluster_status_t *st);
     /* Up to max queued chunk copies no committed row references any more, oldest first.
      * live_s > 0: only copies on nodes whose heartbeat is younger than live_s seconds, that
      * were retired, or that are not in the node table (a dead node's backlog does not stop
@@ -456,6 +473,9 @@ wh_status_t meta_cached_bucket_auth_get(meta_t *m, const char *bucket, store_buc
 #define meta_node_drain(m, ...) META_CALL_(m, node_drain, __VA_ARGS__)
 #define meta_node_remove(m, ...) META_CALL_(m, node_remove, __VA_ARGS__)
 #define meta_node_copies(m, ...) META_CALL_(m, node_copies, __VA_ARGS__)
+#define meta_node_report(m, ...) META_CALL_(m, node_report, __VA_ARGS__)
+#define meta_cluster_status_put(m, ...) META_CALL_(m, cluster_status_put, __VA_ARGS__)
+#define meta_cluster_status_get(m, ...) META_CALL_(m, cluster_status_get, __VA_ARGS__)
 #define meta_gc_take(m, ...) META_CALL_(m, gc_take, __VA_ARGS__)
 #define meta_gc_done(m, ...) META_CALL_(m, gc_done, __VA_ARGS__)
 #define meta_gc_defer(m, ...) META_CALL_(m, gc_defer, __VA_ARGS__)

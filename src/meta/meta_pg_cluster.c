@@ -296,8 +296,8 @@ static wh_status_t rd_node_list(void *conn, void *arg)
     wh_status_t st = pg_exec(conn,
                              "SELECT id, addr, capacity, free,"
                              " extract(epoch FROM heartbeat)::bigint,"
-                             " extract(epoch FROM now())::bigint, retired, state, zone"
-                             " FROM nodes ORDER BY id",
+                             " extract(epoch FROM now())::bigint, retired, state, zone,"
+                             " scrub_progress, scrub_passes, damaged FROM nodes ORDER BY id",
                              NULL, &r, "node list");
     if (st != WH_OK)
         return st;
@@ -323,6 +323,9 @@ static wh_status_t rd_node_list(void *conn, void *arg)
                     : !strcmp(state, "removed") ? META_NODE_REMOVED
                                                 : META_NODE_ACTIVE;
         pg_copy(r, i, 8, nd->zone, sizeof nd->zone);
+        nd->scrub_progress = strtod(PQgetvalue(r, i, 9), NULL);
+        nd->scrub_passes = (uint64_t)pg_i64(r, i, 10);
+        nd->damaged = (uint64_t)pg_i64(r, i, 11);
     }
     a->n = (size_t)rows;
     PQclear(r);
@@ -495,6 +498,95 @@ wh_status_t pg_node_copies(meta_t *m, meta_node_copies_t **out, size_t *n)
     *out = a.arr;
     *n = a.n;
     return WH_OK;
+}
+
+typedef struct {
+    uint32_t id;
+    double progress;
+    uint64_t passes, damaged;
+    const meta_cluster_status_t *put;
+    meta_cluster_status_t *get;
+} pg_report_arg_t;
+
+static wh_status_t tx_node_report(void *conn, void *arg)
+{
+    pg_report_arg_t *a = arg;
+    char prog[32];
+    snprintf(prog, sizeof prog, "%.6f", a->progress);
+    pg_params_t p = {0};
+    pp_i64(&p, a->id);
+    pp_text(&p, prog);
+    pp_i64(&p, (int64_t)a->passes);
+    pp_i64(&p, (int64_t)a->damaged);
+    return pg_exec(conn,
+                   "UPDATE nodes SET scrub_progress = $2::double precision, scrub_passes = $3,"
+                   " damaged = $4 WHERE id = $1",
+                   &p, NULL, "node report");
+}
+
+wh_status_t pg_node_report(meta_t *m, uint32_t id, double scrub_progress, uint64_t scrub_passes,
+                           uint64_t damaged)
+{
+    pg_report_arg_t a = {id, scrub_progress, scrub_passes, damaged, NULL, NULL};
+    return pg_write(PGM(m), tx_node_report, &a);
+}
+
+static wh_status_t tx_status_put(void *conn, void *arg)
+{
+    pg_report_arg_t *a = arg;
+    pg_params_t p = {0};
+    pp_text(&p, a->put->leader);
+    pp_i64(&p, (int64_t)a->put->repair_pending);
+    pp_i64(&p, (int64_t)a->put->repair_nodes);
+    pp_i64(&p, (int64_t)a->put->drain_pending);
+    pp_i64(&p, (int64_t)a->put->damage_pending);
+    return pg_exec(conn,
+                   "INSERT INTO cluster_status(one, leader, repair_pending, repair_nodes,"
+                   " drain_pending, damage_pending) VALUES(1, $1, $2, $3, $4, $5)"
+                   " ON CONFLICT (one) DO UPDATE SET leader = EXCLUDED.leader,"
+                   " repair_pending = EXCLUDED.repair_pending,"
+                   " repair_nodes = EXCLUDED.repair_nodes, drain_pending = EXCLUDED.drain_pending,"
+                   " damage_pending = EXCLUDED.damage_pending, updated = now()",
+                   &p, NULL, "cluster status put");
+}
+
+wh_status_t pg_cluster_status_put(meta_t *m, const meta_cluster_status_t *st)
+{
+    pg_report_arg_t a = {0, 0, 0, 0, st, NULL};
+    return pg_write(PGM(m), tx_status_put, &a);
+}
+
+static wh_status_t rd_status_get(void *conn, void *arg)
+{
+    pg_report_arg_t *a = arg;
+    PGresult *r;
+    wh_status_t st = pg_exec(conn,
+                             "SELECT leader, repair_pending, repair_nodes, drain_pending,"
+                             " damage_pending, extract(epoch FROM now() - updated)::bigint"
+                             " FROM cluster_status WHERE one = 1",
+                             NULL, &r, "cluster status get");
+    if (st != WH_OK)
+        return st;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return WH_ERR_NOT_FOUND;
+    }
+    meta_cluster_status_t *o = a->get;
+    pg_copy(r, 0, 0, o->leader, sizeof o->leader);
+    o->repair_pending = (uint64_t)pg_i64(r, 0, 1);
+    o->repair_nodes = (uint64_t)pg_i64(r, 0, 2);
+    o->drain_pending = (uint64_t)pg_i64(r, 0, 3);
+    o->damage_pending = (uint64_t)pg_i64(r, 0, 4);
+    o->age_s = pg_i64(r, 0, 5);
+    PQclear(r);
+    return WH_OK;
+}
+
+wh_status_t pg_cluster_status_get(meta_t *m, meta_cluster_status_t *st)
+{
+    memset(st, 0, sizeof *st);
+    pg_report_arg_t a = {0, 0, 0, 0, NULL, st};
+    return pg_read(PGM(m), rd_status_get, &a);
 }
 
 /* ---- garbage collection ---- */

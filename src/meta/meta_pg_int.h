@@ -166,6 +166,10 @@ wh_status_t pg_node_drain(meta_t *m, const char *addr, uint32_t *id);
 wh_status_t pg_node_remove(meta_t *m, const char *addr, unsigned live_s, uint32_t *id,
                            uint64_t *sole);
 wh_status_t pg_node_copies(meta_t *m, meta_node_copies_t **out, size_t *n);
+wh_status_t pg_node_report(meta_t *m, uint32_t id, double scrub_progress, uint64_t scrub_passes,
+                           uint64_t damaged);
+wh_status_t pg_cluster_status_put(meta_t *m, const meta_cluster_status_t *st);
+wh_status_t pg_cluster_status_get(meta_t *m, meta_cluster_status_t *st);
 wh_status_t pg_gc_take(meta_t *m, size_t max, unsigned live_s, meta_gc_item_t **out, size_t *n);
 wh_status_t pg_gc_done(meta_t *m, const meta_gc_item_t *items, size_t n);
 wh_status_t pg_gc_defer(meta_t *m, const meta_gc_item_t *items, size_t n, unsigned delay_s);

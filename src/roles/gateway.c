@@ -205,6 +205,9 @@ int srv_gateway_main(int argc, char **argv)
         return 1;
     }
     rc.meta = meta;
+    char self[300];
+    snprintf(self, sizeof self, "%s:%u", host, (unsigned)cfg.listen_port);
+    rc.self_addr = self;
     if ((s = cl_remote_open(&rc, &data)) != WH_OK) {
         meta_close(meta);
         fprintf(stderr, "wharfd: cannot start the cluster data table: %s\n", wh_status_str(s));

@@ -2,6 +2,8 @@
  * the cluster's PostgreSQL (the node table is the state: the maintenance gateway acts on it at
  * its next pass, and a gateway that restarts reads it again).
  *
+ *   status          the dashboard: list's nodes plus zones, capacity, the maintenance leader and
+ *                   its backlogs (repair, drain, damaged copies), the scrubbers' progress
  *   list            every storage server: id, address, state, zone, capacity, free space, the
  *                   chunk copies the chunk map lists on it (text, or --json)
  *   drain ADDR      no new copies go there; repair moves every copy off it (rate-limited by the
@@ -27,12 +29,16 @@
 static int nc_usage(FILE *f)
 {
     fprintf(f, "usage: wharfd node list [--json] --meta postgresql://USER@HOST:PORT/DB\n"
+               "       wharfd node status [--json] --meta URL\n"
                "       wharfd node drain HOST:PORT --meta URL\n"
                "       wharfd node remove HOST:PORT --meta URL\n"
                "\n"
                "A cluster's storage servers, by the address they registered (--listen).\n"
                "  list    id, address, state (up, down, draining, drained, removed, retired),\n"
                "          zone, capacity, free bytes and the chunk copies each holds\n"
+               "  status  the dashboard: servers by state, capacity, zones, the maintenance\n"
+               "          gateway (leader) and its repair, drain and damage backlogs, the\n"
+               "          scrubbers' progress, then every server as list shows it\n"
                "  drain   no new copies go to it; the maintenance gateway moves every copy off\n"
                "          it (at --drain-rate bytes/s), keeping the replica count; resumed by any\n"
                "          gateway after a restart; list says drained when it holds none\n"
@@ -80,51 +86,221 @@ static const char *node_state(const meta_node_t *n, uint64_t copies, bool *up)
     return *up ? "up" : "down";
 }
 
-static int node_list(meta_t *m, bool json)
+/* A leader that wrote its view longer ago than this is gone (a pass runs every 2 s and takes
+ * at most about 5 s). */
+#define NODE_LEADER_STALE_S 15
+
+typedef struct {
+    meta_node_t *nodes;
+    size_t n;
+    uint64_t *copies; /* per node */
+} nc_view_t;
+
+static int view_load(meta_t *m, nc_view_t *v)
 {
-    meta_node_t *nodes = NULL;
+    memset(v, 0, sizeof *v);
     meta_node_copies_t *cp = NULL;
-    size_t n = 0, nc = 0;
-    wh_status_t st = meta_node_list(m, &nodes, &n);
+    size_t nc = 0;
+    wh_status_t st = meta_node_list(m, &v->nodes, &v->n);
     if (st == WH_OK)
         st = meta_node_copies(m, &cp, &nc);
+    if (st == WH_OK && !(v->copies = calloc(v->n ? v->n : 1, sizeof *v->copies)))
+        st = WH_ERR_NOMEM;
     if (st != WH_OK) {
         fprintf(stderr, "wharfd: cannot read the node table: %s\n", wh_status_str(st));
-        free(nodes);
+        free(v->nodes);
+        free(cp);
         return 1;
     }
-    if (json)
-        printf("{\"nodes\":[");
-    else
-        printf("%-4s %-24s %-9s %-10s %-3s %14s %14s %8s %6s\n", "ID", "ADDRESS", "STATE", "ZONE",
-               "UP", "CAPACITY", "FREE", "COPIES", "AGE_S");
-    for (size_t i = 0; i < n; i++) {
-        uint64_t copies = 0;
+    for (size_t i = 0; i < v->n; i++)
         for (size_t j = 0; j < nc; j++)
-            if (cp[j].id == nodes[i].id)
-                copies = cp[j].copies;
+            if (cp[j].id == v->nodes[i].id)
+                v->copies[i] = cp[j].copies;
+    free(cp);
+    return 0;
+}
+
+static void view_free(nc_view_t *v)
+{
+    free(v->nodes);
+    free(v->copies);
+}
+
+static void nodes_json(const nc_view_t *v)
+{
+    printf("\"nodes\":[");
+    for (size_t i = 0; i < v->n; i++) {
+        const meta_node_t *nd = &v->nodes[i];
         bool up;
-        const char *state = node_state(&nodes[i], copies, &up);
-        int64_t age = (int64_t)nodes[i].now - (int64_t)nodes[i].heartbeat;
-        if (json) {
-            printf("%s{\"id\":%" PRIu32 ",\"addr\":", i ? "," : "", nodes[i].id);
-            json_str(nodes[i].addr);
-            printf(",\"state\":\"%s\",\"zone\":", state);
-            json_str(nodes[i].zone);
-            printf(",\"up\":%s,\"capacity\":%" PRIu64 ",\"free\":%" PRIu64 ",\"copies\":%" PRIu64
-                   ",\"heartbeat_age_s\":%" PRId64 "}",
-                   up ? "true" : "false", nodes[i].capacity, nodes[i].free, copies, age);
-        } else {
-            printf("%-4" PRIu32 " %-24s %-9s %-10s %-3s %14" PRIu64 " %14" PRIu64 " %8" PRIu64
-                   " %6" PRId64 "\n",
-                   nodes[i].id, nodes[i].addr, state, nodes[i].zone[0] ? nodes[i].zone : "-",
-                   up ? "yes" : "no", nodes[i].capacity, nodes[i].free, copies, age);
+        const char *state = node_state(nd, v->copies[i], &up);
+        printf("%s{\"id\":%" PRIu32 ",\"addr\":", i ? "," : "", nd->id);
+        json_str(nd->addr);
+        printf(",\"state\":\"%s\",\"zone\":", state);
+        json_str(nd->zone);
+        printf(",\"up\":%s,\"capacity\":%" PRIu64 ",\"free\":%" PRIu64 ",\"copies\":%" PRIu64
+               ",\"heartbeat_age_s\":%" PRId64 ",\"scrub_progress\":%.4f,\"scrub_passes\":%" PRIu64
+               ",\"damaged\":%" PRIu64 "}",
+               up ? "true" : "false", nd->capacity, nd->free, v->copies[i],
+               (int64_t)nd->now - (int64_t)nd->heartbeat, nd->scrub_progress, nd->scrub_passes,
+               nd->damaged);
+    }
+    printf("]");
+}
+
+static void nodes_text(const nc_view_t *v, bool wide)
+{
+    printf("%-4s %-24s %-9s %-10s %-3s %14s %14s %8s %6s", "ID", "ADDRESS", "STATE", "ZONE", "UP",
+           "CAPACITY", "FREE", "COPIES", "AGE_S");
+    printf(wide ? " %6s %7s\n" : "\n", "SCRUB", "DAMAGED");
+    for (size_t i = 0; i < v->n; i++) {
+        const meta_node_t *nd = &v->nodes[i];
+        bool up;
+        const char *state = node_state(nd, v->copies[i], &up);
+        printf("%-4" PRIu32 " %-24s %-9s %-10s %-3s %14" PRIu64 " %14" PRIu64 " %8" PRIu64
+               " %6" PRId64,
+               nd->id, nd->addr, state, nd->zone[0] ? nd->zone : "-", up ? "yes" : "no",
+               nd->capacity, nd->free, v->copies[i], (int64_t)nd->now - (int64_t)nd->heartbeat);
+        if (wide)
+            printf(" %5.1f%% %7" PRIu64, nd->scrub_progress * 100.0, nd->damaged);
+        printf("\n");
+    }
+}
+
+static int node_list(meta_t *m, bool json)
+{
+    nc_view_t v;
+    if (view_load(m, &v) != 0)
+        return 1;
+    if (json) {
+        printf("{");
+        nodes_json(&v);
+        printf("}\n");
+    } else {
+        nodes_text(&v, false);
+    }
+    view_free(&v);
+    return 0;
+}
+
+/* The dashboard: servers by state, capacity, zones, the maintenance leader and its backlogs
+ * (repair, drain, damaged copies), the scrubbers' progress, then every node. */
+static int node_status(meta_t *m, bool json)
+{
+    nc_view_t v;
+    if (view_load(m, &v) != 0)
+        return 1;
+    meta_cluster_status_t cs;
+    wh_status_t st = meta_cluster_status_get(m, &cs);
+    if (st != WH_OK && st != WH_ERR_NOT_FOUND) {
+        fprintf(stderr, "wharfd: cannot read the cluster status: %s\n", wh_status_str(st));
+        view_free(&v);
+        return 1;
+    }
+    bool have_leader = st == WH_OK, leader_live = have_leader && cs.age_s <= NODE_LEADER_STALE_S;
+    enum { S_UP, S_DOWN, S_DRAINING, S_DRAINED, S_REMOVED, S_RETIRED, S_N };
+    static const char *const sname[S_N] = {"up", "down", "draining", "drained", "removed",
+                                           "retired"};
+    uint64_t by[S_N] = {0}, cap = 0, fre = 0, copies = 0, damaged = 0, mid = 0, scrubbing = 0;
+    double low = 1.0;
+    char zones[64][META_ZONE_MAX];
+    uint64_t zn[64] = {0}, zup[64] = {0}, zcap[64] = {0}, zfree[64] = {0}, zcp[64] = {0};
+    size_t nz = 0;
+    for (size_t i = 0; i < v.n; i++) {
+        const meta_node_t *nd = &v.nodes[i];
+        bool up;
+        const char *state = node_state(nd, v.copies[i], &up);
+        for (int k = 0; k < S_N; k++)
+            by[k] += !strcmp(state, sname[k]);
+        if (nd->retired || nd->state == META_NODE_REMOVED)
+            continue; /* out of the cluster: not in its capacity */
+        cap += nd->capacity;
+        fre += nd->free;
+        copies += v.copies[i];
+        damaged += nd->damaged;
+        if (up) {
+            scrubbing++;
+            if (nd->scrub_progress > 0 && nd->scrub_progress < 1)
+                mid++;
+            if (nd->scrub_progress < low)
+                low = nd->scrub_progress;
+        }
+        size_t z = 0;
+        while (z < nz && strcmp(zones[z], nd->zone) != 0)
+            z++;
+        if (z == nz && nz < 64)
+            snprintf(zones[nz++], META_ZONE_MAX, "%s", nd->zone);
+        if (z < 64) {
+            zn[z]++;
+            zup[z] += up;
+            zcap[z] += nd->capacity;
+            zfree[z] += nd->free;
+            zcp[z] += v.copies[i];
         }
     }
-    if (json)
-        printf("]}\n");
-    free(nodes);
-    free(cp);
+    if (!scrubbing)
+        low = 0;
+    if (json) {
+        printf("{\"servers\":{");
+        for (int k = 0; k < S_N; k++)
+            printf("%s\"%s\":%" PRIu64, k ? "," : "", sname[k], by[k]);
+        printf(",\"total\":%zu},\"capacity\":%" PRIu64 ",\"free\":%" PRIu64 ",\"copies\":%" PRIu64
+               ",\"leader\":",
+               v.n, cap, fre, copies);
+        if (have_leader) {
+            printf("{\"addr\":");
+            json_str(cs.leader);
+            printf(",\"age_s\":%" PRId64 ",\"live\":%s}", cs.age_s, leader_live ? "true" : "false");
+        } else {
+            printf("null");
+        }
+        printf(",\"backlog\":{\"repair_pending\":%" PRIu64 ",\"repair_nodes\":%" PRIu64
+               ",\"drain_pending\":%" PRIu64 ",\"damage_pending\":%" PRIu64
+               ",\"damaged_copies\":%" PRIu64 ",\"scrub_servers\":%" PRIu64
+               ",\"scrub_mid_pass\":%" PRIu64 ",\"scrub_lowest_progress\":%.4f}",
+               cs.repair_pending, cs.repair_nodes, cs.drain_pending, cs.damage_pending, damaged,
+               scrubbing, mid, low);
+        printf(",\"zones\":[");
+        for (size_t z = 0; z < nz; z++) {
+            printf("%s{\"zone\":", z ? "," : "");
+            json_str(zones[z]);
+            printf(",\"servers\":%" PRIu64 ",\"up\":%" PRIu64 ",\"capacity\":%" PRIu64
+                   ",\"free\":%" PRIu64 ",\"copies\":%" PRIu64 "}",
+                   zn[z], zup[z], zcap[z], zfree[z], zcp[z]);
+        }
+        printf("],");
+        nodes_json(&v);
+        printf("}\n");
+    } else {
+        printf("servers:  %zu (", v.n);
+        for (int k = 0, first = 1; k < S_N; k++)
+            if (by[k] || k == S_UP) {
+                printf("%s%" PRIu64 " %s", first ? "" : ", ", by[k], sname[k]);
+                first = 0;
+            }
+        printf(")\n");
+        printf("capacity: %" PRIu64 " bytes, %" PRIu64 " free (%.1f%%), %" PRIu64
+               " chunk copies\n",
+               cap, fre, cap ? 100.0 * (double)fre / (double)cap : 0.0, copies);
+        if (!have_leader)
+            printf("leader:   none yet (no maintenance pass has run)\n");
+        else
+            printf("leader:   %s (last pass %" PRId64 " s ago%s)\n", cs.leader, cs.age_s,
+                   leader_live ? "" : ": no gateway holds the maintenance lock now?");
+        printf("backlog:  repair %" PRIu64 " chunks on %" PRIu64 " servers, drain %" PRIu64
+               " chunks, damaged %" PRIu64 " copies (servers report %" PRIu64 ")\n",
+               cs.repair_pending, cs.repair_nodes, cs.drain_pending, cs.damage_pending, damaged);
+        printf("scrub:    %" PRIu64 " of %" PRIu64 " servers mid-pass, lowest progress %.1f%%\n",
+               mid, scrubbing, low * 100.0);
+        printf("zones:    %zu\n", nz);
+        printf("  %-12s %7s %3s %14s %14s %8s\n", "ZONE", "SERVERS", "UP", "CAPACITY", "FREE",
+               "COPIES");
+        for (size_t z = 0; z < nz; z++)
+            printf("  %-12s %7" PRIu64 " %3" PRIu64 " %14" PRIu64 " %14" PRIu64 " %8" PRIu64 "\n",
+                   zones[z][0] ? zones[z] : "-", zn[z], zup[z], zcap[z], zfree[z], zcp[z]);
+        printf("\n");
+        nodes_text(&v, true);
+    }
+    view_free(&v);
     return 0;
 }
 
@@ -168,9 +344,10 @@ int srv_node_main(int argc, char **argv)
             return nc_bad("unknown option '%s'", argv[optind - 1]);
         }
     }
-    bool is_list = !strcmp(verb, "list");
+    bool is_status = !strcmp(verb, "status");
+    bool is_list = !strcmp(verb, "list") || is_status;
     if (!is_list && strcmp(verb, "drain") != 0 && strcmp(verb, "remove") != 0)
-        return nc_bad("unknown node command '%s' (list, drain, remove)", verb);
+        return nc_bad("unknown node command '%s' (list, status, drain, remove)", verb);
     const char *addr = optind < argc ? argv[optind++] : NULL;
     if (optind < argc)
         return nc_bad("unexpected argument '%s'", argv[optind]);
@@ -180,7 +357,7 @@ int srv_node_main(int argc, char **argv)
         return nc_bad("%s needs the storage server's HOST:PORT (as `wharfd node list` shows it)",
                       verb);
     if (!is_list && json)
-        return nc_bad("%s--json goes with list", "");
+        return nc_bad("%s--json goes with list and status", "");
     if (addr && (strlen(addr) >= sizeof(((meta_node_t *)0)->addr) || !strchr(addr, ':')))
         return nc_bad("a storage server is named by HOST:PORT, got '%s'", addr);
     if (!meta_url || !meta_url_is_pg(meta_url))
@@ -196,7 +373,9 @@ int srv_node_main(int argc, char **argv)
     }
     int rc = 0;
     uint32_t id = 0;
-    if (is_list) {
+    if (is_status) {
+        rc = node_status(m, json);
+    } else if (is_list) {
         rc = node_list(m, json);
     } else if (!strcmp(verb, "drain")) {
         st = meta_node_drain(m, addr, &id);

@@ -173,8 +173,23 @@ static void beat(srv_storage_t *s)
         if (st == WH_ERR_NOT_FOUND) /* retired meanwhile (another directory took the address) */
             s->registered = false;
     }
-    if (st == WH_OK && s->registered)
+    if (st == WH_OK && s->registered) {
         damage_report(s);
+        /* the scrubber's progress and the damaged copies, for wharfd node status (written
+         * when they change) */
+        double prog = s->scrub_started ? atomic_load(&s->scrub_prefix) / 256.0 : 0.0;
+        uint64_t passes = atomic_load(&s->scrub_passes);
+        uint64_t dmg = cl_chunks_damaged_count(s->chunks);
+        if (!s->reported || prog != s->rep_progress || passes != s->rep_passes ||
+            dmg != s->rep_damaged) {
+            if (meta_node_report(s->meta, s->node_id, prog, passes, dmg) == WH_OK) {
+                s->reported = true;
+                s->rep_progress = prog;
+                s->rep_passes = passes;
+                s->rep_damaged = dmg;
+            }
+        }
+    }
     if (st == WH_OK) {
         atomic_fetch_add(&s->heartbeats, 1);
         if (!atomic_exchange(&s->meta_up, true))

@@ -12,6 +12,7 @@
 import hashlib
 import os
 import random
+import re
 import threading
 import time
 
@@ -214,3 +215,58 @@ def test_zones_spread_copies_and_drain_keeps_them():
         assert sum(1 for *_x, reps in cm if 3 in reps) == 48
         for k, v in objs.items():
             assert s3.get_object(Bucket=b, Key=k)["Body"].read() == v, k
+
+
+def test_status_dashboard():
+    """`wharfd node status`: servers by state, zones, capacity, the maintenance leader and
+    its backlogs (a drain held back by a tiny --drain-rate), the scrubbers' passes."""
+    import json
+    zones = ["za", "za", "zb"]
+    with Cluster(storage=3, replicas=2, chunk_size=CHUNK, providers="none", zones=zones,
+                 storage_args=["--scrub-interval", "1"],
+                 gateway_args=["--drain-rate", "4K"]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clstat")
+        s3.create_bucket(Bucket=b)
+        for i in range(8):
+            s3.put_object(Bucket=b, Key=f"o{i}", Body=os.urandom(CHUNK * 3))
+        g = cl.gateway
+
+        def status():
+            return json.loads(cl.node_cmd("status", "--json")[1])
+        assert wait_until(lambda: (status()["leader"] or {}).get("live"), timeout=20)
+        st = status()
+        assert st["leader"]["addr"] == f"{g.host}:{g.port}", st["leader"]
+        assert st["leader"]["age_s"] <= 15
+        assert st["servers"]["total"] == 3 and st["servers"]["up"] == 3, st["servers"]
+        z = {x["zone"]: x for x in st["zones"]}
+        assert z["za"]["servers"] == 2 and z["zb"]["servers"] == 1 and z["za"]["up"] == 2, z
+        assert st["copies"] == 8 * 3 * 2 == sum(x["copies"] for x in st["zones"])
+        assert st["capacity"] == sum(n["capacity"] for n in st["nodes"]) > 0
+        assert st["free"] <= st["capacity"]
+        # every scrubber finished passes (--scrub-interval 1) and said so
+        assert wait_until(lambda: all(n["scrub_passes"] >= 1 for n in status()["nodes"]),
+                          timeout=30), status()["nodes"]
+        # a drain at 4 KiB/s: the backlog is the drained server's copies, still there
+        # (the za server with more copies: more than the one group of 8 a pass may move)
+        nl = cl.node_list()
+        victim = max((cl.addr(0), cl.addr(1)), key=lambda a: nl[a]["copies"])
+        held = nl[victim]["copies"]
+        assert held > 8, nl
+        cl.node_cmd("drain", victim)
+        assert wait_until(lambda: status()["backlog"]["drain_pending"] > 0, timeout=20)
+        st = status()
+        assert st["servers"]["draining"] == 1 and st["servers"]["up"] == 2, st["servers"]
+        assert 0 < st["backlog"]["drain_pending"] <= held, (st["backlog"], held)
+        assert st["backlog"]["repair_pending"] == 0
+        # text: the same, for a person
+        out = cl.node_cmd("status")[1]
+        assert f"leader:   {g.host}:{g.port}" in out, out
+        assert "1 draining" in out and "zones:    2" in out, out
+        assert re.search(r"backlog:  repair 0 chunks on 0 servers, drain [1-9][0-9]* chunks", out), out
+        for a in (cl.addr(i) for i in range(3)):
+            assert a in out
+        # the leader's gateway stops: its view goes stale, and status says so
+        g.stop()
+        assert wait_until(lambda: not status()["leader"]["live"], timeout=40)
+        assert "no gateway holds the maintenance lock" in cl.node_cmd("status")[1]

@@ -418,6 +418,26 @@ static void test_node_states(void)
     uint32_t again = 0;
     CHECK(meta_node_register(m, "10.1.0.1:9100", "st-a", true, 1000, 600, &again) ==
           WH_ERR_PRECONDITION);
+    /* the scrubber's report and the maintenance gateway's view */
+    CHECK(meta_node_report(m, b, 0.25, 3, 2) == WH_OK);
+    CHECK(meta_node_list(m, &nodes, &n) == WH_OK);
+    for (size_t i = 0; i < n; i++)
+        if (nodes[i].id == b)
+            CHECK(nodes[i].scrub_progress > 0.2499 && nodes[i].scrub_progress < 0.2501 &&
+                  nodes[i].scrub_passes == 3 && nodes[i].damaged == 2);
+    free(nodes);
+    meta_cluster_status_t cs, got;
+    CHECK(meta_cluster_status_get(m, &got) == WH_ERR_NOT_FOUND);
+    memset(&cs, 0, sizeof cs);
+    snprintf(cs.leader, sizeof cs.leader, "10.1.0.9:9000");
+    cs.repair_pending = 7;
+    cs.drain_pending = 5;
+    CHECK(meta_cluster_status_put(m, &cs) == WH_OK);
+    cs.repair_pending = 6; /* upserted */
+    CHECK(meta_cluster_status_put(m, &cs) == WH_OK);
+    CHECK(meta_cluster_status_get(m, &got) == WH_OK);
+    CHECK(strcmp(got.leader, "10.1.0.9:9000") == 0 && got.repair_pending == 6 &&
+          got.drain_pending == 5 && got.age_s >= 0 && got.age_s < 60);
     /* a new directory at that address is a new node */
     CHECK(meta_node_register(m, "10.1.0.1:9100", "st-a2", false, 1000, 600, &again) == WH_OK);
     CHECK(again != a);
