@@ -350,11 +350,20 @@ static bool copy_chunk(cl_remote_t *r, const store_chunk_t *c, uint32_t skip, ui
  * copy, the reads in parallel, then the writes, then each replica is moved in the chunk map
  * (which also queues the dead copy for GC). */
 enum { REPAIR_GROUP = 8 };
-/* from_ok: `dead` may be read from (a draining server that is up). Returns the chunks that
- * could not be moved now; *bytes gets the bytes that were. */
-static size_t repair_group(cl_remote_t *r, const store_chunk_t *cs, size_t n, uint32_t dead,
-                           bool from_ok, uint64_t *bytes)
+/* Why copies move: re-replication of lost copies (read from the other replicas only), a
+ * drain or a rebalance (the copy that moves may be read too). */
+enum { MV_REPAIR, MV_DRAIN, MV_REBALANCE };
+/* A copy moved off a live server is deleted this long after the move: a GET that read the
+ * chunk map before it may still ask that server (a lost copy goes at once: nobody reads it). */
+#define MOVE_GC_DELAY_S 60
+/* Moves the copy of cs[i] on from[i] (or from[0] when all share one) to want[i] (NULL: the
+ * best-ranked server without a copy, zones first). Returns the chunks that could not be moved
+ * now; *bytes gets the bytes that were. */
+static size_t repair_group(cl_remote_t *r, const store_chunk_t *cs, size_t n,
+                           const uint32_t *from, bool one_from, const uint32_t *want, int why,
+                           uint64_t *bytes)
 {
+    bool from_ok = why != MV_REPAIR;
     cl_job_t get[REPAIR_GROUP], put[REPAIR_GROUP];
     uint8_t *buf[REPAIR_GROUP];
     uint32_t to[REPAIR_GROUP];
@@ -364,6 +373,7 @@ static size_t repair_group(cl_remote_t *r, const store_chunk_t *cs, size_t n, ui
     memset(buf, 0, sizeof buf);
     for (size_t i = 0; i < n; i++) {
         const store_chunk_t *c = &cs[i];
+        uint32_t dead = from[one_from ? 0 : i];
         ok[i] = false;
         uint32_t ids[CL_PLACE_MAX];
         char addrs[CL_PLACE_MAX][256];
@@ -375,7 +385,10 @@ static size_t repair_group(cl_remote_t *r, const store_chunk_t *cs, size_t n, ui
         for (uint32_t j = 0; j < c->n_replicas && nk < CL_MAX_CANDIDATES; j++)
             if (c->replicas[j] != dead && member_zone(r, c->replicas[j], kept[nk]))
                 nk++;
-        for (int pass = 0; pass < 2 && t == k; pass++)
+        for (size_t q = 0; want && q < k && t == k; q++)
+            if (ids[q] == want[i])
+                t = q;
+        for (int pass = 0; !want && pass < 2 && t == k; pass++)
             for (size_t q = 0; q < k && t == k; q++) {
                 bool has = false;
                 for (uint32_t j = 0; j < c->n_replicas; j++)
@@ -414,32 +427,39 @@ static size_t repair_group(cl_remote_t *r, const store_chunk_t *cs, size_t n, ui
     cl_client_run(r->client, get, n, r->cfg.parallel, NULL);
     size_t np = 0;
     cl_job_t wr[REPAIR_GROUP];
-    size_t from[REPAIR_GROUP];
+    size_t slot[REPAIR_GROUP];
     for (size_t i = 0; i < n; i++)
         if (buf[i] && get[i].st == WH_OK && put[i].ncand) {
             wr[np] = put[i];
-            from[np++] = i;
+            slot[np++] = i;
         }
     if (np && cl_record_intents(r, wr, np) == WH_OK) {
         cl_client_run(r->client, wr, np, r->cfg.parallel, NULL);
         for (size_t a = 0; a < np; a++) {
-            size_t i = from[a];
+            size_t i = slot[a];
             ok[i] = wr[a].st == WH_OK && wr[a].crc == cs[i].crc64nvme &&
-                    meta_chunk_move(r->cfg.meta, cs[i].id, dead, to[i]) == WH_OK;
+                    meta_chunk_move(r->cfg.meta, cs[i].id, from[one_from ? 0 : i], to[i],
+                                    from_ok ? MOVE_GC_DELAY_S : 0) == WH_OK;
         }
     }
     size_t failed = 0;
     for (size_t i = 0; i < n; i++) {
         if (ok[i]) {
-            atomic_fetch_add(from_ok ? &r->drain_chunks : &r->repair_chunks, 1);
-            atomic_fetch_add(from_ok ? &r->drain_bytes : &r->repair_bytes, cs[i].length);
+            atomic_fetch_add(why == MV_DRAIN       ? &r->drain_chunks
+                             : why == MV_REBALANCE ? &r->rebalance_chunks
+                                                   : &r->repair_chunks,
+                             1);
+            atomic_fetch_add(why == MV_DRAIN       ? &r->drain_bytes
+                             : why == MV_REBALANCE ? &r->rebalance_bytes
+                                                   : &r->repair_bytes,
+                             cs[i].length);
             *bytes += cs[i].length;
         } else {
             /* counted, and summed up once a minute per server by repair_pass (a line per
              * chunk every pass flooded the log when nothing could be done) */
             atomic_fetch_add(&r->repair_failures, 1);
-            wh_debug(MOD, "repair of chunk %s (copy on node %" PRIu32 ") failed or cannot be done now",
-                     cs[i].id, dead);
+            wh_debug(MOD, "moving chunk %s (copy on node %" PRIu32 ") failed or cannot be done now",
+                     cs[i].id, from[one_from ? 0 : i]);
             failed++;
         }
         free(buf[i]);
@@ -629,7 +649,8 @@ static void repair_pass(cl_remote_t *r)
                     break;
                 size_t g = WH_MIN((size_t)REPAIR_GROUP, n - i);
                 uint64_t moved = 0;
-                failed += repair_group(r, &cs[i], g, dead[d], kind == REP_DRAIN, &moved);
+                failed += repair_group(r, &cs[i], g, &dead[d], true, NULL,
+                                       kind == REP_DRAIN ? MV_DRAIN : MV_REPAIR, &moved);
                 if (drains)
                     r->drain_budget -= (double)moved;
                 snprintf(after, STORE_DATA_ID_LEN + 1, "%s", cs[i + g - 1].id);
@@ -660,6 +681,179 @@ static void repair_pass(cl_remote_t *r)
     atomic_store(&r->drain_nodes, ndr);
 }
 
+/* The membership placement ranks over (usable active servers, their zones): a rebalance
+ * walk runs once after it changes (a server filling up is not a change: that is placement's
+ * business, not a reason to move copies around). */
+static uint64_t placement_sig(cl_remote_t *r)
+{
+    uint64_t h = 1469598103934665603ULL;
+    wh_mutex_lock(&r->lock);
+    for (size_t i = 0; i < r->n_members; i++) {
+        const cl_member_t *m = &r->members[i];
+        if (!m->up || m->state != META_NODE_ACTIVE)
+            continue; /* (a suspect server is not a change either: it is avoided 5 s) */
+        h = (h ^ m->id) * 1099511628211ULL;
+        for (const char *z = m->zone; *z; z++)
+            h = (h ^ (uint8_t)*z) * 1099511628211ULL;
+        h = (h ^ 0xff) * 1099511628211ULL;
+    }
+    wh_mutex_unlock(&r->lock);
+    return h;
+}
+
+/* Score of (chunk, node) as placement weighs it now, and whether the node is a usable active
+ * server (false: leave the chunk alone). */
+static bool member_score(cl_remote_t *r, const char *chunk_id, uint32_t id, double *score,
+                         char zone[META_ZONE_MAX])
+{
+    bool ok = false;
+    uint64_t free_b = 0, now = wh_now_ns() / 1000000;
+    wh_mutex_lock(&r->lock);
+    for (size_t m = 0; m < r->n_members; m++)
+        if (r->members[m].id == id && usable(&r->members[m], now) &&
+            r->members[m].state == META_NODE_ACTIVE) {
+            ok = true;
+            free_b = r->members[m].free > r->cfg.reserve_bytes
+                         ? r->members[m].free - r->cfg.reserve_bytes
+                         : 0;
+            snprintf(zone, META_ZONE_MAX, "%s", r->members[m].zone);
+        }
+    wh_mutex_unlock(&r->lock);
+    char idstr[12];
+    snprintf(idstr, sizeof idstr, "%" PRIu32, id);
+    *score = cl_place_score(chunk_id, idstr, free_b);
+    return ok;
+}
+
+static size_t zones_distinct(char (*z)[META_ZONE_MAX], size_t n)
+{
+    size_t d = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = strcmp(z[i], z[j]) == 0;
+        d += !seen;
+    }
+    return d;
+}
+
+/* Where a chunk whose copies are all on usable active servers should move one copy: to the
+ * first of its placement's top `replicas` without a copy, from a copy outside them (one in
+ * that server's zone first), when that spreads the copies over more zones or the new server
+ * outranks the old one clearly (REBALANCE_GAIN: free-space drift alone moves nothing).
+ * False: it stays. */
+#define REBALANCE_GAIN 1.25
+static bool rebalance_move(cl_remote_t *r, const store_chunk_t *c, uint32_t *from, uint32_t *to)
+{
+    unsigned R = r->cfg.replicas;
+    if (c->n_replicas != R || R > CL_MAX_REPLICAS)
+        return false; /* repair's or nobody's business */
+    double sc[CL_MAX_REPLICAS];
+    char zc[CL_MAX_REPLICAS][META_ZONE_MAX];
+    for (uint32_t j = 0; j < R; j++)
+        if (!member_score(r, c->id, c->replicas[j], &sc[j], zc[j]))
+            return false; /* a copy on a server down, draining or removed: not now */
+    uint32_t ids[CL_PLACE_MAX];
+    char addrs[CL_PLACE_MAX][256];
+    size_t k = cl_members_rank(r, c->id, ids, addrs, CL_PLACE_MAX);
+    if (k < R)
+        return false;
+    size_t t = R;
+    for (size_t q = 0; q < R && t == R; q++) {
+        bool has = false;
+        for (uint32_t j = 0; j < R; j++)
+            has |= c->replicas[j] == ids[q];
+        if (!has)
+            t = q;
+    }
+    if (t == R)
+        return false; /* on its placement already */
+    double st;
+    char zt[META_ZONE_MAX];
+    if (!member_score(r, c->id, ids[t], &st, zt))
+        return false;
+    int f = -1;
+    for (int pass = 0; pass < 2 && f < 0; pass++)
+        for (uint32_t j = 0; j < R && f < 0; j++) {
+            bool ideal = false;
+            for (size_t q = 0; q < R; q++)
+                ideal |= c->replicas[j] == ids[q];
+            if (!ideal && (pass == 1 || strcmp(zc[j], zt) == 0))
+                f = (int)j;
+        }
+    if (f < 0)
+        return false;
+    size_t before = zones_distinct(zc, R);
+    memcpy(zc[f], zt, sizeof zt);
+    size_t after = zones_distinct(zc, R);
+    if (after < before || (after == before && st < sc[f] * REBALANCE_GAIN))
+        return false;
+    *from = c->replicas[f];
+    *to = ids[t];
+    return true;
+}
+
+/* After the membership changes (a server joins, or one comes back), one walk over every chunk
+ * moves copies toward where placement now puts them (rebalance_move), at rebalance_rate
+ * bytes/s at most, after repair and drain are done (they come first), from where the last
+ * pass stopped. A walk that ends is not repeated until the membership changes again. */
+static void rebalance_pass(cl_remote_t *r)
+{
+    enum { BATCH = 64, PASS_MS = 3000 };
+    if (!r->cfg.rebalance_rate || r->cfg.replicas == 0)
+        return;
+    uint64_t sig = placement_sig(r), t0 = wh_now_ns() / 1000000;
+    if (sig != r->rb_sig) {
+        r->rb_sig = sig;
+        r->rb_active = true;
+        r->rb_after[0] = '\0';
+        r->rb_budget = 0;
+        r->rb_last_ms = t0;
+    }
+    if (!r->rb_active)
+        return;
+    if (atomic_load(&r->repair_pending) || atomic_load(&r->drain_pending) ||
+        atomic_load(&r->damage_pending)) {
+        r->rb_last_ms = t0; /* no credit while waiting */
+        return;
+    }
+    double rate = (double)r->cfg.rebalance_rate;
+    r->rb_budget += rate * (double)(t0 - r->rb_last_ms) / 1000.0;
+    r->rb_last_ms = t0;
+    if (r->rb_budget > rate * PASS_MS / 1000.0)
+        r->rb_budget = rate * PASS_MS / 1000.0;
+    while (r->rb_budget > 0 && wh_now_ns() / 1000000 - t0 < PASS_MS) {
+        store_chunk_t *cs = NULL;
+        size_t n = 0;
+        if (meta_chunks_page(r->cfg.meta, r->rb_after, BATCH, &cs, &n) != WH_OK)
+            return;
+        size_t i = 0;
+        while (i < n && r->rb_budget > 0) {
+            store_chunk_t grp[REPAIR_GROUP];
+            uint32_t from[REPAIR_GROUP], to[REPAIR_GROUP];
+            size_t g = 0;
+            for (; i < n && g < REPAIR_GROUP; i++)
+                if (rebalance_move(r, &cs[i], &from[g], &to[g]))
+                    grp[g++] = cs[i];
+            if (g) {
+                uint64_t moved = 0;
+                repair_group(r, grp, g, from, false, to, MV_REBALANCE, &moved);
+                r->rb_budget -= (double)moved;
+            }
+            snprintf(r->rb_after, sizeof r->rb_after, "%s", cs[i - 1].id);
+        }
+        bool end = n < BATCH && i >= n;
+        free(cs);
+        if (end) {
+            r->rb_active = false;
+            atomic_fetch_add(&r->rebalance_walks, 1);
+            wh_info(MOD, "rebalance walk done: %" PRIu64 " chunks moved in all",
+                    (uint64_t)atomic_load(&r->rebalance_chunks));
+            return;
+        }
+    }
+}
+
 static void *members_main(void *arg)
 {
     cl_remote_t *r = arg;
@@ -686,6 +880,7 @@ static void *members_main(void *arg)
                 gc_pass(r);
                 damage_pass(r);
                 repair_pass(r);
+                rebalance_pass(r);
                 meta_cluster_status_t cs = {
                     .repair_pending = atomic_load(&r->repair_pending),
                     .repair_nodes = atomic_load(&r->repair_nodes),

@@ -29,6 +29,7 @@ void cl_remote_config_init(cl_remote_config_t *cfg)
     cfg->repair_after_s = 120;
     cfg->reserve_bytes = 256ULL << 20;
     cfg->drain_rate = 64ULL << 20;
+    cfg->rebalance_rate = 16ULL << 20;
 }
 
 /* Queues every candidate copy of jobs[0..n) for garbage collection after the orphan grace:
@@ -724,6 +725,9 @@ void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
         {"wharf_cluster_damage_repaired_total", atomic_load(&r->damage_repaired)},
         {"wharf_cluster_drain_chunks_total", atomic_load(&r->drain_chunks)},
         {"wharf_cluster_drain_bytes_total", atomic_load(&r->drain_bytes)},
+        {"wharf_cluster_rebalance_chunks_total", atomic_load(&r->rebalance_chunks)},
+        {"wharf_cluster_rebalance_bytes_total", atomic_load(&r->rebalance_bytes)},
+        {"wharf_cluster_rebalance_walks_total", atomic_load(&r->rebalance_walks)},
     };
     for (size_t i = 0; i < WH_ARRAY_SIZE(m); i++)
         wh_sbuf_printf(out, "# TYPE %s counter\n%s %" PRIu64 "\n", m[i].name, m[i].name, m[i].v);

@@ -47,6 +47,13 @@ typedef struct cl_remote {
     _Atomic uint64_t repair_chunks, repair_bytes, repair_failures, repair_pending, repair_nodes;
     _Atomic uint64_t damage_repaired, damage_pending;
     _Atomic uint64_t drain_chunks, drain_bytes, drain_pending, drain_nodes;
+    _Atomic uint64_t rebalance_chunks, rebalance_bytes, rebalance_walks;
+    /* rebalance (members thread only): the membership its walk is for, where it is */
+    uint64_t rb_sig;
+    bool rb_active;
+    char rb_after[STORE_DATA_ID_LEN + 1];
+    double rb_budget;
+    uint64_t rb_last_ms;
     double drain_budget;    /* bytes the drain may copy now (members thread only) */
     uint64_t drain_last_ms; /* when the budget was last topped up */
     /* repair: where each dead node's walk through its chunks is (resumed next pass, so

@@ -345,12 +345,18 @@ struct meta_ops {
      * max; offset is 0 in the results. */
     wh_status_t (*chunks_on_node)(meta_t *m, uint32_t node, const char *after, size_t max,
                                   store_chunk_t **out, size_t *n);
+    /* Rebalance: the distinct chunks of the chunk map, chunk ids > after ("" first), at most
+     * max; offset is 0 in the results. */
+    wh_status_t (*chunks_page)(meta_t *m, const char *after, size_t max, store_chunk_t **out,
+                               size_t *n);
     /* Repair's backlog: distinct chunks with a copy on any of nodes[0..n). */
     wh_status_t (*chunks_on_nodes_count)(meta_t *m, const uint32_t *nodes, size_t n,
                                          uint64_t *count);
     /* Repair: every row of chunk_id lists to instead of from, and from's copy is queued for
-     * garbage collection, in one transaction. */
-    wh_status_t (*chunk_move)(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to);
+     * garbage collection (deletable after gc_delay_s: a reader that read the map before the
+     * move may still ask from for it), in one transaction. */
+    wh_status_t (*chunk_move)(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to,
+                              unsigned gc_delay_s);
     /* Session-level advisory lock (one-at-a-time repair): WH_OK if taken, WH_ERR_BUSY if
      * another process holds it. Released by lock_release or when the process dies. */
     wh_status_t (*lock_try)(meta_t *m, int64_t key);
@@ -480,6 +486,7 @@ wh_status_t meta_cached_bucket_auth_get(meta_t *m, const char *bucket, store_buc
 #define meta_gc_done(m, ...) META_CALL_(m, gc_done, __VA_ARGS__)
 #define meta_gc_defer(m, ...) META_CALL_(m, gc_defer, __VA_ARGS__)
 #define meta_chunks_on_node(m, ...) META_CALL_(m, chunks_on_node, __VA_ARGS__)
+#define meta_chunks_page(m, ...) META_CALL_(m, chunks_page, __VA_ARGS__)
 #define meta_chunks_on_nodes_count(m, ...) META_CALL_(m, chunks_on_nodes_count, __VA_ARGS__)
 #define meta_chunk_move(m, ...) META_CALL_(m, chunk_move, __VA_ARGS__)
 #define meta_cluster_id(m, ...) META_CALL_(m, cluster_id, __VA_ARGS__)

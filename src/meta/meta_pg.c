@@ -565,6 +565,7 @@ static const meta_ops_t PG_OPS = {
     .gc_done = pg_gc_done,
     .gc_defer = pg_gc_defer,
     .chunks_on_node = pg_chunks_on_node,
+    .chunks_page = pg_chunks_page,
     .chunks_on_nodes_count = pg_chunks_on_nodes_count,
     .chunk_move = pg_chunk_move,
     .cluster_id = pg_cluster_id,

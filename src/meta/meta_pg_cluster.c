@@ -718,10 +718,11 @@ static wh_status_t rd_chunks_on_node(void *conn, void *arg)
     pp_text(&p, a->after);
     pp_i64(&p, (int64_t)a->max);
     PGresult *r;
+    /* node 0 (no node has it): every chunk (rebalance) */
     wh_status_t st = pg_exec(conn,
                              "SELECT DISTINCT ON (chunk_id) chunk_id, len, crc64nvme,"
                              " array_to_string(replicas, ',') FROM chunks"
-                             " WHERE $1 = ANY(replicas) AND chunk_id > $2"
+                             " WHERE ($1 = 0 OR $1 = ANY(replicas)) AND chunk_id > $2"
                              " ORDER BY chunk_id LIMIT $3",
                              &p, &r, "chunks on node");
     if (st != WH_OK)
@@ -750,6 +751,20 @@ wh_status_t pg_chunks_on_node(meta_t *m, uint32_t node, const char *after, size_
                               store_chunk_t **out, size_t *n)
 {
     pg_onnode_arg_t a = {node, after ? after : "", max ? max : 1, NULL, 0};
+    wh_status_t st = pg_read(PGM(m), rd_chunks_on_node, &a);
+    if (st != WH_OK) {
+        free(a.arr);
+        return st;
+    }
+    *out = a.arr;
+    *n = a.n;
+    return WH_OK;
+}
+
+wh_status_t pg_chunks_page(meta_t *m, const char *after, size_t max, store_chunk_t **out,
+                           size_t *n)
+{
+    pg_onnode_arg_t a = {0, after ? after : "", max ? max : 1, NULL, 0};
     wh_status_t st = pg_read(PGM(m), rd_chunks_on_node, &a);
     if (st != WH_OK) {
         free(a.arr);
@@ -804,6 +819,7 @@ wh_status_t pg_chunks_on_nodes_count(meta_t *m, const uint32_t *nodes, size_t n,
 typedef struct {
     const char *chunk;
     uint32_t from, to;
+    unsigned delay_s;
 } pg_move_arg_t;
 
 static wh_status_t tx_chunk_move(void *conn, void *arg)
@@ -823,13 +839,17 @@ static wh_status_t tx_chunk_move(void *conn, void *arg)
     pg_params_t q = {0};
     pp_text(&q, a->chunk);
     pp_i64(&q, a->from);
-    return pg_exec(conn, "INSERT INTO gc_queue(chunk_id, node) VALUES($1, $2)", &q, NULL,
-                   "chunk move gc");
+    pp_i64(&q, a->delay_s);
+    return pg_exec(conn,
+                   "INSERT INTO gc_queue(chunk_id, node, not_before)"
+                   " VALUES($1, $2, now() + make_interval(secs => $3))",
+                   &q, NULL, "chunk move gc");
 }
 
-wh_status_t pg_chunk_move(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to)
+wh_status_t pg_chunk_move(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to,
+                          unsigned gc_delay_s)
 {
-    pg_move_arg_t a = {chunk_id, from, to};
+    pg_move_arg_t a = {chunk_id, from, to, gc_delay_s};
     return pg_write(PGM(m), tx_chunk_move, &a);
 }
 

@@ -175,8 +175,11 @@ wh_status_t pg_gc_done(meta_t *m, const meta_gc_item_t *items, size_t n);
 wh_status_t pg_gc_defer(meta_t *m, const meta_gc_item_t *items, size_t n, unsigned delay_s);
 wh_status_t pg_chunks_on_node(meta_t *m, uint32_t node, const char *after, size_t max,
                               store_chunk_t **out, size_t *n);
+wh_status_t pg_chunks_page(meta_t *m, const char *after, size_t max, store_chunk_t **out,
+                           size_t *n);
 wh_status_t pg_chunks_on_nodes_count(meta_t *m, const uint32_t *nodes, size_t n, uint64_t *count);
-wh_status_t pg_chunk_move(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to);
+wh_status_t pg_chunk_move(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to,
+                          unsigned gc_delay_s);
 wh_status_t pg_lock_try(meta_t *m, int64_t key);
 wh_status_t pg_lock_release(meta_t *m, int64_t key);
 /* The schema's migration steps, META_SCHEMA_VERSION of them (meta_pg_schema.c). */

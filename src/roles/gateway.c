@@ -46,6 +46,8 @@ static int gw_usage(FILE *f)
             "                       a cluster where none has room answers 507\n"
             "  --drain-rate BYTES   bytes per second copied off draining storage servers\n"
             "                       (wharfd node drain; default 64M)\n"
+            "  --rebalance-rate BYTES  bytes per second moved to where chunks rank now after\n"
+            "                       the membership changed (a join); 0 off (default 16M)\n"
             "  --region NAME        S3 region (default us-east-1)\n"
             "  --server-key-file F  the key that seals users' secret keys (64 hex characters);\n"
             "                       the same file on every gateway (also WHARF_SERVER_KEY_FILE);\n"
@@ -97,6 +99,7 @@ int srv_gateway_main(int argc, char **argv)
         O_CLUSTER_CA,
         O_RESERVE,
         O_DRAIN_RATE,
+        O_REBALANCE_RATE,
         O_HELP
     };
     static const struct option opts[] = {
@@ -113,6 +116,7 @@ int srv_gateway_main(int argc, char **argv)
         {"orphan-grace", required_argument, NULL, O_GRACE},
         {"storage-reserve", required_argument, NULL, O_RESERVE},
         {"drain-rate", required_argument, NULL, O_DRAIN_RATE},
+        {"rebalance-rate", required_argument, NULL, O_REBALANCE_RATE},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -168,6 +172,13 @@ int srv_gateway_main(int argc, char **argv)
                               "got '%s'",
                               optarg);
             rc.drain_rate = v;
+            break;
+        case O_REBALANCE_RATE:
+            if (wh_parse_size(optarg, &v) != 0 || (v != 0 && v < 4096))
+                return gw_bad("--rebalance-rate wants bytes per second, 0 (off) or 4K or more "
+                              "(e.g. 16M), got '%s'",
+                              optarg);
+            rc.rebalance_rate = v;
             break;
         case O_HELP:
             return gw_usage(stdout);

@@ -7,6 +7,8 @@
 - `remove` refuses a server that holds the only live copy of chunks (naming how many); a
   drain survives a restart of the gateway (the state is in the node table); a removed
   server that still runs does not register again.
+- A join rebalances: copies move to the new server at --rebalance-rate, while a client reads
+  and writes; one walk, then nothing moves.
 - Zones (`wharfd storage --zone`): a chunk's two copies are in two zones; a drain moves a copy
   to a server of the zone it leaves, not next to the other copy."""
 import hashlib
@@ -26,6 +28,21 @@ def _wait_state(cl, addr, state, timeout):
     ok = wait_until(lambda: cl.node_list()[addr]["state"] == state, timeout=timeout,
                     interval=0.5)
     assert ok, (addr, state, cl.node_list(), cl.gateway.log_tail(3000))
+
+
+def _all_intact(cl, s3, b, objs, loop, gone=None):
+    """Every chunk has two copies on two servers (none on storage index `gone`), each on
+    disk; every object, preloaded or acknowledged by the loop, reads back exactly."""
+    files = cl.chunk_files()
+    for cid, _o, _l, reps in cl.chunk_map():
+        assert len(set(reps)) == 2 and None not in reps and gone not in reps, (cid, reps)
+        for i in reps:
+            assert cid in files[i], (cid, i)
+    for k, v in objs.items():
+        assert s3.get_object(Bucket=b, Key=k)["Body"].read() == v, k
+    for k, h in loop.acked.items():
+        got = s3.get_object(Bucket=b, Key=k)["Body"].read()
+        assert hashlib.sha256(got).hexdigest() == h, k
 
 
 class Loop:
@@ -123,17 +140,7 @@ def test_drain_remove_kill_drill():
         # the removed, dead server is not dialed nor warned about
         about = [ln for ln in later if victim.encode() in ln or b"level=warn" in ln]
         assert len(about) == 0, about[:5]
-        # every chunk: two copies, none on the removed server, each on disk
-        files = cl.chunk_files()
-        for cid, _off, _ln, reps in cl.chunk_map():
-            assert len(reps) == 2 and 0 not in reps and None not in reps, (cid, reps)
-            for i in reps:
-                assert cid in files[i], (cid, i)
-        for k, v in objs.items():
-            assert s3.get_object(Bucket=b, Key=k)["Body"].read() == v, k
-        for k, h in loop.acked.items():
-            got = s3.get_object(Bucket=b, Key=k)["Body"].read()
-            assert hashlib.sha256(got).hexdigest() == h, k
+        _all_intact(cl, s3, b, objs, loop, gone=0)
         print(f"drained {held} chunks in {took:.1f}s at --drain-rate {rate}; "
               f"loop {loop.puts} PUTs {loop.gets} GETs")
 
@@ -270,3 +277,45 @@ def test_status_dashboard():
         g.stop()
         assert wait_until(lambda: not status()["leader"]["live"], timeout=40)
         assert "no gateway holds the maintenance lock" in cl.node_cmd("status")[1]
+
+
+def test_join_rebalances_gradually():
+    rate = 1 << 20
+    with Cluster(storage=3, replicas=2, chunk_size=CHUNK, providers="none",
+                 gateway_args=["--rebalance-rate", str(rate)]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clbal")
+        s3.create_bucket(Bucket=b)
+        objs = {f"o{i}": os.urandom(CHUNK * 4) for i in range(16)}
+        for k, v in objs.items():
+            s3.put_object(Bucket=b, Key=k, Body=v)
+        g = cl.gateway
+        # the walk after the leader's start finds every chunk where placement puts it
+        assert wait_until(lambda: g.metric_sum("wharf_cluster_rebalance_walks_total") >= 1,
+                          timeout=30)
+        assert g.metric_sum("wharf_cluster_rebalance_chunks_total") == 0
+        walks = g.metric_sum("wharf_cluster_rebalance_walks_total")
+        with Loop(cl, b) as loop:
+            cl.add_storage()
+            new = cl.addr(3)
+            t0 = time.monotonic()
+            cl.wait_nodes_up(4)
+            for _ in range(6):
+                time.sleep(0.5)
+                moved = g.metric_sum("wharf_cluster_rebalance_bytes_total")
+                assert moved <= rate * (time.monotonic() - t0) + 8 * CHUNK, (moved, rate)
+            assert wait_until(lambda: g.metric_sum("wharf_cluster_rebalance_walks_total")
+                              > walks, timeout=120), g.log_tail(3000)
+            took = time.monotonic() - t0
+            moved = g.metric_sum("wharf_cluster_rebalance_chunks_total")
+            time.sleep(4)  # no churn after the walk
+            assert g.metric_sum("wharf_cluster_rebalance_chunks_total") == moved
+        assert not loop.wrong, loop.wrong
+        assert not loop.failed, loop.failed[:5]
+        on_new = cl.node_list()[new]["copies"]
+        # about half the chunks rank the new server in their top two now (fewer move: the
+        # gain threshold), and the loop's new objects went there too
+        assert on_new >= 10 and moved >= 10, (on_new, moved)
+        _all_intact(cl, s3, b, objs, loop)
+        print(f"join: {moved:.0f} chunks moved in {took:.1f}s at {rate} B/s, "
+              f"{on_new} copies on the new server")

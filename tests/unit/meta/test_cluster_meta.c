@@ -226,7 +226,7 @@ static void test_intents_and_repair(void)
     CHECK(non == 1 && strcmp(on[0].id, c.id) == 0 && on[0].length == 64 &&
           on[0].crc64nvme == c.crc64nvme && on[0].n_replicas == 2);
     free(on);
-    CHECK(meta_chunk_move(m, c.id, 8, 5) == WH_OK);
+    CHECK(meta_chunk_move(m, c.id, 8, 5, 0) == WH_OK);
     CHECK(meta_chunks_on_node(m, 8, "", 10, &on, &non) == WH_OK && non == 0);
     free(on);
     CHECK(meta_chunks_on_node(m, 5, "", 10, &on, &non) == WH_OK && non == 1);
@@ -324,7 +324,7 @@ static void test_repair_queries(void)
     }
     CHECK_EQ_U64(total, 10);
     /* Re-replicated from node 7 to node 11: the map says so, node 7's copy is collected. */
-    CHECK(meta_chunk_move(m, ch[0].id, 7, 11) == WH_OK);
+    CHECK(meta_chunk_move(m, ch[0].id, 7, 11, 0) == WH_OK);
     store_data_ref_t got;
     CHECK(meta_object_get(m, "rep", "k", 1, NULL, &got) == WH_OK);
     CHECK(got.n_chunks == 30 && got.chunks[0].n_replicas == 2 && got.chunks[0].replicas[0] == 11 &&
@@ -340,6 +340,21 @@ static void test_repair_queries(void)
     CHECK(meta_chunks_on_node(m, 11, "", 100, &left, &nl) == WH_OK);
     CHECK(nl == 1 && strcmp(left[0].id, ch[0].id) == 0);
     free(left);
+    /* a move off a live server (drain, rebalance): its copy is collected only later */
+    CHECK(meta_chunk_move(m, ch[3].id, 7, 12, 60) == WH_OK);
+    CHECK(gc_drain(m, ids, nodes, 64) == 0);
+    CHECK(meta_chunks_on_node(m, 12, "", 100, &left, &nl) == WH_OK);
+    CHECK(nl == 1 && strcmp(left[0].id, ch[3].id) == 0);
+    free(left);
+    /* every chunk, paged */
+    store_chunk_t *pg = NULL;
+    size_t np = 0;
+    CHECK(meta_chunks_page(m, "", 100, &pg, &np) == WH_OK);
+    CHECK_EQ_U64(np, 30);
+    free(pg);
+    CHECK(meta_chunks_page(m, ch[27].id, 100, &pg, &np) == WH_OK);
+    CHECK_EQ_U64(np, 2);
+    free(pg);
     meta_close(m);
     th_rmdir(dir);
 }
@@ -406,7 +421,7 @@ static void test_node_states(void)
     }
     free(nodes);
     /* the drain moved 0x502 to b: a's other copies are all on b, which is live */
-    CHECK(meta_chunk_move(m, ch[2].id, a, b) == WH_OK);
+    CHECK(meta_chunk_move(m, ch[2].id, a, b, 0) == WH_OK);
     CHECK(meta_node_remove(m, "10.1.0.1:9100", 60, &id, &sole) == WH_OK);
     CHECK(meta_node_remove(m, "10.1.0.1:9100", 60, &id, &sole) == WH_OK); /* idempotent */
     CHECK(meta_node_drain(m, "10.1.0.1:9100", &id) == WH_ERR_PRECONDITION);
