@@ -72,8 +72,10 @@ static void refresh(cl_remote_t *r)
             wh_info(MOD, "storage node %s id=%" PRIu32 " addr=%s%s%s", v[i].up ? "up" : "down",
                     v[i].id, v[i].addr, v[i].zone[0] ? " zone=" : "", v[i].zone);
         if (found && was_state != v[i].state && v[i].state == META_NODE_DRAINING)
-            wh_info(MOD, "storage node draining id=%" PRIu32 " addr=%s: no new copies, its copies "
-                    "move off", v[i].id, v[i].addr);
+            wh_info(MOD,
+                    "storage node draining id=%" PRIu32 " addr=%s: no new copies, its copies "
+                    "move off",
+                    v[i].id, v[i].addr);
     }
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < r->n_members; j++)
@@ -359,9 +361,8 @@ enum { MV_REPAIR, MV_DRAIN, MV_REBALANCE };
 /* Moves the copy of cs[i] on from[i] (or from[0] when all share one) to want[i] (NULL: the
  * best-ranked server without a copy, zones first). Returns the chunks that could not be moved
  * now; *bytes gets the bytes that were. */
-static size_t repair_group(cl_remote_t *r, const store_chunk_t *cs, size_t n,
-                           const uint32_t *from, bool one_from, const uint32_t *want, int why,
-                           uint64_t *bytes)
+static size_t repair_group(cl_remote_t *r, const store_chunk_t *cs, size_t n, const uint32_t *from,
+                           bool one_from, const uint32_t *want, int why, uint64_t *bytes)
 {
     bool from_ok = why != MV_REPAIR;
     cl_job_t get[REPAIR_GROUP], put[REPAIR_GROUP];

@@ -761,8 +761,7 @@ wh_status_t pg_chunks_on_node(meta_t *m, uint32_t node, const char *after, size_
     return WH_OK;
 }
 
-wh_status_t pg_chunks_page(meta_t *m, const char *after, size_t max, store_chunk_t **out,
-                           size_t *n)
+wh_status_t pg_chunks_page(meta_t *m, const char *after, size_t max, store_chunk_t **out, size_t *n)
 {
     pg_onnode_arg_t a = {0, after ? after : "", max ? max : 1, NULL, 0};
     wh_status_t st = pg_read(PGM(m), rd_chunks_on_node, &a);

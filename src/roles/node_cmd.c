@@ -198,8 +198,8 @@ static int node_status(meta_t *m, bool json)
     }
     bool have_leader = st == WH_OK, leader_live = have_leader && cs.age_s <= NODE_LEADER_STALE_S;
     enum { S_UP, S_DOWN, S_DRAINING, S_DRAINED, S_REMOVED, S_RETIRED, S_N };
-    static const char *const sname[S_N] = {"up", "down", "draining", "drained", "removed",
-                                           "retired"};
+    static const char *const sname[S_N] = {"up",      "down",    "draining",
+                                           "drained", "removed", "retired"};
     uint64_t by[S_N] = {0}, cap = 0, fre = 0, copies = 0, damaged = 0, mid = 0, scrubbing = 0;
     double low = 1.0;
     char zones[64][META_ZONE_MAX];
@@ -278,8 +278,7 @@ static int node_status(meta_t *m, bool json)
                 first = 0;
             }
         printf(")\n");
-        printf("capacity: %" PRIu64 " bytes, %" PRIu64 " free (%.1f%%), %" PRIu64
-               " chunk copies\n",
+        printf("capacity: %" PRIu64 " bytes, %" PRIu64 " free (%.1f%%), %" PRIu64 " chunk copies\n",
                cap, fre, cap ? 100.0 * (double)fre / (double)cap : 0.0, copies);
         if (!have_leader)
             printf("leader:   none yet (no maintenance pass has run)\n");
@@ -384,8 +383,9 @@ int srv_node_main(int argc, char **argv)
         else if (st == WH_ERR_NOT_FOUND)
             fprintf(stderr, "wharfd: no storage node at %s (wharfd node list shows them)\n", addr);
         else if (st == WH_ERR_PRECONDITION)
-            fprintf(stderr, "wharfd: storage node %" PRIu32 " at %s was removed: nothing to drain\n",
-                    id, addr);
+            fprintf(stderr,
+                    "wharfd: storage node %" PRIu32 " at %s was removed: nothing to drain\n", id,
+                    addr);
         else
             fprintf(stderr, "wharfd: drain %s: %s\n", addr, wh_status_str(st));
         rc = st == WH_OK ? 0 : st == WH_ERR_NOT_FOUND ? 3 : st == WH_ERR_PRECONDITION ? 4 : 1;

@@ -14,7 +14,8 @@ static void ids(char id[][33], size_t n)
 
 static void test_distinct_deterministic(void)
 {
-    cl_place_node_t nodes[4] = {{"n1", 100, NULL}, {"n2", 100, NULL}, {"n3", 100, NULL}, {"n4", 100, NULL}};
+    cl_place_node_t nodes[4] = {
+        {"n1", 100, NULL}, {"n2", 100, NULL}, {"n3", 100, NULL}, {"n4", 100, NULL}};
     char id[200][33];
     ids(id, 200);
     for (size_t i = 0; i < 200; i++) {
@@ -37,8 +38,10 @@ static void test_distinct_deterministic(void)
 static void test_weights(void)
 {
     /* node 0 has three times the free space of the others: about 3/6 of primaries. */
-    cl_place_node_t nodes[4] = {
-        {"a", 3ULL << 40, NULL}, {"b", 1ULL << 40, NULL}, {"c", 1ULL << 40, NULL}, {"d", 1ULL << 40, NULL}};
+    cl_place_node_t nodes[4] = {{"a", 3ULL << 40, NULL},
+                                {"b", 1ULL << 40, NULL},
+                                {"c", 1ULL << 40, NULL},
+                                {"d", 1ULL << 40, NULL}};
     unsigned cnt[4] = {0};
     char id[33];
     for (unsigned i = 0; i < 6000; i++) {
@@ -77,10 +80,10 @@ static void test_minimal_movement(void)
  * one) the order is cl_place's; the spares follow in rank order. */
 static void test_zones(void)
 {
-    cl_place_node_t z[5] = {{"a1", 1, "a"}, {"a2", 1, "a"}, {"a3", 1, "a"}, {"b1", 1, "b"},
-                            {"c1", 1, "c"}};
-    cl_place_node_t flat[5] = {{"a1", 1, NULL}, {"a2", 1, NULL}, {"a3", 1, NULL}, {"b1", 1, NULL},
-                               {"c1", 1, NULL}};
+    cl_place_node_t z[5] = {
+        {"a1", 1, "a"}, {"a2", 1, "a"}, {"a3", 1, "a"}, {"b1", 1, "b"}, {"c1", 1, "c"}};
+    cl_place_node_t flat[5] = {
+        {"a1", 1, NULL}, {"a2", 1, NULL}, {"a3", 1, NULL}, {"b1", 1, NULL}, {"c1", 1, NULL}};
     char id[33];
     unsigned differs = 0;
     for (unsigned i = 0; i < 500; i++) {
