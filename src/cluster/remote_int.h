@@ -19,10 +19,10 @@ typedef struct cl_member {
     uint32_t id;
     char addr[256];
     uint64_t free;
-    bool up;                /* heartbeat fresh */
-    bool retired;           /* its data directory was replaced: copies lost, nothing to delete */
-    int state;              /* META_NODE_ACTIVE, _DRAINING (no new copies), _REMOVED (never
-                             * dialed; copies lost, nothing to delete) */
+    bool up;      /* heartbeat fresh */
+    bool retired; /* its data directory was replaced: copies lost, nothing to delete */
+    int state;    /* META_NODE_ACTIVE, _DRAINING (no new copies), _REMOVED (never
+                   * dialed; copies lost, nothing to delete) */
     char zone[META_ZONE_MAX];
     int64_t age_s;          /* seconds since its last heartbeat (database clock) */
     uint64_t suspect_until; /* ms (wh_now_ns clock): failed a request, avoided until then */

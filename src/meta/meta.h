@@ -81,12 +81,12 @@ typedef struct meta_node {
     char addr[256];    /* host:port of its internal API */
     uint64_t capacity; /* bytes */
     uint64_t free;
-    time_t heartbeat; /* last one, database clock */
-    time_t now;       /* database clock when read (compare heartbeats with this) */
-    bool retired;     /* its data directory was replaced or emptied: every copy it held is
-                       * lost (repair them now), nothing is left on it to delete */
-    int state;        /* META_NODE_ACTIVE, _DRAINING (no new copies; repair moves its copies
-                       * off) or _REMOVED (never dialed again; its copies count as lost) */
+    time_t heartbeat;         /* last one, database clock */
+    time_t now;               /* database clock when read (compare heartbeats with this) */
+    bool retired;             /* its data directory was replaced or emptied: every copy it held is
+                               * lost (repair them now), nothing is left on it to delete */
+    int state;                /* META_NODE_ACTIVE, _DRAINING (no new copies; repair moves its copies
+                               * off) or _REMOVED (never dialed again; its copies count as lost) */
     char zone[META_ZONE_MAX]; /* failure domain (wharfd storage --zone); "" none */
     double scrub_progress;    /* its scrubber's pass, 0..1 (node_report) */
     uint64_t scrub_passes;    /* scrub passes completed */
@@ -324,8 +324,8 @@ struct meta_ops {
     /* Distinct chunks in the chunk map per node that holds any (free). */
     wh_status_t (*node_copies)(meta_t *m, meta_node_copies_t **out, size_t *n);
     /* A storage server's scrubber progress and damaged copies (written when they change). */
-    wh_status_t (*node_report)(meta_t *m, uint32_t id, double scrub_progress,
-                               uint64_t scrub_passes, uint64_t damaged);
+    wh_status_t (*node_report)(meta_t *m, uint32_t id, double scrub_progress, uint64_t scrub_passes,
+                               uint64_t damaged);
     /* The maintenance gateway's view, written every pass; read by wharfd node status.
      * status_get: NOT_FOUND before any pass. */
     wh_status_t (*cluster_status_put)(meta_t *m, const meta_cluster_status_t *st);
