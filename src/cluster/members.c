@@ -43,7 +43,10 @@ static void refresh(cl_remote_t *r)
         v[i].free = nodes[i].free;
         int64_t age_ms = ((int64_t)nodes[i].now - (int64_t)nodes[i].heartbeat) * 1000;
         v[i].retired = nodes[i].retired;
-        v[i].up = !v[i].retired && age_ms <= (int64_t)r->cfg.down_after_ms;
+        v[i].state = nodes[i].state;
+        snprintf(v[i].zone, sizeof v[i].zone, "%s", nodes[i].zone);
+        v[i].up = !v[i].retired && v[i].state != META_NODE_REMOVED &&
+                  age_ms <= (int64_t)r->cfg.down_after_ms;
         v[i].age_s = age_ms / 1000;
     }
     free(nodes);
@@ -51,14 +54,28 @@ static void refresh(cl_remote_t *r)
     wh_mutex_lock(&r->lock);
     for (size_t i = 0; i < n; i++) {
         bool was_up = false, found = false;
+        int was_state = META_NODE_ACTIVE;
         for (size_t j = 0; j < r->n_members; j++)
             if (r->members[j].id == v[i].id) {
                 found = true;
                 was_up = r->members[j].up;
+                was_state = r->members[j].state;
             }
+        /* A removed node is said once, then never again (nor dialed). */
+        if (v[i].state == META_NODE_REMOVED) {
+            if (found && was_state != META_NODE_REMOVED)
+                wh_info(MOD, "storage node removed id=%" PRIu32 " addr=%s: no longer dialed",
+                        v[i].id, v[i].addr);
+            continue;
+        }
         if (!found || was_up != v[i].up)
-            wh_info(MOD, "storage node %s id=%" PRIu32 " addr=%s", v[i].up ? "up" : "down", v[i].id,
-                    v[i].addr);
+            wh_info(MOD, "storage node %s id=%" PRIu32 " addr=%s%s%s", v[i].up ? "up" : "down",
+                    v[i].id, v[i].addr, v[i].zone[0] ? " zone=" : "", v[i].zone);
+        if (found && was_state != v[i].state && v[i].state == META_NODE_DRAINING)
+            wh_info(MOD,
+                    "storage node draining id=%" PRIu32 " addr=%s: no new copies, its copies "
+                    "move off",
+                    v[i].id, v[i].addr);
     }
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < r->n_members; j++)
@@ -96,7 +113,7 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
 {
     cl_place_node_t pn[64];
     uint32_t ids[64];
-    char addrs[64][256], idstr[64][12];
+    char addrs[64][256], idstr[64][12], zones[64][META_ZONE_MAX];
     size_t n = 0;
     wh_mutex_lock(&r->lock);
     uint64_t now = wh_now_ns() / 1000000;
@@ -104,10 +121,13 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
      * takes no copy, the others weigh what they have above it. */
     uint64_t need = r->cfg.reserve_bytes + r->cfg.chunk_size;
     for (size_t i = 0; i < r->n_members && n < 64; i++) {
-        if (!usable(&r->members[i], now) || r->members[i].free < need)
-            continue;
+        if (!usable(&r->members[i], now) || r->members[i].free < need ||
+            r->members[i].state != META_NODE_ACTIVE)
+            continue; /* a draining server takes no new copy */
         snprintf(addrs[n], sizeof addrs[n], "%s", r->members[i].addr);
         ids[n] = r->members[i].id;
+        snprintf(zones[n], sizeof zones[n], "%s", r->members[i].zone);
+        pn[n].zone = zones[n];
         pn[n].free_bytes = r->members[i].free - r->cfg.reserve_bytes;
         n++;
     }
@@ -117,7 +137,9 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
         pn[i].id = idstr[i];
     }
     size_t rank[CL_PLACE_MAX];
-    size_t k = cl_place(pn, n, chunk_id, (unsigned)WH_MIN(max, (size_t)CL_PLACE_MAX), rank);
+    /* the first `replicas` on distinct zones where there are enough, then the spares */
+    size_t k = cl_place_zoned(pn, n, chunk_id, r->cfg.replicas,
+                              (unsigned)WH_MIN(max, (size_t)CL_PLACE_MAX), rank);
     for (size_t q = 0; q < k; q++) {
         ids_out[q] = ids[rank[q]];
         snprintf(addrs_out[q], 256, "%s", addrs[rank[q]]);
@@ -160,11 +182,17 @@ void cl_members_for_read(cl_remote_t *r, const store_chunk_t *c, cl_job_t *j)
     j->ncand = 0;
     uint64_t now = wh_now_ns() / 1000000;
     wh_mutex_lock(&r->lock);
-    for (int pass = 0; pass < 2; pass++) {
+    /* Usable servers first, draining ones after the others (their copies are moving off, and
+     * one may be collected under a reader that read the map before the move), then the rest;
+     * a retired or removed server is never dialed. */
+    for (int pass = 0; pass < 3; pass++) {
         for (uint32_t i = 0; i < c->n_replicas && j->ncand < CL_MAX_CANDIDATES; i++) {
             for (size_t m = 0; m < r->n_members; m++) {
                 const cl_member_t *mb = &r->members[m];
-                if (mb->id != c->replicas[i] || usable(mb, now) != (pass == 0))
+                if (mb->id != c->replicas[i] || mb->retired || mb->state == META_NODE_REMOVED)
+                    continue;
+                int want = !usable(mb, now) ? 2 : mb->state == META_NODE_DRAINING ? 1 : 0;
+                if (want != pass)
                     continue;
                 char *a = strdup(mb->addr);
                 if (a) {
@@ -201,13 +229,28 @@ bool cl_members_addr(cl_remote_t *r, uint32_t id, char addr[256])
     return ok;
 }
 
+/* The zone of member id into zone (false: not a member). */
+static bool member_zone(cl_remote_t *r, uint32_t id, char zone[META_ZONE_MAX])
+{
+    bool ok = false;
+    wh_mutex_lock(&r->lock);
+    for (size_t m = 0; m < r->n_members; m++)
+        if (r->members[m].id == id) {
+            snprintf(zone, META_ZONE_MAX, "%s", r->members[m].zone);
+            ok = true;
+        }
+    wh_mutex_unlock(&r->lock);
+    return ok;
+}
+
+/* Retired (its directory was replaced) or removed: nothing on it to delete or dial. */
 static bool member_retired(cl_remote_t *r, uint32_t id)
 {
     bool ret = false;
     wh_mutex_lock(&r->lock);
     for (size_t m = 0; m < r->n_members; m++)
         if (r->members[m].id == id)
-            ret = r->members[m].retired;
+            ret = r->members[m].retired || r->members[m].state == META_NODE_REMOVED;
     wh_mutex_unlock(&r->lock);
     return ret;
 }
@@ -309,8 +352,19 @@ static bool copy_chunk(cl_remote_t *r, const store_chunk_t *c, uint32_t skip, ui
  * copy, the reads in parallel, then the writes, then each replica is moved in the chunk map
  * (which also queues the dead copy for GC). */
 enum { REPAIR_GROUP = 8 };
-static void repair_group(cl_remote_t *r, const store_chunk_t *cs, size_t n, uint32_t dead)
+/* Why copies move: re-replication of lost copies (read from the other replicas only), a
+ * drain or a rebalance (the copy that moves may be read too). */
+enum { MV_REPAIR, MV_DRAIN, MV_REBALANCE };
+/* A copy moved off a live server is deleted this long after the move: a GET that read the
+ * chunk map before it may still ask that server (a lost copy goes at once: nobody reads it). */
+#define MOVE_GC_DELAY_S 60
+/* Moves the copy of cs[i] on from[i] (or from[0] when all share one) to want[i] (NULL: the
+ * best-ranked server without a copy, zones first). Returns the chunks that could not be moved
+ * now; *bytes gets the bytes that were. */
+static size_t repair_group(cl_remote_t *r, const store_chunk_t *cs, size_t n, const uint32_t *from,
+                           bool one_from, const uint32_t *want, int why, uint64_t *bytes)
 {
+    bool from_ok = why != MV_REPAIR;
     cl_job_t get[REPAIR_GROUP], put[REPAIR_GROUP];
     uint8_t *buf[REPAIR_GROUP];
     uint32_t to[REPAIR_GROUP];
@@ -320,17 +374,33 @@ static void repair_group(cl_remote_t *r, const store_chunk_t *cs, size_t n, uint
     memset(buf, 0, sizeof buf);
     for (size_t i = 0; i < n; i++) {
         const store_chunk_t *c = &cs[i];
+        uint32_t dead = from[one_from ? 0 : i];
         ok[i] = false;
         uint32_t ids[CL_PLACE_MAX];
         char addrs[CL_PLACE_MAX][256];
         size_t k = cl_members_rank(r, c->id, ids, addrs, CL_PLACE_MAX), t = k;
-        for (size_t q = 0; q < k && t == k; q++) {
-            bool has = false;
-            for (uint32_t j = 0; j < c->n_replicas; j++)
-                has |= c->replicas[j] == ids[q];
-            if (!has)
+        /* the best-ranked server without a copy, in a zone none of the copies kept is in
+         * where there is one (zones first, as placement) */
+        char kept[CL_MAX_CANDIDATES][META_ZONE_MAX];
+        size_t nk = 0;
+        for (uint32_t j = 0; j < c->n_replicas && nk < CL_MAX_CANDIDATES; j++)
+            if (c->replicas[j] != dead && member_zone(r, c->replicas[j], kept[nk]))
+                nk++;
+        for (size_t q = 0; want && q < k && t == k; q++)
+            if (ids[q] == want[i])
                 t = q;
-        }
+        for (int pass = 0; !want && pass < 2 && t == k; pass++)
+            for (size_t q = 0; q < k && t == k; q++) {
+                bool has = false;
+                for (uint32_t j = 0; j < c->n_replicas; j++)
+                    has |= c->replicas[j] == ids[q];
+                char zq[META_ZONE_MAX] = "";
+                member_zone(r, ids[q], zq);
+                for (size_t j = 0; pass == 0 && j < nk && !has; j++)
+                    has = strcmp(kept[j], zq) == 0;
+                if (!has)
+                    t = q;
+            }
         if (t == k || !(buf[i] = malloc(c->length ? c->length : 1)))
             continue; /* no server without a copy is up (or no memory): skipped */
         to[i] = ids[t];
@@ -351,42 +421,53 @@ static void repair_group(cl_remote_t *r, const store_chunk_t *cs, size_t n, uint
         store_chunk_t others = *c;
         others.n_replicas = 0;
         for (uint32_t j = 0; j < c->n_replicas; j++)
-            if (c->replicas[j] != dead)
+            if (c->replicas[j] != dead || from_ok)
                 others.replicas[others.n_replicas++] = c->replicas[j];
         cl_members_for_read(r, &others, &get[i]);
     }
     cl_client_run(r->client, get, n, r->cfg.parallel, NULL);
     size_t np = 0;
     cl_job_t wr[REPAIR_GROUP];
-    size_t from[REPAIR_GROUP];
+    size_t slot[REPAIR_GROUP];
     for (size_t i = 0; i < n; i++)
         if (buf[i] && get[i].st == WH_OK && put[i].ncand) {
             wr[np] = put[i];
-            from[np++] = i;
+            slot[np++] = i;
         }
     if (np && cl_record_intents(r, wr, np) == WH_OK) {
         cl_client_run(r->client, wr, np, r->cfg.parallel, NULL);
         for (size_t a = 0; a < np; a++) {
-            size_t i = from[a];
+            size_t i = slot[a];
             ok[i] = wr[a].st == WH_OK && wr[a].crc == cs[i].crc64nvme &&
-                    meta_chunk_move(r->cfg.meta, cs[i].id, dead, to[i]) == WH_OK;
+                    meta_chunk_move(r->cfg.meta, cs[i].id, from[one_from ? 0 : i], to[i],
+                                    from_ok ? MOVE_GC_DELAY_S : 0) == WH_OK;
         }
     }
+    size_t failed = 0;
     for (size_t i = 0; i < n; i++) {
         if (ok[i]) {
-            atomic_fetch_add(&r->repair_chunks, 1);
-            atomic_fetch_add(&r->repair_bytes, cs[i].length);
+            atomic_fetch_add(why == MV_DRAIN       ? &r->drain_chunks
+                             : why == MV_REBALANCE ? &r->rebalance_chunks
+                                                   : &r->repair_chunks,
+                             1);
+            atomic_fetch_add(why == MV_DRAIN       ? &r->drain_bytes
+                             : why == MV_REBALANCE ? &r->rebalance_bytes
+                                                   : &r->repair_bytes,
+                             cs[i].length);
+            *bytes += cs[i].length;
         } else {
+            /* counted, and summed up once a minute per server by repair_pass (a line per
+             * chunk every pass flooded the log when nothing could be done) */
             atomic_fetch_add(&r->repair_failures, 1);
-            wh_warn(MOD,
-                    "repair of chunk %s (copy on node %" PRIu32 ") failed or cannot be "
-                    "done now; retried in a later pass",
-                    cs[i].id, dead);
+            wh_debug(MOD, "moving chunk %s (copy on node %" PRIu32 ") failed or cannot be done now",
+                     cs[i].id, from[one_from ? 0 : i]);
+            failed++;
         }
         free(buf[i]);
     }
     cl_jobs_free_cands(get, n);
     cl_jobs_free_cands(put, n);
+    return failed;
 }
 
 static bool member_usable_now(cl_remote_t *r, uint32_t id, char addr[256])
@@ -428,6 +509,12 @@ static void damage_pass(cl_remote_t *r)
                 pending--;
             continue;
         }
+        if (st == WH_OK && member_retired(r, items[i].node)) {
+            /* retired or removed: repair re-replicates its copies; nothing to rewrite there */
+            if (meta_damage_done(r->cfg.meta, items[i].node, items[i].chunk_id) == WH_OK)
+                pending--;
+            continue;
+        }
         char addr[256];
         if (st != WH_OK || !member_usable_now(r, items[i].node, addr))
             continue;
@@ -449,16 +536,40 @@ static void damage_pass(cl_remote_t *r)
     free(items);
 }
 
-static bool member_dead(cl_remote_t *r, uint32_t id)
+/* What repair does with a server's copies: nothing (REP_NONE), re-replicate them from the
+ * other replicas (REP_LOST: retired, removed, or down longer than repair_after_s; a draining
+ * server that is down too), or move them off, reading them from it as well (REP_DRAIN: a
+ * draining server that is up; rate-limited by drain_rate). */
+enum { REP_NONE, REP_LOST, REP_DRAIN };
+static int repair_kind(const cl_remote_t *r, const cl_member_t *m)
 {
-    bool dead = false;
+    if (m->retired || m->state == META_NODE_REMOVED)
+        return REP_LOST;
+    if (m->state == META_NODE_DRAINING)
+        return m->up ? REP_DRAIN : REP_LOST;
+    return !m->up && m->age_s >= (int64_t)r->cfg.repair_after_s ? REP_LOST : REP_NONE;
+}
+
+static bool member_draining(cl_remote_t *r, uint32_t id)
+{
+    bool dr = false;
     wh_mutex_lock(&r->lock);
     for (size_t m = 0; m < r->n_members; m++)
         if (r->members[m].id == id)
-            dead = r->members[m].retired ||
-                   (!r->members[m].up && r->members[m].age_s >= (int64_t)r->cfg.repair_after_s);
+            dr = r->members[m].state == META_NODE_DRAINING;
     wh_mutex_unlock(&r->lock);
-    return dead;
+    return dr;
+}
+
+static int member_repair_kind(cl_remote_t *r, uint32_t id)
+{
+    int k = REP_NONE;
+    wh_mutex_lock(&r->lock);
+    for (size_t m = 0; m < r->n_members; m++)
+        if (r->members[m].id == id)
+            k = repair_kind(r, &r->members[m]);
+    wh_mutex_unlock(&r->lock);
+    return k;
 }
 
 static char *repair_cursor(cl_remote_t *r, uint32_t node)
@@ -470,54 +581,278 @@ static char *repair_cursor(cl_remote_t *r, uint32_t node)
         r->n_repair_cursor < WH_ARRAY_SIZE(r->repair_cursor) ? r->n_repair_cursor++ : node % 64;
     r->repair_cursor[i].node = node;
     r->repair_cursor[i].after[0] = '\0';
+    r->repair_cursor[i].warned_ms = 0;
     return r->repair_cursor[i].after;
 }
 
-/* One repair pass over the servers down longer than repair_after_s (or retired): batches of
- * REPAIR_BATCH chunks each, walked from where the last pass stopped (a chunk that cannot be
- * repaired now, its every copy on dead servers, is skipped, not retried before the others),
- * for at most PASS_MS, the membership refreshed after every batch (a server back stops its
- * repair; one more down joins the next pass). The backlog is counted in the database. */
+static uint64_t *repair_warned(cl_remote_t *r, uint32_t node)
+{
+    for (size_t i = 0; i < r->n_repair_cursor; i++)
+        if (r->repair_cursor[i].node == node)
+            return &r->repair_cursor[i].warned_ms;
+    return NULL;
+}
+
+/* One repair pass over the servers down longer than repair_after_s, retired, removed or
+ * draining: batches of REPAIR_BATCH chunks each, walked from where the last pass stopped (a
+ * chunk that cannot be repaired now, its every copy on dead servers or no server with room, is
+ * skipped, not retried before the others), for at most PASS_MS, the membership refreshed after
+ * every batch (a server back stops its repair; one more down joins the next pass). A draining
+ * server's copies move at drain_rate bytes/s at most (a budget topped up every pass; the state
+ * lives in the node table, so a restarted or new leader goes on). The backlogs are counted in
+ * the database. */
 static void repair_pass(cl_remote_t *r)
 {
-    enum { REPAIR_BATCH = 64, PASS_MS = 5000 };
-    uint32_t dead[64];
-    size_t nd = 0;
+    enum { REPAIR_BATCH = 64, PASS_MS = 5000, WARN_MS = 60000 };
+    uint32_t dead[64], drain[64], lost[64];
+    size_t nd = 0, ndr = 0, nl = 0;
     wh_mutex_lock(&r->lock);
-    for (size_t i = 0; i < r->n_members && nd < 64; i++)
-        if (r->members[i].retired ||
-            (!r->members[i].up && r->members[i].age_s >= (int64_t)r->cfg.repair_after_s))
+    for (size_t i = 0; i < r->n_members; i++) {
+        int k = repair_kind(r, &r->members[i]);
+        if (k != REP_NONE && nd < 64)
             dead[nd++] = r->members[i].id;
+        if (k == REP_LOST && nl < 64)
+            lost[nl++] = r->members[i].id;
+        if (r->members[i].state == META_NODE_DRAINING && !r->members[i].retired && ndr < 64)
+            drain[ndr++] = r->members[i].id;
+    }
     wh_mutex_unlock(&r->lock);
     uint64_t t0 = wh_now_ns() / 1000000;
+    double rate = (double)r->cfg.drain_rate;
+    if (ndr == 0 || atomic_load(&r->drain_nodes) == 0) {
+        r->drain_last_ms = t0; /* no credit saved up while nothing drained */
+        r->drain_budget = 0;
+    }
+    r->drain_budget += rate * (double)(t0 - r->drain_last_ms) / 1000.0;
+    r->drain_last_ms = t0;
+    if (r->drain_budget > rate * PASS_MS / 1000.0)
+        r->drain_budget = rate * PASS_MS / 1000.0; /* no burst bigger than one pass's worth */
     for (size_t d = 0; d < nd; d++) {
         char *after = repair_cursor(r, dead[d]);
         bool more = true;
-        while (more && wh_now_ns() / 1000000 - t0 < PASS_MS && member_dead(r, dead[d])) {
+        size_t failed = 0;
+        int kind;
+        while (more && wh_now_ns() / 1000000 - t0 < PASS_MS &&
+               (kind = member_repair_kind(r, dead[d])) != REP_NONE) {
+            bool drains = kind == REP_DRAIN || member_draining(r, dead[d]);
+            if (drains && r->drain_budget <= 0)
+                break; /* rate: the next pass goes on from here */
             store_chunk_t *cs = NULL;
             size_t n = 0;
             if (meta_chunks_on_node(r->cfg.meta, dead[d], after, REPAIR_BATCH, &cs, &n) != WH_OK)
                 break;
             if (n)
-                wh_info(MOD, "repairing chunks of node %" PRIu32 " batch=%zu after=%s", dead[d], n,
-                        after[0] ? after : "-");
-            for (size_t i = 0; i < n && member_dead(r, dead[d]); i += REPAIR_GROUP) {
+                wh_debug(MOD, "%s chunks of node %" PRIu32 " batch=%zu after=%s",
+                         drains ? "draining" : "repairing", dead[d], n, after[0] ? after : "-");
+            size_t i = 0;
+            for (; i < n && member_repair_kind(r, dead[d]) == kind; i += REPAIR_GROUP) {
+                if (drains && r->drain_budget <= 0)
+                    break;
                 size_t g = WH_MIN((size_t)REPAIR_GROUP, n - i);
-                repair_group(r, &cs[i], g, dead[d]);
+                uint64_t moved = 0;
+                failed += repair_group(r, &cs[i], g, &dead[d], true, NULL,
+                                       kind == REP_DRAIN ? MV_DRAIN : MV_REPAIR, &moved);
+                if (drains)
+                    r->drain_budget -= (double)moved;
                 snprintf(after, STORE_DATA_ID_LEN + 1, "%s", cs[i + g - 1].id);
             }
-            if (n < REPAIR_BATCH) {
+            if (n < REPAIR_BATCH && i >= n) {
                 after[0] = '\0'; /* the end: the next pass starts over (the skipped ones) */
                 more = false;
             }
             free(cs);
             refresh(r);
         }
+        uint64_t *w = repair_warned(r, dead[d]);
+        if (failed && w && (t0 - *w >= WARN_MS || !*w)) {
+            *w = t0;
+            wh_warn(MOD,
+                    "%zu chunks with a copy on node %" PRIu32 " could not be %s this pass (no "
+                    "live source, or no server without a copy has room); retried every pass, "
+                    "said at most once a minute",
+                    failed, dead[d], kind == REP_DRAIN ? "moved off" : "repaired");
+        }
     }
     uint64_t pending = 0;
-    if (meta_chunks_on_nodes_count(r->cfg.meta, dead, nd, &pending) == WH_OK)
+    if (meta_chunks_on_nodes_count(r->cfg.meta, lost, nl, &pending) == WH_OK)
         atomic_store(&r->repair_pending, pending);
-    atomic_store(&r->repair_nodes, nd);
+    atomic_store(&r->repair_nodes, nl);
+    if (meta_chunks_on_nodes_count(r->cfg.meta, drain, ndr, &pending) == WH_OK)
+        atomic_store(&r->drain_pending, pending);
+    atomic_store(&r->drain_nodes, ndr);
+}
+
+/* The membership placement ranks over (usable active servers, their zones): a rebalance
+ * walk runs once after it changes (a server filling up is not a change: that is placement's
+ * business, not a reason to move copies around). */
+static uint64_t placement_sig(cl_remote_t *r)
+{
+    uint64_t h = 1469598103934665603ULL;
+    wh_mutex_lock(&r->lock);
+    for (size_t i = 0; i < r->n_members; i++) {
+        const cl_member_t *m = &r->members[i];
+        if (!m->up || m->state != META_NODE_ACTIVE)
+            continue; /* (a suspect server is not a change either: it is avoided 5 s) */
+        h = (h ^ m->id) * 1099511628211ULL;
+        for (const char *z = m->zone; *z; z++)
+            h = (h ^ (uint8_t)*z) * 1099511628211ULL;
+        h = (h ^ 0xff) * 1099511628211ULL;
+    }
+    wh_mutex_unlock(&r->lock);
+    return h;
+}
+
+/* Score of (chunk, node) as placement weighs it now, and whether the node is a usable active
+ * server (false: leave the chunk alone). */
+static bool member_score(cl_remote_t *r, const char *chunk_id, uint32_t id, double *score,
+                         char zone[META_ZONE_MAX])
+{
+    bool ok = false;
+    uint64_t free_b = 0, now = wh_now_ns() / 1000000;
+    wh_mutex_lock(&r->lock);
+    for (size_t m = 0; m < r->n_members; m++)
+        if (r->members[m].id == id && usable(&r->members[m], now) &&
+            r->members[m].state == META_NODE_ACTIVE) {
+            ok = true;
+            free_b = r->members[m].free > r->cfg.reserve_bytes
+                         ? r->members[m].free - r->cfg.reserve_bytes
+                         : 0;
+            snprintf(zone, META_ZONE_MAX, "%s", r->members[m].zone);
+        }
+    wh_mutex_unlock(&r->lock);
+    char idstr[12];
+    snprintf(idstr, sizeof idstr, "%" PRIu32, id);
+    *score = cl_place_score(chunk_id, idstr, free_b);
+    return ok;
+}
+
+static size_t zones_distinct(char (*z)[META_ZONE_MAX], size_t n)
+{
+    size_t d = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = strcmp(z[i], z[j]) == 0;
+        d += !seen;
+    }
+    return d;
+}
+
+/* Where a chunk whose copies are all on usable active servers should move one copy: to the
+ * first of its placement's top `replicas` without a copy, from a copy outside them (one in
+ * that server's zone first), when that spreads the copies over more zones or the new server
+ * outranks the old one clearly (REBALANCE_GAIN: free-space drift alone moves nothing).
+ * False: it stays. */
+#define REBALANCE_GAIN 1.25
+static bool rebalance_move(cl_remote_t *r, const store_chunk_t *c, uint32_t *from, uint32_t *to)
+{
+    unsigned R = r->cfg.replicas;
+    if (c->n_replicas != R || R > CL_MAX_REPLICAS)
+        return false; /* repair's or nobody's business */
+    double sc[CL_MAX_REPLICAS];
+    char zc[CL_MAX_REPLICAS][META_ZONE_MAX];
+    for (uint32_t j = 0; j < R; j++)
+        if (!member_score(r, c->id, c->replicas[j], &sc[j], zc[j]))
+            return false; /* a copy on a server down, draining or removed: not now */
+    uint32_t ids[CL_PLACE_MAX];
+    char addrs[CL_PLACE_MAX][256];
+    size_t k = cl_members_rank(r, c->id, ids, addrs, CL_PLACE_MAX);
+    if (k < R)
+        return false;
+    size_t t = R;
+    for (size_t q = 0; q < R && t == R; q++) {
+        bool has = false;
+        for (uint32_t j = 0; j < R; j++)
+            has |= c->replicas[j] == ids[q];
+        if (!has)
+            t = q;
+    }
+    if (t == R)
+        return false; /* on its placement already */
+    double st;
+    char zt[META_ZONE_MAX];
+    if (!member_score(r, c->id, ids[t], &st, zt))
+        return false;
+    int f = -1;
+    for (int pass = 0; pass < 2 && f < 0; pass++)
+        for (uint32_t j = 0; j < R && f < 0; j++) {
+            bool ideal = false;
+            for (size_t q = 0; q < R; q++)
+                ideal |= c->replicas[j] == ids[q];
+            if (!ideal && (pass == 1 || strcmp(zc[j], zt) == 0))
+                f = (int)j;
+        }
+    if (f < 0)
+        return false;
+    size_t before = zones_distinct(zc, R);
+    memcpy(zc[f], zt, sizeof zt);
+    size_t after = zones_distinct(zc, R);
+    if (after < before || (after == before && st < sc[f] * REBALANCE_GAIN))
+        return false;
+    *from = c->replicas[f];
+    *to = ids[t];
+    return true;
+}
+
+/* After the membership changes (a server joins, or one comes back), one walk over every chunk
+ * moves copies toward where placement now puts them (rebalance_move), at rebalance_rate
+ * bytes/s at most, after repair and drain are done (they come first), from where the last
+ * pass stopped. A walk that ends is not repeated until the membership changes again. */
+static void rebalance_pass(cl_remote_t *r)
+{
+    enum { BATCH = 64, PASS_MS = 3000 };
+    if (!r->cfg.rebalance_rate || r->cfg.replicas == 0)
+        return;
+    uint64_t sig = placement_sig(r), t0 = wh_now_ns() / 1000000;
+    if (sig != r->rb_sig) {
+        r->rb_sig = sig;
+        r->rb_active = true;
+        r->rb_after[0] = '\0';
+        r->rb_budget = 0;
+        r->rb_last_ms = t0;
+    }
+    if (!r->rb_active)
+        return;
+    if (atomic_load(&r->repair_pending) || atomic_load(&r->drain_pending) ||
+        atomic_load(&r->damage_pending)) {
+        r->rb_last_ms = t0; /* no credit while waiting */
+        return;
+    }
+    double rate = (double)r->cfg.rebalance_rate;
+    r->rb_budget += rate * (double)(t0 - r->rb_last_ms) / 1000.0;
+    r->rb_last_ms = t0;
+    if (r->rb_budget > rate * PASS_MS / 1000.0)
+        r->rb_budget = rate * PASS_MS / 1000.0;
+    while (r->rb_budget > 0 && wh_now_ns() / 1000000 - t0 < PASS_MS) {
+        store_chunk_t *cs = NULL;
+        size_t n = 0;
+        if (meta_chunks_page(r->cfg.meta, r->rb_after, BATCH, &cs, &n) != WH_OK)
+            return;
+        size_t i = 0;
+        while (i < n && r->rb_budget > 0) {
+            store_chunk_t grp[REPAIR_GROUP];
+            uint32_t from[REPAIR_GROUP], to[REPAIR_GROUP];
+            size_t g = 0;
+            for (; i < n && g < REPAIR_GROUP; i++)
+                if (rebalance_move(r, &cs[i], &from[g], &to[g]))
+                    grp[g++] = cs[i];
+            if (g) {
+                uint64_t moved = 0;
+                repair_group(r, grp, g, from, false, to, MV_REBALANCE, &moved);
+                r->rb_budget -= (double)moved;
+            }
+            snprintf(r->rb_after, sizeof r->rb_after, "%s", cs[i - 1].id);
+        }
+        bool end = n < BATCH && i >= n;
+        free(cs);
+        if (end) {
+            r->rb_active = false;
+            atomic_fetch_add(&r->rebalance_walks, 1);
+            wh_info(MOD, "rebalance walk done: %" PRIu64 " chunks moved in all",
+                    (uint64_t)atomic_load(&r->rebalance_chunks));
+            return;
+        }
+    }
 }
 
 static void *members_main(void *arg)
@@ -546,6 +881,16 @@ static void *members_main(void *arg)
                 gc_pass(r);
                 damage_pass(r);
                 repair_pass(r);
+                rebalance_pass(r);
+                meta_cluster_status_t cs = {
+                    .repair_pending = atomic_load(&r->repair_pending),
+                    .repair_nodes = atomic_load(&r->repair_nodes),
+                    .drain_pending = atomic_load(&r->drain_pending),
+                    .damage_pending = atomic_load(&r->damage_pending),
+                };
+                snprintf(cs.leader, sizeof cs.leader, "%s",
+                         r->cfg.self_addr ? r->cfg.self_addr : "");
+                meta_cluster_status_put(r->cfg.meta, &cs); /* best effort: a view */
             }
         }
         wh_mutex_lock(&r->lock);

@@ -3,6 +3,7 @@
 #include "base/digest.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 double cl_place_score(const char *chunk_id, const char *node_id, uint64_t free_bytes)
@@ -55,5 +56,55 @@ size_t cl_place(const cl_place_node_t *nodes, size_t n, const char *chunk_id, un
         best[j] = s;
         out[j] = i;
     }
+    return k;
+}
+
+static bool same_zone(const cl_place_node_t *a, const cl_place_node_t *b)
+{
+    return strcmp(a->zone ? a->zone : "", b->zone ? b->zone : "") == 0;
+}
+
+size_t cl_place_zoned(const cl_place_node_t *nodes, size_t n, const char *chunk_id,
+                      unsigned replicas, unsigned max, size_t *out)
+{
+    enum { N = 64 };
+    size_t rank[N];
+    double score[N];
+    n = n > N ? N : n;
+    if (max > CL_PLACE_MAX)
+        max = CL_PLACE_MAX;
+    if (replicas > max)
+        replicas = max;
+    /* every node ranked (the best node of a third zone may rank last overall) */
+    for (size_t i = 0; i < n; i++) {
+        double s = cl_place_score(chunk_id, nodes[i].id, nodes[i].free_bytes);
+        size_t j = i;
+        while (j > 0 && score[j - 1] < s) {
+            score[j] = score[j - 1];
+            rank[j] = rank[j - 1];
+            j--;
+        }
+        score[j] = s;
+        rank[j] = i;
+    }
+    bool taken[N] = {false};
+    size_t k = 0;
+    /* pass 0: the best of each zone not yet used; pass 1: the best of the rest */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t q = 0; q < n && k < replicas; q++) {
+            if (taken[q])
+                continue;
+            bool dup = false;
+            for (size_t j = 0; pass == 0 && j < k && !dup; j++)
+                dup = same_zone(&nodes[out[j]], &nodes[rank[q]]);
+            if (dup)
+                continue;
+            taken[q] = true;
+            out[k++] = rank[q];
+        }
+    /* the spares: the others in rank order */
+    for (size_t q = 0; q < n && k < max; q++)
+        if (!taken[q])
+            out[k++] = rank[q];
     return k;
 }

@@ -28,6 +28,8 @@ void cl_remote_config_init(cl_remote_config_t *cfg)
     cfg->orphan_grace_s = 3600;
     cfg->repair_after_s = 120;
     cfg->reserve_bytes = 256ULL << 20;
+    cfg->drain_rate = 64ULL << 20;
+    cfg->rebalance_rate = 16ULL << 20;
 }
 
 /* Queues every candidate copy of jobs[0..n) for garbage collection after the orphan grace:
@@ -678,7 +680,7 @@ void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
     wh_mutex_lock(&r->lock);
     known = 0;
     for (size_t i = 0; i < r->n_members; i++)
-        known += !r->members[i].retired;
+        known += !r->members[i].retired && r->members[i].state != META_NODE_REMOVED;
     wh_mutex_unlock(&r->lock);
     cl_client_stats_t cs;
     cl_client_stats(r->client, &cs);
@@ -693,11 +695,17 @@ void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
                    "# TYPE wharf_cluster_repair_nodes gauge\nwharf_cluster_repair_nodes %llu\n"
                    "# HELP wharf_cluster_damage_pending Copies reported damaged (a checksum "
                    "failed), not yet rewritten from a good replica.\n"
-                   "# TYPE wharf_cluster_damage_pending gauge\nwharf_cluster_damage_pending %llu\n",
+                   "# TYPE wharf_cluster_damage_pending gauge\nwharf_cluster_damage_pending %llu\n"
+                   "# HELP wharf_cluster_drain_pending Chunks with a copy on a draining server, "
+                   "as of the last pass.\n"
+                   "# TYPE wharf_cluster_drain_pending gauge\nwharf_cluster_drain_pending %llu\n"
+                   "# TYPE wharf_cluster_drain_nodes gauge\nwharf_cluster_drain_nodes %llu\n",
                    up < 0 ? 0 : up, known, (int)atomic_load(&r->leader),
                    (unsigned long long)atomic_load(&r->repair_pending),
                    (unsigned long long)atomic_load(&r->repair_nodes),
-                   (unsigned long long)atomic_load(&r->damage_pending));
+                   (unsigned long long)atomic_load(&r->damage_pending),
+                   (unsigned long long)atomic_load(&r->drain_pending),
+                   (unsigned long long)atomic_load(&r->drain_nodes));
     const struct {
         const char *name;
         uint64_t v;
@@ -715,6 +723,11 @@ void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
         {"wharf_cluster_repair_bytes_total", atomic_load(&r->repair_bytes)},
         {"wharf_cluster_repair_failures_total", atomic_load(&r->repair_failures)},
         {"wharf_cluster_damage_repaired_total", atomic_load(&r->damage_repaired)},
+        {"wharf_cluster_drain_chunks_total", atomic_load(&r->drain_chunks)},
+        {"wharf_cluster_drain_bytes_total", atomic_load(&r->drain_bytes)},
+        {"wharf_cluster_rebalance_chunks_total", atomic_load(&r->rebalance_chunks)},
+        {"wharf_cluster_rebalance_bytes_total", atomic_load(&r->rebalance_bytes)},
+        {"wharf_cluster_rebalance_walks_total", atomic_load(&r->rebalance_walks)},
     };
     for (size_t i = 0; i < WH_ARRAY_SIZE(m); i++)
         wh_sbuf_printf(out, "# TYPE %s counter\n%s %" PRIu64 "\n", m[i].name, m[i].name, m[i].v);

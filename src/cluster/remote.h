@@ -47,6 +47,15 @@ typedef struct cl_remote_config {
     /* Free bytes kept on every storage server: one with less than this plus a chunk free
      * takes no new copy; placement weighs the free space above it. Default 256 MiB. */
     uint64_t reserve_bytes;
+    /* Bytes per second the maintenance gateway copies off draining servers (wharfd node
+     * drain). Default 64 MiB. */
+    uint64_t drain_rate;
+    /* Bytes per second moved toward the placement of the current membership after it changed
+     * (a join; a server back): copies go to the servers a chunk now ranks first on. 0: never.
+     * Default 16 MiB. */
+    uint64_t rebalance_rate;
+    /* This gateway's S3 address, published as the leader's (wharfd node status). */
+    const char *self_addr;
 } cl_remote_config_t;
 
 void cl_remote_config_init(cl_remote_config_t *cfg);

@@ -19,8 +19,11 @@ typedef struct cl_member {
     uint32_t id;
     char addr[256];
     uint64_t free;
-    bool up;                /* heartbeat fresh */
-    bool retired;           /* its data directory was replaced: copies lost, nothing to delete */
+    bool up;      /* heartbeat fresh */
+    bool retired; /* its data directory was replaced: copies lost, nothing to delete */
+    int state;    /* META_NODE_ACTIVE, _DRAINING (no new copies), _REMOVED (never
+                   * dialed; copies lost, nothing to delete) */
+    char zone[META_ZONE_MAX];
     int64_t age_s;          /* seconds since its last heartbeat (database clock) */
     uint64_t suspect_until; /* ms (wh_now_ns clock): failed a request, avoided until then */
 } cl_member_t;
@@ -43,11 +46,22 @@ typedef struct cl_remote {
     _Atomic uint64_t gc_deleted, gc_failed, meta_failures;
     _Atomic uint64_t repair_chunks, repair_bytes, repair_failures, repair_pending, repair_nodes;
     _Atomic uint64_t damage_repaired, damage_pending;
+    _Atomic uint64_t drain_chunks, drain_bytes, drain_pending, drain_nodes;
+    _Atomic uint64_t rebalance_chunks, rebalance_bytes, rebalance_walks;
+    /* rebalance (members thread only): the membership its walk is for, where it is */
+    uint64_t rb_sig;
+    bool rb_active;
+    char rb_after[STORE_DATA_ID_LEN + 1];
+    double rb_budget;
+    uint64_t rb_last_ms;
+    double drain_budget;    /* bytes the drain may copy now (members thread only) */
+    uint64_t drain_last_ms; /* when the budget was last topped up */
     /* repair: where each dead node's walk through its chunks is (resumed next pass, so
      * chunks that cannot be repaired now do not hold back the ones after them) */
     struct {
         uint32_t node;
         char after[STORE_DATA_ID_LEN + 1];
+        uint64_t warned_ms; /* last summary of chunks it could not repair (one a minute) */
     } repair_cursor[64];
     size_t n_repair_cursor;
     _Atomic bool leader;

@@ -36,7 +36,7 @@
  * Object Lock (versions' retention and legal hold, the bucket's configuration). 9: encryption at
  * rest. 10: chunk maps indexed by chunk id (SQLite; local multipart objects made of their parts'
  * files). */
-#define META_SCHEMA_VERSION 10
+#define META_SCHEMA_VERSION 11
 
 /* The advisory lock (lock_try) of the one gateway that runs maintenance: garbage collection
  * and repair (cluster/members.c) and the lifecycle worker (s3api/s3_lifecycle.c). */
@@ -75,16 +75,38 @@ typedef struct meta_version_row {
 typedef int (*meta_version_fn)(void *arg, const meta_version_row_t *row);
 
 /* A storage server of a cluster. */
+#define META_ZONE_MAX 64
 typedef struct meta_node {
     uint32_t id;
     char addr[256];    /* host:port of its internal API */
     uint64_t capacity; /* bytes */
     uint64_t free;
-    time_t heartbeat; /* last one, database clock */
-    time_t now;       /* database clock when read (compare heartbeats with this) */
-    bool retired;     /* its data directory was replaced or emptied: every copy it held is
-                       * lost (repair them now), nothing is left on it to delete */
+    time_t heartbeat;         /* last one, database clock */
+    time_t now;               /* database clock when read (compare heartbeats with this) */
+    bool retired;             /* its data directory was replaced or emptied: every copy it held is
+                               * lost (repair them now), nothing is left on it to delete */
+    int state;                /* META_NODE_ACTIVE, _DRAINING (no new copies; repair moves its copies
+                               * off) or _REMOVED (never dialed again; its copies count as lost) */
+    char zone[META_ZONE_MAX]; /* failure domain (wharfd storage --zone); "" none */
+    double scrub_progress;    /* its scrubber's pass, 0..1 (node_report) */
+    uint64_t scrub_passes;    /* scrub passes completed */
+    uint64_t damaged;         /* copies it moved aside, not yet rewritten */
 } meta_node_t;
+
+/* What the maintenance gateway saw at its last pass (cluster_status_put), and how old. */
+typedef struct meta_cluster_status {
+    char leader[256]; /* the gateway's S3 address (host:port) */
+    uint64_t repair_pending, repair_nodes, drain_pending, damage_pending;
+    int64_t age_s; /* seconds since it was written (database clock); status_get only */
+} meta_cluster_status_t;
+
+enum { META_NODE_ACTIVE = 0, META_NODE_DRAINING = 1, META_NODE_REMOVED = 2 };
+
+/* Chunk copies a node holds in the chunk map (distinct chunk ids). */
+typedef struct meta_node_copies {
+    uint32_t id;
+    uint64_t copies;
+} meta_node_copies_t;
 
 /* The identity a storage server's data directory carries (written at its first start). */
 #define META_UUID_MAX 64
@@ -291,6 +313,26 @@ struct meta_ops {
      * committed row lists it. */
     wh_status_t (*chunk_find)(meta_t *m, const char *chunk_id, store_chunk_t *out);
     wh_status_t (*node_list)(meta_t *m, meta_node_t **out, size_t *n);
+    /* The node's failure domain (wharfd storage --zone; "" none), set at every start. */
+    wh_status_t (*node_set_zone)(meta_t *m, uint32_t id, const char *zone);
+    /* Marks the node at addr draining (idempotent): placement takes it out, repair moves its
+     * copies off. NOT_FOUND: no node there; PRECONDITION: it was removed. */
+    wh_status_t (*node_drain)(meta_t *m, const char *addr, uint32_t *id);
+    /* Removes the node at addr (never dialed again, its copies repaired from the others),
+     * unless it holds the only live copy of some chunk: BUSY and *sole says how many (a
+     * copy is live on a node not retired, not removed, with a heartbeat younger than live_s
+     * seconds). NOT_FOUND: no node there. In one transaction with the node's row locked. */
+    wh_status_t (*node_remove)(meta_t *m, const char *addr, unsigned live_s, uint32_t *id,
+                               uint64_t *sole);
+    /* Distinct chunks in the chunk map per node that holds any (free). */
+    wh_status_t (*node_copies)(meta_t *m, meta_node_copies_t **out, size_t *n);
+    /* A storage server's scrubber progress and damaged copies (written when they change). */
+    wh_status_t (*node_report)(meta_t *m, uint32_t id, double scrub_progress, uint64_t scrub_passes,
+                               uint64_t damaged);
+    /* The maintenance gateway's view, written every pass; read by wharfd node status.
+     * status_get: NOT_FOUND before any pass. */
+    wh_status_t (*cluster_status_put)(meta_t *m, const meta_cluster_status_t *st);
+    wh_status_t (*cluster_status_get)(meta_t *m, meta_cluster_status_t *st);
     /* Up to max queued chunk copies no committed row references any more, oldest first.
      * live_s > 0: only copies on nodes whose heartbeat is younger than live_s seconds, that
      * were retired, or that are not in the node table (a dead node's backlog does not stop
@@ -306,12 +348,18 @@ struct meta_ops {
      * max; offset is 0 in the results. */
     wh_status_t (*chunks_on_node)(meta_t *m, uint32_t node, const char *after, size_t max,
                                   store_chunk_t **out, size_t *n);
+    /* Rebalance: the distinct chunks of the chunk map, chunk ids > after ("" first), at most
+     * max; offset is 0 in the results. */
+    wh_status_t (*chunks_page)(meta_t *m, const char *after, size_t max, store_chunk_t **out,
+                               size_t *n);
     /* Repair's backlog: distinct chunks with a copy on any of nodes[0..n). */
     wh_status_t (*chunks_on_nodes_count)(meta_t *m, const uint32_t *nodes, size_t n,
                                          uint64_t *count);
     /* Repair: every row of chunk_id lists to instead of from, and from's copy is queued for
-     * garbage collection, in one transaction. */
-    wh_status_t (*chunk_move)(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to);
+     * garbage collection (deletable after gc_delay_s: a reader that read the map before the
+     * move may still ask from for it), in one transaction. */
+    wh_status_t (*chunk_move)(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to,
+                              unsigned gc_delay_s);
     /* Session-level advisory lock (one-at-a-time repair): WH_OK if taken, WH_ERR_BUSY if
      * another process holds it. Released by lock_release or when the process dies. */
     wh_status_t (*lock_try)(meta_t *m, int64_t key);
@@ -430,10 +478,18 @@ wh_status_t meta_cached_bucket_auth_get(meta_t *m, const char *bucket, store_buc
 #define meta_node_register(m, ...) META_CALL_(m, node_register, __VA_ARGS__)
 #define meta_node_heartbeat(m, ...) META_CALL_(m, node_heartbeat, __VA_ARGS__)
 #define meta_node_list(m, ...) META_CALL_(m, node_list, __VA_ARGS__)
+#define meta_node_set_zone(m, ...) META_CALL_(m, node_set_zone, __VA_ARGS__)
+#define meta_node_drain(m, ...) META_CALL_(m, node_drain, __VA_ARGS__)
+#define meta_node_remove(m, ...) META_CALL_(m, node_remove, __VA_ARGS__)
+#define meta_node_copies(m, ...) META_CALL_(m, node_copies, __VA_ARGS__)
+#define meta_node_report(m, ...) META_CALL_(m, node_report, __VA_ARGS__)
+#define meta_cluster_status_put(m, ...) META_CALL_(m, cluster_status_put, __VA_ARGS__)
+#define meta_cluster_status_get(m, ...) META_CALL_(m, cluster_status_get, __VA_ARGS__)
 #define meta_gc_take(m, ...) META_CALL_(m, gc_take, __VA_ARGS__)
 #define meta_gc_done(m, ...) META_CALL_(m, gc_done, __VA_ARGS__)
 #define meta_gc_defer(m, ...) META_CALL_(m, gc_defer, __VA_ARGS__)
 #define meta_chunks_on_node(m, ...) META_CALL_(m, chunks_on_node, __VA_ARGS__)
+#define meta_chunks_page(m, ...) META_CALL_(m, chunks_page, __VA_ARGS__)
 #define meta_chunks_on_nodes_count(m, ...) META_CALL_(m, chunks_on_nodes_count, __VA_ARGS__)
 #define meta_chunk_move(m, ...) META_CALL_(m, chunk_move, __VA_ARGS__)
 #define meta_cluster_id(m, ...) META_CALL_(m, cluster_id, __VA_ARGS__)

@@ -43,6 +43,19 @@ static wh_status_t tx_node_register(void *conn, void *arg)
                     " retired, its copies are repaired",
                     (long long)pg_i64(r, i, 0), a->addr);
         PQclear(r);
+        /* A node removed from the cluster (wharfd node remove) stays out: its directory
+         * must be emptied (a new identity) to join again. */
+        pg_params_t rq = {0};
+        pp_text(&rq, a->uuid);
+        st = pg_exec(conn,
+                     "SELECT id FROM nodes WHERE uuid = $1 AND state = 'removed' AND NOT retired",
+                     &rq, &r, "node removed check");
+        if (st != WH_OK)
+            return st;
+        bool removed = PQntuples(r) > 0;
+        PQclear(r);
+        if (removed)
+            return WH_ERR_PRECONDITION;
         /* The identity known at another address: the node moved (its data moved with it). */
         pg_params_t q = {0};
         pp_text(&q, a->addr);
@@ -72,9 +85,11 @@ static wh_status_t tx_node_register(void *conn, void *arg)
                  " ON CONFLICT (addr) DO UPDATE SET capacity = EXCLUDED.capacity,"
                  " free = EXCLUDED.free, heartbeat = now(),"
                  " uuid = CASE WHEN nodes.uuid = '' THEN EXCLUDED.uuid ELSE nodes.uuid END"
-                 " RETURNING id",
+                 " WHERE nodes.state <> 'removed' RETURNING id",
                  &p, &r, "node register");
-    if (st == WH_OK)
+    if (st == WH_OK && PQntuples(r) == 0)
+        st = WH_ERR_PRECONDITION; /* a removed node's address, without an identity */
+    else if (st == WH_OK)
         a->id = (uint32_t)pg_i64(r, 0, 0);
     PQclear(r);
     return st;
@@ -255,7 +270,7 @@ static wh_status_t tx_node_heartbeat(void *conn, void *arg)
     PGresult *r;
     wh_status_t st = pg_exec(conn,
                              "UPDATE nodes SET capacity = $2, free = $3, heartbeat = now()"
-                             " WHERE id = $1 AND NOT retired RETURNING 1",
+                             " WHERE id = $1 AND NOT retired AND state <> 'removed' RETURNING 1",
                              &p, &r, "node heartbeat");
     if (st == WH_OK && PQntuples(r) == 0)
         st = WH_ERR_NOT_FOUND;
@@ -281,8 +296,8 @@ static wh_status_t rd_node_list(void *conn, void *arg)
     wh_status_t st = pg_exec(conn,
                              "SELECT id, addr, capacity, free,"
                              " extract(epoch FROM heartbeat)::bigint,"
-                             " extract(epoch FROM now())::bigint, retired FROM nodes"
-                             " ORDER BY id",
+                             " extract(epoch FROM now())::bigint, retired, state, zone,"
+                             " scrub_progress, scrub_passes, damaged FROM nodes ORDER BY id",
                              NULL, &r, "node list");
     if (st != WH_OK)
         return st;
@@ -303,6 +318,14 @@ static wh_status_t rd_node_list(void *conn, void *arg)
         nd->heartbeat = (time_t)pg_i64(r, i, 4);
         nd->now = (time_t)pg_i64(r, i, 5);
         nd->retired = PQgetvalue(r, i, 6)[0] == 't';
+        const char *state = PQgetvalue(r, i, 7);
+        nd->state = !strcmp(state, "draining")  ? META_NODE_DRAINING
+                    : !strcmp(state, "removed") ? META_NODE_REMOVED
+                                                : META_NODE_ACTIVE;
+        pg_copy(r, i, 8, nd->zone, sizeof nd->zone);
+        nd->scrub_progress = strtod(PQgetvalue(r, i, 9), NULL);
+        nd->scrub_passes = (uint64_t)pg_i64(r, i, 10);
+        nd->damaged = (uint64_t)pg_i64(r, i, 11);
     }
     a->n = (size_t)rows;
     PQclear(r);
@@ -320,6 +343,250 @@ wh_status_t pg_node_list(meta_t *m, meta_node_t **out, size_t *n)
     *out = a.arr;
     *n = a.n;
     return WH_OK;
+}
+
+/* ---- node states: zone, drain, remove ---- */
+
+typedef struct {
+    const char *addr, *zone;
+    uint32_t id;
+    unsigned live_s;
+    uint64_t sole;
+    meta_node_copies_t *arr;
+    size_t n;
+} pg_nstate_arg_t;
+
+static wh_status_t tx_node_set_zone(void *conn, void *arg)
+{
+    pg_nstate_arg_t *a = arg;
+    pg_params_t p = {0};
+    pp_i64(&p, a->id);
+    pp_text(&p, a->zone);
+    return pg_exec(conn, "UPDATE nodes SET zone = $2 WHERE id = $1", &p, NULL, "node zone");
+}
+
+wh_status_t pg_node_set_zone(meta_t *m, uint32_t id, const char *zone)
+{
+    if (!zone || strlen(zone) >= META_ZONE_MAX)
+        return WH_ERR_INVALID;
+    pg_nstate_arg_t a = {.zone = zone, .id = id};
+    return pg_write(PGM(m), tx_node_set_zone, &a);
+}
+
+/* The live (not retired) row at addr, locked: its id and state text. */
+static wh_status_t node_lock(void *conn, const char *addr, uint32_t *id, char state[16])
+{
+    pg_params_t p = {0};
+    pp_text(&p, addr);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn,
+                             "SELECT id, state FROM nodes WHERE addr = $1 AND NOT retired"
+                             " FOR UPDATE",
+                             &p, &r, "node lock");
+    if (st != WH_OK)
+        return st;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return WH_ERR_NOT_FOUND;
+    }
+    *id = (uint32_t)pg_i64(r, 0, 0);
+    pg_copy(r, 0, 1, state, 16);
+    PQclear(r);
+    return WH_OK;
+}
+
+static wh_status_t tx_node_drain(void *conn, void *arg)
+{
+    pg_nstate_arg_t *a = arg;
+    char state[16];
+    wh_status_t st = node_lock(conn, a->addr, &a->id, state);
+    if (st != WH_OK)
+        return st;
+    if (!strcmp(state, "removed"))
+        return WH_ERR_PRECONDITION;
+    pg_params_t p = {0};
+    pp_i64(&p, a->id);
+    return pg_exec(conn, "UPDATE nodes SET state = 'draining' WHERE id = $1", &p, NULL,
+                   "node drain");
+}
+
+wh_status_t pg_node_drain(meta_t *m, const char *addr, uint32_t *id)
+{
+    pg_nstate_arg_t a = {.addr = addr};
+    wh_status_t st = pg_write(PGM(m), tx_node_drain, &a);
+    *id = a.id;
+    return st;
+}
+
+static wh_status_t tx_node_remove(void *conn, void *arg)
+{
+    pg_nstate_arg_t *a = arg;
+    char state[16];
+    wh_status_t st = node_lock(conn, a->addr, &a->id, state);
+    if (st != WH_OK)
+        return st;
+    if (!strcmp(state, "removed"))
+        return WH_OK; /* idempotent */
+    /* The chunks this node holds that no other live node holds a copy of. */
+    pg_params_t p = {0};
+    pp_i64(&p, a->id);
+    pp_i64(&p, a->live_s);
+    PGresult *r;
+    st = pg_exec(conn,
+                 "SELECT count(DISTINCT c.chunk_id) FROM chunks c WHERE $1 = ANY(c.replicas)"
+                 " AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = ANY(c.replicas)"
+                 "  AND n.id <> $1 AND NOT n.retired AND n.state <> 'removed'"
+                 "  AND n.heartbeat > now() - make_interval(secs => $2))",
+                 &p, &r, "node sole copies");
+    if (st != WH_OK)
+        return st;
+    a->sole = (uint64_t)pg_i64(r, 0, 0);
+    PQclear(r);
+    if (a->sole)
+        return WH_ERR_BUSY;
+    pg_params_t q = {0};
+    pp_i64(&q, a->id);
+    return pg_exec(conn, "UPDATE nodes SET state = 'removed' WHERE id = $1", &q, NULL,
+                   "node remove");
+}
+
+wh_status_t pg_node_remove(meta_t *m, const char *addr, unsigned live_s, uint32_t *id,
+                           uint64_t *sole)
+{
+    pg_nstate_arg_t a = {.addr = addr, .live_s = live_s ? live_s : 1};
+    wh_status_t st = pg_write(PGM(m), tx_node_remove, &a);
+    *id = a.id;
+    *sole = a.sole;
+    return st;
+}
+
+static wh_status_t rd_node_copies(void *conn, void *arg)
+{
+    pg_nstate_arg_t *a = arg;
+    PGresult *r;
+    wh_status_t st = pg_exec(conn,
+                             "SELECT u.id, count(DISTINCT c.chunk_id) FROM chunks c,"
+                             " unnest(c.replicas) u(id) GROUP BY u.id ORDER BY u.id",
+                             NULL, &r, "node copies");
+    if (st != WH_OK)
+        return st;
+    int rows = PQntuples(r);
+    free(a->arr);
+    a->n = 0;
+    a->arr = calloc(rows ? (size_t)rows : 1, sizeof *a->arr);
+    if (!a->arr) {
+        PQclear(r);
+        return WH_ERR_NOMEM;
+    }
+    for (int i = 0; i < rows; i++) {
+        a->arr[i].id = (uint32_t)pg_i64(r, i, 0);
+        a->arr[i].copies = (uint64_t)pg_i64(r, i, 1);
+    }
+    a->n = (size_t)rows;
+    PQclear(r);
+    return WH_OK;
+}
+
+wh_status_t pg_node_copies(meta_t *m, meta_node_copies_t **out, size_t *n)
+{
+    pg_nstate_arg_t a = {0};
+    wh_status_t st = pg_read(PGM(m), rd_node_copies, &a);
+    if (st != WH_OK) {
+        free(a.arr);
+        return st;
+    }
+    *out = a.arr;
+    *n = a.n;
+    return WH_OK;
+}
+
+typedef struct {
+    uint32_t id;
+    double progress;
+    uint64_t passes, damaged;
+    const meta_cluster_status_t *put;
+    meta_cluster_status_t *get;
+} pg_report_arg_t;
+
+static wh_status_t tx_node_report(void *conn, void *arg)
+{
+    pg_report_arg_t *a = arg;
+    char prog[32];
+    snprintf(prog, sizeof prog, "%.6f", a->progress);
+    pg_params_t p = {0};
+    pp_i64(&p, a->id);
+    pp_text(&p, prog);
+    pp_i64(&p, (int64_t)a->passes);
+    pp_i64(&p, (int64_t)a->damaged);
+    return pg_exec(conn,
+                   "UPDATE nodes SET scrub_progress = $2::double precision, scrub_passes = $3,"
+                   " damaged = $4 WHERE id = $1",
+                   &p, NULL, "node report");
+}
+
+wh_status_t pg_node_report(meta_t *m, uint32_t id, double scrub_progress, uint64_t scrub_passes,
+                           uint64_t damaged)
+{
+    pg_report_arg_t a = {id, scrub_progress, scrub_passes, damaged, NULL, NULL};
+    return pg_write(PGM(m), tx_node_report, &a);
+}
+
+static wh_status_t tx_status_put(void *conn, void *arg)
+{
+    pg_report_arg_t *a = arg;
+    pg_params_t p = {0};
+    pp_text(&p, a->put->leader);
+    pp_i64(&p, (int64_t)a->put->repair_pending);
+    pp_i64(&p, (int64_t)a->put->repair_nodes);
+    pp_i64(&p, (int64_t)a->put->drain_pending);
+    pp_i64(&p, (int64_t)a->put->damage_pending);
+    return pg_exec(conn,
+                   "INSERT INTO cluster_status(one, leader, repair_pending, repair_nodes,"
+                   " drain_pending, damage_pending) VALUES(1, $1, $2, $3, $4, $5)"
+                   " ON CONFLICT (one) DO UPDATE SET leader = EXCLUDED.leader,"
+                   " repair_pending = EXCLUDED.repair_pending,"
+                   " repair_nodes = EXCLUDED.repair_nodes, drain_pending = EXCLUDED.drain_pending,"
+                   " damage_pending = EXCLUDED.damage_pending, updated = now()",
+                   &p, NULL, "cluster status put");
+}
+
+wh_status_t pg_cluster_status_put(meta_t *m, const meta_cluster_status_t *st)
+{
+    pg_report_arg_t a = {0, 0, 0, 0, st, NULL};
+    return pg_write(PGM(m), tx_status_put, &a);
+}
+
+static wh_status_t rd_status_get(void *conn, void *arg)
+{
+    pg_report_arg_t *a = arg;
+    PGresult *r;
+    wh_status_t st = pg_exec(conn,
+                             "SELECT leader, repair_pending, repair_nodes, drain_pending,"
+                             " damage_pending, extract(epoch FROM now() - updated)::bigint"
+                             " FROM cluster_status WHERE one = 1",
+                             NULL, &r, "cluster status get");
+    if (st != WH_OK)
+        return st;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return WH_ERR_NOT_FOUND;
+    }
+    meta_cluster_status_t *o = a->get;
+    pg_copy(r, 0, 0, o->leader, sizeof o->leader);
+    o->repair_pending = (uint64_t)pg_i64(r, 0, 1);
+    o->repair_nodes = (uint64_t)pg_i64(r, 0, 2);
+    o->drain_pending = (uint64_t)pg_i64(r, 0, 3);
+    o->damage_pending = (uint64_t)pg_i64(r, 0, 4);
+    o->age_s = pg_i64(r, 0, 5);
+    PQclear(r);
+    return WH_OK;
+}
+
+wh_status_t pg_cluster_status_get(meta_t *m, meta_cluster_status_t *st)
+{
+    memset(st, 0, sizeof *st);
+    pg_report_arg_t a = {0, 0, 0, 0, NULL, st};
+    return pg_read(PGM(m), rd_status_get, &a);
 }
 
 /* ---- garbage collection ---- */
@@ -351,7 +618,7 @@ static wh_status_t tx_gc_take(void *conn, void *arg)
     st = pg_exec(conn,
                  "SELECT g.seq, g.chunk_id, g.node FROM gc_queue g"
                  " LEFT JOIN nodes n ON n.id = g.node WHERE g.not_before <= now()"
-                 " AND ($2 = 0 OR n.id IS NULL OR n.retired"
+                 " AND ($2 = 0 OR n.id IS NULL OR n.retired OR n.state = 'removed'"
                  "  OR n.heartbeat > now() - make_interval(secs => $2))"
                  " ORDER BY g.seq LIMIT $1",
                  &p, &r, "gc queue take");
@@ -451,10 +718,11 @@ static wh_status_t rd_chunks_on_node(void *conn, void *arg)
     pp_text(&p, a->after);
     pp_i64(&p, (int64_t)a->max);
     PGresult *r;
+    /* node 0 (no node has it): every chunk (rebalance) */
     wh_status_t st = pg_exec(conn,
                              "SELECT DISTINCT ON (chunk_id) chunk_id, len, crc64nvme,"
                              " array_to_string(replicas, ',') FROM chunks"
-                             " WHERE $1 = ANY(replicas) AND chunk_id > $2"
+                             " WHERE ($1 = 0 OR $1 = ANY(replicas)) AND chunk_id > $2"
                              " ORDER BY chunk_id LIMIT $3",
                              &p, &r, "chunks on node");
     if (st != WH_OK)
@@ -483,6 +751,19 @@ wh_status_t pg_chunks_on_node(meta_t *m, uint32_t node, const char *after, size_
                               store_chunk_t **out, size_t *n)
 {
     pg_onnode_arg_t a = {node, after ? after : "", max ? max : 1, NULL, 0};
+    wh_status_t st = pg_read(PGM(m), rd_chunks_on_node, &a);
+    if (st != WH_OK) {
+        free(a.arr);
+        return st;
+    }
+    *out = a.arr;
+    *n = a.n;
+    return WH_OK;
+}
+
+wh_status_t pg_chunks_page(meta_t *m, const char *after, size_t max, store_chunk_t **out, size_t *n)
+{
+    pg_onnode_arg_t a = {0, after ? after : "", max ? max : 1, NULL, 0};
     wh_status_t st = pg_read(PGM(m), rd_chunks_on_node, &a);
     if (st != WH_OK) {
         free(a.arr);
@@ -537,6 +818,7 @@ wh_status_t pg_chunks_on_nodes_count(meta_t *m, const uint32_t *nodes, size_t n,
 typedef struct {
     const char *chunk;
     uint32_t from, to;
+    unsigned delay_s;
 } pg_move_arg_t;
 
 static wh_status_t tx_chunk_move(void *conn, void *arg)
@@ -556,13 +838,17 @@ static wh_status_t tx_chunk_move(void *conn, void *arg)
     pg_params_t q = {0};
     pp_text(&q, a->chunk);
     pp_i64(&q, a->from);
-    return pg_exec(conn, "INSERT INTO gc_queue(chunk_id, node) VALUES($1, $2)", &q, NULL,
-                   "chunk move gc");
+    pp_i64(&q, a->delay_s);
+    return pg_exec(conn,
+                   "INSERT INTO gc_queue(chunk_id, node, not_before)"
+                   " VALUES($1, $2, now() + make_interval(secs => $3))",
+                   &q, NULL, "chunk move gc");
 }
 
-wh_status_t pg_chunk_move(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to)
+wh_status_t pg_chunk_move(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to,
+                          unsigned gc_delay_s)
 {
-    pg_move_arg_t a = {chunk_id, from, to};
+    pg_move_arg_t a = {chunk_id, from, to, gc_delay_s};
     return pg_write(PGM(m), tx_chunk_move, &a);
 }
 

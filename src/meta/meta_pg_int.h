@@ -162,13 +162,25 @@ wh_status_t pg_node_register(meta_t *m, const char *addr, const char *uuid, bool
                              uint64_t capacity, uint64_t free, uint32_t *id);
 wh_status_t pg_node_heartbeat(meta_t *m, uint32_t id, uint64_t capacity, uint64_t free);
 wh_status_t pg_node_list(meta_t *m, meta_node_t **out, size_t *n);
+wh_status_t pg_node_set_zone(meta_t *m, uint32_t id, const char *zone);
+wh_status_t pg_node_drain(meta_t *m, const char *addr, uint32_t *id);
+wh_status_t pg_node_remove(meta_t *m, const char *addr, unsigned live_s, uint32_t *id,
+                           uint64_t *sole);
+wh_status_t pg_node_copies(meta_t *m, meta_node_copies_t **out, size_t *n);
+wh_status_t pg_node_report(meta_t *m, uint32_t id, double scrub_progress, uint64_t scrub_passes,
+                           uint64_t damaged);
+wh_status_t pg_cluster_status_put(meta_t *m, const meta_cluster_status_t *st);
+wh_status_t pg_cluster_status_get(meta_t *m, meta_cluster_status_t *st);
 wh_status_t pg_gc_take(meta_t *m, size_t max, unsigned live_s, meta_gc_item_t **out, size_t *n);
 wh_status_t pg_gc_done(meta_t *m, const meta_gc_item_t *items, size_t n);
 wh_status_t pg_gc_defer(meta_t *m, const meta_gc_item_t *items, size_t n, unsigned delay_s);
 wh_status_t pg_chunks_on_node(meta_t *m, uint32_t node, const char *after, size_t max,
                               store_chunk_t **out, size_t *n);
+wh_status_t pg_chunks_page(meta_t *m, const char *after, size_t max, store_chunk_t **out,
+                           size_t *n);
 wh_status_t pg_chunks_on_nodes_count(meta_t *m, const uint32_t *nodes, size_t n, uint64_t *count);
-wh_status_t pg_chunk_move(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to);
+wh_status_t pg_chunk_move(meta_t *m, const char *chunk_id, uint32_t from, uint32_t to,
+                          unsigned gc_delay_s);
 wh_status_t pg_lock_try(meta_t *m, int64_t key);
 wh_status_t pg_lock_release(meta_t *m, int64_t key);
 /* The schema's migration steps, META_SCHEMA_VERSION of them (meta_pg_schema.c). */

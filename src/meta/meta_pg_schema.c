@@ -173,6 +173,21 @@ const char *const pg_schema_steps[] = {
     /* 10: chunk maps by chunk id (SQLite's step 10: composed multipart objects); step 2 made
      * chunks_chunk here already, so this only keeps the two version numbers in step. */
     "CREATE INDEX IF NOT EXISTS chunks_chunk ON chunks(chunk_id);",
+    /* 11: cluster elasticity. A node's state (active; draining: no new copies, repair moves
+     * its copies off; removed: never dialed again, its copies count as lost), its failure
+     * domain (wharfd storage --zone; placement spreads a chunk's copies over zones) and its
+     * scrubber's progress; what the maintenance gateway last saw (wharfd node status). */
+    "ALTER TABLE nodes ADD COLUMN state text NOT NULL DEFAULT 'active'"
+    "  CHECK (state IN ('active', 'draining', 'removed')),"
+    "  ADD COLUMN zone text NOT NULL DEFAULT '',"
+    "  ADD COLUMN scrub_progress double precision NOT NULL DEFAULT 0,"
+    "  ADD COLUMN scrub_passes bigint NOT NULL DEFAULT 0,"
+    "  ADD COLUMN damaged bigint NOT NULL DEFAULT 0;"
+    "CREATE TABLE cluster_status(one integer PRIMARY KEY CHECK (one = 1),"
+    "  leader text NOT NULL,"
+    "  repair_pending bigint NOT NULL, repair_nodes bigint NOT NULL,"
+    "  drain_pending bigint NOT NULL, damage_pending bigint NOT NULL,"
+    "  updated timestamptz NOT NULL DEFAULT now());",
 };
 _Static_assert(WH_ARRAY_SIZE(pg_schema_steps) == META_SCHEMA_VERSION,
                "every schema version needs its PostgreSQL step");

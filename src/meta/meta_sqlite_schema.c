@@ -159,6 +159,9 @@ static const char *const SQ_STEPS[] = {
     /* 10: a completed multipart upload of local data is its parts' files, named by its chunk
      * map: recovery asks whether any chunk map names a file. */
     "CREATE INDEX chunks_chunk ON chunks(chunk_id);",
+    /* 11: node states and zones are PostgreSQL's alone (no cluster runs on SQLite); the step
+     * keeps the two version numbers in step. */
+    "SELECT 1;",
 };
 _Static_assert(WH_ARRAY_SIZE(SQ_STEPS) == META_SCHEMA_VERSION,
                "every schema version needs its SQLite step");

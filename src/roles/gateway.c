@@ -44,6 +44,10 @@ static int gw_usage(FILE *f)
             "  --storage-reserve BYTES  free bytes every storage server keeps: one with less\n"
             "                       than this plus a chunk takes no new copy (default 256M);\n"
             "                       a cluster where none has room answers 507\n"
+            "  --drain-rate BYTES   bytes per second copied off draining storage servers\n"
+            "                       (wharfd node drain; default 64M)\n"
+            "  --rebalance-rate BYTES  bytes per second moved to where chunks rank now after\n"
+            "                       the membership changed (a join); 0 off (default 16M)\n"
             "  --region NAME        S3 region (default us-east-1)\n"
             "  --server-key-file F  the key that seals users' secret keys (64 hex characters);\n"
             "                       the same file on every gateway (also WHARF_SERVER_KEY_FILE);\n"
@@ -94,6 +98,8 @@ int srv_gateway_main(int argc, char **argv)
         O_GRACE,
         O_CLUSTER_CA,
         O_RESERVE,
+        O_DRAIN_RATE,
+        O_REBALANCE_RATE,
         O_HELP
     };
     static const struct option opts[] = {
@@ -109,6 +115,8 @@ int srv_gateway_main(int argc, char **argv)
         {"repair-after", required_argument, NULL, O_REPAIR},
         {"orphan-grace", required_argument, NULL, O_GRACE},
         {"storage-reserve", required_argument, NULL, O_RESERVE},
+        {"drain-rate", required_argument, NULL, O_DRAIN_RATE},
+        {"rebalance-rate", required_argument, NULL, O_REBALANCE_RATE},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -158,6 +166,20 @@ int srv_gateway_main(int argc, char **argv)
                 return gw_bad("--storage-reserve wants bytes (e.g. 256M), got '%s'", optarg);
             rc.reserve_bytes = v;
             break;
+        case O_DRAIN_RATE:
+            if (wh_parse_size(optarg, &v) != 0 || v < 4096)
+                return gw_bad("--drain-rate wants bytes per second, 4K or more (e.g. 64M), "
+                              "got '%s'",
+                              optarg);
+            rc.drain_rate = v;
+            break;
+        case O_REBALANCE_RATE:
+            if (wh_parse_size(optarg, &v) != 0 || (v != 0 && v < 4096))
+                return gw_bad("--rebalance-rate wants bytes per second, 0 (off) or 4K or more "
+                              "(e.g. 16M), got '%s'",
+                              optarg);
+            rc.rebalance_rate = v;
+            break;
         case O_HELP:
             return gw_usage(stdout);
         case ':':
@@ -194,6 +216,9 @@ int srv_gateway_main(int argc, char **argv)
         return 1;
     }
     rc.meta = meta;
+    char self[300];
+    snprintf(self, sizeof self, "%s:%u", host, (unsigned)cfg.listen_port);
+    rc.self_addr = self;
     if ((s = cl_remote_open(&rc, &data)) != WH_OK) {
         meta_close(meta);
         fprintf(stderr, "wharfd: cannot start the cluster data table: %s\n", wh_status_str(s));

@@ -22,6 +22,7 @@ static void usage(FILE *f)
            "       wharfd gateway --meta URL --listen HOST:PORT [options]  (a cluster's S3 front)\n"
            "       wharfd storage --meta URL --data DIR --listen HOST:PORT  (a cluster's storage)\n"
            "       wharfd user|key ...  (IAM users and access keys; wharfd user --help)\n"
+           "       wharfd node list|drain|remove ...  (a cluster's storage servers)\n"
            "       wharfd --help | --version\n"
            "\n"
            "An S3-compatible object server whose data path can bypass HTTP: a signed request\n"
@@ -126,6 +127,8 @@ int main(int argc, char **argv)
         return srv_gateway_main(argc, argv);
     if (argc >= 2 && (strcmp(argv[1], "user") == 0 || strcmp(argv[1], "key") == 0))
         return srv_user_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "node") == 0)
+        return srv_node_main(argc, argv);
     if (argc < 2 || strcmp(argv[1], "serve") != 0)
         return bad_usage("expected the command 'serve', got '%s'", argc < 2 ? "" : argv[1]);
 

@@ -39,6 +39,9 @@ static int role_usage(FILE *f)
                "  --scrub-rate BYTES   bytes per second the scrubber reads to verify every chunk\n"
                "                       against its block checksums (default 32M; 0: off)\n"
                "  --scrub-interval SECS  pause between two scrub passes (default 604800)\n"
+               "  --zone NAME          failure domain (rack, room, site: 1 to 63 of A-Z a-z\n"
+               "                       0-9 . _ -): a chunk's copies go to distinct zones where\n"
+               "                       there are enough (default none)\n"
                "  --log-level LEVEL    error, warn, info (default), debug, trace\n"
                "  --tls-cert FILE --tls-key FILE  serve the internal API over HTTPS only (give\n"
                "                       the gateways --cluster-ca); SIGHUP reloads the pair\n");
@@ -266,13 +269,14 @@ int srv_storage_main(int argc, char **argv)
     bool have_listen = false;
     srv_common_t co;
     srv_common_init(&co, "storage");
-    enum { O_META = 1, O_DATA, O_LISTEN, O_SCRUB_RATE, O_SCRUB_INTERVAL, O_HELP };
+    enum { O_META = 1, O_DATA, O_LISTEN, O_SCRUB_RATE, O_SCRUB_INTERVAL, O_ZONE, O_HELP };
     static const struct option opts[] = {
         {"meta", required_argument, NULL, O_META},
         {"data", required_argument, NULL, O_DATA},
         {"listen", required_argument, NULL, O_LISTEN},
         {"scrub-rate", required_argument, NULL, O_SCRUB_RATE},
         {"scrub-interval", required_argument, NULL, O_SCRUB_INTERVAL},
+        {"zone", required_argument, NULL, O_ZONE},
         SRV_OPTS_RDMA,
         SRV_OPTS_TLS,
         {"help", no_argument, NULL, O_HELP},
@@ -304,6 +308,19 @@ int srv_storage_main(int argc, char **argv)
             if (wh_parse_u64(optarg, strlen(optarg), &v) != 0 || v > 86400 * 365)
                 return bad("--scrub-interval wants seconds (0..31536000), got '%s'", optarg);
             cfg.scrub_interval_s = (unsigned)v;
+            break;
+        }
+        case O_ZONE: {
+            size_t zl = strlen(optarg);
+            bool ok = zl >= 1 && zl <= 63;
+            for (size_t i = 0; ok && i < zl; i++)
+                ok = (optarg[i] >= 'a' && optarg[i] <= 'z') ||
+                     (optarg[i] >= 'A' && optarg[i] <= 'Z') ||
+                     (optarg[i] >= '0' && optarg[i] <= '9') || strchr("._-", optarg[i]);
+            if (!ok)
+                return bad("--zone wants 1 to 63 of A-Z a-z 0-9 . _ - (e.g. rack-1), got '%s'",
+                           optarg);
+            cfg.zone = optarg;
             break;
         }
         case O_HELP:

@@ -15,6 +15,8 @@ int srv_storage_main(int argc, char **argv);
 int srv_gateway_main(int argc, char **argv);
 /* `wharfd user ...` and `wharfd key ...` (user_cmd.c); argv[1] is "user" or "key". */
 int srv_user_main(int argc, char **argv);
+/* `wharfd node list|drain|remove` (node_cmd.c). */
+int srv_node_main(int argc, char **argv);
 
 /* The options several roles take, parsed in one place. Each role lists the ones it takes in
  * its getopt table (SRV_OPTS_RDMA, SRV_OPTS_S3) and hands every option it does not know

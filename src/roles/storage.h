@@ -33,6 +33,7 @@ typedef struct srv_storage_config {
     const char *tls_key;
     uint64_t scrub_rate;       /* bytes/s the scrubber reads; 0: no scrubber (default 32 MiB) */
     unsigned scrub_interval_s; /* pause between passes (default 7 days) */
+    const char *zone;          /* failure domain registered for placement; NULL or "" none */
 } srv_storage_config_t;
 
 void srv_storage_config_init(srv_storage_config_t *cfg);

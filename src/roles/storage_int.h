@@ -30,6 +30,11 @@ struct srv_storage {
     char cluster_id[64]; /* DIR/identity: the cluster this data directory belongs to */
     char node_uuid[64];  /* DIR/identity: this data directory's identity ("" not yet) */
     bool refused;        /* the database is another cluster's: never registers */
+    bool reported;       /* what node_report last wrote (heartbeat thread only) */
+    double rep_progress;
+    uint64_t rep_passes, rep_damaged;
+    bool identity_done; /* identity_check ran once (an empty directory is new only at start) */
+    bool removed;       /* wharfd node remove took it out of the cluster: never registers */
     struct meta *meta;
     pthread_t hb_thread;
     bool hb_started;

@@ -79,7 +79,12 @@ static wh_status_t identity_check(srv_storage_t *s)
         s->refused = true;
         return WH_ERR_PRECONDITION;
     }
-    bool empty = cl_chunks_count(s->chunks) == 0 && cl_chunks_damaged_count(s->chunks) == 0;
+    /* Once per process: a directory that this process emptied itself (GC took every copy of
+     * a drained server) keeps its identity, so a removed server does not come back as a new
+     * node when its row stops taking heartbeats. */
+    bool empty = !s->identity_done && cl_chunks_count(s->chunks) == 0 &&
+                 cl_chunks_damaged_count(s->chunks) == 0;
+    s->identity_done = true;
     if (!have || empty) {
         uint8_t rnd[16];
         wh_random_bytes(rnd, sizeof rnd);
@@ -138,24 +143,53 @@ static void beat(srv_storage_t *s)
     wh_status_t st;
     if (!s->registered) {
         st = identity_check(s);
-        if (st == WH_OK)
+        if (st == WH_OK) {
             st = meta_node_register(s->meta, s->addr, s->node_uuid, cl_chunks_count(s->chunks) > 0,
                                     cap, avail, &s->node_id);
+            if (st == WH_ERR_PRECONDITION) {
+                if (!s->removed)
+                    wh_error(MOD,
+                             "this storage server (%s, data directory %s) was removed from the "
+                             "cluster (wharfd node remove): it does not register again; empty "
+                             "its data directory to join as a new node",
+                             s->addr, s->cfg.data_dir);
+                s->removed = true;
+                return;
+            }
+        }
+        if (st == WH_OK) /* every registration: the command line says the zone */
+            st = meta_node_set_zone(s->meta, s->node_id, s->cfg.zone ? s->cfg.zone : "");
         if (st == WH_OK) {
             s->registered = true;
             atomic_store(&s->damage_dirty, true); /* what an earlier run moved aside */
             wh_info(MOD,
-                    "registered in the metadata database node=%" PRIu32 " addr=%s "
+                    "registered in the metadata database node=%" PRIu32 " addr=%s zone=%s "
                     "capacity=%" PRIu64 " free=%" PRIu64,
-                    s->node_id, s->addr, cap, avail);
+                    s->node_id, s->addr, s->cfg.zone && s->cfg.zone[0] ? s->cfg.zone : "-", cap,
+                    avail);
         }
     } else {
         st = meta_node_heartbeat(s->meta, s->node_id, cap, avail);
         if (st == WH_ERR_NOT_FOUND) /* retired meanwhile (another directory took the address) */
             s->registered = false;
     }
-    if (st == WH_OK && s->registered)
+    if (st == WH_OK && s->registered) {
         damage_report(s);
+        /* the scrubber's progress and the damaged copies, for wharfd node status (written
+         * when they change) */
+        double prog = s->scrub_started ? atomic_load(&s->scrub_prefix) / 256.0 : 0.0;
+        uint64_t passes = atomic_load(&s->scrub_passes);
+        uint64_t dmg = cl_chunks_damaged_count(s->chunks);
+        if (!s->reported || prog != s->rep_progress || passes != s->rep_passes ||
+            dmg != s->rep_damaged) {
+            if (meta_node_report(s->meta, s->node_id, prog, passes, dmg) == WH_OK) {
+                s->reported = true;
+                s->rep_progress = prog;
+                s->rep_passes = passes;
+                s->rep_damaged = dmg;
+            }
+        }
+    }
     if (st == WH_OK) {
         atomic_fetch_add(&s->heartbeats, 1);
         if (!atomic_exchange(&s->meta_up, true))

@@ -106,3 +106,10 @@ def test_repair_goes_past_chunks_it_cannot_repair():
             g.metric_sum("wharf_cluster_repair_chunks_total"), g.log_tail(2000))
         assert wait_until(lambda: g.metric_sum("wharf_cluster_repair_pending") == len(both),
                           timeout=15), (g.metric_sum("wharf_cluster_repair_pending"), len(both))
+        # the unrepairable ones are retried every pass, and said once a minute per server at
+        # most, not one line per chunk per pass (that was dozens of lines a second)
+        assert g.metric_sum("wharf_cluster_repair_failures_total") >= len(both)
+        with open(g.log_path, "rb") as f:
+            warns = [ln for ln in f.read().splitlines()
+                     if b"level=warn" in ln and b"mod=members" in ln]
+        assert 1 <= len(warns) <= 4, (len(warns), warns[:5])

@@ -121,11 +121,12 @@ class Cluster:
     replicas, chunk_size: the gateway's --replicas and --chunk-size. providers: RDMA
     providers of every member. netns: put each storage server in its own namespace.
     tls: a TestCert (wharfd.py): every member serves HTTPS with it, and the gateways dial the
-    storage servers over HTTPS, trusting its CA (--cluster-ca)."""
+    storage servers over HTTPS, trusting its CA (--cluster-ca). zones: storage server i gets
+    --zone zones[i] (None or a short list: no zone for the rest)."""
 
     def __init__(self, storage=3, gateways=1, replicas=2, chunk_size=None, providers=None,
                  netns=False, gateway_args=(), storage_args=(), log_level="info",
-                 pg=None, env=None, storage_prefix=(), tls=None):
+                 pg=None, env=None, storage_prefix=(), tls=None, zones=None):
         self.n_storage = storage
         self.n_gateways = gateways
         self.replicas = replicas
@@ -137,6 +138,7 @@ class Cluster:
         self.storage_prefix = list(storage_prefix)  # e.g. prlimit --memlock=... --
         self.log_level = log_level
         self.tls = tls
+        self.zones = list(zones or [])
         self.pg = pg
         self.own_pg = pg is None
         self.env = {"WHARF_CLUSTER_SECRET": SECRET}
@@ -185,10 +187,11 @@ class Cluster:
             host, prefix = self.netns.addrs[i], self.netns.exec_prefix(i)
         d = os.path.join(self.root, f"storage{i}")
         os.makedirs(d, exist_ok=True)
+        zone = ["--zone", self.zones[i]] if i < len(self.zones) and self.zones[i] else []
         s = WharfServer(data_dir=d, role="storage", host=host,
                         prefix=list(prefix) + self.storage_prefix,
                         providers=self.providers, log_level=self.log_level, env=self.env,
-                        extra_args=["--meta", self.meta_url] + self.storage_args,
+                        extra_args=["--meta", self.meta_url] + zone + self.storage_args,
                         tls=self.tls)
         s.start(timeout=timeout)
         self.storage.append(s)
@@ -295,6 +298,25 @@ class Cluster:
             out.append((cid, int(off), int(ln),
                         [index.get(a) for a in reps.split(",") if a]))
         return out
+
+    def node_cmd(self, *args, check=True):
+        """`wharfd node ARGS --meta URL`: (exit code, stdout, stderr); check: assert it exited
+        0."""
+        r = subprocess.run([os.path.join(build_dir(), "wharfd"), "node", *args, "--meta",
+                            self.meta_url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=30, env=dict(os.environ, **self.env))
+        out, err = r.stdout.decode(), r.stderr.decode()
+        assert not check or r.returncode == 0, (args, r.returncode, out, err)
+        return r.returncode, out, err
+
+    def node_list(self):
+        """`wharfd node list --json`: {registered address: node dict}."""
+        import json
+        return {n["addr"]: n for n in json.loads(self.node_cmd("list", "--json")[1])["nodes"]}
+
+    def addr(self, i):
+        s = self.storage[i]
+        return f"{s.host}:{s.port}"
 
     def chunk_path(self, i, chunk_id):
         return os.path.join(self.storage[i].data_dir, "chunks", chunk_id[:2], chunk_id)

@@ -14,7 +14,8 @@ static void ids(char id[][33], size_t n)
 
 static void test_distinct_deterministic(void)
 {
-    cl_place_node_t nodes[4] = {{"n1", 100}, {"n2", 100}, {"n3", 100}, {"n4", 100}};
+    cl_place_node_t nodes[4] = {
+        {"n1", 100, NULL}, {"n2", 100, NULL}, {"n3", 100, NULL}, {"n4", 100, NULL}};
     char id[200][33];
     ids(id, 200);
     for (size_t i = 0; i < 200; i++) {
@@ -37,8 +38,10 @@ static void test_distinct_deterministic(void)
 static void test_weights(void)
 {
     /* node 0 has three times the free space of the others: about 3/6 of primaries. */
-    cl_place_node_t nodes[4] = {
-        {"a", 3ULL << 40}, {"b", 1ULL << 40}, {"c", 1ULL << 40}, {"d", 1ULL << 40}};
+    cl_place_node_t nodes[4] = {{"a", 3ULL << 40, NULL},
+                                {"b", 1ULL << 40, NULL},
+                                {"c", 1ULL << 40, NULL},
+                                {"d", 1ULL << 40, NULL}};
     unsigned cnt[4] = {0};
     char id[33];
     for (unsigned i = 0; i < 6000; i++) {
@@ -55,8 +58,8 @@ static void test_weights(void)
 
 static void test_minimal_movement(void)
 {
-    cl_place_node_t all[4] = {{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}};
-    cl_place_node_t less[3] = {{"a", 1}, {"b", 1}, {"c", 1}}; /* d left */
+    cl_place_node_t all[4] = {{"a", 1, NULL}, {"b", 1, NULL}, {"c", 1, NULL}, {"d", 1, NULL}};
+    cl_place_node_t less[3] = {{"a", 1, NULL}, {"b", 1, NULL}, {"c", 1, NULL}}; /* d left */
     char id[33];
     unsigned moved = 0, on_d = 0;
     for (unsigned i = 0; i < 2000; i++) {
@@ -73,10 +76,56 @@ static void test_minimal_movement(void)
     CHECK(on_d > 300);
 }
 
+/* Zones: a chunk's replicas go to distinct zones while there are zones; without zones (or
+ * one) the order is cl_place's; the spares follow in rank order. */
+static void test_zones(void)
+{
+    cl_place_node_t z[5] = {
+        {"a1", 1, "a"}, {"a2", 1, "a"}, {"a3", 1, "a"}, {"b1", 1, "b"}, {"c1", 1, "c"}};
+    cl_place_node_t flat[5] = {
+        {"a1", 1, NULL}, {"a2", 1, NULL}, {"a3", 1, NULL}, {"b1", 1, NULL}, {"c1", 1, NULL}};
+    char id[33];
+    unsigned differs = 0;
+    for (unsigned i = 0; i < 500; i++) {
+        snprintf(id, sizeof id, "%032x", i * 2654435761u + 3);
+        size_t o[5], p[5], f[5];
+        CHECK(cl_place_zoned(z, 5, id, 3, 5, o) == 5);
+        /* three replicas, one per zone: a?, b1, c1 */
+        unsigned seen = 0;
+        for (int j = 0; j < 3; j++)
+            seen |= 1u << (z[o[j]].zone[0] - 'a');
+        CHECK(seen == 7);
+        /* two replicas: two distinct zones */
+        CHECK(cl_place_zoned(z, 5, id, 2, 2, p) == 2);
+        CHECK(strcmp(z[p[0]].zone, z[p[1]].zone) != 0);
+        /* every node once */
+        unsigned all = 0;
+        for (int j = 0; j < 5; j++)
+            all |= 1u << o[j];
+        CHECK(all == 31);
+        /* no zones: the plain ranking */
+        CHECK(cl_place_zoned(flat, 5, id, 3, 5, o) == 5);
+        CHECK(cl_place(flat, 5, id, 5, f) == 5);
+        CHECK(memcmp(o, f, sizeof o) == 0);
+        differs += cl_place_zoned(z, 5, id, 3, 3, p) == 3 && memcmp(p, f, 3 * sizeof p[0]) != 0;
+    }
+    CHECK(differs > 100); /* plain ranking often puts two copies in zone a */
+    /* fewer zones than replicas: distinct zones first, then the best of the rest */
+    cl_place_node_t two[4] = {{"x1", 1, "x"}, {"x2", 1, "x"}, {"x3", 1, "x"}, {"y1", 1, "y"}};
+    for (unsigned i = 0; i < 200; i++) {
+        snprintf(id, sizeof id, "%032x", i * 97u + 11);
+        size_t o[3];
+        CHECK(cl_place_zoned(two, 4, id, 3, 3, o) == 3);
+        CHECK(o[0] == 3 || o[1] == 3); /* y1 among the first two */
+        CHECK(o[0] != o[1] && o[1] != o[2] && o[0] != o[2]);
+    }
+}
+
 int main(void)
 {
     RUN(test_distinct_deterministic);
     RUN(test_weights);
     RUN(test_minimal_movement);
+    RUN(test_zones);
     return check_done();
 }

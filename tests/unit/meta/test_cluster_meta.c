@@ -226,7 +226,7 @@ static void test_intents_and_repair(void)
     CHECK(non == 1 && strcmp(on[0].id, c.id) == 0 && on[0].length == 64 &&
           on[0].crc64nvme == c.crc64nvme && on[0].n_replicas == 2);
     free(on);
-    CHECK(meta_chunk_move(m, c.id, 8, 5) == WH_OK);
+    CHECK(meta_chunk_move(m, c.id, 8, 5, 0) == WH_OK);
     CHECK(meta_chunks_on_node(m, 8, "", 10, &on, &non) == WH_OK && non == 0);
     free(on);
     CHECK(meta_chunks_on_node(m, 5, "", 10, &on, &non) == WH_OK && non == 1);
@@ -324,7 +324,7 @@ static void test_repair_queries(void)
     }
     CHECK_EQ_U64(total, 10);
     /* Re-replicated from node 7 to node 11: the map says so, node 7's copy is collected. */
-    CHECK(meta_chunk_move(m, ch[0].id, 7, 11) == WH_OK);
+    CHECK(meta_chunk_move(m, ch[0].id, 7, 11, 0) == WH_OK);
     store_data_ref_t got;
     CHECK(meta_object_get(m, "rep", "k", 1, NULL, &got) == WH_OK);
     CHECK(got.n_chunks == 30 && got.chunks[0].n_replicas == 2 && got.chunks[0].replicas[0] == 11 &&
@@ -340,6 +340,122 @@ static void test_repair_queries(void)
     CHECK(meta_chunks_on_node(m, 11, "", 100, &left, &nl) == WH_OK);
     CHECK(nl == 1 && strcmp(left[0].id, ch[0].id) == 0);
     free(left);
+    /* a move off a live server (drain, rebalance): its copy is collected only later */
+    CHECK(meta_chunk_move(m, ch[3].id, 7, 12, 60) == WH_OK);
+    CHECK(gc_drain(m, ids, nodes, 64) == 0);
+    CHECK(meta_chunks_on_node(m, 12, "", 100, &left, &nl) == WH_OK);
+    CHECK(nl == 1 && strcmp(left[0].id, ch[3].id) == 0);
+    free(left);
+    /* every chunk, paged */
+    store_chunk_t *pg = NULL;
+    size_t np = 0;
+    CHECK(meta_chunks_page(m, "", 100, &pg, &np) == WH_OK);
+    CHECK_EQ_U64(np, 30);
+    free(pg);
+    CHECK(meta_chunks_page(m, ch[27].id, 100, &pg, &np) == WH_OK);
+    CHECK_EQ_U64(np, 2);
+    free(pg);
+    meta_close(m);
+    th_rmdir(dir);
+}
+
+/* Node states: drain, remove (refused while the node holds a chunk's only live copy), zones,
+ * the copies per node, and a removed node that does not register or heartbeat again. */
+static void test_node_states(void)
+{
+    char *dir = th_mkdtemp();
+    meta_t *m = NULL;
+    CHECK(th_meta_open(dir, &m) == WH_OK);
+    if (!m)
+        return;
+    uint32_t a = 0, b = 0, id = 0;
+    uint64_t sole = 0;
+    if (!g_pg) {
+        CHECK(meta_node_drain(m, "10.1.0.1:9100", &id) == WH_ERR_UNSUPPORTED);
+        meta_close(m);
+        th_rmdir(dir);
+        return;
+    }
+    CHECK(meta_node_register(m, "10.1.0.1:9100", "st-a", true, 1000, 600, &a) == WH_OK);
+    CHECK(meta_node_register(m, "10.1.0.2:9100", "st-b", true, 1000, 600, &b) == WH_OK);
+    CHECK(meta_node_set_zone(m, b, "rack-2") == WH_OK);
+    CHECK(meta_bucket_create(m, "ns", 1, "", NULL) == WH_OK);
+    store_chunk_t ch[3];
+    mk_chunk(&ch[0], 0x500, 0, 10, a, b);
+    mk_chunk(&ch[1], 0x501, 10, 10, a, b);
+    mk_chunk(&ch[2], 0x502, 20, 10, a, a);
+    ch[2].n_replicas = 1; /* only on a */
+    store_data_ref_t ref = {.chunks = ch, .n_chunks = 3}, old;
+    snprintf(ref.id, sizeof ref.id, "%032x", 0x55);
+    store_obj_meta_t om;
+    memset(&om, 0, sizeof om);
+    om.size = 30;
+    CHECK(meta_object_put(m, "ns", "k", 1, &om, &ref, &old, NULL) == WH_OK);
+    meta_node_copies_t *cp = NULL;
+    size_t nc = 0;
+    CHECK(meta_node_copies(m, &cp, &nc) == WH_OK);
+    uint64_t ca = 0, cb = 0;
+    for (size_t i = 0; i < nc; i++) {
+        ca += cp[i].id == a ? cp[i].copies : 0;
+        cb += cp[i].id == b ? cp[i].copies : 0;
+    }
+    free(cp);
+    CHECK_EQ_U64(ca, 3);
+    CHECK_EQ_U64(cb, 2);
+    /* a holds chunk 0x502 alone: refused, and it says how many */
+    CHECK(meta_node_remove(m, "10.1.0.1:9100", 60, &id, &sole) == WH_ERR_BUSY);
+    CHECK_EQ_U64(sole, 1);
+    CHECK_EQ_U64(id, a);
+    CHECK(meta_node_remove(m, "10.9.9.9:1", 60, &id, &sole) == WH_ERR_NOT_FOUND);
+    CHECK(meta_node_drain(m, "10.9.9.9:1", &id) == WH_ERR_NOT_FOUND);
+    CHECK(meta_node_drain(m, "10.1.0.1:9100", &id) == WH_OK && id == a);
+    CHECK(meta_node_drain(m, "10.1.0.1:9100", &id) == WH_OK); /* idempotent */
+    meta_node_t *nodes = NULL;
+    size_t n = 0;
+    CHECK(meta_node_list(m, &nodes, &n) == WH_OK);
+    for (size_t i = 0; i < n; i++) {
+        if (nodes[i].id == a)
+            CHECK(nodes[i].state == META_NODE_DRAINING && nodes[i].zone[0] == '\0');
+        if (nodes[i].id == b)
+            CHECK(nodes[i].state == META_NODE_ACTIVE && strcmp(nodes[i].zone, "rack-2") == 0);
+    }
+    free(nodes);
+    /* the drain moved 0x502 to b: a's other copies are all on b, which is live */
+    CHECK(meta_chunk_move(m, ch[2].id, a, b, 0) == WH_OK);
+    CHECK(meta_node_remove(m, "10.1.0.1:9100", 60, &id, &sole) == WH_OK);
+    CHECK(meta_node_remove(m, "10.1.0.1:9100", 60, &id, &sole) == WH_OK); /* idempotent */
+    CHECK(meta_node_drain(m, "10.1.0.1:9100", &id) == WH_ERR_PRECONDITION);
+    /* b is the only live node now: it holds the only live copy of all three */
+    CHECK(meta_node_remove(m, "10.1.0.2:9100", 60, &id, &sole) == WH_ERR_BUSY);
+    CHECK_EQ_U64(sole, 3);
+    /* removed: no heartbeat, no registration under its identity */
+    CHECK(meta_node_heartbeat(m, a, 1000, 600) == WH_ERR_NOT_FOUND);
+    uint32_t again = 0;
+    CHECK(meta_node_register(m, "10.1.0.1:9100", "st-a", true, 1000, 600, &again) ==
+          WH_ERR_PRECONDITION);
+    /* the scrubber's report and the maintenance gateway's view */
+    CHECK(meta_node_report(m, b, 0.25, 3, 2) == WH_OK);
+    CHECK(meta_node_list(m, &nodes, &n) == WH_OK);
+    for (size_t i = 0; i < n; i++)
+        if (nodes[i].id == b)
+            CHECK(nodes[i].scrub_progress > 0.2499 && nodes[i].scrub_progress < 0.2501 &&
+                  nodes[i].scrub_passes == 3 && nodes[i].damaged == 2);
+    free(nodes);
+    meta_cluster_status_t cs, got;
+    CHECK(meta_cluster_status_get(m, &got) == WH_ERR_NOT_FOUND);
+    memset(&cs, 0, sizeof cs);
+    snprintf(cs.leader, sizeof cs.leader, "10.1.0.9:9000");
+    cs.repair_pending = 7;
+    cs.drain_pending = 5;
+    CHECK(meta_cluster_status_put(m, &cs) == WH_OK);
+    cs.repair_pending = 6; /* upserted */
+    CHECK(meta_cluster_status_put(m, &cs) == WH_OK);
+    CHECK(meta_cluster_status_get(m, &got) == WH_OK);
+    CHECK(strcmp(got.leader, "10.1.0.9:9000") == 0 && got.repair_pending == 6 &&
+          got.drain_pending == 5 && got.age_s >= 0 && got.age_s < 60);
+    /* a new directory at that address is a new node */
+    CHECK(meta_node_register(m, "10.1.0.1:9100", "st-a2", false, 1000, 600, &again) == WH_OK);
+    CHECK(again != a);
     meta_close(m);
     th_rmdir(dir);
 }
@@ -353,5 +469,6 @@ int main(void)
     RUN(test_intents_and_repair);
     RUN(test_shared_database);
     RUN(test_repair_queries);
+    RUN(test_node_states);
     return check_done();
 }
