@@ -199,6 +199,7 @@ static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, siz
             break;
         }
         wh_info(MOD, "retrying %zu chunk writes on other storage servers", na);
+        atomic_fetch_add(&r->write_retries, na);
         if (cl_record_intents(r, again, na) != WH_OK) {
             for (size_t a = 0; a < na; a++)
                 cl_jobs_free_cands(&again[a], 1);
@@ -705,6 +706,8 @@ void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
         {"wharf_cluster_chunk_requests_total", cs.requests},
         {"wharf_cluster_chunk_failures_total", cs.failures},
         {"wharf_cluster_chunk_retries_total", cs.retries},
+        {"wharf_cluster_chunk_timeouts_total", cs.timeouts},
+        {"wharf_cluster_write_retries_total", atomic_load(&r->write_retries)},
         {"wharf_cluster_chunks_written_total", atomic_load(&r->chunks_put)},
         {"wharf_cluster_chunks_read_total", atomic_load(&r->chunks_got)},
         {"wharf_cluster_unavailable_total", atomic_load(&r->unavailable)},
@@ -718,4 +721,5 @@ void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
     };
     for (size_t i = 0; i < WH_ARRAY_SIZE(m); i++)
         wh_sbuf_printf(out, "# TYPE %s counter\n%s %" PRIu64 "\n", m[i].name, m[i].name, m[i].v);
+    cl_client_metrics(r->client, r->cfg.chunk_size, out);
 }

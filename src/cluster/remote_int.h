@@ -43,6 +43,7 @@ typedef struct cl_remote {
     _Atomic uint64_t gc_deleted, gc_failed, meta_failures;
     _Atomic uint64_t repair_chunks, repair_bytes, repair_failures, repair_pending, repair_nodes;
     _Atomic uint64_t damage_repaired, damage_pending;
+    _Atomic uint64_t write_retries; /* chunk writes retried on another server (place_and_run) */
     /* repair: where each dead node's walk through its chunks is (resumed next pass, so
      * chunks that cannot be repaired now do not hold back the ones after them) */
     struct {
