@@ -403,6 +403,7 @@ static void job_end(CURLM *m, cl_job_t *j)
 /* Judges a finished attempt; true when the job is done (either way). */
 static bool job_judge(cl_client_t *c, cl_job_t *j, CURLcode rc, const char *errbuf)
 {
+    bool timed_out = false;
     long code = 0;
     curl_easy_getinfo(j->_easy, CURLINFO_RESPONSE_CODE, &code);
     j->http = (int)code;
@@ -450,6 +451,7 @@ static bool job_judge(cl_client_t *c, cl_job_t *j, CURLcode rc, const char *errb
         est_timed_out(c, j);
         if (j->_backoff < CL_RTO_BACKOFF_MAX)
             j->_backoff++;
+        timed_out = true;
     } else if (rc != CURLE_OK) {
         snprintf(j->err, sizeof j->err, "storage %s: %s", who,
                  errbuf[0] ? errbuf : curl_easy_strerror(rc));
@@ -467,6 +469,17 @@ retry:
     }
     if (j->_try + 1 < j->ncand) {
         j->_try++;
+        atomic_fetch_add(&c->retries, 1);
+        return false;
+    }
+    /* The last candidate timed out: once more there, with the doubled bound (a slow server
+     * left as the only one is still a server). Only where a late end of the first attempt is
+     * harmless: an HTTP read, a delete, an HTTP write (its bytes went from a buffer that does
+     * not change during it). Not RDMA: a timed-out pull or push may still move bytes between
+     * the server and the client's memory after the reply, which the client may reuse. */
+    if (timed_out && !j->_again &&
+        (j->op == CL_OP_GET || j->op == CL_OP_PUT || j->op == CL_OP_DEL)) {
+        j->_again = true;
         atomic_fetch_add(&c->retries, 1);
         return false;
     }
@@ -493,6 +506,7 @@ wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned par
     for (size_t i = 0; i < n; i++) {
         jobs[i].st = WH_ERR_UNAVAILABLE;
         jobs[i]._try = 0;
+        jobs[i]._again = false;
         jobs[i].attempts = 0;
         jobs[i].err[0] = '\0';
         if (jobs[i].ncand == 0) {

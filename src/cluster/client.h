@@ -6,7 +6,8 @@
  * MiB, scaled by the request's size, never below CL_STALL_MS plus its bytes at CL_MIN_RATE,
  * never above 8 times that), and an HTTP request that makes no progress for CL_STALL_MS (or
  * the estimate of one MiB, if longer) fails too. A request that timed out doubles the bound of
- * its next attempt. A timeout does not make a server suspect (it is slow, not dead: only a
+ * its next attempt; an HTTP request (get, put, del) whose last candidate timed out is tried
+there once more. A timeout does not make a server suspect (it is slow, not dead: only a
  * refused or reset connection does); it ranks the server behind the others until it answers
  * again or CL_SLOW_MS pass (cl_client_node_slow). Connections are reused through one shared
  * connection cache. */
@@ -58,6 +59,7 @@ typedef struct cl_job {
     /* private (zero before the first cl_client_run; a retry that copies the job keeps them) */
     unsigned _backoff;    /* timeouts this job had: each doubles the next attempt's bound */
     uint64_t _timeout_ms; /* the current attempt's bound */
+    bool _again;          /* the last candidate got its one more attempt after a timeout */
     size_t _pos;
     size_t _try;
     void *_easy;

@@ -63,7 +63,8 @@ def test_slow_is_not_dead(cl):
     for k, v in objs.items():
         s3.put_object(Bucket=b, Key=k, Body=v)
 
-    load = Load(c, b, objs, rdma=True, rdma_put=True, readers=1, max_chunk=3 * CHUNK).start()
+    load = Load(c, b, objs, rdma=True, rdma_put=True, readers=1, max_chunk=3 * CHUNK,
+                once=True).start()
     time.sleep(2.0)
     try:
         _pause_in_turn(c)
@@ -107,3 +108,44 @@ def test_slow_is_not_dead(cl):
         s3.put_object(Bucket=b, Key=f"after-kill-{i}", Body=b"x" * (CHUNK + i))
         assert s3.get_object(Bucket=b, Key=f"after-kill-{i}")["Body"].read() == b"x" * (CHUNK + i)
     load.verify_all()
+
+
+def test_slow_server_left_as_the_only_one_for_a_replica():
+    """Two storage servers, two replicas: every chunk needs both, so a write to the paused
+    one has no other server to go to. It is tried there once more with twice the bound
+    (HTTP writes and reads, whose late end cannot hurt), and waits out the pause instead of
+    failing the PUT. One pause at a time, 3 times each server; HTTP only (an RDMA request is
+    not retried on the server that timed it out: docs/cluster.md)."""
+    with Cluster(storage=2, replicas=2, chunk_size=CHUNK, providers="tcp") as c:
+        s3 = c.boto3()
+        b = unique_bucket("slow2")
+        s3.create_bucket(Bucket=b)
+        rnd = random.Random(5)
+        objs = {f"o{i}": rnd.randbytes(rnd.randint(1, 2 * CHUNK)) for i in range(6)}
+        for k, v in objs.items():
+            s3.put_object(Bucket=b, Key=k, Body=v)
+        load = Load(c, b, objs, readers=1, max_chunk=2 * CHUNK, once=True).start()
+        time.sleep(1.0)
+        try:
+            for _ in range(3):
+                for s in c.storage:
+                    s.proc.send_signal(signal.SIGSTOP)
+                    try:
+                        time.sleep(BURST_S)
+                    finally:
+                        s.proc.send_signal(signal.SIGCONT)
+                    time.sleep(GAP_S)
+            time.sleep(1.0)
+        finally:
+            for s in c.storage:
+                s.proc.send_signal(signal.SIGCONT)
+            load.finish()
+        assert not load.wrong, f"wrong bytes for {load.wrong[:5]}"
+        assert not load.errors, f"{len(load.errors)} requests failed: {load.errors[:4]}"
+        assert load.put_ok >= 5 and load.get_ok >= 10, (load.put_ok, load.get_ok)
+        timeouts = c.gateway.metric_sum("wharf_cluster_chunk_timeouts_total")
+        assert timeouts >= 1, c.gateway.log_tail(3000)
+        print(f"two servers: {load.put_ok} PUTs, {load.get_ok} GETs, slowest {load.slowest}, "
+              f"{timeouts:.0f} timeouts")
+        c.wait_nodes_up(2, timeout=15)
+        load.verify_all()

@@ -316,14 +316,18 @@ class Cluster:
     def client_env(self, gw=None):
         return (gw or self.gateway).client_env()
 
-    def boto3(self, gw=None):
+    def boto3(self, gw=None, attempts=None):
+        """A boto3 S3 client of the gateway. retries={"max_attempts": 1} is botocore's
+        legacy count of retries: one retry after a failure. attempts=1: no retry at all (a
+        test that counts failed requests)."""
         import boto3
         from botocore.config import Config
         from wharfd import ACCESS_KEY, SECRET_KEY, REGION
         return boto3.client("s3", endpoint_url=(gw or self.gateway).endpoint,
                             aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
                             region_name=REGION, verify=self.tls.ca if self.tls else None,
-                            config=Config(retries={"max_attempts": 1},
+                            config=Config(retries={"total_max_attempts": attempts}
+                                          if attempts else {"max_attempts": 1},
                                           connect_timeout=5, read_timeout=60))
 
 
@@ -341,14 +345,15 @@ class Load:
     """Reader and writer threads against a cluster's gateway, every outcome recorded and
     every byte checked (the fault drills' load): `readers` HTTP readers and one HTTP writer,
     plus an RDMA reader (rdma) and an RDMA writer (rdma_put) over ofi+tcp. Objects written
-    are 1..max_chunk bytes. Each thread stops at stop, or after max_ops requests."""
+    are 1..max_chunk bytes. Each thread stops at stop, or after max_ops requests. once: each
+    HTTP request is sent once (boto3 does not retry it), so every failure counts."""
 
     def __init__(self, cl, bucket, objects, rdma=False, rdma_put=False, readers=2,
-                 max_chunk=768 * 1024, max_ops=5000):
+                 max_chunk=768 * 1024, max_ops=5000, once=False):
         import threading
         self.cl, self.bucket, self.objects = cl, bucket, dict(objects)
         self.rdma, self.rdma_put, self.readers = rdma, rdma_put, readers
-        self.max_chunk, self.max_ops = max_chunk, max_ops
+        self.max_chunk, self.max_ops, self.once = max_chunk, max_ops, once
         self.stop = threading.Event()
         self.lock = threading.Lock()
         self.get_ok = self.get_fail = self.put_ok = self.put_fail = 0
@@ -384,7 +389,7 @@ class Load:
         import random
         rnd = random.Random(seed)
         c = self._rdma_client() if rdma else None
-        s3 = None if rdma else self.cl.boto3()
+        s3 = None if rdma else self.cl.boto3(attempts=1 if self.once else None)
         keys = sorted(self.objects)
         try:
             for _ in range(self.max_ops):
@@ -410,7 +415,7 @@ class Load:
         import random
         rnd = random.Random(seed)
         c = self._rdma_client() if rdma else None
-        s3 = None if rdma else self.cl.boto3()
+        s3 = None if rdma else self.cl.boto3(attempts=1 if self.once else None)
         try:
             for i in range(self.max_ops):
                 if self.stop.is_set():
