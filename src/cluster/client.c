@@ -383,6 +383,7 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
     j->bytes = 0;
     j->crc = 0;
     j->has_md5 = false;
+    j->timed_out = false;
     j->_easy = e;
     j->_hdrs = h;
     j->attempts++;
@@ -451,7 +452,7 @@ static bool job_judge(cl_client_t *c, cl_job_t *j, CURLcode rc, const char *errb
         est_timed_out(c, j);
         if (j->_backoff < CL_RTO_BACKOFF_MAX)
             j->_backoff++;
-        timed_out = true;
+        timed_out = j->timed_out = true;
     } else if (rc != CURLE_OK) {
         snprintf(j->err, sizeof j->err, "storage %s: %s", who,
                  errbuf[0] ? errbuf : curl_easy_strerror(rc));
@@ -474,11 +475,10 @@ retry:
     }
     /* The last candidate timed out: once more there, with the doubled bound (a slow server
      * left as the only one is still a server). Only where a late end of the first attempt is
-     * harmless: an HTTP read, a delete, an HTTP write (its bytes went from a buffer that does
-     * not change during it). Not RDMA: a timed-out pull or push may still move bytes between
-     * the server and the client's memory after the reply, which the client may reuse. */
-    if (timed_out && !j->_again &&
-        (j->op == CL_OP_GET || j->op == CL_OP_PUT || j->op == CL_OP_DEL)) {
+     * harmless: an HTTP read, a delete. A write goes to another server first (its caller,
+     * place_and_run, then comes back to this one). Not RDMA: a timed-out pull or push may
+     * still move bytes between the server and the client's memory after the reply. */
+    if (timed_out && !j->_again && (j->op == CL_OP_GET || j->op == CL_OP_DEL)) {
         j->_again = true;
         atomic_fetch_add(&c->retries, 1);
         return false;

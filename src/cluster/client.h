@@ -6,9 +6,10 @@
  * MiB, scaled by the request's size, never below CL_STALL_MS plus its bytes at CL_MIN_RATE,
  * never above 8 times that), and an HTTP request that makes no progress for CL_STALL_MS (or
  * the estimate of one MiB, if longer) fails too. A request that timed out doubles the bound of
- * its next attempt; an HTTP request (get, put, del) whose last candidate timed out is tried
-there once more. A timeout does not make a server suspect (it is slow, not dead: only a
- * refused or reset connection does); it ranks the server behind the others until it answers
+ * its next attempt; an HTTP read or delete whose last candidate timed out is tried there once
+ * more (a write is retried by its caller, on another server first: remote.c). A timeout does
+ * not make a server suspect (it is slow, not dead: only a refused, reset or unconnectable
+ * server does); it ranks the server behind the others until it answers
  * again or CL_SLOW_MS pass (cl_client_node_slow). Connections are reused through one shared
  * connection cache. */
 #ifndef WH_CLUSTER_CLIENT_H
@@ -55,6 +56,7 @@ typedef struct cl_job {
     uint8_t md5[16];     /* rput: x-wharf-md5 */
     bool has_md5;
     unsigned attempts;
+    bool timed_out; /* the last attempt was sent and got no answer within its bound */
     char err[256];
     /* private (zero before the first cl_client_run; a retry that copies the job keeps them) */
     unsigned _backoff;    /* timeouts this job had: each doubles the next attempt's bound */

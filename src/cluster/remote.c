@@ -167,7 +167,7 @@ static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, siz
         for (size_t i = 0; i < total; i++) {
             if (jobs[i].st == WH_OK)
                 continue;
-            size_t k = i / per;
+            size_t k = i / per, na0 = na;
             uint32_t ids[CL_PLACE_MAX];
             char addrs[CL_PLACE_MAX][256];
             size_t n = cl_members_rank(r, jobs[i].chunk, ids, addrs, CL_PLACE_MAX);
@@ -191,6 +191,21 @@ static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, siz
                     from[na++] = i;
                 }
                 break;
+            }
+            /* No other server: an HTTP write that timed out goes once more to the server it
+             * timed out on, with the doubled bound (slow is not dead; a late end of its first
+             * attempt stores the same bytes). Not RDMA: a timed-out pull may still read the
+             * client's memory after the reply. */
+            if (na == na0 && round == 0 && jobs[i].op == CL_OP_PUT && jobs[i].timed_out &&
+                jobs[i].ncand) {
+                size_t last = jobs[i].ncand - 1;
+                again[na] = jobs[i];
+                again[na].ncand = 0;
+                if ((again[na].cand[0] = strdup(jobs[i].cand[last])) != NULL) {
+                    again[na].cand_id[0] = jobs[i].cand_id[last];
+                    again[na].ncand = 1;
+                    from[na++] = i;
+                }
             }
         }
         if (na == 0) {
