@@ -17,13 +17,25 @@
 #define MOD "cclient"
 #define TOKEN_LIFE_S 60
 
+/* What one storage server's requests took lately (rtt.h), by request kind. */
+typedef struct cl_node_est {
+    uint32_t id;
+    cl_rtt_t op[CL_OP_RPUT + 1];
+    uint64_t timeouts;
+    uint64_t last_timeout_ms; /* wh_now_ns clock; 0: never */
+    bool answered;            /* a request succeeded after the last timeout */
+} cl_node_est_t;
+
 struct cl_client {
     char *secret;
     char *ca_file; /* NULL: storage servers speak plain HTTP; else HTTPS verified with it */
     size_t secret_len;
     CURLSH *share;
     pthread_mutex_t locks[CURL_LOCK_DATA_LAST];
-    _Atomic uint64_t requests, failures, retries;
+    _Atomic uint64_t requests, failures, retries, timeouts;
+    pthread_mutex_t est_lock; /* est, n_est, cap_est */
+    cl_node_est_t *est;
+    size_t n_est, cap_est;
     cl_node_fail_fn on_fail;
     void *on_fail_arg;
 };
@@ -62,6 +74,7 @@ wh_status_t cl_client_new(const char *secret, cl_client_t **out)
     c->secret_len = strlen(secret);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_init(&c->locks[i], NULL);
+    pthread_mutex_init(&c->est_lock, NULL);
     c->share = curl_share_init();
     if (!c->secret || !c->share) {
         cl_client_free(c);
@@ -94,6 +107,8 @@ void cl_client_free(cl_client_t *c)
         curl_share_cleanup(c->share);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_destroy(&c->locks[i]);
+    pthread_mutex_destroy(&c->est_lock);
+    free(c->est);
     free(c->ca_file);
     free(c->secret);
     free(c);
@@ -104,6 +119,139 @@ void cl_client_stats(cl_client_t *c, cl_client_stats_t *out)
     out->requests = atomic_load(&c->requests);
     out->failures = atomic_load(&c->failures);
     out->retries = atomic_load(&c->retries);
+    out->timeouts = atomic_load(&c->timeouts);
+}
+
+/* ---- latency estimates per storage server ---- */
+
+static uint64_t now_ms(void)
+{
+    return wh_now_ns() / 1000000;
+}
+
+/* The entry of node id, made when create (NULL without memory or when absent). est_lock
+ * held. */
+static cl_node_est_t *est_of(cl_client_t *c, uint32_t id, bool create)
+{
+    for (size_t i = 0; i < c->n_est; i++)
+        if (c->est[i].id == id)
+            return &c->est[i];
+    if (!create)
+        return NULL;
+    if (c->n_est == c->cap_est) {
+        size_t cap = c->cap_est ? c->cap_est * 2 : 8;
+        cl_node_est_t *v = realloc(c->est, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        c->est = v;
+        c->cap_est = cap;
+    }
+    cl_node_est_t *e = &c->est[c->n_est++];
+    memset(e, 0, sizeof *e);
+    e->id = id;
+    return e;
+}
+
+/* j's bounds against its current candidate: the whole request and no progress, ms. */
+static void est_bounds(cl_client_t *c, const cl_job_t *j, uint64_t *total_ms, uint64_t *stall_ms)
+{
+    cl_rtt_t r = {0};
+    pthread_mutex_lock(&c->est_lock);
+    const cl_node_est_t *e = est_of(c, j->cand_id[j->_try], false);
+    if (e && j->op <= CL_OP_RPUT)
+        r = e->op[j->op];
+    pthread_mutex_unlock(&c->est_lock);
+    *total_ms = cl_rtt_timeout_ms(&r, j->len, j->_backoff);
+    *stall_ms = cl_rtt_timeout_ms(&r, 0, j->_backoff); /* one MiB's worth */
+}
+
+static void est_answered(cl_client_t *c, const cl_job_t *j, double seconds)
+{
+    pthread_mutex_lock(&c->est_lock);
+    cl_node_est_t *e = est_of(c, j->cand_id[j->_try], true);
+    if (e) {
+        if (j->op <= CL_OP_RPUT)
+            cl_rtt_sample(&e->op[j->op], j->len, seconds);
+        e->answered = true;
+    }
+    pthread_mutex_unlock(&c->est_lock);
+}
+
+static void est_timed_out(cl_client_t *c, const cl_job_t *j)
+{
+    pthread_mutex_lock(&c->est_lock);
+    cl_node_est_t *e = est_of(c, j->cand_id[j->_try], true);
+    if (e) {
+        e->timeouts++;
+        e->last_timeout_ms = now_ms();
+        e->answered = false;
+    }
+    pthread_mutex_unlock(&c->est_lock);
+}
+
+bool cl_client_node_slow(cl_client_t *c, uint32_t id)
+{
+    uint64_t now = now_ms();
+    pthread_mutex_lock(&c->est_lock);
+    const cl_node_est_t *e = est_of(c, id, false);
+    bool slow = e && e->last_timeout_ms && !e->answered && now - e->last_timeout_ms < CL_SLOW_MS;
+    pthread_mutex_unlock(&c->est_lock);
+    return slow;
+}
+
+void cl_client_metrics(cl_client_t *c, uint64_t ref_len, wh_sbuf_t *out)
+{
+    pthread_mutex_lock(&c->est_lock);
+    size_t n = c->n_est;
+    cl_node_est_t *v = malloc((n ? n : 1) * sizeof *v);
+    if (v && n)
+        memcpy(v, c->est, n * sizeof *v);
+    pthread_mutex_unlock(&c->est_lock);
+    if (!v)
+        return;
+    uint64_t now = now_ms();
+    static const char *const stat[] = {"srtt", "rttvar", "timeout"};
+    for (int s = 0; s < 3; s++) {
+        if (s == 0)
+            wh_sbuf_printf(out, "# HELP wharf_cluster_node_srtt_seconds Smoothed time of a chunk "
+                                "request per MiB (a request counts at least 1 MiB), by storage "
+                                "server and request kind.\n");
+        else if (s == 1)
+            wh_sbuf_printf(out, "# HELP wharf_cluster_node_rttvar_seconds Mean deviation of "
+                                "wharf_cluster_node_srtt_seconds.\n");
+        else
+            wh_sbuf_printf(out, "# HELP wharf_cluster_node_timeout_seconds Time bound of a chunk "
+                                "request of --chunk-size bytes now (srtt + 4 rttvar, within its "
+                                "floor and ceiling).\n");
+        wh_sbuf_printf(out, "# TYPE wharf_cluster_node_%s_seconds gauge\n", stat[s]);
+        for (size_t i = 0; i < n; i++)
+            for (int op = CL_OP_GET; op <= CL_OP_RPUT; op++) {
+                const cl_rtt_t *r = &v[i].op[op];
+                if (!r->samples)
+                    continue;
+                double x = s == 0   ? r->srtt
+                           : s == 1 ? r->rttvar
+                                    : (double)cl_rtt_timeout_ms(r, ref_len, 0) / 1000.0;
+                wh_sbuf_printf(out,
+                               "wharf_cluster_node_%s_seconds{node=\"%" PRIu32 "\",op=\"%s\"} "
+                               "%.6f\n",
+                               stat[s], v[i].id, cl_op_name((cl_op_t)op), x);
+            }
+    }
+    wh_sbuf_printf(out, "# HELP wharf_cluster_node_timeouts_total Chunk requests to a storage "
+                        "server that were sent and timed out (it is slow: not marked down).\n"
+                        "# TYPE wharf_cluster_node_timeouts_total counter\n");
+    for (size_t i = 0; i < n; i++)
+        wh_sbuf_printf(out, "wharf_cluster_node_timeouts_total{node=\"%" PRIu32 "\"} %" PRIu64 "\n",
+                       v[i].id, v[i].timeouts);
+    wh_sbuf_printf(out, "# HELP wharf_cluster_node_slow Storage servers ranked last for a "
+                        "timeout they have not answered since (1).\n"
+                        "# TYPE wharf_cluster_node_slow gauge\n");
+    for (size_t i = 0; i < n; i++)
+        wh_sbuf_printf(out, "wharf_cluster_node_slow{node=\"%" PRIu32 "\"} %d\n", v[i].id,
+                       v[i].last_timeout_ms && !v[i].answered &&
+                           now - v[i].last_timeout_ms < CL_SLOW_MS);
+    free(v);
 }
 
 /* ---- per-request callbacks ---- */
@@ -198,13 +346,17 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(e, CURLOPT_PRIVATE, j);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    /* "No progress for CL_STALL_MS": below 1 byte/s for that long. */
+    /* The bounds from what this server's requests of this kind took lately (rtt.h). "No
+     * progress": below 1 byte/s for the stall bound. */
+    uint64_t total_ms, stall_ms;
+    est_bounds(c, j, &total_ms, &stall_ms);
+    j->_timeout_ms = total_ms;
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)(CL_STALL_MS / 1000));
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)((stall_ms + 999) / 1000));
     /* libcurl's speed check starts late on a peer that accepted and then stopped (a SIGSTOP'd
      * server: the kernel completes the handshake and buffers the body), so a wall-clock bound
-     * too: CL_STALL_MS plus the chunk at CL_MIN_RATE. */
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(CL_STALL_MS + j->len * 1000 / CL_MIN_RATE));
+     * too. */
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)total_ms);
     switch (j->op) {
     case CL_OP_GET:
         break;
@@ -231,6 +383,7 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
     j->bytes = 0;
     j->crc = 0;
     j->has_md5 = false;
+    j->timed_out = false;
     j->_easy = e;
     j->_hdrs = h;
     j->attempts++;
@@ -251,6 +404,7 @@ static void job_end(CURLM *m, cl_job_t *j)
 /* Judges a finished attempt; true when the job is done (either way). */
 static bool job_judge(cl_client_t *c, cl_job_t *j, CURLcode rc, const char *errbuf)
 {
+    bool timed_out = false;
     long code = 0;
     curl_easy_getinfo(j->_easy, CURLINFO_RESPONSE_CODE, &code);
     j->http = (int)code;
@@ -276,16 +430,33 @@ static bool job_judge(cl_client_t *c, cl_job_t *j, CURLcode rc, const char *errb
                      who, j->chunk, j->crc, j->expect_crc);
             goto retry;
         }
+        curl_off_t us = 0;
+        if (curl_easy_getinfo(j->_easy, CURLINFO_TOTAL_TIME_T, &us) == CURLE_OK)
+            est_answered(c, j, (double)us / 1e6);
         j->st = WH_OK;
         j->used = j->_try;
         j->used_id = j->cand_id[j->_try];
         j->err[0] = '\0';
         return true;
     }
-    if (rc != CURLE_OK) {
+    long sent = 0;
+    if (rc == CURLE_OPERATION_TIMEDOUT)
+        curl_easy_getinfo(j->_easy, CURLINFO_REQUEST_SIZE, &sent);
+    if (rc == CURLE_OPERATION_TIMEDOUT && sent > 0) {
+        /* Sent, and no answer in time: slow (loaded, paused), not dead. Its next attempt (on
+         * the next candidate, or a retry elsewhere) gets twice the bound; the server stays up
+         * and ranks last for a while. */
+        snprintf(j->err, sizeof j->err, "storage %s: no answer within %" PRIu64 " ms (%s)", who,
+                 j->_timeout_ms, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+        atomic_fetch_add(&c->timeouts, 1);
+        est_timed_out(c, j);
+        if (j->_backoff < CL_RTO_BACKOFF_MAX)
+            j->_backoff++;
+        timed_out = j->timed_out = true;
+    } else if (rc != CURLE_OK) {
         snprintf(j->err, sizeof j->err, "storage %s: %s", who,
                  errbuf[0] ? errbuf : curl_easy_strerror(rc));
-        if (c->on_fail) /* refused, reset or stalled: the node, not the request */
+        if (c->on_fail) /* refused, reset, or no connection: the node, not the request */
             c->on_fail(c->on_fail_arg, j->cand_id[j->_try]);
     } else
         snprintf(j->err, sizeof j->err, "storage %s answered %ld", who, code);
@@ -299,6 +470,16 @@ retry:
     }
     if (j->_try + 1 < j->ncand) {
         j->_try++;
+        atomic_fetch_add(&c->retries, 1);
+        return false;
+    }
+    /* The last candidate timed out: once more there, with the doubled bound (a slow server
+     * left as the only one is still a server). Only where a late end of the first attempt is
+     * harmless: an HTTP read, a delete. A write goes to another server first (its caller,
+     * place_and_run, then comes back to this one). Not RDMA: a timed-out pull or push may
+     * still move bytes between the server and the client's memory after the reply. */
+    if (timed_out && !j->_again && (j->op == CL_OP_GET || j->op == CL_OP_DEL)) {
+        j->_again = true;
         atomic_fetch_add(&c->retries, 1);
         return false;
     }
@@ -325,6 +506,7 @@ wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned par
     for (size_t i = 0; i < n; i++) {
         jobs[i].st = WH_ERR_UNAVAILABLE;
         jobs[i]._try = 0;
+        jobs[i]._again = false;
         jobs[i].attempts = 0;
         jobs[i].err[0] = '\0';
         if (jobs[i].ncand == 0) {

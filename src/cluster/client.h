@@ -1,24 +1,32 @@
 /* The gateway's chunk client: internal requests to storage servers over libcurl, many at once
  * (one curl multi per call), each with its own internal token, retried on the next replica.
  *
- * Bounds (documented in docs/cluster.md): connect 1 s; a request fails and moves to the next
- * candidate when it makes no progress for CL_STALL_MS, or when it takes longer than
- * CL_STALL_MS plus its bytes at CL_MIN_RATE (an 8 MiB chunk: 3.25 s). Connections are reused
- * through one shared connection cache. */
+ * Bounds (documented in docs/cluster.md): connect 1 s; a request's time bound comes from
+ * what that storage server's requests of that kind took lately (rtt.h: srtt + 4 * rttvar per
+ * MiB, scaled by the request's size, never below CL_STALL_MS plus its bytes at CL_MIN_RATE,
+ * never above 8 times that), and an HTTP request that makes no progress for CL_STALL_MS (or
+ * the estimate of one MiB, if longer) fails too. A request that timed out doubles the bound of
+ * its next attempt; an HTTP read or delete whose last candidate timed out is tried there once
+ * more (a write is retried by its caller, on another server first: remote.c). A timeout does
+ * not make a server suspect (it is slow, not dead: only a refused, reset or unconnectable
+ * server does); it ranks the server behind the others until it answers
+ * again or CL_SLOW_MS pass (cl_client_node_slow). Connections are reused through one shared
+ * connection cache. */
 #ifndef WH_CLUSTER_CLIENT_H
 #define WH_CLUSTER_CLIENT_H
 
 #include "base/peer.h"
 #include "base/status.h"
+#include "base/util.h"
 #include "cluster/itoken.h"
+#include "cluster/rtt.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define CL_STALL_MS 3000
 #define CL_CONNECT_MS 1000
-#define CL_MIN_RATE (32ULL << 20) /* bytes/s a chunk request must at least reach */
+#define CL_SLOW_MS 5000 /* a server that timed out ranks last this long, or until it answers */
 #define CL_MAX_CANDIDATES 8
 
 typedef struct cl_client cl_client_t;
@@ -48,8 +56,12 @@ typedef struct cl_job {
     uint8_t md5[16];     /* rput: x-wharf-md5 */
     bool has_md5;
     unsigned attempts;
+    bool timed_out; /* the last attempt was sent and got no answer within its bound */
     char err[256];
-    /* private */
+    /* private (zero before the first cl_client_run; a retry that copies the job keeps them) */
+    unsigned _backoff;    /* timeouts this job had: each doubles the next attempt's bound */
+    uint64_t _timeout_ms; /* the current attempt's bound */
+    bool _again;          /* the last candidate got its one more attempt after a timeout */
     size_t _pos;
     size_t _try;
     void *_easy;
@@ -69,14 +81,25 @@ wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned par
                           const wh_peer_t *peer);
 
 /* Called (from the thread running cl_client_run) when a storage server failed to answer a
- * request: refused, reset, or no progress within the stall bound. Not for HTTP errors. */
+ * request: refused, reset, or never connected within the connect bound. Not for HTTP errors,
+ * and not for a request that was sent and timed out (a slow server is not a dead one). */
 typedef void (*cl_node_fail_fn)(void *arg, uint32_t node_id);
 void cl_client_on_node_fail(cl_client_t *c, cl_node_fail_fn fn, void *arg);
 
 /* Counters for /metrics. */
 typedef struct cl_client_stats {
-    uint64_t requests, failures, retries;
+    uint64_t requests, failures, retries, timeouts;
 } cl_client_stats_t;
 void cl_client_stats(cl_client_t *c, cl_client_stats_t *out);
+
+/* Did node id time out a request within the last CL_SLOW_MS, with no answer since? Readers
+ * and placement rank such a server behind the others (it stays up, and is used when the
+ * others are not enough). */
+bool cl_client_node_slow(cl_client_t *c, uint32_t id);
+
+/* Appends the per-server estimates to a /metrics page: seconds per MiB (srtt, rttvar) and
+ * the timeout of a request of ref_len bytes, by server and request kind, and the timeouts
+ * per server. */
+void cl_client_metrics(cl_client_t *c, uint64_t ref_len, wh_sbuf_t *out);
 
 #endif

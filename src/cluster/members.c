@@ -108,6 +108,21 @@ void cl_members_suspect(void *arg, uint32_t id)
     wh_mutex_unlock(&r->lock);
 }
 
+/* A server that timed out a request and has not answered since (cl_client_node_slow) goes
+ * behind the others, keeping their order: slow is not down, it is used when the others are
+ * not enough. slow[i] says whether entry i is; perm gets the new order. */
+static size_t slow_last(const bool *slow, size_t n, size_t *perm)
+{
+    size_t k = 0, moved = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < n; i++)
+            if (slow[i] == (pass == 1))
+                perm[k++] = i;
+    for (size_t i = 0; i < n; i++)
+        moved += perm[i] != i;
+    return moved;
+}
+
 size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
                        char (*addrs_out)[256], size_t max)
 {
@@ -140,9 +155,15 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
     /* the first `replicas` on distinct zones where there are enough, then the spares */
     size_t k = cl_place_zoned(pn, n, chunk_id, r->cfg.replicas,
                               (unsigned)WH_MIN(max, (size_t)CL_PLACE_MAX), rank);
+    /* a server that timed out lately goes after the others (it is slow, not down) */
+    bool slow[CL_PLACE_MAX] = {0};
+    size_t perm[CL_PLACE_MAX];
+    for (size_t q = 0; q < k; q++)
+        slow[q] = cl_client_node_slow(r->client, ids[rank[q]]);
+    slow_last(slow, k, perm);
     for (size_t q = 0; q < k; q++) {
-        ids_out[q] = ids[rank[q]];
-        snprintf(addrs_out[q], 256, "%s", addrs[rank[q]]);
+        ids_out[q] = ids[rank[perm[q]]];
+        snprintf(addrs_out[q], 256, "%s", addrs[rank[perm[q]]]);
     }
     return k;
 }
@@ -202,7 +223,27 @@ void cl_members_for_read(cl_remote_t *r, const store_chunk_t *c, cl_job_t *j)
             }
         }
     }
+    /* the usable ones lead: a slow one among them goes behind the others */
+    size_t lead = 0;
+    for (size_t q = 0; q < j->ncand; q++)
+        for (size_t m = 0; m < r->n_members; m++)
+            if (r->members[m].id == j->cand_id[q] && usable(&r->members[m], now) && lead == q)
+                lead++;
     wh_mutex_unlock(&r->lock);
+    bool slow[CL_MAX_CANDIDATES] = {0};
+    size_t perm[CL_MAX_CANDIDATES];
+    for (size_t q = 0; q < lead; q++)
+        slow[q] = cl_client_node_slow(r->client, j->cand_id[q]);
+    if (slow_last(slow, lead, perm)) {
+        const char *cand[CL_MAX_CANDIDATES];
+        uint32_t id[CL_MAX_CANDIDATES];
+        for (size_t q = 0; q < lead; q++) {
+            cand[q] = j->cand[perm[q]];
+            id[q] = j->cand_id[perm[q]];
+        }
+        memcpy(j->cand, cand, lead * sizeof *cand);
+        memcpy(j->cand_id, id, lead * sizeof *id);
+    }
 }
 
 bool cl_members_can_read(cl_remote_t *r, const store_chunk_t *c)

@@ -169,7 +169,7 @@ static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, siz
         for (size_t i = 0; i < total; i++) {
             if (jobs[i].st == WH_OK)
                 continue;
-            size_t k = i / per;
+            size_t k = i / per, na0 = na;
             uint32_t ids[CL_PLACE_MAX];
             char addrs[CL_PLACE_MAX][256];
             size_t n = cl_members_rank(r, jobs[i].chunk, ids, addrs, CL_PLACE_MAX);
@@ -194,6 +194,21 @@ static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, siz
                 }
                 break;
             }
+            /* No other server: an HTTP write that timed out goes once more to the server it
+             * timed out on, with the doubled bound (slow is not dead; a late end of its first
+             * attempt stores the same bytes). Not RDMA: a timed-out pull may still read the
+             * client's memory after the reply. */
+            if (na == na0 && round == 0 && jobs[i].op == CL_OP_PUT && jobs[i].timed_out &&
+                jobs[i].ncand) {
+                size_t last = jobs[i].ncand - 1;
+                again[na] = jobs[i];
+                again[na].ncand = 0;
+                if ((again[na].cand[0] = strdup(jobs[i].cand[last])) != NULL) {
+                    again[na].cand_id[0] = jobs[i].cand_id[last];
+                    again[na].ncand = 1;
+                    from[na++] = i;
+                }
+            }
         }
         if (na == 0) {
             free(again);
@@ -201,6 +216,7 @@ static wh_status_t place_and_run(cl_remote_t *r, cl_job_t *jobs, size_t per, siz
             break;
         }
         wh_info(MOD, "retrying %zu chunk writes on other storage servers", na);
+        atomic_fetch_add(&r->write_retries, na);
         if (cl_record_intents(r, again, na) != WH_OK) {
             for (size_t a = 0; a < na; a++)
                 cl_jobs_free_cands(&again[a], 1);
@@ -713,6 +729,8 @@ void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
         {"wharf_cluster_chunk_requests_total", cs.requests},
         {"wharf_cluster_chunk_failures_total", cs.failures},
         {"wharf_cluster_chunk_retries_total", cs.retries},
+        {"wharf_cluster_chunk_timeouts_total", cs.timeouts},
+        {"wharf_cluster_write_retries_total", atomic_load(&r->write_retries)},
         {"wharf_cluster_chunks_written_total", atomic_load(&r->chunks_put)},
         {"wharf_cluster_chunks_read_total", atomic_load(&r->chunks_got)},
         {"wharf_cluster_unavailable_total", atomic_load(&r->unavailable)},
@@ -731,4 +749,5 @@ void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
     };
     for (size_t i = 0; i < WH_ARRAY_SIZE(m); i++)
         wh_sbuf_printf(out, "# TYPE %s counter\n%s %" PRIu64 "\n", m[i].name, m[i].name, m[i].v);
+    cl_client_metrics(r->client, r->cfg.chunk_size, out);
 }

@@ -7,125 +7,19 @@ storage-server fault; no request waits longer than the documented bound (the chu
 3 s stall bound, plus the connect bound and a margin) plus the pause; every object written
 (before or during the drill) reads back intact at the end. During a PostgreSQL outage
 requests may fail, and only with 503."""
-import os
 import random
 import signal
-import threading
 import time
 
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-import wharf
-from cluster import Cluster
-from wharfd import ACCESS_KEY, REGION, SECRET_KEY, unique_bucket, wait_until
+from cluster import Cluster, Load
+from wharfd import unique_bucket, wait_until
 
 CHUNK = 256 * 1024
 STALL_BOUND_S = 3.0 + 1.0 + 2.0  # no-progress bound + connect bound + scheduling margin
 PAUSE_S = 15
-
-
-class Load:
-    """Reader and writer threads against the gateway; records every outcome."""
-
-    def __init__(self, cl, bucket, objects, rdma=False):
-        self.cl, self.bucket, self.objects = cl, bucket, dict(objects)
-        self.rdma = rdma
-        self.stop = threading.Event()
-        self.lock = threading.Lock()
-        self.get_ok = self.get_fail = self.put_ok = self.put_fail = 0
-        self.wrong = []
-        self.errors = []
-        self.max_wait = 0.0
-        self.slowest = None
-        self.written = {}
-        self.threads = []
-
-    def _note(self, t0, ok, kind, err=None):
-        dt = time.monotonic() - t0
-        with self.lock:
-            if dt > self.max_wait:
-                self.slowest = (kind, dt, time.time())
-            self.max_wait = max(self.max_wait, dt)
-            if kind.startswith("get"):
-                self.get_ok += ok
-                self.get_fail += not ok
-            else:
-                self.put_ok += ok
-                self.put_fail += not ok
-            if err is not None:
-                self.errors.append((kind, time.time(), err))
-
-    def _reader(self, seed):
-        rnd = random.Random(seed)
-        s3 = self.cl.boto3()
-        keys = sorted(self.objects)
-        while not self.stop.is_set():
-            k = rnd.choice(keys)
-            t0 = time.monotonic()
-            try:
-                body = s3.get_object(Bucket=self.bucket, Key=k)["Body"].read()
-                if body != self.objects[k]:
-                    self.wrong.append(k)
-                self._note(t0, True, "get-http")
-            except Exception as e:  # noqa: BLE001 - every failure is recorded and judged
-                self._note(t0, False, "get", repr(e)[:300])
-
-    def _rdma_reader(self, seed):
-        rnd = random.Random(seed)
-        c = wharf.Client(self.cl.gateway.endpoint, ACCESS_KEY, SECRET_KEY, region=REGION,
-                         provider="ofi+tcp")
-        keys = sorted(self.objects)
-        try:
-            while not self.stop.is_set():
-                k = rnd.choice(keys)
-                t0 = time.monotonic()
-                try:
-                    body = c.get(self.bucket, k, transport="rdma")
-                    if body != self.objects[k]:
-                        self.wrong.append(k)
-                    self._note(t0, True, "get-rdma")
-                except Exception as e:  # noqa: BLE001
-                    self._note(t0, False, "get", "rdma " + repr(e)[:300])
-        finally:
-            c.close()
-
-    def _writer(self, seed):
-        rnd = random.Random(seed)
-        s3 = self.cl.boto3()
-        i = 0
-        while not self.stop.is_set():
-            k = f"w{seed}-{i}"
-            data = rnd.randbytes(rnd.randint(1, 3 * CHUNK))
-            t0 = time.monotonic()
-            try:
-                s3.put_object(Bucket=self.bucket, Key=k, Body=data)
-                self.written[k] = data
-                self._note(t0, True, "put")
-            except Exception as e:  # noqa: BLE001
-                self._note(t0, False, "put", repr(e)[:300])
-            i += 1
-
-    def start(self):
-        fns = [(self._reader, 1), (self._reader, 2), (self._writer, 3)]
-        if self.rdma:
-            fns.append((self._rdma_reader, 4))
-        for fn, seed in fns:
-            t = threading.Thread(target=fn, args=(seed,), daemon=True)
-            t.start()
-            self.threads.append(t)
-        return self
-
-    def finish(self):
-        self.stop.set()
-        for t in self.threads:
-            t.join(timeout=60)
-        assert not any(t.is_alive() for t in self.threads), "a load thread hung"
-
-    def verify_all(self):
-        s3 = self.cl.boto3()
-        for k, v in list(self.objects.items()) + list(self.written.items()):
-            assert s3.get_object(Bucket=self.bucket, Key=k)["Body"].read() == v, k
 
 
 @pytest.fixture()
@@ -145,7 +39,7 @@ def drill(request):
 
 
 def run_load(c, b, objs, during, settle=3.0, rdma=False):
-    load = Load(c, b, objs, rdma=rdma).start()
+    load = Load(c, b, objs, rdma=rdma, max_chunk=3 * CHUNK).start()
     time.sleep(settle)
     during()
     time.sleep(settle)

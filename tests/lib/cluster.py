@@ -338,14 +338,18 @@ class Cluster:
     def client_env(self, gw=None):
         return (gw or self.gateway).client_env()
 
-    def boto3(self, gw=None):
+    def boto3(self, gw=None, attempts=None):
+        """A boto3 S3 client of the gateway. retries={"max_attempts": 1} is botocore's
+        legacy count of retries: one retry after a failure. attempts=1: no retry at all (a
+        test that counts failed requests)."""
         import boto3
         from botocore.config import Config
         from wharfd import ACCESS_KEY, SECRET_KEY, REGION
         return boto3.client("s3", endpoint_url=(gw or self.gateway).endpoint,
                             aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
                             region_name=REGION, verify=self.tls.ca if self.tls else None,
-                            config=Config(retries={"max_attempts": 1},
+                            config=Config(retries={"total_max_attempts": attempts}
+                                          if attempts else {"max_attempts": 1},
                                           connect_timeout=5, read_timeout=60))
 
 
@@ -357,3 +361,125 @@ def http(method, url, headers=None, body=None, timeout=10):
             return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
     except urllib.error.HTTPError as e:
         return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read()
+
+
+class Load:
+    """Reader and writer threads against a cluster's gateway, every outcome recorded and
+    every byte checked (the fault drills' load): `readers` HTTP readers and one HTTP writer,
+    plus an RDMA reader (rdma) and an RDMA writer (rdma_put) over ofi+tcp. Objects written
+    are 1..max_chunk bytes. Each thread stops at stop, or after max_ops requests. once: each
+    HTTP request is sent once (boto3 does not retry it), so every failure counts."""
+
+    def __init__(self, cl, bucket, objects, rdma=False, rdma_put=False, readers=2,
+                 max_chunk=768 * 1024, max_ops=5000, once=False):
+        import threading
+        self.cl, self.bucket, self.objects = cl, bucket, dict(objects)
+        self.rdma, self.rdma_put, self.readers = rdma, rdma_put, readers
+        self.max_chunk, self.max_ops, self.once = max_chunk, max_ops, once
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.get_ok = self.get_fail = self.put_ok = self.put_fail = 0
+        self.wrong = []
+        self.errors = []  # (kind "get" or "put", time.time(), what)
+        self.max_wait = 0.0
+        self.slowest = None
+        self.written = {}
+        self.threads = []
+
+    def _note(self, t0, ok, kind, err=None):
+        dt = time.monotonic() - t0
+        with self.lock:
+            if dt > self.max_wait:
+                self.slowest = (kind, dt, time.time())
+            self.max_wait = max(self.max_wait, dt)
+            if kind.startswith("get"):
+                self.get_ok += ok
+                self.get_fail += not ok
+            else:
+                self.put_ok += ok
+                self.put_fail += not ok
+            if err is not None:
+                self.errors.append((kind, time.time(), err))
+
+    def _rdma_client(self):
+        import wharf
+        from wharfd import ACCESS_KEY, REGION, SECRET_KEY
+        return wharf.Client(self.cl.gateway.endpoint, ACCESS_KEY, SECRET_KEY, region=REGION,
+                            provider="ofi+tcp")
+
+    def _reader(self, seed, rdma=False):
+        import random
+        rnd = random.Random(seed)
+        c = self._rdma_client() if rdma else None
+        s3 = None if rdma else self.cl.boto3(attempts=1 if self.once else None)
+        keys = sorted(self.objects)
+        try:
+            for _ in range(self.max_ops):
+                if self.stop.is_set():
+                    break
+                k = rnd.choice(keys)
+                t0 = time.monotonic()
+                try:
+                    if rdma:
+                        body = c.get(self.bucket, k, transport="rdma")
+                    else:
+                        body = s3.get_object(Bucket=self.bucket, Key=k)["Body"].read()
+                    if body != self.objects[k]:
+                        self.wrong.append(k)
+                    self._note(t0, True, "get-rdma" if rdma else "get-http")
+                except Exception as e:  # noqa: BLE001 - every failure is recorded and judged
+                    self._note(t0, False, "get", ("rdma " if rdma else "") + repr(e)[:300])
+        finally:
+            if c:
+                c.close()
+
+    def _writer(self, seed, rdma=False):
+        import random
+        rnd = random.Random(seed)
+        c = self._rdma_client() if rdma else None
+        s3 = None if rdma else self.cl.boto3(attempts=1 if self.once else None)
+        try:
+            for i in range(self.max_ops):
+                if self.stop.is_set():
+                    break
+                k = f"w{seed}-{i}"
+                data = rnd.randbytes(rnd.randint(1, self.max_chunk))
+                t0 = time.monotonic()
+                try:
+                    if rdma:
+                        c.put(self.bucket, k, data, transport="rdma")
+                    else:
+                        s3.put_object(Bucket=self.bucket, Key=k, Body=data)
+                    with self.lock:
+                        self.written[k] = data
+                    self._note(t0, True, "put")
+                except Exception as e:  # noqa: BLE001
+                    self._note(t0, False, "put", ("rdma " if rdma else "") + repr(e)[:300])
+        finally:
+            if c:
+                c.close()
+
+    def start(self):
+        import threading
+        fns = [(self._reader, 1 + i, False) for i in range(self.readers)]
+        fns.append((self._writer, 3, False))
+        if self.rdma:
+            fns.append((self._reader, 4, True))
+        if self.rdma_put:
+            fns.append((self._writer, 5, True))
+        for fn, seed, rdma in fns:
+            t = threading.Thread(target=fn, args=(seed, rdma), daemon=True)
+            t.start()
+            self.threads.append(t)
+        return self
+
+    def finish(self, timeout=90):
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=timeout)
+        assert not any(t.is_alive() for t in self.threads), "a load thread hung"
+
+    def verify_all(self):
+        s3 = self.cl.boto3()
+        for k, v in list(self.objects.items()) + list(self.written.items()):
+            assert s3.get_object(Bucket=self.bucket, Key=k)["Body"].read() == v, k
