@@ -84,7 +84,7 @@ typedef enum wharf_mem_kind {
 } wharf_mem_kind_t;
 
 typedef struct wharf_client_config {
-    size_t size;            /* set by wharf_client_config_init */
+    size_t size; /* set by wharf_client_config_init */
     /* "http://127.0.0.1:9000" (required), or gateways of one cluster separated by commas
      * ("http://gw1:9000,http://gw2:9000", at most 32): each thread sends its requests to them
      * in turn; a refused connection fails over to the next, and so do GET, HEAD and

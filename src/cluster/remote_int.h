@@ -54,8 +54,8 @@ typedef struct cl_remote {
     char rb_after[STORE_DATA_ID_LEN + 1];
     double rb_budget;
     uint64_t rb_last_ms;
-    double drain_budget;    /* bytes the drain may copy now (members thread only) */
-    uint64_t drain_last_ms; /* when the budget was last topped up */
+    double drain_budget;            /* bytes the drain may copy now (members thread only) */
+    uint64_t drain_last_ms;         /* when the budget was last topped up */
     _Atomic uint64_t write_retries; /* chunk writes retried on another server (place_and_run) */
     /* repair: where each dead node's walk through its chunks is (resumed next pass, so
      * chunks that cannot be repaired now do not hold back the ones after them) */
