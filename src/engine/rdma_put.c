@@ -195,6 +195,8 @@ static wh_status_t put_par_run(rdma_xfer_t *t, const srv_rdma_sink_at_t *at, voi
     unsigned want = WH_MIN(WH_MAX(r->copy_threads / active, 1u), r->put_threads);
     want = (unsigned)WH_MIN(WH_MIN((uint64_t)want, (uint64_t)cap),
                             WH_MIN(d.nwin, (uint64_t)RDMA_DIRECT_MAX_THREADS));
+    if (want == 0) /* the request holds at least one slot and two windows: never, but bound it */
+        want = 1;
     put_worker_t pw[RDMA_DIRECT_MAX_THREADS];
     for (unsigned i = 0; i < want; i++) {
         pw[i].d = &d;
