@@ -41,7 +41,7 @@ test-unit: build
 # ctypes (an ASan libwharf cannot load into Debian's Python: "ASan runtime does not come first"),
 # and files whose assertions are time bounds or latencies, which ASan's slowdown would make
 # fail for no memory fault.
-ASAN_SKIP = ^(python|func/(awscli|rclone|s3cmd|hardening_conns|rdma_stall|durability|cluster_faults|cluster_repair|cluster_limits|cluster_rdma|cluster_integrity|cluster_gateways|part_etag))$$
+ASAN_SKIP = ^(python|func/(awscli|rclone|s3cmd|hardening_conns|rdma_stall|durability|cluster_faults|cluster_repair|cluster_limits|cluster_rdma|cluster_integrity|cluster_gateways|cluster_slow|part_etag))$$
 
 test-asan: deps
 	@cmake --preset asan >/dev/null
@@ -62,7 +62,7 @@ test-asan: deps
 # starts libfabric's threads, which TSan otherwise refuses ("not supported. Dying").
 # Also left out: unit/xfer/test_ofi, whose stalled-peer cases assert 1.5 s transfer timeouts
 # that TSan's slowdown (progress gaps of 10 s measured) turns into failures for no race.
-TSAN_SKIP = ^(python|unit/xfer/test_ofi|func/(awscli|rclone|s3cmd|hardening_conns|rdma_stall|durability|cluster_faults|cluster_repair|cluster_limits|cluster_rdma|cluster_gateways|part_etag))$$
+TSAN_SKIP = ^(python|unit/xfer/test_ofi|func/(awscli|rclone|s3cmd|hardening_conns|rdma_stall|durability|cluster_faults|cluster_repair|cluster_limits|cluster_rdma|cluster_gateways|cluster_slow|part_etag))$$
 
 test-tsan: deps
 	@cmake --preset tsan >/dev/null
