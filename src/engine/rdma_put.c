@@ -112,7 +112,6 @@ static wh_status_t put_direct_run(put_direct_t *d, srv_rdma_sink_cb sink, void *
  * shared with the direct GETs in flight (direct_active), as rdma_get.c does; the per-window
  * crcs are combined in order at the end. */
 typedef struct put_par {
-    srv_rdma_t *r;
     xfer_batch_t *b;
     const srv_rdma_sink_at_t *at;
     void *arg;
@@ -179,7 +178,7 @@ static wh_status_t put_par_run(rdma_xfer_t *t, const srv_rdma_sink_at_t *at, voi
                                uint64_t *moved, wh_status_t *sink_st, srv_rdma_result_t *res)
 {
     srv_rdma_t *r = t->r;
-    put_par_t d = {.r = r, .b = t->b, .at = at, .arg = arg, .len = t->tok.size};
+    put_par_t d = {.b = t->b, .at = at, .arg = arg, .len = t->tok.size};
     d.nwin = (d.len + RDMA_DIRECT_WINDOW - 1) / RDMA_DIRECT_WINDOW;
     d.crc = malloc(d.nwin * sizeof *d.crc);
     if (at->want_crc32c)

@@ -50,6 +50,16 @@ void pg_copy(const PGresult *r, int row, int col, char *dst, size_t cap)
     snprintf(dst, cap, "%s", v ? v : "");
 }
 
+void *pg_rows_alloc(PGresult *r, void *old, size_t elem)
+{
+    free(old);
+    int rows = PQntuples(r);
+    void *arr = calloc(rows ? (size_t)rows : 1, elem);
+    if (!arr)
+        PQclear(r);
+    return arr;
+}
+
 char *pg_dup(const PGresult *r, int row, int col)
 {
     if (PQgetisnull(r, row, col))

@@ -193,13 +193,9 @@ static wh_status_t rd_damage_take(void *conn, void *arg)
     if (st != WH_OK)
         return st;
     int rows = PQntuples(r);
-    free(a->arr);
     a->n = 0;
-    a->arr = calloc(rows ? (size_t)rows : 1, sizeof *a->arr);
-    if (!a->arr) {
-        PQclear(r);
+    if (!(a->arr = pg_rows_alloc(r, a->arr, sizeof *a->arr)))
         return WH_ERR_NOMEM;
-    }
     for (int i = 0; i < rows; i++) {
         pg_copy(r, i, 0, a->arr[i].chunk_id, sizeof a->arr[i].chunk_id);
         a->arr[i].node = (uint32_t)pg_i64(r, i, 1);
@@ -302,13 +298,9 @@ static wh_status_t rd_node_list(void *conn, void *arg)
     if (st != WH_OK)
         return st;
     int rows = PQntuples(r);
-    free(a->arr);
     a->n = 0;
-    a->arr = calloc(rows ? (size_t)rows : 1, sizeof *a->arr);
-    if (!a->arr) {
-        PQclear(r);
+    if (!(a->arr = pg_rows_alloc(r, a->arr, sizeof *a->arr)))
         return WH_ERR_NOMEM;
-    }
     for (int i = 0; i < rows; i++) {
         meta_node_t *nd = &a->arr[i];
         nd->id = (uint32_t)pg_i64(r, i, 0);
@@ -471,13 +463,9 @@ static wh_status_t rd_node_copies(void *conn, void *arg)
     if (st != WH_OK)
         return st;
     int rows = PQntuples(r);
-    free(a->arr);
     a->n = 0;
-    a->arr = calloc(rows ? (size_t)rows : 1, sizeof *a->arr);
-    if (!a->arr) {
-        PQclear(r);
+    if (!(a->arr = pg_rows_alloc(r, a->arr, sizeof *a->arr)))
         return WH_ERR_NOMEM;
-    }
     for (int i = 0; i < rows; i++) {
         a->arr[i].id = (uint32_t)pg_i64(r, i, 0);
         a->arr[i].copies = (uint64_t)pg_i64(r, i, 1);
@@ -625,13 +613,9 @@ static wh_status_t tx_gc_take(void *conn, void *arg)
     if (st != WH_OK)
         return st;
     int rows = PQntuples(r);
-    free(a->arr);
     a->n = 0;
-    a->arr = calloc(rows ? (size_t)rows : 1, sizeof *a->arr);
-    if (!a->arr) {
-        PQclear(r);
+    if (!(a->arr = pg_rows_alloc(r, a->arr, sizeof *a->arr)))
         return WH_ERR_NOMEM;
-    }
     for (int i = 0; i < rows; i++) {
         a->arr[i].seq = (uint64_t)pg_i64(r, i, 0);
         pg_copy(r, i, 1, a->arr[i].chunk_id, sizeof a->arr[i].chunk_id);
@@ -728,13 +712,9 @@ static wh_status_t rd_chunks_on_node(void *conn, void *arg)
     if (st != WH_OK)
         return st;
     int rows = PQntuples(r);
-    free(a->arr);
     a->n = 0;
-    a->arr = calloc(rows ? (size_t)rows : 1, sizeof *a->arr);
-    if (!a->arr) {
-        PQclear(r);
+    if (!(a->arr = pg_rows_alloc(r, a->arr, sizeof *a->arr)))
         return WH_ERR_NOMEM;
-    }
     for (int i = 0; i < rows; i++) {
         store_chunk_t *c = &a->arr[i];
         pg_copy(r, i, 0, c->id, sizeof c->id);

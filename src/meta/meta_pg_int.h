@@ -77,6 +77,10 @@ wh_status_t pg_read(pg_meta_t *m, meta_tx_fn fn, void *arg);
 
 int64_t pg_i64(const PGresult *r, int row, int col);
 void pg_copy(const PGresult *r, int row, int col, char *dst, size_t cap);
+/* The result array of a read that may run again (a retried transaction): frees old and
+ * allocates one element of elem bytes per row of r (at least one). NULL when out of
+ * memory, with r cleared. */
+void *pg_rows_alloc(PGresult *r, void *old, size_t elem);
 char *pg_dup(const PGresult *r, int row, int col); /* NULL for SQL NULL (or no memory) */
 /* A hex-encoded bytea column into malloc'd bytes (NUL-terminated); *n its length. */
 char *pg_hexcol(const PGresult *r, int row, int col, size_t *n);

@@ -25,6 +25,18 @@ def _put(raw, path, body):
     return r
 
 
+def _grown_file(srv, before, size):
+    """A file that appeared under the data directory since before and holds size bytes or
+    more (a write's temp file), or None."""
+    for rel in srv.data_files() - before:
+        try:
+            if os.path.getsize(os.path.join(srv.data_dir, rel)) >= size:
+                return rel
+        except OSError:
+            pass
+    return None
+
+
 def _read_headers(sock, deadline):
     buf = b""
     while b"\r\n\r\n" not in buf:
@@ -63,15 +75,7 @@ def test_kill9_mid_put_then_restart(fresh_wharfd):
         # Wait (bounded) until the upload's temp file under the data dir holds some MiB, so the
         # crash leaves a real leftover for start-up to clean (store.h: temp files live under
         # DIR; if that ever changes, this wait must look where they went).
-        def grown():
-            for rel in srv.data_files() - before:
-                try:
-                    if os.path.getsize(os.path.join(srv.data_dir, rel)) >= 8 * MIB:
-                        return rel
-                except OSError:
-                    pass
-            return None
-        temp = wait_until(grown, timeout=10)
+        temp = wait_until(lambda: _grown_file(srv, before, 8 * MIB), timeout=10)
         srv.proc.send_signal(signal.SIGKILL)
         srv.proc.wait(timeout=10)
     finally:
@@ -342,15 +346,7 @@ def test_kill9_mid_positional_rdma_put_then_restart(fresh_wharfd, tmp_path):
     p = wharf("--provider", "ofi+shm", "cp", "--transport", "rdma", str(big),
               f"s3://{bucket}/partial", wait=False)
     try:
-        def grown():
-            for rel in srv.data_files() - before:
-                try:
-                    if os.path.getsize(os.path.join(srv.data_dir, rel)) >= 32 * MIB:
-                        return rel
-                except OSError:
-                    pass
-            return None
-        temp = wait_until(grown, timeout=30)
+        temp = wait_until(lambda: _grown_file(srv, before, 32 * MIB), timeout=30)
         srv.proc.send_signal(signal.SIGKILL)
         srv.proc.wait(timeout=10)
     finally:
