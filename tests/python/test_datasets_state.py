@@ -273,34 +273,55 @@ def test_raw_image_writer_round_trip_shuffle(client, bucket):
         w.write(imgs, [0, 1])
 
 
-def test_stateful_dataloader(http_client, wharfd):
-    """torchdata's StatefulDataLoader saves and restores each worker's dataset state."""
+def resumable(kind, c, b, cls_mix=None):
+    """(factory of a fresh dataset, item -> comparable value, items per epoch) for kind:
+    "objects" (ObjectIterableDataset over 23 objects) or "tokens" (TokenDataset over 3
+    shards, batches of 3 sequences from shuffled windows). cls_mix: a mixin class put first."""
+    if kind == "objects":
+        put_objects(c, b)
+        cls = ObjectIterableDataset
+        if cls_mix:
+            cls = type("Mixed", (cls_mix, cls), {})
+        return (lambda: cls.from_prefix(f"s3://{b}/obj/", client=c, transform=idx_of,
+                                        shuffle=True, seed=9, rank=0, world_size=1),
+                lambda x: x, 23)
+    put_token_shards(c, b)
+    cls = TokenDataset
+    if cls_mix:
+        cls = type("Mixed", (cls_mix, cls), {})
+    return (lambda: cls(f"s3://{b}/tok/", client=c, buffer_bytes=SEQ * 4 * 7, batch_size=3,
+                        shuffle=True, seed=11, rank=0, world_size=1),
+            lambda x: tuple(seq_no(x)), 18)
+
+
+@pytest.mark.parametrize("kind", ["objects", "tokens"])
+@pytest.mark.parametrize("workers", [0, 2])
+def test_stateful_dataloader(http_client, wharfd, kind, workers):
+    """torchdata's StatefulDataLoader saves each worker's dataset state mid-epoch (and which
+    worker is next); a new loader given that state delivers exactly the rest of the epoch, in
+    the order the uninterrupted loader would have."""
     sdl = pytest.importorskip("torchdata.stateful_dataloader",
                               reason="torchdata (StatefulDataLoader) is not installed")
     from wharfd import unique_bucket
     c = http_client
     b = unique_bucket("sdl")
     c.create_bucket(b)
-    put_objects(c, b)
-    for workers in (0, 2):
-        def make():
-            return ObjectIterableDataset.from_prefix(f"s3://{b}/obj/", client=c,
-                                                     transform=idx_of, shuffle=True, seed=9)
-        kw = dict(batch_size=None, num_workers=workers)
-        if workers:
-            kw.update(multiprocessing_context="fork", timeout=60)
-        full = list(sdl.StatefulDataLoader(make(), **kw))
+    make, key, n = resumable(kind, c, b)
+    kw = dict(batch_size=None, num_workers=workers)
+    if workers:
+        kw.update(multiprocessing_context="fork", timeout=60)
+    full = [key(x) for x in sdl.StatefulDataLoader(make(), **kw)]
+    assert len(full) == n and len(set(full)) == n
+    for cut in (1, n // 2, n - 1):
         dl = sdl.StatefulDataLoader(make(), **kw)
         it = iter(dl)
-        head = [next(it) for _ in range(8)]
+        head = [key(next(it)) for _ in range(cut)]
         st = dl.state_dict()
         del it
         dl2 = sdl.StatefulDataLoader(make(), **kw)
         dl2.load_state_dict(st)
-        tail = list(dl2)
-        assert sorted(head + tail) == list(range(23)), workers
-        if not workers:
-            assert head + tail == full
+        tail = [key(x) for x in dl2]
+        assert head + tail == full, (kind, workers, cut)
 
 
 def test_jpeg_tar_shuffle_and_resume(http_client, wharfd):
@@ -347,7 +368,7 @@ def test_token_dataset_shuffle_on_cuda(wharfd):
     c.close()
 
 
-class Probe(ObjectIterableDataset):
+class _ProbeMixin:
     """Yields (item, the worker's state after it): what StatefulDataLoader snapshots."""
 
     def __iter__(self):
@@ -362,33 +383,32 @@ def _load_worker_state(states):
     return init
 
 
-def test_resume_in_dataloader_workers(client, bucket):
-    """The protocol as StatefulDataLoader drives it, in real fork workers: each worker's state
-    taken with the items it delivered, loaded back into that worker before it iterates."""
-    put_objects(client, bucket)
-
-    def make():
-        return Probe.from_prefix(f"s3://{bucket}/obj/", client=client, transform=idx_of,
-                                 shuffle=True, seed=21, rank=0, world_size=1)
+@pytest.mark.parametrize("kind", ["objects", "tokens"])
+def test_resume_in_dataloader_workers(client, bucket, kind):
+    """The protocol as StatefulDataLoader drives it, in real fork workers of a plain
+    DataLoader: each worker's state taken with the items it delivered, loaded back into that
+    worker before it iterates; each worker goes on exactly where it stopped."""
+    make, key, n = resumable(kind, client, bucket, cls_mix=_ProbeMixin)
 
     def loader(ds, init=None):
         return DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="fork",
                           timeout=60, worker_init_fn=init)
+
     def by_worker(pairs):
         out = {0: [], 1: []}
         for x, st in pairs:
-            out[st["layout"][2]].append(x)
+            out[st["layout"][2]].append(key(x))
         return out
     full = by_worker(loader(make()))
-    assert sorted(full[0] + full[1]) == list(range(23))
+    assert len(full[0] + full[1]) == n and len(set(full[0] + full[1])) == n
     head, states = [], {}
     it = iter(loader(make()))
-    for _ in range(9):
+    for _ in range(n // 2):
         x, st = next(it)
         head.append((x, st))
         states[st["layout"][2]] = st
     del it
-    assert sorted(states) == [0, 1] and sum(s["served"] for s in states.values()) == 9
+    assert sorted(states) == [0, 1] and sum(s["served"] for s in states.values()) == n // 2
     tail = by_worker(loader(make(), _load_worker_state(states)))
     head = by_worker(head)
     # each worker's stream goes on where it stopped (the DataLoader's interleaving of the

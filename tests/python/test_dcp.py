@@ -49,14 +49,14 @@ def env_for(srv, provider, seed=0):
     return env
 
 
-def run_ranks(mode, url, world, env, timeout=120, expect_ok=True):
+def run_ranks(mode, url, world, env, timeout=120, expect_ok=True, worker=WORKER):
     """Starts WORLD ranks; once one exits non-zero the others are killed (a dead rank leaves
     them waiting in a collective). Returns [(rc, output)]. Each rank's output goes to a file
     of its own, not a pipe: a rank that writes more than a pipe holds (torch's warnings, a
     traceback per failed write) would block in write() until the timeout killed it."""
     port = str(free_port())
     logs = [tempfile.TemporaryFile(mode="w+") for _ in range(world)]
-    procs = [subprocess.Popen([sys.executable, WORKER, mode, url, str(r), str(world), port],
+    procs = [subprocess.Popen([sys.executable, worker, mode, url, str(r), str(world), port],
                               env=env, stdout=logs[r], stderr=subprocess.STDOUT, text=True)
              for r in range(world)]
     deadline = time.monotonic() + timeout
@@ -82,6 +82,39 @@ def run_ranks(mode, url, world, env, timeout=120, expect_ok=True):
     if expect_ok:
         for r, (rc, text) in enumerate(out):
             assert rc == 0 and "OK" in text, f"rank {r} of {mode}: rc {rc}\n{text[-4000:]}"
+    return out
+
+
+def run_all(mode, url, world, env, limit=90, worker=None, on_start=None):
+    """Starts WORLD ranks of worker (dcp_fault_worker.py) and waits, killing none, until each
+    has exited by itself; a rank still running after limit seconds fails the test (every
+    rank must end on its own: not hang in a collective, nor wait for its timeout). on_start:
+    called (bounded, by the caller) once the ranks run. Returns [(rc, output)]."""
+    worker = worker or os.path.join(HERE, "dcp_fault_worker.py")
+    port = str(free_port())
+    logs = [tempfile.TemporaryFile(mode="w+") for _ in range(world)]
+    procs = [subprocess.Popen([sys.executable, worker, mode, url, str(r), str(world), port],
+                              env=env, stdout=logs[r], stderr=subprocess.STDOUT, text=True)
+             for r in range(world)]
+    t0 = time.monotonic()
+    try:
+        if on_start is not None:
+            on_start()
+        while time.monotonic() - t0 < limit and any(p.poll() is None for p in procs):
+            time.sleep(0.1)
+        hung = [r for r, p in enumerate(procs) if p.poll() is None]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    out = []
+    for p, f in zip(procs, logs):
+        rc = p.wait()
+        f.seek(0)
+        out.append((rc, f.read()))
+        f.close()
+    assert not hung, f"ranks {hung} of {mode} still ran after {limit} s:\n" + \
+        "\n".join(f"-- rank {r}: rc {rc}\n{t[-3000:]}" for r, (rc, t) in enumerate(out))
     return out
 
 

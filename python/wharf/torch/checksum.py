@@ -15,7 +15,14 @@ unequal words, and any change of length changes it. It is not a CRC: it guards a
 bytes lost, misplaced or overwritten on the way, not against an adversary. The words are
 taken in pieces of PIECE bytes, so the scratch memory it needs is bounded (about 3 x PIECE on
 the device) whatever the tensor's size.
+
+Block sums (block_sums, first_mismatch) checksum a byte range in fixed blocks, so that a
+reader of part of it can check what it read by reading at most the partial blocks at its
+ends (wharf.torch.dcp): "crc32" (zlib) where the bytes are in host memory, "sum64" where they
+are on a GPU.
 """
+import zlib
+
 import torch
 
 PIECE = 64 << 20
@@ -59,3 +66,41 @@ def sum64_reference(data):
         s1 = (s1 + w) & _M64
         s2 = (s2 + (i // 4 + 1) * w) & _M64
     return [s1, s2, n]
+
+
+def block_sum(check, piece):
+    """The check ("crc32" or "sum64") of one block: piece is bytes-like, or a 1-D uint8
+    tensor on any device (a GPU block is copied to the host for crc32)."""
+    if check == "crc32":
+        if isinstance(piece, torch.Tensor):
+            piece = piece.cpu().numpy() if piece.numel() else b""
+        return zlib.crc32(piece)
+    if check == "sum64":
+        if not isinstance(piece, torch.Tensor):
+            piece = torch.frombuffer(bytearray(piece), dtype=torch.uint8) if len(piece) else \
+                torch.empty(0, dtype=torch.uint8)
+        return tuple(sum64(piece))
+    raise ValueError(f"unknown checksum {check!r} (crc32 and sum64 are known)")
+
+
+def block_sums(flat, block):
+    """(check, per-block sums) of a 1-D uint8 tensor in blocks of block bytes (the last one
+    shorter): crc32 on the host, sum64 on a GPU, where the bytes are."""
+    check = "crc32" if flat.device.type == "cpu" else "sum64"
+    return check, tuple(block_sum(check, flat[a:a + block]) for a in range(0, flat.numel(), block))
+
+
+def first_mismatch(check, sums, block, flat, start):
+    """flat (bytes-like, or a 1-D uint8 tensor) holds bytes [start, start + len) of a range
+    whose block sums are sums; start is a block boundary and the end one too or the range's
+    end. Returns None when every block matches, else (block index, got, want)."""
+    n = flat.numel() if isinstance(flat, torch.Tensor) else len(flat)
+    if start % block:
+        raise ValueError(f"start {start} is not a multiple of the block size {block}")
+    for a in range(0, n, block):
+        k = (start + a) // block
+        want = sums[k] if k < len(sums) else None
+        got = block_sum(check, flat[a:min(a + block, n)])
+        if got != want:
+            return k, got, want
+    return None

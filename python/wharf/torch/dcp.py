@@ -51,10 +51,12 @@ import torch
 
 from .. import _lib
 from ..config import is_url, join, parse_url
-from ..errors import (CheckpointConflictError, IncompleteCheckpointError,
+from ..errors import (CheckpointConflictError, ChecksumError, IncompleteCheckpointError,
                       MissingDependencyError, NotFoundError, PreconditionFailedError, WharfError)
 from ..progress import Progress
 from ._common import _client
+from .checksum import block_sums, first_mismatch
+from .dtypes import as_bytes as _as_bytes
 
 try:
     from torch.distributed.checkpoint.metadata import Metadata
@@ -84,17 +86,29 @@ DEFAULT_OBJECT_SIZE = 1 << 30
 ALIGN = 64
 SMALL_ITEM = 1 << 20          # items below this are fetched together with their neighbours
 SMALL_RUN = 16 << 20          # up to this many bytes per shared GET
+CHECK_BLOCK = 4 << 20         # each item's bytes are checksummed in blocks of this size, so
+                              # a ranged read (a reshard) is checked reading at most one
+                              # partial block more at each end
 
 
 @dataclasses.dataclass(frozen=True)
 class WharfStorageInfo:
     """Where one item lives: object name (relative to the checkpoint URL), byte offset and
-    length in it; for tensors the dtype name and the stored chunk's shape."""
+    length in it; for tensors the dtype name and the stored chunk's shape. Integrity, as
+    saved: check ("crc32" for bytes the writer had in host memory, "sum64" of
+    wharf.torch.checksum for bytes it had in GPU memory), sums (one per block of block
+    bytes of the item, the last block shorter) and etag (the object's ETag its PUT
+    returned). A checkpoint written before these were recorded has None there and is read
+    unchecked."""
     key: str
     offset: int
     length: int
     dtype: str = None
     shape: tuple = None
+    check: str = None
+    block: int = None
+    sums: tuple = None
+    etag: str = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +122,17 @@ def _dtype_name(dt):
 
 def _nbytes(t):
     return t.numel() * t.element_size()
+
+
+def _bytes_of(t):
+    """A 1-D uint8 view of a contiguous tensor's bytes, on its device."""
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    return _as_bytes(t)
+
+
+def _show(v):
+    return f"{v:#010x}" if isinstance(v, int) else str(v)
 
 
 class _Base:
@@ -281,7 +306,7 @@ class WharfStorageWriter(_Base, StorageWriter):
     def _put_object(self, c, planner, name, entries, bar):
         key = self._key(name)
         length = entries[-1][1] + entries[-1][2]
-        results, tensors = [], []
+        kinds, tensors = [], []
         for item, off, n, data in entries:
             if data is None:
                 t = planner.resolve_data(item).detach()
@@ -289,14 +314,15 @@ class WharfStorageWriter(_Base, StorageWriter):
                     raise WharfError(_lib.WHARF_ERR_INTERNAL, f"{self.url}: item {item.index} "
                                      f"resolved to {_nbytes(t)} bytes, its plan says {n}")
                 tensors.append(t)
-                info = WharfStorageInfo(name, off, n, _dtype_name(t.dtype), tuple(t.shape))
+                kinds.append((_dtype_name(t.dtype), tuple(t.shape)))
             else:
                 tensors.append(None)
-                info = WharfStorageInfo(name, off, n)
-            results.append(WriteResult(index=item.index, size_in_bytes=n, storage_data=info))
+                kinds.append((None, None))
         t0, n0 = tensors[0], entries[0][2]
         if len(entries) == 1 and t0 is not None and t0.is_contiguous() and n0 > 0 \
                 and t0.device.type in ("cpu", "cuda") and not (t0.is_conj() or t0.is_neg()):
+            flat = _bytes_of(t0)
+            sums = [block_sums(flat, CHECK_BLOCK)]  # of the memory the PUT reads, where it is
             rep = c.put_from(self.bucket, key, t0, transport=self.transport)  # no copy
         else:
             devs = {t.device for t in tensors if t is not None and _nbytes(t)}
@@ -319,31 +345,44 @@ class WharfStorageWriter(_Base, StorageWriter):
                               non_blocking=cuda)
             if cuda:
                 torch.cuda.synchronize()
+            sums = [block_sums(buf[off:off + n], CHECK_BLOCK) for _, off, n, _ in entries]
             rep = c.put_from(self.bucket, key, buf, 0, length, transport=self.transport,
                              cache=False)
+        etag = rep.etag or None
+        results = [WriteResult(index=item.index, size_in_bytes=n, storage_data=WharfStorageInfo(
+            name, off, n, dt, shape, check=check, block=CHECK_BLOCK, sums=ss, etag=etag))
+            for (item, off, n, _), (dt, shape), (check, ss) in zip(entries, kinds, sums)]
         bar.update(sum(e[2] for e in entries))
         return results, rep
 
     def finish(self, metadata, results):
         c = self.client
         storage = {}
-        sizes = {}
+        sizes, etags = {}, {}
         for rs in results:
             for wr in rs:
                 storage[wr.index] = wr.storage_data
                 si = wr.storage_data
                 sizes[si.key] = max(sizes.get(si.key, 0), si.offset + si.length)
+                if si.etag:
+                    etags[si.key] = si.etag
         metadata.storage_data = storage
         if hasattr(metadata, "storage_meta"):
             metadata.storage_meta = self.storage_meta()
         # Every data object must be there, whole, before the commit point is written.
         for name, size in sorted(sizes.items()):
             try:
-                got = c.stat(self.bucket, self._key(name)).length
+                st = c.stat(self.bucket, self._key(name))
             except NotFoundError:
                 raise IncompleteCheckpointError(
                     _lib.WHARF_ERR_NOT_FOUND, f"{self.url}: {name} was reported written but "
                     "is not there; not committing (save again)") from None
+            got = st.length
+            if etags.get(name) and st.etag and st.etag != etags[name]:
+                raise IncompleteCheckpointError(
+                    _lib.WHARF_ERR_PRECONDITION, f"{self.url}: {name} was replaced after its "
+                    f"rank wrote it (ETag {etags[name]} then, {st.etag} now); not committing "
+                    "(save again)")
             if got < size:
                 raise IncompleteCheckpointError(
                     _lib.WHARF_ERR_INVALID, f"{self.url}: {name} has {got} bytes, the ranks "
@@ -378,10 +417,15 @@ class WharfStorageWriter(_Base, StorageWriter):
 class WharfStorageReader(_Base, StorageReader):
     """A DCP StorageReader reading a checkpoint WharfStorageWriter wrote at url. thread_count:
     ranged GETs in flight per rank. Refuses (IncompleteCheckpointError) a URL whose .metadata
-    is missing: its save never finished."""
+    is missing: its save never finished. verify=True (the default) checks every byte read
+    against the checksums the writer recorded (a ranged read takes in the whole checksum
+    blocks around it) and raises ChecksumError naming the object, the item and the bytes
+    that changed; verify=False reads unchecked."""
 
-    def __init__(self, url, client=None, thread_count=8, transport="auto", progress=False):
+    def __init__(self, url, client=None, thread_count=8, transport="auto", progress=False,
+                 verify=True):
         _Base.__init__(self, url, client, thread_count, transport, progress)
+        self.verify = verify
         self.storage_data = {}
         self.load_id = uuid.uuid4().hex
         self.last_report = {}
@@ -517,30 +561,74 @@ class WharfStorageReader(_Base, StorageReader):
         first, last = self._info(reqs[i]), self._info(reqs[j - 1])
         base, n = first.offset, last.offset + last.length - first.offset
         buf = torch.empty(n, dtype=torch.uint8)
-        self._get(c, first.key, buf, base, n)
+        etag = self._get(c, first.key, buf, base, n)
         out = []
         for k in range(i, j):
             info = self._info(reqs[k])
             raw = buf[info.offset - base:info.offset - base + info.length]
+            self._check(reqs[k], info, raw, 0, etag)   # every item here is whole
             out.append(self._place(reqs[k], targets[k], info, raw))
         bar.update(n)
         return out
 
     def _get(self, c, name, dst, offset, n):
+        """GETs [offset, offset + n) of name into dst; returns the object's ETag."""
         if n == 0:
-            return
+            return None
         rep = c.get_into(self.bucket, self._key(name), dst, offset=offset, length=n,
                          transport=self.transport, cache=False)
         if rep.bytes != n:
             raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"{self.url}/{name}: {rep.bytes} bytes "
                              f"landed of {n} at {offset}; the object is shorter than the "
                              "metadata says (overwritten by another save?)")
+        return rep.etag or None
+
+    def _checked(self, info):
+        return self.verify and info.sums is not None and info.block
+
+    def _span(self, info, start, n):
+        """[start, start + n) of the item widened to whole checksum blocks (unchanged when
+        the item carries no checksums or verify is off)."""
+        if not self._checked(info) or n == 0:
+            return start, start + n
+        blk = info.block
+        return start // blk * blk, min(-(-(start + n) // blk) * blk, info.length)
+
+    def _check(self, r, info, flat, start, etag):
+        """flat (bytes, or a 1-D uint8 tensor on any device) holds the item's bytes from
+        start, a block boundary, to a block boundary or the item's end: each block must
+        match its checksum recorded at save."""
+        if not self._checked(info):
+            return
+        try:
+            bad = first_mismatch(info.check, info.sums, info.block, flat, start)
+        except ValueError as e:
+            raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"{self.url}/{info.key}: {e}; the "
+                             "metadata was not written by this WharfStorageWriter") from None
+        if bad is not None:
+            k, got, want = bad
+            if etag is None or info.etag is None:
+                why = "the bytes changed after the save"
+            elif etag != info.etag:
+                why = (f"the object was replaced after the save (ETag {info.etag} then, "
+                       f"{etag} now)")
+            else:
+                why = "the object's ETag is unchanged: its bytes changed in storage or on the way"
+            lo, hi = k * info.block, min((k + 1) * info.block, info.length)
+            raise ChecksumError(
+                _lib.WHARF_ERR_CHECKSUM,
+                f"{self.url}/{info.key}: item {getattr(r.storage_index, 'fqn', r.storage_index)}"
+                f" bytes [{lo}, {hi}) (object bytes [{info.offset + lo}, {info.offset + hi})) "
+                f"have {info.check} {_show(got)}, the save recorded {_show(want)}; {why}. "
+                "Not loading changed data: load another checkpoint (verify=False reads it "
+                "unchecked)")
 
     def _one(self, c, r, target, bar):
         info = self._info(r)
         if target is None:
             buf = bytearray(info.length)
-            self._get(c, info.key, buf, info.offset, info.length)
+            etag = self._get(c, info.key, buf, info.offset, info.length)
+            self._check(r, info, memoryview(buf), 0, etag)
             bar.update(info.length)
             return bytes(buf)
         dt = getattr(torch, info.dtype)
@@ -563,11 +651,16 @@ class WharfStorageReader(_Base, StorageReader):
         direct = (inner_full and target.is_contiguous() and target.dtype == dt
                   and target.device.type in ("cpu", "cuda")
                   and not (target.is_conj() or target.is_neg()))
-        if direct:
-            self._get(c, info.key, target, info.offset + start, n)
+        lo, hi = self._span(info, start, n)   # whole checksum blocks
+        if direct and (lo, hi) == (start, start + n):
+            etag = self._get(c, info.key, target, info.offset + start, n)
+            if n:
+                self._check(r, info, _bytes_of(target), start, etag)
         else:
-            slab = torch.empty(n, dtype=torch.uint8)
-            self._get(c, info.key, slab, info.offset + start, n)
+            wide = torch.empty(hi - lo, dtype=torch.uint8)
+            etag = self._get(c, info.key, wide, info.offset + lo, hi - lo)
+            self._check(r, info, wide, lo, etag)
+            slab = wide[start - lo:start - lo + n]
             src = slab.view(dt).view([lens[0]] + shape[1:] if shape else [])
             for d in range(1, len(shape)):
                 src = src.narrow(d, offs[d], lens[d])
