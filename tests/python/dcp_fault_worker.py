@@ -27,7 +27,7 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 
 import wharf
-from wharf.torch.dcp import WharfStorageReader, WharfStorageWriter
+from wharf.torch.dcp import WharfStorageReader, WharfStorageWriter, wharf_error
 
 ROWS, COLS = 4096, 1024   # 16 MiB of float32: four checksum blocks
 
@@ -65,25 +65,6 @@ def check(sd, world, seed):
             want = distribute_tensor(want, got.device_mesh, got.placements).to_local()
             got = got.to_local()
         assert torch.equal(got, want), k
-
-
-def wharf_error(e):
-    """The WharfError in e, its cause, or DCP's CheckpointException failures."""
-    seen, todo = set(), [e]
-    while todo:
-        x = todo.pop(0)
-        if x is None or id(x) in seen:
-            continue
-        seen.add(id(x))
-        if isinstance(x, tuple):   # DCP keeps (exception, traceback) per rank in some versions
-            todo.extend(x)
-            continue
-        if isinstance(x, wharf.WharfError):
-            return x
-        if isinstance(x, BaseException):
-            todo.extend([x.__cause__, x.__context__])
-            todo.extend(getattr(x, "failures", {}).values())
-    return None
 
 
 class StallingWriter(WharfStorageWriter):
@@ -124,7 +105,9 @@ def main():
             check(sd, world, seed)
         else:
             raise SystemExit(f"unknown mode {mode}")
-    except Exception as e:  # noqa: B902 (the test reads what each rank saw)
+    except BaseException as e:  # noqa: B902 (DCP's CheckpointException is a BaseException)
+        if isinstance(e, (SystemExit, KeyboardInterrupt)):
+            raise
         w = wharf_error(e)
         print(f"ERR {rank} {type(e).__name__} | {type(w).__name__ if w else '-'} | "
               f"{w.message if w else e}", flush=True)

@@ -687,4 +687,40 @@ if BlockingAsyncStager is None:  # torch < 2.4: no stager protocol; DCP stages b
         delattr(WharfStorageWriter, _name)
 
 
-__all__ = ["WharfStorageWriter", "WharfStorageReader", "WharfStorageInfo"]
+def wharf_error(exc):
+    """The WharfError that ended a DCP call, or None. DCP wraps what a storage reader or writer
+    raised in a CheckpointException (a BaseException, not an Exception, in torch 2.x) whose
+    failures map each rank to its exception (or to an (exception, traceback) pair), and
+    sometimes chains it as a cause: this looks through all of them.
+
+        try:
+            dcp.load(sd, storage_reader=WharfStorageReader(url, client=c))
+        except BaseException as e:
+            err = wharf_error(e)   # e.g. a ChecksumError naming the object and its bytes
+    """
+    from ..errors import WharfError
+    seen, todo = set(), [exc]
+    while todo:
+        x = todo.pop(0)
+        if x is None or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, tuple):
+            todo.extend(x)
+            continue
+        if isinstance(x, WharfError):
+            return x
+        if isinstance(x, BaseException):
+            todo.extend([x.__cause__, x.__context__])
+            f = getattr(x, "failures", None)
+            if isinstance(f, dict):
+                todo.extend(f.values())
+            e = getattr(x, "exception", None)   # a wrapped-exception record
+            if isinstance(e, BaseException):
+                todo.append(e)
+        elif isinstance(getattr(x, "exception", None), BaseException):
+            todo.append(x.exception)
+    return None
+
+
+__all__ = ["WharfStorageWriter", "WharfStorageReader", "WharfStorageInfo", "wharf_error"]
