@@ -36,8 +36,9 @@
  * bucket configurations. 6: bucket lifecycle. 7: cluster identity (PostgreSQL), damaged copies. 8:
  * Object Lock (versions' retention and legal hold, the bucket's configuration). 9: encryption at
  * rest. 10: chunk maps indexed by chunk id (SQLite; local multipart objects made of their parts'
- * files). */
-#define META_SCHEMA_VERSION 11
+ * files). 11: node states and zones (PostgreSQL). 12: SQLite's file_id column renamed data_id,
+ * PostgreSQL's name. */
+#define META_SCHEMA_VERSION 12
 
 /* The advisory lock (lock_try) of the one gateway that runs maintenance: garbage collection
  * and repair (cluster/members.c) and the lifecycle worker (s3api/s3_lifecycle.c). */

@@ -4,6 +4,8 @@
 #include "helpers.h"
 #include "meta/meta.h"
 
+#include <sqlite3.h>
+
 static uint64_t g_rng = 0x9e3779b97f4a7c15ULL;
 static uint64_t rnd(void)
 {
@@ -602,6 +604,94 @@ static void test_read_after_session_loss(void)
     th_rmdir(dir);
 }
 
+/* Schema step 12: a SQLite database of version 11 names its data reference column file_id
+ * (objects, versions, parts); opening it renames the column data_id and every row keeps its
+ * reference. The old database is the current one with the rename undone and version 11
+ * recorded, which is what step 11 left. PostgreSQL (data_id since step 1): the version is
+ * recorded. */
+static void test_schema_data_id_step(void)
+{
+    char *dir = th_mkdtemp();
+    bool pg = th_meta_url(dir)[0] != '\0';
+    meta_t *m = open_meta(dir);
+    if (!m)
+        return;
+    CHECK(meta_bucket_create(m, "sd", 1700000000, "", NULL) == WH_OK);
+    CHECK(put_row(m, "sd", "k", 7) == WH_OK);
+    store_data_ref_t ref;
+    CHECK(meta_object_get(m, "sd", "k", 1, NULL, &ref) == WH_OK);
+    char id[STORE_DATA_ID_LEN + 1];
+    snprintf(id, sizeof id, "%s", ref.id);
+    store_data_ref_clear(&ref);
+    char upid[33];
+    snprintf(upid, sizeof upid, "%032x", 0x5d);
+    CHECK(meta_upload_create(m, "sd", "mp", upid, NULL, 5) == WH_OK);
+    store_part_info_t pi;
+    memset(&pi, 0, sizeof pi);
+    pi.number = 1;
+    pi.size = 3;
+    snprintf(pi.etag, sizeof pi.etag, "%032x", 3);
+    store_data_ref_t pref, pold;
+    memset(&pref, 0, sizeof pref);
+    snprintf(pref.id, sizeof pref.id, "%032x", 0x7a11);
+    CHECK(meta_part_put(m, "sd", "mp", upid, &pi, &pref, &pold) == WH_OK);
+    store_data_ref_clear(&pold);
+    meta_close(m);
+    if (!pg) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/meta.db", dir);
+        sqlite3 *db = NULL;
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        CHECK(sqlite3_exec(db,
+                           "ALTER TABLE objects RENAME COLUMN data_id TO file_id;"
+                           "ALTER TABLE versions RENAME COLUMN data_id TO file_id;"
+                           "ALTER TABLE parts RENAME COLUMN data_id TO file_id;"
+                           "PRAGMA user_version=11;",
+                           NULL, NULL, NULL) == SQLITE_OK);
+        sqlite3_close(db);
+    }
+    m = open_meta(dir);
+    if (!m)
+        return;
+    CHECK(meta_object_get(m, "sd", "k", 1, NULL, &ref) == WH_OK);
+    CHECK_STR(ref.id, id);
+    store_data_ref_clear(&ref);
+    CHECK(meta_data_referenced(m, id) == WH_OK);
+    CHECK(meta_data_referenced(m, pref.id) == WH_OK);
+    meta_part_t *p = NULL;
+    size_t n = 0;
+    CHECK(meta_part_list(m, "sd", "mp", upid, 0, 0, &p, &n, NULL) == WH_OK);
+    CHECK(n == 1 && p && strcmp(p[0].ref.id, pref.id) == 0);
+    meta_parts_free(p, n);
+    CHECK(put_row(m, "sd", "k2", 8) == WH_OK);
+    meta_close(m);
+    if (pg) {
+        PGconn *c = PQconnectdb(th_meta_url(dir));
+        PGresult *r = PQexec(c, "SELECT max(version) FROM wharf_schema");
+        CHECK(PQresultStatus(r) == PGRES_TUPLES_OK &&
+              atoi(PQgetvalue(r, 0, 0)) == META_SCHEMA_VERSION);
+        PQclear(r);
+        PQfinish(c);
+    } else {
+        char path[512];
+        snprintf(path, sizeof path, "%s/meta.db", dir);
+        sqlite3 *db = NULL;
+        sqlite3_stmt *s = NULL;
+        CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+        CHECK(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL) == SQLITE_OK);
+        CHECK(sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int(s, 0) == META_SCHEMA_VERSION);
+        sqlite3_finalize(s);
+        CHECK(sqlite3_prepare_v2(db,
+                                 "SELECT count(*) FROM pragma_table_info('objects')"
+                                 " WHERE name = 'data_id'",
+                                 -1, &s, NULL) == SQLITE_OK);
+        CHECK(sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int(s, 0) == 1);
+        sqlite3_finalize(s);
+        sqlite3_close(db);
+    }
+    th_rmdir(dir);
+}
+
 int main(void)
 {
     wh_log_set_level(WH_LOG_ERROR);
@@ -612,5 +702,6 @@ int main(void)
     RUN(test_list_many_keys_skips);
     RUN(test_upload_pages);
     RUN(test_read_after_session_loss);
+    RUN(test_schema_data_id_step);
     return check_done();
 }
