@@ -2,8 +2,8 @@
  * chunk maps, and for a cluster storage nodes, a garbage-collection queue and advisory locks.
  *
  * An implementation is a meta_ops_t and an instance struct that starts with a meta_t:
- *   SQLite (meta_sqlite*.c): the embedded default, DIR/meta.db in WAL mode;
- *   PostgreSQL (meta_pg*.c): selected by a postgresql:// URL; several gateways may share one
+ *   SQLite (src/meta_sqlite): the embedded default, DIR/meta.db in WAL mode;
+ *   PostgreSQL (src/meta_pg): selected by a postgresql:// URL; several gateways may share one
  *     database, since no state that matters for correctness lives in the process.
  * meta_open picks one by its argument. The meta_* functions below dispatch through the table
  * (typed static inline functions; a NULL slot answers WH_ERR_UNSUPPORTED, never a stub).

@@ -5,7 +5,7 @@
  * archived version keeps its chunk map, so garbage collection never takes its chunks; a
  * removed version's chunk map is dropped (and its chunks queued) in the same transaction. */
 #include "base/log.h"
-#include "meta/meta_pg_int.h"
+#include "meta_pg/meta_pg_int.h"
 #include "meta/meta_ver.h"
 
 #include <stdio.h>

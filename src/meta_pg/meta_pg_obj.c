@@ -1,7 +1,7 @@
 /* PostgreSQL metadata backend: object rows, chunk maps and the listing scan. See meta_pg_int.h. */
 #include "base/log.h"
 #include "base/util.h"
-#include "meta/meta_pg_int.h"
+#include "meta_pg/meta_pg_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>

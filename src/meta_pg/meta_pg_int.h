@@ -14,7 +14,7 @@
 
 #include "meta/meta.h"
 
-#include "meta/pq_load.h"
+#include "meta_pg/pq_load.h"
 #include <pthread.h>
 
 #define PG_POOL 8

@@ -4,7 +4,7 @@
  * key with older versions has a current row (removing the current version promotes the next
  * newest), so a scan of the objects table visits every key that has any version. */
 #include "base/log.h"
-#include "meta/meta_sqlite_int.h"
+#include "meta_sqlite/meta_sqlite_int.h"
 #include "meta/meta_ver.h"
 
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* SQLite metadata backend: connections, schema, the transaction helper, buckets. See
  * meta_sqlite_int.h; objects in meta_sqlite_obj.c, multipart in meta_sqlite_mpu.c. */
-#include "meta/meta_sqlite_int.h"
+#include "meta_sqlite/meta_sqlite_int.h"
 
 #include "base/log.h"
 #include "base/util.h"

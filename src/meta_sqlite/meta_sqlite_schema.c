@@ -4,7 +4,7 @@
  * A new step is appended here (and in meta_pg_schema.c) and META_SCHEMA_VERSION raised. */
 #include "base/log.h"
 #include "base/util.h"
-#include "meta/meta_sqlite_int.h"
+#include "meta_sqlite/meta_sqlite_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

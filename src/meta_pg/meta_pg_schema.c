@@ -7,7 +7,7 @@
  * uploads by (bucket, key) - PARTITION BY LIST (bucket) or HASH (bucket, key) - and chunks by
  * data_id. */
 #include "base/util.h"
-#include "meta/meta_pg_int.h"
+#include "meta_pg/meta_pg_int.h"
 
 const char *const pg_schema_steps[] = {
     /* 1 */
