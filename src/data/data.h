@@ -20,7 +20,9 @@
  * - release(): called after the metadata commit that dropped a reference. The local table
  *   unlinks the file; a cluster's metadata commit has already queued the chunks for garbage
  *   collection in the same transaction, and its release only nudges that.
- * - Optional members are NULL where not offered; the store answers WH_ERR_UNSUPPORTED. */
+ * - Optional members are NULL where not offered, never a stub (the rule meta.h's table follows
+ *   too): the store answers WH_ERR_UNSUPPORTED for them, or takes its fallback where it has one
+ *   (compose, writer_pread, write_at). */
 #ifndef WH_DATA_DATA_H
 #define WH_DATA_DATA_H
 

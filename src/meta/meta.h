@@ -2,10 +2,11 @@
  * chunk maps, and for a cluster storage nodes, a garbage-collection queue and advisory locks.
  *
  * An implementation is a meta_ops_t and an instance struct that starts with a meta_t:
- *   SQLite (meta_sqlite*.c): the embedded default, DIR/meta.db in WAL mode;
- *   PostgreSQL (meta_pg*.c): selected by a postgresql:// URL; several gateways may share one
+ *   SQLite (src/meta_sqlite): the embedded default, DIR/meta.db in WAL mode;
+ *   PostgreSQL (src/meta_pg): selected by a postgresql:// URL; several gateways may share one
  *     database, since no state that matters for correctness lives in the process.
- * meta_open picks one by its argument. The meta_* functions below dispatch through the table.
+ * meta_open picks one by its argument. The meta_* functions below dispatch through the table
+ * (typed static inline functions; a NULL slot answers WH_ERR_UNSUPPORTED, never a stub).
  *
  * The contract every implementation keeps:
  * - Every call is atomic (one transaction per mutation, through the backend's transaction
@@ -35,8 +36,9 @@
  * bucket configurations. 6: bucket lifecycle. 7: cluster identity (PostgreSQL), damaged copies. 8:
  * Object Lock (versions' retention and legal hold, the bucket's configuration). 9: encryption at
  * rest. 10: chunk maps indexed by chunk id (SQLite; local multipart objects made of their parts'
- * files). */
-#define META_SCHEMA_VERSION 11
+ * files). 11: node states and zones (PostgreSQL). 12: SQLite's file_id column renamed data_id,
+ * PostgreSQL's name. */
+#define META_SCHEMA_VERSION 12
 
 /* The advisory lock (lock_try) of the one gateway that runs maintenance: garbage collection
  * and repair (cluster/members.c) and the lifecycle worker (s3api/s3_lifecycle.c). */
@@ -420,8 +422,6 @@ wh_status_t meta_version_list(meta_t *m, const char *bucket, const store_version
 wh_status_t meta_object_list(meta_t *m, const char *bucket, const store_list_params_t *p,
                              store_list_result_t *out);
 
-#define META_CALL_(m, op, ...) ((m)->ops->op ? (m)->ops->op((m), __VA_ARGS__) : WH_ERR_UNSUPPORTED)
-
 /* The authorization reads through the generation-checked cache (meta_cache.c). meta_open
  * sets the cache up; meta_close frees it. */
 wh_status_t meta_cache_init(meta_t *m);
@@ -431,73 +431,442 @@ wh_status_t meta_cached_key_get(meta_t *m, const char *ak, meta_access_key_t *ou
 wh_status_t meta_cached_user_policy_list(meta_t *m, const char *user, meta_policy_t **out,
                                          size_t *n);
 wh_status_t meta_cached_bucket_auth_get(meta_t *m, const char *bucket, store_bucket_auth_t *out);
-#define meta_set_durable(m, ...) META_CALL_(m, set_durable, __VA_ARGS__)
-#define meta_bucket_create(m, ...) META_CALL_(m, bucket_create, __VA_ARGS__)
-#define meta_bucket_delete(m, ...) META_CALL_(m, bucket_delete, __VA_ARGS__)
-#define meta_bucket_exists(m, ...) META_CALL_(m, bucket_exists, __VA_ARGS__)
-#define meta_bucket_list(m, ...) META_CALL_(m, bucket_list, __VA_ARGS__)
-#define meta_bucket_auth_get(m, ...) meta_cached_bucket_auth_get(m, __VA_ARGS__)
-#define meta_bucket_set_acl(m, ...) META_CALL_(m, bucket_set_acl, __VA_ARGS__)
-#define meta_bucket_set_policy(m, ...) META_CALL_(m, bucket_set_policy, __VA_ARGS__)
-#define meta_bucket_attr_set(m, ...) META_CALL_(m, bucket_attr_set, __VA_ARGS__)
-#define meta_bucket_attr_get(m, ...) META_CALL_(m, bucket_attr_get, __VA_ARGS__)
-#define meta_object_set_acl(m, ...) META_CALL_(m, object_set_acl, __VA_ARGS__)
-#define meta_user_create(m, ...) META_CALL_(m, user_create, __VA_ARGS__)
-#define meta_user_get(m, ...) META_CALL_(m, user_get, __VA_ARGS__)
-#define meta_user_list(m, ...) META_CALL_(m, user_list, __VA_ARGS__)
-#define meta_user_delete(m, ...) META_CALL_(m, user_delete, __VA_ARGS__)
-#define meta_key_create(m, ...) META_CALL_(m, key_create, __VA_ARGS__)
-#define meta_key_get(m, ...) meta_cached_key_get(m, __VA_ARGS__)
-#define meta_key_list(m, ...) META_CALL_(m, key_list, __VA_ARGS__)
-#define meta_key_delete(m, ...) META_CALL_(m, key_delete, __VA_ARGS__)
-#define meta_key_set_active(m, ...) META_CALL_(m, key_set_active, __VA_ARGS__)
-#define meta_user_policy_put(m, ...) META_CALL_(m, user_policy_put, __VA_ARGS__)
-#define meta_user_policy_get(m, ...) META_CALL_(m, user_policy_get, __VA_ARGS__)
-#define meta_user_policy_list(m, ...) meta_cached_user_policy_list(m, __VA_ARGS__)
-#define meta_user_policy_delete(m, ...) META_CALL_(m, user_policy_delete, __VA_ARGS__)
-#define meta_object_get(m, ...) META_CALL_(m, object_get, __VA_ARGS__)
-#define meta_bucket_versioning_get(m, ...) META_CALL_(m, bucket_versioning_get, __VA_ARGS__)
-#define meta_bucket_versioning_set(m, ...) META_CALL_(m, bucket_versioning_set, __VA_ARGS__)
-#define meta_object_get_version(m, ...) META_CALL_(m, object_get_version, __VA_ARGS__)
-#define meta_object_delete_version(m, ...) META_CALL_(m, object_delete_version, __VA_ARGS__)
-#define meta_version_scan(m, ...) META_CALL_(m, version_scan, __VA_ARGS__)
-#define meta_object_lock_set(m, ...) META_CALL_(m, object_lock_set, __VA_ARGS__)
-#define meta_object_tags_set(m, ...) META_CALL_(m, object_tags_set, __VA_ARGS__)
-#define meta_object_put(m, ...) META_CALL_(m, object_put, __VA_ARGS__)
-#define meta_object_delete(m, ...) META_CALL_(m, object_delete, __VA_ARGS__)
-#define meta_object_scan(m, ...) META_CALL_(m, object_scan, __VA_ARGS__)
-#define meta_data_referenced(m, ...) META_CALL_(m, data_referenced, __VA_ARGS__)
-#define meta_upload_create(m, ...) META_CALL_(m, upload_create, __VA_ARGS__)
-#define meta_upload_get(m, ...) META_CALL_(m, upload_get, __VA_ARGS__)
-#define meta_part_put(m, ...) META_CALL_(m, part_put, __VA_ARGS__)
-#define meta_part_list(m, ...) META_CALL_(m, part_list, __VA_ARGS__)
-#define meta_upload_delete(m, ...) META_CALL_(m, upload_delete, __VA_ARGS__)
-#define meta_upload_complete(m, ...) META_CALL_(m, upload_complete, __VA_ARGS__)
-#define meta_upload_list(m, ...) META_CALL_(m, upload_list, __VA_ARGS__)
-#define meta_upload_count(m, ...) META_CALL_(m, upload_count, __VA_ARGS__)
-#define meta_node_register(m, ...) META_CALL_(m, node_register, __VA_ARGS__)
-#define meta_node_heartbeat(m, ...) META_CALL_(m, node_heartbeat, __VA_ARGS__)
-#define meta_node_list(m, ...) META_CALL_(m, node_list, __VA_ARGS__)
-#define meta_node_set_zone(m, ...) META_CALL_(m, node_set_zone, __VA_ARGS__)
-#define meta_node_drain(m, ...) META_CALL_(m, node_drain, __VA_ARGS__)
-#define meta_node_remove(m, ...) META_CALL_(m, node_remove, __VA_ARGS__)
-#define meta_node_copies(m, ...) META_CALL_(m, node_copies, __VA_ARGS__)
-#define meta_node_report(m, ...) META_CALL_(m, node_report, __VA_ARGS__)
-#define meta_cluster_status_put(m, ...) META_CALL_(m, cluster_status_put, __VA_ARGS__)
-#define meta_cluster_status_get(m, ...) META_CALL_(m, cluster_status_get, __VA_ARGS__)
-#define meta_gc_take(m, ...) META_CALL_(m, gc_take, __VA_ARGS__)
-#define meta_gc_done(m, ...) META_CALL_(m, gc_done, __VA_ARGS__)
-#define meta_gc_defer(m, ...) META_CALL_(m, gc_defer, __VA_ARGS__)
-#define meta_chunks_on_node(m, ...) META_CALL_(m, chunks_on_node, __VA_ARGS__)
-#define meta_chunks_page(m, ...) META_CALL_(m, chunks_page, __VA_ARGS__)
-#define meta_chunks_on_nodes_count(m, ...) META_CALL_(m, chunks_on_nodes_count, __VA_ARGS__)
-#define meta_chunk_move(m, ...) META_CALL_(m, chunk_move, __VA_ARGS__)
-#define meta_cluster_id(m, ...) META_CALL_(m, cluster_id, __VA_ARGS__)
-#define meta_damage_report(m, ...) META_CALL_(m, damage_report, __VA_ARGS__)
-#define meta_damage_take(m, ...) META_CALL_(m, damage_take, __VA_ARGS__)
-#define meta_damage_done(m, ...) META_CALL_(m, damage_done, __VA_ARGS__)
-#define meta_chunk_find(m, ...) META_CALL_(m, chunk_find, __VA_ARGS__)
-#define meta_lock_try(m, ...) META_CALL_(m, lock_try, __VA_ARGS__)
-#define meta_lock_release(m, ...) META_CALL_(m, lock_release, __VA_ARGS__)
+
+/* ---- dispatch: one typed function per slot ----
+ * A slot that is NULL is an operation the backend does not offer (the cluster members' slots
+ * in SQLite): its function answers WH_ERR_UNSUPPORTED. Callers that can do without test the
+ * status; none tests the slot. The authorization reads go through the cache. */
+static inline wh_status_t meta_set_durable(meta_t *m, bool durable)
+{
+    return m->ops->set_durable ? m->ops->set_durable(m, durable) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_bucket_create(meta_t *m, const char *name, time_t created,
+                                             const char *owner, const char *acl)
+{
+    return m->ops->bucket_create ? m->ops->bucket_create(m, name, created, owner, acl)
+                                 : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_bucket_delete(meta_t *m, const char *name, meta_part_t **parts,
+                                             size_t *n)
+{
+    return m->ops->bucket_delete ? m->ops->bucket_delete(m, name, parts, n) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_bucket_exists(meta_t *m, const char *name)
+{
+    return m->ops->bucket_exists ? m->ops->bucket_exists(m, name) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_bucket_list(meta_t *m, store_bucket_info_t **out, size_t *n)
+{
+    return m->ops->bucket_list ? m->ops->bucket_list(m, out, n) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_bucket_auth_get(meta_t *m, const char *name,
+                                               store_bucket_auth_t *out)
+{
+    return meta_cached_bucket_auth_get(m, name, out);
+}
+
+static inline wh_status_t meta_bucket_set_acl(meta_t *m, const char *name, const char *acl)
+{
+    return m->ops->bucket_set_acl ? m->ops->bucket_set_acl(m, name, acl) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_bucket_set_policy(meta_t *m, const char *name, const char *policy)
+{
+    return m->ops->bucket_set_policy ? m->ops->bucket_set_policy(m, name, policy)
+                                     : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_bucket_attr_set(meta_t *m, const char *name, store_battr_t which,
+                                               const char *value)
+{
+    return m->ops->bucket_attr_set ? m->ops->bucket_attr_set(m, name, which, value)
+                                   : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_bucket_attr_get(meta_t *m, const char *name, store_battr_t which,
+                                               char **out)
+{
+    return m->ops->bucket_attr_get ? m->ops->bucket_attr_get(m, name, which, out)
+                                   : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_object_set_acl(meta_t *m, const char *bucket, const char *key,
+                                              size_t klen, const char *acl)
+{
+    return m->ops->object_set_acl ? m->ops->object_set_acl(m, bucket, key, klen, acl)
+                                  : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_user_create(meta_t *m, const meta_user_t *u)
+{
+    return m->ops->user_create ? m->ops->user_create(m, u) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_user_get(meta_t *m, const char *name, meta_user_t *out)
+{
+    return m->ops->user_get ? m->ops->user_get(m, name, out) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_user_list(meta_t *m, meta_user_t **out, size_t *n)
+{
+    return m->ops->user_list ? m->ops->user_list(m, out, n) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_user_delete(meta_t *m, const char *name, bool force)
+{
+    return m->ops->user_delete ? m->ops->user_delete(m, name, force) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_key_create(meta_t *m, const meta_access_key_t *k)
+{
+    return m->ops->key_create ? m->ops->key_create(m, k) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_key_get(meta_t *m, const char *access_key, meta_access_key_t *out)
+{
+    return meta_cached_key_get(m, access_key, out);
+}
+
+static inline wh_status_t meta_key_list(meta_t *m, const char *user, meta_access_key_t **out,
+                                        size_t *n)
+{
+    return m->ops->key_list ? m->ops->key_list(m, user, out, n) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_key_delete(meta_t *m, const char *access_key)
+{
+    return m->ops->key_delete ? m->ops->key_delete(m, access_key) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_key_set_active(meta_t *m, const char *access_key, bool active)
+{
+    return m->ops->key_set_active ? m->ops->key_set_active(m, access_key, active)
+                                  : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_user_policy_put(meta_t *m, const char *user, const char *name,
+                                               const char *doc)
+{
+    return m->ops->user_policy_put ? m->ops->user_policy_put(m, user, name, doc)
+                                   : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_user_policy_get(meta_t *m, const char *user, const char *name,
+                                               char **doc)
+{
+    return m->ops->user_policy_get ? m->ops->user_policy_get(m, user, name, doc)
+                                   : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_user_policy_list(meta_t *m, const char *user, meta_policy_t **out,
+                                                size_t *n)
+{
+    return meta_cached_user_policy_list(m, user, out, n);
+}
+
+static inline wh_status_t meta_user_policy_delete(meta_t *m, const char *user, const char *name)
+{
+    return m->ops->user_policy_delete ? m->ops->user_policy_delete(m, user, name)
+                                      : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_object_get(meta_t *m, const char *bucket, const char *key,
+                                          size_t klen, store_obj_meta_t *meta,
+                                          store_data_ref_t *ref)
+{
+    return m->ops->object_get ? m->ops->object_get(m, bucket, key, klen, meta, ref)
+                              : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_bucket_versioning_get(meta_t *m, const char *bucket, int *state)
+{
+    return m->ops->bucket_versioning_get ? m->ops->bucket_versioning_get(m, bucket, state)
+                                         : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_bucket_versioning_set(meta_t *m, const char *bucket, int state)
+{
+    return m->ops->bucket_versioning_set ? m->ops->bucket_versioning_set(m, bucket, state)
+                                         : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_object_get_version(meta_t *m, const char *bucket, const char *key,
+                                                  size_t klen, const char *version_id,
+                                                  store_obj_meta_t *meta, store_data_ref_t *ref)
+{
+    return m->ops->object_get_version
+               ? m->ops->object_get_version(m, bucket, key, klen, version_id, meta, ref)
+               : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_object_delete_version(meta_t *m, const char *bucket, const char *key,
+                                                     size_t klen, const char *version_id,
+                                                     int bypass, store_del_cond_t *cond,
+                                                     store_del_result_t *res, store_data_ref_t *old)
+{
+    return m->ops->object_delete_version
+               ? m->ops->object_delete_version(m, bucket, key, klen, version_id, bypass, cond, res,
+                                               old)
+               : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_version_scan(meta_t *m, const char *bucket, const void *from,
+                                            size_t flen, bool inclusive, meta_version_fn fn,
+                                            void *arg)
+{
+    return m->ops->version_scan ? m->ops->version_scan(m, bucket, from, flen, inclusive, fn, arg)
+                                : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_object_lock_set(meta_t *m, const char *bucket, const char *key,
+                                               size_t klen, const char *version_id,
+                                               const store_lock_set_t *req, store_obj_meta_t *out)
+{
+    return m->ops->object_lock_set
+               ? m->ops->object_lock_set(m, bucket, key, klen, version_id, req, out)
+               : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_object_tags_set(meta_t *m, const char *bucket, const char *key,
+                                               size_t klen, const char *version_id,
+                                               const char *tags)
+{
+    return m->ops->object_tags_set ? m->ops->object_tags_set(m, bucket, key, klen, version_id, tags)
+                                   : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_object_put(meta_t *m, const char *bucket, const char *key,
+                                          size_t klen, store_obj_meta_t *meta,
+                                          const store_data_ref_t *ref, store_data_ref_t *old,
+                                          store_cond_t *cond)
+{
+    return m->ops->object_put ? m->ops->object_put(m, bucket, key, klen, meta, ref, old, cond)
+                              : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_object_delete(meta_t *m, const char *bucket, const char *key,
+                                             size_t klen, store_data_ref_t *old)
+{
+    return m->ops->object_delete ? m->ops->object_delete(m, bucket, key, klen, old)
+                                 : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_object_scan(meta_t *m, const char *bucket, const void *from,
+                                           size_t flen, bool inclusive, meta_scan_fn fn, void *arg)
+{
+    return m->ops->object_scan ? m->ops->object_scan(m, bucket, from, flen, inclusive, fn, arg)
+                               : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_data_referenced(meta_t *m, const char *id)
+{
+    return m->ops->data_referenced ? m->ops->data_referenced(m, id) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_upload_create(meta_t *m, const char *bucket, const char *key,
+                                             const char *upload_id, const store_obj_meta_t *meta,
+                                             time_t initiated)
+{
+    return m->ops->upload_create ? m->ops->upload_create(m, bucket, key, upload_id, meta, initiated)
+                                 : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_upload_get(meta_t *m, const char *bucket, const char *key,
+                                          const char *upload_id, store_obj_meta_t *meta)
+{
+    return m->ops->upload_get ? m->ops->upload_get(m, bucket, key, upload_id, meta)
+                              : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_part_put(meta_t *m, const char *bucket, const char *key,
+                                        const char *upload_id, const store_part_info_t *info,
+                                        const store_data_ref_t *ref, store_data_ref_t *old)
+{
+    return m->ops->part_put ? m->ops->part_put(m, bucket, key, upload_id, info, ref, old)
+                            : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_part_list(meta_t *m, const char *bucket, const char *key,
+                                         const char *upload_id, uint32_t marker, uint32_t max,
+                                         meta_part_t **out, size_t *n, bool *truncated)
+{
+    return m->ops->part_list
+               ? m->ops->part_list(m, bucket, key, upload_id, marker, max, out, n, truncated)
+               : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_upload_delete(meta_t *m, const char *bucket, const char *key,
+                                             const char *upload_id, meta_part_t **parts, size_t *n)
+{
+    return m->ops->upload_delete ? m->ops->upload_delete(m, bucket, key, upload_id, parts, n)
+                                 : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_upload_complete(meta_t *m, const char *bucket, const char *key,
+                                               const char *upload_id, const meta_part_t *parts,
+                                               size_t n, store_obj_meta_t *meta,
+                                               const store_data_ref_t *ref, store_data_ref_t *old,
+                                               meta_part_t **all, size_t *n_all, store_cond_t *cond)
+{
+    return m->ops->upload_complete ? m->ops->upload_complete(m, bucket, key, upload_id, parts, n,
+                                                             meta, ref, old, all, n_all, cond)
+                                   : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_upload_list(meta_t *m, const char *bucket, const char *prefix,
+                                           const store_upload_page_t *page,
+                                           store_upload_info_t **out, size_t *n)
+{
+    return m->ops->upload_list ? m->ops->upload_list(m, bucket, prefix, page, out, n)
+                               : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_upload_count(meta_t *m, const char *bucket, uint64_t *n)
+{
+    return m->ops->upload_count ? m->ops->upload_count(m, bucket, n) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_node_register(meta_t *m, const char *addr, const char *uuid,
+                                             bool adopt, uint64_t capacity, uint64_t free,
+                                             uint32_t *id)
+{
+    return m->ops->node_register ? m->ops->node_register(m, addr, uuid, adopt, capacity, free, id)
+                                 : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_node_heartbeat(meta_t *m, uint32_t id, uint64_t capacity,
+                                              uint64_t free)
+{
+    return m->ops->node_heartbeat ? m->ops->node_heartbeat(m, id, capacity, free)
+                                  : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_node_list(meta_t *m, meta_node_t **out, size_t *n)
+{
+    return m->ops->node_list ? m->ops->node_list(m, out, n) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_node_set_zone(meta_t *m, uint32_t id, const char *zone)
+{
+    return m->ops->node_set_zone ? m->ops->node_set_zone(m, id, zone) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_node_drain(meta_t *m, const char *addr, uint32_t *id)
+{
+    return m->ops->node_drain ? m->ops->node_drain(m, addr, id) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_node_remove(meta_t *m, const char *addr, unsigned live_s,
+                                           uint32_t *id, uint64_t *sole)
+{
+    return m->ops->node_remove ? m->ops->node_remove(m, addr, live_s, id, sole)
+                               : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_node_copies(meta_t *m, meta_node_copies_t **out, size_t *n)
+{
+    return m->ops->node_copies ? m->ops->node_copies(m, out, n) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_node_report(meta_t *m, uint32_t id, double scrub_progress,
+                                           uint64_t scrub_passes, uint64_t damaged)
+{
+    return m->ops->node_report ? m->ops->node_report(m, id, scrub_progress, scrub_passes, damaged)
+                               : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_cluster_status_put(meta_t *m, const meta_cluster_status_t *st)
+{
+    return m->ops->cluster_status_put ? m->ops->cluster_status_put(m, st) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_cluster_status_get(meta_t *m, meta_cluster_status_t *st)
+{
+    return m->ops->cluster_status_get ? m->ops->cluster_status_get(m, st) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_gc_take(meta_t *m, size_t max, unsigned live_s, meta_gc_item_t **out,
+                                       size_t *n)
+{
+    return m->ops->gc_take ? m->ops->gc_take(m, max, live_s, out, n) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_gc_done(meta_t *m, const meta_gc_item_t *items, size_t n)
+{
+    return m->ops->gc_done ? m->ops->gc_done(m, items, n) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_gc_defer(meta_t *m, const meta_gc_item_t *items, size_t n,
+                                        unsigned delay_s)
+{
+    return m->ops->gc_defer ? m->ops->gc_defer(m, items, n, delay_s) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_chunks_on_node(meta_t *m, uint32_t node, const char *after,
+                                              size_t max, store_chunk_t **out, size_t *n)
+{
+    return m->ops->chunks_on_node ? m->ops->chunks_on_node(m, node, after, max, out, n)
+                                  : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_chunks_page(meta_t *m, const char *after, size_t max,
+                                           store_chunk_t **out, size_t *n)
+{
+    return m->ops->chunks_page ? m->ops->chunks_page(m, after, max, out, n) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_chunks_on_nodes_count(meta_t *m, const uint32_t *nodes, size_t n,
+                                                     uint64_t *count)
+{
+    return m->ops->chunks_on_nodes_count ? m->ops->chunks_on_nodes_count(m, nodes, n, count)
+                                         : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_chunk_move(meta_t *m, const char *chunk_id, uint32_t from,
+                                          uint32_t to, unsigned gc_delay_s)
+{
+    return m->ops->chunk_move ? m->ops->chunk_move(m, chunk_id, from, to, gc_delay_s)
+                              : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_cluster_id(meta_t *m, char out[META_UUID_MAX])
+{
+    return m->ops->cluster_id ? m->ops->cluster_id(m, out) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_damage_report(meta_t *m, uint32_t node, const char *chunk_id)
+{
+    return m->ops->damage_report ? m->ops->damage_report(m, node, chunk_id) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_damage_take(meta_t *m, size_t max, meta_gc_item_t **out, size_t *n)
+{
+    return m->ops->damage_take ? m->ops->damage_take(m, max, out, n) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_damage_done(meta_t *m, uint32_t node, const char *chunk_id)
+{
+    return m->ops->damage_done ? m->ops->damage_done(m, node, chunk_id) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_chunk_find(meta_t *m, const char *chunk_id, store_chunk_t *out)
+{
+    return m->ops->chunk_find ? m->ops->chunk_find(m, chunk_id, out) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_lock_try(meta_t *m, int64_t key)
+{
+    return m->ops->lock_try ? m->ops->lock_try(m, key) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_lock_release(meta_t *m, int64_t key)
+{
+    return m->ops->lock_release ? m->ops->lock_release(m, key) : WH_ERR_UNSUPPORTED;
+}
 
 #endif

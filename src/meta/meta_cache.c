@@ -109,13 +109,31 @@ static void mc_count(struct meta_cache *c, bool hit)
     __atomic_add_fetch(hit ? &c->hits : &c->misses, 1, __ATOMIC_RELAXED);
 }
 
+/* ---- the backend's reads behind the cache (NULL slot: WH_ERR_UNSUPPORTED, as meta.h) ---- */
+
+static wh_status_t mc_read_key(meta_t *m, const char *ak, meta_access_key_t *out)
+{
+    return m->ops->key_get ? m->ops->key_get(m, ak, out) : WH_ERR_UNSUPPORTED;
+}
+
+static wh_status_t mc_read_policies(meta_t *m, const char *user, meta_policy_t **out, size_t *n)
+{
+    return m->ops->user_policy_list ? m->ops->user_policy_list(m, user, out, n)
+                                    : WH_ERR_UNSUPPORTED;
+}
+
+static wh_status_t mc_read_bucket_auth(meta_t *m, const char *bucket, store_bucket_auth_t *out)
+{
+    return m->ops->bucket_auth_get ? m->ops->bucket_auth_get(m, bucket, out) : WH_ERR_UNSUPPORTED;
+}
+
 /* ---- access keys ---- */
 
 wh_status_t meta_cached_key_get(meta_t *m, const char *ak, meta_access_key_t *out)
 {
     uint64_t g = mc_gen(m);
     if (!g || strlen(ak) > META_AK_MAX)
-        return META_CALL_(m, key_get, ak, out);
+        return mc_read_key(m, ak, out);
     mc_key_t *e = &m->cache->keys[mc_hash(ak)];
     pthread_mutex_lock(&e->mu);
     bool hit = e->gen == g && strcmp(e->k.access_key, ak) == 0;
@@ -125,7 +143,7 @@ wh_status_t meta_cached_key_get(meta_t *m, const char *ak, meta_access_key_t *ou
     mc_count(m->cache, hit);
     if (hit)
         return WH_OK;
-    wh_status_t st = META_CALL_(m, key_get, ak, out);
+    wh_status_t st = mc_read_key(m, ak, out);
     if (st == WH_OK) {
         pthread_mutex_lock(&e->mu);
         e->k = *out;
@@ -161,7 +179,7 @@ wh_status_t meta_cached_user_policy_list(meta_t *m, const char *user, meta_polic
 {
     uint64_t g = mc_gen(m);
     if (!g || strlen(user) > META_USER_MAX)
-        return META_CALL_(m, user_policy_list, user, out, n);
+        return mc_read_policies(m, user, out, n);
     mc_pol_t *e = &m->cache->pols[mc_hash(user)];
     pthread_mutex_lock(&e->mu);
     wh_status_t st = WH_ERR_NOT_FOUND;
@@ -173,7 +191,7 @@ wh_status_t meta_cached_user_policy_list(meta_t *m, const char *user, meta_polic
     mc_count(m->cache, st == WH_OK);
     if (st == WH_OK)
         return WH_OK;
-    st = META_CALL_(m, user_policy_list, user, out, n);
+    st = mc_read_policies(m, user, out, n);
     if (st != WH_OK)
         return st;
     meta_policy_t *mine;
@@ -209,7 +227,7 @@ wh_status_t meta_cached_bucket_auth_get(meta_t *m, const char *bucket, store_buc
 {
     uint64_t g = mc_gen(m);
     if (!g || strlen(bucket) > 63)
-        return META_CALL_(m, bucket_auth_get, bucket, out);
+        return mc_read_bucket_auth(m, bucket, out);
     mc_bucket_t *e = &m->cache->buckets[mc_hash(bucket)];
     pthread_mutex_lock(&e->mu);
     wh_status_t st = WH_ERR_NOT_FOUND;
@@ -219,7 +237,7 @@ wh_status_t meta_cached_bucket_auth_get(meta_t *m, const char *bucket, store_buc
     mc_count(m->cache, st == WH_OK);
     if (st == WH_OK)
         return WH_OK;
-    st = META_CALL_(m, bucket_auth_get, bucket, out);
+    st = mc_read_bucket_auth(m, bucket, out);
     if (st != WH_OK)
         return st;
     store_bucket_auth_t mine;

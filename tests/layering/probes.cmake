@@ -37,7 +37,8 @@ function(wh_layer_probe ctx)
   endforeach()
 endfunction()
 
-# Order: base < xfer, s3 < data < meta < store < cluster; engine (xfer, s3) and ident (meta, s3)
+# Order: base < xfer, s3 < data < meta < store < cluster (meta's backends, meta_sqlite and
+# meta_pg, see meta and not each other); engine (xfer, s3) and ident (meta, s3)
 # < front (HTTP, routing, metrics) < s3api (the S3 and IAM handlers) < roles (wharfd). The front
 # never names the application (no s3api header), the RDMA engine knows nothing of HTTP.
 wh_layer_probe(base LINK wh_base ALLOW base/util.h base/status.h
@@ -49,10 +50,20 @@ wh_layer_probe(s3 LINK wh_s3 ALLOW s3/sigv4.h base/util.h
   DENY xfer/xfer.h store/store.h front/front.h client/client_int.h)
 wh_layer_probe(data LINK wh_data ALLOW data/data.h data/types.h base/util.h
   DENY meta/meta.h store/store.h xfer/xfer.h s3/sigv4.h front/front.h client/client_int.h)
-wh_layer_probe(meta LINK wh_meta ALLOW meta/meta.h data/data.h base/util.h
-  DENY store/store.h cluster/itoken.h ident/identity.h xfer/xfer.h s3/sigv4.h front/front.h)
+wh_layer_probe(meta LINK wh_meta ALLOW meta/meta.h meta/meta_ver.h data/data.h base/util.h
+  DENY meta_sqlite/meta_sqlite_int.h meta_pg/meta_pg_int.h store/store.h cluster/itoken.h
+       ident/identity.h xfer/xfer.h s3/sigv4.h front/front.h)
+# A metadata backend sees meta's interface and rules, never the other backend.
+wh_layer_probe(meta_sqlite LINK wh_meta_sqlite
+  ALLOW meta_sqlite/meta_sqlite_int.h meta/meta_ver.h meta/meta.h data/data.h base/util.h
+  DENY meta_pg/meta_pg_int.h meta_pg/pq_load.h store/store.h xfer/xfer.h front/front.h)
+wh_layer_probe(meta_pg LINK wh_meta_pg
+  ALLOW meta_pg/meta_pg_int.h meta_pg/pq_load.h meta/meta_ver.h meta/meta.h data/data.h
+        base/util.h
+  DENY meta_sqlite/meta_sqlite_int.h store/store.h xfer/xfer.h front/front.h)
 wh_layer_probe(store LINK wh_store ALLOW store/store.h meta/meta.h data/data.h base/util.h
-  DENY cluster/itoken.h front/front.h xfer/xfer.h s3/sigv4.h client/client_int.h)
+  DENY meta_sqlite/meta_sqlite_int.h meta_pg/meta_pg_int.h cluster/itoken.h front/front.h
+       xfer/xfer.h s3/sigv4.h client/client_int.h)
 wh_layer_probe(cluster LINK wh_cluster ALLOW cluster/itoken.h store/store.h xfer/xfer.h base/util.h
   DENY engine/rdma.h front/front.h s3api/s3api.h roles/roles.h s3/sigv4.h client/client_int.h)
 wh_layer_probe(engine LINK wh_engine ALLOW engine/rdma.h xfer/xfer.h s3/errors.h base/util.h

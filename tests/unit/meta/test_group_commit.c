@@ -5,7 +5,7 @@
 #include "base/log.h"
 #include "helpers.h"
 #include "meta/meta.h"
-#include "meta/meta_sqlite_int.h"
+#include "meta_sqlite/meta_sqlite_int.h"
 
 #include <pthread.h>
 #include <time.h>

@@ -1,6 +1,6 @@
 /* SQLite metadata backend: bucket owners, ACLs and policies, object ACLs, and identity (IAM
  * users, access keys, inline user policies). See meta_sqlite_int.h. */
-#include "meta/meta_sqlite_int.h"
+#include "meta_sqlite/meta_sqlite_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* PostgreSQL metadata backend: bucket owners, ACLs and policies, object ACLs, and identity
  * (IAM users, access keys, inline user policies). See meta_pg_int.h. */
-#include "meta/meta_pg_int.h"
+#include "meta_pg/meta_pg_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,8 @@
  * archived version keeps its chunk map, so garbage collection never takes its chunks; a
  * removed version's chunk map is dropped (and its chunks queued) in the same transaction. */
 #include "base/log.h"
-#include "meta/meta_pg_int.h"
+#include "meta_pg/meta_pg_int.h"
+#include "meta/meta_ver.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,36 +14,15 @@
 
 #define PG_VSCAN_BATCH 256
 
-typedef struct {
-    bool exists, dm;
-    char vid[STORE_VERSION_ID_MAX];
-    int64_t seq;
-    char etag[80];
-    int lock_mode;
-    int64_t lock_until;
-    bool hold;
-} pg_cur_t;
-
-/* The lock check of a transaction that would destroy a version (as meta_sqlite_ver.c's). */
-typedef struct {
-    int bypass;
-    int64_t now;
-    store_del_result_t *res;
-} pg_lockchk_t;
-
-static wh_status_t pg_lock_refuse(const pg_lockchk_t *k, int mode, int64_t until, bool hold)
-{
-    return meta_lock_refuse(k->bypass, k->now, k->res, mode, until, hold);
-}
-
 static void pp_obj(pg_params_t *p, const char *bucket, const char *key, size_t klen)
 {
     pp_text(p, bucket);
     pp_bytes(p, key, klen);
 }
 
-static wh_status_t pg_versioning(pg_conn_t *c, const char *bucket, int *state)
+static wh_status_t pg_versioning(void *conn, const char *bucket, int *state)
 {
+    pg_conn_t *c = conn;
     pg_params_t p = {0};
     pp_text(&p, bucket);
     PGresult *r;
@@ -58,9 +38,10 @@ static wh_status_t pg_versioning(pg_conn_t *c, const char *bucket, int *state)
     return st;
 }
 
-static wh_status_t pg_cur(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
-                          pg_cur_t *cur)
+static wh_status_t pg_cur(void *conn, const char *bucket, const char *key, size_t klen,
+                          meta_cur_t *cur)
 {
+    pg_conn_t *c = conn;
     memset(cur, 0, sizeof *cur);
     pg_params_t p = {0};
     pp_obj(&p, bucket, key, klen);
@@ -102,8 +83,9 @@ static const char PG_ARCHIVE[] =
  * only be the same current row archived by a concurrent transaction that committed first: a
  * serialization conflict that PostgreSQL reports as a unique violation (no read of versions
  * came before the insert). It is retried as one, never answered as an error. */
-static wh_status_t pg_archive(pg_conn_t *c, const char *bucket, const char *key, size_t klen)
+static wh_status_t pg_archive(void *conn, const char *bucket, const char *key, size_t klen)
 {
+    pg_conn_t *c = conn;
     wh_status_t st = pg_exec_obj(c, PG_ARCHIVE, bucket, key, klen, "version archive");
     if (st == WH_ERR_EXISTS) {
         wh_debug("store", "PostgreSQL version archive: a concurrent commit archived the row, "
@@ -114,9 +96,10 @@ static wh_status_t pg_archive(pg_conn_t *c, const char *bucket, const char *key,
     return st;
 }
 
-static wh_status_t pg_cur_release(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
+static wh_status_t pg_cur_release(void *conn, const char *bucket, const char *key, size_t klen,
                                   store_data_ref_t *old)
 {
+    pg_conn_t *c = conn;
     wh_status_t st = pg_obj_ref(c, bucket, key, klen, old);
     return st == WH_OK ? pg_chunks_drop(c, old->id) : st;
 }
@@ -124,10 +107,11 @@ static wh_status_t pg_cur_release(pg_conn_t *c, const char *bucket, const char *
 /* Removes the older version vid of the key; its data into *old. *found false: none.
  * WH_ERR_AUTH when its lock forbids it (chk): read in this transaction (SERIALIZABLE: a
  * concurrent lock change makes one of the two retry). */
-static wh_status_t pg_ver_take(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
-                               const char *vid, const pg_lockchk_t *chk, store_data_ref_t *old,
+static wh_status_t pg_ver_take(void *conn, const char *bucket, const char *key, size_t klen,
+                               const char *vid, const meta_lockchk_t *chk, store_data_ref_t *old,
                                bool *found, bool *dm)
 {
+    pg_conn_t *c = conn;
     pg_params_t p = {0};
     pp_obj(&p, bucket, key, klen);
     pp_text(&p, vid);
@@ -140,7 +124,7 @@ static wh_status_t pg_ver_take(pg_conn_t *c, const char *bucket, const char *key
     if (st != WH_OK)
         return st;
     if (PQntuples(r) > 0)
-        st = pg_lock_refuse(chk, (int)pg_i64(r, 0, 0), pg_i64(r, 0, 1), pg_i64(r, 0, 2) != 0);
+        st = meta_lockchk_refuse(chk, (int)pg_i64(r, 0, 0), pg_i64(r, 0, 1), pg_i64(r, 0, 2) != 0);
     PQclear(r);
     if (st != WH_OK)
         return st;
@@ -160,51 +144,6 @@ static wh_status_t pg_ver_take(pg_conn_t *c, const char *bucket, const char *key
     if (*found && old->id[0] && (st = pg_chunks_get(c, old)) == WH_OK)
         st = pg_chunks_drop(c, old->id);
     return st;
-}
-
-static wh_status_t pg_make_room(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
-                                int state, const pg_cur_t *cur, int64_t seq, char *vid,
-                                store_data_ref_t *old)
-{
-    store_data_ref_clear(old);
-    wh_status_t st;
-    if (state == STORE_VERSIONING_ENABLED) {
-        if ((st = meta_version_id_new((uint64_t)seq, vid)) != WH_OK)
-            return st;
-        return cur->exists ? pg_archive(c, bucket, key, klen) : WH_OK;
-    }
-    snprintf(vid, STORE_VERSION_ID_MAX, "null");
-    if (!cur->exists)
-        return WH_OK;
-    /* Never a locked null version replaced (see meta_sqlite_ver.c's sq_make_room). */
-    pg_lockchk_t chk = {STORE_BYPASS_NONE, (int64_t)time(NULL), NULL};
-    if (strcmp(cur->vid, "null") == 0)
-        return (st = pg_lock_refuse(&chk, cur->lock_mode, cur->lock_until, cur->hold)) != WH_OK
-                   ? st
-                   : pg_cur_release(c, bucket, key, klen, old);
-    if ((st = pg_archive(c, bucket, key, klen)) != WH_OK)
-        return st;
-    bool found;
-    return pg_ver_take(c, bucket, key, klen, "null", &chk, old, &found, NULL);
-}
-
-wh_status_t pg_obj_commit(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
-                          store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          store_data_ref_t *old, store_cond_t *cond)
-{
-    int state = 0;
-    pg_cur_t cur;
-    wh_status_t st = pg_versioning(c, bucket, &state);
-    if (st == WH_OK)
-        st = pg_cur(c, bucket, key, klen, &cur);
-    if (st == WH_OK) /* a delete marker is no object to If-None-Match or If-Match */
-        st = meta_cond_check(cond, cur.exists && !cur.dm, cur.etag);
-    if (st != WH_OK)
-        return st;
-    int64_t seq = (int64_t)meta_version_seq_next(cur.exists ? (uint64_t)cur.seq : 0);
-    meta->delete_marker = false;
-    st = pg_make_room(c, bucket, key, klen, state, &cur, seq, meta->version_id, old);
-    return st == WH_OK ? pg_obj_upsert(c, bucket, key, klen, meta, ref, seq) : st;
 }
 
 /* ---- reads ---- */
@@ -262,6 +201,51 @@ static wh_status_t rd_get_version(void *conn, void *arg)
     if (st == WH_ERR_NOT_FOUND && a->vid)
         st = rd_get_from(conn, a, "objects");
     return st;
+}
+
+/* ---- the versioning rules' row operations (meta_ver.h) ---- */
+
+static wh_status_t pg_version_get(void *conn, const char *bucket, const char *key, size_t klen,
+                                  const char *vid, store_obj_meta_t *meta)
+{
+    pg_vget_arg_t g = {bucket, key, vid, klen, meta, NULL};
+    return rd_get_version(conn, &g);
+}
+
+static wh_status_t pg_obj_delete(void *conn, const char *bucket, const char *key, size_t klen)
+{
+    return pg_exec_obj(conn, "DELETE FROM objects WHERE bucket = $1 AND key = $2", bucket, key,
+                       klen, "object delete");
+}
+
+static wh_status_t pg_ver_promote(void *conn, const char *bucket, const char *key, size_t klen)
+{
+    return pg_exec_obj(conn,
+                       "WITH top AS (DELETE FROM versions WHERE bucket = $1 AND key = $2"
+                       " AND seq = (SELECT max(seq) FROM versions WHERE bucket = $1"
+                       " AND key = $2) RETURNING *)"
+                       " INSERT INTO objects(bucket, key, " PG_OBJ_COLS ")"
+                       " SELECT bucket, key, " PG_OBJ_COLS " FROM top",
+                       bucket, key, klen, "version promote");
+}
+
+static const meta_ver_dialect_t PG_VER = {
+    .versioning = pg_versioning,
+    .cur = pg_cur,
+    .version_get = pg_version_get,
+    .archive = pg_archive,
+    .cur_release = pg_cur_release,
+    .ver_take = pg_ver_take,
+    .obj_upsert = pg_obj_upsert,
+    .obj_delete = pg_obj_delete,
+    .ver_promote = pg_ver_promote,
+};
+
+wh_status_t pg_obj_commit(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
+                          store_obj_meta_t *meta, const store_data_ref_t *ref,
+                          store_data_ref_t *old, store_cond_t *cond)
+{
+    return meta_ver_commit(&PG_VER, c, bucket, key, klen, meta, ref, old, cond);
 }
 
 wh_status_t pg_object_get_version(meta_t *m, const char *bucket, const char *key, size_t klen,
@@ -327,95 +311,9 @@ wh_status_t pg_bucket_versioning_set(meta_t *m, const char *bucket, int state)
 
 /* ---- deletes ---- */
 
-typedef struct {
-    const char *bucket, *key, *vid;
-    size_t klen;
-    int bypass;
-    store_del_cond_t *cond;
-    store_del_result_t *res;
-    store_data_ref_t *old;
-} pg_vdel_arg_t;
-
-/* The delete's condition against the version it would remove, read in the delete's own
- * SERIALIZABLE transaction: an overwrite committed meanwhile makes one of the two retry. */
-static wh_status_t pg_del_cond(pg_conn_t *c, const pg_vdel_arg_t *a)
-{
-    if (!a->cond)
-        return WH_OK;
-    store_obj_meta_t m;
-    memset(&m, 0, sizeof m);
-    pg_vget_arg_t g = {a->bucket, a->key, a->vid, a->klen, &m, NULL};
-    wh_status_t st = rd_get_version(c, &g);
-    if (st == WH_OK || st == WH_ERR_NOT_FOUND)
-        st = store_del_cond_check(a->cond, st == WH_OK ? &m : NULL);
-    store_obj_meta_free(&m);
-    return st;
-}
-
 static wh_status_t tx_delete_version(void *conn, void *arg)
 {
-    pg_conn_t *c = conn;
-    pg_vdel_arg_t *a = arg;
-    store_del_result_t *res = a->res;
-    memset(res, 0, sizeof *res);
-    store_data_ref_clear(a->old);
-    int state = 0;
-    pg_cur_t cur;
-    wh_status_t st = pg_versioning(c, a->bucket, &state);
-    if (st == WH_OK)
-        st = pg_cur(c, a->bucket, a->key, a->klen, &cur);
-    if (st == WH_OK)
-        st = pg_del_cond(c, a);
-    if (st != WH_OK)
-        return st;
-    static const char DEL[] = "DELETE FROM objects WHERE bucket = $1 AND key = $2";
-    /* The lock of the version this would destroy, read in the delete's own transaction. */
-    pg_lockchk_t chk = {a->bypass, (int64_t)time(NULL), res};
-    if (!a->vid && state == STORE_VERSIONING_OFF) {
-        if (!cur.exists)
-            return WH_OK; /* nothing to delete: idempotent */
-        if ((st = pg_lock_refuse(&chk, cur.lock_mode, cur.lock_until, cur.hold)) != WH_OK ||
-            (st = pg_cur_release(c, a->bucket, a->key, a->klen, a->old)) != WH_OK)
-            return st;
-        return pg_exec_obj(c, DEL, a->bucket, a->key, a->klen, "object delete");
-    }
-    if (!a->vid) {
-        int64_t seq = (int64_t)meta_version_seq_next(cur.exists ? (uint64_t)cur.seq : 0);
-        store_obj_meta_t dm;
-        memset(&dm, 0, sizeof dm);
-        dm.mtime = time(NULL);
-        dm.delete_marker = true;
-        st = pg_make_room(c, a->bucket, a->key, a->klen, state, &cur, seq, dm.version_id, a->old);
-        store_data_ref_t none;
-        memset(&none, 0, sizeof none);
-        if (st == WH_OK)
-            st = pg_obj_upsert(c, a->bucket, a->key, a->klen, &dm, &none, seq);
-        snprintf(res->version_id, sizeof res->version_id, "%s", dm.version_id);
-        res->delete_marker = true;
-        return st;
-    }
-    snprintf(res->version_id, sizeof res->version_id, "%s", a->vid);
-    if (cur.exists && strcmp(cur.vid, a->vid) == 0) {
-        res->delete_marker = cur.dm;
-        if ((st = pg_lock_refuse(&chk, cur.lock_mode, cur.lock_until, cur.hold)) != WH_OK ||
-            (st = pg_cur_release(c, a->bucket, a->key, a->klen, a->old)) != WH_OK ||
-            (st = pg_exec_obj(c, DEL, a->bucket, a->key, a->klen, "object delete")) != WH_OK)
-            return st;
-        /* The next newest version becomes current. */
-        return pg_exec_obj(c,
-                           "WITH top AS (DELETE FROM versions WHERE bucket = $1 AND key = $2"
-                           " AND seq = (SELECT max(seq) FROM versions WHERE bucket = $1"
-                           " AND key = $2) RETURNING *)"
-                           " INSERT INTO objects(bucket, key, " PG_OBJ_COLS ")"
-                           " SELECT bucket, key, " PG_OBJ_COLS " FROM top",
-                           a->bucket, a->key, a->klen, "version promote");
-    }
-    bool found = false;
-    st = pg_ver_take(c, a->bucket, a->key, a->klen, a->vid, &chk, a->old, &found,
-                     &res->delete_marker);
-    if (st == WH_OK && !found)
-        res->version_id[0] = '\0';
-    return st;
+    return meta_ver_delete(&PG_VER, conn, arg);
 }
 
 wh_status_t pg_object_delete_version(meta_t *m, const char *bucket, const char *key, size_t klen,
@@ -423,7 +321,7 @@ wh_status_t pg_object_delete_version(meta_t *m, const char *bucket, const char *
                                      store_del_result_t *res, store_data_ref_t *old)
 {
     store_del_result_t dummy;
-    pg_vdel_arg_t a = {bucket, key, version_id, klen, bypass, cond, res ? res : &dummy, old};
+    meta_vdel_t a = {bucket, key, version_id, klen, bypass, cond, res ? res : &dummy, old};
     memset(old, 0, sizeof *old);
     wh_status_t st = pg_write(PGM(m), tx_delete_version, &a);
     if (st != WH_OK)
@@ -441,7 +339,7 @@ typedef struct {
 static wh_status_t tx_tags_set(void *conn, void *arg)
 {
     pg_tags_arg_t *a = arg;
-    pg_cur_t cur;
+    meta_cur_t cur;
     wh_status_t st = pg_bucket_check(conn, a->bucket);
     if (st == WH_OK)
         st = pg_cur(conn, a->bucket, a->key, a->klen, &cur);
@@ -576,7 +474,7 @@ static wh_status_t tx_lock_set(void *conn, void *arg)
 {
     pg_conn_t *c = conn;
     pg_lock_arg_t *a = arg;
-    pg_cur_t cur;
+    meta_cur_t cur;
     wh_status_t st = pg_bucket_check(c, a->bucket);
     if (st == WH_OK)
         st = pg_cur(c, a->bucket, a->key, a->klen, &cur);

@@ -1,7 +1,7 @@
 /* PostgreSQL metadata backend: object rows, chunk maps and the listing scan. See meta_pg_int.h. */
 #include "base/log.h"
 #include "base/util.h"
-#include "meta/meta_pg_int.h"
+#include "meta_pg/meta_pg_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -198,9 +198,10 @@ wh_status_t pg_obj_ref(pg_conn_t *c, const char *bucket, const char *key, size_t
     return st;
 }
 
-wh_status_t pg_obj_upsert(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
+wh_status_t pg_obj_upsert(void *conn, const char *bucket, const char *key, size_t klen,
                           const store_obj_meta_t *meta, const store_data_ref_t *ref, int64_t seq)
 {
+    pg_conn_t *c = conn;
     pg_params_t p = {0};
     pp_text(&p, bucket);
     pp_bytes(&p, key, klen);

@@ -1,6 +1,6 @@
 /* PostgreSQL metadata backend: multipart uploads and their parts. See meta_pg_int.h. */
 #include "base/log.h"
-#include "meta/meta_pg_int.h"
+#include "meta_pg/meta_pg_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -14,7 +14,7 @@
 
 #include "meta/meta.h"
 
-#include "meta/pq_load.h"
+#include "meta_pg/pq_load.h"
 #include <pthread.h>
 
 #define PG_POOL 8
@@ -116,7 +116,7 @@ wh_status_t pg_obj_commit(pg_conn_t *c, const char *bucket, const char *key, siz
 /* Reads the PG_OBJ_COLS of row from column col into meta (may be NULL) and ref's id. */
 wh_status_t pg_obj_row(const PGresult *r, int row, int col, store_obj_meta_t *meta,
                        store_data_ref_t *ref);
-wh_status_t pg_obj_upsert(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
+wh_status_t pg_obj_upsert(void *conn, const char *bucket, const char *key, size_t klen,
                           const store_obj_meta_t *meta, const store_data_ref_t *ref, int64_t seq);
 
 /* Objects (meta_pg_obj.c). */

@@ -1,6 +1,6 @@
 /* SQLite metadata backend: object rows, chunk maps and the listing scan. See meta_sqlite_int.h. */
 #include "base/log.h"
-#include "meta/meta_sqlite_int.h"
+#include "meta_sqlite/meta_sqlite_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,9 +74,10 @@ wh_status_t sq_chunks_drop(sq_conn_t *c, const char *id)
 
 /* ---- objects ---- */
 
-wh_status_t sq_obj_upsert(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
+wh_status_t sq_obj_upsert(void *conn, const char *bucket, const char *key, size_t klen,
                           const store_obj_meta_t *meta, const store_data_ref_t *ref, int64_t seq)
 {
+    sq_conn_t *c = conn;
     sqlite3_stmt *s = c->stmt[S_OBJ_UPSERT];
     sq_bind_text(s, 1, bucket);
     sq_bind_key(s, 2, key, klen);

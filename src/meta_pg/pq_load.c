@@ -1,6 +1,6 @@
 /* libpq at run time (pq_load.h). */
 #define WH_PQ_NO_REDIRECT
-#include "meta/pq_load.h"
+#include "meta_pg/pq_load.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

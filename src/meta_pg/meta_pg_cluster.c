@@ -1,7 +1,7 @@
 /* PostgreSQL metadata backend: storage nodes of a cluster, the garbage-collection queue, and
  * session-level advisory locks (one repairer at a time). See meta.h and meta_pg_int.h. */
 #include "base/log.h"
-#include "meta/meta_pg_int.h"
+#include "meta_pg/meta_pg_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

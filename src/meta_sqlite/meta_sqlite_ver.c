@@ -4,36 +4,12 @@
  * key with older versions has a current row (removing the current version promotes the next
  * newest), so a scan of the objects table visits every key that has any version. */
 #include "base/log.h"
-#include "meta/meta_sqlite_int.h"
+#include "meta_sqlite/meta_sqlite_int.h"
+#include "meta/meta_ver.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The key's current row, as a commit needs it. */
-typedef struct {
-    bool exists, dm;
-    char vid[STORE_VERSION_ID_MAX];
-    int64_t seq;
-    char etag[80];
-    int lock_mode;
-    int64_t lock_until;
-    bool hold;
-} sq_cur_t;
-
-/* The lock check of a transaction that would destroy a version: what may be bypassed, and
- * where a refusal says why. */
-typedef struct {
-    int bypass;
-    int64_t now;
-    store_del_result_t *res;
-} sq_lockchk_t;
-
-/* WH_ERR_AUTH (res filled) when the version's lock forbids destroying it. */
-static wh_status_t sq_lock_refuse(const sq_lockchk_t *k, int mode, int64_t until, bool hold)
-{
-    return meta_lock_refuse(k->bypass, k->now, k->res, mode, until, hold);
-}
 
 static void sq_bind_obj(sqlite3_stmt *s, const char *bucket, const char *key, size_t klen)
 {
@@ -41,8 +17,9 @@ static void sq_bind_obj(sqlite3_stmt *s, const char *bucket, const char *key, si
     sq_bind_key(s, 2, key, klen);
 }
 
-static wh_status_t sq_versioning(sq_conn_t *c, const char *bucket, int *state)
+static wh_status_t sq_versioning(void *conn, const char *bucket, int *state)
 {
+    sq_conn_t *c = conn;
     sqlite3_stmt *s = c->stmt[S_VERSIONING_GET];
     sq_bind_text(s, 1, bucket);
     int rc = sqlite3_step(s);
@@ -55,9 +32,10 @@ static wh_status_t sq_versioning(sq_conn_t *c, const char *bucket, int *state)
     return st;
 }
 
-static wh_status_t sq_cur(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
-                          sq_cur_t *cur)
+static wh_status_t sq_cur(void *conn, const char *bucket, const char *key, size_t klen,
+                          meta_cur_t *cur)
 {
+    sq_conn_t *c = conn;
     memset(cur, 0, sizeof *cur);
     sqlite3_stmt *s = c->stmt[S_OBJ_CUR];
     sq_bind_obj(s, bucket, key, klen);
@@ -89,19 +67,21 @@ static wh_status_t sq_exec_obj(sq_conn_t *c, int which, const char *bucket, cons
 }
 
 /* The current row's data goes (into *old, its chunk map dropped): it is being replaced. */
-static wh_status_t sq_cur_release(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
+static wh_status_t sq_cur_release(void *conn, const char *bucket, const char *key, size_t klen,
                                   store_data_ref_t *old)
 {
+    sq_conn_t *c = conn;
     wh_status_t st = sq_obj_ref(c, bucket, key, klen, old);
     return st == WH_OK ? sq_chunks_drop(c, old->id) : st;
 }
 
 /* Removes the older version vid of the key; its data into *old. *found false: none.
  * WH_ERR_AUTH when its lock forbids it (chk). */
-static wh_status_t sq_ver_take(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
-                               const char *vid, const sq_lockchk_t *chk, store_data_ref_t *old,
+static wh_status_t sq_ver_take(void *conn, const char *bucket, const char *key, size_t klen,
+                               const char *vid, const meta_lockchk_t *chk, store_data_ref_t *old,
                                bool *found, bool *dm)
 {
+    sq_conn_t *c = conn;
     sqlite3_stmt *s = c->stmt[S_VER_FIND];
     sq_bind_obj(s, bucket, key, klen);
     sq_bind_text(s, 3, vid);
@@ -113,8 +93,8 @@ static wh_status_t sq_ver_take(sq_conn_t *c, const char *bucket, const char *key
         sq_col_copy(s, 0, old->id, sizeof old->id);
         if (dm)
             *dm = sqlite3_column_int(s, 1) != 0;
-        st = sq_lock_refuse(chk, sqlite3_column_int(s, 2), (int64_t)sqlite3_column_int64(s, 3),
-                            sqlite3_column_int(s, 4) != 0);
+        st = meta_lockchk_refuse(chk, sqlite3_column_int(s, 2), (int64_t)sqlite3_column_int64(s, 3),
+                                 sqlite3_column_int(s, 4) != 0);
         if (st != WH_OK)
             store_data_ref_clear(old);
     } else if (rc != SQLITE_DONE) {
@@ -131,56 +111,6 @@ static wh_status_t sq_ver_take(sq_conn_t *c, const char *bucket, const char *key
     sq_bind_obj(s, bucket, key, klen);
     sq_bind_text(s, 3, vid);
     return sq_exec_stmt(c, s, "version delete");
-}
-
-/* Makes room for a new current version of the key (an object or a delete marker): archives
- * the current one (Enabled, or Suspended over a non-null version) or lets it go (the null
- * version is replaced), and under Suspended removes an older null version. Fills vid. */
-static wh_status_t sq_make_room(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
-                                int state, const sq_cur_t *cur, int64_t seq, char *vid,
-                                store_data_ref_t *old)
-{
-    store_data_ref_clear(old);
-    wh_status_t st = WH_OK;
-    if (state == STORE_VERSIONING_ENABLED) {
-        if ((st = meta_version_id_new((uint64_t)seq, vid)) != WH_OK)
-            return st;
-        return cur->exists ? sq_exec_obj(c, S_VER_ARCHIVE, bucket, key, klen, "version archive")
-                           : WH_OK;
-    }
-    snprintf(vid, STORE_VERSION_ID_MAX, "null");
-    if (!cur->exists)
-        return WH_OK;
-    /* The null version is about to be replaced: never one that is locked (a bucket with
-     * object lock keeps versioning Enabled, so this holds only for rows of another state). */
-    sq_lockchk_t chk = {STORE_BYPASS_NONE, (int64_t)time(NULL), NULL};
-    if (strcmp(cur->vid, "null") == 0)
-        return (st = sq_lock_refuse(&chk, cur->lock_mode, cur->lock_until, cur->hold)) != WH_OK
-                   ? st
-                   : sq_cur_release(c, bucket, key, klen, old);
-    if ((st = sq_exec_obj(c, S_VER_ARCHIVE, bucket, key, klen, "version archive")) != WH_OK)
-        return st;
-    bool found;
-    return sq_ver_take(c, bucket, key, klen, "null", &chk, old, &found, NULL);
-}
-
-wh_status_t sq_obj_commit(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
-                          store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          store_data_ref_t *old, store_cond_t *cond)
-{
-    int state = 0;
-    sq_cur_t cur;
-    wh_status_t st = sq_versioning(c, bucket, &state);
-    if (st == WH_OK)
-        st = sq_cur(c, bucket, key, klen, &cur);
-    if (st == WH_OK) /* a delete marker is no object to If-None-Match or If-Match */
-        st = meta_cond_check(cond, cur.exists && !cur.dm, cur.etag);
-    if (st != WH_OK)
-        return st;
-    int64_t seq = (int64_t)meta_version_seq_next(cur.exists ? (uint64_t)cur.seq : 0);
-    meta->delete_marker = false;
-    st = sq_make_room(c, bucket, key, klen, state, &cur, seq, meta->version_id, old);
-    return st == WH_OK ? sq_obj_upsert(c, bucket, key, klen, meta, ref, seq) : st;
 }
 
 /* ---- reads ---- */
@@ -236,6 +166,56 @@ wh_status_t sq_object_get_version(meta_t *mm, const char *bucket, const char *ke
     return st;
 }
 
+/* ---- the versioning rules' row operations (meta_ver.h), on the writer's connection ---- */
+
+static wh_status_t sq_version_get(void *conn, const char *bucket, const char *key, size_t klen,
+                                  const char *vid, store_obj_meta_t *meta)
+{
+    sq_conn_t *c = conn;
+    if (!vid)
+        return sq_get_from(c, S_OBJ_GET, bucket, key, klen, NULL, meta, NULL);
+    wh_status_t st = sq_get_from(c, S_OBJ_GET_VID, bucket, key, klen, vid, meta, NULL);
+    return st == WH_ERR_NOT_FOUND ? sq_get_from(c, S_VER_GET, bucket, key, klen, vid, meta, NULL)
+                                  : st;
+}
+
+static wh_status_t sq_archive(void *conn, const char *bucket, const char *key, size_t klen)
+{
+    return sq_exec_obj(conn, S_VER_ARCHIVE, bucket, key, klen, "version archive");
+}
+
+static wh_status_t sq_obj_delete(void *conn, const char *bucket, const char *key, size_t klen)
+{
+    return sq_exec_obj(conn, S_OBJ_DELETE, bucket, key, klen, "object delete");
+}
+
+static wh_status_t sq_ver_promote(void *conn, const char *bucket, const char *key, size_t klen)
+{
+    wh_status_t st = sq_exec_obj(conn, S_VER_PROMOTE, bucket, key, klen, "version promote");
+    return st == WH_OK ? sq_exec_obj(conn, S_VER_DROP_PROMOTED, bucket, key, klen,
+                                     "promoted version delete")
+                       : st;
+}
+
+static const meta_ver_dialect_t SQ_VER = {
+    .versioning = sq_versioning,
+    .cur = sq_cur,
+    .version_get = sq_version_get,
+    .archive = sq_archive,
+    .cur_release = sq_cur_release,
+    .ver_take = sq_ver_take,
+    .obj_upsert = sq_obj_upsert,
+    .obj_delete = sq_obj_delete,
+    .ver_promote = sq_ver_promote,
+};
+
+wh_status_t sq_obj_commit(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
+                          store_obj_meta_t *meta, const store_data_ref_t *ref,
+                          store_data_ref_t *old, store_cond_t *cond)
+{
+    return meta_ver_commit(&SQ_VER, c, bucket, key, klen, meta, ref, old, cond);
+}
+
 wh_status_t sq_bucket_versioning_get(meta_t *mm, const char *bucket, int *state)
 {
     sq_conn_t *c = &SQ(mm)->rd;
@@ -273,100 +253,9 @@ wh_status_t sq_bucket_versioning_set(meta_t *m, const char *bucket, int state)
 
 /* ---- deletes ---- */
 
-typedef struct {
-    const char *bucket, *key, *vid;
-    size_t klen;
-    int bypass;
-    store_del_cond_t *cond;
-    store_del_result_t *res;
-    store_data_ref_t *old;
-} sq_vdel_arg_t;
-
-/* The delete's condition against the version it would remove, read on the writer's connection
- * inside the delete's transaction: no overwrite can come between the check and the delete. */
-static wh_status_t sq_del_cond(sq_conn_t *c, const sq_vdel_arg_t *a)
-{
-    if (!a->cond)
-        return WH_OK;
-    store_obj_meta_t m;
-    memset(&m, 0, sizeof m);
-    wh_status_t st;
-    if (!a->vid) {
-        st = sq_get_from(c, S_OBJ_GET, a->bucket, a->key, a->klen, NULL, &m, NULL);
-    } else {
-        st = sq_get_from(c, S_OBJ_GET_VID, a->bucket, a->key, a->klen, a->vid, &m, NULL);
-        if (st == WH_ERR_NOT_FOUND)
-            st = sq_get_from(c, S_VER_GET, a->bucket, a->key, a->klen, a->vid, &m, NULL);
-    }
-    if (st == WH_OK || st == WH_ERR_NOT_FOUND)
-        st = store_del_cond_check(a->cond, st == WH_OK ? &m : NULL);
-    store_obj_meta_free(&m);
-    return st;
-}
-
 static wh_status_t tx_delete_version(void *conn, void *arg)
 {
-    sq_conn_t *c = conn;
-    sq_vdel_arg_t *a = arg;
-    store_del_result_t *res = a->res;
-    memset(res, 0, sizeof *res);
-    store_data_ref_clear(a->old);
-    int state = 0;
-    sq_cur_t cur;
-    wh_status_t st = sq_versioning(c, a->bucket, &state);
-    if (st == WH_OK)
-        st = sq_cur(c, a->bucket, a->key, a->klen, &cur);
-    if (st == WH_OK)
-        st = sq_del_cond(c, a);
-    if (st != WH_OK)
-        return st;
-    /* The lock of the version this would destroy is read here, in the delete's own write
-     * transaction: a PutObjectRetention or legal hold cannot slip in between. */
-    sq_lockchk_t chk = {a->bypass, (int64_t)time(NULL), res};
-    if (!a->vid && state == STORE_VERSIONING_OFF) {
-        if (!cur.exists)
-            return WH_OK; /* nothing to delete: idempotent */
-        if ((st = sq_lock_refuse(&chk, cur.lock_mode, cur.lock_until, cur.hold)) != WH_OK ||
-            (st = sq_cur_release(c, a->bucket, a->key, a->klen, a->old)) != WH_OK)
-            return st;
-        return sq_exec_obj(c, S_OBJ_DELETE, a->bucket, a->key, a->klen, "object delete");
-    }
-    if (!a->vid) {
-        /* A delete marker becomes the current version. */
-        int64_t seq = (int64_t)meta_version_seq_next(cur.exists ? (uint64_t)cur.seq : 0);
-        store_obj_meta_t dm;
-        memset(&dm, 0, sizeof dm);
-        dm.mtime = time(NULL);
-        dm.delete_marker = true;
-        st = sq_make_room(c, a->bucket, a->key, a->klen, state, &cur, seq, dm.version_id, a->old);
-        store_data_ref_t none;
-        memset(&none, 0, sizeof none);
-        if (st == WH_OK)
-            st = sq_obj_upsert(c, a->bucket, a->key, a->klen, &dm, &none, seq);
-        snprintf(res->version_id, sizeof res->version_id, "%s", dm.version_id);
-        res->delete_marker = true;
-        return st;
-    }
-    snprintf(res->version_id, sizeof res->version_id, "%s", a->vid);
-    if (cur.exists && strcmp(cur.vid, a->vid) == 0) {
-        /* The current version goes; the next newest (if any) becomes current. */
-        res->delete_marker = cur.dm;
-        if ((st = sq_lock_refuse(&chk, cur.lock_mode, cur.lock_until, cur.hold)) != WH_OK ||
-            (st = sq_cur_release(c, a->bucket, a->key, a->klen, a->old)) != WH_OK ||
-            (st = sq_exec_obj(c, S_OBJ_DELETE, a->bucket, a->key, a->klen, "object delete")) !=
-                WH_OK ||
-            (st = sq_exec_obj(c, S_VER_PROMOTE, a->bucket, a->key, a->klen, "version promote")) !=
-                WH_OK)
-            return st;
-        return sq_exec_obj(c, S_VER_DROP_PROMOTED, a->bucket, a->key, a->klen,
-                           "promoted version delete");
-    }
-    bool found = false;
-    st = sq_ver_take(c, a->bucket, a->key, a->klen, a->vid, &chk, a->old, &found,
-                     &res->delete_marker);
-    if (st == WH_OK && !found)
-        res->version_id[0] = '\0'; /* no such version: nothing deleted (idempotent) */
-    return st;
+    return meta_ver_delete(&SQ_VER, conn, arg);
 }
 
 wh_status_t sq_object_delete_version(meta_t *m, const char *bucket, const char *key, size_t klen,
@@ -374,7 +263,7 @@ wh_status_t sq_object_delete_version(meta_t *m, const char *bucket, const char *
                                      store_del_result_t *res, store_data_ref_t *old)
 {
     store_del_result_t dummy;
-    sq_vdel_arg_t a = {bucket, key, version_id, klen, bypass, cond, res ? res : &dummy, old};
+    meta_vdel_t a = {bucket, key, version_id, klen, bypass, cond, res ? res : &dummy, old};
     memset(old, 0, sizeof *old);
     wh_status_t st = sq_write(SQ(m), tx_delete_version, &a);
     if (st != WH_OK)
@@ -393,7 +282,7 @@ static wh_status_t tx_tags_set(void *conn, void *arg)
 {
     sq_conn_t *c = conn;
     sq_tags_arg_t *a = arg;
-    sq_cur_t cur;
+    meta_cur_t cur;
     wh_status_t st = sq_bucket_check(c, a->bucket);
     if (st == WH_OK)
         st = sq_cur(c, a->bucket, a->key, a->klen, &cur);
@@ -501,7 +390,7 @@ static wh_status_t tx_lock_set(void *conn, void *arg)
 {
     sq_conn_t *c = conn;
     sq_lock_arg_t *a = arg;
-    sq_cur_t cur;
+    meta_cur_t cur;
     wh_status_t st = sq_bucket_check(c, a->bucket);
     if (st == WH_OK)
         st = sq_cur(c, a->bucket, a->key, a->klen, &cur);

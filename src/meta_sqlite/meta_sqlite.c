@@ -1,6 +1,6 @@
 /* SQLite metadata backend: connections, schema, the transaction helper, buckets. See
  * meta_sqlite_int.h; objects in meta_sqlite_obj.c, multipart in meta_sqlite_mpu.c. */
-#include "meta/meta_sqlite_int.h"
+#include "meta_sqlite/meta_sqlite_int.h"
 
 #include "base/log.h"
 #include "base/util.h"
@@ -30,7 +30,7 @@ static const char *const META_SQL[S_COUNT] = {
     [S_BUCKET_LIST] = "SELECT name, created FROM buckets ORDER BY name",
     [S_BUCKET_HAS_OBJ] = "SELECT 1 FROM objects WHERE bucket = ?1 LIMIT 1",
     [S_OBJ_GET] = "SELECT " SQ_OBJ_COLS " FROM objects WHERE bucket = ?1 AND key = ?2",
-    [S_OBJ_FILE] = "SELECT file_id FROM objects WHERE bucket = ?1 AND key = ?2",
+    [S_OBJ_FILE] = "SELECT data_id FROM objects WHERE bucket = ?1 AND key = ?2",
     [S_OBJ_CUR] = "SELECT version_id, seq, dm, etag, lock_mode, lock_until, legal_hold FROM objects"
                   " WHERE bucket = ?1 AND key = ?2",
     [S_OBJ_UPSERT] = "INSERT OR REPLACE INTO objects(bucket, key, " SQ_OBJ_COLS ")"
@@ -41,9 +41,9 @@ static const char *const META_SQL[S_COUNT] = {
                       " WHERE bucket = ?1 AND key > ?2 AND dm = 0 ORDER BY key",
     [S_OBJ_LIST_GE] = "SELECT key, size, mtime, etag, owner FROM objects"
                       " WHERE bucket = ?1 AND key >= ?2 AND dm = 0 ORDER BY key",
-    [S_FILE_REF] = "SELECT 1 FROM objects WHERE file_id = ?1"
-                   " UNION ALL SELECT 1 FROM versions WHERE file_id = ?1"
-                   " UNION ALL SELECT 1 FROM parts WHERE file_id = ?1"
+    [S_FILE_REF] = "SELECT 1 FROM objects WHERE data_id = ?1"
+                   " UNION ALL SELECT 1 FROM versions WHERE data_id = ?1"
+                   " UNION ALL SELECT 1 FROM parts WHERE data_id = ?1"
                    " UNION ALL SELECT 1 FROM chunks WHERE chunk_id = ?1 LIMIT 1",
     [S_VERSIONING_GET] = "SELECT versioning FROM buckets WHERE name = ?1",
     [S_VERSIONING_SET] = "UPDATE buckets SET versioning = ?2 WHERE name = ?1"
@@ -61,7 +61,7 @@ static const char *const META_SQL[S_COUNT] = {
         " ORDER BY seq DESC LIMIT 1",
     [S_VER_DROP_PROMOTED] = "DELETE FROM versions WHERE bucket = ?1 AND key = ?2 AND seq ="
                             " (SELECT seq FROM objects WHERE bucket = ?1 AND key = ?2)",
-    [S_VER_FIND] = "SELECT file_id, dm, lock_mode, lock_until, legal_hold FROM versions"
+    [S_VER_FIND] = "SELECT data_id, dm, lock_mode, lock_until, legal_hold FROM versions"
                    " WHERE bucket = ?1 AND key = ?2 AND version_id = ?3",
     [S_VER_DELETE] = "DELETE FROM versions WHERE bucket = ?1 AND key = ?2 AND version_id = ?3",
     [S_VER_SCAN_GT] = "SELECT key, version_id, dm, size, mtime, etag FROM objects"
@@ -92,9 +92,9 @@ static const char *const META_SQL[S_COUNT] = {
                       " ORDER BY key, initiated, upload_id LIMIT ?5",
     [S_UPLOAD_COUNT] = "SELECT COUNT(*) FROM uploads WHERE bucket = ?1",
     [S_PART_UPSERT] = "INSERT OR REPLACE INTO parts(upload_id, number, size, etag, mtime,"
-                      " crc64nvme, crc32c, file_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    [S_PART_FILE] = "SELECT file_id FROM parts WHERE upload_id = ?1 AND number = ?2",
-    [S_PART_LIST] = "SELECT number, size, etag, mtime, crc64nvme, crc32c, file_id FROM parts"
+                      " crc64nvme, crc32c, data_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [S_PART_FILE] = "SELECT data_id FROM parts WHERE upload_id = ?1 AND number = ?2",
+    [S_PART_LIST] = "SELECT number, size, etag, mtime, crc64nvme, crc32c, data_id FROM parts"
                     " WHERE upload_id = ?1 AND number > ?2 ORDER BY number",
     [S_PART_DELETE_ALL] = "DELETE FROM parts WHERE upload_id = ?1",
     [S_BUCKET_AUTH] = "SELECT owner, acl, policy, pab, ownership FROM buckets WHERE name = ?1",

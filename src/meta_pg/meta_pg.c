@@ -3,7 +3,7 @@
  * cluster members and the GC queue in meta_pg_cluster.c.
  *
  * The schema's steps are in meta_pg_schema.c; pg_migrate applies them at open. */
-#include "meta/meta_pg_int.h"
+#include "meta_pg/meta_pg_int.h"
 
 #include "base/codec.h"
 #include "base/log.h"

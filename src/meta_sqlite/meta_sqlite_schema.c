@@ -4,7 +4,7 @@
  * A new step is appended here (and in meta_pg_schema.c) and META_SCHEMA_VERSION raised. */
 #include "base/log.h"
 #include "base/util.h"
-#include "meta/meta_sqlite_int.h"
+#include "meta_sqlite/meta_sqlite_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +162,11 @@ static const char *const SQ_STEPS[] = {
     /* 11: node states and zones are PostgreSQL's alone (no cluster runs on SQLite); the step
      * keeps the two version numbers in step. */
     "SELECT 1;",
+    /* 12: the data reference column is data_id, as in PostgreSQL (it was file_id here, from
+     * when every object was one local file); the indexes follow the column. */
+    "ALTER TABLE objects RENAME COLUMN file_id TO data_id;"
+    "ALTER TABLE versions RENAME COLUMN file_id TO data_id;"
+    "ALTER TABLE parts RENAME COLUMN file_id TO data_id;",
 };
 _Static_assert(WH_ARRAY_SIZE(SQ_STEPS) == META_SCHEMA_VERSION,
                "every schema version needs its SQLite step");

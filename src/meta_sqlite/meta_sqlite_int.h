@@ -97,7 +97,7 @@ enum {
 /* The columns of an object row, the same in objects (current versions) and versions (older
  * versions and delete markers); sq_obj_row reads them in this order. */
 #define SQ_OBJ_COLS                                                                                \
-    "size, mtime, etag, content_type, user_meta, crc32c, crc64nvme, parts, file_id, owner, "       \
+    "size, mtime, etag, content_type, user_meta, crc32c, crc64nvme, parts, data_id, owner, "       \
     "acl, version_id, seq, dm, tags, part_sizes, sse, lock_mode, lock_until, legal_hold"
 
 /* One SQLite connection and its statements, used under its mutex. */
@@ -178,7 +178,7 @@ wh_status_t sq_obj_commit(sq_conn_t *c, const char *bucket, const char *key, siz
                           store_data_ref_t *old, store_cond_t *cond);
 /* Reads the SQ_OBJ_COLS of a row from column 0 into meta (may be NULL) and ref's id. */
 wh_status_t sq_obj_row(sqlite3_stmt *s, store_obj_meta_t *meta, store_data_ref_t *ref);
-wh_status_t sq_obj_upsert(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
+wh_status_t sq_obj_upsert(void *conn, const char *bucket, const char *key, size_t klen,
                           const store_obj_meta_t *meta, const store_data_ref_t *ref, int64_t seq);
 
 /* Operations (meta_sqlite_obj.c, meta_sqlite_mpu.c). */

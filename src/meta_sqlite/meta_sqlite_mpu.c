@@ -1,6 +1,6 @@
 /* SQLite metadata backend: multipart uploads and their parts. See meta_sqlite_int.h. */
 #include "base/log.h"
-#include "meta/meta_sqlite_int.h"
+#include "meta_sqlite/meta_sqlite_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

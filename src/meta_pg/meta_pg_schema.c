@@ -7,7 +7,7 @@
  * uploads by (bucket, key) - PARTITION BY LIST (bucket) or HASH (bucket, key) - and chunks by
  * data_id. */
 #include "base/util.h"
-#include "meta/meta_pg_int.h"
+#include "meta_pg/meta_pg_int.h"
 
 const char *const pg_schema_steps[] = {
     /* 1 */
@@ -188,6 +188,10 @@ const char *const pg_schema_steps[] = {
     "  repair_pending bigint NOT NULL, repair_nodes bigint NOT NULL,"
     "  drain_pending bigint NOT NULL, damage_pending bigint NOT NULL,"
     "  updated timestamptz NOT NULL DEFAULT now());",
+    /* 12: SQLite's data reference column takes PostgreSQL's name, data_id, which it has had
+     * since step 1: nothing changes here but a note on the schema table (the step keeps the
+     * two version numbers in step; a step's statements must return no rows). */
+    "COMMENT ON TABLE wharf_schema IS 'wharf metadata schema: one row per migration step';",
 };
 _Static_assert(WH_ARRAY_SIZE(pg_schema_steps) == META_SCHEMA_VERSION,
                "every schema version needs its PostgreSQL step");

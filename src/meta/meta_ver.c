@@ -1,0 +1,136 @@
+/* The versioning rules, once for every backend (meta_ver.h). Invariant the rules keep: a key
+ * with older versions has a current row (removing the current version promotes the next
+ * newest), so a scan of the current rows visits every key that has any version. An archived
+ * version keeps its chunk map; only a removed version's data comes back in *old. */
+#include "meta/meta_ver.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* Makes room for a new current version of the key (an object or a delete marker): archives
+ * the current one (Enabled, or Suspended over a non-null version) or lets it go (the null
+ * version is replaced), and under Suspended removes an older null version. Fills vid. */
+static wh_status_t meta_ver_make_room(const meta_ver_dialect_t *d, void *c, const char *bucket,
+                                      const char *key, size_t klen, int state,
+                                      const meta_cur_t *cur, int64_t seq, char *vid,
+                                      store_data_ref_t *old)
+{
+    store_data_ref_clear(old);
+    wh_status_t st = WH_OK;
+    if (state == STORE_VERSIONING_ENABLED) {
+        if ((st = meta_version_id_new((uint64_t)seq, vid)) != WH_OK)
+            return st;
+        return cur->exists ? d->archive(c, bucket, key, klen) : WH_OK;
+    }
+    snprintf(vid, STORE_VERSION_ID_MAX, "null");
+    if (!cur->exists)
+        return WH_OK;
+    /* The null version is about to be replaced: never one that is locked (a bucket with
+     * object lock keeps versioning Enabled, so this holds only for rows of another state). */
+    meta_lockchk_t chk = {STORE_BYPASS_NONE, (int64_t)time(NULL), NULL};
+    if (strcmp(cur->vid, "null") == 0)
+        return (st = meta_lockchk_refuse(&chk, cur->lock_mode, cur->lock_until, cur->hold)) != WH_OK
+                   ? st
+                   : d->cur_release(c, bucket, key, klen, old);
+    if ((st = d->archive(c, bucket, key, klen)) != WH_OK)
+        return st;
+    bool found;
+    return d->ver_take(c, bucket, key, klen, "null", &chk, old, &found, NULL);
+}
+
+wh_status_t meta_ver_commit(const meta_ver_dialect_t *d, void *c, const char *bucket,
+                            const char *key, size_t klen, store_obj_meta_t *meta,
+                            const store_data_ref_t *ref, store_data_ref_t *old, store_cond_t *cond)
+{
+    int state = 0;
+    meta_cur_t cur;
+    wh_status_t st = d->versioning(c, bucket, &state);
+    if (st == WH_OK)
+        st = d->cur(c, bucket, key, klen, &cur);
+    if (st == WH_OK) /* a delete marker is no object to If-None-Match or If-Match */
+        st = meta_cond_check(cond, cur.exists && !cur.dm, cur.etag);
+    if (st != WH_OK)
+        return st;
+    int64_t seq = (int64_t)meta_version_seq_next(cur.exists ? (uint64_t)cur.seq : 0);
+    meta->delete_marker = false;
+    st = meta_ver_make_room(d, c, bucket, key, klen, state, &cur, seq, meta->version_id, old);
+    return st == WH_OK ? d->obj_upsert(c, bucket, key, klen, meta, ref, seq) : st;
+}
+
+/* The delete's condition against the version it would remove, read in the delete's own
+ * transaction: no overwrite can come between the check and the delete (SQLite: the writer's
+ * lock; PostgreSQL: SERIALIZABLE, an overwrite committed meanwhile makes one of the two
+ * retry). */
+static wh_status_t meta_ver_del_cond(const meta_ver_dialect_t *d, void *c, const meta_vdel_t *a)
+{
+    if (!a->cond)
+        return WH_OK;
+    store_obj_meta_t m;
+    memset(&m, 0, sizeof m);
+    wh_status_t st = d->version_get(c, a->bucket, a->key, a->klen, a->vid, &m);
+    if (st == WH_OK || st == WH_ERR_NOT_FOUND)
+        st = store_del_cond_check(a->cond, st == WH_OK ? &m : NULL);
+    store_obj_meta_free(&m);
+    return st;
+}
+
+wh_status_t meta_ver_delete(const meta_ver_dialect_t *d, void *c, meta_vdel_t *a)
+{
+    store_del_result_t *res = a->res;
+    memset(res, 0, sizeof *res);
+    store_data_ref_clear(a->old);
+    int state = 0;
+    meta_cur_t cur;
+    wh_status_t st = d->versioning(c, a->bucket, &state);
+    if (st == WH_OK)
+        st = d->cur(c, a->bucket, a->key, a->klen, &cur);
+    if (st == WH_OK)
+        st = meta_ver_del_cond(d, c, a);
+    if (st != WH_OK)
+        return st;
+    /* The lock of the version this would destroy is read here, in the delete's own write
+     * transaction: a PutObjectRetention or legal hold cannot slip in between. */
+    meta_lockchk_t chk = {a->bypass, (int64_t)time(NULL), res};
+    if (!a->vid && state == STORE_VERSIONING_OFF) {
+        if (!cur.exists)
+            return WH_OK; /* nothing to delete: idempotent */
+        if ((st = meta_lockchk_refuse(&chk, cur.lock_mode, cur.lock_until, cur.hold)) != WH_OK ||
+            (st = d->cur_release(c, a->bucket, a->key, a->klen, a->old)) != WH_OK)
+            return st;
+        return d->obj_delete(c, a->bucket, a->key, a->klen);
+    }
+    if (!a->vid) {
+        /* A delete marker becomes the current version. */
+        int64_t seq = (int64_t)meta_version_seq_next(cur.exists ? (uint64_t)cur.seq : 0);
+        store_obj_meta_t dm;
+        memset(&dm, 0, sizeof dm);
+        dm.mtime = time(NULL);
+        dm.delete_marker = true;
+        st = meta_ver_make_room(d, c, a->bucket, a->key, a->klen, state, &cur, seq, dm.version_id,
+                                a->old);
+        store_data_ref_t none;
+        memset(&none, 0, sizeof none);
+        if (st == WH_OK)
+            st = d->obj_upsert(c, a->bucket, a->key, a->klen, &dm, &none, seq);
+        snprintf(res->version_id, sizeof res->version_id, "%s", dm.version_id);
+        res->delete_marker = true;
+        return st;
+    }
+    snprintf(res->version_id, sizeof res->version_id, "%s", a->vid);
+    if (cur.exists && strcmp(cur.vid, a->vid) == 0) {
+        /* The current version goes; the next newest (if any) becomes current. */
+        res->delete_marker = cur.dm;
+        if ((st = meta_lockchk_refuse(&chk, cur.lock_mode, cur.lock_until, cur.hold)) != WH_OK ||
+            (st = d->cur_release(c, a->bucket, a->key, a->klen, a->old)) != WH_OK ||
+            (st = d->obj_delete(c, a->bucket, a->key, a->klen)) != WH_OK)
+            return st;
+        return d->ver_promote(c, a->bucket, a->key, a->klen);
+    }
+    bool found = false;
+    st = d->ver_take(c, a->bucket, a->key, a->klen, a->vid, &chk, a->old, &found,
+                     &res->delete_marker);
+    if (st == WH_OK && !found)
+        res->version_id[0] = '\0'; /* no such version: nothing deleted (idempotent) */
+    return st;
+}

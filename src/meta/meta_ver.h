@@ -1,0 +1,91 @@
+/* The versioning rules of the metadata table, written once for every backend (meta_ver.c):
+ * the state machine of a commit (Off, Enabled, Suspended: archive, replace or remove the
+ * current version and an older null version), delete markers, the delete of one version with
+ * the promotion of the next newest, and the conditional and Object Lock checks of both, each
+ * in the caller's write transaction.
+ *
+ * A backend gives the rules a meta_ver_dialect_t: the few row operations they are made of,
+ * each one statement (or two) of its own SQL dialect, run on the transaction's connection
+ * (conn, the backend's own). The rules never see SQL; the backends never decide what a state
+ * does. */
+#ifndef WH_META_META_VER_H
+#define WH_META_META_VER_H
+
+#include "meta/meta.h"
+
+/* The key's current row, as a commit needs it. */
+typedef struct meta_cur {
+    bool exists, dm;
+    char vid[STORE_VERSION_ID_MAX];
+    int64_t seq;
+    char etag[80];
+    int lock_mode;
+    int64_t lock_until;
+    bool hold;
+} meta_cur_t;
+
+/* The lock check of a transaction that would destroy a version: what may be bypassed, and
+ * where a refusal says why (res may be NULL). */
+typedef struct meta_lockchk {
+    int bypass;
+    int64_t now;
+    store_del_result_t *res;
+} meta_lockchk_t;
+
+/* WH_ERR_AUTH (res filled) when the version's lock forbids destroying it. */
+static inline wh_status_t meta_lockchk_refuse(const meta_lockchk_t *k, int mode, int64_t until,
+                                              bool hold)
+{
+    return meta_lock_refuse(k->bypass, k->now, k->res, mode, until, hold);
+}
+
+typedef struct meta_ver_dialect {
+    /* The bucket's versioning state; NOT_FOUND: no such bucket. */
+    wh_status_t (*versioning)(void *conn, const char *bucket, int *state);
+    /* The key's current row (cur->exists false: none). */
+    wh_status_t (*cur)(void *conn, const char *bucket, const char *key, size_t klen,
+                       meta_cur_t *cur);
+    /* A version of the key for a delete's condition (vid NULL: the current row, delete markers
+     * included; else that version, current or older). NOT_FOUND: none. */
+    wh_status_t (*version_get)(void *conn, const char *bucket, const char *key, size_t klen,
+                               const char *vid, store_obj_meta_t *meta);
+    /* Copies the current row into the older versions (it stays current until replaced). */
+    wh_status_t (*archive)(void *conn, const char *bucket, const char *key, size_t klen);
+    /* The current row's data into *old, its chunk map dropped: the row is being replaced. */
+    wh_status_t (*cur_release)(void *conn, const char *bucket, const char *key, size_t klen,
+                               store_data_ref_t *old);
+    /* Removes the older version vid: its data into *old (chunk map dropped), *found false
+     * when there is none, *dm (may be NULL) whether it was a delete marker. WH_ERR_AUTH when
+     * its lock forbids it (chk), and nothing removed. */
+    wh_status_t (*ver_take)(void *conn, const char *bucket, const char *key, size_t klen,
+                            const char *vid, const meta_lockchk_t *chk, store_data_ref_t *old,
+                            bool *found, bool *dm);
+    /* Inserts or replaces the current row. */
+    wh_status_t (*obj_upsert)(void *conn, const char *bucket, const char *key, size_t klen,
+                              const store_obj_meta_t *meta, const store_data_ref_t *ref,
+                              int64_t seq);
+    /* Deletes the current row. */
+    wh_status_t (*obj_delete)(void *conn, const char *bucket, const char *key, size_t klen);
+    /* The newest older version (if any) leaves the versions and becomes the current row. */
+    wh_status_t (*ver_promote)(void *conn, const char *bucket, const char *key, size_t klen);
+} meta_ver_dialect_t;
+
+/* The versioning-aware commit of a new current row (PUT, completion): checks cond (a delete
+ * marker is no object to it), archives or replaces the current version as the bucket's state
+ * says, sets meta->version_id; *old gets the data to release. In a write transaction. */
+wh_status_t meta_ver_commit(const meta_ver_dialect_t *d, void *conn, const char *bucket,
+                            const char *key, size_t klen, store_obj_meta_t *meta,
+                            const store_data_ref_t *ref, store_data_ref_t *old, store_cond_t *cond);
+
+/* The object_delete_version slot's transaction (meta.h says what it answers). */
+typedef struct meta_vdel {
+    const char *bucket, *key, *vid;
+    size_t klen;
+    int bypass;
+    store_del_cond_t *cond;
+    store_del_result_t *res;
+    store_data_ref_t *old;
+} meta_vdel_t;
+wh_status_t meta_ver_delete(const meta_ver_dialect_t *d, void *conn, meta_vdel_t *a);
+
+#endif
