@@ -2,7 +2,7 @@
  * Get/Put/DeleteBucketPolicy and GetBucketPolicyStatus, and the ACL that a new bucket or
  * object takes from x-amz-acl or x-amz-grant-* (CreateBucket, PutObject, CopyObject,
  * CreateMultipartUpload). srv_authorize has allowed the row's action before any of these
- * runs; the engine (s3/authz.h) does the parsing and formatting. */
+ * runs; the engine (auth/authz.h) does the parsing and formatting. */
 #include "s3api/s3api.h"
 
 #include <microhttpd.h>

@@ -3,7 +3,7 @@
  * wharf supplies, IfExists and missing keys), ACLs in all their forms round-trip, and the
  * decision follows AWS's order. */
 #include "check.h"
-#include "s3/authz.h"
+#include "auth/authz.h"
 
 #include <stdlib.h>
 

@@ -5,7 +5,7 @@
 #include "base/digest.h"
 #include "base/util.h"
 #include "check.h"
-#include "s3/sigv4.h"
+#include "auth/sigv4.h"
 
 #include <stdlib.h>
 #include <strings.h>

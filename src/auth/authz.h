@@ -8,8 +8,8 @@
  * Pure: no server or store dependency, so unit tests and fuzzers drive it directly. policy.c
  * holds the policy parser and evaluator, acl.c the ACL forms, authz.c the action table and the
  * decision. */
-#ifndef WH_S3_AUTHZ_H
-#define WH_S3_AUTHZ_H
+#ifndef WH_AUTH_AUTHZ_H
+#define WH_AUTH_AUTHZ_H
 
 #include "base/util.h"
 #include "s3/errors.h"

@@ -1,11 +1,12 @@
 /* AWS Signature Version 4: one implementation for the server (verify) and the client (sign).
  * Covers the Authorization header, presigned URLs (X-Amz-* query) and the seed signature
- * of aws-chunked streaming uploads (see s3/chunked.h for the chunk signatures). */
-#ifndef WH_S3_SIGV4_H
-#define WH_S3_SIGV4_H
+ * of aws-chunked streaming uploads (see auth/chunked.h for the chunk signatures). */
+#ifndef WH_AUTH_SIGV4_H
+#define WH_AUTH_SIGV4_H
 
 #include "base/util.h"
 #include "s3/errors.h"
+#include "s3/uri.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -104,11 +105,6 @@ int s3_sigv4_presign(const char *method, const char *canonical_uri, const char *
                      const char *access_key, const char *secret_key, const char *region,
                      time_t when, unsigned expires, wh_sbuf_t *out);
 
-/* Percent-encodes per SigV4 (unreserved A-Za-z0-9-._~ kept; '/' kept unless encode_slash). */
-void s3_uri_encode(const char *s, size_t n, int encode_slash, wh_sbuf_t *out);
-/* Percent-decodes; returns 0 or -1 on a bad escape. '+' is kept as '+'. */
-int s3_uri_decode(const char *s, size_t n, wh_sbuf_t *out);
-
 /* Derives kSigning = HMAC chain over date(YYYYMMDD), region, "s3", "aws4_request". */
 void s3_sigv4_signing_key(const char *secret, const char *date8, const char *region,
                           uint8_t out[32]);
@@ -143,7 +139,7 @@ typedef struct s3_post_auth {
 } s3_post_auth_t;
 
 /* Verifies a POST form's signature (sigv4_post.c); the policy's expiration and conditions are
- * the caller's (s3/post_policy.h). access_key receives the signer's key. S3_OK, or the error
+ * the caller's (auth/post_policy.h). access_key receives the signer's key. S3_OK, or the error
  * (InvalidArgument for a malformed field, InvalidAccessKeyId, SignatureDoesNotMatch) with msg. */
 s3_err_t s3_sigv4_post_verify(const s3_post_auth_t *in, s3_secret_cb secret_cb, void *cb_arg,
                               char access_key[128], char *msg, size_t msglen);

@@ -1,9 +1,9 @@
 /* SigV4 of a browser POST form: the signature is the HMAC of the base64 policy with the same
  * signing key (s3_sigv4_signing_key) a header-signed request uses. */
-#include "s3/sigv4.h"
+#include "auth/sigv4.h"
 #include "base/codec.h"
 #include "base/digest.h"
-#include "s3/sigv4_int.h"
+#include "auth/sigv4_int.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* SigV4 signing (client side): the Authorization header and presigned URLs. */
-#include "s3/sigv4_int.h"
+#include "auth/sigv4_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 /* The compiled form of a policy, shared by the parser (policy.c) and the evaluator
  * (policy_eval.c). Private to src/s3. */
-#ifndef WH_S3_POLICY_INT_H
-#define WH_S3_POLICY_INT_H
+#ifndef WH_AUTH_POLICY_INT_H
+#define WH_AUTH_POLICY_INT_H
 
-#include "s3/authz.h"
+#include "auth/authz.h"
 
 #include <stddef.h>
 

@@ -3,7 +3,7 @@
  *
  * One grant entry per grantee holds all its permission bits; the XML form writes one Grant per
  * permission (FULL_CONTROL when it holds them all), as S3 does. */
-#include "s3/authz.h"
+#include "auth/authz.h"
 #include "s3/xml.h"
 
 #include <ctype.h>

@@ -6,7 +6,7 @@
 #include "base/digest.h"
 #include "base/util.h"
 #include "check.h"
-#include "s3/chunked.h"
+#include "auth/chunked.h"
 
 #include <stdlib.h>
 #include <strings.h>

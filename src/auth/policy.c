@@ -4,7 +4,7 @@
  *
  * The compiled form lives in one arena that s3_policy_free releases at once; evaluation only
  * reads it, so one compiled policy serves every thread. */
-#include "s3/policy_int.h"
+#include "auth/policy_int.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

@@ -1,11 +1,11 @@
 /* aws-chunked request bodies: STREAMING-AWS4-HMAC-SHA256-PAYLOAD(-TRAILER) with chunk signatures
  * verified, and STREAMING-UNSIGNED-PAYLOAD-TRAILER with x-amz-checksum-* trailers.
  * Incremental: feed the raw body in any pieces; decoded payload goes to the sink. */
-#ifndef WH_S3_CHUNKED_H
-#define WH_S3_CHUNKED_H
+#ifndef WH_AUTH_CHUNKED_H
+#define WH_AUTH_CHUNKED_H
 
 #include "s3/errors.h"
-#include "s3/sigv4.h"
+#include "auth/sigv4.h"
 
 #include <stddef.h>
 

@@ -1,10 +1,10 @@
-/* SigV4 canonicalisation shared by signing and verification: URI and query encoding, the
+/* SigV4 canonicalisation shared by signing and verification: query encoding, the
  * canonical query string, header value folding, the canonical path of a received request,
  * the signing key and the signature over a canonical request.
  *
  * One canonical-request builder serves both directions, so a request signed by s3_sigv4_sign
  * verifies under s3_sigv4_verify byte for byte. */
-#include "s3/sigv4_int.h"
+#include "auth/sigv4_int.h"
 
 #include "base/codec.h"
 #include "base/digest.h"
@@ -13,70 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---------------------------------------------------------------------------------------- */
-/* URI encoding */
-
-static int uri_unreserved(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '.' || c == '_' || c == '~';
-}
-
-void s3_uri_encode(const char *s, size_t n, int encode_slash, wh_sbuf_t *out)
-{
-    static const char hexu[] = "0123456789ABCDEF";
-    char buf[256];
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (k + 3 > sizeof buf) {
-            wh_sbuf_append(out, buf, k);
-            k = 0;
-        }
-        if (uri_unreserved(c) || (c == '/' && !encode_slash)) {
-            buf[k++] = (char)c;
-        } else {
-            buf[k++] = '%';
-            buf[k++] = hexu[c >> 4];
-            buf[k++] = hexu[c & 15];
-        }
-    }
-    wh_sbuf_append(out, buf, k);
-}
-
-int sigv4_uri_decode(const char *s, size_t n, int plus_is_space, wh_sbuf_t *out)
-{
-    char buf[256];
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (k == sizeof buf) {
-            wh_sbuf_append(out, buf, k);
-            k = 0;
-        }
-        char c = s[i];
-        if (c == '%') {
-            if (i + 2 >= n)
-                return -1;
-            int hi = wh_hex_digit((char)s[i + 1]), lo = wh_hex_digit((char)s[i + 2]);
-            if (hi < 0 || lo < 0)
-                return -1;
-            buf[k++] = (char)(hi << 4 | lo);
-            i += 2;
-        } else if (c == '+' && plus_is_space) {
-            buf[k++] = ' ';
-        } else {
-            buf[k++] = c;
-        }
-    }
-    wh_sbuf_append(out, buf, k);
-    return 0;
-}
-
-int s3_uri_decode(const char *s, size_t n, wh_sbuf_t *out)
-{
-    return sigv4_uri_decode(s, n, 0, out);
-}
 
 /* ---------------------------------------------------------------------------------------- */
 /* Query strings */
@@ -124,7 +60,7 @@ int s3_sigv4_canonical_query(const char *query, const char *skip_name, wh_sbuf_t
             const char *v = eq ? eq + 1 : p + plen;
             size_t vlen = eq ? plen - klen - 1 : 0;
             wh_sbuf_reset(&tmp);
-            if (sigv4_uri_decode(p, klen, 1, &tmp) != 0)
+            if (s3_uri_decode_form(p, klen, &tmp) != 0)
                 goto cleanup;
             int skip = skip_name && tmp.len == strlen(skip_name) &&
                        memcmp(tmp.data, skip_name, tmp.len) == 0;
@@ -144,7 +80,7 @@ int s3_sigv4_canonical_query(const char *query, const char *skip_name, wh_sbuf_t
                 s3_uri_encode(tmp.data ? tmp.data : "", tmp.len, 1, &enc);
                 q->klen = enc.len - q->koff;
                 wh_sbuf_reset(&tmp);
-                if (sigv4_uri_decode(v, vlen, 1, &tmp) != 0)
+                if (s3_uri_decode_form(v, vlen, &tmp) != 0)
                     goto cleanup;
                 q->voff = enc.len;
                 s3_uri_encode(tmp.data ? tmp.data : "", tmp.len, 1, &enc);
@@ -189,9 +125,9 @@ int s3_query_param(const char *query, const char *name, wh_sbuf_t *out)
         const char *eq = memchr(p, '=', plen);
         size_t klen = eq ? (size_t)(eq - p) : plen;
         wh_sbuf_reset(&tmp);
-        if (plen && sigv4_uri_decode(p, klen, 1, &tmp) == 0 && tmp.len == nlen &&
+        if (plen && s3_uri_decode_form(p, klen, &tmp) == 0 && tmp.len == nlen &&
             memcmp(tmp.data, name, nlen) == 0) {
-            rc = eq ? (sigv4_uri_decode(eq + 1, plen - klen - 1, 1, out) == 0 ? 1 : -1) : 1;
+            rc = eq ? (s3_uri_decode_form(eq + 1, plen - klen - 1, out) == 0 ? 1 : -1) : 1;
             break;
         }
         if (!amp)
@@ -325,7 +261,7 @@ int sigv4_canon_path(const char *path, wh_sbuf_t *out)
         const char *slash = strchr(p, '/');
         size_t len = slash ? (size_t)(slash - p) : strlen(p);
         wh_sbuf_reset(&seg);
-        if (sigv4_uri_decode(p, len, 0, &seg) != 0) {
+        if (s3_uri_decode(p, len, &seg) != 0) {
             rc = -1;
             break;
         }

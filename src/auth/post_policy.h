@@ -1,7 +1,7 @@
 /* The POST policy document of a browser upload form (S3 "POST Policy"): the expiration and
  * the conditions every form field must meet. Pure: the caller decodes the form. */
-#ifndef WH_S3_POST_POLICY_H
-#define WH_S3_POST_POLICY_H
+#ifndef WH_AUTH_POST_POLICY_H
+#define WH_AUTH_POST_POLICY_H
 
 #include "s3/errors.h"
 

@@ -1,7 +1,7 @@
 /* SigV4 request parsing (server side): the Authorization header's Credential, SignedHeaders
  * and Signature, the presign query parameters and the payload mode. Every failure names what
  * was wrong. */
-#include "s3/sigv4_int.h"
+#include "auth/sigv4_int.h"
 
 #include "base/codec.h"
 

@@ -3,7 +3,7 @@
  * Verification rebuilds the canonical request from the request as received; S3 does not
  * double-encode the path, so each path segment is decoded and re-encoded (s3_uri_encode), and
  * the raw path is tried as well for clients that sign what they sent without normalising it. */
-#include "s3/sigv4_int.h"
+#include "auth/sigv4_int.h"
 
 #include "base/codec.h"
 #include "base/digest.h"

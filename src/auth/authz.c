@@ -1,5 +1,5 @@
 /* The action table (which ACL permission AWS maps each S3 action to) and the one decision. */
-#include "s3/authz.h"
+#include "auth/authz.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,10 +1,10 @@
 /* Internal to the SigV4 files (sigv4_canon.c, sigv4_parse.c, sigv4_sign.c, sigv4.c): the
  * canonicalisation pieces shared by signing and verification, and the parsers of the
  * Authorization header and the presign query parameters. Not for use outside src/s3. */
-#ifndef WH_S3_SIGV4_INT_H
-#define WH_S3_SIGV4_INT_H
+#ifndef WH_AUTH_SIGV4_INT_H
+#define WH_AUTH_SIGV4_INT_H
 
-#include "s3/sigv4.h"
+#include "auth/sigv4.h"
 
 #define SIGV4_ALGO "AWS4-HMAC-SHA256"
 #define SIGV4_TERM "aws4_request"
@@ -14,9 +14,6 @@
 
 /* ---- sigv4_canon.c ---- */
 
-/* Percent-decodes n bytes of s into out; plus_is_space reads '+' as ' ' (query strings).
- * Returns 0, or -1 on a bad %-escape. */
-int sigv4_uri_decode(const char *s, size_t n, int plus_is_space, wh_sbuf_t *out);
 /* signature = hex(HMAC(kSigning, "AWS4-HMAC-SHA256\n<date>\n<scope>\n<hex(sha256(creq))>")) */
 void sigv4_signature(const uint8_t key[32], const char *amz_date, const char *scope,
                      const char *creq, size_t creq_len, char sig[65]);

@@ -1,5 +1,5 @@
 /* POST policy conditions (post_policy.h). */
-#include "s3/post_policy.h"
+#include "auth/post_policy.h"
 
 #include <jansson.h>
 #include <stdarg.h>

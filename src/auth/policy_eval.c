@@ -1,7 +1,7 @@
 /* Policy evaluation: the compiled form (policy_int.h) against one request, without
  * allocating: wildcard matching, addresses and CIDR blocks, ${...} variables expanded into
  * stack buffers, the condition operators and AWS's rule that a Deny wins. */
-#include "s3/policy_int.h"
+#include "auth/policy_int.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

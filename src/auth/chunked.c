@@ -6,7 +6,7 @@
  *
  * Every chunk signature chains from the previous one (the first from the request's seed
  * signature); the trailer signature chains from the final chunk's. */
-#include "s3/chunked.h"
+#include "auth/chunked.h"
 
 #include "base/codec.h"
 #include "base/digest.h"

@@ -1,8 +1,8 @@
-/* Tests of src/s3/post_policy.c (the POST policy's expiration and conditions against a form)
- * and src/s3/sigv4_post.c (the form's signature: the policy signed with the SigV4 key). */
+/* Tests of src/auth/post_policy.c (the POST policy's expiration and conditions against a form)
+ * and src/auth/sigv4_post.c (the form's signature: the policy signed with the SigV4 key). */
 #include "check.h"
-#include "s3/post_policy.h"
-#include "s3/sigv4.h"
+#include "auth/post_policy.h"
+#include "auth/sigv4.h"
 
 #include <stdio.h>
 #include <string.h>
