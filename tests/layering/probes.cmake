@@ -38,8 +38,9 @@ function(wh_layer_probe ctx)
 endfunction()
 
 # Order: base < xfer, s3 < auth (SigV4, policies, ACLs), data < meta < store < cluster; engine
-# (xfer, s3) and ident (meta, auth) < front (HTTP, routing, metrics) < s3api (the S3 and IAM handlers) < roles (wharfd). The front
-# never names the application (no s3api header), the RDMA engine knows nothing of HTTP.
+# (xfer, s3) and ident (meta, auth) < front (HTTP, routing, metrics) < s3ctl (bucket, configuration
+# and IAM handlers, what every handler shares) < s3api (object handlers, dispatch) < roles (wharfd).
+# The front never names the application (no s3api header), the RDMA engine knows nothing of HTTP.
 wh_layer_probe(base LINK wh_base ALLOW base/util.h base/status.h
   DENY xfer/xfer.h auth/sigv4.h data/data.h meta/meta.h store/store.h front/front.h
        client/client_int.h wharf/wharf.h)
@@ -47,7 +48,8 @@ wh_layer_probe(xfer LINK wh_xfer ALLOW xfer/xfer.h base/util.h
   DENY auth/sigv4.h store/store.h engine/rdma.h front/front.h client/client_int.h)
 wh_layer_probe(s3 LINK wh_s3 ALLOW s3/xml.h s3/uri.h s3/errors.h base/util.h
   DENY auth/sigv4.h auth/authz.h xfer/xfer.h store/store.h front/front.h client/client_int.h)
-wh_layer_probe(auth LINK wh_auth ALLOW auth/sigv4.h auth/authz.h auth/chunked.h s3/xml.h base/util.h
+wh_layer_probe(auth LINK wh_auth ALLOW auth/sigv4.h auth/authz.h auth/chunked.h s3/xml.h
+       base/util.h
   DENY xfer/xfer.h data/data.h store/store.h ident/identity.h front/front.h client/client_int.h)
 wh_layer_probe(data LINK wh_data ALLOW data/data.h data/types.h base/util.h
   DENY meta/meta.h store/store.h xfer/xfer.h auth/sigv4.h front/front.h client/client_int.h)
@@ -64,12 +66,18 @@ wh_layer_probe(ident LINK wh_ident ALLOW ident/identity.h meta/meta.h auth/authz
   DENY store/store.h engine/rdma.h front/front.h s3api/s3api.h roles/roles.h)
 wh_layer_probe(front LINK wh_front ALLOW front/front.h front/http_int.h front/route.h
        ident/identity.h engine/rdma.h store/store.h auth/sigv4.h xfer/xfer.h
+  DENY s3api/s3api.h s3api/delegate.h s3ctl/s3ctl.h cluster/remote.h roles/roles.h
+       client/client_int.h cli/cli.h)
+wh_layer_probe(s3ctl LINK wh_s3ctl ALLOW s3ctl/s3ctl.h front/front.h store/store.h
+       auth/authz.h
   DENY s3api/s3api.h s3api/delegate.h cluster/remote.h roles/roles.h client/client_int.h cli/cli.h)
-wh_layer_probe(s3api LINK wh_s3api ALLOW s3api/s3api.h s3api/delegate.h front/front.h store/store.h
+wh_layer_probe(s3api LINK wh_s3api ALLOW s3api/s3api.h s3api/delegate.h s3ctl/s3ctl.h front/front.h
+       store/store.h
   DENY cluster/remote.h roles/roles.h client/client_int.h cli/cli.h)
 wh_layer_probe(roles LINK wh_roles ALLOW roles/roles.h s3api/s3api.h front/front.h cluster/remote.h
   DENY client/client_int.h cli/cli.h)
-wh_layer_probe(client LINK wh_client ALLOW client/client_int.h wharf/wharf.h auth/sigv4.h xfer/xfer.h
+wh_layer_probe(client LINK wh_client ALLOW client/client_int.h wharf/wharf.h auth/sigv4.h
+       xfer/xfer.h
   DENY store/store.h front/front.h cli/cli.h)
 # The CLI sees libwharf's public ABI and base, never libwharf's internals or the server side.
 wh_layer_probe(cli LINK wharf wh_base INCLUDE ${WH_LAYER_TREE}/cli

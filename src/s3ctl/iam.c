@@ -12,7 +12,7 @@
 #include "base/digest.h"
 #include "base/log.h"
 #include "s3/xml.h"
-#include "s3api/s3api.h"
+#include "s3ctl/s3ctl.h"
 
 #include <stdarg.h>
 #include <stdio.h>

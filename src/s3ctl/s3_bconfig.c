@@ -4,7 +4,7 @@
  * and OwnershipControls (Get/Put/DeleteBucketOwnershipControls; BucketOwnerEnforced turns
  * ACLs off), and lifecycle (Get/Put/DeleteBucketLifecycleConfiguration). Each is kept beside the
  * bucket's row (store_bucket_attr_*). */
-#include "s3api/s3api.h"
+#include "s3ctl/s3ctl.h"
 #include "s3/bucket_config.h"
 #include "s3/lifecycle.h"
 #include "s3/tags.h"

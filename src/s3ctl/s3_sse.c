@@ -2,7 +2,7 @@
  * and the reply headers. The bytes are encrypted below, by the store (store/crypt.h); this
  * file decides which key, checks the customer's key against the row's verifier, and seals
  * SSE-S3's data keys under the server key (ident). */
-#include "s3api/s3api.h"
+#include "s3ctl/s3ctl.h"
 #include "base/codec.h"
 #include "base/digest.h"
 #include "base/log.h"

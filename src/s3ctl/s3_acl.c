@@ -3,7 +3,7 @@
  * object takes from x-amz-acl or x-amz-grant-* (CreateBucket, PutObject, CopyObject,
  * CreateMultipartUpload). srv_authorize has allowed the row's action before any of these
  * runs; the engine (auth/authz.h) does the parsing and formatting. */
-#include "s3api/s3api.h"
+#include "s3ctl/s3ctl.h"
 
 #include <microhttpd.h>
 #include <stdio.h>

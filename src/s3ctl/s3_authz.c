@@ -10,7 +10,7 @@
  * GET costs no second lookup. Compiled policies are shared between requests by their exact
  * text, so a policy is parsed once however often it is evaluated, and a changed policy is a
  * different text (nothing to invalidate). */
-#include "s3api/s3api.h"
+#include "s3ctl/s3ctl.h"
 #include "s3/bucket_config.h"
 #include "base/log.h"
 

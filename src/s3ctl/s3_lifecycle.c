@@ -11,7 +11,7 @@
  * counted from the version's time to now, whole "days" of LC_DAY seconds (no rounding to
  * midnight as S3 does). On a cluster only the gateway holding the maintenance lock
  * (META_LOCK_MAINTENANCE, the one of garbage collection) runs passes. */
-#include "s3api/s3api.h"
+#include "s3ctl/s3ctl.h"
 #include "base/log.h"
 #include "s3/lifecycle.h"
 

@@ -1,7 +1,7 @@
 /* Versions in the S3 front: Get/PutBucketVersioning, the versionId query of object requests,
  * and the x-amz-version-id / x-amz-delete-marker headers. (Reads, deletes, copies and the
  * version listing call these from their own files.) */
-#include "s3api/s3api.h"
+#include "s3ctl/s3ctl.h"
 #include "s3/xml.h"
 
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * ?versionId), the x-amz-tagging header of PutObject, CreateMultipartUpload and CopyObject
  * (x-amz-tagging-directive), and x-amz-tagging-count on GET/HEAD. Tags are kept in the
  * canonical query form of s3/tags.h. */
-#include "s3api/s3api.h"
+#include "s3ctl/s3ctl.h"
 #include "s3/tags.h"
 #include "s3/xml.h"
 

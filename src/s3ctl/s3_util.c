@@ -1,6 +1,6 @@
 /* What the S3 handler families share: XML pieces, request checks, store-status mapping,
  * conditional requests and the body checksums. */
-#include "s3api/s3api.h"
+#include "s3ctl/s3ctl.h"
 #include "base/codec.h"
 #include "base/crc.h"
 #include "base/digest.h"

@@ -3,7 +3,7 @@
  * x-amz-object-lock-* headers of a write (PutObject, CreateMultipartUpload, CopyObject) and of a
  * read, and x-amz-bypass-governance-retention. The enforcement itself is the store's: every
  * metadata transaction that would destroy a version reads its lock (meta.h). */
-#include "s3api/s3api.h"
+#include "s3ctl/s3ctl.h"
 #include "s3/object_lock.h"
 #include "s3/xml.h"
 

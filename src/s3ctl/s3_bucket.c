@@ -1,6 +1,6 @@
 /* Buckets: ListBuckets (paged), CreateBucket, DeleteBucket, HeadBucket, GetBucketLocation and
  * GetBucketVersioning (objects are unversioned: the configuration is always empty). */
-#include "s3api/s3api.h"
+#include "s3ctl/s3ctl.h"
 #include "base/codec.h"
 #include "base/log.h"
 #include "s3/object_lock.h"
