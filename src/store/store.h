@@ -296,15 +296,6 @@ enum { STORE_MPU_NO_PARTS = 4 };
 /* *bad = 5: a listed part's checksum, or the whole object's the client expects, differs from
  * the stored one (S3 answers InvalidPart and BadDigest). */
 enum { STORE_MPU_BAD_PART_SUM = 5, STORE_MPU_BAD_SUM = 6 };
-wh_status_t store_mpu_complete(store_t *st, const char *bucket, const char *key,
-                               const char *upload_id, const store_complete_part_t *parts, size_t n,
-                               store_obj_meta_t *out_meta, int *bad);
-/* store_mpu_complete under a condition (NULL: none), checked in the completing transaction.
- * WH_ERR_PRECONDITION without cond->failed: a listed part changed meanwhile (a conflict). */
-wh_status_t store_mpu_complete_cond(store_t *st, const char *bucket, const char *key,
-                                    const char *upload_id, const store_complete_part_t *parts,
-                                    size_t n, store_obj_meta_t *out_meta, int *bad,
-                                    store_cond_t *cond);
 /* The object's CRC-32C after completion, as S3's x-amz-checksum-type names it: none (S3's
  * multipart default), COMPOSITE (the CRC-32C of the parts' CRC-32Cs, "<base64>-<parts>") or
  * FULL_OBJECT (the CRC-32C of the whole object, combined from the parts' without re-reading).
@@ -320,10 +311,19 @@ typedef struct store_mpu_sums {
     const char *const *part_crc32c;
     const char *const *part_crc64nvme;
 } store_mpu_sums_t;
-/* store_mpu_complete_cond with the object's checksums (sums NULL: none asked). */
-wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char *key,
-                                    const char *upload_id, const store_complete_part_t *parts,
-                                    size_t n, const store_mpu_sums_t *sums,
-                                    store_obj_meta_t *out_meta, int *bad, store_cond_t *cond);
+/* What store_mpu_complete completes. Strings and arrays are borrowed for the call. */
+typedef struct store_mpu_complete_args {
+    const char *bucket;
+    const char *key;
+    const char *upload_id;
+    const store_complete_part_t *parts; /* the listed parts, n of them */
+    size_t n;
+    const store_mpu_sums_t *sums; /* NULL: no checksum asked */
+    /* NULL: none; else checked in the completing transaction. WH_ERR_PRECONDITION without
+     * cond->failed: a listed part changed meanwhile (a conflict). */
+    store_cond_t *cond;
+} store_mpu_complete_args_t;
+wh_status_t store_mpu_complete(store_t *st, const store_mpu_complete_args_t *a,
+                               store_obj_meta_t *out_meta, int *bad);
 
 #endif

@@ -256,7 +256,11 @@ static void test_copy_and_multipart(void)
     store_complete_part_t cps[2] = {{2, et[0]}, {5, et[1]}};
     int bad = -1;
     memset(&om, 0, sizeof om);
-    CHECK(store_mpu_complete(st, "bkt", "m", uid, cps, 2, &om, &bad) == WH_OK);
+    CHECK(
+        store_mpu_complete(st,
+                           &(store_mpu_complete_args_t){
+                               .bucket = "bkt", .key = "m", .upload_id = uid, .parts = cps, .n = 2},
+                           &om, &bad) == WH_OK);
     CHECK(om.sse && strstr(om.sse, ";n=2,5") != NULL);
     CHECK_EQ_U64(om.size, p1 + p2);
     store_obj_meta_free(&om);

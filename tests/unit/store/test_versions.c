@@ -162,7 +162,10 @@ static void test_tags_and_parts(void)
     free(buf);
     store_complete_part_t cp[2] = {{1, e1}, {2, e2}};
     int bad = 0;
-    CHECK(store_mpu_complete(st, BKT, "mp", uid, cp, 2, &m, &bad) == WH_OK);
+    CHECK(store_mpu_complete(st,
+                             &(store_mpu_complete_args_t){
+                                 .bucket = BKT, .key = "mp", .upload_id = uid, .parts = cp, .n = 2},
+                             &m, &bad) == WH_OK);
     CHECK(store_version_id_valid(m.version_id) && strcmp(m.version_id, "null") != 0);
     store_obj_meta_free(&m);
     CHECK(store_object_open_version(st, BKT, "mp", NULL, &m, NULL) == WH_OK);
