@@ -471,7 +471,7 @@ int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o)
         store_upload_info_free(us, n);
         us = NULL;
         n = 0;
-        st = store_mpu_list_uploads_page(srv_st(r), srv_b(r), prefix, &page, &us, &n);
+        st = store_mpu_list_uploads(srv_st(r), srv_b(r), prefix, &page, &us, &n);
         if (st != WH_OK)
             break;
         size_t i = 0;

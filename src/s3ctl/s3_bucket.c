@@ -186,7 +186,9 @@ int srv_bucket_create_finish(srv_req_t *r, srv_out_t *o)
     int ret2 = srv_acl_from_request(r, o, owner, owner, &acl);
     if (ret2)
         return ret2;
-    wh_status_t st = store_bucket_create_owned(srv_st(r), srv_b(r), srv_owner_stored(r), acl);
+    wh_status_t st = store_bucket_create(
+        srv_st(r),
+        &(store_bucket_args_t){.bucket = srv_b(r), .owner = srv_owner_stored(r), .acl = acl});
     if (st == WH_ERR_EXISTS) {
         ret = bucket_exists_err(r, o, acl);
         free(acl);

@@ -215,7 +215,7 @@ static void uploads_pass(lc_pass_t *p)
         return;
     store_upload_info_t *u = NULL;
     size_t n = 0;
-    if (store_mpu_list_uploads(p->lc->st, p->bucket, NULL, &u, &n) != WH_OK)
+    if (store_mpu_list_uploads(p->lc->st, p->bucket, NULL, NULL, &u, &n) != WH_OK)
         return;
     for (size_t j = 0; j < n && p->acts < LC_ACT_MAX && !stopping(p->lc); j++) {
         for (size_t i = 0; i < p->cfg->n; i++) {

@@ -139,17 +139,11 @@ wh_status_t store_mpu_list_parts(store_t *st, const char *bucket, const char *ke
     return WH_OK;
 }
 
-wh_status_t store_mpu_list_uploads_page(store_t *st, const char *bucket, const char *prefix,
-                                        const store_upload_page_t *page, store_upload_info_t **out,
-                                        size_t *n)
+wh_status_t store_mpu_list_uploads(store_t *st, const char *bucket, const char *prefix,
+                                   const store_upload_page_t *page, store_upload_info_t **out,
+                                   size_t *n)
 {
     return meta_upload_list(st->meta, bucket, prefix, page, out, n);
-}
-
-wh_status_t store_mpu_list_uploads(store_t *st, const char *bucket, const char *prefix,
-                                   store_upload_info_t **out, size_t *n)
-{
-    return meta_upload_list(st->meta, bucket, prefix, NULL, out, n);
 }
 
 typedef struct {

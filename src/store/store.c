@@ -253,17 +253,11 @@ void store_release(store_t *st, const store_data_ref_t *ref)
 
 /* ---- buckets ---- */
 
-wh_status_t store_bucket_create(store_t *st, const char *bucket)
+wh_status_t store_bucket_create(store_t *st, const store_bucket_args_t *a)
 {
-    return store_bucket_create_owned(st, bucket, "", NULL);
-}
-
-wh_status_t store_bucket_create_owned(store_t *st, const char *bucket, const char *owner,
-                                      const char *acl)
-{
-    if (!store_bucket_name_valid(bucket))
+    if (!store_bucket_name_valid(a->bucket))
         return WH_ERR_INVALID;
-    return meta_bucket_create(st->meta, bucket, time(NULL), owner ? owner : "", acl);
+    return meta_bucket_create(st->meta, a->bucket, time(NULL), a->owner ? a->owner : "", a->acl);
 }
 
 wh_status_t store_bucket_auth_get(store_t *st, const char *bucket, store_bucket_auth_t *out)

@@ -73,11 +73,16 @@ bool store_bucket_name_valid(const char *name);
 bool store_key_valid(const char *key, size_t len);
 
 /* ---- buckets ---- */
-wh_status_t store_bucket_create(store_t *st, const char *bucket); /* WH_ERR_EXISTS if there */
-/* owner: the creator's canonical id ("" = root, as for buckets made before owners were kept);
- * acl: the serialised ACL (its format is the authorization engine's) or NULL for the default. */
-wh_status_t store_bucket_create_owned(store_t *st, const char *bucket, const char *owner,
-                                      const char *acl);
+/* A new bucket. WH_ERR_EXISTS if there, WH_ERR_INVALID for a bad name. Strings are borrowed
+ * for the call. */
+typedef struct store_bucket_args {
+    const char *bucket;
+    /* the creator's canonical id (NULL or "" = root, as for buckets made before owners were
+     * kept) */
+    const char *owner;
+    const char *acl; /* the serialised ACL (the authorization engine's format); NULL: default */
+} store_bucket_args_t;
+wh_status_t store_bucket_create(store_t *st, const store_bucket_args_t *a);
 /* WH_ERR_NOT_EMPTY while it holds objects, NOT_FOUND. Incomplete multipart uploads do not keep
  * a bucket: they are dropped with it and their parts' data released, as S3 does. */
 wh_status_t store_bucket_delete(store_t *st, const char *bucket);
@@ -272,12 +277,11 @@ wh_status_t store_mpu_part_commit(store_t *st, const char *bucket, const char *k
 wh_status_t store_mpu_list_parts(store_t *st, const char *bucket, const char *key,
                                  const char *upload_id, uint32_t marker, uint32_t max,
                                  store_part_info_t **out, size_t *n, bool *truncated);
+/* Incomplete uploads of bucket under prefix (NULL: all): one page of them (store_upload_page_t,
+ * data/types.h: reads only the rows of that page), or every one (page NULL). *out malloc'd. */
 wh_status_t store_mpu_list_uploads(store_t *st, const char *bucket, const char *prefix,
-                                   store_upload_info_t **out, size_t *n);
-/* One page of them (store_upload_page_t, data/types.h): reads only the rows of that page. */
-wh_status_t store_mpu_list_uploads_page(store_t *st, const char *bucket, const char *prefix,
-                                        const store_upload_page_t *page, store_upload_info_t **out,
-                                        size_t *n);
+                                   const store_upload_page_t *page, store_upload_info_t **out,
+                                   size_t *n);
 wh_status_t store_mpu_abort(store_t *st, const char *bucket, const char *key,
                             const char *upload_id);
 /* Completes with the listed parts (numbers strictly ascending; etags must match).

@@ -65,7 +65,7 @@ static store_t *open_store(char **dir)
     store_t *st = NULL;
     CHECK(th_store_open(*dir, &st) == WH_OK);
     if (st)
-        CHECK(store_bucket_create(st, "cmp") == WH_OK);
+        CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "cmp"}) == WH_OK);
     return st;
 }
 

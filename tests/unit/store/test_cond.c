@@ -47,7 +47,7 @@ static void test_put_conditions(void)
     char *dir = th_mkdtemp();
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
-    CHECK(store_bucket_create(st, "bkt") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "bkt"}) == WH_OK);
     store_cond_t c = {.kind = STORE_COND_ABSENT};
     store_obj_meta_t m;
     CHECK(put_cond(st, "k", "one", &c, &m) == WH_OK && !c.failed);
@@ -126,7 +126,7 @@ static void test_race(void)
     char *dir = th_mkdtemp();
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
-    CHECK(store_bucket_create(st, "bkt") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "bkt"}) == WH_OK);
     int bad_rounds = 0;
     for (int round = 0; round < ROUNDS; round++) {
         pthread_barrier_t bar;
@@ -186,7 +186,7 @@ static void test_complete_conditions(void)
     char *dir = th_mkdtemp();
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
-    CHECK(store_bucket_create(st, "bkt") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "bkt"}) == WH_OK);
     CHECK(th_put(st, "bkt", "mp", "old", 3, NULL) == WH_OK);
     char uid[65], etags[2][33];
     mpu_two_parts(st, "mp", 'a', uid, etags);
@@ -235,7 +235,7 @@ static void test_delete_conditions(void)
     char *dir = th_mkdtemp();
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
-    CHECK(store_bucket_create(st, "bkt") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "bkt"}) == WH_OK);
     store_obj_meta_t m;
     CHECK(put_cond(st, "k", "12345", NULL, &m) == WH_OK);
     char e1[80], q1[84];

@@ -307,7 +307,7 @@ static void test_remote_style_table(void)
     CHECK(store_open_tables(meta, &mem->base, &st) == WH_OK);
     if (!st)
         return;
-    CHECK(store_bucket_create(st, "remote") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "remote"}) == WH_OK);
 
     /* PUT 3500 bytes: four chunks, committed with the row. */
     char body[3500];

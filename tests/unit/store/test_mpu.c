@@ -43,7 +43,7 @@ static store_t *open_store(char **dir)
     store_t *st = NULL;
     CHECK(th_store_open(*dir, &st) == WH_OK);
     if (st)
-        CHECK(store_bucket_create(st, "mpu") == WH_OK);
+        CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "mpu"}) == WH_OK);
     return st;
 }
 
@@ -340,7 +340,7 @@ static void test_abort_and_list_uploads(void)
 
     store_upload_info_t *ul = NULL;
     size_t n = 0;
-    CHECK(store_mpu_list_uploads(st, "mpu", "logs/", &ul, &n) == WH_OK);
+    CHECK(store_mpu_list_uploads(st, "mpu", "logs/", NULL, &ul, &n) == WH_OK);
     CHECK_EQ_U64(n, 2);
     if (n == 2) {
         CHECK_STR(ul[0].key, "logs/a");
@@ -349,12 +349,12 @@ static void test_abort_and_list_uploads(void)
         CHECK(ul[0].initiated > 0);
     }
     store_upload_info_free(ul, n);
-    CHECK(store_mpu_list_uploads(st, "mpu", NULL, &ul, &n) == WH_OK);
+    CHECK(store_mpu_list_uploads(st, "mpu", NULL, NULL, &ul, &n) == WH_OK);
     CHECK_EQ_U64(n, 3);
     if (n == 3)
         CHECK_STR(ul[0].key, "data/x");
     store_upload_info_free(ul, n);
-    CHECK(store_mpu_list_uploads(st, "nobucket", NULL, &ul, &n) == WH_ERR_NOT_FOUND);
+    CHECK(store_mpu_list_uploads(st, "nobucket", NULL, NULL, &ul, &n) == WH_ERR_NOT_FOUND);
 
     CHECK(put_part(st, "logs/b", u1, 1, "one", 3, e) == WH_OK);
     CHECK(put_part(st, "logs/b", u1, 2, "two", 3, e) == WH_OK);
@@ -409,10 +409,10 @@ static void test_bucket_delete_drops_uploads(void)
     CHECK(store_mpu_check(st, "mpu", "a", u1) == WH_ERR_NOT_FOUND);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 0);
     /* A bucket of the same name starts with no uploads. */
-    CHECK(store_bucket_create(st, "mpu") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "mpu"}) == WH_OK);
     store_upload_info_t *ul = NULL;
     size_t n = 9;
-    CHECK(store_mpu_list_uploads(st, "mpu", NULL, &ul, &n) == WH_OK && n == 0);
+    CHECK(store_mpu_list_uploads(st, "mpu", NULL, NULL, &ul, &n) == WH_OK && n == 0);
     store_upload_info_free(ul, n);
     CHECK(put_part(st, "a", u1, 3, "late", 4, e) == WH_ERR_NOT_FOUND);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 0);
