@@ -76,6 +76,9 @@ wh_layer_probe(s3api LINK wh_s3api ALLOW s3api/s3api.h s3api/delegate.h s3ctl/s3
   DENY cluster/remote.h roles/roles.h client/client_int.h cli/cli.h)
 wh_layer_probe(roles LINK wh_roles ALLOW roles/roles.h s3api/s3api.h front/front.h cluster/remote.h
   DENY client/client_int.h cli/cli.h)
+# The safetensors parser sees the public header's types and nothing of the client or server.
+wh_layer_probe(safetensors LINK wh_safetensors ALLOW safetensors/safetensors.h wharf/wharf.h
+  DENY client/client_int.h base/util.h auth/sigv4.h store/store.h front/front.h)
 wh_layer_probe(client LINK wh_client ALLOW client/client_int.h wharf/wharf.h auth/sigv4.h
        xfer/xfer.h
   DENY store/store.h front/front.h cli/cli.h)
