@@ -72,7 +72,6 @@ int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part, bool crc32c);
 /* The upload (its row from store_mpu_meta) was created with x-amz-checksum-algorithm CRC32C. */
 bool srv_mpu_names_crc32c(const store_obj_meta_t *upload);
 
-
 /* s3_write.c: the PUT body path shared by PutObject and UploadPart. */
 int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part);
 int srv_put_finish(srv_req_t *r, srv_out_t *o, bool part);

@@ -217,7 +217,6 @@ void srv_out_version(srv_out_t *o, const char *vid, bool asked);
  * versionId; x-amz-delete-marker either way), NoSuchVersion, or NoSuchKey/NoSuchBucket. */
 int srv_version_not_found(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, const char *vid);
 
-
 /* ---- Object Lock (s3_lock.c) ------------------------------------------------------------ */
 
 struct s3_lock_config;
