@@ -156,7 +156,7 @@ wh_status_t store_open_tables(meta_t *meta, store_data_t *data, store_t **out)
     return WH_OK;
 }
 
-wh_status_t store_open_config(const store_config_t *cfg, store_t **out)
+wh_status_t store_open(const store_config_t *cfg, store_t **out)
 {
     if (!cfg->data_dir || !cfg->data_dir[0]) {
         wh_error("store", "no data directory given");
@@ -194,12 +194,6 @@ wh_status_t store_open_config(const store_config_t *cfg, store_t **out)
         return st;
     }
     return store_open_tables(meta, data, out);
-}
-
-wh_status_t store_open(const char *dir, store_t **out)
-{
-    store_config_t cfg = {.data_dir = dir};
-    return store_open_config(&cfg, out);
 }
 
 void store_close(store_t *st)

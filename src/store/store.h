@@ -54,9 +54,9 @@ typedef struct store_config {
 #define STORE_DEFAULT_RESERVE (8ULL << 20)
 #define STORE_DEFAULT_HIGH_WATER 99
 
-/* The embedded default: SQLite and local files under dir. */
-wh_status_t store_open(const char *dir, store_t **out);
-wh_status_t store_open_config(const store_config_t *cfg, store_t **out);
+/* A store as cfg says (cfg->data_dir alone: the embedded default, SQLite and local files under
+ * it). */
+wh_status_t store_open(const store_config_t *cfg, store_t **out);
 /* A store over tables the caller opened (a cluster gateway: PostgreSQL and remote data).
  * Takes ownership of both, also on failure. */
 wh_status_t store_open_tables(struct meta *meta, struct store_data *data, store_t **out);

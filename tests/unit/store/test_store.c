@@ -656,7 +656,7 @@ static void test_part_etag(void)
 {
     char *dir = th_mkdtemp();
     store_t *st = NULL;
-    CHECK(store_open(dir, &st) == WH_OK);
+    CHECK(store_open(&(store_config_t){.data_dir = dir}, &st) == WH_OK);
     CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "data"}) == WH_OK);
     const uint64_t part = 4ULL << 20;
     size_t sizes[] = {0, 5, (size_t)(5ULL << 20), (size_t)(3 * part), (size_t)(3 * part) + 17};
