@@ -2,7 +2,7 @@
  * x-amz-grant-* header value, a canned ACL name, or the storage text; the rest is the input.
  * Whatever parses must round-trip: XML format -> parse, and serialize -> deserialize, give
  * the same grants. */
-#include "s3/authz.h"
+#include "auth/authz.h"
 
 #include <stdint.h>
 #include <stdlib.h>

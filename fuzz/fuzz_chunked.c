@@ -2,7 +2,7 @@
  * trailer, unsigned trailer), bit 2 round trip, bits 3-7 the feed piece size (fz_piece).
  * Decoding arbitrary bodies must not crash and must account for every byte it hands out; a
  * body encoded with s3_chunk_signature from the input must decode back to the input. */
-#include "s3/chunked.h"
+#include "auth/chunked.h"
 
 #include <stdint.h>
 #include <stdlib.h>

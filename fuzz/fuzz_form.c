@@ -1,11 +1,11 @@
 /* libFuzzer driver for the POST Object parsers: the streaming multipart/form-data parser
  * (src/s3/form.c), the Content-Type boundary parameter, and the POST policy document
- * (src/s3/post_policy.c). The first byte picks: bit 7 the policy, bit 6 the boundary, else
+ * (src/auth/post_policy.c). The first byte picks: bit 7 the policy, bit 6 the boundary, else
  * the form with boundary "XyZ", parsed at once and again in pieces of (byte % 31) + 1: both
  * must give the same events and status, and no part's bytes may hold the delimiter. */
 #include "base/util.h"
 #include "s3/form.h"
-#include "s3/post_policy.h"
+#include "auth/post_policy.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * policy; the rest is the JSON. A parsed policy is evaluated against a few fixed requests (any
  * answer is fine; no crash, no leak, no read past the compiled form) and checked against a
  * bucket (MalformedPolicy or OK only). */
-#include "s3/authz.h"
+#include "auth/authz.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,51 +1,37 @@
-/* libFuzzer driver for the safetensors header parser (src/client/safetensors.c, compiled into
- * this target directly: wh_server has no client code). The input is a whole file. Properties:
+/* libFuzzer driver for the safetensors header parser (src/safetensors, linked as its own layer:
+ * wh_roles has no client code). The input is a whole file. Properties:
  * never crashes or reads past len; every failure leaves a message; whatever parses describes
  * tensors that lie inside the data section, in offset order, without overlap, each exactly
  * as long as its shape and dtype say. */
 #include "wharf/wharf.h"
 
-#include "client/client_int.h"
+#include "safetensors/safetensors.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* libwharf's error slot, which the parser reports through (client.c is not linked here). */
-static __thread char g_err[WC_ERR_LEN];
-
-void wc_set_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_err, sizeof g_err, fmt, ap);
-    va_end(ap);
-}
-
-void wc_clear_error(void)
-{
-    g_err[0] = '\0';
-}
+/* The parser's message of the last failing call. */
+static char g_err[512];
 
 static void check_table(const wharf_st_t *st, uint64_t file_size)
 {
-    uint64_t data_off = wharf_st_data_offset(st), data_len = wharf_st_data_len(st);
+    uint64_t data_off = st_data_offset(st), data_len = st_data_len(st);
     if (file_size != WHARF_WHOLE && data_off + data_len != file_size)
         abort();
     uint64_t prev_end = 0;
-    for (size_t i = 0; i < wharf_st_count(st); i++) {
+    for (size_t i = 0; i < st_count(st); i++) {
         const char *name, *dtype;
         uint32_t ndim;
         uint64_t shape[WHARF_ST_MAX_DIMS], b, e;
-        if (wharf_st_tensor(st, i, &name, &dtype, &ndim, shape, WHARF_ST_MAX_DIMS, &b, &e) !=
+        if (st_tensor(st, i, &name, &dtype, &ndim, shape, WHARF_ST_MAX_DIMS, &b, &e, NULL, 0) !=
             WHARF_OK)
             abort();
         if (b != prev_end || e < b || e > data_len || ndim > WHARF_ST_MAX_DIMS)
             abort();
-        unsigned bits = wharf_st_dtype_bits(dtype);
+        unsigned bits = st_dtype_bits(dtype);
         if (!bits || !name)
             abort();
         unsigned __int128 n = bits;
@@ -57,19 +43,20 @@ static void check_table(const wharf_st_t *st, uint64_t file_size)
     }
     if (prev_end != data_len)
         abort();
-    if (wharf_st_tensor(st, wharf_st_count(st), NULL, NULL, NULL, NULL, 0, NULL, NULL) !=
+    if (st_tensor(st, st_count(st), NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, 0) !=
         WHARF_ERR_RANGE)
         abort();
-    const char *meta = wharf_st_metadata_json(st);
+    const char *meta = st_metadata_json(st);
     if (meta && meta[0] != '{')
         abort();
 }
 
 static void parse_as(const uint8_t *buf, size_t size, uint64_t file_size)
 {
+    g_err[0] = '\0';
     wharf_st_t *st = NULL;
     uint64_t n;
-    wharf_status_t rc = wharf_st_header_len(buf, file_size, &n);
+    wharf_status_t rc = st_header_len(buf, file_size, &n, g_err, sizeof g_err);
     if (rc != WHARF_OK) {
         if (g_err[0] == '\0')
             abort(); /* every failure says why */
@@ -77,14 +64,14 @@ static void parse_as(const uint8_t *buf, size_t size, uint64_t file_size)
     }
     if (n > WHARF_ST_MAX_HEADER || (file_size != WHARF_WHOLE && n + 8 > file_size))
         abort();
-    rc = wharf_st_parse(buf, size, file_size, &st);
+    rc = st_parse(buf, size, file_size, &st, g_err, sizeof g_err);
     if (rc != WHARF_OK) {
         if (g_err[0] == '\0' || st != NULL)
             abort();
         return;
     }
     check_table(st, file_size);
-    wharf_st_free(st);
+    st_free(st);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -4,7 +4,7 @@
  * s3_sigv4_sign (with host, x-amz-date and x-amz-content-sha256 set), always verifies, stops
  * verifying when one signature character changes, and is refused with an unsigned x-amz-*
  * header added. */
-#include "s3/sigv4.h"
+#include "auth/sigv4.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -5,7 +5,8 @@
  * one curl handle), reply.c (what replies carry in their headers), pool.c (per-client worker
  * threads), mem.c (registrations, host and GPU memory), object_*.c (GET, PUT, multipart and
  * HEAD; client/object.h lists them), meta.c (delete, list, buckets), safetensors.c (the
- * safetensors header parser), endpoints.c (the list of gateways, round robin, failover). */
+ * wharf_st_* functions over src/safetensors' parser), endpoints.c (the list of gateways, round
+ * robin, failover). */
 #ifndef WH_CLIENT_CLIENT_INT_H
 #define WH_CLIENT_CLIENT_INT_H
 

@@ -2,7 +2,7 @@
 #include "client/client_int.h"
 
 #include "base/log.h"
-#include "s3/sigv4.h"
+#include "auth/sigv4.h"
 #include "s3/xml.h"
 
 #include <inttypes.h>

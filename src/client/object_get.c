@@ -5,7 +5,7 @@
 #include "base/crc.h"
 #include "base/digest.h"
 #include "base/log.h"
-#include "s3/sigv4.h"
+#include "auth/sigv4.h"
 #include "s3/xml.h"
 #include "xfer/token.h"
 

@@ -12,11 +12,11 @@
 #include "base/status.h"
 #include "base/util.h"
 #include "s3/checksum.h"
-#include "s3/chunked.h"
+#include "auth/chunked.h"
 #include "s3/errors.h"
-#include "s3/sigv4.h"
+#include "auth/sigv4.h"
 #include "front/metrics.h"
-#include "s3/authz.h"
+#include "auth/authz.h"
 #include "ident/identity.h"
 #include "engine/rdma.h"
 #include "front/route.h"
@@ -95,7 +95,7 @@ typedef struct srv_config {
     bool rdma_digest_etag;
     /* A cluster gateway: metrics_extra appends its cluster metrics to /metrics. */
     /* Seconds between the lifecycle worker's passes over the buckets' lifecycle rules
-     * (s3api/s3_lifecycle.c); 0: its default. */
+     * (s3ctl/s3_lifecycle.c); 0: its default. */
     unsigned lifecycle_period_s;
     void (*metrics_extra)(void *arg, wh_sbuf_t *out);
     void *metrics_extra_arg;

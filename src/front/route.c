@@ -1,6 +1,6 @@
 #include "front/route.h"
 #include "base/util.h"
-#include "s3/sigv4.h"
+#include "auth/sigv4.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -114,7 +114,7 @@ typedef enum { SRV_AT_SERVICE, SRV_AT_BUCKET, SRV_AT_OBJECT } srv_level_t;
 
 struct srv_req;
 struct srv_out;
-/* A handler step: returns the HTTP status of its answer, which it put in *out (s3api.h), or 0
+/* A handler step: returns the HTTP status of its answer, which it put in *out (s3ctl/s3ctl.h), or 0
  * when it wants the request body first (begin steps of APIs with a body). */
 typedef int (*srv_handler_cb)(struct srv_req *r, struct srv_out *out);
 

@@ -14,7 +14,7 @@
 
 #include "base/seal.h"
 #include "base/status.h"
-#include "s3/authz.h"
+#include "auth/authz.h"
 #include "meta/meta.h"
 
 #include <stdbool.h>

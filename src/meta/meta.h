@@ -41,7 +41,7 @@
 #define META_SCHEMA_VERSION 12
 
 /* The advisory lock (lock_try) of the one gateway that runs maintenance: garbage collection
- * and repair (cluster/members.c) and the lifecycle worker (s3api/s3_lifecycle.c). */
+ * and repair (cluster/members.c) and the lifecycle worker (s3ctl/s3_lifecycle.c). */
 #define META_LOCK_MAINTENANCE 0x7768617266310001LL
 
 typedef struct meta meta_t;

@@ -351,7 +351,7 @@ int main(int argc, char **argv)
     srv_t *srv = NULL;
     scfg.data_dir = cfg.data_dir;
     store_t *store = NULL;
-    wh_status_t st = store_open_config(&scfg, &store);
+    wh_status_t st = store_open(&scfg, &store);
     if (st != WH_OK)
         wh_error("http", "cannot open the store dir=%s: %s", cfg.data_dir, wh_status_str(st));
     else

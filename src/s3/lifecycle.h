@@ -1,7 +1,7 @@
 /* S3 bucket lifecycle: the LifecycleConfiguration document (PutBucketLifecycleConfiguration's
  * body), parsed, checked against S3's rules, written back in one canonical form (the stored
  * form), and the filter of a rule matched against an object. Pure; shared with the server's
- * lifecycle worker (s3api/s3_lifecycle.c) and fuzz/fuzz_lifecycle.c. Transitions (storage
+ * lifecycle worker (s3ctl/s3_lifecycle.c) and fuzz/fuzz_lifecycle.c. Transitions (storage
  * classes) are not built: a rule naming one is refused with NotImplemented. */
 #ifndef WH_S3_LIFECYCLE_H
 #define WH_S3_LIFECYCLE_H

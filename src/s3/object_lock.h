@@ -2,7 +2,7 @@
  * a version's Retention (Put/GetObjectRetention) and LegalHold (Put/GetObjectLegalHold), and the
  * x-amz-object-lock-retain-until-date form of a date. Parsed, checked against S3's rules and
  * written back in one canonical form (the configuration's stored form). Pure; shared with the
- * server (s3api/s3_lock.c) and fuzz/fuzz_object_lock.c. */
+ * server (s3ctl/s3_lock.c) and fuzz/fuzz_object_lock.c. */
 #ifndef WH_S3_OBJECT_LOCK_H
 #define WH_S3_OBJECT_LOCK_H
 

@@ -1,7 +1,7 @@
 /* S3 object tags (tags.h). */
 #include "s3/tags.h"
 
-#include "s3/sigv4.h"
+#include "s3/uri.h"
 #include "s3/xml.h"
 
 #include <stdarg.h>

@@ -273,9 +273,16 @@ int srv_mpu_complete_finish(srv_req_t *r, srv_out_t *o)
     store_cond_t cond;
     if ((ret = srv_write_cond(r, o, &cond)))
         goto out;
-    wh_status_t st =
-        store_mpu_complete_sums(srv_st(r), srv_b(r), srv_k(r), srv_route_q(&r->route, "uploadId"),
-                                cp, n, &sums, &m, &bad, &cond);
+    wh_status_t st = store_mpu_complete(
+        srv_st(r),
+        &(store_mpu_complete_args_t){.bucket = srv_b(r),
+                                     .key = srv_k(r),
+                                     .upload_id = srv_route_q(&r->route, "uploadId"),
+                                     .parts = cp,
+                                     .n = n,
+                                     .sums = &sums,
+                                     .cond = &cond},
+        &m, &bad);
     if (st != WH_OK && cond.failed)
         ret = srv_write_cond_err(r, o, st, &cond, "completing the upload");
     else if (st == WH_ERR_INVALID && bad == STORE_MPU_BAD_PART)
@@ -464,7 +471,7 @@ int srv_mpu_list_uploads(srv_req_t *r, srv_out_t *o)
         store_upload_info_free(us, n);
         us = NULL;
         n = 0;
-        st = store_mpu_list_uploads_page(srv_st(r), srv_b(r), prefix, &page, &us, &n);
+        st = store_mpu_list_uploads(srv_st(r), srv_b(r), prefix, &page, &us, &n);
         if (st != WH_OK)
             break;
         size_t i = 0;

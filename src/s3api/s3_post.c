@@ -17,7 +17,7 @@
 #include "base/codec.h"
 #include "base/log.h"
 #include "s3/form.h"
-#include "s3/post_policy.h"
+#include "auth/post_policy.h"
 #include "s3/tags.h"
 #include "s3/xml.h"
 

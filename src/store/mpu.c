@@ -139,17 +139,11 @@ wh_status_t store_mpu_list_parts(store_t *st, const char *bucket, const char *ke
     return WH_OK;
 }
 
-wh_status_t store_mpu_list_uploads_page(store_t *st, const char *bucket, const char *prefix,
-                                        const store_upload_page_t *page, store_upload_info_t **out,
-                                        size_t *n)
+wh_status_t store_mpu_list_uploads(store_t *st, const char *bucket, const char *prefix,
+                                   const store_upload_page_t *page, store_upload_info_t **out,
+                                   size_t *n)
 {
     return meta_upload_list(st->meta, bucket, prefix, page, out, n);
-}
-
-wh_status_t store_mpu_list_uploads(store_t *st, const char *bucket, const char *prefix,
-                                   store_upload_info_t **out, size_t *n)
-{
-    return meta_upload_list(st->meta, bucket, prefix, NULL, out, n);
 }
 
 typedef struct {
@@ -243,26 +237,14 @@ static wh_status_t mpu_crc32c(const meta_part_t *use, size_t n, store_sum_type_t
     return WH_OK;
 }
 
-wh_status_t store_mpu_complete(store_t *st, const char *bucket, const char *key,
-                               const char *upload_id, const store_complete_part_t *parts, size_t n,
+wh_status_t store_mpu_complete(store_t *st, const store_mpu_complete_args_t *a,
                                store_obj_meta_t *out_meta, int *bad)
 {
-    return store_mpu_complete_cond(st, bucket, key, upload_id, parts, n, out_meta, bad, NULL);
-}
-
-wh_status_t store_mpu_complete_cond(store_t *st, const char *bucket, const char *key,
-                                    const char *upload_id, const store_complete_part_t *parts,
-                                    size_t n, store_obj_meta_t *out_meta, int *bad,
-                                    store_cond_t *cond)
-{
-    return store_mpu_complete_sums(st, bucket, key, upload_id, parts, n, NULL, out_meta, bad, cond);
-}
-
-wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char *key,
-                                    const char *upload_id, const store_complete_part_t *parts,
-                                    size_t n, const store_mpu_sums_t *sums,
-                                    store_obj_meta_t *out_meta, int *bad, store_cond_t *cond)
-{
+    const char *bucket = a->bucket, *key = a->key, *upload_id = a->upload_id;
+    const store_complete_part_t *parts = a->parts;
+    size_t n = a->n;
+    const store_mpu_sums_t *sums = a->sums;
+    store_cond_t *cond = a->cond;
     meta_part_t *have = NULL, *use = NULL, *all = NULL;
     size_t nhave = 0, nall = 0, nchunks = 0;
     store_writer_t *w = NULL;

@@ -156,7 +156,7 @@ wh_status_t store_open_tables(meta_t *meta, store_data_t *data, store_t **out)
     return WH_OK;
 }
 
-wh_status_t store_open_config(const store_config_t *cfg, store_t **out)
+wh_status_t store_open(const store_config_t *cfg, store_t **out)
 {
     if (!cfg->data_dir || !cfg->data_dir[0]) {
         wh_error("store", "no data directory given");
@@ -194,12 +194,6 @@ wh_status_t store_open_config(const store_config_t *cfg, store_t **out)
         return st;
     }
     return store_open_tables(meta, data, out);
-}
-
-wh_status_t store_open(const char *dir, store_t **out)
-{
-    store_config_t cfg = {.data_dir = dir};
-    return store_open_config(&cfg, out);
 }
 
 void store_close(store_t *st)
@@ -253,17 +247,11 @@ void store_release(store_t *st, const store_data_ref_t *ref)
 
 /* ---- buckets ---- */
 
-wh_status_t store_bucket_create(store_t *st, const char *bucket)
+wh_status_t store_bucket_create(store_t *st, const store_bucket_args_t *a)
 {
-    return store_bucket_create_owned(st, bucket, "", NULL);
-}
-
-wh_status_t store_bucket_create_owned(store_t *st, const char *bucket, const char *owner,
-                                      const char *acl)
-{
-    if (!store_bucket_name_valid(bucket))
+    if (!store_bucket_name_valid(a->bucket))
         return WH_ERR_INVALID;
-    return meta_bucket_create(st->meta, bucket, time(NULL), owner ? owner : "", acl);
+    return meta_bucket_create(st->meta, a->bucket, time(NULL), a->owner ? a->owner : "", a->acl);
 }
 
 wh_status_t store_bucket_auth_get(store_t *st, const char *bucket, store_bucket_auth_t *out)

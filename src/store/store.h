@@ -54,9 +54,9 @@ typedef struct store_config {
 #define STORE_DEFAULT_RESERVE (8ULL << 20)
 #define STORE_DEFAULT_HIGH_WATER 99
 
-/* The embedded default: SQLite and local files under dir. */
-wh_status_t store_open(const char *dir, store_t **out);
-wh_status_t store_open_config(const store_config_t *cfg, store_t **out);
+/* A store as cfg says (cfg->data_dir alone: the embedded default, SQLite and local files under
+ * it). */
+wh_status_t store_open(const store_config_t *cfg, store_t **out);
 /* A store over tables the caller opened (a cluster gateway: PostgreSQL and remote data).
  * Takes ownership of both, also on failure. */
 wh_status_t store_open_tables(struct meta *meta, struct store_data *data, store_t **out);
@@ -73,11 +73,16 @@ bool store_bucket_name_valid(const char *name);
 bool store_key_valid(const char *key, size_t len);
 
 /* ---- buckets ---- */
-wh_status_t store_bucket_create(store_t *st, const char *bucket); /* WH_ERR_EXISTS if there */
-/* owner: the creator's canonical id ("" = root, as for buckets made before owners were kept);
- * acl: the serialised ACL (its format is the authorization engine's) or NULL for the default. */
-wh_status_t store_bucket_create_owned(store_t *st, const char *bucket, const char *owner,
-                                      const char *acl);
+/* A new bucket. WH_ERR_EXISTS if there, WH_ERR_INVALID for a bad name. Strings are borrowed
+ * for the call. */
+typedef struct store_bucket_args {
+    const char *bucket;
+    /* the creator's canonical id (NULL or "" = root, as for buckets made before owners were
+     * kept) */
+    const char *owner;
+    const char *acl; /* the serialised ACL (the authorization engine's format); NULL: default */
+} store_bucket_args_t;
+wh_status_t store_bucket_create(store_t *st, const store_bucket_args_t *a);
 /* WH_ERR_NOT_EMPTY while it holds objects, NOT_FOUND. Incomplete multipart uploads do not keep
  * a bucket: they are dropped with it and their parts' data released, as S3 does. */
 wh_status_t store_bucket_delete(store_t *st, const char *bucket);
@@ -272,12 +277,11 @@ wh_status_t store_mpu_part_commit(store_t *st, const char *bucket, const char *k
 wh_status_t store_mpu_list_parts(store_t *st, const char *bucket, const char *key,
                                  const char *upload_id, uint32_t marker, uint32_t max,
                                  store_part_info_t **out, size_t *n, bool *truncated);
+/* Incomplete uploads of bucket under prefix (NULL: all): one page of them (store_upload_page_t,
+ * data/types.h: reads only the rows of that page), or every one (page NULL). *out malloc'd. */
 wh_status_t store_mpu_list_uploads(store_t *st, const char *bucket, const char *prefix,
-                                   store_upload_info_t **out, size_t *n);
-/* One page of them (store_upload_page_t, data/types.h): reads only the rows of that page. */
-wh_status_t store_mpu_list_uploads_page(store_t *st, const char *bucket, const char *prefix,
-                                        const store_upload_page_t *page, store_upload_info_t **out,
-                                        size_t *n);
+                                   const store_upload_page_t *page, store_upload_info_t **out,
+                                   size_t *n);
 wh_status_t store_mpu_abort(store_t *st, const char *bucket, const char *key,
                             const char *upload_id);
 /* Completes with the listed parts (numbers strictly ascending; etags must match).
@@ -296,15 +300,6 @@ enum { STORE_MPU_NO_PARTS = 4 };
 /* *bad = 5: a listed part's checksum, or the whole object's the client expects, differs from
  * the stored one (S3 answers InvalidPart and BadDigest). */
 enum { STORE_MPU_BAD_PART_SUM = 5, STORE_MPU_BAD_SUM = 6 };
-wh_status_t store_mpu_complete(store_t *st, const char *bucket, const char *key,
-                               const char *upload_id, const store_complete_part_t *parts, size_t n,
-                               store_obj_meta_t *out_meta, int *bad);
-/* store_mpu_complete under a condition (NULL: none), checked in the completing transaction.
- * WH_ERR_PRECONDITION without cond->failed: a listed part changed meanwhile (a conflict). */
-wh_status_t store_mpu_complete_cond(store_t *st, const char *bucket, const char *key,
-                                    const char *upload_id, const store_complete_part_t *parts,
-                                    size_t n, store_obj_meta_t *out_meta, int *bad,
-                                    store_cond_t *cond);
 /* The object's CRC-32C after completion, as S3's x-amz-checksum-type names it: none (S3's
  * multipart default), COMPOSITE (the CRC-32C of the parts' CRC-32Cs, "<base64>-<parts>") or
  * FULL_OBJECT (the CRC-32C of the whole object, combined from the parts' without re-reading).
@@ -320,10 +315,19 @@ typedef struct store_mpu_sums {
     const char *const *part_crc32c;
     const char *const *part_crc64nvme;
 } store_mpu_sums_t;
-/* store_mpu_complete_cond with the object's checksums (sums NULL: none asked). */
-wh_status_t store_mpu_complete_sums(store_t *st, const char *bucket, const char *key,
-                                    const char *upload_id, const store_complete_part_t *parts,
-                                    size_t n, const store_mpu_sums_t *sums,
-                                    store_obj_meta_t *out_meta, int *bad, store_cond_t *cond);
+/* What store_mpu_complete completes. Strings and arrays are borrowed for the call. */
+typedef struct store_mpu_complete_args {
+    const char *bucket;
+    const char *key;
+    const char *upload_id;
+    const store_complete_part_t *parts; /* the listed parts, n of them */
+    size_t n;
+    const store_mpu_sums_t *sums; /* NULL: no checksum asked */
+    /* NULL: none; else checked in the completing transaction. WH_ERR_PRECONDITION without
+     * cond->failed: a listed part changed meanwhile (a conflict). */
+    store_cond_t *cond;
+} store_mpu_complete_args_t;
+wh_status_t store_mpu_complete(store_t *st, const store_mpu_complete_args_t *a,
+                               store_obj_meta_t *out_meta, int *bad);
 
 #endif

@@ -37,22 +37,26 @@ function(wh_layer_probe ctx)
   endforeach()
 endfunction()
 
-# Order: base < xfer, s3 < data < meta < store < cluster (meta's backends, meta_sqlite and
-# meta_pg, see meta and not each other); engine (xfer, s3) and ident (meta, s3)
-# < front (HTTP, routing, metrics) < s3api (the S3 and IAM handlers) < roles (wharfd). The front
-# never names the application (no s3api header), the RDMA engine knows nothing of HTTP.
+# Order: base < xfer, s3 < auth (SigV4, policies, ACLs), data < meta < store < cluster (meta's
+# backends, meta_sqlite and meta_pg, see meta and not each other); engine (xfer, s3) and ident
+# (meta, auth) < front (HTTP, routing, metrics) < s3ctl (bucket, configuration and IAM handlers,
+# what every handler shares) < s3api (object handlers, dispatch) < roles (wharfd).
+# The front never names the application (no s3api header), the RDMA engine knows nothing of HTTP.
 wh_layer_probe(base LINK wh_base ALLOW base/util.h base/status.h
-  DENY xfer/xfer.h s3/sigv4.h data/data.h meta/meta.h store/store.h front/front.h
+  DENY xfer/xfer.h auth/sigv4.h data/data.h meta/meta.h store/store.h front/front.h
        client/client_int.h wharf/wharf.h)
 wh_layer_probe(xfer LINK wh_xfer ALLOW xfer/xfer.h base/util.h
-  DENY s3/sigv4.h store/store.h engine/rdma.h front/front.h client/client_int.h)
-wh_layer_probe(s3 LINK wh_s3 ALLOW s3/sigv4.h base/util.h
-  DENY xfer/xfer.h store/store.h front/front.h client/client_int.h)
+  DENY auth/sigv4.h store/store.h engine/rdma.h front/front.h client/client_int.h)
+wh_layer_probe(s3 LINK wh_s3 ALLOW s3/xml.h s3/uri.h s3/errors.h base/util.h
+  DENY auth/sigv4.h auth/authz.h xfer/xfer.h store/store.h front/front.h client/client_int.h)
+wh_layer_probe(auth LINK wh_auth ALLOW auth/sigv4.h auth/authz.h auth/chunked.h s3/xml.h
+       base/util.h
+  DENY xfer/xfer.h data/data.h store/store.h ident/identity.h front/front.h client/client_int.h)
 wh_layer_probe(data LINK wh_data ALLOW data/data.h data/types.h base/util.h
-  DENY meta/meta.h store/store.h xfer/xfer.h s3/sigv4.h front/front.h client/client_int.h)
+  DENY meta/meta.h store/store.h xfer/xfer.h auth/sigv4.h front/front.h client/client_int.h)
 wh_layer_probe(meta LINK wh_meta ALLOW meta/meta.h meta/meta_ver.h data/data.h base/util.h
   DENY meta_sqlite/meta_sqlite_int.h meta_pg/meta_pg_int.h store/store.h cluster/itoken.h
-       ident/identity.h xfer/xfer.h s3/sigv4.h front/front.h)
+       ident/identity.h xfer/xfer.h auth/sigv4.h front/front.h)
 # A metadata backend sees meta's interface and rules, never the other backend.
 wh_layer_probe(meta_sqlite LINK wh_meta_sqlite
   ALLOW meta_sqlite/meta_sqlite_int.h meta/meta_ver.h meta/meta.h data/data.h base/util.h
@@ -63,30 +67,39 @@ wh_layer_probe(meta_pg LINK wh_meta_pg
   DENY meta_sqlite/meta_sqlite_int.h store/store.h xfer/xfer.h front/front.h)
 wh_layer_probe(store LINK wh_store ALLOW store/store.h meta/meta.h data/data.h base/util.h
   DENY meta_sqlite/meta_sqlite_int.h meta_pg/meta_pg_int.h cluster/itoken.h front/front.h
-       xfer/xfer.h s3/sigv4.h client/client_int.h)
+       xfer/xfer.h auth/sigv4.h client/client_int.h)
 wh_layer_probe(cluster LINK wh_cluster ALLOW cluster/itoken.h store/store.h xfer/xfer.h base/util.h
-  DENY engine/rdma.h front/front.h s3api/s3api.h roles/roles.h s3/sigv4.h client/client_int.h)
+  DENY engine/rdma.h front/front.h s3api/s3api.h roles/roles.h auth/sigv4.h client/client_int.h)
 wh_layer_probe(engine LINK wh_engine ALLOW engine/rdma.h xfer/xfer.h s3/errors.h base/util.h
   DENY front/front.h front/http_int.h front/route.h s3api/s3api.h ident/identity.h
-       store/store.h roles/roles.h client/client_int.h)
-wh_layer_probe(ident LINK wh_ident ALLOW ident/identity.h meta/meta.h s3/authz.h base/util.h
+       store/store.h roles/roles.h client/client_int.h auth/sigv4.h)
+wh_layer_probe(ident LINK wh_ident ALLOW ident/identity.h meta/meta.h auth/authz.h base/util.h
   DENY store/store.h engine/rdma.h front/front.h s3api/s3api.h roles/roles.h)
 wh_layer_probe(front LINK wh_front ALLOW front/front.h front/http_int.h front/route.h
-       ident/identity.h engine/rdma.h store/store.h s3/sigv4.h xfer/xfer.h
+       ident/identity.h engine/rdma.h store/store.h auth/sigv4.h xfer/xfer.h
+  DENY s3api/s3api.h s3api/delegate.h s3ctl/s3ctl.h cluster/remote.h roles/roles.h
+       client/client_int.h cli/cli.h)
+wh_layer_probe(s3ctl LINK wh_s3ctl ALLOW s3ctl/s3ctl.h front/front.h store/store.h
+       auth/authz.h
   DENY s3api/s3api.h s3api/delegate.h cluster/remote.h roles/roles.h client/client_int.h cli/cli.h)
-wh_layer_probe(s3api LINK wh_s3api ALLOW s3api/s3api.h s3api/delegate.h front/front.h store/store.h
+wh_layer_probe(s3api LINK wh_s3api ALLOW s3api/s3api.h s3api/delegate.h s3ctl/s3ctl.h front/front.h
+       store/store.h
   DENY cluster/remote.h roles/roles.h client/client_int.h cli/cli.h)
 wh_layer_probe(roles LINK wh_roles ALLOW roles/roles.h s3api/s3api.h front/front.h cluster/remote.h
   DENY client/client_int.h cli/cli.h)
-wh_layer_probe(client LINK wh_client ALLOW client/client_int.h wharf/wharf.h s3/sigv4.h xfer/xfer.h
+# The safetensors parser sees the public header's types and nothing of the client or server.
+wh_layer_probe(safetensors LINK wh_safetensors ALLOW safetensors/safetensors.h wharf/wharf.h
+  DENY client/client_int.h base/util.h auth/sigv4.h store/store.h front/front.h)
+wh_layer_probe(client LINK wh_client ALLOW client/client_int.h wharf/wharf.h auth/sigv4.h
+       xfer/xfer.h
   DENY store/store.h front/front.h cli/cli.h)
 # The CLI sees libwharf's public ABI and base, never libwharf's internals or the server side.
 wh_layer_probe(cli LINK wharf wh_base INCLUDE ${WH_LAYER_TREE}/cli
   ALLOW cli/cli.h wharf/wharf.h base/util.h
-  DENY client/client_int.h xfer/xfer.h s3/sigv4.h store/store.h front/front.h)
+  DENY client/client_int.h xfer/xfer.h auth/sigv4.h store/store.h front/front.h)
 # The benchmarks: libwharf's public ABI, base, and their own bench/lib.
 wh_layer_probe(bench LINK wh_bench ALLOW wbench.h wharf/wharf.h base/crc.h
-  DENY client/client_int.h xfer/xfer.h s3/sigv4.h store/store.h front/front.h)
+  DENY client/client_int.h xfer/xfer.h auth/sigv4.h store/store.h front/front.h)
 
 get_property(deny GLOBAL PROPERTY WH_PROBES_DENY)
 get_property(allow GLOBAL PROPERTY WH_PROBES_ALLOW)

@@ -12,7 +12,7 @@
 static inline wh_status_t th_store_open(const char *dir, store_t **out)
 {
     store_config_t cfg = {.data_dir = dir, .meta_url = th_meta_url(dir)};
-    return store_open_config(&cfg, out);
+    return store_open(&cfg, out);
 }
 
 /* PUT of n bytes; returns the status of the commit, fills *meta (etag, size...). */

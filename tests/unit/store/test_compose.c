@@ -51,7 +51,12 @@ static wh_status_t upload(store_t *st, const char *key, const char *whole, const
         off += sizes[i];
     }
     int bad = 0;
-    return s == WH_OK ? store_mpu_complete(st, "cmp", key, uid, cp, n, om, &bad) : s;
+    return s == WH_OK ? store_mpu_complete(
+                            st,
+                            &(store_mpu_complete_args_t){
+                                .bucket = "cmp", .key = key, .upload_id = uid, .parts = cp, .n = n},
+                            om, &bad)
+                      : s;
 }
 
 static store_t *open_store(char **dir)
@@ -60,7 +65,7 @@ static store_t *open_store(char **dir)
     store_t *st = NULL;
     CHECK(th_store_open(*dir, &st) == WH_OK);
     if (st)
-        CHECK(store_bucket_create(st, "cmp") == WH_OK);
+        CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "cmp"}) == WH_OK);
     return st;
 }
 

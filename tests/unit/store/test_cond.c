@@ -1,5 +1,5 @@
-/* Conditional writes in the store (store_writer_commit_cond, store_mpu_complete_cond) and
- * conditional deletes (store_object_delete_cond): the check runs in the committing metadata
+/* Conditional writes in the store (store_writer_commit_cond, store_mpu_complete with a cond)
+ * and conditional deletes (store_object_delete_cond): the check runs in the committing metadata
  * transaction, so writers racing on one key cannot both pass. Runs on SQLite and (as
  * unit/store/test_cond/pg) on PostgreSQL. */
 #include "base/log.h"
@@ -47,7 +47,7 @@ static void test_put_conditions(void)
     char *dir = th_mkdtemp();
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
-    CHECK(store_bucket_create(st, "bkt") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "bkt"}) == WH_OK);
     store_cond_t c = {.kind = STORE_COND_ABSENT};
     store_obj_meta_t m;
     CHECK(put_cond(st, "k", "one", &c, &m) == WH_OK && !c.failed);
@@ -126,7 +126,7 @@ static void test_race(void)
     char *dir = th_mkdtemp();
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
-    CHECK(store_bucket_create(st, "bkt") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "bkt"}) == WH_OK);
     int bad_rounds = 0;
     for (int round = 0; round < ROUNDS; round++) {
         pthread_barrier_t bar;
@@ -186,7 +186,7 @@ static void test_complete_conditions(void)
     char *dir = th_mkdtemp();
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
-    CHECK(store_bucket_create(st, "bkt") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "bkt"}) == WH_OK);
     CHECK(th_put(st, "bkt", "mp", "old", 3, NULL) == WH_OK);
     char uid[65], etags[2][33];
     mpu_two_parts(st, "mp", 'a', uid, etags);
@@ -195,8 +195,11 @@ static void test_complete_conditions(void)
     memset(&m, 0, sizeof m);
     int bad = 0;
     store_cond_t c = {.kind = STORE_COND_ABSENT};
-    CHECK(store_mpu_complete_cond(st, "bkt", "mp", uid, cp, 2, &m, &bad, &c) ==
-              WH_ERR_PRECONDITION &&
+    CHECK(store_mpu_complete(
+              st,
+              &(store_mpu_complete_args_t){
+                  .bucket = "bkt", .key = "mp", .upload_id = uid, .parts = cp, .n = 2, .cond = &c},
+              &m, &bad) == WH_ERR_PRECONDITION &&
           c.failed);
     /* The upload is still there, and the old object too. */
     CHECK(store_mpu_check(st, "bkt", "mp", uid) == WH_OK);
@@ -205,15 +208,22 @@ static void test_complete_conditions(void)
     free(b);
     c = (store_cond_t){.kind = STORE_COND_MATCH};
     snprintf(c.etag, sizeof c.etag, "%s", "e7d4a5e45e2e1d81b29fa3ac2d3d6ee5");
-    CHECK(store_mpu_complete_cond(st, "bkt", "mp", uid, cp, 2, &m, &bad, &c) ==
-              WH_ERR_PRECONDITION &&
+    CHECK(store_mpu_complete(
+              st,
+              &(store_mpu_complete_args_t){
+                  .bucket = "bkt", .key = "mp", .upload_id = uid, .parts = cp, .n = 2, .cond = &c},
+              &m, &bad) == WH_ERR_PRECONDITION &&
           c.failed);
     store_obj_meta_t om;
     CHECK(store_object_open(st, "bkt", "mp", &om, NULL) == WH_OK);
     c = (store_cond_t){.kind = STORE_COND_MATCH};
     snprintf(c.etag, sizeof c.etag, "%s", om.etag);
     store_obj_meta_free(&om);
-    CHECK(store_mpu_complete_cond(st, "bkt", "mp", uid, cp, 2, &m, &bad, &c) == WH_OK);
+    CHECK(store_mpu_complete(
+              st,
+              &(store_mpu_complete_args_t){
+                  .bucket = "bkt", .key = "mp", .upload_id = uid, .parts = cp, .n = 2, .cond = &c},
+              &m, &bad) == WH_OK);
     store_obj_meta_free(&m);
     CHECK(store_mpu_check(st, "bkt", "mp", uid) == WH_ERR_NOT_FOUND);
     store_close(st);
@@ -225,7 +235,7 @@ static void test_delete_conditions(void)
     char *dir = th_mkdtemp();
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
-    CHECK(store_bucket_create(st, "bkt") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "bkt"}) == WH_OK);
     store_obj_meta_t m;
     CHECK(put_cond(st, "k", "12345", NULL, &m) == WH_OK);
     char e1[80], q1[84];

@@ -117,7 +117,7 @@ static void test_round_trip_ranges_and_tamper(void)
     char *dir = th_mkdtemp();
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
-    CHECK(store_bucket_create(st, "bkt") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "bkt"}) == WH_OK);
     uint8_t ck[32], other[32], dk[32], ok[32];
     fill(ck, 32, 1);
     fill(other, 32, 2);
@@ -201,7 +201,7 @@ static void test_copy_and_multipart(void)
     char *dir = th_mkdtemp();
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
-    CHECK(store_bucket_create(st, "bkt") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "bkt"}) == WH_OK);
     uint8_t ck[32], dk[32], ck2[32], dk2[32];
     fill(ck, 32, 9);
     fill(ck2, 32, 10);
@@ -256,7 +256,11 @@ static void test_copy_and_multipart(void)
     store_complete_part_t cps[2] = {{2, et[0]}, {5, et[1]}};
     int bad = -1;
     memset(&om, 0, sizeof om);
-    CHECK(store_mpu_complete(st, "bkt", "m", uid, cps, 2, &om, &bad) == WH_OK);
+    CHECK(
+        store_mpu_complete(st,
+                           &(store_mpu_complete_args_t){
+                               .bucket = "bkt", .key = "m", .upload_id = uid, .parts = cps, .n = 2},
+                           &om, &bad) == WH_OK);
     CHECK(om.sse && strstr(om.sse, ";n=2,5") != NULL);
     CHECK_EQ_U64(om.size, p1 + p2);
     store_obj_meta_free(&om);
@@ -279,7 +283,7 @@ static void test_versions(void)
     char *dir = th_mkdtemp();
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
-    CHECK(store_bucket_create(st, "bkt") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "bkt"}) == WH_OK);
     CHECK(store_bucket_versioning_set(st, "bkt", STORE_VERSIONING_ENABLED) == WH_OK);
     uint8_t ck[32], dk[32], p[3000], q[3000];
     fill(ck, 32, 21);

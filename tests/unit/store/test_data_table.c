@@ -307,7 +307,7 @@ static void test_remote_style_table(void)
     CHECK(store_open_tables(meta, &mem->base, &st) == WH_OK);
     if (!st)
         return;
-    CHECK(store_bucket_create(st, "remote") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "remote"}) == WH_OK);
 
     /* PUT 3500 bytes: four chunks, committed with the row. */
     char body[3500];
@@ -384,7 +384,11 @@ static void test_remote_style_table(void)
     int released = mem->released;
     store_complete_part_t cp[2] = {{1, e1}, {2, e2}};
     int bad = 0;
-    CHECK(store_mpu_complete(st, "remote", "mp", uid, cp, 2, &pm, &bad) == WH_OK);
+    CHECK(store_mpu_complete(
+              st,
+              &(store_mpu_complete_args_t){
+                  .bucket = "remote", .key = "mp", .upload_id = uid, .parts = cp, .n = 2},
+              &pm, &bad) == WH_OK);
     store_obj_meta_free(&pm);
     CHECK_EQ_U64(live_chunks(mem), before); /* no copy, nothing freed */
     CHECK_EQ_U64(mem->released, released);
@@ -411,7 +415,14 @@ static void test_remote_style_table(void)
     store_complete_part_t cq[1] = {{2, e2}}; /* the last part may be small */
     store_mpu_sums_t sums = {STORE_SUM_COMPOSITE, NULL, NULL, NULL, NULL};
     memset(&pm, 0, sizeof pm);
-    CHECK(store_mpu_complete_sums(st, "remote", "mq", uid, cq, 1, &sums, &pm, &bad, NULL) == WH_OK);
+    CHECK(store_mpu_complete(st,
+                             &(store_mpu_complete_args_t){.bucket = "remote",
+                                                          .key = "mq",
+                                                          .upload_id = uid,
+                                                          .parts = cq,
+                                                          .n = 1,
+                                                          .sums = &sums},
+                             &pm, &bad) == WH_OK);
     CHECK_STR(pm.crc32c, "");
     CHECK(pm.crc64nvme[0] != '\0');
     store_obj_meta_free(&pm);

@@ -43,7 +43,7 @@ static store_t *open_store(char **dir)
     store_t *st = NULL;
     CHECK(th_store_open(*dir, &st) == WH_OK);
     if (st)
-        CHECK(store_bucket_create(st, "mpu") == WH_OK);
+        CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "mpu"}) == WH_OK);
     return st;
 }
 
@@ -132,7 +132,11 @@ static void test_complete(void)
     store_complete_part_t cp[3] = {{1, quoted}, {2, et[2]}, {3, et[3]}};
     store_obj_meta_t om;
     int bad = -1;
-    CHECK(store_mpu_complete(st, "mpu", "big/object", uid, cp, 3, &om, &bad) == WH_OK);
+    CHECK(store_mpu_complete(
+              st,
+              &(store_mpu_complete_args_t){
+                  .bucket = "mpu", .key = "big/object", .upload_id = uid, .parts = cp, .n = 3},
+              &om, &bad) == WH_OK);
     CHECK_EQ_U64(bad, 0);
 
     /* ETag: md5 of the binary md5s, "-3". */
@@ -173,7 +177,11 @@ static void test_complete(void)
 
     /* The upload is gone; its three part files are the object's extents (nothing copied). */
     CHECK(store_mpu_check(st, "mpu", "big/object", uid) == WH_ERR_NOT_FOUND);
-    CHECK(store_mpu_complete(st, "mpu", "big/object", uid, cp, 3, &om, &bad) == WH_ERR_NOT_FOUND);
+    CHECK(store_mpu_complete(
+              st,
+              &(store_mpu_complete_args_t){
+                  .bucket = "mpu", .key = "big/object", .upload_id = uid, .parts = cp, .n = 3},
+              &om, &bad) == WH_ERR_NOT_FOUND);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 3);
     CHECK_EQ_U64(th_count_files(dir, "tmp"), 0);
     CHECK(store_bucket_delete(st, "mpu") == WH_ERR_NOT_EMPTY);
@@ -202,36 +210,64 @@ static void test_complete_errors(void)
     /* InvalidPart: a part never uploaded, or an etag that does not match. */
     store_complete_part_t missing[2] = {{2, et[2]}, {4, et[3]}};
     bad = 0;
-    CHECK(store_mpu_complete(st, "mpu", "k", uid, missing, 2, &om, &bad) == WH_ERR_INVALID);
+    CHECK(store_mpu_complete(
+              st,
+              &(store_mpu_complete_args_t){
+                  .bucket = "mpu", .key = "k", .upload_id = uid, .parts = missing, .n = 2},
+              &om, &bad) == WH_ERR_INVALID);
     CHECK_EQ_U64(bad, STORE_MPU_BAD_PART);
     store_complete_part_t wrong[2] = {{2, et[2]}, {3, et[2]}};
     bad = 0;
-    CHECK(store_mpu_complete(st, "mpu", "k", uid, wrong, 2, &om, &bad) == WH_ERR_INVALID);
+    CHECK(store_mpu_complete(
+              st,
+              &(store_mpu_complete_args_t){
+                  .bucket = "mpu", .key = "k", .upload_id = uid, .parts = wrong, .n = 2},
+              &om, &bad) == WH_ERR_INVALID);
     CHECK_EQ_U64(bad, STORE_MPU_BAD_PART);
     store_complete_part_t noetag[1] = {{2, NULL}};
     bad = 0;
-    CHECK(store_mpu_complete(st, "mpu", "k", uid, noetag, 1, &om, &bad) == WH_ERR_INVALID);
+    CHECK(store_mpu_complete(
+              st,
+              &(store_mpu_complete_args_t){
+                  .bucket = "mpu", .key = "k", .upload_id = uid, .parts = noetag, .n = 1},
+              &om, &bad) == WH_ERR_INVALID);
     CHECK_EQ_U64(bad, STORE_MPU_BAD_PART);
 
     /* InvalidPartOrder: descending, and a repeated number. */
     store_complete_part_t desc[2] = {{3, et[3]}, {2, et[2]}};
     bad = 0;
-    CHECK(store_mpu_complete(st, "mpu", "k", uid, desc, 2, &om, &bad) == WH_ERR_INVALID);
+    CHECK(store_mpu_complete(
+              st,
+              &(store_mpu_complete_args_t){
+                  .bucket = "mpu", .key = "k", .upload_id = uid, .parts = desc, .n = 2},
+              &om, &bad) == WH_ERR_INVALID);
     CHECK_EQ_U64(bad, STORE_MPU_BAD_ORDER);
     store_complete_part_t dup[2] = {{2, et[2]}, {2, et[2]}};
     bad = 0;
-    CHECK(store_mpu_complete(st, "mpu", "k", uid, dup, 2, &om, &bad) == WH_ERR_INVALID);
+    CHECK(
+        store_mpu_complete(st,
+                           &(store_mpu_complete_args_t){
+                               .bucket = "mpu", .key = "k", .upload_id = uid, .parts = dup, .n = 2},
+                           &om, &bad) == WH_ERR_INVALID);
     CHECK_EQ_U64(bad, STORE_MPU_BAD_ORDER);
 
     /* EntityTooSmall: a 1 MiB part that is not last. */
     store_complete_part_t tiny[3] = {{1, et[1]}, {2, et[2]}, {3, et[3]}};
     bad = 0;
-    CHECK(store_mpu_complete(st, "mpu", "k", uid, tiny, 3, &om, &bad) == WH_ERR_INVALID);
+    CHECK(store_mpu_complete(
+              st,
+              &(store_mpu_complete_args_t){
+                  .bucket = "mpu", .key = "k", .upload_id = uid, .parts = tiny, .n = 3},
+              &om, &bad) == WH_ERR_INVALID);
     CHECK_EQ_U64(bad, STORE_MPU_TOO_SMALL);
 
     /* No parts at all. */
     bad = 0;
-    CHECK(store_mpu_complete(st, "mpu", "k", uid, tiny, 0, &om, &bad) == WH_ERR_INVALID);
+    CHECK(store_mpu_complete(
+              st,
+              &(store_mpu_complete_args_t){
+                  .bucket = "mpu", .key = "k", .upload_id = uid, .parts = tiny, .n = 0},
+              &om, &bad) == WH_ERR_INVALID);
     CHECK_EQ_U64(bad, STORE_MPU_NO_PARTS);
 
     /* Nothing was stored by any failure; the upload is intact. */
@@ -244,7 +280,11 @@ static void test_complete_errors(void)
      * small last part is fine. */
     store_complete_part_t sub[2] = {{2, et[2]}, {3, et[3]}};
     bad = -1;
-    CHECK(store_mpu_complete(st, "mpu", "k", uid, sub, 2, &om, &bad) == WH_OK);
+    CHECK(
+        store_mpu_complete(st,
+                           &(store_mpu_complete_args_t){
+                               .bucket = "mpu", .key = "k", .upload_id = uid, .parts = sub, .n = 2},
+                           &om, &bad) == WH_OK);
     CHECK_EQ_U64(bad, 0);
     CHECK_EQ_U64(om.size, 5 * MiB + 1000);
     CHECK(strlen(om.etag) == 34 && strcmp(om.etag + 32, "-2") == 0);
@@ -258,7 +298,11 @@ static void test_complete_errors(void)
     CHECK(store_mpu_create(st, "mpu", "k", NULL, uid) == WH_OK);
     CHECK(put_part(st, "k", uid, 1, "tiny", 4, et[1]) == WH_OK);
     store_complete_part_t one[1] = {{1, et[1]}};
-    CHECK(store_mpu_complete(st, "mpu", "k", uid, one, 1, &om, &bad) == WH_OK);
+    CHECK(
+        store_mpu_complete(st,
+                           &(store_mpu_complete_args_t){
+                               .bucket = "mpu", .key = "k", .upload_id = uid, .parts = one, .n = 1},
+                           &om, &bad) == WH_OK);
     CHECK_EQ_U64(om.size, 4);
     store_obj_meta_free(&om);
     size_t n = (size_t)store_reader_size(rd);
@@ -296,7 +340,7 @@ static void test_abort_and_list_uploads(void)
 
     store_upload_info_t *ul = NULL;
     size_t n = 0;
-    CHECK(store_mpu_list_uploads(st, "mpu", "logs/", &ul, &n) == WH_OK);
+    CHECK(store_mpu_list_uploads(st, "mpu", "logs/", NULL, &ul, &n) == WH_OK);
     CHECK_EQ_U64(n, 2);
     if (n == 2) {
         CHECK_STR(ul[0].key, "logs/a");
@@ -305,12 +349,12 @@ static void test_abort_and_list_uploads(void)
         CHECK(ul[0].initiated > 0);
     }
     store_upload_info_free(ul, n);
-    CHECK(store_mpu_list_uploads(st, "mpu", NULL, &ul, &n) == WH_OK);
+    CHECK(store_mpu_list_uploads(st, "mpu", NULL, NULL, &ul, &n) == WH_OK);
     CHECK_EQ_U64(n, 3);
     if (n == 3)
         CHECK_STR(ul[0].key, "data/x");
     store_upload_info_free(ul, n);
-    CHECK(store_mpu_list_uploads(st, "nobucket", NULL, &ul, &n) == WH_ERR_NOT_FOUND);
+    CHECK(store_mpu_list_uploads(st, "nobucket", NULL, NULL, &ul, &n) == WH_ERR_NOT_FOUND);
 
     CHECK(put_part(st, "logs/b", u1, 1, "one", 3, e) == WH_OK);
     CHECK(put_part(st, "logs/b", u1, 2, "two", 3, e) == WH_OK);
@@ -365,10 +409,10 @@ static void test_bucket_delete_drops_uploads(void)
     CHECK(store_mpu_check(st, "mpu", "a", u1) == WH_ERR_NOT_FOUND);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 0);
     /* A bucket of the same name starts with no uploads. */
-    CHECK(store_bucket_create(st, "mpu") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "mpu"}) == WH_OK);
     store_upload_info_t *ul = NULL;
     size_t n = 9;
-    CHECK(store_mpu_list_uploads(st, "mpu", NULL, &ul, &n) == WH_OK && n == 0);
+    CHECK(store_mpu_list_uploads(st, "mpu", NULL, NULL, &ul, &n) == WH_OK && n == 0);
     store_upload_info_free(ul, n);
     CHECK(put_part(st, "a", u1, 3, "late", 4, e) == WH_ERR_NOT_FOUND);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 0);
@@ -409,18 +453,37 @@ static void test_complete_sums(void)
         store_obj_meta_t om;
         memset(&om, 0, sizeof om);
         int bad = 0;
-        CHECK(store_mpu_complete_sums(st, "mpu", key, uid, cp, 2, &sums, &om, &bad, NULL) ==
-              WH_ERR_INVALID);
+        CHECK(store_mpu_complete(st,
+                                 &(store_mpu_complete_args_t){.bucket = "mpu",
+                                                              .key = key,
+                                                              .upload_id = uid,
+                                                              .parts = cp,
+                                                              .n = 2,
+                                                              .sums = &sums},
+                                 &om, &bad) == WH_ERR_INVALID);
         CHECK_EQ_U64(bad, STORE_MPU_BAD_PART_SUM);
         pc[0] = b1;
         sums.want_crc32c = wrong;
-        CHECK(store_mpu_complete_sums(st, "mpu", key, uid, cp, 2, &sums, &om, &bad, NULL) ==
-              WH_ERR_INVALID);
+        CHECK(store_mpu_complete(st,
+                                 &(store_mpu_complete_args_t){.bucket = "mpu",
+                                                              .key = key,
+                                                              .upload_id = uid,
+                                                              .parts = cp,
+                                                              .n = 2,
+                                                              .sums = &sums},
+                                 &om, &bad) == WH_ERR_INVALID);
         CHECK_EQ_U64(bad, STORE_MPU_BAD_SUM);
         CHECK(store_object_open(st, "mpu", key, NULL, NULL) == WH_ERR_NOT_FOUND);
         sums.want_crc32c = t == 0 ? comp : full;
         memset(&om, 0, sizeof om);
-        CHECK(store_mpu_complete_sums(st, "mpu", key, uid, cp, 2, &sums, &om, &bad, NULL) == WH_OK);
+        CHECK(store_mpu_complete(st,
+                                 &(store_mpu_complete_args_t){.bucket = "mpu",
+                                                              .key = key,
+                                                              .upload_id = uid,
+                                                              .parts = cp,
+                                                              .n = 2,
+                                                              .sums = &sums},
+                                 &om, &bad) == WH_OK);
         CHECK_STR(om.crc32c, t == 0 ? comp : full);
         store_obj_meta_free(&om);
         CHECK(store_object_open(st, "mpu", key, &om, NULL) == WH_OK);

@@ -90,10 +90,10 @@ static void test_buckets(void)
     CHECK(th_store_open(dir, &st) == WH_OK);
     if (!st)
         return;
-    CHECK(store_bucket_create(st, "bkt-b") == WH_OK);
-    CHECK(store_bucket_create(st, "bkt-a") == WH_OK);
-    CHECK(store_bucket_create(st, "bkt-a") == WH_ERR_EXISTS);
-    CHECK(store_bucket_create(st, "Bad_Name") == WH_ERR_INVALID);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "bkt-b"}) == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "bkt-a"}) == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "bkt-a"}) == WH_ERR_EXISTS);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "Bad_Name"}) == WH_ERR_INVALID);
     CHECK(store_bucket_exists(st, "bkt-a") == WH_OK);
     CHECK(store_bucket_exists(st, "nope") == WH_ERR_NOT_FOUND);
     store_bucket_info_t *bl = NULL;
@@ -137,7 +137,7 @@ static void test_put_get(void)
     CHECK(th_store_open(dir, &st) == WH_OK);
     if (!st)
         return;
-    CHECK(store_bucket_create(st, "data") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "data"}) == WH_OK);
 
     /* Digests and metadata of a PUT. */
     size_t n = 300000;
@@ -265,7 +265,7 @@ static void test_overwrite_open_fd(void)
     CHECK(th_store_open(dir, &st) == WH_OK);
     if (!st)
         return;
-    CHECK(store_bucket_create(st, "data") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "data"}) == WH_OK);
     CHECK(th_put(st, "data", "k", "version-one", 11, NULL) == WH_OK);
     store_obj_meta_t m;
     int fd = -1;
@@ -308,7 +308,7 @@ static void test_odd_keys(void)
     CHECK(th_store_open(dir, &st) == WH_OK);
     if (!st)
         return;
-    CHECK(store_bucket_create(st, "data") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "data"}) == WH_OK);
     static char longkey[STORE_MAX_KEY + 2];
     memset(longkey, 'L', STORE_MAX_KEY);
     longkey[STORE_MAX_KEY] = '\0';
@@ -369,8 +369,8 @@ static void test_copy(void)
     CHECK(th_store_open(dir, &st) == WH_OK);
     if (!st)
         return;
-    CHECK(store_bucket_create(st, "src") == WH_OK);
-    CHECK(store_bucket_create(st, "dst") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "src"}) == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "dst"}) == WH_OK);
     size_t n = 1 << 20;
     char *buf = malloc(n);
     for (size_t i = 0; i < n; i++)
@@ -442,7 +442,8 @@ static void test_recovery(void)
     if (pid == 0) {
         store_t *cs = NULL;
         store_writer_t *w = NULL;
-        if (th_store_open(dir, &cs) != WH_OK || store_bucket_create(cs, "data") != WH_OK ||
+        if (th_store_open(dir, &cs) != WH_OK ||
+            store_bucket_create(cs, &(store_bucket_args_t){.bucket = "data"}) != WH_OK ||
             th_put(cs, "data", "kept", "committed bytes", 15, NULL) != WH_OK ||
             store_mpu_create(cs, "data", "mp", NULL, uid) != WH_OK ||
             store_writer_open(cs, &w) != WH_OK || store_writer_write(w, "part", 4) != WH_OK ||
@@ -583,7 +584,7 @@ static void test_concurrency(void)
     CHECK(th_store_open(dir, &st) == WH_OK);
     if (!st)
         return;
-    CHECK(store_bucket_create(st, "conc") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "conc"}) == WH_OK);
     pthread_t th[CONC_THREADS];
     conc_arg_t args[CONC_THREADS];
     for (int i = 0; i < CONC_THREADS; i++) {
@@ -612,7 +613,7 @@ static void test_reader_api(void)
     CHECK(th_store_open(dir, &st) == WH_OK);
     if (!st)
         return;
-    CHECK(store_bucket_create(st, "data") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "data"}) == WH_OK);
     CHECK(th_put(st, "data", "k", "0123456789abcdef", 16, NULL) == WH_OK);
     store_obj_meta_t m;
     store_reader_t *r = NULL;
@@ -655,8 +656,8 @@ static void test_part_etag(void)
 {
     char *dir = th_mkdtemp();
     store_t *st = NULL;
-    CHECK(store_open(dir, &st) == WH_OK);
-    CHECK(store_bucket_create(st, "data") == WH_OK);
+    CHECK(store_open(&(store_config_t){.data_dir = dir}, &st) == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "data"}) == WH_OK);
     const uint64_t part = 4ULL << 20;
     size_t sizes[] = {0, 5, (size_t)(5ULL << 20), (size_t)(3 * part), (size_t)(3 * part) + 17};
     size_t n = sizes[4];
@@ -718,7 +719,7 @@ static void test_digest_etag(void)
     char *dir = th_mkdtemp();
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
-    CHECK(store_bucket_create(st, "data") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "data"}) == WH_OK);
     size_t len = (9u << 20) + 3;
     uint8_t *buf = malloc(len);
     for (size_t i = 0; i < len; i++)

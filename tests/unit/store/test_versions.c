@@ -52,7 +52,7 @@ static void test_states_and_versions(void)
     char *dir = th_mkdtemp();
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
-    CHECK(store_bucket_create(st, BKT) == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = BKT}) == WH_OK);
     store_versioning_t v;
     CHECK(store_bucket_versioning_get(st, BKT, &v) == WH_OK && v == STORE_VERSIONING_OFF);
     CHECK(store_bucket_versioning_set(st, BKT, STORE_VERSIONING_OFF) == WH_ERR_INVALID);
@@ -129,7 +129,7 @@ static void test_tags_and_parts(void)
     char *dir = th_mkdtemp();
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
-    CHECK(store_bucket_create(st, BKT) == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = BKT}) == WH_OK);
     CHECK(store_bucket_versioning_set(st, BKT, STORE_VERSIONING_ENABLED) == WH_OK);
     char v1[STORE_VERSION_ID_MAX], v2[STORE_VERSION_ID_MAX];
     put(st, "t", "a", v1);
@@ -162,7 +162,10 @@ static void test_tags_and_parts(void)
     free(buf);
     store_complete_part_t cp[2] = {{1, e1}, {2, e2}};
     int bad = 0;
-    CHECK(store_mpu_complete(st, BKT, "mp", uid, cp, 2, &m, &bad) == WH_OK);
+    CHECK(store_mpu_complete(st,
+                             &(store_mpu_complete_args_t){
+                                 .bucket = BKT, .key = "mp", .upload_id = uid, .parts = cp, .n = 2},
+                             &m, &bad) == WH_OK);
     CHECK(store_version_id_valid(m.version_id) && strcmp(m.version_id, "null") != 0);
     store_obj_meta_free(&m);
     CHECK(store_object_open_version(st, BKT, "mp", NULL, &m, NULL) == WH_OK);
@@ -185,7 +188,7 @@ static void test_listing(void)
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
     CHECK(meta_set_durable(store_meta(st), false) == WH_OK);
-    CHECK(store_bucket_create(st, BKT) == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = BKT}) == WH_OK);
     CHECK(store_bucket_versioning_set(st, BKT, STORE_VERSIONING_ENABLED) == WH_OK);
     static const char *const keys[] = {"a/1", "a/2", "b", "c/x/1", "c/y", "d"};
     ref_row_t want[64];
@@ -289,7 +292,7 @@ static void test_object_lock(void)
     char *dir = th_mkdtemp();
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
-    CHECK(store_bucket_create(st, BKT) == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = BKT}) == WH_OK);
     CHECK(store_bucket_versioning_set(st, BKT, STORE_VERSIONING_ENABLED) == WH_OK);
     int64_t now = (int64_t)time(NULL), later = now + 3600;
     char g[STORE_VERSION_ID_MAX], c[STORE_VERSION_ID_MAX], h[STORE_VERSION_ID_MAX];
@@ -372,7 +375,7 @@ static void test_object_lock(void)
     /* Every lock passed over only to undo a write never acknowledged. */
     CHECK(store_object_delete_locked(st, BKT, "n", "null", STORE_BYPASS_ALL, NULL) == WH_OK);
     /* Object lock only on a bucket whose versioning is Enabled, which then stays so. */
-    CHECK(store_bucket_create(st, "lkb2") == WH_OK);
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "lkb2"}) == WH_OK);
     CHECK(store_bucket_attr_set(st, "lkb2", STORE_BATTR_OBJECT_LOCK, "x") == WH_ERR_NOT_FOUND);
     CHECK(store_bucket_versioning_set(st, "lkb2", STORE_VERSIONING_ENABLED) == WH_OK);
     CHECK(store_bucket_attr_set(st, "lkb2", STORE_BATTR_OBJECT_LOCK, "x") == WH_OK);

@@ -1,0 +1,242 @@
+/* Buckets: ListBuckets (paged), CreateBucket, DeleteBucket, HeadBucket, GetBucketLocation and
+ * GetBucketVersioning (objects are unversioned: the configuration is always empty). */
+#include "s3ctl/s3ctl.h"
+#include "base/codec.h"
+#include "base/log.h"
+#include "s3/object_lock.h"
+#include "s3/xml.h"
+
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static int bucket_name_cmp(const void *a, const void *b)
+{
+    return strcmp(((const store_bucket_info_t *)a)->name, ((const store_bucket_info_t *)b)->name);
+}
+
+/* ListBuckets, with the paging of S3's ListBuckets: max-buckets (1..10000; without it every
+ * bucket), continuation-token (the base64 of the last name of the page before, answered as
+ * ContinuationToken while more remain), prefix, and bucket-region (this endpoint's one region,
+ * or none). Names are compared as bytes, so pages follow one order on every backend. */
+int srv_bucket_list_all(srv_req_t *r, srv_out_t *o)
+{
+    const char *mb = srv_route_q(&r->route, "max-buckets");
+    uint64_t max = 0;
+    if (mb && (wh_parse_u64(mb, strlen(mb), &max) != 0 || max < 1 || max > 10000))
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                       "max-buckets must be an integer between 1 and 10000");
+    const char *prefix = srv_route_q(&r->route, "prefix");
+    const char *region = srv_route_q(&r->route, "bucket-region");
+    const char *ctoken = srv_route_q(&r->route, "continuation-token");
+    char after[80] = "";
+    if (ctoken) {
+        size_t tl = strlen(ctoken);
+        long n = tl < 4 * ((sizeof after + 2) / 3)
+                     ? wh_base64_decode(ctoken, tl, after, sizeof after - 1)
+                     : -1;
+        if (n <= 0 || memchr(after, '\0', (size_t)n))
+            return srv_err(o, S3_ERR_INVALID_ARGUMENT,
+                           "The continuation token provided is incorrect");
+        after[n] = '\0';
+    }
+    store_bucket_info_t *bs = NULL;
+    size_t n = 0;
+    wh_status_t st = store_bucket_list(srv_st(r), &bs, &n);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "listing buckets");
+    if (n > 1)
+        qsort(bs, n, sizeof *bs, bucket_name_cmp);
+    bool in_region = !region || strcmp(region, r->srv->cfg.region) == 0;
+    size_t plen = prefix ? strlen(prefix) : 0;
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    wh_sbuf_puts(&b, XML_DECL "<ListAllMyBucketsResult xmlns=\"" S3_XMLNS "\">");
+    srv_xml_owner(r, &b, "Owner");
+    wh_sbuf_puts(&b, "<Buckets>");
+    size_t shown = 0;
+    const char *last = NULL;
+    bool more = false;
+    for (size_t i = 0; in_region && i < n; i++) {
+        if ((after[0] && strcmp(bs[i].name, after) <= 0) ||
+            (plen && strncmp(bs[i].name, prefix, plen) != 0))
+            continue;
+        /* Root sees every bucket; a user, the buckets it owns. */
+        if (r->who.kind != S3_PRINCIPAL_ROOT) {
+            store_bucket_auth_t a;
+            memset(&a, 0, sizeof a);
+            wh_status_t as = store_bucket_auth_get(srv_st(r), bs[i].name, &a);
+            bool mine = as == WH_OK && strcmp(a.owner, srv_owner_stored(r)) == 0;
+            store_bucket_auth_free(&a);
+            if (as != WH_OK && as != WH_ERR_NOT_FOUND) {
+                wh_sbuf_free(&b);
+                free(bs);
+                return srv_err_status(r, o, as, "listing buckets");
+            }
+            if (!mine)
+                continue;
+        }
+        if (max && shown == max) {
+            more = true;
+            break;
+        }
+        wh_sbuf_puts(&b, "<Bucket>");
+        s3_xml_elem(&b, "Name", bs[i].name);
+        srv_xml_time(&b, "CreationDate", bs[i].created);
+        s3_xml_elem(&b, "BucketRegion", r->srv->cfg.region);
+        wh_sbuf_puts(&b, "</Bucket>");
+        last = bs[i].name;
+        shown++;
+    }
+    wh_sbuf_puts(&b, "</Buckets>");
+    if (more && last) {
+        char tok[4 * ((sizeof bs->name + 2) / 3) + 1];
+        wh_base64_encode(last, strlen(last), tok);
+        s3_xml_elem(&b, "ContinuationToken", tok);
+    }
+    if (prefix)
+        s3_xml_elem(&b, "Prefix", prefix);
+    wh_sbuf_puts(&b, "</ListAllMyBucketsResult>");
+    free(bs);
+    return srv_ok_xml(o, 200, &b);
+}
+
+/* CreateBucket on a name that is taken: the caller's own (or root's), or someone else's.
+ * acl: the ACL the request names (NULL: private). */
+static int bucket_exists_err(srv_req_t *r, srv_out_t *o, const char *acl)
+{
+    store_bucket_auth_t a;
+    memset(&a, 0, sizeof a);
+    bool mine = r->who.kind == S3_PRINCIPAL_ROOT;
+    if (!mine && store_bucket_auth_get(srv_st(r), srv_b(r), &a) == WH_OK)
+        mine = strcmp(a.owner, srv_owner_stored(r)) == 0;
+    store_bucket_auth_free(&a);
+    /* us-east-1 answers 200 to its owner re-creating a bucket and resets its ACL to the
+     * request's (S3's legacy behaviour there); other regions BucketAlreadyOwnedByYou. */
+    if (mine && strcmp(r->srv->cfg.region, "us-east-1") == 0) {
+        wh_status_t st = store_bucket_set_acl(srv_st(r), srv_b(r), acl);
+        if (st != WH_OK)
+            return srv_err_status(r, o, st, "resetting the bucket's ACL");
+        char l[80];
+        snprintf(l, sizeof l, "/%s", srv_b(r));
+        srv_out_header(o, MHD_HTTP_HEADER_LOCATION, l);
+        return srv_ok(o, 200);
+    }
+    if (mine)
+        return srv_err(o, S3_ERR_BUCKET_EXISTS, NULL);
+    return srv_err_raw(o, 409, "BucketAlreadyExists",
+                       "The requested bucket name is not available. The bucket namespace is "
+                       "shared by all users of the system. Please select a different name and "
+                       "try again.");
+}
+
+int srv_bucket_create_begin(srv_req_t *r, srv_out_t *o)
+{
+    if (!store_bucket_name_valid(srv_b(r)))
+        return srv_err(o, S3_ERR_INVALID_BUCKET_NAME,
+                       "bucket names are 3-63 characters of a-z, 0-9, '.' and '-', starting "
+                       "and ending with a letter or digit");
+    return 0; /* read the optional CreateBucketConfiguration */
+}
+
+/* x-amz-bucket-object-lock-enabled: true: the new bucket gets versioning Enabled and object
+ * lock (no default retention). If either cannot be stored the bucket is removed again, so a
+ * success always means a bucket with object lock. */
+static int bucket_lock_on_create(srv_req_t *r, srv_out_t *o)
+{
+    const char *h = srv_hdr(r, "x-amz-bucket-object-lock-enabled");
+    if (!h || strcasecmp(h, "true") != 0)
+        return 0;
+    s3_lock_config_t cfg = {0};
+    wh_status_t st = store_bucket_versioning_set(srv_st(r), srv_b(r), STORE_VERSIONING_ENABLED);
+    int ret = st == WH_OK ? srv_lock_enable(r, o, &cfg)
+                          : srv_err_status(r, o, st, "enabling the new bucket's versioning");
+    if (ret) {
+        wh_status_t ds = store_bucket_delete(srv_st(r), srv_b(r));
+        wh_warn("s3", "id=%s bucket %s made without its object lock; removed again (%s)", r->id,
+                srv_b(r), wh_status_str(ds));
+    }
+    return ret;
+}
+
+int srv_bucket_create_finish(srv_req_t *r, srv_out_t *o)
+{
+    int ret = srv_body_md5_check(r, o);
+    if (ret)
+        return ret;
+    char loc[64] = "";
+    if (r->buf.len) {
+        s3_err_t e = s3_xml_parse_create_bucket(r->buf.data, r->buf.len, loc, sizeof loc);
+        if (e != S3_OK)
+            return srv_err(o, e, NULL);
+    }
+    if (loc[0] && strcmp(loc, r->srv->cfg.region) != 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "The %s location constraint is incompatible with the region "
+                 "of this endpoint (%s).",
+                 loc, r->srv->cfg.region);
+        return srv_err_raw(o, 400, "IllegalLocationConstraintException", msg);
+    }
+    /* Owned by its creator, with the ACL x-amz-acl or x-amz-grant-* name (else private). */
+    char owner[65], *acl = NULL;
+    srv_owner_id(r, srv_owner_stored(r), owner);
+    int ret2 = srv_acl_from_request(r, o, owner, owner, &acl);
+    if (ret2)
+        return ret2;
+    wh_status_t st = store_bucket_create(
+        srv_st(r),
+        &(store_bucket_args_t){.bucket = srv_b(r), .owner = srv_owner_stored(r), .acl = acl});
+    if (st == WH_ERR_EXISTS) {
+        ret = bucket_exists_err(r, o, acl);
+        free(acl);
+        return ret;
+    }
+    free(acl);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "creating the bucket");
+    if ((ret = bucket_lock_on_create(r, o)))
+        return ret;
+    char l[80];
+    snprintf(l, sizeof l, "/%s", srv_b(r));
+    srv_out_header(o, MHD_HTTP_HEADER_LOCATION, l);
+    return srv_ok(o, 200);
+}
+
+int srv_bucket_delete(srv_req_t *r, srv_out_t *o)
+{
+    wh_status_t st = store_bucket_delete(srv_st(r), srv_b(r));
+    if (st == WH_OK)
+        return srv_ok(o, 204);
+    if (st == WH_ERR_NOT_FOUND)
+        return srv_err(o, S3_ERR_NO_SUCH_BUCKET, NULL);
+    if (st == WH_ERR_NOT_EMPTY)
+        return srv_err(o, S3_ERR_BUCKET_NOT_EMPTY, NULL);
+    return srv_err_status(r, o, st, "deleting the bucket");
+}
+
+int srv_bucket_head(srv_req_t *r, srv_out_t *o)
+{
+    int ret = srv_need_bucket(r, o);
+    if (ret)
+        return ret;
+    srv_out_header(o, "x-amz-bucket-region", r->srv->cfg.region);
+    return srv_ok(o, 200);
+}
+
+int srv_bucket_location(srv_req_t *r, srv_out_t *o)
+{
+    int ret = srv_need_bucket(r, o);
+    if (ret)
+        return ret;
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    /* us-east-1 is the empty constraint, as S3 answers. */
+    const char *reg = strcmp(r->srv->cfg.region, "us-east-1") == 0 ? "" : r->srv->cfg.region;
+    wh_sbuf_puts(&b, XML_DECL "<LocationConstraint xmlns=\"" S3_XMLNS "\">");
+    s3_xml_escape(&b, reg);
+    wh_sbuf_puts(&b, "</LocationConstraint>");
+    return srv_ok_xml(o, 200, &b);
+}
