@@ -39,7 +39,7 @@ static uint64_t obj_crc(uint64_t off, uint64_t len)
 }
 
 typedef struct src {
-    uint64_t next;    /* where the next read must start (in order, no gaps) */
+    uint64_t next; /* where the next read must start (in order, no gaps) */
     uint64_t calls, bytes, max_span;
     bool out_of_order;
     uint64_t fail_at; /* a read whose span holds this offset fails with fail_st */
@@ -149,8 +149,7 @@ static void run(srv_rdma_t *r, const char *prov, bool bound)
     /* Other statuses keep their S3 meaning: stored bytes out of reach (a cluster's) are 503. */
     src_t a = {.next = 0, .fail_at = 0, .fail_st = WH_ERR_UNAVAILABLE};
     memset(&res, 0, sizeof res);
-    CHECK(srv_rdma_get_source(r, &tok, &peer, src_read, &a, 0, size, &res) ==
-          WH_ERR_UNAVAILABLE);
+    CHECK(srv_rdma_get_source(r, &tok, &peer, src_read, &a, 0, size, &res) == WH_ERR_UNAVAILABLE);
     CHECK_EQ_U64(res.http_status, 503);
     CHECK_STR(res.s3_code, "ServiceUnavailable");
     CHECK_EQ_U64(res.bytes, 0);
