@@ -6,8 +6,8 @@ repeated, medians):
   http       GET of the plain objects over HTTP (sendfile)
   http-sse   GET of the SSE-S3 objects over HTTP (each 64 KiB segment read, authenticated and
              decrypted by the server, then sent)
-  rdma       GET of the plain objects over RDMA (ofi+tcp): the reference an RDMA GET of an
-             encrypted object would be held to (wharfd declines that with 501)
+  rdma       GET of the plain objects over RDMA (ofi+tcp): the reference (RDMA of encrypted
+             objects against plain ones: bench/sse_rdma_bench.py)
 
 Each arm reads every object into memory with STREAMS threads (libwharf), checks every byte
 outside the timed window, and reports GB/s and the server's CPU seconds per GB. The machine's

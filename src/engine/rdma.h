@@ -97,6 +97,19 @@ typedef struct srv_rdma_extent {
 wh_status_t srv_rdma_get_extents(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
                                  const srv_rdma_extent_t *ext, size_t n, srv_rdma_result_t *res);
 
+/* GET from a source that is not a file (an encrypted object, decrypted as it is read):
+ * read(arg, buf, n, at) fills exactly n bytes of the object at `at` into buf (a registered
+ * pool buffer), or answers a status that fails the GET; the bytes of a failed read are never
+ * sent (those of earlier reads may have landed: the reply is an error all the same, and its
+ * message says at which offset). Called from one thread at a time (the request's or the
+ * staged pipeline's reader), at increasing offsets from off to off+len, in spans of at most
+ * one pool buffer; arg is borrowed for the call. Every provider takes the staged pipeline
+ * (bound shm too: there is no file to map). res->crc64nvme covers the bytes read. */
+typedef wh_status_t (*srv_rdma_read_cb)(void *arg, void *buf, size_t n, uint64_t at);
+wh_status_t srv_rdma_get_source(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
+                                srv_rdma_read_cb read, void *arg, uint64_t off, uint64_t len,
+                                srv_rdma_result_t *res);
+
 /* PUT: reads the token's whole region (size = token size) and passes it, in order, to sink. */
 typedef wh_status_t (*srv_rdma_sink_cb)(void *arg, const void *p, size_t n);
 wh_status_t srv_rdma_put_tok(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,

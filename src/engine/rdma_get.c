@@ -1,6 +1,7 @@
 /* RDMA GET: writes [off, off+len) of an object's file, or of the files of an object composed
  * of several (a completed multipart upload: one extent per part), into the token's region. */
 #include "engine/rdma_int.h"
+#include "s3/errors.h"
 #include "base/log.h"
 #include "base/util.h"
 
@@ -42,11 +43,14 @@
 
 enum { SLOT_EMPTY = 0, SLOT_FILLED, SLOT_SENT };
 
-/* One file's span of the transfer: [off, off+len) of fd lands at roff in the region. */
+/* One span of the transfer: [off, off+len) of fd (or of the source read, when read is set)
+ * lands at roff in the region. */
 typedef struct get_ext {
     int fd;
     int dfd; /* the same file with O_DIRECT, or a GET_DIO_* state */
     uint64_t off, len, roff;
+    srv_rdma_read_cb read; /* a source in place of fd (srv_rdma_get_source) */
+    void *read_arg;
 } get_ext_t;
 
 typedef struct get_pipe {
@@ -59,8 +63,10 @@ typedef struct get_pipe {
     uint8_t *buf[RDMA_MAX_SLOTS]; /* pool buffers */
     int state[RDMA_MAX_SLOTS];
     size_t n[RDMA_MAX_SLOTS];
-    uint64_t crc; /* running crc64nvme of every chunk filled, in order */
-    int read_err; /* errno of a failed pread, or of the direct path's mmap */
+    uint64_t crc;       /* running crc64nvme of every chunk filled, in order */
+    int read_err;       /* errno of a failed pread, or of the direct path's mmap */
+    wh_status_t src_st; /* a source's failure (read_err is then EIO) */
+    uint64_t src_at;    /* the object offset of the span it failed on */
     bool abort;
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -100,6 +106,15 @@ static bool get_chunk_cold(int fd, uint64_t at, size_t n)
 /* Reads n bytes at `at` of extent e into p. Returns 0 or an errno. */
 static int get_fill_span(get_pipe_t *g, get_ext_t *e, uint64_t at, uint8_t *p, size_t n)
 {
+    if (e->read) {
+        /* A source fills the whole span or fails it: nothing of a failed span is posted. */
+        wh_status_t st = e->read(e->read_arg, p, n, at);
+        if (st == WH_OK)
+            return 0;
+        g->src_st = st;
+        g->src_at = at;
+        return EIO;
+    }
     size_t got = 0;
     bool cold = e->dfd != GET_DIO_NONE && get_chunk_cold(e->fd, at, n);
     if (cold && e->dfd == GET_DIO_UNOPENED) {
@@ -407,7 +422,9 @@ static wh_status_t get_extents_run(srv_rdma_t *r, const token_arg_t *token, cons
     g.n_ext = n_ext;
     g.r = r;
     g.len = len;
-    if (xfer_batch_direct(t.b)) {
+    /* A source has no file to map: it goes staged, through pool buffers, on a direct batch
+     * too (posts there are synchronous copies; the reader thread still overlaps them). */
+    if (xfer_batch_direct(t.b) && !ge[0].read) {
         for (size_t i = 0; i < n_ext && st == WH_OK; i++) {
             uint64_t c = 0;
             st =
@@ -438,7 +455,18 @@ static wh_status_t get_extents_run(srv_rdma_t *r, const token_arg_t *token, cons
         atomic_fetch_add(&p->write_bytes, moved);
         atomic_fetch_add(&p->write_ops, 1);
     } else {
-        if (g.read_err) {
+        if (g.src_st != WH_OK) {
+            s3_err_t e = s3_err_from_status(g.src_st);
+            if (g.src_st == WH_ERR_CHECKSUM)
+                rdma_res_set(res, 500, "InternalError",
+                             "the object's stored bytes fail verification at offset %" PRIu64
+                             " or after it: not served",
+                             g.src_at);
+            else
+                rdma_res_set(res, s3_err_http_status(e), s3_err_code(e),
+                             "reading the object failed: %s", wh_status_str(g.src_st));
+            st = g.src_st;
+        } else if (g.read_err) {
             rdma_res_set(res, 500, "InternalError", "reading the object failed: %s",
                          strerror(g.read_err));
             st = WH_ERR_IO;
@@ -490,4 +518,22 @@ wh_status_t srv_rdma_get_extents(srv_rdma_t *r, const token_arg_t *token, const 
     if (ge != &one)
         free(ge);
     return st;
+}
+
+wh_status_t srv_rdma_get_source(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,
+                                srv_rdma_read_cb read, void *arg, uint64_t off, uint64_t len,
+                                srv_rdma_result_t *res)
+{
+    if (!read) {
+        rdma_res_set(res, 500, "InternalError", "no source to read the object from");
+        return WH_ERR_INVALID;
+    }
+    get_ext_t e = {.fd = -1,
+                   .dfd = GET_DIO_NONE,
+                   .off = off,
+                   .len = len,
+                   .roff = 0,
+                   .read = read,
+                   .read_arg = arg};
+    return get_extents_run(r, token, peer, &e, 1, len, res);
 }

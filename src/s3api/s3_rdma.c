@@ -104,6 +104,12 @@ int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part, bool crc32c)
             part);
     else
         srv_put_etag_mode(r, part);
+    /* An encrypted target (SSE-C or SSE-S3 headers, the bucket's default, the upload's
+     * encryption) takes the bytes through the writer's cipher: the positional sink is then
+     * refused (store_writer_begin_at) and the in-order one runs; size, CRCs and ETag stay
+     * those of the plaintext, as over HTTP. */
+    if ((ret = srv_sse_writer(r, o, part)))
+        return ret; /* cleanup aborts the writer */
     srv_rdma_result_t res;
     memset(&res, 0, sizeof res);
     uint64_t t0 = wh_now_ns();
@@ -134,6 +140,7 @@ int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part, bool crc32c)
     srv_out_header(o, "x-amz-checksum-crc64nvme", c64);
     srv_out_header(o, "x-amz-rdma-reply", "200");
     srv_out_header_u64(o, "x-amz-rdma-bytes-transferred", res.bytes);
+    srv_sse_reply(r, o);
     wh_debug(MOD, "rdma put id=%s bytes=%llu provider=%s xfer_ms=%.3f commit_ms=%.3f", r->id,
              (unsigned long long)res.bytes, res.provider ? res.provider : "-",
              (double)(t1 - t0) / 1e6, (double)(wh_now_ns() - t1) / 1e6);

@@ -69,6 +69,13 @@ static wh_status_t read_extents(store_reader_t *rd, uint64_t off, uint64_t len,
     return WH_OK;
 }
 
+/* The engine's source for an encrypted object: the reader's decrypting read, which
+ * authenticates each 64 KiB segment it touches before a byte of it is returned. */
+static wh_status_t rdma_sse_read(void *arg, void *buf, size_t n, uint64_t at)
+{
+    return store_reader_pread(arg, buf, n, at);
+}
+
 /* RDMA GET: the bytes go by one-sided write; the answer has headers only. */
 static int rdma_get(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, int fd,
                     store_reader_t *rd, uint64_t off, uint64_t len, int status)
@@ -81,6 +88,11 @@ static int rdma_get(srv_req_t *r, srv_out_t *o, const store_obj_meta_t *m, int f
     wh_status_t st;
     if (!rd)
         st = srv_rdma_get_tok(r->srv->rdma, &r->token, &r->peer, fd, off, len, &res);
+    else if (store_reader_encrypted(rd))
+        /* Stored encrypted: decrypted (and verified) by the server on its way to the pool
+         * buffers, wherever the stored bytes are (local files or a cluster's table). */
+        st = srv_rdma_get_source(r->srv->rdma, &r->token, &r->peer, rdma_sse_read, rd, off, len,
+                                 &res);
     else if (len > 0 && (st = read_extents(rd, off, len, &ext, &n_ext)) != WH_ERR_UNSUPPORTED) {
         /* Local files (a composed object): the server's engine, extent by extent. */
         if (st == WH_OK)
@@ -241,14 +253,6 @@ int srv_read_object(srv_req_t *r, srv_out_t *o)
     srv_sse_req_wipe(&sq);
     if (ret)
         goto out;
-    if (m.sse && r->token_req && !r->head) {
-        srv_rdma_result_t no = {.http_status = 501, .s3_code = "NotImplemented"};
-        snprintf(no.message, sizeof no.message,
-                 "x-amz-rdma-token GET of an encrypted object: its bytes are stored encrypted "
-                 "and the RDMA path moves stored bytes; send it over HTTP");
-        ret = srv_rdma_refuse(r, o, &no, WH_ERR_UNSUPPORTED);
-        goto out;
-    }
     srv_out_version(o, m.version_id, vid != NULL);
 
     int pc = srv_preconditions(r, &m, "");

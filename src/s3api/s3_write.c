@@ -34,29 +34,15 @@ int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part)
             return ret;
     }
     if (r->token_req) {
-        /* An encrypted write needs its bytes through the server's cipher: not by RDMA. */
-        srv_sse_req_t q = {0};
+        /* A part of a CRC32C upload: the engine computes CRC-32C too. Encryption is set up
+         * by srv_rdma_put_object, once the writer is open, as for a body (srv_sse_writer). */
         bool crc32c = false;
-        if (!part && (ret = srv_sse_default(r, o, &q)))
-            return ret;
-        if (part) { /* a part of an encrypted upload; a part of a CRC32C upload */
+        if (part) {
             store_obj_meta_t um;
             memset(&um, 0, sizeof um);
-            if (store_mpu_meta(srv_st(r), srv_b(r), srv_k(r), r->upload_id, &um) == WH_OK) {
-                if (um.sse)
-                    q.kind = STORE_SSE_S3; /* either kind: declined alike */
+            if (store_mpu_meta(srv_st(r), srv_b(r), srv_k(r), r->upload_id, &um) == WH_OK)
                 crc32c = srv_mpu_names_crc32c(&um);
-            }
             store_obj_meta_free(&um);
-        }
-        if (q.kind != STORE_SSE_NONE) {
-            srv_rdma_result_t no = {.http_status = 501, .s3_code = "NotImplemented"};
-            snprintf(no.message, sizeof no.message,
-                     "x-amz-rdma-token %s: an encrypted object's bytes go through the "
-                     "server's cipher, not by RDMA; send it over HTTP",
-                     part ? "UploadPart of an encrypted upload"
-                          : "PUT into a bucket whose default encryption is AES256");
-            return srv_rdma_refuse(r, o, &no, WH_ERR_UNSUPPORTED);
         }
         return srv_rdma_put_object(r, o, part, crc32c);
     }

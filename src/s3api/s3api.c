@@ -298,10 +298,9 @@ static int owner_account_only(const srv_req_t *r, const srv_op_t *op, srv_out_t 
 }
 
 /* The APIs that serve server-side encryption headers (s3_sse.c); elsewhere they are refused. */
-static bool sse_served(const srv_req_t *r, const srv_op_t *op, bool copy_source)
+/* With x-amz-rdma-token alike: the bytes go through the server's cipher on the way. */
+static bool sse_served(const srv_op_t *op, bool copy_source)
 {
-    if (r->token_req)
-        return false; /* the RDMA path moves stored bytes: see s3_sse.c */
     switch (op->api) {
     case SRV_API_COPY_OBJECT:
     case SRV_API_UPLOAD_PART_COPY:
@@ -326,17 +325,12 @@ static int refuse_unbuilt(srv_req_t *r, const srv_op_t *op, srv_out_t *o)
         const char *n = r->hdrs[i].lname;
         bool copy_src = strncmp(n, "x-amz-copy-source-server-side-encryption-customer-", 50) == 0;
         if ((copy_src || strncmp(n, "x-amz-server-side-encryption", 28) == 0) &&
-            !sse_served(r, op, copy_src)) {
+            !sse_served(op, copy_src)) {
             if (r->token_req) /* a decline: the client may resend over HTTP */
                 srv_out_header(o, "x-amz-rdma-reply", "501");
             return srv_errf(o, S3_ERR_NOT_IMPLEMENTED,
-                            "server-side encryption (header %s) is not served on %s%s", n,
-                            srv_api_name(op->api),
-                            r->token_req ? " with x-amz-rdma-token: the RDMA path moves the "
-                                           "stored bytes, and an encrypted object's must be "
-                                           "decrypted or encrypted by the server; send it "
-                                           "over HTTP"
-                                         : "");
+                            "server-side encryption (header %s) is not served on %s", n,
+                            srv_api_name(op->api));
         }
         /* Object lock headers set the lock of the version a write makes (s3_lock.c); on any
          * other request they would be dropped unseen: refused instead. */
