@@ -33,6 +33,7 @@ struct cl_client {
     CURLSH *share;
     pthread_mutex_t locks[CURL_LOCK_DATA_LAST];
     _Atomic uint64_t requests, failures, retries, timeouts;
+    _Atomic uint64_t rx_bytes, tx_bytes; /* chunk bytes received from / sent to storage */
     pthread_mutex_t est_lock; /* est, n_est, cap_est */
     cl_node_est_t *est;
     size_t n_est, cap_est;
@@ -120,6 +121,8 @@ void cl_client_stats(cl_client_t *c, cl_client_stats_t *out)
     out->failures = atomic_load(&c->failures);
     out->retries = atomic_load(&c->retries);
     out->timeouts = atomic_load(&c->timeouts);
+    out->rx_bytes = atomic_load(&c->rx_bytes);
+    out->tx_bytes = atomic_load(&c->tx_bytes);
 }
 
 /* ---- latency estimates per storage server ---- */
@@ -269,6 +272,7 @@ static size_t on_write(char *p, size_t sz, size_t nm, void *arg)
     memcpy((char *)j->dst + j->_pos, p, n);
     j->crc = wh_crc64nvme(j->crc, p, n);
     j->_pos += n;
+    atomic_fetch_add(&j->_client->rx_bytes, n);
     return n;
 }
 
@@ -278,6 +282,7 @@ static size_t on_read(char *p, size_t sz, size_t nm, void *arg)
     size_t n = WH_MIN(sz * nm, (size_t)(j->len - j->_pos));
     memcpy(p, (const char *)j->body + j->_pos, n);
     j->_pos += n;
+    atomic_fetch_add(&j->_client->tx_bytes, n);
     return n;
 }
 
@@ -316,7 +321,7 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
     snprintf(t.peer_addr, sizeof t.peer_addr, "%s", peer && peer->addr[0] ? peer->addr : "-");
     t.peer_pid = peer ? peer->pid : 0;
     t.peer_uid = peer ? peer->uid : (unsigned)-1;
-    if (j->op == CL_OP_RGET || j->op == CL_OP_RPUT)
+    if (j->op == CL_OP_RGET || j->op == CL_OP_RPUT || j->op == CL_OP_PUSH || j->op == CL_OP_CPUT)
         snprintf(t.mtok, sizeof t.mtok, "%s", j->mtok);
     char tok[CL_ITOKEN_MAX + 64] = CL_ITOKEN_HEADER ": ";
     size_t hl = strlen(tok);
@@ -361,6 +366,7 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
     case CL_OP_GET:
         break;
     case CL_OP_PUT:
+    case CL_OP_CPUT:
         curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
         curl_easy_setopt(e, CURLOPT_READDATA, j);
@@ -371,6 +377,7 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
         break;
     case CL_OP_RGET:
     case CL_OP_RPUT:
+    case CL_OP_PUSH:
         /* The reply comes only when the transfer is done: a wall-clock bound instead. */
         curl_easy_setopt(e, CURLOPT_POST, 1L);
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
@@ -386,6 +393,7 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
     j->timed_out = false;
     j->_easy = e;
     j->_hdrs = h;
+    j->_client = c;
     j->attempts++;
     atomic_fetch_add(&c->requests, 1);
     curl_multi_add_handle(m, e);
@@ -417,7 +425,8 @@ static bool job_judge(cl_client_t *c, cl_job_t *j, CURLcode rc, const char *errb
                 goto retry;
             }
             j->bytes = j->_pos;
-        } else if ((j->op == CL_OP_PUT || j->op == CL_OP_RPUT || j->op == CL_OP_RGET) &&
+        } else if ((j->op == CL_OP_PUT || j->op == CL_OP_RPUT || j->op == CL_OP_RGET ||
+                    j->op == CL_OP_PUSH || j->op == CL_OP_CPUT) &&
                    j->bytes != j->len) {
             snprintf(j->err, sizeof j->err, "storage %s moved %" PRIu64 " of %" PRIu64 " bytes",
                      who, j->bytes, j->len);

@@ -44,8 +44,9 @@ typedef struct cl_job {
     size_t ncand;
     const void *body;    /* put: len bytes */
     void *dst;           /* get: len bytes */
-    char mtok[1201];     /* rget/rput: the memory token narrowed to this chunk */
-    bool check_crc;      /* get/rget: the reply's crc must equal expect_crc, else the */
+    char mtok[1201];     /* rget/rput: the memory token narrowed to this chunk; push, cput:
+                          * what itoken.h says (the crc, and push's target) */
+    bool check_crc;      /* get/rget/push: the reply's crc must equal expect_crc, else the */
     uint64_t expect_crc; /* next replica is tried (a damaged copy never lands as good) */
     /* out */
     wh_status_t st;
@@ -66,6 +67,7 @@ typedef struct cl_job {
     size_t _try;
     void *_easy;
     void *_hdrs;
+    struct cl_client *_client;
 } cl_job_t;
 
 wh_status_t cl_client_new(const char *secret, cl_client_t **out);
@@ -89,6 +91,7 @@ void cl_client_on_node_fail(cl_client_t *c, cl_node_fail_fn fn, void *arg);
 /* Counters for /metrics. */
 typedef struct cl_client_stats {
     uint64_t requests, failures, retries, timeouts;
+    uint64_t rx_bytes, tx_bytes; /* chunk bytes this client received from / sent to storage */
 } cl_client_stats_t;
 void cl_client_stats(cl_client_t *c, cl_client_stats_t *out);
 
