@@ -80,6 +80,12 @@ static void gw_metrics(void *arg, wh_sbuf_t *out)
     cl_remote_metrics(arg, out);
 }
 
+/* GET /?x-wharf-cluster: the dashboard `wharfd node status` prints, from the same database. */
+static wh_status_t gw_admin_cluster(void *arg, bool json, wh_sbuf_t *out)
+{
+    return srv_node_status(arg, json, out) == 0 ? WH_OK : WH_ERR_UNAVAILABLE;
+}
+
 int srv_gateway_main(int argc, char **argv)
 {
     srv_config_t cfg;
@@ -241,6 +247,8 @@ int srv_gateway_main(int argc, char **argv)
     }
     cfg.metrics_extra = gw_metrics;
     cfg.metrics_extra_arg = data;
+    cfg.admin_cluster = gw_admin_cluster;
+    cfg.admin_cluster_arg = meta;
     srv_t *srv = NULL;
     if ((s = srv_s3_front_start(&cfg, st, &srv)) != WH_OK) {
         fprintf(stderr, "wharfd: cannot start: %s (see the log above)\n", wh_status_str(s));

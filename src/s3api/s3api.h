@@ -357,6 +357,9 @@ int srv_write_delete_many_begin(srv_req_t *r, srv_out_t *o);
 int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o);
 
 int srv_bucket_list_all(srv_req_t *r, srv_out_t *o);
+/* GET /?x-wharf-cluster[=text] (root only): a cluster gateway's dashboard, JSON (or text);
+ * 501 NotImplemented on a server that is not a gateway. */
+int srv_admin_cluster(srv_req_t *r, srv_out_t *o);
 int srv_bucket_create_begin(srv_req_t *r, srv_out_t *o);
 int srv_bucket_create_finish(srv_req_t *r, srv_out_t *o);
 int srv_bucket_delete(srv_req_t *r, srv_out_t *o);
