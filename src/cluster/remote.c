@@ -735,6 +735,8 @@ void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
         {"wharf_cluster_chunk_failures_total", cs.failures},
         {"wharf_cluster_chunk_retries_total", cs.retries},
         {"wharf_cluster_chunk_timeouts_total", cs.timeouts},
+        {"wharf_cluster_chunk_hedges_total", cs.hedges},
+        {"wharf_cluster_chunk_hedge_wins_total", cs.hedge_wins},
         {"wharf_cluster_chunk_rx_bytes_total", cs.rx_bytes},
         {"wharf_cluster_chunk_tx_bytes_total", cs.tx_bytes},
         {"wharf_cluster_repair_relayed_total", atomic_load(&r->repair_relayed)},
