@@ -1,5 +1,5 @@
-/* wharf: the command-line client. mb, rb, ls, rm, stat, cp, verify, admin cluster. Everything goes through
- * libwharf's public ABI. (The benchmark is its own program, bench/wharf_bench.)
+/* wharf: the command-line client. mb, rb, ls, rm, stat, cp, verify, admin cluster. Everything goes
+ * through libwharf's public ABI. (The benchmark is its own program, bench/wharf_bench.)
  *
  * Global flags (anywhere on the command line) and their environment variables, read by
  * base/env.h (the first one set wins; the same order as the benchmarks and Python):
@@ -421,7 +421,8 @@ static int cmd_admin(const cli_t *g, int argc, char **argv)
         }
     }
     if (!what || strcmp(what, "cluster") != 0) {
-        fprintf(stderr, "wharf admin: expected 'cluster' [--json], got %s\n", what ? what : "nothing");
+        fprintf(stderr, "wharf admin: expected 'cluster' [--json], got %s\n",
+                what ? what : "nothing");
         return 2;
     }
     wharf_client_t *c;

@@ -269,9 +269,9 @@ WHARF_API wharf_status_t wharf_admin_cluster(wharf_client_t *c, int json, char *
     }
     wh_sbuf_t body;
     wh_sbuf_init(&body);
-    wh_status_t st = simple_call(c, "GET", NULL, NULL, json ? "x-wharf-cluster=json"
-                                                          : "x-wharf-cluster=text",
-                                 &body, "GET cluster status");
+    wh_status_t st =
+        simple_call(c, "GET", NULL, NULL, json ? "x-wharf-cluster=json" : "x-wharf-cluster=text",
+                    &body, "GET cluster status");
     if (st == WH_OK) {
         if (len)
             *len = body.len;

@@ -742,7 +742,8 @@ static void repair_pass(cl_remote_t *r)
             refresh(r);
             /* the backlog as it stands after every batch, not only at the end of a pass */
             uint64_t left = 0;
-            if (kind == REP_LOST && meta_chunks_on_nodes_count(r->cfg.meta, lost, nl, &left) == WH_OK)
+            if (kind == REP_LOST &&
+                meta_chunks_on_nodes_count(r->cfg.meta, lost, nl, &left) == WH_OK)
                 atomic_store(&r->repair_pending, left);
         }
         uint64_t *w = repair_warned(r, dead[d]);

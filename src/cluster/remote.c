@@ -34,7 +34,8 @@ void cl_remote_config_init(cl_remote_config_t *cfg)
     /* Copies in flight at once: the gateway only sends instructions (the bytes go from
      * storage server to storage server), so this is sized from the host, within a cap. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    cfg->repair_parallel = (unsigned)WH_MIN(WH_MAX(4 * (ncpu > 0 ? ncpu : 1), 8), CL_REPAIR_PARALLEL_MAX);
+    cfg->repair_parallel =
+        (unsigned)WH_MIN(WH_MAX(4 * (ncpu > 0 ? ncpu : 1), 8), CL_REPAIR_PARALLEL_MAX);
 }
 
 /* Queues every candidate copy of jobs[0..n) for garbage collection after the orphan grace:

@@ -137,29 +137,33 @@ static void nodes_json(wh_sbuf_t *b, const nc_view_t *v)
         json_str(b, nd->addr);
         wh_sbuf_printf(b, ",\"state\":\"%s\",\"zone\":", state);
         json_str(b, nd->zone);
-        wh_sbuf_printf(b, ",\"up\":%s,\"capacity\":%" PRIu64 ",\"free\":%" PRIu64 ",\"copies\":%" PRIu64
-               ",\"heartbeat_age_s\":%" PRId64 ",\"scrub_progress\":%.4f,\"scrub_passes\":%" PRIu64
-               ",\"damaged\":%" PRIu64 "}",
-               up ? "true" : "false", nd->capacity, nd->free, v->copies[i],
-               (int64_t)nd->now - (int64_t)nd->heartbeat, nd->scrub_progress, nd->scrub_passes,
-               nd->damaged);
+        wh_sbuf_printf(b,
+                       ",\"up\":%s,\"capacity\":%" PRIu64 ",\"free\":%" PRIu64
+                       ",\"copies\":%" PRIu64 ",\"heartbeat_age_s\":%" PRId64
+                       ",\"scrub_progress\":%.4f,\"scrub_passes\":%" PRIu64 ",\"damaged\":%" PRIu64
+                       "}",
+                       up ? "true" : "false", nd->capacity, nd->free, v->copies[i],
+                       (int64_t)nd->now - (int64_t)nd->heartbeat, nd->scrub_progress,
+                       nd->scrub_passes, nd->damaged);
     }
     wh_sbuf_printf(b, "]");
 }
 
 static void nodes_text(wh_sbuf_t *b, const nc_view_t *v, bool wide)
 {
-    wh_sbuf_printf(b, "%-4s %-24s %-9s %-10s %-3s %14s %14s %8s %6s", "ID", "ADDRESS", "STATE", "ZONE", "UP",
-           "CAPACITY", "FREE", "COPIES", "AGE_S");
+    wh_sbuf_printf(b, "%-4s %-24s %-9s %-10s %-3s %14s %14s %8s %6s", "ID", "ADDRESS", "STATE",
+                   "ZONE", "UP", "CAPACITY", "FREE", "COPIES", "AGE_S");
     wh_sbuf_printf(b, wide ? " %6s %7s\n" : "\n", "SCRUB", "DAMAGED");
     for (size_t i = 0; i < v->n; i++) {
         const meta_node_t *nd = &v->nodes[i];
         bool up;
         const char *state = node_state(nd, v->copies[i], &up);
-        wh_sbuf_printf(b, "%-4" PRIu32 " %-24s %-9s %-10s %-3s %14" PRIu64 " %14" PRIu64 " %8" PRIu64
-               " %6" PRId64,
-               nd->id, nd->addr, state, nd->zone[0] ? nd->zone : "-", up ? "yes" : "no",
-               nd->capacity, nd->free, v->copies[i], (int64_t)nd->now - (int64_t)nd->heartbeat);
+        wh_sbuf_printf(b,
+                       "%-4" PRIu32 " %-24s %-9s %-10s %-3s %14" PRIu64 " %14" PRIu64 " %8" PRIu64
+                       " %6" PRId64,
+                       nd->id, nd->addr, state, nd->zone[0] ? nd->zone : "-", up ? "yes" : "no",
+                       nd->capacity, nd->free, v->copies[i],
+                       (int64_t)nd->now - (int64_t)nd->heartbeat);
         if (wide)
             wh_sbuf_printf(b, " %5.1f%% %7" PRIu64, nd->scrub_progress * 100.0, nd->damaged);
         wh_sbuf_printf(b, "\n");
@@ -243,29 +247,33 @@ int srv_node_status(meta_t *m, bool json, wh_sbuf_t *b)
         wh_sbuf_printf(b, "{\"servers\":{");
         for (int k = 0; k < S_N; k++)
             wh_sbuf_printf(b, "%s\"%s\":%" PRIu64, k ? "," : "", sname[k], by[k]);
-        wh_sbuf_printf(b, ",\"total\":%zu},\"capacity\":%" PRIu64 ",\"free\":%" PRIu64 ",\"copies\":%" PRIu64
-               ",\"leader\":",
-               v.n, cap, fre, copies);
+        wh_sbuf_printf(b,
+                       ",\"total\":%zu},\"capacity\":%" PRIu64 ",\"free\":%" PRIu64
+                       ",\"copies\":%" PRIu64 ",\"leader\":",
+                       v.n, cap, fre, copies);
         if (have_leader) {
             wh_sbuf_printf(b, "{\"addr\":");
             json_str(b, cs.leader);
-            wh_sbuf_printf(b, ",\"age_s\":%" PRId64 ",\"live\":%s}", cs.age_s, leader_live ? "true" : "false");
+            wh_sbuf_printf(b, ",\"age_s\":%" PRId64 ",\"live\":%s}", cs.age_s,
+                           leader_live ? "true" : "false");
         } else {
             wh_sbuf_printf(b, "null");
         }
-        wh_sbuf_printf(b, ",\"backlog\":{\"repair_pending\":%" PRIu64 ",\"repair_nodes\":%" PRIu64
-               ",\"drain_pending\":%" PRIu64 ",\"damage_pending\":%" PRIu64
-               ",\"damaged_copies\":%" PRIu64 ",\"scrub_servers\":%" PRIu64
-               ",\"scrub_mid_pass\":%" PRIu64 ",\"scrub_lowest_progress\":%.4f}",
-               cs.repair_pending, cs.repair_nodes, cs.drain_pending, cs.damage_pending, damaged,
-               scrubbing, mid, low);
+        wh_sbuf_printf(b,
+                       ",\"backlog\":{\"repair_pending\":%" PRIu64 ",\"repair_nodes\":%" PRIu64
+                       ",\"drain_pending\":%" PRIu64 ",\"damage_pending\":%" PRIu64
+                       ",\"damaged_copies\":%" PRIu64 ",\"scrub_servers\":%" PRIu64
+                       ",\"scrub_mid_pass\":%" PRIu64 ",\"scrub_lowest_progress\":%.4f}",
+                       cs.repair_pending, cs.repair_nodes, cs.drain_pending, cs.damage_pending,
+                       damaged, scrubbing, mid, low);
         wh_sbuf_printf(b, ",\"zones\":[");
         for (size_t z = 0; z < nz; z++) {
             wh_sbuf_printf(b, "%s{\"zone\":", z ? "," : "");
             json_str(b, zones[z]);
-            wh_sbuf_printf(b, ",\"servers\":%" PRIu64 ",\"up\":%" PRIu64 ",\"capacity\":%" PRIu64
-                   ",\"free\":%" PRIu64 ",\"copies\":%" PRIu64 "}",
-                   zn[z], zup[z], zcap[z], zfree[z], zcp[z]);
+            wh_sbuf_printf(b,
+                           ",\"servers\":%" PRIu64 ",\"up\":%" PRIu64 ",\"capacity\":%" PRIu64
+                           ",\"free\":%" PRIu64 ",\"copies\":%" PRIu64 "}",
+                           zn[z], zup[z], zcap[z], zfree[z], zcp[z]);
         }
         wh_sbuf_printf(b, "],");
         nodes_json(b, &v);
@@ -278,24 +286,29 @@ int srv_node_status(meta_t *m, bool json, wh_sbuf_t *b)
                 first = 0;
             }
         wh_sbuf_printf(b, ")\n");
-        wh_sbuf_printf(b, "capacity: %" PRIu64 " bytes, %" PRIu64 " free (%.1f%%), %" PRIu64 " chunk copies\n",
-               cap, fre, cap ? 100.0 * (double)fre / (double)cap : 0.0, copies);
+        wh_sbuf_printf(
+            b, "capacity: %" PRIu64 " bytes, %" PRIu64 " free (%.1f%%), %" PRIu64 " chunk copies\n",
+            cap, fre, cap ? 100.0 * (double)fre / (double)cap : 0.0, copies);
         if (!have_leader)
             wh_sbuf_printf(b, "leader:   none yet (no maintenance pass has run)\n");
         else
             wh_sbuf_printf(b, "leader:   %s (last pass %" PRId64 " s ago%s)\n", cs.leader, cs.age_s,
-                   leader_live ? "" : ": no gateway holds the maintenance lock now?");
-        wh_sbuf_printf(b, "backlog:  repair %" PRIu64 " chunks on %" PRIu64 " servers, drain %" PRIu64
-               " chunks, damaged %" PRIu64 " copies (servers report %" PRIu64 ")\n",
-               cs.repair_pending, cs.repair_nodes, cs.drain_pending, cs.damage_pending, damaged);
-        wh_sbuf_printf(b, "scrub:    %" PRIu64 " of %" PRIu64 " servers mid-pass, lowest progress %.1f%%\n",
-               mid, scrubbing, low * 100.0);
+                           leader_live ? "" : ": no gateway holds the maintenance lock now?");
+        wh_sbuf_printf(b,
+                       "backlog:  repair %" PRIu64 " chunks on %" PRIu64 " servers, drain %" PRIu64
+                       " chunks, damaged %" PRIu64 " copies (servers report %" PRIu64 ")\n",
+                       cs.repair_pending, cs.repair_nodes, cs.drain_pending, cs.damage_pending,
+                       damaged);
+        wh_sbuf_printf(
+            b, "scrub:    %" PRIu64 " of %" PRIu64 " servers mid-pass, lowest progress %.1f%%\n",
+            mid, scrubbing, low * 100.0);
         wh_sbuf_printf(b, "zones:    %zu\n", nz);
-        wh_sbuf_printf(b, "  %-12s %7s %3s %14s %14s %8s\n", "ZONE", "SERVERS", "UP", "CAPACITY", "FREE",
-               "COPIES");
+        wh_sbuf_printf(b, "  %-12s %7s %3s %14s %14s %8s\n", "ZONE", "SERVERS", "UP", "CAPACITY",
+                       "FREE", "COPIES");
         for (size_t z = 0; z < nz; z++)
-            wh_sbuf_printf(b, "  %-12s %7" PRIu64 " %3" PRIu64 " %14" PRIu64 " %14" PRIu64 " %8" PRIu64 "\n",
-                   zones[z][0] ? zones[z] : "-", zn[z], zup[z], zcap[z], zfree[z], zcp[z]);
+            wh_sbuf_printf(
+                b, "  %-12s %7" PRIu64 " %3" PRIu64 " %14" PRIu64 " %14" PRIu64 " %8" PRIu64 "\n",
+                zones[z][0] ? zones[z] : "-", zn[z], zup[z], zcap[z], zfree[z], zcp[z]);
         wh_sbuf_printf(b, "\n");
         nodes_text(b, &v, true);
     }

@@ -156,7 +156,9 @@ static void test_copy_args(void)
     CHECK(cl_itoken_verify(K, s, strlen(s), 1700000000, &u, err, sizeof err) == WH_OK);
     CHECK(cl_itoken_copy_args(&u, &crc, NULL, 0) && crc == 0x00112233445566ffULL);
     CHECK(!cl_itoken_copy_args(&(cl_itoken_t){.op = CL_OP_GET}, &crc, NULL, 0));
-    static const char *const bad_push[] = {"", "00112233445566ff", "00112233445566ff@",
+    static const char *const bad_push[] = {"",
+                                           "00112233445566ff",
+                                           "00112233445566ff@",
                                            "0011223344556@10.0.0.7:9101",
                                            "00112233445566FF@10.0.0.7:9101",
                                            "00112233445566ffx10.0.0.7:9101"};
