@@ -222,6 +222,16 @@ WHARF_API wharf_status_t wharf_bucket_delete(wharf_client_t *c, const char *buck
 /* Entries come with length 0 and etag "". */
 WHARF_API wharf_status_t wharf_bucket_list(wharf_client_t *c, wharf_list_cb cb, void *arg);
 
+/* A cluster gateway's dashboard (GET /?x-wharf-cluster, root's credentials only): storage
+ * servers with address, id, zone, state, capacity and free bytes, the repair, drain, damage
+ * and scrub backlogs, the maintenance (GC and repair) leader. json non-zero: JSON, else the
+ * text `wharfd node status` prints. Writes at most cap bytes into buf, NUL-terminated;
+ * *len (optional) gets the whole length without the NUL: WHARF_ERR_TOO_LARGE when it does
+ * not fit (call again with a larger buf). A server that is not a gateway: WHARF_ERR_HTTP
+ * (NotImplemented). */
+WHARF_API wharf_status_t wharf_admin_cluster(wharf_client_t *c, int json, char *buf, size_t cap,
+                                             size_t *len);
+
 /* Client-wide counters since creation. */
 typedef struct wharf_stats {
     size_t size; /* set by wharf_stats_init */

@@ -126,6 +126,8 @@ _SIGS = {
     "wharf_bucket_create": (c_int, [c_void_p, c_char_p]),
     "wharf_bucket_delete": (c_int, [c_void_p, c_char_p]),
     "wharf_bucket_list": (c_int, [c_void_p, LIST_CB, c_void_p]),
+    "wharf_admin_cluster": (c_int, [c_void_p, c_int, c_char_p, c_size_t,
+                                    ctypes.POINTER(c_size_t)]),
     "wharf_stats_init": (None, [ctypes.POINTER(CStats), c_size_t]),
     "wharf_client_stats": (c_int, [c_void_p, ctypes.POINTER(CStats)]),
     # safetensors headers

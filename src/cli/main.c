@@ -1,5 +1,5 @@
-/* wharf: the command-line client. mb, rb, ls, rm, stat, cp, verify. Everything goes through
- * libwharf's public ABI. (The benchmark is its own program, bench/wharf_bench.)
+/* wharf: the command-line client. mb, rb, ls, rm, stat, cp, verify, admin cluster. Everything goes
+ * through libwharf's public ABI. (The benchmark is its own program, bench/wharf_bench.)
  *
  * Global flags (anywhere on the command line) and their environment variables, read by
  * base/env.h (the first one set wins; the same order as the benchmarks and Python):
@@ -43,6 +43,10 @@ static void usage(FILE *f)
             "  verify                         PUT and GET 64 MiB over RDMA and check that the\n"
             "                                 server counted it as RDMA; prints PASS or FAIL\n"
             "       --size SIZE  --bucket NAME\n"
+            "  admin cluster [--json]         a cluster gateway's dashboard: storage servers\n"
+            "                                 (address, id, zone, state, capacity, free),\n"
+            "                                 repair/drain/damage/scrub backlogs, the GC and\n"
+            "                                 repair leader (root's credentials)\n"
             "global flags (env):\n"
             "  --endpoint URL (WHARF_ENDPOINT, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL;\n"
             "                 default " DEFAULT_ENDPOINT ")\n"
@@ -400,6 +404,54 @@ static int parse_args(int argc, char **argv, cli_t *g, int *rargc, char **rest)
     return 0;
 }
 
+/* admin cluster [--json]: what GET /?x-wharf-cluster answers (root's credentials only);
+ * the same dashboard as `wharfd node status`, without access to the database. */
+static int cmd_admin(const cli_t *g, int argc, char **argv)
+{
+    bool json = false;
+    const char *what = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = true;
+        else if (!what)
+            what = argv[i];
+        else {
+            fprintf(stderr, "wharf admin: unexpected argument %s\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!what || strcmp(what, "cluster") != 0) {
+        fprintf(stderr, "wharf admin: expected 'cluster' [--json], got %s\n",
+                what ? what : "nothing");
+        return 2;
+    }
+    wharf_client_t *c;
+    if (cli_client(g, &c))
+        return 1;
+    size_t cap = 64 << 10, len = 0;
+    char *buf = NULL;
+    wharf_status_t st = WHARF_ERR_NOMEM;
+    for (int round = 0; round < 3; round++) { /* the dashboard may grow between two calls */
+        free(buf);
+        if (!(buf = malloc(cap))) {
+            st = WHARF_ERR_NOMEM;
+            break;
+        }
+        st = wharf_admin_cluster(c, json, buf, cap, &len);
+        if (st != WHARF_ERR_TOO_LARGE)
+            break;
+        cap = len + 4096;
+    }
+    int rc = 0;
+    if (st == WHARF_OK)
+        fputs(buf, stdout);
+    else
+        rc = cli_fail("admin cluster", st);
+    free(buf);
+    wharf_client_destroy(c);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     cli_t g;
@@ -469,6 +521,8 @@ int main(int argc, char **argv)
         rc = cli_cp(&g, cargc, cargv);
     else if (!strcmp(cmd, "verify"))
         rc = cli_verify(&g, cargc, cargv);
+    else if (!strcmp(cmd, "admin"))
+        rc = cmd_admin(&g, cargc, cargv);
     else if (!strcmp(cmd, "bench") || !strcmp(cmd, "report")) {
         /* the benchmark is its own program (bench/wharf_bench.c says why) */
         fprintf(stderr, "wharf: the benchmark is a program of its own: %s\n",

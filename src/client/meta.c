@@ -258,3 +258,33 @@ WHARF_API wharf_status_t wharf_bucket_list(wharf_client_t *c, wharf_list_cb cb, 
     wh_sbuf_free(&body);
     return (wharf_status_t)st;
 }
+
+WHARF_API wharf_status_t wharf_admin_cluster(wharf_client_t *c, int json, char *buf, size_t cap,
+                                             size_t *len)
+{
+    wc_client_enter(c);
+    if (!c || !buf || cap == 0) {
+        wc_set_error("wharf_admin_cluster: client and a buffer are required");
+        return WHARF_ERR_INVALID;
+    }
+    wh_sbuf_t body;
+    wh_sbuf_init(&body);
+    wh_status_t st =
+        simple_call(c, "GET", NULL, NULL, json ? "x-wharf-cluster=json" : "x-wharf-cluster=text",
+                    &body, "GET cluster status");
+    if (st == WH_OK) {
+        if (len)
+            *len = body.len;
+        if (body.len >= cap) {
+            st = WH_ERR_TOO_LARGE;
+            wc_set_error("GET cluster status: the reply has %zu bytes, the buffer %zu", body.len,
+                         cap);
+        } else {
+            if (body.len)
+                memcpy(buf, body.data, body.len);
+            buf[body.len] = '\0';
+        }
+    }
+    wh_sbuf_free(&body);
+    return (wharf_status_t)st;
+}

@@ -215,6 +215,11 @@ uint64_t cl_chunk_writer_size(const cl_chunk_writer_t *w)
     return w->size;
 }
 
+uint64_t cl_chunk_writer_crc(const cl_chunk_writer_t *w)
+{
+    return w->crc;
+}
+
 void cl_chunk_writer_abort(cl_chunk_writer_t *w)
 {
     if (!w)

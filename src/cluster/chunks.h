@@ -49,6 +49,8 @@ wh_status_t cl_chunk_writer_open(cl_chunks_t *cs, const char *id, bool want_md5,
                                  cl_chunk_writer_t **out);
 wh_status_t cl_chunk_writer_write(cl_chunk_writer_t *w, const void *p, size_t n);
 uint64_t cl_chunk_writer_size(const cl_chunk_writer_t *w);
+/* crc64nvme of the bytes written so far (a checked put compares it before committing). */
+uint64_t cl_chunk_writer_crc(const cl_chunk_writer_t *w);
 /* Appends the footer, fsyncs, renames into place (replacing an earlier copy of the same id:
  * ids are never reused for different bytes), fsyncs the directory. Consumes w. */
 wh_status_t cl_chunk_writer_commit(cl_chunk_writer_t *w, uint64_t *crc, uint8_t md5[16]);

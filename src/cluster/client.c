@@ -33,6 +33,8 @@ struct cl_client {
     CURLSH *share;
     pthread_mutex_t locks[CURL_LOCK_DATA_LAST];
     _Atomic uint64_t requests, failures, retries, timeouts;
+    _Atomic uint64_t rx_bytes, tx_bytes; /* chunk bytes received from / sent to storage */
+    _Atomic uint64_t hedges, hedge_wins;
     pthread_mutex_t est_lock; /* est, n_est, cap_est */
     cl_node_est_t *est;
     size_t n_est, cap_est;
@@ -120,6 +122,10 @@ void cl_client_stats(cl_client_t *c, cl_client_stats_t *out)
     out->failures = atomic_load(&c->failures);
     out->retries = atomic_load(&c->retries);
     out->timeouts = atomic_load(&c->timeouts);
+    out->rx_bytes = atomic_load(&c->rx_bytes);
+    out->tx_bytes = atomic_load(&c->tx_bytes);
+    out->hedges = atomic_load(&c->hedges);
+    out->hedge_wins = atomic_load(&c->hedge_wins);
 }
 
 /* ---- latency estimates per storage server ---- */
@@ -165,6 +171,17 @@ static void est_bounds(cl_client_t *c, const cl_job_t *j, uint64_t *total_ms, ui
     *stall_ms = cl_rtt_timeout_ms(&r, 0, j->_backoff); /* one MiB's worth */
 }
 
+static uint64_t est_hedge_ms(cl_client_t *c, const cl_job_t *j)
+{
+    cl_rtt_t r = {0};
+    pthread_mutex_lock(&c->est_lock);
+    const cl_node_est_t *e = est_of(c, j->cand_id[j->_try], false);
+    if (e && j->op <= CL_OP_RPUT)
+        r = e->op[j->op];
+    pthread_mutex_unlock(&c->est_lock);
+    return cl_rtt_hedge_ms(&r, j->len);
+}
+
 static void est_answered(cl_client_t *c, const cl_job_t *j, double seconds)
 {
     pthread_mutex_lock(&c->est_lock);
@@ -183,6 +200,20 @@ static void est_timed_out(cl_client_t *c, const cl_job_t *j)
     cl_node_est_t *e = est_of(c, j->cand_id[j->_try], true);
     if (e) {
         e->timeouts++;
+        e->last_timeout_ms = now_ms();
+        e->answered = false;
+    }
+    pthread_mutex_unlock(&c->est_lock);
+}
+
+/* j's candidate lost a hedged read: it had not answered while another replica sent the whole
+ * chunk. Ranked behind the others like a server that timed out, until it answers again or
+ * CL_SLOW_MS pass (not counted as a timeout: it was not one). */
+static void est_late(cl_client_t *c, const cl_job_t *j)
+{
+    pthread_mutex_lock(&c->est_lock);
+    cl_node_est_t *e = est_of(c, j->cand_id[j->_try], true);
+    if (e) {
         e->last_timeout_ms = now_ms();
         e->answered = false;
     }
@@ -269,6 +300,7 @@ static size_t on_write(char *p, size_t sz, size_t nm, void *arg)
     memcpy((char *)j->dst + j->_pos, p, n);
     j->crc = wh_crc64nvme(j->crc, p, n);
     j->_pos += n;
+    atomic_fetch_add(&j->_client->rx_bytes, n);
     return n;
 }
 
@@ -278,6 +310,7 @@ static size_t on_read(char *p, size_t sz, size_t nm, void *arg)
     size_t n = WH_MIN(sz * nm, (size_t)(j->len - j->_pos));
     memcpy(p, (const char *)j->body + j->_pos, n);
     j->_pos += n;
+    atomic_fetch_add(&j->_client->tx_bytes, n);
     return n;
 }
 
@@ -316,7 +349,7 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
     snprintf(t.peer_addr, sizeof t.peer_addr, "%s", peer && peer->addr[0] ? peer->addr : "-");
     t.peer_pid = peer ? peer->pid : 0;
     t.peer_uid = peer ? peer->uid : (unsigned)-1;
-    if (j->op == CL_OP_RGET || j->op == CL_OP_RPUT)
+    if (j->op == CL_OP_RGET || j->op == CL_OP_RPUT || j->op == CL_OP_PUSH || j->op == CL_OP_CPUT)
         snprintf(t.mtok, sizeof t.mtok, "%s", j->mtok);
     char tok[CL_ITOKEN_MAX + 64] = CL_ITOKEN_HEADER ": ";
     size_t hl = strlen(tok);
@@ -361,6 +394,7 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
     case CL_OP_GET:
         break;
     case CL_OP_PUT:
+    case CL_OP_CPUT:
         curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
         curl_easy_setopt(e, CURLOPT_READDATA, j);
@@ -371,6 +405,7 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
         break;
     case CL_OP_RGET:
     case CL_OP_RPUT:
+    case CL_OP_PUSH:
         /* The reply comes only when the transfer is done: a wall-clock bound instead. */
         curl_easy_setopt(e, CURLOPT_POST, 1L);
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
@@ -386,6 +421,9 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
     j->timed_out = false;
     j->_easy = e;
     j->_hdrs = h;
+    j->_client = c;
+    j->_start_ms = now_ms();
+    j->_hedge_ms = j->hedge && j->op == CL_OP_GET ? est_hedge_ms(c, j) : 0;
     j->attempts++;
     atomic_fetch_add(&c->requests, 1);
     curl_multi_add_handle(m, e);
@@ -417,7 +455,8 @@ static bool job_judge(cl_client_t *c, cl_job_t *j, CURLcode rc, const char *errb
                 goto retry;
             }
             j->bytes = j->_pos;
-        } else if ((j->op == CL_OP_PUT || j->op == CL_OP_RPUT || j->op == CL_OP_RGET) &&
+        } else if ((j->op == CL_OP_PUT || j->op == CL_OP_RPUT || j->op == CL_OP_RGET ||
+                    j->op == CL_OP_PUSH || j->op == CL_OP_CPUT) &&
                    j->bytes != j->len) {
             snprintf(j->err, sizeof j->err, "storage %s moved %" PRIu64 " of %" PRIu64 " bytes",
                      who, j->bytes, j->len);
@@ -487,6 +526,53 @@ retry:
     return true;
 }
 
+/* A hedge: a second attempt of a job on its next candidate, with a buffer of its own. */
+typedef struct hedge {
+    cl_job_t j;
+    char err[CURL_ERROR_SIZE];
+} hedge_t;
+
+static void hedge_free(CURLM *m, cl_job_t *h)
+{
+    if (!h)
+        return;
+    if (h->_easy)
+        job_end(m, h);
+    free(h->dst);
+    free(h);
+}
+
+/* Starts j's hedge on its next candidate; false when none could be started. */
+static bool hedge_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_peer_t *peer)
+{
+    j->_hedged = true;
+    hedge_t *h = calloc(1, sizeof *h);
+    void *buf = h ? malloc(j->len ? j->len : 1) : NULL;
+    if (!h || !buf) {
+        free(h);
+        return false;
+    }
+    h->j = *j;
+    h->j.dst = buf;
+    h->j._try = j->_try + 1;
+    h->j.ncand = j->_try + 2; /* that candidate only: a failed hedge is simply dropped */
+    h->j._again = true;       /* no second attempt there either */
+    h->j.hedge = false;
+    h->j._hedge = NULL;
+    h->j._hedge_of = j;
+    h->j._easy = h->j._hdrs = NULL;
+    if (job_start(c, m, &h->j, peer, h->err) != WH_OK) {
+        free(buf);
+        free(h);
+        return false;
+    }
+    j->_hedge = &h->j;
+    atomic_fetch_add(&c->hedges, 1);
+    wh_debug(MOD, "hedged read chunk=%s after %" PRIu64 " ms: asking %s too", j->chunk,
+             j->_hedge_ms, j->cand[h->j._try]);
+    return true;
+}
+
 wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned parallel,
                           const wh_peer_t *peer)
 {
@@ -509,6 +595,8 @@ wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned par
         jobs[i]._again = false;
         jobs[i].attempts = 0;
         jobs[i].err[0] = '\0';
+        jobs[i]._hedge = jobs[i]._hedge_of = NULL;
+        jobs[i]._hedged = jobs[i]._waiting = false;
         if (jobs[i].ncand == 0) {
             snprintf(jobs[i].err, sizeof jobs[i].err, "no live storage server holds chunk %s",
                      jobs[i].chunk);
@@ -530,6 +618,17 @@ wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned par
         }
         if (active == 0)
             break;
+        /* hedged reads whose candidate is late: ask the next one too */
+        uint64_t now = now_ms(), wait_ms = 100;
+        for (size_t i = 0; i < next; i++) {
+            cl_job_t *j = &jobs[i];
+            if (!j->_hedge_ms || !j->_easy || j->_hedged || j->_try + 1 >= j->ncand)
+                continue;
+            if (now - j->_start_ms >= j->_hedge_ms)
+                hedge_start(c, m, j, peer);
+            else if (j->_start_ms + j->_hedge_ms - now < wait_ms)
+                wait_ms = j->_start_ms + j->_hedge_ms - now;
+        }
         int running = 0;
         curl_multi_perform(m, &running);
         CURLMsg *msg;
@@ -540,8 +639,61 @@ wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned par
             cl_job_t *j = NULL;
             curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&j);
             CURLcode rc = msg->data.result;
+            if (j->_hedge_of) {
+                /* a hedge answered: it wins when good; else the job goes on without it */
+                cl_job_t *o = j->_hedge_of;
+                bool fin = job_judge(c, j, rc, ((hedge_t *)j)->err);
+                job_end(m, j);
+                o->_hedge = NULL;
+                if (fin && j->st == WH_OK) {
+                    memcpy(o->dst, j->dst, j->len);
+                    o->st = WH_OK;
+                    o->http = j->http;
+                    o->bytes = j->bytes;
+                    o->crc = j->crc;
+                    o->used = j->_try;
+                    o->used_id = j->cand_id[j->_try];
+                    o->err[0] = '\0';
+                    atomic_fetch_add(&c->hedge_wins, 1);
+                    if (o->_easy) {
+                        est_late(c, o);
+                        job_end(m, o); /* the late one is dropped */
+                    }
+                    o->_waiting = false;
+                    active--;
+                    done++;
+                } else if (o->_waiting) {
+                    /* both failed: on from the candidate after the hedge's */
+                    o->_waiting = false;
+                    o->_try = j->_try;
+                    snprintf(o->err, sizeof o->err, "%s", j->err);
+                    if (o->_try + 1 < o->ncand) {
+                        o->_try++;
+                        if (job_start(c, m, o, peer, errbufs[o - jobs]) != WH_OK) {
+                            o->st = WH_ERR_INVALID;
+                            active--;
+                            done++;
+                        }
+                    } else {
+                        o->st = WH_ERR_UNAVAILABLE;
+                        active--;
+                        done++;
+                    }
+                }
+                hedge_free(m, j);
+                continue;
+            }
             bool fin = job_judge(c, j, rc, errbufs[j - jobs]);
             job_end(m, j);
+            if (j->_hedge && !(fin && j->st == WH_OK) && j->st != WH_ERR_AUTH &&
+                j->st != WH_ERR_INVALID) {
+                j->_waiting = true; /* its hedge may still answer */
+                continue;
+            }
+            if (fin && j->_hedge) {
+                hedge_free(m, j->_hedge); /* answered first (or refused outright) */
+                j->_hedge = NULL;
+            }
             if (fin) {
                 active--;
                 done++;
@@ -552,8 +704,13 @@ wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned par
             }
         }
         if (running)
-            curl_multi_poll(m, NULL, 0, 100, NULL);
+            curl_multi_poll(m, NULL, 0, (int)(wait_ms ? wait_ms : 1), NULL);
     }
+    for (size_t i = 0; i < n; i++) /* none left after the loop; a broken multi may leave one */
+        if (jobs[i]._hedge) {
+            hedge_free(m, jobs[i]._hedge);
+            jobs[i]._hedge = NULL;
+        }
     free(errbufs);
     curl_multi_cleanup(m);
     for (size_t i = 0; i < n; i++)

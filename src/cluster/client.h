@@ -11,7 +11,9 @@
  * not make a server suspect (it is slow, not dead: only a refused, reset or unconnectable
  * server does); it ranks the server behind the others until it answers
  * again or CL_SLOW_MS pass (cl_client_node_slow). Connections are reused through one shared
- * connection cache. */
+ * connection cache. A hedged read (cl_job_t.hedge, HTTP gets) asks the next candidate too
+ * once the first is later than its hedge deadline (rtt.h); the first good answer wins, and a
+ * server that lost so ranks last like one that timed out. */
 #ifndef WH_CLUSTER_CLIENT_H
 #define WH_CLUSTER_CLIENT_H
 
@@ -44,9 +46,14 @@ typedef struct cl_job {
     size_t ncand;
     const void *body;    /* put: len bytes */
     void *dst;           /* get: len bytes */
-    char mtok[1201];     /* rget/rput: the memory token narrowed to this chunk */
-    bool check_crc;      /* get/rget: the reply's crc must equal expect_crc, else the */
+    char mtok[1201];     /* rget/rput: the memory token narrowed to this chunk; push, cput:
+                          * what itoken.h says (the crc, and push's target) */
+    bool check_crc;      /* get/rget/push: the reply's crc must equal expect_crc, else the */
     uint64_t expect_crc; /* next replica is tried (a damaged copy never lands as good) */
+    /* get only: a hedged read. When the candidate asked has not answered within its hedge
+     * deadline (cl_rtt_hedge_ms of that server's estimate), the next candidate is asked too,
+     * into a buffer of its own; the first good answer wins and the other is dropped. */
+    bool hedge;
     /* out */
     wh_status_t st;
     int http;    /* last HTTP status (0: no reply) */
@@ -66,6 +73,12 @@ typedef struct cl_job {
     size_t _try;
     void *_easy;
     void *_hdrs;
+    struct cl_client *_client;
+    uint64_t _start_ms, _hedge_ms; /* the current attempt: sent at, hedge after */
+    struct cl_job *_hedge;         /* the hedge in flight (its own job), or NULL */
+    struct cl_job *_hedge_of;      /* this job is the hedge of that one */
+    bool _hedged;                  /* a hedge was sent (one per job) */
+    bool _waiting;                 /* failed; waits for its hedge's answer */
 } cl_job_t;
 
 wh_status_t cl_client_new(const char *secret, cl_client_t **out);
@@ -89,6 +102,8 @@ void cl_client_on_node_fail(cl_client_t *c, cl_node_fail_fn fn, void *arg);
 /* Counters for /metrics. */
 typedef struct cl_client_stats {
     uint64_t requests, failures, retries, timeouts;
+    uint64_t hedges, hedge_wins; /* second replicas asked by hedged reads; answers they won */
+    uint64_t rx_bytes, tx_bytes; /* chunk bytes this client received from / sent to storage */
 } cl_client_stats_t;
 void cl_client_stats(cl_client_t *c, cl_client_stats_t *out);
 

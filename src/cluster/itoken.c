@@ -12,11 +12,42 @@
 
 #define NFIELDS 12
 
-static const char *const g_ops[] = {NULL, "get", "put", "del", "rget", "rput"};
+static const char *const g_ops[] = {NULL, "get", "put", "del", "rget", "rput", "push", "cput"};
 
 const char *cl_op_name(cl_op_t op)
 {
-    return op >= CL_OP_GET && op <= CL_OP_RPUT ? g_ops[op] : "?";
+    return op >= CL_OP_GET && op <= CL_OP_LAST ? g_ops[op] : "?";
+}
+
+static bool op_has_mtok(cl_op_t op)
+{
+    return op == CL_OP_RGET || op == CL_OP_RPUT || op == CL_OP_PUSH || op == CL_OP_CPUT;
+}
+
+static bool hex16(const char *s)
+{
+    for (int i = 0; i < 16; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* push: "CRC@ADDR" (ADDR 1..255 bytes); cput: "CRC". */
+static bool copy_mtok_ok(cl_op_t op, const char *m, size_t n)
+{
+    if (op == CL_OP_CPUT)
+        return n == 16 && hex16(m);
+    return n >= 18 && n <= 17 + 255 && hex16(m) && m[16] == '@';
+}
+
+bool cl_itoken_copy_args(const cl_itoken_t *t, uint64_t *crc, char *addr, size_t addrlen)
+{
+    if ((t->op != CL_OP_PUSH && t->op != CL_OP_CPUT) ||
+        !copy_mtok_ok(t->op, t->mtok, strlen(t->mtok)) || wh_hex_u64(t->mtok, 16, crc) != 0)
+        return false;
+    if (addr && addrlen)
+        snprintf(addr, addrlen, "%s", t->op == CL_OP_PUSH ? t->mtok + 17 : "");
+    return true;
 }
 
 bool cl_chunk_id_valid(const char *s, size_t len)
@@ -57,7 +88,7 @@ static void mac_hex(const void *key, size_t klen, const char *msg, size_t n, cha
 wh_status_t cl_itoken_sign(const void *key, size_t klen, const cl_itoken_t *t, char *out,
                            size_t outlen, char *err, size_t errlen)
 {
-    if (t->op < CL_OP_GET || t->op > CL_OP_RPUT)
+    if (t->op < CL_OP_GET || t->op > CL_OP_LAST)
         return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'op': unknown operation");
     if (!cl_chunk_id_valid(t->chunk, strlen(t->chunk)))
         return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'chunk': not 32 hex digits");
@@ -66,10 +97,13 @@ wh_status_t cl_itoken_sign(const void *key, size_t klen, const cl_itoken_t *t, c
     if (t->mtok[0] && !field_ok(t->mtok))
         return wh_errf(WH_ERR_INVALID, err, errlen,
                        "itoken field 'mtok': has '|' or a non-printable byte");
-    bool rdma = t->op == CL_OP_RGET || t->op == CL_OP_RPUT;
-    if (rdma != (t->mtok[0] != '\0'))
+    if (op_has_mtok(t->op) != (t->mtok[0] != '\0'))
         return wh_errf(WH_ERR_INVALID, err, errlen,
-                       "itoken field 'mtok': required exactly for rget and rput");
+                       "itoken field 'mtok': required exactly for rget, rput, push and cput");
+    if ((t->op == CL_OP_PUSH || t->op == CL_OP_CPUT) &&
+        !copy_mtok_ok(t->op, t->mtok, strlen(t->mtok)))
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                       "itoken field 'mtok': a push carries CRC@ADDR, a cput CRC (16 hex)");
     int n = snprintf(
         out, outlen, "wit1|%s|%s|%" PRIx64 "|%" PRIx64 "|%" PRId64 "|%s|%s|%ld|%lu|%s|",
         g_ops[t->op], t->chunk, t->off, t->len, t->expires, t->peer_unix ? "unix" : "tcp",
@@ -114,7 +148,7 @@ wh_status_t cl_itoken_parse(const char *s, size_t len, cl_itoken_t *out, size_t 
     memset(&t, 0, sizeof t);
     if (fl[0] != 4 || memcmp(f[0], "wit1", 4) != 0)
         return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'version': not wit1");
-    for (int op = CL_OP_GET; op <= CL_OP_RPUT; op++)
+    for (int op = CL_OP_GET; op <= CL_OP_LAST; op++)
         if (strlen(g_ops[op]) == fl[1] && memcmp(g_ops[op], f[1], fl[1]) == 0)
             t.op = (cl_op_t)op;
     if (!t.op)
@@ -145,17 +179,21 @@ wh_status_t cl_itoken_parse(const char *s, size_t len, cl_itoken_t *out, size_t 
     if (dec_u64(f[9], fl[9], &v) != 0 || v > UINT32_MAX)
         return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'uid': not a uid");
     t.peer_uid = (uid_t)v;
-    bool rdma = t.op == CL_OP_RGET || t.op == CL_OP_RPUT;
     if (fl[10] == 1 && f[10][0] == '-') {
-        if (rdma)
+        if (op_has_mtok(t.op))
             return wh_errf(WH_ERR_INVALID, err, errlen,
-                           "itoken field 'mtok': an RDMA operation needs a memory token");
+                           "itoken field 'mtok': %s needs one (RDMA: a memory token; push, cput: "
+                           "a crc)",
+                           g_ops[t.op]);
     } else {
-        if (!rdma)
+        if (!op_has_mtok(t.op))
             return wh_errf(WH_ERR_INVALID, err, errlen,
-                           "itoken field 'mtok': only rget and rput carry a memory token");
+                           "itoken field 'mtok': only rget, rput, push and cput carry one");
         if (fl[10] == 0 || fl[10] >= sizeof t.mtok)
             return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'mtok': empty or too long");
+        if ((t.op == CL_OP_PUSH || t.op == CL_OP_CPUT) && !copy_mtok_ok(t.op, f[10], fl[10]))
+            return wh_errf(WH_ERR_INVALID, err, errlen,
+                           "itoken field 'mtok': a push carries CRC@ADDR, a cput CRC (16 hex)");
         memcpy(t.mtok, f[10], fl[10]);
     }
     if (fl[11] != 64 || wh_hex_decode(f[11], 64, (uint8_t[32]){0}, 32) != 0)

@@ -16,7 +16,12 @@
  * lowercase hex (the range inside the chunk; for put/rput LEN is the whole chunk); EXP is a
  * decimal Unix time; PEER is tcp or unix; ADDR the client's address ("127.0.0.1:4711" or
  * "unix"); PID and UID decimal (0 and 4294967295 when not known); MTOK the memory token or
- * "-"; MAC the lowercase hex HMAC-SHA256 of everything before "|MAC". */
+ * "-"; MAC the lowercase hex HMAC-SHA256 of everything before "|MAC".
+ * Two operations move a chunk from storage server to storage server (repair, drain, rebalance),
+ * so that its bytes never pass through the gateway: push (the gateway asks a server holding a
+ * good copy to send it; MTOK is "CRC@HOST:PORT", the chunk map's crc64nvme as 16 lowercase hex
+ * and the server to send it to) and cput (a checked put, what the source then sends the target;
+ * MTOK is "CRC": the receiver stores the bytes only when their crc64nvme equals it). */
 #ifndef WH_CLUSTER_ITOKEN_H
 #define WH_CLUSTER_ITOKEN_H
 
@@ -39,7 +44,10 @@ typedef enum {
     CL_OP_DEL = 3,  /* storage deletes the chunk (garbage collection) */
     CL_OP_RGET = 4, /* RDMA: storage writes [off, off+len) into the memory token's region */
     CL_OP_RPUT = 5, /* RDMA: storage reads the chunk (len bytes) from the memory token */
+    CL_OP_PUSH = 6, /* storage sends its verified copy (len bytes) to another, as a cput */
+    CL_OP_CPUT = 7, /* HTTP: storage receives len bytes, stored only if their crc is MTOK's */
 } cl_op_t;
+#define CL_OP_LAST CL_OP_CPUT
 
 typedef struct cl_itoken {
     cl_op_t op;
@@ -50,8 +58,13 @@ typedef struct cl_itoken {
     char peer_addr[64]; /* "127.0.0.1:54321" or "unix" */
     pid_t peer_pid;     /* SO_PEERCRED, 0 when not known */
     uid_t peer_uid;     /* SO_PEERCRED, (uid_t)-1 when not known */
-    char mtok[1201];    /* the client's memory token for rget/rput, else "" */
+    char mtok[1201];    /* rget/rput: the client's memory token; push: "CRC@ADDR"; cput: "CRC";
+                         * else "" */
 } cl_itoken_t;
+
+/* push and cput: the crc64nvme the bytes must have; push: where they go (addr: 256 bytes).
+ * False when t is not such a token (the parser already refused a malformed one). */
+bool cl_itoken_copy_args(const cl_itoken_t *t, uint64_t *crc, char *addr, size_t addrlen);
 
 const char *cl_op_name(cl_op_t op);
 

@@ -345,11 +345,11 @@ out:
     free(items);
 }
 
-/* Copies chunk c from one of its replicas other than `skip` (checked against its crc) to node
- * to_id at to_addr (queued as an intent first, so a copy no row ends up listing is
- * collected). */
-static bool copy_chunk(cl_remote_t *r, const store_chunk_t *c, uint32_t skip, uint32_t to_id,
-                       const char *to_addr)
+/* Relays chunk c through this gateway: read from one of its replicas other than `skip`
+ * (checked against its crc), written to node to_id at to_addr (its intent already recorded).
+ * Only for a source that cannot push (it answered 501: see copy_chunks). */
+static bool relay_chunk(cl_remote_t *r, const store_chunk_t *c, uint32_t skip, uint32_t to_id,
+                        const char *to_addr)
 {
     uint8_t *buf = malloc(c->length ? c->length : 1);
     if (!buf)
@@ -365,12 +365,11 @@ static bool copy_chunk(cl_remote_t *r, const store_chunk_t *c, uint32_t skip, ui
     store_chunk_t others = *c;
     others.n_replicas = 0;
     for (uint32_t i = 0; i < c->n_replicas; i++)
-        if (c->replicas[i] != skip)
+        if (c->replicas[i] != skip && c->replicas[i] != to_id)
             others.replicas[others.n_replicas++] = c->replicas[i];
     cl_members_for_read(r, &others, &get);
     bool ok = cl_client_run(r->client, &get, 1, 1, NULL) == WH_OK;
-    for (size_t i = 0; i < get.ncand; i++)
-        free((char *)get.cand[i]);
+    cl_jobs_free_cands(&get, 1);
     cl_job_t put;
     memset(&put, 0, sizeof put);
     put.op = CL_OP_PUT;
@@ -381,18 +380,75 @@ static bool copy_chunk(cl_remote_t *r, const store_chunk_t *c, uint32_t skip, ui
     put.cand_id[0] = to_id;
     put.ncand = put.cand[0] ? 1 : 0;
     if (ok)
-        ok = cl_record_intents(r, &put, 1) == WH_OK &&
-             cl_client_run(r->client, &put, 1, 1, NULL) == WH_OK && put.crc == c->crc64nvme;
-    free((char *)put.cand[0]);
+        ok = cl_client_run(r->client, &put, 1, 1, NULL) == WH_OK && put.crc == c->crc64nvme;
+    cl_jobs_free_cands(&put, 1);
     free(buf);
     return ok;
 }
 
-/* Re-replicates up to REPAIR_GROUP chunks that had a copy on `dead`: each is read from a live
- * replica (checked against its crc) and written to the best-ranked live server that holds no
- * copy, the reads in parallel, then the writes, then each replica is moved in the chunk map
- * (which also queues the dead copy for GC). */
-enum { REPAIR_GROUP = 8 };
+/* Copies cs[i] to node to[i] (address to_addr[i]) for i < n, storage server to storage
+ * server: the gateway asks a server holding a copy (not skip[i]: a lost or damaged one; 0:
+ * any) to push it (op push, itoken.h). The source verifies its copy against its block table
+ * and the chunk map's crc before it sends a byte, and sends it as a checked put, which the
+ * target stores only when the bytes' crc64nvme equals the chunk map's; the gateway checks the
+ * crc the target acknowledged too. Up to repair_parallel copies in flight, the next source
+ * tried when one fails. Each target copy is queued as an intent first (a copy no row ends up
+ * listing is collected). A source that cannot push (501: a TLS storage server without
+ * --cluster-ca) has its chunk relayed through the gateway instead, counted. ok[i] says which
+ * landed. */
+static void copy_chunks(cl_remote_t *r, const store_chunk_t *cs, size_t n, const uint32_t *skip,
+                        const uint32_t *to, char (*to_addr)[256], bool *ok)
+{
+    for (size_t i = 0; i < n; i++)
+        ok[i] = false;
+    if (n == 0)
+        return;
+    cl_job_t *push = calloc(n, sizeof *push), *intent = calloc(n, sizeof *intent);
+    if (!push || !intent)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        intent[i].chunk = cs[i].id;
+        intent[i].cand_id[0] = to[i];
+        intent[i].ncand = 1;
+    }
+    if (cl_record_intents(r, intent, n) != WH_OK)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        const store_chunk_t *c = &cs[i];
+        cl_job_t *j = &push[i];
+        j->op = CL_OP_PUSH;
+        j->chunk = c->id;
+        j->len = c->length;
+        j->check_crc = true;
+        j->expect_crc = c->crc64nvme;
+        j->_backoff = 1; /* the source's own put to the target has the plain bound */
+        snprintf(j->mtok, sizeof j->mtok, "%016" PRIx64 "@%s", c->crc64nvme, to_addr[i]);
+        store_chunk_t others = *c;
+        others.n_replicas = 0;
+        for (uint32_t k = 0; k < c->n_replicas; k++)
+            if (c->replicas[k] != skip[i] && c->replicas[k] != to[i])
+                others.replicas[others.n_replicas++] = c->replicas[k];
+        cl_members_for_read(r, &others, j);
+    }
+    cl_client_run(r->client, push, n, r->cfg.repair_parallel, NULL);
+    for (size_t i = 0; i < n; i++) {
+        ok[i] = push[i].st == WH_OK;
+        if (!ok[i] && push[i].http == 501) {
+            ok[i] = relay_chunk(r, &cs[i], skip[i], to[i], to_addr[i]);
+            atomic_fetch_add(&r->repair_relayed, 1);
+        }
+    }
+    cl_jobs_free_cands(push, n);
+out:
+    free(push);
+    free(intent);
+}
+
+/* Re-replicates chunks that had a copy on `dead`: each is copied from a live replica to the
+ * best-ranked live server that holds no copy, storage server to storage server, all at once
+ * (copy_chunks), then each replica is moved in the chunk map (which also queues the dead copy
+ * for GC). */
+enum { REPAIR_GROUP = CL_REPAIR_PARALLEL_MAX };
 /* Why copies move: re-replication of lost copies (read from the other replicas only), a
  * drain or a rebalance (the copy that moves may be read too). */
 enum { MV_REPAIR, MV_DRAIN, MV_REBALANCE };
@@ -400,23 +456,21 @@ enum { MV_REPAIR, MV_DRAIN, MV_REBALANCE };
  * chunk map before it may still ask that server (a lost copy goes at once: nobody reads it). */
 #define MOVE_GC_DELAY_S 60
 /* Moves the copy of cs[i] on from[i] (or from[0] when all share one) to want[i] (NULL: the
- * best-ranked server without a copy, zones first). Returns the chunks that could not be moved
- * now; *bytes gets the bytes that were. */
+ * best-ranked server without a copy, zones first), n <= REPAIR_GROUP. Returns the chunks that
+ * could not be moved now; *bytes gets the bytes that were. */
 static size_t repair_group(cl_remote_t *r, const store_chunk_t *cs, size_t n, const uint32_t *from,
                            bool one_from, const uint32_t *want, int why, uint64_t *bytes)
 {
     bool from_ok = why != MV_REPAIR;
-    cl_job_t get[REPAIR_GROUP], put[REPAIR_GROUP];
-    uint8_t *buf[REPAIR_GROUP];
-    uint32_t to[REPAIR_GROUP];
-    bool ok[REPAIR_GROUP];
-    memset(get, 0, sizeof get);
-    memset(put, 0, sizeof put);
-    memset(buf, 0, sizeof buf);
-    for (size_t i = 0; i < n; i++) {
+    uint32_t to[REPAIR_GROUP], skip[REPAIR_GROUP];
+    char(*to_addr)[256] = calloc(REPAIR_GROUP, 256);
+    store_chunk_t *sel = calloc(REPAIR_GROUP, sizeof *sel);
+    size_t slot[REPAIR_GROUP], ns = 0;
+    bool ok[REPAIR_GROUP], done[REPAIR_GROUP];
+    memset(done, 0, sizeof done);
+    for (size_t i = 0; to_addr && sel && i < n && i < REPAIR_GROUP; i++) {
         const store_chunk_t *c = &cs[i];
         uint32_t dead = from[one_from ? 0 : i];
-        ok[i] = false;
         uint32_t ids[CL_PLACE_MAX];
         char addrs[CL_PLACE_MAX][256];
         size_t k = cl_members_rank(r, c->id, ids, addrs, CL_PLACE_MAX), t = k;
@@ -442,51 +496,23 @@ static size_t repair_group(cl_remote_t *r, const store_chunk_t *cs, size_t n, co
                 if (!has)
                     t = q;
             }
-        if (t == k || !(buf[i] = malloc(c->length ? c->length : 1)))
-            continue; /* no server without a copy is up (or no memory): skipped */
-        to[i] = ids[t];
-        put[i].op = CL_OP_PUT;
-        put[i].chunk = c->id;
-        put[i].len = c->length;
-        put[i].body = buf[i];
-        if ((put[i].cand[0] = strdup(addrs[t])) != NULL) {
-            put[i].cand_id[0] = ids[t];
-            put[i].ncand = 1;
-        }
-        get[i].op = CL_OP_GET;
-        get[i].chunk = c->id;
-        get[i].len = c->length;
-        get[i].dst = buf[i];
-        get[i].check_crc = true;
-        get[i].expect_crc = c->crc64nvme;
-        store_chunk_t others = *c;
-        others.n_replicas = 0;
-        for (uint32_t j = 0; j < c->n_replicas; j++)
-            if (c->replicas[j] != dead || from_ok)
-                others.replicas[others.n_replicas++] = c->replicas[j];
-        cl_members_for_read(r, &others, &get[i]);
+        if (t == k)
+            continue; /* no server without a copy is up: skipped */
+        sel[ns] = *c;
+        to[ns] = ids[t];
+        skip[ns] = from_ok ? 0 : dead;
+        snprintf(to_addr[ns], 256, "%s", addrs[t]);
+        slot[ns++] = i;
     }
-    cl_client_run(r->client, get, n, r->cfg.parallel, NULL);
-    size_t np = 0;
-    cl_job_t wr[REPAIR_GROUP];
-    size_t slot[REPAIR_GROUP];
-    for (size_t i = 0; i < n; i++)
-        if (buf[i] && get[i].st == WH_OK && put[i].ncand) {
-            wr[np] = put[i];
-            slot[np++] = i;
-        }
-    if (np && cl_record_intents(r, wr, np) == WH_OK) {
-        cl_client_run(r->client, wr, np, r->cfg.parallel, NULL);
-        for (size_t a = 0; a < np; a++) {
-            size_t i = slot[a];
-            ok[i] = wr[a].st == WH_OK && wr[a].crc == cs[i].crc64nvme &&
-                    meta_chunk_move(r->cfg.meta, cs[i].id, from[one_from ? 0 : i], to[i],
-                                    from_ok ? MOVE_GC_DELAY_S : 0) == WH_OK;
-        }
+    copy_chunks(r, sel, ns, skip, to, to_addr, ok);
+    for (size_t a = 0; a < ns; a++) {
+        size_t i = slot[a];
+        done[i] = ok[a] && meta_chunk_move(r->cfg.meta, cs[i].id, from[one_from ? 0 : i], to[a],
+                                           from_ok ? MOVE_GC_DELAY_S : 0) == WH_OK;
     }
     size_t failed = 0;
     for (size_t i = 0; i < n; i++) {
-        if (ok[i]) {
+        if (done[i]) {
             atomic_fetch_add(why == MV_DRAIN       ? &r->drain_chunks
                              : why == MV_REBALANCE ? &r->rebalance_chunks
                                                    : &r->repair_chunks,
@@ -504,11 +530,21 @@ static size_t repair_group(cl_remote_t *r, const store_chunk_t *cs, size_t n, co
                      cs[i].id, from[one_from ? 0 : i]);
             failed++;
         }
-        free(buf[i]);
     }
-    cl_jobs_free_cands(get, n);
-    cl_jobs_free_cands(put, n);
+    free(to_addr);
+    free(sel);
     return failed;
+}
+
+/* How many of the n chunks at cs go in one group: repair_parallel at most, and where a rate
+ * applies (budget >= 0) no more bytes than the budget holds (at least one chunk). */
+static size_t group_size(const cl_remote_t *r, const store_chunk_t *cs, size_t n, double budget)
+{
+    size_t cap = WH_MIN((size_t)WH_MAX(r->cfg.repair_parallel, 1u), (size_t)REPAIR_GROUP), g = 0;
+    double sum = 0;
+    while (g < n && g < cap && (budget < 0 || g == 0 || sum + (double)cs[g].length <= budget))
+        sum += (double)cs[g++].length;
+    return g;
 }
 
 static bool member_usable_now(cl_remote_t *r, uint32_t id, char addr[256])
@@ -559,8 +595,9 @@ static void damage_pass(cl_remote_t *r)
         char addr[256];
         if (st != WH_OK || !member_usable_now(r, items[i].node, addr))
             continue;
-        if (copy_chunk(r, &c, items[i].node, items[i].node, addr) &&
-            meta_damage_done(r->cfg.meta, items[i].node, items[i].chunk_id) == WH_OK) {
+        bool ok = false;
+        copy_chunks(r, &c, 1, &items[i].node, &items[i].node, &addr, &ok);
+        if (ok && meta_damage_done(r->cfg.meta, items[i].node, items[i].chunk_id) == WH_OK) {
             pending--;
             atomic_fetch_add(&r->damage_repaired, 1);
             atomic_fetch_add(&r->repair_bytes, c.length);
@@ -685,11 +722,11 @@ static void repair_pass(cl_remote_t *r)
             if (n)
                 wh_debug(MOD, "%s chunks of node %" PRIu32 " batch=%zu after=%s",
                          drains ? "draining" : "repairing", dead[d], n, after[0] ? after : "-");
-            size_t i = 0;
-            for (; i < n && member_repair_kind(r, dead[d]) == kind; i += REPAIR_GROUP) {
+            size_t i = 0, g = 0;
+            for (; i < n && member_repair_kind(r, dead[d]) == kind; i += g) {
                 if (drains && r->drain_budget <= 0)
                     break;
-                size_t g = WH_MIN((size_t)REPAIR_GROUP, n - i);
+                g = group_size(r, &cs[i], n - i, drains ? r->drain_budget : -1);
                 uint64_t moved = 0;
                 failed += repair_group(r, &cs[i], g, &dead[d], true, NULL,
                                        kind == REP_DRAIN ? MV_DRAIN : MV_REPAIR, &moved);
@@ -703,6 +740,11 @@ static void repair_pass(cl_remote_t *r)
             }
             free(cs);
             refresh(r);
+            /* the backlog as it stands after every batch, not only at the end of a pass */
+            uint64_t left = 0;
+            if (kind == REP_LOST &&
+                meta_chunks_on_nodes_count(r->cfg.meta, lost, nl, &left) == WH_OK)
+                atomic_store(&r->repair_pending, left);
         }
         uint64_t *w = repair_warned(r, dead[d]);
         if (failed && w && (t0 - *w >= WARN_MS || !*w)) {
@@ -873,10 +915,13 @@ static void rebalance_pass(cl_remote_t *r)
         while (i < n && r->rb_budget > 0) {
             store_chunk_t grp[REPAIR_GROUP];
             uint32_t from[REPAIR_GROUP], to[REPAIR_GROUP];
-            size_t g = 0;
-            for (; i < n && g < REPAIR_GROUP; i++)
-                if (rebalance_move(r, &cs[i], &from[g], &to[g]))
+            size_t g = 0, cap = WH_MIN((size_t)r->cfg.repair_parallel, (size_t)REPAIR_GROUP);
+            double sum = 0;
+            for (; i < n && g < cap && sum < r->rb_budget; i++)
+                if (rebalance_move(r, &cs[i], &from[g], &to[g])) {
+                    sum += (double)cs[i].length;
                     grp[g++] = cs[i];
+                }
             if (g) {
                 uint64_t moved = 0;
                 repair_group(r, grp, g, from, false, to, MV_REBALANCE, &moved);

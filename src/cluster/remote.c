@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MOD "remote"
 
@@ -30,6 +31,11 @@ void cl_remote_config_init(cl_remote_config_t *cfg)
     cfg->reserve_bytes = 256ULL << 20;
     cfg->drain_rate = 64ULL << 20;
     cfg->rebalance_rate = 16ULL << 20;
+    /* Copies in flight at once: the gateway only sends instructions (the bytes go from
+     * storage server to storage server), so this is sized from the host, within a cap. */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    cfg->repair_parallel =
+        (unsigned)WH_MIN(WH_MAX(4 * (ncpu > 0 ? ncpu : 1), 8), CL_REPAIR_PARALLEL_MAX);
 }
 
 /* Queues every candidate copy of jobs[0..n) for garbage collection after the orphan grace:
@@ -730,6 +736,11 @@ void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
         {"wharf_cluster_chunk_failures_total", cs.failures},
         {"wharf_cluster_chunk_retries_total", cs.retries},
         {"wharf_cluster_chunk_timeouts_total", cs.timeouts},
+        {"wharf_cluster_chunk_hedges_total", cs.hedges},
+        {"wharf_cluster_chunk_hedge_wins_total", cs.hedge_wins},
+        {"wharf_cluster_chunk_rx_bytes_total", cs.rx_bytes},
+        {"wharf_cluster_chunk_tx_bytes_total", cs.tx_bytes},
+        {"wharf_cluster_repair_relayed_total", atomic_load(&r->repair_relayed)},
         {"wharf_cluster_write_retries_total", atomic_load(&r->write_retries)},
         {"wharf_cluster_chunks_written_total", atomic_load(&r->chunks_put)},
         {"wharf_cluster_chunks_read_total", atomic_load(&r->chunks_got)},

@@ -56,7 +56,12 @@ typedef struct cl_remote_config {
     uint64_t rebalance_rate;
     /* This gateway's S3 address, published as the leader's (wharfd node status). */
     const char *self_addr;
+    /* Chunk copies (repair, drain, rebalance, damaged copies) in flight at once, each sent by
+     * a storage server holding a good copy straight to its new server. Default 4 per CPU of
+     * this host, at least 8, at most CL_REPAIR_PARALLEL_MAX. */
+    unsigned repair_parallel;
 } cl_remote_config_t;
+#define CL_REPAIR_PARALLEL_MAX 64
 
 void cl_remote_config_init(cl_remote_config_t *cfg);
 wh_status_t cl_remote_open(const cl_remote_config_t *cfg, store_data_t **out);

@@ -46,6 +46,8 @@ typedef struct cl_remote {
     _Atomic uint64_t gc_deleted, gc_failed, meta_failures;
     _Atomic uint64_t repair_chunks, repair_bytes, repair_failures, repair_pending, repair_nodes;
     _Atomic uint64_t damage_repaired, damage_pending;
+    _Atomic uint64_t repair_relayed; /* copies relayed through this gateway (a source that
+                                      * cannot push: 501) */
     _Atomic uint64_t drain_chunks, drain_bytes, drain_pending, drain_nodes;
     _Atomic uint64_t rebalance_chunks, rebalance_bytes, rebalance_walks;
     /* rebalance (members thread only): the membership its walk is for, where it is */

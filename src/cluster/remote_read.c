@@ -113,6 +113,7 @@ static wh_status_t rr_fetch(rr_t *q, int64_t k, int n)
         j->dst = s->buf;
         j->check_crc = true;
         j->expect_crc = c->crc64nvme;
+        j->hedge = true; /* a late replica costs its hedge deadline, not its whole bound */
         cl_members_for_read(r, c, j);
         idx[nj] = k + i;
         dst[nj++] = s;

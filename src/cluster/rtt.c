@@ -50,3 +50,13 @@ uint64_t cl_rtt_timeout_ms(const cl_rtt_t *e, uint64_t len, unsigned backoff)
     t <<= backoff;
     return t < hi ? t : hi;
 }
+
+uint64_t cl_rtt_hedge_ms(const cl_rtt_t *e, uint64_t len)
+{
+    uint64_t hi = cl_rtt_timeout_ms(e, len, 0) / 2, t = cl_rtt_floor_ms(len) / 4;
+    if (e && e->samples)
+        t = (uint64_t)((e->srtt + 2 * e->rttvar) * units(len) * 1000.0);
+    if (t < CL_HEDGE_MIN_MS)
+        t = CL_HEDGE_MIN_MS;
+    return t < hi ? t : hi;
+}

@@ -32,4 +32,11 @@ uint64_t cl_rtt_ceil_ms(uint64_t len);
  * NULL: nothing known), ms. */
 uint64_t cl_rtt_timeout_ms(const cl_rtt_t *e, uint64_t len, unsigned backoff);
 
+/* When a hedged read asks a second replica (ms after the first was sent): the estimate of
+ * what a request of len bytes takes, srtt + 2 * rttvar (a late answer, not a lost one),
+ * at least CL_HEDGE_MIN_MS and at most half the request's timeout; a quarter of the floor
+ * while nothing is known. */
+#define CL_HEDGE_MIN_MS 50
+uint64_t cl_rtt_hedge_ms(const cl_rtt_t *e, uint64_t len);
+
 #endif

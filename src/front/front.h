@@ -99,6 +99,10 @@ typedef struct srv_config {
     unsigned lifecycle_period_s;
     void (*metrics_extra)(void *arg, wh_sbuf_t *out);
     void *metrics_extra_arg;
+    /* A cluster gateway: its cluster's dashboard (GET /?x-wharf-cluster, root only; `wharf
+     * admin cluster`), JSON or text appended to out; NULL elsewhere (the request is 501). */
+    wh_status_t (*admin_cluster)(void *arg, bool json, wh_sbuf_t *out);
+    void *admin_cluster_arg;
 } srv_config_t;
 
 #define SRV_MAX_UPLOADS_DEFAULT 10000

@@ -48,6 +48,9 @@ static int gw_usage(FILE *f)
             "                       (wharfd node drain; default 64M)\n"
             "  --rebalance-rate BYTES  bytes per second moved to where chunks rank now after\n"
             "                       the membership changed (a join); 0 off (default 16M)\n"
+            "  --repair-parallel N  chunk copies (repair, drain, rebalance) in flight at once,\n"
+            "                       each sent storage server to storage server; 1..64\n"
+            "                       (default 4 per CPU of this host, at least 8, at most 64)\n"
             "  --region NAME        S3 region (default us-east-1)\n"
             "  --server-key-file F  the key that seals users' secret keys (64 hex characters);\n"
             "                       the same file on every gateway (also WHARF_SERVER_KEY_FILE);\n"
@@ -77,6 +80,12 @@ static void gw_metrics(void *arg, wh_sbuf_t *out)
     cl_remote_metrics(arg, out);
 }
 
+/* GET /?x-wharf-cluster: the dashboard `wharfd node status` prints, from the same database. */
+static wh_status_t gw_admin_cluster(void *arg, bool json, wh_sbuf_t *out)
+{
+    return srv_node_status(arg, json, out) == 0 ? WH_OK : WH_ERR_UNAVAILABLE;
+}
+
 int srv_gateway_main(int argc, char **argv)
 {
     srv_config_t cfg;
@@ -100,6 +109,7 @@ int srv_gateway_main(int argc, char **argv)
         O_RESERVE,
         O_DRAIN_RATE,
         O_REBALANCE_RATE,
+        O_REPAIR_PARALLEL,
         O_HELP
     };
     static const struct option opts[] = {
@@ -117,6 +127,7 @@ int srv_gateway_main(int argc, char **argv)
         {"storage-reserve", required_argument, NULL, O_RESERVE},
         {"drain-rate", required_argument, NULL, O_DRAIN_RATE},
         {"rebalance-rate", required_argument, NULL, O_REBALANCE_RATE},
+        {"repair-parallel", required_argument, NULL, O_REPAIR_PARALLEL},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -180,6 +191,12 @@ int srv_gateway_main(int argc, char **argv)
                               optarg);
             rc.rebalance_rate = v;
             break;
+        case O_REPAIR_PARALLEL:
+            if (wh_parse_u64(optarg, strlen(optarg), &v) != 0 || v < 1 ||
+                v > CL_REPAIR_PARALLEL_MAX)
+                return gw_bad("--repair-parallel wants 1..64 copies in flight, got '%s'", optarg);
+            rc.repair_parallel = (unsigned)v;
+            break;
         case O_HELP:
             return gw_usage(stdout);
         case ':':
@@ -230,6 +247,8 @@ int srv_gateway_main(int argc, char **argv)
     }
     cfg.metrics_extra = gw_metrics;
     cfg.metrics_extra_arg = data;
+    cfg.admin_cluster = gw_admin_cluster;
+    cfg.admin_cluster_arg = meta;
     srv_t *srv = NULL;
     if ((s = srv_s3_front_start(&cfg, st, &srv)) != WH_OK) {
         fprintf(stderr, "wharfd: cannot start: %s (see the log above)\n", wh_status_str(s));

@@ -58,19 +58,19 @@ static int nc_bad(const char *fmt, const char *arg)
 }
 
 /* A JSON string body: the node table's text is addresses and zone names, but escape anyway. */
-static void json_str(const char *s)
+static void json_str(wh_sbuf_t *b, const char *s)
 {
-    putchar('"');
+    wh_sbuf_puts(b, "\"");
     for (; *s; s++) {
         unsigned char ch = (unsigned char)*s;
         if (ch == '"' || ch == '\\')
-            printf("\\%c", ch);
+            wh_sbuf_printf(b, "\\%c", ch);
         else if (ch < 0x20)
-            printf("\\u%04x", ch);
+            wh_sbuf_printf(b, "\\u%04x", ch);
         else
-            putchar(ch);
+            wh_sbuf_append(b, &ch, 1);
     }
-    putchar('"');
+    wh_sbuf_puts(b, "\"");
 }
 
 static const char *node_state(const meta_node_t *n, uint64_t copies, bool *up)
@@ -126,57 +126,61 @@ static void view_free(nc_view_t *v)
     free(v->copies);
 }
 
-static void nodes_json(const nc_view_t *v)
+static void nodes_json(wh_sbuf_t *b, const nc_view_t *v)
 {
-    printf("\"nodes\":[");
+    wh_sbuf_printf(b, "\"nodes\":[");
     for (size_t i = 0; i < v->n; i++) {
         const meta_node_t *nd = &v->nodes[i];
         bool up;
         const char *state = node_state(nd, v->copies[i], &up);
-        printf("%s{\"id\":%" PRIu32 ",\"addr\":", i ? "," : "", nd->id);
-        json_str(nd->addr);
-        printf(",\"state\":\"%s\",\"zone\":", state);
-        json_str(nd->zone);
-        printf(",\"up\":%s,\"capacity\":%" PRIu64 ",\"free\":%" PRIu64 ",\"copies\":%" PRIu64
-               ",\"heartbeat_age_s\":%" PRId64 ",\"scrub_progress\":%.4f,\"scrub_passes\":%" PRIu64
-               ",\"damaged\":%" PRIu64 "}",
-               up ? "true" : "false", nd->capacity, nd->free, v->copies[i],
-               (int64_t)nd->now - (int64_t)nd->heartbeat, nd->scrub_progress, nd->scrub_passes,
-               nd->damaged);
+        wh_sbuf_printf(b, "%s{\"id\":%" PRIu32 ",\"addr\":", i ? "," : "", nd->id);
+        json_str(b, nd->addr);
+        wh_sbuf_printf(b, ",\"state\":\"%s\",\"zone\":", state);
+        json_str(b, nd->zone);
+        wh_sbuf_printf(b,
+                       ",\"up\":%s,\"capacity\":%" PRIu64 ",\"free\":%" PRIu64
+                       ",\"copies\":%" PRIu64 ",\"heartbeat_age_s\":%" PRId64
+                       ",\"scrub_progress\":%.4f,\"scrub_passes\":%" PRIu64 ",\"damaged\":%" PRIu64
+                       "}",
+                       up ? "true" : "false", nd->capacity, nd->free, v->copies[i],
+                       (int64_t)nd->now - (int64_t)nd->heartbeat, nd->scrub_progress,
+                       nd->scrub_passes, nd->damaged);
     }
-    printf("]");
+    wh_sbuf_printf(b, "]");
 }
 
-static void nodes_text(const nc_view_t *v, bool wide)
+static void nodes_text(wh_sbuf_t *b, const nc_view_t *v, bool wide)
 {
-    printf("%-4s %-24s %-9s %-10s %-3s %14s %14s %8s %6s", "ID", "ADDRESS", "STATE", "ZONE", "UP",
-           "CAPACITY", "FREE", "COPIES", "AGE_S");
-    printf(wide ? " %6s %7s\n" : "\n", "SCRUB", "DAMAGED");
+    wh_sbuf_printf(b, "%-4s %-24s %-9s %-10s %-3s %14s %14s %8s %6s", "ID", "ADDRESS", "STATE",
+                   "ZONE", "UP", "CAPACITY", "FREE", "COPIES", "AGE_S");
+    wh_sbuf_printf(b, wide ? " %6s %7s\n" : "\n", "SCRUB", "DAMAGED");
     for (size_t i = 0; i < v->n; i++) {
         const meta_node_t *nd = &v->nodes[i];
         bool up;
         const char *state = node_state(nd, v->copies[i], &up);
-        printf("%-4" PRIu32 " %-24s %-9s %-10s %-3s %14" PRIu64 " %14" PRIu64 " %8" PRIu64
-               " %6" PRId64,
-               nd->id, nd->addr, state, nd->zone[0] ? nd->zone : "-", up ? "yes" : "no",
-               nd->capacity, nd->free, v->copies[i], (int64_t)nd->now - (int64_t)nd->heartbeat);
+        wh_sbuf_printf(b,
+                       "%-4" PRIu32 " %-24s %-9s %-10s %-3s %14" PRIu64 " %14" PRIu64 " %8" PRIu64
+                       " %6" PRId64,
+                       nd->id, nd->addr, state, nd->zone[0] ? nd->zone : "-", up ? "yes" : "no",
+                       nd->capacity, nd->free, v->copies[i],
+                       (int64_t)nd->now - (int64_t)nd->heartbeat);
         if (wide)
-            printf(" %5.1f%% %7" PRIu64, nd->scrub_progress * 100.0, nd->damaged);
-        printf("\n");
+            wh_sbuf_printf(b, " %5.1f%% %7" PRIu64, nd->scrub_progress * 100.0, nd->damaged);
+        wh_sbuf_printf(b, "\n");
     }
 }
 
-static int node_list(meta_t *m, bool json)
+static int node_list(meta_t *m, bool json, wh_sbuf_t *b)
 {
     nc_view_t v;
     if (view_load(m, &v) != 0)
         return 1;
     if (json) {
-        printf("{");
-        nodes_json(&v);
-        printf("}\n");
+        wh_sbuf_printf(b, "{");
+        nodes_json(b, &v);
+        wh_sbuf_printf(b, "}\n");
     } else {
-        nodes_text(&v, false);
+        nodes_text(b, &v, false);
     }
     view_free(&v);
     return 0;
@@ -184,7 +188,7 @@ static int node_list(meta_t *m, bool json)
 
 /* The dashboard: servers by state, capacity, zones, the maintenance leader and its backlogs
  * (repair, drain, damaged copies), the scrubbers' progress, then every node. */
-static int node_status(meta_t *m, bool json)
+int srv_node_status(meta_t *m, bool json, wh_sbuf_t *b)
 {
     nc_view_t v;
     if (view_load(m, &v) != 0)
@@ -240,64 +244,73 @@ static int node_status(meta_t *m, bool json)
     if (!scrubbing)
         low = 0;
     if (json) {
-        printf("{\"servers\":{");
+        wh_sbuf_printf(b, "{\"servers\":{");
         for (int k = 0; k < S_N; k++)
-            printf("%s\"%s\":%" PRIu64, k ? "," : "", sname[k], by[k]);
-        printf(",\"total\":%zu},\"capacity\":%" PRIu64 ",\"free\":%" PRIu64 ",\"copies\":%" PRIu64
-               ",\"leader\":",
-               v.n, cap, fre, copies);
+            wh_sbuf_printf(b, "%s\"%s\":%" PRIu64, k ? "," : "", sname[k], by[k]);
+        wh_sbuf_printf(b,
+                       ",\"total\":%zu},\"capacity\":%" PRIu64 ",\"free\":%" PRIu64
+                       ",\"copies\":%" PRIu64 ",\"leader\":",
+                       v.n, cap, fre, copies);
         if (have_leader) {
-            printf("{\"addr\":");
-            json_str(cs.leader);
-            printf(",\"age_s\":%" PRId64 ",\"live\":%s}", cs.age_s, leader_live ? "true" : "false");
+            wh_sbuf_printf(b, "{\"addr\":");
+            json_str(b, cs.leader);
+            wh_sbuf_printf(b, ",\"age_s\":%" PRId64 ",\"live\":%s}", cs.age_s,
+                           leader_live ? "true" : "false");
         } else {
-            printf("null");
+            wh_sbuf_printf(b, "null");
         }
-        printf(",\"backlog\":{\"repair_pending\":%" PRIu64 ",\"repair_nodes\":%" PRIu64
-               ",\"drain_pending\":%" PRIu64 ",\"damage_pending\":%" PRIu64
-               ",\"damaged_copies\":%" PRIu64 ",\"scrub_servers\":%" PRIu64
-               ",\"scrub_mid_pass\":%" PRIu64 ",\"scrub_lowest_progress\":%.4f}",
-               cs.repair_pending, cs.repair_nodes, cs.drain_pending, cs.damage_pending, damaged,
-               scrubbing, mid, low);
-        printf(",\"zones\":[");
+        wh_sbuf_printf(b,
+                       ",\"backlog\":{\"repair_pending\":%" PRIu64 ",\"repair_nodes\":%" PRIu64
+                       ",\"drain_pending\":%" PRIu64 ",\"damage_pending\":%" PRIu64
+                       ",\"damaged_copies\":%" PRIu64 ",\"scrub_servers\":%" PRIu64
+                       ",\"scrub_mid_pass\":%" PRIu64 ",\"scrub_lowest_progress\":%.4f}",
+                       cs.repair_pending, cs.repair_nodes, cs.drain_pending, cs.damage_pending,
+                       damaged, scrubbing, mid, low);
+        wh_sbuf_printf(b, ",\"zones\":[");
         for (size_t z = 0; z < nz; z++) {
-            printf("%s{\"zone\":", z ? "," : "");
-            json_str(zones[z]);
-            printf(",\"servers\":%" PRIu64 ",\"up\":%" PRIu64 ",\"capacity\":%" PRIu64
-                   ",\"free\":%" PRIu64 ",\"copies\":%" PRIu64 "}",
-                   zn[z], zup[z], zcap[z], zfree[z], zcp[z]);
+            wh_sbuf_printf(b, "%s{\"zone\":", z ? "," : "");
+            json_str(b, zones[z]);
+            wh_sbuf_printf(b,
+                           ",\"servers\":%" PRIu64 ",\"up\":%" PRIu64 ",\"capacity\":%" PRIu64
+                           ",\"free\":%" PRIu64 ",\"copies\":%" PRIu64 "}",
+                           zn[z], zup[z], zcap[z], zfree[z], zcp[z]);
         }
-        printf("],");
-        nodes_json(&v);
-        printf("}\n");
+        wh_sbuf_printf(b, "],");
+        nodes_json(b, &v);
+        wh_sbuf_printf(b, "}\n");
     } else {
-        printf("servers:  %zu (", v.n);
+        wh_sbuf_printf(b, "servers:  %zu (", v.n);
         for (int k = 0, first = 1; k < S_N; k++)
             if (by[k] || k == S_UP) {
-                printf("%s%" PRIu64 " %s", first ? "" : ", ", by[k], sname[k]);
+                wh_sbuf_printf(b, "%s%" PRIu64 " %s", first ? "" : ", ", by[k], sname[k]);
                 first = 0;
             }
-        printf(")\n");
-        printf("capacity: %" PRIu64 " bytes, %" PRIu64 " free (%.1f%%), %" PRIu64 " chunk copies\n",
-               cap, fre, cap ? 100.0 * (double)fre / (double)cap : 0.0, copies);
+        wh_sbuf_printf(b, ")\n");
+        wh_sbuf_printf(
+            b, "capacity: %" PRIu64 " bytes, %" PRIu64 " free (%.1f%%), %" PRIu64 " chunk copies\n",
+            cap, fre, cap ? 100.0 * (double)fre / (double)cap : 0.0, copies);
         if (!have_leader)
-            printf("leader:   none yet (no maintenance pass has run)\n");
+            wh_sbuf_printf(b, "leader:   none yet (no maintenance pass has run)\n");
         else
-            printf("leader:   %s (last pass %" PRId64 " s ago%s)\n", cs.leader, cs.age_s,
-                   leader_live ? "" : ": no gateway holds the maintenance lock now?");
-        printf("backlog:  repair %" PRIu64 " chunks on %" PRIu64 " servers, drain %" PRIu64
-               " chunks, damaged %" PRIu64 " copies (servers report %" PRIu64 ")\n",
-               cs.repair_pending, cs.repair_nodes, cs.drain_pending, cs.damage_pending, damaged);
-        printf("scrub:    %" PRIu64 " of %" PRIu64 " servers mid-pass, lowest progress %.1f%%\n",
-               mid, scrubbing, low * 100.0);
-        printf("zones:    %zu\n", nz);
-        printf("  %-12s %7s %3s %14s %14s %8s\n", "ZONE", "SERVERS", "UP", "CAPACITY", "FREE",
-               "COPIES");
+            wh_sbuf_printf(b, "leader:   %s (last pass %" PRId64 " s ago%s)\n", cs.leader, cs.age_s,
+                           leader_live ? "" : ": no gateway holds the maintenance lock now?");
+        wh_sbuf_printf(b,
+                       "backlog:  repair %" PRIu64 " chunks on %" PRIu64 " servers, drain %" PRIu64
+                       " chunks, damaged %" PRIu64 " copies (servers report %" PRIu64 ")\n",
+                       cs.repair_pending, cs.repair_nodes, cs.drain_pending, cs.damage_pending,
+                       damaged);
+        wh_sbuf_printf(
+            b, "scrub:    %" PRIu64 " of %" PRIu64 " servers mid-pass, lowest progress %.1f%%\n",
+            mid, scrubbing, low * 100.0);
+        wh_sbuf_printf(b, "zones:    %zu\n", nz);
+        wh_sbuf_printf(b, "  %-12s %7s %3s %14s %14s %8s\n", "ZONE", "SERVERS", "UP", "CAPACITY",
+                       "FREE", "COPIES");
         for (size_t z = 0; z < nz; z++)
-            printf("  %-12s %7" PRIu64 " %3" PRIu64 " %14" PRIu64 " %14" PRIu64 " %8" PRIu64 "\n",
-                   zones[z][0] ? zones[z] : "-", zn[z], zup[z], zcap[z], zfree[z], zcp[z]);
-        printf("\n");
-        nodes_text(&v, true);
+            wh_sbuf_printf(
+                b, "  %-12s %7" PRIu64 " %3" PRIu64 " %14" PRIu64 " %14" PRIu64 " %8" PRIu64 "\n",
+                zones[z][0] ? zones[z] : "-", zn[z], zup[z], zcap[z], zfree[z], zcp[z]);
+        wh_sbuf_printf(b, "\n");
+        nodes_text(b, &v, true);
     }
     view_free(&v);
     return 0;
@@ -372,10 +385,12 @@ int srv_node_main(int argc, char **argv)
     }
     int rc = 0;
     uint32_t id = 0;
+    wh_sbuf_t out;
+    wh_sbuf_init(&out);
     if (is_status) {
-        rc = node_status(m, json);
+        rc = srv_node_status(m, json, &out);
     } else if (is_list) {
-        rc = node_list(m, json);
+        rc = node_list(m, json, &out);
     } else if (!strcmp(verb, "drain")) {
         st = meta_node_drain(m, addr, &id);
         if (st == WH_OK)
@@ -406,6 +421,9 @@ int srv_node_main(int argc, char **argv)
             fprintf(stderr, "wharfd: remove %s: %s\n", addr, wh_status_str(st));
         rc = st == WH_OK ? 0 : st == WH_ERR_NOT_FOUND ? 3 : st == WH_ERR_BUSY ? 4 : 1;
     }
+    if (out.len)
+        fwrite(out.data, 1, out.len, stdout);
+    wh_sbuf_free(&out);
     meta_close(m);
     return rc;
 }

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int role_usage(FILE *f)
 {
@@ -44,7 +45,11 @@ static int role_usage(FILE *f)
                "                       there are enough (default none)\n"
                "  --log-level LEVEL    error, warn, info (default), debug, trace\n"
                "  --tls-cert FILE --tls-key FILE  serve the internal API over HTTPS only (give\n"
-               "                       the gateways --cluster-ca); SIGHUP reloads the pair\n");
+               "                       the gateways --cluster-ca); SIGHUP reloads the pair\n"
+               "  --cluster-ca FILE    the other storage servers serve HTTPS: dial them so when\n"
+               "                       sending a copy (repair, drain), verifying their\n"
+               "                       certificates with these CAs; a TLS server without it\n"
+               "                       answers 501 to a push and the gateway relays the copy\n");
     return 0;
 }
 
@@ -269,7 +274,16 @@ int srv_storage_main(int argc, char **argv)
     bool have_listen = false;
     srv_common_t co;
     srv_common_init(&co, "storage");
-    enum { O_META = 1, O_DATA, O_LISTEN, O_SCRUB_RATE, O_SCRUB_INTERVAL, O_ZONE, O_HELP };
+    enum {
+        O_META = 1,
+        O_DATA,
+        O_LISTEN,
+        O_SCRUB_RATE,
+        O_SCRUB_INTERVAL,
+        O_ZONE,
+        O_CLUSTER_CA,
+        O_HELP
+    };
     static const struct option opts[] = {
         {"meta", required_argument, NULL, O_META},
         {"data", required_argument, NULL, O_DATA},
@@ -277,6 +291,7 @@ int srv_storage_main(int argc, char **argv)
         {"scrub-rate", required_argument, NULL, O_SCRUB_RATE},
         {"scrub-interval", required_argument, NULL, O_SCRUB_INTERVAL},
         {"zone", required_argument, NULL, O_ZONE},
+        {"cluster-ca", required_argument, NULL, O_CLUSTER_CA},
         SRV_OPTS_RDMA,
         SRV_OPTS_TLS,
         {"help", no_argument, NULL, O_HELP},
@@ -323,6 +338,11 @@ int srv_storage_main(int argc, char **argv)
             cfg.zone = optarg;
             break;
         }
+        case O_CLUSTER_CA:
+            if (access(optarg, R_OK) != 0)
+                return bad("--cluster-ca wants a readable PEM file of CAs, got '%s'", optarg);
+            cfg.cluster_ca = optarg;
+            break;
         case O_HELP:
             return role_usage(stdout);
         case ':':

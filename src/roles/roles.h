@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "base/status.h"
+#include "base/util.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,6 +18,11 @@ int srv_gateway_main(int argc, char **argv);
 int srv_user_main(int argc, char **argv);
 /* `wharfd node list|drain|remove` (node_cmd.c). */
 int srv_node_main(int argc, char **argv);
+/* The cluster's dashboard (`wharfd node status`, and the gateway's GET /?x-wharf-cluster that
+ * `wharf admin cluster` reads), text or JSON, appended to b; 0, or 1 when the database could
+ * not be read (said on stderr). */
+struct meta;
+int srv_node_status(struct meta *m, bool json, wh_sbuf_t *b);
 
 /* The options several roles take, parsed in one place. Each role lists the ones it takes in
  * its getopt table (SRV_OPTS_RDMA, SRV_OPTS_S3) and hands every option it does not know

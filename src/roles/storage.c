@@ -257,6 +257,90 @@ static void serve_rput(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
     reply_sum(c, q, res.bytes, crc, md5);
 }
 
+/* push: sends this server's copy of the chunk to another storage server (repair, drain,
+ * rebalance, a damaged copy rewritten), so that its bytes never pass through a gateway. The
+ * copy is checked against its footer and against the chunk map's crc the gateway signed
+ * before a byte leaves; it goes as a cput (signed here with the cluster secret), which the
+ * target stores only when the bytes' crc64nvme is that crc. The reply carries what the
+ * target acknowledged. */
+static void serve_push(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
+{
+    const cl_itoken_t *t = &q->tok;
+    uint64_t want = 0;
+    char to[256];
+    if (!cl_itoken_copy_args(t, &want, to, sizeof to)) {
+        reply_text(c, q, 400, "chunk %s: push token without CRC@ADDR", q->chunk);
+        return;
+    }
+    if (s->tls && !s->cfg.cluster_ca) {
+        reply_text(c, q, 501,
+                   "chunk %s: push not implemented on a storage server that serves HTTPS "
+                   "without --cluster-ca (it cannot dial the others); the gateway relays it",
+                   q->chunk);
+        return;
+    }
+    if (strcmp(to, s->addr) == 0) {
+        reply_text(c, q, 400, "chunk %s: push to this server itself", q->chunk);
+        return;
+    }
+    int fd = -1;
+    cl_chunk_info_t info;
+    wh_status_t st = cl_chunk_open(s->chunks, q->chunk, &fd, &info);
+    if (st != WH_OK) {
+        atomic_fetch_add(&s->read_errors, 1);
+        if (st == WH_ERR_CHECKSUM)
+            srv_storage_damaged(s, q->chunk, -1);
+        reply_text(c, q, st == WH_ERR_NOT_FOUND ? 404 : 500, "chunk %s: %s", q->chunk,
+                   st == WH_ERR_NOT_FOUND ? "not on this server" : "damaged footer");
+        return;
+    }
+    uint64_t size = info.size, foot_crc = info.crc;
+    cl_chunk_info_free(&info);
+    if (size != t->len || foot_crc != want) {
+        close(fd);
+        reply_text(c, q, 409,
+                   "chunk %s: this copy has %" PRIu64 " bytes, crc64nvme %016" PRIx64
+                   "; the chunk map says %" PRIu64 ", %016" PRIx64,
+                   q->chunk, size, foot_crc, t->len, want);
+        return;
+    }
+    uint8_t *buf = malloc(size ? size : 1);
+    if (!buf) {
+        close(fd);
+        reply_text(c, q, 500, "chunk %s: out of memory", q->chunk);
+        return;
+    }
+    if (wh_pread_all(fd, buf, size, 0) != 0 || wh_crc64nvme(0, buf, size) != foot_crc) {
+        atomic_fetch_add(&s->read_errors, 1);
+        srv_storage_damaged(s, q->chunk, fd);
+        close(fd);
+        free(buf);
+        reply_text(c, q, 500, "chunk %s: checksum mismatch (damaged on disk)", q->chunk);
+        return;
+    }
+    close(fd);
+    cl_job_t j;
+    memset(&j, 0, sizeof j);
+    j.op = CL_OP_CPUT;
+    j.chunk = q->chunk;
+    j.len = size;
+    j.body = buf;
+    j.cand[0] = to;
+    j.ncand = 1;
+    snprintf(j.mtok, sizeof j.mtok, "%016" PRIx64, want);
+    st = cl_client_run(s->client, &j, 1, 1, NULL);
+    free(buf);
+    if (st != WH_OK || j.crc != want) {
+        atomic_fetch_add(&s->push_failures, 1);
+        reply_text(c, q, 502, "chunk %s: %s did not store the copy: %s", q->chunk, to,
+                   j.err[0] ? j.err : "crc differs");
+        return;
+    }
+    atomic_fetch_add(&s->push_chunks, 1);
+    atomic_fetch_add(&s->push_bytes, size);
+    reply_sum(c, q, j.bytes, j.crc, NULL);
+}
+
 /* The token is checked here, before any byte of the chunk is read or written. */
 static void request_begin(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q, const char *url)
 {
@@ -290,10 +374,10 @@ static void request_begin(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q,
         return;
     }
     const cl_itoken_t *t = &q->tok;
-    const char *want = t->op == CL_OP_GET   ? "GET"
-                       : t->op == CL_OP_PUT ? "PUT"
-                       : t->op == CL_OP_DEL ? "DELETE"
-                                            : "POST";
+    const char *want = t->op == CL_OP_GET                          ? "GET"
+                       : t->op == CL_OP_PUT || t->op == CL_OP_CPUT ? "PUT"
+                       : t->op == CL_OP_DEL                        ? "DELETE"
+                                                                   : "POST";
     if (strcmp(t->chunk, q->chunk) != 0 || strcmp(q->method, want) != 0) {
         atomic_fetch_add(&s->token_rejects, 1);
         reply_text(c, q, 403, "itoken is for %s of chunk %s, not %s of %s", cl_op_name(t->op),
@@ -314,7 +398,11 @@ static void request_begin(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q,
             atomic_fetch_add(&s->chunks_deleted, 1);
         reply_text(c, q, st == WH_OK ? 200 : 500, "%s", st == WH_OK ? "deleted" : "failed");
         return;
+    case CL_OP_PUSH:
+        serve_push(s, c, q);
+        return;
     case CL_OP_PUT:
+    case CL_OP_CPUT:
         if ((st = cl_chunk_writer_open(s->chunks, q->chunk, false, &q->w)) != WH_OK)
             reply_text(c, q, 500, "chunk %s: cannot create: %s", q->chunk, wh_status_str(st));
         return; /* the body follows */
@@ -334,14 +422,31 @@ static void put_finish(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
                    q->tok.len);
         return;
     }
-    uint64_t crc = 0;
+    uint64_t crc = 0, want = 0;
+    bool checked = q->tok.op == CL_OP_CPUT && cl_itoken_copy_args(&q->tok, &want, NULL, 0);
+    if (checked && cl_chunk_writer_crc(w) != want) {
+        /* a copy from another storage server: stored only as the chunk map has it */
+        crc = cl_chunk_writer_crc(w);
+        cl_chunk_writer_abort(w);
+        atomic_fetch_add(&s->copy_refused, 1);
+        reply_text(c, q, 409,
+                   "chunk %s: the copy received has crc64nvme %016" PRIx64 ", not the chunk "
+                   "map's %016" PRIx64 ": not stored",
+                   q->chunk, crc, want);
+        return;
+    }
     wh_status_t st = cl_chunk_writer_commit(w, &crc, NULL);
     if (st != WH_OK) {
         reply_text(c, q, 507, "chunk %s: cannot store: %s", q->chunk, wh_status_str(st));
         return;
     }
     atomic_fetch_add(&s->chunks_written, 1);
-    atomic_fetch_add(&s->http_write_bytes, q->tok.len);
+    if (checked) {
+        atomic_fetch_add(&s->copy_recv_chunks, 1);
+        atomic_fetch_add(&s->copy_recv_bytes, q->tok.len);
+    } else {
+        atomic_fetch_add(&s->http_write_bytes, q->tok.len);
+    }
     reply_sum(c, q, q->tok.len, crc, NULL);
 }
 
@@ -422,6 +527,9 @@ wh_status_t srv_storage_start(const srv_storage_config_t *cfg, srv_storage_t **o
     s->secret_len = strlen(cfg->secret);
     if ((st = cl_chunks_open(cfg->data_dir, &s->chunks)) != WH_OK)
         goto err;
+    if ((st = cl_client_new(cfg->secret, &s->client)) != WH_OK ||
+        (cfg->cluster_ca && (st = cl_client_set_ca(s->client, cfg->cluster_ca)) != WH_OK))
+        goto err;
     srv_rdma_config_t rcfg = cfg->rdma; /* the pool follows RLIMIT_MEMLOCK (rdma_pool.c) */
     if (!rcfg.node && strcmp(cfg->listen_host, "0.0.0.0") != 0)
         rcfg.node = cfg->listen_host;
@@ -492,6 +600,7 @@ void srv_storage_stop(srv_storage_t *s)
     srv_tls_close(s->tls);
     srv_rdma_fini(s->rdma);
     cl_chunks_close(s->chunks);
+    cl_client_free(s->client);
     free(s);
 }
 

@@ -34,6 +34,10 @@ typedef struct srv_storage_config {
     uint64_t scrub_rate;       /* bytes/s the scrubber reads; 0: no scrubber (default 32 MiB) */
     unsigned scrub_interval_s; /* pause between passes (default 7 days) */
     const char *zone;          /* failure domain registered for placement; NULL or "" none */
+    /* PEM CAs of the other storage servers' certificates (they serve HTTPS): a copy pushed to
+     * one (repair, drain) is sent over HTTPS verified with them. NULL: over HTTP, unless this
+     * server serves HTTPS itself, which then refuses pushes (501). */
+    const char *cluster_ca;
 } srv_storage_config_t;
 
 void srv_storage_config_init(srv_storage_config_t *cfg);

@@ -5,6 +5,7 @@
 
 #include "base/util.h"
 #include "cluster/chunks.h"
+#include "cluster/client.h"
 #include "roles/storage.h"
 
 #include <pthread.h>
@@ -57,6 +58,10 @@ struct srv_storage {
     _Atomic uint64_t scrub_bytes, scrub_chunks, scrub_damaged, scrub_passes;
     _Atomic uint32_t scrub_prefix; /* 0..256: where the current pass is */
     _Atomic uint64_t http_read_bytes, http_write_bytes;
+    /* copies storage server to storage server (push: this one sends; cput: it receives) */
+    cl_client_t *client; /* signs and sends the cputs of pushes */
+    _Atomic uint64_t push_chunks, push_bytes, push_failures;
+    _Atomic uint64_t copy_recv_chunks, copy_recv_bytes, copy_refused;
 };
 
 wh_status_t srv_storage_membership_start(srv_storage_t *s);

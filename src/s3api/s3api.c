@@ -25,6 +25,9 @@
 const srv_op_t srv_ops[] = {
     /* level method  q1            q2            q1 value copy api                             body
        rdma  begin, finish, IAM action, obj_acl */
+    /* wharf's own: a cluster gateway's dashboard (`wharf admin cluster`); root only */
+    {SVC, "GET", "x-wharf-cluster", NULL, NULL, false, SRV_API_WHARF_CLUSTER, NONE_, false,
+     srv_admin_cluster, NULL, NULL, false},
     {SVC, "GET", NULL, NULL, NULL, false, SRV_API_LIST_BUCKETS, NONE_, false, srv_bucket_list_all,
      NULL, "s3:ListAllMyBuckets", false},
     /* The IAM API's query protocol (aws iam --endpoint-url): POST / with a form body; it

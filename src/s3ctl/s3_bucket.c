@@ -21,6 +21,36 @@ static int bucket_name_cmp(const void *a, const void *b)
  * bucket), continuation-token (the base64 of the last name of the page before, answered as
  * ContinuationToken while more remain), prefix, and bucket-region (this endpoint's one region,
  * or none). Names are compared as bytes, so pages follow one order on every backend. */
+int srv_admin_cluster(srv_req_t *r, srv_out_t *o)
+{
+    const srv_config_t *cfg = &r->srv->cfg;
+    if (!cfg->admin_cluster)
+        return srv_err(o, S3_ERR_NOT_IMPLEMENTED,
+                       "x-wharf-cluster: this server is not a cluster gateway (wharfd serve has "
+                       "no storage servers)");
+    const char *fmt = srv_route_q(&r->route, "x-wharf-cluster");
+    bool json = !fmt || !*fmt || strcmp(fmt, "json") == 0;
+    if (!json && strcmp(fmt, "text") != 0)
+        return srv_errf(o, S3_ERR_INVALID_ARGUMENT,
+                        "x-wharf-cluster wants json (the default) or text, got '%.64s'", fmt);
+    wh_sbuf_t b;
+    wh_sbuf_init(&b);
+    wh_status_t st = cfg->admin_cluster(cfg->admin_cluster_arg, json, &b);
+    if (st == WH_OK && b.oom)
+        st = WH_ERR_NOMEM;
+    if (st != WH_OK) {
+        wh_sbuf_free(&b);
+        return srv_err_status(r, o, st, "reading the cluster's state");
+    }
+    size_t len = b.len;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, wh_sbuf_steal(&b), MHD_RESPMEM_MUST_FREE);
+    if (!resp)
+        return srv_err(o, S3_ERR_INTERNAL, "out of memory");
+    MHD_add_response_header(resp, "Content-Type", json ? "application/json" : "text/plain");
+    return srv_ok_resp(o, 200, resp, 0);
+}
+
 int srv_bucket_list_all(srv_req_t *r, srv_out_t *o)
 {
     const char *mb = srv_route_q(&r->route, "max-buckets");

@@ -261,6 +261,9 @@ bool srv_mpu_completed_before(srv_req_t *r, const store_complete_part_t *parts, 
 /* ---- handler steps of the bucket, configuration and IAM rows (the srv_ops rows) ---------- */
 
 int srv_bucket_list_all(srv_req_t *r, srv_out_t *o);
+/* GET /?x-wharf-cluster[=text] (root only): a cluster gateway's dashboard, JSON (or text);
+ * 501 NotImplemented on a server that is not a gateway. */
+int srv_admin_cluster(srv_req_t *r, srv_out_t *o);
 int srv_bucket_create_begin(srv_req_t *r, srv_out_t *o);
 int srv_bucket_create_finish(srv_req_t *r, srv_out_t *o);
 int srv_bucket_delete(srv_req_t *r, srv_out_t *o);

@@ -39,6 +39,27 @@ def sign_itoken(op, chunk, off, length, expires=None, peer="tcp", addr="127.0.0.
     return body + mac
 
 
+def crc64nvme(data):
+    """crc64nvme (reflected, poly 0x9a6c9329ac4bc9b5, init and xorout all ones), an
+    independent implementation for the tests (storage servers check copies against it)."""
+    table = crc64nvme.table
+    if table is None:
+        table = []
+        for i in range(256):
+            c = i
+            for _ in range(8):
+                c = (c >> 1) ^ 0x9A6C9329AC4BC9B5 if c & 1 else c >> 1
+            table.append(c)
+        crc64nvme.table = table
+    crc = 0xFFFFFFFFFFFFFFFF
+    for b in data:
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFFFFFFFFFF
+
+
+crc64nvme.table = None
+
+
 def new_chunk_id():
     return uuid.uuid4().hex
 

@@ -27,12 +27,16 @@ static cl_itoken_t sample(cl_op_t op)
         t.peer_uid = 1000;
         snprintf(t.mtok, sizeof t.mtok, "7f0000001000:800000:ofi1:shm:0a0b0c:1f");
     }
+    if (op == CL_OP_PUSH)
+        snprintf(t.mtok, sizeof t.mtok, "00112233445566ff@10.0.0.7:9101");
+    if (op == CL_OP_CPUT)
+        snprintf(t.mtok, sizeof t.mtok, "00112233445566ff");
     return t;
 }
 
 static void test_round_trip(void)
 {
-    for (int op = CL_OP_GET; op <= CL_OP_RPUT; op++) {
+    for (int op = CL_OP_GET; op <= CL_OP_LAST; op++) {
         cl_itoken_t t = sample((cl_op_t)op), u;
         char s[CL_ITOKEN_MAX], err[256] = "";
         CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_OK);
@@ -135,6 +139,49 @@ static void test_malformed(void)
     }
 }
 
+/* push and cput carry the chunk map's crc (and push its target): both parsed, and a token
+ * without them, or with a malformed one, is refused by the signer and the parser alike. */
+static void test_copy_args(void)
+{
+    char s[CL_ITOKEN_MAX], err[256], addr[256];
+    uint64_t crc = 0;
+    cl_itoken_t t = sample(CL_OP_PUSH), u;
+    CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_OK);
+    CHECK(cl_itoken_verify(K, s, strlen(s), 1700000000, &u, err, sizeof err) == WH_OK);
+    CHECK(cl_itoken_copy_args(&u, &crc, addr, sizeof addr));
+    CHECK(crc == 0x00112233445566ffULL);
+    CHECK_STR(addr, "10.0.0.7:9101");
+    t = sample(CL_OP_CPUT);
+    CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_OK);
+    CHECK(cl_itoken_verify(K, s, strlen(s), 1700000000, &u, err, sizeof err) == WH_OK);
+    CHECK(cl_itoken_copy_args(&u, &crc, NULL, 0) && crc == 0x00112233445566ffULL);
+    CHECK(!cl_itoken_copy_args(&(cl_itoken_t){.op = CL_OP_GET}, &crc, NULL, 0));
+    static const char *const bad_push[] = {"",
+                                           "00112233445566ff",
+                                           "00112233445566ff@",
+                                           "0011223344556@10.0.0.7:9101",
+                                           "00112233445566FF@10.0.0.7:9101",
+                                           "00112233445566ffx10.0.0.7:9101"};
+    for (size_t i = 0; i < sizeof bad_push / sizeof bad_push[0]; i++) {
+        t = sample(CL_OP_PUSH);
+        snprintf(t.mtok, sizeof t.mtok, "%s", bad_push[i]);
+        CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_ERR_INVALID);
+        CHECK(strstr(err, "mtok") != NULL);
+        /* the same text signed by hand reaches the parser, which refuses it too */
+        char raw[CL_ITOKEN_MAX];
+        snprintf(raw, sizeof raw,
+                 "wit1|push|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|%s|"
+                 "0000000000000000000000000000000000000000000000000000000000000000",
+                 bad_push[i][0] ? bad_push[i] : "-");
+        CHECK(cl_itoken_verify(K, raw, strlen(raw), 1700000000, &u, err, sizeof err) ==
+              WH_ERR_INVALID);
+        CHECK(strstr(err, "mtok") != NULL);
+    }
+    t = sample(CL_OP_CPUT);
+    snprintf(t.mtok, sizeof t.mtok, "00112233445566ff@10.0.0.7:9101");
+    CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_ERR_INVALID);
+}
+
 static void test_sign_refuses(void)
 {
     char s[CL_ITOKEN_MAX], err[256];
@@ -155,6 +202,7 @@ int main(void)
     RUN(test_round_trip);
     RUN(test_refusals);
     RUN(test_malformed);
+    RUN(test_copy_args);
     RUN(test_sign_refuses);
     return check_done();
 }

@@ -70,12 +70,33 @@ static void test_backoff(void)
     CHECK_EQ_U64(cl_rtt_timeout_ms(&e, 0, 3), cl_rtt_ceil_ms(0));
 }
 
+/* The hedge deadline: a quarter of the floor while nothing is known; then what requests took
+ * (srtt + 2 rttvar), at least CL_HEDGE_MIN_MS, at most half the timeout. */
+static void test_hedge(void)
+{
+    CHECK_EQ_U64(cl_rtt_hedge_ms(NULL, 8 * MIB), 3250 / 4);
+    cl_rtt_t e = {0};
+    for (int i = 0; i < 20; i++)
+        cl_rtt_sample(&e, 8 * MIB, 0.080); /* 10 ms per MiB, steady */
+    uint64_t h = cl_rtt_hedge_ms(&e, 8 * MIB);
+    CHECK(h >= 80 && h <= 120);
+    cl_rtt_t fast = {0};
+    for (int i = 0; i < 20; i++)
+        cl_rtt_sample(&fast, 1 * MIB, 0.001);
+    CHECK_EQ_U64(cl_rtt_hedge_ms(&fast, 1 * MIB), CL_HEDGE_MIN_MS);
+    cl_rtt_t slow = {0};
+    for (int i = 0; i < 20; i++)
+        cl_rtt_sample(&slow, 8 * MIB, 30.0);
+    CHECK_EQ_U64(cl_rtt_hedge_ms(&slow, 8 * MIB), cl_rtt_timeout_ms(&slow, 8 * MIB, 0) / 2);
+}
+
 int main(void)
 {
     test_floor_and_ceiling();
     test_smoothing();
     test_follows_a_slow_server();
     test_backoff();
+    test_hedge();
     printf("%d passed, %d failed\n", g_check_pass, g_check_fail);
     return g_check_fail != 0;
 }
