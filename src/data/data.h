@@ -158,6 +158,9 @@ typedef struct store_local_config {
      * (cold storage: a checkpoint written once and read later); the file system must allow it
      * (tmpfs does not: a warning, then the page cache). */
     bool direct_writes;
+    /* Positional writes by pwrite (write_at) only: map_at_begin answers WH_ERR_UNSUPPORTED
+     * (--data-writes buffered; the default maps the file). */
+    bool pwrite_writes;
 } store_local_config_t;
 wh_status_t store_data_local_open(const store_local_config_t *cfg, store_data_t **out);
 

@@ -68,9 +68,11 @@ static void usage(FILE *f)
            "  --durability disk|memory  what an acknowledged write survives: disk (default:\n"
            "                       the object's file is synced before the reply) or memory\n"
            "                       (the page cache: a crash of wharfd, not of the host)\n"
-           "  --data-writes buffered|direct  large RDMA PUTs through the page cache\n"
-           "                       (buffered, the default) or past it with O_DIRECT (direct:\n"
-           "                       cold storage, where what is written is not read back soon)\n"
+           "  --data-writes mapped|buffered|direct  large RDMA PUTs over bound shm into\n"
+           "                       the page cache through a mapping of the file (mapped, the\n"
+           "                       default: one copy), by pwrite (buffered), or past the cache\n"
+           "                       with O_DIRECT (direct: cold storage, where what is written\n"
+           "                       is not read back soon)\n"
            "  --server-key-file F  the key that seals users' secret keys (64 hex characters;\n"
            "                       default WHARF_SERVER_KEY_FILE, else DIR/server.key, made\n"
            "                       0600 on first start)\n"
@@ -271,9 +273,11 @@ int main(int argc, char **argv)
                 scfg.reserve_bytes = UINT64_MAX; /* none */
             break;
         case O_DATA_WRITES:
-            if (strcmp(optarg, "buffered") && strcmp(optarg, "direct"))
-                return bad_usage("--data-writes wants buffered or direct, got '%s'", optarg);
+            if (strcmp(optarg, "mapped") && strcmp(optarg, "buffered") && strcmp(optarg, "direct"))
+                return bad_usage("--data-writes wants mapped, buffered or direct, got '%s'",
+                                 optarg);
             scfg.direct_writes = strcmp(optarg, "direct") == 0;
+            scfg.pwrite_writes = strcmp(optarg, "buffered") == 0;
             break;
         case O_DURABILITY:
             if (strcmp(optarg, "disk") && strcmp(optarg, "memory"))

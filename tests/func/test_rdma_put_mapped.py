@@ -168,3 +168,28 @@ def test_mapped_put_overwrite_race(tmp_path):
     finally:
         srv.stop()
         srv.cleanup()
+
+
+def test_data_writes_buffered_not_mapped(tmp_path):
+    """--data-writes buffered: the positional PUT writes by pwrite (counted positional, not
+    mapped), and the object is the same."""
+    srv = WharfServer(extra_args=["--data-writes", "buffered"])
+    srv.start()
+    try:
+        b = unique_bucket("mapoff")
+        cli(srv, "--provider", "none", "mb", f"s3://{b}")
+        data = os.urandom(24 * MIB + 4097)
+        (tmp_path / "src").write_bytes(data)
+        before = srv.metrics()
+        rdma_put(srv, tmp_path / "src", f"s3://{b}/o")
+        after = srv.metrics()
+        pos = 'wharf_rdma_put_positional_total{unit="bytes"}'
+        assert after[pos] - before[pos] == len(data)
+        assert after[MAPPED] == before[MAPPED]
+        g = S3Raw(srv.endpoint).request("GET", f"/{b}/o",
+                                        headers={"x-amz-checksum-mode": "ENABLED"})
+        assert g.status == 200 and g.body == data
+        assert g.headers["x-amz-checksum-crc64nvme"] == crc64nvme_b64(data)
+    finally:
+        srv.stop()
+        srv.cleanup()

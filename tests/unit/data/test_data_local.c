@@ -152,11 +152,13 @@ static void test_map_write(void)
     nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* --data-writes direct: cold-storage positional writes stay on write_at (O_DIRECT). */
-static void test_direct_writes_not_mapped(void)
+/* --data-writes direct (cold-storage writes by O_DIRECT) and buffered (pwrite): positional
+ * writes stay on write_at. */
+static void test_not_mapped(bool direct)
 {
     char *dir = tmpdir();
-    store_local_config_t cfg = {.dir = dir, .high_water_pct = 100, .direct_writes = true};
+    store_local_config_t cfg = {
+        .dir = dir, .high_water_pct = 100, .direct_writes = direct, .pwrite_writes = !direct};
     store_data_t *d = NULL;
     CHECK(store_data_local_open(&cfg, &d) == WH_OK);
     if (!d)
@@ -180,6 +182,7 @@ int main(void)
 {
     wh_log_set_level(WH_LOG_ERROR);
     RUN(test_map_write);
-    RUN(test_direct_writes_not_mapped);
+    test_not_mapped(true);
+    test_not_mapped(false);
     return check_done();
 }
