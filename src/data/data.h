@@ -158,9 +158,9 @@ typedef struct store_local_config {
      * (cold storage: a checkpoint written once and read later); the file system must allow it
      * (tmpfs does not: a warning, then the page cache). */
     bool direct_writes;
-    /* Positional writes by pwrite (write_at) only: map_at_begin answers WH_ERR_UNSUPPORTED
-     * (--data-writes buffered; the default maps the file). */
-    bool pwrite_writes;
+    /* map_at_begin maps the file (--data-writes mapped); false: it answers
+     * WH_ERR_UNSUPPORTED and positional writes go by write_at (pwrite). direct_writes wins. */
+    bool map_writes;
 } store_local_config_t;
 wh_status_t store_data_local_open(const store_local_config_t *cfg, store_data_t **out);
 

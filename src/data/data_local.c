@@ -58,7 +58,7 @@ typedef struct ld {
     unsigned high_water_pct;
     store_durability_t durability;
     bool direct_writes;
-    bool pwrite_writes;  /* no map_at_begin */
+    bool map_writes;     /* map_at_begin offered */
     bool direct_refused; /* the file system refused O_DIRECT once (atomic) */
     _Atomic uint64_t direct_bytes;
     bool populate_refused; /* madvise(MADV_POPULATE_WRITE) answered EINVAL once (atomic) */
@@ -464,7 +464,7 @@ static wh_status_t ld_map_at_begin(store_data_writer_t *dw, uint64_t total)
     if (w->size || w->map)
         return WH_ERR_INVALID;
     /* O_DIRECT cold-storage writes stay off the page cache: write_at. */
-    if (total == 0 || total > SIZE_MAX || l->direct_writes || l->pwrite_writes)
+    if (total == 0 || total > SIZE_MAX || l->direct_writes || !l->map_writes)
         return WH_ERR_UNSUPPORTED;
     wh_status_t s = ld_space_check(l, total);
     if (s != WH_OK)
@@ -942,7 +942,7 @@ wh_status_t store_data_local_open(const store_local_config_t *cfg, store_data_t 
     l->high_water_pct = cfg->high_water_pct ? WH_MIN(cfg->high_water_pct, 100u) : 100;
     l->durability = cfg->durability;
     l->direct_writes = cfg->direct_writes;
-    l->pwrite_writes = cfg->pwrite_writes;
+    l->map_writes = cfg->map_writes;
     pthread_mutex_init(&l->reserve_lock, NULL);
     if (!(l->dir = strdup(dir))) {
         st = WH_ERR_NOMEM;

@@ -68,11 +68,11 @@ static void usage(FILE *f)
            "  --durability disk|memory  what an acknowledged write survives: disk (default:\n"
            "                       the object's file is synced before the reply) or memory\n"
            "                       (the page cache: a crash of wharfd, not of the host)\n"
-           "  --data-writes mapped|buffered|direct  large RDMA PUTs over bound shm into\n"
-           "                       the page cache through a mapping of the file (mapped, the\n"
-           "                       default: one copy), by pwrite (buffered), or past the cache\n"
-           "                       with O_DIRECT (direct: cold storage, where what is written\n"
-           "                       is not read back soon)\n"
+           "  --data-writes buffered|mapped|direct  large RDMA PUTs into the page cache\n"
+           "                       by pwrite (buffered, the default), over bound shm through a\n"
+           "                       mapping of the file (mapped: one copy, no per-PUT thread\n"
+           "                       cap), or past the cache with O_DIRECT (direct: cold\n"
+           "                       storage, where what is written is not read back soon)\n"
            "  --server-key-file F  the key that seals users' secret keys (64 hex characters;\n"
            "                       default WHARF_SERVER_KEY_FILE, else DIR/server.key, made\n"
            "                       0600 on first start)\n"
@@ -274,10 +274,10 @@ int main(int argc, char **argv)
             break;
         case O_DATA_WRITES:
             if (strcmp(optarg, "mapped") && strcmp(optarg, "buffered") && strcmp(optarg, "direct"))
-                return bad_usage("--data-writes wants mapped, buffered or direct, got '%s'",
+                return bad_usage("--data-writes wants buffered, mapped or direct, got '%s'",
                                  optarg);
             scfg.direct_writes = strcmp(optarg, "direct") == 0;
-            scfg.pwrite_writes = strcmp(optarg, "buffered") == 0;
+            scfg.map_writes = strcmp(optarg, "mapped") == 0;
             break;
         case O_DURABILITY:
             if (strcmp(optarg, "disk") && strcmp(optarg, "memory"))

@@ -50,7 +50,7 @@ typedef struct store_config {
                               * (1..100, default 99; 100: only when full) */
     store_durability_t durability;
     bool direct_writes; /* positional writes with O_DIRECT where the file system allows */
-    bool pwrite_writes; /* positional writes by pwrite, not through a mapping (map_at) */
+    bool map_writes;    /* positional writes through a mapping of the file (map_at) */
 } store_config_t;
 #define STORE_DEFAULT_RESERVE (8ULL << 20)
 #define STORE_DEFAULT_HIGH_WATER 99

@@ -1,4 +1,4 @@
-"""The mapped positional RDMA PUT: over bound shm (ofi+shm, the direct path) a PUT of two 8 MiB
+"""The mapped positional RDMA PUT (--data-writes mapped): over bound shm (ofi+shm, the direct path) a PUT of two 8 MiB
 windows or more is read from the client straight into the mapped temp file (one copy). The
 server counts those bytes (wharf_rdma_put_mapped_bytes_total); objects of every size read back
 byte-exact over HTTP and RDMA with the right CRC-64/NVME and a digest ETag; a PUT whose client
@@ -12,6 +12,7 @@ import subprocess
 import time
 
 import crcmod
+import pytest
 
 from s3raw import S3Raw
 from wharfd import WharfServer, build_dir, unique_bucket, wait_until
@@ -42,7 +43,7 @@ def rdma_put(srv, src, url):
 
 
 def test_mapped_put_sizes_read_back(tmp_path):
-    srv = WharfServer(extra_args=["--copy-threads", "4", "--put-threads", "1"])
+    srv = WharfServer(extra_args=["--data-writes", "mapped", "--copy-threads", "4", "--put-threads", "1"])
     srv.start()
     try:
         b = unique_bucket("map")
@@ -82,7 +83,7 @@ def test_mapped_put_sizes_read_back(tmp_path):
 def test_mapped_put_client_killed(tmp_path):
     """The client dies while the server copies from it: the PUT fails, its mapped temp file is
     removed, no object appears, and a restart finds nothing left over."""
-    srv = WharfServer()
+    srv = WharfServer(extra_args=["--data-writes", "mapped"])
     srv.start()
     try:
         b = unique_bucket("mapkill")
@@ -125,7 +126,7 @@ def test_mapped_put_client_killed(tmp_path):
         assert raw.request("HEAD", f"/{b}/partial").status == 404
     finally:
         srv.stop()
-    again = WharfServer(data_dir=srv.data_dir)
+    again = WharfServer(data_dir=srv.data_dir, extra_args=["--data-writes", "mapped"])
     again.start()
     try:
         assert S3Raw(again.endpoint).request("HEAD", f"/{b}/partial").status == 404
@@ -138,7 +139,7 @@ def test_mapped_put_client_killed(tmp_path):
 def test_mapped_put_overwrite_race(tmp_path):
     """Two clients PUT one key at once, each by the mapped path: every round ends with one of
     the two versions, whole, with its own CRC, and no temp file."""
-    srv = WharfServer(extra_args=["--copy-threads", "4"])
+    srv = WharfServer(extra_args=["--data-writes", "mapped", "--copy-threads", "4"])
     srv.start()
     try:
         b = unique_bucket("maprace")
@@ -170,10 +171,11 @@ def test_mapped_put_overwrite_race(tmp_path):
         srv.cleanup()
 
 
-def test_data_writes_buffered_not_mapped(tmp_path):
-    """--data-writes buffered: the positional PUT writes by pwrite (counted positional, not
-    mapped), and the object is the same."""
-    srv = WharfServer(extra_args=["--data-writes", "buffered"])
+@pytest.mark.parametrize("flag", [[], ["--data-writes", "buffered"]])
+def test_data_writes_buffered_not_mapped(tmp_path, flag):
+    """The default, --data-writes buffered: the positional PUT writes by pwrite (counted
+    positional, not mapped), and the object is the same."""
+    srv = WharfServer(extra_args=flag)
     srv.start()
     try:
         b = unique_bucket("mapoff")

@@ -84,7 +84,7 @@ static void *fill(void *arg)
 static void test_map_write(void)
 {
     char *dir = tmpdir();
-    store_local_config_t cfg = {.dir = dir, .high_water_pct = 100};
+    store_local_config_t cfg = {.dir = dir, .high_water_pct = 100, .map_writes = true};
     store_data_t *d = NULL;
     CHECK(store_data_local_open(&cfg, &d) == WH_OK);
     if (!d)
@@ -152,13 +152,13 @@ static void test_map_write(void)
     nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* --data-writes direct (cold-storage writes by O_DIRECT) and buffered (pwrite): positional
- * writes stay on write_at. */
+/* --data-writes direct (cold-storage writes by O_DIRECT, even with map_writes) and buffered
+ * (pwrite): positional writes stay on write_at. */
 static void test_not_mapped(bool direct)
 {
     char *dir = tmpdir();
     store_local_config_t cfg = {
-        .dir = dir, .high_water_pct = 100, .direct_writes = direct, .pwrite_writes = !direct};
+        .dir = dir, .high_water_pct = 100, .direct_writes = direct, .map_writes = direct};
     store_data_t *d = NULL;
     CHECK(store_data_local_open(&cfg, &d) == WH_OK);
     if (!d)
