@@ -170,8 +170,8 @@ wh_status_t store_writer_begin_at(store_writer_t *w, uint64_t total)
         w->md5_done || w->at || w->broken || total == 0)
         return WH_ERR_UNSUPPORTED;
     /* A mapping first (one copy: the feeder's bytes land in the file's pages), else pwrite. */
-    wh_status_t s = ops->map_at_begin && ops->map_at ? ops->map_at_begin(w->dw, total)
-                                                     : WH_ERR_UNSUPPORTED;
+    wh_status_t s =
+        ops->map_at_begin && ops->map_at ? ops->map_at_begin(w->dw, total) : WH_ERR_UNSUPPORTED;
     if (s == WH_ERR_UNSUPPORTED)
         s = ops->write_at_begin(w->dw, total);
     if (s != WH_OK) {
