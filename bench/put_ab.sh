@@ -5,7 +5,11 @@
 # e.g. bench/put_ab.sh results/x /dev/shm/wp build-device build-base 2 -- put --sizes 256M \
 #        --concurrency 1,16 --arms rdma:ofi+shm --repeats 3 --multipart-threshold 1G
 # Each run's JSON (tag ab-<A or B>-<round>) and log go to OUT. The result JSONs carry the
-# build's name in params.tag, so report.py can pair them.
+# build's name in params.tag, so report.py can pair them. One build against itself with other
+# server flags: AB_A_ARGS / AB_B_ARGS (run_local args for that side only, split on spaces) and
+# AB_A_NAME / AB_B_NAME (the names in the tags; default the build folder's name), e.g.
+#   AB_A_ARGS=--wharfd-arg=--data-writes=mapped AB_A_NAME=mapped AB_B_NAME=buffered \
+#     bench/put_ab.sh results/x /dev/shm/wp build-device build-device 2 -- put ...
 set -euo pipefail
 [ $# -ge 6 ] || { sed -n 2,8p "$0" >&2; exit 2; }
 out=$1 data=$2 a=$3 b=$4 rounds=$5
@@ -15,12 +19,16 @@ mkdir -p "$out"
 rl=() ; while [ $# -gt 0 ] && [ "$1" != "--" ]; do rl+=("$1"); shift; done
 [ "${1:-}" = "--" ] && shift
 for r in $(seq 1 "$rounds"); do
-  for build in "$a" "$b"; do
-    name=$(basename "$build")
+  for side in A B; do
+    if [ $side = A ]; then build=$a name=${AB_A_NAME:-} extra=${AB_A_ARGS:-}
+    else build=$b name=${AB_B_NAME:-} extra=${AB_B_ARGS:-}; fi
+    [ -n "$name" ] || name=$(basename "$build")
+    read -r -a ex <<<"$extra"
     rm -rf "$data" && mkdir -p "$data"
-    echo "== $name round $r" | tee -a "$out/put-ab.log"
+    echo "== $name round $r ${extra}" | tee -a "$out/put-ab.log"
     WHARF_BUILD_DIR=$(cd "$build" && pwd) /usr/bin/env python3 "$here/run_local.py" --data "$data" \
-      ${rl[@]+"${rl[@]}"} -- "$@" --results "$out" --tag "ab-$name-$r" 2>&1 | tee -a "$out/put-ab.log"
+      ${rl[@]+"${rl[@]}"} ${ex[@]+"${ex[@]}"} -- "$@" --results "$out" --tag "ab-$name-$r" 2>&1 |
+      tee -a "$out/put-ab.log"
   done
 done
 rm -rf "$data"

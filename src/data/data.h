@@ -99,6 +99,16 @@ struct store_data_ops {
      * ranges inside [0, total), any thread, any order. */
     wh_status_t (*write_at_begin)(store_data_writer_t *w, uint64_t total);
     wh_status_t (*write_at)(store_data_writer_t *w, const void *p, size_t n, uint64_t off);
+    /* Optional, positional writes through a mapping (one copy instead of a copy into a buffer
+     * and a write): map_at_begin(total) instead of write_at_begin on a fresh writer: the file
+     * gets its space (total bytes, which become the size) and is mapped writable; then
+     * map_at(off, n) gives *p, where [off, off+n) of the file may be written by any thread
+     * (disjoint ranges), prefaulted where the kernel can. WH_ERR_UNSUPPORTED from
+     * map_at_begin (nothing changed: write_at_begin may follow) where mapping is not possible
+     * or not wanted (O_DIRECT cold-storage writes); from map_at when the writer is not mapped.
+     * finish() unmaps before it makes the bytes durable; free/abort unmap. */
+    wh_status_t (*map_at_begin)(store_data_writer_t *w, uint64_t total);
+    wh_status_t (*map_at)(store_data_writer_t *w, uint64_t off, size_t n, void **p);
     /* Optional: reads back bytes already written, so MD5 can run on a helper thread. */
     wh_status_t (*writer_pread)(store_data_writer_t *w, void *buf, size_t n, uint64_t off);
     /* Optional: pulls size bytes from the client's region itself (see store_writer_rdma_put). */
@@ -150,6 +160,9 @@ typedef struct store_local_config {
      * (cold storage: a checkpoint written once and read later); the file system must allow it
      * (tmpfs does not: a warning, then the page cache). */
     bool direct_writes;
+    /* map_at_begin maps the file (--data-writes mapped); false: it answers
+     * WH_ERR_UNSUPPORTED and positional writes go by write_at (pwrite). direct_writes wins. */
+    bool map_writes;
 } store_local_config_t;
 wh_status_t store_data_local_open(const store_local_config_t *cfg, store_data_t **out);
 

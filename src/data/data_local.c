@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -42,6 +43,9 @@
 #define LD_WRITEBACK_CHUNK (8ULL << 20)
 /* Look at free space again after this many bytes of one write. */
 #define LD_SPACE_CHECK (1ULL << 20)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels answer EINVAL */
+#endif
 
 typedef struct ld {
     store_data_t base;
@@ -54,8 +58,10 @@ typedef struct ld {
     unsigned high_water_pct;
     store_durability_t durability;
     bool direct_writes;
+    bool map_writes;     /* map_at_begin offered */
     bool direct_refused; /* the file system refused O_DIRECT once (atomic) */
     _Atomic uint64_t direct_bytes;
+    bool populate_refused; /* madvise(MADV_POPULATE_WRITE) answered EINVAL once (atomic) */
     pthread_mutex_t reserve_lock;
     bool reserve_held; /* DIR/reserve exists at full size */
 } ld_t;
@@ -69,6 +75,8 @@ typedef struct ld_writer {
     uint64_t size;
     uint64_t synced;  /* bytes already handed to writeback (sync_file_range) */
     uint64_t checked; /* size when free space was last checked */
+    uint8_t *map;     /* map_at_begin: the temp file mapped MAP_SHARED, map_len bytes */
+    size_t map_len;
 } ld_writer_t;
 
 /* One file of a composed object. */
@@ -443,6 +451,86 @@ static wh_status_t ld_write_at(store_data_writer_t *dw, const void *p, size_t n,
     return WH_OK;
 }
 
+/* Positional writes through a mapping. SIGBUS safety: the mapped file is this writer's own
+ * fresh temp file (O_EXCL, a random name under DIR/tmp that nothing else opens), given all of
+ * its total bytes by fallocate before it is mapped, and never truncated while mapped: a store
+ * through the mapping never lands past the end of the file, nor on a block the file system
+ * still has to find (a full disk answers here, WH_ERR_NO_SPACE, not as a fault). The mapping
+ * is gone (ld_unmap) before finish syncs and renames the file, and before abort unlinks it. */
+static wh_status_t ld_map_at_begin(store_data_writer_t *dw, uint64_t total)
+{
+    ld_writer_t *w = (ld_writer_t *)dw;
+    ld_t *l = LD(dw->data);
+    if (w->size || w->map)
+        return WH_ERR_INVALID;
+    /* O_DIRECT cold-storage writes stay off the page cache: write_at. */
+    if (total == 0 || total > SIZE_MAX || l->direct_writes || !l->map_writes)
+        return WH_ERR_UNSUPPORTED;
+    wh_status_t s = ld_space_check(l, total);
+    if (s != WH_OK)
+        return s;
+    if (fallocate(w->fd, 0, 0, (off_t)total) != 0) {
+        if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL) {
+            wh_debug("store", "%s: fallocate refused (%m): positional writes by pwrite", l->dir);
+            return WH_ERR_UNSUPPORTED;
+        }
+        wh_error("store", "fallocate of temp file %s/tmp/%s to %" PRIu64 " bytes failed: %m",
+                 l->dir, w->id, total);
+        s = errno == ENOSPC ? WH_ERR_NO_SPACE : wh_status_from_errno(errno);
+        if (ftruncate(w->fd, 0) != 0) /* leave the fresh file as it was */
+            wh_warn("store", "cannot truncate temp file %s/tmp/%s: %m", l->dir, w->id);
+        return s;
+    }
+    void *m = mmap(NULL, (size_t)total, PROT_READ | PROT_WRITE, MAP_SHARED, w->fd, 0);
+    if (m == MAP_FAILED) {
+        wh_debug("store", "%s: mmap of %" PRIu64 " bytes refused (%m): writes by pwrite", l->dir,
+                 total);
+        if (ftruncate(w->fd, 0) != 0)
+            wh_warn("store", "cannot truncate temp file %s/tmp/%s: %m", l->dir, w->id);
+        return WH_ERR_UNSUPPORTED;
+    }
+    w->map = m;
+    w->map_len = (size_t)total;
+    w->size = w->synced = w->checked = total;
+    return WH_OK;
+}
+
+/* The window [off, off+n) of the mapping, its pages prefaulted writable in one call where the
+ * kernel has MADV_POPULATE_WRITE (else they fault in as they are written). */
+static wh_status_t ld_map_at(store_data_writer_t *dw, uint64_t off, size_t n, void **p)
+{
+    ld_writer_t *w = (ld_writer_t *)dw;
+    ld_t *l = LD(dw->data);
+    if (!w->map)
+        return WH_ERR_UNSUPPORTED;
+    if (off > w->map_len || n > w->map_len - off)
+        return WH_ERR_INVALID;
+    *p = w->map + off;
+    if (n == 0 || __atomic_load_n(&l->populate_refused, __ATOMIC_RELAXED))
+        return WH_OK;
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    size_t from = (size_t)off / pg * pg;
+    if (madvise(w->map + from, (size_t)off + n - from, MADV_POPULATE_WRITE) != 0) {
+        if (errno == EINVAL) {
+            __atomic_store_n(&l->populate_refused, true, __ATOMIC_RELAXED);
+        } else if (errno != EINTR) {
+            wh_error("store", "prefaulting temp file %s/tmp/%s at %" PRIu64 " failed: %m", l->dir,
+                     w->id, off);
+            return errno == ENOMEM ? WH_ERR_NOMEM : WH_ERR_IO;
+        }
+    }
+    return WH_OK;
+}
+
+/* Drops the mapping; its dirty pages stay the file's, for fdatasync to write. */
+static void ld_unmap(ld_writer_t *w)
+{
+    if (w->map && munmap(w->map, w->map_len) != 0)
+        wh_warn("store", "munmap of temp file %s failed: %m", w->id);
+    w->map = NULL;
+    w->map_len = 0;
+}
+
 static wh_status_t ld_append(store_data_writer_t *dw, store_reader_t *r, uint64_t off, uint64_t len)
 {
     ld_writer_t *w = (ld_writer_t *)dw;
@@ -482,6 +570,11 @@ static wh_status_t ld_finish(store_data_writer_t *dw, store_data_ref_t *ref)
     ld_writer_t *w = (ld_writer_t *)dw;
     ld_t *l = LD(dw->data);
     bool sync = l->durability == STORE_DURABLE_DISK;
+    /* Writes through the mapping dirtied the file's page cache pages (a shared mapping marks
+     * them dirty when first written, and munmap hands on what the page tables still hold), so
+     * the fdatasync below writes them as it does pwrite's: the same rule, the bytes are on
+     * disk before the commit. */
+    ld_unmap(w);
     /* fdatasync: the bytes and what reading them back needs (size, extents), not mtime. Each
      * request syncs its own file, so objects and parts in flight sync in parallel, and the
      * writeback started while the bytes arrived (sync_file_range) leaves it little to do. */
@@ -510,6 +603,7 @@ static void ld_writer_free(store_data_writer_t *dw)
     ld_writer_t *w = (ld_writer_t *)dw;
     if (!w)
         return;
+    ld_unmap(w);
     if (w->fd >= 0)
         close(w->fd);
     if (w->dfd >= 0)
@@ -523,6 +617,7 @@ static void ld_writer_abort(store_data_writer_t *dw)
     if (!w)
         return;
     ld_t *l = LD(dw->data);
+    ld_unmap(w);
     if (w->published)
         ld_unlink(l, w->id);
     else if (unlinkat(l->tmp_fd, w->id, 0) < 0 && errno != ENOENT)
@@ -807,6 +902,8 @@ static const store_data_ops_t LD_OPS = {
     .rdma_put = NULL, /* the server's own RDMA engine feeds write() or write_at() */
     .write_at_begin = ld_write_at_begin,
     .write_at = ld_write_at,
+    .map_at_begin = ld_map_at_begin,
+    .map_at = ld_map_at,
     .finish = ld_finish,
     .writer_free = ld_writer_free,
     .writer_abort = ld_writer_abort,
@@ -845,6 +942,7 @@ wh_status_t store_data_local_open(const store_local_config_t *cfg, store_data_t 
     l->high_water_pct = cfg->high_water_pct ? WH_MIN(cfg->high_water_pct, 100u) : 100;
     l->durability = cfg->durability;
     l->direct_writes = cfg->direct_writes;
+    l->map_writes = cfg->map_writes;
     pthread_mutex_init(&l->reserve_lock, NULL);
     if (!(l->dir = strdup(dir))) {
         st = WH_ERR_NOMEM;

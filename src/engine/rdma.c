@@ -628,10 +628,18 @@ void srv_rdma_metrics(srv_rdma_t *r, struct wh_sbuf *out)
                    "# TYPE wharf_rdma_put_positional_total counter\n"
                    "wharf_rdma_put_positional_total{unit=\"requests\"} %" PRIu64 "\n"
                    "wharf_rdma_put_positional_total{unit=\"bytes\"} %" PRIu64 "\n"
-                   "# HELP wharf_rdma_put_threads Most copy threads one positional PUT uses.\n"
+                   "# HELP wharf_rdma_put_mapped_bytes_total Of those, RDMA PUTs whose bytes "
+                   "the copy threads read straight into the mapped destination file.\n"
+                   "# TYPE wharf_rdma_put_mapped_bytes_total counter\n"
+                   "wharf_rdma_put_mapped_bytes_total{unit=\"requests\"} %" PRIu64 "\n"
+                   "wharf_rdma_put_mapped_bytes_total{unit=\"bytes\"} %" PRIu64 "\n"
+                   "# HELP wharf_rdma_put_threads Most copy threads one positional PUT uses "
+                   "when it writes (a mapped one takes its share of the copy threads).\n"
                    "# TYPE wharf_rdma_put_threads gauge\nwharf_rdma_put_threads %u\n",
                    r ? (uint64_t)atomic_load(&r->put_at_ops) : 0,
-                   r ? (uint64_t)atomic_load(&r->put_at_bytes) : 0, r ? r->put_threads : 0);
+                   r ? (uint64_t)atomic_load(&r->put_at_bytes) : 0,
+                   r ? (uint64_t)atomic_load(&r->put_mapped_ops) : 0,
+                   r ? (uint64_t)atomic_load(&r->put_mapped_bytes) : 0, r ? r->put_threads : 0);
     uint64_t pb = 0, pa = 0, pp = 0;
     cuda_staging_stats(&pb, &pa, &pp);
     wh_sbuf_printf(out,

@@ -127,6 +127,12 @@ wh_status_t srv_rdma_put(srv_rdma_t *r, const char *token, const wh_peer_t *peer
 typedef struct srv_rdma_sink_at {
     wh_status_t (*begin)(void *arg, uint64_t len);
     wh_status_t (*write_at)(void *arg, const void *p, size_t n, uint64_t off);
+    /* Optional: where the destination is mapped, *p is the place of [off, off+n) in it and
+     * the copy threads read the client's bytes straight there (one copy, no buffer, no
+     * write; the checksums run on each piece just copied). Asked once after begin with
+     * n = 0: WH_ERR_UNSUPPORTED then means write_at. Not limited by put_threads, since no
+     * write takes the file's lock: the request gets its share of copy_threads. */
+    wh_status_t (*map_at)(void *arg, uint64_t off, size_t n, void **p);
     bool want_crc32c;
 } srv_rdma_sink_at_t;
 wh_status_t srv_rdma_put_at(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,

@@ -98,7 +98,8 @@ struct srv_rdma {
     unsigned put_threads;           /* at most this many for one positional PUT */
     /* positional PUTs (rdma_put.c) */
     atomic_uint_fast64_t put_at_ops, put_at_bytes;
-    unsigned direct_active; /* direct GETs in flight (atomic) */
+    atomic_uint_fast64_t put_mapped_ops, put_mapped_bytes; /* of those, through map_at */
+    unsigned direct_active;                                /* direct GETs in flight (atomic) */
     /* staged GETs' reads into the pool, by where the bytes came from (rdma_get.c) */
     atomic_uint_fast64_t read_cached, read_direct_io, read_buffered;
 };

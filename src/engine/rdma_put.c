@@ -108,9 +108,11 @@ static wh_status_t put_direct_run(put_direct_t *d, srv_rdma_sink_cb sink, void *
 
 /* Positional direct PUT (see srv_rdma_sink_at_t): up to copy_threads workers, the request
  * thread among them, take the next window of RDMA_DIRECT_WINDOW bytes and move it piece by
- * piece: read from the client into the worker's piece, checksum, write_at. The threads are
- * shared with the direct GETs in flight (direct_active), as rdma_get.c does; the per-window
- * crcs are combined in order at the end. */
+ * piece. Mapped (at->map_at): read from the client straight into the destination's mapping,
+ * then checksum the piece while it is in cache: one copy. Else: read into the worker's piece
+ * of a pool buffer, checksum, write_at (at most put_threads of them: those writes serialise
+ * on the file's lock). The threads are shared with the direct GETs in flight
+ * (direct_active), as rdma_get.c does; the per-window crcs are combined in order at the end. */
 typedef struct put_par {
     xfer_batch_t *b;
     const srv_rdma_sink_at_t *at;
@@ -118,6 +120,7 @@ typedef struct put_par {
     uint64_t len, nwin;
     uint64_t *crc;
     uint32_t *crc32c;    /* NULL unless at->want_crc32c */
+    bool mapped;         /* windows through at->map_at, no pool piece */
     uint64_t next;       /* next window to take (atomic) */
     uint64_t moved;      /* bytes through write_at (atomic) */
     wh_status_t st;      /* first transfer failure (atomic) */
@@ -148,7 +151,30 @@ static void *put_par_worker(void *arg)
         uint64_t n = WH_MIN((uint64_t)RDMA_DIRECT_WINDOW, d->len - off);
         uint64_t c = 0;
         uint32_t c32 = 0;
-        for (uint64_t p = 0; p < n;) {
+        uint8_t *dst = NULL;
+        if (d->mapped) {
+            void *m;
+            wh_status_t st = d->at->map_at(d->arg, off, (size_t)n, &m);
+            if (st != WH_OK) {
+                put_par_fail(&d->sink_st, st);
+                return NULL;
+            }
+            dst = m;
+        }
+        for (uint64_t p = 0; p < n && dst;) { /* mapped: the piece lands in place */
+            size_t m = (size_t)WH_MIN((uint64_t)PUT_PIECE, n - p);
+            wh_status_t st = xfer_batch_post(d->b, XFER_OP_READ, NULL, dst + p, m, off + p, 0);
+            if (st != WH_OK) {
+                put_par_fail(&d->st, st);
+                return NULL;
+            }
+            c = wh_crc64nvme(c, dst + p, m);
+            if (d->crc32c)
+                c32 = wh_crc32c(c32, dst + p, m);
+            __atomic_fetch_add(&d->moved, m, __ATOMIC_RELAXED);
+            p += m;
+        }
+        for (uint64_t p = 0; p < n && !dst;) {
             size_t m = (size_t)WH_MIN((uint64_t)PUT_PIECE, n - p);
             wh_status_t st = xfer_batch_post(d->b, XFER_OP_READ, NULL, pw->piece, m, off + p, 0);
             if (st != WH_OK) {
@@ -188,10 +214,16 @@ static wh_status_t put_par_run(rdma_xfer_t *t, const srv_rdma_sink_at_t *at, voi
         free(d.crc32c);
         return WH_ERR_NOMEM;
     }
+    void *probe;
+    d.mapped = at->map_at && at->map_at(arg, 0, 0, &probe) == WH_OK;
     unsigned per_slot = (unsigned)WH_MAX(r->buf_len / PUT_PIECE, (uint64_t)1);
-    unsigned cap = t->late->n * per_slot;
+    /* Mapped: no pieces to share out, no write lock to meet: the request's share of the copy
+     * threads, as a direct GET gets. */
+    unsigned cap = d.mapped ? RDMA_DIRECT_MAX_THREADS : t->late->n * per_slot;
     unsigned active = __atomic_add_fetch(&r->direct_active, 1, __ATOMIC_ACQ_REL);
-    unsigned want = WH_MIN(WH_MAX(r->copy_threads / active, 1u), r->put_threads);
+    unsigned want = WH_MAX(r->copy_threads / active, 1u);
+    if (!d.mapped)
+        want = WH_MIN(want, r->put_threads);
     want = (unsigned)WH_MIN(WH_MIN((uint64_t)want, (uint64_t)cap),
                             WH_MIN(d.nwin, (uint64_t)RDMA_DIRECT_MAX_THREADS));
     if (want == 0) /* the request holds at least one slot and two windows: never, but bound it */
@@ -199,8 +231,9 @@ static wh_status_t put_par_run(rdma_xfer_t *t, const srv_rdma_sink_at_t *at, voi
     put_worker_t pw[RDMA_DIRECT_MAX_THREADS];
     for (unsigned i = 0; i < want; i++) {
         pw[i].d = &d;
-        pw[i].piece =
-            rdma_pool_buf(r, t->late->idx[i / per_slot]) + (size_t)(i % per_slot) * PUT_PIECE;
+        pw[i].piece = d.mapped ? NULL
+                               : rdma_pool_buf(r, t->late->idx[i / per_slot]) +
+                                     (size_t)(i % per_slot) * PUT_PIECE;
     }
     pthread_t th[RDMA_DIRECT_MAX_THREADS];
     unsigned nth = 0;
@@ -232,6 +265,10 @@ static wh_status_t put_par_run(rdma_xfer_t *t, const srv_rdma_sink_at_t *at, voi
         res->positional = true;
         atomic_fetch_add(&r->put_at_ops, 1);
         atomic_fetch_add(&r->put_at_bytes, d.len);
+        if (d.mapped) {
+            atomic_fetch_add(&r->put_mapped_ops, 1);
+            atomic_fetch_add(&r->put_mapped_bytes, d.len);
+        }
     }
     free(d.crc);
     free(d.crc32c);

@@ -68,9 +68,11 @@ static void usage(FILE *f)
            "  --durability disk|memory  what an acknowledged write survives: disk (default:\n"
            "                       the object's file is synced before the reply) or memory\n"
            "                       (the page cache: a crash of wharfd, not of the host)\n"
-           "  --data-writes buffered|direct  large RDMA PUTs through the page cache\n"
-           "                       (buffered, the default) or past it with O_DIRECT (direct:\n"
-           "                       cold storage, where what is written is not read back soon)\n"
+           "  --data-writes buffered|mapped|direct  large RDMA PUTs into the page cache\n"
+           "                       by pwrite (buffered, the default), over bound shm through a\n"
+           "                       mapping of the file (mapped: one copy, no per-PUT thread\n"
+           "                       cap), or past the cache with O_DIRECT (direct: cold\n"
+           "                       storage, where what is written is not read back soon)\n"
            "  --server-key-file F  the key that seals users' secret keys (64 hex characters;\n"
            "                       default WHARF_SERVER_KEY_FILE, else DIR/server.key, made\n"
            "                       0600 on first start)\n"
@@ -271,9 +273,11 @@ int main(int argc, char **argv)
                 scfg.reserve_bytes = UINT64_MAX; /* none */
             break;
         case O_DATA_WRITES:
-            if (strcmp(optarg, "buffered") && strcmp(optarg, "direct"))
-                return bad_usage("--data-writes wants buffered or direct, got '%s'", optarg);
+            if (strcmp(optarg, "mapped") && strcmp(optarg, "buffered") && strcmp(optarg, "direct"))
+                return bad_usage("--data-writes wants buffered, mapped or direct, got '%s'",
+                                 optarg);
             scfg.direct_writes = strcmp(optarg, "direct") == 0;
+            scfg.map_writes = strcmp(optarg, "mapped") == 0;
             break;
         case O_DURABILITY:
             if (strcmp(optarg, "disk") && strcmp(optarg, "memory"))

@@ -168,6 +168,7 @@ wh_status_t store_open(const store_config_t *cfg, store_t **out)
         .high_water_pct = cfg->high_water_pct ? cfg->high_water_pct : STORE_DEFAULT_HIGH_WATER,
         .durability = cfg->durability,
         .direct_writes = cfg->direct_writes,
+        .map_writes = cfg->map_writes,
     };
     if (cfg->reserve_bytes == UINT64_MAX)
         lc.reserve_bytes = 0; /* explicitly none */

@@ -50,6 +50,7 @@ typedef struct store_config {
                               * (1..100, default 99; 100: only when full) */
     store_durability_t durability;
     bool direct_writes; /* positional writes with O_DIRECT where the file system allows */
+    bool map_writes;    /* positional writes through a mapping of the file (map_at) */
 } store_config_t;
 #define STORE_DEFAULT_RESERVE (8ULL << 20)
 #define STORE_DEFAULT_HIGH_WATER 99
@@ -149,6 +150,10 @@ void store_writer_abort(store_writer_t *w);
  * without positional writes), and WH_ERR_NO_SPACE when total does not fit. */
 wh_status_t store_writer_begin_at(store_writer_t *w, uint64_t total);
 wh_status_t store_writer_write_at(store_writer_t *w, const void *p, size_t n, uint64_t off);
+/* Where the table maps the file (local files, not O_DIRECT), begin_at maps it: map_at gives
+ * in *p the place of [off, off+n) for the feeder to copy into itself, from any threads
+ * (disjoint ranges). WH_ERR_UNSUPPORTED when the writer is not mapped: use write_at. */
+wh_status_t store_writer_map_at(store_writer_t *w, uint64_t off, size_t n, void **p);
 void store_writer_end_at(store_writer_t *w, uint64_t crc64nvme, bool crc32c_set, uint32_t crc32c);
 
 /* PUT: the data table pulls size bytes from the client's region itself (storage servers reading

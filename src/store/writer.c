@@ -169,7 +169,11 @@ wh_status_t store_writer_begin_at(store_writer_t *w, uint64_t total)
     if (!ops->write_at_begin || !ops->write_at || w->crypt || !w->digest_etag || w->size ||
         w->md5_done || w->at || w->broken || total == 0)
         return WH_ERR_UNSUPPORTED;
-    wh_status_t s = ops->write_at_begin(w->dw, total);
+    /* A mapping first (one copy: the feeder's bytes land in the file's pages), else pwrite. */
+    wh_status_t s =
+        ops->map_at_begin && ops->map_at ? ops->map_at_begin(w->dw, total) : WH_ERR_UNSUPPORTED;
+    if (s == WH_ERR_UNSUPPORTED)
+        s = ops->write_at_begin(w->dw, total);
     if (s != WH_OK) {
         w->broken = true;
         return s;
@@ -187,6 +191,21 @@ wh_status_t store_writer_write_at(store_writer_t *w, const void *p, size_t n, ui
         return WH_ERR_IO;
     wh_status_t s = w->dw->data->ops->write_at(w->dw, p, n, off);
     if (s != WH_OK)
+        __atomic_store_n(&w->broken, true, __ATOMIC_RELAXED);
+    return s;
+}
+
+wh_status_t store_writer_map_at(store_writer_t *w, uint64_t off, size_t n, void **p)
+{
+    if (!w->at || off > w->at_total || n > w->at_total - off)
+        return WH_ERR_INVALID;
+    const store_data_ops_t *ops = w->dw->data->ops;
+    if (!ops->map_at)
+        return WH_ERR_UNSUPPORTED;
+    if (__atomic_load_n(&w->broken, __ATOMIC_RELAXED))
+        return WH_ERR_IO;
+    wh_status_t s = ops->map_at(w->dw, off, n, p);
+    if (s != WH_OK && s != WH_ERR_UNSUPPORTED)
         __atomic_store_n(&w->broken, true, __ATOMIC_RELAXED);
     return s;
 }

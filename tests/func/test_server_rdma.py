@@ -395,7 +395,7 @@ def test_data_writes_direct(tmp_path):
         finally:
             srv.stop()
             srv.cleanup()
-    assert_start_refused(["--data-writes", "fast"], "--data-writes wants buffered or direct")
+    assert_start_refused(["--data-writes", "fast"], "--data-writes wants buffered, mapped or direct")
     # tmpfs: refused by the file system, said once, served through the page cache.
     if os.path.isdir("/dev/shm") and not _dio_ok("/dev/shm"):
         d = tempfile.mkdtemp(dir="/dev/shm", prefix="wharf-dio-")

@@ -295,6 +295,7 @@ typedef struct atsink {
     bool refuse;
     uint64_t fail_at; /* ~0: never */
     unsigned calls;   /* atomic */
+    unsigned maps;    /* map_at calls with n > 0 (atomic) */
 } atsink_t;
 
 static wh_status_t at_begin(void *arg, uint64_t len)
@@ -315,6 +316,20 @@ static wh_status_t at_write(void *arg, const void *p, size_t n, uint64_t off)
     if (off + n > s->cap || off + n > s->began)
         return WH_ERR_INVALID;
     memcpy(s->p + off, p, n);
+    return WH_OK;
+}
+
+/* The mapped form: the destination buffer itself; fail_at fails the window holding it. */
+static wh_status_t at_map(void *arg, uint64_t off, size_t n, void **p)
+{
+    atsink_t *s = arg;
+    if (n)
+        __atomic_fetch_add(&s->maps, 1, __ATOMIC_RELAXED);
+    if (n && off <= s->fail_at && s->fail_at < off + n)
+        return WH_ERR_NO_SPACE;
+    if (off + n > s->cap || off + n > s->began)
+        return WH_ERR_INVALID;
+    *p = s->p + off;
     return WH_OK;
 }
 
@@ -393,6 +408,33 @@ static void test_put_at(void)
             CHECK_EQ_U64(res.http_status, 507);
             CHECK(res.bytes < size);
             CHECK(wh_now_ns() - t0 < 10000000000ull);
+            /* Mapped: the bytes land in place by map_at, write_at is never called, the
+             * checksums are those of the bytes, and the server counts the mapped PUT. */
+            srv_rdma_sink_at_t atm = at;
+            atm.map_at = at_map;
+            memset(s.p, 0, size);
+            s.fail_at = ~0ull;
+            s.calls = s.maps = 0;
+            uint64_t mb0 = metric(r, "wharf_rdma_put_mapped_bytes_total{unit=\"bytes\"}");
+            memset(&res, 0, sizeof res);
+            CHECK(srv_rdma_put_at(r, &ta, &peer, at_seq, &atm, &s, &res) == WH_OK);
+            CHECK(res.positional);
+            CHECK_EQ_U64(res.bytes, size);
+            CHECK_EQ_U64(res.crc64nvme, ccrc);
+            CHECK(res.crc32c_set);
+            CHECK_EQ_U64(res.crc32c, wh_crc32c(0, s.p, size));
+            CHECK_EQ_U64(wh_crc64nvme(0, s.p, size), ccrc);
+            CHECK(s.calls == 0);
+            CHECK_EQ_U64(s.maps, (size + (8u << 20) - 1) / (8u << 20)); /* once a window */
+            CHECK_EQ_U64(metric(r, "wharf_rdma_put_mapped_bytes_total{unit=\"bytes\"}"),
+                         mb0 + size);
+            /* A window that cannot be mapped fails the PUT with the sink's status. */
+            s.fail_at = size - 1;
+            memset(&res, 0, sizeof res);
+            CHECK(srv_rdma_put_at(r, &ta, &peer, at_seq, &atm, &s, &res) != WH_OK);
+            CHECK_EQ_U64(res.http_status, 507);
+            CHECK_EQ_U64(metric(r, "wharf_rdma_put_mapped_bytes_total{unit=\"bytes\"}"),
+                         mb0 + size);
         }
         free(s.p);
         child_stop(&c);

@@ -1,0 +1,188 @@
+/* The local data table's mapped positional writes (map_at_begin / map_at): the file gets its
+ * space and size first, windows written through the mapping from several threads land where
+ * they belong and are what finish() publishes, an aborted writer leaves no temp file, and
+ * where mapping is not wanted (O_DIRECT cold-storage writes) or not asked for the write_at
+ * path stays. */
+#include "check.h"
+#include "base/crc.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "data/data.h"
+
+#include <dirent.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+static char *tmpdir(void)
+{
+    static char buf[64];
+    snprintf(buf, sizeof buf, "/tmp/wh-data-test-XXXXXX");
+    if (!mkdtemp(buf)) {
+        perror("mkdtemp");
+        exit(2);
+    }
+    return buf;
+}
+
+static int count_tmp(const char *dir)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/tmp", dir);
+    DIR *d = opendir(p);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        if (de->d_name[0] != '.')
+            n++;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+#define WIN (1u << 20)
+
+typedef struct filler {
+    store_data_writer_t *w;
+    uint64_t total;
+    unsigned first, step; /* windows first, first+step, ... */
+    wh_status_t st;
+} filler_t;
+
+static unsigned char pattern(uint64_t off)
+{
+    return (unsigned char)(off * 131 + (off >> 12));
+}
+
+static void *fill(void *arg)
+{
+    filler_t *f = arg;
+    const store_data_ops_t *ops = f->w->data->ops;
+    for (uint64_t k = f->first; k * WIN < f->total; k += f->step) {
+        uint64_t off = k * WIN, n = f->total - off < WIN ? f->total - off : WIN;
+        void *p = NULL;
+        if ((f->st = ops->map_at(f->w, off, (size_t)n, &p)) != WH_OK)
+            return NULL;
+        for (uint64_t i = 0; i < n; i++)
+            ((unsigned char *)p)[i] = pattern(off + i);
+    }
+    return NULL;
+}
+
+static void test_map_write(void)
+{
+    char *dir = tmpdir();
+    store_local_config_t cfg = {.dir = dir, .high_water_pct = 100, .map_writes = true};
+    store_data_t *d = NULL;
+    CHECK(store_data_local_open(&cfg, &d) == WH_OK);
+    if (!d)
+        return;
+    const store_data_ops_t *ops = d->ops;
+    /* Sizes: one byte, not a multiple of the window nor of a page, several windows. */
+    const uint64_t sizes[] = {1, 3 * WIN + 4097, 8 * WIN};
+    for (size_t i = 0; i < WH_ARRAY_SIZE(sizes); i++) {
+        uint64_t total = sizes[i];
+        store_data_writer_t *w = NULL;
+        CHECK(ops->writer_open(d, &w) == WH_OK);
+        void *p;
+        CHECK(ops->map_at(w, 0, 0, &p) == WH_ERR_UNSUPPORTED); /* not mapped yet */
+        CHECK(ops->map_at_begin(w, total) == WH_OK);
+        CHECK(ops->map_at_begin(w, total) == WH_ERR_INVALID); /* once */
+        CHECK(ops->map_at(w, total, 1, &p) == WH_ERR_INVALID);
+        CHECK(ops->map_at(w, 0, (size_t)total + 1, &p) == WH_ERR_INVALID);
+        filler_t f[3];
+        pthread_t th[3];
+        for (unsigned t = 0; t < 3; t++) {
+            f[t] = (filler_t){.w = w, .total = total, .first = t, .step = 3};
+            CHECK(pthread_create(&th[t], NULL, fill, &f[t]) == 0);
+        }
+        for (unsigned t = 0; t < 3; t++) {
+            pthread_join(th[t], NULL);
+            CHECK(f[t].st == WH_OK);
+        }
+        store_data_ref_t ref;
+        CHECK(ops->finish(w, &ref) == WH_OK);
+        ops->writer_free(w);
+        CHECK(count_tmp(dir) == 0);
+        store_reader_t *r = NULL;
+        CHECK(ops->reader_open(d, &ref, total, &r) == WH_OK);
+        if (!r)
+            continue;
+        struct stat sb;
+        CHECK(fstat(ops->reader_fd(r), &sb) == 0);
+        CHECK_EQ_U64((uint64_t)sb.st_size, total);
+        unsigned char *got = malloc(total), *want = malloc(total);
+        for (uint64_t j = 0; j < total; j++)
+            want[j] = pattern(j);
+        CHECK(ops->reader_pread(r, got, (size_t)total, 0) == WH_OK);
+        CHECK(memcmp(got, want, total) == 0);
+        CHECK_EQ_U64(wh_crc64nvme(0, got, total), wh_crc64nvme(0, want, total));
+        free(got);
+        free(want);
+        ops->reader_close(r);
+        ops->release(d, &ref);
+    }
+    /* Abort while mapped: the temp file goes. */
+    store_data_writer_t *w = NULL;
+    CHECK(ops->writer_open(d, &w) == WH_OK);
+    CHECK(ops->map_at_begin(w, 2 * WIN) == WH_OK);
+    CHECK(count_tmp(dir) == 1);
+    void *p = NULL;
+    CHECK(ops->map_at(w, WIN, WIN, &p) == WH_OK);
+    memset(p, 7, WIN);
+    ops->writer_abort(w);
+    CHECK(count_tmp(dir) == 0);
+    /* Nothing to map: refused, and the writer stays usable by write_at. */
+    CHECK(ops->writer_open(d, &w) == WH_OK);
+    CHECK(ops->map_at_begin(w, 0) == WH_ERR_UNSUPPORTED);
+    ops->writer_abort(w);
+    ops->close(d);
+    nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* --data-writes direct (cold-storage writes by O_DIRECT, even with map_writes) and buffered
+ * (pwrite): positional writes stay on write_at. */
+static void test_not_mapped(bool direct)
+{
+    char *dir = tmpdir();
+    store_local_config_t cfg = {
+        .dir = dir, .high_water_pct = 100, .direct_writes = direct, .map_writes = direct};
+    store_data_t *d = NULL;
+    CHECK(store_data_local_open(&cfg, &d) == WH_OK);
+    if (!d)
+        return;
+    store_data_writer_t *w = NULL;
+    CHECK(d->ops->writer_open(d, &w) == WH_OK);
+    CHECK(d->ops->map_at_begin(w, 16u << 20) == WH_ERR_UNSUPPORTED);
+    CHECK(d->ops->write_at_begin(w, 16u << 20) == WH_OK);
+    static unsigned char buf[4096];
+    memset(buf, 3, sizeof buf);
+    CHECK(d->ops->write_at(w, buf, sizeof buf, 4096) == WH_OK);
+    void *p;
+    CHECK(d->ops->map_at(w, 0, 1, &p) == WH_ERR_UNSUPPORTED);
+    d->ops->writer_abort(w);
+    CHECK(count_tmp(dir) == 0);
+    d->ops->close(d);
+    nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int main(void)
+{
+    wh_log_set_level(WH_LOG_ERROR);
+    RUN(test_map_write);
+    test_not_mapped(true);
+    test_not_mapped(false);
+    return check_done();
+}
