@@ -161,30 +161,18 @@ static void *put_par_worker(void *arg)
             }
             dst = m;
         }
-        for (uint64_t p = 0; p < n && dst;) { /* mapped: the piece lands in place */
+        for (uint64_t p = 0; p < n;) {
             size_t m = (size_t)WH_MIN((uint64_t)PUT_PIECE, n - p);
-            wh_status_t st = xfer_batch_post(d->b, XFER_OP_READ, NULL, dst + p, m, off + p, 0);
+            uint8_t *land = dst ? dst + p : pw->piece; /* mapped: the piece lands in place */
+            wh_status_t st = xfer_batch_post(d->b, XFER_OP_READ, NULL, land, m, off + p, 0);
             if (st != WH_OK) {
                 put_par_fail(&d->st, st);
                 return NULL;
             }
-            c = wh_crc64nvme(c, dst + p, m);
+            c = wh_crc64nvme(c, land, m);
             if (d->crc32c)
-                c32 = wh_crc32c(c32, dst + p, m);
-            __atomic_fetch_add(&d->moved, m, __ATOMIC_RELAXED);
-            p += m;
-        }
-        for (uint64_t p = 0; p < n && !dst;) {
-            size_t m = (size_t)WH_MIN((uint64_t)PUT_PIECE, n - p);
-            wh_status_t st = xfer_batch_post(d->b, XFER_OP_READ, NULL, pw->piece, m, off + p, 0);
-            if (st != WH_OK) {
-                put_par_fail(&d->st, st);
-                return NULL;
-            }
-            c = wh_crc64nvme(c, pw->piece, m);
-            if (d->crc32c)
-                c32 = wh_crc32c(c32, pw->piece, m);
-            if ((st = d->at->write_at(d->arg, pw->piece, m, off + p)) != WH_OK) {
+                c32 = wh_crc32c(c32, land, m);
+            if (!dst && (st = d->at->write_at(d->arg, land, m, off + p)) != WH_OK) {
                 put_par_fail(&d->sink_st, st);
                 return NULL;
             }

@@ -142,20 +142,29 @@ void srv_storage_damaged(srv_storage_t *s, const char *id, int fd)
         srv_storage_damage_flush(s);
 }
 
+/* Opens the chunk a request names, or answers 404 (absent) / 500 (damaged footer, reported
+ * for repair) and returns false. */
+static bool open_chunk(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q, int *fd,
+                       cl_chunk_info_t *info)
+{
+    wh_status_t st = cl_chunk_open(s->chunks, q->chunk, fd, info);
+    if (st == WH_OK)
+        return true;
+    atomic_fetch_add(&s->read_errors, 1);
+    if (st == WH_ERR_CHECKSUM)
+        srv_storage_damaged(s, q->chunk, -1);
+    reply_text(c, q, st == WH_ERR_NOT_FOUND ? 404 : 500, "chunk %s: %s", q->chunk,
+               st == WH_ERR_NOT_FOUND ? "not on this server" : "damaged footer");
+    return false;
+}
+
 /* GET and rget: open, range-check, verify, then serve. */
 static void serve_read(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
 {
     int fd = -1;
     cl_chunk_info_t info;
-    wh_status_t st = cl_chunk_open(s->chunks, q->chunk, &fd, &info);
-    if (st != WH_OK) {
-        atomic_fetch_add(&s->read_errors, 1);
-        if (st == WH_ERR_CHECKSUM)
-            srv_storage_damaged(s, q->chunk, -1);
-        reply_text(c, q, st == WH_ERR_NOT_FOUND ? 404 : 500, "chunk %s: %s", q->chunk,
-                   st == WH_ERR_NOT_FOUND ? "not on this server" : "damaged footer");
+    if (!open_chunk(s, c, q, &fd, &info))
         return;
-    }
     const cl_itoken_t *t = &q->tok;
     uint64_t size = info.size;
     if (t->off > size || t->len > size - t->off) {
@@ -167,6 +176,7 @@ static void serve_read(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
         return;
     }
     uint64_t expect = 0;
+    wh_status_t st;
     if (t->op == CL_OP_GET) {
         /* The blocks served are verified before a byte leaves: HTTP cannot take bytes back. */
         st = cl_chunk_verify_range(fd, &info, t->off, t->len, &expect);
@@ -285,15 +295,8 @@ static void serve_push(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
     }
     int fd = -1;
     cl_chunk_info_t info;
-    wh_status_t st = cl_chunk_open(s->chunks, q->chunk, &fd, &info);
-    if (st != WH_OK) {
-        atomic_fetch_add(&s->read_errors, 1);
-        if (st == WH_ERR_CHECKSUM)
-            srv_storage_damaged(s, q->chunk, -1);
-        reply_text(c, q, st == WH_ERR_NOT_FOUND ? 404 : 500, "chunk %s: %s", q->chunk,
-                   st == WH_ERR_NOT_FOUND ? "not on this server" : "damaged footer");
+    if (!open_chunk(s, c, q, &fd, &info))
         return;
-    }
     uint64_t size = info.size, foot_crc = info.crc;
     cl_chunk_info_free(&info);
     if (size != t->len || foot_crc != want) {
@@ -328,7 +331,7 @@ static void serve_push(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
     j.cand[0] = to;
     j.ncand = 1;
     snprintf(j.mtok, sizeof j.mtok, "%016" PRIx64, want);
-    st = cl_client_run(s->client, &j, 1, 1, NULL);
+    wh_status_t st = cl_client_run(s->client, &j, 1, 1, NULL);
     free(buf);
     if (st != WH_OK || j.crc != want) {
         atomic_fetch_add(&s->push_failures, 1);
