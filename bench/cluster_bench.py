@@ -3,12 +3,13 @@
 harness as the cluster tests), paired arms in one run.
 
 Sections (each can be chosen with --only):
-  scale     GET throughput with 1, 2 and 4 storage servers, every object's chunks spread over
-            all of them; arms rdma (ofi+shm on loopback, or ofi+tcp across network namespaces
+  scale     GET and PUT throughput with 1, 2 and 4 storage servers, every object's chunks
+            spread over all of them, --streams objects in flight at once; arms rdma (ofi+shm on loopback, or ofi+tcp across network namespaces
             with --netns) and http (through the gateway), alternating A B A B over the same
             objects; CPU-seconds per GB of the gateway and of the storage servers; the witness
             of each RDMA cell is the sum of the storage servers' counters (>= 0.99 of the
-            payload, else the cell fails) and the gateway's RDMA counters must stay at zero.
+            payload, written into clients for a GET and read from them for a PUT, else the
+            cell fails) and the gateway's RDMA counters must stay at zero.
   serve     GET and PUT through a 2-server cluster against the same operations on `wharfd
             serve`, same machine, same objects.
   faults    GET throughput per second across a kill -9 of a storage server and a 15 s SIGSTOP
@@ -48,20 +49,56 @@ def pids_cpu(pids):
 
 
 def witness(cl):
+    """(storage servers' RDMA bytes written into clients, the gateway's RDMA bytes either way,
+    storage servers' RDMA bytes read from clients)."""
     return (cl.storage_sum("wharf_rdma_read_bytes_total"),
             cl.gateway_sum("wharf_rdma_read_bytes_total") +
-            cl.gateway_sum("wharf_rdma_write_bytes_total"))
+            cl.gateway_sum("wharf_rdma_write_bytes_total"),
+            cl.storage_sum("wharf_rdma_write_bytes_total"))
 
 
-def timed_gets(c, bucket, keys, nbytes, buf, transport):
+def timed_gets(c, bucket, keys, nbytes, bufs, transport):
+    """GETs of every key, len(bufs) in flight (one buffer per stream); seconds."""
+    def one(i):
+        for k in keys[i::len(bufs)]:
+            rep = c.get_into(bucket, k, bufs[i], transport=transport)
+            if rep.bytes != nbytes:
+                raise RuntimeError(f"short GET of {k}: {rep.bytes}")
+            if transport == "rdma" and rep.transport != "rdma":
+                raise RuntimeError(f"GET of {k} went {rep.transport}: {rep.reason}")
+    return _streams(one, len(bufs))
+
+
+def timed_puts(c, bucket, keys, srcs, transport):
+    """PUTs of every key from srcs[key], as many in flight as timed_gets; seconds."""
+    n = len(srcs["_streams"])
+
+    def one(i):
+        for k in keys[i::n]:
+            rep = c.put_from(bucket, k, srcs[k], transport=transport)
+            if transport == "rdma" and rep.transport != "rdma":
+                raise RuntimeError(f"PUT of {k} went {rep.transport}: {rep.reason}")
+    return _streams(one, n)
+
+
+def _streams(fn, n):
+    errs = []
+
+    def run(i):
+        try:
+            fn(i)
+        except Exception as e:  # noqa: BLE001 - re-raised below
+            errs.append(e)
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(n)]
     t0 = time.monotonic()
-    for k in keys:
-        rep = c.get_into(bucket, k, buf, transport=transport)
-        if rep.bytes != nbytes:
-            raise RuntimeError(f"short GET of {k}: {rep.bytes}")
-        if transport == "rdma" and rep.transport != "rdma":
-            raise RuntimeError(f"GET of {k} went {rep.transport}: {rep.reason}")
-    return time.monotonic() - t0
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    dt = time.monotonic() - t0
+    if errs:
+        raise errs[0]
+    return dt
 
 
 def scale_cell(args, n_storage, netns):
@@ -87,38 +124,52 @@ def scale_cell(args, n_storage, netns):
             digests[k] = hashlib.md5(data).hexdigest()
         # the chunks are spread over every server
         spread = [s.metric_sum("wharf_storage_chunks") for s in cl.storage]
-        buf = bytearray(nbytes)
+        bufs = [bytearray(nbytes) for _ in range(args.streams)]
+        srcs = {k: bytearray(os.urandom(nbytes)) for k in keys}
+        srcs["_streams"] = bufs
         cell = {"storage_servers": n_storage, "provider": prov, "object_bytes": nbytes,
                 "objects": args.objects, "chunk_bytes": args.chunk_mib * MIB,
-                "chunks_per_server": spread, "arms": {}}
+                "streams": args.streams, "chunks_per_server": spread, "arms": {}}
         gw_pids = benchlib.tree_pids(g.proc.pid)
         st_pids = [p for s in cl.storage for p in benchlib.tree_pids(s.proc.pid)]
+        names = ("rdma", "http", "rdma_put", "http_put")
         raw = {a: {"gbps": [], "gw_cpu_s_per_gb": [], "st_cpu_s_per_gb": [], "witness": []}
-               for a in arms}
+               for a in names}
         for rep in range(args.repeats):
-            for arm in ("rdma", "http"):
+            for name in names:
+                arm = name.split("_")[0]
                 w0 = witness(cl)
                 g0, s0 = pids_cpu(gw_pids), pids_cpu(st_pids)
-                dt = timed_gets(arms[arm], bucket, keys, nbytes, buf, arm)
+                if name.endswith("_put"):
+                    dt = timed_puts(arms[arm], bucket, keys, srcs, arm)
+                else:
+                    dt = timed_gets(arms[arm], bucket, keys, nbytes, bufs, arm)
                 g1, s1 = pids_cpu(gw_pids), pids_cpu(st_pids)
                 w1 = witness(cl)
                 gb = nbytes * len(keys) / 1e9
-                raw[arm]["gbps"].append(gb / dt)
-                raw[arm]["gw_cpu_s_per_gb"].append((g1 - g0) / gb)
-                raw[arm]["st_cpu_s_per_gb"].append((s1 - s0) / gb)
+                raw[name]["gbps"].append(gb / dt)
+                raw[name]["gw_cpu_s_per_gb"].append((g1 - g0) / gb)
+                raw[name]["st_cpu_s_per_gb"].append((s1 - s0) / gb)
                 if arm == "rdma":
-                    frac = (w1[0] - w0[0]) / (nbytes * len(keys))
-                    raw[arm]["witness"].append({"storage_fraction": frac,
-                                                "gateway_rdma_bytes": w1[1] - w0[1]})
+                    moved = w1[0] - w0[0] if name == "rdma" else w1[2] - w0[2]
+                    frac = moved / (nbytes * len(keys))
+                    raw[name]["witness"].append({"storage_fraction": frac,
+                                                 "gateway_rdma_bytes": w1[1] - w0[1]})
                     if frac < 0.99 or w1[1] != w0[1]:
-                        cell["failed"] = f"witness: storage {frac:.3f}, gateway {w1[1] - w0[1]}"
-        # verify every byte outside the timed windows
+                        cell["failed"] = (f"{name} witness: storage {frac:.3f}, gateway "
+                                          f"{w1[1] - w0[1]}")
+                if name.endswith("_put"):
+                    digests.update({k: hashlib.md5(srcs[k]).hexdigest() for k in keys})
+        # verify every byte outside the timed windows (the last PUT arm wrote srcs)
+        buf = bufs[0]
         for k in keys:
             for arm in arms:
                 arms[arm].get_into(bucket, k, buf, transport=arm)
                 if hashlib.md5(buf).hexdigest() != digests[k]:
                     cell["failed"] = f"wrong bytes for {k} over {arm}"
         for arm, r in raw.items():
+            if not r["gbps"]:
+                continue
             cell["arms"][arm] = {"throughput_gbps": benchlib.summary(r["gbps"]),
                                  "gateway_cpu_s_per_gb": benchlib.summary(r["gw_cpu_s_per_gb"]),
                                  "storage_cpu_s_per_gb": benchlib.summary(r["st_cpu_s_per_gb"]),
@@ -126,8 +177,23 @@ def scale_cell(args, n_storage, netns):
         for c in arms.values():
             c.close()
         return cell
+    except Exception as e:
+        # what the servers said goes into the result: the cluster's directory goes below
+        cell = {"storage_servers": n_storage, "failed": f"{type(e).__name__}: {e}",
+                "exit_codes": [s.proc.poll() for s in [cl.gateway] + cl.storage],
+                "log_tails": [_tail(s.log_path) for s in [cl.gateway] + cl.storage]}
+        print(json.dumps(cell, indent=1), file=sys.stderr)
+        return cell
     finally:
         cl.cleanup()
+
+
+def _tail(path, n=40):
+    try:
+        with open(path, "rb") as f:
+            return f.read()[-8192:].decode(errors="replace").splitlines()[-n:]
+    except OSError as e:
+        return [str(e)]
 
 
 def serve_section(args):
@@ -272,6 +338,7 @@ def main():
     ap.add_argument("--object-mib", type=int, default=64)
     ap.add_argument("--chunk-mib", type=int, default=8)
     ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--streams", type=int, default=1, help="scale: objects in flight at once")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--netns", action="store_true", help="rdma arm over ofi+tcp between "
                     "network namespaces (skipped with the reason where refused)")

@@ -30,8 +30,15 @@ struct cl_client {
     char *secret;
     char *ca_file; /* NULL: storage servers speak plain HTTP; else HTTPS verified with it */
     size_t secret_len;
-    CURLSH *share;
+    CURLSH *share; /* the DNS cache only: libcurl does not support sharing connections
+                    * between concurrent threads (CURLSHOPT_SHARE), and a 16-core gateway
+                    * crashed in curl_multi_perform when it did */
     pthread_mutex_t locks[CURL_LOCK_DATA_LAST];
+    /* Idle multi handles, each keeping the connections its last run opened: a run takes one
+     * (or makes one), so a connection is only ever used by the thread that holds its multi. */
+    pthread_mutex_t mpool_lock;
+    CURLM **mpool;
+    size_t n_mpool, cap_mpool;
     _Atomic uint64_t requests, failures, retries, timeouts;
     _Atomic uint64_t rx_bytes, tx_bytes; /* chunk bytes received from / sent to storage */
     _Atomic uint64_t hedges, hedge_wins;
@@ -77,6 +84,7 @@ wh_status_t cl_client_new(const char *secret, cl_client_t **out)
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_init(&c->locks[i], NULL);
     pthread_mutex_init(&c->est_lock, NULL);
+    pthread_mutex_init(&c->mpool_lock, NULL);
     c->share = curl_share_init();
     if (!c->secret || !c->share) {
         cl_client_free(c);
@@ -85,7 +93,6 @@ wh_status_t cl_client_new(const char *secret, cl_client_t **out)
     curl_share_setopt(c->share, CURLSHOPT_LOCKFUNC, share_lock);
     curl_share_setopt(c->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
     curl_share_setopt(c->share, CURLSHOPT_USERDATA, c);
-    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
     curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
     *out = c;
     return WH_OK;
@@ -105,11 +112,15 @@ void cl_client_free(cl_client_t *c)
 {
     if (!c)
         return;
+    for (size_t i = 0; i < c->n_mpool; i++)
+        curl_multi_cleanup(c->mpool[i]);
+    free(c->mpool);
     if (c->share)
         curl_share_cleanup(c->share);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_destroy(&c->locks[i]);
     pthread_mutex_destroy(&c->est_lock);
+    pthread_mutex_destroy(&c->mpool_lock);
     free(c->est);
     free(c->ca_file);
     free(c->secret);
@@ -573,6 +584,40 @@ static bool hedge_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_peer_t *
     return true;
 }
 
+/* At most this many idle multi handles are kept (one per request thread that ran chunk
+ * requests at once, and their connections); a run beyond it closes its own when done. */
+#define CL_MPOOL_MAX 256
+
+static CURLM *mpool_take(cl_client_t *c)
+{
+    CURLM *m = NULL;
+    pthread_mutex_lock(&c->mpool_lock);
+    if (c->n_mpool)
+        m = c->mpool[--c->n_mpool];
+    pthread_mutex_unlock(&c->mpool_lock);
+    return m ? m : curl_multi_init();
+}
+
+static void mpool_give(cl_client_t *c, CURLM *m)
+{
+    pthread_mutex_lock(&c->mpool_lock);
+    if (c->n_mpool == c->cap_mpool && c->cap_mpool < CL_MPOOL_MAX) {
+        size_t cap = c->cap_mpool ? c->cap_mpool * 2 : 16;
+        CURLM **p = realloc(c->mpool, cap * sizeof *p);
+        if (p) {
+            c->mpool = p;
+            c->cap_mpool = cap;
+        }
+    }
+    if (c->n_mpool < c->cap_mpool) {
+        c->mpool[c->n_mpool++] = m;
+        m = NULL;
+    }
+    pthread_mutex_unlock(&c->mpool_lock);
+    if (m)
+        curl_multi_cleanup(m);
+}
+
 wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned parallel,
                           const wh_peer_t *peer)
 {
@@ -580,12 +625,12 @@ wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned par
         return WH_OK;
     if (!parallel)
         parallel = 1;
-    CURLM *m = curl_multi_init();
+    CURLM *m = mpool_take(c);
     if (!m)
         return WH_ERR_NOMEM;
     char(*errbufs)[CURL_ERROR_SIZE] = calloc(n, CURL_ERROR_SIZE);
     if (!errbufs) {
-        curl_multi_cleanup(m);
+        mpool_give(c, m);
         return WH_ERR_NOMEM;
     }
     size_t next = 0, active = 0, done = 0;
@@ -596,6 +641,7 @@ wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned par
         jobs[i].attempts = 0;
         jobs[i].err[0] = '\0';
         jobs[i]._hedge = jobs[i]._hedge_of = NULL;
+        jobs[i]._easy = jobs[i]._hdrs = NULL;
         jobs[i]._hedged = jobs[i]._waiting = false;
         if (jobs[i].ncand == 0) {
             snprintf(jobs[i].err, sizeof jobs[i].err, "no live storage server holds chunk %s",
@@ -706,13 +752,16 @@ wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned par
         if (running)
             curl_multi_poll(m, NULL, 0, (int)(wait_ms ? wait_ms : 1), NULL);
     }
-    for (size_t i = 0; i < n; i++) /* none left after the loop; a broken multi may leave one */
+    for (size_t i = 0; i < n; i++) { /* none left after the loop; a broken multi may leave one */
         if (jobs[i]._hedge) {
             hedge_free(m, jobs[i]._hedge);
             jobs[i]._hedge = NULL;
         }
+        if (jobs[i]._easy) /* the multi goes back to the pool with no transfer of this run */
+            job_end(m, &jobs[i]);
+    }
     free(errbufs);
-    curl_multi_cleanup(m);
+    mpool_give(c, m);
     for (size_t i = 0; i < n; i++)
         if (jobs[i].st != WH_OK)
             return jobs[i].st;
