@@ -356,8 +356,12 @@ def main():
             ok, why = netns_available()
             root["results"]["netns"] = "used" if ok else f"skipped: {why}"
             netns = ok
-        root["results"]["scale"] = [scale_cell(args, int(n), netns)
-                                    for n in args.servers.split(",")]
+        root["results"]["scale"] = []
+        for n in args.servers.split(","):
+            cell = scale_cell(args, int(n), netns)
+            root["results"]["scale"].append(cell)
+            # each cell as it ends, so a run cut short still says what it measured
+            print("cell " + json.dumps(cell), file=sys.stderr, flush=True)
     if "serve" in sections:
         root["results"]["cluster_vs_serve"] = serve_section(args)
     if "faults" in sections:
