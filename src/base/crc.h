@@ -11,11 +11,6 @@ uint64_t wh_crc64nvme(uint64_t crc, const void *p, size_t n);
 /* Table-driven reference (slower); the fast path above is tested against it. */
 uint64_t wh_crc64nvme_ref(uint64_t crc, const void *p, size_t n);
 uint32_t wh_crc32c(uint32_t crc, const void *p, size_t n);
-/* crc over src[0..n) and a copy of it to dst with non-temporal stores, in one pass: each
- * small block is checksummed (which brings it into the cache) and then streamed out, so dst
- * is written without being read first and does not evict the source. For a destination
- * another device reads next (pinned staging for a DMA). Ends with a store fence. */
-uint64_t wh_crc64nvme_copy_nt(uint64_t crc, void *dst, const void *src, size_t n);
 
 /* crc(A||B) from crc(A), crc(B) and len(B). */
 uint64_t wh_crc64nvme_combine(uint64_t crc_a, uint64_t crc_b, uint64_t len_b);

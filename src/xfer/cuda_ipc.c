@@ -77,7 +77,6 @@ typedef struct cuda_x {
     cuda_ipc_ent_t ipc[CUDA_IPC_CACHE];
     uint64_t clock;
     enum { STAGE_PINNED = 0, STAGE_PAGEABLE, STAGE_REGISTER } stage;
-    bool copy_cached; /* fill pinned staging with cached stores (WHARF_CUDA_FILL=cached) */
 } cuda_x_t;
 
 typedef struct cuda_mr {
@@ -128,11 +127,6 @@ static wh_status_t cx_open(const xfer_config_t *cfg, const xfer_provider_t *prov
         wh_info(MOD, "cuda staging slots=%u pinned_budget=%llu", x->nslots,
                 (unsigned long long)((uint64_t)x->nslots * per));
     }
-    /* How the pinned buffers are filled: streamed out (non-temporal stores: the DMA reads
-     * them next, so caching them only costs a read of each line before it is written and
-     * evicts the source), or through the cache, kept for side-by-side timing. */
-    const char *fm = getenv("WHARF_CUDA_FILL");
-    x->copy_cached = fm && strcmp(fm, "cached") == 0;
     const char *sm = getenv("WHARF_CUDA_STAGING");
     if (sm && strcmp(sm, "pageable") == 0)
         x->stage = STAGE_PAGEABLE;
@@ -546,11 +540,10 @@ static wh_status_t cx_batch_post(xfer_batch_t *bb, xfer_op_t op, xfer_mr_t *mr, 
     return WH_OK;
 }
 
-/* Host to device with the crc fused in, so the source is read from memory once (the crc
- * would otherwise be a pass of its own): each 16 KiB of the source is checksummed and then
- * streamed into pinned memory with non-temporal stores (wh_crc64nvme_copy_nt), which the DMA
- * reads next; with WHARF_CUDA_FILL=cached, each 1 MiB block is copied through the cache and
- * checksummed there. DMA of one 8 MiB buffer overlaps the fill of the other. */
+/* Host to device with the crc fused in: each 1 MiB block is copied into pinned memory and
+ * checksummed there while it is still in the cache, so the source is read from memory once
+ * (the crc would otherwise be a pass of its own). DMA of one 8 MiB buffer overlaps the fill
+ * of the other. */
 #define CUDA_CRC_BLOCK (1u << 20)
 
 static wh_status_t cx_batch_post_crc(xfer_batch_t *bb, const void *local, size_t len, uint64_t roff,
@@ -582,14 +575,11 @@ static wh_status_t cx_batch_post_crc(xfer_batch_t *bb, const void *local, size_t
             pend[j] = false;
         }
         uint8_t *pin = s->pin[j];
-        if (!x->copy_cached)
-            crc = wh_crc64nvme_copy_nt(crc, pin, src + done, n);
-        else
-            for (size_t k = 0; k < n; k += CUDA_CRC_BLOCK) {
-                size_t m = n - k < CUDA_CRC_BLOCK ? n - k : CUDA_CRC_BLOCK;
-                memcpy(pin + k, src + done + k, m);
-                crc = wh_crc64nvme(crc, pin + k, m);
-            }
+        for (size_t k = 0; k < n; k += CUDA_CRC_BLOCK) {
+            size_t m = n - k < CUDA_CRC_BLOCK ? n - k : CUDA_CRC_BLOCK;
+            memcpy(pin + k, src + done + k, m);
+            crc = wh_crc64nvme(crc, pin + k, m);
+        }
         r = cu->cuMemcpyHtoDAsync(b->dst + roff + done, pin, n, s->stream[j]);
         pend[j] = r == 0;
         done += n;
