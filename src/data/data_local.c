@@ -75,6 +75,13 @@ typedef struct ld {
     bool reserve_held; /* DIR/reserve exists at full size */
 } ld_t;
 
+/* A striped writer's second and later files (the first is the writer's own). */
+typedef struct ld_stripe {
+    int fd;
+    char id[STORE_DATA_ID_LEN + 1];
+    bool published; /* renamed into objects/ */
+} ld_stripe_t;
+
 typedef struct ld_writer {
     store_data_writer_t base;
     int fd;  /* the temp file, then (after finish) the object file */
@@ -90,11 +97,7 @@ typedef struct ld_writer {
      * may be shorter), stripe 0 being fd/id above and the others in more[]. 0: one file. */
     unsigned nstripes;
     uint64_t stripe_len;
-    struct ld_stripe {
-        int fd;
-        char id[STORE_DATA_ID_LEN + 1];
-        bool published;
-    } *more;
+    ld_stripe_t *more;
 } ld_writer_t;
 
 /* One file of a composed object. */
@@ -439,11 +442,10 @@ static wh_status_t ld_stripes_open(ld_writer_t *w, uint64_t total)
         w->more[k].fd = -1;
     w->stripe_len = len;
     for (unsigned k = 0; k + 1 < ns; k++) {
-        struct ld_stripe *x = &w->more[k];
+        ld_stripe_t *x = &w->more[k];
         wh_status_t s = ld_random_id(x->id);
-        if (s == WH_OK &&
-            (x->fd = openat(l->tmp_fd, x->id, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
-                            LD_FILE_MODE)) < 0) {
+        if (s == WH_OK && (x->fd = openat(l->tmp_fd, x->id, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+                                          LD_FILE_MODE)) < 0) {
             wh_error("store", "cannot create temp file %s/tmp/%s: %m", l->dir, x->id);
             s = wh_status_from_errno(errno);
         }

@@ -100,8 +100,9 @@ struct srv_rdma {
     /* positional PUTs (rdma_put.c) */
     atomic_uint_fast64_t put_at_ops, put_at_bytes;
     atomic_uint_fast64_t put_mapped_ops, put_mapped_bytes; /* of those, through map_at */
-    atomic_uint_fast64_t put_striped_ops, put_striped_bytes, put_striped_files; /* stripe_len */
     unsigned direct_active;                                /* direct GETs in flight (atomic) */
+    /* of the positional PUTs, those into several files (srv_rdma_sink_at_t's stripe_len) */
+    atomic_uint_fast64_t put_striped_ops, put_striped_bytes, put_striped_files;
     /* staged GETs' reads into the pool, by where the bytes came from (rdma_get.c) */
     atomic_uint_fast64_t read_cached, read_direct_io, read_buffered;
 };

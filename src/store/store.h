@@ -51,8 +51,10 @@ typedef struct store_config {
     store_durability_t durability;
     bool direct_writes; /* positional writes with O_DIRECT where the file system allows */
     bool map_writes;    /* positional writes through a mapping of the file (map_at) */
-    unsigned put_stripes;    /* positional writes into this many files (store_local_config_t) */
-    uint64_t put_stripe_min; /* ... when at least this large */
+    /* Positional writes of put_stripe_min bytes or more go into put_stripes files
+     * (store_local_config_t); 0: the defaults. */
+    unsigned put_stripes;
+    uint64_t put_stripe_min;
 } store_config_t;
 #define STORE_DEFAULT_RESERVE (8ULL << 20)
 #define STORE_DEFAULT_HIGH_WATER 99
