@@ -444,6 +444,8 @@ static wh_status_t ld_stripes_open(ld_writer_t *w, uint64_t total)
     for (unsigned k = 0; k + 1 < ns; k++) {
         ld_stripe_t *x = &w->more[k];
         wh_status_t s = ld_random_id(x->id);
+        /* In the writer's own directory of objects/: finish syncs one directory. */
+        memcpy(x->id, w->id, 2);
         if (s == WH_OK && (x->fd = openat(l->tmp_fd, x->id, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
                                           LD_FILE_MODE)) < 0) {
             wh_error("store", "cannot create temp file %s/tmp/%s: %m", l->dir, x->id);
@@ -686,8 +688,9 @@ static bool *ld_stripe_published(ld_writer_t *w, unsigned k)
 }
 
 /* finish of a striped writer: every stripe synced (stripe 0 already is), then every one moved
- * into objects/ and its directory synced; *ref is then a composed reference (a fresh id that
- * names no file, one extent per stripe), as ld_compose makes for a multipart upload. */
+ * into objects/ and their directory synced (one: the ids share their first two characters);
+ * *ref is then a composed reference (a fresh id that names no file, one extent per stripe),
+ * as ld_compose makes for a multipart upload. */
 static wh_status_t ld_finish_stripes(ld_writer_t *w, bool sync, store_data_ref_t *ref)
 {
     ld_t *l = LD(w->base.data);
@@ -717,14 +720,14 @@ static wh_status_t ld_finish_stripes(ld_writer_t *w, bool sync, store_data_ref_t
             goto err;
         }
         *ld_stripe_published(w, k) = true;
-        char sub[3] = {id[0], id[1], '\0'};
-        if (sync && (s = ld_fsync_dir(l->obj_fd, sub)) != WH_OK)
-            goto err;
         store_chunk_t *c = &out.chunks[k];
         memcpy(c->id, id, sizeof c->id);
         c->offset = (uint64_t)k * w->stripe_len;
         c->length = len;
     }
+    char sub[3] = {w->id[0], w->id[1], '\0'};
+    if (sync && (s = ld_fsync_dir(l->obj_fd, sub)) != WH_OK)
+        goto err;
     *ref = out;
     return WH_OK;
 err:

@@ -12,6 +12,7 @@ import struct
 import subprocess
 
 import crcmod
+import pgserver
 import pytest
 
 from s3raw import S3Raw
@@ -154,8 +155,8 @@ def test_striped_etag_and_checksum_match_one_file(tmp_path):
     assert heads[0][0].strip('"').endswith("-2"), heads  # the digest ETag, 64M parts
 
 
-def test_striped_copy_versions_delete(tmp_path):
-    srv = WharfServer(extra_args=STRIPE_ARGS)
+def _copy_versions_delete(tmp_path, meta_args):
+    srv = WharfServer(extra_args=STRIPE_ARGS + meta_args)
     srv.start()
     try:
         b = unique_bucket("stripev")
@@ -167,6 +168,11 @@ def test_striped_copy_versions_delete(tmp_path):
         _, _, f1 = put_counted(srv, tmp_path, f"s3://{b}/k", d1)
         _, _, f2 = put_counted(srv, tmp_path, f"s3://{b}/k", d2)
         assert len(f1) == 4 and len(f2) == 3
+        # A restart's recovery keeps every stripe a version names.
+        srv.stop()
+        srv.start()
+        s3 = client(srv, ACCESS_KEY, SECRET_KEY)
+        assert f1 | f2 <= object_files(srv)
         vs = s3.list_object_versions(Bucket=b, Prefix="k")["Versions"]
         assert len(vs) == 2
         latest = [v for v in vs if v["IsLatest"]][0]["VersionId"]
@@ -199,6 +205,20 @@ def test_striped_copy_versions_delete(tmp_path):
     finally:
         srv.stop()
         srv.cleanup()
+
+
+def test_striped_copy_versions_delete(tmp_path):
+    _copy_versions_delete(tmp_path, [])
+
+
+_pg_missing = pgserver.missing_reason()
+
+
+@pytest.mark.skipif(_pg_missing is not None, reason=_pg_missing or "")
+def test_striped_copy_versions_delete_postgresql(tmp_path):
+    """The same with the metadata in PostgreSQL (its chunk map holds the stripes)."""
+    with pgserver.PgServer() as pg:
+        _copy_versions_delete(tmp_path, ["--meta", pg.create_db("stripes")])
 
 
 def test_striped_put_server_killed(tmp_path):

@@ -266,6 +266,7 @@ static void test_striped_write(void)
         CHECK_EQ_U64(ref.chunks[k].offset, k * 2 * S);
         CHECK_EQ_U64(ref.chunks[k].length, k < 2 ? 2 * S : S + 4097);
         CHECK(strcmp(ref.chunks[k].id, ref.id) != 0);
+        CHECK(strncmp(ref.chunks[k].id, ref.chunks[0].id, 2) == 0); /* one directory */
     }
     store_reader_t *r = NULL;
     CHECK(ops->reader_open(d, &ref, total, &r) == WH_OK);
