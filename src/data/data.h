@@ -148,10 +148,11 @@ struct store_data_ops {
     /* Optional (multipart completion without moving bytes): fills *out with a reference
      * whose bytes are the n committed references parts[i] one after another (chunk i names
      * part i: id its data id, offset its place in the object, length its size, crc64nvme its
-     * CRC; a part that is itself composed, a striped write, is given as its extents). Nothing is written: the parts' bytes become the object's once the metadata commit
-     * moves them from the part rows to the object row, in one transaction; recover() must
-     * then count a data id named by a row's chunk map as referenced. NULL: the store appends
-     * the parts into a new writer (append, which a chunked table does by reference). */
+     * CRC; a part that is itself composed, a striped write, is given as its extents). Nothing is
+     * written: the parts' bytes become the object's once the metadata commit moves them from the
+     * part rows to the object row, in one transaction; recover() must then count a data id named by
+     * a row's chunk map as referenced. NULL: the store appends the parts into a new writer (append,
+     * which a chunked table does by reference). */
     wh_status_t (*compose)(store_data_t *d, const store_chunk_t *parts, size_t n,
                            store_data_ref_t *out);
 };

@@ -1,9 +1,9 @@
 /* Multipart uploads: parts are written through the data table like objects and referenced
  * from part rows. Completion moves no bytes where the table composes (local files: the
- * object's reference lists the parts' files as extents, a striped part's files each, and the completing metadata
- * transaction moves them from the part rows to the object row); elsewhere it appends them in
- * order into a new object (a cluster: by reference, the same chunks). Either way the whole
- * object's CRC-64/NVME is derived from the stored per-part CRCs without re-reading. */
+ * object's reference lists the parts' files as extents, a striped part's files each, and the
+ * completing metadata transaction moves them from the part rows to the object row); elsewhere it
+ * appends them in order into a new object (a cluster: by reference, the same chunks). Either way
+ * the whole object's CRC-64/NVME is derived from the stored per-part CRCs without re-reading. */
 #include "base/codec.h"
 #include "base/crc.h"
 #include "base/digest.h"
