@@ -257,6 +257,10 @@ def test_striped_multipart_parts(tmp_path):
                             timeout=120)
             assert g.status == 200 and g.body == data
             check_ranges(raw, f"/{b}/k", data, 16 * MIB)
+            for n, (lo, hi) in enumerate(((0, 64 * MIB), (64 * MIB, 128 * MIB),
+                                          (128 * MIB, len(data))), 1):
+                g2 = raw.request("GET", f"/{b}/k", query={"partNumber": str(n)}, timeout=60)
+                assert g2.status == 206 and g2.body == data[lo:hi], n
             seen.append((g.headers["etag"], g.headers.get("x-amz-checksum-crc64nvme")))
             assert raw.request("DELETE", f"/{b}/k").status == 204
             assert wait_until(lambda: object_files(srv) == empty, timeout=10), \
