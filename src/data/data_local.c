@@ -426,38 +426,45 @@ static wh_status_t ld_write(store_data_writer_t *dw, const void *p, size_t n)
 }
 
 /* Stripes for a positional write of total bytes: as many as configured, each a whole number
- * of STORE_STRIPE_ALIGN and none empty; files 1.. are fresh temp files beside the writer's. */
-static wh_status_t ld_stripes_open(ld_writer_t *w, uint64_t total)
+ * of STORE_STRIPE_ALIGN and none empty; files 1.. are fresh temp files beside the writer's.
+ * Where they cannot be made (out of file descriptors, say) the write stays in one file. */
+static void ld_stripes_open(ld_writer_t *w, uint64_t total)
 {
     ld_t *l = LD(w->base.data);
     uint64_t units = (total + STORE_STRIPE_ALIGN - 1) / STORE_STRIPE_ALIGN;
     uint64_t ns = WH_MIN((uint64_t)l->put_stripes, units);
     if (ns < 2)
-        return WH_OK;
+        return;
     uint64_t len = (units + ns - 1) / ns * STORE_STRIPE_ALIGN;
     ns = (total + len - 1) / len;
     if (ns < 2 || !(w->more = calloc(ns - 1, sizeof *w->more)))
-        return ns < 2 ? WH_OK : WH_ERR_NOMEM;
-    for (unsigned k = 0; k + 1 < ns; k++)
-        w->more[k].fd = -1;
-    w->stripe_len = len;
-    for (unsigned k = 0; k + 1 < ns; k++) {
+        return;
+    unsigned k = 0;
+    for (; k + 1 < ns; k++) {
         ld_stripe_t *x = &w->more[k];
-        wh_status_t s = ld_random_id(x->id);
+        if (ld_random_id(x->id) != WH_OK)
+            break;
         /* In the writer's own directory of objects/: finish syncs one directory. */
         memcpy(x->id, w->id, 2);
-        if (s == WH_OK && (x->fd = openat(l->tmp_fd, x->id, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
-                                          LD_FILE_MODE)) < 0) {
-            wh_error("store", "cannot create temp file %s/tmp/%s: %m", l->dir, x->id);
-            s = wh_status_from_errno(errno);
-        }
-        if (s != WH_OK) { /* abort removes the files made so far */
-            w->nstripes = k + 2;
-            return s;
+        x->fd = openat(l->tmp_fd, x->id, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, LD_FILE_MODE);
+        if (x->fd < 0) {
+            wh_warn("store", "cannot create temp file %s/tmp/%s: %m; this write goes into one file",
+                    l->dir, x->id);
+            break;
         }
     }
+    if (k + 1 < ns) { /* undo: one file after all */
+        while (k-- > 0) {
+            close(w->more[k].fd);
+            if (unlinkat(l->tmp_fd, w->more[k].id, 0) < 0)
+                wh_warn("store", "cannot remove temp file %s/tmp/%s: %m", l->dir, w->more[k].id);
+        }
+        free(w->more);
+        w->more = NULL;
+        return;
+    }
+    w->stripe_len = len;
     w->nstripes = (unsigned)ns;
-    return WH_OK;
 }
 
 static uint64_t ld_write_at_stripe(store_data_writer_t *dw)
@@ -476,8 +483,10 @@ static wh_status_t ld_write_at_begin(store_data_writer_t *dw, uint64_t total)
         return s;
     w->size = w->synced = w->checked = total;
     ld_t *l = LD(dw->data);
-    if (!l->direct_writes && l->put_stripes > 1 && total >= l->stripe_min)
-        return ld_stripes_open(w, total);
+    if (!l->direct_writes && l->put_stripes > 1 && total >= l->stripe_min) {
+        ld_stripes_open(w, total);
+        return WH_OK;
+    }
     if (l->direct_writes && total >= LD_WRITEBACK_CHUNK &&
         !__atomic_load_n(&l->direct_refused, __ATOMIC_RELAXED)) {
         w->dfd = openat(l->tmp_fd, w->id, O_WRONLY | O_DIRECT | O_CLOEXEC);
@@ -493,8 +502,6 @@ static wh_status_t ld_write_at_begin(store_data_writer_t *dw, uint64_t total)
 
 #define LD_DIO_ALIGN 4096u
 
-/* Positional: pwrite at off; writeback of each LD_WRITEBACK_CHUNK is started by the write
- * that ends it (the RDMA engine's windows are as large, so one thread writes each). */
 /* Stripe k of a striped writer: its fd and id, and how many bytes of the object it holds. */
 static int ld_stripe_fd(const ld_writer_t *w, unsigned k, const char **id, uint64_t *len)
 {
@@ -527,6 +534,9 @@ static wh_status_t ld_write_file(ld_writer_t *w, int fd, const char *id, uint64_
     return WH_OK;
 }
 
+/* Positional: pwrite at off (of a striped writer: in the stripe's file); writeback of each
+ * LD_WRITEBACK_CHUNK of a file is started by the write that ends it (the RDMA engine's
+ * windows are as large, so one thread writes each). */
 static wh_status_t ld_write_at(store_data_writer_t *dw, const void *p, size_t n, uint64_t off)
 {
     ld_writer_t *w = (ld_writer_t *)dw;

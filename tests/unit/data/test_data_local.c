@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -294,6 +295,30 @@ static void test_striped_write(void)
         CHECK(count_tmp(dir) == 0);
         CHECK(count_objects(dir) == 0);
     }
+    /* Out of file descriptors after the first stripe's: the files made are removed, and the
+     * write goes into one file. */
+    CHECK(ops->writer_open(d, &w) == WH_OK);
+    struct rlimit old_lim, lim;
+    CHECK(getrlimit(RLIMIT_NOFILE, &old_lim) == 0);
+    int probe = dup(0);
+    CHECK(probe >= 0);
+    close(probe);
+    lim = old_lim;
+    lim.rlim_cur = (rlim_t)probe + 1; /* one more descriptor: the second stripe fails */
+    CHECK(setrlimit(RLIMIT_NOFILE, &lim) == 0);
+    wh_status_t bst = ops->write_at_begin(w, total);
+    CHECK(setrlimit(RLIMIT_NOFILE, &old_lim) == 0);
+    CHECK(bst == WH_OK);
+    CHECK_EQ_U64(ops->write_at_stripe(w), 0);
+    CHECK(count_tmp(dir) == 1);
+    CHECK(ops->write_at(w, want, (size_t)total, 0) == WH_OK);
+    CHECK(ops->finish(w, &ref) == WH_OK);
+    CHECK(ref.n_chunks == 0);
+    ops->writer_free(w);
+    CHECK(count_objects(dir) == 1);
+    ops->release(d, &ref);
+    store_data_ref_clear(&ref);
+    CHECK(count_objects(dir) == 0);
     /* Below the minimum: one file. */
     CHECK(ops->writer_open(d, &w) == WH_OK);
     CHECK(ops->write_at_begin(w, 2 * S - 1) == WH_OK);
