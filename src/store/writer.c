@@ -210,6 +210,12 @@ wh_status_t store_writer_map_at(store_writer_t *w, uint64_t off, size_t n, void 
     return s;
 }
 
+uint64_t store_writer_stripe_len(const store_writer_t *w)
+{
+    const store_data_ops_t *ops = w->dw->data->ops;
+    return w->at && ops->write_at_stripe ? ops->write_at_stripe(w->dw) : 0;
+}
+
 void store_writer_end_at(store_writer_t *w, uint64_t crc64nvme, bool crc32c_set, uint32_t crc32c)
 {
     if (!w->at)
