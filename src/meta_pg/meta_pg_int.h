@@ -92,12 +92,13 @@ char *pg_hexcol(const PGresult *r, int row, int col, size_t *n);
     " c.ec_k, c.ec_m, c.ec_index, c.ec_stripe"
 wh_status_t pg_chunk_add(const PGresult *r, int row, int col, store_data_ref_t *ref);
 
-/* Shared pieces (meta_pg.c, meta_pg_obj.c), on a connection inside a transaction. */
+/* Shared pieces (meta_pg.c, meta_pg_obj.c), on a connection inside a transaction (conn: a
+ * pg_conn_t). */
 wh_status_t pg_bucket_check(pg_conn_t *c, const char *bucket);
-wh_status_t pg_chunks_put(pg_conn_t *c, const store_data_ref_t *ref);
-wh_status_t pg_chunks_get(pg_conn_t *c, store_data_ref_t *ref);
+wh_status_t pg_chunks_put(void *conn, const store_data_ref_t *ref);
+wh_status_t pg_chunks_get(void *conn, store_data_ref_t *ref);
 /* Queues the chunk map of id for garbage collection and drops it. */
-wh_status_t pg_chunks_drop(pg_conn_t *c, const char *id);
+wh_status_t pg_chunks_drop(void *conn, const char *id);
 wh_status_t pg_obj_ref(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
                        store_data_ref_t *ref);
 /* The columns of an object row, the same in objects (current versions) and versions (older
@@ -110,6 +111,8 @@ wh_status_t pg_obj_ref(pg_conn_t *c, const char *bucket, const char *key, size_t
 /* The versioning-aware commit of a new current row (PUT, completion; meta_pg_ver.c): checks
  * cond, archives or replaces the current version as the bucket's state says, sets
  * meta->version_id; *old gets the data to release. In a write transaction. */
+struct meta_ver_dialect;
+extern const struct meta_ver_dialect PG_VER; /* meta_pg_ver.c: the row operations of meta_ver.h */
 wh_status_t pg_obj_commit(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
                           store_obj_meta_t *meta, const store_data_ref_t *ref,
                           store_data_ref_t *old, store_cond_t *cond);

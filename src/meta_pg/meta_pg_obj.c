@@ -81,8 +81,9 @@ static wh_status_t pg_chunks_hold_shared(pg_conn_t *c, const store_data_ref_t *r
     return st;
 }
 
-wh_status_t pg_chunks_put(pg_conn_t *c, const store_data_ref_t *ref)
+wh_status_t pg_chunks_put(void *conn, const store_data_ref_t *ref)
 {
+    pg_conn_t *c = conn;
     if (!ref->n_chunks)
         return WH_OK;
     /* One statement for the whole map: arrays, unnested server-side. */
@@ -149,8 +150,9 @@ wh_status_t pg_chunks_put(pg_conn_t *c, const store_data_ref_t *ref)
     return st;
 }
 
-wh_status_t pg_chunks_get(pg_conn_t *c, store_data_ref_t *ref)
+wh_status_t pg_chunks_get(void *conn, store_data_ref_t *ref)
 {
+    pg_conn_t *c = conn;
     pg_params_t p = {0};
     pp_text(&p, ref->id);
     PGresult *r;
@@ -164,8 +166,9 @@ wh_status_t pg_chunks_get(pg_conn_t *c, store_data_ref_t *ref)
     return st;
 }
 
-wh_status_t pg_chunks_drop(pg_conn_t *c, const char *id)
+wh_status_t pg_chunks_drop(void *conn, const char *id)
 {
+    pg_conn_t *c = conn;
     if (!id[0])
         return WH_OK;
     pg_params_t p = {0};

@@ -229,7 +229,7 @@ static wh_status_t pg_ver_promote(void *conn, const char *bucket, const char *ke
                        bucket, key, klen, "version promote");
 }
 
-static const meta_ver_dialect_t PG_VER = {
+const meta_ver_dialect_t PG_VER = {
     .versioning = pg_versioning,
     .cur = pg_cur,
     .version_get = pg_version_get,

@@ -163,10 +163,10 @@ wh_status_t sq_bucket_check(sq_conn_t *c, const char *bucket);
 /* Creates or migrates the schema (meta_sqlite_schema.c); on the writer, at open. */
 wh_status_t sq_migrate(sq_conn_t *c, const char *path);
 
-/* Chunk maps (meta_sqlite_obj.c): rows of data id; lock held. */
-wh_status_t sq_chunks_put(sq_conn_t *c, const store_data_ref_t *ref);
-wh_status_t sq_chunks_get(sq_conn_t *c, store_data_ref_t *ref);
-wh_status_t sq_chunks_drop(sq_conn_t *c, const char *id);
+/* Chunk maps (meta_sqlite_obj.c): rows of data id; lock held (conn: an sq_conn_t). */
+wh_status_t sq_chunks_put(void *conn, const store_data_ref_t *ref);
+wh_status_t sq_chunks_get(void *conn, store_data_ref_t *ref);
+wh_status_t sq_chunks_drop(void *conn, const char *id);
 /* The object row's data ref ("" when none), with its chunk map. Lock held. */
 wh_status_t sq_obj_ref(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
                        store_data_ref_t *ref);
@@ -238,7 +238,10 @@ wh_status_t sq_user_policy_get(meta_t *m, const char *user, const char *name, ch
 wh_status_t sq_user_policy_list(meta_t *m, const char *user, meta_policy_t **out, size_t *n);
 wh_status_t sq_user_policy_delete(meta_t *m, const char *user, const char *name);
 
-/* Versions (meta_sqlite_ver.c). */
+/* Versions (meta_sqlite_ver.c): the row operations of meta_ver.h. */
+struct meta_ver_dialect;
+extern const struct meta_ver_dialect SQ_VER;
+
 wh_status_t sq_bucket_versioning_get(meta_t *m, const char *bucket, int *state);
 wh_status_t sq_bucket_versioning_set(meta_t *m, const char *bucket, int state);
 wh_status_t sq_object_get_version(meta_t *m, const char *bucket, const char *key, size_t klen,

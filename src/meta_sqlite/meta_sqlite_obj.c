@@ -8,8 +8,9 @@
 
 /* ---- chunk maps ---- */
 
-wh_status_t sq_chunks_put(sq_conn_t *c, const store_data_ref_t *ref)
+wh_status_t sq_chunks_put(void *conn, const store_data_ref_t *ref)
 {
+    sq_conn_t *c = conn;
     for (size_t i = 0; i < ref->n_chunks; i++) {
         const store_chunk_t *ch = &ref->chunks[i];
         char reps[STORE_CHUNK_MAX_REPLICAS * 11 + 1];
@@ -33,8 +34,9 @@ wh_status_t sq_chunks_put(sq_conn_t *c, const store_data_ref_t *ref)
     return WH_OK;
 }
 
-wh_status_t sq_chunks_get(sq_conn_t *c, store_data_ref_t *ref)
+wh_status_t sq_chunks_get(void *conn, store_data_ref_t *ref)
 {
+    sq_conn_t *c = conn;
     size_t cap = 0;
     int rc;
     wh_status_t st = WH_OK;
@@ -63,8 +65,9 @@ wh_status_t sq_chunks_get(sq_conn_t *c, store_data_ref_t *ref)
     return st;
 }
 
-wh_status_t sq_chunks_drop(sq_conn_t *c, const char *id)
+wh_status_t sq_chunks_drop(void *conn, const char *id)
 {
+    sq_conn_t *c = conn;
     if (!id[0])
         return WH_OK;
     sqlite3_stmt *s = c->stmt[S_CHUNK_DELETE];

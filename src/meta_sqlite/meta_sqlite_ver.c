@@ -197,7 +197,7 @@ static wh_status_t sq_ver_promote(void *conn, const char *bucket, const char *ke
                        : st;
 }
 
-static const meta_ver_dialect_t SQ_VER = {
+const meta_ver_dialect_t SQ_VER = {
     .versioning = sq_versioning,
     .cur = sq_cur,
     .version_get = sq_version_get,
