@@ -134,3 +134,19 @@ wh_status_t meta_ver_delete(const meta_ver_dialect_t *d, void *c, meta_vdel_t *a
         res->version_id[0] = '\0'; /* no such version: nothing deleted (idempotent) */
     return st;
 }
+
+wh_status_t meta_ver_tags_set(const meta_ver_dialect_t *d, void *c, const char *bucket,
+                              const char *key, size_t klen, const char *vid, const char *tags)
+{
+    int state = 0; /* read for the bucket's existence */
+    meta_cur_t cur;
+    wh_status_t st = d->versioning(c, bucket, &state);
+    if (st == WH_OK)
+        st = d->cur(c, bucket, key, klen, &cur);
+    if (st != WH_OK)
+        return st;
+    bool on_cur = !vid || (cur.exists && strcmp(cur.vid, vid) == 0);
+    bool changed = false;
+    st = d->tags_put(c, bucket, key, klen, on_cur ? NULL : vid, tags, &changed);
+    return st == WH_OK && !changed ? WH_ERR_NOT_FOUND : st;
+}

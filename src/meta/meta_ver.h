@@ -1,8 +1,8 @@
 /* The versioning rules of the metadata table, written once for every backend (meta_ver.c):
  * the state machine of a commit (Off, Enabled, Suspended: archive, replace or remove the
  * current version and an older null version), delete markers, the delete of one version with
- * the promotion of the next newest, and the conditional and Object Lock checks of both, each
- * in the caller's write transaction.
+ * the promotion of the next newest, the conditional and Object Lock checks of both, and the
+ * tags of a version, each in the caller's write transaction.
  *
  * A backend gives the rules a meta_ver_dialect_t: the few row operations they are made of,
  * each one statement (or two) of its own SQL dialect, run on the transaction's connection
@@ -68,6 +68,10 @@ typedef struct meta_ver_dialect {
     wh_status_t (*obj_delete)(void *conn, const char *bucket, const char *key, size_t klen);
     /* The newest older version (if any) leaves the versions and becomes the current row. */
     wh_status_t (*ver_promote)(void *conn, const char *bucket, const char *key, size_t klen);
+    /* Sets the tags (NULL: none) of the version vid (NULL: the current row) unless it is a
+     * delete marker; *changed whether a row was. */
+    wh_status_t (*tags_put)(void *conn, const char *bucket, const char *key, size_t klen,
+                            const char *vid, const char *tags, bool *changed);
 } meta_ver_dialect_t;
 
 /* The versioning-aware commit of a new current row (PUT, completion): checks cond (a delete
@@ -87,5 +91,10 @@ typedef struct meta_vdel {
     store_data_ref_t *old;
 } meta_vdel_t;
 wh_status_t meta_ver_delete(const meta_ver_dialect_t *d, void *conn, meta_vdel_t *a);
+
+/* The object_tags_set slot's transaction: the version vid (NULL: the current one) gets tags;
+ * NOT_FOUND for no such bucket, version, or a delete marker. */
+wh_status_t meta_ver_tags_set(const meta_ver_dialect_t *d, void *conn, const char *bucket,
+                              const char *key, size_t klen, const char *vid, const char *tags);
 
 #endif

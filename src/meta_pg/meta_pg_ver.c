@@ -229,6 +229,29 @@ static wh_status_t pg_ver_promote(void *conn, const char *bucket, const char *ke
                        bucket, key, klen, "version promote");
 }
 
+static wh_status_t pg_tags_put(void *conn, const char *bucket, const char *key, size_t klen,
+                               const char *vid, const char *tags, bool *changed)
+{
+    pg_params_t p = {0};
+    pp_obj(&p, bucket, key, klen);
+    pp_text(&p, NULL);
+    p.v[p.n - 1] = tags; /* NULL: none */
+    if (vid)
+        pp_text(&p, vid);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn,
+                             !vid ? "UPDATE objects SET tags = $3 WHERE bucket = $1 AND key = $2"
+                                    " AND dm = 0 RETURNING 1"
+                                  : "UPDATE versions SET tags = $3 WHERE bucket = $1 AND key = $2"
+                                    " AND version_id = $4 AND dm = 0 RETURNING 1",
+                             &p, &r, "tag update");
+    if (st != WH_OK)
+        return st;
+    *changed = PQntuples(r) == 1;
+    PQclear(r);
+    return WH_OK;
+}
+
 const meta_ver_dialect_t PG_VER = {
     .versioning = pg_versioning,
     .cur = pg_cur,
@@ -239,6 +262,7 @@ const meta_ver_dialect_t PG_VER = {
     .obj_upsert = pg_obj_upsert,
     .obj_delete = pg_obj_delete,
     .ver_promote = pg_ver_promote,
+    .tags_put = pg_tags_put,
 };
 
 wh_status_t pg_obj_commit(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
@@ -339,31 +363,7 @@ typedef struct {
 static wh_status_t tx_tags_set(void *conn, void *arg)
 {
     pg_tags_arg_t *a = arg;
-    meta_cur_t cur;
-    wh_status_t st = pg_bucket_check(conn, a->bucket);
-    if (st == WH_OK)
-        st = pg_cur(conn, a->bucket, a->key, a->klen, &cur);
-    if (st != WH_OK)
-        return st;
-    bool on_cur = !a->vid || (cur.exists && strcmp(cur.vid, a->vid) == 0);
-    pg_params_t p = {0};
-    pp_obj(&p, a->bucket, a->key, a->klen);
-    pp_text(&p, NULL);
-    p.v[p.n - 1] = a->tags; /* NULL: none */
-    if (!on_cur)
-        pp_text(&p, a->vid);
-    PGresult *r;
-    st = pg_exec(conn,
-                 on_cur ? "UPDATE objects SET tags = $3 WHERE bucket = $1 AND key = $2"
-                          " AND dm = 0 RETURNING 1"
-                        : "UPDATE versions SET tags = $3 WHERE bucket = $1 AND key = $2"
-                          " AND version_id = $4 AND dm = 0 RETURNING 1",
-                 &p, &r, "tag update");
-    if (st != WH_OK)
-        return st;
-    st = PQntuples(r) == 1 ? WH_OK : WH_ERR_NOT_FOUND;
-    PQclear(r);
-    return st;
+    return meta_ver_tags_set(&PG_VER, conn, a->bucket, a->key, a->klen, a->vid, a->tags);
 }
 
 wh_status_t pg_object_tags_set(meta_t *m, const char *bucket, const char *key, size_t klen,

@@ -197,6 +197,23 @@ static wh_status_t sq_ver_promote(void *conn, const char *bucket, const char *ke
                        : st;
 }
 
+static wh_status_t sq_tags_put(void *conn, const char *bucket, const char *key, size_t klen,
+                               const char *vid, const char *tags, bool *changed)
+{
+    sq_conn_t *c = conn;
+    sqlite3_stmt *s = c->stmt[vid ? S_TAGS_VER : S_TAGS_CUR];
+    sq_bind_obj(s, bucket, key, klen);
+    if (!vid) {
+        sq_bind_text_or_null(s, 3, tags);
+    } else {
+        sq_bind_text(s, 3, vid);
+        sq_bind_text_or_null(s, 4, tags);
+    }
+    wh_status_t st = sq_exec_stmt(c, s, "tag update");
+    *changed = st == WH_OK && sqlite3_changes(c->db) == 1;
+    return st;
+}
+
 const meta_ver_dialect_t SQ_VER = {
     .versioning = sq_versioning,
     .cur = sq_cur,
@@ -207,6 +224,7 @@ const meta_ver_dialect_t SQ_VER = {
     .obj_upsert = sq_obj_upsert,
     .obj_delete = sq_obj_delete,
     .ver_promote = sq_ver_promote,
+    .tags_put = sq_tags_put,
 };
 
 wh_status_t sq_obj_commit(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
@@ -280,26 +298,8 @@ typedef struct {
 
 static wh_status_t tx_tags_set(void *conn, void *arg)
 {
-    sq_conn_t *c = conn;
     sq_tags_arg_t *a = arg;
-    meta_cur_t cur;
-    wh_status_t st = sq_bucket_check(c, a->bucket);
-    if (st == WH_OK)
-        st = sq_cur(c, a->bucket, a->key, a->klen, &cur);
-    if (st != WH_OK)
-        return st;
-    bool on_cur = !a->vid || (cur.exists && strcmp(cur.vid, a->vid) == 0);
-    sqlite3_stmt *s = c->stmt[on_cur ? S_TAGS_CUR : S_TAGS_VER];
-    sq_bind_obj(s, a->bucket, a->key, a->klen);
-    if (on_cur) {
-        sq_bind_text_or_null(s, 3, a->tags);
-    } else {
-        sq_bind_text(s, 3, a->vid);
-        sq_bind_text_or_null(s, 4, a->tags);
-    }
-    if ((st = sq_exec_stmt(c, s, "tag update")) != WH_OK)
-        return st;
-    return sqlite3_changes(c->db) == 1 ? WH_OK : WH_ERR_NOT_FOUND;
+    return meta_ver_tags_set(&SQ_VER, conn, a->bucket, a->key, a->klen, a->vid, a->tags);
 }
 
 wh_status_t sq_object_tags_set(meta_t *m, const char *bucket, const char *key, size_t klen,
