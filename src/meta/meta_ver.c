@@ -150,3 +150,41 @@ wh_status_t meta_ver_tags_set(const meta_ver_dialect_t *d, void *c, const char *
     st = d->tags_put(c, bucket, key, klen, on_cur ? NULL : vid, tags, &changed);
     return st == WH_OK && !changed ? WH_ERR_NOT_FOUND : st;
 }
+
+wh_status_t meta_ver_lock_set(const meta_ver_dialect_t *d, void *c, const char *bucket,
+                              const char *key, size_t klen, const char *vid,
+                              const store_lock_set_t *req, store_obj_meta_t *out)
+{
+    int state = 0; /* read for the bucket's existence */
+    meta_cur_t cur, lk;
+    wh_status_t st = d->versioning(c, bucket, &state);
+    if (st == WH_OK)
+        st = d->cur(c, bucket, key, klen, &cur);
+    if (st != WH_OK)
+        return st;
+    bool on_cur = cur.exists && (!vid || strcmp(cur.vid, vid) == 0);
+    if (on_cur) {
+        lk = cur;
+    } else {
+        if (!vid)
+            return WH_ERR_NOT_FOUND;
+        memset(&lk, 0, sizeof lk);
+        if ((st = d->ver_lock_get(c, bucket, key, klen, vid, &lk)) != WH_OK)
+            return st;
+    }
+    if (lk.dm)
+        return WH_ERR_NOT_FOUND;
+    int mode = lk.lock_mode;
+    int64_t until = lk.lock_until;
+    bool hold = lk.hold;
+    if ((st = meta_lock_change(req, &mode, &until, &hold)) != WH_OK ||
+        (st = d->lock_put(c, bucket, key, klen, on_cur ? NULL : vid, mode, until, hold)) != WH_OK)
+        return st;
+    if (out) {
+        out->lock_mode = mode;
+        out->lock_until = until;
+        out->legal_hold = hold;
+        snprintf(out->version_id, sizeof out->version_id, "%s", on_cur ? cur.vid : vid);
+    }
+    return WH_OK;
+}

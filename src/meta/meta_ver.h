@@ -1,8 +1,9 @@
 /* The versioning rules of the metadata table, written once for every backend (meta_ver.c):
  * the state machine of a commit (Off, Enabled, Suspended: archive, replace or remove the
  * current version and an older null version), delete markers, the delete of one version with
- * the promotion of the next newest, the conditional and Object Lock checks of both, and the
- * tags of a version, each in the caller's write transaction.
+ * the promotion of the next newest, the conditional and Object Lock checks of both, and a
+ * version's tags and lock changes (retention, legal hold), each in the caller's write
+ * transaction.
  *
  * A backend gives the rules a meta_ver_dialect_t: the few row operations they are made of,
  * each one statement (or two) of its own SQL dialect, run on the transaction's connection
@@ -72,6 +73,13 @@ typedef struct meta_ver_dialect {
      * delete marker; *changed whether a row was. */
     wh_status_t (*tags_put)(void *conn, const char *bucket, const char *key, size_t klen,
                             const char *vid, const char *tags, bool *changed);
+    /* The older version vid's delete-marker flag and lock (into dm, lock_mode, lock_until,
+     * hold of *lk). NOT_FOUND: none. */
+    wh_status_t (*ver_lock_get)(void *conn, const char *bucket, const char *key, size_t klen,
+                                const char *vid, meta_cur_t *lk);
+    /* Sets the lock of the version vid (NULL: the current row) unless it is a delete marker. */
+    wh_status_t (*lock_put)(void *conn, const char *bucket, const char *key, size_t klen,
+                            const char *vid, int mode, int64_t until, bool hold);
 } meta_ver_dialect_t;
 
 /* The versioning-aware commit of a new current row (PUT, completion): checks cond (a delete
@@ -96,5 +104,11 @@ wh_status_t meta_ver_delete(const meta_ver_dialect_t *d, void *conn, meta_vdel_t
  * NOT_FOUND for no such bucket, version, or a delete marker. */
 wh_status_t meta_ver_tags_set(const meta_ver_dialect_t *d, void *conn, const char *bucket,
                               const char *key, size_t klen, const char *vid, const char *tags);
+
+/* The object_lock_set slot's transaction (meta.h says what it answers): the change is checked
+ * against the lock the version has now, read in the same transaction. */
+wh_status_t meta_ver_lock_set(const meta_ver_dialect_t *d, void *conn, const char *bucket,
+                              const char *key, size_t klen, const char *vid,
+                              const store_lock_set_t *req, store_obj_meta_t *out);
 
 #endif

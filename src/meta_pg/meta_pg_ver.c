@@ -252,6 +252,49 @@ static wh_status_t pg_tags_put(void *conn, const char *bucket, const char *key, 
     return WH_OK;
 }
 
+static wh_status_t pg_ver_lock_get(void *conn, const char *bucket, const char *key, size_t klen,
+                                   const char *vid, meta_cur_t *lk)
+{
+    pg_params_t p = {0};
+    pp_obj(&p, bucket, key, klen);
+    pp_text(&p, vid);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn,
+                             "SELECT dm, lock_mode, lock_until, legal_hold FROM versions"
+                             " WHERE bucket = $1 AND key = $2 AND version_id = $3",
+                             &p, &r, "version lock lookup");
+    if (st != WH_OK)
+        return st;
+    if (PQntuples(r) == 0) {
+        st = WH_ERR_NOT_FOUND;
+    } else {
+        lk->dm = pg_i64(r, 0, 0) != 0;
+        lk->lock_mode = (int)pg_i64(r, 0, 1);
+        lk->lock_until = pg_i64(r, 0, 2);
+        lk->hold = pg_i64(r, 0, 3) != 0;
+    }
+    PQclear(r);
+    return st;
+}
+
+static wh_status_t pg_lock_put(void *conn, const char *bucket, const char *key, size_t klen,
+                               const char *vid, int mode, int64_t until, bool hold)
+{
+    pg_params_t p = {0};
+    pp_obj(&p, bucket, key, klen);
+    pp_i64(&p, mode);
+    pp_i64(&p, until);
+    pp_i64(&p, hold ? 1 : 0);
+    if (vid)
+        pp_text(&p, vid);
+    return pg_exec(conn,
+                   !vid ? "UPDATE objects SET lock_mode = $3, lock_until = $4, legal_hold = $5"
+                          " WHERE bucket = $1 AND key = $2 AND dm = 0"
+                        : "UPDATE versions SET lock_mode = $3, lock_until = $4, legal_hold = $5"
+                          " WHERE bucket = $1 AND key = $2 AND version_id = $6 AND dm = 0",
+                   &p, NULL, "version lock update");
+}
+
 const meta_ver_dialect_t PG_VER = {
     .versioning = pg_versioning,
     .cur = pg_cur,
@@ -263,6 +306,8 @@ const meta_ver_dialect_t PG_VER = {
     .obj_delete = pg_obj_delete,
     .ver_promote = pg_ver_promote,
     .tags_put = pg_tags_put,
+    .ver_lock_get = pg_ver_lock_get,
+    .lock_put = pg_lock_put,
 };
 
 wh_status_t pg_obj_commit(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
@@ -472,72 +517,8 @@ typedef struct {
 
 static wh_status_t tx_lock_set(void *conn, void *arg)
 {
-    pg_conn_t *c = conn;
     pg_lock_arg_t *a = arg;
-    meta_cur_t cur;
-    wh_status_t st = pg_bucket_check(c, a->bucket);
-    if (st == WH_OK)
-        st = pg_cur(c, a->bucket, a->key, a->klen, &cur);
-    if (st != WH_OK)
-        return st;
-    bool on_cur = cur.exists && (!a->vid || strcmp(cur.vid, a->vid) == 0);
-    int mode = 0;
-    int64_t until = 0;
-    bool hold = false, dm = false;
-    if (on_cur) {
-        dm = cur.dm;
-        mode = cur.lock_mode;
-        until = cur.lock_until;
-        hold = cur.hold;
-    } else {
-        if (!a->vid)
-            return WH_ERR_NOT_FOUND;
-        pg_params_t p = {0};
-        pp_obj(&p, a->bucket, a->key, a->klen);
-        pp_text(&p, a->vid);
-        PGresult *r;
-        st = pg_exec(c,
-                     "SELECT dm, lock_mode, lock_until, legal_hold FROM versions"
-                     " WHERE bucket = $1 AND key = $2 AND version_id = $3",
-                     &p, &r, "version lock lookup");
-        if (st != WH_OK)
-            return st;
-        if (PQntuples(r) == 0) {
-            st = WH_ERR_NOT_FOUND;
-        } else {
-            dm = pg_i64(r, 0, 0) != 0;
-            mode = (int)pg_i64(r, 0, 1);
-            until = pg_i64(r, 0, 2);
-            hold = pg_i64(r, 0, 3) != 0;
-        }
-        PQclear(r);
-        if (st != WH_OK)
-            return st;
-    }
-    if (dm)
-        return WH_ERR_NOT_FOUND;
-    if ((st = meta_lock_change(a->req, &mode, &until, &hold)) != WH_OK)
-        return st;
-    pg_params_t p = {0};
-    pp_obj(&p, a->bucket, a->key, a->klen);
-    pp_i64(&p, mode);
-    pp_i64(&p, until);
-    pp_i64(&p, hold ? 1 : 0);
-    if (!on_cur)
-        pp_text(&p, a->vid);
-    st = pg_exec(c,
-                 on_cur ? "UPDATE objects SET lock_mode = $3, lock_until = $4, legal_hold = $5"
-                          " WHERE bucket = $1 AND key = $2 AND dm = 0"
-                        : "UPDATE versions SET lock_mode = $3, lock_until = $4, legal_hold = $5"
-                          " WHERE bucket = $1 AND key = $2 AND version_id = $6 AND dm = 0",
-                 &p, NULL, "version lock update");
-    if (st == WH_OK && a->out) {
-        a->out->lock_mode = mode;
-        a->out->lock_until = until;
-        a->out->legal_hold = hold;
-        snprintf(a->out->version_id, sizeof a->out->version_id, "%s", on_cur ? cur.vid : a->vid);
-    }
-    return st;
+    return meta_ver_lock_set(&PG_VER, conn, a->bucket, a->key, a->klen, a->vid, a->req, a->out);
 }
 
 wh_status_t pg_object_lock_set(meta_t *m, const char *bucket, const char *key, size_t klen,

@@ -214,6 +214,42 @@ static wh_status_t sq_tags_put(void *conn, const char *bucket, const char *key, 
     return st;
 }
 
+static wh_status_t sq_ver_lock_get(void *conn, const char *bucket, const char *key, size_t klen,
+                                   const char *vid, meta_cur_t *lk)
+{
+    sq_conn_t *c = conn;
+    sqlite3_stmt *s = c->stmt[S_LOCK_VER_GET];
+    sq_bind_obj(s, bucket, key, klen);
+    sq_bind_text(s, 3, vid);
+    int rc = sqlite3_step(s);
+    wh_status_t st = rc == SQLITE_ROW    ? WH_OK
+                     : rc == SQLITE_DONE ? WH_ERR_NOT_FOUND
+                                         : sq_fail(c, rc, "version lock lookup");
+    if (st == WH_OK) {
+        lk->dm = sqlite3_column_int(s, 0) != 0;
+        lk->lock_mode = sqlite3_column_int(s, 1);
+        lk->lock_until = (int64_t)sqlite3_column_int64(s, 2);
+        lk->hold = sqlite3_column_int(s, 3) != 0;
+    }
+    sq_done(s);
+    return st;
+}
+
+static wh_status_t sq_lock_put(void *conn, const char *bucket, const char *key, size_t klen,
+                               const char *vid, int mode, int64_t until, bool hold)
+{
+    sq_conn_t *c = conn;
+    sqlite3_stmt *s = c->stmt[vid ? S_LOCK_VER_SET : S_LOCK_CUR_SET];
+    sq_bind_obj(s, bucket, key, klen);
+    int i = 3;
+    if (vid)
+        sq_bind_text(s, i++, vid);
+    sqlite3_bind_int(s, i++, mode);
+    sqlite3_bind_int64(s, i++, (sqlite3_int64)until);
+    sqlite3_bind_int(s, i, hold ? 1 : 0);
+    return sq_exec_stmt(c, s, "version lock update");
+}
+
 const meta_ver_dialect_t SQ_VER = {
     .versioning = sq_versioning,
     .cur = sq_cur,
@@ -225,6 +261,8 @@ const meta_ver_dialect_t SQ_VER = {
     .obj_delete = sq_obj_delete,
     .ver_promote = sq_ver_promote,
     .tags_put = sq_tags_put,
+    .ver_lock_get = sq_ver_lock_get,
+    .lock_put = sq_lock_put,
 };
 
 wh_status_t sq_obj_commit(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
@@ -388,64 +426,8 @@ typedef struct {
 
 static wh_status_t tx_lock_set(void *conn, void *arg)
 {
-    sq_conn_t *c = conn;
     sq_lock_arg_t *a = arg;
-    meta_cur_t cur;
-    wh_status_t st = sq_bucket_check(c, a->bucket);
-    if (st == WH_OK)
-        st = sq_cur(c, a->bucket, a->key, a->klen, &cur);
-    if (st != WH_OK)
-        return st;
-    bool on_cur = cur.exists && (!a->vid || strcmp(cur.vid, a->vid) == 0);
-    int mode = 0, dm = 0;
-    int64_t until = 0;
-    bool hold = false;
-    if (on_cur) {
-        dm = cur.dm;
-        mode = cur.lock_mode;
-        until = cur.lock_until;
-        hold = cur.hold;
-    } else {
-        if (!a->vid)
-            return WH_ERR_NOT_FOUND;
-        sqlite3_stmt *s = c->stmt[S_LOCK_VER_GET];
-        sq_bind_obj(s, a->bucket, a->key, a->klen);
-        sq_bind_text(s, 3, a->vid);
-        int rc = sqlite3_step(s);
-        st = rc == SQLITE_ROW    ? WH_OK
-             : rc == SQLITE_DONE ? WH_ERR_NOT_FOUND
-                                 : sq_fail(c, rc, "version lock lookup");
-        if (st == WH_OK) {
-            dm = sqlite3_column_int(s, 0);
-            mode = sqlite3_column_int(s, 1);
-            until = (int64_t)sqlite3_column_int64(s, 2);
-            hold = sqlite3_column_int(s, 3) != 0;
-        }
-        sq_done(s);
-        if (st != WH_OK)
-            return st;
-    }
-    if (dm)
-        return WH_ERR_NOT_FOUND;
-    if ((st = meta_lock_change(a->req, &mode, &until, &hold)) != WH_OK)
-        return st;
-    sqlite3_stmt *s = c->stmt[on_cur ? S_LOCK_CUR_SET : S_LOCK_VER_SET];
-    sq_bind_obj(s, a->bucket, a->key, a->klen);
-    int i = 3;
-    if (!on_cur)
-        sq_bind_text(s, i++, a->vid);
-    sqlite3_bind_int(s, i++, mode);
-    sqlite3_bind_int64(s, i++, (sqlite3_int64)until);
-    sqlite3_bind_int(s, i, hold ? 1 : 0);
-    if ((st = sq_exec_stmt(c, s, "version lock update")) != WH_OK)
-        return st;
-    if (a->out) {
-        a->out->lock_mode = mode;
-        a->out->lock_until = until;
-        a->out->legal_hold = hold;
-        snprintf(a->out->version_id, sizeof a->out->version_id, "%s", on_cur ? cur.vid : a->vid);
-    }
-    return WH_OK;
+    return meta_ver_lock_set(&SQ_VER, conn, a->bucket, a->key, a->klen, a->vid, a->req, a->out);
 }
 
 wh_status_t sq_object_lock_set(meta_t *m, const char *bucket, const char *key, size_t klen,
