@@ -4,7 +4,8 @@
  * transaction.
  *
  * A backend gives the rules a meta_ident_dialect_t: the row operations they are made of, each
- * one statement of its own SQL dialect, run on the transaction's connection (conn). */
+ * one statement of its own SQL dialect, run on the transaction's connection (conn); the
+ * slots that run them are meta_rules.h's. */
 #ifndef WH_META_META_IDENT_H
 #define WH_META_META_IDENT_H
 
@@ -29,14 +30,5 @@ typedef struct meta_ident_dialect {
     /* Inserts or replaces the user's inline policy. */
     wh_status_t (*policy_upsert)(void *conn, const char *user, const char *name, const char *doc);
 } meta_ident_dialect_t;
-
-/* The user_delete, key_create and user_policy_put slots' transactions (meta.h says what they
- * answer). */
-wh_status_t meta_ident_user_delete(const meta_ident_dialect_t *d, void *conn, const char *name,
-                                   bool force);
-wh_status_t meta_ident_key_create(const meta_ident_dialect_t *d, void *conn,
-                                  const meta_access_key_t *k);
-wh_status_t meta_ident_policy_put(const meta_ident_dialect_t *d, void *conn, const char *user,
-                                  const char *name, const char *doc);
 
 #endif

@@ -4,7 +4,8 @@
  * each in the caller's write transaction.
  *
  * A backend gives the rules a meta_mpu_dialect_t: the row operations they are made of, each
- * one statement of its own SQL dialect, run on the transaction's connection (conn). */
+ * one statement of its own SQL dialect, run on the transaction's connection (conn); the
+ * slots that run them are meta_rules.h's. */
 #ifndef WH_META_META_MPU_H
 #define WH_META_META_MPU_H
 
@@ -37,29 +38,6 @@ typedef struct meta_mpu_dialect {
     wh_status_t (*chunks_put)(void *conn, const store_data_ref_t *ref);
     wh_status_t (*chunks_drop)(void *conn, const char *data_id);
 } meta_mpu_dialect_t;
-
-/* The part_put slot's transaction: *old gets the replaced part's data (cleared first). */
-wh_status_t meta_mpu_part_put(const meta_mpu_dialect_t *d, void *conn, const char *bucket,
-                              const char *key, const char *upload_id,
-                              const store_part_info_t *info, const store_data_ref_t *ref,
-                              store_data_ref_t *old);
-
-/* The upload_delete and upload_complete slots' transactions (meta.h says what they answer).
- * all/n_all get every part of the upload (freed first: a retried transaction starts afresh);
- * completion only: parts/n the parts listed, meta/ref/old/cond as meta_ver_commit's. */
-typedef struct meta_mpu_done {
-    const char *bucket, *key, *upload_id;
-    const meta_part_t *parts;
-    size_t n;
-    store_obj_meta_t *meta;
-    const store_data_ref_t *ref;
-    store_data_ref_t *old;
-    meta_part_t *all;
-    size_t n_all;
-    store_cond_t *cond;
-} meta_mpu_done_t;
-wh_status_t meta_mpu_abort(const meta_mpu_dialect_t *d, void *conn, meta_mpu_done_t *a);
-wh_status_t meta_mpu_complete(const meta_mpu_dialect_t *d, void *conn, meta_mpu_done_t *a);
 
 /* In a bucket delete's transaction: drops every upload of the bucket with its parts, appending
  * the parts (their data to release) to *parts, so no upload outlives its bucket. */

@@ -8,7 +8,7 @@
  * A backend gives the rules a meta_ver_dialect_t: the few row operations they are made of,
  * each one statement (or two) of its own SQL dialect, run on the transaction's connection
  * (conn, the backend's own). The rules never see SQL; the backends never decide what a state
- * does. */
+ * does. The meta_ops_t slots that run the rules in a transaction are meta_rules.h's. */
 #ifndef WH_META_META_VER_H
 #define WH_META_META_VER_H
 
@@ -88,27 +88,5 @@ typedef struct meta_ver_dialect {
 wh_status_t meta_ver_commit(const meta_ver_dialect_t *d, void *conn, const char *bucket,
                             const char *key, size_t klen, store_obj_meta_t *meta,
                             const store_data_ref_t *ref, store_data_ref_t *old, store_cond_t *cond);
-
-/* The object_delete_version slot's transaction (meta.h says what it answers). */
-typedef struct meta_vdel {
-    const char *bucket, *key, *vid;
-    size_t klen;
-    int bypass;
-    store_del_cond_t *cond;
-    store_del_result_t *res;
-    store_data_ref_t *old;
-} meta_vdel_t;
-wh_status_t meta_ver_delete(const meta_ver_dialect_t *d, void *conn, meta_vdel_t *a);
-
-/* The object_tags_set slot's transaction: the version vid (NULL: the current one) gets tags;
- * NOT_FOUND for no such bucket, version, or a delete marker. */
-wh_status_t meta_ver_tags_set(const meta_ver_dialect_t *d, void *conn, const char *bucket,
-                              const char *key, size_t klen, const char *vid, const char *tags);
-
-/* The object_lock_set slot's transaction (meta.h says what it answers): the change is checked
- * against the lock the version has now, read in the same transaction. */
-wh_status_t meta_ver_lock_set(const meta_ver_dialect_t *d, void *conn, const char *bucket,
-                              const char *key, size_t klen, const char *vid,
-                              const store_lock_set_t *req, store_obj_meta_t *out);
 
 #endif

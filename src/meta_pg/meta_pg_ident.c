@@ -1,7 +1,7 @@
 /* PostgreSQL metadata backend: bucket owners, ACLs and policies, object ACLs, and identity
  * (IAM users, access keys, inline user policies). See meta_pg_int.h. */
 #include "meta_pg/meta_pg_int.h"
-#include "meta/meta_ident.h"
+#include "meta/meta_rules.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -355,8 +355,7 @@ static wh_status_t pg_key_insert(void *conn, const meta_access_key_t *k)
     return st;
 }
 
-static wh_status_t pg_policy_upsert(void *conn, const char *user, const char *name,
-                                    const char *doc)
+static wh_status_t pg_policy_upsert(void *conn, const char *user, const char *name, const char *doc)
 {
     pg_params_t p = {0};
     pp_text(&p, user);
@@ -369,30 +368,13 @@ static wh_status_t pg_policy_upsert(void *conn, const char *user, const char *na
                    &p, NULL, "user policy put");
 }
 
-static const meta_ident_dialect_t PG_IDENT = {
+const meta_ident_dialect_t PG_IDENT = {
     .user_check = pg_user_lock,
     .user_has_dependants = pg_user_has_dependants,
     .user_rows_delete = pg_user_rows_delete,
     .key_insert = pg_key_insert,
     .policy_upsert = pg_policy_upsert,
 };
-
-typedef struct {
-    const char *name;
-    bool force;
-} pg_user_del_arg_t;
-
-static wh_status_t tx_user_delete(void *conn, void *arg)
-{
-    pg_user_del_arg_t *a = arg;
-    return meta_ident_user_delete(&PG_IDENT, conn, a->name, a->force);
-}
-
-wh_status_t pg_user_delete(meta_t *m, const char *name, bool force)
-{
-    pg_user_del_arg_t a = {name, force};
-    return pg_write(PGM(m), tx_user_delete, &a);
-}
 
 /* ---- access keys ---- */
 
@@ -406,16 +388,6 @@ static void key_read(const PGresult *r, int row, meta_access_key_t *k)
     pg_copy(r, row, 2, k->secret_sealed, sizeof k->secret_sealed);
     k->active = strcmp(PQgetvalue(r, row, 3), "t") == 0;
     k->created = (time_t)pg_i64(r, row, 4);
-}
-
-static wh_status_t tx_key_create(void *conn, void *arg)
-{
-    return meta_ident_key_create(&PG_IDENT, conn, arg);
-}
-
-wh_status_t pg_key_create(meta_t *m, const meta_access_key_t *k)
-{
-    return pg_write(PGM(m), tx_key_create, (void *)k);
 }
 
 typedef struct {
@@ -541,18 +513,6 @@ typedef struct {
     meta_policy_t *arr;
     size_t n;
 } pg_pol_arg_t;
-
-static wh_status_t tx_policy_put(void *conn, void *arg)
-{
-    pg_pol_arg_t *a = arg;
-    return meta_ident_policy_put(&PG_IDENT, conn, a->user, a->name, a->doc);
-}
-
-wh_status_t pg_user_policy_put(meta_t *m, const char *user, const char *name, const char *doc)
-{
-    pg_pol_arg_t a = {user, name, doc, NULL, NULL, 0};
-    return pg_write(PGM(m), tx_policy_put, &a);
-}
 
 static wh_status_t rd_policy_get(void *conn, void *arg)
 {

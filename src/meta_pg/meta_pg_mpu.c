@@ -1,7 +1,7 @@
 /* PostgreSQL metadata backend: multipart uploads and their parts. See meta_pg_int.h. */
 #include "base/log.h"
 #include "meta_pg/meta_pg_int.h"
-#include "meta/meta_mpu.h"
+#include "meta/meta_rules.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -257,15 +257,14 @@ static wh_status_t pg_upload_rows_delete(void *conn, const char *upload_id)
 {
     pg_params_t p = {0};
     pp_text(&p, upload_id);
-    wh_status_t st = pg_exec(conn, "DELETE FROM parts WHERE upload_id = $1", &p, NULL,
-                             "part delete");
+    wh_status_t st =
+        pg_exec(conn, "DELETE FROM parts WHERE upload_id = $1", &p, NULL, "part delete");
     return st == WH_OK ? pg_exec(conn, "DELETE FROM uploads WHERE upload_id = $1", &p, NULL,
                                  "upload delete")
                        : st;
 }
 
-static wh_status_t pg_bucket_upload_ids(void *conn, const char *bucket, char (**out)[65],
-                                        size_t *n)
+static wh_status_t pg_bucket_upload_ids(void *conn, const char *bucket, char (**out)[65], size_t *n)
 {
     pg_params_t p = {0};
     pp_text(&p, bucket);
@@ -287,7 +286,7 @@ static wh_status_t pg_bucket_upload_ids(void *conn, const char *bucket, char (**
     return WH_OK;
 }
 
-static const meta_mpu_dialect_t PG_MPU = {
+const meta_mpu_dialect_t PG_MPU = {
     .ver = &PG_VER,
     .upload_lock = pg_upload_lock,
     .parts_read = pg_parts_read,
@@ -300,78 +299,9 @@ static const meta_mpu_dialect_t PG_MPU = {
     .chunks_drop = pg_chunks_drop,
 };
 
-typedef struct {
-    const char *bucket, *key, *upload_id;
-    const store_part_info_t *info;
-    const store_data_ref_t *ref;
-    store_data_ref_t *old;
-} pg_part_arg_t;
-
-static wh_status_t tx_part_put(void *conn, void *arg)
-{
-    pg_part_arg_t *a = arg;
-    return meta_mpu_part_put(&PG_MPU, conn, a->bucket, a->key, a->upload_id, a->info, a->ref,
-                             a->old);
-}
-
-wh_status_t pg_part_put(meta_t *m, const char *bucket, const char *key, const char *upload_id,
-                        const store_part_info_t *info, const store_data_ref_t *ref,
-                        store_data_ref_t *old)
-{
-    memset(old, 0, sizeof *old);
-    pg_part_arg_t a = {bucket, key, upload_id, info, ref, old};
-    wh_status_t st = pg_write(PGM(m), tx_part_put, &a);
-    if (st != WH_OK)
-        store_data_ref_clear(old);
-    return st;
-}
-
 wh_status_t pg_bucket_uploads_drop(pg_conn_t *c, const char *bucket, meta_part_t **parts, size_t *n)
 {
     return meta_mpu_bucket_drop(&PG_MPU, c, bucket, parts, n);
-}
-
-static wh_status_t tx_upload_delete(void *conn, void *arg)
-{
-    return meta_mpu_abort(&PG_MPU, conn, arg);
-}
-
-wh_status_t pg_upload_delete(meta_t *m, const char *bucket, const char *key, const char *upload_id,
-                             meta_part_t **parts, size_t *n)
-{
-    meta_mpu_done_t a = {.bucket = bucket, .key = key, .upload_id = upload_id};
-    wh_status_t st = pg_write(PGM(m), tx_upload_delete, &a);
-    if (st != WH_OK) {
-        meta_parts_free(a.all, a.n_all);
-        return st;
-    }
-    *parts = a.all;
-    *n = a.n_all;
-    return WH_OK;
-}
-
-static wh_status_t tx_upload_complete(void *conn, void *arg)
-{
-    return meta_mpu_complete(&PG_MPU, conn, arg);
-}
-
-wh_status_t pg_upload_complete(meta_t *m, const char *bucket, const char *key,
-                               const char *upload_id, const meta_part_t *parts, size_t n,
-                               store_obj_meta_t *meta, const store_data_ref_t *ref,
-                               store_data_ref_t *old, meta_part_t **all, size_t *n_all,
-                               store_cond_t *cond)
-{
-    memset(old, 0, sizeof *old);
-    meta_mpu_done_t a = {bucket, key, upload_id, parts, n, meta, ref, old, NULL, 0, cond};
-    wh_status_t st = pg_write(PGM(m), tx_upload_complete, &a);
-    if (st != WH_OK) {
-        store_data_ref_clear(old);
-        meta_parts_free(a.all, a.n_all);
-        return st;
-    }
-    *all = a.all;
-    *n_all = a.n_all;
-    return WH_OK;
 }
 
 typedef struct {

@@ -286,40 +286,6 @@ wh_status_t pg_object_get(meta_t *m, const char *bucket, const char *key, size_t
     return pg_object_get_version(m, bucket, key, klen, NULL, meta, ref);
 }
 
-typedef struct {
-    const char *bucket, *key;
-    size_t klen;
-    store_obj_meta_t *meta;
-    const store_data_ref_t *ref;
-    store_data_ref_t *old;
-    store_cond_t *cond;
-} pg_obj_arg_t;
-
-static wh_status_t tx_object_put(void *conn, void *arg)
-{
-    pg_obj_arg_t *a = arg;
-    return pg_obj_commit(conn, a->bucket, a->key, a->klen, a->meta, a->ref, a->old, a->cond);
-}
-
-wh_status_t pg_object_put(meta_t *m, const char *bucket, const char *key, size_t klen,
-                          store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          store_data_ref_t *old, store_cond_t *cond)
-{
-    memset(old, 0, sizeof *old);
-    pg_obj_arg_t a = {bucket, key, klen, meta, ref, old, cond};
-    wh_status_t st = pg_write(PGM(m), tx_object_put, &a);
-    if (st != WH_OK)
-        store_data_ref_clear(old);
-    return st;
-}
-
-/* S3's DELETE of a key: what it does follows the bucket's versioning (meta_pg_ver.c). */
-wh_status_t pg_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
-                             store_data_ref_t *old)
-{
-    return pg_object_delete_version(m, bucket, key, klen, NULL, STORE_BYPASS_NONE, NULL, NULL, old);
-}
-
 static wh_status_t rd_data_referenced(void *conn, void *arg)
 {
     pg_params_t p = {0};

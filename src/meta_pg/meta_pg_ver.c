@@ -6,7 +6,7 @@
  * removed version's chunk map is dropped (and its chunks queued) in the same transaction. */
 #include "base/log.h"
 #include "meta_pg/meta_pg_int.h"
-#include "meta/meta_ver.h"
+#include "meta/meta_rules.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -310,13 +310,6 @@ const meta_ver_dialect_t PG_VER = {
     .lock_put = pg_lock_put,
 };
 
-wh_status_t pg_obj_commit(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
-                          store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          store_data_ref_t *old, store_cond_t *cond)
-{
-    return meta_ver_commit(&PG_VER, c, bucket, key, klen, meta, ref, old, cond);
-}
-
 wh_status_t pg_object_get_version(meta_t *m, const char *bucket, const char *key, size_t klen,
                                   const char *version_id, store_obj_meta_t *meta,
                                   store_data_ref_t *ref)
@@ -376,46 +369,6 @@ wh_status_t pg_bucket_versioning_set(meta_t *m, const char *bucket, int state)
 {
     pg_vstate_arg_t a = {bucket, &state};
     return pg_write(PGM(m), tx_versioning_set, &a);
-}
-
-/* ---- deletes ---- */
-
-static wh_status_t tx_delete_version(void *conn, void *arg)
-{
-    return meta_ver_delete(&PG_VER, conn, arg);
-}
-
-wh_status_t pg_object_delete_version(meta_t *m, const char *bucket, const char *key, size_t klen,
-                                     const char *version_id, int bypass, store_del_cond_t *cond,
-                                     store_del_result_t *res, store_data_ref_t *old)
-{
-    store_del_result_t dummy;
-    meta_vdel_t a = {bucket, key, version_id, klen, bypass, cond, res ? res : &dummy, old};
-    memset(old, 0, sizeof *old);
-    wh_status_t st = pg_write(PGM(m), tx_delete_version, &a);
-    if (st != WH_OK)
-        store_data_ref_clear(old);
-    return st;
-}
-
-/* ---- tags ---- */
-
-typedef struct {
-    const char *bucket, *key, *vid, *tags;
-    size_t klen;
-} pg_tags_arg_t;
-
-static wh_status_t tx_tags_set(void *conn, void *arg)
-{
-    pg_tags_arg_t *a = arg;
-    return meta_ver_tags_set(&PG_VER, conn, a->bucket, a->key, a->klen, a->vid, a->tags);
-}
-
-wh_status_t pg_object_tags_set(meta_t *m, const char *bucket, const char *key, size_t klen,
-                               const char *version_id, const char *tags)
-{
-    pg_tags_arg_t a = {bucket, key, version_id, tags, klen};
-    return pg_write(PGM(m), tx_tags_set, &a);
 }
 
 /* ---- the version scan: batches of keys, each key's older versions after it ---- */
@@ -504,27 +457,4 @@ wh_status_t pg_version_scan(meta_t *mm, const char *bucket, const void *from, si
     free(cur);
     pg_put(c);
     return st;
-}
-
-/* ---- Object Lock ---- */
-
-typedef struct {
-    const char *bucket, *key, *vid;
-    size_t klen;
-    const store_lock_set_t *req;
-    store_obj_meta_t *out;
-} pg_lock_arg_t;
-
-static wh_status_t tx_lock_set(void *conn, void *arg)
-{
-    pg_lock_arg_t *a = arg;
-    return meta_ver_lock_set(&PG_VER, conn, a->bucket, a->key, a->klen, a->vid, a->req, a->out);
-}
-
-wh_status_t pg_object_lock_set(meta_t *m, const char *bucket, const char *key, size_t klen,
-                               const char *version_id, const store_lock_set_t *req,
-                               store_obj_meta_t *out)
-{
-    pg_lock_arg_t a = {bucket, key, version_id, klen, req, out};
-    return pg_write(PGM(m), tx_lock_set, &a);
 }

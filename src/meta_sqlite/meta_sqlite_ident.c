@@ -1,7 +1,7 @@
 /* SQLite metadata backend: bucket owners, ACLs and policies, object ACLs, and identity (IAM
  * users, access keys, inline user policies). See meta_sqlite_int.h. */
 #include "meta_sqlite/meta_sqlite_int.h"
-#include "meta/meta_ident.h"
+#include "meta/meta_rules.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -286,8 +286,7 @@ static wh_status_t sq_key_insert(void *conn, const meta_access_key_t *k)
     return st;
 }
 
-static wh_status_t sq_policy_upsert(void *conn, const char *user, const char *name,
-                                    const char *doc)
+static wh_status_t sq_policy_upsert(void *conn, const char *user, const char *name, const char *doc)
 {
     sq_conn_t *c = conn;
     sqlite3_stmt *s = c->stmt[S_POLICY_PUT];
@@ -297,30 +296,13 @@ static wh_status_t sq_policy_upsert(void *conn, const char *user, const char *na
     return sq_exec_stmt(c, s, "user policy put");
 }
 
-static const meta_ident_dialect_t SQ_IDENT = {
+const meta_ident_dialect_t SQ_IDENT = {
     .user_check = sq_user_check,
     .user_has_dependants = sq_user_has_dependants,
     .user_rows_delete = sq_user_rows_delete,
     .key_insert = sq_key_insert,
     .policy_upsert = sq_policy_upsert,
 };
-
-typedef struct {
-    const char *name;
-    bool force;
-} sq_user_del_arg_t;
-
-static wh_status_t tx_user_delete(void *conn, void *arg)
-{
-    sq_user_del_arg_t *a = arg;
-    return meta_ident_user_delete(&SQ_IDENT, conn, a->name, a->force);
-}
-
-wh_status_t sq_user_delete(meta_t *m, const char *name, bool force)
-{
-    sq_user_del_arg_t a = {name, force};
-    return sq_write_auth(SQ(m), tx_user_delete, &a);
-}
 
 /* ---- access keys ---- */
 
@@ -332,16 +314,6 @@ static void key_read(sqlite3_stmt *s, meta_access_key_t *k)
     sq_col_copy(s, 2, k->secret_sealed, sizeof k->secret_sealed);
     k->active = sqlite3_column_int64(s, 3) != 0;
     k->created = (time_t)sqlite3_column_int64(s, 4);
-}
-
-static wh_status_t tx_key_create(void *conn, void *arg)
-{
-    return meta_ident_key_create(&SQ_IDENT, conn, arg);
-}
-
-wh_status_t sq_key_create(meta_t *m, const meta_access_key_t *k)
-{
-    return sq_write_auth(SQ(m), tx_key_create, (void *)k);
 }
 
 wh_status_t sq_key_get(meta_t *mm, const char *access_key, meta_access_key_t *out)
@@ -414,18 +386,6 @@ wh_status_t sq_key_set_active(meta_t *m, const char *access_key, bool active)
 typedef struct {
     const char *user, *name, *doc;
 } sq_pol_arg_t;
-
-static wh_status_t tx_policy_put(void *conn, void *arg)
-{
-    sq_pol_arg_t *a = arg;
-    return meta_ident_policy_put(&SQ_IDENT, conn, a->user, a->name, a->doc);
-}
-
-wh_status_t sq_user_policy_put(meta_t *m, const char *user, const char *name, const char *doc)
-{
-    sq_pol_arg_t a = {user, name, doc};
-    return sq_write_auth(SQ(m), tx_policy_put, &a);
-}
 
 wh_status_t sq_user_policy_get(meta_t *mm, const char *user, const char *name, char **doc)
 {

@@ -1,7 +1,7 @@
 /* SQLite metadata backend: multipart uploads and their parts. See meta_sqlite_int.h. */
 #include "base/log.h"
 #include "meta_sqlite/meta_sqlite_int.h"
-#include "meta/meta_mpu.h"
+#include "meta/meta_rules.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,8 +197,7 @@ static wh_status_t sq_upload_rows_delete(void *conn, const char *upload_id)
     return sq_exec_stmt(c, s, "upload delete");
 }
 
-static wh_status_t sq_bucket_upload_ids(void *conn, const char *bucket, char (**out)[65],
-                                        size_t *n)
+static wh_status_t sq_bucket_upload_ids(void *conn, const char *bucket, char (**out)[65], size_t *n)
 {
     sq_conn_t *c = conn;
     char(*ids)[65] = NULL;
@@ -230,7 +229,7 @@ static wh_status_t sq_bucket_upload_ids(void *conn, const char *bucket, char (**
     return WH_OK;
 }
 
-static const meta_mpu_dialect_t SQ_MPU = {
+const meta_mpu_dialect_t SQ_MPU = {
     .ver = &SQ_VER,
     .upload_lock = sq_upload_lock,
     .parts_read = sq_parts_read,
@@ -242,32 +241,6 @@ static const meta_mpu_dialect_t SQ_MPU = {
     .chunks_put = sq_chunks_put,
     .chunks_drop = sq_chunks_drop,
 };
-
-typedef struct {
-    const char *bucket, *key, *upload_id;
-    const store_part_info_t *info;
-    const store_data_ref_t *ref;
-    store_data_ref_t *old;
-} sq_part_arg_t;
-
-static wh_status_t tx_part_put(void *conn, void *arg)
-{
-    sq_part_arg_t *a = arg;
-    return meta_mpu_part_put(&SQ_MPU, conn, a->bucket, a->key, a->upload_id, a->info, a->ref,
-                             a->old);
-}
-
-wh_status_t sq_part_put(meta_t *m, const char *bucket, const char *key, const char *upload_id,
-                        const store_part_info_t *info, const store_data_ref_t *ref,
-                        store_data_ref_t *old)
-{
-    sq_part_arg_t a = {bucket, key, upload_id, info, ref, old};
-    memset(old, 0, sizeof *old);
-    wh_status_t st = sq_write_group(SQ(m), tx_part_put, &a);
-    if (st != WH_OK)
-        store_data_ref_clear(old);
-    return st;
-}
 
 wh_status_t sq_part_list(meta_t *mm, const char *bucket, const char *key, const char *upload_id,
                          uint32_t marker, uint32_t max, meta_part_t **out, size_t *n,
@@ -285,49 +258,6 @@ wh_status_t sq_part_list(meta_t *mm, const char *bucket, const char *key, const 
 wh_status_t sq_bucket_uploads_drop(sq_conn_t *c, const char *bucket, meta_part_t **parts, size_t *n)
 {
     return meta_mpu_bucket_drop(&SQ_MPU, c, bucket, parts, n);
-}
-
-static wh_status_t tx_upload_delete(void *conn, void *arg)
-{
-    return meta_mpu_abort(&SQ_MPU, conn, arg);
-}
-
-wh_status_t sq_upload_delete(meta_t *m, const char *bucket, const char *key, const char *upload_id,
-                             meta_part_t **parts, size_t *n)
-{
-    meta_mpu_done_t a = {.bucket = bucket, .key = key, .upload_id = upload_id};
-    wh_status_t st = sq_write(SQ(m), tx_upload_delete, &a);
-    if (st != WH_OK) {
-        meta_parts_free(a.all, a.n_all);
-        return st;
-    }
-    *parts = a.all;
-    *n = a.n_all;
-    return WH_OK;
-}
-
-static wh_status_t tx_upload_complete(void *conn, void *arg)
-{
-    return meta_mpu_complete(&SQ_MPU, conn, arg);
-}
-
-wh_status_t sq_upload_complete(meta_t *m, const char *bucket, const char *key,
-                               const char *upload_id, const meta_part_t *parts, size_t n,
-                               store_obj_meta_t *meta, const store_data_ref_t *ref,
-                               store_data_ref_t *old, meta_part_t **all, size_t *n_all,
-                               store_cond_t *cond)
-{
-    memset(old, 0, sizeof *old);
-    meta_mpu_done_t a = {bucket, key, upload_id, parts, n, meta, ref, old, NULL, 0, cond};
-    wh_status_t st = sq_write(SQ(m), tx_upload_complete, &a);
-    if (st != WH_OK) {
-        store_data_ref_clear(old);
-        meta_parts_free(a.all, a.n_all);
-        return st;
-    }
-    *all = a.all;
-    *n_all = a.n_all;
-    return WH_OK;
 }
 
 wh_status_t sq_upload_list(meta_t *mm, const char *bucket, const char *prefix,

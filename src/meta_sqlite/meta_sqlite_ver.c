@@ -5,7 +5,7 @@
  * newest), so a scan of the objects table visits every key that has any version. */
 #include "base/log.h"
 #include "meta_sqlite/meta_sqlite_int.h"
-#include "meta/meta_ver.h"
+#include "meta/meta_rules.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,13 +265,6 @@ const meta_ver_dialect_t SQ_VER = {
     .lock_put = sq_lock_put,
 };
 
-wh_status_t sq_obj_commit(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
-                          store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          store_data_ref_t *old, store_cond_t *cond)
-{
-    return meta_ver_commit(&SQ_VER, c, bucket, key, klen, meta, ref, old, cond);
-}
-
 wh_status_t sq_bucket_versioning_get(meta_t *mm, const char *bucket, int *state)
 {
     sq_conn_t *c = &SQ(mm)->rd;
@@ -305,46 +298,6 @@ wh_status_t sq_bucket_versioning_set(meta_t *m, const char *bucket, int state)
 {
     sq_vset_arg_t a = {bucket, state};
     return sq_write(SQ(m), tx_versioning_set, &a);
-}
-
-/* ---- deletes ---- */
-
-static wh_status_t tx_delete_version(void *conn, void *arg)
-{
-    return meta_ver_delete(&SQ_VER, conn, arg);
-}
-
-wh_status_t sq_object_delete_version(meta_t *m, const char *bucket, const char *key, size_t klen,
-                                     const char *version_id, int bypass, store_del_cond_t *cond,
-                                     store_del_result_t *res, store_data_ref_t *old)
-{
-    store_del_result_t dummy;
-    meta_vdel_t a = {bucket, key, version_id, klen, bypass, cond, res ? res : &dummy, old};
-    memset(old, 0, sizeof *old);
-    wh_status_t st = sq_write(SQ(m), tx_delete_version, &a);
-    if (st != WH_OK)
-        store_data_ref_clear(old);
-    return st;
-}
-
-/* ---- tags ---- */
-
-typedef struct {
-    const char *bucket, *key, *vid, *tags;
-    size_t klen;
-} sq_tags_arg_t;
-
-static wh_status_t tx_tags_set(void *conn, void *arg)
-{
-    sq_tags_arg_t *a = arg;
-    return meta_ver_tags_set(&SQ_VER, conn, a->bucket, a->key, a->klen, a->vid, a->tags);
-}
-
-wh_status_t sq_object_tags_set(meta_t *m, const char *bucket, const char *key, size_t klen,
-                               const char *version_id, const char *tags)
-{
-    sq_tags_arg_t a = {bucket, key, version_id, tags, klen};
-    return sq_write(SQ(m), tx_tags_set, &a);
 }
 
 /* ---- the version scan ---- */
@@ -413,27 +366,4 @@ wh_status_t sq_version_scan(meta_t *mm, const char *bucket, const void *from, si
     sq_done(s);
     pthread_mutex_unlock(&c->lock);
     return st;
-}
-
-/* ---- Object Lock ---- */
-
-typedef struct {
-    const char *bucket, *key, *vid;
-    size_t klen;
-    const store_lock_set_t *req;
-    store_obj_meta_t *out;
-} sq_lock_arg_t;
-
-static wh_status_t tx_lock_set(void *conn, void *arg)
-{
-    sq_lock_arg_t *a = arg;
-    return meta_ver_lock_set(&SQ_VER, conn, a->bucket, a->key, a->klen, a->vid, a->req, a->out);
-}
-
-wh_status_t sq_object_lock_set(meta_t *m, const char *bucket, const char *key, size_t klen,
-                               const char *version_id, const store_lock_set_t *req,
-                               store_obj_meta_t *out)
-{
-    sq_lock_arg_t a = {bucket, key, version_id, klen, req, out};
-    return sq_write(SQ(m), tx_lock_set, &a);
 }
