@@ -51,6 +51,7 @@ struct meta {
     const meta_ops_t *ops;
     uint64_t list_rows;       /* rows read by listings (atomic): shows a delimiter walk skips */
     struct meta_cache *cache; /* the authorization reads (meta_cache.c); NULL: none */
+    const struct meta_rules *rules; /* the backend's reach for the shared rules (meta_rules.h) */
 };
 
 typedef struct meta_part {
