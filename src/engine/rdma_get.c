@@ -229,10 +229,10 @@ typedef struct get_direct {
     const uint8_t **map; /* per extent: its range, mapped once */
     uint64_t *first;     /* per extent: index of its first window; first[n_ext] = nwin */
     uint64_t nwin;
-    uint64_t *crc;       /* per window */
-    uint64_t next;       /* next window to take (atomic) */
-    int read_err;        /* first mmap errno (atomic, 0 = none) */
-    wh_status_t st;      /* first transfer failure (atomic) */
+    uint64_t *crc;  /* per window */
+    uint64_t next;  /* next window to take (atomic) */
+    int read_err;   /* first mmap errno (atomic, 0 = none) */
+    wh_status_t st; /* first transfer failure (atomic) */
 } get_direct_t;
 
 /* The extent of window k (binary search over first[]). */
@@ -259,7 +259,8 @@ static void *get_direct_worker(void *arg)
             break;
         size_t e = get_direct_ext(d, k);
         uint64_t w = k - d->first[e];
-        size_t n = (size_t)WH_MIN((uint64_t)RDMA_DIRECT_WINDOW, d->ext[e].len - w * RDMA_DIRECT_WINDOW);
+        size_t n =
+            (size_t)WH_MIN((uint64_t)RDMA_DIRECT_WINDOW, d->ext[e].len - w * RDMA_DIRECT_WINDOW);
         const uint8_t *src = d->map[e] + w * RDMA_DIRECT_WINDOW;
         /* Fault the window in here, in parallel with the other workers (one mapping per
          * extent: unmapping per window made every worker's munmap a TLB shootdown). */
@@ -308,8 +309,8 @@ static wh_status_t get_direct_run(srv_rdma_t *r, xfer_batch_t *b, const get_ext_
         if (!ext[i].len)
             continue;
         uint64_t aoff = ext[i].off & ~(uint64_t)4095, delta = ext[i].off - aoff;
-        void *m = mmap(NULL, (size_t)(delta + ext[i].len), PROT_READ, MAP_SHARED, ext[i].fd,
-                       (off_t)aoff);
+        void *m =
+            mmap(NULL, (size_t)(delta + ext[i].len), PROT_READ, MAP_SHARED, ext[i].fd, (off_t)aoff);
         if (m == MAP_FAILED) {
             *read_err = errno;
             st = WH_ERR_IO;
