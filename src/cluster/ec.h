@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #define CL_EC_MAX 16 /* k + m at most */
+#define CL_EC_BUCKET_TAG "wharf-ec" /* a bucket tag: "K+M", or "replicas" */
 
 /* Bytes of each shard of a stripe of len bytes (0 for the empty stripe). */
 uint64_t cl_ec_shard_len(uint64_t len, unsigned k);

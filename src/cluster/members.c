@@ -123,8 +123,19 @@ static size_t slow_last(const bool *slow, size_t n, size_t *perm)
     return moved;
 }
 
+static size_t members_rank_spread(cl_remote_t *r, const char *chunk_id, unsigned spread,
+                                  uint32_t *ids_out, char (*addrs_out)[256], size_t max);
+
 size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
                        char (*addrs_out)[256], size_t max)
+{
+    return members_rank_spread(r, chunk_id, r->cfg.replicas, ids_out, addrs_out, max);
+}
+
+/* spread: how many of the first ranks go to distinct zones (a chunk's replicas, or the
+ * shards of an erasure-coded stripe). */
+static size_t members_rank_spread(cl_remote_t *r, const char *chunk_id, unsigned spread,
+                                  uint32_t *ids_out, char (*addrs_out)[256], size_t max)
 {
     cl_place_node_t pn[64];
     uint32_t ids[64];
@@ -153,7 +164,7 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
     }
     size_t rank[CL_PLACE_MAX];
     /* the first `replicas` on distinct zones where there are enough, then the spares */
-    size_t k = cl_place_zoned(pn, n, chunk_id, r->cfg.replicas,
+    size_t k = cl_place_zoned(pn, n, chunk_id, spread,
                               (unsigned)WH_MIN(max, (size_t)CL_PLACE_MAX), rank);
     /* a server that timed out lately goes after the others (it is slow, not down) */
     bool slow[CL_PLACE_MAX] = {0};
@@ -183,7 +194,7 @@ size_t cl_members_for_write(cl_remote_t *r, const char *chunk_id, unsigned repli
 {
     uint32_t ids[CL_PLACE_MAX];
     char addrs[CL_PLACE_MAX][256];
-    size_t k = cl_members_rank(r, chunk_id, ids, addrs, CL_PLACE_MAX);
+    size_t k = members_rank_spread(r, chunk_id, replicas, ids, addrs, CL_PLACE_MAX);
     for (unsigned j = 0; j < replicas; j++) {
         jobs[j].ncand = 0;
         /* job j: rank j, then spares j+R, j+2R ... (distinct per job) */
