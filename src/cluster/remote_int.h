@@ -135,6 +135,11 @@ size_t cl_unit_rows(const store_data_ref_t *ref, int64_t k);
  * the data shards when they answer, else any k shards and a decode; every shard is checked
  * against its crc, one that fails counts as missing (and, a crc mismatch, reported damaged).
  * WH_ERR_UNAVAILABLE with msg when fewer than k shards can be read. */
+/* Reads at least k good shards of the stripe rows[0..k+m) (not shard skip; -1: any) into
+ * shards[i] (each the shard length), data shards first; good[i] says which arrived and
+ * passed their crc. Returns how many. */
+unsigned cl_ec_fetch(cl_remote_t *r, const store_chunk_t *rows, int skip, uint8_t *const *shards,
+                     bool *good);
 wh_status_t cl_ec_read_stripe(cl_remote_t *r, const store_chunk_t *rows, uint8_t *out,
                               char *msg, size_t msglen);
 wh_status_t cl_rr_pread(store_reader_t *br, void *buf, size_t n, uint64_t off);

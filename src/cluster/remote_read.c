@@ -87,20 +87,16 @@ size_t cl_unit_rows(const store_data_ref_t *ref, int64_t k)
     return c->ec_k ? c->ec_k + c->ec_m : 1;
 }
 
-wh_status_t cl_ec_read_stripe(cl_remote_t *r, const store_chunk_t *rows, uint8_t *out,
-                              char *msg, size_t msglen)
+unsigned cl_ec_fetch(cl_remote_t *r, const store_chunk_t *rows, int skip, uint8_t *const *shards,
+                     bool *good)
 {
     unsigned k = rows[0].ec_k, n = k + rows[0].ec_m;
     uint64_t slen = cl_ec_shard_len(rows[0].length, k);
-    if (!rows[0].length)
-        return WH_OK;
-    uint8_t *sh = malloc((size_t)(slen * n));
-    if (!sh)
-        return WH_ERR_NOMEM;
-    uint8_t *shards[CL_EC_MAX];
-    bool good[CL_EC_MAX] = {0}, tried[CL_EC_MAX] = {0};
+    bool tried[CL_EC_MAX] = {0};
     for (unsigned i = 0; i < n; i++)
-        shards[i] = sh + (size_t)i * slen;
+        good[i] = false;
+    if (skip >= 0 && skip < (int)n)
+        tried[skip] = true;
     /* first round: the data shards whose servers are up, then parity for the ones that are
      * not; second round: every shard not tried yet */
     unsigned have = 0;
@@ -134,12 +130,31 @@ wh_status_t cl_ec_read_stripe(cl_remote_t *r, const store_chunk_t *rows, uint8_t
             }
             wh_warn(MOD, "shard unavailable chunk=%s shard=%u of %u+%u reason='%s'",
                     jobs[t].chunk, idx[t], k, n - k, jobs[t].err);
-            /* bytes that arrived but are not the map's: that copy is damaged */
+            /* bytes that arrived but are not the map's: that copy is damaged (a copy that
+             * failed its own check on the server was reported by that server) */
             if (strstr(jobs[t].err, "differs from the chunk map") && rows[idx[t]].n_replicas)
                 meta_damage_report(r->cfg.meta, rows[idx[t]].replicas[0], rows[idx[t]].id);
         }
         cl_jobs_free_cands(jobs, nj);
     }
+    return have;
+}
+
+wh_status_t cl_ec_read_stripe(cl_remote_t *r, const store_chunk_t *rows, uint8_t *out,
+                              char *msg, size_t msglen)
+{
+    unsigned k = rows[0].ec_k, n = k + rows[0].ec_m;
+    uint64_t slen = cl_ec_shard_len(rows[0].length, k);
+    if (!rows[0].length)
+        return WH_OK;
+    uint8_t *sh = malloc((size_t)(slen * n));
+    if (!sh)
+        return WH_ERR_NOMEM;
+    uint8_t *shards[CL_EC_MAX];
+    bool good[CL_EC_MAX];
+    for (unsigned i = 0; i < n; i++)
+        shards[i] = sh + (size_t)i * slen;
+    unsigned have = cl_ec_fetch(r, rows, -1, shards, good);
     wh_status_t st = WH_OK;
     if (have < k) {
         cl_msg(msg, msglen,

@@ -199,3 +199,60 @@ def test_ec_gateway_option_validated():
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
         assert r.returncode != 0 and b"--ec" in r.stderr and b"erasure coding" in r.stderr, \
             (bad, r.returncode, r.stderr)
+
+
+def test_ec_corrupted_shard_read_right_and_rebuilt(data):
+    with Cluster(storage=6, replicas=2, chunk_size=CHUNK, providers="none",
+                 gateway_args=["--ec", f"{K}+{M}"]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clecd")
+        s3.create_bucket(Bucket=b)
+        v = os.urandom(3 * CHUNK + 7)
+        s3.put_object(Bucket=b, Key="o", Body=v)
+        stripes = check_layout(cl)
+        key = sorted(stripes)[1]  # the second chunk
+        cid, node, *_ = stripes[key][0]  # its data shard 0
+        cl.corrupt(node, cid, 100, 64)
+        g = cl.gateway
+        assert s3.get_object(Bucket=b, Key="o")["Body"].read() == v
+        assert g.metric_sum("wharf_cluster_ec_degraded_reads_total") >= 1
+        assert wait_until(lambda: g.metric_sum("wharf_cluster_damage_repaired_total") >= 1
+                          and g.metric_sum("wharf_cluster_ec_shards_rebuilt_total") >= 1,
+                          timeout=30, interval=0.5), g.log_tail(3000)
+        check_layout(cl)
+        # the rebuilt shard is good: with the two servers of other shards down, it is needed
+        others = [s[1] for s in stripes[key][1:]]
+        cl.storage[others[0]].kill()
+        cl.storage[others[1]].kill()
+        cl.wait_nodes_up(4)
+        d0 = g.metric_sum("wharf_cluster_ec_degraded_reads_total")
+        r = s3.get_object(Bucket=b, Key="o", Range=f"bytes={key[1]}-{key[1] + CHUNK - 1}")
+        assert r["Body"].read() == v[key[1]:key[1] + CHUNK]
+        assert g.metric_sum("wharf_cluster_ec_degraded_reads_total") == d0 + 1
+
+
+def test_ec_repair_after_node_loss_back_to_k_plus_m(data):
+    """Seven servers, 4+2: one killed for good; after --repair-after every stripe has six
+    shards on six distinct live servers again, rebuilt by the maintenance gateway; then M
+    more die and everything still reads."""
+    with Cluster(storage=7, replicas=2, chunk_size=CHUNK, providers="none",
+                 gateway_args=["--ec", f"{K}+{M}", "--repair-after", "3"]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clecr")
+        s3.create_bucket(Bucket=b)
+        put_all(s3, b, data)
+        stripes = check_layout(cl)
+        on0 = sum(1 for sh in stripes.values() for s in sh if s[1] == 0)
+        assert on0 > 0
+        g = cl.gateway
+        cl.storage[0].kill()
+        live = set(range(1, 7))
+        ok = wait_until(lambda: g.metric_sum("wharf_cluster_ec_shards_rebuilt_total") >= on0
+                        and g.metric_sum("wharf_cluster_repair_pending") == 0,
+                        timeout=90, interval=0.5)
+        assert ok, (g.metric_sum("wharf_cluster_ec_shards_rebuilt_total"), on0, g.log_tail(3000))
+        check_layout(cl, live=live)
+        read_all(s3, b, data)
+        cl.storage[1].kill()
+        cl.storage[2].kill()
+        read_all(s3, b, data)
