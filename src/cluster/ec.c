@@ -28,8 +28,8 @@ wh_status_t cl_ec_parse(const char *s, unsigned *k, unsigned *m, char *err, size
     }
     if (a < 1 || b < 1 || a + b > CL_EC_MAX) {
         snprintf(err, errlen,
-                 "erasure coding %lu+%lu: K >= 1 data and M >= 1 parity shards, K+M <= %d",
-                 a, b, CL_EC_MAX);
+                 "erasure coding %lu+%lu: K >= 1 data and M >= 1 parity shards, K+M <= %d", a, b,
+                 CL_EC_MAX);
         return WH_ERR_INVALID;
     }
     *k = (unsigned)a;

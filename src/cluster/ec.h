@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CL_EC_MAX 16 /* k + m at most */
+#define CL_EC_MAX 16                /* k + m at most */
 #define CL_EC_BUCKET_TAG "wharf-ec" /* a bucket tag: "K+M", or "replicas" */
 
 /* Bytes of each shard of a stripe of len bytes (0 for the empty stripe). */

@@ -166,8 +166,8 @@ static size_t members_rank_spread(cl_remote_t *r, const char *chunk_id, unsigned
     }
     size_t rank[CL_PLACE_MAX];
     /* the first `replicas` on distinct zones where there are enough, then the spares */
-    size_t k = cl_place_zoned(pn, n, chunk_id, spread,
-                              (unsigned)WH_MIN(max, (size_t)CL_PLACE_MAX), rank);
+    size_t k =
+        cl_place_zoned(pn, n, chunk_id, spread, (unsigned)WH_MIN(max, (size_t)CL_PLACE_MAX), rank);
     /* a server that timed out lately goes after the others (it is slow, not down) */
     bool slow[CL_PLACE_MAX] = {0};
     size_t perm[CL_PLACE_MAX];
@@ -539,8 +539,7 @@ static bool ec_rebuild(cl_remote_t *r, const store_chunk_t *c, uint32_t lost, ui
     if (ok) {
         *to_out = to;
         atomic_fetch_add(&r->ec_rebuilt, 1);
-        wh_info(MOD, "shard rebuilt chunk=%s shard=%u of %u+%u node=%" PRIu32 " (was %" PRIu32
-                     ")",
+        wh_info(MOD, "shard rebuilt chunk=%s shard=%u of %u+%u node=%" PRIu32 " (was %" PRIu32 ")",
                 c->id, ix, k, n - k, to, lost);
     }
     free(sh);

@@ -313,8 +313,8 @@ static wh_status_t rw_flush_ec(rw_t *w)
     if (live < n) {
         atomic_fetch_add(&r->unavailable, 1);
         cl_msg(w->err, sizeof w->err,
-               "erasure coding %u+%u needs %u storage servers up for a stripe's shards, %zu are",
-               k, m, n, live);
+               "erasure coding %u+%u needs %u storage servers up for a stripe's shards, %zu are", k,
+               m, n, live);
         w->failed = WH_ERR_UNAVAILABLE;
         wh_warn(MOD, "chunk write failed: %s", w->err);
         return w->failed;
@@ -358,8 +358,8 @@ static wh_status_t rw_flush_ec(rw_t *w)
         c[i].replicas[c[i].n_replicas++] = jobs[i].used_id;
         if (st == WH_OK && jobs[i].crc != c[i].crc64nvme) {
             cl_msg(w->err, sizeof w->err,
-                   "shard %s: storage server stored crc %016" PRIx64 ", sent %016" PRIx64,
-                   c[i].id, jobs[i].crc, c[i].crc64nvme);
+                   "shard %s: storage server stored crc %016" PRIx64 ", sent %016" PRIx64, c[i].id,
+                   jobs[i].crc, c[i].crc64nvme);
             st = WH_ERR_CHECKSUM;
         }
     }
@@ -451,11 +451,28 @@ static wh_status_t rw_open(store_data_t *d, store_data_writer_t **out)
     return WH_OK;
 }
 
-/* The bucket's layout: its tag wharf-ec, "K+M" or "replicas", overrides the gateway's. */
-static wh_status_t rw_bucket(store_data_writer_t *bw, const char *bucket, char *msg,
-                             size_t msglen)
+static wh_status_t rw_bucket_layout(rw_t *w, const char *bucket, char *msg, size_t msglen);
+
+/* The bucket's layout: its tag wharf-ec, "K+M" or "replicas", overrides the gateway's. An
+ * erasure-coded layout with fewer than K+M servers up is refused here, before the body
+ * (UNAVAILABLE, msg naming why; a server lost during the PUT fails its stripe later). */
+static wh_status_t rw_bucket(store_data_writer_t *bw, const char *bucket, char *msg, size_t msglen)
 {
     rw_t *w = (rw_t *)bw;
+    wh_status_t st = rw_bucket_layout(w, bucket, msg, msglen);
+    size_t live = w->k ? cl_members_up(w->r) : 0;
+    if (st == WH_OK && w->k && live < w->k + w->m) {
+        atomic_fetch_add(&w->r->unavailable, 1);
+        cl_msg(msg, msglen,
+               "erasure coding %u+%u needs %u storage servers up for a stripe's shards, %zu are",
+               w->k, w->m, w->k + w->m, live);
+        st = WH_ERR_UNAVAILABLE;
+    }
+    return st;
+}
+
+static wh_status_t rw_bucket_layout(rw_t *w, const char *bucket, char *msg, size_t msglen)
+{
     char *v = NULL;
     wh_status_t st = meta_bucket_attr_get(w->r->cfg.meta, bucket, STORE_BATTR_TAGS, &v);
     if (st == WH_ERR_NOT_FOUND || (st == WH_OK && !v)) {

@@ -140,8 +140,8 @@ size_t cl_unit_rows(const store_data_ref_t *ref, int64_t k);
  * passed their crc. Returns how many. */
 unsigned cl_ec_fetch(cl_remote_t *r, const store_chunk_t *rows, int skip, uint8_t *const *shards,
                      bool *good);
-wh_status_t cl_ec_read_stripe(cl_remote_t *r, const store_chunk_t *rows, uint8_t *out,
-                              char *msg, size_t msglen);
+wh_status_t cl_ec_read_stripe(cl_remote_t *r, const store_chunk_t *rows, uint8_t *out, char *msg,
+                              size_t msglen);
 wh_status_t cl_rr_pread(store_reader_t *br, void *buf, size_t n, uint64_t off);
 wh_status_t cl_rr_rdma_get(store_reader_t *br, const char *token, const wh_peer_t *speer,
                            uint64_t off, uint64_t len, store_rdma_result_t *res);

@@ -128,8 +128,8 @@ unsigned cl_ec_fetch(cl_remote_t *r, const store_chunk_t *rows, int skip, uint8_
                 have++;
                 continue;
             }
-            wh_warn(MOD, "shard unavailable chunk=%s shard=%u of %u+%u reason='%s'",
-                    jobs[t].chunk, idx[t], k, n - k, jobs[t].err);
+            wh_warn(MOD, "shard unavailable chunk=%s shard=%u of %u+%u reason='%s'", jobs[t].chunk,
+                    idx[t], k, n - k, jobs[t].err);
             /* bytes that arrived but are not the map's: that copy is damaged (a copy that
              * failed its own check on the server was reported by that server) */
             if (strstr(jobs[t].err, "differs from the chunk map") && rows[idx[t]].n_replicas)
@@ -140,8 +140,8 @@ unsigned cl_ec_fetch(cl_remote_t *r, const store_chunk_t *rows, int skip, uint8_
     return have;
 }
 
-wh_status_t cl_ec_read_stripe(cl_remote_t *r, const store_chunk_t *rows, uint8_t *out,
-                              char *msg, size_t msglen)
+wh_status_t cl_ec_read_stripe(cl_remote_t *r, const store_chunk_t *rows, uint8_t *out, char *msg,
+                              size_t msglen)
 {
     unsigned k = rows[0].ec_k, n = k + rows[0].ec_m;
     uint64_t slen = cl_ec_shard_len(rows[0].length, k);
@@ -195,7 +195,8 @@ static wh_status_t rr_fetch(rr_t *q, int64_t k, int n)
     int64_t idx[READ_AHEAD], units[READ_AHEAD];
     int nj = 0, nu = 0;
     memset(jobs, 0, sizeof jobs);
-    for (int64_t u = k; nu < n && u < (int64_t)q->ref.n_chunks; u += (int64_t)cl_unit_rows(&q->ref, u))
+    for (int64_t u = k; nu < n && u < (int64_t)q->ref.n_chunks;
+         u += (int64_t)cl_unit_rows(&q->ref, u))
         units[nu++] = u;
     wh_status_t est = WH_OK;
     for (int i = 0; i < nu; i++) {
@@ -416,8 +417,8 @@ wh_status_t cl_rr_rdma_get(store_reader_t *br, const char *token, const wh_peer_
                 if (!cl_members_can_read(r, &c[i])) {
                     cl_msg(res->message, sizeof res->message,
                            "a degraded read of an erasure-coded object over RDMA is not "
-                           "implemented: shard %u of the chunk at object bytes %" PRIu64
-                           "-%" PRIu64 " is on a server that is down; read it over HTTP",
+                           "implemented: shard %u of the chunk at object bytes %" PRIu64 "-%" PRIu64
+                           " is on a server that is down; read it over HTTP",
                            i, c->offset, c->offset + c->length - 1);
                     st = WH_ERR_DECLINED;
                     break;

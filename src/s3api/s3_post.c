@@ -362,6 +362,8 @@ static s3_err_t file_begin(srv_req_t *r, const s3_form_part_t *part)
     if ((st = store_writer_bucket(r->w, srv_b(r), lmsg, sizeof lmsg)) != WH_OK) {
         if (st == WH_ERR_INVALID)
             srv_err(&o, S3_ERR_INVALID_ARGUMENT, lmsg);
+        else if (st == WH_ERR_UNAVAILABLE && lmsg[0])
+            srv_err(&o, S3_ERR_SERVICE_UNAVAILABLE, lmsg);
         else
             srv_err_status(r, &o, st, "the bucket's data layout");
         return fail_out(r, &o);

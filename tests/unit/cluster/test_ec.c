@@ -14,8 +14,8 @@ static void test_parse(void)
     CHECK(cl_ec_parse("4+2", &k, &m, err, sizeof err) == WH_OK && k == 4 && m == 2);
     CHECK(cl_ec_parse("1+1", &k, &m, err, sizeof err) == WH_OK && k == 1 && m == 1);
     CHECK(cl_ec_parse("12+4", &k, &m, err, sizeof err) == WH_OK && k == 12 && m == 4);
-    const char *bad[] = {"", "4", "4+", "+2", "4+0", "0+2", "15+2", "4+2x", "a+b", "4 +2",
-                         "-1+2", "99999999999+1"};
+    const char *bad[] = {"",     "4",    "4+",  "+2",   "4+0",  "0+2",
+                         "15+2", "4+2x", "a+b", "4 +2", "-1+2", "99999999999+1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;
         CHECK(cl_ec_parse(bad[i], &k, &m, err, sizeof err) == WH_ERR_INVALID);
