@@ -283,3 +283,32 @@ def test_ec_repair_after_node_loss_back_to_k_plus_m(data):
         cl.storage[1].kill()
         cl.storage[2].kill()
         read_all(s3, b, data)
+
+
+def test_ec_remove_refused_drain_rebuilds_elsewhere(data):
+    """Seven servers, 4+2: removing a server that holds shards is refused (each shard is the
+    only copy of its bytes); a drain rebuilds its shards on servers holding none of their
+    stripe, then it is drained and removed, and everything reads with M more down."""
+    with Cluster(storage=7, replicas=2, chunk_size=CHUNK, providers="none",
+                 gateway_args=["--ec", f"{K}+{M}"]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clecdr")
+        s3.create_bucket(Bucket=b)
+        put_all(s3, b, data)
+        check_layout(cl)
+        victim = cl.addr(0)
+        held = len(cl.chunk_files()[0])
+        assert held > 0
+        rc, out, err = cl.node_cmd("remove", victim, check=False)
+        assert rc == 4 and f"holds the only live copy of {held} chunks" in err, (rc, err)
+        cl.node_cmd("drain", victim)
+        ok = wait_until(lambda: cl.node_list()[victim]["state"] == "drained", timeout=90,
+                        interval=0.5)
+        assert ok, (cl.node_list(), cl.gateway.log_tail(3000))
+        assert cl.gateway.metric_sum("wharf_cluster_ec_shards_rebuilt_total") >= held
+        check_layout(cl, live=set(range(1, 7)))
+        cl.node_cmd("remove", victim)
+        cl.storage[0].kill()
+        cl.storage[1].kill()
+        cl.storage[2].kill()
+        read_all(s3, b, data)
