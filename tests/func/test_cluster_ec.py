@@ -312,3 +312,21 @@ def test_ec_remove_refused_drain_rebuilds_elsewhere(data):
         cl.storage[1].kill()
         cl.storage[2].kill()
         read_all(s3, b, data)
+
+
+def test_ec_shards_spread_over_zones():
+    """2+1 over six servers in three zones: every stripe's three shards in three zones."""
+    zones = ["za", "za", "zb", "zb", "zc", "zc"]
+    with Cluster(storage=6, replicas=2, chunk_size=CHUNK, providers="none", zones=zones,
+                 gateway_args=["--ec", "2+1"]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clecz")
+        s3.create_bucket(Bucket=b)
+        for i in range(6):
+            s3.put_object(Bucket=b, Key=f"o{i}", Body=os.urandom(3 * CHUNK + i))
+        stripes = ec_rows(cl)
+        assert len(stripes) == 3 + 5 * 4
+        for key, sh in stripes.items():
+            assert len(sh) == 3 and len({zones[s[1]] for s in sh}) == 3, (key, sh)
+        for i in range(6):
+            assert len(s3.get_object(Bucket=b, Key=f"o{i}")["Body"].read()) == 3 * CHUNK + i
