@@ -120,6 +120,11 @@ struct store_data_ops {
     /* Optional: pulls size bytes from the client's region itself (see store_writer_rdma_put). */
     wh_status_t (*rdma_put)(store_data_writer_t *w, const char *token, const wh_peer_t *peer,
                             uint64_t size, store_rdma_result_t *res);
+    /* Optional: the bucket the writer's bytes are for, before the first write (a cluster
+     * picks the bucket's layout: replicas or erasure coding). WH_ERR_INVALID with msg when
+     * the bucket's setting is malformed. */
+    wh_status_t (*writer_bucket)(store_data_writer_t *w, const char *bucket, char *msg,
+                                 size_t msglen);
     /* Durable; fills *ref (id, chunk map). The writer stays valid for free or abort. */
     wh_status_t (*finish)(store_data_writer_t *w, store_data_ref_t *ref);
     void (*writer_free)(store_data_writer_t *w);  /* after a commit: keeps the bytes */

@@ -610,6 +610,7 @@ static const meta_ops_t PG_OPS = {
     .damage_take = pg_damage_take,
     .damage_done = pg_damage_done,
     .chunk_find = pg_chunk_find,
+    .chunk_stripe = pg_chunk_stripe,
     .lock_try = pg_lock_try,
     .lock_release = pg_lock_release,
 };

@@ -142,6 +142,7 @@ wh_status_t pg_damage_report(meta_t *m, uint32_t node, const char *chunk_id);
 wh_status_t pg_damage_take(meta_t *m, size_t max, meta_gc_item_t **out, size_t *n);
 wh_status_t pg_damage_done(meta_t *m, uint32_t node, const char *chunk_id);
 wh_status_t pg_chunk_find(meta_t *m, const char *chunk_id, store_chunk_t *out);
+wh_status_t pg_chunk_stripe(meta_t *m, const char *chunk_id, store_data_ref_t *out);
 wh_status_t pg_node_register(meta_t *m, const char *addr, const char *uuid, bool adopt,
                              uint64_t capacity, uint64_t free, uint32_t *id);
 wh_status_t pg_node_heartbeat(meta_t *m, uint32_t id, uint64_t capacity, uint64_t free);

@@ -168,6 +168,10 @@ void store_writer_end_at(store_writer_t *w, uint64_t crc64nvme, bool crc32c_set,
  * client memory). WH_ERR_UNSUPPORTED: not offered (local files): the server runs its own RDMA
  * engine and feeds store_writer_write. On WH_OK the writer holds exactly those bytes, and
  * store_writer_size/crc64nvme/md5 report them. */
+/* Names the bucket the writer's bytes are for, before the first write: a cluster data table
+ * picks that bucket's layout (replicas or erasure coding). WH_ERR_INVALID with msg when the
+ * bucket's setting is malformed; a table without layouts ignores it. */
+wh_status_t store_writer_bucket(store_writer_t *w, const char *bucket, char *msg, size_t msglen);
 wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const wh_peer_t *peer,
                                   uint64_t size, store_rdma_result_t *res);
 

@@ -226,6 +226,14 @@ void store_writer_end_at(store_writer_t *w, uint64_t crc64nvme, bool crc32c_set,
     w->crc32c_unknown = !crc32c_set;
 }
 
+wh_status_t store_writer_bucket(store_writer_t *w, const char *bucket, char *msg, size_t msglen)
+{
+    const store_data_ops_t *ops = w->dw->data->ops;
+    if (msglen)
+        msg[0] = '\0';
+    return ops->writer_bucket ? ops->writer_bucket(w->dw, bucket, msg, msglen) : WH_OK;
+}
+
 wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const wh_peer_t *peer,
                                   uint64_t size, store_rdma_result_t *res)
 {
