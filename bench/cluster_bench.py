@@ -36,6 +36,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "python"))
 import benchlib  # noqa: E402
 import wharf  # noqa: E402
 from cluster import Cluster, netns_available  # noqa: E402
+from s3raw import S3Raw  # noqa: E402
 from wharfd import ACCESS_KEY, REGION, SECRET_KEY, WharfServer  # noqa: E402
 
 MIB = 1 << 20
@@ -271,15 +272,18 @@ def ec_section(args):
     out = {"servers": 6, "replicas": 2, "ec": "4+2"}
     try:
         g = cl.gateway
-        s3 = cl.boto3()
         arms = {"replicas": "bench-rep", "ec-4+2": "bench-ec"}
+        h = client(g.endpoint, "http", None, args.concurrency)
         for arm, b in arms.items():
-            s3.create_bucket(Bucket=b)
-        s3.put_bucket_tagging(Bucket="bench-ec",
-                              Tagging={"TagSet": [{"Key": "wharf-ec", "Value": "4+2"}]})
+            h.create_bucket(b)
+        # the bucket's layout tag, signed by the tests' S3 client (no boto3 needed)
+        tagging = (b'<Tagging><TagSet><Tag><Key>wharf-ec</Key><Value>4+2</Value></Tag>'
+                   b'</TagSet></Tagging>')
+        r = S3Raw(g.endpoint).request("PUT", "/bench-ec", query={"tagging": ""}, body=tagging)
+        if r.status not in (200, 204):
+            raise RuntimeError(f"PutBucketTagging wharf-ec=4+2: {r.status} {r.body[:200]!r}")
         c = client(g.endpoint, "ofi+shm", os.path.join(g.data_dir, "wharfd.sock"),
                    args.concurrency)
-        h = client(g.endpoint, "http", None, args.concurrency)
         res = {a: {"put": [], "get": [], "rdma_get": []} for a in arms}
         buf = bytearray(nbytes)
         gb = nbytes * len(datas) / 1e9
