@@ -120,8 +120,11 @@ int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part, bool crc32c)
      * encryption) takes the bytes through the writer's cipher: the positional sink is then
      * refused (store_writer_begin_at) and the in-order one runs; size, CRCs and ETag stay
      * those of the plaintext, as over HTTP. */
-    if ((ret = srv_sse_writer(r, o, part)))
-        return ret; /* cleanup aborts the writer */
+    if ((ret = srv_sse_writer(r, o, part))) {
+        store_writer_abort(r->w); /* now, before the reply: a refused PUT leaves no temp file */
+        r->w = NULL;
+        return ret;
+    }
     srv_rdma_result_t res;
     memset(&res, 0, sizeof res);
     uint64_t t0 = wh_now_ns();

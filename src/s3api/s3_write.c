@@ -69,14 +69,19 @@ int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part)
         return srv_err_status(r, o, st, "opening a temp file");
     char lmsg[200];
     if ((st = store_writer_bucket(r->w, srv_b(r), lmsg, sizeof lmsg)) != WH_OK)
-        return st == WH_ERR_INVALID ? srv_err(o, S3_ERR_INVALID_ARGUMENT, lmsg)
-               : st == WH_ERR_UNAVAILABLE && lmsg[0]
-                   ? srv_err(o, S3_ERR_SERVICE_UNAVAILABLE, lmsg)
-                   : srv_err_status(r, o, st, "the bucket's data layout");
-    srv_put_etag_mode(r, part);
-    if ((ret = srv_sse_writer(r, o, part)))
-        return ret; /* cleanup aborts the writer */
-    return 0;       /* the body goes to r->w */
+        ret = st == WH_ERR_INVALID ? srv_err(o, S3_ERR_INVALID_ARGUMENT, lmsg)
+              : st == WH_ERR_UNAVAILABLE && lmsg[0]
+                  ? srv_err(o, S3_ERR_SERVICE_UNAVAILABLE, lmsg)
+                  : srv_err_status(r, o, st, "the bucket's data layout");
+    else {
+        srv_put_etag_mode(r, part);
+        ret = srv_sse_writer(r, o, part);
+    }
+    if (ret) {
+        store_writer_abort(r->w); /* now, before the reply: a refused PUT leaves no temp file */
+        r->w = NULL;
+    }
+    return ret; /* 0: the body goes to r->w */
 }
 
 int srv_put_commit(srv_req_t *r, srv_out_t *o, bool part, const s3_sums_t *want,
