@@ -348,9 +348,13 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
     }
     if (strcmp(copied_etag, sm.etag) != 0 || copied_size != sm.size) {
         /* Never acknowledged, so its own new lock does not keep it. */
-        st = store_object_delete_locked(srv_st(r), srv_b(r), srv_k(r),
-                                        out_m.version_id[0] ? out_m.version_id : "null",
-                                        STORE_BYPASS_ALL, NULL);
+        st = store_object_delete(
+            srv_st(r),
+            &(store_delete_args_t){.bucket = srv_b(r),
+                                   .key = srv_k(r),
+                                   .version_id = out_m.version_id[0] ? out_m.version_id : "null",
+                                   .bypass = STORE_BYPASS_ALL},
+            NULL);
         wh_warn("s3", "id=%s copy source %s/%s changed after it was authorized; copy undone (%s)",
                 r->id, c.bucket, c.key, wh_status_str(st));
         ret = srv_err_raw(o, 409, "OperationAborted",
@@ -405,8 +409,12 @@ int srv_write_delete(srv_req_t *r, srv_out_t *o)
         return ret;
     store_del_result_t res;
     memset(&res, 0, sizeof res);
-    wh_status_t st = store_object_delete_cond(srv_st(r), srv_b(r), srv_k(r), vid, bypass,
-                                              conditional ? &cond : NULL, &res);
+    store_delete_args_t da = {.bucket = srv_b(r),
+                              .key = srv_k(r),
+                              .version_id = vid,
+                              .bypass = bypass,
+                              .cond = conditional ? &cond : NULL};
+    wh_status_t st = store_object_delete(srv_st(r), &da, &res);
     if ((st == WH_ERR_PRECONDITION || st == WH_ERR_NOT_FOUND) && cond.failed)
         return srv_delete_cond_failed(o, srv_k(r), &cond);
     if (st == WH_ERR_AUTH && res.locked) {
@@ -484,8 +492,15 @@ int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o)
         wh_status_t st = !store_key_valid(k, kl) ? WH_ERR_INVALID
                          : vid && !store_version_id_valid(vid)
                              ? WH_ERR_RANGE
-                             : store_object_delete_cond(srv_st(r), srv_b(r), k, vid, bypass,
-                                                        conditional ? &cond : NULL, &res);
+                             : store_object_delete(srv_st(r),
+                                                   &(store_delete_args_t){
+                                                       .bucket = srv_b(r),
+                                                       .key = k,
+                                                       .version_id = vid,
+                                                       .bypass = bypass,
+                                                       .cond = conditional ? &cond : NULL,
+                                                   },
+                                                   &res);
         if ((st == WH_ERR_PRECONDITION || st == WH_ERR_NOT_FOUND) && cond.failed) {
             srv_delete_cond_failed(&ko, k, &cond);
             wh_sbuf_puts(&b, "<Error>");

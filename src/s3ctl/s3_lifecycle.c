@@ -117,7 +117,9 @@ static void act_delete(lc_pass_t *p, const char *key, const char *vid, _Atomic u
 {
     store_del_result_t res;
     memset(&res, 0, sizeof res);
-    wh_status_t s = store_object_delete_version(p->lc->st, p->bucket, key, vid, &res);
+    wh_status_t s = store_object_delete(
+        p->lc->st, &(store_delete_args_t){.bucket = p->bucket, .key = key, .version_id = vid},
+        &res);
     p->acts++;
     if (s == WH_ERR_AUTH && res.locked) {
         /* A retention or legal hold keeps the version (read in the delete's transaction): it

@@ -512,56 +512,32 @@ wh_status_t store_object_open_version(store_t *st, const char *bucket, const cha
 }
 
 typedef struct {
-    const char *bucket, *key, *version_id;
-    int bypass;
-    store_del_cond_t *cond;
+    const store_delete_args_t *a;
     store_del_result_t *res;
     store_data_ref_t old;
 } store_del_arg_t;
 
 static wh_status_t store_object_delete_fn(store_t *st, void *arg)
 {
-    store_del_arg_t *a = arg;
+    store_del_arg_t *d = arg;
+    const store_delete_args_t *a = d->a;
     /* Only the data of a removed version comes back: an archived one keeps its bytes. */
     wh_status_t s = meta_object_delete_version(st->meta, a->bucket, a->key, strlen(a->key),
-                                               a->version_id, a->bypass, a->cond, a->res, &a->old);
+                                               a->version_id, a->bypass, a->cond, d->res, &d->old);
     if (s == WH_OK)
-        store_release(st, &a->old);
-    store_data_ref_clear(&a->old);
+        store_release(st, &d->old);
+    store_data_ref_clear(&d->old);
     return s;
 }
 
-wh_status_t store_object_delete(store_t *st, const char *bucket, const char *key)
+wh_status_t store_object_delete(store_t *st, const store_delete_args_t *a, store_del_result_t *res)
 {
-    return store_object_delete_version(st, bucket, key, NULL, NULL);
-}
-
-wh_status_t store_object_delete_version(store_t *st, const char *bucket, const char *key,
-                                        const char *version_id, store_del_result_t *res)
-{
-    return store_object_delete_locked(st, bucket, key, version_id, STORE_BYPASS_NONE, res);
-}
-
-wh_status_t store_object_delete_locked(store_t *st, const char *bucket, const char *key,
-                                       const char *version_id, int bypass, store_del_result_t *res)
-{
-    return store_object_delete_cond(st, bucket, key, version_id, bypass, NULL, res);
-}
-
-wh_status_t store_object_delete_cond(store_t *st, const char *bucket, const char *key,
-                                     const char *version_id, int bypass, store_del_cond_t *cond,
-                                     store_del_result_t *res)
-{
-    store_del_arg_t a;
+    store_del_arg_t d;
     store_del_result_t dummy;
-    memset(&a, 0, sizeof a);
-    a.bucket = bucket;
-    a.key = key;
-    a.version_id = version_id;
-    a.bypass = bypass;
-    a.cond = cond;
-    a.res = res ? res : &dummy;
-    return store_run_freeing(st, store_object_delete_fn, &a);
+    memset(&d, 0, sizeof d);
+    d.a = a;
+    d.res = res ? res : &dummy;
+    return store_run_freeing(st, store_object_delete_fn, &d);
 }
 
 wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey,

@@ -201,7 +201,27 @@ void store_reader_close(store_reader_t *r); /* NULL-safe */
  * WH_ERR_UNSUPPORTED when the bytes are not local: use store_object_reader. */
 wh_status_t store_object_open(store_t *st, const char *bucket, const char *key,
                               store_obj_meta_t *meta, int *fd);
-wh_status_t store_object_delete(store_t *st, const char *bucket, const char *key); /* idempotent */
+/* What store_object_delete removes. Strings and cond are borrowed for the call. bucket and key
+ * set, the rest zero: S3's DELETE of the key, no lock passed over, no condition. */
+typedef struct store_delete_args {
+    const char *bucket;
+    const char *key;
+    /* NULL: S3's DELETE of the key (unversioned: removes it; Enabled: a new delete marker
+     * becomes current; Suspended: a "null" delete marker replaces the null version). Else
+     * removes exactly that version (the next newest becomes current). */
+    const char *version_id;
+    /* The locks passed over (STORE_BYPASS_*; 0, STORE_BYPASS_NONE: none): a version that its
+     * lock keeps answers WH_ERR_AUTH with res->locked saying why (the check is made in the
+     * delete's metadata transaction). */
+    int bypass;
+    /* NULL: none. Else (data/types.h, store_del_cond_t) checked in the delete's metadata
+     * transaction: WH_ERR_PRECONDITION, or NOT_FOUND, with cond->failed set when it fails,
+     * and nothing deleted. */
+    store_del_cond_t *cond;
+} store_delete_args_t;
+/* Idempotent: WH_OK when there was nothing to delete; NOT_FOUND: no such bucket. res (what was
+ * removed or made) may be NULL. */
+wh_status_t store_object_delete(store_t *st, const store_delete_args_t *a, store_del_result_t *res);
 
 /* ---- versions (versions.c) ---- */
 wh_status_t store_bucket_versioning_get(store_t *st, const char *bucket,
@@ -218,23 +238,6 @@ wh_status_t store_object_open_version(store_t *st, const char *bucket, const cha
 wh_status_t store_object_reader_version(store_t *st, const char *bucket, const char *key,
                                         const char *version_id, store_obj_meta_t *meta,
                                         store_reader_t **out);
-/* version_id NULL: S3's DELETE of the key (unversioned: removes it; Enabled: a new delete
- * marker becomes current; Suspended: a "null" delete marker replaces the null version). Else
- * removes exactly that version (the next newest becomes current). WH_OK when there was nothing
- * to delete. res may be NULL. */
-wh_status_t store_object_delete_version(store_t *st, const char *bucket, const char *key,
-                                        const char *version_id, store_del_result_t *res);
-/* store_object_delete_version, passing over the locks bypass (STORE_BYPASS_*) names: a
- * version that its lock keeps answers WH_ERR_AUTH with res->locked saying why (the check is
- * made in the delete's metadata transaction). store_object_delete_version bypasses nothing. */
-wh_status_t store_object_delete_locked(store_t *st, const char *bucket, const char *key,
-                                       const char *version_id, int bypass, store_del_result_t *res);
-/* store_object_delete_locked under a condition (data/types.h, store_del_cond_t; NULL: none),
- * checked in the delete's metadata transaction: WH_ERR_PRECONDITION, or NOT_FOUND, with
- * cond->failed set when it fails, and nothing deleted. */
-wh_status_t store_object_delete_cond(store_t *st, const char *bucket, const char *key,
-                                     const char *version_id, int bypass, store_del_cond_t *cond,
-                                     store_del_result_t *res);
 /* Changes one version's retention and legal hold (meta.h, object_lock_set). */
 wh_status_t store_object_lock_set(store_t *st, const char *bucket, const char *key,
                                   const char *version_id, const store_lock_set_t *req,

@@ -133,7 +133,8 @@ static void test_read_across_extents(void)
     CHECK(store_reader_extent(r, TOTAL3, &f, &fo, &len) == WH_ERR_RANGE);
 
     /* Deleted while open: the reader still reads every extent; then the files are gone. */
-    CHECK(store_object_delete(st, "cmp", "k") == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "cmp", .key = "k"}, NULL) ==
+          WH_OK);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 0);
     memset(buf, 0, TOTAL3);
     CHECK(store_reader_pread(r, buf, TOTAL3, 0) == WH_OK && memcmp(buf, whole, TOTAL3) == 0);
@@ -167,7 +168,8 @@ static void test_one_part_takes_the_file(void)
     free(got);
     if (fd >= 0)
         close(fd);
-    CHECK(store_object_delete(st, "cmp", "one") == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "cmp", .key = "one"}, NULL) ==
+          WH_OK);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 0);
     free(whole);
     store_close(st);
@@ -253,7 +255,8 @@ static void test_versions_keep_extents(void)
     store_obj_meta_free(&om);
     /* Overwritten and deleted (a marker): the composed version keeps its three files. */
     CHECK(th_put(st, "cmp", "v", "next", 4, NULL) == WH_OK);
-    CHECK(store_object_delete(st, "cmp", "v") == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "cmp", .key = "v"}, NULL) ==
+          WH_OK);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 4);
     store_reader_t *r = NULL;
     CHECK(store_object_reader_version(st, "cmp", "v", vid, &om, &r) == WH_OK);
@@ -264,7 +267,9 @@ static void test_versions_keep_extents(void)
     free(buf);
     /* Removing that version releases all of its files, and only those. */
     store_del_result_t res;
-    CHECK(store_object_delete_version(st, "cmp", "v", vid, &res) == WH_OK);
+    CHECK(store_object_delete(
+              st, &(store_delete_args_t){.bucket = "cmp", .key = "v", .version_id = vid}, &res) ==
+          WH_OK);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 1);
     free(whole);
     store_close(st);

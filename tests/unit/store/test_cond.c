@@ -1,6 +1,6 @@
 /* Conditional writes in the store (store_writer_commit_cond, store_mpu_complete with a cond)
- * and conditional deletes (store_object_delete_cond): the check runs in the committing metadata
- * transaction, so writers racing on one key cannot both pass. Runs on SQLite and (as
+ * and conditional deletes (store_object_delete with a cond): the check runs in the committing
+ * metadata transaction, so writers racing on one key cannot both pass. Runs on SQLite and (as
  * unit/store/test_cond/pg) on PostgreSQL. */
 #include "base/log.h"
 #include "helpers.h"
@@ -245,13 +245,16 @@ static void test_delete_conditions(void)
     store_obj_meta_free(&m);
     /* Another ETag, size or time: PRECONDITION with why, and the object stays. */
     store_del_cond_t c = {.if_match = "\"0123456789abcdef0123456789abcdef\""};
-    CHECK(store_object_delete_cond(st, "bkt", "k", NULL, 0, &c, NULL) == WH_ERR_PRECONDITION);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "k", .cond = &c},
+                              NULL) == WH_ERR_PRECONDITION);
     CHECK(c.failed == STORE_DCOND_ETAG && strcmp(c.etag, e1) == 0);
     c = (store_del_cond_t){.if_match = q1, .has_size = true, .size = 4};
-    CHECK(store_object_delete_cond(st, "bkt", "k", NULL, 0, &c, NULL) == WH_ERR_PRECONDITION);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "k", .cond = &c},
+                              NULL) == WH_ERR_PRECONDITION);
     CHECK(c.failed == STORE_DCOND_SIZE && c.got_size == 5);
     c = (store_del_cond_t){.has_mtime = true, .mtime = mt - 100};
-    CHECK(store_object_delete_cond(st, "bkt", "k", NULL, 0, &c, NULL) == WH_ERR_PRECONDITION);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "k", .cond = &c},
+                              NULL) == WH_ERR_PRECONDITION);
     CHECK(c.failed == STORE_DCOND_MTIME);
     char *b = get_body(st, "k");
     CHECK_STR(b, "12345");
@@ -259,17 +262,24 @@ static void test_delete_conditions(void)
     /* If-Match on a missing key: NOT_FOUND with failed set (a plain delete's NOT_FOUND has none).
      */
     c = (store_del_cond_t){.if_match = "*"};
-    CHECK(store_object_delete_cond(st, "bkt", "none", NULL, 0, &c, NULL) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = "bkt", .key = "none", .cond = &c},
+                              NULL) == WH_ERR_NOT_FOUND);
     CHECK(c.failed == STORE_DCOND_MISSING);
     /* The size condition holds for a missing key. */
     c = (store_del_cond_t){.has_size = true, .size = 1};
-    CHECK(store_object_delete_cond(st, "bkt", "none", NULL, 0, &c, NULL) == WH_OK && !c.failed);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = "bkt", .key = "none", .cond = &c},
+                              NULL) == WH_OK &&
+          !c.failed);
     /* Everything right (unquoted, in a list): deleted. */
     char list[200];
     snprintf(list, sizeof list, "\"abc\", %s", e1);
     c = (store_del_cond_t){
         .if_match = list, .has_size = true, .size = 5, .has_mtime = true, .mtime = mt};
-    CHECK(store_object_delete_cond(st, "bkt", "k", NULL, 0, &c, NULL) == WH_OK && !c.failed);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "k", .cond = &c},
+                              NULL) == WH_OK &&
+          !c.failed);
     CHECK(store_object_open(st, "bkt", "k", NULL, NULL) == WH_ERR_NOT_FOUND);
     /* Versioned: the condition is the named version's; a delete marker is no object. */
     CHECK(store_bucket_versioning_set(st, "bkt", STORE_VERSIONING_ENABLED) == WH_OK);
@@ -278,22 +288,34 @@ static void test_delete_conditions(void)
     CHECK(put_cond(st, "v", "two", NULL, &v2) == WH_OK);
     store_del_result_t res;
     c = (store_del_cond_t){.if_match = v1.etag};
-    CHECK(store_object_delete_cond(st, "bkt", "v", NULL, 0, &c, &res) == WH_ERR_PRECONDITION);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "v", .cond = &c},
+                              &res) == WH_ERR_PRECONDITION);
     c = (store_del_cond_t){.if_match = v2.etag};
-    CHECK(store_object_delete_cond(st, "bkt", "v", v1.version_id, 0, &c, &res) ==
-          WH_ERR_PRECONDITION);
+    CHECK(store_object_delete(
+              st,
+              &(store_delete_args_t){
+                  .bucket = "bkt", .key = "v", .version_id = v1.version_id, .cond = &c},
+              &res) == WH_ERR_PRECONDITION);
     c = (store_del_cond_t){.if_match = v2.etag};
-    CHECK(store_object_delete_cond(st, "bkt", "v", NULL, 0, &c, &res) == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "v", .cond = &c},
+                              &res) == WH_OK);
     CHECK(res.delete_marker);
     char dm[STORE_VERSION_ID_MAX];
     snprintf(dm, sizeof dm, "%s", res.version_id);
     c = (store_del_cond_t){.if_match = "*"};
-    CHECK(store_object_delete_cond(st, "bkt", "v", NULL, 0, &c, &res) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "v", .cond = &c},
+                              &res) == WH_ERR_NOT_FOUND);
     CHECK(c.failed == STORE_DCOND_MISSING && c.delete_marker);
     c = (store_del_cond_t){.if_match = "*"};
-    CHECK(store_object_delete_cond(st, "bkt", "v", dm, 0, &c, &res) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_delete(
+              st, &(store_delete_args_t){.bucket = "bkt", .key = "v", .version_id = dm, .cond = &c},
+              &res) == WH_ERR_NOT_FOUND);
     c = (store_del_cond_t){.if_match = v1.etag};
-    CHECK(store_object_delete_cond(st, "bkt", "v", v1.version_id, 0, &c, &res) == WH_OK);
+    CHECK(store_object_delete(
+              st,
+              &(store_delete_args_t){
+                  .bucket = "bkt", .key = "v", .version_id = v1.version_id, .cond = &c},
+              &res) == WH_OK);
     CHECK(strcmp(res.version_id, v1.version_id) == 0);
     store_obj_meta_t g;
     CHECK(store_object_open_version(st, "bkt", "v", v2.version_id, &g, NULL) == WH_OK);

@@ -297,7 +297,9 @@ static void test_versions(void)
     char cur[STORE_VERSION_ID_MAX];
     snprintf(cur, sizeof cur, "%s", m.version_id);
     store_obj_meta_free(&m);
-    CHECK(store_object_delete_version(st, "bkt", "v", cur, NULL) == WH_OK); /* promotes it */
+    CHECK(store_object_delete(
+              st, &(store_delete_args_t){.bucket = "bkt", .key = "v", .version_id = cur}, NULL) ==
+          WH_OK); /* promotes it */
     CHECK(read_range(st, "v", dk, 0, sizeof p, q) == WH_OK && memcmp(p, q, sizeof p) == 0);
     store_reader_t *r = NULL;
     CHECK(store_object_reader(st, "bkt", "v", &m, &r) == WH_OK);

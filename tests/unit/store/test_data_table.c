@@ -426,11 +426,13 @@ static void test_remote_style_table(void)
     CHECK_STR(pm.crc32c, "");
     CHECK(pm.crc64nvme[0] != '\0');
     store_obj_meta_free(&pm);
-    CHECK(store_object_delete(st, "remote", "mq") == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "remote", .key = "mq"}, NULL) ==
+          WH_OK);
     free(p1);
 
     /* Delete: released once; the row is gone. */
-    CHECK(store_object_delete(st, "remote", "mp") == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "remote", .key = "mp"}, NULL) ==
+          WH_OK);
     CHECK_EQ_U64(live_chunks(mem), 1 + 1); /* "obj" and "rdma" */
     CHECK(store_object_reader(st, "remote", "mp", &rm, &r) == WH_ERR_NOT_FOUND);
     store_close(st);

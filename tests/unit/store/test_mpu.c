@@ -402,7 +402,8 @@ static void test_bucket_delete_drops_uploads(void)
     CHECK(store_bucket_delete(st, "mpu") == WH_ERR_NOT_EMPTY);
     CHECK(store_mpu_check(st, "mpu", "a", u1) == WH_OK);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 4);
-    CHECK(store_object_delete(st, "mpu", "o") == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "mpu", .key = "o"}, NULL) ==
+          WH_OK);
     /* Now only uploads: the bucket goes, with them and their part files. */
     CHECK(store_bucket_delete(st, "mpu") == WH_OK);
     CHECK(store_bucket_exists(st, "mpu") == WH_ERR_NOT_FOUND);

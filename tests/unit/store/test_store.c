@@ -110,7 +110,8 @@ static void test_buckets(void)
     /* Not empty with an object; an in-progress upload goes with the bucket, as in S3. */
     CHECK(th_put(st, "bkt-a", "x", "1", 1, NULL) == WH_OK);
     CHECK(store_bucket_delete(st, "bkt-a") == WH_ERR_NOT_EMPTY);
-    CHECK(store_object_delete(st, "bkt-a", "x") == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt-a", .key = "x"}, NULL) ==
+          WH_OK);
     char uid[65];
     CHECK(store_mpu_create(st, "bkt-a", "up", NULL, uid) == WH_OK);
     CHECK(store_bucket_delete(st, "bkt-a") == WH_OK);
@@ -287,9 +288,12 @@ static void test_overwrite_open_fd(void)
 
     /* Delete while open: still readable through the fd, gone for new opens. */
     CHECK(store_object_open(st, "data", "k", &m, &fd) == WH_OK);
-    CHECK(store_object_delete(st, "data", "k") == WH_OK);
-    CHECK(store_object_delete(st, "data", "k") == WH_OK); /* idempotent */
-    CHECK(store_object_delete(st, "nobucket", "k") == WH_ERR_NOT_FOUND);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "data", .key = "k"}, NULL) ==
+          WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "data", .key = "k"}, NULL) ==
+          WH_OK); /* idempotent */
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "nobucket", .key = "k"}, NULL) ==
+          WH_ERR_NOT_FOUND);
     old = th_read_fd(fd, &n);
     CHECK(n == 12 && memcmp(old, "version-two!", 12) == 0);
     free(old);
@@ -417,7 +421,8 @@ static void test_copy(void)
     free(got);
 
     /* The copy is a separate file: deleting the source keeps it. */
-    CHECK(store_object_delete(st, "src", "orig") == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "src", .key = "orig"}, NULL) ==
+          WH_OK);
     got = th_get(st, "dst", "copy", &gn, &s);
     CHECK(s == WH_OK && gn == n && memcmp(got, buf, n) == 0);
     free(got);

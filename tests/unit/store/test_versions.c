@@ -77,7 +77,8 @@ static void test_states_and_versions(void)
 
     /* A delete marker: reads answer NOT_FOUND naming it; the versions stay. */
     store_del_result_t res;
-    CHECK(store_object_delete_version(st, BKT, "k", NULL, &res) == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = BKT, .key = "k"}, &res) ==
+          WH_OK);
     CHECK(res.delete_marker && store_version_id_valid(res.version_id));
     char dm[STORE_VERSION_ID_MAX];
     snprintf(dm, sizeof dm, "%s", res.version_id);
@@ -96,14 +97,23 @@ static void test_states_and_versions(void)
     CHECK(store_bucket_delete(st, BKT) == WH_ERR_NOT_EMPTY);
 
     /* Removing the marker brings "two" back; removing v1 releases its bytes only. */
-    CHECK(store_object_delete_version(st, BKT, "k", dm, &res) == WH_OK && res.delete_marker);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = BKT, .key = "k", .version_id = dm},
+                              &res) == WH_OK &&
+          res.delete_marker);
     check_body(st, "k", NULL, "two");
-    CHECK(store_object_delete_version(st, BKT, "k", v1, &res) == WH_OK && !res.delete_marker);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = BKT, .key = "k", .version_id = v1},
+                              &res) == WH_OK &&
+          !res.delete_marker);
     CHECK_STR(res.version_id, v1);
     CHECK(th_count_files(dir, "objects") == files0 + 1);
     CHECK(get_version(st, "k", v1, &s, NULL) == NULL && s == WH_ERR_NOT_FOUND);
     /* A version that is not there: nothing happens. */
-    CHECK(store_object_delete_version(st, BKT, "k", v1, &res) == WH_OK && !res.version_id[0]);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = BKT, .key = "k", .version_id = v1},
+                              &res) == WH_OK &&
+          !res.version_id[0]);
 
     /* Suspended: a PUT replaces the null version (its bytes go), v2 stays. */
     CHECK(store_bucket_versioning_set(st, BKT, STORE_VERSIONING_SUSPENDED) == WH_OK);
@@ -114,9 +124,13 @@ static void test_states_and_versions(void)
     check_body(st, "k", "null", "suspended");
     check_body(st, "k", v2, "two");
     /* Deleting the current version makes the next newest current. */
-    CHECK(store_object_delete_version(st, BKT, "k", "null", &res) == WH_OK);
+    CHECK(store_object_delete(
+              st, &(store_delete_args_t){.bucket = BKT, .key = "k", .version_id = "null"}, &res) ==
+          WH_OK);
     check_body(st, "k", NULL, "two");
-    CHECK(store_object_delete_version(st, BKT, "k", v2, &res) == WH_OK);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = BKT, .key = "k", .version_id = v2},
+                              &res) == WH_OK);
     CHECK(get_version(st, "k", NULL, &s, NULL) == NULL && s == WH_ERR_NOT_FOUND);
     CHECK(th_count_files(dir, "objects") == files0 - 1);
     CHECK(store_bucket_delete(st, BKT) == WH_OK);
@@ -203,7 +217,8 @@ static void test_listing(void)
         }
         if (k % 2) { /* and a delete marker on top */
             store_del_result_t res;
-            CHECK(store_object_delete_version(st, BKT, keys[k], NULL, &res) == WH_OK);
+            CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = BKT, .key = keys[k]},
+                                      &res) == WH_OK);
             snprintf(rows[nr].key, sizeof rows[nr].key, "%s", keys[k]);
             snprintf(rows[nr].vid, sizeof rows[nr].vid, "%s", res.version_id);
             rows[nr++].dm = true;
@@ -312,23 +327,39 @@ static void test_object_lock(void)
     /* Deletes of a locked version are refused in their transaction, and say why. */
     store_del_result_t res;
     memset(&res, 0, sizeof res);
-    CHECK(store_object_delete_version(st, BKT, "k", g, &res) == WH_ERR_AUTH);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = BKT, .key = "k", .version_id = g},
+                              &res) == WH_ERR_AUTH);
     CHECK(res.locked == STORE_LOCK_BY_RETENTION && res.lock_mode == STORE_LOCK_GOVERNANCE &&
           res.lock_until == later);
-    CHECK(store_object_delete_locked(st, BKT, "k", c, STORE_BYPASS_GOVERNANCE, &res) ==
-          WH_ERR_AUTH);
+    CHECK(store_object_delete(
+              st,
+              &(store_delete_args_t){
+                  .bucket = BKT, .key = "k", .version_id = c, .bypass = STORE_BYPASS_GOVERNANCE},
+              &res) == WH_ERR_AUTH);
     CHECK(res.lock_mode == STORE_LOCK_COMPLIANCE);
     memset(&res, 0, sizeof res);
-    CHECK(store_object_delete_locked(st, BKT, "k", h, STORE_BYPASS_GOVERNANCE, &res) ==
-          WH_ERR_AUTH);
+    CHECK(store_object_delete(
+              st,
+              &(store_delete_args_t){
+                  .bucket = BKT, .key = "k", .version_id = h, .bypass = STORE_BYPASS_GOVERNANCE},
+              &res) == WH_ERR_AUTH);
     CHECK(res.locked == STORE_LOCK_BY_HOLD);
     check_body(st, "k", g, "gov");
     check_body(st, "k", c, "comp");
     check_body(st, "k", h, "hold");
     /* A delete without a version id only adds a delete marker; the unlocked one goes. */
-    CHECK(store_object_delete_version(st, BKT, "k", NULL, &res) == WH_OK && res.delete_marker);
-    CHECK(store_object_delete_version(st, BKT, "k", f, NULL) == WH_OK);
-    CHECK(store_object_delete_locked(st, BKT, "k", g, STORE_BYPASS_GOVERNANCE, NULL) == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = BKT, .key = "k"}, &res) ==
+              WH_OK &&
+          res.delete_marker);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = BKT, .key = "k", .version_id = f},
+                              NULL) == WH_OK);
+    CHECK(store_object_delete(
+              st,
+              &(store_delete_args_t){
+                  .bucket = BKT, .key = "k", .version_id = g, .bypass = STORE_BYPASS_GOVERNANCE},
+              NULL) == WH_OK);
     /* Changing a lock: COMPLIANCE only longer, GOVERNANCE shorter with the bypass. */
     store_lock_set_t rq = {.set_retention = true,
                            .mode = STORE_LOCK_COMPLIANCE,
@@ -353,7 +384,9 @@ static void test_object_lock(void)
     CHECK(put_locked(st, "o", "new", STORE_LOCK_GOVERNANCE, later, false, NULL) == WH_OK);
     store_lock_set_t hold = {.set_hold = true, .hold = true, .now = now};
     CHECK(store_object_lock_set(st, BKT, "o", o, &hold, NULL) == WH_OK);
-    CHECK(store_object_delete_version(st, BKT, "o", o, NULL) == WH_ERR_AUTH);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = BKT, .key = "o", .version_id = o},
+                              NULL) == WH_ERR_AUTH);
     hold.hold = false;
     CHECK(store_object_lock_set(st, BKT, "o", o, &hold, NULL) == WH_OK);
     /* The current version: GOVERNANCE shortened with the bypass, then it may go. */
@@ -362,7 +395,9 @@ static void test_object_lock(void)
     CHECK(store_object_lock_set(st, BKT, "o", NULL, &gs, NULL) == WH_ERR_AUTH);
     gs.bypass = true;
     CHECK(store_object_lock_set(st, BKT, "o", NULL, &gs, NULL) == WH_OK);
-    CHECK(store_object_delete_version(st, BKT, "o", o, NULL) == WH_OK);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = BKT, .key = "o", .version_id = o},
+                              NULL) == WH_OK);
     /* No such version, a delete marker: NOT_FOUND. */
     CHECK(store_object_lock_set(st, BKT, "o", "0123456789abcdef0123456789abcdef", &hold, NULL) ==
           WH_ERR_NOT_FOUND);
@@ -373,7 +408,11 @@ static void test_object_lock(void)
     CHECK(put_locked(st, "n", "replacer", STORE_LOCK_NONE, 0, false, NULL) == WH_ERR_AUTH);
     check_body(st, "n", "null", "null one");
     /* Every lock passed over only to undo a write never acknowledged. */
-    CHECK(store_object_delete_locked(st, BKT, "n", "null", STORE_BYPASS_ALL, NULL) == WH_OK);
+    CHECK(store_object_delete(
+              st,
+              &(store_delete_args_t){
+                  .bucket = BKT, .key = "n", .version_id = "null", .bypass = STORE_BYPASS_ALL},
+              NULL) == WH_OK);
     /* Object lock only on a bucket whose versioning is Enabled, which then stays so. */
     CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "lkb2"}) == WH_OK);
     CHECK(store_bucket_attr_set(st, "lkb2", STORE_BATTR_OBJECT_LOCK, "x") == WH_ERR_NOT_FOUND);
