@@ -226,8 +226,9 @@ int srv_copy_src_open(srv_req_t *r, srv_out_t *o, const srv_copy_src_t *c, store
     const char *vid = c->version_id[0] ? c->version_id : NULL;
     /* A reader, not an fd: an object composed of its parts' files has no single fd, and a
      * cluster's bytes none at all. */
-    wh_status_t st = rd ? store_object_reader_version(srv_st(r), c->bucket, c->key, vid, m, rd)
-                        : store_object_open_version(srv_st(r), c->bucket, c->key, vid, m, NULL);
+    store_read_args_t ra = {.bucket = c->bucket, .key = c->key, .version_id = vid};
+    wh_status_t st = rd ? store_object_reader(srv_st(r), &ra, m, rd)
+                        : store_object_open(srv_st(r), &ra, m, NULL);
     /* Reading the source is s3:GetObject (of a version: s3:GetObjectVersion) on it, decided
      * before its bytes are read. */
     int ret = srv_authz_other(r, o, vid ? "s3:GetObjectVersion" : "s3:GetObject", c->bucket, c->key,

@@ -105,7 +105,10 @@ static bool rule_takes(lc_pass_t *p, const s3_lc_rule_t *r, const store_version_
         return false;
     store_obj_meta_t m;
     memset(&m, 0, sizeof m);
-    if (store_object_open_version(p->lc->st, p->bucket, e->key, e->version_id, &m, NULL) != WH_OK)
+    if (store_object_open(
+            p->lc->st,
+            &(store_read_args_t){.bucket = p->bucket, .key = e->key, .version_id = e->version_id},
+            &m, NULL) != WH_OK)
         return false; /* gone meanwhile, or unreadable: leave it */
     bool ok = s3_lc_rule_matches(r, e->key, kl, e->size, m.tags);
     store_obj_meta_free(&m);

@@ -101,7 +101,7 @@ wh_status_t store_object_copy_sse(store_t *st, const char *sbucket, const char *
                                   const store_obj_meta_t *replace_meta, store_copy_sse_t *sse,
                                   store_obj_meta_t *out_meta);
 
-/* A reader of an encrypted object (store_object_reader* open one when the row has sse set)
+/* A reader of an encrypted object (store_object_reader opens one when the row has sse set)
  * serves nothing (WH_ERR_AUTH) until its key is given; it has no fd and no delegated RDMA.
  * WH_ERR_INVALID when r is not such a reader. */
 wh_status_t store_reader_set_key(store_reader_t *r, const uint8_t key[STORE_SSE_KEY_LEN]);

@@ -325,12 +325,6 @@ wh_status_t store_reader_open_ref(store_t *st, const store_data_ref_t *ref, uint
     return st->data->ops->reader_open(st->data, ref, size, out);
 }
 
-wh_status_t store_object_reader(store_t *st, const char *bucket, const char *key,
-                                store_obj_meta_t *meta, store_reader_t **out)
-{
-    return store_object_reader_version(st, bucket, key, NULL, meta, out);
-}
-
 /* A delete marker as the answer of a read: NOT_FOUND, meta saying which marker. */
 static wh_status_t store_dm_answer(store_obj_meta_t *m, store_obj_meta_t *meta)
 {
@@ -344,10 +338,10 @@ static wh_status_t store_dm_answer(store_obj_meta_t *m, store_obj_meta_t *meta)
     return WH_ERR_NOT_FOUND;
 }
 
-wh_status_t store_object_reader_version(store_t *st, const char *bucket, const char *key,
-                                        const char *version_id, store_obj_meta_t *meta,
-                                        store_reader_t **out)
+wh_status_t store_object_reader(store_t *st, const store_read_args_t *a, store_obj_meta_t *meta,
+                                store_reader_t **out)
 {
+    const char *bucket = a->bucket, *key = a->key;
     size_t klen = strlen(key);
     if (meta)
         memset(meta, 0, sizeof *meta);
@@ -358,7 +352,8 @@ wh_status_t store_object_reader_version(store_t *st, const char *bucket, const c
      * a lookup that read the old row just before may find them gone. The row has then
      * changed, so look again (twice is plenty; a third miss is real damage). */
     for (int attempt = 0;; attempt++) {
-        wh_status_t s = meta_object_get_version(st->meta, bucket, key, klen, version_id, &m, &ref);
+        wh_status_t s =
+            meta_object_get_version(st->meta, bucket, key, klen, a->version_id, &m, &ref);
         if (s != WH_OK)
             return s;
         if (m.delete_marker) {
@@ -461,19 +456,13 @@ void store_reader_close(store_reader_t *r)
 
 /* ---- objects ---- */
 
-wh_status_t store_object_open(store_t *st, const char *bucket, const char *key,
-                              store_obj_meta_t *meta, int *fd)
-{
-    return store_object_open_version(st, bucket, key, NULL, meta, fd);
-}
-
-wh_status_t store_object_open_version(store_t *st, const char *bucket, const char *key,
-                                      const char *version_id, store_obj_meta_t *meta, int *fd)
+wh_status_t store_object_open(store_t *st, const store_read_args_t *a, store_obj_meta_t *meta,
+                              int *fd)
 {
     if (!fd) {
         store_obj_meta_t m;
-        wh_status_t s =
-            meta_object_get_version(st->meta, bucket, key, strlen(key), version_id, &m, NULL);
+        wh_status_t s = meta_object_get_version(st->meta, a->bucket, a->key, strlen(a->key),
+                                                a->version_id, &m, NULL);
         if (s != WH_OK)
             return s;
         if (m.delete_marker)
@@ -486,7 +475,7 @@ wh_status_t store_object_open_version(store_t *st, const char *bucket, const cha
     }
     store_reader_t *r = NULL;
     store_obj_meta_t m;
-    wh_status_t s = store_object_reader_version(st, bucket, key, version_id, &m, &r);
+    wh_status_t s = store_object_reader(st, a, &m, &r);
     if (s != WH_OK) {
         if (meta)
             *meta = m; /* a delete marker says so */
@@ -592,7 +581,8 @@ wh_status_t store_object_copy_sse(store_t *st, const char *sbucket, const char *
         wh_warn("store", "rejecting invalid destination key (%zu bytes)", dklen);
         return WH_ERR_INVALID;
     }
-    wh_status_t s = store_object_reader_version(st, sbucket, skey, sversion, &src, &r);
+    wh_status_t s = store_object_reader(
+        st, &(store_read_args_t){.bucket = sbucket, .key = skey, .version_id = sversion}, &src, &r);
     if (s != WH_OK)
         return s;
     const char *dst_sse = sse ? sse->dst_sse : NULL;

@@ -164,9 +164,20 @@ wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const wh
                                   uint64_t size, store_rdma_result_t *res);
 
 /* ---- GET/HEAD ---- */
-/* *meta filled on WH_OK (free with store_obj_meta_free); NOT_FOUND as store_object_open. */
-wh_status_t store_object_reader(store_t *st, const char *bucket, const char *key,
-                                store_obj_meta_t *meta, store_reader_t **out);
+/* What store_object_open and store_object_reader read. Strings are borrowed for the call.
+ * bucket and key set, the rest zero: the current version. */
+typedef struct store_read_args {
+    const char *bucket;
+    const char *key;
+    /* NULL: the current version. Else that version; when it is a delete marker the answer is
+     * WH_ERR_NOT_FOUND with meta->delete_marker set and meta->version_id naming it (the rest
+     * of meta zero); a missing version is NOT_FOUND with delete_marker false. */
+    const char *version_id;
+} store_read_args_t;
+/* A reader of the version a names. *meta filled on WH_OK (free with store_obj_meta_free);
+ * NOT_FOUND as store_object_open. */
+wh_status_t store_object_reader(store_t *st, const store_read_args_t *a, store_obj_meta_t *meta,
+                                store_reader_t **out);
 uint64_t store_reader_size(const store_reader_t *r);
 /* The local file, owned by the reader; -1 when the bytes are not local. */
 int store_reader_fd(const store_reader_t *r);
@@ -192,15 +203,15 @@ wh_status_t store_reader_prepare(store_reader_t *r, uint64_t off, uint64_t len, 
                                  size_t msglen);
 void store_reader_close(store_reader_t *r); /* NULL-safe */
 
-/* Opens the object's current version. *fd is owned by the caller (close it); it keeps that
+/* Opens the version a names. *fd is owned by the caller (close it); it keeps that
  * version readable even if the key is overwritten or deleted meanwhile. Pass fd NULL for HEAD.
  * An object composed of several files (a completed multipart upload) has no one fd: it
  * answers WH_ERR_UNSUPPORTED too; use store_object_reader and store_reader_extent.
  * *meta is filled on WH_OK only (free with store_obj_meta_free). WH_ERR_NOT_FOUND covers a
  * missing key and a missing bucket alike: call store_bucket_exists to tell them apart.
  * WH_ERR_UNSUPPORTED when the bytes are not local: use store_object_reader. */
-wh_status_t store_object_open(store_t *st, const char *bucket, const char *key,
-                              store_obj_meta_t *meta, int *fd);
+wh_status_t store_object_open(store_t *st, const store_read_args_t *a, store_obj_meta_t *meta,
+                              int *fd);
 /* What store_object_delete removes. Strings and cond are borrowed for the call. bucket and key
  * set, the rest zero: S3's DELETE of the key, no lock passed over, no condition. */
 typedef struct store_delete_args {
@@ -229,15 +240,6 @@ wh_status_t store_bucket_versioning_get(store_t *st, const char *bucket,
 /* ENABLED or SUSPENDED only (WH_ERR_INVALID otherwise). NOT_FOUND: bucket. PRECONDITION:
  * SUSPENDED on a bucket with object lock. */
 wh_status_t store_bucket_versioning_set(store_t *st, const char *bucket, store_versioning_t v);
-/* As store_object_open / store_object_reader, of one version (version_id NULL: the current).
- * When that version is a delete marker the answer is WH_ERR_NOT_FOUND with meta->delete_marker
- * set and meta->version_id naming it (the rest of meta zero); a missing version is NOT_FOUND
- * with delete_marker false. */
-wh_status_t store_object_open_version(store_t *st, const char *bucket, const char *key,
-                                      const char *version_id, store_obj_meta_t *meta, int *fd);
-wh_status_t store_object_reader_version(store_t *st, const char *bucket, const char *key,
-                                        const char *version_id, store_obj_meta_t *meta,
-                                        store_reader_t **out);
 /* Changes one version's retention and legal hold (meta.h, object_lock_set). */
 wh_status_t store_object_lock_set(store_t *st, const char *bucket, const char *key,
                                   const char *version_id, const store_lock_set_t *req,

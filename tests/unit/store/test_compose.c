@@ -91,10 +91,12 @@ static void test_read_across_extents(void)
 
     /* No single fd; a reader reads it whole and across each boundary. */
     int fd = -1;
-    CHECK(store_object_open(st, "cmp", "k", &om, &fd) == WH_ERR_UNSUPPORTED);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "cmp", .key = "k"}, &om, &fd) ==
+          WH_ERR_UNSUPPORTED);
     CHECK(fd == -1);
     store_reader_t *r = NULL;
-    CHECK(store_object_reader(st, "cmp", "k", &om, &r) == WH_OK);
+    CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "cmp", .key = "k"}, &om, &r) ==
+          WH_OK);
     store_obj_meta_free(&om);
     if (!r)
         goto out;
@@ -160,7 +162,8 @@ static void test_one_part_takes_the_file(void)
     CHECK_EQ_U64(th_count_files(dir, "objects"), 1);
     /* One file: an fd as for any PUT. */
     int fd = -1;
-    CHECK(store_object_open(st, "cmp", "one", &om, &fd) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "cmp", .key = "one"}, &om, &fd) ==
+          WH_OK);
     store_obj_meta_free(&om);
     size_t n = 0;
     char *got = fd >= 0 ? th_read_fd(fd, &n) : NULL;
@@ -213,7 +216,8 @@ static void test_copy_and_overwrite(void)
     /* A copy is one new file with the same bytes, etag and checksum. */
     store_obj_meta_t cm, sm;
     CHECK(store_object_copy(st, "cmp", "k", "cmp", "copy", NULL, &cm) == WH_OK);
-    CHECK(store_object_open(st, "cmp", "k", &sm, NULL) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "cmp", .key = "k"}, &sm, NULL) ==
+          WH_OK);
     CHECK_STR(cm.etag, sm.etag);
     CHECK_STR(cm.crc64nvme, sm.crc64nvme);
     store_obj_meta_free(&cm);
@@ -222,7 +226,8 @@ static void test_copy_and_overwrite(void)
     size_t n = 0;
     wh_status_t s;
     int fd = -1;
-    CHECK(store_object_open(st, "cmp", "copy", &cm, &fd) == WH_OK); /* one file: an fd */
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "cmp", .key = "copy"}, &cm, &fd) ==
+          WH_OK); /* one file: an fd */
     store_obj_meta_free(&cm);
     char *got = fd >= 0 ? th_read_fd(fd, &n) : NULL;
     CHECK(got && n == TOTAL3 && memcmp(got, whole, n) == 0);
@@ -259,7 +264,9 @@ static void test_versions_keep_extents(void)
           WH_OK);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 4);
     store_reader_t *r = NULL;
-    CHECK(store_object_reader_version(st, "cmp", "v", vid, &om, &r) == WH_OK);
+    CHECK(store_object_reader(st,
+                              &(store_read_args_t){.bucket = "cmp", .key = "v", .version_id = vid},
+                              &om, &r) == WH_OK);
     store_obj_meta_free(&om);
     char *buf = malloc(TOTAL3);
     CHECK(r && store_reader_pread(r, buf, TOTAL3, 0) == WH_OK && memcmp(buf, whole, TOTAL3) == 0);

@@ -215,7 +215,8 @@ static void test_complete_conditions(void)
               &m, &bad) == WH_ERR_PRECONDITION &&
           c.failed);
     store_obj_meta_t om;
-    CHECK(store_object_open(st, "bkt", "mp", &om, NULL) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "bkt", .key = "mp"}, &om, NULL) ==
+          WH_OK);
     c = (store_cond_t){.kind = STORE_COND_MATCH};
     snprintf(c.etag, sizeof c.etag, "%s", om.etag);
     store_obj_meta_free(&om);
@@ -280,7 +281,8 @@ static void test_delete_conditions(void)
     CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "k", .cond = &c},
                               NULL) == WH_OK &&
           !c.failed);
-    CHECK(store_object_open(st, "bkt", "k", NULL, NULL) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "bkt", .key = "k"}, NULL, NULL) ==
+          WH_ERR_NOT_FOUND);
     /* Versioned: the condition is the named version's; a delete marker is no object. */
     CHECK(store_bucket_versioning_set(st, "bkt", STORE_VERSIONING_ENABLED) == WH_OK);
     store_obj_meta_t v1, v2;
@@ -318,7 +320,9 @@ static void test_delete_conditions(void)
               &res) == WH_OK);
     CHECK(strcmp(res.version_id, v1.version_id) == 0);
     store_obj_meta_t g;
-    CHECK(store_object_open_version(st, "bkt", "v", v2.version_id, &g, NULL) == WH_OK);
+    CHECK(store_object_open(
+              st, &(store_read_args_t){.bucket = "bkt", .key = "v", .version_id = v2.version_id},
+              &g, NULL) == WH_OK);
     store_obj_meta_free(&g);
     store_obj_meta_free(&v1);
     store_obj_meta_free(&v2);

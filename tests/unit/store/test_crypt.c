@@ -75,7 +75,8 @@ static wh_status_t read_range(store_t *st, const char *key, const uint8_t *dkey,
 {
     store_obj_meta_t m;
     store_reader_t *r = NULL;
-    wh_status_t s = store_object_reader(st, "bkt", key, &m, &r);
+    wh_status_t s =
+        store_object_reader(st, &(store_read_args_t){.bucket = "bkt", .key = key}, &m, &r);
     if (s != WH_OK)
         return s;
     CHECK(store_reader_fd(r) < 0); /* never the stored bytes by sendfile */
@@ -302,7 +303,8 @@ static void test_versions(void)
           WH_OK); /* promotes it */
     CHECK(read_range(st, "v", dk, 0, sizeof p, q) == WH_OK && memcmp(p, q, sizeof p) == 0);
     store_reader_t *r = NULL;
-    CHECK(store_object_reader(st, "bkt", "v", &m, &r) == WH_OK);
+    CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "bkt", .key = "v"}, &m, &r) ==
+          WH_OK);
     CHECK(m.sse && strcmp(m.sse, sse) == 0 && store_reader_encrypted(r));
     store_reader_close(r);
     store_obj_meta_free(&m);

@@ -325,7 +325,8 @@ static void test_remote_style_table(void)
     /* GET without an fd: pread, and delegated RDMA answered by the table. */
     store_reader_t *r = NULL;
     store_obj_meta_t rm;
-    CHECK(store_object_reader(st, "remote", "obj", &rm, &r) == WH_OK);
+    CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "remote", .key = "obj"}, &rm,
+                              &r) == WH_OK);
     if (r) {
         CHECK(store_reader_fd(r) == -1);
         char got[3500];
@@ -342,7 +343,8 @@ static void test_remote_style_table(void)
         store_obj_meta_free(&rm);
     }
     int fd = -1;
-    CHECK(store_object_open(st, "remote", "obj", &rm, &fd) == WH_ERR_UNSUPPORTED);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "remote", .key = "obj"}, &rm, &fd) ==
+          WH_ERR_UNSUPPORTED);
 
     /* Overwrite: the old chunks are released after the commit. */
     CHECK(th_put(st, "remote", "obj", "short", 5, NULL) == WH_OK);
@@ -434,7 +436,8 @@ static void test_remote_style_table(void)
     CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "remote", .key = "mp"}, NULL) ==
           WH_OK);
     CHECK_EQ_U64(live_chunks(mem), 1 + 1); /* "obj" and "rdma" */
-    CHECK(store_object_reader(st, "remote", "mp", &rm, &r) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "remote", .key = "mp"}, &rm, &r) ==
+          WH_ERR_NOT_FOUND);
     store_close(st);
     th_rmdir(dir);
 }

@@ -158,7 +158,8 @@ static void test_put_get(void)
     CHECK(m.mtime > 0);
 
     store_obj_meta_t hm;
-    CHECK(store_object_open(st, "data", "dir/file.bin", &hm, NULL) == WH_OK); /* HEAD */
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "data", .key = "dir/file.bin"}, &hm,
+                            NULL) == WH_OK); /* HEAD */
     CHECK_STR(hm.etag, hex);
     CHECK_EQ_U64(hm.size, n);
     CHECK_STR(hm.content_type, "application/octet-stream");
@@ -174,8 +175,10 @@ static void test_put_get(void)
     free(got);
 
     /* Missing key, missing bucket. */
-    CHECK(store_object_open(st, "data", "nope", &hm, NULL) == WH_ERR_NOT_FOUND);
-    CHECK(store_object_open(st, "nobucket", "dir/file.bin", &hm, NULL) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "data", .key = "nope"}, &hm, NULL) ==
+          WH_ERR_NOT_FOUND);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "nobucket", .key = "dir/file.bin"},
+                            &hm, NULL) == WH_ERR_NOT_FOUND);
 
     /* Writer digests are readable before commit, and a set crc32c/user meta is kept. */
     store_writer_t *w = NULL;
@@ -195,7 +198,8 @@ static void test_put_get(void)
     um.user_meta_json = "{\"x-amz-meta-a\":\"b\"}";
     wh_crc32c_b64(wh_crc32c(0, "hello", 5), um.crc32c);
     CHECK(store_writer_commit(w, "data", "hello.txt", &um) == WH_OK);
-    CHECK(store_object_open(st, "data", "hello.txt", &hm, NULL) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "data", .key = "hello.txt"}, &hm,
+                            NULL) == WH_OK);
     CHECK_STR(hm.content_type, "text/plain");
     CHECK_STR(hm.user_meta_json ? hm.user_meta_json : "", "{\"x-amz-meta-a\":\"b\"}");
     CHECK_STR(hm.crc32c, um.crc32c);
@@ -208,7 +212,8 @@ static void test_put_get(void)
     memset(&um, 0, sizeof um);
     um.size = 4;
     CHECK(store_writer_commit(w, "data", "short", &um) == WH_ERR_INVALID);
-    CHECK(store_object_open(st, "data", "short", &hm, NULL) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "data", .key = "short"}, &hm,
+                            NULL) == WH_ERR_NOT_FOUND);
 
     /* Empty object. */
     CHECK(th_put(st, "data", "empty", "", 0, &m) == WH_OK);
@@ -270,7 +275,8 @@ static void test_overwrite_open_fd(void)
     CHECK(th_put(st, "data", "k", "version-one", 11, NULL) == WH_OK);
     store_obj_meta_t m;
     int fd = -1;
-    CHECK(store_object_open(st, "data", "k", &m, &fd) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "data", .key = "k"}, &m, &fd) ==
+          WH_OK);
     CHECK(th_put(st, "data", "k", "version-two!", 12, NULL) == WH_OK);
     /* The held fd still reads the old version; a new open sees the new one. */
     size_t n = 0;
@@ -287,7 +293,8 @@ static void test_overwrite_open_fd(void)
     CHECK_EQ_U64(th_count_files(dir, "objects"), 1);
 
     /* Delete while open: still readable through the fd, gone for new opens. */
-    CHECK(store_object_open(st, "data", "k", &m, &fd) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "data", .key = "k"}, &m, &fd) ==
+          WH_OK);
     CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "data", .key = "k"}, NULL) ==
           WH_OK);
     CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "data", .key = "k"}, NULL) ==
@@ -299,7 +306,8 @@ static void test_overwrite_open_fd(void)
     free(old);
     close(fd);
     store_obj_meta_free(&m);
-    CHECK(store_object_open(st, "data", "k", &m, NULL) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "data", .key = "k"}, &m, NULL) ==
+          WH_ERR_NOT_FOUND);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 0);
     store_close(st);
     th_rmdir(dir);
@@ -401,7 +409,8 @@ static void test_copy(void)
     CHECK(s == WH_OK && gn == n && memcmp(got, buf, n) == 0);
     free(got);
     store_obj_meta_t hm;
-    CHECK(store_object_open(st, "dst", "copy", &hm, NULL) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "dst", .key = "copy"}, &hm, NULL) ==
+          WH_OK);
     CHECK_STR(hm.crc64nvme, m.crc64nvme);
     store_obj_meta_free(&hm);
 
@@ -411,7 +420,8 @@ static void test_copy(void)
     snprintf(rm.content_type, sizeof rm.content_type, "text/csv");
     CHECK(store_object_copy(st, "src", "orig", "src", "orig", &rm, &out) == WH_OK);
     store_obj_meta_free(&out);
-    CHECK(store_object_open(st, "src", "orig", &hm, NULL) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "src", .key = "orig"}, &hm, NULL) ==
+          WH_OK);
     CHECK_STR(hm.content_type, "text/csv");
     CHECK(hm.user_meta_json == NULL);
     CHECK_EQ_U64(hm.size, n);
@@ -550,7 +560,8 @@ static void *conc_main(void *p)
         store_obj_meta_t sm;
         int sfd = -1;
         got = NULL;
-        s = store_object_open(a->st, "conc", "shared", &sm, &sfd);
+        s = store_object_open(a->st, &(store_read_args_t){.bucket = "conc", .key = "shared"}, &sm,
+                              &sfd);
         if (s == WH_OK) {
             got = th_read_fd(sfd, &gn);
             close(sfd);
@@ -622,7 +633,8 @@ static void test_reader_api(void)
     CHECK(th_put(st, "data", "k", "0123456789abcdef", 16, NULL) == WH_OK);
     store_obj_meta_t m;
     store_reader_t *r = NULL;
-    CHECK(store_object_reader(st, "data", "k", &m, &r) == WH_OK);
+    CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "data", .key = "k"}, &m, &r) ==
+          WH_OK);
     if (!r)
         return;
     CHECK_EQ_U64(m.size, 16);
@@ -639,7 +651,8 @@ static void test_reader_api(void)
     CHECK(store_reader_pread(r, buf, 4, 0) == WH_OK && memcmp(buf, "0123", 4) == 0);
     store_reader_close(r);
     store_obj_meta_free(&m);
-    CHECK(store_object_reader(st, "data", "nokey", &m, &r) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "data", .key = "nokey"}, &m, &r) ==
+          WH_ERR_NOT_FOUND);
 
     store_writer_t *w = NULL;
     CHECK(store_writer_open(st, &w) == WH_OK);
@@ -754,7 +767,8 @@ static void test_digest_etag(void)
         CHECK_STR(m.crc64nvme, b64);
         store_reader_t *r = NULL;
         store_obj_meta_t rm;
-        CHECK(store_object_reader(st, "data", key, &rm, &r) == WH_OK);
+        CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "data", .key = key}, &rm,
+                                  &r) == WH_OK);
         uint8_t *back = malloc(len);
         CHECK(r && store_reader_pread(r, back, len, 0) == WH_OK);
         CHECK(memcmp(back, buf, len) == 0);

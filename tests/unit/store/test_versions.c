@@ -14,7 +14,8 @@ static char *get_version(store_t *st, const char *key, const char *vid, wh_statu
 {
     store_obj_meta_t m;
     store_reader_t *r = NULL;
-    *s = store_object_reader_version(st, BKT, key, vid, &m, &r);
+    *s = store_object_reader(st, &(store_read_args_t){.bucket = BKT, .key = key, .version_id = vid},
+                             &m, &r);
     if (mo)
         *mo = m;
     if (*s != WH_OK)
@@ -86,7 +87,8 @@ static void test_states_and_versions(void)
     CHECK(get_version(st, "k", NULL, &s, &m) == NULL && s == WH_ERR_NOT_FOUND);
     CHECK(m.delete_marker);
     CHECK_STR(m.version_id, dm);
-    CHECK(store_object_open_version(st, BKT, "k", dm, &m, NULL) == WH_ERR_NOT_FOUND &&
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "k", .version_id = dm},
+                            &m, NULL) == WH_ERR_NOT_FOUND &&
           m.delete_marker);
     check_body(st, "k", v1, "one");
     CHECK(th_count_files(dir, "objects") == files0 + 2);
@@ -151,14 +153,18 @@ static void test_tags_and_parts(void)
     CHECK(store_object_tags_set(st, BKT, "t", v1, "old=1") == WH_OK);
     CHECK(store_object_tags_set(st, BKT, "t", NULL, "cur=2") == WH_OK);
     store_obj_meta_t m;
-    CHECK(store_object_open_version(st, BKT, "t", v1, &m, NULL) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "t", .version_id = v1},
+                            &m, NULL) == WH_OK);
     CHECK_STR(m.tags, "old=1");
     store_obj_meta_free(&m);
-    CHECK(store_object_open_version(st, BKT, "t", v2, &m, NULL) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "t", .version_id = v2},
+                            &m, NULL) == WH_OK);
     CHECK_STR(m.tags, "cur=2");
     store_obj_meta_free(&m);
     CHECK(store_object_tags_set(st, BKT, "t", v1, NULL) == WH_OK);
-    CHECK(store_object_open_version(st, BKT, "t", v1, &m, NULL) == WH_OK && !m.tags);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "t", .version_id = v1},
+                            &m, NULL) == WH_OK &&
+          !m.tags);
     store_obj_meta_free(&m);
     CHECK(store_object_tags_set(st, BKT, "t", "0123456789abcdef0123456789abcdef", "x=1") ==
           WH_ERR_NOT_FOUND);
@@ -182,7 +188,8 @@ static void test_tags_and_parts(void)
                              &m, &bad) == WH_OK);
     CHECK(store_version_id_valid(m.version_id) && strcmp(m.version_id, "null") != 0);
     store_obj_meta_free(&m);
-    CHECK(store_object_open_version(st, BKT, "mp", NULL, &m, NULL) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "mp"}, &m, NULL) ==
+          WH_OK);
     CHECK_STR(m.part_sizes, "5242880,7");
     store_obj_meta_free(&m);
     store_close(st);
@@ -318,10 +325,12 @@ static void test_object_lock(void)
     CHECK(put_locked(st, "k", "free", STORE_LOCK_NONE, 0, false, f) == WH_OK);
     /* The lock comes back on reads, of older versions too. */
     store_obj_meta_t m;
-    CHECK(store_object_open_version(st, BKT, "k", c, &m, NULL) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "k", .version_id = c},
+                            &m, NULL) == WH_OK);
     CHECK(m.lock_mode == STORE_LOCK_COMPLIANCE && m.lock_until == later && !m.legal_hold);
     store_obj_meta_free(&m);
-    CHECK(store_object_open_version(st, BKT, "k", h, &m, NULL) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "k", .version_id = h},
+                            &m, NULL) == WH_OK);
     CHECK(m.lock_mode == STORE_LOCK_NONE && m.legal_hold);
     store_obj_meta_free(&m);
     /* Deletes of a locked version are refused in their transaction, and say why. */
