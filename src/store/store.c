@@ -529,23 +529,6 @@ wh_status_t store_object_delete(store_t *st, const store_delete_args_t *a, store
     return store_run_freeing(st, store_object_delete_fn, &d);
 }
 
-wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey,
-                              const char *dbucket, const char *dkey,
-                              const store_obj_meta_t *replace_meta, store_obj_meta_t *out_meta)
-{
-    return store_object_copy_version(st, sbucket, skey, NULL, dbucket, dkey, replace_meta,
-                                     out_meta);
-}
-
-wh_status_t store_object_copy_version(store_t *st, const char *sbucket, const char *skey,
-                                      const char *sversion, const char *dbucket, const char *dkey,
-                                      const store_obj_meta_t *replace_meta,
-                                      store_obj_meta_t *out_meta)
-{
-    return store_object_copy_sse(st, sbucket, skey, sversion, dbucket, dkey, replace_meta, NULL,
-                                 out_meta);
-}
-
 /* Decrypted source bytes into an (encrypting) writer, 1 MiB at a time. */
 static wh_status_t copy_through(store_reader_t *r, store_writer_t *w, uint64_t size)
 {
@@ -565,11 +548,11 @@ static wh_status_t copy_through(store_reader_t *r, store_writer_t *w, uint64_t s
     return s;
 }
 
-wh_status_t store_object_copy_sse(store_t *st, const char *sbucket, const char *skey,
-                                  const char *sversion, const char *dbucket, const char *dkey,
-                                  const store_obj_meta_t *replace_meta, store_copy_sse_t *sse,
-                                  store_obj_meta_t *out_meta)
+wh_status_t store_object_copy(store_t *st, const store_copy_args_t *a, store_obj_meta_t *out_meta)
 {
+    const char *sbucket = a->src_bucket, *dbucket = a->dst_bucket, *dkey = a->dst_key;
+    const store_obj_meta_t *replace_meta = a->replace_meta;
+    store_copy_sse_t *sse = a->sse;
     store_obj_meta_t src;
     store_reader_t *r = NULL;
     store_writer_t *w = NULL;
@@ -582,7 +565,9 @@ wh_status_t store_object_copy_sse(store_t *st, const char *sbucket, const char *
         return WH_ERR_INVALID;
     }
     wh_status_t s = store_object_reader(
-        st, &(store_read_args_t){.bucket = sbucket, .key = skey, .version_id = sversion}, &src, &r);
+        st,
+        &(store_read_args_t){.bucket = sbucket, .key = a->src_key, .version_id = a->src_version},
+        &src, &r);
     if (s != WH_OK)
         return s;
     const char *dst_sse = sse ? sse->dst_sse : NULL;

@@ -244,11 +244,6 @@ wh_status_t store_bucket_versioning_set(store_t *st, const char *bucket, store_v
 wh_status_t store_object_lock_set(store_t *st, const char *bucket, const char *key,
                                   const char *version_id, const store_lock_set_t *req,
                                   store_obj_meta_t *out);
-/* store_object_copy from one version of the source (NULL: the current). */
-wh_status_t store_object_copy_version(store_t *st, const char *sbucket, const char *skey,
-                                      const char *sversion, const char *dbucket, const char *dkey,
-                                      const store_obj_meta_t *replace_meta,
-                                      store_obj_meta_t *out_meta);
 /* Sets (tags non-NULL) or removes the tag set of one version (NULL: the current). NOT_FOUND:
  * no such key or version, or a delete marker. */
 wh_status_t store_object_tags_set(store_t *st, const char *bucket, const char *key,
@@ -258,12 +253,29 @@ wh_status_t store_version_list(store_t *st, const char *bucket, const store_vers
                                store_version_result_t *out);
 /* Sets the ACL of the current object (NULL: the default). WH_ERR_NOT_FOUND: no such key. */
 wh_status_t store_object_set_acl(store_t *st, const char *bucket, const char *key, const char *acl);
-/* Server-side copy (new file, same bytes). meta: NULL = copy metadata (the source's owner, and
- * the default ACL: S3 never copies an ACL); else replace it, owner, acl and the lock
- * (lock_mode, lock_until, legal_hold) included. The source's lock is never copied. */
-wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey,
-                              const char *dbucket, const char *dkey,
-                              const store_obj_meta_t *replace_meta, store_obj_meta_t *out_meta);
+/* What store_object_copy copies, and where. Strings, replace_meta and sse are borrowed for the
+ * call. The four names set, the rest zero: the current version, its metadata, plain to plain. */
+struct store_copy_sse;
+typedef struct store_copy_args {
+    const char *src_bucket;
+    const char *src_key;
+    const char *src_version; /* NULL: the current version */
+    const char *dst_bucket;
+    const char *dst_key;
+    /* NULL: copy the metadata (the source's owner, and the default ACL: S3 never copies an
+     * ACL); else replace it, owner, acl and the lock (lock_mode, lock_until, legal_hold)
+     * included. The source's lock is never copied. */
+    const store_obj_meta_t *replace_meta;
+    /* NULL: plain to plain. Else (store/crypt.h, store_copy_sse_t) the keys to decrypt the
+     * source and encrypt the copy with, and out, what was copied. */
+    struct store_copy_sse *sse;
+} store_copy_args_t;
+/* Server-side copy (new bytes, the same content). A copy that decrypts or encrypts moves the
+ * plaintext through the writer: the copy keeps the source's ETag (checked against the bytes
+ * read when it is a plain MD5) but not its part boundaries. WH_ERR_AUTH: the source is
+ * encrypted and no key was given; WH_ERR_INVALID: a bad destination key. out_meta (NULL: not
+ * wanted) is the copy's row, free with store_obj_meta_free. */
+wh_status_t store_object_copy(store_t *st, const store_copy_args_t *a, store_obj_meta_t *out_meta);
 
 /* ---- LIST ---- */
 wh_status_t store_object_list(store_t *st, const char *bucket, const store_list_params_t *p,

@@ -215,7 +215,11 @@ static void test_copy_and_overwrite(void)
     store_obj_meta_free(&om);
     /* A copy is one new file with the same bytes, etag and checksum. */
     store_obj_meta_t cm, sm;
-    CHECK(store_object_copy(st, "cmp", "k", "cmp", "copy", NULL, &cm) == WH_OK);
+    CHECK(store_object_copy(
+              st,
+              &(store_copy_args_t){
+                  .src_bucket = "cmp", .src_key = "k", .dst_bucket = "cmp", .dst_key = "copy"},
+              &cm) == WH_OK);
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = "cmp", .key = "k"}, &sm, NULL) ==
           WH_OK);
     CHECK_STR(cm.etag, sm.etag);

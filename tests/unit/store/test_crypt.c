@@ -216,17 +216,32 @@ static void test_copy_and_multipart(void)
     /* Without the source's key the copy is refused and nothing is made. */
     store_obj_meta_t om;
     memset(&om, 0, sizeof om);
-    CHECK(store_object_copy_sse(st, "bkt", "src", NULL, "bkt", "x", NULL, NULL, &om) ==
-          WH_ERR_AUTH);
+    CHECK(store_object_copy(
+              st,
+              &(store_copy_args_t){
+                  .src_bucket = "bkt", .src_key = "src", .dst_bucket = "bkt", .dst_key = "x"},
+              &om) == WH_ERR_AUTH);
     CHECK(read_range(st, "x", NULL, 0, 1, q) == WH_ERR_NOT_FOUND);
     /* Encrypted -> encrypted under another key; encrypted -> plain. */
     store_copy_sse_t cs = {.src_key = key_cb, .arg = dk, .dst_sse = sse2, .dst_key = dk2};
-    CHECK(store_object_copy_sse(st, "bkt", "src", NULL, "bkt", "c2", NULL, &cs, &om) == WH_OK);
+    CHECK(store_object_copy(st,
+                            &(store_copy_args_t){.src_bucket = "bkt",
+                                                 .src_key = "src",
+                                                 .dst_bucket = "bkt",
+                                                 .dst_key = "c2",
+                                                 .sse = &cs},
+                            &om) == WH_OK);
     CHECK(om.sse && strcmp(om.sse, sse2) == 0);
     store_obj_meta_free(&om);
     CHECK(read_range(st, "c2", dk2, 0, n, q) == WH_OK && memcmp(q, p, n) == 0);
     store_copy_sse_t cp = {.src_key = key_cb, .arg = dk};
-    CHECK(store_object_copy_sse(st, "bkt", "src", NULL, "bkt", "plain", NULL, &cp, &om) == WH_OK);
+    CHECK(store_object_copy(st,
+                            &(store_copy_args_t){.src_bucket = "bkt",
+                                                 .src_key = "src",
+                                                 .dst_bucket = "bkt",
+                                                 .dst_key = "plain",
+                                                 .sse = &cp},
+                            &om) == WH_OK);
     CHECK(om.sse == NULL);
     store_obj_meta_free(&om);
     size_t gn = 0;

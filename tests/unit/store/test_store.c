@@ -397,7 +397,11 @@ static void test_copy(void)
     CHECK(store_writer_commit(w, "src", "orig", &m) == WH_OK);
 
     store_obj_meta_t out;
-    CHECK(store_object_copy(st, "src", "orig", "dst", "copy", NULL, &out) == WH_OK);
+    CHECK(store_object_copy(
+              st,
+              &(store_copy_args_t){
+                  .src_bucket = "src", .src_key = "orig", .dst_bucket = "dst", .dst_key = "copy"},
+              &out) == WH_OK);
     CHECK_STR(out.etag, m.etag);
     CHECK_EQ_U64(out.size, n);
     CHECK_STR(out.content_type, "image/png");
@@ -418,7 +422,13 @@ static void test_copy(void)
     store_obj_meta_t rm;
     memset(&rm, 0, sizeof rm);
     snprintf(rm.content_type, sizeof rm.content_type, "text/csv");
-    CHECK(store_object_copy(st, "src", "orig", "src", "orig", &rm, &out) == WH_OK);
+    CHECK(store_object_copy(st,
+                            &(store_copy_args_t){.src_bucket = "src",
+                                                 .src_key = "orig",
+                                                 .dst_bucket = "src",
+                                                 .dst_key = "orig",
+                                                 .replace_meta = &rm},
+                            &out) == WH_OK);
     store_obj_meta_free(&out);
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = "src", .key = "orig"}, &hm, NULL) ==
           WH_OK);
@@ -436,9 +446,22 @@ static void test_copy(void)
     got = th_get(st, "dst", "copy", &gn, &s);
     CHECK(s == WH_OK && gn == n && memcmp(got, buf, n) == 0);
     free(got);
-    CHECK(store_object_copy(st, "src", "orig", "dst", "x", NULL, &out) == WH_ERR_NOT_FOUND);
-    CHECK(store_object_copy(st, "dst", "copy", "nobucket", "x", NULL, &out) == WH_ERR_NOT_FOUND);
-    CHECK(store_object_copy(st, "dst", "copy", "dst", "bad\xff", NULL, &out) == WH_ERR_INVALID);
+    CHECK(store_object_copy(
+              st,
+              &(store_copy_args_t){
+                  .src_bucket = "src", .src_key = "orig", .dst_bucket = "dst", .dst_key = "x"},
+              &out) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_copy(
+              st,
+              &(store_copy_args_t){
+                  .src_bucket = "dst", .src_key = "copy", .dst_bucket = "nobucket", .dst_key = "x"},
+              &out) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_copy(st,
+                            &(store_copy_args_t){.src_bucket = "dst",
+                                                 .src_key = "copy",
+                                                 .dst_bucket = "dst",
+                                                 .dst_key = "bad\xff"},
+                            &out) == WH_ERR_INVALID);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 1);
     CHECK_EQ_U64(th_count_files(dir, "tmp"), 0);
     free(buf);
