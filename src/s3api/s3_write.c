@@ -101,7 +101,8 @@ int srv_put_commit(srv_req_t *r, srv_out_t *o, bool part, const s3_sums_t *want,
         if (c64)
             snprintf(m.crc64nvme, sizeof m.crc64nvme, "%s", c64);
         srv_sums_to_meta(&m, want);
-        st = store_writer_commit_cond(r->w, srv_b(r), srv_k(r), &m, &cond);
+        st = store_writer_commit(
+            r->w, &(store_commit_args_t){.bucket = srv_b(r), .key = srv_k(r), .cond = &cond}, &m);
         r->w = NULL;
         snprintf(etag, sizeof etag, "%s", m.etag);
         snprintf(vid, sizeof vid, "%s", m.version_id);

@@ -68,7 +68,7 @@ wh_status_t store_sse_stored_size(const store_obj_meta_t *m, uint64_t *out);
 
 /* Encrypts everything written from now on under key (the data key of the parameters sse, whose
  * salt the segments authenticate): call on a fresh writer, before any write. part: the part
- * number (0 for a single PUT or a copy). store_writer_commit* store sse in the row (a part's
+ * number (0 for a single PUT or a copy). store_writer_commit stores sse in the row (a part's
  * row needs none: its upload has it). The writer's size, MD5 and CRCs stay those of the
  * plaintext; part and digest ETags fall back to the plain MD5 (they read stored bytes). Under
  * SSE-C the ETag that the commit (or a part's commit) stores is store_sse_c_etag's, never

@@ -132,13 +132,21 @@ wh_status_t store_writer_etag(store_writer_t *w, char out[48]);
 #define STORE_ETAG_PART_DEFAULT (64ULL << 20)
 uint64_t store_writer_crc64nvme(const store_writer_t *w);
 uint32_t store_writer_crc32c(const store_writer_t *w);
-/* fsync, rename, commit metadata. meta->size/etag are filled by the store if zero/empty.
- * Consumes w on success and on failure. WH_ERR_NOT_FOUND if the bucket vanished. */
-wh_status_t store_writer_commit(store_writer_t *w, const char *bucket, const char *key,
+/* Where store_writer_commit commits, and on what condition. Strings and cond are borrowed for
+ * the call. bucket and key set, the rest zero: an unconditional PUT. */
+typedef struct store_commit_args {
+    const char *bucket;
+    const char *key;
+    /* NULL (or kind STORE_COND_NONE): none. Else (data/types.h, store_cond_t) checked in the
+     * committing metadata transaction: WH_ERR_PRECONDITION, or NOT_FOUND, with cond->failed
+     * set when it fails, and nothing committed. */
+    store_cond_t *cond;
+} store_commit_args_t;
+/* fsync, rename, commit metadata. meta (in and out) is the row: meta->size/etag are filled by
+ * the store if zero/empty, and the version id it got is written back. Consumes w on success
+ * and on failure. WH_ERR_NOT_FOUND if the bucket vanished. */
+wh_status_t store_writer_commit(store_writer_t *w, const store_commit_args_t *a,
                                 store_obj_meta_t *meta);
-/* store_writer_commit under a condition (NULL: none). */
-wh_status_t store_writer_commit_cond(store_writer_t *w, const char *bucket, const char *key,
-                                     store_obj_meta_t *meta, store_cond_t *cond);
 /* Discards the temp file. NULL-safe. */
 void store_writer_abort(store_writer_t *w);
 

@@ -38,7 +38,7 @@ static inline wh_status_t th_put(store_t *st, const char *bucket, const char *ke
     store_obj_meta_t m;
     memset(&m, 0, sizeof m);
     snprintf(m.content_type, sizeof m.content_type, "application/octet-stream");
-    s = store_writer_commit(w, bucket, key, &m);
+    s = store_writer_commit(w, &(store_commit_args_t){.bucket = bucket, .key = key}, &m);
     if (meta)
         *meta = m;
     return s;

@@ -1,4 +1,4 @@
-/* Conditional writes in the store (store_writer_commit_cond, store_mpu_complete with a cond)
+/* Conditional writes in the store (store_writer_commit and store_mpu_complete with a cond)
  * and conditional deletes (store_object_delete with a cond): the check runs in the committing
  * metadata transaction, so writers racing on one key cannot both pass. Runs on SQLite and (as
  * unit/store/test_cond/pg) on PostgreSQL. */
@@ -24,7 +24,7 @@ static wh_status_t put_cond(store_t *st, const char *key, const char *body, stor
     }
     store_obj_meta_t m;
     memset(&m, 0, sizeof m);
-    s = store_writer_commit_cond(w, "bkt", key, &m, c);
+    s = store_writer_commit(w, &(store_commit_args_t){.bucket = "bkt", .key = key, .cond = c}, &m);
     if (out)
         *out = m;
     else
@@ -83,7 +83,9 @@ static void test_put_conditions(void)
     store_writer_t *w = NULL;
     CHECK(store_writer_open(st, &w) == WH_OK);
     memset(&m, 0, sizeof m);
-    CHECK(store_writer_commit_cond(w, "nob", "k", &m, &c) == WH_ERR_NOT_FOUND && !c.failed);
+    CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "nob", .key = "k", .cond = &c},
+                              &m) == WH_ERR_NOT_FOUND &&
+          !c.failed);
     store_obj_meta_free(&m);
     store_close(st);
     th_rmdir(dir);
@@ -112,7 +114,8 @@ static void *racer(void *arg)
     if (r->res == WH_OK) {
         store_obj_meta_t m;
         memset(&m, 0, sizeof m);
-        r->res = store_writer_commit_cond(w, "bkt", key, &m, &c);
+        r->res = store_writer_commit(
+            w, &(store_commit_args_t){.bucket = "bkt", .key = key, .cond = &c}, &m);
         store_obj_meta_free(&m);
     } else {
         store_writer_abort(w);

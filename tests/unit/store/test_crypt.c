@@ -49,7 +49,7 @@ static wh_status_t put_enc(store_t *st, const char *key, const uint8_t *p, size_
     }
     store_obj_meta_t m;
     memset(&m, 0, sizeof m);
-    wh_status_t s = store_writer_commit(w, "bkt", key, &m);
+    wh_status_t s = store_writer_commit(w, &(store_commit_args_t){.bucket = "bkt", .key = key}, &m);
     if (s == WH_OK) {
         uint8_t d[WH_MD5_LEN];
         char hex[33];

@@ -365,7 +365,8 @@ static void test_remote_style_table(void)
     CHECK_EQ_U64(store_writer_crc64nvme(w), wh_crc64nvme(0, "client-region-bytes", 19));
     store_obj_meta_t pm;
     memset(&pm, 0, sizeof pm);
-    CHECK(store_writer_commit(w, "remote", "rdma", &pm) == WH_OK);
+    CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "remote", .key = "rdma"}, &pm) ==
+          WH_OK);
     CHECK_STR(pm.etag, "00000000000000000000000000000013");
     CHECK_EQ_U64(mem->rdma_puts, 1);
 

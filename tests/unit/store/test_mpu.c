@@ -402,7 +402,8 @@ static void test_bucket_delete_drops_uploads(void)
     CHECK(store_writer_write(w, "obj", 3) == WH_OK);
     store_obj_meta_t om;
     memset(&om, 0, sizeof om);
-    CHECK(store_writer_commit(w, "mpu", "o", &om) == WH_OK);
+    CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "mpu", .key = "o"}, &om) ==
+          WH_OK);
     CHECK(store_bucket_delete(st, "mpu") == WH_ERR_NOT_EMPTY);
     CHECK(store_mpu_check(st, "mpu", "a", u1) == WH_OK);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 4);

@@ -197,7 +197,8 @@ static void test_put_get(void)
     snprintf(um.content_type, sizeof um.content_type, "text/plain");
     um.user_meta_json = "{\"x-amz-meta-a\":\"b\"}";
     wh_crc32c_b64(wh_crc32c(0, "hello", 5), um.crc32c);
-    CHECK(store_writer_commit(w, "data", "hello.txt", &um) == WH_OK);
+    CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "data", .key = "hello.txt"},
+                              &um) == WH_OK);
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = "data", .key = "hello.txt"}, &hm,
                             NULL) == WH_OK);
     CHECK_STR(hm.content_type, "text/plain");
@@ -211,7 +212,8 @@ static void test_put_get(void)
     CHECK(store_writer_write(w, "abc", 3) == WH_OK);
     memset(&um, 0, sizeof um);
     um.size = 4;
-    CHECK(store_writer_commit(w, "data", "short", &um) == WH_ERR_INVALID);
+    CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "data", .key = "short"}, &um) ==
+          WH_ERR_INVALID);
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = "data", .key = "short"}, &hm,
                             NULL) == WH_ERR_NOT_FOUND);
 
@@ -394,7 +396,8 @@ static void test_copy(void)
     memset(&m, 0, sizeof m);
     snprintf(m.content_type, sizeof m.content_type, "image/png");
     m.user_meta_json = "{\"x-amz-meta-k\":\"v\"}";
-    CHECK(store_writer_commit(w, "src", "orig", &m) == WH_OK);
+    CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "src", .key = "orig"}, &m) ==
+          WH_OK);
 
     store_obj_meta_t out;
     CHECK(store_object_copy(
@@ -733,7 +736,8 @@ static void test_part_etag(void)
         memset(&m, 0, sizeof m);
         char key[32];
         snprintf(key, sizeof key, "p%zu", c);
-        CHECK(store_writer_commit(w, "data", key, &m) == WH_OK);
+        CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "data", .key = key}, &m) ==
+              WH_OK);
         if (strcmp(m.etag, want) != 0)
             fprintf(stderr, "  size %zu: etag %s, want %s\n", len, m.etag, want);
         CHECK_STR(m.etag, want);
@@ -782,7 +786,8 @@ static void test_digest_etag(void)
         memset(&m, 0, sizeof m);
         char key[16];
         snprintf(key, sizeof key, "d%d", c);
-        CHECK(store_writer_commit(w, "data", key, &m) == WH_OK);
+        CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "data", .key = key}, &m) ==
+              WH_OK);
         snprintf(etags[c], sizeof etags[c], "%s", m.etag);
         CHECK(strlen(m.etag) == 34 && strcmp(m.etag + 32, "-3") == 0);
         char b64[16];

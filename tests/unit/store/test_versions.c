@@ -302,7 +302,7 @@ static wh_status_t put_locked(store_t *st, const char *key, const char *body, in
     m.lock_mode = mode;
     m.lock_until = until;
     m.legal_hold = hold;
-    s = store_writer_commit(w, BKT, key, &m);
+    s = store_writer_commit(w, &(store_commit_args_t){.bucket = BKT, .key = key}, &m);
     if (s == WH_OK && vid)
         snprintf(vid, STORE_VERSION_ID_MAX, "%s", m.version_id);
     store_obj_meta_free(&m);
