@@ -5,6 +5,7 @@
 
 #include "cluster/client.h"
 #include "cluster/remote.h"
+#include "xfer/token.h"
 
 #include "base/tsa.h"
 
@@ -127,7 +128,7 @@ void cl_rr_close(store_reader_t *br);
 /* The index of the chunk holding byte off of ref, or -1. */
 int64_t cl_chunk_at(const store_data_ref_t *ref, uint64_t off);
 wh_status_t cl_rr_pread(store_reader_t *br, void *buf, size_t n, uint64_t off);
-wh_status_t cl_rr_rdma_get(store_reader_t *br, const char *token, const wh_peer_t *speer,
+wh_status_t cl_rr_rdma_get(store_reader_t *br, const token_arg_t *token, const wh_peer_t *speer,
                            uint64_t off, uint64_t len, store_rdma_result_t *res);
 wh_status_t cl_rr_prepare(store_reader_t *br, uint64_t off, uint64_t len, char *msg, size_t msglen);
 

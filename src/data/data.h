@@ -112,8 +112,8 @@ struct store_data_ops {
     /* Optional: reads back bytes already written, so MD5 can run on a helper thread. */
     wh_status_t (*writer_pread)(store_data_writer_t *w, void *buf, size_t n, uint64_t off);
     /* Optional: pulls size bytes from the client's region itself (see store_writer_rdma_put). */
-    wh_status_t (*rdma_put)(store_data_writer_t *w, const char *token, const wh_peer_t *peer,
-                            uint64_t size, store_rdma_result_t *res);
+    wh_status_t (*rdma_put)(store_data_writer_t *w, const struct token_arg *token,
+                            const wh_peer_t *peer, uint64_t size, store_rdma_result_t *res);
     /* Durable; fills *ref (id, chunk map). The writer stays valid for free or abort. */
     wh_status_t (*finish)(store_data_writer_t *w, store_data_ref_t *ref);
     void (*writer_free)(store_data_writer_t *w);  /* after a commit: keeps the bytes */
@@ -124,7 +124,7 @@ struct store_data_ops {
                                store_reader_t **out);
     int (*reader_fd)(const store_reader_t *r); /* optional: -1 / NULL without a local fd */
     wh_status_t (*reader_pread)(store_reader_t *r, void *buf, size_t n, uint64_t off);
-    wh_status_t (*rdma_get)(store_reader_t *r, const char *token, const wh_peer_t *peer,
+    wh_status_t (*rdma_get)(store_reader_t *r, const struct token_arg *token, const wh_peer_t *peer,
                             uint64_t off, uint64_t len, store_rdma_result_t *res); /* optional */
     /* Optional: the local file that holds byte off of the object: its fd (owned by the
      * reader), where off lies in that file, and how many bytes of the object follow there

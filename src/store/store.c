@@ -425,8 +425,9 @@ wh_status_t store_reader_pread(store_reader_t *r, void *buf, size_t n, uint64_t 
     return r->data->ops->reader_pread(r, buf, n, off);
 }
 
-wh_status_t store_reader_rdma_get(store_reader_t *r, const char *token, const wh_peer_t *peer,
-                                  uint64_t off, uint64_t len, store_rdma_result_t *res)
+wh_status_t store_reader_rdma_get(store_reader_t *r, const struct token_arg *token,
+                                  const wh_peer_t *peer, uint64_t off, uint64_t len,
+                                  store_rdma_result_t *res)
 {
     memset(res, 0, sizeof *res);
     if (!r->data->ops->rdma_get)

@@ -165,11 +165,12 @@ wh_status_t store_writer_map_at(store_writer_t *w, uint64_t off, size_t n, void 
 void store_writer_end_at(store_writer_t *w, uint64_t crc64nvme, bool crc32c_set, uint32_t crc32c);
 
 /* PUT: the data table pulls size bytes from the client's region itself (storage servers reading
- * client memory). WH_ERR_UNSUPPORTED: not offered (local files): the server runs its own RDMA
- * engine and feeds store_writer_write. On WH_OK the writer holds exactly those bytes, and
- * store_writer_size/crc64nvme/md5 report them. */
-wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const wh_peer_t *peer,
-                                  uint64_t size, store_rdma_result_t *res);
+ * client memory). token: the request's x-amz-rdma-token as the front parsed it (token_arg_t,
+ * xfer/token.h), borrowed for the call. WH_ERR_UNSUPPORTED: not offered (local files): the
+ * server runs its own RDMA engine and feeds store_writer_write. On WH_OK the writer holds
+ * exactly those bytes, and store_writer_size/crc64nvme/md5 report them. */
+wh_status_t store_writer_rdma_put(store_writer_t *w, const struct token_arg *token,
+                                  const wh_peer_t *peer, uint64_t size, store_rdma_result_t *res);
 
 /* ---- GET/HEAD ---- */
 /* What store_object_open and store_object_reader read. Strings are borrowed for the call.
@@ -198,10 +199,12 @@ wh_status_t store_reader_extent(const store_reader_t *r, uint64_t off, int *fd, 
 /* Exactly n bytes at off (WH_ERR_RANGE past the end). */
 wh_status_t store_reader_pread(store_reader_t *r, void *buf, size_t n, uint64_t off);
 /* GET: the data table writes [off, off+len) into the client's region itself (storage servers
- * writing client memory); res->crc64nvme covers exactly what landed. WH_ERR_UNSUPPORTED: not
- * offered (local files): use the server's own engine with store_reader_fd. */
-wh_status_t store_reader_rdma_get(store_reader_t *r, const char *token, const wh_peer_t *peer,
-                                  uint64_t off, uint64_t len, store_rdma_result_t *res);
+ * writing client memory); res->crc64nvme covers exactly what landed. token as for
+ * store_writer_rdma_put. WH_ERR_UNSUPPORTED: not offered (local files): use the server's own
+ * engine with store_reader_fd. */
+wh_status_t store_reader_rdma_get(store_reader_t *r, const struct token_arg *token,
+                                  const wh_peer_t *peer, uint64_t off, uint64_t len,
+                                  store_rdma_result_t *res);
 /* Before the header of a reply that streams [off, off+len) by store_reader_pread: what can be
  * known now about whether those bytes can be read. WH_ERR_UNAVAILABLE (a 503), with a reason
  * in msg, when some of them are known to be unreadable now (a cluster: a chunk whose every

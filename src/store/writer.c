@@ -220,8 +220,8 @@ void store_writer_end_at(store_writer_t *w, uint64_t crc64nvme, bool crc32c_set,
     w->crc32c_unknown = !crc32c_set;
 }
 
-wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const wh_peer_t *peer,
-                                  uint64_t size, store_rdma_result_t *res)
+wh_status_t store_writer_rdma_put(store_writer_t *w, const struct token_arg *token,
+                                  const wh_peer_t *peer, uint64_t size, store_rdma_result_t *res)
 {
     memset(res, 0, sizeof *res);
     const store_data_ops_t *ops = w->dw->data->ops;

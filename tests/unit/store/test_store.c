@@ -4,6 +4,7 @@
 #include "base/codec.h"
 #include "base/log.h"
 #include "helpers.h"
+#include "xfer/token.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -671,7 +672,9 @@ static void test_reader_api(void)
     CHECK(store_reader_pread(r, buf, 7, 10) == WH_ERR_RANGE);
     wh_peer_t peer = {.addr = "127.0.0.1:1"};
     store_rdma_result_t res;
-    CHECK(store_reader_rdma_get(r, "tok", &peer, 0, 16, &res) == WH_ERR_UNSUPPORTED);
+    token_arg_t tok;
+    token_arg_parse(&tok, "1000:10:ofi1:shm:0011:1");
+    CHECK(store_reader_rdma_get(r, &tok, &peer, 0, 16, &res) == WH_ERR_UNSUPPORTED);
     /* Overwritten while open: the reader keeps its version. */
     CHECK(th_put(st, "data", "k", "ZZ", 2, NULL) == WH_OK);
     CHECK(store_reader_pread(r, buf, 4, 0) == WH_OK && memcmp(buf, "0123", 4) == 0);
@@ -682,7 +685,7 @@ static void test_reader_api(void)
 
     store_writer_t *w = NULL;
     CHECK(store_writer_open(st, &w) == WH_OK);
-    CHECK(store_writer_rdma_put(w, "tok", &peer, 16, &res) == WH_ERR_UNSUPPORTED);
+    CHECK(store_writer_rdma_put(w, &tok, &peer, 16, &res) == WH_ERR_UNSUPPORTED);
     store_writer_abort(w);
 
     store_space_t sp;
