@@ -12,6 +12,10 @@ Sections (each can be chosen with --only):
             cell fails) and the gateway's RDMA counters must stay at zero.
   serve     GET and PUT through a 2-server cluster against the same operations on `wharfd
             serve`, same machine, same objects.
+  ec        replicas (--replicas 2) against erasure coding 4+2 (a bucket tagged wharf-ec=4+2)
+            on one 6-server cluster: HTTP PUT and GET, RDMA GET (the data shards' servers
+            write into the client), alternating arms, and the bytes each layout put on the
+            storage servers' disks per object byte (chunk files summed, footers included).
   faults    GET throughput per second across a kill -9 of a storage server and a 15 s SIGSTOP
             of another, as a timeline (JSON, and a PNG with --plot).
 Every byte is verified outside the timed windows. Results: one JSON per run under --results.
@@ -32,6 +36,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "python"))
 import benchlib  # noqa: E402
 import wharf  # noqa: E402
 from cluster import Cluster, netns_available  # noqa: E402
+from s3raw import S3Raw  # noqa: E402
 from wharfd import ACCESS_KEY, REGION, SECRET_KEY, WharfServer  # noqa: E402
 
 MIB = 1 << 20
@@ -245,6 +250,80 @@ def serve_section(args):
     return out
 
 
+def _chunk_bytes(cl):
+    total = 0
+    for st in cl.storage:
+        for root, _dirs, files in os.walk(os.path.join(st.data_dir, "chunks")):
+            for f in files:
+                try:
+                    total += os.path.getsize(os.path.join(root, f))
+                except OSError:
+                    pass
+    return total
+
+
+def ec_section(args):
+    """Replicas against EC 4+2 on one 6-server cluster, same objects, arms alternating."""
+    nbytes = args.object_mib * MIB
+    datas = [os.urandom(nbytes) for _ in range(args.objects)]
+    cl = Cluster(storage=6, replicas=2, chunk_size=args.chunk_mib * MIB, log_level="warn",
+                 providers="shm,tcp")
+    cl.start()
+    out = {"servers": 6, "replicas": 2, "ec": "4+2"}
+    try:
+        g = cl.gateway
+        arms = {"replicas": "bench-rep", "ec-4+2": "bench-ec"}
+        h = client(g.endpoint, "http", None, args.concurrency)
+        for arm, b in arms.items():
+            h.create_bucket(b)
+        # the bucket's layout tag, signed by the tests' S3 client (no boto3 needed)
+        tagging = (b'<Tagging><TagSet><Tag><Key>wharf-ec</Key><Value>4+2</Value></Tag>'
+                   b'</TagSet></Tagging>')
+        r = S3Raw(g.endpoint).request("PUT", "/bench-ec", query={"tagging": ""}, body=tagging)
+        if r.status not in (200, 204):
+            raise RuntimeError(f"PutBucketTagging wharf-ec=4+2: {r.status} {r.body[:200]!r}")
+        c = client(g.endpoint, "ofi+shm", os.path.join(g.data_dir, "wharfd.sock"),
+                   args.concurrency)
+        res = {a: {"put": [], "get": [], "rdma_get": []} for a in arms}
+        buf = bytearray(nbytes)
+        gb = nbytes * len(datas) / 1e9
+        for rep in range(args.repeats):
+            for arm, b in arms.items():
+                before = _chunk_bytes(cl)
+                t0 = time.monotonic()
+                for i, d in enumerate(datas):
+                    h.put(b, f"r{rep}o{i}", d, transport="http")
+                res[arm]["put"].append(gb / (time.monotonic() - t0))
+                if rep == 0:
+                    res[arm]["stored_per_byte"] = (_chunk_bytes(cl) - before) / \
+                        (nbytes * len(datas))
+                t0 = time.monotonic()
+                for i in range(len(datas)):
+                    h.get_into(b, f"r{rep}o{i}", buf, transport="http")
+                res[arm]["get"].append(gb / (time.monotonic() - t0))
+                t0 = time.monotonic()
+                for i in range(len(datas)):
+                    r = c.get_into(b, f"r{rep}o{i}", buf, transport="rdma")
+                    if r.transport != "rdma":
+                        raise RuntimeError(f"{arm} GET went {r.transport}: {r.reason}")
+                res[arm]["rdma_get"].append(gb / (time.monotonic() - t0))
+        for arm, b in arms.items():
+            for i, d in enumerate(datas):
+                for rep in range(args.repeats):
+                    h.get_into(b, f"r{rep}o{i}", buf, transport="http")
+                    if bytes(buf) != d:
+                        res[arm]["failed"] = f"wrong bytes r{rep}o{i}"
+            for k in ("put", "get", "rdma_get"):
+                res[arm][k + "_gbps"] = benchlib.summary(res[arm].pop(k))
+        out["arms"] = res
+        out["gateway_overhead_metric"] = g.metric_sum("wharf_cluster_storage_overhead")
+        c.close()
+        h.close()
+    finally:
+        cl.cleanup()
+    return out
+
+
 def faults_section(args):
     cl = Cluster(storage=3, replicas=2, chunk_size=args.chunk_mib * MIB, log_level="warn")
     cl.start()
@@ -332,7 +411,7 @@ def plot_faults(f, path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["scale", "serve", "faults"], action="append")
+    ap.add_argument("--only", choices=["scale", "serve", "ec", "faults"], action="append")
     ap.add_argument("--servers", default="1,2,4")
     ap.add_argument("--objects", type=int, default=4)
     ap.add_argument("--object-mib", type=int, default=64)
@@ -356,10 +435,16 @@ def main():
             ok, why = netns_available()
             root["results"]["netns"] = "used" if ok else f"skipped: {why}"
             netns = ok
-        root["results"]["scale"] = [scale_cell(args, int(n), netns)
-                                    for n in args.servers.split(",")]
+        root["results"]["scale"] = []
+        for n in args.servers.split(","):
+            cell = scale_cell(args, int(n), netns)
+            root["results"]["scale"].append(cell)
+            # each cell as it ends, so a run cut short still says what it measured
+            print("cell " + json.dumps(cell), file=sys.stderr, flush=True)
     if "serve" in sections:
         root["results"]["cluster_vs_serve"] = serve_section(args)
+    if "ec" in sections:
+        root["results"]["ec"] = ec_section(args)
     if "faults" in sections:
         f = faults_section(args)
         root["results"]["faults"] = f

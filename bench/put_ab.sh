@@ -10,6 +10,10 @@
 # AB_A_NAME / AB_B_NAME (the names in the tags; default the build folder's name), e.g.
 #   AB_A_ARGS=--wharfd-arg=--data-writes=mapped AB_A_NAME=mapped AB_B_NAME=buffered \
 #     bench/put_ab.sh results/x /dev/shm/wp build-device build-device 2 -- put ...
+# or striped PUTs (one PUT into N files) against one file:
+#   AB_A_ARGS=--wharfd-arg=--put-stripes=8 AB_A_NAME=striped \
+#   AB_B_ARGS=--wharfd-arg=--put-stripes=1 AB_B_NAME=onefile \
+#     bench/put_ab.sh results/x /dev/shm/wp build-device build-device 3 -- put ...
 set -euo pipefail
 [ $# -ge 6 ] || { sed -n 2,8p "$0" >&2; exit 2; }
 out=$1 data=$2 a=$3 b=$4 rounds=$5

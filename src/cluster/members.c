@@ -1,7 +1,9 @@
 /* Membership of the cluster as the gateway sees it (refreshed from the metadata database),
  * placement candidates, and the maintenance loop: one gateway at a time (an advisory lock)
  * deletes chunks that the garbage-collection queue hands out. */
+#include "base/crc.h"
 #include "base/log.h"
+#include "cluster/ec.h"
 #include "cluster/place.h"
 #include "cluster/remote_int.h"
 
@@ -123,8 +125,19 @@ static size_t slow_last(const bool *slow, size_t n, size_t *perm)
     return moved;
 }
 
+static size_t members_rank_spread(cl_remote_t *r, const char *chunk_id, unsigned spread,
+                                  uint32_t *ids_out, char (*addrs_out)[256], size_t max);
+
 size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
                        char (*addrs_out)[256], size_t max)
+{
+    return members_rank_spread(r, chunk_id, r->cfg.replicas, ids_out, addrs_out, max);
+}
+
+/* spread: how many of the first ranks go to distinct zones (a chunk's replicas, or the
+ * shards of an erasure-coded stripe). */
+static size_t members_rank_spread(cl_remote_t *r, const char *chunk_id, unsigned spread,
+                                  uint32_t *ids_out, char (*addrs_out)[256], size_t max)
 {
     cl_place_node_t pn[64];
     uint32_t ids[64];
@@ -153,8 +166,8 @@ size_t cl_members_rank(cl_remote_t *r, const char *chunk_id, uint32_t *ids_out,
     }
     size_t rank[CL_PLACE_MAX];
     /* the first `replicas` on distinct zones where there are enough, then the spares */
-    size_t k = cl_place_zoned(pn, n, chunk_id, r->cfg.replicas,
-                              (unsigned)WH_MIN(max, (size_t)CL_PLACE_MAX), rank);
+    size_t k =
+        cl_place_zoned(pn, n, chunk_id, spread, (unsigned)WH_MIN(max, (size_t)CL_PLACE_MAX), rank);
     /* a server that timed out lately goes after the others (it is slow, not down) */
     bool slow[CL_PLACE_MAX] = {0};
     size_t perm[CL_PLACE_MAX];
@@ -183,7 +196,7 @@ size_t cl_members_for_write(cl_remote_t *r, const char *chunk_id, unsigned repli
 {
     uint32_t ids[CL_PLACE_MAX];
     char addrs[CL_PLACE_MAX][256];
-    size_t k = cl_members_rank(r, chunk_id, ids, addrs, CL_PLACE_MAX);
+    size_t k = members_rank_spread(r, chunk_id, replicas, ids, addrs, CL_PLACE_MAX);
     for (unsigned j = 0; j < replicas; j++) {
         jobs[j].ncand = 0;
         /* job j: rank j, then spares j+R, j+2R ... (distinct per job) */
@@ -444,6 +457,96 @@ out:
     free(intent);
 }
 
+/* Rebuilds the shard c (a row of an erasure-coded stripe, its copy on `lost` gone, damaged or
+ * moving off) from k other shards of its stripe, in this gateway: the shards are read and
+ * checked against their crcs, the missing one decoded and checked against its own crc from
+ * the chunk map, then written (a PUT the receiver checks too) to `to` when to != 0 (a damaged
+ * copy rewritten in place), else to the best-ranked server that holds no shard of the stripe
+ * (zones as placement ranks them). The gateway and not a storage server: a rebuild needs k
+ * sources and the decode, which a storage server's push (one source, one target) does not
+ * do. *to_out gets the server written. */
+static bool ec_rebuild(cl_remote_t *r, const store_chunk_t *c, uint32_t lost, uint32_t to,
+                       uint32_t *to_out)
+{
+    store_data_ref_t st_ref = {{0}, NULL, 0};
+    if (meta_chunk_stripe(r->cfg.meta, c->id, &st_ref) != WH_OK)
+        return false;
+    const store_chunk_t *rows = st_ref.chunks;
+    unsigned k = rows[0].ec_k, n = k + rows[0].ec_m, ix = c->ec_index;
+    bool ok = st_ref.n_chunks == n && ix < n && strcmp(rows[ix].id, c->id) == 0;
+    for (unsigned i = 0; ok && i < n; i++)
+        ok = rows[i].ec_index == i && rows[i].n_replicas == 1;
+    if (!ok) {
+        wh_warn(MOD, "shard %s: its stripe's rows are not k + m shards in order; not rebuilt",
+                c->id);
+        store_data_ref_clear(&st_ref);
+        return false;
+    }
+    uint64_t slen = cl_ec_shard_len(rows[0].length, k);
+    uint8_t *sh = malloc((size_t)(slen * n) + 1), *shards[CL_EC_MAX];
+    bool good[CL_EC_MAX];
+    char addr[256] = "";
+    if (!sh) {
+        store_data_ref_clear(&st_ref);
+        return false;
+    }
+    for (unsigned i = 0; i < n; i++)
+        shards[i] = sh + (size_t)i * slen;
+    ok = cl_ec_fetch(r, rows, (int)ix, shards, good) >= k;
+    if (ok) {
+        good[ix] = false;
+        ok = cl_ec_decode(k, n - k, slen, shards, good) == WH_OK &&
+             wh_crc64nvme(0, shards[ix], (size_t)slen) == rows[ix].crc64nvme;
+        if (!ok)
+            wh_warn(MOD, "shard %s: decoded bytes do not have the chunk map's crc", c->id);
+    }
+    if (ok && to) {
+        char a[256];
+        ok = cl_members_addr(r, to, a);
+        snprintf(addr, sizeof addr, "%s", a);
+    } else if (ok) {
+        uint32_t ids[CL_PLACE_MAX];
+        char addrs[CL_PLACE_MAX][256];
+        size_t nr = cl_members_rank(r, c->id, ids, addrs, CL_PLACE_MAX);
+        for (size_t q = 0; q < nr && !to; q++) {
+            bool has = ids[q] == lost;
+            for (unsigned i = 0; i < n; i++)
+                has |= rows[i].replicas[0] == ids[q];
+            if (!has) {
+                to = ids[q];
+                snprintf(addr, sizeof addr, "%s", addrs[q]);
+            }
+        }
+        ok = to != 0;
+    }
+    if (ok) {
+        cl_job_t put;
+        memset(&put, 0, sizeof put);
+        put.chunk = c->id;
+        put.cand_id[0] = to;
+        put.ncand = 1;
+        ok = cl_record_intents(r, &put, 1) == WH_OK;
+        put.op = CL_OP_PUT;
+        put.len = slen;
+        put.body = shards[ix];
+        put.cand[0] = strdup(addr);
+        put.ncand = put.cand[0] ? 1 : 0;
+        if (ok)
+            ok = cl_client_run(r->client, &put, 1, 1, NULL) == WH_OK &&
+                 put.crc == rows[ix].crc64nvme;
+        cl_jobs_free_cands(&put, 1);
+    }
+    if (ok) {
+        *to_out = to;
+        atomic_fetch_add(&r->ec_rebuilt, 1);
+        wh_info(MOD, "shard rebuilt chunk=%s shard=%u of %u+%u node=%" PRIu32 " (was %" PRIu32 ")",
+                c->id, ix, k, n - k, to, lost);
+    }
+    free(sh);
+    store_data_ref_clear(&st_ref);
+    return ok;
+}
+
 /* Re-replicates chunks that had a copy on `dead`: each is copied from a live replica to the
  * best-ranked live server that holds no copy, storage server to storage server, all at once
  * (copy_chunks), then each replica is moved in the chunk map (which also queues the dead copy
@@ -471,6 +574,14 @@ static size_t repair_group(cl_remote_t *r, const store_chunk_t *cs, size_t n, co
     for (size_t i = 0; to_addr && sel && i < n && i < REPAIR_GROUP; i++) {
         const store_chunk_t *c = &cs[i];
         uint32_t dead = from[one_from ? 0 : i];
+        if (c->ec_k) {
+            /* a shard: rebuilt from its stripe, not copied (one copy only) */
+            uint32_t t_id = 0;
+            if (why != MV_REBALANCE && ec_rebuild(r, c, dead, 0, &t_id))
+                done[i] = meta_chunk_move(r->cfg.meta, c->id, dead, t_id,
+                                          from_ok ? MOVE_GC_DELAY_S : 0) == WH_OK;
+            continue;
+        }
         uint32_t ids[CL_PLACE_MAX];
         char addrs[CL_PLACE_MAX][256];
         size_t k = cl_members_rank(r, c->id, ids, addrs, CL_PLACE_MAX), t = k;
@@ -596,7 +707,11 @@ static void damage_pass(cl_remote_t *r)
         if (st != WH_OK || !member_usable_now(r, items[i].node, addr))
             continue;
         bool ok = false;
-        copy_chunks(r, &c, 1, &items[i].node, &items[i].node, &addr, &ok);
+        uint32_t t_id = 0;
+        if (c.ec_k) /* a shard: decoded from its stripe, rewritten on its server */
+            ok = ec_rebuild(r, &c, items[i].node, items[i].node, &t_id);
+        else
+            copy_chunks(r, &c, 1, &items[i].node, &items[i].node, &addr, &ok);
         if (ok && meta_damage_done(r->cfg.meta, items[i].node, items[i].chunk_id) == WH_OK) {
             pending--;
             atomic_fetch_add(&r->damage_repaired, 1);
@@ -830,6 +945,8 @@ static size_t zones_distinct(char (*z)[META_ZONE_MAX], size_t n)
 static bool rebalance_move(cl_remote_t *r, const store_chunk_t *c, uint32_t *from, uint32_t *to)
 {
     unsigned R = r->cfg.replicas;
+    if (c->ec_k)
+        return false; /* a shard of an erasure-coded stripe: placed with its stripe */
     if (c->n_replicas != R || R > CL_MAX_REPLICAS)
         return false; /* repair's or nobody's business */
     double sc[CL_MAX_REPLICAS];

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define CL_MAX_REPLICAS 3
-#define CL_PLACE_MAX 8 /* most nodes one call ranks */
+#define CL_PLACE_MAX 20 /* most nodes one call ranks: an EC stripe (<= 16) and spares */
 
 typedef struct cl_place_node {
     const char *id;      /* stable node id */

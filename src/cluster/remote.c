@@ -4,8 +4,10 @@
 #include "base/crc.h"
 #include "base/digest.h"
 #include "base/log.h"
+#include "cluster/ec.h"
 #include "cluster/place.h"
 #include "cluster/remote_int.h"
+#include "s3/tags.h"
 #include "xfer/token.h"
 
 #include <inttypes.h>
@@ -104,6 +106,8 @@ typedef struct rw {
     uint64_t total;
     store_chunk_t *ch;
     size_t n, cap;
+    unsigned k, m;    /* erasure coding of this writer's chunks (0, 0: replicas) */
+    uint64_t stripes; /* EC stripes written (each stripe's ec_stripe) */
     wh_status_t failed;
     char err[256];
 } rw_t;
@@ -295,9 +299,94 @@ static void delete_copies(cl_remote_t *r, const store_chunk_t *ch, size_t n)
     free(jobs);
 }
 
+/* An erasure-coded chunk: w->buf cut into k data shards (the last padded with zeros) and m
+ * parity shards, each its own chunk on its own server (placement ranks the servers once for
+ * the stripe; a shard whose server fails moves to one that holds no shard of it yet), with
+ * the crc64nvme of its bytes checked by the server that stores it. The chunk map gets k + m
+ * rows for the stripe, one per shard, each with the stripe's offset and length. */
+static wh_status_t rw_flush_ec(rw_t *w)
+{
+    cl_remote_t *r = w->r;
+    unsigned k = w->k, m = w->m, n = k + m;
+    uint64_t slen = cl_ec_shard_len(w->fill, k);
+    size_t live = cl_members_up(r);
+    if (live < n) {
+        atomic_fetch_add(&r->unavailable, 1);
+        cl_msg(w->err, sizeof w->err,
+               "erasure coding %u+%u needs %u storage servers up for a stripe's shards, %zu are", k,
+               m, n, live);
+        w->failed = WH_ERR_UNAVAILABLE;
+        wh_warn(MOD, "chunk write failed: %s", w->err);
+        return w->failed;
+    }
+    uint8_t *sh = calloc(n, (size_t)slen);
+    if (!sh)
+        return WH_ERR_NOMEM;
+    uint8_t *shards[CL_EC_MAX];
+    for (unsigned i = 0; i < n; i++)
+        shards[i] = sh + (size_t)i * slen;
+    memcpy(sh, w->buf, w->fill); /* the data shards are contiguous slices; padding is zero */
+    wh_status_t st = cl_ec_encode(k, m, slen, shards);
+    store_chunk_t c[CL_EC_MAX];
+    cl_job_t jobs[CL_EC_MAX];
+    memset(c, 0, sizeof c);
+    memset(jobs, 0, sizeof jobs);
+    for (unsigned i = 0; i < n && st == WH_OK; i++) {
+        st = cl_chunk_id_new(c[i].id);
+        c[i].offset = w->total;
+        c[i].length = w->fill;
+        c[i].crc64nvme = wh_crc64nvme(0, shards[i], (size_t)slen);
+        c[i].ec_k = k;
+        c[i].ec_m = m;
+        c[i].ec_index = i;
+        c[i].ec_stripe = w->stripes;
+        jobs[i].op = CL_OP_PUT;
+        jobs[i].chunk = c[i].id;
+        jobs[i].len = slen;
+        jobs[i].body = shards[i];
+    }
+    if (st != WH_OK) {
+        free(sh);
+        return st;
+    }
+    wh_peer_t peer = cl_peer_of(NULL);
+    /* placement of the stripe: the ranking of its first shard's id, one server per shard */
+    st = place_and_run(r, jobs, n, 1, &peer, w->err, sizeof w->err);
+    for (unsigned i = 0; i < n; i++) {
+        if (jobs[i].st != WH_OK)
+            continue;
+        c[i].replicas[c[i].n_replicas++] = jobs[i].used_id;
+        if (st == WH_OK && jobs[i].crc != c[i].crc64nvme) {
+            cl_msg(w->err, sizeof w->err,
+                   "shard %s: storage server stored crc %016" PRIx64 ", sent %016" PRIx64, c[i].id,
+                   jobs[i].crc, c[i].crc64nvme);
+            st = WH_ERR_CHECKSUM;
+        }
+    }
+    cl_jobs_free_cands(jobs, n);
+    free(sh);
+    for (unsigned i = 0; i < n && st == WH_OK; i++)
+        st = rw_push(w, &c[i]);
+    if (st != WH_OK) {
+        delete_copies(r, c, n);
+        w->failed = st;
+        wh_warn(MOD, "chunk write failed: %s", w->err);
+        return st;
+    }
+    atomic_fetch_add(&r->chunks_put, n);
+    atomic_fetch_add(&r->bytes_put, slen * n);
+    atomic_fetch_add(&r->ec_stripes, 1);
+    w->stripes++;
+    w->total += w->fill;
+    w->fill = 0;
+    return WH_OK;
+}
+
 static wh_status_t rw_flush(rw_t *w)
 {
     cl_remote_t *r = w->r;
+    if (w->k)
+        return rw_flush_ec(w);
     unsigned R = r->cfg.replicas;
     store_chunk_t c;
     memset(&c, 0, sizeof c);
@@ -352,12 +441,68 @@ static wh_status_t rw_open(store_data_t *d, store_data_writer_t **out)
         return WH_ERR_NOMEM;
     w->base.data = d;
     w->r = r;
+    w->k = r->cfg.ec_k;
+    w->m = r->cfg.ec_m;
     if (cl_chunk_id_new(w->id) != WH_OK) {
         free(w);
         return WH_ERR_IO;
     }
     *out = &w->base;
     return WH_OK;
+}
+
+static wh_status_t rw_bucket_layout(rw_t *w, const char *bucket, char *msg, size_t msglen);
+
+/* The bucket's layout: its tag wharf-ec, "K+M" or "replicas", overrides the gateway's. An
+ * erasure-coded layout with fewer than K+M servers up is refused here, before the body
+ * (UNAVAILABLE, msg naming why; a server lost during the PUT fails its stripe later). */
+static wh_status_t rw_bucket(store_data_writer_t *bw, const char *bucket, char *msg, size_t msglen)
+{
+    rw_t *w = (rw_t *)bw;
+    wh_status_t st = rw_bucket_layout(w, bucket, msg, msglen);
+    size_t live = w->k ? cl_members_up(w->r) : 0;
+    if (st == WH_OK && w->k && live < w->k + w->m) {
+        atomic_fetch_add(&w->r->unavailable, 1);
+        cl_msg(msg, msglen,
+               "erasure coding %u+%u needs %u storage servers up for a stripe's shards, %zu are",
+               w->k, w->m, w->k + w->m, live);
+        st = WH_ERR_UNAVAILABLE;
+    }
+    return st;
+}
+
+static wh_status_t rw_bucket_layout(rw_t *w, const char *bucket, char *msg, size_t msglen)
+{
+    char *v = NULL;
+    wh_status_t st = meta_bucket_attr_get(w->r->cfg.meta, bucket, STORE_BATTR_TAGS, &v);
+    if (st == WH_ERR_NOT_FOUND || (st == WH_OK && !v)) {
+        free(v);
+        return WH_OK; /* no tags (or no bucket: the PUT itself says so) */
+    }
+    if (st != WH_OK)
+        return st;
+    s3_tagset_t *t = malloc(sizeof *t);
+    if (!t) {
+        free(v);
+        return WH_ERR_NOMEM;
+    }
+    char why[160];
+    if (s3_tags_parse_query(v, strlen(v), S3_BUCKET_TAGS_MAX, t, why, sizeof why) == S3_OK) {
+        for (size_t i = 0; i < t->n; i++) {
+            if (strcmp(t->tags[i].key, CL_EC_BUCKET_TAG) != 0)
+                continue;
+            if (strcmp(t->tags[i].value, "replicas") == 0) {
+                w->k = w->m = 0;
+            } else if (cl_ec_parse(t->tags[i].value, &w->k, &w->m, why, sizeof why) != WH_OK) {
+                cl_msg(msg, msglen, "bucket %s: tag " CL_EC_BUCKET_TAG ": %s (or 'replicas')",
+                       bucket, why);
+                st = WH_ERR_INVALID;
+            }
+        }
+    }
+    free(t);
+    free(v);
+    return st;
 }
 
 static wh_status_t rw_write(store_data_writer_t *bw, const void *p, size_t n)
@@ -434,6 +579,13 @@ static wh_status_t rw_rdma_put(store_data_writer_t *bw, const token_arg_t *token
     memset(res, 0, sizeof *res);
     if (w->total || w->fill)
         return WH_ERR_INVALID;
+    if (w->k) {
+        cl_msg(res->message, sizeof res->message,
+               "a PUT of an erasure-coded object (%u+%u) over RDMA is not implemented: use HTTP "
+               "or a bucket with replicas (tag " CL_EC_BUCKET_TAG "=replicas)",
+               w->k, w->m);
+        return WH_ERR_DECLINED;
+    }
     wh_status_t st = token->st;
     if (st != WH_OK) {
         cl_msg(res->message, sizeof res->message, "x-amz-rdma-token: %s", token->err);
@@ -561,12 +713,15 @@ static wh_status_t rw_append(store_data_writer_t *bw, store_reader_t *br, uint64
         if (k0 >= 0 && k1 >= k0 && q->ref.chunks[k0].offset == off &&
             q->ref.chunks[k1].offset + q->ref.chunks[k1].length == off + len) {
             wh_status_t st = w->fill ? rw_flush(w) : WH_OK;
-            for (int64_t k = k0; k <= k1 && st == WH_OK; k++) {
+            /* an erasure-coded stripe's rows share the stripe's offset */
+            int64_t end = k1 + (int64_t)cl_unit_rows(&q->ref, k1);
+            uint64_t base = w->total;
+            for (int64_t k = k0; k < end && st == WH_OK; k++) {
                 store_chunk_t c = q->ref.chunks[k];
-                c.offset = w->total;
+                c.offset = base + (c.offset - off);
                 c.shared = true;
                 st = rw_push(w, &c);
-                w->total += c.length;
+                w->total = c.offset + c.length;
             }
             return st;
         }
@@ -633,6 +788,7 @@ static const store_data_ops_t g_remote_ops = {
     .space = remote_space,
     .writer_open = rw_open,
     .write = rw_write,
+    .writer_bucket = rw_bucket,
     .append = rw_append,
     .rdma_put = rw_rdma_put,
     .finish = rw_finish,
@@ -661,6 +817,8 @@ wh_status_t cl_remote_open(const cl_remote_config_t *cfg, store_data_t **out)
         r->cfg.replicas = CL_DEFAULT_REPLICAS;
     if (!r->cfg.parallel)
         r->cfg.parallel = 16;
+    if (r->cfg.ec_k < 1 || r->cfg.ec_m < 1 || r->cfg.ec_k + r->cfg.ec_m > CL_EC_MAX)
+        r->cfg.ec_k = r->cfg.ec_m = 0;
     wh_mutex_init(&r->lock);
     pthread_cond_init(&r->cond, NULL);
     wh_status_t st = cl_client_new(cfg->secret, &r->client);
@@ -674,8 +832,8 @@ wh_status_t cl_remote_open(const cl_remote_config_t *cfg, store_data_t **out)
         remote_close(&r->base);
         return st;
     }
-    wh_info(MOD, "cluster data table ready chunk=%" PRIu64 " replicas=%u parallel=%u",
-            r->cfg.chunk_size, r->cfg.replicas, r->cfg.parallel);
+    wh_info(MOD, "cluster data table ready chunk=%" PRIu64 " replicas=%u ec=%u+%u parallel=%u",
+            r->cfg.chunk_size, r->cfg.replicas, r->cfg.ec_k, r->cfg.ec_m, r->cfg.parallel);
     *out = &r->base;
     return WH_OK;
 }
@@ -753,11 +911,26 @@ void cl_remote_metrics(store_data_t *d, wh_sbuf_t *out)
         {"wharf_cluster_damage_repaired_total", atomic_load(&r->damage_repaired)},
         {"wharf_cluster_drain_chunks_total", atomic_load(&r->drain_chunks)},
         {"wharf_cluster_drain_bytes_total", atomic_load(&r->drain_bytes)},
+        {"wharf_cluster_ec_stripes_written_total", atomic_load(&r->ec_stripes)},
+        {"wharf_cluster_ec_degraded_reads_total", atomic_load(&r->ec_decodes)},
+        {"wharf_cluster_ec_shards_rebuilt_total", atomic_load(&r->ec_rebuilt)},
         {"wharf_cluster_rebalance_chunks_total", atomic_load(&r->rebalance_chunks)},
         {"wharf_cluster_rebalance_bytes_total", atomic_load(&r->rebalance_bytes)},
         {"wharf_cluster_rebalance_walks_total", atomic_load(&r->rebalance_walks)},
     };
     for (size_t i = 0; i < WH_ARRAY_SIZE(m); i++)
         wh_sbuf_printf(out, "# TYPE %s counter\n%s %" PRIu64 "\n", m[i].name, m[i].name, m[i].v);
+    /* The default layout's storage overhead: bytes stored per byte of data. */
+    wh_sbuf_printf(out,
+                   "# HELP wharf_cluster_storage_overhead Bytes stored per object byte of this "
+                   "gateway's default layout: replicas, or (K+M)/K with --ec K+M.\n"
+                   "# TYPE wharf_cluster_storage_overhead gauge\n"
+                   "wharf_cluster_storage_overhead %.4f\n"
+                   "# TYPE wharf_cluster_ec_data_shards gauge\nwharf_cluster_ec_data_shards %u\n"
+                   "# TYPE wharf_cluster_ec_parity_shards gauge\n"
+                   "wharf_cluster_ec_parity_shards %u\n",
+                   r->cfg.ec_k ? (double)(r->cfg.ec_k + r->cfg.ec_m) / r->cfg.ec_k
+                               : (double)r->cfg.replicas,
+                   r->cfg.ec_k, r->cfg.ec_m);
     cl_client_metrics(r->client, r->cfg.chunk_size, out);
 }

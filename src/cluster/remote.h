@@ -32,6 +32,10 @@ typedef struct cl_remote_config {
     const char *secret;     /* WHARF_CLUSTER_SECRET */
     uint64_t chunk_size;    /* default CL_DEFAULT_CHUNK */
     unsigned replicas;      /* 1..3, default 2 */
+    /* Erasure coding instead of replicas (0, 0: replicas): each chunk becomes ec_k data and
+     * ec_m parity shards on ec_k + ec_m distinct servers (ec.h). A bucket's tag wharf-ec
+     * (K+M, or "replicas") overrides it for that bucket's PUTs. */
+    unsigned ec_k, ec_m;
     unsigned parallel;      /* chunk requests in flight per S3 request; default 16 */
     unsigned down_after_ms; /* a node whose heartbeat is older is down; default 5000 */
     unsigned refresh_ms;    /* membership refresh period; default 1000 */

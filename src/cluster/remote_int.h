@@ -50,6 +50,8 @@ typedef struct cl_remote {
     _Atomic uint64_t repair_relayed; /* copies relayed through this gateway (a source that
                                       * cannot push: 501) */
     _Atomic uint64_t drain_chunks, drain_bytes, drain_pending, drain_nodes;
+    _Atomic uint64_t ec_stripes, ec_decodes, ec_rebuilt; /* stripes written, degraded reads
+                                                          * decoded, shards rebuilt */
     _Atomic uint64_t rebalance_chunks, rebalance_bytes, rebalance_walks;
     /* rebalance (members thread only): the membership its walk is for, where it is */
     uint64_t rb_sig;
@@ -125,8 +127,22 @@ typedef struct rr {
 wh_status_t cl_rr_open(store_data_t *d, const store_data_ref_t *ref, uint64_t size,
                        store_reader_t **out);
 void cl_rr_close(store_reader_t *br);
-/* The index of the chunk holding byte off of ref, or -1. */
+/* The index of the chunk holding byte off of ref, or -1; for an erasure-coded stripe, its
+ * first row (shard 0). */
 int64_t cl_chunk_at(const store_data_ref_t *ref, uint64_t off);
+/* Rows of the unit starting at row k: 1 for a replicated chunk, k + m for a stripe. */
+size_t cl_unit_rows(const store_data_ref_t *ref, int64_t k);
+/* Reads an erasure-coded stripe (rows[0..k+m), shard order) into out (its length bytes):
+ * the data shards when they answer, else any k shards and a decode; every shard is checked
+ * against its crc, one that fails counts as missing (and, a crc mismatch, reported damaged).
+ * WH_ERR_UNAVAILABLE with msg when fewer than k shards can be read. */
+/* Reads at least k good shards of the stripe rows[0..k+m) (not shard skip; -1: any) into
+ * shards[i] (each the shard length), data shards first; good[i] says which arrived and
+ * passed their crc. Returns how many. */
+unsigned cl_ec_fetch(cl_remote_t *r, const store_chunk_t *rows, int skip, uint8_t *const *shards,
+                     bool *good);
+wh_status_t cl_ec_read_stripe(cl_remote_t *r, const store_chunk_t *rows, uint8_t *out, char *msg,
+                              size_t msglen);
 wh_status_t cl_rr_pread(store_reader_t *br, void *buf, size_t n, uint64_t off);
 wh_status_t cl_rr_rdma_get(store_reader_t *br, const token_arg_t *token, const wh_peer_t *speer,
                            uint64_t off, uint64_t len, store_rdma_result_t *res);

@@ -4,6 +4,7 @@
  * which keeps the writers and the table. */
 #include "base/crc.h"
 #include "base/log.h"
+#include "cluster/ec.h"
 #include "cluster/remote_int.h"
 #include "xfer/token.h"
 
@@ -30,6 +31,23 @@ wh_status_t cl_rr_open(store_data_t *d, const store_data_ref_t *ref, uint64_t si
     if (st != WH_OK) {
         free(q);
         return st;
+    }
+    /* An erasure-coded stripe is k + m consecutive rows, shards 0.. in order, one range. */
+    for (size_t i = 0; i < q->ref.n_chunks;) {
+        const store_chunk_t *c = &q->ref.chunks[i];
+        size_t n = c->ec_k ? c->ec_k + c->ec_m : 1;
+        bool ok = !c->ec_k || (c->ec_m >= 1 && n <= CL_EC_MAX && i + n <= q->ref.n_chunks);
+        for (size_t t = 0; ok && c->ec_k && t < n; t++) {
+            const store_chunk_t *e = &q->ref.chunks[i + t];
+            ok = e->ec_k == c->ec_k && e->ec_m == c->ec_m && e->ec_index == t &&
+                 e->offset == c->offset && e->length == c->length;
+        }
+        if (!ok) {
+            wh_error(MOD, "data %s: a malformed erasure-coded stripe at row %zu", ref->id, i);
+            cl_rr_close(&q->base);
+            return WH_ERR_INTERNAL;
+        }
+        i += n;
     }
     *out = &q->base;
     return WH_OK;
@@ -58,9 +76,105 @@ int64_t cl_chunk_at(const store_data_ref_t *ref, uint64_t off)
         else if (off >= c->offset + c->length)
             lo = mid + 1;
         else
-            return (int64_t)mid;
+            return (int64_t)(mid - (c->ec_k ? WH_MIN((size_t)c->ec_index, mid) : 0));
     }
     return -1;
+}
+
+size_t cl_unit_rows(const store_data_ref_t *ref, int64_t k)
+{
+    const store_chunk_t *c = &ref->chunks[k];
+    return c->ec_k ? c->ec_k + c->ec_m : 1;
+}
+
+unsigned cl_ec_fetch(cl_remote_t *r, const store_chunk_t *rows, int skip, uint8_t *const *shards,
+                     bool *good)
+{
+    unsigned k = rows[0].ec_k, n = k + rows[0].ec_m;
+    uint64_t slen = cl_ec_shard_len(rows[0].length, k);
+    bool tried[CL_EC_MAX] = {0};
+    for (unsigned i = 0; i < n; i++)
+        good[i] = false;
+    if (skip >= 0 && skip < (int)n)
+        tried[skip] = true;
+    /* first round: the data shards whose servers are up, then parity for the ones that are
+     * not; second round: every shard not tried yet */
+    unsigned have = 0;
+    wh_peer_t peer = cl_peer_of(NULL);
+    for (int round = 0; round < 2 && have < k; round++) {
+        cl_job_t jobs[CL_EC_MAX];
+        unsigned idx[CL_EC_MAX], nj = 0, want = k - have;
+        memset(jobs, 0, sizeof jobs);
+        for (unsigned i = 0; i < n && (round == 1 || nj < want); i++) {
+            if (tried[i] || (round == 0 && !cl_members_can_read(r, &rows[i])))
+                continue;
+            cl_job_t *j = &jobs[nj];
+            j->op = CL_OP_GET;
+            j->chunk = rows[i].id;
+            j->len = slen;
+            j->dst = shards[i];
+            j->check_crc = true;
+            j->expect_crc = rows[i].crc64nvme;
+            cl_members_for_read(r, &rows[i], j);
+            tried[i] = true;
+            idx[nj++] = i;
+        }
+        if (!nj)
+            continue;
+        cl_client_run(r->client, jobs, nj, r->cfg.parallel, &peer);
+        for (unsigned t = 0; t < nj; t++) {
+            if (jobs[t].st == WH_OK) {
+                good[idx[t]] = true;
+                have++;
+                continue;
+            }
+            wh_warn(MOD, "shard unavailable chunk=%s shard=%u of %u+%u reason='%s'", jobs[t].chunk,
+                    idx[t], k, n - k, jobs[t].err);
+            /* bytes that arrived but are not the map's: that copy is damaged (a copy that
+             * failed its own check on the server was reported by that server) */
+            if (strstr(jobs[t].err, "differs from the chunk map") && rows[idx[t]].n_replicas)
+                meta_damage_report(r->cfg.meta, rows[idx[t]].replicas[0], rows[idx[t]].id);
+        }
+        cl_jobs_free_cands(jobs, nj);
+    }
+    return have;
+}
+
+wh_status_t cl_ec_read_stripe(cl_remote_t *r, const store_chunk_t *rows, uint8_t *out, char *msg,
+                              size_t msglen)
+{
+    unsigned k = rows[0].ec_k, n = k + rows[0].ec_m;
+    uint64_t slen = cl_ec_shard_len(rows[0].length, k);
+    if (!rows[0].length)
+        return WH_OK;
+    uint8_t *sh = malloc((size_t)(slen * n));
+    if (!sh)
+        return WH_ERR_NOMEM;
+    uint8_t *shards[CL_EC_MAX];
+    bool good[CL_EC_MAX];
+    for (unsigned i = 0; i < n; i++)
+        shards[i] = sh + (size_t)i * slen;
+    unsigned have = cl_ec_fetch(r, rows, -1, shards, good);
+    wh_status_t st = WH_OK;
+    if (have < k) {
+        cl_msg(msg, msglen,
+               "erasure-coded chunk (object bytes %" PRIu64 "-%" PRIu64 "): %u of %u+%u "
+               "shards readable, %u needed",
+               rows[0].offset, rows[0].offset + rows[0].length - 1, have, k, n - k, k);
+        st = WH_ERR_UNAVAILABLE;
+    } else {
+        bool whole = true;
+        for (unsigned i = 0; i < k; i++)
+            whole &= good[i];
+        if (!whole) {
+            st = cl_ec_decode(k, n - k, slen, shards, good);
+            atomic_fetch_add(&r->ec_decodes, 1);
+        }
+        if (st == WH_OK)
+            memcpy(out, sh, (size_t)rows[0].length); /* the data shards are contiguous */
+    }
+    free(sh);
+    return st;
 }
 
 static rr_slot_t *slot_of(rr_t *q, int64_t idx)
@@ -71,17 +185,22 @@ static rr_slot_t *slot_of(rr_t *q, int64_t idx)
     return NULL;
 }
 
-/* Fetches chunks [k, k+n) that are not cached into free (least recently used) slots. */
+/* Fetches the n units (chunks or erasure-coded stripes) from row k on that are not cached
+ * into free (least recently used) slots. */
 static wh_status_t rr_fetch(rr_t *q, int64_t k, int n)
 {
     cl_remote_t *r = q->r;
     cl_job_t jobs[READ_AHEAD];
     rr_slot_t *dst[READ_AHEAD];
-    int64_t idx[READ_AHEAD];
-    int nj = 0;
+    int64_t idx[READ_AHEAD], units[READ_AHEAD];
+    int nj = 0, nu = 0;
     memset(jobs, 0, sizeof jobs);
-    for (int i = 0; i < n && k + i < (int64_t)q->ref.n_chunks; i++) {
-        if (slot_of(q, k + i))
+    for (int64_t u = k; nu < n && u < (int64_t)q->ref.n_chunks;
+         u += (int64_t)cl_unit_rows(&q->ref, u))
+        units[nu++] = u;
+    wh_status_t est = WH_OK;
+    for (int i = 0; i < nu; i++) {
+        if (slot_of(q, units[i]))
             continue;
         rr_slot_t *s = NULL;
         for (int j = 0; j < READ_AHEAD; j++) {
@@ -89,14 +208,16 @@ static wh_status_t rr_fetch(rr_t *q, int64_t k, int n)
             bool busy = false;
             for (int t = 0; t < nj; t++)
                 busy |= dst[t] == c;
-            if (busy || (c->idx >= k && c->idx < k + n && c->idx >= 0))
+            for (int t = 0; t < nu && c->idx >= 0; t++)
+                busy |= c->idx == units[t];
+            if (busy)
                 continue;
             if (!s || c->idx < 0 || (s->idx >= 0 && c->used < s->used))
                 s = c;
         }
         if (!s)
             break;
-        const store_chunk_t *c = &q->ref.chunks[k + i];
+        const store_chunk_t *c = &q->ref.chunks[units[i]];
         if (s->len < c->length || !s->buf) {
             free(s->buf);
             s->buf = malloc(c->length ? c->length : 1);
@@ -105,6 +226,22 @@ static wh_status_t rr_fetch(rr_t *q, int64_t k, int n)
                 return WH_ERR_NOMEM;
         }
         s->idx = -1;
+        if (c->ec_k) {
+            /* a stripe: its shards (decoded if need be), read here */
+            char msg[256];
+            wh_status_t st = cl_ec_read_stripe(r, c, s->buf, msg, sizeof msg);
+            if (st == WH_OK) {
+                s->idx = units[i];
+                s->used = ++q->stamp;
+                atomic_fetch_add(&r->chunks_got, 1);
+                atomic_fetch_add(&r->bytes_got, c->length);
+            } else {
+                wh_warn(MOD, "stripe unavailable: %s", msg);
+                if (i == 0 && est == WH_OK)
+                    est = st;
+            }
+            continue;
+        }
         cl_job_t *j = &jobs[nj];
         j->op = CL_OP_GET;
         j->chunk = c->id;
@@ -115,8 +252,13 @@ static wh_status_t rr_fetch(rr_t *q, int64_t k, int n)
         j->expect_crc = c->crc64nvme;
         j->hedge = true; /* a late replica costs its hedge deadline, not its whole bound */
         cl_members_for_read(r, c, j);
-        idx[nj] = k + i;
+        idx[nj] = units[i];
         dst[nj++] = s;
+    }
+    if (est != WH_OK) {
+        cl_jobs_free_cands(jobs, (size_t)nj);
+        atomic_fetch_add(&r->unavailable, 1);
+        return WH_ERR_UNAVAILABLE;
     }
     if (!nj)
         return WH_OK;
@@ -152,7 +294,8 @@ wh_status_t cl_rr_pread(store_reader_t *br, void *buf, size_t n, uint64_t off)
         rr_slot_t *s = slot_of(q, k);
         if (!s) {
             /* Sequential reading fetches READ_AHEAD chunks at once; a jump fetches one. */
-            bool seq = k == q->last + 1 || k == q->last;
+            bool seq = k == q->last ||
+                       (q->last >= 0 && k == q->last + (int64_t)cl_unit_rows(&q->ref, q->last));
             wh_status_t st = rr_fetch(q, k, seq ? READ_AHEAD : 1);
             if (st != WH_OK)
                 return st;
@@ -184,8 +327,23 @@ wh_status_t cl_rr_prepare(store_reader_t *br, uint64_t off, uint64_t len, char *
     int64_t k0 = cl_chunk_at(&q->ref, off), k1 = cl_chunk_at(&q->ref, off + len - 1);
     if (k0 < 0 || k1 < k0)
         return WH_ERR_INTERNAL; /* the chunk map does not cover the object */
-    for (int64_t k = k0; k <= k1; k++) {
+    int units = 0;
+    for (int64_t k = k0; k <= k1; k += (int64_t)cl_unit_rows(&q->ref, k), units++) {
         const store_chunk_t *c = &q->ref.chunks[k];
+        if (c->ec_k) {
+            unsigned up = 0;
+            for (unsigned t = 0; t < c->ec_k + c->ec_m; t++)
+                up += cl_members_can_read(q->r, &c[t]);
+            if (up < c->ec_k) {
+                cl_msg(msg, msglen,
+                       "erasure-coded chunk (object bytes %" PRIu64 "-%" PRIu64 "): %u of "
+                       "%u+%u shards on storage servers that are up, %u needed; retry later",
+                       c->offset, c->offset + c->length - 1, up, c->ec_k, c->ec_m, c->ec_k);
+                atomic_fetch_add(&q->r->unavailable, 1);
+                return WH_ERR_UNAVAILABLE;
+            }
+            continue;
+        }
         if (!cl_members_can_read(q->r, c)) {
             cl_msg(msg, msglen,
                    "chunk %s (object bytes %" PRIu64 "-%" PRIu64 ") has no replica on a "
@@ -195,7 +353,7 @@ wh_status_t cl_rr_prepare(store_reader_t *br, uint64_t off, uint64_t len, char *
             return WH_ERR_UNAVAILABLE;
         }
     }
-    int n = (int)WH_MIN((int64_t)READ_AHEAD, k1 - k0 + 1);
+    int n = WH_MIN(READ_AHEAD, units);
     wh_status_t st = rr_fetch(q, k0, n);
     if (st != WH_OK) {
         cl_msg(msg, msglen,
@@ -234,14 +392,51 @@ wh_status_t cl_rr_rdma_get(store_reader_t *br, const token_arg_t *token, const w
     int64_t k0 = cl_chunk_at(&q->ref, off), k1 = cl_chunk_at(&q->ref, off + len - 1);
     if (k0 < 0 || k1 < k0)
         return WH_ERR_INTERNAL;
-    size_t nj = (size_t)(k1 - k0 + 1);
-    cl_job_t *jobs = calloc(nj, sizeof *jobs);
-    if (!jobs)
+    size_t rows = (size_t)(k1 - k0) + cl_unit_rows(&q->ref, k1), nj = 0;
+    cl_job_t *jobs = calloc(rows, sizeof *jobs);
+    const store_chunk_t **of = calloc(rows, sizeof *of); /* the unit each job is part of */
+    if (!jobs || !of) {
+        free(jobs);
+        free(of);
         return WH_ERR_NOMEM;
-    for (size_t i = 0; i < nj && st == WH_OK; i++) {
-        const store_chunk_t *c = &q->ref.chunks[k0 + (int64_t)i];
+    }
+    for (int64_t u = k0; u <= k1 && st == WH_OK; u += (int64_t)cl_unit_rows(&q->ref, u)) {
+        const store_chunk_t *c = &q->ref.chunks[u];
         uint64_t a = WH_MAX(off, c->offset), b = WH_MIN(off + len, c->offset + c->length);
-        cl_job_t *j = &jobs[i];
+        if (c->ec_k) {
+            /* A stripe: each data shard's server writes its slice of [a, b) itself. Only
+             * while every data shard it needs is on a server that is up: a degraded read is
+             * decoded by the gateway, which HTTP does and RDMA does not (yet). */
+            uint64_t slen = cl_ec_shard_len(c->length, c->ec_k);
+            for (unsigned i = 0; i < c->ec_k && st == WH_OK; i++) {
+                uint64_t sa = WH_MAX(a, c->offset + i * slen),
+                         sb = WH_MIN(b, c->offset + (i + 1) * slen);
+                if (sa >= sb)
+                    continue;
+                if (!cl_members_can_read(r, &c[i])) {
+                    cl_msg(res->message, sizeof res->message,
+                           "a degraded read of an erasure-coded object over RDMA is not "
+                           "implemented: shard %u of the chunk at object bytes %" PRIu64 "-%" PRIu64
+                           " is on a server that is down; read it over HTTP",
+                           i, c->offset, c->offset + c->length - 1);
+                    st = WH_ERR_DECLINED;
+                    break;
+                }
+                cl_job_t *j = &jobs[nj];
+                of[nj++] = c;
+                j->op = CL_OP_RGET;
+                j->chunk = c[i].id;
+                j->off = sa - c->offset - i * slen;
+                j->len = sb - sa;
+                j->check_crc = false; /* the server verifies its blocks as it sends them */
+                st = token_pack_ofi1(tok->base + (sa - off), sb - sa, tok->provider, tok->ep_name,
+                                     tok->ep_name_len, tok->key, j->mtok, sizeof j->mtok);
+                cl_members_for_read(r, &c[i], j);
+            }
+            continue;
+        }
+        cl_job_t *j = &jobs[nj];
+        of[nj++] = c;
         j->op = CL_OP_RGET;
         j->chunk = c->id;
         j->off = a - c->offset;
@@ -252,6 +447,13 @@ wh_status_t cl_rr_rdma_get(store_reader_t *br, const token_arg_t *token, const w
         st = token_pack_ofi1(tok->base + (a - off), b - a, tok->provider, tok->ep_name,
                              tok->ep_name_len, tok->key, j->mtok, sizeof j->mtok);
         cl_members_for_read(r, c, j);
+    }
+    if (st == WH_ERR_DECLINED) {
+        atomic_fetch_add(&r->unavailable, 1);
+        cl_jobs_free_cands(jobs, nj);
+        free(jobs);
+        free(of);
+        return st;
     }
     wh_peer_t peer = cl_peer_of(speer);
     if (st == WH_OK)
@@ -264,21 +466,26 @@ wh_status_t cl_rr_rdma_get(store_reader_t *br, const token_arg_t *token, const w
         res->crc64nvme = crc;
         atomic_fetch_add(&r->chunks_got, nj);
     } else {
+        bool ec = false;
         for (size_t i = 0; i < nj; i++)
             if (jobs[i].st != WH_OK) {
+                ec = of[i]->ec_k != 0;
                 cl_msg(res->message, sizeof res->message,
-                       "chunk %s (object bytes %" PRIu64 "-%" PRIu64 ") is unavailable: %s",
-                       jobs[i].chunk, q->ref.chunks[k0 + (int64_t)i].offset,
-                       q->ref.chunks[k0 + (int64_t)i].offset +
-                           q->ref.chunks[k0 + (int64_t)i].length - 1,
-                       jobs[i].err[0] ? jobs[i].err : "no replica is up");
+                       "%s %s (object bytes %" PRIu64 "-%" PRIu64 ") is unavailable: %s%s",
+                       ec ? "shard" : "chunk", jobs[i].chunk, of[i]->offset,
+                       of[i]->offset + of[i]->length - 1,
+                       jobs[i].err[0] ? jobs[i].err : "no replica is up",
+                       ec ? " (a degraded read of an erasure-coded object over RDMA is not "
+                            "implemented: read it over HTTP)"
+                          : "");
                 break;
             }
         atomic_fetch_add(&r->unavailable, 1);
         if (st != WH_ERR_AUTH && st != WH_ERR_INVALID)
-            st = WH_ERR_UNAVAILABLE;
+            st = ec ? WH_ERR_DECLINED : WH_ERR_UNAVAILABLE;
     }
     cl_jobs_free_cands(jobs, nj);
     free(jobs);
+    free(of);
     return st;
 }

@@ -99,6 +99,12 @@ struct store_data_ops {
      * ranges inside [0, total), any thread, any order. */
     wh_status_t (*write_at_begin)(store_data_writer_t *w, uint64_t total);
     wh_status_t (*write_at)(store_data_writer_t *w, const void *p, size_t n, uint64_t off);
+    /* Optional, after write_at_begin: the writer's bytes go into several files (stripes),
+     * each [k * len, (k + 1) * len) of the object in a file of its own, so that writes to
+     * different stripes do not meet on one file's lock; answers len (a multiple of
+     * STORE_STRIPE_ALIGN), or 0 for one file. finish() commits the stripes as one composed
+     * reference (as compose's: a fresh id naming no file, one extent per stripe). */
+    uint64_t (*write_at_stripe)(store_data_writer_t *w);
     /* Optional, positional writes through a mapping (one copy instead of a copy into a buffer
      * and a write): map_at_begin(total) instead of write_at_begin on a fresh writer: the file
      * gets its space (total bytes, which become the size) and is mapped writable; then
@@ -114,6 +120,11 @@ struct store_data_ops {
     /* Optional: pulls size bytes from the client's region itself (see store_writer_rdma_put). */
     wh_status_t (*rdma_put)(store_data_writer_t *w, const struct token_arg *token,
                             const wh_peer_t *peer, uint64_t size, store_rdma_result_t *res);
+    /* Optional: the bucket the writer's bytes are for, before the first write (a cluster
+     * picks the bucket's layout: replicas or erasure coding). WH_ERR_INVALID with msg when
+     * the bucket's setting is malformed. */
+    wh_status_t (*writer_bucket)(store_data_writer_t *w, const char *bucket, char *msg,
+                                 size_t msglen);
     /* Durable; fills *ref (id, chunk map). The writer stays valid for free or abort. */
     wh_status_t (*finish)(store_data_writer_t *w, store_data_ref_t *ref);
     void (*writer_free)(store_data_writer_t *w);  /* after a commit: keeps the bytes */
@@ -142,10 +153,11 @@ struct store_data_ops {
     /* Optional (multipart completion without moving bytes): fills *out with a reference
      * whose bytes are the n committed references parts[i] one after another (chunk i names
      * part i: id its data id, offset its place in the object, length its size, crc64nvme its
-     * CRC). Nothing is written: the parts' bytes become the object's once the metadata commit
-     * moves them from the part rows to the object row, in one transaction; recover() must
-     * then count a data id named by a row's chunk map as referenced. NULL: the store appends
-     * the parts into a new writer (append, which a chunked table does by reference). */
+     * CRC; a part that is itself composed, a striped write, is given as its extents). Nothing is
+     * written: the parts' bytes become the object's once the metadata commit moves them from the
+     * part rows to the object row, in one transaction; recover() must then count a data id named by
+     * a row's chunk map as referenced. NULL: the store appends the parts into a new writer (append,
+     * which a chunked table does by reference). */
     wh_status_t (*compose)(store_data_t *d, const store_chunk_t *parts, size_t n,
                            store_data_ref_t *out);
 };
@@ -163,6 +175,11 @@ typedef struct store_local_config {
     /* map_at_begin maps the file (--data-writes mapped); false: it answers
      * WH_ERR_UNSUPPORTED and positional writes go by write_at (pwrite). direct_writes wins. */
     bool map_writes;
+    /* Positional writes of stripe_min bytes or more (0: 64 MiB) go into put_stripes files,
+     * one per stripe (write_at_stripe); 0: from the host, one per two cores, at most
+     * STORE_MAX_STRIPES; 1: one file. Not with map_writes or direct_writes. */
+    unsigned put_stripes;
+    uint64_t stripe_min;
 } store_local_config_t;
 wh_status_t store_data_local_open(const store_local_config_t *cfg, store_data_t **out);
 

@@ -11,6 +11,13 @@
  * fd per extent (so a replaced or deleted version stays readable while open), and release
  * unlinks every extent. An object of one part takes the part's file as it is.
  *
+ * A large positional write (an RDMA PUT over the direct path) is striped the same way: its
+ * bytes go into several temp files, one per stripe, because writes into one file take that
+ * file's lock (i_rwsem) in turn and so cap one PUT's copy threads; finish syncs and publishes
+ * every stripe and names them as the extents of one composed reference, which the metadata
+ * commit makes the object's. A crash before that leaves temp files (removed at start) or
+ * published files no row names (orphans, removed at start).
+ *
  * Full disk: DIR/reserve is a preallocated file. New writes are refused (WH_ERR_NO_SPACE, 507)
  * above the high-water mark, when the disk is full, and while the reserve is not held. When a
  * delete's metadata commit finds no space, the store releases the reserve and retries; once
@@ -62,9 +69,18 @@ typedef struct ld {
     bool direct_refused; /* the file system refused O_DIRECT once (atomic) */
     _Atomic uint64_t direct_bytes;
     bool populate_refused; /* madvise(MADV_POPULATE_WRITE) answered EINVAL once (atomic) */
+    unsigned put_stripes;  /* positional writes of stripe_min bytes or more: files, 1 = one */
+    uint64_t stripe_min;
     pthread_mutex_t reserve_lock;
     bool reserve_held; /* DIR/reserve exists at full size */
 } ld_t;
+
+/* A striped writer's second and later files (the first is the writer's own). */
+typedef struct ld_stripe {
+    int fd;
+    char id[STORE_DATA_ID_LEN + 1];
+    bool published; /* renamed into objects/ */
+} ld_stripe_t;
 
 typedef struct ld_writer {
     store_data_writer_t base;
@@ -77,6 +93,11 @@ typedef struct ld_writer {
     uint64_t checked; /* size when free space was last checked */
     uint8_t *map;     /* map_at_begin: the temp file mapped MAP_SHARED, map_len bytes */
     size_t map_len;
+    /* Striped (write_at_begin of a large total): nstripes files of stripe_len bytes (the last
+     * may be shorter), stripe 0 being fd/id above and the others in more[]. 0: one file. */
+    unsigned nstripes;
+    uint64_t stripe_len;
+    ld_stripe_t *more;
 } ld_writer_t;
 
 /* One file of a composed object. */
@@ -380,6 +401,8 @@ static wh_status_t ld_write(store_data_writer_t *dw, const void *p, size_t n)
 {
     ld_writer_t *w = (ld_writer_t *)dw;
     ld_t *l = LD(dw->data);
+    if (w->nstripes > 1)
+        return WH_ERR_INVALID; /* a striped writer takes only write_at */
     if (w->size + n - w->checked >= LD_SPACE_CHECK) {
         wh_status_t s = ld_space_check(l, n);
         if (s != WH_OK)
@@ -402,6 +425,54 @@ static wh_status_t ld_write(store_data_writer_t *dw, const void *p, size_t n)
     return WH_OK;
 }
 
+/* Stripes for a positional write of total bytes: as many as configured, each a whole number
+ * of STORE_STRIPE_ALIGN and none empty; files 1.. are fresh temp files beside the writer's.
+ * Where they cannot be made (out of file descriptors, say) the write stays in one file. */
+static void ld_stripes_open(ld_writer_t *w, uint64_t total)
+{
+    ld_t *l = LD(w->base.data);
+    uint64_t units = (total + STORE_STRIPE_ALIGN - 1) / STORE_STRIPE_ALIGN;
+    uint64_t ns = WH_MIN((uint64_t)l->put_stripes, units);
+    if (ns < 2)
+        return;
+    uint64_t len = (units + ns - 1) / ns * STORE_STRIPE_ALIGN;
+    ns = (total + len - 1) / len;
+    if (ns < 2 || !(w->more = calloc(ns - 1, sizeof *w->more)))
+        return;
+    unsigned k = 0;
+    for (; k + 1 < ns; k++) {
+        ld_stripe_t *x = &w->more[k];
+        if (ld_random_id(x->id) != WH_OK)
+            break;
+        /* In the writer's own directory of objects/: finish syncs one directory. */
+        memcpy(x->id, w->id, 2);
+        x->fd = openat(l->tmp_fd, x->id, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, LD_FILE_MODE);
+        if (x->fd < 0) {
+            wh_warn("store", "cannot create temp file %s/tmp/%s: %m; this write goes into one file",
+                    l->dir, x->id);
+            break;
+        }
+    }
+    if (k + 1 < ns) { /* undo: one file after all */
+        while (k-- > 0) {
+            close(w->more[k].fd);
+            if (unlinkat(l->tmp_fd, w->more[k].id, 0) < 0)
+                wh_warn("store", "cannot remove temp file %s/tmp/%s: %m", l->dir, w->more[k].id);
+        }
+        free(w->more);
+        w->more = NULL;
+        return;
+    }
+    w->stripe_len = len;
+    w->nstripes = (unsigned)ns;
+}
+
+static uint64_t ld_write_at_stripe(store_data_writer_t *dw)
+{
+    const ld_writer_t *w = (const ld_writer_t *)dw;
+    return w->nstripes > 1 ? w->stripe_len : 0;
+}
+
 static wh_status_t ld_write_at_begin(store_data_writer_t *dw, uint64_t total)
 {
     ld_writer_t *w = (ld_writer_t *)dw;
@@ -412,6 +483,10 @@ static wh_status_t ld_write_at_begin(store_data_writer_t *dw, uint64_t total)
         return s;
     w->size = w->synced = w->checked = total;
     ld_t *l = LD(dw->data);
+    if (!l->direct_writes && l->put_stripes > 1 && total >= l->stripe_min) {
+        ld_stripes_open(w, total);
+        return WH_OK;
+    }
     if (l->direct_writes && total >= LD_WRITEBACK_CHUNK &&
         !__atomic_load_n(&l->direct_refused, __ATOMIC_RELAXED)) {
         w->dfd = openat(l->tmp_fd, w->id, O_WRONLY | O_DIRECT | O_CLOEXEC);
@@ -427,26 +502,60 @@ static wh_status_t ld_write_at_begin(store_data_writer_t *dw, uint64_t total)
 
 #define LD_DIO_ALIGN 4096u
 
-/* Positional: pwrite at off; writeback of each LD_WRITEBACK_CHUNK is started by the write
- * that ends it (the RDMA engine's windows are as large, so one thread writes each). */
-static wh_status_t ld_write_at(store_data_writer_t *dw, const void *p, size_t n, uint64_t off)
+/* Stripe k of a striped writer: its fd and id, and how many bytes of the object it holds. */
+static int ld_stripe_fd(const ld_writer_t *w, unsigned k, const char **id, uint64_t *len)
 {
-    ld_writer_t *w = (ld_writer_t *)dw;
+    if (id)
+        *id = k ? w->more[k - 1].id : w->id;
+    if (len)
+        *len = WH_MIN(w->stripe_len, w->size - (uint64_t)k * w->stripe_len);
+    return k ? w->more[k - 1].fd : w->fd;
+}
+
+static wh_status_t ld_write_file(ld_writer_t *w, int fd, const char *id, uint64_t size,
+                                 const void *p, size_t n, uint64_t off)
+{
     /* Aligned pieces past the page cache; a short tail (and anything unaligned) through it. */
     bool direct = w->dfd >= 0 && ((uintptr_t)p | off | n) % LD_DIO_ALIGN == 0;
-    int e = wh_pwrite_all(direct ? w->dfd : w->fd, p, n, off);
+    int e = wh_pwrite_all(direct ? w->dfd : fd, p, n, off);
     if (direct && e == 0)
-        atomic_fetch_add(&LD(dw->data)->direct_bytes, n);
+        atomic_fetch_add(&LD(w->base.data)->direct_bytes, n);
     if (e < 0) {
         errno = -e;
         wh_error("store", "write to temp file %s/tmp/%s at %" PRIu64 " failed: %m",
-                 LD(dw->data)->dir, w->id, off);
+                 LD(w->base.data)->dir, id, off);
         return wh_status_from_errno(-e);
     }
     uint64_t end = off + n;
-    if (!direct && (end % LD_WRITEBACK_CHUNK == 0 || end == w->size)) {
+    if (!direct && (end % LD_WRITEBACK_CHUNK == 0 || end == size)) {
         uint64_t from = (end - 1) / LD_WRITEBACK_CHUNK * LD_WRITEBACK_CHUNK;
-        sync_file_range(w->fd, (off64_t)from, (off64_t)(end - from), SYNC_FILE_RANGE_WRITE);
+        sync_file_range(fd, (off64_t)from, (off64_t)(end - from), SYNC_FILE_RANGE_WRITE);
+    }
+    return WH_OK;
+}
+
+/* Positional: pwrite at off (of a striped writer: in the stripe's file); writeback of each
+ * LD_WRITEBACK_CHUNK of a file is started by the write that ends it (the RDMA engine's
+ * windows are as large, so one thread writes each). */
+static wh_status_t ld_write_at(store_data_writer_t *dw, const void *p, size_t n, uint64_t off)
+{
+    ld_writer_t *w = (ld_writer_t *)dw;
+    if (w->nstripes < 2)
+        return ld_write_file(w, w->fd, w->id, w->size, p, n, off);
+    while (n > 0) { /* a piece that crosses a stripe's end goes on in the next file */
+        unsigned k = (unsigned)(off / w->stripe_len);
+        if (k >= w->nstripes)
+            return WH_ERR_INVALID;
+        const char *id;
+        uint64_t len, foff = off - (uint64_t)k * w->stripe_len;
+        int fd = ld_stripe_fd(w, k, &id, &len);
+        size_t m = (size_t)WH_MIN((uint64_t)n, len - foff);
+        wh_status_t s = ld_write_file(w, fd, id, len, p, m, foff);
+        if (s != WH_OK)
+            return s;
+        p = (const uint8_t *)p + m;
+        off += m;
+        n -= m;
     }
     return WH_OK;
 }
@@ -561,8 +670,79 @@ static wh_status_t ld_append(store_data_writer_t *dw, store_reader_t *r, uint64_
 
 static wh_status_t ld_writer_pread(store_data_writer_t *dw, void *buf, size_t n, uint64_t off)
 {
-    int e = wh_pread_all(((ld_writer_t *)dw)->fd, buf, n, off);
-    return e ? wh_status_from_errno(-e) : WH_OK;
+    const ld_writer_t *w = (const ld_writer_t *)dw;
+    if (w->nstripes < 2) {
+        int e = wh_pread_all(w->fd, buf, n, off);
+        return e ? wh_status_from_errno(-e) : WH_OK;
+    }
+    while (n > 0) {
+        unsigned k = (unsigned)(off / w->stripe_len);
+        if (k >= w->nstripes)
+            return WH_ERR_RANGE;
+        uint64_t len, foff = off - (uint64_t)k * w->stripe_len;
+        int fd = ld_stripe_fd(w, k, NULL, &len);
+        size_t m = (size_t)WH_MIN((uint64_t)n, len - foff);
+        int e = wh_pread_all(fd, buf, m, foff);
+        if (e)
+            return wh_status_from_errno(-e);
+        buf = (uint8_t *)buf + m;
+        off += m;
+        n -= m;
+    }
+    return WH_OK;
+}
+
+static bool *ld_stripe_published(ld_writer_t *w, unsigned k)
+{
+    return k ? &w->more[k - 1].published : &w->published;
+}
+
+/* finish of a striped writer: every stripe synced (stripe 0 already is), then every one moved
+ * into objects/ and their directory synced (one: the ids share their first two characters);
+ * *ref is then a composed reference (a fresh id that names no file, one extent per stripe),
+ * as ld_compose makes for a multipart upload. */
+static wh_status_t ld_finish_stripes(ld_writer_t *w, bool sync, store_data_ref_t *ref)
+{
+    ld_t *l = LD(w->base.data);
+    store_data_ref_t out;
+    memset(&out, 0, sizeof out);
+    for (unsigned k = 1; sync && k < w->nstripes; k++)
+        if (fdatasync(w->more[k - 1].fd) < 0) {
+            wh_error("store", "fdatasync of temp file %s/tmp/%s failed: %m", l->dir,
+                     w->more[k - 1].id);
+            return errno == ENOSPC ? WH_ERR_NO_SPACE : WH_ERR_IO;
+        }
+    wh_status_t s = ld_random_id(out.id);
+    if (s != WH_OK)
+        return s;
+    if (!(out.chunks = calloc(w->nstripes, sizeof *out.chunks)))
+        return WH_ERR_NOMEM;
+    out.n_chunks = w->nstripes;
+    for (unsigned k = 0; k < w->nstripes; k++) {
+        const char *id;
+        uint64_t len;
+        ld_stripe_fd(w, k, &id, &len);
+        char rel[STORE_DATA_ID_LEN + 4];
+        ld_relpath(id, rel);
+        if (renameat(l->tmp_fd, id, l->obj_fd, rel) < 0) {
+            wh_error("store", "cannot move temp file %s into %s/objects/%s: %m", id, l->dir, rel);
+            s = wh_status_from_errno(errno);
+            goto err;
+        }
+        *ld_stripe_published(w, k) = true;
+        store_chunk_t *c = &out.chunks[k];
+        memcpy(c->id, id, sizeof c->id);
+        c->offset = (uint64_t)k * w->stripe_len;
+        c->length = len;
+    }
+    char sub[3] = {w->id[0], w->id[1], '\0'};
+    if (sync && (s = ld_fsync_dir(l->obj_fd, sub)) != WH_OK)
+        goto err;
+    *ref = out;
+    return WH_OK;
+err:
+    store_data_ref_clear(&out);
+    return s;
 }
 
 static wh_status_t ld_finish(store_data_writer_t *dw, store_data_ref_t *ref)
@@ -582,6 +762,8 @@ static wh_status_t ld_finish(store_data_writer_t *dw, store_data_ref_t *ref)
         wh_error("store", "fdatasync of temp file %s/tmp/%s failed: %m", l->dir, w->id);
         return errno == ENOSPC ? WH_ERR_NO_SPACE : WH_ERR_IO;
     }
+    if (w->nstripes > 1)
+        return ld_finish_stripes(w, sync, ref);
     char rel[STORE_DATA_ID_LEN + 4];
     ld_relpath(w->id, rel);
     if (renameat(l->tmp_fd, w->id, l->obj_fd, rel) < 0) {
@@ -608,6 +790,10 @@ static void ld_writer_free(store_data_writer_t *dw)
         close(w->fd);
     if (w->dfd >= 0)
         close(w->dfd);
+    for (unsigned k = 1; k < w->nstripes; k++)
+        if (w->more[k - 1].fd >= 0)
+            close(w->more[k - 1].fd);
+    free(w->more);
     free(w);
 }
 
@@ -618,10 +804,13 @@ static void ld_writer_abort(store_data_writer_t *dw)
         return;
     ld_t *l = LD(dw->data);
     ld_unmap(w);
-    if (w->published)
-        ld_unlink(l, w->id);
-    else if (unlinkat(l->tmp_fd, w->id, 0) < 0 && errno != ENOENT)
-        wh_warn("store", "cannot remove temp file %s/tmp/%s: %m", l->dir, w->id);
+    for (unsigned k = 0; k < WH_MAX(w->nstripes, 1u); k++) {
+        const char *id = k ? w->more[k - 1].id : w->id;
+        if (*ld_stripe_published(w, k))
+            ld_unlink(l, id);
+        else if (unlinkat(l->tmp_fd, id, 0) < 0 && errno != ENOENT)
+            wh_warn("store", "cannot remove temp file %s/tmp/%s: %m", l->dir, id);
+    }
     ld_writer_free(dw);
 }
 
@@ -902,6 +1091,7 @@ static const store_data_ops_t LD_OPS = {
     .rdma_put = NULL, /* the server's own RDMA engine feeds write() or write_at() */
     .write_at_begin = ld_write_at_begin,
     .write_at = ld_write_at,
+    .write_at_stripe = ld_write_at_stripe,
     .map_at_begin = ld_map_at_begin,
     .map_at = ld_map_at,
     .finish = ld_finish,
@@ -943,6 +1133,13 @@ wh_status_t store_data_local_open(const store_local_config_t *cfg, store_data_t 
     l->durability = cfg->durability;
     l->direct_writes = cfg->direct_writes;
     l->map_writes = cfg->map_writes;
+    l->put_stripes = cfg->put_stripes;
+    if (!l->put_stripes) { /* one stripe per two cores: each takes up to two copy threads */
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        l->put_stripes = ncpu > 2 ? (unsigned)((ncpu + 1) / 2) : 1;
+    }
+    l->put_stripes = WH_MIN(l->put_stripes, (unsigned)STORE_MAX_STRIPES);
+    l->stripe_min = cfg->stripe_min ? cfg->stripe_min : 64ULL << 20;
     pthread_mutex_init(&l->reserve_lock, NULL);
     if (!(l->dir = strdup(dir))) {
         st = WH_ERR_NOMEM;

@@ -25,6 +25,12 @@ typedef enum store_durability {
 } store_durability_t;
 const char *store_durability_name(store_durability_t d); /* "disk", "memory" */
 
+/* A striped positional write (--put-stripes: one file per stripe) has at most
+ * STORE_MAX_STRIPES stripes, each a multiple of STORE_STRIPE_ALIGN bytes (the RDMA engine's
+ * window, so that one window lands in one stripe). */
+#define STORE_STRIPE_ALIGN (8ULL << 20)
+#define STORE_MAX_STRIPES 16
+
 /* Space where bytes live, for /metrics and the high-water mark. */
 typedef struct store_space {
     uint64_t total;   /* bytes of the file system (or cluster) */

@@ -640,6 +640,16 @@ void srv_rdma_metrics(srv_rdma_t *r, struct wh_sbuf *out)
                    r ? (uint64_t)atomic_load(&r->put_at_bytes) : 0,
                    r ? (uint64_t)atomic_load(&r->put_mapped_ops) : 0,
                    r ? (uint64_t)atomic_load(&r->put_mapped_bytes) : 0, r ? r->put_threads : 0);
+    wh_sbuf_printf(out,
+                   "# HELP wharf_rdma_put_striped_total Of the positional RDMA PUTs, those whose "
+                   "bytes went into several files at once (--put-stripes), and their files.\n"
+                   "# TYPE wharf_rdma_put_striped_total counter\n"
+                   "wharf_rdma_put_striped_total{unit=\"requests\"} %" PRIu64 "\n"
+                   "wharf_rdma_put_striped_total{unit=\"bytes\"} %" PRIu64 "\n"
+                   "wharf_rdma_put_striped_total{unit=\"stripes\"} %" PRIu64 "\n",
+                   r ? (uint64_t)atomic_load(&r->put_striped_ops) : 0,
+                   r ? (uint64_t)atomic_load(&r->put_striped_bytes) : 0,
+                   r ? (uint64_t)atomic_load(&r->put_striped_files) : 0);
     uint64_t pb = 0, pa = 0, pp = 0;
     cuda_staging_stats(&pb, &pa, &pp);
     wh_sbuf_printf(out,

@@ -133,6 +133,11 @@ typedef struct srv_rdma_sink_at {
      * n = 0: WH_ERR_UNSUPPORTED then means write_at. Not limited by put_threads, since no
      * write takes the file's lock: the request gets its share of copy_threads. */
     wh_status_t (*map_at)(void *arg, uint64_t off, size_t n, void **p);
+    /* Optional, asked once after begin: the destination is several files, each of stripe
+     * bytes of the object ([k * stripe, (k + 1) * stripe)), whose writes do not share a lock;
+     * 0 (or NULL): one file. The copy threads then go to different stripes at once, and up
+     * to put_threads per stripe write together. */
+    uint64_t (*stripe_len)(void *arg);
     bool want_crc32c;
 } srv_rdma_sink_at_t;
 wh_status_t srv_rdma_put_at(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,

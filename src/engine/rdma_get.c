@@ -214,23 +214,40 @@ static void *get_reader(void *arg)
 }
 
 /* Direct GET (bound shm, GPU memory): up to copy_threads workers, the request thread among
- * them, each take the next window of the object, map it (MAP_POPULATE), checksum it and copy
- * it into the client, so one request uses the cores the host gives it (a single stream was
- * capped by one thread's copy rate). The threads are shared out among the direct requests in
- * flight: a request gets copy_threads / active, at least one, at most one per window.
- * Per-window crcs are combined in order at the end with one precomputed shift operator. */
+ * them, each take the next window of the object, checksum it and copy it into the client, so
+ * one request uses the cores the host gives it (a single stream was capped by one thread's
+ * copy rate). The threads are shared out among the direct requests in flight: a request gets
+ * copy_threads / active, at least one, at most one per window. The windows run across every
+ * extent of the object in one pool (a composed object, e.g. a striped PUT's files, is not
+ * served extent after extent with the threads joined at each end). Each extent is mapped once;
+ * per-window crcs are combined in order at the end. */
 typedef struct get_direct {
     srv_rdma_t *r;
     xfer_batch_t *b;
-    int fd;
-    uint64_t off, len, nwin;
-    uint64_t roff;      /* where off lands in the region */
-    uint64_t *crc;      /* per window */
-    const uint8_t *map; /* the whole range, mapped once (d->off is at map + delta) */
-    uint64_t next;      /* next window to take (atomic) */
-    int read_err;       /* first mmap errno (atomic, 0 = none) */
-    wh_status_t st;     /* first transfer failure (atomic) */
+    const get_ext_t *ext;
+    size_t n_ext;
+    const uint8_t **map; /* per extent: its range, mapped once */
+    uint64_t *first;     /* per extent: index of its first window; first[n_ext] = nwin */
+    uint64_t nwin;
+    uint64_t *crc;  /* per window */
+    uint64_t next;  /* next window to take (atomic) */
+    int read_err;   /* first mmap errno (atomic, 0 = none) */
+    wh_status_t st; /* first transfer failure (atomic) */
 } get_direct_t;
+
+/* The extent of window k (binary search over first[]). */
+static size_t get_direct_ext(const get_direct_t *d, uint64_t k)
+{
+    size_t lo = 0, hi = d->n_ext;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (d->first[mid] <= k)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
 
 static void *get_direct_worker(void *arg)
 {
@@ -240,15 +257,18 @@ static void *get_direct_worker(void *arg)
         if (k >= d->nwin || __atomic_load_n(&d->read_err, __ATOMIC_RELAXED) ||
             __atomic_load_n(&d->st, __ATOMIC_RELAXED) != WH_OK)
             break;
-        size_t n = (size_t)WH_MIN((uint64_t)RDMA_DIRECT_WINDOW, d->len - k * RDMA_DIRECT_WINDOW);
-        const uint8_t *src = d->map + k * RDMA_DIRECT_WINDOW;
-        /* Fault the window in here, in parallel with the other workers (one mapping for the
-         * request: unmapping per window made every worker's munmap a TLB shootdown). */
+        size_t e = get_direct_ext(d, k);
+        uint64_t w = k - d->first[e];
+        size_t n =
+            (size_t)WH_MIN((uint64_t)RDMA_DIRECT_WINDOW, d->ext[e].len - w * RDMA_DIRECT_WINDOW);
+        const uint8_t *src = d->map[e] + w * RDMA_DIRECT_WINDOW;
+        /* Fault the window in here, in parallel with the other workers (one mapping per
+         * extent: unmapping per window made every worker's munmap a TLB shootdown). */
         uintptr_t pa = (uintptr_t)src & ~(uintptr_t)4095;
         madvise((void *)pa, (uintptr_t)src + n - pa, RDMA_MADV_POPULATE_READ);
         /* A transport that checksums inside its copy saves a pass over memory (GPU memory:
          * the host's memory bandwidth, not a core, bounds the copy). */
-        uint64_t at = d->roff + k * RDMA_DIRECT_WINDOW;
+        uint64_t at = d->ext[e].roff + w * RDMA_DIRECT_WINDOW;
         wh_status_t st = xfer_batch_post_crc(d->b, src, n, at, &d->crc[k]);
         if (st == WH_ERR_UNSUPPORTED) {
             d->crc[k] = wh_crc64nvme(0, src, n);
@@ -263,33 +283,50 @@ static void *get_direct_worker(void *arg)
     return NULL;
 }
 
-/* Runs the direct GET of one extent ([off, off+len) of fd to roff in the region); fills *crc
- * on success. Returns the first failure. */
-static wh_status_t get_direct_run(srv_rdma_t *r, xfer_batch_t *b, int fd, uint64_t off,
-                                  uint64_t len, uint64_t roff, uint64_t *crc, int *read_err)
+/* Runs the direct GET of the extents ext[0..n) (each [off, off+len) of its fd, landing at
+ * its roff in the region); fills *crc, the crc of them all in order, on success. Returns the
+ * first failure. */
+static wh_status_t get_direct_run(srv_rdma_t *r, xfer_batch_t *b, const get_ext_t *ext, size_t n,
+                                  uint64_t *crc, int *read_err)
 {
-    get_direct_t d = {.r = r, .b = b, .fd = fd, .off = off, .len = len, .roff = roff};
-    d.nwin = (len + RDMA_DIRECT_WINDOW - 1) / RDMA_DIRECT_WINDOW;
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size < off + len) {
-        *read_err = EIO;
-        return WH_ERR_IO;
+    get_direct_t d = {.r = r, .b = b, .ext = ext, .n_ext = n};
+    wh_status_t st = WH_OK;
+    d.map = calloc(n, sizeof *d.map);
+    d.first = calloc(n + 1, sizeof *d.first);
+    if (!d.map || !d.first) {
+        st = WH_ERR_NOMEM;
+        goto out;
     }
+    for (size_t i = 0; i < n; i++) {
+        struct stat sb;
+        if (fstat(ext[i].fd, &sb) != 0 || (uint64_t)sb.st_size < ext[i].off + ext[i].len) {
+            *read_err = EIO;
+            st = WH_ERR_IO;
+            goto out;
+        }
+        d.first[i] = d.nwin;
+        d.nwin += (ext[i].len + RDMA_DIRECT_WINDOW - 1) / RDMA_DIRECT_WINDOW;
+        if (!ext[i].len)
+            continue;
+        uint64_t aoff = ext[i].off & ~(uint64_t)4095, delta = ext[i].off - aoff;
+        void *m =
+            mmap(NULL, (size_t)(delta + ext[i].len), PROT_READ, MAP_SHARED, ext[i].fd, (off_t)aoff);
+        if (m == MAP_FAILED) {
+            *read_err = errno;
+            st = WH_ERR_IO;
+            goto out;
+        }
+        d.map[i] = (const uint8_t *)m + delta;
+    }
+    d.first[n] = d.nwin;
     if (d.nwin == 0) {
         *crc = 0;
-        return WH_OK;
+        goto out;
     }
-    d.crc = malloc(d.nwin * sizeof *d.crc);
-    if (!d.crc)
-        return WH_ERR_NOMEM;
-    uint64_t aoff = off & ~(uint64_t)4095, delta = off - aoff;
-    void *m = mmap(NULL, (size_t)(delta + len), PROT_READ, MAP_SHARED, fd, (off_t)aoff);
-    if (m == MAP_FAILED) {
-        *read_err = errno;
-        free(d.crc);
-        return WH_ERR_IO;
+    if (!(d.crc = malloc(d.nwin * sizeof *d.crc))) {
+        st = WH_ERR_NOMEM;
+        goto out;
     }
-    d.map = (const uint8_t *)m + delta;
     pthread_t th[RDMA_DIRECT_MAX_THREADS];
     unsigned nth = 0, active = __atomic_add_fetch(&r->direct_active, 1, __ATOMIC_ACQ_REL);
     unsigned want = r->copy_threads / active;
@@ -302,17 +339,34 @@ static wh_status_t get_direct_run(srv_rdma_t *r, xfer_batch_t *b, int fd, uint64
     for (unsigned i = 0; i < nth; i++)
         pthread_join(th[i], NULL);
     __atomic_sub_fetch(&r->direct_active, 1, __ATOMIC_ACQ_REL);
-    munmap(m, (size_t)(delta + len));
-    wh_status_t st = d.read_err ? WH_ERR_IO : d.st;
+    st = d.read_err ? WH_ERR_IO : d.st;
     *read_err = d.read_err;
     if (st == WH_OK) {
-        uint64_t c = d.crc[0];
-        for (uint64_t k = 1; k + 1 < d.nwin; k++)
-            c = wh_crc64nvme_shift_combine(&r->direct_shift, c, d.crc[k]);
-        if (d.nwin > 1)
-            c = wh_crc64nvme_combine(c, d.crc[d.nwin - 1], len - (d.nwin - 1) * RDMA_DIRECT_WINDOW);
+        uint64_t c = 0;
+        bool any = false;
+        for (size_t i = 0; i < n; i++)
+            for (uint64_t k = d.first[i]; k < d.first[i + 1]; k++) {
+                uint64_t wl = WH_MIN((uint64_t)RDMA_DIRECT_WINDOW,
+                                     ext[i].len - (k - d.first[i]) * RDMA_DIRECT_WINDOW);
+                if (!any)
+                    c = d.crc[k];
+                else if (wl == RDMA_DIRECT_WINDOW)
+                    c = wh_crc64nvme_shift_combine(&r->direct_shift, c, d.crc[k]);
+                else
+                    c = wh_crc64nvme_combine(c, d.crc[k], wl);
+                any = true;
+            }
         *crc = c;
     }
+out:
+    if (d.map)
+        for (size_t i = 0; i < n; i++)
+            if (d.map[i]) {
+                uintptr_t base = (uintptr_t)d.map[i] - (ext[i].off & 4095);
+                munmap((void *)base, (size_t)((ext[i].off & 4095) + ext[i].len));
+            }
+    free(d.map);
+    free(d.first);
     free(d.crc);
     return st;
 }
@@ -425,12 +479,7 @@ static wh_status_t get_extents_run(srv_rdma_t *r, const token_arg_t *token, cons
     /* A source has no file to map: it goes staged, through pool buffers, on a direct batch
      * too (posts there are synchronous copies; the reader thread still overlaps them). */
     if (xfer_batch_direct(t.b) && !ge[0].read) {
-        for (size_t i = 0; i < n_ext && st == WH_OK; i++) {
-            uint64_t c = 0;
-            st =
-                get_direct_run(r, t.b, ge[i].fd, ge[i].off, ge[i].len, ge[i].roff, &c, &g.read_err);
-            g.crc = i == 0 ? c : wh_crc64nvme_combine(g.crc, c, ge[i].len);
-        }
+        st = get_direct_run(r, t.b, ge, n_ext, &g.crc, &g.read_err);
     } else {
         g.chunk = r->buf_len;
         uint64_t nchunks = (len + g.chunk - 1) / g.chunk;

@@ -24,11 +24,12 @@
 #define RDMA_DIRECT_WINDOW (8u << 20) /* bytes per mmap window on the direct path */
 #define RDMA_MAX_RETIRED 4            /* replaced endpoints still draining, per provider */
 #define RDMA_DIRECT_MAX_THREADS 64    /* bound on copy threads per request */
-/* Copy threads of one positional PUT unless configured. Its writes go into one file, whose
- * lock (i_rwsem) the kernel takes for each write, so past two threads they spin there: on
- * the 16-core H200 host one 256 MiB stream on tmpfs ran 1.4-1.6 GB/s with one thread, 2.4-2.6
- * with two (0.7-0.8 server CPU-s/GB), 2.5-2.7 with eight at 2.3-2.5 CPU-s/GB
- * (docs/scale-up.md, "PUT"). */
+/* Copy threads of one positional PUT per destination file unless configured. Writes into one
+ * file take its lock (i_rwsem) in turn, so past two threads they spin there: on the 16-core
+ * H200 host one 256 MiB stream on tmpfs ran 1.4-1.6 GB/s with one thread, 2.4-2.6 with two
+ * (0.7-0.8 server CPU-s/GB), 2.5-2.7 with eight at 2.3-2.5 CPU-s/GB (docs/scale-up.md,
+ * "PUT"). A striped PUT (srv_rdma_sink_at_t's stripe_len) has one file per stripe: up to
+ * this many threads per stripe. */
 #define RDMA_PUT_THREADS_DEFAULT 2u
 
 /* One open transport of a provider with the pool registered on it. A provider's current one is
@@ -100,6 +101,8 @@ struct srv_rdma {
     atomic_uint_fast64_t put_at_ops, put_at_bytes;
     atomic_uint_fast64_t put_mapped_ops, put_mapped_bytes; /* of those, through map_at */
     unsigned direct_active;                                /* direct GETs in flight (atomic) */
+    /* of the positional PUTs, those into several files (srv_rdma_sink_at_t's stripe_len) */
+    atomic_uint_fast64_t put_striped_ops, put_striped_bytes, put_striped_files;
     /* staged GETs' reads into the pool, by where the bytes came from (rdma_get.c) */
     atomic_uint_fast64_t read_cached, read_direct_io, read_buffered;
 };

@@ -107,17 +107,23 @@ static wh_status_t put_direct_run(put_direct_t *d, srv_rdma_sink_cb sink, void *
 }
 
 /* Positional direct PUT (see srv_rdma_sink_at_t): up to copy_threads workers, the request
- * thread among them, take the next window of RDMA_DIRECT_WINDOW bytes and move it piece by
- * piece. Mapped (at->map_at): read from the client straight into the destination's mapping,
- * then checksum the piece while it is in cache: one copy. Else: read into the worker's piece
- * of a pool buffer, checksum, write_at (at most put_threads of them: those writes serialise
- * on the file's lock). The threads are shared with the direct GETs in flight
+ * thread among them, take the next window of RDMA_DIRECT_WINDOW bytes (of a striped
+ * destination: the next stripe's next window) and move it piece by piece. Mapped
+ * (at->map_at): read from the client straight into the destination's mapping, then checksum
+ * the piece while it is in cache: one copy. Else: read into the worker's piece of a pool
+ * buffer, checksum, write_at (at most put_threads of them per destination file: those writes
+ * serialise on the file's lock). The threads are shared with the direct GETs in flight
  * (direct_active), as rdma_get.c does; the per-window crcs are combined in order at the end. */
 typedef struct put_par {
     xfer_batch_t *b;
     const srv_rdma_sink_at_t *at;
     void *arg;
     uint64_t len, nwin;
+    /* Striped destination: windows are taken stripe by stripe in turn (slot j is window
+     * wps * (j % nstripes) + j / nstripes), so threads running together write into
+     * different files; nslots counts the slots, some past the end of a short last stripe. */
+    unsigned nstripes;
+    uint64_t wps, nslots;
     uint64_t *crc;
     uint32_t *crc32c;    /* NULL unless at->want_crc32c */
     bool mapped;         /* windows through at->map_at, no pool piece */
@@ -143,10 +149,13 @@ static void *put_par_worker(void *arg)
     put_worker_t *pw = arg;
     put_par_t *d = pw->d;
     for (;;) {
-        uint64_t k = __atomic_fetch_add(&d->next, 1, __ATOMIC_RELAXED);
-        if (k >= d->nwin || __atomic_load_n(&d->st, __ATOMIC_RELAXED) != WH_OK ||
+        uint64_t j = __atomic_fetch_add(&d->next, 1, __ATOMIC_RELAXED);
+        if (j >= d->nslots || __atomic_load_n(&d->st, __ATOMIC_RELAXED) != WH_OK ||
             __atomic_load_n(&d->sink_st, __ATOMIC_RELAXED) != WH_OK)
             break;
+        uint64_t k = d->nstripes > 1 ? d->wps * (j % d->nstripes) + j / d->nstripes : j;
+        if (k >= d->nwin)
+            continue; /* past the end of the last stripe */
         uint64_t off = k * RDMA_DIRECT_WINDOW;
         uint64_t n = WH_MIN((uint64_t)RDMA_DIRECT_WINDOW, d->len - off);
         uint64_t c = 0;
@@ -204,14 +213,20 @@ static wh_status_t put_par_run(rdma_xfer_t *t, const srv_rdma_sink_at_t *at, voi
     }
     void *probe;
     d.mapped = at->map_at && at->map_at(arg, 0, 0, &probe) == WH_OK;
+    uint64_t stripe = !d.mapped && at->stripe_len ? at->stripe_len(arg) : 0;
+    if (stripe && stripe % RDMA_DIRECT_WINDOW == 0 && stripe < d.len) {
+        d.wps = stripe / RDMA_DIRECT_WINDOW;
+        d.nstripes = (unsigned)((d.len + stripe - 1) / stripe);
+    }
+    d.nslots = d.nstripes > 1 ? d.nstripes * d.wps : d.nwin;
     unsigned per_slot = (unsigned)WH_MAX(r->buf_len / PUT_PIECE, (uint64_t)1);
     /* Mapped: no pieces to share out, no write lock to meet: the request's share of the copy
      * threads, as a direct GET gets. */
     unsigned cap = d.mapped ? RDMA_DIRECT_MAX_THREADS : t->late->n * per_slot;
     unsigned active = __atomic_add_fetch(&r->direct_active, 1, __ATOMIC_ACQ_REL);
     unsigned want = WH_MAX(r->copy_threads / active, 1u);
-    if (!d.mapped)
-        want = WH_MIN(want, r->put_threads);
+    if (!d.mapped) /* the writes of one file take its lock in turn */
+        want = WH_MIN(want, r->put_threads * WH_MAX(d.nstripes, 1u));
     want = (unsigned)WH_MIN(WH_MIN((uint64_t)want, (uint64_t)cap),
                             WH_MIN(d.nwin, (uint64_t)RDMA_DIRECT_MAX_THREADS));
     if (want == 0) /* the request holds at least one slot and two windows: never, but bound it */
@@ -256,6 +271,11 @@ static wh_status_t put_par_run(rdma_xfer_t *t, const srv_rdma_sink_at_t *at, voi
         if (d.mapped) {
             atomic_fetch_add(&r->put_mapped_ops, 1);
             atomic_fetch_add(&r->put_mapped_bytes, d.len);
+        }
+        if (d.nstripes > 1) {
+            atomic_fetch_add(&r->put_striped_ops, 1);
+            atomic_fetch_add(&r->put_striped_bytes, d.len);
+            atomic_fetch_add(&r->put_striped_files, d.nstripes);
         }
     }
     free(d.crc);

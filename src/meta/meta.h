@@ -51,6 +51,7 @@ struct meta {
     const meta_ops_t *ops;
     uint64_t list_rows;       /* rows read by listings (atomic): shows a delimiter walk skips */
     struct meta_cache *cache; /* the authorization reads (meta_cache.c); NULL: none */
+    const struct meta_rules *rules; /* the backend's reach for the shared rules (meta_rules.h) */
 };
 
 typedef struct meta_part {
@@ -314,6 +315,10 @@ struct meta_ops {
     /* The chunk map entry of chunk_id (length, crc, replicas; offset 0). NOT_FOUND: no
      * committed row lists it. */
     wh_status_t (*chunk_find)(meta_t *m, const char *chunk_id, store_chunk_t *out);
+    /* The erasure-coded stripe a shard chunk_id belongs to: its k + m rows in shard order
+     * (offset, length, crcs, servers) into *out (cleared first; the id is not set).
+     * NOT_FOUND: no row lists it as a shard. */
+    wh_status_t (*chunk_stripe)(meta_t *m, const char *chunk_id, store_data_ref_t *out);
     wh_status_t (*node_list)(meta_t *m, meta_node_t **out, size_t *n);
     /* The node's failure domain (wharfd storage --zone; "" none), set at every start. */
     wh_status_t (*node_set_zone)(meta_t *m, uint32_t id, const char *zone);
@@ -857,6 +862,11 @@ static inline wh_status_t meta_damage_done(meta_t *m, uint32_t node, const char 
 static inline wh_status_t meta_chunk_find(meta_t *m, const char *chunk_id, store_chunk_t *out)
 {
     return m->ops->chunk_find ? m->ops->chunk_find(m, chunk_id, out) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_chunk_stripe(meta_t *m, const char *chunk_id, store_data_ref_t *out)
+{
+    return m->ops->chunk_stripe ? m->ops->chunk_stripe(m, chunk_id, out) : WH_ERR_UNSUPPORTED;
 }
 
 static inline wh_status_t meta_lock_try(meta_t *m, int64_t key)

@@ -2,7 +2,7 @@
  * with older versions has a current row (removing the current version promotes the next
  * newest), so a scan of the current rows visits every key that has any version. An archived
  * version keeps its chunk map; only a removed version's data comes back in *old. */
-#include "meta/meta_ver.h"
+#include "meta/meta_rules.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -58,6 +58,16 @@ wh_status_t meta_ver_commit(const meta_ver_dialect_t *d, void *c, const char *bu
     return st == WH_OK ? d->obj_upsert(c, bucket, key, klen, meta, ref, seq) : st;
 }
 
+/* The object_delete_version slot's transaction. */
+typedef struct meta_vdel {
+    const char *bucket, *key, *vid;
+    size_t klen;
+    int bypass;
+    store_del_cond_t *cond;
+    store_del_result_t *res;
+    store_data_ref_t *old;
+} meta_vdel_t;
+
 /* The delete's condition against the version it would remove, read in the delete's own
  * transaction: no overwrite can come between the check and the delete (SQLite: the writer's
  * lock; PostgreSQL: SERIALIZABLE, an overwrite committed meanwhile makes one of the two
@@ -75,7 +85,7 @@ static wh_status_t meta_ver_del_cond(const meta_ver_dialect_t *d, void *c, const
     return st;
 }
 
-wh_status_t meta_ver_delete(const meta_ver_dialect_t *d, void *c, meta_vdel_t *a)
+static wh_status_t meta_ver_delete(const meta_ver_dialect_t *d, void *c, meta_vdel_t *a)
 {
     store_del_result_t *res = a->res;
     memset(res, 0, sizeof *res);
@@ -133,4 +143,176 @@ wh_status_t meta_ver_delete(const meta_ver_dialect_t *d, void *c, meta_vdel_t *a
     if (st == WH_OK && !found)
         res->version_id[0] = '\0'; /* no such version: nothing deleted (idempotent) */
     return st;
+}
+
+/* The object_tags_set slot's transaction: the version vid (NULL: the current one) gets tags;
+ * NOT_FOUND for no such bucket, version, or a delete marker. */
+static wh_status_t meta_ver_tags_set(const meta_ver_dialect_t *d, void *c, const char *bucket,
+                                     const char *key, size_t klen, const char *vid,
+                                     const char *tags)
+{
+    int state = 0; /* read for the bucket's existence */
+    meta_cur_t cur;
+    wh_status_t st = d->versioning(c, bucket, &state);
+    if (st == WH_OK)
+        st = d->cur(c, bucket, key, klen, &cur);
+    if (st != WH_OK)
+        return st;
+    bool on_cur = !vid || (cur.exists && strcmp(cur.vid, vid) == 0);
+    bool changed = false;
+    st = d->tags_put(c, bucket, key, klen, on_cur ? NULL : vid, tags, &changed);
+    return st == WH_OK && !changed ? WH_ERR_NOT_FOUND : st;
+}
+
+/* The object_lock_set slot's transaction: the change is checked against the lock the version
+ * has now, read in the same transaction (a delete cannot slip in between). */
+static wh_status_t meta_ver_lock_set(const meta_ver_dialect_t *d, void *c, const char *bucket,
+                                     const char *key, size_t klen, const char *vid,
+                                     const store_lock_set_t *req, store_obj_meta_t *out)
+{
+    int state = 0; /* read for the bucket's existence */
+    meta_cur_t cur, lk;
+    wh_status_t st = d->versioning(c, bucket, &state);
+    if (st == WH_OK)
+        st = d->cur(c, bucket, key, klen, &cur);
+    if (st != WH_OK)
+        return st;
+    bool on_cur = cur.exists && (!vid || strcmp(cur.vid, vid) == 0);
+    if (on_cur) {
+        lk = cur;
+    } else {
+        if (!vid)
+            return WH_ERR_NOT_FOUND;
+        memset(&lk, 0, sizeof lk);
+        if ((st = d->ver_lock_get(c, bucket, key, klen, vid, &lk)) != WH_OK)
+            return st;
+    }
+    if (lk.dm)
+        return WH_ERR_NOT_FOUND;
+    int mode = lk.lock_mode;
+    int64_t until = lk.lock_until;
+    bool hold = lk.hold;
+    if ((st = meta_lock_change(req, &mode, &until, &hold)) != WH_OK ||
+        (st = d->lock_put(c, bucket, key, klen, on_cur ? NULL : vid, mode, until, hold)) != WH_OK)
+        return st;
+    if (out) {
+        out->lock_mode = mode;
+        out->lock_until = until;
+        out->legal_hold = hold;
+        snprintf(out->version_id, sizeof out->version_id, "%s", on_cur ? cur.vid : vid);
+    }
+    return WH_OK;
+}
+
+/* ---- the slots: each rule in one write transaction of the backend's ---- */
+
+typedef struct {
+    const char *bucket, *key;
+    size_t klen;
+    store_obj_meta_t *meta;
+    const store_data_ref_t *ref;
+    store_data_ref_t *old;
+    store_cond_t *cond;
+    const char *vid, *tags;
+    const store_lock_set_t *req;
+    store_obj_meta_t *out;
+    const meta_ver_dialect_t *d;
+} meta_ver_arg_t;
+
+static wh_status_t tx_object_put(void *conn, void *arg)
+{
+    meta_ver_arg_t *a = arg;
+    return meta_ver_commit(a->d, conn, a->bucket, a->key, a->klen, a->meta, a->ref, a->old,
+                           a->cond);
+}
+
+wh_status_t meta_rules_object_put(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                  store_obj_meta_t *meta, const store_data_ref_t *ref,
+                                  store_data_ref_t *old, store_cond_t *cond)
+{
+    meta_ver_arg_t a = {.bucket = bucket,
+                        .key = key,
+                        .klen = klen,
+                        .meta = meta,
+                        .ref = ref,
+                        .old = old,
+                        .cond = cond,
+                        .d = m->rules->ver};
+    memset(old, 0, sizeof *old);
+    wh_status_t st = m->rules->write_group(m, tx_object_put, &a);
+    if (st != WH_OK)
+        store_data_ref_clear(old);
+    return st;
+}
+
+typedef struct {
+    meta_vdel_t v;
+    const meta_ver_dialect_t *d;
+} meta_vdel_arg_t;
+
+static wh_status_t tx_delete_version(void *conn, void *arg)
+{
+    meta_vdel_arg_t *a = arg;
+    return meta_ver_delete(a->d, conn, &a->v);
+}
+
+wh_status_t meta_rules_object_delete_version(meta_t *m, const char *bucket, const char *key,
+                                             size_t klen, const char *version_id, int bypass,
+                                             store_del_cond_t *cond, store_del_result_t *res,
+                                             store_data_ref_t *old)
+{
+    store_del_result_t dummy;
+    meta_vdel_arg_t a = {{bucket, key, version_id, klen, bypass, cond, res ? res : &dummy, old},
+                         m->rules->ver};
+    memset(old, 0, sizeof *old);
+    wh_status_t st = m->rules->write(m, tx_delete_version, &a);
+    if (st != WH_OK)
+        store_data_ref_clear(old);
+    return st;
+}
+
+/* S3's DELETE of a key: what it does follows the bucket's versioning. */
+wh_status_t meta_rules_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                     store_data_ref_t *old)
+{
+    return meta_rules_object_delete_version(m, bucket, key, klen, NULL, STORE_BYPASS_NONE, NULL,
+                                            NULL, old);
+}
+
+static wh_status_t tx_tags_set(void *conn, void *arg)
+{
+    meta_ver_arg_t *a = arg;
+    return meta_ver_tags_set(a->d, conn, a->bucket, a->key, a->klen, a->vid, a->tags);
+}
+
+wh_status_t meta_rules_object_tags_set(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                       const char *version_id, const char *tags)
+{
+    meta_ver_arg_t a = {.bucket = bucket,
+                        .key = key,
+                        .klen = klen,
+                        .vid = version_id,
+                        .tags = tags,
+                        .d = m->rules->ver};
+    return m->rules->write(m, tx_tags_set, &a);
+}
+
+static wh_status_t tx_lock_set(void *conn, void *arg)
+{
+    meta_ver_arg_t *a = arg;
+    return meta_ver_lock_set(a->d, conn, a->bucket, a->key, a->klen, a->vid, a->req, a->out);
+}
+
+wh_status_t meta_rules_object_lock_set(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                       const char *version_id, const store_lock_set_t *req,
+                                       store_obj_meta_t *out)
+{
+    meta_ver_arg_t a = {.bucket = bucket,
+                        .key = key,
+                        .klen = klen,
+                        .vid = version_id,
+                        .req = req,
+                        .out = out,
+                        .d = m->rules->ver};
+    return m->rules->write(m, tx_lock_set, &a);
 }

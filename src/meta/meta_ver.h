@@ -1,13 +1,14 @@
 /* The versioning rules of the metadata table, written once for every backend (meta_ver.c):
  * the state machine of a commit (Off, Enabled, Suspended: archive, replace or remove the
  * current version and an older null version), delete markers, the delete of one version with
- * the promotion of the next newest, and the conditional and Object Lock checks of both, each
- * in the caller's write transaction.
+ * the promotion of the next newest, the conditional and Object Lock checks of both, and a
+ * version's tags and lock changes (retention, legal hold), each in the caller's write
+ * transaction.
  *
  * A backend gives the rules a meta_ver_dialect_t: the few row operations they are made of,
  * each one statement (or two) of its own SQL dialect, run on the transaction's connection
  * (conn, the backend's own). The rules never see SQL; the backends never decide what a state
- * does. */
+ * does. The meta_ops_t slots that run the rules in a transaction are meta_rules.h's. */
 #ifndef WH_META_META_VER_H
 #define WH_META_META_VER_H
 
@@ -68,6 +69,17 @@ typedef struct meta_ver_dialect {
     wh_status_t (*obj_delete)(void *conn, const char *bucket, const char *key, size_t klen);
     /* The newest older version (if any) leaves the versions and becomes the current row. */
     wh_status_t (*ver_promote)(void *conn, const char *bucket, const char *key, size_t klen);
+    /* Sets the tags (NULL: none) of the version vid (NULL: the current row) unless it is a
+     * delete marker; *changed whether a row was. */
+    wh_status_t (*tags_put)(void *conn, const char *bucket, const char *key, size_t klen,
+                            const char *vid, const char *tags, bool *changed);
+    /* The older version vid's delete-marker flag and lock (into dm, lock_mode, lock_until,
+     * hold of *lk). NOT_FOUND: none. */
+    wh_status_t (*ver_lock_get)(void *conn, const char *bucket, const char *key, size_t klen,
+                                const char *vid, meta_cur_t *lk);
+    /* Sets the lock of the version vid (NULL: the current row) unless it is a delete marker. */
+    wh_status_t (*lock_put)(void *conn, const char *bucket, const char *key, size_t klen,
+                            const char *vid, int mode, int64_t until, bool hold);
 } meta_ver_dialect_t;
 
 /* The versioning-aware commit of a new current row (PUT, completion): checks cond (a delete
@@ -76,16 +88,5 @@ typedef struct meta_ver_dialect {
 wh_status_t meta_ver_commit(const meta_ver_dialect_t *d, void *conn, const char *bucket,
                             const char *key, size_t klen, store_obj_meta_t *meta,
                             const store_data_ref_t *ref, store_data_ref_t *old, store_cond_t *cond);
-
-/* The object_delete_version slot's transaction (meta.h says what it answers). */
-typedef struct meta_vdel {
-    const char *bucket, *key, *vid;
-    size_t klen;
-    int bypass;
-    store_del_cond_t *cond;
-    store_del_result_t *res;
-    store_data_ref_t *old;
-} meta_vdel_t;
-wh_status_t meta_ver_delete(const meta_ver_dialect_t *d, void *conn, meta_vdel_t *a);
 
 #endif

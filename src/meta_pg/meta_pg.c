@@ -4,6 +4,7 @@
  *
  * The schema's steps are in meta_pg_schema.c; pg_migrate applies them at open. */
 #include "meta_pg/meta_pg_int.h"
+#include "meta/meta_rules.h"
 
 #include "base/codec.h"
 #include "base/log.h"
@@ -524,6 +525,22 @@ static void pg_close(meta_t *mm)
     free(m);
 }
 
+static wh_status_t pg_rules_write(meta_t *m, meta_tx_fn fn, void *arg)
+{
+    return pg_write(PGM(m), fn, arg);
+}
+
+/* No group commit, and no auth generation (nothing caches PostgreSQL's authorization reads):
+ * every write is pg_write. */
+static const meta_rules_t PG_RULES = {
+    .write = pg_rules_write,
+    .write_group = pg_rules_write,
+    .write_auth = pg_rules_write,
+    .ver = &PG_VER,
+    .mpu = &PG_MPU,
+    .ident = &PG_IDENT,
+};
+
 static const meta_ops_t PG_OPS = {
     .name = "postgresql",
     .close = pg_close,
@@ -539,35 +556,35 @@ static const meta_ops_t PG_OPS = {
     .bucket_attr_get = pg_bucket_attr_get,
     .object_set_acl = pg_object_set_acl,
     .object_get = pg_object_get,
-    .object_put = pg_object_put,
+    .object_put = meta_rules_object_put,
     .bucket_versioning_get = pg_bucket_versioning_get,
     .bucket_versioning_set = pg_bucket_versioning_set,
     .object_get_version = pg_object_get_version,
-    .object_delete_version = pg_object_delete_version,
-    .object_lock_set = pg_object_lock_set,
+    .object_delete_version = meta_rules_object_delete_version,
+    .object_lock_set = meta_rules_object_lock_set,
     .version_scan = pg_version_scan,
-    .object_tags_set = pg_object_tags_set,
-    .object_delete = pg_object_delete,
+    .object_tags_set = meta_rules_object_tags_set,
+    .object_delete = meta_rules_object_delete,
     .object_scan = pg_object_scan,
     .data_referenced = pg_data_referenced,
     .upload_create = pg_upload_create,
     .upload_get = pg_upload_get,
-    .part_put = pg_part_put,
+    .part_put = meta_rules_part_put,
     .part_list = pg_part_list,
-    .upload_delete = pg_upload_delete,
-    .upload_complete = pg_upload_complete,
+    .upload_delete = meta_rules_upload_delete,
+    .upload_complete = meta_rules_upload_complete,
     .upload_list = pg_upload_list,
     .upload_count = pg_upload_count,
     .user_create = pg_user_create,
     .user_get = pg_user_get,
     .user_list = pg_user_list,
-    .user_delete = pg_user_delete,
-    .key_create = pg_key_create,
+    .user_delete = meta_rules_user_delete,
+    .key_create = meta_rules_key_create,
     .key_get = pg_key_get,
     .key_list = pg_key_list,
     .key_delete = pg_key_delete,
     .key_set_active = pg_key_set_active,
-    .user_policy_put = pg_user_policy_put,
+    .user_policy_put = meta_rules_user_policy_put,
     .user_policy_get = pg_user_policy_get,
     .user_policy_list = pg_user_policy_list,
     .user_policy_delete = pg_user_policy_delete,
@@ -593,6 +610,7 @@ static const meta_ops_t PG_OPS = {
     .damage_take = pg_damage_take,
     .damage_done = pg_damage_done,
     .chunk_find = pg_chunk_find,
+    .chunk_stripe = pg_chunk_stripe,
     .lock_try = pg_lock_try,
     .lock_release = pg_lock_release,
 };
@@ -608,6 +626,7 @@ wh_status_t meta_pg_open(const char *url, meta_t **out)
     if (!m)
         return WH_ERR_NOMEM;
     m->base.ops = &PG_OPS;
+    m->base.rules = &PG_RULES;
     m->durable = true;
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->cond, NULL);

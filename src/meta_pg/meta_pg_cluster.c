@@ -231,7 +231,7 @@ static wh_status_t rd_chunk_find(void *conn, void *arg)
     PGresult *r;
     wh_status_t st = pg_exec(conn,
                              "SELECT chunk_id, len, crc64nvme,"
-                             " array_to_string(replicas, ',') FROM chunks"
+                             " array_to_string(replicas, ','), ec_k, ec_m, ec_index FROM chunks"
                              " WHERE chunk_id = $1 LIMIT 1",
                              &p, &r, "chunk find");
     if (st != WH_OK)
@@ -246,6 +246,9 @@ static wh_status_t rd_chunk_find(void *conn, void *arg)
     c->length = (uint64_t)pg_i64(r, 0, 1);
     c->crc64nvme = (uint64_t)pg_i64(r, 0, 2);
     meta_replicas_parse(PQgetvalue(r, 0, 3), c);
+    c->ec_k = (uint32_t)pg_i64(r, 0, 4);
+    c->ec_m = (uint32_t)pg_i64(r, 0, 5);
+    c->ec_index = (uint32_t)pg_i64(r, 0, 6);
     PQclear(r);
     return WH_OK;
 }
@@ -254,6 +257,45 @@ wh_status_t pg_chunk_find(meta_t *m, const char *chunk_id, store_chunk_t *out)
 {
     pg_find_arg_t a = {chunk_id, out};
     return pg_read(PGM(m), rd_chunk_find, &a);
+}
+
+typedef struct {
+    const char *chunk;
+    store_data_ref_t *out;
+} pg_stripe_arg_t;
+
+static wh_status_t rd_chunk_stripe(void *conn, void *arg)
+{
+    pg_stripe_arg_t *a = arg;
+    pg_params_t p = {0};
+    pp_text(&p, a->chunk);
+    PGresult *r;
+    /* the rows of one data id that lists the shard (a copy shares them: any one will do) */
+    wh_status_t st = pg_exec(conn,
+                             "SELECT " PG_CHUNK_COLS " FROM chunks c JOIN (SELECT data_id, off"
+                             " FROM chunks WHERE chunk_id = $1 AND ec_k > 0 LIMIT 1) s"
+                             " ON c.data_id = s.data_id AND c.off = s.off WHERE c.ec_k > 0"
+                             " ORDER BY c.idx",
+                             &p, &r, "chunk stripe");
+    if (st != WH_OK)
+        return st;
+    store_data_ref_clear(a->out);
+    int rows = PQntuples(r);
+    for (int i = 0; i < rows && st == WH_OK; i++)
+        st = pg_chunk_add(r, i, 0, a->out);
+    if (st == WH_OK && rows == 0)
+        st = WH_ERR_NOT_FOUND;
+    PQclear(r);
+    return st;
+}
+
+wh_status_t pg_chunk_stripe(meta_t *m, const char *chunk_id, store_data_ref_t *out)
+{
+    pg_stripe_arg_t a = {chunk_id, out};
+    wh_status_t st = pg_read(PGM(m), rd_chunk_stripe, &a);
+    if (st != WH_OK)
+        store_data_ref_clear(out);
+    return st;
 }
 
 static wh_status_t tx_node_heartbeat(void *conn, void *arg)
@@ -705,7 +747,7 @@ static wh_status_t rd_chunks_on_node(void *conn, void *arg)
     /* node 0 (no node has it): every chunk (rebalance) */
     wh_status_t st = pg_exec(conn,
                              "SELECT DISTINCT ON (chunk_id) chunk_id, len, crc64nvme,"
-                             " array_to_string(replicas, ',') FROM chunks"
+                             " array_to_string(replicas, ','), ec_k, ec_m, ec_index FROM chunks"
                              " WHERE ($1 = 0 OR $1 = ANY(replicas)) AND chunk_id > $2"
                              " ORDER BY chunk_id LIMIT $3",
                              &p, &r, "chunks on node");
@@ -721,6 +763,9 @@ static wh_status_t rd_chunks_on_node(void *conn, void *arg)
         c->length = (uint64_t)pg_i64(r, i, 1);
         c->crc64nvme = (uint64_t)pg_i64(r, i, 2);
         meta_replicas_parse(PQgetvalue(r, i, 3), c);
+        c->ec_k = (uint32_t)pg_i64(r, i, 4);
+        c->ec_m = (uint32_t)pg_i64(r, i, 5);
+        c->ec_index = (uint32_t)pg_i64(r, i, 6);
     }
     a->n = (size_t)rows;
     PQclear(r);

@@ -1,6 +1,7 @@
 /* PostgreSQL metadata backend: bucket owners, ACLs and policies, object ACLs, and identity
  * (IAM users, access keys, inline user policies). See meta_pg_int.h. */
 #include "meta_pg/meta_pg_int.h"
+#include "meta/meta_rules.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -33,21 +34,6 @@ static wh_status_t tx_change(void *conn, void *arg)
 {
     pg_change_arg_t *a = arg;
     return pg_change(conn, a->sql, a->v, a->n, a->what);
-}
-
-static wh_status_t pg_user_check(pg_conn_t *c, const char *user, bool lock)
-{
-    pg_params_t p = {0};
-    pp_text(&p, user);
-    PGresult *r;
-    wh_status_t st = pg_exec(c,
-                             lock ? "SELECT 1 FROM users WHERE name = $1 FOR UPDATE"
-                                  : "SELECT 1 FROM users WHERE name = $1",
-                             &p, &r, "user lookup");
-    if (st == WH_OK && PQntuples(r) == 0)
-        st = WH_ERR_NOT_FOUND;
-    PQclear(r);
-    return st;
 }
 
 /* ---- buckets and objects ---- */
@@ -299,44 +285,96 @@ wh_status_t pg_user_list(meta_t *m, meta_user_t **out, size_t *n)
     return WH_OK;
 }
 
-typedef struct {
-    const char *name;
-    bool force;
-} pg_user_del_arg_t;
+/* ---- the row operations of meta_ident.h ---- */
 
-static wh_status_t tx_user_delete(void *conn, void *arg)
+static wh_status_t pg_user_lock(void *conn, const char *name, meta_user_lock_t lock)
 {
-    pg_user_del_arg_t *a = arg;
-    wh_status_t st = pg_user_check(conn, a->name, true);
+    pg_params_t p = {0};
+    pp_text(&p, name);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn,
+                             lock == META_USER_UPDATE  ? "SELECT 1 FROM users WHERE name = $1"
+                                                         " FOR UPDATE"
+                             : lock == META_USER_SHARE ? "SELECT 1 FROM users WHERE name = $1"
+                                                         " FOR SHARE"
+                                                       : "SELECT 1 FROM users WHERE name = $1",
+                             &p, &r, "user lookup");
+    if (st == WH_OK && PQntuples(r) == 0)
+        st = WH_ERR_NOT_FOUND;
+    PQclear(r);
+    return st;
+}
+
+static wh_status_t pg_user_has_dependants(void *conn, const char *name, bool *has)
+{
+    pg_params_t p = {0};
+    pp_text(&p, name);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn,
+                             "SELECT 1 FROM access_keys WHERE user_name = $1"
+                             " UNION ALL SELECT 1 FROM user_policies WHERE user_name = $1 LIMIT 1",
+                             &p, &r, "user dependants check");
     if (st != WH_OK)
         return st;
-    pg_params_t p = {0};
-    pp_text(&p, a->name);
-    if (!a->force) {
-        PGresult *r;
-        st = pg_exec(conn,
-                     "SELECT 1 FROM access_keys WHERE user_name = $1"
-                     " UNION ALL SELECT 1 FROM user_policies WHERE user_name = $1 LIMIT 1",
-                     &p, &r, "user dependants check");
-        if (st == WH_OK && PQntuples(r) > 0)
-            st = WH_ERR_NOT_EMPTY;
-        PQclear(r);
-        if (st != WH_OK)
-            return st;
-    }
+    *has = PQntuples(r) > 0;
+    PQclear(r);
+    return WH_OK;
+}
+
+static wh_status_t pg_user_rows_delete(void *conn, const char *name)
+{
     static const char *const drops[] = {"DELETE FROM access_keys WHERE user_name = $1",
                                         "DELETE FROM user_policies WHERE user_name = $1",
                                         "DELETE FROM users WHERE name = $1"};
+    pg_params_t p = {0};
+    pp_text(&p, name);
+    wh_status_t st = WH_OK;
     for (size_t i = 0; st == WH_OK && i < sizeof drops / sizeof drops[0]; i++)
         st = pg_exec(conn, drops[i], &p, NULL, "user delete");
     return st;
 }
 
-wh_status_t pg_user_delete(meta_t *m, const char *name, bool force)
+static wh_status_t pg_key_insert(void *conn, const meta_access_key_t *k)
 {
-    pg_user_del_arg_t a = {name, force};
-    return pg_write(PGM(m), tx_user_delete, &a);
+    pg_params_t q = {0};
+    pp_text(&q, k->access_key);
+    pp_text(&q, k->user);
+    pp_text(&q, k->secret_sealed);
+    pp_text(&q, k->active ? "true" : "false");
+    pp_i64(&q, (int64_t)k->created);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn,
+                             "INSERT INTO access_keys(access_key, user_name, secret_sealed, active,"
+                             " created) VALUES($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING"
+                             " RETURNING 1",
+                             &q, &r, "access key insert");
+    if (st != WH_OK)
+        return st;
+    st = PQntuples(r) == 0 ? WH_ERR_EXISTS : WH_OK;
+    PQclear(r);
+    return st;
 }
+
+static wh_status_t pg_policy_upsert(void *conn, const char *user, const char *name, const char *doc)
+{
+    pg_params_t p = {0};
+    pp_text(&p, user);
+    pp_text(&p, name);
+    pp_text(&p, doc);
+    return pg_exec(conn,
+                   "INSERT INTO user_policies(user_name, policy_name, document)"
+                   " VALUES($1, $2, $3) ON CONFLICT (user_name, policy_name)"
+                   " DO UPDATE SET document = EXCLUDED.document",
+                   &p, NULL, "user policy put");
+}
+
+const meta_ident_dialect_t PG_IDENT = {
+    .user_check = pg_user_lock,
+    .user_has_dependants = pg_user_has_dependants,
+    .user_rows_delete = pg_user_rows_delete,
+    .key_insert = pg_key_insert,
+    .policy_upsert = pg_policy_upsert,
+};
 
 /* ---- access keys ---- */
 
@@ -350,41 +388,6 @@ static void key_read(const PGresult *r, int row, meta_access_key_t *k)
     pg_copy(r, row, 2, k->secret_sealed, sizeof k->secret_sealed);
     k->active = strcmp(PQgetvalue(r, row, 3), "t") == 0;
     k->created = (time_t)pg_i64(r, row, 4);
-}
-
-static wh_status_t tx_key_create(void *conn, void *arg)
-{
-    const meta_access_key_t *k = arg;
-    /* FOR SHARE: a concurrent user delete cannot leave this key without its user. */
-    pg_params_t p = {0};
-    pp_text(&p, k->user);
-    PGresult *r;
-    wh_status_t st =
-        pg_exec(conn, "SELECT 1 FROM users WHERE name = $1 FOR SHARE", &p, &r, "user lookup");
-    if (st == WH_OK && PQntuples(r) == 0)
-        st = WH_ERR_NOT_FOUND;
-    PQclear(r);
-    if (st != WH_OK)
-        return st;
-    pg_params_t q = {0};
-    pp_text(&q, k->access_key);
-    pp_text(&q, k->user);
-    pp_text(&q, k->secret_sealed);
-    pp_text(&q, k->active ? "true" : "false");
-    pp_i64(&q, (int64_t)k->created);
-    st = pg_exec(conn,
-                 "INSERT INTO access_keys(access_key, user_name, secret_sealed, active,"
-                 " created) VALUES($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING 1",
-                 &q, &r, "access key insert");
-    if (st == WH_OK && PQntuples(r) == 0)
-        st = WH_ERR_EXISTS;
-    PQclear(r);
-    return st;
-}
-
-wh_status_t pg_key_create(meta_t *m, const meta_access_key_t *k)
-{
-    return pg_write(PGM(m), tx_key_create, (void *)k);
 }
 
 typedef struct {
@@ -448,7 +451,7 @@ typedef struct {
 static wh_status_t tx_key_list(void *conn, void *arg)
 {
     pg_keys_arg_t *a = arg;
-    wh_status_t st = pg_user_check(conn, a->user, false);
+    wh_status_t st = pg_user_lock(conn, a->user, META_USER_READ);
     if (st != WH_OK)
         return st;
     pg_params_t p = {0};
@@ -511,29 +514,6 @@ typedef struct {
     size_t n;
 } pg_pol_arg_t;
 
-static wh_status_t tx_policy_put(void *conn, void *arg)
-{
-    pg_pol_arg_t *a = arg;
-    wh_status_t st = pg_user_check(conn, a->user, false);
-    if (st != WH_OK)
-        return st;
-    pg_params_t p = {0};
-    pp_text(&p, a->user);
-    pp_text(&p, a->name);
-    pp_text(&p, a->doc);
-    return pg_exec(conn,
-                   "INSERT INTO user_policies(user_name, policy_name, document)"
-                   " VALUES($1, $2, $3) ON CONFLICT (user_name, policy_name)"
-                   " DO UPDATE SET document = EXCLUDED.document",
-                   &p, NULL, "user policy put");
-}
-
-wh_status_t pg_user_policy_put(meta_t *m, const char *user, const char *name, const char *doc)
-{
-    pg_pol_arg_t a = {user, name, doc, NULL, NULL, 0};
-    return pg_write(PGM(m), tx_policy_put, &a);
-}
-
 static wh_status_t rd_policy_get(void *conn, void *arg)
 {
     pg_pol_arg_t *a = arg;
@@ -567,7 +547,7 @@ wh_status_t pg_user_policy_get(meta_t *m, const char *user, const char *name, ch
 static wh_status_t tx_policy_list(void *conn, void *arg)
 {
     pg_pol_arg_t *a = arg;
-    wh_status_t st = pg_user_check(conn, a->user, false);
+    wh_status_t st = pg_user_lock(conn, a->user, META_USER_READ);
     if (st != WH_OK)
         return st;
     pg_params_t p = {0};

@@ -92,12 +92,13 @@ char *pg_hexcol(const PGresult *r, int row, int col, size_t *n);
     " c.ec_k, c.ec_m, c.ec_index, c.ec_stripe"
 wh_status_t pg_chunk_add(const PGresult *r, int row, int col, store_data_ref_t *ref);
 
-/* Shared pieces (meta_pg.c, meta_pg_obj.c), on a connection inside a transaction. */
+/* Shared pieces (meta_pg.c, meta_pg_obj.c), on a connection inside a transaction (conn: a
+ * pg_conn_t). */
 wh_status_t pg_bucket_check(pg_conn_t *c, const char *bucket);
-wh_status_t pg_chunks_put(pg_conn_t *c, const store_data_ref_t *ref);
-wh_status_t pg_chunks_get(pg_conn_t *c, store_data_ref_t *ref);
+wh_status_t pg_chunks_put(void *conn, const store_data_ref_t *ref);
+wh_status_t pg_chunks_get(void *conn, store_data_ref_t *ref);
 /* Queues the chunk map of id for garbage collection and drops it. */
-wh_status_t pg_chunks_drop(pg_conn_t *c, const char *id);
+wh_status_t pg_chunks_drop(void *conn, const char *id);
 wh_status_t pg_obj_ref(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
                        store_data_ref_t *ref);
 /* The columns of an object row, the same in objects (current versions) and versions (older
@@ -107,12 +108,6 @@ wh_status_t pg_obj_ref(pg_conn_t *c, const char *bucket, const char *key, size_t
     " data_id, owner, acl, version_id, seq, dm, tags, part_sizes, sse,"                            \
     " lock_mode, lock_until, legal_hold"
 #define PG_OBJ_NCOLS 20
-/* The versioning-aware commit of a new current row (PUT, completion; meta_pg_ver.c): checks
- * cond, archives or replaces the current version as the bucket's state says, sets
- * meta->version_id; *old gets the data to release. In a write transaction. */
-wh_status_t pg_obj_commit(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
-                          store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          store_data_ref_t *old, store_cond_t *cond);
 /* Reads the PG_OBJ_COLS of row from column col into meta (may be NULL) and ref's id. */
 wh_status_t pg_obj_row(const PGresult *r, int row, int col, store_obj_meta_t *meta,
                        store_data_ref_t *ref);
@@ -122,11 +117,6 @@ wh_status_t pg_obj_upsert(void *conn, const char *bucket, const char *key, size_
 /* Objects (meta_pg_obj.c). */
 wh_status_t pg_object_get(meta_t *m, const char *bucket, const char *key, size_t klen,
                           store_obj_meta_t *meta, store_data_ref_t *ref);
-wh_status_t pg_object_put(meta_t *m, const char *bucket, const char *key, size_t klen,
-                          store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          store_data_ref_t *old, store_cond_t *cond);
-wh_status_t pg_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
-                             store_data_ref_t *old);
 wh_status_t pg_object_scan(meta_t *m, const char *bucket, const void *from, size_t flen,
                            bool inclusive, meta_scan_fn fn, void *arg);
 wh_status_t pg_data_referenced(meta_t *m, const char *id);
@@ -136,19 +126,9 @@ wh_status_t pg_upload_create(meta_t *m, const char *bucket, const char *key, con
                              const store_obj_meta_t *meta, time_t initiated);
 wh_status_t pg_upload_get(meta_t *m, const char *bucket, const char *key, const char *upload_id,
                           store_obj_meta_t *meta);
-wh_status_t pg_part_put(meta_t *m, const char *bucket, const char *key, const char *upload_id,
-                        const store_part_info_t *info, const store_data_ref_t *ref,
-                        store_data_ref_t *old);
 wh_status_t pg_part_list(meta_t *m, const char *bucket, const char *key, const char *upload_id,
                          uint32_t marker, uint32_t max, meta_part_t **out, size_t *n,
                          bool *truncated);
-wh_status_t pg_upload_delete(meta_t *m, const char *bucket, const char *key, const char *upload_id,
-                             meta_part_t **parts, size_t *n);
-wh_status_t pg_upload_complete(meta_t *m, const char *bucket, const char *key,
-                               const char *upload_id, const meta_part_t *parts, size_t n,
-                               store_obj_meta_t *meta, const store_data_ref_t *ref,
-                               store_data_ref_t *old, meta_part_t **all, size_t *n_all,
-                               store_cond_t *cond);
 /* In a write transaction: drops the bucket's uploads, their parts appended to *parts. */
 wh_status_t pg_bucket_uploads_drop(pg_conn_t *c, const char *bucket, meta_part_t **parts,
                                    size_t *n);
@@ -162,6 +142,7 @@ wh_status_t pg_damage_report(meta_t *m, uint32_t node, const char *chunk_id);
 wh_status_t pg_damage_take(meta_t *m, size_t max, meta_gc_item_t **out, size_t *n);
 wh_status_t pg_damage_done(meta_t *m, uint32_t node, const char *chunk_id);
 wh_status_t pg_chunk_find(meta_t *m, const char *chunk_id, store_chunk_t *out);
+wh_status_t pg_chunk_stripe(meta_t *m, const char *chunk_id, store_data_ref_t *out);
 wh_status_t pg_node_register(meta_t *m, const char *addr, const char *uuid, bool adopt,
                              uint64_t capacity, uint64_t free, uint32_t *id);
 wh_status_t pg_node_heartbeat(meta_t *m, uint32_t id, uint64_t capacity, uint64_t free);
@@ -201,13 +182,10 @@ wh_status_t pg_object_set_acl(meta_t *m, const char *bucket, const char *key, si
 wh_status_t pg_user_create(meta_t *m, const meta_user_t *u);
 wh_status_t pg_user_get(meta_t *m, const char *name, meta_user_t *out);
 wh_status_t pg_user_list(meta_t *m, meta_user_t **out, size_t *n);
-wh_status_t pg_user_delete(meta_t *m, const char *name, bool force);
-wh_status_t pg_key_create(meta_t *m, const meta_access_key_t *k);
 wh_status_t pg_key_get(meta_t *m, const char *access_key, meta_access_key_t *out);
 wh_status_t pg_key_list(meta_t *m, const char *user, meta_access_key_t **out, size_t *n);
 wh_status_t pg_key_delete(meta_t *m, const char *access_key);
 wh_status_t pg_key_set_active(meta_t *m, const char *access_key, bool active);
-wh_status_t pg_user_policy_put(meta_t *m, const char *user, const char *name, const char *doc);
 wh_status_t pg_user_policy_get(meta_t *m, const char *user, const char *name, char **doc);
 wh_status_t pg_user_policy_list(meta_t *m, const char *user, meta_policy_t **out, size_t *n);
 wh_status_t pg_user_policy_delete(meta_t *m, const char *user, const char *name);
@@ -215,21 +193,22 @@ wh_status_t pg_user_policy_delete(meta_t *m, const char *user, const char *name)
 /* Drops the advisory-lock connection's state (meta_pg_cluster.c). */
 void pg_locks_close(pg_meta_t *m);
 
+/* The row operations of the rules written once (meta_rules.h), in a write transaction:
+ * meta_pg_ver.c, meta_pg_mpu.c, meta_pg_ident.c. */
+struct meta_ver_dialect;
+struct meta_mpu_dialect;
+struct meta_ident_dialect;
+extern const struct meta_ver_dialect PG_VER;
+extern const struct meta_mpu_dialect PG_MPU;
+extern const struct meta_ident_dialect PG_IDENT;
+
 /* Versions (meta_pg_ver.c). */
 wh_status_t pg_bucket_versioning_get(meta_t *m, const char *bucket, int *state);
 wh_status_t pg_bucket_versioning_set(meta_t *m, const char *bucket, int state);
 wh_status_t pg_object_get_version(meta_t *m, const char *bucket, const char *key, size_t klen,
                                   const char *version_id, store_obj_meta_t *meta,
                                   store_data_ref_t *ref);
-wh_status_t pg_object_delete_version(meta_t *m, const char *bucket, const char *key, size_t klen,
-                                     const char *version_id, int bypass, store_del_cond_t *cond,
-                                     store_del_result_t *res, store_data_ref_t *old);
-wh_status_t pg_object_lock_set(meta_t *m, const char *bucket, const char *key, size_t klen,
-                               const char *version_id, const store_lock_set_t *req,
-                               store_obj_meta_t *out);
 wh_status_t pg_version_scan(meta_t *m, const char *bucket, const void *from, size_t flen,
                             bool inclusive, meta_version_fn fn, void *arg);
-wh_status_t pg_object_tags_set(meta_t *m, const char *bucket, const char *key, size_t klen,
-                               const char *version_id, const char *tags);
 
 #endif

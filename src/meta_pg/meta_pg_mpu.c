@@ -1,6 +1,7 @@
 /* PostgreSQL metadata backend: multipart uploads and their parts. See meta_pg_int.h. */
 #include "base/log.h"
 #include "meta_pg/meta_pg_int.h"
+#include "meta/meta_rules.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -112,72 +113,8 @@ wh_status_t pg_upload_get(meta_t *m, const char *bucket, const char *key, const 
     return pg_read(PGM(m), rd_upload_get, &a);
 }
 
-typedef struct {
-    const char *bucket, *key, *upload_id;
-    const store_part_info_t *info;
-    const store_data_ref_t *ref;
-    store_data_ref_t *old;
-} pg_part_arg_t;
-
-static wh_status_t tx_part_put(void *conn, void *arg)
-{
-    pg_part_arg_t *a = arg;
-    store_data_ref_clear(a->old);
-    wh_status_t st = pg_upload_check(conn, a->bucket, a->key, a->upload_id, NULL, true);
-    if (st != WH_OK)
-        return st;
-    pg_params_t p = {0};
-    pp_text(&p, a->upload_id);
-    pp_i64(&p, a->info->number);
-    PGresult *r;
-    st = pg_exec(conn, "SELECT data_id FROM parts WHERE upload_id = $1 AND number = $2", &p, &r,
-                 "part lookup");
-    if (st != WH_OK)
-        return st;
-    if (PQntuples(r) > 0)
-        pg_copy(r, 0, 0, a->old->id, sizeof a->old->id);
-    PQclear(r);
-    if (a->old->id[0])
-        st = pg_chunks_get(conn, a->old);
-    if (st == WH_OK)
-        st = pg_chunks_drop(conn, a->old->id);
-    if (st != WH_OK)
-        return st;
-    const store_part_info_t *info = a->info;
-    pg_params_t q = {0};
-    pp_text(&q, a->upload_id);
-    pp_i64(&q, info->number);
-    pp_i64(&q, (int64_t)info->size);
-    pp_text(&q, info->etag);
-    pp_i64(&q, (int64_t)info->mtime);
-    pp_text(&q, info->crc64nvme);
-    pp_text(&q, info->crc32c);
-    pp_text(&q, a->ref->id);
-    st = pg_exec(conn,
-                 "INSERT INTO parts(upload_id, number, size, etag, mtime, crc64nvme, crc32c,"
-                 " data_id) VALUES($1, $2, $3, $4, $5, $6, $7, $8)"
-                 " ON CONFLICT (upload_id, number) DO UPDATE SET size = EXCLUDED.size,"
-                 " etag = EXCLUDED.etag, mtime = EXCLUDED.mtime,"
-                 " crc64nvme = EXCLUDED.crc64nvme, crc32c = EXCLUDED.crc32c,"
-                 " data_id = EXCLUDED.data_id",
-                 &q, NULL, "part upsert");
-    return st == WH_OK ? pg_chunks_put(conn, a->ref) : st;
-}
-
-wh_status_t pg_part_put(meta_t *m, const char *bucket, const char *key, const char *upload_id,
-                        const store_part_info_t *info, const store_data_ref_t *ref,
-                        store_data_ref_t *old)
-{
-    memset(old, 0, sizeof *old);
-    pg_part_arg_t a = {bucket, key, upload_id, info, ref, old};
-    wh_status_t st = pg_write(PGM(m), tx_part_put, &a);
-    if (st != WH_OK)
-        store_data_ref_clear(old);
-    return st;
-}
-
 /* Parts with number > marker in order, at most max (0 = all), with chunk maps: one statement. */
-static wh_status_t pg_parts_read(pg_conn_t *c, const char *upload_id, uint32_t marker, uint32_t max,
+static wh_status_t pg_parts_read(void *c, const char *upload_id, uint32_t marker, uint32_t max,
                                  meta_part_t **out, size_t *n, bool *truncated)
 {
     pg_params_t p = {0};
@@ -268,143 +205,103 @@ wh_status_t pg_part_list(meta_t *m, const char *bucket, const char *key, const c
     return WH_OK;
 }
 
-/* Drops an upload's part rows, their chunk maps (to the GC queue) and its row. */
-static wh_status_t pg_upload_drop(pg_conn_t *c, const char *upload_id, const meta_part_t *parts,
-                                  size_t n)
+/* ---- the row operations of meta_mpu.h ---- */
+
+static wh_status_t pg_upload_lock(void *conn, const char *bucket, const char *key,
+                                  const char *upload_id)
 {
-    wh_status_t st = WH_OK;
-    for (size_t i = 0; st == WH_OK && i < n; i++)
-        if (parts[i].ref.n_chunks)
-            st = pg_chunks_drop(c, parts[i].ref.id);
-    pg_params_t p = {0};
-    pp_text(&p, upload_id);
-    if (st == WH_OK)
-        st = pg_exec(c, "DELETE FROM parts WHERE upload_id = $1", &p, NULL, "part delete");
-    if (st == WH_OK)
-        st = pg_exec(c, "DELETE FROM uploads WHERE upload_id = $1", &p, NULL, "upload delete");
-    return st;
+    return pg_upload_check(conn, bucket, key, upload_id, NULL, true);
 }
 
-/* Drops every upload of a bucket with its parts (their chunks to the GC queue), appending the
- * parts (their data to release) to *parts. In the bucket delete's transaction. */
-wh_status_t pg_bucket_uploads_drop(pg_conn_t *c, const char *bucket, meta_part_t **parts, size_t *n)
+static wh_status_t pg_part_data(void *conn, const char *upload_id, uint32_t number,
+                                char id[STORE_DATA_ID_LEN + 1])
+{
+    pg_params_t p = {0};
+    pp_text(&p, upload_id);
+    pp_i64(&p, number);
+    PGresult *r;
+    id[0] = '\0';
+    wh_status_t st = pg_exec(conn, "SELECT data_id FROM parts WHERE upload_id = $1 AND number = $2",
+                             &p, &r, "part lookup");
+    if (st != WH_OK)
+        return st;
+    if (PQntuples(r) > 0)
+        pg_copy(r, 0, 0, id, STORE_DATA_ID_LEN + 1);
+    PQclear(r);
+    return WH_OK;
+}
+
+static wh_status_t pg_part_upsert(void *conn, const char *upload_id, const store_part_info_t *info,
+                                  const char *data_id)
+{
+    pg_params_t q = {0};
+    pp_text(&q, upload_id);
+    pp_i64(&q, info->number);
+    pp_i64(&q, (int64_t)info->size);
+    pp_text(&q, info->etag);
+    pp_i64(&q, (int64_t)info->mtime);
+    pp_text(&q, info->crc64nvme);
+    pp_text(&q, info->crc32c);
+    pp_text(&q, data_id);
+    return pg_exec(conn,
+                   "INSERT INTO parts(upload_id, number, size, etag, mtime, crc64nvme, crc32c,"
+                   " data_id) VALUES($1, $2, $3, $4, $5, $6, $7, $8)"
+                   " ON CONFLICT (upload_id, number) DO UPDATE SET size = EXCLUDED.size,"
+                   " etag = EXCLUDED.etag, mtime = EXCLUDED.mtime,"
+                   " crc64nvme = EXCLUDED.crc64nvme, crc32c = EXCLUDED.crc32c,"
+                   " data_id = EXCLUDED.data_id",
+                   &q, NULL, "part upsert");
+}
+
+static wh_status_t pg_upload_rows_delete(void *conn, const char *upload_id)
+{
+    pg_params_t p = {0};
+    pp_text(&p, upload_id);
+    wh_status_t st =
+        pg_exec(conn, "DELETE FROM parts WHERE upload_id = $1", &p, NULL, "part delete");
+    return st == WH_OK ? pg_exec(conn, "DELETE FROM uploads WHERE upload_id = $1", &p, NULL,
+                                 "upload delete")
+                       : st;
+}
+
+static wh_status_t pg_bucket_upload_ids(void *conn, const char *bucket, char (**out)[65], size_t *n)
 {
     pg_params_t p = {0};
     pp_text(&p, bucket);
     PGresult *r;
     wh_status_t st =
-        pg_exec(c, "SELECT upload_id FROM uploads WHERE bucket = $1", &p, &r, "upload list");
+        pg_exec(conn, "SELECT upload_id FROM uploads WHERE bucket = $1", &p, &r, "upload list");
     if (st != WH_OK)
         return st;
-    size_t pcap = *n;
-    for (int i = 0; st == WH_OK && i < PQntuples(r); i++) {
-        char id[65];
-        pg_copy(r, i, 0, id, sizeof id);
-        meta_part_t *ps = NULL;
-        size_t np = 0;
-        st = pg_parts_read(c, id, 0, 0, &ps, &np, NULL);
-        if (st == WH_OK)
-            st = pg_upload_drop(c, id, ps, np);
-        if (st == WH_OK && np && !meta_grow((void **)parts, &pcap, *n + np, sizeof **parts))
-            st = WH_ERR_NOMEM;
-        if (st != WH_OK) {
-            meta_parts_free(ps, np);
-            break;
-        }
-        if (np) /* memcpy from NULL (no parts) is undefined even for 0 bytes */
-            memcpy(*parts + *n, ps, np * sizeof *ps); /* the chunk maps move with the copies */
-        *n += np;
-        free(ps);
-    }
+    int rows = PQntuples(r);
+    char(*ids)[65] = calloc(rows ? (size_t)rows : 1, sizeof *ids);
+    if (ids)
+        for (int i = 0; i < rows; i++)
+            pg_copy(r, i, 0, ids[i], sizeof *ids);
     PQclear(r);
-    return st;
-}
-
-typedef struct {
-    const char *bucket, *key, *upload_id;
-    const meta_part_t *parts;
-    size_t n;
-    store_obj_meta_t *meta;
-    const store_data_ref_t *ref;
-    store_data_ref_t *old;
-    meta_part_t *all;
-    size_t n_all;
-    store_cond_t *cond;
-} pg_done_arg_t;
-
-static void pg_done_reset(pg_done_arg_t *a)
-{
-    meta_parts_free(a->all, a->n_all); /* a retried attempt starts afresh */
-    a->all = NULL;
-    a->n_all = 0;
-    if (a->old)
-        store_data_ref_clear(a->old);
-}
-
-static wh_status_t tx_upload_delete(void *conn, void *arg)
-{
-    pg_done_arg_t *a = arg;
-    pg_done_reset(a);
-    wh_status_t st = pg_upload_check(conn, a->bucket, a->key, a->upload_id, NULL, true);
-    if (st == WH_OK)
-        st = pg_parts_read(conn, a->upload_id, 0, 0, &a->all, &a->n_all, NULL);
-    if (st == WH_OK)
-        st = pg_upload_drop(conn, a->upload_id, a->all, a->n_all);
-    return st;
-}
-
-wh_status_t pg_upload_delete(meta_t *m, const char *bucket, const char *key, const char *upload_id,
-                             meta_part_t **parts, size_t *n)
-{
-    pg_done_arg_t a = {.bucket = bucket, .key = key, .upload_id = upload_id};
-    wh_status_t st = pg_write(PGM(m), tx_upload_delete, &a);
-    if (st != WH_OK) {
-        meta_parts_free(a.all, a.n_all);
-        return st;
-    }
-    *parts = a.all;
-    *n = a.n_all;
+    if (!ids)
+        return WH_ERR_NOMEM;
+    *out = ids;
+    *n = (size_t)rows;
     return WH_OK;
 }
 
-static wh_status_t tx_upload_complete(void *conn, void *arg)
-{
-    pg_done_arg_t *a = arg;
-    pg_done_reset(a);
-    size_t klen = strlen(a->key);
-    wh_status_t st = pg_upload_check(conn, a->bucket, a->key, a->upload_id, NULL, true);
-    if (st == WH_OK)
-        st = pg_parts_read(conn, a->upload_id, 0, 0, &a->all, &a->n_all, NULL);
-    if (st != WH_OK)
-        return st;
-    st = meta_parts_unchanged(a->upload_id, a->parts, a->n, a->all, a->n_all);
-    /* The object row first, while the parts' rows still list the chunks it shares with them
-     * (a commit holds the rows of the chunks it takes by reference), then the parts: their GC
-     * entries are stale at once, since the object lists those chunks. */
-    if (st == WH_OK)
-        st = pg_obj_commit(conn, a->bucket, a->key, klen, a->meta, a->ref, a->old, a->cond);
-    if (st == WH_OK)
-        st = pg_upload_drop(conn, a->upload_id, a->all, a->n_all);
-    return st;
-}
+const meta_mpu_dialect_t PG_MPU = {
+    .ver = &PG_VER,
+    .upload_lock = pg_upload_lock,
+    .parts_read = pg_parts_read,
+    .part_data = pg_part_data,
+    .part_upsert = pg_part_upsert,
+    .upload_rows_delete = pg_upload_rows_delete,
+    .bucket_upload_ids = pg_bucket_upload_ids,
+    .chunks_get = pg_chunks_get,
+    .chunks_put = pg_chunks_put,
+    .chunks_drop = pg_chunks_drop,
+};
 
-wh_status_t pg_upload_complete(meta_t *m, const char *bucket, const char *key,
-                               const char *upload_id, const meta_part_t *parts, size_t n,
-                               store_obj_meta_t *meta, const store_data_ref_t *ref,
-                               store_data_ref_t *old, meta_part_t **all, size_t *n_all,
-                               store_cond_t *cond)
+wh_status_t pg_bucket_uploads_drop(pg_conn_t *c, const char *bucket, meta_part_t **parts, size_t *n)
 {
-    memset(old, 0, sizeof *old);
-    pg_done_arg_t a = {bucket, key, upload_id, parts, n, meta, ref, old, NULL, 0, cond};
-    wh_status_t st = pg_write(PGM(m), tx_upload_complete, &a);
-    if (st != WH_OK) {
-        store_data_ref_clear(old);
-        meta_parts_free(a.all, a.n_all);
-        return st;
-    }
-    *all = a.all;
-    *n_all = a.n_all;
-    return WH_OK;
+    return meta_mpu_bucket_drop(&PG_MPU, c, bucket, parts, n);
 }
 
 typedef struct {

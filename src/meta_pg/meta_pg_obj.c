@@ -81,8 +81,9 @@ static wh_status_t pg_chunks_hold_shared(pg_conn_t *c, const store_data_ref_t *r
     return st;
 }
 
-wh_status_t pg_chunks_put(pg_conn_t *c, const store_data_ref_t *ref)
+wh_status_t pg_chunks_put(void *conn, const store_data_ref_t *ref)
 {
+    pg_conn_t *c = conn;
     if (!ref->n_chunks)
         return WH_OK;
     /* One statement for the whole map: arrays, unnested server-side. */
@@ -149,8 +150,9 @@ wh_status_t pg_chunks_put(pg_conn_t *c, const store_data_ref_t *ref)
     return st;
 }
 
-wh_status_t pg_chunks_get(pg_conn_t *c, store_data_ref_t *ref)
+wh_status_t pg_chunks_get(void *conn, store_data_ref_t *ref)
 {
+    pg_conn_t *c = conn;
     pg_params_t p = {0};
     pp_text(&p, ref->id);
     PGresult *r;
@@ -164,8 +166,9 @@ wh_status_t pg_chunks_get(pg_conn_t *c, store_data_ref_t *ref)
     return st;
 }
 
-wh_status_t pg_chunks_drop(pg_conn_t *c, const char *id)
+wh_status_t pg_chunks_drop(void *conn, const char *id)
 {
+    pg_conn_t *c = conn;
     if (!id[0])
         return WH_OK;
     pg_params_t p = {0};
@@ -281,40 +284,6 @@ wh_status_t pg_object_get(meta_t *m, const char *bucket, const char *key, size_t
                           store_obj_meta_t *meta, store_data_ref_t *ref)
 {
     return pg_object_get_version(m, bucket, key, klen, NULL, meta, ref);
-}
-
-typedef struct {
-    const char *bucket, *key;
-    size_t klen;
-    store_obj_meta_t *meta;
-    const store_data_ref_t *ref;
-    store_data_ref_t *old;
-    store_cond_t *cond;
-} pg_obj_arg_t;
-
-static wh_status_t tx_object_put(void *conn, void *arg)
-{
-    pg_obj_arg_t *a = arg;
-    return pg_obj_commit(conn, a->bucket, a->key, a->klen, a->meta, a->ref, a->old, a->cond);
-}
-
-wh_status_t pg_object_put(meta_t *m, const char *bucket, const char *key, size_t klen,
-                          store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          store_data_ref_t *old, store_cond_t *cond)
-{
-    memset(old, 0, sizeof *old);
-    pg_obj_arg_t a = {bucket, key, klen, meta, ref, old, cond};
-    wh_status_t st = pg_write(PGM(m), tx_object_put, &a);
-    if (st != WH_OK)
-        store_data_ref_clear(old);
-    return st;
-}
-
-/* S3's DELETE of a key: what it does follows the bucket's versioning (meta_pg_ver.c). */
-wh_status_t pg_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
-                             store_data_ref_t *old)
-{
-    return pg_object_delete_version(m, bucket, key, klen, NULL, STORE_BYPASS_NONE, NULL, NULL, old);
 }
 
 static wh_status_t rd_data_referenced(void *conn, void *arg)

@@ -6,7 +6,7 @@
  * removed version's chunk map is dropped (and its chunks queued) in the same transaction. */
 #include "base/log.h"
 #include "meta_pg/meta_pg_int.h"
-#include "meta/meta_ver.h"
+#include "meta/meta_rules.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,7 +229,73 @@ static wh_status_t pg_ver_promote(void *conn, const char *bucket, const char *ke
                        bucket, key, klen, "version promote");
 }
 
-static const meta_ver_dialect_t PG_VER = {
+static wh_status_t pg_tags_put(void *conn, const char *bucket, const char *key, size_t klen,
+                               const char *vid, const char *tags, bool *changed)
+{
+    pg_params_t p = {0};
+    pp_obj(&p, bucket, key, klen);
+    pp_text(&p, NULL);
+    p.v[p.n - 1] = tags; /* NULL: none */
+    if (vid)
+        pp_text(&p, vid);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn,
+                             !vid ? "UPDATE objects SET tags = $3 WHERE bucket = $1 AND key = $2"
+                                    " AND dm = 0 RETURNING 1"
+                                  : "UPDATE versions SET tags = $3 WHERE bucket = $1 AND key = $2"
+                                    " AND version_id = $4 AND dm = 0 RETURNING 1",
+                             &p, &r, "tag update");
+    if (st != WH_OK)
+        return st;
+    *changed = PQntuples(r) == 1;
+    PQclear(r);
+    return WH_OK;
+}
+
+static wh_status_t pg_ver_lock_get(void *conn, const char *bucket, const char *key, size_t klen,
+                                   const char *vid, meta_cur_t *lk)
+{
+    pg_params_t p = {0};
+    pp_obj(&p, bucket, key, klen);
+    pp_text(&p, vid);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn,
+                             "SELECT dm, lock_mode, lock_until, legal_hold FROM versions"
+                             " WHERE bucket = $1 AND key = $2 AND version_id = $3",
+                             &p, &r, "version lock lookup");
+    if (st != WH_OK)
+        return st;
+    if (PQntuples(r) == 0) {
+        st = WH_ERR_NOT_FOUND;
+    } else {
+        lk->dm = pg_i64(r, 0, 0) != 0;
+        lk->lock_mode = (int)pg_i64(r, 0, 1);
+        lk->lock_until = pg_i64(r, 0, 2);
+        lk->hold = pg_i64(r, 0, 3) != 0;
+    }
+    PQclear(r);
+    return st;
+}
+
+static wh_status_t pg_lock_put(void *conn, const char *bucket, const char *key, size_t klen,
+                               const char *vid, int mode, int64_t until, bool hold)
+{
+    pg_params_t p = {0};
+    pp_obj(&p, bucket, key, klen);
+    pp_i64(&p, mode);
+    pp_i64(&p, until);
+    pp_i64(&p, hold ? 1 : 0);
+    if (vid)
+        pp_text(&p, vid);
+    return pg_exec(conn,
+                   !vid ? "UPDATE objects SET lock_mode = $3, lock_until = $4, legal_hold = $5"
+                          " WHERE bucket = $1 AND key = $2 AND dm = 0"
+                        : "UPDATE versions SET lock_mode = $3, lock_until = $4, legal_hold = $5"
+                          " WHERE bucket = $1 AND key = $2 AND version_id = $6 AND dm = 0",
+                   &p, NULL, "version lock update");
+}
+
+const meta_ver_dialect_t PG_VER = {
     .versioning = pg_versioning,
     .cur = pg_cur,
     .version_get = pg_version_get,
@@ -239,14 +305,10 @@ static const meta_ver_dialect_t PG_VER = {
     .obj_upsert = pg_obj_upsert,
     .obj_delete = pg_obj_delete,
     .ver_promote = pg_ver_promote,
+    .tags_put = pg_tags_put,
+    .ver_lock_get = pg_ver_lock_get,
+    .lock_put = pg_lock_put,
 };
-
-wh_status_t pg_obj_commit(pg_conn_t *c, const char *bucket, const char *key, size_t klen,
-                          store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          store_data_ref_t *old, store_cond_t *cond)
-{
-    return meta_ver_commit(&PG_VER, c, bucket, key, klen, meta, ref, old, cond);
-}
 
 wh_status_t pg_object_get_version(meta_t *m, const char *bucket, const char *key, size_t klen,
                                   const char *version_id, store_obj_meta_t *meta,
@@ -307,70 +369,6 @@ wh_status_t pg_bucket_versioning_set(meta_t *m, const char *bucket, int state)
 {
     pg_vstate_arg_t a = {bucket, &state};
     return pg_write(PGM(m), tx_versioning_set, &a);
-}
-
-/* ---- deletes ---- */
-
-static wh_status_t tx_delete_version(void *conn, void *arg)
-{
-    return meta_ver_delete(&PG_VER, conn, arg);
-}
-
-wh_status_t pg_object_delete_version(meta_t *m, const char *bucket, const char *key, size_t klen,
-                                     const char *version_id, int bypass, store_del_cond_t *cond,
-                                     store_del_result_t *res, store_data_ref_t *old)
-{
-    store_del_result_t dummy;
-    meta_vdel_t a = {bucket, key, version_id, klen, bypass, cond, res ? res : &dummy, old};
-    memset(old, 0, sizeof *old);
-    wh_status_t st = pg_write(PGM(m), tx_delete_version, &a);
-    if (st != WH_OK)
-        store_data_ref_clear(old);
-    return st;
-}
-
-/* ---- tags ---- */
-
-typedef struct {
-    const char *bucket, *key, *vid, *tags;
-    size_t klen;
-} pg_tags_arg_t;
-
-static wh_status_t tx_tags_set(void *conn, void *arg)
-{
-    pg_tags_arg_t *a = arg;
-    meta_cur_t cur;
-    wh_status_t st = pg_bucket_check(conn, a->bucket);
-    if (st == WH_OK)
-        st = pg_cur(conn, a->bucket, a->key, a->klen, &cur);
-    if (st != WH_OK)
-        return st;
-    bool on_cur = !a->vid || (cur.exists && strcmp(cur.vid, a->vid) == 0);
-    pg_params_t p = {0};
-    pp_obj(&p, a->bucket, a->key, a->klen);
-    pp_text(&p, NULL);
-    p.v[p.n - 1] = a->tags; /* NULL: none */
-    if (!on_cur)
-        pp_text(&p, a->vid);
-    PGresult *r;
-    st = pg_exec(conn,
-                 on_cur ? "UPDATE objects SET tags = $3 WHERE bucket = $1 AND key = $2"
-                          " AND dm = 0 RETURNING 1"
-                        : "UPDATE versions SET tags = $3 WHERE bucket = $1 AND key = $2"
-                          " AND version_id = $4 AND dm = 0 RETURNING 1",
-                 &p, &r, "tag update");
-    if (st != WH_OK)
-        return st;
-    st = PQntuples(r) == 1 ? WH_OK : WH_ERR_NOT_FOUND;
-    PQclear(r);
-    return st;
-}
-
-wh_status_t pg_object_tags_set(meta_t *m, const char *bucket, const char *key, size_t klen,
-                               const char *version_id, const char *tags)
-{
-    pg_tags_arg_t a = {bucket, key, version_id, tags, klen};
-    return pg_write(PGM(m), tx_tags_set, &a);
 }
 
 /* ---- the version scan: batches of keys, each key's older versions after it ---- */
@@ -459,91 +457,4 @@ wh_status_t pg_version_scan(meta_t *mm, const char *bucket, const void *from, si
     free(cur);
     pg_put(c);
     return st;
-}
-
-/* ---- Object Lock ---- */
-
-typedef struct {
-    const char *bucket, *key, *vid;
-    size_t klen;
-    const store_lock_set_t *req;
-    store_obj_meta_t *out;
-} pg_lock_arg_t;
-
-static wh_status_t tx_lock_set(void *conn, void *arg)
-{
-    pg_conn_t *c = conn;
-    pg_lock_arg_t *a = arg;
-    meta_cur_t cur;
-    wh_status_t st = pg_bucket_check(c, a->bucket);
-    if (st == WH_OK)
-        st = pg_cur(c, a->bucket, a->key, a->klen, &cur);
-    if (st != WH_OK)
-        return st;
-    bool on_cur = cur.exists && (!a->vid || strcmp(cur.vid, a->vid) == 0);
-    int mode = 0;
-    int64_t until = 0;
-    bool hold = false, dm = false;
-    if (on_cur) {
-        dm = cur.dm;
-        mode = cur.lock_mode;
-        until = cur.lock_until;
-        hold = cur.hold;
-    } else {
-        if (!a->vid)
-            return WH_ERR_NOT_FOUND;
-        pg_params_t p = {0};
-        pp_obj(&p, a->bucket, a->key, a->klen);
-        pp_text(&p, a->vid);
-        PGresult *r;
-        st = pg_exec(c,
-                     "SELECT dm, lock_mode, lock_until, legal_hold FROM versions"
-                     " WHERE bucket = $1 AND key = $2 AND version_id = $3",
-                     &p, &r, "version lock lookup");
-        if (st != WH_OK)
-            return st;
-        if (PQntuples(r) == 0) {
-            st = WH_ERR_NOT_FOUND;
-        } else {
-            dm = pg_i64(r, 0, 0) != 0;
-            mode = (int)pg_i64(r, 0, 1);
-            until = pg_i64(r, 0, 2);
-            hold = pg_i64(r, 0, 3) != 0;
-        }
-        PQclear(r);
-        if (st != WH_OK)
-            return st;
-    }
-    if (dm)
-        return WH_ERR_NOT_FOUND;
-    if ((st = meta_lock_change(a->req, &mode, &until, &hold)) != WH_OK)
-        return st;
-    pg_params_t p = {0};
-    pp_obj(&p, a->bucket, a->key, a->klen);
-    pp_i64(&p, mode);
-    pp_i64(&p, until);
-    pp_i64(&p, hold ? 1 : 0);
-    if (!on_cur)
-        pp_text(&p, a->vid);
-    st = pg_exec(c,
-                 on_cur ? "UPDATE objects SET lock_mode = $3, lock_until = $4, legal_hold = $5"
-                          " WHERE bucket = $1 AND key = $2 AND dm = 0"
-                        : "UPDATE versions SET lock_mode = $3, lock_until = $4, legal_hold = $5"
-                          " WHERE bucket = $1 AND key = $2 AND version_id = $6 AND dm = 0",
-                 &p, NULL, "version lock update");
-    if (st == WH_OK && a->out) {
-        a->out->lock_mode = mode;
-        a->out->lock_until = until;
-        a->out->legal_hold = hold;
-        snprintf(a->out->version_id, sizeof a->out->version_id, "%s", on_cur ? cur.vid : a->vid);
-    }
-    return st;
-}
-
-wh_status_t pg_object_lock_set(meta_t *m, const char *bucket, const char *key, size_t klen,
-                               const char *version_id, const store_lock_set_t *req,
-                               store_obj_meta_t *out)
-{
-    pg_lock_arg_t a = {bucket, key, version_id, klen, req, out};
-    return pg_write(PGM(m), tx_lock_set, &a);
 }

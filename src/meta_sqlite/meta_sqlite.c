@@ -1,6 +1,7 @@
 /* SQLite metadata backend: connections, schema, the transaction helper, buckets. See
  * meta_sqlite_int.h; objects in meta_sqlite_obj.c, multipart in meta_sqlite_mpu.c. */
 #include "meta_sqlite/meta_sqlite_int.h"
+#include "meta/meta_rules.h"
 
 #include "base/log.h"
 #include "base/util.h"
@@ -683,6 +684,30 @@ static wh_status_t sq_bucket_list(meta_t *mm, store_bucket_info_t **out, size_t 
     return WH_OK;
 }
 
+static wh_status_t sq_rules_write(meta_t *m, meta_tx_fn fn, void *arg)
+{
+    return sq_write(SQ(m), fn, arg);
+}
+
+static wh_status_t sq_rules_write_group(meta_t *m, meta_tx_fn fn, void *arg)
+{
+    return sq_write_group(SQ(m), fn, arg);
+}
+
+static wh_status_t sq_rules_write_auth(meta_t *m, meta_tx_fn fn, void *arg)
+{
+    return sq_write_auth(SQ(m), fn, arg);
+}
+
+static const meta_rules_t SQ_RULES = {
+    .write = sq_rules_write,
+    .write_group = sq_rules_write_group,
+    .write_auth = sq_rules_write_auth,
+    .ver = &SQ_VER,
+    .mpu = &SQ_MPU,
+    .ident = &SQ_IDENT,
+};
+
 static const meta_ops_t SQ_OPS = {
     .name = "sqlite",
     .close = sq_close,
@@ -698,35 +723,35 @@ static const meta_ops_t SQ_OPS = {
     .bucket_attr_get = sq_bucket_attr_get,
     .object_set_acl = sq_object_set_acl,
     .object_get = sq_object_get,
-    .object_put = sq_object_put,
-    .object_delete = sq_object_delete,
+    .object_put = meta_rules_object_put,
+    .object_delete = meta_rules_object_delete,
     .object_scan = sq_object_scan,
     .bucket_versioning_get = sq_bucket_versioning_get,
     .bucket_versioning_set = sq_bucket_versioning_set,
     .object_get_version = sq_object_get_version,
-    .object_delete_version = sq_object_delete_version,
-    .object_lock_set = sq_object_lock_set,
+    .object_delete_version = meta_rules_object_delete_version,
+    .object_lock_set = meta_rules_object_lock_set,
     .version_scan = sq_version_scan,
-    .object_tags_set = sq_object_tags_set,
+    .object_tags_set = meta_rules_object_tags_set,
     .data_referenced = sq_data_referenced,
     .upload_create = sq_upload_create,
     .upload_get = sq_upload_get,
-    .part_put = sq_part_put,
+    .part_put = meta_rules_part_put,
     .part_list = sq_part_list,
-    .upload_delete = sq_upload_delete,
-    .upload_complete = sq_upload_complete,
+    .upload_delete = meta_rules_upload_delete,
+    .upload_complete = meta_rules_upload_complete,
     .upload_list = sq_upload_list,
     .upload_count = sq_upload_count,
     .user_create = sq_user_create,
     .user_get = sq_user_get,
     .user_list = sq_user_list,
-    .user_delete = sq_user_delete,
-    .key_create = sq_key_create,
+    .user_delete = meta_rules_user_delete,
+    .key_create = meta_rules_key_create,
     .key_get = sq_key_get,
     .key_list = sq_key_list,
     .key_delete = sq_key_delete,
     .key_set_active = sq_key_set_active,
-    .user_policy_put = sq_user_policy_put,
+    .user_policy_put = meta_rules_user_policy_put,
     .user_policy_get = sq_user_policy_get,
     .user_policy_list = sq_user_policy_list,
     .user_policy_delete = sq_user_policy_delete,
@@ -740,6 +765,7 @@ wh_status_t meta_sqlite_open(const char *path, meta_t **out)
     if (!m)
         return WH_ERR_NOMEM;
     m->base.ops = &SQ_OPS;
+    m->base.rules = &SQ_RULES;
     pthread_mutex_init(&m->group.mu, NULL);
     pthread_cond_init(&m->group.cv, NULL);
     m->group.tail = &m->group.head;

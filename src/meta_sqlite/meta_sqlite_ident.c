@@ -1,6 +1,7 @@
 /* SQLite metadata backend: bucket owners, ACLs and policies, object ACLs, and identity (IAM
  * users, access keys, inline user policies). See meta_sqlite_int.h. */
 #include "meta_sqlite/meta_sqlite_int.h"
+#include "meta/meta_rules.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -228,43 +229,80 @@ wh_status_t sq_user_list(meta_t *mm, meta_user_t **out, size_t *n)
     return WH_OK;
 }
 
-typedef struct {
-    const char *name;
-    bool force;
-} sq_user_del_arg_t;
+/* ---- the row operations of meta_ident.h ---- */
 
-static wh_status_t tx_user_delete(void *conn, void *arg)
+static wh_status_t sq_user_check(void *conn, const char *name, meta_user_lock_t lock)
 {
-    sq_conn_t *c = conn;
-    sq_user_del_arg_t *a = arg;
-    wh_status_t st = user_get_locked(c, a->name, NULL);
-    if (st != WH_OK)
-        return st;
-    if (!a->force) {
-        static const int checks[] = {S_USER_HAS_KEY, S_USER_HAS_POLICY};
-        for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
-            st = sq_row_exists(c, checks[i], a->name, "user dependants check");
-            if (st == WH_OK)
-                return WH_ERR_NOT_EMPTY;
-            if (st != WH_ERR_NOT_FOUND)
-                return st;
+    (void)lock; /* the writer's lock holds every row */
+    return user_get_locked(conn, name, NULL);
+}
+
+static wh_status_t sq_user_has_dependants(void *conn, const char *name, bool *has)
+{
+    static const int checks[] = {S_USER_HAS_KEY, S_USER_HAS_POLICY};
+    *has = false;
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+        wh_status_t st = sq_row_exists(conn, checks[i], name, "user dependants check");
+        if (st == WH_OK) {
+            *has = true;
+            return WH_OK;
         }
-    }
-    static const int drops[] = {S_KEYS_DELETE_USER, S_POLICIES_DELETE_USER, S_USER_DELETE};
-    for (size_t i = 0; i < sizeof drops / sizeof drops[0]; i++) {
-        sqlite3_stmt *s = c->stmt[drops[i]];
-        sq_bind_text(s, 1, a->name);
-        if ((st = sq_exec_stmt(c, s, "user delete")) != WH_OK)
+        if (st != WH_ERR_NOT_FOUND)
             return st;
     }
     return WH_OK;
 }
 
-wh_status_t sq_user_delete(meta_t *m, const char *name, bool force)
+static wh_status_t sq_user_rows_delete(void *conn, const char *name)
 {
-    sq_user_del_arg_t a = {name, force};
-    return sq_write_auth(SQ(m), tx_user_delete, &a);
+    sq_conn_t *c = conn;
+    static const int drops[] = {S_KEYS_DELETE_USER, S_POLICIES_DELETE_USER, S_USER_DELETE};
+    for (size_t i = 0; i < sizeof drops / sizeof drops[0]; i++) {
+        sqlite3_stmt *s = c->stmt[drops[i]];
+        sq_bind_text(s, 1, name);
+        wh_status_t st = sq_exec_stmt(c, s, "user delete");
+        if (st != WH_OK)
+            return st;
+    }
+    return WH_OK;
 }
+
+static wh_status_t sq_key_insert(void *conn, const meta_access_key_t *k)
+{
+    sq_conn_t *c = conn;
+    sqlite3_stmt *s = c->stmt[S_KEY_INSERT];
+    sq_bind_text(s, 1, k->access_key);
+    sq_bind_text(s, 2, k->user);
+    sq_bind_text(s, 3, k->secret_sealed);
+    sqlite3_bind_int64(s, 4, k->active ? 1 : 0);
+    sqlite3_bind_int64(s, 5, (sqlite3_int64)k->created);
+    int rc = sqlite3_step(s);
+    wh_status_t st = WH_OK;
+    if ((rc & 0xff) == SQLITE_CONSTRAINT)
+        st = WH_ERR_EXISTS;
+    else if (rc != SQLITE_DONE)
+        st = sq_fail(c, rc, "access key insert");
+    sq_done(s);
+    return st;
+}
+
+static wh_status_t sq_policy_upsert(void *conn, const char *user, const char *name, const char *doc)
+{
+    sq_conn_t *c = conn;
+    sqlite3_stmt *s = c->stmt[S_POLICY_PUT];
+    sq_bind_text(s, 1, user);
+    sq_bind_text(s, 2, name);
+    sq_bind_text(s, 3, doc);
+    return sq_exec_stmt(c, s, "user policy put");
+}
+
+const meta_ident_dialect_t SQ_IDENT = {
+    .user_check = sq_user_check,
+    .user_has_dependants = sq_user_has_dependants,
+    .user_rows_delete = sq_user_rows_delete,
+    .key_insert = sq_key_insert,
+    .policy_upsert = sq_policy_upsert,
+};
 
 /* ---- access keys ---- */
 
@@ -276,33 +314,6 @@ static void key_read(sqlite3_stmt *s, meta_access_key_t *k)
     sq_col_copy(s, 2, k->secret_sealed, sizeof k->secret_sealed);
     k->active = sqlite3_column_int64(s, 3) != 0;
     k->created = (time_t)sqlite3_column_int64(s, 4);
-}
-
-static wh_status_t tx_key_create(void *conn, void *arg)
-{
-    sq_conn_t *c = conn;
-    const meta_access_key_t *k = arg;
-    wh_status_t st = user_get_locked(c, k->user, NULL);
-    if (st != WH_OK)
-        return st;
-    sqlite3_stmt *s = c->stmt[S_KEY_INSERT];
-    sq_bind_text(s, 1, k->access_key);
-    sq_bind_text(s, 2, k->user);
-    sq_bind_text(s, 3, k->secret_sealed);
-    sqlite3_bind_int64(s, 4, k->active ? 1 : 0);
-    sqlite3_bind_int64(s, 5, (sqlite3_int64)k->created);
-    int rc = sqlite3_step(s);
-    if ((rc & 0xff) == SQLITE_CONSTRAINT)
-        st = WH_ERR_EXISTS;
-    else if (rc != SQLITE_DONE)
-        st = sq_fail(c, rc, "access key insert");
-    sq_done(s);
-    return st;
-}
-
-wh_status_t sq_key_create(meta_t *m, const meta_access_key_t *k)
-{
-    return sq_write_auth(SQ(m), tx_key_create, (void *)k);
 }
 
 wh_status_t sq_key_get(meta_t *mm, const char *access_key, meta_access_key_t *out)
@@ -375,26 +386,6 @@ wh_status_t sq_key_set_active(meta_t *m, const char *access_key, bool active)
 typedef struct {
     const char *user, *name, *doc;
 } sq_pol_arg_t;
-
-static wh_status_t tx_policy_put(void *conn, void *arg)
-{
-    sq_conn_t *c = conn;
-    sq_pol_arg_t *a = arg;
-    wh_status_t st = user_get_locked(c, a->user, NULL);
-    if (st != WH_OK)
-        return st;
-    sqlite3_stmt *s = c->stmt[S_POLICY_PUT];
-    sq_bind_text(s, 1, a->user);
-    sq_bind_text(s, 2, a->name);
-    sq_bind_text(s, 3, a->doc);
-    return sq_exec_stmt(c, s, "user policy put");
-}
-
-wh_status_t sq_user_policy_put(meta_t *m, const char *user, const char *name, const char *doc)
-{
-    sq_pol_arg_t a = {user, name, doc};
-    return sq_write_auth(SQ(m), tx_policy_put, &a);
-}
 
 wh_status_t sq_user_policy_get(meta_t *mm, const char *user, const char *name, char **doc)
 {

@@ -163,19 +163,13 @@ wh_status_t sq_bucket_check(sq_conn_t *c, const char *bucket);
 /* Creates or migrates the schema (meta_sqlite_schema.c); on the writer, at open. */
 wh_status_t sq_migrate(sq_conn_t *c, const char *path);
 
-/* Chunk maps (meta_sqlite_obj.c): rows of data id; lock held. */
-wh_status_t sq_chunks_put(sq_conn_t *c, const store_data_ref_t *ref);
-wh_status_t sq_chunks_get(sq_conn_t *c, store_data_ref_t *ref);
-wh_status_t sq_chunks_drop(sq_conn_t *c, const char *id);
+/* Chunk maps (meta_sqlite_obj.c): rows of data id; lock held (conn: an sq_conn_t). */
+wh_status_t sq_chunks_put(void *conn, const store_data_ref_t *ref);
+wh_status_t sq_chunks_get(void *conn, store_data_ref_t *ref);
+wh_status_t sq_chunks_drop(void *conn, const char *id);
 /* The object row's data ref ("" when none), with its chunk map. Lock held. */
 wh_status_t sq_obj_ref(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
                        store_data_ref_t *ref);
-/* The versioning-aware commit of a new current row (PUT, completion; meta_sqlite_ver.c):
- * checks cond, archives or replaces the current version as the bucket's state says, sets
- * meta->version_id; *old gets the data to release. Lock held, in a write transaction. */
-wh_status_t sq_obj_commit(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
-                          store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          store_data_ref_t *old, store_cond_t *cond);
 /* Reads the SQ_OBJ_COLS of a row from column 0 into meta (may be NULL) and ref's id. */
 wh_status_t sq_obj_row(sqlite3_stmt *s, store_obj_meta_t *meta, store_data_ref_t *ref);
 wh_status_t sq_obj_upsert(void *conn, const char *bucket, const char *key, size_t klen,
@@ -184,11 +178,6 @@ wh_status_t sq_obj_upsert(void *conn, const char *bucket, const char *key, size_
 /* Operations (meta_sqlite_obj.c, meta_sqlite_mpu.c). */
 wh_status_t sq_object_get(meta_t *m, const char *bucket, const char *key, size_t klen,
                           store_obj_meta_t *meta, store_data_ref_t *ref);
-wh_status_t sq_object_put(meta_t *m, const char *bucket, const char *key, size_t klen,
-                          store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          store_data_ref_t *old, store_cond_t *cond);
-wh_status_t sq_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
-                             store_data_ref_t *old);
 wh_status_t sq_object_scan(meta_t *m, const char *bucket, const void *from, size_t flen,
                            bool inclusive, meta_scan_fn fn, void *arg);
 wh_status_t sq_data_referenced(meta_t *m, const char *id);
@@ -196,19 +185,9 @@ wh_status_t sq_upload_create(meta_t *m, const char *bucket, const char *key, con
                              const store_obj_meta_t *meta, time_t initiated);
 wh_status_t sq_upload_get(meta_t *m, const char *bucket, const char *key, const char *upload_id,
                           store_obj_meta_t *meta);
-wh_status_t sq_part_put(meta_t *m, const char *bucket, const char *key, const char *upload_id,
-                        const store_part_info_t *info, const store_data_ref_t *ref,
-                        store_data_ref_t *old);
 wh_status_t sq_part_list(meta_t *m, const char *bucket, const char *key, const char *upload_id,
                          uint32_t marker, uint32_t max, meta_part_t **out, size_t *n,
                          bool *truncated);
-wh_status_t sq_upload_delete(meta_t *m, const char *bucket, const char *key, const char *upload_id,
-                             meta_part_t **parts, size_t *n);
-wh_status_t sq_upload_complete(meta_t *m, const char *bucket, const char *key,
-                               const char *upload_id, const meta_part_t *parts, size_t n,
-                               store_obj_meta_t *meta, const store_data_ref_t *ref,
-                               store_data_ref_t *old, meta_part_t **all, size_t *n_all,
-                               store_cond_t *cond);
 /* In a write transaction: drops the bucket's uploads, their parts appended to *parts. */
 wh_status_t sq_bucket_uploads_drop(sq_conn_t *c, const char *bucket, meta_part_t **parts,
                                    size_t *n);
@@ -227,32 +206,31 @@ wh_status_t sq_object_set_acl(meta_t *m, const char *bucket, const char *key, si
 wh_status_t sq_user_create(meta_t *m, const meta_user_t *u);
 wh_status_t sq_user_get(meta_t *m, const char *name, meta_user_t *out);
 wh_status_t sq_user_list(meta_t *m, meta_user_t **out, size_t *n);
-wh_status_t sq_user_delete(meta_t *m, const char *name, bool force);
-wh_status_t sq_key_create(meta_t *m, const meta_access_key_t *k);
 wh_status_t sq_key_get(meta_t *m, const char *access_key, meta_access_key_t *out);
 wh_status_t sq_key_list(meta_t *m, const char *user, meta_access_key_t **out, size_t *n);
 wh_status_t sq_key_delete(meta_t *m, const char *access_key);
 wh_status_t sq_key_set_active(meta_t *m, const char *access_key, bool active);
-wh_status_t sq_user_policy_put(meta_t *m, const char *user, const char *name, const char *doc);
 wh_status_t sq_user_policy_get(meta_t *m, const char *user, const char *name, char **doc);
 wh_status_t sq_user_policy_list(meta_t *m, const char *user, meta_policy_t **out, size_t *n);
 wh_status_t sq_user_policy_delete(meta_t *m, const char *user, const char *name);
 
+/* The row operations of the rules written once (meta_rules.h), on the writer in its
+ * transaction: meta_sqlite_ver.c, meta_sqlite_mpu.c, meta_sqlite_ident.c. */
+struct meta_ver_dialect;
+struct meta_mpu_dialect;
+struct meta_ident_dialect;
+extern const struct meta_ver_dialect SQ_VER;
+extern const struct meta_mpu_dialect SQ_MPU;
+extern const struct meta_ident_dialect SQ_IDENT;
+
 /* Versions (meta_sqlite_ver.c). */
+
 wh_status_t sq_bucket_versioning_get(meta_t *m, const char *bucket, int *state);
 wh_status_t sq_bucket_versioning_set(meta_t *m, const char *bucket, int state);
 wh_status_t sq_object_get_version(meta_t *m, const char *bucket, const char *key, size_t klen,
                                   const char *version_id, store_obj_meta_t *meta,
                                   store_data_ref_t *ref);
-wh_status_t sq_object_delete_version(meta_t *m, const char *bucket, const char *key, size_t klen,
-                                     const char *version_id, int bypass, store_del_cond_t *cond,
-                                     store_del_result_t *res, store_data_ref_t *old);
-wh_status_t sq_object_lock_set(meta_t *m, const char *bucket, const char *key, size_t klen,
-                               const char *version_id, const store_lock_set_t *req,
-                               store_obj_meta_t *out);
 wh_status_t sq_version_scan(meta_t *m, const char *bucket, const void *from, size_t flen,
                             bool inclusive, meta_version_fn fn, void *arg);
-wh_status_t sq_object_tags_set(meta_t *m, const char *bucket, const char *key, size_t klen,
-                               const char *version_id, const char *tags);
 
 #endif

@@ -1,6 +1,7 @@
 /* SQLite metadata backend: multipart uploads and their parts. See meta_sqlite_int.h. */
 #include "base/log.h"
 #include "meta_sqlite/meta_sqlite_int.h"
+#include "meta/meta_rules.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,65 +94,11 @@ wh_status_t sq_upload_get(meta_t *mm, const char *bucket, const char *key, const
     return st;
 }
 
-typedef struct {
-    const char *bucket, *key, *upload_id;
-    const store_part_info_t *info;
-    const store_data_ref_t *ref;
-    store_data_ref_t *old;
-} sq_part_arg_t;
-
-static wh_status_t tx_part_put(void *conn, void *arg)
-{
-    sq_conn_t *c = conn;
-    sq_part_arg_t *a = arg;
-    wh_status_t st = sq_upload_check(c, a->bucket, a->key, a->upload_id, NULL);
-    if (st != WH_OK)
-        return st;
-    sqlite3_stmt *s = c->stmt[S_PART_FILE];
-    sq_bind_text(s, 1, a->upload_id);
-    sqlite3_bind_int64(s, 2, a->info->number);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
-        sq_col_copy(s, 0, a->old->id, sizeof a->old->id);
-    else if (rc != SQLITE_DONE)
-        st = sq_fail(c, rc, "part lookup");
-    sq_done(s);
-    if (st == WH_OK && a->old->id[0])
-        st = sq_chunks_get(c, a->old);
-    if (st == WH_OK)
-        st = sq_chunks_drop(c, a->old->id);
-    if (st != WH_OK)
-        return st;
-    const store_part_info_t *info = a->info;
-    s = c->stmt[S_PART_UPSERT];
-    sq_bind_text(s, 1, a->upload_id);
-    sqlite3_bind_int64(s, 2, info->number);
-    sqlite3_bind_int64(s, 3, (sqlite3_int64)info->size);
-    sq_bind_text(s, 4, info->etag);
-    sqlite3_bind_int64(s, 5, (sqlite3_int64)info->mtime);
-    sq_bind_text(s, 6, info->crc64nvme);
-    sq_bind_text(s, 7, info->crc32c);
-    sq_bind_text(s, 8, a->ref->id);
-    st = sq_exec_stmt(c, s, "part upsert");
-    return st == WH_OK ? sq_chunks_put(c, a->ref) : st;
-}
-
-wh_status_t sq_part_put(meta_t *m, const char *bucket, const char *key, const char *upload_id,
-                        const store_part_info_t *info, const store_data_ref_t *ref,
-                        store_data_ref_t *old)
-{
-    sq_part_arg_t a = {bucket, key, upload_id, info, ref, old};
-    memset(old, 0, sizeof *old);
-    wh_status_t st = sq_write_group(SQ(m), tx_part_put, &a);
-    if (st != WH_OK)
-        store_data_ref_clear(old);
-    return st;
-}
-
 /* Reads parts with number > marker, at most max (0 = all), with their chunk maps. Lock held. */
-static wh_status_t sq_parts_read(sq_conn_t *c, const char *upload_id, uint32_t marker, uint32_t max,
+static wh_status_t sq_parts_read(void *conn, const char *upload_id, uint32_t marker, uint32_t max,
                                  meta_part_t **out, size_t *n, bool *truncated)
 {
+    sq_conn_t *c = conn;
     meta_part_t *arr = NULL;
     size_t cnt = 0, cap = 0;
     bool trunc = false;
@@ -195,6 +142,106 @@ static wh_status_t sq_parts_read(sq_conn_t *c, const char *upload_id, uint32_t m
     return WH_OK;
 }
 
+/* ---- the row operations of meta_mpu.h ---- */
+
+static wh_status_t sq_upload_lock(void *conn, const char *bucket, const char *key,
+                                  const char *upload_id)
+{
+    return sq_upload_check(conn, bucket, key, upload_id, NULL); /* the writer's lock holds it */
+}
+
+static wh_status_t sq_part_data(void *conn, const char *upload_id, uint32_t number,
+                                char id[STORE_DATA_ID_LEN + 1])
+{
+    sq_conn_t *c = conn;
+    sqlite3_stmt *s = c->stmt[S_PART_FILE];
+    sq_bind_text(s, 1, upload_id);
+    sqlite3_bind_int64(s, 2, number);
+    int rc = sqlite3_step(s);
+    wh_status_t st = WH_OK;
+    id[0] = '\0';
+    if (rc == SQLITE_ROW)
+        sq_col_copy(s, 0, id, STORE_DATA_ID_LEN + 1);
+    else if (rc != SQLITE_DONE)
+        st = sq_fail(c, rc, "part lookup");
+    sq_done(s);
+    return st;
+}
+
+static wh_status_t sq_part_upsert(void *conn, const char *upload_id, const store_part_info_t *info,
+                                  const char *data_id)
+{
+    sq_conn_t *c = conn;
+    sqlite3_stmt *s = c->stmt[S_PART_UPSERT];
+    sq_bind_text(s, 1, upload_id);
+    sqlite3_bind_int64(s, 2, info->number);
+    sqlite3_bind_int64(s, 3, (sqlite3_int64)info->size);
+    sq_bind_text(s, 4, info->etag);
+    sqlite3_bind_int64(s, 5, (sqlite3_int64)info->mtime);
+    sq_bind_text(s, 6, info->crc64nvme);
+    sq_bind_text(s, 7, info->crc32c);
+    sq_bind_text(s, 8, data_id);
+    return sq_exec_stmt(c, s, "part upsert");
+}
+
+static wh_status_t sq_upload_rows_delete(void *conn, const char *upload_id)
+{
+    sq_conn_t *c = conn;
+    sqlite3_stmt *s = c->stmt[S_PART_DELETE_ALL];
+    sq_bind_text(s, 1, upload_id);
+    wh_status_t st = sq_exec_stmt(c, s, "part delete");
+    if (st != WH_OK)
+        return st;
+    s = c->stmt[S_UPLOAD_DELETE];
+    sq_bind_text(s, 1, upload_id);
+    return sq_exec_stmt(c, s, "upload delete");
+}
+
+static wh_status_t sq_bucket_upload_ids(void *conn, const char *bucket, char (**out)[65], size_t *n)
+{
+    sq_conn_t *c = conn;
+    char(*ids)[65] = NULL;
+    size_t cnt = 0, cap = 0;
+    wh_status_t st = WH_OK;
+    int rc;
+    sqlite3_stmt *s = c->stmt[S_UPLOAD_LIST];
+    sq_bind_text(s, 1, bucket);
+    sq_bind_key(s, 2, "", 0);
+    sqlite3_bind_null(s, 3);
+    sqlite3_bind_null(s, 4);
+    sqlite3_bind_int64(s, 5, -1); /* every one */
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (!meta_grow((void **)&ids, &cap, cnt + 1, sizeof *ids)) {
+            st = WH_ERR_NOMEM;
+            break;
+        }
+        sq_col_copy(s, 1, ids[cnt++], sizeof *ids);
+    }
+    if (st == WH_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
+        st = sq_fail(c, rc, "upload list");
+    sq_done(s);
+    if (st != WH_OK) {
+        free(ids);
+        return st;
+    }
+    *out = ids;
+    *n = cnt;
+    return WH_OK;
+}
+
+const meta_mpu_dialect_t SQ_MPU = {
+    .ver = &SQ_VER,
+    .upload_lock = sq_upload_lock,
+    .parts_read = sq_parts_read,
+    .part_data = sq_part_data,
+    .part_upsert = sq_part_upsert,
+    .upload_rows_delete = sq_upload_rows_delete,
+    .bucket_upload_ids = sq_bucket_upload_ids,
+    .chunks_get = sq_chunks_get,
+    .chunks_put = sq_chunks_put,
+    .chunks_drop = sq_chunks_drop,
+};
+
 wh_status_t sq_part_list(meta_t *mm, const char *bucket, const char *key, const char *upload_id,
                          uint32_t marker, uint32_t max, meta_part_t **out, size_t *n,
                          bool *truncated)
@@ -208,148 +255,9 @@ wh_status_t sq_part_list(meta_t *mm, const char *bucket, const char *key, const 
     return st;
 }
 
-/* Deletes an upload's part rows (and their chunk maps) and its row. In a transaction. */
-static wh_status_t sq_upload_drop(sq_conn_t *c, const char *upload_id, const meta_part_t *parts,
-                                  size_t n)
-{
-    wh_status_t st = WH_OK;
-    for (size_t i = 0; st == WH_OK && i < n; i++)
-        st = sq_chunks_drop(c, parts[i].ref.id);
-    if (st != WH_OK)
-        return st;
-    sqlite3_stmt *s = c->stmt[S_PART_DELETE_ALL];
-    sq_bind_text(s, 1, upload_id);
-    st = sq_exec_stmt(c, s, "part delete");
-    if (st != WH_OK)
-        return st;
-    s = c->stmt[S_UPLOAD_DELETE];
-    sq_bind_text(s, 1, upload_id);
-    return sq_exec_stmt(c, s, "upload delete");
-}
-
-/* Drops every upload of a bucket with its parts, appending the parts (their data to release)
- * to *parts. In the bucket delete's transaction, so no upload outlives its bucket. */
 wh_status_t sq_bucket_uploads_drop(sq_conn_t *c, const char *bucket, meta_part_t **parts, size_t *n)
 {
-    char(*ids)[65] = NULL;
-    size_t cnt = 0, cap = 0;
-    wh_status_t st = WH_OK;
-    int rc;
-    sqlite3_stmt *s = c->stmt[S_UPLOAD_LIST];
-    sq_bind_text(s, 1, bucket);
-    sq_bind_key(s, 2, "", 0);
-    sqlite3_bind_int64(s, 5, -1); /* every one */
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (!meta_grow((void **)&ids, &cap, cnt + 1, sizeof *ids)) {
-            st = WH_ERR_NOMEM;
-            break;
-        }
-        sq_col_copy(s, 1, ids[cnt++], sizeof *ids);
-    }
-    if (st == WH_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
-        st = sq_fail(c, rc, "upload list");
-    sq_done(s);
-    size_t pcap = *n;
-    for (size_t i = 0; st == WH_OK && i < cnt; i++) {
-        meta_part_t *ps = NULL;
-        size_t np = 0;
-        st = sq_parts_read(c, ids[i], 0, 0, &ps, &np, NULL);
-        if (st == WH_OK)
-            st = sq_upload_drop(c, ids[i], ps, np);
-        if (st == WH_OK && np && !meta_grow((void **)parts, &pcap, *n + np, sizeof **parts))
-            st = WH_ERR_NOMEM;
-        if (st != WH_OK) {
-            meta_parts_free(ps, np);
-            break;
-        }
-        if (np) /* memcpy from NULL (no parts) is undefined even for 0 bytes */
-            memcpy(*parts + *n, ps, np * sizeof *ps); /* the chunk maps move with the copies */
-        *n += np;
-        free(ps);
-    }
-    free(ids);
-    return st;
-}
-
-typedef struct {
-    const char *bucket, *key, *upload_id;
-    const meta_part_t *parts; /* completion: the parts listed */
-    size_t n;
-    store_obj_meta_t *meta;
-    const store_data_ref_t *ref;
-    store_data_ref_t *old;
-    meta_part_t *all; /* every part of the upload */
-    size_t n_all;
-    store_cond_t *cond;
-} sq_done_arg_t;
-
-static wh_status_t tx_upload_delete(void *conn, void *arg)
-{
-    sq_conn_t *c = conn;
-    sq_done_arg_t *a = arg;
-    meta_parts_free(a->all, a->n_all); /* a retried attempt starts afresh */
-    a->all = NULL;
-    a->n_all = 0;
-    wh_status_t st = sq_upload_check(c, a->bucket, a->key, a->upload_id, NULL);
-    if (st == WH_OK)
-        st = sq_parts_read(c, a->upload_id, 0, 0, &a->all, &a->n_all, NULL);
-    if (st == WH_OK)
-        st = sq_upload_drop(c, a->upload_id, a->all, a->n_all);
-    return st;
-}
-
-wh_status_t sq_upload_delete(meta_t *m, const char *bucket, const char *key, const char *upload_id,
-                             meta_part_t **parts, size_t *n)
-{
-    sq_done_arg_t a = {.bucket = bucket, .key = key, .upload_id = upload_id};
-    wh_status_t st = sq_write(SQ(m), tx_upload_delete, &a);
-    if (st != WH_OK) {
-        meta_parts_free(a.all, a.n_all);
-        return st;
-    }
-    *parts = a.all;
-    *n = a.n_all;
-    return WH_OK;
-}
-
-static wh_status_t tx_upload_complete(void *conn, void *arg)
-{
-    sq_conn_t *c = conn;
-    sq_done_arg_t *a = arg;
-    meta_parts_free(a->all, a->n_all);
-    a->all = NULL;
-    a->n_all = 0;
-    size_t klen = strlen(a->key);
-    wh_status_t st = sq_upload_check(c, a->bucket, a->key, a->upload_id, NULL);
-    if (st == WH_OK)
-        st = sq_parts_read(c, a->upload_id, 0, 0, &a->all, &a->n_all, NULL);
-    if (st != WH_OK)
-        return st;
-    st = meta_parts_unchanged(a->upload_id, a->parts, a->n, a->all, a->n_all);
-    if (st == WH_OK)
-        st = sq_upload_drop(c, a->upload_id, a->all, a->n_all);
-    if (st == WH_OK)
-        st = sq_obj_commit(c, a->bucket, a->key, klen, a->meta, a->ref, a->old, a->cond);
-    return st;
-}
-
-wh_status_t sq_upload_complete(meta_t *m, const char *bucket, const char *key,
-                               const char *upload_id, const meta_part_t *parts, size_t n,
-                               store_obj_meta_t *meta, const store_data_ref_t *ref,
-                               store_data_ref_t *old, meta_part_t **all, size_t *n_all,
-                               store_cond_t *cond)
-{
-    memset(old, 0, sizeof *old);
-    sq_done_arg_t a = {bucket, key, upload_id, parts, n, meta, ref, old, NULL, 0, cond};
-    wh_status_t st = sq_write(SQ(m), tx_upload_complete, &a);
-    if (st != WH_OK) {
-        store_data_ref_clear(old);
-        meta_parts_free(a.all, a.n_all);
-        return st;
-    }
-    *all = a.all;
-    *n_all = a.n_all;
-    return WH_OK;
+    return meta_mpu_bucket_drop(&SQ_MPU, c, bucket, parts, n);
 }
 
 wh_status_t sq_upload_list(meta_t *mm, const char *bucket, const char *prefix,

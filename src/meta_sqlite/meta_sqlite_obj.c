@@ -8,8 +8,9 @@
 
 /* ---- chunk maps ---- */
 
-wh_status_t sq_chunks_put(sq_conn_t *c, const store_data_ref_t *ref)
+wh_status_t sq_chunks_put(void *conn, const store_data_ref_t *ref)
 {
+    sq_conn_t *c = conn;
     for (size_t i = 0; i < ref->n_chunks; i++) {
         const store_chunk_t *ch = &ref->chunks[i];
         char reps[STORE_CHUNK_MAX_REPLICAS * 11 + 1];
@@ -33,8 +34,9 @@ wh_status_t sq_chunks_put(sq_conn_t *c, const store_data_ref_t *ref)
     return WH_OK;
 }
 
-wh_status_t sq_chunks_get(sq_conn_t *c, store_data_ref_t *ref)
+wh_status_t sq_chunks_get(void *conn, store_data_ref_t *ref)
 {
+    sq_conn_t *c = conn;
     size_t cap = 0;
     int rc;
     wh_status_t st = WH_OK;
@@ -63,8 +65,9 @@ wh_status_t sq_chunks_get(sq_conn_t *c, store_data_ref_t *ref)
     return st;
 }
 
-wh_status_t sq_chunks_drop(sq_conn_t *c, const char *id)
+wh_status_t sq_chunks_drop(void *conn, const char *id)
 {
+    sq_conn_t *c = conn;
     if (!id[0])
         return WH_OK;
     sqlite3_stmt *s = c->stmt[S_CHUNK_DELETE];
@@ -161,41 +164,6 @@ wh_status_t sq_object_get(meta_t *mm, const char *bucket, const char *key, size_
                           store_obj_meta_t *meta, store_data_ref_t *ref)
 {
     return sq_object_get_version(mm, bucket, key, klen, NULL, meta, ref);
-}
-
-typedef struct {
-    const char *bucket, *key;
-    size_t klen;
-    store_obj_meta_t *meta;
-    const store_data_ref_t *ref;
-    store_data_ref_t *old;
-    store_cond_t *cond;
-} sq_obj_arg_t;
-
-static wh_status_t tx_object_put(void *conn, void *arg)
-{
-    sq_conn_t *c = conn;
-    sq_obj_arg_t *a = arg;
-    return sq_obj_commit(c, a->bucket, a->key, a->klen, a->meta, a->ref, a->old, a->cond);
-}
-
-wh_status_t sq_object_put(meta_t *m, const char *bucket, const char *key, size_t klen,
-                          store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          store_data_ref_t *old, store_cond_t *cond)
-{
-    sq_obj_arg_t a = {bucket, key, klen, meta, ref, old, cond};
-    memset(old, 0, sizeof *old);
-    wh_status_t st = sq_write_group(SQ(m), tx_object_put, &a);
-    if (st != WH_OK)
-        store_data_ref_clear(old);
-    return st;
-}
-
-/* S3's DELETE of a key: what it does follows the bucket's versioning (meta_sqlite_ver.c). */
-wh_status_t sq_object_delete(meta_t *m, const char *bucket, const char *key, size_t klen,
-                             store_data_ref_t *old)
-{
-    return sq_object_delete_version(m, bucket, key, klen, NULL, STORE_BYPASS_NONE, NULL, NULL, old);
 }
 
 wh_status_t sq_data_referenced(meta_t *mm, const char *id)

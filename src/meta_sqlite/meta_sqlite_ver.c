@@ -5,7 +5,7 @@
  * newest), so a scan of the objects table visits every key that has any version. */
 #include "base/log.h"
 #include "meta_sqlite/meta_sqlite_int.h"
-#include "meta/meta_ver.h"
+#include "meta/meta_rules.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,7 +197,60 @@ static wh_status_t sq_ver_promote(void *conn, const char *bucket, const char *ke
                        : st;
 }
 
-static const meta_ver_dialect_t SQ_VER = {
+static wh_status_t sq_tags_put(void *conn, const char *bucket, const char *key, size_t klen,
+                               const char *vid, const char *tags, bool *changed)
+{
+    sq_conn_t *c = conn;
+    sqlite3_stmt *s = c->stmt[vid ? S_TAGS_VER : S_TAGS_CUR];
+    sq_bind_obj(s, bucket, key, klen);
+    if (!vid) {
+        sq_bind_text_or_null(s, 3, tags);
+    } else {
+        sq_bind_text(s, 3, vid);
+        sq_bind_text_or_null(s, 4, tags);
+    }
+    wh_status_t st = sq_exec_stmt(c, s, "tag update");
+    *changed = st == WH_OK && sqlite3_changes(c->db) == 1;
+    return st;
+}
+
+static wh_status_t sq_ver_lock_get(void *conn, const char *bucket, const char *key, size_t klen,
+                                   const char *vid, meta_cur_t *lk)
+{
+    sq_conn_t *c = conn;
+    sqlite3_stmt *s = c->stmt[S_LOCK_VER_GET];
+    sq_bind_obj(s, bucket, key, klen);
+    sq_bind_text(s, 3, vid);
+    int rc = sqlite3_step(s);
+    wh_status_t st = rc == SQLITE_ROW    ? WH_OK
+                     : rc == SQLITE_DONE ? WH_ERR_NOT_FOUND
+                                         : sq_fail(c, rc, "version lock lookup");
+    if (st == WH_OK) {
+        lk->dm = sqlite3_column_int(s, 0) != 0;
+        lk->lock_mode = sqlite3_column_int(s, 1);
+        lk->lock_until = (int64_t)sqlite3_column_int64(s, 2);
+        lk->hold = sqlite3_column_int(s, 3) != 0;
+    }
+    sq_done(s);
+    return st;
+}
+
+static wh_status_t sq_lock_put(void *conn, const char *bucket, const char *key, size_t klen,
+                               const char *vid, int mode, int64_t until, bool hold)
+{
+    sq_conn_t *c = conn;
+    sqlite3_stmt *s = c->stmt[vid ? S_LOCK_VER_SET : S_LOCK_CUR_SET];
+    sq_bind_obj(s, bucket, key, klen);
+    int i = 3;
+    if (vid)
+        sq_bind_text(s, i++, vid);
+    sqlite3_bind_int(s, i++, mode);
+    sqlite3_bind_int64(s, i++, (sqlite3_int64)until);
+    sqlite3_bind_int(s, i, hold ? 1 : 0);
+    return sq_exec_stmt(c, s, "version lock update");
+}
+
+const meta_ver_dialect_t SQ_VER = {
     .versioning = sq_versioning,
     .cur = sq_cur,
     .version_get = sq_version_get,
@@ -207,14 +260,10 @@ static const meta_ver_dialect_t SQ_VER = {
     .obj_upsert = sq_obj_upsert,
     .obj_delete = sq_obj_delete,
     .ver_promote = sq_ver_promote,
+    .tags_put = sq_tags_put,
+    .ver_lock_get = sq_ver_lock_get,
+    .lock_put = sq_lock_put,
 };
-
-wh_status_t sq_obj_commit(sq_conn_t *c, const char *bucket, const char *key, size_t klen,
-                          store_obj_meta_t *meta, const store_data_ref_t *ref,
-                          store_data_ref_t *old, store_cond_t *cond)
-{
-    return meta_ver_commit(&SQ_VER, c, bucket, key, klen, meta, ref, old, cond);
-}
 
 wh_status_t sq_bucket_versioning_get(meta_t *mm, const char *bucket, int *state)
 {
@@ -249,64 +298,6 @@ wh_status_t sq_bucket_versioning_set(meta_t *m, const char *bucket, int state)
 {
     sq_vset_arg_t a = {bucket, state};
     return sq_write(SQ(m), tx_versioning_set, &a);
-}
-
-/* ---- deletes ---- */
-
-static wh_status_t tx_delete_version(void *conn, void *arg)
-{
-    return meta_ver_delete(&SQ_VER, conn, arg);
-}
-
-wh_status_t sq_object_delete_version(meta_t *m, const char *bucket, const char *key, size_t klen,
-                                     const char *version_id, int bypass, store_del_cond_t *cond,
-                                     store_del_result_t *res, store_data_ref_t *old)
-{
-    store_del_result_t dummy;
-    meta_vdel_t a = {bucket, key, version_id, klen, bypass, cond, res ? res : &dummy, old};
-    memset(old, 0, sizeof *old);
-    wh_status_t st = sq_write(SQ(m), tx_delete_version, &a);
-    if (st != WH_OK)
-        store_data_ref_clear(old);
-    return st;
-}
-
-/* ---- tags ---- */
-
-typedef struct {
-    const char *bucket, *key, *vid, *tags;
-    size_t klen;
-} sq_tags_arg_t;
-
-static wh_status_t tx_tags_set(void *conn, void *arg)
-{
-    sq_conn_t *c = conn;
-    sq_tags_arg_t *a = arg;
-    meta_cur_t cur;
-    wh_status_t st = sq_bucket_check(c, a->bucket);
-    if (st == WH_OK)
-        st = sq_cur(c, a->bucket, a->key, a->klen, &cur);
-    if (st != WH_OK)
-        return st;
-    bool on_cur = !a->vid || (cur.exists && strcmp(cur.vid, a->vid) == 0);
-    sqlite3_stmt *s = c->stmt[on_cur ? S_TAGS_CUR : S_TAGS_VER];
-    sq_bind_obj(s, a->bucket, a->key, a->klen);
-    if (on_cur) {
-        sq_bind_text_or_null(s, 3, a->tags);
-    } else {
-        sq_bind_text(s, 3, a->vid);
-        sq_bind_text_or_null(s, 4, a->tags);
-    }
-    if ((st = sq_exec_stmt(c, s, "tag update")) != WH_OK)
-        return st;
-    return sqlite3_changes(c->db) == 1 ? WH_OK : WH_ERR_NOT_FOUND;
-}
-
-wh_status_t sq_object_tags_set(meta_t *m, const char *bucket, const char *key, size_t klen,
-                               const char *version_id, const char *tags)
-{
-    sq_tags_arg_t a = {bucket, key, version_id, tags, klen};
-    return sq_write(SQ(m), tx_tags_set, &a);
 }
 
 /* ---- the version scan ---- */
@@ -375,83 +366,4 @@ wh_status_t sq_version_scan(meta_t *mm, const char *bucket, const void *from, si
     sq_done(s);
     pthread_mutex_unlock(&c->lock);
     return st;
-}
-
-/* ---- Object Lock ---- */
-
-typedef struct {
-    const char *bucket, *key, *vid;
-    size_t klen;
-    const store_lock_set_t *req;
-    store_obj_meta_t *out;
-} sq_lock_arg_t;
-
-static wh_status_t tx_lock_set(void *conn, void *arg)
-{
-    sq_conn_t *c = conn;
-    sq_lock_arg_t *a = arg;
-    meta_cur_t cur;
-    wh_status_t st = sq_bucket_check(c, a->bucket);
-    if (st == WH_OK)
-        st = sq_cur(c, a->bucket, a->key, a->klen, &cur);
-    if (st != WH_OK)
-        return st;
-    bool on_cur = cur.exists && (!a->vid || strcmp(cur.vid, a->vid) == 0);
-    int mode = 0, dm = 0;
-    int64_t until = 0;
-    bool hold = false;
-    if (on_cur) {
-        dm = cur.dm;
-        mode = cur.lock_mode;
-        until = cur.lock_until;
-        hold = cur.hold;
-    } else {
-        if (!a->vid)
-            return WH_ERR_NOT_FOUND;
-        sqlite3_stmt *s = c->stmt[S_LOCK_VER_GET];
-        sq_bind_obj(s, a->bucket, a->key, a->klen);
-        sq_bind_text(s, 3, a->vid);
-        int rc = sqlite3_step(s);
-        st = rc == SQLITE_ROW    ? WH_OK
-             : rc == SQLITE_DONE ? WH_ERR_NOT_FOUND
-                                 : sq_fail(c, rc, "version lock lookup");
-        if (st == WH_OK) {
-            dm = sqlite3_column_int(s, 0);
-            mode = sqlite3_column_int(s, 1);
-            until = (int64_t)sqlite3_column_int64(s, 2);
-            hold = sqlite3_column_int(s, 3) != 0;
-        }
-        sq_done(s);
-        if (st != WH_OK)
-            return st;
-    }
-    if (dm)
-        return WH_ERR_NOT_FOUND;
-    if ((st = meta_lock_change(a->req, &mode, &until, &hold)) != WH_OK)
-        return st;
-    sqlite3_stmt *s = c->stmt[on_cur ? S_LOCK_CUR_SET : S_LOCK_VER_SET];
-    sq_bind_obj(s, a->bucket, a->key, a->klen);
-    int i = 3;
-    if (!on_cur)
-        sq_bind_text(s, i++, a->vid);
-    sqlite3_bind_int(s, i++, mode);
-    sqlite3_bind_int64(s, i++, (sqlite3_int64)until);
-    sqlite3_bind_int(s, i, hold ? 1 : 0);
-    if ((st = sq_exec_stmt(c, s, "version lock update")) != WH_OK)
-        return st;
-    if (a->out) {
-        a->out->lock_mode = mode;
-        a->out->lock_until = until;
-        a->out->legal_hold = hold;
-        snprintf(a->out->version_id, sizeof a->out->version_id, "%s", on_cur ? cur.vid : a->vid);
-    }
-    return WH_OK;
-}
-
-wh_status_t sq_object_lock_set(meta_t *m, const char *bucket, const char *key, size_t klen,
-                               const char *version_id, const store_lock_set_t *req,
-                               store_obj_meta_t *out)
-{
-    sq_lock_arg_t a = {bucket, key, version_id, klen, req, out};
-    return sq_write(SQ(m), tx_lock_set, &a);
 }

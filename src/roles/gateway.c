@@ -3,6 +3,7 @@
  * PostgreSQL and whose data table is the cluster's storage servers (cluster/remote.h). The
  * process keeps no state of its own, so any number of gateways may serve one cluster. */
 #include "base/log.h"
+#include "cluster/ec.h"
 #include "cluster/remote.h"
 #include "ident/identity.h"
 #include "roles/roles.h"
@@ -32,6 +33,9 @@ static int gw_usage(FILE *f)
             "                       shm RDMA with storage servers on this host); default none\n"
             "  --replicas N         copies of each chunk on distinct storage servers, 1..3\n"
             "                       (default 2)\n"
+            "  --ec K+M             erasure-code each chunk instead: K data + M parity shards on\n"
+            "                       K+M distinct storage servers (e.g. 4+2; K+M <= 16); a bucket\n"
+            "                       tag wharf-ec=K+M or wharf-ec=replicas overrides it\n"
             "  --chunk-size BYTES   bytes per chunk (default 8M; K/M/G ok; 64K..1G)\n"
             "  --providers LIST     RDMA providers this gateway vets tokens for: shm,tcp\n"
             "                       (default) or none; the bytes move between storage servers\n"
@@ -102,6 +106,7 @@ int srv_gateway_main(int argc, char **argv)
         O_LISTEN,
         O_UNIX,
         O_REPL,
+        O_EC,
         O_CHUNK,
         O_REPAIR,
         O_GRACE,
@@ -117,6 +122,7 @@ int srv_gateway_main(int argc, char **argv)
         {"listen", required_argument, NULL, O_LISTEN},
         {"unix", required_argument, NULL, O_UNIX},
         {"replicas", required_argument, NULL, O_REPL},
+        {"ec", required_argument, NULL, O_EC},
         {"chunk-size", required_argument, NULL, O_CHUNK},
         SRV_OPTS_RDMA,
         SRV_OPTS_S3,
@@ -152,6 +158,12 @@ int srv_gateway_main(int argc, char **argv)
                 return gw_bad("--replicas wants 1, 2 or 3, got '%s'", optarg);
             rc.replicas = (unsigned)v;
             break;
+        case O_EC: {
+            char why[160];
+            if (cl_ec_parse(optarg, &rc.ec_k, &rc.ec_m, why, sizeof why) != WH_OK)
+                return gw_bad("--ec: %s", why);
+            break;
+        }
         case O_CHUNK:
             if (wh_parse_size(optarg, &v) != 0 || v < (64u << 10) || v > (1ULL << 30))
                 return gw_bad("--chunk-size wants 64K..1G (e.g. 8M), got '%s'", optarg);

@@ -73,6 +73,11 @@ static void usage(FILE *f)
            "                       mapping of the file (mapped: one copy, no per-PUT thread\n"
            "                       cap), or past the cache with O_DIRECT (direct: cold\n"
            "                       storage, where what is written is not read back soon)\n"
+           "  --put-stripes N      a buffered RDMA PUT of --put-stripe-min or more goes into N\n"
+           "                       files at once, committed as one object (default: one per\n"
+           "                       two cores, at most 16; 1: one file), so that its copy\n"
+           "                       threads do not wait on one file's lock (--put-threads each)\n"
+           "  --put-stripe-min SIZE  the smallest PUT that is striped (default 64M, >= 16M)\n"
            "  --server-key-file F  the key that seals users' secret keys (64 hex characters;\n"
            "                       default WHARF_SERVER_KEY_FILE, else DIR/server.key, made\n"
            "                       0600 on first start)\n"
@@ -165,7 +170,9 @@ int main(int argc, char **argv)
         O_HEADER_TIMEOUT,
         O_MAX_UPLOADS,
         O_DURABILITY,
-        O_DATA_WRITES
+        O_DATA_WRITES,
+        O_PUT_STRIPES,
+        O_PUT_STRIPE_MIN
     };
     _Static_assert(O_MAX_UPLOADS - O_HTTP_THREADS == 6, "the counts below are in enum order");
     static const struct option opts[] = {
@@ -188,6 +195,8 @@ int main(int argc, char **argv)
         {"high-water", required_argument, NULL, O_HIGH_WATER},
         {"durability", required_argument, NULL, O_DURABILITY},
         {"data-writes", required_argument, NULL, O_DATA_WRITES},
+        {"put-stripes", required_argument, NULL, O_PUT_STRIPES},
+        {"put-stripe-min", required_argument, NULL, O_PUT_STRIPE_MIN},
         {"http-threads", required_argument, NULL, O_HTTP_THREADS},
         {"handler-threads", required_argument, NULL, O_HANDLER_THREADS},
         {"max-conns", required_argument, NULL, O_MAX_CONNS},
@@ -278,6 +287,22 @@ int main(int argc, char **argv)
                                  optarg);
             scfg.direct_writes = strcmp(optarg, "direct") == 0;
             scfg.map_writes = strcmp(optarg, "mapped") == 0;
+            break;
+        case O_PUT_STRIPES: {
+            char *end = NULL;
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (!*optarg || *end || v == 0 || v > STORE_MAX_STRIPES)
+                return bad_usage("--put-stripes wants a count 1..16 (1: one file), got '%s'",
+                                 optarg);
+            scfg.put_stripes = (unsigned)v;
+            break;
+        }
+        case O_PUT_STRIPE_MIN:
+            if (wh_parse_size(optarg, &scfg.put_stripe_min) != 0 ||
+                scfg.put_stripe_min < 2 * STORE_STRIPE_ALIGN)
+                return bad_usage("--put-stripe-min wants a size of at least 16M (" WH_SIZE_SYNTAX
+                                 "), got '%s'",
+                                 optarg);
             break;
         case O_DURABILITY:
             if (strcmp(optarg, "disk") && strcmp(optarg, "memory"))

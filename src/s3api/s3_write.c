@@ -67,6 +67,12 @@ int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part)
     wh_status_t st = store_writer_open(srv_st(r), &r->w);
     if (st != WH_OK)
         return srv_err_status(r, o, st, "opening a temp file");
+    char lmsg[200];
+    if ((st = store_writer_bucket(r->w, srv_b(r), lmsg, sizeof lmsg)) != WH_OK)
+        return st == WH_ERR_INVALID ? srv_err(o, S3_ERR_INVALID_ARGUMENT, lmsg)
+               : st == WH_ERR_UNAVAILABLE && lmsg[0]
+                   ? srv_err(o, S3_ERR_SERVICE_UNAVAILABLE, lmsg)
+                   : srv_err_status(r, o, st, "the bucket's data layout");
     srv_put_etag_mode(r, part);
     if ((ret = srv_sse_writer(r, o, part)))
         return ret; /* cleanup aborts the writer */

@@ -1,9 +1,9 @@
 /* Multipart uploads: parts are written through the data table like objects and referenced
  * from part rows. Completion moves no bytes where the table composes (local files: the
- * object's reference lists the parts' files as extents, and the completing metadata
- * transaction moves them from the part rows to the object row); elsewhere it appends them in
- * order into a new object (a cluster: by reference, the same chunks). Either way the whole
- * object's CRC-64/NVME is derived from the stored per-part CRCs without re-reading. */
+ * object's reference lists the parts' files as extents, a striped part's files each, and the
+ * completing metadata transaction moves them from the part rows to the object row); elsewhere it
+ * appends them in order into a new object (a cluster: by reference, the same chunks). Either way
+ * the whole object's CRC-64/NVME is derived from the stored per-part CRCs without re-reading. */
 #include "base/codec.h"
 #include "base/crc.h"
 #include "base/digest.h"
@@ -334,7 +334,10 @@ wh_status_t store_mpu_complete(store_t *st, const store_mpu_complete_args_t *a,
      * writer (a table without compose). */
     const store_data_ops_t *dops = st->data->ops;
     if (dops->compose) {
-        if (!(chunks = calloc(n, sizeof *chunks))) {
+        size_t next = 0; /* a striped part (several files) brings each of its extents */
+        for (size_t i = 0; i < n; i++)
+            next += use[i].ref.n_chunks ? use[i].ref.n_chunks : 1;
+        if (!(chunks = calloc(next, sizeof *chunks))) {
             s = WH_ERR_NOMEM;
             goto out;
         }
@@ -366,7 +369,33 @@ wh_status_t store_mpu_complete(store_t *st, const store_mpu_complete_args_t *a,
         uint64_t stored = om.sse ? store_sse_blob_size(pp->info.size) : pp->info.size;
         if (chunks) {
             /* A part of no stored bytes (only the last may be) is no extent. */
-            if (stored) {
+            if (stored && pp->ref.n_chunks) {
+                /* A part composed itself (a striped RDMA UploadPart): its extents, moved to
+                 * the part's place in the object. */
+                uint64_t at = 0;
+                for (size_t x = 0; x < pp->ref.n_chunks; x++) {
+                    store_chunk_t *c = &chunks[nchunks++];
+                    *c = pp->ref.chunks[x];
+                    if (c->offset != at || om.sse) {
+                        wh_error("store", "upload=%s part %u has a damaged extent map in metadata",
+                                 upload_id, pp->info.number);
+                        wh_md5_free(&mm);
+                        s = WH_ERR_INTERNAL;
+                        goto out;
+                    }
+                    at += c->length;
+                    c->offset += soff;
+                    c->shared = false;
+                }
+                if (at != stored) {
+                    wh_error("store", "upload=%s part %u: extents hold %llu bytes, the part %llu",
+                             upload_id, pp->info.number, (unsigned long long)at,
+                             (unsigned long long)stored);
+                    wh_md5_free(&mm);
+                    s = WH_ERR_INTERNAL;
+                    goto out;
+                }
+            } else if (stored) {
                 store_chunk_t *c = &chunks[nchunks++];
                 memcpy(c->id, pp->ref.id, sizeof c->id);
                 c->offset = soff;

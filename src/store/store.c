@@ -169,6 +169,8 @@ wh_status_t store_open(const store_config_t *cfg, store_t **out)
         .durability = cfg->durability,
         .direct_writes = cfg->direct_writes,
         .map_writes = cfg->map_writes,
+        .put_stripes = cfg->put_stripes,
+        .stripe_min = cfg->put_stripe_min,
     };
     if (cfg->reserve_bytes == UINT64_MAX)
         lc.reserve_bytes = 0; /* explicitly none */

@@ -51,6 +51,10 @@ typedef struct store_config {
     store_durability_t durability;
     bool direct_writes; /* positional writes with O_DIRECT where the file system allows */
     bool map_writes;    /* positional writes through a mapping of the file (map_at) */
+    /* Positional writes of put_stripe_min bytes or more go into put_stripes files
+     * (store_local_config_t); 0: the defaults. */
+    unsigned put_stripes;
+    uint64_t put_stripe_min;
 } store_config_t;
 #define STORE_DEFAULT_RESERVE (8ULL << 20)
 #define STORE_DEFAULT_HIGH_WATER 99
@@ -162,8 +166,16 @@ wh_status_t store_writer_write_at(store_writer_t *w, const void *p, size_t n, ui
  * in *p the place of [off, off+n) for the feeder to copy into itself, from any threads
  * (disjoint ranges). WH_ERR_UNSUPPORTED when the writer is not mapped: use write_at. */
 wh_status_t store_writer_map_at(store_writer_t *w, uint64_t off, size_t n, void **p);
+/* After begin_at: where the bytes go into several files (a large write, --put-stripes), the
+ * bytes of the object each holds, [k * len, (k + 1) * len): writes into different stripes
+ * do not wait for one another. 0: one file. */
+uint64_t store_writer_stripe_len(const store_writer_t *w);
 void store_writer_end_at(store_writer_t *w, uint64_t crc64nvme, bool crc32c_set, uint32_t crc32c);
 
+/* Names the bucket the writer's bytes are for, before the first write: a cluster data table
+ * picks that bucket's layout (replicas or erasure coding). WH_ERR_INVALID with msg when the
+ * bucket's setting is malformed; a table without layouts ignores it. */
+wh_status_t store_writer_bucket(store_writer_t *w, const char *bucket, char *msg, size_t msglen);
 /* PUT: the data table pulls size bytes from the client's region itself (storage servers reading
  * client memory). token: the request's x-amz-rdma-token as the front parsed it (token_arg_t,
  * xfer/token.h), borrowed for the call. WH_ERR_UNSUPPORTED: not offered (local files): the

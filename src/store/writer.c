@@ -210,6 +210,12 @@ wh_status_t store_writer_map_at(store_writer_t *w, uint64_t off, size_t n, void 
     return s;
 }
 
+uint64_t store_writer_stripe_len(const store_writer_t *w)
+{
+    const store_data_ops_t *ops = w->dw->data->ops;
+    return w->at && ops->write_at_stripe ? ops->write_at_stripe(w->dw) : 0;
+}
+
 void store_writer_end_at(store_writer_t *w, uint64_t crc64nvme, bool crc32c_set, uint32_t crc32c)
 {
     if (!w->at)
@@ -218,6 +224,14 @@ void store_writer_end_at(store_writer_t *w, uint64_t crc64nvme, bool crc32c_set,
     w->crc64 = crc64nvme;
     w->crc32c = crc32c_set ? crc32c : 0;
     w->crc32c_unknown = !crc32c_set;
+}
+
+wh_status_t store_writer_bucket(store_writer_t *w, const char *bucket, char *msg, size_t msglen)
+{
+    const store_data_ops_t *ops = w->dw->data->ops;
+    if (msglen)
+        msg[0] = '\0';
+    return ops->writer_bucket ? ops->writer_bucket(w->dw, bucket, msg, msglen) : WH_OK;
 }
 
 wh_status_t store_writer_rdma_put(store_writer_t *w, const struct token_arg *token,

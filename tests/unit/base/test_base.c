@@ -26,6 +26,26 @@ static void test_crc(void)
         CHECK_EQ_U64(
             wh_crc32c_combine(wh_crc32c(0, s, cut), wh_crc32c(0, s + cut, 9 - cut), 9 - cut),
             0xe3069283U);
+    {
+        /* combine (multiplication mod P) against the shift operator (GF(2) matrices), an
+         * independent way to the same value, over lengths up to 2^40 */
+        static const uint64_t lens[] = {1, 2, 3, 7, 8, 255, 4096, 65537, 8u << 20, (8u << 20) + 1,
+                                        1ULL << 33, (1ULL << 40) - 3};
+        int badk = 0;
+        uint64_t x = 0x9e3779b97f4a7c15ULL;
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+            for (int t = 0; t < 4; t++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                uint64_t ca = x, cb = x * 31 + 7;
+                wh_crc64_shift_t opk;
+                wh_crc64nvme_shift_init(&opk, lens[li]);
+                if (wh_crc64nvme_combine(ca, cb, lens[li]) !=
+                    wh_crc64nvme_shift_combine(&opk, ca, cb))
+                    badk++;
+            }
+        CHECK(badk == 0);
+        CHECK_EQ_U64(wh_crc64nvme_combine(0x1234, 0, 0), 0x1234);
+    }
     /* the reusable shift operator agrees with combine */
     wh_crc64_shift_t op;
     wh_crc64nvme_shift_init(&op, 7);

@@ -2,7 +2,9 @@
  * space and size first, windows written through the mapping from several threads land where
  * they belong and are what finish() publishes, an aborted writer leaves no temp file, and
  * where mapping is not wanted (O_DIRECT cold-storage writes) or not asked for the write_at
- * path stays. */
+ * path stays. Striped positional writes (put_stripes): one temp file per stripe, pieces that
+ * cross a stripe's end split between files, finish() gives a composed reference whose
+ * extents read back as written, abort removes every stripe. */
 #include "check.h"
 #include "base/crc.h"
 #include "base/log.h"
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -178,11 +181,184 @@ static void test_not_mapped(bool direct)
     nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+static int count_objects(const char *dir)
+{
+    int n = 0;
+    for (int b = 0; b < 256; b++) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/objects/%02x", dir, b);
+        DIR *d = opendir(p);
+        struct dirent *de;
+        while (d && (de = readdir(d)))
+            if (de->d_name[0] != '.')
+                n++;
+        if (d)
+            closedir(d);
+    }
+    return n;
+}
+
+#define PIECE (3u << 20) /* not a divisor of the stripe: some pieces cross a stripe's end */
+
+typedef struct striper {
+    store_data_writer_t *w;
+    uint64_t total;
+    unsigned first, step;
+    wh_status_t st;
+} striper_t;
+
+static void *stripe_fill(void *arg)
+{
+    striper_t *f = arg;
+    unsigned char *buf = malloc(PIECE);
+    for (uint64_t k = f->first; buf && k * PIECE < f->total; k += f->step) {
+        uint64_t off = k * PIECE, n = f->total - off < PIECE ? f->total - off : PIECE;
+        for (uint64_t i = 0; i < n; i++)
+            buf[i] = pattern(off + i);
+        if ((f->st = f->w->data->ops->write_at(f->w, buf, (size_t)n, off)) != WH_OK)
+            break;
+    }
+    free(buf);
+    return NULL;
+}
+
+static void test_striped_write(void)
+{
+    char *dir = tmpdir();
+    store_local_config_t cfg = {
+        .dir = dir, .high_water_pct = 100, .put_stripes = 3, .stripe_min = 16u << 20};
+    store_data_t *d = NULL;
+    CHECK(store_data_local_open(&cfg, &d) == WH_OK);
+    if (!d)
+        return;
+    const store_data_ops_t *ops = d->ops;
+    const uint64_t S = STORE_STRIPE_ALIGN;
+    /* 5 windows and a bit: 3 stripes of 2 windows, the last 1 window + 4097 bytes. */
+    uint64_t total = 5 * S + 4097;
+    store_data_writer_t *w = NULL;
+    CHECK(ops->writer_open(d, &w) == WH_OK);
+    CHECK(ops->write_at_begin(w, total) == WH_OK);
+    CHECK_EQ_U64(ops->write_at_stripe(w), 2 * S);
+    CHECK(count_tmp(dir) == 3);
+    CHECK(ops->write(w, "x", 1) == WH_ERR_INVALID); /* positional only */
+    striper_t f[3];
+    pthread_t th[3];
+    for (unsigned t = 0; t < 3; t++) {
+        f[t] = (striper_t){.w = w, .total = total, .first = t, .step = 3};
+        CHECK(pthread_create(&th[t], NULL, stripe_fill, &f[t]) == 0);
+    }
+    for (unsigned t = 0; t < 3; t++) {
+        pthread_join(th[t], NULL);
+        CHECK(f[t].st == WH_OK);
+    }
+    unsigned char *got = malloc(total), *want = malloc(total);
+    for (uint64_t j = 0; j < total; j++)
+        want[j] = pattern(j);
+    /* Read back across the first stripe's end before finish (the MD5 helper's way). */
+    CHECK(ops->writer_pread(w, got, 4096, 2 * S - 2048) == WH_OK);
+    CHECK(memcmp(got, want + 2 * S - 2048, 4096) == 0);
+    store_data_ref_t ref;
+    CHECK(ops->finish(w, &ref) == WH_OK);
+    ops->writer_free(w);
+    CHECK(count_tmp(dir) == 0);
+    CHECK(count_objects(dir) == 3);
+    CHECK(ref.n_chunks == 3);
+    for (size_t k = 0; k < ref.n_chunks; k++) {
+        CHECK_EQ_U64(ref.chunks[k].offset, k * 2 * S);
+        CHECK_EQ_U64(ref.chunks[k].length, k < 2 ? 2 * S : S + 4097);
+        CHECK(strcmp(ref.chunks[k].id, ref.id) != 0);
+        CHECK(strncmp(ref.chunks[k].id, ref.chunks[0].id, 2) == 0); /* one directory */
+    }
+    store_reader_t *r = NULL;
+    CHECK(ops->reader_open(d, &ref, total, &r) == WH_OK);
+    if (r) {
+        CHECK(ops->reader_fd(r) == -1); /* a composed object: extents */
+        memset(got, 0, total);
+        CHECK(ops->reader_pread(r, got, (size_t)total, 0) == WH_OK);
+        CHECK(memcmp(got, want, total) == 0);
+        ops->reader_close(r);
+    }
+    ops->release(d, &ref);
+    CHECK(count_objects(dir) == 0);
+    store_data_ref_clear(&ref);
+    /* Aborted before and after finish: every stripe goes. */
+    for (int published = 0; published < 2; published++) {
+        CHECK(ops->writer_open(d, &w) == WH_OK);
+        CHECK(ops->write_at_begin(w, total) == WH_OK);
+        CHECK(ops->write_at(w, want, 4096, 4 * S) == WH_OK);
+        if (published) {
+            CHECK(ops->finish(w, &ref) == WH_OK);
+            CHECK(count_objects(dir) == 3);
+            store_data_ref_clear(&ref);
+        }
+        ops->writer_abort(w);
+        CHECK(count_tmp(dir) == 0);
+        CHECK(count_objects(dir) == 0);
+    }
+    /* Out of file descriptors after the first stripe's: the files made are removed, and the
+     * write goes into one file. */
+    CHECK(ops->writer_open(d, &w) == WH_OK);
+    struct rlimit old_lim, lim;
+    CHECK(getrlimit(RLIMIT_NOFILE, &old_lim) == 0);
+    int probe = dup(0);
+    CHECK(probe >= 0);
+    close(probe);
+    lim = old_lim;
+    lim.rlim_cur = (rlim_t)probe + 1; /* one more descriptor: the second stripe fails */
+    CHECK(setrlimit(RLIMIT_NOFILE, &lim) == 0);
+    wh_status_t bst = ops->write_at_begin(w, total);
+    CHECK(setrlimit(RLIMIT_NOFILE, &old_lim) == 0);
+    CHECK(bst == WH_OK);
+    CHECK_EQ_U64(ops->write_at_stripe(w), 0);
+    CHECK(count_tmp(dir) == 1);
+    CHECK(ops->write_at(w, want, (size_t)total, 0) == WH_OK);
+    CHECK(ops->finish(w, &ref) == WH_OK);
+    CHECK(ref.n_chunks == 0);
+    ops->writer_free(w);
+    CHECK(count_objects(dir) == 1);
+    ops->release(d, &ref);
+    store_data_ref_clear(&ref);
+    CHECK(count_objects(dir) == 0);
+    /* Below the minimum: one file. */
+    CHECK(ops->writer_open(d, &w) == WH_OK);
+    CHECK(ops->write_at_begin(w, 2 * S - 1) == WH_OK);
+    CHECK_EQ_U64(ops->write_at_stripe(w), 0);
+    CHECK(count_tmp(dir) == 1);
+    ops->writer_abort(w);
+    free(got);
+    free(want);
+    ops->close(d);
+    nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* put_stripes 1: one file, whatever the size. */
+static void test_one_stripe(void)
+{
+    char *dir = tmpdir();
+    store_local_config_t cfg = {
+        .dir = dir, .high_water_pct = 100, .put_stripes = 1, .stripe_min = 16u << 20};
+    store_data_t *d = NULL;
+    CHECK(store_data_local_open(&cfg, &d) == WH_OK);
+    if (!d)
+        return;
+    store_data_writer_t *w = NULL;
+    CHECK(d->ops->writer_open(d, &w) == WH_OK);
+    CHECK(d->ops->write_at_begin(w, 64u << 20) == WH_OK);
+    CHECK_EQ_U64(d->ops->write_at_stripe(w), 0);
+    CHECK(count_tmp(dir) == 1);
+    d->ops->writer_abort(w);
+    CHECK(count_tmp(dir) == 0);
+    d->ops->close(d);
+    nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
     wh_log_set_level(WH_LOG_ERROR);
     RUN(test_map_write);
     test_not_mapped(true);
     test_not_mapped(false);
+    RUN(test_striped_write);
+    RUN(test_one_stripe);
     return check_done();
 }

@@ -296,7 +296,14 @@ typedef struct atsink {
     uint64_t fail_at; /* ~0: never */
     unsigned calls;   /* atomic */
     unsigned maps;    /* map_at calls with n > 0 (atomic) */
+    uint64_t stripe;  /* what stripe_len answers */
+    uint64_t written; /* bytes through write_at (atomic) */
 } atsink_t;
+
+static uint64_t at_stripe(void *arg)
+{
+    return ((atsink_t *)arg)->stripe;
+}
 
 static wh_status_t at_begin(void *arg, uint64_t len)
 {
@@ -316,6 +323,7 @@ static wh_status_t at_write(void *arg, const void *p, size_t n, uint64_t off)
     if (off + n > s->cap || off + n > s->began)
         return WH_ERR_INVALID;
     memcpy(s->p + off, p, n);
+    __atomic_fetch_add(&s->written, n, __ATOMIC_RELAXED);
     return WH_OK;
 }
 
@@ -435,6 +443,34 @@ static void test_put_at(void)
             CHECK_EQ_U64(res.http_status, 507);
             CHECK_EQ_U64(metric(r, "wharf_rdma_put_mapped_bytes_total{unit=\"bytes\"}"),
                          mb0 + size);
+            /* Striped destinations (windows taken stripe by stripe in turn, slots past a
+             * short last stripe skipped): every byte written once, the same checksums; a
+             * stripe that is no whole number of windows, or the whole object, is one file. */
+            const uint64_t stripes[] = {8u << 20, 16u << 20, 12u << 20, 64u << 20};
+            for (size_t k = 0; k < WH_ARRAY_SIZE(stripes); k++) {
+                srv_rdma_sink_at_t ats = at;
+                ats.stripe_len = at_stripe;
+                uint64_t st = stripes[k];
+                bool striped = st % (8u << 20) == 0 && st < size;
+                memset(s.p, 0, size);
+                s.fail_at = ~0ull;
+                s.stripe = st;
+                s.written = 0;
+                uint64_t so0 = metric(r, "wharf_rdma_put_striped_total{unit=\"requests\"}");
+                uint64_t sf0 = metric(r, "wharf_rdma_put_striped_total{unit=\"stripes\"}");
+                memset(&res, 0, sizeof res);
+                CHECK(srv_rdma_put_at(r, &ta, &peer, at_seq, &ats, &s, &res) == WH_OK);
+                CHECK(res.positional);
+                CHECK_EQ_U64(res.bytes, size);
+                CHECK_EQ_U64(s.written, size);
+                CHECK_EQ_U64(res.crc64nvme, ccrc);
+                CHECK_EQ_U64(res.crc32c, wh_crc32c(0, s.p, size));
+                CHECK_EQ_U64(wh_crc64nvme(0, s.p, size), ccrc);
+                CHECK_EQ_U64(metric(r, "wharf_rdma_put_striped_total{unit=\"requests\"}"),
+                             so0 + (striped ? 1 : 0));
+                CHECK_EQ_U64(metric(r, "wharf_rdma_put_striped_total{unit=\"stripes\"}"),
+                             sf0 + (striped ? (size + st - 1) / st : 0));
+            }
         }
         free(s.p);
         child_stop(&c);

@@ -361,6 +361,56 @@ static void test_repair_queries(void)
 
 /* Node states: drain, remove (refused while the node holds a chunk's only live copy), zones,
  * the copies per node, and a removed node that does not register or heartbeat again. */
+/* An erasure-coded object's chunk map: two stripes of 2+1 shard rows after a replicated
+ * chunk; chunk_stripe gives a shard's stripe in shard order, chunk_find and chunks_on_node
+ * carry the shard fields, a replicated chunk has no stripe. */
+static void test_ec_stripes(void)
+{
+    if (!g_pg)
+        return;
+    char *dir = th_mkdtemp();
+    meta_t *m = NULL;
+    CHECK(th_meta_open(dir, &m) == WH_OK);
+    if (!m)
+        return;
+    CHECK(meta_bucket_create(m, "ec", 1, "", NULL) == WH_OK);
+    store_chunk_t ch[7];
+    mk_chunk(&ch[0], 0x500, 0, 10, 1, 2);
+    for (unsigned i = 0; i < 6; i++) {
+        mk_chunk(&ch[1 + i], 0x600 + i, i < 3 ? 10 : 30, 20, 20 + i, 0);
+        ch[1 + i].n_replicas = 1;
+        ch[1 + i].ec_k = 2;
+        ch[1 + i].ec_m = 1;
+        ch[1 + i].ec_index = i % 3;
+        ch[1 + i].ec_stripe = i / 3;
+    }
+    store_data_ref_t ref = {.chunks = ch, .n_chunks = 7}, old;
+    snprintf(ref.id, sizeof ref.id, "%032x", 0x99);
+    store_obj_meta_t om;
+    memset(&om, 0, sizeof om);
+    om.size = 50;
+    CHECK(meta_object_put(m, "ec", "k", 1, &om, &ref, &old, NULL) == WH_OK);
+    store_data_ref_t st = {{0}, NULL, 0};
+    CHECK(meta_chunk_stripe(m, ch[5].id, &st) == WH_OK);
+    CHECK(st.n_chunks == 3);
+    for (size_t i = 0; i < st.n_chunks && st.n_chunks == 3; i++)
+        CHECK(strcmp(st.chunks[i].id, ch[4 + i].id) == 0 && st.chunks[i].ec_index == i &&
+              st.chunks[i].ec_k == 2 && st.chunks[i].offset == 30 &&
+              st.chunks[i].replicas[0] == 23 + i && st.chunks[i].n_replicas == 1);
+    store_data_ref_clear(&st);
+    CHECK(meta_chunk_stripe(m, ch[0].id, &st) == WH_ERR_NOT_FOUND && st.n_chunks == 0);
+    store_chunk_t f;
+    CHECK(meta_chunk_find(m, ch[2].id, &f) == WH_OK && f.ec_k == 2 && f.ec_m == 1 &&
+          f.ec_index == 1);
+    store_chunk_t *on = NULL;
+    size_t n = 0;
+    CHECK(meta_chunks_on_node(m, 25, "", 10, &on, &n) == WH_OK);
+    CHECK(n == 1 && on[0].ec_k == 2 && on[0].ec_index == 2 && strcmp(on[0].id, ch[6].id) == 0);
+    free(on);
+    meta_close(m);
+    th_rmdir(dir);
+}
+
 static void test_node_states(void)
 {
     char *dir = th_mkdtemp();
@@ -469,6 +519,7 @@ int main(void)
     RUN(test_intents_and_repair);
     RUN(test_shared_database);
     RUN(test_repair_queries);
+    RUN(test_ec_stripes);
     RUN(test_node_states);
     return check_done();
 }

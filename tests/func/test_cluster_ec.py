@@ -1,0 +1,332 @@
+"""Erasure coding in a cluster (wharfd gateway --ec K+M; a bucket's tag wharf-ec overrides).
+
+4+2 over 6 storage servers: every chunk is 4 data + 2 parity shards, each on its own server,
+recorded in the chunk map (k, m, shard index). PUT/GET/Range byte for byte (sizes that are
+not multiples of K, 0 and 1 byte, several chunks); M servers killed (-9): every object still
+reads byte for byte (decoded); M+1 down: 503, never wrong bytes; a shard corrupted on disk:
+right bytes, and the shard rebuilt; a dead server's shards rebuilt on servers holding no
+shard of their stripe (every stripe back to K+M); the per-bucket override both ways; RDMA:
+a healthy GET through the data shards' servers, a degraded one and a PUT refused with 501
+naming erasure coding."""
+import os
+
+import pytest
+
+import wharf
+from cluster import Cluster
+from wharfd import ACCESS_KEY, REGION, SECRET_KEY, unique_bucket, wait_until
+
+CHUNK = 256 * 1024
+K, M = 4, 2
+SIZES = [0, 1, 3, 4, 5, 1000, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 7, 5 * CHUNK + 4095]
+
+
+def ec_rows(cl):
+    """{data chunk offset key: [(chunk_id, storage index, k, m, shard)]} of every EC row."""
+    rows = cl.pg.sql("SELECT c.data_id, c.off, c.chunk_id, c.ec_k, c.ec_m, c.ec_index,"
+                     " (SELECT n.addr FROM nodes n WHERE n.id = c.replicas[1]),"
+                     " array_length(c.replicas, 1)"
+                     " FROM chunks c WHERE c.ec_k > 0 ORDER BY c.data_id, c.idx")
+    index = {f"{s.host}:{s.port}": i for i, s in enumerate(cl.storage)}
+    out = {}
+    for line in rows.splitlines():
+        if not line.strip():
+            continue
+        did, off, cid, k, m, ix, addr, nrep = line.split("|")
+        assert int(nrep) == 1, line
+        out.setdefault((did, int(off)), []).append(
+            (cid, index.get(addr), int(k), int(m), int(ix)))
+    return out
+
+
+def check_layout(cl, live=None):
+    """Every stripe has K+M shards, indexes 0..K+M-1, on K+M distinct servers (live ones)."""
+    stripes = ec_rows(cl)
+    files = cl.chunk_files()
+    for key, shards in stripes.items():
+        assert [s[4] for s in shards] == list(range(K + M)), (key, shards)
+        assert all(s[2] == K and s[3] == M for s in shards), shards
+        servers = [s[1] for s in shards]
+        assert None not in servers and len(set(servers)) == K + M, (key, shards)
+        for cid, i, *_ in shards:
+            assert live is None or i in live, (key, shards, live)
+            assert cid in files[i], (cid, i)
+    return stripes
+
+
+@pytest.fixture(scope="module")
+def data():
+    return {f"s{n}": os.urandom(n) for n in SIZES}
+
+
+def put_all(s3, b, data):
+    for k, v in data.items():
+        s3.put_object(Bucket=b, Key=k, Body=v)
+
+
+def read_all(s3, b, data):
+    for k, v in data.items():
+        got = s3.get_object(Bucket=b, Key=k)["Body"].read()
+        assert got == v, (k, len(got), len(v))
+
+
+def test_ec_round_trip_ranges_layout_and_rdma(data):
+    with Cluster(storage=6, replicas=2, chunk_size=CHUNK, providers="tcp",
+                 gateway_args=["--ec", f"{K}+{M}"]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clec")
+        s3.create_bucket(Bucket=b)
+        put_all(s3, b, data)
+        read_all(s3, b, data)
+        stripes = check_layout(cl)
+        want = sum((n + CHUNK - 1) // CHUNK for n in SIZES)
+        assert len(stripes) == want, (len(stripes), want)
+        g = cl.gateway
+        assert abs(g.metric_sum("wharf_cluster_storage_overhead") - (K + M) / K) < 1e-3
+        assert g.metric_sum("wharf_cluster_ec_stripes_written_total") == want
+        assert g.metric_sum("wharf_cluster_ec_degraded_reads_total") == 0
+        # stored bytes: (K+M) shards of ceil(len/K) per stripe
+        big = data["s%d" % (5 * CHUNK + 4095)]
+        for off, n in [(0, 1), (7, 100), (CHUNK - 5, 10), (CHUNK // 3, 2 * CHUNK + 11),
+                       (len(big) - 9, 9), (CHUNK * 5, 4095)]:
+            r = s3.get_object(Bucket=b, Key="s%d" % len(big), Range=f"bytes={off}-{off + n - 1}")
+            assert r["Body"].read() == big[off:off + n], (off, n)
+        # RDMA GET (healthy): the data shards' servers write into the client's memory
+        c = wharf.Client(g.endpoint, ACCESS_KEY, SECRET_KEY, region=REGION, provider="ofi+tcp")
+        r0 = cl.storage_sum("wharf_rdma_read_bytes_total")
+        assert c.get(b, "s%d" % len(big), transport="rdma") == big
+        assert cl.storage_sum("wharf_rdma_read_bytes_total") - r0 == len(big)
+        assert g.metric_sum("wharf_rdma_read_bytes_total") == 0
+        for off, n in [(3, 5), (CHUNK - 100, 300), (CHUNK // 4 - 1, 2)]:
+            assert c.get(b, "s%d" % len(big), offset=off, length=n, transport="rdma") == \
+                big[off:off + n]
+        # RDMA PUT into an EC bucket: refused, 501 naming it, nothing stored
+        with pytest.raises(wharf.WharfError) as e:
+            c.put(b, "rdma-put", os.urandom(1000), transport="rdma")
+        assert "erasure-coded" in str(e.value) and "501" in str(e.value), str(e.value)
+        with pytest.raises(s3.exceptions.NoSuchKey):
+            s3.get_object(Bucket=b, Key="rdma-put")
+        # a degraded RDMA GET: refused with 501, never a 200 for bytes not written
+        shard0 = {}
+        for key, sh in stripes.items():
+            shard0.setdefault(sh[0][1], []).append(key)
+        dead = max(shard0, key=lambda i: len(shard0[i]))
+        cl.storage[dead].kill()
+        cl.wait_nodes_up(5)
+        with pytest.raises(wharf.WharfError) as e:
+            c.get(b, "s%d" % len(big), transport="rdma")
+        assert "erasure-coded" in str(e.value) and "501" in str(e.value), str(e.value)
+        c.close()
+        read_all(s3, b, data)  # HTTP decodes
+        assert g.metric_sum("wharf_cluster_ec_degraded_reads_total") > 0
+
+
+def test_ec_multipart_and_copy_share_stripes():
+    """A multipart upload into an EC bucket: its parts are striped, the completion takes
+    their stripes by reference (offsets shifted, shards unchanged); a copy too. Both read back
+    byte for byte, also with M servers down."""
+    import boto3.s3.transfer as tr
+    import io
+    with Cluster(storage=6, replicas=2, chunk_size=CHUNK, providers="none",
+                 gateway_args=["--ec", f"{K}+{M}"]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clecmp")
+        s3.create_bucket(Bucket=b)
+        v = os.urandom(11 * 1024 * 1024 + 3)
+        cfg = tr.TransferConfig(multipart_threshold=5 * 1024 * 1024,
+                                multipart_chunksize=5 * 1024 * 1024)
+        s3.upload_fileobj(io.BytesIO(v), b, "mp", Config=cfg)
+        assert s3.head_object(Bucket=b, Key="mp")["ETag"].endswith('-3"')
+        s3.copy_object(Bucket=b, Key="cp", CopySource={"Bucket": b, "Key": "mp"})
+        check_layout(cl)
+        for key in ("mp", "cp"):
+            assert s3.get_object(Bucket=b, Key=key)["Body"].read() == v
+            r = s3.get_object(Bucket=b, Key=key, Range="bytes=5242870-5242900")
+            assert r["Body"].read() == v[5242870:5242901]
+        cl.storage[1].kill()
+        cl.storage[4].kill()
+        for key in ("mp", "cp"):
+            assert s3.get_object(Bucket=b, Key=key)["Body"].read() == v
+
+
+def test_ec_m_down_reads_m_plus_one_refuses(data):
+    with Cluster(storage=6, replicas=2, chunk_size=CHUNK, providers="none",
+                 gateway_args=["--ec", f"{K}+{M}"]) as cl:
+        s3 = cl.boto3(attempts=1)
+        b = unique_bucket("clecm")
+        s3.create_bucket(Bucket=b)
+        put_all(s3, b, data)
+        cl.storage[0].kill()
+        cl.storage[3].kill()
+        # before and after the gateway sees them down
+        read_all(s3, b, data)
+        cl.wait_nodes_up(4)
+        read_all(s3, b, data)
+        # a PUT now needs 6 servers: 503 naming why
+        from botocore.exceptions import ClientError
+        with pytest.raises(ClientError) as e:
+            s3.put_object(Bucket=b, Key="new", Body=b"x" * 10)
+        assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
+        assert "erasure coding 4+2 needs 6 storage servers up for a stripe's shards, 4 are" \
+            in str(e.value), str(e.value)
+        cl.storage[5].kill()
+        cl.wait_nodes_up(3)
+        for k, v in data.items():
+            if not v:
+                continue
+            with pytest.raises(ClientError) as e:
+                got = s3.get_object(Bucket=b, Key=k)["Body"].read()
+                assert got == v  # never wrong bytes, should it answer
+            assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503, k
+            assert "shards" in str(e.value), str(e.value)
+
+
+def test_ec_bucket_override_both_ways():
+    with Cluster(storage=6, replicas=2, chunk_size=CHUNK, providers="none") as cl:
+        s3 = cl.boto3()
+        rep, ec, bad = unique_bucket("clrep"), unique_bucket("clov"), unique_bucket("clbad")
+        for x in (rep, ec, bad):
+            s3.create_bucket(Bucket=x)
+        s3.put_bucket_tagging(Bucket=ec, Tagging={"TagSet": [{"Key": "wharf-ec", "Value": "3+2"}]})
+        s3.put_bucket_tagging(Bucket=bad, Tagging={"TagSet": [{"Key": "wharf-ec", "Value": "9+9"}]})
+        v = os.urandom(2 * CHUNK + 5)
+        s3.put_object(Bucket=rep, Key="o", Body=v)
+        s3.put_object(Bucket=ec, Key="o", Body=v)
+        assert s3.get_object(Bucket=rep, Key="o")["Body"].read() == v
+        assert s3.get_object(Bucket=ec, Key="o")["Body"].read() == v
+        stripes = ec_rows(cl)
+        assert len(stripes) == 3 and all(len(s) == 5 and s[0][2] == 3 for s in stripes.values())
+        assert sum(1 for c in cl.chunk_map() if len(c[3]) == 2) == 3  # the replicated object
+        from botocore.exceptions import ClientError
+        with pytest.raises(ClientError) as e:
+            s3.put_object(Bucket=bad, Key="o", Body=v)
+        assert e.value.response["Error"]["Code"] == "InvalidArgument"
+        assert "wharf-ec" in str(e.value) and "K+M <= 16" in str(e.value), str(e.value)
+    # and the other way: an EC gateway, a bucket back to replicas
+    with Cluster(storage=6, replicas=2, chunk_size=CHUNK, providers="none",
+                 gateway_args=["--ec", "4+2"]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clrp")
+        s3.create_bucket(Bucket=b)
+        s3.put_bucket_tagging(Bucket=b, Tagging={"TagSet": [{"Key": "wharf-ec",
+                                                             "Value": "replicas"}]})
+        v = os.urandom(CHUNK + 3)
+        s3.put_object(Bucket=b, Key="o", Body=v)
+        assert s3.get_object(Bucket=b, Key="o")["Body"].read() == v
+        assert ec_rows(cl) == {}
+        assert all(len(c[3]) == 2 for c in cl.chunk_map())
+
+
+def test_ec_gateway_option_validated():
+    import subprocess
+    from wharfd import build_dir
+    for bad in ["4", "0+2", "4+0", "15+2", "x+y"]:
+        r = subprocess.run([os.path.join(build_dir(), "wharfd"), "gateway", "--meta",
+                            "postgresql://nobody@127.0.0.1:1/x", "--ec", bad],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        assert r.returncode != 0 and b"--ec" in r.stderr and b"erasure coding" in r.stderr, \
+            (bad, r.returncode, r.stderr)
+
+
+def test_ec_corrupted_shard_read_right_and_rebuilt(data):
+    with Cluster(storage=6, replicas=2, chunk_size=CHUNK, providers="none",
+                 gateway_args=["--ec", f"{K}+{M}"]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clecd")
+        s3.create_bucket(Bucket=b)
+        v = os.urandom(3 * CHUNK + 7)
+        s3.put_object(Bucket=b, Key="o", Body=v)
+        stripes = check_layout(cl)
+        key = sorted(stripes)[1]  # the second chunk
+        cid, node, *_ = stripes[key][0]  # its data shard 0
+        cl.corrupt(node, cid, 100, 64)
+        g = cl.gateway
+        assert s3.get_object(Bucket=b, Key="o")["Body"].read() == v
+        assert g.metric_sum("wharf_cluster_ec_degraded_reads_total") >= 1
+        assert wait_until(lambda: g.metric_sum("wharf_cluster_damage_repaired_total") >= 1
+                          and g.metric_sum("wharf_cluster_ec_shards_rebuilt_total") >= 1,
+                          timeout=30, interval=0.5), g.log_tail(3000)
+        check_layout(cl)
+        # the rebuilt shard is good: with the two servers of other shards down, it is needed
+        others = [s[1] for s in stripes[key][1:]]
+        cl.storage[others[0]].kill()
+        cl.storage[others[1]].kill()
+        cl.wait_nodes_up(4)
+        d0 = g.metric_sum("wharf_cluster_ec_degraded_reads_total")
+        r = s3.get_object(Bucket=b, Key="o", Range=f"bytes={key[1]}-{key[1] + CHUNK - 1}")
+        assert r["Body"].read() == v[key[1]:key[1] + CHUNK]
+        assert g.metric_sum("wharf_cluster_ec_degraded_reads_total") == d0 + 1
+
+
+def test_ec_repair_after_node_loss_back_to_k_plus_m(data):
+    """Seven servers, 4+2: one killed for good; after --repair-after every stripe has six
+    shards on six distinct live servers again, rebuilt by the maintenance gateway; then M
+    more die and everything still reads."""
+    with Cluster(storage=7, replicas=2, chunk_size=CHUNK, providers="none",
+                 gateway_args=["--ec", f"{K}+{M}", "--repair-after", "3"]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clecr")
+        s3.create_bucket(Bucket=b)
+        put_all(s3, b, data)
+        stripes = check_layout(cl)
+        on0 = sum(1 for sh in stripes.values() for s in sh if s[1] == 0)
+        assert on0 > 0
+        g = cl.gateway
+        cl.storage[0].kill()
+        live = set(range(1, 7))
+        ok = wait_until(lambda: g.metric_sum("wharf_cluster_ec_shards_rebuilt_total") >= on0
+                        and g.metric_sum("wharf_cluster_repair_pending") == 0,
+                        timeout=90, interval=0.5)
+        assert ok, (g.metric_sum("wharf_cluster_ec_shards_rebuilt_total"), on0, g.log_tail(3000))
+        check_layout(cl, live=live)
+        read_all(s3, b, data)
+        cl.storage[1].kill()
+        cl.storage[2].kill()
+        read_all(s3, b, data)
+
+
+def test_ec_remove_refused_drain_rebuilds_elsewhere(data):
+    """Seven servers, 4+2: removing a server that holds shards is refused (each shard is the
+    only copy of its bytes); a drain rebuilds its shards on servers holding none of their
+    stripe, then it is drained and removed, and everything reads with M more down."""
+    with Cluster(storage=7, replicas=2, chunk_size=CHUNK, providers="none",
+                 gateway_args=["--ec", f"{K}+{M}"]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clecdr")
+        s3.create_bucket(Bucket=b)
+        put_all(s3, b, data)
+        check_layout(cl)
+        victim = cl.addr(0)
+        held = len(cl.chunk_files()[0])
+        assert held > 0
+        rc, out, err = cl.node_cmd("remove", victim, check=False)
+        assert rc == 4 and f"holds the only live copy of {held} chunks" in err, (rc, err)
+        cl.node_cmd("drain", victim)
+        ok = wait_until(lambda: cl.node_list()[victim]["state"] == "drained", timeout=90,
+                        interval=0.5)
+        assert ok, (cl.node_list(), cl.gateway.log_tail(3000))
+        assert cl.gateway.metric_sum("wharf_cluster_ec_shards_rebuilt_total") >= held
+        check_layout(cl, live=set(range(1, 7)))
+        cl.node_cmd("remove", victim)
+        cl.storage[0].kill()
+        cl.storage[1].kill()
+        cl.storage[2].kill()
+        read_all(s3, b, data)
+
+
+def test_ec_shards_spread_over_zones():
+    """2+1 over six servers in three zones: every stripe's three shards in three zones."""
+    zones = ["za", "za", "zb", "zb", "zc", "zc"]
+    with Cluster(storage=6, replicas=2, chunk_size=CHUNK, providers="none", zones=zones,
+                 gateway_args=["--ec", "2+1"]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clecz")
+        s3.create_bucket(Bucket=b)
+        for i in range(6):
+            s3.put_object(Bucket=b, Key=f"o{i}", Body=os.urandom(3 * CHUNK + i))
+        stripes = ec_rows(cl)
+        assert len(stripes) == 3 + 5 * 4
+        for key, sh in stripes.items():
+            assert len(sh) == 3 and len({zones[s[1]] for s in sh}) == 3, (key, sh)
+        for i in range(6):
+            assert len(s3.get_object(Bucket=b, Key=f"o{i}")["Body"].read()) == 3 * CHUNK + i
