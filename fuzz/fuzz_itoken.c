@@ -39,8 +39,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (cl_itoken_verify("k", 1, buf, strlen(buf), t.expires, &u, err, sizeof err) != WH_OK)
             abort();
         if (u.op != t.op || u.off != t.off || u.len != t.len || strcmp(u.chunk, t.chunk) ||
-            strcmp(u.mtok, t.mtok) || strcmp(u.peer_addr, t.peer_addr) ||
-            u.peer_pid != t.peer_pid || u.peer_uid != t.peer_uid)
+            strcmp(u.mtok, t.mtok) || strcmp(u.peer.addr, t.peer.addr) ||
+            u.peer.pid != t.peer.pid || u.peer.uid != t.peer.uid)
             abort();
     }
     free(s);

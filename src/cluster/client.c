@@ -356,10 +356,10 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
     t.off = j->off;
     t.len = j->len;
     t.expires = (int64_t)time(NULL) + TOKEN_LIFE_S;
-    t.peer_unix = peer && peer->is_unix;
-    snprintf(t.peer_addr, sizeof t.peer_addr, "%s", peer && peer->addr[0] ? peer->addr : "-");
-    t.peer_pid = peer ? peer->pid : 0;
-    t.peer_uid = peer ? peer->uid : (unsigned)-1;
+    t.peer.is_unix = peer && peer->is_unix;
+    snprintf(t.peer.addr, sizeof t.peer.addr, "%s", peer && peer->addr[0] ? peer->addr : "-");
+    t.peer.pid = peer ? peer->pid : 0;
+    t.peer.uid = peer ? peer->uid : (unsigned)-1;
     if (j->op == CL_OP_RGET || j->op == CL_OP_RPUT || j->op == CL_OP_PUSH || j->op == CL_OP_CPUT)
         snprintf(t.mtok, sizeof t.mtok, "%s", j->mtok);
     char tok[CL_ITOKEN_MAX + 64] = CL_ITOKEN_HEADER ": ";

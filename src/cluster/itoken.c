@@ -92,7 +92,7 @@ wh_status_t cl_itoken_sign(const void *key, size_t klen, const cl_itoken_t *t, c
         return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'op': unknown operation");
     if (!cl_chunk_id_valid(t->chunk, strlen(t->chunk)))
         return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'chunk': not 32 hex digits");
-    if (!t->peer_addr[0] || !field_ok(t->peer_addr))
+    if (!t->peer.addr[0] || !field_ok(t->peer.addr))
         return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'addr': empty or has '|'");
     if (t->mtok[0] && !field_ok(t->mtok))
         return wh_errf(WH_ERR_INVALID, err, errlen,
@@ -106,8 +106,8 @@ wh_status_t cl_itoken_sign(const void *key, size_t klen, const cl_itoken_t *t, c
                        "itoken field 'mtok': a push carries CRC@ADDR, a cput CRC (16 hex)");
     int n = snprintf(
         out, outlen, "wit1|%s|%s|%" PRIx64 "|%" PRIx64 "|%" PRId64 "|%s|%s|%ld|%lu|%s|",
-        g_ops[t->op], t->chunk, t->off, t->len, t->expires, t->peer_unix ? "unix" : "tcp",
-        t->peer_addr, (long)t->peer_pid, (unsigned long)t->peer_uid, t->mtok[0] ? t->mtok : "-");
+        g_ops[t->op], t->chunk, t->off, t->len, t->expires, t->peer.is_unix ? "unix" : "tcp",
+        t->peer.addr, (long)t->peer.pid, (unsigned long)t->peer.uid, t->mtok[0] ? t->mtok : "-");
     if (n < 0 || (size_t)n + 65 > outlen)
         return wh_errf(WH_ERR_INVALID, err, errlen, "itoken does not fit in %zu bytes", outlen);
     mac_hex(key, klen, out, (size_t)n - 1, out + n); /* the MAC covers up to the last '|' */
@@ -167,18 +167,18 @@ wh_status_t cl_itoken_parse(const char *s, size_t len, cl_itoken_t *out, size_t 
         return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'exp': not a Unix time");
     t.expires = (int64_t)v;
     if (fl[6] == 4 && memcmp(f[6], "unix", 4) == 0)
-        t.peer_unix = true;
+        t.peer.is_unix = true;
     else if (!(fl[6] == 3 && memcmp(f[6], "tcp", 3) == 0))
         return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'peer': not tcp or unix");
-    if (fl[7] == 0 || fl[7] >= sizeof t.peer_addr)
+    if (fl[7] == 0 || fl[7] >= sizeof t.peer.addr)
         return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'addr': empty or too long");
-    memcpy(t.peer_addr, f[7], fl[7]);
+    memcpy(t.peer.addr, f[7], fl[7]);
     if (dec_u64(f[8], fl[8], &v) != 0 || v > INT32_MAX)
         return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'pid': not a pid");
-    t.peer_pid = (pid_t)v;
+    t.peer.pid = (pid_t)v;
     if (dec_u64(f[9], fl[9], &v) != 0 || v > UINT32_MAX)
         return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'uid': not a uid");
-    t.peer_uid = (uid_t)v;
+    t.peer.uid = (uid_t)v;
     if (fl[10] == 1 && f[10][0] == '-') {
         if (op_has_mtok(t.op))
             return wh_errf(WH_ERR_INVALID, err, errlen,

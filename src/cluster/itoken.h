@@ -25,6 +25,7 @@
 #ifndef WH_CLUSTER_ITOKEN_H
 #define WH_CLUSTER_ITOKEN_H
 
+#include "base/peer.h"
 #include "base/status.h"
 
 #include <stdbool.h>
@@ -53,13 +54,12 @@ typedef struct cl_itoken {
     cl_op_t op;
     char chunk[CL_CHUNK_ID_LEN + 1];
     uint64_t off, len;
-    int64_t expires;    /* Unix seconds */
-    bool peer_unix;     /* the S3 client came over the gateway's Unix socket */
-    char peer_addr[64]; /* "127.0.0.1:54321" or "unix" */
-    pid_t peer_pid;     /* SO_PEERCRED, 0 when not known */
-    uid_t peer_uid;     /* SO_PEERCRED, (uid_t)-1 when not known */
-    char mtok[1201];    /* rget/rput: the client's memory token; push: "CRC@ADDR"; cput: "CRC";
-                         * else "" */
+    int64_t expires; /* Unix seconds */
+    /* The S3 client as the gateway verified it (is_unix, addr, pid, uid; start is not carried
+     * and reads 0). */
+    wh_peer_t peer;
+    char mtok[1201]; /* rget/rput: the client's memory token; push: "CRC@ADDR"; cput: "CRC";
+                      * else "" */
 } cl_itoken_t;
 
 /* push and cput: the crc64nvme the bytes must have; push: where they go (addr: 256 bytes).

@@ -571,13 +571,11 @@ static void rw_abort(store_data_writer_t *bw)
 }
 
 /* RDMA PUT: every replica pulls its chunk from the client's region. */
-static wh_status_t rw_rdma_put(store_data_writer_t *bw, const char *token, const wh_peer_t *speer,
-                               uint64_t size, store_rdma_result_t *res)
+static wh_status_t rw_rdma_put(store_data_writer_t *bw, const token_arg_t *token,
+                               const wh_peer_t *speer, uint64_t size, store_rdma_result_t *res)
 {
     rw_t *w = (rw_t *)bw;
     cl_remote_t *r = w->r;
-    token_t tok;
-    char err[200];
     memset(res, 0, sizeof *res);
     if (w->total || w->fill)
         return WH_ERR_INVALID;
@@ -588,19 +586,20 @@ static wh_status_t rw_rdma_put(store_data_writer_t *bw, const char *token, const
                w->k, w->m);
         return WH_ERR_DECLINED;
     }
-    wh_status_t st = token_parse(token, strlen(token), &tok, err, sizeof err);
+    wh_status_t st = token->st;
     if (st != WH_OK) {
-        cl_msg(res->message, sizeof res->message, "x-amz-rdma-token: %s", err);
+        cl_msg(res->message, sizeof res->message, "x-amz-rdma-token: %s", token->err);
         return st;
     }
-    if (tok.dialect != TOKEN_DIALECT_OFI1) {
+    const token_t *tok = &token->tok;
+    if (tok->dialect != TOKEN_DIALECT_OFI1) {
         cl_msg(res->message, sizeof res->message,
                "the cluster's storage servers take ofi1 tokens only");
         return WH_ERR_DECLINED;
     }
-    if (tok.size < size) {
+    if (tok->size < size) {
         cl_msg(res->message, sizeof res->message,
-               "token size 0x%" PRIx64 " is smaller than the object's 0x%" PRIx64, tok.size, size);
+               "token size 0x%" PRIx64 " is smaller than the object's 0x%" PRIx64, tok->size, size);
         return WH_ERR_INVALID;
     }
     unsigned R = r->cfg.replicas;
@@ -621,8 +620,8 @@ static wh_status_t rw_rdma_put(store_data_writer_t *bw, const char *token, const
             j->op = CL_OP_RPUT;
             j->chunk = ch[k].id;
             j->len = ch[k].length;
-            st = token_pack_ofi1(tok.base + ch[k].offset, ch[k].length, tok.provider, tok.ep_name,
-                                 tok.ep_name_len, tok.key, j->mtok, sizeof j->mtok);
+            st = token_pack_ofi1(tok->base + ch[k].offset, ch[k].length, tok->provider,
+                                 tok->ep_name, tok->ep_name_len, tok->key, j->mtok, sizeof j->mtok);
         }
     }
     wh_peer_t peer = cl_peer_of(speer);

@@ -5,6 +5,7 @@
 
 #include "cluster/client.h"
 #include "cluster/remote.h"
+#include "xfer/token.h"
 
 #include "base/tsa.h"
 
@@ -143,7 +144,7 @@ unsigned cl_ec_fetch(cl_remote_t *r, const store_chunk_t *rows, int skip, uint8_
 wh_status_t cl_ec_read_stripe(cl_remote_t *r, const store_chunk_t *rows, uint8_t *out, char *msg,
                               size_t msglen);
 wh_status_t cl_rr_pread(store_reader_t *br, void *buf, size_t n, uint64_t off);
-wh_status_t cl_rr_rdma_get(store_reader_t *br, const char *token, const wh_peer_t *speer,
+wh_status_t cl_rr_rdma_get(store_reader_t *br, const token_arg_t *token, const wh_peer_t *speer,
                            uint64_t off, uint64_t len, store_rdma_result_t *res);
 wh_status_t cl_rr_prepare(store_reader_t *br, uint64_t off, uint64_t len, char *msg, size_t msglen);
 

@@ -366,25 +366,24 @@ wh_status_t cl_rr_prepare(store_reader_t *br, uint64_t off, uint64_t len, char *
 }
 
 /* RDMA GET: one live replica per chunk writes its piece into the client's region. */
-wh_status_t cl_rr_rdma_get(store_reader_t *br, const char *token, const wh_peer_t *speer,
+wh_status_t cl_rr_rdma_get(store_reader_t *br, const token_arg_t *token, const wh_peer_t *speer,
                            uint64_t off, uint64_t len, store_rdma_result_t *res)
 {
     rr_t *q = (rr_t *)br;
     cl_remote_t *r = q->r;
-    token_t tok;
-    char err[200];
     memset(res, 0, sizeof *res);
-    wh_status_t st = token_parse(token, strlen(token), &tok, err, sizeof err);
+    wh_status_t st = token->st;
     if (st != WH_OK) {
-        cl_msg(res->message, sizeof res->message, "x-amz-rdma-token: %s", err);
+        cl_msg(res->message, sizeof res->message, "x-amz-rdma-token: %s", token->err);
         return st;
     }
-    if (tok.dialect != TOKEN_DIALECT_OFI1) {
+    const token_t *tok = &token->tok;
+    if (tok->dialect != TOKEN_DIALECT_OFI1) {
         cl_msg(res->message, sizeof res->message,
                "the cluster's storage servers take ofi1 tokens only");
         return WH_ERR_DECLINED;
     }
-    if (tok.size < len || off > q->base.size || len > q->base.size - off) {
+    if (tok->size < len || off > q->base.size || len > q->base.size - off) {
         cl_msg(res->message, sizeof res->message, "range does not fit the token or the object");
         return WH_ERR_INVALID;
     }
@@ -430,8 +429,8 @@ wh_status_t cl_rr_rdma_get(store_reader_t *br, const char *token, const wh_peer_
                 j->off = sa - c->offset - i * slen;
                 j->len = sb - sa;
                 j->check_crc = false; /* the server verifies its blocks as it sends them */
-                st = token_pack_ofi1(tok.base + (sa - off), sb - sa, tok.provider, tok.ep_name,
-                                     tok.ep_name_len, tok.key, j->mtok, sizeof j->mtok);
+                st = token_pack_ofi1(tok->base + (sa - off), sb - sa, tok->provider, tok->ep_name,
+                                     tok->ep_name_len, tok->key, j->mtok, sizeof j->mtok);
                 cl_members_for_read(r, &c[i], j);
             }
             continue;
@@ -445,8 +444,8 @@ wh_status_t cl_rr_rdma_get(store_reader_t *br, const char *token, const wh_peer_
         /* A whole chunk is checked against the map's crc (a damaged copy is retried). */
         j->check_crc = j->off == 0 && j->len == c->length;
         j->expect_crc = c->crc64nvme;
-        st = token_pack_ofi1(tok.base + (a - off), b - a, tok.provider, tok.ep_name,
-                             tok.ep_name_len, tok.key, j->mtok, sizeof j->mtok);
+        st = token_pack_ofi1(tok->base + (a - off), b - a, tok->provider, tok->ep_name,
+                             tok->ep_name_len, tok->key, j->mtok, sizeof j->mtok);
         cl_members_for_read(r, c, j);
     }
     if (st == WH_ERR_DECLINED) {

@@ -118,8 +118,8 @@ struct store_data_ops {
     /* Optional: reads back bytes already written, so MD5 can run on a helper thread. */
     wh_status_t (*writer_pread)(store_data_writer_t *w, void *buf, size_t n, uint64_t off);
     /* Optional: pulls size bytes from the client's region itself (see store_writer_rdma_put). */
-    wh_status_t (*rdma_put)(store_data_writer_t *w, const char *token, const wh_peer_t *peer,
-                            uint64_t size, store_rdma_result_t *res);
+    wh_status_t (*rdma_put)(store_data_writer_t *w, const struct token_arg *token,
+                            const wh_peer_t *peer, uint64_t size, store_rdma_result_t *res);
     /* Optional: the bucket the writer's bytes are for, before the first write (a cluster
      * picks the bucket's layout: replicas or erasure coding). WH_ERR_INVALID with msg when
      * the bucket's setting is malformed. */
@@ -135,7 +135,7 @@ struct store_data_ops {
                                store_reader_t **out);
     int (*reader_fd)(const store_reader_t *r); /* optional: -1 / NULL without a local fd */
     wh_status_t (*reader_pread)(store_reader_t *r, void *buf, size_t n, uint64_t off);
-    wh_status_t (*rdma_get)(store_reader_t *r, const char *token, const wh_peer_t *peer,
+    wh_status_t (*rdma_get)(store_reader_t *r, const struct token_arg *token, const wh_peer_t *peer,
                             uint64_t off, uint64_t len, store_rdma_result_t *res); /* optional */
     /* Optional: the local file that holds byte off of the object: its fd (owned by the
      * reader), where off lies in that file, and how many bytes of the object follow there

@@ -203,7 +203,10 @@ bool store_etag_list_match(const char *list, const char *etag);
 
 /* ---- RDMA delegated to the data table ----
  * Who sent the request is a wh_peer_t (base/peer.h); a remote data table forwards it inside its
- * signed internal token. */
+ * signed internal token. The client's x-amz-rdma-token comes as the S3 front parsed it, once per
+ * request: a token_arg_t (xfer/token.h: the string and its parse), which the store passes
+ * through untouched and only a data table that moves bytes by RDMA itself reads. */
+struct token_arg;
 typedef struct store_rdma_result {
     uint64_t bytes;     /* moved */
     uint64_t crc64nvme; /* of the bytes moved */

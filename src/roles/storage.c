@@ -113,17 +113,6 @@ static void serve_metrics(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
     q->responded = true;
 }
 
-static wh_peer_t peer_of(const cl_itoken_t *t)
-{
-    wh_peer_t p;
-    memset(&p, 0, sizeof p);
-    p.is_unix = t->peer_unix;
-    p.pid = t->peer_pid;
-    p.uid = t->peer_uid;
-    snprintf(p.addr, sizeof p.addr, "%s", t->peer_addr);
-    return p;
-}
-
 static wh_status_t rput_sink(void *arg, const void *p, size_t n)
 {
     return cl_chunk_writer_write(arg, p, n);
@@ -212,10 +201,9 @@ static void serve_read(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
     }
     /* rget: a whole-chunk read is checked against the footer after it landed; on a mismatch
      * the gateway retries another replica, which overwrites the same range. */
-    wh_peer_t peer = peer_of(t);
     srv_rdma_result_t res;
     memset(&res, 0, sizeof res);
-    st = srv_rdma_get(s->rdma, t->mtok, &peer, fd, t->off, t->len, &res);
+    st = srv_rdma_get(s->rdma, t->mtok, &t->peer, fd, t->off, t->len, &res);
     if (st != WH_OK) {
         close(fd);
         reply_text(c, q, rdma_http(&res), "chunk %s: rdma write failed: %s", q->chunk, res.message);
@@ -240,10 +228,9 @@ static void serve_rput(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
         reply_text(c, q, 500, "chunk %s: cannot create: %s", q->chunk, wh_status_str(st));
         return;
     }
-    wh_peer_t peer = peer_of(&q->tok);
     srv_rdma_result_t res;
     memset(&res, 0, sizeof res);
-    st = srv_rdma_put(s->rdma, q->tok.mtok, &peer, rput_sink, w, &res);
+    st = srv_rdma_put(s->rdma, q->tok.mtok, &q->tok.peer, rput_sink, w, &res);
     if (st == WH_OK && res.bytes != q->tok.len) {
         cl_chunk_writer_abort(w);
         reply_text(c, q, 400,

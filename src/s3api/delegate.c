@@ -53,7 +53,7 @@ wh_status_t srv_delegate_rdma_put(srv_req_t *r, const token_arg_t *token, srv_rd
     if (!token->str || token->st != WH_OK)
         return WH_ERR_UNSUPPORTED; /* the server's own vetting reports it */
     store_rdma_result_t d;
-    wh_status_t st = store_writer_rdma_put(r->w, token->str, &r->peer, token->tok.size, &d);
+    wh_status_t st = store_writer_rdma_put(r->w, token, &r->peer, token->tok.size, &d);
     if (st == WH_ERR_UNSUPPORTED)
         return st;
     if (st != WH_OK) {
@@ -73,7 +73,7 @@ wh_status_t srv_delegate_rdma_get(srv_req_t *r, store_reader_t *rd, const token_
 {
     memset(res, 0, sizeof *res);
     store_rdma_result_t d;
-    wh_status_t st = store_reader_rdma_get(rd, token->str, &r->peer, off, len, &d);
+    wh_status_t st = store_reader_rdma_get(rd, token, &r->peer, off, len, &d);
     if (st != WH_OK) {
         map_failure(st, &d, res);
         return st;

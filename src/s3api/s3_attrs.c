@@ -156,7 +156,9 @@ int srv_object_attributes(srv_req_t *r, srv_out_t *o)
     if (max_parts > 1000)
         max_parts = 1000;
     store_obj_meta_t m;
-    wh_status_t st = store_object_open_version(srv_st(r), srv_b(r), srv_k(r), vid, &m, NULL);
+    wh_status_t st = store_object_open(
+        srv_st(r), &(store_read_args_t){.bucket = srv_b(r), .key = srv_k(r), .version_id = vid}, &m,
+        NULL);
     if (st == WH_ERR_NOT_FOUND) {
         ret = srv_version_not_found(r, o, &m, vid);
         store_obj_meta_free(&m);

@@ -85,8 +85,12 @@ int srv_mpu_part_copy(srv_req_t *r, srv_out_t *o)
         goto out;
     /* Exactly the version authorized above, through a reader (local or not, encrypted or
      * not). */
-    wh_status_t ost = store_object_reader_version(
-        srv_st(r), c.bucket, c.key, sm.version_id[0] ? sm.version_id : NULL, &rm, &rd);
+    wh_status_t ost = store_object_reader(
+        srv_st(r),
+        &(store_read_args_t){.bucket = c.bucket,
+                             .key = c.key,
+                             .version_id = sm.version_id[0] ? sm.version_id : NULL},
+        &rm, &rd);
     if (ost == WH_OK && (strcmp(rm.etag, sm.etag) != 0 || rm.size != sm.size))
         ost = WH_ERR_NOT_FOUND;
     if (ost != WH_OK) {

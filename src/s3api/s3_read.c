@@ -225,10 +225,10 @@ int srv_read_object(srv_req_t *r, srv_out_t *o)
     int fd = -1;
     store_reader_t *rd = NULL; /* bytes that are not local (a cluster): through the table */
     /* The version this request opened is the one served, by sendfile or by RDMA alike. */
-    wh_status_t st =
-        store_object_open_version(srv_st(r), srv_b(r), srv_k(r), vid, &m, r->head ? NULL : &fd);
+    store_read_args_t ra = {.bucket = srv_b(r), .key = srv_k(r), .version_id = vid};
+    wh_status_t st = store_object_open(srv_st(r), &ra, &m, r->head ? NULL : &fd);
     if (st == WH_ERR_UNSUPPORTED && !r->head)
-        st = store_object_reader_version(srv_st(r), srv_b(r), srv_k(r), vid, &m, &rd);
+        st = store_object_reader(srv_st(r), &ra, &m, &rd);
     if (st == WH_ERR_NOT_FOUND) {
         /* Who may not list the bucket does not learn that the key (or version) is absent. */
         if (!(ret = srv_authz_object(r, o, NULL)))

@@ -112,7 +112,8 @@ int srv_put_commit(srv_req_t *r, srv_out_t *o, bool part, const s3_sums_t *want,
         if (c64)
             snprintf(m.crc64nvme, sizeof m.crc64nvme, "%s", c64);
         srv_sums_to_meta(&m, want);
-        st = store_writer_commit_cond(r->w, srv_b(r), srv_k(r), &m, &cond);
+        st = store_writer_commit(
+            r->w, &(store_commit_args_t){.bucket = srv_b(r), .key = srv_k(r), .cond = &cond}, &m);
         r->w = NULL;
         snprintf(etag, sizeof etag, "%s", m.etag);
         snprintf(vid, sizeof vid, "%s", m.version_id);
@@ -237,8 +238,9 @@ int srv_copy_src_open(srv_req_t *r, srv_out_t *o, const srv_copy_src_t *c, store
     const char *vid = c->version_id[0] ? c->version_id : NULL;
     /* A reader, not an fd: an object composed of its parts' files has no single fd, and a
      * cluster's bytes none at all. */
-    wh_status_t st = rd ? store_object_reader_version(srv_st(r), c->bucket, c->key, vid, m, rd)
-                        : store_object_open_version(srv_st(r), c->bucket, c->key, vid, m, NULL);
+    store_read_args_t ra = {.bucket = c->bucket, .key = c->key, .version_id = vid};
+    wh_status_t st = rd ? store_object_reader(srv_st(r), &ra, m, rd)
+                        : store_object_open(srv_st(r), &ra, m, NULL);
     /* Reading the source is s3:GetObject (of a version: s3:GetObjectVersion) on it, decided
      * before its bytes are read. */
     int ret = srv_authz_other(r, o, vid ? "s3:GetObjectVersion" : "s3:GetObject", c->bucket, c->key,
@@ -359,9 +361,13 @@ int srv_write_copy(srv_req_t *r, srv_out_t *o)
     }
     if (strcmp(copied_etag, sm.etag) != 0 || copied_size != sm.size) {
         /* Never acknowledged, so its own new lock does not keep it. */
-        st = store_object_delete_locked(srv_st(r), srv_b(r), srv_k(r),
-                                        out_m.version_id[0] ? out_m.version_id : "null",
-                                        STORE_BYPASS_ALL, NULL);
+        st = store_object_delete(
+            srv_st(r),
+            &(store_delete_args_t){.bucket = srv_b(r),
+                                   .key = srv_k(r),
+                                   .version_id = out_m.version_id[0] ? out_m.version_id : "null",
+                                   .bypass = STORE_BYPASS_ALL},
+            NULL);
         wh_warn("s3", "id=%s copy source %s/%s changed after it was authorized; copy undone (%s)",
                 r->id, c.bucket, c.key, wh_status_str(st));
         ret = srv_err_raw(o, 409, "OperationAborted",
@@ -416,8 +422,12 @@ int srv_write_delete(srv_req_t *r, srv_out_t *o)
         return ret;
     store_del_result_t res;
     memset(&res, 0, sizeof res);
-    wh_status_t st = store_object_delete_cond(srv_st(r), srv_b(r), srv_k(r), vid, bypass,
-                                              conditional ? &cond : NULL, &res);
+    store_delete_args_t da = {.bucket = srv_b(r),
+                              .key = srv_k(r),
+                              .version_id = vid,
+                              .bypass = bypass,
+                              .cond = conditional ? &cond : NULL};
+    wh_status_t st = store_object_delete(srv_st(r), &da, &res);
     if ((st == WH_ERR_PRECONDITION || st == WH_ERR_NOT_FOUND) && cond.failed)
         return srv_delete_cond_failed(o, srv_k(r), &cond);
     if (st == WH_ERR_AUTH && res.locked) {
@@ -495,8 +505,15 @@ int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o)
         wh_status_t st = !store_key_valid(k, kl) ? WH_ERR_INVALID
                          : vid && !store_version_id_valid(vid)
                              ? WH_ERR_RANGE
-                             : store_object_delete_cond(srv_st(r), srv_b(r), k, vid, bypass,
-                                                        conditional ? &cond : NULL, &res);
+                             : store_object_delete(srv_st(r),
+                                                   &(store_delete_args_t){
+                                                       .bucket = srv_b(r),
+                                                       .key = k,
+                                                       .version_id = vid,
+                                                       .bypass = bypass,
+                                                       .cond = conditional ? &cond : NULL,
+                                                   },
+                                                   &res);
         if ((st == WH_ERR_PRECONDITION || st == WH_ERR_NOT_FOUND) && cond.failed) {
             srv_delete_cond_failed(&ko, k, &cond);
             wh_sbuf_puts(&b, "<Error>");

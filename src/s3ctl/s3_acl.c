@@ -186,7 +186,8 @@ static int load_object_acl(srv_req_t *r, srv_out_t *o, s3_acl_t *acl)
         return ret;
     store_obj_meta_t m;
     memset(&m, 0, sizeof m);
-    wh_status_t st = store_object_open(srv_st(r), srv_b(r), srv_k(r), &m, NULL);
+    wh_status_t st = store_object_open(
+        srv_st(r), &(store_read_args_t){.bucket = srv_b(r), .key = srv_k(r)}, &m, NULL);
     if (st != WH_OK) {
         store_obj_meta_free(&m);
         if (st == WH_ERR_NOT_FOUND && (ret = srv_authz_object(r, o, NULL)))

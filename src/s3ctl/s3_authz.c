@@ -422,7 +422,8 @@ int srv_authorize(srv_req_t *r, const srv_op_t *op, srv_out_t *o)
     if (d == S3_AUTHZ_NEED_OBJECT) {
         store_obj_meta_t m;
         memset(&m, 0, sizeof m);
-        wh_status_t st = store_object_open(srv_st(r), srv_b(r), srv_k(r), &m, NULL);
+        wh_status_t st = store_object_open(
+            srv_st(r), &(store_read_args_t){.bucket = srv_b(r), .key = srv_k(r)}, &m, NULL);
         s3_acl_t *oacl = NULL;
         if (st == WH_OK) {
             oacl = malloc(sizeof *oacl);

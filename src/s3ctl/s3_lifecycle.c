@@ -105,7 +105,10 @@ static bool rule_takes(lc_pass_t *p, const s3_lc_rule_t *r, const store_version_
         return false;
     store_obj_meta_t m;
     memset(&m, 0, sizeof m);
-    if (store_object_open_version(p->lc->st, p->bucket, e->key, e->version_id, &m, NULL) != WH_OK)
+    if (store_object_open(
+            p->lc->st,
+            &(store_read_args_t){.bucket = p->bucket, .key = e->key, .version_id = e->version_id},
+            &m, NULL) != WH_OK)
         return false; /* gone meanwhile, or unreadable: leave it */
     bool ok = s3_lc_rule_matches(r, e->key, kl, e->size, m.tags);
     store_obj_meta_free(&m);
@@ -117,7 +120,9 @@ static void act_delete(lc_pass_t *p, const char *key, const char *vid, _Atomic u
 {
     store_del_result_t res;
     memset(&res, 0, sizeof res);
-    wh_status_t s = store_object_delete_version(p->lc->st, p->bucket, key, vid, &res);
+    wh_status_t s = store_object_delete(
+        p->lc->st, &(store_delete_args_t){.bucket = p->bucket, .key = key, .version_id = vid},
+        &res);
     p->acts++;
     if (s == WH_ERR_AUTH && res.locked) {
         /* A retention or legal hold keeps the version (read in the delete's transaction): it

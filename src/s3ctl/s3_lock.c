@@ -266,7 +266,9 @@ static int lock_target(srv_req_t *r, srv_out_t *o, const char **vid)
 /* The version's metadata (a delete marker or a missing one answered as a read would be). */
 static int lock_read(srv_req_t *r, srv_out_t *o, const char *vid, store_obj_meta_t *m)
 {
-    wh_status_t st = store_object_open_version(srv_st(r), srv_b(r), srv_k(r), vid, m, NULL);
+    wh_status_t st = store_object_open(
+        srv_st(r), &(store_read_args_t){.bucket = srv_b(r), .key = srv_k(r), .version_id = vid}, m,
+        NULL);
     if (st == WH_ERR_NOT_FOUND)
         return srv_version_not_found(r, o, m, vid);
     if (st != WH_OK)

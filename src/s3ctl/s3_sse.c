@@ -299,8 +299,15 @@ int srv_sse_copy(srv_req_t *r, srv_out_t *o, const char *sbucket, const char *sk
     copy_key_arg_t a = {.r = r, .q = &src};
     store_copy_sse_t cs = {
         .src_key = copy_src_key, .arg = &a, .dst_sse = dsse, .dst_key = dsse ? dkey : NULL};
-    *st = store_object_copy_sse(srv_st(r), sbucket, skey, sversion, srv_b(r), srv_k(r),
-                                replace_meta, &cs, out_meta);
+    *st = store_object_copy(srv_st(r),
+                            &(store_copy_args_t){.src_bucket = sbucket,
+                                                 .src_key = skey,
+                                                 .src_version = sversion,
+                                                 .dst_bucket = srv_b(r),
+                                                 .dst_key = srv_k(r),
+                                                 .replace_meta = replace_meta,
+                                                 .sse = &cs},
+                            out_meta);
     memcpy(src_etag, cs.src_etag, sizeof cs.src_etag);
     *src_size = cs.src_size;
     OPENSSL_cleanse(dkey, sizeof dkey);

@@ -51,7 +51,9 @@ static int tagging_target(srv_req_t *r, srv_out_t *o, const char **vid, store_ob
     memset(m, 0, sizeof *m);
     if ((ret = srv_key_check(r, o)) || (ret = srv_version_q(r, o, vid)))
         return ret;
-    wh_status_t st = store_object_open_version(srv_st(r), srv_b(r), srv_k(r), *vid, m, NULL);
+    wh_status_t st = store_object_open(
+        srv_st(r), &(store_read_args_t){.bucket = srv_b(r), .key = srv_k(r), .version_id = *vid}, m,
+        NULL);
     if (st == WH_ERR_NOT_FOUND) {
         /* A delete marker has no tags: 405 by versionId, else NoSuchKey (as a GET). */
         ret = srv_version_not_found(r, o, m, *vid);

@@ -477,7 +477,8 @@ bool srv_mpu_completed_before(srv_req_t *r, const store_complete_part_t *parts, 
     snprintf(want + 32, sizeof want - 32, "-%zu", n);
     store_obj_meta_free(m);
     memset(m, 0, sizeof *m);
-    wh_status_t st = store_object_open(srv_st(r), srv_b(r), srv_k(r), m, NULL);
+    wh_status_t st = store_object_open(
+        srv_st(r), &(store_read_args_t){.bucket = srv_b(r), .key = srv_k(r)}, m, NULL);
     if (st != WH_OK)
         return false;
     return strcmp(m->etag, want) == 0;

@@ -97,7 +97,7 @@ int srv_err_status(srv_req_t *r, srv_out_t *o, wh_status_t st, const char *what)
 /* If-Match & co (pfx "" or "x-amz-copy-source-"): 0 to go on, or 304 / 412. */
 int srv_preconditions(srv_req_t *r, const store_obj_meta_t *m, const char *pfx);
 /* A delete's conditions into c, for the store to check in the delete's metadata transaction
- * against the version it removes (store_object_delete_cond): If-Match,
+ * against the version it removes (store_delete_args_t.cond): If-Match,
  * x-amz-if-match-last-modified-time and x-amz-if-match-size of DeleteObject, or (etag
  * non-NULL) a DeleteObjects entry's <ETag>. *any false when there is none. c->if_match borrows
  * the header or etag. 0, or 400 InvalidArgument naming a malformed header. */

@@ -68,7 +68,7 @@ wh_status_t store_sse_stored_size(const store_obj_meta_t *m, uint64_t *out);
 
 /* Encrypts everything written from now on under key (the data key of the parameters sse, whose
  * salt the segments authenticate): call on a fresh writer, before any write. part: the part
- * number (0 for a single PUT or a copy). store_writer_commit* store sse in the row (a part's
+ * number (0 for a single PUT or a copy). store_writer_commit stores sse in the row (a part's
  * row needs none: its upload has it). The writer's size, MD5 and CRCs stay those of the
  * plaintext; part and digest ETags fall back to the plain MD5 (they read stored bytes). Under
  * SSE-C the ETag that the commit (or a part's commit) stores is store_sse_c_etag's, never
@@ -76,9 +76,9 @@ wh_status_t store_sse_stored_size(const store_obj_meta_t *m, uint64_t *out);
 wh_status_t store_writer_encrypt(store_writer_t *w, const uint8_t key[STORE_SSE_KEY_LEN],
                                  const char *sse, uint32_t part);
 
-/* An encrypted copy (store_object_copy_sse). src_key is called with the source's row once it
- * is open (so the key is checked against the version actually copied) and fills the source's
- * data key; any other status ends the copy with it. dst_sse/dst_key: the destination's
+/* An encrypted copy (store_copy_args_t.sse, store_object_copy). src_key is called with the source's
+ * row once it is open (so the key is checked against the version actually copied) and fills the
+ * source's data key; any other status ends the copy with it. dst_sse/dst_key: the destination's
  * parameters and data key, or NULL to store it plain. */
 typedef wh_status_t (*store_sse_key_fn)(void *arg, const store_obj_meta_t *src,
                                         uint8_t key[STORE_SSE_KEY_LEN]);
@@ -92,16 +92,7 @@ typedef struct store_copy_sse {
     char src_etag[80];
     uint64_t src_size;
 } store_copy_sse_t;
-/* store_object_copy_version, decrypting and re-encrypting as sse says (NULL: plain to plain).
- * A copy that decrypts or encrypts moves the plaintext through the writer: the copy keeps the
- * source's ETag (checked against the bytes read when it is a plain MD5) but not its part
- * boundaries. WH_ERR_AUTH: the source is encrypted and no key was given. */
-wh_status_t store_object_copy_sse(store_t *st, const char *sbucket, const char *skey,
-                                  const char *sversion, const char *dbucket, const char *dkey,
-                                  const store_obj_meta_t *replace_meta, store_copy_sse_t *sse,
-                                  store_obj_meta_t *out_meta);
-
-/* A reader of an encrypted object (store_object_reader* open one when the row has sse set)
+/* A reader of an encrypted object (store_object_reader opens one when the row has sse set)
  * serves nothing (WH_ERR_AUTH) until its key is given; it has no fd and no delegated RDMA.
  * WH_ERR_INVALID when r is not such a reader. */
 wh_status_t store_reader_set_key(store_reader_t *r, const uint8_t key[STORE_SSE_KEY_LEN]);

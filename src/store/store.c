@@ -327,12 +327,6 @@ wh_status_t store_reader_open_ref(store_t *st, const store_data_ref_t *ref, uint
     return st->data->ops->reader_open(st->data, ref, size, out);
 }
 
-wh_status_t store_object_reader(store_t *st, const char *bucket, const char *key,
-                                store_obj_meta_t *meta, store_reader_t **out)
-{
-    return store_object_reader_version(st, bucket, key, NULL, meta, out);
-}
-
 /* A delete marker as the answer of a read: NOT_FOUND, meta saying which marker. */
 static wh_status_t store_dm_answer(store_obj_meta_t *m, store_obj_meta_t *meta)
 {
@@ -346,10 +340,10 @@ static wh_status_t store_dm_answer(store_obj_meta_t *m, store_obj_meta_t *meta)
     return WH_ERR_NOT_FOUND;
 }
 
-wh_status_t store_object_reader_version(store_t *st, const char *bucket, const char *key,
-                                        const char *version_id, store_obj_meta_t *meta,
-                                        store_reader_t **out)
+wh_status_t store_object_reader(store_t *st, const store_read_args_t *a, store_obj_meta_t *meta,
+                                store_reader_t **out)
 {
+    const char *bucket = a->bucket, *key = a->key;
     size_t klen = strlen(key);
     if (meta)
         memset(meta, 0, sizeof *meta);
@@ -360,7 +354,8 @@ wh_status_t store_object_reader_version(store_t *st, const char *bucket, const c
      * a lookup that read the old row just before may find them gone. The row has then
      * changed, so look again (twice is plenty; a third miss is real damage). */
     for (int attempt = 0;; attempt++) {
-        wh_status_t s = meta_object_get_version(st->meta, bucket, key, klen, version_id, &m, &ref);
+        wh_status_t s =
+            meta_object_get_version(st->meta, bucket, key, klen, a->version_id, &m, &ref);
         if (s != WH_OK)
             return s;
         if (m.delete_marker) {
@@ -432,8 +427,9 @@ wh_status_t store_reader_pread(store_reader_t *r, void *buf, size_t n, uint64_t 
     return r->data->ops->reader_pread(r, buf, n, off);
 }
 
-wh_status_t store_reader_rdma_get(store_reader_t *r, const char *token, const wh_peer_t *peer,
-                                  uint64_t off, uint64_t len, store_rdma_result_t *res)
+wh_status_t store_reader_rdma_get(store_reader_t *r, const struct token_arg *token,
+                                  const wh_peer_t *peer, uint64_t off, uint64_t len,
+                                  store_rdma_result_t *res)
 {
     memset(res, 0, sizeof *res);
     if (!r->data->ops->rdma_get)
@@ -463,19 +459,13 @@ void store_reader_close(store_reader_t *r)
 
 /* ---- objects ---- */
 
-wh_status_t store_object_open(store_t *st, const char *bucket, const char *key,
-                              store_obj_meta_t *meta, int *fd)
-{
-    return store_object_open_version(st, bucket, key, NULL, meta, fd);
-}
-
-wh_status_t store_object_open_version(store_t *st, const char *bucket, const char *key,
-                                      const char *version_id, store_obj_meta_t *meta, int *fd)
+wh_status_t store_object_open(store_t *st, const store_read_args_t *a, store_obj_meta_t *meta,
+                              int *fd)
 {
     if (!fd) {
         store_obj_meta_t m;
-        wh_status_t s =
-            meta_object_get_version(st->meta, bucket, key, strlen(key), version_id, &m, NULL);
+        wh_status_t s = meta_object_get_version(st->meta, a->bucket, a->key, strlen(a->key),
+                                                a->version_id, &m, NULL);
         if (s != WH_OK)
             return s;
         if (m.delete_marker)
@@ -488,7 +478,7 @@ wh_status_t store_object_open_version(store_t *st, const char *bucket, const cha
     }
     store_reader_t *r = NULL;
     store_obj_meta_t m;
-    wh_status_t s = store_object_reader_version(st, bucket, key, version_id, &m, &r);
+    wh_status_t s = store_object_reader(st, a, &m, &r);
     if (s != WH_OK) {
         if (meta)
             *meta = m; /* a delete marker says so */
@@ -514,73 +504,32 @@ wh_status_t store_object_open_version(store_t *st, const char *bucket, const cha
 }
 
 typedef struct {
-    const char *bucket, *key, *version_id;
-    int bypass;
-    store_del_cond_t *cond;
+    const store_delete_args_t *a;
     store_del_result_t *res;
     store_data_ref_t old;
 } store_del_arg_t;
 
 static wh_status_t store_object_delete_fn(store_t *st, void *arg)
 {
-    store_del_arg_t *a = arg;
+    store_del_arg_t *d = arg;
+    const store_delete_args_t *a = d->a;
     /* Only the data of a removed version comes back: an archived one keeps its bytes. */
     wh_status_t s = meta_object_delete_version(st->meta, a->bucket, a->key, strlen(a->key),
-                                               a->version_id, a->bypass, a->cond, a->res, &a->old);
+                                               a->version_id, a->bypass, a->cond, d->res, &d->old);
     if (s == WH_OK)
-        store_release(st, &a->old);
-    store_data_ref_clear(&a->old);
+        store_release(st, &d->old);
+    store_data_ref_clear(&d->old);
     return s;
 }
 
-wh_status_t store_object_delete(store_t *st, const char *bucket, const char *key)
+wh_status_t store_object_delete(store_t *st, const store_delete_args_t *a, store_del_result_t *res)
 {
-    return store_object_delete_version(st, bucket, key, NULL, NULL);
-}
-
-wh_status_t store_object_delete_version(store_t *st, const char *bucket, const char *key,
-                                        const char *version_id, store_del_result_t *res)
-{
-    return store_object_delete_locked(st, bucket, key, version_id, STORE_BYPASS_NONE, res);
-}
-
-wh_status_t store_object_delete_locked(store_t *st, const char *bucket, const char *key,
-                                       const char *version_id, int bypass, store_del_result_t *res)
-{
-    return store_object_delete_cond(st, bucket, key, version_id, bypass, NULL, res);
-}
-
-wh_status_t store_object_delete_cond(store_t *st, const char *bucket, const char *key,
-                                     const char *version_id, int bypass, store_del_cond_t *cond,
-                                     store_del_result_t *res)
-{
-    store_del_arg_t a;
+    store_del_arg_t d;
     store_del_result_t dummy;
-    memset(&a, 0, sizeof a);
-    a.bucket = bucket;
-    a.key = key;
-    a.version_id = version_id;
-    a.bypass = bypass;
-    a.cond = cond;
-    a.res = res ? res : &dummy;
-    return store_run_freeing(st, store_object_delete_fn, &a);
-}
-
-wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey,
-                              const char *dbucket, const char *dkey,
-                              const store_obj_meta_t *replace_meta, store_obj_meta_t *out_meta)
-{
-    return store_object_copy_version(st, sbucket, skey, NULL, dbucket, dkey, replace_meta,
-                                     out_meta);
-}
-
-wh_status_t store_object_copy_version(store_t *st, const char *sbucket, const char *skey,
-                                      const char *sversion, const char *dbucket, const char *dkey,
-                                      const store_obj_meta_t *replace_meta,
-                                      store_obj_meta_t *out_meta)
-{
-    return store_object_copy_sse(st, sbucket, skey, sversion, dbucket, dkey, replace_meta, NULL,
-                                 out_meta);
+    memset(&d, 0, sizeof d);
+    d.a = a;
+    d.res = res ? res : &dummy;
+    return store_run_freeing(st, store_object_delete_fn, &d);
 }
 
 /* Decrypted source bytes into an (encrypting) writer, 1 MiB at a time. */
@@ -602,11 +551,11 @@ static wh_status_t copy_through(store_reader_t *r, store_writer_t *w, uint64_t s
     return s;
 }
 
-wh_status_t store_object_copy_sse(store_t *st, const char *sbucket, const char *skey,
-                                  const char *sversion, const char *dbucket, const char *dkey,
-                                  const store_obj_meta_t *replace_meta, store_copy_sse_t *sse,
-                                  store_obj_meta_t *out_meta)
+wh_status_t store_object_copy(store_t *st, const store_copy_args_t *a, store_obj_meta_t *out_meta)
 {
+    const char *sbucket = a->src_bucket, *dbucket = a->dst_bucket, *dkey = a->dst_key;
+    const store_obj_meta_t *replace_meta = a->replace_meta;
+    store_copy_sse_t *sse = a->sse;
     store_obj_meta_t src;
     store_reader_t *r = NULL;
     store_writer_t *w = NULL;
@@ -618,7 +567,10 @@ wh_status_t store_object_copy_sse(store_t *st, const char *sbucket, const char *
         wh_warn("store", "rejecting invalid destination key (%zu bytes)", dklen);
         return WH_ERR_INVALID;
     }
-    wh_status_t s = store_object_reader_version(st, sbucket, skey, sversion, &src, &r);
+    wh_status_t s = store_object_reader(
+        st,
+        &(store_read_args_t){.bucket = sbucket, .key = a->src_key, .version_id = a->src_version},
+        &src, &r);
     if (s != WH_OK)
         return s;
     const char *dst_sse = sse ? sse->dst_sse : NULL;

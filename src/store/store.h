@@ -136,13 +136,21 @@ wh_status_t store_writer_etag(store_writer_t *w, char out[48]);
 #define STORE_ETAG_PART_DEFAULT (64ULL << 20)
 uint64_t store_writer_crc64nvme(const store_writer_t *w);
 uint32_t store_writer_crc32c(const store_writer_t *w);
-/* fsync, rename, commit metadata. meta->size/etag are filled by the store if zero/empty.
- * Consumes w on success and on failure. WH_ERR_NOT_FOUND if the bucket vanished. */
-wh_status_t store_writer_commit(store_writer_t *w, const char *bucket, const char *key,
+/* Where store_writer_commit commits, and on what condition. Strings and cond are borrowed for
+ * the call. bucket and key set, the rest zero: an unconditional PUT. */
+typedef struct store_commit_args {
+    const char *bucket;
+    const char *key;
+    /* NULL (or kind STORE_COND_NONE): none. Else (data/types.h, store_cond_t) checked in the
+     * committing metadata transaction: WH_ERR_PRECONDITION, or NOT_FOUND, with cond->failed
+     * set when it fails, and nothing committed. */
+    store_cond_t *cond;
+} store_commit_args_t;
+/* fsync, rename, commit metadata. meta (in and out) is the row: meta->size/etag are filled by
+ * the store if zero/empty, and the version id it got is written back. Consumes w on success
+ * and on failure. WH_ERR_NOT_FOUND if the bucket vanished. */
+wh_status_t store_writer_commit(store_writer_t *w, const store_commit_args_t *a,
                                 store_obj_meta_t *meta);
-/* store_writer_commit under a condition (NULL: none). */
-wh_status_t store_writer_commit_cond(store_writer_t *w, const char *bucket, const char *key,
-                                     store_obj_meta_t *meta, store_cond_t *cond);
 /* Discards the temp file. NULL-safe. */
 void store_writer_abort(store_writer_t *w);
 
@@ -164,21 +172,33 @@ wh_status_t store_writer_map_at(store_writer_t *w, uint64_t off, size_t n, void 
 uint64_t store_writer_stripe_len(const store_writer_t *w);
 void store_writer_end_at(store_writer_t *w, uint64_t crc64nvme, bool crc32c_set, uint32_t crc32c);
 
-/* PUT: the data table pulls size bytes from the client's region itself (storage servers reading
- * client memory). WH_ERR_UNSUPPORTED: not offered (local files): the server runs its own RDMA
- * engine and feeds store_writer_write. On WH_OK the writer holds exactly those bytes, and
- * store_writer_size/crc64nvme/md5 report them. */
 /* Names the bucket the writer's bytes are for, before the first write: a cluster data table
  * picks that bucket's layout (replicas or erasure coding). WH_ERR_INVALID with msg when the
  * bucket's setting is malformed; a table without layouts ignores it. */
 wh_status_t store_writer_bucket(store_writer_t *w, const char *bucket, char *msg, size_t msglen);
-wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const wh_peer_t *peer,
-                                  uint64_t size, store_rdma_result_t *res);
+/* PUT: the data table pulls size bytes from the client's region itself (storage servers reading
+ * client memory). token: the request's x-amz-rdma-token as the front parsed it (token_arg_t,
+ * xfer/token.h), borrowed for the call. WH_ERR_UNSUPPORTED: not offered (local files): the
+ * server runs its own RDMA engine and feeds store_writer_write. On WH_OK the writer holds
+ * exactly those bytes, and store_writer_size/crc64nvme/md5 report them. */
+wh_status_t store_writer_rdma_put(store_writer_t *w, const struct token_arg *token,
+                                  const wh_peer_t *peer, uint64_t size, store_rdma_result_t *res);
 
 /* ---- GET/HEAD ---- */
-/* *meta filled on WH_OK (free with store_obj_meta_free); NOT_FOUND as store_object_open. */
-wh_status_t store_object_reader(store_t *st, const char *bucket, const char *key,
-                                store_obj_meta_t *meta, store_reader_t **out);
+/* What store_object_open and store_object_reader read. Strings are borrowed for the call.
+ * bucket and key set, the rest zero: the current version. */
+typedef struct store_read_args {
+    const char *bucket;
+    const char *key;
+    /* NULL: the current version. Else that version; when it is a delete marker the answer is
+     * WH_ERR_NOT_FOUND with meta->delete_marker set and meta->version_id naming it (the rest
+     * of meta zero); a missing version is NOT_FOUND with delete_marker false. */
+    const char *version_id;
+} store_read_args_t;
+/* A reader of the version a names. *meta filled on WH_OK (free with store_obj_meta_free);
+ * NOT_FOUND as store_object_open. */
+wh_status_t store_object_reader(store_t *st, const store_read_args_t *a, store_obj_meta_t *meta,
+                                store_reader_t **out);
 uint64_t store_reader_size(const store_reader_t *r);
 /* The local file, owned by the reader; -1 when the bytes are not local. */
 int store_reader_fd(const store_reader_t *r);
@@ -191,10 +211,12 @@ wh_status_t store_reader_extent(const store_reader_t *r, uint64_t off, int *fd, 
 /* Exactly n bytes at off (WH_ERR_RANGE past the end). */
 wh_status_t store_reader_pread(store_reader_t *r, void *buf, size_t n, uint64_t off);
 /* GET: the data table writes [off, off+len) into the client's region itself (storage servers
- * writing client memory); res->crc64nvme covers exactly what landed. WH_ERR_UNSUPPORTED: not
- * offered (local files): use the server's own engine with store_reader_fd. */
-wh_status_t store_reader_rdma_get(store_reader_t *r, const char *token, const wh_peer_t *peer,
-                                  uint64_t off, uint64_t len, store_rdma_result_t *res);
+ * writing client memory); res->crc64nvme covers exactly what landed. token as for
+ * store_writer_rdma_put. WH_ERR_UNSUPPORTED: not offered (local files): use the server's own
+ * engine with store_reader_fd. */
+wh_status_t store_reader_rdma_get(store_reader_t *r, const struct token_arg *token,
+                                  const wh_peer_t *peer, uint64_t off, uint64_t len,
+                                  store_rdma_result_t *res);
 /* Before the header of a reply that streams [off, off+len) by store_reader_pread: what can be
  * known now about whether those bytes can be read. WH_ERR_UNAVAILABLE (a 503), with a reason
  * in msg, when some of them are known to be unreadable now (a cluster: a chunk whose every
@@ -204,16 +226,36 @@ wh_status_t store_reader_prepare(store_reader_t *r, uint64_t off, uint64_t len, 
                                  size_t msglen);
 void store_reader_close(store_reader_t *r); /* NULL-safe */
 
-/* Opens the object's current version. *fd is owned by the caller (close it); it keeps that
+/* Opens the version a names. *fd is owned by the caller (close it); it keeps that
  * version readable even if the key is overwritten or deleted meanwhile. Pass fd NULL for HEAD.
  * An object composed of several files (a completed multipart upload) has no one fd: it
  * answers WH_ERR_UNSUPPORTED too; use store_object_reader and store_reader_extent.
  * *meta is filled on WH_OK only (free with store_obj_meta_free). WH_ERR_NOT_FOUND covers a
  * missing key and a missing bucket alike: call store_bucket_exists to tell them apart.
  * WH_ERR_UNSUPPORTED when the bytes are not local: use store_object_reader. */
-wh_status_t store_object_open(store_t *st, const char *bucket, const char *key,
-                              store_obj_meta_t *meta, int *fd);
-wh_status_t store_object_delete(store_t *st, const char *bucket, const char *key); /* idempotent */
+wh_status_t store_object_open(store_t *st, const store_read_args_t *a, store_obj_meta_t *meta,
+                              int *fd);
+/* What store_object_delete removes. Strings and cond are borrowed for the call. bucket and key
+ * set, the rest zero: S3's DELETE of the key, no lock passed over, no condition. */
+typedef struct store_delete_args {
+    const char *bucket;
+    const char *key;
+    /* NULL: S3's DELETE of the key (unversioned: removes it; Enabled: a new delete marker
+     * becomes current; Suspended: a "null" delete marker replaces the null version). Else
+     * removes exactly that version (the next newest becomes current). */
+    const char *version_id;
+    /* The locks passed over (STORE_BYPASS_*; 0, STORE_BYPASS_NONE: none): a version that its
+     * lock keeps answers WH_ERR_AUTH with res->locked saying why (the check is made in the
+     * delete's metadata transaction). */
+    int bypass;
+    /* NULL: none. Else (data/types.h, store_del_cond_t) checked in the delete's metadata
+     * transaction: WH_ERR_PRECONDITION, or NOT_FOUND, with cond->failed set when it fails,
+     * and nothing deleted. */
+    store_del_cond_t *cond;
+} store_delete_args_t;
+/* Idempotent: WH_OK when there was nothing to delete; NOT_FOUND: no such bucket. res (what was
+ * removed or made) may be NULL. */
+wh_status_t store_object_delete(store_t *st, const store_delete_args_t *a, store_del_result_t *res);
 
 /* ---- versions (versions.c) ---- */
 wh_status_t store_bucket_versioning_get(store_t *st, const char *bucket,
@@ -221,41 +263,10 @@ wh_status_t store_bucket_versioning_get(store_t *st, const char *bucket,
 /* ENABLED or SUSPENDED only (WH_ERR_INVALID otherwise). NOT_FOUND: bucket. PRECONDITION:
  * SUSPENDED on a bucket with object lock. */
 wh_status_t store_bucket_versioning_set(store_t *st, const char *bucket, store_versioning_t v);
-/* As store_object_open / store_object_reader, of one version (version_id NULL: the current).
- * When that version is a delete marker the answer is WH_ERR_NOT_FOUND with meta->delete_marker
- * set and meta->version_id naming it (the rest of meta zero); a missing version is NOT_FOUND
- * with delete_marker false. */
-wh_status_t store_object_open_version(store_t *st, const char *bucket, const char *key,
-                                      const char *version_id, store_obj_meta_t *meta, int *fd);
-wh_status_t store_object_reader_version(store_t *st, const char *bucket, const char *key,
-                                        const char *version_id, store_obj_meta_t *meta,
-                                        store_reader_t **out);
-/* version_id NULL: S3's DELETE of the key (unversioned: removes it; Enabled: a new delete
- * marker becomes current; Suspended: a "null" delete marker replaces the null version). Else
- * removes exactly that version (the next newest becomes current). WH_OK when there was nothing
- * to delete. res may be NULL. */
-wh_status_t store_object_delete_version(store_t *st, const char *bucket, const char *key,
-                                        const char *version_id, store_del_result_t *res);
-/* store_object_delete_version, passing over the locks bypass (STORE_BYPASS_*) names: a
- * version that its lock keeps answers WH_ERR_AUTH with res->locked saying why (the check is
- * made in the delete's metadata transaction). store_object_delete_version bypasses nothing. */
-wh_status_t store_object_delete_locked(store_t *st, const char *bucket, const char *key,
-                                       const char *version_id, int bypass, store_del_result_t *res);
-/* store_object_delete_locked under a condition (data/types.h, store_del_cond_t; NULL: none),
- * checked in the delete's metadata transaction: WH_ERR_PRECONDITION, or NOT_FOUND, with
- * cond->failed set when it fails, and nothing deleted. */
-wh_status_t store_object_delete_cond(store_t *st, const char *bucket, const char *key,
-                                     const char *version_id, int bypass, store_del_cond_t *cond,
-                                     store_del_result_t *res);
 /* Changes one version's retention and legal hold (meta.h, object_lock_set). */
 wh_status_t store_object_lock_set(store_t *st, const char *bucket, const char *key,
                                   const char *version_id, const store_lock_set_t *req,
                                   store_obj_meta_t *out);
-/* store_object_copy from one version of the source (NULL: the current). */
-wh_status_t store_object_copy_version(store_t *st, const char *sbucket, const char *skey,
-                                      const char *sversion, const char *dbucket, const char *dkey,
-                                      const store_obj_meta_t *replace_meta,
-                                      store_obj_meta_t *out_meta);
 /* Sets (tags non-NULL) or removes the tag set of one version (NULL: the current). NOT_FOUND:
  * no such key or version, or a delete marker. */
 wh_status_t store_object_tags_set(store_t *st, const char *bucket, const char *key,
@@ -265,12 +276,29 @@ wh_status_t store_version_list(store_t *st, const char *bucket, const store_vers
                                store_version_result_t *out);
 /* Sets the ACL of the current object (NULL: the default). WH_ERR_NOT_FOUND: no such key. */
 wh_status_t store_object_set_acl(store_t *st, const char *bucket, const char *key, const char *acl);
-/* Server-side copy (new file, same bytes). meta: NULL = copy metadata (the source's owner, and
- * the default ACL: S3 never copies an ACL); else replace it, owner, acl and the lock
- * (lock_mode, lock_until, legal_hold) included. The source's lock is never copied. */
-wh_status_t store_object_copy(store_t *st, const char *sbucket, const char *skey,
-                              const char *dbucket, const char *dkey,
-                              const store_obj_meta_t *replace_meta, store_obj_meta_t *out_meta);
+/* What store_object_copy copies, and where. Strings, replace_meta and sse are borrowed for the
+ * call. The four names set, the rest zero: the current version, its metadata, plain to plain. */
+struct store_copy_sse;
+typedef struct store_copy_args {
+    const char *src_bucket;
+    const char *src_key;
+    const char *src_version; /* NULL: the current version */
+    const char *dst_bucket;
+    const char *dst_key;
+    /* NULL: copy the metadata (the source's owner, and the default ACL: S3 never copies an
+     * ACL); else replace it, owner, acl and the lock (lock_mode, lock_until, legal_hold)
+     * included. The source's lock is never copied. */
+    const store_obj_meta_t *replace_meta;
+    /* NULL: plain to plain. Else (store/crypt.h, store_copy_sse_t) the keys to decrypt the
+     * source and encrypt the copy with, and out, what was copied. */
+    struct store_copy_sse *sse;
+} store_copy_args_t;
+/* Server-side copy (new bytes, the same content). A copy that decrypts or encrypts moves the
+ * plaintext through the writer: the copy keeps the source's ETag (checked against the bytes
+ * read when it is a plain MD5) but not its part boundaries. WH_ERR_AUTH: the source is
+ * encrypted and no key was given; WH_ERR_INVALID: a bad destination key. out_meta (NULL: not
+ * wanted) is the copy's row, free with store_obj_meta_free. */
+wh_status_t store_object_copy(store_t *st, const store_copy_args_t *a, store_obj_meta_t *out_meta);
 
 /* ---- LIST ---- */
 wh_status_t store_object_list(store_t *st, const char *bucket, const store_list_params_t *p,

@@ -1,6 +1,6 @@
 /* The storage engine's versions (store.h, "versions"): bucket versioning state, version ids,
- * tags. Reads, deletes and copies of one version are in store.c beside their unversioned
- * forms; the version listing is in list.c. */
+ * tags. Reads, deletes and copies of any version are in store.c (a version id is a field of
+ * their argument structs); the version listing is the metadata table's (meta_version_list). */
 #include "base/log.h"
 #include "store/store_int.h"
 

@@ -234,8 +234,8 @@ wh_status_t store_writer_bucket(store_writer_t *w, const char *bucket, char *msg
     return ops->writer_bucket ? ops->writer_bucket(w->dw, bucket, msg, msglen) : WH_OK;
 }
 
-wh_status_t store_writer_rdma_put(store_writer_t *w, const char *token, const wh_peer_t *peer,
-                                  uint64_t size, store_rdma_result_t *res)
+wh_status_t store_writer_rdma_put(store_writer_t *w, const struct token_arg *token,
+                                  const wh_peer_t *peer, uint64_t size, store_rdma_result_t *res)
 {
     memset(res, 0, sizeof *res);
     const store_data_ops_t *ops = w->dw->data->ops;
@@ -427,15 +427,10 @@ void store_writer_abort(store_writer_t *w)
     free(w);
 }
 
-wh_status_t store_writer_commit(store_writer_t *w, const char *bucket, const char *key,
+wh_status_t store_writer_commit(store_writer_t *w, const store_commit_args_t *a,
                                 store_obj_meta_t *meta)
 {
-    return store_writer_commit_cond(w, bucket, key, meta, NULL);
-}
-
-wh_status_t store_writer_commit_cond(store_writer_t *w, const char *bucket, const char *key,
-                                     store_obj_meta_t *meta, store_cond_t *cond)
-{
+    const char *bucket = a->bucket, *key = a->key;
     wh_status_t s;
     store_data_ref_t ref, old;
     memset(&ref, 0, sizeof ref);
@@ -484,7 +479,7 @@ wh_status_t store_writer_commit_cond(store_writer_t *w, const char *bucket, cons
     s = store_writer_finish(w, &ref);
     if (s != WH_OK)
         goto err;
-    s = meta_object_put(w->st->meta, bucket, key, klen, meta, &ref, &old, cond);
+    s = meta_object_put(w->st->meta, bucket, key, klen, meta, &ref, &old, a->cond);
     if (s != WH_OK)
         goto err;
     /* Only now may the old version go: a reader that opened it keeps it. */

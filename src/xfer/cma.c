@@ -342,23 +342,18 @@ static wh_status_t cma_batch_end(xfer_batch_t *xb)
     return WH_OK;
 }
 
+/* No progress hooks, stalled or quiesce (NULL): the copies are synchronous, so nothing is
+ * ever left in flight and nothing arrives after a request ends. */
 const struct xfer_ops xfer_cma_ops = {
     .family = "cma",
     .open = cma_open,
     .close = cma_close,
     .forget_after_fork = cma_forget_after_fork,
     .mr_reg = cma_mr_reg,
-    .mr_reg_device = xfer_unsupported_mr_reg_device,
     .mr_dereg = cma_mr_dereg,
-    .token_pack = xfer_unsupported_token_pack,
-    .progress_begin = xfer_noop,
-    .progress_end = xfer_noop,
-    .progress = xfer_noop,
     .batch_begin = cma_batch_begin,
     .batch_post = cma_batch_post,
     .batch_wait = cma_batch_wait,
     .batch_end = cma_batch_end,
     .batch_post_crc = cma_batch_post_crc,
-    .stalled = xfer_none_stalled, /* synchronous: nothing is ever left in flight */
-    .quiesce = xfer_noop,         /* synchronous: nothing arrives after a request ends */
 };

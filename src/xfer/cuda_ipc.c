@@ -626,6 +626,8 @@ static wh_status_t cx_batch_end(xfer_batch_t *bb)
     return WH_OK;
 }
 
+/* No progress hooks, stalled or quiesce (NULL): the copies are synchronous, so nothing is
+ * ever left in flight and nothing arrives after a request ends. */
 const struct xfer_ops xfer_cuda_ops = {
     .family = "cuda",
     .open = cx_open,
@@ -635,14 +637,9 @@ const struct xfer_ops xfer_cuda_ops = {
     .mr_reg_device = cx_mr_reg_device,
     .mr_dereg = cx_mr_dereg,
     .token_pack = cx_token_pack,
-    .progress_begin = xfer_noop,
-    .progress_end = xfer_noop,
-    .progress = xfer_noop,
     .batch_begin = cx_batch_begin,
     .batch_post = cx_batch_post,
     .batch_wait = cx_batch_wait,
     .batch_end = cx_batch_end,
     .batch_post_crc = cx_batch_post_crc,
-    .stalled = xfer_none_stalled, /* synchronous copies: nothing is left in flight */
-    .quiesce = xfer_noop,         /* synchronous: nothing arrives after a request ends */
 };

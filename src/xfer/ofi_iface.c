@@ -460,7 +460,6 @@ const struct xfer_ops xfer_ofi_ops = {
     .batch_post = ofi_batch_post,
     .batch_wait = ofi_batch_wait,
     .batch_end = ofi_batch_end,
-    .batch_post_crc = xfer_unsupported_post_crc,
     .stalled = ofi_stalled,
     .quiesce = ofi_quiesce,
 };

@@ -36,13 +36,13 @@ static void xfer_config_fill(xfer_config_t *c)
         c->reap_ms = XFER_DEFAULT_REAP_MS;
 }
 
-/* Every slot is required; a provider that lacks a capability points it at a stub. */
+/* The required slots (xfer.h); an optional one is NULL where the provider lacks it, and its
+ * dispatch wrapper below answers WH_ERR_UNSUPPORTED (or does nothing, for the progress and
+ * quiesce hooks). */
 static bool xfer_ops_complete(const struct xfer_ops *o)
 {
-    return o->family && o->open && o->close && o->forget_after_fork && o->mr_reg &&
-           o->mr_reg_device && o->mr_dereg && o->token_pack && o->progress_begin &&
-           o->progress_end && o->progress && o->batch_begin && o->batch_post && o->batch_wait &&
-           o->batch_end && o->batch_post_crc && o->stalled && o->quiesce;
+    return o->family && o->open && o->close && o->forget_after_fork && o->mr_reg && o->mr_dereg &&
+           o->batch_post && o->batch_wait && o->batch_end;
 }
 
 /* Opens one family's instance of prov and fills the core's fields. */
@@ -162,6 +162,9 @@ wh_status_t xfer_mr_reg_device(xfer_t *x, void *addr, size_t len, xfer_mr_t **ou
         return wh_errf(WH_ERR_INVALID, err, errlen, "xfer_mr_reg_device: invalid arguments");
     if (x->_role != XFER_ROLE_CLIENT)
         return wh_errf(WH_ERR_INVALID, err, errlen, "device memory is registered by clients");
+    if (!x->_ops->mr_reg_device)
+        return wh_errf(WH_ERR_UNSUPPORTED, err, errlen,
+                       "%s cannot register GPU memory (it serves host memory only)", x->_name);
     wh_status_t st = x->_ops->mr_reg_device(x, addr, len, out, err, errlen);
     if (st == WH_OK)
         (*out)->_device = true;
@@ -171,16 +174,6 @@ wh_status_t xfer_mr_reg_device(xfer_t *x, void *addr, size_t len, xfer_mr_t **ou
 bool xfer_mr_is_device(const xfer_mr_t *mr)
 {
     return mr && mr->_device;
-}
-
-wh_status_t xfer_unsupported_mr_reg_device(xfer_t *x, void *addr, size_t len, xfer_mr_t **out,
-                                           char *err, size_t errlen)
-{
-    (void)addr;
-    (void)len;
-    (void)out;
-    return wh_errf(WH_ERR_UNSUPPORTED, err, errlen,
-                   "%s cannot register GPU memory (it serves host memory only)", x->_name);
 }
 
 void xfer_mr_dereg(xfer_mr_t *mr)
@@ -215,24 +208,26 @@ wh_status_t xfer_token_pack(xfer_t *x, const xfer_mr_t *mr, const void *addr, ui
 {
     if (!x || x->_forgotten || !mr || mr->_x != x || !out || !xfer_inside(mr, addr, len))
         return WH_ERR_INVALID;
+    if (!x->_ops->token_pack)
+        return WH_ERR_UNSUPPORTED;
     return x->_ops->token_pack(x, mr, addr, len, out, outlen);
 }
 
 void xfer_progress_begin(xfer_t *x)
 {
-    if (x && !x->_forgotten)
+    if (x && !x->_forgotten && x->_ops->progress_begin)
         x->_ops->progress_begin(x);
 }
 
 void xfer_progress_end(xfer_t *x)
 {
-    if (x && !x->_forgotten)
+    if (x && !x->_forgotten && x->_ops->progress_end)
         x->_ops->progress_end(x);
 }
 
 void xfer_quiesce(xfer_t *x)
 {
-    if (x && !x->_forgotten && x->_role == XFER_ROLE_CLIENT)
+    if (x && !x->_forgotten && x->_role == XFER_ROLE_CLIENT && x->_ops->quiesce)
         x->_ops->quiesce(x);
 }
 
@@ -245,8 +240,9 @@ void xfer_progress(xfer_t *x)
 {
     if (!x || x->_forgotten)
         return;
-    x->_ops->progress(x);
-    if (x->_bound)
+    if (x->_ops->progress)
+        x->_ops->progress(x);
+    if (x->_bound && x->_bound->_ops->progress)
         x->_bound->_ops->progress(x->_bound);
 }
 
@@ -267,6 +263,9 @@ wh_status_t xfer_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t *
     /* A peer the kernel identified is served by the bound family (cma for shm). */
     if (tgt->bind_pid > 0 && x->_bound)
         x = x->_bound;
+    if (!x->_ops->batch_begin)
+        return wh_errf(WH_ERR_UNSUPPORTED, err, errlen, "provider %s cannot initiate transfers",
+                       x->_name);
     xfer_batch_t *b = NULL;
     wh_status_t st = x->_ops->batch_begin(x, tgt, &b, err, errlen);
     if (st != WH_OK)
@@ -317,13 +316,9 @@ wh_status_t xfer_batch_post_crc(xfer_batch_t *b, const void *local, size_t len, 
                  len, (unsigned long long)roff, (unsigned long long)b->_rsize);
         return WH_ERR_INVALID;
     }
+    if (!b->_x->_ops->batch_post_crc)
+        return WH_ERR_UNSUPPORTED;
     return b->_x->_ops->batch_post_crc(b, local, len, roff, crc);
-}
-
-wh_status_t xfer_unsupported_post_crc(xfer_batch_t *b, const void *local, size_t len, uint64_t roff,
-                                      uint64_t *crc)
-{
-    return WH_ERR_UNSUPPORTED;
 }
 
 wh_status_t xfer_batch_wait(xfer_batch_t *b, unsigned tag)
@@ -355,31 +350,12 @@ wh_status_t xfer_batch_end(xfer_batch_t *b)
     return b->_x->_ops->batch_end(b);
 }
 
-/* ---- shared stubs ---- */
-
-wh_status_t xfer_unsupported_token_pack(xfer_t *x, const xfer_mr_t *mr, const void *addr,
-                                        uint64_t len, char *out, size_t outlen)
-{
-    return WH_ERR_UNSUPPORTED;
-}
-
-wh_status_t xfer_unsupported_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t **out,
-                                         char *err, size_t errlen)
-{
-    return wh_errf(WH_ERR_UNSUPPORTED, err, errlen, "provider %s cannot initiate transfers",
-                   x->_name);
-}
-
-void xfer_noop(xfer_t *x) {}
-
-unsigned xfer_none_stalled(xfer_t *x)
-{
-    return 0;
-}
-
 unsigned xfer_stalled(xfer_t *x)
 {
     if (!x || x->_forgotten || x->_role != XFER_ROLE_SERVER)
         return 0;
-    return x->_ops->stalled(x) + (x->_bound ? x->_bound->_ops->stalled(x->_bound) : 0);
+    unsigned n = x->_ops->stalled ? x->_ops->stalled(x) : 0;
+    if (x->_bound && x->_bound->_ops->stalled)
+        n += x->_bound->_ops->stalled(x->_bound);
+    return n;
 }

@@ -290,10 +290,13 @@ unsigned xfer_stalled(xfer_t *x);
 
 /* ---- the ops table (providers implement this; callers use the functions above) ---------- */
 
-/* Every slot is required: a provider that cannot do something points the slot to
- * xfer_unsupported_* (returns WH_ERR_UNSUPPORTED). xfer_open rejects a table with a NULL slot.
- * A provider's private structs embed struct xfer / struct xfer_mr / struct xfer_batch as their
- * first field. */
+/* Required slots: family, open, close, forget_after_fork, mr_reg, mr_dereg, batch_post,
+ * batch_wait, batch_end; xfer_open rejects a table where one is NULL. The others are optional,
+ * NULL where the provider cannot do that: the dispatch functions above then answer
+ * WH_ERR_UNSUPPORTED (mr_reg_device, token_pack, batch_begin, batch_post_crc), report nothing
+ * stalled (stalled), or do nothing (progress_begin, progress_end, progress, quiesce), as the
+ * storage engine's tables do. A provider's private structs embed struct xfer / struct xfer_mr /
+ * struct xfer_batch as their first field. */
 struct xfer_ops {
     const char *family; /* "ofi", "cma" */
     /* prov is the table entry; cfg has every default applied. */
@@ -302,7 +305,7 @@ struct xfer_ops {
     void (*close)(xfer_t *x);
     void (*forget_after_fork)(xfer_t *x);
     wh_status_t (*mr_reg)(xfer_t *x, void *addr, size_t len, xfer_mr_t **out);
-    /* GPU memory; unsupported: xfer_unsupported_mr_reg_device. Sets _device. */
+    /* GPU memory; optional. Sets _device. */
     wh_status_t (*mr_reg_device)(xfer_t *x, void *addr, size_t len, xfer_mr_t **out, char *err,
                                  size_t errlen);
     void (*mr_dereg)(xfer_mr_t *mr);
@@ -317,13 +320,12 @@ struct xfer_ops {
                               uint64_t roff, unsigned tag);
     wh_status_t (*batch_wait)(xfer_batch_t *b, unsigned tag);
     /* Direct batches only: a WRITE that also returns the crc64nvme of the bytes, computed
-     * while they are cache-hot in the copy (one pass over memory fewer). Unsupported:
-     * xfer_unsupported_post_crc. */
+     * while they are cache-hot in the copy (one pass over memory fewer). Optional. */
     wh_status_t (*batch_post_crc)(xfer_batch_t *b, const void *local, size_t len, uint64_t roff,
                                   uint64_t *crc);
     wh_status_t (*batch_end)(xfer_batch_t *b);
     unsigned (*stalled)(xfer_t *x);
-    void (*quiesce)(xfer_t *x); /* client role; nothing to do: xfer_noop */
+    void (*quiesce)(xfer_t *x); /* client role; optional */
 };
 
 /* Public bases. Fields starting with _ belong to the xfer core and providers. */
@@ -351,17 +353,5 @@ struct xfer_batch {
     wh_status_t _status;
     char _err[256];
 };
-
-/* Shared stubs for unsupported slots. (Error messages: base's wh_errf.) */
-wh_status_t xfer_unsupported_token_pack(xfer_t *x, const xfer_mr_t *mr, const void *addr,
-                                        uint64_t len, char *out, size_t outlen);
-wh_status_t xfer_unsupported_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t **out,
-                                         char *err, size_t errlen);
-wh_status_t xfer_unsupported_mr_reg_device(xfer_t *x, void *addr, size_t len, xfer_mr_t **out,
-                                           char *err, size_t errlen);
-void xfer_noop(xfer_t *x);
-wh_status_t xfer_unsupported_post_crc(xfer_batch_t *b, const void *local, size_t len, uint64_t roff,
-                                      uint64_t *crc);
-unsigned xfer_none_stalled(xfer_t *x);
 
 #endif

@@ -18,13 +18,13 @@ static cl_itoken_t sample(cl_op_t op)
     t.off = 0x1000;
     t.len = 0x800000;
     t.expires = 1700000060;
-    snprintf(t.peer_addr, sizeof t.peer_addr, "127.0.0.1:40000");
-    t.peer_uid = (uid_t)-1;
+    snprintf(t.peer.addr, sizeof t.peer.addr, "127.0.0.1:40000");
+    t.peer.uid = (uid_t)-1;
     if (op == CL_OP_RGET || op == CL_OP_RPUT) {
-        t.peer_unix = true;
-        snprintf(t.peer_addr, sizeof t.peer_addr, "unix");
-        t.peer_pid = 4242;
-        t.peer_uid = 1000;
+        t.peer.is_unix = true;
+        snprintf(t.peer.addr, sizeof t.peer.addr, "unix");
+        t.peer.pid = 4242;
+        t.peer.uid = 1000;
         snprintf(t.mtok, sizeof t.mtok, "7f0000001000:800000:ofi1:shm:0a0b0c:1f");
     }
     if (op == CL_OP_PUSH)
@@ -43,9 +43,10 @@ static void test_round_trip(void)
         CHECK(cl_itoken_verify(K, s, strlen(s), 1700000000, &u, err, sizeof err) == WH_OK);
         CHECK(u.op == t.op && u.off == t.off && u.len == t.len && u.expires == t.expires);
         CHECK_STR(u.chunk, t.chunk);
-        CHECK_STR(u.peer_addr, t.peer_addr);
+        CHECK_STR(u.peer.addr, t.peer.addr);
         CHECK_STR(u.mtok, t.mtok);
-        CHECK(u.peer_unix == t.peer_unix && u.peer_pid == t.peer_pid && u.peer_uid == t.peer_uid);
+        CHECK(u.peer.is_unix == t.peer.is_unix && u.peer.pid == t.peer.pid &&
+              u.peer.uid == t.peer.uid);
     }
 }
 
@@ -186,7 +187,7 @@ static void test_sign_refuses(void)
 {
     char s[CL_ITOKEN_MAX], err[256];
     cl_itoken_t t = sample(CL_OP_GET);
-    snprintf(t.peer_addr, sizeof t.peer_addr, "a|b");
+    snprintf(t.peer.addr, sizeof t.peer.addr, "a|b");
     CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_ERR_INVALID);
     t = sample(CL_OP_RPUT);
     t.mtok[0] = '\0';

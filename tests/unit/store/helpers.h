@@ -38,7 +38,7 @@ static inline wh_status_t th_put(store_t *st, const char *bucket, const char *ke
     store_obj_meta_t m;
     memset(&m, 0, sizeof m);
     snprintf(m.content_type, sizeof m.content_type, "application/octet-stream");
-    s = store_writer_commit(w, bucket, key, &m);
+    s = store_writer_commit(w, &(store_commit_args_t){.bucket = bucket, .key = key}, &m);
     if (meta)
         *meta = m;
     return s;
@@ -73,7 +73,7 @@ static inline char *th_get(store_t *st, const char *bucket, const char *key, siz
 {
     store_obj_meta_t m;
     int fd = -1;
-    *status = store_object_open(st, bucket, key, &m, &fd);
+    *status = store_object_open(st, &(store_read_args_t){.bucket = bucket, .key = key}, &m, &fd);
     if (*status == WH_ERR_UNSUPPORTED)
         return th_get_reader(st, bucket, key, n, status);
     if (*status != WH_OK)
@@ -90,7 +90,7 @@ static inline char *th_get_reader(store_t *st, const char *bucket, const char *k
 {
     store_obj_meta_t m;
     store_reader_t *r = NULL;
-    *status = store_object_reader(st, bucket, key, &m, &r);
+    *status = store_object_reader(st, &(store_read_args_t){.bucket = bucket, .key = key}, &m, &r);
     if (*status != WH_OK)
         return NULL;
     *n = (size_t)store_reader_size(r);

@@ -91,10 +91,12 @@ static void test_read_across_extents(void)
 
     /* No single fd; a reader reads it whole and across each boundary. */
     int fd = -1;
-    CHECK(store_object_open(st, "cmp", "k", &om, &fd) == WH_ERR_UNSUPPORTED);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "cmp", .key = "k"}, &om, &fd) ==
+          WH_ERR_UNSUPPORTED);
     CHECK(fd == -1);
     store_reader_t *r = NULL;
-    CHECK(store_object_reader(st, "cmp", "k", &om, &r) == WH_OK);
+    CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "cmp", .key = "k"}, &om, &r) ==
+          WH_OK);
     store_obj_meta_free(&om);
     if (!r)
         goto out;
@@ -133,7 +135,8 @@ static void test_read_across_extents(void)
     CHECK(store_reader_extent(r, TOTAL3, &f, &fo, &len) == WH_ERR_RANGE);
 
     /* Deleted while open: the reader still reads every extent; then the files are gone. */
-    CHECK(store_object_delete(st, "cmp", "k") == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "cmp", .key = "k"}, NULL) ==
+          WH_OK);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 0);
     memset(buf, 0, TOTAL3);
     CHECK(store_reader_pread(r, buf, TOTAL3, 0) == WH_OK && memcmp(buf, whole, TOTAL3) == 0);
@@ -159,7 +162,8 @@ static void test_one_part_takes_the_file(void)
     CHECK_EQ_U64(th_count_files(dir, "objects"), 1);
     /* One file: an fd as for any PUT. */
     int fd = -1;
-    CHECK(store_object_open(st, "cmp", "one", &om, &fd) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "cmp", .key = "one"}, &om, &fd) ==
+          WH_OK);
     store_obj_meta_free(&om);
     size_t n = 0;
     char *got = fd >= 0 ? th_read_fd(fd, &n) : NULL;
@@ -167,7 +171,8 @@ static void test_one_part_takes_the_file(void)
     free(got);
     if (fd >= 0)
         close(fd);
-    CHECK(store_object_delete(st, "cmp", "one") == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "cmp", .key = "one"}, NULL) ==
+          WH_OK);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 0);
     free(whole);
     store_close(st);
@@ -210,8 +215,13 @@ static void test_copy_and_overwrite(void)
     store_obj_meta_free(&om);
     /* A copy is one new file with the same bytes, etag and checksum. */
     store_obj_meta_t cm, sm;
-    CHECK(store_object_copy(st, "cmp", "k", "cmp", "copy", NULL, &cm) == WH_OK);
-    CHECK(store_object_open(st, "cmp", "k", &sm, NULL) == WH_OK);
+    CHECK(store_object_copy(
+              st,
+              &(store_copy_args_t){
+                  .src_bucket = "cmp", .src_key = "k", .dst_bucket = "cmp", .dst_key = "copy"},
+              &cm) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "cmp", .key = "k"}, &sm, NULL) ==
+          WH_OK);
     CHECK_STR(cm.etag, sm.etag);
     CHECK_STR(cm.crc64nvme, sm.crc64nvme);
     store_obj_meta_free(&cm);
@@ -220,7 +230,8 @@ static void test_copy_and_overwrite(void)
     size_t n = 0;
     wh_status_t s;
     int fd = -1;
-    CHECK(store_object_open(st, "cmp", "copy", &cm, &fd) == WH_OK); /* one file: an fd */
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "cmp", .key = "copy"}, &cm, &fd) ==
+          WH_OK); /* one file: an fd */
     store_obj_meta_free(&cm);
     char *got = fd >= 0 ? th_read_fd(fd, &n) : NULL;
     CHECK(got && n == TOTAL3 && memcmp(got, whole, n) == 0);
@@ -253,10 +264,13 @@ static void test_versions_keep_extents(void)
     store_obj_meta_free(&om);
     /* Overwritten and deleted (a marker): the composed version keeps its three files. */
     CHECK(th_put(st, "cmp", "v", "next", 4, NULL) == WH_OK);
-    CHECK(store_object_delete(st, "cmp", "v") == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "cmp", .key = "v"}, NULL) ==
+          WH_OK);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 4);
     store_reader_t *r = NULL;
-    CHECK(store_object_reader_version(st, "cmp", "v", vid, &om, &r) == WH_OK);
+    CHECK(store_object_reader(st,
+                              &(store_read_args_t){.bucket = "cmp", .key = "v", .version_id = vid},
+                              &om, &r) == WH_OK);
     store_obj_meta_free(&om);
     char *buf = malloc(TOTAL3);
     CHECK(r && store_reader_pread(r, buf, TOTAL3, 0) == WH_OK && memcmp(buf, whole, TOTAL3) == 0);
@@ -264,7 +278,9 @@ static void test_versions_keep_extents(void)
     free(buf);
     /* Removing that version releases all of its files, and only those. */
     store_del_result_t res;
-    CHECK(store_object_delete_version(st, "cmp", "v", vid, &res) == WH_OK);
+    CHECK(store_object_delete(
+              st, &(store_delete_args_t){.bucket = "cmp", .key = "v", .version_id = vid}, &res) ==
+          WH_OK);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 1);
     free(whole);
     store_close(st);

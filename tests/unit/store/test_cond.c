@@ -1,6 +1,6 @@
-/* Conditional writes in the store (store_writer_commit_cond, store_mpu_complete with a cond)
- * and conditional deletes (store_object_delete_cond): the check runs in the committing metadata
- * transaction, so writers racing on one key cannot both pass. Runs on SQLite and (as
+/* Conditional writes in the store (store_writer_commit and store_mpu_complete with a cond)
+ * and conditional deletes (store_object_delete with a cond): the check runs in the committing
+ * metadata transaction, so writers racing on one key cannot both pass. Runs on SQLite and (as
  * unit/store/test_cond/pg) on PostgreSQL. */
 #include "base/log.h"
 #include "helpers.h"
@@ -24,7 +24,7 @@ static wh_status_t put_cond(store_t *st, const char *key, const char *body, stor
     }
     store_obj_meta_t m;
     memset(&m, 0, sizeof m);
-    s = store_writer_commit_cond(w, "bkt", key, &m, c);
+    s = store_writer_commit(w, &(store_commit_args_t){.bucket = "bkt", .key = key, .cond = c}, &m);
     if (out)
         *out = m;
     else
@@ -83,7 +83,9 @@ static void test_put_conditions(void)
     store_writer_t *w = NULL;
     CHECK(store_writer_open(st, &w) == WH_OK);
     memset(&m, 0, sizeof m);
-    CHECK(store_writer_commit_cond(w, "nob", "k", &m, &c) == WH_ERR_NOT_FOUND && !c.failed);
+    CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "nob", .key = "k", .cond = &c},
+                              &m) == WH_ERR_NOT_FOUND &&
+          !c.failed);
     store_obj_meta_free(&m);
     store_close(st);
     th_rmdir(dir);
@@ -112,7 +114,8 @@ static void *racer(void *arg)
     if (r->res == WH_OK) {
         store_obj_meta_t m;
         memset(&m, 0, sizeof m);
-        r->res = store_writer_commit_cond(w, "bkt", key, &m, &c);
+        r->res = store_writer_commit(
+            w, &(store_commit_args_t){.bucket = "bkt", .key = key, .cond = &c}, &m);
         store_obj_meta_free(&m);
     } else {
         store_writer_abort(w);
@@ -215,7 +218,8 @@ static void test_complete_conditions(void)
               &m, &bad) == WH_ERR_PRECONDITION &&
           c.failed);
     store_obj_meta_t om;
-    CHECK(store_object_open(st, "bkt", "mp", &om, NULL) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "bkt", .key = "mp"}, &om, NULL) ==
+          WH_OK);
     c = (store_cond_t){.kind = STORE_COND_MATCH};
     snprintf(c.etag, sizeof c.etag, "%s", om.etag);
     store_obj_meta_free(&om);
@@ -245,13 +249,16 @@ static void test_delete_conditions(void)
     store_obj_meta_free(&m);
     /* Another ETag, size or time: PRECONDITION with why, and the object stays. */
     store_del_cond_t c = {.if_match = "\"0123456789abcdef0123456789abcdef\""};
-    CHECK(store_object_delete_cond(st, "bkt", "k", NULL, 0, &c, NULL) == WH_ERR_PRECONDITION);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "k", .cond = &c},
+                              NULL) == WH_ERR_PRECONDITION);
     CHECK(c.failed == STORE_DCOND_ETAG && strcmp(c.etag, e1) == 0);
     c = (store_del_cond_t){.if_match = q1, .has_size = true, .size = 4};
-    CHECK(store_object_delete_cond(st, "bkt", "k", NULL, 0, &c, NULL) == WH_ERR_PRECONDITION);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "k", .cond = &c},
+                              NULL) == WH_ERR_PRECONDITION);
     CHECK(c.failed == STORE_DCOND_SIZE && c.got_size == 5);
     c = (store_del_cond_t){.has_mtime = true, .mtime = mt - 100};
-    CHECK(store_object_delete_cond(st, "bkt", "k", NULL, 0, &c, NULL) == WH_ERR_PRECONDITION);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "k", .cond = &c},
+                              NULL) == WH_ERR_PRECONDITION);
     CHECK(c.failed == STORE_DCOND_MTIME);
     char *b = get_body(st, "k");
     CHECK_STR(b, "12345");
@@ -259,18 +266,26 @@ static void test_delete_conditions(void)
     /* If-Match on a missing key: NOT_FOUND with failed set (a plain delete's NOT_FOUND has none).
      */
     c = (store_del_cond_t){.if_match = "*"};
-    CHECK(store_object_delete_cond(st, "bkt", "none", NULL, 0, &c, NULL) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = "bkt", .key = "none", .cond = &c},
+                              NULL) == WH_ERR_NOT_FOUND);
     CHECK(c.failed == STORE_DCOND_MISSING);
     /* The size condition holds for a missing key. */
     c = (store_del_cond_t){.has_size = true, .size = 1};
-    CHECK(store_object_delete_cond(st, "bkt", "none", NULL, 0, &c, NULL) == WH_OK && !c.failed);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = "bkt", .key = "none", .cond = &c},
+                              NULL) == WH_OK &&
+          !c.failed);
     /* Everything right (unquoted, in a list): deleted. */
     char list[200];
     snprintf(list, sizeof list, "\"abc\", %s", e1);
     c = (store_del_cond_t){
         .if_match = list, .has_size = true, .size = 5, .has_mtime = true, .mtime = mt};
-    CHECK(store_object_delete_cond(st, "bkt", "k", NULL, 0, &c, NULL) == WH_OK && !c.failed);
-    CHECK(store_object_open(st, "bkt", "k", NULL, NULL) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "k", .cond = &c},
+                              NULL) == WH_OK &&
+          !c.failed);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "bkt", .key = "k"}, NULL, NULL) ==
+          WH_ERR_NOT_FOUND);
     /* Versioned: the condition is the named version's; a delete marker is no object. */
     CHECK(store_bucket_versioning_set(st, "bkt", STORE_VERSIONING_ENABLED) == WH_OK);
     store_obj_meta_t v1, v2;
@@ -278,25 +293,39 @@ static void test_delete_conditions(void)
     CHECK(put_cond(st, "v", "two", NULL, &v2) == WH_OK);
     store_del_result_t res;
     c = (store_del_cond_t){.if_match = v1.etag};
-    CHECK(store_object_delete_cond(st, "bkt", "v", NULL, 0, &c, &res) == WH_ERR_PRECONDITION);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "v", .cond = &c},
+                              &res) == WH_ERR_PRECONDITION);
     c = (store_del_cond_t){.if_match = v2.etag};
-    CHECK(store_object_delete_cond(st, "bkt", "v", v1.version_id, 0, &c, &res) ==
-          WH_ERR_PRECONDITION);
+    CHECK(store_object_delete(
+              st,
+              &(store_delete_args_t){
+                  .bucket = "bkt", .key = "v", .version_id = v1.version_id, .cond = &c},
+              &res) == WH_ERR_PRECONDITION);
     c = (store_del_cond_t){.if_match = v2.etag};
-    CHECK(store_object_delete_cond(st, "bkt", "v", NULL, 0, &c, &res) == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "v", .cond = &c},
+                              &res) == WH_OK);
     CHECK(res.delete_marker);
     char dm[STORE_VERSION_ID_MAX];
     snprintf(dm, sizeof dm, "%s", res.version_id);
     c = (store_del_cond_t){.if_match = "*"};
-    CHECK(store_object_delete_cond(st, "bkt", "v", NULL, 0, &c, &res) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "v", .cond = &c},
+                              &res) == WH_ERR_NOT_FOUND);
     CHECK(c.failed == STORE_DCOND_MISSING && c.delete_marker);
     c = (store_del_cond_t){.if_match = "*"};
-    CHECK(store_object_delete_cond(st, "bkt", "v", dm, 0, &c, &res) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_delete(
+              st, &(store_delete_args_t){.bucket = "bkt", .key = "v", .version_id = dm, .cond = &c},
+              &res) == WH_ERR_NOT_FOUND);
     c = (store_del_cond_t){.if_match = v1.etag};
-    CHECK(store_object_delete_cond(st, "bkt", "v", v1.version_id, 0, &c, &res) == WH_OK);
+    CHECK(store_object_delete(
+              st,
+              &(store_delete_args_t){
+                  .bucket = "bkt", .key = "v", .version_id = v1.version_id, .cond = &c},
+              &res) == WH_OK);
     CHECK(strcmp(res.version_id, v1.version_id) == 0);
     store_obj_meta_t g;
-    CHECK(store_object_open_version(st, "bkt", "v", v2.version_id, &g, NULL) == WH_OK);
+    CHECK(store_object_open(
+              st, &(store_read_args_t){.bucket = "bkt", .key = "v", .version_id = v2.version_id},
+              &g, NULL) == WH_OK);
     store_obj_meta_free(&g);
     store_obj_meta_free(&v1);
     store_obj_meta_free(&v2);

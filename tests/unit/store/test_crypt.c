@@ -49,7 +49,7 @@ static wh_status_t put_enc(store_t *st, const char *key, const uint8_t *p, size_
     }
     store_obj_meta_t m;
     memset(&m, 0, sizeof m);
-    wh_status_t s = store_writer_commit(w, "bkt", key, &m);
+    wh_status_t s = store_writer_commit(w, &(store_commit_args_t){.bucket = "bkt", .key = key}, &m);
     if (s == WH_OK) {
         uint8_t d[WH_MD5_LEN];
         char hex[33];
@@ -75,7 +75,8 @@ static wh_status_t read_range(store_t *st, const char *key, const uint8_t *dkey,
 {
     store_obj_meta_t m;
     store_reader_t *r = NULL;
-    wh_status_t s = store_object_reader(st, "bkt", key, &m, &r);
+    wh_status_t s =
+        store_object_reader(st, &(store_read_args_t){.bucket = "bkt", .key = key}, &m, &r);
     if (s != WH_OK)
         return s;
     CHECK(store_reader_fd(r) < 0); /* never the stored bytes by sendfile */
@@ -215,17 +216,32 @@ static void test_copy_and_multipart(void)
     /* Without the source's key the copy is refused and nothing is made. */
     store_obj_meta_t om;
     memset(&om, 0, sizeof om);
-    CHECK(store_object_copy_sse(st, "bkt", "src", NULL, "bkt", "x", NULL, NULL, &om) ==
-          WH_ERR_AUTH);
+    CHECK(store_object_copy(
+              st,
+              &(store_copy_args_t){
+                  .src_bucket = "bkt", .src_key = "src", .dst_bucket = "bkt", .dst_key = "x"},
+              &om) == WH_ERR_AUTH);
     CHECK(read_range(st, "x", NULL, 0, 1, q) == WH_ERR_NOT_FOUND);
     /* Encrypted -> encrypted under another key; encrypted -> plain. */
     store_copy_sse_t cs = {.src_key = key_cb, .arg = dk, .dst_sse = sse2, .dst_key = dk2};
-    CHECK(store_object_copy_sse(st, "bkt", "src", NULL, "bkt", "c2", NULL, &cs, &om) == WH_OK);
+    CHECK(store_object_copy(st,
+                            &(store_copy_args_t){.src_bucket = "bkt",
+                                                 .src_key = "src",
+                                                 .dst_bucket = "bkt",
+                                                 .dst_key = "c2",
+                                                 .sse = &cs},
+                            &om) == WH_OK);
     CHECK(om.sse && strcmp(om.sse, sse2) == 0);
     store_obj_meta_free(&om);
     CHECK(read_range(st, "c2", dk2, 0, n, q) == WH_OK && memcmp(q, p, n) == 0);
     store_copy_sse_t cp = {.src_key = key_cb, .arg = dk};
-    CHECK(store_object_copy_sse(st, "bkt", "src", NULL, "bkt", "plain", NULL, &cp, &om) == WH_OK);
+    CHECK(store_object_copy(st,
+                            &(store_copy_args_t){.src_bucket = "bkt",
+                                                 .src_key = "src",
+                                                 .dst_bucket = "bkt",
+                                                 .dst_key = "plain",
+                                                 .sse = &cp},
+                            &om) == WH_OK);
     CHECK(om.sse == NULL);
     store_obj_meta_free(&om);
     size_t gn = 0;
@@ -297,10 +313,13 @@ static void test_versions(void)
     char cur[STORE_VERSION_ID_MAX];
     snprintf(cur, sizeof cur, "%s", m.version_id);
     store_obj_meta_free(&m);
-    CHECK(store_object_delete_version(st, "bkt", "v", cur, NULL) == WH_OK); /* promotes it */
+    CHECK(store_object_delete(
+              st, &(store_delete_args_t){.bucket = "bkt", .key = "v", .version_id = cur}, NULL) ==
+          WH_OK); /* promotes it */
     CHECK(read_range(st, "v", dk, 0, sizeof p, q) == WH_OK && memcmp(p, q, sizeof p) == 0);
     store_reader_t *r = NULL;
-    CHECK(store_object_reader(st, "bkt", "v", &m, &r) == WH_OK);
+    CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "bkt", .key = "v"}, &m, &r) ==
+          WH_OK);
     CHECK(m.sse && strcmp(m.sse, sse) == 0 && store_reader_encrypted(r));
     store_reader_close(r);
     store_obj_meta_free(&m);

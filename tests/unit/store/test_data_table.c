@@ -7,6 +7,7 @@
 #include "base/crc.h"
 #include "base/log.h"
 #include "helpers.h"
+#include "xfer/token.h"
 
 #include <pthread.h>
 
@@ -28,6 +29,7 @@ typedef struct {
     size_t n;
     unsigned next_id;
     int released, rdma_gets, rdma_puts;
+    const token_arg_t *last_token; /* what the last delegated RDMA call was handed */
 } mem_t;
 
 typedef struct {
@@ -134,16 +136,18 @@ static wh_status_t mem_append(store_data_writer_t *dw, store_reader_t *r, uint64
     return WH_OK;
 }
 
-static wh_status_t mem_rdma_put(store_data_writer_t *dw, const char *token, const wh_peer_t *peer,
-                                uint64_t size, store_rdma_result_t *res)
+static wh_status_t mem_rdma_put(store_data_writer_t *dw, const token_arg_t *token,
+                                const wh_peer_t *peer, uint64_t size, store_rdma_result_t *res)
 {
-    /* Stands in for storage servers reading the client's region: the "region" is the token. */
+    /* Stands in for storage servers reading the client's region: the "region" is the token's
+     * string. */
     MEM(dw->data)->rdma_puts++;
-    if (strlen(token) != size)
+    MEM(dw->data)->last_token = token;
+    if (strlen(token->str) != size)
         return WH_ERR_INVALID;
-    mem_write(dw, token, size);
+    mem_write(dw, token->str, size);
     res->bytes = size;
-    res->crc64nvme = wh_crc64nvme(0, token, size);
+    res->crc64nvme = wh_crc64nvme(0, token->str, size);
     snprintf(res->md5_hex, sizeof res->md5_hex, "%032x", (unsigned)size);
     return WH_OK;
 }
@@ -240,10 +244,11 @@ static wh_status_t mem_reader_pread(store_reader_t *rr, void *buf, size_t n, uin
     return n ? WH_ERR_IO : WH_OK;
 }
 
-static wh_status_t mem_rdma_get(store_reader_t *r, const char *token, const wh_peer_t *peer,
+static wh_status_t mem_rdma_get(store_reader_t *r, const token_arg_t *token, const wh_peer_t *peer,
                                 uint64_t off, uint64_t len, store_rdma_result_t *res)
 {
     MEM(r->data)->rdma_gets++;
+    MEM(r->data)->last_token = token;
     char *buf = malloc(len ? len : 1);
     wh_status_t st = mem_reader_pread(r, buf, len, off);
     res->bytes = st == WH_OK ? len : 0;
@@ -325,7 +330,8 @@ static void test_remote_style_table(void)
     /* GET without an fd: pread, and delegated RDMA answered by the table. */
     store_reader_t *r = NULL;
     store_obj_meta_t rm;
-    CHECK(store_object_reader(st, "remote", "obj", &rm, &r) == WH_OK);
+    CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "remote", .key = "obj"}, &rm,
+                              &r) == WH_OK);
     if (r) {
         CHECK(store_reader_fd(r) == -1);
         char got[3500];
@@ -334,15 +340,21 @@ static void test_remote_style_table(void)
         CHECK(store_reader_pread(r, got, 1200, 900) == WH_OK && memcmp(got, body + 900, 1200) == 0);
         store_rdma_result_t res;
         wh_peer_t peer = {.addr = "127.0.0.1:1"};
-        CHECK(store_reader_rdma_get(r, "tok", &peer, 100, 2000, &res) == WH_OK);
+        /* The token reaches the table as the front parsed it, passed through untouched. */
+        token_arg_t tok;
+        token_arg_parse(&tok, "1000:1000:ofi1:shm:0011:1");
+        CHECK(tok.st == WH_OK);
+        CHECK(store_reader_rdma_get(r, &tok, &peer, 100, 2000, &res) == WH_OK);
+        CHECK(MEM(store_data(st))->last_token == &tok);
         CHECK_EQ_U64(res.bytes, 2000);
         CHECK_EQ_U64(res.crc64nvme, wh_crc64nvme(0, body + 100, 2000));
-        CHECK(store_reader_rdma_get(r, "tok", &peer, 3000, 501, &res) == WH_ERR_RANGE);
+        CHECK(store_reader_rdma_get(r, &tok, &peer, 3000, 501, &res) == WH_ERR_RANGE);
         store_reader_close(r);
         store_obj_meta_free(&rm);
     }
     int fd = -1;
-    CHECK(store_object_open(st, "remote", "obj", &rm, &fd) == WH_ERR_UNSUPPORTED);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "remote", .key = "obj"}, &rm, &fd) ==
+          WH_ERR_UNSUPPORTED);
 
     /* Overwrite: the old chunks are released after the commit. */
     CHECK(th_put(st, "remote", "obj", "short", 5, NULL) == WH_OK);
@@ -358,12 +370,15 @@ static void test_remote_style_table(void)
     CHECK(store_writer_open(st, &w) == WH_OK);
     store_rdma_result_t res;
     wh_peer_t peer = {.addr = "127.0.0.1:1"};
-    CHECK(store_writer_rdma_put(w, "client-region-bytes", &peer, 19, &res) == WH_OK);
+    token_arg_t region = {.str = "client-region-bytes"};
+    CHECK(store_writer_rdma_put(w, &region, &peer, 19, &res) == WH_OK);
+    CHECK(MEM(store_data(st))->last_token == &region);
     CHECK_EQ_U64(store_writer_size(w), 19);
     CHECK_EQ_U64(store_writer_crc64nvme(w), wh_crc64nvme(0, "client-region-bytes", 19));
     store_obj_meta_t pm;
     memset(&pm, 0, sizeof pm);
-    CHECK(store_writer_commit(w, "remote", "rdma", &pm) == WH_OK);
+    CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "remote", .key = "rdma"}, &pm) ==
+          WH_OK);
     CHECK_STR(pm.etag, "00000000000000000000000000000013");
     CHECK_EQ_U64(mem->rdma_puts, 1);
 
@@ -405,7 +420,8 @@ static void test_remote_style_table(void)
     CHECK(store_writer_write(w, "abc", 3) == WH_OK);
     CHECK(store_mpu_part_commit(st, "remote", "mq", uid, 1, w, e1) == WH_OK);
     CHECK(store_writer_open(st, &w) == WH_OK);
-    CHECK(store_writer_rdma_put(w, "end", &peer, 3, &res) == WH_OK);
+    region = (token_arg_t){.str = "end"};
+    CHECK(store_writer_rdma_put(w, &region, &peer, 3, &res) == WH_OK);
     CHECK(store_mpu_part_commit(st, "remote", "mq", uid, 2, w, e2) == WH_OK);
     store_part_info_t *pi = NULL;
     size_t np = 0;
@@ -426,13 +442,16 @@ static void test_remote_style_table(void)
     CHECK_STR(pm.crc32c, "");
     CHECK(pm.crc64nvme[0] != '\0');
     store_obj_meta_free(&pm);
-    CHECK(store_object_delete(st, "remote", "mq") == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "remote", .key = "mq"}, NULL) ==
+          WH_OK);
     free(p1);
 
     /* Delete: released once; the row is gone. */
-    CHECK(store_object_delete(st, "remote", "mp") == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "remote", .key = "mp"}, NULL) ==
+          WH_OK);
     CHECK_EQ_U64(live_chunks(mem), 1 + 1); /* "obj" and "rdma" */
-    CHECK(store_object_reader(st, "remote", "mp", &rm, &r) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "remote", .key = "mp"}, &rm, &r) ==
+          WH_ERR_NOT_FOUND);
     store_close(st);
     th_rmdir(dir);
 }

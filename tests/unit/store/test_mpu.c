@@ -163,7 +163,8 @@ static void test_complete(void)
     char want_crc[13];
     wh_crc64nvme_b64(wh_crc64nvme(0, whole, total), want_crc);
     store_obj_meta_t hm;
-    CHECK(store_object_open(st, "mpu", "big/object", &hm, NULL) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "mpu", .key = "big/object"}, &hm,
+                            NULL) == WH_OK);
     CHECK_STR(hm.crc64nvme, want_crc);
     CHECK_STR(hm.etag, want_etag);
     CHECK_EQ_U64(hm.parts, 3);
@@ -271,7 +272,8 @@ static void test_complete_errors(void)
     CHECK_EQ_U64(bad, STORE_MPU_NO_PARTS);
 
     /* Nothing was stored by any failure; the upload is intact. */
-    CHECK(store_object_open(st, "mpu", "k", &om, NULL) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "mpu", .key = "k"}, &om, NULL) ==
+          WH_ERR_NOT_FOUND);
     CHECK(store_mpu_check(st, "mpu", "k", uid) == WH_OK);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 3);
     CHECK_EQ_U64(th_count_files(dir, "tmp"), 0);
@@ -294,7 +296,8 @@ static void test_complete_errors(void)
     /* Completing over an existing object while a reader holds it open. */
     store_reader_t *rd = NULL;
     store_obj_meta_t rm;
-    CHECK(store_object_reader(st, "mpu", "k", &rm, &rd) == WH_OK);
+    CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "mpu", .key = "k"}, &rm, &rd) ==
+          WH_OK);
     CHECK(store_mpu_create(st, "mpu", "k", NULL, uid) == WH_OK);
     CHECK(put_part(st, "k", uid, 1, "tiny", 4, et[1]) == WH_OK);
     store_complete_part_t one[1] = {{1, et[1]}};
@@ -368,7 +371,8 @@ static void test_abort_and_list_uploads(void)
     CHECK(put_part(st, "logs/b", u1, 3, "late", 4, e) == WH_ERR_NOT_FOUND);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 0);
     CHECK_EQ_U64(th_count_files(dir, "tmp"), 0);
-    CHECK(store_object_open(st, "mpu", "logs/b", NULL, NULL) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "mpu", .key = "logs/b"}, NULL,
+                            NULL) == WH_ERR_NOT_FOUND);
 
     CHECK(store_mpu_abort(st, "mpu", "logs/a", u2) == WH_OK);
     CHECK(store_mpu_abort(st, "mpu", "data/x", u3) == WH_OK);
@@ -398,11 +402,13 @@ static void test_bucket_delete_drops_uploads(void)
     CHECK(store_writer_write(w, "obj", 3) == WH_OK);
     store_obj_meta_t om;
     memset(&om, 0, sizeof om);
-    CHECK(store_writer_commit(w, "mpu", "o", &om) == WH_OK);
+    CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "mpu", .key = "o"}, &om) ==
+          WH_OK);
     CHECK(store_bucket_delete(st, "mpu") == WH_ERR_NOT_EMPTY);
     CHECK(store_mpu_check(st, "mpu", "a", u1) == WH_OK);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 4);
-    CHECK(store_object_delete(st, "mpu", "o") == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "mpu", .key = "o"}, NULL) ==
+          WH_OK);
     /* Now only uploads: the bucket goes, with them and their part files. */
     CHECK(store_bucket_delete(st, "mpu") == WH_OK);
     CHECK(store_bucket_exists(st, "mpu") == WH_ERR_NOT_FOUND);
@@ -473,7 +479,8 @@ static void test_complete_sums(void)
                                                               .sums = &sums},
                                  &om, &bad) == WH_ERR_INVALID);
         CHECK_EQ_U64(bad, STORE_MPU_BAD_SUM);
-        CHECK(store_object_open(st, "mpu", key, NULL, NULL) == WH_ERR_NOT_FOUND);
+        CHECK(store_object_open(st, &(store_read_args_t){.bucket = "mpu", .key = key}, NULL,
+                                NULL) == WH_ERR_NOT_FOUND);
         sums.want_crc32c = t == 0 ? comp : full;
         memset(&om, 0, sizeof om);
         CHECK(store_mpu_complete(st,
@@ -486,7 +493,8 @@ static void test_complete_sums(void)
                                  &om, &bad) == WH_OK);
         CHECK_STR(om.crc32c, t == 0 ? comp : full);
         store_obj_meta_free(&om);
-        CHECK(store_object_open(st, "mpu", key, &om, NULL) == WH_OK);
+        CHECK(store_object_open(st, &(store_read_args_t){.bucket = "mpu", .key = key}, &om, NULL) ==
+              WH_OK);
         CHECK_STR(om.crc32c, t == 0 ? comp : full);
         store_obj_meta_free(&om);
     }

@@ -4,6 +4,7 @@
 #include "base/codec.h"
 #include "base/log.h"
 #include "helpers.h"
+#include "xfer/token.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -110,7 +111,8 @@ static void test_buckets(void)
     /* Not empty with an object; an in-progress upload goes with the bucket, as in S3. */
     CHECK(th_put(st, "bkt-a", "x", "1", 1, NULL) == WH_OK);
     CHECK(store_bucket_delete(st, "bkt-a") == WH_ERR_NOT_EMPTY);
-    CHECK(store_object_delete(st, "bkt-a", "x") == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt-a", .key = "x"}, NULL) ==
+          WH_OK);
     char uid[65];
     CHECK(store_mpu_create(st, "bkt-a", "up", NULL, uid) == WH_OK);
     CHECK(store_bucket_delete(st, "bkt-a") == WH_OK);
@@ -157,7 +159,8 @@ static void test_put_get(void)
     CHECK(m.mtime > 0);
 
     store_obj_meta_t hm;
-    CHECK(store_object_open(st, "data", "dir/file.bin", &hm, NULL) == WH_OK); /* HEAD */
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "data", .key = "dir/file.bin"}, &hm,
+                            NULL) == WH_OK); /* HEAD */
     CHECK_STR(hm.etag, hex);
     CHECK_EQ_U64(hm.size, n);
     CHECK_STR(hm.content_type, "application/octet-stream");
@@ -173,8 +176,10 @@ static void test_put_get(void)
     free(got);
 
     /* Missing key, missing bucket. */
-    CHECK(store_object_open(st, "data", "nope", &hm, NULL) == WH_ERR_NOT_FOUND);
-    CHECK(store_object_open(st, "nobucket", "dir/file.bin", &hm, NULL) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "data", .key = "nope"}, &hm, NULL) ==
+          WH_ERR_NOT_FOUND);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "nobucket", .key = "dir/file.bin"},
+                            &hm, NULL) == WH_ERR_NOT_FOUND);
 
     /* Writer digests are readable before commit, and a set crc32c/user meta is kept. */
     store_writer_t *w = NULL;
@@ -193,8 +198,10 @@ static void test_put_get(void)
     snprintf(um.content_type, sizeof um.content_type, "text/plain");
     um.user_meta_json = "{\"x-amz-meta-a\":\"b\"}";
     wh_crc32c_b64(wh_crc32c(0, "hello", 5), um.crc32c);
-    CHECK(store_writer_commit(w, "data", "hello.txt", &um) == WH_OK);
-    CHECK(store_object_open(st, "data", "hello.txt", &hm, NULL) == WH_OK);
+    CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "data", .key = "hello.txt"},
+                              &um) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "data", .key = "hello.txt"}, &hm,
+                            NULL) == WH_OK);
     CHECK_STR(hm.content_type, "text/plain");
     CHECK_STR(hm.user_meta_json ? hm.user_meta_json : "", "{\"x-amz-meta-a\":\"b\"}");
     CHECK_STR(hm.crc32c, um.crc32c);
@@ -206,8 +213,10 @@ static void test_put_get(void)
     CHECK(store_writer_write(w, "abc", 3) == WH_OK);
     memset(&um, 0, sizeof um);
     um.size = 4;
-    CHECK(store_writer_commit(w, "data", "short", &um) == WH_ERR_INVALID);
-    CHECK(store_object_open(st, "data", "short", &hm, NULL) == WH_ERR_NOT_FOUND);
+    CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "data", .key = "short"}, &um) ==
+          WH_ERR_INVALID);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "data", .key = "short"}, &hm,
+                            NULL) == WH_ERR_NOT_FOUND);
 
     /* Empty object. */
     CHECK(th_put(st, "data", "empty", "", 0, &m) == WH_OK);
@@ -269,7 +278,8 @@ static void test_overwrite_open_fd(void)
     CHECK(th_put(st, "data", "k", "version-one", 11, NULL) == WH_OK);
     store_obj_meta_t m;
     int fd = -1;
-    CHECK(store_object_open(st, "data", "k", &m, &fd) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "data", .key = "k"}, &m, &fd) ==
+          WH_OK);
     CHECK(th_put(st, "data", "k", "version-two!", 12, NULL) == WH_OK);
     /* The held fd still reads the old version; a new open sees the new one. */
     size_t n = 0;
@@ -286,16 +296,21 @@ static void test_overwrite_open_fd(void)
     CHECK_EQ_U64(th_count_files(dir, "objects"), 1);
 
     /* Delete while open: still readable through the fd, gone for new opens. */
-    CHECK(store_object_open(st, "data", "k", &m, &fd) == WH_OK);
-    CHECK(store_object_delete(st, "data", "k") == WH_OK);
-    CHECK(store_object_delete(st, "data", "k") == WH_OK); /* idempotent */
-    CHECK(store_object_delete(st, "nobucket", "k") == WH_ERR_NOT_FOUND);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "data", .key = "k"}, &m, &fd) ==
+          WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "data", .key = "k"}, NULL) ==
+          WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "data", .key = "k"}, NULL) ==
+          WH_OK); /* idempotent */
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "nobucket", .key = "k"}, NULL) ==
+          WH_ERR_NOT_FOUND);
     old = th_read_fd(fd, &n);
     CHECK(n == 12 && memcmp(old, "version-two!", 12) == 0);
     free(old);
     close(fd);
     store_obj_meta_free(&m);
-    CHECK(store_object_open(st, "data", "k", &m, NULL) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "data", .key = "k"}, &m, NULL) ==
+          WH_ERR_NOT_FOUND);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 0);
     store_close(st);
     th_rmdir(dir);
@@ -382,10 +397,15 @@ static void test_copy(void)
     memset(&m, 0, sizeof m);
     snprintf(m.content_type, sizeof m.content_type, "image/png");
     m.user_meta_json = "{\"x-amz-meta-k\":\"v\"}";
-    CHECK(store_writer_commit(w, "src", "orig", &m) == WH_OK);
+    CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "src", .key = "orig"}, &m) ==
+          WH_OK);
 
     store_obj_meta_t out;
-    CHECK(store_object_copy(st, "src", "orig", "dst", "copy", NULL, &out) == WH_OK);
+    CHECK(store_object_copy(
+              st,
+              &(store_copy_args_t){
+                  .src_bucket = "src", .src_key = "orig", .dst_bucket = "dst", .dst_key = "copy"},
+              &out) == WH_OK);
     CHECK_STR(out.etag, m.etag);
     CHECK_EQ_U64(out.size, n);
     CHECK_STR(out.content_type, "image/png");
@@ -397,7 +417,8 @@ static void test_copy(void)
     CHECK(s == WH_OK && gn == n && memcmp(got, buf, n) == 0);
     free(got);
     store_obj_meta_t hm;
-    CHECK(store_object_open(st, "dst", "copy", &hm, NULL) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "dst", .key = "copy"}, &hm, NULL) ==
+          WH_OK);
     CHECK_STR(hm.crc64nvme, m.crc64nvme);
     store_obj_meta_free(&hm);
 
@@ -405,9 +426,16 @@ static void test_copy(void)
     store_obj_meta_t rm;
     memset(&rm, 0, sizeof rm);
     snprintf(rm.content_type, sizeof rm.content_type, "text/csv");
-    CHECK(store_object_copy(st, "src", "orig", "src", "orig", &rm, &out) == WH_OK);
+    CHECK(store_object_copy(st,
+                            &(store_copy_args_t){.src_bucket = "src",
+                                                 .src_key = "orig",
+                                                 .dst_bucket = "src",
+                                                 .dst_key = "orig",
+                                                 .replace_meta = &rm},
+                            &out) == WH_OK);
     store_obj_meta_free(&out);
-    CHECK(store_object_open(st, "src", "orig", &hm, NULL) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = "src", .key = "orig"}, &hm, NULL) ==
+          WH_OK);
     CHECK_STR(hm.content_type, "text/csv");
     CHECK(hm.user_meta_json == NULL);
     CHECK_EQ_U64(hm.size, n);
@@ -417,13 +445,27 @@ static void test_copy(void)
     free(got);
 
     /* The copy is a separate file: deleting the source keeps it. */
-    CHECK(store_object_delete(st, "src", "orig") == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "src", .key = "orig"}, NULL) ==
+          WH_OK);
     got = th_get(st, "dst", "copy", &gn, &s);
     CHECK(s == WH_OK && gn == n && memcmp(got, buf, n) == 0);
     free(got);
-    CHECK(store_object_copy(st, "src", "orig", "dst", "x", NULL, &out) == WH_ERR_NOT_FOUND);
-    CHECK(store_object_copy(st, "dst", "copy", "nobucket", "x", NULL, &out) == WH_ERR_NOT_FOUND);
-    CHECK(store_object_copy(st, "dst", "copy", "dst", "bad\xff", NULL, &out) == WH_ERR_INVALID);
+    CHECK(store_object_copy(
+              st,
+              &(store_copy_args_t){
+                  .src_bucket = "src", .src_key = "orig", .dst_bucket = "dst", .dst_key = "x"},
+              &out) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_copy(
+              st,
+              &(store_copy_args_t){
+                  .src_bucket = "dst", .src_key = "copy", .dst_bucket = "nobucket", .dst_key = "x"},
+              &out) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_copy(st,
+                            &(store_copy_args_t){.src_bucket = "dst",
+                                                 .src_key = "copy",
+                                                 .dst_bucket = "dst",
+                                                 .dst_key = "bad\xff"},
+                            &out) == WH_ERR_INVALID);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 1);
     CHECK_EQ_U64(th_count_files(dir, "tmp"), 0);
     free(buf);
@@ -545,7 +587,8 @@ static void *conc_main(void *p)
         store_obj_meta_t sm;
         int sfd = -1;
         got = NULL;
-        s = store_object_open(a->st, "conc", "shared", &sm, &sfd);
+        s = store_object_open(a->st, &(store_read_args_t){.bucket = "conc", .key = "shared"}, &sm,
+                              &sfd);
         if (s == WH_OK) {
             got = th_read_fd(sfd, &gn);
             close(sfd);
@@ -617,7 +660,8 @@ static void test_reader_api(void)
     CHECK(th_put(st, "data", "k", "0123456789abcdef", 16, NULL) == WH_OK);
     store_obj_meta_t m;
     store_reader_t *r = NULL;
-    CHECK(store_object_reader(st, "data", "k", &m, &r) == WH_OK);
+    CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "data", .key = "k"}, &m, &r) ==
+          WH_OK);
     if (!r)
         return;
     CHECK_EQ_U64(m.size, 16);
@@ -628,17 +672,20 @@ static void test_reader_api(void)
     CHECK(store_reader_pread(r, buf, 7, 10) == WH_ERR_RANGE);
     wh_peer_t peer = {.addr = "127.0.0.1:1"};
     store_rdma_result_t res;
-    CHECK(store_reader_rdma_get(r, "tok", &peer, 0, 16, &res) == WH_ERR_UNSUPPORTED);
+    token_arg_t tok;
+    token_arg_parse(&tok, "1000:10:ofi1:shm:0011:1");
+    CHECK(store_reader_rdma_get(r, &tok, &peer, 0, 16, &res) == WH_ERR_UNSUPPORTED);
     /* Overwritten while open: the reader keeps its version. */
     CHECK(th_put(st, "data", "k", "ZZ", 2, NULL) == WH_OK);
     CHECK(store_reader_pread(r, buf, 4, 0) == WH_OK && memcmp(buf, "0123", 4) == 0);
     store_reader_close(r);
     store_obj_meta_free(&m);
-    CHECK(store_object_reader(st, "data", "nokey", &m, &r) == WH_ERR_NOT_FOUND);
+    CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "data", .key = "nokey"}, &m, &r) ==
+          WH_ERR_NOT_FOUND);
 
     store_writer_t *w = NULL;
     CHECK(store_writer_open(st, &w) == WH_OK);
-    CHECK(store_writer_rdma_put(w, "tok", &peer, 16, &res) == WH_ERR_UNSUPPORTED);
+    CHECK(store_writer_rdma_put(w, &tok, &peer, 16, &res) == WH_ERR_UNSUPPORTED);
     store_writer_abort(w);
 
     store_space_t sp;
@@ -692,7 +739,8 @@ static void test_part_etag(void)
         memset(&m, 0, sizeof m);
         char key[32];
         snprintf(key, sizeof key, "p%zu", c);
-        CHECK(store_writer_commit(w, "data", key, &m) == WH_OK);
+        CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "data", .key = key}, &m) ==
+              WH_OK);
         if (strcmp(m.etag, want) != 0)
             fprintf(stderr, "  size %zu: etag %s, want %s\n", len, m.etag, want);
         CHECK_STR(m.etag, want);
@@ -741,7 +789,8 @@ static void test_digest_etag(void)
         memset(&m, 0, sizeof m);
         char key[16];
         snprintf(key, sizeof key, "d%d", c);
-        CHECK(store_writer_commit(w, "data", key, &m) == WH_OK);
+        CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "data", .key = key}, &m) ==
+              WH_OK);
         snprintf(etags[c], sizeof etags[c], "%s", m.etag);
         CHECK(strlen(m.etag) == 34 && strcmp(m.etag + 32, "-3") == 0);
         char b64[16];
@@ -749,7 +798,8 @@ static void test_digest_etag(void)
         CHECK_STR(m.crc64nvme, b64);
         store_reader_t *r = NULL;
         store_obj_meta_t rm;
-        CHECK(store_object_reader(st, "data", key, &rm, &r) == WH_OK);
+        CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "data", .key = key}, &rm,
+                                  &r) == WH_OK);
         uint8_t *back = malloc(len);
         CHECK(r && store_reader_pread(r, back, len, 0) == WH_OK);
         CHECK(memcmp(back, buf, len) == 0);

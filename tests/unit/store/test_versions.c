@@ -14,7 +14,8 @@ static char *get_version(store_t *st, const char *key, const char *vid, wh_statu
 {
     store_obj_meta_t m;
     store_reader_t *r = NULL;
-    *s = store_object_reader_version(st, BKT, key, vid, &m, &r);
+    *s = store_object_reader(st, &(store_read_args_t){.bucket = BKT, .key = key, .version_id = vid},
+                             &m, &r);
     if (mo)
         *mo = m;
     if (*s != WH_OK)
@@ -77,7 +78,8 @@ static void test_states_and_versions(void)
 
     /* A delete marker: reads answer NOT_FOUND naming it; the versions stay. */
     store_del_result_t res;
-    CHECK(store_object_delete_version(st, BKT, "k", NULL, &res) == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = BKT, .key = "k"}, &res) ==
+          WH_OK);
     CHECK(res.delete_marker && store_version_id_valid(res.version_id));
     char dm[STORE_VERSION_ID_MAX];
     snprintf(dm, sizeof dm, "%s", res.version_id);
@@ -85,7 +87,8 @@ static void test_states_and_versions(void)
     CHECK(get_version(st, "k", NULL, &s, &m) == NULL && s == WH_ERR_NOT_FOUND);
     CHECK(m.delete_marker);
     CHECK_STR(m.version_id, dm);
-    CHECK(store_object_open_version(st, BKT, "k", dm, &m, NULL) == WH_ERR_NOT_FOUND &&
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "k", .version_id = dm},
+                            &m, NULL) == WH_ERR_NOT_FOUND &&
           m.delete_marker);
     check_body(st, "k", v1, "one");
     CHECK(th_count_files(dir, "objects") == files0 + 2);
@@ -96,14 +99,23 @@ static void test_states_and_versions(void)
     CHECK(store_bucket_delete(st, BKT) == WH_ERR_NOT_EMPTY);
 
     /* Removing the marker brings "two" back; removing v1 releases its bytes only. */
-    CHECK(store_object_delete_version(st, BKT, "k", dm, &res) == WH_OK && res.delete_marker);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = BKT, .key = "k", .version_id = dm},
+                              &res) == WH_OK &&
+          res.delete_marker);
     check_body(st, "k", NULL, "two");
-    CHECK(store_object_delete_version(st, BKT, "k", v1, &res) == WH_OK && !res.delete_marker);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = BKT, .key = "k", .version_id = v1},
+                              &res) == WH_OK &&
+          !res.delete_marker);
     CHECK_STR(res.version_id, v1);
     CHECK(th_count_files(dir, "objects") == files0 + 1);
     CHECK(get_version(st, "k", v1, &s, NULL) == NULL && s == WH_ERR_NOT_FOUND);
     /* A version that is not there: nothing happens. */
-    CHECK(store_object_delete_version(st, BKT, "k", v1, &res) == WH_OK && !res.version_id[0]);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = BKT, .key = "k", .version_id = v1},
+                              &res) == WH_OK &&
+          !res.version_id[0]);
 
     /* Suspended: a PUT replaces the null version (its bytes go), v2 stays. */
     CHECK(store_bucket_versioning_set(st, BKT, STORE_VERSIONING_SUSPENDED) == WH_OK);
@@ -114,9 +126,13 @@ static void test_states_and_versions(void)
     check_body(st, "k", "null", "suspended");
     check_body(st, "k", v2, "two");
     /* Deleting the current version makes the next newest current. */
-    CHECK(store_object_delete_version(st, BKT, "k", "null", &res) == WH_OK);
+    CHECK(store_object_delete(
+              st, &(store_delete_args_t){.bucket = BKT, .key = "k", .version_id = "null"}, &res) ==
+          WH_OK);
     check_body(st, "k", NULL, "two");
-    CHECK(store_object_delete_version(st, BKT, "k", v2, &res) == WH_OK);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = BKT, .key = "k", .version_id = v2},
+                              &res) == WH_OK);
     CHECK(get_version(st, "k", NULL, &s, NULL) == NULL && s == WH_ERR_NOT_FOUND);
     CHECK(th_count_files(dir, "objects") == files0 - 1);
     CHECK(store_bucket_delete(st, BKT) == WH_OK);
@@ -137,14 +153,18 @@ static void test_tags_and_parts(void)
     CHECK(store_object_tags_set(st, BKT, "t", v1, "old=1") == WH_OK);
     CHECK(store_object_tags_set(st, BKT, "t", NULL, "cur=2") == WH_OK);
     store_obj_meta_t m;
-    CHECK(store_object_open_version(st, BKT, "t", v1, &m, NULL) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "t", .version_id = v1},
+                            &m, NULL) == WH_OK);
     CHECK_STR(m.tags, "old=1");
     store_obj_meta_free(&m);
-    CHECK(store_object_open_version(st, BKT, "t", v2, &m, NULL) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "t", .version_id = v2},
+                            &m, NULL) == WH_OK);
     CHECK_STR(m.tags, "cur=2");
     store_obj_meta_free(&m);
     CHECK(store_object_tags_set(st, BKT, "t", v1, NULL) == WH_OK);
-    CHECK(store_object_open_version(st, BKT, "t", v1, &m, NULL) == WH_OK && !m.tags);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "t", .version_id = v1},
+                            &m, NULL) == WH_OK &&
+          !m.tags);
     store_obj_meta_free(&m);
     CHECK(store_object_tags_set(st, BKT, "t", "0123456789abcdef0123456789abcdef", "x=1") ==
           WH_ERR_NOT_FOUND);
@@ -168,7 +188,8 @@ static void test_tags_and_parts(void)
                              &m, &bad) == WH_OK);
     CHECK(store_version_id_valid(m.version_id) && strcmp(m.version_id, "null") != 0);
     store_obj_meta_free(&m);
-    CHECK(store_object_open_version(st, BKT, "mp", NULL, &m, NULL) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "mp"}, &m, NULL) ==
+          WH_OK);
     CHECK_STR(m.part_sizes, "5242880,7");
     store_obj_meta_free(&m);
     store_close(st);
@@ -203,7 +224,8 @@ static void test_listing(void)
         }
         if (k % 2) { /* and a delete marker on top */
             store_del_result_t res;
-            CHECK(store_object_delete_version(st, BKT, keys[k], NULL, &res) == WH_OK);
+            CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = BKT, .key = keys[k]},
+                                      &res) == WH_OK);
             snprintf(rows[nr].key, sizeof rows[nr].key, "%s", keys[k]);
             snprintf(rows[nr].vid, sizeof rows[nr].vid, "%s", res.version_id);
             rows[nr++].dm = true;
@@ -280,7 +302,7 @@ static wh_status_t put_locked(store_t *st, const char *key, const char *body, in
     m.lock_mode = mode;
     m.lock_until = until;
     m.legal_hold = hold;
-    s = store_writer_commit(w, BKT, key, &m);
+    s = store_writer_commit(w, &(store_commit_args_t){.bucket = BKT, .key = key}, &m);
     if (s == WH_OK && vid)
         snprintf(vid, STORE_VERSION_ID_MAX, "%s", m.version_id);
     store_obj_meta_free(&m);
@@ -303,32 +325,50 @@ static void test_object_lock(void)
     CHECK(put_locked(st, "k", "free", STORE_LOCK_NONE, 0, false, f) == WH_OK);
     /* The lock comes back on reads, of older versions too. */
     store_obj_meta_t m;
-    CHECK(store_object_open_version(st, BKT, "k", c, &m, NULL) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "k", .version_id = c},
+                            &m, NULL) == WH_OK);
     CHECK(m.lock_mode == STORE_LOCK_COMPLIANCE && m.lock_until == later && !m.legal_hold);
     store_obj_meta_free(&m);
-    CHECK(store_object_open_version(st, BKT, "k", h, &m, NULL) == WH_OK);
+    CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "k", .version_id = h},
+                            &m, NULL) == WH_OK);
     CHECK(m.lock_mode == STORE_LOCK_NONE && m.legal_hold);
     store_obj_meta_free(&m);
     /* Deletes of a locked version are refused in their transaction, and say why. */
     store_del_result_t res;
     memset(&res, 0, sizeof res);
-    CHECK(store_object_delete_version(st, BKT, "k", g, &res) == WH_ERR_AUTH);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = BKT, .key = "k", .version_id = g},
+                              &res) == WH_ERR_AUTH);
     CHECK(res.locked == STORE_LOCK_BY_RETENTION && res.lock_mode == STORE_LOCK_GOVERNANCE &&
           res.lock_until == later);
-    CHECK(store_object_delete_locked(st, BKT, "k", c, STORE_BYPASS_GOVERNANCE, &res) ==
-          WH_ERR_AUTH);
+    CHECK(store_object_delete(
+              st,
+              &(store_delete_args_t){
+                  .bucket = BKT, .key = "k", .version_id = c, .bypass = STORE_BYPASS_GOVERNANCE},
+              &res) == WH_ERR_AUTH);
     CHECK(res.lock_mode == STORE_LOCK_COMPLIANCE);
     memset(&res, 0, sizeof res);
-    CHECK(store_object_delete_locked(st, BKT, "k", h, STORE_BYPASS_GOVERNANCE, &res) ==
-          WH_ERR_AUTH);
+    CHECK(store_object_delete(
+              st,
+              &(store_delete_args_t){
+                  .bucket = BKT, .key = "k", .version_id = h, .bypass = STORE_BYPASS_GOVERNANCE},
+              &res) == WH_ERR_AUTH);
     CHECK(res.locked == STORE_LOCK_BY_HOLD);
     check_body(st, "k", g, "gov");
     check_body(st, "k", c, "comp");
     check_body(st, "k", h, "hold");
     /* A delete without a version id only adds a delete marker; the unlocked one goes. */
-    CHECK(store_object_delete_version(st, BKT, "k", NULL, &res) == WH_OK && res.delete_marker);
-    CHECK(store_object_delete_version(st, BKT, "k", f, NULL) == WH_OK);
-    CHECK(store_object_delete_locked(st, BKT, "k", g, STORE_BYPASS_GOVERNANCE, NULL) == WH_OK);
+    CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = BKT, .key = "k"}, &res) ==
+              WH_OK &&
+          res.delete_marker);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = BKT, .key = "k", .version_id = f},
+                              NULL) == WH_OK);
+    CHECK(store_object_delete(
+              st,
+              &(store_delete_args_t){
+                  .bucket = BKT, .key = "k", .version_id = g, .bypass = STORE_BYPASS_GOVERNANCE},
+              NULL) == WH_OK);
     /* Changing a lock: COMPLIANCE only longer, GOVERNANCE shorter with the bypass. */
     store_lock_set_t rq = {.set_retention = true,
                            .mode = STORE_LOCK_COMPLIANCE,
@@ -353,7 +393,9 @@ static void test_object_lock(void)
     CHECK(put_locked(st, "o", "new", STORE_LOCK_GOVERNANCE, later, false, NULL) == WH_OK);
     store_lock_set_t hold = {.set_hold = true, .hold = true, .now = now};
     CHECK(store_object_lock_set(st, BKT, "o", o, &hold, NULL) == WH_OK);
-    CHECK(store_object_delete_version(st, BKT, "o", o, NULL) == WH_ERR_AUTH);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = BKT, .key = "o", .version_id = o},
+                              NULL) == WH_ERR_AUTH);
     hold.hold = false;
     CHECK(store_object_lock_set(st, BKT, "o", o, &hold, NULL) == WH_OK);
     /* The current version: GOVERNANCE shortened with the bypass, then it may go. */
@@ -362,7 +404,9 @@ static void test_object_lock(void)
     CHECK(store_object_lock_set(st, BKT, "o", NULL, &gs, NULL) == WH_ERR_AUTH);
     gs.bypass = true;
     CHECK(store_object_lock_set(st, BKT, "o", NULL, &gs, NULL) == WH_OK);
-    CHECK(store_object_delete_version(st, BKT, "o", o, NULL) == WH_OK);
+    CHECK(store_object_delete(st,
+                              &(store_delete_args_t){.bucket = BKT, .key = "o", .version_id = o},
+                              NULL) == WH_OK);
     /* No such version, a delete marker: NOT_FOUND. */
     CHECK(store_object_lock_set(st, BKT, "o", "0123456789abcdef0123456789abcdef", &hold, NULL) ==
           WH_ERR_NOT_FOUND);
@@ -373,7 +417,11 @@ static void test_object_lock(void)
     CHECK(put_locked(st, "n", "replacer", STORE_LOCK_NONE, 0, false, NULL) == WH_ERR_AUTH);
     check_body(st, "n", "null", "null one");
     /* Every lock passed over only to undo a write never acknowledged. */
-    CHECK(store_object_delete_locked(st, BKT, "n", "null", STORE_BYPASS_ALL, NULL) == WH_OK);
+    CHECK(store_object_delete(
+              st,
+              &(store_delete_args_t){
+                  .bucket = BKT, .key = "n", .version_id = "null", .bypass = STORE_BYPASS_ALL},
+              NULL) == WH_OK);
     /* Object lock only on a bucket whose versioning is Enabled, which then stays so. */
     CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "lkb2"}) == WH_OK);
     CHECK(store_bucket_attr_set(st, "lkb2", STORE_BATTR_OBJECT_LOCK, "x") == WH_ERR_NOT_FOUND);

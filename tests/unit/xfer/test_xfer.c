@@ -137,15 +137,44 @@ static void test_defaults_and_open_errors(void)
     xfer_close(NULL); /* NULL-safe */
     xfer_mr_dereg(NULL);
     CHECK(xfer_batch_end(NULL) == WH_OK);
-    /* Every family's table is complete (xfer_open would refuse it otherwise). */
+    /* Every family's table has the required slots (xfer_open would refuse it otherwise). */
     const char *fams[] = {"ofi", "cma", "cuda"};
     for (size_t i = 0; i < 3; i++) {
         const struct xfer_ops *o = xfer_family(fams[i]);
         CHECK(o && o->open && o->close && o->forget_after_fork && o->mr_reg && o->mr_dereg &&
-              o->token_pack && o->progress_begin && o->progress_end && o->progress &&
-              o->batch_begin && o->batch_post && o->batch_wait && o->batch_end &&
-              o->batch_post_crc && o->stalled && o->quiesce);
+              o->batch_post && o->batch_wait && o->batch_end);
     }
+}
+
+/* An optional slot left NULL: its dispatch answers WH_ERR_UNSUPPORTED (naming what, where the
+ * call takes a message) or does nothing, never a call through NULL. The table has no slot but
+ * the family; only the dispatch functions under test are called. */
+static void test_optional_slots(void)
+{
+    static const struct xfer_ops bare = {.family = "bare"};
+    xfer_t x = {._ops = &bare, ._name = "bare+none", ._fabric = "bare", ._role = XFER_ROLE_CLIENT};
+    static unsigned char buf[64];
+    char err[256] = "", out[TOKEN_MAX_LEN];
+    xfer_mr_t mr = {._x = &x, ._addr = buf, ._len = sizeof buf};
+    xfer_mr_t *mrp = NULL;
+    CHECK(xfer_token_pack(&x, &mr, buf, 16, out, sizeof out) == WH_ERR_UNSUPPORTED);
+    CHECK(xfer_mr_reg_device(&x, buf, sizeof buf, &mrp, err, sizeof err) == WH_ERR_UNSUPPORTED);
+    CHECK(mrp == NULL && strstr(err, "bare+none cannot register GPU memory"));
+    xfer_progress_begin(&x);
+    xfer_progress_end(&x);
+    xfer_progress(&x);
+    xfer_quiesce(&x);
+    x._role = XFER_ROLE_SERVER;
+    CHECK(xfer_stalled(&x) == 0);
+    token_t t = {.dialect = TOKEN_DIALECT_OFI1, .size = sizeof buf, .provider = "bare"};
+    xfer_target_t tgt = {.token = &t};
+    xfer_batch_t *b = NULL;
+    err[0] = '\0';
+    CHECK(xfer_batch_begin(&x, &tgt, &b, err, sizeof err) == WH_ERR_UNSUPPORTED);
+    CHECK(b == NULL && strstr(err, "bare+none cannot initiate transfers"));
+    xfer_batch_t bb = {._x = &x, ._rsize = sizeof buf, ._direct = true, ._status = WH_OK};
+    uint64_t crc = 0;
+    CHECK(xfer_batch_post_crc(&bb, buf, 16, 0, &crc) == WH_ERR_UNSUPPORTED);
 }
 
 static xfer_t *open_role(const char *prov, xfer_role_t role, uint64_t chunk, unsigned window)
@@ -428,6 +457,7 @@ static void test_forgotten(void)
 int main(void)
 {
     RUN(test_table);
+    RUN(test_optional_slots);
     RUN(test_caps);
     RUN(test_defaults_and_open_errors);
     RUN(test_batches);
