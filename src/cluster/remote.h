@@ -28,10 +28,10 @@
 #define CL_DEFAULT_REPLICAS 2
 
 typedef struct cl_remote_config {
-    meta_t *meta;           /* the store's metadata table (borrowed: outlives the table) */
-    const char *secret;     /* WHARF_CLUSTER_SECRET */
-    uint64_t chunk_size;    /* default CL_DEFAULT_CHUNK */
-    unsigned replicas;      /* 1..3, default 2 */
+    meta_t *meta;        /* the store's metadata table (borrowed: outlives the table) */
+    const char *secret;  /* WHARF_CLUSTER_SECRET */
+    uint64_t chunk_size; /* default CL_DEFAULT_CHUNK */
+    unsigned replicas;   /* 1..3, default 2 */
     /* Erasure coding instead of replicas (0, 0: replicas): each chunk becomes ec_k data and
      * ec_m parity shards on ec_k + ec_m distinct servers (ec.h). A bucket's tag wharf-ec
      * (K+M, or "replicas") overrides it for that bucket's PUTs. */

@@ -394,7 +394,7 @@ wh_status_t cl_rr_rdma_get(store_reader_t *br, const token_arg_t *token, const w
         return WH_ERR_INTERNAL;
     size_t rows = (size_t)(k1 - k0) + cl_unit_rows(&q->ref, k1), nj = 0;
     cl_job_t *jobs = calloc(rows, sizeof *jobs);
-    const store_chunk_t **of = calloc(rows, sizeof *of); /* the unit each job is part of */
+    const store_chunk_t **of = calloc(rows, sizeof(const store_chunk_t *)); /* each job's unit */
     if (!jobs || !of) {
         free(jobs);
         free(of);

@@ -29,7 +29,11 @@ static void test_crc(void)
     {
         /* combine (multiplication mod P) against the shift operator (GF(2) matrices), an
          * independent way to the same value, over lengths up to 2^40 */
-        static const uint64_t lens[] = {1, 2, 3, 7, 8, 255, 4096, 65537, 8u << 20, (8u << 20) + 1,
+        static const uint64_t lens[] = {1,          2,
+                                        3,          7,
+                                        8,          255,
+                                        4096,       65537,
+                                        8u << 20,   (8u << 20) + 1,
                                         1ULL << 33, (1ULL << 40) - 3};
         int badk = 0;
         uint64_t x = 0x9e3779b97f4a7c15ULL;
