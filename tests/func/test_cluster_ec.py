@@ -9,16 +9,26 @@ shard of their stripe (every stripe back to K+M); the per-bucket override both w
 a healthy GET through the data shards' servers, a degraded one and a PUT refused with 501
 naming erasure coding."""
 import os
+import subprocess
 
 import pytest
 
 import wharf
 from cluster import Cluster
-from wharfd import ACCESS_KEY, REGION, SECRET_KEY, unique_bucket, wait_until
+from wharfd import (ACCESS_KEY, CTYPES_UNDER_ASAN, REGION, SECRET_KEY, build_dir, unique_bucket,
+                    wait_until)
 
 CHUNK = 256 * 1024
 K, M = 4, 2
 SIZES = [0, 1, 3, 4, 5, 1000, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 7, 5 * CHUNK + 4095]
+
+
+def _cli(cl, *args, check=True):
+    """The C CLI against the cluster's gateway (it runs under ASan too)."""
+    p = subprocess.run([os.path.join(build_dir(), "wharf"), "--quiet", *args],
+                       env=cl.client_env(), capture_output=True, text=True, timeout=120)
+    assert not check or p.returncode == 0, (args, p.stdout, p.stderr)
+    return p
 
 
 def ec_rows(cl):
@@ -70,7 +80,8 @@ def read_all(s3, b, data):
         assert got == v, (k, len(got), len(v))
 
 
-def test_ec_round_trip_ranges_layout_and_rdma(data):
+def test_ec_round_trip_ranges_layout_and_rdma(data, tmp_path):
+    tmp = str(tmp_path)
     with Cluster(storage=6, replicas=2, chunk_size=CHUNK, providers="tcp",
                  gateway_args=["--ec", f"{K}+{M}"]) as cl:
         s3 = cl.boto3()
@@ -91,34 +102,65 @@ def test_ec_round_trip_ranges_layout_and_rdma(data):
                        (len(big) - 9, 9), (CHUNK * 5, 4095)]:
             r = s3.get_object(Bucket=b, Key="s%d" % len(big), Range=f"bytes={off}-{off + n - 1}")
             assert r["Body"].read() == big[off:off + n], (off, n)
-        # RDMA GET (healthy): the data shards' servers write into the client's memory
-        c = wharf.Client(g.endpoint, ACCESS_KEY, SECRET_KEY, region=REGION, provider="ofi+tcp")
+        # RDMA GET (healthy), by the C CLI (so this runs under ASan too): the data shards'
+        # servers write into the client's memory, the gateway moves none of the bytes
+        key = "s%d" % len(big)
         r0 = cl.storage_sum("wharf_rdma_read_bytes_total")
-        assert c.get(b, "s%d" % len(big), transport="rdma") == big
+        out = os.path.join(tmp, "big")
+        _cli(cl, "--provider", "ofi+tcp", "cp", "--transport", "rdma", f"s3://{b}/{key}", out)
+        with open(out, "rb") as f:
+            assert f.read() == big
         assert cl.storage_sum("wharf_rdma_read_bytes_total") - r0 == len(big)
         assert g.metric_sum("wharf_rdma_read_bytes_total") == 0
-        for off, n in [(3, 5), (CHUNK - 100, 300), (CHUNK // 4 - 1, 2)]:
-            assert c.get(b, "s%d" % len(big), offset=off, length=n, transport="rdma") == \
-                big[off:off + n]
         # RDMA PUT into an EC bucket: refused, 501 naming it, nothing stored
-        with pytest.raises(wharf.WharfError) as e:
-            c.put(b, "rdma-put", os.urandom(1000), transport="rdma")
-        assert "erasure-coded" in str(e.value) and "501" in str(e.value), str(e.value)
+        src = os.path.join(tmp, "src")
+        with open(src, "wb") as f:
+            f.write(os.urandom(1000))
+        p = _cli(cl, "--provider", "ofi+tcp", "cp", "--transport", "rdma", src,
+                 f"s3://{b}/rdma-put", check=False)
+        assert p.returncode != 0 and "erasure-coded" in p.stderr and "501" in p.stderr, p.stderr
         with pytest.raises(s3.exceptions.NoSuchKey):
             s3.get_object(Bucket=b, Key="rdma-put")
         # a degraded RDMA GET: refused with 501, never a 200 for bytes not written
         shard0 = {}
-        for key, sh in stripes.items():
-            shard0.setdefault(sh[0][1], []).append(key)
+        for k, sh in stripes.items():
+            shard0.setdefault(sh[0][1], []).append(k)
         dead = max(shard0, key=lambda i: len(shard0[i]))
         cl.storage[dead].kill()
         cl.wait_nodes_up(5)
-        with pytest.raises(wharf.WharfError) as e:
-            c.get(b, "s%d" % len(big), transport="rdma")
-        assert "erasure-coded" in str(e.value) and "501" in str(e.value), str(e.value)
-        c.close()
+        os.unlink(out)
+        p = _cli(cl, "--provider", "ofi+tcp", "cp", "--transport", "rdma", f"s3://{b}/{key}",
+                 out, check=False)
+        assert p.returncode != 0 and "erasure-coded" in p.stderr and "501" in p.stderr, p.stderr
         read_all(s3, b, data)  # HTTP decodes
         assert g.metric_sum("wharf_cluster_ec_degraded_reads_total") > 0
+
+
+@pytest.mark.skipif(**CTYPES_UNDER_ASAN)
+def test_ec_rdma_ranged_get():
+    """Ranged RDMA GETs of an EC object (libwharf through Python: the CLI reads whole
+    objects): each range is written by the servers of the data shards it covers."""
+    with Cluster(storage=6, replicas=2, chunk_size=CHUNK, providers="tcp",
+                 gateway_args=["--ec", f"{K}+{M}"]) as cl:
+        s3 = cl.boto3()
+        b = unique_bucket("clecrr")
+        s3.create_bucket(Bucket=b)
+        big = os.urandom(5 * CHUNK + 4095)
+        s3.put_object(Bucket=b, Key="big", Body=big)
+        g = cl.gateway
+        c = wharf.Client(g.endpoint, ACCESS_KEY, SECRET_KEY, region=REGION, provider="ofi+tcp")
+        try:
+            r0 = cl.storage_sum("wharf_rdma_read_bytes_total")
+            n = 0
+            for off, ln in [(3, 5), (CHUNK - 100, 300), (CHUNK // 4 - 1, 2),
+                            (CHUNK // 3, 2 * CHUNK + 11), (len(big) - 9, 9)]:
+                assert c.get(b, "big", offset=off, length=ln, transport="rdma") == \
+                    big[off:off + ln], (off, ln)
+                n += ln
+            assert cl.storage_sum("wharf_rdma_read_bytes_total") - r0 == n
+            assert g.metric_sum("wharf_rdma_read_bytes_total") == 0
+        finally:
+            c.close()
 
 
 def test_ec_multipart_and_copy_share_stripes():
