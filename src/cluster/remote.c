@@ -733,7 +733,7 @@ static wh_status_t rw_append(store_data_writer_t *bw, store_reader_t *br, uint64
     wh_status_t st = WH_OK;
     for (uint64_t done = 0; done < len && st == WH_OK;) {
         size_t n = (size_t)WH_MIN(piece, len - done);
-        st = br->data->ops->reader_pread(br, tmp, n, off + done);
+        st = data_reader_pread(br, tmp, n, off + done);
         if (st == WH_OK)
             st = rw_write(bw, tmp, n);
         done += n;

@@ -183,4 +183,200 @@ typedef struct store_local_config {
 } store_local_config_t;
 wh_status_t store_data_local_open(const store_local_config_t *cfg, store_data_t **out);
 
+/* ---- dispatch: one typed function per slot ----
+ * Callers use these, never the table. The required slots (close, writer_open, write, append,
+ * finish, writer_free, writer_abort, reader_open, reader_pread, reader_close, release) are
+ * present in every table (store_data_ops_complete, checked where the store takes a table); an
+ * optional slot that is NULL answers WH_ERR_UNSUPPORTED (reader_fd -1, write_at_stripe 0: one
+ * file; the void hooks do nothing), and callers that can do without test the status, never the
+ * slot, except for the two capability questions below. */
+static inline bool store_data_ops_complete(const store_data_ops_t *o)
+{
+    return o && o->close && o->writer_open && o->write && o->append && o->finish &&
+           o->writer_free && o->writer_abort && o->reader_open && o->reader_pread &&
+           o->reader_close && o->release;
+}
+
+/* The two capability questions, for callers that must choose their path before the first
+ * call: the MD5 helper threads read back what was written (writer_pread) or the writer hashes
+ * inline; a multipart completion composes its parts (compose) or appends them. */
+static inline bool data_offers_writer_pread(const store_data_writer_t *w)
+{
+    return w->data->ops->writer_pread != NULL;
+}
+
+static inline bool data_offers_compose(const store_data_t *d)
+{
+    return d->ops->compose != NULL;
+}
+
+static inline void data_close(store_data_t *d)
+{
+    d->ops->close(d);
+}
+
+static inline wh_status_t data_recover(store_data_t *d, store_data_referenced_fn referenced,
+                                       void *arg)
+{
+    return d->ops->recover ? d->ops->recover(d, referenced, arg) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t data_space(store_data_t *d, store_space_t *out)
+{
+    return d->ops->space ? d->ops->space(d, out) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t data_reserve_release(store_data_t *d)
+{
+    if (!d->ops->reserve_release)
+        return WH_ERR_UNSUPPORTED;
+    d->ops->reserve_release(d);
+    return WH_OK;
+}
+
+static inline void data_reserve_rearm(store_data_t *d)
+{
+    if (d->ops->reserve_rearm)
+        d->ops->reserve_rearm(d);
+}
+
+static inline wh_status_t data_writer_open(store_data_t *d, store_data_writer_t **out)
+{
+    return d->ops->writer_open(d, out);
+}
+
+static inline wh_status_t data_write(store_data_writer_t *w, const void *p, size_t n)
+{
+    return w->data->ops->write(w, p, n);
+}
+
+static inline wh_status_t data_append(store_data_writer_t *w, store_reader_t *r, uint64_t off,
+                                      uint64_t len)
+{
+    return w->data->ops->append(w, r, off, len);
+}
+
+static inline wh_status_t data_write_at_begin(store_data_writer_t *w, uint64_t total)
+{
+    const store_data_ops_t *o = w->data->ops;
+    return o->write_at_begin && o->write_at ? o->write_at_begin(w, total) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t data_write_at(store_data_writer_t *w, const void *p, size_t n,
+                                        uint64_t off)
+{
+    const store_data_ops_t *o = w->data->ops;
+    return o->write_at ? o->write_at(w, p, n, off) : WH_ERR_UNSUPPORTED;
+}
+
+static inline uint64_t data_write_at_stripe(store_data_writer_t *w)
+{
+    const store_data_ops_t *o = w->data->ops;
+    return o->write_at_stripe ? o->write_at_stripe(w) : 0;
+}
+
+static inline wh_status_t data_map_at_begin(store_data_writer_t *w, uint64_t total)
+{
+    const store_data_ops_t *o = w->data->ops;
+    return o->map_at_begin && o->map_at ? o->map_at_begin(w, total) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t data_map_at(store_data_writer_t *w, uint64_t off, size_t n, void **p)
+{
+    const store_data_ops_t *o = w->data->ops;
+    return o->map_at ? o->map_at(w, off, n, p) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t data_writer_pread(store_data_writer_t *w, void *buf, size_t n,
+                                            uint64_t off)
+{
+    const store_data_ops_t *o = w->data->ops;
+    return o->writer_pread ? o->writer_pread(w, buf, n, off) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t data_rdma_put(store_data_writer_t *w, const struct token_arg *token,
+                                        const wh_peer_t *peer, uint64_t size,
+                                        store_rdma_result_t *res)
+{
+    const store_data_ops_t *o = w->data->ops;
+    return o->rdma_put ? o->rdma_put(w, token, peer, size, res) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t data_writer_bucket(store_data_writer_t *w, const char *bucket, char *msg,
+                                             size_t msglen)
+{
+    const store_data_ops_t *o = w->data->ops;
+    return o->writer_bucket ? o->writer_bucket(w, bucket, msg, msglen) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t data_finish(store_data_writer_t *w, store_data_ref_t *ref)
+{
+    return w->data->ops->finish(w, ref);
+}
+
+static inline void data_writer_free(store_data_writer_t *w)
+{
+    w->data->ops->writer_free(w);
+}
+
+static inline void data_writer_abort(store_data_writer_t *w)
+{
+    w->data->ops->writer_abort(w);
+}
+
+static inline wh_status_t data_reader_open(store_data_t *d, const store_data_ref_t *ref,
+                                           uint64_t size, store_reader_t **out)
+{
+    return d->ops->reader_open(d, ref, size, out);
+}
+
+static inline int data_reader_fd(const store_reader_t *r)
+{
+    const store_data_ops_t *o = r->data->ops;
+    return o->reader_fd ? o->reader_fd(r) : -1;
+}
+
+static inline wh_status_t data_reader_pread(store_reader_t *r, void *buf, size_t n, uint64_t off)
+{
+    return r->data->ops->reader_pread(r, buf, n, off);
+}
+
+static inline wh_status_t data_rdma_get(store_reader_t *r, const struct token_arg *token,
+                                        const wh_peer_t *peer, uint64_t off, uint64_t len,
+                                        store_rdma_result_t *res)
+{
+    const store_data_ops_t *o = r->data->ops;
+    return o->rdma_get ? o->rdma_get(r, token, peer, off, len, res) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t data_reader_extent(const store_reader_t *r, uint64_t off, int *fd,
+                                             uint64_t *file_off, uint64_t *len)
+{
+    const store_data_ops_t *o = r->data->ops;
+    return o->reader_extent ? o->reader_extent(r, off, fd, file_off, len) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t data_reader_prepare(store_reader_t *r, uint64_t off, uint64_t len,
+                                              char *msg, size_t msglen)
+{
+    const store_data_ops_t *o = r->data->ops;
+    return o->reader_prepare ? o->reader_prepare(r, off, len, msg, msglen) : WH_ERR_UNSUPPORTED;
+}
+
+static inline void data_reader_close(store_reader_t *r)
+{
+    r->data->ops->reader_close(r);
+}
+
+static inline void data_release(store_data_t *d, const store_data_ref_t *ref)
+{
+    d->ops->release(d, ref);
+}
+
+static inline wh_status_t data_compose(store_data_t *d, const store_chunk_t *parts, size_t n,
+                                       store_data_ref_t *out)
+{
+    return d->ops->compose ? d->ops->compose(d, parts, n, out) : WH_ERR_UNSUPPORTED;
+}
+
 #endif

@@ -49,7 +49,6 @@ static bool etag_grow(store_etag_t *e, uint64_t k)
 static void *etag_main(void *arg)
 {
     store_etag_t *e = arg;
-    const store_data_ops_t *ops = e->dw->data->ops;
     uint8_t *buf = malloc(ETAG_READ_CHUNK);
     pthread_mutex_lock(&e->mu);
     if (!buf && !e->err)
@@ -76,7 +75,7 @@ static void *etag_main(void *arg)
         wh_status_t st = wh_md5_init(&m) == 0 ? WH_OK : WH_ERR_INTERNAL;
         while (st == WH_OK && from < to) {
             size_t n = (size_t)WH_MIN(to - from, (uint64_t)ETAG_READ_CHUNK);
-            st = ops->writer_pread(e->dw, buf, n, from);
+            st = data_writer_pread(e->dw, buf, n, from);
             if (st == WH_OK) {
                 wh_md5_update(&m, buf, n);
                 from += n;
@@ -105,7 +104,7 @@ static void *etag_main(void *arg)
 
 wh_status_t store_etag_start(store_data_writer_t *dw, uint64_t part_size, store_etag_t **out)
 {
-    if (!dw->data->ops->writer_pread || part_size == 0)
+    if (!data_offers_writer_pread(dw) || part_size == 0)
         return WH_ERR_UNSUPPORTED;
     store_etag_t *e = calloc(1, sizeof *e);
     if (!e)

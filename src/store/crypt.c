@@ -260,7 +260,7 @@ wh_status_t store_writer_encrypt(store_writer_t *w, const uint8_t key[STORE_SSE_
         c->etag_mac = true;
         memcpy(c->etag_key, key, sizeof c->etag_key);
     }
-    wh_status_t s = w->dw->data->ops->write(w->dw, hdr, sizeof hdr);
+    wh_status_t s = data_write(w->dw, hdr, sizeof hdr);
     if (s != WH_OK) {
         EVP_CIPHER_CTX_free(c->ctx);
         free(c->sse);
@@ -283,7 +283,7 @@ static wh_status_t crypt_seg_out(store_writer_t *w)
         wh_error(MOD, "AES-256-GCM encryption failed");
         return WH_ERR_INTERNAL;
     }
-    wh_status_t s = w->dw->data->ops->write(w->dw, c->ct, c->fill + STORE_SSE_TAG);
+    wh_status_t s = data_write(w->dw, c->ct, c->fill + STORE_SSE_TAG);
     if (s == WH_OK) {
         c->idx++;
         c->fill = 0;

@@ -332,8 +332,7 @@ wh_status_t store_mpu_complete(store_t *st, const store_mpu_complete_args_t *a,
     /* md5-of-md5s and the combined CRC from the stored per-part values; the bytes are either
      * composed (no copy: the parts' data become the object's extents) or appended into a new
      * writer (a table without compose). */
-    const store_data_ops_t *dops = st->data->ops;
-    if (dops->compose) {
+    if (data_offers_compose(st->data)) {
         size_t next = 0; /* a striped part (several files) brings each of its extents */
         for (size_t i = 0; i < n; i++)
             next += use[i].ref.n_chunks ? use[i].ref.n_chunks : 1;
@@ -497,7 +496,7 @@ wh_status_t store_mpu_complete(store_t *st, const store_mpu_complete_args_t *a,
     if (chunks) {
         if (nchunks == 0) /* every listed part is empty: the object is the first part's */
             memcpy(chunks[nchunks++].id, use[0].ref.id, sizeof chunks[0].id);
-        s = dops->compose(st->data, chunks, nchunks, &ref);
+        s = data_compose(st->data, chunks, nchunks, &ref);
     } else {
         s = store_writer_finish(w, &ref);
     }

@@ -138,16 +138,25 @@ static wh_status_t store_referenced(void *arg, const char *id)
 
 wh_status_t store_open_tables(meta_t *meta, store_data_t *data, store_t **out)
 {
+    if (!data || !store_data_ops_complete(data->ops)) {
+        /* A table missing a required slot is a programming error: refused here, once, so
+         * that the dispatch functions (data.h) never test those slots. */
+        wh_error("store", "data table %s lacks a required operation",
+                 data && data->ops && data->ops->name ? data->ops->name : "(none)");
+        meta_close(meta);
+        return WH_ERR_INVALID;
+    }
     store_t *s = calloc(1, sizeof *s);
     if (!s) {
         meta_close(meta);
-        if (data)
-            data->ops->close(data);
+        data_close(data);
         return WH_ERR_NOMEM;
     }
     s->meta = meta;
     s->data = data;
-    wh_status_t st = data->ops->recover ? data->ops->recover(data, store_referenced, meta) : WH_OK;
+    wh_status_t st = data_recover(data, store_referenced, meta);
+    if (st == WH_ERR_UNSUPPORTED) /* nothing to recover */
+        st = WH_OK;
     if (st != WH_OK) {
         store_close(s);
         return st;
@@ -193,7 +202,7 @@ wh_status_t store_open(const store_config_t *cfg, store_t **out)
         }
     }
     if (st != WH_OK) {
-        data->ops->close(data);
+        data_close(data);
         return st;
     }
     return store_open_tables(meta, data, out);
@@ -205,7 +214,7 @@ void store_close(store_t *st)
         return;
     /* Data first: a cluster's data table uses the metadata table until it stops. */
     if (st->data)
-        st->data->ops->close(st->data);
+        data_close(st->data);
     meta_close(st->meta);
     free(st);
 }
@@ -222,30 +231,23 @@ store_data_t *store_data(store_t *st)
 
 wh_status_t store_space(store_t *st, store_space_t *out)
 {
-    if (!st->data->ops->space) {
-        memset(out, 0, sizeof *out);
-        return WH_ERR_UNSUPPORTED;
-    }
-    return st->data->ops->space(st->data, out);
+    memset(out, 0, sizeof *out);
+    return data_space(st->data, out);
 }
 
 wh_status_t store_run_freeing(store_t *st, store_freeing_fn fn, void *arg)
 {
-    const store_data_ops_t *ops = st->data->ops;
     wh_status_t s = fn(st, arg);
-    if (s == WH_ERR_NO_SPACE && ops->reserve_release) {
-        ops->reserve_release(st->data);
+    if (s == WH_ERR_NO_SPACE && data_reserve_release(st->data) == WH_OK)
         s = fn(st, arg);
-    }
-    if (ops->reserve_rearm)
-        ops->reserve_rearm(st->data);
+    data_reserve_rearm(st->data);
     return s;
 }
 
 void store_release(store_t *st, const store_data_ref_t *ref)
 {
     if (ref && ref->id[0])
-        st->data->ops->release(st->data, ref);
+        data_release(st->data, ref);
 }
 
 /* ---- buckets ---- */
@@ -324,7 +326,7 @@ wh_status_t store_bucket_list(store_t *st, store_bucket_info_t **out, size_t *n)
 wh_status_t store_reader_open_ref(store_t *st, const store_data_ref_t *ref, uint64_t size,
                                   store_reader_t **out)
 {
-    return st->data->ops->reader_open(st->data, ref, size, out);
+    return data_reader_open(st->data, ref, size, out);
 }
 
 /* A delete marker as the answer of a read: NOT_FOUND, meta saying which marker. */
@@ -401,7 +403,7 @@ uint64_t store_reader_size(const store_reader_t *r)
 
 int store_reader_fd(const store_reader_t *r)
 {
-    return r->data->ops->reader_fd ? r->data->ops->reader_fd(r) : -1;
+    return data_reader_fd(r);
 }
 
 wh_status_t store_reader_extent(const store_reader_t *r, uint64_t off, int *fd, uint64_t *file_off,
@@ -409,8 +411,9 @@ wh_status_t store_reader_extent(const store_reader_t *r, uint64_t off, int *fd, 
 {
     if (off >= r->size)
         return WH_ERR_RANGE;
-    if (r->data->ops->reader_extent)
-        return r->data->ops->reader_extent(r, off, fd, file_off, len);
+    wh_status_t s = data_reader_extent(r, off, fd, file_off, len);
+    if (s != WH_ERR_UNSUPPORTED)
+        return s;
     int f = store_reader_fd(r);
     if (f < 0)
         return WH_ERR_UNSUPPORTED;
@@ -424,7 +427,7 @@ wh_status_t store_reader_pread(store_reader_t *r, void *buf, size_t n, uint64_t 
 {
     if (off > r->size || n > r->size - off)
         return WH_ERR_RANGE;
-    return r->data->ops->reader_pread(r, buf, n, off);
+    return data_reader_pread(r, buf, n, off);
 }
 
 wh_status_t store_reader_rdma_get(store_reader_t *r, const struct token_arg *token,
@@ -432,11 +435,9 @@ wh_status_t store_reader_rdma_get(store_reader_t *r, const struct token_arg *tok
                                   store_rdma_result_t *res)
 {
     memset(res, 0, sizeof *res);
-    if (!r->data->ops->rdma_get)
-        return WH_ERR_UNSUPPORTED;
     if (off > r->size || len > r->size - off)
         return WH_ERR_RANGE;
-    return r->data->ops->rdma_get(r, token, peer, off, len, res);
+    return data_rdma_get(r, token, peer, off, len, res);
 }
 
 wh_status_t store_reader_prepare(store_reader_t *r, uint64_t off, uint64_t len, char *msg,
@@ -446,15 +447,16 @@ wh_status_t store_reader_prepare(store_reader_t *r, uint64_t off, uint64_t len, 
         msg[0] = '\0';
     if (off > r->size || len > r->size - off)
         return WH_ERR_RANGE;
-    if (!r->data->ops->reader_prepare || len == 0)
+    if (len == 0)
         return WH_OK;
-    return r->data->ops->reader_prepare(r, off, len, msg, msglen);
+    wh_status_t s = data_reader_prepare(r, off, len, msg, msglen);
+    return s == WH_ERR_UNSUPPORTED ? WH_OK : s; /* nothing to prepare */
 }
 
 void store_reader_close(store_reader_t *r)
 {
     if (r)
-        r->data->ops->reader_close(r);
+        data_reader_close(r);
 }
 
 /* ---- objects ---- */

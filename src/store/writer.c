@@ -29,7 +29,7 @@ wh_status_t store_writer_open(store_t *st, store_writer_t **out)
         s = WH_ERR_INTERNAL;
         goto err;
     }
-    s = st->data->ops->writer_open(st->data, &w->dw);
+    s = data_writer_open(st->data, &w->dw);
     if (s != WH_OK)
         goto err_md5;
     *out = w;
@@ -45,7 +45,6 @@ err:
 static void *store_md5_main(void *arg)
 {
     store_writer_t *w = arg;
-    const store_data_ops_t *ops = w->dw->data->ops;
     char *buf = malloc(STORE_MD5_CHUNK);
     pthread_mutex_lock(&w->md5_lock);
     if (!buf)
@@ -60,7 +59,7 @@ static void *store_md5_main(void *arg)
         wh_status_t e = WH_OK;
         while (from < to && e == WH_OK) {
             size_t n = (size_t)WH_MIN(to - from, (uint64_t)STORE_MD5_CHUNK);
-            e = ops->writer_pread(w->dw, buf, n, from);
+            e = data_writer_pread(w->dw, buf, n, from);
             if (e == WH_OK) {
                 wh_md5_update(&w->md5, buf, n);
                 from += n;
@@ -78,8 +77,8 @@ static void *store_md5_main(void *arg)
 
 static void store_md5_start(store_writer_t *w)
 {
-    if (!w->dw->data->ops->writer_pread || w->crypt) /* stored bytes are not what was given */
-        return;                                      /* bytes are not kept here: hash inline */
+    if (!data_offers_writer_pread(w->dw) || w->crypt) /* stored bytes are not what was given */
+        return;                                       /* bytes are not kept here: hash inline */
     w->md5_avail = w->md5_hashed = w->size;
     w->md5_stop = 0;
     w->md5_err = 0;
@@ -127,7 +126,7 @@ wh_status_t store_writer_write(store_writer_t *w, const void *p, size_t n)
     }
     if (n == 0)
         return WH_OK;
-    wh_status_t s = w->crypt ? store_crypt_write(w, p, n) : w->dw->data->ops->write(w->dw, p, n);
+    wh_status_t s = w->crypt ? store_crypt_write(w, p, n) : data_write(w->dw, p, n);
     if (s != WH_OK) {
         w->broken = true;
         return s;
@@ -165,15 +164,15 @@ wh_status_t store_writer_write(store_writer_t *w, const void *p, size_t n)
 
 wh_status_t store_writer_begin_at(store_writer_t *w, uint64_t total)
 {
-    const store_data_ops_t *ops = w->dw->data->ops;
-    if (!ops->write_at_begin || !ops->write_at || w->crypt || !w->digest_etag || w->size ||
-        w->md5_done || w->at || w->broken || total == 0)
+    if (w->crypt || !w->digest_etag || w->size || w->md5_done || w->at || w->broken || total == 0)
         return WH_ERR_UNSUPPORTED;
-    /* A mapping first (one copy: the feeder's bytes land in the file's pages), else pwrite. */
-    wh_status_t s =
-        ops->map_at_begin && ops->map_at ? ops->map_at_begin(w->dw, total) : WH_ERR_UNSUPPORTED;
+    /* A mapping first (one copy: the feeder's bytes land in the file's pages), else pwrite;
+     * a table that offers neither leaves the writer as it was (sequential writes follow). */
+    wh_status_t s = data_map_at_begin(w->dw, total);
     if (s == WH_ERR_UNSUPPORTED)
-        s = ops->write_at_begin(w->dw, total);
+        s = data_write_at_begin(w->dw, total);
+    if (s == WH_ERR_UNSUPPORTED)
+        return s;
     if (s != WH_OK) {
         w->broken = true;
         return s;
@@ -189,7 +188,7 @@ wh_status_t store_writer_write_at(store_writer_t *w, const void *p, size_t n, ui
         return WH_ERR_INVALID;
     if (__atomic_load_n(&w->broken, __ATOMIC_RELAXED))
         return WH_ERR_IO;
-    wh_status_t s = w->dw->data->ops->write_at(w->dw, p, n, off);
+    wh_status_t s = data_write_at(w->dw, p, n, off);
     if (s != WH_OK)
         __atomic_store_n(&w->broken, true, __ATOMIC_RELAXED);
     return s;
@@ -199,12 +198,9 @@ wh_status_t store_writer_map_at(store_writer_t *w, uint64_t off, size_t n, void 
 {
     if (!w->at || off > w->at_total || n > w->at_total - off)
         return WH_ERR_INVALID;
-    const store_data_ops_t *ops = w->dw->data->ops;
-    if (!ops->map_at)
-        return WH_ERR_UNSUPPORTED;
     if (__atomic_load_n(&w->broken, __ATOMIC_RELAXED))
         return WH_ERR_IO;
-    wh_status_t s = ops->map_at(w->dw, off, n, p);
+    wh_status_t s = data_map_at(w->dw, off, n, p);
     if (s != WH_OK && s != WH_ERR_UNSUPPORTED)
         __atomic_store_n(&w->broken, true, __ATOMIC_RELAXED);
     return s;
@@ -212,8 +208,7 @@ wh_status_t store_writer_map_at(store_writer_t *w, uint64_t off, size_t n, void 
 
 uint64_t store_writer_stripe_len(const store_writer_t *w)
 {
-    const store_data_ops_t *ops = w->dw->data->ops;
-    return w->at && ops->write_at_stripe ? ops->write_at_stripe(w->dw) : 0;
+    return w->at ? data_write_at_stripe(w->dw) : 0;
 }
 
 void store_writer_end_at(store_writer_t *w, uint64_t crc64nvme, bool crc32c_set, uint32_t crc32c)
@@ -228,24 +223,25 @@ void store_writer_end_at(store_writer_t *w, uint64_t crc64nvme, bool crc32c_set,
 
 wh_status_t store_writer_bucket(store_writer_t *w, const char *bucket, char *msg, size_t msglen)
 {
-    const store_data_ops_t *ops = w->dw->data->ops;
     if (msglen)
         msg[0] = '\0';
-    return ops->writer_bucket ? ops->writer_bucket(w->dw, bucket, msg, msglen) : WH_OK;
+    wh_status_t s = data_writer_bucket(w->dw, bucket, msg, msglen);
+    return s == WH_ERR_UNSUPPORTED ? WH_OK : s; /* a table of one layout */
 }
 
 wh_status_t store_writer_rdma_put(store_writer_t *w, const struct token_arg *token,
                                   const wh_peer_t *peer, uint64_t size, store_rdma_result_t *res)
 {
     memset(res, 0, sizeof *res);
-    const store_data_ops_t *ops = w->dw->data->ops;
-    if (!ops->rdma_put || w->crypt)
+    if (w->crypt)
         return WH_ERR_UNSUPPORTED; /* an encrypted write takes its bytes through the writer */
     if (w->size || w->md5_done) {
         snprintf(res->message, sizeof res->message, "an RDMA PUT must be the writer's only input");
         return WH_ERR_INVALID;
     }
-    wh_status_t s = ops->rdma_put(w->dw, token, peer, size, res);
+    wh_status_t s = data_rdma_put(w->dw, token, peer, size, res);
+    if (s == WH_ERR_UNSUPPORTED) /* the table moves no bytes itself: nothing happened */
+        return s;
     if (s != WH_OK) {
         w->broken = true;
         return s;
@@ -266,7 +262,7 @@ wh_status_t store_writer_append(store_writer_t *w, store_reader_t *r, uint64_t o
 {
     if (w->broken)
         return WH_ERR_IO;
-    wh_status_t s = w->dw->data->ops->append(w->dw, r, off, len);
+    wh_status_t s = data_append(w->dw, r, off, len);
     if (s != WH_OK) {
         w->broken = true;
         return s;
@@ -384,7 +380,7 @@ wh_status_t store_writer_finish(store_writer_t *w, store_data_ref_t *ref)
         w->broken = true;
         return s;
     }
-    return w->dw->data->ops->finish(w->dw, ref);
+    return data_finish(w->dw, ref);
 }
 
 void store_writer_free(store_writer_t *w)
@@ -394,7 +390,7 @@ void store_writer_free(store_writer_t *w)
     store_md5_join(w, 2);
     store_etag_abort(w->etag);
     store_crypt_free(w);
-    w->dw->data->ops->writer_free(w->dw);
+    data_writer_free(w->dw);
     if (!w->md5_done)
         wh_md5_free(&w->md5);
     free(w);
@@ -421,7 +417,7 @@ void store_writer_abort(store_writer_t *w)
     store_md5_join(w, 2);
     store_etag_abort(w->etag);
     store_crypt_free(w);
-    w->dw->data->ops->writer_abort(w->dw);
+    data_writer_abort(w->dw);
     if (!w->md5_done)
         wh_md5_free(&w->md5);
     free(w);

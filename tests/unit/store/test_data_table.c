@@ -456,9 +456,87 @@ static void test_remote_style_table(void)
     th_rmdir(dir);
 }
 
+/* The dispatch rule (data.h): a table missing a required slot is refused where the store takes
+ * it; a NULL optional slot is an operation not offered, which the store answers with
+ * WH_ERR_UNSUPPORTED or does without (its fallback), and the writer stays usable. */
+static void test_optional_slots(void)
+{
+    char *dir = th_mkdtemp();
+    meta_t *meta = NULL;
+    CHECK(th_meta_open(dir, &meta) == WH_OK);
+    if (!meta)
+        return;
+    store_data_ops_t partial = MEM_OPS;
+    partial.append = NULL; /* required */
+    mem_t *bad = calloc(1, sizeof *bad);
+    bad->base.ops = &partial;
+    store_t *st = NULL;
+    CHECK(store_open_tables(meta, &bad->base, &st) == WH_ERR_INVALID);
+    CHECK(st == NULL);
+    free(bad);
+
+    CHECK(th_meta_open(dir, &meta) == WH_OK);
+    if (!meta)
+        return;
+    store_data_ops_t lean = MEM_OPS;
+    lean.rdma_put = NULL;
+    lean.rdma_get = NULL;
+    mem_t *mem = calloc(1, sizeof *mem);
+    mem->base.ops = &lean;
+    pthread_mutex_init(&mem->lock, NULL);
+    CHECK(store_open_tables(meta, &mem->base, &st) == WH_OK);
+    if (!st)
+        return;
+    CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "lean"}) == WH_OK);
+    store_space_t sp;
+    CHECK(store_space(st, &sp) == WH_ERR_UNSUPPORTED);
+
+    store_writer_t *w = NULL;
+    CHECK(store_writer_open(st, &w) == WH_OK);
+    if (!w)
+        return;
+    char msg[128] = "x";
+    CHECK(store_writer_bucket(w, "lean", msg, sizeof msg) == WH_OK); /* one layout */
+    CHECK_STR(msg, "");
+    CHECK(store_writer_begin_at(w, 2500) == WH_ERR_UNSUPPORTED); /* no positional writes */
+    CHECK_EQ_U64(store_writer_stripe_len(w), 0);
+    store_rdma_result_t rr;
+    CHECK(store_writer_rdma_put(w, NULL, NULL, 2500, &rr) == WH_ERR_UNSUPPORTED);
+    char body[2500];
+    for (size_t i = 0; i < sizeof body; i++)
+        body[i] = (char)(i * 13 + 1);
+    CHECK(store_writer_write(w, body, sizeof body) == WH_OK); /* still usable */
+    store_obj_meta_t pm;
+    memset(&pm, 0, sizeof pm);
+    CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "lean", .key = "o"}, &pm) ==
+          WH_OK);
+    store_obj_meta_free(&pm);
+
+    store_obj_meta_t rm;
+    store_reader_t *r = NULL;
+    CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "lean", .key = "o"}, &rm, &r) ==
+          WH_OK);
+    if (r) {
+        CHECK(store_reader_fd(r) == -1);
+        int fd = -1;
+        uint64_t foff = 0, flen = 0;
+        CHECK(store_reader_extent(r, 0, &fd, &foff, &flen) == WH_ERR_UNSUPPORTED);
+        CHECK(store_reader_prepare(r, 0, sizeof body, msg, sizeof msg) == WH_OK);
+        CHECK(store_reader_rdma_get(r, NULL, NULL, 0, 1, &rr) == WH_ERR_UNSUPPORTED);
+        char back[sizeof body];
+        CHECK(store_reader_pread(r, back, sizeof back, 0) == WH_OK);
+        CHECK(memcmp(back, body, sizeof body) == 0);
+        store_reader_close(r);
+        store_obj_meta_free(&rm);
+    }
+    store_close(st);
+    th_rmdir(dir);
+}
+
 int main(void)
 {
     wh_log_set_level(WH_LOG_ERROR);
     RUN(test_remote_style_table);
+    RUN(test_optional_slots);
     return check_done();
 }
