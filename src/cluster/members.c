@@ -824,7 +824,7 @@ static void repair_pass(cl_remote_t *r)
         char *after = repair_cursor(r, dead[d]);
         bool more = true;
         size_t failed = 0;
-        int kind;
+        int kind = REP_NONE;
         while (more && wh_now_ns() / 1000000 - t0 < PASS_MS &&
                (kind = member_repair_kind(r, dead[d])) != REP_NONE) {
             bool drains = kind == REP_DRAIN || member_draining(r, dead[d]);

@@ -22,7 +22,7 @@
  * above the high-water mark, when the disk is full, and while the reserve is not held. When a
  * delete's metadata commit finds no space, the store releases the reserve and retries; once
  * the delete has freed the object's bytes, the reserve is taken again. */
-#include "data/data.h"
+#include "data/data_local_int.h"
 
 #include "base/codec.h"
 #include "base/digest.h"
@@ -44,79 +44,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#define LD_FILE_MODE 0640
-#define LD_DIR_MODE 0750
-/* Start writeback every this many bytes, so the fsync at commit has little left to do. */
-#define LD_WRITEBACK_CHUNK (8ULL << 20)
-/* Look at free space again after this many bytes of one write. */
-#define LD_SPACE_CHECK (1ULL << 20)
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels answer EINVAL */
-#endif
-
-typedef struct ld {
-    store_data_t base;
-    char *dir;
-    int dir_fd;
-    int lock_fd; /* flock'd DIR/lock */
-    int obj_fd;  /* DIR/objects */
-    int tmp_fd;  /* DIR/tmp */
-    uint64_t reserve_bytes;
-    unsigned high_water_pct;
-    store_durability_t durability;
-    bool direct_writes;
-    bool map_writes;     /* map_at_begin offered */
-    bool direct_refused; /* the file system refused O_DIRECT once (atomic) */
-    _Atomic uint64_t direct_bytes;
-    bool populate_refused; /* madvise(MADV_POPULATE_WRITE) answered EINVAL once (atomic) */
-    unsigned put_stripes;  /* positional writes of stripe_min bytes or more: files, 1 = one */
-    uint64_t stripe_min;
-    pthread_mutex_t reserve_lock;
-    bool reserve_held; /* DIR/reserve exists at full size */
-} ld_t;
-
-/* A striped writer's second and later files (the first is the writer's own). */
-typedef struct ld_stripe {
-    int fd;
-    char id[STORE_DATA_ID_LEN + 1];
-    bool published; /* renamed into objects/ */
-} ld_stripe_t;
-
-typedef struct ld_writer {
-    store_data_writer_t base;
-    int fd;  /* the temp file, then (after finish) the object file */
-    int dfd; /* the temp file with O_DIRECT (positional writes, direct_writes), or -1 */
-    char id[STORE_DATA_ID_LEN + 1];
-    bool published; /* renamed into objects/ */
-    uint64_t size;
-    uint64_t synced;  /* bytes already handed to writeback (sync_file_range) */
-    uint64_t checked; /* size when free space was last checked */
-    uint8_t *map;     /* map_at_begin: the temp file mapped MAP_SHARED, map_len bytes */
-    size_t map_len;
-    /* Striped (write_at_begin of a large total): nstripes files of stripe_len bytes (the last
-     * may be shorter), stripe 0 being fd/id above and the others in more[]. 0: one file. */
-    unsigned nstripes;
-    uint64_t stripe_len;
-    ld_stripe_t *more;
-} ld_writer_t;
-
-/* One file of a composed object. */
-typedef struct ld_extent {
-    int fd;
-    uint64_t off, len; /* in the object */
-} ld_extent_t;
-
-typedef struct ld_reader {
-    store_reader_t base;
-    int fd;       /* one file; -1 for a composed object */
-    size_t n_ext; /* composed: its extents in object order */
-    ld_extent_t *ext;
-} ld_reader_t;
-
-#define LD(d) ((ld_t *)(d))
-
 /* "ab/ab01..." relative to DIR/objects. */
-static void ld_relpath(const char *id, char out[STORE_DATA_ID_LEN + 4])
+void ld_relpath(const char *id, char out[STORE_DATA_ID_LEN + 4])
 {
     snprintf(out, STORE_DATA_ID_LEN + 4, "%.2s/%s", id, id);
 }
@@ -131,7 +60,7 @@ static bool ld_id_valid(const char *s)
     return true;
 }
 
-static wh_status_t ld_random_id(char out[STORE_DATA_ID_LEN + 1])
+wh_status_t ld_random_id(char out[STORE_DATA_ID_LEN + 1])
 {
     uint8_t raw[STORE_DATA_ID_LEN / 2];
     if (wh_random_bytes(raw, sizeof raw) != 0) {
@@ -167,7 +96,7 @@ static wh_status_t ld_space(store_data_t *d, store_space_t *out)
 
 /* WH_OK if `more` bytes may still be written: below the high-water mark, and the reserve is
  * held (while it is not, only deletes may use the disk). */
-static wh_status_t ld_space_check(ld_t *l, uint64_t more)
+wh_status_t ld_space_check(ld_t *l, uint64_t more)
 {
     store_space_t sp;
     if (ld_space(&l->base, &sp) != WH_OK || sp.total == 0)
@@ -279,7 +208,7 @@ static void ld_reserve_open(ld_t *l)
 
 /* ---- files ---- */
 
-static void ld_unlink(ld_t *l, const char *id)
+void ld_unlink(ld_t *l, const char *id)
 {
     if (!id || !id[0])
         return;
@@ -297,7 +226,7 @@ static void ld_release(store_data_t *d, const store_data_ref_t *ref)
         ld_unlink(LD(d), ref->chunks[i].id);
 }
 
-static wh_status_t ld_fsync_dir(int parent_fd, const char *name)
+wh_status_t ld_fsync_dir(int parent_fd, const char *name)
 {
     int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
@@ -315,8 +244,7 @@ static wh_status_t ld_fsync_dir(int parent_fd, const char *name)
 
 /* Copies len bytes in the kernel (copy_file_range), falling back to pread/pwrite only where
  * the file system refuses. */
-static wh_status_t ld_copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off,
-                                 uint64_t len)
+wh_status_t ld_copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off, uint64_t len)
 {
     loff_t io = (loff_t)in_off, oo = (loff_t)out_off;
     while (len > 0) {
@@ -363,455 +291,6 @@ static wh_status_t ld_copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_
         free(buf);
     }
     return WH_OK;
-}
-
-/* ---- writer ---- */
-
-static wh_status_t ld_reader_extent(const store_reader_t *r, uint64_t off, int *fd,
-                                    uint64_t *file_off, uint64_t *len);
-
-static wh_status_t ld_writer_open(store_data_t *d, store_data_writer_t **out)
-{
-    ld_t *l = LD(d);
-    wh_status_t s = ld_space_check(l, 0);
-    if (s != WH_OK)
-        return s;
-    ld_writer_t *w = calloc(1, sizeof *w);
-    if (!w)
-        return WH_ERR_NOMEM;
-    w->base.data = d;
-    s = ld_random_id(w->id);
-    if (s != WH_OK)
-        goto err;
-    w->dfd = -1;
-    w->fd = openat(l->tmp_fd, w->id, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, LD_FILE_MODE);
-    if (w->fd < 0) {
-        wh_error("store", "cannot create temp file %s/tmp/%s: %m", l->dir, w->id);
-        s = wh_status_from_errno(errno);
-        goto err;
-    }
-    *out = &w->base;
-    return WH_OK;
-err:
-    free(w);
-    return s;
-}
-
-static wh_status_t ld_write(store_data_writer_t *dw, const void *p, size_t n)
-{
-    ld_writer_t *w = (ld_writer_t *)dw;
-    ld_t *l = LD(dw->data);
-    if (w->nstripes > 1)
-        return WH_ERR_INVALID; /* a striped writer takes only write_at */
-    if (w->size + n - w->checked >= LD_SPACE_CHECK) {
-        wh_status_t s = ld_space_check(l, n);
-        if (s != WH_OK)
-            return s;
-        w->checked = w->size + n;
-    }
-    int e = wh_write_all(w->fd, p, n);
-    if (e < 0) {
-        errno = -e;
-        wh_error("store", "write to temp file %s/tmp/%s failed: %m", l->dir, w->id);
-        return wh_status_from_errno(-e);
-    }
-    w->size += n;
-    if (w->size - w->synced >= LD_WRITEBACK_CHUNK) {
-        /* Asynchronous: only starts writeback, so a large PUT does not end in one long fsync. */
-        sync_file_range(w->fd, (off64_t)w->synced, (off64_t)(w->size - w->synced),
-                        SYNC_FILE_RANGE_WRITE);
-        w->synced = w->size;
-    }
-    return WH_OK;
-}
-
-/* Stripes for a positional write of total bytes: as many as configured, each a whole number
- * of STORE_STRIPE_ALIGN and none empty; files 1.. are fresh temp files beside the writer's.
- * Where they cannot be made (out of file descriptors, say) the write stays in one file. */
-static void ld_stripes_open(ld_writer_t *w, uint64_t total)
-{
-    ld_t *l = LD(w->base.data);
-    uint64_t units = (total + STORE_STRIPE_ALIGN - 1) / STORE_STRIPE_ALIGN;
-    uint64_t ns = WH_MIN((uint64_t)l->put_stripes, units);
-    if (ns < 2)
-        return;
-    uint64_t len = (units + ns - 1) / ns * STORE_STRIPE_ALIGN;
-    ns = (total + len - 1) / len;
-    if (ns < 2 || !(w->more = calloc(ns - 1, sizeof *w->more)))
-        return;
-    unsigned k = 0;
-    for (; k + 1 < ns; k++) {
-        ld_stripe_t *x = &w->more[k];
-        if (ld_random_id(x->id) != WH_OK)
-            break;
-        /* In the writer's own directory of objects/: finish syncs one directory. */
-        memcpy(x->id, w->id, 2);
-        x->fd = openat(l->tmp_fd, x->id, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, LD_FILE_MODE);
-        if (x->fd < 0) {
-            wh_warn("store", "cannot create temp file %s/tmp/%s: %m; this write goes into one file",
-                    l->dir, x->id);
-            break;
-        }
-    }
-    if (k + 1 < ns) { /* undo: one file after all */
-        while (k-- > 0) {
-            close(w->more[k].fd);
-            if (unlinkat(l->tmp_fd, w->more[k].id, 0) < 0)
-                wh_warn("store", "cannot remove temp file %s/tmp/%s: %m", l->dir, w->more[k].id);
-        }
-        free(w->more);
-        w->more = NULL;
-        return;
-    }
-    w->stripe_len = len;
-    w->nstripes = (unsigned)ns;
-}
-
-static uint64_t ld_write_at_stripe(store_data_writer_t *dw)
-{
-    const ld_writer_t *w = (const ld_writer_t *)dw;
-    return w->nstripes > 1 ? w->stripe_len : 0;
-}
-
-static wh_status_t ld_write_at_begin(store_data_writer_t *dw, uint64_t total)
-{
-    ld_writer_t *w = (ld_writer_t *)dw;
-    if (w->size)
-        return WH_ERR_INVALID;
-    wh_status_t s = ld_space_check(LD(dw->data), total);
-    if (s != WH_OK)
-        return s;
-    w->size = w->synced = w->checked = total;
-    ld_t *l = LD(dw->data);
-    if (!l->direct_writes && l->put_stripes > 1 && total >= l->stripe_min) {
-        ld_stripes_open(w, total);
-        return WH_OK;
-    }
-    if (l->direct_writes && total >= LD_WRITEBACK_CHUNK &&
-        !__atomic_load_n(&l->direct_refused, __ATOMIC_RELAXED)) {
-        w->dfd = openat(l->tmp_fd, w->id, O_WRONLY | O_DIRECT | O_CLOEXEC);
-        if (w->dfd < 0 && errno == EINVAL &&
-            !__atomic_exchange_n(&l->direct_refused, true, __ATOMIC_RELAXED))
-            wh_warn("store",
-                    "%s: the file system refuses O_DIRECT; --data-writes direct "
-                    "writes go through the page cache",
-                    l->dir);
-    }
-    return WH_OK;
-}
-
-#define LD_DIO_ALIGN 4096u
-
-/* Stripe k of a striped writer: its fd and id, and how many bytes of the object it holds. */
-static int ld_stripe_fd(const ld_writer_t *w, unsigned k, const char **id, uint64_t *len)
-{
-    if (id)
-        *id = k ? w->more[k - 1].id : w->id;
-    if (len)
-        *len = WH_MIN(w->stripe_len, w->size - (uint64_t)k * w->stripe_len);
-    return k ? w->more[k - 1].fd : w->fd;
-}
-
-static wh_status_t ld_write_file(ld_writer_t *w, int fd, const char *id, uint64_t size,
-                                 const void *p, size_t n, uint64_t off)
-{
-    /* Aligned pieces past the page cache; a short tail (and anything unaligned) through it. */
-    bool direct = w->dfd >= 0 && ((uintptr_t)p | off | n) % LD_DIO_ALIGN == 0;
-    int e = wh_pwrite_all(direct ? w->dfd : fd, p, n, off);
-    if (direct && e == 0)
-        atomic_fetch_add(&LD(w->base.data)->direct_bytes, n);
-    if (e < 0) {
-        errno = -e;
-        wh_error("store", "write to temp file %s/tmp/%s at %" PRIu64 " failed: %m",
-                 LD(w->base.data)->dir, id, off);
-        return wh_status_from_errno(-e);
-    }
-    uint64_t end = off + n;
-    if (!direct && (end % LD_WRITEBACK_CHUNK == 0 || end == size)) {
-        uint64_t from = (end - 1) / LD_WRITEBACK_CHUNK * LD_WRITEBACK_CHUNK;
-        sync_file_range(fd, (off64_t)from, (off64_t)(end - from), SYNC_FILE_RANGE_WRITE);
-    }
-    return WH_OK;
-}
-
-/* Positional: pwrite at off (of a striped writer: in the stripe's file); writeback of each
- * LD_WRITEBACK_CHUNK of a file is started by the write that ends it (the RDMA engine's
- * windows are as large, so one thread writes each). */
-static wh_status_t ld_write_at(store_data_writer_t *dw, const void *p, size_t n, uint64_t off)
-{
-    ld_writer_t *w = (ld_writer_t *)dw;
-    if (w->nstripes < 2)
-        return ld_write_file(w, w->fd, w->id, w->size, p, n, off);
-    while (n > 0) { /* a piece that crosses a stripe's end goes on in the next file */
-        unsigned k = (unsigned)(off / w->stripe_len);
-        if (k >= w->nstripes)
-            return WH_ERR_INVALID;
-        const char *id;
-        uint64_t len, foff = off - (uint64_t)k * w->stripe_len;
-        int fd = ld_stripe_fd(w, k, &id, &len);
-        size_t m = (size_t)WH_MIN((uint64_t)n, len - foff);
-        wh_status_t s = ld_write_file(w, fd, id, len, p, m, foff);
-        if (s != WH_OK)
-            return s;
-        p = (const uint8_t *)p + m;
-        off += m;
-        n -= m;
-    }
-    return WH_OK;
-}
-
-/* Positional writes through a mapping. SIGBUS safety: the mapped file is this writer's own
- * fresh temp file (O_EXCL, a random name under DIR/tmp that nothing else opens), given all of
- * its total bytes by fallocate before it is mapped, and never truncated while mapped: a store
- * through the mapping never lands past the end of the file, nor on a block the file system
- * still has to find (a full disk answers here, WH_ERR_NO_SPACE, not as a fault). The mapping
- * is gone (ld_unmap) before finish syncs and renames the file, and before abort unlinks it. */
-static wh_status_t ld_map_at_begin(store_data_writer_t *dw, uint64_t total)
-{
-    ld_writer_t *w = (ld_writer_t *)dw;
-    ld_t *l = LD(dw->data);
-    if (w->size || w->map)
-        return WH_ERR_INVALID;
-    /* O_DIRECT cold-storage writes stay off the page cache: write_at. */
-    if (total == 0 || total > SIZE_MAX || l->direct_writes || !l->map_writes)
-        return WH_ERR_UNSUPPORTED;
-    wh_status_t s = ld_space_check(l, total);
-    if (s != WH_OK)
-        return s;
-    if (fallocate(w->fd, 0, 0, (off_t)total) != 0) {
-        if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL) {
-            wh_debug("store", "%s: fallocate refused (%m): positional writes by pwrite", l->dir);
-            return WH_ERR_UNSUPPORTED;
-        }
-        wh_error("store", "fallocate of temp file %s/tmp/%s to %" PRIu64 " bytes failed: %m",
-                 l->dir, w->id, total);
-        s = errno == ENOSPC ? WH_ERR_NO_SPACE : wh_status_from_errno(errno);
-        if (ftruncate(w->fd, 0) != 0) /* leave the fresh file as it was */
-            wh_warn("store", "cannot truncate temp file %s/tmp/%s: %m", l->dir, w->id);
-        return s;
-    }
-    void *m = mmap(NULL, (size_t)total, PROT_READ | PROT_WRITE, MAP_SHARED, w->fd, 0);
-    if (m == MAP_FAILED) {
-        wh_debug("store", "%s: mmap of %" PRIu64 " bytes refused (%m): writes by pwrite", l->dir,
-                 total);
-        if (ftruncate(w->fd, 0) != 0)
-            wh_warn("store", "cannot truncate temp file %s/tmp/%s: %m", l->dir, w->id);
-        return WH_ERR_UNSUPPORTED;
-    }
-    w->map = m;
-    w->map_len = (size_t)total;
-    w->size = w->synced = w->checked = total;
-    return WH_OK;
-}
-
-/* The window [off, off+n) of the mapping, its pages prefaulted writable in one call where the
- * kernel has MADV_POPULATE_WRITE (else they fault in as they are written). */
-static wh_status_t ld_map_at(store_data_writer_t *dw, uint64_t off, size_t n, void **p)
-{
-    ld_writer_t *w = (ld_writer_t *)dw;
-    ld_t *l = LD(dw->data);
-    if (!w->map)
-        return WH_ERR_UNSUPPORTED;
-    if (off > w->map_len || n > w->map_len - off)
-        return WH_ERR_INVALID;
-    *p = w->map + off;
-    if (n == 0 || __atomic_load_n(&l->populate_refused, __ATOMIC_RELAXED))
-        return WH_OK;
-    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-    size_t from = (size_t)off / pg * pg;
-    if (madvise(w->map + from, (size_t)off + n - from, MADV_POPULATE_WRITE) != 0) {
-        if (errno == EINVAL) {
-            __atomic_store_n(&l->populate_refused, true, __ATOMIC_RELAXED);
-        } else if (errno != EINTR) {
-            wh_error("store", "prefaulting temp file %s/tmp/%s at %" PRIu64 " failed: %m", l->dir,
-                     w->id, off);
-            return errno == ENOMEM ? WH_ERR_NOMEM : WH_ERR_IO;
-        }
-    }
-    return WH_OK;
-}
-
-/* Drops the mapping; its dirty pages stay the file's, for fdatasync to write. */
-static void ld_unmap(ld_writer_t *w)
-{
-    if (w->map && munmap(w->map, w->map_len) != 0)
-        wh_warn("store", "munmap of temp file %s failed: %m", w->id);
-    w->map = NULL;
-    w->map_len = 0;
-}
-
-static wh_status_t ld_append(store_data_writer_t *dw, store_reader_t *r, uint64_t off, uint64_t len)
-{
-    ld_writer_t *w = (ld_writer_t *)dw;
-    ld_reader_t *lr = (ld_reader_t *)r;
-    wh_status_t s = ld_space_check(LD(dw->data), len);
-    if (s != WH_OK)
-        return s;
-    if (!lr->n_ext) {
-        s = ld_copy_range(lr->fd, off, w->fd, w->size, len);
-        if (s == WH_OK)
-            w->size += len;
-        return s;
-    }
-    while (len > 0) { /* a composed source: extent by extent */
-        int fd;
-        uint64_t foff, avail;
-        if ((s = ld_reader_extent(r, off, &fd, &foff, &avail)) != WH_OK)
-            return s;
-        uint64_t n = WH_MIN(avail, len);
-        if ((s = ld_copy_range(fd, foff, w->fd, w->size, n)) != WH_OK)
-            return s;
-        w->size += n;
-        off += n;
-        len -= n;
-    }
-    return WH_OK;
-}
-
-static wh_status_t ld_writer_pread(store_data_writer_t *dw, void *buf, size_t n, uint64_t off)
-{
-    const ld_writer_t *w = (const ld_writer_t *)dw;
-    if (w->nstripes < 2) {
-        int e = wh_pread_all(w->fd, buf, n, off);
-        return e ? wh_status_from_errno(-e) : WH_OK;
-    }
-    while (n > 0) {
-        unsigned k = (unsigned)(off / w->stripe_len);
-        if (k >= w->nstripes)
-            return WH_ERR_RANGE;
-        uint64_t len, foff = off - (uint64_t)k * w->stripe_len;
-        int fd = ld_stripe_fd(w, k, NULL, &len);
-        size_t m = (size_t)WH_MIN((uint64_t)n, len - foff);
-        int e = wh_pread_all(fd, buf, m, foff);
-        if (e)
-            return wh_status_from_errno(-e);
-        buf = (uint8_t *)buf + m;
-        off += m;
-        n -= m;
-    }
-    return WH_OK;
-}
-
-static bool *ld_stripe_published(ld_writer_t *w, unsigned k)
-{
-    return k ? &w->more[k - 1].published : &w->published;
-}
-
-/* finish of a striped writer: every stripe synced (stripe 0 already is), then every one moved
- * into objects/ and their directory synced (one: the ids share their first two characters);
- * *ref is then a composed reference (a fresh id that names no file, one extent per stripe),
- * as ld_compose makes for a multipart upload. */
-static wh_status_t ld_finish_stripes(ld_writer_t *w, bool sync, store_data_ref_t *ref)
-{
-    ld_t *l = LD(w->base.data);
-    store_data_ref_t out;
-    memset(&out, 0, sizeof out);
-    for (unsigned k = 1; sync && k < w->nstripes; k++)
-        if (fdatasync(w->more[k - 1].fd) < 0) {
-            wh_error("store", "fdatasync of temp file %s/tmp/%s failed: %m", l->dir,
-                     w->more[k - 1].id);
-            return errno == ENOSPC ? WH_ERR_NO_SPACE : WH_ERR_IO;
-        }
-    wh_status_t s = ld_random_id(out.id);
-    if (s != WH_OK)
-        return s;
-    if (!(out.chunks = calloc(w->nstripes, sizeof *out.chunks)))
-        return WH_ERR_NOMEM;
-    out.n_chunks = w->nstripes;
-    for (unsigned k = 0; k < w->nstripes; k++) {
-        const char *id;
-        uint64_t len;
-        ld_stripe_fd(w, k, &id, &len);
-        char rel[STORE_DATA_ID_LEN + 4];
-        ld_relpath(id, rel);
-        if (renameat(l->tmp_fd, id, l->obj_fd, rel) < 0) {
-            wh_error("store", "cannot move temp file %s into %s/objects/%s: %m", id, l->dir, rel);
-            s = wh_status_from_errno(errno);
-            goto err;
-        }
-        *ld_stripe_published(w, k) = true;
-        store_chunk_t *c = &out.chunks[k];
-        memcpy(c->id, id, sizeof c->id);
-        c->offset = (uint64_t)k * w->stripe_len;
-        c->length = len;
-    }
-    char sub[3] = {w->id[0], w->id[1], '\0'};
-    if (sync && (s = ld_fsync_dir(l->obj_fd, sub)) != WH_OK)
-        goto err;
-    *ref = out;
-    return WH_OK;
-err:
-    store_data_ref_clear(&out);
-    return s;
-}
-
-static wh_status_t ld_finish(store_data_writer_t *dw, store_data_ref_t *ref)
-{
-    ld_writer_t *w = (ld_writer_t *)dw;
-    ld_t *l = LD(dw->data);
-    bool sync = l->durability == STORE_DURABLE_DISK;
-    /* Writes through the mapping dirtied the file's page cache pages (a shared mapping marks
-     * them dirty when first written, and munmap hands on what the page tables still hold), so
-     * the fdatasync below writes them as it does pwrite's: the same rule, the bytes are on
-     * disk before the commit. */
-    ld_unmap(w);
-    /* fdatasync: the bytes and what reading them back needs (size, extents), not mtime. Each
-     * request syncs its own file, so objects and parts in flight sync in parallel, and the
-     * writeback started while the bytes arrived (sync_file_range) leaves it little to do. */
-    if (sync && fdatasync(w->fd) < 0) {
-        wh_error("store", "fdatasync of temp file %s/tmp/%s failed: %m", l->dir, w->id);
-        return errno == ENOSPC ? WH_ERR_NO_SPACE : WH_ERR_IO;
-    }
-    if (w->nstripes > 1)
-        return ld_finish_stripes(w, sync, ref);
-    char rel[STORE_DATA_ID_LEN + 4];
-    ld_relpath(w->id, rel);
-    if (renameat(l->tmp_fd, w->id, l->obj_fd, rel) < 0) {
-        wh_error("store", "cannot move temp file %s into %s/objects/%s: %m", w->id, l->dir, rel);
-        return wh_status_from_errno(errno);
-    }
-    w->published = true;
-    char sub[3] = {w->id[0], w->id[1], '\0'};
-    wh_status_t s = sync ? ld_fsync_dir(l->obj_fd, sub) : WH_OK;
-    if (s != WH_OK)
-        return s;
-    memset(ref, 0, sizeof *ref);
-    memcpy(ref->id, w->id, sizeof ref->id);
-    return WH_OK;
-}
-
-static void ld_writer_free(store_data_writer_t *dw)
-{
-    ld_writer_t *w = (ld_writer_t *)dw;
-    if (!w)
-        return;
-    ld_unmap(w);
-    if (w->fd >= 0)
-        close(w->fd);
-    if (w->dfd >= 0)
-        close(w->dfd);
-    for (unsigned k = 1; k < w->nstripes; k++)
-        if (w->more[k - 1].fd >= 0)
-            close(w->more[k - 1].fd);
-    free(w->more);
-    free(w);
-}
-
-static void ld_writer_abort(store_data_writer_t *dw)
-{
-    ld_writer_t *w = (ld_writer_t *)dw;
-    if (!w)
-        return;
-    ld_t *l = LD(dw->data);
-    ld_unmap(w);
-    for (unsigned k = 0; k < WH_MAX(w->nstripes, 1u); k++) {
-        const char *id = k ? w->more[k - 1].id : w->id;
-        if (*ld_stripe_published(w, k))
-            ld_unlink(l, id);
-        else if (unlinkat(l->tmp_fd, id, 0) < 0 && errno != ENOENT)
-            wh_warn("store", "cannot remove temp file %s/tmp/%s: %m", l->dir, id);
-    }
-    ld_writer_free(dw);
 }
 
 /* ---- reader ---- */
@@ -914,8 +393,8 @@ static int ld_reader_fd(const store_reader_t *r)
     return ((const ld_reader_t *)r)->fd;
 }
 
-static wh_status_t ld_reader_extent(const store_reader_t *r, uint64_t off, int *fd,
-                                    uint64_t *file_off, uint64_t *len)
+wh_status_t ld_reader_extent(const store_reader_t *r, uint64_t off, int *fd, uint64_t *file_off,
+                             uint64_t *len)
 {
     const ld_reader_t *lr = (const ld_reader_t *)r;
     if (off >= r->size)

@@ -595,12 +595,16 @@ wh_status_t srv_start(const srv_config_t *cfg, const srv_parts_t *parts, srv_t *
     srv_config_resolve(&s->cfg);
     if ((st = conns_start(s)) != WH_OK || (st = jobs_start(s)) != WH_OK)
         goto err_front;
+    /* The application before the daemons: no request may reach it before it has started (a
+     * /metrics served in between read its state while the start wrote it; TSan saw it). */
+    if (s->app->start && (st = s->app->start(s, &s->app_state)) != WH_OK)
+        goto err_front;
 
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(cfg->listen_port)};
     if (inet_pton(AF_INET, cfg->listen_host, &sin.sin_addr) != 1) {
         wh_error(MOD, "listen host must be an IPv4 address, got %s", cfg->listen_host);
         st = WH_ERR_INVALID;
-        goto err_front;
+        goto err_app;
     }
     /* The Unix socket listens before the TCP port answers, so a client that has seen /health
      * over TCP finds the socket ready (connections wait in its backlog until its daemon runs). */
@@ -633,8 +637,6 @@ wh_status_t srv_start(const srv_config_t *cfg, const srv_parts_t *parts, srv_t *
             goto err_tcp;
         }
     }
-    if (s->app->start && (st = s->app->start(s, &s->app_state)) != WH_OK)
-        goto err_unix_d;
     wh_info(MOD, "listening endpoint=%s://%s:%u unix=%s region=%s data=%s",
             s->tls ? "https" : "http", cfg->listen_host, (unsigned)cfg->listen_port,
             s->unix_path ? s->unix_path : "off", cfg->region,
@@ -647,9 +649,6 @@ wh_status_t srv_start(const srv_config_t *cfg, const srv_parts_t *parts, srv_t *
     *out = s;
     return WH_OK;
 
-err_unix_d:
-    if (s->unix_d)
-        MHD_stop_daemon(s->unix_d);
 err_tcp:
     MHD_stop_daemon(s->tcp_d);
 err_unix:
@@ -659,6 +658,10 @@ err_unix:
     }
 err_unix_path:
     free(s->unix_path);
+err_app:
+    if (s->app->stop)
+        s->app->stop(s->app_state);
+    s->app_state = NULL;
 err_front:
     jobs_stop(s, 0);
     conns_stop(s);

@@ -176,8 +176,9 @@ static void beat(srv_storage_t *s)
     if (st == WH_OK && s->registered) {
         damage_report(s);
         /* the scrubber's progress and the damaged copies, for wharfd node status (written
-         * when they change) */
-        double prog = s->scrub_started ? atomic_load(&s->scrub_prefix) / 256.0 : 0.0;
+         * when they change); whether there is a scrubber is the configuration's (this thread
+         * starts before the scrubber, so its scrub_started is not this thread's to read) */
+        double prog = s->cfg.scrub_rate ? atomic_load(&s->scrub_prefix) / 256.0 : 0.0;
         uint64_t passes = atomic_load(&s->scrub_passes);
         uint64_t dmg = cl_chunks_damaged_count(s->chunks);
         if (!s->reported || prog != s->rep_progress || passes != s->rep_passes ||
@@ -332,5 +333,5 @@ void srv_storage_metrics(srv_storage_t *s, wh_sbuf_t *out)
                    "wharf_storage_scrub_progress %.4f\n",
                    (int)atomic_load(&s->meta_up), cl_chunks_count(s->chunks),
                    cl_chunks_damaged_count(s->chunks),
-                   s->scrub_started ? atomic_load(&s->scrub_prefix) / 256.0 : 0.0);
+                   s->cfg.scrub_rate ? atomic_load(&s->scrub_prefix) / 256.0 : 0.0);
 }

@@ -5,6 +5,7 @@ waits for /health, and stops it with SIGTERM (SIGKILL after a bounded wait). Eve
 is bounded in time.
 """
 import os
+import sys
 import shutil
 import signal
 import socket
@@ -131,6 +132,9 @@ class WharfServer:
         rc = self.proc.returncode
         self.proc = None
         self._log.close()
+        if rc == 66:  # a sanitizer's report (make test-tsan's exitcode): show it before the
+            # directory with the log goes
+            sys.stderr.write(f"wharfd exited 66, its log:\n{self.log_tail(30000)}\n")
         return rc
 
     def kill(self):
