@@ -178,7 +178,9 @@ static void est_bounds(cl_client_t *c, const cl_job_t *j, uint64_t *total_ms, ui
     if (e && j->op <= CL_OP_RPUT)
         r = e->op[j->op];
     pthread_mutex_unlock(&c->est_lock);
-    *total_ms = cl_rtt_timeout_ms(&r, j->len, j->_backoff);
+    /* an rdec reads its stripe's K shards to write len bytes: bounded by what it reads */
+    *total_ms =
+        cl_rtt_timeout_ms(&r, j->op == CL_OP_RDEC ? WH_MAX(j->len, j->work) : j->len, j->_backoff);
     *stall_ms = cl_rtt_timeout_ms(&r, 0, j->_backoff); /* one MiB's worth */
 }
 
@@ -360,7 +362,8 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
     snprintf(t.peer.addr, sizeof t.peer.addr, "%s", peer && peer->addr[0] ? peer->addr : "-");
     t.peer.pid = peer ? peer->pid : 0;
     t.peer.uid = peer ? peer->uid : (unsigned)-1;
-    if (j->op == CL_OP_RGET || j->op == CL_OP_RPUT || j->op == CL_OP_PUSH || j->op == CL_OP_CPUT)
+    if (j->op == CL_OP_RGET || j->op == CL_OP_RPUT || j->op == CL_OP_PUSH || j->op == CL_OP_CPUT ||
+        j->op == CL_OP_RDEC)
         snprintf(t.mtok, sizeof t.mtok, "%s", j->mtok);
     char tok[CL_ITOKEN_MAX + 64] = CL_ITOKEN_HEADER ": ";
     size_t hl = strlen(tok);
@@ -423,6 +426,13 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, 0L);
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, 0L);
         break;
+    case CL_OP_RDEC:
+        /* the stripe's description as the body; the reply comes when the slice landed */
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, j->form ? j->form : "");
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)(j->form ? strlen(j->form) : 0));
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, 0L);
+        break;
     }
     j->_pos = 0;
     j->http = 0;
@@ -467,7 +477,7 @@ static bool job_judge(cl_client_t *c, cl_job_t *j, CURLcode rc, const char *errb
             }
             j->bytes = j->_pos;
         } else if ((j->op == CL_OP_PUT || j->op == CL_OP_RPUT || j->op == CL_OP_RGET ||
-                    j->op == CL_OP_PUSH || j->op == CL_OP_CPUT) &&
+                    j->op == CL_OP_PUSH || j->op == CL_OP_CPUT || j->op == CL_OP_RDEC) &&
                    j->bytes != j->len) {
             snprintf(j->err, sizeof j->err, "storage %s moved %" PRIu64 " of %" PRIu64 " bytes",
                      who, j->bytes, j->len);

@@ -54,6 +54,11 @@ typedef struct cl_job {
      * deadline (cl_rtt_hedge_ms of that server's estimate), the next candidate is asked too,
      * into a buffer of its own; the first good answer wins and the other is dropped. */
     bool hedge;
+    /* rdec only: the stripe's description (cluster/rdec.h), the request's body (malloc'd,
+     * freed with the candidates: cl_jobs_free_cands), and the bytes the server reads to
+     * rebuild the slice (its K shards), which bound the request's time instead of len */
+    char *form;
+    uint64_t work;
     /* out */
     wh_status_t st;
     int http;    /* last HTTP status (0: no reply) */

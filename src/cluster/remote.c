@@ -70,6 +70,8 @@ void cl_jobs_free_cands(cl_job_t *jobs, size_t n)
         for (size_t k = 0; k < jobs[i].ncand; k++)
             free((char *)jobs[i].cand[k]);
         jobs[i].ncand = 0;
+        free(jobs[i].form);
+        jobs[i].form = NULL;
     }
 }
 
