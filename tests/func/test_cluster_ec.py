@@ -219,7 +219,11 @@ def test_ec_rdma_ranged_get():
             y = stripes[0][0][1]  # data shard 0 of the first stripe
             cl.corrupt(y, stripes[0][0][0], 0, 4096)
             bad0 = cl.storage_sum("wharf_storage_checksum_failures_total")
-            rdma_reads([(3, 5), (slen + 10, 100)])
+            deg0 = g.metric_sum("wharf_cluster_ec_degraded_reads_total")
+            rdma_reads([(3, 5)])  # shard 0's own slice: its write fails, then is rebuilt
+            assert "is rebuilt at another storage server" in g.log_tail(1 << 20)
+            assert g.metric_sum("wharf_cluster_ec_degraded_reads_total") == deg0 + 1
+            rdma_reads([(slen + 10, 100)])  # the rebuild reads shard 0, finds it bad
             assert cl.storage_sum("wharf_storage_checksum_failures_total") > bad0
             # the damaged copy is rewritten from the others before a second server goes
             assert wait_until(lambda: g.metric_sum("wharf_cluster_damage_repaired_total") >= 1,
