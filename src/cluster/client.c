@@ -178,9 +178,11 @@ static void est_bounds(cl_client_t *c, const cl_job_t *j, uint64_t *total_ms, ui
     if (e && j->op <= CL_OP_RPUT)
         r = e->op[j->op];
     pthread_mutex_unlock(&c->est_lock);
-    /* an rdec reads its stripe's K shards to write len bytes: bounded by what it reads */
-    *total_ms =
-        cl_rtt_timeout_ms(&r, j->op == CL_OP_RDEC ? WH_MAX(j->len, j->work) : j->len, j->_backoff);
+    *total_ms = cl_rtt_timeout_ms(&r, j->len, j->_backoff);
+    /* an rdec reads its stripe's K shards (in up to two rounds of internal GETs, each with
+     * its own bound, when one fails) before it writes len bytes: three such bounds */
+    if (j->op == CL_OP_RDEC)
+        *total_ms = 3 * cl_rtt_timeout_ms(&r, WH_MAX(j->len, j->work), j->_backoff);
     *stall_ms = cl_rtt_timeout_ms(&r, 0, j->_backoff); /* one MiB's worth */
 }
 

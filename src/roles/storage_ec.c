@@ -152,6 +152,13 @@ void srv_storage_rdec(srv_storage_t *s, const cl_itoken_t *t, const char *body, 
         fail(res, 403, "rdec body's SHA-256 %s is not the one its itoken signed (%s)", got, sha);
         return;
     }
+    if (s->tls && !s->cfg.cluster_ca) {
+        /* as for push: the other servers serve HTTPS and this one cannot verify them */
+        fail(res, 501,
+             "rdec not implemented on a storage server that serves HTTPS without "
+             "--cluster-ca (it cannot read the other shards)");
+        return;
+    }
     cl_rdec_t d;
     if (cl_rdec_parse(body, n, &d, err, sizeof err) != WH_OK) {
         fail(res, 400, "%s", err);
