@@ -549,7 +549,8 @@ wh_status_t cl_rr_rdma_get(store_reader_t *br, const token_arg_t *token, const w
             res->crc64nvme = crc;
             atomic_fetch_add(&r->chunks_got, nj);
         } else {
-            for (size_t i = 0; i < nj; i++)
+            /* the retry's own reason (fewer than K shards up) stands; else the first job's */
+            for (size_t i = 0; i < nj && !res->message[0]; i++)
                 if (jobs[i].st != WH_OK) {
                     const char *what = jobs[i].op == CL_OP_RDEC ? "stripe"
                                        : of[i]->ec_k            ? "shard"
