@@ -12,8 +12,8 @@
 
 #define NFIELDS 12
 
-static const char *const g_ops[] = {NULL,   "get",  "put",  "del", "rget",
-                                    "rput", "push", "cput", "rdec"};
+static const char *const g_ops[] = {NULL,   "get",  "put",  "del",  "rget",
+                                    "rput", "push", "cput", "rdec", "renc"};
 
 const char *cl_op_name(cl_op_t op)
 {
@@ -23,7 +23,7 @@ const char *cl_op_name(cl_op_t op)
 static bool op_has_mtok(cl_op_t op)
 {
     return op == CL_OP_RGET || op == CL_OP_RPUT || op == CL_OP_PUSH || op == CL_OP_CPUT ||
-           op == CL_OP_RDEC;
+           op == CL_OP_RDEC || op == CL_OP_RENC;
 }
 
 static bool hexn(const char *s, int n)
@@ -50,7 +50,7 @@ static bool rdec_mtok_ok(const char *m, size_t n)
 
 bool cl_itoken_rdec_args(const cl_itoken_t *t, char sha_hex[65], const char **mtok)
 {
-    if (t->op != CL_OP_RDEC || !rdec_mtok_ok(t->mtok, strlen(t->mtok)))
+    if ((t->op != CL_OP_RDEC && t->op != CL_OP_RENC) || !rdec_mtok_ok(t->mtok, strlen(t->mtok)))
         return false;
     memcpy(sha_hex, t->mtok, 64);
     sha_hex[64] = '\0';
@@ -116,16 +116,18 @@ wh_status_t cl_itoken_sign(const void *key, size_t klen, const cl_itoken_t *t, c
         return wh_errf(WH_ERR_INVALID, err, errlen,
                        "itoken field 'mtok': has '|' or a non-printable byte");
     if (op_has_mtok(t->op) != (t->mtok[0] != '\0'))
-        return wh_errf(WH_ERR_INVALID, err, errlen,
-                       "itoken field 'mtok': required exactly for rget, rput, push, cput and rdec");
+        return wh_errf(
+            WH_ERR_INVALID, err, errlen,
+            "itoken field 'mtok': required exactly for rget, rput, push, cput, rdec and renc");
     if ((t->op == CL_OP_PUSH || t->op == CL_OP_CPUT) &&
         !copy_mtok_ok(t->op, t->mtok, strlen(t->mtok)))
         return wh_errf(WH_ERR_INVALID, err, errlen,
                        "itoken field 'mtok': a push carries CRC@ADDR, a cput CRC (16 hex)");
-    if (t->op == CL_OP_RDEC && !rdec_mtok_ok(t->mtok, strlen(t->mtok)))
-        return wh_errf(WH_ERR_INVALID, err, errlen,
-                       "itoken field 'mtok': an rdec carries SHA256@TOKEN (64 hex, '@', the "
-                       "memory token)");
+    if ((t->op == CL_OP_RDEC || t->op == CL_OP_RENC) && !rdec_mtok_ok(t->mtok, strlen(t->mtok)))
+        return wh_errf(
+            WH_ERR_INVALID, err, errlen,
+            "itoken field 'mtok': an rdec or renc carries SHA256@TOKEN (64 hex, '@', the "
+            "memory token)");
     int n = snprintf(
         out, outlen, "wit1|%s|%s|%" PRIx64 "|%" PRIx64 "|%" PRId64 "|%s|%s|%ld|%lu|%s|",
         g_ops[t->op], t->chunk, t->off, t->len, t->expires, t->peer.is_unix ? "unix" : "tcp",
@@ -205,21 +207,23 @@ wh_status_t cl_itoken_parse(const char *s, size_t len, cl_itoken_t *out, size_t 
         if (op_has_mtok(t.op))
             return wh_errf(WH_ERR_INVALID, err, errlen,
                            "itoken field 'mtok': %s needs one (RDMA: a memory token; push, cput: "
-                           "a crc; rdec: the body's SHA-256 and a memory token)",
+                           "a crc; rdec, renc: the body's SHA-256 and a memory token)",
                            g_ops[t.op]);
     } else {
         if (!op_has_mtok(t.op))
-            return wh_errf(WH_ERR_INVALID, err, errlen,
-                           "itoken field 'mtok': only rget, rput, push, cput and rdec carry one");
+            return wh_errf(
+                WH_ERR_INVALID, err, errlen,
+                "itoken field 'mtok': only rget, rput, push, cput, rdec and renc carry one");
         if (fl[10] == 0 || fl[10] >= sizeof t.mtok)
             return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'mtok': empty or too long");
         if ((t.op == CL_OP_PUSH || t.op == CL_OP_CPUT) && !copy_mtok_ok(t.op, f[10], fl[10]))
             return wh_errf(WH_ERR_INVALID, err, errlen,
                            "itoken field 'mtok': a push carries CRC@ADDR, a cput CRC (16 hex)");
-        if (t.op == CL_OP_RDEC && !rdec_mtok_ok(f[10], fl[10]))
-            return wh_errf(WH_ERR_INVALID, err, errlen,
-                           "itoken field 'mtok': an rdec carries SHA256@TOKEN (64 hex, '@', the "
-                           "memory token)");
+        if ((t.op == CL_OP_RDEC || t.op == CL_OP_RENC) && !rdec_mtok_ok(f[10], fl[10]))
+            return wh_errf(
+                WH_ERR_INVALID, err, errlen,
+                "itoken field 'mtok': an rdec or renc carries SHA256@TOKEN (64 hex, '@', the "
+                "memory token)");
         memcpy(t.mtok, f[10], fl[10]);
     }
     if (fl[11] != 64 || wh_hex_decode(f[11], 64, (uint8_t[32]){0}, 32) != 0)

@@ -27,7 +27,10 @@
  * (cluster/rdec.h: K, M, its length, every shard's chunk id, crc and server), CHUNK names
  * the stripe (its shard 0), OFF and LEN the slice of the stripe wanted, and MTOK is
  * "SHA256@TOKEN": the body's SHA-256 (64 lowercase hex; the MAC covers the body through
- * it) and the client's memory token narrowed to the slice. */
+ * it) and the client's memory token narrowed to the slice. renc is an RDMA PUT into an
+ * erasure-coded bucket done the same way round: one storage server pulls the stripe (LEN
+ * bytes; OFF 0) from the client's memory, encodes it, keeps its shard and sends each other
+ * shard to the server the body names as a cput; MTOK as for rdec. */
 #ifndef WH_CLUSTER_ITOKEN_H
 #define WH_CLUSTER_ITOKEN_H
 
@@ -55,8 +58,10 @@ typedef enum {
     CL_OP_CPUT = 7, /* HTTP: storage receives len bytes, stored only if their crc is MTOK's */
     CL_OP_RDEC = 8, /* RDMA: storage rebuilds [off, off+len) of a stripe (body: rdec.h) and
                      * writes it into the memory token's region */
+    CL_OP_RENC = 9, /* RDMA: storage reads a stripe (len bytes) from the memory token, encodes
+                     * it, keeps its shard and cputs the others (body: rdec.h) */
 } cl_op_t;
-#define CL_OP_LAST CL_OP_RDEC
+#define CL_OP_LAST CL_OP_RENC
 
 typedef struct cl_itoken {
     cl_op_t op;
@@ -74,8 +79,8 @@ typedef struct cl_itoken {
  * False when t is not such a token (the parser already refused a malformed one). */
 bool cl_itoken_copy_args(const cl_itoken_t *t, uint64_t *crc, char *addr, size_t addrlen);
 
-/* rdec: the SHA-256 its body must have (hex: 65 bytes) and the memory token (a pointer into
- * t->mtok). False when t is not such a token. */
+/* rdec and renc: the SHA-256 its body must have (hex: 65 bytes) and the memory token (a pointer
+ * into t->mtok). False when t is not such a token. */
 bool cl_itoken_rdec_args(const cl_itoken_t *t, char sha_hex[65], const char **mtok);
 #define CL_RDEC_MTOK_PREFIX 65 /* "SHA256@" before the memory token */
 

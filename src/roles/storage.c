@@ -76,7 +76,7 @@ static void reply_text(struct MHD_Connection *c, sreq_t *q, int status, const ch
 }
 
 static void reply_sum(struct MHD_Connection *c, sreq_t *q, uint64_t bytes, uint64_t crc,
-                      const uint8_t *md5)
+                      const uint8_t *md5, const char *shard_crcs)
 {
     char b[24], h[24], m[33];
     snprintf(b, sizeof b, "%" PRIu64, bytes);
@@ -89,6 +89,8 @@ static void reply_sum(struct MHD_Connection *c, sreq_t *q, uint64_t bytes, uint6
             wh_hex_encode(md5, 16, m);
             MHD_add_response_header(resp, "x-wharf-md5", m);
         }
+        if (shard_crcs)
+            MHD_add_response_header(resp, "x-wharf-shard-crcs", shard_crcs);
         MHD_queue_response(c, 200, resp);
         MHD_destroy_response(resp);
     }
@@ -221,7 +223,7 @@ static void serve_read(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
         return;
     }
     close(fd);
-    reply_sum(c, q, res.bytes, res.crc64nvme, NULL);
+    reply_sum(c, q, res.bytes, res.crc64nvme, NULL, NULL);
 }
 
 static void serve_rput(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
@@ -255,7 +257,7 @@ static void serve_rput(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
         return;
     }
     atomic_fetch_add(&s->chunks_written, 1);
-    reply_sum(c, q, res.bytes, crc, md5);
+    reply_sum(c, q, res.bytes, crc, md5, NULL);
 }
 
 /* push: sends this server's copy of the chunk to another storage server (repair, drain,
@@ -332,10 +334,10 @@ static void serve_push(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
     }
     atomic_fetch_add(&s->push_chunks, 1);
     atomic_fetch_add(&s->push_bytes, size);
-    reply_sum(c, q, j.bytes, j.crc, NULL);
+    reply_sum(c, q, j.bytes, j.crc, NULL, NULL);
 }
 
-/* rdec, once its body is in: storage_ec.c does the work. */
+/* rdec and renc, once the body is in: storage_ec.c does the work. */
 static void rdec_finish(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
 {
     if (q->body_bad) {
@@ -344,12 +346,16 @@ static void rdec_finish(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
         return;
     }
     srv_rdec_result_t res;
-    srv_storage_rdec(s, &q->tok, q->form ? q->form : "", q->form_n, &res);
+    if (q->tok.op == CL_OP_RENC)
+        srv_storage_renc(s, &q->tok, q->form ? q->form : "", q->form_n, &res);
+    else
+        srv_storage_rdec(s, &q->tok, q->form ? q->form : "", q->form_n, &res);
     if (res.http != 200) {
         reply_text(c, q, res.http, "stripe %s: %s", q->chunk, res.message);
         return;
     }
-    reply_sum(c, q, res.bytes, res.crc, NULL);
+    reply_sum(c, q, res.bytes, res.crc, q->tok.op == CL_OP_RENC ? res.md5 : NULL,
+              res.shard_crcs[0] ? res.shard_crcs : NULL);
 }
 
 /* The token is checked here, before any byte of the chunk is read or written. */
@@ -413,6 +419,7 @@ static void request_begin(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q,
         serve_push(s, c, q);
         return;
     case CL_OP_RDEC:
+    case CL_OP_RENC:
         /* the stripe's description follows as the body (the token's MAC covers it through
          * its SHA-256, checked once it is all in) */
         q->rdec = true;
@@ -465,7 +472,7 @@ static void put_finish(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
     } else {
         atomic_fetch_add(&s->http_write_bytes, q->tok.len);
     }
-    reply_sum(c, q, q->tok.len, crc, NULL);
+    reply_sum(c, q, q->tok.len, crc, NULL, NULL);
 }
 
 static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char *url,

@@ -251,3 +251,170 @@ void srv_storage_rdec(srv_storage_t *s, const cl_itoken_t *t, const char *body, 
     res->bytes = rr.bytes;
     res->crc = rr.crc64nvme;
 }
+
+/* renc's sink: the stripe's bytes, in order, into a buffer of the stripe's length. */
+typedef struct stripe_sink {
+    uint8_t *p;
+    uint64_t len, at;
+    wh_md5_t md5;
+} stripe_sink_t;
+
+static wh_status_t stripe_write(void *arg, const void *p, size_t n)
+{
+    stripe_sink_t *k = arg;
+    if (n > k->len - k->at)
+        return WH_ERR_INVALID; /* more than the token named: the region is larger */
+    memcpy(k->p + k->at, p, n);
+    wh_md5_update(&k->md5, p, n);
+    k->at += n;
+    return WH_OK;
+}
+
+/* Stores shard i (slen bytes) on this server's disk; crc is what it must checksum to. */
+static bool store_local(srv_storage_t *s, const char *id, const uint8_t *p, uint64_t slen,
+                        uint64_t crc, char *err, size_t errlen)
+{
+    cl_chunk_writer_t *w = NULL;
+    uint64_t got = 0;
+    wh_status_t st = cl_chunk_writer_open(s->chunks, id, false, &w);
+    if (st == WH_OK && (st = cl_chunk_writer_write(w, p, (size_t)slen)) != WH_OK)
+        cl_chunk_writer_abort(w);
+    if (st == WH_OK)
+        st = cl_chunk_writer_commit(w, &got, NULL);
+    if (st != WH_OK || got != crc) {
+        snprintf(err, errlen, "cannot store it here: %s",
+                 st != WH_OK ? wh_status_str(st) : "crc differs");
+        return false;
+    }
+    atomic_fetch_add(&s->chunks_written, 1);
+    return true;
+}
+
+void srv_storage_renc(srv_storage_t *s, const cl_itoken_t *t, const char *body, size_t n,
+                      srv_rdec_result_t *res)
+{
+    memset(res, 0, sizeof *res);
+    char sha[65], got[65], err[256];
+    const char *mtok = NULL;
+    if (!cl_itoken_rdec_args(t, sha, &mtok)) {
+        fail(res, 400, "renc token without SHA256@TOKEN");
+        return;
+    }
+    wh_sha256_hex(body, n, got);
+    if (strcmp(sha, got) != 0) {
+        fail(res, 403, "renc body's SHA-256 %s is not the one its itoken signed (%s)", got, sha);
+        return;
+    }
+    if (s->tls && !s->cfg.cluster_ca) {
+        fail(res, 501,
+             "renc not implemented on a storage server that serves HTTPS without "
+             "--cluster-ca (it cannot send the other shards)");
+        return;
+    }
+    cl_rdec_t d;
+    if (cl_rdec_parse(body, n, &d, err, sizeof err) != WH_OK) {
+        fail(res, 400, "%s", err);
+        return;
+    }
+    unsigned k = d.k, total = d.k + d.m;
+    if (strcmp(d.shard[0].chunk, t->chunk) != 0 || t->off != 0 || t->len != d.len || !d.len) {
+        fail(res, 400,
+             "renc itoken (stripe %s, %" PRIu64 "+%" PRIu64 ") does not match its body "
+             "(shard 0 %s, %" PRIu64 " bytes)",
+             t->chunk, t->off, t->len, d.shard[0].chunk, d.len);
+        return;
+    }
+    if (cl_rdec_readable(&d) != total) {
+        fail(res, 400, "renc body places %u of its %u shards", cl_rdec_readable(&d), total);
+        return;
+    }
+    uint64_t slen = cl_ec_shard_len(d.len, k);
+    uint8_t *sh = calloc(total, (size_t)slen); /* zeros: the last data shard's padding */
+    if (!sh) {
+        fail(res, 500, "renc: out of memory for %u shards of %" PRIu64 " bytes", total, slen);
+        return;
+    }
+    stripe_sink_t sink = {.p = sh, .len = d.len};
+    if (wh_md5_init(&sink.md5) != 0) {
+        free(sh);
+        fail(res, 500, "renc: out of memory");
+        return;
+    }
+    token_arg_t targ;
+    token_arg_parse(&targ, mtok);
+    srv_rdma_result_t rr;
+    memset(&rr, 0, sizeof rr);
+    wh_status_t st = srv_rdma_put_tok(s->rdma, &targ, &t->peer, stripe_write, &sink, &rr);
+    wh_md5_final(&sink.md5, res->md5);
+    if (st != WH_OK || sink.at != d.len) {
+        atomic_fetch_add(&s->renc_failures, 1);
+        free(sh);
+        if (st == WH_OK)
+            fail(res, 400, "renc: memory region holds %" PRIu64 " bytes, the stripe %" PRIu64,
+                 sink.at, d.len);
+        else
+            fail(res, rr.http_status >= 400 ? rr.http_status : 502, "renc: rdma read failed: %s",
+                 rr.message);
+        return;
+    }
+    uint8_t *shards[CL_EC_MAX];
+    uint64_t crc[CL_EC_MAX];
+    for (unsigned i = 0; i < total; i++)
+        shards[i] = sh + (size_t)i * slen;
+    if (cl_ec_encode(k, d.m, slen, shards) != WH_OK) {
+        atomic_fetch_add(&s->renc_failures, 1);
+        free(sh);
+        fail(res, 500, "renc of stripe %s: encode failed", t->chunk);
+        return;
+    }
+    size_t at = 0;
+    for (unsigned i = 0; i < total; i++) {
+        crc[i] = wh_crc64nvme(0, shards[i], (size_t)slen);
+        at += (size_t)snprintf(res->shard_crcs + at, sizeof res->shard_crcs - at, "%s%016" PRIx64,
+                               i ? "," : "", crc[i]);
+    }
+    /* this server's shards to its disk, the others as cputs (checked by their receivers
+     * against the crc computed here), all at once */
+    cl_job_t jobs[CL_EC_MAX];
+    unsigned idx[CL_EC_MAX], nj = 0;
+    memset(jobs, 0, sizeof jobs);
+    bool ok = true;
+    for (unsigned i = 0; i < total && ok; i++) {
+        if (strcmp(d.shard[i].addr, s->addr) == 0) {
+            if (!(ok = store_local(s, d.shard[i].chunk, shards[i], slen, crc[i], err, sizeof err)))
+                fail(res, 507, "renc of stripe %s: shard %u (%s): %s", t->chunk, i,
+                     d.shard[i].chunk, err);
+            continue;
+        }
+        cl_job_t *j = &jobs[nj];
+        j->op = CL_OP_CPUT;
+        j->chunk = d.shard[i].chunk;
+        j->len = slen;
+        j->body = shards[i];
+        j->cand[0] = d.shard[i].addr;
+        j->cand_id[0] = d.shard[i].node;
+        j->ncand = 1;
+        snprintf(j->mtok, sizeof j->mtok, "%016" PRIx64, crc[i]);
+        idx[nj++] = i;
+    }
+    if (ok && nj)
+        cl_client_run(s->client, jobs, nj, nj, NULL);
+    for (unsigned q = 0; q < nj && ok; q++)
+        if (jobs[q].st != WH_OK || jobs[q].crc != crc[idx[q]]) {
+            ok = false;
+            fail(res, 502, "renc of stripe %s: shard %u (%s) not stored by %s: %s", t->chunk,
+                 idx[q], jobs[q].chunk, jobs[q].cand[0],
+                 jobs[q].err[0] ? jobs[q].err : "crc differs");
+        }
+    free(sh);
+    if (!ok) {
+        /* what landed is deleted by the gateway (it queued every shard for GC first) */
+        atomic_fetch_add(&s->renc_failures, 1);
+        return;
+    }
+    atomic_fetch_add(&s->renc_stripes, 1);
+    atomic_fetch_add(&s->renc_bytes, d.len);
+    res->http = 200;
+    res->bytes = d.len;
+    res->crc = rr.crc64nvme;
+}

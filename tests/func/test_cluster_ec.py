@@ -9,7 +9,8 @@ shard of their stripe (every stripe back to K+M); the per-bucket override both w
 a healthy GET through the data shards' servers; a degraded one (whole and ranged; M servers
 down; a surviving shard damaged; a shard whose write fails mid-GET) rebuilt at a storage
 server of the stripe and written into the client's memory from there, the gateway moving
-none of the bytes; a PUT refused with 501 naming erasure coding."""
+none of the bytes; an RDMA PUT encoded and spread by a storage server, 503 with a server
+down."""
 import os
 import subprocess
 
@@ -114,15 +115,23 @@ def test_ec_round_trip_ranges_layout_and_rdma(data, tmp_path):
             assert f.read() == big
         assert cl.storage_sum("wharf_rdma_read_bytes_total") - r0 == len(big)
         assert g.metric_sum("wharf_rdma_read_bytes_total") == 0
-        # RDMA PUT into an EC bucket: refused, 501 naming it, nothing stored
+        # RDMA PUT into an EC bucket: each stripe pulled from the client's memory by one
+        # storage server, which encodes it, keeps its shard and sends the others on; the
+        # gateway moves none of the bytes
         src = os.path.join(tmp, "src")
+        body = os.urandom(2 * CHUNK + 1000)
         with open(src, "wb") as f:
-            f.write(os.urandom(1000))
-        p = _cli(cl, "--provider", "ofi+tcp", "cp", "--transport", "rdma", src,
-                 f"s3://{b}/rdma-put", check=False)
-        assert p.returncode != 0 and "erasure-coded" in p.stderr and "501" in p.stderr, p.stderr
-        with pytest.raises(s3.exceptions.NoSuchKey):
-            s3.get_object(Bucket=b, Key="rdma-put")
+            f.write(body)
+        w0 = cl.storage_sum("wharf_rdma_write_bytes_total")
+        e0 = cl.storage_sum("wharf_ec_rdma_encoded_stripes_total")
+        _cli(cl, "--provider", "ofi+tcp", "cp", "--transport", "rdma", src, f"s3://{b}/rdma-put")
+        assert cl.storage_sum("wharf_rdma_write_bytes_total") - w0 == len(body)
+        assert g.metric_sum("wharf_rdma_write_bytes_total") == 0
+        assert cl.storage_sum("wharf_ec_rdma_encoded_stripes_total") - e0 == 3
+        assert s3.get_object(Bucket=b, Key="rdma-put")["Body"].read() == body
+        after = check_layout(cl)  # its 3 stripes: K+M shards on K+M servers, on disk
+        assert len(after) == len(stripes) + 3
+        assert g.metric_sum("wharf_cluster_ec_stripes_written_total") == want + 3
         # a degraded RDMA GET: every stripe of the object with a data shard on the dead
         # server is rebuilt at one storage server of the stripe, which writes it into the
         # client's memory; the gateway moves none of the bytes
@@ -149,6 +158,13 @@ def test_ec_round_trip_ranges_layout_and_rdma(data, tmp_path):
         assert cl.storage_sum("wharf_ec_rdma_decoded_reads_total") - dec0 == want_dec
         assert g.metric_sum("wharf_cluster_ec_degraded_reads_total") - deg0 == want_dec
         read_all(s3, b, data)  # HTTP decodes too
+        assert s3.get_object(Bucket=b, Key="rdma-put")["Body"].read() == body
+        # an RDMA PUT with fewer than K+M servers up: 503, nothing stored
+        p = _cli(cl, "--provider", "ofi+tcp", "cp", "--transport", "rdma", src,
+                 f"s3://{b}/rdma-put2", check=False)
+        assert p.returncode != 0 and "503" in p.stderr, p.stderr
+        with pytest.raises(s3.exceptions.NoSuchKey):
+            s3.get_object(Bucket=b, Key="rdma-put2")
         # more than M down: 503, never a file of wrong bytes
         others = [i for i in range(6) if i != dead]
         for i in others[:M]:

@@ -33,7 +33,7 @@ static cl_itoken_t sample(cl_op_t op)
         snprintf(t.mtok, sizeof t.mtok, "00112233445566ff@10.0.0.7:9101");
     if (op == CL_OP_CPUT)
         snprintf(t.mtok, sizeof t.mtok, "00112233445566ff");
-    if (op == CL_OP_RDEC)
+    if (op == CL_OP_RDEC || op == CL_OP_RENC)
         snprintf(t.mtok, sizeof t.mtok, "%s@%s", SHA, "7f0000001000:800000:ofi1:tcp:0a0b0c:1f");
     return t;
 }
@@ -187,7 +187,7 @@ static void test_copy_args(void)
     CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_ERR_INVALID);
 }
 
-/* rdec carries the SHA-256 of its body and the memory token: both parsed; a token without
+/* rdec (and renc) carries the SHA-256 of its body and the memory token: both parsed; a token without
  * them, or malformed, is refused by the signer and the parser alike, naming mtok. */
 static void test_rdec_args(void)
 {
@@ -201,6 +201,11 @@ static void test_rdec_args(void)
     CHECK_STR(sha, SHA);
     CHECK_STR(mtok, "7f0000001000:800000:ofi1:tcp:0a0b0c:1f");
     CHECK(!cl_itoken_rdec_args(&(cl_itoken_t){.op = CL_OP_RGET}, sha, &mtok));
+    t = sample(CL_OP_RENC); /* renc carries the same */
+    CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_OK);
+    CHECK(strncmp(s, "wit1|renc|", 10) == 0);
+    CHECK(cl_itoken_verify(K, s, strlen(s), 1700000000, &u, err, sizeof err) == WH_OK);
+    CHECK(cl_itoken_rdec_args(&u, sha, &mtok) && strcmp(sha, SHA) == 0);
     static const char *const bad[] = {
         "", "7f0000001000:800000:ofi1:tcp:0a0b0c:1f", SHA, SHA "@",
         "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855@1:2:ofi1:tcp:0a:1f",
