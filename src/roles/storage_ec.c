@@ -208,7 +208,7 @@ void srv_storage_rdec(srv_storage_t *s, const cl_itoken_t *t, const char *body, 
     for (unsigned i = 0; i < k; i++)
         whole &= good[i];
     if (!whole) {
-        bool rebuilt[CL_EC_MAX];
+        bool rebuilt[CL_EC_MAX] = {0};
         for (unsigned i = 0; i < total; i++)
             rebuilt[i] = !good[i];
         if (cl_ec_decode(k, d.m, slen, shards, good) != WH_OK) {

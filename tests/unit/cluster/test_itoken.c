@@ -187,8 +187,8 @@ static void test_copy_args(void)
     CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_ERR_INVALID);
 }
 
-/* rdec (and renc) carries the SHA-256 of its body and the memory token: both parsed; a token without
- * them, or malformed, is refused by the signer and the parser alike, naming mtok. */
+/* rdec (and renc) carries the SHA-256 of its body and the memory token: both parsed; a token
+ * without them, or malformed, is refused by the signer and the parser alike, naming mtok. */
 static void test_rdec_args(void)
 {
     char s[CL_ITOKEN_MAX], err[256], sha[65];
@@ -207,7 +207,10 @@ static void test_rdec_args(void)
     CHECK(cl_itoken_verify(K, s, strlen(s), 1700000000, &u, err, sizeof err) == WH_OK);
     CHECK(cl_itoken_rdec_args(&u, sha, &mtok) && strcmp(sha, SHA) == 0);
     static const char *const bad[] = {
-        "", "7f0000001000:800000:ofi1:tcp:0a0b0c:1f", SHA, SHA "@",
+        "",
+        "7f0000001000:800000:ofi1:tcp:0a0b0c:1f",
+        SHA,
+        SHA "@",
         "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855@1:2:ofi1:tcp:0a:1f",
         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b85@1:2:ofi1:tcp:0a:1f"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -79,8 +79,7 @@ static void test_malformed(void)
         {"rdec1 1 1 10\n0 0123456789abcdef0123456789abcdef 00000001 3 h:1\n", "line 2: CRC"},
         {"rdec1 1 1 10\n0 0123456789abcdef0123456789abcdef 0000000000000001 x h:1\n",
          "line 2: NODE"},
-        {"rdec1 1 1 10\n0 0123456789abcdef0123456789abcdef 0000000000000001 3 h:1 z\n",
-         "line 2"},
+        {"rdec1 1 1 10\n0 0123456789abcdef0123456789abcdef 0000000000000001 3 h:1 z\n", "line 2"},
         {"rdec1 1 1 10\n0 0123456789abcdef0123456789abcdef 0000000000000001 3 h:1\n", "line 3"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
