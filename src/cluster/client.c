@@ -179,6 +179,10 @@ static void est_bounds(cl_client_t *c, const cl_job_t *j, uint64_t *total_ms, ui
         r = e->op[j->op];
     pthread_mutex_unlock(&c->est_lock);
     *total_ms = cl_rtt_timeout_ms(&r, j->len, j->_backoff);
+    /* an rdec reads its stripe's K shards (in up to two rounds of internal GETs, each with
+     * its own bound, when one fails) before it writes len bytes: three such bounds */
+    if (j->op == CL_OP_RDEC || j->op == CL_OP_RENC)
+        *total_ms = 3 * cl_rtt_timeout_ms(&r, WH_MAX(j->len, j->work), j->_backoff);
     *stall_ms = cl_rtt_timeout_ms(&r, 0, j->_backoff); /* one MiB's worth */
 }
 
@@ -329,7 +333,7 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *arg)
 {
     cl_job_t *j = arg;
     size_t n = sz * nm;
-    char line[256];
+    char line[512]; /* x-wharf-shard-crcs: up to 16 crcs */
     if (n >= sizeof line)
         return n;
     memcpy(line, p, n);
@@ -342,6 +346,18 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *arg)
     else if (strncmp(line, "x-wharf-md5: ", 13) == 0 && n >= 13 + 32 &&
              wh_hex_decode(line + 13, 32, j->md5, 16) == 0)
         j->has_md5 = true;
+    else if (strncmp(line, "x-wharf-shard-crcs: ", 20) == 0) {
+        /* renc: 16 hex per shard, comma-separated */
+        const char *h = line + 20;
+        j->n_shard_crc = 0;
+        while (j->n_shard_crc < 16 && (size_t)(h - line) + 16 <= n &&
+               wh_hex_u64(h, 16, &j->shard_crc[j->n_shard_crc]) == 0) {
+            j->n_shard_crc++;
+            if (h[16] != ',')
+                break;
+            h += 17;
+        }
+    }
     return n;
 }
 
@@ -360,7 +376,8 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
     snprintf(t.peer.addr, sizeof t.peer.addr, "%s", peer && peer->addr[0] ? peer->addr : "-");
     t.peer.pid = peer ? peer->pid : 0;
     t.peer.uid = peer ? peer->uid : (unsigned)-1;
-    if (j->op == CL_OP_RGET || j->op == CL_OP_RPUT || j->op == CL_OP_PUSH || j->op == CL_OP_CPUT)
+    if (j->op == CL_OP_RGET || j->op == CL_OP_RPUT || j->op == CL_OP_PUSH || j->op == CL_OP_CPUT ||
+        j->op == CL_OP_RDEC || j->op == CL_OP_RENC)
         snprintf(t.mtok, sizeof t.mtok, "%s", j->mtok);
     char tok[CL_ITOKEN_MAX + 64] = CL_ITOKEN_HEADER ": ";
     size_t hl = strlen(tok);
@@ -423,12 +440,21 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, 0L);
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, 0L);
         break;
+    case CL_OP_RDEC:
+    case CL_OP_RENC:
+        /* the stripe's description as the body; the reply comes when the slice landed */
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, j->form ? j->form : "");
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)(j->form ? strlen(j->form) : 0));
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, 0L);
+        break;
     }
     j->_pos = 0;
     j->http = 0;
     j->bytes = 0;
     j->crc = 0;
     j->has_md5 = false;
+    j->n_shard_crc = 0;
     j->timed_out = false;
     j->_easy = e;
     j->_hdrs = h;
@@ -467,7 +493,8 @@ static bool job_judge(cl_client_t *c, cl_job_t *j, CURLcode rc, const char *errb
             }
             j->bytes = j->_pos;
         } else if ((j->op == CL_OP_PUT || j->op == CL_OP_RPUT || j->op == CL_OP_RGET ||
-                    j->op == CL_OP_PUSH || j->op == CL_OP_CPUT) &&
+                    j->op == CL_OP_PUSH || j->op == CL_OP_CPUT || j->op == CL_OP_RDEC ||
+                    j->op == CL_OP_RENC) &&
                    j->bytes != j->len) {
             snprintf(j->err, sizeof j->err, "storage %s moved %" PRIu64 " of %" PRIu64 " bytes",
                      who, j->bytes, j->len);

@@ -54,14 +54,21 @@ typedef struct cl_job {
      * deadline (cl_rtt_hedge_ms of that server's estimate), the next candidate is asked too,
      * into a buffer of its own; the first good answer wins and the other is dropped. */
     bool hedge;
+    /* rdec and renc: the stripe's description (cluster/rdec.h), the request's body (malloc'd,
+     * freed with the candidates: cl_jobs_free_cands), and the bytes the server reads to
+     * rebuild the slice (its K shards), which bound the request's time instead of len */
+    char *form;
+    uint64_t work;
     /* out */
     wh_status_t st;
     int http;    /* last HTTP status (0: no reply) */
     size_t used; /* index of the candidate that served it */
     uint32_t used_id;
     uint64_t bytes, crc; /* x-wharf-bytes / x-wharf-crc64nvme (get: computed here) */
-    uint8_t md5[16];     /* rput: x-wharf-md5 */
+    uint8_t md5[16];     /* rput, renc: x-wharf-md5 */
     bool has_md5;
+    uint64_t shard_crc[16]; /* renc: x-wharf-shard-crcs, the crc64nvme of each shard stored */
+    unsigned n_shard_crc;
     unsigned attempts;
     bool timed_out; /* the last attempt was sent and got no answer within its bound */
     char err[256];

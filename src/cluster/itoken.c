@@ -12,7 +12,8 @@
 
 #define NFIELDS 12
 
-static const char *const g_ops[] = {NULL, "get", "put", "del", "rget", "rput", "push", "cput"};
+static const char *const g_ops[] = {NULL,   "get",  "put",  "del",  "rget",
+                                    "rput", "push", "cput", "rdec", "renc"};
 
 const char *cl_op_name(cl_op_t op)
 {
@@ -21,12 +22,13 @@ const char *cl_op_name(cl_op_t op)
 
 static bool op_has_mtok(cl_op_t op)
 {
-    return op == CL_OP_RGET || op == CL_OP_RPUT || op == CL_OP_PUSH || op == CL_OP_CPUT;
+    return op == CL_OP_RGET || op == CL_OP_RPUT || op == CL_OP_PUSH || op == CL_OP_CPUT ||
+           op == CL_OP_RDEC || op == CL_OP_RENC;
 }
 
-static bool hex16(const char *s)
+static bool hexn(const char *s, int n)
 {
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < n; i++)
         if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
             return false;
     return true;
@@ -36,8 +38,24 @@ static bool hex16(const char *s)
 static bool copy_mtok_ok(cl_op_t op, const char *m, size_t n)
 {
     if (op == CL_OP_CPUT)
-        return n == 16 && hex16(m);
-    return n >= 18 && n <= 17 + 255 && hex16(m) && m[16] == '@';
+        return n == 16 && hexn(m, 16);
+    return n >= 18 && n <= 17 + 255 && hexn(m, 16) && m[16] == '@';
+}
+
+/* rdec: "SHA256@TOKEN", the token at least one byte. */
+static bool rdec_mtok_ok(const char *m, size_t n)
+{
+    return n > CL_RDEC_MTOK_PREFIX && hexn(m, 64) && m[64] == '@';
+}
+
+bool cl_itoken_rdec_args(const cl_itoken_t *t, char sha_hex[65], const char **mtok)
+{
+    if ((t->op != CL_OP_RDEC && t->op != CL_OP_RENC) || !rdec_mtok_ok(t->mtok, strlen(t->mtok)))
+        return false;
+    memcpy(sha_hex, t->mtok, 64);
+    sha_hex[64] = '\0';
+    *mtok = t->mtok + CL_RDEC_MTOK_PREFIX;
+    return true;
 }
 
 bool cl_itoken_copy_args(const cl_itoken_t *t, uint64_t *crc, char *addr, size_t addrlen)
@@ -98,12 +116,18 @@ wh_status_t cl_itoken_sign(const void *key, size_t klen, const cl_itoken_t *t, c
         return wh_errf(WH_ERR_INVALID, err, errlen,
                        "itoken field 'mtok': has '|' or a non-printable byte");
     if (op_has_mtok(t->op) != (t->mtok[0] != '\0'))
-        return wh_errf(WH_ERR_INVALID, err, errlen,
-                       "itoken field 'mtok': required exactly for rget, rput, push and cput");
+        return wh_errf(
+            WH_ERR_INVALID, err, errlen,
+            "itoken field 'mtok': required exactly for rget, rput, push, cput, rdec and renc");
     if ((t->op == CL_OP_PUSH || t->op == CL_OP_CPUT) &&
         !copy_mtok_ok(t->op, t->mtok, strlen(t->mtok)))
         return wh_errf(WH_ERR_INVALID, err, errlen,
                        "itoken field 'mtok': a push carries CRC@ADDR, a cput CRC (16 hex)");
+    if ((t->op == CL_OP_RDEC || t->op == CL_OP_RENC) && !rdec_mtok_ok(t->mtok, strlen(t->mtok)))
+        return wh_errf(
+            WH_ERR_INVALID, err, errlen,
+            "itoken field 'mtok': an rdec or renc carries SHA256@TOKEN (64 hex, '@', the "
+            "memory token)");
     int n = snprintf(
         out, outlen, "wit1|%s|%s|%" PRIx64 "|%" PRIx64 "|%" PRId64 "|%s|%s|%ld|%lu|%s|",
         g_ops[t->op], t->chunk, t->off, t->len, t->expires, t->peer.is_unix ? "unix" : "tcp",
@@ -183,17 +207,23 @@ wh_status_t cl_itoken_parse(const char *s, size_t len, cl_itoken_t *out, size_t 
         if (op_has_mtok(t.op))
             return wh_errf(WH_ERR_INVALID, err, errlen,
                            "itoken field 'mtok': %s needs one (RDMA: a memory token; push, cput: "
-                           "a crc)",
+                           "a crc; rdec, renc: the body's SHA-256 and a memory token)",
                            g_ops[t.op]);
     } else {
         if (!op_has_mtok(t.op))
-            return wh_errf(WH_ERR_INVALID, err, errlen,
-                           "itoken field 'mtok': only rget, rput, push and cput carry one");
+            return wh_errf(
+                WH_ERR_INVALID, err, errlen,
+                "itoken field 'mtok': only rget, rput, push, cput, rdec and renc carry one");
         if (fl[10] == 0 || fl[10] >= sizeof t.mtok)
             return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'mtok': empty or too long");
         if ((t.op == CL_OP_PUSH || t.op == CL_OP_CPUT) && !copy_mtok_ok(t.op, f[10], fl[10]))
             return wh_errf(WH_ERR_INVALID, err, errlen,
                            "itoken field 'mtok': a push carries CRC@ADDR, a cput CRC (16 hex)");
+        if ((t.op == CL_OP_RDEC || t.op == CL_OP_RENC) && !rdec_mtok_ok(f[10], fl[10]))
+            return wh_errf(
+                WH_ERR_INVALID, err, errlen,
+                "itoken field 'mtok': an rdec or renc carries SHA256@TOKEN (64 hex, '@', the "
+                "memory token)");
         memcpy(t.mtok, f[10], fl[10]);
     }
     if (fl[11] != 64 || wh_hex_decode(f[11], 64, (uint8_t[32]){0}, 32) != 0)

@@ -21,7 +21,16 @@
  * so that its bytes never pass through the gateway: push (the gateway asks a server holding a
  * good copy to send it; MTOK is "CRC@HOST:PORT", the chunk map's crc64nvme as 16 lowercase hex
  * and the server to send it to) and cput (a checked put, what the source then sends the target;
- * MTOK is "CRC": the receiver stores the bytes only when their crc64nvme equals it). */
+ * MTOK is "CRC": the receiver stores the bytes only when their crc64nvme equals it).
+ * rdec serves a degraded RDMA GET of an erasure-coded stripe at a storage server, so that
+ * neither the client nor the gateway decodes: the request's body describes the stripe
+ * (cluster/rdec.h: K, M, its length, every shard's chunk id, crc and server), CHUNK names
+ * the stripe (its shard 0), OFF and LEN the slice of the stripe wanted, and MTOK is
+ * "SHA256@TOKEN": the body's SHA-256 (64 lowercase hex; the MAC covers the body through
+ * it) and the client's memory token narrowed to the slice. renc is an RDMA PUT into an
+ * erasure-coded bucket done the same way round: one storage server pulls the stripe (LEN
+ * bytes; OFF 0) from the client's memory, encodes it, keeps its shard and sends each other
+ * shard to the server the body names as a cput; MTOK as for rdec. */
 #ifndef WH_CLUSTER_ITOKEN_H
 #define WH_CLUSTER_ITOKEN_H
 
@@ -47,8 +56,12 @@ typedef enum {
     CL_OP_RPUT = 5, /* RDMA: storage reads the chunk (len bytes) from the memory token */
     CL_OP_PUSH = 6, /* storage sends its verified copy (len bytes) to another, as a cput */
     CL_OP_CPUT = 7, /* HTTP: storage receives len bytes, stored only if their crc is MTOK's */
+    CL_OP_RDEC = 8, /* RDMA: storage rebuilds [off, off+len) of a stripe (body: rdec.h) and
+                     * writes it into the memory token's region */
+    CL_OP_RENC = 9, /* RDMA: storage reads a stripe (len bytes) from the memory token, encodes
+                     * it, keeps its shard and cputs the others (body: rdec.h) */
 } cl_op_t;
-#define CL_OP_LAST CL_OP_CPUT
+#define CL_OP_LAST CL_OP_RENC
 
 typedef struct cl_itoken {
     cl_op_t op;
@@ -59,12 +72,17 @@ typedef struct cl_itoken {
      * and reads 0). */
     wh_peer_t peer;
     char mtok[1201]; /* rget/rput: the client's memory token; push: "CRC@ADDR"; cput: "CRC";
-                      * else "" */
+                      * rdec: "SHA256@TOKEN"; else "" */
 } cl_itoken_t;
 
 /* push and cput: the crc64nvme the bytes must have; push: where they go (addr: 256 bytes).
  * False when t is not such a token (the parser already refused a malformed one). */
 bool cl_itoken_copy_args(const cl_itoken_t *t, uint64_t *crc, char *addr, size_t addrlen);
+
+/* rdec and renc: the SHA-256 its body must have (hex: 65 bytes) and the memory token (a pointer
+ * into t->mtok). False when t is not such a token. */
+bool cl_itoken_rdec_args(const cl_itoken_t *t, char sha_hex[65], const char **mtok);
+#define CL_RDEC_MTOK_PREFIX 65 /* "SHA256@" before the memory token */
 
 const char *cl_op_name(cl_op_t op);
 

@@ -70,6 +70,8 @@ void cl_jobs_free_cands(cl_job_t *jobs, size_t n)
         for (size_t k = 0; k < jobs[i].ncand; k++)
             free((char *)jobs[i].cand[k]);
         jobs[i].ncand = 0;
+        free(jobs[i].form);
+        jobs[i].form = NULL;
     }
 }
 
@@ -571,6 +573,52 @@ static void rw_abort(store_data_writer_t *bw)
 }
 
 /* RDMA PUT: every replica pulls its chunk from the client's region. */
+/* An RDMA PUT into an erasure-coded layout: each stripe pulled, encoded and spread by a
+ * storage server (cl_renc_put), then its shard rows recorded as the HTTP writer's are. */
+static wh_status_t rw_rdma_put_ec(rw_t *w, const token_t *tok, const wh_peer_t *speer,
+                                  uint64_t size, store_rdma_result_t *res)
+{
+    cl_remote_t *r = w->r;
+    store_chunk_t *rows = NULL;
+    size_t n_rows = 0, nch = 0;
+    uint64_t crc = 0;
+    uint8_t digest[16];
+    wh_peer_t peer = cl_peer_of(speer);
+    wh_status_t st = cl_renc_put(r, w->k, w->m, tok, &peer, size, &rows, &n_rows, &crc, digest,
+                                 &nch, res->message, sizeof res->message);
+    for (size_t i = 0; i < n_rows && st == WH_OK; i++)
+        st = rw_push(w, &rows[i]);
+    if (st != WH_OK) {
+        if (rows)
+            delete_copies(r, rows, n_rows);
+        free(rows);
+        w->n = 0;
+        w->failed = st;
+        atomic_fetch_add(&r->unavailable, 1);
+        wh_warn(MOD, "rdma put (erasure-coded) failed: %s", res->message);
+        if (st != WH_ERR_INVALID && st != WH_ERR_AUTH && st != WH_ERR_PROTOCOL &&
+            st != WH_ERR_NOMEM)
+            st = WH_ERR_UNAVAILABLE;
+        return st;
+    }
+    free(rows);
+    w->total = size;
+    w->stripes = nch;
+    res->bytes = size;
+    res->crc64nvme = size ? crc : 0;
+    if (nch == 0) { /* the empty object: its MD5 is known without a byte */
+        snprintf(res->md5_hex, sizeof res->md5_hex, "d41d8cd98f00b204e9800998ecf8427e");
+        return WH_OK;
+    }
+    /* as for replicas: the gateway never sees the bytes, the ETag is S3's multipart form
+     * over the stripes' MD5s */
+    char hex[33];
+    wh_hex_encode(digest, 16, hex);
+    snprintf(res->etag, sizeof res->etag, "%s-%u", hex, (unsigned)nch);
+    memcpy(res->md5_hex, hex, sizeof res->md5_hex);
+    return WH_OK;
+}
+
 static wh_status_t rw_rdma_put(store_data_writer_t *bw, const token_arg_t *token,
                                const wh_peer_t *speer, uint64_t size, store_rdma_result_t *res)
 {
@@ -579,13 +627,6 @@ static wh_status_t rw_rdma_put(store_data_writer_t *bw, const token_arg_t *token
     memset(res, 0, sizeof *res);
     if (w->total || w->fill)
         return WH_ERR_INVALID;
-    if (w->k) {
-        cl_msg(res->message, sizeof res->message,
-               "a PUT of an erasure-coded object (%u+%u) over RDMA is not implemented: use HTTP "
-               "or a bucket with replicas (tag " CL_EC_BUCKET_TAG "=replicas)",
-               w->k, w->m);
-        return WH_ERR_DECLINED;
-    }
     wh_status_t st = token->st;
     if (st != WH_OK) {
         cl_msg(res->message, sizeof res->message, "x-amz-rdma-token: %s", token->err);
@@ -602,6 +643,8 @@ static wh_status_t rw_rdma_put(store_data_writer_t *bw, const token_arg_t *token
                "token size 0x%" PRIx64 " is smaller than the object's 0x%" PRIx64, tok->size, size);
         return WH_ERR_INVALID;
     }
+    if (w->k)
+        return rw_rdma_put_ec(w, tok, speer, size, res);
     unsigned R = r->cfg.replicas;
     uint64_t cs = r->cfg.chunk_size, nch = (size + cs - 1) / cs;
     cl_job_t *jobs = calloc(nch * R + 1, sizeof *jobs);

@@ -143,6 +143,25 @@ unsigned cl_ec_fetch(cl_remote_t *r, const store_chunk_t *rows, int skip, uint8_
                      bool *good);
 wh_status_t cl_ec_read_stripe(cl_remote_t *r, const store_chunk_t *rows, uint8_t *out, char *msg,
                               size_t msglen);
+/* Makes j an rdec job (rdec.h): [sa, sb) of the stripe rows[0..k+m) (offsets in the
+ * stripe) rebuilt by a storage server of the stripe that is up and written into the client's
+ * memory token tok narrowed to base, sb - sa bytes. skip[i] (NULL: none): shard i is not to
+ * be read (its read just failed). WH_ERR_UNAVAILABLE with msg when fewer than k shards are
+ * on servers that are up. j->form and the candidates are freed by cl_jobs_free_cands. */
+wh_status_t cl_rdec_job(cl_remote_t *r, const store_chunk_t *rows, const bool *skip, uint64_t sa,
+                        uint64_t sb, const token_t *tok, uint64_t base, cl_job_t *j, char *msg,
+                        size_t msglen);
+/* RDMA PUT of size bytes into an erasure-coded layout k+m: each stripe (chunk_size bytes,
+ * the last shorter) is pulled from the client's memory by one storage server, which encodes
+ * it, keeps its shard and sends each other one to its server (renc, rdec.h); the gateway
+ * moves none of the bytes. *rows_out (malloc'd, *n_rows rows, freed by the caller, also on
+ * failure: the shards placed, for deleting) gets the stripes' shard rows with their servers
+ * and crcs; *crc_out the object's crc64nvme, md5s the MD5 of the stripes' MD5s (S3's
+ * multipart ETag form, *n_stripes parts). msg names what failed. */
+wh_status_t cl_renc_put(cl_remote_t *r, unsigned k, unsigned m, const token_t *tok,
+                        const wh_peer_t *peer, uint64_t size, store_chunk_t **rows_out,
+                        size_t *n_rows, uint64_t *crc_out, uint8_t md5s[16], size_t *n_stripes,
+                        char *msg, size_t msglen);
 wh_status_t cl_rr_pread(store_reader_t *br, void *buf, size_t n, uint64_t off);
 wh_status_t cl_rr_rdma_get(store_reader_t *br, const token_arg_t *token, const wh_peer_t *speer,
                            uint64_t off, uint64_t len, store_rdma_result_t *res);

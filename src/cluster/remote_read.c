@@ -365,7 +365,74 @@ wh_status_t cl_rr_prepare(store_reader_t *br, uint64_t off, uint64_t len, char *
     return WH_OK;
 }
 
-/* RDMA GET: one live replica per chunk writes its piece into the client's region. */
+/* A healthy RDMA GET's jobs for the data shards of stripes that failed (a server that
+ * refused or vanished, a copy found damaged as it was sent): each slice is done again as an
+ * rdec, rebuilt by another storage server of its stripe without the shards whose reads
+ * failed; it overwrites whatever the failed write left in the client's memory. The rdec
+ * takes the failed job's place (same slice, same length), so the crcs still combine in
+ * order. Returns WH_OK when every job is now done. */
+static wh_status_t rdma_retry_rdec(cl_remote_t *r, cl_job_t *jobs, const store_chunk_t **of,
+                                   const uint64_t *at, size_t nj, const token_t *tok, uint64_t off,
+                                   const wh_peer_t *peer, char *msg, size_t msglen)
+{
+    size_t nf = 0;
+    for (size_t i = 0; i < nj; i++)
+        nf += jobs[i].st != WH_OK && of[i]->ec_k && jobs[i].op == CL_OP_RGET &&
+              jobs[i].st != WH_ERR_AUTH && jobs[i].st != WH_ERR_INVALID;
+    if (!nf)
+        return WH_ERR_UNAVAILABLE;
+    cl_job_t *fb = calloc(nf, sizeof *fb);
+    size_t *pos = calloc(nf, sizeof *pos);
+    if (!fb || !pos) {
+        free(fb);
+        free(pos);
+        return WH_ERR_NOMEM;
+    }
+    wh_status_t st = WH_OK;
+    size_t m = 0;
+    for (size_t i = 0; i < nj && st == WH_OK; i++) {
+        const store_chunk_t *c = of[i];
+        if (jobs[i].st == WH_OK || !c->ec_k || jobs[i].op != CL_OP_RGET ||
+            jobs[i].st == WH_ERR_AUTH || jobs[i].st == WH_ERR_INVALID)
+            continue;
+        bool skip[CL_EC_MAX] = {0};
+        for (size_t t = 0; t < nj; t++)
+            for (unsigned x = 0; of[t] == c && jobs[t].st != WH_OK && x < c->ec_k; x++)
+                skip[x] |= jobs[t].chunk == c[x].id;
+        wh_warn(MOD,
+                "rdma: shard %s (object bytes %" PRIu64 "-%" PRIu64 ") failed (%s): its slice "
+                "is rebuilt at another storage server of the stripe",
+                jobs[i].chunk, c->offset, c->offset + c->length - 1, jobs[i].err);
+        uint64_t sa = at[i] - c->offset;
+        st = cl_rdec_job(r, c, skip, sa, sa + jobs[i].len, tok, tok->base + (at[i] - off), &fb[m],
+                         msg, msglen);
+        pos[m++] = i;
+    }
+    if (st == WH_OK)
+        cl_client_run(r->client, fb, m, r->cfg.parallel, peer);
+    for (size_t t = 0; t < m; t++) {
+        if (st != WH_OK) {
+            cl_jobs_free_cands(&fb[t], 1);
+            continue;
+        }
+        /* the rdec takes the failed job's place (its outcome, its message) */
+        cl_jobs_free_cands(&jobs[pos[t]], 1);
+        jobs[pos[t]] = fb[t];
+    }
+    free(fb);
+    free(pos);
+    if (st != WH_OK)
+        return st;
+    for (size_t i = 0; i < nj; i++)
+        if (jobs[i].st != WH_OK)
+            return WH_ERR_UNAVAILABLE;
+    return WH_OK;
+}
+
+/* RDMA GET: one live replica per chunk writes its piece into the client's region; a stripe's
+ * data shards each write their slice, or, when a data shard the range needs is on a server
+ * that is down (or its write fails), one storage server of the stripe rebuilds the stripe's
+ * slice and writes it (rdec: the gateway moves none of the bytes). */
 wh_status_t cl_rr_rdma_get(store_reader_t *br, const token_arg_t *token, const wh_peer_t *speer,
                            uint64_t off, uint64_t len, store_rdma_result_t *res)
 {
@@ -395,35 +462,44 @@ wh_status_t cl_rr_rdma_get(store_reader_t *br, const token_arg_t *token, const w
     size_t rows = (size_t)(k1 - k0) + cl_unit_rows(&q->ref, k1), nj = 0;
     cl_job_t *jobs = calloc(rows, sizeof *jobs);
     const store_chunk_t **of = calloc(rows, sizeof(const store_chunk_t *)); /* each job's unit */
-    if (!jobs || !of) {
+    uint64_t *at = calloc(rows, sizeof *at); /* each job's first byte in the object */
+    if (!jobs || !of || !at) {
         free(jobs);
         free(of);
+        free(at);
         return WH_ERR_NOMEM;
     }
     for (int64_t u = k0; u <= k1 && st == WH_OK; u += (int64_t)cl_unit_rows(&q->ref, u)) {
         const store_chunk_t *c = &q->ref.chunks[u];
         uint64_t a = WH_MAX(off, c->offset), b = WH_MIN(off + len, c->offset + c->length);
         if (c->ec_k) {
-            /* A stripe: each data shard's server writes its slice of [a, b) itself. Only
-             * while every data shard it needs is on a server that is up: a degraded read is
-             * decoded by the gateway, which HTTP does and RDMA does not (yet). */
+            /* A stripe: each data shard's server writes its slice of [a, b) itself, while
+             * every data shard it needs is on a server that is up; otherwise the slice is
+             * rebuilt at one storage server of the stripe (never here: the gateway would
+             * move the bytes). */
             uint64_t slen = cl_ec_shard_len(c->length, c->ec_k);
+            bool degraded = false;
+            for (unsigned i = 0; i < c->ec_k && !degraded; i++) {
+                uint64_t sa = WH_MAX(a, c->offset + i * slen),
+                         sb = WH_MIN(b, c->offset + (i + 1) * slen);
+                degraded = sa < sb && !cl_members_can_read(r, &c[i]);
+            }
+            if (degraded) {
+                of[nj] = c;
+                at[nj] = a;
+                st = cl_rdec_job(r, c, NULL, a - c->offset, b - c->offset, tok,
+                                 tok->base + (a - off), &jobs[nj++], res->message,
+                                 sizeof res->message);
+                continue;
+            }
             for (unsigned i = 0; i < c->ec_k && st == WH_OK; i++) {
                 uint64_t sa = WH_MAX(a, c->offset + i * slen),
                          sb = WH_MIN(b, c->offset + (i + 1) * slen);
                 if (sa >= sb)
                     continue;
-                if (!cl_members_can_read(r, &c[i])) {
-                    cl_msg(res->message, sizeof res->message,
-                           "a degraded read of an erasure-coded object over RDMA is not "
-                           "implemented: shard %u of the chunk at object bytes %" PRIu64 "-%" PRIu64
-                           " is on a server that is down; read it over HTTP",
-                           i, c->offset, c->offset + c->length - 1);
-                    st = WH_ERR_DECLINED;
-                    break;
-                }
                 cl_job_t *j = &jobs[nj];
-                of[nj++] = c;
+                of[nj] = c;
+                at[nj++] = sa;
                 j->op = CL_OP_RGET;
                 j->chunk = c[i].id;
                 j->off = sa - c->offset - i * slen;
@@ -436,7 +512,8 @@ wh_status_t cl_rr_rdma_get(store_reader_t *br, const token_arg_t *token, const w
             continue;
         }
         cl_job_t *j = &jobs[nj];
-        of[nj++] = c;
+        of[nj] = c;
+        at[nj++] = a;
         j->op = CL_OP_RGET;
         j->chunk = c->id;
         j->off = a - c->offset;
@@ -448,44 +525,52 @@ wh_status_t cl_rr_rdma_get(store_reader_t *br, const token_arg_t *token, const w
                              tok->ep_name_len, tok->key, j->mtok, sizeof j->mtok);
         cl_members_for_read(r, c, j);
     }
-    if (st == WH_ERR_DECLINED) {
-        atomic_fetch_add(&r->unavailable, 1);
-        cl_jobs_free_cands(jobs, nj);
-        free(jobs);
-        free(of);
-        return st;
-    }
     wh_peer_t peer = cl_peer_of(speer);
-    if (st == WH_OK)
-        st = cl_client_run(r->client, jobs, nj, r->cfg.parallel, &peer);
-    uint64_t crc = 0;
-    if (st == WH_OK) {
-        for (size_t i = 0; i < nj; i++)
-            crc = i ? wh_crc64nvme_combine(crc, jobs[i].crc, jobs[i].len) : jobs[i].crc;
-        res->bytes = len;
-        res->crc64nvme = crc;
-        atomic_fetch_add(&r->chunks_got, nj);
-    } else {
-        bool ec = false;
-        for (size_t i = 0; i < nj; i++)
-            if (jobs[i].st != WH_OK) {
-                ec = of[i]->ec_k != 0;
-                cl_msg(res->message, sizeof res->message,
-                       "%s %s (object bytes %" PRIu64 "-%" PRIu64 ") is unavailable: %s%s",
-                       ec ? "shard" : "chunk", jobs[i].chunk, of[i]->offset,
-                       of[i]->offset + of[i]->length - 1,
-                       jobs[i].err[0] ? jobs[i].err : "no replica is up",
-                       ec ? " (a degraded read of an erasure-coded object over RDMA is not "
-                            "implemented: read it over HTTP)"
-                          : "");
-                break;
-            }
+    if (st != WH_OK) {
+        /* fewer than K shards of a stripe up (503, as over HTTP), or a token that cannot be
+         * narrowed: nothing was sent */
+        if (!res->message[0])
+            cl_msg(res->message, sizeof res->message,
+                   "the memory token cannot be narrowed to the object's pieces");
         atomic_fetch_add(&r->unavailable, 1);
-        if (st != WH_ERR_AUTH && st != WH_ERR_INVALID)
-            st = ec ? WH_ERR_DECLINED : WH_ERR_UNAVAILABLE;
+    } else {
+        st = cl_client_run(r->client, jobs, nj, r->cfg.parallel, &peer);
+        if (st != WH_OK && st != WH_ERR_AUTH)
+            st = rdma_retry_rdec(r, jobs, of, at, nj, tok, off, &peer, res->message,
+                                 sizeof res->message);
+        for (size_t i = 0; i < nj; i++)
+            if (jobs[i].op == CL_OP_RDEC && jobs[i].st == WH_OK)
+                atomic_fetch_add(&r->ec_decodes, 1);
+        if (st == WH_OK) {
+            uint64_t crc = 0;
+            for (size_t i = 0; i < nj; i++)
+                crc = i ? wh_crc64nvme_combine(crc, jobs[i].crc, jobs[i].len) : jobs[i].crc;
+            res->bytes = len;
+            res->crc64nvme = crc;
+            atomic_fetch_add(&r->chunks_got, nj);
+        } else {
+            /* the retry's own reason (fewer than K shards up) stands; else the first job's */
+            for (size_t i = 0; i < nj && !res->message[0]; i++)
+                if (jobs[i].st != WH_OK) {
+                    const char *what = jobs[i].op == CL_OP_RDEC ? "stripe"
+                                       : of[i]->ec_k            ? "shard"
+                                                                : "chunk";
+                    cl_msg(res->message, sizeof res->message,
+                           "%s %s (object bytes %" PRIu64 "-%" PRIu64 ") is unavailable: %s", what,
+                           jobs[i].chunk, of[i]->offset, of[i]->offset + of[i]->length - 1,
+                           jobs[i].err[0] ? jobs[i].err : "no replica is up");
+                    if (jobs[i].st == WH_ERR_AUTH || jobs[i].st == WH_ERR_INVALID)
+                        st = jobs[i].st;
+                    break;
+                }
+            atomic_fetch_add(&r->unavailable, 1);
+            if (st != WH_ERR_AUTH && st != WH_ERR_INVALID)
+                st = WH_ERR_UNAVAILABLE;
+        }
     }
     cl_jobs_free_cands(jobs, nj);
     free(jobs);
     free(of);
+    free(at);
     return st;
 }

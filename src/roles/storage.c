@@ -6,6 +6,7 @@
 #include "base/util.h"
 #include "cluster/chunks.h"
 #include "cluster/itoken.h"
+#include "cluster/rdec.h"
 #include "roles/storage_int.h"
 #include "front/tls.h"
 
@@ -42,6 +43,9 @@ typedef struct sreq {
     cl_chunk_writer_t *w;
     uint64_t rx;
     bool body_bad;
+    bool rdec;     /* an rdec: its body (the stripe's description) is gathered in form */
+    char *form;    /* CL_RDEC_BODY_MAX bytes */
+    size_t form_n; /* bytes in form; more than fit sets body_bad */
 } sreq_t;
 
 static void reply_text(struct MHD_Connection *c, sreq_t *q, int status, const char *fmt, ...)
@@ -72,7 +76,7 @@ static void reply_text(struct MHD_Connection *c, sreq_t *q, int status, const ch
 }
 
 static void reply_sum(struct MHD_Connection *c, sreq_t *q, uint64_t bytes, uint64_t crc,
-                      const uint8_t *md5)
+                      const uint8_t *md5, const char *shard_crcs)
 {
     char b[24], h[24], m[33];
     snprintf(b, sizeof b, "%" PRIu64, bytes);
@@ -85,6 +89,8 @@ static void reply_sum(struct MHD_Connection *c, sreq_t *q, uint64_t bytes, uint6
             wh_hex_encode(md5, 16, m);
             MHD_add_response_header(resp, "x-wharf-md5", m);
         }
+        if (shard_crcs)
+            MHD_add_response_header(resp, "x-wharf-shard-crcs", shard_crcs);
         MHD_queue_response(c, 200, resp);
         MHD_destroy_response(resp);
     }
@@ -217,7 +223,7 @@ static void serve_read(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
         return;
     }
     close(fd);
-    reply_sum(c, q, res.bytes, res.crc64nvme, NULL);
+    reply_sum(c, q, res.bytes, res.crc64nvme, NULL, NULL);
 }
 
 static void serve_rput(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
@@ -251,7 +257,7 @@ static void serve_rput(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
         return;
     }
     atomic_fetch_add(&s->chunks_written, 1);
-    reply_sum(c, q, res.bytes, crc, md5);
+    reply_sum(c, q, res.bytes, crc, md5, NULL);
 }
 
 /* push: sends this server's copy of the chunk to another storage server (repair, drain,
@@ -328,7 +334,28 @@ static void serve_push(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
     }
     atomic_fetch_add(&s->push_chunks, 1);
     atomic_fetch_add(&s->push_bytes, size);
-    reply_sum(c, q, j.bytes, j.crc, NULL);
+    reply_sum(c, q, j.bytes, j.crc, NULL, NULL);
+}
+
+/* rdec and renc, once the body is in: storage_ec.c does the work. */
+static void rdec_finish(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
+{
+    if (q->body_bad) {
+        reply_text(c, q, 400, "stripe %s: rdec body longer than %d bytes", q->chunk,
+                   CL_RDEC_BODY_MAX);
+        return;
+    }
+    srv_rdec_result_t res;
+    if (q->tok.op == CL_OP_RENC)
+        srv_storage_renc(s, &q->tok, q->form ? q->form : "", q->form_n, &res);
+    else
+        srv_storage_rdec(s, &q->tok, q->form ? q->form : "", q->form_n, &res);
+    if (res.http != 200) {
+        reply_text(c, q, res.http, "stripe %s: %s", q->chunk, res.message);
+        return;
+    }
+    reply_sum(c, q, res.bytes, res.crc, q->tok.op == CL_OP_RENC ? res.md5 : NULL,
+              res.shard_crcs[0] ? res.shard_crcs : NULL);
 }
 
 /* The token is checked here, before any byte of the chunk is read or written. */
@@ -391,6 +418,14 @@ static void request_begin(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q,
     case CL_OP_PUSH:
         serve_push(s, c, q);
         return;
+    case CL_OP_RDEC:
+    case CL_OP_RENC:
+        /* the stripe's description follows as the body (the token's MAC covers it through
+         * its SHA-256, checked once it is all in) */
+        q->rdec = true;
+        if (!(q->form = malloc(CL_RDEC_BODY_MAX)))
+            reply_text(c, q, 500, "stripe %s: out of memory", q->chunk);
+        return;
     case CL_OP_PUT:
     case CL_OP_CPUT:
         if ((st = cl_chunk_writer_open(s->chunks, q->chunk, false, &q->w)) != WH_OK)
@@ -437,7 +472,7 @@ static void put_finish(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
     } else {
         atomic_fetch_add(&s->http_write_bytes, q->tok.len);
     }
-    reply_sum(c, q, q->tok.len, crc, NULL);
+    reply_sum(c, q, q->tok.len, crc, NULL, NULL);
 }
 
 static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char *url,
@@ -475,6 +510,14 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
                 cl_chunk_writer_write(q->w, upload_data, *upload_data_size) != WH_OK)
                 q->body_bad = q->rx <= q->tok.len; /* too long is reported at the end */
         }
+        if (q->rdec && q->form && !q->body_bad) {
+            if (*upload_data_size > CL_RDEC_BODY_MAX - q->form_n) {
+                q->body_bad = true;
+            } else {
+                memcpy(q->form + q->form_n, upload_data, *upload_data_size);
+                q->form_n += *upload_data_size;
+            }
+        }
         *upload_data_size = 0;
         return MHD_YES;
     }
@@ -482,6 +525,10 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
         return MHD_YES;
     if (q->w) {
         put_finish(s, c, q);
+        return MHD_YES;
+    }
+    if (q->rdec) {
+        rdec_finish(s, c, q);
         return MHD_YES;
     }
     reply_text(c, q, 400, "request without a body where one was expected");
@@ -495,6 +542,7 @@ static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls,
     if (!q)
         return;
     cl_chunk_writer_abort(q->w); /* a PUT cut off mid-body leaves no chunk */
+    free(q->form);
     free(q);
     *con_cls = NULL;
 }

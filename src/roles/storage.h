@@ -7,6 +7,8 @@
  *   GET    /chunk/<id>   op get:  [off, off+len) of the chunk (verified against its crc first)
  *   POST   /chunk/<id>   op rget: RDMA-writes [off, off+len) into the token's memory region
  *                        op rput: RDMA-reads the chunk (len bytes) from the memory region
+ *                        op rdec: rebuilds a slice of an erasure-coded stripe from K of its
+ *                        shards and RDMA-writes it (body: cluster/rdec.h; storage_ec.c)
  *   DELETE /chunk/<id>   op del
  *   GET    /health, /metrics (no token)
  * RDMA moves bytes through the storage server's own engine (engine/rdma.h) with the peer

@@ -6,6 +6,7 @@
 #include "base/util.h"
 #include "cluster/chunks.h"
 #include "cluster/client.h"
+#include "cluster/itoken.h"
 #include "roles/storage.h"
 
 #include <pthread.h>
@@ -62,7 +63,30 @@ struct srv_storage {
     cl_client_t *client; /* signs and sends the cputs of pushes */
     _Atomic uint64_t push_chunks, push_bytes, push_failures;
     _Atomic uint64_t copy_recv_chunks, copy_recv_bytes, copy_refused;
+    /* rdec: degraded RDMA reads of erasure-coded stripes served here (storage_ec.c) */
+    _Atomic uint64_t rdec_reads, rdec_decoded, rdec_bytes, rdec_shards_fetched, rdec_failures;
+    /* renc: RDMA PUTs of erasure-coded stripes encoded here (storage_ec.c) */
+    _Atomic uint64_t renc_stripes, renc_bytes, renc_failures;
 };
+
+/* What srv_storage_rdec answers: http 200 with the bytes written and their crc64nvme, or the
+ * status and a message naming what was wrong. */
+typedef struct srv_rdec_result {
+    int http;
+    char message[400];
+    uint64_t bytes, crc;
+    uint8_t md5[16];          /* renc: of the stripe's bytes */
+    char shard_crcs[16 * 17]; /* renc: each shard's crc64nvme, 16 hex, comma-separated */
+} srv_rdec_result_t;
+/* rdec (cluster/rdec.h): rebuilds the slice [t->off, t->off+t->len) of the stripe body
+ * describes (n bytes, whose SHA-256 t carries) and writes it into t's memory token. */
+void srv_storage_rdec(srv_storage_t *s, const cl_itoken_t *t, const char *body, size_t n,
+                      srv_rdec_result_t *res);
+/* renc (cluster/rdec.h): pulls the stripe (t->len bytes) from t's memory token, encodes it,
+ * stores the shards the body places on this server and cputs each other one to its server;
+ * answers the stripe's crc64nvme and MD5 and every shard's crc. */
+void srv_storage_renc(srv_storage_t *s, const cl_itoken_t *t, const char *body, size_t n,
+                      srv_rdec_result_t *res);
 
 wh_status_t srv_storage_membership_start(srv_storage_t *s);
 /* A read or a scrub found chunk id damaged (fd: the file it read, or -1): count it, move it

@@ -6,8 +6,11 @@ not multiples of K, 0 and 1 byte, several chunks); M servers killed (-9): every 
 reads byte for byte (decoded); M+1 down: 503, never wrong bytes; a shard corrupted on disk:
 right bytes, and the shard rebuilt; a dead server's shards rebuilt on servers holding no
 shard of their stripe (every stripe back to K+M); the per-bucket override both ways; RDMA:
-a healthy GET through the data shards' servers, a degraded one and a PUT refused with 501
-naming erasure coding."""
+a healthy GET through the data shards' servers; a degraded one (whole and ranged; M servers
+down; a surviving shard damaged; a shard whose write fails mid-GET) rebuilt at a storage
+server of the stripe and written into the client's memory from there, the gateway moving
+none of the bytes; an RDMA PUT encoded and spread by a storage server, 503 with a server
+down."""
 import os
 import subprocess
 
@@ -112,28 +115,66 @@ def test_ec_round_trip_ranges_layout_and_rdma(data, tmp_path):
             assert f.read() == big
         assert cl.storage_sum("wharf_rdma_read_bytes_total") - r0 == len(big)
         assert g.metric_sum("wharf_rdma_read_bytes_total") == 0
-        # RDMA PUT into an EC bucket: refused, 501 naming it, nothing stored
+        # RDMA PUT into an EC bucket: each stripe pulled from the client's memory by one
+        # storage server, which encodes it, keeps its shard and sends the others on; the
+        # gateway moves none of the bytes
         src = os.path.join(tmp, "src")
+        body = os.urandom(2 * CHUNK + 1000)
         with open(src, "wb") as f:
-            f.write(os.urandom(1000))
-        p = _cli(cl, "--provider", "ofi+tcp", "cp", "--transport", "rdma", src,
-                 f"s3://{b}/rdma-put", check=False)
-        assert p.returncode != 0 and "erasure-coded" in p.stderr and "501" in p.stderr, p.stderr
-        with pytest.raises(s3.exceptions.NoSuchKey):
-            s3.get_object(Bucket=b, Key="rdma-put")
-        # a degraded RDMA GET: refused with 501, never a 200 for bytes not written
+            f.write(body)
+        w0 = cl.storage_sum("wharf_rdma_write_bytes_total")
+        e0 = cl.storage_sum("wharf_ec_rdma_encoded_stripes_total")
+        _cli(cl, "--provider", "ofi+tcp", "cp", "--transport", "rdma", src, f"s3://{b}/rdma-put")
+        assert cl.storage_sum("wharf_rdma_write_bytes_total") - w0 == len(body)
+        assert g.metric_sum("wharf_rdma_write_bytes_total") == 0
+        assert cl.storage_sum("wharf_ec_rdma_encoded_stripes_total") - e0 == 3
+        assert s3.get_object(Bucket=b, Key="rdma-put")["Body"].read() == body
+        after = check_layout(cl)  # its 3 stripes: K+M shards on K+M servers, on disk
+        assert len(after) == len(stripes) + 3
+        assert g.metric_sum("wharf_cluster_ec_stripes_written_total") == want + 3
+        # a degraded RDMA GET: every stripe of the object with a data shard on the dead
+        # server is rebuilt at one storage server of the stripe, which writes it into the
+        # client's memory; the gateway moves none of the bytes
         shard0 = {}
         for k, sh in stripes.items():
             shard0.setdefault(sh[0][1], []).append(k)
         dead = max(shard0, key=lambda i: len(shard0[i]))
+        big_id = [d for d, _ in stripes if sum(1 for e in stripes if e[0] == d) == 6]
+        assert len(set(big_id)) == 1, big_id
+        want_dec = sum(1 for (d, _), sh in stripes.items()
+                       if d == big_id[0] and dead in [x[1] for x in sh[:K]])
+        assert want_dec > 0
         cl.storage[dead].kill()
         cl.wait_nodes_up(5)
         os.unlink(out)
+        r0 = cl.storage_sum("wharf_rdma_read_bytes_total")
+        dec0 = cl.storage_sum("wharf_ec_rdma_decoded_reads_total")
+        deg0 = g.metric_sum("wharf_cluster_ec_degraded_reads_total")
+        _cli(cl, "--provider", "ofi+tcp", "cp", "--transport", "rdma", f"s3://{b}/{key}", out)
+        with open(out, "rb") as f:
+            assert f.read() == big
+        assert cl.storage_sum("wharf_rdma_read_bytes_total") - r0 == len(big)
+        assert g.metric_sum("wharf_rdma_read_bytes_total") == 0
+        assert cl.storage_sum("wharf_ec_rdma_decoded_reads_total") - dec0 == want_dec
+        assert g.metric_sum("wharf_cluster_ec_degraded_reads_total") - deg0 == want_dec
+        read_all(s3, b, data)  # HTTP decodes too
+        assert s3.get_object(Bucket=b, Key="rdma-put")["Body"].read() == body
+        # an RDMA PUT with fewer than K+M servers up: 503, nothing stored
+        p = _cli(cl, "--provider", "ofi+tcp", "cp", "--transport", "rdma", src,
+                 f"s3://{b}/rdma-put2", check=False)
+        assert p.returncode != 0 and "503" in p.stderr, p.stderr
+        with pytest.raises(s3.exceptions.NoSuchKey):
+            s3.get_object(Bucket=b, Key="rdma-put2")
+        # more than M down: 503, never a file of wrong bytes
+        others = [i for i in range(6) if i != dead]
+        for i in others[:M]:
+            cl.storage[i].kill()
+        cl.wait_nodes_up(3)
+        os.unlink(out)
         p = _cli(cl, "--provider", "ofi+tcp", "cp", "--transport", "rdma", f"s3://{b}/{key}",
                  out, check=False)
-        assert p.returncode != 0 and "erasure-coded" in p.stderr and "501" in p.stderr, p.stderr
-        read_all(s3, b, data)  # HTTP decodes
-        assert g.metric_sum("wharf_cluster_ec_degraded_reads_total") > 0
+        assert p.returncode != 0 and "503" in p.stderr, p.stderr
+        assert not os.path.exists(out) or open(out, "rb").read() != big
 
 
 @pytest.mark.skipif(**CTYPES_UNDER_ASAN)
@@ -159,6 +200,62 @@ def test_ec_rdma_ranged_get():
                 n += ln
             assert cl.storage_sum("wharf_rdma_read_bytes_total") - r0 == n
             assert g.metric_sum("wharf_rdma_read_bytes_total") == 0
+            assert cl.storage_sum("wharf_ec_rdma_reads_total") == 0
+
+            def rdma_reads(ranges):
+                """Each range byte for byte over RDMA; the storage servers wrote exactly the
+                bytes asked, the gateway none."""
+                r0 = cl.storage_sum("wharf_rdma_read_bytes_total")
+                n = 0
+                for off, ln in ranges:
+                    got = c.get(b, "big", offset=off, length=ln, transport="rdma")
+                    assert got == big[off:off + ln], (off, ln)
+                    n += ln
+                assert cl.storage_sum("wharf_rdma_read_bytes_total") - r0 == n
+                assert g.metric_sum("wharf_rdma_read_bytes_total") == 0
+
+            stripes = [sh for _k, sh in sorted(ec_rows(cl).items(), key=lambda e: e[0][1])]
+            slen = CHUNK // K
+            # data shard 1 of the first stripe on a server that is down
+            x = stripes[0][1][1]
+            cl.storage[x].kill()
+            cl.wait_nodes_up(5)
+            dec0 = cl.storage_sum("wharf_ec_rdma_decoded_reads_total")
+            deg0 = g.metric_sum("wharf_cluster_ec_degraded_reads_total")
+            rdma_reads([(slen + 10, 100),         # inside the missing shard
+                        (slen - 50, 100),         # the missing one and a present one
+                        (CHUNK - 100, 300),       # two chunks
+                        (CHUNK // 3, 2 * CHUNK + 11),
+                        (0, len(big))])
+            assert cl.storage_sum("wharf_ec_rdma_decoded_reads_total") - dec0 >= 3
+            assert g.metric_sum("wharf_cluster_ec_degraded_reads_total") - deg0 >= 3
+            # a surviving shard damaged on disk: the server rebuilding the stripe finds its crc
+            # wrong, counts it missing and reads another; and the healthy read of that shard's
+            # own slice, which fails at its server, is rebuilt the same way
+            y = stripes[0][0][1]  # data shard 0 of the first stripe
+            cl.corrupt(y, stripes[0][0][0], 0, 4096)
+            bad0 = cl.storage_sum("wharf_storage_checksum_failures_total")
+            deg0 = g.metric_sum("wharf_cluster_ec_degraded_reads_total")
+            rdma_reads([(3, 5)])  # shard 0's own slice: its write fails, then is rebuilt
+            assert "is rebuilt at another storage server" in g.log_tail(1 << 20)
+            assert g.metric_sum("wharf_cluster_ec_degraded_reads_total") == deg0 + 1
+            rdma_reads([(slen + 10, 100)])  # the rebuild reads shard 0, finds it bad
+            assert cl.storage_sum("wharf_storage_checksum_failures_total") > bad0
+            # the damaged copy is rewritten from the others before a second server goes
+            assert wait_until(lambda: g.metric_sum("wharf_cluster_damage_repaired_total") >= 1,
+                              timeout=30, interval=0.5), g.log_tail(3000)
+            # M servers down: every stripe missing a data shard is rebuilt from the K left,
+            # K-1 of them fetched from other servers
+            z = next(i for i in range(6) if i not in (x, y))
+            cl.storage[z].kill()
+            cl.wait_nodes_up(4)
+            want = sum(1 for sh in stripes if {x, z} & {e[1] for e in sh[:K]})
+            f0 = cl.storage_sum("wharf_ec_rdma_shards_fetched_total")
+            dec0 = cl.storage_sum("wharf_ec_rdma_decoded_reads_total")
+            rdma_reads([(0, len(big))])
+            assert cl.storage_sum("wharf_ec_rdma_decoded_reads_total") - dec0 == want
+            assert cl.storage_sum("wharf_ec_rdma_shards_fetched_total") - f0 == want * (K - 1)
+            rdma_reads([(slen + 10, 100), (CHUNK - 100, 300), (len(big) - 9, 9)])
         finally:
             c.close()
 

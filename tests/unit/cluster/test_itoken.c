@@ -9,6 +9,8 @@
 static const char KEY[] = "cluster-secret";
 #define K KEY, strlen(KEY)
 
+#define SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
 static cl_itoken_t sample(cl_op_t op)
 {
     cl_itoken_t t;
@@ -31,6 +33,8 @@ static cl_itoken_t sample(cl_op_t op)
         snprintf(t.mtok, sizeof t.mtok, "00112233445566ff@10.0.0.7:9101");
     if (op == CL_OP_CPUT)
         snprintf(t.mtok, sizeof t.mtok, "00112233445566ff");
+    if (op == CL_OP_RDEC || op == CL_OP_RENC)
+        snprintf(t.mtok, sizeof t.mtok, "%s@%s", SHA, "7f0000001000:800000:ofi1:tcp:0a0b0c:1f");
     return t;
 }
 
@@ -183,6 +187,50 @@ static void test_copy_args(void)
     CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_ERR_INVALID);
 }
 
+/* rdec (and renc) carries the SHA-256 of its body and the memory token: both parsed; a token
+ * without them, or malformed, is refused by the signer and the parser alike, naming mtok. */
+static void test_rdec_args(void)
+{
+    char s[CL_ITOKEN_MAX], err[256], sha[65];
+    const char *mtok = NULL;
+    cl_itoken_t t = sample(CL_OP_RDEC), u;
+    CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_OK);
+    CHECK(strncmp(s, "wit1|rdec|", 10) == 0);
+    CHECK(cl_itoken_verify(K, s, strlen(s), 1700000000, &u, err, sizeof err) == WH_OK);
+    CHECK(cl_itoken_rdec_args(&u, sha, &mtok));
+    CHECK_STR(sha, SHA);
+    CHECK_STR(mtok, "7f0000001000:800000:ofi1:tcp:0a0b0c:1f");
+    CHECK(!cl_itoken_rdec_args(&(cl_itoken_t){.op = CL_OP_RGET}, sha, &mtok));
+    t = sample(CL_OP_RENC); /* renc carries the same */
+    CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_OK);
+    CHECK(strncmp(s, "wit1|renc|", 10) == 0);
+    CHECK(cl_itoken_verify(K, s, strlen(s), 1700000000, &u, err, sizeof err) == WH_OK);
+    CHECK(cl_itoken_rdec_args(&u, sha, &mtok) && strcmp(sha, SHA) == 0);
+    static const char *const bad[] = {
+        "",
+        "7f0000001000:800000:ofi1:tcp:0a0b0c:1f",
+        SHA,
+        SHA "@",
+        "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855@1:2:ofi1:tcp:0a:1f",
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b85@1:2:ofi1:tcp:0a:1f"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        t = sample(CL_OP_RDEC);
+        snprintf(t.mtok, sizeof t.mtok, "%s", bad[i]);
+        err[0] = '\0';
+        CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_ERR_INVALID);
+        CHECK(strstr(err, "mtok") != NULL);
+        char raw[CL_ITOKEN_MAX];
+        snprintf(raw, sizeof raw,
+                 "wit1|rdec|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|%s|"
+                 "0000000000000000000000000000000000000000000000000000000000000000",
+                 bad[i][0] ? bad[i] : "-");
+        err[0] = '\0';
+        CHECK(cl_itoken_verify(K, raw, strlen(raw), 1700000000, &u, err, sizeof err) ==
+              WH_ERR_INVALID);
+        CHECK(strstr(err, "mtok") != NULL);
+    }
+}
+
 static void test_sign_refuses(void)
 {
     char s[CL_ITOKEN_MAX], err[256];
@@ -204,6 +252,7 @@ int main(void)
     RUN(test_refusals);
     RUN(test_malformed);
     RUN(test_copy_args);
+    RUN(test_rdec_args);
     RUN(test_sign_refuses);
     return check_done();
 }
