@@ -263,7 +263,11 @@ def _chunk_bytes(cl):
 
 
 def ec_section(args):
-    """Replicas against EC 4+2 on one 6-server cluster, same objects, arms alternating."""
+    """Replicas against EC 4+2 on one 6-server cluster, same objects, arms alternating: HTTP
+    PUT and GET, RDMA GET and RDMA PUT (EC: the storage servers encode and spread the shards,
+    the gateway moves none of the bytes, witnessed), then one storage server killed and RDMA
+    GET again (EC: the stripes missing a data shard rebuilt at a storage server; replicas:
+    the other copy)."""
     nbytes = args.object_mib * MIB
     datas = [os.urandom(nbytes) for _ in range(args.objects)]
     cl = Cluster(storage=6, replicas=2, chunk_size=args.chunk_mib * MIB, log_level="warn",
@@ -284,8 +288,10 @@ def ec_section(args):
             raise RuntimeError(f"PutBucketTagging wharf-ec=4+2: {r.status} {r.body[:200]!r}")
         c = client(g.endpoint, "ofi+shm", os.path.join(g.data_dir, "wharfd.sock"),
                    args.concurrency)
-        res = {a: {"put": [], "get": [], "rdma_get": []} for a in arms}
+        res = {a: {"put": [], "get": [], "rdma_get": [], "rdma_put": [], "rdma_get_degraded": []}
+               for a in arms}
         buf = bytearray(nbytes)
+        srcs = [bytearray(d) for d in datas]  # registered once (the client's cache)
         gb = nbytes * len(datas) / 1e9
         for rep in range(args.repeats):
             for arm, b in arms.items():
@@ -307,13 +313,39 @@ def ec_section(args):
                     if r.transport != "rdma":
                         raise RuntimeError(f"{arm} GET went {r.transport}: {r.reason}")
                 res[arm]["rdma_get"].append(gb / (time.monotonic() - t0))
+                w0 = witness(cl)
+                t0 = time.monotonic()
+                for i, src in enumerate(srcs):
+                    r = c.put_from(b, f"p{rep}o{i}", src, transport="rdma")
+                    if r.transport != "rdma":
+                        raise RuntimeError(f"{arm} PUT went {r.transport}: {r.reason}")
+                res[arm]["rdma_put"].append(gb / (time.monotonic() - t0))
+                w1 = witness(cl)
+                res[arm].setdefault("rdma_put_witness", []).append(
+                    {"storage_pulled_bytes": w1[2] - w0[2], "gateway_rdma_bytes": w1[1] - w0[1]})
+        # one storage server down: EC reads rebuild the stripes it held a data shard of at a
+        # storage server (rdec); replicas read the other copy
+        cl.storage[0].kill()
+        cl.wait_nodes_up(5)
+        for rep in range(args.repeats):
+            for arm, b in arms.items():
+                d0 = g.metric_sum("wharf_cluster_ec_degraded_reads_total")
+                t0 = time.monotonic()
+                for i in range(len(datas)):
+                    r = c.get_into(b, f"r{rep}o{i}", buf, transport="rdma")
+                    if r.transport != "rdma":
+                        raise RuntimeError(f"{arm} degraded GET went {r.transport}: {r.reason}")
+                res[arm]["rdma_get_degraded"].append(gb / (time.monotonic() - t0))
+                res[arm].setdefault("stripes_rebuilt", []).append(
+                    g.metric_sum("wharf_cluster_ec_degraded_reads_total") - d0)
         for arm, b in arms.items():
             for i, d in enumerate(datas):
                 for rep in range(args.repeats):
-                    h.get_into(b, f"r{rep}o{i}", buf, transport="http")
-                    if bytes(buf) != d:
-                        res[arm]["failed"] = f"wrong bytes r{rep}o{i}"
-            for k in ("put", "get", "rdma_get"):
+                    for key in (f"r{rep}o{i}", f"p{rep}o{i}"):
+                        c.get_into(b, key, buf, transport="rdma")
+                        if bytes(buf) != d:
+                            res[arm]["failed"] = f"wrong bytes {key}"
+            for k in ("put", "get", "rdma_get", "rdma_put", "rdma_get_degraded"):
                 res[arm][k + "_gbps"] = benchlib.summary(res[arm].pop(k))
         out["arms"] = res
         out["gateway_overhead_metric"] = g.metric_sum("wharf_cluster_storage_overhead")

@@ -115,7 +115,8 @@ int srv_mpu_part_copy(srv_req_t *r, srv_out_t *o)
         ret = srv_err_status(r, o, st, "opening a temp file");
         goto out;
     }
-    if ((ret = srv_sse_writer(r, o, true)) || (ret = copy_range(r, o, rd, off, len)))
+    if ((ret = srv_put_layout(r, o)) || (ret = srv_sse_writer(r, o, true)) ||
+        (ret = copy_range(r, o, rd, off, len)))
         goto out;
     char e[33];
     st =

@@ -358,16 +358,8 @@ static s3_err_t file_begin(srv_req_t *r, const s3_form_part_t *part)
         srv_err_status(r, &o, st, "opening a temp file");
         return fail_out(r, &o);
     }
-    char lmsg[200];
-    if ((st = store_writer_bucket(r->w, srv_b(r), lmsg, sizeof lmsg)) != WH_OK) {
-        if (st == WH_ERR_INVALID)
-            srv_err(&o, S3_ERR_INVALID_ARGUMENT, lmsg);
-        else if (st == WH_ERR_UNAVAILABLE && lmsg[0])
-            srv_err(&o, S3_ERR_SERVICE_UNAVAILABLE, lmsg);
-        else
-            srv_err_status(r, &o, st, "the bucket's data layout");
+    if (srv_put_layout(r, &o))
         return fail_out(r, &o);
-    }
     srv_put_etag_mode(r, false);
     /* The form's x-amz-server-side-encryption* fields, or the bucket's default, as PutObject. */
     if (srv_sse_writer(r, &o, false))

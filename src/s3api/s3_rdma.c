@@ -107,6 +107,12 @@ int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part, bool crc32c)
     wh_status_t st = store_writer_open(srv_st(r), &r->w);
     if (st != WH_OK)
         return srv_err_status(r, o, st, "opening a temp file");
+    /* The bucket's layout first, as over HTTP (its tag may ask for erasure coding). */
+    if ((ret = srv_put_layout(r, o))) {
+        store_writer_abort(r->w); /* now, before the reply: a refused PUT leaves no temp file */
+        r->w = NULL;
+        return ret;
+    }
     /* The bytes come straight from the client's memory: no MD5 pass where none is asked for
      * (a Content-MD5 needs one) and the body is large enough for it to cost. */
     if (r->srv->cfg.rdma_digest_etag && !srv_hdr(r, "content-md5") && tok &&

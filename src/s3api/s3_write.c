@@ -67,13 +67,7 @@ int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part)
     wh_status_t st = store_writer_open(srv_st(r), &r->w);
     if (st != WH_OK)
         return srv_err_status(r, o, st, "opening a temp file");
-    char lmsg[200];
-    if ((st = store_writer_bucket(r->w, srv_b(r), lmsg, sizeof lmsg)) != WH_OK)
-        ret = st == WH_ERR_INVALID ? srv_err(o, S3_ERR_INVALID_ARGUMENT, lmsg)
-              : st == WH_ERR_UNAVAILABLE && lmsg[0]
-                  ? srv_err(o, S3_ERR_SERVICE_UNAVAILABLE, lmsg)
-                  : srv_err_status(r, o, st, "the bucket's data layout");
-    else {
+    if (!(ret = srv_put_layout(r, o))) {
         srv_put_etag_mode(r, part);
         ret = srv_sse_writer(r, o, part);
     }
@@ -82,6 +76,19 @@ int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part)
         r->w = NULL;
     }
     return ret; /* 0: the body goes to r->w */
+}
+
+int srv_put_layout(srv_req_t *r, srv_out_t *o)
+{
+    char lmsg[200];
+    wh_status_t st = store_writer_bucket(r->w, srv_b(r), lmsg, sizeof lmsg);
+    if (st == WH_OK)
+        return 0;
+    if (st == WH_ERR_INVALID)
+        return srv_err(o, S3_ERR_INVALID_ARGUMENT, lmsg);
+    if (st == WH_ERR_UNAVAILABLE && lmsg[0])
+        return srv_err(o, S3_ERR_SERVICE_UNAVAILABLE, lmsg);
+    return srv_err_status(r, o, st, "the bucket's data layout");
 }
 
 int srv_put_commit(srv_req_t *r, srv_out_t *o, bool part, const s3_sums_t *want,

@@ -74,6 +74,12 @@ bool srv_mpu_names_crc32c(const store_obj_meta_t *upload);
 
 /* s3_write.c: the PUT body path shared by PutObject and UploadPart. */
 int srv_put_begin(srv_req_t *r, srv_out_t *o, bool part);
+/* The bucket's data layout for the writer r->w just opened (a cluster: replicas, or the
+ * erasure coding of its tag wharf-ec), before any byte is written: every writer of new bytes
+ * (PUT, UploadPart, POST, RDMA PUT and UploadPart, UploadPartCopy) asks it. 0, or the error
+ * answered (400 naming a malformed tag, 503 naming too few servers up); the caller then
+ * aborts the writer. */
+int srv_put_layout(srv_req_t *r, srv_out_t *o);
 int srv_put_finish(srv_req_t *r, srv_out_t *o, bool part);
 /* Commits r->w as the object (with the request's metadata, etag_hex and, when not NULL, the
  * crc64nvme c64) or as the part; adds ETag and the verified checksums to the answer. 0 or the

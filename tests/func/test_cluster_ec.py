@@ -320,6 +320,55 @@ def test_ec_m_down_reads_m_plus_one_refuses(data):
             assert "shards" in str(e.value), str(e.value)
 
 
+def test_ec_bucket_tag_rules_rdma_put_and_upload_part_copy(tmp_path):
+    """The bucket's tag decides the layout of an RDMA PUT and of an UploadPartCopy as it does
+    an HTTP PUT's (the RDMA PUT and the part copy did not ask it: a bucket tagged 3+2 on a
+    replica gateway got replicated chunks, and one tagged replicas on an EC gateway a 501).
+    The RDMA PUT by the C CLI, so this runs under ASan too."""
+    v = os.urandom(2 * CHUNK + 5)
+    src = os.path.join(str(tmp_path), "src")
+    with open(src, "wb") as f:
+        f.write(v)
+    out = os.path.join(str(tmp_path), "out")
+    for gw_args, tag, want_k in (([], "3+2", 3), (["--ec", "4+2"], "replicas", 0)):
+        with Cluster(storage=6, replicas=2, chunk_size=CHUNK, providers="tcp",
+                     gateway_args=gw_args) as cl:
+            s3 = cl.boto3()
+            b = unique_bucket("clecrt")
+            s3.create_bucket(Bucket=b)
+            s3.put_bucket_tagging(Bucket=b, Tagging={"TagSet": [{"Key": "wharf-ec",
+                                                                 "Value": tag}]})
+            _cli(cl, "--provider", "ofi+tcp", "cp", "--transport", "rdma", src, f"s3://{b}/o")
+            stripes = ec_rows(cl)
+            if want_k:
+                assert len(stripes) == 3 and all(len(sh) == 5 and sh[0][2] == want_k
+                                                 for sh in stripes.values()), stripes
+            else:
+                assert stripes == {}
+                assert [len(c[3]) for c in cl.chunk_map()] == [2, 2, 2]
+            if os.path.exists(out):
+                os.unlink(out)
+            _cli(cl, "--provider", "ofi+tcp", "cp", "--transport", "rdma", f"s3://{b}/o", out)
+            with open(out, "rb") as f:
+                assert f.read() == v
+            # UploadPartCopy of a range that cuts chunks: its new bytes take the tag's layout
+            before = set(ec_rows(cl))
+            up = s3.create_multipart_upload(Bucket=b, Key="mp")["UploadId"]
+            e = s3.upload_part_copy(Bucket=b, Key="mp", UploadId=up, PartNumber=1,
+                                    CopySource={"Bucket": b, "Key": "o"},
+                                    CopySourceRange=f"bytes=7-{CHUNK + 99}")
+            s3.complete_multipart_upload(
+                Bucket=b, Key="mp", UploadId=up,
+                MultipartUpload={"Parts": [{"PartNumber": 1,
+                                            "ETag": e["CopyPartResult"]["ETag"]}]})
+            assert s3.get_object(Bucket=b, Key="mp")["Body"].read() == v[7:CHUNK + 100]
+            new = set(ec_rows(cl)) - before
+            if want_k:
+                assert new and all(ec_rows(cl)[x][0][2] == want_k for x in new), new
+            else:
+                assert ec_rows(cl) == {}
+
+
 def test_ec_bucket_override_both_ways():
     with Cluster(storage=6, replicas=2, chunk_size=CHUNK, providers="none") as cl:
         s3 = cl.boto3()
