@@ -3,7 +3,7 @@ BUILD ?= build
 DATA ?= ./data
 LISTEN ?= 127.0.0.1:9000
 JOBS ?= $(shell nproc)
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 10
 
 .PHONY: all deps build run test test-unit test-asan test-fuzz bench clean wheel format format-check tidy test-tsan test-tsan-ci thread-safety
 
