@@ -137,33 +137,48 @@ static wh_status_t stripe_read(void *arg, void *buf, size_t n, uint64_t at)
     return WH_OK;
 }
 
+/* What rdec and renc share before their work: the token's body hash and memory token, the
+ * body authenticated by that hash, a server able to reach the others (as for push: the
+ * other servers serve HTTPS and one without --cluster-ca cannot verify them), and the
+ * stripe's description parsed. False with res filled (op names the operation, reach what it
+ * would do with the other servers). */
+static bool stripe_request(srv_storage_t *s, const cl_itoken_t *t, const char *op,
+                           const char *reach, const char *body, size_t n, cl_rdec_t *d,
+                           const char **mtok, srv_rdec_result_t *res)
+{
+    char sha[65], got[65], err[256];
+    *mtok = NULL;
+    if (!cl_itoken_rdec_args(t, sha, mtok)) {
+        fail(res, 400, "%s token without SHA256@TOKEN", op);
+        return false;
+    }
+    wh_sha256_hex(body, n, got);
+    if (strcmp(sha, got) != 0) {
+        fail(res, 403, "%s body's SHA-256 %s is not the one its itoken signed (%s)", op, got, sha);
+        return false;
+    }
+    if (s->tls && !s->cfg.cluster_ca) {
+        fail(res, 501,
+             "%s not implemented on a storage server that serves HTTPS without "
+             "--cluster-ca (it cannot %s the other shards)",
+             op, reach);
+        return false;
+    }
+    if (cl_rdec_parse(body, n, d, err, sizeof err) != WH_OK) {
+        fail(res, 400, "%s", err);
+        return false;
+    }
+    return true;
+}
+
 void srv_storage_rdec(srv_storage_t *s, const cl_itoken_t *t, const char *body, size_t n,
                       srv_rdec_result_t *res)
 {
     memset(res, 0, sizeof *res);
-    char sha[65], got[65], err[256];
     const char *mtok = NULL;
-    if (!cl_itoken_rdec_args(t, sha, &mtok)) {
-        fail(res, 400, "rdec token without SHA256@TOKEN");
-        return;
-    }
-    wh_sha256_hex(body, n, got);
-    if (strcmp(sha, got) != 0) {
-        fail(res, 403, "rdec body's SHA-256 %s is not the one its itoken signed (%s)", got, sha);
-        return;
-    }
-    if (s->tls && !s->cfg.cluster_ca) {
-        /* as for push: the other servers serve HTTPS and this one cannot verify them */
-        fail(res, 501,
-             "rdec not implemented on a storage server that serves HTTPS without "
-             "--cluster-ca (it cannot read the other shards)");
-        return;
-    }
     cl_rdec_t d;
-    if (cl_rdec_parse(body, n, &d, err, sizeof err) != WH_OK) {
-        fail(res, 400, "%s", err);
+    if (!stripe_request(s, t, "rdec", "read", body, n, &d, &mtok, res))
         return;
-    }
     if (strcmp(d.shard[0].chunk, t->chunk) != 0) {
         fail(res, 400, "rdec itoken names stripe %s, its body's shard 0 is %s", t->chunk,
              d.shard[0].chunk);
@@ -294,28 +309,11 @@ void srv_storage_renc(srv_storage_t *s, const cl_itoken_t *t, const char *body, 
                       srv_rdec_result_t *res)
 {
     memset(res, 0, sizeof *res);
-    char sha[65], got[65], err[256];
+    char err[256];
     const char *mtok = NULL;
-    if (!cl_itoken_rdec_args(t, sha, &mtok)) {
-        fail(res, 400, "renc token without SHA256@TOKEN");
-        return;
-    }
-    wh_sha256_hex(body, n, got);
-    if (strcmp(sha, got) != 0) {
-        fail(res, 403, "renc body's SHA-256 %s is not the one its itoken signed (%s)", got, sha);
-        return;
-    }
-    if (s->tls && !s->cfg.cluster_ca) {
-        fail(res, 501,
-             "renc not implemented on a storage server that serves HTTPS without "
-             "--cluster-ca (it cannot send the other shards)");
-        return;
-    }
     cl_rdec_t d;
-    if (cl_rdec_parse(body, n, &d, err, sizeof err) != WH_OK) {
-        fail(res, 400, "%s", err);
+    if (!stripe_request(s, t, "renc", "send", body, n, &d, &mtok, res))
         return;
-    }
     unsigned k = d.k, total = d.k + d.m;
     if (strcmp(d.shard[0].chunk, t->chunk) != 0 || t->off != 0 || t->len != d.len || !d.len) {
         fail(res, 400,

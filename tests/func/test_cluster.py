@@ -248,3 +248,32 @@ def test_s3cmd_and_rclone(cl, tmp_path):
         r = subprocess.run(["/usr/bin/rclone"] + args, env=env, capture_output=True,
                            timeout=180)
         assert r.returncode == 0, (args, r.stdout[-500:], r.stderr[-1500:])
+
+
+def test_stripe_requests_refused_unless_their_body_is_the_one_signed(cl):
+    """rdec and renc (a degraded RDMA read rebuilt, an RDMA PUT encoded at a storage server)
+    carry the stripe's description as their body, authenticated through its SHA-256 in the
+    signed token: a body that is not the one signed is 403 naming the hashes, a signed body
+    that does not parse is 400 naming the fault, a token without the hash is 400; nothing is
+    read or written, and the server stays up."""
+    import hashlib as _h
+    st0 = cl.storage[0]
+    c = new_chunk_id()
+    url = f"{st0.endpoint}/chunk/{c}"
+    mem = "1:2:ofi1:tcp:0a:1f"
+    good = (f"rdec1 2 1 10\n0 {c} 0000000000000000 0 -\n"
+            f"1 {new_chunk_id()} 0000000000000000 0 -\n"
+            f"2 {new_chunk_id()} 0000000000000000 0 -\n").encode()
+    for op in ("rdec", "renc"):
+        signed = _h.sha256(good).hexdigest()
+        tok = sign_itoken(op, c, 0, 10, mtok=f"{signed}@{mem}")
+        status, _hd, msg = http("POST", url, {"x-wharf-itoken": tok}, good.replace(b"2 1", b"2 9"))
+        assert status == 403 and b"SHA-256" in msg and signed.encode() in msg, (op, status, msg)
+        bad = b"rdec1 2 1\n"
+        tok = sign_itoken(op, c, 0, 10, mtok=f"{_h.sha256(bad).hexdigest()}@{mem}")
+        status, _hd, msg = http("POST", url, {"x-wharf-itoken": tok}, bad)
+        assert status == 400 and msg.strip(), (op, status, msg)
+        status, _hd, msg = http("POST", url, {"x-wharf-itoken": sign_itoken(op, c, 0, 10)}, good)
+        assert status in (400, 403) and msg.strip(), (op, status, msg)
+    assert st0.alive()
+    assert http("GET", f"{st0.endpoint}/metrics")[0] == 200
