@@ -88,8 +88,8 @@ test-tsan-ci: deps
 
 test-fuzz: deps
 	@cmake --preset fuzz -DFUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
-	@cmake --build build-fuzz -j $(JOBS)
-	cd build-fuzz && ctest --output-on-failure -R '^fuzz/'
+	@cmake --build build-fuzz -j $(JOBS) --target fuzz_all
+	cd build-fuzz && ctest --output-on-failure -j $(JOBS) -R '^fuzz/'
 
 # clang-format 14 (pinned: another major formats differently and fails clearly) over src/
 # include/ tests/ fuzz/ bench/ *.c *.h, or over FILES="a.c b.h". format-check changes nothing.
