@@ -293,6 +293,15 @@ def ec_section(args):
         buf = bytearray(nbytes)
         srcs = [bytearray(d) for d in datas]  # registered once (the client's cache)
         gb = nbytes * len(datas) / 1e9
+
+        def rdma_gets(rep, b, what):
+            """Seconds to GET round rep's objects of bucket b over RDMA (refused otherwise)."""
+            t0 = time.monotonic()
+            for i in range(len(datas)):
+                r = c.get_into(b, f"r{rep}o{i}", buf, transport="rdma")
+                if r.transport != "rdma":
+                    raise RuntimeError(f"{what} went {r.transport}: {r.reason}")
+            return time.monotonic() - t0
         for rep in range(args.repeats):
             for arm, b in arms.items():
                 before = _chunk_bytes(cl)
@@ -307,12 +316,7 @@ def ec_section(args):
                 for i in range(len(datas)):
                     h.get_into(b, f"r{rep}o{i}", buf, transport="http")
                 res[arm]["get"].append(gb / (time.monotonic() - t0))
-                t0 = time.monotonic()
-                for i in range(len(datas)):
-                    r = c.get_into(b, f"r{rep}o{i}", buf, transport="rdma")
-                    if r.transport != "rdma":
-                        raise RuntimeError(f"{arm} GET went {r.transport}: {r.reason}")
-                res[arm]["rdma_get"].append(gb / (time.monotonic() - t0))
+                res[arm]["rdma_get"].append(gb / rdma_gets(rep, b, f"{arm} GET"))
                 w0 = witness(cl)
                 t0 = time.monotonic()
                 for i, src in enumerate(srcs):
@@ -330,12 +334,8 @@ def ec_section(args):
         for rep in range(args.repeats):
             for arm, b in arms.items():
                 d0 = g.metric_sum("wharf_cluster_ec_degraded_reads_total")
-                t0 = time.monotonic()
-                for i in range(len(datas)):
-                    r = c.get_into(b, f"r{rep}o{i}", buf, transport="rdma")
-                    if r.transport != "rdma":
-                        raise RuntimeError(f"{arm} degraded GET went {r.transport}: {r.reason}")
-                res[arm]["rdma_get_degraded"].append(gb / (time.monotonic() - t0))
+                res[arm]["rdma_get_degraded"].append(
+                    gb / rdma_gets(rep, b, f"{arm} degraded GET"))
                 res[arm].setdefault("stripes_rebuilt", []).append(
                     g.metric_sum("wharf_cluster_ec_degraded_reads_total") - d0)
         for arm, b in arms.items():
