@@ -14,6 +14,9 @@
 #   AB_A_ARGS=--wharfd-arg=--put-stripes=8 AB_A_NAME=striped \
 #   AB_B_ARGS=--wharfd-arg=--put-stripes=1 AB_B_NAME=onefile \
 #     bench/put_ab.sh results/x /dev/shm/wp build-device build-device 3 -- put ...
+# or one build on two data file systems (AB_A_DATA / AB_B_DATA replace DATA for that side):
+#   AB_A_DATA=/mnt/huge/wp AB_A_NAME=tmpfs-huge AB_B_NAME=tmpfs-4k \
+#     bench/put_ab.sh results/x /dev/shm/wp build-device build-device 3 -- put ...
 set -euo pipefail
 [ $# -ge 6 ] || { sed -n 2,8p "$0" >&2; exit 2; }
 out=$1 data=$2 a=$3 b=$4 rounds=$5
@@ -24,15 +27,15 @@ rl=() ; while [ $# -gt 0 ] && [ "$1" != "--" ]; do rl+=("$1"); shift; done
 [ "${1:-}" = "--" ] && shift
 for r in $(seq 1 "$rounds"); do
   for side in A B; do
-    if [ $side = A ]; then build=$a name=${AB_A_NAME:-} extra=${AB_A_ARGS:-}
-    else build=$b name=${AB_B_NAME:-} extra=${AB_B_ARGS:-}; fi
+    if [ $side = A ]; then build=$a name=${AB_A_NAME:-} extra=${AB_A_ARGS:-} dir=${AB_A_DATA:-$data}
+    else build=$b name=${AB_B_NAME:-} extra=${AB_B_ARGS:-} dir=${AB_B_DATA:-$data}; fi
     [ -n "$name" ] || name=$(basename "$build")
     read -r -a ex <<<"$extra"
-    rm -rf "$data" && mkdir -p "$data"
-    echo "== $name round $r ${extra}" | tee -a "$out/put-ab.log"
-    WHARF_BUILD_DIR=$(cd "$build" && pwd) /usr/bin/env python3 "$here/run_local.py" --data "$data" \
+    rm -rf "$dir" && mkdir -p "$dir"
+    echo "== $name round $r ${extra} (data $dir)" | tee -a "$out/put-ab.log"
+    WHARF_BUILD_DIR=$(cd "$build" && pwd) /usr/bin/env python3 "$here/run_local.py" --data "$dir" \
       ${rl[@]+"${rl[@]}"} ${ex[@]+"${ex[@]}"} -- "$@" --results "$out" --tag "ab-$name-$r" 2>&1 |
       tee -a "$out/put-ab.log"
+    rm -rf "$dir"
   done
 done
-rm -rf "$data"

@@ -30,7 +30,8 @@ MiB = 1024 ** 2
 
 
 def start_server(args):
-    srv = WharfServer(data_dir=getattr(args, "data", None), log_level="warn")
+    srv = WharfServer(data_dir=getattr(args, "data", None), log_level="warn",
+                      extra_args=list(getattr(args, "server_arg", None) or ()))
     srv.start()
     return srv
 
@@ -187,6 +188,8 @@ class Incremental:
 
 
 def write(args, benchmark, root):
+    if getattr(args, "server_arg", None) and isinstance(root.get("params"), dict):
+        root["params"]["server_args"] = list(args.server_arg)
     path = bl.write_result(args.results, benchmark, root, tag=getattr(args, "tag", ""),
                            backend="wharf")
     print(f"result: {path}", file=sys.stderr)
@@ -198,6 +201,9 @@ def common_args(ap):
     ap.add_argument("--results", default=os.path.join(REPO, "results"))
     ap.add_argument("--tag", default="")
     ap.add_argument("--data", default=None, help="wharfd data dir (default: temporary)")
+    ap.add_argument("--server-arg", action="append", default=[], metavar="ARG",
+                    help="one more wharfd argument (repeat it: --server-arg=--put-stripes "
+                         "--server-arg=4); recorded in params.server_args")
     ap.add_argument("--concurrency", type=int, default=4,
                     help="parallel requests per transfer, the same for every arm")
     ap.add_argument("--no-limits", action="store_true", help="skip the same-run limits")

@@ -105,6 +105,11 @@ struct store_data_ops {
      * STORE_STRIPE_ALIGN), or 0 for one file. finish() commits the stripes as one composed
      * reference (as compose's: a fresh id naming no file, one extent per stripe). */
     uint64_t (*write_at_stripe)(store_data_writer_t *w);
+    /* Optional, after write_at_begin: the size and alignment of the writes the destination
+     * takes best (a tmpfs with huge pages: 2 MiB, as a write of part of a fresh 2 MiB page
+     * first zeroes the rest of it), or 0: any. Writers of large pieces gather this much
+     * before a write_at. */
+    uint64_t (*write_at_unit)(store_data_writer_t *w);
     /* Optional, positional writes through a mapping (one copy instead of a copy into a buffer
      * and a write): map_at_begin(total) instead of write_at_begin on a fresh writer: the file
      * gets its space (total bytes, which become the size) and is mapped writable; then
@@ -188,8 +193,8 @@ wh_status_t store_data_local_open(const store_local_config_t *cfg, store_data_t 
  * finish, writer_free, writer_abort, reader_open, reader_pread, reader_close, release) are
  * present in every table (store_data_ops_complete, checked where the store takes a table); an
  * optional slot that is NULL answers WH_ERR_UNSUPPORTED (reader_fd -1, write_at_stripe 0: one
- * file; the void hooks do nothing), and callers that can do without test the status, never the
- * slot, except for the two capability questions below. */
+ * file; write_at_unit 0: any; the void hooks do nothing), and callers that can do without test the
+ * status, never the slot, except for the two capability questions below. */
 static inline bool store_data_ops_complete(const store_data_ops_t *o)
 {
     return o && o->close && o->writer_open && o->write && o->append && o->finish &&
@@ -273,6 +278,12 @@ static inline uint64_t data_write_at_stripe(store_data_writer_t *w)
 {
     const store_data_ops_t *o = w->data->ops;
     return o->write_at_stripe ? o->write_at_stripe(w) : 0;
+}
+
+static inline uint64_t data_write_at_unit(store_data_writer_t *w)
+{
+    const store_data_ops_t *o = w->data->ops;
+    return o->write_at_unit ? o->write_at_unit(w) : 0;
 }
 
 static inline wh_status_t data_map_at_begin(store_data_writer_t *w, uint64_t total)

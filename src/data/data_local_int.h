@@ -38,6 +38,7 @@ typedef struct ld {
     _Atomic uint64_t direct_bytes;
     bool populate_refused; /* madvise(MADV_POPULATE_WRITE) answered EINVAL once (atomic) */
     unsigned put_stripes;  /* positional writes of stripe_min bytes or more: files, 1 = one */
+    uint64_t page_bytes;   /* store_space_t's, probed at open */
     uint64_t stripe_min;
     pthread_mutex_t reserve_lock;
     bool reserve_held; /* DIR/reserve exists at full size */
@@ -66,6 +67,7 @@ typedef struct ld_writer {
     unsigned nstripes;
     uint64_t stripe_len;
     ld_stripe_t *more;
+    uint64_t unit; /* write_at_unit: the files' st_blksize where it is a large page, else 0 */
 } ld_writer_t;
 
 /* One file of a composed object. */
@@ -99,6 +101,7 @@ wh_status_t ld_reader_extent(const store_reader_t *r, uint64_t off, int *fd, uin
 wh_status_t ld_writer_open(store_data_t *d, store_data_writer_t **out);
 wh_status_t ld_write(store_data_writer_t *dw, const void *p, size_t n);
 uint64_t ld_write_at_stripe(store_data_writer_t *dw);
+uint64_t ld_write_at_unit(store_data_writer_t *dw);
 wh_status_t ld_write_at_begin(store_data_writer_t *dw, uint64_t total);
 wh_status_t ld_write_at(store_data_writer_t *dw, const void *p, size_t n, uint64_t off);
 wh_status_t ld_map_at_begin(store_data_writer_t *dw, uint64_t total);

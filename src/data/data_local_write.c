@@ -9,6 +9,7 @@
 #include "base/util.h"
 
 #include <errno.h>
+#include <linux/magic.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 wh_status_t ld_writer_open(store_data_t *d, store_data_writer_t **out)
@@ -121,6 +123,38 @@ uint64_t ld_write_at_stripe(store_data_writer_t *dw)
     return w->nstripes > 1 ? w->stripe_len : 0;
 }
 
+uint64_t ld_write_at_unit(store_data_writer_t *dw)
+{
+    return ((const ld_writer_t *)dw)->unit;
+}
+
+/* A tmpfs with huge pages (mounted huge=always or huge=within_size, or shmem_enabled=force)
+ * keeps a file in 2 MiB pages, and a write that covers part of a fresh one first zeroes the
+ * rest of it: written 256 KiB at a time, a file is cleared once and then copied over. Such a
+ * file says so in st_blksize (the huge page's size). Under huge=within_size a page is huge
+ * only where the file's size covers it, so the files are first given their final sizes
+ * (on tmpfs that allocates nothing). Sets w->unit to that size, or 0. */
+static void ld_unit_probe(ld_writer_t *w, uint64_t total)
+{
+    struct statfs sf;
+    struct stat sb;
+    w->unit = 0;
+    if (fstatfs(w->fd, &sf) != 0 || (unsigned long)sf.f_type != TMPFS_MAGIC)
+        return;
+    for (unsigned k = 0; k < WH_MAX(w->nstripes, 1u); k++) {
+        uint64_t at = (uint64_t)k * w->stripe_len;
+        uint64_t len = w->nstripes > 1 ? WH_MIN(w->stripe_len, total - at) : total;
+        if (ftruncate(k ? w->more[k - 1].fd : w->fd, (off_t)len) != 0)
+            return;
+    }
+    if (fstat(w->fd, &sb) != 0)
+        return;
+    uint64_t b = (uint64_t)sb.st_blksize;
+    long psz = sysconf(_SC_PAGESIZE);
+    if (psz > 0 && b > (uint64_t)psz && (b & (b - 1)) == 0 && STORE_STRIPE_ALIGN % b == 0)
+        w->unit = b;
+}
+
 wh_status_t ld_write_at_begin(store_data_writer_t *dw, uint64_t total)
 {
     ld_writer_t *w = (ld_writer_t *)dw;
@@ -133,6 +167,7 @@ wh_status_t ld_write_at_begin(store_data_writer_t *dw, uint64_t total)
     ld_t *l = LD(dw->data);
     if (!l->direct_writes && l->put_stripes > 1 && total >= l->stripe_min) {
         ld_stripes_open(w, total);
+        ld_unit_probe(w, total);
         return WH_OK;
     }
     if (l->direct_writes && total >= LD_WRITEBACK_CHUNK &&
@@ -145,6 +180,8 @@ wh_status_t ld_write_at_begin(store_data_writer_t *dw, uint64_t total)
                     "writes go through the page cache",
                     l->dir);
     }
+    if (w->dfd < 0)
+        ld_unit_probe(w, total);
     return WH_OK;
 }
 

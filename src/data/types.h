@@ -40,6 +40,9 @@ typedef struct store_space {
     store_durability_t durability; /* of the data table's writes */
     bool direct_writes;            /* --data-writes direct: positional writes by O_DIRECT */
     uint64_t direct_bytes;         /* bytes written that way so far */
+    /* The page a large file of the data directory is kept in: the huge page's size on a
+     * tmpfs mounted huge=always or huge=within_size, else the base page; 0: not known. */
+    uint64_t page_bytes;
 } store_space_t;
 
 typedef struct store_bucket_info {

@@ -646,10 +646,17 @@ void srv_rdma_metrics(srv_rdma_t *r, struct wh_sbuf *out)
                    "# TYPE wharf_rdma_put_striped_total counter\n"
                    "wharf_rdma_put_striped_total{unit=\"requests\"} %" PRIu64 "\n"
                    "wharf_rdma_put_striped_total{unit=\"bytes\"} %" PRIu64 "\n"
-                   "wharf_rdma_put_striped_total{unit=\"stripes\"} %" PRIu64 "\n",
+                   "wharf_rdma_put_striped_total{unit=\"stripes\"} %" PRIu64 "\n"
+                   "# HELP wharf_rdma_put_page_grouped_total Of the positional RDMA PUTs, those "
+                   "written in whole large pages (a data directory on a tmpfs with huge pages).\n"
+                   "# TYPE wharf_rdma_put_page_grouped_total counter\n"
+                   "wharf_rdma_put_page_grouped_total{unit=\"requests\"} %" PRIu64 "\n"
+                   "wharf_rdma_put_page_grouped_total{unit=\"bytes\"} %" PRIu64 "\n",
                    r ? (uint64_t)atomic_load(&r->put_striped_ops) : 0,
                    r ? (uint64_t)atomic_load(&r->put_striped_bytes) : 0,
-                   r ? (uint64_t)atomic_load(&r->put_striped_files) : 0);
+                   r ? (uint64_t)atomic_load(&r->put_striped_files) : 0,
+                   r ? (uint64_t)atomic_load(&r->put_paged_ops) : 0,
+                   r ? (uint64_t)atomic_load(&r->put_paged_bytes) : 0);
     uint64_t pb = 0, pa = 0, pp = 0;
     cuda_staging_stats(&pb, &pa, &pp);
     wh_sbuf_printf(out,

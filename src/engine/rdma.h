@@ -138,6 +138,11 @@ typedef struct srv_rdma_sink_at {
      * 0 (or NULL): one file. The copy threads then go to different stripes at once, and up
      * to put_threads per stripe write together. */
     uint64_t (*stripe_len)(void *arg);
+    /* Optional, asked once after begin: the size and alignment of the writes the destination
+     * takes best (a power of two that divides RDMA_DIRECT_WINDOW, 8 MiB; 0 or NULL: any).
+     * Each copy thread then gathers that much (still copied and checksummed piece by piece)
+     * before one write_at. */
+    uint64_t (*write_unit)(void *arg);
     bool want_crc32c;
 } srv_rdma_sink_at_t;
 wh_status_t srv_rdma_put_at(srv_rdma_t *r, const token_arg_t *token, const wh_peer_t *peer,

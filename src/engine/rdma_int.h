@@ -103,6 +103,7 @@ struct srv_rdma {
     unsigned direct_active;                                /* direct GETs in flight (atomic) */
     /* of the positional PUTs, those into several files (srv_rdma_sink_at_t's stripe_len) */
     atomic_uint_fast64_t put_striped_ops, put_striped_bytes, put_striped_files;
+    atomic_uint_fast64_t put_paged_ops, put_paged_bytes; /* writes grouped to write_unit */
     /* staged GETs' reads into the pool, by where the bytes came from (rdma_get.c) */
     atomic_uint_fast64_t read_cached, read_direct_io, read_buffered;
 };

@@ -127,6 +127,7 @@ typedef struct put_par {
     uint64_t *crc;
     uint32_t *crc32c;    /* NULL unless at->want_crc32c */
     bool mapped;         /* windows through at->map_at, no pool piece */
+    size_t group;        /* bytes per write_at: PUT_PIECE, or the sink's write_unit */
     uint64_t next;       /* next window to take (atomic) */
     uint64_t moved;      /* bytes through write_at (atomic) */
     wh_status_t st;      /* first transfer failure (atomic) */
@@ -171,22 +172,30 @@ static void *put_par_worker(void *arg)
             dst = m;
         }
         for (uint64_t p = 0; p < n;) {
-            size_t m = (size_t)WH_MIN((uint64_t)PUT_PIECE, n - p);
-            uint8_t *land = dst ? dst + p : pw->piece; /* mapped: the piece lands in place */
-            wh_status_t st = xfer_batch_post(d->b, XFER_OP_READ, NULL, land, m, off + p, 0);
-            if (st != WH_OK) {
-                put_par_fail(&d->st, st);
-                return NULL;
+            /* One group: read and checksummed piece by piece, then one write (mapped: the
+             * pieces land in place and nothing is written). */
+            size_t g = (size_t)WH_MIN((uint64_t)d->group, n - p);
+            uint8_t *land = dst ? dst + p : pw->piece;
+            for (size_t q = 0; q < g;) {
+                size_t m = WH_MIN((size_t)PUT_PIECE, g - q);
+                wh_status_t st =
+                    xfer_batch_post(d->b, XFER_OP_READ, NULL, land + q, m, off + p + q, 0);
+                if (st != WH_OK) {
+                    put_par_fail(&d->st, st);
+                    return NULL;
+                }
+                c = wh_crc64nvme(c, land + q, m);
+                if (d->crc32c)
+                    c32 = wh_crc32c(c32, land + q, m);
+                q += m;
             }
-            c = wh_crc64nvme(c, land, m);
-            if (d->crc32c)
-                c32 = wh_crc32c(c32, land, m);
-            if (!dst && (st = d->at->write_at(d->arg, land, m, off + p)) != WH_OK) {
+            wh_status_t st;
+            if (!dst && (st = d->at->write_at(d->arg, land, g, off + p)) != WH_OK) {
                 put_par_fail(&d->sink_st, st);
                 return NULL;
             }
-            __atomic_fetch_add(&d->moved, m, __ATOMIC_RELAXED);
-            p += m;
+            __atomic_fetch_add(&d->moved, g, __ATOMIC_RELAXED);
+            p += g;
         }
         d->crc[k] = c;
         if (d->crc32c)
@@ -219,7 +228,14 @@ static wh_status_t put_par_run(rdma_xfer_t *t, const srv_rdma_sink_at_t *at, voi
         d.nstripes = (unsigned)((d.len + stripe - 1) / stripe);
     }
     d.nslots = d.nstripes > 1 ? d.nstripes * d.wps : d.nwin;
-    unsigned per_slot = (unsigned)WH_MAX(r->buf_len / PUT_PIECE, (uint64_t)1);
+    /* A destination that takes whole large pages best (a huge-page tmpfs zeroes the rest of
+     * a page a write covers only part of) gets writes of that size from buffers as large. */
+    uint64_t unit = !d.mapped && at->write_unit ? at->write_unit(arg) : 0;
+    d.group = PUT_PIECE;
+    if (unit > PUT_PIECE && unit <= r->buf_len && (unit & (unit - 1)) == 0 &&
+        RDMA_DIRECT_WINDOW % unit == 0)
+        d.group = (size_t)unit;
+    unsigned per_slot = (unsigned)WH_MAX(r->buf_len / d.group, (uint64_t)1);
     /* Mapped: no pieces to share out, no write lock to meet: the request's share of the copy
      * threads, as a direct GET gets. */
     unsigned cap = d.mapped ? RDMA_DIRECT_MAX_THREADS : t->late->n * per_slot;
@@ -236,7 +252,7 @@ static wh_status_t put_par_run(rdma_xfer_t *t, const srv_rdma_sink_at_t *at, voi
         pw[i].d = &d;
         pw[i].piece = d.mapped ? NULL
                                : rdma_pool_buf(r, t->late->idx[i / per_slot]) +
-                                     (size_t)(i % per_slot) * PUT_PIECE;
+                                     (size_t)(i % per_slot) * d.group;
     }
     pthread_t th[RDMA_DIRECT_MAX_THREADS];
     unsigned nth = 0;
@@ -271,6 +287,10 @@ static wh_status_t put_par_run(rdma_xfer_t *t, const srv_rdma_sink_at_t *at, voi
         if (d.mapped) {
             atomic_fetch_add(&r->put_mapped_ops, 1);
             atomic_fetch_add(&r->put_mapped_bytes, d.len);
+        }
+        if (d.group > PUT_PIECE) {
+            atomic_fetch_add(&r->put_paged_ops, 1);
+            atomic_fetch_add(&r->put_paged_bytes, d.len);
         }
         if (d.nstripes > 1) {
             atomic_fetch_add(&r->put_striped_ops, 1);

@@ -157,6 +157,10 @@ void srv_metrics_storage(store_t *st, wh_sbuf_t *o)
                    "# TYPE wharf_storage_direct_writes gauge\nwharf_storage_direct_writes %d\n"
                    "# HELP wharf_storage_direct_write_bytes_total Bytes written that way.\n"
                    "# TYPE wharf_storage_direct_write_bytes_total counter\n"
-                   "wharf_storage_direct_write_bytes_total %llu\n",
-                   sp.direct_writes, (unsigned long long)sp.direct_bytes);
+                   "wharf_storage_direct_write_bytes_total %llu\n"
+                   "# HELP wharf_storage_page_bytes The page a large file of the data "
+                   "directory is kept in (a tmpfs mounted huge=within_size: 2 MiB).\n"
+                   "# TYPE wharf_storage_page_bytes gauge\nwharf_storage_page_bytes %llu\n",
+                   sp.direct_writes, (unsigned long long)sp.direct_bytes,
+                   (unsigned long long)sp.page_bytes);
 }

@@ -66,6 +66,12 @@ static uint64_t rdma_sink_stripe(void *arg)
     return store_writer_stripe_len(r->w);
 }
 
+static uint64_t rdma_sink_unit(void *arg)
+{
+    srv_req_t *r = arg;
+    return store_writer_write_unit(r->w);
+}
+
 /* The writer holds exactly what the transport says it moved. */
 static int moved_check(srv_req_t *r, srv_out_t *o, const srv_rdma_result_t *res)
 {
@@ -144,6 +150,7 @@ int srv_rdma_put_object(srv_req_t *r, srv_out_t *o, bool part, bool crc32c)
                                  .write_at = rdma_sink_at,
                                  .map_at = rdma_sink_map,
                                  .stripe_len = rdma_sink_stripe,
+                                 .write_unit = rdma_sink_unit,
                                  .want_crc32c = crc32c || want.set[S3_SUM_CRC32C] ||
                                                 srv_sum_named(r, S3_SUM_CRC32C)};
         st = srv_rdma_put_at(r->srv->rdma, &r->token, &r->peer, rdma_sink, &at, r, &res);

@@ -170,6 +170,9 @@ wh_status_t store_writer_map_at(store_writer_t *w, uint64_t off, size_t n, void 
  * bytes of the object each holds, [k * len, (k + 1) * len): writes into different stripes
  * do not wait for one another. 0: one file. */
 uint64_t store_writer_stripe_len(const store_writer_t *w);
+/* After begin_at: the size and alignment of write_at calls the destination takes best (a
+ * tmpfs in huge pages: 2 MiB), 0: any. */
+uint64_t store_writer_write_unit(const store_writer_t *w);
 void store_writer_end_at(store_writer_t *w, uint64_t crc64nvme, bool crc32c_set, uint32_t crc32c);
 
 /* Names the bucket the writer's bytes are for, before the first write: a cluster data table

@@ -211,6 +211,11 @@ uint64_t store_writer_stripe_len(const store_writer_t *w)
     return w->at ? data_write_at_stripe(w->dw) : 0;
 }
 
+uint64_t store_writer_write_unit(const store_writer_t *w)
+{
+    return w->at ? data_write_at_unit(w->dw) : 0;
+}
+
 void store_writer_end_at(store_writer_t *w, uint64_t crc64nvme, bool crc32c_set, uint32_t crc32c)
 {
     if (!w->at)

@@ -96,6 +96,7 @@ class WharfServer:
         if self.providers is not None:
             args += ["--providers", self.providers]
         args += self.extra_args
+        os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
         # make test-tsan sets WHARF_TEST_START_SCALE: a TSan wharfd takes several times longer

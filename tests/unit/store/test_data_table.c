@@ -500,6 +500,7 @@ static void test_optional_slots(void)
     CHECK_STR(msg, "");
     CHECK(store_writer_begin_at(w, 2500) == WH_ERR_UNSUPPORTED); /* no positional writes */
     CHECK_EQ_U64(store_writer_stripe_len(w), 0);
+    CHECK_EQ_U64(store_writer_write_unit(w), 0);
     store_rdma_result_t rr;
     CHECK(store_writer_rdma_put(w, NULL, NULL, 2500, &rr) == WH_ERR_UNSUPPORTED);
     char body[2500];
