@@ -126,6 +126,14 @@ void srv_metrics_render(srv_metrics_t *m, wh_sbuf_t *o)
 
 void srv_metrics_storage(store_t *st, wh_sbuf_t *o)
 {
+    uint64_t retries, retryable;
+    store_meta_tx_stats(&retries, &retryable);
+    counter(o, "wharf_meta_tx_retries_total",
+            "Metadata transactions attempted again (PostgreSQL: after a serialization conflict "
+            "or a lost connection).",
+            retries);
+    counter(o, "wharf_meta_tx_retryable_failures_total",
+            "Failures the metadata backend reported as worth another attempt.", retryable);
     store_space_t sp;
     if (store_space(st, &sp) != WH_OK)
         return;

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,19 @@ static uint32_t meta_jitter(void)
     return x;
 }
 
+static _Atomic uint64_t meta_tx_retries, meta_tx_retryable;
+
+void meta_tx_note_retryable(void)
+{
+    atomic_fetch_add_explicit(&meta_tx_retryable, 1, memory_order_relaxed);
+}
+
+void meta_tx_stats(uint64_t *retries, uint64_t *retryable)
+{
+    *retries = atomic_load_explicit(&meta_tx_retries, memory_order_relaxed);
+    *retryable = atomic_load_explicit(&meta_tx_retryable, memory_order_relaxed);
+}
+
 wh_status_t meta_tx_run(const meta_tx_ops_t *ops, void *conn, meta_tx_fn fn, void *arg)
 {
     wh_status_t st = WH_OK;
@@ -93,6 +107,7 @@ wh_status_t meta_tx_run(const meta_tx_ops_t *ops, void *conn, meta_tx_fn fn, voi
             (st == WH_ERR_UNAVAILABLE && attempt >= META_TX_UNAVAILABLE_ATTEMPTS))
             return st;
         /* A serialization conflict or a lost connection: back off, then again. */
+        atomic_fetch_add_explicit(&meta_tx_retries, 1, memory_order_relaxed);
         long cap_us = 1000L << (attempt < 6 ? attempt : 6); /* 2 ms .. 64 ms */
         long us = cap_us / 2 + (long)(meta_jitter() % (uint32_t)(cap_us / 2 + 1));
         struct timespec ts = {us / 1000000, (us % 1000000) * 1000};

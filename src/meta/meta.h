@@ -383,7 +383,9 @@ void meta_close(meta_t *m); /* NULL-safe */
 uint64_t meta_list_rows(meta_t *m);
 
 /* One transaction helper for every backend: begin, fn, commit; rollback on failure; retried
- * (a bounded number of times) while the backend calls the failure retryable. */
+ * (a bounded number of times) while the backend calls the failure of that attempt retryable
+ * (a serialization conflict, a connection lost before the commit); a failure it does not
+ * call retryable (a precondition found false on the retry) is the answer. */
 typedef struct meta_tx_ops {
     wh_status_t (*begin)(void *conn);
     wh_status_t (*commit)(void *conn);
@@ -392,6 +394,10 @@ typedef struct meta_tx_ops {
 } meta_tx_ops_t;
 typedef wh_status_t (*meta_tx_fn)(void *conn, void *arg);
 wh_status_t meta_tx_run(const meta_tx_ops_t *ops, void *conn, meta_tx_fn fn, void *arg);
+/* Process-wide counts for /metrics: attempts meta_tx_run retried, and failures a backend
+ * reported as retryable (meta_tx_note_retryable, where it sees one). */
+void meta_tx_note_retryable(void);
+void meta_tx_stats(uint64_t *retries, uint64_t *retryable);
 
 /* Helpers the backends share (meta.c). */
 bool meta_grow(void **arr, size_t *cap, size_t want, size_t elem); /* doubling realloc */

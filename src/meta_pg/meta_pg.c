@@ -97,6 +97,7 @@ wh_status_t pg_fail(pg_conn_t *c, const PGresult *r, const char *what)
         strncmp(state, "57P", 3) == 0 || strcmp(state, "53300") == 0) {
         wh_warn("store", "PostgreSQL unreachable during %s: %s", what, msg);
         c->retryable = true; /* nothing was committed; a commit clears this itself */
+        meta_tx_note_retryable();
         return WH_ERR_UNAVAILABLE;
     }
     if (strcmp(state, "25006") == 0) {
@@ -106,11 +107,13 @@ wh_status_t pg_fail(pg_conn_t *c, const PGresult *r, const char *what)
         wh_warn("store", "PostgreSQL refused a write during %s (read-only server): %s", what, msg);
         c->stale = true;
         c->retryable = true;
+        meta_tx_note_retryable();
         return WH_ERR_UNAVAILABLE;
     }
     if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0) {
         wh_debug("store", "PostgreSQL %s: serialization conflict, retrying", what);
         c->retryable = true;
+        meta_tx_note_retryable();
         return WH_ERR_BUSY;
     }
     if (strcmp(state, "23505") == 0)
@@ -234,6 +237,9 @@ void pg_put(pg_conn_t *c)
 static wh_status_t pg_tx_begin(void *conn)
 {
     pg_conn_t *c = conn;
+    /* Retryable says what this attempt met: a conflict of the last attempt must not make a
+     * precondition this one found false (a 412) retried until the attempts run out. */
+    c->retryable = false;
     wh_status_t st = pg_exec(c, "BEGIN ISOLATION LEVEL SERIALIZABLE", NULL, NULL, "begin");
     c->in_tx = st == WH_OK;
     return st;
@@ -285,6 +291,7 @@ wh_status_t pg_write(pg_meta_t *m, meta_tx_fn fn, void *arg)
 wh_status_t pg_read(pg_meta_t *m, meta_tx_fn fn, void *arg)
 {
     pg_conn_t *c = pg_get(m);
+    c->retryable = false;
     wh_status_t st = fn(c, arg);
     if (st == WH_ERR_UNAVAILABLE && c->retryable)
         st = fn(c, arg); /* a connection that broke since its last use: once more, reset */

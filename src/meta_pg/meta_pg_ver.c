@@ -91,6 +91,7 @@ static wh_status_t pg_archive(void *conn, const char *bucket, const char *key, s
         wh_debug("store", "PostgreSQL version archive: a concurrent commit archived the row, "
                           "retrying");
         c->retryable = true;
+        meta_tx_note_retryable();
         st = WH_ERR_BUSY;
     }
     return st;

@@ -229,6 +229,11 @@ store_data_t *store_data(store_t *st)
     return st->data;
 }
 
+void store_meta_tx_stats(uint64_t *retries, uint64_t *retryable)
+{
+    meta_tx_stats(retries, retryable);
+}
+
 wh_status_t store_space(store_t *st, store_space_t *out)
 {
     memset(out, 0, sizeof *out);

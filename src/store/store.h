@@ -71,6 +71,8 @@ struct meta *store_meta(store_t *st);
 struct store_data *store_data(store_t *st);
 
 wh_status_t store_space(store_t *st, store_space_t *out);
+/* Metadata transactions retried, and retryable failures the backend met (meta_tx_stats). */
+void store_meta_tx_stats(uint64_t *retries, uint64_t *retryable);
 
 /* Validates an S3 bucket name (3-63, lowercase, digits, '.', '-', rules of AWS). */
 bool store_bucket_name_valid(const char *name);

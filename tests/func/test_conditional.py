@@ -480,3 +480,10 @@ def test_races_on_postgresql():
             vb2 = unique_bucket("condpgv2")
             s3.create_bucket(Bucket=vb2)
             plain_conditional_deletes_versioned(s3, vb2)
+            # A retry follows only a failure PostgreSQL called retryable (a serialization
+            # conflict): a loser that then finds the precondition false answers 412 at once,
+            # not after every attempt's back-off (about a second each).
+            m = srv.metrics()
+            retries = m["wharf_meta_tx_retries_total"]
+            retryable = m["wharf_meta_tx_retryable_failures_total"]
+            assert retries <= retryable, (retries, retryable)
