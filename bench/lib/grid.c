@@ -25,6 +25,7 @@
 #include "base/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <poll.h>
@@ -36,6 +37,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -86,6 +88,26 @@ static json_t *data_fs_json(const char *dir)
     return json_string(b);
 }
 
+/* The page a large file of dir is kept in (st_blksize of a 4 MiB sparse probe: 2 MiB on a
+ * tmpfs mounted huge=within_size or huge=always, else the base page), or null. */
+static json_t *data_page_json(const char *dir)
+{
+    char path[4096];
+    if (!dir[0] || snprintf(path, sizeof path, "%s/.bench-page-probe-%ld", dir, (long)getpid()) >=
+                       (int)sizeof path)
+        return json_null();
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return json_null();
+    struct stat sb;
+    json_t *j = ftruncate(fd, 4 << 20) == 0 && fstat(fd, &sb) == 0
+                    ? json_integer((json_int_t)sb.st_blksize)
+                    : json_null();
+    close(fd);
+    unlink(path);
+    return j;
+}
+
 static json_t *params_json(const g_cfg_t *cfg)
 {
     json_t *p = json_object();
@@ -131,6 +153,7 @@ static json_t *params_json(const g_cfg_t *cfg)
     json_object_set_new(p, "witness_min", json_real(cfg->witness_min));
     json_object_set_new(p, "data_dir", cfg->data_dir[0] ? json_string(cfg->data_dir) : json_null());
     json_object_set_new(p, "data_fs", data_fs_json(cfg->data_dir));
+    json_object_set_new(p, "data_page_bytes", data_page_json(cfg->data_dir));
     json_object_set_new(
         p, "method",
         json_string("paired arms A B A B per cell over the same objects; ops per stream = "

@@ -138,20 +138,24 @@ static void ld_unit_probe(ld_writer_t *w, uint64_t total)
 {
     struct statfs sf;
     struct stat sb;
+    long psz = sysconf(_SC_PAGESIZE);
     w->unit = 0;
+    /* The directory's probe at open (ld_page_probe) found base pages: nothing to size. */
+    if (psz <= 0 || LD(w->base.data)->page_bytes <= (uint64_t)psz)
+        return;
     if (fstatfs(w->fd, &sf) != 0 || (unsigned long)sf.f_type != TMPFS_MAGIC)
         return;
     for (unsigned k = 0; k < WH_MAX(w->nstripes, 1u); k++) {
         uint64_t at = (uint64_t)k * w->stripe_len;
         uint64_t len = w->nstripes > 1 ? WH_MIN(w->stripe_len, total - at) : total;
-        if (ftruncate(k ? w->more[k - 1].fd : w->fd, (off_t)len) != 0)
+        int fd = k == 0 ? w->fd : w->more ? w->more[k - 1].fd : -1;
+        if (fd < 0 || ftruncate(fd, (off_t)len) != 0)
             return;
     }
     if (fstat(w->fd, &sb) != 0)
         return;
     uint64_t b = (uint64_t)sb.st_blksize;
-    long psz = sysconf(_SC_PAGESIZE);
-    if (psz > 0 && b > (uint64_t)psz && (b & (b - 1)) == 0 && STORE_STRIPE_ALIGN % b == 0)
+    if (b > (uint64_t)psz && (b & (b - 1)) == 0 && STORE_STRIPE_ALIGN % b == 0)
         w->unit = b;
 }
 
