@@ -8,7 +8,6 @@ import os
 import sys
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -38,10 +37,13 @@ def build_dir():
     return os.path.join(here, "..", "..", "build")
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ports import free_port  # noqa: E402  (re-exported: tests import it from here)
+
+
+class _PortTaken(Exception):
+    """wharfd could not bind the port it was given: another socket took it first."""
 
 
 class WharfServer:
@@ -87,7 +89,18 @@ class WharfServer:
 
     def start(self, timeout=15.0, port=None):
         # Cluster members keep their port across restarts (a storage server is known by its
-        # address); a plain server takes a fresh one each start.
+        # address); a plain server takes a fresh one each start, and another if a socket of a
+        # test running beside it took that one first (ports.py).
+        chosen = not (port or (self.port if self.role != "serve" else None))
+        for attempt in range(5):
+            try:
+                return self._start(timeout, port)
+            except _PortTaken:
+                if not chosen or attempt == 4:
+                    raise RuntimeError(f"wharfd could not listen: {self.log_tail()}") from None
+                self.port = None
+
+    def _start(self, timeout, port):
         self.port = port or (self.port if self.role != "serve" else None) or free_port()
         args = self.prefix + [self.binary, self.role]
         if self.role != "gateway":
@@ -105,7 +118,12 @@ class WharfServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"wharfd exited with {self.proc.returncode}: {self.log_tail()}")
+                tail = self.log_tail()
+                if f"cannot listen on {self.host}:{self.port}" in tail:
+                    self.proc = None
+                    self._log.close()
+                    raise _PortTaken()
+                raise RuntimeError(f"wharfd exited with {self.proc.returncode}: {tail}")
             try:
                 with self._urlopen(self.endpoint + "/health", timeout=1) as r:
                     if r.status == 200:
