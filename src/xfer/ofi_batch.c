@@ -382,10 +382,16 @@ wh_status_t ofi_batch_end(xfer_batch_t *xb)
 {
     ofi_batch_t *b = (ofi_batch_t *)xb;
     ofi_xfer_t *o = ofi_x(xb->_x);
-    if (b->outstanding > 0 && xb->_status == WH_OK)
+    /* outstanding and _status change under o->lock (ofi_complete, from any thread that drains:
+     * the reaper's ofi_stalled among them), so they are read under it. */
+    pthread_mutex_lock(&o->lock);
+    bool finish = b->outstanding > 0 && xb->_status == WH_OK;
+    pthread_mutex_unlock(&o->lock);
+    if (finish)
         ofi_wait_until(b, XFER_TAG_ALL, false); /* normal end: let the last ops finish */
     pthread_mutex_lock(&o->lock);
     if (b->outstanding > 0) {
+        unsigned ops = b->outstanding;
         b->zombie = true;
         b->zombie_ns = wh_now_ns();
         b->next = o->zombies;
@@ -394,7 +400,7 @@ wh_status_t ofi_batch_end(xfer_batch_t *xb)
         wh_warn("xfer",
                 "batch ended with ops in flight; buffers held until they drain "
                 "provider=%s ops=%u",
-                o->base._name, b->outstanding);
+                o->base._name, ops);
         return WH_ERR_BUSY;
     }
     ofi_batch_recycle(o, b);
