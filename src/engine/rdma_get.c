@@ -520,7 +520,9 @@ static wh_status_t get_extents_run(srv_rdma_t *r, const token_arg_t *token, cons
                          strerror(g.read_err));
             st = WH_ERR_IO;
         } else {
-            rdma_fail_transfer(res, st == WH_OK ? WH_ERR_TRANSPORT : st, xfer_batch_error(t.b));
+            char why[256];
+            rdma_fail_transfer(res, st == WH_OK ? WH_ERR_TRANSPORT : st,
+                               xfer_batch_error(t.b, why, sizeof why));
             if (st == WH_OK)
                 st = WH_ERR_TRANSPORT;
         }

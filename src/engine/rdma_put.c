@@ -413,8 +413,11 @@ wh_status_t srv_rdma_put_at(srv_rdma_t *r, const token_arg_t *token, const wh_pe
             rdma_res_set(res, s3_err_http_status(s3_err_from_status(sink_st)),
                          s3_err_code(s3_err_from_status(sink_st)), "storing the object failed: %s",
                          wh_status_str(sink_st));
-        else
-            rdma_fail_transfer(res, st == WH_OK ? WH_ERR_TRANSPORT : st, xfer_batch_error(b));
+        else {
+            char why[256];
+            rdma_fail_transfer(res, st == WH_OK ? WH_ERR_TRANSPORT : st,
+                               xfer_batch_error(b, why, sizeof why));
+        }
         if (st == WH_OK)
             st = WH_ERR_TRANSPORT;
         res->bytes = sunk;

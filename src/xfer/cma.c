@@ -252,17 +252,17 @@ static wh_status_t cma_batch_post(xfer_batch_t *xb, xfer_op_t op, xfer_mr_t *mr,
         if (got <= 0) {
             int e = got < 0 ? errno : EFAULT;
             /* Direct batches take posts from several threads: the first failure reports. */
-            wh_status_t fail = e == EPERM ? WH_ERR_AUTH : WH_ERR_TRANSPORT, ok = WH_OK;
-            if (!__atomic_compare_exchange_n(&b->base._status, &ok, fail, false, __ATOMIC_ACQ_REL,
-                                             __ATOMIC_ACQUIRE))
-                return b->base._status;
+            wh_status_t fail = e == EPERM ? WH_ERR_AUTH : WH_ERR_TRANSPORT;
             const char *what = e == ESRCH    ? "the client process is gone"
                                : e == EFAULT ? "the token's region is not mapped in the client"
                                : e == EPERM  ? "no permission to access the client process"
                                              : "cross-memory copy failed";
-            snprintf(b->base._err, sizeof b->base._err, "shm %s failed at offset 0x%llx: %s (%s)",
-                     op == XFER_OP_WRITE ? "write" : "read",
-                     (unsigned long long)(raddr - b->base._rbase + done), what, strerror(e));
+            wh_status_t cur = xfer_batch_fail(
+                &b->base, fail, "shm %s failed at offset 0x%llx: %s (%s)",
+                op == XFER_OP_WRITE ? "write" : "read",
+                (unsigned long long)(raddr - b->base._rbase + done), what, strerror(e));
+            if (cur != fail)
+                return cur;
             wh_warn("xfer", "cma transfer failed pid=%d err='%s'", (int)b->pid, strerror(e));
             return fail;
         }
@@ -274,13 +274,9 @@ static wh_status_t cma_batch_post(xfer_batch_t *xb, xfer_op_t op, xfer_mr_t *mr,
     if (pst == WH_OK)
         pst = cma_peer_same(b->pid, b->uid, b->start, why, sizeof why);
     if (pst != WH_OK) {
-        wh_status_t ok = WH_OK;
-        if (__atomic_compare_exchange_n(&b->base._status, &ok, pst, false, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE)) {
-            snprintf(b->base._err, sizeof b->base._err, "%s", why);
+        if (xfer_batch_status(&b->base) == WH_OK)
             wh_warn("xfer", "cma transfer refused pid=%d: %s", (int)b->pid, why);
-        }
-        return pst;
+        return xfer_batch_fail(&b->base, pst, "%s", why);
     }
     return WH_OK;
 }
@@ -333,7 +329,7 @@ static wh_status_t cma_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_bat
 static wh_status_t cma_batch_wait(xfer_batch_t *xb, unsigned tag)
 {
     (void)tag; /* posts are synchronous: nothing to wait for */
-    return __atomic_load_n(&xb->_status, __ATOMIC_ACQUIRE);
+    return xfer_batch_status(xb);
 }
 
 static wh_status_t cma_batch_end(xfer_batch_t *xb)

@@ -528,10 +528,7 @@ static wh_status_t cx_batch_post(xfer_batch_t *bb, xfer_op_t op, xfer_mr_t *mr, 
         cx_slot_give(x, si);
     }
     if (st != WH_OK) {
-        wh_status_t ok = WH_OK;
-        if (__atomic_compare_exchange_n(&bb->_status, &ok, st, false, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE))
-            snprintf(bb->_err, sizeof bb->_err, "%s", err);
+        xfer_batch_fail(bb, st, "%s", err);
         wh_error(MOD, "cuda post failed len=%zu roff=%llu err='%s'", len, (unsigned long long)roff,
                  err);
         return st;
@@ -598,21 +595,17 @@ static wh_status_t cx_batch_post_crc(xfer_batch_t *bb, const void *local, size_t
     __atomic_add_fetch(&bb->_bytes_done, len, __ATOMIC_ACQ_REL);
     *crc_out = crc;
     return WH_OK;
-fail : {
-    wh_status_t ok = WH_OK;
-    if (__atomic_compare_exchange_n(&bb->_status, &ok, st, false, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE))
-        snprintf(bb->_err, sizeof bb->_err, "%s", err);
+fail:
+    xfer_batch_fail(bb, st, "%s", err);
     wh_error(MOD, "cuda post failed len=%zu roff=%llu err='%s'", len, (unsigned long long)roff,
              err);
     return st;
-}
 }
 
 static wh_status_t cx_batch_wait(xfer_batch_t *bb, unsigned tag)
 {
     (void)tag; /* posts are synchronous */
-    return __atomic_load_n(&bb->_status, __ATOMIC_ACQUIRE);
+    return xfer_batch_status(bb);
 }
 
 static wh_status_t cx_batch_end(xfer_batch_t *bb)

@@ -40,14 +40,11 @@ static ofi_batch_t *ofi_complete(ofi_xfer_t *o, ofi_op_t *op, int err, const cha
     b->tag_out[op->tag]--;
     b->last_ns = wh_now_ns();
     if (!err) {
-        b->base._bytes_done += op->len;
+        __atomic_fetch_add(&b->base._bytes_done, op->len, __ATOMIC_RELEASE);
     } else {
         if (b->peer)
             b->peer->bad = true;
-        if (b->base._status == WH_OK) {
-            b->base._status = WH_ERR_TRANSPORT;
-            snprintf(b->base._err, sizeof b->base._err, "%s", msg);
-        }
+        xfer_batch_fail(&b->base, WH_ERR_TRANSPORT, "%s", msg);
     }
     if (b->zombie && b->outstanding == 0) {
         ofi_batch_t **pp = &o->zombies;
@@ -195,7 +192,7 @@ static wh_status_t ofi_wait_until(ofi_batch_t *b, unsigned tag, bool for_slot)
             ok = b->outstanding < o->window;
         else
             ok = tag == XFER_TAG_ALL ? b->outstanding == 0 : b->tag_out[tag] == 0;
-        wh_status_t st = b->base._status;
+        wh_status_t st = xfer_batch_status(&b->base);
         uint64_t last = b->last_ns;
         pthread_mutex_unlock(&o->lock);
         if (st != WH_OK)
@@ -213,12 +210,11 @@ static wh_status_t ofi_wait_until(ofi_batch_t *b, unsigned tag, bool for_slot)
             double gap_ms = (double)o->drain_gap_ns / 1e6;
             unsigned inflight = b->outstanding;
             o->drain_gap_ns = 0;
-            if (b->base._status == WH_OK) {
-                b->base._status = WH_ERR_TIMEOUT;
-                snprintf(b->base._err, sizeof b->base._err,
-                         "%s transfer made no progress for %u ms (client dead or not driving "
-                         "progress)",
-                         o->base._fabric, o->timeout_ms);
+            if (xfer_batch_status(&b->base) == WH_OK) {
+                xfer_batch_fail(&b->base, WH_ERR_TIMEOUT,
+                                "%s transfer made no progress for %u ms (client dead or not "
+                                "driving progress)",
+                                o->base._fabric, o->timeout_ms);
                 if (b->peer)
                     b->peer->bad = true;
             }
@@ -353,14 +349,11 @@ wh_status_t ofi_batch_post(xfer_batch_t *xb, xfer_op_t op, xfer_mr_t *mr, void *
             b->outstanding--;
             b->tag_out[tag]--;
             b->peer->bad = true;
-            if (b->base._status == WH_OK) {
-                b->base._status = rc == -FI_EAGAIN ? WH_ERR_TIMEOUT : WH_ERR_TRANSPORT;
-                snprintf(b->base._err, sizeof b->base._err, "%s %s could not be posted: %s",
-                         o->base._fabric, op == XFER_OP_WRITE ? "fi_write" : "fi_read",
-                         rc == -FI_EAGAIN ? "peer not accepting operations (timed out)"
-                                          : fi_strerror((int)-rc));
-            }
-            st = b->base._status;
+            st = xfer_batch_fail(&b->base, rc == -FI_EAGAIN ? WH_ERR_TIMEOUT : WH_ERR_TRANSPORT,
+                                 "%s %s could not be posted: %s", o->base._fabric,
+                                 op == XFER_OP_WRITE ? "fi_write" : "fi_read",
+                                 rc == -FI_EAGAIN ? "peer not accepting operations (timed out)"
+                                                  : fi_strerror((int)-rc));
             pthread_mutex_unlock(&o->lock);
             wh_warn("xfer", "post failed provider=%s err='%s'", o->base._name,
                     fi_strerror((int)-rc));
@@ -382,10 +375,10 @@ wh_status_t ofi_batch_end(xfer_batch_t *xb)
 {
     ofi_batch_t *b = (ofi_batch_t *)xb;
     ofi_xfer_t *o = ofi_x(xb->_x);
-    /* outstanding and _status change under o->lock (ofi_complete, from any thread that drains:
-     * the reaper's ofi_stalled among them), so they are read under it. */
+    /* outstanding changes under o->lock (ofi_complete, from any thread that drains: the
+     * reaper's ofi_stalled among them), so it is read under it; the status is atomic. */
     pthread_mutex_lock(&o->lock);
-    bool finish = b->outstanding > 0 && xb->_status == WH_OK;
+    bool finish = b->outstanding > 0 && xfer_batch_status(xb) == WH_OK;
     pthread_mutex_unlock(&o->lock);
     if (finish)
         ofi_wait_until(b, XFER_TAG_ALL, false); /* normal end: let the last ops finish */

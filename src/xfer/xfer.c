@@ -4,6 +4,7 @@
 #include "xfer/xfer.h"
 #include "base/log.h"
 
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -275,9 +276,64 @@ wh_status_t xfer_batch_begin(xfer_t *x, const xfer_target_t *tgt, xfer_batch_t *
     b->_rsize = t->size;
     b->_bytes_done = 0;
     b->_status = WH_OK;
+    b->_err_lock = 0;
     b->_err[0] = '\0';
     *out = b;
     return WH_OK;
+}
+
+/* The error text of a batch is written by whichever thread fails it first (a poster, or a
+ * thread draining completions for every batch of the transport), and read by the owner: it is
+ * only touched under _err_lock, held for one snprintf. st = WH_OK writes a message without
+ * failing the batch (a refused post), and only while the batch has not failed. */
+static void batch_err_lock(xfer_batch_t *b)
+{
+    while (__atomic_exchange_n(&b->_err_lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+
+static void batch_err_unlock(xfer_batch_t *b)
+{
+    __atomic_store_n(&b->_err_lock, 0, __ATOMIC_RELEASE);
+}
+
+static wh_status_t batch_vnote(xfer_batch_t *b, wh_status_t st, const char *fmt, va_list ap)
+{
+    batch_err_lock(b);
+    wh_status_t cur = __atomic_load_n(&b->_status, __ATOMIC_ACQUIRE);
+    if (cur == WH_OK) {
+        vsnprintf(b->_err, sizeof b->_err, fmt, ap);
+        if (st != WH_OK)
+            __atomic_store_n(&b->_status, st, __ATOMIC_RELEASE);
+        cur = st;
+    }
+    batch_err_unlock(b);
+    return cur;
+}
+
+__attribute__((format(printf, 3, 4))) static void batch_note(xfer_batch_t *b, wh_status_t st,
+                                                              const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    batch_vnote(b, st, fmt, ap);
+    va_end(ap);
+}
+
+wh_status_t xfer_batch_fail(xfer_batch_t *b, wh_status_t st, const char *fmt, ...)
+{
+    if (st == WH_OK)
+        st = WH_ERR_TRANSPORT;
+    va_list ap;
+    va_start(ap, fmt);
+    wh_status_t cur = batch_vnote(b, st, fmt, ap);
+    va_end(ap);
+    return cur;
+}
+
+wh_status_t xfer_batch_status(const xfer_batch_t *b)
+{
+    return __atomic_load_n(&b->_status, __ATOMIC_ACQUIRE);
 }
 
 wh_status_t xfer_batch_post(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *local, size_t len,
@@ -290,10 +346,10 @@ wh_status_t xfer_batch_post(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *
     bool local_ok = mr ? xfer_inside(mr, local, len) : (b->_direct && local != NULL);
     if (roff > b->_rsize || len > b->_rsize - roff || tag >= XFER_TAG_ALL || !local_ok ||
         (op != XFER_OP_WRITE && op != XFER_OP_READ)) {
-        snprintf(b->_err, sizeof b->_err,
-                 "transfer of 0x%zx bytes at offset 0x%llx is outside the token's region of "
-                 "0x%llx bytes (or outside the local buffer)",
-                 len, (unsigned long long)roff, (unsigned long long)b->_rsize);
+        batch_note(b, WH_OK,
+                   "transfer of 0x%zx bytes at offset 0x%llx is outside the token's region of "
+                   "0x%llx bytes (or outside the local buffer)",
+                   len, (unsigned long long)roff, (unsigned long long)b->_rsize);
         wh_error("xfer", "refused out-of-region post len=%zu roff=%llu size=%llu", len,
                  (unsigned long long)roff, (unsigned long long)b->_rsize);
         return WH_ERR_INVALID;
@@ -310,10 +366,10 @@ wh_status_t xfer_batch_post_crc(xfer_batch_t *b, const void *local, size_t len, 
     if (bst != WH_OK)
         return bst;
     if (!b->_direct || !local || roff > b->_rsize || len > b->_rsize - roff) {
-        snprintf(b->_err, sizeof b->_err,
-                 "transfer of 0x%zx bytes at offset 0x%llx is outside the token's region of "
-                 "0x%llx bytes",
-                 len, (unsigned long long)roff, (unsigned long long)b->_rsize);
+        batch_note(b, WH_OK,
+                   "transfer of 0x%zx bytes at offset 0x%llx is outside the token's region of "
+                   "0x%llx bytes",
+                   len, (unsigned long long)roff, (unsigned long long)b->_rsize);
         return WH_ERR_INVALID;
     }
     if (!b->_x->_ops->batch_post_crc)
@@ -333,9 +389,14 @@ bool xfer_batch_direct(const xfer_batch_t *b)
     return b->_direct;
 }
 
-const char *xfer_batch_error(const xfer_batch_t *b)
+const char *xfer_batch_error(xfer_batch_t *b, char *buf, size_t len)
 {
-    return b->_err;
+    if (!len)
+        return buf;
+    batch_err_lock(b);
+    snprintf(buf, len, "%s", b->_err);
+    batch_err_unlock(b);
+    return buf;
 }
 
 uint64_t xfer_batch_bytes(const xfer_batch_t *b)

@@ -266,8 +266,10 @@ wh_status_t xfer_batch_post_crc(xfer_batch_t *b, const void *local, size_t len, 
  * by the inactivity timeout (WH_ERR_TIMEOUT). */
 #define XFER_TAG_ALL 64u
 wh_status_t xfer_batch_wait(xfer_batch_t *b, unsigned tag);
-/* The batch's first error message ("" if none). Valid until xfer_batch_end. */
-const char *xfer_batch_error(const xfer_batch_t *b);
+/* Copies the batch's first error message ("" if none) into buf and returns buf. A copy, not
+ * a pointer into the batch: a failing op completed by another thread (the reaper driving the
+ * completion queue) may be writing the message at the same moment. */
+const char *xfer_batch_error(xfer_batch_t *b, char *buf, size_t len);
 /* Bytes completed successfully so far. */
 uint64_t xfer_batch_bytes(const xfer_batch_t *b);
 /* Ends the batch. Returns WH_OK when nothing is in flight (local buffers free to reuse), or
@@ -328,6 +330,14 @@ struct xfer_ops {
     void (*quiesce)(xfer_t *x); /* client role; optional */
 };
 
+/* For providers: fails the batch with st and a message, unless it has failed already (the
+ * first failure reports; a batch's status never goes back to WH_OK). Any thread may call it.
+ * Returns the batch's status afterwards. */
+wh_status_t xfer_batch_fail(xfer_batch_t *b, wh_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* For providers: the batch's status (an atomic read: any thread may fail the batch). */
+wh_status_t xfer_batch_status(const xfer_batch_t *b);
+
 /* Public bases. Fields starting with _ belong to the xfer core and providers. */
 struct xfer {
     const struct xfer_ops *_ops;
@@ -350,7 +360,8 @@ struct xfer_batch {
     uint64_t _rbase, _rsize; /* the token's region: posts are checked against it */
     uint64_t _bytes_done;
     bool _direct;
-    wh_status_t _status;
+    wh_status_t _status; /* atomic; set through xfer_batch_fail */
+    int _err_lock;       /* spin lock over _err (atomic; held for one snprintf) */
     char _err[256];
 };
 

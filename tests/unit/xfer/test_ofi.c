@@ -112,6 +112,8 @@ static int child_start(child_t *c, const char *prov, unsigned seed)
         return -1;
     c->pid = fork();
     if (c->pid == 0) {
+        /* Bounded: a child whose parent died (another child holding its pipe open) ends. */
+        alarm(120);
         close(a[1]);
         close(b[0]);
         child_main(prov, seed, a[0], b[1]);
@@ -270,7 +272,7 @@ static void expect_dead(xfer_t *s, const char *token, pid_t bind, const char *wh
         st = xfer_batch_post(b, XFER_OP_WRITE, ms, src, n, 0, 0);
         if (st == WH_OK)
             st = xfer_batch_wait(b, XFER_TAG_ALL);
-        snprintf(err, sizeof err, "%s", xfer_batch_error(b));
+        xfer_batch_error(b, err, sizeof err);
         busy = xfer_batch_end(b) == WH_ERR_BUSY; /* ops held until they drain */
     }
     double secs = (double)(wh_now_ns() - t0) / 1e9;

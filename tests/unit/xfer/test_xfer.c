@@ -8,6 +8,7 @@
 #include "base/util.h"
 #include "xfer/xfer.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +208,7 @@ static unsigned char pat(size_t i, unsigned seed)
  * src into it in tagged pieces, reads it back, and every out-of-region post is refused. */
 static void batch_roundtrip(const char *prov, pid_t bind)
 {
+    char ebuf[256];
     fprintf(stderr, "  batch %s bind_pid=%d\n", prov, (int)bind);
     xfer_t *cl = open_role(prov, XFER_ROLE_CLIENT, 0, 0);
     xfer_t *sv = open_role(prov, XFER_ROLE_SERVER, 256u << 10, 3);
@@ -257,7 +259,7 @@ static void batch_roundtrip(const char *prov, pid_t bind)
     /* Bound shm goes to the cma family: a direct batch; anything else is staged. */
     CHECK(xfer_batch_direct(b) == (bind > 0));
     CHECK_EQ_U64(xfer_batch_bytes(b), 0);
-    CHECK_STR(xfer_batch_error(b), "");
+    CHECK_STR(xfer_batch_error(b, ebuf, sizeof ebuf), "");
     /* Refused before anything moves: outside the region, a bad tag, a bad op, outside the
      * local registration, no registration on a staged batch. */
     CHECK(xfer_batch_post(b, XFER_OP_WRITE, smr, src, 2, TGT_LEN - 1, 0) == WH_ERR_INVALID);
@@ -267,7 +269,7 @@ static void batch_roundtrip(const char *prov, pid_t bind)
     CHECK(xfer_batch_post(b, (xfer_op_t)9, smr, src, 1, 0, 0) == WH_ERR_INVALID);
     CHECK(xfer_batch_post(b, XFER_OP_WRITE, smr, src + 1, TGT_LEN, 0, 0) == WH_ERR_INVALID);
     CHECK(xfer_batch_wait(b, XFER_TAG_ALL + 1) == WH_ERR_INVALID);
-    CHECK(strstr(xfer_batch_error(b), "outside") != NULL);
+    CHECK(strstr(xfer_batch_error(b, ebuf, sizeof ebuf), "outside") != NULL);
     if (bind == 0)
         CHECK(xfer_batch_post(b, XFER_OP_WRITE, NULL, src, 1, 0, 0) == WH_ERR_INVALID);
     CHECK(xfer_batch_post(b, XFER_OP_WRITE, smr, src, 0, TGT_LEN, 0) == WH_OK); /* empty */
@@ -318,6 +320,7 @@ out:
 /* A bound batch whose process is gone fails, and the failure sticks: later posts return it. */
 static void test_cma_sticky_failure(void)
 {
+    char ebuf[256];
     xfer_t *cl = open_role("ofi+shm", XFER_ROLE_CLIENT, 0, 0);
     xfer_t *sv = open_role("ofi+shm", XFER_ROLE_SERVER, 0, 0);
     CHECK(cl && sv);
@@ -344,7 +347,7 @@ static void test_cma_sticky_failure(void)
     CHECK(xfer_batch_begin(sv, &tg, &b, err, sizeof err) == WH_OK);
     if (b) {
         CHECK(xfer_batch_post(b, XFER_OP_WRITE, NULL, src, 64, 0, 0) == WH_ERR_TRANSPORT);
-        CHECK(strstr(xfer_batch_error(b), "not mapped") != NULL);
+        CHECK(strstr(xfer_batch_error(b, ebuf, sizeof ebuf), "not mapped") != NULL);
         CHECK(xfer_batch_post(b, XFER_OP_WRITE, NULL, src, 64, 0, 0) == WH_ERR_TRANSPORT);
         CHECK(xfer_batch_wait(b, XFER_TAG_ALL) == WH_ERR_TRANSPORT);
         CHECK(xfer_batch_end(b) == WH_OK); /* synchronous: never anything in flight */
@@ -454,6 +457,82 @@ static void test_forgotten(void)
     xfer_close(cl);
 }
 
+/* A batch is failed by whichever thread meets the failure first (a poster, or the thread that
+ * drains the transport's completions for every batch, the reaper among them) while its owner
+ * reads the message. The first failure must win whole: one status, its own message, never a
+ * mix, and a reader sees "" or a whole message. Under TSan this also checks that no byte of
+ * the message is read while it is written. */
+#define FAIL_RACERS 4
+#define FAIL_ROUNDS 2000
+typedef struct {
+    xfer_batch_t *b;
+    unsigned id;
+    unsigned *go;
+} fail_racer_t;
+
+static void *fail_racer(void *arg)
+{
+    fail_racer_t *r = arg;
+    while (!__atomic_load_n(r->go, __ATOMIC_ACQUIRE))
+        ;
+    if (r->id == 0) { /* the owner: reads the message while the others fail the batch */
+        char buf[256];
+        for (unsigned i = 0; i < 64; i++) {
+            xfer_batch_error(r->b, buf, sizeof buf);
+            if (buf[0] && strncmp(buf, "racer ", 6) != 0)
+                return (void *)1;
+        }
+        return NULL;
+    }
+    wh_status_t st = r->id % 2 ? WH_ERR_TRANSPORT : WH_ERR_TIMEOUT;
+    xfer_batch_fail(r->b, st, "racer %u failed the batch with status %d", r->id, (int)st);
+    return NULL;
+}
+
+static void test_batch_fail_race(void)
+{
+    unsigned bad = 0;
+    for (unsigned round = 0; round < FAIL_ROUNDS; round++) {
+        xfer_batch_t bb;
+        memset(&bb, 0, sizeof bb);
+        bb._status = WH_OK;
+        unsigned go = 0;
+        pthread_t th[FAIL_RACERS];
+        fail_racer_t rs[FAIL_RACERS];
+        for (unsigned i = 0; i < FAIL_RACERS; i++) {
+            rs[i] = (fail_racer_t){.b = &bb, .id = i, .go = &go};
+            CHECK(pthread_create(&th[i], NULL, fail_racer, &rs[i]) == 0);
+        }
+        __atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+        for (unsigned i = 0; i < FAIL_RACERS; i++) {
+            void *rv = NULL;
+            pthread_join(th[i], &rv);
+            bad += rv != NULL;
+        }
+        /* The message names the racer that won, and that racer's status is the batch's. */
+        char buf[256], want[256];
+        unsigned id = 0;
+        xfer_batch_error(&bb, buf, sizeof buf);
+        wh_status_t st = xfer_batch_status(&bb);
+        if (sscanf(buf, "racer %u", &id) != 1 || id == 0 || id >= FAIL_RACERS) {
+            bad++;
+            continue;
+        }
+        snprintf(want, sizeof want, "racer %u failed the batch with status %d", id, (int)st);
+        bad += strcmp(buf, want) != 0;
+        bad += st != (id % 2 ? WH_ERR_TRANSPORT : WH_ERR_TIMEOUT);
+        /* Failed stays failed: a later failure changes neither. */
+        CHECK(xfer_batch_fail(&bb, WH_ERR_AUTH, "late") == st);
+        CHECK_STR(xfer_batch_error(&bb, buf, sizeof buf), want);
+    }
+    CHECK(bad == 0);
+    /* A zero-length buffer is left alone. */
+    char one = 'x';
+    xfer_batch_t bb;
+    memset(&bb, 0, sizeof bb);
+    CHECK(xfer_batch_error(&bb, &one, 0) == &one && one == 'x');
+}
+
 int main(void)
 {
     RUN(test_table);
@@ -462,6 +541,7 @@ int main(void)
     RUN(test_defaults_and_open_errors);
     RUN(test_batches);
     RUN(test_cma_sticky_failure);
+    RUN(test_batch_fail_race);
     RUN(test_forgotten);
     RUN(test_quiesce);
     return check_done();
