@@ -312,7 +312,7 @@ static wh_status_t batch_vnote(xfer_batch_t *b, wh_status_t st, const char *fmt,
 }
 
 __attribute__((format(printf, 3, 4))) static void batch_note(xfer_batch_t *b, wh_status_t st,
-                                                              const char *fmt, ...)
+                                                             const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
