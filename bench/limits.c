@@ -1,4 +1,4 @@
-/* bench/limits: this machine's limits (memcpy, process_vm_writev, loopback TCP, MD5), printed
+/* bench/limits: this machine's limits (memcpy, process_vm_writev, loopback TCP, MD5, CRC), printed
  * as JSON. Every benchmark measures the same limits in its own run; this program is for a quick
  * look.   usage: limits [--bytes MIB] [--repeats N] */
 #include "wbench.h"

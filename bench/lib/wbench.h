@@ -77,6 +77,7 @@ typedef struct wb_limits {
     wb_rate_t pvw_1, pvw_n;       /* process_vm_writev into a prefaulted child */
     wb_rate_t tcp_1, tcp_n;       /* 127.0.0.1 TCP, one connection per stream */
     wb_rate_t md5_1;              /* MD5 single thread (caps HTTP PUT with MD5 ETags) */
+    wb_rate_t crc64_1;            /* crc64nvme single thread, a cached 256 KiB piece */
     double wall_s;
 } wb_limits_t;
 /* Measures every limit reps times, interleaved (A B C .. A B C ..). bytes per measurement. */

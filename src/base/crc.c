@@ -38,7 +38,10 @@ static struct {
     __m128i fold4;        /* fold 512 bits:  {x^(512+64), x^512} */
     __m128i fold2, fold3; /* 256 and 384, to merge the four lanes */
     __m128i barrett;      /* {mu, P'} */
-    int ok;
+    __m128i fold16;       /* fold 2048 bits: sixteen 128-bit lanes, four in each zmm */
+    int ok;               /* PCLMULQDQ */
+    int wide;             /* VPCLMULQDQ on 512-bit registers (AVX-512F, and the OS saves them) */
+    int wide_cpu;         /* the CPU could (wide may be turned off) */
 } g_k;
 
 static uint64_t bitrev64(uint64_t v)
@@ -95,7 +98,19 @@ static void crc64_consts(void)
     uint64_t mu = (bitrev64(x128_div(CRC64NVME_POLY)) << 1) | 1;
     uint64_t pr = (bitrev64(CRC64NVME_POLY) << 1) | 1;
     g_k.barrett = _mm_set_epi64x((long long)pr, (long long)mu);
+    g_k.fold16 = kpair(2048);
     g_k.ok = 1;
+    /* VPCLMULQDQ: CPUID.7.0 ECX bit 10; AVX-512F: EBX bit 16; and XCR0 must enable the SSE, AVX
+     * and the three AVX-512 state components (bits 1, 2, 5, 6, 7), or the OS does not save the
+     * registers. */
+    unsigned a7, b7, c7, d7;
+    if ((c & bit_OSXSAVE) && __get_cpuid_count(7, 0, &a7, &b7, &c7, &d7) && (b7 & bit_AVX512F) &&
+        (c7 & bit_VPCLMULQDQ)) {
+        unsigned lo, hi;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        g_k.wide_cpu = (lo & 0xe6) == 0xe6;
+    }
+    g_k.wide = g_k.wide_cpu;
 }
 
 static inline __m128i fold(__m128i acc, __m128i k)
@@ -103,13 +118,63 @@ static inline __m128i fold(__m128i acc, __m128i k)
     return _mm_xor_si128(_mm_clmulepi64_si128(acc, k, 0x00), _mm_clmulepi64_si128(acc, k, 0x11));
 }
 
+/* Sixteen lanes at once: four zmm accumulators of four 128-bit lanes, 256 bytes a round,
+ * each lane folded 2048 bits ahead by VPCLMULQDQ (the same fold as below, four lanes per
+ * instruction). Takes n >= 256 bytes from *pp (the state xored into the first 8), and returns
+ * the 128-bit remainder of what it took, as the one-lane loop below would have left it; *pp
+ * and *pn move past what it took (a multiple of 256). */
+__attribute__((target("avx512f,vpclmulqdq"))) static __m128i
+crc64_wide(uint64_t state, const uint8_t **pp, size_t *pn)
+{
+    const uint8_t *p = *pp;
+    size_t n = *pn;
+    __m512i k = _mm512_broadcast_i32x4(g_k.fold16);
+    __m512i z0 = _mm512_xor_si512(_mm512_loadu_si512((const void *)p),
+                                  _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, (long long)state));
+    __m512i z1 = _mm512_loadu_si512((const void *)(p + 64));
+    __m512i z2 = _mm512_loadu_si512((const void *)(p + 128));
+    __m512i z3 = _mm512_loadu_si512((const void *)(p + 192));
+    p += 256;
+    n -= 256;
+#define CRC_FOLD512(z, at)                                                                         \
+    z = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z, k, 0x00),                            \
+                                  _mm512_clmulepi64_epi128(z, k, 0x11),                            \
+                                  _mm512_loadu_si512((const void *)(at)), 0x96)
+    while (n >= 256) {
+        CRC_FOLD512(z0, p);
+        CRC_FOLD512(z1, p + 64);
+        CRC_FOLD512(z2, p + 128);
+        CRC_FOLD512(z3, p + 192);
+        p += 256;
+        n -= 256;
+    }
+#undef CRC_FOLD512
+    /* The sixteen lanes in data order, folded one into the next 128 bits apart. */
+    __m128i lane[16];
+    _mm512_storeu_si512((void *)&lane[0], z0);
+    _mm512_storeu_si512((void *)&lane[4], z1);
+    _mm512_storeu_si512((void *)&lane[8], z2);
+    _mm512_storeu_si512((void *)&lane[12], z3);
+    __m128i acc = lane[0];
+    for (int i = 1; i < 16; i++)
+        acc = _mm_xor_si128(fold(acc, g_k.fold1), lane[i]);
+    *pp = p;
+    *pn = n;
+    return acc;
+}
+
 /* CRC state (pre/post inversion is the caller's) over n bytes, n a multiple of 16, n >= 16. */
 static uint64_t crc64_clmul(uint64_t state, const uint8_t *p, size_t n)
 {
-    __m128i acc0 =
-        _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), _mm_set_epi64x(0, (long long)state));
-    p += 16;
-    n -= 16;
+    __m128i acc0;
+    if (g_k.wide && n >= 512) {
+        acc0 = crc64_wide(state, &p, &n); /* then the tail (< 256 bytes) as below */
+    } else {
+        acc0 =
+            _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), _mm_set_epi64x(0, (long long)state));
+        p += 16;
+        n -= 16;
+    }
     if (n >= 48) {
         __m128i acc1 = _mm_loadu_si128((const __m128i *)p);
         __m128i acc2 = _mm_loadu_si128((const __m128i *)(p + 16));
@@ -155,6 +220,29 @@ uint64_t wh_crc64nvme(uint64_t crc, const void *p, size_t n)
     size_t bulk = n & ~(size_t)15;
     uint64_t st = crc64_clmul(~crc, b, bulk);
     return wh_crc64nvme_ref(~st, b + bulk, n - bulk);
+}
+
+const char *wh_crc64nvme_impl(void)
+{
+    pthread_once(&g_once, crc64_init);
+    return g_k.wide ? "vpclmulqdq-512" : g_k.ok ? "pclmulqdq-128" : "table";
+}
+
+int wh_crc64nvme_set_impl(const char *name)
+{
+    pthread_once(&g_once, crc64_init);
+    if (!strcmp(name, "vpclmulqdq-512")) {
+        if (!g_k.wide_cpu)
+            return -1;
+        g_k.wide = 1;
+    } else if (!strcmp(name, "pclmulqdq-128")) {
+        if (!g_k.ok)
+            return -1;
+        g_k.wide = 0;
+    } else {
+        return -1;
+    }
+    return 0;
 }
 
 uint64_t wh_crc64nvme_ref(uint64_t crc, const void *p, size_t n)

@@ -10,6 +10,12 @@
 uint64_t wh_crc64nvme(uint64_t crc, const void *p, size_t n);
 /* Table-driven reference (slower); the fast path above is tested against it. */
 uint64_t wh_crc64nvme_ref(uint64_t crc, const void *p, size_t n);
+/* The folding code wh_crc64nvme uses on this CPU: "vpclmulqdq-512" (sixteen lanes in AVX-512
+ * registers), "pclmulqdq-128" (four lanes), or "table" (wh_crc64nvme_ref). */
+const char *wh_crc64nvme_impl(void);
+/* Tests and benchmarks: use "vpclmulqdq-512" or "pclmulqdq-128" from now on. -1 when this CPU
+ * cannot. Not to be called while another thread computes a CRC. */
+int wh_crc64nvme_set_impl(const char *name);
 uint32_t wh_crc32c(uint32_t crc, const void *p, size_t n);
 
 /* crc(A||B) from crc(A), crc(B) and len(B). */

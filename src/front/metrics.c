@@ -1,4 +1,5 @@
 #include "front/metrics.h"
+#include "base/crc.h"
 
 #include <string.h>
 #include <sys/resource.h>
@@ -102,6 +103,11 @@ void srv_metrics_render(srv_metrics_t *m, wh_sbuf_t *o)
                    "# TYPE wharf_inflight_requests gauge\nwharf_inflight_requests %lld\n",
                    (long long)atomic_load(&m->inflight));
 
+    wh_sbuf_printf(o,
+                   "# HELP wharf_crc64nvme_info The CRC-64/NVME code this CPU runs (every byte "
+                   "stored or served is checksummed by it).\n"
+                   "# TYPE wharf_crc64nvme_info gauge\nwharf_crc64nvme_info{impl=\"%s\"} 1\n",
+                   wh_crc64nvme_impl());
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
         double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +

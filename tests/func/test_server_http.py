@@ -4,6 +4,7 @@ socket, and the per-request log line."""
 import base64
 import http.client
 import os
+import re
 import socket
 import struct
 import time
@@ -172,6 +173,13 @@ def test_not_signed_health_metrics_only(wharfd):
         text = r.read().decode()
     assert "wharf_requests_total" in text and "process_cpu_seconds_total" in text
     assert "# TYPE wharf_request_duration_seconds histogram" in text
+    # The checksum code in use is named; on a CPU with AVX-512 and VPCLMULQDQ it is the wide one.
+    impl = re.search(r'^wharf_crc64nvme_info\{impl="([a-z0-9-]+)"\} 1$', text, re.M)
+    assert impl, text[:2000]
+    with open("/proc/cpuinfo") as f:
+        flags = f.read()
+    wide = " vpclmulqdq" in flags and " avx512f" in flags
+    assert impl.group(1) == ("vpclmulqdq-512" if wide else "pclmulqdq-128"), impl.group(1)
 
 
 def test_sha256_of_absent_body_is_checked(raw):
