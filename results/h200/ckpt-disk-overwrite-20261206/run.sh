@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The 8 GiB GPU checkpoint on the machine's disk: a save to a fresh key each repeat against a
+# save over the last one (--overwrite: the old generation's shards are deleted inside the
+# save, after its commit), 3 repeats each, with the disk's durable write rate measured first
+# (bench/disk_commit.py, wharfd's own patterns, as run_local --durable-limit does). From the
+# repo root on the GPU machine after `source build-device/env.sh`. Results in $OUT.
+set -eu
+OUT=${OUT:-/tmp/ck-out}
+D=/root/wharf-disk
+mkdir -p "$OUT/r" "$D/lim"
+{ df -hT "$D"; grep -E " / " /proc/mounts; } | tee "$OUT/r/disk.txt"
+timeout 150 python3 bench/disk_commit.py "$D/lim" --patterns inplace,commit+sfr --writers 1,16 \
+  --mib 64 --files 4 --repeats 3 --best | tee "$OUT/r/durable.txt"
+rm -rf "$D/lim"
+for mode in fresh overwrite; do
+  rm -rf "$D/ck"; mkdir -p "$D/ck"
+  ow=""; [ $mode = overwrite ] && ow=--overwrite
+  timeout 150 python3 bench/py/ckpt.py --gib 8 --device cuda --arms rdma --repeats 3 $ow \
+    --no-limits --data "$D/ck" --results "$OUT/r" --tag "disk-$mode" > "$OUT/r/ckpt-$mode.log" 2>&1
+  echo "== ckpt $mode rc=$?"; grep -E "^  save|^rdma" "$OUT/r/ckpt-$mode.log"
+done
+rm -rf "$D"
