@@ -11,13 +11,13 @@ D=/root/wharf-disk
 mkdir -p "$OUT/r" "$D/lim"
 { df -hT "$D"; grep -E " / " /proc/mounts; } | tee "$OUT/r/disk.txt"
 timeout 40 python3 bench/disk_commit.py "$D/lim" --patterns commit+sfr --writers 16 \
-  --mib 64 --files 4 --repeats 2 --best | tee "$OUT/r/durable.txt"
+  --mib 64 --files 4 --repeats 2 --best | tee "$OUT/r/durable.txt" || true
 rm -rf "$D/lim"
 for mode in fresh overwrite; do
   rm -rf "$D/ck"; mkdir -p "$D/ck"
   ow=""; [ $mode = overwrite ] && ow=--overwrite
-  timeout 75 python3 bench/py/ckpt.py --gib 8 --device cuda --arms rdma --repeats 3 $ow \
-    --no-limits --data "$D/ck" --results "$OUT/r" --tag "disk-$mode" > "$OUT/r/ckpt-$mode.log" 2>&1
-  echo "== ckpt $mode rc=$?"; grep -E "^  save|^rdma" "$OUT/r/ckpt-$mode.log"
+  rc=0; timeout 75 python3 bench/py/ckpt.py --gib 8 --device cuda --arms rdma --repeats 3 $ow \
+    --no-limits --data "$D/ck" --results "$OUT/r" --tag "disk-$mode" > "$OUT/r/ckpt-$mode.log" 2>&1 || rc=$?
+  echo "== ckpt $mode rc=$rc"; grep -E "^  save|^rdma" "$OUT/r/ckpt-$mode.log"
 done
 rm -rf "$D"
