@@ -94,12 +94,28 @@ static wh_status_t ld_space(store_data_t *d, store_space_t *out)
     out->direct_writes = l->direct_writes && !__atomic_load_n(&l->direct_refused, __ATOMIC_RELAXED);
     out->direct_bytes = atomic_load(&l->direct_bytes);
     out->page_bytes = l->page_bytes;
+    ld_reclaim_stats(l, &out->reclaim_pending, &out->reclaimed_files, &out->reclaimed_bytes);
     return WH_OK;
 }
+
+static wh_status_t ld_space_check_now(ld_t *l, uint64_t more);
+#define LD_RECLAIM_WAIT_MS 30000u
 
 /* WH_OK if `more` bytes may still be written: below the high-water mark, and the reserve is
  * held (while it is not, only deletes may use the disk). */
 wh_status_t ld_space_check(ld_t *l, uint64_t more)
+{
+    wh_status_t s = ld_space_check_now(l, more);
+    /* Space that released files are about to give back counts: wait for it (bounded). */
+    if (s == WH_ERR_NO_SPACE && ld_reclaim_pending(l) > 0) {
+        wh_info("store", "write waits for released files to be removed dir=%s", l->dir);
+        ld_reclaim_wait(l, LD_RECLAIM_WAIT_MS);
+        s = ld_space_check_now(l, more);
+    }
+    return s;
+}
+
+static wh_status_t ld_space_check_now(ld_t *l, uint64_t more)
 {
     store_space_t sp;
     if (ld_space(&l->base, &sp) != WH_OK || sp.total == 0)
@@ -224,9 +240,7 @@ void ld_unlink(ld_t *l, const char *id)
 
 static void ld_release(store_data_t *d, const store_data_ref_t *ref)
 {
-    ld_unlink(LD(d), ref->id); /* a composed object's own id names no file: ENOENT */
-    for (size_t i = 0; i < ref->n_chunks; i++)
-        ld_unlink(LD(d), ref->chunks[i].id);
+    ld_release_ref(LD(d), ref);
 }
 
 wh_status_t ld_fsync_dir(int parent_fd, const char *name)
@@ -550,6 +564,7 @@ static wh_status_t ld_recover(store_data_t *d, store_data_referenced_fn referenc
 static void ld_close(store_data_t *d)
 {
     ld_t *l = LD(d);
+    ld_reclaim_stop(l); /* released files gone before the directory is let go */
     int fds[] = {l->tmp_fd, l->obj_fd, l->dir_fd, l->lock_fd}; /* lock last: releases flock */
     for (size_t i = 0; i < WH_ARRAY_SIZE(fds); i++)
         if (fds[i] >= 0)
@@ -656,6 +671,7 @@ wh_status_t store_data_local_open(const store_local_config_t *cfg, store_data_t 
     l->put_stripes = WH_MIN(l->put_stripes, (unsigned)STORE_MAX_STRIPES);
     l->stripe_min = cfg->stripe_min ? cfg->stripe_min : 64ULL << 20;
     pthread_mutex_init(&l->reserve_lock, NULL);
+    ld_reclaim_init(l);
     if (!(l->dir = strdup(dir))) {
         st = WH_ERR_NOMEM;
         goto err;

@@ -18,9 +18,18 @@
 #define LD_WRITEBACK_CHUNK (8ULL << 20)
 /* Look at free space again after this many bytes of one write. */
 #define LD_SPACE_CHECK (1ULL << 20)
+/* A released object this large has its files unlinked by the reclaiming thread, off the
+ * request (data_local_reclaim.c); at most LD_RECLAIM_QUEUE files queued, the rest in place. */
+#define LD_RECLAIM_MIN (64ULL << 20)
+#define LD_RECLAIM_QUEUE 1024u
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels answer EINVAL */
 #endif
+
+typedef struct ld_reclaim_item {
+    char id[STORE_DATA_ID_LEN + 1];
+    uint64_t bytes; /* its blocks */
+} ld_reclaim_item_t;
 
 typedef struct ld {
     store_data_t base;
@@ -42,6 +51,15 @@ typedef struct ld {
     uint64_t stripe_min;
     pthread_mutex_t reserve_lock;
     bool reserve_held; /* DIR/reserve exists at full size */
+    /* The reclaiming thread and its queue (a ring), all under rc_lock. */
+    pthread_mutex_t rc_lock;
+    pthread_cond_t rc_cond, rc_idle;
+    pthread_t rc_thread;
+    bool rc_started, rc_failed, rc_stop;
+    ld_reclaim_item_t *rc_q;
+    unsigned rc_head, rc_n;
+    uint64_t rc_pending;                   /* bytes queued, not yet given back */
+    uint64_t rc_done_files, rc_done_bytes; /* given back so far */
 } ld_t;
 
 /* A striped writer's second and later files (the first is the writer's own). */
@@ -91,6 +109,15 @@ void ld_relpath(const char *id, char out[STORE_DATA_ID_LEN + 4]);
 wh_status_t ld_random_id(char out[STORE_DATA_ID_LEN + 1]);
 wh_status_t ld_space_check(ld_t *l, uint64_t more);
 void ld_unlink(ld_t *l, const char *id);
+/* A released object's files: a large object's are moved into tmp/ and unlinked by the
+ * reclaiming thread, a small one's unlinked here. */
+void ld_release_ref(ld_t *l, const store_data_ref_t *ref);
+void ld_reclaim_init(ld_t *l);
+void ld_reclaim_stop(ld_t *l); /* after every file queued is gone */
+uint64_t ld_reclaim_pending(ld_t *l);
+/* Waits up to ms for the queue to empty; true when it did. */
+bool ld_reclaim_wait(ld_t *l, unsigned ms);
+void ld_reclaim_stats(ld_t *l, uint64_t *pending, uint64_t *files, uint64_t *bytes);
 wh_status_t ld_fsync_dir(int parent_fd, const char *name);
 wh_status_t ld_copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off, uint64_t len);
 wh_status_t ld_reader_extent(const store_reader_t *r, uint64_t off, int *fd, uint64_t *file_off,

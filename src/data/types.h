@@ -43,6 +43,8 @@ typedef struct store_space {
     /* The page a large file of the data directory is kept in: the huge page's size on a
      * tmpfs mounted huge=always or huge=within_size, else the base page; 0: not known. */
     uint64_t page_bytes;
+    /* Released large files still being removed (their bytes), and those removed so far. */
+    uint64_t reclaim_pending, reclaimed_files, reclaimed_bytes;
 } store_space_t;
 
 typedef struct store_bucket_info {

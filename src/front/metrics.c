@@ -177,4 +177,18 @@ void srv_metrics_storage(store_t *st, wh_sbuf_t *o)
                    "# TYPE wharf_storage_page_bytes gauge\nwharf_storage_page_bytes %llu\n",
                    sp.direct_writes, (unsigned long long)sp.direct_bytes,
                    (unsigned long long)sp.page_bytes);
+    wh_sbuf_printf(o,
+                   "# HELP wharf_storage_reclaim_pending_bytes Bytes of released large files "
+                   "(deleted or overwritten objects) not yet given back to the file system: "
+                   "they are removed off the request.\n"
+                   "# TYPE wharf_storage_reclaim_pending_bytes gauge\n"
+                   "wharf_storage_reclaim_pending_bytes %llu\n"
+                   "# HELP wharf_storage_reclaimed_files_total Released large files removed "
+                   "that way.\n# TYPE wharf_storage_reclaimed_files_total counter\n"
+                   "wharf_storage_reclaimed_files_total %llu\n"
+                   "# HELP wharf_storage_reclaimed_bytes_total Their bytes.\n"
+                   "# TYPE wharf_storage_reclaimed_bytes_total counter\n"
+                   "wharf_storage_reclaimed_bytes_total %llu\n",
+                   (unsigned long long)sp.reclaim_pending, (unsigned long long)sp.reclaimed_files,
+                   (unsigned long long)sp.reclaimed_bytes);
 }

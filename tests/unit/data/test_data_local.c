@@ -4,7 +4,8 @@
  * where mapping is not wanted (O_DIRECT cold-storage writes) or not asked for the write_at
  * path stays. Striped positional writes (put_stripes): one temp file per stripe, pieces that
  * cross a stripe's end split between files, finish() gives a composed reference whose
- * extents read back as written, abort removes every stripe. */
+ * extents read back as written, abort removes every stripe. Released large objects are
+ * removed by the reclaiming thread (test_reclaim). */
 #include "check.h"
 #include "base/crc.h"
 #include "base/log.h"
@@ -352,6 +353,80 @@ static void test_one_stripe(void)
     nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* Released objects: one of 64 MiB or more (sparse here: its size decides) leaves objects/ in
+ * the release and is unlinked by the reclaiming thread, several released from threads at once;
+ * a smaller one goes in place; close waits for the queue. */
+typedef struct releaser {
+    store_data_t *d;
+    store_data_ref_t ref;
+} releaser_t;
+
+static void *do_release(void *arg)
+{
+    releaser_t *r = arg;
+    r->d->ops->release(r->d, &r->ref);
+    return NULL;
+}
+
+static wh_status_t sparse_object(store_data_t *d, uint64_t total, store_data_ref_t *ref)
+{
+    store_data_writer_t *w = NULL;
+    wh_status_t st = d->ops->writer_open(d, &w);
+    if (st != WH_OK)
+        return st;
+    if ((st = d->ops->write_at_begin(w, total)) == WH_OK &&
+        (st = d->ops->write_at(w, "z", 1, total - 1)) == WH_OK)
+        st = d->ops->finish(w, ref);
+    if (st != WH_OK)
+        d->ops->writer_abort(w);
+    d->ops->writer_free(w);
+    return st;
+}
+
+static void test_reclaim(void)
+{
+    char *dir = tmpdir();
+    store_local_config_t cfg = {.dir = dir, .high_water_pct = 100, .put_stripes = 1};
+    store_data_t *d = NULL;
+    CHECK(store_data_local_open(&cfg, &d) == WH_OK);
+    if (!d)
+        return;
+    releaser_t r[4];
+    pthread_t th[4];
+    for (unsigned i = 0; i < 4; i++) {
+        r[i].d = d;
+        CHECK(sparse_object(d, (64u << 20) + i, &r[i].ref) == WH_OK);
+    }
+    store_data_ref_t small;
+    CHECK(sparse_object(d, (64u << 20) - 1, &small) == WH_OK);
+    CHECK(count_objects(dir) == 5);
+    for (unsigned i = 0; i < 4; i++)
+        CHECK(pthread_create(&th[i], NULL, do_release, &r[i]) == 0);
+    for (unsigned i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    CHECK(count_objects(dir) == 1); /* out of objects/ when release returns */
+    store_space_t sp;
+    for (int i = 0; i < 2000; i++) { /* at most 10 s */
+        CHECK(d->ops->space(d, &sp) == WH_OK);
+        if (sp.reclaimed_files == 4 && sp.reclaim_pending == 0 && count_tmp(dir) == 0)
+            break;
+        usleep(5000);
+    }
+    CHECK_EQ_U64(sp.reclaimed_files, 4);
+    CHECK_EQ_U64(sp.reclaim_pending, 0);
+    CHECK(count_tmp(dir) == 0);
+    d->ops->release(d, &small); /* in place */
+    CHECK(count_objects(dir) == 0 && count_tmp(dir) == 0);
+    CHECK(d->ops->space(d, &sp) == WH_OK);
+    CHECK_EQ_U64(sp.reclaimed_files, 4);
+    /* Queued and closed at once: close leaves nothing behind. */
+    CHECK(sparse_object(d, 100u << 20, &small) == WH_OK);
+    d->ops->release(d, &small);
+    d->ops->close(d);
+    CHECK(count_objects(dir) == 0 && count_tmp(dir) == 0);
+    nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
     wh_log_set_level(WH_LOG_ERROR);
@@ -360,5 +435,6 @@ int main(void)
     test_not_mapped(false);
     RUN(test_striped_write);
     RUN(test_one_stripe);
+    RUN(test_reclaim);
     return check_done();
 }
