@@ -10,11 +10,10 @@ import signal
 import subprocess
 import tempfile
 
-import boto3
 import pytest
-from botocore.config import Config
 
-from wharfd import ACCESS_KEY, REGION, SECRET_KEY, WharfServer, unique_bucket, wait_until
+import users
+from wharfd import ACCESS_KEY, SECRET_KEY, WharfServer, unique_bucket, wait_until
 
 MIB = 1 << 20
 FILES = "wharf_storage_reclaimed_files_total"
@@ -23,11 +22,7 @@ PENDING = "wharf_storage_reclaim_pending_bytes"
 
 
 def client(srv):
-    return boto3.session.Session().client(
-        "s3", endpoint_url=srv.endpoint, aws_access_key_id=ACCESS_KEY,
-        aws_secret_access_key=SECRET_KEY, region_name=REGION,
-        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
-                      signature_version="s3v4"))
+    return users.client(srv, ACCESS_KEY, SECRET_KEY, signature_version="s3v4")
 
 
 def files_under(srv, sub):
