@@ -97,6 +97,17 @@ uint64_t wh_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+void wh_deadline_ns(struct timespec *ts, uint64_t ns)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec += (time_t)(ns / 1000000000ULL);
+    ts->tv_nsec += (long)(ns % 1000000000ULL);
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
 double wh_now_s(void)
 {
     return (double)wh_now_ns() / 1e9;

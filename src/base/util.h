@@ -36,6 +36,8 @@ uint32_t wh_fnv1a(const char *s);
 /* Monotonic and wall clocks. */
 uint64_t wh_now_ns(void);
 double wh_now_s(void);
+/* CLOCK_REALTIME now + ns: the deadline pthread_cond_timedwait takes. */
+void wh_deadline_ns(struct timespec *ts, uint64_t ns);
 
 /* HTTP date (RFC 7231 IMF-fixdate) into out[30]; parse accepts IMF-fixdate, RFC 850, asctime. */
 void wh_http_date(time_t t, char out[30]);

@@ -145,13 +145,7 @@ uint64_t ld_reclaim_pending(ld_t *l)
 bool ld_reclaim_wait(ld_t *l, unsigned ms)
 {
     struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    wh_deadline_ns(&until, (uint64_t)ms * 1000000ULL);
     pthread_mutex_lock(&l->rc_lock);
     while (l->rc_n > 0 && l->rc_started)
         if (pthread_cond_timedwait(&l->rc_idle, &l->rc_lock, &until) == ETIMEDOUT)

@@ -197,7 +197,7 @@ static void *rdma_reaper_main(void *arg)
     pthread_mutex_lock(&r->rlock);
     while (!r->stopping) {
         struct timespec ts;
-        rdma_deadline(&ts, ms);
+        wh_deadline_ns(&ts, (uint64_t)ms * 1000000ULL);
         pthread_cond_timedwait(&r->rcond, &r->rlock, &ts);
         if (r->stopping)
             break;

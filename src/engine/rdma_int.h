@@ -159,6 +159,5 @@ void rdma_late_release(void *arg); /* xfer_idle_cb: gives l's buffers back and f
 uint8_t *rdma_pool_buf(srv_rdma_t *r, unsigned i);
 uint64_t rdma_peer_key(const token_t *tok);
 struct timespec;
-void rdma_deadline(struct timespec *ts, unsigned ms); /* CLOCK_REALTIME now + ms */
 
 #endif

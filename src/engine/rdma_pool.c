@@ -148,17 +148,6 @@ static void rdma_share_drop(srv_rdma_t *r, rdma_share_t *s, unsigned n)
         *s = r->shares[--r->nshares]; /* entries are only live while they hold buffers */
 }
 
-void rdma_deadline(struct timespec *ts, unsigned ms)
-{
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 unsigned rdma_pool_take(srv_rdma_t *r, rdma_late_t *l, unsigned want, srv_rdma_result_t *res)
 {
     uint64_t end = wh_now_ns() + (uint64_t)r->cfg.pool_wait_ms * 1000000ULL;
@@ -185,7 +174,7 @@ unsigned rdma_pool_take(srv_rdma_t *r, rdma_late_t *l, unsigned want, srv_rdma_r
         if (wh_now_ns() >= end)
             break;
         struct timespec dl;
-        rdma_deadline(&dl, RDMA_POOL_SLICE_MS);
+        wh_deadline_ns(&dl, (uint64_t)RDMA_POOL_SLICE_MS * 1000000ULL);
         if (pthread_cond_timedwait(&r->pcond, &r->plock, &dl) != ETIMEDOUT)
             continue;
         /* Nothing came back for a slice: drive completions (and replace stalled endpoints),

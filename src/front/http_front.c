@@ -168,14 +168,7 @@ static void *conns_sweeper(void *arg)
         if (cs->head && cs->head->since_ns + cs->timeout_ns < wake)
             wake = cs->head->since_ns + cs->timeout_ns;
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t rel = wake > now ? wake - now : 0;
-        ts.tv_sec += (time_t)(rel / 1000000000ULL);
-        ts.tv_nsec += (long)(rel % 1000000000ULL);
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        wh_deadline_ns(&ts, wake > now ? wake - now : 0);
         pthread_cond_timedwait(&cs->cv, &cs->mu, &ts);
     }
     pthread_mutex_unlock(&cs->mu);

@@ -261,10 +261,9 @@ static wh_status_t cma_batch_post(xfer_batch_t *xb, xfer_op_t op, xfer_mr_t *mr,
                 &b->base, fail, "shm %s failed at offset 0x%llx: %s (%s)",
                 op == XFER_OP_WRITE ? "write" : "read",
                 (unsigned long long)(raddr - b->base._rbase + done), what, strerror(e));
-            if (cur != fail)
-                return cur;
-            wh_warn("xfer", "cma transfer failed pid=%d err='%s'", (int)b->pid, strerror(e));
-            return fail;
+            if (cur == fail)
+                wh_warn("xfer", "cma transfer failed pid=%d err='%s'", (int)b->pid, strerror(e));
+            return cur;
         }
         done += (size_t)got;
         __atomic_fetch_add(&b->base._bytes_done, (uint64_t)got, __ATOMIC_RELAXED);
@@ -274,9 +273,10 @@ static wh_status_t cma_batch_post(xfer_batch_t *xb, xfer_op_t op, xfer_mr_t *mr,
     if (pst == WH_OK)
         pst = cma_peer_same(b->pid, b->uid, b->start, why, sizeof why);
     if (pst != WH_OK) {
-        if (xfer_batch_status(&b->base) == WH_OK)
+        wh_status_t cur = xfer_batch_fail(&b->base, pst, "%s", why);
+        if (cur == pst)
             wh_warn("xfer", "cma transfer refused pid=%d: %s", (int)b->pid, why);
-        return xfer_batch_fail(&b->base, pst, "%s", why);
+        return cur;
     }
     return WH_OK;
 }

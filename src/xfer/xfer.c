@@ -339,7 +339,7 @@ wh_status_t xfer_batch_status(const xfer_batch_t *b)
 wh_status_t xfer_batch_post(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *local, size_t len,
                             uint64_t roff, unsigned tag)
 {
-    wh_status_t bst = __atomic_load_n(&b->_status, __ATOMIC_ACQUIRE);
+    wh_status_t bst = xfer_batch_status(b);
     if (bst != WH_OK)
         return bst;
     /* The security boundary: never outside [base, base+size) of the token. */
@@ -362,7 +362,7 @@ wh_status_t xfer_batch_post(xfer_batch_t *b, xfer_op_t op, xfer_mr_t *mr, void *
 wh_status_t xfer_batch_post_crc(xfer_batch_t *b, const void *local, size_t len, uint64_t roff,
                                 uint64_t *crc)
 {
-    wh_status_t bst = __atomic_load_n(&b->_status, __ATOMIC_ACQUIRE);
+    wh_status_t bst = xfer_batch_status(b);
     if (bst != WH_OK)
         return bst;
     if (!b->_direct || !local || roff > b->_rsize || len > b->_rsize - roff) {
