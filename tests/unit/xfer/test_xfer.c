@@ -9,6 +9,8 @@
 #include "xfer/xfer.h"
 
 #include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -360,6 +362,106 @@ static void test_cma_sticky_failure(void)
     xfer_close(cl);
 }
 
+/* A bound batch is bound to the program that passed its check at begin: once the process
+ * execs another program (same pid, same uid, still dumpable: nothing the /proc check sees
+ * changes), the next post fails as refused before a byte moves, instead of reading the new
+ * program's memory. */
+static void test_cma_exec(void)
+{
+    int tp[2], go[2];
+    CHECK(pipe(tp) == 0 && pipe(go) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60); /* never outlives a parent that died */
+        close(tp[0]);
+        close(go[1]);
+        xfer_t *cl = open_role("ofi+shm", XFER_ROLE_CLIENT, 0, 0);
+        static unsigned char buf[1 << 16];
+        memset(buf, 'C', sizeof buf);
+        xfer_mr_t *mr = NULL;
+        char tok[TOKEN_MAX_LEN + 1];
+        if (!cl || xfer_mr_reg(cl, buf, sizeof buf, &mr) != WH_OK ||
+            xfer_token_pack(cl, mr, buf, sizeof buf, tok, sizeof tok) != WH_OK)
+            _exit(2);
+        if (write(tp[1], tok, strlen(tok) + 1) != (ssize_t)(strlen(tok) + 1))
+            _exit(3);
+        char c;
+        if (read(go[0], &c, 1) != 1)
+            _exit(4);
+        execl("/bin/sleep", "sleep", "30", (char *)NULL);
+        _exit(5);
+    }
+    close(tp[1]);
+    close(go[0]);
+    char tok[TOKEN_MAX_LEN + 1] = "", err[256] = "", ebuf[256];
+    size_t got = 0;
+    while (got < sizeof tok - 1) {
+        ssize_t n = read(tp[0], tok + got, sizeof tok - 1 - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        if (memchr(tok, '\0', got))
+            break;
+    }
+    token_t t;
+    CHECK(got > 0 && token_parse(tok, strlen(tok), &t, err, sizeof err) == WH_OK);
+    xfer_t *sv = open_role("ofi+shm", XFER_ROLE_SERVER, 0, 0);
+    CHECK(sv != NULL);
+    xfer_target_t tg;
+    memset(&tg, 0, sizeof tg);
+    tg.token = &t;
+    tg.bind_pid = pid;
+    tg.bind_uid = getuid();
+    xfer_batch_t *b = NULL, *w = NULL;
+    unsigned char back[4096];
+    CHECK(sv && xfer_batch_begin(sv, &tg, &b, err, sizeof err) == WH_OK);
+    CHECK(sv && xfer_batch_begin(sv, &tg, &w, err, sizeof err) == WH_OK);
+    if (b && w) {
+        /* The program that connected: its bytes arrive. */
+        memset(back, 0, sizeof back);
+        CHECK(xfer_batch_post(b, XFER_OP_READ, NULL, back, sizeof back, 0, 0) == WH_OK);
+        CHECK(back[0] == 'C' && back[sizeof back - 1] == 'C');
+        /* It execs /bin/sleep; wait (at most 5 s) until the kernel shows the new program. */
+        CHECK(write(go[1], "x", 1) == 1);
+        char exe[256], link[64];
+        snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
+        bool execd = false;
+        for (int i = 0; i < 500 && !execd; i++) {
+            ssize_t n = readlink(link, exe, sizeof exe - 1);
+            execd = n > 6 && (exe[n] = '\0', strcmp(exe + n - 6, "/sleep") == 0);
+            if (!execd)
+                usleep(10000);
+        }
+        CHECK(execd);
+        /* Both batches began with the program before: a read and a write are refused. */
+        memset(back, 0, sizeof back);
+        CHECK(xfer_batch_post(b, XFER_OP_READ, NULL, back, sizeof back, 0, 0) == WH_ERR_AUTH);
+        CHECK(strstr(xfer_batch_error(b, ebuf, sizeof ebuf), "exec'd") != NULL);
+        CHECK(back[0] == 0);
+        CHECK(xfer_batch_post(w, XFER_OP_WRITE, NULL, back, sizeof back, 0, 0) == WH_ERR_AUTH);
+        CHECK(strstr(xfer_batch_error(w, ebuf, sizeof ebuf), "exec'd") != NULL);
+    }
+    if (b)
+        CHECK(xfer_batch_end(b) == WH_OK);
+    if (w)
+        CHECK(xfer_batch_end(w) == WH_OK);
+    kill(pid, SIGKILL);
+    int ws;
+    waitpid(pid, &ws, 0);
+    /* The child's shm endpoint outlived it (exec runs no destructor). */
+    if (got > 0) {
+        char name[TOKEN_MAX_EP_NAME + 1], path[TOKEN_MAX_EP_NAME + 16];
+        memcpy(name, t.ep_name, t.ep_name_len);
+        name[t.ep_name_len] = '\0';
+        const char *s = strstr(name, "://");
+        snprintf(path, sizeof path, "/dev/shm/%s", s ? s + 3 : name);
+        unlink(path);
+    }
+    close(tp[0]);
+    close(go[1]);
+    xfer_close(sv);
+}
+
 static void test_batches(void)
 {
     batch_roundtrip("ofi+shm", getpid()); /* bound: the cma family */
@@ -541,6 +643,7 @@ int main(void)
     RUN(test_defaults_and_open_errors);
     RUN(test_batches);
     RUN(test_cma_sticky_failure);
+    RUN(test_cma_exec);
     RUN(test_batch_fail_race);
     RUN(test_forgotten);
     RUN(test_quiesce);
