@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # PUT 256 MiB over rdma ofi+shm on the machine's disk, this tree: striped (the default, one
 # file per two cores) against one file per PUT (--put-stripes 1), A B A B, 1 / 4 / 16 streams,
-# 4 GiB per measurement (--budget 4G: as many bytes as the durable-rate measurement writes,
-# so that one object's sync does not rule a 512 MiB measurement). Each run measures the
+# 8 GiB per measurement (--budget 8G: more than the durable-rate measurement writes, and two
+# or more PUTs per stream, so that neither the last sync nor the slowest of 16 concurrent PUTs
+# rules the measurement, as with the default 512 MiB). Each run measures the
 # disk's durable write rate first with wharfd's own patterns (run_local.py --durable-limit);
 # before them, the disk's rate by pattern and writer count (bench/disk_commit.py, commit+sfr
 # and O_DIRECT). From the repo root on the GPU machine after `source build-device/env.sh`;
@@ -19,9 +20,9 @@ for r in 1 2; do
   for cfg in striped onefile; do
     ex=(); [ $cfg = onefile ] && ex=(--wharfd-arg=--put-stripes=1)
     rm -rf "$D/wp"; mkdir -p "$D/wp"
-    timeout 110 python3 bench/run_local.py --data "$D/wp" --durable-limit "${ex[@]}" -- put \
+    timeout 125 python3 bench/run_local.py --data "$D/wp" --durable-limit "${ex[@]}" -- put \
       --sizes 256M --concurrency 1,4,16 --arms rdma:ofi+shm --repeats 3 \
-      --multipart-threshold 1G --budget 4G --results "$OUT/r" --tag "disk-$cfg-$r" \
+      --multipart-threshold 1G --budget 8G --results "$OUT/r" --tag "disk-$cfg-$r" \
       > "$OUT/r/put-disk-$cfg-$r.log" 2>&1
     echo "== $cfg round $r rc=$?"
     grep -E "durable write limit|^put " "$OUT/r/put-disk-$cfg-$r.log"
