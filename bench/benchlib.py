@@ -247,3 +247,17 @@ def read_all(c, pid, bucket, keys, size, streams, transport, buf_of):
         raise RuntimeError("; ".join(errors[:3]))
     gb = len(keys) * size / 1e9
     return gb / dt, cpu / gb
+
+
+def fs_type(path):
+    """The file system type of path from /proc/mounts (longest mount point that holds it):
+    params.data_fs of a result (tmpfs, ext4, xfs, ...)."""
+    path = os.path.realpath(path)
+    best, kind = "", ""
+    with open("/proc/mounts") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 3 and (path == parts[1] or path.startswith(parts[1].rstrip("/") + "/")):
+                if len(parts[1]) > len(best):
+                    best, kind = parts[1], parts[2]
+    return kind

@@ -29,7 +29,7 @@ from wharfd import WharfServer  # noqa: E402
 
 def durable_limit(data_dir):
     """wharf_bench flags with the durable write rate of data_dir's file system ([] on tmpfs)."""
-    if _fs_type(data_dir) == "tmpfs":
+    if bl.fs_type(data_dir) == "tmpfs":
         print("run_local: data directory on tmpfs: no durable write limit", file=sys.stderr)
         return []
     d = os.path.join(data_dir, "durable-limit")
@@ -46,19 +46,6 @@ def durable_limit(data_dir):
     return ["--durable-write-gbps", gbps, "--durable-how",
             f"bench/disk_commit.py on the data directory, best median of in place and "
             f"commit+sfr at 1 and 16 writers x 4 files x 64 MiB, 3 repeats: {how}"]
-
-
-def _fs_type(path):
-    """The file system type of path from /proc/mounts (longest mount point that holds it)."""
-    path = os.path.realpath(path)
-    best, kind = "", ""
-    with open("/proc/mounts") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) >= 3 and (path == parts[1] or path.startswith(parts[1].rstrip("/") + "/")):
-                if len(parts[1]) > len(best):
-                    best, kind = parts[1], parts[2]
-    return kind
 
 
 def main():

@@ -355,7 +355,8 @@ def summarize_runs(a, arms, runs, sd, nbytes, lim, srv, skipped=None):
     root = {"params": {"gib": a.gib, "payload_bytes": nbytes, "repeats": a.repeats,
                        "arms": arms, "concurrency": a.concurrency, "device": a.device,
                        "async_save": a.async_save, "overwrite": a.overwrite,
-                       "data_dir": a.data, "local_dir": a.local_dir,
+                       "data_dir": srv.data_dir, "data_fs": cm.bl.fs_type(srv.data_dir),
+                       "local_dir": a.local_dir,
                        "staging_budget_default": wt.default_staging_budget(
                            a.device if a.device.startswith("cuda") else None),
                        "tensors": len(tensors_of(sd)), "shard_size": wt.DEFAULT_SHARD_SIZE,
