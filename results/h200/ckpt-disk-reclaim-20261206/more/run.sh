@@ -6,8 +6,9 @@
 set -u
 OUT=${OUT:-/tmp/ck2-out}
 DISK=/root/wharf-disk
-mkdir -p "$OUT/r"
-for r in 1 2 3; do
+mkdir -p "$OUT/r" "$DISK"
+{ df -hT "$DISK" "$(pwd)"; grep -E " / | /work" /proc/mounts; } | tee "$OUT/r/disk.txt"
+for r in $(seq 1 "${ROUNDS:-3}"); do
   mkdir -p "$DISK/lim"
   timeout 30 python3 bench/disk_commit.py "$DISK/lim" --patterns commit+sfr --writers 16 \
     --mib 64 --files 4 --repeats 1 --best | tee "$OUT/r/durable-$r.txt"
