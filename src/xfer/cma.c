@@ -176,8 +176,14 @@ static wh_status_t cma_batch_same(const cma_batch_t *b, char *err, size_t errlen
     if (b->memfd < 0)
         return cma_peer_same(b->pid, b->uid, b->start, err, errlen);
     unsigned char c;
-    if (pread(b->memfd, &c, 1, (off_t)b->probe) == 1)
+    ssize_t n = pread(b->memfd, &c, 1, (off_t)b->probe);
+    if (n == 1)
         return WH_OK;
+    /* The kernel answers 0 once the address space is gone, and an error (EIO) where it still
+     * runs but the probe's byte is not mapped (the client unmapped its buffer): then the full
+     * check decides, and the copy reports what is not mapped. */
+    if (n < 0)
+        return cma_peer_same(b->pid, b->uid, b->start, err, errlen);
     return wh_errf(WH_ERR_AUTH, err, errlen,
                    "requesting process %d is gone or exec'd another program since the "
                    "transfer began",

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -354,6 +355,36 @@ static void test_cma_sticky_failure(void)
         CHECK(xfer_batch_wait(b, XFER_TAG_ALL) == WH_ERR_TRANSPORT);
         CHECK(xfer_batch_end(b) == WH_OK); /* synchronous: never anything in flight */
     }
+    /* A region the client unmaps during a batch fails as not mapped (a transport error), not
+     * as a process that exec'd: its address space still runs. */
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    memset(src, 0x5a, sizeof src);
+    unsigned char *m =
+        mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(m != MAP_FAILED);
+    xfer_mr_t *mmr = NULL;
+    if (m != MAP_FAILED && xfer_mr_reg(cl, m, 4 * pg, &mmr) == WH_OK &&
+        xfer_token_pack(cl, mmr, m, 4 * pg, tok, sizeof tok) == WH_OK &&
+        token_parse(tok, strlen(tok), &t, err, sizeof err) == WH_OK) {
+        tg.token = &t;
+        b = NULL;
+        CHECK(xfer_batch_begin(sv, &tg, &b, err, sizeof err) == WH_OK);
+        if (b) {
+            CHECK(xfer_batch_post(b, XFER_OP_WRITE, NULL, src, 64, 0, 0) == WH_OK);
+            CHECK(m[0] == src[0]);
+            CHECK(munmap(m, 4 * pg) == 0);
+            m = MAP_FAILED;
+            CHECK(xfer_batch_post(b, XFER_OP_WRITE, NULL, src, 64, 0, 0) == WH_ERR_TRANSPORT);
+            CHECK(strstr(xfer_batch_error(b, ebuf, sizeof ebuf), "not mapped") != NULL);
+            CHECK(xfer_batch_end(b) == WH_OK);
+        }
+        b = NULL;
+    }
+    if (mmr)
+        xfer_mr_dereg(mmr);
+    if (m != MAP_FAILED)
+        munmap(m, 4 * pg);
+    tg.token = &t;
     /* A wrong uid for the bound pid is refused before anything moves. */
     tg.bind_uid = getuid() + 1;
     CHECK(xfer_batch_begin(sv, &tg, &b, err, sizeof err) == WH_ERR_AUTH);
