@@ -98,23 +98,6 @@ static wh_status_t ld_space(store_data_t *d, store_space_t *out)
     return WH_OK;
 }
 
-static wh_status_t ld_space_check_now(ld_t *l, uint64_t more);
-#define LD_RECLAIM_WAIT_MS 30000u
-
-/* WH_OK if `more` bytes may still be written: below the high-water mark, and the reserve is
- * held (while it is not, only deletes may use the disk). */
-wh_status_t ld_space_check(ld_t *l, uint64_t more)
-{
-    wh_status_t s = ld_space_check_now(l, more);
-    /* Space that released files are about to give back counts: wait for it (bounded). */
-    if (s == WH_ERR_NO_SPACE && ld_reclaim_pending(l) > 0) {
-        wh_info("store", "write waits for released files to be removed dir=%s", l->dir);
-        ld_reclaim_wait(l, LD_RECLAIM_WAIT_MS);
-        s = ld_space_check_now(l, more);
-    }
-    return s;
-}
-
 static wh_status_t ld_space_check_now(ld_t *l, uint64_t more)
 {
     store_space_t sp;
@@ -139,6 +122,22 @@ static wh_status_t ld_space_check_now(ld_t *l, uint64_t more)
         return WH_ERR_NO_SPACE;
     }
     return WH_OK;
+}
+
+#define LD_RECLAIM_WAIT_MS 30000u
+
+/* WH_OK if `more` bytes may still be written: below the high-water mark, and the reserve is
+ * held (while it is not, only deletes may use the disk). */
+wh_status_t ld_space_check(ld_t *l, uint64_t more)
+{
+    wh_status_t s = ld_space_check_now(l, more);
+    /* Space that released files are about to give back counts: wait for it (bounded). */
+    if (s == WH_ERR_NO_SPACE && ld_reclaim_pending(l) > 0) {
+        wh_info("store", "write waits for released files to be removed dir=%s", l->dir);
+        ld_reclaim_wait(l, LD_RECLAIM_WAIT_MS);
+        s = ld_space_check_now(l, more);
+    }
+    return s;
 }
 
 /* Creates DIR/reserve at full size if there is room. Lock held. */

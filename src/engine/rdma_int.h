@@ -158,6 +158,5 @@ void rdma_pool_give(srv_rdma_t *r, rdma_late_t *l);
 void rdma_late_release(void *arg); /* xfer_idle_cb: gives l's buffers back and frees l */
 uint8_t *rdma_pool_buf(srv_rdma_t *r, unsigned i);
 uint64_t rdma_peer_key(const token_t *tok);
-struct timespec;
 
 #endif

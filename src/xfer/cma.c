@@ -169,8 +169,9 @@ static wh_status_t cma_peer_same(pid_t pid, uid_t uid, uint64_t start, char *err
 /* The check around each post: that the address space the batch began with still runs (one
  * byte read through the /proc/PID/mem the batch holds: a few microseconds), or, without it, the
  * full check above (six /proc reads: 44% of the server's samples on the VM's PUT profile when
- * run around every 256 KiB piece). An exec or exit since the batch began fails it either way: the
- * pid (and a process that reused it) runs another address space. */
+ * run around every 256 KiB piece). With the file, any exec or exit since the batch began fails
+ * it (the pid, or a process that reused it, runs another address space); without it, one that
+ * changed the process or its uids does. */
 static wh_status_t cma_batch_same(const cma_batch_t *b, char *err, size_t errlen)
 {
     if (b->memfd < 0)
