@@ -94,7 +94,8 @@ static wh_status_t ld_space(store_data_t *d, store_space_t *out)
     out->direct_writes = l->direct_writes && !__atomic_load_n(&l->direct_refused, __ATOMIC_RELAXED);
     out->direct_bytes = atomic_load(&l->direct_bytes);
     out->page_bytes = l->page_bytes;
-    ld_reclaim_stats(l, &out->reclaim_pending, &out->reclaimed_files, &out->reclaimed_bytes);
+    ld_reclaim_stats(l, &out->reclaim_pending, &out->reclaimed_files, &out->reclaimed_bytes,
+                     &out->reclaim_steps);
     return WH_OK;
 }
 

@@ -22,6 +22,9 @@
  * request (data_local_reclaim.c); at most LD_RECLAIM_QUEUE files queued, the rest in place. */
 #define LD_RECLAIM_MIN (64ULL << 20)
 #define LD_RECLAIM_QUEUE 1024u
+/* Such a file is emptied this many bytes at a time, each step made durable, before it is
+ * unlinked (data_local_reclaim.c says why). */
+#define LD_RECLAIM_STEP (256ULL << 20)
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels answer EINVAL */
 #endif
@@ -60,6 +63,7 @@ typedef struct ld {
     unsigned rc_head, rc_n;
     uint64_t rc_pending;                   /* bytes queued, not yet given back */
     uint64_t rc_done_files, rc_done_bytes; /* given back so far */
+    uint64_t rc_steps;                     /* holes punched (ld_reclaim_steps) */
 } ld_t;
 
 /* A striped writer's second and later files (the first is the writer's own). */
@@ -117,7 +121,8 @@ void ld_reclaim_stop(ld_t *l); /* after every file queued is gone */
 uint64_t ld_reclaim_pending(ld_t *l);
 /* Waits up to ms for the queue to empty; true when it did. */
 bool ld_reclaim_wait(ld_t *l, unsigned ms);
-void ld_reclaim_stats(ld_t *l, uint64_t *pending, uint64_t *files, uint64_t *bytes);
+void ld_reclaim_stats(ld_t *l, uint64_t *pending, uint64_t *files, uint64_t *bytes,
+                      uint64_t *steps);
 wh_status_t ld_fsync_dir(int parent_fd, const char *name);
 wh_status_t ld_copy_range(int in_fd, uint64_t in_off, int out_fd, uint64_t out_off, uint64_t len);
 wh_status_t ld_reader_extent(const store_reader_t *r, uint64_t off, int *fd, uint64_t *file_off,

@@ -45,6 +45,7 @@ typedef struct store_space {
     uint64_t page_bytes;
     /* Released large files still being removed (their bytes), and those removed so far. */
     uint64_t reclaim_pending, reclaimed_files, reclaimed_bytes;
+    uint64_t reclaim_steps; /* of those, the durable steps they were given back in */
 } store_space_t;
 
 typedef struct store_bucket_info {
