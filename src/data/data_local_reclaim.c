@@ -20,14 +20,17 @@
  * being unlinked. So a file of more than LD_RECLAIM_STEP bytes of blocks is first emptied by
  * punching holes of LD_RECLAIM_STEP bytes from its end, each made durable (fdatasync, so each
  * step's blocks are freed and discarded in a commit of their own), and then unlinked (RocksDB's
- * delete scheduler truncates a file the same way). Punched, not truncated: a file that is still
- * read (a GET or a copy holding it open, or an RDMA GET holding it mapped) would read zeros,
- * which its checksum catches, where a truncated mapping raises SIGBUS. Such a file is not
- * punched at all: before the first step /proc/self/fd and /proc/self/maps are searched for its
- * inode, and one found there is only unlinked (its blocks go when the reader lets go). Its
- * name left objects/ before the search, so no reader opens it by name after it; only an open
- * that had already looked the name up and ends after the search is missed, and it reads zeros.
- * A file system without a journal (tmpfs, ramfs) frees in one unlink, without steps. */
+ * delete scheduler truncates a file the same way). Smaller files (a multipart object's parts,
+ * 64-128 MiB each) are unlinked whole, and tmp/ is fsync'd after every LD_RECLAIM_STEP bytes
+ * of them, which commits their frees: without it a shard's two dozen parts went in one commit.
+ * Punched, not truncated: a file that is still read (a GET or a copy holding it open, or an RDMA
+ * GET holding it mapped) would read zeros, which its checksum catches, where a truncated mapping
+ * raises SIGBUS. Such a file is not punched at all: before the first step /proc/self/fd and
+ * /proc/self/maps are searched for its inode, and one found there is only unlinked (its blocks go
+ * when the reader lets go). Its name left objects/ before the search, so no reader opens it by name
+ * after it; only an open that had already looked the name up and ends after the search is missed,
+ * and it reads zeros. A file system without a journal (tmpfs, ramfs) frees in one unlink, without
+ * steps. */
 #include "data/data_local_int.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -88,26 +91,35 @@ static bool ld_in_use(int skip_fd, dev_t dev, ino_t ino)
     return used;
 }
 
-/* Gives one released file's blocks back in durable steps, from its end (see the top). Its
- * pending bytes are counted down as they go. Returns the bytes it freed; the caller unlinks
- * the file, whatever is left of it. */
-static uint64_t ld_reclaim_steps(ld_t *l, const char *name, unsigned *nsteps)
+/* What giving one file back did. */
+typedef struct ld_giveback {
+    uint64_t freed; /* bytes of blocks freed by the steps (the rest go with the unlink) */
+    unsigned steps; /* holes punched, each made durable */
+    bool journal;   /* on a file system with a journal (not tmpfs, ramfs) */
+    bool held;      /* open or mapped in this process: its blocks go when it is let go */
+} ld_giveback_t;
+
+/* Gives one released file's blocks back in durable steps, from its end (see the top), where
+ * it has more than LD_RECLAIM_STEP bytes of them and is not held. Its pending bytes are
+ * counted down as they go. The caller unlinks the file, whatever is left of it. */
+static ld_giveback_t ld_reclaim_steps(ld_t *l, const char *name)
 {
+    ld_giveback_t g = {0};
     int fd = openat(l->tmp_fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
-        return 0;
+        return g;
     struct stat sb;
     struct statfs fs;
-    uint64_t freed = 0;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
-        (uint64_t)sb.st_blocks * 512u <= LD_RECLAIM_STEP || fstatfs(fd, &fs) != 0 ||
-        fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC ||
-        ld_in_use(fd, sb.st_dev, sb.st_ino)) {
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || fstatfs(fd, &fs) != 0) {
         close(fd);
-        return 0;
+        return g;
     }
+    g.journal = fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC;
     uint64_t blocks = (uint64_t)sb.st_blocks * 512u;
-    unsigned steps = 0;
+    if (!g.journal || blocks <= LD_RECLAIM_STEP || (g.held = ld_in_use(fd, sb.st_dev, sb.st_ino))) {
+        close(fd);
+        return g;
+    }
     for (off_t end = sb.st_size; end > 0;) {
         pthread_mutex_lock(&l->rc_lock);
         bool stop = l->rc_stop; /* closing: the rest goes in one unlink */
@@ -122,25 +134,25 @@ static uint64_t ld_reclaim_steps(ld_t *l, const char *name, unsigned *nsteps)
             break;
         }
         fdatasync(fd); /* this step's blocks freed in a commit of their own */
-        steps++;
+        g.steps++;
         end = start;
         uint64_t now = fstat(fd, &sb) == 0 ? (uint64_t)sb.st_blocks * 512u : blocks;
         uint64_t gone = blocks > now ? blocks - now : 0;
         blocks = now;
-        freed += gone;
+        g.freed += gone;
         pthread_mutex_lock(&l->rc_lock);
         l->rc_pending -= gone < l->rc_pending ? gone : l->rc_pending;
         l->rc_steps++;
         pthread_mutex_unlock(&l->rc_lock);
     }
     close(fd);
-    *nsteps = steps;
-    return freed;
+    return g;
 }
 
 static void *ld_reclaim_main(void *arg)
 {
     ld_t *l = arg;
+    uint64_t unsynced = 0; /* bytes freed by unlinks since the last step */
     pthread_mutex_lock(&l->rc_lock);
     for (;;) {
         while (l->rc_n == 0 && !l->rc_stop)
@@ -153,22 +165,35 @@ static void *ld_reclaim_main(void *arg)
         pthread_mutex_unlock(&l->rc_lock);
         char name[sizeof LD_RECLAIM_PREFIX + STORE_DATA_ID_LEN];
         snprintf(name, sizeof name, LD_RECLAIM_PREFIX "%s", it.id);
-        unsigned steps = 0;
         uint64_t t0 = wh_now_ns();
-        uint64_t freed = ld_reclaim_steps(l, name, &steps);
+        ld_giveback_t g = ld_reclaim_steps(l, name);
         uint64_t t1 = wh_now_ns();
+        if (g.steps)
+            unsynced = 0; /* the steps' syncs committed the earlier unlinks too */
         if (unlinkat(l->tmp_fd, name, 0) < 0 && errno != ENOENT)
             wh_error("store",
                      "cannot remove released file=%s/tmp/%s: %m; it will be removed at "
                      "next start",
                      l->dir, name);
+        uint64_t rest = it.bytes > g.freed ? it.bytes - g.freed : 0;
+        bool synced = false;
+        /* Files of a step or less (a multipart object's parts) each go in one unlink; a
+         * directory sync after every LD_RECLAIM_STEP bytes of them commits their frees, so
+         * that no commit carries more (fsync of a directory commits the journal). */
+        if (g.journal && !g.held && (unsynced += rest) >= LD_RECLAIM_STEP) {
+            if (fsync(l->tmp_fd) != 0)
+                wh_debug("store", "%s/tmp: fsync failed: %m", l->dir);
+            unsynced = 0;
+            synced = true;
+        }
         wh_info("store",
                 "gave back released file=%s bytes=%" PRIu64 ": %u steps (%" PRIu64
-                " bytes) in %.3f s, unlink %.3f s",
-                it.id, it.bytes, steps, freed, (double)(t1 - t0) / 1e9,
-                (double)(wh_now_ns() - t1) / 1e9);
+                " bytes) in %.3f s, then unlinked%s in %.3f s%s",
+                it.id, it.bytes, g.steps, g.freed, (double)(t1 - t0) / 1e9,
+                synced ? " and synced" : "", (double)(wh_now_ns() - t1) / 1e9,
+                g.held ? " (still open or mapped here: its blocks go when it is let go)" : "");
         pthread_mutex_lock(&l->rc_lock);
-        uint64_t rest = it.bytes > freed ? it.bytes - freed : 0;
+        l->rc_steps += synced;
         l->rc_pending -= rest < l->rc_pending ? rest : l->rc_pending;
         l->rc_done_files++;
         l->rc_done_bytes += it.bytes;

@@ -47,6 +47,12 @@ timeout 100 python3 bench/py/ckpt.py --gib 8 --device cuda --arms rdma --repeats
   > "$W/ckpt.log" 2>&1; echo "ckpt rc=$?"
 kill $SAMP 2>/dev/null; wait $SAMP 2>/dev/null
 grep -E "^  save|^rdma" "$W/ckpt.log"
+# the same at 16 requests per shard (the bench's default is 4, libwharf's default)
+mkdir -p "$DISK/ck16"
+timeout 100 python3 bench/py/ckpt.py --gib 8 --device cuda --arms rdma --repeats 4 --overwrite \
+  --no-limits --data "$DISK/ck16" --concurrency 16 --results "$W" --tag diag-steps-c16 \
+  > "$W/ckpt16.log" 2>&1; echo "ckpt c16 rc=$?"
+grep -E "^  save|^rdma" "$W/ckpt16.log"
 grep -E "method=DELETE|index.json api=PutObject|gave back" "$DISK/ck/wharfd.log" > "$W/requests.txt"
 grep -E "DELETE|gave back" "$W/requests.txt" | sed -E 's/.*ts=([^ ]+).*(path=[^ ]+).*dur_ms=([0-9.]+).*/\1 \2 \3/; s/.*ts=([^ ]+).*gave back/\1 gave back/' | cut -c1-160 | tail -40
 echo "stack samples: $(wc -l < "$W/stacks.txt")"

@@ -491,8 +491,9 @@ static void reclaim_settle(store_data_t *d, const char *dir, uint64_t files, sto
 }
 
 /* A released file with more than 256 MiB of blocks is given back in durable steps (holes
- * punched from its end), except on a file system without a journal; one this process still
- * has open or mapped is only unlinked, so its reader keeps its bytes. */
+ * punched from its end), and smaller ones with a directory sync after every 256 MiB of them,
+ * except on a file system without a journal; one this process still has open or mapped is
+ * only unlinked, so its reader keeps its bytes. */
 static void test_reclaim_steps(void)
 {
     char *dir = tmpdir();
@@ -520,6 +521,16 @@ static void test_reclaim_steps(void)
     CHECK_EQ_U64(sp.reclaim_pending, 0);
     CHECK(count_tmp(dir) == 0 && count_objects(dir) == 0);
     CHECK_EQ_U64(sp.reclaim_steps, journal && allocated ? 3 : 0); /* 256 + 256 + 88 MiB */
+    /* Ten files of 64 MiB (a multipart object's parts): each unlinked whole, and the frees
+     * committed by a directory sync after every 256 MiB of them: two syncs. */
+    store_data_ref_t parts[10];
+    for (int i = 0; i < 10; i++)
+        CHECK(allocated_object(d, dir, 64u << 20, &parts[i]) == WH_OK);
+    for (int i = 0; i < 10; i++)
+        ops->release(d, &parts[i]);
+    reclaim_settle(d, dir, 11, &sp);
+    CHECK_EQ_U64(sp.reclaimed_files, 11);
+    CHECK_EQ_U64(sp.reclaim_steps, journal && allocated ? 5 : 0);
     /* Still read: one open (a GET or a copy), one only mapped (an RDMA GET). */
     CHECK(allocated_object(d, dir, mid, &held) == WH_OK);
     CHECK(allocated_object(d, dir, mid, &mapped) == WH_OK);
@@ -535,9 +546,9 @@ static void test_reclaim_steps(void)
     ops->reader_close(rm);
     ops->release(d, &held);
     ops->release(d, &mapped);
-    reclaim_settle(d, dir, 3, &sp);
-    CHECK_EQ_U64(sp.reclaimed_files, 3);
-    CHECK_EQ_U64(sp.reclaim_steps, journal && allocated ? 3 : 0); /* no step for either */
+    reclaim_settle(d, dir, 13, &sp);
+    CHECK_EQ_U64(sp.reclaimed_files, 13);
+    CHECK_EQ_U64(sp.reclaim_steps, journal && allocated ? 5 : 0); /* no step for either */
     unsigned char *got = malloc(WIN);
     for (int k = 0; k < 2 && got; k++) {
         uint64_t off = k ? mid - WIN : 0;
