@@ -44,9 +44,15 @@ one() { # build round conc
   echo "== $1 round $2 c$3 rc=$? $(date +%s.%N)"; grep -E "^  save|^rdma" "$W/ckpt-$1-$2-c$3.log"
   grep -E "method=DELETE|index.json api=PutObject|gave back" "$DISK/ck/wharfd.log" > "$W/req-$1-$2-c$3.txt"
   grep "method=DELETE" "$W/req-$1-$2-c$3.txt" | sed -E 's/.*dur_ms=([0-9.]+).*/\1/' | tr '\n' ' '; echo
+  tar -C "$W" -czf "$OUT/ab.tgz" . # after each run: a kill at the limit keeps what ran
 }
-for r in 1 2; do one build-device $r 4; one build-device-pre $r 4; done
-if [ "$SECONDS" -lt 200 ]; then one build-device 3 16; else echo "c16 skipped: ${SECONDS}s used"; fi
+LIMIT=${LIMIT:-600}
+left() { [ $((LIMIT - SECONDS)) -gt 60 ] || { echo "stopped: ${SECONDS}s used of ${LIMIT}"; false; }; }
+for r in 1 2; do
+  left && one build-device $r 4
+  left && one build-device-pre $r 4
+done
+left && one build-device 3 16
 kill $SAMP 2>/dev/null; wait $SAMP 2>/dev/null
 echo "stack samples: $(wc -l < "$W/stacks.txt")"
 awk '{ $1=""; $2=""; print }' "$W/stacks.txt" | sort | uniq -c | sort -rn | head -12 | cut -c1-300
