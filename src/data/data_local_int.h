@@ -18,10 +18,12 @@
 #define LD_WRITEBACK_CHUNK (8ULL << 20)
 /* Look at free space again after this many bytes of one write. */
 #define LD_SPACE_CHECK (1ULL << 20)
-/* A released object this large has its files unlinked by the reclaiming thread, off the
- * request (data_local_reclaim.c); at most LD_RECLAIM_QUEUE files queued, the rest in place. */
+/* A released object this large has its files given back by the reclaiming thread, off the
+ * request (data_local_reclaim.c); its queue starts at LD_RECLAIM_QUEUE files and doubles up
+ * to LD_RECLAIM_QUEUE_MAX (48 bytes each), beyond which files are unlinked in place. */
 #define LD_RECLAIM_MIN (64ULL << 20)
 #define LD_RECLAIM_QUEUE 1024u
+#define LD_RECLAIM_QUEUE_MAX (1u << 20)
 /* Such a file is emptied this many bytes at a time, each step made durable, before it is
  * unlinked (data_local_reclaim.c says why). */
 #define LD_RECLAIM_STEP (256ULL << 20)
@@ -60,8 +62,9 @@ typedef struct ld {
     pthread_t rc_thread;
     bool rc_started, rc_failed, rc_stop;
     ld_reclaim_item_t *rc_q;
-    unsigned rc_head, rc_n;
-    uint64_t rc_pending;                   /* bytes queued, not yet given back */
+    unsigned rc_head, rc_n, rc_cap;
+    bool rc_hold;        /* tests only: while set, the thread takes nothing from the queue */
+    uint64_t rc_pending; /* bytes queued, not yet given back */
     uint64_t rc_done_files, rc_done_bytes; /* given back so far */
     uint64_t rc_steps;                     /* holes punched (ld_reclaim_steps) */
 } ld_t;

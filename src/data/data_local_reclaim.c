@@ -2,7 +2,7 @@
  * request.
  *
  * Unlinking a file frees its page cache and its blocks, and on a file system mounted with
- * discard the journal also discards them: on the VM's ext4 (discard) unlinking a written and
+ * discard the blocks are also discarded: on the VM's ext4 (discard) unlinking a written and
  * synced file took 0.39 s for 1 GiB and 0.86 s for 2 GiB, spent inside the DELETE (or the
  * overwriting PUT) that released it. An overwrite-safe checkpoint deletes its old generation
  * inside the save, so training waited for that too. The files of a released object of
@@ -10,27 +10,28 @@
  * DIR/tmp (a directory entry moved: objects/ no longer holds them) and given back by this
  * thread. A crash before that leaves them in tmp/, which start-up empties. A write that finds
  * the disk full while bytes are still being given back waits for them (ld_space_check).
- * Smaller objects' files are unlinked in place, as before.
+ * Smaller objects' files are unlinked in place, as before. The queue grows as needed
+ * (ld_reclaim_room): a checkpoint is thousands of files.
  *
- * In steps. One unlink frees all of a file's blocks in one journal transaction, and every
- * other writer's fsync that lands on that transaction's commit waits for its discards: on the
- * GPU machine's ext4 (a virtual disk mounted discard), giving back 8 GiB in three unlinks held
- * another thread's 4 KiB durable commit up to 210-268 ms, and an overwriting checkpoint's
- * DELETE of its old generation's second shard 0.6-1.0 s, while the first shard's files were
- * being unlinked. So a file of more than LD_RECLAIM_STEP bytes of blocks is first emptied by
- * punching holes of LD_RECLAIM_STEP bytes from its end, each made durable (fdatasync, so each
- * step's blocks are freed and discarded in a commit of their own), and then unlinked (RocksDB's
- * delete scheduler truncates a file the same way). Smaller files (a multipart object's parts,
- * 64-128 MiB each) are unlinked whole, and tmp/ is fsync'd after every LD_RECLAIM_STEP bytes
- * of them, which commits their frees: without it a shard's two dozen parts went in one commit.
- * Punched, not truncated: a file that is still read (a GET or a copy holding it open, or an RDMA
- * GET holding it mapped) would read zeros, which its checksum catches, where a truncated mapping
- * raises SIGBUS. Such a file is not punched at all: before the first step /proc/self/fd and
- * /proc/self/maps are searched for its inode, and one found there is only unlinked (its blocks go
- * when the reader lets go). Its name left objects/ before the search, so no reader opens it by name
- * after it; only an open that had already looked the name up and ends after the search is missed,
- * and it reads zeros. A file system without a journal (tmpfs, ramfs) frees in one unlink, without
- * steps. */
+ * In steps. Both machines' ext4 runs without a journal, and there the thread that frees the
+ * blocks issues their discards and waits for them (ext4_free_blocks -> blkdev_issue_discard,
+ * in kernel stacks sampled on the GPU machine); other writers' durable commits wait longer
+ * meanwhile: giving back 8 GiB in three unlinks held another thread's 4 KiB commit up to
+ * 211-225 ms there, against 68-71 ms in steps of 256 MiB (bench/disk_reclaim.py). So a file
+ * with more than LD_RECLAIM_STEP bytes of blocks is first emptied by punching holes of
+ * LD_RECLAIM_STEP bytes from its end, each followed by fdatasync, and then unlinked (RocksDB's
+ * delete scheduler truncates a file the same way). Smaller files (parts, stripes) are unlinked
+ * whole, with an fsync of tmp/ after every LD_RECLAIM_STEP bytes of them: on a journaled ext4
+ * the frees (and discards) happen in the journal commit that other fsyncs wait for, and that
+ * sync bounds what one commit carries (not measured: neither machine has a journaled disk).
+ * Punched, not truncated: a file that is still read (a GET or a copy holding it open, or an
+ * RDMA GET holding it mapped) would read zeros, which its checksum catches, where a truncated
+ * mapping raises SIGBUS. Such a file is not punched at all: before the first step
+ * /proc/self/fd and /proc/self/maps are searched for its inode, and one found there is only
+ * unlinked (its blocks go when the reader lets go). Its name left objects/ before the search,
+ * so no reader opens it by name after it; only an open that had already looked the name up
+ * and ends after the search is missed, and it reads zeros. On tmpfs and ramfs a file goes in
+ * one unlink, without steps. */
 #include "data/data_local_int.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -95,7 +96,7 @@ static bool ld_in_use(int skip_fd, dev_t dev, ino_t ino)
 typedef struct ld_giveback {
     uint64_t freed; /* bytes of blocks freed by the steps (the rest go with the unlink) */
     unsigned steps; /* holes punched, each made durable */
-    bool journal;   /* on a file system with a journal (not tmpfs, ramfs) */
+    bool disk;      /* on a disk's file system (not tmpfs, ramfs): steps and syncs apply */
     bool held;      /* open or mapped in this process: its blocks go when it is let go */
 } ld_giveback_t;
 
@@ -114,9 +115,9 @@ static ld_giveback_t ld_reclaim_steps(ld_t *l, const char *name)
         close(fd);
         return g;
     }
-    g.journal = fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC;
+    g.disk = fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC;
     uint64_t blocks = (uint64_t)sb.st_blocks * 512u;
-    if (!g.journal || blocks <= LD_RECLAIM_STEP || (g.held = ld_in_use(fd, sb.st_dev, sb.st_ino))) {
+    if (!g.disk || blocks <= LD_RECLAIM_STEP || (g.held = ld_in_use(fd, sb.st_dev, sb.st_ino))) {
         close(fd);
         return g;
     }
@@ -155,12 +156,12 @@ static void *ld_reclaim_main(void *arg)
     uint64_t unsynced = 0; /* bytes freed by unlinks since the last step */
     pthread_mutex_lock(&l->rc_lock);
     for (;;) {
-        while (l->rc_n == 0 && !l->rc_stop)
+        while ((l->rc_n == 0 || l->rc_hold) && !l->rc_stop)
             pthread_cond_wait(&l->rc_cond, &l->rc_lock);
         if (l->rc_n == 0) /* stopping, and nothing left: a clean stop leaves no file behind */
             break;
         ld_reclaim_item_t it = l->rc_q[l->rc_head];
-        l->rc_head = (l->rc_head + 1) % LD_RECLAIM_QUEUE;
+        l->rc_head = (l->rc_head + 1) % l->rc_cap;
         l->rc_n--;
         pthread_mutex_unlock(&l->rc_lock);
         char name[sizeof LD_RECLAIM_PREFIX + STORE_DATA_ID_LEN];
@@ -177,10 +178,10 @@ static void *ld_reclaim_main(void *arg)
                      l->dir, name);
         uint64_t rest = it.bytes > g.freed ? it.bytes - g.freed : 0;
         bool synced = false;
-        /* Files of a step or less (a multipart object's parts) each go in one unlink; a
-         * directory sync after every LD_RECLAIM_STEP bytes of them commits their frees, so
-         * that no commit carries more (fsync of a directory commits the journal). */
-        if (g.journal && !g.held && (unsynced += rest) >= LD_RECLAIM_STEP) {
+        /* Files of a step or less (parts, stripes) each go in one unlink; a directory sync
+         * after every LD_RECLAIM_STEP bytes of them commits their frees where the file system
+         * has a journal, so that no commit carries more. */
+        if (g.disk && !g.held && (unsynced += rest) >= LD_RECLAIM_STEP) {
             if (fsync(l->tmp_fd) != 0)
                 wh_debug("store", "%s/tmp: fsync failed: %m", l->dir);
             unsynced = 0;
@@ -212,9 +213,12 @@ static bool ld_reclaim_running(ld_t *l)
         return true;
     if (l->rc_failed || l->rc_stop)
         return false;
-    if (!l->rc_q && !(l->rc_q = calloc(LD_RECLAIM_QUEUE, sizeof *l->rc_q))) {
-        l->rc_failed = true;
-        return false;
+    if (!l->rc_q) {
+        if (!(l->rc_q = calloc(LD_RECLAIM_QUEUE, sizeof *l->rc_q))) {
+            l->rc_failed = true;
+            return false;
+        }
+        l->rc_cap = LD_RECLAIM_QUEUE;
     }
     int e = pthread_create(&l->rc_thread, NULL, ld_reclaim_main, l);
     if (e != 0) {
@@ -226,6 +230,30 @@ static bool ld_reclaim_running(ld_t *l)
         return false;
     }
     l->rc_started = true;
+    return true;
+}
+
+/* Lock held. Room for one more item: the ring doubles when full (its items kept in order), up
+ * to LD_RECLAIM_QUEUE_MAX. An 8 GiB checkpoint is a thousand files (its parts' stripes of
+ * 8 MiB), and an overwriting save releases one generation while the one before may still be
+ * going: with a fixed ring of 1024 the second shard's files overflowed into unlinks inside
+ * its DELETE (0.38-0.80 s each on the GPU machine's disk). */
+static bool ld_reclaim_room(ld_t *l)
+{
+    if (l->rc_n < l->rc_cap)
+        return true;
+    if (l->rc_cap >= LD_RECLAIM_QUEUE_MAX)
+        return false;
+    unsigned cap = l->rc_cap * 2;
+    ld_reclaim_item_t *q = calloc(cap, sizeof *q);
+    if (!q)
+        return false;
+    for (unsigned i = 0; i < l->rc_n; i++)
+        q[i] = l->rc_q[(l->rc_head + i) % l->rc_cap];
+    free(l->rc_q);
+    l->rc_q = q;
+    l->rc_head = 0;
+    l->rc_cap = cap;
     return true;
 }
 
@@ -243,9 +271,9 @@ static bool ld_reclaim_queue(ld_t *l, const char *id)
     snprintf(name, sizeof name, LD_RECLAIM_PREFIX "%s", id);
     bool queued = false;
     pthread_mutex_lock(&l->rc_lock);
-    if (l->rc_n < LD_RECLAIM_QUEUE && ld_reclaim_running(l) &&
+    if (ld_reclaim_running(l) && ld_reclaim_room(l) &&
         renameat(l->obj_fd, rel, l->tmp_fd, name) == 0) {
-        ld_reclaim_item_t *it = &l->rc_q[(l->rc_head + l->rc_n) % LD_RECLAIM_QUEUE];
+        ld_reclaim_item_t *it = &l->rc_q[(l->rc_head + l->rc_n) % l->rc_cap];
         memcpy(it->id, id, STORE_DATA_ID_LEN);
         it->id[STORE_DATA_ID_LEN] = '\0';
         it->bytes = (uint64_t)sb.st_blocks * 512u;

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "data/data.h"
+#include "data/data_local_int.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -492,14 +493,14 @@ static void reclaim_settle(store_data_t *d, const char *dir, uint64_t files, sto
 
 /* A released file with more than 256 MiB of blocks is given back in durable steps (holes
  * punched from its end), and smaller ones with a directory sync after every 256 MiB of them,
- * except on a file system without a journal; one this process still has open or mapped is
+ * except on tmpfs and ramfs; one this process still has open or mapped is
  * only unlinked, so its reader keeps its bytes. */
 static void test_reclaim_steps(void)
 {
     char *dir = tmpdir();
     struct statfs fs;
     CHECK(statfs(dir, &fs) == 0);
-    bool journal = fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC;
+    bool disk = fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC;
     store_local_config_t cfg = {.dir = dir, .high_water_pct = 100, .put_stripes = 1};
     store_data_t *d = NULL;
     CHECK(store_data_local_open(&cfg, &d) == WH_OK);
@@ -520,7 +521,7 @@ static void test_reclaim_steps(void)
     CHECK_EQ_U64(sp.reclaimed_files, 1);
     CHECK_EQ_U64(sp.reclaim_pending, 0);
     CHECK(count_tmp(dir) == 0 && count_objects(dir) == 0);
-    CHECK_EQ_U64(sp.reclaim_steps, journal && allocated ? 3 : 0); /* 256 + 256 + 88 MiB */
+    CHECK_EQ_U64(sp.reclaim_steps, disk && allocated ? 3 : 0); /* 256 + 256 + 88 MiB */
     /* Ten files of 64 MiB (a multipart object's parts): each unlinked whole, and the frees
      * committed by a directory sync after every 256 MiB of them: two syncs. */
     store_data_ref_t parts[10];
@@ -530,7 +531,7 @@ static void test_reclaim_steps(void)
         ops->release(d, &parts[i]);
     reclaim_settle(d, dir, 11, &sp);
     CHECK_EQ_U64(sp.reclaimed_files, 11);
-    CHECK_EQ_U64(sp.reclaim_steps, journal && allocated ? 5 : 0);
+    CHECK_EQ_U64(sp.reclaim_steps, disk && allocated ? 5 : 0);
     /* Still read: one open (a GET or a copy), one only mapped (an RDMA GET). */
     CHECK(allocated_object(d, dir, mid, &held) == WH_OK);
     CHECK(allocated_object(d, dir, mid, &mapped) == WH_OK);
@@ -548,7 +549,7 @@ static void test_reclaim_steps(void)
     ops->release(d, &mapped);
     reclaim_settle(d, dir, 13, &sp);
     CHECK_EQ_U64(sp.reclaimed_files, 13);
-    CHECK_EQ_U64(sp.reclaim_steps, journal && allocated ? 5 : 0); /* no step for either */
+    CHECK_EQ_U64(sp.reclaim_steps, disk && allocated ? 5 : 0); /* no step for either */
     unsigned char *got = malloc(WIN);
     for (int k = 0; k < 2 && got; k++) {
         uint64_t off = k ? mid - WIN : 0;
@@ -566,6 +567,59 @@ static void test_reclaim_steps(void)
     nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* More files released together than the queue's first size while the thread takes nothing
+ * (an overwriting save's second shard released while the first's are still queued): every
+ * one is still moved to tmp/ and queued, none unlinked inside the release, and all are
+ * given back once the thread runs. */
+static void test_reclaim_queue_grows(void)
+{
+    char *dir = tmpdir();
+    store_local_config_t cfg = {.dir = dir, .high_water_pct = 100, .put_stripes = 1};
+    store_data_t *d = NULL;
+    CHECK(store_data_local_open(&cfg, &d) == WH_OK);
+    if (!d)
+        return;
+    enum { N = LD_RECLAIM_QUEUE + 300 };
+    store_data_ref_t ref = {.id = ""};
+    ref.chunks = calloc(N, sizeof *ref.chunks);
+    CHECK(ref.chunks != NULL);
+    if (!ref.chunks) {
+        d->ops->close(d);
+        return;
+    }
+    ref.n_chunks = N;
+    for (unsigned i = 0; i < N; i++) { /* sparse files of 1 MiB: 1324 MiB together */
+        snprintf(ref.chunks[i].id, sizeof ref.chunks[i].id, "%032x", i + 1);
+        char p[512];
+        snprintf(p, sizeof p, "%s/objects/%.2s", dir, ref.chunks[i].id);
+        mkdir(p, 0750);
+        snprintf(p, sizeof p, "%s/objects/%.2s/%s", dir, ref.chunks[i].id, ref.chunks[i].id);
+        int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+        CHECK(fd >= 0 && ftruncate(fd, 1 << 20) == 0);
+        if (fd >= 0)
+            close(fd);
+    }
+    CHECK(count_objects(dir) == N);
+    ld_t *l = (ld_t *)d;
+    pthread_mutex_lock(&l->rc_lock);
+    l->rc_hold = true;
+    pthread_mutex_unlock(&l->rc_lock);
+    d->ops->release(d, &ref);
+    CHECK(count_objects(dir) == 0);
+    CHECK(count_tmp(dir) == N); /* all queued: none went in place */
+    pthread_mutex_lock(&l->rc_lock);
+    l->rc_hold = false;
+    pthread_cond_broadcast(&l->rc_cond);
+    pthread_mutex_unlock(&l->rc_lock);
+    store_space_t sp;
+    reclaim_settle(d, dir, N, &sp);
+    CHECK_EQ_U64(sp.reclaimed_files, N);
+    CHECK(count_tmp(dir) == 0);
+    free(ref.chunks);
+    d->ops->close(d);
+    nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
     wh_log_set_level(WH_LOG_ERROR);
@@ -576,5 +630,6 @@ int main(void)
     RUN(test_one_stripe);
     RUN(test_reclaim);
     RUN(test_reclaim_steps);
+    RUN(test_reclaim_queue_grows);
     return check_done();
 }
