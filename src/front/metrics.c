@@ -191,8 +191,8 @@ void srv_metrics_storage(store_t *st, wh_sbuf_t *o)
                    "wharf_storage_reclaimed_bytes_total %llu\n"
                    "# HELP wharf_storage_reclaim_steps_total Durable steps they were given back "
                    "in (a hole of at most 256 MiB punched and synced, or a directory sync "
-                   "after 256 MiB of smaller files), so that no one journal commit frees (and "
-                   "discards) more.\n"
+                   "after 256 MiB of smaller files), so that no one step frees (and, mounted "
+                   "discard, discards) more.\n"
                    "# TYPE wharf_storage_reclaim_steps_total counter\n"
                    "wharf_storage_reclaim_steps_total %llu\n",
                    (unsigned long long)sp.reclaim_pending, (unsigned long long)sp.reclaimed_files,
