@@ -388,12 +388,20 @@ static wh_status_t sparse_object(store_data_t *d, uint64_t total, store_data_ref
     return st;
 }
 
-static void test_reclaim(void)
+/* A data table in a fresh directory, one file per PUT (reclaim tests). */
+static store_data_t *open_one_stripe(char **dir)
 {
-    char *dir = tmpdir();
-    store_local_config_t cfg = {.dir = dir, .high_water_pct = 100, .put_stripes = 1};
+    *dir = tmpdir();
+    store_local_config_t cfg = {.dir = *dir, .high_water_pct = 100, .put_stripes = 1};
     store_data_t *d = NULL;
     CHECK(store_data_local_open(&cfg, &d) == WH_OK);
+    return d;
+}
+
+static void test_reclaim(void)
+{
+    char *dir;
+    store_data_t *d = open_one_stripe(&dir);
     if (!d)
         return;
     releaser_t r[4];
@@ -497,15 +505,13 @@ static void reclaim_settle(store_data_t *d, const char *dir, uint64_t files, sto
  * only unlinked, so its reader keeps its bytes. */
 static void test_reclaim_steps(void)
 {
-    char *dir = tmpdir();
+    char *dir;
+    store_data_t *d = open_one_stripe(&dir);
+    if (!d)
+        return;
     struct statfs fs;
     CHECK(statfs(dir, &fs) == 0);
     bool disk = fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC;
-    store_local_config_t cfg = {.dir = dir, .high_water_pct = 100, .put_stripes = 1};
-    store_data_t *d = NULL;
-    CHECK(store_data_local_open(&cfg, &d) == WH_OK);
-    if (!d)
-        return;
     const store_data_ops_t *ops = d->ops;
     store_data_ref_t big, held, mapped;
     uint64_t total = 600u << 20, mid = 320u << 20;
@@ -573,10 +579,8 @@ static void test_reclaim_steps(void)
  * given back once the thread runs. */
 static void test_reclaim_queue_grows(void)
 {
-    char *dir = tmpdir();
-    store_local_config_t cfg = {.dir = dir, .high_water_pct = 100, .put_stripes = 1};
-    store_data_t *d = NULL;
-    CHECK(store_data_local_open(&cfg, &d) == WH_OK);
+    char *dir;
+    store_data_t *d = open_one_stripe(&dir);
     if (!d)
         return;
     enum { N = LD_RECLAIM_QUEUE + 300 };
