@@ -632,7 +632,9 @@ static void ld_page_probe(ld_t *l)
     struct statfs sf;
     if (ftruncate(fd, 4 << 20) == 0 && fstat(fd, &sb) == 0)
         l->page_bytes = (uint64_t)sb.st_blksize;
-    bool tmpfs = fstatfs(fd, &sf) == 0 && (unsigned long)sf.f_type == TMPFS_MAGIC;
+    bool fs_known = fstatfs(fd, &sf) == 0;
+    bool tmpfs = fs_known && (unsigned long)sf.f_type == TMPFS_MAGIC;
+    l->memory_fs = tmpfs || (fs_known && (unsigned long)sf.f_type == RAMFS_MAGIC);
     close(fd);
     unlinkat(l->tmp_fd, name, 0);
     long psz = sysconf(_SC_PAGESIZE);

@@ -53,6 +53,7 @@ typedef struct ld {
     bool populate_refused; /* madvise(MADV_POPULATE_WRITE) answered EINVAL once (atomic) */
     unsigned put_stripes;  /* positional writes of stripe_min bytes or more: files, 1 = one */
     uint64_t page_bytes;   /* store_space_t's, probed at open */
+    bool memory_fs;        /* tmp/ is on tmpfs or ramfs (probed at open): no reclaim steps */
     uint64_t stripe_min;
     pthread_mutex_t reserve_lock;
     bool reserve_held; /* DIR/reserve exists at full size */

@@ -44,9 +44,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <linux/falloc.h>
-#include <linux/magic.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -96,31 +94,28 @@ static bool ld_in_use(int skip_fd, dev_t dev, ino_t ino)
 typedef struct ld_giveback {
     uint64_t freed; /* bytes of blocks freed by the steps (the rest go with the unlink) */
     unsigned steps; /* holes punched, each made durable */
-    bool disk;      /* on a disk's file system (not tmpfs, ramfs): steps and syncs apply */
     bool held;      /* open or mapped in this process: its blocks go when it is let go */
 } ld_giveback_t;
 
-/* Gives one released file's blocks back in durable steps, from its end (see the top), where
- * it has more than LD_RECLAIM_STEP bytes of them and is not held. Its pending bytes are
- * counted down as they go. The caller unlinks the file, whatever is left of it. */
-static ld_giveback_t ld_reclaim_steps(ld_t *l, const char *name)
+/* Gives one released file's blocks back in durable steps, from its end (see the top): one of
+ * more than LD_RECLAIM_STEP bytes of blocks (as queued) on a disk's file system, not held open
+ * or mapped here. Its pending bytes are counted down as they go. The caller unlinks the file,
+ * whatever is left of it. */
+static ld_giveback_t ld_reclaim_steps(ld_t *l, const char *name, uint64_t blocks)
 {
     ld_giveback_t g = {0};
+    if (l->memory_fs || blocks <= LD_RECLAIM_STEP)
+        return g;
     int fd = openat(l->tmp_fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return g;
     struct stat sb;
-    struct statfs fs;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || fstatfs(fd, &fs) != 0) {
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
+        (g.held = ld_in_use(fd, sb.st_dev, sb.st_ino))) {
         close(fd);
         return g;
     }
-    g.disk = fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC;
-    uint64_t blocks = (uint64_t)sb.st_blocks * 512u;
-    if (!g.disk || blocks <= LD_RECLAIM_STEP || (g.held = ld_in_use(fd, sb.st_dev, sb.st_ino))) {
-        close(fd);
-        return g;
-    }
+    blocks = (uint64_t)sb.st_blocks * 512u;
     for (off_t end = sb.st_size; end > 0;) {
         pthread_mutex_lock(&l->rc_lock);
         bool stop = l->rc_stop; /* closing: the rest goes in one unlink */
@@ -167,7 +162,7 @@ static void *ld_reclaim_main(void *arg)
         char name[sizeof LD_RECLAIM_PREFIX + STORE_DATA_ID_LEN];
         snprintf(name, sizeof name, LD_RECLAIM_PREFIX "%s", it.id);
         uint64_t t0 = wh_now_ns();
-        ld_giveback_t g = ld_reclaim_steps(l, name);
+        ld_giveback_t g = ld_reclaim_steps(l, name, it.bytes);
         uint64_t t1 = wh_now_ns();
         if (g.steps)
             unsynced = 0; /* the steps' syncs committed the earlier unlinks too */
@@ -181,7 +176,7 @@ static void *ld_reclaim_main(void *arg)
         /* Files of a step or less (parts, stripes) each go in one unlink; a directory sync
          * after every LD_RECLAIM_STEP bytes of them commits their frees where the file system
          * has a journal, so that no commit carries more. */
-        if (g.disk && !g.held && (unsynced += rest) >= LD_RECLAIM_STEP) {
+        if (!l->memory_fs && !g.held && (unsynced += rest) >= LD_RECLAIM_STEP) {
             if (fsync(l->tmp_fd) != 0)
                 wh_debug("store", "%s/tmp: fsync failed: %m", l->dir);
             unsynced = 0;
