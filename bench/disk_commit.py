@@ -25,10 +25,12 @@ on the same directory is measured by wharf_bench put.
 import argparse
 import ctypes
 import mmap
-import sqlite3
 import os
+import shutil
+import sqlite3
 import statistics
 import sys
+import tempfile
 import threading
 import time
 
@@ -145,6 +147,28 @@ def run(d, writers, files, nbytes, pattern, buf):
     return writers * files * nbytes / wall / 1e9
 
 
+def prepare(d):
+    """The directories a run writes in: d/tmp and d/objects/00..ff (wharfd's layout)."""
+    os.makedirs(os.path.join(d, "tmp"), exist_ok=True)
+    for b in range(256):
+        os.makedirs(os.path.join(d, "objects", f"{b:02x}"), exist_ok=True)
+
+
+def durable_rate(parent, writers=16, files=4, mib=64, pattern="commit+sfr"):
+    """One measure of the durable write rate (GB/s) of the file system under parent, in
+    wharfd's commit pattern: what a benchmark records as limits.durable_write_gbps beside its
+    own disk cells (bench/py/ckpt.py between repeats). Writes in a directory of its own under
+    parent and removes it."""
+    d = tempfile.mkdtemp(prefix=".durable-limit-", dir=parent)
+    try:
+        prepare(d)
+        buf = mmap.mmap(-1, WRITE)
+        buf.write(os.urandom(WRITE))
+        return run(d, writers, files, mib << 20, pattern, memoryview(buf))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("dir")
@@ -159,10 +183,8 @@ def main():
     a = ap.parse_args()
     global META
     d = os.path.join(a.dir, "disk-commit")
-    os.makedirs(os.path.join(d, "tmp"), exist_ok=True)
+    prepare(d)
     META = Meta(d)
-    for b in range(256):
-        os.makedirs(os.path.join(d, "objects", f"{b:02x}"), exist_ok=True)
     buf = mmap.mmap(-1, WRITE)  # page-aligned, as O_DIRECT needs
     buf.write(os.urandom(WRITE))
     buf = memoryview(buf)

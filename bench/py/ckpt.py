@@ -28,6 +28,11 @@ RDMA read bytes >= 0.99; else the cell carries error "rdma-not-used...". Repeat 
 is verified after restore, outside the timer (shape, dtype and all values of every tensor).
 An arm that cannot run here (no DCP in this torch) is reported under results.skipped with
 the reason.
+On a disk (the data dir not on tmpfs or ramfs; --durable-limit on forces it, off skips it) the
+disk's durable write rate is measured before every repeat and after the last, in wharfd's
+commit pattern (bench/disk_commit.py: commit+sfr, --durable-writers writers, 4 files of 64 MiB
+each) on the data dir's file system: limits.durable_write_gbps, and for every arm
+ratios.<arm>_durable_over_disk_limit = its median durable_s / (payload / the median rate).
 
   /usr/bin/python3 bench/py/ckpt.py [--gib 2] [--repeats 3] [--arms rdma,http,torch]
       [--device cuda] [--async-save] [--overwrite] [--data DIR] [--local-dir DIR]
@@ -42,6 +47,7 @@ import tempfile
 import time
 
 import common as cm
+import disk_commit
 import torch
 
 import wharf.torch as wt
@@ -366,6 +372,13 @@ def summarize_runs(a, arms, runs, sd, nbytes, lim, srv, skipped=None):
             "results": {"arms": results, "ratios": ratios, "runs": runs,
                         "skipped": skipped}}
     root["memory"] = cm.memory_peaks(srv)
+    rate = (lim.get("durable_write_gbps") or {}).get("median")
+    if rate:
+        floor = nbytes / (rate * 1e9)
+        for arm in arms:
+            du = results[arm]["durable_s"]
+            if du.get("median"):
+                ratios[f"{arm}_durable_over_disk_limit"] = du["median"] / floor
     if "rdma" in results:
         sb, du = results["rdma"]["save_blocking_s"], results["rdma"]["durable_s"]
         if sb.get("median") and du.get("median"):
@@ -386,6 +399,11 @@ def main():
                     "saving over the last (the overwrite-safe path with its cleanup)")
     ap.add_argument("--reloads", type=int, default=0, help="rdma/http: load each saved "
                     "checkpoint this many more times (results.runs[].reloads)")
+    ap.add_argument("--durable-limit", choices=("auto", "on", "off"), default="auto",
+                    help="measure the disk's durable write rate between repeats (auto: when "
+                    "the data dir is not on tmpfs or ramfs)")
+    ap.add_argument("--durable-writers", type=int, default=16,
+                    help="writer threads of that measure (wharfd's commit pattern)")
     ap.add_argument("--local-dir", default=None, help="where torchfs and dcpfs write "
                     "(default: a temporary directory; tmpfs or a disk, like --data)")
     a = ap.parse_args()
@@ -425,7 +443,23 @@ def main():
         (clients.get("http") or next(iter(clients.values()))).create_bucket(bucket)
         runs = []
         out = cm.Incremental(a, "ckpt")
+        fs = cm.bl.fs_type(srv.data_dir)
+        durable = a.durable_limit == "on" or (a.durable_limit == "auto" and
+                                              fs not in ("tmpfs", "ramfs"))
+        rates = []
+
+        def measure_durable():
+            if durable:
+                rates.append(disk_commit.durable_rate(os.path.dirname(
+                    os.path.abspath(srv.data_dir)), a.durable_writers))
+                lim["durable_write_gbps"] = cm.bl.summary(rates)
+                lim["durable_write_how"] = (
+                    f"bench/disk_commit.py commit+sfr, {a.durable_writers} writers x 4 files "
+                    f"x 64 MiB, on {fs} beside the data dir, before every repeat and after "
+                    "the last")
+                print(f"durable write rate {rates[-1]:.3f} GB/s", file=sys.stderr, flush=True)
         for r in range(a.repeats):
+            measure_durable()
             for arm in arms:
                 key = f"ckpt-{arm}" if a.overwrite else f"ckpt-{arm}-{r}"
                 last = r == a.repeats - 1
@@ -463,6 +497,7 @@ def main():
                       f"{res['save'].get('error', '')}{res['load'].get('error', '')}",
                       file=sys.stderr, flush=True)
             out.write(summarize_runs(a, arms, runs, sd, nbytes, lim, srv, skipped)[0], False)
+        measure_durable()
         root, results, ratios = summarize_runs(a, arms, runs, sd, nbytes, lim, srv, skipped)
         out.write(root, True)
         for arm in arms:
