@@ -30,8 +30,8 @@ An arm that cannot run here (no DCP in this torch) is reported under results.ski
 the reason.
 On a disk (the data dir not on tmpfs or ramfs; --durable-limit on forces it, off skips it) the
 disk's durable write rate is measured before every repeat and after the last, in wharfd's
-commit pattern (bench/disk_commit.py: commit+sfr, --durable-writers writers, 4 files of 64 MiB
-each) on the data dir's file system: limits.durable_write_gbps, and for every arm
+commit pattern (bench/disk_commit.py: commit+sfr, --durable-writers writers, 4 files of
+--durable-mib MiB each) on the data dir's file system: limits.durable_write_gbps, and for every arm
 ratios.<arm>_durable_over_disk_limit = its median durable_s / (payload / the median rate).
 
   /usr/bin/python3 bench/py/ckpt.py [--gib 2] [--repeats 3] [--arms rdma,http,torch]
@@ -404,6 +404,8 @@ def main():
                     "the data dir is not on tmpfs or ramfs)")
     ap.add_argument("--durable-writers", type=int, default=16,
                     help="writer threads of that measure (wharfd's commit pattern)")
+    ap.add_argument("--durable-mib", type=int, default=64,
+                    help="size of each of its files (4 per writer)")
     ap.add_argument("--local-dir", default=None, help="where torchfs and dcpfs write "
                     "(default: a temporary directory; tmpfs or a disk, like --data)")
     a = ap.parse_args()
@@ -451,11 +453,11 @@ def main():
         def measure_durable():
             if durable:
                 rates.append(disk_commit.durable_rate(os.path.dirname(
-                    os.path.abspath(srv.data_dir)), a.durable_writers))
+                    os.path.abspath(srv.data_dir)), a.durable_writers, 4, a.durable_mib))
                 lim["durable_write_gbps"] = cm.bl.summary(rates)
                 lim["durable_write_how"] = (
                     f"bench/disk_commit.py commit+sfr, {a.durable_writers} writers x 4 files "
-                    f"x 64 MiB, on {fs} beside the data dir, before every repeat and after "
+                    f"x {a.durable_mib} MiB, on {fs} beside the data dir, before every repeat and after "
                     "the last")
                 print(f"durable write rate {rates[-1]:.3f} GB/s", file=sys.stderr, flush=True)
         for r in range(a.repeats):
