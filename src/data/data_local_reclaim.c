@@ -208,13 +208,6 @@ static bool ld_reclaim_running(ld_t *l)
         return true;
     if (l->rc_failed || l->rc_stop)
         return false;
-    if (!l->rc_q) {
-        if (!(l->rc_q = calloc(LD_RECLAIM_QUEUE, sizeof *l->rc_q))) {
-            l->rc_failed = true;
-            return false;
-        }
-        l->rc_cap = LD_RECLAIM_QUEUE;
-    }
     int e = pthread_create(&l->rc_thread, NULL, ld_reclaim_main, l);
     if (e != 0) {
         wh_warn("store",
@@ -228,9 +221,10 @@ static bool ld_reclaim_running(ld_t *l)
     return true;
 }
 
-/* Lock held. Room for one more item: the ring doubles when full (its items kept in order), up
- * to LD_RECLAIM_QUEUE_MAX. An 8 GiB checkpoint is a thousand files (its parts' stripes of
- * 8 MiB), and an overwriting save releases one generation while the one before may still be
+/* Lock held. Room for one more item: the ring is made at the first release (LD_RECLAIM_QUEUE
+ * items) and doubles when full (its items kept in order), up to LD_RECLAIM_QUEUE_MAX; where it
+ * cannot grow, the file goes in place. An 8 GiB checkpoint is a thousand files (its parts' stripes
+ * of 8 MiB), and an overwriting save releases one generation while the one before may still be
  * going: with a fixed ring of 1024 the second shard's files overflowed into unlinks inside
  * its DELETE (0.38-0.80 s each on the GPU machine's disk). */
 static bool ld_reclaim_room(ld_t *l)
@@ -239,7 +233,7 @@ static bool ld_reclaim_room(ld_t *l)
         return true;
     if (l->rc_cap >= LD_RECLAIM_QUEUE_MAX)
         return false;
-    unsigned cap = l->rc_cap * 2;
+    unsigned cap = l->rc_cap ? l->rc_cap * 2 : LD_RECLAIM_QUEUE;
     ld_reclaim_item_t *q = calloc(cap, sizeof *q);
     if (!q)
         return false;
@@ -352,6 +346,7 @@ void ld_reclaim_stop(ld_t *l)
         pthread_join(l->rc_thread, NULL); /* it empties the queue first */
     free(l->rc_q);
     l->rc_q = NULL;
+    l->rc_cap = 0;
     pthread_cond_destroy(&l->rc_idle);
     pthread_cond_destroy(&l->rc_cond);
     pthread_mutex_destroy(&l->rc_lock);

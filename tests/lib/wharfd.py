@@ -37,6 +37,20 @@ def build_dir():
     return os.path.join(here, "..", "..", "build")
 
 
+def bench_env():
+    """The environment a test runs a bench/ program in: this build, the repo's python/ and
+    tests/lib first, the caller's own PYTHONPATH after them (where boto3 lives outside the
+    interpreter's site-packages, the program must find it too); AWS_CA_BUNDLE unset."""
+    repo = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    env = dict(os.environ, WHARF_BUILD_DIR=build_dir())
+    env.pop("AWS_CA_BUNDLE", None)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(repo, "python"),
+                                         os.path.join(repo, "tests", "lib")] +
+                                        ([os.environ["PYTHONPATH"]]
+                                         if os.environ.get("PYTHONPATH") else []))
+    return env
+
+
 if os.path.dirname(os.path.abspath(__file__)) not in sys.path:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ports import free_port  # noqa: E402  (re-exported: tests import it from here)

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from wharfd import build_dir
+from wharfd import bench_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -17,12 +17,7 @@ PROG = os.path.join(REPO, "bench", "py", "ckpt.py")
 
 
 def run_bench(tmp_path, *args):
-    env = dict(os.environ, WHARF_BUILD_DIR=build_dir())
-    env.pop("AWS_CA_BUNDLE", None)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(REPO, "python"),
-                                         os.path.join(REPO, "tests", "lib")] +
-                                        ([os.environ["PYTHONPATH"]]
-                                         if os.environ.get("PYTHONPATH") else []))
+    env = bench_env()
     data, out = tmp_path / "disk" / "data", tmp_path / "results"
     data.mkdir(parents=True)
     cmd = [sys.executable, PROG, "--gib", "0.01", "--arms", "rdma,torchfs", "--repeats", "2",

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from wharfd import build_dir
+from wharfd import bench_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -23,14 +23,7 @@ TENSORS_PER_RANK = 64 * 3          # weight, exp_avg and step of each of the 64 
 
 
 def run_bench(tmp_path, *args, timeout=150):
-    env = dict(os.environ, WHARF_BUILD_DIR=build_dir())
-    env.pop("AWS_CA_BUNDLE", None)
-    # The caller's own PYTHONPATH stays after ours: where boto3 (the baseline arm) lives
-    # outside the interpreter's site-packages, the ranks must find it too.
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(REPO, "python"),
-                                         os.path.join(REPO, "tests", "lib")] +
-                                        ([os.environ["PYTHONPATH"]]
-                                         if os.environ.get("PYTHONPATH") else []))
+    env = bench_env()
     out = tmp_path / "results"
     cmd = [sys.executable, PROG, "--gib-per-rank", str(MIB_PER_RANK / 1024), "--no-limits",
            "--results", str(out), "--timeout-s", "90", "--concurrency", "2", *args]
