@@ -31,8 +31,8 @@ the reason.
 On a disk (the data dir not on tmpfs or ramfs; --durable-limit on forces it, off skips it) the
 disk's durable write rate is measured before every repeat and after the last, in wharfd's
 commit pattern (bench/disk_commit.py: commit+sfr, --durable-writers writers, 4 files of
---durable-mib MiB each) on the data dir's file system: limits.durable_write_gbps, and for every arm
-ratios.<arm>_durable_over_disk_limit = its median durable_s / (payload / the median rate).
+--durable-mib MiB each) on the data dir's file system: limits.durable_write_gbps, and for every
+arm ratios.<arm>_durable_over_disk_limit = its median durable_s / (payload / the median rate).
 
   /usr/bin/python3 bench/py/ckpt.py [--gib 2] [--repeats 3] [--arms rdma,http,torch]
       [--device cuda] [--async-save] [--overwrite] [--data DIR] [--local-dir DIR]
@@ -457,8 +457,8 @@ def main():
                 lim["durable_write_gbps"] = cm.bl.summary(rates)
                 lim["durable_write_how"] = (
                     f"bench/disk_commit.py commit+sfr, {a.durable_writers} writers x 4 files "
-                    f"x {a.durable_mib} MiB, on {fs} beside the data dir, before every repeat and after "
-                    "the last")
+                    f"x {a.durable_mib} MiB, on {fs} beside the data dir, before every repeat "
+                    "and after the last")
                 print(f"durable write rate {rates[-1]:.3f} GB/s", file=sys.stderr, flush=True)
         for r in range(a.repeats):
             measure_durable()
