@@ -237,8 +237,8 @@ static bool ld_reclaim_room(ld_t *l)
     ld_reclaim_item_t *q = calloc(cap, sizeof *q);
     if (!q)
         return false;
-    for (unsigned i = 0; i < l->rc_n; i++)
-        q[i] = l->rc_q[(l->rc_head + i) % l->rc_cap];
+    for (unsigned i = 0; i < l->rc_n; i++) /* here rc_n == rc_cap: a full ring, or none yet */
+        q[i] = l->rc_q[(l->rc_head + i) % l->rc_n];
     free(l->rc_q);
     l->rc_q = q;
     l->rc_head = 0;
