@@ -233,6 +233,7 @@ typedef struct get_direct {
     uint64_t next;  /* next window to take (atomic) */
     int read_err;   /* first mmap errno (atomic, 0 = none) */
     wh_status_t st; /* first transfer failure (atomic) */
+    bool reads_fd;  /* the transport reads each window from the extent's file (no mapping) */
 } get_direct_t;
 
 /* The extent of window k (binary search over first[]). */
@@ -261,6 +262,18 @@ static void *get_direct_worker(void *arg)
         uint64_t w = k - d->first[e];
         size_t n =
             (size_t)WH_MIN((uint64_t)RDMA_DIRECT_WINDOW, d->ext[e].len - w * RDMA_DIRECT_WINDOW);
+        uint64_t at = d->ext[e].roff + w * RDMA_DIRECT_WINDOW;
+        if (d->reads_fd) {
+            wh_status_t st = xfer_batch_post_fd_crc(
+                d->b, d->ext[e].fd, d->ext[e].off + w * RDMA_DIRECT_WINDOW, n, at, &d->crc[k]);
+            if (st != WH_OK) {
+                wh_status_t ok = WH_OK;
+                __atomic_compare_exchange_n(&d->st, &ok, st, false, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE);
+                break;
+            }
+            continue;
+        }
         const uint8_t *src = d->map[e] + w * RDMA_DIRECT_WINDOW;
         /* Fault the window in here, in parallel with the other workers (one mapping per
          * extent: unmapping per window made every worker's munmap a TLB shootdown). */
@@ -268,7 +281,6 @@ static void *get_direct_worker(void *arg)
         madvise((void *)pa, (uintptr_t)src + n - pa, RDMA_MADV_POPULATE_READ);
         /* A transport that checksums inside its copy saves a pass over memory (GPU memory:
          * the host's memory bandwidth, not a core, bounds the copy). */
-        uint64_t at = d->ext[e].roff + w * RDMA_DIRECT_WINDOW;
         wh_status_t st = xfer_batch_post_crc(d->b, src, n, at, &d->crc[k]);
         if (st == WH_ERR_UNSUPPORTED) {
             d->crc[k] = wh_crc64nvme(0, src, n);
@@ -289,7 +301,7 @@ static void *get_direct_worker(void *arg)
 static wh_status_t get_direct_run(srv_rdma_t *r, xfer_batch_t *b, const get_ext_t *ext, size_t n,
                                   uint64_t *crc, int *read_err)
 {
-    get_direct_t d = {.r = r, .b = b, .ext = ext, .n_ext = n};
+    get_direct_t d = {.r = r, .b = b, .ext = ext, .n_ext = n, .reads_fd = xfer_batch_reads_fd(b)};
     wh_status_t st = WH_OK;
     d.map = calloc(n, sizeof *d.map);
     d.first = calloc(n + 1, sizeof *d.first);
@@ -306,7 +318,7 @@ static wh_status_t get_direct_run(srv_rdma_t *r, xfer_batch_t *b, const get_ext_
         }
         d.first[i] = d.nwin;
         d.nwin += (ext[i].len + RDMA_DIRECT_WINDOW - 1) / RDMA_DIRECT_WINDOW;
-        if (!ext[i].len)
+        if (!ext[i].len || d.reads_fd)
             continue;
         uint64_t aoff = ext[i].off & ~(uint64_t)4095, delta = ext[i].off - aoff;
         void *m =

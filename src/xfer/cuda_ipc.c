@@ -19,6 +19,7 @@
 #include "base/crc.h"
 #include "xfer/xfer.h"
 #include "base/log.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -77,6 +78,7 @@ typedef struct cuda_x {
     cuda_ipc_ent_t ipc[CUDA_IPC_CACHE];
     uint64_t clock;
     enum { STAGE_PINNED = 0, STAGE_PAGEABLE, STAGE_REGISTER } stage;
+    bool read_fd; /* GET sources are read from their files into staging (WHARF_CUDA_SOURCE) */
 } cuda_x_t;
 
 typedef struct cuda_mr {
@@ -132,6 +134,15 @@ static wh_status_t cx_open(const xfer_config_t *cfg, const xfer_provider_t *prov
         x->stage = STAGE_PAGEABLE;
     else if (sm && strcmp(sm, "register") == 0)
         x->stage = STAGE_REGISTER;
+    /* Where a GET's bytes come from: "map" (the engine maps the object and the copy reads the
+     * mapping) or "read" (the copy reads the file with pread into its pinned buffers, so no
+     * page table is built: on a tmpfs in 4 KiB pages that, not the copy, bounded the load). */
+    const char *src = getenv("WHARF_CUDA_SOURCE");
+    x->read_fd = src && strcmp(src, "read") == 0 && x->stage == STAGE_PINNED;
+    if (src && strcmp(src, "read") != 0 && strcmp(src, "map") != 0)
+        wh_warn(MOD, "WHARF_CUDA_SOURCE=%s is neither map nor read: map", src);
+    if (cfg->role == XFER_ROLE_SERVER)
+        wh_info(MOD, "cuda get source=%s", x->read_fd ? "read" : "map");
     x->base._needs_progress = false;
     *out = &x->base;
     return WH_OK;
@@ -380,6 +391,7 @@ static wh_status_t cx_batch_begin(xfer_t *xx, const xfer_target_t *tgt, xfer_bat
     b->dst = b->ent->dptr + t->cuda_off;
     memcpy(b->uuid, t->cuda_uuid, 16);
     b->base._direct = true;
+    b->base._reads_fd = x->read_fd;
     *out = &b->base;
     return WH_OK;
 }
@@ -543,8 +555,16 @@ static wh_status_t cx_batch_post(xfer_batch_t *bb, xfer_op_t op, xfer_mr_t *mr, 
  * of the other. */
 #define CUDA_CRC_BLOCK (1u << 20)
 
-static wh_status_t cx_batch_post_crc(xfer_batch_t *bb, const void *local, size_t len, uint64_t roff,
-                                     uint64_t *crc_out)
+/* The source of a host-to-device copy with the crc: a mapping, or a file read block by block
+ * into the pinned buffer (pread: the kernel copies from the page cache, no page table). */
+typedef struct cx_src {
+    const uint8_t *p;
+    int fd;
+    uint64_t off;
+} cx_src_t;
+
+static wh_status_t cx_post_crc(xfer_batch_t *bb, const cx_src_t *from, size_t len, uint64_t roff,
+                               uint64_t *crc_out)
 {
     cuda_batch_t *b = (cuda_batch_t *)bb;
     cuda_x_t *x = (cuda_x_t *)bb->_x;
@@ -559,12 +579,12 @@ static wh_status_t cx_batch_post_crc(xfer_batch_t *bb, const void *local, size_t
     if (st != WH_OK)
         goto fail;
     cuda_slot_t *s = &x->slot[si];
-    const uint8_t *src = local;
     uint64_t crc = 0;
     bool pend[2] = {false, false};
     cu_result_t r = 0;
+    int rerr = 0;
     unsigned j = 0;
-    for (size_t done = 0; done < len && !r; j ^= 1) {
+    for (size_t done = 0; done < len && !r && !rerr; j ^= 1) {
         size_t n = len - done < CUDA_STAGE_BYTES ? len - done : CUDA_STAGE_BYTES;
         if (pend[j]) {
             if ((r = cu->cuStreamSynchronize(s->stream[j])))
@@ -572,11 +592,17 @@ static wh_status_t cx_batch_post_crc(xfer_batch_t *bb, const void *local, size_t
             pend[j] = false;
         }
         uint8_t *pin = s->pin[j];
-        for (size_t k = 0; k < n; k += CUDA_CRC_BLOCK) {
+        for (size_t k = 0; k < n && !rerr; k += CUDA_CRC_BLOCK) {
             size_t m = n - k < CUDA_CRC_BLOCK ? n - k : CUDA_CRC_BLOCK;
-            memcpy(pin + k, src + done + k, m);
-            crc = wh_crc64nvme(crc, pin + k, m);
+            if (from->p)
+                memcpy(pin + k, from->p + done + k, m);
+            else
+                rerr = -wh_pread_all(from->fd, pin + k, m, from->off + done + k);
+            if (!rerr)
+                crc = wh_crc64nvme(crc, pin + k, m);
         }
+        if (rerr)
+            break;
         r = cu->cuMemcpyHtoDAsync(b->dst + roff + done, pin, n, s->stream[j]);
         pend[j] = r == 0;
         done += n;
@@ -587,6 +613,12 @@ static wh_status_t cx_batch_post_crc(xfer_batch_t *bb, const void *local, size_t
             r = r2;
     }
     cx_slot_give(x, si);
+    if (rerr) {
+        snprintf(err, sizeof err, "read of %zu bytes at %llu of the object's file failed: %s", len,
+                 (unsigned long long)from->off, strerror(rerr));
+        st = WH_ERR_IO;
+        goto fail;
+    }
     if (r) {
         snprintf(err, sizeof err, "CUDA copy of %zu bytes failed: %s", len, cuda_strerror(r));
         st = WH_ERR_TRANSPORT;
@@ -600,6 +632,20 @@ fail:
     wh_error(MOD, "cuda post failed len=%zu roff=%llu err='%s'", len, (unsigned long long)roff,
              err);
     return st;
+}
+
+static wh_status_t cx_batch_post_crc(xfer_batch_t *bb, const void *local, size_t len, uint64_t roff,
+                                     uint64_t *crc_out)
+{
+    cx_src_t from = {.p = local, .fd = -1};
+    return cx_post_crc(bb, &from, len, roff, crc_out);
+}
+
+static wh_status_t cx_batch_post_fd_crc(xfer_batch_t *bb, int fd, uint64_t off, size_t len,
+                                        uint64_t roff, uint64_t *crc_out)
+{
+    cx_src_t from = {.p = NULL, .fd = fd, .off = off};
+    return cx_post_crc(bb, &from, len, roff, crc_out);
 }
 
 static wh_status_t cx_batch_wait(xfer_batch_t *bb, unsigned tag)
@@ -635,4 +681,5 @@ const struct xfer_ops xfer_cuda_ops = {
     .batch_wait = cx_batch_wait,
     .batch_end = cx_batch_end,
     .batch_post_crc = cx_batch_post_crc,
+    .batch_post_fd_crc = cx_batch_post_fd_crc,
 };

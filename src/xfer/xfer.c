@@ -377,6 +377,29 @@ wh_status_t xfer_batch_post_crc(xfer_batch_t *b, const void *local, size_t len, 
     return b->_x->_ops->batch_post_crc(b, local, len, roff, crc);
 }
 
+bool xfer_batch_reads_fd(const xfer_batch_t *b)
+{
+    return b->_direct && b->_reads_fd && b->_x->_ops->batch_post_fd_crc;
+}
+
+wh_status_t xfer_batch_post_fd_crc(xfer_batch_t *b, int fd, uint64_t off, size_t len, uint64_t roff,
+                                   uint64_t *crc)
+{
+    wh_status_t bst = xfer_batch_status(b);
+    if (bst != WH_OK)
+        return bst;
+    if (!xfer_batch_reads_fd(b))
+        return WH_ERR_UNSUPPORTED;
+    if (fd < 0 || roff > b->_rsize || len > b->_rsize - roff) {
+        batch_note(b, WH_OK,
+                   "transfer of 0x%zx bytes at offset 0x%llx is outside the token's region of "
+                   "0x%llx bytes",
+                   len, (unsigned long long)roff, (unsigned long long)b->_rsize);
+        return WH_ERR_INVALID;
+    }
+    return b->_x->_ops->batch_post_fd_crc(b, fd, off, len, roff, crc);
+}
+
 wh_status_t xfer_batch_wait(xfer_batch_t *b, unsigned tag)
 {
     if (tag > XFER_TAG_ALL)

@@ -262,6 +262,15 @@ bool xfer_batch_direct(const xfer_batch_t *b);
  * WH_ERR_UNSUPPORTED (nothing moved) when the transport cannot: checksum, then post. */
 wh_status_t xfer_batch_post_crc(xfer_batch_t *b, const void *local, size_t len, uint64_t roff,
                                 uint64_t *crc);
+/* True when a direct batch would rather read its source from the file itself than from a
+ * mapping of it (GPU memory from a tmpfs in 4 KiB pages: faulting in a fresh mapping's page
+ * tables, not the copy, bounded the load). The caller then posts with xfer_batch_post_fd_crc. */
+bool xfer_batch_reads_fd(const xfer_batch_t *b);
+/* As xfer_batch_post_crc, the source being len bytes of fd at off, read by the transport into
+ * its own staging. WH_ERR_UNSUPPORTED (nothing moved) where the batch does not read files. A
+ * short read fails the batch with WH_ERR_IO. */
+wh_status_t xfer_batch_post_fd_crc(xfer_batch_t *b, int fd, uint64_t off, size_t len, uint64_t roff,
+                                   uint64_t *crc);
 /* Waits until every op posted with tag has completed (tag = XFER_TAG_ALL: all ops). Bounded
  * by the inactivity timeout (WH_ERR_TIMEOUT). */
 #define XFER_TAG_ALL 64u
@@ -325,6 +334,9 @@ struct xfer_ops {
      * while they are cache-hot in the copy (one pass over memory fewer). Optional. */
     wh_status_t (*batch_post_crc)(xfer_batch_t *b, const void *local, size_t len, uint64_t roff,
                                   uint64_t *crc);
+    /* Direct batches that set _reads_fd only: the same, from a file. Optional. */
+    wh_status_t (*batch_post_fd_crc)(xfer_batch_t *b, int fd, uint64_t off, size_t len,
+                                     uint64_t roff, uint64_t *crc);
     wh_status_t (*batch_end)(xfer_batch_t *b);
     unsigned (*stalled)(xfer_t *x);
     void (*quiesce)(xfer_t *x); /* client role; optional */
@@ -360,6 +372,7 @@ struct xfer_batch {
     uint64_t _rbase, _rsize; /* the token's region: posts are checked against it */
     uint64_t _bytes_done;
     bool _direct;
+    bool _reads_fd;      /* direct, and its transport reads the source file itself */
     wh_status_t _status; /* atomic; set through xfer_batch_fail */
     int _err_lock;       /* spin lock over _err (atomic; held for one snprintf) */
     char _err[256];
