@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 10
 # the files that assert time bounds run alone whatever this is (RUN_SERIAL, tests/CMakeLists.txt).
 TEST_JOBS ?= $(shell n=$$(nproc); j=$$((n + 1)); [ $$j -gt 8 ] && j=8; echo $$j)
 
-.PHONY: all deps build run test test-unit test-asan test-fuzz bench clean wheel format format-check tidy test-tsan test-tsan-ci thread-safety
+.PHONY: all deps build run test test-unit test-asan test-fuzz bench clean wheel format format-check tidy test-tsan test-tsan-ci thread-safety doc-check
 
 all: build
 
@@ -107,6 +107,13 @@ format-check: deps
 
 format: deps
 	@bash scripts/format.sh fix $(FILES)
+
+# The documentation's checks (seconds): no file reads like a diary, README.md is at most
+# 150 lines, every relative link in a Markdown file resolves (tests/docs tests the checks).
+doc-check:
+	@bash scripts/check_worklog.sh
+	@bash scripts/check_readme.sh
+	@/usr/bin/python3 scripts/check_links.py
 
 # clang-tidy 14 (pinned) with .clang-tidy's checks over build/compile_commands.json's src/
 # translation units (TIDY_FILES: a regex of paths); any finding fails.

@@ -3,7 +3,7 @@ and s3:// URLs. One place, used by wharf.Client construction from the environmen
 wharf.torch (checkpoints, Hugging Face loading, DCP, datasets) and by bench/py.
 
 Each setting is the first of its variables that is set and non-empty (the same order as the
-C command-line tool's; python/README.md writes it down):
+C command-line tool's; docs/python.md writes it down):
 
     endpoint    WHARF_ENDPOINT, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL (gateways: a,b,...)
     access key  WHARF_ACCESS_KEY, AWS_ACCESS_KEY_ID

@@ -1,7 +1,7 @@
 /* `wharf verify`: proves that the RDMA data path works end to end against a running wharfd.
  *   1. PUT and GET a random buffer (64 MiB by default) over RDMA, with no fallback allowed.
  *   2. The server's /metrics counter deltas must count at least 0.99 of the bytes as RDMA in
- *      each direction, in both families of names, which share one direction (docs/design.md):
+ *      each direction, in both families of names, which share one direction (docs/internals.md):
  *      read = bytes served by GET, write = bytes received by PUT
  *      (minio_api_rdma_{read,write}_bytes_total and wharf_rdma_{read,write}_bytes_total).
  *   3. The bytes read back must equal the bytes written.

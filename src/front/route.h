@@ -1,12 +1,12 @@
 /* Request routing: from method, raw path, raw query and Host to one S3 API, a bucket and a key.
  *
- * Addressing (documented in README): virtual-host style is used when the Host (port stripped)
- * is not an IP literal, contains a dot, and is not the endpoint host given to the router;
- * the bucket is then the part before ".localhost" when the host ends in ".localhost", else the
- * first label. Every other request is path-style: /bucket/key. (http.c falls back to path-style
- * when such a vhost bucket does not exist and the path is not "/", so path-style clients of a
- * dotted endpoint name keep working.) The key is the percent-decoded
- * rest of the path after "/bucket/" ('+' stays '+'); it is never used as a file path.
+ * Addressing (docs/features.md, "S3 over HTTP"): virtual-host style is used when the Host
+ * (port stripped) is not an IP literal, contains a dot, and is not the endpoint host given to
+ * the router; the bucket is then the part before ".localhost" when the host ends in
+ * ".localhost", else the first label. Every other request is path-style: /bucket/key. (http.c falls
+ * back to path-style when such a vhost bucket does not exist and the path is not "/", so path-style
+ * clients of a dotted endpoint name keep working.) The key is the percent-decoded rest of the path
+ * after "/bucket/" ('+' stays '+'); it is never used as a file path.
  *
  * Which API a request is comes from one table, which the application hands the front
  * (srv_app_ops_t; the S3 API's is srv_ops, s3api.c): each row matches a level

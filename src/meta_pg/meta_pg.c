@@ -101,7 +101,7 @@ wh_status_t pg_fail(pg_conn_t *c, const PGresult *r, const char *what)
         return WH_ERR_UNAVAILABLE;
     }
     if (strcmp(state, "25006") == 0) {
-        /* read_only_sql_transaction: this session's server takes no writes (a standby, or a
+        /* read_only_sql_transaction: this connection's server takes no writes (a standby, or a
          * server set read-only). Another host of a multi-host URL may: reconnect before the
          * next use, and answer 503 meanwhile, never 500. */
         wh_warn("store", "PostgreSQL refused a write during %s (read-only server): %s", what, msg);

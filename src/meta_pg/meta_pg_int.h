@@ -27,7 +27,7 @@ typedef struct pg_conn {
     bool in_tx;
     bool retryable;    /* the last failure may be retried from the start */
     bool stale;        /* open but on a server that refuses writes: reconnect before reuse */
-    unsigned prepared; /* PG_PREP_* bits: statements prepared in this session */
+    unsigned prepared; /* PG_PREP_* bits: statements prepared on this connection */
 } pg_conn_t;
 #define PG_PREP_KEY_GET 1u
 

@@ -129,7 +129,7 @@ void store_writer_use_part_etag(store_writer_t *w, uint64_t part_size);
  * (for an UploadPart, store_writer_md5_hex answers them: its ETag); an object (part false)
  * adds "-N", N its size in part_size parts (at least 1), so that S3 clients read it as the
  * multipart form and never compare it with an MD5 of the bytes. For RDMA writes, where the
- * MD5 would be the server's largest cost per byte; see docs/design.md, "ETags". */
+ * MD5 would be the server's largest cost per byte; see docs/protocol.md, "ETags". */
 void store_writer_use_digest_etag(store_writer_t *w, uint64_t part_size, bool part);
 /* The ETag of what was written (no quotes): the MD5, or the part form above. Finalises. */
 wh_status_t store_writer_etag(store_writer_t *w, char out[48]);

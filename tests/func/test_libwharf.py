@@ -58,7 +58,7 @@ def rdma_counters(srv):
 
     def s(name):
         return sum(v for k, v in m.items() if k.split("{")[0] == name)
-    # Both families share one direction (docs/design.md): read = served by GET, write =
+    # Both families share one direction (docs/internals.md): read = served by GET, write =
     # received by PUT.
     return {"get": s("minio_api_rdma_read_bytes_total"),
             "put": s("minio_api_rdma_write_bytes_total"),

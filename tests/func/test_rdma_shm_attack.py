@@ -1,4 +1,4 @@
-"""The shm cross-process attack against a real wharfd (docs/design.md, "The data path is a
+"""The shm cross-process attack against a real wharfd (docs/internals.md, "The data path is a
 security boundary"): a signed request whose x-amz-rdma-token names the shm endpoint and memory
 of ANOTHER process (a victim that registered its own buffer) must be refused before any byte
 moves, and the victim's memory must be unchanged. The victim is a real libfabric shm client

@@ -543,11 +543,11 @@ def test_mpu_without_checksum_request_unchanged(s3, bucket):
     assert h["ResponseMetadata"]["HTTPHeaders"]["x-amz-checksum-type"] == "FULL_OBJECT"
 
 
-# ---- README's S3 API table -----------------------------------------------------------------
+# ---- docs/features.md's S3 API table -------------------------------------------------------------
 
-def test_readme_lists_every_served_operation():
+def test_features_doc_lists_every_served_operation():
     """Every API of the dispatch table (srv_ops in src/s3api/s3api.c) that has a handler has
-    its row in README.md's S3 API table, with RDMA marked where the row takes a token."""
+    its row in docs/features.md's S3 API table, with RDMA marked where the row takes a token."""
     import re
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
     src = open(os.path.join(root, "src/s3api/s3api.c")).read()
@@ -565,13 +565,14 @@ def test_readme_lists_every_served_operation():
             continue
         served.setdefault(names[api], False)
         served[names[api]] |= rdma == "true"
-    readme = open(os.path.join(root, "README.md")).read()
+    readme = open(os.path.join(root, "docs", "features.md")).read()
     rows = {m.group(1): m.group(2) for m in
             re.finditer(r"^\| (\w+) \| [^|]+ \| yes \| ([^|]+) \|", readme, re.M)}
     missing = sorted(set(served) - set(rows))
-    assert not missing, f"README.md's S3 API table has no row for {missing}"
+    assert not missing, f"docs/features.md's S3 API table has no row for {missing}"
     for name, rdma in served.items():
-        assert (rows[name].strip() != "no") == rdma, f"{name}: README says RDMA {rows[name]!r}"
+        assert (rows[name].strip() != "no") == rdma, \
+            f"{name}: docs/features.md says RDMA {rows[name]!r}"
 
 
 # ---- answers that already matched S3 (pinned) ----------------------------------------------

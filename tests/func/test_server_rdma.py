@@ -1,7 +1,7 @@
-"""wharfd's RDMA hook-up as far as it can be tested without a transfer (docs/design.md,
-"The wire protocol"): the token must be signed, declines are 501 with x-amz-rdma-reply: 501 and no
-body, a declined or refused PUT stores nothing, HEAD with a token is a plain HEAD, and a token
-PUT must be body-less and UNSIGNED-PAYLOAD.
+"""wharfd's RDMA hook-up as far as it can be tested without a transfer (docs/protocol.md,
+"The reply", "Declines and errors"): the token must be signed, declines are 501 with
+x-amz-rdma-reply: 501 and no body, a declined or refused PUT stores nothing, HEAD with a token
+is a plain HEAD, and a token PUT must be body-less and UNSIGNED-PAYLOAD.
 
 The servers here run with --providers none, so every well-formed request is declined whatever
 the RDMA engine can do; the token used names an unknown dialect, which the design also answers

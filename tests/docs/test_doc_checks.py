@@ -1,0 +1,78 @@
+"""make doc-check's three scripts fail on what they are for and pass on the repository: a line
+that reads like a diary (scripts/check_worklog.sh), a README.md over 150 lines
+(scripts/check_readme.sh), a relative link in a Markdown file that does not resolve, to a file
+or to a heading (scripts/check_links.py). Each runs on a small git repository made here."""
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+PY = "/usr/bin/python3"
+
+
+def run(args, cwd):
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    run(["git", "init", "-q"], tmp_path)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text("# x\n\nSee [the docs](docs/README.md#the-index).\n")
+    (tmp_path / "docs" / "README.md").write_text(
+        "# The index\n\n[back](../README.md), [a section](#a-b_c), [code](`x`)\n\n"
+        "## A `b`_c?\n\n```\n[not a link](nowhere.md)\n```\n")
+    return tmp_path
+
+
+def check(name, repo):
+    script = os.path.join(ROOT, "scripts", name)
+    return run(([PY] if name.endswith(".py") else ["bash"]) + [script, str(repo)], repo)
+
+
+@pytest.mark.parametrize("name", ["check_worklog.sh", "check_readme.sh", "check_links.py"])
+def test_clean_repo_passes(repo, name):
+    p = check(name, repo)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("line", ["The machine le" + "nt to us ran it.",
+                                  "Measured this ses" + "sion on the VM.",
+                                  "See issue " + "#12.", "Notes in ../" + "shared/DESIGN.md."])
+def test_worklog_phrase_fails(repo, line):
+    (repo / "docs" / "notes.md").write_text(f"# Notes\n\n{line}\n")
+    p = check("check_worklog.sh", repo)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "docs/notes.md:3:" in p.stderr
+
+
+def test_worklog_ignores_words_that_contain_the_phrase(repo):
+    (repo / "docs" / "notes.md").write_text("# Notes\n\nAn excellent, silent, relentless run.\n")
+    p = check("check_worklog.sh", repo)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_long_readme_fails(repo):
+    (repo / "README.md").write_text("line\n" * 151)
+    p = check("check_readme.sh", repo)
+    assert p.returncode == 1 and "151 lines" in p.stderr, p.stdout + p.stderr
+    (repo / "README.md").write_text("line\n" * 150)
+    assert check("check_readme.sh", repo).returncode == 0
+
+
+@pytest.mark.parametrize("link,why", [("docs/missing.md", "no such file"),
+                                      ("docs/README.md#no-such-heading", "no heading"),
+                                      ("#nowhere", "no heading")])
+def test_broken_link_fails(repo, link, why):
+    with open(repo / "README.md", "a") as f:
+        f.write(f"\nAlso [this]({link}) and [the web](https://example.com/x.md).\n")
+    p = check("check_links.py", repo)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert f"README.md:5: {link}" in p.stderr and why in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("name", ["check_worklog.sh", "check_readme.sh", "check_links.py"])
+def test_repository_passes(name):
+    p = check(name, ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr
