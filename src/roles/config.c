@@ -24,14 +24,14 @@ typedef struct conf {
     const char *role;
     srv_role_main_fn main;
     const struct option *opts;
-    char *path;   /* NULL: no file */
-    int argc;     /* the merged vector: argv[0], the role, the file's keys, the command line */
-    char **argv;  /* its file entries are owned ("--name=value") */
-    int *line;    /* per index of argv: the file's line, 0 for the command line */
-    int nfile;    /* file entries at [2, 2 + nfile) */
-    char **cl;    /* the command line's options less --config FILE and --print-config */
+    char *path;  /* NULL: no file */
+    int argc;    /* the merged vector: argv[0], the role, the file's keys, the command line */
+    char **argv; /* its file entries are owned ("--name=value") */
+    int *line;   /* per index of argv: the file's line, 0 for the command line */
+    int nfile;   /* file entries at [2, 2 + nfile) */
+    char **cl;   /* the command line's options less --config FILE and --print-config */
     int ncl;
-    bool parsing; /* between srv_conf_begin and srv_conf_parsed */
+    bool parsing;              /* between srv_conf_begin and srv_conf_parsed */
     char *live[CONF_MAX_KEYS]; /* values a reload applied (srv_conf_keys' order) */
     bool live_set[CONF_MAX_KEYS];
 } conf_t;
@@ -79,7 +79,7 @@ static void perr(parse_t *ps, const char *fmt, const char *a, const char *b)
 {
     if (ps->err[0])
         return;
-    int n = snprintf(ps->err, sizeof ps->err, "line %d: ", ps->line);
+    int n = snprintf(ps->err, sizeof ps->err, "%d: ", ps->line);
     if (n > 0 && (size_t)n < sizeof ps->err)
         snprintf(ps->err + n, sizeof ps->err - (size_t)n, fmt, a, b);
 }
@@ -187,8 +187,7 @@ static int parse_text(parse_t *ps, const char *text, size_t len)
         return 0;
     if (!ps->err[0]) {
         if (r > 0)
-            snprintf(ps->err, sizeof ps->err,
-                     "line %d: not 'key = value', a [section] or a comment", r);
+            snprintf(ps->err, sizeof ps->err, "%d: not 'key = value', a [section] or a comment", r);
         else
             snprintf(ps->err, sizeof ps->err, "cannot be parsed (out of memory)");
     }
@@ -321,9 +320,10 @@ int srv_conf_begin(const char *role, srv_role_main_fn role_main, const struct op
         char *text = NULL;
         size_t len = 0;
         c->path = strdup(path);
-        if (slurp(path, &text, &len, ps->err, sizeof ps->err) != 0 ||
-            parse_text(ps, text, len) != 0) {
-            fprintf(stderr, "wharfd: %s: %s\n", path, ps->err);
+        bool read = slurp(path, &text, &len, ps->err, sizeof ps->err) == 0;
+        if (!read || parse_text(ps, text, len) != 0) {
+            /* a parse error opens with its line */
+            fprintf(stderr, "wharfd: %s%s%s\n", path, read ? ":" : ": ", ps->err);
             free(text);
             free(ps);
             conf_free(c);
@@ -606,8 +606,9 @@ int srv_conf_reload(srv_conf_apply_fn apply, void *arg)
     g_conf = old;
     free(av);
     if (rc != 0 || !nw) {
-        wh_error(MOD, "reload refused: %s is not valid (the reason is logged above); nothing "
-                      "changed",
+        wh_error(MOD,
+                 "reload refused: %s is not valid (the reason is logged above); nothing "
+                 "changed",
                  old->path);
         conf_free(nw);
         return -1;
@@ -657,8 +658,8 @@ int srv_conf_secret_mode(const char *key, const char *path)
         return -1;
     }
     if (mode & (S_IRGRP | S_IWGRP))
-        wh_warn(MOD, "%s: %s may be read by its group (mode %04o); 0600 keeps it the owner's",
-                key, path, mode);
+        wh_warn(MOD, "%s: %s may be read by its group (mode %04o); 0600 keeps it the owner's", key,
+                path, mode);
     return 0;
 }
 

@@ -1,6 +1,7 @@
 /* The keys of wharfd's configuration files (config.h): one row per long option of a role,
- * with the default --help states ("ROLE: text; ..." where the roles differ) (what --print-config shows for a key set nowhere), whether
- * a SIGHUP may change it live, and the environment variable it falls back to. */
+ * with the default --help states ("ROLE: text; ..." where the roles differ) (what --print-config
+ * shows for a key set nowhere), whether a SIGHUP may change it live, and the environment variable
+ * it falls back to. */
 #include "roles/config_int.h"
 
 #include <stddef.h>
@@ -13,7 +14,8 @@
 
 const srv_conf_key_t srv_conf_keys[] = {
     {"data", S | T, 0, "required", NULL},
-    {"listen", S | G | T, 0, "serve: 127.0.0.1:9000; gateway: 127.0.0.1:9000; storage: required", NULL},
+    {"listen", S | G | T, 0, "serve: 127.0.0.1:9000; gateway: 127.0.0.1:9000; storage: required",
+     NULL},
     {"unix", S | G, 0, "serve: DATA/wharfd.sock; gateway: none", NULL},
     {"meta", S | G | T, URL, "serve: SQLite in DATA; gateway: required; storage: required", NULL},
     {"meta-password-file", S | G | T, 0, "none (libpq's PGPASSWORD or ~/.pgpass)", NULL},
@@ -23,8 +25,7 @@ const srv_conf_key_t srv_conf_keys[] = {
     {"tls-cert", S | G | T, 0, "none (plain HTTP)", NULL},
     {"tls-key", S | G | T, 0, "none", NULL},
     {"region", S | G, 0, "us-east-1", NULL},
-    {"server-key-file", S | G, 0, "serve: DATA/server.key; gateway: none",
-     "WHARF_SERVER_KEY_FILE"},
+    {"server-key-file", S | G, 0, "serve: DATA/server.key; gateway: none", "WHARF_SERVER_KEY_FILE"},
     {"account-id", S | G, 0, "000000000000", "WHARF_ACCOUNT_ID"},
     {"access-key", S | G, 0, "the development key (printed)", "WHARF_ACCESS_KEY"},
     {"secret-key-file", S | G, 0, "the development key (printed)", "WHARF_SECRET_KEY"},

@@ -347,8 +347,7 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "node") == 0)
         return srv_node_main(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "check-config") == 0) {
-        static const srv_role_main_fn mains[3] = {serve_main, srv_gateway_main,
-                                                  srv_storage_main};
+        static const srv_role_main_fn mains[3] = {serve_main, srv_gateway_main, srv_storage_main};
         return srv_conf_check_main(argc, argv, mains);
     }
     if (argc < 2 || strcmp(argv[1], "serve") != 0)

@@ -34,6 +34,8 @@ static int role_usage(FILE *f)
                "Every internal request must carry a token signed with WHARF_CLUSTER_SECRET\n"
                "(environment; the same on every gateway and storage server).\n"
                "\n"
+               "  --meta URL           the cluster's PostgreSQL (registration and heartbeat)\n"
+               "  --data DIR           where this server keeps its chunks (created)\n"
                "  --listen HOST:PORT   address of the internal API; gateways reach it there, so\n"
                "                       give an address they can route to (0.0.0.0 is refused)\n"
                "  --providers LIST     RDMA providers: shm,tcp (default) or none\n"
@@ -151,8 +153,9 @@ int srv_common_opt(srv_common_t *co, int c, const char *arg)
     }
     case SRV_OPT_ACCESS_KEY:
         if (!*arg || strlen(arg) > 128)
-            return common_bad(co, "--access-key wants an access key id (1 to 128 characters), "
-                                  "got '%s'",
+            return common_bad(co,
+                              "--access-key wants an access key id (1 to 128 characters), "
+                              "got '%s'",
                               arg);
         co->access_key = arg;
         return 1;
@@ -178,12 +181,10 @@ int srv_common_opt(srv_common_t *co, int c, const char *arg)
         } lim[] = {{"--http-threads wants a whole number from 1 to 256, got '%s'", 256},
                    {"--handler-threads wants a whole number from 1 to 65536, got '%s'", 65536},
                    {"--max-conns wants a whole number from 1 to 1000000, got '%s'", 1000000},
-                   {"--max-conns-per-ip wants a whole number from 1 to 1000000, got '%s'",
-                    1000000},
+                   {"--max-conns-per-ip wants a whole number from 1 to 1000000, got '%s'", 1000000},
                    {"--idle-timeout wants a whole number from 1 to 86400, got '%s'", 86400},
                    {"--header-timeout wants a whole number from 1 to 86400, got '%s'", 86400},
-                   {"--max-uploads wants a whole number from 1 to 100000000, got '%s'",
-                    100000000}};
+                   {"--max-uploads wants a whole number from 1 to 100000000, got '%s'", 100000000}};
         size_t i = (size_t)(c - SRV_OPT_HTTP_THREADS);
         uint64_t v;
         if (wh_parse_u64(arg, strlen(arg), &v) != 0 || v < 1 || v > lim[i].max)
@@ -212,8 +213,8 @@ int srv_common_apply(const srv_common_t *co, srv_config_t *cfg)
     if (co->lifecycle_period_s)
         cfg->lifecycle_period_s = co->lifecycle_period_s;
     cfg->shutdown_grace_s = co->shutdown_grace_s == UINT32_MAX ? 0
-                            : co->shutdown_grace_s     ? co->shutdown_grace_s
-                                                       : SRV_SHUTDOWN_GRACE_DEFAULT;
+                            : co->shutdown_grace_s             ? co->shutdown_grace_s
+                                                               : SRV_SHUTDOWN_GRACE_DEFAULT;
     unsigned *front[] = {&cfg->http_threads,     &cfg->handler_threads, &cfg->max_conns,
                          &cfg->max_conns_per_ip, &cfg->conn_timeout_s,  &cfg->header_timeout_s};
     for (size_t i = 0; i < sizeof front / sizeof front[0]; i++)
@@ -303,8 +304,9 @@ const char *srv_cluster_secret(const srv_common_t *co)
         if (strlen(s) >= 16)
             return s; /* the process's */
         free(s);
-        fprintf(stderr, "wharfd: cluster_secret_file %s: the secret must be 16 characters or "
-                        "more\n",
+        fprintf(stderr,
+                "wharfd: cluster_secret_file %s: the secret must be 16 characters or "
+                "more\n",
                 co->cluster_secret_file);
         return NULL;
     }

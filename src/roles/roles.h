@@ -35,12 +35,12 @@ typedef struct srv_common {
     uint64_t rdma_mem;     /* 0: the default */
     const char *server_key_file;
     const char *account_id;
-    const char *tls_cert, *tls_key; /* --tls-cert, --tls-key (every role) */
-    unsigned lifecycle_period_s;    /* 0: the default */
-    unsigned shutdown_grace_s;      /* 0: SRV_SHUTDOWN_GRACE_DEFAULT */
-    const char *access_key;         /* root's; NULL: WHARF_ACCESS_KEY */
-    const char *secret_key_file;    /* root's secret; NULL: WHARF_SECRET_KEY */
-    const char *meta_password_file; /* PostgreSQL's password (PGPASSWORD for libpq) */
+    const char *tls_cert, *tls_key;  /* --tls-cert, --tls-key (every role) */
+    unsigned lifecycle_period_s;     /* 0: the default */
+    unsigned shutdown_grace_s;       /* 0: SRV_SHUTDOWN_GRACE_DEFAULT */
+    const char *access_key;          /* root's; NULL: WHARF_ACCESS_KEY */
+    const char *secret_key_file;     /* root's secret; NULL: WHARF_SECRET_KEY */
+    const char *meta_password_file;  /* PostgreSQL's password (PGPASSWORD for libpq) */
     const char *cluster_secret_file; /* NULL: WHARF_CLUSTER_SECRET */
     unsigned front[7]; /* --http-threads .. --max-uploads, in SRV_OPT_HTTP_THREADS order; 0:
                         * the default */
@@ -98,47 +98,47 @@ enum {
 /* clang-format on */
 /* --help's text of the options serve and gateway share beyond their own lists. */
 #define SRV_HELP_FRONT                                                                             \
-    "HTTP front (defaults derived from the host):\n"                                              \
-    "  --http-threads N     event threads (default: the CPU count)\n"                             \
-    "  --handler-threads N  most S3 handlers running at once; they may wait on disk\n"            \
-    "                       or RDMA (default 256)\n"                                              \
-    "  --max-conns N        connections open at once (default: RLIMIT_NOFILE, raised\n"           \
-    "                       to its hard limit, less a reserve for files)\n"                       \
-    "  --max-conns-per-ip N connections open at once from one address (default: a\n"              \
-    "                       quarter of --max-conns)\n"                                            \
-    "  --idle-timeout S     close a connection that moves no byte for S s (default 30)\n"         \
-    "  --max-uploads N      incomplete multipart uploads one bucket may hold (default\n"          \
-    "                       10000; CreateMultipartUpload past it is TooManyUploads)\n"            \
-    "  --header-timeout S   close a connection whose request headers are not complete\n"          \
-    "                       S s after it opened or its last request ended (default 20)\n"         \
-    "  --shutdown-grace S   at SIGTERM, wait up to S s (0..3600, default 30) for the\n"           \
-    "                       requests in flight, then up to 5 s more for their handlers\n"         \
-    "\n"                                                                                          \
-    "Secrets, from files (refused when others may read or write them, a warning when\n"          \
-    "the group may read them) or the environment, never from a flag's value:\n"                  \
-    "  --access-key ID      root's access key (default WHARF_ACCESS_KEY)\n"                       \
-    "  --secret-key-file F  root's secret key, the first line of F (default\n"                   \
-    "                       WHARF_SECRET_KEY); with neither, the development pair\n"             \
-    "  --meta-password-file F  PostgreSQL's password for --meta, the first line of F\n"           \
-    "                       (given to libpq as PGPASSWORD)\n"                                     \
-    "\n"                                                                                          \
-    "Configuration:\n"                                                                            \
-    "  --config FILE        read the options from FILE (an ini file: key = value, the\n"          \
-    "                       option's name with _ for -, under an optional [ROLE]\n"               \
-    "                       section); an option on the command line wins over its key\n"          \
-    "  --print-config       print the effective settings, each with its source\n"                 \
-    "                       (command line, FILE:LINE, environment, default), secrets\n"           \
-    "                       masked, and exit\n"                                                   \
-    "  wharfd check-config FILE  check FILE (its first section names the role) without\n"        \
-    "                       starting; names the bad key, its line and why; exit 2\n"              \
-    "\n"                                                                                          \
-    "SIGHUP reads FILE again: log_level, max_uploads and shutdown_grace change live,\n"           \
-    "other changed keys are logged as needing a restart, and a bad file changes\n"                \
-    "nothing; it also reloads the TLS certificate and key (a bad pair keeps the old).\n"          \
-    "SIGTERM or SIGINT stops accepting (new connections are refused), lets in-flight\n"           \
-    "requests finish within --shutdown-grace, and exits 0. With NOTIFY_SOCKET set\n"              \
-    "(systemd Type=notify or notify-reload) it says READY=1 once listening,\n"                    \
-    "RELOADING=1 around a reload, STOPPING=1 at SIGTERM, and WATCHDOG=1 every half of\n"          \
+    "HTTP front (defaults derived from the host):\n"                                               \
+    "  --http-threads N     event threads (default: the CPU count)\n"                              \
+    "  --handler-threads N  most S3 handlers running at once; they may wait on disk\n"             \
+    "                       or RDMA (default 256)\n"                                               \
+    "  --max-conns N        connections open at once (default: RLIMIT_NOFILE, raised\n"            \
+    "                       to its hard limit, less a reserve for files)\n"                        \
+    "  --max-conns-per-ip N connections open at once from one address (default: a\n"               \
+    "                       quarter of --max-conns)\n"                                             \
+    "  --idle-timeout S     close a connection that moves no byte for S s (default 30)\n"          \
+    "  --max-uploads N      incomplete multipart uploads one bucket may hold (default\n"           \
+    "                       10000; CreateMultipartUpload past it is TooManyUploads)\n"             \
+    "  --header-timeout S   close a connection whose request headers are not complete\n"           \
+    "                       S s after it opened or its last request ended (default 20)\n"          \
+    "  --shutdown-grace S   at SIGTERM, wait up to S s (0..3600, default 30) for the\n"            \
+    "                       requests in flight, then up to 5 s more for their handlers\n"          \
+    "\n"                                                                                           \
+    "Secrets, from files (refused when others may read or write them, a warning when\n"            \
+    "the group may read them) or the environment, never from a flag's value:\n"                    \
+    "  --access-key ID      root's access key (default WHARF_ACCESS_KEY)\n"                        \
+    "  --secret-key-file F  root's secret key, the first line of F (default\n"                     \
+    "                       WHARF_SECRET_KEY); with neither, the development pair\n"               \
+    "  --meta-password-file F  PostgreSQL's password for --meta, the first line of F\n"            \
+    "                       (given to libpq as PGPASSWORD)\n"                                      \
+    "\n"                                                                                           \
+    "Configuration:\n"                                                                             \
+    "  --config FILE        read the options from FILE (an ini file: key = value, the\n"           \
+    "                       option's name with _ for -, under an optional [ROLE]\n"                \
+    "                       section); an option on the command line wins over its key\n"           \
+    "  --print-config       print the effective settings, each with its source\n"                  \
+    "                       (command line, FILE:LINE, environment, default), secrets\n"            \
+    "                       masked, and exit\n"                                                    \
+    "  wharfd check-config FILE  check FILE (its first section names the role) without\n"          \
+    "                       starting; names the bad key, its line and why; exit 2\n"               \
+    "\n"                                                                                           \
+    "SIGHUP reads FILE again: log_level, max_uploads and shutdown_grace change live,\n"            \
+    "other changed keys are logged as needing a restart, and a bad file changes\n"                 \
+    "nothing; it also reloads the TLS certificate and key (a bad pair keeps the old).\n"           \
+    "SIGTERM or SIGINT stops accepting (new connections are refused), lets in-flight\n"            \
+    "requests finish within --shutdown-grace, and exits 0. With NOTIFY_SOCKET set\n"               \
+    "(systemd Type=notify or notify-reload) it says READY=1 once listening,\n"                     \
+    "RELOADING=1 around a reload, STOPPING=1 at SIGTERM, and WATCHDOG=1 every half of\n"           \
     "WATCHDOG_USEC when that is set.\n"
 void srv_common_init(srv_common_t *co, const char *cmd);
 /* 1: c was a common option and its value is good; 0: not a common option; 2: a bad value

@@ -119,7 +119,9 @@ class WharfServer:
         args = self.prefix + [self.binary, self.role]
         if self.role != "gateway":
             args += ["--data", self.data_dir]
-        args += ["--listen", f"{self.host}:{self.port}", "--log-level", self.log_level]
+        args += ["--listen", f"{self.host}:{self.port}"]
+        if self.log_level:  # None: the level a --config file sets
+            args += ["--log-level", self.log_level]
         if self.providers is not None:
             args += ["--providers", self.providers]
         args += self.extra_args
