@@ -197,6 +197,22 @@ int srv_common_opt(srv_common_t *co, int c, const char *arg)
     }
 }
 
+/* Secrets read from files, held for the process's life (reachable, for LeakSanitizer). */
+static char *g_root_secret, *g_cluster_secret;
+
+/* s, kept in *slot for the process; a check (check-config, --print-config, a reload's) only
+ * validated it, and the running process's copy stays as it is: a placeholder comes back. */
+static const char *keep_secret(char **slot, char *s)
+{
+    if (srv_conf_stop_here()) {
+        free(s);
+        return "(checked)";
+    }
+    free(*slot);
+    *slot = s;
+    return s;
+}
+
 int srv_common_apply(const srv_common_t *co, srv_config_t *cfg)
 {
     if (co->providers)
@@ -236,7 +252,7 @@ int srv_common_apply(const srv_common_t *co, srv_config_t *cfg)
         char *sk = NULL;
         if (srv_conf_read_secret("secret_key_file", co->secret_key_file, &sk) != 0)
             return 2;
-        cfg->secret_key = sk; /* the process's */
+        cfg->secret_key = keep_secret(&g_root_secret, sk);
     } else
         cfg->secret_key = getenv("WHARF_SECRET_KEY");
     bool has_a = cfg->access_key && *cfg->access_key;
@@ -302,7 +318,7 @@ const char *srv_cluster_secret(const srv_common_t *co)
         if (srv_conf_read_secret("cluster_secret_file", co->cluster_secret_file, &s) != 0)
             return NULL;
         if (strlen(s) >= 16)
-            return s; /* the process's */
+            return keep_secret(&g_cluster_secret, s);
         free(s);
         fprintf(stderr,
                 "wharfd: cluster_secret_file %s: the secret must be 16 characters or "
