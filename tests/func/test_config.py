@@ -156,6 +156,21 @@ def test_secret_file_modes(tmp_path):
     assert r.returncode == 2 and "needs both an access key" in r.stderr
     r = wharfd("gateway", "--meta", "postgresql://u@h/d", "--cluster-secret-file", open_)
     assert r.returncode == 2 and "cluster_secret_file" in r.stderr and "mode 0644" in r.stderr
+    short = write(tmp_path / "short.secret", "tooshort\n")
+    r = wharfd("storage", "--data", str(tmp_path / "s"), "--meta", "postgresql://u@h/d",
+               "--listen", "10.0.0.2:9100", "--cluster-secret-file", short, "--print-config")
+    assert r.returncode == 2 and "16 characters or more" in r.stderr, r.stderr
+    good = write(tmp_path / "cluster.secret", "a-cluster-secret-of-32-characters\n")
+    rows, out = print_config("gateway", "--cluster-secret-file", good)
+    assert rows["cluster_secret_file"] == (good, "command line")
+    assert "a-cluster-secret" not in out
+    r = wharfd("serve", "--data", str(tmp_path / "d"), "--meta", "postgresql://u@h/d",
+               "--meta-password-file", open_, "--print-config")
+    assert r.returncode == 2 and "meta_password_file" in r.stderr and "mode 0644" in r.stderr
+    empty = write(tmp_path / "empty.secret", "\n")
+    r = wharfd("serve", "--data", str(tmp_path / "d"), "--meta-password-file", empty,
+               "--print-config")
+    assert r.returncode == 2 and "is empty" in r.stderr
 
 
 def test_root_credentials_from_config_and_secret_file(tmp_path):
