@@ -30,7 +30,7 @@ const srv_conf_key_t srv_conf_keys[] = {
     {"access-key", S | G, 0, "the development key (printed)", "WHARF_ACCESS_KEY"},
     {"secret-key-file", S | G, 0, "the development key (printed)", "WHARF_SECRET_KEY"},
     {"lifecycle-period", S | G, 0, "3600", NULL},
-    {"shutdown-grace", S | G, LIVE, "30", NULL},
+    {"shutdown-grace", S | G | T, LIVE, "30", NULL},
     {"http-threads", S | G, 0, "the CPU count", NULL},
     {"handler-threads", S | G, 0, "256", NULL},
     {"max-conns", S | G, 0, "RLIMIT_NOFILE (raised to its hard limit) less a reserve", NULL},

@@ -149,7 +149,11 @@ void srv_front_hup(void *srv)
 
 static int storage_apply(void *arg, const char *key, const char *value)
 {
-    (void)arg;
+    if (strcmp(key, "shutdown-grace") == 0) {
+        srv_storage_set_grace(arg, value ? (unsigned)strtoul(value, NULL, 10)
+                                         : SRV_SHUTDOWN_GRACE_DEFAULT);
+        return 0;
+    }
     if (strcmp(key, "log-level") == 0) {
         wh_log_level_t l = WH_LOG_INFO;
         if (value && wh_log_parse_level(value, &l) != 0)

@@ -54,6 +54,8 @@ static int role_usage(FILE *f)
                "                       sending a copy (repair, drain), verifying their\n"
                "                       certificates with these CAs; a TLS server without it\n"
                "                       answers 501 to a push and the gateway relays the copy\n"
+               "  --shutdown-grace S   at SIGTERM, refuse new connections and wait up to S s\n"
+               "                       (0..3600, default 30) for the requests in flight\n"
                "  --cluster-secret-file F  the cluster's shared secret, its first line (else\n"
                "                       WHARF_CLUSTER_SECRET); refused if others may read it\n"
                "  --meta-password-file F  PostgreSQL's password, its first line (given to\n"
@@ -63,10 +65,11 @@ static int role_usage(FILE *f)
                "  --print-config       print the effective settings, each with its source\n"
                "                       (command line, FILE:LINE, environment, default), and exit\n"
                "\n"
-               "SIGHUP reads FILE again (log_level changes live; other changed keys are logged as\n"
-               "needing a restart; a bad file changes nothing) and the TLS pair.\n"
-               "SIGTERM or SIGINT stops and exits 0. With NOTIFY_SOCKET set (systemd\n"
-               "Type=notify) it says READY=1, RELOADING=1, STOPPING=1 and WATCHDOG=1.\n");
+               "SIGHUP reads FILE again (log_level and shutdown_grace change live; other changed\n"
+               "keys are logged as needing a restart; a bad file changes nothing) and the TLS\n"
+               "pair. SIGTERM or SIGINT drains (--shutdown-grace) and exits 0. With\n"
+               "NOTIFY_SOCKET set (systemd Type=notify) it says READY=1, RELOADING=1,\n"
+               "STOPPING=1 and WATCHDOG=1.\n");
     return 0;
 }
 
@@ -400,6 +403,7 @@ int srv_storage_main(int argc, char **argv)
         SRV_OPTS_RDMA,
         SRV_OPTS_TLS,
         SRV_OPTS_CLUSTER,
+        {"shutdown-grace", required_argument, NULL, SRV_OPT_SHUTDOWN_GRACE},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -498,6 +502,8 @@ int srv_storage_main(int argc, char **argv)
     wh_log_set_level(co.log_level);
     cfg.tls_cert = co.tls_cert;
     cfg.tls_key = co.tls_key;
+    if (co.shutdown_grace_s)
+        cfg.shutdown_grace_s = co.shutdown_grace_s == UINT32_MAX ? 0 : co.shutdown_grace_s;
     srv_block_signals();
     srv_storage_t *s = NULL;
     wh_status_t st = srv_storage_start(&cfg, &s);

@@ -179,7 +179,8 @@ void srv_notify_done(void);
 /* on_hup of an S3 front (serve, gateway): arg is its srv_t. Reads the configuration file
  * again (config.h: live keys log_level, max_uploads, shutdown_grace) and the TLS pair. */
 void srv_front_hup(void *srv);
-/* on_hup of a storage server: arg is its srv_storage_t (live key: log_level). */
+/* on_hup of a storage server: arg is its srv_storage_t (live keys: log_level,
+ * shutdown_grace). */
 void srv_storage_hup(void *s);
 
 struct store;
