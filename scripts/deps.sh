@@ -7,7 +7,7 @@ PKGS=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev llvm
   clang-format-14 clang-tidy-14
   libmicrohttpd-dev libcurl4-openssl-dev libssl-dev libfabric-dev libfabric-bin
-  libsqlite3-dev libjansson-dev libexpat1-dev libisal-dev
+  libsqlite3-dev libjansson-dev libexpat1-dev libisal-dev libinih-dev libsystemd-dev
   postgresql-15 postgresql-client-15 libpq-dev
   python3 python3-pytest python3-numpy python3-torch python3-boto3 python3-matplotlib
   python3-venv python3-fsspec python3-mypy patchelf

@@ -1,6 +1,7 @@
 #include "base/log.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -8,17 +9,18 @@
 #include <time.h>
 #include <unistd.h>
 
-static wh_log_level_t g_level = WH_LOG_INFO;
+/* Atomic: a SIGHUP changes it while every thread reads it. */
+static _Atomic int g_level = WH_LOG_INFO;
 static const char *const g_names[] = {"error", "warn", "info", "debug", "trace"};
 
 void wh_log_set_level(wh_log_level_t lvl)
 {
-    g_level = lvl;
+    atomic_store_explicit(&g_level, (int)lvl, memory_order_relaxed);
 }
 
 wh_log_level_t wh_log_get_level(void)
 {
-    return g_level;
+    return (wh_log_level_t)atomic_load_explicit(&g_level, memory_order_relaxed);
 }
 
 int wh_log_parse_level(const char *name, wh_log_level_t *out)

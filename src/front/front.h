@@ -77,7 +77,8 @@ typedef struct srv_config {
     const char *server_key_file;
     const char *account_id;
     srv_rdma_config_t rdma;    /* for the roles that open the RDMA engine */
-    unsigned shutdown_grace_s; /* bounded wait for in-flight requests at stop */
+    unsigned shutdown_grace_s; /* bounded wait for in-flight requests at stop (the roles': 30,
+                                * --shutdown-grace; a SIGHUP may change it) */
     /* The HTTP front (0: derived from the host by srv_config_resolve). */
     unsigned conn_timeout_s;   /* idle timeout: no byte moved for this long closes */
     unsigned header_timeout_s; /* a request's headers must be complete within this */
@@ -85,7 +86,9 @@ typedef struct srv_config {
     unsigned handler_threads;  /* most handlers running at once (they may block) */
     unsigned max_conns;        /* connections open at once, all clients */
     unsigned max_conns_per_ip; /* connections open at once from one client address */
-    unsigned max_uploads;      /* incomplete multipart uploads a bucket may hold (--max-uploads) */
+    /* Incomplete multipart uploads a bucket may hold (--max-uploads): atomic, as a SIGHUP
+     * changes it while handlers read it. */
+    _Atomic unsigned max_uploads;
     /* PutObject without Content-MD5: objects above this size get a part ETag (the md5 of
      * the md5s of its parts of this size, "-N", hashed in parallel; store_writer_use_part_etag)
      * instead of one MD5 at one core's speed. 0: always the whole-object MD5. */

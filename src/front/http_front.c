@@ -669,10 +669,17 @@ void srv_stop(srv_t *s)
 {
     if (!s)
         return;
-    /* Stop accepting; in-flight requests go on. */
+    /* Stop accepting; in-flight requests go on. The listening sockets close now, so that a
+     * new connection is refused at once rather than left waiting in the backlog. */
     MHD_socket tcp_ls = s->tcp_d ? MHD_quiesce_daemon(s->tcp_d) : MHD_INVALID_SOCKET;
     if (s->unix_d)
         MHD_quiesce_daemon(s->unix_d);
+    if (tcp_ls != MHD_INVALID_SOCKET)
+        close(tcp_ls);
+    tcp_ls = MHD_INVALID_SOCKET;
+    if (s->unix_fd >= 0)
+        close(s->unix_fd);
+    s->unix_fd = -1;
     uint64_t deadline = wh_now_ns() + (uint64_t)s->cfg.shutdown_grace_s * 1000000000ULL;
     int64_t n;
     while ((n = atomic_load(&s->metrics.inflight)) > 0 && wh_now_ns() < deadline) {

@@ -7,6 +7,7 @@
 #include "cluster/remote.h"
 #include "ident/identity.h"
 #include "roles/roles.h"
+#include "roles/config.h"
 #include "front/front.h"
 #include "meta/meta.h"
 #include "s3api/s3api.h"
@@ -65,12 +66,17 @@ static int gw_usage(FILE *f)
             "                       (default 3600; run by one gateway, the lifecycle lock's\n"
             "                       holder)\n"
             "  --log-level LEVEL    error, warn, info (default), debug, trace\n"
+            "  --rdma-mem SIZE      registered buffer budget for RDMA (default: 1/64 of RAM,\n"
+            "                       64M..1G; K/M/G ok)\n"
             "  --tls-cert FILE --tls-key FILE  serve S3 over HTTPS only (SIGHUP reloads them)\n"
             "  --cluster-ca FILE    the storage servers serve HTTPS (wharfd storage --tls-cert):\n"
             "                       dial them so, verifying their certificates with these CAs\n"
-            "\n"
-            "Environment: WHARF_CLUSTER_SECRET (required, shared with the storage servers),\n"
-            "WHARF_ACCESS_KEY / WHARF_SECRET_KEY (root's S3 credentials).\n");
+            "  --cluster-secret-file F  the cluster's shared secret (16 characters or more),\n"
+            "                       the first line of F (else WHARF_CLUSTER_SECRET, required)\n"
+            "\n" SRV_HELP_FRONT "\n"
+            "Environment: WHARF_CLUSTER_SECRET (shared with the storage servers, unless\n"
+            "--cluster-secret-file), WHARF_ACCESS_KEY / WHARF_SECRET_KEY (root's S3\n"
+            "credentials, unless --access-key / --secret-key-file).\n");
     return 0;
 }
 
@@ -127,6 +133,7 @@ int srv_gateway_main(int argc, char **argv)
         SRV_OPTS_RDMA,
         SRV_OPTS_S3,
         SRV_OPTS_TLS,
+        SRV_OPTS_CLUSTER,
         {"cluster-ca", required_argument, NULL, O_CLUSTER_CA},
         {"repair-after", required_argument, NULL, O_REPAIR},
         {"orphan-grace", required_argument, NULL, O_GRACE},
@@ -137,6 +144,8 @@ int srv_gateway_main(int argc, char **argv)
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
+    if (srv_conf_begin("gateway", srv_gateway_main, opts, &argc, &argv) != 0)
+        return 2;
     opterr = 0;
     optind = 2;
     int c;
@@ -223,16 +232,19 @@ int srv_gateway_main(int argc, char **argv)
         }
         }
     }
+    srv_conf_parsed();
     if (optind < argc)
         return gw_bad("unexpected argument '%s'", argv[optind]);
     if (!meta_url || !meta_url_is_pg(meta_url))
         return gw_bad("--meta postgresql://USER@HOST:PORT/DB is required, got '%s'",
                       meta_url ? meta_url : "");
-    if (!(rc.secret = srv_cluster_secret()))
+    if (!(rc.secret = srv_cluster_secret(&co)))
         return 2;
     cfg.listen_host = host;
-    if (srv_common_apply(&co, &cfg) != 0)
+    if (srv_common_apply(&co, &cfg) != 0 || srv_common_meta(&co, meta_url) != 0)
         return 2;
+    if (srv_conf_stop_here())
+        return srv_conf_finish();
     srv_block_signals();
 
     meta_t *meta = NULL;
@@ -272,5 +284,6 @@ int srv_gateway_main(int argc, char **argv)
     fflush(stdout);
     srv_wait_signals(srv_front_hup, srv);
     srv_stop(srv);
+    srv_notify_done();
     return 0;
 }

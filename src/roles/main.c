@@ -4,6 +4,7 @@
 #include "base/util.h"
 #include "ident/identity.h"
 #include "roles/roles.h"
+#include "roles/config.h"
 #include "front/front.h"
 #include "s3api/s3api.h"
 
@@ -19,6 +20,8 @@ static void usage(FILE *f)
 {
     fprintf(
         f, "usage: wharfd serve --data DIR --listen HOST:PORT [options]\n"
+           "       wharfd serve|gateway|storage --config FILE [options] [--print-config]\n"
+           "       wharfd check-config FILE  (check a configuration file, start nothing)\n"
            "       wharfd gateway --meta URL --listen HOST:PORT [options]  (a cluster's S3 front)\n"
            "       wharfd storage --meta URL --data DIR --listen HOST:PORT  (a cluster's storage)\n"
            "       wharfd user|key ...  (IAM users and access keys; wharfd user --help)\n"
@@ -86,30 +89,14 @@ static void usage(FILE *f)
            "  --lifecycle-period S seconds between passes applying buckets' lifecycle rules\n"
            "                       (default 3600)\n"
            "\n"
-           "HTTP front (defaults derived from the host):\n"
-           "  --http-threads N     event threads (default: the CPU count)\n"
-           "  --handler-threads N  most S3 handlers running at once; they may wait on disk\n"
-           "                       or RDMA (default 256)\n"
-           "  --max-conns N        connections open at once (default: RLIMIT_NOFILE, raised\n"
-           "                       to its hard limit, less a reserve for files)\n"
-           "  --max-conns-per-ip N connections open at once from one address (default: a\n"
-           "                       quarter of --max-conns)\n"
-           "  --idle-timeout S     close a connection that moves no byte for S s (default 30)\n"
-           "  --max-uploads N      incomplete multipart uploads one bucket may hold (default\n"
-           "                       10000; CreateMultipartUpload past it is TooManyUploads)\n"
-           "  --header-timeout S   close a connection whose request headers are not complete\n"
-           "                       S s after it opened or its last request ended (default 20)\n"
-           "\n"
+           "\n" SRV_HELP_FRONT "\n"
            "Root's credentials come from WHARF_ACCESS_KEY and WHARF_SECRET_KEY; when unset,\n"
            "the development defaults " DEV_ACCESS_KEY " / " DEV_SECRET_KEY " are used and\n"
            "printed. IAM users and their keys: wharfd user --help, or the IAM API.\n"
            "TLS (serve and gateway):\n"
            "  --tls-cert FILE      PEM certificate chain (leaf first): the TCP port then\n"
            "                       serves only HTTPS; SIGHUP reloads it and --tls-key\n"
-           "  --tls-key FILE       its PEM private key (unencrypted)\n"
-           "\n"
-           "SIGHUP reloads the TLS certificate and key (a bad pair keeps the old one).\n"
-           "SIGTERM or SIGINT stops accepting, lets in-flight requests finish, and exits 0.\n");
+           "  --tls-key FILE       its PEM private key (unencrypted)\n");
 }
 
 static int bad_usage(const char *fmt, const char *arg)
@@ -117,28 +104,8 @@ static int bad_usage(const char *fmt, const char *arg)
     return srv_usage_error(NULL, fmt, arg);
 }
 
-int main(int argc, char **argv)
+static int serve_main(int argc, char **argv)
 {
-    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-                      strcmp(argv[1], "help") == 0)) {
-        usage(stdout);
-        return 0;
-    }
-    if (argc >= 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0)) {
-        printf("wharfd %s\n", SRV_VERSION);
-        return 0;
-    }
-    if (argc >= 2 && strcmp(argv[1], "storage") == 0)
-        return srv_storage_main(argc, argv);
-    if (argc >= 2 && strcmp(argv[1], "gateway") == 0)
-        return srv_gateway_main(argc, argv);
-    if (argc >= 2 && (strcmp(argv[1], "user") == 0 || strcmp(argv[1], "key") == 0))
-        return srv_user_main(argc, argv);
-    if (argc >= 2 && strcmp(argv[1], "node") == 0)
-        return srv_node_main(argc, argv);
-    if (argc < 2 || strcmp(argv[1], "serve") != 0)
-        return bad_usage("expected the command 'serve', got '%s'", argc < 2 ? "" : argv[1]);
-
     srv_config_t cfg;
     srv_config_init(&cfg);
     store_config_t scfg = {0};
@@ -162,19 +129,11 @@ int main(int argc, char **argv)
         O_META,
         O_RESERVE,
         O_HIGH_WATER,
-        O_HTTP_THREADS,
-        O_HANDLER_THREADS,
-        O_MAX_CONNS,
-        O_MAX_CONNS_IP,
-        O_IDLE_TIMEOUT,
-        O_HEADER_TIMEOUT,
-        O_MAX_UPLOADS,
         O_DURABILITY,
         O_DATA_WRITES,
         O_PUT_STRIPES,
         O_PUT_STRIPE_MIN
     };
-    _Static_assert(O_MAX_UPLOADS - O_HTTP_THREADS == 6, "the counts below are in enum order");
     static const struct option opts[] = {
         {"data", required_argument, NULL, O_DATA},
         {"listen", required_argument, NULL, O_LISTEN},
@@ -197,15 +156,10 @@ int main(int argc, char **argv)
         {"data-writes", required_argument, NULL, O_DATA_WRITES},
         {"put-stripes", required_argument, NULL, O_PUT_STRIPES},
         {"put-stripe-min", required_argument, NULL, O_PUT_STRIPE_MIN},
-        {"http-threads", required_argument, NULL, O_HTTP_THREADS},
-        {"handler-threads", required_argument, NULL, O_HANDLER_THREADS},
-        {"max-conns", required_argument, NULL, O_MAX_CONNS},
-        {"max-conns-per-ip", required_argument, NULL, O_MAX_CONNS_IP},
-        {"idle-timeout", required_argument, NULL, O_IDLE_TIMEOUT},
-        {"header-timeout", required_argument, NULL, O_HEADER_TIMEOUT},
-        {"max-uploads", required_argument, NULL, O_MAX_UPLOADS},
         {NULL, 0, NULL, 0},
     };
+    if (srv_conf_begin("serve", serve_main, opts, &argc, &argv) != 0)
+        return 2;
     opterr = 0;
     optind = 2;
     int c;
@@ -317,36 +271,6 @@ int main(int argc, char **argv)
             scfg.high_water_pct = (unsigned)v;
             break;
         }
-        case O_HTTP_THREADS:
-        case O_HANDLER_THREADS:
-        case O_MAX_CONNS:
-        case O_MAX_CONNS_IP:
-        case O_IDLE_TIMEOUT:
-        case O_HEADER_TIMEOUT:
-        case O_MAX_UPLOADS: {
-            /* In enum order: the HTTP front's counts and seconds. */
-            static const struct {
-                const char *name;
-                unsigned max;
-            } lim[] = {{"--http-threads", 256},     {"--handler-threads", 65536},
-                       {"--max-conns", 1000000},    {"--max-conns-per-ip", 1000000},
-                       {"--idle-timeout", 86400},   {"--header-timeout", 86400},
-                       {"--max-uploads", 100000000}};
-            unsigned *dst[] = {&cfg.http_threads,     &cfg.handler_threads, &cfg.max_conns,
-                               &cfg.max_conns_per_ip, &cfg.conn_timeout_s,  &cfg.header_timeout_s,
-                               &cfg.max_uploads};
-            size_t i = (size_t)(c - O_HTTP_THREADS);
-            uint64_t v;
-            if (wh_parse_u64(optarg, strlen(optarg), &v) != 0 || v < 1 || v > lim[i].max) {
-                fprintf(stderr,
-                        "wharfd: %s wants a whole number from 1 to %u, got '%s'\n"
-                        "run 'wharfd --help' for the options\n",
-                        lim[i].name, lim[i].max, optarg);
-                return 2;
-            }
-            *dst[i] = (unsigned)v;
-            break;
-        }
         case ':':
             return bad_usage("option %s needs a value", argv[optind - 1]);
         default: {
@@ -359,14 +283,17 @@ int main(int argc, char **argv)
         }
         }
     }
+    srv_conf_parsed();
     if (optind < argc)
         return bad_usage("unexpected argument '%s'", argv[optind]);
     if (!cfg.data_dir)
         return bad_usage("%s--data DIR is required", "");
     (void)listen_arg;
     cfg.listen_host = host;
-    if (srv_common_apply(&co, &cfg) != 0)
+    if (srv_common_apply(&co, &cfg) != 0 || srv_common_meta(&co, scfg.meta_url) != 0)
         return 2;
+    if (srv_conf_stop_here())
+        return srv_conf_finish();
 
     if (wh_mkdir_p(cfg.data_dir, 0755) != 0) {
         wh_error("main", "cannot create the data directory %s: %m", cfg.data_dir);
@@ -396,5 +323,34 @@ int main(int argc, char **argv)
 
     srv_wait_signals(srv_front_hup, srv);
     srv_stop(srv);
+    srv_notify_done();
     return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+                      strcmp(argv[1], "help") == 0)) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc >= 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0)) {
+        printf("wharfd %s\n", SRV_VERSION);
+        return 0;
+    }
+    if (argc >= 2 && strcmp(argv[1], "storage") == 0)
+        return srv_storage_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "gateway") == 0)
+        return srv_gateway_main(argc, argv);
+    if (argc >= 2 && (strcmp(argv[1], "user") == 0 || strcmp(argv[1], "key") == 0))
+        return srv_user_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "node") == 0)
+        return srv_node_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "check-config") == 0) {
+        static const srv_role_main_fn mains[3] = {serve_main, srv_gateway_main, srv_storage_main};
+        return srv_conf_check_main(argc, argv, mains);
+    }
+    if (argc < 2 || strcmp(argv[1], "serve") != 0)
+        return bad_usage("expected the command 'serve', got '%s'", argc < 2 ? "" : argv[1]);
+    return serve_main(argc, argv);
 }

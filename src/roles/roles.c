@@ -3,6 +3,7 @@
  * assembled here only (srv_s3_front_start): the roles open the store, the identities and the
  * RDMA engine and hand them, with the S3 API, to the front. */
 #include "roles/roles.h"
+#include "roles/config.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "base/defaults.h"
@@ -25,6 +26,7 @@ static int role_usage(FILE *f)
 {
     fprintf(f, "usage: wharfd storage --meta postgresql://USER@HOST:PORT/DB --data DIR\n"
                "                      --listen HOST:PORT [--providers LIST] [--rdma-mem BYTES]\n"
+               "       wharfd storage --config FILE [options] [--print-config]\n"
                "\n"
                "A storage server of a cluster: registers itself in the metadata database\n"
                "(address, capacity, heartbeat), keeps chunks under DIR, serves gateways over an\n"
@@ -32,6 +34,8 @@ static int role_usage(FILE *f)
                "Every internal request must carry a token signed with WHARF_CLUSTER_SECRET\n"
                "(environment; the same on every gateway and storage server).\n"
                "\n"
+               "  --meta URL           the cluster's PostgreSQL (registration and heartbeat)\n"
+               "  --data DIR           where this server keeps its chunks (created)\n"
                "  --listen HOST:PORT   address of the internal API; gateways reach it there, so\n"
                "                       give an address they can route to (0.0.0.0 is refused)\n"
                "  --providers LIST     RDMA providers: shm,tcp (default) or none\n"
@@ -49,13 +53,30 @@ static int role_usage(FILE *f)
                "  --cluster-ca FILE    the other storage servers serve HTTPS: dial them so when\n"
                "                       sending a copy (repair, drain), verifying their\n"
                "                       certificates with these CAs; a TLS server without it\n"
-               "                       answers 501 to a push and the gateway relays the copy\n");
+               "                       answers 501 to a push and the gateway relays the copy\n"
+               "  --shutdown-grace S   at SIGTERM, refuse new connections and wait up to S s\n"
+               "                       (0..3600, default 30) for the requests in flight\n"
+               "  --cluster-secret-file F  the cluster's shared secret, its first line (else\n"
+               "                       WHARF_CLUSTER_SECRET); refused if others may read it\n"
+               "  --meta-password-file F  PostgreSQL's password, its first line (given to\n"
+               "                       libpq as PGPASSWORD); refused if others may read it\n"
+               "  --config FILE        read the options from FILE (an ini file: key = value, the\n"
+               "                       option's name with _ for -); an option given here wins\n"
+               "  --print-config       print the effective settings, each with its source\n"
+               "                       (command line, FILE:LINE, environment, default), and exit\n"
+               "\n"
+               "SIGHUP reads FILE again (log_level and shutdown_grace change live; other changed\n"
+               "keys are logged as needing a restart; a bad file changes nothing) and the TLS\n"
+               "pair. SIGTERM or SIGINT drains (--shutdown-grace) and exits 0. With\n"
+               "NOTIFY_SOCKET set (systemd Type=notify) it says READY=1, RELOADING=1,\n"
+               "STOPPING=1 and WATCHDOG=1.\n");
     return 0;
 }
 
 int srv_usage_error(const char *cmd, const char *fmt, const char *arg)
 {
     fprintf(stderr, "wharfd: ");
+    srv_conf_where(stderr);
     fprintf(stderr, fmt, arg);
     if (cmd)
         fprintf(stderr, "\nrun 'wharfd %s --help' for the options\n", cmd);
@@ -126,9 +147,73 @@ int srv_common_opt(srv_common_t *co, int c, const char *arg)
             return 2;
         co->account_id = arg;
         return 1;
+    case SRV_OPT_SHUTDOWN_GRACE: {
+        uint64_t v;
+        if (wh_parse_u64(arg, strlen(arg), &v) != 0 || v > 3600)
+            return common_bad(co, "--shutdown-grace wants seconds from 0 to 3600, got '%s'", arg);
+        co->shutdown_grace_s = v ? (unsigned)v : UINT32_MAX; /* UINT32_MAX: 0 given */
+        return 1;
+    }
+    case SRV_OPT_ACCESS_KEY:
+        if (!*arg || strlen(arg) > 128)
+            return common_bad(co,
+                              "--access-key wants an access key id (1 to 128 characters), "
+                              "got '%s'",
+                              arg);
+        co->access_key = arg;
+        return 1;
+    case SRV_OPT_SECRET_KEY_FILE:
+        co->secret_key_file = arg;
+        return 1;
+    case SRV_OPT_META_PW_FILE:
+        co->meta_password_file = arg;
+        return 1;
+    case SRV_OPT_CLUSTER_SECRET_FILE:
+        co->cluster_secret_file = arg;
+        return 1;
+    case SRV_OPT_HTTP_THREADS:
+    case SRV_OPT_HANDLER_THREADS:
+    case SRV_OPT_MAX_CONNS:
+    case SRV_OPT_MAX_CONNS_IP:
+    case SRV_OPT_IDLE_TIMEOUT:
+    case SRV_OPT_HEADER_TIMEOUT:
+    case SRV_OPT_MAX_UPLOADS: {
+        static const struct {
+            const char *fmt;
+            unsigned max;
+        } lim[] = {{"--http-threads wants a whole number from 1 to 256, got '%s'", 256},
+                   {"--handler-threads wants a whole number from 1 to 65536, got '%s'", 65536},
+                   {"--max-conns wants a whole number from 1 to 1000000, got '%s'", 1000000},
+                   {"--max-conns-per-ip wants a whole number from 1 to 1000000, got '%s'", 1000000},
+                   {"--idle-timeout wants a whole number from 1 to 86400, got '%s'", 86400},
+                   {"--header-timeout wants a whole number from 1 to 86400, got '%s'", 86400},
+                   {"--max-uploads wants a whole number from 1 to 100000000, got '%s'", 100000000}};
+        size_t i = (size_t)(c - SRV_OPT_HTTP_THREADS);
+        uint64_t v;
+        if (wh_parse_u64(arg, strlen(arg), &v) != 0 || v < 1 || v > lim[i].max)
+            return common_bad(co, lim[i].fmt, arg);
+        co->front[i] = (unsigned)v;
+        return 1;
+    }
     default:
         return 0;
     }
+}
+
+/* Secrets read from files, held for the process's life (reachable, for LeakSanitizer). */
+static char *g_root_secret, *g_cluster_secret;
+
+/* s, kept in *slot for the process; a check (check-config, --print-config, a reload's) only
+ * validated it, and the running process's copy stays as it is: a placeholder comes back. */
+static const char *keep_secret(char **slot, char *s)
+{
+    if (srv_conf_stop_here()) {
+        free(s);
+        return "(checked)";
+    }
+    free(*slot);
+    *slot = s;
+    return s;
 }
 
 int srv_common_apply(const srv_common_t *co, srv_config_t *cfg)
@@ -146,13 +231,45 @@ int srv_common_apply(const srv_common_t *co, srv_config_t *cfg)
     cfg->tls_key = co->tls_key;
     if (co->lifecycle_period_s)
         cfg->lifecycle_period_s = co->lifecycle_period_s;
+    cfg->shutdown_grace_s = co->shutdown_grace_s == UINT32_MAX ? 0
+                            : co->shutdown_grace_s             ? co->shutdown_grace_s
+                                                               : SRV_SHUTDOWN_GRACE_DEFAULT;
+    unsigned *front[] = {&cfg->http_threads,     &cfg->handler_threads, &cfg->max_conns,
+                         &cfg->max_conns_per_ip, &cfg->conn_timeout_s,  &cfg->header_timeout_s};
+    for (size_t i = 0; i < sizeof front / sizeof front[0]; i++)
+        if (co->front[i])
+            *front[i] = co->front[i];
+    if (co->front[6])
+        cfg->max_uploads = co->front[6];
     if (!(cfg->account_id = srv_ident_account_arg(co->account_id)))
         return 2;
+    const char *kf = co->server_key_file;
+    if (!kf || !*kf)
+        kf = getenv("WHARF_SERVER_KEY_FILE");
+    if (kf && *kf && access(kf, F_OK) == 0 && srv_conf_secret_mode("server_key_file", kf) != 0)
+        return 2;
+    /* Root's key pair: the access key from --access-key or WHARF_ACCESS_KEY, the secret from
+     * --secret-key-file or WHARF_SECRET_KEY, never from a flag's value. */
+    cfg->access_key = co->access_key ? co->access_key : getenv("WHARF_ACCESS_KEY");
+    if (co->secret_key_file) {
+        char *sk = NULL;
+        if (srv_conf_read_secret("secret_key_file", co->secret_key_file, &sk) != 0)
+            return 2;
+        cfg->secret_key = keep_secret(&g_root_secret, sk);
+    } else
+        cfg->secret_key = getenv("WHARF_SECRET_KEY");
+    bool has_a = cfg->access_key && *cfg->access_key;
+    bool has_s = cfg->secret_key && *cfg->secret_key;
+    if (has_a != has_s)
+        return common_bad(co,
+                          "%sroot's key pair needs both an access key (--access-key or "
+                          "WHARF_ACCESS_KEY) and a secret (--secret-key-file or "
+                          "WHARF_SECRET_KEY)",
+                          "");
+    if (srv_conf_stop_here())
+        return 0;
     wh_log_set_level(co->log_level);
-    /* Root's key pair. */
-    cfg->access_key = getenv("WHARF_ACCESS_KEY");
-    cfg->secret_key = getenv("WHARF_SECRET_KEY");
-    if (!cfg->access_key || !*cfg->access_key || !cfg->secret_key || !*cfg->secret_key) {
+    if (!has_a) {
         cfg->access_key = WH_DEV_ACCESS_KEY;
         cfg->secret_key = WH_DEV_SECRET_KEY;
         fprintf(stderr,
@@ -160,6 +277,26 @@ int srv_common_apply(const srv_common_t *co, srv_config_t *cfg)
                 "credentials access_key=%s secret_key=%s\n",
                 cfg->access_key, cfg->secret_key);
     }
+    return 0;
+}
+
+int srv_common_meta(const srv_common_t *co, const char *url)
+{
+    if (co->meta_password_file) {
+        char *pw = NULL;
+        if (srv_conf_read_secret("meta_password_file", co->meta_password_file, &pw) != 0)
+            return 2;
+        if (!srv_conf_stop_here())
+            setenv("PGPASSWORD", pw, 1); /* before any thread: libpq reads it at connect */
+        free(pw);
+    }
+    const char *s = url ? strstr(url, "://") : NULL;
+    const char *at = s ? strchr(s + 3, '@') : NULL;
+    const char *colon = s ? strchr(s + 3, ':') : NULL;
+    if (at && colon && colon < at && srv_conf_on_command_line("meta") && !srv_conf_stop_here())
+        wh_warn("main", "--meta carries a password on the command line, where every local "
+                        "user can read it (ps); give it in meta_password_file or the "
+                        "configuration file instead");
     return 0;
 }
 
@@ -177,60 +314,31 @@ int srv_parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port, 
     return 0;
 }
 
-const char *srv_cluster_secret(void)
+const char *srv_cluster_secret(const srv_common_t *co)
 {
+    if (co->cluster_secret_file) {
+        char *s = NULL;
+        if (srv_conf_read_secret("cluster_secret_file", co->cluster_secret_file, &s) != 0)
+            return NULL;
+        if (strlen(s) >= 16)
+            return keep_secret(&g_cluster_secret, s);
+        free(s);
+        fprintf(stderr,
+                "wharfd: cluster_secret_file %s: the secret must be 16 characters or "
+                "more\n",
+                co->cluster_secret_file);
+        return NULL;
+    }
     const char *s = getenv("WHARF_CLUSTER_SECRET");
+    if (srv_conf_stop_here() && (!s || !*s))
+        return ""; /* check-config, --print-config: the service's environment may have it */
     if (!s || strlen(s) < 16) {
-        fprintf(stderr, "wharfd: WHARF_CLUSTER_SECRET must be set to the cluster's shared "
-                        "secret (16 characters or more), the same on every gateway and "
-                        "storage server\n");
+        fprintf(stderr, "wharfd: the cluster's shared secret (16 characters or more, the same "
+                        "on every gateway and storage server) must be in the file "
+                        "--cluster-secret-file names or in WHARF_CLUSTER_SECRET\n");
         return NULL;
     }
     return s;
-}
-
-static void signal_set(sigset_t *set)
-{
-    sigemptyset(set);
-    sigaddset(set, SIGTERM);
-    sigaddset(set, SIGINT);
-    sigaddset(set, SIGHUP);
-}
-
-void srv_front_hup(void *srv)
-{
-    srv_reload_tls(srv);
-}
-
-static void storage_hup(void *s)
-{
-    srv_storage_reload_tls(s);
-}
-
-void srv_wait_signals(void (*on_hup)(void *arg), void *arg)
-{
-    sigset_t set;
-    signal_set(&set);
-    for (;;) {
-        int sig = 0;
-        if (sigwait(&set, &sig) != 0)
-            continue;
-        if (sig == SIGHUP) {
-            if (on_hup)
-                on_hup(arg);
-            continue;
-        }
-        wh_info("main", "signal received sig=%s, shutting down", sig == SIGTERM ? "TERM" : "INT");
-        return;
-    }
-}
-
-void srv_block_signals(void)
-{
-    sigset_t set;
-    signal_set(&set);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
 }
 
 wh_status_t srv_s3_front_start(const srv_config_t *cfg, store_t *st, srv_t **out)
@@ -294,9 +402,13 @@ int srv_storage_main(int argc, char **argv)
         {"cluster-ca", required_argument, NULL, O_CLUSTER_CA},
         SRV_OPTS_RDMA,
         SRV_OPTS_TLS,
+        SRV_OPTS_CLUSTER,
+        {"shutdown-grace", required_argument, NULL, SRV_OPT_SHUTDOWN_GRACE},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
+    if (srv_conf_begin("storage", srv_storage_main, opts, &argc, &argv) != 0)
+        return 2;
     opterr = 0;
     optind = 2;
     int c;
@@ -357,6 +469,7 @@ int srv_storage_main(int argc, char **argv)
         }
         }
     }
+    srv_conf_parsed();
     if (optind < argc)
         return bad("unexpected argument '%s'", argv[optind]);
     if (!cfg.data_dir)
@@ -373,18 +486,24 @@ int srv_storage_main(int argc, char **argv)
                    "no one can dial 0.0.0.0; give this host's address they route to (e.g. "
                    "10.0.0.2:9100)",
                    host);
-    if (!(cfg.secret = srv_cluster_secret()))
+    if (!co.tls_cert != !co.tls_key)
+        return bad("%sTLS needs both --tls-cert FILE and --tls-key FILE", "");
+    if (!(cfg.secret = srv_cluster_secret(&co)))
         return 2;
+    if (srv_common_meta(&co, cfg.meta_url) != 0)
+        return 2;
+    if (srv_conf_stop_here())
+        return srv_conf_finish();
     cfg.listen_host = host;
     if (co.providers)
         cfg.rdma.providers = co.providers;
     if (co.rdma_mem)
         cfg.rdma.mem_budget = co.rdma_mem;
     wh_log_set_level(co.log_level);
-    if (!co.tls_cert != !co.tls_key)
-        return bad("%sTLS needs both --tls-cert FILE and --tls-key FILE", "");
     cfg.tls_cert = co.tls_cert;
     cfg.tls_key = co.tls_key;
+    if (co.shutdown_grace_s)
+        cfg.shutdown_grace_s = co.shutdown_grace_s == UINT32_MAX ? 0 : co.shutdown_grace_s;
     srv_block_signals();
     srv_storage_t *s = NULL;
     wh_status_t st = srv_storage_start(&cfg, &s);
@@ -396,7 +515,8 @@ int srv_storage_main(int argc, char **argv)
     printf("wharfd storage serving %s://%s:%u data=%s\n", cfg.tls_cert ? "https" : "http", host,
            (unsigned)cfg.listen_port, cfg.data_dir);
     fflush(stdout);
-    srv_wait_signals(storage_hup, s);
+    srv_wait_signals(srv_storage_hup, s);
     srv_storage_stop(s);
+    srv_notify_done();
     return 0;
 }

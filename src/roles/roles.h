@@ -25,8 +25,8 @@ struct meta;
 int srv_node_status(struct meta *m, bool json, wh_sbuf_t *b);
 
 /* The options several roles take, parsed in one place. Each role lists the ones it takes in
- * its getopt table (SRV_OPTS_RDMA, SRV_OPTS_S3) and hands every option it does not know
- * itself to srv_common_opt. */
+ * its getopt table (SRV_OPTS_*) and hands every option it does not know itself to
+ * srv_common_opt. Every option is also a key of the role's configuration file (config.h). */
 typedef struct srv_common {
     const char *cmd;    /* "serve", "gateway", "storage": for the --help hint */
     const char *region; /* NULL: the default */
@@ -35,9 +35,17 @@ typedef struct srv_common {
     uint64_t rdma_mem;     /* 0: the default */
     const char *server_key_file;
     const char *account_id;
-    const char *tls_cert, *tls_key; /* --tls-cert, --tls-key (every role) */
-    unsigned lifecycle_period_s;    /* 0: the default */
+    const char *tls_cert, *tls_key;  /* --tls-cert, --tls-key (every role) */
+    unsigned lifecycle_period_s;     /* 0: the default */
+    unsigned shutdown_grace_s;       /* 0: SRV_SHUTDOWN_GRACE_DEFAULT */
+    const char *access_key;          /* root's; NULL: WHARF_ACCESS_KEY */
+    const char *secret_key_file;     /* root's secret; NULL: WHARF_SECRET_KEY */
+    const char *meta_password_file;  /* PostgreSQL's password (PGPASSWORD for libpq) */
+    const char *cluster_secret_file; /* NULL: WHARF_CLUSTER_SECRET */
+    unsigned front[7]; /* --http-threads .. --max-uploads, in SRV_OPT_HTTP_THREADS order; 0:
+                        * the default */
 } srv_common_t;
+#define SRV_SHUTDOWN_GRACE_DEFAULT 30
 enum {
     SRV_OPT_REGION = 0x100,
     SRV_OPT_LOG,
@@ -47,26 +55,91 @@ enum {
     SRV_OPT_ACCOUNT,
     SRV_OPT_TLS_CERT,
     SRV_OPT_TLS_KEY,
-    SRV_OPT_LIFECYCLE
+    SRV_OPT_LIFECYCLE,
+    SRV_OPT_SHUTDOWN_GRACE,
+    SRV_OPT_ACCESS_KEY,
+    SRV_OPT_SECRET_KEY_FILE,
+    SRV_OPT_META_PW_FILE,
+    SRV_OPT_CLUSTER_SECRET_FILE,
+    SRV_OPT_HTTP_THREADS, /* the HTTP front's counts and seconds, in srv_common_t.front order */
+    SRV_OPT_HANDLER_THREADS,
+    SRV_OPT_MAX_CONNS,
+    SRV_OPT_MAX_CONNS_IP,
+    SRV_OPT_IDLE_TIMEOUT,
+    SRV_OPT_HEADER_TIMEOUT,
+    SRV_OPT_MAX_UPLOADS
 };
-#define SRV_OPTS_RDMA                                                                              \
-    {"log-level", required_argument, NULL, SRV_OPT_LOG},                                           \
-        {"providers", required_argument, NULL, SRV_OPT_PROVIDERS},                                 \
-    {                                                                                              \
-        "rdma-mem", required_argument, NULL, SRV_OPT_RDMA_MEM                                      \
-    }
-#define SRV_OPTS_S3                                                                                \
-    {"region", required_argument, NULL, SRV_OPT_REGION},                                           \
-        {"server-key-file", required_argument, NULL, SRV_OPT_KEY_FILE},                            \
-        {"account-id", required_argument, NULL, SRV_OPT_ACCOUNT},                                  \
-    {                                                                                              \
-        "lifecycle-period", required_argument, NULL, SRV_OPT_LIFECYCLE                             \
-    }
-#define SRV_OPTS_TLS                                                                               \
-    {"tls-cert", required_argument, NULL, SRV_OPT_TLS_CERT},                                       \
-    {                                                                                              \
-        "tls-key", required_argument, NULL, SRV_OPT_TLS_KEY                                        \
-    }
+/* clang-format off */
+#define SRV_OPTS_RDMA \
+    {"log-level", required_argument, NULL, SRV_OPT_LOG}, \
+    {"providers", required_argument, NULL, SRV_OPT_PROVIDERS}, \
+    {"rdma-mem", required_argument, NULL, SRV_OPT_RDMA_MEM}, \
+    {"meta-password-file", required_argument, NULL, SRV_OPT_META_PW_FILE}
+#define SRV_OPTS_S3 \
+    {"region", required_argument, NULL, SRV_OPT_REGION}, \
+    {"server-key-file", required_argument, NULL, SRV_OPT_KEY_FILE}, \
+    {"account-id", required_argument, NULL, SRV_OPT_ACCOUNT}, \
+    {"lifecycle-period", required_argument, NULL, SRV_OPT_LIFECYCLE}, \
+    {"shutdown-grace", required_argument, NULL, SRV_OPT_SHUTDOWN_GRACE}, \
+    {"access-key", required_argument, NULL, SRV_OPT_ACCESS_KEY}, \
+    {"secret-key-file", required_argument, NULL, SRV_OPT_SECRET_KEY_FILE}, \
+    {"http-threads", required_argument, NULL, SRV_OPT_HTTP_THREADS}, \
+    {"handler-threads", required_argument, NULL, SRV_OPT_HANDLER_THREADS}, \
+    {"max-conns", required_argument, NULL, SRV_OPT_MAX_CONNS}, \
+    {"max-conns-per-ip", required_argument, NULL, SRV_OPT_MAX_CONNS_IP}, \
+    {"idle-timeout", required_argument, NULL, SRV_OPT_IDLE_TIMEOUT}, \
+    {"header-timeout", required_argument, NULL, SRV_OPT_HEADER_TIMEOUT}, \
+    {"max-uploads", required_argument, NULL, SRV_OPT_MAX_UPLOADS}
+#define SRV_OPTS_TLS \
+    {"tls-cert", required_argument, NULL, SRV_OPT_TLS_CERT}, \
+    {"tls-key", required_argument, NULL, SRV_OPT_TLS_KEY}
+#define SRV_OPTS_CLUSTER \
+    {"cluster-secret-file", required_argument, NULL, SRV_OPT_CLUSTER_SECRET_FILE}
+/* clang-format on */
+/* --help's text of the options serve and gateway share beyond their own lists. */
+#define SRV_HELP_FRONT                                                                             \
+    "HTTP front (defaults derived from the host):\n"                                               \
+    "  --http-threads N     event threads (default: the CPU count)\n"                              \
+    "  --handler-threads N  most S3 handlers running at once; they may wait on disk\n"             \
+    "                       or RDMA (default 256)\n"                                               \
+    "  --max-conns N        connections open at once (default: RLIMIT_NOFILE, raised\n"            \
+    "                       to its hard limit, less a reserve for files)\n"                        \
+    "  --max-conns-per-ip N connections open at once from one address (default: a\n"               \
+    "                       quarter of --max-conns)\n"                                             \
+    "  --idle-timeout S     close a connection that moves no byte for S s (default 30)\n"          \
+    "  --max-uploads N      incomplete multipart uploads one bucket may hold (default\n"           \
+    "                       10000; CreateMultipartUpload past it is TooManyUploads)\n"             \
+    "  --header-timeout S   close a connection whose request headers are not complete\n"           \
+    "                       S s after it opened or its last request ended (default 20)\n"          \
+    "  --shutdown-grace S   at SIGTERM, wait up to S s (0..3600, default 30) for the\n"            \
+    "                       requests in flight, then up to 5 s more for their handlers\n"          \
+    "\n"                                                                                           \
+    "Secrets, from files (refused when others may read or write them, a warning when\n"            \
+    "the group may read them) or the environment, never from a flag's value:\n"                    \
+    "  --access-key ID      root's access key (default WHARF_ACCESS_KEY)\n"                        \
+    "  --secret-key-file F  root's secret key, the first line of F (default\n"                     \
+    "                       WHARF_SECRET_KEY); with neither, the development pair\n"               \
+    "  --meta-password-file F  PostgreSQL's password for --meta, the first line of F\n"            \
+    "                       (given to libpq as PGPASSWORD)\n"                                      \
+    "\n"                                                                                           \
+    "Configuration:\n"                                                                             \
+    "  --config FILE        read the options from FILE (an ini file: key = value, the\n"           \
+    "                       option's name with _ for -, under an optional [ROLE]\n"                \
+    "                       section); an option on the command line wins over its key\n"           \
+    "  --print-config       print the effective settings, each with its source\n"                  \
+    "                       (command line, FILE:LINE, environment, default), secrets\n"            \
+    "                       masked, and exit\n"                                                    \
+    "  wharfd check-config FILE  check FILE (its first section names the role) without\n"          \
+    "                       starting; names the bad key, its line and why; exit 2\n"               \
+    "\n"                                                                                           \
+    "SIGHUP reads FILE again: log_level, max_uploads and shutdown_grace change live,\n"            \
+    "other changed keys are logged as needing a restart, and a bad file changes\n"                 \
+    "nothing; it also reloads the TLS certificate and key (a bad pair keeps the old).\n"           \
+    "SIGTERM or SIGINT stops accepting (new connections are refused), lets in-flight\n"            \
+    "requests finish within --shutdown-grace, and exits 0. With NOTIFY_SOCKET set\n"               \
+    "(systemd Type=notify or notify-reload) it says READY=1 once listening,\n"                     \
+    "RELOADING=1 around a reload, STOPPING=1 at SIGTERM, and WATCHDOG=1 every half of\n"           \
+    "WATCHDOG_USEC when that is set.\n"
 void srv_common_init(srv_common_t *co, const char *cmd);
 /* 1: c was a common option and its value is good; 0: not a common option; 2: a bad value
  * (said on stderr): exit 2. */
@@ -85,16 +158,30 @@ int srv_parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port, 
 /* Says what is wrong with the command line (fmt has one %s, for arg) and where the options are
  * listed: 'wharfd CMD --help', or 'wharfd --help' with cmd NULL. Returns 2, the exit status. */
 int srv_usage_error(const char *cmd, const char *fmt, const char *arg);
-const char *srv_cluster_secret(void); /* NULL (and says why) when unset/short */
+/* The cluster's shared secret: co's --cluster-secret-file, else WHARF_CLUSTER_SECRET; NULL
+ * (and says why) when unset, short or in a file others may read. */
+const char *srv_cluster_secret(const srv_common_t *co);
+/* PostgreSQL's password from --meta-password-file into PGPASSWORD, which libpq reads, and a
+ * warning when url (the --meta given) carries a password on the command line. 0, or 2 after
+ * saying what is wrong. */
+int srv_common_meta(const srv_common_t *co, const char *url);
 /* Blocks TERM, INT and HUP in this thread and every thread it starts afterwards
  * (libmicrohttpd's inherit the mask) and ignores SIGPIPE (sendfile to a closed socket): call
  * before starting anything. */
 void srv_block_signals(void);
-/* Waits for TERM or INT (blocked by srv_block_signals) and logs which came; on each HUP in
- * between calls on_hup(arg) (the role's TLS reload; NULL: none). */
+/* Tells the service manager the role is ready (sd_notify READY=1; watchdog pings from here
+ * on when WATCHDOG_USEC is set), then waits for TERM or INT (blocked by srv_block_signals),
+ * logs which came and says STOPPING=1. On each HUP in between calls on_hup(arg) (the role's
+ * reload; NULL: none) between RELOADING=1 and READY=1. notify.c. */
 void srv_wait_signals(void (*on_hup)(void *arg), void *arg);
-/* on_hup of an S3 front (serve, gateway): arg is its srv_t. */
+/* After the role stopped: the watchdog pings end. */
+void srv_notify_done(void);
+/* on_hup of an S3 front (serve, gateway): arg is its srv_t. Reads the configuration file
+ * again (config.h: live keys log_level, max_uploads, shutdown_grace) and the TLS pair. */
 void srv_front_hup(void *srv);
+/* on_hup of a storage server: arg is its srv_storage_t (live keys: log_level,
+ * shutdown_grace). */
+void srv_storage_hup(void *s);
 
 struct store;
 struct srv;

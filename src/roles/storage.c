@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MOD "storage"
@@ -29,6 +30,7 @@ void srv_storage_config_init(srv_storage_config_t *cfg)
     cfg->listen_host = "127.0.0.1";
     cfg->heartbeat_ms = 1000;
     cfg->conn_timeout_s = 60;
+    cfg->shutdown_grace_s = 30;
     cfg->scrub_rate = 32ULL << 20;
     cfg->scrub_interval_s = 7 * 86400;
     srv_rdma_config_init(&cfg->rdma);
@@ -488,6 +490,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
         q->s = s;
         q->method = method;
         *con_cls = q;
+        atomic_fetch_add(&s->inflight, 1);
         /* A reply queued on the first call closes the connection (MHD cannot know whether
          * a body follows), so bodiless requests are handled on the second call. */
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
@@ -542,6 +545,7 @@ static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls,
     if (!q)
         return;
     cl_chunk_writer_abort(q->w); /* a PUT cut off mid-body leaves no chunk */
+    atomic_fetch_sub(&q->s->inflight, 1);
     free(q->form);
     free(q);
     *con_cls = NULL;
@@ -631,6 +635,25 @@ void srv_storage_stop(srv_storage_t *s)
 {
     if (!s)
         return;
+    if (s->d) {
+        /* Refuse new connections at once; let the requests in flight finish. */
+        MHD_socket ls = MHD_quiesce_daemon(s->d);
+        if (ls != MHD_INVALID_SOCKET)
+            close(ls);
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int64_t n;
+        while ((n = atomic_load(&s->inflight)) > 0) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (now.tv_sec - t0.tv_sec >= (time_t)s->cfg.shutdown_grace_s)
+                break;
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        if (n > 0)
+            wh_warn(MOD, "stopping with requests still in flight count=%lld", (long long)n);
+    }
     srv_storage_scrub_stop(s);
     srv_storage_membership_stop(s);
     if (s->d)
@@ -640,6 +663,11 @@ void srv_storage_stop(srv_storage_t *s)
     cl_chunks_close(s->chunks);
     cl_client_free(s->client);
     free(s);
+}
+
+void srv_storage_set_grace(srv_storage_t *s, unsigned secs)
+{
+    s->cfg.shutdown_grace_s = secs;
 }
 
 wh_status_t srv_storage_reload_tls(srv_storage_t *s)

@@ -40,13 +40,20 @@ typedef struct srv_storage_config {
      * one (repair, drain) is sent over HTTPS verified with them. NULL: over HTTP, unless this
      * server serves HTTPS itself, which then refuses pushes (501). */
     const char *cluster_ca;
+    /* At stop: how long the requests in flight may take to finish (--shutdown-grace; the
+     * signal thread changes it on SIGHUP, the same thread that stops). */
+    unsigned shutdown_grace_s;
 } srv_storage_config_t;
 
 void srv_storage_config_init(srv_storage_config_t *cfg);
 
 typedef struct srv_storage srv_storage_t;
 wh_status_t srv_storage_start(const srv_storage_config_t *cfg, srv_storage_t **out);
-void srv_storage_stop(srv_storage_t *s); /* NULL-safe */
+/* Stops accepting (new connections are refused), waits up to shutdown_grace_s for the
+ * requests in flight, then stops everything. NULL-safe. */
+void srv_storage_stop(srv_storage_t *s);
+/* SIGHUP: a new shutdown grace (seconds). */
+void srv_storage_set_grace(srv_storage_t *s, unsigned secs);
 /* SIGHUP: reads the TLS pair again (no TLS: nothing). */
 wh_status_t srv_storage_reload_tls(srv_storage_t *s);
 

@@ -23,7 +23,8 @@ struct srv_storage {
     cl_chunks_t *chunks;
     srv_rdma_t *rdma;
     struct MHD_Daemon *d;
-    struct srv_tls *tls; /* NULL: plain HTTP */
+    struct srv_tls *tls;      /* NULL: plain HTTP */
+    _Atomic int64_t inflight; /* requests begun and not completed (the drain at stop) */
 
     /* membership */
     char addr[96];    /* host:port of the internal API, as registered */
