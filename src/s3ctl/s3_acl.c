@@ -21,6 +21,13 @@ static bool has_grant_headers(srv_req_t *r)
     return false;
 }
 
+bool srv_acl_request_grants(srv_req_t *r)
+{
+    const char *canned = srv_hdr(r, "x-amz-acl");
+    return has_grant_headers(r) || (canned && strcmp(canned, "private") != 0 &&
+                                    strcmp(canned, "bucket-owner-full-control") != 0);
+}
+
 /* The bucket owner for bucket-owner-* canned ACLs: srv_authorize's, else looked up. */
 static int bucket_owner(srv_req_t *r, srv_out_t *o, char out[65])
 {
