@@ -274,8 +274,11 @@ static void srv_s3_send(srv_req_t *r, srv_out_t *o)
 /* What manages a bucket stays with the bucket owner's account (its root and its users, as
  * their policies allow), whatever a bucket policy or ACL grants "*": an anonymous caller never
  * reads, replaces or removes the policy (405, as S3 answers a principal of another account),
- * changes the bucket's ACL or versioning, or deletes the bucket (403). Checked after the
- * decision allowed the row's action. */
+ * and never changes any of the bucket's configuration (ACL, versioning, Object Lock,
+ * lifecycle, PublicAccessBlock, OwnershipControls, tagging, CORS, default encryption) or
+ * deletes the bucket (403): each of those binds the owner's own objects and requests (a
+ * COMPLIANCE default retention cannot be undone). Checked after the decision allowed the
+ * row's action. */
 static int owner_account_only(const srv_req_t *r, const srv_op_t *op, srv_out_t *o)
 {
     if (r->who.kind != S3_PRINCIPAL_ANON)
@@ -291,6 +294,19 @@ static int owner_account_only(const srv_req_t *r, const srv_op_t *op, srv_out_t 
     case SRV_API_PUT_BUCKET_ACL:
     case SRV_API_DELETE_BUCKET:
     case SRV_API_PUT_BUCKET_VERSIONING:
+    case SRV_API_PUT_OBJECT_LOCK_CONFIG:
+    case SRV_API_PUT_BUCKET_LIFECYCLE:
+    case SRV_API_DELETE_BUCKET_LIFECYCLE:
+    case SRV_API_PUT_PUBLIC_ACCESS_BLOCK:
+    case SRV_API_DELETE_PUBLIC_ACCESS_BLOCK:
+    case SRV_API_PUT_OWNERSHIP_CONTROLS:
+    case SRV_API_DELETE_OWNERSHIP_CONTROLS:
+    case SRV_API_PUT_BUCKET_TAGGING:
+    case SRV_API_DELETE_BUCKET_TAGGING:
+    case SRV_API_PUT_BUCKET_CORS:
+    case SRV_API_DELETE_BUCKET_CORS:
+    case SRV_API_PUT_BUCKET_ENCRYPTION:
+    case SRV_API_DELETE_BUCKET_ENCRYPTION:
         return srv_errf(o, S3_ERR_ACCESS_DENIED,
                         "%s is served to the bucket owner's account only, not to anonymous "
                         "requests, whatever a policy or ACL grants",

@@ -108,3 +108,54 @@ def test_create_bucket_object_ownership_is_stored_and_enforced(wharfd, root):
     assert rules == [{"ObjectOwnership": "ObjectWriter"}]
     root.delete_bucket(Bucket=other)
     empty(root, b)
+
+
+LC = (b'<LifecycleConfiguration><Rule><ID>x</ID><Filter><Prefix></Prefix></Filter>'
+      b'<Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>'
+      b'</LifecycleConfiguration>')
+LOCK = (b'<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule>'
+        b'<DefaultRetention><Mode>COMPLIANCE</Mode><Years>100</Years></DefaultRetention></Rule>'
+        b'</ObjectLockConfiguration>')
+PAB = (b'<PublicAccessBlockConfiguration><BlockPublicAcls>false</BlockPublicAcls>'
+       b'<IgnorePublicAcls>false</IgnorePublicAcls><BlockPublicPolicy>false</BlockPublicPolicy>'
+       b'<RestrictPublicBuckets>false</RestrictPublicBuckets></PublicAccessBlockConfiguration>')
+OWN = (b'<OwnershipControls><Rule><ObjectOwnership>ObjectWriter</ObjectOwnership></Rule>'
+       b'</OwnershipControls>')
+TAGS = b'<Tagging><TagSet><Tag><Key>a</Key><Value>b</Value></Tag></TagSet></Tagging>'
+CORS = (b'<CORSConfiguration><CORSRule><AllowedMethod>GET</AllowedMethod><AllowedOrigin>*'
+        b'</AllowedOrigin></CORSRule></CORSConfiguration>')
+ENC = (b'<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault>'
+       b'<SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule>'
+       b'</ServerSideEncryptionConfiguration>')
+
+
+def test_public_policy_never_hands_bucket_configuration_to_anonymous(wharfd, root):
+    b = unique_bucket("cfg")
+    root.create_bucket(Bucket=b, ObjectLockEnabledForBucket=True)
+    res = f"arn:aws:s3:::{b}"
+    root.put_bucket_policy(Bucket=b, Policy=policy(
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:*", "Resource": [res, f"{res}/*"]}))
+    root.put_bucket_lifecycle_configuration(Bucket=b, LifecycleConfiguration={"Rules": [
+        {"ID": "keep", "Filter": {"Prefix": "tmp/"}, "Status": "Enabled",
+         "Expiration": {"Days": 30}}]})
+    url = f"{wharfd.endpoint}/{b}"
+    assert anon("PUT", f"{url}/k", data=b"anon")[0] == 200  # the policy grants object writes
+    for method, sub, body in [("PUT", "object-lock", LOCK), ("PUT", "lifecycle", LC),
+                              ("DELETE", "lifecycle", None), ("PUT", "publicAccessBlock", PAB),
+                              ("DELETE", "publicAccessBlock", None),
+                              ("PUT", "ownershipControls", OWN),
+                              ("DELETE", "ownershipControls", None), ("PUT", "tagging", TAGS),
+                              ("DELETE", "tagging", None), ("PUT", "cors", CORS),
+                              ("DELETE", "cors", None), ("PUT", "encryption", ENC),
+                              ("DELETE", "encryption", None)]:
+        st, out = anon(method, f"{url}?{sub}", data=body)
+        assert st == 403 and b"AccessDenied" in out, (method, sub, st, out)
+    # Nothing changed: no default retention, the owner's lifecycle rule, no PAB, no tags.
+    assert "Rule" not in root.get_object_lock_configuration(Bucket=b)["ObjectLockConfiguration"]
+    assert root.get_bucket_lifecycle_configuration(Bucket=b)["Rules"][0]["ID"] == "keep"
+    for fn in (root.get_public_access_block, root.get_bucket_tagging, root.get_bucket_cors,
+               root.get_bucket_ownership_controls):
+        with pytest.raises(ClientError):
+            fn(Bucket=b)
+    root.delete_bucket_policy(Bucket=b)
+    empty(root, b)
