@@ -159,3 +159,38 @@ def test_public_policy_never_hands_bucket_configuration_to_anonymous(wharfd, roo
             fn(Bucket=b)
     root.delete_bucket_policy(Bucket=b)
     empty(root, b)
+
+
+def test_lock_headers_need_retention_and_legal_hold_permissions(wharfd, root, iam):
+    b = unique_bucket("lockh")
+    root.create_bucket(Bucket=b, ObjectLockEnabledForBucket=True)
+    root.put_object(Bucket=b, Key="src", Body=b"source")
+    objs = f"arn:aws:s3:::{b}/*"
+    writer = new_user(wharfd, iam, "writer", {"Effect": "Allow", "Action": [
+        "s3:PutObject", "s3:GetObject"], "Resource": objs})
+    until = datetime.datetime.now(UTC) + datetime.timedelta(days=3650)
+    lock = {"ObjectLockMode": "COMPLIANCE", "ObjectLockRetainUntilDate": until}
+    hold = {"ObjectLockLegalHoldStatus": "ON"}
+    for extra in (lock, hold):
+        for call in (lambda: writer.s3.put_object(Bucket=b, Key="k", Body=b"x", **extra),
+                     lambda: writer.s3.create_multipart_upload(Bucket=b, Key="m", **extra),
+                     lambda: writer.s3.copy_object(Bucket=b, Key="c", **extra,
+                                                   CopySource={"Bucket": b, "Key": "src"})):
+            with pytest.raises(ClientError) as e:
+                call()
+            assert code(e) == "AccessDenied", e.value.response
+    keys = {v["Key"] for v in root.list_object_versions(Bucket=b).get("Versions", [])}
+    assert keys == {"src"}
+    assert not root.list_multipart_uploads(Bucket=b).get("Uploads")
+    # Without the headers the write goes through, with the bucket's (absent) default.
+    writer.s3.put_object(Bucket=b, Key="plain", Body=b"x")
+    # With both permissions the headers are taken.
+    locker = new_user(wharfd, iam, "locker", {"Effect": "Allow", "Action": [
+        "s3:PutObject", "s3:PutObjectRetention", "s3:PutObjectLegalHold"], "Resource": objs})
+    locker.s3.put_object(Bucket=b, Key="held", Body=b"x", **hold)
+    assert root.get_object_legal_hold(Bucket=b, Key="held")["LegalHold"]["Status"] == "ON"
+    for v in root.list_object_versions(Bucket=b).get("Versions", []):
+        if v["Key"] == "held":
+            root.put_object_legal_hold(Bucket=b, Key="held", VersionId=v["VersionId"],
+                                       LegalHold={"Status": "OFF"})
+    empty(root, b)
