@@ -194,3 +194,19 @@ def test_lock_headers_need_retention_and_legal_hold_permissions(wharfd, root, ia
             root.put_object_legal_hold(Bucket=b, Key="held", VersionId=v["VersionId"],
                                        LegalHold={"Status": "OFF"})
     empty(root, b)
+
+
+def test_deny_list_all_my_buckets_on_s3_arn_wildcard(wharfd, root, iam):
+    for resource in ("arn:aws:s3:::*", "*"):
+        u = new_user(wharfd, iam, "nolist",
+                     {"Effect": "Allow", "Action": "s3:*", "Resource": "*"},
+                     {"Effect": "Deny", "Action": "s3:ListAllMyBuckets", "Resource": resource})
+        with pytest.raises(ClientError) as e:
+            u.s3.list_buckets()
+        assert code(e) == "AccessDenied", resource
+    # An Allow on arn:aws:s3:::* matches as well (and a Deny on one bucket does not).
+    u = new_user(wharfd, iam, "list",
+                 {"Effect": "Allow", "Action": "s3:ListAllMyBuckets", "Resource": "arn:aws:s3:::*"},
+                 {"Effect": "Deny", "Action": "s3:ListAllMyBuckets",
+                  "Resource": "arn:aws:s3:::somebucket"})
+    assert "Buckets" in u.s3.list_buckets()
