@@ -210,3 +210,25 @@ def test_deny_list_all_my_buckets_on_s3_arn_wildcard(wharfd, root, iam):
                  {"Effect": "Deny", "Action": "s3:ListAllMyBuckets",
                   "Resource": "arn:aws:s3:::somebucket"})
     assert "Buckets" in u.s3.list_buckets()
+
+
+def test_acl_display_name_is_never_the_access_key(wharfd, root):
+    b = unique_bucket("dn")
+    root.create_bucket(Bucket=b)
+    root.put_object(Bucket=b, Key="k", Body=b"v")
+    res = f"arn:aws:s3:::{b}"
+    root.put_bucket_policy(Bucket=b, Policy=policy(
+        {"Effect": "Allow", "Principal": "*", "Action": ["s3:GetBucketAcl", "s3:GetObjectAcl"],
+         "Resource": [res, f"{res}/*"]}))
+    owner = root.list_buckets()["Owner"]
+    for acl in (root.get_bucket_acl(Bucket=b), root.get_object_acl(Bucket=b, Key="k")):
+        assert acl["Owner"] == owner and owner["DisplayName"] == "root"
+        assert ACCESS_KEY not in json.dumps(acl, default=str)
+    for url in (f"{wharfd.endpoint}/{b}?acl", f"{wharfd.endpoint}/{b}/k?acl"):
+        st, body = anon("GET", url)
+        assert st == 200, body
+        assert ACCESS_KEY.encode() not in body and b"<DisplayName>root</DisplayName>" in body
+    listed = root.list_objects_v2(Bucket=b, FetchOwner=True)["Contents"][0]["Owner"]
+    assert listed == owner
+    root.delete_bucket_policy(Bucket=b)
+    empty(root, b)
