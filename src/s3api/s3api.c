@@ -316,6 +316,24 @@ static int owner_account_only(const srv_req_t *r, const srv_op_t *op, srv_out_t 
     }
 }
 
+/* x-amz-expected-bucket-owner (and, on a copy, x-amz-source-expected-bucket-owner) names the
+ * account the caller expects to own the bucket: every bucket here is this server's account's,
+ * so another account id is 403 AccessDenied, as S3 answers, before anything is done. */
+static int expected_owner(const srv_req_t *r, srv_out_t *o)
+{
+    static const char *const names[] = {"x-amz-expected-bucket-owner",
+                                        "x-amz-source-expected-bucket-owner"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = srv_hdr(r, names[i]);
+        if (v && strcmp(v, srv_account_id(r)) != 0)
+            return srv_errf(o, S3_ERR_ACCESS_DENIED,
+                            "Access Denied: %s names account %.40s, but the bucket is owned by "
+                            "another account",
+                            names[i], v);
+    }
+    return 0;
+}
+
 /* The APIs that serve server-side encryption headers (s3_sse.c); elsewhere they are refused. */
 /* With x-amz-rdma-token alike: the bytes go through the server's cipher on the way. */
 static bool sse_served(const srv_op_t *op, bool copy_source)
@@ -377,8 +395,8 @@ void srv_s3_begin(srv_req_t *r)
                           "x-amz-rdma-token is served on GetObject, PutObject and UploadPart "
                           "only, not on %s",
                           srv_api_name(op->api));
-    else if (!(status = srv_authorize(r, op, &o)) && !(status = owner_account_only(r, op, &o)) &&
-             !(status = refuse_unbuilt(r, op, &o)))
+    else if (!(status = expected_owner(r, &o)) && !(status = srv_authorize(r, op, &o)) &&
+             !(status = owner_account_only(r, op, &o)) && !(status = refuse_unbuilt(r, op, &o)))
         status = op->begin(r, &o);
     status = srv_authz_guard(r, &o, status);
     if (status == 0) {

@@ -11,7 +11,8 @@ requests for the anonymous caller:
 - Object Lock headers on PutObject, CreateMultipartUpload and CopyObject need
   s3:PutObjectRetention / s3:PutObjectLegalHold besides s3:PutObject;
 - a user policy's Deny of s3:ListAllMyBuckets on arn:aws:s3:::* binds, as on "*";
-- no ACL answer names root's access key id (DisplayName "root", as in listings).
+- no ACL answer names root's access key id (DisplayName "root", as in listings);
+- x-amz-expected-bucket-owner naming another account is 403 AccessDenied.
 """
 import base64
 import datetime
@@ -28,6 +29,7 @@ import users
 from wharfd import ACCESS_KEY, SECRET_KEY, unique_bucket
 
 UTC = datetime.timezone.utc
+ACCOUNT = "000000000000"  # wharfd's default account id
 
 
 def policy(*statements):
@@ -231,4 +233,24 @@ def test_acl_display_name_is_never_the_access_key(wharfd, root):
     listed = root.list_objects_v2(Bucket=b, FetchOwner=True)["Contents"][0]["Owner"]
     assert listed == owner
     root.delete_bucket_policy(Bucket=b)
+    empty(root, b)
+
+
+def test_expected_bucket_owner(wharfd, root):
+    b = unique_bucket("exp")
+    root.create_bucket(Bucket=b)
+    root.put_object(Bucket=b, Key="k", Body=b"v")
+    # the server's account (the test server's: the default, no --account-id) is accepted
+    assert root.get_object(Bucket=b, Key="k", ExpectedBucketOwner=ACCOUNT)["Body"].read() == b"v"
+    with pytest.raises(ClientError) as e:
+        root.get_object(Bucket=b, Key="k", ExpectedBucketOwner="111122223333")
+    assert code(e) == "AccessDenied"
+    with pytest.raises(ClientError) as e:
+        root.put_object(Bucket=b, Key="k2", Body=b"x", ExpectedBucketOwner="111122223333")
+    assert code(e) == "AccessDenied"
+    with pytest.raises(ClientError) as e:
+        root.copy_object(Bucket=b, Key="k3", CopySource={"Bucket": b, "Key": "k"},
+                         ExpectedSourceBucketOwner="111122223333")
+    assert code(e) == "AccessDenied"
+    assert [o["Key"] for o in root.list_objects_v2(Bucket=b)["Contents"]] == ["k"]
     empty(root, b)
