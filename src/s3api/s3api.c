@@ -345,6 +345,7 @@ static bool sse_served(const srv_op_t *op, bool copy_source)
     case SRV_API_PUT_OBJECT:
     case SRV_API_GET_OBJECT:
     case SRV_API_HEAD_OBJECT:
+    case SRV_API_GET_OBJECT_ATTRIBUTES: /* the SSE-C key, as GET: s3_attrs.c */
     case SRV_API_CREATE_MPU:
     case SRV_API_UPLOAD_PART:
     case SRV_API_COMPLETE_MPU: /* S3 accepts (and needs not) the SSE-C headers there */
