@@ -97,6 +97,8 @@ static void usage(FILE *f)
            "  --idle-timeout S     close a connection that moves no byte for S s (default 30)\n"
            "  --max-uploads N      incomplete multipart uploads one bucket may hold (default\n"
            "                       10000; CreateMultipartUpload past it is TooManyUploads)\n"
+           "  --max-buckets N      buckets one IAM user may own (default 100; CreateBucket past\n"
+           "                       it is TooManyBuckets; root is not bound)\n"
            "  --header-timeout S   close a connection whose request headers are not complete\n"
            "                       S s after it opened or its last request ended (default 20)\n"
            "\n"
@@ -169,12 +171,13 @@ int main(int argc, char **argv)
         O_IDLE_TIMEOUT,
         O_HEADER_TIMEOUT,
         O_MAX_UPLOADS,
+        O_MAX_BUCKETS,
         O_DURABILITY,
         O_DATA_WRITES,
         O_PUT_STRIPES,
         O_PUT_STRIPE_MIN
     };
-    _Static_assert(O_MAX_UPLOADS - O_HTTP_THREADS == 6, "the counts below are in enum order");
+    _Static_assert(O_MAX_BUCKETS - O_HTTP_THREADS == 7, "the counts below are in enum order");
     static const struct option opts[] = {
         {"data", required_argument, NULL, O_DATA},
         {"listen", required_argument, NULL, O_LISTEN},
@@ -204,6 +207,7 @@ int main(int argc, char **argv)
         {"idle-timeout", required_argument, NULL, O_IDLE_TIMEOUT},
         {"header-timeout", required_argument, NULL, O_HEADER_TIMEOUT},
         {"max-uploads", required_argument, NULL, O_MAX_UPLOADS},
+        {"max-buckets", required_argument, NULL, O_MAX_BUCKETS},
         {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -323,18 +327,19 @@ int main(int argc, char **argv)
         case O_MAX_CONNS_IP:
         case O_IDLE_TIMEOUT:
         case O_HEADER_TIMEOUT:
-        case O_MAX_UPLOADS: {
+        case O_MAX_UPLOADS:
+        case O_MAX_BUCKETS: {
             /* In enum order: the HTTP front's counts and seconds. */
             static const struct {
                 const char *name;
                 unsigned max;
-            } lim[] = {{"--http-threads", 256},     {"--handler-threads", 65536},
-                       {"--max-conns", 1000000},    {"--max-conns-per-ip", 1000000},
-                       {"--idle-timeout", 86400},   {"--header-timeout", 86400},
-                       {"--max-uploads", 100000000}};
+            } lim[] = {{"--http-threads", 256},      {"--handler-threads", 65536},
+                       {"--max-conns", 1000000},     {"--max-conns-per-ip", 1000000},
+                       {"--idle-timeout", 86400},    {"--header-timeout", 86400},
+                       {"--max-uploads", 100000000}, {"--max-buckets", 1000000}};
             unsigned *dst[] = {&cfg.http_threads,     &cfg.handler_threads, &cfg.max_conns,
                                &cfg.max_conns_per_ip, &cfg.conn_timeout_s,  &cfg.header_timeout_s,
-                               &cfg.max_uploads};
+                               &cfg.max_uploads,      &cfg.max_buckets};
             size_t i = (size_t)(c - O_HTTP_THREADS);
             uint64_t v;
             if (wh_parse_u64(optarg, strlen(optarg), &v) != 0 || v < 1 || v > lim[i].max) {

@@ -215,6 +215,48 @@ static int bucket_ownership_on_create(srv_req_t *r, srv_out_t *o)
     return srv_err_status(r, o, st, "storing the new bucket's ownership controls");
 }
 
+/* An IAM user owns at most --max-buckets buckets (root is not bound): 0, or 400 TooManyBuckets.
+ * Counted before the create, not in its transaction: concurrent creates may pass the quota by
+ * as many as run at once. */
+static int bucket_quota(srv_req_t *r, srv_out_t *o)
+{
+    unsigned cap = r->srv->cfg.max_buckets;
+    if (r->who.kind != S3_PRINCIPAL_USER || !cap)
+        return 0;
+    store_bucket_auth_t self;
+    memset(&self, 0, sizeof self);
+    wh_status_t st = store_bucket_auth_get(srv_st(r), srv_b(r), &self);
+    store_bucket_auth_free(&self);
+    if (st != WH_ERR_NOT_FOUND)
+        return 0; /* the name is taken: CreateBucket answers that */
+    store_bucket_info_t *bs = NULL;
+    size_t n = 0, mine = 0;
+    st = store_bucket_list(srv_st(r), &bs, &n);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "counting the user's buckets");
+    for (size_t i = 0; i < n && st == WH_OK; i++) {
+        store_bucket_auth_t a;
+        memset(&a, 0, sizeof a);
+        st = store_bucket_auth_get(srv_st(r), bs[i].name, &a);
+        if (st == WH_OK && strcmp(a.owner, srv_owner_stored(r)) == 0)
+            mine++;
+        store_bucket_auth_free(&a);
+        if (st == WH_ERR_NOT_FOUND) /* deleted meanwhile */
+            st = WH_OK;
+    }
+    free(bs);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "counting the user's buckets");
+    if (mine < cap)
+        return 0;
+    char msg[sizeof o->msg];
+    snprintf(msg, sizeof msg,
+             "You have attempted to create more buckets than allowed: user %.64s owns %zu, the "
+             "most this server allows a user (--max-buckets %u)",
+             r->who.user, mine, cap);
+    return srv_err_raw(o, 400, "TooManyBuckets", msg);
+}
+
 /* x-amz-bucket-object-lock-enabled: true: the new bucket gets versioning Enabled and object
  * lock (no default retention). If either cannot be stored the bucket is removed again, so a
  * success always means a bucket with object lock. */
@@ -254,6 +296,8 @@ int srv_bucket_create_finish(srv_req_t *r, srv_out_t *o)
                  loc, r->srv->cfg.region);
         return srv_err_raw(o, 400, "IllegalLocationConstraintException", msg);
     }
+    if ((ret = bucket_quota(r, o)))
+        return ret;
     /* Owned by its creator, with the ACL x-amz-acl or x-amz-grant-* name (else private). */
     char owner[65], *acl = NULL;
     srv_owner_id(r, srv_owner_stored(r), owner);

@@ -12,7 +12,8 @@ requests for the anonymous caller:
   s3:PutObjectRetention / s3:PutObjectLegalHold besides s3:PutObject;
 - a user policy's Deny of s3:ListAllMyBuckets on arn:aws:s3:::* binds, as on "*";
 - no ACL answer names root's access key id (DisplayName "root", as in listings);
-- x-amz-expected-bucket-owner naming another account is 403 AccessDenied.
+- x-amz-expected-bucket-owner naming another account is 403 AccessDenied;
+- an IAM user owns at most --max-buckets buckets (400 TooManyBuckets); root is not bound.
 """
 import base64
 import datetime
@@ -26,7 +27,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 import users
-from wharfd import ACCESS_KEY, SECRET_KEY, unique_bucket
+from wharfd import ACCESS_KEY, SECRET_KEY, WharfServer, assert_start_refused, unique_bucket
 
 UTC = datetime.timezone.utc
 ACCOUNT = "000000000000"  # wharfd's default account id
@@ -254,3 +255,31 @@ def test_expected_bucket_owner(wharfd, root):
     assert code(e) == "AccessDenied"
     assert [o["Key"] for o in root.list_objects_v2(Bucket=b)["Contents"]] == ["k"]
     empty(root, b)
+
+
+def test_bucket_quota_per_user():
+    srv = WharfServer(extra_args=["--max-buckets", "2"])
+    srv.start()
+    try:
+        root = users.client(srv, ACCESS_KEY, SECRET_KEY)
+        u = users.create_user(srv, f"quota-{uuid.uuid4().hex[:8]}")
+        s3 = u.boto3(srv)
+        names = [unique_bucket("quota") for _ in range(3)]
+        s3.create_bucket(Bucket=names[0])
+        s3.create_bucket(Bucket=names[1])
+        with pytest.raises(ClientError) as e:
+            s3.create_bucket(Bucket=names[2])
+        assert code(e) == "TooManyBuckets"
+        assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+        assert "--max-buckets 2" in e.value.response["Error"]["Message"]
+        with pytest.raises(ClientError):
+            root.head_bucket(Bucket=names[2])
+        for i in range(3):  # root is not bound
+            root.create_bucket(Bucket=f"{names[2]}-r{i}")
+        s3.delete_bucket(Bucket=names[0])
+        s3.create_bucket(Bucket=names[2])
+    finally:
+        assert srv.stop() == 0
+        srv.cleanup()
+    assert_start_refused(["--max-buckets", "0"],
+                         "--max-buckets wants a whole number from 1 to 1000000, got '0'")
