@@ -128,3 +128,20 @@ def test_ranged_get_serves_no_byte_of_a_chunk_the_map_does_not_have(cl, damage):
         assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] >= 500, e.value.response
     finally:
         rc.close()
+
+
+def test_rget_for_a_unix_socket_client_names_this_host_only(cl):
+    """An itoken whose client came over the gateway's Unix socket (ADDR unix) with a network
+    memory token: the storage server writes only to an endpoint on its own host, never to the
+    address the token names elsewhere (403, nothing dialled)."""
+    a = cl.storage[0]
+    body = os.urandom(4096)
+    c = new_chunk_id()
+    assert put(a, c, body)[0][0] == 200
+    ep = struct.pack("<H", 2) + struct.pack(">H", 4242) + bytes([192, 0, 2, 1]) + b"\0" * 8
+    mem = f"10000:{len(body):x}:ofi1:tcp;ofi_rxm:{ep.hex()}:1"
+    tok = sign_itoken("rget", c, 0, len(body), peer="unix", addr="unix", pid=os.getpid(),
+                      uid=os.getuid(), mtok=mem, target=target_of(a), crc=crc64nvme(body))
+    st, _h, msg = http("POST", f"{a.endpoint}/chunk/{c}", {"x-wharf-itoken": tok}, b"",
+                       timeout=20)
+    assert st == 403 and b"not the requester's address" in msg, (st, msg)
