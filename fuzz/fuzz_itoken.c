@@ -40,7 +40,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         if (u.op != t.op || u.off != t.off || u.len != t.len || strcmp(u.chunk, t.chunk) ||
             strcmp(u.mtok, t.mtok) || strcmp(u.peer.addr, t.peer.addr) ||
-            u.peer.pid != t.peer.pid || u.peer.uid != t.peer.uid)
+            u.peer.pid != t.peer.pid || u.peer.uid != t.peer.uid || u.has_crc != t.has_crc ||
+            u.crc != t.crc || strcmp(u.target, t.target) || strcmp(u.nonce, t.nonce))
             abort();
     }
     free(s);

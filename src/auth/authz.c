@@ -47,7 +47,7 @@ bool s3_resource_arn(char *out, size_t outlen, const char *bucket, const char *k
 {
     int n = key      ? snprintf(out, outlen, "arn:aws:s3:::%s/%s", bucket ? bucket : "", key)
             : bucket ? snprintf(out, outlen, "arn:aws:s3:::%s", bucket)
-                     : snprintf(out, outlen, "*");
+                     : snprintf(out, outlen, "arn:aws:s3:::*");
     return n >= 0 && (size_t)n < outlen;
 }
 

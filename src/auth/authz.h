@@ -185,7 +185,9 @@ s3_action_acl_t s3_action_acl(const char *action);
  * policy denies. */
 bool s3_action_is_service(const char *action);
 
-/* Writes "arn:aws:s3:::bucket[/key]" into out (S3_ARN_MAX); false when it does not fit. */
+/* Writes "arn:aws:s3:::bucket[/key]" into out (S3_ARN_MAX); false when it does not fit. With
+ * no bucket (ListAllMyBuckets): "arn:aws:s3:::*", which the patterns "*" and "arn:aws:s3:::*"
+ * both match, as in AWS. */
 bool s3_resource_arn(char *out, size_t outlen, const char *bucket, const char *key);
 
 typedef enum {

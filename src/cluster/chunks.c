@@ -232,6 +232,21 @@ void cl_chunk_writer_abort(cl_chunk_writer_t *w)
     free(w);
 }
 
+static wh_status_t read_footer(int f, const char *id, cl_chunk_info_t *info);
+
+/* The committed chunk id has size bytes with crc (its footer says so). */
+static bool same_chunk(cl_chunks_t *cs, const char *id, uint64_t size, uint64_t crc)
+{
+    int fd = -1;
+    cl_chunk_info_t info;
+    if (cl_chunk_open(cs, id, &fd, &info) != WH_OK)
+        return false;
+    bool same = info.size == size && info.crc == crc;
+    cl_chunk_info_free(&info);
+    close(fd);
+    return same;
+}
+
 wh_status_t cl_chunk_writer_commit(cl_chunk_writer_t *w, uint64_t *crc, uint8_t md5[16])
 {
     char rel[CL_CHUNK_ID_LEN + 4], sub[3] = {w->id[0], w->id[1], 0};
@@ -259,7 +274,27 @@ wh_status_t cl_chunk_writer_commit(cl_chunk_writer_t *w, uint64_t *crc, uint8_t 
     int sfd = open_dir_at(w->cs->chunks_fd, sub);
     if (sfd < 0)
         goto err;
-    if (renameat(w->cs->tmp_fd, w->tmp, w->cs->chunks_fd, rel) != 0 || fsync(sfd) != 0) {
+    /* Linked into place only where no chunk of that id is: a committed chunk is never
+     * replaced (the same bytes again are a success, other bytes WH_ERR_EXISTS). */
+    if (linkat(w->cs->tmp_fd, w->tmp, w->cs->chunks_fd, rel, 0) != 0) {
+        int le = errno;
+        close(sfd);
+        if (le != EEXIST)
+            goto err;
+        wh_status_t st = same_chunk(w->cs, w->id, w->size, w->crc) ? WH_OK : WH_ERR_EXISTS;
+        if (st != WH_OK)
+            wh_warn(MOD, "chunk id=%s is here already with other bytes: not replaced", w->id);
+        *crc = w->crc;
+        if (md5 && w->md5_on)
+            wh_md5_final(&w->md5, md5);
+        else if (md5)
+            memset(md5, 0, 16);
+        w->md5_on = false;
+        cl_chunk_writer_abort(w);
+        return st;
+    }
+    unlinkat(w->cs->tmp_fd, w->tmp, 0);
+    if (fsync(sfd) != 0) {
         close(sfd);
         goto err;
     }
@@ -616,4 +651,21 @@ uint64_t cl_chunks_count(cl_chunks_t *cs)
     }
     closedir(d);
     return n;
+}
+
+wh_status_t cl_chunk_matches(const cl_chunk_info_t *info, uint64_t crc)
+{
+    if (info->crc != crc)
+        return WH_ERR_CHECKSUM;
+    if (!info->block)
+        return WH_OK; /* WHC1: a read verifies the whole chunk against info->crc */
+    /* The block table must make up that crc, so that the blocks a range verifies are the
+     * chunk the map has. */
+    uint64_t c = 0;
+    for (uint64_t i = 0; i < info->nblocks; i++) {
+        uint64_t bl = WH_MIN((uint64_t)info->block, info->size - i * info->block);
+        c = i ? wh_crc64nvme_combine(c, info->blocks[i], bl) : info->blocks[i];
+    }
+    return info->nblocks == 0 ? (crc == 0 ? WH_OK : WH_ERR_CHECKSUM)
+                              : (c == crc ? WH_OK : WH_ERR_CHECKSUM);
 }

@@ -6,7 +6,8 @@
  * 16-byte footer with the whole crc) are still read; they are verified whole.
  * A damaged chunk is moved to DIR/damaged/ (cl_chunk_quarantine) so that it is no longer
  * served, and kept there for the operator.
- * A write goes to DIR/tmp/<id>.<random>, is fsynced, renamed into place and the directory
+ * A write goes to DIR/tmp/<id>.<random>, is fsynced, linked into place (never over a
+ * committed chunk of that id) and the directory
  * fsynced, so a chunk file is either absent or whole. Leftover temp files are removed at open.
  * Thread-safe: the functions keep no shared mutable state besides the directory fds. */
 #ifndef WH_CLUSTER_CHUNKS_H
@@ -51,8 +52,9 @@ wh_status_t cl_chunk_writer_write(cl_chunk_writer_t *w, const void *p, size_t n)
 uint64_t cl_chunk_writer_size(const cl_chunk_writer_t *w);
 /* crc64nvme of the bytes written so far (a checked put compares it before committing). */
 uint64_t cl_chunk_writer_crc(const cl_chunk_writer_t *w);
-/* Appends the footer, fsyncs, renames into place (replacing an earlier copy of the same id:
- * ids are never reused for different bytes), fsyncs the directory. Consumes w. */
+/* Appends the footer, fsyncs, links into place and fsyncs the directory. Consumes w. A chunk
+ * already committed under the id is never replaced: the same bytes again (size and crc) are
+ * WH_OK (a retried put), other bytes WH_ERR_EXISTS. */
 wh_status_t cl_chunk_writer_commit(cl_chunk_writer_t *w, uint64_t *crc, uint8_t md5[16]);
 void cl_chunk_writer_abort(cl_chunk_writer_t *w); /* NULL-safe; removes the temp file */
 
@@ -73,6 +75,9 @@ wh_status_t cl_chunk_verify_range(int fd, const cl_chunk_info_t *info, uint64_t 
  * crc computed). *expect: crc64nvme of exactly those bytes when they are intact. */
 wh_status_t cl_chunk_range_expect(int fd, const cl_chunk_info_t *info, uint64_t off, uint64_t len,
                                   uint64_t *expect);
+/* The open chunk is the one the chunk map has: its footer's crc is crc and its block table
+ * makes up that crc (so verified blocks are that chunk's). WH_ERR_CHECKSUM otherwise. */
+wh_status_t cl_chunk_matches(const cl_chunk_info_t *info, uint64_t crc);
 /* Moves a damaged chunk out of the served set into DIR/damaged/<id>, if the file at its path
  * is still the one open as fd (a repaired copy written meanwhile stays). Absent is WH_OK. */
 wh_status_t cl_chunk_quarantine(cl_chunks_t *cs, const char *id, int fd);

@@ -379,6 +379,20 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
     if (j->op == CL_OP_RGET || j->op == CL_OP_RPUT || j->op == CL_OP_PUSH || j->op == CL_OP_CPUT ||
         j->op == CL_OP_RDEC || j->op == CL_OP_RENC)
         snprintf(t.mtok, sizeof t.mtok, "%s", j->mtok);
+    /* Bound to the server asked, to the chunk's crc where known, and (a fresh nonce each
+     * attempt) usable once. */
+    snprintf(t.target, sizeof t.target, "%s", j->cand[j->_try]);
+    if (j->has_chunk_crc || (j->check_crc && j->op != CL_OP_RDEC)) {
+        t.has_crc = true;
+        t.crc = j->has_chunk_crc ? j->chunk_crc : j->expect_crc;
+    } else if (j->op == CL_OP_PUT) {
+        if (!j->body && j->len)
+            return WH_ERR_INVALID;
+        t.has_crc = true;
+        t.crc = j->len ? wh_crc64nvme(0, j->body, (size_t)j->len) : 0;
+        j->has_chunk_crc = true; /* once, whatever the attempts */
+        j->chunk_crc = t.crc;
+    }
     char tok[CL_ITOKEN_MAX + 64] = CL_ITOKEN_HEADER ": ";
     size_t hl = strlen(tok);
     wh_status_t st = cl_itoken_sign(c->secret, c->secret_len, &t, tok + hl, sizeof tok - hl, j->err,

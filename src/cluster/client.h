@@ -50,6 +50,12 @@ typedef struct cl_job {
                           * what itoken.h says (the crc, and push's target) */
     bool check_crc;      /* get/rget/push: the reply's crc must equal expect_crc, else the */
     uint64_t expect_crc; /* next replica is tried (a damaged copy never lands as good) */
+    /* The chunk map's crc64nvme of the whole chunk, carried in the token (itoken.h CRC): a put
+     * is stored only with it, a read served only from a chunk whose footer has it. Without
+     * it, check_crc's expect_crc (a whole-chunk read) is carried; a put without either
+     * carries the crc of its body. */
+    bool has_chunk_crc;
+    uint64_t chunk_crc;
     /* get only: a hedged read. When the candidate asked has not answered within its hedge
      * deadline (cl_rtt_hedge_ms of that server's estimate), the next candidate is asked too,
      * into a buffer of its own; the first good answer wins and the other is dropped. */

@@ -6,11 +6,13 @@
 #include "base/util.h"
 
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#define NFIELDS 12
+#define NFIELDS 15
 
 static const char *const g_ops[] = {NULL,   "get",  "put",  "del",  "rget",
                                     "rput", "push", "cput", "rdec", "renc"};
@@ -128,10 +130,30 @@ wh_status_t cl_itoken_sign(const void *key, size_t klen, const cl_itoken_t *t, c
             WH_ERR_INVALID, err, errlen,
             "itoken field 'mtok': an rdec or renc carries SHA256@TOKEN (64 hex, '@', the "
             "memory token)");
-    int n = snprintf(
-        out, outlen, "wit1|%s|%s|%" PRIx64 "|%" PRIx64 "|%" PRId64 "|%s|%s|%ld|%lu|%s|",
-        g_ops[t->op], t->chunk, t->off, t->len, t->expires, t->peer.is_unix ? "unix" : "tcp",
-        t->peer.addr, (long)t->peer.pid, (unsigned long)t->peer.uid, t->mtok[0] ? t->mtok : "-");
+    if (!t->target[0] || !field_ok(t->target))
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                       "itoken field 'target': empty or has '|' (the storage server it is for)");
+    if (t->op == CL_OP_PUT && !t->has_crc)
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                       "itoken field 'crc': a put carries the chunk's crc64nvme");
+    char nonce[17], crc[17] = "-";
+    if (t->nonce[0]) {
+        if (strlen(t->nonce) != 16 || !hexn(t->nonce, 16))
+            return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'nonce': not 16 hex digits");
+        memcpy(nonce, t->nonce, 17);
+    } else {
+        uint8_t rnd[8];
+        if (wh_random_bytes(rnd, sizeof rnd) != 0)
+            return wh_errf(WH_ERR_IO, err, errlen, "itoken field 'nonce': no random bytes");
+        wh_hex_encode(rnd, sizeof rnd, nonce);
+    }
+    if (t->has_crc)
+        snprintf(crc, sizeof crc, "%016" PRIx64, t->crc);
+    int n = snprintf(out, outlen,
+                     "wit2|%s|%s|%" PRIx64 "|%" PRIx64 "|%" PRId64 "|%s|%s|%ld|%lu|%s|%s|%s|%s|",
+                     g_ops[t->op], t->chunk, t->off, t->len, t->expires,
+                     t->peer.is_unix ? "unix" : "tcp", t->peer.addr, (long)t->peer.pid,
+                     (unsigned long)t->peer.uid, t->mtok[0] ? t->mtok : "-", crc, t->target, nonce);
     if (n < 0 || (size_t)n + 65 > outlen)
         return wh_errf(WH_ERR_INVALID, err, errlen, "itoken does not fit in %zu bytes", outlen);
     mac_hex(key, klen, out, (size_t)n - 1, out + n); /* the MAC covers up to the last '|' */
@@ -146,8 +168,9 @@ static int dec_u64(const char *s, size_t n, uint64_t *v)
 wh_status_t cl_itoken_parse(const char *s, size_t len, cl_itoken_t *out, size_t *mac_at, char *err,
                             size_t errlen)
 {
-    static const char *const names[NFIELDS] = {"version", "op",   "chunk", "off", "len",  "exp",
-                                               "peer",    "addr", "pid",   "uid", "mtok", "mac"};
+    static const char *const names[NFIELDS] = {"version", "op",   "chunk",  "off",   "len",
+                                               "exp",     "peer", "addr",   "pid",   "uid",
+                                               "mtok",    "crc",  "target", "nonce", "mac"};
     const char *f[NFIELDS];
     size_t fl[NFIELDS], nf = 0, start = 0;
     if (len > CL_ITOKEN_MAX)
@@ -170,8 +193,8 @@ wh_status_t cl_itoken_parse(const char *s, size_t len, cl_itoken_t *out, size_t 
                                names[i]);
     cl_itoken_t t;
     memset(&t, 0, sizeof t);
-    if (fl[0] != 4 || memcmp(f[0], "wit1", 4) != 0)
-        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'version': not wit1");
+    if (fl[0] != 4 || memcmp(f[0], "wit2", 4) != 0)
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'version': not wit2");
     for (int op = CL_OP_GET; op <= CL_OP_LAST; op++)
         if (strlen(g_ops[op]) == fl[1] && memcmp(g_ops[op], f[1], fl[1]) == 0)
             t.op = (cl_op_t)op;
@@ -226,9 +249,23 @@ wh_status_t cl_itoken_parse(const char *s, size_t len, cl_itoken_t *out, size_t 
                 "memory token)");
         memcpy(t.mtok, f[10], fl[10]);
     }
-    if (fl[11] != 64 || wh_hex_decode(f[11], 64, (uint8_t[32]){0}, 32) != 0)
+    if (fl[11] == 16 && hexn(f[11], 16)) {
+        t.has_crc = wh_hex_u64(f[11], 16, &t.crc) == 0;
+    } else if (!(fl[11] == 1 && f[11][0] == '-')) {
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'crc': not 16 hex digits or -");
+    }
+    if (t.op == CL_OP_PUT && !t.has_crc)
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                       "itoken field 'crc': a put carries the chunk's crc64nvme");
+    if (fl[12] == 0 || fl[12] >= sizeof t.target)
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'target': empty or too long");
+    memcpy(t.target, f[12], fl[12]);
+    if (fl[13] != 16 || !hexn(f[13], 16))
+        return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'nonce': not 16 hex digits");
+    memcpy(t.nonce, f[13], 16);
+    if (fl[14] != 64 || wh_hex_decode(f[14], 64, (uint8_t[32]){0}, 32) != 0)
         return wh_errf(WH_ERR_INVALID, err, errlen, "itoken field 'mac': not 64 hex digits");
-    *mac_at = (size_t)(f[11] - s);
+    *mac_at = (size_t)(f[14] - s);
     *out = t;
     return WH_OK;
 }
@@ -259,4 +296,111 @@ wh_status_t cl_itoken_verify(const void *key, size_t klen, const char *s, size_t
                        CL_ITOKEN_MAX_LIFE);
     *out = t;
     return WH_OK;
+}
+
+/* ---- single use -------------------------------------------------------------------------- */
+
+#define REPLAY_HEADS 65536u
+
+typedef struct replay_ent {
+    struct replay_ent *next;
+    int64_t expires;
+    uint64_t nonce;
+} replay_ent_t;
+
+struct cl_replay {
+    pthread_mutex_t mu;
+    size_t n, max;
+    replay_ent_t *head[REPLAY_HEADS];
+};
+
+cl_replay_t *cl_replay_new(size_t max_entries)
+{
+    cl_replay_t *rc = calloc(1, sizeof *rc);
+    if (!rc)
+        return NULL;
+    pthread_mutex_init(&rc->mu, NULL);
+    rc->max = max_entries ? max_entries : CL_REPLAY_MAX;
+    return rc;
+}
+
+void cl_replay_free(cl_replay_t *rc)
+{
+    if (!rc)
+        return;
+    for (size_t i = 0; i < REPLAY_HEADS; i++)
+        for (replay_ent_t *e = rc->head[i], *nx; e; e = nx) {
+            nx = e->next;
+            free(e);
+        }
+    pthread_mutex_destroy(&rc->mu);
+    free(rc);
+}
+
+size_t cl_replay_count(cl_replay_t *rc)
+{
+    pthread_mutex_lock(&rc->mu);
+    size_t n = rc->n;
+    pthread_mutex_unlock(&rc->mu);
+    return n;
+}
+
+/* Drops the expired entries of one chain (the caller holds mu). */
+static void replay_prune(cl_replay_t *rc, size_t h, int64_t now)
+{
+    for (replay_ent_t **pp = &rc->head[h]; *pp;) {
+        if ((*pp)->expires < now) {
+            replay_ent_t *d = *pp;
+            *pp = d->next;
+            free(d);
+            rc->n--;
+        } else {
+            pp = &(*pp)->next;
+        }
+    }
+}
+
+wh_status_t cl_itoken_admit(cl_replay_t *rc, const cl_itoken_t *t, const char *self, time_t now,
+                            char *err, size_t errlen)
+{
+    if (!self || strcmp(t->target, self) != 0)
+        return wh_errf(WH_ERR_AUTH, err, errlen,
+                       "itoken is for storage server %s, not this one (%s)", t->target,
+                       self ? self : "?");
+    uint64_t nonce = 0;
+    if (wh_hex_u64(t->nonce, 16, &nonce) != 0)
+        return wh_errf(WH_ERR_AUTH, err, errlen, "itoken has no nonce");
+    /* the nonce is random: its low bits spread the chains */
+    size_t h = (size_t)(nonce % REPLAY_HEADS);
+    wh_status_t st = WH_OK;
+    pthread_mutex_lock(&rc->mu);
+    replay_prune(rc, h, (int64_t)now);
+    for (replay_ent_t *e = rc->head[h]; e; e = e->next)
+        if (e->nonce == nonce && e->expires == t->expires) {
+            st = wh_errf(WH_ERR_AUTH, err, errlen,
+                         "itoken was used before (a replay): each token is admitted once");
+            break;
+        }
+    if (st == WH_OK && rc->n >= rc->max) {
+        /* full: expired entries of every chain go first; still full, refuse */
+        for (size_t i = 0; i < REPLAY_HEADS && rc->n >= rc->max; i++)
+            replay_prune(rc, i, (int64_t)now);
+        if (rc->n >= rc->max)
+            st = wh_errf(WH_ERR_BUSY, err, errlen,
+                         "too many unexpired internal tokens remembered (%zu): try again", rc->n);
+    }
+    if (st == WH_OK) {
+        replay_ent_t *e = malloc(sizeof *e);
+        if (!e) {
+            st = wh_errf(WH_ERR_NOMEM, err, errlen, "out of memory remembering an itoken");
+        } else {
+            e->nonce = nonce;
+            e->expires = t->expires;
+            e->next = rc->head[h];
+            rc->head[h] = e;
+            rc->n++;
+        }
+    }
+    pthread_mutex_unlock(&rc->mu);
+    return st;
 }

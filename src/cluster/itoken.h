@@ -10,13 +10,18 @@
  * servers.
  *
  * Wire form (one line of printable ASCII, fields separated by '|'):
- *   wit1|OP|CHUNK|OFF|LEN|EXP|PEER|ADDR|PID|UID|MTOK|MAC
+ *   wit2|OP|CHUNK|OFF|LEN|EXP|PEER|ADDR|PID|UID|MTOK|CRC|TARGET|NONCE|MAC
  * OP is get, put, del, rget (storage writes into client memory: an S3 GET) or rput (storage
  * reads client memory: an S3 PUT); CHUNK is the chunk id (32 lowercase hex); OFF and LEN are
  * lowercase hex (the range inside the chunk; for put/rput LEN is the whole chunk); EXP is a
  * decimal Unix time; PEER is tcp or unix; ADDR the client's address ("127.0.0.1:4711" or
  * "unix"); PID and UID decimal (0 and 4294967295 when not known); MTOK the memory token or
- * "-"; MAC the lowercase hex HMAC-SHA256 of everything before "|MAC".
+ * "-"; CRC the chunk map's crc64nvme of the whole chunk (16 lowercase hex, or "-" where the
+ * signer does not know it; a put must carry it: the storage server stores only bytes with that
+ * crc, and a read serves only a chunk whose footer has it); TARGET the storage server the token
+ * is for, as the gateway addresses it ("host:port": any other server refuses it); NONCE 16
+ * random lowercase hex, so that no two tokens are alike: a storage server admits each token
+ * once (cl_replay_t); MAC the lowercase hex HMAC-SHA256 of everything before "|MAC".
  * Two operations move a chunk from storage server to storage server (repair, drain, rebalance),
  * so that its bytes never pass through the gateway: push (the gateway asks a server holding a
  * good copy to send it; MTOK is "CRC@HOST:PORT", the chunk map's crc64nvme as 16 lowercase hex
@@ -73,6 +78,10 @@ typedef struct cl_itoken {
     wh_peer_t peer;
     char mtok[1201]; /* rget/rput: the client's memory token; push: "CRC@ADDR"; cput: "CRC";
                       * rdec: "SHA256@TOKEN"; else "" */
+    bool has_crc;    /* crc is the chunk map's crc64nvme of the whole chunk (put: required) */
+    uint64_t crc;
+    char target[96]; /* the storage server it is for, "host:port" */
+    char nonce[17];  /* 16 lowercase hex; cl_itoken_sign draws one when it is "" */
 } cl_itoken_t;
 
 /* push and cput: the crc64nvme the bytes must have; push: where they go (addr: 256 bytes).
@@ -98,6 +107,19 @@ wh_status_t cl_itoken_sign(const void *key, size_t klen, const cl_itoken_t *t, c
  * reason in err. *out is filled only on WH_OK. */
 wh_status_t cl_itoken_verify(const void *key, size_t klen, const char *s, size_t len, time_t now,
                              cl_itoken_t *out, char *err, size_t errlen);
+
+/* A storage server's record of the tokens it admitted, each kept until it expires: a token is
+ * admitted once (single use), and only by the server it names. Thread-safe. */
+typedef struct cl_replay cl_replay_t;
+#define CL_REPLAY_MAX (1u << 22) /* tokens remembered at most (about 200 MiB at 48 bytes) */
+cl_replay_t *cl_replay_new(size_t max_entries);
+void cl_replay_free(cl_replay_t *rc); /* NULL-safe */
+size_t cl_replay_count(cl_replay_t *rc);
+/* t (verified) for the server addressed as self: WH_OK the first time; WH_ERR_AUTH when its
+ * TARGET is another server or it was admitted before (a replay); WH_ERR_BUSY when the record
+ * is full of unexpired tokens (refused rather than forgotten). */
+wh_status_t cl_itoken_admit(cl_replay_t *rc, const cl_itoken_t *t, const char *self, time_t now,
+                            char *err, size_t errlen);
 
 /* Parses without checking the MAC (for the fuzzer and for logs). */
 wh_status_t cl_itoken_parse(const char *s, size_t len, cl_itoken_t *out, size_t *mac_at, char *err,

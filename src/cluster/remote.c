@@ -346,6 +346,8 @@ static wh_status_t rw_flush_ec(rw_t *w)
         jobs[i].chunk = c[i].id;
         jobs[i].len = slen;
         jobs[i].body = shards[i];
+        jobs[i].has_chunk_crc = true;
+        jobs[i].chunk_crc = c[i].crc64nvme;
     }
     if (st != WH_OK) {
         free(sh);
@@ -405,6 +407,8 @@ static wh_status_t rw_flush(rw_t *w)
         jobs[i].chunk = c.id;
         jobs[i].len = w->fill;
         jobs[i].body = w->buf;
+        jobs[i].has_chunk_crc = true;
+        jobs[i].chunk_crc = c.crc64nvme;
     }
     wh_peer_t peer = cl_peer_of(NULL);
     st = place_and_run(r, jobs, R, 1, &peer, w->err, sizeof w->err);

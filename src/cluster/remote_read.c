@@ -504,7 +504,9 @@ wh_status_t cl_rr_rdma_get(store_reader_t *br, const token_arg_t *token, const w
                 j->chunk = c[i].id;
                 j->off = sa - c->offset - i * slen;
                 j->len = sb - sa;
-                j->check_crc = false; /* the server verifies its blocks as it sends them */
+                j->check_crc = false;    /* the server verifies its blocks as it sends them */
+                j->has_chunk_crc = true; /* and serves only the shard the map has */
+                j->chunk_crc = c[i].crc64nvme;
                 st = token_pack_ofi1(tok->base + (sa - off), sb - sa, tok->provider, tok->ep_name,
                                      tok->ep_name_len, tok->key, j->mtok, sizeof j->mtok);
                 cl_members_for_read(r, &c[i], j);
@@ -521,6 +523,8 @@ wh_status_t cl_rr_rdma_get(store_reader_t *br, const token_arg_t *token, const w
         /* A whole chunk is checked against the map's crc (a damaged copy is retried). */
         j->check_crc = j->off == 0 && j->len == c->length;
         j->expect_crc = c->crc64nvme;
+        j->has_chunk_crc = true; /* a range too: served only from the chunk the map has */
+        j->chunk_crc = c->crc64nvme;
         st = token_pack_ofi1(tok->base + (a - off), b - a, tok->provider, tok->ep_name,
                              tok->ep_name_len, tok->key, j->mtok, sizeof j->mtok);
         cl_members_for_read(r, c, j);

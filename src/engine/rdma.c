@@ -500,8 +500,13 @@ wh_status_t rdma_begin(rdma_xfer_t *x, const wh_peer_t *peer, srv_rdma_result_t 
     } else {
         t.bind_uid = (uid_t)-1;
     }
+    /* A network token's endpoint must be the requester's host: its HTTP peer's address, or,
+     * for a requester on the Unix socket (itokens with ADDR=unix alike), this host (loopback
+     * or one of its own addresses), never an arbitrary address the server would dial. */
     if ((p->info->caps & XFER_CAP_NET_ADDR) && peer && !peer->is_unix && peer->addr[0])
         t.bind_host = peer->addr;
+    else if ((p->info->caps & XFER_CAP_NET_ADDR) && peer && peer->is_unix)
+        t.bind_host = "127.0.0.1";
     t.on_idle = rdma_late_release;
     t.on_idle_arg = x->late;
     wh_status_t st = xfer_batch_begin(x->g->x, &t, &x->b, err, sizeof err);

@@ -89,6 +89,7 @@ typedef struct srv_config {
     /* Incomplete multipart uploads a bucket may hold (--max-uploads): atomic, as a SIGHUP
      * changes it while handlers read it. */
     _Atomic unsigned max_uploads;
+    unsigned max_buckets; /* buckets one IAM user may own (--max-buckets); root unbound */
     /* PutObject without Content-MD5: objects above this size get a part ETag (the md5 of
      * the md5s of its parts of this size, "-N", hashed in parallel; store_writer_use_part_etag)
      * instead of one MD5 at one core's speed. 0: always the whole-object MD5. */
@@ -109,6 +110,7 @@ typedef struct srv_config {
 } srv_config_t;
 
 #define SRV_MAX_UPLOADS_DEFAULT 10000
+#define SRV_MAX_BUCKETS_DEFAULT 100 /* AWS's default bucket quota of an account */
 void srv_config_init(srv_config_t *cfg);
 /* Fills the HTTP front's zero fields from the host: event threads from the CPU count, the
  * connection limits from RLIMIT_NOFILE. */

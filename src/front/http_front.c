@@ -49,6 +49,7 @@ void srv_config_init(srv_config_t *cfg)
     cfg->etag_part_size = STORE_ETAG_PART_DEFAULT;
     cfg->rdma_digest_etag = true;
     cfg->max_uploads = SRV_MAX_UPLOADS_DEFAULT;
+    cfg->max_buckets = SRV_MAX_BUCKETS_DEFAULT;
     srv_rdma_config_init(&cfg->rdma);
 }
 

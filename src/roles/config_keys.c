@@ -38,6 +38,7 @@ const srv_conf_key_t srv_conf_keys[] = {
     {"idle-timeout", S | G, 0, "30", NULL},
     {"header-timeout", S | G, 0, "20", NULL},
     {"max-uploads", S | G, LIVE, "10000", NULL},
+    {"max-buckets", S | G, 0, "100", NULL},
     {"shm-trust-local", S, SRV_CONF_BOOL, "false", NULL},
     {"copy-threads", S, 0, "one per core", NULL},
     {"put-threads", S, 0, "2", NULL},

@@ -177,7 +177,8 @@ int srv_common_opt(srv_common_t *co, int c, const char *arg)
     case SRV_OPT_MAX_CONNS_IP:
     case SRV_OPT_IDLE_TIMEOUT:
     case SRV_OPT_HEADER_TIMEOUT:
-    case SRV_OPT_MAX_UPLOADS: {
+    case SRV_OPT_MAX_UPLOADS:
+    case SRV_OPT_MAX_BUCKETS: {
         static const struct {
             const char *fmt;
             unsigned max;
@@ -187,7 +188,8 @@ int srv_common_opt(srv_common_t *co, int c, const char *arg)
                    {"--max-conns-per-ip wants a whole number from 1 to 1000000, got '%s'", 1000000},
                    {"--idle-timeout wants a whole number from 1 to 86400, got '%s'", 86400},
                    {"--header-timeout wants a whole number from 1 to 86400, got '%s'", 86400},
-                   {"--max-uploads wants a whole number from 1 to 100000000, got '%s'", 100000000}};
+                   {"--max-uploads wants a whole number from 1 to 100000000, got '%s'", 100000000},
+                   {"--max-buckets wants a whole number from 1 to 1000000, got '%s'", 1000000}};
         size_t i = (size_t)(c - SRV_OPT_HTTP_THREADS);
         uint64_t v;
         if (wh_parse_u64(arg, strlen(arg), &v) != 0 || v < 1 || v > lim[i].max)
@@ -241,6 +243,8 @@ int srv_common_apply(const srv_common_t *co, srv_config_t *cfg)
             *front[i] = co->front[i];
     if (co->front[6])
         cfg->max_uploads = co->front[6];
+    if (co->front[7])
+        cfg->max_buckets = co->front[7];
     if (!(cfg->account_id = srv_ident_account_arg(co->account_id)))
         return 2;
     const char *kf = co->server_key_file;

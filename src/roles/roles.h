@@ -42,7 +42,7 @@ typedef struct srv_common {
     const char *secret_key_file;     /* root's secret; NULL: WHARF_SECRET_KEY */
     const char *meta_password_file;  /* PostgreSQL's password (PGPASSWORD for libpq) */
     const char *cluster_secret_file; /* NULL: WHARF_CLUSTER_SECRET */
-    unsigned front[7]; /* --http-threads .. --max-uploads, in SRV_OPT_HTTP_THREADS order; 0:
+    unsigned front[8]; /* --http-threads .. --max-buckets, in SRV_OPT_HTTP_THREADS order; 0:
                         * the default */
 } srv_common_t;
 #define SRV_SHUTDOWN_GRACE_DEFAULT 30
@@ -67,7 +67,8 @@ enum {
     SRV_OPT_MAX_CONNS_IP,
     SRV_OPT_IDLE_TIMEOUT,
     SRV_OPT_HEADER_TIMEOUT,
-    SRV_OPT_MAX_UPLOADS
+    SRV_OPT_MAX_UPLOADS,
+    SRV_OPT_MAX_BUCKETS
 };
 /* clang-format off */
 #define SRV_OPTS_RDMA \
@@ -89,7 +90,8 @@ enum {
     {"max-conns-per-ip", required_argument, NULL, SRV_OPT_MAX_CONNS_IP}, \
     {"idle-timeout", required_argument, NULL, SRV_OPT_IDLE_TIMEOUT}, \
     {"header-timeout", required_argument, NULL, SRV_OPT_HEADER_TIMEOUT}, \
-    {"max-uploads", required_argument, NULL, SRV_OPT_MAX_UPLOADS}
+    {"max-uploads", required_argument, NULL, SRV_OPT_MAX_UPLOADS}, \
+    {"max-buckets", required_argument, NULL, SRV_OPT_MAX_BUCKETS}
 #define SRV_OPTS_TLS \
     {"tls-cert", required_argument, NULL, SRV_OPT_TLS_CERT}, \
     {"tls-key", required_argument, NULL, SRV_OPT_TLS_KEY}
@@ -109,6 +111,8 @@ enum {
     "  --idle-timeout S     close a connection that moves no byte for S s (default 30)\n"          \
     "  --max-uploads N      incomplete multipart uploads one bucket may hold (default\n"           \
     "                       10000; CreateMultipartUpload past it is TooManyUploads)\n"             \
+    "  --max-buckets N      buckets one IAM user may own (default 100; CreateBucket past\n"        \
+    "                       it is TooManyBuckets; root is not bound)\n"                            \
     "  --header-timeout S   close a connection whose request headers are not complete\n"           \
     "                       S s after it opened or its last request ended (default 20)\n"          \
     "  --shutdown-grace S   at SIGTERM, wait up to S s (0..3600, default 30) for the\n"            \

@@ -164,6 +164,17 @@ static void serve_read(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
         return;
     const cl_itoken_t *t = &q->tok;
     uint64_t size = info.size;
+    if (t->has_crc && cl_chunk_matches(&info, t->crc) != WH_OK) {
+        /* not the chunk the map has (replaced, or its footer damaged): served to nobody */
+        atomic_fetch_add(&s->read_errors, 1);
+        srv_storage_damaged(s, q->chunk, fd);
+        close(fd);
+        cl_chunk_info_free(&info);
+        reply_text(c, q, 500,
+                   "chunk %s: its crc64nvme %016" PRIx64 " is not the chunk map's %016" PRIx64,
+                   q->chunk, info.crc, t->crc);
+        return;
+    }
     if (t->off > size || t->len > size - t->off) {
         close(fd);
         cl_chunk_info_free(&info);
@@ -174,15 +185,9 @@ static void serve_read(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
     }
     uint64_t expect = 0;
     wh_status_t st;
-    if (t->op == CL_OP_GET) {
-        /* The blocks served are verified before a byte leaves: HTTP cannot take bytes back. */
-        st = cl_chunk_verify_range(fd, &info, t->off, t->len, &expect);
-    } else {
-        /* rget: the partial blocks at the ends are verified now, the whole blocks as they are
-         * sent (their crcs must combine to what the engine computed over the bytes it read);
-         * on a mismatch the gateway retries another replica, which overwrites the range. */
-        st = cl_chunk_range_expect(fd, &info, t->off, t->len, &expect);
-    }
+    /* The blocks served are verified before a byte leaves, over HTTP and RDMA alike (neither
+     * can take bytes back); rget checks what the engine read against them once more. */
+    st = cl_chunk_verify_range(fd, &info, t->off, t->len, &expect);
     cl_chunk_info_free(&info);
     if (st != WH_OK) {
         atomic_fetch_add(&s->read_errors, 1);
@@ -403,6 +408,12 @@ static void request_begin(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q,
                    t->chunk, q->method, q->chunk);
         return;
     }
+    /* for this server, and once */
+    if ((st = cl_itoken_admit(s->replay, t, s->addr, time(NULL), err, sizeof err)) != WH_OK) {
+        atomic_fetch_add(&s->token_rejects, 1);
+        reply_text(c, q, st == WH_ERR_AUTH ? 403 : 503, "%s", err);
+        return;
+    }
     switch (t->op) {
     case CL_OP_GET:
     case CL_OP_RGET:
@@ -449,20 +460,25 @@ static void put_finish(srv_storage_t *s, struct MHD_Connection *c, sreq_t *q)
                    q->tok.len);
         return;
     }
-    uint64_t crc = 0, want = 0;
+    uint64_t crc = 0, want = q->tok.crc;
     bool checked = q->tok.op == CL_OP_CPUT && cl_itoken_copy_args(&q->tok, &want, NULL, 0);
-    if (checked && cl_chunk_writer_crc(w) != want) {
+    if ((checked || q->tok.has_crc) && cl_chunk_writer_crc(w) != want) {
         /* a copy from another storage server: stored only as the chunk map has it */
         crc = cl_chunk_writer_crc(w);
         cl_chunk_writer_abort(w);
         atomic_fetch_add(&s->copy_refused, 1);
         reply_text(c, q, 409,
-                   "chunk %s: the copy received has crc64nvme %016" PRIx64 ", not the chunk "
+                   "chunk %s: the bytes received have crc64nvme %016" PRIx64 ", not the chunk "
                    "map's %016" PRIx64 ": not stored",
                    q->chunk, crc, want);
         return;
     }
     wh_status_t st = cl_chunk_writer_commit(w, &crc, NULL);
+    if (st == WH_ERR_EXISTS) {
+        reply_text(c, q, 409, "chunk %s: committed here already with other bytes: not replaced",
+                   q->chunk);
+        return;
+    }
     if (st != WH_OK) {
         reply_text(c, q, 507, "chunk %s: cannot store: %s", q->chunk, wh_status_str(st));
         return;
@@ -567,6 +583,12 @@ wh_status_t srv_storage_start(const srv_storage_config_t *cfg, srv_storage_t **o
     s->cfg = *cfg;
     s->secret = cfg->secret;
     s->secret_len = strlen(cfg->secret);
+    /* the address tokens name as their target: set before the first request */
+    snprintf(s->addr, sizeof s->addr, "%s:%u", cfg->listen_host, (unsigned)cfg->listen_port);
+    if (!(s->replay = cl_replay_new(0))) {
+        st = WH_ERR_NOMEM;
+        goto err;
+    }
     if ((st = cl_chunks_open(cfg->data_dir, &s->chunks)) != WH_OK)
         goto err;
     if ((st = cl_client_new(cfg->secret, &s->client)) != WH_OK ||
@@ -662,6 +684,7 @@ void srv_storage_stop(srv_storage_t *s)
     srv_rdma_fini(s->rdma);
     cl_chunks_close(s->chunks);
     cl_client_free(s->client);
+    cl_replay_free(s->replay);
     free(s);
 }
 

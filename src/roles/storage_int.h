@@ -21,6 +21,8 @@ struct srv_storage {
     const char *secret;
     size_t secret_len;
     cl_chunks_t *chunks;
+    /* the internal tokens admitted, each once (itoken.h) */
+    cl_replay_t *replay;
     srv_rdma_t *rdma;
     struct MHD_Daemon *d;
     struct srv_tls *tls;      /* NULL: plain HTTP */

@@ -166,6 +166,17 @@ int srv_object_attributes(srv_req_t *r, srv_out_t *o)
     }
     if (st != WH_OK)
         return srv_err_status(r, o, st, "looking up the object");
+    /* An SSE-C object answers only to its key, as GET and HEAD do (s3_sse.c). */
+    srv_sse_req_t sq;
+    if ((ret = srv_sse_request(r, o, false, false, &sq)) == 0)
+        ret = srv_sse_open(r, o, &m, &sq, NULL);
+    if (ret == 0)
+        srv_sse_headers(o, m.sse, &sq);
+    srv_sse_req_wipe(&sq);
+    if (ret) {
+        store_obj_meta_free(&m);
+        return ret;
+    }
     char date[30];
     wh_http_date(m.mtime, date);
     srv_out_header(o, MHD_HTTP_HEADER_LAST_MODIFIED, date);

@@ -274,8 +274,11 @@ static void srv_s3_send(srv_req_t *r, srv_out_t *o)
 /* What manages a bucket stays with the bucket owner's account (its root and its users, as
  * their policies allow), whatever a bucket policy or ACL grants "*": an anonymous caller never
  * reads, replaces or removes the policy (405, as S3 answers a principal of another account),
- * changes the bucket's ACL or versioning, or deletes the bucket (403). Checked after the
- * decision allowed the row's action. */
+ * and never changes any of the bucket's configuration (ACL, versioning, Object Lock,
+ * lifecycle, PublicAccessBlock, OwnershipControls, tagging, CORS, default encryption) or
+ * deletes the bucket (403): each of those binds the owner's own objects and requests (a
+ * COMPLIANCE default retention cannot be undone). Checked after the decision allowed the
+ * row's action. */
 static int owner_account_only(const srv_req_t *r, const srv_op_t *op, srv_out_t *o)
 {
     if (r->who.kind != S3_PRINCIPAL_ANON)
@@ -291,6 +294,19 @@ static int owner_account_only(const srv_req_t *r, const srv_op_t *op, srv_out_t 
     case SRV_API_PUT_BUCKET_ACL:
     case SRV_API_DELETE_BUCKET:
     case SRV_API_PUT_BUCKET_VERSIONING:
+    case SRV_API_PUT_OBJECT_LOCK_CONFIG:
+    case SRV_API_PUT_BUCKET_LIFECYCLE:
+    case SRV_API_DELETE_BUCKET_LIFECYCLE:
+    case SRV_API_PUT_PUBLIC_ACCESS_BLOCK:
+    case SRV_API_DELETE_PUBLIC_ACCESS_BLOCK:
+    case SRV_API_PUT_OWNERSHIP_CONTROLS:
+    case SRV_API_DELETE_OWNERSHIP_CONTROLS:
+    case SRV_API_PUT_BUCKET_TAGGING:
+    case SRV_API_DELETE_BUCKET_TAGGING:
+    case SRV_API_PUT_BUCKET_CORS:
+    case SRV_API_DELETE_BUCKET_CORS:
+    case SRV_API_PUT_BUCKET_ENCRYPTION:
+    case SRV_API_DELETE_BUCKET_ENCRYPTION:
         return srv_errf(o, S3_ERR_ACCESS_DENIED,
                         "%s is served to the bucket owner's account only, not to anonymous "
                         "requests, whatever a policy or ACL grants",
@@ -298,6 +314,24 @@ static int owner_account_only(const srv_req_t *r, const srv_op_t *op, srv_out_t 
     default:
         return 0;
     }
+}
+
+/* x-amz-expected-bucket-owner (and, on a copy, x-amz-source-expected-bucket-owner) names the
+ * account the caller expects to own the bucket: every bucket here is this server's account's,
+ * so another account id is 403 AccessDenied, as S3 answers, before anything is done. */
+static int expected_owner(const srv_req_t *r, srv_out_t *o)
+{
+    static const char *const names[] = {"x-amz-expected-bucket-owner",
+                                        "x-amz-source-expected-bucket-owner"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = srv_hdr(r, names[i]);
+        if (v && strcmp(v, srv_account_id(r)) != 0)
+            return srv_errf(o, S3_ERR_ACCESS_DENIED,
+                            "Access Denied: %s names account %.40s, but the bucket is owned by "
+                            "another account",
+                            names[i], v);
+    }
+    return 0;
 }
 
 /* The APIs that serve server-side encryption headers (s3_sse.c); elsewhere they are refused. */
@@ -311,6 +345,7 @@ static bool sse_served(const srv_op_t *op, bool copy_source)
     case SRV_API_PUT_OBJECT:
     case SRV_API_GET_OBJECT:
     case SRV_API_HEAD_OBJECT:
+    case SRV_API_GET_OBJECT_ATTRIBUTES: /* the SSE-C key, as GET: s3_attrs.c */
     case SRV_API_CREATE_MPU:
     case SRV_API_UPLOAD_PART:
     case SRV_API_COMPLETE_MPU: /* S3 accepts (and needs not) the SSE-C headers there */
@@ -361,8 +396,8 @@ void srv_s3_begin(srv_req_t *r)
                           "x-amz-rdma-token is served on GetObject, PutObject and UploadPart "
                           "only, not on %s",
                           srv_api_name(op->api));
-    else if (!(status = srv_authorize(r, op, &o)) && !(status = owner_account_only(r, op, &o)) &&
-             !(status = refuse_unbuilt(r, op, &o)))
+    else if (!(status = expected_owner(r, &o)) && !(status = srv_authorize(r, op, &o)) &&
+             !(status = owner_account_only(r, op, &o)) && !(status = refuse_unbuilt(r, op, &o)))
         status = op->begin(r, &o);
     status = srv_authz_guard(r, &o, status);
     if (status == 0) {

@@ -21,6 +21,13 @@ static bool has_grant_headers(srv_req_t *r)
     return false;
 }
 
+bool srv_acl_request_grants(srv_req_t *r)
+{
+    const char *canned = srv_hdr(r, "x-amz-acl");
+    return has_grant_headers(r) || (canned && strcmp(canned, "private") != 0 &&
+                                    strcmp(canned, "bucket-owner-full-control") != 0);
+}
+
 /* The bucket owner for bucket-owner-* canned ACLs: srv_authorize's, else looked up. */
 static int bucket_owner(srv_req_t *r, srv_out_t *o, char out[65])
 {
@@ -130,12 +137,15 @@ int srv_acl_to_meta(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m)
 
 /* ---- ?acl ------------------------------------------------------------------------------- */
 
+/* The owner's DisplayName, by srv_xml_owner_of's rule (listings show the same): "root" for
+ * root (never its access key id, a credential), the caller's own user name, else (NULL) the
+ * canonical id. */
 static const char *display_name(srv_req_t *r, const char *owner_id)
 {
     char root[65];
     srv_owner_id(r, "", root);
     if (strcmp(owner_id, root) == 0)
-        return r->srv->cfg.access_key;
+        return "root";
     if (r->who.kind == S3_PRINCIPAL_USER && strcmp(owner_id, r->who.canonical_id) == 0)
         return r->who.user;
     return NULL;

@@ -3,6 +3,7 @@
 #include "s3ctl/s3ctl.h"
 #include "base/codec.h"
 #include "base/log.h"
+#include "s3/bucket_config.h"
 #include "s3/object_lock.h"
 #include "s3/xml.h"
 
@@ -162,13 +163,98 @@ static int bucket_exists_err(srv_req_t *r, srv_out_t *o, const char *acl)
                        "try again.");
 }
 
+/* x-amz-object-ownership of CreateBucket: 0 when absent, else S3_OWN_*; -1 for a value S3 does
+ * not define. */
+static int ownership_header(srv_req_t *r)
+{
+    static const char *const names[] = {NULL, "ObjectWriter", "BucketOwnerPreferred",
+                                        "BucketOwnerEnforced"};
+    const char *h = srv_hdr(r, "x-amz-object-ownership");
+    if (!h)
+        return 0;
+    for (int i = 1; i < 4; i++)
+        if (strcmp(h, names[i]) == 0)
+            return i;
+    return -1;
+}
+
 int srv_bucket_create_begin(srv_req_t *r, srv_out_t *o)
 {
     if (!store_bucket_name_valid(srv_b(r)))
         return srv_err(o, S3_ERR_INVALID_BUCKET_NAME,
                        "bucket names are 3-63 characters of a-z, 0-9, '.' and '-', starting "
                        "and ending with a letter or digit");
+    int own = ownership_header(r);
+    if (own < 0)
+        return srv_errf(o, S3_ERR_INVALID_ARGUMENT,
+                        "x-amz-object-ownership must be BucketOwnerEnforced, "
+                        "BucketOwnerPreferred or ObjectWriter, got \"%.40s\"",
+                        srv_hdr(r, "x-amz-object-ownership"));
+    if (own == S3_OWN_BUCKET_OWNER_ENFORCED && srv_acl_request_grants(r))
+        return srv_err_raw(o, 400, "InvalidBucketAclWithObjectOwnership",
+                           "Bucket cannot have ACLs set with ObjectOwnership's "
+                           "BucketOwnerEnforced setting");
     return 0; /* read the optional CreateBucketConfiguration */
+}
+
+/* x-amz-object-ownership: stored as the new bucket's OwnershipControls; if it cannot be, the
+ * bucket is removed again, so a success always means the ownership asked for. */
+static int bucket_ownership_on_create(srv_req_t *r, srv_out_t *o)
+{
+    int own = ownership_header(r);
+    if (own <= 0)
+        return 0;
+    char v[8];
+    snprintf(v, sizeof v, "%d", own);
+    wh_status_t st = store_bucket_attr_set(srv_st(r), srv_b(r), STORE_BATTR_OWNERSHIP, v);
+    if (st == WH_OK)
+        return 0;
+    wh_status_t ds = store_bucket_delete(srv_st(r), srv_b(r));
+    wh_warn("s3", "id=%s bucket %s made without its ownership controls; removed again (%s)", r->id,
+            srv_b(r), wh_status_str(ds));
+    return srv_err_status(r, o, st, "storing the new bucket's ownership controls");
+}
+
+/* An IAM user owns at most --max-buckets buckets (root is not bound): 0, or 400 TooManyBuckets.
+ * Counted before the create, not in its transaction: concurrent creates may pass the quota by
+ * as many as run at once. */
+static int bucket_quota(srv_req_t *r, srv_out_t *o)
+{
+    unsigned cap = r->srv->cfg.max_buckets;
+    if (r->who.kind != S3_PRINCIPAL_USER || !cap)
+        return 0;
+    store_bucket_auth_t self;
+    memset(&self, 0, sizeof self);
+    wh_status_t st = store_bucket_auth_get(srv_st(r), srv_b(r), &self);
+    store_bucket_auth_free(&self);
+    if (st != WH_ERR_NOT_FOUND)
+        return 0; /* the name is taken: CreateBucket answers that */
+    store_bucket_info_t *bs = NULL;
+    size_t n = 0, mine = 0;
+    st = store_bucket_list(srv_st(r), &bs, &n);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "counting the user's buckets");
+    for (size_t i = 0; i < n && st == WH_OK; i++) {
+        store_bucket_auth_t a;
+        memset(&a, 0, sizeof a);
+        st = store_bucket_auth_get(srv_st(r), bs[i].name, &a);
+        if (st == WH_OK && strcmp(a.owner, srv_owner_stored(r)) == 0)
+            mine++;
+        store_bucket_auth_free(&a);
+        if (st == WH_ERR_NOT_FOUND) /* deleted meanwhile */
+            st = WH_OK;
+    }
+    free(bs);
+    if (st != WH_OK)
+        return srv_err_status(r, o, st, "counting the user's buckets");
+    if (mine < cap)
+        return 0;
+    char msg[sizeof o->msg];
+    snprintf(msg, sizeof msg,
+             "You have attempted to create more buckets than allowed: user %.64s owns %zu, the "
+             "most this server allows a user (--max-buckets %u)",
+             r->who.user, mine, cap);
+    return srv_err_raw(o, 400, "TooManyBuckets", msg);
 }
 
 /* x-amz-bucket-object-lock-enabled: true: the new bucket gets versioning Enabled and object
@@ -210,6 +296,8 @@ int srv_bucket_create_finish(srv_req_t *r, srv_out_t *o)
                  loc, r->srv->cfg.region);
         return srv_err_raw(o, 400, "IllegalLocationConstraintException", msg);
     }
+    if ((ret = bucket_quota(r, o)))
+        return ret;
     /* Owned by its creator, with the ACL x-amz-acl or x-amz-grant-* name (else private). */
     char owner[65], *acl = NULL;
     srv_owner_id(r, srv_owner_stored(r), owner);
@@ -227,7 +315,7 @@ int srv_bucket_create_finish(srv_req_t *r, srv_out_t *o)
     free(acl);
     if (st != WH_OK)
         return srv_err_status(r, o, st, "creating the bucket");
-    if ((ret = bucket_lock_on_create(r, o)))
+    if ((ret = bucket_ownership_on_create(r, o)) || (ret = bucket_lock_on_create(r, o)))
         return ret;
     char l[80];
     snprintf(l, sizeof l, "/%s", srv_b(r));

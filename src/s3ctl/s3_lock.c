@@ -52,6 +52,14 @@ int srv_lock_from_request(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m)
     int ret = srv_lock_config_load(r, o, &enabled, &cfg);
     if (ret)
         return ret;
+    /* Setting a lock through a write's headers is PutObjectRetention / PutObjectLegalHold
+     * as well as the write, as in S3: each is authorized on the key when its header is sent
+     * (the bucket's default retention needs neither). */
+    if ((mode || until) &&
+        (ret = srv_authz_other(r, o, "s3:PutObjectRetention", srv_b(r), srv_k(r), NULL)))
+        return ret;
+    if (hold && (ret = srv_authz_other(r, o, "s3:PutObjectLegalHold", srv_b(r), srv_k(r), NULL)))
+        return ret;
     if (!enabled) {
         if (mode || until || hold)
             return srv_errf(o, S3_ERR_INVALID_REQUEST,

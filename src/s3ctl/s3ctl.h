@@ -208,6 +208,9 @@ int srv_acl_from_request(srv_req_t *r, srv_out_t *o, const char *owner, const ch
 /* The owner and ACL of a new object of r into m (PutObject, CopyObject,
  * CreateMultipartUpload). */
 int srv_acl_to_meta(srv_req_t *r, srv_out_t *o, store_obj_meta_t *m);
+/* The request's x-amz-acl or x-amz-grant-* grant more than the owner's own full control (what
+ * BucketOwnerEnforced refuses). */
+bool srv_acl_request_grants(srv_req_t *r);
 
 /* s3_version.c: the versionId query (NULL when absent; 400 when malformed). */
 int srv_version_q(srv_req_t *r, srv_out_t *o, const char **vid);

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from cluster import Cluster, http, new_chunk_id, sign_itoken
+from cluster import Cluster, crc64nvme, http, new_chunk_id, sign_itoken, target_of
 from wharfd import multipart_etag, rclone_remote_env, unique_bucket, wait_until
 
 CHUNK = 256 * 1024
@@ -163,30 +163,34 @@ def test_storage_refuses_without_a_valid_token(cl):
     c = new_chunk_id()
     url = f"{st0.endpoint}/chunk/{c}"
     body = b"z" * 100
-    ok = sign_itoken("put", c, 0, len(body))
+    to = target_of(st0)
+    ok = sign_itoken("put", c, 0, len(body), target=to, crc=crc64nvme(body))
     assert http("PUT", url, {"x-wharf-itoken": ok}, body)[0] == 200
     rejects0 = st0.metric_sum("wharf_storage_token_rejects_total")
     cases = {
         "none": {},
-        "bad-mac": {"x-wharf-itoken": sign_itoken("get", c, 0, 100, secret="x" * 40)},
-        "expired": {"x-wharf-itoken": sign_itoken("get", c, 0, 100,
+        "bad-mac": {"x-wharf-itoken": sign_itoken("get", c, 0, 100, secret="x" * 40,
+                                                  target=to)},
+        "expired": {"x-wharf-itoken": sign_itoken("get", c, 0, 100, target=to,
                                                   expires=int(time.time()) - 5)},
-        "op": {"x-wharf-itoken": sign_itoken("del", c, 0, 0)},
-        "other-chunk": {"x-wharf-itoken": sign_itoken("get", new_chunk_id(), 0, 100)},
-        "garbage": {"x-wharf-itoken": "wit1|get|zz"},
+        "op": {"x-wharf-itoken": sign_itoken("del", c, 0, 0, target=to)},
+        "other-chunk": {"x-wharf-itoken": sign_itoken("get", new_chunk_id(), 0, 100,
+                                                      target=to)},
+        "garbage": {"x-wharf-itoken": "wit2|get|zz"},
     }
     for name, hdrs in cases.items():
         status, _h, msg = http("GET", url, hdrs)
         assert status == 403, (name, status, msg)
         assert msg.strip(), name
     # a widened range keeps the old MAC: refused
-    t = sign_itoken("get", c, 0, 10)
+    t = sign_itoken("get", c, 0, 10, target=to)
     forged = t.replace("|0|a|", "|0|64|", 1)
     assert forged != t and http("GET", url, {"x-wharf-itoken": forged})[0] == 403
     assert st0.metric_sum("wharf_storage_token_rejects_total") == rejects0 + len(cases) + 1
-    st, _h, got = http("GET", url, {"x-wharf-itoken": sign_itoken("get", c, 10, 20)})
+    st, _h, got = http("GET", url, {"x-wharf-itoken": sign_itoken("get", c, 10, 20, target=to)})
     assert st == 200 and got == body[10:30]
-    assert http("DELETE", url, {"x-wharf-itoken": sign_itoken("del", c, 0, 0)})[0] == 200
+    assert http("DELETE", url,
+                {"x-wharf-itoken": sign_itoken("del", c, 0, 0, target=to)})[0] == 200
 
 
 def test_put_that_cannot_be_placed_fails_cleanly(tmp_path):
@@ -266,14 +270,16 @@ def test_stripe_requests_refused_unless_their_body_is_the_one_signed(cl):
             f"2 {new_chunk_id()} 0000000000000000 0 -\n").encode()
     for op in ("rdec", "renc"):
         signed = _h.sha256(good).hexdigest()
-        tok = sign_itoken(op, c, 0, 10, mtok=f"{signed}@{mem}")
+        tok = sign_itoken(op, c, 0, 10, mtok=f"{signed}@{mem}", target=target_of(st0))
         status, _hd, msg = http("POST", url, {"x-wharf-itoken": tok}, good.replace(b"2 1", b"2 9"))
         assert status == 403 and b"SHA-256" in msg and signed.encode() in msg, (op, status, msg)
         bad = b"rdec1 2 1\n"
-        tok = sign_itoken(op, c, 0, 10, mtok=f"{_h.sha256(bad).hexdigest()}@{mem}")
+        tok = sign_itoken(op, c, 0, 10, mtok=f"{_h.sha256(bad).hexdigest()}@{mem}",
+                          target=target_of(st0))
         status, _hd, msg = http("POST", url, {"x-wharf-itoken": tok}, bad)
         assert status == 400 and msg.strip(), (op, status, msg)
-        status, _hd, msg = http("POST", url, {"x-wharf-itoken": sign_itoken(op, c, 0, 10)}, good)
+        status, _hd, msg = http("POST", url, {"x-wharf-itoken": sign_itoken(
+            op, c, 0, 10, target=target_of(st0))}, good)
         assert status in (400, 403) and msg.strip(), (op, status, msg)
     assert st0.alive()
     assert http("GET", f"{st0.endpoint}/metrics")[0] == 200

@@ -16,7 +16,7 @@ import os
 import shutil
 import time
 
-from cluster import Cluster, crc64nvme, http, new_chunk_id, sign_itoken
+from cluster import Cluster, crc64nvme, http, new_chunk_id, sign_itoken, target_of
 from wharfd import TestCert, unique_bucket, wait_until
 
 CHUNK = 256 * 1024
@@ -24,18 +24,19 @@ CHUNK = 256 * 1024
 
 def put_chunk(st, c, body):
     url = f"{st.endpoint}/chunk/{c}"
-    assert http("PUT", url, {"x-wharf-itoken": sign_itoken("put", c, 0, len(body))}, body)[0] \
-        == 200
+    tok = sign_itoken("put", c, 0, len(body), target=target_of(st), crc=crc64nvme(body))
+    assert http("PUT", url, {"x-wharf-itoken": tok}, body)[0] == 200
 
 
 def get_chunk(st, c, n):
     return http("GET", f"{st.endpoint}/chunk/{c}",
-                {"x-wharf-itoken": sign_itoken("get", c, 0, n)})
+                {"x-wharf-itoken": sign_itoken("get", c, 0, n, target=target_of(st))})
 
 
 def push(st, c, n, mtok, method="POST", **kw):
     return http(method, f"{st.endpoint}/chunk/{c}",
-                {"x-wharf-itoken": sign_itoken("push", c, 0, n, mtok=mtok, **kw)}, b"")
+                {"x-wharf-itoken": sign_itoken("push", c, 0, n, mtok=mtok, target=target_of(st),
+                                               **kw)}, b"")
 
 
 def test_push_and_checked_put_requests():
@@ -65,14 +66,14 @@ def test_push_and_checked_put_requests():
         # a checked put whose bytes do not have the crc it names: not stored
         refused0 = b.metric_sum("wharf_storage_copy_refused_total")
         url = f"{b.endpoint}/chunk/{c2}"
-        tok = sign_itoken("cput", c2, 0, len(body), mtok=f"{crc ^ 1:016x}")
+        tok = sign_itoken("cput", c2, 0, len(body), mtok=f"{crc ^ 1:016x}", target=target_of(b))
         st, _h, msg = http("PUT", url, {"x-wharf-itoken": tok}, body)
         assert st == 409 and b"not stored" in msg, (st, msg)
         assert get_chunk(b, c2, len(body))[0] == 404
         assert b.metric_sum("wharf_storage_copy_refused_total") == refused0 + 1
         assert cl.tmp_files() == 0
         # ...and with the right crc it is
-        tok = sign_itoken("cput", c2, 0, len(body), mtok=f"{crc:016x}")
+        tok = sign_itoken("cput", c2, 0, len(body), mtok=f"{crc:016x}", target=target_of(b))
         assert http("PUT", url, {"x-wharf-itoken": tok}, body)[0] == 200
         assert get_chunk(b, c2, len(body))[2] == body
 

@@ -159,6 +159,30 @@ def test_ssec_refusals(s3, bucket):
     assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]) == ["c", "plain"]
 
 
+def test_ssec_object_attributes_need_the_key(s3, bucket):
+    """GetObjectAttributes of an SSE-C object answers only to its key, as GET and HEAD do."""
+    key, other = os.urandom(32), os.urandom(32)
+    s3.put_object(Bucket=bucket, Key="c", Body=b"secret bytes", SSECustomerAlgorithm="AES256",
+                  SSECustomerKey=key)
+    attrs = ["ETag", "ObjectSize"]
+
+    def ssec(k):  # this botocore encodes the key for GetObjectAttributes only as given
+        return {"SSECustomerAlgorithm": "AES256",
+                "SSECustomerKey": base64.b64encode(k).decode(),
+                "SSECustomerKeyMD5": base64.b64encode(hashlib.md5(k).digest()).decode()}
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        s3.get_object_attributes(Bucket=bucket, Key="c", ObjectAttributes=attrs)
+    assert code(e) == ("InvalidRequest", 400)
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        s3.get_object_attributes(Bucket=bucket, Key="c", ObjectAttributes=attrs, **ssec(other))
+    assert code(e) == ("AccessDenied", 403)
+    got = s3.get_object_attributes(Bucket=bucket, Key="c", ObjectAttributes=attrs, **ssec(key))
+    assert got["ObjectSize"] == len(b"secret bytes")
+    s3.put_object(Bucket=bucket, Key="plain", Body=b"p")
+    assert s3.get_object_attributes(Bucket=bucket, Key="plain",
+                                    ObjectAttributes=attrs)["ObjectSize"] == 1
+
+
 def test_ssec_over_plain_http_refused():
     with WharfServer() as plain:
         c = client(plain)

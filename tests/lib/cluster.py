@@ -28,13 +28,24 @@ from wharfd import WharfServer, build_dir, wait_until
 SECRET = "wharf-test-cluster-secret-" + "0123456789abcdef"
 
 
+def target_of(st):
+    """The address a token names its storage server by (as the gateway addresses it)."""
+    return f"{st.host}:{st.port}"
+
+
 def sign_itoken(op, chunk, off, length, expires=None, peer="tcp", addr="127.0.0.1:1",
-                pid=0, uid=4294967295, mtok="-", secret=SECRET):
+                pid=0, uid=4294967295, mtok="-", secret=SECRET, target="-", crc=None,
+                nonce=None):
     """An internal token as a gateway signs it (an independent implementation, so tests can
-    forge, alter and replay tokens against a storage server)."""
+    forge, alter and replay tokens against a storage server). target: the storage server
+    (target_of(st)); crc: the chunk's crc64nvme (a put needs it); nonce: 16 hex, random unless
+    given (a storage server admits each token once)."""
     if expires is None:
         expires = int(time.time()) + 60
-    body = f"wit1|{op}|{chunk}|{off:x}|{length:x}|{expires}|{peer}|{addr}|{pid}|{uid}|{mtok}|"
+    crc = "-" if crc is None else f"{crc:016x}"
+    nonce = nonce or os.urandom(8).hex()
+    body = (f"wit2|{op}|{chunk}|{off:x}|{length:x}|{expires}|{peer}|{addr}|{pid}|{uid}|{mtok}|"
+            f"{crc}|{target}|{nonce}|")
     mac = hmac.new(secret.encode(), body[:-1].encode(), hashlib.sha256).hexdigest()
     return body + mac
 

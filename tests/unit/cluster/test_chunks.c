@@ -201,6 +201,42 @@ static void test_blocks(void)
     cl_chunks_close(cs);
 }
 
+/* A committed chunk is never replaced: other bytes under its id are WH_ERR_EXISTS and leave
+ * it as it was, the same bytes again succeed; cl_chunk_matches holds only for the map's crc. */
+static void test_no_replace(void)
+{
+    static const char id[] = "feedfacefeedfacefeedfacefeedface";
+    cl_chunks_t *cs;
+    CHECK(cl_chunks_open(g_dir, &cs) == WH_OK);
+    static uint8_t a[3 << 20], b[3 << 20];
+    for (size_t i = 0; i < sizeof a; i++) {
+        a[i] = (uint8_t)(i * 13 + 1);
+        b[i] = (uint8_t)(i * 17 + 3);
+    }
+    const uint8_t *bodies[] = {a, b, a};
+    wh_status_t want[] = {WH_OK, WH_ERR_EXISTS, WH_OK};
+    for (int k = 0; k < 3; k++) {
+        cl_chunk_writer_t *w;
+        uint64_t crc = 0;
+        CHECK(cl_chunk_writer_open(cs, id, false, &w) == WH_OK);
+        CHECK(cl_chunk_writer_write(w, bodies[k], sizeof a) == WH_OK);
+        CHECK(cl_chunk_writer_commit(w, &crc, NULL) == want[k]);
+    }
+    int fd;
+    cl_chunk_info_t info;
+    CHECK(cl_chunk_open(cs, id, &fd, &info) == WH_OK);
+    CHECK_EQ_U64(info.crc, wh_crc64nvme(0, a, sizeof a));
+    CHECK(cl_chunk_verify(fd, &info) == WH_OK);
+    CHECK(cl_chunk_matches(&info, info.crc) == WH_OK);
+    CHECK(cl_chunk_matches(&info, wh_crc64nvme(0, b, sizeof b)) == WH_ERR_CHECKSUM);
+    info.blocks[1] ^= 1; /* a table that does not make up the footer's crc */
+    CHECK(cl_chunk_matches(&info, info.crc) == WH_ERR_CHECKSUM);
+    cl_chunk_info_free(&info);
+    close(fd);
+    CHECK(cl_chunk_delete(cs, id) == WH_OK);
+    cl_chunks_close(cs);
+}
+
 int main(void)
 {
     char *dir = g_dir;
@@ -208,6 +244,7 @@ int main(void)
         return 1;
     RUN(test_write_read);
     RUN(test_blocks);
+    RUN(test_no_replace);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

@@ -22,6 +22,11 @@ static cl_itoken_t sample(cl_op_t op)
     t.expires = 1700000060;
     snprintf(t.peer.addr, sizeof t.peer.addr, "127.0.0.1:40000");
     t.peer.uid = (uid_t)-1;
+    snprintf(t.target, sizeof t.target, "10.0.0.5:9100");
+    if (op == CL_OP_PUT) {
+        t.has_crc = true;
+        t.crc = 0x0123456789abcdefULL;
+    }
     if (op == CL_OP_RGET || op == CL_OP_RPUT) {
         t.peer.is_unix = true;
         snprintf(t.peer.addr, sizeof t.peer.addr, "unix");
@@ -51,7 +56,50 @@ static void test_round_trip(void)
         CHECK_STR(u.mtok, t.mtok);
         CHECK(u.peer.is_unix == t.peer.is_unix && u.peer.pid == t.peer.pid &&
               u.peer.uid == t.peer.uid);
+        CHECK_STR(u.target, "10.0.0.5:9100");
+        CHECK(u.has_crc == t.has_crc && u.crc == t.crc);
+        CHECK(strlen(u.nonce) == 16);
     }
+}
+
+/* Bound to a target, to the chunk's crc for a put, and admitted once: a replay of the same
+ * token and one for another server are refused; two signings of one token differ. */
+static void test_single_use_and_target(void)
+{
+    cl_itoken_t t = sample(CL_OP_PUT), u;
+    char s[CL_ITOKEN_MAX], s2[CL_ITOKEN_MAX], err[256] = "";
+    CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_OK);
+    CHECK(cl_itoken_sign(K, &t, s2, sizeof s2, err, sizeof err) == WH_OK);
+    CHECK(strcmp(s, s2) != 0); /* a fresh nonce each */
+    CHECK(cl_itoken_verify(K, s, strlen(s), 1700000000, &u, err, sizeof err) == WH_OK);
+    cl_replay_t *rc = cl_replay_new(4);
+    CHECK(rc != NULL);
+    CHECK(cl_itoken_admit(rc, &u, "10.0.0.6:9100", 1700000000, err, sizeof err) == WH_ERR_AUTH);
+    CHECK(strstr(err, "not this one") != NULL);
+    CHECK(cl_itoken_admit(rc, &u, "10.0.0.5:9100", 1700000000, err, sizeof err) == WH_OK);
+    CHECK(cl_itoken_admit(rc, &u, "10.0.0.5:9100", 1700000001, err, sizeof err) == WH_ERR_AUTH);
+    CHECK(strstr(err, "replay") != NULL);
+    /* full of unexpired tokens: refused, not forgotten; expired ones make room */
+    for (int i = 0; i < 3; i++) {
+        CHECK(cl_itoken_sign(K, &t, s2, sizeof s2, err, sizeof err) == WH_OK);
+        CHECK(cl_itoken_verify(K, s2, strlen(s2), 1700000000, &u, err, sizeof err) == WH_OK);
+        CHECK(cl_itoken_admit(rc, &u, "10.0.0.5:9100", 1700000000, err, sizeof err) == WH_OK);
+    }
+    CHECK(cl_itoken_sign(K, &t, s2, sizeof s2, err, sizeof err) == WH_OK);
+    CHECK(cl_itoken_verify(K, s2, strlen(s2), 1700000000, &u, err, sizeof err) == WH_OK);
+    CHECK(cl_itoken_admit(rc, &u, "10.0.0.5:9100", 1700000000, err, sizeof err) == WH_ERR_BUSY);
+    CHECK(cl_replay_count(rc) == 4);
+    CHECK(cl_itoken_admit(rc, &u, "10.0.0.5:9100", 1700000061, err, sizeof err) == WH_OK);
+    CHECK(cl_replay_count(rc) <= 4);
+    cl_replay_free(rc);
+    /* a put without the chunk's crc is refused by the signer */
+    t.has_crc = false;
+    CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_ERR_INVALID);
+    CHECK(strstr(err, "crc") != NULL);
+    t = sample(CL_OP_GET);
+    t.target[0] = '\0';
+    CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_ERR_INVALID);
+    CHECK(strstr(err, "target") != NULL);
 }
 
 static void test_refusals(void)
@@ -96,39 +144,49 @@ static void test_malformed(void)
         const char *s, *field;
     } bad[] = {
         {"", "fields"},
-        {"wit1|get|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|-", "fields"},
-        {"wit1|get|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|-|x|y", "fields"},
-        {"wit2|get|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|-|"
+        {"wit2|get|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|-", "fields"},
+        {"wit2|get|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|-|x|y", "fields"},
+        {"wit9|get|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|-|-|t|"
+         "0123456789abcdef|"
          "0000000000000000000000000000000000000000000000000000000000000000",
          "version"},
-        {"wit1|cat|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|-|"
+        {"wit2|cat|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|-|-|t|"
+         "0123456789abcdef|"
          "0000000000000000000000000000000000000000000000000000000000000000",
          "op"},
-        {"wit1|get|0123456789ABCDEF0123456789abcdef|0|10|1700000060|tcp|a|0|0|-|"
+        {"wit2|get|0123456789ABCDEF0123456789abcdef|0|10|1700000060|tcp|a|0|0|-|-|t|"
+         "0123456789abcdef|"
          "0000000000000000000000000000000000000000000000000000000000000000",
          "chunk"},
-        {"wit1|get|0123456789abcdef0123456789abcdef|x|10|1700000060|tcp|a|0|0|-|"
+        {"wit2|get|0123456789abcdef0123456789abcdef|x|10|1700000060|tcp|a|0|0|-|-|t|"
+         "0123456789abcdef|"
          "0000000000000000000000000000000000000000000000000000000000000000",
          "off"},
-        {"wit1|get|0123456789abcdef0123456789abcdef|ffffffffffffffff|10|1700000060|tcp|a|0|"
-         "0|-|0000000000000000000000000000000000000000000000000000000000000000",
+        {"wit2|get|0123456789abcdef0123456789abcdef|ffffffffffffffff|10|1700000060|tcp|a|0|"
+         "0|-|-|t|0123456789abcdef|"
+         "0000000000000000000000000000000000000000000000000000000000000000",
          "overflow"},
-        {"wit1|get|0123456789abcdef0123456789abcdef|0|10|-5|tcp|a|0|0|-|"
+        {"wit2|get|0123456789abcdef0123456789abcdef|0|10|-5|tcp|a|0|0|-|-|t|0123456789abcdef|"
          "0000000000000000000000000000000000000000000000000000000000000000",
          "exp"},
-        {"wit1|get|0123456789abcdef0123456789abcdef|0|10|1700000060|udp|a|0|0|-|"
+        {"wit2|get|0123456789abcdef0123456789abcdef|0|10|1700000060|udp|a|0|0|-|-|t|"
+         "0123456789abcdef|"
          "0000000000000000000000000000000000000000000000000000000000000000",
          "peer"},
-        {"wit1|get|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp||0|0|-|"
+        {"wit2|get|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp||0|0|-|-|t|"
+         "0123456789abcdef|"
          "0000000000000000000000000000000000000000000000000000000000000000",
          "addr"},
-        {"wit1|get|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|1:2:ofi1|"
+        {"wit2|get|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|1:2:ofi1|-|t|"
+         "0123456789abcdef|"
          "0000000000000000000000000000000000000000000000000000000000000000",
          "mtok"},
-        {"wit1|rget|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|-|"
+        {"wit2|rget|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|-|-|t|"
+         "0123456789abcdef|"
          "0000000000000000000000000000000000000000000000000000000000000000",
          "mtok"},
-        {"wit1|get|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|-|"
+        {"wit2|get|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|-|-|t|"
+         "0123456789abcdef|"
          "000000000000000000000000000000000000000000000000000000000000000g",
          "mac"},
     };
@@ -175,7 +233,8 @@ static void test_copy_args(void)
         /* the same text signed by hand reaches the parser, which refuses it too */
         char raw[CL_ITOKEN_MAX];
         snprintf(raw, sizeof raw,
-                 "wit1|push|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|%s|"
+                 "wit2|push|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|%s|-|t|"
+                 "0123456789abcdef|"
                  "0000000000000000000000000000000000000000000000000000000000000000",
                  bad_push[i][0] ? bad_push[i] : "-");
         CHECK(cl_itoken_verify(K, raw, strlen(raw), 1700000000, &u, err, sizeof err) ==
@@ -195,7 +254,7 @@ static void test_rdec_args(void)
     const char *mtok = NULL;
     cl_itoken_t t = sample(CL_OP_RDEC), u;
     CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_OK);
-    CHECK(strncmp(s, "wit1|rdec|", 10) == 0);
+    CHECK(strncmp(s, "wit2|rdec|", 10) == 0);
     CHECK(cl_itoken_verify(K, s, strlen(s), 1700000000, &u, err, sizeof err) == WH_OK);
     CHECK(cl_itoken_rdec_args(&u, sha, &mtok));
     CHECK_STR(sha, SHA);
@@ -203,7 +262,7 @@ static void test_rdec_args(void)
     CHECK(!cl_itoken_rdec_args(&(cl_itoken_t){.op = CL_OP_RGET}, sha, &mtok));
     t = sample(CL_OP_RENC); /* renc carries the same */
     CHECK(cl_itoken_sign(K, &t, s, sizeof s, err, sizeof err) == WH_OK);
-    CHECK(strncmp(s, "wit1|renc|", 10) == 0);
+    CHECK(strncmp(s, "wit2|renc|", 10) == 0);
     CHECK(cl_itoken_verify(K, s, strlen(s), 1700000000, &u, err, sizeof err) == WH_OK);
     CHECK(cl_itoken_rdec_args(&u, sha, &mtok) && strcmp(sha, SHA) == 0);
     static const char *const bad[] = {
@@ -221,7 +280,8 @@ static void test_rdec_args(void)
         CHECK(strstr(err, "mtok") != NULL);
         char raw[CL_ITOKEN_MAX];
         snprintf(raw, sizeof raw,
-                 "wit1|rdec|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|%s|"
+                 "wit2|rdec|0123456789abcdef0123456789abcdef|0|10|1700000060|tcp|a|0|0|%s|-|t|"
+                 "0123456789abcdef|"
                  "0000000000000000000000000000000000000000000000000000000000000000",
                  bad[i][0] ? bad[i] : "-");
         err[0] = '\0';
@@ -254,5 +314,6 @@ int main(void)
     RUN(test_copy_args);
     RUN(test_rdec_args);
     RUN(test_sign_refuses);
+    RUN(test_single_use_and_target);
     return check_done();
 }
