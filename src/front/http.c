@@ -249,7 +249,7 @@ static s3_err_t verify_as(srv_req_t *r, time_t now, const char *service, const c
         !(service && strcmp(service, "iam") == 0 &&
           (strcmp(r->auth.region, "us-east-1") == 0 || r->auth.region[0] == '\0'))) {
         snprintf(msg, msglen,
-                 "the authorization %s is malformed; the region '%.63s' is "
+                 "the authorization %s malformed; the region '%.63s' is "
                  "wrong; expecting '%s'",
                  r->auth.presigned ? "query parameters are" : "header is", r->auth.region, want);
         memset(&r->who, 0, sizeof r->who);
