@@ -235,7 +235,12 @@ static wh_status_t http_once(wharf_client_t *c, CURL *h, const wc_req_t *req, wc
         goto err_nomem;
     hl = tmp;
     if (!strcmp(req->method, "POST")) {
-        if (!(tmp = curl_slist_append(hl, "Content-Type: application/xml")))
+        /* An XML body says so. A POST without one (CreateMultipartUpload) sends no type at
+         * all: the server keeps an initiation's Content-Type as the object's, so a multipart
+         * object gets the same default as a single PUT (curl's own default, a form type, is
+         * removed by the empty header). */
+        const char *ct = req->body_len ? "Content-Type: application/xml" : "Content-Type:";
+        if (!(tmp = curl_slist_append(hl, ct)))
             goto err_nomem;
         hl = tmp;
     }

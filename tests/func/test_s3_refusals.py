@@ -214,7 +214,8 @@ def test_request_signed_for_another_region_is_refused(wharfd, s3, bucket):
     body = ei.value.read()
     assert b"AuthorizationQueryParametersError" in body
     assert (b"<Message>the authorization query parameters are malformed; the region "
-            b"&apos;eu-west-1&apos; is wrong; expecting &apos;us-east-1&apos;</Message>") in body, body
+            b"&apos;eu-west-1&apos; is wrong; expecting &apos;us-east-1&apos;</Message>") in body, \
+        body
     with pytest.raises(ClientError) as ei:
         _client(wharfd.endpoint, "eu-west-1").list_objects_v2(Bucket=bucket)
     assert _code(ei) == "AuthorizationHeaderMalformed"
