@@ -2,6 +2,8 @@
 handlers), what a caller did not ask for is not invented (a multipart object's Content-Type),
 a client from the environment alone takes the fastest path the server offers, and the
 request timeouts fit multi-GB objects."""
+import os
+import signal
 import subprocess
 import sys
 
@@ -11,9 +13,11 @@ from botocore.config import Config
 
 import wharf
 from conftest import make_client
-from wharfd import ACCESS_KEY, REGION, SECRET_KEY, unique_bucket
+from wharfd import ACCESS_KEY, REGION, SECRET_KEY, WharfServer, build_dir, unique_bucket
 
 MiB = 1 << 20
+PYDIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                      "python"))
 
 
 def boto(srv):
@@ -49,3 +53,109 @@ def test_multipart_object_gets_the_single_put_content_type(wharfd, provider):
                 pass
         c.delete_bucket(b)
         c.close()
+
+
+# ---- signals -----------------------------------------------------------------------------
+# Debian's libfabric links its psm provider's library, whose constructor replaces the handlers
+# of SIGTERM, SIGINT, SIGSEGV, SIGABRT, SIGBUS and SIGILL with its own (a backtrace, exit 1).
+# libwharf opens libfabric only when a client opens an RDMA provider, and puts back any handler
+# that opening changed (src/xfer/ofi_dl.c).
+
+SIGNAL_ARMS = [pytest.param("none", id="http"), pytest.param("ofi+tcp", id="tcp"),
+               pytest.param("ofi+shm", id="shm")]
+
+
+def provider_env(srv, provider):
+    env = srv.client_env()
+    env["WHARF_PROVIDER"] = provider
+    if provider != "ofi+shm":
+        env.pop("WHARF_UNIX_SOCKET", None)
+    return env
+
+
+def libwharf_path():
+    return os.path.join(build_dir(), "libwharf.so")
+
+
+@pytest.mark.parametrize("provider", SIGNAL_ARMS)
+def test_a_program_that_dlopens_libwharf_keeps_its_signal_handlers(wharfd, provider):
+    prog = os.path.join(build_dir(), "tests", "host_signals")
+    p = subprocess.run([prog, libwharf_path(), unique_bucket("sig")], capture_output=True,
+                       text=True, timeout=60, env=provider_env(wharfd, provider))
+    assert p.returncode == 0 and p.stdout.endswith("OK\n"), (p.returncode, p.stdout, p.stderr)
+    assert f"provider {provider}" in p.stdout
+
+
+PY_HOST = r"""
+import faulthandler, os, signal, sys, time
+got = []
+signal.signal(signal.SIGTERM, lambda s, f: got.append("TERM"))
+signal.signal(signal.SIGINT, lambda s, f: got.append("INT"))
+faulthandler.enable()  # its own SIGSEGV, SIGABRT, SIGBUS, SIGILL and SIGFPE handlers
+import wharf
+c = wharf.Client(provider=sys.argv[1])
+assert c.provider == sys.argv[1], c.provider
+c.list_buckets()
+b = sys.argv[2]
+c.create_bucket(b)
+buf = bytearray(os.urandom(1 << 20))
+c.put_from(b, "o", buf)
+assert c.get(b, "o") == bytes(buf)
+c.delete(b, "o")
+c.delete_bucket(b)
+os.kill(os.getpid(), signal.SIGTERM)
+os.kill(os.getpid(), signal.SIGINT)
+for _ in range(100):
+    if len(got) == 2:
+        break
+    time.sleep(0.01)
+print("handlers ran:", " ".join(got), flush=True)
+if sys.argv[3] == "segv":
+    import ctypes
+    ctypes.string_at(0)  # faulthandler reports it, and the default action ends the process
+"""
+
+
+@pytest.mark.parametrize("provider", SIGNAL_ARMS)
+def test_python_handlers_run_after_libwharf_calls(wharfd, provider):
+    """The issue's report: a SIGTERM handler registered before the first client call never ran,
+    and the process exited 1 (psm's handler). Also SIGINT, and faulthandler's SIGSEGV."""
+    env = provider_env(wharfd, provider)
+    env["PYTHONPATH"] = os.pathsep.join([PYDIR, env.get("PYTHONPATH", "")])
+    for mode in ("plain", "segv"):
+        p = subprocess.run([sys.executable, "-c", PY_HOST, provider, unique_bucket("psig"), mode],
+                           capture_output=True, text=True, timeout=60, env=env)
+        assert "handlers ran: TERM INT\n" in p.stdout, (p.returncode, p.stdout, p.stderr)
+        if mode == "plain":
+            assert p.returncode == 0, (p.returncode, p.stderr)
+        else:
+            assert p.returncode == -signal.SIGSEGV, (p.returncode, p.stderr)
+            assert "Fatal Python error: Segmentation fault" in p.stderr, p.stderr
+
+
+def caught_signals(pid):
+    """The signals pid has a handler for (SigCgt of /proc/PID/status)."""
+    with open(f"/proc/{pid}/status") as f:
+        mask = int(next(line for line in f if line.startswith("SigCgt:")).split()[1], 16)
+    return {s for s in signal.Signals if mask & (1 << (s - 1))}
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
+def test_wharfd_shuts_down_cleanly_after_serving_rdma(how):
+    """wharfd waits for SIGTERM/SIGINT with sigwait; after its providers opened and served an
+    RDMA request it still exits 0 on either, and has no handler of a provider's for the
+    signals that end a process (a crash leaves a core, not a provider's exit 1)."""
+    with WharfServer() as srv:
+        c = make_client(srv, "ofi+tcp")
+        b = unique_bucket("sd")
+        c.create_bucket(b)
+        buf = bytearray(b"x" * MiB)
+        assert c.put_from(b, "o", buf).transport == "rdma"
+        assert c.get(b, "o") == bytes(buf) and c.last_report.transport == "rdma"
+        c.close()
+        fatal = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL}
+        assert not caught_signals(srv.proc.pid) & fatal, caught_signals(srv.proc.pid)
+        srv.proc.send_signal(how)
+        assert srv.proc.wait(timeout=30) == 0, srv.log_tail()
+        assert "signal received sig=" + how.name[3:] in srv.log_tail()
+
