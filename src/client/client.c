@@ -276,6 +276,11 @@ static void global_init(void)
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
+void wc_global_init(void)
+{
+    pthread_once(&g_once, global_init);
+}
+
 /* The local address this host uses to reach the endpoint's host (what the server sees as the
  * HTTP peer): a network provider binds there, so the server can check that the token's
  * endpoint belongs to the requester. No packet is sent (UDP connect only routes). */
@@ -362,8 +367,22 @@ static wh_status_t setup_provider(wharf_client_t *c)
         for (const xfer_provider_t *p = xfer_providers(); p->name; p++) {
             if (!(p->caps & XFER_CAP_AUTO))
                 continue;
+            /* No unix_socket given: the server names its own to a peer on its host (a
+             * socket found so is kept only if its provider opens). */
+            bool found = false;
+            if ((p->caps & XFER_CAP_BOUND_PEER) && !c->unix_socket && c->neps == 1) {
+                char path[128];
+                err[0] = '\0';
+                if (wc_unix_socket_find(c->eps[0].url, c->ca_bundle, path, sizeof path, err,
+                                        sizeof err) == WH_OK &&
+                    (c->unix_socket = strdup(path)) != NULL) {
+                    found = true;
+                    wh_debug(MOD, "unix socket found=%s endpoint=%s", path, c->eps[0].url);
+                }
+            }
             if ((p->caps & XFER_CAP_BOUND_PEER) && !c->unix_socket) {
-                wh_sbuf_printf(&why, "%s: no unix_socket set; ", p->name);
+                wh_sbuf_printf(&why, "%s: no unix_socket set (%s); ", p->name,
+                               err[0] ? err : "several endpoints");
                 continue;
             }
             err[0] = '\0';
@@ -371,6 +390,10 @@ static wh_status_t setup_provider(wharf_client_t *c)
                 wh_debug(MOD, "provider chosen=%s (auto)", p->name);
                 wh_sbuf_free(&why);
                 return WH_OK;
+            }
+            if (found) {
+                free(c->unix_socket);
+                c->unix_socket = NULL;
             }
             wh_sbuf_printf(&why, "%s: %s; ", p->name, err);
         }

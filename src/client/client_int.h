@@ -34,6 +34,9 @@
 /* Sets the calling thread's wharf_last_error() message. */
 void wc_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void wc_clear_error(void);
+/* The library's one-time setup (log level, curl, fork handlers); wharf_client_create runs it,
+ * and so does an ABI call that may come first. */
+void wc_global_init(void);
 const char *wc_get_error(void);
 
 /* ---- one HTTP connection (curl easy handle, reused) ------------------------------------ */
@@ -165,6 +168,11 @@ unsigned wc_endpoint_pick(wharf_client_t *c, uint64_t tried);
 void wc_endpoint_failed(wharf_client_t *c, unsigned i);
 /* eps[i] answered: it is up again. */
 void wc_endpoint_ok(wharf_client_t *c, unsigned i);
+/* The server's Unix socket, as its /health names it to a peer on its own host, when this
+ * process can connect to it: WH_OK with the path in out, else a status and why in err
+ * (wharf_endpoint_unix_socket's contract, wharf.h). */
+wh_status_t wc_unix_socket_find(const char *endpoint, const char *ca_bundle, char *out, size_t cap,
+                                char *err, size_t errlen);
 
 wc_conn_t *wc_client_conn_get(wharf_client_t *c);
 void wc_client_conn_put(wharf_client_t *c, wc_conn_t *conn);

@@ -2,16 +2,19 @@
 handlers), what a caller did not ask for is not invented (a multipart object's Content-Type),
 a client from the environment alone takes the fastest path the server offers, and the
 request timeouts fit multi-GB objects."""
+import ctypes
 import os
 import signal
 import subprocess
 import sys
+import urllib.request
 
 import boto3
 import pytest
 from botocore.config import Config
 
 import wharf
+from wharf._lib import lib
 from conftest import make_client
 from wharfd import ACCESS_KEY, REGION, SECRET_KEY, WharfServer, build_dir, unique_bucket
 
@@ -159,3 +162,68 @@ def test_wharfd_shuts_down_cleanly_after_serving_rdma(how):
         assert srv.proc.wait(timeout=30) == 0, srv.log_tail()
         assert "signal received sig=" + how.name[3:] in srv.log_tail()
 
+
+# ---- the transport of a client from the environment ----------------------------------------
+
+def aws_only_env(monkeypatch, srv):
+    """Only AWS_* variables, as an S3 user has them; no WHARF_* and no AWS profile files."""
+    for k in list(os.environ):
+        if k.startswith("WHARF_") and k != "WHARF_BUILD_DIR" or k.startswith("AWS_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", srv.endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/config")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials")
+
+
+def test_health_names_the_unix_socket_to_a_peer_on_this_host(wharfd):
+    with urllib.request.urlopen(wharfd.endpoint + "/health", timeout=10) as r:
+        assert r.headers["x-wharf-unix-socket"] == os.path.realpath(wharfd.unix_socket)
+    got = ctypes.create_string_buffer(128)
+    assert lib.wharf_endpoint_unix_socket(wharfd.endpoint.encode(), None, got, 128) == 0
+    assert got.value.decode() == os.path.realpath(wharfd.unix_socket)
+
+
+def test_client_from_aws_environment_takes_rdma_over_the_reachable_socket(wharfd, monkeypatch):
+    aws_only_env(monkeypatch, wharfd)
+    c = wharf.Client()
+    try:
+        assert (c.transport, c.provider) == ("rdma", "ofi+shm"), c.transport_reason
+        assert os.path.realpath(wharfd.unix_socket) in c.transport_reason
+        b = unique_bucket("env")
+        c.create_bucket(b)
+        data = bytearray(os.urandom(2 * MiB))
+        before = wharfd.metric_sum("wharf_rdma_write_bytes_total")
+        rep = c.put_from(b, "o", data)
+        assert rep.transport == "rdma" and not rep.fell_back, rep
+        assert wharfd.metric_sum("wharf_rdma_write_bytes_total") - before >= len(data)
+        assert c.get(b, "o") == bytes(data) and c.last_report.transport == "rdma"
+        c.delete(b, "o")
+        c.delete_bucket(b)
+    finally:
+        c.close()
+    # what the caller gives still wins: an endpoint of its own means HTTP unless it asks
+    explicit = wharf.Client(wharfd.endpoint, ACCESS_KEY, SECRET_KEY)
+    assert explicit.transport == "http"
+    explicit.close()
+
+
+def test_client_from_environment_stays_on_http_without_a_socket(monkeypatch):
+    with WharfServer(extra_args=["--unix", "none"]) as srv:
+        with urllib.request.urlopen(srv.endpoint + "/health", timeout=10) as r:
+            assert r.headers["x-wharf-unix-socket"] is None
+        aws_only_env(monkeypatch, srv)
+        c = wharf.Client()
+        assert c.transport == "http" and c.provider == "none"
+        assert "names no Unix socket" in c.transport_reason, c.transport_reason
+        assert c.list_buckets() == []
+        c.close()
+
+
+def test_auto_provider_finds_the_socket_itself(wharfd):
+    """libwharf's provider "auto" with no unix_socket asks the server for it (the C CLI's
+    default provider), and takes shm."""
+    c = wharf.Client(wharfd.endpoint, ACCESS_KEY, SECRET_KEY, provider="auto")
+    assert c.provider == "ofi+shm"
+    c.close()
