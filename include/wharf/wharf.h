@@ -110,13 +110,21 @@ typedef struct wharf_client_config {
     uint64_t part_size;        /* multipart part size; default 64 MiB */
     wharf_fallback_t fallback; /* default WHARF_FALLBACK_FAIL */
     int verify_checksum;       /* check each reply's crc64nvme of landed bytes; default 1 */
-    unsigned timeout_ms;       /* per request; default 120000 */
+    /* Per request, from its start to its end: 0 (the default) sets no such bound, since a
+     * multi-GB part or range takes what the link gives it; stall_timeout_ms catches a server
+     * or network that stops. Set it only for a deadline of the caller's own. */
+    unsigned timeout_ms;
     /* on connection errors (once every endpoint has failed the request); default 2 */
     unsigned max_retries;
     /* PEM file of the CAs that an https:// endpoint's certificate must chain to. NULL: the
      * system's store. (Added after max_retries: a caller built against an older header has a
      * smaller size, and gets NULL.) */
     const char *ca_bundle;
+    /* A request during which no byte moves either way for this long fails with
+     * WHARF_ERR_TIMEOUT (not re-sent: the server may still carry it out), within about a
+     * second after. 0: the default, 60000, as boto3's read timeout. Connecting has its own
+     * 10 s bound. (Appended: an older caller gets the default.) */
+    unsigned stall_timeout_ms;
 } wharf_client_config_t;
 
 WHARF_API void wharf_client_config_init(wharf_client_config_t *cfg, size_t size);

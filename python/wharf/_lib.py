@@ -62,7 +62,7 @@ class ClientConfig(ctypes.Structure):
         ("unix_socket", c_char_p), ("concurrency", c_uint), ("chunk_size", c_u64),
         ("multipart_threshold", c_u64), ("part_size", c_u64), ("fallback", c_int),
         ("verify_checksum", c_int), ("timeout_ms", c_uint), ("max_retries", c_uint),
-        ("ca_bundle", c_char_p),
+        ("ca_bundle", c_char_p), ("stall_timeout_ms", c_uint),
     ]
 
 

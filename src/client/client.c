@@ -132,7 +132,8 @@ WHARF_API void wharf_client_config_init(wharf_client_config_t *cfg, size_t size)
     d.part_size = WH_DEFAULT_PART_SIZE;
     d.fallback = WHARF_FALLBACK_FAIL;
     d.verify_checksum = 1;
-    d.timeout_ms = 120000;
+    d.timeout_ms = 0; /* no bound on a whole request: the stall bound catches a dead peer */
+    d.stall_timeout_ms = WC_DEFAULT_STALL_MS;
     d.max_retries = 2;
     memcpy(cfg, &d, WH_MIN(size, sizeof d));
     cfg->size = size;
@@ -547,7 +548,8 @@ WHARF_API wharf_status_t wharf_client_create(const wharf_client_config_t *ucfg,
     }
     c->fallback = cfg.fallback;
     c->verify_checksum = cfg.verify_checksum ? 1 : 0;
-    c->timeout_ms = cfg.timeout_ms ? cfg.timeout_ms : 120000;
+    c->timeout_ms = cfg.timeout_ms;
+    c->stall_ms = cfg.stall_timeout_ms ? cfg.stall_timeout_ms : WC_DEFAULT_STALL_MS;
     c->max_retries = cfg.max_retries;
     pthread_mutex_init(&c->xfer_mu, NULL);
     pthread_mutex_init(&c->conn_mu, NULL);

@@ -27,6 +27,10 @@
 #define WC_ERR_LEN 1024
 #define WC_MAX_HDRS 8
 #define WC_POOL_MAX_THREADS 64
+/* A request that moves no byte for this long fails (wharf_client_config_t.stall_timeout_ms). */
+#define WC_DEFAULT_STALL_MS 60000u
+/* Connecting to an endpoint (TCP or the Unix socket, and TLS). */
+#define WC_CONNECT_MS 10000u
 #define WC_MAX_ENDPOINTS 32 /* gateways in one client's list (a request's tried set is a u64) */
 
 /* ---- errors (client.c) ----------------------------------------------------------------- */
@@ -119,7 +123,9 @@ struct wharf_client {
     bool multipart_threshold_default; /* not set by the caller: host RDMA PUTs use the RDMA one */
     wharf_fallback_t fallback;
     int verify_checksum;
-    unsigned timeout_ms, max_retries;
+    unsigned timeout_ms; /* whole request; 0: none */
+    unsigned stall_ms;   /* no byte moved for this long: the request fails */
+    unsigned max_retries;
 
     /* data path: NULL when HTTP only */
     pthread_mutex_t xfer_mu;
@@ -245,6 +251,12 @@ typedef struct wc_resp {
     const wc_req_t *_req;
     uint64_t _read_off;
     bool _in_headers;
+    /* the stall bound (http.c's progress callback): bytes moved either way, and when that
+     * last changed */
+    uint64_t _moved;
+    double _moved_at;
+    unsigned _stall_ms;
+    bool _stalled;
 } wc_resp_t;
 
 /* Sends req (retrying connection failures up to max_retries). WH_OK means a reply arrived

@@ -5,8 +5,10 @@ request timeouts fit multi-GB objects."""
 import ctypes
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import urllib.request
 
 import boto3
@@ -227,3 +229,116 @@ def test_auto_provider_finds_the_socket_itself(wharfd):
     c = wharf.Client(wharfd.endpoint, ACCESS_KEY, SECRET_KEY, provider="auto")
     assert c.provider == "ofi+shm"
     c.close()
+
+
+# ---- request timeouts ------------------------------------------------------------------------
+# No bound on a whole request by default (a multi-GB part takes what the link gives it); a
+# request during which no byte moves for stall_timeout_ms fails. A server of the test's own
+# answers ListBuckets slowly or not at all.
+
+LIST_BODY = (b'<?xml version="1.0" encoding="UTF-8"?>\n<ListAllMyBucketsResult><Owner><ID>o</ID>'
+             b'</Owner><Buckets><Bucket><Name>slow</Name><CreationDate>2026-01-01T00:00:00.000Z'
+             b'</CreationDate></Bucket></Buckets></ListAllMyBucketsResult>')
+
+
+class SlowServer:
+    """Answers each request with 200 and LIST_BODY padded to `pieces` pieces (whitespace
+    before the document's end), one piece every `every` s; stall: after the first piece,
+    nothing more (the connection stays open until the server is closed, at most 60 s)."""
+
+    def __init__(self, pieces, every, stall=False):
+        self.pieces, self.every, self.stall = pieces, every, stall
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.endpoint = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        self.sock.settimeout(30)
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:
+            return
+        with conn:
+            conn.settimeout(30)
+            req = b""
+            while b"\r\n\r\n" not in req and len(req) < 65536:
+                got = conn.recv(4096)
+                if not got:
+                    return
+                req += got
+            head, tail = LIST_BODY[:-len(b"</ListAllMyBucketsResult>")], \
+                b"</ListAllMyBucketsResult>"
+            pad = [b" " * 16] * (self.pieces - 2)
+            body = [head] + pad + [tail]
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\n"
+                         b"Content-Length: %d\r\n\r\n" % sum(map(len, body)))
+            try:
+                for i, piece in enumerate(body):
+                    if i and self.stall:
+                        self.done.wait(60)
+                        return
+                    conn.sendall(piece)
+                    if i + 1 < len(body) and self.done.wait(self.every):
+                        return
+            except OSError:
+                return
+
+    def close(self):
+        self.done.set()
+        self.sock.close()
+        self.thread.join(timeout=10)
+
+
+def list_with(srv, stall_ms, total_ms):
+    env = dict(os.environ, WHARF_ENDPOINT=srv.endpoint, WHARF_ACCESS_KEY=ACCESS_KEY,
+               WHARF_SECRET_KEY=SECRET_KEY)
+    prog = os.path.join(build_dir(), "tests", "client_timeouts")
+    p = subprocess.run([prog, str(stall_ms), str(total_ms)], capture_output=True, text=True,
+                       timeout=60, env=env)
+    assert p.returncode == 0 and p.stdout.endswith("OK\n"), (p.stdout, p.stderr)
+    out = dict(line.split(" ", 1) for line in p.stdout.splitlines() if " " in line)
+    st = out["status"].split()
+    return int(st[0]), float(st[2]), out["error"], out["defaults"]
+
+
+def test_default_timeouts_have_no_total_bound_and_a_stall_bound():
+    srv = SlowServer(pieces=3, every=0.05)
+    try:
+        status, _, err, defaults = list_with(srv, 0, 0)
+    finally:
+        srv.close()
+    assert status == wharf._lib.WHARF_OK, err
+    assert defaults == "timeout_ms 0 stall_timeout_ms 60000"
+
+
+def test_a_stalled_server_fails_by_the_stall_bound():
+    srv = SlowServer(pieces=3, every=0.05, stall=True)
+    try:
+        status, ms, err, _ = list_with(srv, 2000, 0)
+    finally:
+        srv.close()
+    assert status == wharf._lib.WHARF_ERR_TIMEOUT, err
+    assert 1900 <= ms <= 4000, ms  # checked at least once a second
+    assert "no byte moved for 2000 ms" in err and "stall_timeout_ms 2000" in err, err
+
+
+def test_a_long_transfer_that_keeps_moving_is_not_killed():
+    """6 s of a reply that moves a piece every 0.4 s: three times the stall bound, and never
+    stalled, so it completes; the same with a whole-request bound of 2 s fails at 2 s."""
+    srv = SlowServer(pieces=16, every=0.4)
+    try:
+        status, ms, err, _ = list_with(srv, 2000, 0)
+    finally:
+        srv.close()
+    assert status == wharf._lib.WHARF_OK, err
+    assert ms >= 5000, ms
+    srv = SlowServer(pieces=16, every=0.4)
+    try:
+        status, ms, err, _ = list_with(srv, 2000, 2000)
+    finally:
+        srv.close()
+    assert status == wharf._lib.WHARF_ERR_TIMEOUT and 1800 <= ms <= 5000, (status, ms, err)
