@@ -238,7 +238,8 @@ typedef struct wc_resp {
     uint64_t crc64;
     bool bad_crc64; /* header present but not a valid base64 crc64 */
     char request_id[64];
-    char s3_code[64]; /* from the error body, or derived from the status */
+    char unix_socket[108]; /* x-wharf-unix-socket: the server's socket (/health, same host) */
+    char s3_code[64];      /* from the error body, or derived from the status */
     char s3_message[384];
     double t_first; /* wh_now_s() at the first status line */
     unsigned retries;

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -184,30 +183,10 @@ void wc_endpoint_ok(wharf_client_t *c, unsigned i)
 /* How long finding the socket may take: one GET /health on this host's own server. */
 #define WC_SOCK_FIND_MS 3000L
 
-typedef struct sock_hdr {
-    char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-    bool found;
-} sock_hdr_t;
-
 static size_t sock_hdr_cb(char *line, size_t size, size_t n, void *arg)
 {
-    sock_hdr_t *h = arg;
-    size_t len = size * n;
-    static const char name[] = "x-wharf-unix-socket:";
-    if (len > sizeof name - 1 && !strncasecmp(line, name, sizeof name - 1)) {
-        const char *v = line + sizeof name - 1;
-        size_t vl = len - (sizeof name - 1);
-        while (vl && (*v == ' ' || *v == '\t'))
-            v++, vl--;
-        while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
-            vl--;
-        if (vl && vl < sizeof h->path) {
-            memcpy(h->path, v, vl);
-            h->path[vl] = '\0';
-            h->found = true;
-        }
-    }
-    return len;
+    wc_reply_header(arg, line, size * n); /* reply.c: fuzzed */
+    return size * n;
 }
 
 static size_t discard_cb(char *p, size_t size, size_t n, void *arg)
@@ -235,7 +214,8 @@ wh_status_t wc_unix_socket_find(const char *endpoint, const char *ca_bundle, cha
     CURL *h = curl_easy_init();
     if (!h)
         return wh_errf(WH_ERR_NOMEM, err, errlen, "cannot create a curl handle");
-    sock_hdr_t hd = {.found = false};
+    wc_resp_t hd;
+    memset(&hd, 0, sizeof hd);
     char cerr[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
@@ -248,36 +228,36 @@ wh_status_t wc_unix_socket_find(const char *endpoint, const char *ca_bundle, cha
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard_cb);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
     CURLcode rc = curl_easy_perform(h);
-    long code = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    long code = hd.status;
     curl_easy_cleanup(h);
     if (rc != CURLE_OK)
         return wh_errf(WH_ERR_TRANSPORT, err, errlen, "GET %s failed: %s", url,
                        cerr[0] ? cerr : curl_easy_strerror(rc));
     if (code != 200)
         return wh_errf(WH_ERR_PROTOCOL, err, errlen, "GET %s answered %ld", url, code);
-    if (!hd.found)
+    const char *path = hd.unix_socket;
+    if (!path[0])
         return wh_errf(WH_ERR_NOT_FOUND, err, errlen,
                        "the server at %s names no Unix socket to this host (another host, or "
                        "it serves none)",
                        endpoint);
-    if (hd.path[0] != '/' || strlen(hd.path) >= cap)
-        return wh_errf(WH_ERR_PROTOCOL, err, errlen, "the server named an unusable socket '%s'",
-                       hd.path);
-    /* Same host, but maybe another mount namespace or a path this user may not open. */
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    memcpy(sa.sun_path, hd.path, strlen(hd.path) + 1);
+    if (path[0] != '/' || strlen(path) >= cap || strlen(path) >= sizeof sa.sun_path)
+        return wh_errf(WH_ERR_PROTOCOL, err, errlen, "the server named an unusable socket '%s'",
+                       path);
+    /* Same host, but maybe another mount namespace or a path this user may not open. */
+    memcpy(sa.sun_path, path, strlen(path) + 1);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
         int e = errno;
         if (fd >= 0)
             close(fd);
         return wh_errf(WH_ERR_NOT_FOUND, err, errlen,
-                       "the server's Unix socket %s cannot be reached from here: %s", hd.path,
+                       "the server's Unix socket %s cannot be reached from here: %s", path,
                        strerror(e));
     }
     close(fd);
-    memcpy(out, hd.path, strlen(hd.path) + 1);
+    memcpy(out, path, strlen(path) + 1);
     return WH_OK;
 }
 
