@@ -45,8 +45,39 @@ def run(*cmd):
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
 
 
+# Libraries libwharf opens with dlopen, not linked (so ldd does not list them): libfabric,
+# opened on a client's first RDMA provider (src/xfer/ofi_dl.c says why).
+DLOPENED = ("libfabric.so.1",)
+
+
+def ldconfig_path(soname, dirs):
+    """Where the dynamic linker finds soname, preferring dirs (those of libwharf's own
+    libraries: the same architecture)."""
+    found = []
+    for line in run("/sbin/ldconfig", "-p").splitlines():
+        name, _, path = line.strip().partition(" => ")
+        if name.split(" (")[0] == soname:
+            found.append(path.strip())
+    found.sort(key=lambda p: os.path.dirname(p) not in dirs)
+    if not found:
+        sys.exit(f"build_wheel: {soname} (libwharf opens it) is not installed: install it "
+                 "first (scripts/deps.sh)")
+    return found[0]
+
+
 def closure(lib):
-    """{soname: path} of every library lib loads, as the dynamic linker resolves them here."""
+    """{soname: path} of every library lib loads, as the dynamic linker resolves them here,
+    and, for libwharf, of those it opens itself (DLOPENED)."""
+    out = ldd(lib)
+    if os.path.basename(lib).startswith("libwharf"):
+        for so in DLOPENED:
+            path = out.get(so) or ldconfig_path(so, {os.path.dirname(p) for p in out.values()})
+            out[so] = path
+            out.update({k: v for k, v in ldd(path).items() if k not in out})
+    return out
+
+
+def ldd(lib):
     out = {}
     for line in run("ldd", lib).splitlines():
         m = re.match(r"\s*(\S+)\s+=>\s+(\S+)\s+\(", line)

@@ -94,7 +94,8 @@ typedef struct wharf_client_config {
     const char *secret_key; /* required */
     const char *region;     /* default "us-east-1" */
     /* Data-path provider: "ofi+shm", "ofi+tcp", "ofi+verbs", ... ; "none" or NULL = HTTP only;
-     * "auto" tries shm (same host) then tcp. */
+     * "auto" tries shm (same host: over unix_socket, or, when that is NULL and there is one
+     * endpoint, the socket the server names, see wharf_endpoint_unix_socket) then tcp. */
     const char *provider;
     /* For ofi+shm the HTTP requests go over this Unix socket, where the server can prove
      * who the peer is (SO_PEERCRED). NULL: "<endpoint's data dir>/wharfd.sock" is not guessed,
@@ -109,13 +110,21 @@ typedef struct wharf_client_config {
     uint64_t part_size;        /* multipart part size; default 64 MiB */
     wharf_fallback_t fallback; /* default WHARF_FALLBACK_FAIL */
     int verify_checksum;       /* check each reply's crc64nvme of landed bytes; default 1 */
-    unsigned timeout_ms;       /* per request; default 120000 */
+    /* Per request, from its start to its end: 0 (the default) sets no such bound, since a
+     * multi-GB part or range takes what the link gives it; stall_timeout_ms catches a server
+     * or network that stops. Set it only for a deadline of the caller's own. */
+    unsigned timeout_ms;
     /* on connection errors (once every endpoint has failed the request); default 2 */
     unsigned max_retries;
     /* PEM file of the CAs that an https:// endpoint's certificate must chain to. NULL: the
      * system's store. (Added after max_retries: a caller built against an older header has a
      * smaller size, and gets NULL.) */
     const char *ca_bundle;
+    /* A request during which no byte moves either way for this long fails with
+     * WHARF_ERR_TIMEOUT (not re-sent: the server may still carry it out), within about a
+     * second after. 0: the default, 60000, as boto3's read timeout. Connecting has its own
+     * 10 s bound. (Appended: an older caller gets the default.) */
+    unsigned stall_timeout_ms;
 } wharf_client_config_t;
 
 WHARF_API void wharf_client_config_init(wharf_client_config_t *cfg, size_t size);
@@ -126,6 +135,15 @@ WHARF_API wharf_status_t wharf_client_create(const wharf_client_config_t *cfg,
 WHARF_API void wharf_client_destroy(wharf_client_t *c);
 /* The data-path provider actually in use ("ofi+shm", ...) or "none". Owned by the client. */
 WHARF_API const char *wharf_client_provider(wharf_client_t *c);
+/* The Unix socket of the server at endpoint (one URL), for ofi+shm: wharfd's GET /health names
+ * its socket to a peer on its own host, and the path must accept a connection from this
+ * process. WHARF_OK with the path in buf (cap bytes, NUL-terminated); WHARF_ERR_NOT_FOUND when
+ * the server names none (another host, no socket) or it cannot be reached from here;
+ * WHARF_ERR_TRANSPORT when the endpoint does not answer (within 3 s). wharf_last_error() says
+ * which. ca_bundle as in wharf_client_config_t (NULL: the system's). A client created with
+ * provider "auto" and no unix_socket asks this itself. */
+WHARF_API wharf_status_t wharf_endpoint_unix_socket(const char *endpoint, const char *ca_bundle,
+                                                    char *buf, size_t cap);
 
 /* Registers [addr, addr+len) for RDMA. The memory must stay valid until deregistered; the
  * client keeps the registration in its cache, so get/put find it from the pointer alone. */

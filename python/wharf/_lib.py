@@ -62,7 +62,7 @@ class ClientConfig(ctypes.Structure):
         ("unix_socket", c_char_p), ("concurrency", c_uint), ("chunk_size", c_u64),
         ("multipart_threshold", c_u64), ("part_size", c_u64), ("fallback", c_int),
         ("verify_checksum", c_int), ("timeout_ms", c_uint), ("max_retries", c_uint),
-        ("ca_bundle", c_char_p),
+        ("ca_bundle", c_char_p), ("stall_timeout_ms", c_uint),
     ]
 
 
@@ -108,6 +108,7 @@ _SIGS = {
     "wharf_client_create": (c_int, [ctypes.POINTER(ClientConfig), ctypes.POINTER(c_void_p)]),
     "wharf_client_destroy": (None, [c_void_p]),
     "wharf_client_provider": (c_char_p, [c_void_p]),
+    "wharf_endpoint_unix_socket": (c_int, [c_char_p, c_char_p, c_char_p, c_size_t]),
     "wharf_mem_register": (c_int, [c_void_p, c_void_p, c_size_t, c_int,
                                    ctypes.POINTER(c_void_p)]),
     "wharf_mem_deregister": (None, [c_void_p]),

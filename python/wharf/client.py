@@ -14,9 +14,9 @@ import dataclasses
 import sys
 import threading
 import weakref
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from ._log import log_client, log_report
+from ._log import log_client, log_report, logger
 
 # What a transfer reads from or writes into: a numpy array, a torch tensor, or any object with
 # the buffer protocol (bytes, bytearray, memoryview, mmap). Any, as none of these is a
@@ -225,8 +225,12 @@ class Client:
 
     provider: "ofi+shm" (needs unix_socket, the server's Unix socket), "ofi+tcp", "auto",
     or None/"none"/"http" for HTTP only. fallback: "fail" (default: an RDMA decline is an
-    error) or "http" (re-sent over HTTP; the Report says so and why). ca_bundle: a PEM file
-    of the CAs an https:// endpoint's certificate must chain to (default: the system's).
+    error) or "http" (re-sent over HTTP; the Report says so and why). wharf.Client() from the
+    environment alone (no endpoint, WHARF_PROVIDER or WHARF_UNIX_SOCKET given) takes ofi+shm
+    where the server names its Unix socket to this host and it is reachable (fallback "http"
+    unless given), else HTTP; transport and transport_reason say which and why. ca_bundle: a
+    PEM file of the CAs an https:// endpoint's certificate must chain to (default: the
+    system's).
 
     endpoint: one URL, or several gateways of one cluster as a list or a comma-separated
     string ("http://gw1:9000,http://gw2:9000"; WHARF_ENDPOINT takes the same). Each thread
@@ -239,9 +243,10 @@ class Client:
                  provider: Optional[str] = None, unix_socket: Optional[str] = None,
                  concurrency: Optional[int] = None, chunk_size: Optional[int] = None,
                  multipart_threshold: Optional[int] = None, part_size: Optional[int] = None,
-                 fallback: str = "fail", verify_checksum: bool = True,
+                 fallback: Optional[str] = None, verify_checksum: bool = True,
                  timeout_ms: Optional[int] = None, max_retries: Optional[int] = None,
                  max_cached_regs: int = 64, ca_bundle: Optional[str] = None) -> None:
+        choose = False  # no endpoint, provider or socket given: take what the server offers
         if not (endpoint and access_key and secret_key):
             # wharf.Client(): what was not given comes from the environment, then the AWS
             # profile (wharf.config says the order); explicit arguments always win
@@ -250,6 +255,7 @@ class Client:
             if not endpoint:
                 provider = provider or got["provider"]
                 unix_socket = unix_socket or got["unix_socket"]
+                choose = not provider and not unix_socket
             endpoint = endpoint or got["endpoint"]
             if not (access_key and secret_key):
                 access_key, secret_key = got["access_key"], got["secret_key"]
@@ -269,6 +275,19 @@ class Client:
         region = region or "us-east-1"
         if provider in ("http",):
             provider = "none"
+        # how the transport was chosen (Client.transport_reason)
+        self.transport_reason = "asked for" if provider and provider != "none" else \
+            "HTTP only: no provider was given"
+        if choose:
+            unix_socket, why = find_unix_socket(endpoint, ca_bundle)
+            if unix_socket:
+                # the server's own socket on this host: ofi+shm, and a decline (a server with
+                # RDMA off) re-sent over HTTP unless the caller chose the policy
+                provider, fallback = "ofi+shm", fallback or "http"
+                self.transport_reason = f"the server's Unix socket {unix_socket} is reachable"
+            else:
+                self.transport_reason = f"HTTP: {why}"
+        fallback = fallback or "fail"
         if fallback not in ("fail", "http"):
             raise WharfError(_lib.WHARF_ERR_INVALID,
                              f'fallback must be "fail" or "http", not {fallback!r}')
@@ -303,8 +322,13 @@ class Client:
         if max_retries is not None:
             cfg.max_retries = int(max_retries)
         h = ctypes.c_void_p()
-        check(lib.wharf_client_create(ctypes.byref(cfg), ctypes.byref(h)),
-              f"creating a client for {endpoint}")
+        st = lib.wharf_client_create(ctypes.byref(cfg), ctypes.byref(h))
+        if st != _lib.OK and choose and unix_socket:
+            # the provider would not open here (no libfabric, say): HTTP, as before
+            self.transport_reason = f"HTTP: ofi+shm did not open: {_lib.last_error()}"
+            provider, unix_socket, cfg.provider, cfg.unix_socket = None, None, None, None
+            st = lib.wharf_client_create(ctypes.byref(cfg), ctypes.byref(h))
+        check(st, f"creating a client for {endpoint}")
         self._h = h
         self.endpoint = endpoint  # as given: one URL or the comma-separated list
         self.endpoints = [e.strip() for e in str(endpoint).split(",")]
@@ -316,6 +340,9 @@ class Client:
                            timeout_ms=timeout_ms, max_retries=max_retries,
                            ca_bundle=ca_bundle)
         log_client(self, provider)
+        if choose:
+            logger.info("client from the environment: transport %s provider %s (%s)",
+                        self.transport, self.provider, self.transport_reason)
         self._regs: List[_Reg] = []  # most recently used last
         self._reg_lock = threading.RLock()
         self._max_cached = max_cached_regs
@@ -367,6 +394,13 @@ class Client:
     @property
     def rdma(self) -> bool:
         return self.provider != "none"
+
+    @property
+    def transport(self) -> str:
+        """"rdma" or "http": what transfers use by default; transport_reason says why (a
+        client from the environment takes ofi+shm where the server's Unix socket is
+        reachable from this process, else HTTP)."""
+        return "rdma" if self.rdma else "http"
 
     def stats(self) -> Dict[str, int]:
         """Client-wide counters since creation (a dict)."""
@@ -739,6 +773,21 @@ def _enc(s, what):
     if "\0" in s:
         raise WharfError(_lib.WHARF_ERR_INVALID, f"{what} {s!r} contains a NUL character")
     return s.encode()
+
+
+def find_unix_socket(endpoint: str, ca_bundle: Optional[str] = None
+                     ) -> Tuple[Optional[str], str]:
+    """(path, "") of the server's Unix socket when its /health names one to this host and this
+    process can connect to it (wharf_endpoint_unix_socket), else (None, why)."""
+    if "," in endpoint:
+        return None, "several endpoints: a Unix socket reaches one server"
+    buf = ctypes.create_string_buffer(128)
+    st = lib.wharf_endpoint_unix_socket(str(endpoint).encode(),
+                                        str(ca_bundle).encode() if ca_bundle else None,
+                                        buf, len(buf))
+    if st == _lib.OK:
+        return buf.value.decode(), ""
+    return None, _lib.last_error()
 
 
 def client_from_env(**kw: Any) -> "Client":

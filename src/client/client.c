@@ -132,7 +132,8 @@ WHARF_API void wharf_client_config_init(wharf_client_config_t *cfg, size_t size)
     d.part_size = WH_DEFAULT_PART_SIZE;
     d.fallback = WHARF_FALLBACK_FAIL;
     d.verify_checksum = 1;
-    d.timeout_ms = 120000;
+    d.timeout_ms = 0; /* no bound on a whole request: the stall bound catches a dead peer */
+    d.stall_timeout_ms = WC_DEFAULT_STALL_MS;
     d.max_retries = 2;
     memcpy(cfg, &d, WH_MIN(size, sizeof d));
     cfg->size = size;
@@ -276,6 +277,11 @@ static void global_init(void)
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
+void wc_global_init(void)
+{
+    pthread_once(&g_once, global_init);
+}
+
 /* The local address this host uses to reach the endpoint's host (what the server sees as the
  * HTTP peer): a network provider binds there, so the server can check that the token's
  * endpoint belongs to the requester. No packet is sent (UDP connect only routes). */
@@ -362,8 +368,22 @@ static wh_status_t setup_provider(wharf_client_t *c)
         for (const xfer_provider_t *p = xfer_providers(); p->name; p++) {
             if (!(p->caps & XFER_CAP_AUTO))
                 continue;
+            /* No unix_socket given: the server names its own to a peer on its host (a
+             * socket found so is kept only if its provider opens). */
+            bool found = false;
+            if ((p->caps & XFER_CAP_BOUND_PEER) && !c->unix_socket && c->neps == 1) {
+                char path[128];
+                err[0] = '\0';
+                if (wc_unix_socket_find(c->eps[0].url, c->ca_bundle, path, sizeof path, err,
+                                        sizeof err) == WH_OK &&
+                    (c->unix_socket = strdup(path)) != NULL) {
+                    found = true;
+                    wh_debug(MOD, "unix socket found=%s endpoint=%s", path, c->eps[0].url);
+                }
+            }
             if ((p->caps & XFER_CAP_BOUND_PEER) && !c->unix_socket) {
-                wh_sbuf_printf(&why, "%s: no unix_socket set; ", p->name);
+                wh_sbuf_printf(&why, "%s: no unix_socket set (%s); ", p->name,
+                               err[0] ? err : "several endpoints");
                 continue;
             }
             err[0] = '\0';
@@ -371,6 +391,10 @@ static wh_status_t setup_provider(wharf_client_t *c)
                 wh_debug(MOD, "provider chosen=%s (auto)", p->name);
                 wh_sbuf_free(&why);
                 return WH_OK;
+            }
+            if (found) {
+                free(c->unix_socket);
+                c->unix_socket = NULL;
             }
             wh_sbuf_printf(&why, "%s: %s; ", p->name, err);
         }
@@ -524,7 +548,8 @@ WHARF_API wharf_status_t wharf_client_create(const wharf_client_config_t *ucfg,
     }
     c->fallback = cfg.fallback;
     c->verify_checksum = cfg.verify_checksum ? 1 : 0;
-    c->timeout_ms = cfg.timeout_ms ? cfg.timeout_ms : 120000;
+    c->timeout_ms = cfg.timeout_ms;
+    c->stall_ms = cfg.stall_timeout_ms ? cfg.stall_timeout_ms : WC_DEFAULT_STALL_MS;
     c->max_retries = cfg.max_retries;
     pthread_mutex_init(&c->xfer_mu, NULL);
     pthread_mutex_init(&c->conn_mu, NULL);

@@ -27,6 +27,10 @@
 #define WC_ERR_LEN 1024
 #define WC_MAX_HDRS 8
 #define WC_POOL_MAX_THREADS 64
+/* A request that moves no byte for this long fails (wharf_client_config_t.stall_timeout_ms). */
+#define WC_DEFAULT_STALL_MS 60000u
+/* Connecting to an endpoint (TCP or the Unix socket, and TLS). */
+#define WC_CONNECT_MS 10000u
 #define WC_MAX_ENDPOINTS 32 /* gateways in one client's list (a request's tried set is a u64) */
 
 /* ---- errors (client.c) ----------------------------------------------------------------- */
@@ -34,6 +38,9 @@
 /* Sets the calling thread's wharf_last_error() message. */
 void wc_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void wc_clear_error(void);
+/* The library's one-time setup (log level, curl, fork handlers); wharf_client_create runs it,
+ * and so does an ABI call that may come first. */
+void wc_global_init(void);
 const char *wc_get_error(void);
 
 /* ---- one HTTP connection (curl easy handle, reused) ------------------------------------ */
@@ -116,7 +123,9 @@ struct wharf_client {
     bool multipart_threshold_default; /* not set by the caller: host RDMA PUTs use the RDMA one */
     wharf_fallback_t fallback;
     int verify_checksum;
-    unsigned timeout_ms, max_retries;
+    unsigned timeout_ms; /* whole request; 0: none */
+    unsigned stall_ms;   /* no byte moved for this long: the request fails */
+    unsigned max_retries;
 
     /* data path: NULL when HTTP only */
     pthread_mutex_t xfer_mu;
@@ -165,6 +174,11 @@ unsigned wc_endpoint_pick(wharf_client_t *c, uint64_t tried);
 void wc_endpoint_failed(wharf_client_t *c, unsigned i);
 /* eps[i] answered: it is up again. */
 void wc_endpoint_ok(wharf_client_t *c, unsigned i);
+/* The server's Unix socket, as its /health names it to a peer on its own host, when this
+ * process can connect to it: WH_OK with the path in out, else a status and why in err
+ * (wharf_endpoint_unix_socket's contract, wharf.h). */
+wh_status_t wc_unix_socket_find(const char *endpoint, const char *ca_bundle, char *out, size_t cap,
+                                char *err, size_t errlen);
 
 wc_conn_t *wc_client_conn_get(wharf_client_t *c);
 void wc_client_conn_put(wharf_client_t *c, wc_conn_t *conn);
@@ -224,7 +238,8 @@ typedef struct wc_resp {
     uint64_t crc64;
     bool bad_crc64; /* header present but not a valid base64 crc64 */
     char request_id[64];
-    char s3_code[64]; /* from the error body, or derived from the status */
+    char unix_socket[108]; /* x-wharf-unix-socket: the server's socket (/health, same host) */
+    char s3_code[64];      /* from the error body, or derived from the status */
     char s3_message[384];
     double t_first; /* wh_now_s() at the first status line */
     unsigned retries;
@@ -237,6 +252,12 @@ typedef struct wc_resp {
     const wc_req_t *_req;
     uint64_t _read_off;
     bool _in_headers;
+    /* the stall bound (http.c's progress callback): bytes moved either way, and when that
+     * last changed */
+    uint64_t _moved;
+    double _moved_at;
+    unsigned _stall_ms;
+    bool _stalled;
 } wc_resp_t;
 
 /* Sends req (retrying connection failures up to max_retries). WH_OK means a reply arrived

@@ -6,8 +6,13 @@
  * over to the next one (which requests it may re-send there is decided in http.c). */
 #include "client/client_int.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 /* How long a gateway that failed is passed over before a request tries it again. */
 #define WC_EP_DOWN_MS 2000u
@@ -171,4 +176,103 @@ void wc_endpoint_ok(wharf_client_t *c, unsigned i)
 {
     if (i < c->neps && c->neps > 1 && atomic_load(&c->eps[i].down_until_ms) != 0)
         atomic_store(&c->eps[i].down_until_ms, 0);
+}
+
+/* ---- the server's Unix socket ----------------------------------------------------------- */
+
+/* How long finding the socket may take: one GET /health on this host's own server. */
+#define WC_SOCK_FIND_MS 3000L
+
+static size_t sock_hdr_cb(char *line, size_t size, size_t n, void *arg)
+{
+    wc_reply_header(arg, line, size * n); /* reply.c: fuzzed */
+    return size * n;
+}
+
+static size_t discard_cb(char *p, size_t size, size_t n, void *arg)
+{
+    (void)p;
+    (void)arg;
+    return size * n;
+}
+
+wh_status_t wc_unix_socket_find(const char *endpoint, const char *ca_bundle, char *out, size_t cap,
+                                char *err, size_t errlen)
+{
+    wc_endpoint_t *eps = NULL;
+    unsigned n = 0;
+    if (wc_endpoints_parse(endpoint, &eps, &n) != WH_OK)
+        return wh_errf(WH_ERR_INVALID, err, errlen, "%s", wc_get_error());
+    if (n != 1) {
+        wc_endpoints_free(eps, n);
+        return wh_errf(WH_ERR_INVALID, err, errlen,
+                       "the endpoint lists %u gateways; a Unix socket reaches one server", n);
+    }
+    char url[1100];
+    snprintf(url, sizeof url, "%s/health", eps[0].url);
+    wc_endpoints_free(eps, n);
+    CURL *h = curl_easy_init();
+    if (!h)
+        return wh_errf(WH_ERR_NOMEM, err, errlen, "cannot create a curl handle");
+    wc_resp_t hd;
+    memset(&hd, 0, sizeof hd);
+    char cerr[CURL_ERROR_SIZE] = "";
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, WC_SOCK_FIND_MS);
+    if (ca_bundle && *ca_bundle)
+        curl_easy_setopt(h, CURLOPT_CAINFO, ca_bundle);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, sock_hdr_cb);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &hd);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard_cb);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
+    CURLcode rc = curl_easy_perform(h);
+    long code = hd.status;
+    curl_easy_cleanup(h);
+    if (rc != CURLE_OK)
+        return wh_errf(WH_ERR_TRANSPORT, err, errlen, "GET %s failed: %s", url,
+                       cerr[0] ? cerr : curl_easy_strerror(rc));
+    if (code != 200)
+        return wh_errf(WH_ERR_PROTOCOL, err, errlen, "GET %s answered %ld", url, code);
+    const char *path = hd.unix_socket;
+    if (!path[0])
+        return wh_errf(WH_ERR_NOT_FOUND, err, errlen,
+                       "the server at %s names no Unix socket to this host (another host, or "
+                       "it serves none)",
+                       endpoint);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (path[0] != '/' || strlen(path) >= cap || strlen(path) >= sizeof sa.sun_path)
+        return wh_errf(WH_ERR_PROTOCOL, err, errlen, "the server named an unusable socket '%s'",
+                       path);
+    /* Same host, but maybe another mount namespace or a path this user may not open. */
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return wh_errf(WH_ERR_NOT_FOUND, err, errlen,
+                       "the server's Unix socket %s cannot be reached from here: %s", path,
+                       strerror(e));
+    }
+    close(fd);
+    memcpy(out, path, strlen(path) + 1);
+    return WH_OK;
+}
+
+WHARF_API wharf_status_t wharf_endpoint_unix_socket(const char *endpoint, const char *ca_bundle,
+                                                    char *buf, size_t cap)
+{
+    wc_clear_error();
+    wc_global_init();
+    if (!endpoint || !buf || !cap) {
+        wc_set_error("wharf_endpoint_unix_socket: endpoint and buf must not be NULL");
+        return WHARF_ERR_INVALID;
+    }
+    char err[WC_ERR_LEN] = "";
+    wh_status_t st = wc_unix_socket_find(endpoint, ca_bundle, buf, cap, err, sizeof err);
+    if (st != WH_OK)
+        wc_set_error("%s", err);
+    return (wharf_status_t)st;
 }

@@ -165,6 +165,26 @@ static void build_uri(const wc_req_t *req, wh_sbuf_t *uri)
     }
 }
 
+/* Fails the transfer once no byte has moved either way for the stall bound. curl calls this
+ * at least once a second while a transfer waits, and on every move. (curl's own low-speed
+ * check averages over its last 5 s: a stall would be noticed up to 6 s late.) */
+static int progress_cb(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    wc_resp_t *r = arg;
+    uint64_t moved = (uint64_t)dlnow + (uint64_t)ulnow;
+    double now = wh_now_s();
+    if (moved != r->_moved) {
+        r->_moved = moved;
+        r->_moved_at = now;
+        return 0;
+    }
+    if ((now - r->_moved_at) * 1000.0 < (double)r->_stall_ms)
+        return 0;
+    r->_stalled = true;
+    return 1;
+}
+
 static bool retryable(CURLcode rc)
 {
     switch (rc) {
@@ -235,7 +255,12 @@ static wh_status_t http_once(wharf_client_t *c, CURL *h, const wc_req_t *req, wc
         goto err_nomem;
     hl = tmp;
     if (!strcmp(req->method, "POST")) {
-        if (!(tmp = curl_slist_append(hl, "Content-Type: application/xml")))
+        /* An XML body says so. A POST without one (CreateMultipartUpload) sends no type at
+         * all: the server keeps an initiation's Content-Type as the object's, so a multipart
+         * object gets the same default as a single PUT (curl's own default, a form type, is
+         * removed by the empty header). */
+        const char *ct = req->body_len ? "Content-Type: application/xml" : "Content-Type:";
+        if (!(tmp = curl_slist_append(hl, ct)))
             goto err_nomem;
         hl = tmp;
     }
@@ -253,8 +278,20 @@ static wh_status_t http_once(wharf_client_t *c, CURL *h, const wc_req_t *req, wc
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)WH_MIN(c->timeout_ms, 10000u));
+    /* No byte either way for stall_ms fails the request (progress_cb); a whole-request
+     * bound only when the caller set one. */
+    if (c->timeout_ms)
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
+    resp->_moved = 0;
+    resp->_moved_at = wh_now_s();
+    resp->_stall_ms = c->stall_ms;
+    resp->_stalled = false;
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, progress_cb);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, resp);
+    unsigned conn_ms = WH_MIN(c->stall_ms, WC_CONNECT_MS);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                     (long)(c->timeout_ms ? WH_MIN(c->timeout_ms, conn_ms) : conn_ms));
     curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024);
     curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 512L * 1024);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
@@ -290,6 +327,9 @@ static wh_status_t http_once(wharf_client_t *c, CURL *h, const wc_req_t *req, wc
                      "the server sent more than the %llu bytes asked for",
                      (unsigned long long)req->dst_cap);
             st = WH_ERR_PROTOCOL;
+        } else if (resp->curl_rc == CURLE_ABORTED_BY_CALLBACK && resp->_stalled) {
+            snprintf(resp->curl_err, sizeof resp->curl_err, "no byte moved for %u ms", c->stall_ms);
+            st = WH_ERR_TIMEOUT;
         } else if (resp->curl_rc == CURLE_OPERATION_TIMEDOUT) {
             st = WH_ERR_TIMEOUT;
         } else {
@@ -491,9 +531,10 @@ void wc_http_describe(const wharf_client_t *c, const char *what, wh_status_t st,
     if (r->status == 0 || r->curl_rc != CURLE_OK) {
         if (st == WH_ERR_TIMEOUT)
             snprintf(out, outlen,
-                     "%s: no reply from %s within %u ms (%s); check that wharfd "
-                     "is alive or raise timeout_ms",
-                     what, c->eps[r->ep].url, c->timeout_ms, r->curl_err);
+                     "%s: %s timed out (%s); the bounds are stall_timeout_ms %u (no byte "
+                     "moved) and timeout_ms %u (whole request, 0: none): check that wharfd "
+                     "is alive, or raise the one that fired",
+                     what, c->eps[r->ep].url, r->curl_err, c->stall_ms, c->timeout_ms);
         else if (st == WH_ERR_PROTOCOL || st == WH_ERR_NOMEM || st == WH_ERR_INTERNAL)
             snprintf(out, outlen, "%s: %s", what, r->curl_err);
         else if (r->eps_tried > 1)

@@ -1,5 +1,6 @@
 /* libwharf: parsing what the server sends back in headers: the status line, the headers the
- * protocol checks (x-amz-rdma-*, checksums, Content-Range, errors of bodiless replies).
+ * protocol checks (x-amz-rdma-*, checksums, Content-Range, errors of bodiless replies, the
+ * server's Unix socket named by /health).
  * Content-Range values are parsed by s3/range.h, the same family the server formats them with.
  * Free of curl calls, so fuzz/fuzz_client_reply.c compiles it in. */
 #include "client/client_int.h"
@@ -88,6 +89,8 @@ void wc_reply_header(wc_resp_t *r, const char *buf, size_t n)
         wc_trim_copy(r->version_id, sizeof r->version_id, v, vl);
     } else if (IS("x-amz-request-id")) {
         wc_trim_copy(r->request_id, sizeof r->request_id, v, vl);
+    } else if (IS("x-wharf-unix-socket")) {
+        wc_trim_copy(r->unix_socket, sizeof r->unix_socket, v, vl);
     }
 #undef IS
 }

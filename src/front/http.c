@@ -249,7 +249,7 @@ static s3_err_t verify_as(srv_req_t *r, time_t now, const char *service, const c
         !(service && strcmp(service, "iam") == 0 &&
           (strcmp(r->auth.region, "us-east-1") == 0 || r->auth.region[0] == '\0'))) {
         snprintf(msg, msglen,
-                 "the authorization %s is malformed; the region '%.63s' is "
+                 "the authorization %s malformed; the region '%.63s' is "
                  "wrong; expecting '%s'",
                  r->auth.presigned ? "query parameters are" : "header is", r->auth.region, want);
         memset(&r->who, 0, sizeof r->who);
@@ -521,8 +521,12 @@ static void request_front(srv_req_t *r)
         static const char ok[] = "ok\n";
         struct MHD_Response *resp =
             MHD_create_response_from_buffer(sizeof ok - 1, (void *)ok, MHD_RESPMEM_PERSISTENT);
+        char sock[512];
+        const char *sp = srv_unix_path_for_local_peer(r, sock, sizeof sock);
         if (resp)
             srv_resp_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+        if (resp && sp)
+            srv_resp_header(resp, "x-wharf-unix-socket", sp);
         r->tx_body = sizeof ok - 1;
         srv_reply(r, 200, resp);
         return;

@@ -16,6 +16,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -730,4 +731,36 @@ wh_status_t srv_reload_tls(srv_t *s)
     if (st != WH_OK)
         wh_error(MOD, "SIGHUP: TLS reload failed, keeping the certificate in use: %s", err);
     return st;
+}
+
+static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+    if (a->ss_family != b->ss_family)
+        return false;
+    if (a->ss_family == AF_INET)
+        return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+               ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+    if (a->ss_family == AF_INET6)
+        return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                       &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr));
+    return false;
+}
+
+const char *srv_unix_path_for_local_peer(srv_req_t *r, char *buf, size_t len)
+{
+    if (!r->srv->unix_path || r->srv->unix_fd < 0 || r->peer.is_unix)
+        return NULL;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct sockaddr_storage here = {.ss_family = AF_UNSPEC}, there = {.ss_family = AF_UNSPEC};
+    socklen_t hl = sizeof here, tl = sizeof there;
+    if (!ci || getsockname(ci->connect_fd, (struct sockaddr *)&here, &hl) != 0 ||
+        getpeername(ci->connect_fd, (struct sockaddr *)&there, &tl) != 0 ||
+        !same_addr(&here, &there))
+        return NULL;
+    char abs[PATH_MAX];
+    if (!realpath(r->srv->unix_path, abs) || strlen(abs) >= len)
+        return NULL;
+    memcpy(buf, abs, strlen(abs) + 1);
+    return buf;
 }

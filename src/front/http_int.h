@@ -43,6 +43,11 @@ void srv_conn_request_done(srv_t *s, struct MHD_Connection *c);
  * and none can be started): the caller then runs it itself. */
 bool srv_jobs_submit(srv_t *s, srv_job_t *job);
 
+/* The absolute path of the server's Unix socket when r came over TCP from this host (the
+ * connection's two ends have one address), else NULL: /health names it to such a peer, so a
+ * client given only the HTTP endpoint can find the socket (for ofi+shm). buf holds it. */
+const char *srv_unix_path_for_local_peer(srv_req_t *r, char *buf, size_t len);
+
 /* Connection and handler gauges for /metrics. */
 void srv_http_metrics(srv_t *s, wh_sbuf_t *out);
 

@@ -14,6 +14,7 @@
  * Posts are synchronous and may come from several threads at once (disjoint ranges), so one
  * request can use several cores; nothing is ever in flight after a post returns, so a batch
  * always ends idle. */
+#include "xfer/ofi_dl.h"
 #include "xfer/xfer.h"
 #include "base/crc.h"
 #include "base/log.h"

@@ -23,6 +23,7 @@
 #ifndef WH_XFER_OFI_H
 #define WH_XFER_OFI_H
 
+#include "xfer/ofi_dl.h"
 #include "xfer/xfer.h"
 
 #include <pthread.h>

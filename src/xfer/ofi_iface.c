@@ -38,8 +38,11 @@ static void ofi_close_ep(ofi_xfer_t *o)
     o->cq = NULL;
 }
 
-/* Opens the endpoint, its CQ and AV on o->domain (ofi_open, and ofi_quiesce again). */
-static wh_status_t ofi_open_ep(ofi_xfer_t *o, const char *prov, char *err, size_t errlen)
+/* Opens the endpoint, its CQ and AV on o->domain (ofi_open, and ofi_quiesce again). libfabric
+ * 1.17's shm installs its own SIGINT, SIGTERM, SIGSEGV and SIGBUS handlers when it opens its
+ * first endpoint (they unlink its regions, even where the host's handler then carries on):
+ * ofi_open_ep puts the host's back (ofi_dl.c). */
+static wh_status_t ofi_open_ep_unguarded(ofi_xfer_t *o, const char *prov, char *err, size_t errlen)
 {
     /* shm's blocking CQ read does not honour its timeout in 1.17: poll it instead. */
     struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_DATA,
@@ -72,6 +75,15 @@ static wh_status_t ofi_open_ep(ofi_xfer_t *o, const char *prov, char *err, size_
                        fi_strerror(-rc));
     }
     return WH_OK;
+}
+
+static wh_status_t ofi_open_ep(ofi_xfer_t *o, const char *prov, char *err, size_t errlen)
+{
+    ofi_sig_saved_t saved;
+    ofi_sig_save(&saved);
+    wh_status_t st = ofi_open_ep_unguarded(o, prov, err, errlen);
+    ofi_sig_restore(&saved, "opening an endpoint");
+    return st;
 }
 
 static void ofi_close_fids(ofi_xfer_t *o)
@@ -124,8 +136,8 @@ static void ofi_free_lists(ofi_xfer_t *o)
     ofi_peers_free(o);
 }
 
-static wh_status_t ofi_open(const xfer_config_t *cfg, const xfer_provider_t *pv, xfer_t **out,
-                            char *err, size_t errlen)
+static wh_status_t ofi_open_unguarded(const xfer_config_t *cfg, const xfer_provider_t *pv,
+                                      xfer_t **out, char *err, size_t errlen)
 {
     const char *prov = pv->fabric;
     const char *node = cfg->node ? cfg->node : getenv("WHARF_OFI_NODE");
@@ -270,6 +282,16 @@ err_free:
     pthread_mutex_destroy(&o->plock);
     pthread_cond_destroy(&o->pcond);
     free(o);
+    return st;
+}
+
+static wh_status_t ofi_open(const xfer_config_t *cfg, const xfer_provider_t *pv, xfer_t **out,
+                            char *err, size_t errlen)
+{
+    ofi_sig_saved_t saved;
+    ofi_sig_save(&saved);
+    wh_status_t st = ofi_open_unguarded(cfg, pv, out, err, errlen);
+    ofi_sig_restore(&saved, "opening a provider");
     return st;
 }
 

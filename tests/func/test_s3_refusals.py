@@ -205,12 +205,17 @@ def test_request_signed_for_another_region_is_refused(wharfd, s3, bucket):
     other = S3Raw(wharfd.endpoint, region="eu-west-1")
     r = other.request("GET", f"/{bucket}")
     assert r.status == 400 and r.error_code() == "AuthorizationHeaderMalformed", r
-    assert b"&apos;eu-west-1&apos; is wrong; expecting &apos;us-east-1&apos;" in r.body
+    assert (b"<Message>the authorization header is malformed; the region &apos;eu-west-1&apos; "
+            b"is wrong; expecting &apos;us-east-1&apos;</Message>") in r.body, r.body
     url = wharfd.endpoint + other.presign("GET", f"/{bucket}")
     with pytest.raises(urllib.error.HTTPError) as ei:
         urllib.request.urlopen(url, timeout=10)
     assert ei.value.code == 400
-    assert b"AuthorizationQueryParametersError" in ei.value.read()
+    body = ei.value.read()
+    assert b"AuthorizationQueryParametersError" in body
+    assert (b"<Message>the authorization query parameters are malformed; the region "
+            b"&apos;eu-west-1&apos; is wrong; expecting &apos;us-east-1&apos;</Message>") in body, \
+        body
     with pytest.raises(ClientError) as ei:
         _client(wharfd.endpoint, "eu-west-1").list_objects_v2(Bucket=bucket)
     assert _code(ei) == "AuthorizationHeaderMalformed"

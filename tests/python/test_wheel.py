@@ -85,7 +85,9 @@ def test_bundle_is_closed_under_origin(wheel, tmp_path):
 
 
 PROBE = r"""
-import json, os, sys
+import json, os, signal, sys, time
+term = []  # set up before libwharf loads: the bundled libfabric must not take it over
+signal.signal(signal.SIGTERM, lambda *a: term.append(1))
 import wharf
 assert wharf.__file__.startswith(os.environ["VENV"]), wharf.__file__
 try:
@@ -115,6 +117,12 @@ for line in open("/proc/self/maps"):
     if "/" in p:
         maps[os.path.basename(p)] = p
 out["maps"] = maps
+os.kill(os.getpid(), signal.SIGTERM)
+for _ in range(100):
+    if term:
+        break
+    time.sleep(0.01)
+out["sigterm_handled"] = term == [1]
 print(json.dumps(out))
 """
 
@@ -149,6 +157,7 @@ def test_fresh_venv_no_index_install_moves_bytes(wheel, tmp_path, wharfd):
     assert got["moved"]["http"] == ["http", "http", "none"]
     assert got["moved"]["ofi+tcp"] == ["rdma", "rdma", "ofi+tcp"]
     assert got["moved"]["ofi+shm"] == ["rdma", "rdma", "ofi+shm"]
+    assert got["sigterm_handled"], "the program's SIGTERM handler did not run"
 
 
 ENTRY = r"""
