@@ -92,7 +92,8 @@ def test_program_builds_against_the_install(tmp_path):
     assert cc.returncode == 0, cc.stderr
     mv = subprocess.run(["pkg-config", "--modversion", "wharf"], env=env, capture_output=True,
                         text=True, timeout=20).stdout.strip()
-    run = subprocess.run([str(exe)], env=dict(os.environ, LD_LIBRARY_PATH=os.path.join(root, "lib")),
+    run = subprocess.run([str(exe)],
+                         env=dict(os.environ, LD_LIBRARY_PATH=os.path.join(root, "lib")),
                          capture_output=True, text=True, timeout=20)
     assert run.returncode == 0, run.stderr
     lines = dict(l.split(" ", 1) for l in run.stdout.splitlines())

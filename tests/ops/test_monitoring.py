@@ -121,7 +121,8 @@ def test_storage_server_down_alert_fires(cluster, tmp_path):
     hostport = lambda m: m.endpoint.split("//")[1]
     cfg = ("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
            "rule_files: [rules.yml]\nscrape_configs:\n"
-           f"  - job_name: wharf-gateway\n    static_configs: [{{targets: ['{hostport(cluster.gateway)}']}}]\n"
+           "  - job_name: wharf-gateway\n"
+           f"    static_configs: [{{targets: ['{hostport(cluster.gateway)}']}}]\n"
            "  - job_name: wharf-storage\n    static_configs: [{targets: ["
            + ", ".join(f"'{hostport(s)}'" for s in cluster.storage) + "]}]\n")
     (tmp_path / "prometheus.yml").write_text(cfg)
