@@ -16,9 +16,12 @@ set(WH_VERSION \"${PROJECT_VERSION}\")
 set(WH_UNITDIR \"${WHARF_SYSTEMD_UNITDIR}\")")
 install(SCRIPT ${CMAKE_SOURCE_DIR}/cmake/install_late.cmake)
 # Man pages from the programs' --help (scripts/gen_man.py, help2man): a build without
-# help2man installs none and says so.
+# help2man installs none and says so; the sanitizer and fuzz builds make none (their programs
+# are for tests, never installed).
 find_program(WH_HELP2MAN help2man)
-if(WH_HELP2MAN)
+if(WHARF_SANITIZE OR WHARF_TSAN OR WHARF_FUZZ)
+  # no man pages
+elseif(WH_HELP2MAN)
   set(WH_MAN_DIR ${CMAKE_BINARY_DIR}/man)
   add_custom_command(
     OUTPUT ${WH_MAN_DIR}/wharfd.1 ${WH_MAN_DIR}/wharf.1

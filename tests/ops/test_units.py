@@ -78,11 +78,14 @@ def test_units_settings(installed):
         # hold it with room for the provider's queues
         with open(os.path.join(ROOT, "src", "engine", "rdma_pool.c")) as f:
             m = re.search(r"#define RDMA_POOL_MAX \((\d+)ULL << (\d+)\)", f.read())
+        assert m, "RDMA_POOL_MAX moved: point this test at the pool's largest default"
         pool_max = int(m.group(1)) << int(m.group(2))
         assert _size(one["LimitMEMLOCK"]) > pool_max, u
         # above the drain bound: the HTTP front's shutdown grace (src/front/http_front.c)
         with open(os.path.join(ROOT, "src", "front", "http_front.c")) as f:
-            grace = int(re.search(r"shutdown_grace_s = (\d+);", f.read()).group(1))
+            m = re.search(r"shutdown_grace_s = (\d+);", f.read())
+        assert m, "the shutdown grace's default moved: point this test at the drain bound"
+        grace = int(m.group(1))
         assert int(one["TimeoutStopSec"].rstrip("s")) >= 2 * grace, u
     with open(os.path.join(installed, "lib", "sysusers.d", "wharfd.conf")) as f:
         assert re.search(r"^u wharf - .* /var/lib/wharf ", f.read(), re.M)
