@@ -81,12 +81,18 @@ def test_units_settings(installed):
         assert m, "RDMA_POOL_MAX moved: point this test at the pool's largest default"
         pool_max = int(m.group(1)) << int(m.group(2))
         assert _size(one["LimitMEMLOCK"]) > pool_max, u
-        # above the drain bound: the HTTP front's shutdown grace (src/front/http_front.c)
+        # above the drain bound: the HTTP front's shutdown grace (src/front/http_front.c),
+        # or the role's default configuration's shutdown_grace where it sets a longer one
         with open(os.path.join(ROOT, "src", "front", "http_front.c")) as f:
             m = re.search(r"shutdown_grace_s = (\d+);", f.read())
         assert m, "the shutdown grace's default moved: point this test at the drain bound"
         grace = int(m.group(1))
-        assert int(one["TimeoutStopSec"].rstrip("s")) >= 2 * grace, u
+        conf = os.path.join(ROOT, "etc", f"wharfd-{role}.conf")
+        if os.path.exists(conf):
+            with open(conf) as f:
+                m = re.search(r"^shutdown_grace\s*=\s*(\d+)", f.read(), re.M)
+            grace = max(grace, int(m.group(1))) if m else grace
+        assert int(one["TimeoutStopSec"].rstrip("s")) >= 2 * grace, (u, grace)
     with open(os.path.join(installed, "lib", "sysusers.d", "wharfd.conf")) as f:
         assert re.search(r"^u wharf - .* /var/lib/wharf ", f.read(), re.M)
     with open(os.path.join(installed, "lib", "tmpfiles.d", "wharfd.conf")) as f:
