@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from opslib import ROOT, has_config_support
+from opslib import ROOT, has_config_support, source_etc_files
 from wharfd import WharfServer
 
 ARCH = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], capture_output=True,
@@ -65,6 +65,15 @@ def test_package_version_is_the_projects(debs):
         info = subprocess.run(["dpkg-deb", "-f", debs[name], "Version", "Package"],
                               capture_output=True, text=True, timeout=20).stdout
         assert f"Version: {v}\n" in info and f"Package: {name}\n" in info, info
+
+
+def test_default_configuration_is_conffiles(debs):
+    """Every etc/wharfd-*.conf of the tree is in wharfd as a conffile (kept on upgrade when
+    edited, removed on purge)."""
+    r = subprocess.run(["dpkg-deb", "-I", debs["wharfd"], "conffiles"], capture_output=True,
+                       text=True, timeout=20)
+    listed = set(r.stdout.split()) if r.returncode == 0 else set()
+    assert listed == {f"/etc/wharf/{f}" for f in source_etc_files()}, (listed, r.stderr)
 
 
 def test_postinst_made_the_user_and_data_dir(root):
