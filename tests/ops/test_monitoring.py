@@ -160,7 +160,7 @@ def test_storage_server_down_alert_fires(cluster, tmp_path):
             time.sleep(0.5)
         assert ready, (tmp_path / "prometheus.log").read_text()
         time.sleep(3)  # a few evaluations with every server up: nothing fires
-        assert alert_state()[0] == "inactive"
+        assert alert_state()[0] != "firing", "WharfStorageServerDown fired with every server up"
 
         cluster.storage[2].kill()
         deadline = time.monotonic() + 90
