@@ -12,6 +12,7 @@ PKGS=(
   python3 python3-pytest python3-numpy python3-torch python3-boto3 python3-matplotlib
   python3-venv python3-fsspec python3-mypy patchelf
   awscli s3cmd rclone nginx-light curl
+  help2man debhelper prometheus
 )
 [ "${1:-}" = "--list" ] && { printf '%s\n' "${PKGS[@]}"; exit 0; }
 
@@ -31,3 +32,5 @@ $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # nginx-light's package starts a system nginx on :80; the bench starts its own on loopback.
 if command -v systemctl >/dev/null 2>&1; then $SUDO systemctl disable --now nginx >/dev/null 2>&1 || true; fi
 $SUDO service nginx stop >/dev/null 2>&1 || true
+# prometheus's package starts a system Prometheus on :9090; tests/ops starts its own on loopback.
+if command -v systemctl >/dev/null 2>&1; then $SUDO systemctl disable --now prometheus prometheus-node-exporter >/dev/null 2>&1 || true; fi
