@@ -16,6 +16,7 @@
 #include "s3/errors.h"
 #include "auth/sigv4.h"
 #include "front/metrics.h"
+#include "front/recent.h"
 #include "auth/authz.h"
 #include "ident/identity.h"
 #include "engine/rdma.h"
@@ -144,6 +145,9 @@ typedef struct srv_parts {
     store_t *store;
     srv_ident_t *ident; /* users and their keys, over the store's metadata */
     srv_rdma_t *rdma;   /* the RDMA engine */
+    /* The browser console under /console (console/console.h), served without SigV4 (it
+     * authenticates by its own session); NULL: /console is 501. Optional. */
+    const srv_app_ops_t *console;
 } srv_parts_t;
 
 /* Starts both listeners serving parts->app over parts' store, identities and RDMA engine,
@@ -191,6 +195,9 @@ struct srv {
     srv_conns_t *conns; /* open connections, header deadlines */
     srv_jobs_t *jobs;   /* handler threads */
     void *app_state;    /* the application's background work (srv_app_ops_t.start) */
+    const srv_app_ops_t *console; /* srv_parts_t.console, or NULL */
+    void *console_state;          /* what its start made */
+    srv_recent_t recent;          /* recent error replies (recent.h) */
 };
 
 typedef struct srv_hdr {
@@ -233,6 +240,8 @@ typedef struct srv_req {
     bool token_req;    /* carries x-amz-rdma-token: error replies have no body */
     token_arg_t token; /* token_req: x-amz-rdma-token, parsed once here for every user */
     int status;
+    /* An error reply's S3 code and message, set just before srv_reply (the recent errors). */
+    const char *err_code, *err_msg;
     uint64_t tx_body;
     bool http_read; /* counts tx_body as GET bytes served over HTTP */
 
@@ -278,6 +287,9 @@ void srv_req_secret_wipe(srv_req_t *r);
  * headers PutObject reads. False: out of memory, or the headers exceed the request limits. */
 bool srv_req_swap_headers(srv_req_t *r, bool (*drop)(const char *lname), const char *const *names,
                           const char *const *values, size_t n);
+
+/* The /metrics text (every counter and gauge GET /metrics shows) appended to b. */
+void srv_metrics_text(srv_t *s, wh_sbuf_t *b);
 
 /* Header value by lowercase name, or NULL. */
 const char *srv_hdr(const srv_req_t *r, const char *lname);

@@ -10,6 +10,7 @@
 #include "front/front.h"
 #include "roles/storage.h"
 #include "s3api/s3api.h"
+#include "console/console.h"
 
 #include <arpa/inet.h>
 #include <getopt.h>
@@ -235,7 +236,7 @@ void srv_block_signals(void)
 
 wh_status_t srv_s3_front_start(const srv_config_t *cfg, store_t *st, srv_t **out)
 {
-    srv_parts_t parts = {.app = &srv_s3_app, .store = st};
+    srv_parts_t parts = {.app = &srv_s3_app, .store = st, .console = &srv_console_app};
     char kbuf[1024];
     bool create = false;
     const char *kf =
