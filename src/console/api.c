@@ -33,8 +33,8 @@ void con_api_cluster(srv_req_t *r)
 {
     const srv_config_t *cfg = &r->srv->cfg;
     if (!cfg->admin_cluster) {
-        con_reply_json(r, 200, json_pack("{s:s,s:o}", "mode", "single", "status",
-                                         single_status(r)));
+        con_reply_json(r, 200,
+                       json_pack("{s:s,s:o}", "mode", "single", "status", single_status(r)));
         return;
     }
     /* The dashboard `wharf admin cluster --json` reads (GET /?x-wharf-cluster). */
@@ -117,7 +117,8 @@ void con_api_buckets(srv_req_t *r)
     json_t *arr = json_array();
     uint64_t tot_n = 0, tot_b = 0;
     for (size_t i = 0; i < nb; i++) {
-        json_t *e = json_pack("{s:s,s:I}", "name", bs[i].name, "created", (json_int_t)bs[i].created);
+        json_t *e =
+            json_pack("{s:s,s:I}", "name", bs[i].name, "created", (json_int_t)bs[i].created);
         con_out_free(&o);
         con_out_init(&o);
         if (srv_authz_other(r, &o, "s3:ListBucket", bs[i].name, NULL, NULL)) {
@@ -139,9 +140,9 @@ void con_api_buckets(srv_req_t *r)
     }
     con_out_free(&o);
     free(bs);
-    con_reply_json(r, 200, json_pack("{s:o,s:I,s:I,s:i}", "buckets", arr, "objects",
-                                     (json_int_t)tot_n, "bytes", (json_int_t)tot_b, "count_max",
-                                     CON_COUNT_MAX));
+    con_reply_json(r, 200,
+                   json_pack("{s:o,s:I,s:I,s:i}", "buckets", arr, "objects", (json_int_t)tot_n,
+                             "bytes", (json_int_t)tot_b, "count_max", CON_COUNT_MAX));
 }
 
 /* ---- objects ------------------------------------------------------------------------------ */
@@ -194,16 +195,16 @@ void con_api_objects(srv_req_t *r)
     json_t *objs = json_array(), *pfx = json_array();
     for (size_t i = 0; i < res.n_entries; i++) {
         const store_list_entry_t *e = &res.entries[i];
-        json_array_append_new(objs, json_pack("{s:o,s:I,s:I,s:o}", "key", con_jstr(e->key),
-                                              "size", (json_int_t)e->size, "mtime",
-                                              (json_int_t)e->mtime, "etag", con_jstr(e->etag)));
+        json_array_append_new(objs, json_pack("{s:o,s:I,s:I,s:o}", "key", con_jstr(e->key), "size",
+                                              (json_int_t)e->size, "mtime", (json_int_t)e->mtime,
+                                              "etag", con_jstr(e->etag)));
     }
     for (size_t i = 0; i < res.n_prefixes; i++)
         json_array_append_new(pfx, con_jstr(res.prefixes[i]));
-    json_t *j = json_pack("{s:s,s:o,s:o,s:o,s:b,s:o}", "bucket", bucket, "prefix",
-                          con_jstr(p.prefix ? p.prefix : ""), "objects", objs, "prefixes", pfx,
-                          "truncated", res.truncated, "next",
-                          con_jstr(res.truncated ? res.next_marker : NULL));
+    json_t *j =
+        json_pack("{s:s,s:o,s:o,s:o,s:b,s:o}", "bucket", bucket, "prefix",
+                  con_jstr(p.prefix ? p.prefix : ""), "objects", objs, "prefixes", pfx, "truncated",
+                  res.truncated, "next", con_jstr(res.truncated ? res.next_marker : NULL));
     store_list_result_free(&res);
     con_reply_json(r, 200, j);
 }
@@ -220,8 +221,8 @@ static bool open_object(srv_req_t *r, const char **bucket, const char **key, sto
         return false;
     }
     memset(m, 0, sizeof *m);
-    wh_status_t st = store_object_open(
-        srv_st(r), &(store_read_args_t){.bucket = *bucket, .key = *key}, m, NULL);
+    wh_status_t st =
+        store_object_open(srv_st(r), &(store_read_args_t){.bucket = *bucket, .key = *key}, m, NULL);
     if (st == WH_ERR_NOT_FOUND) {
         if (allowed(r, "s3:ListBucket", *bucket, NULL, NULL))
             con_reply_error(r, 404, "NoSuchKey", "no such object");
@@ -246,13 +247,13 @@ void con_api_head(srv_req_t *r)
         return;
     json_error_t jerr;
     json_t *um = m.user_meta_json ? json_loads(m.user_meta_json, 0, &jerr) : NULL;
-    json_t *j = json_pack(
-        "{s:s,s:o,s:I,s:I,s:o,s:o,s:o,s:i,s:o,s:o,s:b,s:o,s:b}", "bucket", bucket, "key",
-        con_jstr(key), "size", (json_int_t)m.size, "mtime", (json_int_t)m.mtime, "etag",
-        con_jstr(m.etag), "content_type", con_jstr(m.content_type), "version_id",
-        con_jstr(m.version_id), "parts", (int)m.parts, "crc64nvme", con_jstr(m.crc64nvme),
-        "metadata", um ? um : json_object(), "encrypted", m.sse != NULL, "tags",
-        con_jstr(m.tags), "downloadable", m.sse == NULL && m.size <= CON_DOWNLOAD_MAX);
+    json_t *j =
+        json_pack("{s:s,s:o,s:I,s:I,s:o,s:o,s:o,s:i,s:o,s:o,s:b,s:o,s:b}", "bucket", bucket, "key",
+                  con_jstr(key), "size", (json_int_t)m.size, "mtime", (json_int_t)m.mtime, "etag",
+                  con_jstr(m.etag), "content_type", con_jstr(m.content_type), "version_id",
+                  con_jstr(m.version_id), "parts", (int)m.parts, "crc64nvme", con_jstr(m.crc64nvme),
+                  "metadata", um ? um : json_object(), "encrypted", m.sse != NULL, "tags",
+                  con_jstr(m.tags), "downloadable", m.sse == NULL && m.size <= CON_DOWNLOAD_MAX);
     store_obj_meta_free(&m);
     con_reply_json(r, 200, j);
 }
@@ -282,8 +283,8 @@ void con_api_download(srv_req_t *r)
     store_obj_meta_free(&m);
     store_reader_t *rd = NULL;
     memset(&m, 0, sizeof m);
-    wh_status_t st = store_object_reader(
-        srv_st(r), &(store_read_args_t){.bucket = bucket, .key = key}, &m, &rd);
+    wh_status_t st =
+        store_object_reader(srv_st(r), &(store_read_args_t){.bucket = bucket, .key = key}, &m, &rd);
     size_t n = st == WH_OK ? (size_t)store_reader_size(rd) : 0;
     char *buf = st == WH_OK && !m.sse && n <= CON_DOWNLOAD_MAX ? malloc(n ? n : 1) : NULL;
     if (buf && n)
@@ -328,14 +329,15 @@ void con_api_errors(srv_req_t *r)
     size_t n = srv_recent_copy(&r->srv->recent, e, SRV_RECENT_ERRORS, &total);
     json_t *arr = json_array();
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(
-            arr, json_pack("{s:I,s:I,s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "seq", (json_int_t)e[i].seq,
-                           "time", (json_int_t)e[i].t, "status", e[i].status, "id",
-                           con_jstr(e[i].id), "method", con_jstr(e[i].method), "api",
-                           con_jstr(e[i].api), "code", con_jstr(e[i].code), "path",
-                           con_jstr(e[i].path), "message", con_jstr(e[i].msg), "peer",
-                           con_jstr(e[i].peer)));
+        json_array_append_new(arr,
+                              json_pack("{s:I,s:I,s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "seq",
+                                        (json_int_t)e[i].seq, "time", (json_int_t)e[i].t, "status",
+                                        e[i].status, "id", con_jstr(e[i].id), "method",
+                                        con_jstr(e[i].method), "api", con_jstr(e[i].api), "code",
+                                        con_jstr(e[i].code), "path", con_jstr(e[i].path), "message",
+                                        con_jstr(e[i].msg), "peer", con_jstr(e[i].peer)));
     free(e);
-    con_reply_json(r, 200, json_pack("{s:o,s:I,s:i}", "errors", arr, "total", (json_int_t)total,
-                                     "kept", SRV_RECENT_ERRORS));
+    con_reply_json(r, 200,
+                   json_pack("{s:o,s:I,s:i}", "errors", arr, "total", (json_int_t)total, "kept",
+                             SRV_RECENT_ERRORS));
 }

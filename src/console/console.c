@@ -97,8 +97,8 @@ void con_reply_error(srv_req_t *r, int status, const char *code, const char *msg
 {
     r->err_code = code;
     r->err_msg = msg;
-    json_t *j = json_pack("{s:s,s:o,s:s}", "error", code, "message", con_jstr(msg), "request_id",
-                          r->id);
+    json_t *j =
+        json_pack("{s:s,s:o,s:s}", "error", code, "message", con_jstr(msg), "request_id", r->id);
     char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (!s) {
@@ -340,9 +340,8 @@ static void api_begin(srv_req_t *r, const char *api)
         const char *name;
         void (*fn)(srv_req_t *r);
     } eps[] = {
-        {"cluster", con_api_cluster}, {"buckets", con_api_buckets},
-        {"objects", con_api_objects}, {"head", con_api_head},
-        {"download", con_api_download}, {"metrics", con_api_metrics},
+        {"cluster", con_api_cluster}, {"buckets", con_api_buckets},   {"objects", con_api_objects},
+        {"head", con_api_head},       {"download", con_api_download}, {"metrics", con_api_metrics},
         {"errors", con_api_errors},
     };
     if (session_get) {

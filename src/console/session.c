@@ -164,11 +164,12 @@ bool con_session_create(con_sessions_t *t, const s3_principal_t *who, time_t now
     for (size_t i = 0; i < t->max && !slot; i++)
         if (!t->s[i].used || ended(t, &t->s[i], now))
             slot = &t->s[i];
-    for (size_t i = 0; i < t->max && !slot; i++) /* full: the least recently used goes */
-        if (i == 0 || t->s[i].last < slot->last)
-            slot = &t->s[i];
-    if (!slot) /* max is at least 1 (con_sessions_new), so the loop above found one */
+    if (!slot) { /* full: the least recently used goes */
         slot = &t->s[0];
+        for (size_t i = 1; i < t->max; i++)
+            if (t->s[i].last < slot->last)
+                slot = &t->s[i];
+    }
     memset(slot, 0, sizeof *slot);
     slot->used = true;
     memcpy(slot->sid_hash, h, sizeof h);

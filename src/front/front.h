@@ -192,9 +192,9 @@ struct srv {
     srv_metrics_t metrics;
     _Atomic uint64_t req_seq;
     uint64_t id_salt;
-    srv_conns_t *conns; /* open connections, header deadlines */
-    srv_jobs_t *jobs;   /* handler threads */
-    void *app_state;    /* the application's background work (srv_app_ops_t.start) */
+    srv_conns_t *conns;           /* open connections, header deadlines */
+    srv_jobs_t *jobs;             /* handler threads */
+    void *app_state;              /* the application's background work (srv_app_ops_t.start) */
     const srv_app_ops_t *console; /* srv_parts_t.console, or NULL */
     void *console_state;          /* what its start made */
     srv_recent_t recent;          /* recent error replies (recent.h) */

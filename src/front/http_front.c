@@ -594,8 +594,7 @@ wh_status_t srv_start(const srv_config_t *cfg, const srv_parts_t *parts, srv_t *
      * /metrics served in between read its state while the start wrote it; TSan saw it). */
     if (s->app->start && (st = s->app->start(s, &s->app_state)) != WH_OK)
         goto err_front;
-    if (s->console && s->console->start &&
-        (st = s->console->start(s, &s->console_state)) != WH_OK)
+    if (s->console && s->console->start && (st = s->console->start(s, &s->console_state)) != WH_OK)
         goto err_app;
 
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(cfg->listen_port)};

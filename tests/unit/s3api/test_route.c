@@ -128,6 +128,13 @@ static void test_subresources(void)
         {"GET", "/health", NULL, false, SRV_API_HEALTH},
         {"GET", "/metrics", NULL, false, SRV_API_METRICS},
         {"GET", "/metrics", "x=1", false, SRV_API_LIST_OBJECTS}, /* a bucket named metrics */
+        /* the browser console: /console and below, any method and query */
+        {"GET", "/console", NULL, false, SRV_API_CONSOLE},
+        {"GET", "/console/", NULL, false, SRV_API_CONSOLE},
+        {"POST", "/console/api/login", NULL, false, SRV_API_CONSOLE},
+        {"GET", "/console/api/objects", "bucket=b&prefix=a%2F", false, SRV_API_CONSOLE},
+        {"GET", "/consoles", NULL, false, SRV_API_LIST_OBJECTS}, /* a bucket named consoles */
+        {"GET", "/consoles/k", NULL, false, SRV_API_GET_OBJECT},
         {"GET", "noslash", NULL, false, SRV_API_BAD_REQUEST},
         {"GET", "/b/%zz", NULL, false, SRV_API_BAD_REQUEST},
     };
