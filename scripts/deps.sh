@@ -12,6 +12,7 @@ PKGS=(
   python3 python3-pytest python3-numpy python3-torch python3-boto3 python3-matplotlib
   python3-venv python3-fsspec python3-mypy patchelf
   awscli s3cmd rclone nginx-light curl
+  chromium chromium-driver python3-selenium
 )
 [ "${1:-}" = "--list" ] && { printf '%s\n' "${PKGS[@]}"; exit 0; }
 

@@ -306,6 +306,12 @@ static void api_begin(srv_req_t *r, const char *api)
         r->body = SRV_BODY_BUFFER; /* login_finish once it is read */
         return;
     }
+    if (r->body_len || srv_hdr(r, "transfer-encoding")) {
+        /* Only the login has a body; refused before any lookup (this runs on an event thread
+         * for a request with a body). */
+        con_reply_error(r, 400, "InvalidRequest", "the console's API takes no request body");
+        return;
+    }
     char sid[CON_SID_LEN + 1], csrf[CON_SID_LEN + 1];
     s3_principal_t who;
     time_t expires;

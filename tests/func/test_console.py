@@ -21,7 +21,7 @@ import urllib.request
 import pytest
 
 from cluster import Cluster
-from users import client, create_user
+from users import client, create_user, disable_key, enable_key
 from wharfd import ACCESS_KEY, SECRET_KEY, WharfServer, build_dir, make_test_cert, \
     unique_bucket, wait_until
 
@@ -354,6 +354,41 @@ def test_console_cookie_is_secure_over_tls_and_login_needs_origin():
                 cj = json.loads(r.read())
             assert cj["mode"] == "single", cj
             assert [n["addr"] for n in cj["status"]["nodes"]] == [f"{s.host}:{s.port}"], cj
+            # a user's session ends with its key, and its requests end with its permission
+            u = create_user(s, "carol")
+            import boto3
+            from wharfd import REGION
+            iam = boto3.client("iam", endpoint_url=s.endpoint, aws_access_key_id=ACCESS_KEY,
+                               aws_secret_access_key=SECRET_KEY, region_name=REGION,
+                               verify=cert.ca)
+            iam.put_user_policy(UserName="carol", PolicyName="console",
+                                PolicyDocument=_policy("wharf:Console"))
+
+            def get(path, cookie, csrf):
+                req = urllib.request.Request(s.endpoint + "/console/api/" + path, headers={
+                    "Cookie": cookie, "X-Wharf-Csrf": csrf})
+                try:
+                    with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
+                        return r.status, json.loads(r.read())
+                except urllib.error.HTTPError as e:
+                    return e.code, json.loads(e.read())
+            st, h, j = _post_login(s.endpoint, ctx, u.access_key, u.secret_key)
+            assert st == 200 and j["user"] == "carol", j
+            ck = h["Set-Cookie"].split(";")[0]
+            assert get("cluster", ck, j["csrf"])[0] == 200
+            disable_key(s, u.access_key)
+            st, e = get("cluster", ck, j["csrf"])
+            assert st == 401 and e["error"] == "NoSession", e
+            enable_key(s, u.access_key)
+            assert get("cluster", ck, j["csrf"])[0] == 401  # that session is gone
+            st, h, j = _post_login(s.endpoint, ctx, u.access_key, u.secret_key)
+            assert st == 200, j
+            ck = h["Set-Cookie"].split(";")[0]
+            iam.delete_user_policy(UserName="carol", PolicyName="console")
+            st, e = get("cluster", ck, j["csrf"])
+            assert st == 403 and e["error"] == "AccessDenied" and "wharf:Console" in e["message"], e
+            st, _h, e = _post_login(s.endpoint, ctx, u.access_key, u.secret_key)
+            assert st == 403 and e["error"] == "AccessDenied", e
             # a login without Origin (a cross-site form cannot forge it), or not as JSON
             st, _h, j = _post_login(s.endpoint, ctx, ACCESS_KEY, SECRET_KEY, origin=False)
             assert st == 403 and j["error"] == "CrossOriginRefused", j
