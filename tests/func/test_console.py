@@ -73,7 +73,7 @@ def _fetch(driver, method, path, csrf=None):
 def _login(driver, base, ak, sk):
     from selenium.webdriver.common.by import By
     driver.get(base + "/console/")
-    wait_until(lambda: driver.find_element(By.ID, "login-page").is_displayed(), timeout=10)
+    assert wait_until(lambda: driver.find_element(By.ID, "login-page").is_displayed(), timeout=10)
     driver.find_element(By.ID, "login-ak").clear()
     driver.find_element(By.ID, "login-ak").send_keys(ak)
     driver.find_element(By.ID, "login-sk").send_keys(sk)
@@ -146,18 +146,18 @@ def test_console_in_a_browser_against_a_cluster():
 
             # bob may use S3 but not the console: refused, and no session cookie
             _login(driver, base, bob.access_key, bob.secret_key)
-            wait_until(lambda: "wharf:Console" in
-                       driver.find_element(By.ID, "login-error").text, timeout=10)
+            assert wait_until(lambda: "wharf:Console" in
+                              driver.find_element(By.ID, "login-error").text, timeout=10)
             assert not [c for c in driver.get_cookies() if c["name"] == "wharf_console"]
             # a wrong secret is refused alike
             _login(driver, base, alice.access_key, alice.secret_key[:-1] + "x")
-            wait_until(lambda: "wrong" in driver.find_element(By.ID, "login-error").text,
-                       timeout=10)
+            assert wait_until(lambda: "wrong" in driver.find_element(By.ID, "login-error").text,
+                              timeout=10)
 
             # alice logs in
             _login(driver, base, alice.access_key, alice.secret_key)
-            wait_until(lambda: driver.find_element(By.ID, "page-cluster").is_displayed(),
-                       timeout=10)
+            assert wait_until(lambda: driver.find_element(By.ID, "page-cluster").is_displayed(),
+                              timeout=10)
             assert driver.find_element(By.ID, "who-name").text == "alice"
             cookies = [c for c in driver.get_cookies() if c["name"] == "wharf_console"]
             assert len(cookies) == 1, driver.get_cookies()
