@@ -114,7 +114,7 @@ def test_console_in_a_browser_against_a_cluster():
     downloads = os.path.join(work, "downloads")
     os.makedirs(downloads)
     driver = None
-    with Cluster(storage=3, replicas=2, chunk_size=256 * 1024, providers="none",
+    with Cluster(storage=3, replicas=2, chunk_size=256 * 1024, providers="shm",
                  zones=["za", "zb"], gateway_args=["--server-key-file", keyfile]) as cl:
         try:
             g = cl.gateway
@@ -243,23 +243,47 @@ def test_console_in_a_browser_against_a_cluster():
                 assert f.read() == bodies["top1"]
             pages["objects"] = driver.page_source
 
-            # throughput: the /metrics counters by transport, sampled while objects move
+            # throughput: the /metrics counters by transport, sampled while objects move over
+            # HTTP (boto3) and RDMA (libwharf over ofi+shm: the storage servers move the bytes,
+            # the gateway counts them as delegated)
             driver.get(base + "/console/#throughput")
+            import wharf
+            from wharfd import REGION
+            wc = wharf.Client(base, ACCESS_KEY, SECRET_KEY, region=REGION, provider="ofi+shm",
+                              unix_socket=os.path.join(g.data_dir, "wharfd.sock"))
             payload = os.urandom(512 * 1024)
+            rdma_moved = 0
             deadline = time.monotonic() + 3
             while time.monotonic() < deadline:
                 s3.put_object(Bucket=bb, Key="load", Body=payload)
                 s3.get_object(Bucket=bb, Key="load")["Body"].read()
+                rep = wc.put(bb, "rload", payload, transport="rdma")
+                assert rep.transport == "rdma" and not rep.fell_back, rep
+                assert wc.get(bb, "rload", transport="rdma") == payload
+                rdma_moved += 2 * len(payload)
+            wc.close()
             def totals_match():
-                m = g.metrics()
+                raw = g.metrics()
+
+                def m(name):  # summed over labels
+                    return sum(v for k, v in raw.items() if k.split("{")[0] == name)
                 tp = _table(driver, "tp-table", "transport")
-                return tp["http"]["cells"][2][1] == str(int(m["wharf_http_read_bytes_total"])) \
-                    and tp["http"]["cells"][3][1] == str(int(m["wharf_http_write_bytes_total"]))
+                want = [m("wharf_http_read_bytes_total"), m("wharf_http_write_bytes_total"),
+                        m("wharf_rdma_read_bytes_total") +
+                        m("wharf_rdma_delegated_read_bytes_total"),
+                        m("wharf_rdma_write_bytes_total") +
+                        m("wharf_rdma_delegated_write_bytes_total")]
+                got = [tp["http"]["cells"][2][1], tp["http"]["cells"][3][1],
+                       tp["rdma"]["cells"][2][1], tp["rdma"]["cells"][3][1]]
+                return got == [str(int(v)) for v in want]
             assert wait_until(totals_match, timeout=10, interval=0.5)
             assert int(driver.find_element(By.ID, "tp-graph").get_attribute("data-samples")) >= 2
             tp = _table(driver, "tp-table", "transport")
-            assert int(tp["rdma"]["cells"][2][1]) == \
-                int(g.metric_sum("wharf_rdma_read_bytes_total"))
+            # every RDMA byte the test moved, and only those, shows as RDMA
+            assert int(tp["rdma"]["cells"][2][1]) + int(tp["rdma"]["cells"][3][1]) == \
+                rdma_moved, (tp["rdma"], rdma_moved)
+            # the storage servers moved them (each replica pulled every PUT byte)
+            assert cl.storage_sum("wharf_rdma_read_bytes_total") >= rdma_moved // 2
             pages["throughput"] = driver.page_source
 
             # recent errors: the GET of a missing key

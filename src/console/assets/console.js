@@ -238,8 +238,10 @@
 
   // ---- throughput: the /metrics counters, sampled each second -------------------------------
   function parseMetrics(text) {
+    // RDMA: the server's own engine, and on a gateway what its storage servers moved for it.
     const want = ['wharf_http_read_bytes_total', 'wharf_http_write_bytes_total',
-      'wharf_rdma_read_bytes_total', 'wharf_rdma_write_bytes_total'];
+      'wharf_rdma_read_bytes_total', 'wharf_rdma_write_bytes_total',
+      'wharf_rdma_delegated_read_bytes_total', 'wharf_rdma_delegated_write_bytes_total'];
     const m = {};
     for (const line of text.split('\n')) {
       if (!line || line[0] === '#') continue;
@@ -250,6 +252,8 @@
       if (want.includes(name)) m[name] = (m[name] || 0) + Number(line.slice(sp + 1));
     }
     for (const w of want) if (m[w] === undefined) m[w] = 0;
+    m.rdma_read = m.wharf_rdma_read_bytes_total + m.wharf_rdma_delegated_read_bytes_total;
+    m.rdma_write = m.wharf_rdma_write_bytes_total + m.wharf_rdma_delegated_write_bytes_total;
     return m;
   }
   async function sampleThroughput() {
@@ -258,7 +262,7 @@
     const m = parseMetrics(await r.text());
     const t = performance.now() / 1000;
     const http = m.wharf_http_read_bytes_total + m.wharf_http_write_bytes_total;
-    const rdma = m.wharf_rdma_read_bytes_total + m.wharf_rdma_write_bytes_total;
+    const rdma = m.rdma_read + m.rdma_write;
     if (state.tpLast) {
       const dt = Math.max(t - state.tpLast.t, 0.001);
       state.tp.push({ http: Math.max(0, http - state.tpLast.http) / dt, rdma: Math.max(0, rdma - state.tpLast.rdma) / dt });
@@ -267,7 +271,7 @@
     state.tpLast = { t: t, http: http, rdma: rdma };
     const last = state.tp[state.tp.length - 1] || { http: 0, rdma: 0 };
     for (const [k, rd, wr] of [['http', 'wharf_http_read_bytes_total', 'wharf_http_write_bytes_total'],
-      ['rdma', 'wharf_rdma_read_bytes_total', 'wharf_rdma_write_bytes_total']]) {
+      ['rdma', 'rdma_read', 'rdma_write']]) {
       const tr = document.querySelector('#tp-table tr[data-transport="' + k + '"]');
       tr.querySelector('.rate').textContent = fmtBytes(Math.round(last[k])) + '/s';
       tr.querySelector('.read').textContent = fmtBytes(m[rd]);
