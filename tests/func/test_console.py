@@ -247,21 +247,26 @@ def test_console_in_a_browser_against_a_cluster():
             # HTTP (boto3) and RDMA (libwharf over ofi+shm: the storage servers move the bytes,
             # the gateway counts them as delegated)
             driver.get(base + "/console/#throughput")
-            import wharf
-            from wharfd import REGION
-            wc = wharf.Client(base, ACCESS_KEY, SECRET_KEY, region=REGION, provider="ofi+shm",
-                              unix_socket=os.path.join(g.data_dir, "wharfd.sock"))
+            src = os.path.join(work, "payload")
+            dst = os.path.join(work, "payload.back")
             payload = os.urandom(512 * 1024)
+            with open(src, "wb") as f:
+                f.write(payload)
+            env = cl.client_env()
             rdma_moved = 0
             deadline = time.monotonic() + 3
             while time.monotonic() < deadline:
                 s3.put_object(Bucket=bb, Key="load", Body=payload)
                 s3.get_object(Bucket=bb, Key="load")["Body"].read()
-                rep = wc.put(bb, "rload", payload, transport="rdma")
-                assert rep.transport == "rdma" and not rep.fell_back, rep
-                assert wc.get(bb, "rload", transport="rdma") == payload
+                for a, b in ((src, f"s3://{bb}/rload"), (f"s3://{bb}/rload", dst)):
+                    p = subprocess.run([os.path.join(build_dir(), "wharf"), "--provider",
+                                        "ofi+shm", "--quiet", "cp", "--transport", "rdma", a, b],
+                                       env=env, capture_output=True, text=True, timeout=30)
+                    assert p.returncode == 0, (p.stdout, p.stderr)
+                with open(dst, "rb") as f:
+                    assert f.read() == payload
                 rdma_moved += 2 * len(payload)
-            wc.close()
+
             def totals_match():
                 raw = g.metrics()
 
