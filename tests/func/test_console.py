@@ -342,6 +342,11 @@ def test_console_in_a_browser_against_a_cluster():
                               timeout=10)
             st, _b = _fetch(driver, "GET", "/console/api/session")
             assert st == 401
+            # a clean exit (under ASan: no leak) of the gateway and the live storage servers
+            driver.quit()
+            driver = None
+            rcs = cl.stop()
+            assert rcs[:3] == [0, 0, 0], rcs
         finally:
             if driver:
                 driver.quit()
@@ -424,6 +429,7 @@ def test_console_cookie_is_secure_over_tls_and_login_needs_origin():
             st, _h, j = _post_login(s.endpoint, ctx, ACCESS_KEY, SECRET_KEY,
                                     ctype="application/x-www-form-urlencoded")
             assert st == 415, j
+            assert s.stop() == 0
         finally:
             s.stop()
             s.cleanup()
