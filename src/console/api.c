@@ -55,13 +55,14 @@ void con_api_cluster(srv_req_t *r)
 
 /* ---- buckets ------------------------------------------------------------------------------ */
 
-/* The objects of bucket and their bytes, counting at most CON_COUNT_MAX (*more: there are
- * more). */
-static wh_status_t count_objects(store_t *st, const char *bucket, uint64_t *n, uint64_t *bytes,
-                                 bool *more)
+/* The objects of bucket and their bytes, counting at most max (*more: there are more). */
+static wh_status_t count_objects(store_t *st, const char *bucket, uint64_t max, uint64_t *n,
+                                 uint64_t *bytes, bool *more)
 {
     *n = *bytes = 0;
-    *more = false;
+    *more = max == 0;
+    if (!max)
+        return WH_OK;
     char *after = NULL;
     wh_status_t s = WH_OK;
     for (;;) {
@@ -84,7 +85,7 @@ static wh_status_t count_objects(store_t *st, const char *bucket, uint64_t *n, u
             s = WH_ERR_NOMEM;
             break;
         }
-        if (*n >= CON_COUNT_MAX) {
+        if (*n >= max) {
             *more = true;
             break;
         }
@@ -115,18 +116,24 @@ void con_api_buckets(srv_req_t *r)
         return;
     }
     json_t *arr = json_array();
-    uint64_t tot_n = 0, tot_b = 0;
+    uint64_t tot_n = 0, tot_b = 0, tot_seen = 0;
     for (size_t i = 0; i < nb; i++) {
-        json_t *e =
-            json_pack("{s:s,s:I}", "name", bs[i].name, "created", (json_int_t)bs[i].created);
+        /* Shown: the buckets the principal may list (root: all), as S3 lists them to it; one
+         * it may not list is not named at all. */
         con_out_free(&o);
         con_out_init(&o);
-        if (srv_authz_other(r, &o, "s3:ListBucket", bs[i].name, NULL, NULL)) {
-            json_object_set_new(e, "denied", json_true());
-        } else {
+        if (srv_authz_other(r, &o, "s3:ListBucket", bs[i].name, NULL, NULL))
+            continue;
+        json_t *e =
+            json_pack("{s:s,s:I}", "name", bs[i].name, "created", (json_int_t)bs[i].created);
+        {
             uint64_t n, bytes;
             bool more;
-            if (count_objects(srv_st(r), bs[i].name, &n, &bytes, &more) == WH_OK) {
+            /* at most CON_COUNT_MAX a bucket, CON_COUNT_TOTAL over all of them */
+            uint64_t left = CON_COUNT_TOTAL > tot_seen ? CON_COUNT_TOTAL - tot_seen : 0;
+            if (count_objects(srv_st(r), bs[i].name, WH_MIN(left, CON_COUNT_MAX), &n, &bytes,
+                              &more) == WH_OK) {
+                tot_seen += n;
                 json_object_set_new(e, "objects", json_integer((json_int_t)n));
                 json_object_set_new(e, "bytes", json_integer((json_int_t)bytes));
                 json_object_set_new(e, "more", json_boolean(more));

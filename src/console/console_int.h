@@ -21,8 +21,10 @@ extern const size_t con_assets_count;
 #define CON_DOWNLOAD_MAX (1u << 20)
 /* Objects listed per page of the object browser. */
 #define CON_LIST_PAGE 200
-/* Objects counted per bucket on the buckets page (beyond: shown as a lower bound). */
+/* Objects counted per bucket on the buckets page (beyond: shown as a lower bound), and over
+ * all buckets of one request. */
 #define CON_COUNT_MAX 100000
+#define CON_COUNT_TOTAL 1000000
 
 /* Replies: JSON (taken), an error as {"error":code,"message":msg}, or bytes (malloc'd, taken). */
 void con_reply_json(srv_req_t *r, int status, json_t *j);

@@ -120,9 +120,9 @@ def test_console_in_a_browser_against_a_cluster():
             g = cl.gateway
             base = g.endpoint
             s3 = cl.boto3()
-            ba, bb = unique_bucket("cona"), unique_bucket("conb")
-            s3.create_bucket(Bucket=ba)
-            s3.create_bucket(Bucket=bb)
+            ba, bb, bc = unique_bucket("cona"), unique_bucket("conb"), unique_bucket("conc")
+            for b in (ba, bb, bc):
+                s3.create_bucket(Bucket=b)
             bodies = {}
             for k, n in [("top1", 1000), ("top2", 300 * 1024), ("dir/a", 10), ("dir/b", 20),
                          ("dir/sub/c", 5)]:
@@ -139,6 +139,10 @@ def test_console_in_a_browser_against_a_cluster():
             iam = client(g, ACCESS_KEY, SECRET_KEY, service="iam")
             iam.put_user_policy(UserName="alice", PolicyName="console", PolicyDocument=_policy(
                 "wharf:Console", "s3:ListAllMyBuckets", "s3:ListBucket", "s3:GetObject"))
+            iam.put_user_policy(UserName="alice", PolicyName="not-c", PolicyDocument=json.dumps({
+                "Version": "2012-10-17", "Statement": [{
+                    "Effect": "Deny", "Action": "s3:ListBucket",
+                    "Resource": f"arn:aws:s3:::{bc}"}]}))
             iam.put_user_policy(UserName="bob", PolicyName="s3", PolicyDocument=_policy("s3:*"))
             secrets = [alice.secret_key, bob.secret_key, SECRET_KEY]
 
@@ -205,6 +209,7 @@ def test_console_in_a_browser_against_a_cluster():
             assert wait_until(lambda: {ba, bb} <= set(_table(driver, "buckets-table", "bucket")),
                               timeout=10)
             rows = _table(driver, "buckets-table", "bucket")
+            assert bc not in rows  # alice may not list it: not named
             for b in (ba, bb):
                 objs = s3.list_objects_v2(Bucket=b)["Contents"]
                 assert int(rows[b]["cells"][1][1]) == len(objs)

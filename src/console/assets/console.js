@@ -146,8 +146,8 @@
       const tr = el('tr'); tr.dataset.bucket = b.name;
       const a = el('a', b.name, 'link'); a.href = '#objects/' + encodeURIComponent(b.name);
       const name = el('td'); name.append(a);
-      if (b.denied) {
-        tr.append(name, el('td', 'no s3:ListBucket'), el('td', ''), el('td', fmtTime(b.created)));
+      if (b.unavailable) {
+        tr.append(name, el('td', 'cannot be counted now'), el('td', ''), el('td', fmtTime(b.created)));
       } else {
         tr.append(name, numCell(b.objects, (b.more ? '≥ ' : '') + b.objects),
           numCell(b.bytes, fmtBytes(b.bytes)), el('td', fmtTime(b.created)));

@@ -138,6 +138,11 @@ static void test_subresources(void)
         {"GET", "noslash", NULL, false, SRV_API_BAD_REQUEST},
         {"GET", "/b/%zz", NULL, false, SRV_API_BAD_REQUEST},
     };
+    /* a key "console" of a virtual-host bucket is S3's */
+    srv_route_t v = R("GET", "/console", NULL, "b.localhost:9000", false);
+    CHECK(v.api == SRV_API_GET_OBJECT && v.vhost);
+    CHECK_STR(v.key, "console");
+    srv_route_free(&v);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         srv_route_t r = R(cases[i].m, cases[i].p, cases[i].q, "localhost", cases[i].copy);
         if (r.api != cases[i].api)
