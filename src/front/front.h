@@ -1,8 +1,9 @@
 /* wharfd's HTTP front: two libmicrohttpd daemons (TCP and a Unix-domain socket), one request
- * object per HTTP request, SigV4 on everything except /health and /metrics, and the
+ * object per HTTP request, SigV4 on everything except /health, /metrics and /console, and the
  * application behind it, which the front knows only as a table of callbacks (srv_app_ops_t;
- * the S3 API, src/s3api, registers one and the roles hand it to srv_start). A few event
- * threads (libmicrohttpd's epoll mode with a thread pool) serve every connection; the S3
+ * the S3 API, src/s3api, registers one and the roles hand it to srv_start; the browser
+ * console, src/console, is a second one for /console, which checks its own sessions). A few
+ * event threads (libmicrohttpd's epoll mode with a thread pool) serve every connection; the S3
  * handlers, which may block on disk and on RDMA transfers, run on handler threads while their
  * connection is suspended. */
 #ifndef WH_FRONT_FRONT_H
