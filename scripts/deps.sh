@@ -13,6 +13,7 @@ PKGS=(
   python3-venv python3-fsspec python3-mypy patchelf
   awscli s3cmd rclone nginx-light curl
   help2man debhelper prometheus
+  chromium chromium-driver python3-selenium
 )
 [ "${1:-}" = "--list" ] && { printf '%s\n' "${PKGS[@]}"; exit 0; }
 

@@ -181,14 +181,16 @@ static s3_err_t add_action(pctx_t *c, const char *s, void *slot, size_t i)
 {
     (void)i;
     pattern_t *p = slot;
-    /* A user policy may also grant the IAM API's actions (iam:CreateUser, ...). */
-    size_t pfx = strcmp(s, "*") == 0                         ? 0
-                 : strncasecmp(s, "s3:", 3) == 0             ? 3
-                 : c->user && strncasecmp(s, "iam:", 4) == 0 ? 4
-                                                             : (size_t)-1;
+    /* A user policy may also grant the IAM API's actions (iam:CreateUser, ...) and wharf's own
+     * (wharf:Console, the browser console). */
+    size_t pfx = strcmp(s, "*") == 0                           ? 0
+                 : strncasecmp(s, "s3:", 3) == 0               ? 3
+                 : c->user && strncasecmp(s, "iam:", 4) == 0   ? 4
+                 : c->user && strncasecmp(s, "wharf:", 6) == 0 ? 6
+                                                               : (size_t)-1;
     if (pfx == (size_t)-1)
         return bad(c, "Policy has invalid action \"%s\" (only s3:%s actions and * are allowed)", s,
-                   c->user ? " and iam:" : "");
+                   c->user ? ", iam: and wharf:" : "");
     if (!s[pfx])
         return bad(c, "Policy has invalid action \"%s\"", s);
     if (!(p->s = arena_strdup(&c->pol->arena, s)))

@@ -1,8 +1,9 @@
 /* wharfd's HTTP front: two libmicrohttpd daemons (TCP and a Unix-domain socket), one request
- * object per HTTP request, SigV4 on everything except /health and /metrics, and the
+ * object per HTTP request, SigV4 on everything except /health, /metrics and /console, and the
  * application behind it, which the front knows only as a table of callbacks (srv_app_ops_t;
- * the S3 API, src/s3api, registers one and the roles hand it to srv_start). A few event
- * threads (libmicrohttpd's epoll mode with a thread pool) serve every connection; the S3
+ * the S3 API, src/s3api, registers one and the roles hand it to srv_start; the browser
+ * console, src/console, is a second one for /console, which checks its own sessions). A few
+ * event threads (libmicrohttpd's epoll mode with a thread pool) serve every connection; the S3
  * handlers, which may block on disk and on RDMA transfers, run on handler threads while their
  * connection is suspended. */
 #ifndef WH_FRONT_FRONT_H
@@ -16,6 +17,7 @@
 #include "s3/errors.h"
 #include "auth/sigv4.h"
 #include "front/metrics.h"
+#include "front/recent.h"
 #include "auth/authz.h"
 #include "ident/identity.h"
 #include "engine/rdma.h"
@@ -149,6 +151,9 @@ typedef struct srv_parts {
     store_t *store;
     srv_ident_t *ident; /* users and their keys, over the store's metadata */
     srv_rdma_t *rdma;   /* the RDMA engine */
+    /* The browser console under /console (console/console.h), served without SigV4 (it
+     * authenticates by its own session); NULL: /console is 501. Optional. */
+    const srv_app_ops_t *console;
 } srv_parts_t;
 
 /* Starts both listeners serving parts->app over parts' store, identities and RDMA engine,
@@ -193,9 +198,12 @@ struct srv {
     srv_metrics_t metrics;
     _Atomic uint64_t req_seq;
     uint64_t id_salt;
-    srv_conns_t *conns; /* open connections, header deadlines */
-    srv_jobs_t *jobs;   /* handler threads */
-    void *app_state;    /* the application's background work (srv_app_ops_t.start) */
+    srv_conns_t *conns;           /* open connections, header deadlines */
+    srv_jobs_t *jobs;             /* handler threads */
+    void *app_state;              /* the application's background work (srv_app_ops_t.start) */
+    const srv_app_ops_t *console; /* srv_parts_t.console, or NULL */
+    void *console_state;          /* what its start made */
+    srv_recent_t recent;          /* recent error replies (recent.h) */
 };
 
 typedef struct srv_hdr {
@@ -238,6 +246,8 @@ typedef struct srv_req {
     bool token_req;    /* carries x-amz-rdma-token: error replies have no body */
     token_arg_t token; /* token_req: x-amz-rdma-token, parsed once here for every user */
     int status;
+    /* An error reply's S3 code and message, set just before srv_reply (the recent errors). */
+    const char *err_code, *err_msg;
     uint64_t tx_body;
     bool http_read; /* counts tx_body as GET bytes served over HTTP */
 
@@ -283,6 +293,9 @@ void srv_req_secret_wipe(srv_req_t *r);
  * headers PutObject reads. False: out of memory, or the headers exceed the request limits. */
 bool srv_req_swap_headers(srv_req_t *r, bool (*drop)(const char *lname), const char *const *names,
                           const char *const *values, size_t n);
+
+/* The /metrics text (every counter and gauge GET /metrics shows) appended to b. */
+void srv_metrics_text(srv_t *s, wh_sbuf_t *b);
 
 /* Header value by lowercase name, or NULL. */
 const char *srv_hdr(const srv_req_t *r, const char *lname);

@@ -19,6 +19,12 @@
 
 #define MOD "http"
 
+/* The application a request goes to: the console's under /console, else the S3 API. */
+static const srv_app_ops_t *srv_req_app(const srv_req_t *r)
+{
+    return r->route.api == SRV_API_CONSOLE && r->srv->console ? r->srv->console : r->srv->app;
+}
+
 /* ---- headers ----------------------------------------------------------------------------
  * The header section is collected once, in time linear in its size: each line is appended
  * (no lookups while collecting), the collection stops at the size and count limits, and the
@@ -401,7 +407,7 @@ void srv_http_completed_cb(void *cls, struct MHD_Connection *c, void **con_cls,
         return;
     *con_cls = NULL;
     srv_t *s = r->srv;
-    s->app->cleanup(r); /* aborts an uncommitted writer: nothing is stored */
+    srv_req_app(r)->cleanup(r); /* aborts an uncommitted writer: nothing is stored */
     uint64_t dur = wh_now_ns() - r->t0_ns;
     int status = r->responded ? r->status : 0;
     bool ok = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
@@ -449,18 +455,23 @@ bool srv_req_split_uri(srv_req_t *r)
     return true;
 }
 
+void srv_metrics_text(srv_t *s, wh_sbuf_t *b)
+{
+    srv_metrics_render(&s->metrics, b);
+    srv_rdma_metrics(s->rdma, b);
+    srv_metrics_storage(s->store, b);
+    if (s->app->metrics)
+        s->app->metrics(s->app_state, b);
+    if (s->cfg.metrics_extra)
+        s->cfg.metrics_extra(s->cfg.metrics_extra_arg, b);
+    srv_http_metrics(s, b);
+}
+
 static void serve_metrics(srv_req_t *r)
 {
     wh_sbuf_t b;
     wh_sbuf_init(&b);
-    srv_metrics_render(&r->srv->metrics, &b);
-    srv_rdma_metrics(r->srv->rdma, &b);
-    srv_metrics_storage(r->srv->store, &b);
-    if (r->srv->app->metrics)
-        r->srv->app->metrics(r->srv->app_state, &b);
-    if (r->srv->cfg.metrics_extra)
-        r->srv->cfg.metrics_extra(r->srv->cfg.metrics_extra_arg, &b);
-    srv_http_metrics(r->srv, &b);
+    srv_metrics_text(r->srv, &b);
     if (b.oom) {
         wh_sbuf_free(&b);
         srv_reply_err(r, S3_ERR_INTERNAL, "out of memory rendering metrics");
@@ -534,6 +545,13 @@ static void request_front(srv_req_t *r)
     case SRV_API_METRICS:
         serve_metrics(r);
         return;
+    case SRV_API_CONSOLE:
+        /* The console authenticates by its own session cookie, not SigV4: its bodies (the
+         * login form) take no payload hash. */
+        r->auth.mode = S3_PAYLOAD_UNSIGNED;
+        if (!s->console)
+            srv_reply_err(r, S3_ERR_NOT_IMPLEMENTED, "this server has no console");
+        return;
     default:
         break;
     }
@@ -589,7 +607,7 @@ static void request_front(srv_req_t *r)
 /* The S3 handler's first step, then the payload pipeline for the body it wants. */
 static void request_s3_begin(srv_req_t *r)
 {
-    r->srv->app->begin(r);
+    srv_req_app(r)->begin(r);
     if (r->responded)
         return;
     if (r->body == SRV_BODY_NONE) {
@@ -638,7 +656,7 @@ static int body_sink(void *arg, const void *p, size_t n)
         return 0;
     }
     if (r->body == SRV_BODY_FORM)
-        return r->srv->app->form_feed ? r->srv->app->form_feed(r, p, n) : -1;
+        return srv_req_app(r)->form_feed ? srv_req_app(r)->form_feed(r, p, n) : -1;
     if (r->body == SRV_BODY_WRITER) {
         if (r->decoded > SRV_MAX_PUT_SIZE) {
             r->body_err = S3_ERR_ENTITY_TOO_LARGE;
@@ -646,7 +664,7 @@ static int body_sink(void *arg, const void *p, size_t n)
                      "a single PUT may carry at most 5 GiB; use a multipart upload");
             return -1;
         }
-        r->srv->app->body_digest(r, p, n);
+        srv_req_app(r)->body_digest(r, p, n);
         wh_status_t st = store_writer_write(r->w, p, n);
         if (st != WH_OK) {
             r->body_err = s3_err_from_status(st);
@@ -662,7 +680,7 @@ static void body_fail(srv_req_t *r)
 {
     /* Stop storing; the rest of the body is read and dropped, the error is sent at the end. */
     r->body = SRV_BODY_DISCARD;
-    r->srv->app->cleanup(r);
+    srv_req_app(r)->cleanup(r);
 }
 
 static void body_feed(srv_req_t *r, const char *data, size_t n)
@@ -722,11 +740,11 @@ static void request_finish(srv_req_t *r)
         }
     }
     if (r->body_err != S3_OK) {
-        r->srv->app->cleanup(r);
+        srv_req_app(r)->cleanup(r);
         srv_reply_err(r, r->body_err, r->body_msg);
         return;
     }
-    r->srv->app->finish(r);
+    srv_req_app(r)->finish(r);
     if (!r->responded)
         srv_reply_err(r, S3_ERR_INTERNAL, "handler did not reply");
 }

@@ -564,6 +564,7 @@ wh_status_t srv_start(const srv_config_t *cfg, const srv_parts_t *parts, srv_t *
     }
     s->cfg = *cfg;
     s->app = parts->app;
+    s->console = parts->console;
     s->store = parts->store;
     s->ident = parts->ident;
     s->rdma = parts->rdma;
@@ -571,6 +572,7 @@ wh_status_t srv_start(const srv_config_t *cfg, const srv_parts_t *parts, srv_t *
     s->tcp_l = (srv_listener_t){s, false};
     s->unix_l = (srv_listener_t){s, true};
     srv_metrics_init(&s->metrics);
+    srv_recent_init(&s->recent);
     uint64_t salt = 0;
     wh_random_bytes(&salt, sizeof salt);
     s->id_salt = salt;
@@ -594,6 +596,8 @@ wh_status_t srv_start(const srv_config_t *cfg, const srv_parts_t *parts, srv_t *
      * /metrics served in between read its state while the start wrote it; TSan saw it). */
     if (s->app->start && (st = s->app->start(s, &s->app_state)) != WH_OK)
         goto err_front;
+    if (s->console && s->console->start && (st = s->console->start(s, &s->console_state)) != WH_OK)
+        goto err_app;
 
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(cfg->listen_port)};
     if (inet_pton(AF_INET, cfg->listen_host, &sin.sin_addr) != 1) {
@@ -654,6 +658,8 @@ err_unix:
 err_unix_path:
     free(s->unix_path);
 err_app:
+    if (s->console && s->console->stop)
+        s->console->stop(s->console_state);
     if (s->app->stop)
         s->app->stop(s->app_state);
     s->app_state = NULL;
@@ -663,6 +669,7 @@ err_front:
 err_tls:
     srv_tls_close(s->tls);
     parts_close(s->rdma, s->ident, s->store);
+    srv_recent_free(&s->recent);
     free(s);
     return st;
 }
@@ -693,6 +700,9 @@ void srv_stop(srv_t *s)
     /* libmicrohttpd aborts when stopped with a connection suspended, which a handler still
      * running holds; such a handler also still uses the store. Then leave both as they are:
      * the process is about to exit. */
+    if (s->console && s->console->stop)
+        s->console->stop(s->console_state);
+    s->console_state = NULL;
     if (s->app->stop)
         s->app->stop(s->app_state); /* before the store it uses */
     s->app_state = NULL;
@@ -717,6 +727,7 @@ void srv_stop(srv_t *s)
     srv_tls_close(s->tls);
     parts_close(s->rdma, s->ident, s->store);
     wh_info(MOD, "stopped");
+    srv_recent_free(&s->recent);
     free(s);
 }
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MOD "http"
 
@@ -37,6 +38,23 @@ struct MHD_Response *srv_resp_empty(void)
     return MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 }
 
+/* The recent errors ring (recent.h): what the log's request line has, and the code. */
+static void recent_add(const srv_req_t *r, int status)
+{
+    srv_recent_err_t e;
+    memset(&e, 0, sizeof e);
+    e.t = time(NULL);
+    e.status = status;
+    snprintf(e.id, sizeof e.id, "%s", r->id);
+    snprintf(e.method, sizeof e.method, "%s", r->method ? r->method : "-");
+    snprintf(e.api, sizeof e.api, "%s", srv_api_name(r->route.api));
+    snprintf(e.code, sizeof e.code, "%s", r->err_code ? r->err_code : "");
+    snprintf(e.path, sizeof e.path, "%s", r->path ? r->path : "-");
+    snprintf(e.msg, sizeof e.msg, "%s", r->err_msg ? r->err_msg : "");
+    snprintf(e.peer, sizeof e.peer, "%s", r->peer.is_unix ? "unix" : r->peer.addr);
+    srv_recent_add(&r->srv->recent, &e);
+}
+
 void srv_reply(srv_req_t *r, int status, struct MHD_Response *resp)
 {
     if (r->responded) {
@@ -56,6 +74,8 @@ void srv_reply(srv_req_t *r, int status, struct MHD_Response *resp)
     }
     r->status = status;
     srv_metrics_count(&r->srv->metrics, r->route.api, status);
+    if (status >= 400)
+        recent_add(r, status);
     srv_resp_header(resp, "x-amz-request-id", r->id);
     srv_resp_header(resp, "x-amz-id-2", r->id);
     srv_resp_header(resp, MHD_HTTP_HEADER_SERVER, SRV_SERVER_HEADER);
@@ -104,6 +124,8 @@ void srv_reply_err_raw(srv_req_t *r, int status, const char *code, const char *m
         return;
     }
     wh_debug(MOD, "error reply id=%s status=%d code=%s message=%s", r->id, status, code, msg);
+    r->err_code = code;
+    r->err_msg = msg;
     if (r->head || r->token_req || status == 304) {
         /* No body: HEAD replies have none, and a token request is never answered with one. */
         if (!resp)

@@ -98,6 +98,17 @@ void srv_metrics_render(srv_metrics_t *m, wh_sbuf_t *o)
             ld(&m->http_write_bytes));
     counter(o, "wharf_http_write_ops_total", "PUTs and parts that received bytes over HTTP.",
             ld(&m->http_write_ops));
+    counter(o, "wharf_rdma_delegated_read_bytes_total",
+            "Object bytes storage servers wrote into clients' memory for GETs (a gateway).",
+            ld(&m->rdma_delegated_read_bytes));
+    counter(o, "wharf_rdma_delegated_read_ops_total", "Those GETs.",
+            ld(&m->rdma_delegated_read_ops));
+    counter(o, "wharf_rdma_delegated_write_bytes_total",
+            "Object bytes storage servers read from clients' memory for PUTs (a gateway; "
+            "once, whatever the replicas).",
+            ld(&m->rdma_delegated_write_bytes));
+    counter(o, "wharf_rdma_delegated_write_ops_total", "Those PUTs and parts.",
+            ld(&m->rdma_delegated_write_ops));
     wh_sbuf_printf(o,
                    "# HELP wharf_inflight_requests Requests being served.\n"
                    "# TYPE wharf_inflight_requests gauge\nwharf_inflight_requests %lld\n",

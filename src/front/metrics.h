@@ -23,6 +23,10 @@ typedef struct srv_metrics {
     _Atomic uint64_t http_read_ops;
     _Atomic uint64_t http_write_bytes; /* object bytes received by PUT/UploadPart over HTTP */
     _Atomic uint64_t http_write_ops;
+    /* A cluster gateway: object bytes the storage servers moved by RDMA for its requests
+     * (the gateway's own RDMA engine moves none of them; s3api/delegate.c counts them). */
+    _Atomic uint64_t rdma_delegated_read_bytes, rdma_delegated_read_ops;
+    _Atomic uint64_t rdma_delegated_write_bytes, rdma_delegated_write_ops;
     _Atomic int64_t inflight;
     double start_time;
 } srv_metrics_t;

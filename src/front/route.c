@@ -218,11 +218,17 @@ void srv_route_parse_in(const srv_op_t *ops, size_t n_ops, const char *method, c
         out->api = SRV_API_METRICS;
         return;
     }
-
     const char *rest = raw_path + 1; /* after the leading '/' */
     out->bucket = vhost_bucket(host, endpoint_host);
     if (out->bucket) {
         out->vhost = true;
+    } else if (strncmp(raw_path, "/console", 8) == 0 &&
+               (raw_path[8] == '\0' || raw_path[8] == '/')) {
+        /* The browser console (its own module, srv_parts_t.console): /console and below, any
+         * method, path-style; a bucket named "console" is reached virtual-host style only (a
+         * key "console" of a virtual-host bucket stays S3's). */
+        out->api = SRV_API_CONSOLE;
+        return;
     } else {
         const char *slash = strchr(rest, '/');
         size_t blen = slash ? (size_t)(slash - rest) : strlen(rest);

@@ -55,6 +55,7 @@
     X(SRV_API_LIST_PARTS, "ListParts")                                                             \
     X(SRV_API_IAM, "IAM")                                                                          \
     X(SRV_API_WHARF_CLUSTER, "WharfAdminCluster")                                                  \
+    X(SRV_API_CONSOLE, "Console")                                                                  \
     X(SRV_API_GET_BUCKET_ACL, "GetBucketAcl")                                                      \
     X(SRV_API_PUT_BUCKET_ACL, "PutBucketAcl")                                                      \
     X(SRV_API_GET_OBJECT_ACL, "GetObjectAcl")                                                      \

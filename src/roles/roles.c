@@ -11,6 +11,7 @@
 #include "front/front.h"
 #include "roles/storage.h"
 #include "s3api/s3api.h"
+#include "console/console.h"
 
 #include <arpa/inet.h>
 #include <getopt.h>
@@ -347,7 +348,7 @@ const char *srv_cluster_secret(const srv_common_t *co)
 
 wh_status_t srv_s3_front_start(const srv_config_t *cfg, store_t *st, srv_t **out)
 {
-    srv_parts_t parts = {.app = &srv_s3_app, .store = st};
+    srv_parts_t parts = {.app = &srv_s3_app, .store = st, .console = &srv_console_app};
     char kbuf[1024];
     bool create = false;
     const char *kf =

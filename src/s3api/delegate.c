@@ -64,6 +64,8 @@ wh_status_t srv_delegate_rdma_put(srv_req_t *r, const token_arg_t *token, srv_rd
     res->bytes = d.bytes;
     res->crc64nvme = d.crc64nvme;
     res->provider = "cluster";
+    atomic_fetch_add(&r->srv->metrics.rdma_delegated_write_bytes, d.bytes);
+    atomic_fetch_add(&r->srv->metrics.rdma_delegated_write_ops, 1);
     snprintf(etag, 48, "%s", d.etag);
     return WH_OK;
 }
@@ -82,6 +84,8 @@ wh_status_t srv_delegate_rdma_get(srv_req_t *r, store_reader_t *rd, const token_
     res->bytes = d.bytes;
     res->crc64nvme = d.crc64nvme;
     res->provider = "cluster";
+    atomic_fetch_add(&r->srv->metrics.rdma_delegated_read_bytes, d.bytes);
+    atomic_fetch_add(&r->srv->metrics.rdma_delegated_read_ops, 1);
     return WH_OK;
 }
 

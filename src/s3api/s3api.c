@@ -247,6 +247,8 @@ static void srv_s3_send(srv_req_t *r, srv_out_t *o)
             add_headers(resp, o);
         }
         r->tx_body = n;
+        r->err_code = o->code;
+        r->err_msg = o->msg;
         srv_reply(r, o->status, resp);
         return;
     }

@@ -40,7 +40,8 @@ endfunction()
 # Order: base < xfer, s3 < auth (SigV4, policies, ACLs), data < meta < store < cluster (meta's
 # backends, meta_sqlite and meta_pg, see meta and not each other); engine (xfer, s3) and ident
 # (meta, auth) < front (HTTP, routing, metrics) < s3ctl (bucket, configuration and IAM handlers,
-# what every handler shares) < s3api (object handlers, dispatch) < roles (wharfd).
+# what every handler shares) < s3api (object handlers, dispatch), console (the browser console)
+# < roles (wharfd).
 # The front never names the application (no s3api header), the RDMA engine knows nothing of HTTP.
 wh_layer_probe(base LINK wh_base ALLOW base/util.h base/status.h
   DENY xfer/xfer.h auth/sigv4.h data/data.h meta/meta.h store/store.h front/front.h
@@ -77,15 +78,23 @@ wh_layer_probe(ident LINK wh_ident ALLOW ident/identity.h meta/meta.h auth/authz
   DENY store/store.h engine/rdma.h front/front.h s3api/s3api.h roles/roles.h)
 wh_layer_probe(front LINK wh_front ALLOW front/front.h front/http_int.h front/route.h
        ident/identity.h engine/rdma.h store/store.h auth/sigv4.h xfer/xfer.h
-  DENY s3api/s3api.h s3api/delegate.h s3ctl/s3ctl.h cluster/remote.h roles/roles.h
-       client/client_int.h cli/cli.h)
+  DENY s3api/s3api.h s3api/delegate.h s3ctl/s3ctl.h console/console.h cluster/remote.h
+       roles/roles.h client/client_int.h cli/cli.h)
 wh_layer_probe(s3ctl LINK wh_s3ctl ALLOW s3ctl/s3ctl.h front/front.h store/store.h
        auth/authz.h
-  DENY s3api/s3api.h s3api/delegate.h cluster/remote.h roles/roles.h client/client_int.h cli/cli.h)
+  DENY s3api/s3api.h s3api/delegate.h console/console.h cluster/remote.h roles/roles.h
+       client/client_int.h cli/cli.h)
 wh_layer_probe(s3api LINK wh_s3api ALLOW s3api/s3api.h s3api/delegate.h s3ctl/s3ctl.h front/front.h
        store/store.h
-  DENY cluster/remote.h roles/roles.h client/client_int.h cli/cli.h)
-wh_layer_probe(roles LINK wh_roles ALLOW roles/roles.h s3api/s3api.h front/front.h cluster/remote.h
+  DENY console/console.h cluster/remote.h roles/roles.h client/client_int.h cli/cli.h)
+# The console: over s3ctl (the S3 authorization), the front and the store; it never names the
+# object handlers, the cluster's internals or the roles, and nothing below it names the console.
+wh_layer_probe(console LINK wh_console ALLOW console/console.h console/console_int.h
+       s3ctl/s3ctl.h front/front.h front/recent.h store/store.h ident/identity.h
+  DENY s3api/s3api.h s3api/delegate.h cluster/remote.h cluster/itoken.h roles/roles.h
+       client/client_int.h cli/cli.h)
+wh_layer_probe(roles LINK wh_roles ALLOW roles/roles.h s3api/s3api.h console/console.h front/front.h
+       cluster/remote.h
   DENY client/client_int.h cli/cli.h)
 # The safetensors parser sees the public header's types and nothing of the client or server.
 wh_layer_probe(safetensors LINK wh_safetensors ALLOW safetensors/safetensors.h wharf/wharf.h

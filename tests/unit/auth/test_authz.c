@@ -434,6 +434,36 @@ static void test_policy_vars(void)
     s3_policy_free(p);
 }
 
+/* wharf:Console (the browser console) in a user policy: granted by itself or by "*", not by
+ * s3:*; a bucket policy may not name it. */
+static void test_policy_wharf_actions(void)
+{
+    char msg[256];
+    s3_policy_t *p = NULL;
+    s3_principal_t bob = user("bob", ID_B);
+    const char *j = "{\"Version\":\"2012-10-17\",\"Statement\":{\"Effect\":\"Allow\",\"Action\":"
+                    "[\"wharf:Console\",\"s3:GetObject\"],\"Resource\":\"*\"}}";
+    CHECK(s3_policy_parse_user(j, strlen(j), &p, msg, sizeof msg) == S3_OK);
+    s3_authz_ctx_t c = ctx(&bob, "wharf:Console", "*");
+    CHECK(p && s3_policy_eval(p, &c) == S3_POLICY_ALLOW);
+    s3_policy_free(p);
+    j = "{\"Version\":\"2012-10-17\",\"Statement\":{\"Effect\":\"Allow\",\"Action\":"
+        "\"s3:*\",\"Resource\":\"*\"}}";
+    CHECK(s3_policy_parse_user(j, strlen(j), &p, msg, sizeof msg) == S3_OK);
+    CHECK(p && s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
+    s3_policy_free(p);
+    j = "{\"Version\":\"2012-10-17\",\"Statement\":{\"Effect\":\"Allow\",\"Action\":"
+        "\"*\",\"Resource\":\"*\"}}";
+    CHECK(s3_policy_parse_user(j, strlen(j), &p, msg, sizeof msg) == S3_OK);
+    CHECK(p && s3_policy_eval(p, &c) == S3_POLICY_ALLOW);
+    s3_policy_free(p);
+    p = NULL;
+    j = "{\"Version\":\"2012-10-17\",\"Statement\":{\"Effect\":\"Allow\",\"Principal\":"
+        "\"*\",\"Action\":\"wharf:Console\",\"Resource\":\"arn:aws:s3:::b\"}}";
+    CHECK(s3_policy_parse(j, strlen(j), &p, msg, sizeof msg) == S3_ERR_MALFORMED_POLICY);
+    CHECK(p == NULL && strstr(msg, "wharf:Console") != NULL);
+}
+
 static void test_acl_forms(void)
 {
     s3_acl_t a, b;
@@ -654,6 +684,7 @@ int main(void)
     RUN(test_eval_not);
     RUN(test_conditions);
     RUN(test_policy_vars);
+    RUN(test_policy_wharf_actions);
     RUN(test_acl_forms);
     RUN(test_acl_allows);
     RUN(test_decide);

@@ -128,9 +128,21 @@ static void test_subresources(void)
         {"GET", "/health", NULL, false, SRV_API_HEALTH},
         {"GET", "/metrics", NULL, false, SRV_API_METRICS},
         {"GET", "/metrics", "x=1", false, SRV_API_LIST_OBJECTS}, /* a bucket named metrics */
+        /* the browser console: /console and below, any method and query */
+        {"GET", "/console", NULL, false, SRV_API_CONSOLE},
+        {"GET", "/console/", NULL, false, SRV_API_CONSOLE},
+        {"POST", "/console/api/login", NULL, false, SRV_API_CONSOLE},
+        {"GET", "/console/api/objects", "bucket=b&prefix=a%2F", false, SRV_API_CONSOLE},
+        {"GET", "/consoles", NULL, false, SRV_API_LIST_OBJECTS}, /* a bucket named consoles */
+        {"GET", "/consoles/k", NULL, false, SRV_API_GET_OBJECT},
         {"GET", "noslash", NULL, false, SRV_API_BAD_REQUEST},
         {"GET", "/b/%zz", NULL, false, SRV_API_BAD_REQUEST},
     };
+    /* a key "console" of a virtual-host bucket is S3's */
+    srv_route_t v = R("GET", "/console", NULL, "b.localhost:9000", false);
+    CHECK(v.api == SRV_API_GET_OBJECT && v.vhost);
+    CHECK_STR(v.key, "console");
+    srv_route_free(&v);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         srv_route_t r = R(cases[i].m, cases[i].p, cases[i].q, "localhost", cases[i].copy);
         if (r.api != cases[i].api)
