@@ -568,6 +568,7 @@ static const meta_ops_t PG_OPS = {
     .bucket_versioning_set = pg_bucket_versioning_set,
     .object_get_version = pg_object_get_version,
     .object_delete_version = meta_rules_object_delete_version,
+    .object_rename = meta_rules_object_rename,
     .object_lock_set = meta_rules_object_lock_set,
     .version_scan = pg_version_scan,
     .object_tags_set = meta_rules_object_tags_set,

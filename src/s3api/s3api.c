@@ -156,6 +156,10 @@ const srv_op_t srv_ops[] = {
      false},
     {OBJ, "PUT", "partNumber", NULL, NULL, false, SRV_API_BAD_REQUEST, NONE_, false, NULL, NULL,
      NULL, false},
+    /* RenameObject (S3 Express): s3:PutObject on the destination here, s3:GetObject and
+     * s3:DeleteObject on the source in the handler (s3_rename.c). */
+    {OBJ, "PUT", "renameObject", NULL, NULL, false, SRV_API_RENAME_OBJECT, NONE_, false,
+     srv_write_rename, NULL, "s3:PutObject", false},
     {OBJ, "PUT", NULL, NULL, NULL, true, SRV_API_COPY_OBJECT, NONE_, false, srv_write_copy, NULL,
      "s3:PutObject", false},
     {OBJ, "PUT", NULL, NULL, NULL, false, SRV_API_PUT_OBJECT, WR_, true, srv_write_put_begin,

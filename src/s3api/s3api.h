@@ -125,6 +125,7 @@ int srv_write_put_begin(srv_req_t *r, srv_out_t *o);
 int srv_write_put_finish(srv_req_t *r, srv_out_t *o);
 int srv_write_copy(srv_req_t *r, srv_out_t *o);
 int srv_write_delete(srv_req_t *r, srv_out_t *o);
+int srv_write_rename(srv_req_t *r, srv_out_t *o); /* s3_rename.c */
 int srv_write_delete_many_begin(srv_req_t *r, srv_out_t *o);
 int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o);
 

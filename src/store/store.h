@@ -262,6 +262,19 @@ typedef struct store_delete_args {
  * removed or made) may be NULL. */
 wh_status_t store_object_delete(store_t *st, const store_delete_args_t *a, store_del_result_t *res);
 
+/* RenameObject (rename.c): the current object of src becomes that of dst in the same bucket, in
+ * one metadata transaction, without moving a byte (meta/meta.h, object_rename, says what is
+ * checked). scond and cond may be NULL; *fail (may be NULL) says what refused it:
+ * NOT_FOUND (no source, or cond's If-Match found no destination), PRECONDITION, AUTH (a lock),
+ * UNSUPPORTED (a versioned bucket), INVALID (a key S3 does not take). */
+typedef struct store_rename_args {
+    const char *bucket, *src_key, *dst_key;
+    const store_rename_src_cond_t *scond;
+    store_cond_t *cond;
+} store_rename_args_t;
+wh_status_t store_object_rename(store_t *st, const store_rename_args_t *a,
+                                store_rename_fail_t *fail);
+
 /* ---- versions (versions.c) ---- */
 wh_status_t store_bucket_versioning_get(store_t *st, const char *bucket,
                                         store_versioning_t *out); /* NOT_FOUND: bucket */
