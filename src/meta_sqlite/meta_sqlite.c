@@ -732,6 +732,7 @@ static const meta_ops_t SQ_OPS = {
     .object_get_version = sq_object_get_version,
     .object_delete_version = meta_rules_object_delete_version,
     .object_rename = meta_rules_object_rename,
+    .object_swap = meta_rules_object_swap,
     .object_lock_set = meta_rules_object_lock_set,
     .version_scan = sq_version_scan,
     .object_tags_set = meta_rules_object_tags_set,

@@ -339,6 +339,11 @@ static int refuse_unbuilt(srv_req_t *r, const srv_op_t *op, srv_out_t *o)
                             "server-side encryption (header %s) is not served on %s", n,
                             srv_api_name(op->api));
         }
+        if (strcmp(n, "x-amz-write-offset-bytes") == 0 && op->api != SRV_API_PUT_OBJECT)
+            return srv_errf(o, S3_ERR_INVALID_REQUEST,
+                            "x-amz-write-offset-bytes (an append) is taken by PutObject only, not "
+                            "by %s",
+                            srv_api_name(op->api));
         /* Object lock headers set the lock of the version a write makes (s3_lock.c); on any
          * other request they would be dropped unseen: refused instead. */
         if (strncmp(n, "x-amz-object-lock-", 18) == 0 && op->api != SRV_API_PUT_OBJECT &&
