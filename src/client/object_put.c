@@ -427,9 +427,8 @@ WHARF_API wharf_status_t wharf_object_put(wharf_client_t *c, const char *bucket,
     uint64_t threshold = c->multipart_threshold;
     if (op->rdma && !p.dev && c->multipart_threshold_default)
         threshold = WH_DEFAULT_RDMA_MULTIPART_THRESHOLD;
-    if (p.append) /* an append is one request: its offset names one place */
-        threshold = UINT64_MAX;
-    if (len >= threshold && len > 0) {
+    /* An append is one request: its offset names one place. */
+    if (!p.append && len >= threshold && len > 0) {
         p.part = c->part_size;
         if ((len + p.part - 1) / p.part > 10000) /* S3's part count limit */
             p.part = (len + 9999) / 10000;
@@ -444,7 +443,7 @@ WHARF_API wharf_status_t wharf_object_put(wharf_client_t *c, const char *bucket,
         wc_set_error("PUT %s/%s: out of memory", bucket, key);
         goto out;
     }
-    if (op->n == 1 && len < threshold) {
+    if (op->n == 1 && (len < threshold || p.append)) {
         wc_conn_t *conn = wc_client_conn_get(c);
         if (!conn) {
             st = WH_ERR_NOMEM;

@@ -55,7 +55,7 @@ int srv_append_begin(srv_req_t *r, srv_out_t *o)
 {
     if (!srv_hdr(r, OFFSET_HDR))
         return 0;
-    uint64_t off;
+    uint64_t off = 0;
     int ret;
     if ((ret = append_offset(r, o, &off)))
         return ret;
@@ -87,7 +87,7 @@ int srv_append_begin(srv_req_t *r, srv_out_t *o)
 int srv_append_commit(srv_req_t *r, srv_out_t *o, const s3_sums_t *want, const char *etag_hex,
                       const char *c64)
 {
-    uint64_t off;
+    uint64_t off = 0;
     int ret;
     if ((ret = append_offset(r, o, &off)))
         return ret;

@@ -9,10 +9,12 @@ import pytest
 
 import wharf
 from cluster import crc64nvme
-from conftest import Witness, expect_transport
+from conftest import Witness, expect_transport, make_client
 from wharf.errors import WharfError
+from wharfd import unique_bucket
 
 KIB = 1024
+MIB = 1024 * KIB
 
 
 def _seg(tag, n=64 * KIB):
@@ -80,3 +82,21 @@ def test_append_race_one_winner(client, bucket):
         expect += segs[wins[0]]
         assert client.get(bucket, "race") == expect
     assert client.stat(bucket, "race").crc64nvme == crc64nvme(expect)
+
+
+def test_append_above_the_multipart_threshold_is_one_request(wharfd, provider):
+    """An append larger than the client's multipart threshold still goes as one PUT (a
+    multipart upload would replace the object instead of extending it)."""
+    c = make_client(wharfd, provider, multipart_threshold=5 * MIB, part_size=5 * MIB)
+    try:
+        b = unique_bucket("pyapp")
+        c.create_bucket(b)
+        head = b"h" * 1000
+        c.put(b, "big", head)
+        tail = bytes(range(256)) * (6 * MIB // 256)
+        rep = c.put(b, "big", tail, write_offset=len(head))
+        assert rep.etag.endswith('-2"'), rep.etag  # two segments
+        assert c.get(b, "big") == head + tail
+        assert c.stat(b, "big").length == len(head) + len(tail)
+    finally:
+        c.close()
