@@ -156,6 +156,9 @@ def test_bad_requests(raw, bucket):
     assert r.status == 400 and b"x-amz-rename-source" in r.body, r
     r = rename(raw, bucket, "x", "dir/")
     assert r.status == 400 and r.error_code() == "InvalidRequest", r
+    # A rename moves no bytes: an x-amz-rdma-token on it is refused, and nothing moves.
+    r = rename(raw, bucket, "x", "y", {"x-amz-rdma-token": "0x1000:4096:ofi1:tcp:00:00"})
+    assert r.status == 400 and r.error_code() == "InvalidRequest", r
     # Another method on ?renameObject is no other API.
     assert raw.request("GET", f"/{bucket}/x", query={"renameObject": ""}).status == 405
     # Nothing moved, nothing was created.
