@@ -15,7 +15,7 @@ import pytest
 import pgserver
 from cluster import crc64nvme
 from s3raw import S3Raw
-from wharfd import WharfServer, unique_bucket
+from wharfd import WharfServer, crc32c_b64, unique_bucket
 
 MIB = 1024 * 1024
 OFF = "x-amz-write-offset-bytes"
@@ -70,7 +70,20 @@ def test_appends_make_one_object(raw, bucket):
     appends(raw, bucket)
 
 
-def test_append_to_a_multipart_object_and_crc32c(raw, bucket):
+def test_full_object_crc32c_is_combined(raw, bucket):
+    k = f"/{bucket}/c32"
+    first = os.urandom(5000)
+    r = raw.request("PUT", k, body=first, headers={"x-amz-checksum-crc32c": crc32c_b64(first)})
+    assert r.status == 200, r
+    more = os.urandom(7000)
+    assert append(raw, k, more, len(first)).status == 200
+    got = raw.request("GET", k, headers={"x-amz-checksum-mode": "ENABLED"})
+    assert got.body == first + more
+    assert got.headers["x-amz-checksum-crc32c"] == crc32c_b64(first + more)
+    assert got.headers["x-amz-checksum-crc64nvme"] == c64(first + more)
+
+
+def test_append_to_a_multipart_object(raw, bucket):
     k = f"/{bucket}/mp"
     r = raw.request("POST", k, query={"uploads": ""})
     uid = r.body.split(b"<UploadId>")[1].split(b"</UploadId>")[0].decode()
