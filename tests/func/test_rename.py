@@ -146,7 +146,7 @@ def test_bad_requests(raw, bucket):
     r = rename(raw, bucket, "nothing", "y")
     assert r.status == 404 and r.error_code() == "NoSuchKey", r
     for src, why in ((f"{bucket}", b"bucket/key"), ("/", b"bucket/key"),
-                     (f"other-bucket/x", b"another bucket"),
+                     ("other-bucket/x", b"another bucket"),
                      (f"{bucket}/x?versionId=abc", b"versionId"),
                      (f"{bucket}/%zz", b"percent-escape")):
         r = rename(raw, bucket, None, "y", source=src)

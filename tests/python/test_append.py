@@ -3,15 +3,17 @@ shm and tcp, HTTP): Client.put(write_offset=N). The bytes of an append go after 
 first N bytes, N its size; the object's CRC-64/NVME is the whole object's afterwards; and of
 appends racing at one offset exactly one lands each round, the others failing with
 InvalidWriteOffset and storing nothing."""
+import os
 import threading
 
+import crcmod
 import pytest
 
 import wharf
 from cluster import crc64nvme
 from conftest import Witness, expect_transport, make_client
 from wharf.errors import WharfError
-from wharfd import unique_bucket
+from wharfd import WharfServer, unique_bucket
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -100,3 +102,33 @@ def test_append_above_the_multipart_threshold_is_one_request(wharfd, provider):
         assert c.stat(b, "big").length == len(head) + len(tail)
     finally:
         c.close()
+
+
+def test_striped_rdma_append():
+    """A large RDMA append written as several stripe files (--put-stripes) becomes that many
+    more extents of the object, in order."""
+    crc = crcmod.mkCrcFun(0x1AD93D23594C93659, initCrc=0, rev=True, xorOut=0xFFFFFFFFFFFFFFFF)
+    striped = 'wharf_rdma_put_striped_total{unit="requests"}'
+    with WharfServer(providers="shm", extra_args=["--put-stripes", "4", "--put-stripe-min",
+                                                  "16M"]) as srv:
+        c = make_client(srv, "ofi+shm")
+        try:
+            b = unique_bucket("pystr")
+            c.create_bucket(b)
+            head = os.urandom(MIB + 5)
+            c.put(b, "s", head)
+            tail = os.urandom(24 * MIB)
+            before = srv.metrics().get(striped, 0)
+            rep = c.put(b, "s", tail, write_offset=len(head))
+            assert rep.transport == "rdma", rep
+            assert srv.metrics().get(striped, 0) == before + 1
+            assert c.get(b, "s") == head + tail
+            assert c.stat(b, "s").crc64nvme == crc(head + tail)
+            more = os.urandom(100)
+            c.put(b, "s", more, write_offset=len(head) + len(tail))
+            whole = head + tail
+            at = len(head) - 3  # a read across the first two segments
+            assert c.get(b, "s", offset=at, length=8) == whole[at:at + 8]
+            assert c.stat(b, "s").crc64nvme == crc(head + tail + more)
+        finally:
+            c.close()
