@@ -186,6 +186,12 @@ typedef struct wharf_xfer_opts {
     int if_none_match;      /* PUT: 1 = store only if the key has no object (If-None-Match: *) */
     const char *if_match;   /* PUT: store only if the key's ETag is this (quoted or not) */
     const char *version_id; /* GET: read this version of the object (NULL: the current) */
+    /* Appended. PUT with append set: S3 Express's append (x-amz-write-offset-bytes): the bytes
+     * go after the object's first write_offset bytes, which must be all of it (else
+     * WHARF_ERR_INVALID, InvalidWriteOffset; of appends racing at one offset one lands); no
+     * object and write_offset 0 creates it. Always one request, never a multipart upload. */
+    int append;
+    uint64_t write_offset;
 } wharf_xfer_opts_t;
 
 WHARF_API void wharf_xfer_opts_init(wharf_xfer_opts_t *o, size_t size);

@@ -79,7 +79,7 @@ class CReport(ctypes.Structure):
 class XferOpts(ctypes.Structure):
     _fields_ = [("size", c_size_t), ("transport", c_int), ("verify_checksum", c_int),
                 ("concurrency", c_uint), ("if_none_match", c_int), ("if_match", c_char_p),
-                ("version_id", c_char_p)]
+                ("version_id", c_char_p), ("append", c_int), ("write_offset", c_u64)]
 
 
 class CStat(ctypes.Structure):

@@ -484,16 +484,20 @@ class Client:
 
     def put(self, bucket: str, key: str, data: Union[str, Buffer], transport: str = "auto",
             verify: Optional[bool] = None, concurrency: Optional[int] = None,
-            if_none_match: bool = False, if_match: Optional[str] = None) -> Report:
+            if_none_match: bool = False, if_match: Optional[str] = None,
+            write_offset: Optional[int] = None) -> Report:
         """PUT bytes (or any buffer) as one object. Returns a Report. if_none_match=True
         stores only if the key has no object, if_match=ETAG only if its ETag is that one
         (checked by the server in the commit, so of racing writers one wins; the others get
-        PreconditionFailedError and store nothing)."""
+        PreconditionFailedError and store nothing). write_offset=N appends the bytes to the
+        object, whose size must be N (S3 Express's x-amz-write-offset-bytes; 0 with no object
+        creates it): of appends racing at one offset one lands, the others get an
+        InvalidWriteOffset error."""
         if isinstance(data, str):
             data = data.encode()
         return self.put_from(bucket, key, data, transport=transport, verify=verify,
                              concurrency=concurrency, cache=False, if_none_match=if_none_match,
-                             if_match=if_match)
+                             if_match=if_match, write_offset=write_offset)
 
     def get(self, bucket: str, key: str, offset: int = 0, length: Optional[int] = None,
             transport: str = "auto", verify: Optional[bool] = None,
@@ -535,7 +539,7 @@ class Client:
                  length: Optional[int] = None, transport: str = "auto",
                  verify: Optional[bool] = None, concurrency: Optional[int] = None,
                  cache: bool = True, if_none_match: bool = False,
-                 if_match: Optional[str] = None) -> Report:
+                 if_match: Optional[str] = None, write_offset: Optional[int] = None) -> Report:
         """PUT bytes [offset, offset+length) of buf (numpy array, torch tensor or any buffer)
         as one object. Returns a Report."""
         b = _as_buf(buf, f"put_from {bucket}/{key}")
@@ -547,22 +551,25 @@ class Client:
             raise WharfError(_lib.WHARF_ERR_RANGE, f"put_from {bucket}/{key}: [{offset}, "
                              f"{offset + n}) is outside the {b.nbytes}-byte buffer")
         return self._xfer(False, bucket, key, b.sub(offset, n), 0, n, transport, verify,
-                          concurrency, cache, if_none_match=if_none_match, if_match=if_match)
+                          concurrency, cache, if_none_match=if_none_match, if_match=if_match,
+                          write_offset=write_offset)
 
     # ---- the data path ---------------------------------------------------------------------
 
     def _xfer(self, is_get, bucket, key, b, offset, length, transport, verify, concurrency,
-              cache, if_none_match=False, if_match=None, version_id=None):
+              cache, if_none_match=False, if_match=None, version_id=None, write_offset=None):
         h = self._handle()
         if transport not in _TRANSPORTS:
             raise WharfError(_lib.WHARF_ERR_INVALID, f'transport must be "auto", "rdma" or '
                              f'"http", not {transport!r}')
         t = _TRANSPORTS[transport]
+        # A PUT staged through host memory keeps its condition and its offset.
+        put_kw = dict(if_none_match=if_none_match, if_match=if_match, write_offset=write_offset)
         if t == _lib.TRANSPORT_AUTO and not self.rdma:
             t = _lib.TRANSPORT_HTTP
         if b.kind == _lib.MEM_CUDA and t == _lib.TRANSPORT_HTTP:
             return self._bounce(is_get, bucket, key, b, offset, length, verify, concurrency,
-                                "http", "HTTP cannot reach GPU memory")
+                                "http", "HTTP cannot reach GPU memory", put_kw)
         opts = _lib.XferOpts()
         lib.wharf_xfer_opts_init(ctypes.byref(opts), ctypes.sizeof(opts))
         opts.transport = t
@@ -574,6 +581,12 @@ class Client:
         opts.if_none_match = 1 if if_none_match else 0
         opts.if_match = im
         opts.version_id = vid
+        if write_offset is not None:
+            if int(write_offset) < 0:
+                raise WharfError(_lib.WHARF_ERR_INVALID, f"put {bucket}/{key}: write_offset "
+                                 f"must be >= 0, not {write_offset}")
+            opts.append = 1
+            opts.write_offset = int(write_offset)
         rep = _lib.CReport()
         lib.wharf_report_init(ctypes.byref(rep), ctypes.sizeof(rep))
         reg = None
@@ -586,7 +599,7 @@ class Client:
                                                                _lib.WHARF_ERR_INVALID):
                     raise
                 return self._bounce(is_get, bucket, key, b, offset, length, verify,
-                                    concurrency, _TRANSPORT_NAMES[t], e.message)
+                                    concurrency, _TRANSPORT_NAMES[t], e.message, put_kw)
         try:
             bk, kk = _enc(bucket, "bucket"), _enc(key, "key")
             if is_get:
@@ -607,14 +620,14 @@ class Client:
                 self._release(reg)
         if st != _lib.OK:  # the server cannot reach this GPU directly: stage, and say so
             return self._bounce(is_get, bucket, key, b, offset, length, verify, concurrency,
-                                _TRANSPORT_NAMES[t], reason)
+                                _TRANSPORT_NAMES[t], reason, put_kw)
         out = Report._from_c(rep)
         out.memory = "cuda" if b.kind == _lib.MEM_CUDA else "host"
         log_report("GET" if is_get else "PUT", bucket, key, out)
         return out
 
     def _bounce(self, is_get, bucket, key, b, offset, length, verify, concurrency, transport,
-                why):
+                why, put_kw=None):
         """A CUDA tensor through a host copy (HTTP cannot write device memory; a client or
         server without the CUDA driver, or a remote server, cannot either). The Report says
         staged=True and reason says why."""
@@ -632,7 +645,7 @@ class Client:
             host = flat.cpu()
             rep = self.put_from(bucket, key, host, offset=b.addr - t.data_ptr(), length=length,
                                 transport=transport, verify=verify, concurrency=concurrency,
-                                cache=False)
+                                cache=False, **(put_kw or {}))
         rep.reason = (rep.reason + "; " if rep.reason else "") + \
             f"staged through host memory: {why}"
         rep.memory, rep.staged = "cuda", True

@@ -372,7 +372,8 @@ static bool idempotent(const wc_req_t *req)
         return false;
     for (size_t i = 0; i < req->nhdr; i++)
         if (!strcasecmp(req->hdr_names[i], "if-none-match") ||
-            !strcasecmp(req->hdr_names[i], "if-match"))
+            !strcasecmp(req->hdr_names[i], "if-match") ||
+            !strcasecmp(req->hdr_names[i], "x-amz-write-offset-bytes"))
             return false;
     return true;
 }

@@ -33,6 +33,8 @@ typedef struct put_op {
     put_part_t *parts;
     bool if_none_match; /* the write's condition: on the PUT, or on the completion */
     const char *if_match;
+    bool append;           /* x-amz-write-offset-bytes: write_offset */
+    char write_offset[24]; /* decimal (the request keeps a pointer to it) */
 } put_op_t;
 
 /* The caller's condition, on the request that commits the object. */
@@ -42,6 +44,8 @@ static void put_cond_headers(const put_op_t *p, wc_req_t *req)
         wc_req_header(req, "if-none-match", "*");
     else if (p->if_match)
         wc_req_header(req, "if-match", p->if_match);
+    if (p->append)
+        wc_req_header(req, "x-amz-write-offset-bytes", p->write_offset);
 }
 
 /* One PUT (object or part). Returns false when it must be re-sent over HTTP. */
@@ -386,6 +390,8 @@ WHARF_API wharf_status_t wharf_object_put(wharf_client_t *c, const char *bucket,
     p.len = len;
     p.if_none_match = o.if_none_match != 0;
     p.if_match = o.if_match && o.if_match[0] ? o.if_match : NULL;
+    p.append = o.append != 0;
+    snprintf(p.write_offset, sizeof p.write_offset, "%llu", (unsigned long long)o.write_offset);
     uint64_t crc = 0;
 
     st = wc_op_choose(op, &o);
@@ -421,7 +427,8 @@ WHARF_API wharf_status_t wharf_object_put(wharf_client_t *c, const char *bucket,
     uint64_t threshold = c->multipart_threshold;
     if (op->rdma && !p.dev && c->multipart_threshold_default)
         threshold = WH_DEFAULT_RDMA_MULTIPART_THRESHOLD;
-    if (len >= threshold && len > 0) {
+    /* An append is one request: its offset names one place. */
+    if (!p.append && len >= threshold && len > 0) {
         p.part = c->part_size;
         if ((len + p.part - 1) / p.part > 10000) /* S3's part count limit */
             p.part = (len + 9999) / 10000;
@@ -436,7 +443,7 @@ WHARF_API wharf_status_t wharf_object_put(wharf_client_t *c, const char *bucket,
         wc_set_error("PUT %s/%s: out of memory", bucket, key);
         goto out;
     }
-    if (op->n == 1 && len < threshold) {
+    if (op->n == 1 && (len < threshold || p.append)) {
         wc_conn_t *conn = wc_client_conn_get(c);
         if (!conn) {
             st = WH_ERR_NOMEM;

@@ -174,6 +174,28 @@ typedef struct store_cond {
     bool failed;   /* out: the check failed (not a conflict or an error) */
 } store_cond_t;
 
+/* RenameObject (S3 Express's, metadata only): the source's conditions
+ * (x-amz-rename-source-if-match, -if-none-match, -if-modified-since, -if-unmodified-since),
+ * checked in the rename's own transaction against the source's current row, and what made a
+ * refused rename fail. */
+typedef struct store_rename_src_cond {
+    const char *if_match;      /* NULL, or an ETag list ("*" allowed) */
+    const char *if_none_match; /* NULL, or an ETag list ("*" allowed) */
+    bool has_ims, has_ius;
+    time_t ims, ius; /* if-modified-since, if-unmodified-since */
+} store_rename_src_cond_t;
+typedef enum {
+    STORE_RENAME_OK = 0,
+    STORE_RENAME_SRC_MISSING, /* NOT_FOUND: no source object (or a delete marker) */
+    STORE_RENAME_SRC_COND,    /* PRECONDITION: a source condition failed */
+    STORE_RENAME_DST_COND,    /* PRECONDITION or NOT_FOUND: the destination's (cond->failed) */
+    STORE_RENAME_VERSIONED,   /* UNSUPPORTED: the bucket's versioning is not off */
+    STORE_RENAME_LOCKED,      /* AUTH: the source (or the destination it would replace) is
+                               * under a retention or legal hold */
+} store_rename_fail_t;
+/* Does m (the source's current row) pass c? (NULL c passes.) */
+bool store_rename_src_cond_ok(const store_rename_src_cond_t *c, const store_obj_meta_t *m);
+
 /* A delete's condition (S3's conditional deletes: If-Match, x-amz-if-match-last-modified-time
  * and x-amz-if-match-size, or a DeleteObjects Object's ETag). The metadata transaction of the
  * delete checks it against the version it would remove (the current one when no version id is

@@ -55,7 +55,8 @@ static const char *const g_served_subres[] = {"acl",
                                               "encryption",
                                               "object-lock",
                                               "retention",
-                                              "legal-hold"};
+                                              "legal-hold",
+                                              "renameObject"};
 
 static char *decode_dup(const char *s, size_t n, bool plus_is_space)
 {

@@ -90,6 +90,7 @@
     X(SRV_API_PUT_OBJECT_RETENTION, "PutObjectRetention")                                          \
     X(SRV_API_GET_OBJECT_LEGAL_HOLD, "GetObjectLegalHold")                                         \
     X(SRV_API_PUT_OBJECT_LEGAL_HOLD, "PutObjectLegalHold")                                         \
+    X(SRV_API_RENAME_OBJECT, "RenameObject")                                                       \
     X(SRV_API_NOT_IMPLEMENTED, "NotImplemented")                                                   \
     X(SRV_API_METHOD_NOT_ALLOWED, "MethodNotAllowed")                                              \
     X(SRV_API_BAD_REQUEST, "BadRequest")

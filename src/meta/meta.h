@@ -192,6 +192,23 @@ struct meta_ops {
     wh_status_t (*object_put)(meta_t *m, const char *bucket, const char *key, size_t klen,
                               store_obj_meta_t *meta, const store_data_ref_t *ref,
                               store_data_ref_t *old, store_cond_t *cond);
+    /* RenameObject: in one transaction the current object of src becomes the current object
+     * of dst (same bucket), its bytes, metadata and ETag unmoved; dst's former object goes to
+     * *old (data to release). Only in a bucket whose versioning is off (else UNSUPPORTED).
+     * scond against the source, cond against the destination (meta_cond_check); *fail says
+     * what refused it (store_rename_fail_t). src == dst: the checks, then nothing. */
+    wh_status_t (*object_rename)(meta_t *m, const char *bucket, const char *src, size_t slen,
+                                 const char *dst, size_t dlen, const store_rename_src_cond_t *scond,
+                                 store_cond_t *cond, store_rename_fail_t *fail,
+                                 store_data_ref_t *old);
+    /* An append's commit (S3 Express's x-amz-write-offset-bytes): in one transaction, the key's
+     * current object must still be the one whose data id is expect_id (else PRECONDITION: a
+     * racing write got there first), not locked (AUTH), in a bucket whose versioning is off
+     * (else UNSUPPORTED); it is then replaced by meta/ref, whose bytes reuse the old object's
+     * extents: *old (its reference, chunk map dropped) is NOT to be released by the caller. */
+    wh_status_t (*object_swap)(meta_t *m, const char *bucket, const char *key, size_t klen,
+                               const char *expect_id, store_obj_meta_t *meta,
+                               const store_data_ref_t *ref, store_data_ref_t *old);
     /* *old "" when there was no such key (WH_OK: idempotent). NOT_FOUND: bucket. */
     wh_status_t (*object_delete)(meta_t *m, const char *bucket, const char *key, size_t klen,
                                  store_data_ref_t *old);
@@ -658,6 +675,27 @@ static inline wh_status_t meta_object_put(meta_t *m, const char *bucket, const c
 {
     return m->ops->object_put ? m->ops->object_put(m, bucket, key, klen, meta, ref, old, cond)
                               : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_object_rename(meta_t *m, const char *bucket, const char *src,
+                                             size_t slen, const char *dst, size_t dlen,
+                                             const store_rename_src_cond_t *scond,
+                                             store_cond_t *cond, store_rename_fail_t *fail,
+                                             store_data_ref_t *old)
+{
+    return m->ops->object_rename
+               ? m->ops->object_rename(m, bucket, src, slen, dst, dlen, scond, cond, fail, old)
+               : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_object_swap(meta_t *m, const char *bucket, const char *key,
+                                           size_t klen, const char *expect_id,
+                                           store_obj_meta_t *meta, const store_data_ref_t *ref,
+                                           store_data_ref_t *old)
+{
+    return m->ops->object_swap
+               ? m->ops->object_swap(m, bucket, key, klen, expect_id, meta, ref, old)
+               : WH_ERR_UNSUPPORTED;
 }
 
 static inline wh_status_t meta_object_delete(meta_t *m, const char *bucket, const char *key,

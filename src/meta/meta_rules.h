@@ -46,6 +46,13 @@ wh_status_t meta_rules_upload_complete(meta_t *m, const char *bucket, const char
                                        store_obj_meta_t *meta, const store_data_ref_t *ref,
                                        store_data_ref_t *old, meta_part_t **all, size_t *n_all,
                                        store_cond_t *cond);
+wh_status_t meta_rules_object_rename(meta_t *m, const char *bucket, const char *src, size_t slen,
+                                     const char *dst, size_t dlen,
+                                     const store_rename_src_cond_t *scond, store_cond_t *cond,
+                                     store_rename_fail_t *fail, store_data_ref_t *old);
+wh_status_t meta_rules_object_swap(meta_t *m, const char *bucket, const char *key, size_t klen,
+                                   const char *expect_id, store_obj_meta_t *meta,
+                                   const store_data_ref_t *ref, store_data_ref_t *old);
 wh_status_t meta_rules_user_delete(meta_t *m, const char *name, bool force);
 wh_status_t meta_rules_key_create(meta_t *m, const meta_access_key_t *k);
 wh_status_t meta_rules_user_policy_put(meta_t *m, const char *user, const char *name,

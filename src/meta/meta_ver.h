@@ -80,6 +80,10 @@ typedef struct meta_ver_dialect {
     /* Sets the lock of the version vid (NULL: the current row) unless it is a delete marker. */
     wh_status_t (*lock_put)(void *conn, const char *bucket, const char *key, size_t klen,
                             const char *vid, int mode, int64_t until, bool hold);
+    /* The current row of key becomes the current row of dst (no row there: the rule made
+     * room), everything in it kept: its data id, so its bytes and chunk map stay as they are. */
+    wh_status_t (*obj_rekey)(void *conn, const char *bucket, const char *key, size_t klen,
+                             const char *dst, size_t dlen);
 } meta_ver_dialect_t;
 
 /* The versioning-aware commit of a new current row (PUT, completion): checks cond (a delete

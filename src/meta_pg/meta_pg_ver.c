@@ -219,6 +219,16 @@ static wh_status_t pg_obj_delete(void *conn, const char *bucket, const char *key
                        klen, "object delete");
 }
 
+static wh_status_t pg_obj_rekey(void *conn, const char *bucket, const char *key, size_t klen,
+                                const char *dst, size_t dlen)
+{
+    pg_params_t p = {0};
+    pp_obj(&p, bucket, key, klen);
+    pp_bytes(&p, dst, dlen);
+    return pg_exec(conn, "UPDATE objects SET key = $3 WHERE bucket = $1 AND key = $2", &p, NULL,
+                   "object rename");
+}
+
 static wh_status_t pg_ver_promote(void *conn, const char *bucket, const char *key, size_t klen)
 {
     return pg_exec_obj(conn,
@@ -309,6 +319,7 @@ const meta_ver_dialect_t PG_VER = {
     .tags_put = pg_tags_put,
     .ver_lock_get = pg_ver_lock_get,
     .lock_put = pg_lock_put,
+    .obj_rekey = pg_obj_rekey,
 };
 
 wh_status_t pg_object_get_version(meta_t *m, const char *bucket, const char *key, size_t klen,

@@ -38,6 +38,7 @@ static const char *const META_SQL[S_COUNT] = {
                      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
                      " ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
     [S_OBJ_DELETE] = "DELETE FROM objects WHERE bucket = ?1 AND key = ?2",
+    [S_OBJ_REKEY] = "UPDATE objects SET key = ?3 WHERE bucket = ?1 AND key = ?2",
     [S_OBJ_LIST_GT] = "SELECT key, size, mtime, etag, owner FROM objects"
                       " WHERE bucket = ?1 AND key > ?2 AND dm = 0 ORDER BY key",
     [S_OBJ_LIST_GE] = "SELECT key, size, mtime, etag, owner FROM objects"
@@ -730,6 +731,8 @@ static const meta_ops_t SQ_OPS = {
     .bucket_versioning_set = sq_bucket_versioning_set,
     .object_get_version = sq_object_get_version,
     .object_delete_version = meta_rules_object_delete_version,
+    .object_rename = meta_rules_object_rename,
+    .object_swap = meta_rules_object_swap,
     .object_lock_set = meta_rules_object_lock_set,
     .version_scan = sq_version_scan,
     .object_tags_set = meta_rules_object_tags_set,

@@ -91,6 +91,7 @@ enum {
     S_LOCK_CUR_SET,
     S_LOCK_VER_GET,
     S_LOCK_VER_SET,
+    S_OBJ_REKEY,
     S_COUNT
 };
 

@@ -189,6 +189,16 @@ static wh_status_t sq_obj_delete(void *conn, const char *bucket, const char *key
     return sq_exec_obj(conn, S_OBJ_DELETE, bucket, key, klen, "object delete");
 }
 
+static wh_status_t sq_obj_rekey(void *conn, const char *bucket, const char *key, size_t klen,
+                                const char *dst, size_t dlen)
+{
+    sq_conn_t *c = conn;
+    sqlite3_stmt *s = c->stmt[S_OBJ_REKEY];
+    sq_bind_obj(s, bucket, key, klen);
+    sq_bind_key(s, 3, dst, dlen);
+    return sq_exec_stmt(c, s, "object rename");
+}
+
 static wh_status_t sq_ver_promote(void *conn, const char *bucket, const char *key, size_t klen)
 {
     wh_status_t st = sq_exec_obj(conn, S_VER_PROMOTE, bucket, key, klen, "version promote");
@@ -263,6 +273,7 @@ const meta_ver_dialect_t SQ_VER = {
     .tags_put = sq_tags_put,
     .ver_lock_get = sq_ver_lock_get,
     .lock_put = sq_lock_put,
+    .obj_rekey = sq_obj_rekey,
 };
 
 wh_status_t sq_bucket_versioning_get(meta_t *mm, const char *bucket, int *state)

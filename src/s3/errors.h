@@ -32,6 +32,8 @@
       "The list of parts was not in ascending order. Parts must be ordered by part number.")       \
     X(S3_ERR_INVALID_RANGE, "InvalidRange", 416, "The requested range is not satisfiable")         \
     X(S3_ERR_INVALID_REQUEST, "InvalidRequest", 400, "Invalid Request")                            \
+    X(S3_ERR_INVALID_WRITE_OFFSET, "InvalidWriteOffset", 400,                                      \
+      "The write offset value that you specified does not match the current object size.")         \
     X(S3_ERR_KEY_TOO_LONG, "KeyTooLongError", 400, "Your key is too long.")                        \
     X(S3_ERR_MALFORMED_ACL, "MalformedACLError", 400,                                              \
       "The XML you provided was not well-formed or did not validate against our published "        \

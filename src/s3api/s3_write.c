@@ -102,6 +102,8 @@ int srv_put_commit(srv_req_t *r, srv_out_t *o, bool part, const s3_sums_t *want,
                                    r->w, e);
         r->w = NULL;
         snprintf(etag, sizeof etag, "%s", e);
+    } else if (srv_hdr(r, "x-amz-write-offset-bytes")) {
+        return srv_append_commit(r, o, want, etag_hex, c64); /* s3_append.c */
     } else {
         store_obj_meta_t m;
         memset(&m, 0, sizeof m);
@@ -178,7 +180,8 @@ int srv_put_finish(srv_req_t *r, srv_out_t *o, bool part)
 int srv_write_put_begin(srv_req_t *r, srv_out_t *o)
 {
     int ret;
-    if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)))
+    if ((ret = srv_key_check(r, o)) || (ret = srv_need_bucket(r, o)) ||
+        (ret = srv_append_begin(r, o)))
         return ret;
     return srv_put_begin(r, o, false);
 }

@@ -156,6 +156,10 @@ const srv_op_t srv_ops[] = {
      false},
     {OBJ, "PUT", "partNumber", NULL, NULL, false, SRV_API_BAD_REQUEST, NONE_, false, NULL, NULL,
      NULL, false},
+    /* RenameObject (S3 Express): s3:PutObject on the destination here, s3:GetObject and
+     * s3:DeleteObject on the source in the handler (s3_rename.c). */
+    {OBJ, "PUT", "renameObject", NULL, NULL, false, SRV_API_RENAME_OBJECT, NONE_, false,
+     srv_write_rename, NULL, "s3:PutObject", false},
     {OBJ, "PUT", NULL, NULL, NULL, true, SRV_API_COPY_OBJECT, NONE_, false, srv_write_copy, NULL,
      "s3:PutObject", false},
     {OBJ, "PUT", NULL, NULL, NULL, false, SRV_API_PUT_OBJECT, WR_, true, srv_write_put_begin,
@@ -372,6 +376,11 @@ static int refuse_unbuilt(srv_req_t *r, const srv_op_t *op, srv_out_t *o)
                             "server-side encryption (header %s) is not served on %s", n,
                             srv_api_name(op->api));
         }
+        if (strcmp(n, "x-amz-write-offset-bytes") == 0 && op->api != SRV_API_PUT_OBJECT)
+            return srv_errf(o, S3_ERR_INVALID_REQUEST,
+                            "x-amz-write-offset-bytes (an append) is taken by PutObject only, not "
+                            "by %s",
+                            srv_api_name(op->api));
         /* Object lock headers set the lock of the version a write makes (s3_lock.c); on any
          * other request they would be dropped unseen: refused instead. */
         if (strncmp(n, "x-amz-object-lock-", 18) == 0 && op->api != SRV_API_PUT_OBJECT &&

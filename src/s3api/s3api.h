@@ -125,6 +125,12 @@ int srv_write_put_begin(srv_req_t *r, srv_out_t *o);
 int srv_write_put_finish(srv_req_t *r, srv_out_t *o);
 int srv_write_copy(srv_req_t *r, srv_out_t *o);
 int srv_write_delete(srv_req_t *r, srv_out_t *o);
+int srv_write_rename(srv_req_t *r, srv_out_t *o); /* s3_rename.c */
+/* s3_append.c: PutObject with x-amz-write-offset-bytes. begin: 0 when absent or acceptable,
+ * before the body; commit: in place of the object commit of srv_put_commit. */
+int srv_append_begin(srv_req_t *r, srv_out_t *o);
+int srv_append_commit(srv_req_t *r, srv_out_t *o, const s3_sums_t *want, const char *etag_hex,
+                      const char *c64);
 int srv_write_delete_many_begin(srv_req_t *r, srv_out_t *o);
 int srv_write_delete_many_finish(srv_req_t *r, srv_out_t *o);
 

@@ -262,6 +262,43 @@ typedef struct store_delete_args {
  * removed or made) may be NULL. */
 wh_status_t store_object_delete(store_t *st, const store_delete_args_t *a, store_del_result_t *res);
 
+/* RenameObject (rename.c): the current object of src becomes that of dst in the same bucket, in
+ * one metadata transaction, without moving a byte (meta/meta.h, object_rename, says what is
+ * checked). scond and cond may be NULL; *fail (may be NULL) says what refused it:
+ * NOT_FOUND (no source, or cond's If-Match found no destination), PRECONDITION, AUTH (a lock),
+ * UNSUPPORTED (a versioned bucket), INVALID (a key S3 does not take). */
+typedef struct store_rename_args {
+    const char *bucket, *src_key, *dst_key;
+    const store_rename_src_cond_t *scond;
+    store_cond_t *cond;
+} store_rename_args_t;
+wh_status_t store_object_rename(store_t *st, const store_rename_args_t *a,
+                                store_rename_fail_t *fail);
+
+/* An append (append.c; S3 Express's PutObject with x-amz-write-offset-bytes): commits the
+ * writer's bytes after the key's current object, whose size must be offset. Nothing is
+ * rewritten: the new object's reference lists the old one's extents and then the new bytes' (a
+ * table that composes: local files; elsewhere UNSUPPORTED), and one metadata transaction
+ * replaces the object only if it is still the one extended (object_swap), so of appends racing
+ * at one offset one commits. No object and offset 0: a new object (If-None-Match: *), from
+ * meta. The object's CRC-64/NVME (and CRC-32C, when it had a full-object one) are combined
+ * from the stored and the new bytes' without a read; its ETag becomes
+ * "<md5(old ETag, new bytes' MD5)>-<segments>", part_sizes lists its segments (GET
+ * ?partNumber=N reads the Nth). Takes w. *meta: the committed object's. *fail says why not. */
+typedef enum {
+    STORE_APPEND_OK = 0,
+    STORE_APPEND_OFFSET,     /* INVALID or PRECONDITION: offset is not the object's size */
+    STORE_APPEND_EMPTY,      /* INVALID: no bytes */
+    STORE_APPEND_ENCRYPTED,  /* UNSUPPORTED: the object or the new bytes are encrypted */
+    STORE_APPEND_VERSIONED,  /* UNSUPPORTED: the bucket's versioning is not off */
+    STORE_APPEND_LOCKED,     /* AUTH: a retention or legal hold */
+    STORE_APPEND_TOO_MANY,   /* INVALID: the object has 10000 segments */
+    STORE_APPEND_NO_COMPOSE, /* UNSUPPORTED: this data table cannot extend an object */
+} store_append_fail_t;
+wh_status_t store_writer_commit_append(store_writer_t *w, const char *bucket, const char *key,
+                                       uint64_t offset, store_obj_meta_t *meta,
+                                       store_append_fail_t *fail);
+
 /* ---- versions (versions.c) ---- */
 wh_status_t store_bucket_versioning_get(store_t *st, const char *bucket,
                                         store_versioning_t *out); /* NOT_FOUND: bucket */
