@@ -140,16 +140,17 @@ def test_storage_sigterm_drains_a_chunk_put_in_flight():
     """A storage server given SIGTERM with a chunk PUT half-sent refuses new connections,
     answers that PUT 200 once its body arrives, exits 0 within the grace, and has the chunk
     after a restart."""
-    from cluster import Cluster, new_chunk_id, sign_itoken
+    from cluster import Cluster, crc64nvme, new_chunk_id, sign_itoken, target_of
     with Cluster(storage=1, gateways=1, replicas=1,
                  storage_args=["--shutdown-grace", str(GRACE)]) as cl:
         st = cl.storage[0]
         chunk = new_chunk_id()
         data = body(chunk, 3 << 20)
+        tok = sign_itoken("put", chunk, 0, len(data), target=target_of(st), crc=crc64nvme(data))
         sock = socket.create_connection(("127.0.0.1", st.port), timeout=GRACE)
         sock.sendall((f"PUT /chunk/{chunk} HTTP/1.1\r\nHost: 127.0.0.1:{st.port}\r\n"
                       f"Content-Length: {len(data)}\r\n"
-                      f"x-wharf-itoken: {sign_itoken('put', chunk, 0, len(data))}\r\n\r\n")
+                      f"x-wharf-itoken: {tok}\r\n\r\n")
                      .encode())
         sock.sendall(data[:len(data) // 2])
         time.sleep(0.3)
@@ -175,6 +176,6 @@ def test_storage_sigterm_drains_a_chunk_put_in_flight():
         st.start()
         import urllib.request
         req = urllib.request.Request(f"{st.endpoint}/chunk/{chunk}", headers={
-            "x-wharf-itoken": sign_itoken("get", chunk, 0, len(data))})
+            "x-wharf-itoken": sign_itoken("get", chunk, 0, len(data), target=target_of(st))})
         with urllib.request.urlopen(req, timeout=10) as r:
             assert r.read() == data
