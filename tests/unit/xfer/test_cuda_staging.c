@@ -1,0 +1,123 @@
+/* The server side of cuda+ipc without a GPU: WHARF_LIBCUDA names tests/unit/xfer/fake_cuda.c
+ * (host memory behind the driver's entry points), so the IPC open, the region checks, the
+ * pinned staging with the crc fused in, and the source read from a file (WHARF_CUDA_SOURCE=read)
+ * move real bytes that are compared here. What a GPU does with them is tested on a GPU host. */
+#include "base/crc.h"
+#include "check.h"
+#include "xfer/token.h"
+#include "xfer/xfer.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define DEV_BYTES (24u << 20)
+#define FILE_BYTES ((20u << 20) + 123u)
+
+static char g_err[256];
+
+static xfer_t *open_server(const char *source)
+{
+    setenv("WHARF_CUDA_SOURCE", source, 1);
+    xfer_config_t cfg;
+    xfer_config_init(&cfg);
+    cfg.provider = "cuda+ipc";
+    cfg.role = XFER_ROLE_SERVER;
+    xfer_t *x = NULL;
+    if (xfer_open(&cfg, &x, g_err, sizeof g_err) != WH_OK)
+        fprintf(stderr, "  server open: %s\n", g_err);
+    return x;
+}
+
+int main(void)
+{
+    const char *lib = getenv("WHARF_LIBCUDA");
+    void *h = lib ? dlopen(lib, RTLD_NOW) : NULL;
+    int (*dev_alloc)(unsigned long long *, size_t) = h ? dlsym(h, "fakecuMemAlloc") : NULL;
+    if (!dev_alloc) {
+        fprintf(stderr, "WHARF_LIBCUDA must name the fake driver (fake_cuda.c)\n");
+        return 1;
+    }
+    unsigned long long dptr = 0;
+    CHECK(dev_alloc(&dptr, DEV_BYTES) == 0);
+    uint8_t *dev = (uint8_t *)(uintptr_t)dptr;
+
+    /* The client: registers the "device" memory and packs a cuda1 token for 21 MiB of it. */
+    xfer_config_t cc;
+    xfer_config_init(&cc);
+    cc.provider = "cuda+ipc";
+    cc.role = XFER_ROLE_CLIENT;
+    xfer_t *cx = NULL;
+    CHECK(xfer_open(&cc, &cx, g_err, sizeof g_err) == WH_OK);
+    xfer_mr_t *mr = NULL;
+    CHECK(xfer_mr_reg_device(cx, dev, DEV_BYTES, &mr, g_err, sizeof g_err) == WH_OK);
+    char tok[TOKEN_MAX_LEN + 1];
+    CHECK(xfer_token_pack(cx, mr, dev, 21u << 20, tok, sizeof tok) == WH_OK);
+    token_t t;
+    CHECK(token_parse(tok, strlen(tok), &t, g_err, sizeof g_err) == WH_OK);
+
+    /* The object: a file of random bytes. */
+    char path[] = "/tmp/wharf-cuda-staging-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    uint8_t *src = malloc(FILE_BYTES);
+    for (size_t i = 0; i < FILE_BYTES; i++)
+        src[i] = (uint8_t)(rand() >> 7);
+    CHECK(write(fd, src, FILE_BYTES) == (ssize_t)FILE_BYTES);
+    unlink(path);
+    uint64_t off = 4096, len = FILE_BYTES - off;
+
+    xfer_target_t tgt = {.token = &t, .bind_pid = getpid()};
+    xfer_batch_t *b = NULL;
+    uint64_t crc = 0;
+
+    /* read: the batch reads the file itself; bytes and crc are the file's. */
+    xfer_t *sr = open_server("read");
+    CHECK(sr != NULL);
+    CHECK(xfer_batch_begin(sr, &tgt, &b, g_err, sizeof g_err) == WH_OK);
+    CHECK(xfer_batch_reads_fd(b));
+    memset(dev, 0, DEV_BYTES);
+    CHECK(xfer_batch_post_fd_crc(b, fd, off, len, 0, &crc) == WH_OK);
+    CHECK_EQ_U64(crc, wh_crc64nvme(0, src + off, len));
+    CHECK(memcmp(dev, src + off, len) == 0);
+    CHECK_EQ_U64(xfer_batch_bytes(b), len);
+    /* outside the token's 21 MiB region: refused, nothing moved */
+    CHECK(xfer_batch_post_fd_crc(b, fd, 0, 2u << 20, 20u << 20, &crc) == WH_ERR_INVALID);
+    CHECK(xfer_batch_end(b) == WH_OK);
+    /* past the file's end: a short read fails the batch with WH_ERR_IO and says so */
+    CHECK(xfer_batch_begin(sr, &tgt, &b, g_err, sizeof g_err) == WH_OK);
+    CHECK(xfer_batch_post_fd_crc(b, fd, FILE_BYTES - 100, 4096, 0, &crc) == WH_ERR_IO);
+    char msg[256];
+    xfer_batch_error(b, msg, sizeof msg);
+    CHECK(strstr(msg, "read of 4096 bytes") != NULL);
+    xfer_batch_end(b);
+    xfer_close(sr);
+
+    /* map (the default): the engine maps the file and posts the mapping. */
+    xfer_t *sm = open_server("map");
+    CHECK(sm != NULL);
+    CHECK(xfer_batch_begin(sm, &tgt, &b, g_err, sizeof g_err) == WH_OK);
+    CHECK(!xfer_batch_reads_fd(b));
+    CHECK(xfer_batch_post_fd_crc(b, fd, off, len, 0, &crc) == WH_ERR_UNSUPPORTED);
+    uint8_t *m = mmap(NULL, FILE_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+    CHECK(m != MAP_FAILED);
+    memset(dev, 0, DEV_BYTES);
+    CHECK(xfer_batch_post_crc(b, m + off, len, 4096, &crc) == WH_OK);
+    CHECK_EQ_U64(crc, wh_crc64nvme(0, src + off, len));
+    CHECK(memcmp(dev + 4096, src + off, len) == 0);
+    CHECK(xfer_batch_end(b) == WH_OK);
+    munmap(m, FILE_BYTES);
+    xfer_close(sm);
+
+    xfer_mr_dereg(mr);
+    xfer_close(cx);
+    close(fd);
+    free(src);
+    printf("%d passed, %d failed\n", g_check_pass, g_check_fail);
+    return g_check_fail ? 1 : 0;
+}
