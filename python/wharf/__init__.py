@@ -17,7 +17,8 @@ from ._lib import WHOLE, lib as _lib_handle
 from ._version import __version__
 from .client import Client, ObjectInfo, Registration, Report, Stat, client_from_env
 from .config import parse_url, settings_from_env
-from .errors import (AuthError, ChecksumError, ConfigError, DeclinedError,
+from .errors import (AuthError, CheckpointChangedError, CheckpointConflictError, ChecksumError,
+                     ConfigError, DeclinedError,
                      IncompleteCheckpointError, MissingDependencyError, NotFoundError,
                      PreconditionFailedError, SafetensorsError, TimedOutError, TransportError,
                      WharfError)
@@ -44,6 +45,7 @@ def library_path():
 __all__ = ["Client", "Report", "Stat", "ObjectInfo", "Registration", "WharfError",
            "NotFoundError", "TransportError", "TimedOutError", "PreconditionFailedError",
            "DeclinedError", "AuthError", "ChecksumError", "SafetensorsError",
-           "IncompleteCheckpointError", "ConfigError", "MissingDependencyError",
+           "IncompleteCheckpointError", "CheckpointChangedError", "CheckpointConflictError",
+           "ConfigError", "MissingDependencyError",
            "client_from_env", "parse_url", "settings_from_env", "library_version", "library_path",
            "WHOLE"]

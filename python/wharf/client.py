@@ -321,6 +321,17 @@ class Client:
         self._max_cached = max_cached_regs
         self._tls = threading.local()
 
+    def __repr__(self) -> str:
+        """Where it goes and how, never the credentials: endpoint, transport (the RDMA
+        provider, or http), region, and whether it is closed."""
+        prov = self.config.get("provider")
+        transport = "http" if prov in (None, "", "none") else str(prov)
+        extra = f", unix_socket={self.config['unix_socket']!r}" \
+            if self.config.get("unix_socket") else ""
+        closed = ", closed" if self._h is None else ""
+        return (f"<wharf.Client endpoint={self.endpoint!r} transport={transport!r}"
+                f"{extra} region={self.config.get('region')!r}{closed}>")
+
     # ---- lifetime --------------------------------------------------------------------------
 
     def __reduce__(self):

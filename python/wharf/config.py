@@ -228,3 +228,4 @@ def join(prefix: str, name: str) -> str:
 
 class UrlError(WharfError):
     """A malformed s3:// URL."""
+    _status = _lib.WHARF_ERR_INVALID

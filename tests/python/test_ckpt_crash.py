@@ -35,7 +35,7 @@ def run_worker(srv, provider, url, seed, mode, kill_at, how, victim="self", time
            "seed": seed, "mode": mode, "kill_at": kill_at, "how": how,
            "victim": victim}
     p = subprocess.Popen([sys.executable, WORKER, json.dumps(arg)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, env=dict(os.environ))
+                         stderr=subprocess.PIPE, env=dict(os.environ, WHARF_CKPT_GRACE_S="0"))
     try:
         out, err = p.communicate(timeout=timeout)
     finally:

@@ -26,10 +26,18 @@ Rules:
   point leaves the old checkpoint (or, at a new URL, none: load() reports "incomplete"); of
   two saves racing to one URL only one commits, the other gets CheckpointConflictError. Only
   after its commit does a save delete the shards under the URL that the new index does not
-  name and that were there before it began (the replaced checkpoint's, and orphans of
-  interrupted saves); shards of a save that began later are never touched. load() also
-  compares each shard's ETag with the one recorded at commit, so shards changed later are
-  detected.
+  name and that were there before it began (orphans of interrupted saves at once; the
+  replaced checkpoint's once they have been retired for grace_s seconds, see below); shards
+  of a save that began later are never touched. load() also compares each shard's ETag with
+  the one recorded at commit, so shards changed later are detected (ChecksumError).
+- Readers and an overwrite: the shards of the checkpoint an index replaces are not deleted at
+  its commit but retired: the new index lists them (metadata "retired": {file: unix time})
+  and the first save more than grace_s seconds later deletes them (grace_s: save's argument,
+  else WHARF_CKPT_GRACE_S, else DEFAULT_GRACE_S = 60; 0 deletes at the commit). A load that
+  read the old index before the commit finds its shards for that long. A load whose shards
+  vanish or change under it reads the index again and, where it changed, restarts once on
+  the new one; it returns the old or the new checkpoint, whole, or raises
+  CheckpointChangedError naming the race, never a NotFoundError or a short read.
 - Async (save_async, save(async_=True)): the call returns a Future once every tensor is
   copied into a snapshot pool; upload, commit and cleanup run in a thread. One in flight per
   process: any further save first waits for it.
@@ -59,6 +67,7 @@ tensors that are zero-copy views of it. A tensor whose offset is not a multiple 
 import concurrent.futures as cf
 import json
 import os
+import re
 import resource
 import threading
 import time
@@ -69,7 +78,8 @@ import numpy as np
 import torch
 
 from .. import _lib
-from ..errors import (CheckpointConflictError, ChecksumError, IncompleteCheckpointError,
+from ..errors import (CheckpointChangedError, CheckpointConflictError, ChecksumError,
+                      IncompleteCheckpointError,
                       NotFoundError, PreconditionFailedError, SafetensorsError, TimedOutError,
                       WharfError)
 from ._common import INDEX_NAME, _client, _join, parse_url, rank_world as _rank_world
@@ -84,6 +94,27 @@ from ..progress import Progress
 FORMAT = "wharf.torch/1"
 # Just under 4 GiB: a shard stays below the 4 GiB transfer limit of some RDMA stacks.
 DEFAULT_SHARD_SIZE = 4 * 1024 ** 3 - 64 * 1024 ** 2
+# Seconds the shards of a replaced checkpoint stay (retired) after the commit that replaced
+# them, for loads that read the old index (module doc, "Readers and an overwrite").
+DEFAULT_GRACE_S = 60.0
+# How many times a load restarts on a new index after its checkpoint changed under it.
+LOAD_RESTARTS = 1
+
+
+def _grace(grace_s):
+    if grace_s is None:
+        v = os.environ.get("WHARF_CKPT_GRACE_S")
+        if v is None:
+            return DEFAULT_GRACE_S
+        try:
+            grace_s = float(v)
+        except ValueError:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"WHARF_CKPT_GRACE_S={v!r} is not a "
+                             "number of seconds") from None
+    if not isinstance(grace_s, (int, float)) or isinstance(grace_s, bool) or grace_s < 0:
+        raise WharfError(_lib.WHARF_ERR_INVALID, f"grace_s must be a number of seconds >= 0, "
+                         f"not {grace_s!r}")
+    return float(grace_s)
 
 
 def _shard_name(rank, world, i, n, gen):
@@ -92,9 +123,15 @@ def _shard_name(rank, world, i, n, gen):
     return f"model-rank{rank:05d}-{gen}-{i + 1:05d}-of-{n:05d}.safetensors"
 
 
-def _is_shard(rel):
+_GEN_SHARD = re.compile(r"^model-(rank\d{5}-)?[0-9a-f]{12}-\d{5}-of-\d{5}\.safetensors$")
+
+
+def _is_shard(rel, gen=False):
     """A shard of a wharf.torch checkpoint (of any generation, also the names saves wrote
-    before shards carried one): the only objects a save's cleanup ever deletes."""
+    before shards carried one): the only objects a save's cleanup ever deletes. gen=True:
+    only names with a generation id (a Hugging Face shard has none)."""
+    if gen:
+        return bool(_GEN_SHARD.match(rel))
     return rel.startswith("model-") and rel.endswith(".safetensors") and "/" not in rel
 
 
@@ -105,7 +142,7 @@ def _manifest_name(rank, world):
 def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_size=None,
          transport="auto", checksums=True, concurrency=None, keep_staging=True, save_id=None,
          allow_pickle=False, progress=False, staging="auto", async_=False,
-         staging_budget=None):
+         staging_budget=None, grace_s=None):
     """Saves obj (a state dict or any nested structure of tensors and plain values) as
     safetensors shards under url (s3://bucket/key), then commits it (see the module doc for
     several ranks). Returns a dict: bytes, shards, index (its key, or None when a commit is
@@ -135,7 +172,9 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
     much (two buffers of the largest shard, so shard_size bounds it), and "staging_reason"
     why it is host when GPU tensors were saved. Device-staged tensors record
     a sum64 (wharf.torch.checksum, computed on the GPU) instead of a CRC-32.
-    staging_budget: async_ only, the most bytes the snapshot may take (see save_async)."""
+    staging_budget: async_ only, the most bytes the snapshot may take (see save_async).
+    grace_s: how long the replaced checkpoint's shards stay for loads still reading them
+    (default WHARF_CKPT_GRACE_S, else 60; the module doc, "Readers and an overwrite")."""
     t0 = time.perf_counter()
     c = _client(client)
     bucket, prefix = parse_url(url)
@@ -149,6 +188,7 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
                                        or staging_budget < 1):
         raise WharfError(_lib.WHARF_ERR_INVALID, "staging_budget must be a positive int "
                          f"(bytes), not {staging_budget!r}")
+    grace = _grace(grace_s)
     rank, world, pg = _rank_world(rank, world_size)
     if async_ and pg and world > 1:
         raise WharfError(_lib.WHARF_ERR_UNSUPPORTED, f"save {url}: async_=True with a process "
@@ -162,7 +202,7 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
     if async_:
         return _save_async(c, url, bucket, prefix, rank, world, skeleton, plans, save_id,
                            transport, checksums, concurrency, staging, staging_budget,
-                           progress, t0, flatten_s, gen)
+                           progress, t0, flatten_s, gen, grace)
     waited_s = _inflight.wait_idle()
 
     base, before = _begin(c, bucket, prefix, rank, world, pg)
@@ -175,7 +215,7 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
     rank_rec = _rank_record(rank, save_id, skeleton, plans, reports, tensor_info)
     t2 = time.perf_counter()
     committed, removed = _finish(c, bucket, prefix, url, rank, world, pg, rank_rec, save_id,
-                                 base, before)
+                                 base, before, grace)
     commit_s = time.perf_counter() - t2
     wall = time.perf_counter() - t0
     return {"bytes": sum(p["size"] for p in plans), "shards": [p["file"] for p in plans],
@@ -294,12 +334,9 @@ def _begin(c, bucket, prefix, rank, world, pg):
     commit, so that save cannot commit over this one (and loses nothing by the cleanup).
     Also removes this rank's old manifest, so a commit cannot pick up a rank that has not
     finished this save."""
-    base, before = None, set()
+    base, before = _Base(None, set(), {}), set()
     if rank == 0:
-        try:
-            base = c.stat(bucket, _join(prefix, INDEX_NAME)).etag
-        except NotFoundError:
-            pass
+        base = _base(c, bucket, prefix)
         before = _shard_keys(c, bucket, prefix)
     if pg and world > 1:
         _roll_call(f"s3://{bucket}/{prefix}", rank, world)
@@ -308,6 +345,58 @@ def _begin(c, bucket, prefix, rank, world, pg):
     if pg:
         torch.distributed.barrier()
     return base, before
+
+
+class _Base:
+    """The index a save replaces: its ETag (None: there was none), the shard keys it names
+    (live) and the retired ones it lists ({key: unix time retired})."""
+
+    def __init__(self, etag, live, retired):
+        self.etag, self.live, self.retired = etag, live, retired
+
+
+def _base(c, bucket, prefix):
+    try:
+        raw, etag = _get_whole(c, bucket, _join(prefix, INDEX_NAME))
+    except NotFoundError:
+        return _Base(None, set(), {})
+    live, retired = set(), {}
+    try:
+        meta = json.loads(raw)["metadata"]
+        live = _files(prefix, meta["ranks"])
+        for f, since in (meta.get("retired") or {}).items():
+            retired[_join(prefix, f)] = float(since)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        pass  # not an index of ours: replaced all the same, its files are not touched
+    return _Base(etag, live, retired)
+
+
+def _retire(base, before, new, grace):
+    """({key: unix time retired} for the new index to list, the keys to delete after its
+    commit): the replaced index's shards are retired now, retired ones stay until grace_s has
+    passed, the rest of what was listed before the save (orphans) goes."""
+    if grace <= 0:
+        return {}, set(before) - set(new)
+    now = time.time()
+    keep = {k: now for k in base.live if k in before and k not in new}
+    for k, since in base.retired.items():
+        if k in before and k not in new and k not in keep and now - since < grace:
+            keep[k] = since
+    return keep, set(before) - set(new) - set(keep)
+
+
+def _get_whole(c, bucket, key, tries=4):
+    """(the bytes of one version of a small object, its ETag): a GET that raced an overwrite
+    (its ETag not the HEAD's, or fewer bytes) is made again."""
+    for _ in range(tries):
+        st_ = c.stat(bucket, key)
+        raw = c.get(bucket, key, length=st_.length, transport="http")
+        rep = c.last_report
+        if len(raw) == st_.length and (rep is None or not rep.etag or not st_.etag
+                                       or rep.etag == st_.etag):
+            return raw, st_.etag
+    raise CheckpointChangedError(_lib.WHARF_ERR_PRECONDITION, f"s3://{bucket}/{key} changed "
+                                 f"during each of {tries} reads (it is being overwritten)")
 
 
 def _shard_keys(c, bucket, prefix, older_than=None):
@@ -324,12 +413,15 @@ def _rank_record(rank, save_id, skeleton, plans, reports, tensor_info):
             "weight_map": {e[0]: p["file"] for p in plans for e in p["entries"]}}
 
 
-def _finish(c, bucket, prefix, url, rank, world, pg, rank_rec, save_id, base, before):
+def _finish(c, bucket, prefix, url, rank, world, pg, rank_rec, save_id, base, before,
+            grace):
     """Commits (one rank, or every rank through the process group) and then deletes the
-    shards the new index does not name. Returns (the index key or None, objects removed)."""
+    shards the new index does not name and does not retire. Returns (the index key or None,
+    objects removed)."""
     if world == 1:
-        key = _write_index(c, bucket, prefix, 1, [rank_rec], base)
-        return key, _cleanup(c, bucket, before, _files(prefix, [rank_rec]))
+        retired, gone = _retire(base, before, _files(prefix, [rank_rec]), grace)
+        key = _write_index(c, bucket, prefix, 1, [rank_rec], base, retired)
+        return key, _cleanup(c, bucket, gone, ())
     c.put(bucket, _join(prefix, _manifest_name(rank, world)),
           json.dumps(rank_rec, separators=(",", ":")).encode(), transport="http")
     if not pg:
@@ -338,8 +430,9 @@ def _finish(c, bucket, prefix, url, rank, world, pg, rank_rec, save_id, base, be
     removed = 0
     if rank == 0:
         recs, _ = _check_manifests(c, bucket, prefix, url, world, save_id)
-        _write_index(c, bucket, prefix, world, recs, base)
-        removed = _cleanup(c, bucket, before, _files(prefix, recs))
+        retired, gone = _retire(base, before, _files(prefix, recs), grace)
+        _write_index(c, bucket, prefix, world, recs, base, retired)
+        removed = _cleanup(c, bucket, gone, ())
     torch.distributed.barrier()
     return _join(prefix, INDEX_NAME), removed
 
@@ -872,7 +965,7 @@ def save_async(obj, url, **kw):
 
 
 def _save_async(c, url, bucket, prefix, rank, world, skeleton, plans, save_id, transport,
-                checksums, concurrency, staging, budget, progress, t0, flatten_s, gen):
+                checksums, concurrency, staging, budget, progress, t0, flatten_s, gen, grace):
     waited_s = _inflight.claim()
     try:
         pool, offs, tensor_info, stats, crc_later = _snapshot(c, plans, transport, staging,
@@ -912,7 +1005,7 @@ def _save_async(c, url, bucket, prefix, rank, world, skeleton, plans, save_id, t
             rec = _rank_record(rank, save_id, skeleton, light, reports, tensor_info)
             t2 = time.perf_counter()
             committed, removed = _finish(c, bucket, prefix, url, rank, world, False, rec,
-                                         save_id, base, before)
+                                         save_id, base, before, grace)
             durable = time.perf_counter() - t0
             result = {
                 "bytes": sum(p["size"] for p in light), "shards": [p["file"] for p in light],
@@ -935,7 +1028,7 @@ def _save_async(c, url, bucket, prefix, rank, world, skeleton, plans, save_id, t
     return fut
 
 
-def _write_index(c, bucket, prefix, world, rank_recs, base):
+def _write_index(c, bucket, prefix, world, rank_recs, base, retired=None):
     """PUTs the index (the commit point) from every rank's record, over the index this save
     started from: If-Match its ETag (base), or If-None-Match: * where there was none. Of two
     saves racing to one URL, only one commits; the old checkpoint stays whole until then."""
@@ -947,10 +1040,15 @@ def _write_index(c, bucket, prefix, world, rank_recs, base):
     index = {"metadata": {"total_size": sum(sh["size"] for rr in recs for sh in rr["shards"]),
                           "format": FORMAT, "world_size": world, "ranks": ranks},
              "weight_map": weight_map}
+    if retired:
+        pre = prefix + "/" if prefix else ""
+        index["metadata"]["retired"] = {k[len(pre):]: round(v, 3)
+                                        for k, v in sorted(retired.items())}
     key = _join(prefix, INDEX_NAME)
     body = json.dumps(index, separators=(",", ":")).encode()
     try:
-        c.put(bucket, key, body, transport="http", if_none_match=base is None, if_match=base)
+        c.put(bucket, key, body, transport="http", if_none_match=base.etag is None,
+              if_match=base.etag)
     except (PreconditionFailedError, NotFoundError) as e:
         try:
             if c.get(bucket, key, transport="http") == body:
@@ -960,7 +1058,7 @@ def _write_index(c, bucket, prefix, world, rank_recs, base):
         raise CheckpointConflictError(
             _lib.WHARF_ERR_PRECONDITION,
             f"s3://{bucket}/{key}: another save committed this checkpoint while this one "
-            f"ran (the index is no longer {'absent' if base is None else base}); this save "
+            f"ran (the index is no longer {base.etag or 'absent'}); this save "
             "was not committed and the other checkpoint stands (this save's shards are left "
             "for the next save's cleanup)", getattr(e, "report", None)) from None
     return key
@@ -1001,7 +1099,7 @@ def _check_manifests(c, bucket, prefix, url, world_size, save_id):
     return recs, mtimes
 
 
-def commit(url, world_size=None, client=None, save_id=None):
+def commit(url, world_size=None, client=None, save_id=None, grace_s=None):
     """Writes the index of a checkpoint saved by several ranks without a process group, once
     every rank's save() has returned. world_size None: taken from the rank manifests found.
     Refuses (IncompleteCheckpointError) while a rank's manifest or shard is missing, when the
@@ -1020,20 +1118,14 @@ def commit(url, world_size=None, client=None, save_id=None):
                 _lib.WHARF_ERR_INVALID, f"commit {url}: cannot tell the world size from the "
                 f"rank manifests found ({len(found)}); pass world_size=")
         world_size = int(worlds.pop())
-    base, old_files = None, set()
-    try:
-        base = c.stat(bucket, _join(prefix, INDEX_NAME)).etag
-        old = json.loads(c.get(bucket, _join(prefix, INDEX_NAME), transport="http"))
-        old_files = _files(prefix, old["metadata"]["ranks"])
-    except NotFoundError:
-        pass
-    except (ValueError, KeyError, TypeError):
-        pass  # not an index of ours: replaced all the same, its files are not touched
+    grace = _grace(grace_s)
+    base = _base(c, bucket, prefix)
     recs, mtimes = _check_manifests(c, bucket, prefix, url, world_size, save_id)
-    key = _write_index(c, bucket, prefix, world_size, recs, base)
     new = _files(prefix, recs)
     stale = _shard_keys(c, bucket, prefix, older_than=min(mtimes)) if mtimes else set()
-    _cleanup(c, bucket, old_files | stale, new)
+    retired, gone = _retire(base, base.live | set(base.retired) | stale, new, grace)
+    key = _write_index(c, bucket, prefix, world_size, recs, base, retired)
+    _cleanup(c, bucket, gone, ())
     return key
 
 
@@ -1041,7 +1133,7 @@ def commit(url, world_size=None, client=None, save_id=None):
 
 
 def _read_json(c, bucket, key):
-    raw = c.get(bucket, key, transport="http")
+    raw, _ = _get_whole(c, bucket, key)
     try:
         return json.loads(raw)
     except ValueError as e:
@@ -1050,12 +1142,27 @@ def _read_json(c, bucket, key):
 
 
 def _read_index(c, bucket, prefix, url):
+    """(the parsed index, its ETag)."""
     key = _join(prefix, INDEX_NAME)
     try:
-        return _read_json(c, bucket, key)
+        raw, etag = _get_whole(c, bucket, key)
     except NotFoundError:
-        pass
+        raw = None
+    if raw is not None:
+        try:
+            return json.loads(raw), etag
+        except ValueError as e:
+            raise SafetensorsError(_lib.WHARF_ERR_INVALID,
+                                   f"s3://{bucket}/{key} is not valid JSON: {e}") from None
     others = c.list(bucket, prefix + "/") if prefix else []
+    pre = prefix + "/" if prefix else ""
+    hf = [o.key[len(pre):] for o in others if o.key.endswith(".safetensors")
+          and not _is_shard(o.key[len(pre):], gen=True)]
+    if hf:
+        raise SafetensorsError(
+            _lib.WHARF_ERR_INVALID, f"{url} is not a {FORMAT} checkpoint but a Hugging Face "
+            f"safetensors snapshot ({', '.join(sorted(hf)[:3])}): load it with "
+            "wharf.torch.load_safetensors (or load_pretrained into a model)")
     if others:
         raise IncompleteCheckpointError(
             _lib.WHARF_ERR_NOT_FOUND, f"checkpoint {url} is incomplete: {len(others)} objects "
@@ -1065,19 +1172,81 @@ def _read_index(c, bucket, prefix, url):
                         f"no checkpoint at {url}: s3://{bucket}/{key} not found")
 
 
+def _map_location(map_location, device, url):
+    """The device of torch.load's map_location (a str, torch.device, or a dict mapping
+    every location to one device); load places every tensor on one device."""
+    if map_location is None:
+        return device
+    if device not in (None, "cpu"):
+        raise WharfError(_lib.WHARF_ERR_INVALID, f"load {url}: pass device= or map_location=, "
+                         "not both")
+    if isinstance(map_location, dict):
+        targets = {str(v) for v in map_location.values()}
+        if len(targets) != 1:
+            raise WharfError(_lib.WHARF_ERR_UNSUPPORTED, f"load {url}: map_location "
+                             f"{map_location!r} maps to several devices; a wharf checkpoint "
+                             "loads onto one device (pass it as map_location or device)")
+        map_location = targets.pop()
+    if isinstance(map_location, (str, torch.device)):
+        try:
+            return torch.device(map_location)
+        except RuntimeError as e:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"load {url}: map_location "
+                             f"{map_location!r} is not a device ({e})") from None
+    raise WharfError(_lib.WHARF_ERR_UNSUPPORTED, f"load {url}: map_location of type "
+                     f"{type(map_location).__name__} is not supported (a device, a str or a "
+                     "dict naming one device)")
+
+
 def load(url, client=None, device="cpu", verify=False, rank=None, transport="auto",
-         report=None, allow_pickle=False, progress=False):
+         report=None, allow_pickle=False, progress=False, map_location=None):
     """Loads a checkpoint written by save(). rank: for a checkpoint of several ranks, which
     one (default: torch.distributed's rank, when initialised), or "all" for a list of every
     rank's object. verify=True recomputes each tensor's CRC-32 (or, for tensors saved from GPU
     memory, its sum64, on the device it landed on) against the one recorded at save and raises
     ChecksumError naming the tensors that differ. report: a dict to fill with
     timings and transports. allow_pickle: unpickle objects saved with allow_pickle=True
-    (only for checkpoints you trust). progress=True: a progress bar."""
+    (only for checkpoints you trust). progress=True: a progress bar, labelled with the URL.
+    map_location: as torch.load's, a device (str or torch.device) or a dict mapping
+    locations to one device; the same as device= (give one of them).
+    report["restarts"]: how many times the load began again on a new index (module doc,
+    "Readers and an overwrite")."""
     t0 = time.perf_counter()
+    device = _map_location(map_location, device, url)
     c = _client(client)
     bucket, prefix = parse_url(url)
-    index = _read_index(c, bucket, prefix, url)
+    rep = {} if report is None else report
+    first = None
+    for attempt in range(1 + LOAD_RESTARTS):
+        index, etag = _read_index(c, bucket, prefix, url)
+        try:
+            out = _load_index(c, bucket, prefix, url, index, device, verify, rank, transport,
+                              rep, allow_pickle, progress)
+        except WharfError as e:
+            # shards gone, short or changed under the load: a race with a save exactly when
+            # the index moved on meanwhile (else the error is the checkpoint's own)
+            if isinstance(e, (IncompleteCheckpointError, CheckpointConflictError)):
+                raise
+            try:
+                now = c.stat(bucket, _join(prefix, INDEX_NAME)).etag
+            except NotFoundError:
+                now = None
+            if now == etag:
+                raise
+            first = first or e
+            continue
+        rep["restarts"] = attempt
+        rep.pop("headers", None)
+        rep["wall_s"] = time.perf_counter() - t0
+        return out
+    raise CheckpointChangedError(
+        _lib.WHARF_ERR_PRECONDITION, f"load {url}: the checkpoint was replaced while it was "
+        f"read, {1 + LOAD_RESTARTS} times (a save to the same URL is racing this load: "
+        f"{first.message}); load again, or give the saves a longer grace_s") from first
+
+
+def _load_index(c, bucket, prefix, url, index, device, verify, rank, transport, rep,
+                allow_pickle, progress):
     meta = index.get("metadata") if isinstance(index, dict) else None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise SafetensorsError(_lib.WHARF_ERR_INVALID, f"{url}: the index is not a "
@@ -1104,9 +1273,9 @@ def load(url, client=None, device="cpu", verify=False, rank=None, transport="aut
     for r in want:
         for sh in recs[r]["shards"]:
             shards.append((_join(prefix, sh["file"]), sh["size"], sh.get("etag")))
-    rep = {} if report is None else report
     tensors = _fetch(c, bucket, [(k, s) for k, s, _ in shards], device, transport, rep,
-                     expect_etags=[e for _, _, e in shards], progress=progress, desc="load")
+                     expect_etags=[e for _, _, e in shards], progress=progress,
+                     desc=f"load {url}")
     out = []
     bad = []
     for r in want:
@@ -1134,7 +1303,5 @@ def load(url, client=None, device="cpu", verify=False, rank=None, transport="aut
         raise ChecksumError(_lib.WHARF_ERR_CHECKSUM, f"{url}: {len(bad)} tensors do not match "
                             f"the CRC-32 recorded at save: {', '.join(bad[:8])}"
                             f"{' ...' if len(bad) > 8 else ''}")
-    rep.pop("headers", None)
-    rep["wall_s"] = time.perf_counter() - t0
     return out if rank == "all" and world > 1 else out[0]
 

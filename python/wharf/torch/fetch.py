@@ -12,7 +12,7 @@ import torch
 
 from .. import _lib
 from .. import safetensors as st
-from ..errors import SafetensorsError, WharfError
+from ..errors import CheckpointChangedError, ChecksumError, SafetensorsError, WharfError
 from ..progress import Progress
 from .dtypes import view as _view
 
@@ -27,15 +27,31 @@ def fetch(c, bucket, shards, device, transport, rep, expect_etags=None, progress
           desc="load", copy=False):
     """Headers of shards [(key, size)] and a dict {name: tensor}: with copy False, zero-copy
     views of one arena holding every data section; with copy True, each tensor in a storage
-    of its own (fetch_each)."""
+    of its own (fetch_each). desc: the progress label (name the object: "load s3://b/k").
+    expect_etags: the ETag each shard must have (recorded at a commit): another raises
+    ChecksumError. Without them every GET of a shard must see the ETag its header GET saw:
+    a shard replaced between them raises CheckpointChangedError (the caller may restart)."""
     t0 = time.perf_counter()
     nthreads = max(1, min(8, len(shards)))
+
+    def header(ks):
+        h = st.read_header(c, bucket, ks[0], ks[1])
+        r = c.last_report
+        return h, (r.etag if r is not None else "")
     with cf.ThreadPoolExecutor(nthreads, thread_name_prefix="wharf-hdr") as ex:
-        headers = list(ex.map(lambda ks: st.read_header(c, bucket, ks[0], ks[1]), shards))
+        got = list(ex.map(header, shards))
+    headers = [h for h, _ in got]
+    if expect_etags is None:
+        expect_etags = [e for _, e in got]
+        changed = True
+    else:
+        _check_etags(bucket, shards, [(k, e) for (k, _), (_, e) in zip(shards, got)],
+                     expect_etags)
+        changed = False
     t_hdr = time.perf_counter()
     if copy:
         return fetch_each(c, bucket, shards, headers, device, transport, rep, expect_etags,
-                          progress, desc, t0, t_hdr)
+                          progress, desc, t0, t_hdr, changed)
     bases, total = [], 0
     for h in headers:
         total = (total + ARENA_ALIGN - 1) // ARENA_ALIGN * ARENA_ALIGN
@@ -67,8 +83,8 @@ def fetch(c, bucket, shards, device, transport, rep, expect_etags=None, progress
     for b in stage_bufs:
         free_bufs.put(b)
     reports = [None] * len(shards)
-    all_reports = []
-    bar = Progress(total, f"{desc} s3://{bucket}", progress)
+    all_reports, seen = [], []
+    bar = Progress(total, desc, progress)
     try:
         def one(i):
             (key, _), h, base = shards[i], headers[i], bases[i]
@@ -80,12 +96,14 @@ def fetch(c, bucket, shards, device, transport, rep, expect_etags=None, progress
                     r = c.get_into(bucket, key, land, offset=h.data_offset + p, length=n,
                                    transport=transport, cache=False)
                     if r.bytes != n:
-                        raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"s3://{bucket}/{key}: "
-                                         f"{r.bytes} bytes landed of {n} at "
-                                         f"{h.data_offset + p}")
+                        raise CheckpointChangedError(
+                            _lib.WHARF_ERR_PROTOCOL, f"s3://{bucket}/{key}: {r.bytes} bytes "
+                            f"landed of {n} at {h.data_offset + p}: the object is shorter "
+                            "than its header says (replaced while it was read?)")
                     if reports[i] is None:
                         reports[i] = r
                     all_reports.append(r)
+                    seen.append((key, r.etag))
                     if sb is not None:  # on to the device before the buffer is reused
                         arena[base + p:base + p + n].copy_(land)
                     bar.update(n)
@@ -107,7 +125,7 @@ def fetch(c, bucket, shards, device, transport, rep, expect_etags=None, progress
     staging_bytes = sum(b.numel() for b in stage_bufs)
     stage_bufs = None  # the host staging memory goes now
     t_get = time.perf_counter()
-    _check_etags(bucket, shards, reports, expect_etags)
+    _check_etags(bucket, shards, seen, expect_etags, changed)
     tensors = {}
     for (key, _), h, base in zip(shards, headers, bases):
         for ti in h.tensors:
@@ -127,12 +145,20 @@ def fetch(c, bucket, shards, device, transport, rep, expect_etags=None, progress
 
 
 
-def _check_etags(bucket, shards, reports, expect_etags):
-    for (key, _), r, want in zip(shards, reports, expect_etags or ()):
-        if r is not None and want and r.etag and r.etag != want:
-            raise WharfError(_lib.WHARF_ERR_PRECONDITION, f"s3://{bucket}/{key} changed "
-                             f"after the checkpoint was committed (ETag {r.etag}, committed "
-                             f"{want}); save the checkpoint again")
+def _check_etags(bucket, shards, seen, expect_etags, changed=False):
+    """Each (key, ETag) a GET saw against its shard's expected ETag."""
+    want = {k: e for (k, _), e in zip(shards, expect_etags or ()) if e}
+    for key, etag in seen:
+        w = want.get(key)
+        if not w or not etag or etag == w:
+            continue
+        if changed:
+            raise CheckpointChangedError(
+                _lib.WHARF_ERR_PRECONDITION, f"s3://{bucket}/{key} was replaced while it was "
+                f"read (ETag {w} at its header, {etag} later): it is being written")
+        raise ChecksumError(_lib.WHARF_ERR_CHECKSUM, f"s3://{bucket}/{key} changed after the "
+                            f"checkpoint was committed (ETag {etag}, committed {w}); save "
+                            "the checkpoint again")
 
 
 # copy=True: a tensor at least this large is fetched on its own (into its own storage, on the
@@ -165,7 +191,7 @@ def _jobs(h):
 
 
 def fetch_each(c, bucket, shards, headers, device, transport, rep, expect_etags, progress,
-               desc, t0, t_hdr):
+               desc, t0, t_hdr, changed=False):
     """Every tensor in a storage of its own, so that one tensor kept alive holds only its own
     bytes (and torch.save of it writes only those). On the host a large tensor lands in its
     own memory directly; runs of small ones, and everything bound for a GPU, land in a
@@ -191,19 +217,22 @@ def fetch_each(c, bucket, shards, headers, device, transport, rep, expect_etags,
     for b in stage_bufs:
         free_bufs.put(b)
     reports = [None] * len(shards)
-    all_reports = []
-    bar = Progress(sum(h.data_len for h in headers), f"{desc} s3://{bucket}", progress)
+    all_reports, seen = [], []
+    bar = Progress(sum(h.data_len for h in headers), desc, progress)
 
     def get(i, land, off, n):
         key = shards[i][0]
         r = c.get_into(bucket, key, land, offset=headers[i].data_offset + off, length=n,
                        transport=transport, cache=False)
         if r.bytes != n:
-            raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"s3://{bucket}/{key}: {r.bytes} bytes "
-                             f"landed of {n} at {headers[i].data_offset + off}")
+            raise CheckpointChangedError(
+            _lib.WHARF_ERR_PROTOCOL, f"s3://{bucket}/{key}: {r.bytes} bytes landed of {n} at "
+            f"{headers[i].data_offset + off}: the object is shorter than its header says "
+            "(replaced while it was read?)")
         if reports[i] is None:
             reports[i] = r
         all_reports.append(r)
+        seen.append((key, r.etag))
         bar.update(n)
 
     def one(job):
@@ -238,7 +267,7 @@ def fetch_each(c, bucket, shards, headers, device, transport, rep, expect_etags,
     staging_bytes = sum(b.numel() for b in stage_bufs)
     stage_bufs = None
     t_get = time.perf_counter()
-    _check_etags(bucket, shards, reports, expect_etags)
+    _check_etags(bucket, shards, seen, expect_etags, changed)
     tensors = {}
     for i, ((key, _), h) in enumerate(zip(shards, headers)):
         for ti in h.tensors:

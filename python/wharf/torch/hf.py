@@ -18,13 +18,15 @@ import re
 import tempfile
 import time
 import types
+import uuid
+import warnings
 
 import numpy as np
 import torch
 
 from .. import _lib
 from .. import safetensors as st
-from ..errors import NotFoundError, SafetensorsError, WharfError
+from ..errors import CheckpointChangedError, NotFoundError, SafetensorsError, WharfError
 from ._common import INDEX_NAME, _client, _join, parse_url
 from .checkpoint import _read_json
 from .dtypes import as_bytes as _as_bytes, prepare as _prepare
@@ -35,10 +37,19 @@ from .structure import _view_key
 def _resolve_hf(c, bucket, key, url):
     """[(shard key, size)], weight_map or None for a file, an index or a snapshot dir."""
     def one_file(k):
-        return [(k, c.stat(bucket, k).length)], None
+        return [(k, c.stat(bucket, k).length)], None, None
 
-    def from_index(k):
-        idx = _read_json(c, bucket, k)
+    def from_index(k, seen=False):
+        try:
+            idx = _read_json(c, bucket, k)
+        except NotFoundError as e:
+            if not seen:
+                raise
+            # it was there a moment ago: replaced under us
+            raise CheckpointChangedError(_lib.WHARF_ERR_NOT_FOUND, f"{url}: {k} went away "
+                                         f"while it was read ({e.message})") from None
+        meta = idx.get("metadata") if isinstance(idx, dict) else None
+        sid = meta.get(SNAPSHOT_KEY) if isinstance(meta, dict) else None
         wm = idx.get("weight_map") if isinstance(idx, dict) else None
         if not isinstance(wm, dict) or not all(isinstance(v, str) for v in wm.values()):
             raise SafetensorsError(_lib.WHARF_ERR_INVALID, f"s3://{bucket}/{k}: no weight_map "
@@ -53,13 +64,17 @@ def _resolve_hf(c, bucket, key, url):
             except NotFoundError:
                 raise NotFoundError(_lib.WHARF_ERR_NOT_FOUND, f"{url}: the index names shard "
                                     f"{f}, but s3://{bucket}/{sk} does not exist") from None
-        return out, wm
+        return out, wm, sid
+
+    def index_there(k):
+        return from_index(k, seen=True)
+        return out, wm, sid
 
     if key.endswith(".json"):
         return from_index(key)
     if key.endswith(".safetensors"):
         return one_file(key)
-    for name, fn in ((INDEX_NAME, from_index), ("model.safetensors", one_file)):
+    for name, fn in ((INDEX_NAME, index_there), ("model.safetensors", one_file)):
         k = _join(key, name)
         if c.exists(bucket, k):
             return fn(k)
@@ -69,7 +84,7 @@ def _resolve_hf(c, bucket, key, url):
     if not files:
         raise NotFoundError(_lib.WHARF_ERR_NOT_FOUND, f"{url}: no {INDEX_NAME}, "
                             "model.safetensors or *.safetensors there")
-    return files, None
+    return files, None, None
 
 
 def load_safetensors(url, device="cpu", client=None, transport="auto", report=None,
@@ -84,11 +99,88 @@ def load_safetensors(url, device="cpu", client=None, transport="auto", report=No
     lines on stderr)."""
     c = _client(client)
     bucket, key = parse_url(url, need_key=False)
-    shards, wm = _resolve_hf(c, bucket, key, url)
     rep = {} if report is None else report
     t0 = time.perf_counter()
-    tensors = fetch(c, bucket, shards, device, transport, rep, progress=progress,
-                    desc="load_safetensors", copy=copy)
+    first = None
+    for attempt in range(1 + SNAPSHOT_RESTARTS):
+        try:
+            shards, wm, sid = _resolve_hf(c, bucket, key, url)
+        except CheckpointChangedError as e:  # its index went away as it was read
+            first = first or e
+            time.sleep(RESTART_PAUSE_S * 2 ** attempt)
+            continue
+        except NotFoundError as e:
+            # no snapshot there, or a shard its index names is gone (an upload deleting the
+            # shards a new index no longer names): the same error twice is not a race
+            if first is not None and type(first) is type(e) and first.message == e.message:
+                raise
+            first = first or e
+            time.sleep(RESTART_PAUSE_S * 2 ** attempt)
+            continue
+        try:
+            tensors = fetch(c, bucket, shards, device, transport, rep, progress=progress,
+                            desc=f"load_safetensors {url}", copy=copy)
+            _check_weight_map(url, key, wm, rep)
+            _check_snapshot(url, sid, rep)
+        except (NotFoundError, CheckpointChangedError, SafetensorsError) as e:
+            # a shard gone, short or replaced under the load (or its header torn): the
+            # snapshot is being uploaded again; it is read again from its index. The same
+            # error every time is the snapshot's own (a malformed one), not a race.
+            if first is not None and not isinstance(e, CheckpointChangedError) and \
+                    type(e) is type(first) and e.message == first.message:
+                raise
+            first = first or e
+            time.sleep(RESTART_PAUSE_S * 2 ** attempt)
+            continue
+        rep["restarts"] = attempt
+        rep["wall_s"] = time.perf_counter() - t0
+        rep["tied"] = _tied_of(rep)
+        rep.pop("headers", None)
+        return tensors
+    raise CheckpointChangedError(
+        _lib.WHARF_ERR_PRECONDITION, f"load_safetensors {url}: the snapshot changed while it "
+        f"was read, {1 + SNAPSHOT_RESTARTS} times (it is being uploaded again: "
+        f"{first.message}); load it once the upload is done") from first
+
+
+# How many times load_safetensors reads a snapshot again after it changed under the load.
+SNAPSHOT_RESTARTS = 5
+RESTART_PAUSE_S = 0.01  # before restart k, RESTART_PAUSE_S * 2**k (0.3 s in all)
+
+
+# save_pretrained tags every shard (__metadata__) and the index (metadata) with one id per
+# save: load_safetensors then knows shards of two saves apart (an upload over a snapshot
+# rewrites the same file names), and reads the snapshot again.
+SNAPSHOT_KEY = "wharf.snapshot"
+# ... and the names it left out as repeats of a tied tensor ({dropped: kept}, JSON)
+TIED_KEY = "wharf.tied"
+
+
+def _tied_of(rep):
+    tied = {}
+    for h in rep["headers"].values():
+        raw = (h.metadata or {}).get(TIED_KEY)
+        if raw:
+            try:
+                got = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(got, dict):
+                tied.update({str(k): str(v) for k, v in got.items()})
+    return tied
+
+
+def _check_snapshot(url, sid, rep):
+    ids = {k: (h.metadata or {}).get(SNAPSHOT_KEY) for k, h in rep["headers"].items()}
+    seen = set(ids.values()) | ({sid} if sid else set())
+    if len(seen - {None}) > 1 or (len(seen - {None}) == 1 and None in seen and sid):
+        raise CheckpointChangedError(
+            _lib.WHARF_ERR_PRECONDITION, f"{url}: its files come from different saves "
+            f"(index {sid}, shards {sorted(set(map(str, ids.values())))}): the snapshot is "
+            "being written")
+
+
+def _check_weight_map(url, key, wm, rep):
     if wm is not None:
         hdrs = rep["headers"]
         d = key.rpartition("/")[0] if key.endswith(".json") else key
@@ -97,9 +189,6 @@ def load_safetensors(url, device="cpu", client=None, transport="auto", report=No
             if h is None or name not in h.by_name():
                 raise SafetensorsError(_lib.WHARF_ERR_INVALID, f"{url}: the index puts tensor "
                                        f"{name!r} in {f}, but that shard has no such tensor")
-    rep["wall_s"] = time.perf_counter() - t0
-    rep.pop("headers", None)
-    return tensors
 
 
 # --- loading into a model ---------------------------------------------------------------------
@@ -217,16 +306,19 @@ def load_pretrained(url, model=None, device=None, client=None, strict=True, tran
             p = next(iter(model.parameters()), None)
             if p is not None and p.device.type != "meta":
                 device = p.device
+    rep = {} if report is None else report
     sd = load_safetensors(url, device=device, client=client, transport=transport,
-                          report=report, progress=progress, copy=copy)
+                          report=rep, progress=progress, copy=copy)
     if model is None:
         return sd
+    groups = _tied_groups(model)
     try:
         res = model.load_state_dict(sd, strict=False, assign=True)
     except TypeError:  # torch < 2.1: no assign=
         res = _load_without_assign(model, sd)
     if hasattr(model, "tie_weights"):
         model.tie_weights()
+    _retie(model, sd, groups, rep.get("tied") or {})
     mine = model.state_dict()
     # a key the snapshot lacks is fine when tie_weights made it share a loaded key's memory
     loaded = {mine[k].data_ptr() for k in sd if k in mine and mine[k].numel()}
@@ -238,10 +330,80 @@ def load_pretrained(url, model=None, device=None, client=None, strict=True, tran
                          f"model: {list(res.unexpected_keys)[:8]}; pass strict=False to load "
                          "what matches")
     made = _materialize_buffers(model, torch.device(device), buffers_from, url)
-    if report is not None:
-        report.update(missing_keys=missing, unexpected_keys=list(res.unexpected_keys),
-                      materialized_buffers=made)
+    left = [n for n, _, _, _, t in _named_tensors(model) if t.device.type == "meta"]
+    rep.update(missing_keys=missing, unexpected_keys=list(res.unexpected_keys),
+               materialized_buffers=made, left_on_meta=left)
+    if left:
+        what = (f"{url}: {len(left)} tensors of {type(model).__name__} are in no snapshot "
+                f"and stay on the meta device (no memory, no values): {left[:8]}")
+        if strict:
+            raise WharfError(_lib.WHARF_ERR_INVALID, what + "; build the model with them "
+                             "real, or load with strict=False and initialise them "
+                             "(report['left_on_meta'] names them)")
+        warnings.warn(what + "; initialise them before use (report['left_on_meta'])",
+                      UserWarning, stacklevel=2)
     return model
+
+
+def _named_tensors(model):
+    """[(name, module, leaf, "_parameters" or "_buffers", tensor)] of every name, a tensor
+    reached by two names (tied) listed under each."""
+    out = []
+    for mod_name, mod in model.named_modules(remove_duplicate=False):
+        for kind in ("_parameters", "_buffers"):
+            for leaf, t in getattr(mod, kind).items():
+                if t is not None:
+                    out.append((f"{mod_name}.{leaf}" if mod_name else leaf, mod, leaf, kind, t))
+    return out
+
+
+def _tied_groups(model):
+    """Names that share one Parameter (or buffer) object in the model as built: tied weights,
+    whatever device they are on (on meta, memory cannot tell them apart; the object can)."""
+    by_id = {}
+    for name, _, _, _, t in _named_tensors(model):
+        by_id.setdefault(id(t), []).append(name)
+    return [names for names in by_id.values() if len(names) > 1]
+
+
+def _retie(model, sd, groups, tied):
+    """Ties again what the load untied: each group of names that shared one object before the
+    load shares the loaded one again (a load with assign, or into meta, replaces one name's
+    object only); each name the snapshot left out as a repeat of another (tied: {dropped:
+    kept}, recorded by save_pretrained) gets a Parameter over the kept one's memory."""
+    where = {n: (mod, leaf, kind) for n, mod, leaf, kind, _ in _named_tensors(model)}
+
+    def cur(n):
+        mod, leaf, kind = where[n]
+        return getattr(mod, kind)[leaf]
+
+    def put(n, t):
+        mod, leaf, kind = where[n]
+        getattr(mod, kind)[leaf] = t
+    for names in groups:
+        src = next((n for n in names if n in sd and cur(n).device.type != "meta"), None)
+        if src is None:
+            src = next((n for n in names if cur(n).device.type != "meta"), None)
+        if src is None:
+            continue
+        for n in names:
+            if cur(n) is not cur(src):
+                put(n, cur(src))
+    for dropped, kept in tied.items():
+        if dropped in sd or dropped not in where or kept not in where:
+            continue
+        k, d = cur(kept), cur(dropped)
+        if k.device.type == "meta" or (d.device.type != "meta" and
+                                       d.data_ptr() == k.data_ptr()):
+            continue
+        if d.device.type != "meta":
+            with torch.no_grad():
+                d.copy_(k)  # a real tensor of the model's own: gets the values
+            continue
+        if isinstance(d, torch.nn.Parameter):
+            put(dropped, torch.nn.Parameter(k.data, requires_grad=d.requires_grad))
+        else:
+            put(dropped, k.data)
 
 
 def from_pretrained(url, model_class=None, device="cpu", dtype=None, client=None,
@@ -396,6 +558,10 @@ def save_pretrained(model, url, client=None, max_shard_size="5GB", config=None,
              [f"model-{i + 1:05d}-of-{nsh:05d}.safetensors" for i in range(nsh)])
     meta = {"format": "pt"}
     meta.update(metadata or {})
+    sid = uuid.uuid4().hex[:16]
+    meta[SNAPSHOT_KEY] = sid
+    if dropped:  # load_pretrained ties them again, also in a model without tie_weights()
+        meta[TIED_KEY] = json.dumps(dropped, separators=(",", ":"), sort_keys=True)
     index_key = _join(prefix, INDEX_NAME)
     pre = prefix + "/" if prefix else ""
     old = [o.key for o in c.list(bucket, pre or None) if "/" not in o.key[len(pre):] and
@@ -418,7 +584,8 @@ def save_pretrained(model, url, client=None, max_shard_size="5GB", config=None,
             weight_map[n] = name
             total += t.numel() * t.element_size()
     if nsh > 1:
-        idx = {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}
+        idx = {"metadata": {"total_size": total, SNAPSHOT_KEY: sid},
+               "weight_map": dict(sorted(weight_map.items()))}
         c.put(bucket, index_key, json.dumps(idx, indent=2).encode())
     for k in old:
         if k.rpartition("/")[2] not in names and k != index_key:
