@@ -417,17 +417,19 @@ class ObjectMapDataset(_Objects, Dataset):
 class ObjectIterableDataset(_Objects, _Epochs, IterableDataset):
     """An iterable dataset, one item per object: transform(WharfObject) for each object of
     this rank (every world_size-th of the epoch's order) and DataLoader worker (every
-    num_workers-th of those), fetched ahead into num_buffers buffers (of the largest object's
+    num_workers-th of those; even="pad" (default), "drop" or False as for the layouts, so
+    every rank has as many), fetched ahead into num_buffers buffers (of the largest object's
     size unless buffer_bytes says) by fetch_workers threads (default: the CPU count, 2 to 8). shuffle=True: the order is a
     permutation of (seed, epoch), set_epoch changes it. len() is this rank's object count.
     state_dict/load_state_dict resume mid-epoch. Build with from_prefix or from_objects."""
 
     def __init__(self, objects, client=None, transform=None, rank=None, world_size=None,
                  shuffle=False, seed=0, num_buffers=8, buffer_bytes=None, fetch_workers=None,
-                 transport="auto"):
+                 transport="auto", even="pad"):
         self.client = _default_client(client)
         self.objects, self.transform = list(objects), transform
         self.rank, self.world_size = _rank_world(rank, world_size)
+        self.even = _even(even)
         self.num_buffers, self.buffer_bytes = num_buffers, buffer_bytes
         # objects are often small: several GETs in flight, sized from the host
         self.fetch_workers = fetch_workers or max(2, min(8, os.cpu_count() or 2))
@@ -440,12 +442,25 @@ class ObjectIterableDataset(_Objects, _Epochs, IterableDataset):
                              f"{big[0][2]} bytes, more than buffer_bytes {buffer_bytes}")
         self._init_epochs(shuffle, seed)
 
+    def _mine(self):
+        """This rank's object indexes of the epoch: every world_size-th of the epoch's order,
+        padded (even="pad": the order repeated from its start, as DistributedSampler) or cut
+        (even="drop") so that every rank has as many."""
+        order, W = self._perm(len(self.objects)), self.world_size
+        n = len(order)
+        if self.even == "pad" and n:
+            per = -(-n // W)
+            order = (order * (-(-per * W // n)))[:per * W]
+        elif self.even == "drop":
+            order = order[:n // W * W]
+        return order[self.rank::W]
+
     def __len__(self):
-        return len(range(self.rank, len(self.objects), self.world_size))
+        return len(self._mine())
 
     def __iter__(self):
         skip = self._begin()
-        mine = self._perm(len(self.objects))[self.rank::self.world_size]
+        mine = self._mine()
         wi = get_worker_info()
         if wi is not None and wi.num_workers > 1:
             mine = mine[wi.id::wi.num_workers]
@@ -463,25 +478,44 @@ class ObjectIterableDataset(_Objects, _Epochs, IterableDataset):
 
 # --- the fixed layouts ------------------------------------------------------------------------
 
+EVEN_MODES = ("pad", "drop", False)
+
+
+def _even(even):
+    if even is True:
+        return "pad"
+    if even not in EVEN_MODES:
+        raise WharfError(_lib.WHARF_ERR_INVALID, f'even must be "pad", "drop" or False, not '
+                         f"{even!r}")
+    return even
+
+
 class _Base(_Epochs, IterableDataset):
+    """The fixed layouts. An epoch is one global stream of rows (sequences, samples): every
+    shard's windows in order (shuffle: windows in a permutation of (seed, epoch), the rows of
+    each in one too), repeat times. Rank r of W takes its share of that stream, the same
+    number of rows on every rank (even="pad", the default: ceil(rows / W), the shortfall
+    repeated from the stream's start, as torch's DistributedSampler pads; "drop": floor(rows
+    / W), the tail dropped; False: rows split as evenly as they go, ranks differing by one),
+    whatever the number of shards (fewer shards than ranks included). The rank's rows are cut
+    into batches of batch_size, which may span shards; drop_last drops only the last partial
+    batch of the rank's stream. DataLoader workers take contiguous runs of the rank's
+    batches. Each worker fetches only the rows its batches hold."""
     pin_memory = False  # page-locked prefetch buffers: faster copies to a GPU
     device = None       # "cuda": items are GPU tensors, fetched into GPU memory (Prefetcher)
     repeat = 1
+    batch_size = None
+    drop_last = False
 
     def __init__(self, client, bucket, num_buffers, buffer_bytes, fetch_workers, transport,
-                 copy, rank, world_size, shuffle=False, seed=0):
+                 copy, rank, world_size, shuffle=False, seed=0, even="pad"):
         self.client, self.bucket = client, bucket
         self.num_buffers, self.buffer_bytes = num_buffers, buffer_bytes
         self.fetch_workers, self.transport, self.copy = fetch_workers, transport, copy
         self.rank, self.world_size = _rank_world(rank, world_size)
+        self.even = _even(even)
         self.last_stats = None
         self._init_epochs(shuffle, seed)
-
-    def _my_windows(self, windows):
-        wi = get_worker_info()
-        if wi is not None and wi.num_workers > 1:
-            return windows[wi.id::wi.num_workers]
-        return windows
 
     def _prefetch(self, windows):
         p = Prefetcher(self.client, self.bucket, windows, self.num_buffers, self.buffer_bytes,
@@ -489,76 +523,141 @@ class _Base(_Epochs, IterableDataset):
         self.last_stats = p.stats
         return p
 
-    # A layout says how many rows (sequences, samples) a window holds, how many items they
-    # make, and yields the items of a window from a row order (None: in place) and a start.
+    # A layout says how many rows a window holds (_rows), the sub-window of rows [lo, hi)
+    # (_sub), and makes an item of parts [(sub-window, its buffer, row indexes in it)].
     def _rows(self, w):
         raise NotImplementedError
 
-    def _count(self, w):
-        return self._rows(w)
+    def _share(self):
+        """(first stream position, rows) of this rank, of total rows in the epoch."""
+        total = sum(self._rows(w) for w in self.windows) * int(self.repeat)
+        W, r = self.world_size, self.rank
+        if self.even == "pad":
+            per = -(-total // W)
+            return r * per, per, total
+        if self.even == "drop":
+            per = total // W
+            return r * per, per, total
+        return r * total // W, (r + 1) * total // W - r * total // W, total
 
     def __len__(self):
-        """Items this rank yields in an epoch (shared between its DataLoader workers)."""
-        return sum(self._count(w) for w in self.windows) * int(self.repeat)
+        """Items (batches) this rank yields in an epoch (shared between its DataLoader
+        workers): the same on every rank unless even=False."""
+        _, per, _ = self._share()
+        bs = self.batch_size or 1
+        return per // bs + (1 if per % bs and not self.drop_last else 0)
 
-    def _batches(self, rows, start):
-        """[(first, last)] row ranges of the items from item `start` (batch_size, drop_last)."""
-        bs = getattr(self, "batch_size", None) or 1
-        out = []
-        for i in range(start * bs, rows, bs):
-            j = min(rows, i + bs)
-            if j - i < bs and getattr(self, "drop_last", False):
-                break
-            out.append((i, j))
+    def _batches(self):
+        """This rank's items of the epoch: each a list of (window index, row indexes)."""
+        first, per, total = self._share()
+        if not total or not per:
+            return []
+        n = len(self.windows)
+        stream = []  # (window index, rows, row order or None)
+        for r in range(int(self.repeat)):
+            for i in self._perm(n, salt=-1 - r):
+                nr = self._rows(self.windows[i])
+                order = (np.asarray(self._perm(nr, r * n + i + 1), dtype=np.int64)
+                         if self.shuffle else None)
+                if nr:
+                    stream.append((i, nr, order))
+        mine, pos, left = [], first % total, per
+        k = 0
+        while pos >= stream[k][1]:
+            pos -= stream[k][1]
+            k += 1
+        while left:
+            i, nr, order = stream[k]
+            take = min(left, nr - pos)
+            rows = (order[pos:pos + take] if order is not None
+                    else np.arange(pos, pos + take, dtype=np.int64))
+            mine.append((i, rows))
+            left -= take
+            pos, k = 0, (k + 1) % len(stream)
+        bs = self.batch_size or 1
+        out, cur, cn = [], [], 0
+        for i, rows in mine:
+            while len(rows):
+                t = min(bs - cn, len(rows))
+                cur.append((i, rows[:t]))
+                rows, cn = rows[t:], cn + t
+                if cn == bs:
+                    out.append(cur)
+                    cur, cn = [], 0
+        if cur and not self.drop_last:
+            out.append(cur)
         return out
 
     def __iter__(self):
         skip = self._begin()
-        n = len(self.windows)
-        plan = []  # (salt of the window's row order, window, first item)
-        for r in range(int(self.repeat)):
-            for i in self._my_windows(self._perm(n, salt=-1 - r)):
-                w = self.windows[i]
-                c = self._count(w)
-                if skip >= c:
-                    skip -= c
-                    continue
-                plan.append((r * n + i + 1, w, skip))
-                skip = 0
-        for k, (w, buf) in enumerate(self._prefetch([w for _, w, _ in plan])):
-            salt, _, start = plan[k]
-            order = self._perm(self._rows(w), salt) if self.shuffle else None
-            for item in self._items(w, buf, order, start):
-                self._served += 1
-                yield item
+        batches = self._batches()
+        wi = get_worker_info()
+        if wi is not None and wi.num_workers > 1:
+            nb = len(batches)
+            batches = batches[wi.id * nb // wi.num_workers:(wi.id + 1) * nb // wi.num_workers]
+        batches = batches[skip:]
+        # the fetches: consecutive parts of one window share one while they fit a buffer
+        fetches, plan = [], []
+        for b in batches:
+            parts = []
+            for i, rows in b:
+                lo, hi = int(rows.min()), int(rows.max()) + 1
+                if fetches:
+                    fi, flo, fhi = fetches[-1]
+                    if fi == i and lo >= flo and self._fits(self.windows[i], flo,
+                                                            max(fhi, hi)):
+                        fetches[-1] = (fi, flo, max(fhi, hi))
+                        parts.append((len(fetches) - 1, rows))
+                        continue
+                fetches.append((i, lo, hi))
+                parts.append((len(fetches) - 1, rows))
+            plan.append(parts)
+        subs = [self._sub(self.windows[i], lo, hi) for i, lo, hi in fetches]
+        it = iter(self._prefetch(subs))
+        at, buf = -1, None
+        for parts in plan:
+            got = []
+            for k, rows in parts:
+                while at < k:  # a batch over two fetches: its parts so far are copies
+                    _, buf = next(it)
+                    at += 1
+                got.append(self._part(subs[k], buf, rows - fetches[k][1], len(parts) > 1))
+            self._served += 1
+            yield self._item(got)
         self._served = 0  # the epoch is done: a next iterator starts it again
 
-    def _take(self, t, order, i, j):
-        """Rows i..j of t in the window's order: a view (or its copy) in place, a gathered
-        copy when shuffled."""
-        if order is None:
-            v = t[i:j]
-            return v.clone() if self.copy else v
-        return t[torch.as_tensor(order[i:j], device=t.device)]
+    def _fits(self, w, lo, hi):
+        return self._sub(w, lo, hi).nbytes <= self.buffer_bytes
+
+    def _take(self, t, rows, own=False):
+        """Rows of t: a view (or, with copy or own, its copy) when they are adjacent and in
+        order, else a gathered copy."""
+        n = len(rows)
+        if n and int(rows[-1]) - int(rows[0]) == n - 1 and (n < 2 or bool(
+                (np.diff(rows) == 1).all())):
+            v = t[int(rows[0]):int(rows[0]) + n]
+            return v.clone() if self.copy or own else v
+        return t[torch.as_tensor(rows, device=t.device)]
 
 
 class TokenDataset(_Base):
     """Sequences of seq_len int32 tokens (or batches [batch_size, seq_len] when batch_size is
     set) from token shards. seq_len defaults to the shards' own; another value re-cuts the
-    token stream of each shard (a tail shorter than seq_len is dropped, as is a last partial
-    batch of a window when drop_last). shuffle=True: windows, and the sequences inside each,
-    in a permutation of (seed, epoch); len(): items of this rank per epoch."""
+    token stream of each shard (a tail shorter than seq_len is dropped). Ranks split the
+    sequences of all shards evenly (even=, _Base); drop_last drops the last partial batch of
+    the rank's stream. shuffle=True: windows, and the sequences inside each, in a permutation
+    of (seed, epoch); len(): items of this rank per epoch."""
 
     def __init__(self, source, bucket=None, keys=None, prefix=None, seq_len=None,
                  batch_size=None, rank=None, world_size=None, num_buffers=2,
                  buffer_bytes=DEFAULT_BUFFER_BYTES, fetch_workers=2, transport="auto", copy=True,
-                 drop_last=True, repeat=1, client=None, device=None, shuffle=False, seed=0):
+                 drop_last=True, repeat=1, client=None, device=None, shuffle=False, seed=0,
+                 even="pad"):
         client, bucket, keys, prefix = _source(source, bucket, keys, prefix, client, ".bin")
         super().__init__(client, bucket, num_buffers, buffer_bytes, fetch_workers, transport,
-                         copy, rank, world_size, shuffle, seed)
+                         copy, rank, world_size, shuffle, seed, even)
         self.device = device
-        all_keys = _keys(client, bucket, keys, prefix, ".bin")
-        self.keys = all_keys[self.rank::self.world_size]
+        self.keys = _keys(client, bucket, keys, prefix, ".bin")
         self.batch_size, self.drop_last, self.repeat = batch_size, drop_last, repeat
         self.shards = []
         for k in self.keys:
@@ -590,32 +689,34 @@ class TokenDataset(_Base):
     def _rows(self, w):
         return w.nbytes // (self.seq_len * 4)
 
-    def _count(self, w):
-        return len(self._batches(self._rows(w), 0))
+    def _sub(self, w, lo, hi):
+        rb = self.seq_len * 4
+        return Window(w.key, w.offset + lo * rb, (hi - lo) * rb, None)
 
-    def _items(self, w, buf, order, start):
-        toks = buf.view(torch.int32).view(-1, self.seq_len)
-        for i, j in self._batches(toks.shape[0], start):
-            b = self._take(toks, order, i, j)
-            yield b[0] if self.batch_size is None else b
+    def _part(self, sw, buf, rows, own):
+        return self._take(buf.view(torch.int32).view(-1, self.seq_len), rows, own)
+
+    def _item(self, parts):
+        b = parts[0] if len(parts) == 1 else torch.cat(parts)
+        return b[0] if self.batch_size is None else b
 
 
 class RawImageShards(_Base):
     """(image uint8 [H, W, C], label) from raw NHWC shards; with batch_size, (uint8
-    [B, H, W, C], int64 labels [B]) (a last partial batch of a window is yielded unless
-    drop_last). shuffle=True: windows, and the samples inside each, in a permutation of
-    (seed, epoch); len(): items of this rank per epoch."""
+    [B, H, W, C], int64 labels [B]) (a last partial batch of the rank's stream is yielded
+    unless drop_last). Ranks split the samples of all shards evenly (even=, _Base).
+    shuffle=True: windows, and the samples inside each, in a permutation of (seed, epoch);
+    len(): items of this rank per epoch."""
 
     def __init__(self, source, bucket=None, keys=None, prefix=None, batch_size=None, rank=None,
                  world_size=None, num_buffers=2, buffer_bytes=DEFAULT_BUFFER_BYTES,
                  fetch_workers=2, transport="auto", copy=True, drop_last=False, client=None,
-                 device=None, shuffle=False, seed=0):
+                 device=None, shuffle=False, seed=0, even="pad"):
         client, bucket, keys, prefix = _source(source, bucket, keys, prefix, client, ".raw")
         super().__init__(client, bucket, num_buffers, buffer_bytes, fetch_workers, transport,
-                         copy, rank, world_size, shuffle, seed)
+                         copy, rank, world_size, shuffle, seed, even)
         self.device = device
-        all_keys = _keys(client, bucket, keys, prefix, ".raw")
-        self.keys = all_keys[self.rank::self.world_size]
+        self.keys = _keys(client, bucket, keys, prefix, ".raw")
         self.batch_size, self.drop_last = batch_size, drop_last
         self.windows = []
         self.num_samples = 0
@@ -644,19 +745,22 @@ class RawImageShards(_Base):
     def _rows(self, w):
         return len(w.info[1])
 
-    def _count(self, w):
-        return len(self._batches(self._rows(w), 0))
-
-    def _items(self, w, buf, order, start):
+    def _sub(self, w, lo, hi):
         shape, labels = w.info
-        imgs = buf.view(len(labels), *shape)
-        for i, j in self._batches(len(labels), start):
-            lab = labels[i:j] if order is None else [labels[x] for x in order[i:j]]
-            b = self._take(imgs, order, i, j)
-            if self.batch_size is None:
-                yield b[0], int(lab[0])
-            else:
-                yield b, torch.tensor(lab, dtype=torch.int64, device=buf.device)
+        sb = shape[0] * shape[1] * shape[2]
+        return Window(w.key, w.offset + lo * sb, (hi - lo) * sb, (shape, labels[lo:hi]))
+
+    def _part(self, sw, buf, rows, own):
+        shape, labels = sw.info
+        imgs = self._take(buf.view(len(labels), *shape), rows, own)
+        return imgs, [labels[int(x)] for x in rows]
+
+    def _item(self, parts):
+        b = parts[0][0] if len(parts) == 1 else torch.cat([p[0] for p in parts])
+        lab = [x for p in parts for x in p[1]]
+        if self.batch_size is None:
+            return b[0], int(lab[0])
+        return b, torch.tensor(lab, dtype=torch.int64, device=b.device)
 
 
 class JpegTarShards(_Base):
@@ -669,12 +773,11 @@ class JpegTarShards(_Base):
     def __init__(self, source, bucket=None, keys=None, prefix=None, rank=None, world_size=None,
                  num_buffers=2, buffer_bytes=DEFAULT_BUFFER_BYTES, fetch_workers=2,
                  transport="http", decode=None, check_jpeg=True, client=None, shuffle=False,
-                 seed=0):
+                 seed=0, even="pad"):
         client, bucket, keys, prefix = _source(source, bucket, keys, prefix, client, ".tar")
         super().__init__(client, bucket, num_buffers, buffer_bytes, fetch_workers, transport,
-                         True, rank, world_size, shuffle, seed)
-        all_keys = _keys(client, bucket, keys, prefix, ".tar")
-        self.keys = all_keys[self.rank::self.world_size]
+                         True, rank, world_size, shuffle, seed, even)
+        self.keys = _keys(client, bucket, keys, prefix, ".tar")
         self.decode, self.check_jpeg = decode, check_jpeg
         self.windows = []
         self.num_samples = 0
@@ -707,16 +810,28 @@ class JpegTarShards(_Base):
     def _rows(self, w):
         return len(w.info)
 
-    def _items(self, w, buf, order, start):
+    def _sub(self, w, lo, hi):
+        smp = w.info[lo:hi]
+        start = min(rel for rel, _, _, _ in smp)
+        end = max(rel + ln for rel, ln, _, _ in smp)
+        return Window(w.key, w.offset + start, end - start,
+                      [(rel - start, ln, label, key) for rel, ln, label, key in smp])
+
+    def _part(self, sw, buf, rows, own):
         mv = buf.numpy()
-        for x in (range(len(w.info)) if order is None else order)[start:]:
-            rel, ln, label, key = w.info[x]
+        out = []
+        for x in rows:
+            rel, ln, label, key = sw.info[int(x)]
             data = mv[rel:rel + ln].tobytes()
             if self.check_jpeg and data[:2] != b"\xff\xd8":
-                raise WharfError(_lib.WHARF_ERR_INVALID, f"s3://{self.bucket}/{w.key}: "
-                                 f"sample {key} at offset {w.offset + rel} does not start "
+                raise WharfError(_lib.WHARF_ERR_INVALID, f"s3://{self.bucket}/{sw.key}: "
+                                 f"sample {key} at offset {sw.offset + rel} does not start "
                                  "with the JPEG marker FF D8 (index and tar disagree)")
-            yield (self.decode(data) if self.decode else data), label
+            out.append(((self.decode(data) if self.decode else data), label))
+        return out
+
+    def _item(self, parts):
+        return parts[0][0]
 
 
 # --- writers: the inverse of TokenDataset and RawImageShards ---------------------------------
