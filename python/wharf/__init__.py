@@ -17,6 +17,7 @@ from ._lib import WHOLE, lib as _lib_handle
 from ._version import __version__
 from .client import Client, ObjectInfo, Registration, Report, Stat, client_from_env
 from .config import parse_url, settings_from_env
+from .reader import ObjectReader, open_object
 from .errors import (AuthError, CheckpointChangedError, CheckpointConflictError, ChecksumError,
                      ConfigError, DeclinedError,
                      IncompleteCheckpointError, MissingDependencyError, NotFoundError,
@@ -48,4 +49,4 @@ __all__ = ["Client", "Report", "Stat", "ObjectInfo", "Registration", "WharfError
            "IncompleteCheckpointError", "CheckpointChangedError", "CheckpointConflictError",
            "ConfigError", "MissingDependencyError",
            "client_from_env", "parse_url", "settings_from_env", "library_version", "library_path",
-           "WHOLE"]
+           "WHOLE", "ObjectReader", "open_object"]

@@ -42,6 +42,7 @@ from torch.utils.data import Dataset, IterableDataset, get_worker_info
 from .. import _lib
 from ..config import is_url, join as _join, parse_url
 from ..errors import NotFoundError, WharfError
+from ..reader import DEFAULT_BUFFER_SIZE as _READ_BUFFER, READERS, ObjectReader
 
 DEFAULT_BUFFER_BYTES = 256 * 1024 ** 2
 
@@ -391,22 +392,45 @@ class _Objects:
         o = WharfObject(b, k, n, data)
         return self.transform(o) if self.transform is not None else o
 
+    def _lazy(self, b, k, n):
+        """reader= set: transform(an ObjectReader over the object), closed after it; without
+        transform the open reader itself (the caller closes it)."""
+        r = ObjectReader(self.client, b, k, n, self.reader, self.read_buffer, self.transport)
+        if self.transform is None:
+            return r
+        with r:
+            return self.transform(r)
+
+
+def _reader_arg(reader):
+    if reader is not None and reader not in READERS:
+        raise WharfError(_lib.WHARF_ERR_INVALID, f"reader must be None (the whole object as "
+                         f"bytes, fetched ahead) or one of {READERS}, not {reader!r}")
+    return reader
+
 
 class ObjectMapDataset(_Objects, Dataset):
     """A map-style dataset, one item per object: ds[i] GETs object i and returns
     transform(WharfObject) (the WharfObject itself without transform). len() is the number of
     objects. Ranks and workers split it through the DataLoader's sampler (DistributedSampler
-    for ranks), as for any map-style dataset. Build with from_prefix or from_objects."""
+    for ranks), as for any map-style dataset. Build with from_prefix or from_objects.
+    reader="sequential", "range" or "whole" (wharf.reader): transform gets a lazy file-like
+    ObjectReader instead of the bytes, so a sample that reads a header and one slice fetches
+    only those (read_buffer: the sequential reader's read-ahead)."""
 
-    def __init__(self, objects, client=None, transform=None, transport="auto"):
+    def __init__(self, objects, client=None, transform=None, transport="auto", reader=None,
+                 read_buffer=_READ_BUFFER):
         self.client = _default_client(client)
         self.objects, self.transform, self.transport = list(objects), transform, transport
+        self.reader, self.read_buffer = _reader_arg(reader), read_buffer
 
     def __len__(self):
         return len(self.objects)
 
     def __getitem__(self, i):
         b, k, n = self.objects[i]
+        if self.reader is not None:
+            return self._lazy(b, k, n)
         data = self.client.get(b, k, length=n, transport=self.transport) if n else b""
         if len(data) != n:
             raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"s3://{b}/{k}: {len(data)} bytes read, "
@@ -421,13 +445,16 @@ class ObjectIterableDataset(_Objects, _Epochs, IterableDataset):
     every rank has as many), fetched ahead into num_buffers buffers (of the largest object's
     size unless buffer_bytes says) by fetch_workers threads (default: the CPU count, 2 to 8). shuffle=True: the order is a
     permutation of (seed, epoch), set_epoch changes it. len() is this rank's object count.
-    state_dict/load_state_dict resume mid-epoch. Build with from_prefix or from_objects."""
+    state_dict/load_state_dict resume mid-epoch. Build with from_prefix or from_objects.
+    reader="sequential", "range" or "whole": no fetch ahead; transform gets a lazy file-like
+    ObjectReader (wharf.reader) per object and reads what it needs."""
 
     def __init__(self, objects, client=None, transform=None, rank=None, world_size=None,
                  shuffle=False, seed=0, num_buffers=8, buffer_bytes=None, fetch_workers=None,
-                 transport="auto", even="pad"):
+                 transport="auto", even="pad", reader=None, read_buffer=_READ_BUFFER):
         self.client = _default_client(client)
         self.objects, self.transform = list(objects), transform
+        self.reader, self.read_buffer = _reader_arg(reader), read_buffer
         self.rank, self.world_size = _rank_world(rank, world_size)
         self.even = _even(even)
         self.num_buffers, self.buffer_bytes = num_buffers, buffer_bytes
@@ -464,6 +491,13 @@ class ObjectIterableDataset(_Objects, _Epochs, IterableDataset):
         wi = get_worker_info()
         if wi is not None and wi.num_workers > 1:
             mine = mine[wi.id::wi.num_workers]
+        if self.reader is not None:
+            for i in mine[skip:]:
+                item = self._lazy(*self.objects[i])
+                self._served += 1
+                yield item
+            self._served = 0
+            return
         wins = [Window(self.objects[i][1], 0, self.objects[i][2], i, self.objects[i][0])
                 for i in mine[skip:]]
         p = Prefetcher(self.client, None, wins, self.num_buffers, self.buffer_bytes,

@@ -38,7 +38,7 @@ Reads: each item is a ranged GET of exactly its bytes. Items are sorted by (obje
 and run on thread_count threads; a tensor whose stored region is contiguous lands directly in
 its destination (host or device memory, whatever the plan resolved), a strided region (a
 reshard along an inner dimension) lands its bounding rows in host memory and is copied; runs
-of small adjacent items share one GET.
+of small items of one object within coalesce_gap bytes of each other (64 KiB) share one GET.
 """
 import concurrent.futures as cf
 import dataclasses
@@ -54,6 +54,7 @@ from ..config import is_url, join, parse_url
 from ..errors import (CheckpointConflictError, ChecksumError, IncompleteCheckpointError,
                       MissingDependencyError, NotFoundError, PreconditionFailedError, WharfError)
 from ..progress import Progress
+from ..reader import runs
 from ._common import _client
 from .checksum import block_sums, first_mismatch
 from .dtypes import as_bytes as _as_bytes
@@ -86,6 +87,7 @@ DEFAULT_OBJECT_SIZE = 1 << 30
 ALIGN = 64
 SMALL_ITEM = 1 << 20          # items below this are fetched together with their neighbours
 SMALL_RUN = 16 << 20          # up to this many bytes per shared GET
+COALESCE_GAP = 64 << 10       # small items this near share a GET (the gap is read too)
 CHECK_BLOCK = 4 << 20         # each item's bytes are checksummed in blocks of this size, so
                               # a ranged read (a reshard) is checked reading at most one
                               # partial block more at each end
@@ -420,12 +422,18 @@ class WharfStorageReader(_Base, StorageReader):
     is missing: its save never finished. verify=True (the default) checks every byte read
     against the checksums the writer recorded (a ranged read takes in the whole checksum
     blocks around it) and raises ChecksumError naming the object, the item and the bytes
-    that changed; verify=False reads unchecked."""
+    that changed; verify=False reads unchecked. coalesce_gap: small items (under SMALL_ITEM)
+    of one object at most this many bytes apart share one GET (of at most SMALL_RUN bytes;
+    wharf.reader.coalesce, in offset order); 0: only adjacent ones."""
 
     def __init__(self, url, client=None, thread_count=8, transport="auto", progress=False,
-                 verify=True):
+                 verify=True, coalesce_gap=COALESCE_GAP):
         _Base.__init__(self, url, client, thread_count, transport, progress)
         self.verify = verify
+        if not isinstance(coalesce_gap, int) or coalesce_gap < 0:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"coalesce_gap must be an int >= 0, not "
+                             f"{coalesce_gap!r}")
+        self.coalesce_gap = coalesce_gap
         self.storage_data = {}
         self.load_id = uuid.uuid4().hex
         self.last_report = {}
@@ -520,22 +528,8 @@ class WharfStorageReader(_Base, StorageReader):
                     self._finish(planner, r, self._one(c, r, self._target(planner, r), bar))
                 return
             targets = [self._target(planner, r) for r in reqs]
-            jobs, i = [], 0
-            while i < len(reqs):  # runs of small adjacent items share a GET
-                j = i + 1
-                info = self._info(reqs[i])
-                if info.length < SMALL_ITEM:
-                    end = info.offset + info.length
-                    while j < len(reqs):
-                        nx = self._info(reqs[j])
-                        if nx.key != info.key or nx.length >= SMALL_ITEM or \
-                                nx.offset < end or nx.offset - end > ALIGN or \
-                                nx.offset + nx.length - info.offset > SMALL_RUN:
-                            break
-                        end = nx.offset + nx.length
-                        j += 1
-                jobs.append((i, j))
-                i = j
+            jobs = runs([(x.key, x.offset, x.length) for x in map(self._info, reqs)],
+                        self.coalesce_gap, SMALL_ITEM, SMALL_RUN)
             with cf.ThreadPoolExecutor(self.thread_count, thread_name_prefix="wharf-dcp-r") as ex:
                 outs = list(ex.map(lambda ij: self._run(c, reqs, targets, ij, bar), jobs))
             for (i, j), out in zip(jobs, outs):
@@ -558,10 +552,11 @@ class WharfStorageReader(_Base, StorageReader):
         i, j = ij
         if j - i == 1:
             return [self._one(c, reqs[i], targets[i], bar)]
-        first, last = self._info(reqs[i]), self._info(reqs[j - 1])
-        base, n = first.offset, last.offset + last.length - first.offset
+        infos = [self._info(reqs[k]) for k in range(i, j)]
+        base = min(x.offset for x in infos)
+        n = max(x.offset + x.length for x in infos) - base
         buf = torch.empty(n, dtype=torch.uint8)
-        etag = self._get(c, first.key, buf, base, n)
+        etag = self._get(c, infos[0].key, buf, base, n)
         out = []
         for k in range(i, j):
             info = self._info(reqs[k])
