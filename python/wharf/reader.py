@@ -5,7 +5,9 @@
         f.seek(off)
         f.readinto(buf)          # a ranged GET straight into buf (RDMA where the client has it)
 
-Three reader choices, as s3torchconnector's:
+Three reader choices, after s3torchconnector's reader constructors (its sequential() buffers
+the whole object, which is "whole" here; its range_based(buffer_size) ranged GETs through a
+buffer, "range" here without one and "sequential" with one):
     "sequential"  a read-ahead buffer of buffer_size bytes (default 8 MiB): a read outside it
                   GETs [position, position + max(n, buffer_size)) into it; reads and short
                   seeks inside it cost nothing. For files read front to back.
