@@ -32,15 +32,15 @@ if _os.environ.get("WHARF_FSSPEC_S3") == "1":  # s3:// through wharf.fsspec (its
         pass
 
 
-def library_version():
+def library_version() -> str:
     """libwharf's version string (loads the library)."""
-    return _lib_handle.wharf_version().decode()
+    return str(_lib_handle.wharf_version().decode())
 
 
-def library_path():
+def library_path() -> str:
     """Path of the libwharf loaded (loads it)."""
     _lib_handle._load()
-    return _lib_handle.path
+    return str(_lib_handle.path)
 
 
 __all__ = ["Client", "Report", "Stat", "ObjectInfo", "Registration", "WharfError",

@@ -40,8 +40,9 @@ class WharfError(Exception):
 
     def __init__(self, status: "Union[int, str]", message: Optional[str] = None,
                  report: Any = None) -> None:
-        if isinstance(status, str) and message is None:  # cls("message")
-            status, message = self._status, status
+        if isinstance(status, str):  # cls("message")
+            self._setup(self._status, status if message is None else message, report)
+            return
         self._setup(int(status), "" if message is None else message, report)
 
     def _setup(self, status: int, message: str, report: Any) -> None:
@@ -56,7 +57,7 @@ class WharfError(Exception):
         if self._errno is not None:
             self.errno = self._errno  # strerror stays None, so str() is still the text
 
-    def __reduce__(self):
+    def __reduce__(self) -> Any:
         state = {k: v for k, v in self.__dict__.items()
                  if k not in ("status", "status_name", "message", "report")}
         return (_rebuild, (type(self), self.status, self.message, self.report, state))

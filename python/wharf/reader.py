@@ -162,7 +162,7 @@ class ObjectReader(io.RawIOBase):
         return n
 
     def readall(self) -> bytes:
-        return self.read(max(0, self.size - self._pos))
+        return self.read(max(0, self.size - self._pos)) or b""
 
     def read_ranges(self, ranges: Sequence[Tuple[int, int]], max_gap: int = 64 << 10,
                     max_span: Optional[int] = 64 << 20) -> List[bytes]:
