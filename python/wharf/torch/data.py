@@ -34,6 +34,7 @@ import json
 import os
 import queue
 import time
+from typing import Any, List, Tuple
 
 import numpy as np
 import torch
@@ -631,7 +632,8 @@ class _Base(_Epochs, IterableDataset):
             batches = batches[wi.id * nb // wi.num_workers:(wi.id + 1) * nb // wi.num_workers]
         batches = batches[skip:]
         # the fetches: consecutive parts of one window share one while they fit a buffer
-        fetches, plan = [], []
+        fetches: List[Tuple[int, int, int]] = []
+        plan: List[List[Tuple[int, Any]]] = []
         for b in batches:
             parts = []
             for i, rows in b:
