@@ -64,6 +64,8 @@ data section into one arena (a torch.empty(uint8) of the total, registered once)
 tensors that are zero-copy views of it. A tensor whose offset is not a multiple of its item size
 (never in files written here or by the reference writer) is copied instead.
 """
+from __future__ import annotations
+
 import concurrent.futures as cf
 import json
 import os
@@ -73,6 +75,7 @@ import threading
 import time
 import uuid
 import zlib
+from typing import Any, Iterator, Optional
 
 import numpy as np
 import torch
@@ -89,6 +92,7 @@ from .checksum import sum64 as _sum64
 from .fetch import fetch as _fetch
 from .structure import Flatten as _Flatten, decode as _decode
 from .. import safetensors as st
+from ..client import Client
 from ..progress import Progress
 
 FORMAT = "wharf.torch/1"
@@ -101,7 +105,7 @@ DEFAULT_GRACE_S = 60.0
 LOAD_RESTARTS = 1
 
 
-def _grace(grace_s):
+def _grace(grace_s: float) -> Any:
     if grace_s is None:
         v = os.environ.get("WHARF_CKPT_GRACE_S")
         if v is None:
@@ -117,7 +121,7 @@ def _grace(grace_s):
     return float(grace_s)
 
 
-def _shard_name(rank, world, i, n, gen):
+def _shard_name(rank: Any, world: int, i: int, n: int, gen: str) -> Any:
     if world == 1:
         return f"model-{gen}-{i + 1:05d}-of-{n:05d}.safetensors"
     return f"model-rank{rank:05d}-{gen}-{i + 1:05d}-of-{n:05d}.safetensors"
@@ -126,7 +130,7 @@ def _shard_name(rank, world, i, n, gen):
 _GEN_SHARD = re.compile(r"^model-(rank\d{5}-)?[0-9a-f]{12}-\d{5}-of-\d{5}\.safetensors$")
 
 
-def _is_shard(rel, gen=False):
+def _is_shard(rel: str, gen: Any = False) -> Any:
     """A shard of a wharf.torch checkpoint (of any generation, also the names saves wrote
     before shards carried one): the only objects a save's cleanup ever deletes. gen=True:
     only names with a generation id (a Hugging Face shard has none)."""
@@ -135,14 +139,16 @@ def _is_shard(rel, gen=False):
     return rel.startswith("model-") and rel.endswith(".safetensors") and "/" not in rel
 
 
-def _manifest_name(rank, world):
+def _manifest_name(rank: Any, world: int) -> Any:
     return f"rank-{rank:05d}-of-{world:05d}.json"
 
 
-def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_size=None,
-         transport="auto", checksums=True, concurrency=None, keep_staging=True, save_id=None,
-         allow_pickle=False, progress=False, staging="auto", async_=False,
-         staging_budget=None, grace_s=None):
+def save(obj: Any, url: str, client: Optional[Client] = None, shard_size: int = DEFAULT_SHARD_SIZE,
+         rank: Any = None, world_size: Optional[int] = None, transport: str = "auto",
+         checksums: bool = True, concurrency: Optional[int] = None, keep_staging: bool = True,
+         save_id: Any = None, allow_pickle: bool = False, progress: bool = False,
+         staging: str = "auto", async_: bool = False, staging_budget: Optional[float] = None,
+         grace_s: Optional[float] = None) -> Any:
     """Saves obj (a state dict or any nested structure of tensors and plain values) as
     safetensors shards under url (s3://bucket/key), then commits it (see the module doc for
     several ranks). Returns a dict: bytes, shards, index (its key, or None when a commit is
@@ -226,7 +232,7 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
             "async": False, "reports": reports}
 
 
-def _plan(obj, rank, world, shard_size, allow_pickle, gen):
+def _plan(obj: Any, rank: Any, world: int, shard_size: int, allow_pickle: bool, gen: str) -> Any:
     """(the structure's skeleton, one plan per shard: file, items, entries, header, size)."""
     fl = _Flatten(f"rank{rank}/" if world > 1 else "", allow_pickle=allow_pickle)
     skeleton = fl.enc(obj, [])
@@ -278,7 +284,7 @@ _roll_seq = {}
 _roll_lock = threading.Lock()
 
 
-def _roll_call(url, rank, world):
+def _roll_call(url: str, rank: Any, world: int) -> None:
     """Every rank of the process group must call save(url): each sets a key of the group's
     store and waits, with a timeout, for the others' keys. A save called on some ranks only
     (`if rank == 0: wt.save(...)`) then fails with the fix named, instead of waiting forever
@@ -326,7 +332,7 @@ def _roll_call(url, rank, world):
                          "WHARF_SAVE_RANK_TIMEOUT_S sets the wait.")
 
 
-def _begin(c, bucket, prefix, rank, world, pg):
+def _begin(c: Client, bucket: str, prefix: str, rank: Any, world: int, pg: bool) -> Any:
     """Before any shard of this save is written: (the ETag of the index this save replaces,
     None where there is none; the shard objects under the URL now, which the commit's
     cleanup may delete). Taken before the writes, the listing never holds a shard of a save
@@ -351,11 +357,11 @@ class _Base:
     """The index a save replaces: its ETag (None: there was none), the shard keys it names
     (live) and the retired ones it lists ({key: unix time retired})."""
 
-    def __init__(self, etag, live, retired):
+    def __init__(self, etag: str, live: Any, retired: Any) -> None:
         self.etag, self.live, self.retired = etag, live, retired
 
 
-def _base(c, bucket, prefix):
+def _base(c: Client, bucket: str, prefix: str) -> Any:
     try:
         raw, etag = _get_whole(c, bucket, _join(prefix, INDEX_NAME))
     except NotFoundError:
@@ -371,7 +377,7 @@ def _base(c, bucket, prefix):
     return _Base(etag, live, retired)
 
 
-def _retire(base, before, new, grace):
+def _retire(base: Any, before: Any, new: Any, grace: float) -> Any:
     """({key: unix time retired} for the new index to list, the keys to delete after its
     commit): the replaced index's shards are retired now, retired ones stay until grace_s has
     passed, the rest of what was listed before the save (orphans) goes."""
@@ -385,7 +391,7 @@ def _retire(base, before, new, grace):
     return keep, set(before) - set(new) - set(keep)
 
 
-def _get_whole(c, bucket, key, tries=4):
+def _get_whole(c: Client, bucket: str, key: str, tries: int = 4) -> Any:
     """(the bytes of one version of a small object, its ETag): a GET that raced an overwrite
     (its ETag not the HEAD's, or fewer bytes) is made again."""
     for _ in range(tries):
@@ -399,13 +405,14 @@ def _get_whole(c, bucket, key, tries=4):
                                  f"during each of {tries} reads (it is being overwritten)")
 
 
-def _shard_keys(c, bucket, prefix, older_than=None):
+def _shard_keys(c: Client, bucket: str, prefix: str, older_than: Any = None) -> Any:
     base = prefix + "/" if prefix else ""
     return {o.key for o in c.list(bucket, base)
             if _is_shard(o.key[len(base):]) and (older_than is None or o.mtime < older_than)}
 
 
-def _rank_record(rank, save_id, skeleton, plans, reports, tensor_info):
+def _rank_record(rank: Any, save_id: Any, skeleton: Any, plans: Any, reports: Any,
+                 tensor_info: Any) -> Any:
     return {"rank": rank, "save_id": save_id, "structure": skeleton,
             "shards": [{"file": p["file"], "size": p["size"], "etag": r.etag}
                        for p, r in zip(plans, reports)],
@@ -413,8 +420,8 @@ def _rank_record(rank, save_id, skeleton, plans, reports, tensor_info):
             "weight_map": {e[0]: p["file"] for p in plans for e in p["entries"]}}
 
 
-def _finish(c, bucket, prefix, url, rank, world, pg, rank_rec, save_id, base, before,
-            grace):
+def _finish(c: Client, bucket: str, prefix: str, url: str, rank: Any, world: int, pg: bool,
+            rank_rec: Any, save_id: Any, base: Any, before: Any, grace: float) -> Any:
     """Commits (one rank, or every rank through the process group) and then deletes the
     shards the new index does not name and does not retire. Returns (the index key or None,
     objects removed)."""
@@ -437,11 +444,11 @@ def _finish(c, bucket, prefix, url, rank, world, pg, rank_rec, save_id, base, be
     return _join(prefix, INDEX_NAME), removed
 
 
-def _files(prefix, recs):
+def _files(prefix: str, recs: Any) -> Any:
     return {_join(prefix, sh["file"]) for rr in recs for sh in rr["shards"]}
 
 
-def _cleanup(c, bucket, candidates, keep):
+def _cleanup(c: Client, bucket: str, candidates: Any, keep: bool) -> Any:
     """Deletes the candidates the committed index does not name; a failure only leaves an
     orphan for the next save. Returns how many went."""
     n = 0
@@ -456,7 +463,7 @@ def _cleanup(c, bucket, candidates, keep):
     return n
 
 
-def _delete_quiet(c, bucket, key):
+def _delete_quiet(c: Client, bucket: str, key: str) -> None:
     try:
         c.delete(bucket, key)
     except NotFoundError:
@@ -468,11 +475,11 @@ class _Staging:
     save finds its buffers allocated, faulted in and registered). One set, for one client at a
     time; a concurrent save gets buffers of its own. free_staging() drops them."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.lock = threading.Lock()
         self.bufs, self.client, self.regs = [], None, []
 
-    def take(self, c, n, cap, use_rdma, keep):
+    def take(self, c: Client, n: int, cap: int, use_rdma: bool, keep: bool) -> Any:
         """(buffers, kept, how): how is "reused", "new" (kept for next time) or "temporary"."""
         if not keep or not self.lock.acquire(blocking=False):
             return self._fresh(c, n, cap, use_rdma), False, "temporary"
@@ -492,30 +499,30 @@ class _Staging:
             raise
 
     @staticmethod
-    def _fresh(c, n, cap, use_rdma):
+    def _fresh(c: Client, n: int, cap: int, use_rdma: bool) -> Any:
         bufs = [torch.empty(cap, dtype=torch.uint8) for _ in range(n)]
         regs = [c.register(b) for b in bufs] if use_rdma else []
         return _Fresh(bufs, regs)
 
-    def give(self, kept, bufs):
+    def give(self, kept: Any, bufs: Any) -> None:
         if kept:
             self.lock.release()
         else:
             for r in bufs.regs:
                 r.close()
 
-    def _drop(self):
+    def _drop(self) -> None:
         for r in self.regs:
             r.close()
         self.bufs, self.client, self.regs = [], None, []
 
-    def free(self):
+    def free(self) -> None:
         with self.lock:
             self._drop()
 
 
 class _Fresh(list):
-    def __init__(self, bufs, regs):
+    def __init__(self, bufs: Any, regs: Any) -> None:
         super().__init__(bufs)
         self.regs = regs
 
@@ -523,7 +530,7 @@ class _Fresh(list):
 _staging = _Staging()
 
 
-def free_staging():
+def free_staging() -> None:
     """Releases the staging buffers save() keeps between calls (and their registrations),
     and the snapshot pools of async saves (after waiting for the one in flight)."""
     _staging.free()
@@ -536,11 +543,11 @@ def free_staging():
         _inflight.release()
 
 
-def _copy_workers():
+def _copy_workers() -> Any:
     return max(1, min(4, (os.cpu_count() or 2)))
 
 
-def _cuda_share(plans):
+def _cuda_share(plans: Any) -> Any:
     """(the CUDA device holding the most tensor bytes, its share of all the bytes)."""
     per, total = {}, 0
     for p in plans:
@@ -555,7 +562,7 @@ def _cuda_share(plans):
     return dev, per[dev] / total
 
 
-def _device_staging(c, plans, transport, staging):
+def _device_staging(c: Client, plans: Any, transport: str, staging: str) -> Any:
     """(device, nbuf, None) to assemble the shards in GPU memory, or (None, 0, why not) for
     host staging (why is None when there were no GPU tensors to speak of)."""
     if staging == "host":
@@ -581,8 +588,8 @@ def _device_staging(c, plans, transport, staging):
     return dev, nbuf, None
 
 
-def _upload_shards(c, bucket, prefix, plans, transport, checksums, concurrency, keep, bar,
-                   staging="auto"):
+def _upload_shards(c: Client, bucket: str, prefix: str, plans: Any, transport: str, checksums: bool,
+                   concurrency: int, keep: bool, bar: Any, staging: str = "auto") -> Any:
     """Copies each shard into a staging buffer and PUTs it; the copy of shard i+1 overlaps the
     upload of shard i (two staging buffers). In host memory the copies are plain memcpy
     (numpy) on a few threads, each followed by that tensor's CRC-32: torch's own parallel copy
@@ -609,8 +616,8 @@ class _NoDirect(Exception):
 
 
 
-def _upload_from_device(c, bucket, prefix, plans, transport, checksums, concurrency, bar,
-                        dev, nbuf):
+def _upload_from_device(c: Client, bucket: str, prefix: str, plans: Any, transport: str,
+                        checksums: bool, concurrency: int, bar: Any, dev: Any, nbuf: int) -> Any:
     cap = max(p["size"] for p in plans)
     bufs = [torch.empty(cap, dtype=torch.uint8, device=dev) for _ in range(nbuf)]
     regs = []
@@ -627,7 +634,7 @@ def _upload_from_device(c, bucket, prefix, plans, transport, checksums, concurre
     stream = torch.cuda.Stream(dev)
     stream.wait_stream(torch.cuda.current_stream(dev))  # the tensors' producers are done first
 
-    def fill(buf, p):
+    def fill(buf: Any, p: Any) -> None:
         _fill_device_shard(buf, p, checksums, tensor_info)
         stream.synchronize()
 
@@ -642,14 +649,14 @@ def _upload_from_device(c, bucket, prefix, plans, transport, checksums, concurre
     return reports, tensor_info, stats
 
 
-def _note_staged(stats, reports):
+def _note_staged(stats: Any, reports: Any) -> None:
     staged = [r for r in reports if r.staged]
     if staged:
         stats["staging_reason"] = f"{len(staged)} of {len(reports)} shards went through " \
             f"host memory: {staged[0].reason}"
 
 
-def _fill_device_shard(buf, p, checksums, tensor_info):
+def _fill_device_shard(buf: Any, p: Any, checksums: bool, tensor_info: Any) -> None:
     """Assembles shard p in the device buffer buf (its first p["size"] bytes) on the current
     stream: header, then each tensor by a device-to-device copy; sum64s when checksums.
     The caller synchronizes the stream."""
@@ -670,7 +677,8 @@ def _fill_device_shard(buf, p, checksums, tensor_info):
             tensor_info[name]["sum64"] = _sum64(buf[b:e])
 
 
-def _fill_host_shard(npbuf, p, cp, checksums, tensor_info, tbuf=None):
+def _fill_host_shard(npbuf: Any, p: Any, cp: Any, checksums: bool, tensor_info: Any,
+                     tbuf: Any = None) -> None:
     """Assembles shard p in the host bytes npbuf (numpy uint8; tbuf: the same bytes as a
     tensor, which keeps torch aware that they are pinned): header, then each tensor (a plain
     memcpy; a device-to-host copy for a GPU tensor) on the copy threads cp, each followed by
@@ -680,7 +688,7 @@ def _fill_host_shard(npbuf, p, cp, checksums, tensor_info, tbuf=None):
     if tbuf is None:
         tbuf = torch.from_numpy(npbuf)
 
-    def one(ie):
+    def one(ie: Any) -> Any:
         (name, s, dt, special, _), entry = ie
         b, e = entry[3], entry[4]
         if e > b and s.is_cuda:
@@ -698,7 +706,8 @@ def _fill_host_shard(npbuf, p, cp, checksums, tensor_info, tbuf=None):
         tensor_info[name] = info
 
 
-def _pipeline(c, bucket, prefix, plans, bufs, fill, transport, concurrency, bar, stats):
+def _pipeline(c: Client, bucket: str, prefix: str, plans: Any, bufs: Any, fill: Any, transport: str,
+              concurrency: int, bar: Any, stats: Any) -> Any:
     """For each shard i: wait until buffer i % len(bufs) is free again (the PUT of shard
     i - len(bufs) is done), fill(buf, plan) it, and PUT it while the next shard fills.
     Returns the PUT reports; when it returns or raises, no PUT is still reading a buffer."""
@@ -727,7 +736,8 @@ def _pipeline(c, bucket, prefix, plans, bufs, fill, transport, concurrency, bar,
     return reports
 
 
-def _upload_from_host(c, bucket, prefix, plans, transport, checksums, concurrency, keep, bar):
+def _upload_from_host(c: Client, bucket: str, prefix: str, plans: Any, transport: str,
+                      checksums: bool, concurrency: int, keep: bool, bar: Any) -> Any:
     nbuf = min(2, len(plans))
     cap = max(p["size"] for p in plans)
     use_rdma = c.rdma and transport != "http"
@@ -746,13 +756,14 @@ def _upload_from_host(c, bucket, prefix, plans, transport, checksums, concurrenc
     return reports, tensor_info, stats
 
 
-def _put(c, bucket, key, buf, offset, size, transport, concurrency, bar):
+def _put(c: Client, bucket: str, key: str, buf: Any, offset: int, size: int, transport: str,
+         concurrency: int, bar: Any) -> Any:
     r = c.put_from(bucket, key, buf, offset, size, transport, None, concurrency)
     bar.update(size)
     return r
 
 
-def _cpu_s():
+def _cpu_s() -> Any:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 
@@ -766,11 +777,11 @@ class _InFlight:
     waits for the slot to be free, so two saves never interleave and the snapshot pool is
     never refilled while an upload still reads it."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.cv = threading.Condition()
         self.busy = False
 
-    def claim(self):
+    def claim(self) -> Any:
         """Waits until no async save is in flight, then claims the slot. Returns the wait."""
         t = time.perf_counter()
         with self.cv:
@@ -779,12 +790,12 @@ class _InFlight:
             self.busy = True
         return time.perf_counter() - t
 
-    def release(self):
+    def release(self) -> None:
         with self.cv:
             self.busy = False
             self.cv.notify_all()
 
-    def wait_idle(self):
+    def wait_idle(self) -> Any:
         t = time.perf_counter()
         with self.cv:
             while self.busy:
@@ -795,7 +806,7 @@ class _InFlight:
 _inflight = _InFlight()
 
 
-def wait_async():
+def wait_async() -> None:
     """Blocks until the async save in flight (if any) is done, durable or failed (its
     future says which)."""
     _inflight.wait_idle()
@@ -806,10 +817,10 @@ class _Pool:
     and registering them costs more than the copy). Only touched while the in-flight slot is
     held, so it needs no lock of its own."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.buf, self.reg, self.client = None, None, None
 
-    def take(self, c, n, device, pinned, use_rdma):
+    def take(self, c: Client, n: int, device: Any, pinned: bool, use_rdma: bool) -> Any:
         how = "reused"
         if self.buf is None or self.buf.numel() < n or \
                 (pinned and not self.buf.is_pinned()):
@@ -825,7 +836,7 @@ class _Pool:
             self.client = c
         return how
 
-    def drop(self):
+    def drop(self) -> None:
         if self.reg is not None:
             self.reg.close()
         self.buf, self.reg, self.client = None, None, None
@@ -837,7 +848,7 @@ DEVICE_BUDGET_SHARE = 0.25   # of the GPU's memory, at most, for a device snapsh
 HOST_BUDGET_SHARE = 0.5      # of the host memory available, at most, for a host snapshot
 
 
-def _mem_available():
+def _mem_available() -> Any:
     try:
         with open("/proc/meminfo") as f:
             for line in f:
@@ -848,7 +859,7 @@ def _mem_available():
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
 
 
-def default_staging_budget(device=None):
+def default_staging_budget(device: Any = None) -> Any:
     """The snapshot budget an async save uses where staging_budget is not given: for a GPU
     snapshot on device, a quarter of the GPU's memory and no more than is free less 1 GiB;
     in host memory, half of the memory available now (a pool kept from an earlier async
@@ -863,7 +874,7 @@ def default_staging_budget(device=None):
     return int((_mem_available() + held) * HOST_BUDGET_SHARE)
 
 
-def _pool_layout(plans):
+def _pool_layout(plans: Any) -> Any:
     offs, total = [], 0
     for p in plans:
         offs.append(total)
@@ -871,7 +882,8 @@ def _pool_layout(plans):
     return offs, max(total, 1)
 
 
-def _snapshot(c, plans, transport, staging, budget, checksums):
+def _snapshot(c: Client, plans: Any, transport: str, staging: str, budget: float,
+              checksums: bool) -> Any:
     """The blocking part of an async save: every tensor's bytes copied into the pool, laid
     out as the shard files themselves (header + data), so the upload PUTs straight from it.
     Returns (pool tensor, offsets, tensor_info, stats, whether the CRC-32s are still to be
@@ -942,7 +954,7 @@ def _snapshot(c, plans, transport, staging, budget, checksums):
     return pool.buf, offs, tensor_info, stats, checksums
 
 
-def save_async(obj, url, **kw):
+def save_async(obj: Any, url: str, **kw: Any) -> Any:
     """wharf.torch.save(obj, url, async_=True, **kw): returns a concurrent.futures.Future
     once a consistent snapshot of obj exists; after that the caller may change or free its
     tensors. The snapshot goes into a pool kept between saves (its size is the checkpoint's,
@@ -964,8 +976,10 @@ def save_async(obj, url, **kw):
     return save(obj, url, async_=True, **kw)
 
 
-def _save_async(c, url, bucket, prefix, rank, world, skeleton, plans, save_id, transport,
-                checksums, concurrency, staging, budget, progress, t0, flatten_s, gen, grace):
+def _save_async(c: Client, url: str, bucket: str, prefix: str, rank: Any, world: int, skeleton: Any,
+                plans: Any, save_id: Any, transport: str, checksums: bool, concurrency: int,
+                staging: str, budget: float, progress: bool, t0: float, flatten_s: float, gen: str,
+                grace: float) -> Any:
     waited_s = _inflight.claim()
     try:
         pool, offs, tensor_info, stats, crc_later = _snapshot(c, plans, transport, staging,
@@ -981,7 +995,7 @@ def _save_async(c, url, bucket, prefix, rank, world, skeleton, plans, save_id, t
     blocking = time.perf_counter() - t0
     fut.save_blocking_s = blocking
 
-    def run():
+    def run() -> None:
         try:
             t1 = time.perf_counter()
             if crc_later:
@@ -1028,7 +1042,8 @@ def _save_async(c, url, bucket, prefix, rank, world, skeleton, plans, save_id, t
     return fut
 
 
-def _write_index(c, bucket, prefix, world, rank_recs, base, retired=None):
+def _write_index(c: Client, bucket: str, prefix: str, world: int, rank_recs: Any, base: Any,
+                 retired: Any = None) -> Any:
     """PUTs the index (the commit point) from every rank's record, over the index this save
     started from: If-Match its ETag (base), or If-None-Match: * where there was none. Of two
     saves racing to one URL, only one commits; the old checkpoint stays whole until then."""
@@ -1064,7 +1079,8 @@ def _write_index(c, bucket, prefix, world, rank_recs, base, retired=None):
     return key
 
 
-def _check_manifests(c, bucket, prefix, url, world_size, save_id):
+def _check_manifests(c: Client, bucket: str, prefix: str, url: str, world_size: int,
+                     save_id: Any) -> Any:
     """Every rank's manifest, checked (same save, every shard there at its size). Returns
     (the records, the shards' mtimes)."""
     recs, mtimes = [], []
@@ -1099,7 +1115,8 @@ def _check_manifests(c, bucket, prefix, url, world_size, save_id):
     return recs, mtimes
 
 
-def commit(url, world_size=None, client=None, save_id=None, grace_s=None):
+def commit(url: str, world_size: Optional[int] = None, client: Optional[Client] = None,
+           save_id: Any = None, grace_s: Optional[float] = None) -> Any:
     """Writes the index of a checkpoint saved by several ranks without a process group, once
     every rank's save() has returned. world_size None: taken from the rank manifests found.
     Refuses (IncompleteCheckpointError) while a rank's manifest or shard is missing, when the
@@ -1132,7 +1149,7 @@ def commit(url, world_size=None, client=None, save_id=None, grace_s=None):
 # ---- load ----------------------------------------------------------------------------------
 
 
-def _read_json(c, bucket, key):
+def _read_json(c: Client, bucket: str, key: str) -> Any:
     raw, _ = _get_whole(c, bucket, key)
     try:
         return json.loads(raw)
@@ -1141,7 +1158,7 @@ def _read_json(c, bucket, key):
                                f"s3://{bucket}/{key} is not valid JSON: {e}") from None
 
 
-def _read_index(c, bucket, prefix, url):
+def _read_index(c: Client, bucket: str, prefix: str, url: str) -> Any:
     """(the parsed index, its ETag)."""
     key = _join(prefix, INDEX_NAME)
     try:
@@ -1172,7 +1189,7 @@ def _read_index(c, bucket, prefix, url):
                         f"no checkpoint at {url}: s3://{bucket}/{key} not found")
 
 
-def _map_location(map_location, device, url):
+def _map_location(map_location: Any, device: Any, url: str) -> Any:
     """The device of torch.load's map_location (a str, torch.device, or a dict mapping
     every location to one device); load places every tensor on one device."""
     if map_location is None:
@@ -1198,8 +1215,9 @@ def _map_location(map_location, device, url):
                      "dict naming one device)")
 
 
-def load(url, client=None, device="cpu", verify=False, rank=None, transport="auto",
-         report=None, allow_pickle=False, progress=False, map_location=None):
+def load(url: str, client: Optional[Client] = None, device: Any = "cpu", verify: bool = False,
+         rank: Any = None, transport: str = "auto", report: Any = None, allow_pickle: bool = False,
+         progress: bool = False, map_location: Any = None) -> Any:
     """Loads a checkpoint written by save(). rank: for a checkpoint of several ranks, which
     one (default: torch.distributed's rank, when initialised), or "all" for a list of every
     rank's object. verify=True recomputes each tensor's CRC-32 (or, for tensors saved from GPU
@@ -1245,8 +1263,9 @@ def load(url, client=None, device="cpu", verify=False, rank=None, transport="aut
         f"{first.message}); load again, or give the saves a longer grace_s") from first
 
 
-def _load_index(c, bucket, prefix, url, index, device, verify, rank, transport, rep,
-                allow_pickle, progress):
+def _load_index(c: Client, bucket: str, prefix: str, url: str, index: Any, device: Any,
+                verify: bool, rank: Any, transport: str, rep: Any, allow_pickle: bool,
+                progress: bool) -> Any:
     meta = index.get("metadata") if isinstance(index, dict) else None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise SafetensorsError(_lib.WHARF_ERR_INVALID, f"{url}: the index is not a "
