@@ -75,7 +75,7 @@ import threading
 import time
 import uuid
 import zlib
-from typing import Any, Iterator, Optional
+from typing import Any, Dict, Iterator, List, Optional, Set
 
 import numpy as np
 import torch
@@ -105,7 +105,7 @@ DEFAULT_GRACE_S = 60.0
 LOAD_RESTARTS = 1
 
 
-def _grace(grace_s: float) -> Any:
+def _grace(grace_s: Optional[float]) -> float:
     if grace_s is None:
         v = os.environ.get("WHARF_CKPT_GRACE_S")
         if v is None:
@@ -280,7 +280,7 @@ def _plan(obj: Any, rank: Any, world: int, shard_size: int, allow_pickle: bool, 
 
 # Rank roll call of a save inside a process group (see _roll_call).
 ROLL_CALL_TIMEOUT_S = 300.0
-_roll_seq = {}
+_roll_seq: Dict[str, int] = {}
 _roll_lock = threading.Lock()
 
 
@@ -307,7 +307,7 @@ def _roll_call(url: str, rank: Any, world: int) -> None:
     base = f"wharf.save/{hashlib.sha1(url.encode()).hexdigest()[:16]}/{n}"
     store.set(f"{base}/{rank}", "1")
     deadline = time.monotonic() + timeout
-    missing = []
+    missing: List[Any] = []
     for r in range(world):
         key = f"{base}/{r}"
         if missing:  # past the deadline already: only look
@@ -357,7 +357,7 @@ class _Base:
     """The index a save replaces: its ETag (None: there was none), the shard keys it names
     (live) and the retired ones it lists ({key: unix time retired})."""
 
-    def __init__(self, etag: str, live: Any, retired: Any) -> None:
+    def __init__(self, etag: Optional[str], live: Set[str], retired: Dict[str, float]) -> None:
         self.etag, self.live, self.retired = etag, live, retired
 
 
@@ -448,7 +448,7 @@ def _files(prefix: str, recs: Any) -> Any:
     return {_join(prefix, sh["file"]) for rr in recs for sh in rr["shards"]}
 
 
-def _cleanup(c: Client, bucket: str, candidates: Any, keep: bool) -> Any:
+def _cleanup(c: Client, bucket: str, candidates: Any, keep: Any) -> int:
     """Deletes the candidates the committed index does not name; a failure only leaves an
     orphan for the next save. Returns how many went."""
     n = 0
@@ -589,7 +589,7 @@ def _device_staging(c: Client, plans: Any, transport: str, staging: str) -> Any:
 
 
 def _upload_shards(c: Client, bucket: str, prefix: str, plans: Any, transport: str, checksums: bool,
-                   concurrency: int, keep: bool, bar: Any, staging: str = "auto") -> Any:
+                   concurrency: Optional[int], keep: bool, bar: Any, staging: str = "auto") -> Any:
     """Copies each shard into a staging buffer and PUTs it; the copy of shard i+1 overlaps the
     upload of shard i (two staging buffers). In host memory the copies are plain memcpy
     (numpy) on a few threads, each followed by that tensor's CRC-32: torch's own parallel copy
@@ -628,7 +628,7 @@ def _upload_from_device(c: Client, bucket: str, prefix: str, plans: Any, transpo
         for r in regs:
             r.close()
         raise _NoDirect(f"device memory cannot be registered here: {e.message}") from None
-    tensor_info = {}
+    tensor_info: Dict[Any, Any] = {}
     stats = {"fill_s": 0.0, "put_wait_s": 0.0, "fill_cpu_s": 0.0, "staging": "temporary",
              "staging_memory": str(dev), "staging_reason": None, "staging_bytes": nbuf * cap}
     stream = torch.cuda.Stream(dev)
@@ -742,7 +742,7 @@ def _upload_from_host(c: Client, bucket: str, prefix: str, plans: Any, transport
     cap = max(p["size"] for p in plans)
     use_rdma = c.rdma and transport != "http"
     staging, kept, how = _staging.take(c, nbuf, cap, use_rdma, keep)
-    tensor_info = {}
+    tensor_info: Dict[Any, Any] = {}
     stats = {"fill_s": 0.0, "put_wait_s": 0.0, "fill_cpu_s": 0.0, "staging": how,
              "staging_bytes": nbuf * cap}
     try:
@@ -842,7 +842,7 @@ class _Pool:
         self.buf, self.reg, self.client = None, None, None
 
 
-_pools = {}  # "host" or str(device) -> _Pool
+_pools: Dict[str, Any] = {}  # "host" or str(device) -> _Pool
 
 DEVICE_BUDGET_SHARE = 0.25   # of the GPU's memory, at most, for a device snapshot
 HOST_BUDGET_SHARE = 0.5      # of the host memory available, at most, for a host snapshot
@@ -893,7 +893,7 @@ def _snapshot(c: Client, plans: Any, transport: str, staging: str, budget: float
     why = None
     use_rdma = c.rdma and transport != "http"
     stats = {"fill_s": 0.0, "put_wait_s": 0.0, "fill_cpu_s": 0.0, "staging_bytes": total}
-    tensor_info = {}
+    tensor_info: Dict[Any, Any] = {}
     dev = None
     if staging != "host":
         dev, share = _cuda_share(plans)
@@ -977,8 +977,8 @@ def save_async(obj: Any, url: str, **kw: Any) -> Any:
 
 
 def _save_async(c: Client, url: str, bucket: str, prefix: str, rank: Any, world: int, skeleton: Any,
-                plans: Any, save_id: Any, transport: str, checksums: bool, concurrency: int,
-                staging: str, budget: float, progress: bool, t0: float, flatten_s: float, gen: str,
+                plans: Any, save_id: Any, transport: str, checksums: bool,
+                concurrency: Optional[int], staging: str, budget: Optional[float], progress: bool, t0: float, flatten_s: float, gen: str,
                 grace: float) -> Any:
     waited_s = _inflight.claim()
     try:
@@ -990,7 +990,7 @@ def _save_async(c: Client, url: str, bucket: str, prefix: str, rank: Any, world:
     # the upload reads the pool only: no reference to the caller's tensors survives
     light = [{k: v for k, v in p.items() if k != "items"} for p in plans]
     del plans
-    fut = cf.Future()
+    fut: "cf.Future[Any]" = cf.Future()
     fut.set_running_or_notify_cancel()
     blocking = time.perf_counter() - t0
     fut.save_blocking_s = blocking
@@ -1234,7 +1234,7 @@ def load(url: str, client: Optional[Client] = None, device: Any = "cpu", verify:
     c = _client(client)
     bucket, prefix = parse_url(url)
     rep = {} if report is None else report
-    first = None
+    first: Optional[WharfError] = None
     for attempt in range(1 + LOAD_RESTARTS):
         index, etag = _read_index(c, bucket, prefix, url)
         try:

@@ -36,7 +36,7 @@ import json
 import os
 import queue
 import time
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 import numpy as np
 import torch
@@ -173,10 +173,10 @@ class Prefetcher:
                 torch.empty(n, dtype=torch.uint8, pin_memory=self.pin_memory)
                 for _ in range(self.num_buffers)]
         regs = []
-        free = queue.SimpleQueue()  # indexes of bufs (and of lands)
+        free: "queue.SimpleQueue[Any]" = queue.SimpleQueue()  # indexes of bufs (and of lands)
         for i in range(len(bufs)):
             free.put(i)
-        pending = collections.deque()
+        pending: "collections.deque[Any]" = collections.deque()
         ex = cf.ThreadPoolExecutor(min(self.workers, self.num_buffers),
                                    thread_name_prefix="wharf-prefetch")
         try:

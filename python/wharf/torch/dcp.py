@@ -48,7 +48,7 @@ import io
 import math
 import pickle
 import uuid
-from typing import Any, Iterator, Optional
+from typing import Any, Dict, Iterator, List, Optional, Set
 
 import torch
 
@@ -195,7 +195,7 @@ class WharfStorageWriter(_Base, StorageWriter):
         self._stager = None
         self.save_id = uuid.uuid4().hex
         self.is_coordinator = False
-        self.last_report = {}
+        self.last_report: Dict[Any, Any] = {}
 
     def reset(self, checkpoint_id: Optional[str] = None) -> None:
         if checkpoint_id:
@@ -442,9 +442,9 @@ class WharfStorageReader(_Base, StorageReader):
             raise WharfError(_lib.WHARF_ERR_INVALID, f"coalesce_gap must be an int >= 0, not "
                              f"{coalesce_gap!r}")
         self.coalesce_gap = coalesce_gap
-        self.storage_data = {}
+        self.storage_data: Dict[Any, Any] = {}
         self.load_id = uuid.uuid4().hex
-        self.last_report = {}
+        self.last_report: Dict[Any, Any] = {}
         self._missing = None
 
     def reset(self, checkpoint_id: Optional[str] = None) -> None:

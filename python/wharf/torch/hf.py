@@ -22,7 +22,7 @@ import time
 import types
 import uuid
 import warnings
-from typing import Any, Iterator, Optional
+from typing import Any, Dict, Iterator, List, Optional, Set
 
 import numpy as np
 import torch
@@ -72,7 +72,6 @@ def _resolve_hf(c: Client, bucket: str, key: str, url: str) -> Any:
 
     def index_there(k: Any) -> Any:
         return from_index(k, seen=True)
-        return out, wm, sid
 
     if key.endswith(".json"):
         return from_index(key)
@@ -106,7 +105,7 @@ def load_safetensors(url: str, device: Any = "cpu", client: Optional[Client] = N
     bucket, key = parse_url(url, need_key=False)
     rep = {} if report is None else report
     t0 = time.perf_counter()
-    first = None
+    first: Optional[WharfError] = None
     for attempt in range(1 + SNAPSHOT_RESTARTS):
         try:
             shards, wm, sid = _resolve_hf(c, bucket, key, url)
@@ -369,7 +368,7 @@ def _named_tensors(model: Any) -> Any:
 def _tied_groups(model: Any) -> Any:
     """Names that share one Parameter (or buffer) object in the model as built: tied weights,
     whatever device they are on (on meta, memory cannot tell them apart; the object can)."""
-    by_id = {}
+    by_id: Dict[Any, Any] = {}
     for name, _, _, _, t in _named_tensors(model):
         by_id.setdefault(id(t), []).append(name)
     return [names for names in by_id.values() if len(names) > 1]
