@@ -159,7 +159,7 @@ class Prefetcher:
                              "has no CUDA device (torch.cuda.is_available() is False)")
         if self.device.type == "cuda" and self.device.index is None:
             self.device = torch.device("cuda", torch.cuda.current_device())
-        self.stats = dict(fetch_wait_s=0.0, bytes=0, windows=0, transports=set(), fetch_s=0.0,
+        self.stats: Dict[str, Any] = dict(fetch_wait_s=0.0, bytes=0, windows=0, transports=set(), fetch_s=0.0,
                           buffers=self.num_buffers, memory="host", staged_reason=None)
 
     def __iter__(self) -> Iterator[Any]:
@@ -277,6 +277,9 @@ class _Epochs:
     the next iterator, or one resumed from that state, starts the epoch again; set_epoch
     moves on."""
 
+    rank: int
+    world_size: int
+
     _STATE_KEYS = ("epoch", "seed", "shuffle", "served", "layout")
 
     def _init_epochs(self, shuffle: bool, seed: int) -> None:
@@ -380,6 +383,12 @@ def _from_objects(client: Client, objects: Any, bucket: Optional[str]) -> Any:
 
 class _Objects:
     """from_prefix / from_objects for the object datasets."""
+
+    client: Client
+    transform: Any
+    transport: str
+    reader: Optional[str]
+    read_buffer: int
 
     @classmethod
     def from_prefix(cls, url: str, client: Optional[Client] = None, transform: Any = None,
@@ -553,8 +562,9 @@ class _Base(_Epochs, IterableDataset):
     drop_last: bool = False
 
     def __init__(self, client: Client, bucket: str, num_buffers: int, buffer_bytes: int,
-                 fetch_workers: int, transport: str, copy: bool, rank: Any, world_size: int,
-                 shuffle: bool = False, seed: int = 0, even: Any = "pad") -> None:
+                 fetch_workers: int, transport: str, copy: bool, rank: Optional[int],
+                 world_size: Optional[int], shuffle: bool = False, seed: int = 0,
+                 even: Any = "pad") -> None:
         self.client, self.bucket = client, bucket
         self.num_buffers, self.buffer_bytes = num_buffers, buffer_bytes
         self.fetch_workers, self.transport, self.copy = fetch_workers, transport, copy
@@ -908,7 +918,10 @@ class _ShardWriter:
     it); close() writes the last, partial shard and returns the data keys. Used as a context
     manager, an exception drops the rows not yet written."""
 
-    def __init__(self, url: str, per_shard: int, client: Client, name: str, suffix: Any,
+    def _meta(self, data: Any, extra: Any) -> Dict[str, Any]:
+        raise NotImplementedError
+
+    def __init__(self, url: str, per_shard: int, client: Optional[Client], name: str, suffix: Any,
                  first_index: int) -> None:
         if not isinstance(per_shard, int) or per_shard < 1:
             raise WharfError(_lib.WHARF_ERR_INVALID, f"rows per shard must be a positive int, "
