@@ -617,7 +617,8 @@ class _NoDirect(Exception):
 
 
 def _upload_from_device(c: Client, bucket: str, prefix: str, plans: Any, transport: str,
-                        checksums: bool, concurrency: int, bar: Any, dev: Any, nbuf: int) -> Any:
+                        checksums: bool, concurrency: Optional[int], bar: Any, dev: Any,
+                        nbuf: int) -> Any:
     cap = max(p["size"] for p in plans)
     bufs = [torch.empty(cap, dtype=torch.uint8, device=dev) for _ in range(nbuf)]
     regs = []
@@ -707,7 +708,7 @@ def _fill_host_shard(npbuf: Any, p: Any, cp: Any, checksums: bool, tensor_info: 
 
 
 def _pipeline(c: Client, bucket: str, prefix: str, plans: Any, bufs: Any, fill: Any, transport: str,
-              concurrency: int, bar: Any, stats: Any) -> Any:
+              concurrency: Optional[int], bar: Any, stats: Any) -> Any:
     """For each shard i: wait until buffer i % len(bufs) is free again (the PUT of shard
     i - len(bufs) is done), fill(buf, plan) it, and PUT it while the next shard fills.
     Returns the PUT reports; when it returns or raises, no PUT is still reading a buffer."""
@@ -737,7 +738,7 @@ def _pipeline(c: Client, bucket: str, prefix: str, plans: Any, bufs: Any, fill: 
 
 
 def _upload_from_host(c: Client, bucket: str, prefix: str, plans: Any, transport: str,
-                      checksums: bool, concurrency: int, keep: bool, bar: Any) -> Any:
+                      checksums: bool, concurrency: Optional[int], keep: bool, bar: Any) -> Any:
     nbuf = min(2, len(plans))
     cap = max(p["size"] for p in plans)
     use_rdma = c.rdma and transport != "http"
@@ -757,7 +758,7 @@ def _upload_from_host(c: Client, bucket: str, prefix: str, plans: Any, transport
 
 
 def _put(c: Client, bucket: str, key: str, buf: Any, offset: int, size: int, transport: str,
-         concurrency: int, bar: Any) -> Any:
+         concurrency: Optional[int], bar: Any) -> Any:
     r = c.put_from(bucket, key, buf, offset, size, transport, None, concurrency)
     bar.update(size)
     return r
@@ -882,7 +883,7 @@ def _pool_layout(plans: Any) -> Any:
     return offs, max(total, 1)
 
 
-def _snapshot(c: Client, plans: Any, transport: str, staging: str, budget: float,
+def _snapshot(c: Client, plans: Any, transport: str, staging: str, budget: Optional[float],
               checksums: bool) -> Any:
     """The blocking part of an async save: every tensor's bytes copied into the pool, laid
     out as the shard files themselves (header + data), so the upload PUTs straight from it.
@@ -978,8 +979,8 @@ def save_async(obj: Any, url: str, **kw: Any) -> Any:
 
 def _save_async(c: Client, url: str, bucket: str, prefix: str, rank: Any, world: int, skeleton: Any,
                 plans: Any, save_id: Any, transport: str, checksums: bool,
-                concurrency: Optional[int], staging: str, budget: Optional[float], progress: bool, t0: float, flatten_s: float, gen: str,
-                grace: float) -> Any:
+                concurrency: Optional[int], staging: str, budget: Optional[float],
+                progress: bool, t0: float, flatten_s: float, gen: str, grace: float) -> Any:
     waited_s = _inflight.claim()
     try:
         pool, offs, tensor_info, stats, crc_later = _snapshot(c, plans, transport, staging,

@@ -159,8 +159,9 @@ class Prefetcher:
                              "has no CUDA device (torch.cuda.is_available() is False)")
         if self.device.type == "cuda" and self.device.index is None:
             self.device = torch.device("cuda", torch.cuda.current_device())
-        self.stats: Dict[str, Any] = dict(fetch_wait_s=0.0, bytes=0, windows=0, transports=set(), fetch_s=0.0,
-                          buffers=self.num_buffers, memory="host", staged_reason=None)
+        self.stats: Dict[str, Any] = dict(
+            fetch_wait_s=0.0, bytes=0, windows=0, transports=set(), fetch_s=0.0,
+            buffers=self.num_buffers, memory="host", staged_reason=None)
 
     def __iter__(self) -> Iterator[Any]:
         if not self.windows:
