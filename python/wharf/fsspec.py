@@ -120,7 +120,7 @@ class WharfFileSystem(AbstractFileSystem):
     # ---- paths -----------------------------------------------------------------------------
 
     @classmethod
-    def _strip_protocol(cls, path: str) -> Any:
+    def _strip_protocol(cls, path: Any) -> Any:
         if isinstance(path, list):
             return [cls._strip_protocol(p) for p in path]
         path = fsspec.utils.stringify_path(path)
@@ -334,7 +334,7 @@ class WharfFileSystem(AbstractFileSystem):
                                     "rm(recursive=True) removes it", path)
         self.client.delete(bucket, key)
 
-    def rm(self, path: str, recursive: Any = False, maxdepth: Any = None) -> None:
+    def rm(self, path: Any, recursive: Any = False, maxdepth: Any = None) -> None:
         if isinstance(path, str) and not any(ch in path for ch in "*?[") and \
                 not self.exists(path):
             # as local and memory filesystems do (an S3 DELETE of nothing says nothing)

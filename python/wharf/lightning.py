@@ -61,7 +61,7 @@ class WharfCheckpointIO(CheckpointIO):
         self._pending = None
         self._local = TorchCheckpointIO()
 
-    def save_checkpoint(self, checkpoint: Any, path: str, storage_options: Any = None) -> Any:
+    def save_checkpoint(self, checkpoint: Any, path: Any, storage_options: Any = None) -> Any:
         path = str(path)
         if not is_url(path):
             return self._local.save_checkpoint(checkpoint, path, storage_options)
@@ -84,7 +84,7 @@ class WharfCheckpointIO(CheckpointIO):
         if fut is not None:
             self.last_report = fut.result()
 
-    def load_checkpoint(self, path: str, map_location: Any = None, **kwargs: Any) -> Any:
+    def load_checkpoint(self, path: Any, map_location: Any = None, **kwargs: Any) -> Any:
         path = str(path)
         if not is_url(path):
             return self._local.load_checkpoint(path, map_location, **kwargs)
@@ -95,7 +95,7 @@ class WharfCheckpointIO(CheckpointIO):
         return wt.load(path, client=self.client, device=device, transport=self.transport,
                        allow_pickle=True, progress=self.progress)
 
-    def remove_checkpoint(self, path: str) -> Any:
+    def remove_checkpoint(self, path: Any) -> Any:
         path = str(path)
         if not is_url(path):
             return self._local.remove_checkpoint(path)

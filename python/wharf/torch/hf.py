@@ -609,7 +609,7 @@ def save_pretrained(model: Any, url: str, client: Optional[Client] = None,
 
 def _upload_order(names: Any) -> Any:
     """Files in upload order: weights, then config files, and the index (the commit) last."""
-    def rank(n: int) -> Any:
+    def rank(n: str) -> Any:
         if n == INDEX_NAME:
             return 2
         if n == "model.safetensors" or _SHARD_RE.match(n) or n.endswith(".safetensors"):
