@@ -17,7 +17,9 @@ from ._lib import WHOLE, lib as _lib_handle
 from ._version import __version__
 from .client import Client, ObjectInfo, Registration, Report, Stat, client_from_env
 from .config import parse_url, settings_from_env
-from .errors import (AuthError, ChecksumError, ConfigError, DeclinedError,
+from .reader import ObjectReader, open_object
+from .errors import (AuthError, CheckpointChangedError, CheckpointConflictError, ChecksumError,
+                     ConfigError, DeclinedError,
                      IncompleteCheckpointError, MissingDependencyError, NotFoundError,
                      PreconditionFailedError, SafetensorsError, TimedOutError, TransportError,
                      WharfError)
@@ -30,20 +32,21 @@ if _os.environ.get("WHARF_FSSPEC_S3") == "1":  # s3:// through wharf.fsspec (its
         pass
 
 
-def library_version():
+def library_version() -> str:
     """libwharf's version string (loads the library)."""
-    return _lib_handle.wharf_version().decode()
+    return str(_lib_handle.wharf_version().decode())
 
 
-def library_path():
+def library_path() -> str:
     """Path of the libwharf loaded (loads it)."""
     _lib_handle._load()
-    return _lib_handle.path
+    return str(_lib_handle.path)
 
 
 __all__ = ["Client", "Report", "Stat", "ObjectInfo", "Registration", "WharfError",
            "NotFoundError", "TransportError", "TimedOutError", "PreconditionFailedError",
            "DeclinedError", "AuthError", "ChecksumError", "SafetensorsError",
-           "IncompleteCheckpointError", "ConfigError", "MissingDependencyError",
+           "IncompleteCheckpointError", "CheckpointChangedError", "CheckpointConflictError",
+           "ConfigError", "MissingDependencyError",
            "client_from_env", "parse_url", "settings_from_env", "library_version", "library_path",
-           "WHOLE"]
+           "WHOLE", "ObjectReader", "open_object"]

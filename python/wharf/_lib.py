@@ -15,6 +15,7 @@ import ctypes
 import ctypes.util
 import os
 import threading
+from typing import Any, Iterator, Optional
 
 WHOLE = 0xFFFFFFFFFFFFFFFF  # WHARF_WHOLE
 
@@ -151,7 +152,7 @@ BUNDLE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_libs")
 PREFER_HOST = ("libibverbs.so.1", "librdmacm.so.1", "libefa.so.1")
 
 
-def _prefer_host_rdma():
+def _prefer_host_rdma() -> None:
     """Loads the host's rdma-core libraries (global, by soname) where it has them, so that
     the bundled libfabric uses them rather than the copies beside it. Libraries the host lacks
     are left to the bundled copies."""
@@ -163,7 +164,7 @@ def _prefer_host_rdma():
                 return  # no host libibverbs: the bundled set, all of it
 
 
-def _candidates():
+def _candidates() -> Iterator[str]:
     env = os.environ.get("WHARF_LIB")
     if env:
         yield env
@@ -185,12 +186,12 @@ def _candidates():
 class _Lib:
     """The loaded library, bound on first use (importing wharf never fails for lack of it)."""
 
-    def __init__(self):
-        self._dll = None
+    def __init__(self) -> None:
+        self._dll: Optional[ctypes.CDLL] = None
         self._lock = threading.Lock()
-        self.path = None
+        self.path: Optional[str] = None
 
-    def _load(self):
+    def _load(self) -> ctypes.CDLL:
         with self._lock:
             if self._dll is not None:
                 return self._dll
@@ -211,7 +212,7 @@ class _Lib:
                           ". Build it (cmake --build build) or set WHARF_LIB to the .so path "
                           "or WHARF_BUILD_DIR to the build directory")
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         if name not in _SIGS:
             raise AttributeError(name)
         dll = self._load()
@@ -228,11 +229,11 @@ class _Lib:
 lib = _Lib()
 
 
-def last_error():
+def last_error() -> str:
     msg = lib.wharf_last_error()
-    return msg.decode("utf-8", "replace") if msg else ""
+    return str(msg.decode("utf-8", "replace")) if msg else ""
 
 
-def status_str(st):
+def status_str(st: int) -> str:
     s = lib.wharf_status_str(st)
-    return s.decode() if s else STATUS_NAMES.get(st, str(st))
+    return str(s.decode()) if s else STATUS_NAMES.get(st, str(st))

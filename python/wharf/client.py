@@ -57,7 +57,7 @@ class Report:
     version_id: str = ""  # the object version the server wrote or read ("" when unversioned)
 
     @classmethod
-    def _from_c(cls, r):
+    def _from_c(cls, r: Any) -> "Report":
         return cls(status=r.status, transport=_TRANSPORT_NAMES.get(r.transport, str(r.transport)),
                    bytes=r.bytes, requests=r.requests, retries=r.retries,
                    fell_back=bool(r.fell_back),
@@ -92,17 +92,18 @@ class _Buf:
     __slots__ = ("addr", "nbytes", "owner", "kind", "writable", "weakable", "root_addr",
                  "root_nbytes", "root")
 
-    def __init__(self, addr, nbytes, owner, kind, writable, weakable, root=None):
+    def __init__(self, addr: int, nbytes: int, owner: Any, kind: int, writable: bool,
+                 weakable: bool, root: Optional[Tuple[int, int, Any]] = None) -> None:
         self.addr, self.nbytes, self.owner = addr, nbytes, owner
         self.kind, self.writable, self.weakable = kind, writable, weakable
         self.root_addr, self.root_nbytes, self.root = root or (addr, nbytes, owner)
 
-    def sub(self, offset, n):
+    def sub(self, offset: int, n: int) -> "_Buf":
         return _Buf(self.addr + offset, n, self.owner, self.kind, self.writable, self.weakable,
                     (self.root_addr, self.root_nbytes, self.root))
 
 
-def _torch_root(t):
+def _torch_root(t: Any) -> Optional[Tuple[int, int, Any]]:
     """(addr, nbytes, tensor) of the contiguous tensor t is a view of, or of t itself."""
     base = getattr(t, "_base", None)
     if base is not None and base.is_contiguous() and base.device == t.device:
@@ -112,7 +113,7 @@ def _torch_root(t):
     return None
 
 
-def _numpy_root(arr):
+def _numpy_root(arr: Any) -> Optional[Tuple[int, int, Any]]:
     import numpy
     root = arr
     while isinstance(root.base, numpy.ndarray):
@@ -126,7 +127,7 @@ def _numpy_root(arr):
     return None
 
 
-def _as_buf(obj, what):
+def _as_buf(obj: Any, what: str) -> _Buf:
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(obj, torch.Tensor):
         if obj.is_sparse or obj.layout != torch.strided:
@@ -162,7 +163,7 @@ def _as_buf(obj, what):
     if mv.readonly and isinstance(obj, bytes):
         # the bytes object's own storage (c_char_p points at it; no copy, no numpy needed)
         addr = ctypes.cast(ctypes.c_char_p(obj), ctypes.c_void_p).value
-        owner = obj
+        owner: Any = obj
     elif mv.readonly:
         try:
             import numpy
@@ -177,16 +178,17 @@ def _as_buf(obj, what):
         flat = mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv
         addr = ctypes.addressof((ctypes.c_char * nbytes).from_buffer(flat))
         owner = mv
-    return _Buf(addr, nbytes, owner, _lib.MEM_HOST, not mv.readonly, False)
+    return _Buf(int(addr or 0), nbytes, owner, _lib.MEM_HOST, not mv.readonly, False)
 
 
 class _Reg:
     __slots__ = ("addr", "end", "handle", "kind", "ref", "strong", "inuse", "dead", "pinned",
                  "__weakref__")
 
-    def __init__(self, addr, end, handle, kind):
+    def __init__(self, addr: int, end: int, handle: Any, kind: int) -> None:
         self.addr, self.end, self.handle, self.kind = addr, end, handle, kind
-        self.ref = self.strong = None
+        self.ref: Any = None
+        self.strong: Any = None
         self.inuse = 0
         self.dead = False
         self.pinned = False
@@ -195,26 +197,26 @@ class _Reg:
 class Registration:
     """A registration pinned by client.register(buf); deregistered by close() (or with)."""
 
-    def __init__(self, client, reg, owner):
+    def __init__(self, client: "Client", reg: Any, owner: Any) -> None:
         self._client, self._reg, self._owner = client, reg, owner
 
     @property
     def addr(self) -> int:
-        return self._reg.addr
+        return int(self._reg.addr)
 
     @property
     def nbytes(self) -> int:
-        return self._reg.end - self._reg.addr
+        return int(self._reg.end - self._reg.addr)
 
     def close(self) -> None:
         if self._reg is not None:
             self._client._unpin(self._reg)
             self._reg = self._owner = None
 
-    def __enter__(self):
+    def __enter__(self) -> "Registration":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
 
@@ -296,7 +298,7 @@ class Client:
         lib.wharf_client_config_init(ctypes.byref(cfg), ctypes.sizeof(cfg))
         self._keep: List[bytes] = []  # the config's strings must outlive the create call
 
-        def s(v):
+        def s(v: Any) -> Optional[bytes]:
             if v is None:
                 return None
             b = str(v).encode()
@@ -348,9 +350,20 @@ class Client:
         self._max_cached = max_cached_regs
         self._tls = threading.local()
 
+    def __repr__(self) -> str:
+        """Where it goes and how, never the credentials: endpoint, transport (the RDMA
+        provider, or http), region, and whether it is closed."""
+        prov = self.config.get("provider")
+        transport = "http" if prov in (None, "", "none") else str(prov)
+        extra = f", unix_socket={self.config['unix_socket']!r}" \
+            if self.config.get("unix_socket") else ""
+        closed = ", closed" if self._h is None else ""
+        return (f"<wharf.Client endpoint={self.endpoint!r} transport={transport!r}"
+                f"{extra} region={self.config.get('region')!r}{closed}>")
+
     # ---- lifetime --------------------------------------------------------------------------
 
-    def __reduce__(self):
+    def __reduce__(self) -> Any:
         # A client travels by its configuration: the other process (spawn, forkserver, a
         # process pool, a DataLoader worker) opens its own libwharf client from it. The
         # pickle holds the secret key, as the configuration does.
@@ -374,13 +387,13 @@ class Client:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
             pass
 
-    def _handle(self):
+    def _handle(self) -> Any:
         if self._h is None:
             raise WharfError(_lib.WHARF_ERR_INVALID, "the client is closed")
         return self._h
@@ -389,7 +402,7 @@ class Client:
     def provider(self) -> str:
         """The data-path provider in use ("ofi+shm", ...) or "none" (HTTP only)."""
         p = lib.wharf_client_provider(self._handle())
-        return p.decode() if p else "none"
+        return str(p.decode()) if p else "none"
 
     @property
     def rdma(self) -> bool:
@@ -465,10 +478,10 @@ class Client:
                    None if prefix is None else _enc(prefix, "prefix"))
         return out
 
-    def _list(self, sink, fn, what, *args):
+    def _list(self, sink: Any, fn: Any, what: str, *args: Any) -> None:
         err = []
 
-        def cb(arg, key, length, mtime, etag):
+        def cb(arg: Any, key: bytes, length: int, mtime: int, etag: bytes) -> int:
             try:
                 sink(key.decode("utf-8", "replace"), length, mtime,
                      etag.decode("utf-8", "replace") if etag else "")
@@ -556,8 +569,10 @@ class Client:
 
     # ---- the data path ---------------------------------------------------------------------
 
-    def _xfer(self, is_get, bucket, key, b, offset, length, transport, verify, concurrency,
-              cache, if_none_match=False, if_match=None, version_id=None, write_offset=None):
+    def _xfer(self, is_get: bool, bucket: str, key: str, b: _Buf, offset: int, length: int,
+              transport: str, verify: Optional[bool], concurrency: Optional[int], cache: bool,
+              if_none_match: bool = False, if_match: Optional[str] = None,
+              version_id: Optional[str] = None, write_offset: Optional[int] = None) -> Report:
         h = self._handle()
         if transport not in _TRANSPORTS:
             raise WharfError(_lib.WHARF_ERR_INVALID, f'transport must be "auto", "rdma" or '
@@ -626,8 +641,9 @@ class Client:
         log_report("GET" if is_get else "PUT", bucket, key, out)
         return out
 
-    def _bounce(self, is_get, bucket, key, b, offset, length, verify, concurrency, transport,
-                why, put_kw=None):
+    def _bounce(self, is_get: bool, bucket: str, key: str, b: _Buf, offset: int, length: int,
+                verify: Optional[bool], concurrency: Optional[int], transport: str,
+                why: str, put_kw: Optional[Dict[str, Any]] = None) -> Report:
         """A CUDA tensor through a host copy (HTTP cannot write device memory; a client or
         server without the CUDA driver, or a remote server, cannot either). The Report says
         staged=True and reason says why."""
@@ -684,7 +700,7 @@ class Client:
                     r.dead = True
                     self._maybe_drop(r)
 
-    def _new_reg(self, addr, nbytes, kind):
+    def _new_reg(self, addr: int, nbytes: int, kind: int) -> _Reg:
         if not self.rdma:
             raise WharfError(_lib.WHARF_ERR_UNSUPPORTED, f"register: the client has no RDMA "
                              f"provider (provider {self.provider}); use transport=\"http\"")
@@ -693,7 +709,7 @@ class Client:
                                      ctypes.byref(m)), f"register {nbytes} bytes")
         return _Reg(addr, addr + nbytes, m, kind)
 
-    def _acquire(self, b, cache):
+    def _acquire(self, b: _Buf, cache: bool) -> Optional[_Reg]:
         """A registration holding b's range, in use until _release. A new one covers b's
         root (the whole array or tensor b views) and follows the root's life."""
         addr, n = b.addr, b.nbytes
@@ -725,10 +741,10 @@ class Client:
             self._evict()
         return reg
 
-    def _owner_died_cb(self, reg):
+    def _owner_died_cb(self, reg: _Reg) -> Any:
         wself = weakref.ref(self)
 
-        def cb(_):
+        def cb(_: Any) -> None:
             c = wself()
             if c is None:
                 return
@@ -737,18 +753,18 @@ class Client:
                 c._maybe_drop(reg)
         return cb
 
-    def _release(self, reg):
+    def _release(self, reg: _Reg) -> None:
         with self._reg_lock:
             reg.inuse -= 1
             self._maybe_drop(reg)
 
-    def _unpin(self, reg):
+    def _unpin(self, reg: _Reg) -> None:
         with self._reg_lock:
             reg.pinned = False
             reg.dead = True
             self._maybe_drop(reg)
 
-    def _maybe_drop(self, reg):
+    def _maybe_drop(self, reg: _Reg) -> None:
         # under _reg_lock
         if reg.dead and reg.inuse == 0 and reg.handle is not None:
             if reg in self._regs:
@@ -758,7 +774,7 @@ class Client:
             reg.handle = None
             reg.strong = None
 
-    def _evict(self):
+    def _evict(self) -> None:
         cached = [r for r in self._regs if not r.pinned]
         excess = len(cached) - self._max_cached
         for r in cached:
@@ -769,7 +785,7 @@ class Client:
                 self._maybe_drop(r)
                 excess -= 1
 
-    def _cached_regs(self):
+    def _cached_regs(self) -> List[Tuple[int, int, bool]]:
         """(addr, nbytes, pinned) of the live registrations (for tests)."""
         with self._reg_lock:
             return [(r.addr, r.end - r.addr, r.pinned) for r in self._regs if not r.dead]
@@ -779,7 +795,7 @@ def _reopen(config: Dict[str, Any], max_cached_regs: int) -> "Client":
     return Client(max_cached_regs=max_cached_regs, **config)
 
 
-def _enc(s, what):
+def _enc(s: Any, what: str) -> bytes:
     if not isinstance(s, str) or not s:
         raise WharfError(_lib.WHARF_ERR_INVALID, f"{what} must be a non-empty string, not "
                          f"{s!r}")

@@ -67,7 +67,7 @@ PROFILE_VARS = ("AWS_DEFAULT_PROFILE", "AWS_PROFILE")
 def _aws_paths(env: Mapping[str, str], explicit: bool) -> Tuple[Optional[str], Optional[str]]:
     home = env.get("HOME") if explicit else os.path.expanduser("~")
 
-    def path(var, name):
+    def path(var: str, name: str) -> Optional[str]:
         v = env.get(var)
         if v:
             return os.path.expanduser(v) if not explicit else v.replace("~", home or "~", 1)
@@ -228,3 +228,4 @@ def join(prefix: str, name: str) -> str:
 
 class UrlError(WharfError):
     """A malformed s3:// URL."""
+    _status = _lib.WHARF_ERR_INVALID

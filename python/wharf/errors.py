@@ -2,13 +2,16 @@
 (wharf_last_error()), which says what failed and what to do.
 
 Every WharfError pickles with its type, status, message and report, so an error raised in a
-DataLoader worker or a ProcessPoolExecutor reaches the parent as itself. Some are also the
+ProcessPoolExecutor reaches the parent as itself. Every class can also be built from one
+message, cls("text") (its status then the class's own), which is how torch's DataLoader
+rebuilds an error raised in a worker (torch._utils.ExceptionWrapper: exc_type(msg)): it
+reaches the parent as the same class, its message the worker's traceback. Some are also the
 built-in exception a caller already catches: NotFoundError is a FileNotFoundError (errno
 ENOENT), TransportError a ConnectionError, TimedOutError a TimeoutError (errno ETIMEDOUT).
 """
 import builtins
 import errno as _errno
-from typing import Any, Dict, Optional, Type
+from typing import Any, Dict, Optional, Type, Union
 
 from . import _lib
 from ._log import logger as _logger
@@ -33,9 +36,14 @@ class WharfError(Exception):
     message: str
     report: Any
     _errno: Optional[int] = None  # errno of the OSError this class also is
+    _status: int = _lib.WHARF_ERR_INTERNAL  # the status of cls("message")
 
-    def __init__(self, status: int, message: str, report: Any = None) -> None:
-        self._setup(status, message, report)
+    def __init__(self, status: "Union[int, str]", message: Optional[str] = None,
+                 report: Any = None) -> None:
+        if isinstance(status, str):  # cls("message")
+            self._setup(self._status, status if message is None else message, report)
+            return
+        self._setup(int(status), "" if message is None else message, report)
 
     def _setup(self, status: int, message: str, report: Any) -> None:
         self.status = int(status)
@@ -49,7 +57,7 @@ class WharfError(Exception):
         if self._errno is not None:
             self.errno = self._errno  # strerror stays None, so str() is still the text
 
-    def __reduce__(self):
+    def __reduce__(self) -> Any:
         state = {k: v for k, v in self.__dict__.items()
                  if k not in ("status", "status_name", "message", "report")}
         return (_rebuild, (type(self), self.status, self.message, self.report, state))
@@ -58,35 +66,42 @@ class WharfError(Exception):
 class NotFoundError(WharfError, FileNotFoundError):
     """No such bucket or key (404). Also a FileNotFoundError (errno ENOENT), as fsspec and
     open() callers expect."""
+    _status = _lib.WHARF_ERR_NOT_FOUND
     _errno = _errno.ENOENT
 
 
 class TransportError(WharfError, ConnectionError):
     """The connection or the data path failed (refused, reset, fabric error). Also a
     ConnectionError."""
+    _status = _lib.WHARF_ERR_TRANSPORT
 
 
 class TimedOutError(WharfError, builtins.TimeoutError):
     """The operation ran past the client's timeout_ms. Also a TimeoutError (errno
     ETIMEDOUT)."""
+    _status = _lib.WHARF_ERR_TIMEOUT
     _errno = _errno.ETIMEDOUT
 
 
 class DeclinedError(WharfError):
     """The server declined RDMA and the fallback policy is "fail"."""
+    _status = _lib.WHARF_ERR_DECLINED
 
 
 class AuthError(WharfError):
     """403: bad credentials, signature or clock."""
+    _status = _lib.WHARF_ERR_AUTH
 
 
 class ChecksumError(WharfError):
     """The bytes landed (or a tensor loaded with verify=True) do not match their checksum."""
+    _status = _lib.WHARF_ERR_CHECKSUM
 
 
 class PreconditionFailedError(WharfError):
     """412: a conditional write (if_none_match / if_match) found the key in another state, so
     nothing was stored: another writer got there first."""
+    _status = _lib.WHARF_ERR_PRECONDITION
 
 
 class CheckpointConflictError(PreconditionFailedError):
@@ -95,21 +110,33 @@ class CheckpointConflictError(PreconditionFailedError):
     refused and the other writer's checkpoint stands, whole."""
 
 
+class CheckpointChangedError(WharfError):
+    """A load raced a save to the same URL: the checkpoint (or snapshot) was replaced while
+    it was read, and still was on the load's restart. Nothing partial is returned; load again
+    (or raise the writer's grace_s, docs/pytorch.md "Readers and an overwrite")."""
+    _status = _lib.WHARF_ERR_PRECONDITION
+
+
 class SafetensorsError(WharfError):
     """A malformed safetensors header or index (the message names the tensor and field)."""
+    _status = _lib.WHARF_ERR_INVALID
 
 
 class IncompleteCheckpointError(WharfError):
     """A checkpoint whose index was never written: the save did not finish."""
+    _status = _lib.WHARF_ERR_NOT_FOUND
 
 
 class ConfigError(WharfError):
     """No endpoint or credentials: the message names the variables to set."""
+    _status = _lib.WHARF_ERR_INVALID
 
 
 class MissingDependencyError(WharfError, ImportError):
     """An optional package (torch.distributed.checkpoint, lightning, transformers) is missing
     or too old: the message names it and the version needed."""
+
+    _status = _lib.WHARF_ERR_UNSUPPORTED
 
     def __init__(self, message: str) -> None:
         WharfError.__init__(self, _lib.WHARF_ERR_UNSUPPORTED, message)

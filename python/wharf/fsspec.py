@@ -22,6 +22,8 @@ Lightning's CSVLogger does, is a read-modify-write: the object comes down, the w
 it, and close() PUTs the whole on condition (If-Match) that no other writer changed it in
 between; one that did makes the close raise PreconditionFailedError.
 """
+from __future__ import annotations
+
 import contextlib
 import datetime
 import errno
@@ -31,7 +33,7 @@ import mmap
 import os
 import tempfile
 import threading
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import fsspec  # type: ignore[import]
 # (fsspec ships no type information)
@@ -63,7 +65,7 @@ _CLIENT_ARGS = set(inspect.signature(Client.__init__).parameters) - {"self"}
 
 
 @contextlib.contextmanager
-def _mapped(fileno: int, size: int, access: int):
+def _mapped(fileno: int, size: int, access: int) -> Iterator[Any]:
     """mmap of a file, closed after; when the body raised, the error's traceback may still
     hold a view of it, and the mapping is then left to the garbage collector."""
     mm = mmap.mmap(fileno, size, access=access)
@@ -118,7 +120,7 @@ class WharfFileSystem(AbstractFileSystem):
     # ---- paths -----------------------------------------------------------------------------
 
     @classmethod
-    def _strip_protocol(cls, path):
+    def _strip_protocol(cls, path: Any) -> Any:
         if isinstance(path, list):
             return [cls._strip_protocol(p) for p in path]
         path = fsspec.utils.stringify_path(path)
@@ -161,7 +163,7 @@ class WharfFileSystem(AbstractFileSystem):
                 raise FileNotFoundError(errno.ENOENT, f"no bucket {bucket}", bucket) from e
             raise
 
-    def ls(self, path, detail=True, **kwargs):
+    def ls(self, path: str, detail: Any = True, **kwargs: Any) -> Any:
         path = self._strip_protocol(path)
         if not path:
             out = [self._dir_info(b) for b in self.client.list_buckets()]
@@ -186,7 +188,7 @@ class WharfFileSystem(AbstractFileSystem):
             out = [seen[n] for n in sorted(seen)]
         return out if detail else [o["name"] for o in out]
 
-    def info(self, path, **kwargs):
+    def info(self, path: str, **kwargs: Any) -> Any:
         path = self._strip_protocol(path)
         if not path:
             return self._dir_info("")
@@ -225,7 +227,8 @@ class WharfFileSystem(AbstractFileSystem):
             for i in range(1, len(parts) + 1):
                 self._made_dirs.add(f"{bucket}/{'/'.join(parts[:i])}")
 
-    def find(self, path, maxdepth=None, withdirs=False, detail=False, **kwargs):
+    def find(self, path: str, maxdepth: Any = None, withdirs: Any = False, detail: Any = False,
+             **kwargs: Any) -> Any:
         # one listing of the whole prefix, not a walk of ls calls
         path = self._strip_protocol(path)
         if not path:
@@ -274,13 +277,13 @@ class WharfFileSystem(AbstractFileSystem):
         names = sorted(out)
         return {n: out[n] for n in names} if detail else names
 
-    def modified(self, path):
+    def modified(self, path: str) -> Any:
         return datetime.datetime.fromtimestamp(self.info(path)["mtime"],
                                                tz=datetime.timezone.utc)
 
     # ---- buckets and prefixes --------------------------------------------------------------
 
-    def mkdir(self, path, create_parents=True, **kwargs):
+    def mkdir(self, path: str, create_parents: Any = True, **kwargs: Any) -> None:
         bucket, key = self._split(path)
         if not bucket:
             raise WharfError(_lib.WHARF_ERR_INVALID, f"mkdir {path!r}: no bucket in the path")
@@ -294,7 +297,7 @@ class WharfFileSystem(AbstractFileSystem):
                                     path)
         self.client.create_bucket(bucket)
 
-    def makedirs(self, path, exist_ok=False):
+    def makedirs(self, path: str, exist_ok: Any = False) -> None:
         bucket, key = self._split(path)
         if not bucket:
             raise WharfError(_lib.WHARF_ERR_INVALID, f"makedirs {path!r}: no bucket in the path")
@@ -309,7 +312,7 @@ class WharfFileSystem(AbstractFileSystem):
         if key:
             self._remember_dirs(bucket, key)
 
-    def rmdir(self, path):
+    def rmdir(self, path: str) -> None:
         bucket, key = self._split(path)
         if key:
             if self.client.list(bucket, prefix=key + "/"):
@@ -324,14 +327,14 @@ class WharfFileSystem(AbstractFileSystem):
                 raise OSError(errno.ENOTEMPTY, f"bucket {bucket} is not empty", path) from e
             raise
 
-    def rm_file(self, path):
+    def rm_file(self, path: str) -> None:
         bucket, key = self._split(path)
         if not key:
             raise IsADirectoryError(errno.EISDIR, f"{bucket} is a bucket: rmdir or "
                                     "rm(recursive=True) removes it", path)
         self.client.delete(bucket, key)
 
-    def rm(self, path, recursive=False, maxdepth=None):
+    def rm(self, path: Any, recursive: Any = False, maxdepth: Any = None) -> None:
         if isinstance(path, str) and not any(ch in path for ch in "*?[") and \
                 not self.exists(path):
             # as local and memory filesystems do (an S3 DELETE of nothing says nothing)
@@ -352,7 +355,8 @@ class WharfFileSystem(AbstractFileSystem):
 
     # ---- whole objects ---------------------------------------------------------------------
 
-    def cat_file(self, path, start=None, end=None, **kwargs):
+    def cat_file(self, path: str, start: Optional[int] = None, end: Any = None,
+                 **kwargs: Any) -> Any:
         bucket, key = self._split(path)
         try:
             if start is None and end is None:
@@ -367,12 +371,13 @@ class WharfFileSystem(AbstractFileSystem):
         return self.client.get(bucket, key, offset=start, length=end - start,
                                transport=self.transport)
 
-    def pipe_file(self, path, value, **kwargs):
+    def pipe_file(self, path: str, value: Any, **kwargs: Any) -> None:
         bucket, key = self._split(path)
         self.client.put(bucket, key, bytes(value) if not isinstance(value, bytes) else value,
                         transport=self.transport)
 
-    def put_file(self, lpath, rpath, callback=fsspec.callbacks._DEFAULT_CALLBACK, **kwargs):
+    def put_file(self, lpath: Any, rpath: Any, callback: Any = fsspec.callbacks._DEFAULT_CALLBACK,
+                 **kwargs: Any) -> None:
         if os.path.isdir(lpath):
             return  # S3 prefixes need no creating
         bucket, key = self._split(rpath)
@@ -388,8 +393,8 @@ class WharfFileSystem(AbstractFileSystem):
                 self.client.put_from(bucket, key, mm, transport=self.transport, cache=False)
         callback.relative_update(size)
 
-    def get_file(self, rpath, lpath, callback=fsspec.callbacks._DEFAULT_CALLBACK, outfile=None,
-                 **kwargs):
+    def get_file(self, rpath: Any, lpath: Any, callback: Any = fsspec.callbacks._DEFAULT_CALLBACK,
+                 outfile: Any = None, **kwargs: Any) -> None:
         if self.isdir(rpath):
             os.makedirs(lpath, exist_ok=True)
             return
@@ -409,14 +414,14 @@ class WharfFileSystem(AbstractFileSystem):
         os.replace(tmp, lpath)
         callback.relative_update(size)
 
-    def cp_file(self, path1, path2, **kwargs):
+    def cp_file(self, path1: Any, path2: Any, **kwargs: Any) -> None:
         # no server-side copy in libwharf's ABI: through this process
         self.pipe_file(path2, self.cat_file(path1))
 
     # ---- open ------------------------------------------------------------------------------
 
-    def _open(self, path, mode="rb", block_size=None, autocommit=True, cache_options=None,
-              **kwargs):
+    def _open(self, path: str, mode: str = "rb", block_size: Any = None, autocommit: Any = True,
+              cache_options: Any = None, **kwargs: Any) -> Any:
         return WharfFile(self, path, mode, block_size=block_size or self.block_size,
                          autocommit=autocommit, cache_options=cache_options, **kwargs)
 
@@ -426,8 +431,9 @@ class WharfFile(AbstractBufferedFile):
     writes go to memory, then to a temporary file past block_size, and are PUT as one object
     at close (or at commit() when autocommit=False)."""
 
-    def __init__(self, fs, path, mode="rb", block_size=None, autocommit=True,
-                 cache_type="readahead", cache_options=None, **kwargs):
+    def __init__(self, fs: Any, path: str, mode: str = "rb", block_size: Any = None,
+                 autocommit: Any = True, cache_type: Any = "readahead", cache_options: Any = None,
+                 **kwargs: Any) -> None:
         super().__init__(fs, path, mode, block_size=block_size, autocommit=autocommit,
                          cache_type=cache_type, cache_options=cache_options, **kwargs)
         self.bucket, self.key = fs._split(path)
@@ -439,7 +445,7 @@ class WharfFile(AbstractBufferedFile):
         if mode == "ab":
             self._start_append()
 
-    def _start_append(self):
+    def _start_append(self) -> None:
         """S3 objects cannot grow in place: the current object comes down into the spill
         file, the writes follow it, and close() PUTs the whole, on condition that the object
         is still the one read (if_match: a writer in between gets PreconditionFailedError,
@@ -463,17 +469,17 @@ class WharfFile(AbstractBufferedFile):
         self._spill.seek(st.length)
         self.loc = st.length
 
-    def _fetch_range(self, start, end):
+    def _fetch_range(self, start: int, end: Any) -> Any:
         end = min(end, self.size)
         if end <= start:
             return b""
         return self.fs.client.get(self.bucket, self.key, offset=start, length=end - start,
                                   transport=self.fs.transport)
 
-    def _initiate_upload(self):
+    def _initiate_upload(self) -> None:
         pass
 
-    def _upload_chunk(self, final=False):
+    def _upload_chunk(self, final: Any = False) -> Any:
         data = self.buffer.getbuffer()
         if not final or self._spill is not None:
             if self._spill is None:
@@ -491,7 +497,7 @@ class WharfFile(AbstractBufferedFile):
         self._spill = None
         return True
 
-    def _send(self, src):
+    def _send(self, src: Any) -> None:
         c = self.fs.client
         kw = dict(transport=self.fs.transport, if_match=self._if_match,
                   if_none_match=getattr(self, "_if_none_match", False))
@@ -511,12 +517,12 @@ class WharfFile(AbstractBufferedFile):
         finally:
             src.close()
 
-    def commit(self):
+    def commit(self) -> None:
         if self._pending is not None:
             pending, self._pending = self._pending, None
             self._send(pending)
 
-    def discard(self):
+    def discard(self) -> None:
         if self._pending is not None:
             self._pending.close()
             self._pending = None

@@ -16,8 +16,13 @@ structure, so loading unpickles them, as torch.load of a Lightning .ckpt file do
 checkpoints you trust. Works with the `lightning` package or `pytorch_lightning`, whichever is
 installed (lightning first).
 """
+from __future__ import annotations
+
+from typing import Any, Optional
+
 import torch
 
+from .client import Client
 from .config import is_url, parse_url
 from .errors import MissingDependencyError, NotFoundError
 
@@ -42,8 +47,9 @@ class WharfCheckpointIO(CheckpointIO):
     thread, on tensors recent Lightning clones into host memory first (older versions read
     the live tensors there); async_=True snapshots into wharf's reused pool instead."""
 
-    def __init__(self, client=None, transport="auto", shard_size=None, progress=False,
-                 async_=False, staging_budget=None):
+    def __init__(self, client: Optional[Client] = None, transport: str = "auto",
+                 shard_size: Optional[int] = None, progress: bool = False, async_: bool = False,
+                 staging_budget: Optional[float] = None) -> None:
         super().__init__()
         self.client = client
         self.transport = transport
@@ -55,7 +61,7 @@ class WharfCheckpointIO(CheckpointIO):
         self._pending = None
         self._local = TorchCheckpointIO()
 
-    def save_checkpoint(self, checkpoint, path, storage_options=None):
+    def save_checkpoint(self, checkpoint: Any, path: Any, storage_options: Any = None) -> Any:
         path = str(path)
         if not is_url(path):
             return self._local.save_checkpoint(checkpoint, path, storage_options)
@@ -72,13 +78,13 @@ class WharfCheckpointIO(CheckpointIO):
                                    transport=self.transport, allow_pickle=True,
                                    progress=self.progress, **kw)
 
-    def wait(self):
+    def wait(self) -> None:
         """Waits for the async save in flight (async_=True), if any; raises its error."""
         fut, self._pending = self._pending, None
         if fut is not None:
             self.last_report = fut.result()
 
-    def load_checkpoint(self, path, map_location=None, **kwargs):
+    def load_checkpoint(self, path: Any, map_location: Any = None, **kwargs: Any) -> Any:
         path = str(path)
         if not is_url(path):
             return self._local.load_checkpoint(path, map_location, **kwargs)
@@ -89,7 +95,7 @@ class WharfCheckpointIO(CheckpointIO):
         return wt.load(path, client=self.client, device=device, transport=self.transport,
                        allow_pickle=True, progress=self.progress)
 
-    def remove_checkpoint(self, path):
+    def remove_checkpoint(self, path: Any) -> Any:
         path = str(path)
         if not is_url(path):
             return self._local.remove_checkpoint(path)
@@ -107,7 +113,7 @@ class WharfCheckpointIO(CheckpointIO):
             except NotFoundError:
                 pass
 
-    def teardown(self):
+    def teardown(self) -> None:
         self.wait()
 
 

@@ -4,10 +4,12 @@ report their bytes as they land)."""
 import sys
 import threading
 import time
+from typing import Any, Optional, TextIO
 
 
 class Progress:
-    def __init__(self, total, desc, enabled=True, every_s=2.0, file=None):
+    def __init__(self, total: int, desc: str, enabled: bool = True, every_s: float = 2.0,
+                 file: Optional[TextIO] = None) -> None:
         self.total, self.desc, self.enabled = int(total), desc, bool(enabled)
         self.done = 0
         self._lock = threading.Lock()
@@ -25,7 +27,7 @@ class Progress:
             self._bar = tqdm(total=self.total, desc=desc, unit="B", unit_scale=True,
                              unit_divisor=1024, file=self._file)
 
-    def update(self, n):
+    def update(self, n: int) -> None:
         if not self.enabled or not n:
             return
         with self._lock:
@@ -38,13 +40,13 @@ class Progress:
                 self._last = now
                 self._line(now)
 
-    def _line(self, now):
+    def _line(self, now: float) -> None:
         dt = max(now - self._t0, 1e-9)
         pct = 100.0 * self.done / self.total if self.total else 100.0
         print(f"{self.desc}: {self.done / 1e9:.2f} of {self.total / 1e9:.2f} GB "
               f"({pct:.0f}%), {self.done / dt / 1e9:.2f} GB/s", file=self._file, flush=True)
 
-    def close(self):
+    def close(self) -> None:
         if not self.enabled:
             return
         with self._lock:
@@ -55,8 +57,8 @@ class Progress:
                 self._line(time.perf_counter())
             self.enabled = False
 
-    def __enter__(self):
+    def __enter__(self) -> "Progress":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()

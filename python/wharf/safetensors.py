@@ -8,6 +8,7 @@ import ctypes
 import dataclasses
 import json
 import struct
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _lib
 from ._lib import lib
@@ -21,33 +22,33 @@ HEAD_PROBE = 1 << 20
 class TensorInfo:
     name: str
     dtype: str           # safetensors name: "BF16", "F8_E4M3", ...
-    shape: tuple
+    shape: Tuple[int, ...]
     begin: int           # relative to the data section
     end: int
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         return self.end - self.begin
 
 
 @dataclasses.dataclass
 class Header:
-    tensors: list        # [TensorInfo] in order of offset
-    metadata: dict       # __metadata__ (str -> str) or None
+    tensors: List[TensorInfo]            # in order of offset
+    metadata: Optional[Dict[str, str]]   # __metadata__ (str -> str) or None
     data_offset: int     # 8 + N
     data_len: int
     file_size: int
 
-    def by_name(self):
+    def by_name(self) -> Dict[str, TensorInfo]:
         return {t.name: t for t in self.tensors}
 
 
-def dtype_bits(name):
+def dtype_bits(name: str) -> int:
     """Bits per element of a safetensors dtype name (0 if unknown), from the C table."""
     return int(lib.wharf_st_dtype_bits(name.encode()))
 
 
-def header_len(prefix8, file_size=None, where=""):
+def header_len(prefix8: bytes, file_size: Optional[int] = None, where: str = "") -> int:
     """N from the first 8 bytes of a file; refuses header bombs and N+8 > file_size."""
     if len(prefix8) < 8:
         raise SafetensorsError(_lib.WHARF_ERR_INVALID, f"{where}safetensors: {len(prefix8)} "
@@ -58,10 +59,10 @@ def header_len(prefix8, file_size=None, where=""):
                                  ctypes.byref(n))
     if st != _lib.OK:
         raise from_status(st, where.rstrip(": ") or None, cls=SafetensorsError)
-    return n.value
+    return int(n.value)
 
 
-def parse_header(buf, file_size=None, where=""):
+def parse_header(buf: bytes, file_size: Optional[int] = None, where: str = "") -> "Header":
     """Parses the header in buf (the first 8+N bytes of the file, or more) with the C parser.
     file_size None: the data section is taken to end at the last tensor."""
     buf = bytes(buf)
@@ -84,7 +85,8 @@ def parse_header(buf, file_size=None, where=""):
                                      ctypes.byref(e))
             if rc != _lib.OK:
                 raise from_status(rc, where.rstrip(": ") or None, cls=SafetensorsError)
-            tensors.append(TensorInfo(name.value.decode("utf-8"), dtype.value.decode(),
+            tensors.append(TensorInfo((name.value or b"").decode("utf-8"),
+                                      (dtype.value or b"").decode(),
                                       tuple(shape[d] for d in range(ndim.value)), b.value,
                                       e.value))
         meta = lib.wharf_st_metadata_json(h)
@@ -97,7 +99,7 @@ def parse_header(buf, file_size=None, where=""):
         lib.wharf_st_free(h)
 
 
-def read_header(client, bucket, key, size=None):
+def read_header(client: Any, bucket: str, key: str, size: Optional[int] = None) -> Header:
     """The parsed header of the object bucket/key: one HTTP range GET of the first MiB (a
     second for the rest of a larger header). size: the object's size, when known."""
     where = f"s3://{bucket}/{key}: "
@@ -115,10 +117,11 @@ def read_header(client, bucket, key, size=None):
     return parse_header(first[:8 + n], size, where)
 
 
-def build_header(entries, metadata=None):
+def build_header(entries: Sequence[Tuple[str, str, Sequence[int], int, int]],
+                 metadata: Optional[Dict[str, str]] = None) -> bytes:
     """Header bytes (u64 N + JSON padded to 8) for entries [(name, dtype, shape, begin, end)]
     and a str->str metadata map. The caller lays the data out; offsets must tile it."""
-    d = {}
+    d: Dict[str, Any] = {}
     if metadata:
         for k, v in metadata.items():
             if not isinstance(k, str) or not isinstance(v, str):

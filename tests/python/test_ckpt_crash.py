@@ -27,6 +27,13 @@ WORKER = os.path.join(HERE, "ckpt_crash_worker.py")
 MAX_POINTS = 8
 
 
+@pytest.fixture(autouse=True)
+def _no_grace(monkeypatch):
+    """The replaced checkpoint's shards go at the commit (grace_s 0), so that the next save
+    leaving no orphan is checked exactly (test_save_race.py covers the grace period)."""
+    monkeypatch.setenv("WHARF_CKPT_GRACE_S", "0")
+
+
 def run_worker(srv, provider, url, seed, mode, kill_at, how, victim="self", timeout=120):
     """(returncode, the operations it logged: [(n, name, key)], stderr)."""
     arg = {"endpoint": srv.endpoint, "ak": ACCESS_KEY, "sk": SECRET_KEY,
@@ -112,9 +119,14 @@ def test_saver_killed_at_every_point(wharfd, prov, mode):
         assert check_one(c, url, {3}) == 3
         assert len(shard_puts(ops)) == 4, ops
         idx = index_op(ops)
+        # ... and those of a first save to a new URL (it has no index to read first)
+        rc, fops, out, err = run_worker(wharfd, prov, f"s3://{bucket}/{key}-probe", 4, mode, 0,
+                                        "before")
+        assert rc == 0 and "DONE" in out, (rc, out, err[-2000:])
         # first saves to new URLs, killed in a shard PUT, between shards, before the index:
         # nothing loads, and the next save there leaves only its own objects
-        for i, (k, how) in enumerate([(shard_puts(ops)[0], "mid"), (idx, "before")]):
+        for i, (k, how) in enumerate([(shard_puts(fops)[0], "mid"),
+                                      (index_op(fops), "before")]):
             fkey = f"{key}-fresh{i}"
             rc, kops, out, err = run_worker(wharfd, prov, f"s3://{bucket}/{fkey}", 5, mode,
                                             k, how)

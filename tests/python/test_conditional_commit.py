@@ -99,6 +99,7 @@ def test_save_index_race(http_client, monkeypatch, first):
     other gets CheckpointConflictError, and the winner's checkpoint loads whole (each save's
     shards carry its own generation, so the loser overwrote nothing)."""
     import wharf.torch.checkpoint as ck
+    monkeypatch.setenv("WHARF_CKPT_GRACE_S", "0")  # the replaced shards go at the commit
     b = unique_bucket("pyck")
     http_client.create_bucket(b)
     url = f"s3://{b}/run/step-1"
@@ -132,6 +133,7 @@ def test_cleanup_spares_a_later_save(http_client, monkeypatch):
     """A save's cleanup (after its commit) deletes only what was there before it began: the
     shards of a save that started after its commit survive, and that save loads whole."""
     import wharf.torch.checkpoint as ck
+    monkeypatch.setenv("WHARF_CKPT_GRACE_S", "0")  # the replaced shards go at the commit
     b = unique_bucket("pyck")
     http_client.create_bucket(b)
     url = f"s3://{b}/run/last"

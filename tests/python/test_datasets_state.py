@@ -104,14 +104,15 @@ def test_iterable_ranks_workers_shuffle_epochs(client, bucket, provider):
     assert epoch(0, 1, 0)[0] == one                      # same seed and epoch: same order
     assert epoch(0, 1, 1)[0] != one                      # another epoch: another order
     assert epoch(0, 1, 0, seed=8)[0] != one              # another seed: another order
-    # ranks take every world-th item of the one global order: disjoint, all covered
+    # ranks take every world-th item of the one global order, padded from its start (as
+    # DistributedSampler) so that each has 8: all covered, one item twice
     parts = [epoch(r, 3, 0) for r in range(3)]
-    assert [p[1] for p in parts] == [8, 8, 7]
+    assert [p[1] for p in parts] == [8, 8, 8]
     for r in range(3):
-        assert parts[r][0] == one[r::3]
+        assert parts[r][0] == (one + one[:1])[r::3]
     # DataLoader workers split a rank's items between them, none twice
     got, _ = epoch(1, 2, 0, workers=2)
-    assert sorted(got) == sorted(one[1::2])
+    assert sorted(got) == sorted((one + one[:1])[1::2])
     unshuffled = ObjectIterableDataset.from_prefix(url, client=client, transform=idx_of)
     assert list(unshuffled) == list(range(23))
     if provider != "http":
@@ -205,12 +206,13 @@ def test_token_dataset_shuffle_len_resume(client, bucket):
     put_token_shards(client, bucket)      # 3 shards of 20 sequences
     kw = dict(client=client, buffer_bytes=SEQ * 4 * 7, batch_size=3, shuffle=True, seed=11)
     ds = TokenDataset(f"s3://{bucket}/tok/", **kw)
-    # windows of 6 sequences: 6, 6, 6, 2 per shard -> batches of 3 with drop_last: 2,2,2,0
-    assert len(ds) == 18 and len(list(ds)) == 18
+    # 60 sequences in one stream (windows of 6, 6, 6, 2 per shard): 20 batches of 3, some
+    # across two windows; drop_last drops only the stream's last partial batch (none here)
+    assert len(ds) == 20 and len(list(ds)) == 20
     e0 = [seq_no(b) for b in ds]
     assert all(len(b) == 3 for b in e0)
     flat = [x for b in e0 for x in b]
-    assert len(set(flat)) == 54 and flat != sorted(flat)
+    assert len(set(flat)) == 60 and flat != sorted(flat)
     assert [seq_no(b) for b in ds] == e0
     ds.set_epoch(1)
     assert [seq_no(b) for b in ds] != e0
@@ -226,13 +228,13 @@ def test_token_dataset_shuffle_len_resume(client, bucket):
     ds = TokenDataset(f"s3://{bucket}/tok/", client=client, buffer_bytes=SEQ * 4 * 7,
                       batch_size=3, drop_last=False)
     got = [seq_no(b) for b in ds]
-    assert len(ds) == len(got) == 21 and [x for b in got for x in b] == list(range(60))
-    # ranks split shards; each rank's len() and DataLoader workers
+    assert len(ds) == len(got) == 20 and [x for b in got for x in b] == list(range(60))
+    # ranks split the sequences evenly; each rank's len() and DataLoader workers
     seen = []
     for r in range(2):
         ds = TokenDataset(f"s3://{bucket}/tok/", client=client, rank=r, world_size=2,
                           shuffle=True, seed=5)
-        assert len(ds) == (40 if r == 0 else 20)
+        assert len(ds) == 30
         dl = DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="fork",
                         timeout=60)
         seen += [seq_no(t)[0] for t in dl]
@@ -291,7 +293,7 @@ def resumable(kind, c, b, cls_mix=None):
         cls = type("Mixed", (cls_mix, cls), {})
     return (lambda: cls(f"s3://{b}/tok/", client=c, buffer_bytes=SEQ * 4 * 7, batch_size=3,
                         shuffle=True, seed=11, rank=0, world_size=1),
-            lambda x: tuple(seq_no(x)), 18)
+            lambda x: tuple(seq_no(x)), 20)
 
 
 @pytest.mark.parametrize("kind", ["objects", "tokens"])

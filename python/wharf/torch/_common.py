@@ -1,12 +1,16 @@
 """Shared by wharf.torch's modules: the default client, rank and world size, and the bits of
 safetensors naming used by both checkpoints and Hugging Face loading."""
 import threading
+from typing import Optional, Tuple
 
 import torch
 
 from .. import _lib
 from ..client import Client
 from ..config import client_from_env, join as _join, parse_url  # noqa: F401
+
+__all__ = ["INDEX_NAME", "set_default_client", "rank_world", "parse_url", "_join", "_client",
+           "client_from_env"]
 from ..errors import WharfError
 
 INDEX_NAME = "model.safetensors.index.json"
@@ -15,13 +19,13 @@ _default_client = None
 _default_lock = threading.Lock()
 
 
-def set_default_client(client):
+def set_default_client(client: Optional[Client]) -> None:
     """The client used when client= is not given (else one is built from WHARF_* variables)."""
     global _default_client
     _default_client = client
 
 
-def _client(client):
+def _client(client: Optional[Client]) -> Client:
     global _default_client
     if client is not None:
         if not isinstance(client, Client):
@@ -34,7 +38,7 @@ def _client(client):
         return _default_client
 
 
-def rank_world(rank, world_size):
+def rank_world(rank: Optional[int], world_size: Optional[int]) -> Tuple[int, int, bool]:
     """(rank, world_size, whether torch.distributed's group is that world)."""
     dist = torch.distributed
     pg = dist.is_available() and dist.is_initialized()

@@ -26,10 +26,18 @@ Rules:
   point leaves the old checkpoint (or, at a new URL, none: load() reports "incomplete"); of
   two saves racing to one URL only one commits, the other gets CheckpointConflictError. Only
   after its commit does a save delete the shards under the URL that the new index does not
-  name and that were there before it began (the replaced checkpoint's, and orphans of
-  interrupted saves); shards of a save that began later are never touched. load() also
-  compares each shard's ETag with the one recorded at commit, so shards changed later are
-  detected.
+  name and that were there before it began (orphans of interrupted saves at once; the
+  replaced checkpoint's once they have been retired for grace_s seconds, see below); shards
+  of a save that began later are never touched. load() also compares each shard's ETag with
+  the one recorded at commit, so shards changed later are detected (ChecksumError).
+- Readers and an overwrite: the shards of the checkpoint an index replaces are not deleted at
+  its commit but retired: the new index lists them (metadata "retired": {file: unix time})
+  and the first save more than grace_s seconds later deletes them (grace_s: save's argument,
+  else WHARF_CKPT_GRACE_S, else DEFAULT_GRACE_S = 60; 0 deletes at the commit). A load that
+  read the old index before the commit finds its shards for that long. A load whose shards
+  vanish or change under it reads the index again and, where it changed, restarts once on
+  the new one; it returns the old or the new checkpoint, whole, or raises
+  CheckpointChangedError naming the race, never a NotFoundError or a short read.
 - Async (save_async, save(async_=True)): the call returns a Future once every tensor is
   copied into a snapshot pool; upload, commit and cleanup run in a thread. One in flight per
   process: any further save first waits for it.
@@ -56,20 +64,25 @@ data section into one arena (a torch.empty(uint8) of the total, registered once)
 tensors that are zero-copy views of it. A tensor whose offset is not a multiple of its item size
 (never in files written here or by the reference writer) is copied instead.
 """
+from __future__ import annotations
+
 import concurrent.futures as cf
 import json
 import os
+import re
 import resource
 import threading
 import time
 import uuid
 import zlib
+from typing import Any, Dict, Iterator, List, Optional, Set
 
 import numpy as np
 import torch
 
 from .. import _lib
-from ..errors import (CheckpointConflictError, ChecksumError, IncompleteCheckpointError,
+from ..errors import (CheckpointChangedError, CheckpointConflictError, ChecksumError,
+                      IncompleteCheckpointError,
                       NotFoundError, PreconditionFailedError, SafetensorsError, TimedOutError,
                       WharfError)
 from ._common import INDEX_NAME, _client, _join, parse_url, rank_world as _rank_world
@@ -79,33 +92,63 @@ from .checksum import sum64 as _sum64
 from .fetch import fetch as _fetch
 from .structure import Flatten as _Flatten, decode as _decode
 from .. import safetensors as st
+from ..client import Client
 from ..progress import Progress
 
 FORMAT = "wharf.torch/1"
 # Just under 4 GiB: a shard stays below the 4 GiB transfer limit of some RDMA stacks.
 DEFAULT_SHARD_SIZE = 4 * 1024 ** 3 - 64 * 1024 ** 2
+# Seconds the shards of a replaced checkpoint stay (retired) after the commit that replaced
+# them, for loads that read the old index (module doc, "Readers and an overwrite").
+DEFAULT_GRACE_S = 60.0
+# How many times a load restarts on a new index after its checkpoint changed under it.
+LOAD_RESTARTS = 1
 
 
-def _shard_name(rank, world, i, n, gen):
+def _grace(grace_s: Optional[float]) -> float:
+    if grace_s is None:
+        v = os.environ.get("WHARF_CKPT_GRACE_S")
+        if v is None:
+            return DEFAULT_GRACE_S
+        try:
+            grace_s = float(v)
+        except ValueError:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"WHARF_CKPT_GRACE_S={v!r} is not a "
+                             "number of seconds") from None
+    if not isinstance(grace_s, (int, float)) or isinstance(grace_s, bool) or grace_s < 0:
+        raise WharfError(_lib.WHARF_ERR_INVALID, f"grace_s must be a number of seconds >= 0, "
+                         f"not {grace_s!r}")
+    return float(grace_s)
+
+
+def _shard_name(rank: Any, world: int, i: int, n: int, gen: str) -> Any:
     if world == 1:
         return f"model-{gen}-{i + 1:05d}-of-{n:05d}.safetensors"
     return f"model-rank{rank:05d}-{gen}-{i + 1:05d}-of-{n:05d}.safetensors"
 
 
-def _is_shard(rel):
+_GEN_SHARD = re.compile(r"^model-(rank\d{5}-)?[0-9a-f]{12}-\d{5}-of-\d{5}\.safetensors$")
+
+
+def _is_shard(rel: str, gen: Any = False) -> Any:
     """A shard of a wharf.torch checkpoint (of any generation, also the names saves wrote
-    before shards carried one): the only objects a save's cleanup ever deletes."""
+    before shards carried one): the only objects a save's cleanup ever deletes. gen=True:
+    only names with a generation id (a Hugging Face shard has none)."""
+    if gen:
+        return bool(_GEN_SHARD.match(rel))
     return rel.startswith("model-") and rel.endswith(".safetensors") and "/" not in rel
 
 
-def _manifest_name(rank, world):
+def _manifest_name(rank: Any, world: int) -> Any:
     return f"rank-{rank:05d}-of-{world:05d}.json"
 
 
-def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_size=None,
-         transport="auto", checksums=True, concurrency=None, keep_staging=True, save_id=None,
-         allow_pickle=False, progress=False, staging="auto", async_=False,
-         staging_budget=None):
+def save(obj: Any, url: str, client: Optional[Client] = None, shard_size: int = DEFAULT_SHARD_SIZE,
+         rank: Any = None, world_size: Optional[int] = None, transport: str = "auto",
+         checksums: bool = True, concurrency: Optional[int] = None, keep_staging: bool = True,
+         save_id: Any = None, allow_pickle: bool = False, progress: bool = False,
+         staging: str = "auto", async_: bool = False, staging_budget: Optional[float] = None,
+         grace_s: Optional[float] = None) -> Any:
     """Saves obj (a state dict or any nested structure of tensors and plain values) as
     safetensors shards under url (s3://bucket/key), then commits it (see the module doc for
     several ranks). Returns a dict: bytes, shards, index (its key, or None when a commit is
@@ -135,7 +178,9 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
     much (two buffers of the largest shard, so shard_size bounds it), and "staging_reason"
     why it is host when GPU tensors were saved. Device-staged tensors record
     a sum64 (wharf.torch.checksum, computed on the GPU) instead of a CRC-32.
-    staging_budget: async_ only, the most bytes the snapshot may take (see save_async)."""
+    staging_budget: async_ only, the most bytes the snapshot may take (see save_async).
+    grace_s: how long the replaced checkpoint's shards stay for loads still reading them
+    (default WHARF_CKPT_GRACE_S, else 60; the module doc, "Readers and an overwrite")."""
     t0 = time.perf_counter()
     c = _client(client)
     bucket, prefix = parse_url(url)
@@ -149,6 +194,7 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
                                        or staging_budget < 1):
         raise WharfError(_lib.WHARF_ERR_INVALID, "staging_budget must be a positive int "
                          f"(bytes), not {staging_budget!r}")
+    grace = _grace(grace_s)
     rank, world, pg = _rank_world(rank, world_size)
     if async_ and pg and world > 1:
         raise WharfError(_lib.WHARF_ERR_UNSUPPORTED, f"save {url}: async_=True with a process "
@@ -162,7 +208,7 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
     if async_:
         return _save_async(c, url, bucket, prefix, rank, world, skeleton, plans, save_id,
                            transport, checksums, concurrency, staging, staging_budget,
-                           progress, t0, flatten_s, gen)
+                           progress, t0, flatten_s, gen, grace)
     waited_s = _inflight.wait_idle()
 
     base, before = _begin(c, bucket, prefix, rank, world, pg)
@@ -175,7 +221,7 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
     rank_rec = _rank_record(rank, save_id, skeleton, plans, reports, tensor_info)
     t2 = time.perf_counter()
     committed, removed = _finish(c, bucket, prefix, url, rank, world, pg, rank_rec, save_id,
-                                 base, before)
+                                 base, before, grace)
     commit_s = time.perf_counter() - t2
     wall = time.perf_counter() - t0
     return {"bytes": sum(p["size"] for p in plans), "shards": [p["file"] for p in plans],
@@ -186,7 +232,7 @@ def save(obj, url, client=None, shard_size=DEFAULT_SHARD_SIZE, rank=None, world_
             "async": False, "reports": reports}
 
 
-def _plan(obj, rank, world, shard_size, allow_pickle, gen):
+def _plan(obj: Any, rank: Any, world: int, shard_size: int, allow_pickle: bool, gen: str) -> Any:
     """(the structure's skeleton, one plan per shard: file, items, entries, header, size)."""
     fl = _Flatten(f"rank{rank}/" if world > 1 else "", allow_pickle=allow_pickle)
     skeleton = fl.enc(obj, [])
@@ -234,11 +280,11 @@ def _plan(obj, rank, world, shard_size, allow_pickle, gen):
 
 # Rank roll call of a save inside a process group (see _roll_call).
 ROLL_CALL_TIMEOUT_S = 300.0
-_roll_seq = {}
+_roll_seq: Dict[str, int] = {}
 _roll_lock = threading.Lock()
 
 
-def _roll_call(url, rank, world):
+def _roll_call(url: str, rank: Any, world: int) -> None:
     """Every rank of the process group must call save(url): each sets a key of the group's
     store and waits, with a timeout, for the others' keys. A save called on some ranks only
     (`if rank == 0: wt.save(...)`) then fails with the fix named, instead of waiting forever
@@ -261,7 +307,7 @@ def _roll_call(url, rank, world):
     base = f"wharf.save/{hashlib.sha1(url.encode()).hexdigest()[:16]}/{n}"
     store.set(f"{base}/{rank}", "1")
     deadline = time.monotonic() + timeout
-    missing = []
+    missing: List[Any] = []
     for r in range(world):
         key = f"{base}/{r}"
         if missing:  # past the deadline already: only look
@@ -286,7 +332,7 @@ def _roll_call(url, rank, world):
                          "WHARF_SAVE_RANK_TIMEOUT_S sets the wait.")
 
 
-def _begin(c, bucket, prefix, rank, world, pg):
+def _begin(c: Client, bucket: str, prefix: str, rank: Any, world: int, pg: bool) -> Any:
     """Before any shard of this save is written: (the ETag of the index this save replaces,
     None where there is none; the shard objects under the URL now, which the commit's
     cleanup may delete). Taken before the writes, the listing never holds a shard of a save
@@ -294,12 +340,9 @@ def _begin(c, bucket, prefix, rank, world, pg):
     commit, so that save cannot commit over this one (and loses nothing by the cleanup).
     Also removes this rank's old manifest, so a commit cannot pick up a rank that has not
     finished this save."""
-    base, before = None, set()
+    base, before = _Base(None, set(), {}), set()
     if rank == 0:
-        try:
-            base = c.stat(bucket, _join(prefix, INDEX_NAME)).etag
-        except NotFoundError:
-            pass
+        base = _base(c, bucket, prefix)
         before = _shard_keys(c, bucket, prefix)
     if pg and world > 1:
         _roll_call(f"s3://{bucket}/{prefix}", rank, world)
@@ -310,13 +353,66 @@ def _begin(c, bucket, prefix, rank, world, pg):
     return base, before
 
 
-def _shard_keys(c, bucket, prefix, older_than=None):
+class _Base:
+    """The index a save replaces: its ETag (None: there was none), the shard keys it names
+    (live) and the retired ones it lists ({key: unix time retired})."""
+
+    def __init__(self, etag: Optional[str], live: Set[str], retired: Dict[str, float]) -> None:
+        self.etag, self.live, self.retired = etag, live, retired
+
+
+def _base(c: Client, bucket: str, prefix: str) -> Any:
+    try:
+        raw, etag = _get_whole(c, bucket, _join(prefix, INDEX_NAME))
+    except NotFoundError:
+        return _Base(None, set(), {})
+    live, retired = set(), {}
+    try:
+        meta = json.loads(raw)["metadata"]
+        live = _files(prefix, meta["ranks"])
+        for f, since in (meta.get("retired") or {}).items():
+            retired[_join(prefix, f)] = float(since)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        pass  # not an index of ours: replaced all the same, its files are not touched
+    return _Base(etag, live, retired)
+
+
+def _retire(base: Any, before: Any, new: Any, grace: float) -> Any:
+    """({key: unix time retired} for the new index to list, the keys to delete after its
+    commit): the replaced index's shards are retired now, retired ones stay until grace_s has
+    passed, the rest of what was listed before the save (orphans) goes."""
+    if grace <= 0:
+        return {}, set(before) - set(new)
+    now = time.time()
+    keep = {k: now for k in base.live if k in before and k not in new}
+    for k, since in base.retired.items():
+        if k in before and k not in new and k not in keep and now - since < grace:
+            keep[k] = since
+    return keep, set(before) - set(new) - set(keep)
+
+
+def _get_whole(c: Client, bucket: str, key: str, tries: int = 4) -> Any:
+    """(the bytes of one version of a small object, its ETag): a GET that raced an overwrite
+    (its ETag not the HEAD's, or fewer bytes) is made again."""
+    for _ in range(tries):
+        st_ = c.stat(bucket, key)
+        raw = c.get(bucket, key, length=st_.length, transport="http")
+        rep = c.last_report
+        if len(raw) == st_.length and (rep is None or not rep.etag or not st_.etag
+                                       or rep.etag == st_.etag):
+            return raw, st_.etag
+    raise CheckpointChangedError(_lib.WHARF_ERR_PRECONDITION, f"s3://{bucket}/{key} changed "
+                                 f"during each of {tries} reads (it is being overwritten)")
+
+
+def _shard_keys(c: Client, bucket: str, prefix: str, older_than: Any = None) -> Any:
     base = prefix + "/" if prefix else ""
     return {o.key for o in c.list(bucket, base)
             if _is_shard(o.key[len(base):]) and (older_than is None or o.mtime < older_than)}
 
 
-def _rank_record(rank, save_id, skeleton, plans, reports, tensor_info):
+def _rank_record(rank: Any, save_id: Any, skeleton: Any, plans: Any, reports: Any,
+                 tensor_info: Any) -> Any:
     return {"rank": rank, "save_id": save_id, "structure": skeleton,
             "shards": [{"file": p["file"], "size": p["size"], "etag": r.etag}
                        for p, r in zip(plans, reports)],
@@ -324,12 +420,15 @@ def _rank_record(rank, save_id, skeleton, plans, reports, tensor_info):
             "weight_map": {e[0]: p["file"] for p in plans for e in p["entries"]}}
 
 
-def _finish(c, bucket, prefix, url, rank, world, pg, rank_rec, save_id, base, before):
+def _finish(c: Client, bucket: str, prefix: str, url: str, rank: Any, world: int, pg: bool,
+            rank_rec: Any, save_id: Any, base: Any, before: Any, grace: float) -> Any:
     """Commits (one rank, or every rank through the process group) and then deletes the
-    shards the new index does not name. Returns (the index key or None, objects removed)."""
+    shards the new index does not name and does not retire. Returns (the index key or None,
+    objects removed)."""
     if world == 1:
-        key = _write_index(c, bucket, prefix, 1, [rank_rec], base)
-        return key, _cleanup(c, bucket, before, _files(prefix, [rank_rec]))
+        retired, gone = _retire(base, before, _files(prefix, [rank_rec]), grace)
+        key = _write_index(c, bucket, prefix, 1, [rank_rec], base, retired)
+        return key, _cleanup(c, bucket, gone, ())
     c.put(bucket, _join(prefix, _manifest_name(rank, world)),
           json.dumps(rank_rec, separators=(",", ":")).encode(), transport="http")
     if not pg:
@@ -338,17 +437,18 @@ def _finish(c, bucket, prefix, url, rank, world, pg, rank_rec, save_id, base, be
     removed = 0
     if rank == 0:
         recs, _ = _check_manifests(c, bucket, prefix, url, world, save_id)
-        _write_index(c, bucket, prefix, world, recs, base)
-        removed = _cleanup(c, bucket, before, _files(prefix, recs))
+        retired, gone = _retire(base, before, _files(prefix, recs), grace)
+        _write_index(c, bucket, prefix, world, recs, base, retired)
+        removed = _cleanup(c, bucket, gone, ())
     torch.distributed.barrier()
     return _join(prefix, INDEX_NAME), removed
 
 
-def _files(prefix, recs):
+def _files(prefix: str, recs: Any) -> Any:
     return {_join(prefix, sh["file"]) for rr in recs for sh in rr["shards"]}
 
 
-def _cleanup(c, bucket, candidates, keep):
+def _cleanup(c: Client, bucket: str, candidates: Any, keep: Any) -> int:
     """Deletes the candidates the committed index does not name; a failure only leaves an
     orphan for the next save. Returns how many went."""
     n = 0
@@ -363,7 +463,7 @@ def _cleanup(c, bucket, candidates, keep):
     return n
 
 
-def _delete_quiet(c, bucket, key):
+def _delete_quiet(c: Client, bucket: str, key: str) -> None:
     try:
         c.delete(bucket, key)
     except NotFoundError:
@@ -375,11 +475,11 @@ class _Staging:
     save finds its buffers allocated, faulted in and registered). One set, for one client at a
     time; a concurrent save gets buffers of its own. free_staging() drops them."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.lock = threading.Lock()
         self.bufs, self.client, self.regs = [], None, []
 
-    def take(self, c, n, cap, use_rdma, keep):
+    def take(self, c: Client, n: int, cap: int, use_rdma: bool, keep: bool) -> Any:
         """(buffers, kept, how): how is "reused", "new" (kept for next time) or "temporary"."""
         if not keep or not self.lock.acquire(blocking=False):
             return self._fresh(c, n, cap, use_rdma), False, "temporary"
@@ -399,30 +499,30 @@ class _Staging:
             raise
 
     @staticmethod
-    def _fresh(c, n, cap, use_rdma):
+    def _fresh(c: Client, n: int, cap: int, use_rdma: bool) -> Any:
         bufs = [torch.empty(cap, dtype=torch.uint8) for _ in range(n)]
         regs = [c.register(b) for b in bufs] if use_rdma else []
         return _Fresh(bufs, regs)
 
-    def give(self, kept, bufs):
+    def give(self, kept: Any, bufs: Any) -> None:
         if kept:
             self.lock.release()
         else:
             for r in bufs.regs:
                 r.close()
 
-    def _drop(self):
+    def _drop(self) -> None:
         for r in self.regs:
             r.close()
         self.bufs, self.client, self.regs = [], None, []
 
-    def free(self):
+    def free(self) -> None:
         with self.lock:
             self._drop()
 
 
 class _Fresh(list):
-    def __init__(self, bufs, regs):
+    def __init__(self, bufs: Any, regs: Any) -> None:
         super().__init__(bufs)
         self.regs = regs
 
@@ -430,7 +530,7 @@ class _Fresh(list):
 _staging = _Staging()
 
 
-def free_staging():
+def free_staging() -> None:
     """Releases the staging buffers save() keeps between calls (and their registrations),
     and the snapshot pools of async saves (after waiting for the one in flight)."""
     _staging.free()
@@ -443,11 +543,11 @@ def free_staging():
         _inflight.release()
 
 
-def _copy_workers():
+def _copy_workers() -> Any:
     return max(1, min(4, (os.cpu_count() or 2)))
 
 
-def _cuda_share(plans):
+def _cuda_share(plans: Any) -> Any:
     """(the CUDA device holding the most tensor bytes, its share of all the bytes)."""
     per, total = {}, 0
     for p in plans:
@@ -462,7 +562,7 @@ def _cuda_share(plans):
     return dev, per[dev] / total
 
 
-def _device_staging(c, plans, transport, staging):
+def _device_staging(c: Client, plans: Any, transport: str, staging: str) -> Any:
     """(device, nbuf, None) to assemble the shards in GPU memory, or (None, 0, why not) for
     host staging (why is None when there were no GPU tensors to speak of)."""
     if staging == "host":
@@ -488,8 +588,8 @@ def _device_staging(c, plans, transport, staging):
     return dev, nbuf, None
 
 
-def _upload_shards(c, bucket, prefix, plans, transport, checksums, concurrency, keep, bar,
-                   staging="auto"):
+def _upload_shards(c: Client, bucket: str, prefix: str, plans: Any, transport: str, checksums: bool,
+                   concurrency: Optional[int], keep: bool, bar: Any, staging: str = "auto") -> Any:
     """Copies each shard into a staging buffer and PUTs it; the copy of shard i+1 overlaps the
     upload of shard i (two staging buffers). In host memory the copies are plain memcpy
     (numpy) on a few threads, each followed by that tensor's CRC-32: torch's own parallel copy
@@ -516,8 +616,9 @@ class _NoDirect(Exception):
 
 
 
-def _upload_from_device(c, bucket, prefix, plans, transport, checksums, concurrency, bar,
-                        dev, nbuf):
+def _upload_from_device(c: Client, bucket: str, prefix: str, plans: Any, transport: str,
+                        checksums: bool, concurrency: Optional[int], bar: Any, dev: Any,
+                        nbuf: int) -> Any:
     cap = max(p["size"] for p in plans)
     bufs = [torch.empty(cap, dtype=torch.uint8, device=dev) for _ in range(nbuf)]
     regs = []
@@ -528,13 +629,13 @@ def _upload_from_device(c, bucket, prefix, plans, transport, checksums, concurre
         for r in regs:
             r.close()
         raise _NoDirect(f"device memory cannot be registered here: {e.message}") from None
-    tensor_info = {}
+    tensor_info: Dict[Any, Any] = {}
     stats = {"fill_s": 0.0, "put_wait_s": 0.0, "fill_cpu_s": 0.0, "staging": "temporary",
              "staging_memory": str(dev), "staging_reason": None, "staging_bytes": nbuf * cap}
     stream = torch.cuda.Stream(dev)
     stream.wait_stream(torch.cuda.current_stream(dev))  # the tensors' producers are done first
 
-    def fill(buf, p):
+    def fill(buf: Any, p: Any) -> None:
         _fill_device_shard(buf, p, checksums, tensor_info)
         stream.synchronize()
 
@@ -549,14 +650,14 @@ def _upload_from_device(c, bucket, prefix, plans, transport, checksums, concurre
     return reports, tensor_info, stats
 
 
-def _note_staged(stats, reports):
+def _note_staged(stats: Any, reports: Any) -> None:
     staged = [r for r in reports if r.staged]
     if staged:
         stats["staging_reason"] = f"{len(staged)} of {len(reports)} shards went through " \
             f"host memory: {staged[0].reason}"
 
 
-def _fill_device_shard(buf, p, checksums, tensor_info):
+def _fill_device_shard(buf: Any, p: Any, checksums: bool, tensor_info: Any) -> None:
     """Assembles shard p in the device buffer buf (its first p["size"] bytes) on the current
     stream: header, then each tensor by a device-to-device copy; sum64s when checksums.
     The caller synchronizes the stream."""
@@ -577,7 +678,8 @@ def _fill_device_shard(buf, p, checksums, tensor_info):
             tensor_info[name]["sum64"] = _sum64(buf[b:e])
 
 
-def _fill_host_shard(npbuf, p, cp, checksums, tensor_info, tbuf=None):
+def _fill_host_shard(npbuf: Any, p: Any, cp: Any, checksums: bool, tensor_info: Any,
+                     tbuf: Any = None) -> None:
     """Assembles shard p in the host bytes npbuf (numpy uint8; tbuf: the same bytes as a
     tensor, which keeps torch aware that they are pinned): header, then each tensor (a plain
     memcpy; a device-to-host copy for a GPU tensor) on the copy threads cp, each followed by
@@ -587,7 +689,7 @@ def _fill_host_shard(npbuf, p, cp, checksums, tensor_info, tbuf=None):
     if tbuf is None:
         tbuf = torch.from_numpy(npbuf)
 
-    def one(ie):
+    def one(ie: Any) -> Any:
         (name, s, dt, special, _), entry = ie
         b, e = entry[3], entry[4]
         if e > b and s.is_cuda:
@@ -605,7 +707,8 @@ def _fill_host_shard(npbuf, p, cp, checksums, tensor_info, tbuf=None):
         tensor_info[name] = info
 
 
-def _pipeline(c, bucket, prefix, plans, bufs, fill, transport, concurrency, bar, stats):
+def _pipeline(c: Client, bucket: str, prefix: str, plans: Any, bufs: Any, fill: Any, transport: str,
+              concurrency: Optional[int], bar: Any, stats: Any) -> Any:
     """For each shard i: wait until buffer i % len(bufs) is free again (the PUT of shard
     i - len(bufs) is done), fill(buf, plan) it, and PUT it while the next shard fills.
     Returns the PUT reports; when it returns or raises, no PUT is still reading a buffer."""
@@ -634,12 +737,13 @@ def _pipeline(c, bucket, prefix, plans, bufs, fill, transport, concurrency, bar,
     return reports
 
 
-def _upload_from_host(c, bucket, prefix, plans, transport, checksums, concurrency, keep, bar):
+def _upload_from_host(c: Client, bucket: str, prefix: str, plans: Any, transport: str,
+                      checksums: bool, concurrency: Optional[int], keep: bool, bar: Any) -> Any:
     nbuf = min(2, len(plans))
     cap = max(p["size"] for p in plans)
     use_rdma = c.rdma and transport != "http"
     staging, kept, how = _staging.take(c, nbuf, cap, use_rdma, keep)
-    tensor_info = {}
+    tensor_info: Dict[Any, Any] = {}
     stats = {"fill_s": 0.0, "put_wait_s": 0.0, "fill_cpu_s": 0.0, "staging": how,
              "staging_bytes": nbuf * cap}
     try:
@@ -653,13 +757,14 @@ def _upload_from_host(c, bucket, prefix, plans, transport, checksums, concurrenc
     return reports, tensor_info, stats
 
 
-def _put(c, bucket, key, buf, offset, size, transport, concurrency, bar):
+def _put(c: Client, bucket: str, key: str, buf: Any, offset: int, size: int, transport: str,
+         concurrency: Optional[int], bar: Any) -> Any:
     r = c.put_from(bucket, key, buf, offset, size, transport, None, concurrency)
     bar.update(size)
     return r
 
 
-def _cpu_s():
+def _cpu_s() -> Any:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 
@@ -673,11 +778,11 @@ class _InFlight:
     waits for the slot to be free, so two saves never interleave and the snapshot pool is
     never refilled while an upload still reads it."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.cv = threading.Condition()
         self.busy = False
 
-    def claim(self):
+    def claim(self) -> Any:
         """Waits until no async save is in flight, then claims the slot. Returns the wait."""
         t = time.perf_counter()
         with self.cv:
@@ -686,12 +791,12 @@ class _InFlight:
             self.busy = True
         return time.perf_counter() - t
 
-    def release(self):
+    def release(self) -> None:
         with self.cv:
             self.busy = False
             self.cv.notify_all()
 
-    def wait_idle(self):
+    def wait_idle(self) -> Any:
         t = time.perf_counter()
         with self.cv:
             while self.busy:
@@ -702,7 +807,7 @@ class _InFlight:
 _inflight = _InFlight()
 
 
-def wait_async():
+def wait_async() -> None:
     """Blocks until the async save in flight (if any) is done, durable or failed (its
     future says which)."""
     _inflight.wait_idle()
@@ -713,10 +818,10 @@ class _Pool:
     and registering them costs more than the copy). Only touched while the in-flight slot is
     held, so it needs no lock of its own."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.buf, self.reg, self.client = None, None, None
 
-    def take(self, c, n, device, pinned, use_rdma):
+    def take(self, c: Client, n: int, device: Any, pinned: bool, use_rdma: bool) -> Any:
         how = "reused"
         if self.buf is None or self.buf.numel() < n or \
                 (pinned and not self.buf.is_pinned()):
@@ -732,19 +837,19 @@ class _Pool:
             self.client = c
         return how
 
-    def drop(self):
+    def drop(self) -> None:
         if self.reg is not None:
             self.reg.close()
         self.buf, self.reg, self.client = None, None, None
 
 
-_pools = {}  # "host" or str(device) -> _Pool
+_pools: Dict[str, Any] = {}  # "host" or str(device) -> _Pool
 
 DEVICE_BUDGET_SHARE = 0.25   # of the GPU's memory, at most, for a device snapshot
 HOST_BUDGET_SHARE = 0.5      # of the host memory available, at most, for a host snapshot
 
 
-def _mem_available():
+def _mem_available() -> Any:
     try:
         with open("/proc/meminfo") as f:
             for line in f:
@@ -755,7 +860,7 @@ def _mem_available():
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
 
 
-def default_staging_budget(device=None):
+def default_staging_budget(device: Any = None) -> Any:
     """The snapshot budget an async save uses where staging_budget is not given: for a GPU
     snapshot on device, a quarter of the GPU's memory and no more than is free less 1 GiB;
     in host memory, half of the memory available now (a pool kept from an earlier async
@@ -770,7 +875,7 @@ def default_staging_budget(device=None):
     return int((_mem_available() + held) * HOST_BUDGET_SHARE)
 
 
-def _pool_layout(plans):
+def _pool_layout(plans: Any) -> Any:
     offs, total = [], 0
     for p in plans:
         offs.append(total)
@@ -778,7 +883,8 @@ def _pool_layout(plans):
     return offs, max(total, 1)
 
 
-def _snapshot(c, plans, transport, staging, budget, checksums):
+def _snapshot(c: Client, plans: Any, transport: str, staging: str, budget: Optional[float],
+              checksums: bool) -> Any:
     """The blocking part of an async save: every tensor's bytes copied into the pool, laid
     out as the shard files themselves (header + data), so the upload PUTs straight from it.
     Returns (pool tensor, offsets, tensor_info, stats, whether the CRC-32s are still to be
@@ -788,7 +894,7 @@ def _snapshot(c, plans, transport, staging, budget, checksums):
     why = None
     use_rdma = c.rdma and transport != "http"
     stats = {"fill_s": 0.0, "put_wait_s": 0.0, "fill_cpu_s": 0.0, "staging_bytes": total}
-    tensor_info = {}
+    tensor_info: Dict[Any, Any] = {}
     dev = None
     if staging != "host":
         dev, share = _cuda_share(plans)
@@ -849,7 +955,7 @@ def _snapshot(c, plans, transport, staging, budget, checksums):
     return pool.buf, offs, tensor_info, stats, checksums
 
 
-def save_async(obj, url, **kw):
+def save_async(obj: Any, url: str, **kw: Any) -> Any:
     """wharf.torch.save(obj, url, async_=True, **kw): returns a concurrent.futures.Future
     once a consistent snapshot of obj exists; after that the caller may change or free its
     tensors. The snapshot goes into a pool kept between saves (its size is the checkpoint's,
@@ -871,8 +977,10 @@ def save_async(obj, url, **kw):
     return save(obj, url, async_=True, **kw)
 
 
-def _save_async(c, url, bucket, prefix, rank, world, skeleton, plans, save_id, transport,
-                checksums, concurrency, staging, budget, progress, t0, flatten_s, gen):
+def _save_async(c: Client, url: str, bucket: str, prefix: str, rank: Any, world: int, skeleton: Any,
+                plans: Any, save_id: Any, transport: str, checksums: bool,
+                concurrency: Optional[int], staging: str, budget: Optional[float],
+                progress: bool, t0: float, flatten_s: float, gen: str, grace: float) -> Any:
     waited_s = _inflight.claim()
     try:
         pool, offs, tensor_info, stats, crc_later = _snapshot(c, plans, transport, staging,
@@ -883,12 +991,12 @@ def _save_async(c, url, bucket, prefix, rank, world, skeleton, plans, save_id, t
     # the upload reads the pool only: no reference to the caller's tensors survives
     light = [{k: v for k, v in p.items() if k != "items"} for p in plans]
     del plans
-    fut = cf.Future()
+    fut: "cf.Future[Any]" = cf.Future()
     fut.set_running_or_notify_cancel()
     blocking = time.perf_counter() - t0
     fut.save_blocking_s = blocking
 
-    def run():
+    def run() -> None:
         try:
             t1 = time.perf_counter()
             if crc_later:
@@ -912,7 +1020,7 @@ def _save_async(c, url, bucket, prefix, rank, world, skeleton, plans, save_id, t
             rec = _rank_record(rank, save_id, skeleton, light, reports, tensor_info)
             t2 = time.perf_counter()
             committed, removed = _finish(c, bucket, prefix, url, rank, world, False, rec,
-                                         save_id, base, before)
+                                         save_id, base, before, grace)
             durable = time.perf_counter() - t0
             result = {
                 "bytes": sum(p["size"] for p in light), "shards": [p["file"] for p in light],
@@ -935,7 +1043,8 @@ def _save_async(c, url, bucket, prefix, rank, world, skeleton, plans, save_id, t
     return fut
 
 
-def _write_index(c, bucket, prefix, world, rank_recs, base):
+def _write_index(c: Client, bucket: str, prefix: str, world: int, rank_recs: Any, base: Any,
+                 retired: Any = None) -> Any:
     """PUTs the index (the commit point) from every rank's record, over the index this save
     started from: If-Match its ETag (base), or If-None-Match: * where there was none. Of two
     saves racing to one URL, only one commits; the old checkpoint stays whole until then."""
@@ -947,10 +1056,15 @@ def _write_index(c, bucket, prefix, world, rank_recs, base):
     index = {"metadata": {"total_size": sum(sh["size"] for rr in recs for sh in rr["shards"]),
                           "format": FORMAT, "world_size": world, "ranks": ranks},
              "weight_map": weight_map}
+    if retired:
+        pre = prefix + "/" if prefix else ""
+        index["metadata"]["retired"] = {k[len(pre):]: round(v, 3)
+                                        for k, v in sorted(retired.items())}
     key = _join(prefix, INDEX_NAME)
     body = json.dumps(index, separators=(",", ":")).encode()
     try:
-        c.put(bucket, key, body, transport="http", if_none_match=base is None, if_match=base)
+        c.put(bucket, key, body, transport="http", if_none_match=base.etag is None,
+              if_match=base.etag)
     except (PreconditionFailedError, NotFoundError) as e:
         try:
             if c.get(bucket, key, transport="http") == body:
@@ -960,13 +1074,14 @@ def _write_index(c, bucket, prefix, world, rank_recs, base):
         raise CheckpointConflictError(
             _lib.WHARF_ERR_PRECONDITION,
             f"s3://{bucket}/{key}: another save committed this checkpoint while this one "
-            f"ran (the index is no longer {'absent' if base is None else base}); this save "
+            f"ran (the index is no longer {base.etag or 'absent'}); this save "
             "was not committed and the other checkpoint stands (this save's shards are left "
             "for the next save's cleanup)", getattr(e, "report", None)) from None
     return key
 
 
-def _check_manifests(c, bucket, prefix, url, world_size, save_id):
+def _check_manifests(c: Client, bucket: str, prefix: str, url: str, world_size: int,
+                     save_id: Any) -> Any:
     """Every rank's manifest, checked (same save, every shard there at its size). Returns
     (the records, the shards' mtimes)."""
     recs, mtimes = [], []
@@ -1001,7 +1116,8 @@ def _check_manifests(c, bucket, prefix, url, world_size, save_id):
     return recs, mtimes
 
 
-def commit(url, world_size=None, client=None, save_id=None):
+def commit(url: str, world_size: Optional[int] = None, client: Optional[Client] = None,
+           save_id: Any = None, grace_s: Optional[float] = None) -> Any:
     """Writes the index of a checkpoint saved by several ranks without a process group, once
     every rank's save() has returned. world_size None: taken from the rank manifests found.
     Refuses (IncompleteCheckpointError) while a rank's manifest or shard is missing, when the
@@ -1020,28 +1136,22 @@ def commit(url, world_size=None, client=None, save_id=None):
                 _lib.WHARF_ERR_INVALID, f"commit {url}: cannot tell the world size from the "
                 f"rank manifests found ({len(found)}); pass world_size=")
         world_size = int(worlds.pop())
-    base, old_files = None, set()
-    try:
-        base = c.stat(bucket, _join(prefix, INDEX_NAME)).etag
-        old = json.loads(c.get(bucket, _join(prefix, INDEX_NAME), transport="http"))
-        old_files = _files(prefix, old["metadata"]["ranks"])
-    except NotFoundError:
-        pass
-    except (ValueError, KeyError, TypeError):
-        pass  # not an index of ours: replaced all the same, its files are not touched
+    grace = _grace(grace_s)
+    base = _base(c, bucket, prefix)
     recs, mtimes = _check_manifests(c, bucket, prefix, url, world_size, save_id)
-    key = _write_index(c, bucket, prefix, world_size, recs, base)
     new = _files(prefix, recs)
     stale = _shard_keys(c, bucket, prefix, older_than=min(mtimes)) if mtimes else set()
-    _cleanup(c, bucket, old_files | stale, new)
+    retired, gone = _retire(base, base.live | set(base.retired) | stale, new, grace)
+    key = _write_index(c, bucket, prefix, world_size, recs, base, retired)
+    _cleanup(c, bucket, gone, ())
     return key
 
 
 # ---- load ----------------------------------------------------------------------------------
 
 
-def _read_json(c, bucket, key):
-    raw = c.get(bucket, key, transport="http")
+def _read_json(c: Client, bucket: str, key: str) -> Any:
+    raw, _ = _get_whole(c, bucket, key)
     try:
         return json.loads(raw)
     except ValueError as e:
@@ -1049,13 +1159,28 @@ def _read_json(c, bucket, key):
                                f"s3://{bucket}/{key} is not valid JSON: {e}") from None
 
 
-def _read_index(c, bucket, prefix, url):
+def _read_index(c: Client, bucket: str, prefix: str, url: str) -> Any:
+    """(the parsed index, its ETag)."""
     key = _join(prefix, INDEX_NAME)
     try:
-        return _read_json(c, bucket, key)
+        raw, etag = _get_whole(c, bucket, key)
     except NotFoundError:
-        pass
+        raw = None
+    if raw is not None:
+        try:
+            return json.loads(raw), etag
+        except ValueError as e:
+            raise SafetensorsError(_lib.WHARF_ERR_INVALID,
+                                   f"s3://{bucket}/{key} is not valid JSON: {e}") from None
     others = c.list(bucket, prefix + "/") if prefix else []
+    pre = prefix + "/" if prefix else ""
+    hf = [o.key[len(pre):] for o in others if o.key.endswith(".safetensors")
+          and not _is_shard(o.key[len(pre):], gen=True)]
+    if hf:
+        raise SafetensorsError(
+            _lib.WHARF_ERR_INVALID, f"{url} is not a {FORMAT} checkpoint but a Hugging Face "
+            f"safetensors snapshot ({', '.join(sorted(hf)[:3])}): load it with "
+            "wharf.torch.load_safetensors (or load_pretrained into a model)")
     if others:
         raise IncompleteCheckpointError(
             _lib.WHARF_ERR_NOT_FOUND, f"checkpoint {url} is incomplete: {len(others)} objects "
@@ -1065,19 +1190,83 @@ def _read_index(c, bucket, prefix, url):
                         f"no checkpoint at {url}: s3://{bucket}/{key} not found")
 
 
-def load(url, client=None, device="cpu", verify=False, rank=None, transport="auto",
-         report=None, allow_pickle=False, progress=False):
+def _map_location(map_location: Any, device: Any, url: str) -> Any:
+    """The device of torch.load's map_location (a str, torch.device, or a dict mapping
+    every location to one device); load places every tensor on one device."""
+    if map_location is None:
+        return device
+    if device not in (None, "cpu"):
+        raise WharfError(_lib.WHARF_ERR_INVALID, f"load {url}: pass device= or map_location=, "
+                         "not both")
+    if isinstance(map_location, dict):
+        targets = {str(v) for v in map_location.values()}
+        if len(targets) != 1:
+            raise WharfError(_lib.WHARF_ERR_UNSUPPORTED, f"load {url}: map_location "
+                             f"{map_location!r} maps to several devices; a wharf checkpoint "
+                             "loads onto one device (pass it as map_location or device)")
+        map_location = targets.pop()
+    if isinstance(map_location, (str, torch.device)):
+        try:
+            return torch.device(map_location)
+        except RuntimeError as e:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"load {url}: map_location "
+                             f"{map_location!r} is not a device ({e})") from None
+    raise WharfError(_lib.WHARF_ERR_UNSUPPORTED, f"load {url}: map_location of type "
+                     f"{type(map_location).__name__} is not supported (a device, a str or a "
+                     "dict naming one device)")
+
+
+def load(url: str, client: Optional[Client] = None, device: Any = "cpu", verify: bool = False,
+         rank: Any = None, transport: str = "auto", report: Any = None, allow_pickle: bool = False,
+         progress: bool = False, map_location: Any = None) -> Any:
     """Loads a checkpoint written by save(). rank: for a checkpoint of several ranks, which
     one (default: torch.distributed's rank, when initialised), or "all" for a list of every
     rank's object. verify=True recomputes each tensor's CRC-32 (or, for tensors saved from GPU
     memory, its sum64, on the device it landed on) against the one recorded at save and raises
     ChecksumError naming the tensors that differ. report: a dict to fill with
     timings and transports. allow_pickle: unpickle objects saved with allow_pickle=True
-    (only for checkpoints you trust). progress=True: a progress bar."""
+    (only for checkpoints you trust). progress=True: a progress bar, labelled with the URL.
+    map_location: as torch.load's, a device (str or torch.device) or a dict mapping
+    locations to one device; the same as device= (give one of them).
+    report["restarts"]: how many times the load began again on a new index (module doc,
+    "Readers and an overwrite")."""
     t0 = time.perf_counter()
+    device = _map_location(map_location, device, url)
     c = _client(client)
     bucket, prefix = parse_url(url)
-    index = _read_index(c, bucket, prefix, url)
+    rep = {} if report is None else report
+    first: Optional[WharfError] = None
+    for attempt in range(1 + LOAD_RESTARTS):
+        index, etag = _read_index(c, bucket, prefix, url)
+        try:
+            out = _load_index(c, bucket, prefix, url, index, device, verify, rank, transport,
+                              rep, allow_pickle, progress)
+        except WharfError as e:
+            # shards gone, short or changed under the load: a race with a save exactly when
+            # the index moved on meanwhile (else the error is the checkpoint's own)
+            if isinstance(e, (IncompleteCheckpointError, CheckpointConflictError)):
+                raise
+            try:
+                now = c.stat(bucket, _join(prefix, INDEX_NAME)).etag
+            except NotFoundError:
+                now = None
+            if now == etag:
+                raise
+            first = first or e
+            continue
+        rep["restarts"] = attempt
+        rep.pop("headers", None)
+        rep["wall_s"] = time.perf_counter() - t0
+        return out
+    raise CheckpointChangedError(
+        _lib.WHARF_ERR_PRECONDITION, f"load {url}: the checkpoint was replaced while it was "
+        f"read, {1 + LOAD_RESTARTS} times (a save to the same URL is racing this load: "
+        f"{first.message}); load again, or give the saves a longer grace_s") from first
+
+
+def _load_index(c: Client, bucket: str, prefix: str, url: str, index: Any, device: Any,
+                verify: bool, rank: Any, transport: str, rep: Any, allow_pickle: bool,
+                progress: bool) -> Any:
     meta = index.get("metadata") if isinstance(index, dict) else None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise SafetensorsError(_lib.WHARF_ERR_INVALID, f"{url}: the index is not a "
@@ -1104,9 +1293,9 @@ def load(url, client=None, device="cpu", verify=False, rank=None, transport="aut
     for r in want:
         for sh in recs[r]["shards"]:
             shards.append((_join(prefix, sh["file"]), sh["size"], sh.get("etag")))
-    rep = {} if report is None else report
     tensors = _fetch(c, bucket, [(k, s) for k, s, _ in shards], device, transport, rep,
-                     expect_etags=[e for _, _, e in shards], progress=progress, desc="load")
+                     expect_etags=[e for _, _, e in shards], progress=progress,
+                     desc=f"load {url}")
     out = []
     bad = []
     for r in want:
@@ -1134,7 +1323,5 @@ def load(url, client=None, device="cpu", verify=False, rank=None, transport="aut
         raise ChecksumError(_lib.WHARF_ERR_CHECKSUM, f"{url}: {len(bad)} tensors do not match "
                             f"the CRC-32 recorded at save: {', '.join(bad[:8])}"
                             f"{' ...' if len(bad) > 8 else ''}")
-    rep.pop("headers", None)
-    rep["wall_s"] = time.perf_counter() - t0
     return out if rank == "all" and world > 1 else out[0]
 

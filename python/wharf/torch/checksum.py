@@ -22,6 +22,7 @@ ends (wharf.torch.dcp): "crc32" (zlib) where the bytes are in host memory, "sum6
 are on a GPU.
 """
 import zlib
+from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -29,7 +30,7 @@ PIECE = 64 << 20
 _M64 = (1 << 64) - 1
 
 
-def sum64(flat):
+def sum64(flat: torch.Tensor) -> List[int]:
     """sum64 of a 1-D uint8 tensor, on its own device: [s1, s2, nbytes]."""
     if flat.dtype != torch.uint8 or flat.dim() != 1:
         raise ValueError("sum64 takes a 1-D uint8 tensor")
@@ -54,7 +55,7 @@ def sum64(flat):
     return [s1, s2, n]
 
 
-def sum64_reference(data):
+def sum64_reference(data: Any) -> List[int]:
     """The same sum in plain Python over bytes (for tests, and for readers without torch)."""
     data = bytes(data)
     n = len(data)
@@ -68,7 +69,7 @@ def sum64_reference(data):
     return [s1, s2, n]
 
 
-def block_sum(check, piece):
+def block_sum(check: str, piece: Any) -> Any:
     """The check ("crc32" or "sum64") of one block: piece is bytes-like, or a 1-D uint8
     tensor on any device (a GPU block is copied to the host for crc32)."""
     if check == "crc32":
@@ -83,14 +84,15 @@ def block_sum(check, piece):
     raise ValueError(f"unknown checksum {check!r} (crc32 and sum64 are known)")
 
 
-def block_sums(flat, block):
+def block_sums(flat: torch.Tensor, block: int) -> Tuple[str, Tuple[Any, ...]]:
     """(check, per-block sums) of a 1-D uint8 tensor in blocks of block bytes (the last one
     shorter): crc32 on the host, sum64 on a GPU, where the bytes are."""
     check = "crc32" if flat.device.type == "cpu" else "sum64"
     return check, tuple(block_sum(check, flat[a:a + block]) for a in range(0, flat.numel(), block))
 
 
-def first_mismatch(check, sums, block, flat, start):
+def first_mismatch(check: str, sums: Sequence[Any], block: int, flat: Any,
+                   start: int) -> Optional[Tuple[int, Any, Any]]:
     """flat (bytes-like, or a 1-D uint8 tensor) holds bytes [start, start + len) of a range
     whose block sums are sums; start is a block boundary and the end one too or the range's
     end. Returns None when every block matches, else (block index, got, want)."""

@@ -27,6 +27,8 @@ Items are copies by default. With copy=False (and no shuffle) they are zero-copy
 prefetch buffer and stay valid only until the iterator moves to the next window (num_buffers
 windows are in flight or held at once).
 """
+from __future__ import annotations
+
 import collections
 import concurrent.futures as cf
 import dataclasses
@@ -34,14 +36,17 @@ import json
 import os
 import queue
 import time
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 import numpy as np
 import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 from .. import _lib
+from ..client import Client
 from ..config import is_url, join as _join, parse_url
 from ..errors import NotFoundError, WharfError
+from ..reader import DEFAULT_BUFFER_SIZE as _READ_BUFFER, READERS, ObjectReader
 
 DEFAULT_BUFFER_BYTES = 256 * 1024 ** 2
 
@@ -49,7 +54,7 @@ DEFAULT_BUFFER_BYTES = 256 * 1024 ** 2
 Window = collections.namedtuple("Window", "key offset nbytes info bucket", defaults=(None,))
 
 
-def _rank_world(rank, world_size):
+def _rank_world(rank: Optional[int], world_size: Optional[int]) -> Tuple[int, int]:
     dist = torch.distributed
     if rank is None and world_size is None and dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
@@ -61,12 +66,13 @@ def _rank_world(rank, world_size):
     return rank, world_size
 
 
-def _default_client(client):
+def _default_client(client: Optional[Client]) -> Client:
     from ._common import _client
     return _client(client)
 
 
-def _source(source, bucket, keys, prefix, client, suffix):
+def _source(source: Any, bucket: Optional[str], keys: Any, prefix: Optional[str],
+            client: Optional[Client], suffix: str) -> Tuple[Client, str, Any, Optional[str]]:
     """(client, bucket, keys, prefix) from either call form."""
     if is_url(source):
         if bucket is not None:
@@ -91,7 +97,7 @@ def _source(source, bucket, keys, prefix, client, suffix):
     return source, bucket, keys, prefix
 
 
-def _keys(client, bucket, keys, prefix, suffix):
+def _keys(client: Client, bucket: str, keys: Any, prefix: Optional[str], suffix: str) -> List[str]:
     if keys is not None:
         if isinstance(keys, str):
             raise WharfError(_lib.WHARF_ERR_INVALID, "keys must be a list of keys, not a str")
@@ -106,14 +112,14 @@ def _keys(client, bucket, keys, prefix, suffix):
     return out
 
 
-def _meta(client, bucket, key):
+def _meta(client: Client, bucket: str, key: str) -> Any:
     try:
         return json.loads(client.get(bucket, key, transport="http"))
     except ValueError as e:
         raise WharfError(_lib.WHARF_ERR_INVALID, f"s3://{bucket}/{key} is not valid JSON: {e}")
 
 
-def _need(meta, key, fields):
+def _need(meta: Any, key: str, fields: Any) -> None:
     for f in fields:
         if f not in meta:
             raise WharfError(_lib.WHARF_ERR_INVALID, f"{key}: field {f!r} is missing")
@@ -131,8 +137,9 @@ class Prefetcher:
     that cannot be (HTTP, no direct path) each buffer gets a page-locked host twin that the
     fetch lands in and copies to the GPU, and stats say so and why."""
 
-    def __init__(self, client, bucket, windows, num_buffers=2, buffer_bytes=None, workers=2,
-                 transport="auto", pin_memory=False, device=None):
+    def __init__(self, client: Client, bucket: Optional[str], windows: Any, num_buffers: int = 2,
+                 buffer_bytes: Optional[int] = None, workers: Any = 2, transport: str = "auto",
+                 pin_memory: bool = False, device: Any = None) -> None:
         if num_buffers < 1 or workers < 1:
             raise WharfError(_lib.WHARF_ERR_INVALID, "num_buffers and workers must be >= 1")
         self.client, self.bucket, self.windows = client, bucket, list(windows)
@@ -152,10 +159,11 @@ class Prefetcher:
                              "has no CUDA device (torch.cuda.is_available() is False)")
         if self.device.type == "cuda" and self.device.index is None:
             self.device = torch.device("cuda", torch.cuda.current_device())
-        self.stats = dict(fetch_wait_s=0.0, bytes=0, windows=0, transports=set(), fetch_s=0.0,
-                          buffers=self.num_buffers, memory="host", staged_reason=None)
+        self.stats: Dict[str, Any] = dict(
+            fetch_wait_s=0.0, bytes=0, windows=0, transports=set(), fetch_s=0.0,
+            buffers=self.num_buffers, memory="host", staged_reason=None)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         if not self.windows:
             return
         c = self.client
@@ -166,10 +174,10 @@ class Prefetcher:
                 torch.empty(n, dtype=torch.uint8, pin_memory=self.pin_memory)
                 for _ in range(self.num_buffers)]
         regs = []
-        free = queue.SimpleQueue()  # indexes of bufs (and of lands)
+        free: "queue.SimpleQueue[Any]" = queue.SimpleQueue()  # indexes of bufs (and of lands)
         for i in range(len(bufs)):
             free.put(i)
-        pending = collections.deque()
+        pending: "collections.deque[Any]" = collections.deque()
         ex = cf.ThreadPoolExecutor(min(self.workers, self.num_buffers),
                                    thread_name_prefix="wharf-prefetch")
         try:
@@ -195,7 +203,7 @@ class Prefetcher:
                 self.stats["memory"] = f"{self.device} ({how})"
                 self.stats["staged_reason"] = why
 
-            def fetch(w):
+            def fetch(w: Any) -> Any:
                 i = free.get()
                 b, land = bufs[i], lands[i]
                 bucket = w.bucket or self.bucket
@@ -252,7 +260,7 @@ class Prefetcher:
 
 # --- epochs, shuffling and resumable state, shared by the iterable datasets -----------------
 
-def _mix(seed, epoch, salt):
+def _mix(seed: int, epoch: int, salt: int) -> Any:
     """One 63-bit generator seed from (seed, epoch, salt): the same in every process."""
     m = (1 << 64) - 1
     x = (int(seed) * 0x9E3779B97F4A7C15 + int(epoch) * 0xBF58476D1CE4E5B9 + int(salt)) & m
@@ -270,35 +278,38 @@ class _Epochs:
     the next iterator, or one resumed from that state, starts the epoch again; set_epoch
     moves on."""
 
+    rank: int
+    world_size: int
+
     _STATE_KEYS = ("epoch", "seed", "shuffle", "served", "layout")
 
-    def _init_epochs(self, shuffle, seed):
+    def _init_epochs(self, shuffle: bool, seed: int) -> None:
         self.shuffle, self.seed, self.epoch = bool(shuffle), int(seed), 0
         self._resume, self._served, self._layout = 0, 0, None
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """The epoch the next iterator reads: with shuffle, the permutation drawn from
         (seed, epoch). Drops a resume point set by load_state_dict."""
         self.epoch = int(epoch)
         self._resume = self._served = 0
         self._layout = None
 
-    def _perm(self, n, salt=0):
+    def _perm(self, n: int, salt: int = 0) -> Any:
         if not self.shuffle or n < 2:
             return list(range(n))
         g = torch.Generator()
         g.manual_seed(_mix(self.seed, self.epoch, salt))
         return torch.randperm(n, generator=g).tolist()
 
-    def _where(self):
+    def _where(self) -> Any:
         wi = get_worker_info()
         return [self.rank, self.world_size, wi.id if wi else 0, wi.num_workers if wi else 1]
 
-    def state_dict(self):
+    def state_dict(self) -> Any:
         return {"epoch": self.epoch, "seed": self.seed, "shuffle": self.shuffle,
                 "served": self._served, "layout": self._layout or self._where()}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Any) -> None:
         miss = [k for k in self._STATE_KEYS if k not in state]
         if miss:
             raise WharfError(_lib.WHARF_ERR_INVALID, f"dataset state lacks {miss}: not a "
@@ -308,7 +319,7 @@ class _Epochs:
         self._resume = self._served = int(state["served"])
         self._layout = list(state["layout"])
 
-    def _begin(self):
+    def _begin(self) -> Any:
         """Items this iterator skips (a resume point), checked against where it runs."""
         skip, here = self._resume, self._where()
         if skip and self._layout is not None and self._layout != here:
@@ -331,17 +342,17 @@ class WharfObject:
     data: bytes
 
     @property
-    def url(self):
+    def url(self) -> Any:
         return f"s3://{self.bucket}/{self.key}"
 
 
-def _split_url(url):
+def _split_url(url: str) -> Any:
     """(bucket, raw prefix) of s3://bucket/prefix, the prefix as given (a trailing / kept)."""
     bucket, _ = parse_url(url, need_key=False)
     return bucket, url.split("://", 1)[1].partition("/")[2]
 
 
-def _from_prefix(client, url):
+def _from_prefix(client: Client, url: str) -> Any:
     bucket, prefix = _split_url(url)
     out = [(bucket, o.key, o.length) for o in client.list(bucket, prefix or None)
            if not o.key.endswith("/")]
@@ -350,7 +361,7 @@ def _from_prefix(client, url):
     return out
 
 
-def _from_objects(client, objects, bucket):
+def _from_objects(client: Client, objects: Any, bucket: Optional[str]) -> Any:
     """[(bucket, key, size)] of s3:// URLs, or of keys in bucket; sizes from HEADs."""
     if isinstance(objects, str):
         raise WharfError(_lib.WHARF_ERR_INVALID, "objects must be a list of s3:// URLs or "
@@ -374,39 +385,71 @@ def _from_objects(client, objects, bucket):
 class _Objects:
     """from_prefix / from_objects for the object datasets."""
 
+    client: Client
+    transform: Any
+    transport: str
+    reader: Optional[str]
+    read_buffer: int
+
     @classmethod
-    def from_prefix(cls, url, client=None, transform=None, **kw):
+    def from_prefix(cls, url: str, client: Optional[Client] = None, transform: Any = None,
+                    **kw: Any) -> Any:
         """Every object under s3://bucket/prefix (listing order: by key). A prefix is matched
         as given: s3://b/img/ takes img/..., s3://b/img also img2/..."""
         c = _default_client(client)
         return cls(_from_prefix(c, url), client=c, transform=transform, **kw)
 
     @classmethod
-    def from_objects(cls, objects, client=None, bucket=None, transform=None, **kw):
+    def from_objects(cls, objects: Any, client: Optional[Client] = None,
+                     bucket: Optional[str] = None, transform: Any = None, **kw: Any) -> Any:
         """The objects named, in that order: s3:// URLs (any buckets), or keys with bucket=."""
         c = _default_client(client)
         return cls(_from_objects(c, objects, bucket), client=c, transform=transform, **kw)
 
-    def _item(self, b, k, n, data):
+    def _item(self, b: Any, k: Any, n: int, data: Any) -> Any:
         o = WharfObject(b, k, n, data)
         return self.transform(o) if self.transform is not None else o
+
+    def _lazy(self, b: Any, k: Any, n: int) -> Any:
+        """reader= set: transform(an ObjectReader over the object), closed after it; without
+        transform the open reader itself (the caller closes it)."""
+        r = ObjectReader(self.client, b, k, n, self.reader, self.read_buffer, self.transport)
+        if self.transform is None:
+            return r
+        with r:
+            return self.transform(r)
+
+
+def _reader_arg(reader: Any) -> Any:
+    if reader is not None and reader not in READERS:
+        raise WharfError(_lib.WHARF_ERR_INVALID, f"reader must be None (the whole object as "
+                         f"bytes, fetched ahead) or one of {READERS}, not {reader!r}")
+    return reader
 
 
 class ObjectMapDataset(_Objects, Dataset):
     """A map-style dataset, one item per object: ds[i] GETs object i and returns
     transform(WharfObject) (the WharfObject itself without transform). len() is the number of
     objects. Ranks and workers split it through the DataLoader's sampler (DistributedSampler
-    for ranks), as for any map-style dataset. Build with from_prefix or from_objects."""
+    for ranks), as for any map-style dataset. Build with from_prefix or from_objects.
+    reader="sequential", "range" or "whole" (wharf.reader): transform gets a lazy file-like
+    ObjectReader instead of the bytes, so a sample that reads a header and one slice fetches
+    only those (read_buffer: the sequential reader's read-ahead)."""
 
-    def __init__(self, objects, client=None, transform=None, transport="auto"):
+    def __init__(self, objects: Any, client: Optional[Client] = None, transform: Any = None,
+                 transport: str = "auto", reader: Any = None,
+                 read_buffer: Any = _READ_BUFFER) -> None:
         self.client = _default_client(client)
         self.objects, self.transform, self.transport = list(objects), transform, transport
+        self.reader, self.read_buffer = _reader_arg(reader), read_buffer
 
-    def __len__(self):
+    def __len__(self) -> Any:
         return len(self.objects)
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> Any:
         b, k, n = self.objects[i]
+        if self.reader is not None:
+            return self._lazy(b, k, n)
         data = self.client.get(b, k, length=n, transport=self.transport) if n else b""
         if len(data) != n:
             raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"s3://{b}/{k}: {len(data)} bytes read, "
@@ -417,22 +460,29 @@ class ObjectMapDataset(_Objects, Dataset):
 class ObjectIterableDataset(_Objects, _Epochs, IterableDataset):
     """An iterable dataset, one item per object: transform(WharfObject) for each object of
     this rank (every world_size-th of the epoch's order) and DataLoader worker (every
-    num_workers-th of those), fetched ahead into num_buffers buffers (of the largest object's
+    num_workers-th of those; even="pad" (default), "drop" or False as for the layouts, so
+    every rank has as many), fetched ahead into num_buffers buffers (of the largest object's
     size unless buffer_bytes says) by fetch_workers threads (default: the CPU count, 2 to 8). shuffle=True: the order is a
     permutation of (seed, epoch), set_epoch changes it. len() is this rank's object count.
-    state_dict/load_state_dict resume mid-epoch. Build with from_prefix or from_objects."""
+    state_dict/load_state_dict resume mid-epoch. Build with from_prefix or from_objects.
+    reader="sequential", "range" or "whole": no fetch ahead; transform gets a lazy file-like
+    ObjectReader (wharf.reader) per object and reads what it needs."""
 
-    def __init__(self, objects, client=None, transform=None, rank=None, world_size=None,
-                 shuffle=False, seed=0, num_buffers=8, buffer_bytes=None, fetch_workers=None,
-                 transport="auto"):
+    def __init__(self, objects: Any, client: Optional[Client] = None, transform: Any = None,
+                 rank: Any = None, world_size: Optional[int] = None, shuffle: bool = False,
+                 seed: int = 0, num_buffers: int = 8, buffer_bytes: Optional[int] = None,
+                 fetch_workers: Optional[int] = None, transport: str = "auto", even: Any = "pad",
+                 reader: Any = None, read_buffer: Any = _READ_BUFFER) -> None:
         self.client = _default_client(client)
         self.objects, self.transform = list(objects), transform
+        self.reader, self.read_buffer = _reader_arg(reader), read_buffer
         self.rank, self.world_size = _rank_world(rank, world_size)
+        self.even = _even(even)
         self.num_buffers, self.buffer_bytes = num_buffers, buffer_bytes
         # objects are often small: several GETs in flight, sized from the host
         self.fetch_workers = fetch_workers or max(2, min(8, os.cpu_count() or 2))
         self.transport = transport
-        self.last_stats = None
+        self.last_stats: Any = None
         big = [(b, k, n) for b, k, n in self.objects if buffer_bytes is not None
                and n > buffer_bytes]
         if big:
@@ -440,15 +490,35 @@ class ObjectIterableDataset(_Objects, _Epochs, IterableDataset):
                              f"{big[0][2]} bytes, more than buffer_bytes {buffer_bytes}")
         self._init_epochs(shuffle, seed)
 
-    def __len__(self):
-        return len(range(self.rank, len(self.objects), self.world_size))
+    def _mine(self) -> Any:
+        """This rank's object indexes of the epoch: every world_size-th of the epoch's order,
+        padded (even="pad": the order repeated from its start, as DistributedSampler) or cut
+        (even="drop") so that every rank has as many."""
+        order, W = self._perm(len(self.objects)), self.world_size
+        n = len(order)
+        if self.even == "pad" and n:
+            per = -(-n // W)
+            order = (order * (-(-per * W // n)))[:per * W]
+        elif self.even == "drop":
+            order = order[:n // W * W]
+        return order[self.rank::W]
 
-    def __iter__(self):
+    def __len__(self) -> Any:
+        return len(self._mine())
+
+    def __iter__(self) -> Iterator[Any]:
         skip = self._begin()
-        mine = self._perm(len(self.objects))[self.rank::self.world_size]
+        mine = self._mine()
         wi = get_worker_info()
         if wi is not None and wi.num_workers > 1:
             mine = mine[wi.id::wi.num_workers]
+        if self.reader is not None:
+            for i in mine[skip:]:
+                item = self._lazy(*self.objects[i])
+                self._served += 1
+                yield item
+            self._served = 0
+            return
         wins = [Window(self.objects[i][1], 0, self.objects[i][2], i, self.objects[i][0])
                 for i in mine[skip:]]
         p = Prefetcher(self.client, None, wins, self.num_buffers, self.buffer_bytes,
@@ -463,102 +533,203 @@ class ObjectIterableDataset(_Objects, _Epochs, IterableDataset):
 
 # --- the fixed layouts ------------------------------------------------------------------------
 
-class _Base(_Epochs, IterableDataset):
-    pin_memory = False  # page-locked prefetch buffers: faster copies to a GPU
-    device = None       # "cuda": items are GPU tensors, fetched into GPU memory (Prefetcher)
-    repeat = 1
+EVEN_MODES = ("pad", "drop", False)
 
-    def __init__(self, client, bucket, num_buffers, buffer_bytes, fetch_workers, transport,
-                 copy, rank, world_size, shuffle=False, seed=0):
+
+def _even(even: Any) -> Any:
+    if even is True:
+        return "pad"
+    if even not in EVEN_MODES:
+        raise WharfError(_lib.WHARF_ERR_INVALID, f'even must be "pad", "drop" or False, not '
+                         f"{even!r}")
+    return even
+
+
+class _Base(_Epochs, IterableDataset):
+    """The fixed layouts. An epoch is one global stream of rows (sequences, samples): every
+    shard's windows in order (shuffle: windows in a permutation of (seed, epoch), the rows of
+    each in one too), repeat times. Rank r of W takes its share of that stream, the same
+    number of rows on every rank (even="pad", the default: ceil(rows / W), the shortfall
+    repeated from the stream's start, as torch's DistributedSampler pads; "drop": floor(rows
+    / W), the tail dropped; False: rows split as evenly as they go, ranks differing by one),
+    whatever the number of shards (fewer shards than ranks included). The rank's rows are cut
+    into batches of batch_size, which may span shards; drop_last drops only the last partial
+    batch of the rank's stream. DataLoader workers take contiguous runs of the rank's
+    batches. Each worker fetches only the rows its batches hold."""
+    pin_memory = False  # page-locked prefetch buffers: faster copies to a GPU
+    device: Any = None  # "cuda": items are GPU tensors, fetched into GPU memory (Prefetcher)
+    repeat = 1
+    batch_size: Optional[int] = None
+    drop_last: bool = False
+
+    def __init__(self, client: Client, bucket: str, num_buffers: int, buffer_bytes: int,
+                 fetch_workers: int, transport: str, copy: bool, rank: Optional[int],
+                 world_size: Optional[int], shuffle: bool = False, seed: int = 0,
+                 even: Any = "pad") -> None:
         self.client, self.bucket = client, bucket
         self.num_buffers, self.buffer_bytes = num_buffers, buffer_bytes
         self.fetch_workers, self.transport, self.copy = fetch_workers, transport, copy
         self.rank, self.world_size = _rank_world(rank, world_size)
-        self.last_stats = None
+        self.even = _even(even)
+        self.last_stats: Any = None
         self._init_epochs(shuffle, seed)
 
-    def _my_windows(self, windows):
-        wi = get_worker_info()
-        if wi is not None and wi.num_workers > 1:
-            return windows[wi.id::wi.num_workers]
-        return windows
-
-    def _prefetch(self, windows):
+    def _prefetch(self, windows: Any) -> Any:
         p = Prefetcher(self.client, self.bucket, windows, self.num_buffers, self.buffer_bytes,
                        self.fetch_workers, self.transport, self.pin_memory, self.device)
         self.last_stats = p.stats
         return p
 
-    # A layout says how many rows (sequences, samples) a window holds, how many items they
-    # make, and yields the items of a window from a row order (None: in place) and a start.
-    def _rows(self, w):
+    # A layout says how many rows a window holds (_rows), the sub-window of rows [lo, hi)
+    # (_sub), and makes an item of parts [(sub-window, its buffer, row indexes in it)].
+    windows: List[Window]
+
+    def _rows(self, w: Any) -> int:
         raise NotImplementedError
 
-    def _count(self, w):
-        return self._rows(w)
+    def _sub(self, w: Any, lo: int, hi: int) -> Window:
+        raise NotImplementedError
 
-    def __len__(self):
-        """Items this rank yields in an epoch (shared between its DataLoader workers)."""
-        return sum(self._count(w) for w in self.windows) * int(self.repeat)
+    def _part(self, sw: Any, buf: Any, rows: Any, own: bool) -> Any:
+        raise NotImplementedError
 
-    def _batches(self, rows, start):
-        """[(first, last)] row ranges of the items from item `start` (batch_size, drop_last)."""
-        bs = getattr(self, "batch_size", None) or 1
-        out = []
-        for i in range(start * bs, rows, bs):
-            j = min(rows, i + bs)
-            if j - i < bs and getattr(self, "drop_last", False):
-                break
-            out.append((i, j))
+    def _item(self, parts: List[Any]) -> Any:
+        raise NotImplementedError
+
+    def _share(self) -> Any:
+        """(first stream position, rows) of this rank, of total rows in the epoch."""
+        total = sum(self._rows(w) for w in self.windows) * int(self.repeat)
+        W, r = self.world_size, self.rank
+        if self.even == "pad":
+            per = -(-total // W)
+            return r * per, per, total
+        if self.even == "drop":
+            per = total // W
+            return r * per, per, total
+        return r * total // W, (r + 1) * total // W - r * total // W, total
+
+    def __len__(self) -> Any:
+        """Items (batches) this rank yields in an epoch (shared between its DataLoader
+        workers): the same on every rank unless even=False."""
+        _, per, _ = self._share()
+        bs = self.batch_size or 1
+        return per // bs + (1 if per % bs and not self.drop_last else 0)
+
+    def _batches(self) -> Any:
+        """This rank's items of the epoch: each a list of (window index, row indexes)."""
+        first, per, total = self._share()
+        if not total or not per:
+            return []
+        n = len(self.windows)
+        stream = []  # (window index, rows, row order or None)
+        for r in range(int(self.repeat)):
+            for i in self._perm(n, salt=-1 - r):
+                nr = self._rows(self.windows[i])
+                order = (np.asarray(self._perm(nr, r * n + i + 1), dtype=np.int64)
+                         if self.shuffle else None)
+                if nr:
+                    stream.append((i, nr, order))
+        mine, pos, left = [], first % total, per
+        k = 0
+        while pos >= stream[k][1]:
+            pos -= stream[k][1]
+            k += 1
+        while left:
+            i, nr, order = stream[k]
+            take = min(left, nr - pos)
+            rows = (order[pos:pos + take] if order is not None
+                    else np.arange(pos, pos + take, dtype=np.int64))
+            mine.append((i, rows))
+            left -= take
+            pos, k = 0, (k + 1) % len(stream)
+        bs = self.batch_size or 1
+        out, cur, cn = [], [], 0
+        for i, rows in mine:
+            while len(rows):
+                t = min(bs - cn, len(rows))
+                cur.append((i, rows[:t]))
+                rows, cn = rows[t:], cn + t
+                if cn == bs:
+                    out.append(cur)
+                    cur, cn = [], 0
+        if cur and not self.drop_last:
+            out.append(cur)
         return out
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         skip = self._begin()
-        n = len(self.windows)
-        plan = []  # (salt of the window's row order, window, first item)
-        for r in range(int(self.repeat)):
-            for i in self._my_windows(self._perm(n, salt=-1 - r)):
-                w = self.windows[i]
-                c = self._count(w)
-                if skip >= c:
-                    skip -= c
-                    continue
-                plan.append((r * n + i + 1, w, skip))
-                skip = 0
-        for k, (w, buf) in enumerate(self._prefetch([w for _, w, _ in plan])):
-            salt, _, start = plan[k]
-            order = self._perm(self._rows(w), salt) if self.shuffle else None
-            for item in self._items(w, buf, order, start):
-                self._served += 1
-                yield item
+        batches = self._batches()
+        wi = get_worker_info()
+        if wi is not None and wi.num_workers > 1:
+            nb = len(batches)
+            batches = batches[wi.id * nb // wi.num_workers:(wi.id + 1) * nb // wi.num_workers]
+        batches = batches[skip:]
+        # the fetches: consecutive parts of one window share one while they fit a buffer
+        fetches: List[Tuple[int, int, int]] = []
+        plan: List[List[Tuple[int, Any]]] = []
+        for b in batches:
+            parts = []
+            for i, rows in b:
+                lo, hi = int(rows.min()), int(rows.max()) + 1
+                if fetches:
+                    fi, flo, fhi = fetches[-1]
+                    if fi == i and lo >= flo and self._fits(self.windows[i], flo,
+                                                            max(fhi, hi)):
+                        fetches[-1] = (fi, flo, max(fhi, hi))
+                        parts.append((len(fetches) - 1, rows))
+                        continue
+                fetches.append((i, lo, hi))
+                parts.append((len(fetches) - 1, rows))
+            plan.append(parts)
+        subs = [self._sub(self.windows[i], lo, hi) for i, lo, hi in fetches]
+        it = iter(self._prefetch(subs))
+        at, buf = -1, None
+        for parts in plan:
+            got = []
+            for k, rows in parts:
+                while at < k:  # a batch over two fetches: its parts so far are copies
+                    _, buf = next(it)
+                    at += 1
+                got.append(self._part(subs[k], buf, rows - fetches[k][1], len(parts) > 1))
+            self._served += 1
+            yield self._item(got)
         self._served = 0  # the epoch is done: a next iterator starts it again
 
-    def _take(self, t, order, i, j):
-        """Rows i..j of t in the window's order: a view (or its copy) in place, a gathered
-        copy when shuffled."""
-        if order is None:
-            v = t[i:j]
-            return v.clone() if self.copy else v
-        return t[torch.as_tensor(order[i:j], device=t.device)]
+    def _fits(self, w: Any, lo: int, hi: int) -> Any:
+        return self._sub(w, lo, hi).nbytes <= self.buffer_bytes
+
+    def _take(self, t: Any, rows: Any, own: bool = False) -> Any:
+        """Rows of t: a view (or, with copy or own, its copy) when they are adjacent and in
+        order, else a gathered copy."""
+        n = len(rows)
+        if n and int(rows[-1]) - int(rows[0]) == n - 1 and (n < 2 or bool(
+                (np.diff(rows) == 1).all())):
+            v = t[int(rows[0]):int(rows[0]) + n]
+            return v.clone() if self.copy or own else v
+        return t[torch.as_tensor(rows, device=t.device)]
 
 
 class TokenDataset(_Base):
     """Sequences of seq_len int32 tokens (or batches [batch_size, seq_len] when batch_size is
     set) from token shards. seq_len defaults to the shards' own; another value re-cuts the
-    token stream of each shard (a tail shorter than seq_len is dropped, as is a last partial
-    batch of a window when drop_last). shuffle=True: windows, and the sequences inside each,
-    in a permutation of (seed, epoch); len(): items of this rank per epoch."""
+    token stream of each shard (a tail shorter than seq_len is dropped). Ranks split the
+    sequences of all shards evenly (even=, _Base); drop_last drops the last partial batch of
+    the rank's stream. shuffle=True: windows, and the sequences inside each, in a permutation
+    of (seed, epoch); len(): items of this rank per epoch."""
 
-    def __init__(self, source, bucket=None, keys=None, prefix=None, seq_len=None,
-                 batch_size=None, rank=None, world_size=None, num_buffers=2,
-                 buffer_bytes=DEFAULT_BUFFER_BYTES, fetch_workers=2, transport="auto", copy=True,
-                 drop_last=True, repeat=1, client=None, device=None, shuffle=False, seed=0):
+    def __init__(self, source: Any, bucket: Optional[str] = None, keys: Any = None,
+                 prefix: Optional[str] = None, seq_len: Optional[int] = None,
+                 batch_size: Optional[int] = None, rank: Any = None,
+                 world_size: Optional[int] = None, num_buffers: int = 2,
+                 buffer_bytes: int = DEFAULT_BUFFER_BYTES, fetch_workers: int = 2,
+                 transport: str = "auto", copy: bool = True, drop_last: bool = True,
+                 repeat: int = 1, client: Optional[Client] = None, device: Any = None,
+                 shuffle: bool = False, seed: int = 0, even: Any = "pad") -> None:
         client, bucket, keys, prefix = _source(source, bucket, keys, prefix, client, ".bin")
         super().__init__(client, bucket, num_buffers, buffer_bytes, fetch_workers, transport,
-                         copy, rank, world_size, shuffle, seed)
+                         copy, rank, world_size, shuffle, seed, even)
         self.device = device
-        all_keys = _keys(client, bucket, keys, prefix, ".bin")
-        self.keys = all_keys[self.rank::self.world_size]
+        self.keys = _keys(client, bucket, keys, prefix, ".bin")
         self.batch_size, self.drop_last, self.repeat = batch_size, drop_last, repeat
         self.shards = []
         for k in self.keys:
@@ -587,35 +758,40 @@ class TokenDataset(_Base):
                 off += n
         self.num_sequences = sum(w.nbytes for w in self.windows) // (self.seq_len * 4)
 
-    def _rows(self, w):
+    def _rows(self, w: Any) -> Any:
         return w.nbytes // (self.seq_len * 4)
 
-    def _count(self, w):
-        return len(self._batches(self._rows(w), 0))
+    def _sub(self, w: Any, lo: int, hi: int) -> Any:
+        rb = self.seq_len * 4
+        return Window(w.key, w.offset + lo * rb, (hi - lo) * rb, None)
 
-    def _items(self, w, buf, order, start):
-        toks = buf.view(torch.int32).view(-1, self.seq_len)
-        for i, j in self._batches(toks.shape[0], start):
-            b = self._take(toks, order, i, j)
-            yield b[0] if self.batch_size is None else b
+    def _part(self, sw: Any, buf: Any, rows: Any, own: bool) -> Any:
+        return self._take(buf.view(torch.int32).view(-1, self.seq_len), rows, own)
+
+    def _item(self, parts: Any) -> Any:
+        b = parts[0] if len(parts) == 1 else torch.cat(parts)
+        return b[0] if self.batch_size is None else b
 
 
 class RawImageShards(_Base):
     """(image uint8 [H, W, C], label) from raw NHWC shards; with batch_size, (uint8
-    [B, H, W, C], int64 labels [B]) (a last partial batch of a window is yielded unless
-    drop_last). shuffle=True: windows, and the samples inside each, in a permutation of
-    (seed, epoch); len(): items of this rank per epoch."""
+    [B, H, W, C], int64 labels [B]) (a last partial batch of the rank's stream is yielded
+    unless drop_last). Ranks split the samples of all shards evenly (even=, _Base).
+    shuffle=True: windows, and the samples inside each, in a permutation of (seed, epoch);
+    len(): items of this rank per epoch."""
 
-    def __init__(self, source, bucket=None, keys=None, prefix=None, batch_size=None, rank=None,
-                 world_size=None, num_buffers=2, buffer_bytes=DEFAULT_BUFFER_BYTES,
-                 fetch_workers=2, transport="auto", copy=True, drop_last=False, client=None,
-                 device=None, shuffle=False, seed=0):
+    def __init__(self, source: Any, bucket: Optional[str] = None, keys: Any = None,
+                 prefix: Optional[str] = None, batch_size: Optional[int] = None, rank: Any = None,
+                 world_size: Optional[int] = None, num_buffers: int = 2,
+                 buffer_bytes: int = DEFAULT_BUFFER_BYTES, fetch_workers: int = 2,
+                 transport: str = "auto", copy: bool = True, drop_last: bool = False,
+                 client: Optional[Client] = None, device: Any = None, shuffle: bool = False,
+                 seed: int = 0, even: Any = "pad") -> None:
         client, bucket, keys, prefix = _source(source, bucket, keys, prefix, client, ".raw")
         super().__init__(client, bucket, num_buffers, buffer_bytes, fetch_workers, transport,
-                         copy, rank, world_size, shuffle, seed)
+                         copy, rank, world_size, shuffle, seed, even)
         self.device = device
-        all_keys = _keys(client, bucket, keys, prefix, ".raw")
-        self.keys = all_keys[self.rank::self.world_size]
+        self.keys = _keys(client, bucket, keys, prefix, ".raw")
         self.batch_size, self.drop_last = batch_size, drop_last
         self.windows = []
         self.num_samples = 0
@@ -641,22 +817,25 @@ class RawImageShards(_Base):
                                            ((h, w_, ch), m["labels"][s0:s1])))
             self.num_samples += n
 
-    def _rows(self, w):
+    def _rows(self, w: Any) -> Any:
         return len(w.info[1])
 
-    def _count(self, w):
-        return len(self._batches(self._rows(w), 0))
-
-    def _items(self, w, buf, order, start):
+    def _sub(self, w: Any, lo: int, hi: int) -> Any:
         shape, labels = w.info
-        imgs = buf.view(len(labels), *shape)
-        for i, j in self._batches(len(labels), start):
-            lab = labels[i:j] if order is None else [labels[x] for x in order[i:j]]
-            b = self._take(imgs, order, i, j)
-            if self.batch_size is None:
-                yield b[0], int(lab[0])
-            else:
-                yield b, torch.tensor(lab, dtype=torch.int64, device=buf.device)
+        sb = shape[0] * shape[1] * shape[2]
+        return Window(w.key, w.offset + lo * sb, (hi - lo) * sb, (shape, labels[lo:hi]))
+
+    def _part(self, sw: Any, buf: Any, rows: Any, own: bool) -> Any:
+        shape, labels = sw.info
+        imgs = self._take(buf.view(len(labels), *shape), rows, own)
+        return imgs, [labels[int(x)] for x in rows]
+
+    def _item(self, parts: Any) -> Any:
+        b = parts[0][0] if len(parts) == 1 else torch.cat([p[0] for p in parts])
+        lab = [x for p in parts for x in p[1]]
+        if self.batch_size is None:
+            return b[0], int(lab[0])
+        return b, torch.tensor(lab, dtype=torch.int64, device=b.device)
 
 
 class JpegTarShards(_Base):
@@ -666,15 +845,16 @@ class JpegTarShards(_Base):
     check_jpeg: refuse a sample whose bytes do not start with the JPEG SOI marker FF D8.
     shuffle=True: windows, and the samples inside each, in a permutation of (seed, epoch)."""
 
-    def __init__(self, source, bucket=None, keys=None, prefix=None, rank=None, world_size=None,
-                 num_buffers=2, buffer_bytes=DEFAULT_BUFFER_BYTES, fetch_workers=2,
-                 transport="http", decode=None, check_jpeg=True, client=None, shuffle=False,
-                 seed=0):
+    def __init__(self, source: Any, bucket: Optional[str] = None, keys: Any = None,
+                 prefix: Optional[str] = None, rank: Any = None, world_size: Optional[int] = None,
+                 num_buffers: int = 2, buffer_bytes: int = DEFAULT_BUFFER_BYTES,
+                 fetch_workers: int = 2, transport: str = "http", decode: Any = None,
+                 check_jpeg: bool = True, client: Optional[Client] = None, shuffle: bool = False,
+                 seed: int = 0, even: Any = "pad") -> None:
         client, bucket, keys, prefix = _source(source, bucket, keys, prefix, client, ".tar")
         super().__init__(client, bucket, num_buffers, buffer_bytes, fetch_workers, transport,
-                         True, rank, world_size, shuffle, seed)
-        all_keys = _keys(client, bucket, keys, prefix, ".tar")
-        self.keys = all_keys[self.rank::self.world_size]
+                         True, rank, world_size, shuffle, seed, even)
+        self.keys = _keys(client, bucket, keys, prefix, ".tar")
         self.decode, self.check_jpeg = decode, check_jpeg
         self.windows = []
         self.num_samples = 0
@@ -704,19 +884,31 @@ class JpegTarShards(_Base):
                 self.windows.append(Window(k, start, end - start, cur))
             self.num_samples += len(samples)
 
-    def _rows(self, w):
+    def _rows(self, w: Any) -> Any:
         return len(w.info)
 
-    def _items(self, w, buf, order, start):
+    def _sub(self, w: Any, lo: int, hi: int) -> Any:
+        smp = w.info[lo:hi]
+        start = min(rel for rel, _, _, _ in smp)
+        end = max(rel + ln for rel, ln, _, _ in smp)
+        return Window(w.key, w.offset + start, end - start,
+                      [(rel - start, ln, label, key) for rel, ln, label, key in smp])
+
+    def _part(self, sw: Any, buf: Any, rows: Any, own: bool) -> Any:
         mv = buf.numpy()
-        for x in (range(len(w.info)) if order is None else order)[start:]:
-            rel, ln, label, key = w.info[x]
+        out = []
+        for x in rows:
+            rel, ln, label, key = sw.info[int(x)]
             data = mv[rel:rel + ln].tobytes()
             if self.check_jpeg and data[:2] != b"\xff\xd8":
-                raise WharfError(_lib.WHARF_ERR_INVALID, f"s3://{self.bucket}/{w.key}: "
-                                 f"sample {key} at offset {w.offset + rel} does not start "
+                raise WharfError(_lib.WHARF_ERR_INVALID, f"s3://{self.bucket}/{sw.key}: "
+                                 f"sample {key} at offset {sw.offset + rel} does not start "
                                  "with the JPEG marker FF D8 (index and tar disagree)")
-            yield (self.decode(data) if self.decode else data), label
+            out.append(((self.decode(data) if self.decode else data), label))
+        return out
+
+    def _item(self, parts: Any) -> Any:
+        return parts[0][0]
 
 
 # --- writers: the inverse of TokenDataset and RawImageShards ---------------------------------
@@ -727,7 +919,11 @@ class _ShardWriter:
     it); close() writes the last, partial shard and returns the data keys. Used as a context
     manager, an exception drops the rows not yet written."""
 
-    def __init__(self, url, per_shard, client, name, suffix, first_index):
+    def _meta(self, data: Any, extra: Any) -> Dict[str, Any]:
+        raise NotImplementedError
+
+    def __init__(self, url: str, per_shard: int, client: Optional[Client], name: str, suffix: Any,
+                 first_index: int) -> None:
         if not isinstance(per_shard, int) or per_shard < 1:
             raise WharfError(_lib.WHARF_ERR_INVALID, f"rows per shard must be a positive int, "
                              f"not {per_shard!r}")
@@ -737,7 +933,7 @@ class _ShardWriter:
         self.per_shard, self.index, self.keys = per_shard, int(first_index), []
         self._rows, self._pending, self._closed = 0, [], False
 
-    def _add(self, rows, extra):
+    def _add(self, rows: Any, extra: Any) -> None:
         if self._closed:
             raise WharfError(_lib.WHARF_ERR_INVALID, f"{type(self).__name__} is closed")
         self._pending.append((rows, extra))
@@ -745,7 +941,7 @@ class _ShardWriter:
         while self._rows >= self.per_shard:
             self._flush(self.per_shard)
 
-    def _flush(self, n):
+    def _flush(self, n: int) -> None:
         rows, extras, got = [], [], 0
         while got < n:
             r, e = self._pending.pop(0)
@@ -764,7 +960,7 @@ class _ShardWriter:
         self.keys.append(stem + self.suffix)
         self.index += 1
 
-    def close(self):
+    def close(self) -> Any:
         """Writes what is pending as a last shard; returns the keys of every data object."""
         if not self._closed:
             if self._rows:
@@ -772,17 +968,17 @@ class _ShardWriter:
             self._closed = True
         return list(self.keys)
 
-    def __enter__(self):
+    def __enter__(self) -> Any:
         return self
 
-    def __exit__(self, exc_type, *_):
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
         if exc_type is None:
             self.close()
         else:
             self._pending, self._rows, self._closed = [], 0, True
 
 
-def _ints(a, what):
+def _ints(a: Any, what: str) -> Any:
     if isinstance(a, torch.Tensor):
         a = a.detach().cpu().numpy()
     a = np.asarray(a)
@@ -798,15 +994,16 @@ class TokenShardWriter(_ShardWriter):
     seq_len (any shape: [n, seq_len] or flat), each in [0, vocab_size) when vocab_size is
     given, else in int32's range."""
 
-    def __init__(self, url, seq_len, sequences_per_shard, vocab_size=None, client=None,
-                 name="shard", first_index=0, metadata=None):
+    def __init__(self, url: str, seq_len: int, sequences_per_shard: int,
+                 vocab_size: Optional[int] = None, client: Optional[Client] = None,
+                 name: str = "shard", first_index: int = 0, metadata: Any = None) -> None:
         super().__init__(url, sequences_per_shard, client, name, ".bin", first_index)
         if not isinstance(seq_len, int) or seq_len < 1:
             raise WharfError(_lib.WHARF_ERR_INVALID, f"seq_len must be a positive int, not "
                              f"{seq_len!r}")
         self.seq_len, self.vocab_size, self.metadata = seq_len, vocab_size, dict(metadata or {})
 
-    def write(self, tokens):
+    def write(self, tokens: Any) -> None:
         a = _ints(tokens, "tokens")
         if a.size % self.seq_len:
             raise WharfError(_lib.WHARF_ERR_INVALID, f"{a.size} tokens are not a whole number "
@@ -822,7 +1019,7 @@ class TokenShardWriter(_ShardWriter):
         rows = a.astype("<i4").reshape(-1, self.seq_len)
         self._add(rows, [None] * rows.shape[0])
 
-    def _meta(self, data, _):
+    def _meta(self, data: Any, _: Any) -> Any:
         m = dict(self.metadata)
         m.update(sequences=int(data.shape[0]), seq_len=self.seq_len, dtype="int32",
                  bytes_per_token=4, sequence_bytes=self.seq_len * 4)
@@ -837,8 +1034,9 @@ class RawImageShardWriter(_ShardWriter):
     sample_bytes, labels, keys}. write(images, labels, keys=None): uint8 [B, H, W, C] (numpy or
     a tensor), B int labels, and B sample keys (default: the running sample number)."""
 
-    def __init__(self, url, height, width, channels, samples_per_shard, client=None,
-                 name="shard", first_index=0):
+    def __init__(self, url: str, height: int, width: int, channels: int, samples_per_shard: int,
+                 client: Optional[Client] = None, name: str = "shard",
+                 first_index: int = 0) -> None:
         super().__init__(url, samples_per_shard, client, name, ".raw", first_index)
         self.shape = (int(height), int(width), int(channels))
         if min(self.shape) < 1:
@@ -846,7 +1044,7 @@ class RawImageShardWriter(_ShardWriter):
                              f"positive, not {self.shape}")
         self._count = 0
 
-    def write(self, images, labels, keys=None):
+    def write(self, images: Any, labels: Any, keys: Any = None) -> None:
         a = images.detach().cpu().numpy() if isinstance(images, torch.Tensor) else \
             np.asarray(images)
         if a.dtype != np.uint8 or a.ndim != 4 or tuple(a.shape[1:]) != self.shape:
@@ -866,15 +1064,16 @@ class RawImageShardWriter(_ShardWriter):
         self._count += a.shape[0]
         self._add(a, list(zip(labs, keys)))
 
-    def _meta(self, data, extra):
+    def _meta(self, data: Any, extra: Any) -> Any:
         h, w, c = self.shape
         return {"samples": int(data.shape[0]), "height": h, "width": w, "channels": c,
                 "dtype": "uint8", "sample_bytes": h * w * c, "labels": [e[0] for e in extra],
                 "keys": [e[1] for e in extra]}
 
 
-def write_token_shards(url, tokens, seq_len, sequences_per_shard, vocab_size=None,
-                       client=None, name="shard", metadata=None):
+def write_token_shards(url: str, tokens: Any, seq_len: int, sequences_per_shard: int,
+                       vocab_size: Optional[int] = None, client: Optional[Client] = None,
+                       name: str = "shard", metadata: Any = None) -> Any:
     """TokenShardWriter in one call: the keys of the .bin objects written."""
     with TokenShardWriter(url, seq_len, sequences_per_shard, vocab_size, client, name,
                           metadata=metadata) as w:
@@ -882,8 +1081,9 @@ def write_token_shards(url, tokens, seq_len, sequences_per_shard, vocab_size=Non
     return w.keys
 
 
-def write_raw_image_shards(url, images, labels, samples_per_shard, keys=None, client=None,
-                           name="shard"):
+def write_raw_image_shards(url: str, images: Any, labels: Any, samples_per_shard: int,
+                           keys: Any = None, client: Optional[Client] = None,
+                           name: str = "shard") -> Any:
     """RawImageShardWriter in one call: images uint8 [N, H, W, C]; the .raw keys written."""
     shape = tuple(images.shape[1:]) if len(images.shape) == 4 else (0, 0, 0)
     with RawImageShardWriter(url, *shape, samples_per_shard, client=client, name=name) as w:

@@ -38,22 +38,27 @@ Reads: each item is a ranged GET of exactly its bytes. Items are sorted by (obje
 and run on thread_count threads; a tensor whose stored region is contiguous lands directly in
 its destination (host or device memory, whatever the plan resolved), a strided region (a
 reshard along an inner dimension) lands its bounding rows in host memory and is copied; runs
-of small adjacent items share one GET.
+of small items of one object within coalesce_gap bytes of each other (64 KiB) share one GET.
 """
+from __future__ import annotations
+
 import concurrent.futures as cf
 import dataclasses
 import io
 import math
 import pickle
 import uuid
+from typing import Any, Dict, Iterator, List, Optional, Set
 
 import torch
 
 from .. import _lib
+from ..client import Client
 from ..config import is_url, join, parse_url
 from ..errors import (CheckpointConflictError, ChecksumError, IncompleteCheckpointError,
                       MissingDependencyError, NotFoundError, PreconditionFailedError, WharfError)
 from ..progress import Progress
+from ..reader import runs
 from ._common import _client
 from .checksum import block_sums, first_mismatch
 from .dtypes import as_bytes as _as_bytes
@@ -86,6 +91,7 @@ DEFAULT_OBJECT_SIZE = 1 << 30
 ALIGN = 64
 SMALL_ITEM = 1 << 20          # items below this are fetched together with their neighbours
 SMALL_RUN = 16 << 20          # up to this many bytes per shared GET
+COALESCE_GAP = 64 << 10       # small items this near share a GET (the gap is read too)
 CHECK_BLOCK = 4 << 20         # each item's bytes are checksummed in blocks of this size, so
                               # a ranged read (a reshard) is checked reading at most one
                               # partial block more at each end
@@ -116,51 +122,52 @@ class _Prefix:
     prefix: str
 
 
-def _dtype_name(dt):
+def _dtype_name(dt: Any) -> Any:
     return str(dt).replace("torch.", "")
 
 
-def _nbytes(t):
+def _nbytes(t: Any) -> Any:
     return t.numel() * t.element_size()
 
 
-def _bytes_of(t):
+def _bytes_of(t: Any) -> Any:
     """A 1-D uint8 view of a contiguous tensor's bytes, on its device."""
     if t.is_complex():
         t = torch.view_as_real(t)
     return _as_bytes(t)
 
 
-def _show(v):
+def _show(v: Any) -> Any:
     return f"{v:#010x}" if isinstance(v, int) else str(v)
 
 
 class _Base:
-    def __init__(self, url, client, thread_count, transport, progress):
+    def __init__(self, url: str, client: Client, thread_count: int, transport: str,
+                 progress: bool) -> None:
         self._client_arg = client
         self.thread_count = max(1, int(thread_count))
         self.transport = transport
         self.progress = progress
         self._set_url(url)
 
-    def _set_url(self, url):
+    def _set_url(self, url: str) -> None:
         url = str(url)
         self.bucket, self.prefix = parse_url(url)
         self.url = url.rstrip("/")
 
     @property
-    def client(self):
+    def client(self) -> Any:
         return _client(self._client_arg)
 
     @property
-    def checkpoint_id(self):
+    def checkpoint_id(self) -> Any:
         return self.url
 
     @classmethod
-    def validate_checkpoint_id(cls, checkpoint_id):
+    def validate_checkpoint_id(cls, checkpoint_id: str) -> Any:
         return is_url(str(checkpoint_id))
 
-    def _key(self, name):
+    def _key(self, name: str) -> Any:
         return join(self.prefix, name)
 
 
@@ -177,8 +184,10 @@ class WharfStorageWriter(_Base, StorageWriter):
 
     _synchronize_after_execute = False
 
-    def __init__(self, url, client=None, thread_count=4, object_size=DEFAULT_OBJECT_SIZE,
-                 overwrite=True, transport="auto", progress=False, cache_staging=False):
+    def __init__(self, url: str, client: Optional[Client] = None, thread_count: int = 4,
+                 object_size: int = DEFAULT_OBJECT_SIZE, overwrite: bool = True,
+                 transport: str = "auto", progress: bool = False,
+                 cache_staging: Any = False) -> None:
         _Base.__init__(self, url, client, thread_count, transport, progress)
         self.object_size = int(object_size)
         self.overwrite = overwrite
@@ -186,19 +195,19 @@ class WharfStorageWriter(_Base, StorageWriter):
         self._stager = None
         self.save_id = uuid.uuid4().hex
         self.is_coordinator = False
-        self.last_report = {}
+        self.last_report: Dict[Any, Any] = {}
 
-    def reset(self, checkpoint_id=None):
+    def reset(self, checkpoint_id: Optional[str] = None) -> None:
         if checkpoint_id:
             self._set_url(checkpoint_id)
         self.save_id = uuid.uuid4().hex
 
     # AsyncStager (dcp.async_save uses the writer as its stager when it is one)
     @property
-    def should_synchronize_after_execute(self):
+    def should_synchronize_after_execute(self) -> Any:
         return self._synchronize_after_execute
 
-    def stage(self, state_dict):
+    def stage(self, state_dict: Any) -> Any:
         """A copy of state_dict whose tensors are host-memory snapshots (DTensors keep their
         placement, their local shards copied); dcp.async_save calls it before returning."""
         if self._stager is None:
@@ -206,13 +215,13 @@ class WharfStorageWriter(_Base, StorageWriter):
                                                type_check=False)
         return self._stager.stage(state_dict)
 
-    def synchronize_staging(self):
+    def synchronize_staging(self) -> None:
         pass  # stage() copies synchronously
 
-    def close(self):
+    def close(self) -> None:
         self._stager = None
 
-    def set_up_storage_writer(self, is_coordinator, *args, **kwargs):
+    def set_up_storage_writer(self, is_coordinator: bool, *args: Any, **kwargs: Any) -> None:
         # A new save id for every save, also when DCP reuses this writer without reset():
         # a save must never write over objects the current .metadata points to.
         self.save_id = uuid.uuid4().hex
@@ -237,20 +246,20 @@ class WharfStorageWriter(_Base, StorageWriter):
             raise WharfError(_lib.WHARF_ERR_EXISTS, f"{self.url} already holds a checkpoint "
                              "and overwrite=False; choose another URL or pass overwrite=True")
 
-    def storage_meta(self):
+    def storage_meta(self) -> Any:
         if StorageMeta is None:
             return None
         return StorageMeta(checkpoint_id=self.url, save_id=self.save_id)
 
-    def prepare_local_plan(self, plan):
+    def prepare_local_plan(self, plan: Any) -> Any:
         return plan
 
-    def prepare_global_plan(self, plans):
+    def prepare_global_plan(self, plans: Any) -> Any:
         sid = self.save_id[:12]
         return [dataclasses.replace(p, storage_data=_Prefix(f"__{i}_{sid}_"))
                 for i, p in enumerate(plans)]
 
-    def write_data(self, plan, planner):
+    def write_data(self, plan: Any, planner: Any) -> Any:
         fut = torch.futures.Future()
         try:
             fut.set_result(self._write(plan, planner))
@@ -258,7 +267,7 @@ class WharfStorageWriter(_Base, StorageWriter):
             fut.set_exception(e)
         return fut
 
-    def _write(self, plan, planner):
+    def _write(self, plan: Any, planner: Any) -> Any:
         c = self.client
         prefix = plan.storage_data.prefix
         sized = []
@@ -303,7 +312,7 @@ class WharfStorageWriter(_Base, StorageWriter):
                             "staged_reason": staged[0] if staged else None}
         return [r for rs, _ in parts for r in rs]
 
-    def _put_object(self, c, planner, name, entries, bar):
+    def _put_object(self, c: Client, planner: Any, name: str, entries: Any, bar: Any) -> Any:
         key = self._key(name)
         length = entries[-1][1] + entries[-1][2]
         kinds, tensors = [], []
@@ -355,7 +364,7 @@ class WharfStorageWriter(_Base, StorageWriter):
         bar.update(sum(e[2] for e in entries))
         return results, rep
 
-    def finish(self, metadata, results):
+    def finish(self, metadata: Any, results: Any) -> None:
         c = self.client
         storage = {}
         sizes, etags = {}, {}
@@ -407,7 +416,7 @@ class WharfStorageWriter(_Base, StorageWriter):
             except WharfError:
                 pass  # NotFound, or a failure: an orphan for the next save to remove
 
-    def _data_objects(self):
+    def _data_objects(self) -> Any:
         base = self.prefix + "/"
         return {o.key[len(base):] for o in self.client.list(self.bucket, base)
                 if o.key[len(base):].startswith("__") and o.key.endswith(SUFFIX)
@@ -420,24 +429,31 @@ class WharfStorageReader(_Base, StorageReader):
     is missing: its save never finished. verify=True (the default) checks every byte read
     against the checksums the writer recorded (a ranged read takes in the whole checksum
     blocks around it) and raises ChecksumError naming the object, the item and the bytes
-    that changed; verify=False reads unchecked."""
+    that changed; verify=False reads unchecked. coalesce_gap: small items (under SMALL_ITEM)
+    of one object at most this many bytes apart share one GET (of at most SMALL_RUN bytes;
+    wharf.reader.coalesce, in offset order); 0: only adjacent ones."""
 
-    def __init__(self, url, client=None, thread_count=8, transport="auto", progress=False,
-                 verify=True):
+    def __init__(self, url: str, client: Optional[Client] = None, thread_count: int = 8,
+                 transport: str = "auto", progress: bool = False, verify: bool = True,
+                 coalesce_gap: Any = COALESCE_GAP) -> None:
         _Base.__init__(self, url, client, thread_count, transport, progress)
         self.verify = verify
-        self.storage_data = {}
+        if not isinstance(coalesce_gap, int) or coalesce_gap < 0:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f"coalesce_gap must be an int >= 0, not "
+                             f"{coalesce_gap!r}")
+        self.coalesce_gap = coalesce_gap
+        self.storage_data: Dict[Any, Any] = {}
         self.load_id = uuid.uuid4().hex
-        self.last_report = {}
+        self.last_report: Dict[Any, Any] = {}
         self._missing = None
 
-    def reset(self, checkpoint_id=None):
+    def reset(self, checkpoint_id: Optional[str] = None) -> None:
         self.storage_data = {}
         if checkpoint_id:
             self._set_url(checkpoint_id)
         self.load_id = uuid.uuid4().hex
 
-    def read_metadata(self, *args, **kwargs):
+    def read_metadata(self, *args: Any, **kwargs: Any) -> Any:
         """The checkpoint's Metadata. Without a .metadata (no checkpoint, or one whose save
         never finished) it returns an empty Metadata and set_up_storage_reader raises the
         error saying so: dcp.load (torch 2.11) swallows read_metadata's exceptions while it
@@ -451,7 +467,7 @@ class WharfStorageReader(_Base, StorageReader):
             self._missing = e
             return Metadata(state_dict_metadata={})
 
-    def _read_metadata(self):
+    def _read_metadata(self) -> Any:
         c = self.client
         try:
             raw = c.get(self.bucket, self._key(METADATA), transport="http")
@@ -476,7 +492,8 @@ class WharfStorageReader(_Base, StorageReader):
             md.storage_meta.load_id = self.load_id
         return md
 
-    def set_up_storage_reader(self, metadata, is_coordinator, *args, **kwargs):
+    def set_up_storage_reader(self, metadata: Any, is_coordinator: bool, *args: Any,
+                              **kwargs: Any) -> None:
         if getattr(self, "_missing", None) is not None:
             raise self._missing
         self.storage_data = metadata.storage_data
@@ -484,13 +501,13 @@ class WharfStorageReader(_Base, StorageReader):
             raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"{self.url}: the metadata has no "
                              "storage_data; it was not written by WharfStorageWriter")
 
-    def prepare_local_plan(self, plan):
+    def prepare_local_plan(self, plan: Any) -> Any:
         return plan
 
-    def prepare_global_plan(self, plans):
+    def prepare_global_plan(self, plans: Any) -> Any:
         return plans
 
-    def read_data(self, plan, planner):
+    def read_data(self, plan: Any, planner: Any) -> Any:
         fut = torch.futures.Future()
         try:
             self._read(plan, planner)
@@ -499,14 +516,14 @@ class WharfStorageReader(_Base, StorageReader):
             fut.set_exception(e)
         return fut
 
-    def _info(self, req):
+    def _info(self, req: Any) -> Any:
         try:
             return self.storage_data[req.storage_index]
         except KeyError:
             raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"{self.url}: item {req.storage_index} is "
                              "not in the checkpoint's metadata") from None
 
-    def _read(self, plan, planner):
+    def _read(self, plan: Any, planner: Any) -> None:
         c = self.client
         reqs = sorted(plan.items, key=lambda r: (self._info(r).key, self._info(r).offset))
         total = sum(self._info(r).length for r in reqs)
@@ -520,22 +537,8 @@ class WharfStorageReader(_Base, StorageReader):
                     self._finish(planner, r, self._one(c, r, self._target(planner, r), bar))
                 return
             targets = [self._target(planner, r) for r in reqs]
-            jobs, i = [], 0
-            while i < len(reqs):  # runs of small adjacent items share a GET
-                j = i + 1
-                info = self._info(reqs[i])
-                if info.length < SMALL_ITEM:
-                    end = info.offset + info.length
-                    while j < len(reqs):
-                        nx = self._info(reqs[j])
-                        if nx.key != info.key or nx.length >= SMALL_ITEM or \
-                                nx.offset < end or nx.offset - end > ALIGN or \
-                                nx.offset + nx.length - info.offset > SMALL_RUN:
-                            break
-                        end = nx.offset + nx.length
-                        j += 1
-                jobs.append((i, j))
-                i = j
+            jobs = runs([(x.key, x.offset, x.length) for x in map(self._info, reqs)],
+                        self.coalesce_gap, SMALL_ITEM, SMALL_RUN)
             with cf.ThreadPoolExecutor(self.thread_count, thread_name_prefix="wharf-dcp-r") as ex:
                 outs = list(ex.map(lambda ij: self._run(c, reqs, targets, ij, bar), jobs))
             for (i, j), out in zip(jobs, outs):
@@ -545,23 +548,24 @@ class WharfStorageReader(_Base, StorageReader):
             bar.close()
 
     @staticmethod
-    def _target(planner, r):
+    def _target(planner: Any, r: Any) -> Any:
         return None if r.type == LoadItemType.BYTE_IO else planner.resolve_tensor(r).detach()
 
-    def _finish(self, planner, r, out):
+    def _finish(self, planner: Any, r: Any, out: Any) -> None:
         if r.type == LoadItemType.BYTE_IO:
             planner.load_bytes(r, io.BytesIO(out))
         else:
             planner.commit_tensor(r, out)
 
-    def _run(self, c, reqs, targets, ij, bar):
+    def _run(self, c: Client, reqs: Any, targets: Any, ij: Any, bar: Any) -> Any:
         i, j = ij
         if j - i == 1:
             return [self._one(c, reqs[i], targets[i], bar)]
-        first, last = self._info(reqs[i]), self._info(reqs[j - 1])
-        base, n = first.offset, last.offset + last.length - first.offset
+        infos = [self._info(reqs[k]) for k in range(i, j)]
+        base = min(x.offset for x in infos)
+        n = max(x.offset + x.length for x in infos) - base
         buf = torch.empty(n, dtype=torch.uint8)
-        etag = self._get(c, first.key, buf, base, n)
+        etag = self._get(c, infos[0].key, buf, base, n)
         out = []
         for k in range(i, j):
             info = self._info(reqs[k])
@@ -571,7 +575,7 @@ class WharfStorageReader(_Base, StorageReader):
         bar.update(n)
         return out
 
-    def _get(self, c, name, dst, offset, n):
+    def _get(self, c: Client, name: str, dst: Any, offset: int, n: int) -> Any:
         """GETs [offset, offset + n) of name into dst; returns the object's ETag."""
         if n == 0:
             return None
@@ -583,10 +587,10 @@ class WharfStorageReader(_Base, StorageReader):
                              "metadata says (overwritten by another save?)")
         return rep.etag or None
 
-    def _checked(self, info):
+    def _checked(self, info: Any) -> Any:
         return self.verify and info.sums is not None and info.block
 
-    def _span(self, info, start, n):
+    def _span(self, info: Any, start: int, n: int) -> Any:
         """[start, start + n) of the item widened to whole checksum blocks (unchanged when
         the item carries no checksums or verify is off)."""
         if not self._checked(info) or n == 0:
@@ -594,7 +598,7 @@ class WharfStorageReader(_Base, StorageReader):
         blk = info.block
         return start // blk * blk, min(-(-(start + n) // blk) * blk, info.length)
 
-    def _check(self, r, info, flat, start, etag):
+    def _check(self, r: Any, info: Any, flat: Any, start: int, etag: str) -> None:
         """flat (bytes, or a 1-D uint8 tensor on any device) holds the item's bytes from
         start, a block boundary, to a block boundary or the item's end: each block must
         match its checksum recorded at save."""
@@ -623,7 +627,7 @@ class WharfStorageReader(_Base, StorageReader):
                 "Not loading changed data: load another checkpoint (verify=False reads it "
                 "unchecked)")
 
-    def _one(self, c, r, target, bar):
+    def _one(self, c: Client, r: Any, target: Any, bar: Any) -> Any:
         info = self._info(r)
         if target is None:
             buf = bytearray(info.length)
@@ -668,7 +672,7 @@ class WharfStorageReader(_Base, StorageReader):
         bar.update(n)
         return target
 
-    def _place(self, r, target, info, raw):
+    def _place(self, r: Any, target: Any, info: Any, raw: Any) -> Any:
         """An item that arrived inside a shared GET (raw: its bytes in host memory)."""
         if target is None:
             return raw.numpy().tobytes()
@@ -687,7 +691,7 @@ if BlockingAsyncStager is None:  # torch < 2.4: no stager protocol; DCP stages b
         delattr(WharfStorageWriter, _name)
 
 
-def wharf_error(exc):
+def wharf_error(exc: Any) -> Any:
     """The WharfError that ended a DCP call, or None. DCP wraps what a storage reader or writer
     raised in a CheckpointException (a BaseException, not an Exception, in torch 2.x) whose
     failures map each rank to its exception (or to an (exception, traceback) pair), and

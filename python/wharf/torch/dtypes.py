@@ -1,4 +1,6 @@
 """torch dtypes <-> safetensors dtype names, and tensors to and from raw bytes."""
+from typing import Optional, Tuple
+
 import torch
 
 from .. import _lib
@@ -24,7 +26,7 @@ if isinstance(getattr(torch, "complex32", None), torch.dtype):
 _FROM_REAL = {v: k for k, v in _AS_REAL.items()}
 
 
-def _prepare(name, t):
+def _prepare(name: str, t: torch.Tensor) -> Tuple[torch.Tensor, str, Optional[str]]:
     """(tensor to store, safetensors dtype, special) for a tensor to save: contiguous, on
     the host or its own GPU."""
     if t.layout != torch.strided:
@@ -58,18 +60,18 @@ def _prepare(name, t):
     return t.contiguous(), dt, special
 
 
-def _as_bytes(t):
+def _as_bytes(t: torch.Tensor) -> torch.Tensor:
     """A uint8 view of a contiguous tensor's bytes."""
     if t.numel() == 0:
         return torch.empty(0, dtype=torch.uint8)
     return t.reshape(-1).view(torch.uint8)
 
 
-def _itemsize(dt):
+def _itemsize(dt: str) -> int:
     return max(1, st.dtype_bits(dt) // 8)
 
 
-def _view(arena, off, ti):
+def _view(arena: torch.Tensor, off: int, ti: st.TensorInfo) -> torch.Tensor:
     """The tensor ti as a view of arena[off:off+nbytes] (a copy when misaligned); dtypes torch
     lacks come back as uint8: fp8 with the same shape, wider ones with a trailing dimension of
     the item size, sub-byte ones (F4, F6) as the flat bytes."""

@@ -7,12 +7,14 @@ landed (arena), why they were staged (staged_reason) and the host staging it use
 import concurrent.futures as cf
 import queue
 import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
 from .. import _lib
 from .. import safetensors as st
-from ..errors import SafetensorsError, WharfError
+from ..client import Client
+from ..errors import CheckpointChangedError, ChecksumError, SafetensorsError, WharfError
 from ..progress import Progress
 from .dtypes import view as _view
 
@@ -23,19 +25,36 @@ ARENA_ALIGN = 64
 PIECE = 1 << 30
 
 
-def fetch(c, bucket, shards, device, transport, rep, expect_etags=None, progress=False,
-          desc="load", copy=False):
+def fetch(c: Client, bucket: str, shards: Sequence[Tuple[str, int]], device: Any, transport: str,
+          rep: Dict[str, Any], expect_etags: Optional[Sequence[Optional[str]]] = None,
+          progress: bool = False, desc: str = "load", copy: bool = False) -> Dict[str, Any]:
     """Headers of shards [(key, size)] and a dict {name: tensor}: with copy False, zero-copy
     views of one arena holding every data section; with copy True, each tensor in a storage
-    of its own (fetch_each)."""
+    of its own (fetch_each). desc: the progress label (name the object: "load s3://b/k").
+    expect_etags: the ETag each shard must have (recorded at a commit): another raises
+    ChecksumError. Without them every GET of a shard must see the ETag its header GET saw:
+    a shard replaced between them raises CheckpointChangedError (the caller may restart)."""
     t0 = time.perf_counter()
     nthreads = max(1, min(8, len(shards)))
+
+    def header(ks: Tuple[str, int]) -> Tuple[st.Header, str]:
+        h = st.read_header(c, bucket, ks[0], ks[1])
+        r = c.last_report
+        return h, (r.etag if r is not None else "")
     with cf.ThreadPoolExecutor(nthreads, thread_name_prefix="wharf-hdr") as ex:
-        headers = list(ex.map(lambda ks: st.read_header(c, bucket, ks[0], ks[1]), shards))
+        got = list(ex.map(header, shards))
+    headers = [h for h, _ in got]
+    if expect_etags is None:
+        expect_etags = [e for _, e in got]
+        changed = True
+    else:
+        _check_etags(bucket, shards, [(k, e) for (k, _), (_, e) in zip(shards, got)],
+                     expect_etags)
+        changed = False
     t_hdr = time.perf_counter()
     if copy:
         return fetch_each(c, bucket, shards, headers, device, transport, rep, expect_etags,
-                          progress, desc, t0, t_hdr)
+                          progress, desc, t0, t_hdr, changed)
     bases, total = [], 0
     for h in headers:
         total = (total + ARENA_ALIGN - 1) // ARENA_ALIGN * ARENA_ALIGN
@@ -43,7 +62,9 @@ def fetch(c, bucket, shards, device, transport, rep, expect_etags=None, progress
         total += h.data_len
     dev = torch.device(device)
     use_rdma = c.rdma and transport != "http"
-    arena, reg, staged = None, None, None
+    arena: Any = None
+    reg: Any = None
+    staged: Optional[str] = None
     par = max(1, min(2, len(shards)))
     if dev.type != "cpu":
         arena = torch.empty(total, dtype=torch.uint8, device=dev)
@@ -63,14 +84,14 @@ def fetch(c, bucket, shards, device, transport, rep, expect_etags=None, progress
     stage_bufs = [torch.empty(piece_max, dtype=torch.uint8, pin_memory=dev.type == "cuda")
                   for _ in range(nstage)]
     stage_regs = [c.register(b) for b in stage_bufs] if use_rdma else []
-    free_bufs = queue.SimpleQueue()
+    free_bufs: "queue.SimpleQueue[torch.Tensor]" = queue.SimpleQueue()
     for b in stage_bufs:
         free_bufs.put(b)
-    reports = [None] * len(shards)
-    all_reports = []
-    bar = Progress(total, f"{desc} s3://{bucket}", progress)
+    reports: List[Any] = [None] * len(shards)
+    all_reports, seen = [], []
+    bar = Progress(total, desc, progress)
     try:
-        def one(i):
+        def one(i: int) -> None:
             (key, _), h, base = shards[i], headers[i], bases[i]
             sb = free_bufs.get() if nstage else None
             try:
@@ -80,12 +101,14 @@ def fetch(c, bucket, shards, device, transport, rep, expect_etags=None, progress
                     r = c.get_into(bucket, key, land, offset=h.data_offset + p, length=n,
                                    transport=transport, cache=False)
                     if r.bytes != n:
-                        raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"s3://{bucket}/{key}: "
-                                         f"{r.bytes} bytes landed of {n} at "
-                                         f"{h.data_offset + p}")
+                        raise CheckpointChangedError(
+                            _lib.WHARF_ERR_PROTOCOL, f"s3://{bucket}/{key}: {r.bytes} bytes "
+                            f"landed of {n} at {h.data_offset + p}: the object is shorter "
+                            "than its header says (replaced while it was read?)")
                     if reports[i] is None:
                         reports[i] = r
                     all_reports.append(r)
+                    seen.append((key, r.etag))
                     if sb is not None:  # on to the device before the buffer is reused
                         arena[base + p:base + p + n].copy_(land)
                     bar.update(n)
@@ -105,9 +128,9 @@ def fetch(c, bucket, shards, device, transport, rep, expect_etags=None, progress
     arena_kind = ("host" if dev.type == "cpu" else
                   f"{dev} (registered)" if staged is None else f"{dev} (through host memory)")
     staging_bytes = sum(b.numel() for b in stage_bufs)
-    stage_bufs = None  # the host staging memory goes now
+    del stage_bufs  # the host staging memory goes now
     t_get = time.perf_counter()
-    _check_etags(bucket, shards, reports, expect_etags)
+    _check_etags(bucket, shards, seen, expect_etags, changed)
     tensors = {}
     for (key, _), h, base in zip(shards, headers, bases):
         for ti in h.tensors:
@@ -127,12 +150,22 @@ def fetch(c, bucket, shards, device, transport, rep, expect_etags=None, progress
 
 
 
-def _check_etags(bucket, shards, reports, expect_etags):
-    for (key, _), r, want in zip(shards, reports, expect_etags or ()):
-        if r is not None and want and r.etag and r.etag != want:
-            raise WharfError(_lib.WHARF_ERR_PRECONDITION, f"s3://{bucket}/{key} changed "
-                             f"after the checkpoint was committed (ETag {r.etag}, committed "
-                             f"{want}); save the checkpoint again")
+def _check_etags(bucket: str, shards: Sequence[Tuple[str, int]],
+                 seen: Sequence[Tuple[str, str]],
+                 expect_etags: Optional[Sequence[Optional[str]]], changed: bool = False) -> None:
+    """Each (key, ETag) a GET saw against its shard's expected ETag."""
+    want = {k: e for (k, _), e in zip(shards, expect_etags or ()) if e}
+    for key, etag in seen:
+        w = want.get(key)
+        if not w or not etag or etag == w:
+            continue
+        if changed:
+            raise CheckpointChangedError(
+                _lib.WHARF_ERR_PRECONDITION, f"s3://{bucket}/{key} was replaced while it was "
+                f"read (ETag {w} at its header, {etag} later): it is being written")
+        raise ChecksumError(_lib.WHARF_ERR_CHECKSUM, f"s3://{bucket}/{key} changed after the "
+                            f"checkpoint was committed (ETag {etag}, committed {w}); save "
+                            "the checkpoint again")
 
 
 # copy=True: a tensor at least this large is fetched on its own (into its own storage, on the
@@ -142,10 +175,11 @@ SMALL = 4 << 20
 RUN = 64 << 20
 
 
-def _jobs(h):
+def _jobs(h: st.Header) -> List[Tuple[int, int, List[st.TensorInfo]]]:
     """[(begin, end, [TensorInfo])] of one shard's data section: a large tensor alone, runs of
     small neighbours together, each job at most PIECE bytes (a larger tensor in pieces)."""
-    out, cur = [], []
+    out: List[Tuple[int, int, List[st.TensorInfo]]] = []
+    cur: List[st.TensorInfo] = []
     for ti in sorted(h.tensors, key=lambda t: t.begin):
         if ti.nbytes == 0:
             continue
@@ -164,8 +198,10 @@ def _jobs(h):
     return out
 
 
-def fetch_each(c, bucket, shards, headers, device, transport, rep, expect_etags, progress,
-               desc, t0, t_hdr):
+def fetch_each(c: Client, bucket: str, shards: Sequence[Tuple[str, int]],
+               headers: List[st.Header], device: Any, transport: str, rep: Dict[str, Any],
+               expect_etags: Optional[Sequence[Optional[str]]], progress: bool, desc: str,
+               t0: float, t_hdr: float, changed: bool = False) -> Dict[str, Any]:
     """Every tensor in a storage of its own, so that one tensor kept alive holds only its own
     bytes (and torch.save of it writes only those). On the host a large tensor lands in its
     own memory directly; runs of small ones, and everything bound for a GPU, land in a
@@ -177,7 +213,7 @@ def fetch_each(c, bucket, shards, headers, device, transport, rep, expect_etags,
         for ti in h.tensors:
             dests[(i, ti.name)] = torch.empty(ti.nbytes, dtype=torch.uint8, device=dev)
 
-    def direct(job):
+    def direct(job: Tuple[int, int, int, List[st.TensorInfo]]) -> bool:
         return dev.type == "cpu" and len(job[3]) == 1
 
     staged = [j for j in jobs if not direct(j)]
@@ -187,26 +223,29 @@ def fetch_each(c, bucket, shards, headers, device, transport, rep, expect_etags,
                   for _ in range(par if staged else 0)]
     use_rdma = c.rdma and transport != "http"
     stage_regs = [c.register(b) for b in stage_bufs] if use_rdma else []
-    free_bufs = queue.SimpleQueue()
+    free_bufs: "queue.SimpleQueue[torch.Tensor]" = queue.SimpleQueue()
     for b in stage_bufs:
         free_bufs.put(b)
-    reports = [None] * len(shards)
-    all_reports = []
-    bar = Progress(sum(h.data_len for h in headers), f"{desc} s3://{bucket}", progress)
+    reports: List[Any] = [None] * len(shards)
+    all_reports, seen = [], []
+    bar = Progress(sum(h.data_len for h in headers), desc, progress)
 
-    def get(i, land, off, n):
+    def get(i: int, land: torch.Tensor, off: int, n: int) -> None:
         key = shards[i][0]
         r = c.get_into(bucket, key, land, offset=headers[i].data_offset + off, length=n,
                        transport=transport, cache=False)
         if r.bytes != n:
-            raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"s3://{bucket}/{key}: {r.bytes} bytes "
-                             f"landed of {n} at {headers[i].data_offset + off}")
+            raise CheckpointChangedError(
+            _lib.WHARF_ERR_PROTOCOL, f"s3://{bucket}/{key}: {r.bytes} bytes landed of {n} at "
+            f"{headers[i].data_offset + off}: the object is shorter than its header says "
+            "(replaced while it was read?)")
         if reports[i] is None:
             reports[i] = r
         all_reports.append(r)
+        seen.append((key, r.etag))
         bar.update(n)
 
-    def one(job):
+    def one(job: Tuple[int, int, int, List[st.TensorInfo]]) -> None:
         i, b, e, tis = job
         if direct(job):
             d = dests[(i, tis[0].name)]
@@ -236,9 +275,9 @@ def fetch_each(c, bucket, shards, headers, device, transport, rep, expect_etags,
         for r in stage_regs:
             r.close()
     staging_bytes = sum(b.numel() for b in stage_bufs)
-    stage_bufs = None
+    del stage_bufs
     t_get = time.perf_counter()
-    _check_etags(bucket, shards, reports, expect_etags)
+    _check_etags(bucket, shards, seen, expect_etags, changed)
     tensors = {}
     for i, ((key, _), h) in enumerate(zip(shards, headers)):
         for ti in h.tensors:

@@ -10,6 +10,8 @@ Writing: save_pretrained writes a model's (or a state dict's) snapshot straight 
 in Hugging Face's layout (config.json, safetensors shards and their index, tied weights once);
 upload_pretrained uploads a folder that transformers' save_pretrained wrote; download_pretrained
 fetches a snapshot's files into a local folder for code that wants a path (tokenizers)."""
+from __future__ import annotations
+
 import concurrent.futures as cf
 import contextlib
 import json
@@ -18,13 +20,17 @@ import re
 import tempfile
 import time
 import types
+import uuid
+import warnings
+from typing import Any, Dict, Iterator, List, Optional, Set
 
 import numpy as np
 import torch
 
 from .. import _lib
 from .. import safetensors as st
-from ..errors import NotFoundError, SafetensorsError, WharfError
+from ..client import Client
+from ..errors import CheckpointChangedError, NotFoundError, SafetensorsError, WharfError
 from ._common import INDEX_NAME, _client, _join, parse_url
 from .checkpoint import _read_json
 from .dtypes import as_bytes as _as_bytes, prepare as _prepare
@@ -32,13 +38,22 @@ from .fetch import fetch
 from .structure import _view_key
 
 
-def _resolve_hf(c, bucket, key, url):
+def _resolve_hf(c: Client, bucket: str, key: str, url: str) -> Any:
     """[(shard key, size)], weight_map or None for a file, an index or a snapshot dir."""
-    def one_file(k):
-        return [(k, c.stat(bucket, k).length)], None
+    def one_file(k: Any) -> Any:
+        return [(k, c.stat(bucket, k).length)], None, None
 
-    def from_index(k):
-        idx = _read_json(c, bucket, k)
+    def from_index(k: Any, seen: Any = False) -> Any:
+        try:
+            idx = _read_json(c, bucket, k)
+        except NotFoundError as e:
+            if not seen:
+                raise
+            # it was there a moment ago: replaced under us
+            raise CheckpointChangedError(_lib.WHARF_ERR_NOT_FOUND, f"{url}: {k} went away "
+                                         f"while it was read ({e.message})") from None
+        meta = idx.get("metadata") if isinstance(idx, dict) else None
+        sid = meta.get(SNAPSHOT_KEY) if isinstance(meta, dict) else None
         wm = idx.get("weight_map") if isinstance(idx, dict) else None
         if not isinstance(wm, dict) or not all(isinstance(v, str) for v in wm.values()):
             raise SafetensorsError(_lib.WHARF_ERR_INVALID, f"s3://{bucket}/{k}: no weight_map "
@@ -53,13 +68,16 @@ def _resolve_hf(c, bucket, key, url):
             except NotFoundError:
                 raise NotFoundError(_lib.WHARF_ERR_NOT_FOUND, f"{url}: the index names shard "
                                     f"{f}, but s3://{bucket}/{sk} does not exist") from None
-        return out, wm
+        return out, wm, sid
+
+    def index_there(k: Any) -> Any:
+        return from_index(k, seen=True)
 
     if key.endswith(".json"):
         return from_index(key)
     if key.endswith(".safetensors"):
         return one_file(key)
-    for name, fn in ((INDEX_NAME, from_index), ("model.safetensors", one_file)):
+    for name, fn in ((INDEX_NAME, index_there), ("model.safetensors", one_file)):
         k = _join(key, name)
         if c.exists(bucket, k):
             return fn(k)
@@ -69,11 +87,12 @@ def _resolve_hf(c, bucket, key, url):
     if not files:
         raise NotFoundError(_lib.WHARF_ERR_NOT_FOUND, f"{url}: no {INDEX_NAME}, "
                             "model.safetensors or *.safetensors there")
-    return files, None
+    return files, None, None
 
 
-def load_safetensors(url, device="cpu", client=None, transport="auto", report=None,
-                     progress=False, copy=False):
+def load_safetensors(url: str, device: Any = "cpu", client: Optional[Client] = None,
+                     transport: str = "auto", report: Any = None, progress: bool = False,
+                     copy: bool = False) -> Any:
     """{name: tensor} of a Hugging Face safetensors snapshot (a directory with
     model.safetensors.index.json and its shards, or with model.safetensors / *.safetensors),
     an index, or a single file. Every tensor is a zero-copy view of one arena (copy=False,
@@ -84,11 +103,90 @@ def load_safetensors(url, device="cpu", client=None, transport="auto", report=No
     lines on stderr)."""
     c = _client(client)
     bucket, key = parse_url(url, need_key=False)
-    shards, wm = _resolve_hf(c, bucket, key, url)
     rep = {} if report is None else report
     t0 = time.perf_counter()
-    tensors = fetch(c, bucket, shards, device, transport, rep, progress=progress,
-                    desc="load_safetensors", copy=copy)
+    first: Optional[WharfError] = None
+    for attempt in range(1 + SNAPSHOT_RESTARTS):
+        try:
+            shards, wm, sid = _resolve_hf(c, bucket, key, url)
+        except CheckpointChangedError as e:  # its index went away as it was read
+            first = first or e
+            time.sleep(min(RESTART_PAUSE_MAX_S, RESTART_PAUSE_S * 2 ** attempt))
+            continue
+        except NotFoundError as e:
+            # no snapshot there, or a shard its index names is gone (an upload deleting the
+            # shards a new index no longer names): the same error twice is not a race
+            if first is not None and type(first) is type(e) and first.message == e.message:
+                raise
+            first = first or e
+            time.sleep(min(RESTART_PAUSE_MAX_S, RESTART_PAUSE_S * 2 ** attempt))
+            continue
+        try:
+            tensors = fetch(c, bucket, shards, device, transport, rep, progress=progress,
+                            desc=f"load_safetensors {url}", copy=copy)
+            _check_weight_map(url, key, wm, rep)
+            _check_snapshot(url, sid, rep)
+        except (NotFoundError, CheckpointChangedError, SafetensorsError) as e:
+            # a shard gone, short or replaced under the load (or its header torn): the
+            # snapshot is being uploaded again; it is read again from its index. The same
+            # error every time is the snapshot's own (a malformed one), not a race.
+            if first is not None and not isinstance(e, CheckpointChangedError) and \
+                    type(e) is type(first) and e.message == first.message:
+                raise
+            first = first or e
+            time.sleep(min(RESTART_PAUSE_MAX_S, RESTART_PAUSE_S * 2 ** attempt))
+            continue
+        rep["restarts"] = attempt
+        rep["wall_s"] = time.perf_counter() - t0
+        rep["tied"] = _tied_of(rep)
+        rep.pop("headers", None)
+        return tensors
+    raise CheckpointChangedError(
+        _lib.WHARF_ERR_PRECONDITION, f"load_safetensors {url}: the snapshot changed while it "
+        f"was read, {1 + SNAPSHOT_RESTARTS} times (it is being uploaded again: "
+        f"{first.message}); load it once the upload is done") from first
+
+
+# How many times load_safetensors reads a snapshot again after it changed under the load.
+SNAPSHOT_RESTARTS = 10
+# before restart k: min(RESTART_PAUSE_MAX_S, RESTART_PAUSE_S * 2**k), about 1.1 s in all
+RESTART_PAUSE_S = 0.01
+RESTART_PAUSE_MAX_S = 0.16
+
+
+# save_pretrained tags every shard (__metadata__) and the index (metadata) with one id per
+# save: load_safetensors then knows shards of two saves apart (an upload over a snapshot
+# rewrites the same file names), and reads the snapshot again.
+SNAPSHOT_KEY = "wharf.snapshot"
+# ... and the names it left out as repeats of a tied tensor ({dropped: kept}, JSON)
+TIED_KEY = "wharf.tied"
+
+
+def _tied_of(rep: Any) -> Any:
+    tied = {}
+    for h in rep["headers"].values():
+        raw = (h.metadata or {}).get(TIED_KEY)
+        if raw:
+            try:
+                got = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(got, dict):
+                tied.update({str(k): str(v) for k, v in got.items()})
+    return tied
+
+
+def _check_snapshot(url: str, sid: Any, rep: Any) -> None:
+    ids = {k: (h.metadata or {}).get(SNAPSHOT_KEY) for k, h in rep["headers"].items()}
+    seen = set(ids.values()) | ({sid} if sid else set())
+    if len(seen - {None}) > 1 or (len(seen - {None}) == 1 and None in seen and sid):
+        raise CheckpointChangedError(
+            _lib.WHARF_ERR_PRECONDITION, f"{url}: its files come from different saves "
+            f"(index {sid}, shards {sorted(set(map(str, ids.values())))}): the snapshot is "
+            "being written")
+
+
+def _check_weight_map(url: str, key: str, wm: Any, rep: Any) -> None:
     if wm is not None:
         hdrs = rep["headers"]
         d = key.rpartition("/")[0] if key.endswith(".json") else key
@@ -97,15 +195,12 @@ def load_safetensors(url, device="cpu", client=None, transport="auto", report=No
             if h is None or name not in h.by_name():
                 raise SafetensorsError(_lib.WHARF_ERR_INVALID, f"{url}: the index puts tensor "
                                        f"{name!r} in {f}, but that shard has no such tensor")
-    rep["wall_s"] = time.perf_counter() - t0
-    rep.pop("headers", None)
-    return tensors
 
 
 # --- loading into a model ---------------------------------------------------------------------
 
 @contextlib.contextmanager
-def init_empty_weights(device=None):
+def init_empty_weights(device: Any = None) -> Iterator[Any]:
     """Modules built inside have their parameters on the meta device (no memory, and no
     initialisation: an init on meta does nothing) and their buffers real, on device (default:
     where torch would put them). A model built so needs no buffer repair after
@@ -114,7 +209,7 @@ def init_empty_weights(device=None):
     accelerate build a model before loading (init_empty_weights(include_buffers=False))."""
     old = torch.nn.Module.register_parameter
 
-    def register_parameter(self, name, param):
+    def register_parameter(self, name: str, param: Any) -> None:
         old(self, name, param)
         if param is not None and param.device.type != "meta":
             p = self._parameters[name]
@@ -129,17 +224,17 @@ def init_empty_weights(device=None):
         torch.nn.Module.register_parameter = old
 
 
-def _meta_buffers(model):
+def _meta_buffers(model: Any) -> Any:
     return [(n, b) for n, b in model.named_buffers() if b.device.type == "meta"]
 
 
-def _set_buffer(model, name, value):
+def _set_buffer(model: Any, name: str, value: Any) -> None:
     mod_name, _, leaf = name.rpartition(".")
     mod = model.get_submodule(mod_name) if mod_name else model
     mod._buffers[leaf] = value  # keeps the buffer's persistence (mod._non_persistent_buffers_set)
 
 
-def _materialize_buffers(model, device, buffers_from, url):
+def _materialize_buffers(model: Any, device: Any, buffers_from: Any, url: str) -> Any:
     """Buffers still on the meta device after the load (non-persistent ones are in no
     checkpoint) get the values a real build of the model computes: from buffers_from (a module
     or a callable returning one), else from a rebuild of type(model)(model.config) with its
@@ -149,7 +244,7 @@ def _materialize_buffers(model, device, buffers_from, url):
         return []
     names = [n for n, _ in meta]
     if buffers_from is None and getattr(model, "config", None) is not None:
-        def buffers_from():
+        def buffers_from() -> Any:
             with init_empty_weights(device):
                 return type(model)(model.config)
     if buffers_from is None:
@@ -172,7 +267,7 @@ def _materialize_buffers(model, device, buffers_from, url):
     return names
 
 
-def _load_without_assign(model, sd):
+def _load_without_assign(model: Any, sd: Any) -> Any:
     """load_state_dict(sd, strict=False) for a torch without assign=: values are copied into
     the model's tensors, except into tensors on the meta device (a copy there does nothing),
     which are replaced by the loaded ones. Returns (missing_keys, unexpected_keys)."""
@@ -195,8 +290,10 @@ def _load_without_assign(model, sd):
                                  unexpected_keys=[k for k in sd if k not in mine])
 
 
-def load_pretrained(url, model=None, device=None, client=None, strict=True, transport="auto",
-                    report=None, progress=False, copy=False, buffers_from=None):
+def load_pretrained(url: str, model: Any = None, device: Any = None,
+                    client: Optional[Client] = None, strict: bool = True, transport: str = "auto",
+                    report: Any = None, progress: bool = False, copy: bool = False,
+                    buffers_from: Any = None) -> Any:
     """A Hugging Face snapshot under url as a state dict ({name: tensor}, model None), or
     loaded into model with load_state_dict(assign=True): the model's parameters become the
     loaded tensors (zero-copy views of one arena on device; copy=True: a storage each), and
@@ -217,16 +314,19 @@ def load_pretrained(url, model=None, device=None, client=None, strict=True, tran
             p = next(iter(model.parameters()), None)
             if p is not None and p.device.type != "meta":
                 device = p.device
+    rep = {} if report is None else report
     sd = load_safetensors(url, device=device, client=client, transport=transport,
-                          report=report, progress=progress, copy=copy)
+                          report=rep, progress=progress, copy=copy)
     if model is None:
         return sd
+    groups = _tied_groups(model)
     try:
         res = model.load_state_dict(sd, strict=False, assign=True)
     except TypeError:  # torch < 2.1: no assign=
         res = _load_without_assign(model, sd)
     if hasattr(model, "tie_weights"):
         model.tie_weights()
+    _retie(model, sd, groups, rep.get("tied") or {})
     mine = model.state_dict()
     # a key the snapshot lacks is fine when tie_weights made it share a loaded key's memory
     loaded = {mine[k].data_ptr() for k in sd if k in mine and mine[k].numel()}
@@ -238,14 +338,85 @@ def load_pretrained(url, model=None, device=None, client=None, strict=True, tran
                          f"model: {list(res.unexpected_keys)[:8]}; pass strict=False to load "
                          "what matches")
     made = _materialize_buffers(model, torch.device(device), buffers_from, url)
-    if report is not None:
-        report.update(missing_keys=missing, unexpected_keys=list(res.unexpected_keys),
-                      materialized_buffers=made)
+    left = [n for n, _, _, _, t in _named_tensors(model) if t.device.type == "meta"]
+    rep.update(missing_keys=missing, unexpected_keys=list(res.unexpected_keys),
+               materialized_buffers=made, left_on_meta=left)
+    if left:
+        what = (f"{url}: {len(left)} tensors of {type(model).__name__} are in no snapshot "
+                f"and stay on the meta device (no memory, no values): {left[:8]}")
+        if strict:
+            raise WharfError(_lib.WHARF_ERR_INVALID, what + "; build the model with them "
+                             "real, or load with strict=False and initialise them "
+                             "(report['left_on_meta'] names them)")
+        warnings.warn(what + "; initialise them before use (report['left_on_meta'])",
+                      UserWarning, stacklevel=2)
     return model
 
 
-def from_pretrained(url, model_class=None, device="cpu", dtype=None, client=None,
-                    transport="auto", report=None, progress=False, **config_kw):
+def _named_tensors(model: Any) -> Any:
+    """[(name, module, leaf, "_parameters" or "_buffers", tensor)] of every name, a tensor
+    reached by two names (tied) listed under each."""
+    out = []
+    for mod_name, mod in model.named_modules(remove_duplicate=False):
+        for kind in ("_parameters", "_buffers"):
+            for leaf, t in getattr(mod, kind).items():
+                if t is not None:
+                    out.append((f"{mod_name}.{leaf}" if mod_name else leaf, mod, leaf, kind, t))
+    return out
+
+
+def _tied_groups(model: Any) -> Any:
+    """Names that share one Parameter (or buffer) object in the model as built: tied weights,
+    whatever device they are on (on meta, memory cannot tell them apart; the object can)."""
+    by_id: Dict[Any, Any] = {}
+    for name, _, _, _, t in _named_tensors(model):
+        by_id.setdefault(id(t), []).append(name)
+    return [names for names in by_id.values() if len(names) > 1]
+
+
+def _retie(model: Any, sd: Any, groups: Any, tied: Any) -> None:
+    """Ties again what the load untied: each group of names that shared one object before the
+    load shares the loaded one again (a load with assign, or into meta, replaces one name's
+    object only); each name the snapshot left out as a repeat of another (tied: {dropped:
+    kept}, recorded by save_pretrained) gets a Parameter over the kept one's memory."""
+    where = {n: (mod, leaf, kind) for n, mod, leaf, kind, _ in _named_tensors(model)}
+
+    def cur(n: int) -> Any:
+        mod, leaf, kind = where[n]
+        return getattr(mod, kind)[leaf]
+
+    def put(n: int, t: Any) -> None:
+        mod, leaf, kind = where[n]
+        getattr(mod, kind)[leaf] = t
+    for names in groups:
+        src = next((n for n in names if n in sd and cur(n).device.type != "meta"), None)
+        if src is None:
+            src = next((n for n in names if cur(n).device.type != "meta"), None)
+        if src is None:
+            continue
+        for n in names:
+            if cur(n) is not cur(src):
+                put(n, cur(src))
+    for dropped, kept in tied.items():
+        if dropped in sd or dropped not in where or kept not in where:
+            continue
+        k, d = cur(kept), cur(dropped)
+        if k.device.type == "meta" or (d.device.type != "meta" and
+                                       d.data_ptr() == k.data_ptr()):
+            continue
+        if d.device.type != "meta":
+            with torch.no_grad():
+                d.copy_(k)  # a real tensor of the model's own: gets the values
+            continue
+        if isinstance(d, torch.nn.Parameter):
+            put(dropped, torch.nn.Parameter(k.data, requires_grad=d.requires_grad))
+        else:
+            put(dropped, k.data)
+
+
+def from_pretrained(url: str, model_class: Any = None, device: Any = "cpu", dtype: Any = None,
+                    client: Optional[Client] = None, transport: str = "auto", report: Any = None,
+                    progress: bool = False, **config_kw: Any) -> Any:
     """A transformers model from a snapshot URL in one call, without a download loop: its
     config.json (read with transformers' AutoConfig), the model built with its parameters on
     the meta device (init_empty_weights: buffers real, on device), then load_pretrained.
@@ -292,7 +463,7 @@ _UNITS = {"B": 1, "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12,
           "KIB": 2 ** 10, "MIB": 2 ** 20, "GIB": 2 ** 30, "TIB": 2 ** 40}
 
 
-def parse_size(size):
+def parse_size(size: int) -> Any:
     """Bytes of an int or of "5GB" / "100KB" / "2GiB" (decimal and binary units, as
     transformers' max_shard_size)."""
     if isinstance(size, int) and not isinstance(size, bool) and size > 0:
@@ -305,7 +476,7 @@ def parse_size(size):
     return max(1, int(float(m.group(1)) * _UNITS[m.group(2)]))
 
 
-def _untie(sd):
+def _untie(sd: Any) -> Any:
     """The state dict without the names that repeat a tensor already in it (tied weights:
     transformers' save_pretrained leaves them out too, and tie_weights() ties them back);
     the first name of each tensor is kept. Returns (kept {name: tensor}, {dropped: kept})."""
@@ -324,7 +495,7 @@ def _untie(sd):
     return kept, dropped
 
 
-def _shard_bytes(items, metadata):
+def _shard_bytes(items: Any, metadata: Any) -> Any:
     """One safetensors file (bytes as a numpy uint8 array) of items [(name, tensor, dtype)],
     laid out by descending item size then name (the reference writer's order)."""
     items = sorted(items, key=lambda it: (-it[1].element_size(), it[0]))
@@ -343,7 +514,7 @@ def _shard_bytes(items, metadata):
     return out
 
 
-def _config_json(model, config):
+def _config_json(model: Any, config: Any) -> Any:
     if config is not None:
         if isinstance(config, dict):
             return json.dumps(config, indent=2, sort_keys=True)
@@ -355,8 +526,9 @@ def _config_json(model, config):
     return cfg.to_json_string() if hasattr(cfg, "to_json_string") else None
 
 
-def save_pretrained(model, url, client=None, max_shard_size="5GB", config=None,
-                    metadata=None, transport="auto", report=None):
+def save_pretrained(model: Any, url: str, client: Optional[Client] = None,
+                    max_shard_size: Any = "5GB", config: Any = None, metadata: Any = None,
+                    transport: str = "auto", report: Any = None) -> Any:
     """Writes a Hugging Face snapshot of model (an nn.Module, or a state dict) under url,
     straight from memory: config.json (model.config, or config=), generation_config.json when
     the model has one, model.safetensors or model-0000i-of-0000N.safetensors shards of at most
@@ -396,6 +568,10 @@ def save_pretrained(model, url, client=None, max_shard_size="5GB", config=None,
              [f"model-{i + 1:05d}-of-{nsh:05d}.safetensors" for i in range(nsh)])
     meta = {"format": "pt"}
     meta.update(metadata or {})
+    sid = uuid.uuid4().hex[:16]
+    meta[SNAPSHOT_KEY] = sid
+    if dropped:  # load_pretrained ties them again, also in a model without tie_weights()
+        meta[TIED_KEY] = json.dumps(dropped, separators=(",", ":"), sort_keys=True)
     index_key = _join(prefix, INDEX_NAME)
     pre = prefix + "/" if prefix else ""
     old = [o.key for o in c.list(bucket, pre or None) if "/" not in o.key[len(pre):] and
@@ -418,7 +594,8 @@ def save_pretrained(model, url, client=None, max_shard_size="5GB", config=None,
             weight_map[n] = name
             total += t.numel() * t.element_size()
     if nsh > 1:
-        idx = {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}
+        idx = {"metadata": {"total_size": total, SNAPSHOT_KEY: sid},
+               "weight_map": dict(sorted(weight_map.items()))}
         c.put(bucket, index_key, json.dumps(idx, indent=2).encode())
     for k in old:
         if k.rpartition("/")[2] not in names and k != index_key:
@@ -430,9 +607,9 @@ def save_pretrained(model, url, client=None, max_shard_size="5GB", config=None,
     return rep
 
 
-def _upload_order(names):
+def _upload_order(names: Any) -> Any:
     """Files in upload order: weights, then config files, and the index (the commit) last."""
-    def rank(n):
+    def rank(n: str) -> Any:
         if n == INDEX_NAME:
             return 2
         if n == "model.safetensors" or _SHARD_RE.match(n) or n.endswith(".safetensors"):
@@ -441,12 +618,13 @@ def _upload_order(names):
     return sorted(names, key=lambda n: (rank(n), n))
 
 
-def _threads(threads):
+def _threads(threads: int) -> Any:
     """Requests in flight for many-file transfers: threads=, else from the host's CPUs."""
     return int(threads) if threads else max(2, min(16, os.cpu_count() or 2))
 
 
-def upload_pretrained(local_dir, url, client=None, threads=None, transport="auto"):
+def upload_pretrained(local_dir: str, url: str, client: Optional[Client] = None,
+                      threads: Optional[int] = None, transport: str = "auto") -> Any:
     """Uploads a folder that transformers' save_pretrained (or anything else) wrote, files of
     its subfolders included, under url: `threads` PUTs at once (default: from the CPU count,
     2 to 16), the index last. Returns the keys written."""
@@ -460,7 +638,7 @@ def upload_pretrained(local_dir, url, client=None, threads=None, transport="auto
     if not files:
         raise WharfError(_lib.WHARF_ERR_NOT_FOUND, f"{local_dir}: no files to upload")
 
-    def put(rel):
+    def put(rel: str) -> Any:
         path, key = os.path.join(local_dir, rel), _join(prefix, rel.replace(os.sep, "/"))
         # mapped, not read: a 5 GB shard goes from the page cache without a copy in memory
         data = np.memmap(path, dtype=np.uint8, mode="r") if os.path.getsize(path) else b""
@@ -476,8 +654,9 @@ def upload_pretrained(local_dir, url, client=None, threads=None, transport="auto
     return keys + [put(f) for f in last]
 
 
-def download_pretrained(url, local_dir, client=None, threads=None, weights=True,
-                        transport="auto"):
+def download_pretrained(url: str, local_dir: str, client: Optional[Client] = None,
+                        threads: Optional[int] = None, weights: bool = True,
+                        transport: str = "auto") -> Any:
     """Every object under url into local_dir (weights=False: all but *.safetensors, e.g.
     config and tokenizer files for code that wants a path), `threads` GETs at once (default:
     from the CPU count, 2 to 16). Returns the local paths."""
@@ -490,7 +669,7 @@ def download_pretrained(url, local_dir, client=None, threads=None, weights=True,
     if not objs:
         raise NotFoundError(_lib.WHARF_ERR_NOT_FOUND, f"no objects under {url}")
 
-    def get(o):
+    def get(o: Any) -> Any:
         rel = o.key[len(pre):]
         if rel.startswith("/") or ".." in rel.split("/"):
             raise WharfError(_lib.WHARF_ERR_INVALID, f"s3://{bucket}/{o.key}: not a path "

@@ -9,6 +9,7 @@ import base64
 import collections
 import math
 import pickle
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 import torch
@@ -21,16 +22,17 @@ class _Flatten:
     """Walks obj depth-first; tensors become {"__tensor__": name}, everything else a JSON
     encoding that keeps types (tuples, non-string keys, OrderedDict, nan)."""
 
-    def __init__(self, name_prefix="", allow_pickle=False):
+    def __init__(self, name_prefix: str = "", allow_pickle: bool = False) -> None:
         self.prefix = name_prefix
         self.allow_pickle = allow_pickle
-        self.tensors = []   # [(name, tensor, as_numpy)]
-        self.by_id = {}     # id(tensor) -> name
-        self.by_view = {}   # _view_key(tensor) -> name: tied weights (one memory, two objects)
-        self.names = set()
-        self.keep = []      # keeps ids stable while walking
+        self.tensors: List[Tuple[str, torch.Tensor, bool]] = []   # (name, tensor, as_numpy)
+        self.by_id: Dict[int, str] = {}     # id(tensor) -> name
+        # _view_key(tensor) -> name: tied weights (one memory, two objects)
+        self.by_view: Dict[Any, str] = {}
+        self.names: Set[str] = set()
+        self.keep: List[Any] = []      # keeps ids stable while walking
 
-    def name_for(self, path):
+    def name_for(self, path: List[Any]) -> str:
         base = self.prefix + (".".join(_path_part(p) for p in path) if path else "tensor")
         name, n = base, 1
         while name in self.names:
@@ -39,7 +41,7 @@ class _Flatten:
         self.names.add(name)
         return name
 
-    def enc(self, obj, path):
+    def enc(self, obj: Any, path: List[Any]) -> Any:
         if isinstance(obj, torch.Tensor):
             return self.tensor(obj, path, False)
         if obj is None or isinstance(obj, (bool, str)):
@@ -62,7 +64,7 @@ class _Flatten:
             items = []
             for k, v in obj.items():
                 items.append([self.enc_key(k, path), self.enc(v, path + [k])])
-            out = {"__dict__": items}
+            out: Dict[str, Any] = {"__dict__": items}
             if type(obj) is collections.OrderedDict:
                 out["__type__"] = "OrderedDict"
             return out
@@ -79,13 +81,13 @@ class _Flatten:
                          f"torch.dtype, torch.device and torch.Size (or pass allow_pickle=True to "
                          f"pickle other objects)")
 
-    def enc_key(self, k, path):
+    def enc_key(self, k: Any, path: List[Any]) -> Any:
         if isinstance(k, torch.Tensor) or isinstance(k, np.ndarray):
             raise WharfError(_lib.WHARF_ERR_INVALID,
                              f"cannot save a tensor as a dict key at {_show_path(path)}")
         return self.enc(k, path)
 
-    def tensor(self, t, path, as_numpy):
+    def tensor(self, t: torch.Tensor, path: List[Any], as_numpy: bool) -> Any:
         if not as_numpy:
             name = self.by_id.get(id(t)) or self.by_view.get(_view_key(t))
             if name is not None:
@@ -97,13 +99,13 @@ class _Flatten:
         if not as_numpy and _view_key(t) is not None:
             self.by_view[_view_key(t)] = name
         self.tensors.append((name, t, as_numpy))
-        out = {"__tensor__": name}
+        tout: Dict[str, Any] = {"__tensor__": name}
         if as_numpy:
-            out["numpy"] = True
-        return out
+            tout["numpy"] = True
+        return tout
 
 
-def _view_key(t):
+def _view_key(t: torch.Tensor) -> Optional[Tuple[Any, ...]]:
     """What makes two tensor objects the same tensor: one memory seen the same way. A
     module's state_dict() hands out a new detached tensor per name, so weights tied to one
     Parameter (an embedding and an LM head) are two objects with one view key. None for
@@ -114,15 +116,15 @@ def _view_key(t):
             t.is_neg())
 
 
-def _path_part(k):
+def _path_part(k: Any) -> str:
     return k if isinstance(k, str) else str(k)
 
 
-def _show_path(path):
+def _show_path(path: Sequence[Any]) -> str:
     return "the root" if not path else "[" + "][".join(repr(p) for p in path) + "]"
 
 
-def _decode(v, tensors, allow_pickle=False):
+def _decode(v: Any, tensors: Dict[str, Any], allow_pickle: bool = False) -> Any:
     if isinstance(v, list):
         return [_decode(x, tensors, allow_pickle) for x in v]
     if not isinstance(v, dict):
@@ -156,7 +158,7 @@ def _decode(v, tensors, allow_pickle=False):
                      f"{str(v)[:200]}")
 
 
-def _decode_key(k, tensors, allow_pickle=False):
+def _decode_key(k: Any, tensors: Dict[str, Any], allow_pickle: bool = False) -> Any:
     k = _decode(k, tensors, allow_pickle)
     return tuple(k) if isinstance(k, list) else k  # (lists are not hashable; never saved)
 
