@@ -189,6 +189,10 @@ def client_from_env(env: Optional[Mapping[str, str]] = None, **kw: Any) -> "Clie
     keyword arguments override them. Raises ConfigError naming the variables to set when no
     endpoint or key is found."""
     from .client import Client
+    if env is None and not any(kw.get(k) for k in ("endpoint", "provider", "unix_socket")):
+        # Client() resolves the same settings from os.environ and, where none names a provider
+        # or a socket, takes ofi+shm when the server's Unix socket is reachable from this host
+        return Client(**kw)
     got, _ = resolve_settings(env)
     args: Dict[str, Any] = dict(got)
     args.update(kw)

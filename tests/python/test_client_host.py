@@ -211,6 +211,22 @@ def test_client_from_aws_environment_takes_rdma_over_the_reachable_socket(wharfd
     explicit.close()
 
 
+def test_torch_client_from_aws_environment_takes_rdma_too(wharfd, monkeypatch):
+    """wharf.torch and the datasets build their client with client_from_env: it chooses as
+    wharf.Client() does."""
+    from wharf.config import client_from_env
+    aws_only_env(monkeypatch, wharfd)
+    c = client_from_env()
+    try:
+        assert (c.transport, c.provider) == ("rdma", "ofi+shm"), c.transport_reason
+    finally:
+        c.close()
+    # an endpoint given by the caller is taken as given (HTTP unless it asks)
+    c = client_from_env(endpoint=wharfd.endpoint)
+    assert c.transport == "http"
+    c.close()
+
+
 def test_client_from_environment_stays_on_http_without_a_socket(monkeypatch):
     with WharfServer(extra_args=["--unix", "none"]) as srv:
         with urllib.request.urlopen(srv.endpoint + "/health", timeout=10) as r:
