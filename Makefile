@@ -133,8 +133,8 @@ TIDY_FILES ?= ^$(CURDIR)/src/
 tidy: build
 	@bash scripts/tidy.sh $(BUILD) '$(TIDY_FILES)'
 
-# clang -Wthread-safety -Werror over src/ (see src/base/tsa.h: what is annotated, and what clang
-# can check in C).
+# clang -Wthread-safety -Werror over src/ (see src/shared/base/tsa.h: what is annotated, and what
+# clang can check in C).
 thread-safety: build
 	@bash scripts/thread-safety.sh $(BUILD)
 

@@ -3,7 +3,7 @@
 at 256 MiB, over HTTP and over RDMA (ofi+shm, the server's own copy into the peer), for three
 arms against one wharfd:
 
-  root    the operator's key: srv_authorize returns at once (the cost of no authorization)
+  root    the operator's key: s3h_authorize returns at once (the cost of no authorization)
   user1   one user, owner of its bucket, no policy: the bucket's owner and ACL are loaded and
           the decision made on every request
   user10  ten users exist; one of them, not the owner, is allowed by the last statement of a

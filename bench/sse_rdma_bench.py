@@ -8,7 +8,7 @@ bucket whose default encryption is AES256, SSE-S3 (B), in paired rounds A B A B 
         their offsets); an SSE-S3 PUT the in-order sink into the writer's cipher (AES-256-GCM
         per 64 KiB segment, and the plaintext's MD5 for its ETag)
   get   a plain GET maps the file and copies it into the client; an SSE-S3 GET reads, verifies
-        and decrypts each segment into the engine's pool buffers (srv_rdma_get_source), then
+        and decrypts each segment into the engine's pool buffers (rdma_get_source), then
         copies them into the client
 
 Each round PUTs every object then GETs it back, one request at a time (STREAMS 1: the rate of

@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define OWNER "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
-static bool same(const s3_acl_t *a, const s3_acl_t *b)
+static bool same(const auth_acl_t *a, const auth_acl_t *b)
 {
     if (strcmp(a->owner, b->owner) != 0 || a->n != b->n)
         return false;
@@ -23,20 +23,20 @@ static bool same(const s3_acl_t *a, const s3_acl_t *b)
     return true;
 }
 
-static void round_trip(const s3_acl_t *a)
+static void round_trip(const auth_acl_t *a)
 {
-    static s3_acl_t b;
+    static auth_acl_t b;
     char msg[256];
     wh_sbuf_t t;
     wh_sbuf_init(&t);
-    s3_acl_serialize(a, &t);
-    if (!t.oom && (s3_acl_deserialize(t.data, "x", &b, msg, sizeof msg) != S3_OK || !same(a, &b)))
+    auth_acl_serialize(a, &t);
+    if (!t.oom && (auth_acl_deserialize(t.data, "x", &b, msg, sizeof msg) != S3_OK || !same(a, &b)))
         abort();
     wh_sbuf_reset(&t);
     if (a->owner[0]) {
-        s3_acl_format_xml(a, "name", &t);
+        auth_acl_format_xml(a, "name", &t);
         if (!t.oom &&
-            (s3_acl_parse_xml(t.data, t.len, &b, msg, sizeof msg) != S3_OK || !same(a, &b)))
+            (auth_acl_parse_xml(t.data, t.len, &b, msg, sizeof msg) != S3_OK || !same(a, &b)))
             abort();
     }
     wh_sbuf_free(&t);
@@ -53,26 +53,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(s, data + 1, size - 1);
     s[size - 1] = '\0';
     size_t len = size - 1;
-    static s3_acl_t a;
+    static auth_acl_t a;
     char msg[256];
     s3_err_t e;
     switch (which) {
     case 0:
-        e = s3_acl_parse_xml(s, len, &a, msg, sizeof msg);
+        e = auth_acl_parse_xml(s, len, &a, msg, sizeof msg);
         break;
     case 1:
-        s3_acl_private(&a, OWNER);
-        e = s3_acl_grant_header(&a, 1u << (data[0] / 4 % 4), s, msg, sizeof msg);
+        auth_acl_private(&a, OWNER);
+        e = auth_acl_grant_header(&a, 1u << (data[0] / 4 % 4), s, msg, sizeof msg);
         break;
     case 2:
-        e = s3_acl_canned(&a, s, OWNER, OWNER, msg, sizeof msg);
+        e = auth_acl_canned(&a, s, OWNER, OWNER, msg, sizeof msg);
         break;
     default:
-        e = s3_acl_deserialize(s, OWNER, &a, msg, sizeof msg);
+        e = auth_acl_deserialize(s, OWNER, &a, msg, sizeof msg);
         break;
     }
     if (e == S3_OK) {
-        if (a.n > S3_ACL_MAX_GRANTS)
+        if (a.n > AUTH_ACL_MAX_GRANTS)
             abort();
         round_trip(&a);
     }

@@ -1,9 +1,9 @@
 /* libFuzzer driver for the ServerSideEncryptionConfiguration parser (s3_encryption_parse,
- * src/s3/bucket_config.c), the body of PutBucketEncryption. Checks that an accepted document
+ * src/shared/s3/bucket_config.c), the body of PutBucketEncryption. Checks that an accepted document
  * names a known algorithm and that its written form (what GetBucketEncryption answers)
  * parses back to the same algorithm. The first byte 0xff instead feeds the rest to the parser
- * of a row's encryption parameters (store_sse_parse, src/store/crypt.c), which must accept its
- * own formatted text back unchanged. */
+ * of a row's encryption parameters (store_sse_parse, src/store/store/crypt.c), which must accept
+ * its own formatted text back unchanged. */
 #include "s3/bucket_config.h"
 #include "store/crypt.h"
 

@@ -1,4 +1,4 @@
-/* libFuzzer driver for S3 checksum negotiation (src/s3/checksum.c). The input is
+/* libFuzzer driver for S3 checksum negotiation (src/shared/s3/checksum.c). The input is
  * "headers\n\ntrailers\n\nbody": header and trailer sections are "name:value" lines. It reads
  * the claims (s3_sums_read), asks which algorithms are named (s3_sum_named), checks the
  * declared trailers arrived (s3_trailers_check), digests the body with every algorithm and

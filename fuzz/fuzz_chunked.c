@@ -1,7 +1,7 @@
 /* libFuzzer driver for the aws-chunked decoder. Byte 0: bits 0-1 the mode (signed, signed with
  * trailer, unsigned trailer), bit 2 round trip, bits 3-7 the feed piece size (fz_piece).
  * Decoding arbitrary bodies must not crash and must account for every byte it hands out; a
- * body encoded with s3_chunk_signature from the input must decode back to the input. */
+ * body encoded with auth_chunk_signature from the input must decode back to the input. */
 #include "auth/chunked.h"
 
 #include <stdint.h>
@@ -32,15 +32,15 @@ static int cmp_cb(void *arg, const void *p, size_t n)
     return 0;
 }
 
-static void doc_auth(s3_auth_t *a, int mode)
+static void doc_auth(auth_auth_t *a, int mode)
 {
     memset(a, 0, sizeof *a);
-    s3_sigv4_signing_key("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "20130524", "us-east-1",
-                         a->signing_key);
+    auth_sigv4_signing_key("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "20130524", "us-east-1",
+                           a->signing_key);
     memcpy(a->amz_date, "20130524T000000Z", 17);
     strcpy(a->scope, "20130524/us-east-1/s3/aws4_request");
     strcpy(a->signature, "4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9");
-    a->mode = mode == 2 ? S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER : S3_PAYLOAD_STREAMING_SIGNED;
+    a->mode = mode == 2 ? AUTH_PAYLOAD_STREAMING_UNSIGNED_TRAILER : AUTH_PAYLOAD_STREAMING_SIGNED;
     a->signed_trailer = mode == 1;
 }
 
@@ -63,31 +63,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t piece = fz_piece(data[0] >> 3);
     const uint8_t *body = data + 1;
     size_t len = size - 1;
-    s3_auth_t a;
+    auth_auth_t a;
     doc_auth(&a, mode);
     char msg[256];
     if (!round_trip) {
-        s3_chunked_t *c = s3_chunked_new(&a);
+        auth_chunked_t *c = auth_chunked_new(&a);
         if (!c)
             abort();
         uint64_t total = 0;
         s3_err_t e = S3_OK;
         for (size_t off = 0; off < len && e == S3_OK; off += piece) {
             msg[0] = '\0';
-            e = s3_chunked_feed(c, body + off, len - off < piece ? len - off : piece, count_sink,
-                                &total, msg, sizeof msg);
+            e = auth_chunked_feed(c, body + off, len - off < piece ? len - off : piece, count_sink,
+                                  &total, msg, sizeof msg);
             if (e != S3_OK && msg[0] == '\0')
                 abort();
         }
         if (e == S3_OK) {
             msg[0] = '\0';
-            e = s3_chunked_finish(c, msg, sizeof msg);
+            e = auth_chunked_finish(c, msg, sizeof msg);
             if (e != S3_OK && msg[0] == '\0')
                 abort();
         }
-        if (s3_chunked_decoded(c) != total || total > len)
+        if (auth_chunked_decoded(c) != total || total > len)
             abort();
-        s3_chunked_free(c);
+        auth_chunked_free(c);
         return 0;
     }
 
@@ -102,7 +102,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (n > len - off)
             n = len - off;
         if (sign) {
-            s3_chunk_signature(a.signing_key, a.amz_date, a.scope, prev, body + off, n, sig);
+            auth_chunk_signature(a.signing_key, a.amz_date, a.scope, prev, body + off, n, sig);
             wh_sbuf_printf(&b, "%zx;chunk-signature=%s\r\n", n, sig);
             memcpy(prev, sig, 65);
         } else {
@@ -116,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (mode == 1) {
         const char *canon = "x-amz-checksum-crc32c:AAAAAA==\n";
-        s3_trailer_signature(a.signing_key, a.amz_date, a.scope, prev, canon, strlen(canon), sig);
+        auth_trailer_signature(a.signing_key, a.amz_date, a.scope, prev, canon, strlen(canon), sig);
         wh_sbuf_printf(&b, "x-amz-checksum-crc32c:AAAAAA==\r\nx-amz-trailer-signature:%s\r\n", sig);
     } else if (mode == 2) {
         wh_sbuf_puts(&b, "x-amz-checksum-crc32c:AAAAAA==\r\n");
@@ -124,17 +124,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     wh_sbuf_puts(&b, "\r\n");
     if (b.oom)
         abort();
-    s3_chunked_t *c = s3_chunked_new(&a);
+    auth_chunked_t *c = auth_chunked_new(&a);
     cmp_sink_t s = {body, len, 0};
     for (size_t off = 0; off < b.len; off += piece)
-        if (s3_chunked_feed(c, b.data + off, b.len - off < piece ? b.len - off : piece, cmp_cb, &s,
-                            msg, sizeof msg) != S3_OK)
+        if (auth_chunked_feed(c, b.data + off, b.len - off < piece ? b.len - off : piece, cmp_cb,
+                              &s, msg, sizeof msg) != S3_OK)
             abort();
-    if (s3_chunked_finish(c, msg, sizeof msg) != S3_OK || s.got != len)
+    if (auth_chunked_finish(c, msg, sizeof msg) != S3_OK || s.got != len)
         abort();
-    if (mode != 0 && strcmp(s3_chunked_trailer(c, "x-amz-checksum-crc32c"), "AAAAAA==") != 0)
+    if (mode != 0 && strcmp(auth_chunked_trailer(c, "x-amz-checksum-crc32c"), "AAAAAA==") != 0)
         abort();
-    s3_chunked_free(c);
+    auth_chunked_free(c);
     wh_sbuf_free(&b);
     return 0;
 }

@@ -1,5 +1,5 @@
-/* libFuzzer driver for libwharf's reply parsing (src/client/reply.c): header lines as curl hands
- * them over (status line, x-amz-rdma-*, checksum, error and length headers, /health's
+/* libFuzzer driver for libwharf's reply parsing (src/client/client/reply.c): header lines as curl
+ * hands them over (status line, x-amz-rdma-*, checksum, error and length headers, /health's
  * x-wharf-unix-socket) and Content-Range.
  * Input: lines separated by '\n'; each is given, unterminated and in an exact-size heap copy, to
  * wc_reply_header, and NUL-terminated to s3_content_range_parse in both forms. */

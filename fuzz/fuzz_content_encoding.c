@@ -1,5 +1,5 @@
-/* libFuzzer driver for srv_content_encoding_kept (src/s3api/s3_meta.c), which takes aws-chunked
- * out of a request's Content-Encoding list before the list is kept with the object.
+/* libFuzzer driver for s3api_content_encoding_kept (src/server/s3api/object_meta.c), which takes
+ * aws-chunked out of a request's Content-Encoding list before the list is kept with the object.
  * Checks: nothing crashes; the result holds no aws-chunked entry (any case), no empty entry and
  * no entry with surrounding blanks; its entries are the input's other entries, in order; and
  * applying it again changes nothing. */
@@ -46,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(in, data, size);
     in[size] = '\0';
-    char *out = srv_content_encoding_kept(in);
+    char *out = s3api_content_encoding_kept(in);
     if (!out) {
         free(in);
         return 0;
@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (*c == ',' &&
             (c[1] != ' ' || c[2] == ' ' || c[2] == ',' || !c[2] || c == out || c[-1] == ' '))
             abort();
-    char *again = srv_content_encoding_kept(out);
+    char *again = s3api_content_encoding_kept(out);
     if (again && strcmp(again, out) != 0)
         abort();
     free(again);

@@ -1,6 +1,6 @@
-/* libFuzzer driver for Content-Range (src/s3/range.c), which the server formats and the client
- * parses. The input is parsed as a header value in both forms; a value that parses as a range
- * must satisfy first <= last < total, and formatting what was parsed must parse back to the
+/* libFuzzer driver for Content-Range (src/shared/s3/range.c), which the server formats and the
+ * client parses. The input is parsed as a header value in both forms; a value that parses as a
+ * range must satisfy first <= last < total, and formatting what was parsed must parse back to the
  * same numbers. The first 24 bytes, read as three little-endian numbers, also
  * drive the formatter, whose output must parse back to the same numbers. */
 #include "s3/range.h"

@@ -1,6 +1,6 @@
 /* libFuzzer driver for the POST Object parsers: the streaming multipart/form-data parser
- * (src/s3/form.c), the Content-Type boundary parameter, and the POST policy document
- * (src/auth/post_policy.c). The first byte picks: bit 7 the policy, bit 6 the boundary, else
+ * (src/shared/s3/form.c), the Content-Type boundary parameter, and the POST policy document
+ * (src/shared/auth/post_policy.c). The first byte picks: bit 7 the policy, bit 6 the boundary, else
  * the form with boundary "XyZ", parsed at once and again in pieces of (byte % 31) + 1: both
  * must give the same events and status, and no part's bytes may hold the delimiter. */
 #include "base/util.h"
@@ -82,13 +82,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t len = size - 1;
     char msg[256] = "";
     if (data[0] & 0x80) {
-        static const s3_post_field_t fields[] = {
+        static const auth_post_field_t fields[] = {
             {"key", "user/a"}, {"Content-Type", "image/png"}, {"acl", "private"},
             {"policy", "p"},   {"x-amz-signature", "s"},      {"x-amz-meta-m", ""},
         };
-        s3_post_range_t r;
-        s3_err_t e = s3_post_policy_check(in, len, 1700000000, "bucket", fields,
-                                          sizeof fields / sizeof fields[0], &r, msg, sizeof msg);
+        auth_post_range_t r;
+        s3_err_t e = auth_post_policy_check(in, len, 1700000000, "bucket", fields,
+                                            sizeof fields / sizeof fields[0], &r, msg, sizeof msg);
         if (e != S3_OK && !msg[0])
             abort();
         if (e == S3_OK && r.set && r.min > r.max)

@@ -1,15 +1,15 @@
 /* libFuzzer driver for wharfd's request path as libmicrohttpd hands a request over: the
  * method, the raw URL (path and query) and the header lines go through the server's own
- * header collection, routing and SigV4 verification (src/front/http.c), with no server
+ * header collection, routing and SigV4 verification (src/server/front/http.c), with no server
  * running. Input: a request line "METHOD URL", then "name: value" lines (LF or CRLF).
  * Checks:
  *  - nothing crashes; the header limits hold; after indexing the names are lowercase,
- *    strictly sorted and each found by srv_hdr; routing always names an API;
+ *    strictly sorted and each found by front_hdr; routing always names an API;
  *  - every refused verification says why;
  *  - the same request signed by a client over its header lines as sent (repeats included,
  *    in order) verifies through the server's collection, and is refused once an unsigned
  *    x-amz-* header is added;
- *  - POST Object's header swap (srv_req_swap_headers) keeps the index sound and drops what
+ *  - POST Object's header swap (front_req_swap_headers) keeps the index sound and drops what
  *    it was told to. */
 #include "front/http_int.h"
 #include "s3api/s3api.h"
@@ -29,26 +29,26 @@ typedef struct fz_line {
     const char *name, *value;
 } fz_line_t;
 
-static srv_t g_srv; /* only cfg is read: the credentials, the listen host */
+static front_t g_srv; /* only cfg is read: the credentials, the listen host */
 
-static srv_req_t *fz_req(const char *method, const char *url)
+static front_req_t *fz_req(const char *method, const char *url)
 {
-    srv_req_t *r = calloc(1, sizeof *r);
+    front_req_t *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
     r->srv = &g_srv;
     r->method = method;
     r->raw_uri = strdup(url);
     wh_sbuf_init(&r->buf);
-    if (!r->raw_uri || !srv_req_split_uri(r)) {
-        srv_req_free(r);
+    if (!r->raw_uri || !front_req_split_uri(r)) {
+        front_req_free(r);
         return NULL;
     }
     return r;
 }
 
-/* After indexing the names are lowercase, strictly sorted and each found by srv_hdr. */
-static void fz_check_index(srv_req_t *r)
+/* After indexing the names are lowercase, strictly sorted and each found by front_hdr. */
+static void fz_check_index(front_req_t *r)
 {
     for (size_t i = 0; i < r->nhdrs; i++) {
         for (const char *c = r->hdrs[i].lname; *c; c++)
@@ -56,22 +56,22 @@ static void fz_check_index(srv_req_t *r)
                 abort();
         if (i && strcmp(r->hdrs[i - 1].lname, r->hdrs[i].lname) >= 0)
             abort(); /* not sorted, or a repeat left unjoined */
-        if (srv_hdr(r, r->hdrs[i].lname) != r->hdrs[i].value)
+        if (front_hdr(r, r->hdrs[i].lname) != r->hdrs[i].value)
             abort();
     }
 }
 
 /* Collects and indexes; returns false when the request is refused for its headers. */
-static bool fz_collect(srv_req_t *r, const fz_line_t *l, size_t n)
+static bool fz_collect(front_req_t *r, const fz_line_t *l, size_t n)
 {
     bool ok = true;
     for (size_t i = 0; i < n && ok; i++)
-        ok = srv_req_add_header(r, l[i].name, l[i].value);
+        ok = front_req_add_header(r, l[i].name, l[i].value);
     if (!ok)
         return false;
-    if (r->hdr_bytes > SRV_MAX_HEADER_BYTES || r->hdr_lines > SRV_MAX_HEADER_LINES)
+    if (r->hdr_bytes > FRONT_MAX_HEADER_BYTES || r->hdr_lines > FRONT_MAX_HEADER_LINES)
         abort(); /* over a limit, yet accepted */
-    if (!srv_req_index_headers(r))
+    if (!front_req_index_headers(r))
         return false;
     fz_check_index(r);
     return true;
@@ -84,7 +84,7 @@ static bool fz_drop(const char *lname)
     return strncmp(lname, "x-amz-", 6) == 0 || strcmp(lname, "content-type") == 0;
 }
 
-static void fz_swap(srv_req_t *r, const fz_line_t *l, size_t n)
+static void fz_swap(front_req_t *r, const fz_line_t *l, size_t n)
 {
     const char *names[FZ_MAX_LINES], *values[FZ_MAX_LINES];
     size_t k = 0;
@@ -92,7 +92,7 @@ static void fz_swap(srv_req_t *r, const fz_line_t *l, size_t n)
         names[k] = l[i].name;
         values[k] = l[i].value;
     }
-    if (!srv_req_swap_headers(r, fz_drop, names, values, k))
+    if (!front_req_swap_headers(r, fz_drop, names, values, k))
         return;
     fz_check_index(r);
     for (size_t i = 0; i < r->nhdrs; i++) {
@@ -106,10 +106,10 @@ static void fz_swap(srv_req_t *r, const fz_line_t *l, size_t n)
     }
 }
 
-static s3_err_t fz_verify(srv_req_t *r, time_t now)
+static s3_err_t fz_verify(front_req_t *r, time_t now)
 {
     char msg[256] = "";
-    s3_err_t e = srv_req_verify(r, now, msg, sizeof msg);
+    s3_err_t e = front_req_verify(r, now, msg, sizeof msg);
     if (e != S3_OK && !msg[0])
         abort(); /* a refusal must say why */
     return e;
@@ -164,32 +164,32 @@ static void fz_round_trip(const char *method, const char *url, const fz_line_t *
     size_t k = 0;
     l[k++] = (fz_line_t){"Host", "127.0.0.1:9000"};
     l[k++] = (fz_line_t){"X-Amz-Date", amz};
-    l[k++] = (fz_line_t){"X-Amz-Content-SHA256", S3_UNSIGNED_PAYLOAD};
+    l[k++] = (fz_line_t){"X-Amz-Content-SHA256", AUTH_UNSIGNED_PAYLOAD};
     for (size_t i = 0; i < n; i++)
         if (name_ok(in[i].name) && value_ok(in[i].value) && !reserved(in[i].name))
             l[k++] = in[i];
-    srv_req_t *r = fz_req(method, url);
+    front_req_t *r = fz_req(method, url);
     if (!r)
         return;
     for (size_t i = 0; i < k; i++)
         names[i] = l[i].name, values[i] = l[i].value;
     char authz[4096];
-    s3_sign_input_t si = {.method = method,
-                          .canonical_uri = r->path,
-                          .query = r->query,
-                          .header_names = names,
-                          .header_values = values,
-                          .n_headers = k,
-                          .payload_hash = S3_UNSIGNED_PAYLOAD,
-                          .access_key = FZ_AK,
-                          .secret_key = FZ_SK,
-                          .region = "us-east-1",
-                          .when = now};
+    auth_sign_input_t si = {.method = method,
+                            .canonical_uri = r->path,
+                            .query = r->query,
+                            .header_names = names,
+                            .header_values = values,
+                            .n_headers = k,
+                            .payload_hash = AUTH_UNSIGNED_PAYLOAD,
+                            .access_key = FZ_AK,
+                            .secret_key = FZ_SK,
+                            .region = "us-east-1",
+                            .when = now};
     wh_sbuf_t tmp;
     wh_sbuf_init(&tmp);
-    bool presigned = r->query && (s3_query_param(r->query, "X-Amz-Algorithm", &tmp) != 0 ||
-                                  s3_query_param(r->query, "X-Amz-Signature", &tmp) != 0 ||
-                                  s3_query_param(r->query, "X-Amz-Credential", &tmp) != 0);
+    bool presigned = r->query && (auth_query_param(r->query, "X-Amz-Algorithm", &tmp) != 0 ||
+                                  auth_query_param(r->query, "X-Amz-Signature", &tmp) != 0 ||
+                                  auth_query_param(r->query, "X-Amz-Credential", &tmp) != 0);
     wh_sbuf_free(&tmp);
     size_t signed_headers = 0, signed_len = 0;
     bool has_probe = false;
@@ -203,8 +203,8 @@ static void fz_round_trip(const char *method, const char *url, const fz_line_t *
     }
     /* The verifier takes at most 64 signed headers in a SignedHeaders under 1024 bytes. */
     if (presigned || signed_headers > 64 || signed_len >= 1024 ||
-        s3_sigv4_sign(&si, authz, sizeof authz) != 0) {
-        srv_req_free(r);
+        auth_sigv4_sign(&si, authz, sizeof authz) != 0) {
+        front_req_free(r);
         return;
     }
     l[k++] = (fz_line_t){"Authorization", authz};
@@ -212,7 +212,7 @@ static void fz_round_trip(const char *method, const char *url, const fz_line_t *
         s3_err_t e = fz_verify(r, now);
         if (e != S3_OK && e != S3_ERR_INVALID_ARGUMENT)
             abort(); /* what the client signed, the server must accept (a bad query aside) */
-        srv_req_free(r);
+        front_req_free(r);
         /* The same with an x-amz-* header the signature does not cover. */
         r = fz_req(method, url);
         if (!r)
@@ -222,7 +222,7 @@ static void fz_round_trip(const char *method, const char *url, const fz_line_t *
             fz_verify(r, now) != S3_ERR_ACCESS_DENIED)
             abort();
     }
-    srv_req_free(r);
+    front_req_free(r);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -279,19 +279,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     time_t now;
     wh_amz_date_parse("20130524T000500Z", &now);
-    srv_req_t *r = fz_req(method, url);
+    front_req_t *r = fz_req(method, url);
     if (r) {
         if (fz_collect(r, lines, n)) {
-            srv_route_parse(r->method, r->path, r->query, srv_hdr(r, "host"), g_srv.cfg.listen_host,
-                            srv_hdr(r, "x-amz-copy-source") != NULL, &r->route);
-            if ((unsigned)r->route.api >= SRV_API__COUNT)
+            s3api_route_parse(r->method, r->path, r->query, front_hdr(r, "host"),
+                              g_srv.cfg.listen_host, front_hdr(r, "x-amz-copy-source") != NULL,
+                              &r->route);
+            if ((unsigned)r->route.api >= FRONT_API__COUNT)
                 abort();
-            if (r->route.api == SRV_API_BAD_REQUEST && !r->route.why)
+            if (r->route.api == FRONT_API_BAD_REQUEST && !r->route.why)
                 abort();
             (void)fz_verify(r, now);
             fz_swap(r, lines, n);
         }
-        srv_req_free(r);
+        front_req_free(r);
     }
     fz_round_trip(method, url, lines, n, now);
     free(buf);

@@ -1,4 +1,4 @@
-/* libFuzzer driver for the LifecycleConfiguration parser (src/s3/lifecycle.c). Checks the
+/* libFuzzer driver for the LifecycleConfiguration parser (src/shared/s3/lifecycle.c). Checks the
  * limits the parser promises, that a parsed document survives the round trip through its
  * written form (the stored form) with the same rules, and that both answer the same for an
  * object made of the input. */

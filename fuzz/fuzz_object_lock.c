@@ -1,4 +1,4 @@
-/* libFuzzer driver for the Object Lock documents (src/s3/object_lock.c): the bucket's
+/* libFuzzer driver for the Object Lock documents (src/shared/s3/object_lock.c): the bucket's
  * ObjectLockConfiguration, a version's Retention and LegalHold, and the retain-until date.
  * The first byte picks the parser. Checks the limits the parsers promise and that a parsed
  * document survives the round trip through its written form with the same values. */

@@ -17,10 +17,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool user = data[0] & 1;
     const char *json = (const char *)data + 1;
     size_t len = size - 1;
-    s3_policy_t *pol = NULL;
+    auth_policy_t *pol = NULL;
     char msg[256];
-    s3_err_t e = user ? s3_policy_parse_user(json, len, &pol, msg, sizeof msg)
-                      : s3_policy_parse(json, len, &pol, msg, sizeof msg);
+    s3_err_t e = user ? auth_policy_parse_user(json, len, &pol, msg, sizeof msg)
+                      : auth_policy_parse(json, len, &pol, msg, sizeof msg);
     if (e != S3_OK) {
         if (pol || (e != S3_ERR_MALFORMED_POLICY && e != S3_ERR_INTERNAL) || !msg[0])
             abort();
@@ -28,20 +28,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (!pol)
         abort();
-    s3_principal_t who[3];
-    s3_principal_anon(&who[0]);
+    auth_principal_t who[3];
+    auth_principal_anon(&who[0]);
     memset(&who[1], 0, sizeof who[1]);
-    who[1].kind = S3_PRINCIPAL_USER;
+    who[1].kind = AUTH_PRINCIPAL_USER;
     strcpy(who[1].user, "bob");
     strcpy(who[1].canonical_id, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
     strcpy(who[1].arn, "arn:aws:iam::000000000000:user/bob");
     who[2] = who[1];
-    who[2].kind = S3_PRINCIPAL_ROOT;
+    who[2].kind = AUTH_PRINCIPAL_ROOT;
     strcpy(who[2].arn, "arn:aws:iam::000000000000:root");
     static const char *const actions[] = {"s3:GetObject", "s3:PutObject", "s3:ListBucket"};
     static const char *const res[] = {"arn:aws:s3:::b", "arn:aws:s3:::b/k/x", "*"};
     for (int i = 0; i < 3; i++) {
-        s3_authz_ctx_t c;
+        auth_authz_ctx_t c;
         memset(&c, 0, sizeof c);
         c.who = &who[i];
         c.account = "000000000000";
@@ -51,15 +51,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         c.delimiter = "/";
         c.has_max_keys = i == 1;
         c.max_keys = 1000;
-        s3_ip_parse(i == 2 ? "2001:db8::1" : "10.0.0.1", &c.source_ip);
-        s3_policy_result_t r = s3_policy_eval(pol, &c);
-        if (r != S3_POLICY_NO_MATCH && r != S3_POLICY_ALLOW && r != S3_POLICY_DENY)
+        auth_ip_parse(i == 2 ? "2001:db8::1" : "10.0.0.1", &c.source_ip);
+        auth_policy_result_t r = auth_policy_eval(pol, &c);
+        if (r != AUTH_POLICY_NO_MATCH && r != AUTH_POLICY_ALLOW && r != AUTH_POLICY_DENY)
             abort();
     }
-    e = s3_policy_check_bucket(pol, "b", msg, sizeof msg);
+    e = auth_policy_check_bucket(pol, "b", msg, sizeof msg);
     if (e != S3_OK && e != S3_ERR_MALFORMED_POLICY)
         abort();
-    (void)s3_policy_is_public(pol);
-    s3_policy_free(pol);
+    (void)auth_policy_is_public(pol);
+    auth_policy_free(pol);
     return 0;
 }

@@ -1,4 +1,4 @@
-/* libFuzzer driver for x-amz-rename-source (s3_rename_source_parse in src/s3/rename.c): the
+/* libFuzzer driver for x-amz-rename-source (s3_rename_source_parse in src/shared/s3/rename.c): the
  * first byte is the length of the request's bucket name (taken from the input after it), the
  * rest the header. An accepted header names that bucket, gives a non-empty key without a NUL
  * byte, and re-encoding the key and prefixing "bucket/" yields a header the parser reads back to

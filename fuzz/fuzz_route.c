@@ -1,6 +1,6 @@
-/* libFuzzer driver for wharfd's request routing (src/front/route.c). The input is split at
+/* libFuzzer driver for wharfd's request routing (src/server/front/route.c). The input is split at
  * NUL bytes into method, raw path, raw query and Host; routing must not crash, must always
- * name an API (and a srv_ops row for that API when it names one), and a key it decodes must be
+ * name an API (and a front_ops row for that API when it names one), and a key it decodes must be
  * exactly key_len bytes long. */
 #include "s3api/s3api.h"
 
@@ -29,23 +29,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *method = parts[0];
     if (*method && (unsigned char)*method < 8)
         method = methods[(unsigned char)*method % 6];
-    srv_route_t r;
-    srv_route_parse(method, parts[1], np > 2 && *parts[2] ? parts[2] : NULL,
-                    np > 3 ? parts[3] : NULL, "127.0.0.1", size & 1, &r);
-    if ((unsigned)r.api >= SRV_API__COUNT)
+    front_route_t r;
+    s3api_route_parse(method, parts[1], np > 2 && *parts[2] ? parts[2] : NULL,
+                      np > 3 ? parts[3] : NULL, "127.0.0.1", size & 1, &r);
+    if ((unsigned)r.api >= FRONT_API__COUNT)
         abort();
     if (r.key && r.key_len < strlen(r.key))
         abort();
-    if (r.api == SRV_API_BAD_REQUEST && !r.why)
+    if (r.api == FRONT_API_BAD_REQUEST && !r.why)
         abort();
-    /* the srv_ops row the router picked is for the API it named, and has a handler */
+    /* the front_ops row the router picked is for the API it named, and has a handler */
     if (r.op && (r.op->api != r.api || !r.op->begin))
         abort();
     for (size_t i = 0; i < r.nq; i++)
         if (!r.q[i].name || !r.q[i].value)
             abort();
-    (void)srv_route_q(&r, "uploadId");
-    srv_route_free(&r);
+    (void)front_route_q(&r, "uploadId");
+    front_route_free(&r);
     free(buf);
     return 0;
 }

@@ -1,8 +1,8 @@
-/* libFuzzer driver for the safetensors header parser (src/safetensors, linked as its own layer:
- * wh_roles has no client code). The input is a whole file. Properties:
- * never crashes or reads past len; every failure leaves a message; whatever parses describes
- * tensors that lie inside the data section, in offset order, without overlap, each exactly
- * as long as its shape and dtype say. */
+/* libFuzzer driver for the safetensors header parser (src/client/safetensors, linked as its own
+ * layer: wh_roles has no client code). The input is a whole file. Properties: never crashes or
+ * reads past len; every failure leaves a message; whatever parses describes tensors that lie inside
+ * the data section, in offset order, without overlap, each exactly as long as its shape and dtype
+ * say. */
 #include "wharf/wharf.h"
 
 #include "safetensors/safetensors.h"

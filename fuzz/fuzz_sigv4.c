@@ -1,7 +1,7 @@
-/* libFuzzer driver for s3_sigv4_verify with the request taken from the input:
+/* libFuzzer driver for auth_sigv4_verify with the request taken from the input:
  *   line 1 method, line 2 path, line 3 query (empty: none), then "name: value" header lines.
  * Checks: verify never crashes and every failure says why; and the same request, signed by
- * s3_sigv4_sign (with host, x-amz-date and x-amz-content-sha256 set), always verifies, stops
+ * auth_sigv4_sign (with host, x-amz-date and x-amz-content-sha256 set), always verifies, stops
  * verifying when one signature character changes, and is refused with an unsigned x-amz-*
  * header added. */
 #include "auth/sigv4.h"
@@ -92,20 +92,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         r.names[r.n] = lines[i];
         r.values[r.n++] = v;
     }
-    s3_http_req_t req = {.method = method,
-                         .path = path,
-                         .query = query,
-                         .get_header = fz_get,
-                         .header_at = fz_at,
-                         .arg = &r};
+    auth_http_req_t req = {.method = method,
+                           .path = path,
+                           .query = query,
+                           .get_header = fz_get,
+                           .header_at = fz_at,
+                           .arg = &r};
     time_t now;
     wh_amz_date_parse("20130524T000500Z", &now);
-    s3_auth_t a;
+    auth_auth_t a;
     char msg[512];
-    s3_err_t e = s3_sigv4_verify(&req, fz_secret, NULL, now, &a, msg, sizeof msg);
+    s3_err_t e = auth_sigv4_verify(&req, fz_secret, NULL, now, &a, msg, sizeof msg);
     if (e != S3_OK && (msg[0] == '\0' || strlen(msg) >= sizeof msg))
         abort();
-    if (e == S3_OK && !s3_auth_header_signed(&a, "host"))
+    if (e == S3_OK && !auth_auth_header_signed(&a, "host"))
         abort();
 
     /* Round trip: sign the request as a client would, then verify it. */
@@ -114,47 +114,47 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     wh_amz_date(now, amz);
     s.names[s.n] = "host", s.values[s.n++] = fz_get(&r, "host") ? fz_get(&r, "host") : "h";
     s.names[s.n] = "x-amz-date", s.values[s.n++] = amz;
-    s.names[s.n] = "x-amz-content-sha256", s.values[s.n++] = S3_UNSIGNED_PAYLOAD;
+    s.names[s.n] = "x-amz-content-sha256", s.values[s.n++] = AUTH_UNSIGNED_PAYLOAD;
     for (size_t i = 0; i < r.n && s.n < FZ_MAX_H; i++) {
         if (!name_ok(r.names[i]) || fz_get(&s, r.names[i]) ||
             !strcasecmp(r.names[i], "authorization"))
             continue; /* the first of each name, as the server's lookup sees it */
         s.names[s.n] = r.names[i], s.values[s.n++] = r.values[i];
     }
-    s3_sign_input_t in = {.method = method,
-                          .canonical_uri = path,
-                          .query = query,
-                          .header_names = s.names,
-                          .header_values = s.values,
-                          .n_headers = s.n,
-                          .payload_hash = S3_UNSIGNED_PAYLOAD,
-                          .access_key = "AKIAIOSFODNN7EXAMPLE",
-                          .secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-                          .region = "us-east-1",
-                          .when = now};
+    auth_sign_input_t in = {.method = method,
+                            .canonical_uri = path,
+                            .query = query,
+                            .header_names = s.names,
+                            .header_values = s.values,
+                            .n_headers = s.n,
+                            .payload_hash = AUTH_UNSIGNED_PAYLOAD,
+                            .access_key = "AKIAIOSFODNN7EXAMPLE",
+                            .secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                            .region = "us-east-1",
+                            .when = now};
     char authz[2048];
     wh_sbuf_t tmp;
     wh_sbuf_init(&tmp);
-    int has_q_auth = s3_query_param(query, "X-Amz-Algorithm", &tmp) != 0 ||
-                     s3_query_param(query, "X-Amz-Signature", &tmp) != 0 ||
-                     s3_query_param(query, "X-Amz-Credential", &tmp) != 0;
+    int has_q_auth = auth_query_param(query, "X-Amz-Algorithm", &tmp) != 0 ||
+                     auth_query_param(query, "X-Amz-Signature", &tmp) != 0 ||
+                     auth_query_param(query, "X-Amz-Credential", &tmp) != 0;
     wh_sbuf_free(&tmp);
-    if (!has_q_auth && s3_sigv4_sign(&in, authz, sizeof authz) == 0) {
+    if (!has_q_auth && auth_sigv4_sign(&in, authz, sizeof authz) == 0) {
         s.names[s.n] = "authorization", s.values[s.n++] = authz;
         req.arg = &s;
-        e = s3_sigv4_verify(&req, fz_secret, NULL, now, &a, msg, sizeof msg);
+        e = auth_sigv4_verify(&req, fz_secret, NULL, now, &a, msg, sizeof msg);
         if (e != S3_OK)
             abort(); /* what the client signs, the server must accept */
         char *sig = strstr(authz, "Signature=") + 10, was = sig[5];
         sig[5] = sig[5] == '0' ? '1' : '0';
-        if (s3_sigv4_verify(&req, fz_secret, NULL, now, &a, msg, sizeof msg) !=
+        if (auth_sigv4_verify(&req, fz_secret, NULL, now, &a, msg, sizeof msg) !=
             S3_ERR_SIGNATURE_MISMATCH)
             abort();
         sig[5] = was;
         /* An x-amz-* header that the signature does not cover is refused. */
         if (!fz_get(&s, "x-amz-fuzz-unsigned")) {
             s.names[s.n] = "X-Amz-Fuzz-Unsigned", s.values[s.n++] = "1";
-            if (s3_sigv4_verify(&req, fz_secret, NULL, now, &a, msg, sizeof msg) !=
+            if (auth_sigv4_verify(&req, fz_secret, NULL, now, &a, msg, sizeof msg) !=
                 S3_ERR_ACCESS_DENIED)
                 abort();
         }

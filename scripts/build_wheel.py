@@ -46,7 +46,7 @@ def run(*cmd):
 
 
 # Libraries libwharf opens with dlopen, not linked (so ldd does not list them): libfabric,
-# opened on a client's first RDMA provider (src/xfer/ofi_dl.c says why).
+# opened on a client's first RDMA provider (src/shared/xfer/ofi_dl.c says why).
 DLOPENED = ("libfabric.so.1",)
 
 

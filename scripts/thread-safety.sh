@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/thread-safety.sh BUILD_DIR: clang's thread-safety analysis (-Wthread-safety, as an
 # error) over every src/ translation unit of BUILD_DIR/compile_commands.json, with each unit's
-# own flags (its -W flags replaced). Only code that locks through src/base/tsa.h's wh_mutex_t
-# and annotations is analysed; the rest compiles silently. `make thread-safety` calls this.
+# own flags (its -W flags replaced). Only code that locks through src/shared/base/tsa.h's
+# wh_mutex_t and annotations is analysed; the rest compiles silently. `make thread-safety` calls this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: scripts/thread-safety.sh BUILD_DIR}

@@ -1,5 +1,5 @@
 """libwharf exports exactly what its version script names, and wharf.h's functions are exactly
-what it exports: src/client/libwharf.map names every exported symbol in its version node (no
+what it exports: src/client/client/libwharf.map names every exported symbol in its version node (no
 pattern, so a new function never lands silently in WHARF_0), the built library's dynamic
 symbols (nm -D --defined-only) are those names at those versions, and every function wharf.h
 declares is among them, and nothing else is."""
@@ -10,7 +10,7 @@ import subprocess
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 HEADER = os.path.join(ROOT, "include", "wharf", "wharf.h")
-MAP = os.path.join(ROOT, "src", "client", "libwharf.map")
+MAP = os.path.join(ROOT, "src", "client", "client", "libwharf.map")
 BUILD = os.environ.get("WHARF_BUILD_DIR", os.path.join(ROOT, "build"))
 
 

@@ -12,7 +12,7 @@ that brought them.
   policies (GetUserPolicy returns the document), IAM's error codes and statuses; a user whose
   policy allows iam:* may administer, one without (or with a Deny) gets AccessDenied; a bad
   signature or an unknown key gets IAM's own error document;
-- a data directory written by the release at schema version 2 (tests/data/schema-v2.tar.gz)
+- a data directory written by the release at schema version 2 (tests/fixtures/schema-v2.tar.gz)
   opens with this build and keeps every object byte for byte, its upload in progress still
   completes, and it has the new tables; the same on PostgreSQL, from a version-2 schema made
   with the old SQL and the fixture's rows.
@@ -37,7 +37,7 @@ from botocore.exceptions import ClientError
 from wharfd import ACCESS_KEY, REGION, SECRET_KEY, WharfServer, unique_bucket
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURE = os.path.join(HERE, "..", "data", "schema-v2.tar.gz")
+FIXTURE = os.path.join(HERE, "..", "fixtures", "schema-v2.tar.gz")
 PG_REASON = pgserver.missing_reason()
 
 

@@ -1,5 +1,5 @@
 """Hedged reads: an HTTP GET whose first replica has not answered within its hedge deadline
-(from that server's latency estimate, src/cluster/rtt.c) asks the next replica too, and the
+(from that server's latency estimate, src/server/cluster/rtt.c) asks the next replica too, and the
 first good answer wins. Drill: one of three storage servers SIGSTOPped (it accepts
 connections and answers nothing) for 3.5 s, under the 5 s heartbeat bound, so it stays up and
 first in line for its chunks; GETs go on the whole time: every one returns the right bytes and

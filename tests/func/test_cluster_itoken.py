@@ -1,4 +1,4 @@
-"""Internal tokens (src/cluster/itoken.h) against real storage servers, a real gateway and a
+"""Internal tokens (src/server/cluster/itoken.h) against real storage servers, a real gateway and a
 real PostgreSQL (tests/lib/cluster.py), with tokens signed by the harness's independent signer
 as a gateway signs them:
 

@@ -1,7 +1,7 @@
 """Storage servers under resource limits.
 
 - Locked memory: each storage server sizes its registered buffer pool from the host and
-  RLIMIT_MEMLOCK (src/engine/rdma_pool.c: within the limit where the provider pins memory).
+  RLIMIT_MEMLOCK (src/server/engine/rdma_pool.c: within the limit where the provider pins memory).
   Under `ulimit -l 8192` (8 MiB) the storage servers start, see the limit, and RDMA GETs and
   PUTs (ofi+shm and ofi+tcp) still work with every byte checked; the throughput is printed
   (docs/cluster.md records it).

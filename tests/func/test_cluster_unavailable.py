@@ -18,7 +18,7 @@ from wharfd import unique_bucket
 
 CHUNK = 256 * 1024
 NCHUNK = 16
-READ_AHEAD = 4  # chunks the gateway fetches before the header (src/cluster/remote_int.h)
+READ_AHEAD = 4  # chunks the gateway fetches before the header (src/server/cluster/remote_int.h)
 
 
 def get(raw, bucket, key, first=None, last=None):

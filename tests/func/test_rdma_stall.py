@@ -1,6 +1,6 @@
 """Stalled tcp clients against a real wharfd: they must not take the RDMA buffer pool away.
 
-12 ofi+tcp client processes (tests/client/stall.c) each start an RDMA GET of a 256 MiB object
+12 ofi+tcp client processes (tests/libwharf_c/stall.c) each start an RDMA GET of a 256 MiB object
 and are stopped with SIGSTOP 20 ms after they start it. Their transfers then hold pool buffers
 with ops in flight that the stopped clients never acknowledge. wharfd must:
 - keep serving other clients meanwhile (tcp GET, tcp PUT, shm PUT): a client's first buffer

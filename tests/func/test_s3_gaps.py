@@ -546,18 +546,18 @@ def test_mpu_without_checksum_request_unchanged(s3, bucket):
 # ---- docs/features.md's S3 API table -------------------------------------------------------------
 
 def test_features_doc_lists_every_served_operation():
-    """Every API of the dispatch table (srv_ops in src/s3api/s3api.c) that has a handler has
+    """Every API of the dispatch table (front_ops in src/server/s3api/s3api.c) that has a handler has
     its row in docs/features.md's S3 API table, with RDMA marked where the row takes a token."""
     import re
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-    src = open(os.path.join(root, "src/s3api/s3api.c")).read()
-    table = src[src.index("const srv_op_t srv_ops[]"):]
+    src = open(os.path.join(root, "src/server/s3api/s3api.c")).read()
+    table = src[src.index("const front_op_t front_ops[]"):]
     table = table[:table.index("};")]
-    names = dict(re.findall(r'X\((SRV_API_\w+), "(\w+)"\)',
-                            open(os.path.join(root, "src/front/route.h")).read()))
+    names = dict(re.findall(r'X\((FRONT_API_\w+), "(\w+)"\)',
+                            open(os.path.join(root, "src/server/front/route.h")).read()))
     served = {}
     for row in re.findall(r"\{(?:SVC|BKT|OBJ),[^\n]*\}", table):
-        api = re.search(r"SRV_API_\w+", row).group(0)
+        api = re.search(r"FRONT_API_\w+", row).group(0)
         fields = [f.strip() for f in row.strip("{}").split(",")]
         body = next(i for i, f in enumerate(fields) if f in ("NONE_", "BUF_", "WR_", "FORM_"))
         rdma, begin = fields[body + 1], fields[body + 2]

@@ -183,7 +183,7 @@ def rdma_get(raw, peer, path, headers=None):
 
 def _sized(token, n):
     """The peer's token naming only the first n bytes of its region (a PUT moves the token's
-    whole size): ofi1's base and size are lowercase hex (src/xfer/token.h)."""
+    whole size): ofi1's base and size are lowercase hex (src/shared/xfer/token.h)."""
     base, _size, rest = token.split(":", 2)
     return f"{base}:{n:x}:{rest}"
 

@@ -1,7 +1,7 @@
 /* host_signals LIBWHARF BUCKET: libwharf loaded into a program that set up its signals first,
  * as Python (ctypes) or any plugin host loads it. This program is not linked with libwharf: it
  * installs handlers for SIGTERM, SIGINT, SIGSEGV, SIGABRT, SIGBUS and SIGILL, then dlopens
- * LIBWHARF, creates a client ($WHARF_PROVIDER, $WHARF_ENDPOINT, ... as tests/client), moves
+ * LIBWHARF, creates a client ($WHARF_PROVIDER, $WHARF_ENDPOINT, ... as tests/libwharf_c), moves
  * an object each way, and checks after each step that no disposition of any signal changed;
  * then raises SIGTERM and SIGINT and checks that its own handlers ran. Prints OK, exits 0. */
 #include "wharf/wharf.h"

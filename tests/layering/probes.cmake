@@ -118,3 +118,9 @@ add_test(NAME layering/upward_includes
          COMMAND ${CMAKE_COMMAND} -DBUILD_DIR=${CMAKE_BINARY_DIR} -DDENY=${deny_arg}
                  -DALLOW=${allow_arg} -P ${CMAKE_CURRENT_LIST_DIR}/check.cmake)
 set_tests_properties(layering/upward_includes PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
+
+# The wings (src/shared, src/store, src/server, src/client) as a whole: no source includes a
+# header of a wing it may not see (wings.cmake lists what each wing sees).
+add_test(NAME layering/wings
+         COMMAND ${CMAKE_COMMAND} -DSRC=${CMAKE_SOURCE_DIR}/src -P ${CMAKE_CURRENT_LIST_DIR}/wings.cmake)
+set_tests_properties(layering/wings PROPERTIES TIMEOUT 60)

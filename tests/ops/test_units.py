@@ -74,16 +74,16 @@ def test_units_settings(installed):
         assert one["Restart"] == "on-failure", u
         role = u.split("-")[1].split("@")[0].split(".")[0]
         assert one["ExecStart"].startswith(f"/usr/bin/wharfd {role} --config /etc/wharf/"), u
-        # the RDMA pool's default is at most 1 GiB (src/engine/rdma_pool.c); the limit must
+        # the RDMA pool's default is at most 1 GiB (src/server/engine/rdma_pool.c); the limit must
         # hold it with room for the provider's queues
-        with open(os.path.join(ROOT, "src", "engine", "rdma_pool.c")) as f:
+        with open(os.path.join(ROOT, "src", "server", "engine", "rdma_pool.c")) as f:
             m = re.search(r"#define RDMA_POOL_MAX \((\d+)ULL << (\d+)\)", f.read())
         assert m, "RDMA_POOL_MAX moved: point this test at the pool's largest default"
         pool_max = int(m.group(1)) << int(m.group(2))
         assert _size(one["LimitMEMLOCK"]) > pool_max, u
-        # above the drain bound: the HTTP front's shutdown grace (src/front/http_front.c),
+        # above the drain bound: the HTTP front's shutdown grace (src/server/front/http_front.c),
         # or the role's default configuration's shutdown_grace where it sets a longer one
-        with open(os.path.join(ROOT, "src", "front", "http_front.c")) as f:
+        with open(os.path.join(ROOT, "src", "server", "front", "http_front.c")) as f:
             m = re.search(r"shutdown_grace_s = (\d+);", f.read())
         assert m, "the shutdown grace's default moved: point this test at the drain bound"
         grace = int(m.group(1))

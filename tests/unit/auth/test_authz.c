@@ -12,21 +12,21 @@
 #define ID_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 #define ID_C "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
 
-static s3_principal_t user(const char *name, const char *id)
+static auth_principal_t user(const char *name, const char *id)
 {
-    s3_principal_t p;
+    auth_principal_t p;
     memset(&p, 0, sizeof p);
-    p.kind = S3_PRINCIPAL_USER;
+    p.kind = AUTH_PRINCIPAL_USER;
     snprintf(p.user, sizeof p.user, "%s", name);
     snprintf(p.canonical_id, sizeof p.canonical_id, "%s", id);
     snprintf(p.arn, sizeof p.arn, "arn:aws:iam::" ACCT ":user/%s", name);
     return p;
 }
 
-static s3_policy_t *parse(const char *j, char *msg)
+static auth_policy_t *parse(const char *j, char *msg)
 {
-    s3_policy_t *p = NULL;
-    s3_err_t e = s3_policy_parse(j, strlen(j), &p, msg, 256);
+    auth_policy_t *p = NULL;
+    s3_err_t e = auth_policy_parse(j, strlen(j), &p, msg, 256);
     if (e != S3_OK) {
         fprintf(stderr, "parse failed: %s\n", msg);
         return NULL;
@@ -36,10 +36,10 @@ static s3_policy_t *parse(const char *j, char *msg)
 
 static bool parse_fails(const char *j, const char *want_in_msg)
 {
-    s3_policy_t *p = NULL;
+    auth_policy_t *p = NULL;
     char msg[256] = "";
-    s3_err_t e = s3_policy_parse(j, strlen(j), &p, msg, sizeof msg);
-    s3_policy_free(p);
+    s3_err_t e = auth_policy_parse(j, strlen(j), &p, msg, sizeof msg);
+    auth_policy_free(p);
     if (e != S3_ERR_MALFORMED_POLICY || !strstr(msg, want_in_msg)) {
         fprintf(stderr, "  want MalformedPolicy with \"%s\", got %d \"%s\"\n", want_in_msg, e, msg);
         return false;
@@ -47,35 +47,35 @@ static bool parse_fails(const char *j, const char *want_in_msg)
     return true;
 }
 
-static s3_authz_ctx_t ctx(const s3_principal_t *who, const char *action, const char *res)
+static auth_authz_ctx_t ctx(const auth_principal_t *who, const char *action, const char *res)
 {
-    s3_authz_ctx_t c;
+    auth_authz_ctx_t c;
     memset(&c, 0, sizeof c);
     c.who = who;
     c.account = ACCT;
     c.action = action;
     c.resource = res;
-    s3_ip_parse("10.1.2.3", &c.source_ip);
+    auth_ip_parse("10.1.2.3", &c.source_ip);
     return c;
 }
 
 static void test_glob(void)
 {
-    CHECK(s3_glob("*", "", false));
-    CHECK(s3_glob("s3:Get*", "s3:GetObject", false));
-    CHECK(!s3_glob("s3:Get*", "s3:PutObject", false));
-    CHECK(s3_glob("s3:get*", "s3:GetObject", true));
-    CHECK(!s3_glob("s3:get*", "s3:GetObject", false));
-    CHECK(s3_glob("a?c", "abc", false));
-    CHECK(!s3_glob("a?c", "ac", false));
-    CHECK(s3_glob("arn:aws:s3:::b/*/x*y", "arn:aws:s3:::b/p/q/xzzy", false));
-    CHECK(!s3_glob("arn:aws:s3:::b/*/x*y", "arn:aws:s3:::b/p/q/xzzyz", false));
-    CHECK(s3_glob("**a**", "bab", false));
+    CHECK(auth_glob("*", "", false));
+    CHECK(auth_glob("s3:Get*", "s3:GetObject", false));
+    CHECK(!auth_glob("s3:Get*", "s3:PutObject", false));
+    CHECK(auth_glob("s3:get*", "s3:GetObject", true));
+    CHECK(!auth_glob("s3:get*", "s3:GetObject", false));
+    CHECK(auth_glob("a?c", "abc", false));
+    CHECK(!auth_glob("a?c", "ac", false));
+    CHECK(auth_glob("arn:aws:s3:::b/*/x*y", "arn:aws:s3:::b/p/q/xzzy", false));
+    CHECK(!auth_glob("arn:aws:s3:::b/*/x*y", "arn:aws:s3:::b/p/q/xzzyz", false));
+    CHECK(auth_glob("**a**", "bab", false));
     /* Backtracking stays bounded on the classic bad case. */
     char s[4001];
     memset(s, 'a', 4000);
     s[4000] = '\0';
-    CHECK(!s3_glob("*a*a*a*a*a*a*a*a*b", s, false));
+    CHECK(!auth_glob("*a*a*a*a*a*a*a*a*b", s, false));
 }
 
 static void test_parse_errors(void)
@@ -136,25 +136,25 @@ static void test_parse_errors(void)
                       "Action and NotAction together"));
     CHECK(parse_fails("{\"Statement\":{},\"Statement\":{}}", "not valid JSON"));
     /* The 20 KiB cap. */
-    size_t big = S3_POLICY_MAX_BYTES + 1;
+    size_t big = AUTH_POLICY_MAX_BYTES + 1;
     char *b = malloc(big + 1);
     memset(b, ' ', big);
     b[0] = '{', b[big - 1] = '}', b[big] = '\0';
     CHECK(parse_fails(b, "maximum allowed document size"));
     free(b);
     /* A user policy names no Principal. */
-    s3_policy_t *p = NULL;
+    auth_policy_t *p = NULL;
     char msg[256];
     const char *u = "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
                     "\"Resource\":\"*\"}}";
-    CHECK(s3_policy_parse_user(u, strlen(u), &p, msg, sizeof msg) == S3_ERR_MALFORMED_POLICY);
+    CHECK(auth_policy_parse_user(u, strlen(u), &p, msg, sizeof msg) == S3_ERR_MALFORMED_POLICY);
     CHECK(strstr(msg, "cannot name a Principal") != NULL);
 }
 
 static void test_eval_basic(void)
 {
     char msg[256];
-    s3_policy_t *p = parse(
+    auth_policy_t *p = parse(
         "{\"Version\":\"2012-10-17\",\"Statement\":["
         "{\"Sid\":\"pub\",\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
         "\"Resource\":\"arn:aws:s3:::b/pub/*\"},"
@@ -167,59 +167,59 @@ static void test_eval_basic(void)
     CHECK(p != NULL);
     if (!p)
         return;
-    s3_principal_t anon, bob = user("bob", ID_B), carol = user("carol", ID_C);
-    s3_principal_anon(&anon);
-    s3_authz_ctx_t c = ctx(&anon, "s3:GetObject", "arn:aws:s3:::b/pub/x");
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_ALLOW);
+    auth_principal_t anon, bob = user("bob", ID_B), carol = user("carol", ID_C);
+    auth_principal_anon(&anon);
+    auth_authz_ctx_t c = ctx(&anon, "s3:GetObject", "arn:aws:s3:::b/pub/x");
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_ALLOW);
     c.resource = "arn:aws:s3:::b/priv/x";
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_NO_MATCH);
     c.who = &bob;
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_ALLOW);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_ALLOW);
     c.action = "s3:PutObject";
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_NO_MATCH);
     c.action = "s3:listbucket"; /* actions are case-insensitive */
     c.resource = "arn:aws:s3:::b";
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_ALLOW);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_ALLOW);
     c.who = &carol;
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_NO_MATCH);
     /* The Deny wins over both Allows. */
     c.who = &bob;
     c.action = "s3:GetObject";
     c.resource = "arn:aws:s3:::b/secret/k";
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_DENY);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_DENY);
     c.who = &anon;
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_DENY);
-    CHECK(s3_policy_is_public(p));
-    CHECK(s3_policy_check_bucket(p, "b", msg, sizeof msg) == S3_OK);
-    CHECK(s3_policy_check_bucket(p, "other", msg, sizeof msg) == S3_ERR_MALFORMED_POLICY);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_DENY);
+    CHECK(auth_policy_is_public(p));
+    CHECK(auth_policy_check_bucket(p, "b", msg, sizeof msg) == S3_OK);
+    CHECK(auth_policy_check_bucket(p, "other", msg, sizeof msg) == S3_ERR_MALFORMED_POLICY);
     CHECK(strstr(msg, "not in bucket other") != NULL);
-    s3_policy_free(p);
+    auth_policy_free(p);
 }
 
 static void test_eval_not(void)
 {
     char msg[256];
     /* Deny everyone but alice everything except GetObject, outside b/open/. */
-    s3_policy_t *p = parse(
+    auth_policy_t *p = parse(
         "{\"Statement\":{\"Effect\":\"Deny\",\"NotPrincipal\":{\"AWS\":\"arn:aws:iam::" ACCT
         ":user/alice\"},\"NotAction\":\"s3:GetObject\",\"NotResource\":\"arn:aws:s3:::b/open/*\"}}",
         msg);
     CHECK(p != NULL);
     if (!p)
         return;
-    s3_principal_t alice = user("alice", ID_A), bob = user("bob", ID_B);
-    s3_authz_ctx_t c = ctx(&bob, "s3:PutObject", "arn:aws:s3:::b/k");
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_DENY);
+    auth_principal_t alice = user("alice", ID_A), bob = user("bob", ID_B);
+    auth_authz_ctx_t c = ctx(&bob, "s3:PutObject", "arn:aws:s3:::b/k");
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_DENY);
     c.action = "s3:GetObject";
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_NO_MATCH);
     c.action = "s3:PutObject";
     c.resource = "arn:aws:s3:::b/open/k";
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_NO_MATCH);
     c.resource = "arn:aws:s3:::b/k";
     c.who = &alice;
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
-    CHECK(!s3_policy_is_public(p));
-    s3_policy_free(p);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_NO_MATCH);
+    CHECK(!auth_policy_is_public(p));
+    auth_policy_free(p);
 
     /* Account principals (the 12-digit form and the root ARN): an Allow delegates to the
      * account, so it grants its root, not its users directly (their own policies must); a
@@ -234,42 +234,42 @@ static void test_eval_not(void)
     CHECK(p != NULL);
     if (!p)
         return;
-    s3_principal_t anon;
-    s3_principal_anon(&anon);
+    auth_principal_t anon;
+    auth_principal_anon(&anon);
     c = ctx(&alice, "s3:GetObject", "arn:aws:s3:::b/k");
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_NO_MATCH);
     c.action = "s3:PutObject";
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
-    s3_principal_t root;
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_NO_MATCH);
+    auth_principal_t root;
     memset(&root, 0, sizeof root);
-    root.kind = S3_PRINCIPAL_ROOT;
+    root.kind = AUTH_PRINCIPAL_ROOT;
     c.who = &root;
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_ALLOW);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_ALLOW);
     c.who = &alice;
     c.account = "111111111111";
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_NO_MATCH);
     c.account = ACCT;
     c.who = &anon;
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_NO_MATCH);
     c.action = "s3:DeleteObject";
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_NO_MATCH);
     c.who = &bob;
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_ALLOW);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_ALLOW);
     c.who = &alice;
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
-    s3_policy_free(p);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_NO_MATCH);
+    auth_policy_free(p);
     p = parse("{\"Statement\":{\"Effect\":\"Deny\",\"Principal\":{\"AWS\":\"arn:aws:iam::" ACCT
               ":root\"},\"Action\":\"s3:*\",\"Resource\":\"*\"}}",
               msg);
     CHECK(p != NULL);
     c = ctx(&alice, "s3:GetObject", "arn:aws:s3:::b/k");
-    CHECK(p && s3_policy_eval(p, &c) == S3_POLICY_DENY);
+    CHECK(p && auth_policy_eval(p, &c) == AUTH_POLICY_DENY);
     c.who = &anon;
-    CHECK(p && s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
-    s3_policy_free(p);
+    CHECK(p && auth_policy_eval(p, &c) == AUTH_POLICY_NO_MATCH);
+    auth_policy_free(p);
 }
 
-static s3_policy_t *cond_policy(const char *cond)
+static auth_policy_t *cond_policy(const char *cond)
 {
     char j[1024], msg[256];
     snprintf(j, sizeof j,
@@ -280,21 +280,21 @@ static s3_policy_t *cond_policy(const char *cond)
 }
 
 /* ALLOW when the condition holds for c, NO_MATCH when not. */
-static int cond_eval(const char *cond, const s3_authz_ctx_t *c)
+static int cond_eval(const char *cond, const auth_authz_ctx_t *c)
 {
-    s3_policy_t *p = cond_policy(cond);
+    auth_policy_t *p = cond_policy(cond);
     if (!p)
         return -1;
-    int r = s3_policy_eval(p, c) == S3_POLICY_ALLOW;
-    s3_policy_free(p);
+    int r = auth_policy_eval(p, c) == AUTH_POLICY_ALLOW;
+    auth_policy_free(p);
     return r;
 }
 
 static void test_conditions(void)
 {
-    s3_principal_t bob = user("bob", ID_B), anon;
-    s3_principal_anon(&anon);
-    s3_authz_ctx_t c = ctx(&bob, "s3:ListBucket", "arn:aws:s3:::b");
+    auth_principal_t bob = user("bob", ID_B), anon;
+    auth_principal_anon(&anon);
+    auth_authz_ctx_t c = ctx(&bob, "s3:ListBucket", "arn:aws:s3:::b");
     /* aws:SourceIp, v4 and v6, single addresses and blocks, negated. */
     CHECK(cond_eval("{\"IpAddress\":{\"aws:SourceIp\":\"10.0.0.0/8\"}}", &c) == 1);
     CHECK(cond_eval("{\"IpAddress\":{\"aws:SourceIp\":[\"192.168.0.0/16\",\"10.1.2.3\"]}}", &c) ==
@@ -303,11 +303,11 @@ static void test_conditions(void)
     CHECK(cond_eval("{\"NotIpAddress\":{\"aws:SourceIp\":\"10.1.0.0/16\"}}", &c) == 0);
     CHECK(cond_eval("{\"NotIpAddress\":{\"aws:SourceIp\":\"10.2.0.0/16\"}}", &c) == 1);
     CHECK(cond_eval("{\"IpAddress\":{\"aws:SourceIp\":\"2001:db8::/32\"}}", &c) == 0);
-    s3_ip_parse("2001:db8::5", &c.source_ip);
+    auth_ip_parse("2001:db8::5", &c.source_ip);
     CHECK(cond_eval("{\"IpAddress\":{\"aws:SourceIp\":\"2001:db8::/32\"}}", &c) == 1);
     CHECK(cond_eval("{\"IpAddress\":{\"aws:SourceIp\":\"2001:db9::/32\"}}", &c) == 0);
     CHECK(cond_eval("{\"IpAddress\":{\"aws:SourceIp\":\"10.0.0.0/8\"}}", &c) == 0);
-    s3_ip_parse("::ffff:10.9.9.9", &c.source_ip); /* a v4 client on a v6 socket */
+    auth_ip_parse("::ffff:10.9.9.9", &c.source_ip); /* a v4 client on a v6 socket */
     CHECK(c.source_ip.family == 4);
     CHECK(cond_eval("{\"IpAddress\":{\"aws:SourceIp\":\"10.0.0.0/8\"}}", &c) == 1);
     CHECK(cond_eval("{\"IpAddress\":{\"aws:SourceIp\":\"0.0.0.0/0\"}}", &c) == 1);
@@ -408,30 +408,30 @@ static void test_conditions(void)
 static void test_policy_vars(void)
 {
     char msg[256];
-    s3_policy_t *p = NULL;
+    auth_policy_t *p = NULL;
     const char *j = "{\"Version\":\"2012-10-17\",\"Statement\":{\"Effect\":\"Allow\",\"Action\":"
                     "\"s3:*\",\"Resource\":\"arn:aws:s3:::home/${aws:username}/*\"}}";
-    CHECK(s3_policy_parse_user(j, strlen(j), &p, msg, sizeof msg) == S3_OK);
-    s3_principal_t bob = user("bob", ID_B), anon;
-    s3_principal_anon(&anon);
-    s3_authz_ctx_t c = ctx(&bob, "s3:PutObject", "arn:aws:s3:::home/bob/f");
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_ALLOW);
+    CHECK(auth_policy_parse_user(j, strlen(j), &p, msg, sizeof msg) == S3_OK);
+    auth_principal_t bob = user("bob", ID_B), anon;
+    auth_principal_anon(&anon);
+    auth_authz_ctx_t c = ctx(&bob, "s3:PutObject", "arn:aws:s3:::home/bob/f");
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_ALLOW);
     c.resource = "arn:aws:s3:::home/alice/f";
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_NO_MATCH);
     c.who = &anon;
     c.resource = "arn:aws:s3:::home//f";
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
-    s3_policy_free(p);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_NO_MATCH);
+    auth_policy_free(p);
     /* Version 2008-10-17 has no variables: the text is literal. */
     j = "{\"Version\":\"2008-10-17\",\"Statement\":{\"Effect\":\"Allow\",\"Action\":"
         "\"s3:*\",\"Resource\":\"arn:aws:s3:::home/${aws:username}/*\"}}";
-    CHECK(s3_policy_parse_user(j, strlen(j), &p, msg, sizeof msg) == S3_OK);
+    CHECK(auth_policy_parse_user(j, strlen(j), &p, msg, sizeof msg) == S3_OK);
     c.who = &bob;
     c.resource = "arn:aws:s3:::home/bob/f";
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_NO_MATCH);
     c.resource = "arn:aws:s3:::home/${aws:username}/f";
-    CHECK(s3_policy_eval(p, &c) == S3_POLICY_ALLOW);
-    s3_policy_free(p);
+    CHECK(auth_policy_eval(p, &c) == AUTH_POLICY_ALLOW);
+    auth_policy_free(p);
 }
 
 /* wharf:Console (the browser console) in a user policy: granted by itself or by "*", not by
@@ -439,241 +439,244 @@ static void test_policy_vars(void)
 static void test_policy_wharf_actions(void)
 {
     char msg[256];
-    s3_policy_t *p = NULL;
-    s3_principal_t bob = user("bob", ID_B);
+    auth_policy_t *p = NULL;
+    auth_principal_t bob = user("bob", ID_B);
     const char *j = "{\"Version\":\"2012-10-17\",\"Statement\":{\"Effect\":\"Allow\",\"Action\":"
                     "[\"wharf:Console\",\"s3:GetObject\"],\"Resource\":\"*\"}}";
-    CHECK(s3_policy_parse_user(j, strlen(j), &p, msg, sizeof msg) == S3_OK);
-    s3_authz_ctx_t c = ctx(&bob, "wharf:Console", "*");
-    CHECK(p && s3_policy_eval(p, &c) == S3_POLICY_ALLOW);
-    s3_policy_free(p);
+    CHECK(auth_policy_parse_user(j, strlen(j), &p, msg, sizeof msg) == S3_OK);
+    auth_authz_ctx_t c = ctx(&bob, "wharf:Console", "*");
+    CHECK(p && auth_policy_eval(p, &c) == AUTH_POLICY_ALLOW);
+    auth_policy_free(p);
     j = "{\"Version\":\"2012-10-17\",\"Statement\":{\"Effect\":\"Allow\",\"Action\":"
         "\"s3:*\",\"Resource\":\"*\"}}";
-    CHECK(s3_policy_parse_user(j, strlen(j), &p, msg, sizeof msg) == S3_OK);
-    CHECK(p && s3_policy_eval(p, &c) == S3_POLICY_NO_MATCH);
-    s3_policy_free(p);
+    CHECK(auth_policy_parse_user(j, strlen(j), &p, msg, sizeof msg) == S3_OK);
+    CHECK(p && auth_policy_eval(p, &c) == AUTH_POLICY_NO_MATCH);
+    auth_policy_free(p);
     j = "{\"Version\":\"2012-10-17\",\"Statement\":{\"Effect\":\"Allow\",\"Action\":"
         "\"*\",\"Resource\":\"*\"}}";
-    CHECK(s3_policy_parse_user(j, strlen(j), &p, msg, sizeof msg) == S3_OK);
-    CHECK(p && s3_policy_eval(p, &c) == S3_POLICY_ALLOW);
-    s3_policy_free(p);
+    CHECK(auth_policy_parse_user(j, strlen(j), &p, msg, sizeof msg) == S3_OK);
+    CHECK(p && auth_policy_eval(p, &c) == AUTH_POLICY_ALLOW);
+    auth_policy_free(p);
     p = NULL;
     j = "{\"Version\":\"2012-10-17\",\"Statement\":{\"Effect\":\"Allow\",\"Principal\":"
         "\"*\",\"Action\":\"wharf:Console\",\"Resource\":\"arn:aws:s3:::b\"}}";
-    CHECK(s3_policy_parse(j, strlen(j), &p, msg, sizeof msg) == S3_ERR_MALFORMED_POLICY);
+    CHECK(auth_policy_parse(j, strlen(j), &p, msg, sizeof msg) == S3_ERR_MALFORMED_POLICY);
     CHECK(p == NULL && strstr(msg, "wharf:Console") != NULL);
 }
 
 static void test_acl_forms(void)
 {
-    s3_acl_t a, b;
+    auth_acl_t a, b;
     char msg[256];
-    CHECK(s3_acl_canned(&a, "public-read", ID_A, ID_A, msg, sizeof msg) == S3_OK);
-    CHECK(a.n == 2 && a.g[1].kind == S3_GRANTEE_ALL_USERS && a.g[1].perm == S3_PERM_READ);
-    CHECK(s3_acl_canned(&a, "bucket-owner-full-control", ID_B, ID_A, msg, sizeof msg) == S3_OK);
-    CHECK(a.n == 2 && strcmp(a.g[1].id, ID_A) == 0 && a.g[1].perm == S3_PERM_FULL_CONTROL);
-    CHECK(s3_acl_canned(&a, "bucket-owner-read", ID_A, ID_A, msg, sizeof msg) == S3_OK);
+    CHECK(auth_acl_canned(&a, "public-read", ID_A, ID_A, msg, sizeof msg) == S3_OK);
+    CHECK(a.n == 2 && a.g[1].kind == AUTH_GRANTEE_ALL_USERS && a.g[1].perm == AUTH_PERM_READ);
+    CHECK(auth_acl_canned(&a, "bucket-owner-full-control", ID_B, ID_A, msg, sizeof msg) == S3_OK);
+    CHECK(a.n == 2 && strcmp(a.g[1].id, ID_A) == 0 && a.g[1].perm == AUTH_PERM_FULL_CONTROL);
+    CHECK(auth_acl_canned(&a, "bucket-owner-read", ID_A, ID_A, msg, sizeof msg) == S3_OK);
     CHECK(a.n == 1); /* the owner's FULL_CONTROL already covers it */
-    CHECK(s3_acl_canned(&a, "log-delivery-write", ID_A, ID_A, msg, sizeof msg) == S3_OK);
-    CHECK(a.n == 2 && a.g[1].kind == S3_GRANTEE_LOG_DELIVERY);
-    CHECK(s3_acl_canned(&a, "authenticated-read", ID_A, ID_A, msg, sizeof msg) == S3_OK);
-    CHECK(s3_acl_canned(&a, "public-read-write", ID_A, ID_A, msg, sizeof msg) == S3_OK);
-    CHECK(s3_acl_canned(&a, "public", ID_A, ID_A, msg, sizeof msg) == S3_ERR_INVALID_ARGUMENT);
+    CHECK(auth_acl_canned(&a, "log-delivery-write", ID_A, ID_A, msg, sizeof msg) == S3_OK);
+    CHECK(a.n == 2 && a.g[1].kind == AUTH_GRANTEE_LOG_DELIVERY);
+    CHECK(auth_acl_canned(&a, "authenticated-read", ID_A, ID_A, msg, sizeof msg) == S3_OK);
+    CHECK(auth_acl_canned(&a, "public-read-write", ID_A, ID_A, msg, sizeof msg) == S3_OK);
+    CHECK(auth_acl_canned(&a, "public", ID_A, ID_A, msg, sizeof msg) == S3_ERR_INVALID_ARGUMENT);
     CHECK(strstr(msg, "\"public\" is not a canned ACL") != NULL);
 
     /* x-amz-grant-*: several grantees, merged per grantee. */
-    s3_acl_private(&a, ID_A);
+    auth_acl_private(&a, ID_A);
     a.n = 0;
-    CHECK(s3_acl_grant_header(&a, S3_PERM_READ, "id=\"" ID_B "\", uri=\"" S3_GROUP_ALL_USERS "\"",
-                              msg, sizeof msg) == S3_OK);
-    CHECK(s3_acl_grant_header(&a, S3_PERM_WRITE_ACP, "id=" ID_B, msg, sizeof msg) == S3_OK);
-    CHECK(a.n == 2 && a.g[0].perm == (S3_PERM_READ | S3_PERM_WRITE_ACP));
-    CHECK(s3_acl_grant_header(&a, S3_PERM_READ, "emailAddress=\"x@y\"", msg, sizeof msg) ==
+    CHECK(auth_acl_grant_header(&a, AUTH_PERM_READ,
+                                "id=\"" ID_B "\", uri=\"" AUTH_GROUP_ALL_USERS "\"", msg,
+                                sizeof msg) == S3_OK);
+    CHECK(auth_acl_grant_header(&a, AUTH_PERM_WRITE_ACP, "id=" ID_B, msg, sizeof msg) == S3_OK);
+    CHECK(a.n == 2 && a.g[0].perm == (AUTH_PERM_READ | AUTH_PERM_WRITE_ACP));
+    CHECK(auth_acl_grant_header(&a, AUTH_PERM_READ, "emailAddress=\"x@y\"", msg, sizeof msg) ==
           S3_ERR_NOT_IMPLEMENTED);
     CHECK(strstr(msg, "emailAddress grantees are not implemented") != NULL);
-    CHECK(s3_acl_grant_header(&a, S3_PERM_READ, "id=\"zz\"", msg, sizeof msg) ==
+    CHECK(auth_acl_grant_header(&a, AUTH_PERM_READ, "id=\"zz\"", msg, sizeof msg) ==
           S3_ERR_INVALID_ARGUMENT);
-    CHECK(s3_acl_grant_header(&a, S3_PERM_READ, "uri=\"http://x/\"", msg, sizeof msg) ==
+    CHECK(auth_acl_grant_header(&a, AUTH_PERM_READ, "uri=\"http://x/\"", msg, sizeof msg) ==
           S3_ERR_INVALID_ARGUMENT);
-    CHECK(s3_acl_grant_header(&a, S3_PERM_READ, "id=\"" ID_B, msg, sizeof msg) ==
+    CHECK(auth_acl_grant_header(&a, AUTH_PERM_READ, "id=\"" ID_B, msg, sizeof msg) ==
           S3_ERR_INVALID_ARGUMENT);
-    CHECK(s3_acl_grant_header(&a, S3_PERM_READ, "id=\"" ID_B "\" id=\"" ID_C "\"", msg,
-                              sizeof msg) == S3_ERR_INVALID_ARGUMENT);
+    CHECK(auth_acl_grant_header(&a, AUTH_PERM_READ, "id=\"" ID_B "\" id=\"" ID_C "\"", msg,
+                                sizeof msg) == S3_ERR_INVALID_ARGUMENT);
     CHECK(strstr(msg, "separated by commas") != NULL);
-    CHECK_STR(s3_acl_grant_header_name(S3_PERM_FULL_CONTROL), "x-amz-grant-full-control");
+    CHECK_STR(auth_acl_grant_header_name(AUTH_PERM_FULL_CONTROL), "x-amz-grant-full-control");
 
     /* Storage text round trip, and refusal of damaged text. */
-    CHECK(s3_acl_canned(&a, "public-read-write", ID_A, ID_A, msg, sizeof msg) == S3_OK);
-    CHECK(s3_acl_grant_header(&a, S3_PERM_READ_ACP, "id=\"" ID_C "\"", msg, sizeof msg) == S3_OK);
+    CHECK(auth_acl_canned(&a, "public-read-write", ID_A, ID_A, msg, sizeof msg) == S3_OK);
+    CHECK(auth_acl_grant_header(&a, AUTH_PERM_READ_ACP, "id=\"" ID_C "\"", msg, sizeof msg) ==
+          S3_OK);
     wh_sbuf_t t;
     wh_sbuf_init(&t);
-    s3_acl_serialize(&a, &t);
+    auth_acl_serialize(&a, &t);
     CHECK_STR(t.data, "1;" ID_A ";uf:" ID_A ",a3,u4:" ID_C);
-    CHECK(s3_acl_deserialize(t.data, "x", &b, msg, sizeof msg) == S3_OK);
+    CHECK(auth_acl_deserialize(t.data, "x", &b, msg, sizeof msg) == S3_OK);
     CHECK(b.n == 3 && strcmp(b.owner, ID_A) == 0 && b.g[1].perm == 3 &&
           strcmp(b.g[2].id, ID_C) == 0);
     wh_sbuf_free(&t);
-    CHECK(s3_acl_deserialize(NULL, ID_B, &b, msg, sizeof msg) == S3_OK);
-    CHECK(b.n == 1 && strcmp(b.g[0].id, ID_B) == 0 && b.g[0].perm == S3_PERM_FULL_CONTROL);
-    CHECK(s3_acl_deserialize("2;x;", ID_B, &b, msg, sizeof msg) == S3_ERR_INTERNAL);
-    CHECK(s3_acl_deserialize("1;" ID_A ";q1", ID_B, &b, msg, sizeof msg) == S3_ERR_INTERNAL);
-    CHECK(s3_acl_deserialize("1;" ID_A ";u1", ID_B, &b, msg, sizeof msg) == S3_ERR_INTERNAL);
-    CHECK(s3_acl_deserialize("1;" ID_A ";a0", ID_B, &b, msg, sizeof msg) == S3_ERR_INTERNAL);
+    CHECK(auth_acl_deserialize(NULL, ID_B, &b, msg, sizeof msg) == S3_OK);
+    CHECK(b.n == 1 && strcmp(b.g[0].id, ID_B) == 0 && b.g[0].perm == AUTH_PERM_FULL_CONTROL);
+    CHECK(auth_acl_deserialize("2;x;", ID_B, &b, msg, sizeof msg) == S3_ERR_INTERNAL);
+    CHECK(auth_acl_deserialize("1;" ID_A ";q1", ID_B, &b, msg, sizeof msg) == S3_ERR_INTERNAL);
+    CHECK(auth_acl_deserialize("1;" ID_A ";u1", ID_B, &b, msg, sizeof msg) == S3_ERR_INTERNAL);
+    CHECK(auth_acl_deserialize("1;" ID_A ";a0", ID_B, &b, msg, sizeof msg) == S3_ERR_INTERNAL);
 
     /* XML: format then parse gives the same ACL. */
     wh_sbuf_init(&t);
-    s3_acl_format_xml(&a, "alice", &t);
+    auth_acl_format_xml(&a, "alice", &t);
     CHECK(strstr(t.data, "<Owner><ID>" ID_A "</ID><DisplayName>alice</DisplayName></Owner>") !=
           NULL);
     CHECK(strstr(t.data, "<Permission>FULL_CONTROL</Permission>") != NULL);
-    CHECK(strstr(t.data, "<URI>" S3_GROUP_ALL_USERS "</URI></Grantee><Permission>WRITE") != NULL);
-    CHECK(s3_acl_parse_xml(t.data, t.len, &b, msg, sizeof msg) == S3_OK);
-    CHECK(b.n == 3 && b.g[0].perm == 15 && b.g[1].kind == S3_GRANTEE_ALL_USERS &&
-          b.g[1].perm == 3 && b.g[2].perm == S3_PERM_READ_ACP);
+    CHECK(strstr(t.data, "<URI>" AUTH_GROUP_ALL_USERS "</URI></Grantee><Permission>WRITE") != NULL);
+    CHECK(auth_acl_parse_xml(t.data, t.len, &b, msg, sizeof msg) == S3_OK);
+    CHECK(b.n == 3 && b.g[0].perm == 15 && b.g[1].kind == AUTH_GRANTEE_ALL_USERS &&
+          b.g[1].perm == 3 && b.g[2].perm == AUTH_PERM_READ_ACP);
     wh_sbuf_free(&t);
     const char *x = "<AccessControlPolicy><Owner><ID>" ID_A "</ID></Owner><AccessControlList>"
                     "<Grant><Grantee><EmailAddress>a@b</EmailAddress></Grantee><Permission>READ"
                     "</Permission></Grant></AccessControlList></AccessControlPolicy>";
-    CHECK(s3_acl_parse_xml(x, strlen(x), &b, msg, sizeof msg) == S3_ERR_NOT_IMPLEMENTED);
+    CHECK(auth_acl_parse_xml(x, strlen(x), &b, msg, sizeof msg) == S3_ERR_NOT_IMPLEMENTED);
     x = "<AccessControlPolicy><AccessControlList/></AccessControlPolicy>";
-    CHECK(s3_acl_parse_xml(x, strlen(x), &b, msg, sizeof msg) == S3_ERR_MALFORMED_ACL);
+    CHECK(auth_acl_parse_xml(x, strlen(x), &b, msg, sizeof msg) == S3_ERR_MALFORMED_ACL);
     CHECK(strstr(msg, "no Owner") != NULL);
     x = "<AccessControlPolicy><Owner><ID>" ID_A "</ID></Owner><AccessControlList><Grant>"
         "<Grantee><ID>" ID_B "</ID></Grantee><Permission>ALL</Permission></Grant>"
         "</AccessControlList></AccessControlPolicy>";
-    CHECK(s3_acl_parse_xml(x, strlen(x), &b, msg, sizeof msg) == S3_ERR_MALFORMED_ACL);
+    CHECK(auth_acl_parse_xml(x, strlen(x), &b, msg, sizeof msg) == S3_ERR_MALFORMED_ACL);
     CHECK(strstr(msg, "Permission must be") != NULL);
     x = "<AccessControlPolicy><Owner><ID>" ID_A "</ID></Owner><AccessControlList><Grant>"
         "<Permission>READ</Permission></Grant></AccessControlList></AccessControlPolicy>";
-    CHECK(s3_acl_parse_xml(x, strlen(x), &b, msg, sizeof msg) == S3_ERR_MALFORMED_ACL);
+    CHECK(auth_acl_parse_xml(x, strlen(x), &b, msg, sizeof msg) == S3_ERR_MALFORMED_ACL);
     x = "<AccessControlPolicy><Owner><ID>";
-    CHECK(s3_acl_parse_xml(x, strlen(x), &b, msg, sizeof msg) == S3_ERR_MALFORMED_XML);
+    CHECK(auth_acl_parse_xml(x, strlen(x), &b, msg, sizeof msg) == S3_ERR_MALFORMED_XML);
 }
 
 static void test_acl_allows(void)
 {
-    s3_acl_t a;
+    auth_acl_t a;
     char msg[64];
-    s3_principal_t alice = user("alice", ID_A), bob = user("bob", ID_B), anon;
-    s3_principal_anon(&anon);
-    s3_acl_canned(&a, "private", ID_A, ID_A, msg, sizeof msg);
-    CHECK(s3_acl_allows(&a, &alice, S3_PERM_FULL_CONTROL));
-    CHECK(!s3_acl_allows(&a, &bob, S3_PERM_READ));
-    CHECK(!s3_acl_allows(&a, &anon, S3_PERM_READ));
-    CHECK(!s3_acl_is_public(&a));
-    s3_acl_canned(&a, "public-read", ID_A, ID_A, msg, sizeof msg);
-    CHECK(s3_acl_allows(&a, &anon, S3_PERM_READ));
-    CHECK(!s3_acl_allows(&a, &anon, S3_PERM_WRITE));
-    CHECK(s3_acl_allows(&a, &bob, S3_PERM_READ));
-    CHECK(s3_acl_is_public(&a));
-    s3_acl_canned(&a, "authenticated-read", ID_A, ID_A, msg, sizeof msg);
-    CHECK(!s3_acl_allows(&a, &anon, S3_PERM_READ));
-    CHECK(s3_acl_allows(&a, &bob, S3_PERM_READ));
+    auth_principal_t alice = user("alice", ID_A), bob = user("bob", ID_B), anon;
+    auth_principal_anon(&anon);
+    auth_acl_canned(&a, "private", ID_A, ID_A, msg, sizeof msg);
+    CHECK(auth_acl_allows(&a, &alice, AUTH_PERM_FULL_CONTROL));
+    CHECK(!auth_acl_allows(&a, &bob, AUTH_PERM_READ));
+    CHECK(!auth_acl_allows(&a, &anon, AUTH_PERM_READ));
+    CHECK(!auth_acl_is_public(&a));
+    auth_acl_canned(&a, "public-read", ID_A, ID_A, msg, sizeof msg);
+    CHECK(auth_acl_allows(&a, &anon, AUTH_PERM_READ));
+    CHECK(!auth_acl_allows(&a, &anon, AUTH_PERM_WRITE));
+    CHECK(auth_acl_allows(&a, &bob, AUTH_PERM_READ));
+    CHECK(auth_acl_is_public(&a));
+    auth_acl_canned(&a, "authenticated-read", ID_A, ID_A, msg, sizeof msg);
+    CHECK(!auth_acl_allows(&a, &anon, AUTH_PERM_READ));
+    CHECK(auth_acl_allows(&a, &bob, AUTH_PERM_READ));
     /* Grants that leave the owner out still let it read and write the ACL. */
     a.n = 0;
-    CHECK(s3_acl_allows(&a, &alice, S3_PERM_READ_ACP | S3_PERM_WRITE_ACP));
-    CHECK(!s3_acl_allows(&a, &alice, S3_PERM_READ));
+    CHECK(auth_acl_allows(&a, &alice, AUTH_PERM_READ_ACP | AUTH_PERM_WRITE_ACP));
+    CHECK(!auth_acl_allows(&a, &alice, AUTH_PERM_READ));
     /* An anonymous principal never matches an empty canonical id. */
     a.n = 0;
-    a.g[a.n].kind = S3_GRANTEE_USER;
+    a.g[a.n].kind = AUTH_GRANTEE_USER;
     a.g[a.n].id[0] = '\0';
-    a.g[a.n++].perm = S3_PERM_READ;
-    CHECK(!s3_acl_allows(&a, &anon, S3_PERM_READ));
+    a.g[a.n++].perm = AUTH_PERM_READ;
+    CHECK(!auth_acl_allows(&a, &anon, AUTH_PERM_READ));
 }
 
 static void test_decide(void)
 {
     char msg[256];
-    s3_principal_t alice = user("alice", ID_A), bob = user("bob", ID_B), anon, root;
-    s3_principal_anon(&anon);
+    auth_principal_t alice = user("alice", ID_A), bob = user("bob", ID_B), anon, root;
+    auth_principal_anon(&anon);
     memset(&root, 0, sizeof root);
-    root.kind = S3_PRINCIPAL_ROOT;
-    s3_acl_t bacl, oacl;
-    s3_acl_private(&bacl, ID_A);
-    s3_acl_private(&oacl, ID_A);
-    s3_authz_in_t in;
+    root.kind = AUTH_PRINCIPAL_ROOT;
+    auth_acl_t bacl, oacl;
+    auth_acl_private(&bacl, ID_A);
+    auth_acl_private(&oacl, ID_A);
+    auth_authz_in_t in;
     memset(&in, 0, sizeof in);
     in.ctx = ctx(&bob, "s3:GetObject", "arn:aws:s3:::b/k");
     in.bucket_owner = ID_A;
     in.bucket_acl = &bacl;
     in.object_acl = &oacl;
-    CHECK(s3_authz_decide(&in) == S3_AUTHZ_DENY_IMPLICIT);
+    CHECK(auth_authz_decide(&in) == AUTH_AUTHZ_DENY_IMPLICIT);
     in.ctx.who = &alice;
-    CHECK(s3_authz_decide(&in) == S3_AUTHZ_ALLOW);
+    CHECK(auth_authz_decide(&in) == AUTH_AUTHZ_ALLOW);
     in.ctx.who = &root;
-    CHECK(s3_authz_decide(&in) == S3_AUTHZ_ALLOW);
+    CHECK(auth_authz_decide(&in) == AUTH_AUTHZ_ALLOW);
     /* READ on the object lets bob get it; WRITE on the bucket lets him put. */
-    s3_acl_grant_header(&oacl, S3_PERM_READ, "id=\"" ID_B "\"", msg, sizeof msg);
+    auth_acl_grant_header(&oacl, AUTH_PERM_READ, "id=\"" ID_B "\"", msg, sizeof msg);
     in.ctx.who = &bob;
-    CHECK(s3_authz_decide(&in) == S3_AUTHZ_ALLOW);
+    CHECK(auth_authz_decide(&in) == AUTH_AUTHZ_ALLOW);
     in.ctx.action = "s3:PutObject";
-    CHECK(s3_authz_decide(&in) == S3_AUTHZ_DENY_IMPLICIT);
-    s3_acl_grant_header(&bacl, S3_PERM_WRITE, "id=\"" ID_B "\"", msg, sizeof msg);
-    CHECK(s3_authz_decide(&in) == S3_AUTHZ_ALLOW);
+    CHECK(auth_authz_decide(&in) == AUTH_AUTHZ_DENY_IMPLICIT);
+    auth_acl_grant_header(&bacl, AUTH_PERM_WRITE, "id=\"" ID_B "\"", msg, sizeof msg);
+    CHECK(auth_authz_decide(&in) == AUTH_AUTHZ_ALLOW);
     /* A user policy's Deny beats the ACL; root ignores it. */
-    s3_policy_t *deny = NULL;
+    auth_policy_t *deny = NULL;
     const char *dj = "{\"Statement\":{\"Effect\":\"Deny\",\"Action\":[\"s3:Put*\",\"s3:Delete*\"],"
                      "\"Resource\":\"*\"}}";
-    CHECK(s3_policy_parse_user(dj, strlen(dj), &deny, msg, sizeof msg) == S3_OK);
-    const s3_policy_t *ups[] = {deny};
+    CHECK(auth_policy_parse_user(dj, strlen(dj), &deny, msg, sizeof msg) == S3_OK);
+    const auth_policy_t *ups[] = {deny};
     in.user_policies = ups;
     in.n_user_policies = 1;
-    CHECK(s3_authz_decide(&in) == S3_AUTHZ_DENY_EXPLICIT);
+    CHECK(auth_authz_decide(&in) == AUTH_AUTHZ_DENY_EXPLICIT);
     in.ctx.action = "s3:GetObject";
-    CHECK(s3_authz_decide(&in) == S3_AUTHZ_ALLOW);
+    CHECK(auth_authz_decide(&in) == AUTH_AUTHZ_ALLOW);
     /* Even the bucket owner is bound by its own user policy's Deny. */
     in.ctx.who = &alice;
     in.ctx.action = "s3:DeleteObject";
-    CHECK(s3_authz_decide(&in) == S3_AUTHZ_DENY_EXPLICIT);
+    CHECK(auth_authz_decide(&in) == AUTH_AUTHZ_DENY_EXPLICIT);
     in.ctx.who = &root;
-    CHECK(s3_authz_decide(&in) == S3_AUTHZ_ALLOW);
+    CHECK(auth_authz_decide(&in) == AUTH_AUTHZ_ALLOW);
     in.user_policies = NULL;
     in.n_user_policies = 0;
-    s3_policy_free(deny);
+    auth_policy_free(deny);
     /* A bucket policy Allow to the anonymous principal, and its Deny over the owner. */
-    s3_policy_t *bp = parse("{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":"
-                            "\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::b/*\"},{\"Effect\":"
-                            "\"Deny\",\"Principal\":\"*\",\"Action\":\"s3:DeleteBucket\","
-                            "\"Resource\":\"arn:aws:s3:::b\"}]}",
-                            msg);
+    auth_policy_t *bp =
+        parse("{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":"
+              "\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::b/*\"},{\"Effect\":"
+              "\"Deny\",\"Principal\":\"*\",\"Action\":\"s3:DeleteBucket\","
+              "\"Resource\":\"arn:aws:s3:::b\"}]}",
+              msg);
     in.bucket_policy = bp;
     in.ctx.who = &anon;
     in.ctx.action = "s3:GetObject";
-    CHECK(s3_authz_decide(&in) == S3_AUTHZ_ALLOW);
+    CHECK(auth_authz_decide(&in) == AUTH_AUTHZ_ALLOW);
     in.ctx.action = "s3:PutObject";
-    CHECK(s3_authz_decide(&in) == S3_AUTHZ_DENY_IMPLICIT);
+    CHECK(auth_authz_decide(&in) == AUTH_AUTHZ_DENY_IMPLICIT);
     in.ctx.who = &alice;
     in.ctx.action = "s3:DeleteBucket";
     in.ctx.resource = "arn:aws:s3:::b";
-    CHECK(s3_authz_decide(&in) == S3_AUTHZ_DENY_EXPLICIT);
+    CHECK(auth_authz_decide(&in) == AUTH_AUTHZ_DENY_EXPLICIT);
     in.bucket_policy = NULL;
-    CHECK(s3_authz_decide(&in) == S3_AUTHZ_ALLOW); /* owner-only action, owner */
+    CHECK(auth_authz_decide(&in) == AUTH_AUTHZ_ALLOW); /* owner-only action, owner */
     in.ctx.who = &bob;
-    CHECK(s3_authz_decide(&in) == S3_AUTHZ_DENY_IMPLICIT);
-    s3_policy_free(bp);
+    CHECK(auth_authz_decide(&in) == AUTH_AUTHZ_DENY_IMPLICIT);
+    auth_policy_free(bp);
     /* A missing object: who may list the bucket is allowed (to learn 404), others not. */
     in.object_acl = NULL;
     in.ctx.action = "s3:GetObject";
     in.ctx.resource = "arn:aws:s3:::b/none";
-    CHECK(s3_authz_decide(&in) == S3_AUTHZ_DENY_IMPLICIT);
-    s3_acl_grant_header(&bacl, S3_PERM_READ, "id=\"" ID_B "\"", msg, sizeof msg);
-    CHECK(s3_authz_decide(&in) == S3_AUTHZ_ALLOW);
+    CHECK(auth_authz_decide(&in) == AUTH_AUTHZ_DENY_IMPLICIT);
+    auth_acl_grant_header(&bacl, AUTH_PERM_READ, "id=\"" ID_B "\"", msg, sizeof msg);
+    CHECK(auth_authz_decide(&in) == AUTH_AUTHZ_ALLOW);
     /* Service actions: any authenticated principal. */
     in.ctx.action = "s3:ListAllMyBuckets";
     in.ctx.resource = "*";
     in.bucket_owner = NULL;
-    CHECK(s3_authz_decide(&in) == S3_AUTHZ_ALLOW);
+    CHECK(auth_authz_decide(&in) == AUTH_AUTHZ_ALLOW);
     in.ctx.who = &anon;
-    CHECK(s3_authz_decide(&in) == S3_AUTHZ_DENY_IMPLICIT);
+    CHECK(auth_authz_decide(&in) == AUTH_AUTHZ_DENY_IMPLICIT);
     /* The ACL mapping. */
-    CHECK(s3_action_acl("s3:ListBucketVersions").level == S3_ACL_BUCKET);
-    CHECK(s3_action_acl("s3:GetObjectAcl").perm == S3_PERM_READ_ACP);
-    CHECK(s3_action_acl("s3:PutBucketAcl").perm == S3_PERM_WRITE_ACP);
-    CHECK(s3_action_acl("s3:PutBucketPolicy").level == S3_ACL_NONE);
-    char arn[S3_ARN_MAX];
-    CHECK(s3_resource_arn(arn, sizeof arn, "b", "k/x"));
+    CHECK(auth_action_acl("s3:ListBucketVersions").level == AUTH_ACL_BUCKET);
+    CHECK(auth_action_acl("s3:GetObjectAcl").perm == AUTH_PERM_READ_ACP);
+    CHECK(auth_action_acl("s3:PutBucketAcl").perm == AUTH_PERM_WRITE_ACP);
+    CHECK(auth_action_acl("s3:PutBucketPolicy").level == AUTH_ACL_NONE);
+    char arn[AUTH_ARN_MAX];
+    CHECK(auth_resource_arn(arn, sizeof arn, "b", "k/x"));
     CHECK_STR(arn, "arn:aws:s3:::b/k/x");
-    CHECK(!s3_resource_arn(arn, 10, "b", "k/x"));
+    CHECK(!auth_resource_arn(arn, 10, "b", "k/x"));
 }
 
 int main(void)

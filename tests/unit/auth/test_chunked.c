@@ -49,10 +49,10 @@ static uint64_t rnd(void)
 enum { SPLIT_WHOLE, SPLIT_BYTE, SPLIT_RANDOM, SPLIT_1000 };
 
 /* Decodes body in pieces; returns the first error (feed or finish). */
-static s3_err_t decode(const s3_auth_t *auth, const char *body, size_t len, int split, sink_t *s,
-                       char *msg, size_t msglen, s3_chunked_t **keep)
+static s3_err_t decode(const auth_auth_t *auth, const char *body, size_t len, int split, sink_t *s,
+                       char *msg, size_t msglen, auth_chunked_t **keep)
 {
-    s3_chunked_t *c = s3_chunked_new(auth);
+    auth_chunked_t *c = auth_chunked_new(auth);
     if (!c)
         return S3_ERR_INTERNAL;
     wh_sbuf_init(&s->out);
@@ -66,15 +66,15 @@ static s3_err_t decode(const s3_auth_t *auth, const char *body, size_t len, int 
             n = WH_MIN(n, 1 + rnd() % 700);
         else if (split == SPLIT_1000)
             n = WH_MIN(n, 1000);
-        e = s3_chunked_feed(c, body + off, n, sink_cb, s, msg, msglen);
+        e = auth_chunked_feed(c, body + off, n, sink_cb, s, msg, msglen);
         off += n;
     }
     if (e == S3_OK)
-        e = s3_chunked_finish(c, msg, msglen);
+        e = auth_chunked_finish(c, msg, msglen);
     if (keep)
         *keep = c;
     else
-        s3_chunked_free(c);
+        auth_chunked_free(c);
     return e;
 }
 
@@ -128,7 +128,7 @@ static int all_a(const wh_sbuf_t *b, size_t n)
 }
 
 /* The documented request: its seed signature verifies, then its body decodes. */
-static void doc_auth(s3_auth_t *a)
+static void doc_auth(auth_auth_t *a)
 {
     const char *hdrs[] = {
         "Host",
@@ -142,7 +142,7 @@ static void doc_auth(s3_auth_t *a)
         "SignedHeaders=content-encoding;content-length;host;x-amz-content-sha256;x-amz-date;"
         "x-amz-decoded-content-length;x-amz-storage-class,Signature=" SEED_DOC,
         "x-amz-content-sha256",
-        S3_STREAMING_SIGNED,
+        AUTH_STREAMING_SIGNED,
         "Content-Encoding",
         "aws-chunked",
         "x-amz-decoded-content-length",
@@ -152,30 +152,30 @@ static void doc_auth(s3_auth_t *a)
         NULL,
         NULL,
     };
-    s3_http_req_t r = {.method = "PUT",
-                       .path = "/examplebucket/chunkObject.txt",
-                       .get_header = treq_get,
-                       .header_at = treq_at,
-                       .arg = (void *)hdrs};
+    auth_http_req_t r = {.method = "PUT",
+                         .path = "/examplebucket/chunkObject.txt",
+                         .get_header = treq_get,
+                         .header_at = treq_at,
+                         .arg = (void *)hdrs};
     char msg[256];
     time_t now;
     wh_amz_date_parse("20130524T000100Z", &now);
-    s3_err_t e = s3_sigv4_verify(&r, secret_of, NULL, now, a, msg, sizeof msg);
+    s3_err_t e = auth_sigv4_verify(&r, secret_of, NULL, now, a, msg, sizeof msg);
     if (e != S3_OK)
         fprintf(stderr, "  verify: %s %s\n", s3_err_code(e), msg);
     CHECK(e == S3_OK);
-    CHECK(a->mode == S3_PAYLOAD_STREAMING_SIGNED && !a->signed_trailer);
+    CHECK(a->mode == AUTH_PAYLOAD_STREAMING_SIGNED && !a->signed_trailer);
     CHECK_STR(a->signature, SEED_DOC);
 }
 
 static void test_doc_example(void)
 {
-    s3_auth_t a;
+    auth_auth_t a;
     doc_auth(&a);
     char sig[65];
     char aa[65536];
     memset(aa, 'a', sizeof aa);
-    s3_chunk_signature(a.signing_key, a.amz_date, a.scope, SEED_DOC, aa, 65536, sig);
+    auth_chunk_signature(a.signing_key, a.amz_date, a.scope, SEED_DOC, aa, 65536, sig);
     CHECK_STR(sig, SIG1_DOC);
 
     wh_sbuf_t b;
@@ -186,15 +186,15 @@ static void test_doc_example(void)
     for (size_t i = 0; i < WH_ARRAY_SIZE(splits); i++) {
         sink_t s = {0};
         char msg[256] = "";
-        s3_chunked_t *c = NULL;
+        auth_chunked_t *c = NULL;
         s3_err_t e = decode(&a, b.data, b.len, splits[i], &s, msg, sizeof msg, &c);
         if (e != S3_OK)
             fprintf(stderr, "  split %d: %s %s\n", splits[i], s3_err_code(e), msg);
         CHECK(e == S3_OK);
         CHECK(all_a(&s.out, 66560));
-        CHECK_EQ_U64(s3_chunked_decoded(c), 66560);
-        CHECK(s3_chunked_trailer(c, "x-amz-checksum-crc32c") == NULL);
-        s3_chunked_free(c);
+        CHECK_EQ_U64(auth_chunked_decoded(c), 66560);
+        CHECK(auth_chunked_trailer(c, "x-amz-checksum-crc32c") == NULL);
+        auth_chunked_free(c);
         wh_sbuf_free(&s.out);
     }
 
@@ -277,14 +277,14 @@ static void test_doc_example(void)
 /* The signed-trailer example: same data, crc32c trailer, trailer signature. */
 static void test_doc_trailer(void)
 {
-    s3_auth_t a;
+    auth_auth_t a;
     memset(&a, 0, sizeof a);
-    s3_sigv4_signing_key("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "20130524", "us-east-1",
-                         a.signing_key);
+    auth_sigv4_signing_key("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "20130524", "us-east-1",
+                           a.signing_key);
     strcpy(a.amz_date, "20130524T000000Z");
     strcpy(a.scope, "20130524/us-east-1/s3/aws4_request");
     strcpy(a.signature, SEED_TRL);
-    a.mode = S3_PAYLOAD_STREAMING_SIGNED;
+    a.mode = AUTH_PAYLOAD_STREAMING_SIGNED;
     a.signed_trailer = 1;
     a.has_trailer = 1;
 
@@ -306,15 +306,15 @@ static void test_doc_trailer(void)
     for (size_t i = 0; i < WH_ARRAY_SIZE(splits); i++) {
         sink_t s = {0};
         char msg[256] = "";
-        s3_chunked_t *c = NULL;
+        auth_chunked_t *c = NULL;
         s3_err_t e = decode(&a, b.data, b.len, splits[i], &s, msg, sizeof msg, &c);
         if (e != S3_OK)
             fprintf(stderr, "  trailer split %d: %s %s\n", splits[i], s3_err_code(e), msg);
         CHECK(e == S3_OK);
         CHECK(all_a(&s.out, 66560));
-        CHECK_STR(s3_chunked_trailer(c, "x-amz-checksum-crc32c"), "sOO8/Q==");
-        CHECK(s3_chunked_trailer(c, "x-amz-trailer-signature") == NULL);
-        s3_chunked_free(c);
+        CHECK_STR(auth_chunked_trailer(c, "x-amz-checksum-crc32c"), "sOO8/Q==");
+        CHECK(auth_chunked_trailer(c, "x-amz-trailer-signature") == NULL);
+        auth_chunked_free(c);
         wh_sbuf_free(&s.out);
     }
 
@@ -365,10 +365,10 @@ static void test_doc_trailer(void)
              "X-Amz-Checksum-CRC32C: sOO8/Q==\n\r\nx-amz-trailer-signature:" TSIG_TRL "\r\n");
     sink_t s = {0};
     char msg[256] = "";
-    s3_chunked_t *c = NULL;
+    auth_chunked_t *c = NULL;
     CHECK(decode(&a, t.data, t.len, SPLIT_BYTE, &s, msg, sizeof msg, &c) == S3_OK);
-    CHECK_STR(s3_chunked_trailer(c, "x-amz-checksum-crc32c"), "sOO8/Q==");
-    s3_chunked_free(c);
+    CHECK_STR(auth_chunked_trailer(c, "x-amz-checksum-crc32c"), "sOO8/Q==");
+    auth_chunked_free(c);
     wh_sbuf_free(&s.out);
     wh_sbuf_free(&t);
     wh_sbuf_free(&b);
@@ -377,9 +377,9 @@ static void test_doc_trailer(void)
 /* STREAMING-UNSIGNED-PAYLOAD-TRAILER, framed the way botocore frames it. */
 static void test_unsigned_trailer(void)
 {
-    s3_auth_t a;
+    auth_auth_t a;
     memset(&a, 0, sizeof a);
-    a.mode = S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
+    a.mode = AUTH_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
     a.has_trailer = 1;
     char data[5000];
     for (size_t i = 0; i < sizeof data; i++)
@@ -399,11 +399,11 @@ static void test_unsigned_trailer(void)
     for (size_t i = 0; i < WH_ARRAY_SIZE(splits); i++) {
         sink_t s = {0};
         char msg[256] = "";
-        s3_chunked_t *c = NULL;
+        auth_chunked_t *c = NULL;
         CHECK(decode(&a, b.data, b.len, splits[i], &s, msg, sizeof msg, &c) == S3_OK);
         CHECK(s.out.len == sizeof data && memcmp(s.out.data, data, sizeof data) == 0);
-        CHECK_STR(s3_chunked_trailer(c, "x-amz-checksum-crc32c"), b64);
-        s3_chunked_free(c);
+        CHECK_STR(auth_chunked_trailer(c, "x-amz-checksum-crc32c"), b64);
+        auth_chunked_free(c);
         wh_sbuf_free(&s.out);
     }
     /* No trailers at all, and an empty body. */
@@ -437,7 +437,7 @@ static void test_unsigned_trailer(void)
     for (size_t i = 0; i < WH_ARRAY_SIZE(cases); i++) {
         sink_t s = {0};
         char msg[256] = "";
-        s3_chunked_t *c = NULL;
+        auth_chunked_t *c = NULL;
         s3_err_t e =
             decode(&a, cases[i].body, strlen(cases[i].body), SPLIT_BYTE, &s, msg, sizeof msg, &c);
         if (e != cases[i].want || !strstr(msg, cases[i].msg_has))
@@ -445,8 +445,8 @@ static void test_unsigned_trailer(void)
         CHECK(e == cases[i].want);
         CHECK(strstr(msg, cases[i].msg_has) != NULL);
         if (cases[i].want == S3_OK)
-            CHECK_EQ_U64(s3_chunked_decoded(c), cases[i].decoded);
-        s3_chunked_free(c);
+            CHECK_EQ_U64(auth_chunked_decoded(c), cases[i].decoded);
+        auth_chunked_free(c);
         wh_sbuf_free(&s.out);
     }
     /* Lines and trailer counts are bounded. */
@@ -471,20 +471,21 @@ static void test_unsigned_trailer(void)
     CHECK(strstr(msg, "more than 16 trailers") != NULL);
     wh_sbuf_free(&s.out);
     /* After an error, the decoder stays failed. */
-    s3_chunked_t *c = s3_chunked_new(&a);
-    CHECK(s3_chunked_feed(c, "zz\r\n", 4, sink_cb, &s, msg, sizeof msg) == S3_ERR_INCOMPLETE_BODY);
-    CHECK(s3_chunked_feed(c, "0\r\n\r\n", 5, sink_cb, &s, msg, sizeof msg) ==
+    auth_chunked_t *c = auth_chunked_new(&a);
+    CHECK(auth_chunked_feed(c, "zz\r\n", 4, sink_cb, &s, msg, sizeof msg) ==
           S3_ERR_INCOMPLETE_BODY);
-    CHECK(s3_chunked_finish(c, msg, sizeof msg) == S3_ERR_INCOMPLETE_BODY);
-    s3_chunked_free(c);
-    s3_chunked_free(NULL);
+    CHECK(auth_chunked_feed(c, "0\r\n\r\n", 5, sink_cb, &s, msg, sizeof msg) ==
+          S3_ERR_INCOMPLETE_BODY);
+    CHECK(auth_chunked_finish(c, msg, sizeof msg) == S3_ERR_INCOMPLETE_BODY);
+    auth_chunked_free(c);
+    auth_chunked_free(NULL);
     wh_sbuf_free(&b);
 
     /* Not a streaming mode: no decoder. */
-    a.mode = S3_PAYLOAD_SHA256;
-    CHECK(s3_chunked_new(&a) == NULL);
-    a.mode = S3_PAYLOAD_UNSIGNED;
-    CHECK(s3_chunked_new(&a) == NULL);
+    a.mode = AUTH_PAYLOAD_SHA256;
+    CHECK(auth_chunked_new(&a) == NULL);
+    a.mode = AUTH_PAYLOAD_UNSIGNED;
+    CHECK(auth_chunked_new(&a) == NULL);
 }
 
 /* The client's side and the server's side together: sign, verify, encode, decode. */
@@ -496,19 +497,19 @@ static void test_round_trip(void)
     wh_amz_date(when, amz);
     const char *hn[] = {"host", "x-amz-date", "x-amz-content-sha256", "content-encoding",
                         "x-amz-decoded-content-length"};
-    const char *hv[] = {"127.0.0.1:9000", amz, S3_STREAMING_SIGNED, "aws-chunked", "300000"};
-    s3_sign_input_t in = {.method = "PUT",
-                          .canonical_uri = "/b/k",
-                          .header_names = hn,
-                          .header_values = hv,
-                          .n_headers = 5,
-                          .payload_hash = S3_STREAMING_SIGNED,
-                          .access_key = "AKIAIOSFODNN7EXAMPLE",
-                          .secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-                          .region = "eu-west-1",
-                          .when = when};
+    const char *hv[] = {"127.0.0.1:9000", amz, AUTH_STREAMING_SIGNED, "aws-chunked", "300000"};
+    auth_sign_input_t in = {.method = "PUT",
+                            .canonical_uri = "/b/k",
+                            .header_names = hn,
+                            .header_values = hv,
+                            .n_headers = 5,
+                            .payload_hash = AUTH_STREAMING_SIGNED,
+                            .access_key = "AKIAIOSFODNN7EXAMPLE",
+                            .secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                            .region = "eu-west-1",
+                            .when = when};
     char authz[512];
-    CHECK(s3_sigv4_sign(&in, authz, sizeof authz) == 0);
+    CHECK(auth_sigv4_sign(&in, authz, sizeof authz) == 0);
     const char *hdrs[] = {"host",
                           hv[0],
                           "x-amz-date",
@@ -523,11 +524,11 @@ static void test_round_trip(void)
                           authz,
                           NULL,
                           NULL};
-    s3_http_req_t r = {
+    auth_http_req_t r = {
         .method = "PUT", .path = "/b/k", .get_header = treq_get, .header_at = treq_at, .arg = hdrs};
-    s3_auth_t a;
+    auth_auth_t a;
     char msg[256];
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_OK);
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_OK);
 
     /* Encode 300000 bytes in chunks of 65536 (last one shorter), signing with our own key. */
     size_t total = 300000;
@@ -535,14 +536,15 @@ static void test_round_trip(void)
     for (size_t i = 0; i < total; i++)
         data[i] = (char)(rnd() & 0xff);
     uint8_t key[32];
-    s3_sigv4_signing_key("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "20240601", "eu-west-1", key);
+    auth_sigv4_signing_key("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "20240601", "eu-west-1",
+                           key);
     wh_sbuf_t b;
     wh_sbuf_init(&b);
     char prev[65], sig[65];
     memcpy(prev, a.signature, 65);
     for (size_t off = 0;; off += 65536) {
         size_t n = off >= total ? 0 : WH_MIN(65536, total - off);
-        s3_chunk_signature(key, a.amz_date, a.scope, prev, data + off, n, sig);
+        auth_chunk_signature(key, a.amz_date, a.scope, prev, data + off, n, sig);
         wh_sbuf_printf(&b, "%zx;chunk-signature=%s\r\n", n, sig);
         wh_sbuf_append(&b, data + off, n);
         wh_sbuf_puts(&b, "\r\n");
@@ -555,7 +557,7 @@ static void test_round_trip(void)
     CHECK(s.out.len == total && memcmp(s.out.data, data, total) == 0);
     wh_sbuf_free(&s.out);
     /* The same body under a different secret's key fails at chunk 1. */
-    s3_auth_t other = a;
+    auth_auth_t other = a;
     other.signing_key[0] ^= 1;
     CHECK(decode(&other, b.data, b.len, SPLIT_RANDOM, &s, msg, sizeof msg, NULL) ==
           S3_ERR_SIGNATURE_MISMATCH);

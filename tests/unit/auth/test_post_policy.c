@@ -1,5 +1,6 @@
-/* Tests of src/auth/post_policy.c (the POST policy's expiration and conditions against a form)
- * and src/auth/sigv4_post.c (the form's signature: the policy signed with the SigV4 key). */
+/* Tests of src/shared/auth/post_policy.c (the POST policy's expiration and conditions against a
+ * form) and src/shared/auth/sigv4_post.c (the form's signature: the policy signed with the SigV4
+ * key). */
 #include "check.h"
 #include "auth/post_policy.h"
 #include "auth/sigv4.h"
@@ -7,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const s3_post_field_t g_fields[] = {
+static const auth_post_field_t g_fields[] = {
     {"key", "user/eric/photo.jpg"},
     {"Content-Type", "image/jpeg"},
     {"acl", "public-read"},
@@ -20,14 +21,15 @@ static const s3_post_field_t g_fields[] = {
 
 static const time_t NOW = 1700000000; /* 2023-11-14 */
 
-static s3_err_t check(const char *conds, s3_post_range_t *range, char *msg)
+static s3_err_t check(const char *conds, auth_post_range_t *range, char *msg)
 {
     char doc[2048];
     snprintf(doc, sizeof doc,
              "{\"expiration\": \"2030-01-01T00:00:00.000Z\", "
              "\"conditions\": [%s]}",
              conds);
-    return s3_post_policy_check(doc, strlen(doc), NOW, "johnsmith", g_fields, NF, range, msg, 256);
+    return auth_post_policy_check(doc, strlen(doc), NOW, "johnsmith", g_fields, NF, range, msg,
+                                  256);
 }
 
 #define ALL_BUT_META                                                                               \
@@ -36,7 +38,7 @@ static s3_err_t check(const char *conds, s3_post_range_t *range, char *msg)
 
 static void test_conditions(void)
 {
-    s3_post_range_t r;
+    auth_post_range_t r;
     char msg[256];
     CHECK(check(ALL_BUT_META ", [\"starts-with\", \"$x-amz-meta-tag\", \"\"]", &r, msg) == S3_OK);
     CHECK(!r.set);
@@ -68,7 +70,7 @@ static void test_conditions(void)
 
 static void test_documents(void)
 {
-    s3_post_range_t r;
+    auth_post_range_t r;
     char msg[256];
     static const char *const bad[] = {
         "not json",
@@ -96,17 +98,17 @@ static void test_documents(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         msg[0] = '\0';
         s3_err_t e =
-            s3_post_policy_check(bad[i], strlen(bad[i]), NOW, "b", NULL, 0, &r, msg, sizeof msg);
+            auth_post_policy_check(bad[i], strlen(bad[i]), NOW, "b", NULL, 0, &r, msg, sizeof msg);
         CHECK(e == S3_ERR_INVALID_POLICY_DOCUMENT && msg[0]);
         if (e != S3_ERR_INVALID_POLICY_DOCUMENT)
             fprintf(stderr, "document %zu: %d %s\n", i, e, msg);
     }
     const char *old = "{\"expiration\": \"2020-01-01T00:00:00.000Z\", \"conditions\": []}";
-    CHECK(s3_post_policy_check(old, strlen(old), NOW, "b", NULL, 0, &r, msg, sizeof msg) ==
+    CHECK(auth_post_policy_check(old, strlen(old), NOW, "b", NULL, 0, &r, msg, sizeof msg) ==
           S3_ERR_ACCESS_DENIED);
     CHECK_STR(msg, "Invalid according to Policy: Policy expired.");
     const char *ok = "{\"expiration\": \"2030-01-01T00:00:00Z\", \"conditions\": []}";
-    CHECK(s3_post_policy_check(ok, strlen(ok), NOW, "b", NULL, 0, &r, msg, sizeof msg) == S3_OK);
+    CHECK(auth_post_policy_check(ok, strlen(ok), NOW, "b", NULL, 0, &r, msg, sizeof msg) == S3_OK);
 }
 
 static const char *g_secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
@@ -125,41 +127,41 @@ static void test_signature(void)
         "eyJleHBpcmF0aW9uIjogIjIwOTktMDEtMDFUMDA6MDA6MDBaIiwgImNvbmRpdGlvbnMiOiBbXX0=";
     const char *want = "ce899a1bdfc8a6417a1ef2099dbbe6cb10bf103b2415454d27e67c2234bfe953";
     char sig[65];
-    s3_sigv4_post_sign(g_secret, "20151229", "us-east-1", pol, sig);
+    auth_sigv4_post_sign(g_secret, "20151229", "us-east-1", pol, sig);
     CHECK_STR(sig, want);
-    s3_post_auth_t a = {"AWS4-HMAC-SHA256",
-                        "AKIAIOSFODNN7EXAMPLE/20151229/us-east-1/s3/aws4_request",
-                        "20151229T000000Z", want, pol};
+    auth_post_auth_t a = {"AWS4-HMAC-SHA256",
+                          "AKIAIOSFODNN7EXAMPLE/20151229/us-east-1/s3/aws4_request",
+                          "20151229T000000Z", want, pol};
     char ak[128], msg[256];
-    CHECK(s3_sigv4_post_verify(&a, secret_cb, NULL, ak, msg, sizeof msg) == S3_OK);
+    CHECK(auth_sigv4_post_verify(&a, secret_cb, NULL, ak, msg, sizeof msg) == S3_OK);
     CHECK_STR(ak, "AKIAIOSFODNN7EXAMPLE");
-    s3_post_auth_t t = a;
+    auth_post_auth_t t = a;
     t.policy_b64 = "eyJleHBpcmF0aW9uIjogIjIwOTktMDEtMDFUMDA6MDA6MDBaIn0=";
-    CHECK(s3_sigv4_post_verify(&t, secret_cb, NULL, ak, msg, sizeof msg) ==
+    CHECK(auth_sigv4_post_verify(&t, secret_cb, NULL, ak, msg, sizeof msg) ==
           S3_ERR_SIGNATURE_MISMATCH);
     t = a;
     t.signature = "ce899a";
-    CHECK(s3_sigv4_post_verify(&t, secret_cb, NULL, ak, msg, sizeof msg) ==
+    CHECK(auth_sigv4_post_verify(&t, secret_cb, NULL, ak, msg, sizeof msg) ==
           S3_ERR_SIGNATURE_MISMATCH);
     t = a;
     t.credential = "NOSUCH/20151229/us-east-1/s3/aws4_request";
-    CHECK(s3_sigv4_post_verify(&t, secret_cb, NULL, ak, msg, sizeof msg) ==
+    CHECK(auth_sigv4_post_verify(&t, secret_cb, NULL, ak, msg, sizeof msg) ==
           S3_ERR_INVALID_ACCESS_KEY);
     t = a;
     t.amz_date = "20151230T000000Z"; /* not the credential's day */
-    CHECK(s3_sigv4_post_verify(&t, secret_cb, NULL, ak, msg, sizeof msg) ==
+    CHECK(auth_sigv4_post_verify(&t, secret_cb, NULL, ak, msg, sizeof msg) ==
           S3_ERR_INVALID_ARGUMENT);
     t = a;
     t.credential = "AKIAIOSFODNN7EXAMPLE/20151229/us-east-1/iam/aws4_request";
-    CHECK(s3_sigv4_post_verify(&t, secret_cb, NULL, ak, msg, sizeof msg) ==
+    CHECK(auth_sigv4_post_verify(&t, secret_cb, NULL, ak, msg, sizeof msg) ==
           S3_ERR_INVALID_ARGUMENT);
     t = a;
     t.algorithm = "AWS4-HMAC-SHA512";
-    CHECK(s3_sigv4_post_verify(&t, secret_cb, NULL, ak, msg, sizeof msg) ==
+    CHECK(auth_sigv4_post_verify(&t, secret_cb, NULL, ak, msg, sizeof msg) ==
           S3_ERR_INVALID_ARGUMENT);
     t = a;
     t.signature = NULL;
-    CHECK(s3_sigv4_post_verify(&t, secret_cb, NULL, ak, msg, sizeof msg) ==
+    CHECK(auth_sigv4_post_verify(&t, secret_cb, NULL, ak, msg, sizeof msg) ==
           S3_ERR_INVALID_ARGUMENT);
 }
 

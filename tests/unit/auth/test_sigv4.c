@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
-#define EMPTY S3_EMPTY_SHA256
+#define EMPTY AUTH_EMPTY_SHA256
 
 /* ---------------------------------------------------------------------------------------- */
 /* A request as the server would see it: a small header table looked up case-insensitively. */
@@ -98,7 +98,7 @@ static void test_canonical_query(void)
 #define CQ(in, want)                                                                               \
     do {                                                                                           \
         wh_sbuf_reset(&b);                                                                         \
-        CHECK(s3_sigv4_canonical_query(in, NULL, &b) == 0);                                        \
+        CHECK(auth_sigv4_canonical_query(in, NULL, &b) == 0);                                      \
         CHECK_STR(b.data ? b.data : "", want);                                                     \
     } while (0)
     CQ("b=2&a=x+y&a=%2B&c=", "a=%2B&a=x%20y&b=2&c=");
@@ -110,9 +110,9 @@ static void test_canonical_query(void)
     CQ("list-type=2&prefix=a%2Fb/c", "list-type=2&prefix=a%2Fb%2Fc");
     CQ("a=%7e&A=1", "A=1&a=~");
     wh_sbuf_reset(&b);
-    CHECK(s3_sigv4_canonical_query("a=%zz", NULL, &b) == -1);
+    CHECK(auth_sigv4_canonical_query("a=%zz", NULL, &b) == -1);
     wh_sbuf_reset(&b);
-    CHECK(s3_sigv4_canonical_query("X-Amz-Signature=abc&b=1&a=2", "X-Amz-Signature", &b) == 0);
+    CHECK(auth_sigv4_canonical_query("X-Amz-Signature=abc&b=1&a=2", "X-Amz-Signature", &b) == 0);
     CHECK_STR(b.data, "a=2&b=1");
     /* too many parameters */
     wh_sbuf_t q;
@@ -120,18 +120,18 @@ static void test_canonical_query(void)
     for (int i = 0; i < 1001; i++)
         wh_sbuf_printf(&q, "%sp%d=1", i ? "&" : "", i);
     wh_sbuf_reset(&b);
-    CHECK(s3_sigv4_canonical_query(q.data, NULL, &b) == -1);
+    CHECK(auth_sigv4_canonical_query(q.data, NULL, &b) == -1);
     wh_sbuf_free(&q);
 
     wh_sbuf_reset(&b);
-    CHECK(s3_query_param("uploadId=a%2Bb+c&partNumber=3", "uploadId", &b) == 1);
+    CHECK(auth_query_param("uploadId=a%2Bb+c&partNumber=3", "uploadId", &b) == 1);
     CHECK_STR(b.data, "a+b c");
     wh_sbuf_reset(&b);
-    CHECK(s3_query_param("uploads&x=1", "uploads", &b) == 1);
+    CHECK(auth_query_param("uploads&x=1", "uploads", &b) == 1);
     CHECK(b.len == 0);
-    CHECK(s3_query_param("uploads&x=1", "upload", &b) == 0);
-    CHECK(s3_query_param(NULL, "x", &b) == 0);
-    CHECK(s3_query_param("x=%g", "x", &b) == -1);
+    CHECK(auth_query_param("uploads&x=1", "upload", &b) == 0);
+    CHECK(auth_query_param(NULL, "x", &b) == 0);
+    CHECK(auth_query_param("x=%g", "x", &b) == -1);
     wh_sbuf_free(&b);
 }
 
@@ -139,8 +139,8 @@ static void test_signing_key(void)
 {
     uint8_t k[32];
     char hex[65];
-    s3_sigv4_signing_key_service("wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "20120215",
-                                 "us-east-1", "iam", k);
+    auth_sigv4_signing_key_service("wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "20120215",
+                                   "us-east-1", "iam", k);
     wh_hex_encode(k, 32, hex);
     CHECK_STR(hex, "f4780e2d9f65fa895f9c67b32ce1baf0b0d8a43505a000a1a9e090d414db404d");
 }
@@ -179,8 +179,8 @@ static void test_signing_key_cache(void)
     for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
         uint8_t k[32];
         char hex[65];
-        s3_sigv4_signing_key_service(seq[i].secret ? seq[i].secret : longsk, seq[i].date8,
-                                     seq[i].region, seq[i].service, k);
+        auth_sigv4_signing_key_service(seq[i].secret ? seq[i].secret : longsk, seq[i].date8,
+                                       seq[i].region, seq[i].service, k);
         wh_hex_encode(k, 32, hex);
         CHECK_STR(hex, seq[i].want);
     }
@@ -383,7 +383,7 @@ static int sign_vec(const vec_t *v, const char *const *hn, const char *const *hv
 {
     char ph[65];
     wh_sha256_hex(v->body, strlen(v->body), ph);
-    s3_sign_input_t in = {
+    auth_sign_input_t in = {
         .method = v->method,
         .canonical_uri = v->uri,
         .query = v->query,
@@ -396,7 +396,7 @@ static int sign_vec(const vec_t *v, const char *const *hn, const char *const *hv
         .region = region,
         .when = when,
     };
-    return s3_sigv4_sign_service(&in, service, creq, out, outlen);
+    return auth_sigv4_sign_service(&in, service, creq, out, outlen);
 }
 
 static void test_generic_suite(void)
@@ -454,7 +454,7 @@ static int s3_sign(const char *method, const char *uri, const char *query, const
                    const char *const *hv, size_t n, const char *ph, wh_sbuf_t *creq, char *out,
                    size_t outlen)
 {
-    s3_sign_input_t in = {
+    auth_sign_input_t in = {
         .method = method,
         .canonical_uri = uri,
         .query = query,
@@ -468,8 +468,8 @@ static int s3_sign(const char *method, const char *uri, const char *query, const
         .when = at("20130524T000000Z"),
     };
     if (creq)
-        return s3_sigv4_sign_service(&in, "s3", creq, out, outlen);
-    return s3_sigv4_sign(&in, out, outlen);
+        return auth_sigv4_sign_service(&in, "s3", creq, out, outlen);
+    return auth_sigv4_sign(&in, out, outlen);
 }
 
 static void test_s3_examples(void)
@@ -523,16 +523,16 @@ static void test_s3_examples(void)
     /* Presigned GET */
     wh_sbuf_t q;
     wh_sbuf_init(&q);
-    CHECK(s3_sigv4_presign("GET", "/test.txt", "examplebucket.s3.amazonaws.com",
-                           "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-                           "us-east-1", at("20130524T000000Z"), 86400, &q) == 0);
+    CHECK(auth_sigv4_presign("GET", "/test.txt", "examplebucket.s3.amazonaws.com",
+                             "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                             "us-east-1", at("20130524T000000Z"), 86400, &q) == 0);
     CHECK_STR(q.data, "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F"
                       "20130524%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z&"
                       "X-Amz-Expires=86400&X-Amz-SignedHeaders=host&X-Amz-Signature="
                       "aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404");
     wh_sbuf_reset(&q);
-    CHECK(s3_sigv4_presign("GET", "/x", "h", "a", "s", "us-east-1", 0, 604801, &q) == -1);
-    CHECK(s3_sigv4_presign("GET", "/x", "h", "a", "s", "us-east-1", 0, 0, &q) == -1);
+    CHECK(auth_sigv4_presign("GET", "/x", "h", "a", "s", "us-east-1", 0, 604801, &q) == -1);
+    CHECK(auth_sigv4_presign("GET", "/x", "h", "a", "s", "us-east-1", 0, 0, &q) == -1);
     wh_sbuf_free(&q);
     wh_sbuf_free(&creq);
 }
@@ -541,14 +541,14 @@ static void test_s3_examples(void)
 static void test_verify_examples(void)
 {
     char msg[512];
-    s3_auth_t a;
+    auth_auth_t a;
     time_t now = at("20130524T000500Z");
     treq_t t = {0};
-    s3_http_req_t r = {.method = "GET",
-                       .path = "/test.txt",
-                       .get_header = treq_get,
-                       .header_at = treq_at,
-                       .arg = &t};
+    auth_http_req_t r = {.method = "GET",
+                         .path = "/test.txt",
+                         .get_header = treq_get,
+                         .header_at = treq_at,
+                         .arg = &t};
     treq_set(&t, "Host", "examplebucket.s3.amazonaws.com");
     treq_set(&t, "Range", "bytes=0-9");
     treq_set(&t, "x-amz-content-sha256", EMPTY);
@@ -557,7 +557,7 @@ static void test_verify_examples(void)
              "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,"
              "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date,"
              "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, now, &a, msg, sizeof msg) == S3_OK);
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, now, &a, msg, sizeof msg) == S3_OK);
     CHECK_STR(a.access_key, "AKIAIOSFODNN7EXAMPLE");
     CHECK_STR(a.region, "us-east-1");
     CHECK_STR(a.amz_date, "20130524T000000Z");
@@ -565,15 +565,15 @@ static void test_verify_examples(void)
     CHECK_STR(a.signature, "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
     CHECK_STR(a.signed_headers, "host;range;x-amz-content-sha256;x-amz-date");
     CHECK_STR(a.payload_hash, EMPTY);
-    CHECK(a.mode == S3_PAYLOAD_SHA256 && !a.presigned && !a.has_trailer);
+    CHECK(a.mode == AUTH_PAYLOAD_SHA256 && !a.presigned && !a.has_trailer);
     CHECK(a.req_time == at("20130524T000000Z"));
     uint8_t k[32];
-    s3_sigv4_signing_key("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "20130524", "us-east-1", k);
+    auth_sigv4_signing_key("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "20130524", "us-east-1", k);
     CHECK(memcmp(a.signing_key, k, 32) == 0);
-    CHECK(s3_auth_header_signed(&a, "range"));
-    CHECK(s3_auth_header_signed(&a, "host"));
-    CHECK(!s3_auth_header_signed(&a, "x-amz-rdma-token"));
-    CHECK(!s3_auth_header_signed(&a, "ran"));
+    CHECK(auth_auth_header_signed(&a, "range"));
+    CHECK(auth_auth_header_signed(&a, "host"));
+    CHECK(!auth_auth_header_signed(&a, "x-amz-rdma-token"));
+    CHECK(!auth_auth_header_signed(&a, "ran"));
 
     /* PUT Object, with the '$' sent raw and sent encoded */
     t.n = 0;
@@ -589,11 +589,11 @@ static void test_verify_examples(void)
              "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,"
              "SignedHeaders=date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class,"
              "Signature=98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd");
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, now, &a, msg, sizeof msg) == S3_OK);
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, now, &a, msg, sizeof msg) == S3_OK);
     r.path = "/test%24file.text";
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, now, &a, msg, sizeof msg) == S3_OK);
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, now, &a, msg, sizeof msg) == S3_OK);
     r.path = "/test%24file.tex";
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, now, &a, msg, sizeof msg) ==
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, now, &a, msg, sizeof msg) ==
           S3_ERR_SIGNATURE_MISMATCH);
 
     /* lifecycle and list, raw query strings */
@@ -608,13 +608,13 @@ static void test_verify_examples(void)
              "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,"
              "SignedHeaders=host;x-amz-content-sha256;x-amz-date,"
              "Signature=fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543");
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, now, &a, msg, sizeof msg) == S3_OK);
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, now, &a, msg, sizeof msg) == S3_OK);
     r.query = "max-keys=2&prefix=J";
     treq_set(&t, "Authorization",
              "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,"
              " SignedHeaders=host;x-amz-content-sha256;x-amz-date,  "
              "Signature=34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7");
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, now, &a, msg, sizeof msg) == S3_OK);
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, now, &a, msg, sizeof msg) == S3_OK);
 
     /* presigned GET, as a browser would send it */
     t.n = 0;
@@ -624,16 +624,16 @@ static void test_verify_examples(void)
               "X-Amz-SignedHeaders=host&X-Amz-Signature="
               "aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404";
     treq_set(&t, "Host", "examplebucket.s3.amazonaws.com");
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, now + 86000, &a, msg, sizeof msg) == S3_OK);
-    CHECK(a.presigned && a.mode == S3_PAYLOAD_EMPTY);
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, now + 86401, &a, msg, sizeof msg) ==
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, now + 86000, &a, msg, sizeof msg) == S3_OK);
+    CHECK(a.presigned && a.mode == AUTH_PAYLOAD_EMPTY);
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, now + 86401, &a, msg, sizeof msg) ==
           S3_ERR_EXPIRED_TOKEN);
     CHECK(strstr(msg, "expired") != NULL);
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, now - 3600, &a, msg, sizeof msg) ==
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, now - 3600, &a, msg, sizeof msg) ==
           S3_ERR_ACCESS_DENIED);
     CHECK(strstr(msg, "not valid yet") != NULL);
     treq_set(&t, "Host", "otherbucket.s3.amazonaws.com");
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, now, &a, msg, sizeof msg) ==
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, now, &a, msg, sizeof msg) ==
           S3_ERR_SIGNATURE_MISMATCH);
 }
 
@@ -642,7 +642,7 @@ static void test_verify_examples(void)
 
 typedef struct rt {
     treq_t t;
-    s3_http_req_t r;
+    auth_http_req_t r;
     char path[256], query[512];
     time_t when;
 } rt_t;
@@ -667,7 +667,7 @@ static void rt_make(rt_t *x, const char *payload, int use_date_header)
     hn[n] = "X-Amz-Content-SHA256", hv[n++] = payload;
     hn[n] = "x-amz-rdma-token", hv[n++] = "0x7f0000001000:4096:ofi1:shm:0a0b:01";
     char auth[512];
-    s3_sign_input_t in = {
+    auth_sign_input_t in = {
         .method = "PUT",
         .canonical_uri = x->path,
         .query = x->query,
@@ -680,22 +680,22 @@ static void rt_make(rt_t *x, const char *payload, int use_date_header)
         .region = "us-east-1",
         .when = x->when,
     };
-    CHECK(s3_sigv4_sign(&in, auth, sizeof auth) == 0);
+    CHECK(auth_sigv4_sign(&in, auth, sizeof auth) == 0);
     for (size_t i = 0; i < n; i++)
         treq_set(&x->t, hn[i], hv[i]);
     treq_set(&x->t, "Authorization", auth);
     treq_set(&x->t, "User-Agent", "not signed");
-    x->r = (s3_http_req_t){.method = "PUT",
-                           .path = x->path,
-                           .query = x->query,
-                           .get_header = treq_get,
-                           .header_at = treq_at,
-                           .arg = &x->t};
+    x->r = (auth_http_req_t){.method = "PUT",
+                             .path = x->path,
+                             .query = x->query,
+                             .get_header = treq_get,
+                             .header_at = treq_at,
+                             .arg = &x->t};
 }
 
-static s3_err_t rt_verify(rt_t *x, time_t now, s3_auth_t *a, char *msg, size_t msglen)
+static s3_err_t rt_verify(rt_t *x, time_t now, auth_auth_t *a, char *msg, size_t msglen)
 {
-    return s3_sigv4_verify(&x->r, secret_of, NULL, now, a, msg, msglen);
+    return auth_sigv4_verify(&x->r, secret_of, NULL, now, a, msg, msglen);
 }
 
 static char *auth_of(rt_t *x)
@@ -709,13 +709,13 @@ static char *auth_of(rt_t *x)
 static void test_round_trip(void)
 {
     rt_t x;
-    s3_auth_t a;
+    auth_auth_t a;
     char msg[512];
-    rt_make(&x, S3_UNSIGNED_PAYLOAD, 0);
+    rt_make(&x, AUTH_UNSIGNED_PAYLOAD, 0);
     CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_OK);
-    CHECK(a.mode == S3_PAYLOAD_UNSIGNED);
-    CHECK(s3_auth_header_signed(&a, "x-amz-rdma-token"));
-    CHECK(!s3_auth_header_signed(&a, "user-agent"));
+    CHECK(a.mode == AUTH_PAYLOAD_UNSIGNED);
+    CHECK(auth_auth_header_signed(&a, "x-amz-rdma-token"));
+    CHECK(!auth_auth_header_signed(&a, "user-agent"));
     CHECK_STR(a.signed_headers, "host;x-amz-content-sha256;x-amz-date;x-amz-rdma-token");
     /* Unsigned headers may change freely. */
     treq_set(&x.t, "User-Agent", "changed");
@@ -784,7 +784,7 @@ static void test_round_trip(void)
     CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_ERR_INVALID_ACCESS_KEY);
     CHECK(strstr(msg, "Wharf-dev") != NULL);
     memcpy(auth, saved, sizeof saved);
-    CHECK(s3_sigv4_verify(&x.r, secret_of, NULL, x.when, &a, NULL, 0) == S3_OK); /* no msg */
+    CHECK(auth_sigv4_verify(&x.r, secret_of, NULL, x.when, &a, NULL, 0) == S3_OK); /* no msg */
 
     /* Malformed headers, each with its own message. */
     struct {
@@ -873,19 +873,19 @@ static void test_round_trip(void)
     CHECK(strstr(msg, "x-amz-date or Date") != NULL);
 
     /* No auth at all; both forms at once. */
-    rt_make(&x, S3_UNSIGNED_PAYLOAD, 0);
+    rt_make(&x, AUTH_UNSIGNED_PAYLOAD, 0);
     treq_del(&x.t, "Authorization");
     CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_ERR_ACCESS_DENIED);
     CHECK(strstr(msg, "anonymous") != NULL);
     x.r.query = "AWSAccessKeyId=a&Signature=b&Expires=1";
     CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_ERR_INVALID_REQUEST);
-    rt_make(&x, S3_UNSIGNED_PAYLOAD, 0);
+    rt_make(&x, AUTH_UNSIGNED_PAYLOAD, 0);
     x.r.query = "X-Amz-Signature=abc";
     CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_ERR_INVALID_ARGUMENT);
     CHECK(strstr(msg, "only one auth mechanism") != NULL);
 
     /* The Date header instead of x-amz-date. */
-    rt_make(&x, S3_UNSIGNED_PAYLOAD, 1);
+    rt_make(&x, AUTH_UNSIGNED_PAYLOAD, 1);
     CHECK(rt_verify(&x, x.when + 60, &a, msg, sizeof msg) == S3_OK);
     CHECK(a.req_time == x.when);
     CHECK(rt_verify(&x, x.when + 3600, &a, msg, sizeof msg) == S3_ERR_REQUEST_TIME_TOO_SKEWED);
@@ -895,26 +895,27 @@ static void test_round_trip(void)
     /* x-amz-content-sha256: every mode, and what is not one. */
     struct {
         const char *v;
-        s3_payload_mode_t mode;
+        auth_payload_mode_t mode;
         int signed_trailer;
     } modes[] = {
-        {"44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072", S3_PAYLOAD_SHA256, 0},
-        {S3_UNSIGNED_PAYLOAD, S3_PAYLOAD_UNSIGNED, 0},
-        {S3_STREAMING_SIGNED, S3_PAYLOAD_STREAMING_SIGNED, 0},
-        {S3_STREAMING_SIGNED_TRAILER, S3_PAYLOAD_STREAMING_SIGNED, 1},
-        {S3_STREAMING_UNSIGNED_TRAILER, S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER, 0},
+        {"44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072", AUTH_PAYLOAD_SHA256,
+         0},
+        {AUTH_UNSIGNED_PAYLOAD, AUTH_PAYLOAD_UNSIGNED, 0},
+        {AUTH_STREAMING_SIGNED, AUTH_PAYLOAD_STREAMING_SIGNED, 0},
+        {AUTH_STREAMING_SIGNED_TRAILER, AUTH_PAYLOAD_STREAMING_SIGNED, 1},
+        {AUTH_STREAMING_UNSIGNED_TRAILER, AUTH_PAYLOAD_STREAMING_UNSIGNED_TRAILER, 0},
     };
     for (size_t i = 0; i < WH_ARRAY_SIZE(modes); i++) {
         rt_make(&x, modes[i].v, 0);
         CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_OK);
         CHECK(a.mode == modes[i].mode);
         CHECK(a.signed_trailer == modes[i].signed_trailer);
-        if (modes[i].mode == S3_PAYLOAD_SHA256)
+        if (modes[i].mode == AUTH_PAYLOAD_SHA256)
             CHECK_STR(a.payload_hash, modes[i].v);
     }
     /* x-amz-trailer names what the trailer checks: sent unsigned, it is refused (the signed
      * form is what real clients send: tests/func/test_server_http.py). */
-    rt_make(&x, S3_STREAMING_UNSIGNED_TRAILER, 0);
+    rt_make(&x, AUTH_STREAMING_UNSIGNED_TRAILER, 0);
     treq_set(&x.t, "x-amz-trailer", "x-amz-checksum-crc32c");
     CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_ERR_ACCESS_DENIED);
     CHECK(strstr(msg, "x-amz-trailer") != NULL);
@@ -927,7 +928,7 @@ static void test_round_trip(void)
         CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_ERR_INVALID_ARGUMENT);
         CHECK(strstr(msg, "x-amz-content-sha256") != NULL);
     }
-    rt_make(&x, S3_UNSIGNED_PAYLOAD, 0);
+    rt_make(&x, AUTH_UNSIGNED_PAYLOAD, 0);
     treq_del(&x.t, "x-amz-content-sha256");
     CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_ERR_INVALID_REQUEST);
     CHECK(strstr(msg, "x-amz-content-sha256") != NULL);
@@ -937,29 +938,29 @@ static void test_presign_round_trip(void)
 {
     time_t when = at("20240601T120000Z");
     char msg[512];
-    s3_auth_t a;
+    auth_auth_t a;
     wh_sbuf_t q;
     wh_sbuf_init(&q);
-    CHECK(s3_sigv4_presign("PUT", "/bucket/a%20b", "localhost:9000", "wharf-dev",
-                           "wharf-dev-secret", "us-east-1", when, 600, &q) == 0);
+    CHECK(auth_sigv4_presign("PUT", "/bucket/a%20b", "localhost:9000", "wharf-dev",
+                             "wharf-dev-secret", "us-east-1", when, 600, &q) == 0);
     treq_t t = {0};
     treq_set(&t, "Host", "localhost:9000");
-    s3_http_req_t r = {.method = "PUT",
-                       .path = "/bucket/a%20b",
-                       .query = q.data,
-                       .get_header = treq_get,
-                       .header_at = treq_at,
-                       .arg = &t};
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when + 10, &a, msg, sizeof msg) == S3_OK);
-    CHECK(a.presigned && a.mode == S3_PAYLOAD_EMPTY);
+    auth_http_req_t r = {.method = "PUT",
+                         .path = "/bucket/a%20b",
+                         .query = q.data,
+                         .get_header = treq_get,
+                         .header_at = treq_at,
+                         .arg = &t};
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, when + 10, &a, msg, sizeof msg) == S3_OK);
+    CHECK(a.presigned && a.mode == AUTH_PAYLOAD_EMPTY);
     CHECK_STR(a.signed_headers, "host");
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when + 600, &a, msg, sizeof msg) == S3_OK);
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when + 601, &a, msg, sizeof msg) ==
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, when + 600, &a, msg, sizeof msg) == S3_OK);
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, when + 601, &a, msg, sizeof msg) ==
           S3_ERR_EXPIRED_TOKEN);
     /* a body hash header, when sent, is what was signed over */
-    treq_set(&t, "x-amz-content-sha256", S3_UNSIGNED_PAYLOAD);
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_OK);
-    CHECK(a.mode == S3_PAYLOAD_UNSIGNED);
+    treq_set(&t, "x-amz-content-sha256", AUTH_UNSIGNED_PAYLOAD);
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_OK);
+    CHECK(a.mode == AUTH_PAYLOAD_UNSIGNED);
     treq_del(&t, "x-amz-content-sha256");
 
     /* Tampering with each parameter. */
@@ -1000,7 +1001,7 @@ static void test_presign_round_trip(void)
         snprintf(buf, sizeof buf, "%.*s%s%s", (int)(p - q.data), q.data, tw[i].to,
                  p + strlen(tw[i].from));
         r.query = buf;
-        s3_err_t e = s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg);
+        s3_err_t e = auth_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg);
         if (e != tw[i].want || !strstr(msg, tw[i].msg_has))
             fprintf(stderr, "tw[%zu]: got %s '%s'\n", i, s3_err_code(e), msg);
         CHECK(e == tw[i].want);
@@ -1010,11 +1011,11 @@ static void test_presign_round_trip(void)
     char buf[1024];
     snprintf(buf, sizeof buf, "%s&partNumber=1", q.data);
     r.query = buf;
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) ==
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) ==
           S3_ERR_SIGNATURE_MISMATCH);
     r.query = q.data;
     r.method = "GET";
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) ==
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) ==
           S3_ERR_SIGNATURE_MISMATCH);
     wh_sbuf_free(&q);
 }
@@ -1024,9 +1025,9 @@ static void test_presign_round_trip(void)
 static void test_unsigned_amz_headers(void)
 {
     char msg[512];
-    s3_auth_t a;
+    auth_auth_t a;
     rt_t x;
-    rt_make(&x, S3_UNSIGNED_PAYLOAD, 0);
+    rt_make(&x, AUTH_UNSIGNED_PAYLOAD, 0);
     CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_OK);
     treq_set(&x.t, "X-Amz-Copy-Source", "/secret/creds");
     CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_ERR_ACCESS_DENIED);
@@ -1043,7 +1044,7 @@ static void test_unsigned_amz_headers(void)
     CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_OK);
 
     /* An unsigned x-amz-date (header form) is the string to sign's date: bound anyway. */
-    rt_make(&x, S3_UNSIGNED_PAYLOAD, 1); /* signed with Date */
+    rt_make(&x, AUTH_UNSIGNED_PAYLOAD, 1); /* signed with Date */
     CHECK(rt_verify(&x, x.when, &a, msg, sizeof msg) == S3_OK);
     char amz[17];
     wh_amz_date(x.when, amz);
@@ -1054,25 +1055,27 @@ static void test_unsigned_amz_headers(void)
     time_t when = at("20240601T120000Z");
     wh_sbuf_t q;
     wh_sbuf_init(&q);
-    CHECK(s3_sigv4_presign("PUT", "/pub/upload", "h:1", "wharf-dev", "wharf-dev-secret",
-                           "us-east-1", when, 600, &q) == 0);
+    CHECK(auth_sigv4_presign("PUT", "/pub/upload", "h:1", "wharf-dev", "wharf-dev-secret",
+                             "us-east-1", when, 600, &q) == 0);
     treq_t t = {0};
     treq_set(&t, "Host", "h:1");
-    s3_http_req_t r = {.method = "PUT",
-                       .path = "/pub/upload",
-                       .query = q.data,
-                       .get_header = treq_get,
-                       .header_at = treq_at,
-                       .arg = &t};
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_OK);
-    treq_set(&t, "x-amz-content-sha256", S3_UNSIGNED_PAYLOAD); /* the payload line */
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_OK);
+    auth_http_req_t r = {.method = "PUT",
+                         .path = "/pub/upload",
+                         .query = q.data,
+                         .get_header = treq_get,
+                         .header_at = treq_at,
+                         .arg = &t};
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_OK);
+    treq_set(&t, "x-amz-content-sha256", AUTH_UNSIGNED_PAYLOAD); /* the payload line */
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_OK);
     treq_set(&t, "x-amz-copy-source", "/secret/creds");
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_ERR_ACCESS_DENIED);
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) ==
+          S3_ERR_ACCESS_DENIED);
     CHECK(strstr(msg, "not signed: x-amz-copy-source") != NULL);
     treq_del(&t, "x-amz-copy-source");
     treq_set(&t, "x-amz-date", "20240601T120000Z"); /* not what a presigned URL is dated by */
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_ERR_ACCESS_DENIED);
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) ==
+          S3_ERR_ACCESS_DENIED);
     CHECK(strstr(msg, "not signed: x-amz-date") != NULL);
     treq_del(&t, "x-amz-date");
     /* More than eight: the first eight are named. */
@@ -1080,12 +1083,13 @@ static void test_unsigned_amz_headers(void)
                                        "x-amz-f", "x-amz-g", "x-amz-h", "x-amz-i"};
     for (size_t i = 0; i < WH_ARRAY_SIZE(many); i++)
         treq_set(&t, many[i], "v");
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_ERR_ACCESS_DENIED);
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) ==
+          S3_ERR_ACCESS_DENIED);
     CHECK(strstr(msg, "x-amz-h, ...") != NULL && !strstr(msg, "x-amz-i"));
     /* A caller that cannot enumerate headers is refused rather than trusted. */
     t.n = 1;
     r.header_at = NULL;
-    CHECK(s3_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_ERR_INTERNAL);
+    CHECK(auth_sigv4_verify(&r, secret_of, NULL, when, &a, msg, sizeof msg) == S3_ERR_INTERNAL);
     wh_sbuf_free(&q);
 }
 

@@ -1,5 +1,5 @@
-/* libwharf's gateway list (src/client/endpoints.c): parsing one URL or a comma-separated list,
- * the per-thread round robin, and passing over a gateway that just failed. */
+/* libwharf's gateway list (src/client/client/endpoints.c): parsing one URL or a comma-separated
+ * list, the per-thread round robin, and passing over a gateway that just failed. */
 #include "client/client_int.h"
 
 #include "check.h"

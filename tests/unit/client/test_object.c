@@ -1,4 +1,4 @@
-/* libwharf's reply handling and piece stitching (src/client/object_piece.c, reply.c), driven
+/* libwharf's reply handling and piece stitching (src/client/client/object_piece.c, reply.c), driven
  * with replies built from header lines the way curl hands them over. */
 #include "client/object.h"
 

@@ -1,5 +1,5 @@
-/* Tests of src/cluster/chunks.c: durable write and read back with the footer's crc, abort and
- * leftover temp files leave nothing, damage is detected. */
+/* Tests of src/server/cluster/chunks.c: durable write and read back with the footer's crc, abort
+ * and leftover temp files leave nothing, damage is detected. */
 #include "base/crc.h"
 #include "base/digest.h"
 #include "check.h"

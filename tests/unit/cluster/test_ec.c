@@ -1,4 +1,4 @@
-/* Tests of src/cluster/ec.c: K+M parsing and its bounds, shard sizes, and for several K+M
+/* Tests of src/server/cluster/ec.c: K+M parsing and its bounds, shard sizes, and for several K+M
  * every pattern of up to M lost shards rebuilt byte for byte (data and parity shards), with
  * M+1 lost refused. */
 #include "check.h"

@@ -1,4 +1,4 @@
-/* Tests of src/cluster/itoken.c: sign/verify round trip, and every way a token is refused:
+/* Tests of src/server/cluster/itoken.c: sign/verify round trip, and every way a token is refused:
  * wrong key, a changed field, expiry, too long a life, malformed fields, op/mtok mismatch. */
 #include "check.h"
 #include "cluster/itoken.h"

@@ -1,4 +1,4 @@
-/* Tests of src/cluster/place.c: distinct replicas, determinism, spread in proportion to the
+/* Tests of src/server/cluster/place.c: distinct replicas, determinism, spread in proportion to the
  * free-space weights, and minimal movement when a node leaves. */
 #include "check.h"
 #include "cluster/place.h"

@@ -64,7 +64,7 @@ static int count_tmp(const char *dir)
 #define WIN (1u << 20)
 
 typedef struct filler {
-    store_data_writer_t *w;
+    data_writer_t *w;
     uint64_t total;
     unsigned first, step; /* windows first, first+step, ... */
     wh_status_t st;
@@ -78,7 +78,7 @@ static unsigned char pattern(uint64_t off)
 static void *fill(void *arg)
 {
     filler_t *f = arg;
-    const store_data_ops_t *ops = f->w->data->ops;
+    const data_ops_t *ops = f->w->data->ops;
     for (uint64_t k = f->first; k * WIN < f->total; k += f->step) {
         uint64_t off = k * WIN, n = f->total - off < WIN ? f->total - off : WIN;
         void *p = NULL;
@@ -93,17 +93,17 @@ static void *fill(void *arg)
 static void test_map_write(void)
 {
     char *dir = tmpdir();
-    store_local_config_t cfg = {.dir = dir, .high_water_pct = 100, .map_writes = true};
-    store_data_t *d = NULL;
-    CHECK(store_data_local_open(&cfg, &d) == WH_OK);
+    data_local_config_t cfg = {.dir = dir, .high_water_pct = 100, .map_writes = true};
+    data_table_t *d = NULL;
+    CHECK(data_local_open(&cfg, &d) == WH_OK);
     if (!d)
         return;
-    const store_data_ops_t *ops = d->ops;
+    const data_ops_t *ops = d->ops;
     /* Sizes: one byte, not a multiple of the window nor of a page, several windows. */
     const uint64_t sizes[] = {1, 3 * WIN + 4097, 8 * WIN};
     for (size_t i = 0; i < WH_ARRAY_SIZE(sizes); i++) {
         uint64_t total = sizes[i];
-        store_data_writer_t *w = NULL;
+        data_writer_t *w = NULL;
         CHECK(ops->writer_open(d, &w) == WH_OK);
         void *p;
         CHECK(ops->map_at(w, 0, 0, &p) == WH_ERR_UNSUPPORTED); /* not mapped yet */
@@ -121,11 +121,11 @@ static void test_map_write(void)
             pthread_join(th[t], NULL);
             CHECK(f[t].st == WH_OK);
         }
-        store_data_ref_t ref;
+        data_ref_t ref;
         CHECK(ops->finish(w, &ref) == WH_OK);
         ops->writer_free(w);
         CHECK(count_tmp(dir) == 0);
-        store_reader_t *r = NULL;
+        data_reader_t *r = NULL;
         CHECK(ops->reader_open(d, &ref, total, &r) == WH_OK);
         if (!r)
             continue;
@@ -144,7 +144,7 @@ static void test_map_write(void)
         ops->release(d, &ref);
     }
     /* Abort while mapped: the temp file goes. */
-    store_data_writer_t *w = NULL;
+    data_writer_t *w = NULL;
     CHECK(ops->writer_open(d, &w) == WH_OK);
     CHECK(ops->map_at_begin(w, 2 * WIN) == WH_OK);
     CHECK(count_tmp(dir) == 1);
@@ -166,13 +166,13 @@ static void test_map_write(void)
 static void test_not_mapped(bool direct)
 {
     char *dir = tmpdir();
-    store_local_config_t cfg = {
+    data_local_config_t cfg = {
         .dir = dir, .high_water_pct = 100, .direct_writes = direct, .map_writes = direct};
-    store_data_t *d = NULL;
-    CHECK(store_data_local_open(&cfg, &d) == WH_OK);
+    data_table_t *d = NULL;
+    CHECK(data_local_open(&cfg, &d) == WH_OK);
     if (!d)
         return;
-    store_data_writer_t *w = NULL;
+    data_writer_t *w = NULL;
     CHECK(d->ops->writer_open(d, &w) == WH_OK);
     CHECK(d->ops->map_at_begin(w, 16u << 20) == WH_ERR_UNSUPPORTED);
     CHECK(d->ops->write_at_begin(w, 16u << 20) == WH_OK);
@@ -207,7 +207,7 @@ static int count_objects(const char *dir)
 #define PIECE (3u << 20) /* not a divisor of the stripe: some pieces cross a stripe's end */
 
 typedef struct striper {
-    store_data_writer_t *w;
+    data_writer_t *w;
     uint64_t total;
     unsigned first, step;
     wh_status_t st;
@@ -231,17 +231,17 @@ static void *stripe_fill(void *arg)
 static void test_striped_write(void)
 {
     char *dir = tmpdir();
-    store_local_config_t cfg = {
+    data_local_config_t cfg = {
         .dir = dir, .high_water_pct = 100, .put_stripes = 3, .stripe_min = 16u << 20};
-    store_data_t *d = NULL;
-    CHECK(store_data_local_open(&cfg, &d) == WH_OK);
+    data_table_t *d = NULL;
+    CHECK(data_local_open(&cfg, &d) == WH_OK);
     if (!d)
         return;
-    const store_data_ops_t *ops = d->ops;
-    const uint64_t S = STORE_STRIPE_ALIGN;
+    const data_ops_t *ops = d->ops;
+    const uint64_t S = DATA_STRIPE_ALIGN;
     /* 5 windows and a bit: 3 stripes of 2 windows, the last 1 window + 4097 bytes. */
     uint64_t total = 5 * S + 4097;
-    store_data_writer_t *w = NULL;
+    data_writer_t *w = NULL;
     CHECK(ops->writer_open(d, &w) == WH_OK);
     CHECK(ops->write_at_begin(w, total) == WH_OK);
     CHECK_EQ_U64(ops->write_at_stripe(w), 2 * S);
@@ -263,7 +263,7 @@ static void test_striped_write(void)
     /* Read back across the first stripe's end before finish (the MD5 helper's way). */
     CHECK(ops->writer_pread(w, got, 4096, 2 * S - 2048) == WH_OK);
     CHECK(memcmp(got, want + 2 * S - 2048, 4096) == 0);
-    store_data_ref_t ref;
+    data_ref_t ref;
     CHECK(ops->finish(w, &ref) == WH_OK);
     ops->writer_free(w);
     CHECK(count_tmp(dir) == 0);
@@ -275,7 +275,7 @@ static void test_striped_write(void)
         CHECK(strcmp(ref.chunks[k].id, ref.id) != 0);
         CHECK(strncmp(ref.chunks[k].id, ref.chunks[0].id, 2) == 0); /* one directory */
     }
-    store_reader_t *r = NULL;
+    data_reader_t *r = NULL;
     CHECK(ops->reader_open(d, &ref, total, &r) == WH_OK);
     if (r) {
         CHECK(ops->reader_fd(r) == -1); /* a composed object: extents */
@@ -286,7 +286,7 @@ static void test_striped_write(void)
     }
     ops->release(d, &ref);
     CHECK(count_objects(dir) == 0);
-    store_data_ref_clear(&ref);
+    data_ref_clear(&ref);
     /* Aborted before and after finish: every stripe goes. */
     for (int published = 0; published < 2; published++) {
         CHECK(ops->writer_open(d, &w) == WH_OK);
@@ -295,7 +295,7 @@ static void test_striped_write(void)
         if (published) {
             CHECK(ops->finish(w, &ref) == WH_OK);
             CHECK(count_objects(dir) == 3);
-            store_data_ref_clear(&ref);
+            data_ref_clear(&ref);
         }
         ops->writer_abort(w);
         CHECK(count_tmp(dir) == 0);
@@ -323,7 +323,7 @@ static void test_striped_write(void)
     ops->writer_free(w);
     CHECK(count_objects(dir) == 1);
     ops->release(d, &ref);
-    store_data_ref_clear(&ref);
+    data_ref_clear(&ref);
     CHECK(count_objects(dir) == 0);
     /* Below the minimum: one file. */
     CHECK(ops->writer_open(d, &w) == WH_OK);
@@ -341,13 +341,13 @@ static void test_striped_write(void)
 static void test_one_stripe(void)
 {
     char *dir = tmpdir();
-    store_local_config_t cfg = {
+    data_local_config_t cfg = {
         .dir = dir, .high_water_pct = 100, .put_stripes = 1, .stripe_min = 16u << 20};
-    store_data_t *d = NULL;
-    CHECK(store_data_local_open(&cfg, &d) == WH_OK);
+    data_table_t *d = NULL;
+    CHECK(data_local_open(&cfg, &d) == WH_OK);
     if (!d)
         return;
-    store_data_writer_t *w = NULL;
+    data_writer_t *w = NULL;
     CHECK(d->ops->writer_open(d, &w) == WH_OK);
     CHECK(d->ops->write_at_begin(w, 64u << 20) == WH_OK);
     CHECK_EQ_U64(d->ops->write_at_stripe(w), 0);
@@ -362,8 +362,8 @@ static void test_one_stripe(void)
  * the release and is unlinked by the reclaiming thread, several released from threads at once;
  * a smaller one goes in place; close waits for the queue. */
 typedef struct releaser {
-    store_data_t *d;
-    store_data_ref_t ref;
+    data_table_t *d;
+    data_ref_t ref;
 } releaser_t;
 
 static void *do_release(void *arg)
@@ -373,9 +373,9 @@ static void *do_release(void *arg)
     return NULL;
 }
 
-static wh_status_t sparse_object(store_data_t *d, uint64_t total, store_data_ref_t *ref)
+static wh_status_t sparse_object(data_table_t *d, uint64_t total, data_ref_t *ref)
 {
-    store_data_writer_t *w = NULL;
+    data_writer_t *w = NULL;
     wh_status_t st = d->ops->writer_open(d, &w);
     if (st != WH_OK)
         return st;
@@ -389,19 +389,19 @@ static wh_status_t sparse_object(store_data_t *d, uint64_t total, store_data_ref
 }
 
 /* A data table in a fresh directory, one file per PUT (reclaim tests). */
-static store_data_t *open_one_stripe(char **dir)
+static data_table_t *open_one_stripe(char **dir)
 {
     *dir = tmpdir();
-    store_local_config_t cfg = {.dir = *dir, .high_water_pct = 100, .put_stripes = 1};
-    store_data_t *d = NULL;
-    CHECK(store_data_local_open(&cfg, &d) == WH_OK);
+    data_local_config_t cfg = {.dir = *dir, .high_water_pct = 100, .put_stripes = 1};
+    data_table_t *d = NULL;
+    CHECK(data_local_open(&cfg, &d) == WH_OK);
     return d;
 }
 
 static void test_reclaim(void)
 {
     char *dir;
-    store_data_t *d = open_one_stripe(&dir);
+    data_table_t *d = open_one_stripe(&dir);
     if (!d)
         return;
     releaser_t r[4];
@@ -410,7 +410,7 @@ static void test_reclaim(void)
         r[i].d = d;
         CHECK(sparse_object(d, (64u << 20) + i, &r[i].ref) == WH_OK);
     }
-    store_data_ref_t small;
+    data_ref_t small;
     CHECK(sparse_object(d, (64u << 20) - 1, &small) == WH_OK);
     CHECK(count_objects(dir) == 5);
     for (unsigned i = 0; i < 4; i++)
@@ -418,7 +418,7 @@ static void test_reclaim(void)
     for (unsigned i = 0; i < 4; i++)
         pthread_join(th[i], NULL);
     CHECK(count_objects(dir) == 1); /* out of objects/ when release returns */
-    store_space_t sp;
+    data_space_t sp;
     for (int i = 0; i < 2000; i++) { /* at most 10 s */
         CHECK(d->ops->space(d, &sp) == WH_OK);
         if (sp.reclaimed_files == 4 && sp.reclaim_pending == 0 && count_tmp(dir) == 0)
@@ -442,10 +442,10 @@ static void test_reclaim(void)
 
 /* An object of allocated blocks (fallocate on its file in DIR/objects) with pattern() in its
  * first and last MiB. */
-static wh_status_t allocated_object(store_data_t *d, const char *dir, uint64_t total,
-                                    store_data_ref_t *ref)
+static wh_status_t allocated_object(data_table_t *d, const char *dir, uint64_t total,
+                                    data_ref_t *ref)
 {
-    store_data_writer_t *w = NULL;
+    data_writer_t *w = NULL;
     wh_status_t st = d->ops->writer_open(d, &w);
     if (st != WH_OK)
         return st;
@@ -489,7 +489,7 @@ static bool has_pattern(const unsigned char *p, uint64_t off)
     return true;
 }
 
-static void reclaim_settle(store_data_t *d, const char *dir, uint64_t files, store_space_t *sp)
+static void reclaim_settle(data_table_t *d, const char *dir, uint64_t files, data_space_t *sp)
 {
     for (int i = 0; i < 4000; i++) { /* at most 20 s */
         CHECK(d->ops->space(d, sp) == WH_OK);
@@ -506,14 +506,14 @@ static void reclaim_settle(store_data_t *d, const char *dir, uint64_t files, sto
 static void test_reclaim_steps(void)
 {
     char *dir;
-    store_data_t *d = open_one_stripe(&dir);
+    data_table_t *d = open_one_stripe(&dir);
     if (!d)
         return;
     struct statfs fs;
     CHECK(statfs(dir, &fs) == 0);
     bool disk = fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC;
-    const store_data_ops_t *ops = d->ops;
-    store_data_ref_t big, held, mapped;
+    const data_ops_t *ops = d->ops;
+    data_ref_t big, held, mapped;
     uint64_t total = 600u << 20, mid = 320u << 20;
     CHECK(allocated_object(d, dir, total, &big) == WH_OK);
     struct stat sb;
@@ -522,7 +522,7 @@ static void test_reclaim_steps(void)
     CHECK(stat(rel, &sb) == 0);
     bool allocated = (uint64_t)sb.st_blocks * 512u >= total; /* fallocate is not refused */
     ops->release(d, &big);
-    store_space_t sp;
+    data_space_t sp;
     reclaim_settle(d, dir, 1, &sp);
     CHECK_EQ_U64(sp.reclaimed_files, 1);
     CHECK_EQ_U64(sp.reclaim_pending, 0);
@@ -530,7 +530,7 @@ static void test_reclaim_steps(void)
     CHECK_EQ_U64(sp.reclaim_steps, disk && allocated ? 3 : 0); /* 256 + 256 + 88 MiB */
     /* Ten files of 64 MiB (a multipart object's parts): each unlinked whole, and the frees
      * committed by a directory sync after every 256 MiB of them: two syncs. */
-    store_data_ref_t parts[10];
+    data_ref_t parts[10];
     for (int i = 0; i < 10; i++)
         CHECK(allocated_object(d, dir, 64u << 20, &parts[i]) == WH_OK);
     for (int i = 0; i < 10; i++)
@@ -541,7 +541,7 @@ static void test_reclaim_steps(void)
     /* Still read: one open (a GET or a copy), one only mapped (an RDMA GET). */
     CHECK(allocated_object(d, dir, mid, &held) == WH_OK);
     CHECK(allocated_object(d, dir, mid, &mapped) == WH_OK);
-    store_reader_t *r = NULL, *rm = NULL;
+    data_reader_t *r = NULL, *rm = NULL;
     CHECK(ops->reader_open(d, &held, mid, &r) == WH_OK);
     CHECK(ops->reader_open(d, &mapped, mid, &rm) == WH_OK);
     if (!r || !rm) {
@@ -580,11 +580,11 @@ static void test_reclaim_steps(void)
 static void test_reclaim_queue_grows(void)
 {
     char *dir;
-    store_data_t *d = open_one_stripe(&dir);
+    data_table_t *d = open_one_stripe(&dir);
     if (!d)
         return;
     enum { N = LD_RECLAIM_QUEUE + 300 };
-    store_data_ref_t ref = {.id = ""};
+    data_ref_t ref = {.id = ""};
     ref.chunks = calloc(N, sizeof *ref.chunks);
     CHECK(ref.chunks != NULL);
     if (!ref.chunks) {
@@ -615,7 +615,7 @@ static void test_reclaim_queue_grows(void)
     l->rc_hold = false;
     pthread_cond_broadcast(&l->rc_cond);
     pthread_mutex_unlock(&l->rc_lock);
-    store_space_t sp;
+    data_space_t sp;
     reclaim_settle(d, dir, N, &sp);
     CHECK_EQ_U64(sp.reclaimed_files, N);
     CHECK(count_tmp(dir) == 0);

@@ -19,7 +19,7 @@
 typedef struct child {
     pid_t pid;
     int to, from;
-    char token[TOKEN_MAX_LEN + 1];
+    char token[XFER_TOKEN_MAX_LEN + 1];
     uint64_t base, size;
 } child_t;
 
@@ -47,7 +47,7 @@ static void child_main(const char *prov, size_t size, int in, int out)
     xfer_config_t cfg;
     xfer_t *x = NULL;
     xfer_mr_t *mr = NULL;
-    char err[256], tok[TOKEN_MAX_LEN + 1];
+    char err[256], tok[XFER_TOKEN_MAX_LEN + 1];
     xfer_config_init(&cfg);
     cfg.provider = prov;
     cfg.role = XFER_ROLE_CLIENT;
@@ -107,13 +107,13 @@ static int child_start(child_t *c, const char *prov, size_t size)
     c->to = a[1];
     c->from = b[0];
     uint32_t n = 0;
-    if (read_full(c->from, &n, 4, 10000) || n == 0 || n > TOKEN_MAX_LEN ||
+    if (read_full(c->from, &n, 4, 10000) || n == 0 || n > XFER_TOKEN_MAX_LEN ||
         read_full(c->from, c->token, n, 2000))
         return -1;
     c->token[n] = '\0';
-    token_t t;
+    xfer_token_t t;
     char err[200];
-    if (token_parse(c->token, n, &t, err, sizeof err) != WH_OK)
+    if (xfer_token_parse(c->token, n, &t, err, sizeof err) != WH_OK)
         return -1;
     c->base = t.base;
     c->size = t.size;

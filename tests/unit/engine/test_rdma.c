@@ -1,8 +1,8 @@
 /* rdma.c against forked xfer clients, over shm and tcp: GET (whole, ranged, empty), PUT,
  * every decline with its status and message, the shm cross-process attack at the server
  * level, address binding for tcp, and the metrics. With WHARF_RDMA_PERF=1 it also measures
- * raw process_vm_writev against srv_rdma_get over shm on a 256 MiB file in page cache.
- * Positional PUTs (srv_rdma_put_at): bytes, checksums, the in-order fallback, failures. */
+ * raw process_vm_writev against rdma_get over shm on a 256 MiB file in page cache.
+ * Positional PUTs (rdma_put_at): bytes, checksums, the in-order fallback, failures. */
 #include "check.h"
 #include "base/crc.h"
 #include "base/util.h"
@@ -67,15 +67,15 @@ static wh_status_t sink(void *arg, const void *p, size_t n)
     return WH_OK;
 }
 
-static srv_rdma_t *open_rdma(const char *providers, bool trust)
+static rdma_t *open_rdma(const char *providers, bool trust)
 {
-    srv_rdma_config_t cfg;
-    srv_rdma_t *r = NULL;
-    srv_rdma_config_init(&cfg);
+    rdma_config_t cfg;
+    rdma_t *r = NULL;
+    rdma_config_init(&cfg);
     cfg.providers = providers;
     cfg.mem_budget = 48ull << 20;
     cfg.shm_trust_local = trust;
-    CHECK(srv_rdma_init(&cfg, &r) == WH_OK);
+    CHECK(rdma_init(&cfg, &r) == WH_OK);
     return r;
 }
 
@@ -95,7 +95,7 @@ static void peer_tcp(wh_peer_t *p, const char *addr)
 }
 
 /* GET whole and ranged, then PUT, through one provider. */
-static void get_put(srv_rdma_t *r, const char *prov, const wh_peer_t *peer_tmpl, bool bind_pid)
+static void get_put(rdma_t *r, const char *prov, const wh_peer_t *peer_tmpl, bool bind_pid)
 {
     fprintf(stderr, "== %s\n", prov);
     size_t size = (21u << 20) + 123;
@@ -106,10 +106,10 @@ static void get_put(srv_rdma_t *r, const char *prov, const wh_peer_t *peer_tmpl,
     wh_peer_t peer = *peer_tmpl;
     if (bind_pid)
         peer.pid = c.pid;
-    srv_rdma_result_t res;
+    rdma_result_t res;
 
-    CHECK(srv_rdma_check(r, c.token, &peer, size, &res));
-    wh_status_t st = srv_rdma_get(r, c.token, &peer, fd, 0, size, &res);
+    CHECK(rdma_check(r, c.token, &peer, size, &res));
+    wh_status_t st = rdma_get(r, c.token, &peer, fd, 0, size, &res);
     if (st != WH_OK)
         fprintf(stderr, "get: %d %s\n", res.http_status, res.message);
     CHECK(st == WH_OK);
@@ -124,16 +124,16 @@ static void get_put(srv_rdma_t *r, const char *prov, const wh_peer_t *peer_tmpl,
     CHECK(wh_pread_all(fd, tmp, len, off) == 0);
     uint64_t rcrc = wh_crc64nvme(0, tmp, len);
     free(tmp);
-    CHECK(srv_rdma_get(r, c.token, &peer, fd, off, len, &res) == WH_OK);
+    CHECK(rdma_get(r, c.token, &peer, fd, off, len, &res) == WH_OK);
     CHECK_EQ_U64(res.bytes, len);
     CHECK_EQ_U64(res.crc64nvme, rcrc);
     CHECK_EQ_U64(child_crc(&c, 0, len), rcrc);
     /* Empty range: 200, nothing moved. */
-    CHECK(srv_rdma_get(r, c.token, &peer, fd, 0, 0, &res) == WH_OK);
+    CHECK(rdma_get(r, c.token, &peer, fd, 0, 0, &res) == WH_OK);
     CHECK_EQ_U64(res.bytes, 0);
     CHECK_EQ_U64(res.crc64nvme, 0);
     /* Region too small for the range: 400 with the exact message. */
-    CHECK(srv_rdma_get(r, c.token, &peer, fd, 0, (uint64_t)size + 1, &res) != WH_OK);
+    CHECK(rdma_get(r, c.token, &peer, fd, 0, (uint64_t)size + 1, &res) != WH_OK);
     CHECK_EQ_U64(res.http_status, 400);
     char want[160];
     snprintf(want, sizeof want, "token size 0x%zx is smaller than range length 0x%zx", size,
@@ -144,7 +144,7 @@ static void get_put(srv_rdma_t *r, const char *prov, const wh_peer_t *peer_tmpl,
     child_fill(&c, 7);
     uint64_t ccrc = child_crc(&c, 0, size);
     sinkbuf_t sb = {.p = malloc(size), .cap = size};
-    CHECK(srv_rdma_put(r, c.token, &peer, sink, &sb, &res) == WH_OK);
+    CHECK(rdma_put(r, c.token, &peer, sink, &sb, &res) == WH_OK);
     CHECK_EQ_U64(res.http_status, 200);
     CHECK_EQ_U64(res.bytes, size);
     CHECK_EQ_U64(sb.len, size);
@@ -153,7 +153,7 @@ static void get_put(srv_rdma_t *r, const char *prov, const wh_peer_t *peer_tmpl,
     /* A sink failure fails the PUT (the caller then stores nothing). */
     sb.len = 0;
     sb.fail_after = 3;
-    CHECK(srv_rdma_put(r, c.token, &peer, sink, &sb, &res) != WH_OK);
+    CHECK(rdma_put(r, c.token, &peer, sink, &sb, &res) != WH_OK);
     CHECK(res.http_status >= 500);
     free(sb.p);
 
@@ -163,7 +163,7 @@ static void get_put(srv_rdma_t *r, const char *prov, const wh_peer_t *peer_tmpl,
     if (bind_pid)
         peer.pid = dead;
     uint64_t t0 = wh_now_ns();
-    CHECK(srv_rdma_get(r, c.token, &peer, fd, 0, size, &res) != WH_OK);
+    CHECK(rdma_get(r, c.token, &peer, fd, 0, size, &res) != WH_OK);
     CHECK(res.http_status >= 400);
     fprintf(stderr, "  dead client: %d %s (%.2fs)\n", res.http_status, res.message,
             (double)(wh_now_ns() - t0) / 1e9);
@@ -171,50 +171,51 @@ static void get_put(srv_rdma_t *r, const char *prov, const wh_peer_t *peer_tmpl,
     close(fd);
 }
 
-static void test_declines(srv_rdma_t *r)
+static void test_declines(rdma_t *r)
 {
-    srv_rdma_result_t res;
+    rdma_result_t res;
     wh_peer_t up, tp;
     peer_unix(&up, getpid());
     peer_tcp(&tp, "127.0.0.1:4000");
-    char tok[TOKEN_MAX_LEN];
+    char tok[XFER_TOKEN_MAX_LEN];
 
-    CHECK(!srv_rdma_check(r, "nonsense", &up, 1, &res));
+    CHECK(!rdma_check(r, "nonsense", &up, 1, &res));
     CHECK_EQ_U64(res.http_status, 400);
     CHECK_STR(res.s3_code, "InvalidArgument");
-    CHECK(!srv_rdma_check(r, "1000:1:ofi1:shm:0:1", &up, 1, &res));
+    CHECK(!rdma_check(r, "1000:1:ofi1:shm:0:1", &up, 1, &res));
     CHECK_EQ_U64(res.http_status, 400);
     CHECK(strstr(res.message, "'ep-name'") != NULL);
-    CHECK(!srv_rdma_check(r,
-                          "00007f1234560000:00100000:0badcafe:0001:00abcd:1:"
-                          "fe800000000000000211223344556677",
-                          &up, 1, &res));
+    CHECK(!rdma_check(r,
+                      "00007f1234560000:00100000:0badcafe:0001:00abcd:1:"
+                      "fe800000000000000211223344556677",
+                      &up, 1, &res));
     CHECK_EQ_U64(res.http_status, 501);
     CHECK_STR(res.s3_code, "NotImplemented");
     CHECK_STR(res.message, "no DC-capable provider is enabled (cuobj dialect needs one)");
-    CHECK(!srv_rdma_check(r, "0:1:ofi9:shm:00:1", &up, 1, &res));
+    CHECK(!rdma_check(r, "0:1:ofi9:shm:00:1", &up, 1, &res));
     CHECK_EQ_U64(res.http_status, 501);
     CHECK(strstr(res.message, "ofi9") != NULL);
-    CHECK(!srv_rdma_check(r, "1000:10:ofi1:verbs;ofi_rxm:0011:1", &up, 1, &res));
+    CHECK(!rdma_check(r, "1000:10:ofi1:verbs;ofi_rxm:0011:1", &up, 1, &res));
     CHECK_EQ_U64(res.http_status, 501);
     CHECK(strstr(res.message, "'ofi+verbs'") && strstr(res.message, "not enabled"));
-    CHECK(!srv_rdma_check(r, "1000:10:ofi1:foo:0011:1", &up, 1, &res));
+    CHECK(!rdma_check(r, "1000:10:ofi1:foo:0011:1", &up, 1, &res));
     CHECK_EQ_U64(res.http_status, 501);
     CHECK(strstr(res.message, "unknown RDMA provider 'foo'") != NULL);
     /* shm only over the Unix socket */
-    CHECK(token_pack_ofi1(0x1000, 0x10, "shm", "fi_shm://1:0:0", 15, 1, tok, sizeof tok) == WH_OK);
-    CHECK(!srv_rdma_check(r, tok, &tp, 1, &res));
+    CHECK(xfer_token_pack_ofi1(0x1000, 0x10, "shm", "fi_shm://1:0:0", 15, 1, tok, sizeof tok) ==
+          WH_OK);
+    CHECK(!rdma_check(r, tok, &tp, 1, &res));
     CHECK_EQ_U64(res.http_status, 501);
     CHECK(strstr(res.message, "Unix socket") != NULL);
-    CHECK(srv_rdma_check(r, tok, &up, 0x10, &res));
-    CHECK(!srv_rdma_check(r, tok, &up, 0x11, &res));
+    CHECK(rdma_check(r, tok, &up, 0x10, &res));
+    CHECK(!rdma_check(r, tok, &up, 0x11, &res));
     CHECK_STR(res.message, "token size 0x10 is smaller than range length 0x11");
 }
 
 /* A requester naming another process's shm memory is refused, the victim is unchanged. */
-static void test_attack(srv_rdma_t *r)
+static void test_attack(rdma_t *r)
 {
-    fprintf(stderr, "== shm attack through srv_rdma\n");
+    fprintf(stderr, "== shm attack through rdma_engine\n");
     child_t victim, attacker;
     size_t size = 1u << 20;
     uint64_t fcrc;
@@ -224,13 +225,13 @@ static void test_attack(srv_rdma_t *r)
     uint64_t before = child_crc(&victim, 0, size);
     wh_peer_t peer;
     peer_unix(&peer, attacker.pid);
-    srv_rdma_result_t res;
-    CHECK(srv_rdma_get(r, victim.token, &peer, fd, 0, size, &res) != WH_OK);
+    rdma_result_t res;
+    CHECK(rdma_get(r, victim.token, &peer, fd, 0, size, &res) != WH_OK);
     fprintf(stderr, "  %d %s\n", res.http_status, res.message);
     CHECK_EQ_U64(res.http_status, 403);
     CHECK_STR(res.s3_code, "AccessDenied");
     sinkbuf_t sb = {.p = malloc(size), .cap = size};
-    CHECK(srv_rdma_put(r, victim.token, &peer, sink, &sb, &res) != WH_OK);
+    CHECK(rdma_put(r, victim.token, &peer, sink, &sb, &res) != WH_OK);
     CHECK_EQ_U64(res.http_status, 403);
     CHECK_EQ_U64(sb.len, 0); /* nothing read out of the victim either */
     free(sb.p);
@@ -240,7 +241,7 @@ static void test_attack(srv_rdma_t *r)
     close(fd);
 }
 
-static void test_tcp_binding(srv_rdma_t *r)
+static void test_tcp_binding(rdma_t *r)
 {
     child_t c;
     size_t size = 1u << 20;
@@ -249,19 +250,19 @@ static void test_tcp_binding(srv_rdma_t *r)
     CHECK(child_start(&c, "ofi+tcp", size) == 0);
     wh_peer_t peer;
     peer_tcp(&peer, "10.9.8.7:5555");
-    srv_rdma_result_t res;
-    CHECK(srv_rdma_get(r, c.token, &peer, fd, 0, size, &res) != WH_OK);
+    rdma_result_t res;
+    CHECK(rdma_get(r, c.token, &peer, fd, 0, size, &res) != WH_OK);
     CHECK_EQ_U64(res.http_status, 403);
     CHECK(strstr(res.message, "not the requester's address") != NULL);
     child_stop(&c);
     close(fd);
 }
 
-static void test_metrics(srv_rdma_t *r)
+static void test_metrics(rdma_t *r)
 {
     wh_sbuf_t b;
     wh_sbuf_init(&b);
-    srv_rdma_metrics(r, &b);
+    rdma_metrics(r, &b);
     CHECK(!b.oom && b.data);
     if (!b.data)
         return;
@@ -285,7 +286,7 @@ static void test_metrics(srv_rdma_t *r)
     wh_sbuf_free(&b);
 }
 
-static uint64_t metric(srv_rdma_t *r, const char *series);
+static uint64_t metric(rdma_t *r, const char *series);
 
 /* A positional sink: write_at copies into place from any thread; it can refuse to start
  * (in-order fallback) or fail at one offset. */
@@ -355,14 +356,14 @@ static wh_status_t at_seq(void *arg, const void *p, size_t n)
 static void test_put_at(void)
 {
     fprintf(stderr, "== positional PUT\n");
-    srv_rdma_config_t cfg;
-    srv_rdma_t *r = NULL;
-    srv_rdma_config_init(&cfg);
+    rdma_config_t cfg;
+    rdma_t *r = NULL;
+    rdma_config_init(&cfg);
     cfg.providers = "shm";
     cfg.mem_budget = 48ull << 20;
     cfg.copy_threads = 8; /* several workers whatever this host has */
     cfg.put_threads = 8;
-    CHECK(srv_rdma_init(&cfg, &r) == WH_OK);
+    CHECK(rdma_init(&cfg, &r) == WH_OK);
     if (!r)
         return;
     /* Sizes around the positional threshold (two 8 MiB windows) and window edges. */
@@ -377,13 +378,13 @@ static void test_put_at(void)
         child_fill(&c, (unsigned char)(11 + i));
         uint64_t ccrc = child_crc(&c, 0, size);
         atsink_t s = {.p = calloc(1, size), .cap = size, .fail_at = ~0ull};
-        srv_rdma_sink_at_t at = {.begin = at_begin, .write_at = at_write, .want_crc32c = true};
-        srv_rdma_result_t res;
+        rdma_sink_at_t at = {.begin = at_begin, .write_at = at_write, .want_crc32c = true};
+        rdma_result_t res;
         memset(&res, 0, sizeof res);
         uint64_t ops0 = metric(r, "wharf_rdma_put_positional_total{unit=\"requests\"}");
-        token_arg_t ta;
-        token_arg_parse(&ta, c.token);
-        CHECK(srv_rdma_put_at(r, &ta, &peer, at_seq, &at, &s, &res) == WH_OK);
+        xfer_token_arg_t ta;
+        xfer_token_arg_parse(&ta, c.token);
+        CHECK(rdma_put_at(r, &ta, &peer, at_seq, &at, &s, &res) == WH_OK);
         CHECK_EQ_U64(res.http_status, 200);
         CHECK_EQ_U64(res.bytes, size);
         CHECK_EQ_U64(res.crc64nvme, ccrc);
@@ -403,7 +404,7 @@ static void test_put_at(void)
             s.began = 0;
             s.refuse = true;
             memset(&res, 0, sizeof res);
-            CHECK(srv_rdma_put_at(r, &ta, &peer, at_seq, &at, &s, &res) == WH_OK);
+            CHECK(rdma_put_at(r, &ta, &peer, at_seq, &at, &s, &res) == WH_OK);
             CHECK(!res.positional);
             CHECK_EQ_U64(res.crc64nvme, ccrc);
             CHECK_EQ_U64(wh_crc64nvme(0, s.p, size), ccrc);
@@ -412,20 +413,20 @@ static void test_put_at(void)
             s.fail_at = size / 2;
             memset(&res, 0, sizeof res);
             uint64_t t0 = wh_now_ns();
-            CHECK(srv_rdma_put_at(r, &ta, &peer, at_seq, &at, &s, &res) != WH_OK);
+            CHECK(rdma_put_at(r, &ta, &peer, at_seq, &at, &s, &res) != WH_OK);
             CHECK_EQ_U64(res.http_status, 507);
             CHECK(res.bytes < size);
             CHECK(wh_now_ns() - t0 < 10000000000ull);
             /* Mapped: the bytes land in place by map_at, write_at is never called, the
              * checksums are those of the bytes, and the server counts the mapped PUT. */
-            srv_rdma_sink_at_t atm = at;
+            rdma_sink_at_t atm = at;
             atm.map_at = at_map;
             memset(s.p, 0, size);
             s.fail_at = ~0ull;
             s.calls = s.maps = 0;
             uint64_t mb0 = metric(r, "wharf_rdma_put_mapped_bytes_total{unit=\"bytes\"}");
             memset(&res, 0, sizeof res);
-            CHECK(srv_rdma_put_at(r, &ta, &peer, at_seq, &atm, &s, &res) == WH_OK);
+            CHECK(rdma_put_at(r, &ta, &peer, at_seq, &atm, &s, &res) == WH_OK);
             CHECK(res.positional);
             CHECK_EQ_U64(res.bytes, size);
             CHECK_EQ_U64(res.crc64nvme, ccrc);
@@ -439,7 +440,7 @@ static void test_put_at(void)
             /* A window that cannot be mapped fails the PUT with the sink's status. */
             s.fail_at = size - 1;
             memset(&res, 0, sizeof res);
-            CHECK(srv_rdma_put_at(r, &ta, &peer, at_seq, &atm, &s, &res) != WH_OK);
+            CHECK(rdma_put_at(r, &ta, &peer, at_seq, &atm, &s, &res) != WH_OK);
             CHECK_EQ_U64(res.http_status, 507);
             CHECK_EQ_U64(metric(r, "wharf_rdma_put_mapped_bytes_total{unit=\"bytes\"}"),
                          mb0 + size);
@@ -448,7 +449,7 @@ static void test_put_at(void)
              * stripe that is no whole number of windows, or the whole object, is one file. */
             const uint64_t stripes[] = {8u << 20, 16u << 20, 12u << 20, 64u << 20};
             for (size_t k = 0; k < WH_ARRAY_SIZE(stripes); k++) {
-                srv_rdma_sink_at_t ats = at;
+                rdma_sink_at_t ats = at;
                 ats.stripe_len = at_stripe;
                 uint64_t st = stripes[k];
                 bool striped = st % (8u << 20) == 0 && st < size;
@@ -459,7 +460,7 @@ static void test_put_at(void)
                 uint64_t so0 = metric(r, "wharf_rdma_put_striped_total{unit=\"requests\"}");
                 uint64_t sf0 = metric(r, "wharf_rdma_put_striped_total{unit=\"stripes\"}");
                 memset(&res, 0, sizeof res);
-                CHECK(srv_rdma_put_at(r, &ta, &peer, at_seq, &ats, &s, &res) == WH_OK);
+                CHECK(rdma_put_at(r, &ta, &peer, at_seq, &ats, &s, &res) == WH_OK);
                 CHECK(res.positional);
                 CHECK_EQ_U64(res.bytes, size);
                 CHECK_EQ_U64(s.written, size);
@@ -475,15 +476,15 @@ static void test_put_at(void)
         free(s.p);
         child_stop(&c);
     }
-    srv_rdma_fini(r);
+    rdma_fini(r);
 }
 
 /* The value of one metrics line ("name{labels} value"), or ~0 if absent. */
-static uint64_t metric(srv_rdma_t *r, const char *series)
+static uint64_t metric(rdma_t *r, const char *series)
 {
     wh_sbuf_t b;
     wh_sbuf_init(&b);
-    srv_rdma_metrics(r, &b);
+    rdma_metrics(r, &b);
     uint64_t v = ~0ull;
     char want[160];
     snprintf(want, sizeof want, "\n%s ", series);
@@ -499,7 +500,7 @@ typedef struct parked {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool entered, release;
-    srv_rdma_t *r;
+    rdma_t *r;
     const char *token;
     wh_peer_t peer;
     wh_status_t st;
@@ -520,8 +521,8 @@ static wh_status_t park_sink(void *arg, const void *p, size_t n)
 static void *park_put(void *arg)
 {
     parked_t *k = arg;
-    srv_rdma_result_t res;
-    k->st = srv_rdma_put(k->r, k->token, &k->peer, park_sink, k, &res);
+    rdma_result_t res;
+    k->st = rdma_put(k->r, k->token, &k->peer, park_sink, k, &res);
     return NULL;
 }
 
@@ -532,13 +533,13 @@ static void *park_put(void *arg)
 static void test_busy(void)
 {
     fprintf(stderr, "== busy pool\n");
-    srv_rdma_config_t cfg;
-    srv_rdma_t *r = NULL;
-    srv_rdma_config_init(&cfg);
+    rdma_config_t cfg;
+    rdma_t *r = NULL;
+    rdma_config_init(&cfg);
     cfg.providers = "tcp";
     cfg.mem_budget = 8ull << 20; /* two 4 MiB buffers */
     cfg.pool_wait_ms = 20;
-    CHECK(srv_rdma_init(&cfg, &r) == WH_OK);
+    CHECK(rdma_init(&cfg, &r) == WH_OK);
     if (!r)
         return;
     CHECK_EQ_U64(metric(r, "wharf_rdma_pool_buffers{state=\"total\"}"), 2);
@@ -578,10 +579,10 @@ static void test_busy(void)
     }
     CHECK_EQ_U64(metric(r, "wharf_rdma_pool_buffers{state=\"free\"}"), 0);
 
-    srv_rdma_result_t res;
+    rdma_result_t res;
     int busy = 0;
     for (int i = 0; i < 200; i++) {
-        wh_status_t st = srv_rdma_get(r, b.token, &kp->peer, fd, 0, 4u << 20, &res);
+        wh_status_t st = rdma_get(r, b.token, &kp->peer, fd, 0, 4u << 20, &res);
         busy += st == WH_ERR_BUSY && res.http_status == 503 &&
                 strcmp(res.s3_code, "SlowDown") == 0 && strstr(res.message, "all 2 RDMA");
     }
@@ -589,7 +590,7 @@ static void test_busy(void)
     /* No GET left a pipeline (its mutex and condvar) behind. */
     CHECK_EQ_U64(metric(r, "wharf_rdma_pipelines_active"), 0);
     /* The holder itself is at its share. */
-    CHECK(srv_rdma_get(r, a.token, &kp->peer, fd, 0, 4u << 20, &res) == WH_ERR_BUSY);
+    CHECK(rdma_get(r, a.token, &kp->peer, fd, 0, 4u << 20, &res) == WH_ERR_BUSY);
     CHECK(strstr(res.message, "its share") != NULL);
 
     for (int j = 0; j < 2; j++) {
@@ -603,14 +604,14 @@ static void test_busy(void)
     }
     CHECK_EQ_U64(metric(r, "wharf_rdma_pool_buffers{state=\"free\"}"), 2);
     CHECK_EQ_U64(metric(r, "wharf_rdma_pipelines_active"), 0);
-    CHECK(srv_rdma_get(r, b.token, &kp->peer, fd, 0, 4u << 20, &res) == WH_OK);
+    CHECK(rdma_get(r, b.token, &kp->peer, fd, 0, 4u << 20, &res) == WH_OK);
     CHECK_EQ_U64(child_crc(&b, 0, 4u << 20), fcrc);
     CHECK(metric(r, "wharf_rdma_declines_total{reason=\"busy\"}") == 201);
     child_stop(&a2);
     child_stop(&a);
     child_stop(&b);
     close(fd);
-    srv_rdma_fini(r);
+    rdma_fini(r);
 }
 
 /* A tcp client stopped mid-GET: the GET fails by the inactivity timeout with its ops still in
@@ -621,15 +622,15 @@ static void test_busy(void)
 static void test_stalled_client(void)
 {
     fprintf(stderr, "== stalled tcp client\n");
-    srv_rdma_config_t cfg;
-    srv_rdma_t *r = NULL;
-    srv_rdma_config_init(&cfg);
+    rdma_config_t cfg;
+    rdma_t *r = NULL;
+    rdma_config_init(&cfg);
     cfg.providers = "tcp";
     cfg.mem_budget = 64ull << 20;
     cfg.timeout_ms = 3000; /* short, but no false timeouts of the others on a loaded machine */
     cfg.reap_ms = 500;
     cfg.pool_wait_ms = 200;
-    CHECK(srv_rdma_init(&cfg, &r) == WH_OK);
+    CHECK(rdma_init(&cfg, &r) == WH_OK);
     if (!r)
         return;
     size_t size = 48u << 20;
@@ -640,15 +641,15 @@ static void test_stalled_client(void)
     CHECK(child_start(&c, "ofi+tcp", size) == 0);
     wh_peer_t peer;
     peer_tcp(&peer, "127.0.0.1:4242");
-    srv_rdma_result_t res;
-    CHECK(srv_rdma_get(r, c.token, &peer, fd, 0, 1u << 20, &res) == WH_OK); /* connected */
-    CHECK(srv_rdma_get(r, a.token, &peer, fd, 0, 1u << 20, &res) == WH_OK);
+    rdma_result_t res;
+    CHECK(rdma_get(r, c.token, &peer, fd, 0, 1u << 20, &res) == WH_OK); /* connected */
+    CHECK(rdma_get(r, a.token, &peer, fd, 0, 1u << 20, &res) == WH_OK);
     uint64_t total = metric(r, "wharf_rdma_pool_buffers{state=\"total\"}");
     CHECK_EQ_U64(total, 16);
 
     stop_child(c.pid);
     uint64_t t0 = wh_now_ns();
-    CHECK(srv_rdma_get(r, c.token, &peer, fd, 0, size, &res) == WH_ERR_TIMEOUT);
+    CHECK(rdma_get(r, c.token, &peer, fd, 0, size, &res) == WH_ERR_TIMEOUT);
     CHECK_EQ_U64(res.http_status, 504);
     fprintf(stderr, "  stopped client: %d %s (%.2fs)\n", res.http_status, res.message,
             (double)(wh_now_ns() - t0) / 1e9);
@@ -656,12 +657,12 @@ static void test_stalled_client(void)
     CHECK(held > 0); /* ops still in flight: the buffers must not be reused yet */
 
     /* Another client is served at once (the stalled one holds only its share)... */
-    CHECK(srv_rdma_get(r, a.token, &peer, fd, 0, size, &res) == WH_OK);
+    CHECK(rdma_get(r, a.token, &peer, fd, 0, size, &res) == WH_OK);
     CHECK_EQ_U64(child_crc(&a, 0, size), fcrc);
     /* ...and within the reap time plus a little, the buffers come back, client still stopped. */
     uint64_t t1 = wh_now_ns();
     for (int i = 0; i < 100 && metric(r, "wharf_rdma_pool_buffers{state=\"free\"}") != total; i++) {
-        CHECK(srv_rdma_get(r, a.token, &peer, fd, 0, 1u << 20, &res) == WH_OK);
+        CHECK(rdma_get(r, a.token, &peer, fd, 0, 1u << 20, &res) == WH_OK);
         usleep(50000);
     }
     double back = (double)(wh_now_ns() - t1) / 1e9;
@@ -673,27 +674,27 @@ static void test_stalled_client(void)
     CHECK_EQ_U64(metric(r, "wharf_rdma_pipelines_active"), 0);
 
     kill(c.pid, SIGCONT);
-    CHECK(srv_rdma_get(r, c.token, &peer, fd, 0, size, &res) == WH_OK);
+    CHECK(rdma_get(r, c.token, &peer, fd, 0, size, &res) == WH_OK);
     CHECK_EQ_U64(child_crc(&c, 0, size), fcrc);
     child_stop(&a);
     child_stop(&c);
     close(fd);
-    srv_rdma_fini(r);
+    rdma_fini(r);
 }
 
-/* Best-of-n GB/s of srv_rdma_get (whole file) and srv_rdma_put (whole region) for one
+/* Best-of-n GB/s of rdma_get (whole file) and rdma_put (whole region) for one
  * provider against child c. */
 static void perf_arm(const char *providers, child_t *c, const wh_peer_t *peer, int fd, size_t size,
                      uint64_t fcrc, double *get, double *put)
 {
-    srv_rdma_t *r = open_rdma(providers, false);
-    srv_rdma_result_t res;
+    rdma_t *r = open_rdma(providers, false);
+    rdma_result_t res;
     *get = *put = 0;
     if (!r)
         return;
     for (int rep = 0; rep < 4; rep++) {
         uint64_t t0 = wh_now_ns();
-        CHECK(srv_rdma_get(r, c->token, peer, fd, 0, size, &res) == WH_OK);
+        CHECK(rdma_get(r, c->token, peer, fd, 0, size, &res) == WH_OK);
         double gbs = (double)size / (double)(wh_now_ns() - t0);
         *get = gbs > *get ? gbs : *get;
         CHECK_EQ_U64(res.crc64nvme, fcrc);
@@ -702,12 +703,12 @@ static void perf_arm(const char *providers, child_t *c, const wh_peer_t *peer, i
     for (int rep = 0; rep < 4; rep++) {
         sb.len = 0;
         uint64_t t0 = wh_now_ns();
-        CHECK(srv_rdma_put(r, c->token, peer, sink, &sb, &res) == WH_OK);
+        CHECK(rdma_put(r, c->token, peer, sink, &sb, &res) == WH_OK);
         double gbs = (double)size / (double)(wh_now_ns() - t0);
         *put = gbs > *put ? gbs : *put;
     }
     free(sb.p);
-    srv_rdma_fini(r);
+    rdma_fini(r);
 }
 
 static void perf(void)
@@ -759,7 +760,7 @@ int main(void)
     if (getenv("WHARF_RDMA_PERF")) {
         perf();
     } else {
-        srv_rdma_t *r = open_rdma("shm,tcp", false);
+        rdma_t *r = open_rdma("shm,tcp", false);
         if (r) {
             wh_peer_t up, tp;
             peer_unix(&up, 0);
@@ -770,19 +771,19 @@ int main(void)
             test_attack(r);
             test_tcp_binding(r);
             test_metrics(r);
-            srv_rdma_fini(r);
+            rdma_fini(r);
         }
         test_put_at();
         test_busy();
         test_stalled_client();
         /* providers none: everything declines, metrics still render. */
-        srv_rdma_t *n = open_rdma("none", false);
-        srv_rdma_result_t res;
+        rdma_t *n = open_rdma("none", false);
+        rdma_result_t res;
         wh_peer_t up;
         peer_unix(&up, getpid());
-        CHECK(!srv_rdma_check(n, "1000:10:ofi1:shm:0011:1", &up, 1, &res));
+        CHECK(!rdma_check(n, "1000:10:ofi1:shm:0011:1", &up, 1, &res));
         CHECK_EQ_U64(res.http_status, 501);
-        srv_rdma_fini(n);
+        rdma_fini(n);
     }
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);

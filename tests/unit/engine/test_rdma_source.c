@@ -1,4 +1,4 @@
-/* srv_rdma_get_source (rdma_get.c): a GET whose bytes come from a read callback instead of a
+/* rdma_get_source (rdma_get.c): a GET whose bytes come from a read callback instead of a
  * file (what an encrypted object's decrypting reader feeds), against forked xfer clients over
  * shm (bound: a direct batch, which a source still takes through the staged pool buffers) and
  * tcp. Whole, ranged and empty GETs land the source's bytes with their crc64nvme; the source is
@@ -65,19 +65,19 @@ static wh_status_t src_read(void *arg, void *buf, size_t n, uint64_t at)
     return WH_OK;
 }
 
-static srv_rdma_t *open_rdma(void)
+static rdma_t *open_rdma(void)
 {
-    srv_rdma_config_t cfg;
-    srv_rdma_t *r = NULL;
-    srv_rdma_config_init(&cfg);
+    rdma_config_t cfg;
+    rdma_t *r = NULL;
+    rdma_config_init(&cfg);
     cfg.providers = "shm,tcp";
     cfg.mem_budget = 48ull << 20;
     cfg.chunk_size = CHUNK;
-    CHECK(srv_rdma_init(&cfg, &r) == WH_OK);
+    CHECK(rdma_init(&cfg, &r) == WH_OK);
     return r;
 }
 
-static void run(srv_rdma_t *r, const char *prov, bool bound)
+static void run(rdma_t *r, const char *prov, bool bound)
 {
     fprintf(stderr, "== %s\n", prov);
     size_t size = (6u << 20) + 77;
@@ -93,17 +93,17 @@ static void run(srv_rdma_t *r, const char *prov, bool bound)
     } else {
         snprintf(peer.addr, sizeof peer.addr, "127.0.0.1:4242");
     }
-    token_arg_t tok;
-    token_arg_parse(&tok, c.token);
+    xfer_token_arg_t tok;
+    xfer_token_arg_parse(&tok, c.token);
     struct {
         uint64_t off, len;
     } cases[] = {{0, size}, {65536, 65536}, {(1u << 20) - 5, (3u << 20) + 11}, {size - 1, 1}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         uint64_t off = cases[k].off, len = cases[k].len;
         src_t s = {.next = off};
-        srv_rdma_result_t res;
+        rdma_result_t res;
         memset(&res, 0, sizeof res);
-        wh_status_t st = srv_rdma_get_source(r, &tok, &peer, src_read, &s, off, len, &res);
+        wh_status_t st = rdma_get_source(r, &tok, &peer, src_read, &s, off, len, &res);
         if (st != WH_OK)
             fprintf(stderr, "  get %llu+%llu: %d %s\n", (unsigned long long)off,
                     (unsigned long long)len, res.http_status, res.message);
@@ -122,8 +122,8 @@ static void run(srv_rdma_t *r, const char *prov, bool bound)
 
     /* Empty: 200, the source never asked. */
     src_t e = {.next = 0};
-    srv_rdma_result_t res;
-    CHECK(srv_rdma_get_source(r, &tok, &peer, src_read, &e, 0, 0, &res) == WH_OK);
+    rdma_result_t res;
+    CHECK(rdma_get_source(r, &tok, &peer, src_read, &e, 0, 0, &res) == WH_OK);
     CHECK_EQ_U64(res.bytes, 0);
     CHECK_EQ_U64(e.calls, 0);
 
@@ -134,7 +134,7 @@ static void run(srv_rdma_t *r, const char *prov, bool bound)
     uint64_t before = child_crc(&c, fail_chunk * CHUNK, CHUNK);
     src_t f = {.next = 0, .fail_at = fail_chunk * CHUNK + 1000, .fail_st = WH_ERR_CHECKSUM};
     memset(&res, 0, sizeof res);
-    wh_status_t st = srv_rdma_get_source(r, &tok, &peer, src_read, &f, 0, size, &res);
+    wh_status_t st = rdma_get_source(r, &tok, &peer, src_read, &f, 0, size, &res);
     CHECK(st == WH_ERR_CHECKSUM);
     CHECK_EQ_U64(res.http_status, 500);
     CHECK_STR(res.s3_code, "InternalError");
@@ -149,23 +149,23 @@ static void run(srv_rdma_t *r, const char *prov, bool bound)
     /* Other statuses keep their S3 meaning: stored bytes out of reach (a cluster's) are 503. */
     src_t a = {.next = 0, .fail_at = 0, .fail_st = WH_ERR_UNAVAILABLE};
     memset(&res, 0, sizeof res);
-    CHECK(srv_rdma_get_source(r, &tok, &peer, src_read, &a, 0, size, &res) == WH_ERR_UNAVAILABLE);
+    CHECK(rdma_get_source(r, &tok, &peer, src_read, &a, 0, size, &res) == WH_ERR_UNAVAILABLE);
     CHECK_EQ_U64(res.http_status, 503);
     CHECK_STR(res.s3_code, "ServiceUnavailable");
     CHECK_EQ_U64(res.bytes, 0);
 
     /* The engine still serves the same client after the failures. */
     src_t ok = {.next = 0};
-    CHECK(srv_rdma_get_source(r, &tok, &peer, src_read, &ok, 0, size, &res) == WH_OK);
+    CHECK(rdma_get_source(r, &tok, &peer, src_read, &ok, 0, size, &res) == WH_OK);
     CHECK_EQ_U64(child_crc(&c, 0, size), obj_crc(0, size));
 
     /* The region too small: 400 before the source is asked. */
     src_t big = {.next = 0};
-    CHECK(srv_rdma_get_source(r, &tok, &peer, src_read, &big, 0, size + 1, &res) != WH_OK);
+    CHECK(rdma_get_source(r, &tok, &peer, src_read, &big, 0, size + 1, &res) != WH_OK);
     CHECK_EQ_U64(res.http_status, 400);
     CHECK_EQ_U64(big.calls, 0);
     /* No source: refused, nothing moved. */
-    CHECK(srv_rdma_get_source(r, &tok, &peer, NULL, NULL, 0, size, &res) != WH_OK);
+    CHECK(rdma_get_source(r, &tok, &peer, NULL, NULL, 0, size, &res) != WH_OK);
     CHECK_EQ_U64(res.http_status, 500);
     child_stop(&c);
 }
@@ -181,7 +181,7 @@ static int peer_main(const char *prov, const char *bytes)
     xfer_config_t cfg;
     xfer_t *x = NULL;
     xfer_mr_t *mr = NULL;
-    char err[256], tok[TOKEN_MAX_LEN + 1], line[4200];
+    char err[256], tok[XFER_TOKEN_MAX_LEN + 1], line[4200];
     size_t n = (size_t)strtoull(bytes, NULL, 0);
     uint8_t *buf = n ? malloc(n) : NULL;
     xfer_config_init(&cfg);
@@ -234,11 +234,11 @@ int main(int argc, char **argv)
         return peer_main(argv[2], argv[3]);
     signal(SIGPIPE, SIG_IGN);
     alarm(200);
-    srv_rdma_t *r = open_rdma();
+    rdma_t *r = open_rdma();
     if (r) {
         run(r, "ofi+shm", true);
         run(r, "ofi+tcp", false);
-        srv_rdma_fini(r);
+        rdma_fini(r);
     }
     return check_done();
 }

@@ -68,133 +68,133 @@ static void test_users_keys_lookup(void)
     meta_t *m = NULL;
     CHECK(meta_open(db, &m) == WH_OK);
     meta_set_durable(m, false);
-    srv_ident_config_t cfg = {.meta = m,
-                              .key_file = kf,
-                              .create_key = true,
-                              .account_id = "123456789012",
-                              .root_access_key = "rootkey"};
-    srv_ident_t *id = NULL;
-    CHECK(srv_ident_open(&cfg, &id) == WH_OK);
+    ident_config_t cfg = {.meta = m,
+                          .key_file = kf,
+                          .create_key = true,
+                          .account_id = "123456789012",
+                          .root_access_key = "rootkey"};
+    ident_t *id = NULL;
+    CHECK(ident_open(&cfg, &id) == WH_OK);
     struct stat sb;
     CHECK(stat(kf, &sb) == 0 && (sb.st_mode & 0777) == 0600);
 
     meta_user_t u;
-    CHECK(srv_ident_user_create(id, "alice", &u) == WH_OK);
+    CHECK(ident_user_create(id, "alice", &u) == WH_OK);
     CHECK(strncmp(u.user_id, "AIDA", 4) == 0 && strlen(u.user_id) == 21);
     CHECK(strlen(u.canonical_id) == 64);
-    CHECK(srv_ident_user_create(id, "alice", NULL) == WH_ERR_EXISTS);
-    CHECK(srv_ident_user_create(id, "bad name", NULL) == WH_ERR_INVALID);
-    CHECK(srv_ident_user_create(id, "", NULL) == WH_ERR_INVALID);
+    CHECK(ident_user_create(id, "alice", NULL) == WH_ERR_EXISTS);
+    CHECK(ident_user_create(id, "bad name", NULL) == WH_ERR_INVALID);
+    CHECK(ident_user_create(id, "", NULL) == WH_ERR_INVALID);
 
     meta_access_key_t k;
-    char secret[SRV_SECRET_MAX + 1], msg[200];
-    CHECK(srv_ident_key_create(id, "alice", NULL, NULL, &k, secret, msg, sizeof msg) == WH_OK);
+    char secret[IDENT_SECRET_MAX + 1], msg[200];
+    CHECK(ident_key_create(id, "alice", NULL, NULL, &k, secret, msg, sizeof msg) == WH_OK);
     CHECK(strncmp(k.access_key, "AKIA", 4) == 0 && strlen(k.access_key) == 20);
     CHECK_EQ_U64(strlen(secret), 40);
     CHECK(strstr(k.secret_sealed, secret) == NULL);
-    CHECK(srv_ident_key_create(id, "nobody", NULL, NULL, &k, secret, msg, sizeof msg) ==
+    CHECK(ident_key_create(id, "nobody", NULL, NULL, &k, secret, msg, sizeof msg) ==
           WH_ERR_NOT_FOUND);
-    CHECK(srv_ident_key_create(id, "alice", "short", "longenoughsecret", &k, secret, msg,
-                               sizeof msg) == WH_ERR_INVALID);
+    CHECK(ident_key_create(id, "alice", "short", "longenoughsecret", &k, secret, msg, sizeof msg) ==
+          WH_ERR_INVALID);
     CHECK(strstr(msg, "16 to 128") != NULL);
-    CHECK(srv_ident_key_create(id, "alice", "AKIAGIVEN0000000001", "has space", &k, secret, msg,
-                               sizeof msg) == WH_ERR_INVALID);
-    CHECK(srv_ident_key_create(id, "alice", "rootkeyrootkeyroot", "secret-of-given", &k, secret,
-                               msg, sizeof msg) == WH_OK);
-    CHECK(srv_ident_key_create(id, "alice", "AKIAGIVEN0000000001", "secret-of-given", &k, secret,
-                               msg, sizeof msg) == WH_OK);
-    CHECK(srv_ident_key_create(id, "alice", "AKIAGIVEN0000000001", "secret-of-given", &k, secret,
-                               msg, sizeof msg) == WH_ERR_EXISTS);
+    CHECK(ident_key_create(id, "alice", "AKIAGIVEN0000000001", "has space", &k, secret, msg,
+                           sizeof msg) == WH_ERR_INVALID);
+    CHECK(ident_key_create(id, "alice", "rootkeyrootkeyroot", "secret-of-given", &k, secret, msg,
+                           sizeof msg) == WH_OK);
+    CHECK(ident_key_create(id, "alice", "AKIAGIVEN0000000001", "secret-of-given", &k, secret, msg,
+                           sizeof msg) == WH_OK);
+    CHECK(ident_key_create(id, "alice", "AKIAGIVEN0000000001", "secret-of-given", &k, secret, msg,
+                           sizeof msg) == WH_ERR_EXISTS);
 
-    s3_principal_t who;
-    char got[SRV_SECRET_MAX + 1];
-    CHECK(srv_ident_lookup(id, "AKIAGIVEN0000000001", got, sizeof got, &who) == WH_OK);
+    auth_principal_t who;
+    char got[IDENT_SECRET_MAX + 1];
+    CHECK(ident_lookup(id, "AKIAGIVEN0000000001", got, sizeof got, &who) == WH_OK);
     CHECK_STR(got, "secret-of-given");
-    CHECK(who.kind == S3_PRINCIPAL_USER);
+    CHECK(who.kind == AUTH_PRINCIPAL_USER);
     CHECK_STR(who.user, "alice");
     CHECK_STR(who.canonical_id, u.canonical_id);
     CHECK_STR(who.arn, "arn:aws:iam::123456789012:user/alice");
     CHECK_STR(who.access_key, "AKIAGIVEN0000000001");
-    CHECK(srv_ident_lookup(id, "AKIANOSUCHKEY000000", got, sizeof got, &who) == WH_ERR_NOT_FOUND);
+    CHECK(ident_lookup(id, "AKIANOSUCHKEY000000", got, sizeof got, &who) == WH_ERR_NOT_FOUND);
 
     /* The lookup on every request a user signs: one indexed query and one AES-GCM open. */
     enum { N = 20000 };
     double t0 = now_s();
     int ok = 0;
     for (int i = 0; i < N; i++)
-        ok += srv_ident_lookup(id, "AKIAGIVEN0000000001", got, sizeof got, &who) == WH_OK;
+        ok += ident_lookup(id, "AKIAGIVEN0000000001", got, sizeof got, &who) == WH_OK;
     double per = (now_s() - t0) / N * 1e6;
     CHECK(ok == N);
     t0 = now_s();
     for (int i = 0; i < N; i++)
-        srv_ident_root(id, "rootkey", &who);
+        ident_root(id, "rootkey", &who);
     double root_per = (now_s() - t0) / N * 1e6;
-    CHECK(who.kind == S3_PRINCIPAL_ROOT);
+    CHECK(who.kind == AUTH_PRINCIPAL_ROOT);
     CHECK_STR(who.arn, "arn:aws:iam::123456789012:root");
     printf("measure: user key lookup %.2f us (SQLite, %d lookups), root %.3f us\n", per, N,
            root_per);
 
     /* Inactive and deleted keys fail at the next lookup. */
     CHECK(meta_key_set_active(m, "AKIAGIVEN0000000001", false) == WH_OK);
-    CHECK(srv_ident_lookup(id, "AKIAGIVEN0000000001", got, sizeof got, &who) == WH_ERR_NOT_FOUND);
+    CHECK(ident_lookup(id, "AKIAGIVEN0000000001", got, sizeof got, &who) == WH_ERR_NOT_FOUND);
     CHECK(meta_key_set_active(m, "AKIAGIVEN0000000001", true) == WH_OK);
-    CHECK(srv_ident_lookup(id, "AKIAGIVEN0000000001", got, sizeof got, &who) == WH_OK);
+    CHECK(ident_lookup(id, "AKIAGIVEN0000000001", got, sizeof got, &who) == WH_OK);
     CHECK(meta_key_delete(m, "AKIAGIVEN0000000001") == WH_OK);
-    CHECK(srv_ident_lookup(id, "AKIAGIVEN0000000001", got, sizeof got, &who) == WH_ERR_NOT_FOUND);
-    srv_ident_close(id);
+    CHECK(ident_lookup(id, "AKIAGIVEN0000000001", got, sizeof got, &who) == WH_ERR_NOT_FOUND);
+    ident_close(id);
 
     /* The key file is reused, not replaced; a different key cannot open the secrets. */
     id = NULL;
-    CHECK(srv_ident_open(&cfg, &id) == WH_OK);
-    CHECK(srv_ident_lookup(id, "rootkeyrootkeyroot", got, sizeof got, &who) == WH_OK);
+    CHECK(ident_open(&cfg, &id) == WH_OK);
+    CHECK(ident_lookup(id, "rootkeyrootkeyroot", got, sizeof got, &who) == WH_OK);
     CHECK_STR(got, "secret-of-given");
-    srv_ident_close(id);
+    ident_close(id);
     FILE *f = fopen(kf, "w");
     fprintf(f, "%064d\n", 1);
     fclose(f);
     id = NULL;
-    CHECK(srv_ident_open(&cfg, &id) == WH_OK);
-    CHECK(srv_ident_lookup(id, "rootkeyrootkeyroot", got, sizeof got, &who) == WH_ERR_INTERNAL);
-    srv_ident_close(id);
+    CHECK(ident_open(&cfg, &id) == WH_OK);
+    CHECK(ident_lookup(id, "rootkeyrootkeyroot", got, sizeof got, &who) == WH_ERR_INTERNAL);
+    ident_close(id);
     f = fopen(kf, "w");
     fprintf(f, "not hex\n");
     fclose(f);
     id = NULL;
-    CHECK(srv_ident_open(&cfg, &id) == WH_ERR_INVALID);
+    CHECK(ident_open(&cfg, &id) == WH_ERR_INVALID);
     /* No key file at all: users' keys are refused, root still works. */
-    srv_ident_config_t nokey = {.meta = m, .root_access_key = "rootkey"};
+    ident_config_t nokey = {.meta = m, .root_access_key = "rootkey"};
     id = NULL;
-    CHECK(srv_ident_open(&nokey, &id) == WH_OK);
-    CHECK(!srv_ident_has_key(id));
-    CHECK(srv_ident_lookup(id, "rootkeyrootkeyroot", got, sizeof got, &who) == WH_ERR_NOT_FOUND);
-    CHECK(srv_ident_key_create(id, "alice", NULL, NULL, &k, secret, msg, sizeof msg) ==
+    CHECK(ident_open(&nokey, &id) == WH_OK);
+    CHECK(!ident_has_key(id));
+    CHECK(ident_lookup(id, "rootkeyrootkeyroot", got, sizeof got, &who) == WH_ERR_NOT_FOUND);
+    CHECK(ident_key_create(id, "alice", NULL, NULL, &k, secret, msg, sizeof msg) ==
           WH_ERR_UNSUPPORTED);
-    srv_ident_close(id);
+    ident_close(id);
     /* An explicit key file that does not exist is an error (not made up silently). */
-    srv_ident_config_t missing = {.meta = m, .key_file = "/nonexistent/wharf.key"};
+    ident_config_t missing = {.meta = m, .key_file = "/nonexistent/wharf.key"};
     id = NULL;
-    CHECK(srv_ident_open(&missing, &id) == WH_ERR_NOT_FOUND);
+    CHECK(ident_open(&missing, &id) == WH_ERR_NOT_FOUND);
     meta_close(m);
     nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static void test_names(void)
 {
-    CHECK(srv_ident_name_valid("a", 64));
-    CHECK(srv_ident_name_valid("Alice+Ops=1,x.y@z_w-v", 64));
-    CHECK(!srv_ident_name_valid("with space", 64));
-    CHECK(!srv_ident_name_valid("slash/no", 64));
+    CHECK(ident_name_valid("a", 64));
+    CHECK(ident_name_valid("Alice+Ops=1,x.y@z_w-v", 64));
+    CHECK(!ident_name_valid("with space", 64));
+    CHECK(!ident_name_valid("slash/no", 64));
     char longname[70];
     memset(longname, 'a', 65);
     longname[65] = '\0';
-    CHECK(!srv_ident_name_valid(longname, 64));
+    CHECK(!ident_name_valid(longname, 64));
     longname[64] = '\0';
-    CHECK(srv_ident_name_valid(longname, 64));
-    CHECK(srv_ident_ak_invalid("AKIA0123456789AB") == NULL);
-    CHECK(srv_ident_ak_invalid("AKIA-0123456789AB") != NULL);
-    CHECK(srv_ident_sk_invalid("12345678") == NULL);
-    CHECK(srv_ident_sk_invalid("1234567") != NULL);
-    CHECK(srv_ident_sk_invalid("tab\there!") != NULL);
+    CHECK(ident_name_valid(longname, 64));
+    CHECK(ident_ak_invalid("AKIA0123456789AB") == NULL);
+    CHECK(ident_ak_invalid("AKIA-0123456789AB") != NULL);
+    CHECK(ident_sk_invalid("12345678") == NULL);
+    CHECK(ident_sk_invalid("1234567") != NULL);
+    CHECK(ident_sk_invalid("tab\there!") != NULL);
 }
 
 /* User policies may grant the IAM API's actions on IAM user ARNs; bucket policies may not. */
@@ -202,27 +202,27 @@ static void test_iam_actions_in_policies(void)
 {
     const char *doc = "{\"Statement\":[{\"Effect\":\"Allow\",\"Action\":\"iam:Create*\","
                       "\"Resource\":\"arn:aws:iam::123456789012:user/team-*\"}]}";
-    s3_policy_t *pol = NULL;
+    auth_policy_t *pol = NULL;
     char msg[200] = "";
-    CHECK(s3_policy_parse_user(doc, strlen(doc), &pol, msg, sizeof msg) == S3_OK);
-    s3_principal_t who = {.kind = S3_PRINCIPAL_USER, .user = "boss"};
-    s3_authz_ctx_t ctx = {.who = &who,
-                          .account = "123456789012",
-                          .action = "iam:CreateUser",
-                          .resource = "arn:aws:iam::123456789012:user/team-a"};
-    CHECK(pol && s3_policy_eval(pol, &ctx) == S3_POLICY_ALLOW);
+    CHECK(auth_policy_parse_user(doc, strlen(doc), &pol, msg, sizeof msg) == S3_OK);
+    auth_principal_t who = {.kind = AUTH_PRINCIPAL_USER, .user = "boss"};
+    auth_authz_ctx_t ctx = {.who = &who,
+                            .account = "123456789012",
+                            .action = "iam:CreateUser",
+                            .resource = "arn:aws:iam::123456789012:user/team-a"};
+    CHECK(pol && auth_policy_eval(pol, &ctx) == AUTH_POLICY_ALLOW);
     ctx.resource = "arn:aws:iam::123456789012:user/other";
-    CHECK(pol && s3_policy_eval(pol, &ctx) == S3_POLICY_NO_MATCH);
+    CHECK(pol && auth_policy_eval(pol, &ctx) == AUTH_POLICY_NO_MATCH);
     ctx.resource = "arn:aws:iam::123456789012:user/team-a";
     ctx.action = "iam:DeleteUser";
-    CHECK(pol && s3_policy_eval(pol, &ctx) == S3_POLICY_NO_MATCH);
-    s3_policy_free(pol);
+    CHECK(pol && auth_policy_eval(pol, &ctx) == AUTH_POLICY_NO_MATCH);
+    auth_policy_free(pol);
     const char *bucket = "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\","
                          "\"Action\":\"iam:CreateUser\",\"Resource\":\"*\"}]}";
     pol = NULL;
-    CHECK(s3_policy_parse(bucket, strlen(bucket), &pol, msg, sizeof msg) != S3_OK);
+    CHECK(auth_policy_parse(bucket, strlen(bucket), &pol, msg, sizeof msg) != S3_OK);
     CHECK(strstr(msg, "invalid action") != NULL);
-    s3_policy_free(pol);
+    auth_policy_free(pol);
 }
 
 int main(void)

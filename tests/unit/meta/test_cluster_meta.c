@@ -9,7 +9,7 @@
 
 static bool g_pg;
 
-static void mk_chunk(store_chunk_t *c, unsigned id, uint64_t off, uint64_t len, uint32_t n1,
+static void mk_chunk(data_chunk_t *c, unsigned id, uint64_t off, uint64_t len, uint32_t n1,
                      uint32_t n2)
 {
     memset(c, 0, sizeof *c);
@@ -22,7 +22,7 @@ static void mk_chunk(store_chunk_t *c, unsigned id, uint64_t off, uint64_t len, 
     c->replicas[1] = n2;
 }
 
-static size_t gc_drain(meta_t *m, char ids[][STORE_DATA_ID_LEN + 1], uint32_t *nodes, size_t cap)
+static size_t gc_drain(meta_t *m, char ids[][DATA_ID_LEN + 1], uint32_t *nodes, size_t cap)
 {
     meta_gc_item_t *it = NULL;
     size_t n = 0;
@@ -109,30 +109,30 @@ static void test_gc_queue(void)
     CHECK(th_meta_open(dir, &m) == WH_OK);
     if (!m)
         return;
-    char ids[16][STORE_DATA_ID_LEN + 1];
+    char ids[16][DATA_ID_LEN + 1];
     uint32_t nodes[16];
     CHECK(meta_bucket_create(m, "gc", 1, "", NULL) == WH_OK);
-    store_chunk_t ch[2];
+    data_chunk_t ch[2];
     mk_chunk(&ch[0], 0xa1, 0, 100, 1, 2);
     mk_chunk(&ch[1], 0xa2, 100, 50, 2, 3);
-    store_data_ref_t ref = {.chunks = ch, .n_chunks = 2}, old, got;
+    data_ref_t ref = {.chunks = ch, .n_chunks = 2}, old, got;
     snprintf(ref.id, sizeof ref.id, "%032x", 0x1);
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     memset(&om, 0, sizeof om);
     om.size = 150;
     CHECK(meta_object_put(m, "gc", "k", 1, &om, &ref, &old, NULL) == WH_OK);
     CHECK(meta_object_get(m, "gc", "k", 1, NULL, &got) == WH_OK);
     CHECK(got.n_chunks == 2 && got.chunks[0].crc64nvme == ch[0].crc64nvme);
-    store_data_ref_clear(&got);
+    data_ref_clear(&got);
     CHECK_EQ_U64(gc_drain(m, ids, nodes, 16), 0); /* referenced: nothing to delete */
 
     /* Overwrite: both chunks, on each of their replicas, are queued by the same commit. */
-    store_data_ref_t plain;
+    data_ref_t plain;
     memset(&plain, 0, sizeof plain);
     snprintf(plain.id, sizeof plain.id, "%032x", 0x2);
     CHECK(meta_object_put(m, "gc", "k", 1, &om, &plain, &old, NULL) == WH_OK);
     CHECK(old.n_chunks == 2);
-    store_data_ref_clear(&old);
+    data_ref_clear(&old);
     size_t n = gc_drain(m, ids, nodes, 16);
     CHECK_EQ_U64(n, 4);
     int seen = 0;
@@ -147,11 +147,11 @@ static void test_gc_queue(void)
 
     /* Multipart completed by reference: the part's chunk lives on in the object. */
     CHECK(meta_upload_create(m, "gc", "mp", "00000000000000000000000000000abc", NULL, 1) == WH_OK);
-    store_chunk_t pc;
+    data_chunk_t pc;
     mk_chunk(&pc, 0xb1, 0, 10, 4, 5);
-    store_data_ref_t pref = {.chunks = &pc, .n_chunks = 1};
+    data_ref_t pref = {.chunks = &pc, .n_chunks = 1};
     snprintf(pref.id, sizeof pref.id, "%032x", 0x3);
-    store_part_info_t info;
+    data_part_info_t info;
     memset(&info, 0, sizeof info);
     info.number = 1;
     info.size = 10;
@@ -162,7 +162,7 @@ static void test_gc_queue(void)
     CHECK(meta_part_list(m, "gc", "mp", "00000000000000000000000000000abc", 0, 0, &parts, &np,
                          NULL) == WH_OK);
     CHECK(np == 1 && parts[0].ref.n_chunks == 1 && strcmp(parts[0].ref.chunks[0].id, pc.id) == 0);
-    store_data_ref_t oref = {.chunks = &pc, .n_chunks = 1};
+    data_ref_t oref = {.chunks = &pc, .n_chunks = 1};
     snprintf(oref.id, sizeof oref.id, "%032x", 0x4);
     om.size = 10;
     CHECK(meta_upload_complete(m, "gc", "mp", "00000000000000000000000000000abc", parts, np, &om,
@@ -172,7 +172,7 @@ static void test_gc_queue(void)
     meta_parts_free(parts, np);
     CHECK_EQ_U64(gc_drain(m, ids, nodes, 16), 0); /* still referenced by the object */
     CHECK(meta_object_delete(m, "gc", "mp", 2, &old) == WH_OK);
-    store_data_ref_clear(&old);
+    data_ref_clear(&old);
     n = gc_drain(m, ids, nodes, 16);
     CHECK_EQ_U64(n, 2);
     CHECK(n >= 1 && strcmp(ids[0], pc.id) == 0);
@@ -197,7 +197,7 @@ static void test_intents_and_repair(void)
         th_rmdir(dir);
         return;
     }
-    char ids[16][STORE_DATA_ID_LEN + 1];
+    char ids[16][DATA_ID_LEN + 1];
     uint32_t nodes[16];
     CHECK(meta_bucket_create(m, "rp", 1, "", NULL) == WH_OK);
     /* intents for chunk c1 on nodes 7, 8, 9; the commit lists 7 and 8 */
@@ -207,11 +207,11 @@ static void test_intents_and_repair(void)
     }
     CHECK(meta_gc_defer(m, it, 3, 1) == WH_OK);
     CHECK_EQ_U64(gc_drain(m, ids, nodes, 16), 0); /* not before the grace */
-    store_chunk_t c;
+    data_chunk_t c;
     mk_chunk(&c, 0xc1, 0, 64, 7, 8);
-    store_data_ref_t ref = {.chunks = &c, .n_chunks = 1}, old;
+    data_ref_t ref = {.chunks = &c, .n_chunks = 1}, old;
     snprintf(ref.id, sizeof ref.id, "%032x", 0x11);
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     memset(&om, 0, sizeof om);
     om.size = 64;
     CHECK(meta_object_put(m, "rp", "k", 1, &om, &ref, &old, NULL) == WH_OK);
@@ -220,7 +220,7 @@ static void test_intents_and_repair(void)
     CHECK_EQ_U64(n, 1);
     CHECK(n == 1 && nodes[0] == 9 && strcmp(ids[0], c.id) == 0);
 
-    store_chunk_t *on = NULL;
+    data_chunk_t *on = NULL;
     size_t non = 0;
     CHECK(meta_chunks_on_node(m, 8, "", 10, &on, &non) == WH_OK);
     CHECK(non == 1 && strcmp(on[0].id, c.id) == 0 && on[0].length == 64 &&
@@ -231,10 +231,10 @@ static void test_intents_and_repair(void)
     free(on);
     CHECK(meta_chunks_on_node(m, 5, "", 10, &on, &non) == WH_OK && non == 1);
     free(on);
-    store_data_ref_t got;
+    data_ref_t got;
     CHECK(meta_object_get(m, "rp", "k", 1, NULL, &got) == WH_OK);
     CHECK(got.n_chunks == 1 && got.chunks[0].replicas[0] == 7 && got.chunks[0].replicas[1] == 5);
-    store_data_ref_clear(&got);
+    data_ref_clear(&got);
     n = gc_drain(m, ids, nodes, 16); /* the moved-away copy */
     CHECK(n == 1 && nodes[0] == 8);
     meta_close(m);
@@ -293,24 +293,24 @@ static void test_repair_queries(void)
     CHECK(th_meta_open(dir, &m) == WH_OK);
     if (!m)
         return;
-    char ids[64][STORE_DATA_ID_LEN + 1];
+    char ids[64][DATA_ID_LEN + 1];
     uint32_t nodes[64];
     CHECK(meta_bucket_create(m, "rep", 1, "", NULL) == WH_OK);
-    store_chunk_t ch[30];
+    data_chunk_t ch[30];
     for (unsigned i = 0; i < 30; i++)
         mk_chunk(&ch[i], 0x100 + i, i * 10ULL, 10, i % 3 == 0 ? 7 : 8, 9);
-    store_data_ref_t ref = {.chunks = ch, .n_chunks = 30}, old;
+    data_ref_t ref = {.chunks = ch, .n_chunks = 30}, old;
     snprintf(ref.id, sizeof ref.id, "%032x", 0x77);
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     memset(&om, 0, sizeof om);
     om.size = 300;
     CHECK(meta_object_put(m, "rep", "k", 1, &om, &ref, &old, NULL) == WH_OK);
     gc_drain(m, ids, nodes, 64);
     /* Node 7 holds every third chunk: 10 of them, read in pages of 4. */
-    char after[STORE_DATA_ID_LEN + 1] = "";
+    char after[DATA_ID_LEN + 1] = "";
     size_t total = 0;
     for (int page = 0; page < 10; page++) {
-        store_chunk_t *got = NULL;
+        data_chunk_t *got = NULL;
         size_t n = 0;
         CHECK(meta_chunks_on_node(m, 7, after, 4, &got, &n) == WH_OK);
         for (size_t i = 0; i < n; i++)
@@ -325,14 +325,14 @@ static void test_repair_queries(void)
     CHECK_EQ_U64(total, 10);
     /* Re-replicated from node 7 to node 11: the map says so, node 7's copy is collected. */
     CHECK(meta_chunk_move(m, ch[0].id, 7, 11, 0) == WH_OK);
-    store_data_ref_t got;
+    data_ref_t got;
     CHECK(meta_object_get(m, "rep", "k", 1, NULL, &got) == WH_OK);
     CHECK(got.n_chunks == 30 && got.chunks[0].n_replicas == 2 && got.chunks[0].replicas[0] == 11 &&
           got.chunks[0].replicas[1] == 9);
-    store_data_ref_clear(&got);
+    data_ref_clear(&got);
     size_t n = gc_drain(m, ids, nodes, 64);
     CHECK(n == 1 && strcmp(ids[0], ch[0].id) == 0 && nodes[0] == 7);
-    store_chunk_t *left = NULL;
+    data_chunk_t *left = NULL;
     size_t nl = 0;
     CHECK(meta_chunks_on_node(m, 7, "", 100, &left, &nl) == WH_OK);
     CHECK_EQ_U64(nl, 9);
@@ -347,7 +347,7 @@ static void test_repair_queries(void)
     CHECK(nl == 1 && strcmp(left[0].id, ch[3].id) == 0);
     free(left);
     /* every chunk, paged */
-    store_chunk_t *pg = NULL;
+    data_chunk_t *pg = NULL;
     size_t np = 0;
     CHECK(meta_chunks_page(m, "", 100, &pg, &np) == WH_OK);
     CHECK_EQ_U64(np, 30);
@@ -374,7 +374,7 @@ static void test_ec_stripes(void)
     if (!m)
         return;
     CHECK(meta_bucket_create(m, "ec", 1, "", NULL) == WH_OK);
-    store_chunk_t ch[7];
+    data_chunk_t ch[7];
     mk_chunk(&ch[0], 0x500, 0, 10, 1, 2);
     for (unsigned i = 0; i < 6; i++) {
         mk_chunk(&ch[1 + i], 0x600 + i, i < 3 ? 10 : 30, 20, 20 + i, 0);
@@ -384,25 +384,25 @@ static void test_ec_stripes(void)
         ch[1 + i].ec_index = i % 3;
         ch[1 + i].ec_stripe = i / 3;
     }
-    store_data_ref_t ref = {.chunks = ch, .n_chunks = 7}, old;
+    data_ref_t ref = {.chunks = ch, .n_chunks = 7}, old;
     snprintf(ref.id, sizeof ref.id, "%032x", 0x99);
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     memset(&om, 0, sizeof om);
     om.size = 50;
     CHECK(meta_object_put(m, "ec", "k", 1, &om, &ref, &old, NULL) == WH_OK);
-    store_data_ref_t st = {{0}, NULL, 0};
+    data_ref_t st = {{0}, NULL, 0};
     CHECK(meta_chunk_stripe(m, ch[5].id, &st) == WH_OK);
     CHECK(st.n_chunks == 3);
     for (size_t i = 0; i < st.n_chunks && st.n_chunks == 3; i++)
         CHECK(strcmp(st.chunks[i].id, ch[4 + i].id) == 0 && st.chunks[i].ec_index == i &&
               st.chunks[i].ec_k == 2 && st.chunks[i].offset == 30 &&
               st.chunks[i].replicas[0] == 23 + i && st.chunks[i].n_replicas == 1);
-    store_data_ref_clear(&st);
+    data_ref_clear(&st);
     CHECK(meta_chunk_stripe(m, ch[0].id, &st) == WH_ERR_NOT_FOUND && st.n_chunks == 0);
-    store_chunk_t f;
+    data_chunk_t f;
     CHECK(meta_chunk_find(m, ch[2].id, &f) == WH_OK && f.ec_k == 2 && f.ec_m == 1 &&
           f.ec_index == 1);
-    store_chunk_t *on = NULL;
+    data_chunk_t *on = NULL;
     size_t n = 0;
     CHECK(meta_chunks_on_node(m, 25, "", 10, &on, &n) == WH_OK);
     CHECK(n == 1 && on[0].ec_k == 2 && on[0].ec_index == 2 && strcmp(on[0].id, ch[6].id) == 0);
@@ -430,14 +430,14 @@ static void test_node_states(void)
     CHECK(meta_node_register(m, "10.1.0.2:9100", "st-b", true, 1000, 600, &b) == WH_OK);
     CHECK(meta_node_set_zone(m, b, "rack-2") == WH_OK);
     CHECK(meta_bucket_create(m, "ns", 1, "", NULL) == WH_OK);
-    store_chunk_t ch[3];
+    data_chunk_t ch[3];
     mk_chunk(&ch[0], 0x500, 0, 10, a, b);
     mk_chunk(&ch[1], 0x501, 10, 10, a, b);
     mk_chunk(&ch[2], 0x502, 20, 10, a, a);
     ch[2].n_replicas = 1; /* only on a */
-    store_data_ref_t ref = {.chunks = ch, .n_chunks = 3}, old;
+    data_ref_t ref = {.chunks = ch, .n_chunks = 3}, old;
     snprintf(ref.id, sizeof ref.id, "%032x", 0x55);
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     memset(&om, 0, sizeof om);
     om.size = 30;
     CHECK(meta_object_put(m, "ns", "k", 1, &om, &ref, &old, NULL) == WH_OK);

@@ -13,7 +13,7 @@
 typedef struct {
     meta_t *m;
     char key[32];
-    store_cond_kind_t cond;
+    data_cond_kind_t cond;
     char etag[40];
     wh_status_t st;
     bool failed;
@@ -22,19 +22,19 @@ typedef struct {
 static void *put_thread(void *arg)
 {
     put_job_t *j = arg;
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     memset(&om, 0, sizeof om);
     om.size = 5;
     om.mtime = 1700000000;
     snprintf(om.etag, sizeof om.etag, "%s", j->etag);
-    store_data_ref_t ref, old;
+    data_ref_t ref, old;
     memset(&ref, 0, sizeof ref);
     snprintf(ref.id, sizeof ref.id, "%032x", (unsigned)(uintptr_t)j & 0xffffff);
-    store_cond_t c = {.kind = j->cond, .etag = "", .failed = false};
+    data_cond_t c = {.kind = j->cond, .etag = "", .failed = false};
     j->st = meta_object_put(j->m, "b", j->key, strlen(j->key), &om, &ref, &old,
-                            j->cond == STORE_COND_NONE ? NULL : &c);
+                            j->cond == DATA_COND_NONE ? NULL : &c);
     j->failed = c.failed;
-    store_data_ref_clear(&old);
+    data_ref_clear(&old);
     return NULL;
 }
 
@@ -85,16 +85,16 @@ static bool has_queued(sq_meta_t *sm, size_t n)
 
 static void get_etag(meta_t *m, const char *key, char *etag, size_t cap, wh_status_t *st)
 {
-    store_obj_meta_t om;
-    store_data_ref_t ref;
+    data_obj_meta_t om;
+    data_ref_t ref;
     memset(&ref, 0, sizeof ref);
     *st = meta_object_get(m, "b", key, strlen(key), &om, &ref);
     etag[0] = '\0';
     if (*st == WH_OK) {
         snprintf(etag, cap, "%s", om.etag);
-        store_obj_meta_free(&om);
+        data_obj_meta_free(&om);
     }
-    store_data_ref_clear(&ref);
+    data_ref_clear(&ref);
 }
 
 /* Seven writes queue behind a commit held open; they commit as one batch, and the one whose
@@ -111,7 +111,7 @@ static void test_batch_with_a_failing_write(void)
     sq_meta_t *sm = SQ(m);
     CHECK(meta_bucket_create(m, "b", 1700000000, "", NULL) == WH_OK);
 
-    put_job_t pre = {.m = m, .key = "exists", .cond = STORE_COND_NONE, .etag = "e-orig"};
+    put_job_t pre = {.m = m, .key = "exists", .cond = DATA_COND_NONE, .etag = "e-orig"};
     put_thread(&pre);
     CHECK(pre.st == WH_OK);
     uint64_t b0 = sm->group.batches, w0 = sm->group.writes;
@@ -126,7 +126,7 @@ static void test_batch_with_a_failing_write(void)
     }
     /* Job 3 writes "exists" only if it is absent: it is not, so its check fails. */
     snprintf(jobs[3].key, sizeof jobs[3].key, "exists");
-    jobs[3].cond = STORE_COND_ABSENT;
+    jobs[3].cond = DATA_COND_ABSENT;
 
     /* The writer connection held: the first write leads a batch of one and waits for it. */
     pthread_mutex_lock(&sm->wr.lock);
@@ -189,7 +189,7 @@ static void test_many_writers(void)
         jobs[i].m = m;
         snprintf(jobs[i].key, sizeof jobs[i].key, "many/%02d", i % 48); /* some overwrite */
         snprintf(jobs[i].etag, sizeof jobs[i].etag, "v%d", i);
-        jobs[i].cond = i >= 48 ? STORE_COND_ABSENT : STORE_COND_NONE;
+        jobs[i].cond = i >= 48 ? DATA_COND_ABSENT : DATA_COND_NONE;
     }
     for (int i = 0; i < N; i++)
         CHECK(pthread_create(&th[i], NULL, put_thread, &jobs[i]) == 0);

@@ -1,4 +1,4 @@
-/* Tests of src/meta/meta.c: object rows and S3 listing (prefix, delimiter, start-after,
+/* Tests of src/store/meta/meta.c: object rows and S3 listing (prefix, delimiter, start-after,
  * max-keys, truncation), checked against a brute-force reference over many keys. */
 #include "base/log.h"
 #include "helpers.h"
@@ -18,16 +18,16 @@ static uint64_t rnd(void)
 static int g_fid;
 static wh_status_t put_row(meta_t *m, const char *bucket, const char *key, uint64_t size)
 {
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     memset(&om, 0, sizeof om);
     om.size = size;
     om.mtime = 1700000000;
     snprintf(om.etag, sizeof om.etag, "%032x", (unsigned)size);
-    store_data_ref_t ref, old;
+    data_ref_t ref, old;
     memset(&ref, 0, sizeof ref);
     snprintf(ref.id, sizeof ref.id, "%032x", ++g_fid);
     wh_status_t s = meta_object_put(m, bucket, key, strlen(key), &om, &ref, &old, NULL);
-    store_data_ref_clear(&old);
+    data_ref_clear(&old);
     return s;
 }
 
@@ -82,7 +82,7 @@ static size_t ref_list(char **keys, size_t n, const char *prefix, const char *de
 }
 
 /* A page's entries and prefixes merged back into listing order. */
-static size_t page_items(const store_list_result_t *r, item_t *out)
+static size_t page_items(const data_list_result_t *r, item_t *out)
 {
     size_t i = 0, j = 0, n = 0;
     while (i < r->n_entries || j < r->n_prefixes) {
@@ -116,9 +116,9 @@ static bool check_paged(meta_t *m, char **keys, size_t n, const char *prefix, co
     bool ok = true;
     char *marker = first_after ? strdup(first_after) : NULL;
     for (int guard = 0; guard < 100000; guard++) {
-        store_list_params_t p = {
+        data_list_params_t p = {
             .prefix = prefix, .delimiter = delim, .start_after = marker, .max_keys = max};
-        store_list_result_t r;
+        data_list_result_t r;
         if (meta_object_list(m, "b", &p, &r) != WH_OK) {
             ok = false;
             break;
@@ -137,7 +137,7 @@ static bool check_paged(meta_t *m, char **keys, size_t n, const char *prefix, co
         free(marker);
         marker = r.next_marker;
         r.next_marker = NULL;
-        store_list_result_free(&r);
+        data_list_result_free(&r);
         if (!ok || !more)
             break;
     }
@@ -164,9 +164,9 @@ static void test_rows(void)
     CHECK(put_row(m, "b", "k", 1) == WH_ERR_NOT_FOUND); /* no bucket */
     CHECK(meta_bucket_create(m, "b", 1, "", NULL) == WH_OK);
     CHECK(put_row(m, "b", "k", 1) == WH_OK);
-    store_data_ref_t ref, old, nref;
+    data_ref_t ref, old, nref;
     memset(&nref, 0, sizeof nref);
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     CHECK(meta_object_get(m, "b", "k", 1, &om, &ref) == WH_OK);
     CHECK_EQ_U64(om.size, 1);
     CHECK(meta_data_referenced(m, ref.id) == WH_OK);
@@ -201,7 +201,7 @@ static void test_chunk_map(void)
     if (!m)
         return;
     CHECK(meta_bucket_create(m, "c", 1, "", NULL) == WH_OK);
-    store_chunk_t ch[3];
+    data_chunk_t ch[3];
     memset(ch, 0, sizeof ch);
     for (int i = 0; i < 3; i++) {
         snprintf(ch[i].id, sizeof ch[i].id, "%032x", 0xc0 + i);
@@ -216,9 +216,9 @@ static void test_chunk_map(void)
     ch[1].ec_m = 2;
     ch[1].ec_index = 5;
     ch[1].ec_stripe = 7;
-    store_data_ref_t ref = {.chunks = ch, .n_chunks = 3}, got, old;
+    data_ref_t ref = {.chunks = ch, .n_chunks = 3}, got, old;
     snprintf(ref.id, sizeof ref.id, "%032x", 0xabc);
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     memset(&om, 0, sizeof om);
     om.size = (2ULL << 26) + 12345;
     CHECK(meta_object_put(m, "c", "big", 3, &om, &ref, &old, NULL) == WH_OK);
@@ -237,18 +237,18 @@ static void test_chunk_map(void)
         CHECK_EQ_U64(got.chunks[i].ec_index, ch[i].ec_index);
         CHECK_EQ_U64(got.chunks[i].ec_stripe, ch[i].ec_stripe);
     }
-    store_data_ref_clear(&got);
-    store_data_ref_t plain;
+    data_ref_clear(&got);
+    data_ref_t plain;
     memset(&plain, 0, sizeof plain);
     snprintf(plain.id, sizeof plain.id, "%032x", 0xdef);
     CHECK(meta_object_put(m, "c", "big", 3, &om, &plain, &old, NULL) == WH_OK);
     CHECK_STR(old.id, ref.id);
     CHECK_EQ_U64(old.n_chunks, 3);
     CHECK(old.n_chunks == 3 && strcmp(old.chunks[2].id, ch[2].id) == 0);
-    store_data_ref_clear(&old);
+    data_ref_clear(&old);
     CHECK(meta_object_get(m, "c", "big", 3, NULL, &got) == WH_OK);
     CHECK_EQ_U64(got.n_chunks, 0);
-    store_data_ref_clear(&got);
+    data_ref_clear(&got);
     meta_close(m);
     th_rmdir(dir);
 }
@@ -265,14 +265,14 @@ static void test_list_order_and_basics(void)
     for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++)
         CHECK(put_row(m, "b", ins[i], i) == WH_OK);
     const char *want[] = {"B", "a", "a/b", "a/c/d", "ab", "z", "~", "\xc3\xa9", "\xf0\x9f\x98\x80"};
-    store_list_params_t p = {.max_keys = 1000};
-    store_list_result_t r;
+    data_list_params_t p = {.max_keys = 1000};
+    data_list_result_t r;
     CHECK(meta_object_list(m, "b", &p, &r) == WH_OK);
     CHECK_EQ_U64(r.n_entries, 9);
     for (size_t i = 0; i < r.n_entries && i < 9; i++)
         CHECK_STR(r.entries[i].key, want[i]);
     CHECK(!r.truncated && r.next_marker == NULL && r.n_prefixes == 0);
-    store_list_result_free(&r);
+    data_list_result_free(&r);
 
     /* Delimiter at the root: a/ rolls up, "a" and "ab" stay keys. */
     p.delimiter = "/";
@@ -281,14 +281,14 @@ static void test_list_order_and_basics(void)
     if (r.n_prefixes == 1)
         CHECK_STR(r.prefixes[0], "a/");
     CHECK_EQ_U64(r.n_entries, 7);
-    store_list_result_free(&r);
+    data_list_result_free(&r);
 
     /* Prefix + delimiter one level down. */
     p.prefix = "a/";
     CHECK(meta_object_list(m, "b", &p, &r) == WH_OK);
     CHECK(r.n_entries == 1 && strcmp(r.entries[0].key, "a/b") == 0);
     CHECK(r.n_prefixes == 1 && strcmp(r.prefixes[0], "a/c/") == 0);
-    store_list_result_free(&r);
+    data_list_result_free(&r);
 
     /* start_after is exclusive; a start_after before the prefix starts at the prefix. */
     p.prefix = NULL;
@@ -296,24 +296,24 @@ static void test_list_order_and_basics(void)
     p.start_after = "a/b";
     CHECK(meta_object_list(m, "b", &p, &r) == WH_OK);
     CHECK(r.n_entries == 6 && strcmp(r.entries[0].key, "a/c/d") == 0);
-    store_list_result_free(&r);
+    data_list_result_free(&r);
     p.prefix = "z";
     p.start_after = "B";
     CHECK(meta_object_list(m, "b", &p, &r) == WH_OK);
     CHECK(r.n_entries == 1 && strcmp(r.entries[0].key, "z") == 0);
-    store_list_result_free(&r);
+    data_list_result_free(&r);
     p.prefix = NULL;
     p.start_after = "\xf4";
     CHECK(meta_object_list(m, "b", &p, &r) == WH_OK);
     CHECK(r.n_entries == 0 && !r.truncated);
-    store_list_result_free(&r);
+    data_list_result_free(&r);
 
     /* max_keys 0: nothing, not truncated (a marker-less truncated page would loop clients). */
     p.start_after = NULL;
     p.max_keys = 0;
     CHECK(meta_object_list(m, "b", &p, &r) == WH_OK);
     CHECK(r.n_entries == 0 && r.n_prefixes == 0 && !r.truncated);
-    store_list_result_free(&r);
+    data_list_result_free(&r);
 
     /* Truncation: common prefixes count toward max_keys and can be the marker. */
     p.delimiter = "/";
@@ -322,20 +322,20 @@ static void test_list_order_and_basics(void)
     CHECK(r.n_entries == 2 && r.n_prefixes == 1 && r.truncated);
     CHECK_STR(r.next_marker, "a/");
     p.start_after = "a/";
-    store_list_result_t r2;
+    data_list_result_t r2;
     CHECK(meta_object_list(m, "b", &p, &r2) == WH_OK);
     CHECK(r2.n_entries == 3 && r2.n_prefixes == 0 && r2.truncated);
     if (r2.n_entries == 3)
         CHECK_STR(r2.entries[0].key, "ab");
-    store_list_result_free(&r);
-    store_list_result_free(&r2);
+    data_list_result_free(&r);
+    data_list_result_free(&r2);
 
     /* Listing entries carry size, mtime and etag. */
-    p = (store_list_params_t){.prefix = "z", .max_keys = 10};
+    p = (data_list_params_t){.prefix = "z", .max_keys = 10};
     CHECK(meta_object_list(m, "b", &p, &r) == WH_OK);
     CHECK(r.n_entries == 1 && r.entries[0].size == 1 && r.entries[0].mtime == 1700000000);
     CHECK_STR(r.n_entries ? r.entries[0].etag : "", "00000000000000000000000000000001");
-    store_list_result_free(&r);
+    data_list_result_free(&r);
 
     CHECK(meta_object_list(m, "nobucket", &p, &r) == WH_ERR_NOT_FOUND);
     meta_close(m);
@@ -421,8 +421,8 @@ static void test_list_many_keys_skips(void)
     CHECK_EQ_U64(bad, 0);
 
     uint64_t before = meta_list_rows(m);
-    store_list_params_t p = {.delimiter = "/", .max_keys = 1000};
-    store_list_result_t r;
+    data_list_params_t p = {.delimiter = "/", .max_keys = 1000};
+    data_list_result_t r;
     CHECK(meta_object_list(m, "b", &p, &r) == WH_OK);
     CHECK_EQ_U64(r.n_prefixes, 10);
     CHECK_EQ_U64(r.n_entries, 5);
@@ -431,7 +431,7 @@ static void test_list_many_keys_skips(void)
         CHECK_STR(r.prefixes[0], "d00/");
         CHECK_STR(r.prefixes[9], "d09/");
     }
-    store_list_result_free(&r);
+    data_list_result_free(&r);
     /* One row per common prefix plus the keys: not 20000. */
     uint64_t scanned = meta_list_rows(m) - before;
     fprintf(stderr, "  rows read for 20005 keys with delimiter: %llu\n",
@@ -439,32 +439,32 @@ static void test_list_many_keys_skips(void)
     CHECK(scanned <= 20);
 
     /* Without a delimiter: max 1000 clamps even when more is asked for. */
-    p = (store_list_params_t){.prefix = "d03/", .max_keys = 5000};
+    p = (data_list_params_t){.prefix = "d03/", .max_keys = 5000};
     CHECK(meta_object_list(m, "b", &p, &r) == WH_OK);
     CHECK_EQ_U64(r.n_entries, 1000);
     CHECK(r.truncated);
     CHECK_STR(r.next_marker, "d03/000999");
     p.start_after = "d03/000999";
-    store_list_result_t r2;
+    data_list_result_t r2;
     CHECK(meta_object_list(m, "b", &p, &r2) == WH_OK);
     CHECK_EQ_U64(r2.n_entries, 1000);
     CHECK(!r2.truncated);
     CHECK_STR(r2.n_entries ? r2.entries[0].key : "", "d03/001000");
-    store_list_result_free(&r);
-    store_list_result_free(&r2);
+    data_list_result_free(&r);
+    data_list_result_free(&r2);
 
     /* A full paged walk with max 7 and a delimiter visits every group once. */
     size_t items = 0;
     char *marker = NULL;
     for (int guard = 0; guard < 100; guard++) {
-        p = (store_list_params_t){.delimiter = "/", .start_after = marker, .max_keys = 7};
+        p = (data_list_params_t){.delimiter = "/", .start_after = marker, .max_keys = 7};
         CHECK(meta_object_list(m, "b", &p, &r) == WH_OK);
         items += r.n_entries + r.n_prefixes;
         free(marker);
         marker = r.next_marker;
         r.next_marker = NULL;
         bool more = r.truncated;
-        store_list_result_free(&r);
+        data_list_result_free(&r);
         if (!more)
             break;
     }
@@ -492,7 +492,7 @@ static void test_upload_pages(void)
         snprintf(ids[i], sizeof ids[i], "%032x", 0x100 + i);
         CHECK(meta_upload_create(m, "up", keys[i], ids[i], NULL, ini[i]) == WH_OK);
     }
-    store_upload_info_t *u = NULL;
+    data_upload_info_t *u = NULL;
     size_t n = 0;
     CHECK(meta_upload_list(m, "up", NULL, NULL, &u, &n) == WH_OK);
     CHECK_EQ_U64(n, 7);
@@ -500,40 +500,40 @@ static void test_upload_pages(void)
         CHECK_STR(u[i].key, keys[i]);
         CHECK_STR(u[i].upload_id, ids[i]);
     }
-    store_upload_info_free(u, n);
+    data_upload_info_free(u, n);
 
-    store_upload_page_t pg = {.limit = 2};
+    data_upload_page_t pg = {.limit = 2};
     CHECK(meta_upload_list(m, "up", NULL, &pg, &u, &n) == WH_OK);
     CHECK(n == 2 && strcmp(u[0].key, "a") == 0 && strcmp(u[1].upload_id, ids[1]) == 0);
-    store_upload_info_free(u, n);
+    data_upload_info_free(u, n);
 
-    pg = (store_upload_page_t){.from_key = "b", .limit = 10};
+    pg = (data_upload_page_t){.from_key = "b", .limit = 10};
     CHECK(meta_upload_list(m, "up", NULL, &pg, &u, &n) == WH_OK);
     CHECK(n == 6 && strcmp(u[0].upload_id, ids[1]) == 0);
-    store_upload_info_free(u, n);
+    data_upload_info_free(u, n);
 
     /* After b's first upload of time 7: its second (same time, larger id), then time 9. */
-    pg = (store_upload_page_t){
-        .from_key = "b", .after_id = ids[1], .after_initiated = 7, .limit = 2};
+    pg =
+        (data_upload_page_t){.from_key = "b", .after_id = ids[1], .after_initiated = 7, .limit = 2};
     CHECK(meta_upload_list(m, "up", NULL, &pg, &u, &n) == WH_OK);
     CHECK(n == 2 && strcmp(u[0].upload_id, ids[2]) == 0 && strcmp(u[1].upload_id, ids[3]) == 0);
-    store_upload_info_free(u, n);
+    data_upload_info_free(u, n);
 
     /* After b's last: on to the next key. */
-    pg = (store_upload_page_t){.from_key = "b", .after_id = ids[3], .after_initiated = 9};
+    pg = (data_upload_page_t){.from_key = "b", .after_id = ids[3], .after_initiated = 9};
     CHECK(meta_upload_list(m, "up", NULL, &pg, &u, &n) == WH_OK);
     CHECK(n == 3 && strcmp(u[0].key, "c/1") == 0);
-    store_upload_info_free(u, n);
+    data_upload_info_free(u, n);
 
     /* The prefix bounds a page; a from_key before the prefix starts at the prefix. */
-    pg = (store_upload_page_t){.from_key = "a", .limit = 5};
+    pg = (data_upload_page_t){.from_key = "a", .limit = 5};
     CHECK(meta_upload_list(m, "up", "c/", &pg, &u, &n) == WH_OK);
     CHECK(n == 2 && strcmp(u[0].key, "c/1") == 0 && strcmp(u[1].key, "c/2") == 0);
-    store_upload_info_free(u, n);
-    pg = (store_upload_page_t){.from_key = "c0", .limit = 5}; /* past the prefix "c/" */
+    data_upload_info_free(u, n);
+    pg = (data_upload_page_t){.from_key = "c0", .limit = 5}; /* past the prefix "c/" */
     CHECK(meta_upload_list(m, "up", "c/", &pg, &u, &n) == WH_OK);
     CHECK_EQ_U64(n, 0);
-    store_upload_info_free(u, n);
+    data_upload_info_free(u, n);
     meta_close(m);
     th_rmdir(dir);
 }
@@ -581,14 +581,14 @@ static void test_read_after_session_loss(void)
     snprintf(id, sizeof id, "%032x", 0x51);
     CHECK(meta_upload_create(m, "rs", "k", id, NULL, 5) == WH_OK);
     for (int round = 0; round < 2; round++) {
-        store_upload_info_t *u = NULL;
+        data_upload_info_t *u = NULL;
         size_t n = 0;
         pg_drop_sessions(db_url);
         CHECK(meta_upload_list(m, "rs", NULL, NULL, &u, &n) == WH_OK);
         CHECK(n == 1 && u && strcmp(u[0].upload_id, id) == 0);
-        store_upload_info_free(u, n);
+        data_upload_info_free(u, n);
 
-        store_bucket_info_t *b = NULL;
+        data_bucket_info_t *b = NULL;
         pg_drop_sessions(db_url);
         CHECK(meta_bucket_list(m, &b, &n) == WH_OK);
         CHECK(n == 1 && b && strcmp(b[0].name, "rs") == 0);
@@ -618,24 +618,24 @@ static void test_schema_data_id_step(void)
         return;
     CHECK(meta_bucket_create(m, "sd", 1700000000, "", NULL) == WH_OK);
     CHECK(put_row(m, "sd", "k", 7) == WH_OK);
-    store_data_ref_t ref;
+    data_ref_t ref;
     CHECK(meta_object_get(m, "sd", "k", 1, NULL, &ref) == WH_OK);
-    char id[STORE_DATA_ID_LEN + 1];
+    char id[DATA_ID_LEN + 1];
     snprintf(id, sizeof id, "%s", ref.id);
-    store_data_ref_clear(&ref);
+    data_ref_clear(&ref);
     char upid[33];
     snprintf(upid, sizeof upid, "%032x", 0x5d);
     CHECK(meta_upload_create(m, "sd", "mp", upid, NULL, 5) == WH_OK);
-    store_part_info_t pi;
+    data_part_info_t pi;
     memset(&pi, 0, sizeof pi);
     pi.number = 1;
     pi.size = 3;
     snprintf(pi.etag, sizeof pi.etag, "%032x", 3);
-    store_data_ref_t pref, pold;
+    data_ref_t pref, pold;
     memset(&pref, 0, sizeof pref);
     snprintf(pref.id, sizeof pref.id, "%032x", 0x7a11);
     CHECK(meta_part_put(m, "sd", "mp", upid, &pi, &pref, &pold) == WH_OK);
-    store_data_ref_clear(&pold);
+    data_ref_clear(&pold);
     meta_close(m);
     if (!pg) {
         char path[512];
@@ -655,7 +655,7 @@ static void test_schema_data_id_step(void)
         return;
     CHECK(meta_object_get(m, "sd", "k", 1, NULL, &ref) == WH_OK);
     CHECK_STR(ref.id, id);
-    store_data_ref_clear(&ref);
+    data_ref_clear(&ref);
     CHECK(meta_data_referenced(m, id) == WH_OK);
     CHECK(meta_data_referenced(m, pref.id) == WH_OK);
     meta_part_t *p = NULL;

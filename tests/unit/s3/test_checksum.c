@@ -1,4 +1,4 @@
-/* S3 checksums (src/s3/checksum.c): negotiation through headers and x-amz-trailer, claimed
+/* S3 checksums (src/shared/s3/checksum.c): negotiation through headers and x-amz-trailer, claimed
  * values, trailers that must arrive, running digests against known values, comparisons. */
 #include "check.h"
 #include "base/codec.h"

@@ -1,4 +1,4 @@
-/* Tests of src/s3/form.c: multipart/form-data as it streams in (the same events whatever the
+/* Tests of src/shared/s3/form.c: multipart/form-data as it streams in (the same events whatever the
  * pieces), delimiter look-alikes inside a file, preamble, padding and epilogue, the refusals,
  * and the Content-Type boundary parameter. */
 #include "check.h"

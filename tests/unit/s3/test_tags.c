@@ -1,5 +1,5 @@
-/* Tests of src/s3/tags.c: the x-amz-tagging query form and the Tagging document, S3's limits,
- * and the canonical stored form. */
+/* Tests of src/shared/s3/tags.c: the x-amz-tagging query form and the Tagging document, S3's
+ * limits, and the canonical stored form. */
 #include "check.h"
 #include "s3/tags.h"
 

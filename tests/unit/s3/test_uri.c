@@ -1,4 +1,5 @@
-/* Percent-encoding (src/s3/uri.c), as SigV4's canonical forms and the S3 documents use it. */
+/* Percent-encoding (src/shared/s3/uri.c), as SigV4's canonical forms and the S3 documents use it.
+ */
 #include "base/util.h"
 #include "check.h"
 #include "s3/uri.h"

@@ -1,5 +1,5 @@
-/* Object metadata as the S3 front keeps it (src/s3api/s3_meta.c): request headers into the
- * stored metadata, and the stored metadata back into reply headers, byte for byte. */
+/* Object metadata as the S3 front keeps it (src/server/s3api/object_meta.c): request headers into
+ * the stored metadata, and the stored metadata back into reply headers, byte for byte. */
 #include "check.h"
 #include "s3api/s3api.h"
 
@@ -7,7 +7,7 @@
 #include <string.h>
 
 /* A request with these headers (name, value pairs; sorted here, as http.c keeps them). */
-static void req_init(srv_req_t *r, srv_t *s, const char *const *pairs)
+static void req_init(front_req_t *r, front_t *s, const char *const *pairs)
 {
     memset(r, 0, sizeof *r);
     memset(s, 0, sizeof *s);
@@ -22,25 +22,25 @@ static void req_init(srv_req_t *r, srv_t *s, const char *const *pairs)
     }
     for (size_t i = 1; i < n; i++) /* insertion sort by name */
         for (size_t j = i; j > 0 && strcmp(r->hdrs[j - 1].lname, r->hdrs[j].lname) > 0; j--) {
-            srv_hdr_t t = r->hdrs[j];
+            front_hdr_t t = r->hdrs[j];
             r->hdrs[j] = r->hdrs[j - 1];
             r->hdrs[j - 1] = t;
         }
     r->nhdrs = n;
-    srv_route_parse("GET", "/b/k", NULL, NULL, NULL, false, &r->route);
+    s3api_route_parse("GET", "/b/k", NULL, NULL, NULL, false, &r->route);
 }
 
-static void req_free(srv_req_t *r)
+static void req_free(front_req_t *r)
 {
     for (size_t i = 0; i < r->nhdrs; i++) {
         free(r->hdrs[i].lname);
         free(r->hdrs[i].value);
     }
     free(r->hdrs);
-    srv_route_free(&r->route);
+    front_route_free(&r->route);
 }
 
-static void out_init(srv_out_t *o)
+static void out_init(s3h_out_t *o)
 {
     memset(o, 0, sizeof *o);
     wh_sbuf_init(&o->xml);
@@ -48,7 +48,7 @@ static void out_init(srv_out_t *o)
 }
 
 /* The value of header name in the answer, or NULL. */
-static const char *out_hdr(const srv_out_t *o, const char *name)
+static const char *out_hdr(const s3h_out_t *o, const char *name)
 {
     for (size_t i = 0; o->hdrs.data && i < o->hdrs.len;) {
         const char *n = o->hdrs.data + i;
@@ -60,24 +60,24 @@ static const char *out_hdr(const srv_out_t *o, const char *name)
     return NULL;
 }
 
-static void round_trip(const char *const *pairs, srv_out_t *o, store_obj_meta_t *m, int *ret)
+static void round_trip(const char *const *pairs, s3h_out_t *o, data_obj_meta_t *m, int *ret)
 {
-    srv_t s;
-    srv_req_t r;
+    front_t s;
+    front_req_t r;
     req_init(&r, &s, pairs);
     memset(m, 0, sizeof *m);
     out_init(o);
-    *ret = srv_meta_from_request(&r, o, m);
+    *ret = s3api_meta_from_request(&r, o, m);
     if (*ret == 0)
-        srv_object_headers(&r, o, m, true);
+        s3api_object_headers(&r, o, m, true);
     req_free(&r);
 }
 
-static void out_free(srv_out_t *o, store_obj_meta_t *m)
+static void out_free(s3h_out_t *o, data_obj_meta_t *m)
 {
     wh_sbuf_free(&o->hdrs);
     wh_sbuf_free(&o->xml);
-    store_obj_meta_free(m);
+    data_obj_meta_free(m);
 }
 
 static void test_bytes_kept(void)
@@ -93,8 +93,8 @@ static void test_bytes_kept(void)
                                     "x-amz-date",
                                     "d",
                                     NULL};
-    srv_out_t o;
-    store_obj_meta_t m;
+    s3h_out_t o;
+    data_obj_meta_t m;
     int ret;
     round_trip(h, &o, &m, &ret);
     CHECK(ret == 0);
@@ -116,8 +116,8 @@ static void test_content_type(void)
     ct[sizeof ct - 1] = '\0';
     memcpy(ct, "text/", 5);
     const char *const h[] = {"content-type", ct, NULL};
-    srv_out_t o;
-    store_obj_meta_t m;
+    s3h_out_t o;
+    data_obj_meta_t m;
     int ret;
     round_trip(h, &o, &m, &ret);
     CHECK(ret == 0);
@@ -139,8 +139,8 @@ static void test_user_meta_limit(void)
     memset(v, 'v', sizeof v);
     v[2046] = '\0'; /* "ab" + 2046 = 2048 */
     const char *const ok[] = {"x-amz-meta-ab", v, "cache-control", v, NULL};
-    srv_out_t o;
-    store_obj_meta_t m;
+    s3h_out_t o;
+    data_obj_meta_t m;
     int ret;
     round_trip(ok, &o, &m, &ret); /* standard headers do not count */
     CHECK(ret == 0);
@@ -158,22 +158,22 @@ static void test_user_meta_limit(void)
 
 static void test_whole_only_and_overrides(void)
 {
-    srv_t s;
-    srv_req_t r;
+    front_t s;
+    front_req_t r;
     static const char *const none[] = {NULL};
     req_init(&r, &s, none);
-    srv_route_free(&r.route);
-    srv_route_parse("GET", "/b/k", "response-cache-control=max-age%3D5", NULL, NULL, false,
-                    &r.route);
-    store_obj_meta_t m;
+    front_route_free(&r.route);
+    s3api_route_parse("GET", "/b/k", "response-cache-control=max-age%3D5", NULL, NULL, false,
+                      &r.route);
+    data_obj_meta_t m;
     memset(&m, 0, sizeof m);
     snprintf(m.etag, sizeof m.etag, "abc");
     snprintf(m.crc64nvme, sizeof m.crc64nvme, "AAAAAAAAAAA=");
     m.user_meta_json = strdup("{\"cache-control\":\"no-store\",\"x-amz-checksum-sha1\":\"x\","
                               "\"x-amz-meta-bad\":{\"base64\":\"AA==\"},\"x-amz-meta-n\":5}");
-    srv_out_t o;
+    s3h_out_t o;
     out_init(&o);
-    srv_object_headers(&r, &o, &m, false);
+    s3api_object_headers(&r, &o, &m, false);
     CHECK_STR(out_hdr(&o, "Cache-Control"), "max-age=5");
     CHECK(out_hdr(&o, "cache-control") == NULL);
     CHECK(out_hdr(&o, "x-amz-checksum-sha1") == NULL); /* a range is not the whole */
@@ -183,7 +183,7 @@ static void test_whole_only_and_overrides(void)
     CHECK_STR(out_hdr(&o, "ETag"), "\"abc\"");
     wh_sbuf_free(&o.hdrs);
     out_init(&o);
-    srv_object_headers(&r, &o, &m, true); /* whole, but not asked for: none, as S3 */
+    s3api_object_headers(&r, &o, &m, true); /* whole, but not asked for: none, as S3 */
     CHECK(out_hdr(&o, "x-amz-checksum-sha1") == NULL);
     CHECK(out_hdr(&o, "x-amz-checksum-crc64nvme") == NULL);
     wh_sbuf_free(&o.hdrs);
@@ -191,11 +191,11 @@ static void test_whole_only_and_overrides(void)
     static const char *const asked[] = {"x-amz-checksum-mode", "ENABLED", NULL};
     req_init(&r, &s, asked);
     out_init(&o);
-    srv_object_headers(&r, &o, &m, true);
+    s3api_object_headers(&r, &o, &m, true);
     CHECK_STR(out_hdr(&o, "x-amz-checksum-sha1"), "x");
     CHECK_STR(out_hdr(&o, "x-amz-checksum-crc64nvme"), "AAAAAAAAAAA=");
     wh_sbuf_free(&o.hdrs);
-    store_obj_meta_free(&m);
+    data_obj_meta_free(&m);
     req_free(&r);
 }
 

@@ -17,7 +17,7 @@ static inline wh_status_t th_store_open(const char *dir, store_t **out)
 
 /* PUT of n bytes; returns the status of the commit, fills *meta (etag, size...). */
 static inline wh_status_t th_put(store_t *st, const char *bucket, const char *key, const void *p,
-                                 size_t n, store_obj_meta_t *meta)
+                                 size_t n, data_obj_meta_t *meta)
 {
     store_writer_t *w = NULL;
     wh_status_t s = store_writer_open(st, &w);
@@ -35,7 +35,7 @@ static inline wh_status_t th_put(store_t *st, const char *bucket, const char *ke
         off += k;
         chunk = chunk * 3 + 1;
     }
-    store_obj_meta_t m;
+    data_obj_meta_t m;
     memset(&m, 0, sizeof m);
     snprintf(m.content_type, sizeof m.content_type, "application/octet-stream");
     s = store_writer_commit(w, &(store_commit_args_t){.bucket = bucket, .key = key}, &m);
@@ -71,7 +71,7 @@ static inline char *th_get_reader(store_t *st, const char *bucket, const char *k
 static inline char *th_get(store_t *st, const char *bucket, const char *key, size_t *n,
                            wh_status_t *status)
 {
-    store_obj_meta_t m;
+    data_obj_meta_t m;
     int fd = -1;
     *status = store_object_open(st, &(store_read_args_t){.bucket = bucket, .key = key}, &m, &fd);
     if (*status == WH_ERR_UNSUPPORTED)
@@ -80,7 +80,7 @@ static inline char *th_get(store_t *st, const char *bucket, const char *key, siz
         return NULL;
     char *b = th_read_fd(fd, n);
     close(fd);
-    store_obj_meta_free(&m);
+    data_obj_meta_free(&m);
     return b;
 }
 
@@ -88,8 +88,8 @@ static inline char *th_get(store_t *st, const char *bucket, const char *key, siz
 static inline char *th_get_reader(store_t *st, const char *bucket, const char *key, size_t *n,
                                   wh_status_t *status)
 {
-    store_obj_meta_t m;
-    store_reader_t *r = NULL;
+    data_obj_meta_t m;
+    data_reader_t *r = NULL;
     *status = store_object_reader(st, &(store_read_args_t){.bucket = bucket, .key = key}, &m, &r);
     if (*status != WH_OK)
         return NULL;
@@ -97,7 +97,7 @@ static inline char *th_get_reader(store_t *st, const char *bucket, const char *k
     char *b = malloc(*n + 1);
     *status = store_reader_pread(r, b, *n, 0);
     store_reader_close(r);
-    store_obj_meta_free(&m);
+    data_obj_meta_free(&m);
     if (*status != WH_OK) {
         free(b);
         return NULL;

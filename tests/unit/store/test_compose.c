@@ -1,5 +1,5 @@
-/* Tests of multipart completion by composition (src/store/mpu.c, the local data table's
- * compose and multi-extent readers in src/data/data_local.c): the object is its parts' files,
+/* Tests of multipart completion by composition (src/store/store/mpu.c, the local data table's
+ * compose and multi-extent readers in src/store/data/data_local.c): the object is its parts' files,
  * read across their boundaries, released with its last version, kept by recovery. */
 #include "base/crc.h"
 #include "base/log.h"
@@ -38,7 +38,7 @@ static wh_status_t put_part(store_t *st, const char *key, const char *uid, uint3
 
 /* Uploads sizes[0..n) of `whole` as parts 1..n of key and completes them. */
 static wh_status_t upload(store_t *st, const char *key, const char *whole, const size_t *sizes,
-                          size_t n, store_obj_meta_t *om)
+                          size_t n, data_obj_meta_t *om)
 {
     char uid[65], et[8][33];
     store_complete_part_t cp[8];
@@ -79,13 +79,13 @@ static void test_read_across_extents(void)
     if (!st)
         return;
     char *whole = pattern(TOTAL3, 1);
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     CHECK(upload(st, "k", whole, SZ3, 3, &om) == WH_OK);
     char want[13];
     wh_crc64nvme_b64(wh_crc64nvme(0, whole, TOTAL3), want);
     CHECK_STR(om.crc64nvme, want);
     CHECK_EQ_U64(om.size, TOTAL3);
-    store_obj_meta_free(&om);
+    data_obj_meta_free(&om);
     /* Nothing was copied: the three part files are the object's. */
     CHECK_EQ_U64(th_count_files(dir, "objects"), 3);
 
@@ -94,10 +94,10 @@ static void test_read_across_extents(void)
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = "cmp", .key = "k"}, &om, &fd) ==
           WH_ERR_UNSUPPORTED);
     CHECK(fd == -1);
-    store_reader_t *r = NULL;
+    data_reader_t *r = NULL;
     CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "cmp", .key = "k"}, &om, &r) ==
           WH_OK);
-    store_obj_meta_free(&om);
+    data_obj_meta_free(&om);
     if (!r)
         goto out;
     CHECK(store_reader_fd(r) == -1);
@@ -156,15 +156,15 @@ static void test_one_part_takes_the_file(void)
         return;
     char *whole = pattern(3000, 2);
     size_t sz[1] = {3000};
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     CHECK(upload(st, "one", whole, sz, 1, &om) == WH_OK);
-    store_obj_meta_free(&om);
+    data_obj_meta_free(&om);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 1);
     /* One file: an fd as for any PUT. */
     int fd = -1;
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = "cmp", .key = "one"}, &om, &fd) ==
           WH_OK);
-    store_obj_meta_free(&om);
+    data_obj_meta_free(&om);
     size_t n = 0;
     char *got = fd >= 0 ? th_read_fd(fd, &n) : NULL;
     CHECK(got && n == 3000 && memcmp(got, whole, n) == 0);
@@ -188,10 +188,10 @@ static void test_empty_last_part(void)
         return;
     char *whole = pattern(5 * MiB, 3);
     size_t sz[2] = {5 * MiB, 0};
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     CHECK(upload(st, "e", whole, sz, 2, &om) == WH_OK);
     CHECK_EQ_U64(om.size, 5 * MiB);
-    store_obj_meta_free(&om);
+    data_obj_meta_free(&om);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 1);
     size_t n = 0;
     wh_status_t s;
@@ -210,11 +210,11 @@ static void test_copy_and_overwrite(void)
     if (!st)
         return;
     char *whole = pattern(TOTAL3, 4);
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     CHECK(upload(st, "k", whole, SZ3, 3, &om) == WH_OK);
-    store_obj_meta_free(&om);
+    data_obj_meta_free(&om);
     /* A copy is one new file with the same bytes, etag and checksum. */
-    store_obj_meta_t cm, sm;
+    data_obj_meta_t cm, sm;
     CHECK(store_object_copy(
               st,
               &(store_copy_args_t){
@@ -224,15 +224,15 @@ static void test_copy_and_overwrite(void)
           WH_OK);
     CHECK_STR(cm.etag, sm.etag);
     CHECK_STR(cm.crc64nvme, sm.crc64nvme);
-    store_obj_meta_free(&cm);
-    store_obj_meta_free(&sm);
+    data_obj_meta_free(&cm);
+    data_obj_meta_free(&sm);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 4);
     size_t n = 0;
     wh_status_t s;
     int fd = -1;
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = "cmp", .key = "copy"}, &cm, &fd) ==
           WH_OK); /* one file: an fd */
-    store_obj_meta_free(&cm);
+    data_obj_meta_free(&cm);
     char *got = fd >= 0 ? th_read_fd(fd, &n) : NULL;
     CHECK(got && n == TOTAL3 && memcmp(got, whole, n) == 0);
     free(got);
@@ -255,29 +255,29 @@ static void test_versions_keep_extents(void)
     store_t *st = open_store(&dir);
     if (!st)
         return;
-    CHECK(store_bucket_versioning_set(st, "cmp", STORE_VERSIONING_ENABLED) == WH_OK);
+    CHECK(store_bucket_versioning_set(st, "cmp", DATA_VERSIONING_ENABLED) == WH_OK);
     char *whole = pattern(TOTAL3, 5);
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     CHECK(upload(st, "v", whole, SZ3, 3, &om) == WH_OK);
-    char vid[STORE_VERSION_ID_MAX];
+    char vid[DATA_VERSION_ID_MAX];
     snprintf(vid, sizeof vid, "%s", om.version_id);
-    store_obj_meta_free(&om);
+    data_obj_meta_free(&om);
     /* Overwritten and deleted (a marker): the composed version keeps its three files. */
     CHECK(th_put(st, "cmp", "v", "next", 4, NULL) == WH_OK);
     CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "cmp", .key = "v"}, NULL) ==
           WH_OK);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 4);
-    store_reader_t *r = NULL;
+    data_reader_t *r = NULL;
     CHECK(store_object_reader(st,
                               &(store_read_args_t){.bucket = "cmp", .key = "v", .version_id = vid},
                               &om, &r) == WH_OK);
-    store_obj_meta_free(&om);
+    data_obj_meta_free(&om);
     char *buf = malloc(TOTAL3);
     CHECK(r && store_reader_pread(r, buf, TOTAL3, 0) == WH_OK && memcmp(buf, whole, TOTAL3) == 0);
     store_reader_close(r);
     free(buf);
     /* Removing that version releases all of its files, and only those. */
-    store_del_result_t res;
+    data_del_result_t res;
     CHECK(store_object_delete(
               st, &(store_delete_args_t){.bucket = "cmp", .key = "v", .version_id = vid}, &res) ==
           WH_OK);
@@ -296,9 +296,9 @@ static void test_recovery_keeps_extents(void)
     if (!st)
         return;
     char *whole = pattern(TOTAL3, 6);
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     CHECK(upload(st, "k", whole, SZ3, 3, &om) == WH_OK);
-    store_obj_meta_free(&om);
+    data_obj_meta_free(&om);
     char uid[65], et[33];
     CHECK(store_mpu_create(st, "cmp", "pending", NULL, uid) == WH_OK);
     CHECK(put_part(st, "pending", uid, 1, whole, 100, et) == WH_OK);
@@ -336,30 +336,30 @@ static void test_data_table_compose(void)
     store_t *st = open_store(&dir);
     if (!st)
         return;
-    store_data_t *d = store_data(st);
+    data_table_t *d = store_data(st);
     CHECK(d->ops->compose != NULL && d->ops->reader_extent != NULL);
-    store_chunk_t parts[2];
+    data_chunk_t parts[2];
     memset(parts, 0, sizeof parts);
     snprintf(parts[0].id, sizeof parts[0].id, "%s", "00112233445566778899aabbccddeeff");
     snprintf(parts[1].id, sizeof parts[1].id, "%s", "ffeeddccbbaa99887766554433221100");
     parts[0].length = 10;
     parts[1].offset = 10;
     parts[1].length = 5;
-    store_data_ref_t ref;
+    data_ref_t ref;
     CHECK(d->ops->compose(d, parts, 1, &ref) == WH_OK);
     CHECK_STR(ref.id, parts[0].id);
     CHECK(ref.n_chunks == 0);
-    store_data_ref_clear(&ref);
+    data_ref_clear(&ref);
     CHECK(d->ops->compose(d, parts, 2, &ref) == WH_OK);
     CHECK(ref.n_chunks == 2 && strcmp(ref.id, parts[0].id) != 0 &&
           strcmp(ref.id, parts[1].id) != 0);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 0);
-    store_reader_t *r = NULL;
+    data_reader_t *r = NULL;
     /* The files do not exist: NOT_FOUND, as for a row replaced meanwhile. */
     CHECK(d->ops->reader_open(d, &ref, 15, &r) == WH_ERR_NOT_FOUND);
     ref.chunks[1].offset = 11; /* a gap */
     CHECK(d->ops->reader_open(d, &ref, 16, &r) == WH_ERR_INTERNAL);
-    store_data_ref_clear(&ref);
+    data_ref_clear(&ref);
     snprintf(parts[0].id, sizeof parts[0].id, "%s", "../../etc/passwd");
     CHECK(d->ops->compose(d, parts, 2, &ref) == WH_ERR_INTERNAL);
     store_close(st);

@@ -10,8 +10,8 @@
 #define WRITERS 4
 #define ROUNDS 20
 
-static wh_status_t put_cond(store_t *st, const char *key, const char *body, store_cond_t *c,
-                            store_obj_meta_t *out)
+static wh_status_t put_cond(store_t *st, const char *key, const char *body, data_cond_t *c,
+                            data_obj_meta_t *out)
 {
     store_writer_t *w = NULL;
     wh_status_t s = store_writer_open(st, &w);
@@ -22,13 +22,13 @@ static wh_status_t put_cond(store_t *st, const char *key, const char *body, stor
         store_writer_abort(w);
         return s;
     }
-    store_obj_meta_t m;
+    data_obj_meta_t m;
     memset(&m, 0, sizeof m);
     s = store_writer_commit(w, &(store_commit_args_t){.bucket = "bkt", .key = key, .cond = c}, &m);
     if (out)
         *out = m;
     else
-        store_obj_meta_free(&m);
+        data_obj_meta_free(&m);
     return s;
 }
 
@@ -48,45 +48,45 @@ static void test_put_conditions(void)
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
     CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "bkt"}) == WH_OK);
-    store_cond_t c = {.kind = STORE_COND_ABSENT};
-    store_obj_meta_t m;
+    data_cond_t c = {.kind = DATA_COND_ABSENT};
+    data_obj_meta_t m;
     CHECK(put_cond(st, "k", "one", &c, &m) == WH_OK && !c.failed);
     char e1[64];
     snprintf(e1, sizeof e1, "%.60s", m.etag);
-    c = (store_cond_t){.kind = STORE_COND_ABSENT};
+    c = (data_cond_t){.kind = DATA_COND_ABSENT};
     CHECK(put_cond(st, "k", "two", &c, NULL) == WH_ERR_PRECONDITION && c.failed);
     char *b = get_body(st, "k");
     CHECK_STR(b, "one");
     free(b);
     /* If-Match: a wrong ETag fails, the right one (quoted or not, any case) passes. */
-    c = (store_cond_t){.kind = STORE_COND_MATCH};
+    c = (data_cond_t){.kind = DATA_COND_MATCH};
     snprintf(c.etag, sizeof c.etag, "00000000000000000000000000000000");
     CHECK(put_cond(st, "k", "two", &c, NULL) == WH_ERR_PRECONDITION && c.failed);
-    c = (store_cond_t){.kind = STORE_COND_MATCH};
+    c = (data_cond_t){.kind = DATA_COND_MATCH};
     snprintf(c.etag, sizeof c.etag, "\"%s\"", e1);
     CHECK(put_cond(st, "k", "two", &c, NULL) == WH_OK && !c.failed);
     b = get_body(st, "k");
     CHECK_STR(b, "two");
     free(b);
-    c = (store_cond_t){.kind = STORE_COND_MATCH};
+    c = (data_cond_t){.kind = DATA_COND_MATCH};
     snprintf(c.etag, sizeof c.etag, "%s", e1);
     CHECK(put_cond(st, "k", "three", &c, NULL) == WH_ERR_PRECONDITION && c.failed);
     /* If-Match on a missing key: NOT_FOUND with failed set; nothing is stored. */
-    c = (store_cond_t){.kind = STORE_COND_MATCH};
+    c = (data_cond_t){.kind = DATA_COND_MATCH};
     snprintf(c.etag, sizeof c.etag, "%s", e1);
     CHECK(put_cond(st, "nokey", "x", &c, NULL) == WH_ERR_NOT_FOUND && c.failed);
     wh_status_t s;
     size_t n;
     CHECK(th_get_reader(st, "bkt", "nokey", &n, &s) == NULL && s == WH_ERR_NOT_FOUND);
     /* A missing bucket is NOT_FOUND without failed. */
-    c = (store_cond_t){.kind = STORE_COND_ABSENT};
+    c = (data_cond_t){.kind = DATA_COND_ABSENT};
     store_writer_t *w = NULL;
     CHECK(store_writer_open(st, &w) == WH_OK);
     memset(&m, 0, sizeof m);
     CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "nob", .key = "k", .cond = &c},
                               &m) == WH_ERR_NOT_FOUND &&
           !c.failed);
-    store_obj_meta_free(&m);
+    data_obj_meta_free(&m);
     store_close(st);
     th_rmdir(dir);
 }
@@ -105,18 +105,18 @@ static void *racer(void *arg)
     char key[32], body[32];
     snprintf(key, sizeof key, "race%d", r->round);
     snprintf(body, sizeof body, "writer %d", r->id);
-    store_cond_t c = {.kind = STORE_COND_ABSENT};
+    data_cond_t c = {.kind = DATA_COND_ABSENT};
     store_writer_t *w = NULL;
     r->res = store_writer_open(r->st, &w);
     if (r->res == WH_OK)
         r->res = store_writer_write(w, body, strlen(body));
     pthread_barrier_wait(r->bar);
     if (r->res == WH_OK) {
-        store_obj_meta_t m;
+        data_obj_meta_t m;
         memset(&m, 0, sizeof m);
         r->res = store_writer_commit(
             w, &(store_commit_args_t){.bucket = "bkt", .key = key, .cond = &c}, &m);
-        store_obj_meta_free(&m);
+        data_obj_meta_free(&m);
     } else {
         store_writer_abort(w);
     }
@@ -194,10 +194,10 @@ static void test_complete_conditions(void)
     char uid[65], etags[2][33];
     mpu_two_parts(st, "mp", 'a', uid, etags);
     store_complete_part_t cp[2] = {{1, etags[0]}, {2, etags[1]}};
-    store_obj_meta_t m;
+    data_obj_meta_t m;
     memset(&m, 0, sizeof m);
     int bad = 0;
-    store_cond_t c = {.kind = STORE_COND_ABSENT};
+    data_cond_t c = {.kind = DATA_COND_ABSENT};
     CHECK(store_mpu_complete(
               st,
               &(store_mpu_complete_args_t){
@@ -209,7 +209,7 @@ static void test_complete_conditions(void)
     char *b = get_body(st, "mp");
     CHECK_STR(b, "old");
     free(b);
-    c = (store_cond_t){.kind = STORE_COND_MATCH};
+    c = (data_cond_t){.kind = DATA_COND_MATCH};
     snprintf(c.etag, sizeof c.etag, "%s", "e7d4a5e45e2e1d81b29fa3ac2d3d6ee5");
     CHECK(store_mpu_complete(
               st,
@@ -217,18 +217,18 @@ static void test_complete_conditions(void)
                   .bucket = "bkt", .key = "mp", .upload_id = uid, .parts = cp, .n = 2, .cond = &c},
               &m, &bad) == WH_ERR_PRECONDITION &&
           c.failed);
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = "bkt", .key = "mp"}, &om, NULL) ==
           WH_OK);
-    c = (store_cond_t){.kind = STORE_COND_MATCH};
+    c = (data_cond_t){.kind = DATA_COND_MATCH};
     snprintf(c.etag, sizeof c.etag, "%s", om.etag);
-    store_obj_meta_free(&om);
+    data_obj_meta_free(&om);
     CHECK(store_mpu_complete(
               st,
               &(store_mpu_complete_args_t){
                   .bucket = "bkt", .key = "mp", .upload_id = uid, .parts = cp, .n = 2, .cond = &c},
               &m, &bad) == WH_OK);
-    store_obj_meta_free(&m);
+    data_obj_meta_free(&m);
     CHECK(store_mpu_check(st, "bkt", "mp", uid) == WH_ERR_NOT_FOUND);
     store_close(st);
     th_rmdir(dir);
@@ -240,38 +240,38 @@ static void test_delete_conditions(void)
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
     CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "bkt"}) == WH_OK);
-    store_obj_meta_t m;
+    data_obj_meta_t m;
     CHECK(put_cond(st, "k", "12345", NULL, &m) == WH_OK);
     char e1[80], q1[84];
     snprintf(e1, sizeof e1, "%s", m.etag);
     snprintf(q1, sizeof q1, "\"%s\"", m.etag);
     time_t mt = m.mtime;
-    store_obj_meta_free(&m);
+    data_obj_meta_free(&m);
     /* Another ETag, size or time: PRECONDITION with why, and the object stays. */
-    store_del_cond_t c = {.if_match = "\"0123456789abcdef0123456789abcdef\""};
+    data_del_cond_t c = {.if_match = "\"0123456789abcdef0123456789abcdef\""};
     CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "k", .cond = &c},
                               NULL) == WH_ERR_PRECONDITION);
-    CHECK(c.failed == STORE_DCOND_ETAG && strcmp(c.etag, e1) == 0);
-    c = (store_del_cond_t){.if_match = q1, .has_size = true, .size = 4};
+    CHECK(c.failed == DATA_DCOND_ETAG && strcmp(c.etag, e1) == 0);
+    c = (data_del_cond_t){.if_match = q1, .has_size = true, .size = 4};
     CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "k", .cond = &c},
                               NULL) == WH_ERR_PRECONDITION);
-    CHECK(c.failed == STORE_DCOND_SIZE && c.got_size == 5);
-    c = (store_del_cond_t){.has_mtime = true, .mtime = mt - 100};
+    CHECK(c.failed == DATA_DCOND_SIZE && c.got_size == 5);
+    c = (data_del_cond_t){.has_mtime = true, .mtime = mt - 100};
     CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "k", .cond = &c},
                               NULL) == WH_ERR_PRECONDITION);
-    CHECK(c.failed == STORE_DCOND_MTIME);
+    CHECK(c.failed == DATA_DCOND_MTIME);
     char *b = get_body(st, "k");
     CHECK_STR(b, "12345");
     free(b);
     /* If-Match on a missing key: NOT_FOUND with failed set (a plain delete's NOT_FOUND has none).
      */
-    c = (store_del_cond_t){.if_match = "*"};
+    c = (data_del_cond_t){.if_match = "*"};
     CHECK(store_object_delete(st,
                               &(store_delete_args_t){.bucket = "bkt", .key = "none", .cond = &c},
                               NULL) == WH_ERR_NOT_FOUND);
-    CHECK(c.failed == STORE_DCOND_MISSING);
+    CHECK(c.failed == DATA_DCOND_MISSING);
     /* The size condition holds for a missing key. */
-    c = (store_del_cond_t){.has_size = true, .size = 1};
+    c = (data_del_cond_t){.has_size = true, .size = 1};
     CHECK(store_object_delete(st,
                               &(store_delete_args_t){.bucket = "bkt", .key = "none", .cond = &c},
                               NULL) == WH_OK &&
@@ -279,7 +279,7 @@ static void test_delete_conditions(void)
     /* Everything right (unquoted, in a list): deleted. */
     char list[200];
     snprintf(list, sizeof list, "\"abc\", %s", e1);
-    c = (store_del_cond_t){
+    c = (data_del_cond_t){
         .if_match = list, .has_size = true, .size = 5, .has_mtime = true, .mtime = mt};
     CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "k", .cond = &c},
                               NULL) == WH_OK &&
@@ -287,48 +287,48 @@ static void test_delete_conditions(void)
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = "bkt", .key = "k"}, NULL, NULL) ==
           WH_ERR_NOT_FOUND);
     /* Versioned: the condition is the named version's; a delete marker is no object. */
-    CHECK(store_bucket_versioning_set(st, "bkt", STORE_VERSIONING_ENABLED) == WH_OK);
-    store_obj_meta_t v1, v2;
+    CHECK(store_bucket_versioning_set(st, "bkt", DATA_VERSIONING_ENABLED) == WH_OK);
+    data_obj_meta_t v1, v2;
     CHECK(put_cond(st, "v", "one", NULL, &v1) == WH_OK);
     CHECK(put_cond(st, "v", "two", NULL, &v2) == WH_OK);
-    store_del_result_t res;
-    c = (store_del_cond_t){.if_match = v1.etag};
+    data_del_result_t res;
+    c = (data_del_cond_t){.if_match = v1.etag};
     CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "v", .cond = &c},
                               &res) == WH_ERR_PRECONDITION);
-    c = (store_del_cond_t){.if_match = v2.etag};
+    c = (data_del_cond_t){.if_match = v2.etag};
     CHECK(store_object_delete(
               st,
               &(store_delete_args_t){
                   .bucket = "bkt", .key = "v", .version_id = v1.version_id, .cond = &c},
               &res) == WH_ERR_PRECONDITION);
-    c = (store_del_cond_t){.if_match = v2.etag};
+    c = (data_del_cond_t){.if_match = v2.etag};
     CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "v", .cond = &c},
                               &res) == WH_OK);
     CHECK(res.delete_marker);
-    char dm[STORE_VERSION_ID_MAX];
+    char dm[DATA_VERSION_ID_MAX];
     snprintf(dm, sizeof dm, "%s", res.version_id);
-    c = (store_del_cond_t){.if_match = "*"};
+    c = (data_del_cond_t){.if_match = "*"};
     CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "bkt", .key = "v", .cond = &c},
                               &res) == WH_ERR_NOT_FOUND);
-    CHECK(c.failed == STORE_DCOND_MISSING && c.delete_marker);
-    c = (store_del_cond_t){.if_match = "*"};
+    CHECK(c.failed == DATA_DCOND_MISSING && c.delete_marker);
+    c = (data_del_cond_t){.if_match = "*"};
     CHECK(store_object_delete(
               st, &(store_delete_args_t){.bucket = "bkt", .key = "v", .version_id = dm, .cond = &c},
               &res) == WH_ERR_NOT_FOUND);
-    c = (store_del_cond_t){.if_match = v1.etag};
+    c = (data_del_cond_t){.if_match = v1.etag};
     CHECK(store_object_delete(
               st,
               &(store_delete_args_t){
                   .bucket = "bkt", .key = "v", .version_id = v1.version_id, .cond = &c},
               &res) == WH_OK);
     CHECK(strcmp(res.version_id, v1.version_id) == 0);
-    store_obj_meta_t g;
+    data_obj_meta_t g;
     CHECK(store_object_open(
               st, &(store_read_args_t){.bucket = "bkt", .key = "v", .version_id = v2.version_id},
               &g, NULL) == WH_OK);
-    store_obj_meta_free(&g);
-    store_obj_meta_free(&v1);
-    store_obj_meta_free(&v2);
+    data_obj_meta_free(&g);
+    data_obj_meta_free(&v1);
+    data_obj_meta_free(&v2);
     store_close(st);
     th_rmdir(dir);
 }

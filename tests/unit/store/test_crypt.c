@@ -1,5 +1,5 @@
-/* Tests of src/store/crypt.c: encrypted writes and reads through the store, ranged reads across
- * segment and part boundaries, a reader that serves nothing without its key, a wrong key, a
+/* Tests of src/store/store/crypt.c: encrypted writes and reads through the store, ranged reads
+ * across segment and part boundaries, a reader that serves nothing without its key, a wrong key, a
  * flipped bit, a swapped segment and a moved part all refused; copies between encrypted and
  * plain; the parameter text. */
 #include "base/codec.h"
@@ -47,7 +47,7 @@ static wh_status_t put_enc(store_t *st, const char *key, const uint8_t *p, size_
         off += k;
         chunk = chunk * 3 + 7;
     }
-    store_obj_meta_t m;
+    data_obj_meta_t m;
     memset(&m, 0, sizeof m);
     wh_status_t s = store_writer_commit(w, &(store_commit_args_t){.bucket = "bkt", .key = key}, &m);
     if (s == WH_OK) {
@@ -66,15 +66,15 @@ static wh_status_t put_enc(store_t *st, const char *key, const uint8_t *p, size_
         CHECK_EQ_U64(m.size, n);
         CHECK(m.sse && strcmp(m.sse, sse) == 0);
     }
-    store_obj_meta_free(&m);
+    data_obj_meta_free(&m);
     return s;
 }
 
 static wh_status_t read_range(store_t *st, const char *key, const uint8_t *dkey, uint64_t off,
                               size_t n, uint8_t *out)
 {
-    store_obj_meta_t m;
-    store_reader_t *r = NULL;
+    data_obj_meta_t m;
+    data_reader_t *r = NULL;
     wh_status_t s =
         store_object_reader(st, &(store_read_args_t){.bucket = "bkt", .key = key}, &m, &r);
     if (s != WH_OK)
@@ -84,7 +84,7 @@ static wh_status_t read_range(store_t *st, const char *key, const uint8_t *dkey,
         CHECK(store_reader_set_key(r, dkey) == WH_OK);
     s = store_reader_pread(r, out, n, off);
     store_reader_close(r);
-    store_obj_meta_free(&m);
+    data_obj_meta_free(&m);
     return s;
 }
 
@@ -191,7 +191,7 @@ static void test_round_trip_ranges_and_tamper(void)
     th_rmdir(dir);
 }
 
-static wh_status_t key_cb(void *arg, const store_obj_meta_t *src, uint8_t key[32])
+static wh_status_t key_cb(void *arg, const data_obj_meta_t *src, uint8_t key[32])
 {
     memcpy(key, arg, 32);
     return WH_OK;
@@ -214,7 +214,7 @@ static void test_copy_and_multipart(void)
     fill(p, n, 11);
     CHECK(put_enc(st, "src", p, n, dk, sse) == WH_OK);
     /* Without the source's key the copy is refused and nothing is made. */
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     memset(&om, 0, sizeof om);
     CHECK(store_object_copy(
               st,
@@ -232,7 +232,7 @@ static void test_copy_and_multipart(void)
                                                  .sse = &cs},
                             &om) == WH_OK);
     CHECK(om.sse && strcmp(om.sse, sse2) == 0);
-    store_obj_meta_free(&om);
+    data_obj_meta_free(&om);
     CHECK(read_range(st, "c2", dk2, 0, n, q) == WH_OK && memcmp(q, p, n) == 0);
     store_copy_sse_t cp = {.src_key = key_cb, .arg = dk};
     CHECK(store_object_copy(st,
@@ -243,7 +243,7 @@ static void test_copy_and_multipart(void)
                                                  .sse = &cp},
                             &om) == WH_OK);
     CHECK(om.sse == NULL);
-    store_obj_meta_free(&om);
+    data_obj_meta_free(&om);
     size_t gn = 0;
     wh_status_t gs;
     char *got = th_get(st, "bkt", "plain", &gn, &gs); /* a plain object: by fd again */
@@ -251,7 +251,7 @@ static void test_copy_and_multipart(void)
     free(got);
 
     /* Multipart: parts 2 and 5 (a gap), each its own blob with its part number. */
-    store_obj_meta_t um;
+    data_obj_meta_t um;
     memset(&um, 0, sizeof um);
     um.sse = sse;
     char uid[65];
@@ -279,7 +279,7 @@ static void test_copy_and_multipart(void)
                            &om, &bad) == WH_OK);
     CHECK(om.sse && strstr(om.sse, ";n=2,5") != NULL);
     CHECK_EQ_U64(om.size, p1 + p2);
-    store_obj_meta_free(&om);
+    data_obj_meta_free(&om);
     uint8_t *mq = malloc(p1 + p2);
     CHECK(read_range(st, "m", dk, 0, p1 + p2, mq) == WH_OK && memcmp(mq, mp, p1 + p2) == 0);
     CHECK(read_range(st, "m", dk, p1 - 7, 20, mq) == WH_OK && memcmp(mq, mp + p1 - 7, 20) == 0);
@@ -300,29 +300,29 @@ static void test_versions(void)
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
     CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "bkt"}) == WH_OK);
-    CHECK(store_bucket_versioning_set(st, "bkt", STORE_VERSIONING_ENABLED) == WH_OK);
+    CHECK(store_bucket_versioning_set(st, "bkt", DATA_VERSIONING_ENABLED) == WH_OK);
     uint8_t ck[32], dk[32], p[3000], q[3000];
     fill(ck, 32, 21);
     fill(p, sizeof p, 22);
     char *sse;
     params(ck, &sse, dk);
     CHECK(put_enc(st, "v", p, sizeof p, dk, sse) == WH_OK);
-    store_obj_meta_t m;
+    data_obj_meta_t m;
     CHECK(th_put(st, "bkt", "v", "plain", 5, &m) == WH_OK); /* archives the encrypted one */
     CHECK(m.sse == NULL);
-    char cur[STORE_VERSION_ID_MAX];
+    char cur[DATA_VERSION_ID_MAX];
     snprintf(cur, sizeof cur, "%s", m.version_id);
-    store_obj_meta_free(&m);
+    data_obj_meta_free(&m);
     CHECK(store_object_delete(
               st, &(store_delete_args_t){.bucket = "bkt", .key = "v", .version_id = cur}, NULL) ==
           WH_OK); /* promotes it */
     CHECK(read_range(st, "v", dk, 0, sizeof p, q) == WH_OK && memcmp(p, q, sizeof p) == 0);
-    store_reader_t *r = NULL;
+    data_reader_t *r = NULL;
     CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "bkt", .key = "v"}, &m, &r) ==
           WH_OK);
     CHECK(m.sse && strcmp(m.sse, sse) == 0 && store_reader_encrypted(r));
     store_reader_close(r);
-    store_obj_meta_free(&m);
+    data_obj_meta_free(&m);
     free(sse);
     store_close(st);
     th_rmdir(dir);

@@ -16,37 +16,37 @@
 
 /* The "storage servers": chunk id -> bytes. */
 typedef struct {
-    char id[STORE_DATA_ID_LEN + 1];
+    char id[DATA_ID_LEN + 1];
     char *bytes;
     size_t len;
     bool live;
 } mem_chunk_t;
 
 typedef struct {
-    store_data_t base;
+    data_table_t base;
     pthread_mutex_t lock;
     mem_chunk_t chunks[MAX_CHUNKS];
     size_t n;
     unsigned next_id;
     int released, rdma_gets, rdma_puts;
-    const token_arg_t *last_token; /* what the last delegated RDMA call was handed */
+    const xfer_token_arg_t *last_token; /* what the last delegated RDMA call was handed */
 } mem_t;
 
 typedef struct {
-    store_data_writer_t base;
-    store_data_ref_t ref; /* chunks written so far (ids into mem) */
-    store_data_ref_t own; /* those this writer made (not appended by reference) */
+    data_writer_t base;
+    data_ref_t ref; /* chunks written so far (ids into mem) */
+    data_ref_t own; /* those this writer made (not appended by reference) */
     uint64_t size;
     char *cur; /* the chunk being filled */
     size_t cur_len;
 } mem_writer_t;
 
 typedef struct {
-    store_reader_t base;
-    store_data_ref_t ref;
+    data_reader_t base;
+    data_ref_t ref;
 } mem_reader_t;
 
-static mem_t *MEM(store_data_t *d)
+static mem_t *MEM(data_table_t *d)
 {
     return (mem_t *)d;
 }
@@ -71,8 +71,8 @@ static wh_status_t mem_flush(mem_writer_t *w)
     c->len = w->cur_len;
     c->live = true;
     pthread_mutex_unlock(&m->lock);
-    store_chunk_t *nc = realloc(w->ref.chunks, (w->ref.n_chunks + 1) * sizeof *nc);
-    store_chunk_t *ch = &nc[w->ref.n_chunks++];
+    data_chunk_t *nc = realloc(w->ref.chunks, (w->ref.n_chunks + 1) * sizeof *nc);
+    data_chunk_t *ch = &nc[w->ref.n_chunks++];
     w->ref.chunks = nc;
     memset(ch, 0, sizeof *ch);
     memcpy(ch->id, c->id, sizeof ch->id);
@@ -82,7 +82,7 @@ static wh_status_t mem_flush(mem_writer_t *w)
     ch->n_replicas = 2;
     ch->replicas[0] = 1;
     ch->replicas[1] = 2;
-    store_chunk_t *oc = realloc(w->own.chunks, (w->own.n_chunks + 1) * sizeof *oc);
+    data_chunk_t *oc = realloc(w->own.chunks, (w->own.n_chunks + 1) * sizeof *oc);
     w->own.chunks = oc;
     oc[w->own.n_chunks++] = *ch;
     w->cur = NULL;
@@ -90,7 +90,7 @@ static wh_status_t mem_flush(mem_writer_t *w)
     return WH_OK;
 }
 
-static wh_status_t mem_writer_open(store_data_t *d, store_data_writer_t **out)
+static wh_status_t mem_writer_open(data_table_t *d, data_writer_t **out)
 {
     mem_writer_t *w = calloc(1, sizeof *w);
     w->base.data = d;
@@ -98,7 +98,7 @@ static wh_status_t mem_writer_open(store_data_t *d, store_data_writer_t **out)
     return WH_OK;
 }
 
-static wh_status_t mem_write(store_data_writer_t *dw, const void *p, size_t n)
+static wh_status_t mem_write(data_writer_t *dw, const void *p, size_t n)
 {
     mem_writer_t *w = (mem_writer_t *)dw;
     const char *s = p;
@@ -118,15 +118,14 @@ static wh_status_t mem_write(store_data_writer_t *dw, const void *p, size_t n)
 }
 
 /* By reference: the source's whole chunks are shared, not copied. */
-static wh_status_t mem_append(store_data_writer_t *dw, store_reader_t *r, uint64_t off,
-                              uint64_t len)
+static wh_status_t mem_append(data_writer_t *dw, data_reader_t *r, uint64_t off, uint64_t len)
 {
     mem_writer_t *w = (mem_writer_t *)dw;
     mem_reader_t *mr = (mem_reader_t *)r;
     if (off != 0 || len != r->size || w->cur_len)
         return WH_ERR_UNSUPPORTED; /* whole, chunk-aligned sources only in this table */
     for (size_t i = 0; i < mr->ref.n_chunks; i++) {
-        store_chunk_t *nc = realloc(w->ref.chunks, (w->ref.n_chunks + 1) * sizeof *nc);
+        data_chunk_t *nc = realloc(w->ref.chunks, (w->ref.n_chunks + 1) * sizeof *nc);
         w->ref.chunks = nc;
         nc[w->ref.n_chunks] = mr->ref.chunks[i];
         nc[w->ref.n_chunks].offset = w->size + mr->ref.chunks[i].offset;
@@ -136,8 +135,8 @@ static wh_status_t mem_append(store_data_writer_t *dw, store_reader_t *r, uint64
     return WH_OK;
 }
 
-static wh_status_t mem_rdma_put(store_data_writer_t *dw, const token_arg_t *token,
-                                const wh_peer_t *peer, uint64_t size, store_rdma_result_t *res)
+static wh_status_t mem_rdma_put(data_writer_t *dw, const xfer_token_arg_t *token,
+                                const wh_peer_t *peer, uint64_t size, data_rdma_result_t *res)
 {
     /* Stands in for storage servers reading the client's region: the "region" is the token's
      * string. */
@@ -152,7 +151,7 @@ static wh_status_t mem_rdma_put(store_data_writer_t *dw, const token_arg_t *toke
     return WH_OK;
 }
 
-static wh_status_t mem_finish(store_data_writer_t *dw, store_data_ref_t *ref)
+static wh_status_t mem_finish(data_writer_t *dw, data_ref_t *ref)
 {
     mem_writer_t *w = (mem_writer_t *)dw;
     mem_flush(w);
@@ -161,19 +160,19 @@ static wh_status_t mem_finish(store_data_writer_t *dw, store_data_ref_t *ref)
     snprintf(w->ref.id, sizeof w->ref.id, "%032x", ++m->next_id | 0x10000000u);
     pthread_mutex_unlock(&m->lock);
     memset(ref, 0, sizeof *ref);
-    return store_data_ref_copy(ref, &w->ref);
+    return data_ref_copy(ref, &w->ref);
 }
 
-static void mem_writer_free(store_data_writer_t *dw)
+static void mem_writer_free(data_writer_t *dw)
 {
     mem_writer_t *w = (mem_writer_t *)dw;
     free(w->cur);
-    store_data_ref_clear(&w->ref);
-    store_data_ref_clear(&w->own);
+    data_ref_clear(&w->ref);
+    data_ref_clear(&w->own);
     free(w);
 }
 
-static void mem_release(store_data_t *d, const store_data_ref_t *ref)
+static void mem_release(data_table_t *d, const data_ref_t *ref)
 {
     mem_t *m = MEM(d);
     pthread_mutex_lock(&m->lock);
@@ -189,7 +188,7 @@ static void mem_release(store_data_t *d, const store_data_ref_t *ref)
     pthread_mutex_unlock(&m->lock);
 }
 
-static void mem_writer_abort(store_data_writer_t *dw)
+static void mem_writer_abort(data_writer_t *dw)
 {
     mem_writer_t *w = (mem_writer_t *)dw;
     mem_flush(w);
@@ -199,8 +198,8 @@ static void mem_writer_abort(store_data_writer_t *dw)
     mem_writer_free(dw);
 }
 
-static wh_status_t mem_reader_open(store_data_t *d, const store_data_ref_t *ref, uint64_t size,
-                                   store_reader_t **out)
+static wh_status_t mem_reader_open(data_table_t *d, const data_ref_t *ref, uint64_t size,
+                                   data_reader_t **out)
 {
     mem_t *m = MEM(d);
     pthread_mutex_lock(&m->lock);
@@ -214,19 +213,19 @@ static wh_status_t mem_reader_open(store_data_t *d, const store_data_ref_t *ref,
     mem_reader_t *r = calloc(1, sizeof *r);
     r->base.data = d;
     r->base.size = size;
-    store_data_ref_copy(&r->ref, ref);
+    data_ref_copy(&r->ref, ref);
     *out = &r->base;
     return WH_OK;
 }
 
-static wh_status_t mem_reader_pread(store_reader_t *rr, void *buf, size_t n, uint64_t off)
+static wh_status_t mem_reader_pread(data_reader_t *rr, void *buf, size_t n, uint64_t off)
 {
     mem_reader_t *r = (mem_reader_t *)rr;
     mem_t *m = MEM(rr->data);
     char *dst = buf;
     pthread_mutex_lock(&m->lock);
     for (size_t i = 0; i < r->ref.n_chunks && n; i++) {
-        const store_chunk_t *ch = &r->ref.chunks[i];
+        const data_chunk_t *ch = &r->ref.chunks[i];
         if (off >= ch->offset + ch->length || off < ch->offset)
             continue;
         mem_chunk_t *c = mem_find(m, ch->id);
@@ -244,8 +243,9 @@ static wh_status_t mem_reader_pread(store_reader_t *rr, void *buf, size_t n, uin
     return n ? WH_ERR_IO : WH_OK;
 }
 
-static wh_status_t mem_rdma_get(store_reader_t *r, const token_arg_t *token, const wh_peer_t *peer,
-                                uint64_t off, uint64_t len, store_rdma_result_t *res)
+static wh_status_t mem_rdma_get(data_reader_t *r, const xfer_token_arg_t *token,
+                                const wh_peer_t *peer, uint64_t off, uint64_t len,
+                                data_rdma_result_t *res)
 {
     MEM(r->data)->rdma_gets++;
     MEM(r->data)->last_token = token;
@@ -257,14 +257,14 @@ static wh_status_t mem_rdma_get(store_reader_t *r, const token_arg_t *token, con
     return st;
 }
 
-static void mem_reader_close(store_reader_t *rr)
+static void mem_reader_close(data_reader_t *rr)
 {
     mem_reader_t *r = (mem_reader_t *)rr;
-    store_data_ref_clear(&r->ref);
+    data_ref_clear(&r->ref);
     free(r);
 }
 
-static void mem_close(store_data_t *d)
+static void mem_close(data_table_t *d)
 {
     mem_t *m = MEM(d);
     for (size_t i = 0; i < m->n; i++)
@@ -273,7 +273,7 @@ static void mem_close(store_data_t *d)
     free(m);
 }
 
-static const store_data_ops_t MEM_OPS = {
+static const data_ops_t MEM_OPS = {
     .name = "memory-chunks",
     .close = mem_close,
     .writer_open = mem_writer_open,
@@ -318,18 +318,18 @@ static void test_remote_style_table(void)
     char body[3500];
     for (size_t i = 0; i < sizeof body; i++)
         body[i] = (char)(i * 7 + 3);
-    store_obj_meta_t m;
+    data_obj_meta_t m;
     CHECK(th_put(st, "remote", "obj", body, sizeof body, &m) == WH_OK);
     CHECK_EQ_U64(live_chunks(mem), 4);
-    store_data_ref_t ref;
+    data_ref_t ref;
     CHECK(meta_object_get(store_meta(st), "remote", "obj", 3, NULL, &ref) == WH_OK);
     CHECK_EQ_U64(ref.n_chunks, 4);
     CHECK(ref.n_chunks == 4 && ref.chunks[3].offset == 3000 && ref.chunks[3].length == 500);
-    store_data_ref_clear(&ref);
+    data_ref_clear(&ref);
 
     /* GET without an fd: pread, and delegated RDMA answered by the table. */
-    store_reader_t *r = NULL;
-    store_obj_meta_t rm;
+    data_reader_t *r = NULL;
+    data_obj_meta_t rm;
     CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "remote", .key = "obj"}, &rm,
                               &r) == WH_OK);
     if (r) {
@@ -338,11 +338,11 @@ static void test_remote_style_table(void)
         CHECK(store_reader_pread(r, got, sizeof got, 0) == WH_OK &&
               memcmp(got, body, sizeof body) == 0);
         CHECK(store_reader_pread(r, got, 1200, 900) == WH_OK && memcmp(got, body + 900, 1200) == 0);
-        store_rdma_result_t res;
+        data_rdma_result_t res;
         wh_peer_t peer = {.addr = "127.0.0.1:1"};
         /* The token reaches the table as the front parsed it, passed through untouched. */
-        token_arg_t tok;
-        token_arg_parse(&tok, "1000:1000:ofi1:shm:0011:1");
+        xfer_token_arg_t tok;
+        xfer_token_arg_parse(&tok, "1000:1000:ofi1:shm:0011:1");
         CHECK(tok.st == WH_OK);
         CHECK(store_reader_rdma_get(r, &tok, &peer, 100, 2000, &res) == WH_OK);
         CHECK(MEM(store_data(st))->last_token == &tok);
@@ -350,7 +350,7 @@ static void test_remote_style_table(void)
         CHECK_EQ_U64(res.crc64nvme, wh_crc64nvme(0, body + 100, 2000));
         CHECK(store_reader_rdma_get(r, &tok, &peer, 3000, 501, &res) == WH_ERR_RANGE);
         store_reader_close(r);
-        store_obj_meta_free(&rm);
+        data_obj_meta_free(&rm);
     }
     int fd = -1;
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = "remote", .key = "obj"}, &rm, &fd) ==
@@ -368,14 +368,14 @@ static void test_remote_style_table(void)
     /* RDMA PUT delegated to the table: its digests stand for the bytes. */
     store_writer_t *w = NULL;
     CHECK(store_writer_open(st, &w) == WH_OK);
-    store_rdma_result_t res;
+    data_rdma_result_t res;
     wh_peer_t peer = {.addr = "127.0.0.1:1"};
-    token_arg_t region = {.str = "client-region-bytes"};
+    xfer_token_arg_t region = {.str = "client-region-bytes"};
     CHECK(store_writer_rdma_put(w, &region, &peer, 19, &res) == WH_OK);
     CHECK(MEM(store_data(st))->last_token == &region);
     CHECK_EQ_U64(store_writer_size(w), 19);
     CHECK_EQ_U64(store_writer_crc64nvme(w), wh_crc64nvme(0, "client-region-bytes", 19));
-    store_obj_meta_t pm;
+    data_obj_meta_t pm;
     memset(&pm, 0, sizeof pm);
     CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "remote", .key = "rdma"}, &pm) ==
           WH_OK);
@@ -404,7 +404,7 @@ static void test_remote_style_table(void)
               &(store_mpu_complete_args_t){
                   .bucket = "remote", .key = "mp", .upload_id = uid, .parts = cp, .n = 2},
               &pm, &bad) == WH_OK);
-    store_obj_meta_free(&pm);
+    data_obj_meta_free(&pm);
     CHECK_EQ_U64(live_chunks(mem), before); /* no copy, nothing freed */
     CHECK_EQ_U64(mem->released, released);
     g = th_get_reader(st, "remote", "mp", &n, &s);
@@ -420,10 +420,10 @@ static void test_remote_style_table(void)
     CHECK(store_writer_write(w, "abc", 3) == WH_OK);
     CHECK(store_mpu_part_commit(st, "remote", "mq", uid, 1, w, e1) == WH_OK);
     CHECK(store_writer_open(st, &w) == WH_OK);
-    region = (token_arg_t){.str = "end"};
+    region = (xfer_token_arg_t){.str = "end"};
     CHECK(store_writer_rdma_put(w, &region, &peer, 3, &res) == WH_OK);
     CHECK(store_mpu_part_commit(st, "remote", "mq", uid, 2, w, e2) == WH_OK);
-    store_part_info_t *pi = NULL;
+    data_part_info_t *pi = NULL;
     size_t np = 0;
     CHECK(store_mpu_list_parts(st, "remote", "mq", uid, 0, 0, &pi, &np, NULL) == WH_OK);
     CHECK(np == 2 && pi[0].crc32c[0] && !pi[1].crc32c[0]);
@@ -441,7 +441,7 @@ static void test_remote_style_table(void)
                              &pm, &bad) == WH_OK);
     CHECK_STR(pm.crc32c, "");
     CHECK(pm.crc64nvme[0] != '\0');
-    store_obj_meta_free(&pm);
+    data_obj_meta_free(&pm);
     CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = "remote", .key = "mq"}, NULL) ==
           WH_OK);
     free(p1);
@@ -466,7 +466,7 @@ static void test_optional_slots(void)
     CHECK(th_meta_open(dir, &meta) == WH_OK);
     if (!meta)
         return;
-    store_data_ops_t partial = MEM_OPS;
+    data_ops_t partial = MEM_OPS;
     partial.append = NULL; /* required */
     mem_t *bad = calloc(1, sizeof *bad);
     bad->base.ops = &partial;
@@ -478,7 +478,7 @@ static void test_optional_slots(void)
     CHECK(th_meta_open(dir, &meta) == WH_OK);
     if (!meta)
         return;
-    store_data_ops_t lean = MEM_OPS;
+    data_ops_t lean = MEM_OPS;
     lean.rdma_put = NULL;
     lean.rdma_get = NULL;
     mem_t *mem = calloc(1, sizeof *mem);
@@ -488,7 +488,7 @@ static void test_optional_slots(void)
     if (!st)
         return;
     CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "lean"}) == WH_OK);
-    store_space_t sp;
+    data_space_t sp;
     CHECK(store_space(st, &sp) == WH_ERR_UNSUPPORTED);
 
     store_writer_t *w = NULL;
@@ -501,20 +501,20 @@ static void test_optional_slots(void)
     CHECK(store_writer_begin_at(w, 2500) == WH_ERR_UNSUPPORTED); /* no positional writes */
     CHECK_EQ_U64(store_writer_stripe_len(w), 0);
     CHECK_EQ_U64(store_writer_write_unit(w), 0);
-    store_rdma_result_t rr;
+    data_rdma_result_t rr;
     CHECK(store_writer_rdma_put(w, NULL, NULL, 2500, &rr) == WH_ERR_UNSUPPORTED);
     char body[2500];
     for (size_t i = 0; i < sizeof body; i++)
         body[i] = (char)(i * 13 + 1);
     CHECK(store_writer_write(w, body, sizeof body) == WH_OK); /* still usable */
-    store_obj_meta_t pm;
+    data_obj_meta_t pm;
     memset(&pm, 0, sizeof pm);
     CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "lean", .key = "o"}, &pm) ==
           WH_OK);
-    store_obj_meta_free(&pm);
+    data_obj_meta_free(&pm);
 
-    store_obj_meta_t rm;
-    store_reader_t *r = NULL;
+    data_obj_meta_t rm;
+    data_reader_t *r = NULL;
     CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "lean", .key = "o"}, &rm, &r) ==
           WH_OK);
     if (r) {
@@ -528,7 +528,7 @@ static void test_optional_slots(void)
         CHECK(store_reader_pread(r, back, sizeof back, 0) == WH_OK);
         CHECK(memcmp(back, body, sizeof body) == 0);
         store_reader_close(r);
-        store_obj_meta_free(&rm);
+        data_obj_meta_free(&rm);
     }
     store_close(st);
     th_rmdir(dir);

@@ -176,63 +176,63 @@ static void test_owners_acls_policies(void)
     meta_t *m = open_meta(dir);
     CHECK(meta_bucket_create(m, "owned", 1, "abc123", "acl-text-1") == WH_OK);
     CHECK(meta_bucket_create(m, "legacy", 1, "", NULL) == WH_OK);
-    store_bucket_auth_t a;
+    data_bucket_auth_t a;
     CHECK(meta_bucket_auth_get(m, "owned", &a) == WH_OK);
     CHECK_STR(a.owner, "abc123");
     CHECK_STR(a.acl, "acl-text-1");
     CHECK(a.policy == NULL);
-    store_bucket_auth_free(&a);
+    data_bucket_auth_free(&a);
     CHECK(meta_bucket_auth_get(m, "legacy", &a) == WH_OK);
     CHECK_STR(a.owner, "");
     CHECK(a.acl == NULL && a.policy == NULL);
-    store_bucket_auth_free(&a);
+    data_bucket_auth_free(&a);
     CHECK(meta_bucket_auth_get(m, "none", &a) == WH_ERR_NOT_FOUND);
     CHECK(meta_bucket_set_policy(m, "owned", "{\"Statement\":[]}") == WH_OK);
     CHECK(meta_bucket_set_acl(m, "owned", "acl-text-2") == WH_OK);
     CHECK(meta_bucket_auth_get(m, "owned", &a) == WH_OK);
     CHECK_STR(a.acl, "acl-text-2");
     CHECK_STR(a.policy, "{\"Statement\":[]}");
-    store_bucket_auth_free(&a);
+    data_bucket_auth_free(&a);
     CHECK(meta_bucket_set_policy(m, "owned", NULL) == WH_OK);
     CHECK(meta_bucket_set_acl(m, "owned", NULL) == WH_OK);
     CHECK(meta_bucket_auth_get(m, "owned", &a) == WH_OK);
     CHECK(a.acl == NULL && a.policy == NULL);
     CHECK_STR(a.owner, "abc123");
-    store_bucket_auth_free(&a);
+    data_bucket_auth_free(&a);
     CHECK(meta_bucket_set_acl(m, "none", "x") == WH_ERR_NOT_FOUND);
     CHECK(meta_bucket_set_policy(m, "none", "{}") == WH_ERR_NOT_FOUND);
 
     /* Objects keep owner and ACL; a replace takes the new row's. */
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     memset(&om, 0, sizeof om);
     om.size = 3;
     snprintf(om.owner, sizeof om.owner, "writer1");
     om.acl = "obj-acl";
-    store_data_ref_t ref, old;
+    data_ref_t ref, old;
     memset(&ref, 0, sizeof ref);
     snprintf(ref.id, sizeof ref.id, "%032x", 1);
     CHECK(meta_object_put(m, "owned", "k", 1, &om, &ref, &old, NULL) == WH_OK);
-    store_data_ref_clear(&old);
-    store_obj_meta_t g;
+    data_ref_clear(&old);
+    data_obj_meta_t g;
     CHECK(meta_object_get(m, "owned", "k", 1, &g, NULL) == WH_OK);
     CHECK_STR(g.owner, "writer1");
     CHECK_STR(g.acl, "obj-acl");
-    store_obj_meta_free(&g);
+    data_obj_meta_free(&g);
     CHECK(meta_object_set_acl(m, "owned", "k", 1, "acl-2") == WH_OK);
     CHECK(meta_object_get(m, "owned", "k", 1, &g, NULL) == WH_OK);
     CHECK_STR(g.acl, "acl-2");
     CHECK_STR(g.owner, "writer1");
-    store_obj_meta_free(&g);
+    data_obj_meta_free(&g);
     CHECK(meta_object_set_acl(m, "owned", "nokey", 5, "x") == WH_ERR_NOT_FOUND);
     om.acl = NULL;
     snprintf(om.owner, sizeof om.owner, "writer2");
     snprintf(ref.id, sizeof ref.id, "%032x", 2);
     CHECK(meta_object_put(m, "owned", "k", 1, &om, &ref, &old, NULL) == WH_OK);
-    store_data_ref_clear(&old);
+    data_ref_clear(&old);
     CHECK(meta_object_get(m, "owned", "k", 1, &g, NULL) == WH_OK);
     CHECK_STR(g.owner, "writer2");
     CHECK(g.acl == NULL);
-    store_obj_meta_free(&g);
+    data_obj_meta_free(&g);
 
     /* Uploads carry owner and ACL to the completed object. */
     memset(&om, 0, sizeof om);
@@ -240,12 +240,12 @@ static void test_owners_acls_policies(void)
     om.acl = "up-acl";
     const char *uid = "00000000000000000000000000000abc";
     CHECK(meta_upload_create(m, "owned", "mp", uid, &om, 1) == WH_OK);
-    store_obj_meta_t um;
+    data_obj_meta_t um;
     memset(&um, 0, sizeof um);
     CHECK(meta_upload_get(m, "owned", "mp", uid, &um) == WH_OK);
     CHECK_STR(um.owner, "uploader");
     CHECK_STR(um.acl, "up-acl");
-    store_obj_meta_free(&um);
+    data_obj_meta_free(&um);
     meta_close(m);
     th_rmdir(dir);
 }
@@ -355,8 +355,8 @@ static void test_migrate_from_v2(void)
         return;
     }
     /* The old rows, whole; owner "" (root) and no ACL. */
-    store_obj_meta_t g;
-    store_data_ref_t ref;
+    data_obj_meta_t g;
+    data_ref_t ref;
     CHECK(meta_object_get(m, "old", "key", 3, &g, &ref) == WH_OK);
     CHECK_EQ_U64(g.size, 5);
     CHECK_EQ_U64(g.mtime, 1600000001);
@@ -366,18 +366,18 @@ static void test_migrate_from_v2(void)
     CHECK_STR(ref.id, "0000000000000000000000000000000a");
     CHECK_STR(g.owner, "");
     CHECK(g.acl == NULL);
-    store_obj_meta_free(&g);
-    store_data_ref_clear(&ref);
-    store_obj_meta_t um;
+    data_obj_meta_free(&g);
+    data_ref_clear(&ref);
+    data_obj_meta_t um;
     memset(&um, 0, sizeof um);
     CHECK(meta_upload_get(m, "old", "mp", "00000000000000000000000000000def", &um) == WH_OK);
     CHECK_STR(um.content_type, "x/y");
     CHECK_STR(um.owner, "");
-    store_obj_meta_free(&um);
-    store_bucket_auth_t a;
+    data_obj_meta_free(&um);
+    data_bucket_auth_t a;
     CHECK(meta_bucket_auth_get(m, "old", &a) == WH_OK);
     CHECK_STR(a.owner, "");
-    store_bucket_auth_free(&a);
+    data_bucket_auth_free(&a);
     /* The new tables work. */
     meta_user_t u = mk_user("after-migration", 9);
     CHECK(meta_user_create(m, &u) == WH_OK);
@@ -456,11 +456,11 @@ static void test_cache_sees_other_handles(void)
     CHECK_EQ_U64(n, 0);
     meta_policies_free(ps, n); /* PostgreSQL's answer may be an empty array */
     ps = NULL;
-    store_bucket_auth_t a;
+    data_bucket_auth_t a;
     memset(&a, 0, sizeof a);
     CHECK(meta_bucket_auth_get(srv, "cached-bucket", &a) == WH_OK);
     CHECK(a.policy == NULL);
-    store_bucket_auth_free(&a);
+    data_bucket_auth_free(&a);
     meta_cache_stats(srv, &h1, &m1);
     bool cached = th_meta_url(dir)[0] == '\0'; /* PostgreSQL is not cached */
     if (cached)
@@ -483,7 +483,7 @@ static void test_cache_sees_other_handles(void)
     memset(&a, 0, sizeof a);
     CHECK(meta_bucket_auth_get(srv, "cached-bucket", &a) == WH_OK);
     CHECK(a.policy && strcmp(a.policy, "{\"Statement\":[]}") == 0);
-    store_bucket_auth_free(&a);
+    data_bucket_auth_free(&a);
     /* The user deleted with its policies; the bucket deleted: gone for the cached handle. */
     CHECK(meta_user_delete(cli, "carol", true) == WH_OK);
     CHECK(meta_user_policy_list(srv, "carol", &ps, &n) == WH_ERR_NOT_FOUND);

@@ -1,4 +1,4 @@
-/* Tests of src/store/mpu.c: multipart create, parts, list, complete (etag, combined crc,
+/* Tests of src/store/store/mpu.c: multipart create, parts, list, complete (etag, combined crc,
  * InvalidPart / InvalidPartOrder / EntityTooSmall), abort. */
 #include "base/codec.h"
 #include "base/crc.h"
@@ -58,7 +58,7 @@ static void test_complete(void)
     for (int i = 0; i < 3; i++)
         data[i] = pattern(sz[i], (unsigned)i + 1);
 
-    store_obj_meta_t cm;
+    data_obj_meta_t cm;
     memset(&cm, 0, sizeof cm);
     snprintf(cm.content_type, sizeof cm.content_type, "video/mp4");
     cm.user_meta_json = "{\"x-amz-meta-m\":\"1\"}";
@@ -97,7 +97,7 @@ static void test_complete(void)
     CHECK_EQ_U64(th_count_files(dir, "tmp"), 0);
 
     /* ListParts: all, then paged. */
-    store_part_info_t *pi = NULL;
+    data_part_info_t *pi = NULL;
     size_t np = 0;
     bool trunc = true;
     CHECK(store_mpu_list_parts(st, "mpu", "big/object", uid, 0, 0, &pi, &np, &trunc) == WH_OK);
@@ -130,7 +130,7 @@ static void test_complete(void)
         if (*c >= 'a' && *c <= 'f')
             *c = (char)(*c - 'a' + 'A');
     store_complete_part_t cp[3] = {{1, quoted}, {2, et[2]}, {3, et[3]}};
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     int bad = -1;
     CHECK(store_mpu_complete(
               st,
@@ -152,7 +152,7 @@ static void test_complete(void)
     CHECK_EQ_U64(om.parts, 3);
     CHECK_STR(om.content_type, "video/mp4");
     CHECK_STR(om.user_meta_json ? om.user_meta_json : "", "{\"x-amz-meta-m\":\"1\"}");
-    store_obj_meta_free(&om);
+    data_obj_meta_free(&om);
 
     /* The combined crc equals a crc of the whole concatenation, and the bytes are right. */
     size_t total = sz[0] + sz[1] + sz[2];
@@ -162,13 +162,13 @@ static void test_complete(void)
     memcpy(whole + sz[0] + sz[1], data[2], sz[2]);
     char want_crc[13];
     wh_crc64nvme_b64(wh_crc64nvme(0, whole, total), want_crc);
-    store_obj_meta_t hm;
+    data_obj_meta_t hm;
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = "mpu", .key = "big/object"}, &hm,
                             NULL) == WH_OK);
     CHECK_STR(hm.crc64nvme, want_crc);
     CHECK_STR(hm.etag, want_etag);
     CHECK_EQ_U64(hm.parts, 3);
-    store_obj_meta_free(&hm);
+    data_obj_meta_free(&hm);
     wh_status_t s;
     size_t gn = 0;
     char *got = th_get(st, "mpu", "big/object", &gn, &s);
@@ -205,7 +205,7 @@ static void test_complete_errors(void)
     CHECK(put_part(st, "k", uid, 1, small, 1 * MiB, et[1]) == WH_OK);
     CHECK(put_part(st, "k", uid, 2, big, 5 * MiB, et[2]) == WH_OK);
     CHECK(put_part(st, "k", uid, 3, small, 1000, et[3]) == WH_OK);
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     int bad;
 
     /* InvalidPart: a part never uploaded, or an etag that does not match. */
@@ -290,12 +290,12 @@ static void test_complete_errors(void)
     CHECK_EQ_U64(bad, 0);
     CHECK_EQ_U64(om.size, 5 * MiB + 1000);
     CHECK(strlen(om.etag) == 34 && strcmp(om.etag + 32, "-2") == 0);
-    store_obj_meta_free(&om);
+    data_obj_meta_free(&om);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 2); /* parts 2 and 3; part 1 released */
 
     /* Completing over an existing object while a reader holds it open. */
-    store_reader_t *rd = NULL;
-    store_obj_meta_t rm;
+    data_reader_t *rd = NULL;
+    data_obj_meta_t rm;
     CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "mpu", .key = "k"}, &rm, &rd) ==
           WH_OK);
     CHECK(store_mpu_create(st, "mpu", "k", NULL, uid) == WH_OK);
@@ -307,14 +307,14 @@ static void test_complete_errors(void)
                                .bucket = "mpu", .key = "k", .upload_id = uid, .parts = one, .n = 1},
                            &om, &bad) == WH_OK);
     CHECK_EQ_U64(om.size, 4);
-    store_obj_meta_free(&om);
+    data_obj_meta_free(&om);
     size_t n = (size_t)store_reader_size(rd);
     char *old = malloc(n);
     CHECK(n == 5 * MiB + 1000 && store_reader_pread(rd, old, n, 0) == WH_OK &&
           memcmp(old, big, 5 * MiB) == 0 && memcmp(old + 5 * MiB, small, 1000) == 0);
     free(old);
     store_reader_close(rd);
-    store_obj_meta_free(&rm);
+    data_obj_meta_free(&rm);
     wh_status_t s;
     char *cur = th_get(st, "mpu", "k", &n, &s);
     CHECK(s == WH_OK && n == 4 && memcmp(cur, "tiny", 4) == 0);
@@ -341,7 +341,7 @@ static void test_abort_and_list_uploads(void)
     CHECK(store_mpu_create(st, "nobucket", "k", NULL, u4) == WH_ERR_NOT_FOUND);
     CHECK(store_mpu_create(st, "mpu", "bad\xc0\x80", NULL, u4) == WH_ERR_INVALID);
 
-    store_upload_info_t *ul = NULL;
+    data_upload_info_t *ul = NULL;
     size_t n = 0;
     CHECK(store_mpu_list_uploads(st, "mpu", "logs/", NULL, &ul, &n) == WH_OK);
     CHECK_EQ_U64(n, 2);
@@ -351,12 +351,12 @@ static void test_abort_and_list_uploads(void)
         CHECK_STR(ul[1].key, "logs/b");
         CHECK(ul[0].initiated > 0);
     }
-    store_upload_info_free(ul, n);
+    data_upload_info_free(ul, n);
     CHECK(store_mpu_list_uploads(st, "mpu", NULL, NULL, &ul, &n) == WH_OK);
     CHECK_EQ_U64(n, 3);
     if (n == 3)
         CHECK_STR(ul[0].key, "data/x");
-    store_upload_info_free(ul, n);
+    data_upload_info_free(ul, n);
     CHECK(store_mpu_list_uploads(st, "nobucket", NULL, NULL, &ul, &n) == WH_ERR_NOT_FOUND);
 
     CHECK(put_part(st, "logs/b", u1, 1, "one", 3, e) == WH_OK);
@@ -400,7 +400,7 @@ static void test_bucket_delete_drops_uploads(void)
     store_writer_t *w = NULL;
     CHECK(store_writer_open(st, &w) == WH_OK);
     CHECK(store_writer_write(w, "obj", 3) == WH_OK);
-    store_obj_meta_t om;
+    data_obj_meta_t om;
     memset(&om, 0, sizeof om);
     CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "mpu", .key = "o"}, &om) ==
           WH_OK);
@@ -416,10 +416,10 @@ static void test_bucket_delete_drops_uploads(void)
     CHECK_EQ_U64(th_count_files(dir, "objects"), 0);
     /* A bucket of the same name starts with no uploads. */
     CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "mpu"}) == WH_OK);
-    store_upload_info_t *ul = NULL;
+    data_upload_info_t *ul = NULL;
     size_t n = 9;
     CHECK(store_mpu_list_uploads(st, "mpu", NULL, NULL, &ul, &n) == WH_OK && n == 0);
-    store_upload_info_free(ul, n);
+    data_upload_info_free(ul, n);
     CHECK(put_part(st, "a", u1, 3, "late", 4, e) == WH_ERR_NOT_FOUND);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 0);
     store_close(st);
@@ -456,7 +456,7 @@ static void test_complete_sums(void)
         store_complete_part_t cp[2] = {{1, e1}, {2, e2}};
         const char *pc[2] = {wrong, NULL};
         store_mpu_sums_t sums = {types[t], NULL, NULL, pc, NULL};
-        store_obj_meta_t om;
+        data_obj_meta_t om;
         memset(&om, 0, sizeof om);
         int bad = 0;
         CHECK(store_mpu_complete(st,
@@ -492,11 +492,11 @@ static void test_complete_sums(void)
                                                               .sums = &sums},
                                  &om, &bad) == WH_OK);
         CHECK_STR(om.crc32c, t == 0 ? comp : full);
-        store_obj_meta_free(&om);
+        data_obj_meta_free(&om);
         CHECK(store_object_open(st, &(store_read_args_t){.bucket = "mpu", .key = key}, &om, NULL) ==
               WH_OK);
         CHECK_STR(om.crc32c, t == 0 ? comp : full);
-        store_obj_meta_free(&om);
+        data_obj_meta_free(&om);
     }
     free(p1);
     free(p2);

@@ -1,4 +1,5 @@
-/* Tests of src/store/store.c: validation, buckets, PUT/GET/overwrite/delete/copy, recovery. */
+/* Tests of src/store/store/store.c: validation, buckets, PUT/GET/overwrite/delete/copy, recovery.
+ */
 #include "base/crc.h"
 #include "base/digest.h"
 #include "base/codec.h"
@@ -97,7 +98,7 @@ static void test_buckets(void)
     CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "Bad_Name"}) == WH_ERR_INVALID);
     CHECK(store_bucket_exists(st, "bkt-a") == WH_OK);
     CHECK(store_bucket_exists(st, "nope") == WH_ERR_NOT_FOUND);
-    store_bucket_info_t *bl = NULL;
+    data_bucket_info_t *bl = NULL;
     size_t n = 0;
     CHECK(store_bucket_list(st, &bl, &n) == WH_OK);
     CHECK_EQ_U64(n, 2);
@@ -146,7 +147,7 @@ static void test_put_get(void)
     char *buf = malloc(n);
     for (size_t i = 0; i < n; i++)
         buf[i] = (char)(i * 7 + (i >> 9));
-    store_obj_meta_t m;
+    data_obj_meta_t m;
     CHECK(th_put(st, "data", "dir/file.bin", buf, n, &m) == WH_OK);
     uint8_t md5[16];
     char hex[33], b64[13];
@@ -158,7 +159,7 @@ static void test_put_get(void)
     CHECK_STR(m.crc64nvme, b64);
     CHECK(m.mtime > 0);
 
-    store_obj_meta_t hm;
+    data_obj_meta_t hm;
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = "data", .key = "dir/file.bin"}, &hm,
                             NULL) == WH_OK); /* HEAD */
     CHECK_STR(hm.etag, hex);
@@ -167,7 +168,7 @@ static void test_put_get(void)
     CHECK_STR(hm.crc64nvme, b64);
     CHECK(hm.user_meta_json == NULL);
     CHECK_EQ_U64(hm.parts, 0);
-    store_obj_meta_free(&hm);
+    data_obj_meta_free(&hm);
 
     wh_status_t s;
     size_t gn = 0;
@@ -193,7 +194,7 @@ static void test_put_get(void)
     CHECK_STR(wm, "5d41402abc4b2a76b9719d911017c592");
     store_writer_md5_hex(w, wm); /* a second call returns the same */
     CHECK_STR(wm, "5d41402abc4b2a76b9719d911017c592");
-    store_obj_meta_t um;
+    data_obj_meta_t um;
     memset(&um, 0, sizeof um);
     snprintf(um.content_type, sizeof um.content_type, "text/plain");
     um.user_meta_json = "{\"x-amz-meta-a\":\"b\"}";
@@ -206,7 +207,7 @@ static void test_put_get(void)
     CHECK_STR(hm.user_meta_json ? hm.user_meta_json : "", "{\"x-amz-meta-a\":\"b\"}");
     CHECK_STR(hm.crc32c, um.crc32c);
     CHECK_STR(hm.etag, "5d41402abc4b2a76b9719d911017c592");
-    store_obj_meta_free(&hm);
+    data_obj_meta_free(&hm);
 
     /* A size the caller expected but did not get: rejected, nothing stored. */
     CHECK(store_writer_open(st, &w) == WH_OK);
@@ -276,7 +277,7 @@ static void test_overwrite_open_fd(void)
         return;
     CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "data"}) == WH_OK);
     CHECK(th_put(st, "data", "k", "version-one", 11, NULL) == WH_OK);
-    store_obj_meta_t m;
+    data_obj_meta_t m;
     int fd = -1;
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = "data", .key = "k"}, &m, &fd) ==
           WH_OK);
@@ -287,7 +288,7 @@ static void test_overwrite_open_fd(void)
     CHECK(n == 11 && memcmp(old, "version-one", 11) == 0);
     free(old);
     close(fd);
-    store_obj_meta_free(&m);
+    data_obj_meta_free(&m);
     wh_status_t s;
     char *cur = th_get(st, "data", "k", &n, &s);
     CHECK(s == WH_OK && n == 12 && memcmp(cur, "version-two!", 12) == 0);
@@ -308,7 +309,7 @@ static void test_overwrite_open_fd(void)
     CHECK(n == 12 && memcmp(old, "version-two!", 12) == 0);
     free(old);
     close(fd);
-    store_obj_meta_free(&m);
+    data_obj_meta_free(&m);
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = "data", .key = "k"}, &m, NULL) ==
           WH_ERR_NOT_FOUND);
     CHECK_EQ_U64(th_count_files(dir, "objects"), 0);
@@ -393,14 +394,14 @@ static void test_copy(void)
     store_writer_t *w = NULL;
     CHECK(store_writer_open(st, &w) == WH_OK);
     CHECK(store_writer_write(w, buf, n) == WH_OK);
-    store_obj_meta_t m;
+    data_obj_meta_t m;
     memset(&m, 0, sizeof m);
     snprintf(m.content_type, sizeof m.content_type, "image/png");
     m.user_meta_json = "{\"x-amz-meta-k\":\"v\"}";
     CHECK(store_writer_commit(w, &(store_commit_args_t){.bucket = "src", .key = "orig"}, &m) ==
           WH_OK);
 
-    store_obj_meta_t out;
+    data_obj_meta_t out;
     CHECK(store_object_copy(
               st,
               &(store_copy_args_t){
@@ -410,20 +411,20 @@ static void test_copy(void)
     CHECK_EQ_U64(out.size, n);
     CHECK_STR(out.content_type, "image/png");
     CHECK_STR(out.user_meta_json ? out.user_meta_json : "", "{\"x-amz-meta-k\":\"v\"}");
-    store_obj_meta_free(&out);
+    data_obj_meta_free(&out);
     wh_status_t s;
     size_t gn;
     char *got = th_get(st, "dst", "copy", &gn, &s);
     CHECK(s == WH_OK && gn == n && memcmp(got, buf, n) == 0);
     free(got);
-    store_obj_meta_t hm;
+    data_obj_meta_t hm;
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = "dst", .key = "copy"}, &hm, NULL) ==
           WH_OK);
     CHECK_STR(hm.crc64nvme, m.crc64nvme);
-    store_obj_meta_free(&hm);
+    data_obj_meta_free(&hm);
 
     /* Replace metadata in place (copy onto itself). */
-    store_obj_meta_t rm;
+    data_obj_meta_t rm;
     memset(&rm, 0, sizeof rm);
     snprintf(rm.content_type, sizeof rm.content_type, "text/csv");
     CHECK(store_object_copy(st,
@@ -433,13 +434,13 @@ static void test_copy(void)
                                                  .dst_key = "orig",
                                                  .replace_meta = &rm},
                             &out) == WH_OK);
-    store_obj_meta_free(&out);
+    data_obj_meta_free(&out);
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = "src", .key = "orig"}, &hm, NULL) ==
           WH_OK);
     CHECK_STR(hm.content_type, "text/csv");
     CHECK(hm.user_meta_json == NULL);
     CHECK_EQ_U64(hm.size, n);
-    store_obj_meta_free(&hm);
+    data_obj_meta_free(&hm);
     got = th_get(st, "src", "orig", &gn, &s);
     CHECK(s == WH_OK && gn == n && memcmp(got, buf, n) == 0);
     free(got);
@@ -533,7 +534,7 @@ static void test_recovery(void)
     char *got = th_get(st, "data", "kept", &n, &s);
     CHECK(s == WH_OK && n == 15 && memcmp(got, "committed bytes", 15) == 0);
     free(got);
-    store_part_info_t *parts = NULL;
+    data_part_info_t *parts = NULL;
     size_t np = 0;
     bool trunc = true;
     CHECK(store_mpu_list_parts(st, "data", "mp", uid, 0, 0, &parts, &np, &trunc) == WH_OK);
@@ -584,7 +585,7 @@ static void *conc_main(void *p)
             a->errors++;
         free(got);
         /* The fd and the metadata returned together describe the same version. */
-        store_obj_meta_t sm;
+        data_obj_meta_t sm;
         int sfd = -1;
         got = NULL;
         s = store_object_open(a->st, &(store_read_args_t){.bucket = "conc", .key = "shared"}, &sm,
@@ -598,7 +599,7 @@ static void *conc_main(void *p)
             wh_hex_encode(d, 16, h);
             if (sm.size != gn || strcmp(sm.etag, h) != 0)
                 a->errors++;
-            store_obj_meta_free(&sm);
+            data_obj_meta_free(&sm);
         }
         if (s != WH_OK || gn < 8) {
             a->errors++;
@@ -608,12 +609,12 @@ static void *conc_main(void *p)
                 a->errors++; /* a torn or mixed version */
         }
         free(got);
-        store_list_params_t lp = {.delimiter = "/", .max_keys = 1000};
-        store_list_result_t r;
+        data_list_params_t lp = {.delimiter = "/", .max_keys = 1000};
+        data_list_result_t r;
         if (store_object_list(a->st, "conc", &lp, &r) != WH_OK || r.n_entries != 1 ||
             r.n_prefixes < 1)
             a->errors++;
-        store_list_result_free(&r);
+        data_list_result_free(&r);
     }
     free(buf);
     free(want);
@@ -658,8 +659,8 @@ static void test_reader_api(void)
         return;
     CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "data"}) == WH_OK);
     CHECK(th_put(st, "data", "k", "0123456789abcdef", 16, NULL) == WH_OK);
-    store_obj_meta_t m;
-    store_reader_t *r = NULL;
+    data_obj_meta_t m;
+    data_reader_t *r = NULL;
     CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "data", .key = "k"}, &m, &r) ==
           WH_OK);
     if (!r)
@@ -671,15 +672,15 @@ static void test_reader_api(void)
     CHECK(store_reader_pread(r, buf, 6, 10) == WH_OK && memcmp(buf, "abcdef", 6) == 0);
     CHECK(store_reader_pread(r, buf, 7, 10) == WH_ERR_RANGE);
     wh_peer_t peer = {.addr = "127.0.0.1:1"};
-    store_rdma_result_t res;
-    token_arg_t tok;
-    token_arg_parse(&tok, "1000:10:ofi1:shm:0011:1");
+    data_rdma_result_t res;
+    xfer_token_arg_t tok;
+    xfer_token_arg_parse(&tok, "1000:10:ofi1:shm:0011:1");
     CHECK(store_reader_rdma_get(r, &tok, &peer, 0, 16, &res) == WH_ERR_UNSUPPORTED);
     /* Overwritten while open: the reader keeps its version. */
     CHECK(th_put(st, "data", "k", "ZZ", 2, NULL) == WH_OK);
     CHECK(store_reader_pread(r, buf, 4, 0) == WH_OK && memcmp(buf, "0123", 4) == 0);
     store_reader_close(r);
-    store_obj_meta_free(&m);
+    data_obj_meta_free(&m);
     CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "data", .key = "nokey"}, &m, &r) ==
           WH_ERR_NOT_FOUND);
 
@@ -688,7 +689,7 @@ static void test_reader_api(void)
     CHECK(store_writer_rdma_put(w, &tok, &peer, 16, &res) == WH_ERR_UNSUPPORTED);
     store_writer_abort(w);
 
-    store_space_t sp;
+    data_space_t sp;
     CHECK(store_space(st, &sp) == WH_OK);
     CHECK(sp.total > 0 && sp.free > 0 && sp.free <= sp.total);
     CHECK_EQ_U64(sp.reserve, STORE_DEFAULT_RESERVE);
@@ -735,7 +736,7 @@ static void test_part_etag(void)
             wh_hex_encode(d, 16, want);
             snprintf(want + 32, sizeof want - 32, "-%llu", (unsigned long long)nparts);
         }
-        store_obj_meta_t m;
+        data_obj_meta_t m;
         memset(&m, 0, sizeof m);
         char key[32];
         snprintf(key, sizeof key, "p%zu", c);
@@ -785,7 +786,7 @@ static void test_digest_etag(void)
         char md5[33] = "x";
         store_writer_md5_hex(w, md5);
         CHECK_STR(md5, ""); /* no whole-object MD5 exists */
-        store_obj_meta_t m;
+        data_obj_meta_t m;
         memset(&m, 0, sizeof m);
         char key[16];
         snprintf(key, sizeof key, "d%d", c);
@@ -796,8 +797,8 @@ static void test_digest_etag(void)
         char b64[16];
         wh_crc64nvme_b64(wh_crc64nvme(0, buf, len), b64);
         CHECK_STR(m.crc64nvme, b64);
-        store_reader_t *r = NULL;
-        store_obj_meta_t rm;
+        data_reader_t *r = NULL;
+        data_obj_meta_t rm;
         CHECK(store_object_reader(st, &(store_read_args_t){.bucket = "data", .key = key}, &rm,
                                   &r) == WH_OK);
         uint8_t *back = malloc(len);
@@ -806,8 +807,8 @@ static void test_digest_etag(void)
         CHECK_STR(rm.etag, m.etag);
         free(back);
         store_reader_close(r);
-        store_obj_meta_free(&rm);
-        store_obj_meta_free(&m);
+        data_obj_meta_free(&rm);
+        data_obj_meta_free(&m);
     }
     CHECK_STR(etags[0], etags[1]);
     CHECK(strcmp(etags[0], etags[2]) != 0);

@@ -10,10 +10,10 @@
 #define BKT "vbkt"
 
 static char *get_version(store_t *st, const char *key, const char *vid, wh_status_t *s,
-                         store_obj_meta_t *mo)
+                         data_obj_meta_t *mo)
 {
-    store_obj_meta_t m;
-    store_reader_t *r = NULL;
+    data_obj_meta_t m;
+    data_reader_t *r = NULL;
     *s = store_object_reader(st, &(store_read_args_t){.bucket = BKT, .key = key, .version_id = vid},
                              &m, &r);
     if (mo)
@@ -26,17 +26,17 @@ static char *get_version(store_t *st, const char *key, const char *vid, wh_statu
     b[n] = '\0';
     store_reader_close(r);
     if (!mo)
-        store_obj_meta_free(&m);
+        data_obj_meta_free(&m);
     return b;
 }
 
-static void put(store_t *st, const char *key, const char *body, char vid[STORE_VERSION_ID_MAX])
+static void put(store_t *st, const char *key, const char *body, char vid[DATA_VERSION_ID_MAX])
 {
-    store_obj_meta_t m;
+    data_obj_meta_t m;
     CHECK(th_put(st, BKT, key, body, strlen(body), &m) == WH_OK);
     if (vid)
-        snprintf(vid, STORE_VERSION_ID_MAX, "%s", m.version_id);
-    store_obj_meta_free(&m);
+        snprintf(vid, DATA_VERSION_ID_MAX, "%s", m.version_id);
+    data_obj_meta_free(&m);
 }
 
 static void check_body(store_t *st, const char *key, const char *vid, const char *want)
@@ -54,16 +54,16 @@ static void test_states_and_versions(void)
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
     CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = BKT}) == WH_OK);
-    store_versioning_t v;
-    CHECK(store_bucket_versioning_get(st, BKT, &v) == WH_OK && v == STORE_VERSIONING_OFF);
-    CHECK(store_bucket_versioning_set(st, BKT, STORE_VERSIONING_OFF) == WH_ERR_INVALID);
-    CHECK(store_bucket_versioning_set(st, "nobkt", STORE_VERSIONING_ENABLED) == WH_ERR_NOT_FOUND);
-    char v0[STORE_VERSION_ID_MAX], v1[STORE_VERSION_ID_MAX], v2[STORE_VERSION_ID_MAX];
+    data_versioning_t v;
+    CHECK(store_bucket_versioning_get(st, BKT, &v) == WH_OK && v == DATA_VERSIONING_OFF);
+    CHECK(store_bucket_versioning_set(st, BKT, DATA_VERSIONING_OFF) == WH_ERR_INVALID);
+    CHECK(store_bucket_versioning_set(st, "nobkt", DATA_VERSIONING_ENABLED) == WH_ERR_NOT_FOUND);
+    char v0[DATA_VERSION_ID_MAX], v1[DATA_VERSION_ID_MAX], v2[DATA_VERSION_ID_MAX];
     put(st, "k", "unversioned", v0);
     CHECK_STR(v0, "null");
     int files0 = th_count_files(dir, "objects");
-    CHECK(store_bucket_versioning_set(st, BKT, STORE_VERSIONING_ENABLED) == WH_OK);
-    CHECK(store_bucket_versioning_get(st, BKT, &v) == WH_OK && v == STORE_VERSIONING_ENABLED);
+    CHECK(store_bucket_versioning_set(st, BKT, DATA_VERSIONING_ENABLED) == WH_OK);
+    CHECK(store_bucket_versioning_get(st, BKT, &v) == WH_OK && v == DATA_VERSIONING_ENABLED);
     put(st, "k", "one", v1);
     put(st, "k", "two", v2);
     CHECK(store_version_id_valid(v1) && store_version_id_valid(v2) && strcmp(v1, "null"));
@@ -77,13 +77,13 @@ static void test_states_and_versions(void)
           s == WH_ERR_NOT_FOUND);
 
     /* A delete marker: reads answer NOT_FOUND naming it; the versions stay. */
-    store_del_result_t res;
+    data_del_result_t res;
     CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = BKT, .key = "k"}, &res) ==
           WH_OK);
     CHECK(res.delete_marker && store_version_id_valid(res.version_id));
-    char dm[STORE_VERSION_ID_MAX];
+    char dm[DATA_VERSION_ID_MAX];
     snprintf(dm, sizeof dm, "%s", res.version_id);
-    store_obj_meta_t m;
+    data_obj_meta_t m;
     CHECK(get_version(st, "k", NULL, &s, &m) == NULL && s == WH_ERR_NOT_FOUND);
     CHECK(m.delete_marker);
     CHECK_STR(m.version_id, dm);
@@ -92,10 +92,10 @@ static void test_states_and_versions(void)
           m.delete_marker);
     check_body(st, "k", v1, "one");
     CHECK(th_count_files(dir, "objects") == files0 + 2);
-    store_list_result_t lr;
-    store_list_params_t lp = {.max_keys = 100};
+    data_list_result_t lr;
+    data_list_params_t lp = {.max_keys = 100};
     CHECK(store_object_list(st, BKT, &lp, &lr) == WH_OK && lr.n_entries == 0);
-    store_list_result_free(&lr);
+    data_list_result_free(&lr);
     CHECK(store_bucket_delete(st, BKT) == WH_ERR_NOT_EMPTY);
 
     /* Removing the marker brings "two" back; removing v1 releases its bytes only. */
@@ -118,8 +118,8 @@ static void test_states_and_versions(void)
           !res.version_id[0]);
 
     /* Suspended: a PUT replaces the null version (its bytes go), v2 stays. */
-    CHECK(store_bucket_versioning_set(st, BKT, STORE_VERSIONING_SUSPENDED) == WH_OK);
-    char vs[STORE_VERSION_ID_MAX];
+    CHECK(store_bucket_versioning_set(st, BKT, DATA_VERSIONING_SUSPENDED) == WH_OK);
+    char vs[DATA_VERSION_ID_MAX];
     put(st, "k", "suspended", vs);
     CHECK_STR(vs, "null");
     CHECK(th_count_files(dir, "objects") == files0 + 1);
@@ -146,26 +146,26 @@ static void test_tags_and_parts(void)
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
     CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = BKT}) == WH_OK);
-    CHECK(store_bucket_versioning_set(st, BKT, STORE_VERSIONING_ENABLED) == WH_OK);
-    char v1[STORE_VERSION_ID_MAX], v2[STORE_VERSION_ID_MAX];
+    CHECK(store_bucket_versioning_set(st, BKT, DATA_VERSIONING_ENABLED) == WH_OK);
+    char v1[DATA_VERSION_ID_MAX], v2[DATA_VERSION_ID_MAX];
     put(st, "t", "a", v1);
     put(st, "t", "b", v2);
     CHECK(store_object_tags_set(st, BKT, "t", v1, "old=1") == WH_OK);
     CHECK(store_object_tags_set(st, BKT, "t", NULL, "cur=2") == WH_OK);
-    store_obj_meta_t m;
+    data_obj_meta_t m;
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "t", .version_id = v1},
                             &m, NULL) == WH_OK);
     CHECK_STR(m.tags, "old=1");
-    store_obj_meta_free(&m);
+    data_obj_meta_free(&m);
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "t", .version_id = v2},
                             &m, NULL) == WH_OK);
     CHECK_STR(m.tags, "cur=2");
-    store_obj_meta_free(&m);
+    data_obj_meta_free(&m);
     CHECK(store_object_tags_set(st, BKT, "t", v1, NULL) == WH_OK);
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "t", .version_id = v1},
                             &m, NULL) == WH_OK &&
           !m.tags);
-    store_obj_meta_free(&m);
+    data_obj_meta_free(&m);
     CHECK(store_object_tags_set(st, BKT, "t", "0123456789abcdef0123456789abcdef", "x=1") ==
           WH_ERR_NOT_FOUND);
     CHECK(store_object_tags_set(st, BKT, "none", NULL, "x=1") == WH_ERR_NOT_FOUND);
@@ -187,11 +187,11 @@ static void test_tags_and_parts(void)
                                  .bucket = BKT, .key = "mp", .upload_id = uid, .parts = cp, .n = 2},
                              &m, &bad) == WH_OK);
     CHECK(store_version_id_valid(m.version_id) && strcmp(m.version_id, "null") != 0);
-    store_obj_meta_free(&m);
+    data_obj_meta_free(&m);
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "mp"}, &m, NULL) ==
           WH_OK);
     CHECK_STR(m.part_sizes, "5242880,7");
-    store_obj_meta_free(&m);
+    data_obj_meta_free(&m);
     store_close(st);
     th_rmdir(dir);
 }
@@ -199,7 +199,7 @@ static void test_tags_and_parts(void)
 /* The listing of every version against a reference built from what was written. */
 typedef struct {
     char key[16];
-    char vid[STORE_VERSION_ID_MAX];
+    char vid[DATA_VERSION_ID_MAX];
     bool dm;
 } ref_row_t;
 
@@ -210,7 +210,7 @@ static void test_listing(void)
     CHECK(th_store_open(dir, &st) == WH_OK);
     CHECK(meta_set_durable(store_meta(st), false) == WH_OK);
     CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = BKT}) == WH_OK);
-    CHECK(store_bucket_versioning_set(st, BKT, STORE_VERSIONING_ENABLED) == WH_OK);
+    CHECK(store_bucket_versioning_set(st, BKT, DATA_VERSIONING_ENABLED) == WH_OK);
     static const char *const keys[] = {"a/1", "a/2", "b", "c/x/1", "c/y", "d"};
     ref_row_t want[64];
     size_t nw = 0;
@@ -223,7 +223,7 @@ static void test_listing(void)
             rows[nr++].dm = false;
         }
         if (k % 2) { /* and a delete marker on top */
-            store_del_result_t res;
+            data_del_result_t res;
             CHECK(store_object_delete(st, &(store_delete_args_t){.bucket = BKT, .key = keys[k]},
                                       &res) == WH_OK);
             snprintf(rows[nr].key, sizeof rows[nr].key, "%s", keys[k]);
@@ -236,16 +236,16 @@ static void test_listing(void)
     for (uint32_t page = 1; page <= 8; page++) {
         size_t got = 0;
         bool order_ok = true;
-        char km[64] = "", vm[STORE_VERSION_ID_MAX] = "";
+        char km[64] = "", vm[DATA_VERSION_ID_MAX] = "";
         for (int guard = 0; guard < 100; guard++) {
-            store_version_params_t p = {.key_marker = km[0] ? km : NULL,
-                                        .version_id_marker = vm[0] ? vm : NULL,
-                                        .max_keys = page};
-            store_version_result_t r;
+            data_version_params_t p = {.key_marker = km[0] ? km : NULL,
+                                       .version_id_marker = vm[0] ? vm : NULL,
+                                       .max_keys = page};
+            data_version_result_t r;
             CHECK(store_version_list(st, BKT, &p, &r) == WH_OK);
             CHECK(r.n_entries <= page && r.n_prefixes == 0);
             for (size_t i = 0; i < r.n_entries; i++, got++) {
-                const store_version_entry_t *e = &r.entries[i];
+                const data_version_entry_t *e = &r.entries[i];
                 if (got >= nw || strcmp(e->key, want[got].key) ||
                     strcmp(e->version_id, want[got].vid) || e->delete_marker != want[got].dm ||
                     e->latest != (got == 0 || strcmp(want[got - 1].key, e->key) != 0))
@@ -256,7 +256,7 @@ static void test_listing(void)
                 snprintf(km, sizeof km, "%s", r.next_key_marker);
                 snprintf(vm, sizeof vm, "%s", r.next_version_id_marker);
             }
-            store_version_result_free(&r);
+            data_version_result_free(&r);
             if (!more)
                 break;
         }
@@ -264,8 +264,8 @@ static void test_listing(void)
         CHECK_EQ_U64(got, nw);
     }
     /* Prefix and delimiter. */
-    store_version_params_t p = {.delimiter = "/", .max_keys = 1000};
-    store_version_result_t r;
+    data_version_params_t p = {.delimiter = "/", .max_keys = 1000};
+    data_version_result_t r;
     CHECK(store_version_list(st, BKT, &p, &r) == WH_OK);
     CHECK(r.n_prefixes == 2);
     if (r.n_prefixes == 2) {
@@ -274,20 +274,20 @@ static void test_listing(void)
     }
     for (size_t i = 0; i < r.n_entries; i++)
         CHECK(strchr(r.entries[i].key, '/') == NULL);
-    store_version_result_free(&r);
-    p = (store_version_params_t){.prefix = "c/", .delimiter = "/", .max_keys = 1000};
+    data_version_result_free(&r);
+    p = (data_version_params_t){.prefix = "c/", .delimiter = "/", .max_keys = 1000};
     CHECK(store_version_list(st, BKT, &p, &r) == WH_OK);
     CHECK(r.n_prefixes == 1 && r.n_entries >= 1);
     for (size_t i = 0; i < r.n_entries; i++)
         CHECK_STR(r.entries[i].key, "c/y");
-    store_version_result_free(&r);
+    data_version_result_free(&r);
     store_close(st);
     th_rmdir(dir);
 }
 
 /* Commits body as key with the given lock; the new version id into vid. */
 static wh_status_t put_locked(store_t *st, const char *key, const char *body, int mode,
-                              int64_t until, bool hold, char vid[STORE_VERSION_ID_MAX])
+                              int64_t until, bool hold, char vid[DATA_VERSION_ID_MAX])
 {
     store_writer_t *w = NULL;
     wh_status_t s = store_writer_open(st, &w);
@@ -297,15 +297,15 @@ static wh_status_t put_locked(store_t *st, const char *key, const char *body, in
         store_writer_abort(w);
         return s;
     }
-    store_obj_meta_t m;
+    data_obj_meta_t m;
     memset(&m, 0, sizeof m);
     m.lock_mode = mode;
     m.lock_until = until;
     m.legal_hold = hold;
     s = store_writer_commit(w, &(store_commit_args_t){.bucket = BKT, .key = key}, &m);
     if (s == WH_OK && vid)
-        snprintf(vid, STORE_VERSION_ID_MAX, "%s", m.version_id);
-    store_obj_meta_free(&m);
+        snprintf(vid, DATA_VERSION_ID_MAX, "%s", m.version_id);
+    data_obj_meta_free(&m);
     return s;
 }
 
@@ -315,45 +315,45 @@ static void test_object_lock(void)
     store_t *st = NULL;
     CHECK(th_store_open(dir, &st) == WH_OK);
     CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = BKT}) == WH_OK);
-    CHECK(store_bucket_versioning_set(st, BKT, STORE_VERSIONING_ENABLED) == WH_OK);
+    CHECK(store_bucket_versioning_set(st, BKT, DATA_VERSIONING_ENABLED) == WH_OK);
     int64_t now = (int64_t)time(NULL), later = now + 3600;
-    char g[STORE_VERSION_ID_MAX], c[STORE_VERSION_ID_MAX], h[STORE_VERSION_ID_MAX];
-    char f[STORE_VERSION_ID_MAX];
-    CHECK(put_locked(st, "k", "gov", STORE_LOCK_GOVERNANCE, later, false, g) == WH_OK);
-    CHECK(put_locked(st, "k", "comp", STORE_LOCK_COMPLIANCE, later, false, c) == WH_OK);
-    CHECK(put_locked(st, "k", "hold", STORE_LOCK_NONE, 0, true, h) == WH_OK);
-    CHECK(put_locked(st, "k", "free", STORE_LOCK_NONE, 0, false, f) == WH_OK);
+    char g[DATA_VERSION_ID_MAX], c[DATA_VERSION_ID_MAX], h[DATA_VERSION_ID_MAX];
+    char f[DATA_VERSION_ID_MAX];
+    CHECK(put_locked(st, "k", "gov", DATA_LOCK_GOVERNANCE, later, false, g) == WH_OK);
+    CHECK(put_locked(st, "k", "comp", DATA_LOCK_COMPLIANCE, later, false, c) == WH_OK);
+    CHECK(put_locked(st, "k", "hold", DATA_LOCK_NONE, 0, true, h) == WH_OK);
+    CHECK(put_locked(st, "k", "free", DATA_LOCK_NONE, 0, false, f) == WH_OK);
     /* The lock comes back on reads, of older versions too. */
-    store_obj_meta_t m;
+    data_obj_meta_t m;
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "k", .version_id = c},
                             &m, NULL) == WH_OK);
-    CHECK(m.lock_mode == STORE_LOCK_COMPLIANCE && m.lock_until == later && !m.legal_hold);
-    store_obj_meta_free(&m);
+    CHECK(m.lock_mode == DATA_LOCK_COMPLIANCE && m.lock_until == later && !m.legal_hold);
+    data_obj_meta_free(&m);
     CHECK(store_object_open(st, &(store_read_args_t){.bucket = BKT, .key = "k", .version_id = h},
                             &m, NULL) == WH_OK);
-    CHECK(m.lock_mode == STORE_LOCK_NONE && m.legal_hold);
-    store_obj_meta_free(&m);
+    CHECK(m.lock_mode == DATA_LOCK_NONE && m.legal_hold);
+    data_obj_meta_free(&m);
     /* Deletes of a locked version are refused in their transaction, and say why. */
-    store_del_result_t res;
+    data_del_result_t res;
     memset(&res, 0, sizeof res);
     CHECK(store_object_delete(st,
                               &(store_delete_args_t){.bucket = BKT, .key = "k", .version_id = g},
                               &res) == WH_ERR_AUTH);
-    CHECK(res.locked == STORE_LOCK_BY_RETENTION && res.lock_mode == STORE_LOCK_GOVERNANCE &&
+    CHECK(res.locked == DATA_LOCK_BY_RETENTION && res.lock_mode == DATA_LOCK_GOVERNANCE &&
           res.lock_until == later);
     CHECK(store_object_delete(
               st,
               &(store_delete_args_t){
-                  .bucket = BKT, .key = "k", .version_id = c, .bypass = STORE_BYPASS_GOVERNANCE},
+                  .bucket = BKT, .key = "k", .version_id = c, .bypass = DATA_BYPASS_GOVERNANCE},
               &res) == WH_ERR_AUTH);
-    CHECK(res.lock_mode == STORE_LOCK_COMPLIANCE);
+    CHECK(res.lock_mode == DATA_LOCK_COMPLIANCE);
     memset(&res, 0, sizeof res);
     CHECK(store_object_delete(
               st,
               &(store_delete_args_t){
-                  .bucket = BKT, .key = "k", .version_id = h, .bypass = STORE_BYPASS_GOVERNANCE},
+                  .bucket = BKT, .key = "k", .version_id = h, .bypass = DATA_BYPASS_GOVERNANCE},
               &res) == WH_ERR_AUTH);
-    CHECK(res.locked == STORE_LOCK_BY_HOLD);
+    CHECK(res.locked == DATA_LOCK_BY_HOLD);
     check_body(st, "k", g, "gov");
     check_body(st, "k", c, "comp");
     check_body(st, "k", h, "hold");
@@ -367,31 +367,31 @@ static void test_object_lock(void)
     CHECK(store_object_delete(
               st,
               &(store_delete_args_t){
-                  .bucket = BKT, .key = "k", .version_id = g, .bypass = STORE_BYPASS_GOVERNANCE},
+                  .bucket = BKT, .key = "k", .version_id = g, .bypass = DATA_BYPASS_GOVERNANCE},
               NULL) == WH_OK);
     /* Changing a lock: COMPLIANCE only longer, GOVERNANCE shorter with the bypass. */
-    store_lock_set_t rq = {.set_retention = true,
-                           .mode = STORE_LOCK_COMPLIANCE,
-                           .until = later - 60,
-                           .bypass = true,
-                           .now = now};
+    data_lock_set_t rq = {.set_retention = true,
+                          .mode = DATA_LOCK_COMPLIANCE,
+                          .until = later - 60,
+                          .bypass = true,
+                          .now = now};
     CHECK(store_object_lock_set(st, BKT, "k", c, &rq, NULL) == WH_ERR_AUTH);
-    rq.mode = STORE_LOCK_GOVERNANCE;
+    rq.mode = DATA_LOCK_GOVERNANCE;
     rq.until = later + 60;
     CHECK(store_object_lock_set(st, BKT, "k", c, &rq, NULL) == WH_ERR_AUTH);
-    rq.mode = STORE_LOCK_NONE;
+    rq.mode = DATA_LOCK_NONE;
     CHECK(store_object_lock_set(st, BKT, "k", c, &rq, NULL) == WH_ERR_AUTH);
-    rq.mode = STORE_LOCK_COMPLIANCE;
+    rq.mode = DATA_LOCK_COMPLIANCE;
     rq.until = later + 60;
     rq.bypass = false;
     memset(&m, 0, sizeof m);
     CHECK(store_object_lock_set(st, BKT, "k", c, &rq, &m) == WH_OK);
     CHECK(m.lock_until == later + 60 && strcmp(m.version_id, c) == 0);
     /* A hold set on an older version keeps it; released, it does not. */
-    char o[STORE_VERSION_ID_MAX];
-    CHECK(put_locked(st, "o", "old", STORE_LOCK_NONE, 0, false, o) == WH_OK);
-    CHECK(put_locked(st, "o", "new", STORE_LOCK_GOVERNANCE, later, false, NULL) == WH_OK);
-    store_lock_set_t hold = {.set_hold = true, .hold = true, .now = now};
+    char o[DATA_VERSION_ID_MAX];
+    CHECK(put_locked(st, "o", "old", DATA_LOCK_NONE, 0, false, o) == WH_OK);
+    CHECK(put_locked(st, "o", "new", DATA_LOCK_GOVERNANCE, later, false, NULL) == WH_OK);
+    data_lock_set_t hold = {.set_hold = true, .hold = true, .now = now};
     CHECK(store_object_lock_set(st, BKT, "o", o, &hold, NULL) == WH_OK);
     CHECK(store_object_delete(st,
                               &(store_delete_args_t){.bucket = BKT, .key = "o", .version_id = o},
@@ -399,8 +399,8 @@ static void test_object_lock(void)
     hold.hold = false;
     CHECK(store_object_lock_set(st, BKT, "o", o, &hold, NULL) == WH_OK);
     /* The current version: GOVERNANCE shortened with the bypass, then it may go. */
-    store_lock_set_t gs = {
-        .set_retention = true, .mode = STORE_LOCK_GOVERNANCE, .until = now + 1, .now = now};
+    data_lock_set_t gs = {
+        .set_retention = true, .mode = DATA_LOCK_GOVERNANCE, .until = now + 1, .now = now};
     CHECK(store_object_lock_set(st, BKT, "o", NULL, &gs, NULL) == WH_ERR_AUTH);
     gs.bypass = true;
     CHECK(store_object_lock_set(st, BKT, "o", NULL, &gs, NULL) == WH_OK);
@@ -412,26 +412,26 @@ static void test_object_lock(void)
           WH_ERR_NOT_FOUND);
     CHECK(store_object_lock_set(st, BKT, "k", NULL, &hold, NULL) == WH_ERR_NOT_FOUND);
     /* A locked null version (Suspended) is never replaced by a later write. */
-    CHECK(store_bucket_versioning_set(st, BKT, STORE_VERSIONING_SUSPENDED) == WH_OK);
-    CHECK(put_locked(st, "n", "null one", STORE_LOCK_COMPLIANCE, later, false, NULL) == WH_OK);
-    CHECK(put_locked(st, "n", "replacer", STORE_LOCK_NONE, 0, false, NULL) == WH_ERR_AUTH);
+    CHECK(store_bucket_versioning_set(st, BKT, DATA_VERSIONING_SUSPENDED) == WH_OK);
+    CHECK(put_locked(st, "n", "null one", DATA_LOCK_COMPLIANCE, later, false, NULL) == WH_OK);
+    CHECK(put_locked(st, "n", "replacer", DATA_LOCK_NONE, 0, false, NULL) == WH_ERR_AUTH);
     check_body(st, "n", "null", "null one");
     /* Every lock passed over only to undo a write never acknowledged. */
     CHECK(store_object_delete(
               st,
               &(store_delete_args_t){
-                  .bucket = BKT, .key = "n", .version_id = "null", .bypass = STORE_BYPASS_ALL},
+                  .bucket = BKT, .key = "n", .version_id = "null", .bypass = DATA_BYPASS_ALL},
               NULL) == WH_OK);
     /* Object lock only on a bucket whose versioning is Enabled, which then stays so. */
     CHECK(store_bucket_create(st, &(store_bucket_args_t){.bucket = "lkb2"}) == WH_OK);
-    CHECK(store_bucket_attr_set(st, "lkb2", STORE_BATTR_OBJECT_LOCK, "x") == WH_ERR_NOT_FOUND);
-    CHECK(store_bucket_versioning_set(st, "lkb2", STORE_VERSIONING_ENABLED) == WH_OK);
-    CHECK(store_bucket_attr_set(st, "lkb2", STORE_BATTR_OBJECT_LOCK, "x") == WH_OK);
-    CHECK(store_bucket_versioning_set(st, "lkb2", STORE_VERSIONING_SUSPENDED) ==
+    CHECK(store_bucket_attr_set(st, "lkb2", DATA_BATTR_OBJECT_LOCK, "x") == WH_ERR_NOT_FOUND);
+    CHECK(store_bucket_versioning_set(st, "lkb2", DATA_VERSIONING_ENABLED) == WH_OK);
+    CHECK(store_bucket_attr_set(st, "lkb2", DATA_BATTR_OBJECT_LOCK, "x") == WH_OK);
+    CHECK(store_bucket_versioning_set(st, "lkb2", DATA_VERSIONING_SUSPENDED) ==
           WH_ERR_PRECONDITION);
-    CHECK(store_bucket_versioning_set(st, "lkb2", STORE_VERSIONING_ENABLED) == WH_OK);
-    store_versioning_t vs;
-    CHECK(store_bucket_versioning_get(st, "lkb2", &vs) == WH_OK && vs == STORE_VERSIONING_ENABLED);
+    CHECK(store_bucket_versioning_set(st, "lkb2", DATA_VERSIONING_ENABLED) == WH_OK);
+    data_versioning_t vs;
+    CHECK(store_bucket_versioning_get(st, "lkb2", &vs) == WH_OK && vs == DATA_VERSIONING_ENABLED);
     store_close(st);
     th_rmdir(dir);
 }

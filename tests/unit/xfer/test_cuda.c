@@ -16,31 +16,33 @@ static char g_err[256];
 
 static void test_cuda1_roundtrip(void)
 {
-    uint8_t uuid[16], ipc[TOKEN_CUDA_IPC_LEN];
+    uint8_t uuid[16], ipc[XFER_TOKEN_CUDA_IPC_LEN];
     for (int i = 0; i < 16; i++)
         uuid[i] = (uint8_t)(0xa0 + i);
-    for (int i = 0; i < TOKEN_CUDA_IPC_LEN; i++)
+    for (int i = 0; i < XFER_TOKEN_CUDA_IPC_LEN; i++)
         ipc[i] = (uint8_t)(i * 7);
-    char buf[TOKEN_MAX_LEN + 1];
-    CHECK(token_pack_cuda1(0x7f0000200000ULL, 0x4000, uuid, ipc, 0x200, buf, sizeof buf) == WH_OK);
-    token_t t;
+    char buf[XFER_TOKEN_MAX_LEN + 1];
+    CHECK(xfer_token_pack_cuda1(0x7f0000200000ULL, 0x4000, uuid, ipc, 0x200, buf, sizeof buf) ==
+          WH_OK);
+    xfer_token_t t;
     memset(&t, 0, sizeof t);
-    CHECK(token_parse(buf, strlen(buf), &t, g_err, sizeof g_err) == WH_OK);
-    CHECK(t.dialect == TOKEN_DIALECT_CUDA1);
+    CHECK(xfer_token_parse(buf, strlen(buf), &t, g_err, sizeof g_err) == WH_OK);
+    CHECK(t.dialect == XFER_TOKEN_DIALECT_CUDA1);
     CHECK_EQ_U64(t.base, 0x7f0000200000ULL);
     CHECK_EQ_U64(t.size, 0x4000);
     CHECK_EQ_U64(t.cuda_off, 0x200);
     CHECK(memcmp(t.cuda_uuid, uuid, 16) == 0);
-    CHECK(memcmp(t.cuda_ipc, ipc, TOKEN_CUDA_IPC_LEN) == 0);
+    CHECK(memcmp(t.cuda_ipc, ipc, XFER_TOKEN_CUDA_IPC_LEN) == 0);
     CHECK_STR(t.provider, "cuda");
     /* offset + size wrapping is refused at pack time */
-    CHECK(token_pack_cuda1(0, 0x10, uuid, ipc, UINT64_MAX - 4, buf, sizeof buf) == WH_ERR_INVALID);
+    CHECK(xfer_token_pack_cuda1(0, 0x10, uuid, ipc, UINT64_MAX - 4, buf, sizeof buf) ==
+          WH_ERR_INVALID);
 }
 
 static void expect_bad(const char *tok, const char *want)
 {
-    token_t t;
-    wh_status_t st = token_parse(tok, strlen(tok), &t, g_err, sizeof g_err);
+    xfer_token_t t;
+    wh_status_t st = xfer_token_parse(tok, strlen(tok), &t, g_err, sizeof g_err);
     CHECK(st == WH_ERR_INVALID);
     if (!strstr(g_err, want)) {
         fprintf(stderr, "  token \"%.60s...\": message \"%s\" lacks \"%s\"\n", tok, g_err, want);

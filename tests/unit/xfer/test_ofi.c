@@ -29,7 +29,7 @@
 typedef struct child {
     pid_t pid;
     int to, from; /* pipes: commands to the child, replies from it */
-    char token[TOKEN_MAX_LEN + 1];
+    char token[XFER_TOKEN_MAX_LEN + 1];
 } child_t;
 
 static unsigned char pat(size_t i, unsigned seed)
@@ -63,7 +63,7 @@ static void child_main(const char *prov, unsigned seed, int in, int out)
     xfer_config_t cfg;
     xfer_t *x = NULL;
     xfer_mr_t *mr = NULL;
-    char err[256], tok[TOKEN_MAX_LEN + 1];
+    char err[256], tok[XFER_TOKEN_MAX_LEN + 1];
     xfer_config_init(&cfg);
     cfg.provider = prov;
     cfg.role = XFER_ROLE_CLIENT;
@@ -123,7 +123,7 @@ static int child_start(child_t *c, const char *prov, unsigned seed)
     c->to = a[1];
     c->from = b[0];
     uint32_t n = 0;
-    if (read_full(c->from, &n, 4, 10000) || n == 0 || n > TOKEN_MAX_LEN ||
+    if (read_full(c->from, &n, 4, 10000) || n == 0 || n > XFER_TOKEN_MAX_LEN ||
         read_full(c->from, c->token, n, 2000))
         return -1;
     c->token[n] = '\0';
@@ -185,7 +185,7 @@ static xfer_t *server_open(const char *prov, unsigned max_peers)
     return x;
 }
 
-static void target_init(xfer_target_t *t, const token_t *tok, pid_t pid)
+static void target_init(xfer_target_t *t, const xfer_token_t *tok, pid_t pid)
 {
     memset(t, 0, sizeof *t);
     t->token = tok;
@@ -197,7 +197,7 @@ static void target_init(xfer_target_t *t, const token_t *tok, pid_t pid)
 /* Writes pattern seed^0xff into the client's region with tagged posts, reads it back. */
 static void roundtrip(xfer_t *s, child_t *c, unsigned seed, pid_t bind)
 {
-    token_t tok;
+    xfer_token_t tok;
     char err[256];
     xfer_batch_t *b = NULL;
     xfer_target_t tgt;
@@ -208,7 +208,7 @@ static void roundtrip(xfer_t *s, child_t *c, unsigned seed, pid_t bind)
         src[i] = pat(i, seed ^ 0xff);
     CHECK(xfer_mr_reg(s, src, REG_LEN, &ms) == WH_OK);
     CHECK(xfer_mr_reg(s, dst, REG_LEN, &md) == WH_OK);
-    CHECK(token_parse(c->token, strlen(c->token), &tok, err, sizeof err) == WH_OK);
+    CHECK(xfer_token_parse(c->token, strlen(c->token), &tok, err, sizeof err) == WH_OK);
     CHECK_EQ_U64(tok.size, REG_LEN);
     target_init(&tgt, &tok, bind);
     wh_status_t st = xfer_batch_begin(s, &tgt, &b, err, sizeof err);
@@ -253,7 +253,7 @@ static void expect_dead(xfer_t *s, const char *token, pid_t bind, const char *wh
 {
     static volatile int idle;
     bool busy = false;
-    token_t tok;
+    xfer_token_t tok;
     char err[256];
     xfer_batch_t *b = NULL;
     xfer_target_t tgt;
@@ -261,7 +261,7 @@ static void expect_dead(xfer_t *s, const char *token, pid_t bind, const char *wh
     unsigned char *src = calloc(1, n);
     xfer_mr_t *ms = NULL;
     CHECK(xfer_mr_reg(s, src, n, &ms) == WH_OK);
-    CHECK(token_parse(token, strlen(token), &tok, err, sizeof err) == WH_OK);
+    CHECK(xfer_token_parse(token, strlen(token), &tok, err, sizeof err) == WH_OK);
     target_init(&tgt, &tok, bind);
     idle = 0;
     tgt.on_idle = on_idle;
@@ -323,7 +323,7 @@ static void test_provider(const char *prov)
         expect_dead(s, c2.token, 0, "stopped peer", c2.pid);
     }
     /* A killed peer. */
-    char tok1[TOKEN_MAX_LEN + 1];
+    char tok1[XFER_TOKEN_MAX_LEN + 1];
     snprintf(tok1, sizeof tok1, "%s", c1.token);
     pid_t p1 = c1.pid;
     kill(c1.pid, SIGKILL);
@@ -358,12 +358,12 @@ static void test_tcp_stalled_replace(void)
     size_t n = 8u << 20;
     unsigned char *src = calloc(1, n);
     xfer_mr_t *ms = NULL;
-    token_t tok;
+    xfer_token_t tok;
     char err[256];
     xfer_target_t tgt;
     xfer_batch_t *b = NULL;
     CHECK(src && xfer_mr_reg(s, src, n, &ms) == WH_OK);
-    CHECK(token_parse(c.token, strlen(c.token), &tok, err, sizeof err) == WH_OK);
+    CHECK(xfer_token_parse(c.token, strlen(c.token), &tok, err, sizeof err) == WH_OK);
     target_init(&tgt, &tok, 0);
     idle = 0;
     tgt.on_idle = on_idle;
@@ -415,12 +415,12 @@ static void test_shm_attack(void)
     child_t victim, attacker;
     CHECK(child_start(&victim, "ofi+shm", 0x33) == 0);
     CHECK(child_start(&attacker, "ofi+shm", 0x44) == 0);
-    token_t vt, at, forged;
+    xfer_token_t vt, at, forged;
     char err[256];
     xfer_batch_t *b = NULL;
     xfer_target_t tgt;
-    CHECK(token_parse(victim.token, strlen(victim.token), &vt, err, sizeof err) == WH_OK);
-    CHECK(token_parse(attacker.token, strlen(attacker.token), &at, err, sizeof err) == WH_OK);
+    CHECK(xfer_token_parse(victim.token, strlen(victim.token), &vt, err, sizeof err) == WH_OK);
+    CHECK(xfer_token_parse(attacker.token, strlen(attacker.token), &at, err, sizeof err) == WH_OK);
 
     /* 1: the victim's token, sent by the attacker. */
     target_init(&tgt, &vt, attacker.pid);
@@ -489,10 +489,11 @@ static void test_tcp_host_binding(void)
         sa.sin_family = AF_INET;
         sa.sin_port = htons(9);
         inet_pton(AF_INET, cases[k][0], &sa.sin_addr);
-        char tok[TOKEN_MAX_LEN], err[256];
-        token_t t;
-        CHECK(token_pack_ofi1(0, 16, "tcp;ofi_rxm", &sa, sizeof sa, 1, tok, sizeof tok) == WH_OK);
-        CHECK(token_parse(tok, strlen(tok), &t, err, sizeof err) == WH_OK);
+        char tok[XFER_TOKEN_MAX_LEN], err[256];
+        xfer_token_t t;
+        CHECK(xfer_token_pack_ofi1(0, 16, "tcp;ofi_rxm", &sa, sizeof sa, 1, tok, sizeof tok) ==
+              WH_OK);
+        CHECK(xfer_token_parse(tok, strlen(tok), &t, err, sizeof err) == WH_OK);
         xfer_target_t tgt;
         target_init(&tgt, &t, 0);
         tgt.bind_host = cases[k][1];
@@ -540,7 +541,7 @@ static int victim_main(void)
     xfer_config_t cfg;
     xfer_t *x = NULL;
     xfer_mr_t *mr = NULL;
-    char err[256], tok[TOKEN_MAX_LEN + 1], line[64];
+    char err[256], tok[XFER_TOKEN_MAX_LEN + 1], line[64];
     size_t n = 1u << 20;
     unsigned char *buf = malloc(n);
     xfer_config_init(&cfg);

@@ -8,17 +8,17 @@
 
 static char g_err[256];
 
-static wh_status_t parse(const char *s, token_t *t)
+static wh_status_t parse(const char *s, xfer_token_t *t)
 {
-    return token_parse(s, strlen(s), t, g_err, sizeof g_err);
+    return xfer_token_parse(s, strlen(s), t, g_err, sizeof g_err);
 }
 
 /* Expects a failure with status st whose message contains want. */
 static void expect_fail(const char *s, wh_status_t st, const char *want)
 {
-    token_t t;
+    xfer_token_t t;
     memset(&t, 0x5a, sizeof t);
-    token_t before = t;
+    xfer_token_t before = t;
     wh_status_t got = parse(s, &t);
     CHECK_EQ_U64((uint64_t)(int64_t)got, (uint64_t)(int64_t)st);
     if (!strstr(g_err, want)) {
@@ -32,13 +32,13 @@ static void expect_fail(const char *s, wh_status_t st, const char *want)
 static void test_ofi1_roundtrip(void)
 {
     uint8_t ep[] = {0x66, 0x69, 0x5f, 0x73, 0x68, 0x6d, 0x00, 0xff};
-    char buf[TOKEN_MAX_LEN + 1];
-    token_t t;
-    CHECK(token_pack_ofi1(0x7f0012345000ULL, 0x1000, "shm", ep, sizeof ep, 0xdeadbeefcafeULL, buf,
-                          sizeof buf) == WH_OK);
+    char buf[XFER_TOKEN_MAX_LEN + 1];
+    xfer_token_t t;
+    CHECK(xfer_token_pack_ofi1(0x7f0012345000ULL, 0x1000, "shm", ep, sizeof ep, 0xdeadbeefcafeULL,
+                               buf, sizeof buf) == WH_OK);
     CHECK_STR(buf, "7f0012345000:1000:ofi1:shm:66695f73686d00ff:deadbeefcafe");
     CHECK(parse(buf, &t) == WH_OK);
-    CHECK(t.dialect == TOKEN_DIALECT_OFI1);
+    CHECK(t.dialect == XFER_TOKEN_DIALECT_OFI1);
     CHECK_EQ_U64(t.base, 0x7f0012345000ULL);
     CHECK_EQ_U64(t.size, 0x1000);
     CHECK_EQ_U64(t.key, 0xdeadbeefcafeULL);
@@ -47,7 +47,7 @@ static void test_ofi1_roundtrip(void)
     CHECK(memcmp(t.ep_name, ep, sizeof ep) == 0);
 
     /* provider with ';', zero size, zero base, max key */
-    CHECK(token_pack_ofi1(0, 0, "tcp;ofi_rxm", ep, 1, UINT64_MAX, buf, sizeof buf) == WH_OK);
+    CHECK(xfer_token_pack_ofi1(0, 0, "tcp;ofi_rxm", ep, 1, UINT64_MAX, buf, sizeof buf) == WH_OK);
     CHECK_STR(buf, "0:0:ofi1:tcp;ofi_rxm:66:ffffffffffffffff");
     CHECK(parse(buf, &t) == WH_OK);
     CHECK_EQ_U64(t.size, 0);
@@ -55,15 +55,15 @@ static void test_ofi1_roundtrip(void)
     CHECK_STR(t.provider, "tcp;ofi_rxm");
 
     /* the largest region that does not wrap, and the longest ep name */
-    uint8_t big[TOKEN_MAX_EP_NAME];
+    uint8_t big[XFER_TOKEN_MAX_EP_NAME];
     for (size_t i = 0; i < sizeof big; i++)
         big[i] = (uint8_t)i;
-    CHECK(token_pack_ofi1(1, UINT64_MAX - 1, "verbs;ofi_rxm", big, sizeof big, 1, buf,
-                          sizeof buf) == WH_OK);
-    CHECK(strlen(buf) <= TOKEN_MAX_LEN);
+    CHECK(xfer_token_pack_ofi1(1, UINT64_MAX - 1, "verbs;ofi_rxm", big, sizeof big, 1, buf,
+                               sizeof buf) == WH_OK);
+    CHECK(strlen(buf) <= XFER_TOKEN_MAX_LEN);
     CHECK(parse(buf, &t) == WH_OK);
     CHECK_EQ_U64(t.size, UINT64_MAX - 1);
-    CHECK_EQ_U64(t.ep_name_len, TOKEN_MAX_EP_NAME);
+    CHECK_EQ_U64(t.ep_name_len, XFER_TOKEN_MAX_EP_NAME);
     CHECK(memcmp(t.ep_name, big, sizeof big) == 0);
 
     /* leading zeros are fine (still lowercase hex of <= 16 digits) */
@@ -74,20 +74,20 @@ static void test_ofi1_roundtrip(void)
 
 static void test_ofi1_pack_rejects(void)
 {
-    char buf[TOKEN_MAX_LEN + 1], small[16];
+    char buf[XFER_TOKEN_MAX_LEN + 1], small[16];
     uint8_t ep[4] = {1, 2, 3, 4};
-    CHECK(token_pack_ofi1(0, 1, "SHM", ep, 4, 1, buf, sizeof buf) == WH_ERR_INVALID);
-    CHECK(token_pack_ofi1(0, 1, "a:b", ep, 4, 1, buf, sizeof buf) == WH_ERR_INVALID);
-    CHECK(token_pack_ofi1(0, 1, "", ep, 4, 1, buf, sizeof buf) == WH_ERR_INVALID);
-    CHECK(token_pack_ofi1(0, 1, "shm", ep, 0, 1, buf, sizeof buf) == WH_ERR_INVALID);
-    CHECK(token_pack_ofi1(0, 1, "shm", ep, TOKEN_MAX_EP_NAME + 1, 1, buf, sizeof buf) ==
+    CHECK(xfer_token_pack_ofi1(0, 1, "SHM", ep, 4, 1, buf, sizeof buf) == WH_ERR_INVALID);
+    CHECK(xfer_token_pack_ofi1(0, 1, "a:b", ep, 4, 1, buf, sizeof buf) == WH_ERR_INVALID);
+    CHECK(xfer_token_pack_ofi1(0, 1, "", ep, 4, 1, buf, sizeof buf) == WH_ERR_INVALID);
+    CHECK(xfer_token_pack_ofi1(0, 1, "shm", ep, 0, 1, buf, sizeof buf) == WH_ERR_INVALID);
+    CHECK(xfer_token_pack_ofi1(0, 1, "shm", ep, XFER_TOKEN_MAX_EP_NAME + 1, 1, buf, sizeof buf) ==
           WH_ERR_INVALID);
-    CHECK(token_pack_ofi1(2, UINT64_MAX, "shm", ep, 4, 1, buf, sizeof buf) == WH_ERR_INVALID);
-    CHECK(token_pack_ofi1(0, 1, "shm", ep, 4, 1, small, sizeof small) == WH_ERR_INVALID);
+    CHECK(xfer_token_pack_ofi1(2, UINT64_MAX, "shm", ep, 4, 1, buf, sizeof buf) == WH_ERR_INVALID);
+    CHECK(xfer_token_pack_ofi1(0, 1, "shm", ep, 4, 1, small, sizeof small) == WH_ERR_INVALID);
     char p32[33];
     memset(p32, 'a', 32);
     p32[32] = 0;
-    CHECK(token_pack_ofi1(0, 1, p32, ep, 4, 1, buf, sizeof buf) == WH_ERR_INVALID);
+    CHECK(xfer_token_pack_ofi1(0, 1, p32, ep, 4, 1, buf, sizeof buf) == WH_ERR_INVALID);
 }
 
 static void test_ofi1_field_errors(void)
@@ -119,24 +119,24 @@ static void test_ofi1_field_errors(void)
     expect_fail("0:1:ofi1:shm:00", WH_ERR_INVALID, "ofi1 has 6 fields");
     expect_fail("0:1:ofi1:shm:00:1:2", WH_ERR_INVALID, "ofi1 has 6 fields");
     /* ep-name one byte over the limit */
-    char buf[TOKEN_MAX_LEN + 64];
+    char buf[XFER_TOKEN_MAX_LEN + 64];
     int n = snprintf(buf, sizeof buf, "0:1:ofi1:shm:");
-    for (int i = 0; i < 2 * TOKEN_MAX_EP_NAME + 2; i++)
+    for (int i = 0; i < 2 * XFER_TOKEN_MAX_EP_NAME + 2; i++)
         buf[n++] = 'a';
     snprintf(buf + n, sizeof buf - (size_t)n, ":1");
     expect_fail(buf, WH_ERR_INVALID, "'ep-name'");
     /* overall length */
-    memset(buf, 'a', TOKEN_MAX_LEN + 1);
-    buf[TOKEN_MAX_LEN + 1] = 0;
+    memset(buf, 'a', XFER_TOKEN_MAX_LEN + 1);
+    buf[XFER_TOKEN_MAX_LEN + 1] = 0;
     expect_fail(buf, WH_ERR_INVALID, "longer than");
     /* not NUL-terminated: parse honours len */
-    token_t t;
+    xfer_token_t t;
     const char *s = "10:20:ofi1:shm:00:1GARBAGE";
-    CHECK(token_parse(s, strlen("10:20:ofi1:shm:00:1"), &t, g_err, sizeof g_err) == WH_OK);
+    CHECK(xfer_token_parse(s, strlen("10:20:ofi1:shm:00:1"), &t, g_err, sizeof g_err) == WH_OK);
     CHECK_EQ_U64(t.key, 1);
     /* embedded NUL */
     const char nul[] = "10:20:ofi1:shm:00:1\0";
-    CHECK(token_parse(nul, sizeof nul - 1, &t, g_err, sizeof g_err) == WH_ERR_INVALID);
+    CHECK(xfer_token_parse(nul, sizeof nul - 1, &t, g_err, sizeof g_err) == WH_ERR_INVALID);
 }
 
 static void test_dialects(void)
@@ -157,11 +157,11 @@ static void test_dialects(void)
 
 static void test_cuobj(void)
 {
-    token_t t, u;
+    xfer_token_t t, u;
     char out[82];
     CHECK_EQ_U64(strlen(CU_OK), 81);
     CHECK(parse(CU_OK, &t) == WH_OK);
-    CHECK(t.dialect == TOKEN_DIALECT_CUOBJ);
+    CHECK(t.dialect == XFER_TOKEN_DIALECT_CUOBJ);
     CHECK_EQ_U64(t.base, 0x7f1234560000ULL);
     CHECK_EQ_U64(t.size, 0x100000);
     CHECK_EQ_U64(t.key, 0x0badcafe);
@@ -170,7 +170,7 @@ static void test_cuobj(void)
     CHECK_EQ_U64(t.gid_present, 1);
     CHECK_EQ_U64(t.gid[0], 0xfe);
     CHECK_EQ_U64(t.gid[15], 0x77);
-    CHECK(token_pack_cuobj(&t, out) == WH_OK);
+    CHECK(xfer_token_pack_cuobj(&t, out) == WH_OK);
     CHECK_STR(out, CU_OK);
     CHECK(parse(out, &u) == WH_OK);
     CHECK(memcmp(&t, &u, sizeof t) == 0);
@@ -185,17 +185,17 @@ static void test_cuobj(void)
                 &t) == WH_OK);
     CHECK_EQ_U64(t.size, 0xffffffff);
     CHECK_EQ_U64(t.dctn, 0xffffff);
-    CHECK(token_pack_cuobj(&t, out) == WH_OK);
+    CHECK(xfer_token_pack_cuobj(&t, out) == WH_OK);
 
     /* pack rejects what cannot be represented */
     t.size = 1ULL << 32;
-    CHECK(token_pack_cuobj(&t, out) == WH_ERR_INVALID);
+    CHECK(xfer_token_pack_cuobj(&t, out) == WH_ERR_INVALID);
     t.size = 1;
     t.dctn = 1u << 24;
-    CHECK(token_pack_cuobj(&t, out) == WH_ERR_INVALID);
+    CHECK(xfer_token_pack_cuobj(&t, out) == WH_ERR_INVALID);
     t.dctn = 1;
     t.gid_present = 2;
-    CHECK(token_pack_cuobj(&t, out) == WH_ERR_INVALID);
+    CHECK(xfer_token_pack_cuobj(&t, out) == WH_ERR_INVALID);
 }
 
 static void test_cuobj_errors(void)

@@ -158,7 +158,7 @@ static void test_optional_slots(void)
     static const struct xfer_ops bare = {.family = "bare"};
     xfer_t x = {._ops = &bare, ._name = "bare+none", ._fabric = "bare", ._role = XFER_ROLE_CLIENT};
     static unsigned char buf[64];
-    char err[256] = "", out[TOKEN_MAX_LEN];
+    char err[256] = "", out[XFER_TOKEN_MAX_LEN];
     xfer_mr_t mr = {._x = &x, ._addr = buf, ._len = sizeof buf};
     xfer_mr_t *mrp = NULL;
     CHECK(xfer_token_pack(&x, &mr, buf, 16, out, sizeof out) == WH_ERR_UNSUPPORTED);
@@ -170,7 +170,7 @@ static void test_optional_slots(void)
     xfer_quiesce(&x);
     x._role = XFER_ROLE_SERVER;
     CHECK(xfer_stalled(&x) == 0);
-    token_t t = {.dialect = TOKEN_DIALECT_OFI1, .size = sizeof buf, .provider = "bare"};
+    xfer_token_t t = {.dialect = XFER_TOKEN_DIALECT_OFI1, .size = sizeof buf, .provider = "bare"};
     xfer_target_t tgt = {.token = &t};
     xfer_batch_t *b = NULL;
     err[0] = '\0';
@@ -232,15 +232,15 @@ static void batch_roundtrip(const char *prov, pid_t bind)
     CHECK(xfer_mr_reg(sv, src, TGT_LEN, &smr) == WH_OK);
     CHECK(xfer_mr_reg(sv, back, TGT_LEN, &bmr) == WH_OK);
     CHECK(xfer_mr_addr(smr) == src && xfer_mr_len(smr) == TGT_LEN);
-    char tok[TOKEN_MAX_LEN + 1], err[256] = "";
+    char tok[XFER_TOKEN_MAX_LEN + 1], err[256] = "";
     /* A token for a range outside the registration is refused. */
     CHECK(xfer_token_pack(cl, cmr, tgt + 65, TGT_LEN, tok, sizeof tok) == WH_ERR_INVALID);
     CHECK(xfer_token_pack(cl, cmr, tgt - 1, 4, tok, sizeof tok) == WH_ERR_INVALID);
     CHECK(xfer_token_pack(sv, cmr, tgt, 4, tok, sizeof tok) == WH_ERR_INVALID); /* other x */
     /* The token names [tgt + 32, tgt + 32 + TGT_LEN): 32 guard bytes on each side. */
     CHECK(xfer_token_pack(cl, cmr, tgt + 32, TGT_LEN, tok, sizeof tok) == WH_OK);
-    token_t t;
-    CHECK(token_parse(tok, strlen(tok), &t, err, sizeof err) == WH_OK);
+    xfer_token_t t;
+    CHECK(xfer_token_parse(tok, strlen(tok), &t, err, sizeof err) == WH_OK);
     CHECK_STR(t.provider, xfer_fabric(sv));
     xfer_progress_begin(cl);
 
@@ -301,7 +301,7 @@ static void batch_roundtrip(const char *prov, pid_t bind)
     CHECK(xfer_batch_end(b) == WH_OK);
 
     /* A token for another provider is refused by batch_begin. */
-    token_t other = t;
+    xfer_token_t other = t;
     snprintf(other.provider, sizeof other.provider, "%s",
              strcmp(t.provider, "shm") == 0 ? "tcp;ofi_rxm" : "shm");
     tg.token = &other;
@@ -334,11 +334,11 @@ static void test_cma_sticky_failure(void)
     }
     static unsigned char tgt[4096], src[4096];
     xfer_mr_t *cmr = NULL;
-    char tok[TOKEN_MAX_LEN + 1], err[256];
-    token_t t;
+    char tok[XFER_TOKEN_MAX_LEN + 1], err[256];
+    xfer_token_t t;
     CHECK(xfer_mr_reg(cl, tgt, sizeof tgt, &cmr) == WH_OK);
     CHECK(xfer_token_pack(cl, cmr, tgt, sizeof tgt, tok, sizeof tok) == WH_OK);
-    CHECK(token_parse(tok, strlen(tok), &t, err, sizeof err) == WH_OK);
+    CHECK(xfer_token_parse(tok, strlen(tok), &t, err, sizeof err) == WH_OK);
     /* The region is ours, but the token's base is moved to an unmapped address. */
     t.base = 16;
     xfer_target_t tg;
@@ -365,7 +365,7 @@ static void test_cma_sticky_failure(void)
     xfer_mr_t *mmr = NULL;
     if (m != MAP_FAILED && xfer_mr_reg(cl, m, 4 * pg, &mmr) == WH_OK &&
         xfer_token_pack(cl, mmr, m, 4 * pg, tok, sizeof tok) == WH_OK &&
-        token_parse(tok, strlen(tok), &t, err, sizeof err) == WH_OK) {
+        xfer_token_parse(tok, strlen(tok), &t, err, sizeof err) == WH_OK) {
         tg.token = &t;
         b = NULL;
         CHECK(xfer_batch_begin(sv, &tg, &b, err, sizeof err) == WH_OK);
@@ -410,7 +410,7 @@ static void test_cma_exec(void)
         static unsigned char buf[1 << 16];
         memset(buf, 'C', sizeof buf);
         xfer_mr_t *mr = NULL;
-        char tok[TOKEN_MAX_LEN + 1];
+        char tok[XFER_TOKEN_MAX_LEN + 1];
         if (!cl || xfer_mr_reg(cl, buf, sizeof buf, &mr) != WH_OK ||
             xfer_token_pack(cl, mr, buf, sizeof buf, tok, sizeof tok) != WH_OK)
             _exit(2);
@@ -424,7 +424,7 @@ static void test_cma_exec(void)
     }
     close(tp[1]);
     close(go[0]);
-    char tok[TOKEN_MAX_LEN + 1] = "", err[256] = "", ebuf[256];
+    char tok[XFER_TOKEN_MAX_LEN + 1] = "", err[256] = "", ebuf[256];
     size_t got = 0;
     while (got < sizeof tok - 1) {
         ssize_t n = read(tp[0], tok + got, sizeof tok - 1 - got);
@@ -434,8 +434,8 @@ static void test_cma_exec(void)
         if (memchr(tok, '\0', got))
             break;
     }
-    token_t t;
-    CHECK(got > 0 && token_parse(tok, strlen(tok), &t, err, sizeof err) == WH_OK);
+    xfer_token_t t;
+    CHECK(got > 0 && xfer_token_parse(tok, strlen(tok), &t, err, sizeof err) == WH_OK);
     xfer_t *sv = open_role("ofi+shm", XFER_ROLE_SERVER, 0, 0);
     CHECK(sv != NULL);
     xfer_target_t tg;
@@ -481,7 +481,7 @@ static void test_cma_exec(void)
     waitpid(pid, &ws, 0);
     /* The child's shm endpoint outlived it (exec runs no destructor). */
     if (got > 0) {
-        char name[TOKEN_MAX_EP_NAME + 1], path[TOKEN_MAX_EP_NAME + 16];
+        char name[XFER_TOKEN_MAX_EP_NAME + 1], path[XFER_TOKEN_MAX_EP_NAME + 16];
         memcpy(name, t.ep_name, t.ep_name_len);
         name[t.ep_name_len] = '\0';
         const char *s = strstr(name, "://");
@@ -520,15 +520,15 @@ static void test_quiesce(void)
     xfer_mr_t *cmr = NULL, *smr = NULL;
     CHECK(xfer_mr_reg(cl, tgt, N, &cmr) == WH_OK);
     CHECK(xfer_mr_reg(sv, src, N, &smr) == WH_OK);
-    char tok1[TOKEN_MAX_LEN + 1], tok2[TOKEN_MAX_LEN + 1], err[256] = "";
+    char tok1[XFER_TOKEN_MAX_LEN + 1], tok2[XFER_TOKEN_MAX_LEN + 1], err[256] = "";
     CHECK(xfer_token_pack(cl, cmr, tgt, N, tok1, sizeof tok1) == WH_OK);
     xfer_quiesce(cl); /* no bracket open: returns at once, with a new endpoint */
     xfer_quiesce(NULL);
     xfer_quiesce(sv); /* server role: nothing to do */
     CHECK(xfer_token_pack(cl, cmr, tgt, N, tok2, sizeof tok2) == WH_OK);
-    token_t t1, t2;
-    CHECK(token_parse(tok1, strlen(tok1), &t1, err, sizeof err) == WH_OK);
-    CHECK(token_parse(tok2, strlen(tok2), &t2, err, sizeof err) == WH_OK);
+    xfer_token_t t1, t2;
+    CHECK(xfer_token_parse(tok1, strlen(tok1), &t1, err, sizeof err) == WH_OK);
+    CHECK(xfer_token_parse(tok2, strlen(tok2), &t2, err, sizeof err) == WH_OK);
     CHECK(t1.ep_name_len != t2.ep_name_len || memcmp(t1.ep_name, t2.ep_name, t1.ep_name_len));
     CHECK(t1.key == t2.key); /* the same registration */
     xfer_progress_begin(cl);
@@ -569,7 +569,7 @@ static void test_forgotten(void)
     xfer_progress_begin(cl); /* the parent's progress thread runs across the fork */
     pid_t pid = fork();
     if (pid == 0) {
-        char tok[TOKEN_MAX_LEN + 1];
+        char tok[XFER_TOKEN_MAX_LEN + 1];
         xfer_mr_t *mr2 = NULL;
         int bad = 0;
         xfer_forget_after_fork(cl);
