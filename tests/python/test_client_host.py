@@ -64,7 +64,7 @@ def test_multipart_object_gets_the_single_put_content_type(wharfd, provider):
 # Debian's libfabric links its psm provider's library, whose constructor replaces the handlers
 # of SIGTERM, SIGINT, SIGSEGV, SIGABRT, SIGBUS and SIGILL with its own (a backtrace, exit 1).
 # libwharf opens libfabric only when a client opens an RDMA provider, and puts back any handler
-# that opening changed (src/xfer/ofi_dl.c).
+# that opening changed (src/shared/xfer/ofi_dl.c).
 
 SIGNAL_ARMS = [pytest.param("none", id="http"), pytest.param("ofi+tcp", id="tcp"),
                pytest.param("ofi+shm", id="shm")]

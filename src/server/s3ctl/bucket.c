@@ -204,7 +204,7 @@ static int bucket_ownership_on_create(front_req_t *r, s3h_out_t *o)
     int own = ownership_header(r);
     if (own <= 0)
         return 0;
-    char v[8];
+    char v[16]; /* an int in decimal */
     snprintf(v, sizeof v, "%d", own);
     wh_status_t st = store_bucket_attr_set(s3h_st(r), s3h_b(r), DATA_BATTR_OWNERSHIP, v);
     if (st == WH_OK)

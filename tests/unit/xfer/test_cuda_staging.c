@@ -56,10 +56,10 @@ int main(void)
     CHECK(xfer_open(&cc, &cx, g_err, sizeof g_err) == WH_OK);
     xfer_mr_t *mr = NULL;
     CHECK(xfer_mr_reg_device(cx, dev, DEV_BYTES, &mr, g_err, sizeof g_err) == WH_OK);
-    char tok[TOKEN_MAX_LEN + 1];
+    char tok[XFER_TOKEN_MAX_LEN + 1];
     CHECK(xfer_token_pack(cx, mr, dev, 21u << 20, tok, sizeof tok) == WH_OK);
-    token_t t;
-    CHECK(token_parse(tok, strlen(tok), &t, g_err, sizeof g_err) == WH_OK);
+    xfer_token_t t;
+    CHECK(xfer_token_parse(tok, strlen(tok), &t, g_err, sizeof g_err) == WH_OK);
 
     /* The object: a file of random bytes. */
     char path[] = "/tmp/wharf-cuda-staging-XXXXXX";
