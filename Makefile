@@ -125,6 +125,7 @@ format: deps
 doc-check:
 	@bash scripts/check_worklog.sh
 	@bash scripts/check_readme.sh
+	@bash scripts/check_spdx.sh
 	@/usr/bin/python3 scripts/check_links.py
 
 # clang-tidy 14 (pinned) with .clang-tidy's checks over build/compile_commands.json's src/

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """What authorization costs on the data path: GET and PUT ops/s at 4 KiB and 1 MiB, and GB/s
 at 256 MiB, over HTTP and over RDMA (ofi+shm, the server's own copy into the peer), for three
 arms against one wharfd:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared helpers of wharf's Python benchmark programs (run with /usr/bin/python3).
 
 They write the same result schema as the C suite ("wharf-bench/1", docs/benchmarks.md):

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The cluster benchmark: one client against a wharf cluster (tests/lib/cluster.py, the same
 harness as the cluster tests), paired arms in one run.
 

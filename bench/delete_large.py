@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """How long a DELETE of a large object takes, for two wharfd builds, paired A B A B.
 
   /usr/bin/python3 bench/delete_large.py BUILD_A BUILD_B [--gib 2] [--repeats 3] [--rounds 2]

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Durable write patterns on one file system: which part of wharfd's commit costs what.
 
   /usr/bin/python3 bench/disk_commit.py DIR [--writers 1,16] [--mib 64] [--files 4] [--repeats 3]

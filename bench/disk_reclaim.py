@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Giving a large file's blocks back: what another writer's durable commits see meanwhile.
 
   /usr/bin/python3 bench/disk_reclaim.py DIR [--gib 8] [--files 3] [--modes unlink,punch]

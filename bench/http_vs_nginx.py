@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """wharfd against Debian's nginx (sendfile) over HTTP on loopback, one run.
 
   /usr/bin/python3 bench/http_vs_nginx.py [--size-mib 1024] [--repeats 5] [--results results]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/limits: this machine's limits (memcpy, process_vm_writev, loopback TCP, MD5, CRC), printed
  * as JSON. Every benchmark measures the same limits in its own run; this program is for a quick
  * look.   usage: limits [--bytes MIB] [--repeats N] */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/loadgen: N concurrent keep-alive HTTP connections doing GETs (or PUTs), one thread
  * (libcurl multi), so the load generator spends as little of the host's CPU as it can. Reports
  * ops/s, GB/s and nearest-rank latency percentiles as JSON on stdout.

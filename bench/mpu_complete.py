@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """CompleteMultipartUpload latency and whole multipart upload throughput, two wharfd builds
 paired (A B A B ...): --base (e.g. main's build, which copies the parts into a new file at
 Complete) and --new (this build, which composes the object from the part files).

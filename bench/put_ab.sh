@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Paired PUT runs of two wharfd builds, A B A B, each with a fresh wharfd of its own on the same
 # data file system (bench/run_local.py), the machine's limits measured in every run:
 #   bench/put_ab.sh OUT DATA BUILD_A BUILD_B ROUNDS [run_local args --] wharf_bench args

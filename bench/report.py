@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """wharf_bench report: a folder of benchmark result JSONs -> a Markdown report with PNG plots.
 
   /usr/bin/python3 bench/report.py RESULTS_DIR [--out DIR]

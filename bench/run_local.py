@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Runs the benchmark program (bench/wharf_bench) against a wharfd of its own on this host.
 
   /usr/bin/python3 bench/run_local.py [--providers shm,tcp] [--rdma-mem 512M] [--data DIR] \

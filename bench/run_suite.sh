@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The whole suite on this machine, one result JSON per program in RESULTS (default results/),
 # then the report (RESULTS/report.md and RESULTS/plots/). About 20 minutes on a 2-core VM.
 #   WHARF_BUILD_DIR=build bash bench/run_suite.sh [RESULTS]

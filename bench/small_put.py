@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Small durable PUTs: how many acknowledged writes per second wharfd makes on one file
 system, against what the file system allows.
 

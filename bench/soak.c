@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/soak: a long-running mixed load against one wharfd, with every byte checked and the
  * server's resources sampled every second (docs/soak.md).
  *

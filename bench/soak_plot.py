@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Plots a bench/soak result: wharfd's RSS, open fds and threads over time, with the least-squares
 line past the warm-up and its slope, and the well-behaved clients' operations per second.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The soak in one command: a wharfd of its own, bench/soak against it, the result and the plot.
 
   /usr/bin/python3 bench/soak_run.py                      # 10 minutes, 64 + 10 clients

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """What encryption at rest costs wharf's GET: one wharfd, the same objects stored plain and as
 SSE-S3 (a bucket whose default encryption is AES256), measured in paired rounds (A B C,
 repeated, medians):

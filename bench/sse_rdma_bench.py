@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """What encryption at rest costs wharf's RDMA path: one wharfd with its data directory on
 tmpfs (so the disk is not what is measured), the same objects PUT and GET over RDMA (libwharf,
 ofi+shm over the Unix socket: the bound, direct shm path) into a plain bucket (A) and into a

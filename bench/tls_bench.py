@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """What TLS costs wharf's GET: two wharfd on this host, one plain and one with --tls-cert
 (a test CA's certificate), the same objects on both, measured in paired rounds
 (A B C D, repeated, medians):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/wharf_bench: the benchmark suite's one entry point (docs/benchmarks.md).
  *   wharf_bench fetch|put|rdma-vs-http|limits [options]    the grid over libwharf (grid.c)
  *   wharf_bench report RESULTS_DIR [--out DIR]              bench/report.py over result files

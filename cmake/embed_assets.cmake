@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Turns the console's files (src/server/console/assets/) into a C source of byte arrays and a table
 # (console_int.h: console_assets), so wharfd serves them from its own binary: no file to install,
 # nothing fetched from the network. Run by CMake at build time:

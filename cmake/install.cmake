@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # `make install` beyond the programs, the library and its header (CMakeLists.txt): default
 # configuration, systemd units, the service user and its data directory, man pages.
 # docs/operations.md, "Install". PREFIX /usr puts the configuration in /etc (GNUInstallDirs).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Runs at install time (install(SCRIPT), cmake/install.cmake): writes the files that name
 # installed paths (wharf.pc, the systemd units) for the prefix of this install, so that
 # `cmake --install BUILD --prefix P` and `make install PREFIX=P` need no reconfigure.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for the ACL parsers. The first byte picks the AccessControlPolicy XML, an
  * x-amz-grant-* header value, a canned ACL name, or the storage text; the rest is the input.
  * Whatever parses must round-trip: XML format -> parse, and serialize -> deserialize, give

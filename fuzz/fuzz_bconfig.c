@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for the bucket configuration parsers (src/shared/s3/bucket_config.c). The first
  * byte picks CORSConfiguration (0), PublicAccessBlockConfiguration (1) or OwnershipControls
  * (2); the rest of byte 0 and the input feed the CORS matcher. Checks the limits the parsers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for the ServerSideEncryptionConfiguration parser (s3_encryption_parse,
  * src/shared/s3/bucket_config.c), the body of PutBucketEncryption. Checks that an accepted document
  * names a known algorithm and that its written form (what GetBucketEncryption answers)

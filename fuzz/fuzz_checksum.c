@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for S3 checksum negotiation (src/shared/s3/checksum.c). The input is
  * "headers\n\ntrailers\n\nbody": header and trailer sections are "name:value" lines. It reads
  * the claims (s3_sums_read), asks which algorithms are named (s3_sum_named), checks the

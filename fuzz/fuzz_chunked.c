@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for the aws-chunked decoder. Byte 0: bits 0-1 the mode (signed, signed with
  * trailer, unsigned trailer), bit 2 round trip, bits 3-7 the feed piece size (fz_piece).
  * Decoding arbitrary bodies must not crash and must account for every byte it hands out; a

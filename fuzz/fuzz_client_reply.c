@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for libwharf's reply parsing (src/client/client/reply.c): header lines as curl
  * hands them over (status line, x-amz-rdma-*, checksum, error and length headers, /health's
  * x-wharf-unix-socket) and Content-Range.

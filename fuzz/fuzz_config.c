@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for wharfd's configuration file parser (src/server/roles/config.c over libinih).
  * The first byte picks the role (serve, gateway, storage); the rest is the file. Checks that
  * a file the parser takes stops being taken once an unknown key is added after it (every

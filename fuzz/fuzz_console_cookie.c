@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for the browser console's request parsing (src/server/console/session.c): the
  * Cookie header's session id, and the Origin rule. The input is split at the first NUL into a
  * Cookie (and Origin) value and a Host value. A session id found must be exactly 64 lowercase

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for s3api_content_encoding_kept (src/server/s3api/object_meta.c), which takes
  * aws-chunked out of a request's Content-Encoding list before the list is kept with the object.
  * Checks: nothing crashes; the result holds no aws-chunked entry (any case), no empty entry and

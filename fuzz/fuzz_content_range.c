@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for Content-Range (src/shared/s3/range.c), which the server formats and the
  * client parses. The input is parsed as a header value in both forms; a value that parses as a
  * range must satisfy first <= last < total, and formatting what was parsed must parse back to the

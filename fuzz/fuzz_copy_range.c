@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for x-amz-copy-source-range (s3_copy_range_parse in src/shared/s3/range.c): the
  * first 8 bytes are the source size (little endian), the rest the header. An accepted range
  * lies inside the source and is exactly what the header names; a header not of the form

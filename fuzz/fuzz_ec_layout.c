@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for the erasure-coding layout parser (a bucket's wharf-ec tag value, the
  * gateway's --ec): never crashes, never reads past the string, every refusal says why, and
  * whatever parses is within the bounds and encodes and decodes a small stripe back. */

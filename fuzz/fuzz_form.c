@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for the POST Object parsers: the streaming multipart/form-data parser
  * (src/shared/s3/form.c), the Content-Type boundary parameter, and the POST policy document
  * (src/shared/auth/post_policy.c). The first byte picks: bit 7 the policy, bit 6 the boundary, else

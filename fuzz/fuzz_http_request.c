@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for wharfd's request path as libmicrohttpd hands a request over: the
  * method, the raw URL (path and query) and the header lines go through the server's own
  * header collection, routing and SigV4 verification (src/server/front/http.c), with no server

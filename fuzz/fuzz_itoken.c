@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for the internal token parser: never crashes, never reads past len, every
  * refusal says why, and whatever parses re-signs to a token that verifies to the same
  * fields. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for the LifecycleConfiguration parser (src/shared/s3/lifecycle.c). Checks the
  * limits the parser promises, that a parsed document survives the round trip through its
  * written form (the stored form) with the same rules, and that both answer the same for an

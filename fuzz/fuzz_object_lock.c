@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for the Object Lock documents (src/shared/s3/object_lock.c): the bucket's
  * ObjectLockConfiguration, a version's Retention and LegalHold, and the retain-until date.
  * The first byte picks the parser. Checks the limits the parsers promise and that a parsed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for the policy parser and evaluator. The first byte picks bucket or user
  * policy; the rest is the JSON. A parsed policy is evaluated against a few fixed requests (any
  * answer is fine; no crash, no leak, no read past the compiled form) and checked against a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for s3_range_parse: the first 8 bytes are the object size (little endian),
  * the rest the Range header. A served range always lies inside the object. */
 #include "s3/range.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for the parser of a degraded RDMA read's (and an EC RDMA PUT's) stripe
  * description (src/server/cluster/rdec.c): never crashes, never reads past len, every refusal says
  * why, and whatever parses formats back to a body that parses to the same description. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for x-amz-rename-source (s3_rename_source_parse in src/shared/s3/rename.c): the
  * first byte is the length of the request's bucket name (taken from the input after it), the
  * rest the header. An accepted header names that bucket, gives a non-empty key without a NUL

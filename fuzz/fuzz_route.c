@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for wharfd's request routing (src/server/front/route.c). The input is split at
  * NUL bytes into method, raw path, raw query and Host; routing must not crash, must always
  * name an API (and a front_ops row for that API when it names one), and a key it decodes must be

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for the safetensors header parser (src/client/safetensors, linked as its own
  * layer: wh_roles has no client code). The input is a whole file. Properties: never crashes or
  * reads past len; every failure leaves a message; whatever parses describes tensors that lie inside

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for the sealed-secret text (base/seal.c): any text from a damaged or hostile
  * metadata row is refused without reading past it, never opens to anything but what was sealed,
  * and whatever is sealed opens to itself (and not with another context). */

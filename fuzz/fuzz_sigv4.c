@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for auth_sigv4_verify with the request taken from the input:
  *   line 1 method, line 2 path, line 3 query (empty: none), then "name: value" header lines.
  * Checks: verify never crashes and every failure says why; and the same request, signed by

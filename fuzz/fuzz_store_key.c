@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for the store's validators of untrusted names: store_key_valid (object keys)
  * and store_bucket_name_valid. The key check is differential: an independent decoder that
  * builds each code point and then asks "shortest form? surrogate? above U+10FFFF? NUL?" must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for the object tag parsers (src/shared/s3/tags.c): the x-amz-tagging query form
  * (first byte even) and the Tagging document (odd). Checks the limits the parsers promise, and
  * that a parsed set survives the round trip through the stored form and the XML form. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for xfer_token_parse: never crashes, never reads past len, and whatever parses
  * re-packs to a token that parses to the same fields (ofi1, cuda1; cuobj: to the very same
  * bytes). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer driver for the S3 XML parsers. The first byte picks the parser (Complete, Delete,
  * CreateBucket, walk, escape round trip, VersioningConfiguration); the rest is the document.
  * Checks the limits the parsers promise, and that s3_xml_escape output parses back to the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make deb: the Debian packages (wharfd, libwharf0, libwharf-dev, wharf-cli) into OUT (default
 # dist/), built offline by dpkg-buildpackage + debhelper from a copy of the tree's tracked and
 # untracked-but-not-ignored files (no build directory, nothing downloaded).

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Builds dist/wharf-<version>-py3-none-linux_<arch>.whl: the Python package, libwharf.so and
 every shared library libwharf needs that a stock Debian 12 or Ubuntu 24.04 may lack, found
 by each other through an $ORIGIN run path. Nothing is downloaded: the wheel is a zip written

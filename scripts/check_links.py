@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """scripts/check_links.py [ROOT]: every relative link in the repository's Markdown files
 resolves: [text](path), [text](path#anchor) and [text](#anchor) name a file or folder that
 exists, and an anchor into a Markdown file names one of its headings (GitHub's rule: lower

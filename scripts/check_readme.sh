@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # scripts/check_readme.sh [ROOT]: README.md is the front door, at most README_MAX_LINES (150)
 # lines: what wharf is, the quick start, where things are, the docs index. Detail goes in docs/.
 # `make doc-check` calls this.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # scripts/check_worklog.sh: fails when a file in the repository reads like a work log: it
 # speaks of the session or the wave it was written in, of machines lent for it, of a work log,
 # of issue numbers, or of folders outside the repository (../shared). The repository states

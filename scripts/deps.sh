@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Install the Debian 12 packages wharf needs to build, run and test. Idempotent:
 # only missing packages are installed, so a second run is a no-op.
 set -euo pipefail

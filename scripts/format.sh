@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # scripts/format.sh check|fix [FILE|DIR...]: clang-format over the C sources (src/ include/
 # tests/ fuzz/ bench/, *.c and *.h), or over the files and directories named. The version is
 # pinned: clang-format's output changes between major versions, so a tree formatted by one

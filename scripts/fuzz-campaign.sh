@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A fuzzing campaign (docs/fuzzing.md): every libFuzzer driver in fuzz/ for a number of
 # executions, in parallel over the cores. New inputs are merged into the committed corpora
 # (fuzz/corpus/<name>/) with -merge=1, which keeps only those that add coverage, so the growth

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Man pages wharfd(1) and wharf(1), generated from the programs' own --help at build time, so
 that they cannot drift from it (tests/ops/test_man.py checks the installed pages against --help).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make run: start wharfd on the embedded default and print how to reach it.
 set -euo pipefail
 build=${1:-build}; data=${2:-./data}; listen=${3:-127.0.0.1:9000}

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # scripts/thread-safety.sh BUILD_DIR: clang's thread-safety analysis (-Wthread-safety, as an
 # error) over every src/ translation unit of BUILD_DIR/compile_commands.json, with each unit's
 # own flags (its -W flags replaced). Only code that locks through src/shared/base/tsa.h's

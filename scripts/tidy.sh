@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # scripts/tidy.sh BUILD_DIR [REGEX]: clang-tidy 14 over every translation unit of
 # BUILD_DIR/compile_commands.json under src/ (or those matching REGEX, e.g. "/tests/"), with
 # the checks of .clang-tidy; any finding fails. The version is pinned (another major has other

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/wharf_bench fetch|put|rdma-vs-http|limits: the fetch/put grid over libwharf (the B1
  * benchmark of docs/benchmarks.md), with paired arms. "The seed" in this code is the public
  * benchmark suite wharf's is a superset of (minio/rdma-training); its formats are kept.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fetch/put grid of bench/wharf_bench, shared between its files (bench/lib/grid*.c):
  *   grid.c          the run over the grid, the result file, the arguments
  *   grid_worker.c   the forked client workers and the parent's pool of them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The paired goals of a run that has the cells for them: RDMA against HTTP and against the
  * machine's raw copy rate, at 256 MiB and concurrency 1 and 4 (the rdma-vs-http preset). */
 #include "grid.h"

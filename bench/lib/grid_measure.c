@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One timed measurement of the grid (one arm, one repeat of a cell): the witness and CPU
  * around the window, the workers' replies, and a cell's JSON over its repeats. */
 #include "grid.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The grid's objects, written over HTTP before any timed window, and the PUT objects
  * removed after the run. */
 #include "grid.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The grid's client side: forked worker processes, each with its streams (threads) and its
  * own libwharf clients and registered buffer, driven by the parent over a SOCK_SEQPACKET pair
  * (grid.h's g_cmd_t / g_reply_t), and the parent's pool of them. */

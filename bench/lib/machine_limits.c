@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* This machine's limits, measured in-process in the same run as every benchmark:
  * - memcpy into prefaulted memory (1 and N threads);
  * - raw process_vm_writev from this process into a prefaulted buffer of a forked child

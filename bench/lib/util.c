@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Benchmark support: statistics, CPU accounting, /metrics scraping, environment, result files. */
 #include "wbench.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared code of the wharf benchmark suite: machine limits, statistics, CPU accounting,
  * /metrics scraping (the transport witness), environment capture and result files.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """B4/B5: checkpoint save and restore of a synthetic N GiB state dict (CPU tensors, or GPU
 tensors with --device cuda: restore then lands in GPU memory, through wharfd's direct path
 where the host has one).

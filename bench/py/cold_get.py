@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Cold GETs over a network provider: direct I/O into the registered buffers, against reads
 through the page cache.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared parts of the PyTorch benchmark programs (bench/py/*.py, run with /usr/bin/python3).
 
 Each program starts its own wharfd (tests/lib/wharfd.py), runs its arms paired A B C A B C

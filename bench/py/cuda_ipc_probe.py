@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """What a GET into GPU memory pays the first time the server meets an allocation, measured
 without wharf: the driver calls wharfd's cuda+ipc path makes, in the same order, timed.
 

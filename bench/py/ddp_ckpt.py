@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """DDP checkpoint save and restore: every rank saves its own state, one wharfd for the host.
 
 Launch with torchrun (one process per GPU), or let the program spawn its ranks itself:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """GET into and PUT from GPU memory: wharfd's direct path (cuda1 over its Unix socket: the
 server copies between the page cache and the client's device memory itself) against staging
 through host memory (RDMA or HTTP into a pinned host buffer, then a host-to-device copy), with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The GPU machine's part of the Python checks, in one go: the tests that need DCP, CUDA,
 # Lightning or transformers (and the rest of tests/python on that torch), then B7 into GPU
 # memory, B3 and B8. Usage, from the project root, with libwharf and wharfd found through

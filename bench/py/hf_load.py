@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """B8 (Hugging Face snapshot into GPU memory): a snapshot written by transformers itself
 (save_pretrained(max_shard_size="5GB"): decimal 5 GB shards, each above 4 GiB, and
 model.safetensors.index.json), of a Llama-3-8B-shaped model in bf16 (16 GB) with random

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Lazy readers against whole-object fetch: dataset items that read a header and one slice of
 larger objects (default 48 objects of 8 MiB; each item reads the 16-byte header, takes an
 offset from it and reads a 256 KiB slice there).

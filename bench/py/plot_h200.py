@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Plots of the PyTorch benchmarks' H200 results (B3, B7, B8, DCP against FileSystemWriter) from
 their JSON files: one figure of four panels, medians with the min-max range of the repeats.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """B8: loading a synthetic multi-shard safetensors model (default 3 GiB in 4 shards, a
 Hugging Face snapshot layout with model.safetensors.index.json).
 

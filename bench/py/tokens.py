@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """B7: TokenDataset tokens/s, RDMA against HTTP (into host memory, or --device cuda: into GPU
 memory).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """B3: ResNet-50 (torchvision) training steps fed from wharf, three data paths.
 
 The benchmark makes its own synthetic ImageNet-shaped data (224x224x3 uint8 images, smooth

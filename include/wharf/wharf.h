@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libwharf: the wharf S3-over-RDMA client. Stable C ABI.
  *
  * Rules of this ABI:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharf: Python bindings of libwharf (the wharf S3-over-RDMA client), through ctypes over the
 public C ABI only.
 

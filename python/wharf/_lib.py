@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ctypes bindings of libwharf's public C ABI (include/wharf/wharf.h), and nothing else.
 
 The library is found through, in order: $WHARF_LIB (a path: an explicit choice wins), the copy

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The `wharf` logger (logging.getLogger("wharf")): what the Python side sees of libwharf.
 
 libwharf's public ABI has no log callback: its own lines go to stderr, at the level of

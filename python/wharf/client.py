@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharf.Client: buckets and objects over libwharf, with RDMA into numpy arrays, torch tensors
 and any Python buffer.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Where wharf's Python side gets its settings: credentials and endpoint from the environment,
 and s3:// URLs. One place, used by wharf.Client construction from the environment, by
 wharf.torch (checkpoints, Hugging Face loading, DCP, datasets) and by bench/py.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Exceptions. Every error from the C library carries its status and its message
 (wharf_last_error()), which says what failed and what to do.
 

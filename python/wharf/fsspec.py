@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharf:// as an fsspec filesystem, so that anything that takes an fsspec URL (torch.save to
 fsspec.open, Lightning's ModelCheckpoint(dirpath=...) and default_root_dir, pandas, datasets)
 reads and writes wharf objects through libwharf.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharf.lightning.WharfCheckpointIO: a Lightning CheckpointIO plugin that saves and restores
 s3:// checkpoints through wharf (wharf.torch.save / load: safetensors shards over RDMA, the
 index written last), in the place of s3torchconnector's S3LightningCheckpoint.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """progress=True for long loads and saves: a tqdm bar where tqdm is installed, else a plain
 line on stderr at most every `every_s` seconds and at the end. Thread-safe (fetch threads
 report their bytes as they land)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Lazy, file-like readers of one object, and the coalescing of byte ranges.
 
     with wharf.reader.open_object(client, "bucket", "key", reader="range") as f:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """safetensors headers: parsed by libwharf's C parser (wharf_st_*), read from objects with
 small HTTP range GETs, and written (for wharf.torch.save) in the reference layout.
 

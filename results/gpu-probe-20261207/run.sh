@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What bounds a load into GPU memory, restores on /dev/shm as mounted (4 KiB pages), and cold
 # reads against the disk: the probe without wharf (bench/h2d_probe), then wharfd's GPU GET
 # reading its source from a mapping (map, the default) against pread into its pinned buffers

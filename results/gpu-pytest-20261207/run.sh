@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The whole tests/python suite on the GPU machine's torch (DCP, Lightning, transformers, CUDA),
 # then the Lightning preemption test alone with its output. Run from the repo root after
 # `source build-device/env.sh`; the logs land in $OUT.

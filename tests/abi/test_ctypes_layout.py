@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """python/wharf/_lib.py mirrors include/wharf/wharf.h: every public struct field for field (names,
 order, ctypes types, offsets, sizes, alignment), every function's signature, every enum value
 and the numeric macros Python uses. The header's side comes from clang's AST of wharf.h (names,

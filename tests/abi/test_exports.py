@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libwharf exports exactly what its version script names, and wharf.h's functions are exactly
 what it exports: src/client/client/libwharf.map names every exported symbol in its version node (no
 pattern, so a new function never lands silently in WHARF_0), the built library's dynamic

@@ -1,7 +1,9 @@
+# SPDX-License-Identifier: Apache-2.0
 """make doc-check's three scripts fail on what they are for and pass on the repository: a line
 that reads like a diary (scripts/check_worklog.sh), a README.md over 150 lines
 (scripts/check_readme.sh), a relative link in a Markdown file that does not resolve, to a file
-or to a heading (scripts/check_links.py). Each runs on a small git repository made here."""
+or to a heading (scripts/check_links.py), a tracked source file without an SPDX line
+(scripts/check_spdx.sh, whose --fix adds it after a shebang). Each runs on a small git repository made here."""
 import os
 import subprocess
 
@@ -72,7 +74,21 @@ def test_broken_link_fails(repo, link, why):
     assert f"README.md:5: {link}" in p.stderr and why in p.stderr, p.stderr
 
 
-@pytest.mark.parametrize("name", ["check_worklog.sh", "check_readme.sh", "check_links.py"])
+@pytest.mark.parametrize("name", ["check_worklog.sh", "check_readme.sh", "check_links.py",
+                                  "check_spdx.sh"])
 def test_repository_passes(name):
     p = check(name, ROOT)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_source_without_spdx_fails_and_fix_adds_it(repo):
+    (repo / "a.c").write_text("/* SPDX-License-Identifier: Apache-2.0 */\nint a;\n")
+    (repo / "b.py").write_text("#!/usr/bin/python3\nprint(1)\n")
+    run(["git", "add", "a.c", "b.py"], repo)
+    p = check("check_spdx.sh", repo)
+    assert p.returncode == 1 and "b.py" in p.stderr and "a.c" not in p.stderr, p.stderr
+    p = run(["bash", os.path.join(ROOT, "scripts", "check_spdx.sh"), str(repo), "--fix"], repo)
+    assert p.returncode == 0, p.stderr
+    assert (repo / "b.py").read_text().split("\n")[:2] == [
+        "#!/usr/bin/python3", "# SPDX-License-Identifier: Apache-2.0"]
+    assert check("check_spdx.sh", repo).returncode == 0

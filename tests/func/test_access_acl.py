@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ACLs against a real wharfd: canned ACLs and x-amz-grant-* on CreateBucket, PutObject,
 CopyObject and CreateMultipartUpload; Get/PutBucketAcl and Get/PutObjectAcl with boto3, the
 real awscli and s3cmd; each permission allowed and denied for the owner, another user, a

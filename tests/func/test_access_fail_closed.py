@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Access decisions that must never fail open, against a real wharfd, its IAM API (boto3's iam
 client) and boto3's s3 client signed as IAM users (tests/lib/users.py):
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Access rules an adversarial pass found open, against a real wharfd with boto3 (root, IAM
 users made by tests/lib/users.py, policies through the IAM API) and plain unsigned urllib
 requests for the anonymous caller:

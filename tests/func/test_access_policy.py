@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bucket policies against a real wharfd: PutBucketPolicy/GetBucketPolicy/DeleteBucketPolicy/
 GetBucketPolicyStatus with boto3 and the real awscli, every statement form and condition key
 wharf serves, allowed and denied, for the owner, another user, a read-only user and an

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Identity: IAM users and access keys kept in the metadata store, and the schema migration
 that brought them.
 

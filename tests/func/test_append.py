@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Appends over HTTP against a real wharfd (S3 Express's PutObject with
 x-amz-write-offset-bytes), over SQLite and PostgreSQL metadata: the segments an object is made of
 (GET ?partNumber=N reads the Nth), its checksums and size after each append, what an append

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Debian's awscli 2.9 (/usr/bin/aws) against a real wharfd: aws s3 and aws s3api.
 
 Every command runs as a subprocess with the endpoint on the command line and the credentials

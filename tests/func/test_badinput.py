@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bad input against a real wharfd: the right S3 error, the server stays up, nothing is stored.
 
 Requests are built by hand (tests/lib/s3raw.py, raw sockets) so the bytes on the wire are

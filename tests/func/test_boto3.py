@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """boto3 (Debian's, /usr/bin/python3) against a real wharfd: every S3 API wharfd serves, in
 path-style and virtual-host style, presigned URLs, checksums, and the error cases.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bucket configurations against a real wharfd, with boto3, the real awscli and unsigned
 browser-like requests: bucket tagging, CORS (configuration, the OPTIONS preflight and the
 Access-Control-* headers of allowed requests), PublicAccessBlock (each switch enforced) and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The wharf CLI against a real wharfd: mb, ls, cp (both ways, rdma and http), stat, rm, rb,
 error exits, and `wharf verify` (PASS over shm and tcp; FAIL, non-zero, when the server has
 RDMA disabled)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A cluster on loopback (tests/lib/cluster.py: a private PostgreSQL, one gateway, storage
 servers) through real S3 clients over HTTP: boto3 and aws. Checks the layout on disk (every
 chunk on --replicas distinct servers, spread over all of them), ranged reads across chunk

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`wharf admin cluster` (the S3 client, text and --json) against a real cluster: it reads the
 gateway's GET /?x-wharf-cluster, a SigV4-signed request that only root's credentials may make,
 and shows what `wharfd node status` shows from the database: every storage server (address,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Erasure coding in a cluster (wharfd gateway --ec K+M; a bucket's tag wharf-ec overrides).
 
 4+2 over 6 storage servers: every chunk is 4 data + 2 parity shards, each on its own server,

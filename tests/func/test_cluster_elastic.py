@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Cluster elasticity: `wharfd node list|drain|remove`.
 
 - Drill: one of four storage servers is drained while a client PUTs and GETs in a loop; the

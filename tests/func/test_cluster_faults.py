@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fault drills on a loopback cluster (3 storage servers, 2 replicas), each with GETs and PUTs
 running throughout and every byte checked: kill -9 of a storage server, SIGSTOP of one for
 15 s, a storage server restart, a PostgreSQL restart and a gateway restart.

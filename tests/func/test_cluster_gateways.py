@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Clients that know several gateways of one cluster (libwharf and wharf.Client with a list of
 endpoints; docs/cluster.md, "Several gateways"):
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Hedged reads: an HTTP GET whose first replica has not answered within its hedge deadline
 (from that server's latency estimate, src/server/cluster/rtt.c) asks the next replica too, and the
 first good answer wins. Drill: one of three storage servers SIGSTOPped (it accepts

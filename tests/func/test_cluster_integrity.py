@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Integrity of what a cluster stores: bit rot, scrubbing, and the identity of data directories.
 
 - A copy damaged on disk is never served: a ranged RDMA GET inside the damage (the storage

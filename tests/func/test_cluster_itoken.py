@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Internal tokens (src/server/cluster/itoken.h) against real storage servers, a real gateway and a
 real PostgreSQL (tests/lib/cluster.py), with tokens signed by the harness's independent signer
 as a gateway signs them:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Storage servers under resource limits.
 
 - Locked memory: each storage server sizes its registered buffer pool from the host and

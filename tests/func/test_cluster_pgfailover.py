@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Metadata that survives its primary (docs/cluster.md, "PostgreSQL failover"): a cluster whose
 gateway and storage servers take a libpq multi-host URL (primary and a synchronous streaming
 replica, target_session_attrs=read-write; tests/lib/pgserver.py PgPair). PUTs run in a loop;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Chunk copies storage server to storage server (repair, drain, rebalance, damaged copies).
 
 - The push and cput requests themselves: signed like every internal request; the source

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """RDMA through a cluster: the gateway authenticates and resolves chunks, the storage servers
 move the bytes into and out of the client's memory themselves (ofi+shm over the gateway's
 Unix socket, ofi+tcp over TCP), and the witness is the sum of the storage servers' counters:

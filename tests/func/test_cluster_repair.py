@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Repair and orphan collection.
 
 - A storage server killed for good has its chunks re-replicated from the remaining replicas

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A slow storage server is not a dead one (3 storage servers, 2 replicas, loopback).
 
 The drill: while clients PUT and GET (HTTP and RDMA, every byte checked), one storage server

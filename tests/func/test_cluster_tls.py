@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A cluster whose every member serves TLS: the gateway's S3 port is HTTPS, the storage
 servers' internal API is HTTPS only, and the gateway dials them over HTTPS verifying their
 certificates against the cluster's CA (--cluster-ca). RDMA bytes still move between storage

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A cluster GET over HTTP whose object has a chunk that no storage server can serve.
 
 Two storage servers, one replica: an object of 16 chunks has chunks on each. The gateway's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Conditional creates, RenameObject and appends on a cluster (tests/lib/cluster.py: a private
 PostgreSQL, two gateways, storage servers): creates with If-None-Match: * racing through both
 gateways have one winner per round; a rename through one gateway is seen whole through the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Conditional writes and deletes against a real wharfd: If-None-Match: * and If-Match: ETAG on
 PutObject and CompleteMultipartUpload; If-Match (and x-amz-if-match-size / -last-modified-time)
 on DeleteObject and the per-key <ETag> of DeleteObjects; over SQLite and PostgreSQL metadata.

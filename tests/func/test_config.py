@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharfd's configuration files (docs/operations.md, Configuration; Reload and signals).
 
 - the shipped files under etc/ pass `wharfd check-config`, and name every key of their role;

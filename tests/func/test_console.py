@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The browser console (/console, docs/console.md) in a real browser: headless Chromium
 (Debian's chromium and chromium-driver, through selenium) against a 3-node cluster on
 PostgreSQL. It logs in with a user's S3 key, sees every page filled with the cluster's real

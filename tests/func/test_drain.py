@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """SIGTERM under load (docs/operations.md, Reload and signals): wharfd stops accepting (a new
 connection is refused), lets the requests in flight finish within --shutdown-grace, and exits
 0; every PUT it acknowledged, over HTTP (boto3, and a raw PUT half-sent when the signal came)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Crash and shutdown behaviour of a real wharfd.
 
 - kill -9 in the middle of a large PUT, restart on the same data directory: the partial object

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A full data directory: wharfd on a small tmpfs of its own, written until full.
 
 - a write that does not fit answers 507 InsufficientStorage ("the storage is full"), never 500;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Hostile requests against a real wharfd: unsigned x-amz-* headers, huge header sections,
 transfer codings libmicrohttpd does not frame.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Hostile and stuck connections against a real wharfd: 2,000 idle or slowly dribbling
 connections must not lock normal clients out; idle connections and unfinished header
 sections are closed on time; a slow transfer that keeps moving bytes is not; the per-address

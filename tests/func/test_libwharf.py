@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libwharf against a real wharfd: the C programs in tests/libwharf_c/ (built as client_<name>),
 run once per data path: RDMA over ofi+shm (HTTP on the server's Unix socket, where it can
 identify the peer), RDMA over ofi+tcp (HTTP over TCP), and plain HTTP.

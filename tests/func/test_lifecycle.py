@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bucket lifecycle against a real wharfd with boto3: the LifecycleConfiguration round trip
 and its refusals, then the lifecycle worker applying rules, with the test-only setting
 WHARF_LIFECYCLE_DAY_SECONDS=1 (one "day" is one second) and --lifecycle-period 1: expiration

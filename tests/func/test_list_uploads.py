@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ListMultipartUploads pages: following NextKeyMarker / NextUploadIdMarker through pages of any
 size gives exactly the unpaged listing, which is exactly the uploads made (by key, then by
 initiation time, then upload id, several uploads of one key included), with prefixes, delimiters (CommonPrefixes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharfd with its metadata in PostgreSQL (wharfd serve --meta postgresql://...), against a
 private PostgreSQL started by tests/lib/pgserver.py.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Objects that are their multipart upload's parts (CompleteMultipartUpload composes the object
 from the part files without copying them) against a real wharfd: GET whole, by Range across
 part boundaries and by ?partNumber=N, HEAD, conditional GETs, ListObjects sizes, CopyObject,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """kill -9 of wharfd around CompleteMultipartUpload, which composes the object from its parts'
 files in one metadata transaction: after every restart each acknowledged object reads back
 byte-exact (SHA-256), an unacknowledged one is either the whole new object or still its upload

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """S3 Object Lock against a real wharfd with boto3 (and raw signed requests where boto3 cannot
 send what is needed), on SQLite, and the enforcement once more on PostgreSQL.
 

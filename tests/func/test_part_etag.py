@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Part ETags: a PutObject above --etag-part-size (here 8 MiB) without Content-MD5 gets the
 ETag S3 gives a multipart upload of parts of that size (md5 of the parts' md5s, "-N"), hashed
 in parallel instead of one MD5 at one core's speed; with Content-MD5, as an UploadPart, or at

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """POST Object, the browser form upload, against a real wharfd: forms signed by boto3's
 generate_presigned_post, sent as multipart/form-data by http.client (in small pieces, so the
 server's parser sees boundaries split across reads) and by curl -F, read back with boto3. The

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Debian's rclone 1.60 against a real wharfd: copy a tree, then check (hashes), lsjson,
 delete and purge. The remote "w" is configured through RCLONE_CONFIG_W_* variables."""
 import datetime

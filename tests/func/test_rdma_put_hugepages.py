@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A data directory on a tmpfs with huge pages (mounted huge=within_size or huge=always): such
 a tmpfs keeps a large file in 2 MiB pages, and a write that covers part of a fresh one first
 zeroes the rest of it. wharfd reports the page size (wharf_storage_page_bytes), and a large RDMA

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The mapped positional RDMA PUT (--data-writes mapped): over bound shm (ofi+shm, the direct path) a PUT of two 8 MiB
 windows or more is read from the client straight into the mapped temp file (one copy). The
 server counts those bytes (wharf_rdma_put_mapped_bytes_total); objects of every size read back

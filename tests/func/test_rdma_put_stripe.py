@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Striped RDMA PUTs (--put-stripes N, --put-stripe-min SIZE): over bound shm (ofi+shm, the
 direct path) a PUT of --put-stripe-min bytes or more is written into N files at once, one per
 stripe (each a whole number of 8 MiB windows), and committed as one composed object whose

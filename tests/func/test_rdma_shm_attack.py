@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The shm cross-process attack against a real wharfd (docs/internals.md, "The data path is a
 security boundary"): a signed request whose x-amz-rdma-token names the shm endpoint and memory
 of ANOTHER process (a victim that registered its own buffer) must be refused before any byte

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The shm data path against a requester that becomes privileged, with a real wharfd (root,
 --providers shm), a real setuid-root program compiled here, and an attacker run as user nobody
 (setpriv):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Stalled tcp clients against a real wharfd: they must not take the RDMA buffer pool away.
 
 12 ofi+tcp client processes (tests/libwharf_c/stall.c) each start an RDMA GET of a 256 MiB object

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A network (ofi+tcp) x-amz-rdma-token's endpoint must be on the requester's host, over the
 Unix socket too: a request there whose token names another machine's address is refused (403,
 no byte moves, nothing dialled), the client's own loopback endpoint still moves the bytes.

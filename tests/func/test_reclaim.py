@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Released large objects are given back off the request: the files of a deleted or
 overwritten object of 64 MiB or more (its stripes or parts together) leave objects/ before the
 DELETE or PUT answers, and a thread of wharfd's unlinks them from tmp/ (unlinking gigabytes on

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """RenameObject (S3 Express's request shape: PUT /bucket/dst?renameObject with
 x-amz-rename-source: bucket/src) against a real wharfd, over SQLite and PostgreSQL metadata.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Smaller S3 behaviours where wharf differed from S3, each checked against a real wharfd with
 boto3, Debian's aws/s3cmd/rclone where the difference shows through them, and raw signed
 requests (tests/lib/s3raw.py) where no SDK sends what is needed.

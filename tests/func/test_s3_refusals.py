@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What wharf does not do is refused, never answered 200 with the work skipped; and the checks
 that a request is what it claims, against a real wharfd with boto3 and raw signed requests
 (tests/lib/s3raw.py) where boto3 cannot send what is needed.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What wharf does not implement answers 501 NotImplemented naming it, never 200 and never a
 plain object or bucket operation (docs/compat.md lists these rows): bucket website, logging,
 notifications, replication, inventory, analytics, metrics, accelerate, request payment,

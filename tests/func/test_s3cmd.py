@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Debian's s3cmd 2.3 against a real wharfd (path-style, SigV4, plain HTTP)."""
 import os
 import re

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharfd's HTTP front beyond what an SDK exercises: aborted and short uploads store nothing,
 aws-chunked bodies (signed chunks, checksum trailers), header limits, keep-alive, the Unix
 socket, and the per-request log line."""

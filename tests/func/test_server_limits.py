@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Size limits the S3 front enforces before any byte moves, the same for every data path.
 
 S3 caps a PutObject and an UploadPart at 5 GiB. An HTTP request declares its size in

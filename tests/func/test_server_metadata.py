@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Object metadata is kept as S3 keeps it, or refused with a clear error: never dropped or cut.
 
 - An x-amz-meta-* value that is not UTF-8 (latin-1 "caf\\xe9") is kept byte for byte and sent

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharfd's RDMA hook-up as far as it can be tested without a transfer (docs/protocol.md,
 "The reply", "Declines and errors"): the token must be signed, declines are 501 with
 x-amz-rdma-reply: 501 and no body, a declined or refused PUT stores nothing, HEAD with a token

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Server-side encryption at rest against a real wharfd over https (a test CA's certificate):
 SSE-C (the customer's key, never stored) and SSE-S3 (a random data key per object, sealed under
 the server key), with boto3 and one aws CLI round trip. Round trips, ranged GETs across the

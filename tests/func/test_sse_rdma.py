@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Encrypted objects over the RDMA path, against a real wharfd over https (a test CA), once per
 transport (ofi+shm, ofi+tcp): the client memory is a real libfabric process
 (unit_engine_test_rdma_source peer) and this test sends the signed requests, SSE-C headers

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Object tagging, GetObjectAttributes and ?partNumber against a real wharfd (boto3, signed raw
 requests where boto3 cannot say it):
 

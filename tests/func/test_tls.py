@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """TLS on wharfd's TCP port (--tls-cert/--tls-key): aws, boto3, s3cmd, rclone, the wharf CLI
 and libwharf over https against a real wharfd, a certificate made by a test CA; SIGHUP reloads
 the pair; aws:SecureTransport is true over TLS; a bad pair is refused at start with its reason.

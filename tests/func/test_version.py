@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The version is written once, in CMakeLists.txt's project(wharf VERSION ...): wharfd (its
 --version and Server header), libwharf (wharf_version(), through the CLI's --version), the
 pkg-config file and the Python package all say that version, and no source spells it out."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bucket versioning against a real wharfd: boto3, Debian's aws s3api, RDMA GET of a version
 through python wharf (libwharf over ofi+shm), and the same flows with PostgreSQL metadata.
 

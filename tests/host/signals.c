@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* host_signals LIBWHARF BUCKET: libwharf loaded into a program that set up its signals first,
  * as Python (ctypes) or any plugin host loads it. This program is not linked with libwharf: it
  * installs handlers for SIGTERM, SIGINT, SIGSEGV, SIGABRT, SIGBUS and SIGILL, then dlopens

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Runs the layering probes (probes.cmake): every ALLOW probe must compile, every DENY probe must
 # fail to compile because its header is not found. cmake -P, with BUILD_DIR, DENY (comma list of
 # target=header) and ALLOW (comma list of targets).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Layering probes (included from tests/CMakeLists.txt). For each context, a source that includes
 # a header it must not see (DENY) has to fail to compile, and one that includes headers it may
 # see (ALLOW) has to compile: the control that shows the failures come from the include paths

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The wings of src/ (shared, store, server, client) and what each may include, checked over the
 # sources: cmake -P, with SRC (the src/ directory). A layer is a directory src/<wing>/<layer>, and
 # a source names a header as "<layer>/x.h"; a source of a wing may include only the layers of the

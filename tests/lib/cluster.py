@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The one harness for every cluster test and the cluster benchmark.
 
 Cluster starts a private PostgreSQL (tests/lib/pgserver.py), N storage servers and one (or

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A private PostgreSQL for tests and benchmarks: the one way wharf's tests start one.
 
 PgServer runs initdb in a temporary directory (as the postgres user when started as root, since

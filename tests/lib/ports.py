@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Free loopback ports for the servers tests start.
 
 A port the kernel hands out for bind(port 0) comes from the ephemeral range, the same range it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Signed raw S3 requests for tests that need control no SDK gives: exact bytes on the wire,
 odd paths, broken bodies, half-sent uploads, hand-made aws-chunked streams.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """IAM users and access keys for tests: the one way a test makes a user and its keys.
 
 It runs `wharfd user ...` / `wharfd key ...` against the same metadata store as a running

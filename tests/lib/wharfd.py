@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The one way to start a wharfd for tests and benchmarks.
 
 WharfServer starts a real wharfd on a free 127.0.0.1 port with a temporary data directory,

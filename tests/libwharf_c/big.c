@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client_big TRANSPORT BUCKET [SIZE]: an object larger than 4 GiB (default 5 GiB) without
  * 5 GiB of source memory: the source is one (64 MiB + 4 KiB) memfd mapped again and again
  * into a contiguous view, so the pattern repeats with a period that is not a multiple of any

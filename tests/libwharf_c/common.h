@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers for the libwharf C test programs (tests/libwharf_c/). They use only the public ABI.
  * A pytest driver (tests/func/test_libwharf.py) starts a real wharfd and runs each program with
  * WHARF_ENDPOINT, WHARF_ACCESS_KEY, WHARF_SECRET_KEY, and for RDMA WHARF_PROVIDER (ofi+shm,

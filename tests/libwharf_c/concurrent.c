@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client_concurrent TRANSPORT BUCKET: 8 threads GET disjoint ranges of one object into disjoint
  * ranges of ONE registered buffer at the same time, several rounds, on one client; then 8
  * threads PUT disjoint slices of one registered buffer as separate objects. (The seed project's

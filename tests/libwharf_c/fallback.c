@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client_fallback BUCKET: run against a wharfd started with --providers none, so every token
  * request is declined with 501. Checks both fallback policies:
  *   fail (default): GET and PUT over RDMA return WHARF_ERR_DECLINED with a message that says

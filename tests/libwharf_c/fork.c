@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client_fork TRANSPORT BUCKET: a client used (worker pool started, memory registered, RDMA
  * done) in the parent, then fork()ed, as PyTorch DataLoader workers are. Each child keeps using
  * the parent's client and registration (re-initialised on first use in the child), GETs and

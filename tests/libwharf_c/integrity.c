@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client_integrity TRANSPORT BUCKET: PUT and GET objects of sizes 0, 1, 4095, 4096, 1 MiB+1 and
  * 64 MiB over TRANSPORT (rdma or http), whole and in ranges at the object's edges, into
  * unaligned destinations with guard bytes around them. Small chunk and part sizes make the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client_kill TRANSPORT BUCKET SIZE: PUTs a SIZE-byte object, prints "GO" and then GETs it over
  * and over. The pytest driver kills wharfd after GO; the GET in flight must return an error
  * (not hang, not report success with missing bytes) within the client's timeout. Exits 0 when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client_misc BUCKET: the non-data calls and the ABI rules, over HTTP.
  * - buckets: create, EXISTS on a second create, list, NOT_EMPTY on delete, delete;
  * - ListObjectsV2 across continuation tokens (1003 keys), prefixes, a callback that stops;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client_stall: the two sides of the stalled-client test (tests/func/test_rdma_stall.py).
  *
  *   client_stall put BUCKET KEY SIZE    creates the bucket and stores KEY (pattern seed 11)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client_timeouts STALL_MS TOTAL_MS: one ListBuckets against $WHARF_ENDPOINT (a test's own
  * slow or stalled server, python/client_host) with stall_timeout_ms and timeout_ms set (0:
  * the defaults), no retries. Prints the defaults wharf_client_config_init gives, then

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the tests of installation, packaging and monitoring share: an install of this build
 into a temporary DESTDIR (the same `cmake --install` that `make install` runs)."""
 import os

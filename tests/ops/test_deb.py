@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """make deb: the Debian packages, built offline (scripts/build_deb.sh, dpkg-buildpackage), then
 installed by dpkg into a fresh root of their own (dpkg --root with its maintainer scripts run
 chrootless, DPKG_ROOT set, as debhelper's snippets expect). The installed wharfd (from its

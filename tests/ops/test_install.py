@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """make install with PREFIX and DESTDIR: the programs, libwharf with its soname links, wharf.h,
 wharf.pc, the default configuration, the systemd units, the service user's sysusers.d and
 tmpfiles.d entries and the man pages land under DESTDIR/PREFIX; a C program built against the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The installed man pages cannot drift from --help: every option that `wharfd --help`, its
 commands' --help (gateway, storage, user, node) and `wharf --help` print is in wharfd(1) or
 wharf(1) as installed (they are generated from --help at build time, scripts/gen_man.py)."""

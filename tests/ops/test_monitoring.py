@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """monitoring/: the Prometheus rules pass promtool; every metric that the rules and the Grafana
 dashboard name is one a live wharfd exports (serve, and a cluster's gateway and storage
 servers); and a real Prometheus (Debian's, on a loopback port, 1 s scrapes and evaluations)

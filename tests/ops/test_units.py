@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The systemd units as `make install` writes them: systemd-analyze verify accepts them with no
 warning (offline: systemd need not be PID 1), with ExecStart pointed at the installed wharfd;
 and they say what docs/operations.md ("Units") promises: Type=notify with a watchdog, the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A wharf.torch.save that dies at a chosen point (run by test_ckpt_crash.py, one process per
 point):
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures of the Python suite. The session wharfd comes from tests/conftest.py; each test
 that moves data runs once per transport: ofi+shm (over the server's Unix socket), ofi+tcp and
 plain HTTP."""

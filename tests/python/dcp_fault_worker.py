@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One rank of a DCP fault test (run by test_dcp_faults.py and test_dcp_integrity.py as a
 subprocess per rank, over gloo, CPU tensors):
 

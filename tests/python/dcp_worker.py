@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One rank of a DCP test (run by test_dcp.py as a subprocess per rank, over gloo):
 
     dcp_worker.py MODE URL RANK WORLD PORT

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A Lightning run that a test preempts with SIGTERM (tests/python/test_lightning_preempt.py).
 
   python3 lightning_preempt_worker.py train|resume ENDPOINT UNIX_SOCKET URL DEVICE

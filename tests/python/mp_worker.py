@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Functions that tests/python run in other processes (spawn, forkserver, process pools):
 they must live in an importable module, not in a test file."""
 import wharf

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A writer that overwrites one URL again and again (run by test_save_race.py):
 
     race_worker.py JSON

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A small safetensors writer written from the format's specification, independent of wharf's
 own writer: u64 little-endian header length N, N bytes of UTF-8 JSON padded with spaces to a
 multiple of 8, then the tensors' bytes back to back. Tensors are laid out by descending item

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Appends (S3 Express's x-amz-write-offset-bytes) through libwharf over every transport (RDMA
 shm and tcp, HTTP): Client.put(write_offset=N). The bytes of an append go after the object's
 first N bytes, N its size; the object's CRC-64/NVME is the whole object's afterwards; and of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharf.torch.checksum's block sums, which wharf.torch.dcp records per item at save and
 checks after every read (whole or ranged): each block's sum is the sum of its bytes, a
 flipped bit is found in the block that holds it from any block-aligned part, a partial last

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharf.torch.save(..., async_=True) / save_async: the future comes back once a snapshot
 exists, the upload runs behind it (held back here by a gate on the client's PUTs, so the test
 knows nothing was uploaded yet), the tensors may change after the future returns, errors come

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """bench/py/ckpt.py, the checkpoint benchmark, run for real at a small size against a real
 wharfd: on a disk it records the disk's durable write rate between repeats
 (limits.durable_write_gbps, measured before every repeat and after the last, in a directory of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Crash safety of wharf.torch.save over an existing checkpoint: the saving process
 (ckpt_crash_worker.py) is killed with SIGKILL at every client operation of the save (before
 it, and in the middle of the shard PUTs), sync and async; wharfd itself is killed at points of

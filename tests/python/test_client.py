@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharf.Client over each transport: buckets, objects, get_into/put_from with numpy arrays,
 torch tensors and plain buffers (whole and ranges), reports checked against the server's
 counters, registrations, and errors carrying the C library's message."""

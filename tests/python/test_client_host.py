@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libwharf as a guest in someone else's process: what the host set stays as it was (signal
 handlers), what a caller did not ask for is not invented (a multipart object's Content-Type),
 a client from the environment alone takes the fastest path the server offers, and the

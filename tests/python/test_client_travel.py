@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Clients travel: a wharf.Client pickles by its configuration and reopens in the other
 process (multiprocessing spawn and forkserver, ProcessPoolExecutor, a DataLoader's spawned
 workers), moving real bytes through a real wharfd over each transport; and wharf.Client()

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Conditional writes through libwharf and what wharf.torch builds on them: Client.put with
 if_none_match / if_match over every transport (RDMA shm and tcp, HTTP; single PUT and
 multipart), and the checkpoint commit points (wharf.torch.save's index, the DCP writer's

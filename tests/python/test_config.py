@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharf.config: the order of the environment variables (WHARF_* first, then the standard AWS
 ones), a client built from AWS variables alone working against a real wharfd through every
 wharf.torch entry point, the error when nothing is set, and s3:// URL parsing."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """GPU memory as a destination and a source, directly: wharfd opens the client's CUDA IPC
 handle (a cuda1 token over its Unix socket) and copies between the object and device memory
 itself. Needs a CUDA GPU on the server's host; skips with the reason elsewhere.

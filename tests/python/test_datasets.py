@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Datasets: TokenDataset, RawImageShards and JpegTarShards over each transport, per-rank
 sharding, bounded prefetch buffers, and DataLoader workers (fork) re-using a client made in
 the parent."""

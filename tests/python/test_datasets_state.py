@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Object datasets (ObjectMapDataset / ObjectIterableDataset over any prefix or list of
 objects), shuffling by (seed, epoch), rank and DataLoader-worker sharding, len(), mid-epoch
 resume through state_dict / load_state_dict (the Stateful protocol; StatefulDataLoader where

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharf.torch.dcp against a real wharfd: dcp.save / async_save / load with 2 gloo processes,
 loads resharded to 1 and 4 ranks (values compared shard by shard), a rank killed at three
 points of a save (never loaded as complete; an older checkpoint under the same URL stays

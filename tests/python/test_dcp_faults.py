@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A wharf error on one rank of a multi-rank dcp.save or dcp.load ends every rank, on its own
 and within a bounded time, with the real cause: the wharf error's type and message (carried
 to the other ranks inside DCP's CheckpointException), never a hang until the process

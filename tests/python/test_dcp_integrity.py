@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharf.torch.dcp checks what it reads: the writer records a checksum per block of every item
 (and each object's ETag) in the checkpoint's metadata, and the reader refuses bytes that no
 longer match, naming the object, the item and the bytes. One bit of a saved .distcp object is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """bench/py/ddp_ckpt.py, the DDP checkpoint benchmark, run for real on CPU ranks (gloo): 2
 spawned ranks with a state of a few MiB each against a real wharfd (the one rank 0 starts,
 and the session's through --endpoint with a scaling run), then its JSON checked: every arm

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Errors keep their type: each WharfError subclass raised in a DataLoader worker reaches
 the parent as that class (torch rebuilds it from one message); a shard changed after its
 commit is a ChecksumError; wt.load of a Hugging Face snapshot names load_safetensors."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Errors travel: every WharfError subclass survives pickle with its type, status, message and
 report (so a failure in a DataLoader worker or a process pool reaches the parent as itself),
 and the ones with a built-in meaning are that built-in too (FileNotFoundError,

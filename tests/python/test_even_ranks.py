@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Even ranks: every wharf dataset gives each rank the same number of items (batches) per
 epoch, as torch's DistributedSampler does (even="pad": the shortfall repeated from the
 stream's start; "drop": the tail dropped), also with fewer shards than ranks; drop_last

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharf:// through fsspec against a real wharfd: torch.save/torch.load through fsspec.open
 (ranged GETs and spilled, multipart PUTs, over RDMA where the client has it, checked against
 the server's counters), and fsspec's own semantics for ls, info, find, glob, exists, isdir,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Hugging Face snapshots written and read without transformers (torch only), against a real
 wharfd: save_pretrained's files checked by a parser written here from the format's
 specification (not wharf's), tied weights stored once and tied again, re-saves over older

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharf.lightning.WharfCheckpointIO: a 2-epoch Trainer.fit, a checkpoint saved to s3://,
 and a resumed fit from it (epoch, global step, weights and optimizer state restored), and
 async saves (async_=True, and Lightning's AsyncCheckpointIO over it), against a real wharfd. Skipped, with the reason, where Lightning is not installed."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Lightning through wharf's fsspec filesystem, with no wharf plugin at all: ModelCheckpoint
 (dirpath wharf:// or s3:// with wharf.fsspec.serve_s3()) keeping save_top_k=2 plus
 save_last, the Trainer's default_root_dir (its CSV logger appends metrics.csv), resuming a fit

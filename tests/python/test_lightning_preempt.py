@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A Lightning run preempted by SIGTERM mid-epoch saves through WharfCheckpointIO and resumes:
 the job's own SIGTERM handler (installed before wharf is imported, as SLURM, Kubernetes and
 torchelastic jobs do) still runs after libwharf and libfabric are loaded, the checkpoint lands

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharf.torch.load_safetensors on files written by the test's spec-exact writer (st_spec.py):
 single files, Hugging Face snapshot directories with an index, every dtype (fp8 as raw bytes
 where torch lacks it), misaligned offsets, and malformed files."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The `wharf` logger carries what Python sees of libwharf (its ABI has no log callback):
 a DEBUG line per transfer with its report, INFO for a new client, WARNING for a fallback from
 RDMA to HTTP with the server's reason, DEBUG for each error raised; silent (NullHandler) by

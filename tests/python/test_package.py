@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`pip install --no-build-isolation ./python` works with no network (setuptools from the
 system, reading python/pyproject.toml), and the installed package finds libwharf through
 WHARF_LIB. (`make wheel`'s wheel, which bundles libwharf, is tests/python/test_wheel.py.)"""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An RDMA PUT from host memory with the client's default multipart threshold stays one
 request up to WH_DEFAULT_RDMA_MULTIPART_THRESHOLD (1 GiB): the server completes a multipart
 upload by copying every part again, so a 300 MiB object goes as one PutObject over ofi+shm and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharf.torch.save inside a process group (gloo, 2 CPU ranks in spawned processes): called
 on every rank it saves one checkpoint of both; called on rank 0 only (`if rank == 0:
 wt.save(...)`) it fails within the roll-call timeout, naming the ranks that did not call and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Lazy readers (wharf.reader): a file-like ObjectReader over one object with the three
 reader choices (sequential read-ahead, a ranged GET per read, the whole object), read_ranges
 and coalesce(), the DCP reader's run planning, and the object datasets' reader= option: a

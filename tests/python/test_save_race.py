@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Readers racing a writer that overwrites the same URL: a load returns the old or the new
 checkpoint, whole (every tensor holds the same save's value), never NoSuchKey or a short read.
 The writer (race_worker.py) loops in its own process for a bounded time while this process

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Small API points: wt.load(map_location=) as torch.load's, a Client repr that says where
 and how without the credentials, and load progress that names the object loaded."""
 import pytest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libwharf's safetensors header parser through the ABI (wharf_st_*): files from the
 spec-exact writer in st_spec.py parse to the same table; malformed headers are refused with
 messages that name the tensor and the field."""

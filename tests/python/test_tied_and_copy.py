@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Loaded tensors and their memory: tied weights (two names, one memory) are saved once and
 come back tied; copy=True gives every loaded tensor a storage of its own, so one tensor kept
 (or torch.save'd) does not hold the whole arena. Against a real wharfd, every transport."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tied weights of a plain nn.Module (no transformers, no tie_weights()): save_pretrained
 stores a tied tensor once; load_pretrained into the model built under init_empty_weights
 restores every name and ties it again (one Parameter, or one storage), with strict=True and

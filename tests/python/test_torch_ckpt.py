@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharf.torch.save / load: round trips of nested structures over each transport, the shard
 files as standard safetensors (read back by the test's own reader, not wharf's), the index as
 the commit point (a save killed mid-way), several ranks, verify=True, and bad input."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharf.torch beyond save/load: progress=True, allow_pickle, load_pretrained into a model
 (tied weights, strict), the s3:// form of the datasets next to the old (client, bucket) form,
 and the errors for missing optional packages. Real wharfd, each transport where data moves."""

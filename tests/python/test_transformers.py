@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Hugging Face snapshots as transformers writes them (save_pretrained, sharded with an index,
 tied embeddings left out), uploaded unchanged, loaded with wharf.torch.load_pretrained into a
 model on CUDA (load_state_dict(assign=True)) and compared tensor by tensor with transformers'

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The public API (wharf.Client, wharf.config, the errors) is typed and says so (py.typed):
 mypy, run as a user would on code that uses it, accepts correct calls and names the
 argument in wrong ones. Skipped where mypy is not installed (Debian: python3-mypy)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`make wheel`'s wheel (scripts/build_wheel.py) installs with `pip install --no-index` into a
 fresh venv that sees no system site-packages, and there, with no WHARF_LIB, WHARF_BUILD_DIR,
 LD_LIBRARY_PATH or PYTHONPATH, moves bytes through a real wharfd over HTTP, ofi+tcp and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The soak (bench/soak.c, docs/soak.md) for 60 seconds against a real wharfd.
 
 Well-behaved clients over HTTP, RDMA ofi+shm and RDMA ofi+tcp run a mix of GET, ranged GET,

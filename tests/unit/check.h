@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A minimal unit-test harness: CHECK records a failure and goes on; the runner prints the
  * closing line "N passed, N failed" and exits non-zero on any failure. */
 #ifndef WH_TEST_CHECK_H

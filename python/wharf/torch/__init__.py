@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharf.torch: PyTorch over wharf. Every entry point takes s3://bucket/key URLs; without
 client= the client comes from set_default_client() or the environment (wharf.config).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared by wharf.torch's modules: the default client, rank and world size, and the bits of
 safetensors naming used by both checkpoints and Hugging Face loading."""
 import threading

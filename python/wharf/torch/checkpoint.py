@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """wharf.torch.checkpoint: checkpoints as standard safetensors shards.
 
 Checkpoint layout under s3://bucket/<key>/ (one process, world_size 1):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """sum64: a checksum of a tensor's bytes that runs where the bytes are (GPU or host).
 
 A checkpoint saved from GPU memory over the direct path never brings its bytes to the host,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Datasets over wharf objects, each fed by a prefetcher that fetches windows of objects into a
 bounded set of registered buffers.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """torch.distributed.checkpoint (DCP) storage on wharf: WharfStorageWriter and
 WharfStorageReader, for dcp.save / dcp.async_save / dcp.load and everything built on them (FSDP,
 torchtitan). Names and arguments follow DCP's FileSystemWriter/Reader and s3torchconnector's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """torch dtypes <-> safetensors dtype names, and tensors to and from raw bytes."""
 from typing import Optional, Tuple
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Landing safetensors files in memory: headers by small range GETs (libwharf's C parser),
 every data section by ranged GETs into one arena (host, or the device: registered when the
 provider can, else through host staging buffers of at most PIECE bytes per download thread,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Hugging Face snapshots under s3:// prefixes.
 
 Reading: load_safetensors (what save_pretrained writes: model.safetensors or

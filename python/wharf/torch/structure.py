@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The non-tensor structure of a saved object, as JSON that keeps its types: tensors become
 {"__tensor__": name} (one name for every object that is the same tensor: the same object, or
 tied weights, the same memory seen through the same shape, strides and dtype); dicts keep key

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The 8 GiB GPU checkpoint saved over itself on the machine's disk (--overwrite: from the second
 # repeat on, the old generation's shards are deleted inside the save, after its commit), with
 # large released objects given back off the request (build-device) against the build before

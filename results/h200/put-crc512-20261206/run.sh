@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # crc64nvme in AVX-512 registers (build-device) against four 128-bit lanes (build-device-base,
 # the commit before), RDMA PUT of 256 MiB objects on a tmpfs mounted huge=always, paired
 # A B A B, 3 rounds, 3 repeats per cell, machine limits (the crc's rate and code among them) in

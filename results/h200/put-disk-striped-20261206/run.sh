@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # PUT 256 MiB over rdma ofi+shm on the machine's disk, striped (the default: one file per two
 # cores, each with its writeback started as it fills), 1 / 4 / 16 streams, two rounds, the
 # disk's durable write rate measured first in each (bench/disk_commit.py with wharfd's own

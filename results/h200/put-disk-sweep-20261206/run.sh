@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # PUT 256 MiB over rdma ofi+shm on the machine's disk, this tree: striped (the default, one
 # file per two cores) against one file per PUT (--put-stripes 1), A B A B, 1 / 4 / 16 streams,
 # 8 GiB per measurement (--budget 8G: more than the durable-rate measurement writes, and two

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # PUT 256 MiB over rdma ofi+shm, 1 and 16 streams: a tmpfs mounted huge=always (2 MiB pages)
 # against /dev/shm (4 KiB pages), one build, paired A B A B; then, on the huge tmpfs,
 # --data-writes mapped against the default. Run on the GPU machine from the repo root after

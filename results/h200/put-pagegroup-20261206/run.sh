@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Whole-page writes on a huge-page tmpfs: this build (grouped: each copy thread writes 2 MiB
 # at a time where st_blksize says 2 MiB) against the build before it (256 KiB writes), paired
 # A B A B on a tmpfs mounted huge=always; then on /dev/shm (4 KiB pages: nothing changes

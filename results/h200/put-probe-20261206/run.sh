@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # PUT and GET of 256 MiB over rdma ofi+shm on a tmpfs mounted huge=always: this tree (A, "probe":
 # a bound shm transfer probes one byte of the requester's /proc/PID/mem around each copy)
 # against main at 29bfa9e (B, "base": the full /proc check before and after every 256 KiB

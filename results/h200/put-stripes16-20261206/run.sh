@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # On a huge-page tmpfs (whole-page writes): one copy thread per file (--put-stripes 16
 # --put-threads 1: no two threads of a PUT meet on a file's lock) against the default
 # (8 stripes on 16 cores, 2 threads each), paired A B A B. Then the 8 GiB GPU save with

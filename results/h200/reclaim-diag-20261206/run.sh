@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Where the third overwriting save's commit waits (H100 machine, ext4 on /dev/vda mounted
 # `discard`): (1) bench/disk_reclaim.py, giving 8 GiB back in one unlink per file against
 # truncating it in 256 MiB synced steps, while a committer and a streamer write; (2) the 8 GiB

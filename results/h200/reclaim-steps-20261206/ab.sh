@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Released generations given back in durable steps, parts batched (build-device) against one
 # unlink per file (build-device-pre, main at 7023b69): the 8 GiB GPU checkpoint saved over
 # itself, 4 repeats per run, A B A B, wharfd at --log-level info (each DELETE's dur_ms and each

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Giving a released generation back in durable steps (holes of 256 MiB punched from the end,
 # fdatasync after each; build-device) against one unlink per file (build-device-pre, main at
 # 7023b69): the 8 GiB GPU checkpoint saved over itself, 4 repeats per run (from the second on,

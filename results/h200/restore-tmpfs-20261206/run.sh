@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Restore of an 8 GiB GPU checkpoint: where does the first load after a save lose its time?
 # A: /dev/shm, --overwrite (as before)   B: /dev/shm, a fresh key per repeat (no old
 # generation being deleted)   C: a tmpfs of our own mounted huge=always (2 MiB pages), when

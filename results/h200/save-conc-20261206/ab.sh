@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The 8 GiB GPU checkpoint saved over itself on the GPU machine's disk: this build (the
 # reclaiming queue grows) against build-device-pre (main at 7023b69: a queue of 1024 files,
 # the DELETE unlinking in place when it is full), A B A B, 4 repeats per run, libwharf's

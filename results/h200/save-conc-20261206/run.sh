@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The 8 GiB GPU checkpoint saved over itself on the GPU machine's disk, with the reclaiming
 # queue that grows (this build): how many part requests per shard (--concurrency, libwharf's
 # default 4) bring the upload to the disk's durable rate. First the durable rate at 4 and 16

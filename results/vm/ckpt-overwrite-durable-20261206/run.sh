@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # On the 2-vCPU VM: a 3 GiB checkpoint of CPU tensors saved over itself on the VM's disk (ext4,
 # discard), this build (BUILD_A, default build/) against BUILD_B (main at 7023b69: the reclaim
 # queue of 1024 files), A B A B, 4 repeats per run; ckpt.py measures the disk's durable write

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # On the 2-vCPU VM's disk (ext4, mounted with discard): a 2 GiB checkpoint (CPU tensors) saved
 # over itself 3 times (--overwrite: from the second repeat on the save deletes the old
 # generation after its commit), with large released objects given back off the request (A:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 import os, sys, time, subprocess, hashlib
 sys.path.insert(0,"tests/lib")  # run from the repository root; sys.path.insert(0,"python"); sys.path.insert(0,"bench")
 import wharf, benchlib

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The wharf CLI: shared state and helpers between main.c and the subcommands. */
 #ifndef WH_CLI_CLI_H
 #define WH_CLI_CLI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `wharf cp SRC DST`: a local file to s3://bucket/key or back, over RDMA (the file is mapped
  * and registered, so the server moves the bytes straight into or out of the page cache) or
  * over HTTP, with a progress line on a TTY. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* wharf: the command-line client. mb, rb, ls, rm, stat, cp, verify, admin cluster. Everything goes
  * through libwharf's public ABI. (The benchmark is its own program, bench/wharf_bench.)
  *

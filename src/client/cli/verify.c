@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `wharf verify`: proves that the RDMA data path works end to end against a running wharfd.
  *   1. PUT and GET a random buffer (64 MiB by default) over RDMA, with no fallback allowed.
  *   2. The server's /metrics counter deltas must count at least 0.99 of the bytes as RDMA in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libwharf: the client object, configuration, errors, counters, and fork handling. */
 #include "client/client_int.h"
 

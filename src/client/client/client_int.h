@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libwharf internals: the client object, its HTTP engine (libcurl), worker pool, registration
  * cache and fork handling. Nothing here crosses the ABI; include/wharf/wharf.h is the contract.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libwharf: the client's list of gateways. The config's endpoint is one URL or a comma-separated
  * list of them ("http://gw1:9000,http://gw2:9000"): gateways of one cluster, each able to serve
  * any request. Each thread walks the list round robin, so the requests of one operation (the

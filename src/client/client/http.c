@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libwharf: one SigV4-signed S3 request on one reused curl handle.
  *
  * Bodies are streamed straight from the caller's memory (CURLOPT_READFUNCTION) and reply bodies

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libwharf: memory registrations and the cache that finds one from a pointer.
  *
  * The cache is an array sorted by address under a rwlock: lookups (every transfer) take it

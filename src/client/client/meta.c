@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libwharf: object delete, listing (ListObjectsV2 with continuation tokens) and buckets. */
 #include "client/client_int.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libwharf's object operations, shared between their files (private to src/client/client):
  *   object_op.c     per-operation state: errors, runners over the pieces, the report
  *   object_piece.c  a GET's pieces: geometry, what a reply carries, stitching (no I/O)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libwharf: object GET into registered memory over RDMA, or into any memory over HTTP, in
  * parallel pieces (client/object.h); and HEAD (wharf_object_stat). */
 #include "client/object.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libwharf: the state every object operation shares (client/object.h). */
 #include "client/object.h"
 

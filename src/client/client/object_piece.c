@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libwharf: a GET's pieces without I/O (client/object.h): how many, what a reply to one
  * carries, and how they stitch into the caller's range. Kept apart from the requests so that
  * tests/unit/client can drive every branch with made-up replies. */

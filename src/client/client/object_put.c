@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libwharf: object PUT over RDMA (the server reads the bytes from the registered source) or
  * HTTP; one request, or multipart with parallel parts at or above multipart_threshold. */
 #include "client/object.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libwharf: the per-client worker pool. Created lazily, grown to the largest concurrency asked
  * for, never per call. Each worker owns one curl handle for its lifetime, so its connection to
  * the server is reused across requests. */

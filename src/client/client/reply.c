@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libwharf: parsing what the server sends back in headers: the status line, the headers the
  * protocol checks (x-amz-rdma-*, checksums, Content-Range, errors of bodiless replies, the
  * server's Unix socket named by /health).

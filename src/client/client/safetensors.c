@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libwharf's safetensors functions (wharf/wharf.h): the parser of src/client/safetensors, with its
  * message in wharf_last_error(). Each clears the error where it did before the parser had a
  * layer of its own (header_len, parse and tensor always; the accessors never). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* safetensors header parser: strict validation of an untrusted header before any byte of the
  * data section is planned or fetched.
  *

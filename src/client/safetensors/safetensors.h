@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The safetensors header parser (safetensors.c): strict validation of an untrusted header
  * before any byte of the data section is planned or fetched. Its table is the public ABI's
  * opaque wharf_st_t; libwharf's wharf_st_* functions (src/client/client/safetensors.c) are these,

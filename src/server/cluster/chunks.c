@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Chunk files of a storage server (see chunks.h). */
 #include "cluster/chunks.h"
 #include "base/codec.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A storage server's chunk files: DIR/chunks/<id[0:2]>/<id>, each the chunk's bytes, then a
  * block table (the crc64nvme of every CL_CHUNK_BLOCK bytes, the last block shorter, 8 bytes
  * each), then a 32-byte footer: "WHC2", the block size (u32), the chunk's size (u64), the

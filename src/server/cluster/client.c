@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The gateway's chunk client over libcurl multi (see client.h). */
 #include "cluster/client.h"
 #include "base/codec.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The gateway's chunk client: internal requests to storage servers over libcurl, many at once
  * (one curl multi per call), each with its own internal token, retried on the next replica.
  *

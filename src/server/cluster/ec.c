@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Erasure coding of a cluster chunk over ISA-L (see ec.h). */
 #include "cluster/ec.h"
 

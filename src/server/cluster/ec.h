@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Erasure coding of a cluster chunk (ISA-L, Cauchy matrix): a stripe of `len` bytes is cut
  * into k data shards of cl_ec_shard_len(len, k) bytes (contiguous slices of the stripe, the
  * last one padded with zeros) and m parity shards of the same size. Any k of the k + m

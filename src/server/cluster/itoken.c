@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The internal token (see itoken.h): sign, parse, verify. One implementation for the storage
  * server's HTTP and RDMA paths and for the gateway. */
 #include "cluster/itoken.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The internal token: what a gateway signs for a storage server, once per chunk operation.
  *
  * Every request from a gateway to a storage server carries one in the x-wharf-itoken header.

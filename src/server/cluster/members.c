@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Membership of the cluster as the gateway sees it (refreshed from the metadata database),
  * placement candidates, and the maintenance loop: one gateway at a time (an advisory lock)
  * deletes chunks that the garbage-collection queue hands out. */

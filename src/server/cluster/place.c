@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Weighted rendezvous hashing (see place.h). */
 #include "cluster/place.h"
 #include "base/digest.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Placement: which storage servers hold a chunk. Weighted rendezvous hashing (highest random
  * weight): every (chunk, node) pair gets a score weight / -ln(u), u a hash of both ids mapped
  * into (0, 1), and the chunk goes to the nodes with the highest scores. Deterministic for a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The description of a degraded RDMA read (see rdec.h): format, parse, read order. */
 #include "cluster/rdec.h"
 #include "base/codec.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A degraded RDMA read of an erasure-coded stripe, rebuilt at a storage server (op rdec,
  * itoken.h): the description the gateway sends as the request's body, and its parser.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The gateway's data table over storage servers (see remote.h). */
 #include "cluster/remote.h"
 #include "base/codec.h"

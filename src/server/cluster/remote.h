@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The gateway's data table (data/data.h) over storage servers.
  *
  * An object's bytes are a list of chunks (chunk_size bytes, the last one shorter), each

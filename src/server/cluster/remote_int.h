@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internals of the remote data table shared by remote.c (writers, readers, RDMA) and
  * members.c (membership cache, placement candidates, garbage collection). */
 #ifndef WH_CLUSTER_REMOTE_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The gateway's half of a degraded RDMA GET of an erasure-coded stripe (see rdec.h): the
  * rdec job that has one storage server of the stripe rebuild the slice and write it into
  * the client's memory. The gateway decides, from its membership view, which shards can be

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The remote data table's readers (see remote.h): sequential HTTP reads with read-ahead of
  * whole chunks from one live replica each, ranged reads, and delegated RDMA GETs (a sub-token
  * per chunk, each written by a storage server, crcs combined in order). Split from remote.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Latency estimates and timeouts of chunk requests (see rtt.h). */
 #include "cluster/rtt.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per storage server latency estimates and the timeouts derived from them, in the manner of
  * TCP's retransmission timer (RFC 6298): a smoothed time and its mean deviation, folded in
  * from every request that completed, and a timeout of srtt + 4 * rttvar.

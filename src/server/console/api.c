@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The data the console's pages show (console_int.h): the cluster's dashboard, buckets with
  * their object counts and bytes, the object browser, the /metrics text the throughput graph
  * reads, and the recent error replies. Buckets and objects are shown as the S3 API would

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The console's HTTP side: its pages, login and logout, the session and CSRF checks every API
  * request passes, and the replies (console.h says what it is; docs/console.md what it shows).
  *

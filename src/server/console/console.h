@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The browser console: wharfd's pages under /console and their API under /console/api/
  * (docs/console.md). A layer of the server above s3ctl: it reads the front's /metrics counters
  * and recent errors, the cluster dashboard the roles give the front (front_config_t

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal to the console: the HTTP side (console.c) and the data the pages show (api.c). */
 #ifndef WH_CONSOLE_CONSOLE_INT_H
 #define WH_CONSOLE_CONSOLE_INT_H

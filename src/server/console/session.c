@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The console's sessions and the parsing of what identifies one (console.h). */
 #include "console/console.h"
 #include "base/codec.h"

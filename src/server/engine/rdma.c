@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The server's RDMA engine over src/shared/xfer: configuration, the providers and their endpoints,
  * token vetting, starting and ending one request's transfer, and the counters /metrics shows.
  * The buffer pool is rdma_pool.c, the GET pipeline rdma_get.c, PUT rdma_put.c.

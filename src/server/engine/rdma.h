@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The server's RDMA engine: moves object bytes between files and client memory named by an
  * x-amz-rdma-token, one-sided (write for GET, read for PUT), through src/shared/xfer.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* RDMA GET: writes [off, off+len) of an object's file, or of the files of an object composed
  * of several (a completed multipart upload: one extent per part), into the token's region. */
 #include "engine/rdma_int.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The server's RDMA engine, private to its files:
  * - rdma.c: configuration, providers and their endpoints (replaced when stalled transfers
  *   hold buffers), token vetting, starting and ending a transfer, metrics;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The RDMA buffer pool: nbuf registered buffers of one chunk each in one prefaulted arena.
  *
  * Sizing: --rdma-mem when given; otherwise 1/64 of the host's RAM, between 64 MiB and 1 GiB,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* RDMA PUT/UploadPart: reads the token's whole region in chunks and passes it, in order, to
  * the caller's sink. */
 #include "engine/rdma_int.h"

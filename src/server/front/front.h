@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* wharfd's HTTP front: two libmicrohttpd daemons (TCP and a Unix-domain socket), one request
  * object per HTTP request, SigV4 on everything except /health, /metrics and /console, and the
  * application behind it, which the front knows only as a table of callbacks (front_app_ops_t;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The HTTP front, request side: the request object's life, the header collection, SigV4, the
  * body pipeline and the hand-off of S3 handlers to handler threads. The daemons and their
  * limits are in http_front.c, the replies in http_reply.c; the application (the S3 API)

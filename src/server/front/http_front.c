@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The HTTP front, connection side: two libmicrohttpd daemons (TCP and a Unix-domain socket)
  * in epoll mode with a pool of event threads; limits on the connections overall and per
  * client address; an idle timeout and a deadline for each request's headers; the handler

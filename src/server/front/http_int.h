@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal to the HTTP front (http.c: the request's life; http_reply.c: replies;
  * http_front.c: the daemons, connection limits and deadlines, the handler threads). */
 #ifndef WH_FRONT_HTTP_INT_H

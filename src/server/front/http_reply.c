@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Replies: each request gets exactly one, with the common headers; S3 errors as the XML error
  * document, or bodiless with the code in x-amz-error-code where S3 sends no body. */
 #include "front/http_int.h"

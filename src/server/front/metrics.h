@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Server metrics: lock-free counters rendered as Prometheus text on GET /metrics. */
 #ifndef WH_FRONT_METRICS_H
 #define WH_FRONT_METRICS_H

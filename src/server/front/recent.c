@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The ring of recent error responses (recent.h). */
 #include "front/recent.h"
 

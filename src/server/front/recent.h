@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Recent error responses: a bounded ring the front fills on every reply of status 400 or more
  * (front_reply), for the browser console's "recent errors" page. Only what the reply line of the
  * log has: no query string (a presigned URL's), no header, no body. */

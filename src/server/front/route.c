@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "front/route.h"
 #include "base/util.h"
 #include "auth/sigv4.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Request routing: from method, raw path, raw query and Host to one S3 API, a bucket and a key.
  *
  * Addressing (docs/features.md, "S3 over HTTP"): virtual-host style is used when the Host

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* TLS credentials for the HTTP front (tls.h). A credential set (chain + key) is immutable once
  * published; a reload publishes a new one and keeps the old ones until close, because a
  * handshake in progress may still hold a pointer into them (reloads are rare: one set each). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* TLS for the HTTP front: a certificate chain and key (PEM files) loaded with GnuTLS and handed
  * to libmicrohttpd through its certificate callback, so that SIGHUP can swap them on a running
  * server. A TLS port serves only TLS. The Unix socket stays plain: its peers are proven by the

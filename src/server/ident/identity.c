@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Identity: the server key, principals, the SigV4 lookup of users' keys, and creating users
  * and keys. See identity.h. */
 #include "ident/identity.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Identity: who signed a request, and the IAM users and access keys behind it.
  *
  * Root is the operator's key pair (WHARF_ACCESS_KEY / WHARF_SECRET_KEY); its lookup never

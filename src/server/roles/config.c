@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* wharfd's configuration files (config.h): libinih reads the file, its keys become long
  * options ahead of the command line's, and the role's own getopt loop checks them all. */
 #include "roles/config.h"

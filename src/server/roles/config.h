@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* wharfd's configuration files: one per process (`wharfd serve --config FILE`, also gateway
  * and storage), parsed with libinih. Every long option of a role is a key of its file: the
  * option's name with '_' for '-' (--max-conns is max_conns), and an option given on the

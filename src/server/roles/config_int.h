@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The configuration files' key table (config_keys.c), for config.c. */
 #ifndef WH_ROLES_CONFIG_INT_H
 #define WH_ROLES_CONFIG_INT_H

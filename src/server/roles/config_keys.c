@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The keys of wharfd's configuration files (config.h): one row per long option of a role,
  * with the default --help states ("ROLE: text; ..." where the roles differ) (what --print-config
  * shows for a key set nowhere), whether a SIGHUP may change it live, and the environment variable

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The gateway role: `wharfd gateway --meta URL --listen HOST:PORT ...`: the S3 front (the
  * same HTTP server and handlers as `wharfd serve`) over a store whose metadata table is
  * PostgreSQL and whose data table is the cluster's storage servers (cluster/remote.h). The

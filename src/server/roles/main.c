@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* wharfd: the S3 server. `wharfd serve --data DIR --listen HOST:PORT` */
 #include "base/defaults.h"
 #include "base/log.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `wharfd node list|drain|remove`: a cluster's storage servers from the command line, over
  * the cluster's PostgreSQL (the node table is the state: the maintenance gateway acts on it at
  * its next pass, and a gateway that restarts reads it again).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Signals and the service manager: the roles' signal wait (SIGTERM/SIGINT stop, SIGHUP
  * reloads), and sd_notify(3) to systemd: READY=1 once the role listens, RELOADING=1 around a
  * reload, STOPPING=1 when it drains, and WATCHDOG=1 every half of WATCHDOG_USEC when the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the roles share (roles.h), and `wharfd storage ...`. main.c dispatches by the first
  * argument; `wharfd serve` stays in main.c, `wharfd gateway` is gateway.c. An S3 front is
  * assembled here only (role_s3_front_start): the roles open the store, the identities and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The wharfd roles: the cluster roles' command lines (roles.c), dispatched from main.c, and what
  * the three role mains (serve, gateway, storage) share: one option parser, one listen parser,
  * one usage error, one signal wait, and the one place an S3 front is assembled. */

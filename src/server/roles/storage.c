@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The storage role (see storage.h): the internal chunk API over libmicrohttpd. */
 #include "roles/storage.h"
 #include "base/codec.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The storage role: `wharfd storage --meta URL --data DIR --listen HOST:PORT`.
  *
  * Holds chunks (src/server/cluster/chunks.h) and serves them to gateways over an internal HTTP API,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rdec: a degraded RDMA GET of an erasure-coded stripe, rebuilt here (see cluster/rdec.h).
  *
  * The project's rule is that a degraded read is reconstructed at a storage server, never at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internals of the storage role shared by storage.c (the chunk API) and storage_node.c
  * (membership: node id, registration and heartbeat in the metadata database; metrics). */
 #ifndef WH_ROLES_STORAGE_INT_H

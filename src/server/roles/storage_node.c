@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Storage role membership and metrics: registration in the metadata database (address,
  * capacity, free space) and a heartbeat thread. A database outage does not stop serving
  * chunks: the heartbeat retries every period, reconnecting through the metadata table, and

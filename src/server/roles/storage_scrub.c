@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The storage server's scrubber: a background thread that reads every chunk file and checks
  * it against its block checksums (cl_chunk_verify), so that damage no read has touched yet is
  * found and repaired while another replica is still good. Rate-limited (--scrub-rate bytes per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `wharfd user ...` and `wharfd key ...`: IAM users and their access keys, from the command
  * line. They open the same metadata store as the server (SQLite in WAL mode lets them run
  * while it serves; PostgreSQL is shared anyway), so what they change holds at the server's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Delegated data paths (see delegate.h). */
 #include "s3api/delegate.h"
 #include "base/log.h"

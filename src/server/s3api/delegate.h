@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Data paths the store's data table runs itself (a cluster gateway: storage servers move the
  * bytes), in the server's terms: rdma_result_t for RDMA replies, an MHD response that
  * streams a reader for HTTP GET. Used by the S3 handlers when the bytes are not local. */

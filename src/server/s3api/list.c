@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Listings: ListObjects (v1, marker), ListObjectsV2 (continuation token, the base64 of the
  * last key) and ListObjectVersions (every version and delete marker; KeyMarker and
  * VersionIdMarker). */

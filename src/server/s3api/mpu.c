@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Multipart uploads: CreateMultipartUpload, UploadPart (the PUT body path of object_write.c, or
  * RDMA), UploadPartCopy, CompleteMultipartUpload, AbortMultipartUpload, ListParts and
  * ListMultipartUploads. */

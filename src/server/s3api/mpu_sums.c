@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The whole-object checksum of a multipart upload, as S3 negotiates it:
  * CreateMultipartUpload names an algorithm (x-amz-checksum-algorithm) and a type
  * (x-amz-checksum-type: COMPOSITE, the checksum of the parts' checksums with a "-<parts>"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Appends: PutObject with S3 Express's x-amz-write-offset-bytes, over HTTP and RDMA alike (both
  * commit through s3api_put_commit). The offset must be the object's size (else 400
  * InvalidWriteOffset); no object and offset 0 creates it. What an append cannot keep is refused

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GetObjectAttributes (ETag, Checksum, ObjectParts with paging, StorageClass, ObjectSize) and
  * the parts of a completed multipart object: the byte range of ?partNumber=N on GET and HEAD
  * (from the part sizes the completion recorded). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Object metadata on the S3 wire: what a PUT, a CopyObject with REPLACE or a
  * CreateMultipartUpload keeps from its request headers, and the headers a GET or HEAD sends
  * back.

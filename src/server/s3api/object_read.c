@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Object reads: GetObject and HeadObject, over HTTP (sendfile from the version this request
  * opened, or a reader when the bytes are not local: a cluster gateway) or, with an
  * x-amz-rdma-token, by one-sided write into the client's memory (or delegated to the storage

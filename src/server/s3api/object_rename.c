@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* RenameObject, S3 Express's request shape: PUT /bucket/dst?renameObject with
  * x-amz-rename-source: bucket/src. A metadata move in one transaction (store_object_rename): no
  * byte is copied, the object keeps its ETag, checksums, metadata, ACL and Last-Modified.

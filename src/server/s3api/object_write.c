@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Object writes: PutObject (the HTTP body path, shared with UploadPart), CopyObject,
  * DeleteObject and DeleteObjects. */
 #include "s3api/s3api.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* POST Object: the HTML form upload of browsers (multipart/form-data on POST /bucket).
  *
  * The form's fields come first and are kept (S3_POST_FIELDS_MAX bytes in all); the file part

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The x-amz-rdma-token data path of object writes (PutObject, UploadPart): the body is read
  * from the client's memory by the RDMA engine instead of arriving on the connection. Also how
  * any refused transfer is answered. */

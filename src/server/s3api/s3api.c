@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The S3 front's dispatch: the front_ops table, the begin and finish steps, and the one function
  * that turns a handler's answer into the reply. The handlers live in one file per API family
  * (s3api.h lists them). */

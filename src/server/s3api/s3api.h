@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The S3 API: the dispatch and the object handlers, one file per API family. The bucket,
  * configuration and IAM handlers and what every handler shares (answers, authorization,
  * encryption, versions, ACLs, Object Lock, tagging) are the layer below (s3ctl/s3ctl.h).

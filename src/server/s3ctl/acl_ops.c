@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ACLs and bucket policies on the wire: GetBucketAcl/PutBucketAcl, GetObjectAcl/PutObjectAcl,
  * Get/Put/DeleteBucketPolicy and GetBucketPolicyStatus, and the ACL that a new bucket or
  * object takes from x-amz-acl or x-amz-grant-* (CreateBucket, PutObject, CopyObject,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The authorization step of the S3 front: s3h_authorize runs for every front_ops row before its
  * begin step, HTTP and RDMA alike, so no byte moves (no RDMA read from a client's memory, no
  * write into it) before the request is allowed.

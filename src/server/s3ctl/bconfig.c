@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Bucket configurations: tagging (Get/Put/DeleteBucketTagging), CORS (Get/Put/DeleteBucketCors,
  * the OPTIONS preflight, and the Access-Control-* headers of requests a rule allows), the
  * PublicAccessBlock (Get/Put/DeletePublicAccessBlock; enforced in acl_ops.c and authorize.c)

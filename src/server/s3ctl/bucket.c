@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Buckets: ListBuckets (paged), CreateBucket, DeleteBucket, HeadBucket, GetBucketLocation and
  * GetBucketVersioning (objects are unversioned: the configuration is always empty). */
 #include "s3ctl/s3ctl.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the S3 handler families share: XML pieces, request checks, store-status mapping,
  * conditional requests and the body checksums. */
 #include "s3ctl/s3ctl.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The IAM API subset `aws iam` and boto3's iam client speak, on wharfd's own port: users,
  * access keys and inline user policies. Query protocol: POST / with an
  * application/x-www-form-urlencoded body (Action=...&Version=2010-05-08&...), signed with

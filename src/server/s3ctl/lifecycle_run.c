@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The lifecycle worker: a thread of the S3 front that, every period, applies the enabled
  * rules of each bucket's LifecycleConfiguration (s3/lifecycle.h) with the store's own
  * operations, as S3 does: a current version past Expiration's Days or Date is deleted (in a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 Object Lock: the bucket's configuration (Put/GetObjectLockConfiguration), a version's
  * retention and legal hold (Put/GetObjectRetention, Put/GetObjectLegalHold), the
  * x-amz-object-lock-* headers of a write (PutObject, CreateMultipartUpload, CopyObject) and of a

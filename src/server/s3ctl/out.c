@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Building a handler's answer (s3h_out_t): an S3 error with its message, or a success with
  * its headers and body. s3api_send (s3api/s3api.c) turns it into the one reply. */
 #include "s3ctl/s3ctl.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The S3 handlers of buckets, their configuration and IAM, and what every S3 handler shares,
  * one file per family; the object handlers and the dispatch are the layer above (s3api).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Server-side encryption: the request headers of SSE-C and SSE-S3, the key of each object,
  * and the reply headers. The bytes are encrypted below, by the store (store/crypt.h); this
  * file decides which key, checks the customer's key against the row's verifier, and seals

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Object tagging: GetObjectTagging, PutObjectTagging, DeleteObjectTagging (each of one version,
  * ?versionId), the x-amz-tagging header of PutObject, CreateMultipartUpload and CopyObject
  * (x-amz-tagging-directive), and x-amz-tagging-count on GET/HEAD. Tags are kept in the

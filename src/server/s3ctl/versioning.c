@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Versions in the S3 front: Get/PutBucketVersioning, the versionId query of object requests,
  * and the x-amz-version-id / x-amz-delete-marker headers. (Reads, deletes, copies and the
  * version listing call these from their own files.) */

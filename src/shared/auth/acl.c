@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ACLs: canned ACLs, x-amz-grant-* headers, the AccessControlPolicy XML (parsed on the shared
  * XML walker, s3/xml.c) and its reply form, the storage text, and the grant check.
  *

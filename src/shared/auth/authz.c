@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The action table (which ACL permission AWS maps each S3 action to) and the one decision. */
 #include "auth/authz.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Authorization: who a request is (auth_principal_t), bucket and user policies (JSON, parsed once
  * into a compiled form and evaluated without allocating), ACLs (canned, x-amz-grant-* headers,
  * the AccessControlPolicy XML, a compact text form for storage), and the one decision in AWS's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* aws-chunked decoder: a byte-at-a-time state machine, so the body may arrive in any pieces.
  *
  *   signed:    <hex>;chunk-signature=<sig>\r\n<data>\r\n ... 0;chunk-signature=<sig>\r\n

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* aws-chunked request bodies: STREAMING-AWS4-HMAC-SHA256-PAYLOAD(-TRAILER) with chunk signatures
  * verified, and STREAMING-UNSIGNED-PAYLOAD-TRAILER with x-amz-checksum-* trailers.
  * Incremental: feed the raw body in any pieces; decoded payload goes to the sink. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Bucket and user policies: the JSON grammar AWS accepts for S3 (Version, Statement, Sid,
  * Effect, Principal/NotPrincipal, Action/NotAction, Resource/NotResource, Condition), parsed
  * once with jansson into a compiled form, and evaluated without allocating.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Policy evaluation: the compiled form (policy_int.h) against one request, without
  * allocating: wildcard matching, addresses and CIDR blocks, ${...} variables expanded into
  * stack buffers, the condition operators and AWS's rule that a Deny wins. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The compiled form of a policy, shared by the parser (policy.c) and the evaluator
  * (policy_eval.c). Private to src/shared/s3. */
 #ifndef WH_AUTH_POLICY_INT_H

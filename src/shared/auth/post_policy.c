@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* POST policy conditions (post_policy.h). */
 #include "auth/post_policy.h"
 

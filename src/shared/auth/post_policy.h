@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The POST policy document of a browser upload form (S3 "POST Policy"): the expiration and
  * the conditions every form field must meet. Pure: the caller decodes the form. */
 #ifndef WH_AUTH_POST_POLICY_H

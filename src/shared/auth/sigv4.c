@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SigV4 verification (server side), for the Authorization header and presigned URLs.
  *
  * Verification rebuilds the canonical request from the request as received; S3 does not

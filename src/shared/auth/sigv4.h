@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* AWS Signature Version 4: one implementation for the server (verify) and the client (sign).
  * Covers the Authorization header, presigned URLs (X-Amz-* query) and the seed signature
  * of aws-chunked streaming uploads (see auth/chunked.h for the chunk signatures). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SigV4 canonicalisation shared by signing and verification: query encoding, the
  * canonical query string, header value folding, the canonical path of a received request,
  * the signing key and the signature over a canonical request.

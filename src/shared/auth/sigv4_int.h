@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal to the SigV4 files (sigv4_canon.c, sigv4_parse.c, sigv4_sign.c, sigv4.c): the
  * canonicalisation pieces shared by signing and verification, and the parsers of the
  * Authorization header and the presign query parameters. Not for use outside src/shared/s3. */

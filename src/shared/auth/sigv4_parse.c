@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SigV4 request parsing (server side): the Authorization header's Credential, SignedHeaders
  * and Signature, the presign query parameters and the payload mode. Every failure names what
  * was wrong. */

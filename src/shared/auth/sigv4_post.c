@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SigV4 of a browser POST form: the signature is the HMAC of the base64 policy with the same
  * signing key (auth_sigv4_signing_key) a header-signed request uses. */
 #include "auth/sigv4.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SigV4 signing (client side): the Authorization header and presigned URLs. */
 #include "auth/sigv4_int.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "base/codec.h"
 
 static const char g_hex[] = "0123456789abcdef";

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Hex and base64 codecs. */
 #ifndef WH_BASE_CODEC_H
 #define WH_BASE_CODEC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Checksums used by S3 and by the RDMA reply: CRC-64/NVME (x-amz-checksum-crc64nvme) and
  * CRC-32C (x-amz-checksum-crc32c). Both take and return the finished (post-xor) value, so a
  * running checksum is crc = wh_crc64nvme(crc, p, n) starting from 0. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Defaults shared by the server, libwharf, the CLI and the benchmarks, in one place so that a
  * client and a server built from the same tree agree. Sizes are bytes. */
 #ifndef WH_BASE_DEFAULTS_H

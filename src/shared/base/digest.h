@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Digests over OpenSSL libcrypto: MD5 (ETags, Content-MD5), SHA-256 and HMAC-SHA256 (SigV4). */
 #ifndef WH_BASE_DIGEST_H
 #define WH_BASE_DIGEST_H

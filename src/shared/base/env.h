@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Client settings from the environment, read the same way by the CLI and the benchmarks (and,
  * in Python, by python/wharf/config.py). Each setting is the first of its variables that is set
  * and non-empty:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Structured logging: one line per event, "ts=... level=... mod=... msg=... key=value".
  * Messages are lowercase. Thread-safe (one write(2) per line). */
 #ifndef WH_BASE_LOG_H

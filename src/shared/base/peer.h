@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Who sent a request, as the server verified it: the HTTP peer's address, and over a Unix
  * socket the pid and uid the kernel vouches for (SO_PEERCRED). The one type for it: the S3
  * front fills it, the RDMA engine binds shm transfers to it, a cluster's data table forwards

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* AES-256-GCM sealing of small secrets. See seal.h. */
 #include "base/seal.h"
 

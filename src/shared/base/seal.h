@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Sealing small secrets at rest: AES-256-GCM (libcrypto) under a 32-byte key, with additional
  * authenticated data that binds the sealed text to its context (an access key's secret is
  * sealed with the access key id, so a row's secret cannot be moved to another key).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* wh_status_t: one status type for every internal layer. 0 is OK, negatives are errors.
  * The numbering is the same as the public wharf_status_t (include/wharf/wharf.h); the
  * client layer asserts that at compile time. The last two (UNAVAILABLE: a backend such as the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Clang thread-safety analysis (-Wthread-safety): annotation macros and a mutex it knows.
  *
  * Under clang the macros are attributes; under gcc (the default build) they expand to nothing.

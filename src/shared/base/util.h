@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Small shared helpers: growable string buffer, time, safe integer parsing, fs. */
 #ifndef WH_BASE_UTIL_H
 #define WH_BASE_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Bucket configuration documents (bucket_config.h). */
 #include "s3/bucket_config.h"
 #include "s3/xml.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Bucket configuration documents of S3, parsed from request bodies and written back for GET:
  * CORSConfiguration (and the matching of a browser's request against its rules),
  * PublicAccessBlockConfiguration and OwnershipControls. Pure; shared with fuzz/fuzz_bconfig.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 checksums: negotiation (header or x-amz-trailer), claimed values, running digests. */
 #include "s3/checksum.h"
 #include "base/codec.h"

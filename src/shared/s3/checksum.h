@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 checksums: which algorithms a request names, the values it claims, the digests over the
  * body, and the comparison. One implementation for every caller of the S3 wire format.
  *

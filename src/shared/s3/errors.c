@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "s3/errors.h"
 
 #include "base/status.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 error codes: one table for the server (XML error replies) and the client (mapping). */
 #ifndef WH_S3_ERRORS_H
 #define WH_S3_ERRORS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* multipart/form-data, streamed (form.h). The delimiter is CRLF "--" boundary; a boundary
  * holds no CR (RFC 2046 bchars), so CR occurs in the delimiter only at its start, and a failed
  * partial match can only restart at the byte that broke it: one match counter is the whole

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* multipart/form-data request bodies (RFC 7578), parsed as they stream in: the S3 POST Object
  * form. Pure: no I/O; the caller feeds the body in any pieces and gets each part's headers
  * and bytes through callbacks, the bytes as they arrive (a file part may be gigabytes). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Bucket lifecycle documents (lifecycle.h). */
 #include "s3/lifecycle.h"
 #include "s3/tags.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 bucket lifecycle: the LifecycleConfiguration document (PutBucketLifecycleConfiguration's
  * body), parsed, checked against S3's rules, written back in one canonical form (the stored
  * form), and the filter of a rule matched against an object. Pure; shared with the server's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 Object Lock documents (object_lock.h). */
 #include "s3/object_lock.h"
 #include "s3/xml.h"

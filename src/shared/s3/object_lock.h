@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 Object Lock documents: the bucket's ObjectLockConfiguration (Put/GetObjectLockConfiguration),
  * a version's Retention (Put/GetObjectRetention) and LegalHold (Put/GetObjectLegalHold), and the
  * x-amz-object-lock-retain-until-date form of a date. Parsed, checked against S3's rules and

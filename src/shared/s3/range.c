@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Byte ranges (RFC 9110 section 14) as S3 uses them.
  * GET Range: one "bytes=" range. A header that is not a single syntactically valid byte range
  * is ignored (the whole object is served), as S3 does; a valid range that selects nothing is

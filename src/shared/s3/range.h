@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Byte ranges on the S3 wire, one family of strict parsers:
  * - Range on GET: a single "bytes=" range, including suffix (-N) and open (N-) forms;
  * - x-amz-copy-source-range on UploadPartCopy: "bytes=first-last", both given;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* x-amz-rename-source (s3/rename.h). */
 #include "s3/rename.h"
 #include "s3/uri.h"

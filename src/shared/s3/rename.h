@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* RenameObject's x-amz-rename-source header (S3 Express): "bucket/key", URL-encoded, a leading
  * "/" allowed; wharf renames within one bucket, as S3 Express does. Pure, so a fuzzer can
  * drive it (fuzz/fuzz_rename_source.c). */

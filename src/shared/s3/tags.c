@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 object tags (tags.h). */
 #include "s3/tags.h"
 

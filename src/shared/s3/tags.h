@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 object tags: the tag set of an object, parsed from the x-amz-tagging header (a URL query
  * string, "k1=v1&k2=v2") or a Tagging XML document, checked against S3's limits, and kept in
  * one canonical text form (the query string, each key and value URI-encoded, in the order

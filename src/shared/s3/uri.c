@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Percent-encoding as SigV4 and S3 use it (URI paths, query strings, form values). It lives
  * below the SigV4 code (src/shared/auth) because the S3 documents (tags.c) encode with it too. */
 #include "s3/uri.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Percent-encoding as SigV4 and S3 use it (uri.c). */
 #ifndef WH_S3_URI_H
 #define WH_S3_URI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 XML: reply writer and expat-based parsers.
  *
  * Every parser runs on one walker that hands each element's path ("Delete/Object/Key") and

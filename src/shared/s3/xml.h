@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 XML: a small writer for replies, and expat-based parsers for request bodies (server) and
  * reply bodies (client). All parsers reject malformed XML with S3_ERR_MALFORMED_XML and cap
  * sizes (1000 keys per delete, 10000 parts). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The cma family of xfer: wharfd's own cross-memory copy (process_vm_writev/readv) into the
  * process the kernel named for the HTTP connection (SO_PEERCRED), serving shm tokens of bound
  * peers. Server role only; clients keep using ofi+shm, whose endpoint name goes into the token.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CUDA driver API, loaded at run time (see cuda.h for why). */
 #include "xfer/cuda.h"
 #include "base/log.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CUDA driver API, loaded at run time.
  *
  * wharf never links libcuda: the client and the server build and run on hosts without an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The "cuda" transport family: same-host GPU memory through CUDA IPC ("cuda+ipc").
  *
  * Client role: a registration of device memory resolves the allocation that holds it

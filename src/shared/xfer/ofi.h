@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The libfabric family of xfer, private to its files: RDM endpoints with FI_RMA ("ofi+shm",
  * "ofi+tcp", "ofi+verbs", "ofi+efa", "ofi+cxi").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ofi family, batches: one request's ops against one token, chunked into ops of at most
  * chunk_size with at most `window` outstanding. Completions come through the one shared CQ:
  * any thread that waits drains it and dispatches to the op's batch. A batch that ends with

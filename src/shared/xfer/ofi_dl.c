@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libfabric is opened here, on the first call that needs it, not linked into libwharf or
  * wharfd. Linked, it is loaded with libwharf, and so are the provider libraries that a
  * distribution's libfabric links directly: Debian's pulls in libpsm_infinipath, whose

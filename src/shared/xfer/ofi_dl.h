@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libfabric, opened on first use instead of linked (ofi_dl.c says why). Its few exported
  * functions that xfer calls go through the wrappers below, under their own names; everything
  * else in libfabric's headers is an inline call through an object's ops table, which needs no

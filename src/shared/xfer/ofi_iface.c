@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ofi family, the interface: fabric, domain, endpoint, CQ and AV; open, close and fork; the
  * client's progress thread; and the family's ops table. See ofi.h for the family's layout. */
 #include "xfer/ofi.h"

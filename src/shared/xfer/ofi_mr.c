@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ofi family, memory registration and tokens: registrations with keys that say nothing about
  * each other, and ofi1 tokens naming a sub-range of one. */
 #include "xfer/ofi.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ofi family, the server's peers: a hash map from fabric address to AV entry, bounded by
  * max_peers with LRU eviction (fi_av_remove), and the check that a network token's endpoint
  * is on the HTTP requester's host, so a request cannot aim the server at a third machine. */

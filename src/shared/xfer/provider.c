@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The one table of data-path providers: names, the family that implements each, and what
  * each can do. wharfd (--providers, metrics labels), libwharf (provider names, "auto") and the
  * xfer core all read it; nothing else lists providers. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* x-amz-rdma-token dialects: ofi1, cuda1 and cuobj. Strict: every field has one accepted form
  * (lowercase hex of the stated width), and an error names the field that broke it. */
 #include "xfer/token.h"

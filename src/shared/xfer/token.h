@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* x-amz-rdma-token: the one parser (and packer) of every token dialect, shared by server and
  * client. All dialects put base and size first.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xfer core: defaults, opening a provider through its family (and the bound family beside
  * it), slot checks, and the dispatch wrappers that enforce what every provider must honour
  * (bounds of the token's region, fork inertness). The provider table is in provider.c. */

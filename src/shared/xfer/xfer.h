@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xfer: the data-path transport behind one ops table, shared by the server (wharfd) and the
  * client (libwharf).
  *

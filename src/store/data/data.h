@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The data table of the storage engine: where an object's bytes live.
  *
  * An implementation is a data_ops_t and an instance struct that starts with a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The local data table: one file per object or part.
  *
  * Layout of DIR: objects/<2 hex>/<32 hex id>, tmp/<32 hex id> (writes in flight), lock (flock:

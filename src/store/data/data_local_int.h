@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The local data table's private parts, shared by its two files: data_local.c (space, the
  * reserve, files, readers, composing, recovery, open/close and the ops table) and
  * data_local_write.c (the writer: sequential, positional, striped and mapped writes, finish,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The local data table, reclaiming: a large released object's space is given back off the
  * request.
  *

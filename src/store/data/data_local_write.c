@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The local data table's writer (the table: data_local.c, whose opening comment describes the
  * layout): a temp file per write under DIR/tmp, sequential writes with early writeback,
  * positional writes from several threads (pwrite, O_DIRECT for cold storage, or a shared

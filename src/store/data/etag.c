@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Part ETags hashed in parallel (see etag.h). */
 #include "data/etag.h"
 #include "base/codec.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Part ETags hashed in parallel: the MD5 of each part of a fixed size, computed by a few
  * helper threads that read the bytes back from the data table behind the writer, combined at
  * the end the way S3 combines a multipart upload's parts (md5 of the part md5s, "-N").

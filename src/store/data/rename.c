@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* RenameObject's source conditions (data/types.h, data_rename_src_cond_t): the same rules as a
  * copy source's (x-amz-copy-source-if-*), each failure a 412 to the caller. */
 #include "data/types.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Frees and copies of the store's value types (data/types.h) and data references
  * (data/data.h). */
 #include "data/data.h"

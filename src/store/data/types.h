@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The store's value types: what the store's API (store/store.h), its metadata table
  * (meta/meta.h) and its data table (data/data.h) pass between them: object and bucket rows,
  * listings, versions, parts and uploads, write conditions, and the peer and result of RDMA

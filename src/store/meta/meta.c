@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The metadata table's shared parts: backend selection, the transaction helper, data
  * references. See meta.h. */
 #include "meta/meta.h"

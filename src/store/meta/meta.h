@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The metadata table of the storage engine: buckets, objects, multipart uploads and parts,
  * chunk maps, and for a cluster storage nodes, a garbage-collection queue and advisory locks.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An append's commit, once for every backend (meta.h, object_swap): the new object replaces
  * the current one only if that is still the one the append extended (its data id), so of two
  * appends racing at one offset exactly one commits; the other finds another data id and

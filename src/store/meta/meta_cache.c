@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The authorization reads, cached: an access key's row, a user's inline policies and a bucket's
  * owner, ACL and policy are read on every request a user signs, and change rarely.
  *

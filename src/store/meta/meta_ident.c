@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The identity rules, once for every backend (meta_ident.h). */
 #include "meta/meta_rules.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The identity rules of the metadata table, written once for every backend (meta_ident.c):
  * an access key or an inline policy belongs to a user that exists, and a user is deleted only
  * without keys and policies unless forced (then with them), each in the caller's write

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 listing over the metadata table's ordered scan, the same for every backend.
  *
  * Walks keys in byte order from the cursor; a key that contains the delimiter after the prefix

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The multipart rules, once for every backend (meta_mpu.h). */
 #include "meta/meta_rules.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The multipart rules of the metadata table, written once for every backend (meta_mpu.c): a
  * part's replacement, an upload's abort, a bucket delete's drop of its uploads, and the
  * completion (parts unchanged, the object committed through meta_ver.h, the upload dropped),

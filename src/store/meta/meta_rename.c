@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* RenameObject's rule, once for every backend (meta.h, object_rename): one write transaction
  * reads the bucket's versioning, the source's and the destination's current rows, checks the
  * conditions and the locks, lets the destination's object go and moves the source's row to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* How the rules written once (meta_ver.c, meta_mpu.c, meta_ident.c) reach a backend: its
  * write transactions and its tables of row operations. A backend sets meta_t.rules at open
  * and points the meta_ops_t slots below at these functions, which run the rule in one write

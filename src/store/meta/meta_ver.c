@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The versioning rules, once for every backend (meta_ver.h). Invariant the rules keep: a key
  * with older versions has a current row (removing the current version promotes the next
  * newest), so a scan of the current rows visits every key that has any version. An archived

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The versioning rules of the metadata table, written once for every backend (meta_ver.c):
  * the state machine of a commit (Off, Enabled, Suspended: archive, replace or remove the
  * current version and an older null version), delete markers, the delete of one version with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PostgreSQL metadata backend: connections, errors, the transaction helper, the schema and its
  * migrations, buckets. See meta_pg_int.h; objects in meta_pg_obj.c, multipart in meta_pg_mpu.c,
  * cluster members and the GC queue in meta_pg_cluster.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PostgreSQL metadata backend: storage nodes of a cluster (registration, identity, heartbeats,
  * zones, drain and removal, reports, the damaged-copy queue, the cluster status), the chunk
  * lookups of repair. The garbage-collection queue, chunk walks and advisory locks are in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PostgreSQL metadata backend: the garbage-collection queue, the chunk walks of repair, drain
  * and rebalance, chunk moves, and session-level advisory locks (one repairer at a time).
  * Storage nodes are in meta_pg_cluster.c. See meta.h and meta_pg_int.h. */

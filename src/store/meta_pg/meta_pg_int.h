@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internals of the PostgreSQL metadata backend (meta_pg*.c). Not for use outside src/store/meta.
  *
  * A small pool of connections, each used by one call at a time. Every mutation is one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PostgreSQL metadata backend: multipart uploads and their parts. See meta_pg_int.h. */
 #include "base/log.h"
 #include "meta_pg/meta_pg_int.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PostgreSQL metadata backend: object rows, chunk maps and the listing scan. See meta_pg_int.h. */
 #include "base/log.h"
 #include "base/util.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PostgreSQL metadata backend: the schema as a list of migration steps (step N takes
  * wharf_schema.version from N-1 to N). meta_pg.c applies the missing ones at open, in one
  * transaction under an advisory lock, so gateways starting together migrate once. A new step is

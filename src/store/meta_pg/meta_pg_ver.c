@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PostgreSQL metadata backend: versions, as meta_sqlite_ver.c does it for SQLite: objects
  * holds each key's current version (delete markers included), versions the older ones, and a
  * commit archives, replaces or removes rows in its SERIALIZABLE transaction. A key with older

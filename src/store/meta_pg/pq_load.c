@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libpq at run time (pq_load.h). */
 #define WH_PQ_NO_REDIRECT
 #include "meta_pg/pq_load.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libpq, loaded at run time (dlopen) the first time a postgresql:// metadata URL is opened, so
  * that a single-node server (SQLite metadata) needs neither libpq nor the LDAP, SASL and
  * Kerberos libraries it pulls in. The PostgreSQL backend includes this header instead of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SQLite metadata backend: connections, schema, the transaction helper, buckets. See
  * meta_sqlite_int.h; objects in meta_sqlite_obj.c, multipart in meta_sqlite_mpu.c. */
 #include "meta_sqlite/meta_sqlite_int.h"

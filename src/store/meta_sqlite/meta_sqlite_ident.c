@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SQLite metadata backend: bucket owners, ACLs and policies, object ACLs, and identity (IAM
  * users, access keys, inline user policies). See meta_sqlite_int.h. */
 #include "meta_sqlite/meta_sqlite_int.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internals of the SQLite metadata backend (meta_sqlite*.c). Not for use outside src/store/meta.
  *
  * Two connections, each behind its mutex: mutations go through the writer (one BEGIN IMMEDIATE

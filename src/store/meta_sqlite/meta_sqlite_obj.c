@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SQLite metadata backend: object rows, chunk maps and the listing scan. See meta_sqlite_int.h. */
 #include "base/log.h"
 #include "meta_sqlite/meta_sqlite_int.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SQLite metadata backend: the schema as a list of migration steps. PRAGMA user_version records
  * the version; step N takes it from N-1 to N. At open, the writer applies the missing steps in
  * order inside one transaction, so a crash during a migration leaves the old version intact.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SQLite metadata backend: versions. The objects table holds each key's current version (a
  * delete marker included), the versions table the older ones; a commit archives, replaces or
  * removes rows as the bucket's versioning says, in its own write transaction. Invariant: a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Appends (store.h, store_writer_commit_append): the new bytes become one more extent of the
  * object, as a completed multipart upload's parts are its extents (mpu.c); nothing is copied. */
 #include "base/codec.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Encryption at rest (crypt.h): AES-256-GCM segments under a writer, and a reader that
  * decrypts and authenticates only the segments a read touches. libcrypto (already wharf's,
  * for sealing and digests) runs AES-GCM with AES-NI and carry-less multiply where the CPU has

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Encryption at rest: the stored form of an encrypted object, and its parameters.
  *
  * Bytes: each blob (a single PUT's object, or one multipart part) is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Multipart uploads: parts are written through the data table like objects and referenced
  * from part rows. Completion moves no bytes where the table composes (local files: the
  * object's reference lists the parts' files as extents, a striped part's files each, and the

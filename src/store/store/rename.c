@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* RenameObject over the metadata table (store.h, store_object_rename). */
 #include "meta/meta.h"
 #include "store/store_int.h"

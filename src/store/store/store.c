@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The storage engine over its two tables (store.h): validation, open, buckets, GET/HEAD,
  * DELETE, COPY, listing. Writers are in writer.c, multipart in mpu.c. */
 #include "store/store.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The storage engine: buckets, objects and multipart uploads. This is the API the S3 handlers
  * call; behind it are two ops tables.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internals shared by the store's files (store.c, writer.c, mpu.c): the store and writer
  * structs. Not for use outside src/store/store. */
 #ifndef WH_STORE_STORE_INT_H

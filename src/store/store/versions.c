@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The storage engine's versions (store.h, "versions"): bucket versioning state, version ids,
  * tags. Reads, deletes and copies of any version are in store.c (a version id is a field of
  * their argument structs); the version listing is the metadata table's (meta_version_list). */

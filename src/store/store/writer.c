@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PUT writers: bytes go to the data table's writer while MD5, CRC32C and CRC-64/NVME are
  * computed as they pass; commit makes them durable and then commits the metadata row. */
 #include "base/codec.h"

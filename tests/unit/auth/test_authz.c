@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Authorization engine: policies parse as AWS documents them (and every fault is named),
  * evaluate with AWS's semantics (Deny wins, Not* inversions, condition operators on every key
  * wharf supplies, IfExists and missing keys), ACLs in all their forms round-trip, and the

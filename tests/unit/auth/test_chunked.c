@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* aws-chunked decoding against AWS's published examples ("Example: PUT Object" in
  * sigv4-streaming, and the signed-trailer example in sigv4-streaming-trailers), fed whole,
  * a byte at a time and in random pieces; then every way a body can be broken. */

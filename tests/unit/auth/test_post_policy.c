@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of src/shared/auth/post_policy.c (the POST policy's expiration and conditions against a
  * form) and src/shared/auth/sigv4_post.c (the form's signature: the policy signed with the SigV4
  * key). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SigV4 against AWS's published vectors (the generic aws-sig-v4-test-suite and the S3 examples
  * from "Signature Calculations for the Authorization Header" and "Authenticating Requests:
  * Using Query Parameters"), then sign -> verify round trips with every component tampered. */

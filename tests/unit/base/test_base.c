@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "base/codec.h"
 #include "base/crc.h"
 #include "base/digest.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* base's one-of-each helpers: the size parser, the error formatter, the environment reader. */
 #include "base/defaults.h"
 #include "base/env.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libwharf's gateway list (src/client/client/endpoints.c): parsing one URL or a comma-separated
  * list, the per-thread round robin, and passing over a gateway that just failed. */
 #include "client/client_int.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libwharf's reply handling and piece stitching (src/client/client/object_piece.c, reply.c), driven
  * with replies built from header lines the way curl hands them over. */
 #include "client/object.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of src/server/cluster/chunks.c: durable write and read back with the footer's crc, abort
  * and leftover temp files leave nothing, damage is detected. */
 #include "base/crc.h"

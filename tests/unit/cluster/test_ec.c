@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of src/server/cluster/ec.c: K+M parsing and its bounds, shard sizes, and for several K+M
  * every pattern of up to M lost shards rebuilt byte for byte (data and parity shards), with
  * M+1 lost refused. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of src/server/cluster/itoken.c: sign/verify round trip, and every way a token is refused:
  * wrong key, a changed field, expiry, too long a life, malformed fields, op/mtok mismatch. */
 #include "check.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of src/server/cluster/place.c: distinct replicas, determinism, spread in proportion to the
  * free-space weights, and minimal movement when a node leaves. */
 #include "check.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of src/server/cluster/rdec.c: the description of a degraded RDMA read round-trips (shards
  * to be read and not), every malformed body is refused naming the line and field, and the
  * order a rebuilding server reads shards in (its own, then data, then parity). */

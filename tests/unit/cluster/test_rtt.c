@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of src/server/cluster/rtt.c: the floor with nothing known, RFC 6298's smoothing, timeouts
  * that follow a server that grows slow and scale with the request's size, the ceiling, and
  * the backoff of a request that already timed out. */

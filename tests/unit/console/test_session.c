@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The console's session table, its cookie parser and its Origin rule (console/session.c). */
 #include "check.h"
 #include "console/console.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The local data table's mapped positional writes (map_at_begin / map_at): the file gets its
  * space and size first, windows written through the mapping from several threads land where
  * they belong and are what finish() publishes, an aborted writer leaves no temp file, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A forked xfer client for the engine's unit tests: it registers a region, hands its token
  * back, and answers checksum and refill commands over pipes, so the server side under test
  * runs in the test process and the client's memory is another process's. */

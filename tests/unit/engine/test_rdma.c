@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rdma.c against forked xfer clients, over shm and tcp: GET (whole, ranged, empty), PUT,
  * every decline with its status and message, the shm cross-process attack at the server
  * level, address binding for tcp, and the metrics. With WHARF_RDMA_PERF=1 it also measures

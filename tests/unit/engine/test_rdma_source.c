@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rdma_get_source (rdma_get.c): a GET whose bytes come from a read callback instead of a
  * file (what an encrypted object's decrypting reader feeds), against forked xfer clients over
  * shm (bound: a direct batch, which a source still takes through the staged pool buffers) and

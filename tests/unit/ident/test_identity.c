@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of ident/identity.c and base/seal.c: sealing secrets, the server key file, users and
  * keys made with their generated ids, the SigV4 lookup (Active, Inactive, deleted, a wrong
  * server key), and what that lookup costs per request (printed: the hot path of every request

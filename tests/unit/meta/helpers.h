@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared helpers of the metadata table's unit tests (and, through store/helpers.h, of the
  * store's): a temporary data directory and the metadata backend under test.
  *

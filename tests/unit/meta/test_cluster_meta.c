@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the metadata table's cluster members: storage nodes, the garbage-collection queue
  * (a chunk is never handed out while a committed row references it), advisory locks, and two
  * processes' worth of metadata sharing one database. PostgreSQL only (the /pg run); against

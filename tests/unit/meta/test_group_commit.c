@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the SQLite table's group commit (sq_write_group, meta_sqlite.c): writes that queue
  * while a commit is in progress commit together in one transaction, a write whose check fails
  * rolls back alone, and every write gets its own answer. SQLite only (the test reaches into the

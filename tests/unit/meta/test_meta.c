@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of src/store/meta/meta.c: object rows and S3 listing (prefix, delimiter, start-after,
  * max-keys, truncation), checked against a brute-force reference over many keys. */
 #include "base/log.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 checksums (src/shared/s3/checksum.c): negotiation through headers and x-amz-trailer, claimed
  * values, trailers that must arrive, running digests against known values, comparisons. */
 #include "check.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of src/shared/s3/form.c: multipart/form-data as it streams in (the same events whatever the
  * pieces), delimiter look-alikes inside a file, preamble, padding and epilogue, the refusals,
  * and the Content-Type boundary parameter. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Range parsing: the single-range forms S3 serves, what it ignores, and what is a 416. */
 #include "check.h"
 #include "s3/range.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of src/shared/s3/tags.c: the x-amz-tagging query form and the Tagging document, S3's
  * limits, and the canonical stored form. */
 #include "check.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Percent-encoding (src/shared/s3/uri.c), as SigV4's canonical forms and the S3 documents use it.
  */
 #include "base/util.h"

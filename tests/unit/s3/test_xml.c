@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* S3 XML: the writer round-trips through the parser, request bodies parse as S3 clients send
  * them, and hostile documents (DTDs, entity bombs, deep nesting, huge input) are refused. */
 #include "check.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Routing: path-style and virtual-host style, sub-resources, decoding, bad input. */
 #include "check.h"
 #include "s3api/s3api.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Object metadata as the S3 front keeps it (src/server/s3api/object_meta.c): request headers into
  * the stored metadata, and the stored metadata back into reply headers, byte for byte. */
 #include "check.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared helpers of the store unit tests: those of the metadata table's tests (meta/helpers.h:
  * a temporary data directory, the backend under test), the store over that backend, and small
  * PUT/GET helpers. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of multipart completion by composition (src/store/store/mpu.c, the local data table's
  * compose and multi-extent readers in src/store/data/data_local.c): the object is its parts' files,
  * read across their boundaries, released with its last version, kept by recovery. */

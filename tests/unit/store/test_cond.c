@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Conditional writes in the store (store_writer_commit and store_mpu_complete with a cond)
  * and conditional deletes (store_object_delete with a cond): the check runs in the committing
  * metadata transaction, so writers racing on one key cannot both pass. Runs on SQLite and (as

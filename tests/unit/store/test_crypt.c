@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of src/store/store/crypt.c: encrypted writes and reads through the store, ranged reads
  * across segment and part boundaries, a reader that serves nothing without its key, a wrong key, a
  * flipped bit, a swapped segment and a moved part all refused; copies between encrypted and

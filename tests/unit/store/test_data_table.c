@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The data table contract, with a second implementation: bytes in memory, cut into chunks,
  * readers without an fd (pread only), delegated RDMA hooks, and multipart completion by
  * reference (the object reuses its parts' chunks). The store must work over it exactly as a

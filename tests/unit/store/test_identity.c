@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the metadata table's identity and access rows (users, access keys, inline user
  * policies; bucket owners, ACLs and policies; object owners and ACLs) and of the schema
  * migration from version 2, on SQLite and (run again under pgserver.py) PostgreSQL. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of src/store/store/mpu.c: multipart create, parts, list, complete (etag, combined crc,
  * InvalidPart / InvalidPartOrder / EntityTooSmall), abort. */
 #include "base/codec.h"

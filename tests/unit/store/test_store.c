@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of src/store/store/store.c: validation, buckets, PUT/GET/overwrite/delete/copy, recovery.
  */
 #include "base/crc.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Versions in the store: versioning states, archive/replace/remove on commit and delete, the
  * null version, delete markers, reads by version id, the version listing (paging, prefix,
  * delimiter) against a reference, tags per version, and that only a removed version's bytes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A stand-in for the CUDA driver over host memory, loaded through WHARF_LIBCUDA by
  * test_cuda_staging.c, so that the server side of cuda+ipc (the IPC open and its size check, the
  * pinned staging with the crc fused in, reading the source from a file) runs on a host without a

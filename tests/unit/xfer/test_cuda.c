@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda.c / cuda_ipc.c without a GPU: libcuda is loaded at run time, and a host without a
  * driver (or with a library that is not one) fails cleanly with a reason; the cuda1 token
  * dialect round-trips and names every bad field. The GPU paths themselves are tested on a

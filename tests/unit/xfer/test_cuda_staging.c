@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The server side of cuda+ipc without a GPU: WHARF_LIBCUDA names tests/unit/xfer/fake_cuda.c
  * (host memory behind the driver's entry points), so the IPC open, the region checks, the
  * pinned staging with the crc fused in, and the source read from a file (WHARF_CUDA_SOURCE=read)

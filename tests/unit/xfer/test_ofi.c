@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The ofi family (ofi_*.c) and the cma family (cma.c), loopback, once per provider (ofi+shm,
  * ofi+tcp): a forked "client" registers memory and packs a token; this process, the "server",
  * writes and reads it in chunks with a window and compares bytes. Also: out-of-region posts

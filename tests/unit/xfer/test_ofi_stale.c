@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ofi_iface.c: a process that gets the pid of one that died without closing its shm endpoint (kill
  * -9) can still open ofi+shm. libfabric 1.17 names regions /dev/shm/<pid>:<domain>:<ep> and fails
  * with EBUSY when the name exists. */

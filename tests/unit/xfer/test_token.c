@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* token.c: both dialects, every field's error, edge sizes, the 115-character cuobj form. */
 #include "check.h"
 #include "xfer/token.h"

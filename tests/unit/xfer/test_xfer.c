@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The xfer core (xfer.c, provider.c): the provider table and capability lookup, the defaults,
  * xfer_open's errors, and the batch logic every family goes through (bounds of the token's
  * region, tags, direct batches, the bound-peer dispatch to the cma family, byte counts, the

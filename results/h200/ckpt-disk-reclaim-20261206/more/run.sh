@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # This tree's build only: three rounds of (the disk's durable write rate with wharfd's commit
 # pattern at 16 writers, then the 8 GiB GPU checkpoint saved over itself 3 times). As run at
 # 15:29 from the device tool's command line, with DISK in place of the D it used (env.sh sets
