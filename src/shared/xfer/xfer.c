@@ -9,6 +9,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 
 void xfer_config_init(xfer_config_t *cfg)
 {
@@ -378,9 +381,16 @@ wh_status_t xfer_batch_post_crc(xfer_batch_t *b, const void *local, size_t len, 
     return b->_x->_ops->batch_post_crc(b, local, len, roff, crc);
 }
 
-bool xfer_batch_reads_fd(const xfer_batch_t *b)
+bool xfer_batch_reads_fd(const xfer_batch_t *b, int fd)
 {
-    return b->_direct && b->_reads_fd && b->_x->_ops->batch_post_fd_crc;
+    if (!b->_direct || !b->_reads_fd || !b->_x->_ops->batch_post_fd_crc || fd < 0)
+        return false;
+    if (b->_reads_fd == XFER_READS_FD_ALWAYS)
+        return true;
+    struct statfs sf;
+    struct stat sb;
+    return fstatfs(fd, &sf) == 0 && sf.f_type == TMPFS_MAGIC && fstat(fd, &sb) == 0 &&
+           sb.st_blksize < (2 << 20);
 }
 
 wh_status_t xfer_batch_post_fd_crc(xfer_batch_t *b, int fd, uint64_t off, size_t len, uint64_t roff,
@@ -389,7 +399,7 @@ wh_status_t xfer_batch_post_fd_crc(xfer_batch_t *b, int fd, uint64_t off, size_t
     wh_status_t bst = xfer_batch_status(b);
     if (bst != WH_OK)
         return bst;
-    if (!xfer_batch_reads_fd(b))
+    if (!b->_direct || !b->_reads_fd || !b->_x->_ops->batch_post_fd_crc)
         return WH_ERR_UNSUPPORTED;
     if (fd < 0 || roff > b->_rsize || len > b->_rsize - roff) {
         batch_note(b, WH_OK,

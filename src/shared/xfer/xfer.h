@@ -263,10 +263,14 @@ bool xfer_batch_direct(const xfer_batch_t *b);
  * WH_ERR_UNSUPPORTED (nothing moved) when the transport cannot: checksum, then post. */
 wh_status_t xfer_batch_post_crc(xfer_batch_t *b, const void *local, size_t len, uint64_t roff,
                                 uint64_t *crc);
-/* True when a direct batch would rather read its source from the file itself than from a
+/* True when a direct batch would rather read its source, the file fd, itself than from a
  * mapping of it (GPU memory from a tmpfs in 4 KiB pages: faulting in a fresh mapping's page
  * tables, not the copy, bounded the load). The caller then posts with xfer_batch_post_fd_crc. */
-bool xfer_batch_reads_fd(const xfer_batch_t *b);
+bool xfer_batch_reads_fd(const xfer_batch_t *b, int fd);
+/* What a transport sets in _reads_fd. */
+#define XFER_READS_FD_NO 0
+#define XFER_READS_FD_ALWAYS 1
+#define XFER_READS_FD_SMALL_TMPFS 2 /* files on a tmpfs in base pages (st_blksize < 2 MiB) */
 /* As xfer_batch_post_crc, the source being len bytes of fd at off, read by the transport into
  * its own staging. WH_ERR_UNSUPPORTED (nothing moved) where the batch does not read files. A
  * short read fails the batch with WH_ERR_IO. */
@@ -373,7 +377,7 @@ struct xfer_batch {
     uint64_t _rbase, _rsize; /* the token's region: posts are checked against it */
     uint64_t _bytes_done;
     bool _direct;
-    bool _reads_fd;      /* direct, and its transport reads the source file itself */
+    uint8_t _reads_fd;   /* XFER_READS_FD_*: when its transport reads the source file itself */
     wh_status_t _status; /* atomic; set through xfer_batch_fail */
     int _err_lock;       /* spin lock over _err (atomic; held for one snprintf) */
     char _err[256];

@@ -14,7 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <stdbool.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #define DEV_BYTES (24u << 20)
@@ -81,7 +84,7 @@ int main(void)
     xfer_t *sr = open_server("read");
     CHECK(sr != NULL);
     CHECK(xfer_batch_begin(sr, &tgt, &b, g_err, sizeof g_err) == WH_OK);
-    CHECK(xfer_batch_reads_fd(b));
+    CHECK(xfer_batch_reads_fd(b, fd));
     memset(dev, 0, DEV_BYTES);
     CHECK(xfer_batch_post_fd_crc(b, fd, off, len, 0, &crc) == WH_OK);
     CHECK_EQ_U64(crc, wh_crc64nvme(0, src + off, len));
@@ -103,7 +106,7 @@ int main(void)
     xfer_t *sm = open_server("map");
     CHECK(sm != NULL);
     CHECK(xfer_batch_begin(sm, &tgt, &b, g_err, sizeof g_err) == WH_OK);
-    CHECK(!xfer_batch_reads_fd(b));
+    CHECK(!xfer_batch_reads_fd(b, fd));
     CHECK(xfer_batch_post_fd_crc(b, fd, off, len, 0, &crc) == WH_ERR_UNSUPPORTED);
     uint8_t *m = mmap(NULL, FILE_BYTES, PROT_READ, MAP_SHARED, fd, 0);
     CHECK(m != MAP_FAILED);
@@ -114,6 +117,27 @@ int main(void)
     CHECK(xfer_batch_end(b) == WH_OK);
     munmap(m, FILE_BYTES);
     xfer_close(sm);
+
+    /* auto (the default): read a file on a tmpfs in 4 KiB pages, map a file elsewhere. */
+    xfer_t *sa = open_server("auto");
+    CHECK(sa != NULL);
+    CHECK(xfer_batch_begin(sa, &tgt, &b, g_err, sizeof g_err) == WH_OK);
+    char shm_path[] = "/dev/shm/wharf-cuda-staging-XXXXXX";
+    int sfd = mkstemp(shm_path);
+    CHECK(sfd >= 0);
+    unlink(shm_path);
+    CHECK(write(sfd, src, 1u << 20) == (ssize_t)(1u << 20));
+    struct statfs tsf;
+    bool tmp_is_tmpfs = fstatfs(fd, &tsf) == 0 && tsf.f_type == TMPFS_MAGIC;
+    CHECK(xfer_batch_reads_fd(b, sfd)); /* /dev/shm as mounted: 4 KiB pages */
+    CHECK(xfer_batch_reads_fd(b, fd) == tmp_is_tmpfs);
+    memset(dev, 0, DEV_BYTES);
+    CHECK(xfer_batch_post_fd_crc(b, sfd, 0, 1u << 20, 0, &crc) == WH_OK);
+    CHECK_EQ_U64(crc, wh_crc64nvme(0, src, 1u << 20));
+    CHECK(memcmp(dev, src, 1u << 20) == 0);
+    CHECK(xfer_batch_end(b) == WH_OK);
+    close(sfd);
+    xfer_close(sa);
 
     xfer_mr_dereg(mr);
     xfer_close(cx);
