@@ -8,7 +8,8 @@
 - an option on the command line wins over its key; --print-config names each setting's
   source and masks secrets;
 - secrets from files: refused when others may read them, warned of when the group may;
-- SIGHUP: log_level and max_uploads change live on a running wharfd; a bad file changes
+- SIGHUP: log_level, max_uploads and lifecycle_period change live on a running wharfd (a
+  shortened period runs the next lifecycle pass without a restart); a bad file changes
   nothing; a non-live key is logged as needing a restart; the TLS pair is read again;
 - sd_notify: READY=1 once the port accepts, WATCHDOG=1 pings with WATCHDOG_USEC, RELOADING=1
   around a SIGHUP, STOPPING=1 at SIGTERM, over a NOTIFY_SOCKET this test binds.
@@ -257,6 +258,44 @@ def test_sighup_reload_live_keys_bad_file_and_restart_keys(tmp_path):
         assert wait_log(srv, "key region changed; it takes effect at the next restart")
         assert wait_log(srv, "reload: key max_uploads is now 3")
         assert not too_many("f") and not debug_logged()
+        assert srv.alive()
+    finally:
+        assert srv.stop() == 0
+        srv.cleanup()
+
+
+def test_sighup_shortens_the_lifecycle_period(tmp_path):
+    """A lifecycle period of an hour, shortened to a second by a reload: the expired object is
+    gone within seconds, with no restart (one lifecycle "day" is a second here)."""
+    conf = tmp_path / "w.conf"
+    write(conf, "[serve]\nlifecycle_period = 3600\n")
+    srv = WharfServer(extra_args=["--config", str(conf)], providers="none",
+                      env={"WHARF_LIFECYCLE_DAY_SECONDS": "1"})
+    srv.start()
+    try:
+        s3 = boto3.client("s3", endpoint_url=srv.endpoint, aws_access_key_id=ACCESS_KEY,
+                          aws_secret_access_key=SECRET_KEY, region_name=REGION,
+                          config=Config(retries={"max_attempts": 1}))
+        b = unique_bucket("huplc")
+        s3.create_bucket(Bucket=b)
+        s3.put_bucket_lifecycle_configuration(Bucket=b, LifecycleConfiguration={"Rules": [
+            {"ID": "x", "Status": "Enabled", "Filter": {"Prefix": ""},
+             "Expiration": {"Days": 1}}]})
+        s3.put_object(Bucket=b, Key="old", Body=b"x")
+
+        def gone(limit_s):
+            end = time.monotonic() + limit_s
+            while time.monotonic() < end:
+                if s3.list_objects_v2(Bucket=b).get("KeyCount", 0) == 0:
+                    return True
+                time.sleep(0.25)
+            return False
+
+        assert not gone(3)  # a day has passed for the object, but no pass is due for an hour
+        write(conf, "[serve]\nlifecycle_period = 1\n")
+        srv.proc.send_signal(signal.SIGHUP)
+        assert wait_log(srv, "reload: key lifecycle_period is now 1"), srv.log_tail()
+        assert gone(10), srv.log_tail()
         assert srv.alive()
     finally:
         assert srv.stop() == 0

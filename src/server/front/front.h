@@ -103,7 +103,7 @@ typedef struct front_config {
     /* A cluster gateway: metrics_extra appends its cluster metrics to /metrics. */
     /* Seconds between the lifecycle worker's passes over the buckets' lifecycle rules
      * (s3ctl/lifecycle_run.c); 0: its default. */
-    unsigned lifecycle_period_s;
+    _Atomic unsigned lifecycle_period_s; /* a SIGHUP changes it while the worker reads it */
     void (*metrics_extra)(void *arg, wh_sbuf_t *out);
     void *metrics_extra_arg;
     /* A cluster gateway: its cluster's dashboard (GET /?x-wharf-cluster, root only; `wharf

@@ -30,7 +30,7 @@ const role_conf_key_t role_conf_keys[] = {
     {"account-id", S | G, 0, "000000000000", "WHARF_ACCOUNT_ID"},
     {"access-key", S | G, 0, "the development key (printed)", "WHARF_ACCESS_KEY"},
     {"secret-key-file", S | G, 0, "the development key (printed)", "WHARF_SECRET_KEY"},
-    {"lifecycle-period", S | G, 0, "3600", NULL},
+    {"lifecycle-period", S | G, LIVE, "3600", NULL},
     {"shutdown-grace", S | G | T, LIVE, "30", NULL},
     {"http-threads", S | G, 0, "the CPU count", NULL},
     {"handler-threads", S | G, 0, "256", NULL},

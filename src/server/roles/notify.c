@@ -135,6 +135,10 @@ static int notify_front_apply(void *arg, const char *key, const char *value)
         atomic_store(&s->cfg.max_uploads, value ? (unsigned)v : FRONT_MAX_UPLOADS_DEFAULT);
         return 0;
     }
+    if (strcmp(key, "lifecycle-period") == 0) {
+        atomic_store(&s->cfg.lifecycle_period_s, value ? (unsigned)v : 0);
+        return 0;
+    }
     if (strcmp(key, "shutdown-grace") == 0) {
         s->cfg.shutdown_grace_s = value ? (unsigned)v : ROLE_SHUTDOWN_GRACE_DEFAULT;
         return 0;

@@ -137,8 +137,9 @@ enum {
     "  wharfd check-config FILE  check FILE (its first section names the role) without\n"          \
     "                       starting; names the bad key, its line and why; exit 2\n"               \
     "\n"                                                                                           \
-    "SIGHUP reads FILE again: log_level, max_uploads and shutdown_grace change live,\n"            \
-    "other changed keys are logged as needing a restart, and a bad file changes\n"                 \
+    "SIGHUP reads FILE again: log_level, max_uploads, lifecycle_period and\n"                      \
+    "shutdown_grace change live, other changed keys are logged as needing a\n"                     \
+    "restart, and a bad file changes\n"                                                            \
     "nothing; it also reloads the TLS certificate and key (a bad pair keeps the old).\n"           \
     "SIGTERM or SIGINT stops accepting (new connections are refused), lets in-flight\n"            \
     "requests finish within --shutdown-grace, and exits 0. With NOTIFY_SOCKET set\n"               \
@@ -182,7 +183,8 @@ void role_wait_signals(void (*on_hup)(void *arg), void *arg);
 /* After the role stopped: the watchdog pings end. */
 void role_notify_done(void);
 /* on_hup of an S3 front (serve, gateway): arg is its front_t. Reads the configuration file
- * again (config.h: live keys log_level, max_uploads, shutdown_grace) and the TLS pair. */
+ * again (config.h: live keys log_level, max_uploads, lifecycle_period, shutdown_grace) and the TLS
+ * pair. */
 void role_front_hup(void *srv);
 /* on_hup of a storage server: arg is its role_storage_t (live keys: log_level,
  * shutdown_grace). */

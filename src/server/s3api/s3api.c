@@ -469,7 +469,7 @@ void s3api_route_parse(const char *method, const char *raw_path, const char *raw
 static wh_status_t app_start(front_t *s, void **state)
 {
     s3h_lc_t *lc = NULL;
-    wh_status_t st = s3h_lc_start(s->store, s->cfg.lifecycle_period_s, &lc);
+    wh_status_t st = s3h_lc_start(s->store, &s->cfg.lifecycle_period_s, &lc);
     *state = lc;
     return st;
 }

@@ -34,7 +34,7 @@ typedef struct lc_cursor {
 
 struct s3h_lc {
     store_t *st;
-    unsigned period_s;
+    const _Atomic unsigned *period_src; /* the front's setting (a SIGHUP changes it); 0: default */
     int64_t day_s;
     pthread_t thread;
     pthread_mutex_t mu;
@@ -350,16 +350,29 @@ static void run_pass(s3h_lc_t *lc)
     atomic_fetch_add(&lc->passes, 1);
 }
 
+static unsigned lc_period(const s3h_lc_t *lc)
+{
+    unsigned p = atomic_load(lc->period_src);
+    return p ? p : FRONT_LIFECYCLE_PERIOD_DEFAULT;
+}
+
 static void *lc_main(void *arg)
 {
     s3h_lc_t *lc = arg;
     pthread_mutex_lock(&lc->mu);
     while (!lc->stop) {
-        struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_sec += (time_t)lc->period_s;
-        while (!lc->stop && pthread_cond_timedwait(&lc->cv, &lc->mu, &dl) == 0)
-            ;
+        /* A pass is due a period after the last one began; the period is read again at least
+         * once a second, so a reload that shortens it takes effect without a restart. */
+        struct timespec t0, dl;
+        clock_gettime(CLOCK_REALTIME, &t0);
+        for (;;) {
+            time_t due = t0.tv_sec + (time_t)lc_period(lc);
+            clock_gettime(CLOCK_REALTIME, &dl);
+            if (lc->stop || dl.tv_sec >= due)
+                break;
+            dl.tv_sec = dl.tv_sec + 1 < due ? dl.tv_sec + 1 : due;
+            pthread_cond_timedwait(&lc->cv, &lc->mu, &dl);
+        }
         if (lc->stop)
             break;
         pthread_mutex_unlock(&lc->mu);
@@ -370,13 +383,13 @@ static void *lc_main(void *arg)
     return NULL;
 }
 
-wh_status_t s3h_lc_start(store_t *st, unsigned period_s, s3h_lc_t **out)
+wh_status_t s3h_lc_start(store_t *st, const _Atomic unsigned *period_s, s3h_lc_t **out)
 {
     s3h_lc_t *lc = calloc(1, sizeof *lc);
     if (!lc)
         return WH_ERR_NOMEM;
     lc->st = st;
-    lc->period_s = period_s ? period_s : FRONT_LIFECYCLE_PERIOD_DEFAULT;
+    lc->period_src = period_s;
     lc->day_s = 86400;
     const char *d = getenv("WHARF_LIFECYCLE_DAY_SECONDS");
     if (d && *d) {
@@ -400,7 +413,7 @@ wh_status_t s3h_lc_start(store_t *st, unsigned period_s, s3h_lc_t **out)
         free(lc);
         return WH_ERR_NOMEM;
     }
-    wh_info(MOD, "lifecycle worker period_s=%u day_s=%lld", lc->period_s, (long long)lc->day_s);
+    wh_info(MOD, "lifecycle worker period_s=%u day_s=%lld", lc_period(lc), (long long)lc->day_s);
     *out = lc;
     return WH_OK;
 }

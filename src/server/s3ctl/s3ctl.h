@@ -302,7 +302,9 @@ int s3h_acl_object_get(front_req_t *r, s3h_out_t *o);
  * closing it. WHARF_LIFECYCLE_DAY_SECONDS (a test-only setting) shortens a day. The S3 app
  * (s3api_app) starts it through the front's start/stop/metrics slots. */
 typedef struct s3h_lc s3h_lc_t;
-wh_status_t s3h_lc_start(store_t *st, unsigned period_s, s3h_lc_t **out);
+/* period_s: the front's setting, read before every wait (a SIGHUP may change it); 0: the
+ * default. */
+wh_status_t s3h_lc_start(store_t *st, const _Atomic unsigned *period_s, s3h_lc_t **out);
 void s3h_lc_stop(s3h_lc_t *lc); /* NULL-safe; waits for a pass under way to stop */
 /* Its counters, in the Prometheus text form (NULL: nothing). */
 void s3h_lc_metrics(s3h_lc_t *lc, wh_sbuf_t *out);
