@@ -282,7 +282,7 @@ class Client:
         self.transport_reason = "asked for" if provider and provider != "none" else \
             "HTTP only: no provider was given"
         if choose:
-            unix_socket, why = find_unix_socket(endpoint, ca_bundle)
+            unix_socket, why = find_unix_socket(str(endpoint), ca_bundle)
             if unix_socket:
                 # the server's own socket on this host: ofi+shm, and a decline (a server with
                 # RDMA off) re-sent over HTTP unless the caller chose the policy

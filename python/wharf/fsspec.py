@@ -34,11 +34,11 @@ import mmap
 import os
 import tempfile
 import threading
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import IO, Any, Dict, Iterator, List, Optional, Set, Tuple
 
-import fsspec  # type: ignore[import]
+import fsspec
 # (fsspec ships no type information)
-from fsspec.spec import AbstractBufferedFile, AbstractFileSystem  # type: ignore[import]
+from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
 
 from . import _lib
 from .client import Client
@@ -83,7 +83,8 @@ def _is_missing(e: WharfError) -> bool:
     return e.status == _lib.WHARF_ERR_NOT_FOUND
 
 
-class WharfFileSystem(AbstractFileSystem):
+# fsspec ships no type information: its classes are Any to mypy
+class WharfFileSystem(AbstractFileSystem):  # type: ignore[misc]
     """fsspec filesystem over a wharf.Client. client: a wharf.Client (default: wharf.Client()
     from the environment and AWS profile); or the Client's keyword arguments (endpoint,
     access_key, secret_key, region, provider, unix_socket, ...; s3fs's key, secret,
@@ -115,7 +116,7 @@ class WharfFileSystem(AbstractFileSystem):
         # directories: a prefix exists once a key is under it. Until then this filesystem
         # object remembers the ones it made, so that makedirs then isdir holds (Lightning's
         # loggers check the folder they made before writing into it).
-        self._made_dirs: set = set()
+        self._made_dirs: Set[str] = set()
         self._made_lock = threading.Lock()
 
     # ---- paths -----------------------------------------------------------------------------
@@ -427,7 +428,8 @@ class WharfFileSystem(AbstractFileSystem):
                          autocommit=autocommit, cache_options=cache_options, **kwargs)
 
 
-class WharfFile(AbstractBufferedFile):
+# fsspec ships no type information: its classes are Any to mypy
+class WharfFile(AbstractBufferedFile):  # type: ignore[misc]
     """A buffered wharf object: reads are ranged GETs of block_size through fsspec's cache;
     writes go to memory, then to a temporary file past block_size, and are PUT as one object
     at close (or at commit() when autocommit=False)."""
@@ -440,9 +442,9 @@ class WharfFile(AbstractBufferedFile):
         self.bucket, self.key = fs._split(path)
         if not self.key:
             raise IsADirectoryError(errno.EISDIR, f"{path} is a bucket, not an object", path)
-        self._spill = None
-        self._pending = None
-        self._if_match = None
+        self._spill: Optional[IO[bytes]] = None
+        self._pending: Optional[IO[bytes]] = None
+        self._if_match: Optional[str] = None
         if mode == "ab":
             self._start_append()
 

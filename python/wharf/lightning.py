@@ -19,7 +19,7 @@ installed (lightning first).
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Dict, Optional, Union
 
 import torch
 
@@ -38,7 +38,8 @@ except ImportError:
             f"2.x): {e}. Install it, or use wharf.torch.save/load directly") from None
 
 
-class WharfCheckpointIO(CheckpointIO):
+# Lightning may be absent where mypy runs: CheckpointIO is then Any to it
+class WharfCheckpointIO(CheckpointIO):  # type: ignore[misc]
     """CheckpointIO for s3:// paths. client: a wharf.Client (default: wharf.torch's default
     client, from the environment). transport, shard_size, progress: as wharf.torch.save.
     async_=True: save_checkpoint returns once wharf.torch.save_async has a snapshot of the
@@ -68,7 +69,7 @@ class WharfCheckpointIO(CheckpointIO):
             return self._local.save_checkpoint(checkpoint, path, storage_options)
         import wharf.torch as wt
         self.wait()
-        kw = {} if self.shard_size is None else {"shard_size": int(self.shard_size)}
+        kw: Dict[str, Any] = {} if self.shard_size is None else {"shard_size": int(self.shard_size)}
         if self.async_:
             self._pending = wt.save(checkpoint, path, client=self.client,
                                     transport=self.transport, allow_pickle=True,
@@ -90,7 +91,7 @@ class WharfCheckpointIO(CheckpointIO):
         if not is_url(path):
             return self._local.load_checkpoint(path, map_location, **kwargs)
         import wharf.torch as wt
-        device = "cpu"
+        device: Union[str, torch.device] = "cpu"
         if isinstance(map_location, (str, torch.device)):
             device = map_location
         return wt.load(path, client=self.client, device=device, transport=self.transport,
@@ -103,7 +104,7 @@ class WharfCheckpointIO(CheckpointIO):
         from .torch._common import _client
         c = _client(self.client)
         bucket, key = parse_url(path)
-        from .torch.checkpoint import INDEX_NAME
+        from .torch._common import INDEX_NAME
         try:  # the commit point first: a half-removed checkpoint reads as incomplete
             c.delete(bucket, f"{key}/{INDEX_NAME}")
         except NotFoundError:

@@ -76,7 +76,7 @@ import threading
 import time
 import uuid
 import zlib
-from typing import Any, Dict, Iterator, List, Optional, Set
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set
 
 import numpy as np
 import torch
@@ -104,6 +104,18 @@ DEFAULT_SHARD_SIZE = 4 * 1024 ** 3 - 64 * 1024 ** 2
 DEFAULT_GRACE_S = 60.0
 # How many times a load restarts on a new index after its checkpoint changed under it.
 LOAD_RESTARTS = 1
+
+
+def _barrier() -> None:
+    """torch.distributed.barrier() (untyped in torch 1.13)."""
+    barrier: Callable[[], Any] = torch.distributed.barrier
+    barrier()
+
+
+def _new_stream(dev: Any) -> Any:
+    """torch.cuda.Stream(dev) (untyped in torch 1.13)."""
+    stream: Callable[[Any], Any] = torch.cuda.Stream
+    return stream(dev)
 
 
 def _grace(grace_s: Optional[float]) -> float:
@@ -244,7 +256,9 @@ def _plan(obj: Any, rank: Any, world: int, shard_size: int, allow_pickle: bool, 
 
     # Shards: greedy in walk order; inside a shard, larger items first keeps every offset a
     # multiple of its item size (the reference writer's order).
-    shards, cur, cur_bytes = [], [], 0
+    shards: List[Any] = []
+    cur: List[Any] = []
+    cur_bytes = 0
     for it in items:
         nb = it[1].numel() * it[1].element_size()
         if cur and cur_bytes + nb > shard_size:
@@ -257,7 +271,9 @@ def _plan(obj: Any, rank: Any, world: int, shard_size: int, allow_pickle: bool, 
     plans = []
     for i, sh in enumerate(shards):
         # the original element size: complex128 stored as F64 pairs needs 16-byte alignment
-        sh = sorted(sh, key=lambda it: -max(it[4], _itemsize(it[2])))
+        def largest_first(it: Any) -> Any:
+            return -max(it[4], _itemsize(it[2]))
+        sh = sorted(sh, key=largest_first)
         entries, specials, off = [], {}, 0
         for name, s, dt, special, _ in sh:
             nb = s.numel() * s.element_size()
@@ -296,7 +312,8 @@ def _roll_call(url: str, rank: Any, world: int) -> None:
     import hashlib
     from torch.distributed import distributed_c10d as c10d
     try:
-        store = c10d._get_default_store()
+        default_store: Callable[[], Any] = c10d._get_default_store  # untyped in 1.13
+        store = default_store()
     except (AttributeError, RuntimeError, ValueError):
         return  # no store to call the roll on: the barrier decides, as before
     try:
@@ -350,7 +367,7 @@ def _begin(c: Client, bucket: str, prefix: str, rank: Any, world: int, pg: bool)
     if world > 1:
         _delete_quiet(c, bucket, _join(prefix, _manifest_name(rank, world)))
     if pg:
-        torch.distributed.barrier()
+        _barrier()
     return base, before
 
 
@@ -434,14 +451,14 @@ def _finish(c: Client, bucket: str, prefix: str, url: str, rank: Any, world: int
           json.dumps(rank_rec, separators=(",", ":")).encode(), transport="http")
     if not pg:
         return None, 0
-    torch.distributed.barrier()
+    _barrier()
     removed = 0
     if rank == 0:
         recs, _ = _check_manifests(c, bucket, prefix, url, world, save_id)
         retired, gone = _retire(base, before, _files(prefix, recs), grace)
         _write_index(c, bucket, prefix, world, recs, base, retired)
         removed = _cleanup(c, bucket, gone, ())
-    torch.distributed.barrier()
+    _barrier()
     return _join(prefix, INDEX_NAME), removed
 
 
@@ -478,7 +495,9 @@ class _Staging:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.bufs, self.client, self.regs = [], None, []
+        self.bufs: List[Any] = []
+        self.client: Optional[Client] = None
+        self.regs: List[Any] = []
 
     def take(self, c: Client, n: int, cap: int, use_rdma: bool, keep: bool) -> Any:
         """(buffers, kept, how): how is "reused", "new" (kept for next time) or "temporary"."""
@@ -522,7 +541,7 @@ class _Staging:
             self._drop()
 
 
-class _Fresh(list):
+class _Fresh(List[Any]):
     def __init__(self, bufs: Any, regs: Any) -> None:
         super().__init__(bufs)
         self.regs = regs
@@ -550,7 +569,8 @@ def _copy_workers() -> Any:
 
 def _cuda_share(plans: Any) -> Any:
     """(the CUDA device holding the most tensor bytes, its share of all the bytes)."""
-    per, total = {}, 0
+    per: Dict[Any, int] = {}
+    total = 0
     for p in plans:
         for it in p["items"]:
             nb = it[1].numel() * it[1].element_size()
@@ -559,7 +579,7 @@ def _cuda_share(plans: Any) -> Any:
                 per[it[1].device] = per.get(it[1].device, 0) + nb
     if not per or not total:
         return None, 0.0
-    dev = max(per, key=per.get)
+    dev = max(per, key=lambda d: per[d])
     return dev, per[dev] / total
 
 
@@ -633,7 +653,7 @@ def _upload_from_device(c: Client, bucket: str, prefix: str, plans: Any, transpo
     tensor_info: Dict[Any, Any] = {}
     stats = {"fill_s": 0.0, "put_wait_s": 0.0, "fill_cpu_s": 0.0, "staging": "temporary",
              "staging_memory": str(dev), "staging_reason": None, "staging_bytes": nbuf * cap}
-    stream = torch.cuda.Stream(dev)
+    stream = _new_stream(dev)
     stream.wait_stream(torch.cuda.current_stream(dev))  # the tensors' producers are done first
 
     def fill(buf: Any, p: Any) -> None:
@@ -713,7 +733,8 @@ def _pipeline(c: Client, bucket: str, prefix: str, plans: Any, bufs: Any, fill: 
     """For each shard i: wait until buffer i % len(bufs) is free again (the PUT of shard
     i - len(bufs) is done), fill(buf, plan) it, and PUT it while the next shard fills.
     Returns the PUT reports; when it returns or raises, no PUT is still reading a buffer."""
-    nbuf, futs = len(bufs), []
+    nbuf = len(bufs)
+    futs: List[Any] = []
     try:
         with cf.ThreadPoolExecutor(1, thread_name_prefix="wharf-save") as ex:
             for i, p in enumerate(plans):
@@ -820,7 +841,9 @@ class _Pool:
     held, so it needs no lock of its own."""
 
     def __init__(self) -> None:
-        self.buf, self.reg, self.client = None, None, None
+        self.buf: Optional[torch.Tensor] = None
+        self.reg: Any = None
+        self.client: Optional[Client] = None
 
     def take(self, c: Client, n: int, device: Any, pinned: bool, use_rdma: bool) -> Any:
         how = "reused"
@@ -924,7 +947,7 @@ def _snapshot(c: Client, plans: Any, transport: str, staging: str, budget: Optio
                 pool.drop()
                 why, dev = f"no {total / 2**30:.2f} GiB on {dev} for the snapshot ({e})", None
     if dev is not None:
-        stream = torch.cuda.Stream(dev)
+        stream = _new_stream(dev)
         stream.wait_stream(torch.cuda.current_stream(dev))
         cpu0 = _cpu_s()
         with torch.cuda.device(dev), torch.cuda.stream(stream):
@@ -995,7 +1018,7 @@ def _save_async(c: Client, url: str, bucket: str, prefix: str, rank: Any, world:
     fut: "cf.Future[Any]" = cf.Future()
     fut.set_running_or_notify_cancel()
     blocking = time.perf_counter() - t0
-    fut.save_blocking_s = blocking
+    setattr(fut, "save_blocking_s", blocking)
 
     def run() -> None:
         try:
@@ -1049,7 +1072,9 @@ def _write_index(c: Client, bucket: str, prefix: str, world: int, rank_recs: Any
     """PUTs the index (the commit point) from every rank's record, over the index this save
     started from: If-Match its ETag (base), or If-None-Match: * where there was none. Of two
     saves racing to one URL, only one commits; the old checkpoint stays whole until then."""
-    recs = sorted(rank_recs, key=lambda r: r["rank"])
+    def rank_of(r: Any) -> Any:
+        return r["rank"]
+    recs = sorted(rank_recs, key=rank_of)
     weight_map = {}
     for rr in recs:
         weight_map.update(rr["weight_map"])
@@ -1259,6 +1284,7 @@ def load(url: str, client: Optional[Client] = None, device: Any = "cpu", verify:
         rep.pop("headers", None)
         rep["wall_s"] = time.perf_counter() - t0
         return out
+    assert first is not None  # every pass that did not return recorded its error
     raise CheckpointChangedError(
         _lib.WHARF_ERR_PRECONDITION, f"load {url}: the checkpoint was replaced while it was "
         f"read, {1 + LOAD_RESTARTS} times (a save to the same URL is racing this load: "

@@ -37,11 +37,14 @@ import json
 import os
 import queue
 import time
-from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple, cast
 
 import numpy as np
 import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
+
+# untyped in torch 1.13: the DataLoader worker's info (None in the main process)
+_worker_info: Callable[[], Any] = get_worker_info
 
 from .. import _lib
 from ..client import Client
@@ -207,7 +210,8 @@ class Prefetcher:
             def fetch(w: Any) -> Any:
                 i = free.get()
                 b, land = bufs[i], lands[i]
-                bucket = w.bucket or self.bucket
+                # a window without a bucket of its own belongs to the prefetcher's
+                bucket = cast(str, w.bucket or self.bucket)
                 if w.nbytes == 0:  # an empty object: nothing to GET
                     return i, None, 0.0
                 t = time.perf_counter()
@@ -232,13 +236,13 @@ class Prefetcher:
             while pending:
                 w, fut = pending.popleft()
                 t = time.perf_counter()
-                i, r, dt = fut.result()
+                i, got, dt = fut.result()
                 self.stats["fetch_wait_s"] += time.perf_counter() - t
                 self.stats["windows"] += 1
-                if r is not None:
-                    self.stats["bytes"] += r.bytes
+                if got is not None:
+                    self.stats["bytes"] += got.bytes
                     self.stats["fetch_s"] += dt
-                    self.stats["transports"].add(r.transport)
+                    self.stats["transports"].add(got.transport)
                 try:
                     yield w, bufs[i][:w.nbytes]
                 finally:
@@ -246,7 +250,8 @@ class Prefetcher:
                     # queued on the caller's stream, and the next GET writes the buffer from
                     # outside it (the server, over CUDA IPC): they must have run first.
                     if self.device is not None and self.device.type == "cuda":
-                        torch.cuda.current_stream(self.device).synchronize()
+                        stream: Any = torch.cuda.current_stream(self.device)  # untyped in 1.13
+                        stream.synchronize()
                     free.put(i)
                 if nxt < len(self.windows):
                     pending.append((self.windows[nxt], ex.submit(fetch, self.windows[nxt])))
@@ -286,7 +291,8 @@ class _Epochs:
 
     def _init_epochs(self, shuffle: bool, seed: int) -> None:
         self.shuffle, self.seed, self.epoch = bool(shuffle), int(seed), 0
-        self._resume, self._served, self._layout = 0, 0, None
+        self._resume, self._served = 0, 0
+        self._layout: Optional[List[Any]] = None
 
     def set_epoch(self, epoch: int) -> None:
         """The epoch the next iterator reads: with shuffle, the permutation drawn from
@@ -303,7 +309,7 @@ class _Epochs:
         return torch.randperm(n, generator=g).tolist()
 
     def _where(self) -> Any:
-        wi = get_worker_info()
+        wi = _worker_info()
         return [self.rank, self.world_size, wi.id if wi else 0, wi.num_workers if wi else 1]
 
     def state_dict(self) -> Any:
@@ -393,7 +399,7 @@ class _Objects:
     read_buffer: int
 
     @classmethod
-    def from_prefix(cls, url: str, client: Optional[Client] = None, transform: Any = None,
+    def from_prefix(cls: Any, url: str, client: Optional[Client] = None, transform: Any = None,
                     **kw: Any) -> Any:
         """Every object under s3://bucket/prefix (listing order: by key). A prefix is matched
         as given: s3://b/img/ takes img/..., s3://b/img also img2/..."""
@@ -401,7 +407,7 @@ class _Objects:
         return cls(_from_prefix(c, url), client=c, transform=transform, **kw)
 
     @classmethod
-    def from_objects(cls, objects: Any, client: Optional[Client] = None,
+    def from_objects(cls: Any, objects: Any, client: Optional[Client] = None,
                      bucket: Optional[str] = None, transform: Any = None, **kw: Any) -> Any:
         """The objects named, in that order: s3:// URLs (any buckets), or keys with bucket=."""
         c = _default_client(client)
@@ -414,6 +420,7 @@ class _Objects:
     def _lazy(self, b: Any, k: Any, n: int) -> Any:
         """reader= set: transform(an ObjectReader over the object), closed after it; without
         transform the open reader itself (the caller closes it)."""
+        assert self.reader is not None  # _lazy serves datasets with reader= only
         r = ObjectReader(self.client, b, k, n, self.reader, self.read_buffer, self.transport)
         if self.transform is None:
             return r
@@ -428,7 +435,7 @@ def _reader_arg(reader: Any) -> Any:
     return reader
 
 
-class ObjectMapDataset(_Objects, Dataset):
+class ObjectMapDataset(_Objects, Dataset[Any]):
     """A map-style dataset, one item per object: ds[i] GETs object i and returns
     transform(WharfObject) (the WharfObject itself without transform). len() is the number of
     objects. Ranks and workers split it through the DataLoader's sampler (DistributedSampler
@@ -458,7 +465,7 @@ class ObjectMapDataset(_Objects, Dataset):
         return self._item(b, k, n, data)
 
 
-class ObjectIterableDataset(_Objects, _Epochs, IterableDataset):
+class ObjectIterableDataset(_Objects, _Epochs, IterableDataset[Any]):
     """An iterable dataset, one item per object: transform(WharfObject) for each object of
     this rank (every world_size-th of the epoch's order) and DataLoader worker (every
     num_workers-th of those; even="pad" (default), "drop" or False as for the layouts, so
@@ -510,7 +517,7 @@ class ObjectIterableDataset(_Objects, _Epochs, IterableDataset):
     def __iter__(self) -> Iterator[Any]:
         skip = self._begin()
         mine = self._mine()
-        wi = get_worker_info()
+        wi = _worker_info()
         if wi is not None and wi.num_workers > 1:
             mine = mine[wi.id::wi.num_workers]
         if self.reader is not None:
@@ -546,7 +553,7 @@ def _even(even: Any) -> Any:
     return even
 
 
-class _Base(_Epochs, IterableDataset):
+class _Base(_Epochs, IterableDataset[Any]):
     """The fixed layouts. An epoch is one global stream of rows (sequences, samples): every
     shard's windows in order (shuffle: windows in a permutation of (seed, epoch), the rows of
     each in one too), repeat times. Rank r of W takes its share of that stream, the same
@@ -660,7 +667,7 @@ class _Base(_Epochs, IterableDataset):
     def __iter__(self) -> Iterator[Any]:
         skip = self._begin()
         batches = self._batches()
-        wi = get_worker_info()
+        wi = _worker_info()
         if wi is not None and wi.num_workers > 1:
             nb = len(batches)
             batches = batches[wi.id * nb // wi.num_workers:(wi.id + 1) * nb // wi.num_workers]
@@ -864,7 +871,8 @@ class JpegTarShards(_Base):
             m = _meta(client, bucket, ik)
             _need(m, ik, ("samples",))
             samples = sorted(m["samples"], key=lambda s: int(s["offset"]))
-            cur, start, end = [], 0, 0
+            cur: List[Any] = []
+            start, end = 0, 0
             for s in samples:
                 off, ln = int(s["offset"]), int(s["length"])
                 if off < 0 or ln < 0 or ln > buffer_bytes:
@@ -931,8 +939,10 @@ class _ShardWriter:
         self.client = _default_client(client)
         self.bucket, prefix = parse_url(url, need_key=False)
         self.prefix, self.name, self.suffix = prefix, name, suffix
-        self.per_shard, self.index, self.keys = per_shard, int(first_index), []
-        self._rows, self._pending, self._closed = 0, [], False
+        self.per_shard, self.index = per_shard, int(first_index)
+        self.keys: List[str] = []
+        self._rows, self._closed = 0, False
+        self._pending: List[Any] = []
 
     def _add(self, rows: Any, extra: Any) -> None:
         if self._closed:
@@ -1086,7 +1096,8 @@ def write_raw_image_shards(url: str, images: Any, labels: Any, samples_per_shard
                            keys: Any = None, client: Optional[Client] = None,
                            name: str = "shard") -> Any:
     """RawImageShardWriter in one call: images uint8 [N, H, W, C]; the .raw keys written."""
-    shape = tuple(images.shape[1:]) if len(images.shape) == 4 else (0, 0, 0)
-    with RawImageShardWriter(url, *shape, samples_per_shard, client=client, name=name) as w:
+    height, width, channels = tuple(images.shape[1:]) if len(images.shape) == 4 else (0, 0, 0)
+    with RawImageShardWriter(url, height, width, channels, samples_per_shard, client=client,
+                             name=name) as w:
         w.write(images, labels, keys)
     return w.keys

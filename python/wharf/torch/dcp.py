@@ -49,7 +49,7 @@ import io
 import math
 import pickle
 import uuid
-from typing import Any, Dict, Iterator, List, Optional, Set
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 import torch
 
@@ -110,12 +110,12 @@ class WharfStorageInfo:
     key: str
     offset: int
     length: int
-    dtype: str = None
-    shape: tuple = None
-    check: str = None
-    block: int = None
-    sums: tuple = None
-    etag: str = None
+    dtype: Optional[str] = None
+    shape: Optional[Tuple[int, ...]] = None
+    check: Optional[str] = None
+    block: Optional[int] = None
+    sums: Optional[Tuple[Any, ...]] = None
+    etag: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,7 +143,7 @@ def _show(v: Any) -> Any:
 
 
 class _Base:
-    def __init__(self, url: str, client: Client, thread_count: int, transport: str,
+    def __init__(self, url: str, client: Optional[Client], thread_count: int, transport: str,
                  progress: bool) -> None:
         self._client_arg = client
         self.thread_count = max(1, int(thread_count))
@@ -172,7 +172,8 @@ class _Base:
         return join(self.prefix, name)
 
 
-class WharfStorageWriter(_Base, StorageWriter):
+# torch.distributed.checkpoint (torch >= 2.2) may be absent where mypy runs: Any to it then
+class WharfStorageWriter(_Base, StorageWriter):  # type: ignore[misc]
     """A DCP StorageWriter writing to url (s3://bucket/prefix). client: a wharf.Client (default:
     wharf.torch's default client, from the environment). thread_count: objects written at
     once per rank. object_size: the most bytes packed into one object. overwrite=False:
@@ -193,7 +194,7 @@ class WharfStorageWriter(_Base, StorageWriter):
         self.object_size = int(object_size)
         self.overwrite = overwrite
         self.cache_staging = cache_staging
-        self._stager = None
+        self._stager: Any = None
         self.save_id = uuid.uuid4().hex
         self.is_coordinator = False
         self.last_report: Dict[Any, Any] = {}
@@ -261,7 +262,7 @@ class WharfStorageWriter(_Base, StorageWriter):
                 for i, p in enumerate(plans)]
 
     def write_data(self, plan: Any, planner: Any) -> Any:
-        fut = torch.futures.Future()
+        fut: torch.futures.Future[Any] = torch.futures.Future()
         try:
             fut.set_result(self._write(plan, planner))
         except BaseException as e:  # noqa: B902 (DCP collects the exception from the future)
@@ -283,7 +284,9 @@ class WharfStorageWriter(_Base, StorageWriter):
                     torch.empty(0, dtype=td.properties.dtype).element_size()
                 sized.append((item, n, None))
         # Objects: greedy in plan order, each item 64-byte aligned; a large item alone.
-        objects, cur, off = [], [], 0
+        objects: List[Any] = []
+        cur: List[Any] = []
+        off = 0
         for item, n, data in sized:
             start = (off + ALIGN - 1) // ALIGN * ALIGN
             if cur and start + n > self.object_size:
@@ -298,8 +301,9 @@ class WharfStorageWriter(_Base, StorageWriter):
         bar = Progress(total, f"dcp save {self.url}", self.progress)
         try:
             with cf.ThreadPoolExecutor(self.thread_count, thread_name_prefix="wharf-dcp-w") as ex:
-                parts = list(ex.map(lambda a: self._put_object(c, planner, *a, bar),
-                                    zip(names, objects)))
+                def put(a: Tuple[str, Any]) -> Any:
+                    return self._put_object(c, planner, a[0], a[1], bar)
+                parts = list(ex.map(put, zip(names, objects)))
         finally:
             bar.close()
         reps = [r for _, r in parts]
@@ -316,7 +320,8 @@ class WharfStorageWriter(_Base, StorageWriter):
     def _put_object(self, c: Client, planner: Any, name: str, entries: Any, bar: Any) -> Any:
         key = self._key(name)
         length = entries[-1][1] + entries[-1][2]
-        kinds, tensors = [], []
+        kinds: List[Tuple[Optional[str], Optional[Tuple[int, ...]]]] = []
+        tensors: List[Any] = []
         for item, off, n, data in entries:
             if data is None:
                 t = planner.resolve_data(item).detach()
@@ -368,7 +373,8 @@ class WharfStorageWriter(_Base, StorageWriter):
     def finish(self, metadata: Any, results: Any) -> None:
         c = self.client
         storage = {}
-        sizes, etags = {}, {}
+        sizes: Dict[str, Any] = {}
+        etags: Dict[str, Any] = {}
         for rs in results:
             for wr in rs:
                 storage[wr.index] = wr.storage_data
@@ -411,7 +417,8 @@ class WharfStorageWriter(_Base, StorageWriter):
         # The objects of earlier saves (the checkpoint replaced, interrupted saves) are no
         # longer referenced. Only those listed before this save began: a save that started
         # after this commit may be writing objects of its own here.
-        for rel in sorted(getattr(self, "before", set()) - set(sizes)):
+        before: Set[str] = getattr(self, "before", set())
+        for rel in sorted(before - set(sizes)):
             try:
                 c.delete(self.bucket, self._key(rel))
             except WharfError:
@@ -424,7 +431,8 @@ class WharfStorageWriter(_Base, StorageWriter):
                 and "/" not in o.key[len(base):]}
 
 
-class WharfStorageReader(_Base, StorageReader):
+# torch.distributed.checkpoint (torch >= 2.2) may be absent where mypy runs: Any to it then
+class WharfStorageReader(_Base, StorageReader):  # type: ignore[misc]
     """A DCP StorageReader reading a checkpoint WharfStorageWriter wrote at url. thread_count:
     ranged GETs in flight per rank. Refuses (IncompleteCheckpointError) a URL whose .metadata
     is missing: its save never finished. verify=True (the default) checks every byte read
@@ -446,7 +454,7 @@ class WharfStorageReader(_Base, StorageReader):
         self.storage_data: Dict[Any, Any] = {}
         self.load_id = uuid.uuid4().hex
         self.last_report: Dict[Any, Any] = {}
-        self._missing = None
+        self._missing: Optional[WharfError] = None
 
     def reset(self, checkpoint_id: Optional[str] = None) -> None:
         self.storage_data = {}
@@ -495,8 +503,9 @@ class WharfStorageReader(_Base, StorageReader):
 
     def set_up_storage_reader(self, metadata: Any, is_coordinator: bool, *args: Any,
                               **kwargs: Any) -> None:
-        if getattr(self, "_missing", None) is not None:
-            raise self._missing
+        missing: Optional[WharfError] = getattr(self, "_missing", None)
+        if missing is not None:
+            raise missing
         self.storage_data = metadata.storage_data
         if not self.storage_data:
             raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"{self.url}: the metadata has no "
@@ -509,7 +518,7 @@ class WharfStorageReader(_Base, StorageReader):
         return plans
 
     def read_data(self, plan: Any, planner: Any) -> Any:
-        fut = torch.futures.Future()
+        fut: torch.futures.Future[Any] = torch.futures.Future()
         try:
             self._read(plan, planner)
             fut.set_result(None)
@@ -541,7 +550,9 @@ class WharfStorageReader(_Base, StorageReader):
             jobs = runs([(x.key, x.offset, x.length) for x in map(self._info, reqs)],
                         self.coalesce_gap, SMALL_ITEM, SMALL_RUN)
             with cf.ThreadPoolExecutor(self.thread_count, thread_name_prefix="wharf-dcp-r") as ex:
-                outs = list(ex.map(lambda ij: self._run(c, reqs, targets, ij, bar), jobs))
+                def run(ij: Any) -> Any:
+                    return self._run(c, reqs, targets, ij, bar)
+                outs = list(ex.map(run, jobs))
             for (i, j), out in zip(jobs, outs):
                 for k in range(i, j):
                     self._finish(planner, reqs[k], out[k - i])

@@ -142,6 +142,7 @@ def load_safetensors(url: str, device: Any = "cpu", client: Optional[Client] = N
         rep["tied"] = _tied_of(rep)
         rep.pop("headers", None)
         return tensors
+    assert first is not None  # every pass that did not return recorded its error
     raise CheckpointChangedError(
         _lib.WHARF_ERR_PRECONDITION, f"load_safetensors {url}: the snapshot changed while it "
         f"was read, {1 + SNAPSHOT_RESTARTS} times (it is being uploaded again: "
@@ -210,19 +211,21 @@ def init_empty_weights(device: Any = None) -> Iterator[Any]:
     accelerate build a model before loading (init_empty_weights(include_buffers=False))."""
     old = torch.nn.Module.register_parameter
 
-    def register_parameter(self, name: str, param: Any) -> None:
+    def register_parameter(self: torch.nn.Module, name: str, param: Any) -> None:
         old(self, name, param)
         if param is not None and param.device.type != "meta":
-            p = self._parameters[name]
+            p: Any = self._parameters[name]
             self._parameters[name] = type(p)(p.to("meta"), requires_grad=p.requires_grad)
 
-    torch.nn.Module.register_parameter = register_parameter
+    setattr(torch.nn.Module, "register_parameter", register_parameter)
     try:
-        with (torch.device(device) if device is not None and hasattr(torch, "set_default_device")
-              else contextlib.nullcontext()):
+        # torch.device is a context manager from torch 2.0 (where set_default_device is)
+        ctx: Any = (torch.device(device) if device is not None
+                    and hasattr(torch, "set_default_device") else contextlib.nullcontext())
+        with ctx:
             yield
     finally:
-        torch.nn.Module.register_parameter = old
+        setattr(torch.nn.Module, "register_parameter", old)
 
 
 def _meta_buffers(model: Any) -> Any:
@@ -481,7 +484,9 @@ def _untie(sd: Any) -> Any:
     """The state dict without the names that repeat a tensor already in it (tied weights:
     transformers' save_pretrained leaves them out too, and tie_weights() ties them back);
     the first name of each tensor is kept. Returns (kept {name: tensor}, {dropped: kept})."""
-    kept, seen, dropped = {}, {}, {}
+    kept: Dict[str, Any] = {}
+    seen: Dict[Any, str] = {}
+    dropped: Dict[str, str] = {}
     for name, t in sd.items():
         if not isinstance(t, torch.Tensor):
             raise WharfError(_lib.WHARF_ERR_INVALID, f"state dict entry {name!r} is a "
@@ -523,7 +528,7 @@ def _config_json(model: Any, config: Any) -> Any:
             return config.to_json_string()
         raise WharfError(_lib.WHARF_ERR_INVALID, f"config must be a dict or a transformers "
                          f"config, not {type(config).__name__}")
-    cfg = getattr(model, "config", None)
+    cfg: Any = getattr(model, "config", None)
     return cfg.to_json_string() if hasattr(cfg, "to_json_string") else None
 
 
@@ -555,7 +560,9 @@ def save_pretrained(model: Any, url: str, client: Optional[Client] = None,
             raise WharfError(_lib.WHARF_ERR_UNSUPPORTED, f"tensor {name!r}: {t.dtype} has no "
                              "safetensors dtype that Hugging Face loaders read")
         items.append((name, s, dt))
-    shards, cur, cur_bytes = [], [], 0
+    shards: List[Any] = []
+    cur: List[Any] = []
+    cur_bytes = 0
     for it in items:
         n = it[1].numel() * it[1].element_size()
         if cur and cur_bytes + n > limit:
@@ -583,7 +590,7 @@ def save_pretrained(model: Any, url: str, client: Optional[Client] = None,
     cfg = _config_json(model, config)
     if cfg is not None:
         c.put(bucket, _join(prefix, "config.json"), cfg.encode())
-    gen = getattr(model, "generation_config", None)
+    gen: Any = getattr(model, "generation_config", None)
     if hasattr(gen, "to_json_string"):
         c.put(bucket, _join(prefix, "generation_config.json"), gen.to_json_string().encode())
     weight_map, total = {}, 0
@@ -619,7 +626,7 @@ def _upload_order(names: Any) -> Any:
     return sorted(names, key=lambda n: (rank(n), n))
 
 
-def _threads(threads: int) -> Any:
+def _threads(threads: Optional[int]) -> int:
     """Requests in flight for many-file transfers: threads=, else from the host's CPUs."""
     return int(threads) if threads else max(2, min(16, os.cpu_count() or 2))
 
@@ -630,7 +637,7 @@ def upload_pretrained(local_dir: str, url: str, client: Optional[Client] = None,
     its subfolders included, under url: `threads` PUTs at once (default: from the CPU count,
     2 to 16), the index last. Returns the keys written."""
     c = _client(client)
-    threads = _threads(threads)
+    n_threads = _threads(threads)
     bucket, prefix = parse_url(url, need_key=False)
     files = []
     for root, _, fs in os.walk(local_dir):
@@ -649,7 +656,7 @@ def upload_pretrained(local_dir: str, url: str, client: Optional[Client] = None,
     order = _upload_order(files)
     last = [f for f in order if f == INDEX_NAME]
     body = [f for f in order if f != INDEX_NAME]
-    with cf.ThreadPoolExecutor(max(1, min(threads, len(body) or 1)),
+    with cf.ThreadPoolExecutor(max(1, min(n_threads, len(body) or 1)),
                                thread_name_prefix="wharf-up") as ex:
         keys = list(ex.map(put, body))
     return keys + [put(f) for f in last]
@@ -662,7 +669,7 @@ def download_pretrained(url: str, local_dir: str, client: Optional[Client] = Non
     config and tokenizer files for code that wants a path), `threads` GETs at once (default:
     from the CPU count, 2 to 16). Returns the local paths."""
     c = _client(client)
-    threads = _threads(threads)
+    n_threads = _threads(threads)
     bucket, prefix = parse_url(url, need_key=False)
     pre = prefix + "/" if prefix else ""
     objs = [o for o in c.list(bucket, pre or None)
@@ -692,6 +699,6 @@ def download_pretrained(url: str, local_dir: str, client: Optional[Client] = Non
             del out
         return path
 
-    with cf.ThreadPoolExecutor(max(1, min(threads, len(objs))),
+    with cf.ThreadPoolExecutor(max(1, min(n_threads, len(objs))),
                                thread_name_prefix="wharf-down") as ex:
         return list(ex.map(get, objs))
