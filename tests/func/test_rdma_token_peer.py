@@ -11,7 +11,7 @@ import pytest
 
 from s3raw import S3Raw
 import wharf
-from wharfd import ACCESS_KEY, REGION, SECRET_KEY, WharfServer, unique_bucket
+from wharfd import ACCESS_KEY, CTYPES_UNDER_ASAN, REGION, SECRET_KEY, WharfServer, unique_bucket
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,13 @@ def test_tcp_token_over_unix_socket_names_this_host_only(srv):
                     timeout=20)
     assert r.status == 403, r
     assert "not the requester's address" in r.headers.get("x-amz-error-message", ""), r.headers
-    # The client's own (loopback) tcp endpoint over the same socket moves the bytes.
+
+
+@pytest.mark.skipif(**CTYPES_UNDER_ASAN)
+def test_tcp_token_over_unix_socket_to_the_clients_own_endpoint_moves_bytes(srv):
+    """The client's own (loopback) tcp endpoint over the Unix socket moves the bytes."""
+    b = unique_bucket("tpeer")
+    S3Raw(srv.endpoint, unix_socket=srv.unix_socket).request("PUT", f"/{b}")
     c = wharf.Client(srv.endpoint, ACCESS_KEY, SECRET_KEY, region=REGION, provider="ofi+tcp",
                      unix_socket=srv.unix_socket)
     try:
