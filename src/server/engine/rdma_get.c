@@ -302,9 +302,7 @@ static void *get_direct_worker(void *arg)
 static wh_status_t get_direct_run(rdma_t *r, xfer_batch_t *b, const get_ext_t *ext, size_t n,
                                   uint64_t *crc, int *read_err)
 {
-    get_direct_t d = {.r = r, .b = b, .ext = ext, .n_ext = n, .reads_fd = n > 0};
-    for (size_t i = 0; i < n && d.reads_fd; i++) /* every extent's file, or none, is read */
-        d.reads_fd = xfer_batch_reads_fd(b, ext[i].fd);
+    get_direct_t d = {.r = r, .b = b, .ext = ext, .n_ext = n};
     wh_status_t st = WH_OK;
     d.map = calloc(n, sizeof *d.map);
     d.first = calloc(n + 1, sizeof *d.first);
@@ -312,6 +310,9 @@ static wh_status_t get_direct_run(rdma_t *r, xfer_batch_t *b, const get_ext_t *e
         st = WH_ERR_NOMEM;
         goto out;
     }
+    d.reads_fd = true; /* every extent's file is read by the transport, or none is */
+    for (size_t i = 0; i < n; i++)
+        d.reads_fd = d.reads_fd && xfer_batch_reads_fd(b, ext[i].fd);
     for (size_t i = 0; i < n; i++) {
         struct stat sb;
         if (fstat(ext[i].fd, &sb) != 0 || (uint64_t)sb.st_size < ext[i].off + ext[i].len) {
