@@ -689,9 +689,10 @@ void front_stop(front_t *s)
     if (tcp_ls != MHD_INVALID_SOCKET)
         close(tcp_ls);
     tcp_ls = MHD_INVALID_SOCKET;
+    /* s->unix_fd keeps its value (handlers read it, /health's socket header): closed once,
+     * here. */
     if (s->unix_fd >= 0)
         close(s->unix_fd);
-    s->unix_fd = -1;
     uint64_t deadline = wh_now_ns() + (uint64_t)s->cfg.shutdown_grace_s * 1000000000ULL;
     int64_t n;
     while ((n = atomic_load(&s->metrics.inflight)) > 0 && wh_now_ns() < deadline) {
@@ -721,8 +722,6 @@ void front_stop(front_t *s)
     conns_stop(s);
     if (tcp_ls != MHD_INVALID_SOCKET)
         close(tcp_ls);
-    if (s->unix_fd >= 0)
-        close(s->unix_fd);
     if (s->unix_path) {
         unlink(s->unix_path);
         free(s->unix_path);
