@@ -40,6 +40,8 @@ static xfer_t *open_server(const char *source)
 
 int main(void)
 {
+    /* These are the paths without the registration cache (test_cuda_regcache.c has it). */
+    setenv("WHARF_CUDA_REGCACHE", "0", 1);
     const char *lib = getenv("WHARF_LIBCUDA");
     void *h = lib ? dlopen(lib, RTLD_NOW) : NULL;
     int (*dev_alloc)(unsigned long long *, size_t) = h ? dlsym(h, "fakecuMemAlloc") : NULL;
