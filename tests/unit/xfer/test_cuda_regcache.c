@@ -7,6 +7,7 @@
  * the read path), and a driver that refuses to register. */
 #include "base/crc.h"
 #include "check.h"
+#include "cuda_fake.h"
 #include "xfer/cuda_regcache.h"
 #include "xfer/token.h"
 #include "xfer/xfer.h"
@@ -34,14 +35,7 @@ static xfer_t *open_server(const char *budget)
 {
     unsetenv("WHARF_CUDA_SOURCE");
     setenv("WHARF_CUDA_REGCACHE", budget, 1);
-    xfer_config_t cfg;
-    xfer_config_init(&cfg);
-    cfg.provider = "cuda+ipc";
-    cfg.role = XFER_ROLE_SERVER;
-    xfer_t *x = NULL;
-    if (xfer_open(&cfg, &x, g_err, sizeof g_err) != WH_OK)
-        fprintf(stderr, "  server open: %s\n", g_err);
-    return x;
+    return fake_cuda_server();
 }
 
 /* Files keep their names (the cache lets go of unlinked files) until unlink_all. */
@@ -99,18 +93,10 @@ int main(void)
     unsigned long long dptr = 0;
     CHECK(dev_alloc(&dptr, DEV_BYTES) == 0);
     g_dev = (uint8_t *)(uintptr_t)dptr;
-    xfer_config_t cc;
-    xfer_config_init(&cc);
-    cc.provider = "cuda+ipc";
-    cc.role = XFER_ROLE_CLIENT;
     xfer_t *cx = NULL;
-    CHECK(xfer_open(&cc, &cx, g_err, sizeof g_err) == WH_OK);
     xfer_mr_t *mr = NULL;
-    CHECK(xfer_mr_reg_device(cx, g_dev, DEV_BYTES, &mr, g_err, sizeof g_err) == WH_OK);
-    char tok[XFER_TOKEN_MAX_LEN + 1];
-    CHECK(xfer_token_pack(cx, mr, g_dev, DEV_BYTES, tok, sizeof tok) == WH_OK);
     xfer_token_t t;
-    CHECK(xfer_token_parse(tok, strlen(tok), &t, g_err, sizeof g_err) == WH_OK);
+    CHECK(fake_cuda_token(g_dev, DEV_BYTES, DEV_BYTES, &cx, &mr, &t));
     g_tgt = (xfer_target_t){.token = &t, .bind_pid = getpid()};
 
     size_t all = FILE_BYTES + 2 * 4096;
