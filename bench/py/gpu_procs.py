@@ -45,7 +45,9 @@ def worker(endpoint, unix_socket, keys, idx, obj, streams, cmd, res, barrier):
     try:
         c = wharf.Client(endpoint, cm.ACCESS_KEY, cm.SECRET_KEY, region=cm.REGION,
                          provider="ofi+shm", unix_socket=unix_socket, concurrency=8)
-        dsts = [torch.empty(obj, dtype=torch.uint8, device="cuda") for _ in keys]
+        # one allocation per process, so one CUDA IPC handle (the server keeps 32 open)
+        buf = torch.empty(len(keys) * obj, dtype=torch.uint8, device="cuda")
+        dsts = [buf[k * obj:(k + 1) * obj] for k in range(len(keys))]
 
         def get_all():
             errs, reps, it, lock = [], [], iter(range(len(keys))), threading.Lock()
@@ -72,8 +74,7 @@ def worker(endpoint, unix_socket, keys, idx, obj, streams, cmd, res, barrier):
         get_all()  # warm-up: IPC handles opened, connections made
         res.put(("ready", None))
         while cmd.get() == "go":
-            for d in dsts:
-                d.zero_()
+            buf.zero_()
             torch.cuda.synchronize()
             barrier.wait(timeout=120)
             t0 = time.monotonic()
