@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The wharfd roles: the cluster roles' command lines (roles.c), dispatched from main.c, and what
- * the three role mains (serve, gateway, storage) share: one option parser, one listen parser,
+/* The wharfd roles: the cluster roles' command lines (roles.c), dispatched from commands.c, and
+ * what the three role mains (serve, gateway, storage) share: one option parser, one listen parser,
  * one usage error, one signal wait, and the one place an S3 front is assembled. */
 #ifndef WH_ROLES_ROLES_H
 #define WH_ROLES_ROLES_H
@@ -12,9 +12,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
+/* `wharfd serve` (serve.c): one server with its own data and metadata. */
+int role_serve_main(int argc, char **argv);
 int role_storage_main(int argc, char **argv);
 int role_gateway_main(int argc, char **argv);
+/* wharfd's main (commands.c): runs the command argv[1] names, from its table of commands. */
+int role_wharfd_main(int argc, char **argv);
+/* `wharfd --help` (commands.c: the table's command lines, then role_serve_help). */
+void role_wharfd_usage(FILE *f);
+/* The rest of `wharfd --help`: serve's options and those the roles share (serve.c). */
+void role_serve_help(FILE *f);
 /* `wharfd user ...` and `wharfd key ...` (user_cmd.c); argv[1] is "user" or "key". */
 int role_user_main(int argc, char **argv);
 /* `wharfd node list|drain|remove` (node_cmd.c). */

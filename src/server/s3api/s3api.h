@@ -3,8 +3,8 @@
  * configuration and IAM handlers and what every handler shares (answers, authorization,
  * encryption, versions, ACLs, Object Lock, tagging) are the layer below (s3ctl/s3ctl.h).
  *
- *   s3api.c     the front_ops table (route.h), the dispatch (begin, finish, one reply sender)
- *               and s3api_app, the S3 API as the front serves it
+ *   app.c       the front_ops table (route.h) and s3api_app, the S3 API as the front serves it
+ *   s3api.c     the dispatch (begin, finish, one reply sender)
  *   object_read.c   GetObject, HeadObject
  *   object_write.c  PutObject, CopyObject, DeleteObject, DeleteObjects
  *   rdma_ops.c   the x-amz-rdma-token data path for PUT and UploadPart, and RDMA refusals
@@ -30,7 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The S3 API as the front serves it: its routing table and its steps (s3api.c). The roles
+/* The S3 API as the front serves it: its routing table and its steps (app.c, s3api.c). The roles
  * hand it to front_start. */
 extern const front_app_ops_t s3api_app;
 extern const front_op_t front_ops[];

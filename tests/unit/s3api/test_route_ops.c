@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The front_ops table (s3api.c) as the router uses it: every row is reachable, rows and APIs
+/* The front_ops table (app.c) as the router uses it: every row is reachable, rows and APIs
  * agree, the body kinds and RDMA permissions are the ones the protocol defines, and request
  * parsing limits (query parameter count, value forms) hold. */
 #include "check.h"
