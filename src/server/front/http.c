@@ -615,9 +615,21 @@ static void request_front(front_req_t *r)
         return;
     }
     if (r->route.api == FRONT_API_NOT_IMPLEMENTED) {
-        char m[160];
-        snprintf(m, sizeof m, "the ?%s sub-resource is not implemented by wharfd",
-                 r->route.unsupported ? r->route.unsupported : "?");
+        const char *u = r->route.unsupported ? r->route.unsupported : "?";
+        if (strcmp(u, "torrent") == 0 && r->route.key && strcmp(r->method, "GET") == 0) {
+            /* S3 keeps no torrent for most objects either: NoSuchKey, as it answers. */
+            front_reply_err(r, S3_ERR_NO_SUCH_KEY,
+                            "no torrent file exists for this object: wharfd does not "
+                            "serve objects over BitTorrent (GetObjectTorrent)");
+            return;
+        }
+        char m[200];
+        if (strcmp(u, "select") == 0)
+            snprintf(m, sizeof m,
+                     "S3 Select (SelectObjectContent) is not implemented by wharfd; AWS closed "
+                     "it to new customers in 2024: read the object and filter it client-side");
+        else
+            snprintf(m, sizeof m, "the ?%s sub-resource is not implemented by wharfd", u);
         front_reply_err(r, S3_ERR_NOT_IMPLEMENTED, m);
         return;
     }
