@@ -7,15 +7,20 @@
 - An OPTIONS preflight is answered by the bucket's CORS rules without authentication, also on
   a presigned URL (its X-Amz-* query is not verified): 200 with Access-Control-* when a rule
   matches, 403 otherwise.
+- A bucket policy naming a service principal ({"Service": "logging.s3.amazonaws.com"}, the
+  target-bucket policy AWS documents for server access logging) is accepted and grants no
+  request of wharf's.
 """
 import datetime
 import http.client
+import json
 import re
 import urllib.parse
 
 import boto3
 import pytest
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from wharfd import ACCESS_KEY, REGION, SECRET_KEY, WharfServer, unique_bucket
 
@@ -124,3 +129,36 @@ def test_preflight_on_presigned_url_needs_no_auth(srv, s3):
     assert st == 200, body
     # And the preflight creates nothing.
     assert s3.list_objects_v2(Bucket=b)["KeyCount"] == 0
+
+
+def test_logging_target_policy_with_service_principal(s3):
+    """The target-bucket policy AWS documents for server access logging names the service
+    principal logging.s3.amazonaws.com: accepted and kept; it grants no wharf principal."""
+    b = unique_bucket("log-target")
+    s3.create_bucket(Bucket=b)
+    pol = {"Version": "2012-10-17", "Statement": [{
+        "Sid": "S3ServerAccessLogsPolicy", "Effect": "Allow",
+        "Principal": {"Service": "logging.s3.amazonaws.com"},
+        "Action": ["s3:PutObject"], "Resource": f"arn:aws:s3:::{b}/logs/*"}]}
+    s3.put_bucket_policy(Bucket=b, Policy=json.dumps(pol))
+    assert json.loads(s3.get_bucket_policy(Bucket=b)["Policy"])["Statement"][0]["Principal"] == \
+        {"Service": "logging.s3.amazonaws.com"}
+    # Not public: the service principal is nobody's request here.
+    assert s3.get_bucket_policy_status(Bucket=b)["PolicyStatus"]["IsPublic"] is False
+    st, _, _ = _anon_put(s3, b, "logs/x")
+    assert st == 403
+    bad = dict(pol, Statement=[dict(pol["Statement"][0], Principal={"Service": "Not A Name"})])
+    with pytest.raises(ClientError) as e:
+        s3.put_bucket_policy(Bucket=b, Policy=json.dumps(bad))
+    assert e.value.response["Error"]["Code"] == "MalformedPolicy"
+
+
+def _anon_put(s3, bucket, key):
+    u = urllib.parse.urlsplit(s3.meta.endpoint_url)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    try:
+        c.request("PUT", f"/{bucket}/{key}", body=b"x")
+        r = c.getresponse()
+        return r.status, dict(r.getheaders()), r.read()
+    finally:
+        c.close()

@@ -104,9 +104,12 @@ static void test_parse_errors(void)
                       "\"arn:aws:iam::12:user/x\"},\"Action\":\"s3:GetObject\",\"Resource\":"
                       "\"*\"}}",
                       "Invalid principal"));
-    CHECK(parse_fails("{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"Service\":"
+    CHECK(parse_fails("{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"Federated\":"
                       "\"x\"},\"Action\":\"s3:GetObject\",\"Resource\":\"*\"}}",
-                      "unsupported principal type \"Service\""));
+                      "unsupported principal type \"Federated\""));
+    CHECK(parse_fails("{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"Service\":"
+                      "\"Bad Name\"},\"Action\":\"s3:GetObject\",\"Resource\":\"*\"}}",
+                      "Invalid principal in policy: Service"));
     CHECK(parse_fails("{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":"
                       "\"ec2:Run\",\"Resource\":\"*\"}}",
                       "invalid action \"ec2:Run\""));
