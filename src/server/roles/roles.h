@@ -40,6 +40,7 @@ int role_node_status(struct meta *m, bool json, wh_sbuf_t *b);
 typedef struct role_common {
     const char *cmd;    /* "serve", "gateway", "storage": for the --help hint */
     const char *region; /* NULL: the default */
+    bool sigv2_off;     /* --sigv2 off */
     wh_log_level_t log_level;
     const char *providers; /* NULL: the default */
     uint64_t rdma_mem;     /* 0: the default */
@@ -78,7 +79,8 @@ enum {
     ROLE_OPT_IDLE_TIMEOUT,
     ROLE_OPT_HEADER_TIMEOUT,
     ROLE_OPT_MAX_UPLOADS,
-    ROLE_OPT_MAX_BUCKETS
+    ROLE_OPT_MAX_BUCKETS,
+    ROLE_OPT_SIGV2
 };
 /* clang-format off */
 #define ROLE_OPTS_RDMA \
@@ -101,7 +103,8 @@ enum {
     {"idle-timeout", required_argument, NULL, ROLE_OPT_IDLE_TIMEOUT}, \
     {"header-timeout", required_argument, NULL, ROLE_OPT_HEADER_TIMEOUT}, \
     {"max-uploads", required_argument, NULL, ROLE_OPT_MAX_UPLOADS}, \
-    {"max-buckets", required_argument, NULL, ROLE_OPT_MAX_BUCKETS}
+    {"max-buckets", required_argument, NULL, ROLE_OPT_MAX_BUCKETS}, \
+    {"sigv2", required_argument, NULL, ROLE_OPT_SIGV2}
 #define ROLE_OPTS_TLS \
     {"tls-cert", required_argument, NULL, ROLE_OPT_TLS_CERT}, \
     {"tls-key", required_argument, NULL, ROLE_OPT_TLS_KEY}

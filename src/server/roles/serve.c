@@ -34,6 +34,7 @@ void role_serve_help(FILE *f)
             "                       \"none\" disables it). Peers proven over it (SO_PEERCRED)\n"
             "                       may use the same-host shm transport.\n"
             "  --region NAME        S3 region (default us-east-1)\n"
+            "  --sigv2 on|off       serve AWS Signature Version 2 requests (default on)\n"
             "  --log-level LEVEL    error, warn, info (default), debug, trace\n"
             "  --providers LIST     RDMA providers, comma-separated: shm,tcp (default) or none\n"
             "  --rdma-mem SIZE      registered buffer budget for RDMA (default: 1/64 of RAM,\n"

@@ -12,6 +12,7 @@
  *   bconfig.c   bucket tagging, encryption, CORS, PublicAccessBlock, OwnershipControls,
  *                  lifecycle configuration
  *   lifecycle_run.c the lifecycle worker
+ *   lifecycle_hdr.c the x-amz-expiration header of object replies
  *   lock.c      Object Lock: the bucket's configuration, a version's retention and legal hold
  *   tagging.c   object tagging
  *   iam.c          the IAM API (users, access keys, inline user policies) */
@@ -308,6 +309,12 @@ wh_status_t s3h_lc_start(store_t *st, const _Atomic unsigned *period_s, s3h_lc_t
 void s3h_lc_stop(s3h_lc_t *lc); /* NULL-safe; waits for a pass under way to stop */
 /* Its counters, in the Prometheus text form (NULL: nothing). */
 void s3h_lc_metrics(s3h_lc_t *lc, wh_sbuf_t *out);
+
+/* lifecycle_hdr.c: x-amz-expiration on o when a lifecycle rule of the request's bucket will
+ * expire the current version key (size bytes, of time mtime, tags in the stored query form or
+ * NULL). Nothing when none does or the document cannot be read. */
+void s3h_lc_expiration_header(front_req_t *r, s3h_out_t *o, const char *key, uint64_t size,
+                              time_t mtime, const char *tags);
 
 /* bconfig.c: the bucket configurations kept beside the bucket's row (store_bucket_attr_*), one
  * kind each. A new kind is a row of bconfig.c's table and three front_ops rows naming

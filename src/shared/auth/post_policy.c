@@ -30,9 +30,11 @@ static int parse_expiration(const char *s, time_t *out)
     return 0;
 }
 
+/* As AWS lists them; AWSAccessKeyId and signature are the Signature Version 2 form's. */
 static bool exempt(const char *name)
 {
     return strcasecmp(name, "policy") == 0 || strcasecmp(name, "x-amz-signature") == 0 ||
+           strcasecmp(name, "awsaccesskeyid") == 0 || strcasecmp(name, "signature") == 0 ||
            strcasecmp(name, "file") == 0 || strncasecmp(name, "x-ignore-", 9) == 0;
 }
 

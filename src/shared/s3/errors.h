@@ -116,7 +116,11 @@
     X(S3_ERR_NO_SUCH_OBJECT_LOCK, "NoSuchObjectLockConfiguration", 404,                            \
       "The specified object does not have a ObjectLock configuration")                             \
     X(S3_ERR_INVALID_POLICY_DOCUMENT, "InvalidPolicyDocument", 400,                                \
-      "The content of the form does not meet the conditions specified in the policy document.")
+      "The content of the form does not meet the conditions specified in the policy document.")    \
+    X(S3_ERR_UNRESOLVABLE_EMAIL, "UnresolvableGrantByEmailAddress", 400,                           \
+      "The email address you provided does not match any account on record.")                      \
+    X(S3_ERR_INVALID_RETENTION_PERIOD, "InvalidRetentionPeriod", 400,                              \
+      "The retention period must be a positive integer.")
 
 typedef enum {
 #define S3_ERR_ENUM_(e, c, h, m) e,

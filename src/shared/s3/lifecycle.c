@@ -539,6 +539,14 @@ void s3_lc_format(const s3_lc_t *c, wh_sbuf_t *b, const char *xmlns)
 
 /* ---- matching ---- */
 
+int64_t s3_lc_due(int64_t since, int64_t days, int64_t day_s)
+{
+    int64_t t = since + days * day_s;
+    if (day_s == 86400 && t % 86400 != 0)
+        t += 86400 - (t % 86400 + 86400) % 86400;
+    return t;
+}
+
 bool s3_lc_rule_needs_tags(const s3_lc_rule_t *r)
 {
     return r->ntags > 0;

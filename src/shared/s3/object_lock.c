@@ -171,16 +171,20 @@ static void cfg_elem(lk_x_t *x, const char *f, const char *t, size_t len)
         }
         c->mode = m;
     } else if (!strcmp(f, "Rule/DefaultRetention/Days")) {
-        if (c->days || positive(t, len, S3_LOCK_MAX_DAYS, &c->days) != 0)
-            LK_FAIL(x, S3_ERR_INVALID_ARGUMENT,
+        if (c->days)
+            LK_FAIL(x, S3_ERR_MALFORMED_XML, "DefaultRetention/Days is given twice");
+        else if (positive(t, len, S3_LOCK_MAX_DAYS, &c->days) != 0)
+            LK_FAIL(x, S3_ERR_INVALID_RETENTION_PERIOD,
                     "Default retention period must be a positive "
-                    "integer value of days, at most %d, given once (got \"%.*s\")",
+                    "integer value of days, at most %d (got \"%.*s\")",
                     S3_LOCK_MAX_DAYS, LK_SHOW(len), t);
     } else if (!strcmp(f, "Rule/DefaultRetention/Years")) {
-        if (c->years || positive(t, len, S3_LOCK_MAX_YEARS, &c->years) != 0)
-            LK_FAIL(x, S3_ERR_INVALID_ARGUMENT,
+        if (c->years)
+            LK_FAIL(x, S3_ERR_MALFORMED_XML, "DefaultRetention/Years is given twice");
+        else if (positive(t, len, S3_LOCK_MAX_YEARS, &c->years) != 0)
+            LK_FAIL(x, S3_ERR_INVALID_RETENTION_PERIOD,
                     "Default retention period must be a positive "
-                    "integer value of years, at most %d, given once (got \"%.*s\")",
+                    "integer value of years, at most %d (got \"%.*s\")",
                     S3_LOCK_MAX_YEARS, LK_SHOW(len), t);
     } else {
         LK_FAIL(x, S3_ERR_MALFORMED_XML, "unknown ObjectLockConfiguration element %s", f);
