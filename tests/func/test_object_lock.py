@@ -269,11 +269,18 @@ def test_compliance_retention(s3):
     s3.put_object_retention(Bucket=b, Key="c", VersionId=v, Retention={
         "Mode": "COMPLIANCE", "RetainUntilDate": longer})
     assert s3.head_object(Bucket=b, Key="c", VersionId=v)["ObjectLockRetainUntilDate"] == longer
-    # GOVERNANCE may become COMPLIANCE without a bypass
+    # GOVERNANCE becomes COMPLIANCE only with the bypass (S3: a change of mode changes the
+    # GOVERNANCE retention), then stays
     g = s3.put_object(Bucket=b, Key="g", Body=b"g", ObjectLockMode="GOVERNANCE",
                       ObjectLockRetainUntilDate=until)["VersionId"]
-    s3.put_object_retention(Bucket=b, Key="g", VersionId=g, Retention={
-        "Mode": "COMPLIANCE", "RetainUntilDate": until})
+    with pytest.raises(ClientError) as e:
+        s3.put_object_retention(Bucket=b, Key="g", VersionId=g, Retention={
+            "Mode": "COMPLIANCE", "RetainUntilDate": until})
+    assert status(e) == 403 and code(e) == "AccessDenied"
+    assert s3.head_object(Bucket=b, Key="g", VersionId=g)["ObjectLockMode"] == "GOVERNANCE"
+    s3.put_object_retention(Bucket=b, Key="g", VersionId=g, BypassGovernanceRetention=True,
+                            Retention={"Mode": "COMPLIANCE", "RetainUntilDate": until})
+    assert s3.head_object(Bucket=b, Key="g", VersionId=g)["ObjectLockMode"] == "COMPLIANCE"
     assert_locked_delete(s3, b, "g", g, BypassGovernanceRetention=True)
     # a past date is refused
     with pytest.raises(ClientError) as e:
