@@ -122,6 +122,9 @@ int s3api_mpu_part_query(front_req_t *r, s3h_out_t *o);
 /* ---- handler steps (the front_ops rows) --------------------------------------------------- */
 
 int s3api_read_object(front_req_t *r, s3h_out_t *o);
+/* object_scatter.c: POST ?x-wharf-scatter=1, the scatter GET */
+int s3api_scatter_begin(front_req_t *r, s3h_out_t *o);
+int s3api_scatter_finish(front_req_t *r, s3h_out_t *o);
 
 int s3api_write_put_begin(front_req_t *r, s3h_out_t *o);
 int s3api_write_put_finish(front_req_t *r, s3h_out_t *o);
