@@ -586,8 +586,10 @@ class Client:
             reg = self._acquire(b, cache)
         try:
             st = lib.wharf_object_get_scatter(h, _enc(bucket, "bucket"), _enc(key, "key"),
-                                              b.addr or None, b.nbytes, w.ctypes.data, n,
-                                              out.ctypes.data, ctypes.byref(opts),
+                                              b.addr or None, b.nbytes,
+                                              w.ctypes.data_as(ctypes.POINTER(_lib.CWindow)), n,
+                                              out.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
+                                              ctypes.byref(opts),
                                               ctypes.byref(rep))
         finally:
             if reg is not None:
