@@ -82,6 +82,29 @@ def runs(items: Sequence[Tuple[Any, int, int]], max_gap: int, small: int,
     return out
 
 
+def scatter_runs(items: Sequence[Tuple[Any, int, int]], small: int, max_bytes: int,
+                 max_windows: int) -> List[Tuple[int, int]]:
+    """[(i, j)] as runs(), for a client with the scatter GET (Client.get_scatter): smaller
+    items of one object share one request whatever the gaps between them, since a scatter
+    GET moves only the items' own bytes; each run holds at most max_windows items and
+    max_bytes of their bytes. An item of small bytes or more stays alone."""
+    out: List[Tuple[int, int]] = []
+    i = 0
+    while i < len(items):
+        if items[i][2] >= small:
+            out.append((i, i + 1))
+            i += 1
+            continue
+        j, tot = i, 0
+        while (j < len(items) and items[j][0] == items[i][0] and items[j][2] < small
+               and j - i < max_windows and (j == i or tot + items[j][2] <= max_bytes)):
+            tot += items[j][2]
+            j += 1
+        out.append((i, j))
+        i = j
+    return out
+
+
 class ObjectReader(io.RawIOBase):
     """A read-only, seekable file over one object (see the module doc for reader). size:
     the object's length (a HEAD when not given). stats: gets (GETs made) and bytes (fetched),

@@ -183,3 +183,10 @@ def test_bounds_and_syntax(wharfd, obj):
     r = raw.request("POST", f"/{bucket}/obj", query={"x-wharf-scatter": "2"},
                     headers={"x-amz-rdma-token": TOKEN}, body=windows_body([(0, 1, 0)]))
     refused(r, 400, "InvalidArgument", "version 1")
+
+
+def test_scatter_query_on_a_get_is_not_a_plain_get(wharfd, obj):
+    """GET ?x-wharf-scatter must not be served as a plain GET of the whole object."""
+    bucket, _ = obj
+    r = S3Raw(wharfd.endpoint).request("GET", f"/{bucket}/obj", query={"x-wharf-scatter": "1"})
+    assert r.status == 405, r

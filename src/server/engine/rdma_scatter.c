@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Scatter GET (rdma_scatter.h): the windows of one object into one token's region.
  *
- * Direct batches (bound shm, GPU memory) with a file: copy threads, as rdma_get.c's direct
- * path, each take the next window, checksum it inside the copy and write it from a mapping of
- * the file straight to its destination. Everything else (fabric providers, and any source that
- * is not one plain file, e.g. an encrypted object decrypted by its reader): one thread packs
- * window after window into the pool's registered buffers (read, crc) and posts each piece to
- * its destination, so many small windows share a buffer and one completion wait. */
+ * Direct batches (bound shm, GPU memory) with files: copy threads, as rdma_get.c's direct
+ * path, each take the next piece, checksum it inside the copy and write it from a mapping of
+ * its file (each file mapped once) straight to its destination. Everything else (fabric
+ * providers, and a source that is not files, e.g. an encrypted object decrypted by its
+ * reader): one thread packs piece after piece into the pool's registered buffers (read, crc)
+ * and posts each to its destination, so many small windows share a buffer and one completion
+ * wait. Per-piece crcs are combined into per-window ones at the end. */
 #include "engine/rdma_int.h"
 #include "engine/rdma_scatter.h"
 #include "base/log.h"
@@ -19,14 +20,27 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#ifdef MADV_POPULATE_READ
+#define SCAT_MADV_POPULATE_READ MADV_POPULATE_READ
+#else
+#define SCAT_MADV_POPULATE_READ 22 /* Linux 5.14; older kernels answer EINVAL: faults instead */
+#endif
+
+/* A file the pieces read, mapped once from offset 0 to the furthest byte they need. */
+typedef struct scat_file {
+    int fd;
+    uint64_t end;
+    const uint8_t *map; /* NULL: the batch reads the fd itself */
+} scat_file_t;
+
 typedef struct scat_direct {
     xfer_batch_t *b;
-    const uint8_t *map; /* the file from offset 0 (NULL when the batch reads the fd itself) */
-    int fd;
-    const xfer_window_t *w;
-    size_t n;
-    uint64_t *crcs;
-    uint64_t next;  /* next window (atomic) */
+    const rdma_scatter_piece_t *p;
+    size_t np;
+    const size_t *file; /* per piece: its scat_file_t */
+    const scat_file_t *files;
+    uint64_t *crc;  /* per piece */
+    uint64_t next;  /* next piece (atomic) */
     wh_status_t st; /* first failure (atomic) */
 } scat_direct_t;
 
@@ -35,23 +49,26 @@ static void *scat_direct_worker(void *arg)
     scat_direct_t *d = arg;
     for (;;) {
         uint64_t k = __atomic_fetch_add(&d->next, 1, __ATOMIC_RELAXED);
-        if (k >= d->n || __atomic_load_n(&d->st, __ATOMIC_RELAXED) != WH_OK)
+        if (k >= d->np || __atomic_load_n(&d->st, __ATOMIC_RELAXED) != WH_OK)
             break;
-        const xfer_window_t *w = &d->w[k];
+        const rdma_scatter_piece_t *p = &d->p[k];
+        const scat_file_t *f = &d->files[d->file[k]];
         wh_status_t st = WH_OK;
-        if (w->len == 0) {
-            d->crcs[k] = 0;
+        d->crc[k] = 0;
+        if (p->len == 0)
             continue;
-        }
-        if (!d->map) {
-            st = xfer_batch_post_fd_crc(d->b, d->fd, w->off, (size_t)w->len, w->dst, &d->crcs[k]);
+        if (!f->map) {
+            st = xfer_batch_post_fd_crc(d->b, f->fd, p->off, (size_t)p->len, p->dst, &d->crc[k]);
         } else {
-            const uint8_t *src = d->map + w->off;
-            st = xfer_batch_post_crc(d->b, src, (size_t)w->len, w->dst, &d->crcs[k]);
+            const uint8_t *src = f->map + p->off;
+            /* The piece's page tables in one call, not a fault per page inside the copy. */
+            uintptr_t pa = (uintptr_t)src & ~(uintptr_t)4095;
+            madvise((void *)pa, (uintptr_t)src + p->len - pa, SCAT_MADV_POPULATE_READ);
+            st = xfer_batch_post_crc(d->b, src, (size_t)p->len, p->dst, &d->crc[k]);
             if (st == WH_ERR_UNSUPPORTED) {
-                d->crcs[k] = wh_crc64nvme(0, src, (size_t)w->len);
+                d->crc[k] = wh_crc64nvme(0, src, (size_t)p->len);
                 st = xfer_batch_post(d->b, XFER_OP_WRITE, NULL, (void *)(uintptr_t)src,
-                                     (size_t)w->len, w->dst, 0);
+                                     (size_t)p->len, p->dst, 0);
             }
         }
         if (st != WH_OK) {
@@ -63,64 +80,72 @@ static void *scat_direct_worker(void *arg)
     return NULL;
 }
 
-static wh_status_t scat_direct_run(rdma_t *r, xfer_batch_t *b, int fd, const xfer_window_t *w,
-                                   size_t n, uint64_t *crcs, int *read_err)
+static wh_status_t scat_direct_run(rdma_t *r, xfer_batch_t *b, const rdma_scatter_piece_t *p,
+                                   size_t np, uint64_t *crc, int *read_err)
 {
-    uint64_t end = 0;
-    for (size_t i = 0; i < n; i++)
-        end = WH_MAX(end, w[i].off + w[i].len);
-    scat_direct_t d = {.b = b, .fd = fd, .w = w, .n = n, .crcs = crcs};
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size < end) {
-        *read_err = EIO;
-        return WH_ERR_IO;
+    scat_file_t *files = calloc(np ? np : 1, sizeof *files);
+    size_t *file = calloc(np ? np : 1, sizeof *file), nf = 0;
+    wh_status_t st = WH_OK;
+    if (!files || !file) {
+        st = WH_ERR_NOMEM;
+        goto out;
     }
-    void *m = NULL;
-    if (end && !xfer_batch_reads_fd(b, fd)) {
-        m = mmap(NULL, (size_t)end, PROT_READ, MAP_SHARED, fd, 0);
+    /* The distinct files (a composed object has one per part: few), each mapped once. */
+    for (size_t i = 0; i < np; i++) {
+        size_t k = 0;
+        while (k < nf && files[k].fd != p[i].fd)
+            k++;
+        if (k == nf)
+            files[nf++] = (scat_file_t){.fd = p[i].fd};
+        files[k].end = WH_MAX(files[k].end, p[i].off + p[i].len);
+        file[i] = k;
+    }
+    for (size_t k = 0; k < nf; k++) {
+        struct stat sb;
+        if (fstat(files[k].fd, &sb) != 0 || (uint64_t)sb.st_size < files[k].end) {
+            *read_err = EIO;
+            st = WH_ERR_IO;
+            goto out;
+        }
+        if (!files[k].end || xfer_batch_reads_fd(b, files[k].fd))
+            continue;
+        void *m = mmap(NULL, (size_t)files[k].end, PROT_READ, MAP_SHARED, files[k].fd, 0);
         if (m == MAP_FAILED) {
             *read_err = errno;
-            return WH_ERR_IO;
+            st = WH_ERR_IO;
+            goto out;
         }
-        d.map = m;
+        files[k].map = m;
     }
+    scat_direct_t d = {.b = b, .p = p, .np = np, .file = file, .files = files, .crc = crc};
     pthread_t th[RDMA_DIRECT_MAX_THREADS];
     unsigned nth = 0, active = __atomic_add_fetch(&r->direct_active, 1, __ATOMIC_ACQ_REL);
     unsigned want = r->copy_threads / active;
     if (want < 1)
         want = 1;
-    for (unsigned i = 1; i < want && i < n; i++)
+    for (unsigned i = 1; i < want && i < np; i++)
         if (pthread_create(&th[nth], NULL, scat_direct_worker, &d) == 0)
             nth++;
     scat_direct_worker(&d);
     for (unsigned i = 0; i < nth; i++)
         pthread_join(th[i], NULL);
     __atomic_sub_fetch(&r->direct_active, 1, __ATOMIC_ACQ_REL);
-    if (m)
-        munmap(m, (size_t)end);
-    return d.st;
+    st = d.st;
+out:
+    if (files)
+        for (size_t k = 0; k < nf; k++)
+            if (files[k].map)
+                munmap((void *)(uintptr_t)files[k].map, (size_t)files[k].end);
+    free(files);
+    free(file);
+    return st;
 }
 
-/* Reads n bytes at `at` of the object into p. Returns WH_OK or the failure (*read_err set for
- * a file's errno). */
-static wh_status_t scat_read(int fd, rdma_read_cb read, void *arg, uint8_t *p, size_t n,
-                             uint64_t at, int *read_err)
-{
-    if (fd < 0)
-        return read(arg, p, n, at);
-    int rc = wh_pread_all(fd, p, n, at);
-    if (rc != 0) {
-        *read_err = -rc;
-        return WH_ERR_IO;
-    }
-    return WH_OK;
-}
-
-/* Staged: pool buffers, filled window by window and posted piece by piece; a buffer is reused
- * once the posts from it have completed (xfer_batch_wait on its tag). */
-static wh_status_t scat_staged_run(rdma_t *r, rdma_xfer_t *t, int fd, rdma_read_cb read, void *arg,
-                                   const xfer_window_t *w, size_t n, uint64_t *crcs, int *read_err,
-                                   wh_status_t *src_st, rdma_result_t *res)
+/* Staged: pool buffers, filled piece by piece and posted; a buffer is reused once the posts
+ * from it have completed (xfer_batch_wait on its tag). */
+static wh_status_t scat_staged_run(rdma_t *r, rdma_xfer_t *t, const rdma_scatter_piece_t *p,
+                                   size_t np, rdma_read_cb read, void *arg, uint64_t *crc,
+                                   int *read_err, wh_status_t *src_st, rdma_result_t *res)
 {
     unsigned want = (unsigned)WH_MIN((uint64_t)r->cfg.window + 2, (uint64_t)RDMA_MAX_SLOTS);
     if (rdma_pool_take(r, t->late, want, res) == 0)
@@ -131,9 +156,9 @@ static wh_status_t scat_staged_run(rdma_t *r, rdma_xfer_t *t, int fd, rdma_read_
     size_t pos = 0, cap = r->buf_len;
     uint8_t *buf = rdma_pool_buf(r, t->late->idx[0]);
     wh_status_t st = WH_OK;
-    for (size_t i = 0; i < n && st == WH_OK; i++) {
-        uint64_t crc = 0;
-        for (uint64_t done = 0; done < w[i].len && st == WH_OK;) {
+    for (size_t i = 0; i < np && st == WH_OK; i++) {
+        uint64_t c = 0;
+        for (uint64_t done = 0; done < p[i].len && st == WH_OK;) {
             if (pos == cap) { /* the next buffer, once its posts have landed */
                 used[s] = true;
                 s = (s + 1) % nslots;
@@ -142,19 +167,29 @@ static wh_status_t scat_staged_run(rdma_t *r, rdma_xfer_t *t, int fd, rdma_read_
                 buf = rdma_pool_buf(r, t->late->idx[s]);
                 pos = 0;
             }
-            size_t k = (size_t)WH_MIN((uint64_t)(cap - pos), w[i].len - done);
-            wh_status_t rs = scat_read(fd, read, arg, buf + pos, k, w[i].off + done, read_err);
+            size_t k = (size_t)WH_MIN((uint64_t)(cap - pos), p[i].len - done);
+            uint64_t at = p[i].off + done;
+            wh_status_t rs = WH_OK;
+            if (p[i].fd < 0) {
+                rs = read ? read(arg, buf + pos, k, at) : WH_ERR_INVALID;
+            } else {
+                int rc = wh_pread_all(p[i].fd, buf + pos, k, at);
+                if (rc != 0) {
+                    *read_err = -rc;
+                    rs = WH_ERR_IO;
+                }
+            }
             if (rs != WH_OK) {
-                *src_st = rs;
+                *src_st = *read_err ? WH_OK : rs;
                 st = rs;
                 break;
             }
-            crc = wh_crc64nvme(crc, buf + pos, k);
-            st = xfer_batch_post(t->b, XFER_OP_WRITE, t->g->mr, buf + pos, k, w[i].dst + done, s);
+            c = wh_crc64nvme(c, buf + pos, k);
+            st = xfer_batch_post(t->b, XFER_OP_WRITE, t->g->mr, buf + pos, k, p[i].dst + done, s);
             pos += k;
             done += k;
         }
-        crcs[i] = crc;
+        crc[i] = c;
     }
     if (st == WH_OK)
         st = xfer_batch_wait(t->b, XFER_TAG_ALL);
@@ -162,26 +197,31 @@ static wh_status_t scat_staged_run(rdma_t *r, rdma_xfer_t *t, int fd, rdma_read_
 }
 
 wh_status_t rdma_scatter_get(rdma_t *r, const xfer_token_arg_t *token, const wh_peer_t *peer,
-                             int fd, rdma_read_cb read, void *arg, const xfer_window_t *w, size_t n,
-                             uint64_t *crcs, rdma_result_t *res)
+                             const rdma_scatter_piece_t *p, size_t np, size_t nwin,
+                             rdma_read_cb read, void *arg, uint64_t *crcs, rdma_result_t *res)
 {
     uint64_t need = 0, total = 0;
-    for (size_t i = 0; i < n; i++) {
-        need = WH_MAX(need, w[i].dst + w[i].len);
-        total += w[i].len;
+    bool files = true;
+    for (size_t i = 0; i < np; i++) {
+        need = WH_MAX(need, p[i].dst + p[i].len);
+        total += p[i].len;
+        files = files && p[i].fd >= 0;
     }
-    if (fd < 0 && !read) {
-        rdma_res_set(res, 500, "InternalError", "no source to read the object from");
-        return WH_ERR_INVALID;
+    uint64_t *crc = calloc(np ? np : 1, sizeof *crc);
+    if (!crc) {
+        rdma_res_set(res, 500, "InternalError", "out of memory");
+        return WH_ERR_NOMEM;
     }
     rdma_xfer_t t;
     if (!rdma_vet(r, token, peer, need, &t, res)) {
         rdma_end(&t);
+        free(crc);
         return res->http_status == 501 ? WH_ERR_DECLINED : WH_ERR_INVALID;
     }
-    rdma_prov_t *p = t.p;
+    rdma_prov_t *prov = t.p;
     if (!(t.late = calloc(1, sizeof *t.late))) {
         rdma_end(&t);
+        free(crc);
         rdma_res_set(res, 500, "InternalError", "out of memory");
         return WH_ERR_NOMEM;
     }
@@ -190,21 +230,30 @@ wh_status_t rdma_scatter_get(rdma_t *r, const xfer_token_arg_t *token, const wh_
     wh_status_t st = rdma_begin(&t, peer, res);
     if (st != WH_OK) {
         rdma_end(&t);
+        free(crc);
         return st;
     }
     int read_err = 0;
     wh_status_t src_st = WH_OK;
-    if (xfer_batch_direct(t.b) && fd >= 0)
-        st = scat_direct_run(r, t.b, fd, w, n, crcs, &read_err);
+    if (xfer_batch_direct(t.b) && files)
+        st = scat_direct_run(r, t.b, p, np, crc, &read_err);
     else
-        st = scat_staged_run(r, &t, fd, read, arg, w, n, crcs, &read_err, &src_st, res);
+        st = scat_staged_run(r, &t, p, np, read, arg, crc, &read_err, &src_st, res);
     uint64_t moved = xfer_batch_bytes(t.b);
     if (st == WH_OK && moved == total) {
         res->http_status = 200;
         res->bytes = moved;
-        res->provider = p->short_name;
-        atomic_fetch_add(&p->write_bytes, moved);
-        atomic_fetch_add(&p->write_ops, 1);
+        res->provider = prov->short_name;
+        atomic_fetch_add(&prov->write_bytes, moved);
+        atomic_fetch_add(&prov->write_ops, 1);
+        /* Per window: its pieces' crcs, combined in order. */
+        for (size_t w = 0; w < nwin; w++)
+            crcs[w] = 0;
+        for (size_t i = 0; i < np; i++) {
+            bool first = i == 0 || p[i - 1].win != p[i].win;
+            crcs[p[i].win] =
+                first ? crc[i] : wh_crc64nvme_combine(crcs[p[i].win], crc[i], p[i].len);
+        }
     } else if (st == WH_ERR_BUSY && src_st == WH_OK && !read_err && res->http_status) {
         /* no pool buffers: res holds the 503 */
     } else {
@@ -228,12 +277,13 @@ wh_status_t rdma_scatter_get(rdma_t *r, const xfer_token_arg_t *token, const wh_
                 st = WH_ERR_TRANSPORT;
         }
         res->bytes = moved;
-        atomic_fetch_add(&p->write_fail, 1);
+        atomic_fetch_add(&prov->write_fail, 1);
         wh_warn(MOD,
                 "rdma scatter get failed provider=%s windows=%zu moved=%" PRIu64 " of=%" PRIu64
                 " reason='%s'",
-                p->short_name, n, moved, total, res->message);
+                prov->short_name, nwin, moved, total, res->message);
     }
     rdma_end(&t);
+    free(crc);
     return st;
 }

@@ -58,6 +58,49 @@ static wh_status_t scatter_read(void *arg, void *buf, size_t n, uint64_t at)
     return store_reader_pread(arg, buf, n, at);
 }
 
+/* The pieces of the windows: from fd (a plain object), from rd's local files (a composed one,
+ * a window split where a part ends), or, with fd < 0 and no rd, object offsets for the
+ * source. *out malloc'd. */
+static wh_status_t scatter_pieces(data_reader_t *rd, int fd, const xfer_window_t *w, size_t n,
+                                  rdma_scatter_piece_t **out, size_t *np)
+{
+    size_t cap = n ? n : 1, k = 0;
+    rdma_scatter_piece_t *p = malloc(cap * sizeof *p);
+    if (!p)
+        return WH_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t off = w[i].off, left = w[i].len, dst = w[i].dst;
+        do {
+            rdma_scatter_piece_t e = {.fd = fd, .off = off, .len = left, .dst = dst, .win = i};
+            if (rd && left) {
+                uint64_t avail;
+                wh_status_t st = store_reader_extent(rd, off, &e.fd, &e.off, &avail);
+                if (st != WH_OK) {
+                    free(p);
+                    return st;
+                }
+                e.len = WH_MIN(avail, left);
+            }
+            if (k == cap) {
+                rdma_scatter_piece_t *q = realloc(p, 2 * cap * sizeof *p);
+                if (!q) {
+                    free(p);
+                    return WH_ERR_NOMEM;
+                }
+                p = q;
+                cap *= 2;
+            }
+            p[k++] = e;
+            off += e.len;
+            dst += e.len;
+            left -= e.len;
+        } while (left);
+    }
+    *out = p;
+    *np = k;
+    return WH_OK;
+}
+
 /* The reply body: per window, its crc64nvme as 16 lowercase hex digits and a newline. */
 static struct MHD_Response *scatter_body(const uint64_t *crcs, size_t n)
 {
@@ -170,10 +213,20 @@ int s3api_scatter_finish(front_req_t *r, s3h_out_t *o)
     uint64_t t0 = wh_now_ns(), total = 0;
     for (size_t i = 0; i < n; i++)
         total += w[i].len;
-    /* One plain file: read (or mapped) directly; anything else through the reader, which
-     * decrypts and verifies an encrypted object's segments and walks a composed one's parts. */
-    st = rdma_scatter_get(r->srv->rdma, &r->token, &r->peer, rd ? -1 : fd, rd ? scatter_read : NULL,
-                          rd, w, n, crcs, &res);
+    /* The pieces: a plain object's file, or the files of a composed one (a window may span
+     * two parts), read or mapped directly; an encrypted object through its reader, which
+     * decrypts and verifies each segment it touches. */
+    size_t np = 0;
+    rdma_scatter_piece_t *pcs = NULL;
+    bool by_reader = rd && store_reader_encrypted(rd);
+    if ((st = scatter_pieces(rd && !by_reader ? rd : NULL, by_reader ? -1 : fd, w, n, &pcs, &np)) !=
+        WH_OK) {
+        ret = s3h_err_status(r, o, st, "locating the object's files");
+        goto out;
+    }
+    st = rdma_scatter_get(r->srv->rdma, &r->token, &r->peer, pcs, np, n,
+                          by_reader ? scatter_read : NULL, rd, crcs, &res);
+    free(pcs);
     wh_debug(MOD, "rdma scatter id=%s windows=%zu bytes=%" PRIu64 " xfer_ms=%.3f st=%s", r->id, n,
              res.bytes, (double)(wh_now_ns() - t0) / 1e6, wh_status_str(st));
     if (st != WH_OK) {
