@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import wharf
-from conftest import make_client
+from conftest import Witness, make_client
+from wharfd import ACCESS_KEY, REGION as S3_REGION, SECRET_KEY
 from s3raw import S3Raw, UNSIGNED
 from users import create_user
 from wharfd import unique_bucket
@@ -190,3 +191,142 @@ def test_scatter_query_on_a_get_is_not_a_plain_get(wharfd, obj):
     bucket, _ = obj
     r = S3Raw(wharfd.endpoint).request("GET", f"/{bucket}/obj", query={"x-wharf-scatter": "1"})
     assert r.status == 405, r
+
+
+def test_scatter_composed_object_windows_across_parts(wharfd, provider):
+    """A multipart object: windows that straddle its parts' boundaries land whole."""
+    part = 5 << 20
+    c = wharf.Client(wharfd.endpoint, ACCESS_KEY, SECRET_KEY, region=S3_REGION,
+                     provider=None if provider == "http" else provider,
+                     unix_socket=wharfd.unix_socket if provider == "ofi+shm" else None,
+                     multipart_threshold=part, part_size=part)
+    try:
+        b = unique_bucket("scatmp")
+        c.create_bucket(b)
+        data = payload(3 * part + 1234, seed=11)
+        c.put_from(b, "mp", data, transport="http")
+        ws = [(part - 100, 300, 0), (2 * part - 7, 7 + 4096, 1000), (0, 10, 9000),
+              (3 * part, 1234, 10000), (part - 1, 2 * part + 2, 20000)]
+        buf = np.zeros(20000 + 2 * part + 2, dtype=np.uint8)
+        with Witness(wharfd) as w:
+            rep = c.get_scatter(b, "mp", buf, ws, crcs=True)
+        for (o, n, d), crc in zip(ws, rep.window_crcs):
+            assert np.array_equal(buf[d:d + n], data[o:o + n]), (o, n, d)
+            if n < 100_000:  # the pure-Python crc is slow
+                assert crc == crc64nvme(data[o:o + n])
+        total = sum(n for _, n, _ in ws)
+        assert rep.bytes == total
+        if provider != "http":
+            assert w.delta["get"] >= total, w.delta  # the server moved them by RDMA
+    finally:
+        c.close()
+
+
+def test_scatter_encrypted_object(wharfd, provider):
+    """SSE-S3 (the bucket's default encryption): decrypted by the server on the way."""
+    c = make_client(wharfd, provider)
+    try:
+        b = unique_bucket("scatsse")
+        c.create_bucket(b)
+        raw = S3Raw(wharfd.endpoint)
+        enc = (b'<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault>'
+               b'<SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule>'
+               b'</ServerSideEncryptionConfiguration>')
+        r = raw.request("PUT", f"/{b}", query={"encryption": ""}, body=enc)
+        assert r.status == 200, r
+        data = payload(200_000, seed=5)
+        c.put_from(b, "enc", data, transport="http")
+        h = raw.request("HEAD", f"/{b}/enc")
+        assert h.headers.get("x-amz-server-side-encryption") == "AES256", h.headers
+        ws = [(65536 - 10, 20, 0), (0, 65536 * 2 + 5, 100), (199_990, 10, 200_000)]
+        buf = np.zeros(200_010, dtype=np.uint8)
+        rep = c.get_scatter(b, "enc", buf, ws, crcs=True)
+        for (o, n, d), crc in zip(ws, rep.window_crcs):
+            assert np.array_equal(buf[d:d + n], data[o:o + n]), (o, n, d)
+        assert rep.window_crcs[0] == crc64nvme(data[65526:65546])
+    finally:
+        c.close()
+
+
+def test_scatter_counts_one_request_per_batch(wharfd, obj):
+    """Over RDMA 1000 windows are one request (concurrency 1), not 1000."""
+    bucket, data = obj
+    c = make_client(wharfd, "ofi+shm")
+    try:
+        ws = [(i * 200, 100, i * 100) for i in range(1000)]
+        buf = np.zeros(100_000, dtype=np.uint8)
+        key = 'wharf_requests_total{api="WharfScatterGet",status="200"}'
+        before = wharfd.metrics().get(key, 0)
+        rep = c.get_scatter(bucket, "obj", buf, ws, concurrency=1)
+        assert wharfd.metrics().get(key, 0) - before == 1
+        assert rep.requests == 1, rep
+        assert np.array_equal(buf.reshape(1000, 100), data[:200_000].reshape(1000, 200)[:, :100])
+    finally:
+        c.close()
+
+
+def test_scatter_runs_plan():
+    from wharf.reader import scatter_runs
+    items = [("a", 0, 10), ("a", 10_000_000, 10), ("a", 20, 5 << 20), ("a", 99, 10),
+             ("b", 0, 10), ("b", 5, 10), ("b", 9, 10)]
+    # small items of one object together whatever the gaps; a large one alone; a new run per
+    # object, per window bound and per byte bound
+    assert scatter_runs(items, 1 << 20, 16 << 20, 16384) == [(0, 2), (2, 3), (3, 4), (4, 7)]
+    assert scatter_runs(items[4:], 1 << 20, 16 << 20, 2) == [(0, 2), (2, 3)]
+    assert scatter_runs(items[4:], 1 << 20, 20, 16384) == [(0, 2), (2, 3)]
+
+
+def test_scatter_into_gpu_memory_fake_cuda(tmp_path):
+    """The cuda1 path (the server opens the client's CUDA IPC handle and writes each window
+    into the allocation) without a GPU: both sides load tests/unit/xfer/fake_cuda.c as their
+    CUDA driver (WHARF_LIBCUDA), whose "device memory" is a shared memfd mapping, so the bytes
+    that land can be read back here. It checks wharf's own code, not a GPU."""
+    import ctypes
+    from wharfd import WharfServer, build_dir
+    fake = os.path.join(build_dir(), "tests", "libwh_fake_cuda.so")
+    if not os.path.exists(fake):
+        pytest.skip(f"{fake} is not built")
+    if os.environ.get("WHARF_LIBCUDA", fake) != fake:
+        pytest.skip("this process already loaded another CUDA driver")
+    os.environ["WHARF_LIBCUDA"] = fake  # before libwharf first looks for the driver
+    srv = WharfServer(env={"WHARF_LIBCUDA": fake})
+    srv.start()
+    try:
+        c = make_client(srv, "ofi+shm")
+        b = unique_bucket("scatgpu")
+        c.create_bucket(b)
+        data = payload(100_000, seed=9)
+        c.put_from(b, "obj", data, transport="http")
+        cu = ctypes.CDLL(fake)
+        dptr = ctypes.c_ulonglong()
+        n = 64 << 10
+        assert cu.fakecuMemAlloc(ctypes.byref(dptr), ctypes.c_size_t(n)) == 0
+        dev = (ctypes.c_uint8 * n).from_address(dptr.value)
+        ctypes.memset(dptr.value, 0xEE, n)
+        lib = wharf._lib.lib
+        reg = ctypes.c_void_p()
+        st = lib.wharf_mem_register(c._handle(), dptr.value, n, wharf._lib.MEM_CUDA,
+                                    ctypes.byref(reg))
+        assert st == 0, wharf._lib.last_error()
+        ws = [(10, 1000, 0), (50_000, 4096, 2000), (99_000, 1000, 60_000)]
+        arr = (wharf._lib.CWindow * 3)(*[wharf._lib.CWindow(o, k, d) for o, k, d in ws])
+        crcs = (ctypes.c_uint64 * 3)()
+        opts = wharf._lib.XferOpts()
+        lib.wharf_xfer_opts_init(ctypes.byref(opts), ctypes.sizeof(opts))
+        rep = wharf._lib.CReport()
+        lib.wharf_report_init(ctypes.byref(rep), ctypes.sizeof(rep))
+        st = lib.wharf_object_get_scatter(c._handle(), b.encode(), b"obj", dptr.value, n, arr, 3,
+                                          crcs, ctypes.byref(opts), ctypes.byref(rep))
+        assert st == 0, wharf._lib.last_error()
+        assert rep.provider.decode() == "cuda+ipc", rep.provider
+        got = np.frombuffer(dev, dtype=np.uint8)
+        want = np.full(n, 0xEE, dtype=np.uint8)
+        for (o, k, d), crc in zip(ws, crcs):
+            want[d:d + k] = data[o:o + k]
+            assert crc == crc64nvme(data[o:o + k])
+        assert np.array_equal(got, want)
+        lib.wharf_mem_deregister(reg)
+        c.close()
+    finally:
+        srv.stop()
+        srv.cleanup()
