@@ -219,7 +219,8 @@ WHARF_API wharf_status_t wharf_object_put(wharf_client_t *c, const char *bucket,
  * inside [dst, dst+dst_len) and must not overlap (each refused with WHARF_ERR_INVALID before
  * a request is sent), and a window past the object's end fails with WHARF_ERR_RANGE. Over RDMA
  * (dst inside a registered region, host or GPU memory) the windows go in at most
- * `concurrency` signed requests run in parallel (each up to 16384 windows), the server writes
+ * `concurrency` signed requests run in parallel (each of at least 64 windows, where there are
+ * as many, and at most 16384), the server writes
  * every window and sends each one's crc64nvme, which is checked against the landed bytes
  * (verify_checksum; GPU memory: the server's is taken). Over HTTP, one ranged GET per window.
  * crcs (optional, n entries) gets each window's crc64nvme; the report's bytes is the sum of

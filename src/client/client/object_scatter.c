@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define SCAT_MIN_PER 64 /* windows a batch takes before the next runner gets any */
+
 typedef struct scat_op {
     wc_op_t op;
     uint8_t *dst;
@@ -340,6 +342,8 @@ WHARF_API wharf_status_t wharf_object_get_scatter(wharf_client_t *c, const char 
     /* Batches: as many as the concurrency asks, each within the server's bound. */
     unsigned conc = op->conc ? op->conc : 1;
     s.per = (n + conc - 1) / conc;
+    if (s.per < SCAT_MIN_PER) /* a few windows are one request, not one per runner */
+        s.per = WH_MIN(n, (size_t)SCAT_MIN_PER);
     if (s.per > XFER_WIN_MAX)
         s.per = XFER_WIN_MAX;
     if (!op->rdma)
