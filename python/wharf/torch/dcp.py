@@ -615,7 +615,7 @@ class WharfStorageReader(_Base, StorageReader):  # type: ignore[misc]
         rep = c.get_scatter(self.bucket, self._key(infos[0].key), buf,
                             [(x.offset, x.length, a) for x, a in zip(infos, at)],
                             transport=self.transport, cache=False)
-        etag = rep.etag or None
+        etag: Any = rep.etag or None
         out = []
         for k, info, a in zip(range(i, j), infos, at):
             raw = buf[a:a + info.length]
