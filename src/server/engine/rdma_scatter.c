@@ -287,3 +287,119 @@ wh_status_t rdma_scatter_get(rdma_t *r, const xfer_token_arg_t *token, const wh_
     free(crc);
     return st;
 }
+
+/* ---- gather -------------------------------------------------------------------------------- */
+
+/* Pool buffers filled by reads from the windows (in part order) and drained to the sink in the
+ * order they were filled: a buffer is drained when it is next to be filled, or at the end. */
+static wh_status_t gather_run(rdma_t *r, rdma_xfer_t *t, const xfer_window_t *w, size_t n,
+                              rdma_sink_cb sink, void *arg, uint64_t *crc, wh_status_t *sink_st,
+                              rdma_result_t *res)
+{
+    unsigned want = (unsigned)WH_MIN((uint64_t)r->cfg.window + 2, (uint64_t)RDMA_MAX_SLOTS);
+    if (rdma_pool_take(r, t->late, want, res) == 0)
+        return WH_ERR_BUSY;
+    unsigned nslots = t->late->n;
+    size_t fill[RDMA_MAX_SLOTS] = {0}, cap = r->buf_len;
+    unsigned s = 0, inflight = 0;
+    wh_status_t st = WH_OK;
+    size_t i = 0;
+    uint64_t done = 0; /* of window i */
+    while (st == WH_OK && (i < n || inflight)) {
+        if (fill[s]) { /* the oldest buffer: its reads, then the sink */
+            if ((st = xfer_batch_wait(t->b, s)) != WH_OK)
+                break;
+            uint8_t *buf = rdma_pool_buf(r, t->late->idx[s]);
+            *crc = wh_crc64nvme(*crc, buf, fill[s]);
+            if ((st = sink(arg, buf, fill[s])) != WH_OK) {
+                *sink_st = st;
+                break;
+            }
+            fill[s] = 0;
+            inflight--;
+        }
+        if (i < n) {
+            uint8_t *buf = rdma_pool_buf(r, t->late->idx[s]);
+            while (i < n && fill[s] < cap && st == WH_OK) {
+                size_t k = (size_t)WH_MIN((uint64_t)(cap - fill[s]), w[i].len - done);
+                if (k)
+                    st = xfer_batch_post(t->b, XFER_OP_READ, t->g->mr, buf + fill[s], k,
+                                         w[i].off + done, s);
+                fill[s] += k;
+                done += k;
+                if (done == w[i].len) {
+                    i++;
+                    done = 0;
+                }
+            }
+            if (fill[s])
+                inflight++;
+        }
+        s = (s + 1) % nslots;
+    }
+    if (st == WH_OK)
+        st = xfer_batch_wait(t->b, XFER_TAG_ALL);
+    return st;
+}
+
+wh_status_t rdma_gather_put(rdma_t *r, const xfer_token_arg_t *token, const wh_peer_t *peer,
+                            const xfer_window_t *w, size_t n, rdma_sink_cb sink, void *arg,
+                            rdma_result_t *res)
+{
+    uint64_t need = 0, total = 0;
+    for (size_t i = 0; i < n; i++) {
+        need = WH_MAX(need, w[i].off + w[i].len);
+        total += w[i].len;
+    }
+    rdma_xfer_t t;
+    if (!rdma_vet(r, token, peer, need, &t, res)) {
+        rdma_end(&t);
+        return res->http_status == 501 ? WH_ERR_DECLINED : WH_ERR_INVALID;
+    }
+    rdma_prov_t *prov = t.p;
+    if (!(t.late = calloc(1, sizeof *t.late))) {
+        rdma_end(&t);
+        rdma_res_set(res, 500, "InternalError", "out of memory");
+        return WH_ERR_NOMEM;
+    }
+    t.late->r = r;
+    t.late->peer_key = rdma_peer_key(&t.tok);
+    wh_status_t st = rdma_begin(&t, peer, res);
+    if (st != WH_OK) {
+        rdma_end(&t);
+        return st;
+    }
+    uint64_t crc = 0;
+    wh_status_t sink_st = WH_OK;
+    st = gather_run(r, &t, w, n, sink, arg, &crc, &sink_st, res);
+    uint64_t moved = xfer_batch_bytes(t.b);
+    if (st == WH_OK && moved == total) {
+        res->http_status = 200;
+        res->bytes = moved;
+        res->crc64nvme = crc;
+        res->provider = prov->short_name;
+        atomic_fetch_add(&prov->read_bytes, moved);
+        atomic_fetch_add(&prov->read_ops, 1);
+    } else if (st == WH_ERR_BUSY && sink_st == WH_OK && res->http_status) {
+        /* no pool buffers: res holds the 503 */
+    } else {
+        if (sink_st != WH_OK) {
+            rdma_res_set(res, 500, "InternalError", "storing the part failed: %s",
+                         wh_status_str(sink_st));
+        } else {
+            char why[256];
+            rdma_fail_transfer(res, st == WH_OK ? WH_ERR_TRANSPORT : st,
+                               xfer_batch_error(t.b, why, sizeof why));
+            if (st == WH_OK)
+                st = WH_ERR_TRANSPORT;
+        }
+        res->bytes = moved;
+        atomic_fetch_add(&prov->read_fail, 1);
+        wh_warn(MOD,
+                "rdma gather put failed provider=%s windows=%zu moved=%" PRIu64 " of=%" PRIu64
+                " reason='%s'",
+                prov->short_name, n, moved, total, res->message);
+    }
+    rdma_end(&t);
+    return st;
+}

@@ -25,4 +25,12 @@ wh_status_t rdma_scatter_get(rdma_t *r, const xfer_token_arg_t *token, const wh_
                              const rdma_scatter_piece_t *p, size_t np, size_t nwin,
                              rdma_read_cb read, void *arg, uint64_t *crcs, rdma_result_t *res);
 
+/* Gather (docs/protocol.md, "Gather UploadPart"): the reverse, for a part. Reads window w[i]
+ * ([off, off+len) of the token's region, with w sorted by dst, the dsts tiling the part from
+ * 0) and hands the bytes to sink in part order. res->bytes and res->crc64nvme are those of the
+ * whole part on success. */
+wh_status_t rdma_gather_put(rdma_t *r, const xfer_token_arg_t *token, const wh_peer_t *peer,
+                            const xfer_window_t *w, size_t n, rdma_sink_cb sink, void *arg,
+                            rdma_result_t *res);
+
 #endif

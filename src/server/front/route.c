@@ -58,7 +58,8 @@ static const char *const g_served_subres[] = {"acl",
                                               "retention",
                                               "legal-hold",
                                               "renameObject",
-                                              "x-wharf-scatter"};
+                                              "x-wharf-scatter",
+                                              "x-wharf-gather"};
 
 static char *decode_dup(const char *s, size_t n, bool plus_is_space)
 {

@@ -176,6 +176,9 @@ const front_op_t front_ops[] = {
      s3api_scatter_begin, s3api_scatter_finish, "s3:GetObject", true},
     {OBJ, "POST", "uploads", NULL, NULL, false, FRONT_API_CREATE_MPU, NONE_, false,
      s3api_mpu_create, NULL, "s3:PutObject", false},
+    /* wharf's gather UploadPart: a part from many windows of one token's region */
+    {OBJ, "POST", "x-wharf-gather", "uploadId", NULL, false, FRONT_API_WHARF_GATHER_PART, BUF_,
+     true, s3api_gather_begin, s3api_gather_finish, "s3:PutObject", false},
     {OBJ, "POST", "uploadId", NULL, NULL, false, FRONT_API_COMPLETE_MPU, BUF_, false,
      s3api_mpu_complete_begin, s3api_mpu_complete_finish, "s3:PutObject", false},
 };
@@ -359,6 +362,7 @@ static bool sse_served(const front_op_t *op, bool copy_source)
     case FRONT_API_WHARF_SCATTER:
     case FRONT_API_CREATE_MPU:
     case FRONT_API_UPLOAD_PART:
+    case FRONT_API_WHARF_GATHER_PART:
     case FRONT_API_COMPLETE_MPU: /* S3 accepts (and needs not) the SSE-C headers there */
         return !copy_source;
     default:
@@ -409,8 +413,8 @@ void s3api_begin(front_req_t *r)
         status = s3h_err(&o, S3_ERR_NOT_IMPLEMENTED, NULL);
     else if (r->token_req && !op->rdma)
         status = s3h_errf(&o, S3_ERR_INVALID_REQUEST,
-                          "x-amz-rdma-token is served on GetObject, PutObject, UploadPart "
-                          "and the scatter GET only, not on %s",
+                          "x-amz-rdma-token is served on GetObject, PutObject, UploadPart, "
+                          "the scatter GET and the gather UploadPart only, not on %s",
                           front_api_name(op->api));
     else if (!(status = expected_owner(r, &o)) && !(status = s3h_authorize(r, op, &o)) &&
              !(status = owner_account_only(r, op, &o)) && !(status = refuse_unbuilt(r, op, &o)))
