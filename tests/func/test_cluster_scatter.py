@@ -11,9 +11,10 @@ import pytest
 
 import wharf
 from cluster import Cluster
-from wharfd import ACCESS_KEY, REGION, SECRET_KEY, unique_bucket
+from wharfd import ACCESS_KEY, CTYPES_UNDER_ASAN, REGION, SECRET_KEY, unique_bucket
 
 MIB = 1 << 20
+pytestmark = pytest.mark.skipif(**CTYPES_UNDER_ASAN)  # libwharf through ctypes
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The gather UploadPart (docs/protocol.md, "Gather UploadPart") against a real wharfd: a part
-made of windows of one registered region (a real libfabric process's memory, the
-unit_engine_test_rdma_source peer, over ofi+shm and ofi+tcp), stored in part order and read
+"""The scatter GET and the gather UploadPart on the wire (docs/protocol.md, "Scatter GET",
+"Gather UploadPart"), sent as raw signed requests by a client that is not libwharf, against a
+real wharfd, the memory being a real libfabric process's (the unit_engine_test_rdma_source
+peer, over ofi+shm and ofi+tcp; no ctypes, so these run under ASan too). Scatter: every window
+lands at its offset, nothing else of the region changes, the reply's body is one crc64nvme
+line per window. Gather: a part made of windows of the region, stored in part order and read
 back whole after CompleteMultipartUpload; and what is refused before a byte moves: windows
 that leave a gap or overlap in the part, a window outside the token's region, a list that is
 not the one signed, an unsigned list, a user without s3:PutObject. A refused part stores
@@ -42,6 +45,14 @@ class Peer:
         self.p.stdin.write(f"load {path}\n")
         self.p.stdin.flush()
         assert self.p.stdout.readline().strip() == "ok"
+
+    def save(self, n):
+        path = os.path.join(self.tmp, "save")
+        self.p.stdin.write(f"save {path} {n}\n")
+        self.p.stdin.flush()
+        assert self.p.stdout.readline().strip() == "ok"
+        with open(path, "rb") as f:
+            return f.read()
 
     def close(self):
         try:
@@ -150,3 +161,38 @@ def test_gather_refusals_store_nothing(srv, peer):
     other = S3Raw(srv.endpoint, access_key=eve.access_key, secret_key=eve.secret_key)
     refused(gather(other, b, "obj", uid, [(0, 10, 0)], tok), 403, "AccessDenied")
     assert parts(raw, b, "obj", uid) == 0
+
+
+def crc64nvme(data):
+    poly, c, table = 0x9A6C9329AC4BC9B5, 0xFFFFFFFFFFFFFFFF, []
+    for i in range(256):
+        x = i
+        for _ in range(8):
+            x = (x >> 1) ^ poly if x & 1 else x >> 1
+        table.append(x)
+    for ch in data:
+        c = table[(c ^ ch) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFFFFFFFFFF
+
+
+def test_scatter_on_the_wire(srv, peer):
+    raw = S3Raw(srv.endpoint)
+    b = unique_bucket("scwire")
+    assert raw.request("PUT", f"/{b}").status == 200
+    obj = hashlib.sha256(b"obj").digest() * 8000  # 256,000 bytes
+    assert raw.request("PUT", f"/{b}/obj", body=obj).status == 200
+    ws = [(1000, 5000, 20_000), (0, 17, 0), (250_000, 6000, 100_000), (7, 0, 50)]
+    r = raw.request("POST", f"/{b}/obj", query={"x-wharf-scatter": "1"},
+                    headers={"x-amz-rdma-token": peer.token}, body=body(ws))
+    assert r.status == 200, r
+    assert r.headers.get("x-amz-rdma-reply") == "200"
+    assert r.headers.get("x-amz-rdma-bytes-transferred") == str(5000 + 17 + 6000)
+    assert r.headers.get("x-wharf-scatter-windows") == "4"
+    lines = r.body.decode().split("\n")
+    assert lines[-1] == "" and len(lines) == 5, r.body
+    got = peer.save(110_000)
+    want = bytearray(REGION[:110_000])
+    for (o, n, d), line in zip(ws, lines):
+        want[d:d + n] = obj[o:o + n]
+        assert int(line, 16) == crc64nvme(obj[o:o + n]) and len(line) == 16, line
+    assert got == bytes(want), "a window landed wrong, or bytes outside the windows changed"
