@@ -354,3 +354,14 @@ def test_read_ranges_is_one_scatter_get_over_rdma(wharfd, obj, provider):
             assert f.stats["gets"] == 1, f.stats
     finally:
         c.close()
+
+
+def test_scatter_of_empty_windows_moves_nothing(wharfd, obj, provider):
+    bucket, _ = obj
+    c = make_client(wharfd, provider)
+    try:
+        buf = np.full(8, 0xEE, dtype=np.uint8)
+        rep = c.get_scatter(bucket, "obj", buf, [(5, 0, 0), (SIZE, 0, 8)], crcs=True)
+        assert rep.bytes == 0 and rep.window_crcs == [0, 0] and (buf == 0xEE).all()
+    finally:
+        c.close()

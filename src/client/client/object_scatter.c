@@ -306,8 +306,10 @@ WHARF_API wharf_status_t wharf_object_get_scatter(wharf_client_t *c, const char 
             wc_set_error("scatter GET %s/%s: %s (dst_len)", bucket, key, why);
         goto out;
     }
-    if (n == 0)
+    if (bytes == 0) { /* no window holds a byte (or there is none): nothing to move */
+        memset(s.crcs, 0, (n ? n : 1) * sizeof *s.crcs);
         goto out;
+    }
     st = wc_op_choose(op, &o);
     if (st != WH_OK)
         goto out;
