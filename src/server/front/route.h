@@ -56,6 +56,8 @@
     X(FRONT_API_LIST_PARTS, "ListParts")                                                           \
     X(FRONT_API_IAM, "IAM")                                                                        \
     X(FRONT_API_WHARF_CLUSTER, "WharfAdminCluster")                                                \
+    X(FRONT_API_WHARF_SCATTER, "WharfScatterGet")                                                  \
+    X(FRONT_API_WHARF_GATHER_PART, "WharfGatherUploadPart")                                        \
     X(FRONT_API_CONSOLE, "Console")                                                                \
     X(FRONT_API_GET_BUCKET_ACL, "GetBucketAcl")                                                    \
     X(FRONT_API_PUT_BUCKET_ACL, "PutBucketAcl")                                                    \

@@ -181,8 +181,10 @@ static bool sse_served(const front_op_t *op, bool copy_source)
     case FRONT_API_GET_OBJECT:
     case FRONT_API_HEAD_OBJECT:
     case FRONT_API_GET_OBJECT_ATTRIBUTES: /* the SSE-C key, as GET: object_attrs.c */
+    case FRONT_API_WHARF_SCATTER:
     case FRONT_API_CREATE_MPU:
     case FRONT_API_UPLOAD_PART:
+    case FRONT_API_WHARF_GATHER_PART:
     case FRONT_API_COMPLETE_MPU: /* S3 accepts (and needs not) the SSE-C headers there */
         return !copy_source;
     default:
@@ -233,8 +235,8 @@ void s3api_begin(front_req_t *r)
         status = s3h_err(&o, S3_ERR_NOT_IMPLEMENTED, NULL);
     else if (r->token_req && !op->rdma)
         status = s3h_errf(&o, S3_ERR_INVALID_REQUEST,
-                          "x-amz-rdma-token is served on GetObject, PutObject and UploadPart "
-                          "only, not on %s",
+                          "x-amz-rdma-token is served on GetObject, PutObject, UploadPart, "
+                          "the scatter GET and the gather UploadPart only, not on %s",
                           front_api_name(op->api));
     else if (!(status = expected_owner(r, &o)) && !(status = s3h_authorize(r, op, &o)) &&
              !(status = owner_account_only(r, op, &o)) && !(status = refuse_unbuilt(r, op, &o)))

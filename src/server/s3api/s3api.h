@@ -122,6 +122,17 @@ int s3api_mpu_part_query(front_req_t *r, s3h_out_t *o);
 /* ---- handler steps (the front_ops rows) --------------------------------------------------- */
 
 int s3api_read_object(front_req_t *r, s3h_out_t *o);
+/* object_scatter.c: POST ?x-wharf-scatter=1, the scatter GET */
+int s3api_scatter_begin(front_req_t *r, s3h_out_t *o);
+int s3api_scatter_finish(front_req_t *r, s3h_out_t *o);
+/* POST ?x-wharf-gather=1&uploadId&partNumber, the gather UploadPart (object_gather.c), and
+ * the RDMA PUT of a part from the windows w[0..n) (sorted by part offset), size bytes in all
+ * (rdma_ops.c). */
+int s3api_gather_begin(front_req_t *r, s3h_out_t *o);
+int s3api_gather_finish(front_req_t *r, s3h_out_t *o);
+struct xfer_window;
+int s3api_rdma_put_gather(front_req_t *r, s3h_out_t *o, bool crc32c, const struct xfer_window *w,
+                          size_t n, uint64_t size);
 
 int s3api_write_put_begin(front_req_t *r, s3h_out_t *o);
 int s3api_write_put_finish(front_req_t *r, s3h_out_t *o);
