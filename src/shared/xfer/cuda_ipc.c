@@ -171,7 +171,15 @@ static wh_status_t cx_open(const xfer_config_t *cfg, const xfer_provider_t *prov
         reg = false;
     }
     if (reg && rc_budget && cfg->role == XFER_ROLE_SERVER) {
-        x->rc = cuda_regcache_new(cu, rc_budget);
+        /* Timing variants: the registrations' size and cuMemHostRegister's flags. */
+        uint64_t rc_chunk = 0;
+        const char *ck = getenv("WHARF_CUDA_REGCACHE_CHUNK");
+        if (ck && *ck && wh_parse_size(ck, &rc_chunk) != 0)
+            rc_chunk = 0;
+        const char *fl = getenv("WHARF_CUDA_REGCACHE_FLAGS");
+        unsigned flags = fl && *fl ? (unsigned)strtoul(fl, NULL, 0)
+                                   : CU_MEMHOSTREGISTER_READ_ONLY | CU_MEMHOSTREGISTER_PORTABLE;
+        x->rc = cuda_regcache_new(cu, rc_budget, rc_chunk, flags);
         if (x->rc)
             x->read_fd = XFER_READS_FD_ALWAYS; /* what the cache cannot take is read */
     }
@@ -712,7 +720,8 @@ static wh_status_t cx_post_reg(xfer_batch_t *bb, int fd, uint64_t off, size_t le
     uint64_t crc = 0;
     cu_result_t r = 0;
     for (size_t done = 0; done < len && !r;) {
-        uint64_t at = off + done, chunk_end = (at / CUDA_REGCACHE_CHUNK + 1) * CUDA_REGCACHE_CHUNK;
+        uint64_t ck = cuda_regcache_chunk(x->rc);
+        uint64_t at = off + done, chunk_end = (at / ck + 1) * ck;
         size_t n = (size_t)WH_MIN((uint64_t)(len - done), chunk_end - at);
         r = cu->cuMemcpyHtoDAsync(b->dst + roff + done, p + done, n, stream);
         if (!r) /* the checksum runs while the copy engine reads the same pages */

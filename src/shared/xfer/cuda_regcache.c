@@ -46,6 +46,8 @@ struct cuda_regcache {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     uint64_t budget, used, clock;
+    uint64_t chunk;
+    unsigned flags;
     rc_ent_t *ent[RC_MAX_FILES];
     unsigned n;
 };
@@ -63,23 +65,31 @@ void cuda_regcache_stats(cuda_regcache_stats_t *o)
     o->fallbacks = atomic_load(&g_fallbacks);
 }
 
-cuda_regcache_t *cuda_regcache_new(const cuda_api_t *cu, uint64_t budget)
+cuda_regcache_t *cuda_regcache_new(const cuda_api_t *cu, uint64_t budget, uint64_t chunk,
+                                   unsigned flags)
 {
     cuda_regcache_t *rc = calloc(1, sizeof *rc);
     if (!rc)
         return NULL;
     rc->cu = cu;
     rc->budget = budget;
+    rc->chunk = chunk && chunk % (2u << 20) == 0 ? chunk : CUDA_REGCACHE_CHUNK;
+    rc->flags = flags;
     pthread_mutex_init(&rc->mu, NULL);
     pthread_cond_init(&rc->cv, NULL);
     atomic_store(&g_budget, budget);
     return rc;
 }
 
-static size_t chunk_len(const rc_ent_t *e, size_t c)
+uint64_t cuda_regcache_chunk(const cuda_regcache_t *rc)
 {
-    size_t at = c * (size_t)CUDA_REGCACHE_CHUNK;
-    return e->maplen - at < CUDA_REGCACHE_CHUNK ? e->maplen - at : (size_t)CUDA_REGCACHE_CHUNK;
+    return rc->chunk;
+}
+
+static size_t chunk_len(const cuda_regcache_t *rc, const rc_ent_t *e, size_t c)
+{
+    size_t at = c * (size_t)rc->chunk;
+    return e->maplen - at < rc->chunk ? e->maplen - at : (size_t)rc->chunk;
 }
 
 /* Unregisters and unmaps e, which nobody uses and which is out of the table. Caller holds mu
@@ -88,7 +98,7 @@ static void ent_release(cuda_regcache_t *rc, rc_ent_t *e)
 {
     for (size_t c = 0; c < e->nchunks; c++)
         if (e->chunk[c] == CH_REG)
-            rc->cu->cuMemHostUnregister(e->base + c * CUDA_REGCACHE_CHUNK);
+            rc->cu->cuMemHostUnregister(e->base + c * rc->chunk);
     rc->used -= e->reg_bytes;
     atomic_store(&g_used, rc->used);
     atomic_fetch_add(&g_releases, 1);
@@ -166,7 +176,7 @@ static rc_ent_t *ent_get(cuda_regcache_t *rc, int fd, const struct stat *sb)
     rc_ent_t *e = calloc(1, sizeof *e);
     if (!e)
         return NULL;
-    e->nchunks = (maplen + CUDA_REGCACHE_CHUNK - 1) / CUDA_REGCACHE_CHUNK;
+    e->nchunks = (maplen + rc->chunk - 1) / rc->chunk;
     e->chunk = calloc(e->nchunks ? e->nchunks : 1, 1);
     e->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     void *m = maplen ? mmap(NULL, maplen, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
@@ -203,16 +213,14 @@ static bool chunk_ready(cuda_regcache_t *rc, rc_ent_t *e, size_t c)
         return true;
     if (e->chunk[c] == CH_FAIL)
         return false;
-    size_t n = chunk_len(e, c);
+    size_t n = chunk_len(rc, e, c);
     while (rc->used + n > rc->budget)
         if (!evict_one(rc, e))
             return false;
     e->chunk[c] = CH_BUSY;
     rc->used += n;
     pthread_mutex_unlock(&rc->mu);
-    cu_result_t r =
-        rc->cu->cuMemHostRegister(e->base + c * CUDA_REGCACHE_CHUNK, n,
-                                  CU_MEMHOSTREGISTER_READ_ONLY | CU_MEMHOSTREGISTER_PORTABLE);
+    cu_result_t r = rc->cu->cuMemHostRegister(e->base + c * rc->chunk, n, rc->flags);
     pthread_mutex_lock(&rc->mu);
     if (r != 0) {
         rc->used -= n;
@@ -242,8 +250,7 @@ const uint8_t *cuda_regcache_get(cuda_regcache_t *rc, int fd, uint64_t off, size
     pthread_mutex_lock(&rc->mu);
     rc_ent_t *e = ent_get(rc, fd, &sb);
     bool ok = e != NULL, fresh = false;
-    for (size_t c = off / CUDA_REGCACHE_CHUNK; ok && c <= (off + len - 1) / CUDA_REGCACHE_CHUNK;
-         c++) {
+    for (size_t c = off / rc->chunk; ok && c <= (off + len - 1) / rc->chunk; c++) {
         fresh = fresh || e->chunk[c] != CH_REG;
         ok = chunk_ready(rc, e, c);
     }

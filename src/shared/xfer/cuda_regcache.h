@@ -19,8 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Registrations are made per chunk of a file (file offsets k * CUDA_REGCACHE_CHUNK): one copy
- * must not cross a chunk's end, since each chunk is a registration of its own. */
+/* Registrations are made per chunk of a file (file offsets k * chunk, by default
+ * CUDA_REGCACHE_CHUNK): one copy must not cross a chunk's end, since each chunk is a
+ * registration of its own. */
 #define CUDA_REGCACHE_CHUNK (32ull << 20)
 
 typedef struct cuda_regcache cuda_regcache_t;
@@ -35,8 +36,14 @@ typedef struct cuda_regcache_stats {
     uint64_t fallbacks;  /* windows the cache could not serve (budget, driver refusal) */
 } cuda_regcache_stats_t;
 
-/* A cache that registers at most budget bytes (> 0). NULL when out of memory. */
-cuda_regcache_t *cuda_regcache_new(const cuda_api_t *cu, uint64_t budget);
+/* A cache that registers at most budget bytes (> 0), chunk bytes at a time (a multiple of
+ * 2 MiB; 0: CUDA_REGCACHE_CHUNK) with cuMemHostRegister's flags. NULL when out of memory. */
+cuda_regcache_t *cuda_regcache_new(const cuda_api_t *cu, uint64_t budget, uint64_t chunk,
+                                   unsigned flags);
+
+/* Its chunk: a copy from what cuda_regcache_get gave must not cross a multiple of it (in file
+ * offsets). */
+uint64_t cuda_regcache_chunk(const cuda_regcache_t *rc);
 
 /* Releases every registration and mapping (none may be in use). */
 void cuda_regcache_free(cuda_regcache_t *rc);
