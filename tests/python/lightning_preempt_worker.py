@@ -85,6 +85,7 @@ def main():
     c.list_buckets()  # libwharf and its transports are loaded before the signal arrives
     accel = "gpu" if device == "cuda" else "cpu"
     t = pl.Trainer(max_epochs=4 if mode == "train" else 5, plugins=[WharfCheckpointIO(client=c)],
+                   callbacks=[Preempt(url)],
                    accelerator=accel, devices=1, logger=False, enable_checkpointing=False,
                    enable_progress_bar=False, enable_model_summary=False,
                    default_root_dir="/tmp")

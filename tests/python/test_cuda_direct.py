@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 
 from conftest import Witness, make_client  # noqa: E402
 from s3raw import UNSIGNED, S3Raw  # noqa: E402
-from wharfd import unique_bucket  # noqa: E402
+from wharfd import WharfServer, unique_bucket  # noqa: E402
 
 import wharf  # noqa: E402
 
@@ -377,10 +377,24 @@ def _regcache(srv):
     return ev, m.get('wharf_cuda_regcache_bytes{state="registered"}', 0.0)
 
 
-def test_registered_pages_are_kept_and_let_go(wharfd, gclient, gbucket):
-    """GETs into GPU memory DMA from the object's registered page-cache pages: the second GET
-    of an object registers nothing more (hits), its bytes are right both times, an overwrite
-    serves the new bytes, and a deleted object's pages are let go."""
+@pytest.fixture()
+def regserver(tmp_path):
+    srv = WharfServer(data_dir=str(tmp_path / "data"), env={"WHARF_CUDA_SOURCE": "register"})
+    srv.start()
+    yield srv
+    srv.stop()
+    srv.cleanup()
+
+
+def test_registered_pages_are_kept_and_let_go(regserver):
+    """WHARF_CUDA_SOURCE=register (a timing variant): GETs into GPU memory DMA from the
+    object's registered page-cache pages; the second GET of an object registers nothing more
+    (hits), its bytes are right both times, an overwrite serves the new bytes, and a deleted
+    object's pages are let go."""
+    wharfd = regserver
+    gclient = make_client(wharfd, "ofi+shm")
+    gbucket = unique_bucket("reg")
+    gclient.create_bucket(gbucket)
     size = (96 << 20) + 4097  # four chunks of the cache, the last partial
     src = _host_bytes(size, 41)
     gclient.put_from(gbucket, "reg", src.numpy(), transport="http")
@@ -416,3 +430,4 @@ def test_registered_pages_are_kept_and_let_go(wharfd, gclient, gbucket):
     # two releases: the file the overwrite replaced, and the deleted one
     assert ev3["release"] >= ev2["release"] + 2, (ev2, ev3)
     assert held3 < size, held3
+    gclient.close()

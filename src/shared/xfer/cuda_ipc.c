@@ -138,28 +138,27 @@ static wh_status_t cx_open(const xfer_config_t *cfg, const xfer_provider_t *prov
     else if (sm && strcmp(sm, "register") == 0)
         x->stage = STAGE_REGISTER;
     /* Where a GET's bytes come from:
-     * - "register": DMA straight from the object's page-cache pages, registered with the
-     *   driver and kept (cuda_regcache.h), the CPU checksumming the same pages; bytes the cache
-     *   cannot take (budget, driver refusal) are read as below;
-     * - "read": the copy reads the file with pread into its pinned buffers (no page table);
-     * - "map": the engine maps the object and the copy reads the mapping;
-     * - "auto", the default: register while WHARF_CUDA_REGCACHE (default RAM/8) is not 0,
-     *   else read on a tmpfs in 4 KiB pages and map elsewhere.
-     * On the H100 machine (docs/scale-up.md): registered page-cache pages feed the copy engine
-     * at its rate (54 GB/s, 51 with the crc) where staged copies reach 28-44; reading an 8 GiB
-     * restore from /dev/shm took 0.40-0.45 s against 0.74-0.76 s mapped. */
+     * - "auto", the default: the copy reads files on a tmpfs in 4 KiB pages with pread into its
+     *   pinned buffers (no page table), and the engine maps files elsewhere;
+     * - "read" or "map": one of those for every file;
+     * - "register", a timing variant: DMA straight from the object's page-cache pages,
+     *   registered with the driver and kept (cuda_regcache.h, budget WHARF_CUDA_REGCACHE,
+     *   default RAM/8), the CPU checksumming the same pages; what the cache cannot take is read.
+     * On the H100 machine (docs/scale-up.md): reading an 8 GiB restore from /dev/shm took
+     * 0.40-0.45 s against 0.74-0.76 s mapped. Registered page-cache pages feed the copy engine
+     * at its rate inside one process (54 GB/s), but wharfd's registered GETs into a client's
+     * IPC-opened memory ran at 3-6 GB/s against 28-30 read: not the default. */
     const char *src = getenv("WHARF_CUDA_SOURCE");
-    bool reg = true;
+    bool reg = false;
     x->read_fd = XFER_READS_FD_SMALL_TMPFS;
-    if (src && strcmp(src, "read") == 0) {
+    if (src && strcmp(src, "read") == 0)
         x->read_fd = XFER_READS_FD_ALWAYS;
-        reg = false;
-    } else if (src && strcmp(src, "map") == 0) {
+    else if (src && strcmp(src, "map") == 0)
         x->read_fd = XFER_READS_FD_NO;
-        reg = false;
-    } else if (src && *src && strcmp(src, "auto") != 0 && strcmp(src, "register") != 0) {
-        wh_warn(MOD, "WHARF_CUDA_SOURCE=%s is not register, map, read or auto: auto", src);
-    }
+    else if (src && strcmp(src, "register") == 0)
+        reg = true;
+    else if (src && *src && strcmp(src, "auto") != 0)
+        wh_warn(MOD, "WHARF_CUDA_SOURCE=%s is not auto, read, map or register: auto", src);
     uint64_t rc_budget = ram / 8;
     const char *rcs = getenv("WHARF_CUDA_REGCACHE");
     if (rcs && *rcs && wh_parse_size(rcs, &rc_budget) != 0) {

@@ -33,7 +33,7 @@ static xfer_target_t g_tgt;
 
 static xfer_t *open_server(const char *budget)
 {
-    unsetenv("WHARF_CUDA_SOURCE");
+    setenv("WHARF_CUDA_SOURCE", "register", 1);
     setenv("WHARF_CUDA_REGCACHE", budget, 1);
     return fake_cuda_server();
 }
@@ -108,7 +108,7 @@ int main(void)
     const uint64_t chunk = CUDA_REGCACHE_CHUNK;
     cuda_regcache_stats_t s0, s1;
 
-    /* auto with a budget: a window across the end of the first chunk lands whole and right,
+    /* register with a budget: a window across the end of the first chunk lands whole and right,
      * through two registrations (the stand-in refuses a copy across one's end). */
     xfer_t *x = open_server("128M");
     CHECK(x != NULL);
@@ -179,8 +179,15 @@ int main(void)
     xfer_close(x);
     CHECK_EQ_U64(g_registered(), 0);
 
-    /* a budget of 0: no cache; a file outside a tmpfs is mapped by the engine, as before */
+    /* a budget of 0, or the default source (auto): no cache */
     x = open_server("0");
+    CHECK(x != NULL);
+    cuda_regcache_stats(&s0);
+    CHECK_EQ_U64(s0.budget, 0);
+    xfer_close(x);
+    unsetenv("WHARF_CUDA_REGCACHE");
+    unsetenv("WHARF_CUDA_SOURCE");
+    x = fake_cuda_server();
     CHECK(x != NULL);
     cuda_regcache_stats(&s0);
     CHECK_EQ_U64(s0.budget, 0);
