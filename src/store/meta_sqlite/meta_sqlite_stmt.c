@@ -61,7 +61,7 @@ void sq_col_copy(sqlite3_stmt *s, int i, char *dst, size_t cap)
     size_t n = v ? (size_t)sqlite3_column_bytes(s, i) : 0;
     if (n >= cap)
         n = cap - 1;
-    if (n)
+    if (n && v) /* v NULL: no text, nothing to copy (said for the analyzer) */
         memcpy(dst, v, n);
     dst[n] = '\0';
 }
