@@ -11,6 +11,7 @@
 #include "roles/config.h"
 #include "front/front.h"
 #include "meta/meta.h"
+#include "store/store.h"
 #include "s3api/s3api.h"
 
 #include <getopt.h>
@@ -252,7 +253,7 @@ int role_gateway_main(int argc, char **argv)
     meta_t *meta = NULL;
     data_table_t *data = NULL;
     store_t *st = NULL;
-    wh_status_t s = meta_open(meta_url, &meta);
+    wh_status_t s = store_meta_open(meta_url, &meta);
     if (s != WH_OK) {
         fprintf(stderr, "wharfd: cannot open the metadata database %s: %s\n", meta_url,
                 wh_status_str(s));
