@@ -103,6 +103,9 @@ const front_op_t front_ops[] = {
     /* DeleteObjects checks s3:DeleteObject key by key (s3api_authz_check), as S3 does. */
     {BKT, "POST", "delete", NULL, NULL, false, FRONT_API_DELETE_OBJECTS, BUF_, false,
      s3api_write_delete_many_begin, s3api_write_delete_many_finish, "s3:DeleteObject", false},
+    /* wharf's RDMA batch: s3:GetObject or s3:PutObject key by key (object_batch.c). */
+    {BKT, "POST", "rdma-batch", NULL, NULL, false, FRONT_API_RDMA_BATCH, BUF_, true,
+     s3api_batch_begin, s3api_batch_finish, "s3:GetObject", false},
     /* POST Object, the browser form upload: its signature and policy are form fields, and
      * s3:PutObject on the form's key is checked once the form names it (post_object.c). */
     {BKT, "POST", NULL, NULL, NULL, false, FRONT_API_POST_OBJECT, FORM_, false, s3api_post_begin,

@@ -138,6 +138,10 @@ int s3api_write_delete_many_finish(front_req_t *r, s3h_out_t *o);
 
 int s3api_object_attributes(front_req_t *r, s3h_out_t *o);
 
+/* object_batch.c: POST /bucket?rdma-batch, many keys into or from one token's region. */
+int s3api_batch_begin(front_req_t *r, s3h_out_t *o);
+int s3api_batch_finish(front_req_t *r, s3h_out_t *o);
+
 int s3api_list_v1(front_req_t *r, s3h_out_t *o);
 int s3api_list_v2(front_req_t *r, s3h_out_t *o);
 int s3api_list_versions(front_req_t *r, s3h_out_t *o);

@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* RDMA batches (POST /bucket?rdma-batch, docs/protocol.md "Batches"): one signed request GETs
+ * many small objects of one bucket into, or PUTs them from, one client region named by its
+ * x-amz-rdma-token. The list (s3/batch.h) is the signed body. Each key is authorized as if it
+ * were requested alone and answered on its own line: a key refused, missing or failing its
+ * condition does not fail the others. A transfer that fails (the transport, not a key) fails
+ * the whole request, as a single GET or PUT would: what landed before is not vouched for. */
+#include "s3api/s3api.h"
+#include "base/crc.h"
+#include "base/log.h"
+#include "s3/batch.h"
+
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MOD "s3"
+
+/* The request headers a batch does not take: their per-object meaning has no place in it
+ * (metadata, ACLs, tags, checksums, conditions are per key or not at all). */
+static const char *unserved_header(const front_req_t *r)
+{
+    static const char *const prefixes[] = {"x-amz-meta-", "x-amz-grant-", "x-amz-checksum-"};
+    static const char *const names[] = {"x-amz-acl",     "x-amz-tagging", "if-none-match",
+                                        "if-match",      "range",         "content-md5",
+                                        "x-amz-write-offset-bytes"};
+    for (size_t i = 0; i < r->nhdrs; i++) {
+        const char *n = r->hdrs[i].lname;
+        for (size_t k = 0; k < sizeof prefixes / sizeof prefixes[0]; k++)
+            if (strncmp(n, prefixes[k], strlen(prefixes[k])) == 0)
+                return n;
+        for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+            if (strcmp(n, names[k]) == 0)
+                return n;
+    }
+    return NULL;
+}
+
+int s3api_batch_begin(front_req_t *r, s3h_out_t *o)
+{
+    int ret = s3h_need_bucket(r, o);
+    if (ret)
+        return ret;
+    if (r->srv->cfg.admin_cluster) {
+        /* A gateway's objects live on its storage servers, which pull a single request's
+         * bytes themselves; a batch would need each of them to take its share of the list. */
+        s3h_out_header(o, "x-amz-rdma-reply", "501");
+        return s3h_err(o, S3_ERR_NOT_IMPLEMENTED,
+                       "RDMA batches (?rdma-batch) are not served by a cluster gateway; send "
+                       "one GetObject or PutObject per key");
+    }
+    if (!r->token_req)
+        return s3h_err(o, S3_ERR_INVALID_REQUEST,
+                       "?rdma-batch needs x-amz-rdma-token naming the region its entries are "
+                       "offsets into");
+    if (r->auth.mode != AUTH_PAYLOAD_SHA256)
+        return s3h_err(o, S3_ERR_INVALID_REQUEST,
+                       "the ?rdma-batch list must be signed: send x-amz-content-sha256 with the "
+                       "SHA-256 of the body (not UNSIGNED-PAYLOAD or a streaming payload)");
+    const char *h = unserved_header(r);
+    if (h)
+        return s3h_errf(o, S3_ERR_INVALID_REQUEST,
+                        "%s is not taken by ?rdma-batch (a batch stores no metadata, ACL, tags or "
+                        "checksums of the client's; If-None-Match is the list's 'n' flag)",
+                        h);
+    return 0; /* read the list */
+}
+
+/* A refusal of s3h_authz_other (or another answer for one key) as the key's status. */
+static void status_from(s3_batch_status_t *s, const s3h_out_t *ko, const char *dflt)
+{
+    snprintf(s->code, sizeof s->code, "%s", ko->code ? ko->code : dflt);
+    snprintf(s->message, sizeof s->message, "%.200s", ko->msg);
+}
+
+static void status_set(s3_batch_status_t *s, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void status_set(s3_batch_status_t *s, const char *code, const char *fmt, ...)
+{
+    snprintf(s->code, sizeof s->code, "%s", code);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->message, sizeof s->message, fmt, ap);
+    va_end(ap);
+}
+
+/* The request's token narrowed to one entry's bytes: the engine never moves a byte outside
+ * [base + off, base + off + len). */
+static void sub_token(const xfer_token_arg_t *a, const s3_batch_entry_t *e, xfer_token_arg_t *out)
+{
+    *out = *a;
+    out->tok.base += e->off;
+    out->tok.size = e->len;
+    if (out->tok.dialect == XFER_TOKEN_DIALECT_CUDA1)
+        out->tok.cuda_off += e->off;
+}
+
+/* The local files of a composed object, in order (*out malloc'd). */
+static wh_status_t extents(data_reader_t *rd, uint64_t len, rdma_extent_t **out, size_t *n)
+{
+    rdma_extent_t *e = NULL;
+    size_t cnt = 0;
+    for (uint64_t off = 0; off < len;) {
+        int fd;
+        uint64_t foff, avail;
+        wh_status_t st = store_reader_extent(rd, off, &fd, &foff, &avail);
+        rdma_extent_t *ne = st == WH_OK ? realloc(e, (cnt + 1) * sizeof *e) : NULL;
+        if (!ne) {
+            free(e);
+            return st == WH_OK ? WH_ERR_NOMEM : st;
+        }
+        e = ne;
+        uint64_t k = WH_MIN(avail, len - off);
+        e[cnt++] = (rdma_extent_t){.fd = fd, .off = foff, .len = k};
+        off += k;
+    }
+    *out = e;
+    *n = cnt;
+    return WH_OK;
+}
+
+/* One GET entry: WH_OK with the key's status in s (whatever it is), or the transport's
+ * failure with res filled (the request fails). */
+static wh_status_t get_one(front_req_t *r, const s3_batch_entry_t *e, s3_batch_status_t *s,
+                           rdma_result_t *res)
+{
+    s3h_out_t ko;
+    memset(&ko, 0, sizeof ko);
+    const char *b = s3h_b(r);
+    if (!store_key_valid(e->key, strlen(e->key))) {
+        status_set(s, "InvalidArgument", "not a valid object key");
+        return WH_OK;
+    }
+    data_obj_meta_t m;
+    memset(&m, 0, sizeof m);
+    int fd = -1;
+    data_reader_t *rd = NULL;
+    store_read_args_t ra = {.bucket = b, .key = e->key};
+    wh_status_t st = store_object_open(s3h_st(r), &ra, &m, &fd);
+    if (st == WH_ERR_UNSUPPORTED)
+        st = store_object_reader(s3h_st(r), &ra, &m, &rd);
+    wh_status_t ret = WH_OK;
+    if (st == WH_ERR_NOT_FOUND) {
+        /* As GetObject alone: who may not list the bucket does not learn the key is absent. */
+        if (s3h_authz_other(r, &ko, "s3:GetObject", b, e->key, NULL) ||
+            s3h_authz_other(r, &ko, "s3:ListBucket", b, NULL, NULL))
+            status_from(s, &ko, "AccessDenied");
+        else
+            status_set(s, "NoSuchKey", "The specified key does not exist.");
+        goto out;
+    }
+    if (st != WH_OK) {
+        status_set(s, "InternalError", "opening the object: %s", wh_status_str(st));
+        goto out;
+    }
+    if (s3h_authz_other(r, &ko, "s3:GetObject", b, e->key, &m)) {
+        status_from(s, &ko, "AccessDenied");
+        goto out;
+    }
+    if (m.sse) {
+        status_set(s, "NotImplemented",
+                   "the object is encrypted at rest; batches do not serve encrypted objects: "
+                   "GET it alone");
+        goto out;
+    }
+    if (m.size > e->len) {
+        status_set(s, "InvalidArgument",
+                   "the object is %" PRIu64 " bytes; its entry holds %" PRIu64, m.size, e->len);
+        goto out;
+    }
+    s->size = m.size;
+    s->has_crc = true;
+    snprintf(s->etag, sizeof s->etag, "%s", m.etag);
+    snprintf(s->code, sizeof s->code, "OK");
+    if (m.size == 0)
+        goto out;
+    xfer_token_arg_t sub;
+    sub_token(&r->token, e, &sub);
+    memset(res, 0, sizeof *res);
+    if (!rd) {
+        st = rdma_get_tok(r->srv->rdma, &sub, &r->peer, fd, 0, m.size, res);
+    } else {
+        rdma_extent_t *ext = NULL;
+        size_t n = 0;
+        st = extents(rd, m.size, &ext, &n);
+        if (st == WH_OK)
+            st = rdma_get_extents(r->srv->rdma, &sub, &r->peer, ext, n, res);
+        else
+            *res = (rdma_result_t){.http_status = 500,
+                                   .s3_code = "InternalError",
+                                   .message = "cannot map the object's files"};
+        free(ext);
+    }
+    if (st == WH_OK && res->bytes != m.size) {
+        snprintf(res->message, sizeof res->message,
+                 "short RDMA transfer of key '%.100s': %" PRIu64 " of %" PRIu64 " bytes", e->key,
+                 res->bytes, m.size);
+        res->http_status = 500;
+        res->s3_code = "InternalError";
+        st = WH_ERR_TRANSPORT;
+    }
+    if (st != WH_OK) {
+        ret = st;
+        goto out;
+    }
+    s->crc64nvme = res->crc64nvme;
+out:
+    if (fd >= 0)
+        close(fd);
+    store_reader_close(rd);
+    data_obj_meta_free(&m);
+    return ret;
+}
+
+static wh_status_t put_sink(void *arg, const void *p, size_t n)
+{
+    return store_writer_write(arg, p, n);
+}
+
+/* One PUT entry, committed as a PutObject would be (durable before it is answered). */
+static wh_status_t put_one(front_req_t *r, const s3_batch_entry_t *e, const data_obj_meta_t *lock,
+                           s3_batch_status_t *s, rdma_result_t *res)
+{
+    s3h_out_t ko;
+    memset(&ko, 0, sizeof ko);
+    const char *b = s3h_b(r);
+    if (!store_key_valid(e->key, strlen(e->key))) {
+        status_set(s, "InvalidArgument", "not a valid object key");
+        return WH_OK;
+    }
+    if (s3h_authz_other(r, &ko, "s3:PutObject", b, e->key, NULL)) {
+        status_from(s, &ko, "AccessDenied");
+        return WH_OK;
+    }
+    store_writer_t *w = NULL;
+    wh_status_t st = store_writer_open(s3h_st(r), &w);
+    if (st != WH_OK) {
+        status_set(s, "InternalError", "opening a temp file: %s", wh_status_str(st));
+        return WH_OK;
+    }
+    /* The bucket's layout and default encryption, as PutObject (both act on r->w). */
+    r->w = w;
+    int rc = s3api_put_layout(r, &ko);
+    if (!rc)
+        rc = s3h_sse_writer(r, &ko, false);
+    w = r->w;
+    r->w = NULL;
+    if (rc) {
+        store_writer_abort(w);
+        status_from(s, &ko, "InternalError");
+        return WH_OK;
+    }
+    xfer_token_arg_t sub;
+    sub_token(&r->token, e, &sub);
+    memset(res, 0, sizeof *res);
+    st = rdma_put_tok(r->srv->rdma, &sub, &r->peer, put_sink, w, res);
+    if (st == WH_OK && (res->bytes != e->len || store_writer_size(w) != e->len ||
+                        store_writer_crc64nvme(w) != res->crc64nvme)) {
+        snprintf(res->message, sizeof res->message,
+                 "the transport reported %" PRIu64 " bytes of key '%.100s' but %" PRIu64
+                 " reached the store",
+                 res->bytes, e->key, store_writer_size(w));
+        res->http_status = 500;
+        res->s3_code = "InternalError";
+        st = WH_ERR_TRANSPORT;
+    }
+    if (st != WH_OK) {
+        store_writer_abort(w);
+        return st;
+    }
+    data_obj_meta_t m;
+    memset(&m, 0, sizeof m);
+    m.lock_mode = lock->lock_mode;
+    m.lock_until = lock->lock_until;
+    m.legal_hold = lock->legal_hold;
+    snprintf(m.content_type, sizeof m.content_type, "binary/octet-stream");
+    snprintf(m.owner, sizeof m.owner, "%s", s3h_owner_stored(r));
+    char md5[33];
+    store_writer_md5_hex(w, md5);
+    snprintf(m.etag, sizeof m.etag, "%s", md5);
+    char c64[13];
+    wh_crc64nvme_b64(res->crc64nvme, c64);
+    snprintf(m.crc64nvme, sizeof m.crc64nvme, "%s", c64);
+    data_cond_t cond;
+    memset(&cond, 0, sizeof cond);
+    if (e->if_none_match)
+        cond.kind = DATA_COND_ABSENT;
+    uint64_t crc = res->crc64nvme;
+    st = store_writer_commit(w, &(store_commit_args_t){.bucket = b, .key = e->key, .cond = &cond},
+                             &m);
+    if (st == WH_OK) {
+        snprintf(s->code, sizeof s->code, "OK");
+        s->size = e->len;
+        s->crc64nvme = crc;
+        s->has_crc = true;
+        snprintf(s->etag, sizeof s->etag, "%s", m.etag);
+    } else if (cond.failed) {
+        status_set(s, "PreconditionFailed",
+                   "At least one of the pre-conditions you specified did not hold (the key has "
+                   "an object)");
+    } else if (st == WH_ERR_NOT_FOUND) {
+        status_set(s, "NoSuchBucket", "The specified bucket does not exist");
+    } else {
+        status_set(s, "InternalError", "committing the object: %s", wh_status_str(st));
+    }
+    data_obj_meta_free(&m);
+    return WH_OK;
+}
+
+int s3api_batch_finish(front_req_t *r, s3h_out_t *o)
+{
+    rdma_result_t res;
+    memset(&res, 0, sizeof res);
+    if (!rdma_check_tok(r->srv->rdma, &r->token, &r->peer, 0, &res))
+        return s3api_rdma_refuse(r, o, &res, WH_ERR_INVALID);
+    s3_batch_t b;
+    char err[400];
+    if (s3_batch_parse(r->buf.data ? r->buf.data : "", r->buf.len, r->token.tok.size, &b, err,
+                       sizeof err) != 0)
+        return s3h_err(o, S3_ERR_INVALID_ARGUMENT, err);
+    s3_batch_status_t *sv = calloc(b.n, sizeof *sv);
+    if (!sv) {
+        s3_batch_free(&b);
+        return s3h_err(o, S3_ERR_INTERNAL, "out of memory answering the batch");
+    }
+    int ret = 0;
+    data_obj_meta_t lock;
+    memset(&lock, 0, sizeof lock);
+    /* The bucket's default retention, as each PutObject would take it (no lock headers:
+     * refuse_unbuilt refuses them on a batch). */
+    if (b.op == S3_BATCH_PUT && (ret = s3h_lock_from_request(r, o, &lock)))
+        goto done;
+    uint64_t t0 = wh_now_ns(), bytes = 0;
+    size_t ok = 0;
+    for (size_t i = 0; i < b.n; i++) {
+        wh_status_t st = b.op == S3_BATCH_GET ? get_one(r, &b.e[i], &sv[i], &res)
+                                              : put_one(r, &b.e[i], &lock, &sv[i], &res);
+        if (st != WH_OK) {
+            wh_warn(MOD, "rdma batch failed id=%s entry=%zu of %zu key='%s'", r->id, i, b.n,
+                    b.e[i].key);
+            ret = s3api_rdma_refuse(r, o, &res, st);
+            goto done;
+        }
+        if (strcmp(sv[i].code, "OK") == 0) {
+            ok++;
+            bytes += sv[i].size;
+        }
+    }
+    wh_sbuf_t body;
+    wh_sbuf_init(&body);
+    s3_batch_reply_head(b.n, &body);
+    for (size_t i = 0; i < b.n; i++)
+        s3_batch_reply_line(i, &sv[i], &body);
+    if (body.oom) {
+        wh_sbuf_free(&body);
+        ret = s3h_err(o, S3_ERR_INTERNAL, "out of memory answering the batch");
+        goto done;
+    }
+    wh_debug(MOD, "rdma batch id=%s op=%s keys=%zu ok=%zu bytes=%" PRIu64 " ms=%.3f", r->id,
+             b.op == S3_BATCH_GET ? "GET" : "PUT", b.n, ok, bytes,
+             (double)(wh_now_ns() - t0) / 1e6);
+    size_t n = body.len;
+    struct MHD_Response *resp = front_resp_buffer(wh_sbuf_steal(&body), n);
+    if (!resp) {
+        ret = s3h_err(o, S3_ERR_INTERNAL, "out of memory answering the batch");
+        goto done;
+    }
+    s3h_out_header(o, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+    s3h_out_header(o, "x-amz-rdma-reply", "200");
+    s3h_out_header_u64(o, "x-amz-rdma-bytes-transferred", bytes);
+    ret = s3h_ok_resp(o, 200, resp, n);
+done:
+    data_obj_meta_free(&lock);
+    free(sv);
+    s3_batch_free(&b);
+    return ret;
+}
