@@ -12,6 +12,8 @@
 
 #include <inttypes.h>
 #include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,27 +124,52 @@ static wh_status_t extents(data_reader_t *rd, uint64_t len, rdma_extent_t **out,
     return WH_OK;
 }
 
-/* One GET entry: WH_OK with the key's status in s (whatever it is), or the transport's
- * failure with res filled (the request fails). */
-static wh_status_t get_one(front_req_t *r, const s3_batch_entry_t *e, s3_batch_status_t *s,
-                           rdma_result_t *res)
+/* GET: the keys of a batch are opened and authorized a group at a time (their files stay
+ * open until the group's bytes have moved); the objects of a group whose slots follow one
+ * another in the region (each object filling its slot up to the next) move as one transfer,
+ * one pipeline of the engine over all their files, instead of one per key. */
+#define BATCH_GET_GROUP 256
+#define BATCH_RUN_MAX (256ull << 20)
+
+typedef struct get_slot {
+    size_t i; /* the entry */
+    uint64_t off, size;
+    int fd;
+    data_reader_t *rd;
+    uint64_t stored; /* the object's stored crc64nvme, when has_stored */
+    bool has_stored;
+} get_slot_t;
+
+static void slot_close(get_slot_t *g)
+{
+    if (g->fd >= 0)
+        close(g->fd);
+    g->fd = -1;
+    store_reader_close(g->rd);
+    g->rd = NULL;
+}
+
+/* Opens and authorizes one GET entry: true when its bytes are to move (g open), else its
+ * status is in s (found empty, missing, refused ...). */
+static bool get_prep(front_req_t *r, const s3_batch_entry_t *e, s3_batch_status_t *s,
+                     get_slot_t *g)
 {
     s3h_out_t ko;
     memset(&ko, 0, sizeof ko);
     const char *b = s3h_b(r);
+    g->fd = -1;
+    g->rd = NULL;
     if (!store_key_valid(e->key, strlen(e->key))) {
         status_set(s, "InvalidArgument", "not a valid object key");
-        return WH_OK;
+        return false;
     }
     data_obj_meta_t m;
     memset(&m, 0, sizeof m);
-    int fd = -1;
-    data_reader_t *rd = NULL;
     store_read_args_t ra = {.bucket = b, .key = e->key};
-    wh_status_t st = store_object_open(s3h_st(r), &ra, &m, &fd);
+    wh_status_t st = store_object_open(s3h_st(r), &ra, &m, &g->fd);
     if (st == WH_ERR_UNSUPPORTED)
-        st = store_object_reader(s3h_st(r), &ra, &m, &rd);
-    wh_status_t ret = WH_OK;
+        st = store_object_reader(s3h_st(r), &ra, &m, &g->rd);
+    bool go = false;
     if (st == WH_ERR_NOT_FOUND) {
         /* As GetObject alone: who may not list the bucket does not learn the key is absent. */
         if (s3h_authz_other(r, &ko, "s3:GetObject", b, e->key, NULL) ||
@@ -150,69 +177,139 @@ static wh_status_t get_one(front_req_t *r, const s3_batch_entry_t *e, s3_batch_s
             status_from(s, &ko, "AccessDenied");
         else
             status_set(s, "NoSuchKey", "The specified key does not exist.");
-        goto out;
-    }
-    if (st != WH_OK) {
+    } else if (st != WH_OK) {
         status_set(s, "InternalError", "opening the object: %s", wh_status_str(st));
-        goto out;
-    }
-    if (s3h_authz_other(r, &ko, "s3:GetObject", b, e->key, &m)) {
+    } else if (s3h_authz_other(r, &ko, "s3:GetObject", b, e->key, &m)) {
         status_from(s, &ko, "AccessDenied");
-        goto out;
-    }
-    if (m.sse) {
+    } else if (m.sse) {
         status_set(s, "NotImplemented",
                    "the object is encrypted at rest; batches do not serve encrypted objects: "
                    "GET it alone");
-        goto out;
-    }
-    if (m.size > e->len) {
+    } else if (m.size > e->len) {
         status_set(s, "InvalidArgument",
                    "the object is %" PRIu64 " bytes; its entry holds %" PRIu64, m.size, e->len);
-        goto out;
-    }
-    s->size = m.size;
-    s->has_crc = true;
-    snprintf(s->etag, sizeof s->etag, "%s", m.etag);
-    snprintf(s->code, sizeof s->code, "OK");
-    if (m.size == 0)
-        goto out;
-    xfer_token_arg_t sub;
-    sub_token(&r->token, e, &sub);
-    memset(res, 0, sizeof *res);
-    if (!rd) {
-        st = rdma_get_tok(r->srv->rdma, &sub, &r->peer, fd, 0, m.size, res);
     } else {
-        rdma_extent_t *ext = NULL;
-        size_t n = 0;
-        st = extents(rd, m.size, &ext, &n);
-        if (st == WH_OK)
-            st = rdma_get_extents(r->srv->rdma, &sub, &r->peer, ext, n, res);
-        else
-            *res = (rdma_result_t){.http_status = 500,
-                                   .s3_code = "InternalError",
-                                   .message = "cannot map the object's files"};
-        free(ext);
+        s->size = m.size;
+        s->has_crc = true;
+        s->crc64nvme = 0; /* an empty object: nothing moves */
+        snprintf(s->etag, sizeof s->etag, "%s", m.etag);
+        snprintf(s->code, sizeof s->code, "OK");
+        g->off = e->off;
+        g->size = m.size;
+        g->has_stored = m.crc64nvme[0] && wh_crc64nvme_from_b64(m.crc64nvme, &g->stored) == 0;
+        go = m.size > 0;
     }
-    if (st == WH_OK && res->bytes != m.size) {
+    data_obj_meta_free(&m);
+    if (!go)
+        slot_close(g);
+    return go;
+}
+
+/* Moves the objects of v[0..k), whose slots follow one another from v[0]->off, as one
+ * transfer. Each key's crc64nvme is of exactly its bytes: the transfer's own for one key;
+ * for several, the stored ones, once their combination equals the transfer's (else the keys
+ * move again one by one, each with its own). */
+static wh_status_t run_xfer(front_req_t *r, get_slot_t **v, size_t k, s3_batch_status_t *sv,
+                            rdma_result_t *res)
+{
+    rdma_extent_t *ext = NULL;
+    size_t n = 0;
+    uint64_t total = 0;
+    wh_status_t st = WH_OK;
+    for (size_t j = 0; j < k && st == WH_OK; j++) {
+        total += v[j]->size;
+        rdma_extent_t *more = NULL;
+        size_t nm = 1;
+        rdma_extent_t one = {.fd = v[j]->fd, .off = 0, .len = v[j]->size};
+        if (v[j]->rd && (st = extents(v[j]->rd, v[j]->size, &more, &nm)) != WH_OK)
+            break;
+        rdma_extent_t *ne = realloc(ext, (n + nm) * sizeof *ext);
+        if (!ne) {
+            free(more);
+            st = WH_ERR_NOMEM;
+            break;
+        }
+        ext = ne;
+        memcpy(ext + n, more ? more : &one, nm * sizeof *ext);
+        n += nm;
+        free(more);
+    }
+    if (st != WH_OK) {
+        free(ext);
+        *res = (rdma_result_t){.http_status = 500,
+                               .s3_code = "InternalError",
+                               .message = "cannot map the objects' files"};
+        return st;
+    }
+    s3_batch_entry_t span = {.off = v[0]->off, .len = total};
+    xfer_token_arg_t sub;
+    sub_token(&r->token, &span, &sub);
+    memset(res, 0, sizeof *res);
+    st = rdma_get_extents(r->srv->rdma, &sub, &r->peer, ext, n, res);
+    free(ext);
+    if (st == WH_OK && res->bytes != total) {
         snprintf(res->message, sizeof res->message,
-                 "short RDMA transfer of key '%.100s': %" PRIu64 " of %" PRIu64 " bytes", e->key,
-                 res->bytes, m.size);
+                 "short RDMA transfer: %" PRIu64 " of %" PRIu64 " bytes", res->bytes, total);
         res->http_status = 500;
         res->s3_code = "InternalError";
         st = WH_ERR_TRANSPORT;
     }
-    if (st != WH_OK) {
-        ret = st;
-        goto out;
+    if (st != WH_OK)
+        return st;
+    if (k == 1) {
+        sv[v[0]->i].crc64nvme = res->crc64nvme;
+        return WH_OK;
     }
-    s->crc64nvme = res->crc64nvme;
-out:
-    if (fd >= 0)
-        close(fd);
-    store_reader_close(rd);
-    data_obj_meta_free(&m);
-    return ret;
+    uint64_t acc = 0;
+    for (size_t j = 0; j < k; j++)
+        acc = j ? wh_crc64nvme_combine(acc, v[j]->stored, v[j]->size) : v[j]->stored;
+    if (acc == res->crc64nvme) {
+        for (size_t j = 0; j < k; j++)
+            sv[v[j]->i].crc64nvme = v[j]->stored;
+        return WH_OK;
+    }
+    wh_warn(MOD, "rdma batch id=%s: %zu keys' stored crc64nvme do not combine to the bytes "
+            "moved; moving them one by one", r->id, k);
+    for (size_t j = 0; j < k && st == WH_OK; j++)
+        st = run_xfer(r, &v[j], 1, sv, res);
+    return st;
+}
+
+static int cmp_slot(const void *a, const void *b)
+{
+    const get_slot_t *x = *(const get_slot_t *const *)a, *y = *(const get_slot_t *const *)b;
+    return x->off < y->off ? -1 : x->off > y->off ? 1 : 0;
+}
+
+/* One group of GET entries [lo, hi): WH_OK with every key's status in sv, or the transport's
+ * failure with res filled (the request fails). */
+static wh_status_t get_group(front_req_t *r, const s3_batch_t *bt, size_t lo, size_t hi,
+                             s3_batch_status_t *sv, rdma_result_t *res)
+{
+    get_slot_t g[BATCH_GET_GROUP];
+    get_slot_t *v[BATCH_GET_GROUP];
+    size_t k = 0;
+    for (size_t i = lo; i < hi; i++) {
+        g[k].i = i;
+        if (get_prep(r, &bt->e[i], &sv[i], &g[k])) {
+            v[k] = &g[k];
+            k++;
+        }
+    }
+    qsort(v, k, sizeof *v, cmp_slot);
+    wh_status_t st = WH_OK;
+    for (size_t a = 0; a < k && st == WH_OK;) {
+        size_t z = a + 1;
+        uint64_t bytes = v[a]->size;
+        while (z < k && v[z - 1]->has_stored && v[z]->has_stored &&
+               v[z - 1]->off + v[z - 1]->size == v[z]->off && bytes + v[z]->size <= BATCH_RUN_MAX)
+            bytes += v[z++]->size;
+        st = run_xfer(r, &v[a], z - a, sv, res);
+        a = z;
+    }
+    for (size_t j = 0; j < k; j++)
+        slot_close(v[j]);
+    return st;
 }
 
 static wh_status_t put_sink(void *arg, const void *p, size_t n)
@@ -220,18 +317,42 @@ static wh_status_t put_sink(void *arg, const void *p, size_t n)
     return store_writer_write(arg, p, n);
 }
 
-/* One PUT entry, committed as a PutObject would be (durable before it is answered). */
-static wh_status_t put_one(front_req_t *r, const s3_batch_entry_t *e, const data_obj_meta_t *lock,
-                           s3_batch_status_t *s, rdma_result_t *res)
+/* PUT: each key's bytes move into its own writer on the request's thread (authorization,
+ * layout, encryption, the transfer), a group at a time; then the group's commits (each a
+ * PutObject's: fsync, rename, the metadata transaction) run on a few threads at once, so that
+ * the disk's flushes of one group overlap instead of queueing one behind the other. */
+#define BATCH_PUT_GROUP 64
+#define BATCH_COMMIT_THREADS 8
+
+typedef struct put_job {
+    store_writer_t *w; /* staged, to commit; NULL: the status is final */
+    const char *bucket;
+    const s3_batch_entry_t *e;
+    s3_batch_status_t *s;
+    data_obj_meta_t m;
+    uint64_t crc;
+} put_job_t;
+
+typedef struct put_group {
+    put_job_t *jobs;
+    size_t n;
+    _Atomic size_t next;
+} put_group_t;
+
+/* Stages one PUT entry: WH_OK with j->w set (to commit) or the key's status in j->s, or the
+ * transport's failure with res filled (the request fails). */
+static wh_status_t put_stage(front_req_t *r, put_job_t *j, const data_obj_meta_t *lock,
+                             rdma_result_t *res)
 {
+    const s3_batch_entry_t *e = j->e;
+    s3_batch_status_t *s = j->s;
     s3h_out_t ko;
     memset(&ko, 0, sizeof ko);
-    const char *b = s3h_b(r);
     if (!store_key_valid(e->key, strlen(e->key))) {
         status_set(s, "InvalidArgument", "not a valid object key");
         return WH_OK;
     }
-    if (s3h_authz_other(r, &ko, "s3:PutObject", b, e->key, NULL)) {
+    if (s3h_authz_other(r, &ko, "s3:PutObject", j->bucket, e->key, NULL)) {
         status_from(s, &ko, "AccessDenied");
         return WH_OK;
     }
@@ -271,32 +392,40 @@ static wh_status_t put_one(front_req_t *r, const s3_batch_entry_t *e, const data
         store_writer_abort(w);
         return st;
     }
-    data_obj_meta_t m;
-    memset(&m, 0, sizeof m);
-    m.lock_mode = lock->lock_mode;
-    m.lock_until = lock->lock_until;
-    m.legal_hold = lock->legal_hold;
-    snprintf(m.content_type, sizeof m.content_type, "binary/octet-stream");
-    snprintf(m.owner, sizeof m.owner, "%s", s3h_owner_stored(r));
+    data_obj_meta_t *m = &j->m;
+    m->lock_mode = lock->lock_mode;
+    m->lock_until = lock->lock_until;
+    m->legal_hold = lock->legal_hold;
+    snprintf(m->content_type, sizeof m->content_type, "binary/octet-stream");
+    snprintf(m->owner, sizeof m->owner, "%s", s3h_owner_stored(r));
     char md5[33];
     store_writer_md5_hex(w, md5);
-    snprintf(m.etag, sizeof m.etag, "%s", md5);
+    snprintf(m->etag, sizeof m->etag, "%s", md5);
     char c64[13];
     wh_crc64nvme_b64(res->crc64nvme, c64);
-    snprintf(m.crc64nvme, sizeof m.crc64nvme, "%s", c64);
+    snprintf(m->crc64nvme, sizeof m->crc64nvme, "%s", c64);
+    j->crc = res->crc64nvme;
+    j->w = w;
+    return WH_OK;
+}
+
+/* Commits one staged key as a PutObject would (durable before it is answered). */
+static void put_commit(put_job_t *j)
+{
+    s3_batch_status_t *s = j->s;
     data_cond_t cond;
     memset(&cond, 0, sizeof cond);
-    if (e->if_none_match)
+    if (j->e->if_none_match)
         cond.kind = DATA_COND_ABSENT;
-    uint64_t crc = res->crc64nvme;
-    st = store_writer_commit(w, &(store_commit_args_t){.bucket = b, .key = e->key, .cond = &cond},
-                             &m);
+    wh_status_t st = store_writer_commit(
+        j->w, &(store_commit_args_t){.bucket = j->bucket, .key = j->e->key, .cond = &cond}, &j->m);
+    j->w = NULL; /* consumed either way */
     if (st == WH_OK) {
         snprintf(s->code, sizeof s->code, "OK");
-        s->size = e->len;
-        s->crc64nvme = crc;
+        s->size = j->e->len;
+        s->crc64nvme = j->crc;
         s->has_crc = true;
-        snprintf(s->etag, sizeof s->etag, "%s", m.etag);
+        snprintf(s->etag, sizeof s->etag, "%s", j->m.etag);
     } else if (cond.failed) {
         status_set(s, "PreconditionFailed",
                    "At least one of the pre-conditions you specified did not hold (the key has "
@@ -306,8 +435,55 @@ static wh_status_t put_one(front_req_t *r, const s3_batch_entry_t *e, const data
     } else {
         status_set(s, "InternalError", "committing the object: %s", wh_status_str(st));
     }
-    data_obj_meta_free(&m);
-    return WH_OK;
+}
+
+static void *commit_worker(void *arg)
+{
+    put_group_t *g = arg;
+    size_t i;
+    while ((i = atomic_fetch_add(&g->next, 1)) < g->n)
+        if (g->jobs[i].w)
+            put_commit(&g->jobs[i]);
+    return NULL;
+}
+
+/* One group of PUT entries [lo, hi); as get_group. */
+static wh_status_t put_group(front_req_t *r, const s3_batch_t *bt, size_t lo, size_t hi,
+                             const data_obj_meta_t *lock, s3_batch_status_t *sv,
+                             rdma_result_t *res)
+{
+    size_t n = hi - lo, staged = 0;
+    put_job_t *jobs = calloc(n, sizeof *jobs);
+    if (!jobs) {
+        *res = (rdma_result_t){.http_status = 500,
+                               .s3_code = "InternalError",
+                               .message = "out of memory staging the batch"};
+        return WH_ERR_NOMEM;
+    }
+    wh_status_t st = WH_OK;
+    for (size_t k = 0; k < n && st == WH_OK; k++) {
+        jobs[k] = (put_job_t){.bucket = s3h_b(r), .e = &bt->e[lo + k], .s = &sv[lo + k]};
+        st = put_stage(r, &jobs[k], lock, res);
+        staged += jobs[k].w != NULL;
+    }
+    if (st == WH_OK) {
+        put_group_t g = {.jobs = jobs, .n = n};
+        pthread_t th[BATCH_COMMIT_THREADS];
+        unsigned nth = 0;
+        for (; nth < BATCH_COMMIT_THREADS && nth + 1 < staged; nth++)
+            if (pthread_create(&th[nth], NULL, commit_worker, &g) != 0)
+                break;
+        commit_worker(&g);
+        for (unsigned t = 0; t < nth; t++)
+            pthread_join(th[t], NULL);
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (jobs[k].w)
+            store_writer_abort(jobs[k].w); /* a failed request commits nothing more */
+        data_obj_meta_free(&jobs[k].m);
+    }
+    free(jobs);
+    return st;
 }
 
 int s3api_batch_finish(front_req_t *r, s3h_out_t *o)
@@ -335,20 +511,22 @@ int s3api_batch_finish(front_req_t *r, s3h_out_t *o)
         goto done;
     uint64_t t0 = wh_now_ns(), bytes = 0;
     size_t ok = 0;
-    for (size_t i = 0; i < b.n; i++) {
-        wh_status_t st = b.op == S3_BATCH_GET ? get_one(r, &b.e[i], &sv[i], &res)
-                                              : put_one(r, &b.e[i], &lock, &sv[i], &res);
+    size_t step = b.op == S3_BATCH_GET ? BATCH_GET_GROUP : BATCH_PUT_GROUP;
+    for (size_t i = 0; i < b.n; i += step) {
+        size_t hi = WH_MIN(b.n, i + step);
+        wh_status_t st = b.op == S3_BATCH_GET ? get_group(r, &b, i, hi, sv, &res)
+                                              : put_group(r, &b, i, hi, &lock, sv, &res);
         if (st != WH_OK) {
-            wh_warn(MOD, "rdma batch failed id=%s entry=%zu of %zu key='%s'", r->id, i, b.n,
-                    b.e[i].key);
+            wh_warn(MOD, "rdma batch failed id=%s entries=[%zu, %zu) of %zu", r->id, i, hi, b.n);
             ret = s3api_rdma_refuse(r, o, &res, st);
             goto done;
         }
+    }
+    for (size_t i = 0; i < b.n; i++)
         if (strcmp(sv[i].code, "OK") == 0) {
             ok++;
             bytes += sv[i].size;
         }
-    }
     wh_sbuf_t body;
     wh_sbuf_init(&body);
     s3_batch_reply_head(b.n, &body);
