@@ -285,8 +285,8 @@ static wharf_status_t batch_call(wharf_client_t *c, s3_batch_op_t kind, const ch
             e->length > base_len - e->offset) {
             wc_set_error("%s: entry %zu (key '%.200s'): every entry needs the same size field, a "
                          "key, and a slot of 1 to %llu bytes inside [base, base+%" PRIu64 ")",
-                         fn, i, e->key ? e->key : "(null)", (unsigned long long)WHARF_BATCH_MAX_OBJECT,
-                         base_len);
+                         fn, i, e->key ? e->key : "(null)",
+                         (unsigned long long)WHARF_BATCH_MAX_OBJECT, base_len);
             return WHARF_ERR_INVALID;
         }
     }
@@ -362,8 +362,8 @@ out:
     return (wharf_status_t)st;
 }
 
-wharf_status_t wharf_batch_get(wharf_client_t *c, const char *bucket, void *base,
-                               uint64_t base_len, wharf_batch_entry_t *entries, size_t n,
+wharf_status_t wharf_batch_get(wharf_client_t *c, const char *bucket, void *base, uint64_t base_len,
+                               wharf_batch_entry_t *entries, size_t n,
                                const wharf_xfer_opts_t *opts, wharf_report_t *report)
 {
     return batch_call(c, S3_BATCH_GET, bucket, base, base_len, entries, n, opts, report);
@@ -373,6 +373,6 @@ wharf_status_t wharf_batch_put(wharf_client_t *c, const char *bucket, const void
                                uint64_t base_len, wharf_batch_entry_t *entries, size_t n,
                                const wharf_xfer_opts_t *opts, wharf_report_t *report)
 {
-    return batch_call(c, S3_BATCH_PUT, bucket, (void *)(uintptr_t)base, base_len, entries, n,
-                      opts, report);
+    return batch_call(c, S3_BATCH_PUT, bucket, (void *)(uintptr_t)base, base_len, entries, n, opts,
+                      report);
 }

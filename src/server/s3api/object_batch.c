@@ -26,9 +26,9 @@
 static const char *unserved_header(const front_req_t *r)
 {
     static const char *const prefixes[] = {"x-amz-meta-", "x-amz-grant-", "x-amz-checksum-"};
-    static const char *const names[] = {"x-amz-acl",     "x-amz-tagging", "if-none-match",
-                                        "if-match",      "range",         "content-md5",
-                                        "x-amz-write-offset-bytes"};
+    static const char *const names[] = {
+        "x-amz-acl", "x-amz-tagging", "if-none-match",           "if-match",
+        "range",     "content-md5",   "x-amz-write-offset-bytes"};
     for (size_t i = 0; i < r->nhdrs; i++) {
         const char *n = r->hdrs[i].lname;
         for (size_t k = 0; k < sizeof prefixes / sizeof prefixes[0]; k++)
@@ -151,8 +151,7 @@ static void slot_close(get_slot_t *g)
 
 /* Opens and authorizes one GET entry: true when its bytes are to move (g open), else its
  * status is in s (found empty, missing, refused ...). */
-static bool get_prep(front_req_t *r, const s3_batch_entry_t *e, s3_batch_status_t *s,
-                     get_slot_t *g)
+static bool get_prep(front_req_t *r, const s3_batch_entry_t *e, s3_batch_status_t *s, get_slot_t *g)
 {
     s3h_out_t ko;
     memset(&ko, 0, sizeof ko);
@@ -268,8 +267,10 @@ static wh_status_t run_xfer(front_req_t *r, get_slot_t **v, size_t k, s3_batch_s
             sv[v[j]->i].crc64nvme = v[j]->stored;
         return WH_OK;
     }
-    wh_warn(MOD, "rdma batch id=%s: %zu keys' stored crc64nvme do not combine to the bytes "
-            "moved; moving them one by one", r->id, k);
+    wh_warn(MOD,
+            "rdma batch id=%s: %zu keys' stored crc64nvme do not combine to the bytes "
+            "moved; moving them one by one",
+            r->id, k);
     for (size_t j = 0; j < k && st == WH_OK; j++)
         st = run_xfer(r, &v[j], 1, sv, res);
     return st;
@@ -449,8 +450,7 @@ static void *commit_worker(void *arg)
 
 /* One group of PUT entries [lo, hi); as get_group. */
 static wh_status_t put_group(front_req_t *r, const s3_batch_t *bt, size_t lo, size_t hi,
-                             const data_obj_meta_t *lock, s3_batch_status_t *sv,
-                             rdma_result_t *res)
+                             const data_obj_meta_t *lock, s3_batch_status_t *sv, rdma_result_t *res)
 {
     size_t n = hi - lo, staged = 0;
     put_job_t *jobs = calloc(n, sizeof *jobs);

@@ -94,8 +94,7 @@ static void pct_encode(const char *s, size_t n, wh_sbuf_t *out)
 
 /* Splits line[0..n) at single spaces into at most max fields; the count, or max + 1 when
  * there are more (an empty field counts as a bad one: *empty set). */
-static size_t split(const char *line, size_t n, const char **f, size_t *fl, size_t max,
-                    bool *empty)
+static size_t split(const char *line, size_t n, const char **f, size_t *fl, size_t max, bool *empty)
 {
     size_t k = 0, start = 0;
     *empty = false;
@@ -150,11 +149,11 @@ static int cross_check(s3_batch_t *b, char *err, size_t errlen)
     int ret = 0;
     for (size_t i = 1; i < b->n && !ret; i++)
         if (v[i - 1]->off + v[i - 1]->len > v[i]->off)
-            ret = fail(err, errlen,
-                       "batch entries overlap in the region: key '%.200s' [%" PRIu64 ", +%" PRIu64
-                       ") and key '%.200s' [%" PRIu64 ", +%" PRIu64 ")",
-                       v[i - 1]->key, v[i - 1]->off, v[i - 1]->len, v[i]->key, v[i]->off,
-                       v[i]->len);
+            ret =
+                fail(err, errlen,
+                     "batch entries overlap in the region: key '%.200s' [%" PRIu64 ", +%" PRIu64
+                     ") and key '%.200s' [%" PRIu64 ", +%" PRIu64 ")",
+                     v[i - 1]->key, v[i - 1]->off, v[i - 1]->len, v[i]->key, v[i]->off, v[i]->len);
     if (!ret && b->op == S3_BATCH_PUT) {
         qsort(v, b->n, sizeof *v, cmp_key);
         for (size_t i = 1; i < b->n && !ret; i++)
@@ -234,7 +233,8 @@ int s3_batch_parse(const char *p, size_t n, uint64_t region, s3_batch_t *out, ch
             bad = fail(err, errlen,
                        "batch list line %zu: length %" PRIu64 " exceeds %llu (max bytes per key)",
                        line, en->len, (unsigned long long)S3_BATCH_MAX_OBJECT);
-        else if (en->off > UINT64_MAX - en->len || (region != UINT64_MAX && en->off + en->len > region))
+        else if (en->off > UINT64_MAX - en->len ||
+                 (region != UINT64_MAX && en->off + en->len > region))
             bad = fail(err, errlen,
                        "batch list line %zu: [%" PRIu64 ", +%" PRIu64
                        ") lies outside the token's region of %" PRIu64 " bytes",
@@ -243,8 +243,7 @@ int s3_batch_parse(const char *p, size_t n, uint64_t region, s3_batch_t *out, ch
             bad = fail(err, errlen, "batch list line %zu: flags must be '-' or 'n'", line);
         else if (f[2][0] == 'n' && out->op != S3_BATCH_PUT)
             bad = fail(err, errlen,
-                       "batch list line %zu: flag 'n' (If-None-Match: *) is for PUT batches",
-                       line);
+                       "batch list line %zu: flag 'n' (If-None-Match: *) is for PUT batches", line);
         else if (pct_decode(f[3], fl[3], key, sizeof key, &klen) != 0 || klen == 0 ||
                  memchr(key, '\0', klen))
             bad = fail(err, errlen,
@@ -361,8 +360,8 @@ int s3_batch_reply_parse(const char *p, size_t len, size_t n, s3_batch_status_t 
         memset(s, 0, sizeof *s);
         uint64_t idx;
         size_t dl;
-        if (nf != 6 || empty || !dec_u64(f[0], fl[0], &idx) || idx != i ||
-            !code_ok(f[1], fl[1]) || !dec_u64(f[2], fl[2], &s->size))
+        if (nf != 6 || empty || !dec_u64(f[0], fl[0], &idx) || idx != i || !code_ok(f[1], fl[1]) ||
+            !dec_u64(f[2], fl[2], &s->size))
             return fail(err, errlen, "the batch reply's line for entry %zu is malformed", i);
         memcpy(s->code, f[1], fl[1]);
         s->code[fl[1]] = '\0';

@@ -30,11 +30,11 @@
 #include <stdint.h>
 
 #define S3_BATCH_MAGIC "wharf-rdma-batch 1"
-#define S3_BATCH_MAX_KEYS 1000u             /* entries in one batch */
-#define S3_BATCH_MAX_LIST (1u << 20)        /* bytes of the request body */
-#define S3_BATCH_MAX_OBJECT (64ull << 20)   /* bytes of one entry */
-#define S3_BATCH_MAX_KEY 1024u              /* bytes of one decoded key */
-#define S3_BATCH_MAX_REPLY_MSG 200u         /* bytes of one decoded reply message */
+#define S3_BATCH_MAX_KEYS 1000u           /* entries in one batch */
+#define S3_BATCH_MAX_LIST (1u << 20)      /* bytes of the request body */
+#define S3_BATCH_MAX_OBJECT (64ull << 20) /* bytes of one entry */
+#define S3_BATCH_MAX_KEY 1024u            /* bytes of one decoded key */
+#define S3_BATCH_MAX_REPLY_MSG 200u       /* bytes of one decoded reply message */
 
 typedef enum { S3_BATCH_GET = 1, S3_BATCH_PUT = 2 } s3_batch_op_t;
 
