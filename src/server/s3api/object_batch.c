@@ -322,8 +322,8 @@ static wh_status_t put_sink(void *arg, const void *p, size_t n)
  * layout, encryption, the transfer), a group at a time; then the group's commits (each a
  * PutObject's: fsync, rename, the metadata transaction) run on a few threads at once, so that
  * the disk's flushes of one group overlap instead of queueing one behind the other. */
-#define BATCH_PUT_GROUP 64
-#define BATCH_COMMIT_THREADS 8
+#define BATCH_PUT_GROUP 256
+#define BATCH_COMMIT_THREADS 32
 
 typedef struct put_job {
     store_writer_t *w; /* staged, to commit; NULL: the status is final */
