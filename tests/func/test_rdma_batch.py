@@ -162,6 +162,7 @@ def batch_raw(srv, b, body, token=tcp_token(1 << 20), **kw):
     (b"wharf-rdma-batch 1 GET\n" + b"".join(b"%d 1 - k%d\n" % (i, i) for i in range(1001)),
      "max keys"),
     (b"wharf-rdma-batch 2 GET\n0 1 - a\n", "another version"),
+    (b"wharf-rdma-batch 1 GET\n" + b"0 1 - " + b"k" * (1 << 20) + b"\n", "max list bytes"),
     (b"wharf-rdma-batch 1 PUT\n0 1 - a\n1 1 - a\n", "twice"),
     (b"wharf-rdma-batch 1 GET\n0 1 n a\n", "for PUT batches"),
     (b"wharf-rdma-batch 1 GET\n0 1 - a b\n", "single spaces"),

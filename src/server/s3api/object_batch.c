@@ -62,6 +62,12 @@ int s3api_batch_begin(front_req_t *r, s3h_out_t *o)
         return s3h_err(o, S3_ERR_INVALID_REQUEST,
                        "the ?rdma-batch list must be signed: send x-amz-content-sha256 with the "
                        "SHA-256 of the body (not UNSIGNED-PAYLOAD or a streaming payload)");
+    const char *cl = front_hdr(r, "content-length");
+    uint64_t n;
+    if (cl && wh_parse_u64(cl, strlen(cl), &n) == 0 && n > S3_BATCH_MAX_LIST)
+        return s3h_errf(o, S3_ERR_INVALID_ARGUMENT,
+                        "the batch list is %" PRIu64 " bytes; at most %u (max list bytes)", n,
+                        S3_BATCH_MAX_LIST);
     const char *h = unserved_header(r);
     if (h)
         return s3h_errf(o, S3_ERR_INVALID_REQUEST,
