@@ -228,6 +228,10 @@ static wh_status_t run_xfer(front_req_t *r, get_slot_t **v, size_t k, s3_batch_s
         rdma_extent_t one = {.fd = v[j]->fd, .off = 0, .len = v[j]->size};
         if (v[j]->rd && (st = extents(v[j]->rd, v[j]->size, &more, &nm)) != WH_OK)
             break;
+        if (nm == 0) { /* no extent: nothing of this object to move (not reached: size > 0) */
+            free(more);
+            continue;
+        }
         rdma_extent_t *ne = realloc(ext, (n + nm) * sizeof *ext);
         if (!ne) {
             free(more);
@@ -303,6 +307,7 @@ static wh_status_t get_group(front_req_t *r, const s3_batch_t *bt, size_t lo, si
             k++;
         }
     }
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): v holds pointers */
     qsort(v, k, sizeof *v, cmp_slot);
     wh_status_t st = WH_OK;
     for (size_t a = 0; a < k && st == WH_OK;) {
