@@ -9,9 +9,8 @@
   allowed keys move;
 - If-None-Match per key ('n' flag) keeps an existing object and stores a new one;
 - the list is checked before a byte moves: overlapping slots, slots outside the token's
-  region, too many keys, a list over 1 MiB, a slot over the per-key bound, an unsigned list, a
-  batch without a
-  token are each a 400 naming what is wrong;
+  region, too many keys, a list over 1 MiB, a slot over the per-key bound, an unsigned list,
+  a batch without a token are each a 400 naming what is wrong;
 - wharf.kv.KVStore puts, gets and checks fixed-size blocks of a torch tensor.
 """
 import hashlib
