@@ -7,6 +7,8 @@
 - each key is authorized as if requested alone: a bucket policy that lets a user read and
   write ok/* only gives that user AccessDenied on the other keys of the same batch, while the
   allowed keys move;
+- adjacent slots move as one transfer; a file changed on disk behind the server makes the
+  keys move again one by one, each with the crc64nvme of what landed;
 - If-None-Match per key ('n' flag) keeps an existing object and stores a new one;
 - the list is checked before a byte moves: overlapping slots, slots outside the token's
   region, too many keys, a list over 1 MiB, a slot over the per-key bound, an unsigned list,
@@ -91,6 +93,43 @@ def test_batch_put_get_round_trip_crc_and_missing_key(srv):
         items, _ = kv.batch_get(c, b, dst, [("blk/0", 0, BLK // 2), ("blk/1", BLK, BLK)])
         assert items[0].code == "InvalidArgument" and "entry holds" in items[0].message
         assert items[1].code == "OK"
+    finally:
+        c.close()
+
+
+@pytest.mark.skipif(**CTYPES_UNDER_ASAN)
+def test_batch_get_run_whose_stored_checksums_do_not_combine(srv):
+    """Adjacent full slots move as one transfer, each key's crc64nvme taken from the stored
+    ones once they combine to the bytes moved. A file changed on disk behind the server's back
+    breaks that: the keys then move again one by one, each answered with the crc64nvme of
+    exactly the bytes that landed (which the client checks), never the stale stored one."""
+    c = client(srv)
+    try:
+        b = unique_bucket("batchcrc")
+        c.create_bucket(b)
+        src = np.random.default_rng(11).integers(0, 256, size=3 * BLK, dtype=np.uint8)
+        kv.batch_put(c, b, src, [(f"r{i}", i * BLK, BLK) for i in range(3)])
+        mid = src[BLK:2 * BLK].tobytes()
+        hits = []
+        for rel in srv.data_files():
+            path = os.path.join(srv.data_dir, rel)
+            if os.path.getsize(path) == BLK and open(path, "rb").read() == mid:
+                hits.append(path)
+        assert len(hits) == 1, hits
+        with open(hits[0], "r+b") as f:
+            f.seek(100)
+            f.write(bytes([mid[100] ^ 0xFF]))
+        bad = bytearray(mid)
+        bad[100] ^= 0xFF
+        dst = np.zeros(3 * BLK, dtype=np.uint8)
+        items, _ = kv.batch_get(c, b, dst, [(f"r{i}", i * BLK, BLK) for i in range(3)],
+                                verify=True)
+        assert [it.code for it in items] == ["OK"] * 3
+        assert dst[BLK:2 * BLK].tobytes() == bytes(bad)
+        assert items[1].crc64nvme == crc64nvme(bytes(bad))
+        assert items[0].crc64nvme == crc64nvme(src[:BLK].tobytes())
+        with open(srv.log_path) as f:
+            assert "do not combine to the bytes moved" in f.read()
     finally:
         c.close()
 
