@@ -8,6 +8,7 @@
  *   object_read.c   GetObject, HeadObject
  *   object_write.c  PutObject, CopyObject, DeleteObject, DeleteObjects
  *   rdma_ops.c   the x-amz-rdma-token data path for PUT and UploadPart, and RDMA refusals
+ *   object_batch.c  RDMA batches (POST /bucket?rdma-batch): many keys into or from one region
  *   list.c   ListObjects, ListObjectsV2, ListObjectVersions
  *   mpu.c    multipart: create, parts (and part copy), complete, abort, list parts/uploads
  *   mpu_sums.c  the whole-object checksum of a multipart upload (COMPOSITE, FULL_OBJECT)
