@@ -29,6 +29,7 @@ STRUCTS = {
     "CStat": "wharf_stat",
     "CStats": "wharf_stats",
     "CBatchEntry": "wharf_batch_entry",
+    "CWindow": "wharf_window",
 }
 # Header functions Python does not bind, each with a reason. Empty: Python binds the whole ABI.
 UNBOUND_FUNCTIONS = {}
