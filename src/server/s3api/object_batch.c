@@ -329,32 +329,37 @@ static wh_status_t put_sink(void *arg, const void *p, size_t n)
     return store_writer_write(arg, p, n);
 }
 
-/* PUT: each key's bytes move into its own writer on the request's thread (authorization,
- * layout, encryption, the transfer), a group at a time; then the group's commits (each a
- * PutObject's: fsync, rename, the metadata transaction) run on a few threads at once, so that
- * the disk's flushes of one group overlap instead of queueing one behind the other. */
+/* PUT: each key is authorized and given its writer on the request's thread (authorization,
+ * layout, encryption), a group at a time; then the group's keys move and commit on a few
+ * threads at once: each its transfer into its writer (the MD5 and CRCs of its bytes on the
+ * way) and a PutObject's commit (fsync, rename, the metadata transaction), so that the
+ * digests use every core and the disk's flushes overlap instead of queueing one behind the
+ * other. */
 #define BATCH_PUT_GROUP 256
-#define BATCH_COMMIT_THREADS 32
+#define BATCH_PUT_THREADS 32
 
 typedef struct put_job {
-    store_writer_t *w; /* staged, to commit; NULL: the status is final */
+    front_req_t *r;    /* read only off the request's thread: the engine, token, peer */
+    store_writer_t *w; /* ready to move, then to commit; NULL: the status is final */
     const char *bucket;
     const s3_batch_entry_t *e;
     s3_batch_status_t *s;
+    const data_obj_meta_t *lock;
+    const char *owner;
     data_obj_meta_t m;
-    uint64_t crc;
+    wh_status_t st; /* the transfer's failure (the request fails), with res */
+    rdma_result_t res;
 } put_job_t;
 
 typedef struct put_group {
     put_job_t *jobs;
     size_t n;
     _Atomic size_t next;
+    atomic_bool failed;
 } put_group_t;
 
-/* Stages one PUT entry: WH_OK with j->w set (to commit) or the key's status in j->s, or the
- * transport's failure with res filled (the request fails). */
-static wh_status_t put_stage(front_req_t *r, put_job_t *j, const data_obj_meta_t *lock,
-                             rdma_result_t *res)
+/* Readies one PUT entry on the request's thread: j->w set, or the key's status in j->s. */
+static void put_prepare(front_req_t *r, put_job_t *j)
 {
     const s3_batch_entry_t *e = j->e;
     s3_batch_status_t *s = j->s;
@@ -362,17 +367,17 @@ static wh_status_t put_stage(front_req_t *r, put_job_t *j, const data_obj_meta_t
     memset(&ko, 0, sizeof ko);
     if (!store_key_valid(e->key, strlen(e->key))) {
         status_set(s, "InvalidArgument", "not a valid object key");
-        return WH_OK;
+        return;
     }
     if (s3h_authz_other(r, &ko, "s3:PutObject", j->bucket, e->key, NULL)) {
         status_from(s, &ko, "AccessDenied");
-        return WH_OK;
+        return;
     }
     store_writer_t *w = NULL;
     wh_status_t st = store_writer_open(s3h_st(r), &w);
     if (st != WH_OK) {
         status_set(s, "InternalError", "opening a temp file: %s", wh_status_str(st));
-        return WH_OK;
+        return;
     }
     /* The bucket's layout and default encryption, as PutObject (both act on r->w). */
     r->w = w;
@@ -384,12 +389,23 @@ static wh_status_t put_stage(front_req_t *r, put_job_t *j, const data_obj_meta_t
     if (rc) {
         store_writer_abort(w);
         status_from(s, &ko, "InternalError");
-        return WH_OK;
+        return;
     }
+    j->w = w;
+}
+
+/* Moves one readied key's bytes into its writer and commits it as a PutObject would (durable
+ * before it is answered). A failed transfer sets j->st and j->res. */
+static void put_move(put_job_t *j)
+{
+    const s3_batch_entry_t *e = j->e;
+    s3_batch_status_t *s = j->s;
+    store_writer_t *w = j->w;
+    rdma_result_t *res = &j->res;
     xfer_token_arg_t sub;
-    sub_token(&r->token, e, &sub);
+    sub_token(&j->r->token, e, &sub);
     memset(res, 0, sizeof *res);
-    st = rdma_put_tok(r->srv->rdma, &sub, &r->peer, put_sink, w, res);
+    wh_status_t st = rdma_put_tok(j->r->srv->rdma, &sub, &j->r->peer, put_sink, w, res);
     if (st == WH_OK && (res->bytes != e->len || store_writer_size(w) != e->len ||
                         store_writer_crc64nvme(w) != res->crc64nvme)) {
         snprintf(res->message, sizeof res->message,
@@ -402,42 +418,36 @@ static wh_status_t put_stage(front_req_t *r, put_job_t *j, const data_obj_meta_t
     }
     if (st != WH_OK) {
         store_writer_abort(w);
-        return st;
+        j->w = NULL;
+        j->st = st;
+        return;
     }
     data_obj_meta_t *m = &j->m;
-    m->lock_mode = lock->lock_mode;
-    m->lock_until = lock->lock_until;
-    m->legal_hold = lock->legal_hold;
+    m->lock_mode = j->lock->lock_mode;
+    m->lock_until = j->lock->lock_until;
+    m->legal_hold = j->lock->legal_hold;
     snprintf(m->content_type, sizeof m->content_type, "binary/octet-stream");
-    snprintf(m->owner, sizeof m->owner, "%s", s3h_owner_stored(r));
+    snprintf(m->owner, sizeof m->owner, "%s", j->owner);
     char md5[33];
     store_writer_md5_hex(w, md5);
     snprintf(m->etag, sizeof m->etag, "%s", md5);
     char c64[13];
     wh_crc64nvme_b64(res->crc64nvme, c64);
     snprintf(m->crc64nvme, sizeof m->crc64nvme, "%s", c64);
-    j->crc = res->crc64nvme;
-    j->w = w;
-    return WH_OK;
-}
-
-/* Commits one staged key as a PutObject would (durable before it is answered). */
-static void put_commit(put_job_t *j)
-{
-    s3_batch_status_t *s = j->s;
+    uint64_t crc = res->crc64nvme;
     data_cond_t cond;
     memset(&cond, 0, sizeof cond);
-    if (j->e->if_none_match)
+    if (e->if_none_match)
         cond.kind = DATA_COND_ABSENT;
-    wh_status_t st = store_writer_commit(
-        j->w, &(store_commit_args_t){.bucket = j->bucket, .key = j->e->key, .cond = &cond}, &j->m);
+    st = store_writer_commit(
+        w, &(store_commit_args_t){.bucket = j->bucket, .key = e->key, .cond = &cond}, m);
     j->w = NULL; /* consumed either way */
     if (st == WH_OK) {
         snprintf(s->code, sizeof s->code, "OK");
-        s->size = j->e->len;
-        s->crc64nvme = j->crc;
+        s->size = e->len;
+        s->crc64nvme = crc;
         s->has_crc = true;
-        snprintf(s->etag, sizeof s->etag, "%s", j->m.etag);
+        snprintf(s->etag, sizeof s->etag, "%s", m->etag);
     } else if (cond.failed) {
         status_set(s, "PreconditionFailed",
                    "At least one of the pre-conditions you specified did not hold (the key has "
@@ -449,13 +459,18 @@ static void put_commit(put_job_t *j)
     }
 }
 
-static void *commit_worker(void *arg)
+static void *put_worker(void *arg)
 {
     put_group_t *g = arg;
     size_t i;
-    while ((i = atomic_fetch_add(&g->next, 1)) < g->n)
-        if (g->jobs[i].w)
-            put_commit(&g->jobs[i]);
+    while (!atomic_load(&g->failed) && (i = atomic_fetch_add(&g->next, 1)) < g->n) {
+        put_job_t *j = &g->jobs[i];
+        if (!j->w)
+            continue;
+        put_move(j);
+        if (j->st != WH_OK)
+            atomic_store(&g->failed, true); /* the request fails: start no other key */
+    }
     return NULL;
 }
 
@@ -463,7 +478,7 @@ static void *commit_worker(void *arg)
 static wh_status_t put_group(front_req_t *r, const s3_batch_t *bt, size_t lo, size_t hi,
                              const data_obj_meta_t *lock, s3_batch_status_t *sv, rdma_result_t *res)
 {
-    size_t n = hi - lo, staged = 0;
+    size_t n = hi - lo, ready = 0;
     put_job_t *jobs = calloc(n, sizeof *jobs);
     if (!jobs) {
         *res = (rdma_result_t){.http_status = 500,
@@ -471,24 +486,32 @@ static wh_status_t put_group(front_req_t *r, const s3_batch_t *bt, size_t lo, si
                                .message = "out of memory staging the batch"};
         return WH_ERR_NOMEM;
     }
-    wh_status_t st = WH_OK;
-    for (size_t k = 0; k < n && st == WH_OK; k++) {
-        jobs[k] = (put_job_t){.bucket = s3h_b(r), .e = &bt->e[lo + k], .s = &sv[lo + k]};
-        st = put_stage(r, &jobs[k], lock, res);
-        staged += jobs[k].w != NULL;
-    }
-    if (st == WH_OK) {
-        put_group_t g = {.jobs = jobs, .n = n};
-        pthread_t th[BATCH_COMMIT_THREADS];
-        unsigned nth = 0;
-        for (; nth < BATCH_COMMIT_THREADS && nth + 1 < staged; nth++)
-            if (pthread_create(&th[nth], NULL, commit_worker, &g) != 0)
-                break;
-        commit_worker(&g);
-        for (unsigned t = 0; t < nth; t++)
-            pthread_join(th[t], NULL);
-    }
+    const char *owner = s3h_owner_stored(r);
     for (size_t k = 0; k < n; k++) {
+        jobs[k] = (put_job_t){.r = r,
+                              .bucket = s3h_b(r),
+                              .e = &bt->e[lo + k],
+                              .s = &sv[lo + k],
+                              .lock = lock,
+                              .owner = owner};
+        put_prepare(r, &jobs[k]);
+        ready += jobs[k].w != NULL;
+    }
+    put_group_t g = {.jobs = jobs, .n = n};
+    pthread_t th[BATCH_PUT_THREADS];
+    unsigned nth = 0;
+    for (; nth < BATCH_PUT_THREADS && nth + 1 < ready; nth++)
+        if (pthread_create(&th[nth], NULL, put_worker, &g) != 0)
+            break;
+    put_worker(&g);
+    for (unsigned t = 0; t < nth; t++)
+        pthread_join(th[t], NULL);
+    wh_status_t st = WH_OK;
+    for (size_t k = 0; k < n; k++) {
+        if (jobs[k].st != WH_OK && st == WH_OK) {
+            st = jobs[k].st;
+            *res = jobs[k].res;
+        }
         if (jobs[k].w)
             store_writer_abort(jobs[k].w); /* a failed request commits nothing more */
         data_obj_meta_free(&jobs[k].m);
