@@ -269,3 +269,27 @@ def test_batch_over_http_fallback_without_rdma(srv):
         assert dst[:BLK].tobytes() == src[BLK:].tobytes()
     finally:
         c.close()
+
+
+@pytest.mark.skipif(**CTYPES_UNDER_ASAN)
+def test_batch_over_ofi_tcp(srv):
+    """The network provider (ofi+tcp, staged through the server's pool buffers): many keys'
+    transfers at once, every byte where it belongs."""
+    c = wharf.Client(srv.endpoint, ACCESS_KEY, SECRET_KEY, region=REGION, provider="ofi+tcp")
+    try:
+        b = unique_bucket("batchtcp")
+        c.create_bucket(b)
+        n = 40
+        src = np.random.default_rng(13).integers(0, 256, size=n * BLK, dtype=np.uint8)
+        items, rep = kv.batch_put(c, b, src, [(f"t{i}", i * BLK, BLK) for i in range(n)])
+        assert rep.transport == "rdma" and rep.provider == "ofi+tcp", rep
+        assert {it.code for it in items} == {"OK"}
+        dst = np.zeros_like(src)
+        items, rep = kv.batch_get(c, b, dst, [(f"t{i}", (n - 1 - i) * BLK, BLK)
+                                              for i in range(n)], verify=True)
+        assert {it.code for it in items} == {"OK"}
+        for i in range(n):
+            assert dst[(n - 1 - i) * BLK:(n - i) * BLK].tobytes() == \
+                src[i * BLK:(i + 1) * BLK].tobytes()
+    finally:
+        c.close()
