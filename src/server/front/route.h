@@ -43,6 +43,7 @@
     X(FRONT_API_LIST_OBJECTS_V2, "ListObjectsV2")                                                  \
     X(FRONT_API_LIST_MULTIPART_UPLOADS, "ListMultipartUploads")                                    \
     X(FRONT_API_DELETE_OBJECTS, "DeleteObjects")                                                   \
+    X(FRONT_API_RDMA_BATCH, "RdmaBatch")                                                           \
     X(FRONT_API_PUT_OBJECT, "PutObject")                                                           \
     X(FRONT_API_COPY_OBJECT, "CopyObject")                                                         \
     X(FRONT_API_GET_OBJECT, "GetObject")                                                           \

@@ -249,6 +249,16 @@ const front_op_t front_ops[] = {
      .begin = s3api_write_delete_many_begin,
      .finish = s3api_write_delete_many_finish,
      .action = "s3:DeleteObject"},
+    /* wharf's RDMA batch: s3:GetObject or s3:PutObject key by key (object_batch.c). */
+    {.level = BKT,
+     .method = "POST",
+     .q1 = "rdma-batch",
+     .api = FRONT_API_RDMA_BATCH,
+     .body = BUF_,
+     .rdma = true,
+     .begin = s3api_batch_begin,
+     .finish = s3api_batch_finish,
+     .action = "s3:GetObject"},
     /* POST Object, the browser form upload: its signature and policy are form fields, and
      * s3:PutObject on the form's key is checked once the form names it (post_object.c). */
     {.level = BKT,

@@ -236,7 +236,8 @@ void s3api_begin(front_req_t *r)
     else if (r->token_req && !op->rdma)
         status = s3h_errf(&o, S3_ERR_INVALID_REQUEST,
                           "x-amz-rdma-token is served on GetObject, PutObject, UploadPart, "
-                          "the scatter GET and the gather UploadPart only, not on %s",
+                          "the scatter GET, the gather UploadPart and the RDMA batch only, not "
+                          "on %s",
                           front_api_name(op->api));
     else if (!(status = expected_owner(r, &o)) && !(status = s3h_authorize(r, op, &o)) &&
              !(status = owner_account_only(r, op, &o)) && !(status = refuse_unbuilt(r, op, &o)))

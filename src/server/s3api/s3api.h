@@ -8,6 +8,7 @@
  *   object_read.c   GetObject, HeadObject
  *   object_write.c  PutObject, CopyObject, DeleteObject, DeleteObjects
  *   rdma_ops.c   the x-amz-rdma-token data path for PUT and UploadPart, and RDMA refusals
+ *   object_batch.c  RDMA batches (POST /bucket?rdma-batch): many keys into or from one region
  *   list.c   ListObjects, ListObjectsV2, ListObjectVersions
  *   mpu.c    multipart: create, parts (and part copy), complete, abort, list parts/uploads
  *   mpu_sums.c  the whole-object checksum of a multipart upload (COMPOSITE, FULL_OBJECT)
@@ -148,6 +149,10 @@ int s3api_write_delete_many_begin(front_req_t *r, s3h_out_t *o);
 int s3api_write_delete_many_finish(front_req_t *r, s3h_out_t *o);
 
 int s3api_object_attributes(front_req_t *r, s3h_out_t *o);
+
+/* object_batch.c: POST /bucket?rdma-batch, many keys into or from one token's region. */
+int s3api_batch_begin(front_req_t *r, s3h_out_t *o);
+int s3api_batch_finish(front_req_t *r, s3h_out_t *o);
 
 int s3api_list_v1(front_req_t *r, s3h_out_t *o);
 int s3api_list_v2(front_req_t *r, s3h_out_t *o);

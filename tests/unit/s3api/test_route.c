@@ -90,6 +90,7 @@ static void test_subresources(void)
         {"GET", "/b", "uploads", false, FRONT_API_LIST_MULTIPART_UPLOADS},
         {"GET", "/b", "prefix=a&marker=b", false, FRONT_API_LIST_OBJECTS},
         {"POST", "/b", "delete", false, FRONT_API_DELETE_OBJECTS},
+        {"POST", "/b", "rdma-batch", false, FRONT_API_RDMA_BATCH},
         {"DELETE", "/b", NULL, false, FRONT_API_DELETE_BUCKET},
         {"HEAD", "/b", NULL, false, FRONT_API_HEAD_BUCKET},
         {"POST", "/b/k", "uploads", false, FRONT_API_CREATE_MPU},
