@@ -275,9 +275,10 @@ typedef struct front_req {
     char *upload_id;
     struct front_post *post; /* POST Object's form state (post_object.c) */
     /* Encryption at rest of a PUT or UploadPart, for its reply's headers (sse.c):
-     * 0 none, 1 SSE-S3, 2 SSE-C with the key's MD5 as sent. */
+     * 0 none, 1 SSE-S3, 2 SSE-C with the key's MD5 as sent, 3 SSE-KMS with its key id. */
     int sse_reply;
     char sse_key_md5[32];
+    char sse_kms_id[72];
 } front_req_t;
 
 /* SigV4 of an IAM API request (credential scope service "iam") whose body hashes to

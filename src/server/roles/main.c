@@ -27,6 +27,7 @@ static void usage(FILE *f)
            "       wharfd storage --meta URL --data DIR --listen HOST:PORT  (a cluster's storage)\n"
            "       wharfd user|key ...  (IAM users and access keys; wharfd user --help)\n"
            "       wharfd node list|drain|remove ...  (a cluster's storage servers)\n"
+           "       wharfd kms create|list|rotate|disable|enable ...  (SSE-KMS keys)\n"
            "       wharfd --help | --version\n"
            "\n"
            "An S3-compatible object server whose data path can bypass HTTP: a signed request\n"
@@ -345,6 +346,8 @@ int main(int argc, char **argv)
         return role_gateway_main(argc, argv);
     if (argc >= 2 && (strcmp(argv[1], "user") == 0 || strcmp(argv[1], "key") == 0))
         return role_user_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "kms") == 0)
+        return role_kms_main(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "node") == 0)
         return role_node_main(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "check-config") == 0) {

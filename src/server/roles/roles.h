@@ -17,6 +17,7 @@ int role_storage_main(int argc, char **argv);
 int role_gateway_main(int argc, char **argv);
 /* `wharfd user ...` and `wharfd key ...` (user_cmd.c); argv[1] is "user" or "key". */
 int role_user_main(int argc, char **argv);
+int role_kms_main(int argc, char **argv); /* wharfd kms ... (kms_cmd.c) */
 /* `wharfd node list|drain|remove` (node_cmd.c). */
 int role_node_main(int argc, char **argv);
 /* The cluster's dashboard (`wharfd node status`, and the gateway's GET /?x-wharf-cluster that

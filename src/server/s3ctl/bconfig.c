@@ -6,6 +6,7 @@
  * ACLs off), and lifecycle (Get/Put/DeleteBucketLifecycleConfiguration). Each is kept beside the
  * bucket's row (store_bucket_attr_*). */
 #include "s3ctl/s3ctl.h"
+#include "ident/kms.h"
 #include "s3/bucket_config.h"
 #include "s3/lifecycle.h"
 #include "s3/tags.h"
@@ -464,14 +465,17 @@ int s3h_benc_get(front_req_t *r, s3h_out_t *o)
         return ret;
     if (!v)
         return s3h_err(o, S3_ERR_NO_SUCH_ENCRYPTION, NULL);
-    bool aes = strcmp(v, "AES256") == 0;
-    free(v);
-    if (!aes)
+    /* "AES256", or "aws:kms;<KMSMasterKeyID>" */
+    bool aes = strcmp(v, "AES256") == 0, kms = strncmp(v, "aws:kms;", 8) == 0;
+    if (!aes && !kms) {
+        free(v);
         return s3h_err(o, S3_ERR_INTERNAL, "the stored default encryption is damaged");
+    }
     wh_sbuf_t b;
     wh_sbuf_init(&b);
     wh_sbuf_puts(&b, S3H_XML_DECL);
-    s3_encryption_format(S3_SSE_AES256, &b, S3H_XMLNS);
+    s3_encryption_format_key(aes ? S3_SSE_AES256 : S3_SSE_KMS, aes ? NULL : v + 8, &b, S3H_XMLNS);
+    free(v);
     return s3h_ok_xml(o, 200, &b);
 }
 
@@ -481,20 +485,34 @@ int s3h_benc_put_finish(front_req_t *r, s3h_out_t *o)
     if (ret)
         return ret;
     unsigned alg;
-    char msg[256];
-    s3_err_t e = s3_encryption_parse(body(r), r->buf.len, &alg, msg, sizeof msg);
+    char msg[256], kid[288], val[300];
+    s3_err_t e =
+        s3_encryption_parse_key(body(r), r->buf.len, &alg, kid, sizeof kid, msg, sizeof msg);
     if (e != S3_OK)
         return s3h_err(o, e, msg);
-    if (alg != S3_SSE_AES256)
-        return s3h_errf(o, S3_ERR_NOT_IMPLEMENTED,
-                        "a default encryption of SSEAlgorithm %s is not implemented by wharfd: "
-                        "no key management service is configured; AES256 (SSE-S3) is",
-                        alg == S3_SSE_KMS ? "aws:kms" : "aws:kms:dsse");
-    if (!r->srv->ident || !ident_has_key(r->srv->ident))
+    if (alg == S3_SSE_KMS_DSSE)
         return s3h_err(o, S3_ERR_NOT_IMPLEMENTED,
-                       "a default encryption of AES256 needs the server key "
-                       "(--server-key-file), which this server has not got");
-    return attr_set(r, o, DATA_BATTR_ENCRYPTION, "AES256", 200);
+                       "a default encryption of SSEAlgorithm aws:kms:dsse (dual-layer SSE-KMS) "
+                       "is not implemented by wharfd; AES256 and aws:kms are");
+    if (!r->srv->ident || !ident_has_key(r->srv->ident))
+        return s3h_errf(o, S3_ERR_NOT_IMPLEMENTED,
+                        "a default encryption of %s needs the server key "
+                        "(--server-key-file), which this server has not got",
+                        alg == S3_SSE_KMS ? "aws:kms" : "AES256");
+    if (alg == S3_SSE_KMS) {
+        ident_kms_key_t k;
+        if (!kid[0])
+            return s3h_err(o, S3_ERR_INVALID_ARGUMENT,
+                           "a default encryption of aws:kms needs its KMSMasterKeyID (wharfd "
+                           "has no account-default KMS key)");
+        wh_status_t st = ident_kms_describe(r->srv->ident, kid, &k);
+        if (st == WH_ERR_NOT_FOUND)
+            return s3h_errf(o, S3_ERR_KMS_NOT_FOUND, "KMSMasterKeyID %.200s: no such KMS key", kid);
+        if (st != WH_OK)
+            return s3h_err_status(r, o, st, "reading the KMS key");
+        snprintf(val, sizeof val, "aws:kms;%s", kid);
+    }
+    return attr_set(r, o, DATA_BATTR_ENCRYPTION, alg == S3_SSE_KMS ? val : "AES256", 200);
 }
 
 int s3h_benc_delete(front_req_t *r, s3h_out_t *o)

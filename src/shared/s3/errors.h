@@ -114,7 +114,9 @@
     X(S3_ERR_NO_SUCH_OBJECT_LOCK, "NoSuchObjectLockConfiguration", 404,                            \
       "The specified object does not have a ObjectLock configuration")                             \
     X(S3_ERR_INVALID_POLICY_DOCUMENT, "InvalidPolicyDocument", 400,                                \
-      "The content of the form does not meet the conditions specified in the policy document.")
+      "The content of the form does not meet the conditions specified in the policy document.")    \
+    X(S3_ERR_KMS_NOT_FOUND, "KMS.NotFoundException", 400, "Invalid keyId")                         \
+    X(S3_ERR_KMS_DISABLED, "KMS.DisabledException", 400, "The KMS key is disabled")
 
 typedef enum {
 #define S3_ERR_ENUM_(e, c, h, m) e,

@@ -39,7 +39,7 @@
  * rest. 10: chunk maps indexed by chunk id (SQLite; local multipart objects made of their parts'
  * files). 11: node states and zones (PostgreSQL). 12: SQLite's file_id column renamed data_id,
  * PostgreSQL's name. */
-#define META_SCHEMA_VERSION 12
+#define META_SCHEMA_VERSION 13
 
 /* The advisory lock (lock_try) of the one gateway that runs maintenance: garbage collection
  * and repair (cluster/members.c) and the lifecycle worker (s3ctl/lifecycle_run.c). */
@@ -308,6 +308,15 @@ struct meta_ops {
      * NOT_FOUND: no such user. */
     wh_status_t (*user_policy_list)(meta_t *m, const char *user, meta_policy_t **out, size_t *n);
     wh_status_t (*user_policy_delete)(meta_t *m, const char *user, const char *name);
+
+    /* ---- the key service's master keys (table kms_keys): one row per key, its document
+     * the key's state and sealed versions (ident/kms.c); the backend does not read it ---- */
+    /* old NULL: insert (EXISTS when the id is taken); else replace the document only while it
+     * is still old (NOT_FOUND: no such key, or another writer changed it first). */
+    wh_status_t (*kms_key_put)(meta_t *m, const char *id, const char *old, const char *doc);
+    wh_status_t (*kms_key_get)(meta_t *m, const char *id, char **doc); /* NOT_FOUND */
+    /* Every key (name: its id, doc: its document), by id; meta_policies_free. */
+    wh_status_t (*kms_key_list)(meta_t *m, meta_policy_t **out, size_t *n);
 
     /* ---- cluster members: optional (NULL in SQLite: WH_ERR_UNSUPPORTED) ---- */
     /* Inserts or updates the node whose data directory has identity uuid; *id is stable for
@@ -597,6 +606,22 @@ static inline wh_status_t meta_user_policy_delete(meta_t *m, const char *user, c
 {
     return m->ops->user_policy_delete ? m->ops->user_policy_delete(m, user, name)
                                       : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_kms_key_put(meta_t *m, const char *id, const char *old,
+                                           const char *doc)
+{
+    return m->ops->kms_key_put ? m->ops->kms_key_put(m, id, old, doc) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_kms_key_get(meta_t *m, const char *id, char **doc)
+{
+    return m->ops->kms_key_get ? m->ops->kms_key_get(m, id, doc) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_kms_key_list(meta_t *m, meta_policy_t **out, size_t *n)
+{
+    return m->ops->kms_key_list ? m->ops->kms_key_list(m, out, n) : WH_ERR_UNSUPPORTED;
 }
 
 static inline wh_status_t meta_object_get(meta_t *m, const char *bucket, const char *key,

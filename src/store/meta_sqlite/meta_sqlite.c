@@ -759,6 +759,9 @@ static const meta_ops_t SQ_OPS = {
     .user_policy_get = sq_user_policy_get,
     .user_policy_list = sq_user_policy_list,
     .user_policy_delete = sq_user_policy_delete,
+    .kms_key_put = sq_kms_key_put,
+    .kms_key_get = sq_kms_key_get,
+    .kms_key_list = sq_kms_key_list,
     .auth_gen = sq_auth_gen,
     /* One process, one node: no cluster members, GC queue or locks. */
 };
