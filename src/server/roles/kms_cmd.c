@@ -134,7 +134,7 @@ int role_kms_main(int argc, char **argv)
         return 1;
     }
     int rc = 0;
-    ident_kms_key_t k;
+    ident_kms_key_t k = {0};
     if (!strcmp(verb, "list")) {
         ident_kms_key_t *ks = NULL;
         size_t n = 0;
