@@ -93,6 +93,9 @@ typedef struct front_config {
      * changes it while handlers read it. */
     _Atomic unsigned max_uploads;
     unsigned max_buckets; /* buckets one IAM user may own (--max-buckets); root unbound */
+    /* Incomplete multipart uploads one principal may hold over every bucket
+     * (--max-user-uploads). */
+    unsigned max_user_uploads;
     /* PutObject without Content-MD5: objects above this size get a part ETag (the md5 of
      * the md5s of its parts of this size, "-N", hashed in parallel; store_writer_use_part_etag)
      * instead of one MD5 at one core's speed. 0: always the whole-object MD5. */
@@ -114,6 +117,7 @@ typedef struct front_config {
 
 #define FRONT_MAX_UPLOADS_DEFAULT 10000
 #define FRONT_MAX_BUCKETS_DEFAULT 100 /* AWS's default bucket quota of an account */
+#define FRONT_MAX_USER_UPLOADS_DEFAULT 50000
 void front_config_init(front_config_t *cfg);
 /* Fills the HTTP front's zero fields from the host: event threads from the CPU count, the
  * connection limits from RLIMIT_NOFILE. */

@@ -44,7 +44,7 @@ typedef struct role_common {
     const char *secret_key_file;     /* root's secret; NULL: WHARF_SECRET_KEY */
     const char *meta_password_file;  /* PostgreSQL's password (PGPASSWORD for libpq) */
     const char *cluster_secret_file; /* NULL: WHARF_CLUSTER_SECRET */
-    unsigned front[8]; /* --http-threads .. --max-buckets, in ROLE_OPT_HTTP_THREADS order; 0:
+    unsigned front[9]; /* --http-threads .. --max-user-uploads, in ROLE_OPT_HTTP_THREADS order; 0:
                         * the default */
 } role_common_t;
 #define ROLE_SHUTDOWN_GRACE_DEFAULT 30
@@ -70,7 +70,8 @@ enum {
     ROLE_OPT_IDLE_TIMEOUT,
     ROLE_OPT_HEADER_TIMEOUT,
     ROLE_OPT_MAX_UPLOADS,
-    ROLE_OPT_MAX_BUCKETS
+    ROLE_OPT_MAX_BUCKETS,
+    ROLE_OPT_MAX_USER_UPLOADS
 };
 /* clang-format off */
 #define ROLE_OPTS_RDMA \
@@ -93,7 +94,8 @@ enum {
     {"idle-timeout", required_argument, NULL, ROLE_OPT_IDLE_TIMEOUT}, \
     {"header-timeout", required_argument, NULL, ROLE_OPT_HEADER_TIMEOUT}, \
     {"max-uploads", required_argument, NULL, ROLE_OPT_MAX_UPLOADS}, \
-    {"max-buckets", required_argument, NULL, ROLE_OPT_MAX_BUCKETS}
+    {"max-buckets", required_argument, NULL, ROLE_OPT_MAX_BUCKETS}, \
+    {"max-user-uploads", required_argument, NULL, ROLE_OPT_MAX_USER_UPLOADS}
 #define ROLE_OPTS_TLS \
     {"tls-cert", required_argument, NULL, ROLE_OPT_TLS_CERT}, \
     {"tls-key", required_argument, NULL, ROLE_OPT_TLS_KEY}
@@ -113,6 +115,8 @@ enum {
     "  --idle-timeout S     close a connection that moves no byte for S s (default 30)\n"          \
     "  --max-uploads N      incomplete multipart uploads one bucket may hold (default\n"           \
     "                       10000; CreateMultipartUpload past it is TooManyUploads)\n"             \
+    "  --max-user-uploads N incomplete multipart uploads one principal may hold over\n"            \
+    "                       every bucket (default 50000; past it: TooManyUploads)\n"               \
     "  --max-buckets N      buckets one IAM user may own (default 100; CreateBucket past\n"        \
     "                       it is TooManyBuckets; root is not bound)\n"                            \
     "  --header-timeout S   close a connection whose request headers are not complete\n"           \

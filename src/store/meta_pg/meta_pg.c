@@ -585,6 +585,7 @@ static const meta_ops_t PG_OPS = {
     .upload_complete = meta_rules_upload_complete,
     .upload_list = pg_upload_list,
     .upload_count = pg_upload_count,
+    .upload_count_owner = pg_upload_count_owner,
     .user_create = pg_user_create,
     .user_get = pg_user_get,
     .user_list = pg_user_list,

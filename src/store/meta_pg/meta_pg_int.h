@@ -133,6 +133,7 @@ wh_status_t pg_part_list(meta_t *m, const char *bucket, const char *key, const c
 wh_status_t pg_bucket_uploads_drop(pg_conn_t *c, const char *bucket, meta_part_t **parts,
                                    size_t *n);
 wh_status_t pg_upload_count(meta_t *m, const char *bucket, uint64_t *n);
+wh_status_t pg_upload_count_owner(meta_t *m, const char *owner, uint64_t *n);
 wh_status_t pg_upload_list(meta_t *m, const char *bucket, const char *prefix,
                            const data_upload_page_t *page, data_upload_info_t **out, size_t *n);
 

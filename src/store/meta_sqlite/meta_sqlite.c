@@ -746,6 +746,7 @@ static const meta_ops_t SQ_OPS = {
     .upload_complete = meta_rules_upload_complete,
     .upload_list = sq_upload_list,
     .upload_count = sq_upload_count,
+    .upload_count_owner = sq_upload_count_owner,
     .user_create = sq_user_create,
     .user_get = sq_user_get,
     .user_list = sq_user_list,

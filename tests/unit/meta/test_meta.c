@@ -648,6 +648,7 @@ static void test_schema_data_id_step(void)
                            "ALTER TABLE versions RENAME COLUMN data_id TO file_id;"
                            "ALTER TABLE parts RENAME COLUMN data_id TO file_id;"
                            "DROP TABLE kms_keys;"
+                           "DROP INDEX uploads_owner;"
                            "PRAGMA user_version=11;",
                            NULL, NULL, NULL) == SQLITE_OK);
         sqlite3_close(db);
@@ -719,6 +720,24 @@ static void test_kms_keys(void)
     CHECK(n == 2 && strcmp(all[0].name, "k0") == 0 && strcmp(all[1].name, "k1") == 0 &&
           strcmp(all[1].doc, "v2") == 0);
     meta_policies_free(all, n);
+    /* The per-user upload count: by the stored owner, over every bucket. */
+    CHECK(meta_bucket_create(m, "ua", 1700000000, "", NULL) == WH_OK);
+    CHECK(meta_bucket_create(m, "ub", 1700000000, "", NULL) == WH_OK);
+    data_obj_meta_t um;
+    memset(&um, 0, sizeof um);
+    snprintf(um.owner, sizeof um.owner, "alice");
+    char upid[33];
+    for (int i = 0; i < 3; i++) {
+        snprintf(upid, sizeof upid, "%032x", 0xa0 + i);
+        CHECK(meta_upload_create(m, i ? "ub" : "ua", "k", upid, &um, 5) == WH_OK);
+    }
+    snprintf(um.owner, sizeof um.owner, "bob");
+    snprintf(upid, sizeof upid, "%032x", 0xb0);
+    CHECK(meta_upload_create(m, "ua", "k", upid, &um, 5) == WH_OK);
+    uint64_t cnt = 0;
+    CHECK(meta_upload_count_owner(m, "alice", &cnt) == WH_OK && cnt == 3);
+    CHECK(meta_upload_count_owner(m, "bob", &cnt) == WH_OK && cnt == 1);
+    CHECK(meta_upload_count_owner(m, "carol", &cnt) == WH_OK && cnt == 0);
     meta_close(m);
     th_rmdir(dir);
 }
