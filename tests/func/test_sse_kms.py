@@ -291,3 +291,77 @@ def test_kms_cli_errors(srv):
     out = kms_cli(srv, "create").stdout
     kid = out.split()[0].split("=", 1)[1]
     assert len(kid) == 36 and kid.count("-") == 4, out
+
+
+# ---- the KMS JSON API (TrentService), boto3's kms client ----
+
+@pytest.fixture(scope="module")
+def kms(srv):
+    return boto3.client("kms", endpoint_url=srv.endpoint, aws_access_key_id=ACCESS_KEY,
+                        aws_secret_access_key=SECRET_KEY, region_name=REGION, verify=srv.tls.ca,
+                        config=Config(retries={"max_attempts": 1}))
+
+
+def test_kms_api(srv, s3, kms, bucket):
+    m = kms.create_key()["KeyMetadata"]
+    kid = m["KeyId"]
+    assert m["KeyState"] == "Enabled" and m["Enabled"] is True
+    assert m["Arn"] == f"arn:aws:kms:{REGION}:000000000000:key/{kid}"
+    assert kms.describe_key(KeyId=m["Arn"])["KeyMetadata"]["KeyId"] == kid
+    ids = [k["KeyId"] for k in kms.list_keys(Limit=1000)["Keys"]]
+    assert kid in ids and KEY1 in ids
+    page = kms.list_keys(Limit=1)
+    assert len(page["Keys"]) == 1 and page["Truncated"] is True
+    rest = kms.list_keys(Limit=1000, Marker=page["NextMarker"])["Keys"]
+    assert [k["KeyId"] for k in page["Keys"] + rest] == sorted(ids)
+    # The key the API made encrypts objects; disabling it refuses them.
+    r = s3.put_object(Bucket=bucket, Key="api", Body=b"api", ServerSideEncryption="aws:kms",
+                      SSEKMSKeyId=m["Arn"])
+    assert r["SSEKMSKeyId"] == kid
+    kms.disable_key(KeyId=kid)
+    assert kms.describe_key(KeyId=kid)["KeyMetadata"]["KeyState"] == "Disabled"
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="api")
+    assert code(e) == ("KMS.DisabledException", 400)
+    kms.enable_key(KeyId=kid)
+    assert s3.get_object(Bucket=bucket, Key="api")["Body"].read() == b"api"
+    d = kms.schedule_key_deletion(KeyId=kid, PendingWindowInDays=7)
+    assert d["KeyState"] == "PendingDeletion"
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="api2", Body=b"x", ServerSideEncryption="aws:kms",
+                      SSEKMSKeyId=kid)
+    assert code(e) == ("KMS.DisabledException", 400)
+    kms.cancel_key_deletion(KeyId=kid)
+    assert kms.describe_key(KeyId=kid)["KeyMetadata"]["KeyState"] == "Disabled"
+    kms.enable_key(KeyId=kid)
+    # Refusals: an unknown key, a field or an action not served.
+    for call, want in [(lambda: kms.describe_key(KeyId="nope"), "NotFoundException"),
+                       (lambda: kms.create_key(Tags=[{"TagKey": "a", "TagValue": "b"}]),
+                        "UnsupportedOperationException"),
+                       (lambda: kms.create_key(KeySpec="RSA_2048", KeyUsage="SIGN_VERIFY"),
+                        "UnsupportedOperationException"),
+                       (lambda: kms.encrypt(KeyId=kid, Plaintext=b"x"),
+                        "UnsupportedOperationException")]:
+        with pytest.raises(botocore.exceptions.ClientError) as e:
+            call()
+        assert e.value.response["Error"]["Code"] == want
+
+
+def test_kms_api_root_only(srv, kms):
+    import users
+    u = users.create_user(srv, "kms-user")
+    c = boto3.client("kms", endpoint_url=srv.endpoint, aws_access_key_id=u.access_key,
+                     aws_secret_access_key=u.secret_key, region_name=REGION, verify=srv.tls.ca,
+                     config=Config(retries={"max_attempts": 1}))
+    for call in (c.create_key, c.list_keys, lambda: c.disable_key(KeyId=KEY1)):
+        with pytest.raises(botocore.exceptions.ClientError) as e:
+            call()
+        assert e.value.response["Error"]["Code"] == "AccessDeniedException"
+    assert kms.describe_key(KeyId=KEY1)["KeyMetadata"]["KeyState"] == "Enabled"
+    # A bad signature is refused before anything is read.
+    bad = boto3.client("kms", endpoint_url=srv.endpoint, aws_access_key_id=ACCESS_KEY,
+                       aws_secret_access_key="x" * 40, region_name=REGION, verify=srv.tls.ca,
+                       config=Config(retries={"max_attempts": 1}))
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        bad.list_keys()
+    assert e.value.response["Error"]["Code"] == "InvalidSignatureException"

@@ -289,6 +289,9 @@ typedef struct front_req {
  * payload_hash (hex); fills r->auth and r->who (http.c). */
 s3_err_t front_req_verify_iam(front_req_t *r, time_t now, const char *payload_hash, char *msg,
                               size_t msglen);
+/* The same for the KMS JSON API (service "kms", the server's region). */
+s3_err_t front_req_verify_kms(front_req_t *r, time_t now, const char *payload_hash, char *msg,
+                              size_t msglen);
 
 /* The secret of access_key (NULL: unknown), r->who set to its principal, as the SigV4 step
  * looks it up; the secret stays valid until front_req_secret_wipe. arg is the front_req_t. */

@@ -59,4 +59,21 @@ wh_status_t ident_kms_new_data_key(ident_t *id, const char *ref, const uint8_t *
 wh_status_t ident_kms_data_key(ident_t *id, const char *key_id, unsigned version,
                                const uint8_t *salt, size_t slen, uint8_t key[32]);
 
+/* ---- the KMS JSON API's request body (TrentService.*, kms_req.c) ---- */
+
+typedef struct ident_kms_req {
+    char key_id[288]; /* "" when absent */
+    bool has_limit;
+    unsigned limit; /* ListKeys: 1..1000 */
+    char marker[IDENT_KMS_ID_MAX + 1];
+    bool has_window;
+    unsigned window_days; /* ScheduleKeyDeletion: 7..30 */
+} ident_kms_req_t;
+
+/* Parses a request body (a JSON object; empty: {}). WH_ERR_INVALID: malformed or a field of
+ * the wrong type or range; WH_ERR_UNSUPPORTED: a field wharf's key service does not serve
+ * (Tags, Policy, an asymmetric KeySpec, a Description: it stores none, ...). msg names it. */
+wh_status_t ident_kms_req_parse(const char *body, size_t len, ident_kms_req_t *out, char *msg,
+                                size_t cap);
+
 #endif

@@ -296,6 +296,11 @@ int s3h_legal_hold_put_finish(front_req_t *r, s3h_out_t *o);
 /* iam.c: the IAM API (users, access keys, inline user policies). */
 int s3h_iam_begin(front_req_t *r, s3h_out_t *o);
 int s3h_iam_finish(front_req_t *r, s3h_out_t *o);
+/* The KMS JSON API (kms_api.c): POST / with X-Amz-Target: TrentService.*, handed over by
+ * s3h_iam_begin/finish, whose row it shares. */
+bool s3h_kms_api_is(const front_req_t *r);
+int s3h_kms_begin(front_req_t *r, s3h_out_t *o);
+int s3h_kms_finish(front_req_t *r, s3h_out_t *o);
 int s3h_acl_bucket_get(front_req_t *r, s3h_out_t *o);
 int s3h_acl_object_get(front_req_t *r, s3h_out_t *o);
 /* lifecycle_run.c: the lifecycle worker, a thread applying the buckets' lifecycle rules every
