@@ -195,9 +195,9 @@ const char *const pg_schema_steps[] = {
     "COMMENT ON TABLE wharf_schema IS 'wharf metadata schema: one row per migration step';",
     /* 13: the key service's master keys (SSE-KMS): one row per key id, doc its state and
      * versions, each sealed under the server key (ident/kms.c); every gateway sees them. */
-    "CREATE TABLE kms_keys(key_id text PRIMARY KEY, doc text NOT NULL);"
-    /* and the per-user cap on incomplete uploads counts them by owner. */
-    "CREATE INDEX uploads_owner ON uploads(owner);",
+    /* (and the per-user cap on incomplete uploads counts them by owner) */
+    ("CREATE TABLE kms_keys(key_id text PRIMARY KEY, doc text NOT NULL);"
+     "CREATE INDEX uploads_owner ON uploads(owner);"),
 };
 _Static_assert(WH_ARRAY_SIZE(pg_schema_steps) == META_SCHEMA_VERSION,
                "every schema version needs its PostgreSQL step");
