@@ -214,6 +214,29 @@ WHARF_API wharf_status_t wharf_object_put(wharf_client_t *c, const char *bucket,
                                           const void *src, uint64_t len,
                                           const wharf_xfer_opts_t *opts, wharf_report_t *report);
 
+/* Scatter GET (docs/protocol.md, "Scatter GET"): n windows of one object in one call. Window i's
+ * bytes [offset, offset+length) of the object land at dst + dst_off; destinations must lie
+ * inside [dst, dst+dst_len) and must not overlap (each refused with WHARF_ERR_INVALID before
+ * a request is sent), and a window past the object's end fails with WHARF_ERR_RANGE. Over RDMA
+ * (dst inside a registered region, host or GPU memory) the windows go in at most
+ * `concurrency` signed requests run in parallel (each of at least 64 windows, where there are
+ * as many, and at most 16384), the server writes
+ * every window and sends each one's crc64nvme, which is checked against the landed bytes
+ * (verify_checksum; GPU memory: the server's is taken). Over HTTP, one ranged GET per window.
+ * crcs (optional, n entries) gets each window's crc64nvme; the report's bytes is the sum of
+ * the lengths. opts->version_id is not taken (WHARF_ERR_UNSUPPORTED). */
+typedef struct wharf_window {
+    uint64_t offset;  /* in the object */
+    uint64_t length;  /* bytes */
+    uint64_t dst_off; /* from dst */
+} wharf_window_t;
+
+WHARF_API wharf_status_t wharf_object_get_scatter(wharf_client_t *c, const char *bucket,
+                                                  const char *key, void *dst, uint64_t dst_len,
+                                                  const wharf_window_t *windows, size_t n,
+                                                  uint64_t *crcs, const wharf_xfer_opts_t *opts,
+                                                  wharf_report_t *report);
+
 typedef struct wharf_stat {
     size_t size;     /* set by wharf_stat_init */
     uint64_t length; /* object size in bytes */

@@ -91,6 +91,10 @@ class CStat(ctypes.Structure):
     ]
 
 
+class CWindow(ctypes.Structure):
+    _fields_ = [("offset", c_u64), ("length", c_u64), ("dst_off", c_u64)]
+
+
 class CStats(ctypes.Structure):
     _fields_ = [
         ("size", c_size_t), ("rdma_ops", c_u64), ("rdma_bytes", c_u64), ("http_ops", c_u64),
@@ -118,6 +122,10 @@ _SIGS = {
     "wharf_xfer_opts_init": (None, [ctypes.POINTER(XferOpts), c_size_t]),
     "wharf_object_get": (c_int, [c_void_p, c_char_p, c_char_p, c_void_p, c_u64, c_u64, c_u64,
                                  ctypes.POINTER(XferOpts), ctypes.POINTER(CReport)]),
+    "wharf_object_get_scatter": (c_int, [c_void_p, c_char_p, c_char_p, c_void_p, c_u64,
+                                         ctypes.POINTER(CWindow), c_size_t,
+                                         ctypes.POINTER(c_u64),
+                                         ctypes.POINTER(XferOpts), ctypes.POINTER(CReport)]),
     "wharf_object_put": (c_int, [c_void_p, c_char_p, c_char_p, c_void_p, c_u64,
                                  ctypes.POINTER(XferOpts), ctypes.POINTER(CReport)]),
     "wharf_stat_init": (None, [ctypes.POINTER(CStat), c_size_t]),

@@ -56,6 +56,7 @@ class Report:
     memory: str = "host"
     staged: bool = False
     version_id: str = ""  # the object version the server wrote or read ("" when unversioned)
+    window_crcs: Optional[List[int]] = None  # get_scatter(crcs=True): each window's crc64nvme
 
     @classmethod
     def _from_c(cls, r: Any) -> "Report":
@@ -548,6 +549,59 @@ class Client:
         return self._xfer(True, bucket, key, b, offset,
                           _lib.WHOLE if length is None else int(length), transport, verify,
                           concurrency, cache, version_id=version_id)
+
+    def get_scatter(self, bucket: str, key: str, buf: Buffer,
+                    windows: Sequence[Tuple[int, int, int]], transport: str = "auto",
+                    verify: Optional[bool] = None, concurrency: Optional[int] = None,
+                    cache: bool = True, crcs: bool = False) -> Report:
+        """Scatter GET: for each (object offset, length, offset in buf) of windows, those bytes
+        of one object land at that offset of buf (numpy array, torch tensor or writable
+        buffer), in as few requests as the server's bounds allow (docs/protocol.md, "Scatter
+        GET"); over HTTP one ranged GET per window. Destinations must lie inside buf and not
+        overlap. With crcs, the Report's .window_crcs lists each window's crc64nvme."""
+        import numpy as np
+        h = self._handle()
+        b = _as_buf(buf, f"get_scatter {bucket}/{key}")
+        if not b.writable:
+            raise WharfError(_lib.WHARF_ERR_INVALID,
+                             f"get_scatter {bucket}/{key}: the destination is read-only")
+        if transport not in _TRANSPORTS:
+            raise WharfError(_lib.WHARF_ERR_INVALID, f'transport must be "auto", "rdma" or '
+                             f'"http", not {transport!r}')
+        t = _TRANSPORTS[transport]
+        if t == _lib.TRANSPORT_AUTO and not self.rdma:
+            t = _lib.TRANSPORT_HTTP
+        w = np.ascontiguousarray(np.asarray(windows, dtype=np.uint64).reshape(-1, 3))
+        n = int(w.shape[0])
+        out = np.zeros(max(n, 1), dtype=np.uint64)
+        opts = _lib.XferOpts()
+        lib.wharf_xfer_opts_init(ctypes.byref(opts), ctypes.sizeof(opts))
+        opts.transport = t
+        opts.verify_checksum = -1 if verify is None else (1 if verify else 0)
+        opts.concurrency = int(concurrency or 0)
+        rep = _lib.CReport()
+        lib.wharf_report_init(ctypes.byref(rep), ctypes.sizeof(rep))
+        reg = None
+        if t != _lib.TRANSPORT_HTTP and b.nbytes > 0:
+            reg = self._acquire(b, cache)
+        try:
+            st = lib.wharf_object_get_scatter(h, _enc(bucket, "bucket"), _enc(key, "key"),
+                                              b.addr or None, b.nbytes,
+                                              w.ctypes.data_as(ctypes.POINTER(_lib.CWindow)), n,
+                                              out.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
+                                              ctypes.byref(opts),
+                                              ctypes.byref(rep))
+        finally:
+            if reg is not None:
+                self._release(reg)
+        if st != _lib.OK:
+            raise from_status(st, f"scatter GET {bucket}/{key}", Report._from_c(rep))
+        r = Report._from_c(rep)
+        r.memory = "cuda" if b.kind == _lib.MEM_CUDA else "host"
+        if crcs:
+            r.window_crcs = [int(x) for x in out[:n]]
+        log_report("SCATTER", bucket, key, r)
+        return r
 
     def put_from(self, bucket: str, key: str, buf: Buffer, offset: int = 0,
                  length: Optional[int] = None, transport: str = "auto",

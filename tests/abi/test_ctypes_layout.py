@@ -28,6 +28,7 @@ STRUCTS = {
     "XferOpts": "wharf_xfer_opts",
     "CStat": "wharf_stat",
     "CStats": "wharf_stats",
+    "CWindow": "wharf_window",
 }
 # Header functions Python does not bind, each with a reason. Empty: Python binds the whole ABI.
 UNBOUND_FUNCTIONS = {}

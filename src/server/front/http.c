@@ -4,6 +4,7 @@
  * limits are in http_front.c, the replies in http_reply.c; the application (the S3 API)
  * behind front_app_ops_t. */
 #include "front/http_int.h"
+#include "auth/sigv2.h"
 #include "base/codec.h"
 #include "base/defaults.h"
 #include "base/log.h"
@@ -214,15 +215,34 @@ static s3_err_t verify_as(front_req_t *r, time_t now, const char *service, const
         .payload_hash = payload_hash,
     };
     /* Signature Version 2 (header "AWS key:sig", or the query's AWSAccessKeyId and
-     * Signature) is refused, never served as an anonymous request. */
+     * Signature): served unless the setting sigv2 = off refuses it, never served as an
+     * anonymous request. */
     const char *authz = front_hdr(r, "authorization");
-    if ((authz && strncmp(authz, "AWS ", 4) == 0) ||
-        (front_route_q(&r->route, "AWSAccessKeyId") && front_route_q(&r->route, "Signature"))) {
+    if (auth_sigv2_present(&hr)) {
         memset(&r->who, 0, sizeof r->who);
-        snprintf(msg, msglen,
-                 "Signature Version 2 is not supported by wharfd: sign the request "
-                 "with AWS Signature Version 4 (AWS4-HMAC-SHA256)");
-        return S3_ERR_INVALID_REQUEST;
+        if (service) {
+            snprintf(msg, msglen,
+                     "the %s API takes AWS Signature Version 4 only, not Signature Version 2",
+                     service);
+            return S3_ERR_INVALID_REQUEST;
+        }
+        if (r->srv->cfg.sigv2_off) {
+            snprintf(msg, msglen,
+                     "Signature Version 2 is turned off on this server (setting sigv2 = off, "
+                     "--sigv2 off): sign the request with AWS Signature Version 4 "
+                     "(AWS4-HMAC-SHA256)");
+            return S3_ERR_INVALID_REQUEST;
+        }
+        s3_err_t e = auth_sigv2_verify(&hr, r->route.vhost ? r->route.bucket : NULL,
+                                       front_req_secret, r, now, &r->auth, msg, msglen);
+        front_req_secret_wipe(r);
+        if (e != S3_OK)
+            memset(&r->who, 0, sizeof r->who);
+        if (e == S3_ERR_INVALID_ACCESS_KEY && r->ident_err == WH_ERR_UNAVAILABLE) {
+            snprintf(msg, msglen, "the metadata database holding access keys is unreachable");
+            e = S3_ERR_SERVICE_UNAVAILABLE;
+        }
+        return e;
     }
     /* No Authorization header and no presigned query: the anonymous principal, served only
      * where an ACL or a bucket policy grants it (s3h_authorize). */
@@ -569,7 +589,15 @@ static void request_front(front_req_t *r)
      * its clients do not send, so it is verified once the body is read (iam.c). */
     if (r->route.api == FRONT_API_IAM)
         return;
-    /* Everything else is S3 and needs SigV4. */
+    /* A CORS preflight is never signed (browsers send OPTIONS without credentials, also for a
+     * presigned URL, whose query it carries): the bucket's CORS rules alone answer it. */
+    if (r->route.api == FRONT_API_CORS_PREFLIGHT) {
+        memset(&r->auth, 0, sizeof r->auth);
+        r->auth.mode = AUTH_PAYLOAD_UNSIGNED;
+        auth_principal_anon(&r->who);
+        return;
+    }
+    /* Everything else is S3 and needs a signature. */
     char msg[256] = "";
     s3_err_t e = front_req_verify(r, time(NULL), msg, sizeof msg);
     if (e != S3_OK) {
@@ -601,9 +629,21 @@ static void request_front(front_req_t *r)
         return;
     }
     if (r->route.api == FRONT_API_NOT_IMPLEMENTED) {
-        char m[160];
-        snprintf(m, sizeof m, "the ?%s sub-resource is not implemented by wharfd",
-                 r->route.unsupported ? r->route.unsupported : "?");
+        const char *u = r->route.unsupported ? r->route.unsupported : "?";
+        if (strcmp(u, "torrent") == 0 && r->route.key && strcmp(r->method, "GET") == 0) {
+            /* S3 keeps no torrent for most objects either: NoSuchKey, as it answers. */
+            front_reply_err(r, S3_ERR_NO_SUCH_KEY,
+                            "no torrent file exists for this object: wharfd does not "
+                            "serve objects over BitTorrent (GetObjectTorrent)");
+            return;
+        }
+        char m[200];
+        if (strcmp(u, "select") == 0)
+            snprintf(m, sizeof m,
+                     "S3 Select (SelectObjectContent) is not implemented by wharfd; AWS closed "
+                     "it to new customers in 2024: read the object and filter it client-side");
+        else
+            snprintf(m, sizeof m, "the ?%s sub-resource is not implemented by wharfd", u);
         front_reply_err(r, S3_ERR_NOT_IMPLEMENTED, m);
         return;
     }

@@ -58,6 +58,7 @@ static int gw_usage(FILE *f)
             "                       each sent storage server to storage server; 1..64\n"
             "                       (default 4 per CPU of this host, at least 8, at most 64)\n"
             "  --region NAME        S3 region (default us-east-1)\n"
+            "  --sigv2 on|off       serve AWS Signature Version 2 requests (default on)\n"
             "  --server-key-file F  the key that seals users' secret keys (64 hex characters);\n"
             "                       the same file on every gateway (also WHARF_SERVER_KEY_FILE);\n"
             "                       without it only the root key signs requests\n"
