@@ -365,3 +365,39 @@ def test_kms_api_root_only(srv, kms):
     with pytest.raises(botocore.exceptions.ClientError) as e:
         bad.list_keys()
     assert e.value.response["Error"]["Code"] == "InvalidSignatureException"
+
+
+def test_parts_may_repeat_the_uploads_kms_headers(s3, bucket):
+    # The s3-tests suite sends its upload's aws:kms headers on every UploadPart (with another
+    # key id, or an unknown one, too) and expects success: the part takes its upload's key.
+    u = s3.create_multipart_upload(Bucket=bucket, Key="m", ServerSideEncryption="aws:kms",
+                                   SSEKMSKeyId=KEY1)["UploadId"]
+    parts = []
+    for n in (1, 2, 3):
+        body = data(5 * MIB if n < 3 else 10, seed=40 + n)
+        r = s3.upload_part(Bucket=bucket, Key="m", UploadId=u, PartNumber=n, Body=body)
+        parts.append(({"PartNumber": n, "ETag": r["ETag"]}, body))
+    # boto3 has no SSE parameters on UploadPart: send the headers as the suite does.
+    hdrs = {"x-amz-server-side-encryption": "aws:kms",
+            "x-amz-server-side-encryption-aws-kms-key-id": "not-a-key"}
+
+    def add(params, **_):
+        params["headers"].update(hdrs)
+    s3.meta.events.register("before-call.s3.UploadPart", add)
+    try:
+        body4 = data(7, seed=50)
+        r = s3.upload_part(Bucket=bucket, Key="m", UploadId=u, PartNumber=3, Body=body4)
+        assert r["SSEKMSKeyId"] == KEY1  # the upload's key, whatever the part named
+        parts[2] = ({"PartNumber": 3, "ETag": r["ETag"]}, body4)
+        # On an upload that is not SSE-KMS the header is refused.
+        u2 = s3.create_multipart_upload(Bucket=bucket, Key="plain-mp")["UploadId"]
+        with pytest.raises(botocore.exceptions.ClientError) as e:
+            s3.upload_part(Bucket=bucket, Key="plain-mp", UploadId=u2, PartNumber=1, Body=b"x")
+        assert code(e) == ("InvalidArgument", 400)
+        s3.abort_multipart_upload(Bucket=bucket, Key="plain-mp", UploadId=u2)
+    finally:
+        s3.meta.events.unregister("before-call.s3.UploadPart", add)
+    s3.complete_multipart_upload(Bucket=bucket, Key="m", UploadId=u,
+                                 MultipartUpload={"Parts": [p for p, _ in parts]})
+    g = s3.get_object(Bucket=bucket, Key="m")
+    assert g["SSEKMSKeyId"] == KEY1 and g["Body"].read() == b"".join(b for _, b in parts)
