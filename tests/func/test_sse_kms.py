@@ -5,8 +5,8 @@ HeadObject with aws:kms and a key id in each form AWS accepts (id, alias/..., AR
 or an unknown one refused as S3 does, multipart, CopyObject between SSE-KMS, SSE-S3 and plain,
 PostObject's form fields, the bucket's default encryption with a KMSMasterKeyID, rotation
 (older objects stay readable, new ones take the new version) and a disabled key (writes and
-reads under it refused with KMS.DisabledException until it is enabled again)."""
-import json
+reads under it refused with KMS.DisabledException until it is enabled again), UploadPart
+repeating the upload's aws:kms headers, and two servers of one PostgreSQL sharing the keys."""
 import os
 import sqlite3
 import subprocess
@@ -401,3 +401,61 @@ def test_parts_may_repeat_the_uploads_kms_headers(s3, bucket):
                                  MultipartUpload={"Parts": [p for p, _ in parts]})
     g = s3.get_object(Bucket=bucket, Key="m")
     assert g["SSEKMSKeyId"] == KEY1 and g["Body"].read() == b"".join(b for _, b in parts)
+
+
+# ---- PostgreSQL: the keys are rows every server of the database sees ----
+
+def test_keys_shared_through_postgresql(tmp_path):
+    import pgserver
+    why = pgserver.missing_reason()
+    if why:
+        pytest.skip(why)
+    with pgserver.PgServer() as pg:
+        url = pg.create_db("kms")
+        key_file = str(tmp_path / "server.key")
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, os.urandom(32).hex().encode() + b"\n")
+        os.close(fd)
+        # Both servers (gateways of one database) share one server key, as they must.
+        a = WharfServer(extra_args=["--meta", url, "--server-key-file", key_file])
+        b = WharfServer(extra_args=["--meta", url, "--server-key-file", key_file])
+        with a, b:
+            p = subprocess.run([a.binary, "kms", "create", "--name", "pg-key", "--meta", url,
+                                "--server-key-file", key_file], capture_output=True, text=True,
+                               timeout=30)
+            assert p.returncode == 0, p.stderr
+            ca, cb = (boto3.client("s3", endpoint_url=s.endpoint, aws_access_key_id=ACCESS_KEY,
+                                   aws_secret_access_key=SECRET_KEY, region_name=REGION,
+                                   config=Config(s3={"addressing_style": "path"},
+                                                 retries={"max_attempts": 1}))
+                      for s in (a, b))
+            bkt = unique_bucket("kmspg")
+            ca.create_bucket(Bucket=bkt)
+            # Bytes are local to each server; the keys and rows are the database's.
+            ca.put_object(Bucket=bkt, Key="a", Body=b"on a", ServerSideEncryption="aws:kms",
+                          SSEKMSKeyId="pg-key")
+            r = cb.put_object(Bucket=bkt, Key="b", Body=b"on b", ServerSideEncryption="aws:kms",
+                              SSEKMSKeyId="alias/pg-key")
+            assert r["SSEKMSKeyId"] == "pg-key"
+            assert cb.get_object(Bucket=bkt, Key="b")["Body"].read() == b"on b"
+            # Disabled through one server's KMS API: the other refuses at its next request.
+            kms = boto3.client("kms", endpoint_url=a.endpoint, aws_access_key_id=ACCESS_KEY,
+                               aws_secret_access_key=SECRET_KEY, region_name=REGION,
+                               config=Config(retries={"max_attempts": 1}))
+            kms.disable_key(KeyId="pg-key")
+            with pytest.raises(botocore.exceptions.ClientError) as e:
+                cb.get_object(Bucket=bkt, Key="b")
+            assert code(e) == ("KMS.DisabledException", 400)
+            kms.enable_key(KeyId="pg-key")
+            p = subprocess.run([a.binary, "kms", "rotate", "pg-key", "--meta", url,
+                                "--server-key-file", key_file], capture_output=True, text=True,
+                               timeout=30)
+            assert "versions=2" in p.stdout, p.stderr
+            cb.put_object(Bucket=bkt, Key="b2", Body=b"v2", ServerSideEncryption="aws:kms",
+                          SSEKMSKeyId="pg-key")
+            assert cb.get_object(Bucket=bkt, Key="b")["Body"].read() == b"on b"
+            assert cb.get_object(Bucket=bkt, Key="b2")["Body"].read() == b"v2"
+            assert ca.get_object(Bucket=bkt, Key="a")["Body"].read() == b"on a"
+            assert pg.sql("SELECT sse FROM objects WHERE key = 'b2'::bytea",
+                          db="kms").endswith(";pg-key:2")
+            assert pg.sql("SELECT count(*) FROM kms_keys", db="kms") == "1"
