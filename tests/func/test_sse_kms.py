@@ -46,7 +46,9 @@ def srv(cert):
         out = kms_cli(s, "create", "--name", k).stdout
         assert f"key_id={k} state=Enabled versions=1" in out, out
     yield s
+    rc = s.stop()
     s.cleanup()
+    assert rc == 0, f"wharfd exited with {rc} on SIGTERM"
 
 
 @pytest.fixture(scope="module")
