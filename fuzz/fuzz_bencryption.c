@@ -23,7 +23,7 @@ static void sse_text(const uint8_t *data, size_t size)
     t[size] = '\0';
     store_sse_t s;
     if (store_sse_parse(t, &s) == WH_OK && s.kind != STORE_SSE_NONE) {
-        if (s.kind != STORE_SSE_S3 && s.kind != STORE_SSE_C)
+        if (s.kind != STORE_SSE_S3 && s.kind != STORE_SSE_C && s.kind != STORE_SSE_KMS)
             abort();
         char *back = store_sse_format(&s);
         store_sse_t s2;
@@ -41,17 +41,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sse_text(data + 1, size - 1);
         return 0;
     }
-    char msg[256];
+    char msg[256], kid[64], kid2[64];
     unsigned alg = 0;
-    if (s3_encryption_parse((const char *)data, size, &alg, msg, sizeof msg) != S3_OK)
+    if (s3_encryption_parse_key((const char *)data, size, &alg, kid, sizeof kid, msg, sizeof msg) !=
+        S3_OK)
         return 0;
     if (alg < S3_SSE_AES256 || alg > S3_SSE_KMS_DSSE)
         abort();
     wh_sbuf_t b;
     wh_sbuf_init(&b);
-    s3_encryption_format(alg, &b, "x");
+    s3_encryption_format_key(alg, kid, &b, "x");
     unsigned back = 0;
-    if (b.oom || s3_encryption_parse(b.data, b.len, &back, msg, sizeof msg) != S3_OK || back != alg)
+    if (b.oom ||
+        s3_encryption_parse_key(b.data, b.len, &back, kid2, sizeof kid2, msg, sizeof msg) !=
+            S3_OK ||
+        back != alg || strcmp(kid, kid2) != 0)
         abort();
     wh_sbuf_free(&b);
     return 0;

@@ -192,8 +192,8 @@ def test_conditions_source_ip_max_keys_secure_transport(wharfd, root, bucket):
     *[(policy({"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject",
                "Resource": "arn:aws:s3:::B/*", "Condition": {"StringEquals": {k: "x"}}}),
        f'cannot evaluate the condition key "{k}"')
-      for k in ("s3:signatureAge", "s3:x-amz-grant-full-control", "s3:ExistingObjectTag/t",
-                "s3:RequestObjectTag/t", "aws:Referer", "aws:userid")],
+      for k in ("s3:signatureAge", "s3:x-amz-grant-other", "aws:ResourceTag/t",
+                "s3:object-lock-mode", "aws:SourceVpc", "aws:userid")],
     (policy({"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject",
              "Resource": "arn:aws:s3:::B/${aws:userid}/*"}), "policy variables"),
     ('{"Version":"2012-10-17","Statement":[' + ",".join(

@@ -5,8 +5,9 @@ that a request is what it claims, against a real wharfd with boto3 and raw signe
 
 - SSE-C headers over plain HTTP on PUT, GET, HEAD, CopyObject, CreateMultipartUpload and
   UploadPart: 400 InvalidRequest (the key would travel in clear), nothing stored; SSE-KMS
-  (x-amz-server-side-encryption: aws:kms): 501 NotImplemented, nothing stored. (SSE-C over
-  https and SSE-S3 are served: tests/func/test_sse.py.)
+  (x-amz-server-side-encryption: aws:kms) without a key id, or with one the key service has
+  not got: 400, nothing stored. (SSE-C over https, SSE-S3 and SSE-KMS are served:
+  tests/func/test_sse.py, test_sse_kms.py.)
 - Object lock is served now: its refusals are in test_object_lock.py.
 - Conditional deletes: DeleteObject with If-Match (412 PreconditionFailed on another ETag, 404
   NoSuchKey on a missing key), x-amz-if-match-size and x-amz-if-match-last-modified-time;
@@ -110,15 +111,16 @@ def test_sse_c_over_http_on_reads_copies_and_multipart_is_refused(s3, raw, bucke
     assert keys == ["plain"]
 
 
-@pytest.mark.parametrize("kw", [{"ServerSideEncryption": "aws:kms"},
-                                {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "k1"}])
-def test_sse_kms_is_refused(s3, bucket, kw):
+@pytest.mark.parametrize("kw,want", [({"ServerSideEncryption": "aws:kms"}, "InvalidArgument"),
+                                     ({"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "k1"},
+                                      "KMS.NotFoundException")])
+def test_sse_kms_is_refused(s3, bucket, kw, want):
     with pytest.raises(ClientError) as ei:
         s3.put_object(Bucket=bucket, Key="enc", Body=b"x", **kw)
-    assert _status(ei) == 501 and _code(ei) == "NotImplemented"
+    assert _status(ei) == 400 and _code(ei) == want
     with pytest.raises(ClientError) as ei:
         s3.create_multipart_upload(Bucket=bucket, Key="enc", **kw)
-    assert _status(ei) == 501
+    assert _status(ei) == 400 and _code(ei) == want
     assert not s3.list_objects_v2(Bucket=bucket).get("Contents")
     assert not s3.list_multipart_uploads(Bucket=bucket).get("Uploads")
 

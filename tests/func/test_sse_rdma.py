@@ -125,6 +125,9 @@ def srv(cert):
     # shm is served to them only on a trusted host.
     s = WharfServer(tls=cert, extra_args=["--shm-trust-local"])
     s.start()
+    # A key of the key service wharfd runs itself, for the SSE-KMS case.
+    subprocess.run([s.binary, "kms", "create", "--name", "rdma-key", "--data", s.data_dir],
+                   check=True, capture_output=True, timeout=30)
     yield s
     rc = s.stop()
     s.cleanup()
@@ -201,12 +204,15 @@ def assert_not_on_disk(srv, needle):
 
 # ---- RDMA PUT, HTTP GET ----
 
-@pytest.mark.parametrize("kind", ["ssec", "sse-s3", "default"])
+@pytest.mark.parametrize("kind", ["ssec", "sse-s3", "default", "sse-kms"])
 def test_rdma_put_http_get(srv, s3, raw, peer, bucket, kind):
     body = data(SIZE, seed=7)
     key = os.urandom(32)
     headers = ssec_h(key) if kind == "ssec" else (
         {"x-amz-server-side-encryption": "AES256"} if kind == "sse-s3" else {})
+    if kind == "sse-kms":
+        headers = {"x-amz-server-side-encryption": "aws:kms",
+                   "x-amz-server-side-encryption-aws-kms-key-id": "alias/rdma-key"}
     if kind == "default":
         s3.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration={
             "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]})
@@ -225,6 +231,10 @@ def test_rdma_put_http_get(srv, s3, raw, peer, bucket, kind):
     if kind == "ssec":
         assert r.headers["x-amz-server-side-encryption-customer-algorithm"] == "AES256"
         assert etag != hashlib.md5(body).hexdigest() and len(etag) == 32  # opaque, as S3
+    elif kind == "sse-kms":
+        assert r.headers["x-amz-server-side-encryption"] == "aws:kms"
+        assert r.headers["x-amz-server-side-encryption-aws-kms-key-id"] == "rdma-key"
+        assert etag == hashlib.md5(body).hexdigest()
     else:
         assert r.headers["x-amz-server-side-encryption"] == "AES256"
         assert etag == hashlib.md5(body).hexdigest()  # the plaintext's MD5, as over HTTP
@@ -250,6 +260,8 @@ def test_rdma_put_http_get(srv, s3, raw, peer, bucket, kind):
     r = rdma_get(raw, peer, f"/{bucket}/o", ssec_h(key) if kind == "ssec" else None)
     assert r.status == 200, (r, r.headers.get("x-amz-error-message"))
     assert r.headers["x-amz-checksum-crc64nvme"] == crc
+    if kind == "sse-kms":
+        assert r.headers["x-amz-server-side-encryption-aws-kms-key-id"] == "rdma-key"
     assert peer.save(SIZE) == body
 
 

@@ -94,6 +94,9 @@ typedef struct front_config {
      * changes it while handlers read it. */
     _Atomic unsigned max_uploads;
     unsigned max_buckets; /* buckets one IAM user may own (--max-buckets); root unbound */
+    /* Incomplete multipart uploads one principal may hold over every bucket
+     * (--max-user-uploads). */
+    unsigned max_user_uploads;
     /* PutObject without Content-MD5: objects above this size get a part ETag (the md5 of
      * the md5s of its parts of this size, "-N", hashed in parallel; store_writer_use_part_etag)
      * instead of one MD5 at one core's speed. 0: always the whole-object MD5. */
@@ -115,6 +118,7 @@ typedef struct front_config {
 
 #define FRONT_MAX_UPLOADS_DEFAULT 10000
 #define FRONT_MAX_BUCKETS_DEFAULT 100 /* AWS's default bucket quota of an account */
+#define FRONT_MAX_USER_UPLOADS_DEFAULT 50000
 void front_config_init(front_config_t *cfg);
 /* Fills the HTTP front's zero fields from the host: event threads from the CPU count, the
  * connection limits from RLIMIT_NOFILE. */
@@ -276,14 +280,18 @@ typedef struct front_req {
     char *upload_id;
     struct front_post *post; /* POST Object's form state (post_object.c) */
     /* Encryption at rest of a PUT or UploadPart, for its reply's headers (sse.c):
-     * 0 none, 1 SSE-S3, 2 SSE-C with the key's MD5 as sent. */
+     * 0 none, 1 SSE-S3, 2 SSE-C with the key's MD5 as sent, 3 SSE-KMS with its key id. */
     int sse_reply;
     char sse_key_md5[32];
+    char sse_kms_id[72];
 } front_req_t;
 
 /* SigV4 of an IAM API request (credential scope service "iam") whose body hashes to
  * payload_hash (hex); fills r->auth and r->who (http.c). */
 s3_err_t front_req_verify_iam(front_req_t *r, time_t now, const char *payload_hash, char *msg,
+                              size_t msglen);
+/* The same for the KMS JSON API (service "kms", the server's region). */
+s3_err_t front_req_verify_kms(front_req_t *r, time_t now, const char *payload_hash, char *msg,
                               size_t msglen);
 
 /* The secret of access_key (NULL: unknown), r->who set to its principal, as the SigV4 step

@@ -52,6 +52,7 @@ void front_config_init(front_config_t *cfg)
     cfg->rdma_digest_etag = true;
     cfg->max_uploads = FRONT_MAX_UPLOADS_DEFAULT;
     cfg->max_buckets = FRONT_MAX_BUCKETS_DEFAULT;
+    cfg->max_user_uploads = FRONT_MAX_USER_UPLOADS_DEFAULT;
     rdma_config_init(&cfg->rdma);
 }
 

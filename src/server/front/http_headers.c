@@ -284,6 +284,12 @@ s3_err_t front_req_verify_iam(front_req_t *r, time_t now, const char *payload_ha
     return verify_as(r, now, "iam", payload_hash, msg, msglen);
 }
 
+s3_err_t front_req_verify_kms(front_req_t *r, time_t now, const char *payload_hash, char *msg,
+                              size_t msglen)
+{
+    return verify_as(r, now, "kms", payload_hash, msg, msglen);
+}
+
 bool front_req_swap_headers(front_req_t *r, bool (*drop)(const char *lname),
                             const char *const *names, const char *const *values, size_t n)
 {

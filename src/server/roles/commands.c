@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* wharfd's commands (`wharfd serve|gateway|storage|check-config|user|key|node`), one row each of
- * the table below: argv[1] picks the role's main (roles.h). */
+/* wharfd's commands (`wharfd serve|gateway|storage|check-config|user|key|node|kms`), one row each
+ * of the table below: argv[1] picks the role's main (roles.h). */
 #include "roles/roles.h"
 #include "roles/config.h"
 #include "front/front.h"
@@ -37,6 +37,9 @@ static const struct {
     {.name = "node",
      .main = role_node_main,
      .usage = "node list|drain|remove ...  (a cluster's storage servers)"},
+    {.name = "kms",
+     .main = role_kms_main,
+     .usage = "kms create|list|rotate|disable|enable ...  (SSE-KMS keys; wharfd kms --help)"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -41,6 +41,7 @@ const role_conf_key_t role_conf_keys[] = {
     {"header-timeout", S | G, 0, "20", NULL},
     {"max-uploads", S | G, LIVE, "10000", NULL},
     {"max-buckets", S | G, 0, "100", NULL},
+    {"max-user-uploads", S | G, 0, "50000", NULL},
     {"shm-trust-local", S, ROLE_CONF_BOOL, "false", NULL},
     {"copy-threads", S, 0, "one per core", NULL},
     {"put-threads", S, 0, "2", NULL},

@@ -185,18 +185,21 @@ int role_common_opt(role_common_t *co, int c, const char *arg)
     case ROLE_OPT_IDLE_TIMEOUT:
     case ROLE_OPT_HEADER_TIMEOUT:
     case ROLE_OPT_MAX_UPLOADS:
-    case ROLE_OPT_MAX_BUCKETS: {
+    case ROLE_OPT_MAX_BUCKETS:
+    case ROLE_OPT_MAX_USER_UPLOADS: {
         static const struct {
             const char *fmt;
             unsigned max;
-        } lim[] = {{"--http-threads wants a whole number from 1 to 256, got '%s'", 256},
-                   {"--handler-threads wants a whole number from 1 to 65536, got '%s'", 65536},
-                   {"--max-conns wants a whole number from 1 to 1000000, got '%s'", 1000000},
-                   {"--max-conns-per-ip wants a whole number from 1 to 1000000, got '%s'", 1000000},
-                   {"--idle-timeout wants a whole number from 1 to 86400, got '%s'", 86400},
-                   {"--header-timeout wants a whole number from 1 to 86400, got '%s'", 86400},
-                   {"--max-uploads wants a whole number from 1 to 100000000, got '%s'", 100000000},
-                   {"--max-buckets wants a whole number from 1 to 1000000, got '%s'", 1000000}};
+        } lim[] = {
+            {"--http-threads wants a whole number from 1 to 256, got '%s'", 256},
+            {"--handler-threads wants a whole number from 1 to 65536, got '%s'", 65536},
+            {"--max-conns wants a whole number from 1 to 1000000, got '%s'", 1000000},
+            {"--max-conns-per-ip wants a whole number from 1 to 1000000, got '%s'", 1000000},
+            {"--idle-timeout wants a whole number from 1 to 86400, got '%s'", 86400},
+            {"--header-timeout wants a whole number from 1 to 86400, got '%s'", 86400},
+            {"--max-uploads wants a whole number from 1 to 100000000, got '%s'", 100000000},
+            {"--max-buckets wants a whole number from 1 to 1000000, got '%s'", 1000000},
+            {"--max-user-uploads wants a whole number from 1 to 100000000, got '%s'", 100000000}};
         size_t i = (size_t)(c - ROLE_OPT_HTTP_THREADS);
         uint64_t v;
         if (wh_parse_u64(arg, strlen(arg), &v) != 0 || v < 1 || v > lim[i].max)
@@ -253,6 +256,8 @@ int role_common_apply(const role_common_t *co, front_config_t *cfg)
         cfg->max_uploads = co->front[6];
     if (co->front[7])
         cfg->max_buckets = co->front[7];
+    if (co->front[8])
+        cfg->max_user_uploads = co->front[8];
     if (!(cfg->account_id = ident_account_arg(co->account_id)))
         return 2;
     const char *kf = co->server_key_file;

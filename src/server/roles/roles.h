@@ -26,6 +26,7 @@ void role_wharfd_usage(FILE *f);
 void role_serve_help(FILE *f);
 /* `wharfd user ...` and `wharfd key ...` (user_cmd.c); argv[1] is "user" or "key". */
 int role_user_main(int argc, char **argv);
+int role_kms_main(int argc, char **argv); /* wharfd kms ... (kms_cmd.c) */
 /* `wharfd node list|drain|remove` (node_cmd.c). */
 int role_node_main(int argc, char **argv);
 /* The cluster's dashboard (`wharfd node status`, and the gateway's GET /?x-wharf-cluster that
@@ -53,7 +54,7 @@ typedef struct role_common {
     const char *secret_key_file;     /* root's secret; NULL: WHARF_SECRET_KEY */
     const char *meta_password_file;  /* PostgreSQL's password (PGPASSWORD for libpq) */
     const char *cluster_secret_file; /* NULL: WHARF_CLUSTER_SECRET */
-    unsigned front[8]; /* --http-threads .. --max-buckets, in ROLE_OPT_HTTP_THREADS order; 0:
+    unsigned front[9]; /* --http-threads .. --max-user-uploads, in ROLE_OPT_HTTP_THREADS order; 0:
                         * the default */
 } role_common_t;
 #define ROLE_SHUTDOWN_GRACE_DEFAULT 30
@@ -80,6 +81,7 @@ enum {
     ROLE_OPT_HEADER_TIMEOUT,
     ROLE_OPT_MAX_UPLOADS,
     ROLE_OPT_MAX_BUCKETS,
+    ROLE_OPT_MAX_USER_UPLOADS, /* the last of role_common_t.front's */
     ROLE_OPT_SIGV2
 };
 /* clang-format off */
@@ -104,6 +106,7 @@ enum {
     {"header-timeout", required_argument, NULL, ROLE_OPT_HEADER_TIMEOUT}, \
     {"max-uploads", required_argument, NULL, ROLE_OPT_MAX_UPLOADS}, \
     {"max-buckets", required_argument, NULL, ROLE_OPT_MAX_BUCKETS}, \
+    {"max-user-uploads", required_argument, NULL, ROLE_OPT_MAX_USER_UPLOADS}, \
     {"sigv2", required_argument, NULL, ROLE_OPT_SIGV2}
 #define ROLE_OPTS_TLS \
     {"tls-cert", required_argument, NULL, ROLE_OPT_TLS_CERT}, \
@@ -124,6 +127,8 @@ enum {
     "  --idle-timeout S     close a connection that moves no byte for S s (default 30)\n"          \
     "  --max-uploads N      incomplete multipart uploads one bucket may hold (default\n"           \
     "                       10000; CreateMultipartUpload past it is TooManyUploads)\n"             \
+    "  --max-user-uploads N incomplete multipart uploads one principal may hold over\n"            \
+    "                       every bucket (default 50000; past it: TooManyUploads)\n"               \
     "  --max-buckets N      buckets one IAM user may own (default 100; CreateBucket past\n"        \
     "                       it is TooManyBuckets; root is not bound)\n"                            \
     "  --header-timeout S   close a connection whose request headers are not complete\n"           \

@@ -303,6 +303,28 @@ void s3h_peer_ip(const front_req_t *r, auth_ip_t *out)
     auth_ip_parse(host, out);
 }
 
+/* s3:ExistingObjectTag/<k>: the tags of the request's object (its ?versionId), read only
+ * when a policy names such a key. */
+static char *existing_tags(void *arg)
+{
+    front_req_t *r = arg;
+    if (!s3h_k(r))
+        return NULL;
+    data_obj_meta_t m;
+    memset(&m, 0, sizeof m);
+    char *tags = NULL;
+    if (store_object_open(s3h_st(r),
+                          &(store_read_args_t){.bucket = s3h_b(r),
+                                               .key = s3h_k(r),
+                                               .version_id = front_route_q(&r->route, "versionId")},
+                          &m, NULL) == WH_OK) {
+        tags = m.tags;
+        m.tags = NULL;
+    }
+    data_obj_meta_free(&m);
+    return tags;
+}
+
 static void fill_ctx(front_req_t *r, auth_authz_ctx_t *c, const char *action, const char *arn)
 {
     memset(c, 0, sizeof *c);
@@ -321,6 +343,21 @@ static void fill_ctx(front_req_t *r, auth_authz_ctx_t *c, const char *action, co
     const char *mk = front_route_q(&r->route, "max-keys");
     if (mk && wh_parse_u64(mk, strlen(mk), &c->max_keys) == 0)
         c->has_max_keys = true;
+    c->sse = front_hdr(r, "x-amz-server-side-encryption");
+    c->sse_kms_key_id = front_hdr(r, "x-amz-server-side-encryption-aws-kms-key-id");
+    c->copy_source = front_hdr(r, "x-amz-copy-source");
+    if (c->copy_source && c->copy_source[0] == '/')
+        c->copy_source++;
+    c->metadata_directive = front_hdr(r, "x-amz-metadata-directive");
+    c->referer = front_hdr(r, "referer");
+    static const char *const grants[5] = {"x-amz-grant-read", "x-amz-grant-write",
+                                          "x-amz-grant-read-acp", "x-amz-grant-write-acp",
+                                          "x-amz-grant-full-control"};
+    for (int i = 0; i < 5; i++)
+        c->grant[i] = front_hdr(r, grants[i]);
+    c->request_tags = front_hdr(r, "x-amz-tagging");
+    c->existing_tags = existing_tags;
+    c->existing_arg = r;
 }
 
 static auth_authz_t decide(front_req_t *r, s3h_authz_t *az, const char *action, const char *arn,

@@ -7,6 +7,7 @@
  * PublicAccessBlock and OwnershipControls checks of acl_ops.c (BucketOwnerEnforced turns ACLs
  * off; BlockPublicAcls and BlockPublicPolicy refuse public ones). */
 #include "s3ctl/s3ctl.h"
+#include "ident/kms.h"
 #include "s3/bucket_config.h"
 #include "s3/lifecycle.h"
 #include "s3/tags.h"
@@ -206,12 +207,13 @@ static int lc_parse(front_req_t *r, s3h_out_t *o, const char *doc, size_t len, w
     return 0;
 }
 
-/* Default encryption, applied to writes by sse.c. */
+/* Default encryption, applied to writes by sse.c: "AES256", or "aws:kms;<KMSMasterKeyID>". */
 static int enc_format(s3h_out_t *o, const char *v, wh_sbuf_t *b)
 {
-    if (strcmp(v, "AES256") != 0)
+    bool aes = strcmp(v, "AES256") == 0, kms = strncmp(v, "aws:kms;", 8) == 0;
+    if (!aes && !kms)
         return s3h_err(o, S3_ERR_INTERNAL, "the stored default encryption is damaged");
-    s3_encryption_format(S3_SSE_AES256, b, S3H_XMLNS);
+    s3_encryption_format_key(aes ? S3_SSE_AES256 : S3_SSE_KMS, aes ? NULL : v + 8, b, S3H_XMLNS);
     return 0;
 }
 
@@ -220,20 +222,34 @@ static int enc_parse(front_req_t *r, s3h_out_t *o, const char *doc, size_t len, 
 {
     (void)unset;
     unsigned alg;
-    char msg[256];
-    s3_err_t e = s3_encryption_parse(doc, len, &alg, msg, sizeof msg);
+    char msg[256], kid[288];
+    s3_err_t e = s3_encryption_parse_key(doc, len, &alg, kid, sizeof kid, msg, sizeof msg);
     if (e != S3_OK)
         return s3h_err(o, e, msg);
-    if (alg != S3_SSE_AES256)
-        return s3h_errf(o, S3_ERR_NOT_IMPLEMENTED,
-                        "a default encryption of SSEAlgorithm %s is not implemented by wharfd: "
-                        "no key management service is configured; AES256 (SSE-S3) is",
-                        alg == S3_SSE_KMS ? "aws:kms" : "aws:kms:dsse");
-    if (!r->srv->ident || !ident_has_key(r->srv->ident))
+    if (alg == S3_SSE_KMS_DSSE)
         return s3h_err(o, S3_ERR_NOT_IMPLEMENTED,
-                       "a default encryption of AES256 needs the server key "
-                       "(--server-key-file), which this server has not got");
-    wh_sbuf_puts(v, "AES256");
+                       "a default encryption of SSEAlgorithm aws:kms:dsse (dual-layer SSE-KMS) "
+                       "is not implemented by wharfd; AES256 and aws:kms are");
+    if (!r->srv->ident || !ident_has_key(r->srv->ident))
+        return s3h_errf(o, S3_ERR_NOT_IMPLEMENTED,
+                        "a default encryption of %s needs the server key "
+                        "(--server-key-file), which this server has not got",
+                        alg == S3_SSE_KMS ? "aws:kms" : "AES256");
+    if (alg != S3_SSE_KMS) {
+        wh_sbuf_puts(v, "AES256");
+        return 0;
+    }
+    if (!kid[0])
+        return s3h_err(o, S3_ERR_INVALID_ARGUMENT,
+                       "a default encryption of aws:kms needs its KMSMasterKeyID (wharfd has no "
+                       "account-default KMS key)");
+    ident_kms_key_t k;
+    wh_status_t st = ident_kms_describe(r->srv->ident, kid, &k);
+    if (st == WH_ERR_NOT_FOUND)
+        return s3h_errf(o, S3_ERR_KMS_NOT_FOUND, "KMSMasterKeyID %.200s: no such KMS key", kid);
+    if (st != WH_OK)
+        return s3h_err_status(r, o, st, "reading the KMS key");
+    wh_sbuf_printf(v, "aws:kms;%s", kid);
     return 0;
 }
 

@@ -450,6 +450,25 @@ int s3h_mpu_cap_check(front_req_t *r, s3h_out_t *o)
                  s3h_b(r), n, cap);
         return s3h_err_raw(o, 400, "TooManyUploads", msg);
     }
+    /* And per principal, over every bucket: one user cannot fill the metadata with uploads
+     * spread over many buckets. */
+    unsigned ucap = r->srv->cfg.max_user_uploads;
+    if (!ucap)
+        return 0;
+    st = meta_upload_count_owner(store_meta(s3h_st(r)), s3h_owner_stored(r), &n);
+    if (st == WH_ERR_UNSUPPORTED)
+        return 0; /* a backend without the count: the per-bucket cap alone */
+    if (st != WH_OK)
+        return s3h_err_status(r, o, st, "counting the user's uploads");
+    if (n >= ucap) {
+        char msg[sizeof o->msg];
+        snprintf(msg, sizeof msg,
+                 "you have %" PRIu64 " incomplete multipart uploads over all buckets, the most "
+                 "this server keeps per user (--max-user-uploads %u): complete or abort some "
+                 "first (ListMultipartUploads lists them)",
+                 n, ucap);
+        return s3h_err_raw(o, 400, "TooManyUploads", msg);
+    }
     return 0;
 }
 

@@ -781,6 +781,8 @@ static const struct {
 
 int s3h_iam_begin(front_req_t *r, s3h_out_t *o)
 {
+    if (s3h_kms_api_is(r))
+        return s3h_kms_begin(r, o);
     iam_ctx_t c = {.r = r, .o = o, .action = "Unknown"};
     const char *ct = front_hdr(r, "content-type");
     if (!ct || strncasecmp(ct, "application/x-www-form-urlencoded", 33) != 0)
@@ -799,6 +801,8 @@ int s3h_iam_begin(front_req_t *r, s3h_out_t *o)
 
 int s3h_iam_finish(front_req_t *r, s3h_out_t *o)
 {
+    if (s3h_kms_api_is(r))
+        return s3h_kms_finish(r, o);
     iam_ctx_t c = {.r = r, .o = o, .id = r->srv->ident, .action = "Unknown"};
     c.m = ident_meta(c.id);
     int status;

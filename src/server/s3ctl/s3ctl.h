@@ -136,13 +136,14 @@ typedef struct s3h_sse_req {
     store_sse_kind_t kind;
     uint8_t ckey[STORE_SSE_KEY_LEN];
     char ckey_md5[32]; /* as sent, checked */
+    char kms_ref[288]; /* aws:kms: the key as named (id, alias/..., ARN) */
 } s3h_sse_req_t;
 void s3h_sse_req_wipe(s3h_sse_req_t *q);
 /* The request came over TLS (the answer aws:SecureTransport gets). */
 bool s3h_req_secure(const front_req_t *r);
 /* Parses the SSE-C headers (copy_source: the x-amz-copy-source-... ones) and, unless
  * copy_source, x-amz-server-side-encryption (accepted only where allow_s3). SSE-C over plain
- * HTTP is 400; aws:kms is 501. 0 or the error's status. */
+ * HTTP is 400; aws:kms:dsse is 501. 0 or the error's status. */
 int s3h_sse_request(front_req_t *r, s3h_out_t *o, bool copy_source, bool allow_s3,
                     s3h_sse_req_t *q);
 /* A write that names no encryption takes the bucket's default (PutBucketEncryption). */
@@ -296,6 +297,11 @@ int s3h_legal_hold_put_finish(front_req_t *r, s3h_out_t *o);
 /* iam.c: the IAM API (users, access keys, inline user policies). */
 int s3h_iam_begin(front_req_t *r, s3h_out_t *o);
 int s3h_iam_finish(front_req_t *r, s3h_out_t *o);
+/* The KMS JSON API (kms_api.c): POST / with X-Amz-Target: TrentService.*, handed over by
+ * s3h_iam_begin/finish, whose row it shares. */
+bool s3h_kms_api_is(const front_req_t *r);
+int s3h_kms_begin(front_req_t *r, s3h_out_t *o);
+int s3h_kms_finish(front_req_t *r, s3h_out_t *o);
 int s3h_acl_bucket_get(front_req_t *r, s3h_out_t *o);
 int s3h_acl_object_get(front_req_t *r, s3h_out_t *o);
 /* lifecycle_run.c: the lifecycle worker, a thread applying the buckets' lifecycle rules every

@@ -167,6 +167,23 @@ typedef struct auth_authz_ctx {
     /* s3:authType: "REST-HEADER" or "REST-QUERY-STRING" for a signed request, NULL for an
      * anonymous one (s3:signatureversion is "AWS4-HMAC-SHA256" exactly when it is set). */
     const char *auth_type;
+    /* Request headers as condition keys (NULL: absent): s3:x-amz-server-side-encryption,
+     * s3:x-amz-server-side-encryption-aws-kms-key-id, s3:x-amz-copy-source ("bucket/key", no
+     * leading slash), s3:x-amz-metadata-directive, aws:Referer, and s3:x-amz-grant-read,
+     * -write, -read-acp, -write-acp, -full-control in that order. */
+    const char *sse;
+    const char *sse_kms_key_id;
+    const char *copy_source;
+    const char *metadata_directive;
+    const char *referer;
+    const char *grant[5];
+    /* s3:RequestObjectTag/<k> and s3:RequestObjectTagKeys: the request's x-amz-tagging
+     * ("k=v&k2=v2", URL-encoded; NULL: no tags sent). */
+    const char *request_tags;
+    /* s3:ExistingObjectTag/<k>: the target object's tags in the same form, malloc'd (NULL: no
+     * object, or no tags); called only when a policy names such a key. NULL: absent. */
+    char *(*existing_tags)(void *arg);
+    void *existing_arg;
 } auth_authz_ctx_t;
 
 auth_policy_result_t auth_policy_eval(const auth_policy_t *pol, const auth_authz_ctx_t *ctx);

@@ -62,6 +62,26 @@ static const struct {
     {"s3:x-amz-acl", K_X_AMZ_ACL},
     {"s3:authType", K_AUTH_TYPE},
     {"s3:signatureversion", K_SIGNATURE_VERSION},
+    {"s3:x-amz-server-side-encryption", K_SSE},
+    {"s3:x-amz-server-side-encryption-aws-kms-key-id", K_SSE_KMS_KEY_ID},
+    {"s3:x-amz-copy-source", K_COPY_SOURCE},
+    {"s3:x-amz-metadata-directive", K_METADATA_DIRECTIVE},
+    {"aws:Referer", K_REFERER},
+    {"s3:x-amz-grant-read", K_GRANT_READ},
+    {"s3:x-amz-grant-write", K_GRANT_WRITE},
+    {"s3:x-amz-grant-read-acp", K_GRANT_READ_ACP},
+    {"s3:x-amz-grant-write-acp", K_GRANT_WRITE_ACP},
+    {"s3:x-amz-grant-full-control", K_GRANT_FULL_CONTROL},
+    {"s3:RequestObjectTagKeys", K_REQUEST_TAG_KEYS},
+};
+
+/* Keys that name a tag after a slash: "s3:ExistingObjectTag/<tag key>". */
+static const struct {
+    const char *prefix;
+    cond_key_t key;
+} g_tag_keys[] = {
+    {"s3:ExistingObjectTag/", K_EXISTING_TAG},
+    {"s3:RequestObjectTag/", K_REQUEST_TAG},
 };
 
 static const struct {
@@ -460,9 +480,15 @@ static s3_err_t parse_condition(pctx_t *c, stmt_t *st, json_t *v)
     json_object_foreach(v, op, keys)
     {
         char base[64];
-        size_t ol = strlen(op);
-        bool ifx = ol > 8 && strcmp(op + ol - 8, "IfExists") == 0;
-        snprintf(base, sizeof base, "%.*s", (int)(ifx ? ol - 8 : ol), op);
+        cond_set_t set = SET_NONE;
+        const char *bop = op;
+        if (strncmp(bop, "ForAnyValue:", 12) == 0)
+            set = SET_ANY, bop += 12;
+        else if (strncmp(bop, "ForAllValues:", 13) == 0)
+            set = SET_ALL, bop += 13;
+        size_t ol = strlen(bop);
+        bool ifx = ol > 8 && strcmp(bop + ol - 8, "IfExists") == 0;
+        snprintf(base, sizeof base, "%.*s", (int)(ifx ? ol - 8 : ol), bop);
         size_t oi = 0;
         while (oi < sizeof g_ops / sizeof g_ops[0] && strcmp(g_ops[oi].name, base) != 0)
             oi++;
@@ -476,10 +502,21 @@ static s3_err_t parse_condition(pctx_t *c, stmt_t *st, json_t *v)
             cd->test = g_ops[oi].test;
             cd->neg = g_ops[oi].neg;
             cd->if_exists = ifx;
+            cd->set = set;
             cd->key = K_UNKNOWN;
             for (size_t k = 0; k < sizeof g_keys / sizeof g_keys[0]; k++)
                 if (strcasecmp(g_keys[k].name, key) == 0)
                     cd->key = g_keys[k].key;
+            for (size_t k = 0; k < sizeof g_tag_keys / sizeof g_tag_keys[0]; k++) {
+                size_t pl = strlen(g_tag_keys[k].prefix);
+                if (strncasecmp(g_tag_keys[k].prefix, key, pl) == 0) {
+                    if (!key[pl])
+                        return bad(c, "Condition %s: key \"%s\" names no tag key", op, key);
+                    cd->key = g_tag_keys[k].key;
+                    if (!(cd->sub = arena_strdup(&c->pol->arena, key + pl)))
+                        return oom(c);
+                }
+            }
             if (!strchr(key, ':'))
                 return bad(c, "Condition %s: key \"%s\" has no prefix (aws: or s3:)", op, key);
             /* A key wharf cannot evaluate is refused: taken as absent, a Deny on it would

@@ -3,6 +3,7 @@
  * allocating: wildcard matching, addresses and CIDR blocks, ${...} variables expanded into
  * stack buffers, the condition operators and AWS's rule that a Deny wins. */
 #include "auth/policy_int.h"
+#include "s3/tags.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -184,10 +185,49 @@ static const char *key_value(cond_key_t k, const auth_authz_ctx_t *x, char *buf,
         return x->auth_type;
     case K_SIGNATURE_VERSION:
         return x->auth_type ? "AWS4-HMAC-SHA256" : NULL;
+    case K_SSE:
+        return x->sse;
+    case K_SSE_KMS_KEY_ID:
+        return x->sse_kms_key_id;
+    case K_COPY_SOURCE:
+        return x->copy_source;
+    case K_METADATA_DIRECTIVE:
+        return x->metadata_directive;
+    case K_REFERER:
+        return x->referer;
+    case K_GRANT_READ:
+    case K_GRANT_WRITE:
+    case K_GRANT_READ_ACP:
+    case K_GRANT_WRITE_ACP:
+    case K_GRANT_FULL_CONTROL:
+        return x->grant[k - K_GRANT_READ];
+    case K_EXISTING_TAG:
+    case K_REQUEST_TAG:
+    case K_REQUEST_TAG_KEYS:
     case K_UNKNOWN:
-        return NULL;
+        return NULL; /* tag_values */
     }
     return NULL;
+}
+
+/* The values of a tag key (sub: the tag named; NULL: every tag's key) in a tag set's query
+ * text, malloc'd (NULL: none, or the text does not parse: then the key is absent). */
+static s3_tagset_t *tag_set(const cond_t *cd, const auth_authz_ctx_t *x)
+{
+    char *owned = NULL;
+    const char *q = x->request_tags;
+    if (cd->key == K_EXISTING_TAG)
+        q = owned = x->existing_tags ? x->existing_tags(x->existing_arg) : NULL;
+    if (!q)
+        return NULL;
+    s3_tagset_t *t = malloc(sizeof *t);
+    char msg[8];
+    if (t && s3_tags_parse_query(q, strlen(q), S3_BUCKET_TAGS_MAX, t, msg, sizeof msg) != S3_OK) {
+        free(t);
+        t = NULL;
+    }
+    free(owned);
+    return t;
 }
 
 static bool value_match(const cond_t *cd, const cond_val_t *v, const char *s,
@@ -239,8 +279,49 @@ static bool value_match(const cond_t *cd, const cond_val_t *v, const char *s,
     return false;
 }
 
+/* A request value against the condition's values (the operator's negation applied). */
+static bool one_holds(const cond_t *cd, const char *s, const auth_authz_ctx_t *x)
+{
+    bool any = false;
+    for (size_t i = 0; i < cd->n && !any; i++)
+        any = value_match(cd, &cd->v[i], s, x);
+    return cd->neg ? !any : any;
+}
+
+/* The tag keys: a tag's value (single-valued), or every key (RequestObjectTagKeys: under
+ * ForAllValues each key must hold, else one must). */
+static bool tag_cond_holds(const cond_t *cd, const auth_authz_ctx_t *x)
+{
+    s3_tagset_t *t = tag_set(cd, x);
+    const char *s = NULL;
+    size_t n = 0;
+    if (t && cd->key != K_REQUEST_TAG_KEYS) {
+        for (size_t i = 0; i < t->n && !s; i++)
+            if (strcmp(t->tags[i].key, cd->sub) == 0)
+                s = t->tags[i].value;
+    } else if (t) {
+        n = t->n;
+    }
+    bool r;
+    if (cd->test == T_NULL) {
+        r = (strcasecmp(cd->v[0].s, "true") == 0) == (cd->key == K_REQUEST_TAG_KEYS ? !n : !s);
+    } else if (cd->key != K_REQUEST_TAG_KEYS) {
+        r = s ? cd->test != T_IP && one_holds(cd, s, x) : (cd->if_exists || cd->neg);
+    } else if (n == 0) {
+        r = cd->set == SET_ALL || cd->if_exists || cd->neg;
+    } else {
+        r = cd->set == SET_ALL;
+        for (size_t i = 0; i < n && r == (cd->set == SET_ALL); i++)
+            r = cd->test != T_IP && one_holds(cd, t->tags[i].key, x);
+    }
+    free(t);
+    return r;
+}
+
 static bool cond_holds(const cond_t *cd, const auth_authz_ctx_t *x)
 {
+    if (cd->key == K_EXISTING_TAG || cd->key == K_REQUEST_TAG || cd->key == K_REQUEST_TAG_KEYS)
+        return tag_cond_holds(cd, x);
     char buf[32];
     const char *s = key_value(cd->key, x, buf, sizeof buf);
     if (cd->test == T_NULL) {

@@ -26,6 +26,22 @@ typedef enum {
     K_X_AMZ_ACL,
     K_AUTH_TYPE,
     K_SIGNATURE_VERSION,
+    /* the request's headers (auth_authz_ctx_t's fields of the same names) */
+    K_SSE,
+    K_SSE_KMS_KEY_ID,
+    K_COPY_SOURCE,
+    K_METADATA_DIRECTIVE,
+    K_REFERER,
+    K_GRANT_READ,
+    K_GRANT_WRITE,
+    K_GRANT_READ_ACP,
+    K_GRANT_WRITE_ACP,
+    K_GRANT_FULL_CONTROL,
+    /* tags: of the object (ExistingObjectTag/<key>), of the request (RequestObjectTag/<key>,
+     * and the multi-valued RequestObjectTagKeys) */
+    K_EXISTING_TAG,
+    K_REQUEST_TAG,
+    K_REQUEST_TAG_KEYS,
 } cond_key_t;
 
 typedef enum {
@@ -50,10 +66,14 @@ typedef struct cond_val {
     unsigned plen; /* CIDR prefix length */
 } cond_val_t;
 
+typedef enum { SET_NONE, SET_ANY, SET_ALL } cond_set_t; /* ForAnyValue:, ForAllValues: */
+
 typedef struct cond {
     cond_test_t test;
     bool neg, if_exists;
+    cond_set_t set;
     cond_key_t key;
+    const char *sub; /* the tag key of K_EXISTING_TAG and K_REQUEST_TAG */
     size_t n;
     cond_val_t *v;
 } cond_t;

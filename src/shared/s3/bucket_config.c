@@ -295,6 +295,8 @@ typedef struct {
     char *msg;
     size_t msglen;
     bool other_root;
+    char *kms_id; /* ServerSideEncryptionConfiguration: KMSMasterKeyID's text, or NULL */
+    size_t kms_cap;
 } flat_x_t;
 
 static int parse_bool(const char *t, size_t len, bool *v)
@@ -455,7 +457,17 @@ static void sse_cb(void *arg, const char *path, const char *text, size_t len)
         return;
     }
     if (!strcmp(path, SSE_DEF "/KMSMasterKeyID")) {
+        if ((x->seen & 2) || len == 0 || (x->kms_id && len >= x->kms_cap)) {
+            x->err = s3_errf(S3_ERR_INVALID_ARGUMENT, x->msg, x->msglen,
+                             "KMSMasterKeyID must be given once, 1 to %zu characters",
+                             x->kms_cap ? x->kms_cap - 1 : (size_t)0);
+            return;
+        }
         x->seen |= 2;
+        if (x->kms_id) {
+            memcpy(x->kms_id, text, len);
+            x->kms_id[len] = '\0';
+        }
         return;
     }
     if (!strcmp(path, SSE_RULE "/BucketKeyEnabled")) {
@@ -472,7 +484,16 @@ static void sse_cb(void *arg, const char *path, const char *text, size_t len)
 
 s3_err_t s3_encryption_parse(const char *xml, size_t len, unsigned *alg, char *msg, size_t msglen)
 {
-    flat_x_t x = {.err = S3_OK, .msg = msg, .msglen = msglen};
+    return s3_encryption_parse_key(xml, len, alg, NULL, 0, msg, msglen);
+}
+
+s3_err_t s3_encryption_parse_key(const char *xml, size_t len, unsigned *alg, char *key_id,
+                                 size_t cap, char *msg, size_t msglen)
+{
+    flat_x_t x = {
+        .err = S3_OK, .msg = msg, .msglen = msglen, .kms_id = key_id, .kms_cap = key_id ? cap : 0};
+    if (key_id && cap)
+        key_id[0] = '\0';
     if (msg && msglen)
         msg[0] = '\0';
     if (s3_xml_walk(xml, len, sse_cb, &x) != 0 && x.err == S3_OK)
@@ -494,12 +515,22 @@ s3_err_t s3_encryption_parse(const char *xml, size_t len, unsigned *alg, char *m
 
 void s3_encryption_format(unsigned alg, wh_sbuf_t *b, const char *xmlns)
 {
+    s3_encryption_format_key(alg, NULL, b, xmlns);
+}
+
+void s3_encryption_format_key(unsigned alg, const char *key_id, wh_sbuf_t *b, const char *xmlns)
+{
     wh_sbuf_printf(b,
                    "<ServerSideEncryptionConfiguration xmlns=\"%s\"><Rule>"
-                   "<ApplyServerSideEncryptionByDefault><SSEAlgorithm>%s</SSEAlgorithm>"
-                   "</ApplyServerSideEncryptionByDefault><BucketKeyEnabled>false"
-                   "</BucketKeyEnabled></Rule></ServerSideEncryptionConfiguration>",
+                   "<ApplyServerSideEncryptionByDefault><SSEAlgorithm>%s</SSEAlgorithm>",
                    xmlns, alg >= 1 && alg <= 3 ? g_sse_names[alg] : "AES256");
+    if (key_id && *key_id) {
+        wh_sbuf_puts(b, "<KMSMasterKeyID>");
+        s3_xml_escape(b, key_id);
+        wh_sbuf_puts(b, "</KMSMasterKeyID>");
+    }
+    wh_sbuf_puts(b, "</ApplyServerSideEncryptionByDefault><BucketKeyEnabled>false"
+                    "</BucketKeyEnabled></Rule></ServerSideEncryptionConfiguration>");
 }
 
 s3_err_t s3_ownership_parse(const char *xml, size_t len, unsigned *own, char *msg, size_t msglen)

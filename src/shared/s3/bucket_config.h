@@ -67,7 +67,12 @@ void s3_ownership_format(unsigned own, wh_sbuf_t *out, const char *xmlns);
  * an SSEAlgorithm (KMSMasterKeyID only with aws:kms), and an optional BucketKeyEnabled. */
 enum { S3_SSE_AES256 = 1, S3_SSE_KMS = 2, S3_SSE_KMS_DSSE = 3 };
 s3_err_t s3_encryption_parse(const char *xml, size_t len, unsigned *alg, char *msg, size_t msglen);
-/* The document of an AES256 default (the only one stored). */
+/* As s3_encryption_parse, with KMSMasterKeyID's text into key_id (cap bytes; "" when absent;
+ * a longer one is InvalidArgument). */
+s3_err_t s3_encryption_parse_key(const char *xml, size_t len, unsigned *alg, char *key_id,
+                                 size_t cap, char *msg, size_t msglen);
+/* The document of a default (key_id: aws:kms's KMSMasterKeyID, NULL or "" for none). */
 void s3_encryption_format(unsigned alg, wh_sbuf_t *out, const char *xmlns);
+void s3_encryption_format_key(unsigned alg, const char *key_id, wh_sbuf_t *out, const char *xmlns);
 
 #endif

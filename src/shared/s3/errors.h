@@ -120,7 +120,9 @@
     X(S3_ERR_UNRESOLVABLE_EMAIL, "UnresolvableGrantByEmailAddress", 400,                           \
       "The email address you provided does not match any account on record.")                      \
     X(S3_ERR_INVALID_RETENTION_PERIOD, "InvalidRetentionPeriod", 400,                              \
-      "The retention period must be a positive integer.")
+      "The retention period must be a positive integer.")                                          \
+    X(S3_ERR_KMS_NOT_FOUND, "KMS.NotFoundException", 400, "Invalid keyId")                         \
+    X(S3_ERR_KMS_DISABLED, "KMS.DisabledException", 400, "The KMS key is disabled")
 
 typedef enum {
 #define S3_ERR_ENUM_(e, c, h, m) e,

@@ -38,8 +38,9 @@
  * Object Lock (versions' retention and legal hold, the bucket's configuration). 9: encryption at
  * rest. 10: chunk maps indexed by chunk id (SQLite; local multipart objects made of their parts'
  * files). 11: node states and zones (PostgreSQL). 12: SQLite's file_id column renamed data_id,
- * PostgreSQL's name. */
-#define META_SCHEMA_VERSION 12
+ * PostgreSQL's name. 13: the key service's master keys (kms_keys), an index of uploads by
+ * owner. */
+#define META_SCHEMA_VERSION 13
 
 /* The advisory lock (lock_try) of the one gateway that runs maintenance: garbage collection
  * and repair (cluster/members.c) and the lifecycle worker (s3ctl/lifecycle_run.c). */

@@ -57,6 +57,15 @@ struct meta_ident_ops {
      * NOT_FOUND: no such user. */
     wh_status_t (*user_policy_list)(meta_t *m, const char *user, meta_policy_t **out, size_t *n);
     wh_status_t (*user_policy_delete)(meta_t *m, const char *user, const char *name);
+
+    /* ---- the key service's master keys (table kms_keys): one row per key, its document
+     * the key's state and sealed versions (ident/kms.c); the backend does not read it ---- */
+    /* old NULL: insert (EXISTS when the id is taken); else replace the document only while it
+     * is still old (NOT_FOUND: no such key, or another writer changed it first). */
+    wh_status_t (*kms_key_put)(meta_t *m, const char *id, const char *old, const char *doc);
+    wh_status_t (*kms_key_get)(meta_t *m, const char *id, char **doc); /* NOT_FOUND */
+    /* Every key (name: its id, doc: its document), by id; meta_policies_free. */
+    wh_status_t (*kms_key_list)(meta_t *m, meta_policy_t **out, size_t *n);
 };
 
 wh_status_t meta_cached_key_get(meta_t *m, const char *ak, meta_access_key_t *out);
@@ -132,6 +141,25 @@ static inline wh_status_t meta_user_policy_list(meta_t *m, const char *user, met
                                                 size_t *n)
 {
     return meta_cached_user_policy_list(m, user, out, n);
+}
+
+static inline wh_status_t meta_kms_key_put(meta_t *m, const char *id, const char *old,
+                                           const char *doc)
+{
+    return META_HAS(m, ident, kms_key_put) ? m->ops->ident->kms_key_put(m, id, old, doc)
+                                           : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_kms_key_get(meta_t *m, const char *id, char **doc)
+{
+    return META_HAS(m, ident, kms_key_get) ? m->ops->ident->kms_key_get(m, id, doc)
+                                           : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_kms_key_list(meta_t *m, meta_policy_t **out, size_t *n)
+{
+    return META_HAS(m, ident, kms_key_list) ? m->ops->ident->kms_key_list(m, out, n)
+                                            : WH_ERR_UNSUPPORTED;
 }
 
 static inline wh_status_t meta_user_policy_delete(meta_t *m, const char *user, const char *name)

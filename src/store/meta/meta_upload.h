@@ -37,6 +37,9 @@ struct meta_upload_ops {
                                const data_upload_page_t *page, data_upload_info_t **out, size_t *n);
     /* The bucket's incomplete uploads (for the per-bucket cap). */
     wh_status_t (*upload_count)(meta_t *m, const char *bucket, uint64_t *n);
+    /* The incomplete uploads of one owner (its stored owner text), every bucket (the
+     * per-user cap). */
+    wh_status_t (*upload_count_owner)(meta_t *m, const char *owner, uint64_t *n);
 };
 
 static inline wh_status_t meta_upload_create(meta_t *m, const char *bucket, const char *key,
@@ -101,6 +104,13 @@ static inline wh_status_t meta_upload_list(meta_t *m, const char *bucket, const 
 {
     return META_HAS(m, uploads, upload_list)
                ? m->ops->uploads->upload_list(m, bucket, prefix, page, out, n)
+               : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_upload_count_owner(meta_t *m, const char *owner, uint64_t *n)
+{
+    return META_HAS(m, uploads, upload_count_owner)
+               ? m->ops->uploads->upload_count_owner(m, owner, n)
                : WH_ERR_UNSUPPORTED;
 }
 

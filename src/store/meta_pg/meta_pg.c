@@ -588,6 +588,7 @@ static const meta_upload_ops_t PG_UPLOADS = {
     .upload_complete = meta_rules_upload_complete,
     .upload_list = pg_upload_list,
     .upload_count = pg_upload_count,
+    .upload_count_owner = pg_upload_count_owner,
 };
 
 static const meta_ident_ops_t PG_IDENTITY = {
@@ -604,6 +605,9 @@ static const meta_ident_ops_t PG_IDENTITY = {
     .user_policy_get = pg_user_policy_get,
     .user_policy_list = pg_user_policy_list,
     .user_policy_delete = pg_user_policy_delete,
+    .kms_key_put = pg_kms_key_put,
+    .kms_key_get = pg_kms_key_get,
+    .kms_key_list = pg_kms_key_list,
 };
 
 static const meta_cluster_ops_t PG_CLUSTER = {

@@ -133,6 +133,7 @@ wh_status_t pg_part_list(meta_t *m, const char *bucket, const char *key, const c
 wh_status_t pg_bucket_uploads_drop(pg_conn_t *c, const char *bucket, meta_part_t **parts,
                                    size_t *n);
 wh_status_t pg_upload_count(meta_t *m, const char *bucket, uint64_t *n);
+wh_status_t pg_upload_count_owner(meta_t *m, const char *owner, uint64_t *n);
 wh_status_t pg_upload_list(meta_t *m, const char *bucket, const char *prefix,
                            const data_upload_page_t *page, data_upload_info_t **out, size_t *n);
 
@@ -188,6 +189,10 @@ wh_status_t pg_key_set_active(meta_t *m, const char *access_key, bool active);
 wh_status_t pg_user_policy_get(meta_t *m, const char *user, const char *name, char **doc);
 wh_status_t pg_user_policy_list(meta_t *m, const char *user, meta_policy_t **out, size_t *n);
 wh_status_t pg_user_policy_delete(meta_t *m, const char *user, const char *name);
+/* meta_pg_kms.c */
+wh_status_t pg_kms_key_put(meta_t *m, const char *id, const char *old, const char *doc);
+wh_status_t pg_kms_key_get(meta_t *m, const char *id, char **doc);
+wh_status_t pg_kms_key_list(meta_t *m, meta_policy_t **out, size_t *n);
 
 /* Drops the advisory-lock connection's state (meta_pg_cluster.c). */
 void pg_locks_close(pg_meta_t *m);

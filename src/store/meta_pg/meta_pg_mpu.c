@@ -408,3 +408,27 @@ wh_status_t pg_upload_count(meta_t *m, const char *bucket, uint64_t *n)
         *n = a.n;
     return st;
 }
+
+static wh_status_t rd_upload_count_owner(void *conn, void *arg)
+{
+    pg_ucount_arg_t *a = arg;
+    pg_params_t p = {0};
+    pp_text(&p, a->bucket);
+    PGresult *r;
+    wh_status_t st = pg_exec(conn, "SELECT COUNT(*) FROM uploads WHERE owner = $1", &p, &r,
+                             "upload count by owner");
+    if (st != WH_OK)
+        return st;
+    a->n = PQntuples(r) == 1 ? (uint64_t)pg_i64(r, 0, 0) : 0;
+    PQclear(r);
+    return WH_OK;
+}
+
+wh_status_t pg_upload_count_owner(meta_t *m, const char *owner, uint64_t *n)
+{
+    pg_ucount_arg_t a = {owner, 0};
+    wh_status_t st = pg_read(PGM(m), rd_upload_count_owner, &a);
+    if (st == WH_OK)
+        *n = a.n;
+    return st;
+}

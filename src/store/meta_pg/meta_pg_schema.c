@@ -193,6 +193,11 @@ const char *const pg_schema_steps[] = {
      * since step 1: nothing changes here but a note on the schema table (the step keeps the
      * two version numbers in step; a step's statements must return no rows). */
     "COMMENT ON TABLE wharf_schema IS 'wharf metadata schema: one row per migration step';",
+    /* 13: the key service's master keys (SSE-KMS): one row per key id, doc its state and
+     * versions, each sealed under the server key (ident/kms.c); every gateway sees them. */
+    /* (and the per-user cap on incomplete uploads counts them by owner) */
+    ("CREATE TABLE kms_keys(key_id text PRIMARY KEY, doc text NOT NULL);"
+     "CREATE INDEX uploads_owner ON uploads(owner);"),
 };
 _Static_assert(WH_ARRAY_SIZE(pg_schema_steps) == META_SCHEMA_VERSION,
                "every schema version needs its PostgreSQL step");

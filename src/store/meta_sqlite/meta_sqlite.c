@@ -649,6 +649,7 @@ static const meta_upload_ops_t SQ_UPLOADS = {
     .upload_complete = meta_rules_upload_complete,
     .upload_list = sq_upload_list,
     .upload_count = sq_upload_count,
+    .upload_count_owner = sq_upload_count_owner,
 };
 
 static const meta_ident_ops_t SQ_IDENTITY = {
@@ -665,6 +666,9 @@ static const meta_ident_ops_t SQ_IDENTITY = {
     .user_policy_get = sq_user_policy_get,
     .user_policy_list = sq_user_policy_list,
     .user_policy_delete = sq_user_policy_delete,
+    .kms_key_put = sq_kms_key_put,
+    .kms_key_get = sq_kms_key_get,
+    .kms_key_list = sq_kms_key_list,
 };
 
 static const meta_ops_t SQ_OPS = {

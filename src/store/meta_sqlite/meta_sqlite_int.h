@@ -194,6 +194,7 @@ wh_status_t sq_part_list(meta_t *m, const char *bucket, const char *key, const c
 wh_status_t sq_bucket_uploads_drop(sq_conn_t *c, const char *bucket, meta_part_t **parts,
                                    size_t *n);
 wh_status_t sq_upload_count(meta_t *m, const char *bucket, uint64_t *n);
+wh_status_t sq_upload_count_owner(meta_t *m, const char *owner, uint64_t *n);
 wh_status_t sq_upload_list(meta_t *m, const char *bucket, const char *prefix,
                            const data_upload_page_t *page, data_upload_info_t **out, size_t *n);
 
@@ -215,6 +216,10 @@ wh_status_t sq_key_set_active(meta_t *m, const char *access_key, bool active);
 wh_status_t sq_user_policy_get(meta_t *m, const char *user, const char *name, char **doc);
 wh_status_t sq_user_policy_list(meta_t *m, const char *user, meta_policy_t **out, size_t *n);
 wh_status_t sq_user_policy_delete(meta_t *m, const char *user, const char *name);
+/* meta_sqlite_kms.c */
+wh_status_t sq_kms_key_put(meta_t *m, const char *id, const char *old, const char *doc);
+wh_status_t sq_kms_key_get(meta_t *m, const char *id, char **doc);
+wh_status_t sq_kms_key_list(meta_t *m, meta_policy_t **out, size_t *n);
 
 /* The row operations of the rules written once (meta_rules.h), on the writer in its
  * transaction: meta_sqlite_ver.c, meta_sqlite_mpu.c, meta_sqlite_ident.c. */

@@ -339,3 +339,24 @@ wh_status_t sq_upload_count(meta_t *mm, const char *bucket, uint64_t *n)
     pthread_mutex_unlock(&c->lock);
     return st;
 }
+
+wh_status_t sq_upload_count_owner(meta_t *mm, const char *owner, uint64_t *n)
+{
+    sq_conn_t *c = &SQ(mm)->rd;
+    pthread_mutex_lock(&c->lock);
+    sqlite3_stmt *s = NULL;
+    int rc =
+        sqlite3_prepare_v2(c->db, "SELECT count(*) FROM uploads WHERE owner = ?1", -1, &s, NULL);
+    wh_status_t st = WH_OK;
+    if (rc == SQLITE_OK) {
+        sq_bind_text(s, 1, owner);
+        rc = sqlite3_step(s);
+    }
+    if (rc == SQLITE_ROW)
+        *n = (uint64_t)sqlite3_column_int64(s, 0);
+    else
+        st = sq_fail(c, rc, "upload count by owner");
+    sqlite3_finalize(s);
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}

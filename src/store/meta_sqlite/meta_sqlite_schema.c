@@ -168,6 +168,11 @@ static const char *const SQ_STEPS[] = {
     "ALTER TABLE objects RENAME COLUMN file_id TO data_id;"
     "ALTER TABLE versions RENAME COLUMN file_id TO data_id;"
     "ALTER TABLE parts RENAME COLUMN file_id TO data_id;",
+    /* 13: the key service's master keys (SSE-KMS): one row per key id, doc its state and
+     * versions, each sealed under the server key (ident/kms.c). */
+    /* (and the per-user cap on incomplete uploads counts them by owner) */
+    ("CREATE TABLE kms_keys(key_id TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+     "CREATE INDEX uploads_owner ON uploads(owner);"),
 };
 _Static_assert(WH_ARRAY_SIZE(SQ_STEPS) == META_SCHEMA_VERSION,
                "every schema version needs its SQLite step");

@@ -36,6 +36,9 @@ wh_status_t store_sse_parse(const char *text, store_sse_t *out)
     } else if (strncmp(text, "C;", 2) == 0) {
         out->kind = STORE_SSE_C;
         p = text + 2;
+    } else if (strncmp(text, "K;", 2) == 0) {
+        out->kind = STORE_SSE_KMS;
+        p = text + 2;
     } else {
         return WH_ERR_INVALID;
     }
@@ -63,7 +66,11 @@ char *store_sse_format(const store_sse_t *s)
     wh_hex_encode(s->salt, sizeof s->salt, salt);
     wh_sbuf_t b;
     wh_sbuf_init(&b);
-    wh_sbuf_printf(&b, "%s;%s;%s", s->kind == STORE_SSE_C ? "C" : "S3", salt, s->secret);
+    wh_sbuf_printf(&b, "%s;%s;%s",
+                   s->kind == STORE_SSE_C     ? "C"
+                   : s->kind == STORE_SSE_KMS ? "K"
+                                              : "S3",
+                   salt, s->secret);
     return wh_sbuf_steal(&b);
 }
 

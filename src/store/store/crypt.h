@@ -17,6 +17,8 @@
  * Parameters (the sse text of the metadata row, never a key in clear):
  *   "S3;<salt hex>;<data key sealed under the server key (base/seal.h)>[;n=P1,P2,...]"
  *   "C;<salt hex>;<HMAC-SHA256(customer key, "wharf-sse-c-verify" | salt), hex>[;n=...]"
+ *   "K;<salt hex>;<KMS key id>:<key version>[;n=...]" (the data key is derived from that
+ *   version and the salt by the key service, ident/kms.h)
  * SSE-S3's data key is random per object (per upload for multipart); SSE-C's is
  * HMAC-SHA256(customer key, "wharf-sse-c-data" | salt). The key itself is never stored. */
 #ifndef WH_STORE_CRYPT_H
@@ -38,14 +40,16 @@
 
 typedef enum {
     STORE_SSE_NONE = 0,
-    STORE_SSE_S3, /* x-amz-server-side-encryption: AES256 */
-    STORE_SSE_C,  /* customer-provided key */
+    STORE_SSE_S3,  /* x-amz-server-side-encryption: AES256 */
+    STORE_SSE_C,   /* customer-provided key */
+    STORE_SSE_KMS, /* aws:kms: a key of the key service (ident/kms.h) */
 } store_sse_kind_t;
 
 typedef struct store_sse {
     store_sse_kind_t kind;
     uint8_t salt[STORE_SSE_SALT_LEN];
-    char secret[STORE_SSE_SECRET_MAX]; /* S3: the sealed data key; C: the verifier, hex */
+    char secret[STORE_SSE_SECRET_MAX]; /* S3: the sealed data key; C: the verifier, hex;
+                                        * KMS: "<key id>:<key version>" */
     const char *parts;                 /* borrowed from the parsed text: "P1,P2,..." or NULL */
 } store_sse_t;
 

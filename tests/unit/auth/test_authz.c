@@ -294,6 +294,67 @@ static int cond_eval(const char *cond, const auth_authz_ctx_t *c)
     return r;
 }
 
+static char *tags_of_object(void *arg)
+{
+    return arg ? strdup(arg) : NULL;
+}
+
+/* The request's headers and tags as condition keys. */
+static void test_header_and_tag_conditions(void)
+{
+    auth_principal_t bob = user("bob", ID_B);
+    auth_authz_ctx_t c = ctx(&bob, "s3:PutObject", "arn:aws:s3:::b/k");
+    /* Absent headers: a positive test fails, a negated one and Null:true hold. */
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:x-amz-server-side-encryption\":\"aws:kms\"}}", &c) ==
+          0);
+    CHECK(cond_eval("{\"StringNotEquals\":{\"s3:x-amz-server-side-encryption\":\"aws:kms\"}}",
+                    &c) == 1);
+    CHECK(cond_eval("{\"Null\":{\"s3:x-amz-server-side-encryption\":\"true\"}}", &c) == 1);
+    c.sse = "aws:kms";
+    c.sse_kms_key_id = "testkey-1";
+    c.copy_source = "src/public/foo";
+    c.metadata_directive = "COPY";
+    c.referer = "http://www.example.com/page";
+    c.grant[4] = "id=abc";
+    c.grant[1] = "uri=http://acs.amazonaws.com/groups/global/AllUsers";
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:x-amz-server-side-encryption\":\"aws:kms\"}}", &c) ==
+          1);
+    CHECK(cond_eval("{\"Null\":{\"s3:x-amz-server-side-encryption\":\"true\"}}", &c) == 0);
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:x-amz-server-side-encryption-aws-kms-key-id\":"
+                    "\"testkey-2\"}}",
+                    &c) == 0);
+    CHECK(cond_eval("{\"StringLike\":{\"s3:x-amz-copy-source\":\"src/public/*\"}}", &c) == 1);
+    CHECK(cond_eval("{\"StringLike\":{\"s3:x-amz-copy-source\":\"src/private/*\"}}", &c) == 0);
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:x-amz-metadata-directive\":\"REPLACE\"}}", &c) == 0);
+    CHECK(cond_eval("{\"StringLike\":{\"aws:Referer\":\"http://www.example.com/*\"}}", &c) == 1);
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:x-amz-grant-full-control\":\"id=abc\"}}", &c) == 1);
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:x-amz-grant-read\":\"id=abc\"}}", &c) == 0);
+    CHECK(cond_eval("{\"StringLike\":{\"s3:x-amz-grant-write\":\"*AllUsers\"}}", &c) == 1);
+    /* Tags: the request's (x-amz-tagging) and the object's (read through the callback). */
+    c.request_tags = "security=public&team=a%20b";
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:RequestObjectTag/security\":\"public\"}}", &c) == 1);
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:RequestObjectTag/team\":\"a b\"}}", &c) == 1);
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:RequestObjectTag/other\":\"public\"}}", &c) == 0);
+    CHECK(cond_eval("{\"ForAllValues:StringEquals\":{\"s3:RequestObjectTagKeys\":"
+                    "[\"security\",\"team\"]}}",
+                    &c) == 1);
+    CHECK(cond_eval("{\"ForAllValues:StringEquals\":{\"s3:RequestObjectTagKeys\":[\"security\"]}}",
+                    &c) == 0);
+    CHECK(cond_eval("{\"ForAnyValue:StringEquals\":{\"s3:RequestObjectTagKeys\":[\"team\"]}}",
+                    &c) == 1);
+    CHECK(cond_eval("{\"ForAnyValue:StringEquals\":{\"s3:RequestObjectTagKeys\":[\"x\"]}}", &c) ==
+          0);
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:ExistingObjectTag/security\":\"public\"}}", &c) ==
+          0); /* no callback: absent */
+    c.existing_tags = tags_of_object;
+    c.existing_arg = "security=public";
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:ExistingObjectTag/security\":\"public\"}}", &c) == 1);
+    c.existing_arg = "security=private";
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:ExistingObjectTag/security\":\"public\"}}", &c) == 0);
+    c.existing_arg = NULL;
+    CHECK(cond_eval("{\"StringEquals\":{\"s3:ExistingObjectTag/security\":\"public\"}}", &c) == 0);
+}
+
 static void test_conditions(void)
 {
     auth_principal_t bob = user("bob", ID_B), anon;
@@ -369,9 +430,10 @@ static void test_conditions(void)
     CHECK(cond_eval("{\"StringLike\":{\"aws:PrincipalArn\":\"*\"}}", &c) == 0);
     /* A key wharf cannot evaluate is refused at parse time (taken as absent, a Deny on it
      * would never fire); so is a policy variable it cannot expand. */
-    static const char *const unknown[] = {"aws:Referer",         "s3:signatureAge",
-                                          "s3:x-amz-grant-read", "s3:ExistingObjectTag/t",
-                                          "aws:ResourceTag/t",   "s3:RequestObjectTagKeys"};
+    static const char *const unknown[] = {"aws:SourceVpc",        "s3:signatureAge",
+                                          "s3:x-amz-grant-other", "s3:ExistingObjectTags",
+                                          "aws:ResourceTag/t",    "s3:RequestObjectTagKey",
+                                          "s3:object-lock-mode"};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         char j[512], want[128];
         snprintf(j, sizeof j,
@@ -690,6 +752,7 @@ int main(void)
     RUN(test_eval_basic);
     RUN(test_eval_not);
     RUN(test_conditions);
+    RUN(test_header_and_tag_conditions);
     RUN(test_policy_vars);
     RUN(test_policy_wharf_actions);
     RUN(test_acl_forms);

@@ -647,6 +647,8 @@ static void test_schema_data_id_step(void)
                            "ALTER TABLE objects RENAME COLUMN data_id TO file_id;"
                            "ALTER TABLE versions RENAME COLUMN data_id TO file_id;"
                            "ALTER TABLE parts RENAME COLUMN data_id TO file_id;"
+                           "DROP TABLE kms_keys;"
+                           "DROP INDEX uploads_owner;"
                            "PRAGMA user_version=11;",
                            NULL, NULL, NULL) == SQLITE_OK);
         sqlite3_close(db);
@@ -693,6 +695,53 @@ static void test_schema_data_id_step(void)
     th_rmdir(dir);
 }
 
+/* The key service's rows (kms_keys): insert once, replace only from the document read (a
+ * writer that read an older one gets NOT_FOUND and reads again), list by id. */
+static void test_kms_keys(void)
+{
+    char *dir = th_mkdtemp();
+    meta_t *m = open_meta(dir);
+    if (!m)
+        return;
+    char *doc = NULL;
+    CHECK(meta_kms_key_get(m, "k1", &doc) == WH_ERR_NOT_FOUND && !doc);
+    CHECK(meta_kms_key_put(m, "k1", NULL, "v1") == WH_OK);
+    CHECK(meta_kms_key_put(m, "k1", NULL, "again") == WH_ERR_EXISTS);
+    CHECK(meta_kms_key_put(m, "k0", NULL, "zero") == WH_OK);
+    CHECK(meta_kms_key_put(m, "k1", "v1", "v2") == WH_OK);
+    CHECK(meta_kms_key_put(m, "k1", "v1", "lost") == WH_ERR_NOT_FOUND); /* changed meanwhile */
+    CHECK(meta_kms_key_put(m, "nope", "x", "y") == WH_ERR_NOT_FOUND);
+    CHECK(meta_kms_key_get(m, "k1", &doc) == WH_OK);
+    CHECK_STR(doc, "v2");
+    free(doc);
+    meta_policy_t *all = NULL;
+    size_t n = 0;
+    CHECK(meta_kms_key_list(m, &all, &n) == WH_OK);
+    CHECK(n == 2 && strcmp(all[0].name, "k0") == 0 && strcmp(all[1].name, "k1") == 0 &&
+          strcmp(all[1].doc, "v2") == 0);
+    meta_policies_free(all, n);
+    /* The per-user upload count: by the stored owner, over every bucket. */
+    CHECK(meta_bucket_create(m, "ua", 1700000000, "", NULL) == WH_OK);
+    CHECK(meta_bucket_create(m, "ub", 1700000000, "", NULL) == WH_OK);
+    data_obj_meta_t um;
+    memset(&um, 0, sizeof um);
+    snprintf(um.owner, sizeof um.owner, "alice");
+    char upid[33];
+    for (int i = 0; i < 3; i++) {
+        snprintf(upid, sizeof upid, "%032x", 0xa0 + i);
+        CHECK(meta_upload_create(m, i ? "ub" : "ua", "k", upid, &um, 5) == WH_OK);
+    }
+    snprintf(um.owner, sizeof um.owner, "bob");
+    snprintf(upid, sizeof upid, "%032x", 0xb0);
+    CHECK(meta_upload_create(m, "ua", "k", upid, &um, 5) == WH_OK);
+    uint64_t cnt = 0;
+    CHECK(meta_upload_count_owner(m, "alice", &cnt) == WH_OK && cnt == 3);
+    CHECK(meta_upload_count_owner(m, "bob", &cnt) == WH_OK && cnt == 1);
+    CHECK(meta_upload_count_owner(m, "carol", &cnt) == WH_OK && cnt == 0);
+    meta_close(m);
+    th_rmdir(dir);
+}
+
 int main(void)
 {
     wh_log_set_level(WH_LOG_ERROR);
@@ -704,5 +753,6 @@ int main(void)
     RUN(test_upload_pages);
     RUN(test_read_after_session_loss);
     RUN(test_schema_data_id_step);
+    RUN(test_kms_keys);
     return check_done();
 }
