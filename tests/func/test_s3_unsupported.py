@@ -65,12 +65,12 @@ def _boto_error(call):
 
 
 @pytest.mark.parametrize("action,kw", [
-    ("create_group", {"GroupName": "g"}),
     ("create_role", {"RoleName": "r", "AssumeRolePolicyDocument": "{}"}),
-    ("add_user_to_group", {"GroupName": "g", "UserName": "u"}),
-    ("list_roles", {}),
+    ("put_role_policy", {"RoleName": "r", "PolicyName": "p", "PolicyDocument": "{}"}),
+    ("create_policy_version", {"PolicyArn": "arn:aws:iam::aws:policy/AmazonS3FullAccess",
+                               "PolicyDocument": "{}"}),
 ])
-def test_iam_groups_and_roles_are_not_implemented(wharfd, action, kw):
+def test_iam_roles_are_not_implemented(wharfd, action, kw):
     iam = users.client(wharfd, ACCESS_KEY, SECRET_KEY, "iam")
     r = _boto_error(lambda: getattr(iam, action)(**kw))
     assert r["ResponseMetadata"]["HTTPStatusCode"] == 501, r

@@ -250,7 +250,14 @@ void ident_root(const ident_t *id, const char *ak, auth_principal_t *who)
 
 void ident_user_arn(const ident_t *id, const char *name, char *out, size_t cap)
 {
-    snprintf(out, cap, "arn:aws:iam::%s:user/%s", id->account, name);
+    /* A user made with a Path keeps it in its IAM record ("/" when it has none). */
+    char *path = NULL;
+    if (id->meta && meta_rec_get(id->meta, IDENT_REC_USER_PATH, name, &path) != WH_OK) {
+        free(path);
+        path = NULL;
+    }
+    snprintf(out, cap, "arn:aws:iam::%s:user%s%s", id->account, path ? path : "/", name);
+    free(path);
 }
 
 static ident_opened_t *opened_slot(ident_t *id, const char *ak)
@@ -313,6 +320,13 @@ wh_status_t ident_lookup(ident_t *id, const char *access_key, char *secret, size
             return WH_ERR_INTERNAL;
         }
         opened_put(id, &k, secret);
+    }
+    if (strcmp(k.user, IDENT_ROOT_USER) == 0) {
+        /* A key the root made for itself through IAM (CreateAccessKey without UserName). */
+        ident_root(id, id->root_ak, who);
+        snprintf(who->access_key, sizeof who->access_key, "%s", k.access_key);
+        memset(k.secret_sealed, 0, sizeof k.secret_sealed);
+        return WH_OK;
     }
     memset(who, 0, sizeof *who);
     who->kind = AUTH_PRINCIPAL_USER;
@@ -384,7 +398,7 @@ static int random_chars(char *out, size_t n, const char *alphabet)
 
 wh_status_t ident_user_create(ident_t *id, const char *name, meta_user_t *out)
 {
-    if (!ident_name_valid(name, META_USER_MAX))
+    if (!ident_name_valid(name, META_USER_MAX) && strcmp(name, IDENT_ROOT_USER) != 0)
         return WH_ERR_INVALID;
     meta_user_t u;
     memset(&u, 0, sizeof u);

@@ -80,5 +80,10 @@ wh_status_t ident_key_create(ident_t *id, const char *user, const char *ak, cons
                              meta_access_key_t *out, char *secret, char *msg, size_t msglen);
 /* The ARN of user name. */
 void ident_user_arn(const ident_t *id, const char *name, char *out, size_t cap);
+/* The user row that holds the keys the root makes through IAM: not an IAM name (':' is not
+ * allowed in one), so no CreateUser can take it; its keys sign as the root. */
+#define IDENT_ROOT_USER ":root"
+/* The IAM record kind that keeps a user's Path (key: the user name). */
+#define IDENT_REC_USER_PATH "upath"
 
 #endif

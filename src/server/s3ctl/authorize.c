@@ -11,6 +11,7 @@
  * GET costs no second lookup. Compiled policies are shared between requests by their exact
  * text, so a policy is parsed once however often it is evaluated, and a changed policy is a
  * different text (nothing to invalidate). */
+#include "s3ctl/iam_int.h"
 #include "s3ctl/s3ctl.h"
 #include "s3/bucket_config.h"
 #include "base/log.h"
@@ -555,5 +556,6 @@ wh_status_t s3h_user_policies(front_req_t *r, meta_policy_t **out, size_t *n)
     *n = 0;
     if (r->who.kind != AUTH_PRINCIPAL_USER)
         return WH_OK;
-    return meta_user_policy_list(store_meta(s3h_st(r)), r->who.user, out, n);
+    /* inline, its groups' and the managed policies attached to it or them (iam_policies.c) */
+    return iam_user_policy_set(store_meta(s3h_st(r)), r->who.user, out, n);
 }

@@ -38,8 +38,8 @@
  * Object Lock (versions' retention and legal hold, the bucket's configuration). 9: encryption at
  * rest. 10: chunk maps indexed by chunk id (SQLite; local multipart objects made of their parts'
  * files). 11: node states and zones (PostgreSQL). 12: SQLite's file_id column renamed data_id,
- * PostgreSQL's name. */
-#define META_SCHEMA_VERSION 12
+ * PostgreSQL's name. 13: IAM records (groups, managed policies, attachments, user paths). */
+#define META_SCHEMA_VERSION 13
 
 /* The advisory lock (lock_try) of the one gateway that runs maintenance: garbage collection
  * and repair (cluster/members.c) and the lifecycle worker (s3ctl/lifecycle_run.c). */
@@ -149,6 +149,13 @@ typedef struct meta_policy {
     char *doc; /* malloc'd JSON text */
 } meta_policy_t;
 void meta_policies_free(meta_policy_t *p, size_t n);
+/* An IAM record (groups, memberships, managed policies, attachments, user paths): a text
+ * document under (kind, key); the IAM layer gives each kind its meaning. */
+typedef struct meta_rec {
+    char *key;
+    char *doc;
+} meta_rec_t;
+void meta_recs_free(meta_rec_t *r, size_t n);
 
 struct meta_ops {
     const char *name;
@@ -308,6 +315,15 @@ struct meta_ops {
      * NOT_FOUND: no such user. */
     wh_status_t (*user_policy_list)(meta_t *m, const char *user, meta_policy_t **out, size_t *n);
     wh_status_t (*user_policy_delete)(meta_t *m, const char *user, const char *name);
+    /* IAM records. put: inserts or replaces; with create, EXISTS when the key is taken. */
+    wh_status_t (*rec_put)(meta_t *m, const char *kind, const char *key, const char *doc,
+                           bool create);
+    wh_status_t (*rec_get)(meta_t *m, const char *kind, const char *key,
+                           char **doc); /* NOT_FOUND */
+    /* The records of kind whose key starts with prefix, by key (meta_recs_free). */
+    wh_status_t (*rec_list)(meta_t *m, const char *kind, const char *prefix, meta_rec_t **out,
+                            size_t *n);
+    wh_status_t (*rec_delete)(meta_t *m, const char *kind, const char *key); /* NOT_FOUND */
 
     /* ---- cluster members: optional (NULL in SQLite: WH_ERR_UNSUPPORTED) ---- */
     /* Inserts or updates the node whose data directory has identity uuid; *id is stable for
@@ -597,6 +613,31 @@ static inline wh_status_t meta_user_policy_delete(meta_t *m, const char *user, c
 {
     return m->ops->user_policy_delete ? m->ops->user_policy_delete(m, user, name)
                                       : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_rec_put(meta_t *m, const char *kind, const char *key,
+                                       const char *doc, bool create)
+{
+    return m->ops->rec_put ? m->ops->rec_put(m, kind, key, doc, create) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_rec_get(meta_t *m, const char *kind, const char *key, char **doc)
+{
+    *doc = NULL;
+    return m->ops->rec_get ? m->ops->rec_get(m, kind, key, doc) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_rec_list(meta_t *m, const char *kind, const char *prefix,
+                                        meta_rec_t **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    return m->ops->rec_list ? m->ops->rec_list(m, kind, prefix, out, n) : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_rec_delete(meta_t *m, const char *kind, const char *key)
+{
+    return m->ops->rec_delete ? m->ops->rec_delete(m, kind, key) : WH_ERR_UNSUPPORTED;
 }
 
 static inline wh_status_t meta_object_get(meta_t *m, const char *bucket, const char *key,

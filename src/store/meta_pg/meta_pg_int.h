@@ -188,6 +188,12 @@ wh_status_t pg_key_set_active(meta_t *m, const char *access_key, bool active);
 wh_status_t pg_user_policy_get(meta_t *m, const char *user, const char *name, char **doc);
 wh_status_t pg_user_policy_list(meta_t *m, const char *user, meta_policy_t **out, size_t *n);
 wh_status_t pg_user_policy_delete(meta_t *m, const char *user, const char *name);
+/* IAM records (meta_pg_rec.c). */
+wh_status_t pg_rec_put(meta_t *m, const char *kind, const char *key, const char *doc, bool create);
+wh_status_t pg_rec_get(meta_t *m, const char *kind, const char *key, char **doc);
+wh_status_t pg_rec_list(meta_t *m, const char *kind, const char *prefix, meta_rec_t **out,
+                        size_t *n);
+wh_status_t pg_rec_delete(meta_t *m, const char *kind, const char *key);
 
 /* Drops the advisory-lock connection's state (meta_pg_cluster.c). */
 void pg_locks_close(pg_meta_t *m);

@@ -193,6 +193,13 @@ const char *const pg_schema_steps[] = {
      * since step 1: nothing changes here but a note on the schema table (the step keeps the
      * two version numbers in step; a step's statements must return no rows). */
     "COMMENT ON TABLE wharf_schema IS 'wharf metadata schema: one row per migration step';",
+    /* 13: IAM records: a text document under (kind, key), whose meaning the IAM layer gives
+     * (groups, memberships, managed policies, attachments, user paths). */
+    "CREATE TABLE iam_records("
+    "  kind text COLLATE \"C\" NOT NULL,"
+    "  key text COLLATE \"C\" NOT NULL,"
+    "  doc text NOT NULL,"
+    "  PRIMARY KEY(kind, key));",
 };
 _Static_assert(WH_ARRAY_SIZE(pg_schema_steps) == META_SCHEMA_VERSION,
                "every schema version needs its PostgreSQL step");

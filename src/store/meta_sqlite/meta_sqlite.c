@@ -147,6 +147,12 @@ static const char *const META_SQL[S_COUNT] = {
                       " ORDER BY policy_name",
     [S_POLICY_DELETE] = "DELETE FROM user_policies WHERE user_name = ?1 AND policy_name = ?2",
     [S_POLICIES_DELETE_USER] = "DELETE FROM user_policies WHERE user_name = ?1",
+    [S_REC_PUT] = "INSERT OR REPLACE INTO iam_records(kind, key, doc) VALUES(?1, ?2, ?3)",
+    [S_REC_INSERT] = "INSERT INTO iam_records(kind, key, doc) VALUES(?1, ?2, ?3)",
+    [S_REC_GET] = "SELECT doc FROM iam_records WHERE kind = ?1 AND key = ?2",
+    [S_REC_LIST] = "SELECT key, doc FROM iam_records WHERE kind = ?1"
+                   " AND substr(key, 1, length(?2)) = ?2 ORDER BY key",
+    [S_REC_DELETE] = "DELETE FROM iam_records WHERE kind = ?1 AND key = ?2",
 };
 
 /* ---- small helpers ---- */
@@ -759,6 +765,10 @@ static const meta_ops_t SQ_OPS = {
     .user_policy_get = sq_user_policy_get,
     .user_policy_list = sq_user_policy_list,
     .user_policy_delete = sq_user_policy_delete,
+    .rec_put = sq_rec_put,
+    .rec_get = sq_rec_get,
+    .rec_list = sq_rec_list,
+    .rec_delete = sq_rec_delete,
     .auth_gen = sq_auth_gen,
     /* One process, one node: no cluster members, GC queue or locks. */
 };

@@ -93,6 +93,11 @@ enum {
     S_LOCK_VER_GET,
     S_LOCK_VER_SET,
     S_OBJ_REKEY,
+    S_REC_PUT,
+    S_REC_INSERT,
+    S_REC_GET,
+    S_REC_LIST,
+    S_REC_DELETE,
     S_COUNT
 };
 
@@ -215,6 +220,12 @@ wh_status_t sq_key_set_active(meta_t *m, const char *access_key, bool active);
 wh_status_t sq_user_policy_get(meta_t *m, const char *user, const char *name, char **doc);
 wh_status_t sq_user_policy_list(meta_t *m, const char *user, meta_policy_t **out, size_t *n);
 wh_status_t sq_user_policy_delete(meta_t *m, const char *user, const char *name);
+/* IAM records (meta_sqlite_rec.c). */
+wh_status_t sq_rec_put(meta_t *m, const char *kind, const char *key, const char *doc, bool create);
+wh_status_t sq_rec_get(meta_t *m, const char *kind, const char *key, char **doc);
+wh_status_t sq_rec_list(meta_t *m, const char *kind, const char *prefix, meta_rec_t **out,
+                        size_t *n);
+wh_status_t sq_rec_delete(meta_t *m, const char *kind, const char *key);
 
 /* The row operations of the rules written once (meta_rules.h), on the writer in its
  * transaction: meta_sqlite_ver.c, meta_sqlite_mpu.c, meta_sqlite_ident.c. */

@@ -168,6 +168,13 @@ static const char *const SQ_STEPS[] = {
     "ALTER TABLE objects RENAME COLUMN file_id TO data_id;"
     "ALTER TABLE versions RENAME COLUMN file_id TO data_id;"
     "ALTER TABLE parts RENAME COLUMN file_id TO data_id;",
+    /* 13: IAM records: a text document under (kind, key), whose meaning the IAM layer gives
+     * (groups, memberships, managed policies, attachments, user paths). */
+    "CREATE TABLE IF NOT EXISTS iam_records("
+    "  kind TEXT NOT NULL COLLATE BINARY,"
+    "  key TEXT NOT NULL COLLATE BINARY,"
+    "  doc TEXT NOT NULL,"
+    "  PRIMARY KEY(kind, key)) WITHOUT ROWID;",
 };
 _Static_assert(WH_ARRAY_SIZE(SQ_STEPS) == META_SCHEMA_VERSION,
                "every schema version needs its SQLite step");
