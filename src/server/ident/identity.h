@@ -20,6 +20,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
+#include <time.h>
 
 #define IDENT_DEFAULT_ACCOUNT "000000000000"
 #define IDENT_SECRET_MAX 128
@@ -62,6 +64,24 @@ void ident_root(const ident_t *id, const char *ak, auth_principal_t *who);
  * WH_ERR_INTERNAL: the secret cannot be unsealed (wrong server key; logged). */
 wh_status_t ident_lookup(ident_t *id, const char *access_key, char *secret, size_t cap,
                          auth_principal_t *who);
+
+/* Temporary credentials (session.c). */
+#define IDENT_TOKEN_LEN 96
+typedef struct ident_session {
+    char access_key[21]; /* ASIA + 16 */
+    char secret[41];
+    char token[IDENT_TOKEN_LEN + 1];
+    time_t expires;
+} ident_session_t;
+/* New credentials that sign as `as` until expires, kept durably. */
+wh_status_t ident_session_create(ident_t *id, const auth_principal_t *as, time_t expires,
+                                 ident_session_t *out);
+/* The SigV4 lookup of temporary credentials: the token must be the session's (WH_ERR_AUTH),
+ * the session unexpired (WH_ERR_TIMEOUT); WH_ERR_NOT_FOUND: no such session. */
+wh_status_t ident_session_lookup(ident_t *id, const char *access_key, const char *token,
+                                 char *secret, size_t cap, auth_principal_t *who);
+/* Whether the access key id is a session's (ASIA...). */
+#define IDENT_IS_SESSION_KEY(ak) (strncmp((ak), "ASIA", 4) == 0)
 
 /* IAM names: user and policy names [A-Za-z0-9+=,.@_-]{1,max}. */
 bool ident_name_valid(const char *name, size_t max);

@@ -556,6 +556,6 @@ wh_status_t s3h_user_policies(front_req_t *r, meta_policy_t **out, size_t *n)
     *n = 0;
     if (r->who.kind != AUTH_PRINCIPAL_USER)
         return WH_OK;
-    /* inline, its groups' and the managed policies attached to it or them (iam_policies.c) */
-    return iam_user_policy_set(store_meta(s3h_st(r)), r->who.user, out, n);
+    /* a user's: inline, its groups', managed ones attached; a role session's: the role's */
+    return iam_principal_policy_set(store_meta(s3h_st(r)), &r->who, out, n);
 }

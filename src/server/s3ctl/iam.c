@@ -38,7 +38,8 @@ int iam_err(iam_ctx_t *c, int status, const char *code, const char *fmt, ...)
     va_end(ap);
     wh_sbuf_t b;
     wh_sbuf_init(&b);
-    wh_sbuf_puts(&b, S3H_XML_DECL "<ErrorResponse xmlns=\"" IAM_XMLNS "\"><Error><Type>");
+    wh_sbuf_printf(&b, S3H_XML_DECL "<ErrorResponse xmlns=\"%s\"><Error><Type>",
+                   c->xmlns ? c->xmlns : IAM_XMLNS);
     wh_sbuf_puts(&b, status >= 500 ? "Receiver" : "Sender");
     wh_sbuf_puts(&b, "</Type>");
     s3_xml_elem(&b, "Code", code);
@@ -63,7 +64,8 @@ int iam_store_err(iam_ctx_t *c, wh_status_t st, const char *what)
 void iam_resp_begin(iam_ctx_t *c, wh_sbuf_t *b, bool result)
 {
     wh_sbuf_init(b);
-    wh_sbuf_printf(b, S3H_XML_DECL "<%sResponse xmlns=\"" IAM_XMLNS "\">", c->action);
+    wh_sbuf_printf(b, S3H_XML_DECL "<%sResponse xmlns=\"%s\">", c->action,
+                   c->xmlns ? c->xmlns : IAM_XMLNS);
     if (result)
         wh_sbuf_printf(b, "<%sResult>", c->action);
 }
@@ -257,7 +259,7 @@ int iam_authorize(iam_ctx_t *c, const char *resource)
     if (who->kind == AUTH_PRINCIPAL_USER) {
         meta_policy_t *pols = NULL;
         size_t n = 0;
-        wh_status_t st = iam_user_policy_set(c->m, who->user, &pols, &n);
+        wh_status_t st = iam_principal_policy_set(c->m, who, &pols, &n);
         if (st != WH_OK && st != WH_ERR_NOT_FOUND)
             return iam_store_err(c, st, "reading the caller's policies");
         auth_authz_ctx_t ctx = {.who = who,
@@ -303,14 +305,12 @@ int iam_authorize(iam_ctx_t *c, const char *resource)
 static const char *const IAM_UNIMPLEMENTED[] = {
     "AddClientIDToOpenIDConnectProvider",
     "AddRoleToInstanceProfile",
-    "AttachRolePolicy",
     "ChangePassword",
     "CreateAccountAlias",
     "CreateInstanceProfile",
     "CreateLoginProfile",
     "CreateOpenIDConnectProvider",
     "CreatePolicyVersion",
-    "CreateRole",
     "CreateSAMLProvider",
     "CreateServiceLinkedRole",
     "CreateServiceSpecificCredential",
@@ -322,9 +322,7 @@ static const char *const IAM_UNIMPLEMENTED[] = {
     "DeleteLoginProfile",
     "DeleteOpenIDConnectProvider",
     "DeletePolicyVersion",
-    "DeleteRole",
     "DeleteRolePermissionsBoundary",
-    "DeleteRolePolicy",
     "DeleteSAMLProvider",
     "DeleteServerCertificate",
     "DeleteServiceLinkedRole",
@@ -333,7 +331,6 @@ static const char *const IAM_UNIMPLEMENTED[] = {
     "DeleteSSHPublicKey",
     "DeleteUserPermissionsBoundary",
     "DeleteVirtualMFADevice",
-    "DetachRolePolicy",
     "EnableMFADevice",
     "GenerateCredentialReport",
     "GetAccountAuthorizationDetails",
@@ -342,18 +339,14 @@ static const char *const IAM_UNIMPLEMENTED[] = {
     "GetInstanceProfile",
     "GetLoginProfile",
     "GetOpenIDConnectProvider",
-    "GetRole",
-    "GetRolePolicy",
     "GetSAMLProvider",
     "GetServerCertificate",
     "GetSSHPublicKey",
     "ListAccountAliases",
-    "ListAttachedRolePolicies",
     "ListEntitiesForPolicy",
     "ListInstanceProfiles",
     "ListInstanceProfilesForRole",
     "ListMFADevices",
-    "ListRolePolicies",
     "ListRoleTags",
     "ListSAMLProviders",
     "ListServerCertificates",
@@ -363,7 +356,6 @@ static const char *const IAM_UNIMPLEMENTED[] = {
     "ListUserTags",
     "ListVirtualMFADevices",
     "PutRolePermissionsBoundary",
-    "PutRolePolicy",
     "PutUserPermissionsBoundary",
     "RemoveRoleFromInstanceProfile",
     "ResyncMFADevice",
@@ -375,7 +367,6 @@ static const char *const IAM_UNIMPLEMENTED[] = {
     "UntagRole",
     "UntagUser",
     "UpdateAccountPasswordPolicy",
-    "UpdateAssumeRolePolicy",
     "UpdateGroup",
     "UpdateLoginProfile",
     "UpdateRole",
@@ -426,17 +417,11 @@ int s3h_iam_finish(front_req_t *r, s3h_out_t *o)
             iam_err(&c, 400, "ValidationError", "the request body exceeds %u bytes", IAM_MAX_BODY);
         goto out;
     }
-    /* STS (AssumeRole and the rest) arrives here too, signed for the service "sts": there
-     * are no roles or temporary credentials to hand out. Nothing is done, so nothing needs the
-     * signature checked first. */
+    /* STS arrives here too, signed for the service "sts" (front_req_verify_iam tells). */
     const char *authz = front_hdr(r, "authorization");
-    if (authz && strstr(authz, "/sts/aws4_request")) {
-        status = iam_err(&c, 501, "NotImplemented",
-                         "wharf does not implement STS: there are "
-                         "no roles or temporary credentials; sign with an IAM user's access "
-                         "key");
-        goto out;
-    }
+    bool sts = authz && strstr(authz, "/sts/aws4_request");
+    if (sts)
+        c.xmlns = STS_XMLNS;
     char hex[65];
     wh_sha256_hex(r->buf.data ? r->buf.data : "", r->buf.len, hex);
     char msg[320] = "";
@@ -478,11 +463,17 @@ int s3h_iam_finish(front_req_t *r, s3h_out_t *o)
     }
     const char *version = iam_param(&c, "Version");
     if (version && strcmp(version, "2011-06-15") == 0) {
-        status = iam_err(&c, 501, "NotImplemented",
-                         "wharf does not implement STS (%.64s): "
-                         "there are no roles or temporary credentials; sign with an IAM "
-                         "user's access key",
-                         action);
+        sts = true;
+        c.xmlns = STS_XMLNS;
+    }
+    iam_action_fn fn = sts ? iam_sts_action(action) : NULL;
+    if (sts) {
+        c.action = fn ? action : "Unknown";
+        status = fn ? fn(&c)
+                    : iam_err(&c, 501, "NotImplemented",
+                              "wharf does not implement the STS action %.64s (GetCallerIdentity, "
+                              "GetSessionToken and AssumeRole only)",
+                              action);
         goto out;
     }
     if (version && strcmp(version, "2010-05-08") != 0) {
@@ -493,11 +484,13 @@ int s3h_iam_finish(front_req_t *r, s3h_out_t *o)
         goto out;
     }
     status = 0;
-    iam_action_fn fn = iam_users_action(action);
+    fn = iam_users_action(action);
     if (!fn)
         fn = iam_groups_action(action);
     if (!fn)
         fn = iam_policies_action(action);
+    if (!fn)
+        fn = iam_roles_action(action);
     if (fn) {
         c.action = action;
         status = fn(&c);
@@ -505,7 +498,7 @@ int s3h_iam_finish(front_req_t *r, s3h_out_t *o)
     if (!status && iam_action_known(action))
         status = iam_err(&c, 501, "NotImplemented",
                          "wharf does not implement the IAM action "
-                         "%.64s (users, access keys, groups and managed policies only)",
+                         "%.64s (users, access keys, groups, roles and managed policies only)",
                          action);
     else if (!status)
         status = iam_err(&c, 400, "InvalidAction", "%.64s is not an IAM action", action);

@@ -50,6 +50,7 @@ static int no_group(iam_ctx_t *c, const char *name)
 /* GroupName, its record and the caller's right to c->action on it: 0, else the error. */
 static int group_target(iam_ctx_t *c, iam_group_t *g, bool must_exist)
 {
+    memset(g, 0, sizeof *g);
     int status = 0;
     const char *name = iam_need_name(c, "GroupName", GROUP_MAX, &status);
     if (!name)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The IAM API's files (iam.c: the request, its answers and who may; iam_users.c: users,
  * access keys, inline user policies; iam_groups.c: groups; iam_policies.c: managed policies,
- * their attachments and the policy set a user's requests are weighed against). */
+ * their attachments and the policy set a user's requests are weighed against; iam_roles.c:
+ * roles, their trust and inline policies). */
 #ifndef WH_S3CTL_IAM_INT_H
 #define WH_S3CTL_IAM_INT_H
 
@@ -10,6 +11,7 @@
 #include <time.h>
 
 #define IAM_XMLNS "https://iam.amazonaws.com/doc/2010-05-08/"
+#define STS_XMLNS "https://sts.amazonaws.com/doc/2011-06-15/"
 #define IAM_MAX_PARAMS 12
 #define IAM_MAX_POLICY_BYTES 10240
 #define IAM_MAX_POLICY_NAME 128
@@ -25,6 +27,9 @@
 #define IAM_REC_POLICY "policy"   /* policy name -> path, id, created, document */
 #define IAM_REC_UATTACH "uattach" /* user|policy ARN -> "" */
 #define IAM_REC_GATTACH "gattach" /* lower(group)|policy ARN -> "" */
+#define IAM_REC_ROLE "role"       /* lower(role) -> name, path, id, created, trust, ... */
+#define IAM_REC_RPOLICY "rpolicy" /* lower(role)|policy name -> document */
+#define IAM_REC_RATTACH "rattach" /* lower(role)|policy ARN -> "" */
 
 typedef struct iam_ctx {
     front_req_t *r;
@@ -33,11 +38,23 @@ typedef struct iam_ctx {
     meta_t *m;
     char *form; /* the body, NUL-terminated */
     const char *action;
+    const char *xmlns;            /* the answers' namespace: IAM's or STS's */
     char *params[IAM_MAX_PARAMS]; /* decoded values, freed at the end */
     int np;
 } iam_ctx_t;
 
 typedef int (*iam_action_fn)(iam_ctx_t *c);
+
+typedef struct iam_role {
+    char key[65]; /* lower-cased name */
+    char name[65];
+    char path[IAM_MAX_PATH + 1];
+    char id[32];
+    char desc[1001];
+    long long created;
+    int max_session; /* seconds */
+    char *trust;     /* malloc'd trust policy (iam_role_free) */
+} iam_role_t;
 
 int iam_err(iam_ctx_t *c, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -77,11 +94,27 @@ void iam_xml_doc(wh_sbuf_t *b, const char *name, const char *doc);
 iam_action_fn iam_users_action(const char *name);
 iam_action_fn iam_groups_action(const char *name);
 iam_action_fn iam_policies_action(const char *name);
+iam_action_fn iam_roles_action(const char *name);
+iam_action_fn iam_sts_action(const char *name); /* sts.c */
+
+/* The role of name (without regard to case): WH_OK, NOT_FOUND, or a store error. */
+wh_status_t iam_role_get(meta_t *m, const char *name, iam_role_t *r);
+void iam_role_free(iam_role_t *r);
+void iam_role_arn(const char *account, const iam_role_t *r, char *out, size_t cap);
+/* Does the trust policy let who_arn (of account) perform action (sts:AssumeRole)? A statement
+ * with a Condition is not weighed (never grants). */
+bool iam_trust_allows(const char *doc, const char *who_arn, const char *account,
+                      const char *action);
 
 /* For DeleteUser: whether the user is in a group or has a managed policy attached. */
 wh_status_t iam_user_has_links(meta_t *m, const char *user, bool *has);
 /* Every identity policy of the user (inline, its groups' inline, and the managed ones
  * attached to it or its groups), named for messages (meta_policies_free). */
 wh_status_t iam_user_policy_set(meta_t *m, const char *user, meta_policy_t **out, size_t *n);
+/* The identity policies of a principal: a user's, or a role session's role's (sts.c). */
+wh_status_t iam_principal_policy_set(meta_t *m, const auth_principal_t *who, meta_policy_t **out,
+                                     size_t *n);
+/* Every policy of a role (inline and attached managed ones); role_key: its lower-cased name. */
+wh_status_t iam_role_policy_set(meta_t *m, const char *role_key, meta_policy_t **out, size_t *n);
 
 #endif

@@ -128,7 +128,7 @@ static void xml_mpol(wh_sbuf_t *b, const iam_mpol_t *p, size_t attached)
 /* How many users and groups have the policy attached. */
 static wh_status_t attach_count(meta_t *m, const char *arn, size_t *count)
 {
-    static const char *const kinds[] = {IAM_REC_UATTACH, IAM_REC_GATTACH};
+    static const char *const kinds[] = {IAM_REC_UATTACH, IAM_REC_GATTACH, IAM_REC_RATTACH};
     *count = 0;
     for (size_t k = 0; k < WH_ARRAY_SIZE(kinds); k++) {
         meta_rec_t *rs = NULL;
@@ -148,6 +148,7 @@ static wh_status_t attach_count(meta_t *m, const char *arn, size_t *count)
 /* PolicyArn, its policy and the caller's right to c->action on it: 0, else the error. */
 static int mpol_target(iam_ctx_t *c, iam_mpol_t *p)
 {
+    memset(p, 0, sizeof *p);
     const char *arn = iam_param(c, "PolicyArn");
     if (!arn || !*arn)
         return iam_err(c, 400, "ValidationError", "PolicyArn is required by %s", c->action);
@@ -356,26 +357,33 @@ static int act_list_policies(iam_ctx_t *c)
 
 /* ---- attachments ---- */
 
-/* The user or group (is_group) the action names, authorized, checked to exist: its record key
- * (a user name, or a group's lower-cased name) into key. 0, else the error status. */
-static int holder_target(iam_ctx_t *c, bool is_group, char *key, size_t cap)
+/* The holder an attachment action names: a user, a group or a role. */
+typedef enum { HOLD_USER, HOLD_GROUP, HOLD_ROLE } holder_t;
+
+static const char *const HOLD_PARAM[] = {"UserName", "GroupName", "RoleName"};
+static const char *const HOLD_KIND[] = {IAM_REC_UATTACH, IAM_REC_GATTACH, IAM_REC_RATTACH};
+
+/* The holder the action names, authorized, checked to exist: its record key (a user name, or
+ * a group's or role's lower-cased name) into key. 0, else the error status. */
+static int holder_target(iam_ctx_t *c, holder_t h, char *key, size_t cap)
 {
     int status = 0;
-    const char *name = iam_need_name(c, is_group ? "GroupName" : "UserName",
-                                     is_group ? GROUP_KEY_MAX : META_USER_MAX, &status);
+    const char *name =
+        iam_need_name(c, HOLD_PARAM[h], h == HOLD_USER ? META_USER_MAX : GROUP_KEY_MAX, &status);
     if (!name)
         return status;
     char arn[IAM_ARN_MAX];
     wh_status_t st;
-    if (is_group) {
+    if (h != HOLD_USER) {
         iam_lower(name, key, cap);
         char *doc = NULL;
-        st = meta_rec_get(c->m, IAM_REC_GROUP, key, &doc);
+        st = meta_rec_get(c->m, h == HOLD_GROUP ? IAM_REC_GROUP : IAM_REC_ROLE, key, &doc);
         char path[IAM_MAX_PATH + 1] = "/";
         if (st == WH_OK)
             iam_rec_field(doc, "path", path, sizeof path);
         free(doc);
-        snprintf(arn, sizeof arn, "arn:aws:iam::%s:group%s%s", ident_account(c->id), path, name);
+        snprintf(arn, sizeof arn, "arn:aws:iam::%s:%s%s%s", ident_account(c->id),
+                 h == HOLD_GROUP ? "group" : "role", path, name);
     } else {
         snprintf(key, cap, "%s", name);
         st = meta_user_get(c->m, name, NULL);
@@ -384,24 +392,24 @@ static int holder_target(iam_ctx_t *c, bool is_group, char *key, size_t cap)
     if ((status = iam_authorize(c, arn)))
         return status;
     if (st == WH_ERR_NOT_FOUND)
-        return is_group ? iam_err(c, 404, "NoSuchEntity", "The group with name %s cannot be found.",
-                                  name)
-                        : iam_no_user(c, name);
+        return h == HOLD_USER
+                   ? iam_no_user(c, name)
+                   : iam_err(c, 404, "NoSuchEntity", "The %s with name %s cannot be found.",
+                             h == HOLD_GROUP ? "group" : "role", name);
     if (st != WH_OK)
         return iam_store_err(c, st, "reading the policy's holder");
     return 0;
 }
 
-static int attach_change(iam_ctx_t *c, bool is_group, bool attach)
+static int attach_change(iam_ctx_t *c, holder_t h, bool attach)
 {
     char key[GROUP_KEY_MAX + 1];
-    int status = holder_target(c, is_group, key, sizeof key);
+    int status = holder_target(c, h, key, sizeof key);
     if (status)
         return status;
     const char *arn = iam_param(c, "PolicyArn");
     if (!arn || !*arn)
         return iam_err(c, 400, "ValidationError", "PolicyArn is required by %s", c->action);
-    const char *kind = is_group ? IAM_REC_GATTACH : IAM_REC_UATTACH;
     char rk[GROUP_KEY_MAX + IAM_ARN_MAX + 2];
     snprintf(rk, sizeof rk, "%s|%s", key, arn);
     wh_status_t st;
@@ -413,48 +421,55 @@ static int attach_change(iam_ctx_t *c, bool is_group, bool attach)
             return iam_err(c, 404, "NoSuchEntity",
                            "Policy %.300s does not exist or is not attachable.", arn);
         if (st == WH_OK)
-            st = meta_rec_put(c->m, kind, rk, "", false);
+            st = meta_rec_put(c->m, HOLD_KIND[h], rk, "", false);
     } else {
-        st = meta_rec_delete(c->m, kind, rk);
+        st = meta_rec_delete(c->m, HOLD_KIND[h], rk);
         if (st == WH_ERR_NOT_FOUND)
             return iam_err(c, 404, "NoSuchEntity", "Policy %.300s was not found attached.", arn);
     }
     if (st != WH_OK)
         return iam_store_err(c, st, "changing the attachment");
-    wh_info(MOD, "policy %s %s=%s arn=%s by=%s", attach ? "attached" : "detached",
-            is_group ? "group" : "user", key, arn, c->r->who.arn);
+    wh_info(MOD, "policy %s %s=%s arn=%s by=%s", attach ? "attached" : "detached", HOLD_PARAM[h],
+            key, arn, c->r->who.arn);
     return iam_resp_empty(c);
 }
 
 static int act_attach_user(iam_ctx_t *c)
 {
-    return attach_change(c, false, true);
+    return attach_change(c, HOLD_USER, true);
 }
 static int act_detach_user(iam_ctx_t *c)
 {
-    return attach_change(c, false, false);
+    return attach_change(c, HOLD_USER, false);
 }
 static int act_attach_group(iam_ctx_t *c)
 {
-    return attach_change(c, true, true);
+    return attach_change(c, HOLD_GROUP, true);
 }
 static int act_detach_group(iam_ctx_t *c)
 {
-    return attach_change(c, true, false);
+    return attach_change(c, HOLD_GROUP, false);
+}
+static int act_attach_role(iam_ctx_t *c)
+{
+    return attach_change(c, HOLD_ROLE, true);
+}
+static int act_detach_role(iam_ctx_t *c)
+{
+    return attach_change(c, HOLD_ROLE, false);
 }
 
-static int list_attached(iam_ctx_t *c, bool is_group)
+static int list_attached(iam_ctx_t *c, holder_t h)
 {
     char key[GROUP_KEY_MAX + 1];
-    int status = holder_target(c, is_group, key, sizeof key);
+    int status = holder_target(c, h, key, sizeof key);
     if (status)
         return status;
     char prefix[GROUP_KEY_MAX + 2];
     snprintf(prefix, sizeof prefix, "%s|", key);
     meta_rec_t *rs = NULL;
     size_t n = 0;
-    wh_status_t st =
-        meta_rec_list(c->m, is_group ? IAM_REC_GATTACH : IAM_REC_UATTACH, prefix, &rs, &n);
+    wh_status_t st = meta_rec_list(c->m, HOLD_KIND[h], prefix, &rs, &n);
     if (st != WH_OK)
         return iam_store_err(c, st, "listing attached policies");
     wh_sbuf_t b;
@@ -475,11 +490,15 @@ static int list_attached(iam_ctx_t *c, bool is_group)
 
 static int act_list_attached_user(iam_ctx_t *c)
 {
-    return list_attached(c, false);
+    return list_attached(c, HOLD_USER);
 }
 static int act_list_attached_group(iam_ctx_t *c)
 {
-    return list_attached(c, true);
+    return list_attached(c, HOLD_GROUP);
+}
+static int act_list_attached_role(iam_ctx_t *c)
+{
+    return list_attached(c, HOLD_ROLE);
 }
 
 /* ---- what authorization reads ---- */
@@ -581,19 +600,30 @@ wh_status_t iam_user_policy_set(meta_t *m, const char *user, meta_policy_t **out
     return WH_OK;
 }
 
-/* Roles and OpenID Connect providers are not kept: their lists are empty (what a client that
- * cleans up by listing needs); creating one is refused with 501. */
-static int act_list_roles(iam_ctx_t *c)
+wh_status_t iam_role_policy_set(meta_t *m, const char *role_key, meta_policy_t **out, size_t *n)
 {
-    int status = iam_authorize(c, "*");
-    if (status)
-        return status;
-    wh_sbuf_t b;
-    iam_resp_begin(c, &b, true);
-    wh_sbuf_puts(&b, "<Roles></Roles><IsTruncated>false</IsTruncated>");
-    return iam_resp_end(c, &b, true);
+    polset_t s = {0};
+    char prefix[GROUP_KEY_MAX + 2];
+    snprintf(prefix, sizeof prefix, "%s|", role_key);
+    meta_rec_t *ps = NULL;
+    size_t np = 0;
+    wh_status_t st = meta_rec_list(m, IAM_REC_RPOLICY, prefix, &ps, &np);
+    for (size_t j = 0; st == WH_OK && j < np; j++)
+        st = polset_add(&s, "role ", ps[j].key, ps[j].doc);
+    meta_recs_free(ps, np);
+    if (st == WH_OK)
+        st = add_attached(m, &s, IAM_REC_RATTACH, prefix);
+    if (st != WH_OK) {
+        meta_policies_free(s.p, s.n);
+        return st;
+    }
+    *out = s.p;
+    *n = s.n;
+    return WH_OK;
 }
 
+/* OpenID Connect providers are not kept: the list is empty (what a client that cleans up by
+ * listing needs); creating one is refused with 501. */
 static int act_list_oidc(iam_ctx_t *c)
 {
     int status = iam_authorize(c, "*");
@@ -621,7 +651,9 @@ static const struct {
     {"DetachGroupPolicy", act_detach_group},
     {"ListAttachedUserPolicies", act_list_attached_user},
     {"ListAttachedGroupPolicies", act_list_attached_group},
-    {"ListRoles", act_list_roles},
+    {"AttachRolePolicy", act_attach_role},
+    {"DetachRolePolicy", act_detach_role},
+    {"ListAttachedRolePolicies", act_list_attached_role},
     {"ListOpenIDConnectProviders", act_list_oidc},
 };
 
