@@ -92,7 +92,7 @@ static wh_status_t rd_rec_list(void *conn, void *arg)
     PGresult *r;
     wh_status_t st = pg_exec(conn,
                              "SELECT key, doc FROM iam_records WHERE kind = $1"
-                             " AND left(key, length($2)) = $2 ORDER BY key",
+                             " AND key >= $2 AND left(key, length($2)) = $2 ORDER BY key",
                              &p, &r, "iam record list");
     if (st != WH_OK)
         return st;

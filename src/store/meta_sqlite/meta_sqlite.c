@@ -150,8 +150,7 @@ static const char *const META_SQL[S_COUNT] = {
     [S_REC_PUT] = "INSERT OR REPLACE INTO iam_records(kind, key, doc) VALUES(?1, ?2, ?3)",
     [S_REC_INSERT] = "INSERT INTO iam_records(kind, key, doc) VALUES(?1, ?2, ?3)",
     [S_REC_GET] = "SELECT doc FROM iam_records WHERE kind = ?1 AND key = ?2",
-    [S_REC_LIST] = "SELECT key, doc FROM iam_records WHERE kind = ?1"
-                   " AND substr(key, 1, length(?2)) = ?2 ORDER BY key",
+    [S_REC_LIST] = "SELECT key, doc FROM iam_records WHERE kind = ?1 AND key >= ?2 ORDER BY key",
     [S_REC_DELETE] = "DELETE FROM iam_records WHERE kind = ?1 AND key = ?2",
 };
 

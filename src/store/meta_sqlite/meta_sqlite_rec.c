@@ -87,7 +87,14 @@ wh_status_t sq_rec_list(meta_t *mm, const char *kind, const char *prefix, meta_r
     sqlite3_stmt *s = c->stmt[S_REC_LIST];
     sq_bind_text(s, 1, kind);
     sq_bind_text(s, 2, prefix ? prefix : "");
+    size_t plen = prefix ? strlen(prefix) : 0;
+    /* The keys from prefix on, in order: the first that does not start with it ends them. */
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *k = (const char *)sqlite3_column_text(s, 0);
+        if (plen && (!k || strncmp(k, prefix, plen) != 0)) {
+            rc = SQLITE_DONE;
+            break;
+        }
         if (!meta_grow((void **)&arr, &cap, cnt + 1, sizeof *arr)) {
             st = WH_ERR_NOMEM;
             break;
