@@ -2,7 +2,7 @@
 """The IAM API past users and inline policies, with boto3's iam client on wharfd's port:
 
 - user Paths (the ARN carries the path, ListUsers filters by PathPrefix, UpdateUser moves a user
-  to a new path; a bucket policy naming the user's path ARN lets it in), GetAccountSummary's
+  to a new path; names unique and listed without regard to case; a bucket policy naming the user's path ARN lets it in), GetAccountSummary's
   counts, the root's own access keys (CreateAccessKey without UserName: the key signs as the
   root; ListAccessKeys and DeleteAccessKey without UserName);
 - groups: create (names unique without regard to case), get with its users, list by PathPrefix,
@@ -64,6 +64,16 @@ def check_paths_and_root_keys(srv):
         "NoSuchEntity", 404)
     summary = iam.get_account_summary()["SummaryMap"]
     assert summary["Users"] == 2 and summary["AccessKeysPerUserQuota"] == 2, summary
+    # Names are unique without regard to case, and listed so; a page of one goes on by Marker.
+    for n in ("Ab", "ac"):
+        iam.create_user(UserName=n, Path="/case/")
+    assert err(lambda: iam.create_user(UserName="AC")) == ("EntityAlreadyExists", 409)
+    assert iam.get_user(UserName="AB")["User"]["UserName"] == "Ab"
+    pages = iam.get_paginator("list_users").paginate(PathPrefix="/case/",
+                                                     PaginationConfig={"PageSize": 1})
+    assert [u["UserName"] for p in pages for u in p["Users"]] == ["Ab", "ac"]
+    iam.delete_user(UserName="AB")
+    iam.delete_user(UserName="ac")
     # A bucket policy naming the user's ARN with its path lets it list.
     root_s3 = users.client(srv, ACCESS_KEY, SECRET_KEY)
     k = iam.create_access_key(UserName="pathed")["AccessKey"]

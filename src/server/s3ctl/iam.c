@@ -141,7 +141,28 @@ const char *iam_need_name(iam_ctx_t *c, const char *param, size_t max, int *stat
         *status = iam_bad_name(c, param, v, max);
         return NULL;
     }
-    return v;
+    return strcmp(param, "UserName") == 0 ? iam_user_name(c, v) : v;
+}
+
+/* IAM's user names are unique without regard to case: the stored name that matches given, or
+ * given when none does (or the list cannot be read: the exact name is then tried). */
+const char *iam_user_name(iam_ctx_t *c, const char *given)
+{
+    if (meta_user_get(c->m, given, NULL) == WH_OK || c->np == IAM_MAX_PARAMS)
+        return given;
+    meta_user_t *us = NULL;
+    size_t n = 0;
+    const char *out = given;
+    if (meta_user_list(c->m, &us, &n) == WH_OK) {
+        for (size_t i = 0; i < n; i++) {
+            if (strcasecmp(us[i].name, given) == 0 && (c->params[c->np] = strdup(us[i].name))) {
+                out = c->params[c->np++];
+                break;
+            }
+        }
+    }
+    free(us);
+    return out;
 }
 
 const char *iam_path_param(iam_ctx_t *c, const char *param, int *status)

@@ -68,6 +68,8 @@ const char *iam_param(iam_ctx_t *c, const char *name);
 int iam_bad_name(iam_ctx_t *c, const char *field, const char *v, size_t max);
 /* A required name parameter, checked; NULL after putting the error in c->o. */
 const char *iam_need_name(iam_ctx_t *c, const char *param, size_t max, int *status);
+/* The stored user name given names without regard to case (given when none). */
+const char *iam_user_name(iam_ctx_t *c, const char *given);
 /* Path (default "/"): it starts and ends with '/'. NULL after the error. */
 const char *iam_path_param(iam_ctx_t *c, const char *param, int *status);
 /* MaxItems (default 100); 0 after the error in *status. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define MOD "iam"
 /* AWS's quota: two access keys per user. */
@@ -48,7 +49,7 @@ static const char *user_or_self(iam_ctx_t *c, int *status)
             *status = iam_bad_name(c, "UserName", u, META_USER_MAX);
             return NULL;
         }
-        return u;
+        return iam_user_name(c, u);
     }
     if (c->r->who.kind == AUTH_PRINCIPAL_USER)
         return c->r->who.user;
@@ -129,6 +130,8 @@ static int act_get_user(iam_ctx_t *c)
     const char *name = iam_param(c, "UserName");
     if (name && !ident_name_valid(name, META_USER_MAX))
         return iam_bad_name(c, "UserName", name, META_USER_MAX);
+    if (name)
+        name = iam_user_name(c, name);
     if (!name && c->r->who.kind == AUTH_PRINCIPAL_USER)
         name = c->r->who.user;
     char arn[IAM_ARN_MAX];
@@ -212,6 +215,13 @@ static int act_delete_user(iam_ctx_t *c)
     return iam_resp_empty(c);
 }
 
+static int user_cmp(const void *a, const void *b)
+{
+    const meta_user_t *x = a, *y = b;
+    int r = strcasecmp(x->name, y->name);
+    return r ? r : strcmp(x->name, y->name);
+}
+
 static int act_list_users(iam_ctx_t *c)
 {
     char all[IAM_ARN_MAX];
@@ -229,6 +239,8 @@ static int act_list_users(iam_ctx_t *c)
     wh_status_t st = meta_user_list(c->m, &us, &n);
     if (st != WH_OK)
         return iam_store_err(c, st, "listing users");
+    if (n)
+        qsort(us, n, sizeof *us, user_cmp); /* IAM lists names without regard to case */
     wh_sbuf_t b;
     iam_resp_begin(c, &b, true);
     wh_sbuf_puts(&b, "<Users>");
