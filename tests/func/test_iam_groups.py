@@ -5,7 +5,8 @@
   to a new path; names unique and listed without regard to case; a bucket policy naming the user's path ARN lets it in), GetAccountSummary's
   counts, the root's own access keys (CreateAccessKey without UserName: the key signs as the
   root; ListAccessKeys and DeleteAccessKey without UserName);
-- groups: create (names unique without regard to case), get with its users, list by PathPrefix,
+- groups: create (names unique without regard to case), get with its users, a renamed user
+  (UpdateUser NewUserName) keeps its key, groups and their policies, list by PathPrefix,
   membership both ways, inline group policies; a user gets what its group's policy allows and
   loses it when removed; DeleteGroup and DeleteUser refuse while links remain;
 - managed policies: CreatePolicy, GetPolicy, GetPolicyVersion v1, ListPolicies, the two built-in
@@ -163,6 +164,21 @@ def check_groups(srv):
     giam.create_group(GroupName="by-member")
     assert err(lambda: giam.create_user(UserName="x")) == ("AccessDenied", 403)
     giam.delete_group(GroupName="by-member")
+    # UpdateUser's NewUserName: the key, the group and its policy follow the user.
+    rs3 = new_user(iam, srv, "renamed-a", "/r/")
+    iam.create_group(GroupName="rg")
+    iam.put_group_policy(GroupName="rg", PolicyName="read", PolicyDocument=allow("s3:GetObject"))
+    iam.add_user_to_group(GroupName="rg", UserName="renamed-a")
+    assert err(lambda: iam.update_user(UserName="renamed-a", NewUserName="MEMBER")) == (
+        "EntityAlreadyExists", 409)
+    iam.update_user(UserName="renamed-a", NewUserName="renamed-b")
+    assert err(lambda: iam.get_user(UserName="renamed-a")) == ("NoSuchEntity", 404)
+    u = iam.get_user(UserName="renamed-b")["User"]
+    assert u["Path"] == "/r/" and u["Arn"].endswith(":user/r/renamed-b")
+    assert [x["GroupName"] for x in iam.list_groups_for_user(UserName="renamed-b")["Groups"]] == [
+        "rg"]
+    assert [x["UserName"] for x in iam.get_group(GroupName="rg")["Users"]] == ["renamed-b"]
+    assert rs3.get_object(Bucket=bucket, Key="k")["Body"].read() == b"group data"
 
 
 def check_managed_policies(srv):

@@ -103,6 +103,9 @@ iam_action_fn iam_sts_action(const char *name); /* sts.c */
 wh_status_t iam_role_get(meta_t *m, const char *name, iam_role_t *r);
 void iam_role_free(iam_role_t *r);
 void iam_role_arn(const char *account, const iam_role_t *r, char *out, size_t cap);
+/* The trust policy's shape: an object whose Statement (one or a list) has an Effect, an sts:
+ * Action and a Principal. NULL when it is good, else why not. */
+const char *iam_trust_invalid(const char *doc);
 /* Does the trust policy let who_arn (of account) perform action (sts:AssumeRole)? A statement
  * with a Condition is not weighed (never grants). */
 bool iam_trust_allows(const char *doc, const char *who_arn, const char *account,

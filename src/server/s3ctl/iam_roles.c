@@ -116,7 +116,7 @@ static bool has_sts_action(json_t *v)
 
 /* The trust policy's shape: an object whose Statement (one or a list) has an Effect, an Action
  * of sts: actions and a Principal. NULL when it is good, else why not. */
-static const char *trust_invalid(const char *doc)
+const char *iam_trust_invalid(const char *doc)
 {
     json_error_t je;
     json_t *root = json_loads(doc, 0, &je);
@@ -148,7 +148,7 @@ static bool principal_matches(json_t *p, const char *who_arn, const char *accoun
     if (json_is_string(p))
         return strcmp(json_string_value(p), "*") == 0;
     json_t *aws = json_object_get(p, "AWS");
-    if (!aws)
+    if (!aws || !who_arn[0]) /* an empty ARN matches nothing, "" in a policy included */
         return false;
     char root[64];
     snprintf(root, sizeof root, "arn:aws:iam::%s:root", account);
@@ -245,7 +245,7 @@ static int check_trust(iam_ctx_t *c, const char *doc)
     if (strlen(doc) > IAM_MAX_POLICY_BYTES)
         return iam_err(c, 409, "LimitExceeded", "the trust policy exceeds %u bytes",
                        IAM_MAX_POLICY_BYTES);
-    const char *why = trust_invalid(doc);
+    const char *why = iam_trust_invalid(doc);
     return why ? iam_err(c, 400, "MalformedPolicyDocument", "%s", why) : 0;
 }
 

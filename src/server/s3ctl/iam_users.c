@@ -158,8 +158,47 @@ static int act_get_user(iam_ctx_t *c)
     return answer_user(c, &u);
 }
 
-/* UpdateUser: a new Path. A new name is refused: the user's keys, policies and the ARNs that
- * name it would all have to follow. */
+/* A renamed user's IAM records follow it: its path, its memberships (both records of each)
+ * and its attached policies. Not one transaction with the rename: a failure is logged and the
+ * records left behind name nobody (a user of the old name made later would inherit them). */
+static wh_status_t records_follow(meta_t *m, const char *from, const char *to)
+{
+    char *path = NULL;
+    wh_status_t st = meta_rec_get(m, IDENT_REC_USER_PATH, from, &path);
+    if (st == WH_OK && (st = meta_rec_put(m, IDENT_REC_USER_PATH, to, path, false)) == WH_OK)
+        st = meta_rec_delete(m, IDENT_REC_USER_PATH, from);
+    free(path);
+    if (st != WH_OK && st != WH_ERR_NOT_FOUND)
+        return st;
+    static const char *const kinds[] = {IAM_REC_UMEMBER, IAM_REC_UATTACH};
+    char prefix[META_USER_MAX + 2], key[IAM_ARN_MAX + META_USER_MAX + 2];
+    snprintf(prefix, sizeof prefix, "%s|", from);
+    st = WH_OK;
+    for (size_t k = 0; st == WH_OK && k < WH_ARRAY_SIZE(kinds); k++) {
+        meta_rec_t *rs = NULL;
+        size_t n = 0;
+        st = meta_rec_list(m, kinds[k], prefix, &rs, &n);
+        for (size_t i = 0; st == WH_OK && i < n; i++) {
+            const char *rest = rs[i].key + strlen(prefix); /* a group key, or a policy ARN */
+            snprintf(key, sizeof key, "%s|%s", to, rest);
+            if ((st = meta_rec_put(m, kinds[k], key, "", false)) == WH_OK)
+                st = meta_rec_delete(m, kinds[k], rs[i].key);
+            if (st == WH_OK && k == 0) { /* a membership: the group's side too */
+                char gk[IAM_ARN_MAX + META_USER_MAX + 2];
+                snprintf(gk, sizeof gk, "%s|%s", rest, from);
+                snprintf(key, sizeof key, "%s|%s", rest, to);
+                if ((st = meta_rec_put(m, IAM_REC_GMEMBER, key, "", false)) == WH_OK)
+                    st = meta_rec_delete(m, IAM_REC_GMEMBER, gk);
+                if (st == WH_ERR_NOT_FOUND)
+                    st = WH_OK;
+            }
+        }
+        meta_recs_free(rs, n);
+    }
+    return st;
+}
+
+/* UpdateUser: a new name (the user keeps its ids, keys and policies) and a new Path. */
 static int act_update_user(iam_ctx_t *c)
 {
     int status = 0;
@@ -167,16 +206,31 @@ static int act_update_user(iam_ctx_t *c)
     if (!name)
         return status;
     const char *new_name = iam_param(c, "NewUserName");
-    if (new_name && strcmp(new_name, name) != 0)
-        return iam_err(c, 501, "NotImplemented",
-                       "wharf does not rename users (NewUserName); create a user of the new "
-                       "name and move the keys and policies");
+    if (new_name && !ident_name_valid(new_name, META_USER_MAX))
+        return iam_bad_name(c, "NewUserName", new_name, META_USER_MAX);
     const char *path = iam_param(c, "NewPath") ? iam_path_param(c, "NewPath", &status) : NULL;
     if (status)
         return status;
     wh_status_t st = meta_user_get(c->m, name, NULL);
     if (st == WH_ERR_NOT_FOUND)
         return iam_no_user(c, name);
+    if (st == WH_OK && new_name && strcmp(new_name, name) != 0) {
+        const char *taken = iam_user_name(c, new_name);
+        if (strcasecmp(taken, name) != 0 && meta_user_get(c->m, taken, NULL) == WH_OK)
+            return iam_err(c, 409, "EntityAlreadyExists", "User with name %s already exists.",
+                           new_name);
+        st = meta_user_rename(c->m, name, new_name);
+        if (st == WH_ERR_EXISTS)
+            return iam_err(c, 409, "EntityAlreadyExists", "User with name %s already exists.",
+                           new_name);
+        if (st == WH_OK) {
+            wh_status_t fs = records_follow(c->m, name, new_name);
+            if (fs != WH_OK) /* renamed all the same: say what lags */
+                wh_warn(MOD, "user %s renamed %s; its records did not all follow: %s", name,
+                        new_name, wh_status_str(fs));
+            name = new_name;
+        }
+    }
     if (st == WH_OK && path)
         st = meta_rec_put(c->m, IDENT_REC_USER_PATH, name, path, false);
     if (st != WH_OK)

@@ -315,6 +315,9 @@ struct meta_ops {
      * NOT_FOUND: no such user. */
     wh_status_t (*user_policy_list)(meta_t *m, const char *user, meta_policy_t **out, size_t *n);
     wh_status_t (*user_policy_delete)(meta_t *m, const char *user, const char *name);
+    /* Renames a user with its keys and inline policies, in one transaction (its ids stay).
+     * NOT_FOUND: no user from; EXISTS: to is taken. */
+    wh_status_t (*user_rename)(meta_t *m, const char *from, const char *to);
     /* IAM records. put: inserts or replaces; with create, EXISTS when the key is taken. */
     wh_status_t (*rec_put)(meta_t *m, const char *kind, const char *key, const char *doc,
                            bool create);
@@ -613,6 +616,11 @@ static inline wh_status_t meta_user_policy_delete(meta_t *m, const char *user, c
 {
     return m->ops->user_policy_delete ? m->ops->user_policy_delete(m, user, name)
                                       : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_user_rename(meta_t *m, const char *from, const char *to)
+{
+    return m->ops->user_rename ? m->ops->user_rename(m, from, to) : WH_ERR_UNSUPPORTED;
 }
 
 static inline wh_status_t meta_rec_put(meta_t *m, const char *kind, const char *key,

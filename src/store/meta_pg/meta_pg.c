@@ -598,6 +598,7 @@ static const meta_ops_t PG_OPS = {
     .user_policy_get = pg_user_policy_get,
     .user_policy_list = pg_user_policy_list,
     .user_policy_delete = pg_user_policy_delete,
+    .user_rename = pg_user_rename,
     .rec_put = pg_rec_put,
     .rec_get = pg_rec_get,
     .rec_list = pg_rec_list,

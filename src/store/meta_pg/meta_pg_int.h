@@ -194,6 +194,7 @@ wh_status_t pg_rec_get(meta_t *m, const char *kind, const char *key, char **doc)
 wh_status_t pg_rec_list(meta_t *m, const char *kind, const char *prefix, meta_rec_t **out,
                         size_t *n);
 wh_status_t pg_rec_delete(meta_t *m, const char *kind, const char *key);
+wh_status_t pg_user_rename(meta_t *m, const char *from, const char *to);
 
 /* Drops the advisory-lock connection's state (meta_pg_cluster.c). */
 void pg_locks_close(pg_meta_t *m);

@@ -126,3 +126,35 @@ wh_status_t pg_rec_list(meta_t *m, const char *kind, const char *prefix, meta_re
     *n = a.n;
     return WH_OK;
 }
+
+/* ---- renaming a user ---- */
+
+static wh_status_t tx_user_rename(void *conn, void *arg)
+{
+    pg_rec_arg_t *a = arg;
+    static const char *const sql[] = {
+        "UPDATE users SET name = $2 WHERE name = $1",
+        "UPDATE access_keys SET user_name = $2 WHERE user_name = $1",
+        "UPDATE user_policies SET user_name = $2 WHERE user_name = $1",
+    };
+    for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++) {
+        pg_params_t p = {0};
+        pp_text(&p, a->kind);
+        pp_text(&p, a->key);
+        PGresult *r;
+        wh_status_t st = pg_exec(conn, sql[i], &p, &r, "user rename");
+        if (st != WH_OK)
+            return st; /* a taken name: 23505, EXISTS */
+        bool none = i == 0 && strcmp(PQcmdTuples(r), "0") == 0;
+        PQclear(r);
+        if (none)
+            return WH_ERR_NOT_FOUND;
+    }
+    return WH_OK;
+}
+
+wh_status_t pg_user_rename(meta_t *m, const char *from, const char *to)
+{
+    pg_rec_arg_t a = {.kind = from, .key = to};
+    return pg_write(PGM(m), tx_user_rename, &a);
+}

@@ -94,7 +94,6 @@ enum {
     S_LOCK_VER_SET,
     S_OBJ_REKEY,
     S_REC_PUT,
-    S_REC_INSERT,
     S_REC_GET,
     S_REC_LIST,
     S_REC_DELETE,
@@ -226,6 +225,7 @@ wh_status_t sq_rec_get(meta_t *m, const char *kind, const char *key, char **doc)
 wh_status_t sq_rec_list(meta_t *m, const char *kind, const char *prefix, meta_rec_t **out,
                         size_t *n);
 wh_status_t sq_rec_delete(meta_t *m, const char *kind, const char *key);
+wh_status_t sq_user_rename(meta_t *m, const char *from, const char *to);
 
 /* The row operations of the rules written once (meta_rules.h), on the writer in its
  * transaction: meta_sqlite_ver.c, meta_sqlite_mpu.c, meta_sqlite_ident.c. */

@@ -15,7 +15,14 @@ static wh_status_t tx_rec_put(void *conn, void *arg)
 {
     sq_conn_t *c = conn;
     sq_rec_arg_t *a = arg;
-    sqlite3_stmt *s = c->stmt[a->create ? S_REC_INSERT : S_REC_PUT];
+    /* A create (a new group, policy, role or session: rare) prepares its own INSERT. */
+    sqlite3_stmt *s = c->stmt[S_REC_PUT];
+    if (a->create) {
+        int rc = sqlite3_prepare_v2(
+            c->db, "INSERT INTO iam_records(kind, key, doc) VALUES(?1, ?2, ?3)", -1, &s, NULL);
+        if (rc != SQLITE_OK)
+            return sq_fail(c, rc, "iam record insert prepare");
+    }
     sq_bind_text(s, 1, a->kind);
     sq_bind_text(s, 2, a->key);
     sq_bind_text(s, 3, a->doc);
@@ -25,7 +32,10 @@ static wh_status_t tx_rec_put(void *conn, void *arg)
         st = WH_ERR_EXISTS;
     else if (rc != SQLITE_DONE)
         st = sq_fail(c, rc, "iam record put");
-    sq_done(s);
+    if (a->create)
+        sqlite3_finalize(s);
+    else
+        sq_done(s);
     return st;
 }
 
@@ -119,4 +129,44 @@ wh_status_t sq_rec_list(meta_t *mm, const char *kind, const char *prefix, meta_r
     *out = arr;
     *n = cnt;
     return WH_OK;
+}
+
+/* ---- renaming a user (rare: statements prepared for the call) ---- */
+
+typedef struct {
+    const char *from, *to;
+} sq_rename_arg_t;
+
+static wh_status_t tx_user_rename(void *conn, void *arg)
+{
+    sq_conn_t *c = conn;
+    sq_rename_arg_t *a = arg;
+    static const char *const sql[] = {
+        "UPDATE users SET name = ?2 WHERE name = ?1",
+        "UPDATE access_keys SET user_name = ?2 WHERE user_name = ?1",
+        "UPDATE user_policies SET user_name = ?2 WHERE user_name = ?1",
+    };
+    for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++) {
+        sqlite3_stmt *s = NULL;
+        int rc = sqlite3_prepare_v2(c->db, sql[i], -1, &s, NULL);
+        if (rc != SQLITE_OK)
+            return sq_fail(c, rc, "user rename prepare");
+        sq_bind_text(s, 1, a->from);
+        sq_bind_text(s, 2, a->to);
+        rc = sqlite3_step(s);
+        sqlite3_finalize(s);
+        if ((rc & 0xff) == SQLITE_CONSTRAINT)
+            return WH_ERR_EXISTS;
+        if (rc != SQLITE_DONE)
+            return sq_fail(c, rc, "user rename");
+        if (i == 0 && sqlite3_changes(c->db) == 0)
+            return WH_ERR_NOT_FOUND;
+    }
+    return WH_OK;
+}
+
+wh_status_t sq_user_rename(meta_t *m, const char *from, const char *to)
+{
+    sq_rename_arg_t a = {from, to};
+    return sq_write_auth(SQ(m), tx_user_rename, &a);
 }
