@@ -475,6 +475,9 @@ wh_status_t meta_cached_key_get(meta_t *m, const char *ak, meta_access_key_t *ou
 wh_status_t meta_cached_user_policy_list(meta_t *m, const char *user, meta_policy_t **out,
                                          size_t *n);
 wh_status_t meta_cached_bucket_auth_get(meta_t *m, const char *bucket, data_bucket_auth_t *out);
+wh_status_t meta_cached_rec_get(meta_t *m, const char *kind, const char *key, char **doc);
+wh_status_t meta_cached_rec_list(meta_t *m, const char *kind, const char *prefix, meta_rec_t **out,
+                                 size_t *n);
 
 /* ---- dispatch: one typed function per slot ----
  * A slot that is NULL is an operation the backend does not offer (the cluster members' slots
@@ -631,8 +634,7 @@ static inline wh_status_t meta_rec_put(meta_t *m, const char *kind, const char *
 
 static inline wh_status_t meta_rec_get(meta_t *m, const char *kind, const char *key, char **doc)
 {
-    *doc = NULL;
-    return m->ops->rec_get ? m->ops->rec_get(m, kind, key, doc) : WH_ERR_UNSUPPORTED;
+    return meta_cached_rec_get(m, kind, key, doc);
 }
 
 static inline wh_status_t meta_rec_list(meta_t *m, const char *kind, const char *prefix,
@@ -640,7 +642,7 @@ static inline wh_status_t meta_rec_list(meta_t *m, const char *kind, const char 
 {
     *out = NULL;
     *n = 0;
-    return m->ops->rec_list ? m->ops->rec_list(m, kind, prefix, out, n) : WH_ERR_UNSUPPORTED;
+    return meta_cached_rec_list(m, kind, prefix, out, n);
 }
 
 static inline wh_status_t meta_rec_delete(meta_t *m, const char *kind, const char *key)
