@@ -125,6 +125,11 @@ def check_roles_and_assume(srv, bucket):
     siam = temp_client(srv, creds, "iam")
     assert "iam-roles" in siam.list_role_policies(RoleName="Reader")["PolicyNames"]
     assert err(lambda: siam.list_users()) == ("AccessDenied", 403)
+    # ARNs without the account, as single-tenant stores write them, name this account's.
+    iam.create_role(RoleName="Bare", AssumeRolePolicyDocument=trust("arn:aws:iam:::user/alice"))
+    sts.assume_role(RoleArn="arn:aws:iam:::role/Bare", RoleSessionName="bare")
+    assert err(lambda: msts.assume_role(RoleArn="arn:aws:iam:::role/Bare",
+                                        RoleSessionName="bare")) == ("AccessDenied", 403)
     # UpdateAssumeRolePolicy: now Mallory may, Alice may not.
     mallory_arn = iam.get_user(UserName="mallory")["User"]["Arn"]
     iam.update_assume_role_policy(RoleName="Reader", PolicyDocument=trust(mallory_arn))

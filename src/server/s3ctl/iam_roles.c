@@ -150,10 +150,18 @@ static bool principal_matches(json_t *p, const char *who_arn, const char *accoun
     json_t *aws = json_object_get(p, "AWS");
     if (!aws || !who_arn[0]) /* an empty ARN matches nothing, "" in a policy included */
         return false;
-    char root[64];
+    char root[64], bare[IAM_ARN_MAX] = "";
     snprintf(root, sizeof root, "arn:aws:iam::%s:root", account);
+    /* An ARN without its account ("arn:aws:iam:::user/x", as single-tenant stores write it)
+     * names this account's. */
+    char pre[40];
+    int pl = snprintf(pre, sizeof pre, "arn:aws:iam::%s:", account);
+    if (pl > 0 && strncmp(who_arn, pre, (size_t)pl) == 0)
+        snprintf(bare, sizeof bare, "arn:aws:iam:::%s", who_arn + pl);
     return str_or_list_has(aws, "*", false) || str_or_list_has(aws, who_arn, false) ||
-           str_or_list_has(aws, root, false) || str_or_list_has(aws, account, false);
+           (bare[0] && str_or_list_has(aws, bare, false)) || str_or_list_has(aws, root, false) ||
+           str_or_list_has(aws, "arn:aws:iam:::root", false) ||
+           str_or_list_has(aws, account, false);
 }
 
 bool iam_trust_allows(const char *doc, const char *who_arn, const char *account, const char *action)
