@@ -79,6 +79,7 @@ def check_roles_and_assume(srv, bucket):
     got = iam.get_role(RoleName="Reader")["Role"]
     assert got["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]["AWS"] == alice_arn
     assert [r["RoleName"] for r in iam.list_roles(PathPrefix="/s3-tests/")["Roles"]] == ["Reader"]
+    assert iam.get_account_summary()["SummaryMap"]["Roles"] == 1
     iam.put_role_policy(RoleName="Reader", PolicyName="get",
                         PolicyDocument=allow("s3:GetObject", f"arn:aws:s3:::{bucket}/*"))
     assert iam.list_role_policies(RoleName="Reader")["PolicyNames"] == ["get"]

@@ -571,32 +571,31 @@ static int act_account_summary(iam_ctx_t *c)
     if (status)
         return status;
     meta_user_t *us = NULL;
-    size_t nu = 0, ng = 0, np = 0;
-    meta_rec_t *gs = NULL, *ps = NULL;
+    size_t nu = 0, counts[3] = {0};
     wh_status_t st = meta_user_list(c->m, &us, &nu);
+    size_t users = 0;
     for (size_t i = 0; st == WH_OK && i < nu; i++)
-        if (strcmp(us[i].name, IDENT_ROOT_USER) == 0)
-            nu--; /* not an IAM user */
+        users += strcmp(us[i].name, IDENT_ROOT_USER) != 0; /* the root's key holder is no user */
     free(us);
-    if (st == WH_OK)
-        st = meta_rec_list(c->m, IAM_REC_GROUP, "", &gs, &ng);
-    meta_recs_free(gs, ng);
-    if (st == WH_OK)
-        st = meta_rec_list(c->m, IAM_REC_POLICY, "", &ps, &np);
-    meta_recs_free(ps, np);
+    static const char *const kinds[] = {IAM_REC_GROUP, IAM_REC_POLICY, IAM_REC_ROLE};
+    for (size_t k = 0; st == WH_OK && k < WH_ARRAY_SIZE(kinds); k++) {
+        meta_rec_t *rs = NULL;
+        st = meta_rec_list(c->m, kinds[k], "", &rs, &counts[k]);
+        meta_recs_free(rs, counts[k]);
+    }
     if (st != WH_OK)
         return iam_store_err(c, st, "counting the account's entities");
     const struct {
         const char *k;
         size_t v;
-    } e[] = {{"Users", nu},
-             {"Groups", ng},
-             {"Policies", np},
+    } e[] = {{"Users", users},
+             {"Groups", counts[0]},
+             {"Policies", counts[1]},
              {"AccessKeysPerUserQuota", IAM_MAX_KEYS_PER_USER},
              {"PolicySizeQuota", IAM_MAX_POLICY_BYTES},
              {"UserPolicySizeQuota", IAM_MAX_POLICY_BYTES},
              {"GroupPolicySizeQuota", IAM_MAX_POLICY_BYTES},
-             {"Roles", 0},
+             {"Roles", counts[2]},
              {"Providers", 0}};
     wh_sbuf_t b;
     iam_resp_begin(c, &b, true);
