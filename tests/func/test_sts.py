@@ -126,6 +126,11 @@ def check_roles_and_assume(srv, bucket):
     siam = temp_client(srv, creds, "iam")
     assert "iam-roles" in siam.list_role_policies(RoleName="Reader")["PolicyNames"]
     assert err(lambda: siam.list_users()) == ("AccessDenied", 403)
+    # A resource ARN without the account names this account's.
+    iam.put_role_policy(RoleName="Reader", PolicyName="get-user",
+                        PolicyDocument=allow("iam:GetUser", "arn:aws:iam:::user/alice"))
+    assert siam.get_user(UserName="alice")["User"]["UserName"] == "alice"
+    assert err(lambda: siam.get_user(UserName="mallory")) == ("AccessDenied", 403)
     # ARNs without the account, as single-tenant stores write them, name this account's.
     iam.create_role(RoleName="Bare", AssumeRolePolicyDocument=trust("arn:aws:iam:::user/alice"))
     sts.assume_role(RoleArn="arn:aws:iam:::role/Bare", RoleSessionName="bare")

@@ -290,6 +290,10 @@ int iam_authorize(iam_ctx_t *c, const char *resource)
                                 .auth_type =
                                     c->r->auth.presigned ? "REST-QUERY-STRING" : "REST-HEADER"};
         s3h_peer_ip(c->r, &ctx.source_ip); /* the address without its port */
+        char pre[40], bare[IAM_ARN_MAX] = "";
+        int pl = snprintf(pre, sizeof pre, "arn:aws:iam::%s:", ident_account(c->id));
+        if (pl > 0 && strncmp(resource, pre, (size_t)pl) == 0)
+            snprintf(bare, sizeof bare, "arn:aws:iam:::%s", resource + pl);
         for (size_t i = 0; i < n && !deny; i++) {
             auth_policy_t *pol = NULL;
             char msg[200];
@@ -305,9 +309,14 @@ int iam_authorize(iam_ctx_t *c, const char *resource)
                 meta_policies_free(pols, n); /* after the message that names one of them */
                 return ret;
             }
-            auth_policy_result_t res = auth_policy_eval(pol, &ctx);
-            deny |= res == AUTH_POLICY_DENY;
-            allow |= res == AUTH_POLICY_ALLOW;
+            /* The resource as named, and without its account (arn:aws:iam:::user/x, as
+             * single-tenant stores write it): either names it. */
+            for (int pass = 0; pass < (bare[0] ? 2 : 1); pass++) {
+                ctx.resource = pass ? bare : resource;
+                auth_policy_result_t res = auth_policy_eval(pol, &ctx);
+                deny |= res == AUTH_POLICY_DENY;
+                allow |= res == AUTH_POLICY_ALLOW;
+            }
             auth_policy_free(pol);
         }
         meta_policies_free(pols, n);
