@@ -5,7 +5,8 @@
   PathPrefix, UpdateAssumeRolePolicy, inline role policies, attached managed ones, DeleteRole
   refused while policies remain;
 - AssumeRole: allowed only to a principal the trust policy names; the temporary credentials sign
-  S3 and IAM requests (header and presigned query) and get exactly the role's policies;
+  S3 and IAM requests (header and presigned query) and get exactly the role's policies, limited
+  further by a session policy (Policy) when one is given;
   GetCallerIdentity names the assumed-role ARN; a request without the session token, or with
   another, is refused; an expired session is refused with ExpiredToken;
 - GetSessionToken: a user's temporary credentials carry the user's policies;
@@ -131,6 +132,22 @@ def check_roles_and_assume(srv, bucket):
                         PolicyDocument=allow("iam:GetUser", "arn:aws:iam:::user/alice"))
     assert siam.get_user(UserName="alice")["User"]["UserName"] == "alice"
     assert err(lambda: siam.get_user(UserName="mallory")) == ("AccessDenied", 403)
+    # A session policy limits the session to what both it and the role allow.
+    iam.attach_role_policy(RoleName="Reader", PolicyArn="arn:aws:iam::aws:policy/AmazonS3FullAccess")
+    narrow = sts.assume_role(RoleArn=role["Arn"], RoleSessionName="narrow",
+                             Policy=allow(["s3:GetObject", "s3:PutObject", "iam:GetUser"],
+                                          f"arn:aws:s3:::{bucket}/r"))["Credentials"]
+    ns3 = temp_client(srv, narrow)
+    assert ns3.get_object(Bucket=bucket, Key="r")["Body"].read() == b"role data"
+    assert err(lambda: ns3.put_object(Bucket=bucket, Key="w", Body=b"x")) == ("AccessDenied", 403)
+    assert err(lambda: ns3.list_objects_v2(Bucket=bucket)) == ("AccessDenied", 403)
+    s3.put_object(Bucket=bucket, Key="w", Body=b"x")  # the session without one may
+    assert err(lambda: temp_client(srv, narrow, "iam").list_role_policies(RoleName="Reader")) == (
+        "AccessDenied", 403)
+    assert err(lambda: sts.assume_role(RoleArn=role["Arn"], RoleSessionName="bad",
+                                       Policy="{nope")) == ("MalformedPolicyDocument", 400)
+    iam.detach_role_policy(RoleName="Reader",
+                           PolicyArn="arn:aws:iam::aws:policy/AmazonS3FullAccess")
     # ARNs without the account, as single-tenant stores write them, name this account's.
     iam.create_role(RoleName="Bare", AssumeRolePolicyDocument=trust("arn:aws:iam:::user/alice"))
     sts.assume_role(RoleArn="arn:aws:iam:::role/Bare", RoleSessionName="bare")

@@ -73,9 +73,12 @@ typedef struct ident_session {
     char token[IDENT_TOKEN_LEN + 1];
     time_t expires;
 } ident_session_t;
-/* New credentials that sign as `as` until expires, kept durably. */
+/* New credentials that sign as `as` until expires, kept durably; policy (NULL: none) is the
+ * session policy, which every request of the session must also pass. */
 wh_status_t ident_session_create(ident_t *id, const auth_principal_t *as, time_t expires,
-                                 ident_session_t *out);
+                                 const char *policy, ident_session_t *out);
+/* The session policy of a session's key (malloc'd); NOT_FOUND: none (or no such session). */
+wh_status_t ident_session_policy(ident_t *id, const char *access_key, char **doc);
 /* The SigV4 lookup of temporary credentials: the token must be the session's (WH_ERR_AUTH),
  * the session unexpired (WH_ERR_TIMEOUT); WH_ERR_NOT_FOUND: no such session. */
 wh_status_t ident_session_lookup(ident_t *id, const char *access_key, const char *token,

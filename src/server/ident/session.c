@@ -70,7 +70,7 @@ static void sessions_prune(ident_t *id)
 }
 
 wh_status_t ident_session_create(ident_t *id, const auth_principal_t *as, time_t expires,
-                                 ident_session_t *out)
+                                 const char *policy, ident_session_t *out)
 {
     sessions_prune(id);
     memset(out, 0, sizeof *out);
@@ -99,6 +99,8 @@ wh_status_t ident_session_create(ident_t *id, const auth_principal_t *as, time_t
     add(&d, "user", as->user);
     add(&d, "canon", as->canonical_id);
     add(&d, "arn", as->arn);
+    if (policy)
+        add(&d, "spol", policy);
     st = d.oom ? WH_ERR_NOMEM : meta_rec_put(ident_meta(id), KIND, out->access_key, d.data, true);
     wh_sbuf_free(&d);
     return st;
@@ -142,4 +144,26 @@ wh_status_t ident_session_lookup(ident_t *id, const char *access_key, const char
     who->kind = atoi(kind) == AUTH_PRINCIPAL_ROOT ? AUTH_PRINCIPAL_ROOT : AUTH_PRINCIPAL_USER;
     snprintf(who->access_key, sizeof who->access_key, "%s", access_key);
     return WH_OK;
+}
+
+wh_status_t ident_session_policy(ident_t *id, const char *access_key, char **doc)
+{
+    *doc = NULL;
+    char *rec = NULL;
+    wh_status_t st = meta_rec_get(ident_meta(id), KIND, access_key, &rec);
+    if (st == WH_OK) {
+        wh_sbuf_t v;
+        wh_sbuf_init(&v);
+        if (auth_query_param(rec, "spol", &v) != 1)
+            st = WH_ERR_NOT_FOUND;
+        else if (v.oom)
+            st = WH_ERR_NOMEM;
+        else {
+            wh_sbuf_append(&v, "", 1);
+            *doc = wh_sbuf_steal(&v);
+        }
+        wh_sbuf_free(&v);
+    }
+    free(rec);
+    return st;
 }

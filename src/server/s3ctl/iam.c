@@ -269,6 +269,37 @@ char *iam_user_path(iam_ctx_t *c, const char *user)
 
 /* ---- authorization ---- */
 
+/* A session's policy (AssumeRole's Policy), which its requests must pass too: *deny set when
+ * it does not allow ctx's action on the resource (or on bare, the same without account). */
+static wh_status_t session_gate(iam_ctx_t *c, auth_authz_ctx_t *ctx, const char *bare, bool *deny)
+{
+    if (!IDENT_IS_SESSION_KEY(c->r->who.access_key))
+        return WH_OK;
+    char *doc = NULL;
+    wh_status_t st = ident_session_policy(c->id, c->r->who.access_key, &doc);
+    if (st == WH_ERR_NOT_FOUND)
+        return WH_OK;
+    auth_policy_t *pol = NULL;
+    char msg[200];
+    if (st == WH_OK && auth_policy_parse_user(doc, strlen(doc), &pol, msg, sizeof msg) != S3_OK)
+        st = WH_ERR_INTERNAL; /* checked at AssumeRole: refuse rather than drop it */
+    free(doc);
+    if (st != WH_OK)
+        return st;
+    const char *res = ctx->resource;
+    bool allow = false, denied = false;
+    for (int pass = 0; pass < (bare[0] ? 2 : 1); pass++) {
+        ctx->resource = pass ? bare : res;
+        auth_policy_result_t r = auth_policy_eval(pol, ctx);
+        allow |= r == AUTH_POLICY_ALLOW;
+        denied |= r == AUTH_POLICY_DENY;
+    }
+    ctx->resource = res;
+    auth_policy_free(pol);
+    *deny = denied || !allow;
+    return WH_OK;
+}
+
 int iam_authorize(iam_ctx_t *c, const char *resource)
 {
     const auth_principal_t *who = &c->r->who;
@@ -320,6 +351,9 @@ int iam_authorize(iam_ctx_t *c, const char *resource)
             auth_policy_free(pol);
         }
         meta_policies_free(pols, n);
+        if (allow && !deny && (st = session_gate(c, &ctx, bare, &deny)) != WH_OK)
+            return iam_store_err(c, st, "reading the session policy");
+        allow &= !deny;
     }
     if (allow && !deny)
         return 0;

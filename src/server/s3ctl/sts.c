@@ -3,7 +3,8 @@
  * row): GetCallerIdentity, GetSessionToken and AssumeRole. Temporary credentials are ident's
  * sessions (ident/session.c); a role session signs as
  * arn:aws:sts::<account>:assumed-role/<role>/<session> and is weighed against the role's
- * policies (iam_principal_policy_set). */
+ * policies (iam_principal_policy_set), and against its session policy when AssumeRole had one
+ * (s3ctl/authorize.c and iam_authorize: a request must pass both). */
 #include "base/digest.h"
 #include "base/log.h"
 #include "s3/xml.h"
@@ -18,6 +19,7 @@
 #define STS_SESSION_DEFAULT 43200
 #define STS_SESSION_MAX 129600
 #define STS_ROLE_DEFAULT 3600
+#define STS_MAX_SESSION_POLICY 2048 /* AWS's limit on the plain text */
 
 /* DurationSeconds within [STS_MIN_DURATION, max] (def when absent); 0 after the error. */
 static long duration(iam_ctx_t *c, long def, long max, int *status)
@@ -79,7 +81,7 @@ static int act_session_token(iam_ctx_t *c)
     if (!d)
         return status;
     ident_session_t s;
-    wh_status_t st = ident_session_create(c->id, who, time(NULL) + d, &s);
+    wh_status_t st = ident_session_create(c->id, who, time(NULL) + d, NULL, &s);
     if (st != WH_OK)
         return iam_store_err(c, st, "making the session");
     wh_info(MOD, "session token by=%s access_key=%s seconds=%ld", who->arn, s.access_key, d);
@@ -98,10 +100,16 @@ static int act_assume_role(iam_ctx_t *c)
         return status;
     if (!arn || !*arn)
         return iam_err(c, 400, "ValidationError", "RoleArn is required by AssumeRole");
-    if (iam_param(c, "Policy") || iam_param(c, "PolicyArns.member.1"))
+    if (iam_param(c, "PolicyArns.member.1"))
         return iam_err(c, 501, "NotImplemented",
-                       "wharf does not implement session policies (Policy, PolicyArns): the "
-                       "session gets the role's policies");
+                       "wharf does not implement managed session policies (PolicyArns); an "
+                       "inline session policy (Policy) is");
+    const char *spol = iam_param(c, "Policy");
+    if (spol && strlen(spol) > STS_MAX_SESSION_POLICY)
+        return iam_err(c, 400, "PackedPolicyTooLarge", "the session policy exceeds %d characters",
+                       STS_MAX_SESSION_POLICY);
+    if (spol && (status = iam_check_doc(c, spol, "the session")))
+        return status;
     const char *slash = strrchr(arn, '/');
     iam_role_t role;
     char want[IAM_ARN_MAX] = "";
@@ -138,7 +146,7 @@ static int act_assume_role(iam_ctx_t *c)
     if (!d)
         return status;
     ident_session_t s;
-    st = ident_session_create(c->id, &as, time(NULL) + d, &s);
+    st = ident_session_create(c->id, &as, time(NULL) + d, spol, &s);
     if (st != WH_OK)
         return iam_store_err(c, st, "making the session");
     wh_info(MOD, "role assumed by=%s role=%s session=%s access_key=%s seconds=%ld", who->arn, arn,
