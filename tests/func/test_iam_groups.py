@@ -179,6 +179,15 @@ def check_groups(srv):
         "rg"]
     assert [x["UserName"] for x in iam.get_group(GroupName="rg")["Users"]] == ["renamed-b"]
     assert rs3.get_object(Bucket=bucket, Key="k")["Body"].read() == b"group data"
+    # Deleted with force (wharfd user delete, its keys and policies with it): a new user of the
+    # same name inherits none of its groups.
+    users.delete_user(srv, "renamed-b")
+    iam.create_user(UserName="renamed-b")
+    assert iam.list_groups_for_user(UserName="renamed-b")["Groups"] == []
+    assert iam.get_group(GroupName="rg")["Users"] == []
+    k2 = iam.create_access_key(UserName="renamed-b")["AccessKey"]
+    again = users.client(srv, k2["AccessKeyId"], k2["SecretAccessKey"])
+    assert err(lambda: again.get_object(Bucket=bucket, Key="k")) == ("AccessDenied", 403)
 
 
 def check_managed_policies(srv):

@@ -396,10 +396,44 @@ static int random_chars(char *out, size_t n, const char *alphabet)
 #define UPPER_ALNUM "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 #define SECRET_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
+/* Drops the memberships and attachments of a user of this name that no longer exists. */
+static wh_status_t user_records_purge(ident_t *id, const char *name)
+{
+    if (meta_user_get(id->meta, name, NULL) == WH_OK)
+        return WH_OK; /* it exists: the create will say so */
+    char prefix[META_USER_MAX + 2];
+    snprintf(prefix, sizeof prefix, "%s|", name);
+    static const char *const kinds[] = {IDENT_REC_UMEMBER, IDENT_REC_UATTACH};
+    wh_status_t st = WH_OK;
+    for (size_t k = 0; st == WH_OK && k < sizeof kinds / sizeof kinds[0]; k++) {
+        meta_rec_t *rs = NULL;
+        size_t n = 0;
+        st = meta_rec_list(id->meta, kinds[k], prefix, &rs, &n);
+        for (size_t i = 0; st == WH_OK && i < n; i++) {
+            if (k == 0) { /* the group's side of the membership */
+                char gk[META_USER_MAX * 3 + 2];
+                snprintf(gk, sizeof gk, "%s|%s", rs[i].key + strlen(prefix), name);
+                st = meta_rec_delete(id->meta, IDENT_REC_GMEMBER, gk);
+                st = st == WH_ERR_NOT_FOUND ? WH_OK : st;
+            }
+            if (st == WH_OK)
+                st = meta_rec_delete(id->meta, kinds[k], rs[i].key);
+            st = st == WH_ERR_NOT_FOUND ? WH_OK : st;
+        }
+        meta_recs_free(rs, n);
+    }
+    if (st == WH_ERR_UNSUPPORTED)
+        st = WH_OK; /* a backend without IAM records has none to drop */
+    return st;
+}
+
 wh_status_t ident_user_create(ident_t *id, const char *name, meta_user_t *out)
 {
     if (!ident_name_valid(name, META_USER_MAX) && strcmp(name, IDENT_ROOT_USER) != 0)
         return WH_ERR_INVALID;
+    wh_status_t pst = user_records_purge(id, name);
+    if (pst != WH_OK)
+        return pst;
     meta_user_t u;
     memset(&u, 0, sizeof u);
     snprintf(u.name, sizeof u.name, "%s", name);

@@ -93,7 +93,9 @@ bool ident_name_valid(const char *name, size_t max);
 const char *ident_ak_invalid(const char *ak);
 const char *ident_sk_invalid(const char *sk);
 
-/* A new user with fresh ids. WH_ERR_EXISTS; WH_ERR_INVALID: the name. */
+/* A new user with fresh ids. WH_ERR_EXISTS; WH_ERR_INVALID: the name. Memberships and
+ * attachments left by a user of the same name deleted with force (wharfd user delete) are
+ * dropped first: a new user inherits nothing. */
 wh_status_t ident_user_create(ident_t *id, const char *name, meta_user_t *out);
 /* A new Active key for user; ak/sk NULL: generated (AKIA + 16, 40-character secret). secret
  * receives the secret in clear (IDENT_SECRET_MAX + 1), to show once. WH_ERR_NOT_FOUND: no such
@@ -106,7 +108,11 @@ void ident_user_arn(const ident_t *id, const char *name, char *out, size_t cap);
 /* The user row that holds the keys the root makes through IAM: not an IAM name (':' is not
  * allowed in one), so no CreateUser can take it; its keys sign as the root. */
 #define IDENT_ROOT_USER ":root"
-/* The IAM record kind that keeps a user's Path (key: the user name). */
+/* The IAM record kinds tied to a user (s3ctl/iam_int.h has them all): its Path (key: the user
+ * name), its memberships (user|group and group|user) and attached policies (user|ARN). */
 #define IDENT_REC_USER_PATH "upath"
+#define IDENT_REC_UMEMBER "umember"
+#define IDENT_REC_GMEMBER "gmember"
+#define IDENT_REC_UATTACH "uattach"
 
 #endif

@@ -20,16 +20,16 @@
 #define IAM_ARN_MAX 800
 
 /* IAM record kinds (meta.h's rec_*), each key made of names that cannot hold '|'. */
-#define IAM_REC_GROUP "group"     /* lower(group) -> name, path, id, created */
-#define IAM_REC_GMEMBER "gmember" /* lower(group)|user -> "" */
-#define IAM_REC_UMEMBER "umember" /* user|lower(group) -> "" */
-#define IAM_REC_GPOLICY "gpolicy" /* lower(group)|policy name -> document */
-#define IAM_REC_POLICY "policy"   /* policy name -> path, id, created, document */
-#define IAM_REC_UATTACH "uattach" /* user|policy ARN -> "" */
-#define IAM_REC_GATTACH "gattach" /* lower(group)|policy ARN -> "" */
-#define IAM_REC_ROLE "role"       /* lower(role) -> name, path, id, created, trust, ... */
-#define IAM_REC_RPOLICY "rpolicy" /* lower(role)|policy name -> document */
-#define IAM_REC_RATTACH "rattach" /* lower(role)|policy ARN -> "" */
+#define IAM_REC_GROUP "group"             /* lower(group) -> name, path, id, created */
+#define IAM_REC_GMEMBER IDENT_REC_GMEMBER /* lower(group)|user -> "" */
+#define IAM_REC_UMEMBER IDENT_REC_UMEMBER /* user|lower(group) -> "" */
+#define IAM_REC_GPOLICY "gpolicy"         /* lower(group)|policy name -> document */
+#define IAM_REC_POLICY "policy"           /* policy name -> path, id, created, document */
+#define IAM_REC_UATTACH IDENT_REC_UATTACH /* user|policy ARN -> "" */
+#define IAM_REC_GATTACH "gattach"         /* lower(group)|policy ARN -> "" */
+#define IAM_REC_ROLE "role"               /* lower(role) -> name, path, id, created, trust, ... */
+#define IAM_REC_RPOLICY "rpolicy"         /* lower(role)|policy name -> document */
+#define IAM_REC_RATTACH "rattach"         /* lower(role)|policy ARN -> "" */
 
 typedef struct iam_ctx {
     front_req_t *r;
