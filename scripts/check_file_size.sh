@@ -7,15 +7,13 @@ set -euo pipefail
 cd "${1:-$(dirname "$0")/..}"
 max=${MAX_LINES:-800}
 # Files allowed over the limit for now, each with the reason; the list only shrinks.
-allow=(
-    src/server/s3ctl/iam.c # the IAM handlers: being split by their own change
-)
+allow=()
 over=()
 while IFS= read -r f; do
     [ -f "$f" ] || continue
     n=$(wc -l <"$f")
     [ "$n" -le "$max" ] && continue
-    for a in "${allow[@]}"; do
+    for a in "${allow[@]+"${allow[@]}"}"; do
         [ "$f" = "$a" ] && continue 2
     done
     over+=("$f: $n lines")

@@ -388,7 +388,8 @@ def test_boto3_iam_errors_and_policies():
         assert ei.value.code == 403 and b"<ErrorResponse" in ei.value.read()
         # An IAM action wharf does not implement is 501; a name IAM does not have is 400.
         r = users.client(srv, ACCESS_KEY, SECRET_KEY, "iam")
-        assert iam_error(lambda: r.list_groups()) == ("NotImplemented", 501)
+        assert iam_error(lambda: r.create_instance_profile(InstanceProfileName="p")) == (
+            "NotImplemented", 501)
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
         from botocore.credentials import Credentials

@@ -79,21 +79,21 @@ def _boto_error(call):
 
 
 @pytest.mark.parametrize("action,kw", [
-    ("create_group", {"GroupName": "g"}),
-    ("create_role", {"RoleName": "r", "AssumeRolePolicyDocument": "{}"}),
-    ("add_user_to_group", {"GroupName": "g", "UserName": "u"}),
-    ("list_roles", {}),
+    ("create_policy_version", {"PolicyArn": "arn:aws:iam::aws:policy/AmazonS3FullAccess",
+                               "PolicyDocument": "{}"}),
+    ("create_open_id_connect_provider", {"Url": "https://idp.example", "ThumbprintList": [
+        "0" * 40]}),
+    ("create_instance_profile", {"InstanceProfileName": "p"}),
 ])
-def test_iam_groups_and_roles_are_not_implemented(wharfd, action, kw):
+def test_iam_unimplemented_actions(wharfd, action, kw):
     iam = users.client(wharfd, ACCESS_KEY, SECRET_KEY, "iam")
     r = _boto_error(lambda: getattr(iam, action)(**kw))
     assert r["ResponseMetadata"]["HTTPStatusCode"] == 501, r
     assert r["Error"]["Code"] == "NotImplemented", r
 
 
-def test_sts_is_not_implemented(wharfd):
+def test_sts_unimplemented_action(wharfd):
     sts = users.client(wharfd, ACCESS_KEY, SECRET_KEY, "sts")
-    r = _boto_error(lambda: sts.assume_role(RoleArn="arn:aws:iam::000000000000:role/r",
-                                            RoleSessionName="session"))
+    r = _boto_error(lambda: sts.decode_authorization_message(EncodedMessage="x"))
     assert r["ResponseMetadata"]["HTTPStatusCode"] == 501, r
     assert r["Error"]["Code"] == "NotImplemented", r

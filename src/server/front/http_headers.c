@@ -173,8 +173,14 @@ const char *front_req_secret(void *arg, const char *access_key)
         ident_root(s->ident, access_key, &r->who);
         return s->cfg.secret_key;
     }
+    const char *token = front_hdr(r, "x-amz-security-token");
+    if (!token)
+        token = front_route_q(&r->route, "X-Amz-Security-Token");
     wh_status_t st =
-        ident_lookup(s->ident, access_key, r->secret_buf, sizeof r->secret_buf, &r->who);
+        IDENT_IS_SESSION_KEY(access_key)
+            ? ident_session_lookup(s->ident, access_key, token, r->secret_buf, sizeof r->secret_buf,
+                                   &r->who)
+            : ident_lookup(s->ident, access_key, r->secret_buf, sizeof r->secret_buf, &r->who);
     if (st != WH_OK) {
         if (st != WH_ERR_NOT_FOUND)
             wh_warn(MOD, "access key lookup failed id=%s: %s", r->id, wh_status_str(st));
@@ -253,6 +259,13 @@ static s3_err_t verify_as(front_req_t *r, time_t now, const char *service, const
     front_req_secret_wipe(r);
     if (e != S3_OK)
         memset(&r->who, 0, sizeof r->who); /* anonymous until a signature passes */
+    if (e == S3_ERR_INVALID_ACCESS_KEY && r->ident_err == WH_ERR_TIMEOUT) {
+        snprintf(msg, msglen, "The provided token has expired.");
+        e = S3_ERR_EXPIRED_SESSION;
+    } else if (e == S3_ERR_INVALID_ACCESS_KEY && r->ident_err == WH_ERR_AUTH) {
+        snprintf(msg, msglen, "The security token included in the request is invalid.");
+        e = S3_ERR_INVALID_SESSION_TOKEN;
+    }
     if (e == S3_ERR_INVALID_ACCESS_KEY && r->ident_err == WH_ERR_UNAVAILABLE) {
         snprintf(msg, msglen, "the metadata database holding access keys is unreachable");
         e = S3_ERR_SERVICE_UNAVAILABLE;
@@ -261,7 +274,7 @@ static s3_err_t verify_as(front_req_t *r, time_t now, const char *service, const
      * region's. IAM is global: its clients sign for us-east-1 whatever the S3 region is. */
     const char *want = r->srv->cfg.region ? r->srv->cfg.region : WH_DEFAULT_REGION;
     if (e == S3_OK && strcmp(r->auth.region, want) != 0 &&
-        !(service && strcmp(service, "iam") == 0 &&
+        !(service && (strcmp(service, "iam") == 0 || strcmp(service, "sts") == 0) &&
           (strcmp(r->auth.region, "us-east-1") == 0 || r->auth.region[0] == '\0'))) {
         snprintf(msg, msglen,
                  "the authorization %s malformed; the region '%.63s' is "
@@ -281,7 +294,9 @@ s3_err_t front_req_verify(front_req_t *r, time_t now, char *msg, size_t msglen)
 s3_err_t front_req_verify_iam(front_req_t *r, time_t now, const char *payload_hash, char *msg,
                               size_t msglen)
 {
-    return verify_as(r, now, "iam", payload_hash, msg, msglen);
+    const char *authz = front_hdr(r, "authorization");
+    bool sts = authz && strstr(authz, "/sts/aws4_request"); /* STS shares the IAM row */
+    return verify_as(r, now, sts ? "sts" : "iam", payload_hash, msg, msglen);
 }
 
 s3_err_t front_req_verify_kms(front_req_t *r, time_t now, const char *payload_hash, char *msg,

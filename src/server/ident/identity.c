@@ -250,7 +250,14 @@ void ident_root(const ident_t *id, const char *ak, auth_principal_t *who)
 
 void ident_user_arn(const ident_t *id, const char *name, char *out, size_t cap)
 {
-    snprintf(out, cap, "arn:aws:iam::%s:user/%s", id->account, name);
+    /* A user made with a Path keeps it in its IAM record ("/" when it has none). */
+    char *path = NULL;
+    if (id->meta && meta_rec_get(id->meta, IDENT_REC_USER_PATH, name, &path) != WH_OK) {
+        free(path);
+        path = NULL;
+    }
+    snprintf(out, cap, "arn:aws:iam::%s:user%s%s", id->account, path ? path : "/", name);
+    free(path);
 }
 
 static ident_opened_t *opened_slot(ident_t *id, const char *ak)
@@ -313,6 +320,13 @@ wh_status_t ident_lookup(ident_t *id, const char *access_key, char *secret, size
             return WH_ERR_INTERNAL;
         }
         opened_put(id, &k, secret);
+    }
+    if (strcmp(k.user, IDENT_ROOT_USER) == 0) {
+        /* A key the root made for itself through IAM (CreateAccessKey without UserName). */
+        ident_root(id, id->root_ak, who);
+        snprintf(who->access_key, sizeof who->access_key, "%s", k.access_key);
+        memset(k.secret_sealed, 0, sizeof k.secret_sealed);
+        return WH_OK;
     }
     memset(who, 0, sizeof *who);
     who->kind = AUTH_PRINCIPAL_USER;
@@ -382,10 +396,44 @@ static int random_chars(char *out, size_t n, const char *alphabet)
 #define UPPER_ALNUM "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 #define SECRET_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
+/* Drops the memberships and attachments of a user of this name that no longer exists. */
+static wh_status_t user_records_purge(ident_t *id, const char *name)
+{
+    if (meta_user_get(id->meta, name, NULL) == WH_OK)
+        return WH_OK; /* it exists: the create will say so */
+    char prefix[META_USER_MAX + 2];
+    snprintf(prefix, sizeof prefix, "%s|", name);
+    static const char *const kinds[] = {IDENT_REC_UMEMBER, IDENT_REC_UATTACH};
+    wh_status_t st = WH_OK;
+    for (size_t k = 0; st == WH_OK && k < sizeof kinds / sizeof kinds[0]; k++) {
+        meta_rec_t *rs = NULL;
+        size_t n = 0;
+        st = meta_rec_list(id->meta, kinds[k], prefix, &rs, &n);
+        for (size_t i = 0; st == WH_OK && i < n; i++) {
+            if (k == 0) { /* the group's side of the membership */
+                char gk[META_USER_MAX * 3 + 2];
+                snprintf(gk, sizeof gk, "%s|%s", rs[i].key + strlen(prefix), name);
+                st = meta_rec_delete(id->meta, IDENT_REC_GMEMBER, gk);
+                st = st == WH_ERR_NOT_FOUND ? WH_OK : st;
+            }
+            if (st == WH_OK)
+                st = meta_rec_delete(id->meta, kinds[k], rs[i].key);
+            st = st == WH_ERR_NOT_FOUND ? WH_OK : st;
+        }
+        meta_recs_free(rs, n);
+    }
+    if (st == WH_ERR_UNSUPPORTED)
+        st = WH_OK; /* a backend without IAM records has none to drop */
+    return st;
+}
+
 wh_status_t ident_user_create(ident_t *id, const char *name, meta_user_t *out)
 {
-    if (!ident_name_valid(name, META_USER_MAX))
+    if (!ident_name_valid(name, META_USER_MAX) && strcmp(name, IDENT_ROOT_USER) != 0)
         return WH_ERR_INVALID;
+    wh_status_t pst = user_records_purge(id, name);
+    if (pst != WH_OK)
+        return pst;
     meta_user_t u;
     memset(&u, 0, sizeof u);
     snprintf(u.name, sizeof u.name, "%s", name);

@@ -20,6 +20,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
+#include <time.h>
 
 #define IDENT_DEFAULT_ACCOUNT "000000000000"
 #define IDENT_SECRET_MAX 128
@@ -63,6 +65,27 @@ void ident_root(const ident_t *id, const char *ak, auth_principal_t *who);
 wh_status_t ident_lookup(ident_t *id, const char *access_key, char *secret, size_t cap,
                          auth_principal_t *who);
 
+/* Temporary credentials (session.c). */
+#define IDENT_TOKEN_LEN 96
+typedef struct ident_session {
+    char access_key[21]; /* ASIA + 16 */
+    char secret[41];
+    char token[IDENT_TOKEN_LEN + 1];
+    time_t expires;
+} ident_session_t;
+/* New credentials that sign as `as` until expires, kept durably; policy (NULL: none) is the
+ * session policy, which every request of the session must also pass. */
+wh_status_t ident_session_create(ident_t *id, const auth_principal_t *as, time_t expires,
+                                 const char *policy, ident_session_t *out);
+/* The session policy of a session's key (malloc'd); NOT_FOUND: none (or no such session). */
+wh_status_t ident_session_policy(ident_t *id, const char *access_key, char **doc);
+/* The SigV4 lookup of temporary credentials: the token must be the session's (WH_ERR_AUTH),
+ * the session unexpired (WH_ERR_TIMEOUT); WH_ERR_NOT_FOUND: no such session. */
+wh_status_t ident_session_lookup(ident_t *id, const char *access_key, const char *token,
+                                 char *secret, size_t cap, auth_principal_t *who);
+/* Whether the access key id is a session's (ASIA...). */
+#define IDENT_IS_SESSION_KEY(ak) (strncmp((ak), "ASIA", 4) == 0)
+
 /* IAM names: user and policy names [A-Za-z0-9+=,.@_-]{1,max}. */
 bool ident_name_valid(const char *name, size_t max);
 /* Access key ids given by an operator: 16..128 of [A-Za-z0-9]; secrets 8..128 printable ASCII
@@ -70,7 +93,9 @@ bool ident_name_valid(const char *name, size_t max);
 const char *ident_ak_invalid(const char *ak);
 const char *ident_sk_invalid(const char *sk);
 
-/* A new user with fresh ids. WH_ERR_EXISTS; WH_ERR_INVALID: the name. */
+/* A new user with fresh ids. WH_ERR_EXISTS; WH_ERR_INVALID: the name. Memberships and
+ * attachments left by a user of the same name deleted with force (wharfd user delete) are
+ * dropped first: a new user inherits nothing. */
 wh_status_t ident_user_create(ident_t *id, const char *name, meta_user_t *out);
 /* A new Active key for user; ak/sk NULL: generated (AKIA + 16, 40-character secret). secret
  * receives the secret in clear (IDENT_SECRET_MAX + 1), to show once. WH_ERR_NOT_FOUND: no such
@@ -80,5 +105,14 @@ wh_status_t ident_key_create(ident_t *id, const char *user, const char *ak, cons
                              meta_access_key_t *out, char *secret, char *msg, size_t msglen);
 /* The ARN of user name. */
 void ident_user_arn(const ident_t *id, const char *name, char *out, size_t cap);
+/* The user row that holds the keys the root makes through IAM: not an IAM name (':' is not
+ * allowed in one), so no CreateUser can take it; its keys sign as the root. */
+#define IDENT_ROOT_USER ":root"
+/* The IAM record kinds tied to a user (s3ctl/iam_int.h has them all): its Path (key: the user
+ * name), its memberships (user|group and group|user) and attached policies (user|ARN). */
+#define IDENT_REC_USER_PATH "upath"
+#define IDENT_REC_UMEMBER "umember"
+#define IDENT_REC_GMEMBER "gmember"
+#define IDENT_REC_UATTACH "uattach"
 
 #endif

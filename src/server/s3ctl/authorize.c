@@ -11,6 +11,7 @@
  * GET costs no second lookup. Compiled policies are shared between requests by their exact
  * text, so a policy is parsed once however often it is evaluated, and a changed policy is a
  * different text (nothing to invalidate). */
+#include "s3ctl/iam_int.h"
 #include "s3ctl/s3ctl.h"
 #include "s3/bucket_config.h"
 #include "base/log.h"
@@ -145,6 +146,7 @@ struct front_authz {
     size_t nupol;
     bool upol_loaded;
     const auth_policy_t **upp;
+    cpol_t *spol; /* a role session's session policy: every request must pass it too */
     char arn[AUTH_ARN_MAX];
     auth_acl_t bacl;
     unsigned bucket_pab, bucket_own; /* PublicAccessBlock and ObjectOwnership (bucket_config.h) */
@@ -156,6 +158,7 @@ void s3h_authz_release(front_req_t *r)
     if (!az)
         return;
     cpol_put(az->bpol);
+    cpol_put(az->spol);
     for (size_t i = 0; i < az->nupol; i++)
         cpol_put(az->upol[i]);
     free(az->upol);
@@ -209,9 +212,19 @@ static int load_user_policies(front_req_t *r, s3h_out_t *o, s3h_authz_t *az)
     if (az->upol_loaded || r->who.kind != AUTH_PRINCIPAL_USER)
         return 0;
     az->upol_loaded = true;
+    char *sp = NULL, smsg[256];
+    wh_status_t st = IDENT_IS_SESSION_KEY(r->who.access_key)
+                         ? ident_session_policy(r->srv->ident, r->who.access_key, &sp)
+                         : WH_ERR_NOT_FOUND;
+    s3_err_t e = st == WH_OK ? cpol_get(sp, true, &az->spol, smsg, sizeof smsg) : S3_OK;
+    free(sp);
+    if (st != WH_OK && st != WH_ERR_NOT_FOUND)
+        return s3h_err_status(r, o, st, "loading the session policy");
+    if (e != S3_OK) /* checked at AssumeRole: refuse rather than drop it */
+        return s3h_errf(o, S3_ERR_INTERNAL, "the session policy cannot be read: %s", smsg);
     meta_policy_t *ps = NULL;
     size_t n = 0;
-    wh_status_t st = s3h_user_policies(r, &ps, &n);
+    st = s3h_user_policies(r, &ps, &n);
     if (st == WH_ERR_NOT_FOUND)
         return 0;
     if (st != WH_OK)
@@ -374,6 +387,11 @@ static auth_authz_t decide(front_req_t *r, s3h_authz_t *az, const char *action, 
     in.bucket_acl = bacl;
     in.object_acl = oacl;
     in.object_pending = pending;
+    if (az->spol) { /* a session policy limits whatever else would allow */
+        auth_policy_result_t sr = auth_policy_eval(az->spol->pol, &in.ctx);
+        if (sr != AUTH_POLICY_ALLOW)
+            return sr == AUTH_POLICY_DENY ? AUTH_AUTHZ_DENY_EXPLICIT : AUTH_AUTHZ_DENY_IMPLICIT;
+    }
     return auth_authz_decide(&in);
 }
 
@@ -592,5 +610,6 @@ wh_status_t s3h_user_policies(front_req_t *r, meta_policy_t **out, size_t *n)
     *n = 0;
     if (r->who.kind != AUTH_PRINCIPAL_USER)
         return WH_OK;
-    return meta_user_policy_list(store_meta(s3h_st(r)), r->who.user, out, n);
+    /* a user's: inline, its groups', managed ones attached; a role session's: the role's */
+    return iam_principal_policy_set(store_meta(s3h_st(r)), &r->who, out, n);
 }

@@ -1,20 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The IAM API subset `aws iam` and boto3's iam client speak, on wharfd's own port: users,
- * access keys and inline user policies. Query protocol: POST / with an
- * application/x-www-form-urlencoded body (Action=...&Version=2010-05-08&...), signed with
- * SigV4 for the service "iam"; answers are XML in the IAM namespace, errors IAM's
+ * access keys, groups, inline and managed policies (iam_int.h names the files). Query protocol:
+ * POST / with an application/x-www-form-urlencoded body (Action=...&Version=2010-05-08&...), signed
+ * with SigV4 for the service "iam"; answers are XML in the IAM namespace, errors IAM's
  * ErrorResponse with its codes.
  *
  * Its clients sign the body's SHA-256 without sending it, so the signature is checked here,
  * once the body is read (http.c lets this row through unverified). Who may: root always; a
- * user when one of its inline policies allows the action (iam:CreateUser, ...) on the target
- * user's ARN and none denies it (the authorization engine's auth_policy_eval). */
+ * user when one of its policies (inline, its groups', managed ones attached) allows the action
+ * (iam:CreateUser, ...) on the target's ARN and none denies it (the authorization engine's
+ * auth_policy_eval). */
 #include "base/codec.h"
 #include "base/digest.h"
 #include "base/log.h"
 #include "s3/xml.h"
-#include "s3ctl/s3ctl.h"
+#include "s3ctl/iam_int.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,32 +25,11 @@
 #include <time.h>
 
 #define MOD "iam"
-#define IAM_XMLNS "https://iam.amazonaws.com/doc/2010-05-08/"
 #define IAM_MAX_BODY (64u << 10)
-#define IAM_MAX_PARAMS 8
-/* AWS's quotas: two access keys per user; inline policy text (we allow 10 KiB per policy). */
-#define IAM_MAX_KEYS_PER_USER 2
-#define IAM_MAX_POLICY_BYTES 10240
-#define IAM_MAX_POLICY_NAME 128
-#define IAM_DEFAULT_MAX_ITEMS 100
-
-typedef struct iam_ctx {
-    front_req_t *r;
-    s3h_out_t *o;
-    ident_t *id;
-    meta_t *m;
-    char *form; /* the body, NUL-terminated */
-    const char *action;
-    char *params[IAM_MAX_PARAMS]; /* decoded values, freed at the end */
-    int np;
-} iam_ctx_t;
 
 /* ---- answers ---- */
 
-static int iam_err(iam_ctx_t *c, int status, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int iam_err(iam_ctx_t *c, int status, const char *code, const char *fmt, ...)
+int iam_err(iam_ctx_t *c, int status, const char *code, const char *fmt, ...)
 {
     char msg[400];
     va_list ap;
@@ -57,7 +38,8 @@ static int iam_err(iam_ctx_t *c, int status, const char *code, const char *fmt, 
     va_end(ap);
     wh_sbuf_t b;
     wh_sbuf_init(&b);
-    wh_sbuf_puts(&b, S3H_XML_DECL "<ErrorResponse xmlns=\"" IAM_XMLNS "\"><Error><Type>");
+    wh_sbuf_printf(&b, S3H_XML_DECL "<ErrorResponse xmlns=\"%s\"><Error><Type>",
+                   c->xmlns ? c->xmlns : IAM_XMLNS);
     wh_sbuf_puts(&b, status >= 500 ? "Receiver" : "Sender");
     wh_sbuf_puts(&b, "</Type>");
     s3_xml_elem(&b, "Code", code);
@@ -71,25 +53,24 @@ static int iam_err(iam_ctx_t *c, int status, const char *code, const char *fmt, 
 }
 
 /* A store failure as an IAM error. */
-static int iam_store_err(iam_ctx_t *c, wh_status_t st, const char *what)
+int iam_store_err(iam_ctx_t *c, wh_status_t st, const char *what)
 {
     if (st == WH_ERR_UNAVAILABLE || st == WH_ERR_BUSY)
         return iam_err(c, 503, "ServiceUnavailable",
-                       "%s: the metadata database is unreachable "
-                       "or busy; retry",
-                       what);
+                       "%s: the metadata database is unreachable or busy; retry", what);
     return iam_err(c, 500, "ServiceFailure", "%s failed: %s", what, wh_status_str(st));
 }
 
-static void resp_begin(iam_ctx_t *c, wh_sbuf_t *b, bool result)
+void iam_resp_begin(iam_ctx_t *c, wh_sbuf_t *b, bool result)
 {
     wh_sbuf_init(b);
-    wh_sbuf_printf(b, S3H_XML_DECL "<%sResponse xmlns=\"" IAM_XMLNS "\">", c->action);
+    wh_sbuf_printf(b, S3H_XML_DECL "<%sResponse xmlns=\"%s\">", c->action,
+                   c->xmlns ? c->xmlns : IAM_XMLNS);
     if (result)
         wh_sbuf_printf(b, "<%sResult>", c->action);
 }
 
-static int resp_end(iam_ctx_t *c, wh_sbuf_t *b, bool result)
+int iam_resp_end(iam_ctx_t *c, wh_sbuf_t *b, bool result)
 {
     if (result)
         wh_sbuf_printf(b, "</%sResult>", c->action);
@@ -99,46 +80,33 @@ static int resp_end(iam_ctx_t *c, wh_sbuf_t *b, bool result)
     return s3h_ok_xml(c->o, 200, b);
 }
 
-static int resp_empty(iam_ctx_t *c)
+int iam_resp_empty(iam_ctx_t *c)
 {
     wh_sbuf_t b;
-    resp_begin(c, &b, false);
-    return resp_end(c, &b, false);
+    iam_resp_begin(c, &b, false);
+    return iam_resp_end(c, &b, false);
 }
 
-static void xml_time(wh_sbuf_t *b, const char *name, time_t t)
+void iam_xml_time(wh_sbuf_t *b, const char *name, time_t t)
 {
     char iso[25];
     wh_iso8601(t, iso);
     s3_xml_elem(b, name, iso);
 }
 
-static void xml_user(iam_ctx_t *c, wh_sbuf_t *b, const meta_user_t *u)
+void iam_xml_doc(wh_sbuf_t *b, const char *name, const char *doc)
 {
-    char arn[256];
-    ident_user_arn(c->id, u->name, arn, sizeof arn);
-    s3_xml_elem(b, "Path", "/");
-    s3_xml_elem(b, "UserName", u->name);
-    s3_xml_elem(b, "UserId", u->user_id);
-    s3_xml_elem(b, "Arn", arn);
-    xml_time(b, "CreateDate", u->created);
+    wh_sbuf_t enc;
+    wh_sbuf_init(&enc);
+    s3_uri_encode(doc, strlen(doc), 1, &enc); /* IAM sends policy documents URL-encoded */
+    s3_xml_elem(b, name, enc.data ? enc.data : "");
+    wh_sbuf_free(&enc);
 }
 
-static void xml_key(wh_sbuf_t *b, const meta_access_key_t *k, const char *secret)
-{
-    s3_xml_elem(b, "UserName", k->user);
-    s3_xml_elem(b, "AccessKeyId", k->access_key);
-    s3_xml_elem(b, "Status", k->active ? "Active" : "Inactive");
-    if (secret)
-        s3_xml_elem(b, "SecretAccessKey", secret);
-    xml_time(b, "CreateDate", k->created);
-}
+/* ---- parameters and records ---- */
 
-/* ---- parameters ---- */
-
-/* The decoded form parameter name, or NULL when absent. A bad %-escape reads as absent and
- * is caught by the check of what is required. */
-static const char *param(iam_ctx_t *c, const char *name)
+/* A bad %-escape reads as absent and is caught by the check of what is required. */
+const char *iam_param(iam_ctx_t *c, const char *name)
 {
     if (c->np == IAM_MAX_PARAMS)
         return NULL;
@@ -154,7 +122,7 @@ static const char *param(iam_ctx_t *c, const char *name)
     return c->params[c->np++];
 }
 
-static int bad_name(iam_ctx_t *c, const char *field, const char *v, size_t max)
+int iam_bad_name(iam_ctx_t *c, const char *field, const char *v, size_t max)
 {
     return iam_err(c, 400, "ValidationError",
                    "1 validation error detected: Value '%.80s' at '%s' failed to satisfy "
@@ -162,66 +130,188 @@ static int bad_name(iam_ctx_t *c, const char *field, const char *v, size_t max)
                    v ? v : "", field, max);
 }
 
-/* The UserName parameter (required), checked. NULL after putting the error in c->o. */
-static const char *need_user(iam_ctx_t *c, int *status)
+const char *iam_need_name(iam_ctx_t *c, const char *param, size_t max, int *status)
 {
-    const char *u = param(c, "UserName");
-    if (!u) {
-        *status = iam_err(c, 400, "ValidationError", "UserName is required by %s", c->action);
+    const char *v = iam_param(c, param);
+    if (!v) {
+        *status = iam_err(c, 400, "ValidationError", "%s is required by %s", param, c->action);
         return NULL;
     }
-    if (!ident_name_valid(u, META_USER_MAX)) {
-        *status = bad_name(c, "userName", u, META_USER_MAX);
+    if (!ident_name_valid(v, max)) {
+        *status = iam_bad_name(c, param, v, max);
         return NULL;
     }
-    return u;
+    return strcmp(param, "UserName") == 0 ? iam_user_name(c, v) : v;
 }
 
-/* UserName when given, else the caller's own user (key operations of a user on itself). */
-static const char *user_or_self(iam_ctx_t *c, int *status)
+/* IAM's user names are unique without regard to case: the stored name that matches given, or
+ * given when none does (or the list cannot be read: the exact name is then tried). */
+const char *iam_user_name(iam_ctx_t *c, const char *given)
 {
-    const char *u = param(c, "UserName");
-    if (u) {
-        if (!ident_name_valid(u, META_USER_MAX)) {
-            *status = bad_name(c, "userName", u, META_USER_MAX);
-            return NULL;
+    if (meta_user_get(c->m, given, NULL) == WH_OK || c->np == IAM_MAX_PARAMS)
+        return given;
+    meta_user_t *us = NULL;
+    size_t n = 0;
+    const char *out = given;
+    if (meta_user_list(c->m, &us, &n) == WH_OK) {
+        for (size_t i = 0; i < n; i++) {
+            if (strcasecmp(us[i].name, given) == 0 && (c->params[c->np] = strdup(us[i].name))) {
+                out = c->params[c->np++];
+                break;
+            }
         }
-        return u;
     }
-    if (c->r->who.kind == AUTH_PRINCIPAL_USER)
-        return c->r->who.user;
-    *status = iam_err(c, 400, "ValidationError",
-                      "%s needs a UserName: the root key lives in "
-                      "wharfd's environment, not in IAM",
-                      c->action);
-    return NULL;
+    free(us);
+    return out;
 }
 
-static int no_user(iam_ctx_t *c, const char *name)
+const char *iam_path_param(iam_ctx_t *c, const char *param, int *status)
+{
+    const char *p = iam_param(c, param);
+    if (!p)
+        return "/";
+    size_t n = strlen(p);
+    bool ok = n >= 1 && n <= IAM_MAX_PATH && p[0] == '/' && p[n - 1] == '/';
+    for (size_t i = 0; ok && i < n; i++)
+        ok = p[i] > 0x20 && p[i] < 0x7f;
+    if (!ok) {
+        *status = iam_err(c, 400, "ValidationError",
+                          "%s '%.80s' must start and end with '/' and hold only printable "
+                          "ASCII, at most %d characters",
+                          param, p, IAM_MAX_PATH);
+        return NULL;
+    }
+    return p;
+}
+
+uint64_t iam_max_items(iam_ctx_t *c, int *status)
+{
+    const char *max_s = iam_param(c, "MaxItems");
+    uint64_t max = IAM_DEFAULT_MAX_ITEMS;
+    if (max_s && (wh_parse_u64(max_s, strlen(max_s), &max) != 0 || max < 1 || max > 1000)) {
+        *status =
+            iam_err(c, 400, "ValidationError", "MaxItems must be 1 to 1000, got '%.40s'", max_s);
+        return 0;
+    }
+    return max;
+}
+
+void iam_lower(const char *in, char *out, size_t cap)
+{
+    size_t i = 0;
+    for (; in[i] && i + 1 < cap; i++)
+        out[i] = (char)tolower((unsigned char)in[i]);
+    out[i] = '\0';
+}
+
+bool iam_rec_field(const char *doc, const char *name, char *out, size_t cap)
+{
+    wh_sbuf_t v;
+    wh_sbuf_init(&v);
+    bool ok = auth_query_param(doc, name, &v) == 1 && !v.oom;
+    if (ok)
+        snprintf(out, cap, "%.*s", (int)v.len, v.data ? v.data : "");
+    wh_sbuf_free(&v);
+    return ok;
+}
+
+void iam_rec_add(wh_sbuf_t *b, const char *name, const char *value)
+{
+    if (b->len)
+        wh_sbuf_puts(b, "&");
+    wh_sbuf_puts(b, name);
+    wh_sbuf_puts(b, "=");
+    s3_uri_encode(value, strlen(value), 1, b);
+}
+
+void iam_new_id(const char *prefix, char *out, size_t cap)
+{
+    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    unsigned char raw[17];
+    if (wh_random_bytes(raw, sizeof raw) != 0)
+        memset(raw, 0, sizeof raw); /* only an id's uniqueness suffers; names are the keys */
+    size_t n = (size_t)snprintf(out, cap, "%s", prefix);
+    for (size_t i = 0; i < sizeof raw && n + 1 < cap; i++)
+        out[n++] = abc[raw[i] % (sizeof abc - 1)];
+    out[n < cap ? n : cap - 1] = '\0';
+}
+
+int iam_check_doc(iam_ctx_t *c, const char *doc, const char *owner)
+{
+    if (!doc || !*doc)
+        return iam_err(c, 400, "ValidationError", "PolicyDocument is required by %s", c->action);
+    size_t len = strlen(doc);
+    if (len > IAM_MAX_POLICY_BYTES)
+        return iam_err(c, 409, "LimitExceeded", "Maximum policy size of %u bytes exceeded for %s.",
+                       IAM_MAX_POLICY_BYTES, owner);
+    auth_policy_t *pol = NULL;
+    char msg[300] = "";
+    if (auth_policy_parse_user(doc, len, &pol, msg, sizeof msg) != S3_OK)
+        return iam_err(c, 400, "MalformedPolicyDocument", "%s",
+                       msg[0] ? msg : "the policy document does not parse");
+    auth_policy_free(pol);
+    return 0;
+}
+
+int iam_no_user(iam_ctx_t *c, const char *name)
 {
     return iam_err(c, 404, "NoSuchEntity", "The user with name %s cannot be found.", name);
 }
 
+char *iam_user_path(iam_ctx_t *c, const char *user)
+{
+    char *p = NULL;
+    if (meta_rec_get(c->m, IDENT_REC_USER_PATH, user, &p) == WH_OK && p)
+        return p;
+    free(p);
+    return strdup("/");
+}
+
 /* ---- authorization ---- */
 
-/* Root always; a user when its inline policies allow "iam:<Action>" on the target's ARN
- * (or "*" for account-wide actions) and none denies it. 0 to go on, else the error status. */
-static int authorize(iam_ctx_t *c, const char *target)
+/* A session's policy (AssumeRole's Policy), which its requests must pass too: *deny set when
+ * it does not allow ctx's action on the resource (or on bare, the same without account). */
+static wh_status_t session_gate(iam_ctx_t *c, auth_authz_ctx_t *ctx, const char *bare, bool *deny)
+{
+    if (!IDENT_IS_SESSION_KEY(c->r->who.access_key))
+        return WH_OK;
+    char *doc = NULL;
+    wh_status_t st = ident_session_policy(c->id, c->r->who.access_key, &doc);
+    if (st == WH_ERR_NOT_FOUND)
+        return WH_OK;
+    auth_policy_t *pol = NULL;
+    char msg[200];
+    if (st == WH_OK && auth_policy_parse_user(doc, strlen(doc), &pol, msg, sizeof msg) != S3_OK)
+        st = WH_ERR_INTERNAL; /* checked at AssumeRole: refuse rather than drop it */
+    free(doc);
+    if (st != WH_OK)
+        return st;
+    const char *res = ctx->resource;
+    bool allow = false, denied = false;
+    for (int pass = 0; pass < (bare[0] ? 2 : 1); pass++) {
+        ctx->resource = pass ? bare : res;
+        auth_policy_result_t r = auth_policy_eval(pol, ctx);
+        allow |= r == AUTH_POLICY_ALLOW;
+        denied |= r == AUTH_POLICY_DENY;
+    }
+    ctx->resource = res;
+    auth_policy_free(pol);
+    *deny = denied || !allow;
+    return WH_OK;
+}
+
+int iam_authorize(iam_ctx_t *c, const char *resource)
 {
     const auth_principal_t *who = &c->r->who;
     if (who->kind == AUTH_PRINCIPAL_ROOT)
         return 0;
-    char action[64], resource[256];
+    char action[64];
     snprintf(action, sizeof action, "iam:%s", c->action);
-    if (target)
-        ident_user_arn(c->id, target, resource, sizeof resource);
-    else
-        snprintf(resource, sizeof resource, "arn:aws:iam::%s:user/*", ident_account(c->id));
     bool allow = false, deny = false;
     if (who->kind == AUTH_PRINCIPAL_USER) {
         meta_policy_t *pols = NULL;
         size_t n = 0;
-        wh_status_t st = meta_user_policy_list(c->m, who->user, &pols, &n);
+        wh_status_t st = iam_principal_policy_set(c->m, who, &pols, &n);
         if (st != WH_OK && st != WH_ERR_NOT_FOUND)
             return iam_store_err(c, st, "reading the caller's policies");
         auth_authz_ctx_t ctx = {.who = who,
@@ -231,6 +321,10 @@ static int authorize(iam_ctx_t *c, const char *target)
                                 .auth_type =
                                     c->r->auth.presigned ? "REST-QUERY-STRING" : "REST-HEADER"};
         s3h_peer_ip(c->r, &ctx.source_ip); /* the address without its port */
+        char pre[40], bare[IAM_ARN_MAX] = "";
+        int pl = snprintf(pre, sizeof pre, "arn:aws:iam::%s:", ident_account(c->id));
+        if (pl > 0 && strncmp(resource, pre, (size_t)pl) == 0)
+            snprintf(bare, sizeof bare, "arn:aws:iam:::%s", resource + pl);
         for (size_t i = 0; i < n && !deny; i++) {
             auth_policy_t *pol = NULL;
             char msg[200];
@@ -240,425 +334,47 @@ static int authorize(iam_ctx_t *c, const char *target)
                 wh_warn(MOD, "user %s: stored policy %s no longer parses (%s); refusing", who->user,
                         pols[i].name, msg);
                 int ret = iam_err(c, 500, "ServiceFailure",
-                                  "user %s: stored policy %s cannot "
-                                  "be read (%s); no request of this user is allowed until it "
-                                  "is replaced or deleted",
+                                  "user %s: stored policy %s cannot be read (%s); no request of "
+                                  "this user is allowed until it is replaced or deleted",
                                   who->user, pols[i].name, msg);
                 meta_policies_free(pols, n); /* after the message that names one of them */
                 return ret;
             }
-            auth_policy_result_t res = auth_policy_eval(pol, &ctx);
-            deny |= res == AUTH_POLICY_DENY;
-            allow |= res == AUTH_POLICY_ALLOW;
+            /* The resource as named, and without its account (arn:aws:iam:::user/x, as
+             * single-tenant stores write it): either names it. */
+            for (int pass = 0; pass < (bare[0] ? 2 : 1); pass++) {
+                ctx.resource = pass ? bare : resource;
+                auth_policy_result_t res = auth_policy_eval(pol, &ctx);
+                deny |= res == AUTH_POLICY_DENY;
+                allow |= res == AUTH_POLICY_ALLOW;
+            }
             auth_policy_free(pol);
         }
         meta_policies_free(pols, n);
+        if (allow && !deny && (st = session_gate(c, &ctx, bare, &deny)) != WH_OK)
+            return iam_store_err(c, st, "reading the session policy");
+        allow &= !deny;
     }
     if (allow && !deny)
         return 0;
     return iam_err(c, 403, "AccessDenied",
-                   "User: %s is not authorized to perform: %s on "
-                   "resource: %s%s",
+                   "User: %s is not authorized to perform: %s on resource: %s%s",
                    who->arn[0] ? who->arn : "anonymous", action, resource,
                    deny ? " with an explicit deny" : "");
 }
 
-/* The target user (UserName; or the caller's own user when self_ok and none is named),
- * authorized for c->action. NULL after putting the error in c->o. */
-static const char *target_user(iam_ctx_t *c, bool self_ok, int *status)
-{
-    const char *name = self_ok ? user_or_self(c, status) : need_user(c, status);
-    if (name && (*status = authorize(c, name)))
-        return NULL;
-    return name;
-}
-
-/* NoSuchEntity for a missing policy: naming the user when it is the user that is missing. */
-static int no_policy(iam_ctx_t *c, const char *name, const char *pname)
-{
-    if (meta_user_get(c->m, name, NULL) == WH_ERR_NOT_FOUND)
-        return no_user(c, name);
-    return iam_err(c, 404, "NoSuchEntity", "The user policy with name %s cannot be found.", pname);
-}
-
-/* ---- actions ---- */
-
-static int act_create_user(iam_ctx_t *c)
-{
-    int status = 0;
-    const char *name = target_user(c, false, &status);
-    if (!name)
-        return status;
-    const char *path = param(c, "Path");
-    if (path && strcmp(path, "/") != 0)
-        return iam_err(c, 400, "ValidationError",
-                       "only the Path \"/\" is kept by wharf, got "
-                       "'%.80s'",
-                       path);
-    meta_user_t u;
-    wh_status_t st = ident_user_create(c->id, name, &u);
-    if (st == WH_ERR_EXISTS)
-        return iam_err(c, 409, "EntityAlreadyExists", "User with name %s already exists.", name);
-    if (st != WH_OK)
-        return iam_store_err(c, st, "creating the user");
-    wh_info(MOD, "user created name=%s by=%s", name, c->r->who.arn);
-    wh_sbuf_t b;
-    resp_begin(c, &b, true);
-    wh_sbuf_puts(&b, "<User>");
-    xml_user(c, &b, &u);
-    wh_sbuf_puts(&b, "</User>");
-    return resp_end(c, &b, true);
-}
-
-static int act_get_user(iam_ctx_t *c)
-{
-    int status = 0;
-    const char *name = param(c, "UserName");
-    if (name && !ident_name_valid(name, META_USER_MAX))
-        return bad_name(c, "userName", name, META_USER_MAX);
-    if (!name && c->r->who.kind == AUTH_PRINCIPAL_USER)
-        name = c->r->who.user;
-    if (name && (status = authorize(c, name)))
-        return status;
-    wh_sbuf_t b;
-    if (!name) { /* root asking about itself */
-        resp_begin(c, &b, true);
-        wh_sbuf_puts(&b, "<User>");
-        s3_xml_elem(&b, "UserId", ident_account(c->id));
-        s3_xml_elem(&b, "Arn", c->r->who.arn);
-        xml_time(&b, "CreateDate", 0);
-        wh_sbuf_puts(&b, "</User>");
-        return resp_end(c, &b, true);
-    }
-    meta_user_t u;
-    wh_status_t st = meta_user_get(c->m, name, &u);
-    if (st == WH_ERR_NOT_FOUND)
-        return no_user(c, name);
-    if (st != WH_OK)
-        return iam_store_err(c, st, "reading the user");
-    resp_begin(c, &b, true);
-    wh_sbuf_puts(&b, "<User>");
-    xml_user(c, &b, &u);
-    wh_sbuf_puts(&b, "</User>");
-    return resp_end(c, &b, true);
-}
-
-static int act_delete_user(iam_ctx_t *c)
-{
-    int status = 0;
-    const char *name = target_user(c, false, &status);
-    if (!name)
-        return status;
-    wh_status_t st = meta_user_delete(c->m, name, false);
-    if (st == WH_ERR_NOT_FOUND)
-        return no_user(c, name);
-    if (st == WH_ERR_NOT_EMPTY)
-        return iam_err(c, 409, "DeleteConflict",
-                       "Cannot delete entity, must delete access "
-                       "keys and inline policies first.");
-    if (st != WH_OK)
-        return iam_store_err(c, st, "deleting the user");
-    wh_info(MOD, "user deleted name=%s by=%s", name, c->r->who.arn);
-    return resp_empty(c);
-}
-
-static int act_list_users(iam_ctx_t *c)
-{
-    int status = authorize(c, NULL);
-    if (status)
-        return status;
-    const char *prefix = param(c, "PathPrefix");
-    const char *marker = param(c, "Marker");
-    const char *max_s = param(c, "MaxItems");
-    uint64_t max = IAM_DEFAULT_MAX_ITEMS;
-    if (max_s && (wh_parse_u64(max_s, strlen(max_s), &max) != 0 || max < 1 || max > 1000))
-        return iam_err(c, 400, "ValidationError", "MaxItems must be 1 to 1000, got '%.40s'", max_s);
-    meta_user_t *us = NULL;
-    size_t n = 0;
-    wh_status_t st = meta_user_list(c->m, &us, &n);
-    if (st != WH_OK)
-        return iam_store_err(c, st, "listing users");
-    bool all_paths = !prefix || strcmp(prefix, "/") == 0;
-    wh_sbuf_t b;
-    resp_begin(c, &b, true);
-    wh_sbuf_puts(&b, "<Users>");
-    size_t shown = 0;
-    const char *last = NULL;
-    bool truncated = false;
-    for (size_t i = 0; i < n && all_paths; i++) {
-        if (marker && strcmp(us[i].name, marker) <= 0)
-            continue;
-        if (shown == max) {
-            truncated = true;
-            break;
-        }
-        wh_sbuf_puts(&b, "<member>");
-        xml_user(c, &b, &us[i]);
-        wh_sbuf_puts(&b, "</member>");
-        last = us[i].name;
-        shown++;
-    }
-    wh_sbuf_puts(&b, "</Users>");
-    s3_xml_elem(&b, "IsTruncated", truncated ? "true" : "false");
-    if (truncated && last)
-        s3_xml_elem(&b, "Marker", last);
-    free(us);
-    return resp_end(c, &b, true);
-}
-
-static int act_create_key(iam_ctx_t *c)
-{
-    int status = 0;
-    const char *name = target_user(c, true, &status);
-    if (!name)
-        return status;
-    meta_access_key_t *ks = NULL;
-    size_t n = 0;
-    wh_status_t st = meta_key_list(c->m, name, &ks, &n);
-    free(ks);
-    if (st == WH_ERR_NOT_FOUND)
-        return no_user(c, name);
-    if (st != WH_OK)
-        return iam_store_err(c, st, "listing the user's keys");
-    if (n >= IAM_MAX_KEYS_PER_USER)
-        return iam_err(c, 409, "LimitExceeded", "Cannot exceed quota for AccessKeysPerUser: %d",
-                       IAM_MAX_KEYS_PER_USER);
-    meta_access_key_t k;
-    char secret[IDENT_SECRET_MAX + 1], msg[200];
-    st = ident_key_create(c->id, name, NULL, NULL, &k, secret, msg, sizeof msg);
-    if (st == WH_ERR_NOT_FOUND)
-        return no_user(c, name);
-    if (st == WH_ERR_UNSUPPORTED)
-        return iam_err(c, 500, "ServiceFailure", "%s", msg);
-    if (st != WH_OK)
-        return iam_store_err(c, st, "creating the access key");
-    wh_info(MOD, "access key created user=%s access_key=%s by=%s", name, k.access_key,
-            c->r->who.arn);
-    wh_sbuf_t b;
-    resp_begin(c, &b, true);
-    wh_sbuf_puts(&b, "<AccessKey>");
-    xml_key(&b, &k, secret);
-    wh_sbuf_puts(&b, "</AccessKey>");
-    memset(secret, 0, sizeof secret);
-    return resp_end(c, &b, true);
-}
-
-static int act_list_keys(iam_ctx_t *c)
-{
-    int status = 0;
-    const char *name = target_user(c, true, &status);
-    if (!name)
-        return status;
-    meta_access_key_t *ks = NULL;
-    size_t n = 0;
-    wh_status_t st = meta_key_list(c->m, name, &ks, &n);
-    if (st == WH_ERR_NOT_FOUND)
-        return no_user(c, name);
-    if (st != WH_OK)
-        return iam_store_err(c, st, "listing the user's keys");
-    wh_sbuf_t b;
-    resp_begin(c, &b, true);
-    wh_sbuf_puts(&b, "<AccessKeyMetadata>");
-    for (size_t i = 0; i < n; i++) {
-        wh_sbuf_puts(&b, "<member>");
-        xml_key(&b, &ks[i], NULL);
-        wh_sbuf_puts(&b, "</member>");
-    }
-    wh_sbuf_puts(&b, "</AccessKeyMetadata><IsTruncated>false</IsTruncated>");
-    free(ks);
-    return resp_end(c, &b, true);
-}
-
-/* AccessKeyId of user name: its row, or an error status (NoSuchEntity also when the key is
- * another user's, so a caller learns nothing about keys it may not touch). */
-static int key_of_user(iam_ctx_t *c, const char *name, const char *ak, meta_access_key_t *k)
-{
-    if (!ak || !*ak)
-        return iam_err(c, 400, "ValidationError", "AccessKeyId is required by %s", c->action);
-    wh_status_t st = meta_key_get(c->m, ak, k);
-    if (st == WH_OK && strcmp(k->user, name) != 0)
-        st = WH_ERR_NOT_FOUND;
-    if (st == WH_ERR_NOT_FOUND)
-        return iam_err(c, 404, "NoSuchEntity", "The Access Key with id %.128s cannot be found.",
-                       ak);
-    if (st != WH_OK)
-        return iam_store_err(c, st, "reading the access key");
-    return 0;
-}
-
-static int act_delete_key(iam_ctx_t *c)
-{
-    int status = 0;
-    const char *name = target_user(c, true, &status);
-    if (!name)
-        return status;
-    const char *ak = param(c, "AccessKeyId");
-    meta_access_key_t k;
-    if ((status = key_of_user(c, name, ak, &k)))
-        return status;
-    wh_status_t st = meta_key_delete(c->m, ak);
-    if (st != WH_OK && st != WH_ERR_NOT_FOUND)
-        return iam_store_err(c, st, "deleting the access key");
-    wh_info(MOD, "access key deleted user=%s access_key=%s by=%s", name, ak, c->r->who.arn);
-    return resp_empty(c);
-}
-
-static int act_update_key(iam_ctx_t *c)
-{
-    int status = 0;
-    const char *name = target_user(c, true, &status);
-    if (!name)
-        return status;
-    const char *ak = param(c, "AccessKeyId");
-    const char *stat = param(c, "Status");
-    if (!stat || (strcmp(stat, "Active") != 0 && strcmp(stat, "Inactive") != 0))
-        return iam_err(c, 400, "ValidationError",
-                       "Status must be Active or Inactive, got "
-                       "'%.40s'",
-                       stat ? stat : "");
-    meta_access_key_t k;
-    if ((status = key_of_user(c, name, ak, &k)))
-        return status;
-    wh_status_t st = meta_key_set_active(c->m, ak, strcmp(stat, "Active") == 0);
-    if (st != WH_OK)
-        return iam_store_err(c, st, "updating the access key");
-    wh_info(MOD, "access key status user=%s access_key=%s status=%s by=%s", name, ak, stat,
-            c->r->who.arn);
-    return resp_empty(c);
-}
-
-static const char *need_policy_name(iam_ctx_t *c, int *status)
-{
-    const char *p = param(c, "PolicyName");
-    if (!p || !ident_name_valid(p, IAM_MAX_POLICY_NAME)) {
-        *status = bad_name(c, "policyName", p, IAM_MAX_POLICY_NAME);
-        return NULL;
-    }
-    return p;
-}
-
-static int act_put_policy(iam_ctx_t *c)
-{
-    int status = 0;
-    const char *name = target_user(c, false, &status);
-    if (!name)
-        return status;
-    const char *pname = need_policy_name(c, &status);
-    if (!pname)
-        return status;
-    const char *doc = param(c, "PolicyDocument");
-    if (!doc || !*doc)
-        return iam_err(c, 400, "ValidationError", "PolicyDocument is required by %s", c->action);
-    size_t len = strlen(doc);
-    if (len > IAM_MAX_POLICY_BYTES)
-        return iam_err(c, 409, "LimitExceeded",
-                       "Maximum policy size of %u bytes exceeded for "
-                       "user %s.",
-                       IAM_MAX_POLICY_BYTES, name);
-    auth_policy_t *pol = NULL;
-    char msg[300] = "";
-    if (auth_policy_parse_user(doc, len, &pol, msg, sizeof msg) != S3_OK)
-        return iam_err(c, 400, "MalformedPolicyDocument", "%s",
-                       msg[0] ? msg
-                              : "the policy "
-                                "document does not parse");
-    auth_policy_free(pol);
-    wh_status_t st = meta_user_policy_put(c->m, name, pname, doc);
-    if (st == WH_ERR_NOT_FOUND)
-        return no_user(c, name);
-    if (st != WH_OK)
-        return iam_store_err(c, st, "storing the policy");
-    wh_info(MOD, "user policy put user=%s policy=%s by=%s", name, pname, c->r->who.arn);
-    return resp_empty(c);
-}
-
-static int act_get_policy(iam_ctx_t *c)
-{
-    int status = 0;
-    const char *name = target_user(c, false, &status);
-    if (!name)
-        return status;
-    const char *pname = need_policy_name(c, &status);
-    if (!pname)
-        return status;
-    char *doc = NULL;
-    wh_status_t st = meta_user_policy_get(c->m, name, pname, &doc);
-    if (st == WH_ERR_NOT_FOUND)
-        return no_policy(c, name, pname);
-    if (st != WH_OK)
-        return iam_store_err(c, st, "reading the policy");
-    wh_sbuf_t b, enc;
-    wh_sbuf_init(&enc);
-    s3_uri_encode(doc, strlen(doc), 1, &enc); /* IAM sends policy documents URL-encoded */
-    free(doc);
-    resp_begin(c, &b, true);
-    s3_xml_elem(&b, "UserName", name);
-    s3_xml_elem(&b, "PolicyName", pname);
-    s3_xml_elem(&b, "PolicyDocument", enc.data ? enc.data : "");
-    wh_sbuf_free(&enc);
-    return resp_end(c, &b, true);
-}
-
-static int act_delete_policy(iam_ctx_t *c)
-{
-    int status = 0;
-    const char *name = target_user(c, false, &status);
-    if (!name)
-        return status;
-    const char *pname = need_policy_name(c, &status);
-    if (!pname)
-        return status;
-    wh_status_t st = meta_user_policy_delete(c->m, name, pname);
-    if (st == WH_ERR_NOT_FOUND)
-        return no_policy(c, name, pname);
-    if (st != WH_OK)
-        return iam_store_err(c, st, "deleting the policy");
-    wh_info(MOD, "user policy deleted user=%s policy=%s by=%s", name, pname, c->r->who.arn);
-    return resp_empty(c);
-}
-
-static int act_list_policies(iam_ctx_t *c)
-{
-    int status = 0;
-    const char *name = target_user(c, false, &status);
-    if (!name)
-        return status;
-    meta_policy_t *pols = NULL;
-    size_t n = 0;
-    wh_status_t st = meta_user_policy_list(c->m, name, &pols, &n);
-    if (st == WH_ERR_NOT_FOUND)
-        return no_user(c, name);
-    if (st != WH_OK)
-        return iam_store_err(c, st, "listing the policies");
-    wh_sbuf_t b;
-    resp_begin(c, &b, true);
-    wh_sbuf_puts(&b, "<PolicyNames>");
-    for (size_t i = 0; i < n; i++)
-        s3_xml_elem(&b, "member", pols[i].name);
-    wh_sbuf_puts(&b, "</PolicyNames><IsTruncated>false</IsTruncated>");
-    meta_policies_free(pols, n);
-    return resp_end(c, &b, true);
-}
-
-/* Actions of the IAM API that wharf does not implement (groups, roles, managed policies,
- * instance profiles, MFA, federation, ...): 501 NotImplemented, where a name IAM does not
+/* Actions of the IAM API that wharf does not implement (roles, policy versions past the
+ * first, instance profiles, MFA, federation, ...): 501 NotImplemented, where a name IAM does not
  * have is 400 InvalidAction. */
 static const char *const IAM_UNIMPLEMENTED[] = {
     "AddClientIDToOpenIDConnectProvider",
     "AddRoleToInstanceProfile",
-    "AddUserToGroup",
-    "AttachGroupPolicy",
-    "AttachRolePolicy",
-    "AttachUserPolicy",
     "ChangePassword",
     "CreateAccountAlias",
-    "CreateGroup",
     "CreateInstanceProfile",
     "CreateLoginProfile",
     "CreateOpenIDConnectProvider",
-    "CreatePolicy",
     "CreatePolicyVersion",
-    "CreateRole",
     "CreateSAMLProvider",
     "CreateServiceLinkedRole",
     "CreateServiceSpecificCredential",
@@ -666,16 +382,11 @@ static const char *const IAM_UNIMPLEMENTED[] = {
     "DeactivateMFADevice",
     "DeleteAccountAlias",
     "DeleteAccountPasswordPolicy",
-    "DeleteGroup",
-    "DeleteGroupPolicy",
     "DeleteInstanceProfile",
     "DeleteLoginProfile",
     "DeleteOpenIDConnectProvider",
-    "DeletePolicy",
     "DeletePolicyVersion",
-    "DeleteRole",
     "DeleteRolePermissionsBoundary",
-    "DeleteRolePolicy",
     "DeleteSAMLProvider",
     "DeleteServerCertificate",
     "DeleteServiceLinkedRole",
@@ -684,43 +395,22 @@ static const char *const IAM_UNIMPLEMENTED[] = {
     "DeleteSSHPublicKey",
     "DeleteUserPermissionsBoundary",
     "DeleteVirtualMFADevice",
-    "DetachGroupPolicy",
-    "DetachRolePolicy",
-    "DetachUserPolicy",
     "EnableMFADevice",
     "GenerateCredentialReport",
     "GetAccountAuthorizationDetails",
     "GetAccountPasswordPolicy",
-    "GetAccountSummary",
     "GetCredentialReport",
-    "GetGroup",
-    "GetGroupPolicy",
     "GetInstanceProfile",
     "GetLoginProfile",
     "GetOpenIDConnectProvider",
-    "GetPolicy",
-    "GetPolicyVersion",
-    "GetRole",
-    "GetRolePolicy",
     "GetSAMLProvider",
     "GetServerCertificate",
     "GetSSHPublicKey",
     "ListAccountAliases",
-    "ListAttachedGroupPolicies",
-    "ListAttachedRolePolicies",
-    "ListAttachedUserPolicies",
     "ListEntitiesForPolicy",
-    "ListGroupPolicies",
-    "ListGroups",
-    "ListGroupsForUser",
     "ListInstanceProfiles",
     "ListInstanceProfilesForRole",
     "ListMFADevices",
-    "ListOpenIDConnectProviders",
-    "ListPolicies",
-    "ListPolicyVersions",
-    "ListRolePolicies",
-    "ListRoles",
     "ListRoleTags",
     "ListSAMLProviders",
     "ListServerCertificates",
@@ -729,12 +419,9 @@ static const char *const IAM_UNIMPLEMENTED[] = {
     "ListSSHPublicKeys",
     "ListUserTags",
     "ListVirtualMFADevices",
-    "PutGroupPolicy",
     "PutRolePermissionsBoundary",
-    "PutRolePolicy",
     "PutUserPermissionsBoundary",
     "RemoveRoleFromInstanceProfile",
-    "RemoveUserFromGroup",
     "ResyncMFADevice",
     "SetDefaultPolicyVersion",
     "SimulateCustomPolicy",
@@ -744,7 +431,6 @@ static const char *const IAM_UNIMPLEMENTED[] = {
     "UntagRole",
     "UntagUser",
     "UpdateAccountPasswordPolicy",
-    "UpdateAssumeRolePolicy",
     "UpdateGroup",
     "UpdateLoginProfile",
     "UpdateRole",
@@ -764,18 +450,6 @@ static bool iam_action_known(const char *action)
             return true;
     return false;
 }
-
-static const struct {
-    const char *name;
-    int (*fn)(iam_ctx_t *c);
-} IAM_ACTIONS[] = {
-    {"CreateUser", act_create_user},         {"GetUser", act_get_user},
-    {"DeleteUser", act_delete_user},         {"ListUsers", act_list_users},
-    {"CreateAccessKey", act_create_key},     {"ListAccessKeys", act_list_keys},
-    {"DeleteAccessKey", act_delete_key},     {"UpdateAccessKey", act_update_key},
-    {"PutUserPolicy", act_put_policy},       {"GetUserPolicy", act_get_policy},
-    {"DeleteUserPolicy", act_delete_policy}, {"ListUserPolicies", act_list_policies},
-};
 
 /* ---- the handler steps ---- */
 
@@ -811,17 +485,11 @@ int s3h_iam_finish(front_req_t *r, s3h_out_t *o)
             iam_err(&c, 400, "ValidationError", "the request body exceeds %u bytes", IAM_MAX_BODY);
         goto out;
     }
-    /* STS (AssumeRole and the rest) arrives here too, signed for the service "sts": there
-     * are no roles or temporary credentials to hand out. Nothing is done, so nothing needs the
-     * signature checked first. */
+    /* STS arrives here too, signed for the service "sts" (front_req_verify_iam tells). */
     const char *authz = front_hdr(r, "authorization");
-    if (authz && strstr(authz, "/sts/aws4_request")) {
-        status = iam_err(&c, 501, "NotImplemented",
-                         "wharf does not implement STS: there are "
-                         "no roles or temporary credentials; sign with an IAM user's access "
-                         "key");
-        goto out;
-    }
+    bool sts = authz && strstr(authz, "/sts/aws4_request");
+    if (sts)
+        c.xmlns = STS_XMLNS;
     char hex[65];
     wh_sha256_hex(r->buf.data ? r->buf.data : "", r->buf.len, hex);
     char msg[320] = "";
@@ -856,18 +524,24 @@ int s3h_iam_finish(front_req_t *r, s3h_out_t *o)
     }
     memcpy(c.form, r->buf.data ? r->buf.data : "", r->buf.len);
     c.form[r->buf.len] = '\0';
-    const char *action = param(&c, "Action");
+    const char *action = iam_param(&c, "Action");
     if (!action) {
         status = iam_err(&c, 400, "MissingAction", "the form has no Action parameter");
         goto out;
     }
-    const char *version = param(&c, "Version");
+    const char *version = iam_param(&c, "Version");
     if (version && strcmp(version, "2011-06-15") == 0) {
-        status = iam_err(&c, 501, "NotImplemented",
-                         "wharf does not implement STS (%.64s): "
-                         "there are no roles or temporary credentials; sign with an IAM "
-                         "user's access key",
-                         action);
+        sts = true;
+        c.xmlns = STS_XMLNS;
+    }
+    iam_action_fn fn = sts ? iam_sts_action(action) : NULL;
+    if (sts) {
+        c.action = fn ? action : "Unknown";
+        status = fn ? fn(&c)
+                    : iam_err(&c, 501, "NotImplemented",
+                              "wharf does not implement the STS action %.64s (GetCallerIdentity, "
+                              "GetSessionToken and AssumeRole only)",
+                              action);
         goto out;
     }
     if (version && strcmp(version, "2010-05-08") != 0) {
@@ -878,17 +552,21 @@ int s3h_iam_finish(front_req_t *r, s3h_out_t *o)
         goto out;
     }
     status = 0;
-    for (size_t i = 0; i < WH_ARRAY_SIZE(IAM_ACTIONS); i++) {
-        if (strcmp(action, IAM_ACTIONS[i].name) == 0) {
-            c.action = IAM_ACTIONS[i].name;
-            status = IAM_ACTIONS[i].fn(&c);
-            break;
-        }
+    fn = iam_users_action(action);
+    if (!fn)
+        fn = iam_groups_action(action);
+    if (!fn)
+        fn = iam_policies_action(action);
+    if (!fn)
+        fn = iam_roles_action(action);
+    if (fn) {
+        c.action = action;
+        status = fn(&c);
     }
     if (!status && iam_action_known(action))
         status = iam_err(&c, 501, "NotImplemented",
                          "wharf does not implement the IAM action "
-                         "%.64s (users, access keys and inline user policies only)",
+                         "%.64s (users, access keys, groups, roles and managed policies only)",
                          action);
     else if (!status)
         status = iam_err(&c, 400, "InvalidAction", "%.64s is not an IAM action", action);

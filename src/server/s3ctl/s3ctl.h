@@ -15,7 +15,7 @@
  *   lifecycle_hdr.c the x-amz-expiration header of object replies
  *   lock.c      Object Lock: the bucket's configuration, a version's retention and legal hold
  *   tagging.c   object tagging
- *   iam.c          the IAM API (users, access keys, inline user policies) */
+ *   iam*.c      the IAM API (users, access keys, groups, inline and managed policies) */
 #ifndef WH_S3CTL_S3CTL_H
 #define WH_S3CTL_S3CTL_H
 
@@ -294,7 +294,7 @@ int s3h_retention_put_finish(front_req_t *r, s3h_out_t *o);
 int s3h_legal_hold_get(front_req_t *r, s3h_out_t *o);
 int s3h_legal_hold_put_finish(front_req_t *r, s3h_out_t *o);
 
-/* iam.c: the IAM API (users, access keys, inline user policies). */
+/* iam.c: the IAM API (iam_int.h names its files). */
 int s3h_iam_begin(front_req_t *r, s3h_out_t *o);
 int s3h_iam_finish(front_req_t *r, s3h_out_t *o);
 /* The KMS JSON API (kms_api.c): POST / with X-Amz-Target: TrentService.*, handed over by

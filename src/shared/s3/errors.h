@@ -74,6 +74,9 @@
     X(S3_ERR_AUTH_QUERY_MALFORMED, "AuthorizationQueryParametersError", 400,                       \
       "Error parsing the X-Amz-Credential parameter.")                                             \
     X(S3_ERR_EXPIRED_TOKEN, "AccessDenied", 403, "Request has expired")                            \
+    X(S3_ERR_EXPIRED_SESSION, "ExpiredToken", 400, "The provided token has expired.")              \
+    X(S3_ERR_INVALID_SESSION_TOKEN, "InvalidToken", 400,                                           \
+      "The provided token is malformed or otherwise invalid.")                                     \
     X(S3_ERR_CONTENT_SHA256_MISMATCH, "XAmzContentSHA256Mismatch", 400,                            \
       "The provided 'x-amz-content-sha256' header does not match what was computed.")              \
     X(S3_ERR_REQUEST_HEADER_TOO_LARGE, "RequestHeaderSectionTooLarge", 400,                        \

@@ -163,6 +163,17 @@ void meta_policies_free(meta_policy_t *p, size_t n)
     free(p);
 }
 
+void meta_recs_free(meta_rec_t *r, size_t n)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        free(r[i].key);
+        free(r[i].doc);
+    }
+    free(r);
+}
+
 /* S3 compares ETags as sent: quotes around the client's are tolerated, hex case is not
  * significant (as for a completion's part ETags). */
 static bool meta_etag_eq(const char *given, const char *stored)

@@ -39,8 +39,8 @@
  * rest. 10: chunk maps indexed by chunk id (SQLite; local multipart objects made of their parts'
  * files). 11: node states and zones (PostgreSQL). 12: SQLite's file_id column renamed data_id,
  * PostgreSQL's name. 13: the key service's master keys (kms_keys), an index of uploads by
- * owner. */
-#define META_SCHEMA_VERSION 13
+ * owner. 14: IAM records (groups, managed policies, attachments, user paths). */
+#define META_SCHEMA_VERSION 14
 
 /* The advisory lock (lock_try) of the one gateway that runs maintenance: garbage collection
  * and repair (cluster/members.c) and the lifecycle worker (s3ctl/lifecycle_run.c). */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The authorization reads, cached: an access key's row, a user's inline policies and a bucket's
- * owner, ACL and policy are read on every request a user signs, and change rarely.
+/* The authorization reads, cached: an access key's row, a user's inline policies, a bucket's
+ * owner, ACL and policy, and the IAM records (a user's path, groups, attachments) are read on
+ * every request a user signs, and change rarely.
  *
  * Each entry records the backend's auth generation (meta_ops_t.auth_gen) read before the row
  * was, and is used only while the generation is still that value. Every write that changes
@@ -18,6 +19,7 @@
 #include "base/util.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,10 +46,20 @@ typedef struct mc_bucket {
     data_bucket_auth_t a;
 } mc_bucket_t;
 
+/* IAM records: a get (found or not) or a prefix list, under "g" or "l", kind and key. */
+typedef struct mc_rec {
+    pthread_mutex_t mu;
+    uint64_t gen;
+    char *id; /* malloc'd */
+    meta_rec_t *r;
+    size_t n;
+} mc_rec_t;
+
 struct meta_cache {
     mc_key_t keys[MC_SLOTS];
     mc_pol_t pols[MC_SLOTS];
     mc_bucket_t buckets[MC_SLOTS];
+    mc_rec_t recs[MC_SLOTS];
     uint64_t hits, misses; /* atomic */
 };
 
@@ -77,6 +89,7 @@ wh_status_t meta_cache_init(meta_t *m)
         pthread_mutex_init(&c->keys[i].mu, NULL);
         pthread_mutex_init(&c->pols[i].mu, NULL);
         pthread_mutex_init(&c->buckets[i].mu, NULL);
+        pthread_mutex_init(&c->recs[i].mu, NULL);
     }
     m->cache = c;
     return WH_OK;
@@ -93,6 +106,9 @@ void meta_cache_free(meta_t *m)
         pthread_mutex_destroy(&c->keys[i].mu);
         pthread_mutex_destroy(&c->pols[i].mu);
         pthread_mutex_destroy(&c->buckets[i].mu);
+        meta_recs_free(c->recs[i].r, c->recs[i].n);
+        free(c->recs[i].id);
+        pthread_mutex_destroy(&c->recs[i].mu);
     }
     free(c);
     m->cache = NULL;
@@ -253,4 +269,110 @@ wh_status_t meta_cached_bucket_auth_get(meta_t *m, const char *bucket, data_buck
     e->gen = g;
     pthread_mutex_unlock(&e->mu);
     return WH_OK;
+}
+
+/* ---- IAM records (not counted in the stats: those are the key, policy and bucket reads) ---- */
+
+static wh_status_t recs_copy(const meta_rec_t *r, size_t n, meta_rec_t **out)
+{
+    *out = NULL;
+    meta_rec_t *a = calloc(n ? n : 1, sizeof *a);
+    if (!a)
+        return WH_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        a[i].key = strdup(r[i].key);
+        a[i].doc = strdup(r[i].doc);
+        if (!a[i].key || !a[i].doc) {
+            meta_recs_free(a, i + 1);
+            return WH_ERR_NOMEM;
+        }
+    }
+    *out = a;
+    return WH_OK;
+}
+
+/* The read behind the cache: a list, or a get as a list of zero or one. */
+static wh_status_t mc_read_recs(meta_t *m, bool get, const char *kind, const char *key,
+                                meta_rec_t **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!get)
+        return META_HAS(m, ident, rec_list) ? m->ops->ident->rec_list(m, kind, key, out, n)
+                                            : WH_ERR_UNSUPPORTED;
+    char *doc = NULL;
+    wh_status_t st = META_HAS(m, ident, rec_get) ? m->ops->ident->rec_get(m, kind, key, &doc)
+                                                 : WH_ERR_UNSUPPORTED;
+    if (st == WH_ERR_NOT_FOUND)
+        return WH_OK; /* cached too: most users have no record of most kinds */
+    if (st != WH_OK)
+        return st;
+    meta_rec_t *a = calloc(1, sizeof *a);
+    if (!a || !(a->key = strdup(key))) {
+        free(a);
+        free(doc);
+        return WH_ERR_NOMEM;
+    }
+    a->doc = doc;
+    *out = a;
+    *n = 1;
+    return WH_OK;
+}
+
+static wh_status_t mc_recs(meta_t *m, bool get, const char *kind, const char *key, meta_rec_t **out,
+                           size_t *n)
+{
+    uint64_t g = mc_gen(m);
+    char *id = NULL;
+    if (!g || asprintf(&id, "%c\x1f%s\x1f%s", get ? 'g' : 'l', kind, key) < 0)
+        return mc_read_recs(m, get, kind, key, out, n);
+    mc_rec_t *e = &m->cache->recs[mc_hash(id)];
+    pthread_mutex_lock(&e->mu);
+    wh_status_t st = WH_ERR_NOT_FOUND;
+    if (e->gen == g && e->id && strcmp(e->id, id) == 0) {
+        st = recs_copy(e->r, e->n, out);
+        *n = st == WH_OK ? e->n : 0;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (st == WH_OK) {
+        free(id);
+        return WH_OK;
+    }
+    st = mc_read_recs(m, get, kind, key, out, n);
+    meta_rec_t *mine = NULL;
+    if (st != WH_OK || recs_copy(*out, *n, &mine) != WH_OK) {
+        free(id);
+        return st; /* not cached; the caller has its answer */
+    }
+    pthread_mutex_lock(&e->mu);
+    meta_recs_free(e->r, e->n);
+    free(e->id);
+    e->r = mine;
+    e->n = *n;
+    e->id = id;
+    e->gen = g;
+    pthread_mutex_unlock(&e->mu);
+    return WH_OK;
+}
+
+wh_status_t meta_cached_rec_get(meta_t *m, const char *kind, const char *key, char **doc)
+{
+    meta_rec_t *r = NULL;
+    size_t n = 0;
+    *doc = NULL;
+    wh_status_t st = mc_recs(m, true, kind, key, &r, &n);
+    if (st == WH_OK && n == 0)
+        st = WH_ERR_NOT_FOUND;
+    if (st == WH_OK) {
+        *doc = r[0].doc;
+        r[0].doc = NULL;
+    }
+    meta_recs_free(r, n);
+    return st;
+}
+
+wh_status_t meta_cached_rec_list(meta_t *m, const char *kind, const char *prefix, meta_rec_t **out,
+                                 size_t *n)
+{
+    return mc_recs(m, false, kind, prefix ? prefix : "", out, n);
 }

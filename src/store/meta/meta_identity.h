@@ -33,6 +33,13 @@ typedef struct meta_policy {
     char *doc; /* malloc'd JSON text */
 } meta_policy_t;
 void meta_policies_free(meta_policy_t *p, size_t n);
+/* An IAM record (groups, memberships, managed policies, attachments, user paths): a text
+ * document under (kind, key); the IAM layer gives each kind its meaning. */
+typedef struct meta_rec {
+    char *key;
+    char *doc;
+} meta_rec_t;
+void meta_recs_free(meta_rec_t *r, size_t n);
 
 typedef struct meta_ident_ops meta_ident_ops_t;
 struct meta_ident_ops {
@@ -66,9 +73,25 @@ struct meta_ident_ops {
     wh_status_t (*kms_key_get)(meta_t *m, const char *id, char **doc); /* NOT_FOUND */
     /* Every key (name: its id, doc: its document), by id; meta_policies_free. */
     wh_status_t (*kms_key_list)(meta_t *m, meta_policy_t **out, size_t *n);
+
+    /* Renames a user with its keys and inline policies, in one transaction (its ids stay).
+     * NOT_FOUND: no user from; EXISTS: to is taken. */
+    wh_status_t (*user_rename)(meta_t *m, const char *from, const char *to);
+    /* IAM records. put: inserts or replaces; with create, EXISTS when the key is taken. */
+    wh_status_t (*rec_put)(meta_t *m, const char *kind, const char *key, const char *doc,
+                           bool create);
+    wh_status_t (*rec_get)(meta_t *m, const char *kind, const char *key,
+                           char **doc); /* NOT_FOUND */
+    /* The records of kind whose key starts with prefix, by key (meta_recs_free). */
+    wh_status_t (*rec_list)(meta_t *m, const char *kind, const char *prefix, meta_rec_t **out,
+                            size_t *n);
+    wh_status_t (*rec_delete)(meta_t *m, const char *kind, const char *key); /* NOT_FOUND */
 };
 
 wh_status_t meta_cached_key_get(meta_t *m, const char *ak, meta_access_key_t *out);
+wh_status_t meta_cached_rec_get(meta_t *m, const char *kind, const char *key, char **doc);
+wh_status_t meta_cached_rec_list(meta_t *m, const char *kind, const char *prefix, meta_rec_t **out,
+                                 size_t *n);
 wh_status_t meta_cached_user_policy_list(meta_t *m, const char *user, meta_policy_t **out,
                                          size_t *n);
 
@@ -141,6 +164,38 @@ static inline wh_status_t meta_user_policy_list(meta_t *m, const char *user, met
                                                 size_t *n)
 {
     return meta_cached_user_policy_list(m, user, out, n);
+}
+
+static inline wh_status_t meta_user_rename(meta_t *m, const char *from, const char *to)
+{
+    return META_HAS(m, ident, user_rename) ? m->ops->ident->user_rename(m, from, to)
+                                           : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_rec_put(meta_t *m, const char *kind, const char *key,
+                                       const char *doc, bool create)
+{
+    return META_HAS(m, ident, rec_put) ? m->ops->ident->rec_put(m, kind, key, doc, create)
+                                       : WH_ERR_UNSUPPORTED;
+}
+
+static inline wh_status_t meta_rec_get(meta_t *m, const char *kind, const char *key, char **doc)
+{
+    return meta_cached_rec_get(m, kind, key, doc);
+}
+
+static inline wh_status_t meta_rec_list(meta_t *m, const char *kind, const char *prefix,
+                                        meta_rec_t **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    return meta_cached_rec_list(m, kind, prefix, out, n);
+}
+
+static inline wh_status_t meta_rec_delete(meta_t *m, const char *kind, const char *key)
+{
+    return META_HAS(m, ident, rec_delete) ? m->ops->ident->rec_delete(m, kind, key)
+                                          : WH_ERR_UNSUPPORTED;
 }
 
 static inline wh_status_t meta_kms_key_put(meta_t *m, const char *id, const char *old,

@@ -193,6 +193,13 @@ wh_status_t pg_user_policy_delete(meta_t *m, const char *user, const char *name)
 wh_status_t pg_kms_key_put(meta_t *m, const char *id, const char *old, const char *doc);
 wh_status_t pg_kms_key_get(meta_t *m, const char *id, char **doc);
 wh_status_t pg_kms_key_list(meta_t *m, meta_policy_t **out, size_t *n);
+/* IAM records (meta_pg_rec.c). */
+wh_status_t pg_rec_put(meta_t *m, const char *kind, const char *key, const char *doc, bool create);
+wh_status_t pg_rec_get(meta_t *m, const char *kind, const char *key, char **doc);
+wh_status_t pg_rec_list(meta_t *m, const char *kind, const char *prefix, meta_rec_t **out,
+                        size_t *n);
+wh_status_t pg_rec_delete(meta_t *m, const char *kind, const char *key);
+wh_status_t pg_user_rename(meta_t *m, const char *from, const char *to);
 
 /* Drops the advisory-lock connection's state (meta_pg_cluster.c). */
 void pg_locks_close(pg_meta_t *m);

@@ -198,6 +198,13 @@ const char *const pg_schema_steps[] = {
     /* (and the per-user cap on incomplete uploads counts them by owner) */
     ("CREATE TABLE kms_keys(key_id text PRIMARY KEY, doc text NOT NULL);"
      "CREATE INDEX uploads_owner ON uploads(owner);"),
+    /* 14: IAM records: a text document under (kind, key), whose meaning the IAM layer gives
+     * (groups, memberships, managed policies, attachments, user paths). */
+    "CREATE TABLE iam_records("
+    "  kind text COLLATE \"C\" NOT NULL,"
+    "  key text COLLATE \"C\" NOT NULL,"
+    "  doc text NOT NULL,"
+    "  PRIMARY KEY(kind, key));",
 };
 _Static_assert(WH_ARRAY_SIZE(pg_schema_steps) == META_SCHEMA_VERSION,
                "every schema version needs its PostgreSQL step");

@@ -147,6 +147,10 @@ static const char *const META_SQL[S_COUNT] = {
                       " ORDER BY policy_name",
     [S_POLICY_DELETE] = "DELETE FROM user_policies WHERE user_name = ?1 AND policy_name = ?2",
     [S_POLICIES_DELETE_USER] = "DELETE FROM user_policies WHERE user_name = ?1",
+    [S_REC_PUT] = "INSERT OR REPLACE INTO iam_records(kind, key, doc) VALUES(?1, ?2, ?3)",
+    [S_REC_GET] = "SELECT doc FROM iam_records WHERE kind = ?1 AND key = ?2",
+    [S_REC_LIST] = "SELECT key, doc FROM iam_records WHERE kind = ?1 AND key >= ?2 ORDER BY key",
+    [S_REC_DELETE] = "DELETE FROM iam_records WHERE kind = ?1 AND key = ?2",
 };
 
 /* ---- the transaction helper ---- */
@@ -666,6 +670,11 @@ static const meta_ident_ops_t SQ_IDENTITY = {
     .user_policy_get = sq_user_policy_get,
     .user_policy_list = sq_user_policy_list,
     .user_policy_delete = sq_user_policy_delete,
+    .user_rename = sq_user_rename,
+    .rec_put = sq_rec_put,
+    .rec_get = sq_rec_get,
+    .rec_list = sq_rec_list,
+    .rec_delete = sq_rec_delete,
     .kms_key_put = sq_kms_key_put,
     .kms_key_get = sq_kms_key_get,
     .kms_key_list = sq_kms_key_list,

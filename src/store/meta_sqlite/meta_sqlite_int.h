@@ -93,6 +93,10 @@ enum {
     S_LOCK_VER_GET,
     S_LOCK_VER_SET,
     S_OBJ_REKEY,
+    S_REC_PUT,
+    S_REC_GET,
+    S_REC_LIST,
+    S_REC_DELETE,
     S_COUNT
 };
 
@@ -220,6 +224,13 @@ wh_status_t sq_user_policy_delete(meta_t *m, const char *user, const char *name)
 wh_status_t sq_kms_key_put(meta_t *m, const char *id, const char *old, const char *doc);
 wh_status_t sq_kms_key_get(meta_t *m, const char *id, char **doc);
 wh_status_t sq_kms_key_list(meta_t *m, meta_policy_t **out, size_t *n);
+/* IAM records (meta_sqlite_rec.c). */
+wh_status_t sq_rec_put(meta_t *m, const char *kind, const char *key, const char *doc, bool create);
+wh_status_t sq_rec_get(meta_t *m, const char *kind, const char *key, char **doc);
+wh_status_t sq_rec_list(meta_t *m, const char *kind, const char *prefix, meta_rec_t **out,
+                        size_t *n);
+wh_status_t sq_rec_delete(meta_t *m, const char *kind, const char *key);
+wh_status_t sq_user_rename(meta_t *m, const char *from, const char *to);
 
 /* The row operations of the rules written once (meta_rules.h), on the writer in its
  * transaction: meta_sqlite_ver.c, meta_sqlite_mpu.c, meta_sqlite_ident.c. */

@@ -173,6 +173,13 @@ static const char *const SQ_STEPS[] = {
     /* (and the per-user cap on incomplete uploads counts them by owner) */
     ("CREATE TABLE kms_keys(key_id TEXT PRIMARY KEY, doc TEXT NOT NULL);"
      "CREATE INDEX uploads_owner ON uploads(owner);"),
+    /* 14: IAM records: a text document under (kind, key), whose meaning the IAM layer gives
+     * (groups, memberships, managed policies, attachments, user paths). */
+    "CREATE TABLE IF NOT EXISTS iam_records("
+    "  kind TEXT NOT NULL COLLATE BINARY,"
+    "  key TEXT NOT NULL COLLATE BINARY,"
+    "  doc TEXT NOT NULL,"
+    "  PRIMARY KEY(kind, key)) WITHOUT ROWID;",
 };
 _Static_assert(WH_ARRAY_SIZE(SQ_STEPS) == META_SCHEMA_VERSION,
                "every schema version needs its SQLite step");
