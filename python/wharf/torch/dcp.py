@@ -608,6 +608,8 @@ class WharfStorageReader(_Base, StorageReader):  # type: ignore[misc]
                     now = self.client.stat(self.bucket, self._key(METADATA)).etag
                 except NotFoundError:
                     now = None
+                except WharfError:
+                    raise e from None  # the server gone, a refused key: the read's own error
                 if now == self.metadata_etag:
                     raise
                 first = first or e
