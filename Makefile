@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 10
 # the files that assert time bounds run alone whatever this is (RUN_SERIAL, tests/CMakeLists.txt).
 TEST_JOBS ?= $(shell n=$$(nproc); j=$$((n + 1)); [ $$j -gt 8 ] && j=8; echo $$j)
 
-.PHONY: all deps build run test test-unit test-asan test-fuzz bench clean wheel format format-check typecheck tidy test-tsan test-tsan-ci thread-safety doc-check install deb
+.PHONY: all deps build run test test-unit test-asan test-fuzz bench clean wheel format format-check size-check typecheck tidy test-tsan test-tsan-ci thread-safety doc-check install deb
 
 all: build
 
@@ -116,6 +116,10 @@ test-fuzz: deps
 # include/ tests/ fuzz/ bench/ *.c *.h, or over FILES="a.c b.h". format-check changes nothing.
 format-check: deps
 	@bash scripts/format.sh check $(FILES)
+
+# No source file under src/, python/wharf/, fuzz/ or bench/ over 800 lines (seconds).
+size-check:
+	@bash scripts/check_file_size.sh
 
 # mypy --strict over python/wharf (seconds); the config (python/pyproject.toml [tool.mypy])
 # skips only the imports of optional third-party packages.

@@ -154,6 +154,11 @@ static void share(unsigned id, size_t *off, size_t *len)
 
 #define BLK (1u << 20)
 
+/* Registered arms: the size of each registration (0: a thread's whole share) and the flags
+ * (--reg-chunk-mib, --reg-flags; READ_ONLY by default). */
+static size_t g_reg_chunk;
+static unsigned g_reg_flags = 8;
+
 static void *run(void *arg)
 {
     thr_t *t = arg;
@@ -161,10 +166,15 @@ static void *run(void *arg)
     size_t off, len;
     share(t->id, &off, &len);
     pthread_barrier_wait(&g_bar);
-    if (t->reg_mode) {
+    if (t->reg_mode) { /* this thread's share, in g_reg_chunk pieces (0: one piece) */
         double t0 = now();
-        cr_t r = t->reg_mode == 1 ? cu.MemHostRegister(g_map + off, len, 8 /* READ_ONLY */)
-                                  : cu.MemHostUnregister(g_map + off);
+        cr_t r = 0;
+        size_t step = g_reg_chunk ? g_reg_chunk : len;
+        for (size_t d = 0; d < len && !r; d += step) {
+            size_t n = len - d < step ? len - d : step;
+            r = t->reg_mode == 1 ? cu.MemHostRegister(g_map + off + d, n, g_reg_flags)
+                                 : cu.MemHostUnregister(g_map + off + d);
+        }
         t->reg_s = now() - t0;
         t->rc = r;
         return NULL;
@@ -333,10 +343,14 @@ int main(int argc, char **argv)
             reps = (unsigned)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--window-mib") && i + 1 < argc)
             win_mib = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reg-chunk-mib") && i + 1 < argc)
+            g_reg_chunk = (size_t)atoi(argv[++i]) << 20;
+        else if (!strcmp(argv[i], "--reg-flags") && i + 1 < argc)
+            g_reg_flags = (unsigned)strtoul(argv[++i], NULL, 0);
         else {
             fprintf(stderr,
                     "usage: %s --file PATH [--gib N] [--threads T] [--repeats R] "
-                    "[--window-mib W]\n",
+                    "[--window-mib W] [--reg-chunk-mib C] [--reg-flags F]\n",
                     argv[0]);
             return 2;
         }
@@ -421,8 +435,10 @@ int main(int argc, char **argv)
         }
     }
     printf("{\"file\": \"%s\", \"gib\": %u, \"threads\": %u, \"window_mib\": %u, "
-           "\"crc_impl\": \"%s\", \"populate_s\": %.4f,\n",
-           path, gib, g_threads, win_mib, wh_crc64nvme_impl(), populate_s);
+           "\"reg_chunk_mib\": %zu, \"reg_flags\": %u, \"crc_impl\": \"%s\", "
+           "\"populate_s\": %.4f,\n",
+           path, gib, g_threads, win_mib, g_reg_chunk >> 20, g_reg_flags, wh_crc64nvme_impl(),
+           populate_s);
     printf(" \"register_whole_s\": %.4f, \"unregister_whole_s\": %.4f, \"register_split_s\": %.4f, "
            "\"unregister_split_s\": %.4f,\n",
            reg_one, unreg_one, reg_split, unreg_split);

@@ -141,8 +141,11 @@ def init_dist(a, rank, world, local_rank, local_world):
     if dev == "auto":
         dev = "cuda" if backend == "nccl" else "cpu"
     if dev == "cuda":
-        torch.cuda.set_device(local_rank)
-        dev = f"cuda:{local_rank}"
+        # More ranks than GPUs (e.g. 8 ranks on one GPU, as the scaling runs do): ranks share
+        # the GPUs round-robin.
+        gpu = local_rank % max(1, torch.cuda.device_count())
+        torch.cuda.set_device(gpu)
+        dev = f"cuda:{gpu}"
     timeout = datetime.timedelta(seconds=a.timeout_s)
     kw = {}
     if backend == "nccl" and "device_id" in init_pg_params():

@@ -214,6 +214,29 @@ WHARF_API wharf_status_t wharf_object_put(wharf_client_t *c, const char *bucket,
                                           const void *src, uint64_t len,
                                           const wharf_xfer_opts_t *opts, wharf_report_t *report);
 
+/* Scatter GET (docs/protocol.md, "Scatter GET"): n windows of one object in one call. Window i's
+ * bytes [offset, offset+length) of the object land at dst + dst_off; destinations must lie
+ * inside [dst, dst+dst_len) and must not overlap (each refused with WHARF_ERR_INVALID before
+ * a request is sent), and a window past the object's end fails with WHARF_ERR_RANGE. Over RDMA
+ * (dst inside a registered region, host or GPU memory) the windows go in at most
+ * `concurrency` signed requests run in parallel (each of at least 64 windows, where there are
+ * as many, and at most 16384), the server writes
+ * every window and sends each one's crc64nvme, which is checked against the landed bytes
+ * (verify_checksum; GPU memory: the server's is taken). Over HTTP, one ranged GET per window.
+ * crcs (optional, n entries) gets each window's crc64nvme; the report's bytes is the sum of
+ * the lengths. opts->version_id is not taken (WHARF_ERR_UNSUPPORTED). */
+typedef struct wharf_window {
+    uint64_t offset;  /* in the object */
+    uint64_t length;  /* bytes */
+    uint64_t dst_off; /* from dst */
+} wharf_window_t;
+
+WHARF_API wharf_status_t wharf_object_get_scatter(wharf_client_t *c, const char *bucket,
+                                                  const char *key, void *dst, uint64_t dst_len,
+                                                  const wharf_window_t *windows, size_t n,
+                                                  uint64_t *crcs, const wharf_xfer_opts_t *opts,
+                                                  wharf_report_t *report);
+
 typedef struct wharf_stat {
     size_t size;     /* set by wharf_stat_init */
     uint64_t length; /* object size in bytes */
@@ -270,6 +293,54 @@ typedef struct wharf_stats {
 
 WHARF_API void wharf_stats_init(wharf_stats_t *s, size_t size);
 WHARF_API wharf_status_t wharf_client_stats(wharf_client_t *c, wharf_stats_t *out);
+
+/* ==== RDMA batches: many small objects of one bucket in one request ====
+ *
+ * KV-cache blocks and dataset samples are small: one request each spends more on HTTP, SigV4
+ * and authorization than on the bytes. A batch GETs many objects of one bucket into, or PUTs
+ * them from, slots of one registered region in one signed request (POST /bucket?rdma-batch,
+ * docs/protocol.md "Batches"). The server authorizes every key as if it were requested alone
+ * and answers each on its own: a key that is missing, refused or fails its condition does not
+ * fail the others. Slots never overlap and lie inside [base, base+base_len), which must lie in
+ * one registration of the client (host or GPU memory). */
+typedef struct wharf_batch_entry {
+    size_t size;     /* set by wharf_batch_entry_init; the same in every entry of a call */
+    const char *key; /* borrowed for the call */
+    uint64_t offset; /* the slot's offset from base */
+    /* GET: the slot's size (an object larger than its slot is that key's InvalidArgument);
+     * PUT: the object's size. 1 to WHARF_BATCH_MAX_OBJECT. */
+    uint64_t length;
+    int if_none_match; /* PUT: store only if the key has no object (If-None-Match: *) */
+    /* Out, for every entry once the call returns WHARF_OK: */
+    wharf_status_t status; /* WHARF_OK, or NOT_FOUND, AUTH, PRECONDITION, INVALID, ... */
+    uint64_t bytes;        /* GET: the object's size, landed at base+offset; PUT: stored */
+    uint64_t crc64nvme;    /* of exactly those bytes, as the server computed it */
+    char code[48];         /* "OK", or the S3 error code ("NoSuchKey", "AccessDenied", ...) */
+    char etag[80];         /* the object's ETag, without quotes */
+    char message[208];     /* the server's message for a failed key */
+} wharf_batch_entry_t;
+
+/* Keys in one request; a call with more sends several requests (in parallel, up to the
+ * concurrency). */
+#define WHARF_BATCH_MAX_KEYS 1000
+/* Bytes of one entry. */
+#define WHARF_BATCH_MAX_OBJECT (64ull << 20)
+
+WHARF_API void wharf_batch_entry_init(wharf_batch_entry_t *e, size_t size);
+/* GETs entries[0..n) into their slots. WHARF_OK when every request was answered: each entry's
+ * status then says how its key fared (report->bytes is the bytes landed). An error return is
+ * the batch's own (bad arguments, a 400 naming a bound, a decline under fallback "fail", a
+ * transfer that failed): the entries' statuses are then not set. Over RDMA only, unless the
+ * client's fallback is http (or opts ask for HTTP): then each key is one plain request. */
+WHARF_API wharf_status_t wharf_batch_get(wharf_client_t *c, const char *bucket, void *base,
+                                         uint64_t base_len, wharf_batch_entry_t *entries, size_t n,
+                                         const wharf_xfer_opts_t *opts, wharf_report_t *report);
+/* PUTs entries[0..n) from their slots, each committed as a PutObject (durable before it is
+ * answered, with its ETag and crc64nvme); as wharf_batch_get otherwise. A PUT batch names
+ * each key once. */
+WHARF_API wharf_status_t wharf_batch_put(wharf_client_t *c, const char *bucket, const void *base,
+                                         uint64_t base_len, wharf_batch_entry_t *entries, size_t n,
+                                         const wharf_xfer_opts_t *opts, wharf_report_t *report);
 
 /* ==== safetensors headers (python/wharf and the loaders plan ranged GETs from these) ====
  *

@@ -51,6 +51,8 @@ TRANSPORT_AUTO, TRANSPORT_RDMA, TRANSPORT_HTTP, TRANSPORT_NONE = 0, 1, 2, 3
 MEM_HOST, MEM_CUDA = 0, 1
 ST_MAX_DIMS = 64
 ST_MAX_HEADER = 100000000
+BATCH_MAX_KEYS = 1000  # WHARF_BATCH_MAX_KEYS
+BATCH_MAX_OBJECT = 64 << 20  # WHARF_BATCH_MAX_OBJECT
 
 c_char_p, c_void_p, c_size_t = ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t
 c_u64, c_u32, c_i64, c_int, c_uint = (ctypes.c_uint64, ctypes.c_uint32, ctypes.c_int64,
@@ -91,11 +93,24 @@ class CStat(ctypes.Structure):
     ]
 
 
+class CWindow(ctypes.Structure):
+    _fields_ = [("offset", c_u64), ("length", c_u64), ("dst_off", c_u64)]
+
+
 class CStats(ctypes.Structure):
     _fields_ = [
         ("size", c_size_t), ("rdma_ops", c_u64), ("rdma_bytes", c_u64), ("http_ops", c_u64),
         ("http_bytes", c_u64), ("fallbacks", c_u64), ("declines", c_u64), ("retries", c_u64),
         ("checksum_failures", c_u64),
+    ]
+
+
+class CBatchEntry(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t), ("key", c_char_p), ("offset", c_u64), ("length", c_u64),
+        ("if_none_match", c_int), ("status", c_int), ("bytes", c_u64), ("crc64nvme", c_u64),
+        ("code", ctypes.c_char * 48), ("etag", ctypes.c_char * 80),
+        ("message", ctypes.c_char * 208),
     ]
 
 
@@ -118,6 +133,10 @@ _SIGS = {
     "wharf_xfer_opts_init": (None, [ctypes.POINTER(XferOpts), c_size_t]),
     "wharf_object_get": (c_int, [c_void_p, c_char_p, c_char_p, c_void_p, c_u64, c_u64, c_u64,
                                  ctypes.POINTER(XferOpts), ctypes.POINTER(CReport)]),
+    "wharf_object_get_scatter": (c_int, [c_void_p, c_char_p, c_char_p, c_void_p, c_u64,
+                                         ctypes.POINTER(CWindow), c_size_t,
+                                         ctypes.POINTER(c_u64),
+                                         ctypes.POINTER(XferOpts), ctypes.POINTER(CReport)]),
     "wharf_object_put": (c_int, [c_void_p, c_char_p, c_char_p, c_void_p, c_u64,
                                  ctypes.POINTER(XferOpts), ctypes.POINTER(CReport)]),
     "wharf_stat_init": (None, [ctypes.POINTER(CStat), c_size_t]),
@@ -131,6 +150,11 @@ _SIGS = {
     "wharf_bucket_list": (c_int, [c_void_p, LIST_CB, c_void_p]),
     "wharf_admin_cluster": (c_int, [c_void_p, c_int, c_char_p, c_size_t,
                                     ctypes.POINTER(c_size_t)]),
+    "wharf_batch_entry_init": (None, [ctypes.POINTER(CBatchEntry), c_size_t]),
+    "wharf_batch_get": (c_int, [c_void_p, c_char_p, c_void_p, c_u64, ctypes.POINTER(CBatchEntry),
+                                c_size_t, ctypes.POINTER(XferOpts), ctypes.POINTER(CReport)]),
+    "wharf_batch_put": (c_int, [c_void_p, c_char_p, c_void_p, c_u64, ctypes.POINTER(CBatchEntry),
+                                c_size_t, ctypes.POINTER(XferOpts), ctypes.POINTER(CReport)]),
     "wharf_stats_init": (None, [ctypes.POINTER(CStats), c_size_t]),
     "wharf_client_stats": (c_int, [c_void_p, ctypes.POINTER(CStats)]),
     # safetensors headers

@@ -28,6 +28,8 @@ STRUCTS = {
     "XferOpts": "wharf_xfer_opts",
     "CStat": "wharf_stat",
     "CStats": "wharf_stats",
+    "CBatchEntry": "wharf_batch_entry",
+    "CWindow": "wharf_window",
 }
 # Header functions Python does not bind, each with a reason. Empty: Python binds the whole ABI.
 UNBOUND_FUNCTIONS = {}

@@ -3,7 +3,8 @@
 that reads like a diary (scripts/check_worklog.sh), a README.md over 150 lines
 (scripts/check_readme.sh), a relative link in a Markdown file that does not resolve, to a file
 or to a heading (scripts/check_links.py), a tracked source file without an SPDX line
-(scripts/check_spdx.sh, whose --fix adds it after a shebang). Each runs on a small git repository made here."""
+(scripts/check_spdx.sh, whose --fix adds it after a shebang), a source file over 800 lines
+(scripts/check_file_size.sh, make size-check). Each runs on a small git repository made here."""
 import os
 import subprocess
 
@@ -75,7 +76,7 @@ def test_broken_link_fails(repo, link, why):
 
 
 @pytest.mark.parametrize("name", ["check_worklog.sh", "check_readme.sh", "check_links.py",
-                                  "check_spdx.sh"])
+                                  "check_spdx.sh", "check_file_size.sh"])
 def test_repository_passes(name):
     p = check(name, ROOT)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -92,3 +93,24 @@ def test_source_without_spdx_fails_and_fix_adds_it(repo):
     assert (repo / "b.py").read_text().split("\n")[:2] == [
         "#!/usr/bin/python3", "# SPDX-License-Identifier: Apache-2.0"]
     assert check("check_spdx.sh", repo).returncode == 0
+
+
+def test_long_source_file_fails(repo):
+    """scripts/check_file_size.sh: 801 lines under src/ fail, 800 pass; files outside the
+    checked folders and the allowlisted one are not counted."""
+    (repo / "src" / "a").mkdir(parents=True)
+    (repo / "src" / "server" / "s3ctl").mkdir(parents=True)
+    (repo / "docs" / "long.md").write_text("x\n" * 900)
+    (repo / "src" / "server" / "s3ctl" / "iam.c").write_text("int x;\n" * 900)
+    (repo / "src" / "a" / "b.c").write_text("int x;\n" * 800)
+    run(["git", "add", "."], repo)
+    p = check("check_file_size.sh", repo)
+    assert p.returncode == 0, p.stdout + p.stderr
+    (repo / "src" / "a" / "b.c").write_text("int x;\n" * 801)
+    (repo / "python" / "wharf").mkdir(parents=True)
+    (repo / "python" / "wharf" / "c.py").write_text("x = 1\n" * 900)
+    run(["git", "add", "."], repo)
+    p = check("check_file_size.sh", repo)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "src/a/b.c: 801 lines" in p.stderr and "python/wharf/c.py: 900 lines" in p.stderr
+    assert "iam.c" not in p.stderr and "long.md" not in p.stderr, p.stderr

@@ -5,7 +5,7 @@ send what is needed), on SQLite, and the enforcement once more on PostgreSQL.
 - CreateBucket with x-amz-bucket-object-lock-enabled: true: object lock and versioning
   Enabled, which can then not be suspended (409 InvalidBucketState);
   Put/GetObjectLockConfiguration (404 ObjectLockConfigurationNotFoundError when none, 409 on
-  an unversioned bucket, MalformedXML / InvalidArgument for a bad default retention);
+  an unversioned bucket, MalformedXML / InvalidRetentionPeriod for a bad default retention);
 - a version's retention and legal hold from x-amz-object-lock-* on PutObject,
   CreateMultipartUpload (applied at Complete) and CopyObject (the request's, never the
   source's), the bucket's default retention when the request names none, 400 InvalidRequest on
@@ -142,7 +142,10 @@ def test_put_lock_configuration(s3):
     bad = [({"Mode": "GOVERNANCE", "Days": 1, "Years": 1}, "MalformedXML"),
            ({"Mode": "GOVERNANCE"}, "MalformedXML"),
            ({"Days": 1}, "MalformedXML"),
-           ({"Mode": "GOVERNANCE", "Days": 0}, "InvalidArgument")]
+           # S3's code for a period that is not a positive number (s3-tests'
+           # test_object_lock_put_obj_lock_invalid_days / _invalid_years)
+           ({"Mode": "GOVERNANCE", "Days": 0}, "InvalidRetentionPeriod"),
+           ({"Mode": "COMPLIANCE", "Years": -1}, "InvalidRetentionPeriod")]
     for dr, want in bad:
         with pytest.raises(ClientError) as e:
             s3.put_object_lock_configuration(Bucket=b, ObjectLockConfiguration={
@@ -266,11 +269,18 @@ def test_compliance_retention(s3):
     s3.put_object_retention(Bucket=b, Key="c", VersionId=v, Retention={
         "Mode": "COMPLIANCE", "RetainUntilDate": longer})
     assert s3.head_object(Bucket=b, Key="c", VersionId=v)["ObjectLockRetainUntilDate"] == longer
-    # GOVERNANCE may become COMPLIANCE without a bypass
+    # GOVERNANCE becomes COMPLIANCE only with the bypass (S3: a change of mode changes the
+    # GOVERNANCE retention), then stays
     g = s3.put_object(Bucket=b, Key="g", Body=b"g", ObjectLockMode="GOVERNANCE",
                       ObjectLockRetainUntilDate=until)["VersionId"]
-    s3.put_object_retention(Bucket=b, Key="g", VersionId=g, Retention={
-        "Mode": "COMPLIANCE", "RetainUntilDate": until})
+    with pytest.raises(ClientError) as e:
+        s3.put_object_retention(Bucket=b, Key="g", VersionId=g, Retention={
+            "Mode": "COMPLIANCE", "RetainUntilDate": until})
+    assert status(e) == 403 and code(e) == "AccessDenied"
+    assert s3.head_object(Bucket=b, Key="g", VersionId=g)["ObjectLockMode"] == "GOVERNANCE"
+    s3.put_object_retention(Bucket=b, Key="g", VersionId=g, BypassGovernanceRetention=True,
+                            Retention={"Mode": "COMPLIANCE", "RetainUntilDate": until})
+    assert s3.head_object(Bucket=b, Key="g", VersionId=g)["ObjectLockMode"] == "COMPLIANCE"
     assert_locked_delete(s3, b, "g", g, BypassGovernanceRetention=True)
     # a past date is refused
     with pytest.raises(ClientError) as e:

@@ -4,8 +4,8 @@ generate_presigned_post, sent as multipart/form-data by http.client (in small pi
 server's parser sees boundaries split across reads) and by curl -F, read back with boto3. The
 policy's conditions (starts-with, eq, exact match, content-length-range), its expiry, the
 signature, fields the policy does not name, the success_action_status and redirect answers,
-x-amz-meta-* kept, anonymous forms refused without and allowed with a bucket policy, and a
-20 MiB file."""
+x-amz-meta-* kept, anonymous forms refused without and allowed with a bucket policy, a
+20 MiB file, and boto3's Signature Version 2 form (AWSAccessKeyId, signature)."""
 import base64
 import hashlib
 import hmac
@@ -369,7 +369,7 @@ def test_user_signed_form_authorized_as_put_object(wharfd, s3, bucket):
     assert sorted(keys(s3, bucket)) == ["u/a"]
 
 
-def test_signature_v2_form_refused(wharfd, s3, bucket):
+def test_signature_v2_form_served(wharfd, s3, bucket):
     v2 = boto3.session.Session().client(
         "s3", endpoint_url=wharfd.endpoint, aws_access_key_id=ACCESS_KEY,
         aws_secret_access_key=SECRET_KEY, region_name=REGION,
@@ -377,5 +377,8 @@ def test_signature_v2_form_refused(wharfd, s3, bucket):
     p = v2.generate_presigned_post(bucket, "v2")
     assert "AWSAccessKeyId" in p["fields"]
     st, _, body = post(p["url"], *form(p["fields"], b"x"))
-    assert st == 501 and err(body)[0] == "NotImplemented", body
-    assert keys(s3, bucket) == []
+    assert st == 204, body
+    assert keys(s3, bucket) == ["v2"]
+    f = dict(p["fields"], signature=p["fields"]["signature"][:-2] + "A=")
+    st, _, body = post(p["url"], *form(f, b"x"))
+    assert st == 403 and err(body)[0] == "SignatureDoesNotMatch", body

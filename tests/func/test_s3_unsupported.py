@@ -2,7 +2,8 @@
 """What wharf does not implement answers 501 NotImplemented naming it, never 200 and never a
 plain object or bucket operation (docs/compat.md lists these rows): bucket website, logging,
 notifications, replication, inventory, analytics, metrics, accelerate, request payment,
-intelligent tiering, S3 Select, object restore and torrents; IAM groups and roles, and STS.
+intelligent tiering, S3 Select, object restore and torrents (GET ?torrent is S3's 404
+NoSuchKey); IAM groups and roles, and STS.
 Nothing is stored by any of them. Against a real wharfd with raw signed requests
 (tests/lib/s3raw.py)."""
 import pytest
@@ -52,10 +53,23 @@ def test_object_post_subresource_is_not_implemented(raw, bucket, query):
     assert raw.request("HEAD", f"/{bucket}/k").status == 404  # no object made
 
 
-def test_torrent_is_not_implemented(raw, bucket):
+def test_torrent_is_no_such_key(raw, bucket):
+    """GetObjectTorrent: S3 keeps no torrent for most objects and answers 404 NoSuchKey, what
+    s3-tests' test_get_object_torrent accepts; PUT ?torrent stays 501."""
     assert raw.request("PUT", f"/{bucket}/t", body=b"abc").status == 200
     r = raw.request("GET", f"/{bucket}/t", query=[("torrent", None)])
+    assert (r.status, r.error_code()) == (404, "NoSuchKey"), r.body[:300]
+    assert b"BitTorrent" in r.body
+    r = raw.request("PUT", f"/{bucket}/t", query=[("torrent", None)], body=b"x")
     _not_implemented(r, "torrent")
+    assert raw.request("GET", f"/{bucket}/t").body == b"abc"  # the object is untouched
+
+
+def test_select_501_says_why(raw, bucket):
+    r = raw.request("POST", f"/{bucket}/k", query=[("select", None), ("select-type", "2")],
+                    body=b"<x/>")
+    _not_implemented(r, "select")
+    assert b"S3 Select" in r.body and b"2024" in r.body, r.body[:400]
 
 
 def _boto_error(call):

@@ -125,3 +125,14 @@ set_tests_properties(layering/upward_includes PROPERTIES TIMEOUT 300 RUN_SERIAL 
 add_test(NAME layering/wings
          COMMAND ${CMAKE_COMMAND} -DSRC=${CMAKE_SOURCE_DIR}/src -P ${CMAKE_CURRENT_LIST_DIR}/wings.cmake)
 set_tests_properties(layering/wings PROPERTIES TIMEOUT 60)
+
+# meta links neither metadata backend and calls none, and neither backend calls the other: no
+# cycle of static libraries (meta_backends.cmake).
+get_target_property(wh_meta_links wh_meta LINK_LIBRARIES)
+string(REPLACE ";" "," wh_meta_links "${wh_meta_links}")
+add_test(NAME layering/meta_backends
+         COMMAND ${CMAKE_COMMAND} -DNM=${CMAKE_NM} "-DMETA_LINKS=${wh_meta_links}"
+                 -DLIB_meta=$<TARGET_FILE:wh_meta> -DLIB_meta_sqlite=$<TARGET_FILE:wh_meta_sqlite>
+                 -DLIB_meta_pg=$<TARGET_FILE:wh_meta_pg>
+                 -P ${CMAKE_CURRENT_LIST_DIR}/meta_backends.cmake)
+set_tests_properties(layering/meta_backends PROPERTIES TIMEOUT 60)

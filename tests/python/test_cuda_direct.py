@@ -7,6 +7,7 @@ Each case checks the bytes on the GPU against the source, the report (provider c
 staged), and the server's counters (the witness: the server moved them)."""
 import ctypes
 import threading
+import time
 
 import pytest
 
@@ -14,7 +15,7 @@ torch = pytest.importorskip("torch")
 
 from conftest import Witness, make_client  # noqa: E402
 from s3raw import UNSIGNED, S3Raw  # noqa: E402
-from wharfd import unique_bucket  # noqa: E402
+from wharfd import WharfServer, unique_bucket  # noqa: E402
 
 import wharf  # noqa: E402
 
@@ -367,3 +368,66 @@ def test_token_dataset_into_gpu_memory(wharfd, gclient, gbucket):
                 assert st["staged_reason"] is None and w.delta["get"] >= toks.numel() * 4
             else:
                 assert "HTTP" in st["staged_reason"] and w.delta["get"] == 0
+
+
+def _regcache(srv):
+    m = srv.metrics()
+    ev = {e: m.get(f'wharf_cuda_regcache_events_total{{event="{e}"}}', 0.0)
+          for e in ("hit", "register", "release", "fallback")}
+    return ev, m.get('wharf_cuda_regcache_bytes{state="registered"}', 0.0)
+
+
+@pytest.fixture()
+def regserver(tmp_path):
+    srv = WharfServer(data_dir=str(tmp_path / "data"), env={"WHARF_CUDA_SOURCE": "register"})
+    srv.start()
+    yield srv
+    srv.stop()
+    srv.cleanup()
+
+
+def test_registered_pages_are_kept_and_let_go(regserver):
+    """WHARF_CUDA_SOURCE=register (a timing variant): GETs into GPU memory DMA from the
+    object's registered page-cache pages; the second GET of an object registers nothing more
+    (hits), its bytes are right both times, an overwrite serves the new bytes, and a deleted
+    object's pages are let go."""
+    wharfd = regserver
+    gclient = make_client(wharfd, "ofi+shm")
+    gbucket = unique_bucket("reg")
+    gclient.create_bucket(gbucket)
+    size = (96 << 20) + 4097  # four chunks of the cache, the last partial
+    src = _host_bytes(size, 41)
+    gclient.put_from(gbucket, "reg", src.numpy(), transport="http")
+    dst = torch.zeros(size, dtype=torch.uint8, device="cuda")
+    ev0, _ = _regcache(wharfd)
+    gclient.get_into(gbucket, "reg", dst)
+    assert torch.equal(dst.cpu(), src)
+    ev1, held1 = _regcache(wharfd)
+    assert ev1["register"] > ev0["register"], (ev0, ev1)
+    assert held1 >= size
+    dst.zero_()
+    gclient.get_into(gbucket, "reg", dst)
+    assert torch.equal(dst.cpu(), src)
+    ev2, _ = _regcache(wharfd)
+    assert ev2["register"] == ev1["register"] and ev2["hit"] > ev1["hit"], (ev1, ev2)
+    src2 = _host_bytes(size, 42)
+    gclient.put_from(gbucket, "reg", src2.numpy(), transport="http")
+    gclient.get_into(gbucket, "reg", dst)
+    assert torch.equal(dst.cpu(), src2)
+    gclient.delete(gbucket, "reg")
+    # a large object's file is unlinked by the data table's thread after the DELETE: every new
+    # file GET sweeps the unlinked ones; bounded wait
+    small = torch.zeros(1 << 20, dtype=torch.uint8, device="cuda")
+    for i in range(40):
+        other = _host_bytes(1 << 20, 43 + i)
+        gclient.put_from(gbucket, f"other{i}", other.numpy(), transport="http")
+        gclient.get_into(gbucket, f"other{i}", small)
+        assert torch.equal(small.cpu(), other)
+        ev3, held3 = _regcache(wharfd)
+        if ev3["release"] > ev2["release"] + 1 and held3 < size:
+            break
+        time.sleep(0.25)
+    # two releases: the file the overwrite replaced, and the deleted one
+    assert ev3["release"] >= ev2["release"] + 2, (ev2, ev3)
+    assert held3 < size, held3
+    gclient.close()

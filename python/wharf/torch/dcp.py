@@ -72,8 +72,9 @@ from ..config import is_url, join, parse_url
 from ..errors import (CheckpointChangedError, CheckpointConflictError, ChecksumError,
                       IncompleteCheckpointError, MissingDependencyError, NotFoundError,
                       PreconditionFailedError, WharfError)
+from .._log import logger
 from ..progress import Progress
-from ..reader import runs
+from ..reader import runs, scatter_runs
 from ._common import _client
 from .checkpoint import LOAD_RESTARTS, _get_whole, _grace
 from .checksum import block_sums, first_mismatch
@@ -107,6 +108,7 @@ DEFAULT_OBJECT_SIZE = 1 << 30
 ALIGN = 64
 SMALL_ITEM = 1 << 20          # items below this are fetched together with their neighbours
 SMALL_RUN = 16 << 20          # up to this many bytes per shared GET
+SCATTER_WINDOWS = 16384       # items per scatter GET (the server's bound)
 COALESCE_GAP = 64 << 10       # small items this near share a GET (the gap is read too)
 CHECK_BLOCK = 4 << 20         # each item's bytes are checksummed in blocks of this size, so
                               # a ranged read (a reshard) is checked reading at most one
@@ -670,8 +672,12 @@ class WharfStorageReader(_Base, StorageReader):  # type: ignore[misc]
                     self._finish(planner, r, self._one(c, r, self._target(planner, r), bar))
                 return
             targets = [self._target(planner, r) for r in reqs]
-            jobs = runs([(x.key, x.offset, x.length) for x in map(self._info, reqs)],
-                        self.coalesce_gap, SMALL_ITEM, SMALL_RUN)
+            items = [(x.key, x.offset, x.length) for x in map(self._info, reqs)]
+            # Over RDMA the small items of an object share one scatter GET, gaps and all
+            # (only their bytes move); else runs of near neighbours share one ranged GET.
+            self._scatter = c.rdma and self.transport != "http"
+            jobs = (scatter_runs(items, SMALL_ITEM, SMALL_RUN, SCATTER_WINDOWS)
+                    if self._scatter else runs(items, self.coalesce_gap, SMALL_ITEM, SMALL_RUN))
             with cf.ThreadPoolExecutor(self.thread_count, thread_name_prefix="wharf-dcp-r") as ex:
                 def run(ij: Any) -> Any:
                     return self._run(c, reqs, targets, ij, bar)
@@ -696,6 +702,16 @@ class WharfStorageReader(_Base, StorageReader):  # type: ignore[misc]
         i, j = ij
         if j - i == 1:
             return [self._one(c, reqs[i], targets[i], bar)]
+        if getattr(self, "_scatter", False):
+            try:
+                return self._scatter_run(c, reqs, targets, ij, bar)
+            except WharfError as e:
+                if e.status not in (_lib.WHARF_ERR_DECLINED, _lib.WHARF_ERR_UNSUPPORTED):
+                    raise
+                # a server without the scatter GET (a cluster gateway): item by item
+                logger.info("dcp load %s: scatter GET refused (%s); one GET per item", self.url,
+                         e.message)
+                return [self._one(c, reqs[k], targets[k], bar) for k in range(i, j)]
         infos = [self._info(reqs[k]) for k in range(i, j)]
         base = min(x.offset for x in infos)
         n = max(x.offset + x.length for x in infos) - base
@@ -708,6 +724,27 @@ class WharfStorageReader(_Base, StorageReader):  # type: ignore[misc]
             self._check(reqs[k], info, raw, 0, etag)   # every item here is whole
             out.append(self._place(reqs[k], targets[k], info, raw))
         bar.update(n)
+        return out
+
+    def _scatter_run(self, c: Client, reqs: Any, targets: Any, ij: Any, bar: Any) -> Any:
+        """Items reqs[i:j] of one object by one scatter GET, packed into one buffer."""
+        i, j = ij
+        infos = [self._info(reqs[k]) for k in range(i, j)]
+        at, pos = [], 0
+        for x in infos:
+            at.append(pos)
+            pos += x.length
+        buf = torch.empty(max(pos, 1), dtype=torch.uint8)
+        rep = c.get_scatter(self.bucket, self._key(infos[0].key), buf,
+                            [(x.offset, x.length, a) for x, a in zip(infos, at)],
+                            transport=self.transport, cache=False)
+        etag: Any = rep.etag or None
+        out = []
+        for k, info, a in zip(range(i, j), infos, at):
+            raw = buf[a:a + info.length]
+            self._check(reqs[k], info, raw, 0, etag)   # every item here is whole
+            out.append(self._place(reqs[k], targets[k], info, raw))
+        bar.update(pos)
         return out
 
     def _get(self, c: Client, name: str, dst: Any, offset: int, n: int) -> Any:

@@ -5,9 +5,9 @@
  * Files: client.c (create/destroy, config, errors, stats, fork), http.c (one signed request on
  * one curl handle), reply.c (what replies carry in their headers), pool.c (per-client worker
  * threads), mem.c (registrations, host and GPU memory), object_*.c (GET, PUT, multipart and
- * HEAD; client/object.h lists them), meta.c (delete, list, buckets), safetensors.c (the
- * wharf_st_* functions over src/client/safetensors' parser), endpoints.c (the list of gateways,
- * round robin, failover). */
+ * HEAD; client/object.h lists them), batch.c (RDMA batches), meta.c (delete, list, buckets),
+ * safetensors.c (the wharf_st_* functions over src/client/safetensors' parser), endpoints.c (the
+ * list of gateways, round robin, failover). */
 #ifndef WH_CLIENT_CLIENT_INT_H
 #define WH_CLIENT_CLIENT_INT_H
 

@@ -255,7 +255,10 @@ static wh_status_t http_once(wharf_client_t *c, CURL *h, const wc_req_t *req, wc
     if (!(tmp = curl_slist_append(hl, "Expect:")))
         goto err_nomem;
     hl = tmp;
-    if (!strcmp(req->method, "POST")) {
+    bool own_ct = false; /* the request names its own type (an RDMA batch's list) */
+    for (size_t i = 0; i < req->nhdr; i++)
+        own_ct = own_ct || !strcmp(req->hdr_names[i], "content-type");
+    if (!strcmp(req->method, "POST") && !own_ct) {
         /* An XML body says so. A POST without one (CreateMultipartUpload) sends no type at
          * all: the server keeps an initiation's Content-Type as the object's, so a multipart
          * object gets the same default as a single PUT (curl's own default, a form type, is

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The gateway's chunk client over libcurl multi (see client.h). */
+/* The gateway's chunk client over libcurl multi (see client.h); its latency estimates are
+ * client_est.c. */
 #include "cluster/client.h"
+#include "cluster/client_int.h"
 #include "base/codec.h"
 #include "base/crc.h"
 #include "base/log.h"
@@ -17,38 +19,6 @@
 
 #define MOD "cclient"
 #define TOKEN_LIFE_S 60
-
-/* What one storage server's requests took lately (rtt.h), by request kind. */
-typedef struct cl_node_est {
-    uint32_t id;
-    cl_rtt_t op[CL_OP_RPUT + 1];
-    uint64_t timeouts;
-    uint64_t last_timeout_ms; /* wh_now_ns clock; 0: never */
-    bool answered;            /* a request succeeded after the last timeout */
-} cl_node_est_t;
-
-struct cl_client {
-    char *secret;
-    char *ca_file; /* NULL: storage servers speak plain HTTP; else HTTPS verified with it */
-    size_t secret_len;
-    CURLSH *share; /* the DNS cache only: libcurl does not support sharing connections
-                    * between concurrent threads (CURLSHOPT_SHARE), and a 16-core gateway
-                    * crashed in curl_multi_perform when it did */
-    pthread_mutex_t locks[CURL_LOCK_DATA_LAST];
-    /* Idle multi handles, each keeping the connections its last run opened: a run takes one
-     * (or makes one), so a connection is only ever used by the thread that holds its multi. */
-    pthread_mutex_t mpool_lock;
-    CURLM **mpool;
-    size_t n_mpool, cap_mpool;
-    _Atomic uint64_t requests, failures, retries, timeouts;
-    _Atomic uint64_t rx_bytes, tx_bytes; /* chunk bytes received from / sent to storage */
-    _Atomic uint64_t hedges, hedge_wins;
-    pthread_mutex_t est_lock; /* est, n_est, cap_est */
-    cl_node_est_t *est;
-    size_t n_est, cap_est;
-    cl_node_fail_fn on_fail;
-    void *on_fail_arg;
-};
 
 void cl_client_on_node_fail(cl_client_t *c, cl_node_fail_fn fn, void *arg)
 {
@@ -138,167 +108,6 @@ void cl_client_stats(cl_client_t *c, cl_client_stats_t *out)
     out->tx_bytes = atomic_load(&c->tx_bytes);
     out->hedges = atomic_load(&c->hedges);
     out->hedge_wins = atomic_load(&c->hedge_wins);
-}
-
-/* ---- latency estimates per storage server ---- */
-
-static uint64_t now_ms(void)
-{
-    return wh_now_ns() / 1000000;
-}
-
-/* The entry of node id, made when create (NULL without memory or when absent). est_lock
- * held. */
-static cl_node_est_t *est_of(cl_client_t *c, uint32_t id, bool create)
-{
-    for (size_t i = 0; i < c->n_est; i++)
-        if (c->est[i].id == id)
-            return &c->est[i];
-    if (!create)
-        return NULL;
-    if (c->n_est == c->cap_est) {
-        size_t cap = c->cap_est ? c->cap_est * 2 : 8;
-        cl_node_est_t *v = realloc(c->est, cap * sizeof *v);
-        if (!v)
-            return NULL;
-        c->est = v;
-        c->cap_est = cap;
-    }
-    cl_node_est_t *e = &c->est[c->n_est++];
-    memset(e, 0, sizeof *e);
-    e->id = id;
-    return e;
-}
-
-/* j's bounds against its current candidate: the whole request and no progress, ms. */
-static void est_bounds(cl_client_t *c, const cl_job_t *j, uint64_t *total_ms, uint64_t *stall_ms)
-{
-    cl_rtt_t r = {0};
-    pthread_mutex_lock(&c->est_lock);
-    const cl_node_est_t *e = est_of(c, j->cand_id[j->_try], false);
-    if (e && j->op <= CL_OP_RPUT)
-        r = e->op[j->op];
-    pthread_mutex_unlock(&c->est_lock);
-    *total_ms = cl_rtt_timeout_ms(&r, j->len, j->_backoff);
-    /* an rdec reads its stripe's K shards (in up to two rounds of internal GETs, each with
-     * its own bound, when one fails) before it writes len bytes: three such bounds */
-    if (j->op == CL_OP_RDEC || j->op == CL_OP_RENC)
-        *total_ms = 3 * cl_rtt_timeout_ms(&r, WH_MAX(j->len, j->work), j->_backoff);
-    *stall_ms = cl_rtt_timeout_ms(&r, 0, j->_backoff); /* one MiB's worth */
-}
-
-static uint64_t est_hedge_ms(cl_client_t *c, const cl_job_t *j)
-{
-    cl_rtt_t r = {0};
-    pthread_mutex_lock(&c->est_lock);
-    const cl_node_est_t *e = est_of(c, j->cand_id[j->_try], false);
-    if (e && j->op <= CL_OP_RPUT)
-        r = e->op[j->op];
-    pthread_mutex_unlock(&c->est_lock);
-    return cl_rtt_hedge_ms(&r, j->len);
-}
-
-static void est_answered(cl_client_t *c, const cl_job_t *j, double seconds)
-{
-    pthread_mutex_lock(&c->est_lock);
-    cl_node_est_t *e = est_of(c, j->cand_id[j->_try], true);
-    if (e) {
-        if (j->op <= CL_OP_RPUT)
-            cl_rtt_sample(&e->op[j->op], j->len, seconds);
-        e->answered = true;
-    }
-    pthread_mutex_unlock(&c->est_lock);
-}
-
-static void est_timed_out(cl_client_t *c, const cl_job_t *j)
-{
-    pthread_mutex_lock(&c->est_lock);
-    cl_node_est_t *e = est_of(c, j->cand_id[j->_try], true);
-    if (e) {
-        e->timeouts++;
-        e->last_timeout_ms = now_ms();
-        e->answered = false;
-    }
-    pthread_mutex_unlock(&c->est_lock);
-}
-
-/* j's candidate lost a hedged read: it had not answered while another replica sent the whole
- * chunk. Ranked behind the others like a server that timed out, until it answers again or
- * CL_SLOW_MS pass (not counted as a timeout: it was not one). */
-static void est_late(cl_client_t *c, const cl_job_t *j)
-{
-    pthread_mutex_lock(&c->est_lock);
-    cl_node_est_t *e = est_of(c, j->cand_id[j->_try], true);
-    if (e) {
-        e->last_timeout_ms = now_ms();
-        e->answered = false;
-    }
-    pthread_mutex_unlock(&c->est_lock);
-}
-
-bool cl_client_node_slow(cl_client_t *c, uint32_t id)
-{
-    uint64_t now = now_ms();
-    pthread_mutex_lock(&c->est_lock);
-    const cl_node_est_t *e = est_of(c, id, false);
-    bool slow = e && e->last_timeout_ms && !e->answered && now - e->last_timeout_ms < CL_SLOW_MS;
-    pthread_mutex_unlock(&c->est_lock);
-    return slow;
-}
-
-void cl_client_metrics(cl_client_t *c, uint64_t ref_len, wh_sbuf_t *out)
-{
-    pthread_mutex_lock(&c->est_lock);
-    size_t n = c->n_est;
-    cl_node_est_t *v = malloc((n ? n : 1) * sizeof *v);
-    if (v && n)
-        memcpy(v, c->est, n * sizeof *v);
-    pthread_mutex_unlock(&c->est_lock);
-    if (!v)
-        return;
-    uint64_t now = now_ms();
-    static const char *const stat[] = {"srtt", "rttvar", "timeout"};
-    for (int s = 0; s < 3; s++) {
-        if (s == 0)
-            wh_sbuf_printf(out, "# HELP wharf_cluster_node_srtt_seconds Smoothed time of a chunk "
-                                "request per MiB (a request counts at least 1 MiB), by storage "
-                                "server and request kind.\n");
-        else if (s == 1)
-            wh_sbuf_printf(out, "# HELP wharf_cluster_node_rttvar_seconds Mean deviation of "
-                                "wharf_cluster_node_srtt_seconds.\n");
-        else
-            wh_sbuf_printf(out, "# HELP wharf_cluster_node_timeout_seconds Time bound of a chunk "
-                                "request of --chunk-size bytes now (srtt + 4 rttvar, within its "
-                                "floor and ceiling).\n");
-        wh_sbuf_printf(out, "# TYPE wharf_cluster_node_%s_seconds gauge\n", stat[s]);
-        for (size_t i = 0; i < n; i++)
-            for (int op = CL_OP_GET; op <= CL_OP_RPUT; op++) {
-                const cl_rtt_t *r = &v[i].op[op];
-                if (!r->samples)
-                    continue;
-                double x = s == 0   ? r->srtt
-                           : s == 1 ? r->rttvar
-                                    : (double)cl_rtt_timeout_ms(r, ref_len, 0) / 1000.0;
-                wh_sbuf_printf(out,
-                               "wharf_cluster_node_%s_seconds{node=\"%" PRIu32 "\",op=\"%s\"} "
-                               "%.6f\n",
-                               stat[s], v[i].id, cl_op_name((cl_op_t)op), x);
-            }
-    }
-    wh_sbuf_printf(out, "# HELP wharf_cluster_node_timeouts_total Chunk requests to a storage "
-                        "server that were sent and timed out (it is slow: not marked down).\n"
-                        "# TYPE wharf_cluster_node_timeouts_total counter\n");
-    for (size_t i = 0; i < n; i++)
-        wh_sbuf_printf(out, "wharf_cluster_node_timeouts_total{node=\"%" PRIu32 "\"} %" PRIu64 "\n",
-                       v[i].id, v[i].timeouts);
-    wh_sbuf_printf(out, "# HELP wharf_cluster_node_slow Storage servers ranked last for a "
-                        "timeout they have not answered since (1).\n"
-                        "# TYPE wharf_cluster_node_slow gauge\n");
-    for (size_t i = 0; i < n; i++)
-        wh_sbuf_printf(out, "wharf_cluster_node_slow{node=\"%" PRIu32 "\"} %d\n", v[i].id,
-                       v[i].last_timeout_ms && !v[i].answered &&
-                           now - v[i].last_timeout_ms < CL_SLOW_MS);
-    free(v);
 }
 
 /* ---- per-request callbacks ---- */
@@ -425,7 +234,7 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
     /* The bounds from what this server's requests of this kind took lately (rtt.h). "No
      * progress": below 1 byte/s for the stall bound. */
     uint64_t total_ms, stall_ms;
-    est_bounds(c, j, &total_ms, &stall_ms);
+    cl_est_bounds(c, j, &total_ms, &stall_ms);
     j->_timeout_ms = total_ms;
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)((stall_ms + 999) / 1000));
@@ -474,8 +283,8 @@ static wh_status_t job_start(cl_client_t *c, CURLM *m, cl_job_t *j, const wh_pee
     j->_easy = e;
     j->_hdrs = h;
     j->_client = c;
-    j->_start_ms = now_ms();
-    j->_hedge_ms = j->hedge && j->op == CL_OP_GET ? est_hedge_ms(c, j) : 0;
+    j->_start_ms = cl_now_ms();
+    j->_hedge_ms = j->hedge && j->op == CL_OP_GET ? cl_est_hedge_ms(c, j) : 0;
     j->attempts++;
     atomic_fetch_add(&c->requests, 1);
     curl_multi_add_handle(m, e);
@@ -524,7 +333,7 @@ static bool job_judge(cl_client_t *c, cl_job_t *j, CURLcode rc, const char *errb
         }
         curl_off_t us = 0;
         if (curl_easy_getinfo(j->_easy, CURLINFO_TOTAL_TIME_T, &us) == CURLE_OK)
-            est_answered(c, j, (double)us / 1e6);
+            cl_est_answered(c, j, (double)us / 1e6);
         j->st = WH_OK;
         j->used = j->_try;
         j->used_id = j->cand_id[j->_try];
@@ -541,7 +350,7 @@ static bool job_judge(cl_client_t *c, cl_job_t *j, CURLcode rc, const char *errb
         snprintf(j->err, sizeof j->err, "storage %s: no answer within %" PRIu64 " ms (%s)", who,
                  j->_timeout_ms, errbuf[0] ? errbuf : curl_easy_strerror(rc));
         atomic_fetch_add(&c->timeouts, 1);
-        est_timed_out(c, j);
+        cl_est_timed_out(c, j);
         if (j->_backoff < CL_RTO_BACKOFF_MAX)
             j->_backoff++;
         timed_out = j->timed_out = true;
@@ -707,7 +516,7 @@ wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned par
         if (active == 0)
             break;
         /* hedged reads whose candidate is late: ask the next one too */
-        uint64_t now = now_ms(), wait_ms = 100;
+        uint64_t now = cl_now_ms(), wait_ms = 100;
         for (size_t i = 0; i < next; i++) {
             cl_job_t *j = &jobs[i];
             if (!j->_hedge_ms || !j->_easy || j->_hedged || j->_try + 1 >= j->ncand)
@@ -744,7 +553,7 @@ wh_status_t cl_client_run(cl_client_t *c, cl_job_t *jobs, size_t n, unsigned par
                     o->err[0] = '\0';
                     atomic_fetch_add(&c->hedge_wins, 1);
                     if (o->_easy) {
-                        est_late(c, o);
+                        cl_est_late(c, o);
                         job_end(m, o); /* the late one is dropped */
                     }
                     o->_waiting = false;

@@ -98,11 +98,45 @@ void cl_members_suspect(void *r, uint32_t id);
 /* Queues every candidate copy of jobs for GC after the orphan grace (see remote.h). */
 wh_status_t cl_record_intents(cl_remote_t *r, const cl_job_t *jobs, size_t n);
 
+/* members.c, for repair.c: the node table read again (the old view kept when the database is
+ * unreachable); a member that may be asked now; a member's zone (false: not a member);
+ * whether it was retired. */
+void cl_members_refresh(cl_remote_t *r);
+bool cl_member_usable(const cl_member_t *m, uint64_t now_ms);
+bool cl_member_zone(cl_remote_t *r, uint32_t id, char zone[META_ZONE_MAX]);
+bool cl_member_retired(cl_remote_t *r, uint32_t id);
+/* repair.c, run by the maintenance loop (members.c): lost and draining copies made again, and
+ * damaged copies rewritten; cl_repair_group moves the copies of cs[i] from from[i] (or from[0]
+ * when one_from) to want[i] (NULL: the best-ranked server without a copy), and returns how
+ * many could not be moved now (*bytes: the bytes that were). */
+/* Re-replicates chunks that had a copy on `dead`: each is copied from a live replica to the
+ * best-ranked live server that holds no copy, storage server to storage server, all at once
+ * (copy_chunks), then each replica is moved in the chunk map (which also queues the dead copy
+ * for GC). */
+enum { CL_REPAIR_GROUP = CL_REPAIR_PARALLEL_MAX };
+/* Why copies move (cl_repair_group's why): re-replication of lost copies (read from the other
+ * replicas only), a drain or a rebalance (the copy that moves may be read too). */
+enum { CL_MOVE_REPAIR, CL_MOVE_DRAIN, CL_MOVE_REBALANCE };
+void cl_repair_pass(cl_remote_t *r);
+void cl_repair_damage_pass(cl_remote_t *r);
+size_t cl_repair_group(cl_remote_t *r, const data_chunk_t *cs, size_t n, const uint32_t *from,
+                       bool one_from, const uint32_t *want, int why, uint64_t *bytes);
 wh_status_t cl_members_start(cl_remote_t *r);
 void cl_members_stop(cl_remote_t *r);
 void cl_members_nudge(cl_remote_t *r);
 
-/* ---- shared by remote.c (writers, the table) and remote_read.c (readers) ---- */
+/* ---- remote_write.c: the writers (data_ops_t's writer slots) ---- */
+wh_status_t cl_rw_open(data_table_t *d, data_writer_t **out);
+wh_status_t cl_rw_bucket(data_writer_t *bw, const char *bucket, char *msg, size_t msglen);
+wh_status_t cl_rw_write(data_writer_t *bw, const void *p, size_t n);
+wh_status_t cl_rw_finish(data_writer_t *bw, data_ref_t *ref);
+void cl_rw_free(data_writer_t *bw);
+void cl_rw_abort(data_writer_t *bw);
+wh_status_t cl_rw_append(data_writer_t *bw, data_reader_t *br, uint64_t off, uint64_t len);
+wh_status_t cl_rw_rdma_put(data_writer_t *bw, const xfer_token_arg_t *token, const wh_peer_t *speer,
+                           uint64_t size, data_rdma_result_t *res);
+
+/* ---- shared by remote.c (the table), remote_write.c (writers) and remote_read.c (readers) ---- */
 
 void cl_jobs_free_cands(cl_job_t *jobs, size_t n);
 void cl_msg(char *out, size_t outlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -25,6 +25,7 @@
  * served again, over a fresh connection, once it resumes. */
 #include "engine/rdma_int.h"
 #include "xfer/cuda.h"
+#include "xfer/cuda_regcache.h"
 #include "base/log.h"
 #include "base/util.h"
 
@@ -673,6 +674,27 @@ void rdma_metrics(rdma_t *r, struct wh_sbuf *out)
                    "wharf_cuda_pinned_bytes{state=\"allocated\"} %" PRIu64 "\n"
                    "wharf_cuda_pinned_bytes{state=\"peak\"} %" PRIu64 "\n",
                    pb, pa, pp);
+    cuda_regcache_stats_t rs;
+    cuda_regcache_stats(&rs);
+    wh_sbuf_printf(out,
+                   "# HELP wharf_cuda_regcache_bytes Page-cache pages registered with the CUDA "
+                   "driver for GETs into GPU memory: the budget, what is registered now.\n"
+                   "# TYPE wharf_cuda_regcache_bytes gauge\n"
+                   "wharf_cuda_regcache_bytes{state=\"budget\"} %" PRIu64 "\n"
+                   "wharf_cuda_regcache_bytes{state=\"registered\"} %" PRIu64 "\n"
+                   "# HELP wharf_cuda_regcache_files Data files whose pages are registered.\n"
+                   "# TYPE wharf_cuda_regcache_files gauge\n"
+                   "wharf_cuda_regcache_files %" PRIu64 "\n"
+                   "# HELP wharf_cuda_regcache_events_total Windows served from registrations "
+                   "already made (hit), chunks registered, files released, windows the cache "
+                   "could not serve (fallback: read through the staging buffers).\n"
+                   "# TYPE wharf_cuda_regcache_events_total counter\n"
+                   "wharf_cuda_regcache_events_total{event=\"hit\"} %" PRIu64 "\n"
+                   "wharf_cuda_regcache_events_total{event=\"register\"} %" PRIu64 "\n"
+                   "wharf_cuda_regcache_events_total{event=\"release\"} %" PRIu64 "\n"
+                   "wharf_cuda_regcache_events_total{event=\"fallback\"} %" PRIu64 "\n",
+                   rs.budget, rs.registered, rs.files, rs.hits, rs.registers, rs.releases,
+                   rs.fallbacks);
     wh_sbuf_printf(out,
                    "# HELP wharf_rdma_pipelines_active RDMA GET/PUT pipelines alive (0 when "
                    "no RDMA request is running).\n# TYPE wharf_rdma_pipelines_active gauge\n"

@@ -5,7 +5,8 @@
  * - rdma_pool.c: the pool of registered buffers, sized from the host, with a per-client share,
  *   driving completions while a request waits for buffers;
  * - rdma_get.c: GET (staged pipeline for fabric providers, direct copy for bound shm);
- * - rdma_put.c: PUT/UploadPart (chunked reads sunk in order). */
+ * - rdma_put.c: PUT/UploadPart (chunked reads sunk in order);
+ * - rdma_scatter.c: the scatter GET's windows and the gather UploadPart's (rdma_scatter.h). */
 #ifndef WH_ENGINE_RDMA_INT_H
 #define WH_ENGINE_RDMA_INT_H
 

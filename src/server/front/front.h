@@ -72,6 +72,7 @@ typedef struct front_config {
     const char *tls_key;
     const char *unix_path; /* NULL: DIR/wharfd.sock; "" disables the Unix socket */
     const char *region;
+    bool sigv2_off;         /* --sigv2 off: Signature Version 2 requests are refused */
     const char *access_key; /* root's key pair */
     const char *secret_key;
     /* Users' access keys, for the roles that open the identities: the server key that seals

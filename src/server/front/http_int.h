@@ -24,6 +24,9 @@ void front_http_completed_cb(void *cls, struct MHD_Connection *c, void **con_cls
 /* Adds one header line as libmicrohttpd hands it over; false once the size or line limit
  * is passed (or on OOM, with hdr_oom set): the request is to be refused. */
 bool front_req_add_header(front_req_t *r, const char *key, const char *value);
+/* front_req_add_header as MHD_get_connection_values' iterator (cls: the request). */
+enum MHD_Result front_req_collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                         const char *value);
 /* Sorts the headers by name and joins repeats; false on OOM. */
 bool front_req_index_headers(front_req_t *r);
 /* Splits raw_uri into path and query; false on OOM. */

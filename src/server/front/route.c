@@ -57,7 +57,9 @@ static const char *const g_served_subres[] = {"acl",
                                               "object-lock",
                                               "retention",
                                               "legal-hold",
-                                              "renameObject"};
+                                              "renameObject",
+                                              "x-wharf-scatter",
+                                              "x-wharf-gather"};
 
 static char *decode_dup(const char *s, size_t n, bool plus_is_space)
 {

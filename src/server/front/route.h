@@ -10,7 +10,7 @@
  * after "/bucket/" ('+' stays '+'); it is never used as a file path.
  *
  * Which API a request is comes from one table, which the application hands the front
- * (front_app_ops_t; the S3 API's is front_ops, s3api.c): each row matches a level
+ * (front_app_ops_t; the S3 API's is front_ops, s3api/app.c): each row matches a level
  * (service, bucket, object), a method, the sub-resources that must be present and whether
  * x-amz-copy-source is, and names the API, the body it takes, whether an x-amz-rdma-token is
  * allowed, and its handlers. The first matching row wins; no row is MethodNotAllowed.
@@ -43,6 +43,7 @@
     X(FRONT_API_LIST_OBJECTS_V2, "ListObjectsV2")                                                  \
     X(FRONT_API_LIST_MULTIPART_UPLOADS, "ListMultipartUploads")                                    \
     X(FRONT_API_DELETE_OBJECTS, "DeleteObjects")                                                   \
+    X(FRONT_API_RDMA_BATCH, "RdmaBatch")                                                           \
     X(FRONT_API_PUT_OBJECT, "PutObject")                                                           \
     X(FRONT_API_COPY_OBJECT, "CopyObject")                                                         \
     X(FRONT_API_GET_OBJECT, "GetObject")                                                           \
@@ -56,6 +57,8 @@
     X(FRONT_API_LIST_PARTS, "ListParts")                                                           \
     X(FRONT_API_IAM, "IAM")                                                                        \
     X(FRONT_API_WHARF_CLUSTER, "WharfAdminCluster")                                                \
+    X(FRONT_API_WHARF_SCATTER, "WharfScatterGet")                                                  \
+    X(FRONT_API_WHARF_GATHER_PART, "WharfGatherUploadPart")                                        \
     X(FRONT_API_CONSOLE, "Console")                                                                \
     X(FRONT_API_GET_BUCKET_ACL, "GetBucketAcl")                                                    \
     X(FRONT_API_PUT_BUCKET_ACL, "PutBucketAcl")                                                    \

@@ -26,6 +26,7 @@ const role_conf_key_t role_conf_keys[] = {
     {"tls-cert", S | G | T, 0, "none (plain HTTP)", NULL},
     {"tls-key", S | G | T, 0, "none", NULL},
     {"region", S | G, 0, "us-east-1", NULL},
+    {"sigv2", S | G, 0, "on", NULL},
     {"server-key-file", S | G, 0, "serve: DATA/server.key; gateway: none", "WHARF_SERVER_KEY_FILE"},
     {"account-id", S | G, 0, "000000000000", "WHARF_ACCOUNT_ID"},
     {"access-key", S | G, 0, "the development key (printed)", "WHARF_ACCESS_KEY"},

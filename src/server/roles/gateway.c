@@ -11,6 +11,7 @@
 #include "roles/config.h"
 #include "front/front.h"
 #include "meta/meta.h"
+#include "store/store.h"
 #include "s3api/s3api.h"
 
 #include <getopt.h>
@@ -58,6 +59,7 @@ static int gw_usage(FILE *f)
             "                       each sent storage server to storage server; 1..64\n"
             "                       (default 4 per CPU of this host, at least 8, at most 64)\n"
             "  --region NAME        S3 region (default us-east-1)\n"
+            "  --sigv2 on|off       serve AWS Signature Version 2 requests (default on)\n"
             "  --server-key-file F  the key that seals users' secret keys (64 hex characters);\n"
             "                       the same file on every gateway (also WHARF_SERVER_KEY_FILE);\n"
             "                       without it only the root key signs requests\n"
@@ -251,7 +253,7 @@ int role_gateway_main(int argc, char **argv)
     meta_t *meta = NULL;
     data_table_t *data = NULL;
     store_t *st = NULL;
-    wh_status_t s = meta_open(meta_url, &meta);
+    wh_status_t s = store_meta_open(meta_url, &meta);
     if (s != WH_OK) {
         fprintf(stderr, "wharfd: cannot open the metadata database %s: %s\n", meta_url,
                 wh_status_str(s));

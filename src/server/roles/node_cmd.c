@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "meta/meta.h"
+#include "store/store.h"
 #include "roles/roles.h"
 
 #include <getopt.h>
@@ -378,7 +379,7 @@ int role_node_main(int argc, char **argv)
                       meta_url ? meta_url : "");
     wh_log_set_level(lvl);
     meta_t *m = NULL;
-    wh_status_t st = meta_open(meta_url, &m);
+    wh_status_t st = store_meta_open(meta_url, &m);
     if (st != WH_OK) {
         fprintf(stderr, "wharfd: cannot open the metadata database %s: %s\n", meta_url,
                 wh_status_str(st));

@@ -112,6 +112,11 @@ int role_common_opt(role_common_t *co, int c, const char *arg)
             return common_bad(co, "--region wants a region name, got '%s'", arg);
         co->region = arg;
         return 1;
+    case ROLE_OPT_SIGV2:
+        if (strcmp(arg, "on") != 0 && strcmp(arg, "off") != 0)
+            return common_bad(co, "--sigv2 wants on or off, got '%s'", arg);
+        co->sigv2_off = strcmp(arg, "off") == 0;
+        return 1;
     case ROLE_OPT_LOG:
         if (wh_log_parse_level(arg, &co->log_level) != 0)
             return common_bad(co, "--log-level wants error, warn, info, debug or trace, got '%s'",
@@ -228,6 +233,7 @@ int role_common_apply(const role_common_t *co, front_config_t *cfg)
         cfg->rdma.mem_budget = co->rdma_mem;
     if (co->region)
         cfg->region = co->region;
+    cfg->sigv2_off = co->sigv2_off;
     cfg->server_key_file = co->server_key_file;
     if (!co->tls_cert != !co->tls_key)
         return common_bad(co, "%sTLS needs both --tls-cert FILE and --tls-key FILE", "");

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The wharfd roles: the cluster roles' command lines (roles.c), dispatched from main.c, and what
- * the three role mains (serve, gateway, storage) share: one option parser, one listen parser,
+/* The wharfd roles: the cluster roles' command lines (roles.c), dispatched from commands.c, and
+ * what the three role mains (serve, gateway, storage) share: one option parser, one listen parser,
  * one usage error, one signal wait, and the one place an S3 front is assembled. */
 #ifndef WH_ROLES_ROLES_H
 #define WH_ROLES_ROLES_H
@@ -12,9 +12,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
+/* `wharfd serve` (serve.c): one server with its own data and metadata. */
+int role_serve_main(int argc, char **argv);
 int role_storage_main(int argc, char **argv);
 int role_gateway_main(int argc, char **argv);
+/* wharfd's main (commands.c): runs the command argv[1] names, from its table of commands. */
+int role_wharfd_main(int argc, char **argv);
+/* `wharfd --help` (commands.c: the table's command lines, then role_serve_help). */
+void role_wharfd_usage(FILE *f);
+/* The rest of `wharfd --help`: serve's options and those the roles share (serve.c). */
+void role_serve_help(FILE *f);
 /* `wharfd user ...` and `wharfd key ...` (user_cmd.c); argv[1] is "user" or "key". */
 int role_user_main(int argc, char **argv);
 /* `wharfd node list|drain|remove` (node_cmd.c). */
@@ -31,6 +40,7 @@ int role_node_status(struct meta *m, bool json, wh_sbuf_t *b);
 typedef struct role_common {
     const char *cmd;    /* "serve", "gateway", "storage": for the --help hint */
     const char *region; /* NULL: the default */
+    bool sigv2_off;     /* --sigv2 off */
     wh_log_level_t log_level;
     const char *providers; /* NULL: the default */
     uint64_t rdma_mem;     /* 0: the default */
@@ -69,7 +79,8 @@ enum {
     ROLE_OPT_IDLE_TIMEOUT,
     ROLE_OPT_HEADER_TIMEOUT,
     ROLE_OPT_MAX_UPLOADS,
-    ROLE_OPT_MAX_BUCKETS
+    ROLE_OPT_MAX_BUCKETS,
+    ROLE_OPT_SIGV2
 };
 /* clang-format off */
 #define ROLE_OPTS_RDMA \
@@ -92,7 +103,8 @@ enum {
     {"idle-timeout", required_argument, NULL, ROLE_OPT_IDLE_TIMEOUT}, \
     {"header-timeout", required_argument, NULL, ROLE_OPT_HEADER_TIMEOUT}, \
     {"max-uploads", required_argument, NULL, ROLE_OPT_MAX_UPLOADS}, \
-    {"max-buckets", required_argument, NULL, ROLE_OPT_MAX_BUCKETS}
+    {"max-buckets", required_argument, NULL, ROLE_OPT_MAX_BUCKETS}, \
+    {"sigv2", required_argument, NULL, ROLE_OPT_SIGV2}
 #define ROLE_OPTS_TLS \
     {"tls-cert", required_argument, NULL, ROLE_OPT_TLS_CERT}, \
     {"tls-key", required_argument, NULL, ROLE_OPT_TLS_KEY}

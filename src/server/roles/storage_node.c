@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "roles/storage_int.h"
 #include "meta/meta.h"
+#include "store/store.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -133,7 +134,7 @@ void role_storage_damage_flush(role_storage_t *s)
 static void beat(role_storage_t *s)
 {
     if (!s->meta) { /* the database was down at start: keep trying */
-        if (meta_open(s->cfg.meta_url, &s->meta) != WH_OK) {
+        if (store_meta_open(s->cfg.meta_url, &s->meta) != WH_OK) {
             s->meta = NULL;
             atomic_fetch_add(&s->heartbeat_failures, 1);
             return;
@@ -228,7 +229,7 @@ static void *hb_main(void *arg)
 wh_status_t role_storage_membership_start(role_storage_t *s)
 {
     snprintf(s->addr, sizeof s->addr, "%s:%u", s->cfg.listen_host, (unsigned)s->cfg.listen_port);
-    wh_status_t st = meta_open(s->cfg.meta_url, &s->meta);
+    wh_status_t st = store_meta_open(s->cfg.meta_url, &s->meta);
     if (st == WH_ERR_UNAVAILABLE) {
         s->meta = NULL; /* serve chunks anyway; the heartbeat thread connects when it can */
         wh_warn(MOD, "metadata database unreachable at start; retrying every %u ms",

@@ -7,6 +7,7 @@
 #include "base/util.h"
 #include "ident/identity.h"
 #include "roles/roles.h"
+#include "store/store.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -182,7 +183,7 @@ int role_user_main(int argc, char **argv)
                       "WHARF_SERVER_KEY_FILE)",
                       "");
     meta_t *m = NULL;
-    wh_status_t st = meta_open(data ? path : meta_url, &m);
+    wh_status_t st = store_meta_open(data ? path : meta_url, &m);
     if (st != WH_OK) {
         fprintf(stderr, "wharfd: cannot open the metadata store %s: %s\n", data ? path : meta_url,
                 wh_status_str(st));

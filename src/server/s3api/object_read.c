@@ -255,6 +255,8 @@ int s3api_read_object(front_req_t *r, s3h_out_t *o)
     if (ret)
         goto out;
     s3h_out_version(o, m.version_id, vid != NULL);
+    if (!vid)
+        s3h_lc_expiration_header(r, o, s3h_k(r), m.size, m.mtime, m.tags);
 
     int pc = s3h_preconditions(r, &m, "");
     if (pc) {

@@ -127,6 +127,9 @@ int s3api_put_commit(front_req_t *r, s3h_out_t *o, bool part, const s3_sums_t *w
         r->w = NULL;
         snprintf(etag, sizeof etag, "%s", m.etag);
         snprintf(vid, sizeof vid, "%s", m.version_id);
+        if (st == WH_OK)
+            s3h_lc_expiration_header(r, o, s3h_k(r), m.size, m.mtime ? m.mtime : time(NULL),
+                                     m.tags);
         data_obj_meta_free(&m);
         if (st != WH_OK && cond.kind != DATA_COND_NONE && (st != WH_ERR_NOT_FOUND || cond.failed))
             return s3h_write_cond_err(r, o, st, &cond, "committing the object");

@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "s3/form.h"
 #include "auth/post_policy.h"
+#include "auth/sigv2.h"
 #include "s3/tags.h"
 #include "s3/xml.h"
 
@@ -255,21 +256,29 @@ static s3_err_t check_signature(front_req_t *r, const char *policy)
                            "Invalid Policy: the policy field is not base64")
                     : fail(r, S3_ERR_INTERNAL, "out of memory reading the policy");
     }
-    if (!field(ps, "x-amz-algorithm") && field(ps, "awsaccesskeyid")) {
-        free(json);
-        return fail(r, S3_ERR_NOT_IMPLEMENTED,
-                    "signature version 2 POST forms (AWSAccessKeyId, signature) are not "
-                    "served; sign the form with SigV4 (x-amz-algorithm AWS4-HMAC-SHA256)");
-    }
-    auth_post_auth_t a = {
-        .algorithm = field(ps, "x-amz-algorithm"),
-        .credential = field(ps, "x-amz-credential"),
-        .amz_date = field(ps, "x-amz-date"),
-        .signature = field(ps, "x-amz-signature"),
-        .policy_b64 = policy,
-    };
     char msg[256] = "", ak[128];
-    s3_err_t e = auth_sigv4_post_verify(&a, front_req_secret, r, ak, msg, sizeof msg);
+    s3_err_t e;
+    if (!field(ps, "x-amz-algorithm") && field(ps, "awsaccesskeyid")) {
+        /* Signature Version 2: signature = base64(HMAC-SHA1(secret, policy)). */
+        if (r->srv->cfg.sigv2_off) {
+            free(json);
+            return fail(r, S3_ERR_INVALID_REQUEST,
+                        "Signature Version 2 is turned off on this server (setting sigv2 = off, "
+                        "--sigv2 off): sign the form with SigV4 (x-amz-algorithm "
+                        "AWS4-HMAC-SHA256)");
+        }
+        e = auth_sigv2_post_verify(field(ps, "awsaccesskeyid"), field(ps, "signature"), policy,
+                                   front_req_secret, r, ak, msg, sizeof msg);
+    } else {
+        auth_post_auth_t a = {
+            .algorithm = field(ps, "x-amz-algorithm"),
+            .credential = field(ps, "x-amz-credential"),
+            .amz_date = field(ps, "x-amz-date"),
+            .signature = field(ps, "x-amz-signature"),
+            .policy_b64 = policy,
+        };
+        e = auth_sigv4_post_verify(&a, front_req_secret, r, ak, msg, sizeof msg);
+    }
     front_req_secret_wipe(r);
     if (e != S3_OK) {
         auth_principal_anon(&r->who);

@@ -5,6 +5,7 @@
 #include "s3api/s3api.h"
 #include "s3api/delegate.h"
 #include "base/crc.h"
+#include "engine/rdma_scatter.h"
 #include "base/log.h"
 
 #include <microhttpd.h>
@@ -88,6 +89,10 @@ static int moved_check(front_req_t *r, s3h_out_t *o, const rdma_result_t *res)
     return s3api_rdma_refuse(r, o, &bad, WH_ERR_TRANSPORT);
 }
 
+/* The PUT once its size is known (the token's, or the gather's windows' gw[0..gn)). */
+static int rdma_put_run(front_req_t *r, s3h_out_t *o, bool part, bool crc32c, uint64_t size,
+                        const xfer_window_t *gw, size_t gn);
+
 int s3api_rdma_put_object(front_req_t *r, s3h_out_t *o, bool part, bool crc32c)
 {
     const char *cl = front_hdr(r, "content-length");
@@ -107,6 +112,18 @@ int s3api_rdma_put_object(front_req_t *r, s3h_out_t *o, bool part, bool crc32c)
                         "the x-amz-rdma-token names %llu bytes; a %s may carry at most 5 GiB%s",
                         (unsigned long long)tok->size, part ? "part" : "single PUT",
                         part ? "" : "; use a multipart upload");
+    return rdma_put_run(r, o, part, crc32c, tok ? tok->size : 0, NULL, 0);
+}
+
+int s3api_rdma_put_gather(front_req_t *r, s3h_out_t *o, bool crc32c, const xfer_window_t *w,
+                          size_t n, uint64_t size)
+{
+    return rdma_put_run(r, o, true, crc32c, size, w, n);
+}
+
+static int rdma_put_run(front_req_t *r, s3h_out_t *o, bool part, bool crc32c, uint64_t size,
+                        const xfer_window_t *gw, size_t gn)
+{
     s3_sums_t want;
     int ret;
     if ((ret = s3h_sums_read(r, o, &want)) || (ret = s3h_sums_start(r, o)))
@@ -122,8 +139,8 @@ int s3api_rdma_put_object(front_req_t *r, s3h_out_t *o, bool part, bool crc32c)
     }
     /* The bytes come straight from the client's memory: no MD5 pass where none is asked for
      * (a Content-MD5 needs one) and the body is large enough for it to cost. */
-    if (r->srv->cfg.rdma_digest_etag && !front_hdr(r, "content-md5") && tok &&
-        tok->size >= FRONT_DIGEST_ETAG_MIN)
+    if (r->srv->cfg.rdma_digest_etag && !front_hdr(r, "content-md5") &&
+        size >= FRONT_DIGEST_ETAG_MIN)
         store_writer_use_digest_etag(
             r->w, r->srv->cfg.etag_part_size ? r->srv->cfg.etag_part_size : STORE_ETAG_PART_DEFAULT,
             part);
@@ -143,8 +160,11 @@ int s3api_rdma_put_object(front_req_t *r, s3h_out_t *o, bool part, bool crc32c)
     uint64_t t0 = wh_now_ns();
     /* A cluster's storage servers pull the bytes themselves; else this server's engine. */
     char table_etag[48] = "";
-    st = s3api_delegate_rdma_put(r, &r->token, &res, table_etag);
-    if (st == WH_ERR_UNSUPPORTED) {
+    st = gw ? WH_ERR_UNSUPPORTED : s3api_delegate_rdma_put(r, &r->token, &res, table_etag);
+    if (st == WH_ERR_UNSUPPORTED && gw) {
+        /* A gather: the windows in part order, through the in-order sink. */
+        st = rdma_gather_put(r->srv->rdma, &r->token, &r->peer, gw, gn, put_sink, r, &res);
+    } else if (st == WH_ERR_UNSUPPORTED) {
         /* CRC-32C only where the client names it (the object's or, for a part, the upload's
          * checksum); else the digest ETag and the part record go without one. */
         rdma_sink_at_t at = {.begin = put_sink_begin,

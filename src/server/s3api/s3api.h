@@ -3,11 +3,12 @@
  * configuration and IAM handlers and what every handler shares (answers, authorization,
  * encryption, versions, ACLs, Object Lock, tagging) are the layer below (s3ctl/s3ctl.h).
  *
- *   s3api.c     the front_ops table (route.h), the dispatch (begin, finish, one reply sender)
- *               and s3api_app, the S3 API as the front serves it
+ *   app.c       the front_ops table (route.h) and s3api_app, the S3 API as the front serves it
+ *   s3api.c     the dispatch (begin, finish, one reply sender)
  *   object_read.c   GetObject, HeadObject
  *   object_write.c  PutObject, CopyObject, DeleteObject, DeleteObjects
  *   rdma_ops.c   the x-amz-rdma-token data path for PUT and UploadPart, and RDMA refusals
+ *   object_batch.c  RDMA batches (POST /bucket?rdma-batch): many keys into or from one region
  *   list.c   ListObjects, ListObjectsV2, ListObjectVersions
  *   mpu.c    multipart: create, parts (and part copy), complete, abort, list parts/uploads
  *   mpu_sums.c  the whole-object checksum of a multipart upload (COMPOSITE, FULL_OBJECT)
@@ -30,7 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The S3 API as the front serves it: its routing table and its steps (s3api.c). The roles
+/* The S3 API as the front serves it: its routing table and its steps (app.c, s3api.c). The roles
  * hand it to front_start. */
 extern const front_app_ops_t s3api_app;
 extern const front_op_t front_ops[];
@@ -122,6 +123,17 @@ int s3api_mpu_part_query(front_req_t *r, s3h_out_t *o);
 /* ---- handler steps (the front_ops rows) --------------------------------------------------- */
 
 int s3api_read_object(front_req_t *r, s3h_out_t *o);
+/* object_scatter.c: POST ?x-wharf-scatter=1, the scatter GET */
+int s3api_scatter_begin(front_req_t *r, s3h_out_t *o);
+int s3api_scatter_finish(front_req_t *r, s3h_out_t *o);
+/* POST ?x-wharf-gather=1&uploadId&partNumber, the gather UploadPart (object_gather.c), and
+ * the RDMA PUT of a part from the windows w[0..n) (sorted by part offset), size bytes in all
+ * (rdma_ops.c). */
+int s3api_gather_begin(front_req_t *r, s3h_out_t *o);
+int s3api_gather_finish(front_req_t *r, s3h_out_t *o);
+struct xfer_window;
+int s3api_rdma_put_gather(front_req_t *r, s3h_out_t *o, bool crc32c, const struct xfer_window *w,
+                          size_t n, uint64_t size);
 
 int s3api_write_put_begin(front_req_t *r, s3h_out_t *o);
 int s3api_write_put_finish(front_req_t *r, s3h_out_t *o);
@@ -137,6 +149,10 @@ int s3api_write_delete_many_begin(front_req_t *r, s3h_out_t *o);
 int s3api_write_delete_many_finish(front_req_t *r, s3h_out_t *o);
 
 int s3api_object_attributes(front_req_t *r, s3h_out_t *o);
+
+/* object_batch.c: POST /bucket?rdma-batch, many keys into or from one token's region. */
+int s3api_batch_begin(front_req_t *r, s3h_out_t *o);
+int s3api_batch_finish(front_req_t *r, s3h_out_t *o);
 
 int s3api_list_v1(front_req_t *r, s3h_out_t *o);
 int s3api_list_v2(front_req_t *r, s3h_out_t *o);

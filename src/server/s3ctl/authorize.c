@@ -408,7 +408,7 @@ int s3h_authorize(front_req_t *r, const front_op_t *op, s3h_out_t *o)
     az->bucket_pab = b.pab;
     az->bucket_own = b.own;
     az->bucket_loaded = true;
-    if (op->api == FRONT_API_DELETE_OBJECTS) {
+    if (op->api == FRONT_API_DELETE_OBJECTS || op->api == FRONT_API_RDMA_BATCH) {
         az->per_key = true;
         return 0;
     }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Bucket configurations: tagging (Get/Put/DeleteBucketTagging), CORS (Get/Put/DeleteBucketCors,
- * the OPTIONS preflight, and the Access-Control-* headers of requests a rule allows), the
- * PublicAccessBlock (Get/Put/DeletePublicAccessBlock; enforced in acl_ops.c and authorize.c)
- * and OwnershipControls (Get/Put/DeleteBucketOwnershipControls; BucketOwnerEnforced turns
- * ACLs off), and lifecycle (Get/Put/DeleteBucketLifecycleConfiguration). Each is kept beside the
- * bucket's row (store_bucket_attr_*). */
+/* Bucket configurations kept beside the bucket's row (store_bucket_attr_*): one table of kinds
+ * (tagging, CORS, PublicAccessBlock, OwnershipControls, lifecycle, default encryption), each
+ * naming its sub-resource, its stored attribute, its "not configured" error and its document's
+ * parser and formatter, served by three handlers (s3h_bconfig_get, _put_finish, _delete). Also
+ * the CORS preflight and the Access-Control-* headers of requests a rule allows, and the
+ * PublicAccessBlock and OwnershipControls checks of acl_ops.c (BucketOwnerEnforced turns ACLs
+ * off; BlockPublicAcls and BlockPublicPolicy refuse public ones). */
 #include "s3ctl/s3ctl.h"
 #include "s3/bucket_config.h"
 #include "s3/lifecycle.h"
@@ -41,93 +42,49 @@ static int attr_set(front_req_t *r, s3h_out_t *o, data_battr_t which, const char
     return s3h_ok(o, ok);
 }
 
-/* Stores the canonical document a parser's format wrote into b (taken), answering 200. */
-static int attr_set_doc(front_req_t *r, s3h_out_t *o, data_battr_t which, wh_sbuf_t *b,
-                        const char *what)
-{
-    wh_sbuf_append(b, "", 0);
-    int ret = b->oom ? s3h_errf(o, S3_ERR_INTERNAL, "out of memory keeping the %s", what)
-                     : attr_set(r, o, which, b->data, 200);
-    wh_sbuf_free(b);
-    return ret;
-}
-
-static const char *body(const front_req_t *r)
-{
-    return r->buf.data ? r->buf.data : "";
-}
-
 int s3h_bconfig_put_begin(front_req_t *r, s3h_out_t *o)
 {
     return s3h_need_bucket(r, o); /* then the document */
 }
 
-/* ---- tagging ---- */
+/* ---- the kinds: each one's document <-> its stored value ---- */
 
-int s3h_btag_get(front_req_t *r, s3h_out_t *o)
+/* A formatter's answer when the stored value says there is no configuration. */
+#define UNSET (-1)
+
+static int tags_format(s3h_out_t *o, const char *v, wh_sbuf_t *b)
 {
-    char *v = NULL;
-    int ret = attr_get(r, o, DATA_BATTR_TAGS, &v);
-    if (ret)
-        return ret;
-    if (!v)
-        return s3h_err(o, S3_ERR_NO_SUCH_TAG_SET, NULL);
     s3_tagset_t *t = malloc(sizeof *t);
     char msg[200];
-    if (!t) {
-        free(v);
+    if (!t)
         return s3h_err(o, S3_ERR_INTERNAL, "out of memory");
-    }
-    if (s3_tags_parse_query(v, strlen(v), S3_BUCKET_TAGS_MAX, t, msg, sizeof msg) != S3_OK) {
+    int ret = 0;
+    if (s3_tags_parse_query(v, strlen(v), S3_BUCKET_TAGS_MAX, t, msg, sizeof msg) != S3_OK)
         ret = s3h_errf(o, S3_ERR_INTERNAL, "the stored bucket tags are damaged: %s", msg);
-    } else {
-        wh_sbuf_t b;
-        wh_sbuf_init(&b);
-        wh_sbuf_puts(&b, S3H_XML_DECL);
-        s3_tags_format_xml(t, &b, S3H_XMLNS);
-        ret = s3h_ok_xml(o, 200, &b);
-    }
+    else
+        s3_tags_format_xml(t, b, S3H_XMLNS);
     free(t);
-    free(v);
     return ret;
 }
 
-int s3h_btag_put_finish(front_req_t *r, s3h_out_t *o)
+static int tags_parse(front_req_t *r, s3h_out_t *o, const char *doc, size_t len, wh_sbuf_t *v,
+                      bool *unset)
 {
-    int ret = s3h_body_md5_check(r, o);
-    if (ret)
-        return ret;
+    (void)r;
     s3_tagset_t *t = malloc(sizeof *t);
     if (!t)
         return s3h_err(o, S3_ERR_INTERNAL, "out of memory");
     char msg[200];
-    s3_err_t e = s3_tags_parse_xml(body(r), r->buf.len, S3_BUCKET_TAGS_MAX, t, msg, sizeof msg);
+    s3_err_t e = s3_tags_parse_xml(doc, len, S3_BUCKET_TAGS_MAX, t, msg, sizeof msg);
     if (e != S3_OK) {
         free(t);
         return s3h_err(o, e, msg);
     }
-    wh_sbuf_t b;
-    wh_sbuf_init(&b);
-    s3_tags_format_query(t, &b);
-    wh_sbuf_append(&b, "", 0);
-    size_t n = t->n;
+    s3_tags_format_query(t, v);
+    *unset = t->n == 0; /* an empty TagSet removes the tags, as S3 does */
     free(t);
-    if (b.oom) {
-        wh_sbuf_free(&b);
-        return s3h_err(o, S3_ERR_INTERNAL, "out of memory keeping the tags");
-    }
-    /* An empty TagSet removes the tags, as S3 does. */
-    ret = attr_set(r, o, DATA_BATTR_TAGS, n ? (b.data ? b.data : "") : NULL, 204);
-    wh_sbuf_free(&b);
-    return ret;
+    return 0;
 }
-
-int s3h_btag_delete(front_req_t *r, s3h_out_t *o)
-{
-    return attr_set(r, o, DATA_BATTR_TAGS, NULL, 204);
-}
-
-/* ---- CORS ---- */
 
 /* The bucket's CORS rules: 0 with *has false when there are none. */
 static int cors_load(front_req_t *r, s3h_out_t *o, s3_cors_t *c, bool *has)
@@ -147,44 +104,256 @@ static int cors_load(front_req_t *r, s3h_out_t *o, s3_cors_t *c, bool *has)
     return ret;
 }
 
-int s3h_cors_get(front_req_t *r, s3h_out_t *o)
+static int cors_format(s3h_out_t *o, const char *v, wh_sbuf_t *b)
 {
     s3_cors_t c;
-    bool has;
-    int ret = cors_load(r, o, &c, &has);
-    if (ret)
+    char msg[256];
+    if (s3_cors_parse(v, strlen(v), &c, msg, sizeof msg) != S3_OK)
+        return s3h_errf(o, S3_ERR_INTERNAL, "the stored CORS configuration is damaged: %s", msg);
+    s3_cors_format(&c, b, S3H_XMLNS);
+    s3_cors_free(&c);
+    return 0;
+}
+
+static int cors_parse(front_req_t *r, s3h_out_t *o, const char *doc, size_t len, wh_sbuf_t *v,
+                      bool *unset)
+{
+    (void)r;
+    (void)unset;
+    s3_cors_t c;
+    char msg[256];
+    s3_err_t e = s3_cors_parse(doc, len, &c, msg, sizeof msg);
+    if (e != S3_OK)
+        return s3h_err(o, e, msg);
+    s3_cors_format(&c, v, S3H_XMLNS);
+    s3_cors_free(&c);
+    return 0;
+}
+
+static int pab_format(s3h_out_t *o, const char *v, wh_sbuf_t *b)
+{
+    (void)o;
+    unsigned bits = (unsigned)strtoul(v, NULL, 10);
+    if (!(bits & PAB_SET))
+        return UNSET;
+    s3_pab_format(bits & ~PAB_SET, b, S3H_XMLNS);
+    return 0;
+}
+
+static int pab_parse(front_req_t *r, s3h_out_t *o, const char *doc, size_t len, wh_sbuf_t *v,
+                     bool *unset)
+{
+    (void)r;
+    (void)unset;
+    unsigned bits;
+    char msg[256];
+    s3_err_t e = s3_pab_parse(doc, len, &bits, msg, sizeof msg);
+    if (e != S3_OK)
+        return s3h_err(o, e, msg);
+    wh_sbuf_printf(v, "%u", bits | PAB_SET);
+    return 0;
+}
+
+static int own_format(s3h_out_t *o, const char *v, wh_sbuf_t *b)
+{
+    (void)o;
+    unsigned own = (unsigned)strtoul(v, NULL, 10);
+    if (!own)
+        return UNSET;
+    s3_ownership_format(own, b, S3H_XMLNS);
+    return 0;
+}
+
+static int own_parse(front_req_t *r, s3h_out_t *o, const char *doc, size_t len, wh_sbuf_t *v,
+                     bool *unset)
+{
+    (void)r;
+    (void)unset;
+    unsigned own;
+    char msg[256];
+    s3_err_t e = s3_ownership_parse(doc, len, &own, msg, sizeof msg);
+    if (e != S3_OK)
+        return s3h_err(o, e, msg);
+    wh_sbuf_printf(v, "%u", own);
+    return 0;
+}
+
+/* The rules are applied by lifecycle_run.c. */
+static int lc_format(s3h_out_t *o, const char *v, wh_sbuf_t *b)
+{
+    s3_lc_t c;
+    char msg[256];
+    if (s3_lc_parse(v, strlen(v), &c, msg, sizeof msg) != S3_OK)
+        return s3h_errf(o, S3_ERR_INTERNAL, "the stored lifecycle configuration is damaged: %s",
+                        msg);
+    s3_lc_format(&c, b, S3H_XMLNS);
+    s3_lc_free(&c);
+    return 0;
+}
+
+static int lc_parse(front_req_t *r, s3h_out_t *o, const char *doc, size_t len, wh_sbuf_t *v,
+                    bool *unset)
+{
+    (void)r;
+    (void)unset;
+    s3_lc_t c;
+    char msg[256];
+    s3_err_t e = s3_lc_parse(doc, len, &c, msg, sizeof msg);
+    if (e != S3_OK)
+        return s3h_err(o, e, msg);
+    s3_lc_format(&c, v, S3H_XMLNS);
+    s3_lc_free(&c);
+    return 0;
+}
+
+/* Default encryption, applied to writes by sse.c. */
+static int enc_format(s3h_out_t *o, const char *v, wh_sbuf_t *b)
+{
+    if (strcmp(v, "AES256") != 0)
+        return s3h_err(o, S3_ERR_INTERNAL, "the stored default encryption is damaged");
+    s3_encryption_format(S3_SSE_AES256, b, S3H_XMLNS);
+    return 0;
+}
+
+static int enc_parse(front_req_t *r, s3h_out_t *o, const char *doc, size_t len, wh_sbuf_t *v,
+                     bool *unset)
+{
+    (void)unset;
+    unsigned alg;
+    char msg[256];
+    s3_err_t e = s3_encryption_parse(doc, len, &alg, msg, sizeof msg);
+    if (e != S3_OK)
+        return s3h_err(o, e, msg);
+    if (alg != S3_SSE_AES256)
+        return s3h_errf(o, S3_ERR_NOT_IMPLEMENTED,
+                        "a default encryption of SSEAlgorithm %s is not implemented by wharfd: "
+                        "no key management service is configured; AES256 (SSE-S3) is",
+                        alg == S3_SSE_KMS ? "aws:kms" : "aws:kms:dsse");
+    if (!r->srv->ident || !ident_has_key(r->srv->ident))
+        return s3h_err(o, S3_ERR_NOT_IMPLEMENTED,
+                       "a default encryption of AES256 needs the server key "
+                       "(--server-key-file), which this server has not got");
+    wh_sbuf_puts(v, "AES256");
+    return 0;
+}
+
+static const s3h_bconfig_kind_t kinds[] = {
+    {.subresource = "tagging",
+     .attr = DATA_BATTR_TAGS,
+     .not_configured = S3_ERR_NO_SUCH_TAG_SET,
+     .what = "tags",
+     .put_status = 204,
+     .format = tags_format,
+     .parse = tags_parse},
+    {.subresource = "cors",
+     .attr = DATA_BATTR_CORS,
+     .not_configured = S3_ERR_NO_SUCH_CORS,
+     .what = "CORS configuration",
+     .put_status = 200,
+     .format = cors_format,
+     .parse = cors_parse},
+    {.subresource = "publicAccessBlock",
+     .attr = DATA_BATTR_PAB,
+     .not_configured = S3_ERR_NO_SUCH_PAB,
+     .what = "PublicAccessBlock",
+     .put_status = 200,
+     .format = pab_format,
+     .parse = pab_parse},
+    {.subresource = "ownershipControls",
+     .attr = DATA_BATTR_OWNERSHIP,
+     .not_configured = S3_ERR_NO_SUCH_OWNERSHIP,
+     .what = "OwnershipControls",
+     .put_status = 200,
+     .format = own_format,
+     .parse = own_parse},
+    {.subresource = "lifecycle",
+     .attr = DATA_BATTR_LIFECYCLE,
+     .not_configured = S3_ERR_NO_SUCH_LIFECYCLE,
+     .what = "lifecycle configuration",
+     .put_status = 200,
+     .format = lc_format,
+     .parse = lc_parse},
+    {.subresource = "encryption",
+     .attr = DATA_BATTR_ENCRYPTION,
+     .not_configured = S3_ERR_NO_SUCH_ENCRYPTION,
+     .what = "default encryption",
+     .put_status = 200,
+     .format = enc_format,
+     .parse = enc_parse},
+};
+
+const s3h_bconfig_kind_t *s3h_bconfig_kind(const char *subresource)
+{
+    for (size_t i = 0; subresource && i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(kinds[i].subresource, subresource) == 0)
+            return &kinds[i];
+    return NULL;
+}
+
+/* ---- the three handlers: the kind is the one the route's sub-resource names ---- */
+
+static const s3h_bconfig_kind_t *kind_of(const front_req_t *r, s3h_out_t *o, int *ret)
+{
+    const char *sub = r->route.op ? r->route.op->q1 : NULL;
+    const s3h_bconfig_kind_t *k = s3h_bconfig_kind(sub);
+    if (!k)
+        *ret = s3h_errf(o, S3_ERR_INTERNAL, "no bucket configuration is named '%s'",
+                        sub ? sub : "(none)");
+    return k;
+}
+
+int s3h_bconfig_get(front_req_t *r, s3h_out_t *o)
+{
+    int ret = 0;
+    const s3h_bconfig_kind_t *k = kind_of(r, o, &ret);
+    if (!k)
         return ret;
-    if (!has)
-        return s3h_err(o, S3_ERR_NO_SUCH_CORS, NULL);
+    char *v = NULL;
+    if ((ret = attr_get(r, o, k->attr, &v)))
+        return ret;
+    if (!v)
+        return s3h_err(o, k->not_configured, NULL);
     wh_sbuf_t b;
     wh_sbuf_init(&b);
     wh_sbuf_puts(&b, S3H_XML_DECL);
-    s3_cors_format(&c, &b, S3H_XMLNS);
-    s3_cors_free(&c);
+    ret = k->format(o, v, &b);
+    free(v);
+    if (ret) {
+        wh_sbuf_free(&b);
+        return ret == UNSET ? s3h_err(o, k->not_configured, NULL) : ret;
+    }
     return s3h_ok_xml(o, 200, &b);
 }
 
-int s3h_cors_put_finish(front_req_t *r, s3h_out_t *o)
+int s3h_bconfig_put_finish(front_req_t *r, s3h_out_t *o)
 {
-    int ret = s3h_body_md5_check(r, o);
-    if (ret)
+    int ret = 0;
+    const s3h_bconfig_kind_t *k = kind_of(r, o, &ret);
+    if (!k || (ret = s3h_body_md5_check(r, o)))
         return ret;
-    s3_cors_t c;
-    char msg[256];
-    s3_err_t e = s3_cors_parse(body(r), r->buf.len, &c, msg, sizeof msg);
-    if (e != S3_OK)
-        return s3h_err(o, e, msg);
-    wh_sbuf_t b;
-    wh_sbuf_init(&b);
-    s3_cors_format(&c, &b, S3H_XMLNS);
-    s3_cors_free(&c);
-    return attr_set_doc(r, o, DATA_BATTR_CORS, &b, "CORS configuration");
+    wh_sbuf_t v;
+    wh_sbuf_init(&v);
+    bool unset = false;
+    ret = k->parse(r, o, r->buf.data ? r->buf.data : "", r->buf.len, &v, &unset);
+    if (!ret) {
+        wh_sbuf_append(&v, "", 0);
+        if (v.oom)
+            ret = s3h_errf(o, S3_ERR_INTERNAL, "out of memory keeping the %s", k->what);
+        else
+            ret = attr_set(r, o, k->attr, unset ? NULL : v.data, k->put_status);
+    }
+    wh_sbuf_free(&v);
+    return ret;
 }
 
-int s3h_cors_delete(front_req_t *r, s3h_out_t *o)
+int s3h_bconfig_delete(front_req_t *r, s3h_out_t *o)
 {
-    return attr_set(r, o, DATA_BATTR_CORS, NULL, 204);
+    int ret = 0;
+    const s3h_bconfig_kind_t *k = kind_of(r, o, &ret);
+    return k ? attr_set(r, o, k->attr, NULL, 204) : ret;
 }
+
+/* ---- CORS: the preflight, and the headers of a request a rule allows ---- */
 
 static void cors_headers(s3h_out_t *o, const s3_cors_rule_t *rule, const char *origin,
                          bool preflight, const char *req_headers)
@@ -281,8 +450,6 @@ void s3h_cors_actual(front_req_t *r, s3h_out_t *o)
     free(v);
 }
 
-/* ---- PublicAccessBlock ---- */
-
 static int u_attr(front_req_t *r, s3h_out_t *o, data_battr_t which, unsigned *v)
 {
     char *s = NULL;
@@ -290,78 +457,6 @@ static int u_attr(front_req_t *r, s3h_out_t *o, data_battr_t which, unsigned *v)
     *v = s ? (unsigned)strtoul(s, NULL, 10) : 0;
     free(s);
     return ret;
-}
-
-int s3h_pab_get(front_req_t *r, s3h_out_t *o)
-{
-    unsigned v;
-    int ret = u_attr(r, o, DATA_BATTR_PAB, &v);
-    if (ret)
-        return ret;
-    if (!(v & PAB_SET))
-        return s3h_err(o, S3_ERR_NO_SUCH_PAB, NULL);
-    wh_sbuf_t b;
-    wh_sbuf_init(&b);
-    wh_sbuf_puts(&b, S3H_XML_DECL);
-    s3_pab_format(v & ~PAB_SET, &b, S3H_XMLNS);
-    return s3h_ok_xml(o, 200, &b);
-}
-
-int s3h_pab_put_finish(front_req_t *r, s3h_out_t *o)
-{
-    int ret = s3h_body_md5_check(r, o);
-    if (ret)
-        return ret;
-    unsigned bits;
-    char msg[256];
-    s3_err_t e = s3_pab_parse(body(r), r->buf.len, &bits, msg, sizeof msg);
-    if (e != S3_OK)
-        return s3h_err(o, e, msg);
-    char v[16];
-    snprintf(v, sizeof v, "%u", bits | PAB_SET);
-    return attr_set(r, o, DATA_BATTR_PAB, v, 200);
-}
-
-int s3h_pab_delete(front_req_t *r, s3h_out_t *o)
-{
-    return attr_set(r, o, DATA_BATTR_PAB, NULL, 204);
-}
-
-/* ---- OwnershipControls ---- */
-
-int s3h_own_get(front_req_t *r, s3h_out_t *o)
-{
-    unsigned v;
-    int ret = u_attr(r, o, DATA_BATTR_OWNERSHIP, &v);
-    if (ret)
-        return ret;
-    if (!v)
-        return s3h_err(o, S3_ERR_NO_SUCH_OWNERSHIP, NULL);
-    wh_sbuf_t b;
-    wh_sbuf_init(&b);
-    wh_sbuf_puts(&b, S3H_XML_DECL);
-    s3_ownership_format(v, &b, S3H_XMLNS);
-    return s3h_ok_xml(o, 200, &b);
-}
-
-int s3h_own_put_finish(front_req_t *r, s3h_out_t *o)
-{
-    int ret = s3h_body_md5_check(r, o);
-    if (ret)
-        return ret;
-    unsigned own;
-    char msg[256];
-    s3_err_t e = s3_ownership_parse(body(r), r->buf.len, &own, msg, sizeof msg);
-    if (e != S3_OK)
-        return s3h_err(o, e, msg);
-    char v[8];
-    snprintf(v, sizeof v, "%u", own);
-    return attr_set(r, o, DATA_BATTR_OWNERSHIP, v, 200);
-}
-
-int s3h_own_delete(front_req_t *r, s3h_out_t *o)
-{
-    return attr_set(r, o, DATA_BATTR_OWNERSHIP, NULL, 204);
 }
 
 /* ---- enforcement shared with acl_ops.c ---- */
@@ -404,100 +499,4 @@ int s3h_bconfig_policy_guard(front_req_t *r, s3h_out_t *o, const auth_policy_t *
                        "Access Denied: the bucket's PublicAccessBlock "
                        "(BlockPublicPolicy) refuses public policies");
     return 0;
-}
-
-/* ---- lifecycle (the rules are applied by lifecycle_run.c) ---- */
-
-int s3h_lc_get(front_req_t *r, s3h_out_t *o)
-{
-    char *v = NULL;
-    int ret = attr_get(r, o, DATA_BATTR_LIFECYCLE, &v);
-    if (ret)
-        return ret;
-    if (!v)
-        return s3h_err(o, S3_ERR_NO_SUCH_LIFECYCLE, NULL);
-    s3_lc_t c;
-    char msg[256];
-    if (s3_lc_parse(v, strlen(v), &c, msg, sizeof msg) != S3_OK) {
-        free(v);
-        return s3h_errf(o, S3_ERR_INTERNAL, "the stored lifecycle configuration is damaged: %s",
-                        msg);
-    }
-    free(v);
-    wh_sbuf_t b;
-    wh_sbuf_init(&b);
-    wh_sbuf_puts(&b, S3H_XML_DECL);
-    s3_lc_format(&c, &b, S3H_XMLNS);
-    s3_lc_free(&c);
-    return s3h_ok_xml(o, 200, &b);
-}
-
-int s3h_lc_put_finish(front_req_t *r, s3h_out_t *o)
-{
-    int ret = s3h_body_md5_check(r, o);
-    if (ret)
-        return ret;
-    s3_lc_t c;
-    char msg[256];
-    s3_err_t e = s3_lc_parse(body(r), r->buf.len, &c, msg, sizeof msg);
-    if (e != S3_OK)
-        return s3h_err(o, e, msg);
-    wh_sbuf_t b;
-    wh_sbuf_init(&b);
-    s3_lc_format(&c, &b, S3H_XMLNS);
-    s3_lc_free(&c);
-    return attr_set_doc(r, o, DATA_BATTR_LIFECYCLE, &b, "lifecycle configuration");
-}
-
-int s3h_lc_delete(front_req_t *r, s3h_out_t *o)
-{
-    return attr_set(r, o, DATA_BATTR_LIFECYCLE, NULL, 204);
-}
-
-/* ---- default encryption (applied to writes by sse.c) ---- */
-
-int s3h_benc_get(front_req_t *r, s3h_out_t *o)
-{
-    char *v = NULL;
-    int ret = attr_get(r, o, DATA_BATTR_ENCRYPTION, &v);
-    if (ret)
-        return ret;
-    if (!v)
-        return s3h_err(o, S3_ERR_NO_SUCH_ENCRYPTION, NULL);
-    bool aes = strcmp(v, "AES256") == 0;
-    free(v);
-    if (!aes)
-        return s3h_err(o, S3_ERR_INTERNAL, "the stored default encryption is damaged");
-    wh_sbuf_t b;
-    wh_sbuf_init(&b);
-    wh_sbuf_puts(&b, S3H_XML_DECL);
-    s3_encryption_format(S3_SSE_AES256, &b, S3H_XMLNS);
-    return s3h_ok_xml(o, 200, &b);
-}
-
-int s3h_benc_put_finish(front_req_t *r, s3h_out_t *o)
-{
-    int ret = s3h_body_md5_check(r, o);
-    if (ret)
-        return ret;
-    unsigned alg;
-    char msg[256];
-    s3_err_t e = s3_encryption_parse(body(r), r->buf.len, &alg, msg, sizeof msg);
-    if (e != S3_OK)
-        return s3h_err(o, e, msg);
-    if (alg != S3_SSE_AES256)
-        return s3h_errf(o, S3_ERR_NOT_IMPLEMENTED,
-                        "a default encryption of SSEAlgorithm %s is not implemented by wharfd: "
-                        "no key management service is configured; AES256 (SSE-S3) is",
-                        alg == S3_SSE_KMS ? "aws:kms" : "aws:kms:dsse");
-    if (!r->srv->ident || !ident_has_key(r->srv->ident))
-        return s3h_err(o, S3_ERR_NOT_IMPLEMENTED,
-                       "a default encryption of AES256 needs the server key "
-                       "(--server-key-file), which this server has not got");
-    return attr_set(r, o, DATA_BATTR_ENCRYPTION, "AES256", 200);
-}
-
-int s3h_benc_delete(front_req_t *r, s3h_out_t *o)
-{
-    return attr_set(r, o, DATA_BATTR_ENCRYPTION, NULL, 204);
 }

@@ -9,8 +9,10 @@
  *
  * Work is bounded: at most LC_SCAN_MAX versions looked at and LC_ACT_MAX actions taken per
  * bucket per pass; a bucket's scan then goes on from its cursor on the next pass. Ages are
- * counted from the version's time to now, whole "days" of LC_DAY seconds (no rounding to
- * midnight as S3 does). On a cluster only the gateway holding the maintenance lock
+ * counted from the version's time: due at that time plus the rule's days, rounded up to the
+ * next midnight UTC as S3 does (s3_lc_due; not rounded under the test setting
+ * WHARF_LIFECYCLE_DAY_SECONDS). The x-amz-expiration header announces that time
+ * (lifecycle_hdr.c). On a cluster only the gateway holding the maintenance lock
  * (META_LOCK_MAINTENANCE, the one of garbage collection) runs passes. */
 #include "s3ctl/s3ctl.h"
 #include "base/log.h"
@@ -93,7 +95,7 @@ typedef struct {
 
 static bool aged(const lc_pass_t *p, int64_t since, int64_t days)
 {
-    return days > 0 && p->now - since >= days * p->lc->day_s;
+    return days > 0 && p->now >= s3_lc_due(since, days, p->lc->day_s);
 }
 
 /* Whether rule r's filter takes version e; its tags are read only for a rule naming some. */

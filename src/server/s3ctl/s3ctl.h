@@ -12,6 +12,7 @@
  *   bconfig.c   bucket tagging, encryption, CORS, PublicAccessBlock, OwnershipControls,
  *                  lifecycle configuration
  *   lifecycle_run.c the lifecycle worker
+ *   lifecycle_hdr.c the x-amz-expiration header of object replies
  *   lock.c      Object Lock: the bucket's configuration, a version's retention and legal hold
  *   tagging.c   object tagging
  *   iam.c          the IAM API (users, access keys, inline user policies) */
@@ -309,29 +310,39 @@ void s3h_lc_stop(s3h_lc_t *lc); /* NULL-safe; waits for a pass under way to stop
 /* Its counters, in the Prometheus text form (NULL: nothing). */
 void s3h_lc_metrics(s3h_lc_t *lc, wh_sbuf_t *out);
 
-/* bconfig.c: bucket tagging, CORS, PublicAccessBlock, OwnershipControls. */
+/* lifecycle_hdr.c: x-amz-expiration on o when a lifecycle rule of the request's bucket will
+ * expire the current version key (size bytes, of time mtime, tags in the stored query form or
+ * NULL). Nothing when none does or the document cannot be read. */
+void s3h_lc_expiration_header(front_req_t *r, s3h_out_t *o, const char *key, uint64_t size,
+                              time_t mtime, const char *tags);
+
+/* bconfig.c: the bucket configurations kept beside the bucket's row (store_bucket_attr_*), one
+ * kind each. A new kind is a row of bconfig.c's table and three front_ops rows naming
+ * s3h_bconfig_get, s3h_bconfig_put_begin/_put_finish and s3h_bconfig_delete. */
+typedef struct s3h_bconfig_kind {
+    const char *subresource; /* the query parameter its front_ops rows match ("cors") */
+    data_battr_t attr;       /* where its value is kept */
+    s3_err_t not_configured; /* GET while there is none (NoSuchCORSConfiguration) */
+    const char *what;        /* for messages: "CORS configuration" */
+    int put_status;          /* a PUT's answer: 200, or 204 (tagging) */
+    /* The stored value (never NULL) -> the GET document, appended to b after the XML
+     * declaration: 0, -1 when the value says there is none, or the error's status (set in o). */
+    int (*format)(s3h_out_t *o, const char *stored, wh_sbuf_t *b);
+    /* The PUT document, validated -> the value to keep, appended to v; *unset: remove the
+     * configuration instead. 0, or the error's status (set in o). */
+    int (*parse)(front_req_t *r, s3h_out_t *o, const char *doc, size_t len, wh_sbuf_t *v,
+                 bool *unset);
+} s3h_bconfig_kind_t;
+/* The kind a sub-resource names, or NULL. */
+const s3h_bconfig_kind_t *s3h_bconfig_kind(const char *subresource);
+/* Get/Put/Delete of the kind the request's front_ops row names (its q1). */
+int s3h_bconfig_get(front_req_t *r, s3h_out_t *o);
 int s3h_bconfig_put_begin(front_req_t *r, s3h_out_t *o);
-int s3h_btag_get(front_req_t *r, s3h_out_t *o);
-int s3h_btag_put_finish(front_req_t *r, s3h_out_t *o);
-int s3h_btag_delete(front_req_t *r, s3h_out_t *o);
-int s3h_benc_get(front_req_t *r, s3h_out_t *o);
-int s3h_benc_put_finish(front_req_t *r, s3h_out_t *o);
-int s3h_benc_delete(front_req_t *r, s3h_out_t *o);
-int s3h_cors_get(front_req_t *r, s3h_out_t *o);
-int s3h_cors_put_finish(front_req_t *r, s3h_out_t *o);
-int s3h_cors_delete(front_req_t *r, s3h_out_t *o);
+int s3h_bconfig_put_finish(front_req_t *r, s3h_out_t *o);
+int s3h_bconfig_delete(front_req_t *r, s3h_out_t *o);
 int s3h_cors_preflight(front_req_t *r, s3h_out_t *o);
 /* Access-Control-* headers on the answer of a request whose Origin a CORS rule allows. */
 void s3h_cors_actual(front_req_t *r, s3h_out_t *o);
-int s3h_pab_get(front_req_t *r, s3h_out_t *o);
-int s3h_pab_put_finish(front_req_t *r, s3h_out_t *o);
-int s3h_pab_delete(front_req_t *r, s3h_out_t *o);
-int s3h_own_get(front_req_t *r, s3h_out_t *o);
-int s3h_own_put_finish(front_req_t *r, s3h_out_t *o);
-int s3h_own_delete(front_req_t *r, s3h_out_t *o);
-int s3h_lc_get(front_req_t *r, s3h_out_t *o);
-int s3h_lc_put_finish(front_req_t *r, s3h_out_t *o);
-int s3h_lc_delete(front_req_t *r, s3h_out_t *o);
 /* An explicit ACL about to be stored in the request's bucket (acl NULL when it is only
  * named by headers that change nothing): 400 AccessControlListNotSupported under
  * BucketOwnerEnforced, 403 when BlockPublicAcls refuses a public one; else 0. */

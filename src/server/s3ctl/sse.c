@@ -195,7 +195,7 @@ wh_status_t s3h_sse_key(front_req_t *r, const char *text, const s3h_sse_req_t *q
         store_sse_c_derive(q->ckey, s.salt, k, v);
         if (CRYPTO_memcmp(v, s.secret, 64) != 0 || strlen(s.secret) != 64) {
             OPENSSL_cleanse(k, sizeof k);
-            *err = S3_ERR_ACCESS_DENIED;
+            *err = S3_ERR_INVALID_REQUEST; /* 400, as S3 answers a wrong SSE-C key */
             snprintf(msg, cap,
                      "the customer key given is not the key the object was stored "
                      "with");

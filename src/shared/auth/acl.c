@@ -193,10 +193,10 @@ s3_err_t auth_acl_grant_header(auth_acl_t *acl, unsigned perm, const char *value
                 goto full;
         } else if (tl == 12 && strncasecmp(eq - tl, "emailAddress", 12) == 0) {
             set_msg(msg, msglen,
-                    "%s: emailAddress grantees are not implemented (wharf has no "
-                    "e-mail directory); grant by id=\"canonical id\"",
+                    "%s: the email address does not match any account on record (wharf's "
+                    "accounts have no e-mail addresses); grant by id=\"canonical id\"",
                     hname);
-            return S3_ERR_NOT_IMPLEMENTED;
+            return S3_ERR_UNRESOLVABLE_EMAIL;
         } else {
             set_msg(msg, msglen, "%s: unknown grantee type (id, uri or emailAddress)", hname);
             return S3_ERR_INVALID_ARGUMENT;
@@ -285,10 +285,11 @@ static void acp_cb(void *arg, const char *path, const char *text, size_t len)
                             "READ_ACP, WRITE_ACP or FULL_CONTROL");
         c->perm = g_perms[i].perm;
     } else if (strcmp(path, GRANT) == 0) {
-        if (c->email)
-            return acp_fail(c, S3_ERR_NOT_IMPLEMENTED,
-                            "EmailAddress grantees are not implemented (wharf has no e-mail "
-                            "directory); grant by canonical user ID");
+        if (c->email) /* S3's answer to an address no account has: wharf's accounts have none */
+            return acp_fail(c, S3_ERR_UNRESOLVABLE_EMAIL,
+                            "The email address you provided does not match any account on "
+                            "record (wharf's accounts have no e-mail addresses); grant by "
+                            "canonical user ID");
         if (c->kind < 0)
             return acp_fail(c, S3_ERR_MALFORMED_ACL, "a Grant has no Grantee ID or URI");
         if (!c->perm)

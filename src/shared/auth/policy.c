@@ -291,6 +291,23 @@ static s3_err_t add_canonical(pctx_t *c, const char *s, void *slot, size_t i)
     return S3_OK;
 }
 
+/* "logging.s3.amazonaws.com": a DNS-like name of letters, digits, '.' and '-'. */
+static s3_err_t add_service(pctx_t *c, const char *s, void *slot, size_t i)
+{
+    (void)i;
+    princ_t *p = slot;
+    size_t n = strlen(s);
+    if (n == 0 || n > 128 || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789.-") != n)
+        return bad(c,
+                   "Invalid principal in policy: Service \"%s\" (a service name such as "
+                   "logging.s3.amazonaws.com)",
+                   s);
+    p->kind = P_SERVICE;
+    if (!(p->s = arena_strdup(&c->pol->arena, s)))
+        return oom(c);
+    return S3_OK;
+}
+
 static s3_err_t parse_principal(pctx_t *c, stmt_t *st, json_t *v, const char *field)
 {
     if (json_is_string(v)) {
@@ -320,10 +337,13 @@ static s3_err_t parse_principal(pctx_t *c, stmt_t *st, json_t *v, const char *fi
         else if (strcmp(k, "CanonicalUser") == 0)
             err = str_list(c, e, "Principal CanonicalUser", (void **)&part, sizeof *part, &n,
                            add_canonical);
+        else if (strcmp(k, "Service") == 0)
+            err =
+                str_list(c, e, "Principal Service", (void **)&part, sizeof *part, &n, add_service);
         else
             return bad(c,
                        "Invalid principal in policy: unsupported principal type \"%s\" "
-                       "(AWS or CanonicalUser)",
+                       "(AWS, CanonicalUser or Service)",
                        k);
         if (err != S3_OK)
             return err;

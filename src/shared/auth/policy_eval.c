@@ -149,6 +149,8 @@ static bool principal_match(const stmt_t *st, const auth_authz_ctx_t *x)
             if (w && w->canonical_id[0] && strcmp(w->canonical_id, p->s) == 0)
                 return true;
             break;
+        case P_SERVICE: /* no request of wharf's is made by an AWS service */
+            break;
         }
     }
     return false;

@@ -58,7 +58,9 @@ typedef struct cond {
     cond_val_t *v;
 } cond_t;
 
-typedef enum { P_ANY, P_ACCOUNT, P_ARN, P_CANONICAL } princ_kind_t;
+/* P_SERVICE: an AWS service principal ("Service": "logging.s3.amazonaws.com"), accepted as
+ * AWS documents such policies, and matching no principal of wharf's. */
+typedef enum { P_ANY, P_ACCOUNT, P_ARN, P_CANONICAL, P_SERVICE } princ_kind_t;
 typedef struct princ {
     princ_kind_t kind;
     const char *s; /* account id, ARN, or canonical id */

@@ -9,19 +9,6 @@
 #include <string.h>
 #include <strings.h>
 
-static s3_err_t fail(char *msg, size_t msglen, s3_err_t e, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static s3_err_t fail(char *msg, size_t msglen, s3_err_t e, const char *fmt, ...)
-{
-    if (msg && msglen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, msglen, fmt, ap);
-        va_end(ap);
-    }
-    return e;
-}
-
 /* ISO 8601 UTC: 2013-08-01T12:00:00Z or with .sss fractions. */
 static int parse_expiration(const char *s, time_t *out)
 {
@@ -43,9 +30,11 @@ static int parse_expiration(const char *s, time_t *out)
     return 0;
 }
 
+/* As AWS lists them; AWSAccessKeyId and signature are the Signature Version 2 form's. */
 static bool exempt(const char *name)
 {
     return strcasecmp(name, "policy") == 0 || strcasecmp(name, "x-amz-signature") == 0 ||
+           strcasecmp(name, "awsaccesskeyid") == 0 || strcasecmp(name, "signature") == 0 ||
            strcasecmp(name, "file") == 0 || strncasecmp(name, "x-ignore-", 9) == 0;
 }
 
@@ -91,31 +80,32 @@ s3_err_t auth_post_policy_check(const char *json, size_t len, time_t now, const 
     s3_err_t e = S3_OK;
     bool *named = NULL;
     if (!root || !json_is_object(root)) {
-        e = fail(msg, msglen, S3_ERR_INVALID_POLICY_DOCUMENT,
-                 "Invalid Policy: the policy is not a JSON object (%s)",
-                 root ? "another JSON value" : je.text);
+        e = s3_errf(S3_ERR_INVALID_POLICY_DOCUMENT, msg, msglen,
+                    "Invalid Policy: the policy is not a JSON object (%s)",
+                    root ? "another JSON value" : je.text);
         goto out;
     }
     json_t *exp = json_object_get(root, "expiration");
     time_t t;
     if (!json_is_string(exp) || parse_expiration(json_string_value(exp), &t) != 0) {
-        e = fail(msg, msglen, S3_ERR_INVALID_POLICY_DOCUMENT,
-                 "Invalid Policy: the expiration must be an ISO 8601 UTC time "
-                 "(2013-08-01T12:00:00.000Z)");
+        e = s3_errf(S3_ERR_INVALID_POLICY_DOCUMENT, msg, msglen,
+                    "Invalid Policy: the expiration must be an ISO 8601 UTC time "
+                    "(2013-08-01T12:00:00.000Z)");
         goto out;
     }
     json_t *conds = json_object_get(root, "conditions");
     if (!json_is_array(conds)) {
-        e = fail(msg, msglen, S3_ERR_INVALID_POLICY_DOCUMENT,
-                 "Invalid Policy: the policy needs a conditions array");
+        e = s3_errf(S3_ERR_INVALID_POLICY_DOCUMENT, msg, msglen,
+                    "Invalid Policy: the policy needs a conditions array");
         goto out;
     }
     if (n && !(named = calloc(n, sizeof *named))) {
-        e = fail(msg, msglen, S3_ERR_INTERNAL, "out of memory checking the policy");
+        e = s3_errf(S3_ERR_INTERNAL, msg, msglen, "out of memory checking the policy");
         goto out;
     }
     if (now > t) {
-        e = fail(msg, msglen, S3_ERR_ACCESS_DENIED, "Invalid according to Policy: Policy expired.");
+        e = s3_errf(S3_ERR_ACCESS_DENIED, msg, msglen,
+                    "Invalid according to Policy: Policy expired.");
         goto out;
     }
     size_t ci;
@@ -126,18 +116,19 @@ s3_err_t auth_post_policy_check(const char *json, size_t len, time_t now, const 
         if (json_is_object(c)) {
             /* {"field": "value"}: an exact match */
             if (json_object_size(c) != 1) {
-                e = fail(msg, msglen, S3_ERR_INVALID_POLICY_DOCUMENT,
-                         "Invalid Policy: condition %zu: an exact-match object holds one field",
-                         ci);
+                e = s3_errf(S3_ERR_INVALID_POLICY_DOCUMENT, msg, msglen,
+                            "Invalid Policy: condition %zu: an exact-match object holds one field",
+                            ci);
                 goto out;
             }
             void *it = json_object_iter(c);
             field = json_object_iter_key(it);
             json_t *v = json_object_iter_value(it);
             if (!json_is_string(v)) {
-                e = fail(msg, msglen, S3_ERR_INVALID_POLICY_DOCUMENT,
-                         "Invalid Policy: condition %zu: the value of \"%.64s\" must be a string",
-                         ci, field);
+                e = s3_errf(
+                    S3_ERR_INVALID_POLICY_DOCUMENT, msg, msglen,
+                    "Invalid Policy: condition %zu: the value of \"%.64s\" must be a string", ci,
+                    field);
                 goto out;
             }
             want = json_string_value(v);
@@ -148,10 +139,10 @@ s3_err_t auth_post_policy_check(const char *json, size_t len, time_t now, const 
                 uint64_t lo, hi;
                 if (!json_u64(json_array_get(c, 1), &lo) || !json_u64(json_array_get(c, 2), &hi) ||
                     lo > hi) {
-                    e = fail(msg, msglen, S3_ERR_INVALID_POLICY_DOCUMENT,
-                             "Invalid Policy: condition %zu: content-length-range needs two "
-                             "non-negative integers, min <= max",
-                             ci);
+                    e = s3_errf(S3_ERR_INVALID_POLICY_DOCUMENT, msg, msglen,
+                                "Invalid Policy: condition %zu: content-length-range needs two "
+                                "non-negative integers, min <= max",
+                                ci);
                     goto out;
                 }
                 if (range->set) { /* several ranges: all of them apply */
@@ -163,27 +154,27 @@ s3_err_t auth_post_policy_check(const char *json, size_t len, time_t now, const 
                 continue;
             }
             if (strcasecmp(op, "eq") != 0 && strcasecmp(op, "starts-with") != 0) {
-                e = fail(msg, msglen, S3_ERR_INVALID_POLICY_DOCUMENT,
-                         "Invalid Policy: condition %zu: unknown operation \"%.64s\" (eq, "
-                         "starts-with and content-length-range are served)",
-                         ci, op);
+                e = s3_errf(S3_ERR_INVALID_POLICY_DOCUMENT, msg, msglen,
+                            "Invalid Policy: condition %zu: unknown operation \"%.64s\" (eq, "
+                            "starts-with and content-length-range are served)",
+                            ci, op);
                 goto out;
             }
             json_t *f = json_array_get(c, 1), *v = json_array_get(c, 2);
             if (!json_is_string(f) || json_string_value(f)[0] != '$' || !json_is_string(v)) {
-                e = fail(msg, msglen, S3_ERR_INVALID_POLICY_DOCUMENT,
-                         "Invalid Policy: condition %zu: [\"%s\", \"$field\", \"value\"] "
-                         "expected",
-                         ci, op);
+                e = s3_errf(S3_ERR_INVALID_POLICY_DOCUMENT, msg, msglen,
+                            "Invalid Policy: condition %zu: [\"%s\", \"$field\", \"value\"] "
+                            "expected",
+                            ci, op);
                 goto out;
             }
             field = json_string_value(f) + 1;
             want = json_string_value(v);
         } else {
-            e = fail(msg, msglen, S3_ERR_INVALID_POLICY_DOCUMENT,
-                     "Invalid Policy: condition %zu is neither {\"field\": \"value\"} nor a "
-                     "three-element array",
-                     ci);
+            e = s3_errf(S3_ERR_INVALID_POLICY_DOCUMENT, msg, msglen,
+                        "Invalid Policy: condition %zu is neither {\"field\": \"value\"} nor a "
+                        "three-element array",
+                        ci);
             goto out;
         }
         for (size_t i = 0; i < n; i++)
@@ -193,17 +184,18 @@ s3_err_t auth_post_policy_check(const char *json, size_t len, time_t now, const 
         bool ok = strcasecmp(op, "eq") == 0 ? strcmp(have, want) == 0
                                             : strncmp(have, want, strlen(want)) == 0;
         if (!ok) {
-            e = fail(msg, msglen, S3_ERR_ACCESS_DENIED,
-                     "Invalid according to Policy: Policy Condition failed: [\"%s\", \"$%.64s\", "
-                     "\"%.100s\"]",
-                     strcasecmp(op, "eq") == 0 ? "eq" : "starts-with", field, want);
+            e = s3_errf(
+                S3_ERR_ACCESS_DENIED, msg, msglen,
+                "Invalid according to Policy: Policy Condition failed: [\"%s\", \"$%.64s\", "
+                "\"%.100s\"]",
+                strcasecmp(op, "eq") == 0 ? "eq" : "starts-with", field, want);
             goto out;
         }
     }
     for (size_t i = 0; i < n; i++)
         if (!named[i] && !exempt(fields[i].name)) {
-            e = fail(msg, msglen, S3_ERR_ACCESS_DENIED,
-                     "Invalid according to Policy: Extra input fields: %.100s", fields[i].name);
+            e = s3_errf(S3_ERR_ACCESS_DENIED, msg, msglen,
+                        "Invalid according to Policy: Extra input fields: %.100s", fields[i].name);
             goto out;
         }
 out:

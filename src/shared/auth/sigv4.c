@@ -26,14 +26,14 @@ static s3_err_t canon_headers(const auth_http_req_t *req, const char *signed_hea
         const char *semi = strchr(c, ';');
         size_t len = semi ? (size_t)(semi - c) : strlen(c);
         if (len >= sizeof name)
-            return sigv4_fail(msg, msglen, S3_ERR_AUTH_HEADER_MALFORMED,
-                              "signed header name longer than %zu bytes", sizeof name - 1);
+            return s3_errf(S3_ERR_AUTH_HEADER_MALFORMED, msg, msglen,
+                           "signed header name longer than %zu bytes", sizeof name - 1);
         memcpy(name, c, len);
         name[len] = '\0';
         const char *v = req->get_header(req->arg, name);
         if (!v)
-            return sigv4_fail(msg, msglen, S3_ERR_SIGNATURE_MISMATCH,
-                              "header '%s' is in SignedHeaders but not in the request", name);
+            return s3_errf(S3_ERR_SIGNATURE_MISMATCH, msg, msglen,
+                           "header '%s' is in SignedHeaders but not in the request", name);
         wh_sbuf_append(out, name, len);
         wh_sbuf_append(out, ":", 1);
         sigv4_canon_value(out, v);
@@ -69,8 +69,8 @@ static s3_err_t check_unsigned(const auth_http_req_t *req, const char *signed_he
                                int presigned, char *msg, size_t msglen)
 {
     if (!req->header_at)
-        return sigv4_fail(msg, msglen, S3_ERR_INTERNAL,
-                          "the request's headers cannot be enumerated to check their signing");
+        return s3_errf(S3_ERR_INTERNAL, msg, msglen,
+                       "the request's headers cannot be enumerated to check their signing");
     wh_sbuf_t bad;
     wh_sbuf_init(&bad);
     size_t nbad = 0;
@@ -95,9 +95,9 @@ static s3_err_t check_unsigned(const auth_http_req_t *req, const char *signed_he
     }
     s3_err_t e = S3_OK;
     if (nbad)
-        e = sigv4_fail(msg, msglen, S3_ERR_ACCESS_DENIED,
-                       "There were headers present in the request which were not signed%s%s",
-                       bad.data && !bad.oom ? bad.data : "", nbad > 8 ? ", ..." : "");
+        e = s3_errf(S3_ERR_ACCESS_DENIED, msg, msglen,
+                    "There were headers present in the request which were not signed%s%s",
+                    bad.data && !bad.oom ? bad.data : "", nbad > 8 ? ", ..." : "");
     wh_sbuf_free(&bad);
     return e;
 }
@@ -119,19 +119,17 @@ s3_err_t auth_sigv4_verify(const auth_http_req_t *req, auth_secret_cb secret_cb,
                  sigv4_has_param(query, "X-Amz-Signature") ||
                  sigv4_has_param(query, "X-Amz-Credential");
     if (authz && q_auth)
-        return sigv4_fail(
-            msg, msglen, S3_ERR_INVALID_ARGUMENT,
-            "only one auth mechanism is allowed: the request has both an Authorization "
-            "header and X-Amz-* query parameters");
+        return s3_errf(S3_ERR_INVALID_ARGUMENT, msg, msglen,
+                       "only one auth mechanism is allowed: the request has both an Authorization "
+                       "header and X-Amz-* query parameters");
     if (!authz && !q_auth) {
         if (sigv4_has_param(query, "AWSAccessKeyId") && sigv4_has_param(query, "Signature"))
-            return sigv4_fail(
-                msg, msglen, S3_ERR_INVALID_REQUEST,
+            return s3_errf(
+                S3_ERR_INVALID_REQUEST, msg, msglen,
                 "signature version 2 presigned URLs are not supported; presign with " SIGV4_ALGO);
-        return sigv4_fail(
-            msg, msglen, S3_ERR_ACCESS_DENIED,
-            "the request is not signed (no Authorization header, no X-Amz-Signature); "
-            "anonymous access is not allowed");
+        return s3_errf(S3_ERR_ACCESS_DENIED, msg, msglen,
+                       "the request is not signed (no Authorization header, no X-Amz-Signature); "
+                       "anonymous access is not allowed");
     }
 
     char amz_date[17] = "";
@@ -142,36 +140,36 @@ s3_err_t auth_sigv4_verify(const auth_http_req_t *req, auth_secret_cb secret_cb,
         const char *xd = req->get_header(req->arg, "x-amz-date");
         if (xd) {
             if (!sigv4_amz_date_valid(xd, strlen(xd)) || wh_amz_date_parse(xd, &a.req_time) != 0)
-                return sigv4_fail(msg, msglen, S3_ERR_ACCESS_DENIED,
-                                  "x-amz-date '%.40s' is not of the form YYYYMMDDTHHMMSSZ", xd);
+                return s3_errf(S3_ERR_ACCESS_DENIED, msg, msglen,
+                               "x-amz-date '%.40s' is not of the form YYYYMMDDTHHMMSSZ", xd);
             memcpy(amz_date, xd, 17);
         } else {
             const char *d = req->get_header(req->arg, "date");
             if (!d)
-                return sigv4_fail(msg, msglen, S3_ERR_ACCESS_DENIED,
-                                  "SigV4 requires an x-amz-date or Date header");
+                return s3_errf(S3_ERR_ACCESS_DENIED, msg, msglen,
+                               "SigV4 requires an x-amz-date or Date header");
             if (wh_http_date_parse(d, &a.req_time) != 0)
-                return sigv4_fail(msg, msglen, S3_ERR_ACCESS_DENIED,
-                                  "Date '%.40s' is not an HTTP date", d);
+                return s3_errf(S3_ERR_ACCESS_DENIED, msg, msglen,
+                               "Date '%.40s' is not an HTTP date", d);
             wh_amz_date(a.req_time, amz_date);
         }
         if (memcmp(p.date8, amz_date, 8) != 0)
-            return sigv4_fail(msg, msglen, bad,
-                              "credential date %s does not match the request date %s", p.date8,
-                              amz_date);
+            return s3_errf(bad, msg, msglen,
+                           "credential date %s does not match the request date %s", p.date8,
+                           amz_date);
         long long skew = (long long)now - (long long)a.req_time;
         if (skew > AUTH_MAX_SKEW_S || skew < -AUTH_MAX_SKEW_S)
-            return sigv4_fail(
-                msg, msglen, S3_ERR_REQUEST_TIME_TOO_SKEWED,
-                "request time %s is %lld s %s the server's clock; at most %d s allowed", amz_date,
-                skew < 0 ? -skew : skew, skew < 0 ? "ahead of" : "behind", AUTH_MAX_SKEW_S);
+            return s3_errf(S3_ERR_REQUEST_TIME_TOO_SKEWED, msg, msglen,
+                           "request time %s is %lld s %s the server's clock; at most %d s allowed",
+                           amz_date, skew < 0 ? -skew : skew, skew < 0 ? "ahead of" : "behind",
+                           AUTH_MAX_SKEW_S);
     } else {
         char algo[32], cred[256], sh[1024], sig[80], expires_s[16];
         if ((e = sigv4_presign_param(query, "X-Amz-Algorithm", algo, sizeof algo, msg, msglen)))
             return e;
         if (strcmp(algo, SIGV4_ALGO) != 0)
-            return sigv4_fail(msg, msglen, bad, "X-Amz-Algorithm must be " SIGV4_ALGO ", got '%s'",
-                              algo);
+            return s3_errf(bad, msg, msglen, "X-Amz-Algorithm must be " SIGV4_ALGO ", got '%s'",
+                           algo);
         if ((e = sigv4_presign_param(query, "X-Amz-Credential", cred, sizeof cred, msg, msglen)) ||
             (e = sigv4_parse_credential(cred, strlen(cred), &p, bad, msg, msglen)))
             return e;
@@ -179,22 +177,22 @@ s3_err_t auth_sigv4_verify(const auth_http_req_t *req, auth_secret_cb secret_cb,
             return e;
         if (!sigv4_amz_date_valid(amz_date, strlen(amz_date)) ||
             wh_amz_date_parse(amz_date, &a.req_time) != 0)
-            return sigv4_fail(msg, msglen, bad,
-                              "X-Amz-Date '%s' is not of the form YYYYMMDDTHHMMSSZ", amz_date);
+            return s3_errf(bad, msg, msglen, "X-Amz-Date '%s' is not of the form YYYYMMDDTHHMMSSZ",
+                           amz_date);
         if (memcmp(p.date8, amz_date, 8) != 0)
-            return sigv4_fail(msg, msglen, bad,
-                              "credential date %s does not match the request date %s", p.date8,
-                              amz_date);
+            return s3_errf(bad, msg, msglen,
+                           "credential date %s does not match the request date %s", p.date8,
+                           amz_date);
         if ((e = sigv4_presign_param(query, "X-Amz-Expires", expires_s, sizeof expires_s, msg,
                                      msglen)))
             return e;
         uint64_t expires;
         if (wh_parse_u64(expires_s, strlen(expires_s), &expires) != 0 || expires < 1 ||
             expires > SIGV4_MAX_PRESIGN_EXPIRES)
-            return sigv4_fail(msg, msglen, bad,
-                              "X-Amz-Expires must be a number of seconds from 1 to %d (7 days), "
-                              "got '%s'",
-                              SIGV4_MAX_PRESIGN_EXPIRES, expires_s);
+            return s3_errf(bad, msg, msglen,
+                           "X-Amz-Expires must be a number of seconds from 1 to %d (7 days), "
+                           "got '%s'",
+                           SIGV4_MAX_PRESIGN_EXPIRES, expires_s);
         if ((e = sigv4_presign_param(query, "X-Amz-SignedHeaders", sh, sizeof sh, msg, msglen)) ||
             (e = sigv4_parse_signed_headers(sh, strlen(sh), &p, bad, msg, msglen)))
             return e;
@@ -202,15 +200,14 @@ s3_err_t auth_sigv4_verify(const auth_http_req_t *req, auth_secret_cb secret_cb,
             (e = sigv4_parse_signature(sig, strlen(sig), &p, bad, msg, msglen)))
             return e;
         if ((long long)a.req_time - (long long)now > AUTH_MAX_SKEW_S)
-            return sigv4_fail(msg, msglen, S3_ERR_ACCESS_DENIED,
-                              "presigned URL is not valid yet: X-Amz-Date %s is in the future",
-                              amz_date);
+            return s3_errf(S3_ERR_ACCESS_DENIED, msg, msglen,
+                           "presigned URL is not valid yet: X-Amz-Date %s is in the future",
+                           amz_date);
         if ((long long)now > (long long)a.req_time + (long long)expires)
-            return sigv4_fail(
-                msg, msglen, S3_ERR_EXPIRED_TOKEN,
-                "presigned URL expired: signed at %s for %llu s, now %lld s past that", amz_date,
-                (unsigned long long)expires,
-                (long long)now - (long long)a.req_time - (long long)expires);
+            return s3_errf(S3_ERR_EXPIRED_TOKEN, msg, msglen,
+                           "presigned URL expired: signed at %s for %llu s, now %lld s past that",
+                           amz_date, (unsigned long long)expires,
+                           (long long)now - (long long)a.req_time - (long long)expires);
         a.presigned = 1;
     }
     /* Payload mode. */
@@ -227,15 +224,15 @@ s3_err_t auth_sigv4_verify(const auth_http_req_t *req, auth_secret_cb secret_cb,
     } else if (a.presigned) {
         a.mode = AUTH_PAYLOAD_EMPTY;
     } else {
-        return sigv4_fail(msg, msglen, S3_ERR_INVALID_REQUEST,
-                          "missing required header for this request: x-amz-content-sha256");
+        return s3_errf(S3_ERR_INVALID_REQUEST, msg, msglen,
+                       "missing required header for this request: x-amz-content-sha256");
     }
     a.has_trailer = req->get_header(req->arg, "x-amz-trailer") != NULL;
 
     const char *secret = secret_cb(cb_arg, p.access_key);
     if (!secret)
-        return sigv4_fail(msg, msglen, S3_ERR_INVALID_ACCESS_KEY,
-                          "access key '%.100s' is not known to this server", p.access_key);
+        return s3_errf(S3_ERR_INVALID_ACCESS_KEY, msg, msglen,
+                       "access key '%.100s' is not known to this server", p.access_key);
 
     /* Canonical request: method, path, query, headers, signed headers, payload hash. */
     int ok = 0;
@@ -247,9 +244,9 @@ s3_err_t auth_sigv4_verify(const auth_http_req_t *req, auth_secret_cb secret_cb,
     snprintf(scope, sizeof scope, "%s/%s/%s/" SIGV4_TERM, p.date8, p.region, p.service);
     wh_sbuf_append(&rest, "\n", 1);
     if (auth_sigv4_canonical_query(query, a.presigned ? "X-Amz-Signature" : NULL, &rest) != 0) {
-        e = sigv4_fail(msg, msglen, S3_ERR_INVALID_ARGUMENT,
-                       "the query string has a bad %%-escape or more than %d parameters",
-                       SIGV4_MAX_QUERY_PARAMS);
+        e = s3_errf(S3_ERR_INVALID_ARGUMENT, msg, msglen,
+                    "the query string has a bad %%-escape or more than %d parameters",
+                    SIGV4_MAX_QUERY_PARAMS);
         goto cleanup;
     }
     wh_sbuf_append(&rest, "\n", 1);
@@ -279,8 +276,8 @@ s3_err_t auth_sigv4_verify(const auth_http_req_t *req, auth_secret_cb secret_cb,
         wh_sbuf_puts(&creq, uri);
         wh_sbuf_append(&creq, rest.data, rest.len);
         if (creq.oom || rest.oom) {
-            e = sigv4_fail(msg, msglen, S3_ERR_INTERNAL,
-                           "out of memory building the canonical request");
+            e = s3_errf(S3_ERR_INTERNAL, msg, msglen,
+                        "out of memory building the canonical request");
             goto cleanup;
         }
         sigv4_signature(key, amz_date, scope, creq.data, creq.len, sig);
@@ -290,11 +287,11 @@ s3_err_t auth_sigv4_verify(const auth_http_req_t *req, auth_secret_cb secret_cb,
         char h[65];
         wh_sha256_hex(creq.data ? creq.data : "", creq.len, h);
         wh_debug("s3", "sigv4 mismatch access_key=%s canonical_request_sha256=%s", p.access_key, h);
-        e = sigv4_fail(msg, msglen, S3_ERR_SIGNATURE_MISMATCH,
-                       "the signature does not match the one computed over the canonical request "
-                       "(sha256 %s); check the secret key and that the method, path, query and the "
-                       "signed headers (%.200s) were sent as signed",
-                       h, p.signed_headers);
+        e = s3_errf(S3_ERR_SIGNATURE_MISMATCH, msg, msglen,
+                    "the signature does not match the one computed over the canonical request "
+                    "(sha256 %s); check the secret key and that the method, path, query and the "
+                    "signed headers (%.200s) were sent as signed",
+                    h, p.signed_headers);
         goto cleanup;
     }
     if ((e = check_unsigned(req, p.signed_headers, a.presigned, msg, msglen)) != S3_OK)

@@ -61,6 +61,7 @@ typedef struct auth_auth {
     int has_trailer; /* x-amz-trailer present */
     time_t req_time;
     int signed_trailer; /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER: the trailer is signed */
+    int sigv2;          /* Signature Version 2 (auth/sigv2.h): no region, no signing key */
 } auth_auth_t;
 
 /* Returns the secret for access_key, or NULL when unknown. */

@@ -37,9 +37,6 @@ typedef struct sigv4_parsed {
     const char *service; /* the credential scope's service to accept ("s3", "iam") */
 } sigv4_parsed_t;
 
-/* Writes the formatted reason into msg (when given) and returns e. */
-s3_err_t sigv4_fail(char *msg, size_t msglen, s3_err_t e, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 int sigv4_all_digits(const char *s, size_t n);
 int sigv4_amz_date_valid(const char *s, size_t n);
 /* "AKID/20130524/us-east-1/s3/aws4_request"; bad is the error code for a malformed value. */

@@ -11,17 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-s3_err_t sigv4_fail(char *msg, size_t msglen, s3_err_t e, const char *fmt, ...)
-{
-    if (msg && msglen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, msglen, fmt, ap);
-        va_end(ap);
-    }
-    return e;
-}
-
 int sigv4_all_digits(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -42,41 +31,41 @@ s3_err_t sigv4_parse_credential(const char *cred, size_t n, sigv4_parsed_t *p, s
         while (s > cred && s[-1] != '/')
             s--;
         if (s == cred)
-            return sigv4_fail(msg, msglen, bad,
-                              "credential '%.200s' is not of the form "
-                              "<access-key>/<YYYYMMDD>/<region>/s3/aws4_request",
-                              cred);
+            return s3_errf(bad, msg, msglen,
+                           "credential '%.200s' is not of the form "
+                           "<access-key>/<YYYYMMDD>/<region>/s3/aws4_request",
+                           cred);
         parts[i] = s;
         lens[i] = (size_t)(end - s);
         end = s - 1;
     }
     size_t aklen = (size_t)(end - cred);
     if (lens[0] != strlen(SIGV4_TERM) || memcmp(parts[0], SIGV4_TERM, lens[0]) != 0)
-        return sigv4_fail(msg, msglen, bad, "credential must end in '/aws4_request', got '%.*s'",
-                          (int)WH_MIN(lens[0], 64), parts[0]);
+        return s3_errf(bad, msg, msglen, "credential must end in '/aws4_request', got '%.*s'",
+                       (int)WH_MIN(lens[0], 64), parts[0]);
     const char *want = p->service ? p->service : "s3";
     if (lens[1] != strlen(want) || memcmp(parts[1], want, lens[1]) != 0)
-        return sigv4_fail(msg, msglen, bad, "credential service must be '%s', got '%.*s'", want,
-                          (int)WH_MIN(lens[1], 64), parts[1]);
+        return s3_errf(bad, msg, msglen, "credential service must be '%s', got '%.*s'", want,
+                       (int)WH_MIN(lens[1], 64), parts[1]);
     /* IAM is global: an SDK configured with an empty region (boto3's region_name='') signs
      * its scope with an empty one, which IAM accepts as us-east-1. S3 needs a region. */
     bool global = p->service && strcmp(p->service, "iam") == 0;
     if ((lens[2] == 0 && !global) || lens[2] >= sizeof p->region)
-        return sigv4_fail(msg, msglen, bad, "credential region must be 1 to %zu characters",
-                          sizeof p->region - 1);
+        return s3_errf(bad, msg, msglen, "credential region must be 1 to %zu characters",
+                       sizeof p->region - 1);
     for (size_t i = 0; i < lens[2]; i++) {
         char c = parts[2][i];
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
               c == '-' || c == '_'))
-            return sigv4_fail(msg, msglen, bad, "credential region '%.*s' has an invalid character",
-                              (int)WH_MIN(lens[2], 64), parts[2]);
+            return s3_errf(bad, msg, msglen, "credential region '%.*s' has an invalid character",
+                           (int)WH_MIN(lens[2], 64), parts[2]);
     }
     if (lens[3] != 8 || !sigv4_all_digits(parts[3], 8))
-        return sigv4_fail(msg, msglen, bad, "credential date must be YYYYMMDD, got '%.*s'",
-                          (int)WH_MIN(lens[3], 64), parts[3]);
+        return s3_errf(bad, msg, msglen, "credential date must be YYYYMMDD, got '%.*s'",
+                       (int)WH_MIN(lens[3], 64), parts[3]);
     if (aklen == 0 || aklen >= sizeof p->access_key)
-        return sigv4_fail(msg, msglen, bad, "credential access key must be 1 to %zu characters",
-                          sizeof p->access_key - 1);
+        return s3_errf(bad, msg, msglen, "credential access key must be 1 to %zu characters",
+                       sizeof p->access_key - 1);
     memcpy(p->access_key, cred, aklen);
     p->access_key[aklen] = '\0';
     memcpy(p->date8, parts[3], 8);
@@ -91,10 +80,10 @@ s3_err_t sigv4_parse_signed_headers(const char *s, size_t n, sigv4_parsed_t *p, 
                                     char *msg, size_t msglen)
 {
     if (n == 0)
-        return sigv4_fail(msg, msglen, bad, "SignedHeaders is empty; it must list at least host");
+        return s3_errf(bad, msg, msglen, "SignedHeaders is empty; it must list at least host");
     if (n >= sizeof p->signed_headers)
-        return sigv4_fail(msg, msglen, bad, "SignedHeaders is longer than %zu bytes",
-                          sizeof p->signed_headers - 1);
+        return s3_errf(bad, msg, msglen, "SignedHeaders is longer than %zu bytes",
+                       sizeof p->signed_headers - 1);
     memcpy(p->signed_headers, s, n);
     p->signed_headers[n] = '\0';
     const char *names[SIGV4_MAX_SIGNED_HEADERS];
@@ -105,24 +94,24 @@ s3_err_t sigv4_parse_signed_headers(const char *s, size_t n, sigv4_parsed_t *p, 
         const char *semi = strchr(c, ';');
         size_t len = semi ? (size_t)(semi - c) : strlen(c);
         if (len == 0)
-            return sigv4_fail(msg, msglen, bad, "SignedHeaders '%.200s' has an empty name",
-                              p->signed_headers);
+            return s3_errf(bad, msg, msglen, "SignedHeaders '%.200s' has an empty name",
+                           p->signed_headers);
         for (size_t i = 0; i < len; i++) {
             char ch = c[i];
             if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
                   ch == '.'))
-                return sigv4_fail(msg, msglen, bad,
-                                  "SignedHeaders name '%.*s' must be lowercase letters, digits, "
-                                  "'-', '_' or '.'",
-                                  (int)WH_MIN(len, 64), c);
+                return s3_errf(bad, msg, msglen,
+                               "SignedHeaders name '%.*s' must be lowercase letters, digits, "
+                               "'-', '_' or '.'",
+                               (int)WH_MIN(len, 64), c);
         }
         if (cnt == SIGV4_MAX_SIGNED_HEADERS)
-            return sigv4_fail(msg, msglen, bad, "SignedHeaders lists more than %d headers",
-                              SIGV4_MAX_SIGNED_HEADERS);
+            return s3_errf(bad, msg, msglen, "SignedHeaders lists more than %d headers",
+                           SIGV4_MAX_SIGNED_HEADERS);
         for (size_t i = 0; i < cnt; i++)
             if (lens[i] == len && memcmp(names[i], c, len) == 0)
-                return sigv4_fail(msg, msglen, bad, "SignedHeaders lists '%.*s' twice",
-                                  (int)WH_MIN(len, 64), c);
+                return s3_errf(bad, msg, msglen, "SignedHeaders lists '%.*s' twice",
+                               (int)WH_MIN(len, 64), c);
         names[cnt] = c;
         lens[cnt++] = len;
         if (len == 4 && memcmp(c, "host", 4) == 0)
@@ -132,8 +121,8 @@ s3_err_t sigv4_parse_signed_headers(const char *s, size_t n, sigv4_parsed_t *p, 
         c = semi + 1;
     }
     if (!has_host)
-        return sigv4_fail(msg, msglen, bad, "SignedHeaders '%.200s' does not include host",
-                          p->signed_headers);
+        return s3_errf(bad, msg, msglen, "SignedHeaders '%.200s' does not include host",
+                       p->signed_headers);
     return S3_OK;
 }
 
@@ -141,12 +130,11 @@ s3_err_t sigv4_parse_signature(const char *s, size_t n, sigv4_parsed_t *p, s3_er
                                size_t msglen)
 {
     if (n != 64)
-        return sigv4_fail(msg, msglen, bad, "Signature must be 64 hex characters, got %zu", n);
+        return s3_errf(bad, msg, msglen, "Signature must be 64 hex characters, got %zu", n);
     for (size_t i = 0; i < 64; i++) {
         int v = wh_hex_digit((char)s[i]);
         if (v < 0)
-            return sigv4_fail(msg, msglen, bad, "Signature has a non-hex character at offset %zu",
-                              i);
+            return s3_errf(bad, msg, msglen, "Signature has a non-hex character at offset %zu", i);
         p->signature[i] = "0123456789abcdef"[v];
     }
     p->signature[64] = '\0';
@@ -159,11 +147,11 @@ s3_err_t sigv4_parse_auth_header(const char *h, sigv4_parsed_t *p, char *msg, si
     const s3_err_t bad = S3_ERR_AUTH_HEADER_MALFORMED;
     size_t alen = strlen(SIGV4_ALGO);
     if (strncmp(h, "AWS ", 4) == 0)
-        return sigv4_fail(msg, msglen, S3_ERR_INVALID_REQUEST,
-                          "signature version 2 is not supported; sign requests with " SIGV4_ALGO);
+        return s3_errf(S3_ERR_INVALID_REQUEST, msg, msglen,
+                       "signature version 2 is not supported; sign requests with " SIGV4_ALGO);
     if (strncmp(h, SIGV4_ALGO, alen) != 0 || (h[alen] != ' ' && h[alen] != '\t'))
-        return sigv4_fail(msg, msglen, bad,
-                          "Authorization must start with '" SIGV4_ALGO " ', got '%.32s'", h);
+        return s3_errf(bad, msg, msglen,
+                       "Authorization must start with '" SIGV4_ALGO " ', got '%.32s'", h);
     const char *c = h + alen;
     int have_cred = 0, have_sh = 0, have_sig = 0;
     while (*c) {
@@ -179,8 +167,8 @@ s3_err_t sigv4_parse_auth_header(const char *h, sigv4_parsed_t *p, char *msg, si
             clen--;
         const char *eq = memchr(comp, '=', clen);
         if (!eq)
-            return sigv4_fail(msg, msglen, bad, "Authorization component '%.*s' has no '='",
-                              (int)WH_MIN(clen, 64), comp);
+            return s3_errf(bad, msg, msglen, "Authorization component '%.*s' has no '='",
+                           (int)WH_MIN(clen, 64), comp);
         size_t klen = (size_t)(eq - comp), vlen = clen - klen - 1;
         const char *v = eq + 1;
         s3_err_t e = S3_OK;
@@ -198,21 +186,21 @@ s3_err_t sigv4_parse_auth_header(const char *h, sigv4_parsed_t *p, char *msg, si
             if (!*seen)
                 e = sigv4_parse_signature(v, vlen, p, bad, msg, msglen);
         } else {
-            return sigv4_fail(msg, msglen, bad, "Authorization has an unknown component '%.*s'",
-                              (int)WH_MIN(klen, 64), comp);
+            return s3_errf(bad, msg, msglen, "Authorization has an unknown component '%.*s'",
+                           (int)WH_MIN(klen, 64), comp);
         }
         if (*seen)
-            return sigv4_fail(msg, msglen, bad, "Authorization has '%.*s' twice", (int)klen, comp);
+            return s3_errf(bad, msg, msglen, "Authorization has '%.*s' twice", (int)klen, comp);
         if (e != S3_OK)
             return e;
         *seen = 1;
     }
     if (!have_cred)
-        return sigv4_fail(msg, msglen, bad, "Authorization is missing Credential=");
+        return s3_errf(bad, msg, msglen, "Authorization is missing Credential=");
     if (!have_sh)
-        return sigv4_fail(msg, msglen, bad, "Authorization is missing SignedHeaders=");
+        return s3_errf(bad, msg, msglen, "Authorization is missing SignedHeaders=");
     if (!have_sig)
-        return sigv4_fail(msg, msglen, bad, "Authorization is missing Signature=");
+        return s3_errf(bad, msg, msglen, "Authorization is missing Signature=");
     return S3_OK;
 }
 
@@ -247,8 +235,8 @@ s3_err_t sigv4_classify_payload(const char *v, auth_auth_t *a, char *msg, size_t
     } else if (strcmp(v, AUTH_STREAMING_UNSIGNED_TRAILER) == 0) {
         a->mode = AUTH_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
     } else {
-        return sigv4_fail(
-            msg, msglen, S3_ERR_INVALID_ARGUMENT,
+        return s3_errf(
+            S3_ERR_INVALID_ARGUMENT, msg, msglen,
             "x-amz-content-sha256 must be a 64-hex SHA-256 of the body, " AUTH_UNSIGNED_PAYLOAD
             ", " AUTH_STREAMING_SIGNED ", " AUTH_STREAMING_SIGNED_TRAILER
             " or " AUTH_STREAMING_UNSIGNED_TRAILER "; got '%.80s'",
@@ -275,15 +263,14 @@ s3_err_t sigv4_presign_param(const char *query, const char *name, char *out, siz
     int r = auth_query_param(query, name, &v);
     s3_err_t e = S3_OK;
     if (r == 0)
-        e = sigv4_fail(msg, msglen, S3_ERR_AUTH_QUERY_MALFORMED,
-                       "presigned URL is missing the %s query parameter", name);
+        e = s3_errf(S3_ERR_AUTH_QUERY_MALFORMED, msg, msglen,
+                    "presigned URL is missing the %s query parameter", name);
     else if (r < 0 || v.oom)
-        e = sigv4_fail(msg, msglen, S3_ERR_AUTH_QUERY_MALFORMED,
-                       "query parameter %s has a bad %%-escape", name);
+        e = s3_errf(S3_ERR_AUTH_QUERY_MALFORMED, msg, msglen,
+                    "query parameter %s has a bad %%-escape", name);
     else if (v.len >= outlen || (v.len && memchr(v.data, '\0', v.len)))
-        e = sigv4_fail(msg, msglen, S3_ERR_AUTH_QUERY_MALFORMED,
-                       "query parameter %s is longer than %zu bytes or holds a NUL", name,
-                       outlen - 1);
+        e = s3_errf(S3_ERR_AUTH_QUERY_MALFORMED, msg, msglen,
+                    "query parameter %s is longer than %zu bytes or holds a NUL", name, outlen - 1);
     else {
         memcpy(out, v.len ? v.data : "", v.len);
         out[v.len] = '\0';

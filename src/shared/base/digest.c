@@ -12,12 +12,19 @@
  * one-shot HMAC() also fetches and sets up an EVP_MAC per call: together they took most of
  * the time of a SigV4 verification (several HMACs each). */
 static pthread_once_t g_md_once = PTHREAD_ONCE_INIT;
-static EVP_MD *g_sha256, *g_md5;
+static EVP_MD *g_sha256, *g_md5, *g_sha1;
 
 static void md_fetch(void)
 {
     g_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
     g_md5 = EVP_MD_fetch(NULL, "MD5", NULL);
+    g_sha1 = EVP_MD_fetch(NULL, "SHA1", NULL);
+}
+
+static const EVP_MD *md_sha1(void)
+{
+    pthread_once(&g_md_once, md_fetch);
+    return g_sha1 ? g_sha1 : EVP_sha1();
 }
 
 static const EVP_MD *md_sha256(void)
@@ -117,14 +124,13 @@ void wh_sha256_hex(const void *p, size_t n, char out[65])
 }
 
 /* HMAC (RFC 2104) over one digest context: H((K ^ opad) || H((K ^ ipad) || msg)). out may
- * be key (SigV4 derives its key in place). */
-void wh_hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen,
-                    uint8_t out[WH_SHA256_LEN])
+ * be key (SigV4 derives its key in place). dlen: the digest's length (at most 32). */
+static void hmac_md(const EVP_MD *md, size_t dlen, const void *key, size_t klen, const void *msg,
+                    size_t mlen, uint8_t *out)
 {
     enum { BLOCK = 64 };
     uint8_t k[BLOCK] = {0}, pad[BLOCK] = {0}, inner[WH_SHA256_LEN]; /* fail: reads pad */
-    unsigned int len = WH_SHA256_LEN;
-    const EVP_MD *md = md_sha256();
+    unsigned int len = (unsigned)dlen;
     EVP_MD_CTX *c = EVP_MD_CTX_new();
     if (!c)
         goto fail;
@@ -143,17 +149,29 @@ void wh_hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen,
     for (size_t i = 0; i < BLOCK; i++)
         pad[i] = k[i] ^ 0x5c;
     if (EVP_DigestInit_ex2(c, md, NULL) != 1 || EVP_DigestUpdate(c, pad, BLOCK) != 1 ||
-        EVP_DigestUpdate(c, inner, sizeof inner) != 1 || EVP_DigestFinal_ex(c, out, &len) != 1)
+        EVP_DigestUpdate(c, inner, dlen) != 1 || EVP_DigestFinal_ex(c, out, &len) != 1)
         goto fail;
     EVP_MD_CTX_free(c);
     return;
 fail:
     /* Only when OpenSSL cannot allocate: a random MAC, so that no signature a client could
      * send (all zeros, say) matches it. */
-    if (wh_random_bytes(out, WH_SHA256_LEN) != 0)
-        for (size_t i = 0; i < WH_SHA256_LEN; i++)
+    if (wh_random_bytes(out, dlen) != 0)
+        for (size_t i = 0; i < dlen; i++)
             out[i] = (uint8_t)(k[i] ^ pad[i] ^ 0xa5);
     EVP_MD_CTX_free(c);
+}
+
+void wh_hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen,
+                    uint8_t out[WH_SHA256_LEN])
+{
+    hmac_md(md_sha256(), WH_SHA256_LEN, key, klen, msg, mlen, out);
+}
+
+void wh_hmac_sha1(const void *key, size_t klen, const void *msg, size_t mlen,
+                  uint8_t out[WH_SHA1_LEN])
+{
+    hmac_md(md_sha1(), WH_SHA1_LEN, key, klen, msg, mlen, out);
 }
 
 int wh_random_bytes(void *buf, size_t n)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Digests over OpenSSL libcrypto: MD5 (ETags, Content-MD5), SHA-256 and HMAC-SHA256 (SigV4). */
+/* Digests over OpenSSL libcrypto: MD5 (ETags, Content-MD5), SHA-256 and HMAC-SHA256 (SigV4),
+ * HMAC-SHA1 (SigV2). */
 #ifndef WH_BASE_DIGEST_H
 #define WH_BASE_DIGEST_H
 
@@ -8,6 +9,7 @@
 
 #define WH_MD5_LEN 16
 #define WH_SHA256_LEN 32
+#define WH_SHA1_LEN 20
 
 typedef struct wh_md5 {
     void *_ctx; /* EVP_MD_CTX */
@@ -32,6 +34,9 @@ void wh_sha256_hex(const void *p, size_t n, char out[65]);
 
 void wh_hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen,
                     uint8_t out[WH_SHA256_LEN]);
+/* HMAC-SHA1: AWS Signature Version 2 only (auth/sigv2.h). */
+void wh_hmac_sha1(const void *key, size_t klen, const void *msg, size_t mlen,
+                  uint8_t out[WH_SHA1_LEN]);
 
 /* Fills buf with cryptographically random bytes. Returns 0 or -1. */
 int wh_random_bytes(void *buf, size_t n);

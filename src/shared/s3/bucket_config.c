@@ -9,17 +9,6 @@
 #include <string.h>
 #include <strings.h>
 
-static s3_err_t fail(char *msg, size_t msglen, s3_err_t e, const char *fmt, ...)
-{
-    if (msg && msglen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, msglen, fmt, ap);
-        va_end(ap);
-    }
-    return e;
-}
-
 /* ---- CORS ---- */
 
 static void rule_free(s3_cors_rule_t *r)
@@ -76,14 +65,14 @@ typedef struct {
 static int push(char ***arr, size_t *n, const char *text, size_t len, const char *what, cors_x_t *x)
 {
     if (*n >= S3_CORS_MAX_ITEMS) {
-        x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
-                      "a CORSRule has more than %d %s elements", S3_CORS_MAX_ITEMS, what);
+        x->err = s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen,
+                         "a CORSRule has more than %d %s elements", S3_CORS_MAX_ITEMS, what);
         return -1;
     }
     if (len == 0 || len > S3_CORS_MAX_ITEM || memchr(text, '\0', len)) {
-        x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
-                      "a CORSRule's %s is empty, longer than %d bytes or holds NUL", what,
-                      S3_CORS_MAX_ITEM);
+        x->err = s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen,
+                         "a CORSRule's %s is empty, longer than %d bytes or holds NUL", what,
+                         S3_CORS_MAX_ITEM);
         return -1;
     }
     char **a = realloc(*arr, (*n + 1) * sizeof *a);
@@ -119,21 +108,21 @@ static void cors_cb(void *arg, const char *path, const char *text, size_t len)
     if (!*p)
         return;
     if (strncmp(p, "/CORSRule", 9) != 0 || (p[9] && p[9] != '/')) {
-        x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
-                      "CORSConfiguration holds %s; only CORSRule elements are allowed", p + 1);
+        x->err = s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen,
+                         "CORSConfiguration holds %s; only CORSRule elements are allowed", p + 1);
         return;
     }
     s3_cors_rule_t *r = &x->cur;
     const char *f = p + 9;
     if (!*f) { /* the end of one CORSRule */
         if (!r->norigins || !r->methods) {
-            x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
-                          "a CORSRule needs at least one AllowedOrigin and one AllowedMethod");
+            x->err = s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen,
+                             "a CORSRule needs at least one AllowedOrigin and one AllowedMethod");
             return;
         }
         if (x->c->n >= S3_CORS_MAX_RULES) {
-            x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
-                          "a CORS configuration holds at most %d rules", S3_CORS_MAX_RULES);
+            x->err = s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen,
+                             "a CORS configuration holds at most %d rules", S3_CORS_MAX_RULES);
             return;
         }
         s3_cors_rule_t *rs = realloc(x->c->rules, (x->c->n + 1) * sizeof *rs);
@@ -150,15 +139,15 @@ static void cors_cb(void *arg, const char *path, const char *text, size_t len)
     if (!strcmp(f, "/AllowedOrigin")) {
         if (push(&r->origins, &r->norigins, text, len, "AllowedOrigin", x) == 0 &&
             count_stars(r->origins[r->norigins - 1]) > 1)
-            x->err = fail(x->msg, x->msglen, S3_ERR_INVALID_REQUEST,
-                          "AllowedOrigin \"%s\" can not have more than one wildcard.",
-                          r->origins[r->norigins - 1]);
+            x->err = s3_errf(S3_ERR_INVALID_REQUEST, x->msg, x->msglen,
+                             "AllowedOrigin \"%s\" can not have more than one wildcard.",
+                             r->origins[r->norigins - 1]);
     } else if (!strcmp(f, "/AllowedHeader")) {
         if (push(&r->headers, &r->nheaders, text, len, "AllowedHeader", x) == 0 &&
             count_stars(r->headers[r->nheaders - 1]) > 1)
-            x->err = fail(x->msg, x->msglen, S3_ERR_INVALID_REQUEST,
-                          "AllowedHeader \"%s\" can not have more than one wildcard.",
-                          r->headers[r->nheaders - 1]);
+            x->err = s3_errf(S3_ERR_INVALID_REQUEST, x->msg, x->msglen,
+                             "AllowedHeader \"%s\" can not have more than one wildcard.",
+                             r->headers[r->nheaders - 1]);
     } else if (!strcmp(f, "/ExposeHeader")) {
         push(&r->expose, &r->nexpose, text, len, "ExposeHeader", x);
     } else if (!strcmp(f, "/AllowedMethod")) {
@@ -170,10 +159,10 @@ static void cors_cb(void *arg, const char *path, const char *text, size_t len)
             bit = s3_cors_method_bit(m);
         }
         if (!bit)
-            x->err = fail(x->msg, x->msglen, S3_ERR_INVALID_REQUEST,
-                          "Found unsupported HTTP method in CORS config. Unsupported method is "
-                          "%.*s (GET, PUT, HEAD, POST and DELETE are)",
-                          (int)(len > 32 ? 32 : len), text);
+            x->err = s3_errf(S3_ERR_INVALID_REQUEST, x->msg, x->msglen,
+                             "Found unsupported HTTP method in CORS config. Unsupported method is "
+                             "%.*s (GET, PUT, HEAD, POST and DELETE are)",
+                             (int)(len > 32 ? 32 : len), text);
         r->methods |= bit;
     } else if (!strcmp(f, "/MaxAgeSeconds")) {
         long v = 0;
@@ -181,16 +170,16 @@ static void cors_cb(void *arg, const char *path, const char *text, size_t len)
         for (; i < len && i < 10 && text[i] >= '0' && text[i] <= '9'; i++)
             v = v * 10 + (text[i] - '0');
         if (len == 0 || i != len)
-            x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
-                          "MaxAgeSeconds must be a whole number of seconds");
+            x->err = s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen,
+                             "MaxAgeSeconds must be a whole number of seconds");
         r->max_age = v;
     } else if (!strcmp(f, "/ID")) {
         if (len > 255 || r->id || !(r->id = strndup(text, len)))
-            x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
-                          "a CORSRule's ID is given twice or longer than 255 characters");
+            x->err = s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen,
+                             "a CORSRule's ID is given twice or longer than 255 characters");
     } else {
         x->err =
-            fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML, "unknown CORSRule element %s", f + 1);
+            s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen, "unknown CORSRule element %s", f + 1);
     }
 }
 
@@ -202,17 +191,17 @@ s3_err_t s3_cors_parse(const char *xml, size_t len, s3_cors_t *out, char *msg, s
     cors_x_t x = {.c = out, .err = S3_OK, .msg = msg, .msglen = msglen};
     x.cur.max_age = -1;
     if (s3_xml_walk(xml, len, cors_cb, &x) != 0 && x.err == S3_OK)
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML,
-                     "the CORS configuration is not "
-                     "well-formed XML");
+        x.err = s3_errf(S3_ERR_MALFORMED_XML, msg, msglen,
+                        "the CORS configuration is not "
+                        "well-formed XML");
     if (x.err == S3_OK && x.other_root)
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML,
-                     "the document is not a "
-                     "CORSConfiguration");
+        x.err = s3_errf(S3_ERR_MALFORMED_XML, msg, msglen,
+                        "the document is not a "
+                        "CORSConfiguration");
     if (x.err == S3_OK && out->n == 0)
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML,
-                     "a CORSConfiguration needs at least "
-                     "one CORSRule");
+        x.err = s3_errf(S3_ERR_MALFORMED_XML, msg, msglen,
+                        "a CORSConfiguration needs at least "
+                        "one CORSRule");
     rule_free(&x.cur);
     if (x.err != S3_OK)
         s3_cors_free(out);
@@ -343,8 +332,8 @@ static void pab_cb(void *arg, const char *path, const char *text, size_t len)
         if (strcmp(path + rl + 1, f[i].name) == 0) {
             bool v;
             if ((x->seen & f[i].bit) || parse_bool(text, len, &v) != 0) {
-                x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
-                              "%s must be given once, as true or false", f[i].name);
+                x->err = s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen,
+                                 "%s must be given once, as true or false", f[i].name);
                 return;
             }
             x->seen |= f[i].bit;
@@ -353,8 +342,8 @@ static void pab_cb(void *arg, const char *path, const char *text, size_t len)
             return;
         }
     }
-    x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
-                  "unknown element %s in PublicAccessBlockConfiguration", path + rl + 1);
+    x->err = s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen,
+                     "unknown element %s in PublicAccessBlockConfiguration", path + rl + 1);
 }
 
 s3_err_t s3_pab_parse(const char *xml, size_t len, unsigned *bits, char *msg, size_t msglen)
@@ -363,10 +352,10 @@ s3_err_t s3_pab_parse(const char *xml, size_t len, unsigned *bits, char *msg, si
     if (msg && msglen)
         msg[0] = '\0';
     if (s3_xml_walk(xml, len, pab_cb, &x) != 0 && x.err == S3_OK)
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML, "the document is not well-formed XML");
+        x.err = s3_errf(S3_ERR_MALFORMED_XML, msg, msglen, "the document is not well-formed XML");
     if (x.err == S3_OK && x.other_root)
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML,
-                     "the document is not a PublicAccessBlockConfiguration");
+        x.err = s3_errf(S3_ERR_MALFORMED_XML, msg, msglen,
+                        "the document is not a PublicAccessBlockConfiguration");
     if (x.err == S3_OK)
         *bits = x.bits;
     return x.err;
@@ -402,13 +391,13 @@ static void own_cb(void *arg, const char *path, const char *text, size_t len)
     if (!strcmp(path, "OwnershipControls") || !strcmp(path, "OwnershipControls/Rule"))
         return;
     if (strcmp(path, "OwnershipControls/Rule/ObjectOwnership") != 0) {
-        x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
-                      "unknown element %s in OwnershipControls", path + 18);
+        x->err = s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen,
+                         "unknown element %s in OwnershipControls", path + 18);
         return;
     }
     if (x->seen++) {
-        x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
-                      "OwnershipControls holds exactly one Rule with one ObjectOwnership");
+        x->err = s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen,
+                         "OwnershipControls holds exactly one Rule with one ObjectOwnership");
         return;
     }
     for (unsigned i = 1; i < 4; i++)
@@ -416,9 +405,9 @@ static void own_cb(void *arg, const char *path, const char *text, size_t len)
             x->own = i;
             return;
         }
-    x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
-                  "ObjectOwnership must be BucketOwnerEnforced, BucketOwnerPreferred or "
-                  "ObjectWriter");
+    x->err = s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen,
+                     "ObjectOwnership must be BucketOwnerEnforced, BucketOwnerPreferred or "
+                     "ObjectWriter");
 }
 
 static const char *const g_sse_names[] = {NULL, "AES256", "aws:kms", "aws:kms:dsse"};
@@ -440,8 +429,8 @@ static void sse_cb(void *arg, const char *path, const char *text, size_t len)
         return;
     if (!strcmp(path, SSE_RULE)) {
         if (x->seen & 8) {
-            x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
-                          "ServerSideEncryptionConfiguration holds exactly one Rule");
+            x->err = s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen,
+                             "ServerSideEncryptionConfiguration holds exactly one Rule");
             return;
         }
         x->seen |= 8;
@@ -452,7 +441,7 @@ static void sse_cb(void *arg, const char *path, const char *text, size_t len)
     if (!strcmp(path, SSE_DEF "/SSEAlgorithm")) {
         if (x->seen & 1) {
             x->err =
-                fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML, "SSEAlgorithm must be given once");
+                s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen, "SSEAlgorithm must be given once");
             return;
         }
         x->seen |= 1;
@@ -461,8 +450,8 @@ static void sse_cb(void *arg, const char *path, const char *text, size_t len)
                 x->bits = i;
                 return;
             }
-        x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
-                      "SSEAlgorithm must be AES256, aws:kms or aws:kms:dsse");
+        x->err = s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen,
+                         "SSEAlgorithm must be AES256, aws:kms or aws:kms:dsse");
         return;
     }
     if (!strcmp(path, SSE_DEF "/KMSMasterKeyID")) {
@@ -472,13 +461,13 @@ static void sse_cb(void *arg, const char *path, const char *text, size_t len)
     if (!strcmp(path, SSE_RULE "/BucketKeyEnabled")) {
         bool v;
         if ((x->seen & 4) || parse_bool(text, len, &v) != 0)
-            x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
-                          "BucketKeyEnabled must be given once, as true or false");
+            x->err = s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen,
+                             "BucketKeyEnabled must be given once, as true or false");
         x->seen |= 4;
         return;
     }
-    x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML,
-                  "unknown element %.200s in ServerSideEncryptionConfiguration", path + rl + 1);
+    x->err = s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen,
+                     "unknown element %.200s in ServerSideEncryptionConfiguration", path + rl + 1);
 }
 
 s3_err_t s3_encryption_parse(const char *xml, size_t len, unsigned *alg, char *msg, size_t msglen)
@@ -487,17 +476,17 @@ s3_err_t s3_encryption_parse(const char *xml, size_t len, unsigned *alg, char *m
     if (msg && msglen)
         msg[0] = '\0';
     if (s3_xml_walk(xml, len, sse_cb, &x) != 0 && x.err == S3_OK)
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML, "the document is not well-formed XML");
+        x.err = s3_errf(S3_ERR_MALFORMED_XML, msg, msglen, "the document is not well-formed XML");
     if (x.err == S3_OK && x.other_root)
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML,
-                     "the document is not a ServerSideEncryptionConfiguration");
+        x.err = s3_errf(S3_ERR_MALFORMED_XML, msg, msglen,
+                        "the document is not a ServerSideEncryptionConfiguration");
     if (x.err == S3_OK && !(x.seen & 1))
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML,
-                     "ServerSideEncryptionConfiguration needs a Rule with "
-                     "ApplyServerSideEncryptionByDefault/SSEAlgorithm");
+        x.err = s3_errf(S3_ERR_MALFORMED_XML, msg, msglen,
+                        "ServerSideEncryptionConfiguration needs a Rule with "
+                        "ApplyServerSideEncryptionByDefault/SSEAlgorithm");
     if (x.err == S3_OK && (x.seen & 2) && x.bits == S3_SSE_AES256)
-        x.err = fail(msg, msglen, S3_ERR_INVALID_ARGUMENT,
-                     "KMSMasterKeyID is allowed only with SSEAlgorithm aws:kms");
+        x.err = s3_errf(S3_ERR_INVALID_ARGUMENT, msg, msglen,
+                        "KMSMasterKeyID is allowed only with SSEAlgorithm aws:kms");
     if (x.err == S3_OK)
         *alg = x.bits;
     return x.err;
@@ -519,12 +508,12 @@ s3_err_t s3_ownership_parse(const char *xml, size_t len, unsigned *own, char *ms
     if (msg && msglen)
         msg[0] = '\0';
     if (s3_xml_walk(xml, len, own_cb, &x) != 0 && x.err == S3_OK)
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML, "the document is not well-formed XML");
+        x.err = s3_errf(S3_ERR_MALFORMED_XML, msg, msglen, "the document is not well-formed XML");
     if (x.err == S3_OK && x.other_root)
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML, "the document is not OwnershipControls");
+        x.err = s3_errf(S3_ERR_MALFORMED_XML, msg, msglen, "the document is not OwnershipControls");
     if (x.err == S3_OK && !x.own)
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML,
-                     "OwnershipControls needs a Rule with an ObjectOwnership");
+        x.err = s3_errf(S3_ERR_MALFORMED_XML, msg, msglen,
+                        "OwnershipControls needs a Rule with an ObjectOwnership");
     if (x.err == S3_OK)
         *own = x.own;
     return x.err;

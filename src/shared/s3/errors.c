@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "s3/errors.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 #include "base/status.h"
 
 static const struct {
@@ -41,4 +44,15 @@ s3_err_t s3_err_from_status(int wh_status)
     default:
         return S3_ERR_INTERNAL;
     }
+}
+
+s3_err_t s3_errf(s3_err_t e, char *msg, size_t msglen, const char *fmt, ...)
+{
+    if (msg && msglen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, msglen, fmt, ap);
+        va_end(ap);
+    }
+    return e;
 }

@@ -3,6 +3,8 @@
 #ifndef WH_S3_ERRORS_H
 #define WH_S3_ERRORS_H
 
+#include <stddef.h>
+
 /* X(enum, "Code", http status, "default message") */
 #define S3_ERR_LIST(X)                                                                             \
     X(S3_OK, "", 200, "")                                                                          \
@@ -114,7 +116,11 @@
     X(S3_ERR_NO_SUCH_OBJECT_LOCK, "NoSuchObjectLockConfiguration", 404,                            \
       "The specified object does not have a ObjectLock configuration")                             \
     X(S3_ERR_INVALID_POLICY_DOCUMENT, "InvalidPolicyDocument", 400,                                \
-      "The content of the form does not meet the conditions specified in the policy document.")
+      "The content of the form does not meet the conditions specified in the policy document.")    \
+    X(S3_ERR_UNRESOLVABLE_EMAIL, "UnresolvableGrantByEmailAddress", 400,                           \
+      "The email address you provided does not match any account on record.")                      \
+    X(S3_ERR_INVALID_RETENTION_PERIOD, "InvalidRetentionPeriod", 400,                              \
+      "The retention period must be a positive integer.")
 
 typedef enum {
 #define S3_ERR_ENUM_(e, c, h, m) e,
@@ -129,5 +135,10 @@ const char *s3_err_message(s3_err_t e);
 /* The reply for a failed internal status: 507 InsufficientStorage for a full disk, 503
  * ServiceUnavailable for an unreachable backend, SlowDown for memory, else InternalError. */
 s3_err_t s3_err_from_status(int wh_status);
+/* Writes the message (printf-style) into msg when there is room, and returns e: the one way
+ * the S3 parsers say what was wrong, as in `return s3_errf(S3_ERR_MALFORMED_XML, msg, msglen,
+ * "rule %zu has no ID", i);` (wh_errf is the same for wh_status_t). */
+s3_err_t s3_errf(s3_err_t e, char *msg, size_t msglen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -9,17 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static s3_err_t fail(char *msg, size_t msglen, s3_err_t e, const char *fmt, ...)
-{
-    if (msg && msglen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, msglen, fmt, ap);
-        va_end(ap);
-    }
-    return e;
-}
-
 static void rule_free(s3_lc_rule_t *r)
 {
     free(r->id);
@@ -67,7 +56,7 @@ typedef struct {
     bool other_root;
 } lc_x_t;
 
-#define LC_FAIL(x, e, ...) ((x)->err = fail((x)->msg, (x)->msglen, (e), __VA_ARGS__))
+#define LC_FAIL(x, e, ...) ((x)->err = s3_errf((e), (x)->msg, (x)->msglen, __VA_ARGS__))
 
 /* A whole number 0..max of at most 19 digits. */
 static int parse_num(const char *t, size_t len, int64_t max, int64_t *out)
@@ -459,17 +448,17 @@ s3_err_t s3_lc_parse(const char *xml, size_t len, s3_lc_t *out, char *msg, size_
     lc_x_t x = {.c = out, .err = S3_OK, .msg = msg, .msglen = msglen};
     rule_init(&x.cur);
     if (s3_xml_walk(xml, len, lc_cb, &x) != 0 && x.err == S3_OK)
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML,
-                     "the lifecycle configuration is not "
-                     "well-formed XML");
+        x.err = s3_errf(S3_ERR_MALFORMED_XML, msg, msglen,
+                        "the lifecycle configuration is not "
+                        "well-formed XML");
     if (x.err == S3_OK && x.other_root)
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML,
-                     "the document is not a "
-                     "LifecycleConfiguration");
+        x.err = s3_errf(S3_ERR_MALFORMED_XML, msg, msglen,
+                        "the document is not a "
+                        "LifecycleConfiguration");
     if (x.err == S3_OK && out->n == 0)
-        x.err = fail(msg, msglen, S3_ERR_MALFORMED_XML,
-                     "a LifecycleConfiguration needs at "
-                     "least one Rule");
+        x.err = s3_errf(S3_ERR_MALFORMED_XML, msg, msglen,
+                        "a LifecycleConfiguration needs at "
+                        "least one Rule");
     rule_free(&x.cur);
     free(x.tag_key);
     free(x.tag_value);
@@ -549,6 +538,14 @@ void s3_lc_format(const s3_lc_t *c, wh_sbuf_t *b, const char *xmlns)
 }
 
 /* ---- matching ---- */
+
+int64_t s3_lc_due(int64_t since, int64_t days, int64_t day_s)
+{
+    int64_t t = since + days * day_s;
+    if (day_s == 86400 && t % 86400 != 0)
+        t += 86400 - (t % 86400 + 86400) % 86400;
+    return t;
+}
 
 bool s3_lc_rule_needs_tags(const s3_lc_rule_t *r)
 {

@@ -62,4 +62,9 @@ bool s3_lc_rule_matches(const s3_lc_rule_t *r, const char *key, size_t klen, uin
                         const char *tags);
 bool s3_lc_rule_needs_tags(const s3_lc_rule_t *r);
 
+/* When a version of time since falls due under a rule of days whole days: since + days days,
+ * rounded up to the next midnight UTC as S3 does. day_s: a day's seconds (86400; a test
+ * setting may shorten it, and then nothing is rounded). */
+int64_t s3_lc_due(int64_t since, int64_t days, int64_t day_s);
+
 #endif

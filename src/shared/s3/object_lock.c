@@ -9,19 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-static s3_err_t fail(char *msg, size_t msglen, s3_err_t e, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static s3_err_t fail(char *msg, size_t msglen, s3_err_t e, const char *fmt, ...)
-{
-    if (msg && msglen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, msglen, fmt, ap);
-        va_end(ap);
-    }
-    return e;
-}
-
 int s3_lock_mode_parse(const char *s, size_t len, s3_lock_mode_t *out)
 {
     if (len == 10 && memcmp(s, "GOVERNANCE", 10) == 0)
@@ -139,7 +126,7 @@ typedef struct {
     bool has_status;
 } lk_x_t;
 
-#define LK_FAIL(x, e, ...) ((x)->err = fail((x)->msg, (x)->msglen, (e), __VA_ARGS__))
+#define LK_FAIL(x, e, ...) ((x)->err = s3_errf((e), (x)->msg, (x)->msglen, __VA_ARGS__))
 #define LK_SHOW(len) ((int)((len) > 40 ? 40 : (len)))
 
 static void cfg_elem(lk_x_t *x, const char *f, const char *t, size_t len)
@@ -184,16 +171,20 @@ static void cfg_elem(lk_x_t *x, const char *f, const char *t, size_t len)
         }
         c->mode = m;
     } else if (!strcmp(f, "Rule/DefaultRetention/Days")) {
-        if (c->days || positive(t, len, S3_LOCK_MAX_DAYS, &c->days) != 0)
-            LK_FAIL(x, S3_ERR_INVALID_ARGUMENT,
+        if (c->days)
+            LK_FAIL(x, S3_ERR_MALFORMED_XML, "DefaultRetention/Days is given twice");
+        else if (positive(t, len, S3_LOCK_MAX_DAYS, &c->days) != 0)
+            LK_FAIL(x, S3_ERR_INVALID_RETENTION_PERIOD,
                     "Default retention period must be a positive "
-                    "integer value of days, at most %d, given once (got \"%.*s\")",
+                    "integer value of days, at most %d (got \"%.*s\")",
                     S3_LOCK_MAX_DAYS, LK_SHOW(len), t);
     } else if (!strcmp(f, "Rule/DefaultRetention/Years")) {
-        if (c->years || positive(t, len, S3_LOCK_MAX_YEARS, &c->years) != 0)
-            LK_FAIL(x, S3_ERR_INVALID_ARGUMENT,
+        if (c->years)
+            LK_FAIL(x, S3_ERR_MALFORMED_XML, "DefaultRetention/Years is given twice");
+        else if (positive(t, len, S3_LOCK_MAX_YEARS, &c->years) != 0)
+            LK_FAIL(x, S3_ERR_INVALID_RETENTION_PERIOD,
                     "Default retention period must be a positive "
-                    "integer value of years, at most %d, given once (got \"%.*s\")",
+                    "integer value of years, at most %d (got \"%.*s\")",
                     S3_LOCK_MAX_YEARS, LK_SHOW(len), t);
     } else {
         LK_FAIL(x, S3_ERR_MALFORMED_XML, "unknown ObjectLockConfiguration element %s", f);
@@ -273,9 +264,10 @@ static s3_err_t lk_walk(lk_x_t *x, const char *xml, size_t len, const char *what
         x->msg[0] = '\0';
     if (s3_xml_walk(xml, len, lk_cb, x) != 0 && x->err == S3_OK)
         x->err =
-            fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML, "the %s is not well-formed XML", what);
+            s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen, "the %s is not well-formed XML", what);
     if (x->err == S3_OK && (x->other_root || !x->seen_root))
-        x->err = fail(x->msg, x->msglen, S3_ERR_MALFORMED_XML, "the document is not a %s", x->root);
+        x->err =
+            s3_errf(S3_ERR_MALFORMED_XML, x->msg, x->msglen, "the document is not a %s", x->root);
     return x->err;
 }
 
@@ -288,13 +280,13 @@ s3_err_t s3_lock_config_parse(const char *xml, size_t len, s3_lock_config_t *out
     if (lk_walk(&x, xml, len, "object lock configuration") != S3_OK)
         return x.err;
     if (!x.enabled)
-        return fail(msg, msglen, S3_ERR_MALFORMED_XML,
-                    "an ObjectLockConfiguration needs "
-                    "ObjectLockEnabled: Enabled");
+        return s3_errf(S3_ERR_MALFORMED_XML, msg, msglen,
+                       "an ObjectLockConfiguration needs "
+                       "ObjectLockEnabled: Enabled");
     if (c.mode != S3_LOCK_NONE && !x.has_default)
-        return fail(msg, msglen, S3_ERR_MALFORMED_XML,
-                    "a retention Mode belongs in "
-                    "Rule/DefaultRetention");
+        return s3_errf(S3_ERR_MALFORMED_XML, msg, msglen,
+                       "a retention Mode belongs in "
+                       "Rule/DefaultRetention");
     *out = c;
     return S3_OK;
 }
@@ -341,9 +333,9 @@ s3_err_t s3_lock_retention_parse(const char *xml, size_t len, s3_lock_retention_
     if (lk_walk(&x, xml, len, "retention") != S3_OK)
         return x.err;
     if (x.has_mode != x.has_date)
-        return fail(msg, msglen, S3_ERR_MALFORMED_XML,
-                    "a Retention needs both Mode and "
-                    "RetainUntilDate, or neither (to remove it)");
+        return s3_errf(S3_ERR_MALFORMED_XML, msg, msglen,
+                       "a Retention needs both Mode and "
+                       "RetainUntilDate, or neither (to remove it)");
     *out = r;
     return S3_OK;
 }
@@ -370,7 +362,7 @@ s3_err_t s3_lock_legal_hold_parse(const char *xml, size_t len, bool *on, char *m
     if (lk_walk(&x, xml, len, "legal hold") != S3_OK)
         return x.err;
     if (!x.has_status)
-        return fail(msg, msglen, S3_ERR_MALFORMED_XML, "a LegalHold needs a Status (ON or OFF)");
+        return s3_errf(S3_ERR_MALFORMED_XML, msg, msglen, "a LegalHold needs a Status (ON or OFF)");
     *on = h;
     return S3_OK;
 }

@@ -10,19 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static s3_err_t tag_fail(char *msg, size_t msglen, s3_err_t e, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static s3_err_t tag_fail(char *msg, size_t msglen, s3_err_t e, const char *fmt, ...)
-{
-    if (msg && msglen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, msglen, fmt, ap);
-        va_end(ap);
-    }
-    return e;
-}
-
 /* Code points of valid UTF-8 (no overlongs, surrogates or U+FFFE/U+FFFF: what an XML
  * document can carry) without control characters; -1 when invalid. */
 static long utf8_chars(const char *s, size_t n)
@@ -56,26 +43,25 @@ static s3_err_t tag_add(s3_tagset_t *t, const char *k, size_t kl, const char *v,
                         char *msg, size_t msglen)
 {
     if (t->n >= t->limit)
-        return tag_fail(msg, msglen, S3_ERR_INVALID_TAG, "%s tags cannot be greater than %zu",
-                        t->limit == S3_TAGS_MAX ? "Object" : "Bucket", t->limit);
+        return s3_errf(S3_ERR_INVALID_TAG, msg, msglen, "%s tags cannot be greater than %zu",
+                       t->limit == S3_TAGS_MAX ? "Object" : "Bucket", t->limit);
     long kc = utf8_chars(k, kl), vc = utf8_chars(v, vl);
     if (kc <= 0 || kc > S3_TAG_KEY_MAX || kl >= sizeof t->tags[0].key)
-        return tag_fail(msg, msglen, S3_ERR_INVALID_TAG,
-                        "The TagKey you have provided is invalid: a key is 1 to %d characters "
-                        "of valid UTF-8",
-                        S3_TAG_KEY_MAX);
+        return s3_errf(S3_ERR_INVALID_TAG, msg, msglen,
+                       "The TagKey you have provided is invalid: a key is 1 to %d characters "
+                       "of valid UTF-8",
+                       S3_TAG_KEY_MAX);
     if (vc < 0 || vc > S3_TAG_VALUE_MAX || vl >= sizeof t->tags[0].value)
-        return tag_fail(msg, msglen, S3_ERR_INVALID_TAG,
-                        "The TagValue you have provided is invalid: a value is 0 to %d "
-                        "characters of valid UTF-8",
-                        S3_TAG_VALUE_MAX);
+        return s3_errf(S3_ERR_INVALID_TAG, msg, msglen,
+                       "The TagValue you have provided is invalid: a value is 0 to %d "
+                       "characters of valid UTF-8",
+                       S3_TAG_VALUE_MAX);
     if (kl >= 4 && strncmp(k, "aws:", 4) == 0)
-        return tag_fail(msg, msglen, S3_ERR_INVALID_TAG,
-                        "Your TagKey cannot be prefixed with aws:");
+        return s3_errf(S3_ERR_INVALID_TAG, msg, msglen, "Your TagKey cannot be prefixed with aws:");
     for (size_t i = 0; i < t->n; i++)
         if (strlen(t->tags[i].key) == kl && memcmp(t->tags[i].key, k, kl) == 0)
-            return tag_fail(msg, msglen, S3_ERR_INVALID_TAG,
-                            "Cannot provide multiple Tags with the same key");
+            return s3_errf(S3_ERR_INVALID_TAG, msg, msglen,
+                           "Cannot provide multiple Tags with the same key");
     s3_tag_t *g = &t->tags[t->n++];
     memcpy(g->key, k, kl);
     g->key[kl] = '\0';
@@ -139,11 +125,11 @@ s3_err_t s3_tags_parse_query(const char *q, size_t len, size_t limit, s3_tagset_
         bool ok = form_decode(p, kl, &k) && (!eq || form_decode(eq + 1, plen - kl - 1, &v));
         s3_err_t e = S3_OK;
         if (!ok)
-            e = tag_fail(msg, msglen, S3_ERR_INVALID_ARGUMENT,
-                         "x-amz-tagging is not a valid URL-encoded query string");
+            e = s3_errf(S3_ERR_INVALID_ARGUMENT, msg, msglen,
+                        "x-amz-tagging is not a valid URL-encoded query string");
         else if (memchr(k.data ? k.data : "", '\0', k.len) ||
                  memchr(v.data ? v.data : "", '\0', v.len))
-            e = tag_fail(msg, msglen, S3_ERR_INVALID_TAG, "a tag holds a NUL character");
+            e = s3_errf(S3_ERR_INVALID_TAG, msg, msglen, "a tag holds a NUL character");
         else
             e = tag_add(out, k.data ? k.data : "", k.len, v.data ? v.data : "", v.len, msg, msglen);
         wh_sbuf_free(&k);
@@ -200,10 +186,10 @@ static void tag_xml_cb(void *arg, const char *path, const char *text, size_t len
             return;
         }
         if (x->bad_len)
-            x->err = tag_fail(x->msg, x->msglen, S3_ERR_INVALID_TAG,
-                              "The TagKey or TagValue you have provided is too long");
+            x->err = s3_errf(S3_ERR_INVALID_TAG, x->msg, x->msglen,
+                             "The TagKey or TagValue you have provided is too long");
         else if (memchr(x->key, '\0', x->kl) || memchr(x->value, '\0', x->vl))
-            x->err = tag_fail(x->msg, x->msglen, S3_ERR_INVALID_TAG, "a tag holds a NUL character");
+            x->err = s3_errf(S3_ERR_INVALID_TAG, x->msg, x->msglen, "a tag holds a NUL character");
         else
             x->err = tag_add(x->t, x->key, x->kl, x->value, x->vl, x->msg, x->msglen);
         x->have_key = x->have_value = x->bad_len = false;
@@ -225,14 +211,14 @@ s3_err_t s3_tags_parse_xml(const char *xml, size_t len, size_t limit, s3_tagset_
     x.msglen = msglen;
     if (s3_xml_walk(xml, len, tag_xml_cb, &x) != 0 || x.other_root) {
         memset(out, 0, sizeof *out);
-        return tag_fail(msg, msglen, S3_ERR_MALFORMED_XML,
-                        "The XML you provided was not well-formed or did not validate: a "
-                        "Tagging document with a TagSet of Tag elements (Key, Value)");
+        return s3_errf(S3_ERR_MALFORMED_XML, msg, msglen,
+                       "The XML you provided was not well-formed or did not validate: a "
+                       "Tagging document with a TagSet of Tag elements (Key, Value)");
     }
     if (x.err != S3_OK) {
         if (x.err == S3_ERR_MALFORMED_XML)
-            tag_fail(msg, msglen, S3_ERR_MALFORMED_XML,
-                     "each Tag needs exactly one Key and one Value");
+            s3_errf(S3_ERR_MALFORMED_XML, msg, msglen,
+                    "each Tag needs exactly one Key and one Value");
         memset(out, 0, sizeof *out);
     }
     return x.err;

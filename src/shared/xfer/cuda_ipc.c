@@ -17,6 +17,7 @@
  * cuda1 only to peers on its Unix socket (bind_pid > 0, checked here), so the process that
  * sent the request is one the kernel identified on this host. */
 #include "xfer/cuda.h"
+#include "xfer/cuda_regcache.h"
 #include "base/crc.h"
 #include "xfer/xfer.h"
 #include "base/log.h"
@@ -80,6 +81,7 @@ typedef struct cuda_x {
     uint64_t clock;
     enum { STAGE_PINNED = 0, STAGE_PAGEABLE, STAGE_REGISTER } stage;
     uint8_t read_fd; /* XFER_READS_FD_*: GET sources read from their files (WHARF_CUDA_SOURCE) */
+    cuda_regcache_t *rc; /* page-cache registrations kept across GETs, or NULL */
 } cuda_x_t;
 
 typedef struct cuda_mr {
@@ -135,27 +137,58 @@ static wh_status_t cx_open(const xfer_config_t *cfg, const xfer_provider_t *prov
         x->stage = STAGE_PAGEABLE;
     else if (sm && strcmp(sm, "register") == 0)
         x->stage = STAGE_REGISTER;
-    /* Where a GET's bytes come from: "map" (the engine maps the object and the copy reads the
-     * mapping), "read" (the copy reads the file with pread into its pinned buffers, so no page
-     * table is built) or "auto", the default: read for files on a tmpfs in 4 KiB pages, map
-     * elsewhere. On the H100 machine's /dev/shm (4 KiB pages) an 8 GiB restore took
-     * 0.40-0.45 s read against 0.74-0.76 s mapped; in the page cache of a disk, reading and
-     * mapping ran alike (docs/scale-up.md). */
+    /* Where a GET's bytes come from:
+     * - "auto", the default: the copy reads files on a tmpfs in 4 KiB pages with pread into its
+     *   pinned buffers (no page table), and the engine maps files elsewhere;
+     * - "read" or "map": one of those for every file;
+     * - "register", a timing variant: DMA straight from the object's page-cache pages,
+     *   registered with the driver and kept (cuda_regcache.h, budget WHARF_CUDA_REGCACHE,
+     *   default RAM/8), the CPU checksumming the same pages; what the cache cannot take is read.
+     * On the H100 machine (docs/scale-up.md): reading an 8 GiB restore from /dev/shm took
+     * 0.40-0.45 s against 0.74-0.76 s mapped. Registered page-cache pages feed the copy engine
+     * at its rate inside one process (54 GB/s), but wharfd's registered GETs into a client's
+     * IPC-opened memory ran at 3-6 GB/s against 28-30 read: not the default. */
     const char *src = getenv("WHARF_CUDA_SOURCE");
+    bool reg = false;
     x->read_fd = XFER_READS_FD_SMALL_TMPFS;
     if (src && strcmp(src, "read") == 0)
         x->read_fd = XFER_READS_FD_ALWAYS;
     else if (src && strcmp(src, "map") == 0)
         x->read_fd = XFER_READS_FD_NO;
+    else if (src && strcmp(src, "register") == 0)
+        reg = true;
     else if (src && *src && strcmp(src, "auto") != 0)
-        wh_warn(MOD, "WHARF_CUDA_SOURCE=%s is not map, read or auto: auto", src);
-    if (x->stage != STAGE_PINNED)
+        wh_warn(MOD, "WHARF_CUDA_SOURCE=%s is not auto, read, map or register: auto", src);
+    uint64_t rc_budget = ram / 8;
+    const char *rcs = getenv("WHARF_CUDA_REGCACHE");
+    if (rcs && *rcs && wh_parse_size(rcs, &rc_budget) != 0) {
+        wh_warn(MOD, "WHARF_CUDA_REGCACHE=%s is not a size (" WH_SIZE_SYNTAX "): RAM/8", rcs);
+        rc_budget = ram / 8;
+    }
+    if (x->stage != STAGE_PINNED) {
         x->read_fd = XFER_READS_FD_NO; /* the timing variants keep their own copy */
+        reg = false;
+    }
+    if (reg && rc_budget && cfg->role == XFER_ROLE_SERVER) {
+        /* Timing variants: the registrations' size and cuMemHostRegister's flags. */
+        uint64_t rc_chunk = 0;
+        const char *ck = getenv("WHARF_CUDA_REGCACHE_CHUNK");
+        if (ck && *ck && wh_parse_size(ck, &rc_chunk) != 0)
+            rc_chunk = 0;
+        const char *fl = getenv("WHARF_CUDA_REGCACHE_FLAGS");
+        unsigned flags = fl && *fl ? (unsigned)strtoul(fl, NULL, 0)
+                                   : CU_MEMHOSTREGISTER_READ_ONLY | CU_MEMHOSTREGISTER_PORTABLE;
+        x->rc = cuda_regcache_new(cu, rc_budget, rc_chunk, flags);
+        if (x->rc)
+            x->read_fd = XFER_READS_FD_ALWAYS; /* what the cache cannot take is read */
+    }
     if (cfg->role == XFER_ROLE_SERVER)
-        wh_info(MOD, "cuda get source=%s",
-                x->read_fd == XFER_READS_FD_ALWAYS ? "read"
-                : x->read_fd                       ? "auto (read on a tmpfs in 4 KiB pages)"
-                                                   : "map");
+        wh_info(MOD, "cuda get source=%s regcache_budget=%llu",
+                x->rc                                ? "register (read past the budget)"
+                : x->read_fd == XFER_READS_FD_ALWAYS ? "read"
+                : x->read_fd                         ? "auto (read on a tmpfs in 4 KiB pages)"
+                                                     : "map",
+                (unsigned long long)(x->rc ? rc_budget : 0));
     x->base._needs_progress = false;
     *out = &x->base;
     return WH_OK;
@@ -164,6 +197,7 @@ static wh_status_t cx_open(const xfer_config_t *cfg, const xfer_provider_t *prov
 static void cx_close(xfer_t *xx)
 {
     cuda_x_t *x = (cuda_x_t *)xx;
+    cuda_regcache_free(x->rc);
     for (unsigned i = 0; i < CUDA_IPC_CACHE; i++)
         if (x->ipc[i].used && cuda_use_device_uuid(x->ipc[i].uuid, NULL, 0) == WH_OK)
             x->cu->cuIpcCloseMemHandle(x->ipc[i].dptr);
@@ -655,9 +689,71 @@ static wh_status_t cx_batch_post_crc(xfer_batch_t *bb, const void *local, size_t
     return cx_post_crc(bb, &from, len, roff, crc_out);
 }
 
+/* Host to device from registered page-cache pages: the DMA reads the file's pages, no staging
+ * copy, while the CPU checksums the same pages (read-only: both only read them). Each copy
+ * stays inside one registration (chunk). WH_ERR_UNSUPPORTED when the cache cannot serve the
+ * range: the caller reads it into the staging buffers instead. */
+static wh_status_t cx_post_reg(xfer_batch_t *bb, int fd, uint64_t off, size_t len, uint64_t roff,
+                               uint64_t *crc_out)
+{
+    cuda_batch_t *b = (cuda_batch_t *)bb;
+    cuda_x_t *x = (cuda_x_t *)bb->_x;
+    const cuda_api_t *cu = x->cu;
+    char err[200] = "";
+    wh_status_t st = cuda_use_device_uuid(b->uuid, err, sizeof err);
+    if (st != WH_OK) {
+        xfer_batch_fail(bb, st, "%s", err);
+        return st;
+    }
+    void *ref = NULL;
+    const uint8_t *p = cuda_regcache_get(x->rc, fd, off, len, &ref);
+    if (!p)
+        return WH_ERR_UNSUPPORTED;
+    unsigned si = 0;
+    if ((st = cx_slot_take(x, &si)) != WH_OK) {
+        cuda_regcache_put(x->rc, ref);
+        xfer_batch_fail(bb, st, "no CUDA stream for the copy");
+        return st;
+    }
+    cu_stream_t stream = x->slot[si].stream[0];
+    uint64_t crc = 0;
+    cu_result_t r = 0;
+    for (size_t done = 0; done < len && !r;) {
+        uint64_t ck = cuda_regcache_chunk(x->rc);
+        uint64_t at = off + done, chunk_end = (at / ck + 1) * ck;
+        size_t n = (size_t)WH_MIN((uint64_t)(len - done), chunk_end - at);
+        r = cu->cuMemcpyHtoDAsync(b->dst + roff + done, p + done, n, stream);
+        if (!r) /* the checksum runs while the copy engine reads the same pages */
+            crc = wh_crc64nvme(crc, p + done, n);
+        done += n;
+    }
+    cu_result_t r2 = cu->cuStreamSynchronize(stream);
+    if (!r)
+        r = r2;
+    cx_slot_give(x, si);
+    cuda_regcache_put(x->rc, ref);
+    if (r) {
+        st = WH_ERR_TRANSPORT;
+        xfer_batch_fail(bb, st, "CUDA copy of %zu bytes from registered pages failed: %s", len,
+                        cuda_strerror(r));
+        wh_error(MOD, "cuda post failed len=%zu roff=%llu: %s", len, (unsigned long long)roff,
+                 cuda_strerror(r));
+        return st;
+    }
+    __atomic_add_fetch(&bb->_bytes_done, len, __ATOMIC_ACQ_REL);
+    *crc_out = crc;
+    return WH_OK;
+}
+
 static wh_status_t cx_batch_post_fd_crc(xfer_batch_t *bb, int fd, uint64_t off, size_t len,
                                         uint64_t roff, uint64_t *crc_out)
 {
+    cuda_x_t *x = (cuda_x_t *)bb->_x;
+    if (x->rc && x->stage == STAGE_PINNED) {
+        wh_status_t st = cx_post_reg(bb, fd, off, len, roff, crc_out);
+        if (st != WH_ERR_UNSUPPORTED)
+            return st;
+    }
     cx_src_t from = {.p = NULL, .fd = fd, .off = off};
     return cx_post_crc(bb, &from, len, roff, crc_out);
 }

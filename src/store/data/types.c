@@ -118,10 +118,9 @@ wh_status_t data_lock_set_check(int mode, int64_t until, const data_lock_set_t *
 {
     if (!s->set_retention || mode == DATA_LOCK_NONE || until <= s->now)
         return WH_OK; /* nothing kept, or the retention has run out */
-    /* Extending, or GOVERNANCE to COMPLIANCE, makes it stricter: always allowed. */
-    bool stricter = s->mode != DATA_LOCK_NONE && s->until >= until &&
-                    !(mode == DATA_LOCK_COMPLIANCE && s->mode == DATA_LOCK_GOVERNANCE);
-    if (stricter)
+    /* Extending in the same mode is always allowed. Any change of mode (GOVERNANCE to
+     * COMPLIANCE included, as S3 has it) changes a GOVERNANCE retention: it needs the bypass. */
+    if (s->mode == mode && s->until >= until)
         return WH_OK;
     return mode == DATA_LOCK_GOVERNANCE && s->bypass ? WH_OK : WH_ERR_AUTH;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The metadata table's shared parts: backend selection, the transaction helper, data
- * references. See meta.h. */
+/* The metadata table's shared parts: the transaction helper, data references. See meta.h.
+ * Which backend a location names is decided above, by the store (store/backend.c), which links
+ * both. */
 #include "meta/meta.h"
 
 #include "base/codec.h"
@@ -25,23 +26,6 @@
 bool meta_url_is_pg(const char *url)
 {
     return url && (strncmp(url, "postgresql://", 13) == 0 || strncmp(url, "postgres://", 11) == 0);
-}
-
-wh_status_t meta_open(const char *url_or_path, meta_t **out)
-{
-    if (meta_url_is_pg(url_or_path))
-        return meta_pg_open(url_or_path, out);
-    if (!url_or_path || !url_or_path[0]) {
-        wh_error("store", "no metadata location given: pass a SQLite path or a "
-                          "postgresql://USER@HOST:PORT/DB URL");
-        return WH_ERR_INVALID;
-    }
-    if (strstr(url_or_path, "://")) {
-        wh_error("store", "unknown metadata URL scheme in '%s'; use postgresql://USER@HOST:PORT/DB",
-                 url_or_path);
-        return WH_ERR_INVALID;
-    }
-    return meta_sqlite_open(url_or_path, out);
 }
 
 void meta_close(meta_t *m)

@@ -114,18 +114,19 @@ static void mc_count(struct meta_cache *c, bool hit)
 
 static wh_status_t mc_read_key(meta_t *m, const char *ak, meta_access_key_t *out)
 {
-    return m->ops->key_get ? m->ops->key_get(m, ak, out) : WH_ERR_UNSUPPORTED;
+    return META_HAS(m, ident, key_get) ? m->ops->ident->key_get(m, ak, out) : WH_ERR_UNSUPPORTED;
 }
 
 static wh_status_t mc_read_policies(meta_t *m, const char *user, meta_policy_t **out, size_t *n)
 {
-    return m->ops->user_policy_list ? m->ops->user_policy_list(m, user, out, n)
-                                    : WH_ERR_UNSUPPORTED;
+    return META_HAS(m, ident, user_policy_list) ? m->ops->ident->user_policy_list(m, user, out, n)
+                                                : WH_ERR_UNSUPPORTED;
 }
 
 static wh_status_t mc_read_bucket_auth(meta_t *m, const char *bucket, data_bucket_auth_t *out)
 {
-    return m->ops->bucket_auth_get ? m->ops->bucket_auth_get(m, bucket, out) : WH_ERR_UNSUPPORTED;
+    return META_HAS(m, objects, bucket_auth_get) ? m->ops->objects->bucket_auth_get(m, bucket, out)
+                                                 : WH_ERR_UNSUPPORTED;
 }
 
 /* ---- access keys ---- */

@@ -549,10 +549,7 @@ static const meta_rules_t PG_RULES = {
     .ident = &PG_IDENT,
 };
 
-static const meta_ops_t PG_OPS = {
-    .name = "postgresql",
-    .close = pg_close,
-    .set_durable = pg_set_durable,
+static const meta_object_ops_t PG_OBJECTS = {
     .bucket_create = pg_bucket_create,
     .bucket_delete = pg_bucket_delete,
     .bucket_exists = pg_bucket_exists,
@@ -565,18 +562,24 @@ static const meta_ops_t PG_OPS = {
     .object_set_acl = pg_object_set_acl,
     .object_get = pg_object_get,
     .object_put = meta_rules_object_put,
+    .object_rename = meta_rules_object_rename,
+    .object_swap = meta_rules_object_swap,
+    .object_delete = meta_rules_object_delete,
+    .object_scan = pg_object_scan,
+    .data_referenced = pg_data_referenced,
+};
+
+static const meta_version_ops_t PG_VERSIONS = {
     .bucket_versioning_get = pg_bucket_versioning_get,
     .bucket_versioning_set = pg_bucket_versioning_set,
     .object_get_version = pg_object_get_version,
     .object_delete_version = meta_rules_object_delete_version,
-    .object_rename = meta_rules_object_rename,
-    .object_swap = meta_rules_object_swap,
     .object_lock_set = meta_rules_object_lock_set,
     .version_scan = pg_version_scan,
     .object_tags_set = meta_rules_object_tags_set,
-    .object_delete = meta_rules_object_delete,
-    .object_scan = pg_object_scan,
-    .data_referenced = pg_data_referenced,
+};
+
+static const meta_upload_ops_t PG_UPLOADS = {
     .upload_create = pg_upload_create,
     .upload_get = pg_upload_get,
     .part_put = meta_rules_part_put,
@@ -585,6 +588,9 @@ static const meta_ops_t PG_OPS = {
     .upload_complete = meta_rules_upload_complete,
     .upload_list = pg_upload_list,
     .upload_count = pg_upload_count,
+};
+
+static const meta_ident_ops_t PG_IDENTITY = {
     .user_create = pg_user_create,
     .user_get = pg_user_get,
     .user_list = pg_user_list,
@@ -598,6 +604,9 @@ static const meta_ops_t PG_OPS = {
     .user_policy_get = pg_user_policy_get,
     .user_policy_list = pg_user_policy_list,
     .user_policy_delete = pg_user_policy_delete,
+};
+
+static const meta_cluster_ops_t PG_CLUSTER = {
     .node_register = pg_node_register,
     .node_heartbeat = pg_node_heartbeat,
     .node_list = pg_node_list,
@@ -623,6 +632,17 @@ static const meta_ops_t PG_OPS = {
     .chunk_stripe = pg_chunk_stripe,
     .lock_try = pg_lock_try,
     .lock_release = pg_lock_release,
+};
+
+static const meta_ops_t PG_OPS = {
+    .name = "postgresql",
+    .close = pg_close,
+    .set_durable = pg_set_durable,
+    .objects = &PG_OBJECTS,
+    .versions = &PG_VERSIONS,
+    .uploads = &PG_UPLOADS,
+    .ident = &PG_IDENTITY,
+    .cluster = &PG_CLUSTER,
 };
 
 wh_status_t meta_pg_open(const char *url, meta_t **out)

@@ -149,106 +149,6 @@ static const char *const META_SQL[S_COUNT] = {
     [S_POLICIES_DELETE_USER] = "DELETE FROM user_policies WHERE user_name = ?1",
 };
 
-/* ---- small helpers ---- */
-
-wh_status_t sq_fail(sq_conn_t *c, int rc, const char *what)
-{
-    int sys = sqlite3_system_errno(c->db);
-    wh_error("store", "sqlite %s failed: %s (rc %d)", what, sqlite3_errmsg(c->db), rc);
-    switch (rc & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-        return WH_ERR_BUSY;
-    case SQLITE_NOMEM:
-        return WH_ERR_NOMEM;
-    case SQLITE_FULL:
-        return WH_ERR_NO_SPACE;
-    case SQLITE_IOERR:
-        /* Growing the WAL or its index on a full disk fails as an I/O error with ENOSPC. */
-        return sys == ENOSPC || sys == EDQUOT ? WH_ERR_NO_SPACE : WH_ERR_IO;
-    default:
-        return WH_ERR_INTERNAL;
-    }
-}
-
-void sq_done(sqlite3_stmt *s)
-{
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-}
-
-void sq_bind_text(sqlite3_stmt *s, int i, const char *v)
-{
-    sqlite3_bind_text(s, i, v ? v : "", -1, SQLITE_STATIC);
-}
-
-void sq_bind_text_or_null(sqlite3_stmt *s, int i, const char *v)
-{
-    if (v)
-        sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(s, i);
-}
-
-/* Keys are always bound as BLOBs: a TEXT key would sort apart from BLOB keys. */
-void sq_bind_key(sqlite3_stmt *s, int i, const void *p, size_t n)
-{
-    sqlite3_bind_blob(s, i, n ? p : "", (int)n, SQLITE_STATIC);
-}
-
-void sq_col_copy(sqlite3_stmt *s, int i, char *dst, size_t cap)
-{
-    const unsigned char *v = sqlite3_column_text(s, i);
-    size_t n = v ? (size_t)sqlite3_column_bytes(s, i) : 0;
-    if (n >= cap)
-        n = cap - 1;
-    if (n)
-        memcpy(dst, v, n);
-    dst[n] = '\0';
-}
-
-char *sq_col_dup(sqlite3_stmt *s, int i)
-{
-    if (sqlite3_column_type(s, i) == SQLITE_NULL)
-        return NULL;
-    const void *v = sqlite3_column_blob(s, i);
-    size_t n = (size_t)sqlite3_column_bytes(s, i);
-    char *d = malloc(n + 1);
-    if (!d)
-        return NULL;
-    if (n)
-        memcpy(d, v, n);
-    d[n] = '\0';
-    return d;
-}
-
-/* Runs a statement that returns no rows. */
-wh_status_t sq_exec_stmt(sq_conn_t *c, sqlite3_stmt *s, const char *what)
-{
-    int rc = sqlite3_step(s);
-    wh_status_t st = (rc == SQLITE_DONE || rc == SQLITE_ROW) ? WH_OK : sq_fail(c, rc, what);
-    sq_done(s);
-    return st;
-}
-
-/* WH_OK if a row exists for a one-parameter-text query. */
-wh_status_t sq_row_exists(sq_conn_t *c, int which, const char *arg, const char *what)
-{
-    sqlite3_stmt *s = c->stmt[which];
-    sq_bind_text(s, 1, arg);
-    int rc = sqlite3_step(s);
-    wh_status_t st = rc == SQLITE_ROW    ? WH_OK
-                     : rc == SQLITE_DONE ? WH_ERR_NOT_FOUND
-                                         : sq_fail(c, rc, what);
-    sq_done(s);
-    return st;
-}
-
-wh_status_t sq_bucket_check(sq_conn_t *c, const char *bucket)
-{
-    return sq_row_exists(c, S_BUCKET_GET, bucket, "bucket lookup");
-}
-
 /* ---- the transaction helper ---- */
 
 static wh_status_t sq_tx_begin(void *conn)
@@ -710,10 +610,7 @@ static const meta_rules_t SQ_RULES = {
     .ident = &SQ_IDENT,
 };
 
-static const meta_ops_t SQ_OPS = {
-    .name = "sqlite",
-    .close = sq_close,
-    .set_durable = sq_set_durable,
+static const meta_object_ops_t SQ_OBJECTS = {
     .bucket_create = sq_bucket_create,
     .bucket_delete = sq_bucket_delete,
     .bucket_exists = sq_bucket_exists,
@@ -728,16 +625,22 @@ static const meta_ops_t SQ_OPS = {
     .object_put = meta_rules_object_put,
     .object_delete = meta_rules_object_delete,
     .object_scan = sq_object_scan,
+    .object_rename = meta_rules_object_rename,
+    .object_swap = meta_rules_object_swap,
+    .data_referenced = sq_data_referenced,
+};
+
+static const meta_version_ops_t SQ_VERSIONS = {
     .bucket_versioning_get = sq_bucket_versioning_get,
     .bucket_versioning_set = sq_bucket_versioning_set,
     .object_get_version = sq_object_get_version,
     .object_delete_version = meta_rules_object_delete_version,
-    .object_rename = meta_rules_object_rename,
-    .object_swap = meta_rules_object_swap,
     .object_lock_set = meta_rules_object_lock_set,
     .version_scan = sq_version_scan,
     .object_tags_set = meta_rules_object_tags_set,
-    .data_referenced = sq_data_referenced,
+};
+
+static const meta_upload_ops_t SQ_UPLOADS = {
     .upload_create = sq_upload_create,
     .upload_get = sq_upload_get,
     .part_put = meta_rules_part_put,
@@ -746,6 +649,9 @@ static const meta_ops_t SQ_OPS = {
     .upload_complete = meta_rules_upload_complete,
     .upload_list = sq_upload_list,
     .upload_count = sq_upload_count,
+};
+
+static const meta_ident_ops_t SQ_IDENTITY = {
     .user_create = sq_user_create,
     .user_get = sq_user_get,
     .user_list = sq_user_list,
@@ -759,7 +665,17 @@ static const meta_ops_t SQ_OPS = {
     .user_policy_get = sq_user_policy_get,
     .user_policy_list = sq_user_policy_list,
     .user_policy_delete = sq_user_policy_delete,
+};
+
+static const meta_ops_t SQ_OPS = {
+    .name = "sqlite",
+    .close = sq_close,
+    .set_durable = sq_set_durable,
     .auth_gen = sq_auth_gen,
+    .objects = &SQ_OBJECTS,
+    .versions = &SQ_VERSIONS,
+    .uploads = &SQ_UPLOADS,
+    .ident = &SQ_IDENTITY,
     /* One process, one node: no cluster members, GC queue or locks. */
 };
 

@@ -238,299 +238,335 @@ static wh_status_t mpu_crc32c(const meta_part_t *use, size_t n, store_sum_type_t
     return WH_OK;
 }
 
-wh_status_t store_mpu_complete(store_t *st, const store_mpu_complete_args_t *a,
-                               data_obj_meta_t *out_meta, int *bad)
+/* A completion under way: what its steps (validate, resolve, compose, commit) hand on. */
+typedef struct {
+    store_t *st;
+    const store_mpu_complete_args_t *a;
+    int *bad;
+    data_obj_meta_t om;            /* the upload's metadata, then the object's */
+    meta_part_t *have, *use, *all; /* the stored parts; the listed ones; those committed away */
+    size_t nhave, nall, nchunks;
+    store_writer_t *w;    /* where the parts are appended (a table without compose) */
+    data_chunk_t *chunks; /* the extents, where the data table composes */
+    data_ref_t ref, old;  /* the object's bytes; those of the object it replaced */
+    uint64_t crc;         /* the object's CRC-64/NVME, combined from the parts' */
+} mpu_done_t;
+
+static wh_status_t mpu_refuse(mpu_done_t *d, int why)
 {
-    const char *bucket = a->bucket, *key = a->key, *upload_id = a->upload_id;
+    *d->bad = why;
+    return WH_ERR_INVALID;
+}
+
+/* The list itself: at least one part, at most STORE_MAX_PARTS. */
+static wh_status_t mpu_validate(mpu_done_t *d)
+{
+    if (d->a->n == 0) {
+        wh_warn("store", "complete of upload=%s lists no parts", d->a->upload_id);
+        return mpu_refuse(d, STORE_MPU_NO_PARTS);
+    }
+    if (d->a->n > STORE_MAX_PARTS)
+        return mpu_refuse(d, STORE_MPU_BAD_PART);
+    return WH_OK;
+}
+
+/* The listed parts -> the stored ones (d->use): order, then existence and ETag, and the part
+ * checksums listed, then sizes (what S3 reports first). */
+static wh_status_t mpu_resolve(mpu_done_t *d)
+{
+    const store_mpu_complete_args_t *a = d->a;
     const store_complete_part_t *parts = a->parts;
-    size_t n = a->n;
     const store_mpu_sums_t *sums = a->sums;
-    data_cond_t *cond = a->cond;
-    meta_part_t *have = NULL, *use = NULL, *all = NULL;
-    size_t nhave = 0, nall = 0, nchunks = 0;
-    store_writer_t *w = NULL;
-    data_chunk_t *chunks = NULL; /* the extents, where the data table composes */
-    data_ref_t ref, old;
-    memset(&ref, 0, sizeof ref);
-    memset(&old, 0, sizeof old);
-    data_obj_meta_t om;
-    memset(&om, 0, sizeof om);
-    *bad = 0;
-    if (!mpu_id_valid(upload_id))
-        return WH_ERR_NOT_FOUND;
-    wh_status_t s = meta_upload_get(st->meta, bucket, key, upload_id, &om);
+    size_t n = a->n;
+    wh_status_t s = meta_part_list(d->st->meta, a->bucket, a->key, a->upload_id, 0, 0, &d->have,
+                                   &d->nhave, NULL);
     if (s != WH_OK)
         return s;
-    if (n == 0) {
-        wh_warn("store", "complete of upload=%s lists no parts", upload_id);
-        *bad = STORE_MPU_NO_PARTS;
-        s = WH_ERR_INVALID;
-        goto out;
-    }
-    if (n > STORE_MAX_PARTS) {
-        *bad = STORE_MPU_BAD_PART;
-        s = WH_ERR_INVALID;
-        goto out;
-    }
-    s = meta_part_list(st->meta, bucket, key, upload_id, 0, 0, &have, &nhave, NULL);
-    if (s != WH_OK)
-        goto out;
-    use = calloc(n, sizeof *use);
-    if (!use) {
-        s = WH_ERR_NOMEM;
-        goto out;
-    }
-
-    /* Validate: order, then existence and ETag, then sizes (what S3 reports first). */
+    if (!(d->use = calloc(n, sizeof *d->use)))
+        return WH_ERR_NOMEM;
+    const meta_part_t *have = d->have;
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
         if (i > 0 && parts[i].number <= parts[i - 1].number) {
             wh_info("store",
                     "complete of upload=%s: part %u follows part %u; list parts in "
                     "ascending order",
-                    upload_id, parts[i].number, parts[i - 1].number);
-            *bad = STORE_MPU_BAD_ORDER;
-            s = WH_ERR_INVALID;
-            goto out;
+                    a->upload_id, parts[i].number, parts[i - 1].number);
+            return mpu_refuse(d, STORE_MPU_BAD_ORDER);
         }
-        while (j < nhave && have[j].info.number < parts[i].number)
+        while (j < d->nhave && have[j].info.number < parts[i].number)
             j++;
-        if (j == nhave || have[j].info.number != parts[i].number ||
+        if (j == d->nhave || have[j].info.number != parts[i].number ||
             !mpu_etag_eq(parts[i].etag, have[j].info.etag)) {
-            wh_info("store", "complete of upload=%s: part %u %s", upload_id, parts[i].number,
-                    (j == nhave || have[j].info.number != parts[i].number)
+            wh_info("store", "complete of upload=%s: part %u %s", a->upload_id, parts[i].number,
+                    (j == d->nhave || have[j].info.number != parts[i].number)
                         ? "was not uploaded"
                         : "has a different etag");
-            *bad = STORE_MPU_BAD_PART;
-            s = WH_ERR_INVALID;
-            goto out;
+            return mpu_refuse(d, STORE_MPU_BAD_PART);
         }
         const char *pc32 = sums && sums->part_crc32c ? sums->part_crc32c[i] : NULL;
         const char *pc64 = sums && sums->part_crc64nvme ? sums->part_crc64nvme[i] : NULL;
         if ((pc32 && have[j].info.crc32c[0] && !mpu_sum_eq(pc32, have[j].info.crc32c)) ||
             (pc64 && !mpu_sum_eq(pc64, have[j].info.crc64nvme))) {
             wh_info("store", "complete of upload=%s: part %u's checksum is not the one listed",
-                    upload_id, parts[i].number);
-            *bad = STORE_MPU_BAD_PART_SUM;
-            s = WH_ERR_INVALID;
-            goto out;
+                    a->upload_id, parts[i].number);
+            return mpu_refuse(d, STORE_MPU_BAD_PART_SUM);
         }
-        use[i] = have[j];
+        d->use[i] = have[j];
     }
     for (size_t i = 0; i + 1 < n; i++) {
-        if (use[i].info.size < STORE_MIN_PART_SIZE) {
+        if (d->use[i].info.size < STORE_MIN_PART_SIZE) {
             wh_info("store",
                     "complete of upload=%s: part %u is %llu bytes, below the %llu "
                     "minimum for all but the last part",
-                    upload_id, use[i].info.number, (unsigned long long)use[i].info.size,
+                    a->upload_id, d->use[i].info.number, (unsigned long long)d->use[i].info.size,
                     STORE_MIN_PART_SIZE);
-            *bad = STORE_MPU_TOO_SMALL;
-            s = WH_ERR_INVALID;
-            goto out;
+            return mpu_refuse(d, STORE_MPU_TOO_SMALL);
         }
     }
+    return WH_OK;
+}
 
-    /* md5-of-md5s and the combined CRC from the stored per-part values; the bytes are either
-     * composed (no copy: the parts' data become the object's extents) or appended into a new
-     * writer (a table without compose). */
-    if (data_offers_compose(st->data)) {
+/* One part's place among the object's extents, at soff in the stored bytes (stored of them);
+ * pcrc: the part's CRC-64/NVME. */
+static wh_status_t mpu_part_extents(mpu_done_t *d, const meta_part_t *pp, uint64_t soff,
+                                    uint64_t stored, uint64_t pcrc)
+{
+    const char *upload_id = d->a->upload_id;
+    /* A part of no stored bytes (only the last may be) is no extent. */
+    if (stored && pp->ref.n_chunks) {
+        /* A part composed itself (a striped RDMA UploadPart): its extents, moved to the part's
+         * place in the object. */
+        uint64_t at = 0;
+        for (size_t x = 0; x < pp->ref.n_chunks; x++) {
+            data_chunk_t *c = &d->chunks[d->nchunks++];
+            *c = pp->ref.chunks[x];
+            if (c->offset != at || d->om.sse) {
+                wh_error("store", "upload=%s part %u has a damaged extent map in metadata",
+                         upload_id, pp->info.number);
+                return WH_ERR_INTERNAL;
+            }
+            at += c->length;
+            c->offset += soff;
+            c->shared = false;
+        }
+        if (at != stored) {
+            wh_error("store", "upload=%s part %u: extents hold %llu bytes, the part %llu",
+                     upload_id, pp->info.number, (unsigned long long)at,
+                     (unsigned long long)stored);
+            return WH_ERR_INTERNAL;
+        }
+    } else if (stored) {
+        data_chunk_t *c = &d->chunks[d->nchunks++];
+        memcpy(c->id, pp->ref.id, sizeof c->id);
+        c->offset = soff;
+        c->length = stored;
+        c->crc64nvme = d->om.sse ? 0 : pcrc; /* the part's CRC is of its plaintext */
+    }
+    return WH_OK;
+}
+
+/* The object's bytes from the parts' and its md5-of-md5s ETag and CRC from the stored per-part
+ * values: composed (no copy: the parts' data become the object's extents, d->chunks) or
+ * appended into a new writer (d->w, a table without compose). Sets the ETag, size and crc. */
+static wh_status_t mpu_compose(mpu_done_t *d)
+{
+    const meta_part_t *use = d->use;
+    size_t n = d->a->n;
+    wh_status_t s;
+    if (n == 0) /* mpu_validate refused it already (said here for the analyzer) */
+        return WH_ERR_INVALID;
+    if (data_offers_compose(d->st->data)) {
         size_t next = 0; /* a striped part (several files) brings each of its extents */
         for (size_t i = 0; i < n; i++)
             next += use[i].ref.n_chunks ? use[i].ref.n_chunks : 1;
-        if (!(chunks = calloc(next, sizeof *chunks))) {
-            s = WH_ERR_NOMEM;
-            goto out;
-        }
-    } else if ((s = store_writer_open(st, &w)) != WH_OK) {
-        goto out;
+        if (!(d->chunks = calloc(next, sizeof *d->chunks)))
+            return WH_ERR_NOMEM;
+    } else if ((s = store_writer_open(d->st, &d->w)) != WH_OK) {
+        return s;
     }
     wh_md5_t mm;
-    if (wh_md5_init(&mm) != 0) {
-        s = WH_ERR_INTERNAL;
-        goto out;
-    }
-    uint64_t off = 0, soff = 0, crc = 0; /* soff: in the stored bytes (blobs when encrypted) */
-    for (size_t i = 0; i < n; i++) {
+    if (wh_md5_init(&mm) != 0)
+        return WH_ERR_INTERNAL;
+    uint64_t off = 0, soff = 0; /* soff: in the stored bytes (blobs when encrypted) */
+    s = WH_OK;
+    for (size_t i = 0; i < n && s == WH_OK; i++) {
         const meta_part_t *pp = &use[i];
         uint8_t raw[WH_MD5_LEN];
         uint64_t pcrc;
         if (wh_hex_decode(pp->info.etag, strlen(pp->info.etag), raw, sizeof raw) != 0 ||
             wh_crc64nvme_from_b64(pp->info.crc64nvme, &pcrc) != 0) {
-            wh_error("store", "upload=%s part %u has a damaged etag or crc in metadata", upload_id,
-                     pp->info.number);
-            wh_md5_free(&mm);
+            wh_error("store", "upload=%s part %u has a damaged etag or crc in metadata",
+                     d->a->upload_id, pp->info.number);
             s = WH_ERR_INTERNAL;
-            goto out;
+            break;
         }
         wh_md5_update(&mm, raw, sizeof raw);
-        crc = i == 0 ? pcrc : wh_crc64nvme_combine(crc, pcrc, pp->info.size);
+        d->crc = i == 0 ? pcrc : wh_crc64nvme_combine(d->crc, pcrc, pp->info.size);
 
         /* An encrypted upload's parts are blobs (crypt.h), composed or appended as stored. */
-        uint64_t stored = om.sse ? store_sse_blob_size(pp->info.size) : pp->info.size;
-        if (chunks) {
-            /* A part of no stored bytes (only the last may be) is no extent. */
-            if (stored && pp->ref.n_chunks) {
-                /* A part composed itself (a striped RDMA UploadPart): its extents, moved to
-                 * the part's place in the object. */
-                uint64_t at = 0;
-                for (size_t x = 0; x < pp->ref.n_chunks; x++) {
-                    data_chunk_t *c = &chunks[nchunks++];
-                    *c = pp->ref.chunks[x];
-                    if (c->offset != at || om.sse) {
-                        wh_error("store", "upload=%s part %u has a damaged extent map in metadata",
-                                 upload_id, pp->info.number);
-                        wh_md5_free(&mm);
-                        s = WH_ERR_INTERNAL;
-                        goto out;
-                    }
-                    at += c->length;
-                    c->offset += soff;
-                    c->shared = false;
-                }
-                if (at != stored) {
-                    wh_error("store", "upload=%s part %u: extents hold %llu bytes, the part %llu",
-                             upload_id, pp->info.number, (unsigned long long)at,
-                             (unsigned long long)stored);
-                    wh_md5_free(&mm);
-                    s = WH_ERR_INTERNAL;
-                    goto out;
-                }
-            } else if (stored) {
-                data_chunk_t *c = &chunks[nchunks++];
-                memcpy(c->id, pp->ref.id, sizeof c->id);
-                c->offset = soff;
-                c->length = stored;
-                c->crc64nvme = om.sse ? 0 : pcrc; /* the part's CRC is of its plaintext */
-            }
+        uint64_t stored = d->om.sse ? store_sse_blob_size(pp->info.size) : pp->info.size;
+        if (d->chunks) {
+            s = mpu_part_extents(d, pp, soff, stored, pcrc);
             soff += stored;
             off += pp->info.size;
             continue;
         }
         data_reader_t *pr = NULL;
-        s = store_reader_open_ref(st, &pp->ref, stored, &pr);
-        if (s != WH_OK) {
-            if (s == WH_ERR_NOT_FOUND) {
-                /* Replaced or aborted concurrently. */
-                wh_info("store", "upload=%s part %u vanished during completion", upload_id,
-                        pp->info.number);
-                s = WH_ERR_PRECONDITION;
-            }
-            wh_md5_free(&mm);
-            goto out;
+        s = store_reader_open_ref(d->st, &pp->ref, stored, &pr);
+        if (s == WH_ERR_NOT_FOUND) {
+            /* Replaced or aborted concurrently. */
+            wh_info("store", "upload=%s part %u vanished during completion", d->a->upload_id,
+                    pp->info.number);
+            s = WH_ERR_PRECONDITION;
         }
-        s = store_writer_append(w, pr, 0, stored);
+        if (s != WH_OK)
+            break;
+        s = store_writer_append(d->w, pr, 0, stored);
         store_reader_close(pr);
-        if (s != WH_OK) {
-            wh_md5_free(&mm);
-            goto out;
-        }
         off += pp->info.size;
+    }
+    if (s != WH_OK) {
+        wh_md5_free(&mm);
+        return s;
     }
     uint8_t dig[WH_MD5_LEN];
     wh_md5_final(&mm, dig);
+    wh_hex_encode(dig, sizeof dig, d->om.etag);
+    snprintf(d->om.etag + 2 * WH_MD5_LEN, sizeof d->om.etag - 2 * WH_MD5_LEN, "-%zu", n);
+    d->om.size = off;
+    return WH_OK;
+}
 
-    wh_hex_encode(dig, sizeof dig, om.etag);
-    snprintf(om.etag + 2 * WH_MD5_LEN, sizeof om.etag - 2 * WH_MD5_LEN, "-%zu", n);
-    om.size = off;
-    om.mtime = time(NULL);
-    om.parts = (uint32_t)n;
-    om.crc32c[0] = '\0';
+/* The rest of the object's metadata (mtime, parts, CRC-32C, part sizes, the encrypted parts'
+ * numbers) and the checksums the client expects of the whole object. */
+static wh_status_t mpu_describe(mpu_done_t *d, data_obj_meta_t *out_meta)
+{
+    const store_mpu_sums_t *sums = d->a->sums;
+    const char *upload_id = d->a->upload_id;
+    const meta_part_t *use = d->use;
+    size_t n = d->a->n;
+    data_obj_meta_t *om = &d->om;
+    wh_status_t s;
+    om->mtime = time(NULL);
+    om->parts = (uint32_t)n;
+    om->crc32c[0] = '\0';
     if (sums && sums->crc32c != STORE_SUM_NONE) {
-        s = mpu_crc32c(use, n, sums->crc32c, om.crc32c);
+        s = mpu_crc32c(use, n, sums->crc32c, om->crc32c);
         if (s == WH_ERR_UNSUPPORTED) {
             /* Parts a cluster's storage servers pulled by RDMA have no CRC-32C here: the
              * object gets none rather than a wrong one. */
             wh_info("store", "upload=%s: a part has no CRC-32C; the object gets none", upload_id);
-            om.crc32c[0] = '\0';
-            s = WH_OK;
+            om->crc32c[0] = '\0';
         } else if (s != WH_OK) {
             wh_error("store", "upload=%s has a part with a damaged crc32c in metadata", upload_id);
-            goto out;
+            return s;
         }
     }
     /* The part sizes stay with the object: GET ?partNumber=N and GetObjectAttributes. */
-    free(om.part_sizes);
-    om.part_sizes = NULL;
-    {
-        wh_sbuf_t ps;
-        wh_sbuf_init(&ps);
-        for (size_t i = 0; i < n; i++)
-            wh_sbuf_printf(&ps, i ? ",%llu" : "%llu", (unsigned long long)use[i].info.size);
-        if (ps.oom) {
-            wh_sbuf_free(&ps);
-            s = WH_ERR_NOMEM;
-            goto out;
-        }
-        om.part_sizes = wh_sbuf_steal(&ps);
+    free(om->part_sizes);
+    om->part_sizes = NULL;
+    wh_sbuf_t ps;
+    wh_sbuf_init(&ps);
+    for (size_t i = 0; i < n; i++)
+        wh_sbuf_printf(&ps, i ? ",%llu" : "%llu", (unsigned long long)use[i].info.size);
+    if (ps.oom) {
+        wh_sbuf_free(&ps);
+        return WH_ERR_NOMEM;
     }
-    if (om.sse) { /* each part's blob authenticates its part number: the reader needs them */
+    om->part_sizes = wh_sbuf_steal(&ps);
+    if (om->sse) { /* each part's blob authenticates its part number: the reader needs them */
         wh_sbuf_t ns;
         wh_sbuf_init(&ns);
-        wh_sbuf_puts(&ns, om.sse);
+        wh_sbuf_puts(&ns, om->sse);
         for (size_t i = 0; i < n; i++)
             wh_sbuf_printf(&ns, i ? ",%u" : ";n=%u", use[i].info.number);
         if (ns.oom) {
             wh_sbuf_free(&ns);
-            s = WH_ERR_NOMEM;
-            goto out;
+            return WH_ERR_NOMEM;
         }
-        free(om.sse);
-        om.sse = wh_sbuf_steal(&ns);
+        free(om->sse);
+        om->sse = wh_sbuf_steal(&ns);
     }
-    wh_crc64nvme_b64(crc, om.crc64nvme);
+    wh_crc64nvme_b64(d->crc, om->crc64nvme);
     if (sums &&
-        ((sums->want_crc64nvme && !mpu_sum_eq(sums->want_crc64nvme, om.crc64nvme)) ||
-         (sums->want_crc32c && (!om.crc32c[0] || !mpu_sum_eq(sums->want_crc32c, om.crc32c))))) {
+        ((sums->want_crc64nvme && !mpu_sum_eq(sums->want_crc64nvme, om->crc64nvme)) ||
+         (sums->want_crc32c && (!om->crc32c[0] || !mpu_sum_eq(sums->want_crc32c, om->crc32c))))) {
         wh_info("store",
                 "complete of upload=%s: the object's checksum is not the one the "
                 "client expects",
                 upload_id);
-        *bad = STORE_MPU_BAD_SUM;
-        s = WH_ERR_INVALID;
         if (out_meta) { /* the values computed, for the error message */
-            memcpy(out_meta->crc32c, om.crc32c, sizeof om.crc32c);
-            memcpy(out_meta->crc64nvme, om.crc64nvme, sizeof om.crc64nvme);
+            memcpy(out_meta->crc32c, om->crc32c, sizeof om->crc32c);
+            memcpy(out_meta->crc64nvme, om->crc64nvme, sizeof om->crc64nvme);
         }
-        goto out;
+        return mpu_refuse(d, STORE_MPU_BAD_SUM);
     }
+    return WH_OK;
+}
 
-    if (chunks) {
-        if (nchunks == 0) /* every listed part is empty: the object is the first part's */
-            memcpy(chunks[nchunks++].id, use[0].ref.id, sizeof chunks[0].id);
-        s = data_compose(st->data, chunks, nchunks, &ref);
+/* The object's bytes made final, then one metadata transaction: composed, it drops the part
+ * rows and commits the object row that names their files, so a crash leaves either the upload
+ * or the object, never both or none. Then what it replaced is released. */
+static wh_status_t mpu_commit(mpu_done_t *d, data_obj_meta_t *out_meta)
+{
+    const store_mpu_complete_args_t *a = d->a;
+    store_t *st = d->st;
+    wh_status_t s;
+    if (d->chunks) {
+        if (d->nchunks == 0) /* every listed part is empty: the object is the first part's */
+            memcpy(d->chunks[d->nchunks++].id, d->use[0].ref.id, sizeof d->chunks[0].id);
+        s = data_compose(st->data, d->chunks, d->nchunks, &d->ref);
     } else {
-        s = store_writer_finish(w, &ref);
+        s = store_writer_finish(d->w, &d->ref);
     }
     if (s != WH_OK)
-        goto out;
-    /* Composed: one transaction drops the part rows and commits the object row that names
-     * their files, so a crash leaves either the upload or the object, never both or none. */
-    s = meta_upload_complete(st->meta, bucket, key, upload_id, use, n, &om, &ref, &old, &all, &nall,
-                             cond);
+        return s;
+    s = meta_upload_complete(st->meta, a->bucket, a->key, a->upload_id, d->use, a->n, &d->om,
+                             &d->ref, &d->old, &d->all, &d->nall, a->cond);
     if (s != WH_OK)
-        goto out;
-    store_writer_free(w);
-    w = NULL;
-    store_release(st, &old);
-    for (size_t i = 0; i < nall; i++)
-        if (!mpu_ref_shares(&ref, &all[i].ref))
-            store_release(st, &all[i].ref);
+        return s;
+    store_writer_free(d->w);
+    d->w = NULL;
+    store_release(st, &d->old);
+    for (size_t i = 0; i < d->nall; i++)
+        if (!mpu_ref_shares(&d->ref, &d->all[i].ref))
+            store_release(st, &d->all[i].ref);
     if (out_meta) {
-        *out_meta = om;
-        om.user_meta_json = NULL; /* moved */
-        om.acl = NULL;
-        om.tags = NULL;
-        om.part_sizes = NULL;
-        om.sse = NULL;
+        *out_meta = d->om;
+        d->om.user_meta_json = NULL; /* moved */
+        d->om.acl = NULL;
+        d->om.tags = NULL;
+        d->om.part_sizes = NULL;
+        d->om.sse = NULL;
     }
-out:
-    store_writer_fail(w, s);
-    data_obj_meta_free(&om);
-    data_ref_clear(&ref);
-    data_ref_clear(&old);
-    meta_parts_free(all, nall);
-    free(chunks);
-    free(use); /* its refs are shallow copies of have's */
-    meta_parts_free(have, nhave);
+    return WH_OK;
+}
+
+wh_status_t store_mpu_complete(store_t *st, const store_mpu_complete_args_t *a,
+                               data_obj_meta_t *out_meta, int *bad)
+{
+    mpu_done_t d;
+    memset(&d, 0, sizeof d);
+    d.st = st;
+    d.a = a;
+    d.bad = bad;
+    *bad = 0;
+    if (!mpu_id_valid(a->upload_id))
+        return WH_ERR_NOT_FOUND;
+    wh_status_t s = meta_upload_get(st->meta, a->bucket, a->key, a->upload_id, &d.om);
+    if (s != WH_OK)
+        return s;
+    if ((s = mpu_validate(&d)) == WH_OK && (s = mpu_resolve(&d)) == WH_OK &&
+        (s = mpu_compose(&d)) == WH_OK && (s = mpu_describe(&d, out_meta)) == WH_OK)
+        s = mpu_commit(&d, out_meta);
+    store_writer_fail(d.w, s);
+    data_obj_meta_free(&d.om);
+    data_ref_clear(&d.ref);
+    data_ref_clear(&d.old);
+    meta_parts_free(d.all, d.nall);
+    free(d.chunks);
+    free(d.use); /* its refs are shallow copies of have's */
+    meta_parts_free(d.have, d.nhave);
     return s;
 }

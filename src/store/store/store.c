@@ -192,7 +192,7 @@ wh_status_t store_open(const store_config_t *cfg, store_t **out)
         return st;
     meta_t *meta = NULL;
     if (cfg->meta_url && cfg->meta_url[0]) {
-        st = meta_open(cfg->meta_url, &meta);
+        st = store_meta_open(cfg->meta_url, &meta);
     } else {
         char path[4096];
         if ((size_t)snprintf(path, sizeof path, "%s/meta.db", cfg->data_dir) >= sizeof path) {

@@ -60,6 +60,10 @@ typedef struct store_config {
 #define STORE_DEFAULT_RESERVE (8ULL << 20)
 #define STORE_DEFAULT_HIGH_WATER 99
 
+/* The metadata table a location names (backend.c): NULL, "" or a path: SQLite at that path (a
+ * path is required); "postgresql://...": the PostgreSQL backend; another scheme: INVALID. */
+struct meta;
+wh_status_t store_meta_open(const char *url_or_path, struct meta **out);
 /* A store as cfg says (cfg->data_dir alone: the embedded default, SQLite and local files under
  * it). */
 wh_status_t store_open(const store_config_t *cfg, store_t **out);

@@ -104,9 +104,12 @@ static void test_parse_errors(void)
                       "\"arn:aws:iam::12:user/x\"},\"Action\":\"s3:GetObject\",\"Resource\":"
                       "\"*\"}}",
                       "Invalid principal"));
-    CHECK(parse_fails("{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"Service\":"
+    CHECK(parse_fails("{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"Federated\":"
                       "\"x\"},\"Action\":\"s3:GetObject\",\"Resource\":\"*\"}}",
-                      "unsupported principal type \"Service\""));
+                      "unsupported principal type \"Federated\""));
+    CHECK(parse_fails("{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"Service\":"
+                      "\"Bad Name\"},\"Action\":\"s3:GetObject\",\"Resource\":\"*\"}}",
+                      "Invalid principal in policy: Service"));
     CHECK(parse_fails("{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":"
                       "\"ec2:Run\",\"Resource\":\"*\"}}",
                       "invalid action \"ec2:Run\""));
@@ -491,8 +494,8 @@ static void test_acl_forms(void)
     CHECK(auth_acl_grant_header(&a, AUTH_PERM_WRITE_ACP, "id=" ID_B, msg, sizeof msg) == S3_OK);
     CHECK(a.n == 2 && a.g[0].perm == (AUTH_PERM_READ | AUTH_PERM_WRITE_ACP));
     CHECK(auth_acl_grant_header(&a, AUTH_PERM_READ, "emailAddress=\"x@y\"", msg, sizeof msg) ==
-          S3_ERR_NOT_IMPLEMENTED);
-    CHECK(strstr(msg, "emailAddress grantees are not implemented") != NULL);
+          S3_ERR_UNRESOLVABLE_EMAIL);
+    CHECK(strstr(msg, "does not match any account") != NULL);
     CHECK(auth_acl_grant_header(&a, AUTH_PERM_READ, "id=\"zz\"", msg, sizeof msg) ==
           S3_ERR_INVALID_ARGUMENT);
     CHECK(auth_acl_grant_header(&a, AUTH_PERM_READ, "uri=\"http://x/\"", msg, sizeof msg) ==
@@ -537,7 +540,7 @@ static void test_acl_forms(void)
     const char *x = "<AccessControlPolicy><Owner><ID>" ID_A "</ID></Owner><AccessControlList>"
                     "<Grant><Grantee><EmailAddress>a@b</EmailAddress></Grantee><Permission>READ"
                     "</Permission></Grant></AccessControlList></AccessControlPolicy>";
-    CHECK(auth_acl_parse_xml(x, strlen(x), &b, msg, sizeof msg) == S3_ERR_NOT_IMPLEMENTED);
+    CHECK(auth_acl_parse_xml(x, strlen(x), &b, msg, sizeof msg) == S3_ERR_UNRESOLVABLE_EMAIL);
     x = "<AccessControlPolicy><AccessControlList/></AccessControlPolicy>";
     CHECK(auth_acl_parse_xml(x, strlen(x), &b, msg, sizeof msg) == S3_ERR_MALFORMED_ACL);
     CHECK(strstr(msg, "no Owner") != NULL);

@@ -67,7 +67,7 @@ static void test_users_keys_lookup(void)
     snprintf(db, sizeof db, "%s/meta.db", dir);
     snprintf(kf, sizeof kf, "%s/server.key", dir);
     meta_t *m = NULL;
-    CHECK(meta_open(db, &m) == WH_OK);
+    CHECK(meta_sqlite_open(db, &m) == WH_OK);
     meta_set_durable(m, false);
     ident_config_t cfg = {.meta = m,
                           .key_file = kf,

@@ -88,7 +88,7 @@ static inline wh_status_t th_meta_open(const char *dir, meta_t **out)
     const char *url = th_meta_url(dir);
     char path[512];
     snprintf(path, sizeof path, "%s/meta.db", dir);
-    return meta_open(url[0] ? url : path, out);
+    return url[0] ? meta_pg_open(url, out) : meta_sqlite_open(path, out);
 }
 
 #endif

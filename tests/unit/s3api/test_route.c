@@ -90,6 +90,7 @@ static void test_subresources(void)
         {"GET", "/b", "uploads", false, FRONT_API_LIST_MULTIPART_UPLOADS},
         {"GET", "/b", "prefix=a&marker=b", false, FRONT_API_LIST_OBJECTS},
         {"POST", "/b", "delete", false, FRONT_API_DELETE_OBJECTS},
+        {"POST", "/b", "rdma-batch", false, FRONT_API_RDMA_BATCH},
         {"DELETE", "/b", NULL, false, FRONT_API_DELETE_BUCKET},
         {"HEAD", "/b", NULL, false, FRONT_API_HEAD_BUCKET},
         {"POST", "/b/k", "uploads", false, FRONT_API_CREATE_MPU},
@@ -125,6 +126,15 @@ static void test_subresources(void)
         {"PUT", "/b", "policyStatus", false, FRONT_API_METHOD_NOT_ALLOWED},
         {"GET", "/b/k", "policy", false, FRONT_API_METHOD_NOT_ALLOWED},
         {"PATCH", "/b/k", NULL, false, FRONT_API_METHOD_NOT_ALLOWED},
+        /* wharf's scatter GET and gather UploadPart; their query on another method is never
+         * the plain request (a GET served whole, a PUT stored as an UploadPart) */
+        {"POST", "/b/k", "x-wharf-scatter=1", false, FRONT_API_WHARF_SCATTER},
+        {"GET", "/b/k", "x-wharf-scatter=1", false, FRONT_API_METHOD_NOT_ALLOWED},
+        {"POST", "/b/k", "x-wharf-gather=1&uploadId=u&partNumber=1", false,
+         FRONT_API_WHARF_GATHER_PART},
+        {"PUT", "/b/k", "partNumber=1&uploadId=u&x-wharf-gather=1", false,
+         FRONT_API_METHOD_NOT_ALLOWED},
+        {"POST", "/b/k", "uploadId=u", false, FRONT_API_COMPLETE_MPU},
         {"PUT", "/", NULL, false, FRONT_API_METHOD_NOT_ALLOWED},
         {"GET", "/health", NULL, false, FRONT_API_HEALTH},
         {"GET", "/metrics", NULL, false, FRONT_API_METRICS},

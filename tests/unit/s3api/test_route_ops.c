@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The front_ops table (s3api.c) as the router uses it: every row is reachable, rows and APIs
+/* The front_ops table (app.c) as the router uses it: every row is reachable, rows and APIs
  * agree, the body kinds and RDMA permissions are the ones the protocol defines, and request
  * parsing limits (query parameter count, value forms) hold. */
 #include "check.h"
@@ -79,18 +79,24 @@ static const front_op_t *op_for(front_api_t api)
 
 static void test_body_and_rdma(void)
 {
-    /* x-amz-rdma-token is the data path of object bytes only */
+    /* x-amz-rdma-token is the data path of object bytes only (an RDMA batch's too) */
     for (size_t i = 0; i < s3api_ops_count; i++) {
         front_api_t a = front_ops[i].api;
         bool want = a == FRONT_API_GET_OBJECT || a == FRONT_API_HEAD_OBJECT ||
-                    a == FRONT_API_PUT_OBJECT || a == FRONT_API_UPLOAD_PART;
+                    a == FRONT_API_PUT_OBJECT || a == FRONT_API_UPLOAD_PART ||
+                    a == FRONT_API_WHARF_SCATTER || a == FRONT_API_WHARF_GATHER_PART ||
+                    a == FRONT_API_RDMA_BATCH;
         CHECK(front_ops[i].rdma == want);
     }
     CHECK(op_for(FRONT_API_PUT_OBJECT)->body == FRONT_BODY_WRITER);
     CHECK(op_for(FRONT_API_UPLOAD_PART)->body == FRONT_BODY_WRITER);
     CHECK(op_for(FRONT_API_CREATE_BUCKET)->body == FRONT_BODY_BUFFER);
     CHECK(op_for(FRONT_API_DELETE_OBJECTS)->body == FRONT_BODY_BUFFER);
+    CHECK(op_for(FRONT_API_RDMA_BATCH)->body == FRONT_BODY_BUFFER);
     CHECK(op_for(FRONT_API_COMPLETE_MPU)->body == FRONT_BODY_BUFFER);
+    /* the window lists are signed bodies */
+    CHECK(op_for(FRONT_API_WHARF_SCATTER)->body == FRONT_BODY_BUFFER);
+    CHECK(op_for(FRONT_API_WHARF_GATHER_PART)->body == FRONT_BODY_BUFFER);
     CHECK(op_for(FRONT_API_COPY_OBJECT)->body == FRONT_BODY_NONE);
     CHECK(op_for(FRONT_API_UPLOAD_PART_COPY)->body == FRONT_BODY_NONE);
     CHECK(op_for(FRONT_API_GET_OBJECT)->body == FRONT_BODY_NONE);

@@ -428,7 +428,7 @@ static void test_newer_refused(void)
     CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
     meta_t *m = NULL;
-    CHECK(meta_open(path, &m) == WH_ERR_UNSUPPORTED);
+    CHECK(store_meta_open(path, &m) == WH_ERR_UNSUPPORTED);
     CHECK(m == NULL);
     th_rmdir(dir);
 }

@@ -29,6 +29,7 @@ static struct map {
 } g_maps[MAX_MAPS];
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static char g_ctx; /* what a context pointer points at */
+static int crosses_registration(uintptr_t p, size_t n);
 
 static struct map *find(uintptr_t p)
 {
@@ -204,10 +205,11 @@ int cuMemcpyHtoDAsync(dptr_t dst, const void *src, size_t n, void *s)
     (void)s;
     pthread_mutex_lock(&g_mu);
     struct map *m = find((uintptr_t)dst);
-    int ok = m && n <= m->base + m->size - (uintptr_t)dst;
+    int ok =
+        m && n <= m->base + m->size - (uintptr_t)dst && !crosses_registration((uintptr_t)src, n);
     pthread_mutex_unlock(&g_mu);
     if (!ok)
-        return 1; /* outside every allocation: what the driver would refuse */
+        return 1; /* outside every allocation, or across a registration's end: refused */
     memcpy((void *)(uintptr_t)dst, src, n);
     return 0;
 }
@@ -227,16 +229,75 @@ int cuMemFreeHost(void *p)
     free(p);
     return 0;
 }
+/* Host registrations, kept as the driver keeps them: an overlapping one is refused
+ * (CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED), and a copy whose source starts in one must end
+ * in it. fakecuRegisteredBytes and fakecuFailRegister are the test's view and lever. */
+enum { MAX_REGS = 256 };
+static struct reg {
+    uintptr_t base;
+    size_t size;
+    int used;
+} g_regs[MAX_REGS];
+static size_t g_reg_bytes;
+static int g_fail_register;
+
+size_t fakecuRegisteredBytes(void)
+{
+    pthread_mutex_lock(&g_mu);
+    size_t n = g_reg_bytes;
+    pthread_mutex_unlock(&g_mu);
+    return n;
+}
+void fakecuFailRegister(int on)
+{
+    pthread_mutex_lock(&g_mu);
+    g_fail_register = on;
+    pthread_mutex_unlock(&g_mu);
+}
 int cuMemHostRegister(void *p, size_t n, unsigned f)
 {
-    (void)p;
-    (void)n;
     (void)f;
-    return 0;
+    uintptr_t a = (uintptr_t)p;
+    int r = 0, slot = -1;
+    pthread_mutex_lock(&g_mu);
+    if (g_fail_register || !n || (a & 4095))
+        r = g_fail_register ? 2 : 1;
+    for (int i = 0; i < MAX_REGS && !r; i++) {
+        if (!g_regs[i].used) {
+            slot = slot < 0 ? i : slot;
+            continue;
+        }
+        if (a < g_regs[i].base + g_regs[i].size && g_regs[i].base < a + n)
+            r = 712; /* CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED */
+    }
+    if (!r && slot < 0)
+        r = 2;
+    if (!r) {
+        g_regs[slot] = (struct reg){a, n, 1};
+        g_reg_bytes += n;
+    }
+    pthread_mutex_unlock(&g_mu);
+    return r;
 }
 int cuMemHostUnregister(void *p)
 {
-    (void)p;
+    int r = 713; /* CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED */
+    pthread_mutex_lock(&g_mu);
+    for (int i = 0; i < MAX_REGS; i++)
+        if (g_regs[i].used && g_regs[i].base == (uintptr_t)p) {
+            g_regs[i].used = 0;
+            g_reg_bytes -= g_regs[i].size;
+            r = 0;
+        }
+    pthread_mutex_unlock(&g_mu);
+    return r;
+}
+/* Caller holds g_mu. Whether [p, p+n) starts in a registration and runs past its end. */
+static int crosses_registration(uintptr_t p, size_t n)
+{
+    for (int i = 0; i < MAX_REGS; i++)
+        if (g_regs[i].used && p >= g_regs[i].base && p < g_regs[i].base + g_regs[i].size)
+            return n > g_regs[i].base + g_regs[i].size - p;
     return 0;
 }
 int cuGetErrorString(int r, const char **s)

@@ -5,6 +5,7 @@
  * move real bytes that are compared here. What a GPU does with them is tested on a GPU host. */
 #include "base/crc.h"
 #include "check.h"
+#include "cuda_fake.h"
 #include "xfer/token.h"
 #include "xfer/xfer.h"
 
@@ -28,18 +29,13 @@ static char g_err[256];
 static xfer_t *open_server(const char *source)
 {
     setenv("WHARF_CUDA_SOURCE", source, 1);
-    xfer_config_t cfg;
-    xfer_config_init(&cfg);
-    cfg.provider = "cuda+ipc";
-    cfg.role = XFER_ROLE_SERVER;
-    xfer_t *x = NULL;
-    if (xfer_open(&cfg, &x, g_err, sizeof g_err) != WH_OK)
-        fprintf(stderr, "  server open: %s\n", g_err);
-    return x;
+    return fake_cuda_server();
 }
 
 int main(void)
 {
+    /* These are the paths without the registration cache (test_cuda_regcache.c has it). */
+    setenv("WHARF_CUDA_REGCACHE", "0", 1);
     const char *lib = getenv("WHARF_LIBCUDA");
     void *h = lib ? dlopen(lib, RTLD_NOW) : NULL;
     int (*dev_alloc)(unsigned long long *, size_t) = h ? dlsym(h, "fakecuMemAlloc") : NULL;
@@ -52,18 +48,10 @@ int main(void)
     uint8_t *dev = (uint8_t *)(uintptr_t)dptr;
 
     /* The client: registers the "device" memory and packs a cuda1 token for 21 MiB of it. */
-    xfer_config_t cc;
-    xfer_config_init(&cc);
-    cc.provider = "cuda+ipc";
-    cc.role = XFER_ROLE_CLIENT;
     xfer_t *cx = NULL;
-    CHECK(xfer_open(&cc, &cx, g_err, sizeof g_err) == WH_OK);
     xfer_mr_t *mr = NULL;
-    CHECK(xfer_mr_reg_device(cx, dev, DEV_BYTES, &mr, g_err, sizeof g_err) == WH_OK);
-    char tok[XFER_TOKEN_MAX_LEN + 1];
-    CHECK(xfer_token_pack(cx, mr, dev, 21u << 20, tok, sizeof tok) == WH_OK);
     xfer_token_t t;
-    CHECK(xfer_token_parse(tok, strlen(tok), &t, g_err, sizeof g_err) == WH_OK);
+    CHECK(fake_cuda_token(dev, DEV_BYTES, 21u << 20, &cx, &mr, &t));
 
     /* The object: a file of random bytes. */
     char path[] = "/tmp/wharf-cuda-staging-XXXXXX";
