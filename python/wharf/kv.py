@@ -16,7 +16,8 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from . import _lib
 from ._lib import lib
-from .client import Buffer, Client, Report, _as_buf, _enc
+from ._buffers import _as_buf
+from .client import Buffer, Client, Report, _enc
 from .errors import WharfError, from_status
 
 # (key, offset in the buffer, length) or (key, offset, length, if_none_match)

@@ -2,9 +2,11 @@
 """Conditional writes through libwharf and what wharf.torch builds on them: Client.put with
 if_none_match / if_match over every transport (RDMA shm and tcp, HTTP; single PUT and
 multipart), and the checkpoint commit points (wharf.torch.save's index, the DCP writer's
-.metadata), which two writers saving to one URL at once cannot both pass: the second gets
-CheckpointConflictError and the first one's checkpoint loads whole."""
+.metadata, hf.save_pretrained's index), which two writers saving to one URL at once cannot
+both pass: the second gets CheckpointConflictError and the first one's checkpoint loads
+whole."""
 import threading
+import time
 
 import pytest
 import torch
@@ -206,3 +208,92 @@ def test_dcp_metadata_race(http_client, first):
     dcp.load(got, storage_reader=WharfStorageReader(url, client=http_client))
     for k in want:
         assert torch.equal(got[k], want[k]), k
+
+
+def _hf_state(v, n=6):
+    return {f"w{i}": torch.full((256,), float(v)) for i in range(n)}
+
+
+def test_save_pretrained_index_race(http_client, monkeypatch):
+    """Two hf.save_pretrained to one URL (shard layouts that share no name) reach their
+    index commit together: the index is created with If-None-Match: *, so exactly one
+    commits, the other gets CheckpointConflictError, and the winner's snapshot loads whole."""
+    from wharf.torch import hf
+    b = unique_bucket("pyhf")
+    http_client.create_bucket(b)
+    url = f"s3://{b}/hf/snap"
+    real = wharf.Client.put
+    barrier = threading.Barrier(2)
+
+    def gated(self, bucket, key, *a, **kw):
+        if key.endswith(wt.INDEX_NAME):
+            barrier.wait(timeout=60)  # both saves have written their shards
+        return real(self, bucket, key, *a, **kw)
+
+    monkeypatch.setattr(wharf.Client, "put", gated)
+    sizes = [3 * 1024, 2 * 1024]  # 2 and 3 shards of 1 KiB tensors
+    out = _race(2, lambda i: hf.save_pretrained(_hf_state(i + 1), url, client=http_client,
+                                                max_shard_size=sizes[i]))
+    monkeypatch.setattr(wharf.Client, "put", real)
+    ok = [i for i, r in enumerate(out) if isinstance(r, dict)]
+    bad = [r for r in out if isinstance(r, Exception)]
+    assert len(ok) == 1 and len(bad) == 1, out
+    assert isinstance(bad[0], CheckpointConflictError), bad[0]
+    assert "another save committed" in str(bad[0])
+    got = hf.load_safetensors(url, client=http_client)
+    want = _hf_state(ok[0] + 1)
+    assert sorted(got) == sorted(want) and all(torch.equal(got[k], want[k]) for k in want)
+
+
+def test_save_pretrained_shards_written_over(http_client, monkeypatch):
+    """save_pretrained A has written its shards when save B (same shard names) runs whole and
+    commits: A must not commit an index over B's shards (a snapshot mixing two saves); it gets
+    CheckpointConflictError and B's snapshot loads whole."""
+    from wharf.torch import hf
+    b = unique_bucket("pyhf")
+    http_client.create_bucket(b)
+    url = f"s3://{b}/hf/snap"
+    real_put, real_stat = wharf.Client.put, wharf.Client.stat
+    b_done, held = threading.Event(), []
+
+    def hold(key):  # A, on its first step after its shards (a check or the index PUT)
+        if threading.current_thread().name == "A" and not held and (
+                key.endswith(wt.INDEX_NAME) or key.endswith(".safetensors")):
+            held.append(key)
+            assert b_done.wait(timeout=60)
+
+    def put(self, bucket, key, *a, **kw):
+        hold(key)
+        return real_put(self, bucket, key, *a, **kw)
+
+    def stat(self, bucket, key, *a, **kw):
+        hold(key)
+        return real_stat(self, bucket, key, *a, **kw)
+
+    monkeypatch.setattr(wharf.Client, "put", put)
+    monkeypatch.setattr(wharf.Client, "stat", stat)
+    out = {}
+
+    def save_a():
+        try:
+            out["a"] = hf.save_pretrained(_hf_state(1), url, client=http_client,
+                                          max_shard_size=2 * 1024)
+        except Exception as e:  # noqa: BLE001 (checked below)
+            out["a"] = e
+    t = threading.Thread(target=save_a, name="A")
+    t.start()
+    deadline = time.monotonic() + 60
+    while not held and t.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert held, out
+    out["b"] = hf.save_pretrained(_hf_state(2), url, client=http_client,
+                                  max_shard_size=2 * 1024)
+    b_done.set()
+    t.join(timeout=60)
+    assert not t.is_alive()
+    monkeypatch.setattr(wharf.Client, "put", real_put)
+    monkeypatch.setattr(wharf.Client, "stat", real_stat)
+    assert isinstance(out["a"], CheckpointConflictError), out["a"]
+    assert "written over" in str(out["a"])
+    got = hf.load_safetensors(url, client=http_client)
+    assert all(torch.equal(got[k], v) for k, v in _hf_state(2).items())

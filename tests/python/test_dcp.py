@@ -42,6 +42,9 @@ def env_for(srv, provider, seed=0):
     env = dict(os.environ, **srv.client_env())
     env["PYTHONPATH"] = PYDIR + os.pathsep + env.get("PYTHONPATH", "")
     env["DCP_SEED"] = str(seed)
+    # these tests check what a save deletes at its commit: no grace period for the replaced
+    # objects (test_save_race.py tests it)
+    env["WHARF_CKPT_GRACE_S"] = "0"
     env.pop("WHARF_PROVIDER", None)
     env.pop("WHARF_UNIX_SOCKET", None)
     if provider != "http":
@@ -238,14 +241,14 @@ def test_killed_rank_never_complete(wharfd, point):
 def test_cleanup_spares_a_later_save(wharfd):
     """The coordinator's cleanup after its commit deletes only the objects that were there
     when its save began: a save that starts after that commit (while the cleanup still runs)
-    keeps every object, and loads whole."""
+    keeps every object, and loads whole. grace_s=0: the replaced objects go at the commit."""
     import threading
     a_client, b_client = make_client(wharfd, "http"), make_client(wharfd, "http")
     b = unique_bucket("dcpc")
     b_client.create_bucket(b)
     url = f"s3://{b}/last"
     sd = lambda s: {"x": torch.arange(4.0) + s, "y": torch.full((300, 1024), float(s))}  # noqa
-    dcp.save(sd(1), storage_writer=WharfStorageWriter(url, client=b_client))
+    dcp.save(sd(1), storage_writer=WharfStorageWriter(url, client=b_client, grace_s=0))
     real, committed, go = a_client.delete, threading.Event(), threading.Event()
 
     def slow_delete(*a, **kw):
@@ -255,11 +258,11 @@ def test_cleanup_spares_a_later_save(wharfd):
 
     a_client.delete = slow_delete
     t = threading.Thread(target=lambda: dcp.save(sd(2), storage_writer=WharfStorageWriter(
-        url, client=a_client)))
+        url, client=a_client, grace_s=0)))
     t.start()
     try:
         assert committed.wait(timeout=60), "the first save never reached its cleanup"
-        dcp.save(sd(3), storage_writer=WharfStorageWriter(url, client=b_client))
+        dcp.save(sd(3), storage_writer=WharfStorageWriter(url, client=b_client, grace_s=0))
     finally:
         go.set()
         t.join(timeout=60)

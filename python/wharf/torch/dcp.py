@@ -23,17 +23,29 @@ host memory). The coordinator's finish() then checks that every object the ranks
 exists with the reported size, and only then PUTs .metadata. <save> is new for every save, so
 a save over an existing checkpoint never touches the objects the old .metadata points to:
 until the new .metadata lands, a reader sees the old checkpoint, whole; after, the new one.
-finish() then deletes the __*.distcp objects no longer referenced that were there when the
-save began (the coordinator lists them in set_up_storage_writer, before any rank writes: the
-objects of a save that starts after this commit are never touched; orphans of an interrupted
-save go with the next save's commit). A save that dies (a rank
-killed mid-write) leaves no new .metadata, and the reader refuses a URL without one
+finish() then retires the __*.distcp objects the .metadata it replaced pointed to: the new
+.metadata lists them (its attribute wharf_retired, {object: unix time retired}) and the first
+save more than grace_s seconds later deletes them (grace_s: the writer's argument, else
+WHARF_CKPT_GRACE_S, else 60, as wharf.torch.save; 0 deletes at the commit). Objects there
+when the save began that no .metadata names (orphans of an interrupted save) go at the
+commit. Only objects listed in set_up_storage_writer, before any rank writes, are candidates:
+the objects of a save that starts after this commit are never touched. A save that dies (a
+rank killed mid-write) leaves no new .metadata, and the reader refuses a URL without one
 (IncompleteCheckpointError when objects exist there). .metadata is a conditional PUT, after
 every data object is known durable: If-None-Match: * when the URL had no checkpoint when the
 save started, else If-Match with the ETag the .metadata had then. So of two writers saving to
 one URL at once only one commits; the other gets CheckpointConflictError (and its objects are
 left unreferenced, for the next save's cleanup). overwrite=False refuses to start a save where
 a .metadata exists.
+
+Readers and an overwrite (as wharf.torch.load): a dcp.load that read the old .metadata before
+a save replaced it finds the old objects for grace_s seconds. A read whose objects vanish (a
+load slower than grace_s, or grace_s=0) or come back short reads .metadata again; where it
+changed, a single-process load restarts its reads once on the new .metadata (whose items
+must have the layout of the old) and so gives the new checkpoint, whole; otherwise (a second
+change, another layout, or several ranks, whose restart could mix generations across ranks)
+it raises CheckpointChangedError naming the race. Never a NoSuchKey or a short read.
+last_report["restarts"] says how many times the reads began again.
 
 Reads: each item is a ranged GET of exactly its bytes. Items are sorted by (object, offset)
 and run on thread_count threads; a tensor whose stored region is contiguous lands directly in
@@ -48,6 +60,7 @@ import dataclasses
 import io
 import math
 import pickle
+import time
 import uuid
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
@@ -56,12 +69,14 @@ import torch
 from .. import _lib
 from ..client import Client
 from ..config import is_url, join, parse_url
-from ..errors import (CheckpointConflictError, ChecksumError, IncompleteCheckpointError,
-                      MissingDependencyError, NotFoundError, PreconditionFailedError, WharfError)
+from ..errors import (CheckpointChangedError, CheckpointConflictError, ChecksumError,
+                      IncompleteCheckpointError, MissingDependencyError, NotFoundError,
+                      PreconditionFailedError, WharfError)
 from .._log import logger
 from ..progress import Progress
 from ..reader import runs, scatter_runs
 from ._common import _client
+from .checkpoint import LOAD_RESTARTS, _get_whole, _grace
 from .checksum import block_sums, first_mismatch
 from .dtypes import as_bytes as _as_bytes
 
@@ -184,15 +199,19 @@ class WharfStorageWriter(_Base, StorageWriter):  # type: ignore[misc]
     tensor, CPU ones included, into host memory (torch's BlockingAsyncStager) on the caller's
     thread before async_save returns, so the state may change while the upload runs (DCP's
     fallback in torch 2.3 to 2.6 moves only GPU tensors and leaves CPU ones shared).
-    cache_staging=True keeps those host copies for the next save of the same layout."""
+    cache_staging=True keeps those host copies for the next save of the same layout.
+    grace_s: seconds the objects of the checkpoint a save replaces stay (retired) for loads
+    that read the old .metadata (module doc; None: WHARF_CKPT_GRACE_S, else 60)."""
 
     _synchronize_after_execute = False
 
     def __init__(self, url: str, client: Optional[Client] = None, thread_count: int = 4,
                  object_size: int = DEFAULT_OBJECT_SIZE, overwrite: bool = True,
                  transport: str = "auto", progress: bool = False,
-                 cache_staging: Any = False) -> None:
+                 cache_staging: Any = False, grace_s: Optional[float] = None) -> None:
         _Base.__init__(self, url, client, thread_count, transport, progress)
+        self.grace_s = grace_s
+        _grace(grace_s)  # a bad value is refused here, not at the commit
         self.object_size = int(object_size)
         self.overwrite = overwrite
         self.cache_staging = cache_staging
@@ -237,11 +256,17 @@ class WharfStorageWriter(_Base, StorageWriter):  # type: ignore[misc]
                              "save with a process group")
         self.base_etag = None  # the .metadata this save replaces (None: there was none)
         self.before = set()    # the data objects under the URL before this save wrote any
+        # the objects the replaced .metadata names (None: unreadable, all of `before` count)
+        # and those it lists as retired {name: unix time}
+        self.base_live: Optional[Set[str]] = set()
+        self.base_retired: Dict[str, float] = {}
         if is_coordinator:
             try:
-                self.base_etag = self.client.stat(self.bucket, self._key(METADATA)).etag
+                raw, self.base_etag = _get_whole(self.client, self.bucket, self._key(METADATA))
             except NotFoundError:
                 pass
+            else:
+                self.base_live, self.base_retired = _generations(raw)
             # Taken before any rank writes (DCP runs this in its planning step, before
             # write_data, in torch 1.13 and 2.x alike): the cleanup after the commit deletes
             # only these, never the objects of a save that began later.
@@ -387,6 +412,13 @@ class WharfStorageWriter(_Base, StorageWriter):  # type: ignore[misc]
         metadata.storage_data = storage
         if hasattr(metadata, "storage_meta"):
             metadata.storage_meta = self.storage_meta()
+        # The objects of the replaced checkpoint are retired, not deleted (module doc)
+        before: Set[str] = getattr(self, "before", set())
+        keep, gone = _retire(getattr(self, "base_live", set()),
+                             getattr(self, "base_retired", {}), before, set(sizes),
+                             _grace(getattr(self, "grace_s", None)))
+        if keep:
+            metadata.wharf_retired = {k: round(v, 3) for k, v in sorted(keep.items())}
         # Every data object must be there, whole, before the commit point is written.
         for name, size in sorted(sizes.items()):
             try:
@@ -416,21 +448,53 @@ class WharfStorageWriter(_Base, StorageWriter):  # type: ignore[misc]
                 f"{self.url}: another writer committed a checkpoint here while this save ran "
                 f"(the .metadata is no longer {'absent' if base is None else base}); this "
                 "save was not committed and the other checkpoint stands", e.report) from None
-        # The objects of earlier saves (the checkpoint replaced, interrupted saves) are no
-        # longer referenced. Only those listed before this save began: a save that started
+        # What is no longer referenced nor retired (retired past grace_s, orphans of
+        # interrupted saves). Only objects listed before this save began: a save that started
         # after this commit may be writing objects of its own here.
-        before: Set[str] = getattr(self, "before", set())
-        for rel in sorted(before - set(sizes)):
+        removed = 0
+        for rel in sorted(gone):
             try:
                 c.delete(self.bucket, self._key(rel))
+                removed += 1
             except WharfError:
                 pass  # NotFound, or a failure: an orphan for the next save to remove
+        self.last_report = dict(getattr(self, "last_report", {}), retired=len(keep),
+                                removed=removed)
 
     def _data_objects(self) -> Any:
         base = self.prefix + "/"
         return {o.key[len(base):] for o in self.client.list(self.bucket, base)
                 if o.key[len(base):].startswith("__") and o.key.endswith(SUFFIX)
                 and "/" not in o.key[len(base):]}
+
+
+def _generations(raw: bytes) -> Tuple[Optional[Set[str]], Dict[str, float]]:
+    """(the data objects a .metadata names, those it lists as retired {name: unix time});
+    (None, {}) for a .metadata that is not WharfStorageWriter's."""
+    try:
+        md = pickle.loads(raw)
+        live = {si.key for si in (md.storage_data or {}).values()}
+        retired = {str(k): float(v) for k, v in (getattr(md, "wharf_retired", None)
+                                                  or {}).items()}
+    except Exception:  # noqa: B902 (any unpickling failure: not ours, replaced all the same)
+        return None, {}
+    return live, retired
+
+
+def _retire(live: Optional[Set[str]], retired: Dict[str, float], before: Set[str],
+            new: Set[str], grace: float) -> Tuple[Dict[str, float], Set[str]]:
+    """({name: unix time retired} for the new .metadata to list, the names to delete after
+    its commit), of the objects listed before the save (`before`): those of the replaced
+    .metadata (`live`; None: all of `before`) are retired now, retired ones stay until grace
+    seconds have passed, the rest (orphans) go."""
+    if grace <= 0:
+        return {}, before - new
+    now = time.time()
+    keep = {k: now for k in (before if live is None else live) if k in before and k not in new}
+    for k, since in retired.items():
+        if k in before and k not in new and k not in keep and now - since < grace:
+            keep[k] = since
+    return keep, before - new - set(keep)
 
 
 # torch.distributed.checkpoint (torch >= 2.2) may be absent where mypy runs: Any to it then
@@ -457,6 +521,7 @@ class WharfStorageReader(_Base, StorageReader):  # type: ignore[misc]
         self.load_id = uuid.uuid4().hex
         self.last_report: Dict[Any, Any] = {}
         self._missing: Optional[WharfError] = None
+        self.metadata_etag: Optional[str] = None  # of the .metadata being read
 
     def reset(self, checkpoint_id: Optional[str] = None) -> None:
         self.storage_data = {}
@@ -481,7 +546,7 @@ class WharfStorageReader(_Base, StorageReader):  # type: ignore[misc]
     def _read_metadata(self) -> Any:
         c = self.client
         try:
-            raw = c.get(self.bucket, self._key(METADATA), transport="http")
+            raw, self.metadata_etag = _get_whole(c, self.bucket, self._key(METADATA))
         except NotFoundError:
             others = c.list(self.bucket, self.prefix + "/")
             if others:
@@ -522,11 +587,69 @@ class WharfStorageReader(_Base, StorageReader):  # type: ignore[misc]
     def read_data(self, plan: Any, planner: Any) -> Any:
         fut: torch.futures.Future[Any] = torch.futures.Future()
         try:
-            self._read(plan, planner)
+            self._read_restarting(plan, planner)
             fut.set_result(None)
         except BaseException as e:  # noqa: B902
             fut.set_exception(e)
         return fut
+
+    def _read_restarting(self, plan: Any, planner: Any) -> None:
+        """_read, begun again once on the new .metadata where the checkpoint was replaced
+        while it was read (module doc, "Readers and an overwrite")."""
+        first: Optional[WharfError] = None
+        why = ""
+        for attempt in range(1 + LOAD_RESTARTS):
+            try:
+                self._read(plan, planner)
+            except WharfError as e:
+                if isinstance(e, (IncompleteCheckpointError, CheckpointConflictError)):
+                    raise
+                # objects gone, short or changed under the read: a race with a save exactly
+                # when .metadata moved on meanwhile (else the error is the checkpoint's own)
+                try:
+                    now = self.client.stat(self.bucket, self._key(METADATA)).etag
+                except NotFoundError:
+                    now = None
+                except WharfError:
+                    raise e from None  # the server gone, a refused key: the read's own error
+                if now == self.metadata_etag:
+                    raise
+                first = first or e
+                if _several_ranks():
+                    why = ("; with several ranks a restart could mix checkpoints across "
+                           "ranks, so none is made")
+                    break
+                if attempt == LOAD_RESTARTS:
+                    break
+                why = self._adopt(plan)
+                if why:
+                    break
+                continue
+            self.last_report["restarts"] = attempt
+            return
+        assert first is not None  # every pass that did not return recorded its error
+        raise CheckpointChangedError(
+            _lib.WHARF_ERR_PRECONDITION, f"dcp load {self.url}: the checkpoint was replaced "
+            f"while it was read (a save to the same URL is racing this load: {first.message})"
+            f"{why}; load again, or give the saves a longer grace_s") from first
+
+    def _adopt(self, plan: Any) -> str:
+        """Takes the storage_data of the current .metadata for the next pass over plan; ""
+        when every item of plan is there with the layout it had, else why not."""
+        try:
+            md = self._read_metadata()
+        except WharfError as e:
+            return f"; its .metadata could not be read again: {e}"
+        new = getattr(md, "storage_data", None) or {}
+        for r in plan.items:
+            old, now = self.storage_data.get(r.storage_index), new.get(r.storage_index)
+            if now is None or old is None or (old.dtype, old.shape, old.length) != \
+                    (now.dtype, now.shape, now.length):
+                return (f"; the new checkpoint stores item "
+                        f"{getattr(r.storage_index, 'fqn', r.storage_index)} otherwise, so the "
+                        "load's plan does not fit it")
+        self.storage_data = new
+        return ""
 
     def _info(self, req: Any) -> Any:
         try:
@@ -732,6 +855,11 @@ class WharfStorageReader(_Base, StorageReader):  # type: ignore[misc]
             src = src.narrow(d, o, n)
         target.copy_(src)
         return target
+
+
+def _several_ranks() -> bool:
+    dist: Any = torch.distributed
+    return bool(dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1)
 
 
 if BlockingAsyncStager is None:  # torch < 2.4: no stager protocol; DCP stages by itself

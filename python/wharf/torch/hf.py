@@ -31,7 +31,8 @@ import torch
 from .. import _lib
 from .. import safetensors as st
 from ..client import Client
-from ..errors import CheckpointChangedError, NotFoundError, SafetensorsError, WharfError
+from ..errors import (CheckpointChangedError, CheckpointConflictError, NotFoundError,
+                      PreconditionFailedError, SafetensorsError, WharfError)
 from ._common import INDEX_NAME, _client, _join, parse_url
 from .checkpoint import _read_json
 from .dtypes import as_bytes as _as_bytes, prepare as _prepare
@@ -543,8 +544,11 @@ def save_pretrained(model: Any, url: str, client: Optional[Client] = None,
     does, __metadata__ {"format": "pt"}. Tied weights (two names, one tensor) are stored once
     under their first name, as transformers does; load_pretrained and from_pretrained tie them
     again. The index (or the single file) is written last: an index of an older save there is
-    deleted first, and shards of it that the new one does not use are deleted after. Returns
-    a report: files, total_size, dropped_tied {name: kept name}."""
+    deleted first, and shards of it that the new one does not use are deleted after. The
+    index commit is a conditional create (If-None-Match: *) after a check that every shard
+    still has the ETag its PUT returned: of two saves racing to one URL at most one commits,
+    the other gets CheckpointConflictError and leaves the index alone. Returns a report:
+    files, total_size, dropped_tied {name: kept name}."""
     c = _client(client)
     bucket, prefix = parse_url(url, need_key=False)
     limit = parse_size(max_shard_size)
@@ -594,17 +598,18 @@ def save_pretrained(model: Any, url: str, client: Optional[Client] = None,
     if hasattr(gen, "to_json_string"):
         c.put(bucket, _join(prefix, "generation_config.json"), gen.to_json_string().encode())
     weight_map, total = {}, 0
+    etags: Dict[str, Optional[str]] = {}
     # the single file is the commit point itself, so it goes last; shards of an index first
     for name, sh in zip(names, shards):
         buf = _shard_bytes(sh, meta)
-        c.put_from(bucket, _join(prefix, name), buf, transport=transport)
+        etags[name] = c.put_from(bucket, _join(prefix, name), buf, transport=transport).etag
         for n, t, _ in sh:
             weight_map[n] = name
             total += t.numel() * t.element_size()
     if nsh > 1:
         idx = {"metadata": {"total_size": total, SNAPSHOT_KEY: sid},
                "weight_map": dict(sorted(weight_map.items()))}
-        c.put(bucket, index_key, json.dumps(idx, indent=2).encode())
+        _commit_index(c, bucket, prefix, index_key, json.dumps(idx, indent=2).encode(), etags)
     for k in old:
         if k.rpartition("/")[2] not in names and k != index_key:
             c.delete(bucket, k)
@@ -613,6 +618,35 @@ def save_pretrained(model: Any, url: str, client: Optional[Client] = None,
     if report is not None:
         report.update(rep)
     return rep
+
+
+def _commit_index(c: Client, bucket: str, prefix: str, index_key: str, body: bytes,
+                  etags: Dict[str, Optional[str]]) -> None:
+    """save_pretrained's commit point: its shards are checked to still be the ones it wrote
+    (shard names carry no generation, so a save racing this one writes over them), then the
+    index is created with If-None-Match: * (save_pretrained deleted the old one first: an
+    index there now is another save's commit)."""
+    url = f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
+    for name, etag in sorted(etags.items()):
+        try:
+            now: Optional[str] = c.stat(bucket, _join(prefix, name)).etag
+        except NotFoundError:
+            now = None
+        if etag and now != etag:
+            raise CheckpointConflictError(
+                _lib.WHARF_ERR_PRECONDITION,
+                f"{url}: {name} was written over while this save_pretrained ran (ETag {etag} "
+                f"then, {now or 'gone'} now): another save to the same URL is racing this one; "
+                f"this save was not committed (no {INDEX_NAME} written); save again, once")
+    try:
+        c.put(bucket, index_key, body, transport="http", if_none_match=True)
+    except PreconditionFailedError as e:
+        raise CheckpointConflictError(
+            _lib.WHARF_ERR_PRECONDITION,
+            f"{url}: another save committed {INDEX_NAME} while this save_pretrained ran; "
+            "this save was not committed and the other snapshot stands (its shards may have "
+            "been written over by this save's: load_safetensors refuses a mix)",
+            getattr(e, "report", None)) from None
 
 
 def _upload_order(names: Any) -> Any:
