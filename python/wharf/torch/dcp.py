@@ -39,19 +39,16 @@ left unreferenced, for the next save's cleanup). overwrite=False refuses to star
 a .metadata exists.
 
 Readers and an overwrite (as wharf.torch.load): a dcp.load that read the old .metadata before
-a save replaced it finds the old objects for grace_s seconds. A read whose objects vanish (a
-load slower than grace_s, or grace_s=0) or come back short reads .metadata again; where it
-changed, a single-process load restarts its reads once on the new .metadata (whose items
-must have the layout of the old) and so gives the new checkpoint, whole; otherwise (a second
-change, another layout, or several ranks, whose restart could mix generations across ranks)
-it raises CheckpointChangedError naming the race. Never a NoSuchKey or a short read.
-last_report["restarts"] says how many times the reads began again.
+a save replaced it finds the old objects for grace_s seconds. A read whose objects vanish or
+come back short reads .metadata again; where it changed, a single-process load restarts once
+on the new one (same layout) and gives the new checkpoint, whole; otherwise (a second change,
+another layout, several ranks) it raises CheckpointChangedError naming the race. Never a
+NoSuchKey or a short read; last_report["restarts"] counts the restarts.
 
-Reads: each item is a ranged GET of exactly its bytes. Items are sorted by (object, offset)
-and run on thread_count threads; a tensor whose stored region is contiguous lands directly in
-its destination (host or device memory, whatever the plan resolved), a strided region (a
-reshard along an inner dimension) lands its bounding rows in host memory and is copied; runs
-of small items of one object within coalesce_gap bytes of each other (64 KiB) share one GET.
+Reads: items sorted by (object, offset) run on thread_count threads; a contiguous stored region
+lands directly in its destination (host or device memory), a strided one (a reshard along an
+inner dimension) through host memory; small items of one object share scatter GETs over RDMA,
+elsewhere ranged GETs of runs within coalesce_gap (64 KiB).
 """
 from __future__ import annotations
 
@@ -60,25 +57,24 @@ import dataclasses
 import io
 import math
 import pickle
-import time
 import uuid
-from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import torch
 
 from .. import _lib
 from ..client import Client
 from ..config import is_url, join, parse_url
-from ..errors import (CheckpointChangedError, CheckpointConflictError, ChecksumError,
-                      IncompleteCheckpointError, MissingDependencyError, NotFoundError,
-                      PreconditionFailedError, WharfError)
+from ..errors import (CheckpointChangedError, CheckpointConflictError, IncompleteCheckpointError,
+                      MissingDependencyError, NotFoundError, PreconditionFailedError, WharfError)
 from .._log import logger
 from ..progress import Progress
 from ..reader import runs, scatter_runs
 from ._common import _client
 from .checkpoint import LOAD_RESTARTS, _get_whole, _grace
 from .checksum import block_sums, first_mismatch
-from .dtypes import as_bytes as _as_bytes
+from ._dcp_util import (_bytes_of, _dtype_name, _generations, _nbytes, _retire,  # noqa: F401
+                        _several_ranks, checksum_error, wharf_error)
 
 try:
     from torch.distributed.checkpoint.metadata import Metadata
@@ -138,25 +134,6 @@ class WharfStorageInfo:
 @dataclasses.dataclass(frozen=True)
 class _Prefix:
     prefix: str
-
-
-def _dtype_name(dt: Any) -> Any:
-    return str(dt).replace("torch.", "")
-
-
-def _nbytes(t: Any) -> Any:
-    return t.numel() * t.element_size()
-
-
-def _bytes_of(t: Any) -> Any:
-    """A 1-D uint8 view of a contiguous tensor's bytes, on its device."""
-    if t.is_complex():
-        t = torch.view_as_real(t)
-    return _as_bytes(t)
-
-
-def _show(v: Any) -> Any:
-    return f"{v:#010x}" if isinstance(v, int) else str(v)
 
 
 class _Base:
@@ -468,35 +445,6 @@ class WharfStorageWriter(_Base, StorageWriter):  # type: ignore[misc]
                 and "/" not in o.key[len(base):]}
 
 
-def _generations(raw: bytes) -> Tuple[Optional[Set[str]], Dict[str, float]]:
-    """(the data objects a .metadata names, those it lists as retired {name: unix time});
-    (None, {}) for a .metadata that is not WharfStorageWriter's."""
-    try:
-        md = pickle.loads(raw)
-        live = {si.key for si in (md.storage_data or {}).values()}
-        retired = {str(k): float(v) for k, v in (getattr(md, "wharf_retired", None)
-                                                  or {}).items()}
-    except Exception:  # noqa: B902 (any unpickling failure: not ours, replaced all the same)
-        return None, {}
-    return live, retired
-
-
-def _retire(live: Optional[Set[str]], retired: Dict[str, float], before: Set[str],
-            new: Set[str], grace: float) -> Tuple[Dict[str, float], Set[str]]:
-    """({name: unix time retired} for the new .metadata to list, the names to delete after
-    its commit), of the objects listed before the save (`before`): those of the replaced
-    .metadata (`live`; None: all of `before`) are retired now, retired ones stay until grace
-    seconds have passed, the rest (orphans) go."""
-    if grace <= 0:
-        return {}, before - new
-    now = time.time()
-    keep = {k: now for k in (before if live is None else live) if k in before and k not in new}
-    for k, since in retired.items():
-        if k in before and k not in new and k not in keep and now - since < grace:
-            keep[k] = since
-    return keep, before - new - set(keep)
-
-
 # torch.distributed.checkpoint (torch >= 2.2) may be absent where mypy runs: Any to it then
 class WharfStorageReader(_Base, StorageReader):  # type: ignore[misc]
     """A DCP StorageReader reading a checkpoint WharfStorageWriter wrote at url. thread_count:
@@ -782,22 +730,7 @@ class WharfStorageReader(_Base, StorageReader):  # type: ignore[misc]
             raise WharfError(_lib.WHARF_ERR_PROTOCOL, f"{self.url}/{info.key}: {e}; the "
                              "metadata was not written by this WharfStorageWriter") from None
         if bad is not None:
-            k, got, want = bad
-            if etag is None or info.etag is None:
-                why = "the bytes changed after the save"
-            elif etag != info.etag:
-                why = (f"the object was replaced after the save (ETag {info.etag} then, "
-                       f"{etag} now)")
-            else:
-                why = "the object's ETag is unchanged: its bytes changed in storage or on the way"
-            lo, hi = k * info.block, min((k + 1) * info.block, info.length)
-            raise ChecksumError(
-                _lib.WHARF_ERR_CHECKSUM,
-                f"{self.url}/{info.key}: item {getattr(r.storage_index, 'fqn', r.storage_index)}"
-                f" bytes [{lo}, {hi}) (object bytes [{info.offset + lo}, {info.offset + hi})) "
-                f"have {info.check} {_show(got)}, the save recorded {_show(want)}; {why}. "
-                "Not loading changed data: load another checkpoint (verify=False reads it "
-                "unchecked)")
+            raise checksum_error(self.url, r, info, bad, etag)
 
     def _one(self, c: Client, r: Any, target: Any, bar: Any) -> Any:
         info = self._info(r)
@@ -857,51 +790,10 @@ class WharfStorageReader(_Base, StorageReader):  # type: ignore[misc]
         return target
 
 
-def _several_ranks() -> bool:
-    dist: Any = torch.distributed
-    return bool(dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1)
-
-
 if BlockingAsyncStager is None:  # torch < 2.4: no stager protocol; DCP stages by itself
     for _name in ("stage", "synchronize_staging", "close", "should_synchronize_after_execute",
                   "_synchronize_after_execute"):
         delattr(WharfStorageWriter, _name)
-
-
-def wharf_error(exc: Any) -> Any:
-    """The WharfError that ended a DCP call, or None. DCP wraps what a storage reader or writer
-    raised in a CheckpointException (a BaseException, not an Exception, in torch 2.x) whose
-    failures map each rank to its exception (or to an (exception, traceback) pair), and
-    sometimes chains it as a cause: this looks through all of them.
-
-        try:
-            dcp.load(sd, storage_reader=WharfStorageReader(url, client=c))
-        except BaseException as e:
-            err = wharf_error(e)   # e.g. a ChecksumError naming the object and its bytes
-    """
-    from ..errors import WharfError
-    seen, todo = set(), [exc]
-    while todo:
-        x = todo.pop(0)
-        if x is None or id(x) in seen:
-            continue
-        seen.add(id(x))
-        if isinstance(x, tuple):
-            todo.extend(x)
-            continue
-        if isinstance(x, WharfError):
-            return x
-        if isinstance(x, BaseException):
-            todo.extend([x.__cause__, x.__context__])
-            f = getattr(x, "failures", None)
-            if isinstance(f, dict):
-                todo.extend(f.values())
-            e = getattr(x, "exception", None)   # a wrapped-exception record
-            if isinstance(e, BaseException):
-                todo.append(e)
-        elif isinstance(getattr(x, "exception", None), BaseException):
-            todo.append(x.exception)
-    return None
 
 
 __all__ = ["WharfStorageWriter", "WharfStorageReader", "WharfStorageInfo", "wharf_error"]
