@@ -137,7 +137,7 @@ int s3h_sse_request(front_req_t *r, s3h_out_t *o, bool copy_source, bool allow_s
         return s3h_errf(o, S3_ERR_INVALID_ARGUMENT,
                         "%s is not accepted on %s: it is set when the object is written (for "
                         "a multipart upload, on CreateMultipartUpload)",
-                        SSE_H, front_api_name(r->route.op->api));
+                        SSE_H, r->route.op ? front_api_name(r->route.op->api) : "this request");
     if (kms) {
         if (!kid || !*kid)
             return s3h_errf(o, S3_ERR_INVALID_ARGUMENT,
