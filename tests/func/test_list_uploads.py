@@ -107,3 +107,26 @@ def test_upload_id_marker_within_a_key(s3, made):
     got = [(u["Key"], u["UploadId"]) for u in r["Uploads"]]
     assert got[:2] == [("c", cs[2]), ("c", cs[3])], got
     assert got[2][0] == "c/"
+
+
+def test_pages_of_one_key_across_seconds(s3):
+    """Uploads of one key initiated in different seconds are listed by time, then id: paging
+    with the upload-id-marker follows that order (a marker compared by id alone showed an
+    upload twice, or looped, once a later upload had a smaller id). Uploads are made a second
+    apart until such a pair exists (bounded: 8 uploads)."""
+    import time
+    b = unique_bucket("lsup-sec")
+    s3.create_bucket(Bucket=b)
+    ids = []
+    for _ in range(8):
+        ids.append(s3.create_multipart_upload(Bucket=b, Key="k")["UploadId"])
+        if any(later < earlier for i, earlier in enumerate(ids) for later in ids[i + 1:]):
+            break
+        time.sleep(1.05)
+    ids.append(s3.create_multipart_upload(Bucket=b, Key="k")["UploadId"])
+    whole = [u["UploadId"] for u in s3.list_multipart_uploads(Bucket=b)["Uploads"]]
+    assert sorted(whole) == sorted(ids)
+    for page in (1, 2):
+        got, _, pages = _listing(s3, b, page)
+        assert [i for _, i in got] == whole, (page, got, whole)
+        assert pages <= len(ids) // page + 1

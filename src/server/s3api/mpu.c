@@ -468,6 +468,21 @@ int s3api_mpu_list_uploads(front_req_t *r, s3h_out_t *o)
     size_t kml = from ? strlen(from) : 0;
     if (from && dl && (!um || !*um) && kml >= dl && strcmp(from + kml - dl, delim) == 0)
         key_past_prefix(from, kml); /* a CommonPrefix: past it */
+    /* A marker upload that still exists: the metadata lists from just past it in its own
+     * order (key, initiated, upload id), so uploads of the marker's key initiated in other
+     * seconds are neither shown twice nor skipped. One that is gone: S3's rule, upload ids
+     * above the marker (upload_before_marker). */
+    if (from && um && *um && strcmp(from, km) == 0) {
+        data_obj_meta_t mk;
+        memset(&mk, 0, sizeof mk);
+        if (store_mpu_meta(s3h_st(r), s3h_b(r), km, um, &mk) == WH_OK &&
+            strlen(um) < sizeof from_id) {
+            snprintf(from_id, sizeof from_id, "%s", um);
+            from_ini = mk.mtime;
+            seen_um = true;
+        }
+        data_obj_meta_free(&mk);
+    }
     wh_status_t st = WH_OK;
     while (!done && !up.oom && !cp.oom) {
         data_upload_page_t page = {.from_key = from,
