@@ -362,7 +362,7 @@ s3_err_t auth_sigv2_verify(const auth_http_req_t *req, const char *vhost_bucket,
         if (strlen(ak) >= sizeof a.access_key || !*ak)
             return s3_errf(S3_ERR_ACCESS_DENIED, msg, msglen,
                            "AWSAccessKeyId must be 1 to 127 characters");
-        snprintf(a.access_key, sizeof a.access_key, "%s", ak);
+        memcpy(a.access_key, ak, strlen(ak) + 1); /* fits: checked just above */
         sig_fix(sig);
         uint64_t exp;
         if (wh_parse_u64(expires_s, strlen(expires_s), &exp) != 0 || exp > (uint64_t)INT64_MAX)
