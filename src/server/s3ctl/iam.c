@@ -53,6 +53,23 @@ int iam_err(iam_ctx_t *c, int status, const char *code, const char *fmt, ...)
 }
 
 /* A store failure as an IAM error. */
+int iam_resp_rec_names(iam_ctx_t *c, const char *kind, const char *prefix, const char *what)
+{
+    meta_rec_t *ps = NULL;
+    size_t n = 0;
+    wh_status_t st = meta_rec_list(c->m, kind, prefix, &ps, &n);
+    if (st != WH_OK)
+        return iam_store_err(c, st, what);
+    wh_sbuf_t b;
+    iam_resp_begin(c, &b, true);
+    wh_sbuf_puts(&b, "<PolicyNames>");
+    for (size_t i = 0; i < n; i++)
+        s3_xml_elem(&b, "member", ps[i].key + strlen(prefix));
+    wh_sbuf_puts(&b, "</PolicyNames><IsTruncated>false</IsTruncated>");
+    meta_recs_free(ps, n);
+    return iam_resp_end(c, &b, true);
+}
+
 int iam_store_err(iam_ctx_t *c, wh_status_t st, const char *what)
 {
     if (st == WH_ERR_UNAVAILABLE || st == WH_ERR_BUSY)

@@ -62,6 +62,9 @@ int iam_store_err(iam_ctx_t *c, wh_status_t st, const char *what);
 void iam_resp_begin(iam_ctx_t *c, wh_sbuf_t *b, bool result);
 int iam_resp_end(iam_ctx_t *c, wh_sbuf_t *b, bool result);
 int iam_resp_empty(iam_ctx_t *c);
+/* The ListGroupPolicies / ListRolePolicies reply: the names of the IAM records of kind under
+ * prefix ("<owner>|"), what naming the owner for a store error. */
+int iam_resp_rec_names(iam_ctx_t *c, const char *kind, const char *prefix, const char *what);
 void iam_xml_time(wh_sbuf_t *b, const char *name, time_t t);
 /* The decoded form parameter, or NULL when absent. */
 const char *iam_param(iam_ctx_t *c, const char *name);

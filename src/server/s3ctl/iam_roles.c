@@ -468,19 +468,7 @@ static int act_list_rpols(iam_ctx_t *c)
     iam_role_free(&r);
     char prefix[ROLE_MAX + 2];
     snprintf(prefix, sizeof prefix, "%s|", r.key);
-    meta_rec_t *ps = NULL;
-    size_t n = 0;
-    wh_status_t st = meta_rec_list(c->m, IAM_REC_RPOLICY, prefix, &ps, &n);
-    if (st != WH_OK)
-        return iam_store_err(c, st, "listing the role's policies");
-    wh_sbuf_t b;
-    iam_resp_begin(c, &b, true);
-    wh_sbuf_puts(&b, "<PolicyNames>");
-    for (size_t i = 0; i < n; i++)
-        s3_xml_elem(&b, "member", ps[i].key + strlen(prefix));
-    wh_sbuf_puts(&b, "</PolicyNames><IsTruncated>false</IsTruncated>");
-    meta_recs_free(ps, n);
-    return iam_resp_end(c, &b, true);
+    return iam_resp_rec_names(c, IAM_REC_RPOLICY, prefix, "listing the role's policies");
 }
 
 static const struct {
